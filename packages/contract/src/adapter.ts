@@ -1,0 +1,69 @@
+import type { RetrySafetyCard } from './card.js';
+import type { AttemptId, BusinessOperationId, ProviderKey, RunId } from './ids.js';
+import type { LookupResult, Outcome } from './outcome.js';
+
+export const SPECIFICATION_VERSION = 'v1' as const;
+
+/** A JSON Schema object describing an operation's params (used for agent tool definitions). */
+export type JsonSchema = { readonly [key: string]: unknown };
+
+export interface OperationSpec {
+  /** Short name within the adapter, e.g. `paymentIntents.create`. The card's operation is `<provider>.<name>`. */
+  readonly name: string;
+  readonly description: string;
+  readonly card: RetrySafetyCard;
+  /** Dot paths into params that name the business intent; the business-operation id is derived from them. */
+  readonly intentFields: readonly string[];
+  /** Params that must never reach receipts, packets or logs (beyond the runner's own redaction list). */
+  readonly sensitiveFields?: readonly string[];
+  /** JSON Schema of the params. */
+  readonly paramsSchema: JsonSchema;
+}
+
+export interface ExecuteContext {
+  readonly businessOperationId: BusinessOperationId;
+  /** Null when the card says no key travels. The same key on every attempt of one operation. */
+  readonly providerKey: ProviderKey | null;
+  readonly runId: RunId;
+  readonly attemptId: AttemptId;
+  /** 1-based attempt number across the operation's whole life (all runs). */
+  readonly attempt: number;
+  /** Status reference from an earlier in-progress outcome, if any (e.g. a status URL). */
+  readonly statusRef: string | null;
+  readonly signal?: AbortSignal;
+}
+
+export interface LookupContext {
+  readonly businessOperationId: BusinessOperationId;
+  readonly providerKey: ProviderKey | null;
+  /** The params of the original request (some lookups re-send them with the same key). */
+  readonly params: unknown;
+  readonly runId: RunId;
+  readonly attemptId: AttemptId;
+  readonly statusRef: string | null;
+  /** Epoch ms of the first dispatch, or null if never dispatched. */
+  readonly firstDispatchedAt: number | null;
+  /** Epoch ms now, from the runner's clock. */
+  readonly now: number;
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * A provider adapter, version 1. The runner calls the `do*` methods; callers go through the runner.
+ * Operations are data (cards); the runner never branches on `provider`.
+ */
+export interface AdapterV1 {
+  readonly specificationVersion: typeof SPECIFICATION_VERSION;
+  readonly provider: string;
+  readonly operations: Readonly<Record<string, OperationSpec>>;
+  /** The provider key for this operation, derived from the business-operation id under the provider's constraints; null when none travels. */
+  deriveProviderKey(operation: string, id: BusinessOperationId): ProviderKey | null;
+  /** Performs one attempt. Must classify every result or error into exactly one Outcome; must not throw for provider/network errors. */
+  doExecute(operation: string, params: unknown, ctx: ExecuteContext): Promise<Outcome>;
+  /** Looks up the provider's stored status/result for the operation. Throws UnsupportedCapabilityError when the card's lookup.method is 'none'. */
+  doLookup(operation: string, ctx: LookupContext): Promise<LookupResult>;
+  /** Releases clients/sockets. */
+  close?(): Promise<void>;
+}
+
+export type Adapter = AdapterV1;

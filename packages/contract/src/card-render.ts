@@ -1,0 +1,101 @@
+import { UNKNOWN, type RetrySafetyCard } from './card.js';
+
+/** Human labels for card fields, in the order DESIGN.md §2 lists them. */
+const LABELS: ReadonlyArray<readonly [path: string, label: string]> = [
+  ['operation', 'Operation'],
+  ['provider', 'Provider'],
+  ['sideEffect.kind', 'Side-effect kind'],
+  ['sideEffect.idempotentByNature', 'Idempotent by nature'],
+  ['businessOperationId.rule', 'Business-operation id rule'],
+  ['businessOperationId.intentFields', 'Intent fields'],
+  ['ids.run', 'Run id'],
+  ['ids.attempt', 'Attempt id'],
+  ['ids.request', 'Provider request id'],
+  ['providerKey.travels', 'Provider key travels in'],
+  ['providerKey.name', 'Provider key name'],
+  ['providerKey.maxLength', 'Provider key max length'],
+  ['providerKey.charset', 'Provider key charset'],
+  ['providerKey.scope', 'Provider key scope'],
+  ['keyReuse', 'When the same key may be reused'],
+  ['parameterMatching', 'Parameter matching (same key, other params)'],
+  ['storedResult.semantics', 'Stored result on re-send'],
+  ['storedResult.includesErrors', 'Errors stored and replayed'],
+  ['lookup.method', 'Lookup of stored status/result'],
+  ['lookup.consistencyDelay', 'Lookup consistency delay'],
+  ['retention.minimum', 'Retention of stored status (minimum)'],
+  ['concurrency', 'Concurrent duplicate'],
+  ['retryableErrors', 'Retryable errors'],
+  ['nonRetryableErrors', 'Non-retryable errors'],
+  ['backoff.strategy', 'Backoff'],
+  ['backoff.base', 'Backoff base'],
+  ['backoff.cap', 'Backoff cap'],
+  ['backoff.retryAfterCap', 'Retry-After cap'],
+  ['limits.maxAttempts', 'Max attempts'],
+  ['limits.maxElapsed', 'Max elapsed'],
+  ['limits.lookupWindow', 'Lookup / in-progress window'],
+  ['retryLayer.layer', 'Retrying layer'],
+  ['retryLayer.sdkRetries', 'SDK retries'],
+  ['retryLayer.how', 'How SDK retries are off'],
+  ['reconciler', 'Who reconciles'],
+  ['handoff.condition', 'Terminal handoff condition'],
+  ['handoff.destination', 'Handoff destination'],
+  ['duplicateTest', 'Duplicate-test method'],
+  ['receipts', 'Receipts go to'],
+];
+
+function get(obj: unknown, path: string): unknown {
+  return path.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], obj);
+}
+
+function show(v: unknown): string {
+  if (v === null) return '—';
+  if (Array.isArray(v)) return v.length ? v.map((x) => `\`${String(x)}\``).join(', ') : '—';
+  if (typeof v === 'string') return v;
+  return JSON.stringify(v);
+}
+
+function cell(text: string): string {
+  return text.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');
+}
+
+export interface CardRow {
+  readonly path: string;
+  readonly label: string;
+  readonly value: unknown;
+  readonly unknown: boolean;
+  readonly source: string | null;
+}
+
+/** The card as rows, one per field, in DESIGN.md order. */
+export function cardRows(card: RetrySafetyCard): CardRow[] {
+  return LABELS.map(([path, label]) => {
+    const raw = get(card, path);
+    const isFact = typeof raw === 'object' && raw !== null && !Array.isArray(raw) && 'source' in raw && 'value' in raw;
+    const value = isFact ? (raw as { value: unknown }).value : raw;
+    return { path, label, value, unknown: value === UNKNOWN, source: isFact ? (raw as { source: string }).source : null };
+  });
+}
+
+/**
+ * Renders a card. `markdown`: a table with one row per field, unknown values in bold with a warning
+ * sign, the source of every provider fact, then the unverified conditions. `json`: stable, 2-space JSON.
+ */
+export function renderCard(card: RetrySafetyCard, format: 'markdown' | 'json'): string {
+  if (format === 'json') return JSON.stringify(card, null, 2) + '\n';
+  const lines: string[] = [];
+  lines.push(`### \`${card.operation}\``, '');
+  lines.push('| field | value | source |', '|---|---|---|');
+  for (const row of cardRows(card)) {
+    const value = row.unknown ? '**⚠ unknown**' : cell(show(row.value));
+    lines.push(`| ${row.label} | ${value} | ${row.source === null ? 'retrysafe policy' : cell(row.source)} |`);
+  }
+  lines.push('');
+  if (card.unverified.length) {
+    lines.push('Unverified provider conditions:', '');
+    for (const u of card.unverified) lines.push(`- \`${u.field}\`: ${cell(u.condition)} (source: ${cell(u.source)})`);
+  } else {
+    lines.push('Unverified provider conditions: none.');
+  }
+  lines.push('');
+  return lines.join('\n');
+}

@@ -1,0 +1,138 @@
+import type { Duration } from './duration.js';
+
+/** The explicit "we do not know" value. A decision that needs an unknown fact never auto-resends. */
+export const UNKNOWN = 'unknown' as const;
+export type Unknown = typeof UNKNOWN;
+
+/**
+ * One provider fact with where it comes from (a documentation URL, an SDK source path, or
+ * "loopback test: …"). `value` may be `'unknown'`: that is a statement, not an omission.
+ */
+export interface Fact<T> {
+  readonly value: T | Unknown;
+  readonly source: string;
+}
+
+export type SideEffectKind = 'create' | 'send' | 'set' | 'upsert' | 'delete' | 'charge' | 'async-job' | 'none';
+export type KeyTravels = 'header' | 'body' | 'query' | 'none';
+/** What the provider does with a second request carrying the same key and the same params. */
+export type StoredResultSemantics =
+  /** Returns the stored status and body of the first request (Stripe, IETF draft, AWS client tokens). */
+  | 'replays'
+  /** Refuses the duplicate in a recognisable way (unique-value conflict), naming the existing object. */
+  | 'rejects-duplicate'
+  /** Nothing stored: a second request is a second effect. */
+  | 'none';
+/** What the provider does when the same key arrives with different params. */
+export type ParameterMatching = 'mismatch-error' | 'replay-anyway' | 'none';
+/** How `doLookup` finds a prior result. */
+export type LookupMethod = 'get-by-key' | 'status-url' | 'search' | 'resend-same-key' | 'none';
+/** What a concurrent duplicate (same key, first still running) gets. */
+export type ConcurrencyBehaviour =
+  /** A recognisable "in progress" answer (Stripe 409 idempotency_key_in_use, IETF 409). */
+  | 'rejects-in-progress'
+  /** The duplicate waits and then gets the first one's result. */
+  | 'waits-then-replays'
+  /** Each request is processed: concurrent duplicates duplicate the effect. */
+  | 'duplicates'
+  /** Second writer wins / same value written twice (set-value PATCH). */
+  | 'last-write-wins';
+
+/**
+ * The retry safety card: what one provider operation guarantees about re-sends, as data.
+ * Every field is required; provider facts are `Fact`s with a source and may be `'unknown'`.
+ * The runner decides from this object and never from the adapter's name.
+ */
+export interface RetrySafetyCard {
+  readonly cardVersion: 1;
+  readonly provider: string;
+  /** Fully qualified, e.g. `stripe.paymentIntents.create`. */
+  readonly operation: string;
+  readonly sideEffect: {
+    readonly kind: Fact<SideEffectKind>;
+    /** True when performing the operation twice has the effect of performing it once (set-value PATCH, upsert by unique id). */
+    readonly idempotentByNature: Fact<boolean>;
+  };
+  readonly businessOperationId: {
+    /** In words, e.g. "derived from intent fields customer, amount, currency, orderRef". */
+    readonly rule: string;
+    readonly intentFields: readonly string[];
+  };
+  /** Where the run, attempt and provider request ids go. */
+  readonly ids: {
+    readonly run: string;
+    readonly attempt: string;
+    /** Where the provider's own request id is read from (e.g. the Request-Id header). */
+    readonly request: Fact<string>;
+  };
+  readonly providerKey: {
+    readonly travels: Fact<KeyTravels>;
+    /** Header or field name; null when the key does not travel. */
+    readonly name: Fact<string | null>;
+    readonly maxLength: Fact<number | null>;
+    /** Character class body, e.g. `A-Za-z0-9_:-`. */
+    readonly charset: Fact<string | null>;
+    /** What the key is unique within (account, endpoint, user…). */
+    readonly scope: Fact<string>;
+  };
+  /** When the same key may be reused, in words. */
+  readonly keyReuse: Fact<string>;
+  readonly parameterMatching: Fact<ParameterMatching>;
+  readonly storedResult: {
+    readonly semantics: Fact<StoredResultSemantics>;
+    /** Whether errors (e.g. 500s) are stored and replayed too. */
+    readonly includesErrors: Fact<boolean>;
+  };
+  readonly lookup: {
+    readonly method: Fact<LookupMethod>;
+    /** Worst-case delay before a committed effect is visible to the lookup; null = immediate. */
+    readonly consistencyDelay: Fact<Duration | null>;
+  };
+  readonly retention: {
+    /** Minimum time the provider keeps the key and its stored result; null = nothing is stored. */
+    readonly minimum: Fact<Duration | null>;
+  };
+  readonly concurrency: Fact<ConcurrencyBehaviour>;
+  readonly retryableErrors: Fact<readonly string[]>;
+  readonly nonRetryableErrors: Fact<readonly string[]>;
+  readonly backoff: {
+    readonly strategy: 'exponential-full-jitter';
+    readonly base: Duration;
+    readonly cap: Duration;
+    /** Retry-After is honoured, capped at this, and counted against maxElapsed. */
+    readonly retryAfterCap: Duration;
+  };
+  readonly limits: {
+    readonly maxAttempts: number;
+    readonly maxElapsed: Duration;
+    /** How long the runner keeps polling a lookup or an in-progress status before handing off. */
+    readonly lookupWindow: Duration;
+  };
+  readonly retryLayer: {
+    readonly layer: 'runner';
+    readonly sdkRetries: 'disabled';
+    /** How the SDK's own retries are turned off, and how the drill proves it. */
+    readonly how: string;
+  };
+  /** Who reconciles an unknown outcome, in words. */
+  readonly reconciler: string;
+  readonly handoff: {
+    readonly condition: string;
+    readonly destination: string;
+  };
+  /** How duplicates are tested without a live system. */
+  readonly duplicateTest: string;
+  /** Where receipts go. */
+  readonly receipts: string;
+  /** Provider conditions not verified, each with its source. Every `'unknown'` fact must be listed here. */
+  readonly unverified: readonly { readonly field: string; readonly condition: string; readonly source: string }[];
+}
+
+/** Shorthand for writing facts in cards. */
+export function fact<T>(value: T | Unknown, source: string): Fact<T> {
+  return { value, source };
+}
+
+export function isUnknown(f: Fact<unknown>): boolean {
+  return f.value === UNKNOWN;
+}

@@ -1,0 +1,24 @@
+/** A duration written for people and parsed exactly: `500ms`, `30s`, `5m`, `24h`, `7d`. */
+export type Duration = `${number}${'ms' | 's' | 'm' | 'h' | 'd'}`;
+
+const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+const PATTERN = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
+
+export function isDuration(value: unknown): value is Duration {
+  return typeof value === 'string' && PATTERN.test(value);
+}
+
+/** Milliseconds in a Duration. Throws a RangeError for a malformed one. */
+export function durationMs(value: Duration): number {
+  const m = PATTERN.exec(value);
+  if (!m) throw new RangeError(`not a duration: ${JSON.stringify(value)} (expected e.g. 500ms, 30s, 5m, 24h, 7d)`);
+  return Math.round(Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS]);
+}
+
+/** The largest whole unit that represents `ms` exactly, e.g. 86_400_000 → `1d`. */
+export function formatDuration(ms: number): Duration {
+  for (const unit of ['d', 'h', 'm', 's'] as const) {
+    if (ms >= UNIT_MS[unit] && ms % UNIT_MS[unit] === 0) return `${ms / UNIT_MS[unit]}${unit}` as Duration;
+  }
+  return `${ms}ms` as Duration;
+}

@@ -1,0 +1,14 @@
+import { RetrysafeError, markerGuard } from './retrysafe-error.js';
+
+const marker = Symbol.for('retrysafe.error.InvalidIntentError');
+
+/** Intent fields that cannot be canonicalised (functions, NaN, cycles, missing declared fields…). */
+export class InvalidIntentError extends RetrysafeError {
+  readonly [marker] = true;
+  readonly path: string;
+  constructor(path: string, reason: string) {
+    super('RETRYSAFE_INVALID_INTENT', `invalid intent at ${path || '(root)'}: ${reason}`);
+    this.path = path;
+  }
+  static override isInstance = markerGuard<InvalidIntentError>(marker);
+}

@@ -1,0 +1,60 @@
+import type { BusinessOperationId, ProviderKey } from './ids.js';
+import type { OutcomeKind } from './outcome.js';
+import type { ReceiptKind } from './receipt.js';
+
+export type HandoffReason =
+  | 'rejected'
+  | 'retry-exhausted'
+  | 'unknown-no-safe-resend'
+  | 'lookup-window-exhausted'
+  | 'in-progress-window-exhausted'
+  | 'key-past-retention'
+  | 'crash-recovery-inconclusive';
+
+export type SafeActionName = 'resume' | 'mark-done' | 'abandon';
+
+export interface SafeAction {
+  readonly action: SafeActionName;
+  /** Whether retrysafe considers this safe given what it knows. */
+  readonly safe: boolean;
+  readonly why: string;
+}
+
+export interface HandoffAttempt {
+  readonly attemptId: string;
+  readonly runId: string;
+  readonly kind: ReceiptKind;
+  readonly at: string;
+  readonly outcome: OutcomeKind | 'found' | 'not-found' | 'cannot-tell' | null;
+  readonly status?: number;
+  readonly code?: string;
+  readonly providerRef?: string;
+  readonly requestId?: string;
+}
+
+/** Everything a person needs to finish the operation by hand. No secrets, no PII. */
+export interface HandoffPacket {
+  readonly businessOperationId: BusinessOperationId;
+  readonly provider: string;
+  readonly operation: string;
+  readonly intentFingerprint: string;
+  readonly providerKey: ProviderKey | null;
+  readonly reason: HandoffReason;
+  /** In words: what happened and why retrysafe stopped. */
+  readonly explanation: string;
+  readonly attempts: readonly HandoffAttempt[];
+  readonly lastKnown: {
+    readonly outcome: OutcomeKind | 'found' | 'not-found' | 'cannot-tell' | null;
+    readonly status?: number;
+    readonly code?: string;
+    readonly providerRef?: string;
+    readonly message?: string;
+  };
+  readonly safeNextActions: readonly SafeAction[];
+  readonly createdAt: string;
+}
+
+/** Where packets go (callback, JSONL file, queue…). */
+export interface HandoffSink {
+  send(packet: HandoffPacket): Promise<void> | void;
+}

@@ -1,0 +1,118 @@
+import { randomUUID } from 'node:crypto';
+import { canonicalJson, sha256Hex } from './canonical.js';
+import { InvalidIdError } from './errors/invalid-id-error.js';
+import { InvalidIntentError } from './errors/invalid-intent-error.js';
+
+declare const brand: unique symbol;
+/** A string that the type system keeps apart from every other kind of id. */
+export type Brand<T, B extends string> = T & { readonly [brand]: B };
+
+/** One business intent; stable across every retry, run and process. */
+export type BusinessOperationId = Brand<string, 'BusinessOperationId'>;
+/** One orchestration run; new each time; only in receipts. */
+export type RunId = Brand<string, 'RunId'>;
+/** One call to the provider; new each time; only in receipts. */
+export type AttemptId = Brand<string, 'AttemptId'>;
+/** The value the provider uses to fold re-sends together; derived from the business-operation id. */
+export type ProviderKey = Brand<string, 'ProviderKey'>;
+
+/** Characters allowed in a caller-supplied business-operation id. */
+const BOID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:\-/]*$/;
+export const BUSINESS_OPERATION_ID_MAX_LENGTH = 200;
+const OPERATION_PATTERN = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$/;
+
+/** Validates a caller-supplied business-operation id (1–200 chars of `A-Z a-z 0-9 . _ : - /`, starting alphanumeric). */
+export function asBusinessOperationId(value: string): BusinessOperationId {
+  if (typeof value !== 'string' || value.length === 0) throw new InvalidIdError('business-operation id', String(value), 'must be a non-empty string');
+  if (value.length > BUSINESS_OPERATION_ID_MAX_LENGTH) throw new InvalidIdError('business-operation id', value, `longer than ${BUSINESS_OPERATION_ID_MAX_LENGTH} characters`);
+  if (!BOID_PATTERN.test(value)) throw new InvalidIdError('business-operation id', value, 'only A-Z a-z 0-9 . _ : - / are allowed, starting with a letter or digit');
+  return value as BusinessOperationId;
+}
+
+/**
+ * Derives a readable, stable business-operation id from an operation name and its intent fields:
+ * `<operation>:<first 32 hex of SHA-256(canonical JSON of intent)>`, e.g.
+ * `stripe.paymentIntents.create:5f0c…`. Key order, whitespace and number formatting do not change it;
+ * any changed value does. Never derive it from an LLM tool-call id or a run id.
+ */
+export function businessOperationId(operation: string, intent: Record<string, unknown>): BusinessOperationId {
+  if (!OPERATION_PATTERN.test(operation)) throw new InvalidIdError('operation name', operation, 'expected dotted identifiers such as stripe.paymentIntents.create');
+  if (typeof intent !== 'object' || intent === null || Array.isArray(intent)) throw new InvalidIntentError('', 'intent must be a plain object of the declared intent fields');
+  if (Object.keys(intent).length === 0) throw new InvalidIntentError('', 'intent is empty: an id derived from no fields would fold every call into one operation');
+  const digest = sha256Hex(canonicalJson({ operation, intent }));
+  return asBusinessOperationId(`${operation}:${digest.slice(0, 32)}`);
+}
+
+/**
+ * Picks the declared intent fields (dot paths) out of the params. A declared field that is missing
+ * is an error: silently leaving it out would fold different intents into one id.
+ */
+export function pickIntent(params: unknown, fields: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const field of fields) {
+    let cur: unknown = params;
+    for (const part of field.split('.')) {
+      if (typeof cur !== 'object' || cur === null || !(part in (cur as object))) throw new InvalidIntentError(field, 'declared intent field is missing from params');
+      cur = (cur as Record<string, unknown>)[part];
+    }
+    if (cur === undefined) throw new InvalidIntentError(field, 'declared intent field is undefined');
+    out[field] = cur;
+  }
+  return out;
+}
+
+export function newRunId(): RunId {
+  return `run_${randomUUID()}` as RunId;
+}
+
+export function newAttemptId(): AttemptId {
+  return `att_${randomUUID()}` as AttemptId;
+}
+
+export function asRunId(value: string): RunId {
+  if (typeof value !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(value)) throw new InvalidIdError('run id', String(value), 'expected 1–128 chars of A-Z a-z 0-9 . _ : -');
+  return value as RunId;
+}
+
+export function asAttemptId(value: string): AttemptId {
+  if (typeof value !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(value)) throw new InvalidIdError('attempt id', String(value), 'expected 1–128 chars of A-Z a-z 0-9 . _ : -');
+  return value as AttemptId;
+}
+
+export interface ProviderKeyRule {
+  /** Maximum length the provider accepts. */
+  maxLength: number;
+  /** Characters the provider accepts, as a character-class body, e.g. `A-Za-z0-9_-`. */
+  charset: string;
+  /** Prefix added in front, e.g. `rs-`. Counted in maxLength. */
+  prefix?: string;
+}
+
+/**
+ * Derives the provider key from the business-operation id under the provider's constraints.
+ * Deterministic: the same id always gives the same key. When the id fits (length and charset) it is
+ * used readably; otherwise the key is the prefix plus a SHA-256 digest of the id, cut to fit.
+ */
+export function deriveProviderKey(id: BusinessOperationId, rule: ProviderKeyRule): ProviderKey {
+  const prefix = rule.prefix ?? '';
+  const allowed = new RegExp(`^[${rule.charset}]*$`);
+  if (!allowed.test(prefix)) throw new InvalidIdError('provider key prefix', prefix, `not within charset [${rule.charset}]`);
+  const readable = prefix + id;
+  if (readable.length <= rule.maxLength && allowed.test(readable)) return readable as ProviderKey;
+  const digest = sha256Hex(id);
+  const room = rule.maxLength - prefix.length;
+  if (room < 16) throw new InvalidIdError('provider key', readable, `maxLength ${rule.maxLength} leaves under 16 characters for the digest`);
+  const hexOk = allowed.test('0123456789abcdef');
+  if (!hexOk) throw new InvalidIdError('provider key', readable, `charset [${rule.charset}] cannot carry a hex digest`);
+  return (prefix + digest.slice(0, Math.min(room, 64))) as ProviderKey;
+}
+
+/** Marks a string that an adapter has already validated against its provider's key rules. */
+export function asProviderKey(value: string, rule?: ProviderKeyRule): ProviderKey {
+  if (typeof value !== 'string' || value.length === 0) throw new InvalidIdError('provider key', String(value), 'must be a non-empty string');
+  if (rule) {
+    if (value.length > rule.maxLength) throw new InvalidIdError('provider key', value, `longer than ${rule.maxLength}`);
+    if (!new RegExp(`^[${rule.charset}]*$`).test(value)) throw new InvalidIdError('provider key', value, `outside charset [${rule.charset}]`);
+  }
+  return value as ProviderKey;
+}

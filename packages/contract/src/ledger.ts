@@ -1,0 +1,136 @@
+import type { HandoffPacket } from './handoff.js';
+import type { BusinessOperationId, ProviderKey } from './ids.js';
+import type { OutcomeKind } from './outcome.js';
+import type { Receipt } from './receipt.js';
+
+/**
+ * claimed → dispatched → succeeded | rejected | unknown | in-progress → reconciling → … | handed-off.
+ * `abandoned` is set only by a person. `succeeded`, `rejected`, `handed-off`, `abandoned` are terminal
+ * for the runner (a person may resume a handed-off operation).
+ */
+export type OperationState =
+  | 'claimed'
+  | 'dispatched'
+  | 'unknown'
+  | 'in-progress'
+  | 'reconciling'
+  | 'succeeded'
+  | 'rejected'
+  | 'handed-off'
+  | 'abandoned';
+
+export const TERMINAL_STATES: readonly OperationState[] = ['succeeded', 'rejected', 'handed-off', 'abandoned'];
+/** States in which a crashed worker may have left an effect at the provider. */
+export const RECOVERABLE_STATES: readonly OperationState[] = ['claimed', 'dispatched', 'unknown', 'in-progress', 'reconciling'];
+
+export interface OperationRecord {
+  readonly businessOperationId: BusinessOperationId;
+  readonly provider: string;
+  /** Fully qualified, e.g. `stripe.paymentIntents.create`. */
+  readonly operation: string;
+  readonly intentFingerprint: string;
+  readonly paramsFingerprint: string;
+  /** The request params, kept so a resume or a crash recovery can re-send the same request with the same key. Never copied into receipts or packets. */
+  readonly params: unknown;
+  readonly providerKey: ProviderKey | null;
+  readonly state: OperationState;
+  /** Fencing token: increases by one on every claim; every write must carry the current one. */
+  readonly fence: number;
+  readonly leaseOwner: string | null;
+  /** Epoch ms; null when no lease is held. */
+  readonly leaseExpiresAt: number | null;
+  /** Epoch ms. */
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  /** Epoch ms of the first `dispatched` write: the provider key's age is measured from here. */
+  readonly firstDispatchedAt: number | null;
+  /** Provider calls made (dispatches and resends; lookups are not counted). */
+  readonly attemptCount: number;
+  readonly lastOutcome: OutcomeKind | 'found' | 'not-found' | 'cannot-tell' | null;
+  /** JSON result of the provider, kept so later callers adopt it. */
+  readonly result: unknown;
+  readonly providerRef: string | null;
+  /** Status reference from an in-progress outcome (e.g. status URL). */
+  readonly statusRef: string | null;
+  readonly handoff: HandoffPacket | null;
+  /** How a person resolved it, if they did. */
+  readonly resolution: { readonly action: 'resume' | 'mark-done' | 'abandon'; readonly providerRef?: string; readonly at: number; readonly by?: string } | null;
+}
+
+export interface ClaimInput {
+  readonly businessOperationId: BusinessOperationId;
+  readonly provider: string;
+  readonly operation: string;
+  readonly intentFingerprint: string;
+  readonly paramsFingerprint: string;
+  readonly params: unknown;
+  readonly providerKey: ProviderKey | null;
+  /** Worker identity (e.g. `host:pid:uuid`). */
+  readonly owner: string;
+  readonly leaseMs: number;
+  readonly now: number;
+  /** Allow re-claiming a `handed-off` operation (a person chose "resume"). */
+  readonly resume?: boolean;
+}
+
+export type ClaimResult =
+  /** This caller now holds the lease. `record.state` tells whether it is new (`claimed`) or taken over from a dead worker (`dispatched`, `unknown`, …). */
+  | { readonly kind: 'claimed'; readonly record: OperationRecord; readonly takenOver: boolean }
+  /** Another worker holds a live lease: do not dispatch; wait or report in-progress. */
+  | { readonly kind: 'busy'; readonly record: OperationRecord }
+  /** Already terminal: adopt the result / report the handoff. */
+  | { readonly kind: 'terminal'; readonly record: OperationRecord }
+  /** Exists with a different operation or intent fingerprint: a conflict, nothing written. */
+  | { readonly kind: 'conflict'; readonly record: OperationRecord; readonly field: 'intent' | 'operation' };
+
+/** A write permission: the id plus the fencing token obtained at claim time. */
+export interface Fenced {
+  readonly businessOperationId: BusinessOperationId;
+  readonly fence: number;
+}
+
+export interface StatePatch {
+  readonly state: OperationState;
+  readonly lastOutcome?: OperationRecord['lastOutcome'];
+  readonly result?: unknown;
+  readonly providerRef?: string | null;
+  readonly statusRef?: string | null;
+  readonly now: number;
+}
+
+export interface ListFilter {
+  readonly states?: readonly OperationState[];
+  readonly provider?: string;
+  readonly operation?: string;
+  readonly limit?: number;
+}
+
+/**
+ * The durable record of business operations. Every write but `claim` and `resolve` carries a
+ * `Fenced` token and throws `LeaseLostError` when it is stale. Implementations: memory and SQLite in
+ * `@retrysafe/core`, PostgreSQL in `@retrysafe/ledger-postgres`; all pass one shared suite.
+ */
+export interface Ledger {
+  /** Creates the operation or takes the lease on it atomically; see ClaimResult. */
+  claim(input: ClaimInput): Promise<ClaimResult>;
+  /** Extends the lease. */
+  renewLease(ref: Fenced, leaseMs: number, now: number): Promise<void>;
+  /** Durably records `dispatched` (attemptCount+1, firstDispatchedAt set once) BEFORE the provider is called. */
+  markDispatched(ref: Fenced, now: number): Promise<OperationRecord>;
+  /** Moves to a non-terminal or terminal state other than handed-off. */
+  setState(ref: Fenced, patch: StatePatch): Promise<OperationRecord>;
+  /** Terminal handoff with its packet; releases the lease. */
+  handOff(ref: Fenced, packet: HandoffPacket, now: number): Promise<OperationRecord>;
+  /** Appends a receipt; seq must be the next one for the operation. */
+  appendReceipt(ref: Fenced, receipt: Receipt): Promise<void>;
+  /** Drops the lease without changing state. */
+  release(ref: Fenced): Promise<void>;
+  /** A person's resolution of a handed-off operation: mark-done (succeeded with providerRef) or abandon. `resume` is done through claim({ resume: true }). */
+  resolve(id: BusinessOperationId, resolution: { action: 'mark-done' | 'abandon'; providerRef?: string; by?: string }, now: number): Promise<OperationRecord>;
+  get(id: BusinessOperationId): Promise<OperationRecord | null>;
+  list(filter?: ListFilter): Promise<OperationRecord[]>;
+  receipts(id: BusinessOperationId): Promise<Receipt[]>;
+  /** Non-terminal operations (RECOVERABLE_STATES) whose lease is absent or expired at `now`. */
+  recoverCandidates(now: number, limit?: number): Promise<OperationRecord[]>;
+  close(): Promise<void>;
+}

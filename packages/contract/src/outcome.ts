@@ -1,0 +1,44 @@
+/** What the provider said about one attempt, kept for receipts and packets (no secrets, no bodies). */
+export interface ProviderRefs {
+  /** HTTP status, when there was a response. */
+  readonly status?: number;
+  /** The provider's error code or type, e.g. `idempotency_key_in_use`. */
+  readonly code?: string;
+  /** The provider's request id (e.g. Stripe `Request-Id`, Graph `request-id`, HubSpot `correlationId`). */
+  readonly requestId?: string;
+  /** The id of the object the provider created or changed (e.g. `pi_123`). */
+  readonly providerRef?: string;
+}
+
+export type RejectReason = 'validation' | 'permission' | 'authentication' | 'configuration' | 'conflict' | 'not-found' | 'card-declined' | 'other';
+export type UnknownCause = 'timeout' | 'connection-reset' | 'server-error' | 'truncated-response' | 'other';
+
+/** Exactly one per attempt (DESIGN.md §3). */
+export type Outcome =
+  | ({ readonly kind: 'succeeded'; readonly result: unknown } & ProviderRefs)
+  /** The provider returned its stored result for this key (e.g. `Idempotent-Replayed: true`). */
+  | ({ readonly kind: 'replayed'; readonly result: unknown } & ProviderRefs)
+  /** The provider has it and is still working: pending/running, 202 + status URL, 409 same key in flight. */
+  | ({ readonly kind: 'in-progress'; readonly statusRef?: string; readonly retryAfterMs?: number; readonly message?: string } & ProviderRefs)
+  /** Definitely not applied and will not succeed as is. Never retried automatically. */
+  | ({ readonly kind: 'rejected'; readonly reason: RejectReason; readonly message: string } & ProviderRefs)
+  /** Definitely not applied, transient: safe to retry within the budget. */
+  | ({ readonly kind: 'not-applied'; readonly message: string; readonly retryAfterMs?: number } & ProviderRefs)
+  /** May or may not have been applied: never a licence to resend blindly. */
+  | ({ readonly kind: 'unknown'; readonly cause: UnknownCause; readonly message: string; readonly retryAfterMs?: number } & ProviderRefs);
+
+export type OutcomeKind = Outcome['kind'];
+export const OUTCOME_KINDS: readonly OutcomeKind[] = ['succeeded', 'replayed', 'in-progress', 'rejected', 'not-applied', 'unknown'];
+
+/** What `doLookup` learned about an earlier dispatch. */
+export type LookupResult =
+  /** The provider holds a status or result for this operation: succeeded/replayed (adopt), in-progress (poll), rejected (persisted error). */
+  | { readonly kind: 'found'; readonly outcome: Extract<Outcome, { kind: 'succeeded' | 'replayed' | 'in-progress' | 'rejected' }> }
+  /** Definitively absent: the lookup is authoritative and past its consistency delay. Means "not applied". */
+  | ({ readonly kind: 'not-found'; readonly reason: string } & ProviderRefs)
+  /** Cannot tell (inside the consistency delay, lookup throttled or failing): neither absent nor present. */
+  | ({ readonly kind: 'cannot-tell'; readonly reason: string; readonly retryAfterMs?: number } & ProviderRefs);
+
+export function isTerminalSuccess(o: Outcome): o is Extract<Outcome, { kind: 'succeeded' | 'replayed' }> {
+  return o.kind === 'succeeded' || o.kind === 'replayed';
+}

@@ -1,0 +1,34 @@
+import type { AttemptId, BusinessOperationId, ProviderKey, RunId } from './ids.js';
+import type { OutcomeKind } from './outcome.js';
+
+export type ReceiptKind = 'dispatch' | 'resend' | 'lookup' | 'poll' | 'resolve' | 'recover';
+
+/**
+ * One receipt per attempt (and per lookup/resolution). Redacted before it is written: no secrets,
+ * no PII, no request bodies — only a fingerprint of the request. `hash` chains to the previous
+ * receipt of the same operation, so tampering is detectable.
+ */
+export interface Receipt {
+  readonly businessOperationId: BusinessOperationId;
+  readonly seq: number;
+  readonly runId: RunId;
+  readonly attemptId: AttemptId;
+  readonly provider: string;
+  readonly operation: string;
+  readonly kind: ReceiptKind;
+  readonly startedAt: string;
+  readonly finishedAt: string;
+  readonly outcome: OutcomeKind | 'found' | 'not-found' | 'cannot-tell' | null;
+  readonly decision: { readonly action: string; readonly reason: string; readonly delayMs?: number };
+  readonly providerKey: ProviderKey | null;
+  readonly status?: number;
+  readonly code?: string;
+  readonly providerRef?: string;
+  readonly requestId?: string;
+  /** Redacted message from the provider or the network, if any. */
+  readonly message?: string;
+  /** `sha256:` of the canonical, redacted request params. */
+  readonly requestFingerprint: string;
+  readonly prevHash: string | null;
+  readonly hash: string;
+}
