@@ -1,0 +1,125 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  asBusinessOperationId, businessOperationId, deriveProviderKey, InvalidIdError, InvalidIntentError,
+  newAttemptId, newRunId, pickIntent,
+} from './index.js';
+
+/** Rebuilds a JSON value with every object's keys in a shuffled order. */
+function shuffleKeys(value: unknown, seed: number): unknown {
+  if (Array.isArray(value)) return value.map((v, i) => shuffleKeys(v, seed + i));
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value);
+    const shuffled = entries
+      .map((e, i) => [((i + 1) * 2654435761 * (seed + 7)) % 1009, e] as const)
+      .sort((a, b) => a[0] - b[0])
+      .map(([, e]) => e);
+    return Object.fromEntries(shuffled.map(([k, v]) => [k, shuffleKeys(v, seed + 1)]));
+  }
+  return value;
+}
+
+// JSON intents with finite numbers and no -0 (canonical form folds -0 to 0 by design)
+const intentArb = fc.dictionary(
+  fc.string({ minLength: 1, maxLength: 8 }).filter((k) => k !== '__proto__'),
+  fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.parse(JSON.stringify(v)) as unknown),
+  { minKeys: 1, maxKeys: 6 },
+);
+
+describe('businessOperationId', () => {
+  it('is readable: operation name then a 32-hex digest', () => {
+    const id = businessOperationId('stripe.paymentIntents.create', { customer: 'cus_1', amount: 1000, currency: 'eur' });
+    expect(id).toMatch(/^stripe\.paymentIntents\.create:[0-9a-f]{32}$/);
+  });
+
+  it('does not change when keys are re-ordered (property)', () => {
+    fc.assert(
+      fc.property(intentArb, fc.nat(1000), (intent, seed) => {
+        const reordered = shuffleKeys(intent, seed) as Record<string, unknown>;
+        expect(businessOperationId('op.create', reordered)).toBe(businessOperationId('op.create', intent));
+      }),
+    );
+  });
+
+  it('does not change when numbers or whitespace are re-formatted (property)', () => {
+    fc.assert(
+      fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), fc.constantFrom('', ' ', '\n  '), (n, ws) => {
+        const a = { amount: n };
+        // the same number written differently in JSON text: exponent form, trailing zeros, whitespace
+        const text = `{${ws}"amount"${ws}:${ws}${n.toExponential()}${ws}}`;
+        const b = JSON.parse(text) as Record<string, unknown>;
+        expect(businessOperationId('op.create', b)).toBe(businessOperationId('op.create', Object.is(n, -0) ? { amount: 0 } : a));
+      }),
+    );
+    expect(businessOperationId('op.create', JSON.parse('{"amount": 1000.0}'))).toBe(businessOperationId('op.create', JSON.parse('{"amount":1e3}')));
+  });
+
+  it('changes when any intent value changes (property)', () => {
+    fc.assert(
+      fc.property(intentArb, fc.nat(), (intent, pick) => {
+        const keys = Object.keys(intent);
+        const key = keys[pick % keys.length]!;
+        const changed = { ...intent, [key]: { changed: intent[key] ?? null } };
+        expect(businessOperationId('op.create', changed)).not.toBe(businessOperationId('op.create', intent));
+      }),
+    );
+  });
+
+  it('changes with the operation name', () => {
+    expect(businessOperationId('a.create', { x: 1 })).not.toBe(businessOperationId('b.create', { x: 1 }));
+  });
+
+  it('refuses intents that cannot be canonicalised, with the path', () => {
+    expect(() => businessOperationId('op.create', { a: { b: Number.NaN } })).toThrow(InvalidIntentError);
+    expect(() => businessOperationId('op.create', { a: { b: Number.NaN } })).toThrow(/a\.b/);
+    expect(() => businessOperationId('op.create', { f: () => 1 })).toThrow(InvalidIntentError);
+    expect(() => businessOperationId('op.create', { m: new Map() })).toThrow(/Map/);
+    expect(() => businessOperationId('op.create', {})).toThrow(/empty/);
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    expect(() => businessOperationId('op.create', cyclic)).toThrow(/cycle/);
+    expect(() => businessOperationId('not a name', { a: 1 })).toThrow(InvalidIdError);
+  });
+});
+
+describe('caller-supplied ids', () => {
+  it('accepts readable ids and rejects malformed ones with a typed error', () => {
+    expect(asBusinessOperationId('order-A-17/charge:1')).toBe('order-A-17/charge:1');
+    for (const bad of ['', ' lead', 'has space', 'x'.repeat(201), 'ünïcode', '-leading']) {
+      expect(() => asBusinessOperationId(bad)).toThrow(InvalidIdError);
+    }
+  });
+
+  it('makes run and attempt ids new every time', () => {
+    expect(newRunId()).not.toBe(newRunId());
+    expect(newAttemptId()).toMatch(/^att_/);
+  });
+});
+
+describe('pickIntent', () => {
+  it('picks declared fields by dot path and refuses missing ones', () => {
+    expect(pickIntent({ a: 1, b: { c: 2 }, d: 3 }, ['a', 'b.c'])).toEqual({ a: 1, 'b.c': 2 });
+    expect(() => pickIntent({ a: 1 }, ['a', 'b'])).toThrow(InvalidIntentError);
+  });
+});
+
+describe('deriveProviderKey', () => {
+  const id = businessOperationId('stripe.paymentIntents.create', { order: 'A-17' });
+  it('is deterministic and readable when the id fits', () => {
+    const rule = { maxLength: 255, charset: 'A-Za-z0-9._:/-', prefix: 'rs-' };
+    expect(deriveProviderKey(id, rule)).toBe(`rs-${id}`);
+    expect(deriveProviderKey(id, rule)).toBe(deriveProviderKey(id, rule));
+  });
+  it('hashes to fit length and charset (property: always within the rule)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 20, max: 300 }), (maxLength) => {
+        const key = deriveProviderKey(id, { maxLength, charset: 'a-z0-9-', prefix: 'k-' });
+        expect(key.length).toBeLessThanOrEqual(maxLength);
+        expect(key).toMatch(/^[a-z0-9-]+$/);
+      }),
+    );
+  });
+  it('refuses a rule that cannot carry a safe key', () => {
+    expect(() => deriveProviderKey(id, { maxLength: 10, charset: 'a-z0-9' })).toThrow(InvalidIdError);
+  });
+});
