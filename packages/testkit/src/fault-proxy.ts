@@ -1,0 +1,371 @@
+import { createHash } from 'node:crypto';
+import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+
+/**
+ * What the proxy does with one request.
+ * - `'pass'`: forward it and relay the response.
+ * - `'drop-response'`: forward the whole request, wait for the upstream's full response (so the
+ *   provider committed), then reset the client's connection: the client sees ECONNRESET.
+ * - `'reset-before'`: reset the client's connection without forwarding anything: it never arrived.
+ * - `{ kind: 'delay', ms }`: forward, hold the response `ms` (longer than the client's timeout),
+ *   then reset the connection; the provider committed, the client timed out.
+ * - `{ kind: 'status', status, … }`: answer by itself, never forwarded (429 + Retry-After, 5xx, 409…).
+ */
+export type Fault =
+  | 'pass'
+  | 'drop-response'
+  | 'reset-before'
+  | { readonly kind: 'delay'; readonly ms: number }
+  | {
+      readonly kind: 'status';
+      readonly status: number;
+      readonly headers?: Readonly<Record<string, string>>;
+      /** Sets a `Retry-After: <seconds>` header. */
+      readonly retryAfterS?: number;
+      /** A string is sent as is; anything else as JSON. */
+      readonly body?: unknown;
+    };
+
+/** What the script is told about the request it decides for. */
+export interface FaultRequestInfo {
+  readonly method: string;
+  readonly path: string;
+  readonly headers: IncomingHttpHeaders;
+}
+
+/**
+ * One entry per call (1-based call numbers; past the end of the array every call is `'pass'`), or a
+ * function of the call number.
+ */
+export type FaultScript = readonly Fault[] | ((call: number, request: FaultRequestInfo) => Fault);
+
+/** One request as the proxy saw it. */
+export interface ProxyRequest {
+  /** 1-based call number at this proxy (since the last `reset()`). */
+  readonly n: number;
+  readonly method: string;
+  /** Path and query. */
+  readonly path: string;
+  /** Idempotency-related headers only (lower-case names): `idempotency-key` plus the ones listed in `recordHeaders`. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** `sha256:` + hex of the raw request body (the empty string's hash for no body). */
+  readonly bodyHash: string;
+  readonly bodyBytes: number;
+  /** The fault applied, in a JSON-friendly form. */
+  readonly fault: Fault;
+  /** Whether the request reached the upstream. */
+  readonly forwarded: boolean;
+  /** Upstream status, when the upstream answered. */
+  readonly upstreamStatus?: number;
+  /** Epoch ms the request arrived (complete body). */
+  readonly at: number;
+  /** Free-form label set by the caller through `proxy.label` at the time the request arrived (the drill uses it to attribute requests to adapter calls). */
+  readonly label?: string;
+}
+
+export interface FaultProxyOptions {
+  /** Upstream base URL, `http://127.0.0.1:PORT` (loopback only). */
+  readonly target: string;
+  readonly faults?: FaultScript;
+  /** Extra request headers to record (case-insensitive), besides `Idempotency-Key`. */
+  readonly recordHeaders?: readonly string[];
+  /** Port to listen on (default 0: any free port). Always binds 127.0.0.1. */
+  readonly port?: number;
+}
+
+export interface FaultProxy {
+  /** `http://127.0.0.1:PORT` — point the SDK here. */
+  readonly url: string;
+  readonly port: number;
+  /** Every request seen since the last `reset()`, in arrival order. */
+  readonly requests: readonly ProxyRequest[];
+  /** Errors thrown by (or invalid faults returned from) a fault script; such calls were answered 500. */
+  readonly scriptErrors: readonly string[];
+  /** Replaces the fault script; call numbering continues. */
+  setFaults(next: FaultScript): void;
+  /** Clears the recorded requests, restarts call numbering at 1 and sets the script back to all-`'pass'` (or `next`). */
+  reset(next?: FaultScript): void;
+  /** A label recorded on requests arriving from now on; `undefined` to clear. */
+  label: string | undefined;
+  /** Resolves once `count` requests have arrived (and been recorded). */
+  waitForRequests(count: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
+const EMPTY_SHA = 'sha256:' + createHash('sha256').update('').digest('hex');
+/** Hop-by-hop headers that must not be relayed (RFC 9110 §7.6.1). */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'proxy-authorization', 'proxy-authenticate']);
+
+/** Throws a TypeError naming the problem when `fault` is not a valid Fault. */
+export function validateFault(fault: unknown, where = 'fault'): asserts fault is Fault {
+  if (fault === 'pass' || fault === 'drop-response' || fault === 'reset-before') return;
+  if (typeof fault === 'object' && fault !== null) {
+    const f = fault as { kind?: unknown; ms?: unknown; status?: unknown; retryAfterS?: unknown };
+    if (f.kind === 'delay') {
+      if (typeof f.ms === 'number' && Number.isFinite(f.ms) && f.ms >= 0) return;
+      throw new TypeError(`${where}: delay needs ms >= 0, got ${JSON.stringify(f.ms)}`);
+    }
+    if (f.kind === 'status') {
+      if (typeof f.status !== 'number' || !Number.isInteger(f.status) || f.status < 100 || f.status > 599) {
+        throw new TypeError(`${where}: status needs an HTTP status 100–599, got ${JSON.stringify(f.status)}`);
+      }
+      if (f.retryAfterS !== undefined && (typeof f.retryAfterS !== 'number' || !(f.retryAfterS >= 0))) {
+        throw new TypeError(`${where}: retryAfterS must be a number >= 0, got ${JSON.stringify(f.retryAfterS)}`);
+      }
+      return;
+    }
+  }
+  throw new TypeError(`${where}: expected 'pass' | 'drop-response' | 'reset-before' | { kind: 'delay', ms } | { kind: 'status', status }, got ${JSON.stringify(fault)}`);
+}
+
+function validateScript(script: FaultScript): void {
+  if (typeof script === 'function') return;
+  if (!Array.isArray(script)) throw new TypeError('faults must be an array (one entry per call) or a function of the call number');
+  script.forEach((f, i) => validateFault(f, `faults[${i}] (call ${i + 1})`));
+}
+
+function pick(script: FaultScript, n: number, info: FaultRequestInfo): Fault {
+  const fault = typeof script === 'function' ? script(n, info) : (script[n - 1] ?? 'pass');
+  validateFault(fault, `fault for call ${n}`);
+  return fault;
+}
+
+function assertLoopbackTarget(target: string): URL {
+  let url: URL;
+  try {
+    url = new URL(target);
+  } catch {
+    throw new TypeError(`target is not a URL: ${JSON.stringify(target)}`);
+  }
+  if (url.protocol !== 'http:') throw new TypeError(`target must be plain http on loopback, got ${url.protocol}`);
+  if (!LOOPBACK.has(url.hostname)) throw new TypeError(`target must be a loopback address (127.0.0.1), got ${url.hostname}: the drill never talks to live systems`);
+  return url;
+}
+
+/** Resets the client's TCP connection (RST where the platform allows it). */
+function resetSocket(socket: Socket): void {
+  if (socket.destroyed) return;
+  const s = socket as Socket & { resetAndDestroy?: () => void };
+  if (typeof s.resetAndDestroy === 'function') s.resetAndDestroy();
+  else socket.destroy();
+}
+
+/**
+ * Starts a loopback HTTP proxy between an SDK and a sandbox server that injects faults per request
+ * and records every request. Real TCP: the SDK sees real resets, timeouts and status codes.
+ */
+export async function startFaultProxy(options: FaultProxyOptions): Promise<FaultProxy> {
+  const target = assertLoopbackTarget(options.target);
+  const basePath = target.pathname.replace(/\/$/, '');
+  let script: FaultScript = options.faults ?? [];
+  validateScript(script);
+  const recordHeaders = new Set(['idempotency-key', ...(options.recordHeaders ?? []).map((h) => h.toLowerCase())]);
+  const requests: ProxyRequest[] = [];
+  const scriptErrors: string[] = [];
+  const waiters: { count: number; resolve: () => void }[] = [];
+  const sockets = new Set<Socket>();
+  const timers = new Set<NodeJS.Timeout>();
+  const upstreamAgent = new Agent({ keepAlive: true });
+  let counter = 0;
+  let generation = 0;
+  let closed = false;
+
+  const proxy: FaultProxy = {
+    url: '',
+    port: 0,
+    get requests() {
+      return requests;
+    },
+    scriptErrors,
+    setFaults(next) {
+      validateScript(next);
+      script = next;
+    },
+    reset(next) {
+      if (next !== undefined) validateScript(next);
+      script = next ?? [];
+      requests.length = 0;
+      scriptErrors.length = 0;
+      counter = 0;
+      generation += 1;
+    },
+    label: undefined,
+    waitForRequests(count) {
+      if (requests.length >= count) return Promise.resolve();
+      return new Promise((resolve) => waiters.push({ count, resolve }));
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      for (const t of timers) clearTimeout(t);
+      timers.clear();
+      for (const s of sockets) s.destroy();
+      upstreamAgent.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+
+  function record(entry: ProxyRequest): void {
+    requests.push(entry);
+    for (let i = waiters.length - 1; i >= 0; i -= 1) {
+      const w = waiters[i]!;
+      if (requests.length >= w.count) {
+        waiters.splice(i, 1);
+        w.resolve();
+      }
+    }
+  }
+
+  function update(index: number, gen: number, patch: Partial<ProxyRequest>): void {
+    if (gen !== generation) return;
+    const current = requests[index];
+    if (current) requests[index] = { ...current, ...patch };
+  }
+
+  function forward(req: IncomingMessage, body: Buffer): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
+    const headers: Record<string, string | string[]> = {};
+    for (const [k, v] of Object.entries(req.headers)) {
+      if (v === undefined || HOP_BY_HOP.has(k) || k === 'host' || k === 'content-length') continue;
+      headers[k] = v;
+    }
+    headers['host'] = target.host;
+    headers['content-length'] = String(body.length);
+    return new Promise((resolve, reject) => {
+      const up = httpRequest(
+        { hostname: target.hostname.replace(/^\[|\]$/g, ''), port: target.port || 80, method: req.method, path: basePath + (req.url ?? '/'), headers, agent: upstreamAgent },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 502, headers: res.headers, body: Buffer.concat(chunks) }));
+          res.on('error', reject);
+        },
+      );
+      up.on('error', reject);
+      up.end(body);
+    });
+  }
+
+  function relay(res: ServerResponse, upstream: { status: number; headers: IncomingHttpHeaders; body: Buffer }): void {
+    const headers: Record<string, string | string[]> = {};
+    for (const [k, v] of Object.entries(upstream.headers)) {
+      if (v === undefined || HOP_BY_HOP.has(k) || k === 'content-length') continue;
+      headers[k] = v;
+    }
+    headers['content-length'] = String(upstream.body.length);
+    res.writeHead(upstream.status, headers);
+    res.end(upstream.body);
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = Buffer.concat(chunks);
+    counter += 1;
+    const n = counter;
+    const gen = generation;
+    const info: FaultRequestInfo = { method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers };
+    const recorded: Record<string, string> = {};
+    for (const name of recordHeaders) {
+      const v = req.headers[name];
+      if (v !== undefined) recorded[name] = Array.isArray(v) ? v.join(', ') : v;
+    }
+    let fault: Fault;
+    try {
+      fault = pick(script, n, info);
+    } catch (err) {
+      // A broken script is the test author's bug: answer 500 with the reason and keep it for assertions.
+      scriptErrors.push(`call ${n}: ${(err as Error).message}`);
+      res.writeHead(500, { 'content-type': 'text/plain' });
+      res.end(`fault proxy: ${(err as Error).message}`);
+      return;
+    }
+    const index = requests.length;
+    const label = proxy.label;
+    record({
+      n,
+      method: info.method,
+      path: info.path,
+      headers: recorded,
+      bodyHash: body.length === 0 ? EMPTY_SHA : 'sha256:' + createHash('sha256').update(body).digest('hex'),
+      bodyBytes: body.length,
+      fault,
+      forwarded: fault !== 'reset-before' && (typeof fault === 'string' || fault.kind !== 'status'),
+      at: Date.now(),
+      ...(label !== undefined ? { label } : {}),
+    });
+
+    if (fault === 'reset-before') {
+      resetSocket(req.socket);
+      return;
+    }
+    if (typeof fault === 'object' && fault.kind === 'status') {
+      const headers: Record<string, string> = { ...(fault.headers ?? {}) };
+      if (fault.retryAfterS !== undefined) headers['retry-after'] = String(fault.retryAfterS);
+      let payload = '';
+      if (fault.body !== undefined) {
+        payload = typeof fault.body === 'string' ? fault.body : JSON.stringify(fault.body);
+        if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
+          headers['content-type'] = typeof fault.body === 'string' ? 'text/plain' : 'application/json';
+        }
+      }
+      headers['content-length'] = String(Buffer.byteLength(payload));
+      res.writeHead(fault.status, headers);
+      res.end(payload);
+      return;
+    }
+    let upstream: { status: number; headers: IncomingHttpHeaders; body: Buffer };
+    try {
+      upstream = await forward(req, body);
+    } catch (err) {
+      update(index, gen, { forwarded: false });
+      if (!res.headersSent && !req.socket.destroyed) {
+        res.writeHead(502, { 'content-type': 'text/plain' });
+        res.end(`fault proxy: upstream failed: ${(err as Error).message}`);
+      }
+      return;
+    }
+    update(index, gen, { upstreamStatus: upstream.status });
+    if (fault === 'pass') {
+      if (!req.socket.destroyed) relay(res, upstream);
+      return;
+    }
+    if (fault === 'drop-response') {
+      resetSocket(req.socket);
+      return;
+    }
+    // delay: the provider committed; hold the answer past the client's timeout, then drop it.
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(() => {
+        timers.delete(t);
+        resolve();
+      }, fault.ms);
+      timers.add(t);
+      req.socket.once('close', () => {
+        clearTimeout(t);
+        timers.delete(t);
+        resolve();
+      });
+    });
+    resetSocket(req.socket);
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch(() => {
+      if (!req.socket.destroyed) resetSocket(req.socket);
+    });
+  });
+  server.keepAliveTimeout = 5_000;
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  Object.assign(proxy, { url: `http://127.0.0.1:${port}`, port });
+  return proxy;
+}
