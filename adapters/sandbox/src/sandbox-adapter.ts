@@ -1,0 +1,225 @@
+import {
+  AdapterConfigurationError,
+  SPECIFICATION_VERSION,
+  UnknownOperationError,
+  UnsupportedCapabilityError,
+  deriveProviderKey,
+  type AdapterV1,
+  type BusinessOperationId,
+  type ExecuteContext,
+  type LookupContext,
+  type LookupResult,
+  type OperationSpec,
+  type Outcome,
+  type ProviderKey,
+} from '@retrysafe/contract';
+import { SANDBOX_KEY_RULE, SANDBOX_PROVIDER, sandboxCreateCard, type SandboxLimits } from './sandbox-cards.js';
+import type { SandboxBehaviour, SandboxProvider, SandboxRecord, SandboxResponse } from './sandbox-provider.js';
+
+interface CommonOptions {
+  /** Card limits and backoff (defaults: 4 attempts, 2m, lookup window 30s, 200ms base, 10s cap, 60s Retry-After cap). */
+  readonly limits?: SandboxLimits;
+  /** Dot paths of the params naming the business intent (default `['ref']`). */
+  readonly intentFields?: readonly string[];
+  /** Params the runner must redact (e.g. `['email']`). */
+  readonly sensitiveFields?: readonly string[];
+}
+
+export type SandboxAdapterOptions =
+  /** In process: calls the provider object directly. */
+  | (CommonOptions & { readonly provider: SandboxProvider })
+  /** Over loopback HTTP (see startSandboxServer). The behaviour is needed to compute the card. */
+  | (CommonOptions & { readonly baseUrl: string; readonly behaviour: SandboxBehaviour; readonly timeoutMs?: number });
+
+export const SANDBOX_OPERATION = 'records.create';
+
+/** The result the adapter hands back: the record's public view (never the request params). */
+export interface SandboxResult {
+  readonly id: string;
+  readonly status: 'processing' | 'done';
+  readonly createdAt: number;
+}
+
+const toResult = (r: SandboxRecord): SandboxResult => ({ id: r.id, status: r.status, createdAt: r.createdAt });
+
+/** Classifies one in-process sandbox response into exactly one outcome (DESIGN.md §3). */
+export function classifySandboxResponse(res: SandboxResponse): Outcome {
+  switch (res.type) {
+    case 'created':
+      return { kind: 'succeeded', result: toResult(res.record), providerRef: res.record.id, status: 201 };
+    case 'replayed':
+      return res.record.status === 'processing'
+        ? { kind: 'in-progress', statusRef: `/records/${res.record.id}`, providerRef: res.record.id, status: 202 }
+        : { kind: 'replayed', result: toResult(res.record), providerRef: res.record.id, status: 201 };
+    case 'accepted':
+      return { kind: 'in-progress', statusRef: `/records/${res.record.id}`, retryAfterMs: res.retryAfterMs, providerRef: res.record.id, status: 202 };
+    case 'in-progress':
+      return { kind: 'in-progress', retryAfterMs: res.retryAfterMs, status: 409, code: 'idempotency_key_in_use', message: 'a request with this key is still processing' };
+    case 'mismatch':
+      return { kind: 'rejected', reason: 'conflict', message: res.message, status: 422, code: 'idempotency_key_mismatch' };
+    case 'rejected':
+      return { kind: 'rejected', reason: 'validation', message: res.message, status: 400, code: 'invalid_request' };
+    case 'throttled':
+      return { kind: 'not-applied', message: 'rate limited before processing', retryAfterMs: res.retryAfterMs, status: 429, code: 'rate_limited' };
+    case 'server-error':
+      return { kind: 'unknown', cause: 'server-error', message: `sandbox answered ${res.status}`, status: res.status };
+  }
+}
+
+/** Maps an HTTP answer of the sandbox server into one outcome. */
+function classifyHttp(status: number, headers: Headers, body: unknown): Outcome {
+  const requestId = headers.get('x-request-id') ?? undefined;
+  const retryAfterMs = parseRetryAfter(headers.get('retry-after'));
+  const rec = (body as { record?: SandboxRecord } | null)?.record;
+  const errCode = (body as { error?: { code?: string; message?: string } } | null)?.error;
+  const message = errCode?.message ?? `HTTP ${status}`;
+  const base = { status, ...(requestId ? { requestId } : {}) };
+  if (status === 201 && rec) {
+    return headers.get('idempotent-replayed') === 'true'
+      ? { kind: 'replayed', result: toResult(rec), providerRef: rec.id, ...base }
+      : { kind: 'succeeded', result: toResult(rec), providerRef: rec.id, ...base };
+  }
+  if (status === 202 && rec) return { kind: 'in-progress', statusRef: headers.get('location') ?? `/records/${rec.id}`, providerRef: rec.id, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), ...base };
+  if (status === 409) return { kind: 'in-progress', message, code: errCode?.code ?? 'conflict', ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), ...base };
+  if (status === 422) return { kind: 'rejected', reason: 'conflict', message, code: errCode?.code ?? 'unprocessable', ...base };
+  if (status === 429) return { kind: 'not-applied', message, code: errCode?.code ?? 'rate_limited', ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), ...base };
+  if (status === 401 || status === 403) return { kind: 'rejected', reason: status === 401 ? 'authentication' : 'permission', message, ...base };
+  if (status >= 400 && status < 500) return { kind: 'rejected', reason: 'validation', message, ...(errCode?.code ? { code: errCode.code } : {}), ...base };
+  if (status >= 200 && status < 300) return { kind: 'unknown', cause: 'truncated-response', message: `HTTP ${status} without a record`, ...base };
+  return { kind: 'unknown', cause: 'server-error', message, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), ...base };
+}
+
+/** Retry-After as delta seconds or an HTTP date, in ms; undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | null, now: number = Date.now()): number | undefined {
+  if (value === null || value.trim() === '') return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
+  const t = Date.parse(value);
+  return Number.isNaN(t) ? undefined : Math.max(0, t - now);
+}
+
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/**
+ * Network errors: a connection that was never made means the request never left (not-applied);
+ * anything after the request may have been sent (reset, timeout, closed socket) is unknown.
+ */
+export function classifyNetworkError(err: unknown): Outcome {
+  const e = err as { name?: string; code?: string; cause?: { code?: string; name?: string } };
+  const code = e?.cause?.code ?? e?.code;
+  if (code && NOT_SENT_CODES.has(code)) return { kind: 'not-applied', message: `connection not established (${code})`, code };
+  if (e?.name === 'TimeoutError' || e?.name === 'AbortError' || e?.cause?.name === 'TimeoutError')
+    return { kind: 'unknown', cause: 'timeout', message: 'no response before the client timeout', code: 'timeout' };
+  if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET' || code === 'UND_ERR_CLOSED')
+    return { kind: 'unknown', cause: 'connection-reset', message: `connection closed after the request was sent (${code})`, code };
+  return { kind: 'unknown', cause: 'other', message: 'network error after the request may have been sent', ...(code ? { code } : {}) };
+}
+
+/**
+ * Builds an AdapterV1 over a sandbox provider (in process) or a sandbox server (over HTTP).
+ * Its single operation `records.create` carries a card computed from the sandbox behaviour.
+ */
+export function createSandboxAdapter(options: SandboxAdapterOptions): AdapterV1 {
+  const behaviour = 'provider' in options ? options.provider.behaviour : options.behaviour;
+  if (!behaviour) throw new AdapterConfigurationError(SANDBOX_PROVIDER, 'pass { provider } or { baseUrl, behaviour }');
+  const intentFields = options.intentFields ?? ['ref'];
+  const card = sandboxCreateCard(behaviour, options.limits, intentFields);
+  const spec: OperationSpec = Object.freeze({
+    name: SANDBOX_OPERATION,
+    description: 'Creates one sandbox record (a no-op stand-in for any create operation).',
+    card,
+    intentFields,
+    sensitiveFields: options.sensitiveFields ?? [],
+    paramsSchema: { type: 'object', properties: { ref: { type: 'string' } }, required: [...intentFields].filter((f) => !f.includes('.')) },
+  });
+  const operations = Object.freeze({ [SANDBOX_OPERATION]: spec });
+  const lookupDelayMs = behaviour.lookupDelayMs ?? 0;
+
+  const check = (operation: string) => {
+    if (operation !== SANDBOX_OPERATION) throw new UnknownOperationError(SANDBOX_PROVIDER, operation, [SANDBOX_OPERATION]);
+  };
+  const notYetVisible = (ctx: LookupContext) => ctx.firstDispatchedAt !== null && ctx.now - ctx.firstDispatchedAt < lookupDelayMs;
+  const fromRecord = (rec: SandboxRecord | null, ctx: LookupContext, requestId?: string): LookupResult => {
+    if (rec === null) {
+      return notYetVisible(ctx)
+        ? { kind: 'cannot-tell', reason: `inside the lookup consistency delay (${lookupDelayMs} ms)`, retryAfterMs: lookupDelayMs - (ctx.now - ctx.firstDispatchedAt!) }
+        : { kind: 'not-found', reason: 'no record holds this key', ...(requestId ? { requestId } : {}) };
+    }
+    if (rec.status === 'processing') return { kind: 'found', outcome: { kind: 'in-progress', statusRef: `/records/${rec.id}`, providerRef: rec.id, retryAfterMs: Math.max(0, rec.completesAt - ctx.now) } };
+    return { kind: 'found', outcome: { kind: 'succeeded', result: toResult(rec), providerRef: rec.id } };
+  };
+
+  let execute: (params: unknown, ctx: ExecuteContext) => Promise<Outcome>;
+  let lookup: (ctx: LookupContext) => Promise<LookupResult>;
+
+  if ('provider' in options) {
+    const provider = options.provider;
+    execute = async (params, ctx) => classifySandboxResponse(await provider.execute({ key: ctx.providerKey, params }));
+    lookup = async (ctx) => fromRecord(provider.lookup(ctx.providerKey!), ctx);
+  } else {
+    let base: URL;
+    try {
+      base = new URL(options.baseUrl);
+    } catch {
+      throw new AdapterConfigurationError(SANDBOX_PROVIDER, `baseUrl ${JSON.stringify(options.baseUrl)} is not a URL`);
+    }
+    const timeoutMs = options.timeoutMs ?? 10_000;
+    const url = (path: string) => new URL(path, base).toString();
+    execute = async (params, ctx) => {
+      let res: Response;
+      try {
+        res = await fetch(url('records'), {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...(ctx.providerKey ? { 'idempotency-key': ctx.providerKey } : {}) },
+          body: JSON.stringify(params ?? null),
+          signal: ctx.signal ? AbortSignal.any([ctx.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs),
+        });
+      } catch (err) {
+        return classifyNetworkError(err);
+      }
+      let body: unknown;
+      try {
+        const text = await res.text();
+        body = text ? JSON.parse(text) : null;
+      } catch (err) {
+        const o = classifyNetworkError(err);
+        return o.kind === 'unknown' ? o : { kind: 'unknown', cause: 'truncated-response', message: 'response body cut off or unreadable', status: res.status };
+      }
+      return classifyHttp(res.status, res.headers, body);
+    };
+    lookup = async (ctx) => {
+      let res: Response;
+      let body: unknown;
+      try {
+        res = await fetch(url(`records?key=${encodeURIComponent(ctx.providerKey!)}`), { signal: AbortSignal.timeout(timeoutMs) });
+        const text = await res.text();
+        body = text ? JSON.parse(text) : null;
+      } catch (err) {
+        return { kind: 'cannot-tell', reason: `lookup failed: ${classifyNetworkError(err).kind === 'not-applied' ? 'connection refused' : 'network error'}` };
+      }
+      const requestId = res.headers.get('x-request-id') ?? undefined;
+      if (res.status === 200) return fromRecord((body as { record: SandboxRecord }).record, ctx, requestId);
+      if (res.status === 404) return fromRecord(null, ctx, requestId);
+      return { kind: 'cannot-tell', reason: `lookup answered ${res.status}`, status: res.status, ...(requestId ? { requestId } : {}), ...(parseRetryAfter(res.headers.get('retry-after')) !== undefined ? { retryAfterMs: parseRetryAfter(res.headers.get('retry-after'))! } : {}) };
+    };
+  }
+
+  return Object.freeze({
+    specificationVersion: SPECIFICATION_VERSION,
+    provider: SANDBOX_PROVIDER,
+    operations,
+    deriveProviderKey(operation: string, id: BusinessOperationId): ProviderKey {
+      check(operation);
+      return deriveProviderKey(id, SANDBOX_KEY_RULE);
+    },
+    async doExecute(operation: string, params: unknown, ctx: ExecuteContext): Promise<Outcome> {
+      check(operation);
+      return execute(params, ctx);
+    },
+    async doLookup(operation: string, ctx: LookupContext): Promise<LookupResult> {
+      check(operation);
+      if (behaviour.lookup === 'none') throw new UnsupportedCapabilityError(SANDBOX_PROVIDER, 'lookup', 'this sandbox was configured with lookup: none');
+      if (ctx.providerKey === null) throw new UnsupportedCapabilityError(SANDBOX_PROVIDER, 'lookup without a provider key');
+      return lookup(ctx);
+    },
+  });
+}

@@ -1,0 +1,215 @@
+import { fingerprint } from '@retrysafe/contract';
+
+/**
+ * How the sandbox provider treats re-sends. Each field maps onto one field of the retry safety card
+ * that `createSandboxAdapter` computes, so the card the runner reads is exactly what the sandbox does.
+ */
+export interface SandboxBehaviour {
+  /** Same key again (params matching) ⇒ the stored result comes back, marked replayed. False ⇒ every request is a new record. */
+  readonly replays: boolean;
+  /** How long a key and its stored result are kept. After that the key is pruned and a re-send creates a NEW record. Null ⇒ the sandbox publishes no retention (the card says null, so the runner never relies on the key); keys are then kept for ever. */
+  readonly retentionMs: number | null;
+  /** Same key, other params: `mismatch-error` ⇒ 422; `replay-anyway` ⇒ the stored result; `none` ⇒ processed as a new record. */
+  readonly parameterMatching: 'mismatch-error' | 'replay-anyway' | 'none';
+  /** Same key while the first is still processing: 409 in progress, wait then replay, or a duplicate record. */
+  readonly concurrency: 'rejects-in-progress' | 'waits-then-replays' | 'duplicates';
+  /** `get-by-key`: records can be found by their key (for ever, also past retention). `none`: no lookup. */
+  readonly lookup: 'get-by-key' | 'none';
+  /** A new record becomes visible to lookups this long after it was created (consistency delay). */
+  readonly lookupDelayMs?: number;
+  /** A new record stays `processing` this long (202 + status). 0 (default) ⇒ done at once (201). */
+  readonly processingMs?: number;
+  /** Epoch ms source; defaults to Date.now. Share the runner's virtual clock in tests. */
+  readonly clock?: () => number;
+  /** How the provider waits (for `waits-then-replays`); defaults to a timer. Share the virtual clock's sleep in tests. */
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+/** A scripted failure for the next call(s); see `SandboxProvider.failNext`. */
+export type SandboxFault =
+  /** Refused before anything was stored (a rate limiter in front of the idempotency layer): 429 + Retry-After. */
+  | { readonly kind: 'not-applied'; readonly retryAfterMs?: number }
+  /** Validation error: 400. Nothing stored. */
+  | { readonly kind: 'rejected'; readonly message?: string }
+  /** The record IS created and the key stored, but the caller gets a 500 (in process: an unknown outcome). The "lost response". */
+  | { readonly kind: 'unknown-after-commit' }
+  /** Nothing is created, but the caller gets a 503 it cannot tell from a commit. */
+  | { readonly kind: 'unknown-before-commit' };
+
+export interface SandboxRecord {
+  readonly id: string;
+  readonly key: string | null;
+  readonly paramsFingerprint: string;
+  readonly createdAt: number;
+  readonly completesAt: number;
+  readonly status: 'processing' | 'done';
+}
+
+export type SandboxResponse =
+  | { readonly type: 'created'; readonly record: SandboxRecord }
+  | { readonly type: 'replayed'; readonly record: SandboxRecord }
+  /** Created (or already known) and still processing: 202 with a status reference. */
+  | { readonly type: 'accepted'; readonly record: SandboxRecord; readonly retryAfterMs: number }
+  | { readonly type: 'in-progress'; readonly retryAfterMs: number }
+  | { readonly type: 'mismatch'; readonly message: string }
+  | { readonly type: 'rejected'; readonly message: string }
+  | { readonly type: 'throttled'; readonly retryAfterMs: number }
+  | { readonly type: 'server-error'; readonly status: 500 | 503; readonly committed: boolean };
+
+export interface SandboxExecuteRequest {
+  readonly key: string | null;
+  readonly params: unknown;
+}
+
+export interface SandboxProvider {
+  readonly behaviour: Readonly<SandboxBehaviour>;
+  /** Processes one create request as the behaviour says. */
+  execute(request: SandboxExecuteRequest): Promise<SandboxResponse>;
+  /** The record created under this key, if lookups can see it yet (consistency delay). Works past retention. */
+  lookup(key: string): SandboxRecord | null;
+  /** Records held: the number the duplicate drill asserts on. */
+  count(): number;
+  records(): SandboxRecord[];
+  /** Create requests received (including refused and failed ones). */
+  calls(): number;
+  /** Lookups received. */
+  lookups(): number;
+  /** The next `times` create requests fail with `fault` (queued after already scripted faults). */
+  failNext(fault: SandboxFault, times?: number): void;
+  /** Moves the sandbox's own time forward (prunes keys past retention, finishes processing). */
+  advance(ms: number): void;
+  now(): number;
+}
+
+interface StoredKey {
+  readonly recordId: string;
+  readonly paramsFingerprint: string;
+  readonly storedAt: number;
+}
+
+function checkBehaviour(b: SandboxBehaviour): void {
+  const bad = (msg: string) => {
+    throw new TypeError(`sandbox behaviour: ${msg}`);
+  };
+  if (typeof b !== 'object' || b === null) bad('expected an object');
+  if (typeof b.replays !== 'boolean') bad('replays must be true or false');
+  if (b.retentionMs !== null && !(Number.isFinite(b.retentionMs) && b.retentionMs > 0)) bad('retentionMs must be a positive number or null');
+  if (!['mismatch-error', 'replay-anyway', 'none'].includes(b.parameterMatching)) bad('parameterMatching must be mismatch-error, replay-anyway or none');
+  if (!['rejects-in-progress', 'waits-then-replays', 'duplicates'].includes(b.concurrency)) bad('concurrency must be rejects-in-progress, waits-then-replays or duplicates');
+  if (!['get-by-key', 'none'].includes(b.lookup)) bad('lookup must be get-by-key or none');
+  for (const k of ['lookupDelayMs', 'processingMs'] as const) {
+    const v = b[k];
+    if (v !== undefined && !(Number.isFinite(v) && v >= 0)) bad(`${k} must be a number ≥ 0`);
+  }
+}
+
+/** An in-memory provider that behaves as `behaviour` says and counts the records it holds. */
+export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvider {
+  checkBehaviour(behaviour);
+  const b = Object.freeze({ ...behaviour });
+  const baseClock = b.clock ?? Date.now;
+  let offset = 0;
+  const now = () => baseClock() + offset;
+  const sleep = b.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const processingMs = b.processingMs ?? 0;
+  const lookupDelayMs = b.lookupDelayMs ?? 0;
+
+  const records: SandboxRecord[] = [];
+  const byId = new Map<string, SandboxRecord>();
+  const keys = new Map<string, StoredKey>();
+  /** Every record created under a key, for lookups (kept for ever, unlike the idempotency store). */
+  const byKey = new Map<string, string>();
+  const faults: SandboxFault[] = [];
+  let callCount = 0;
+  let lookupCount = 0;
+
+  const view = (r: SandboxRecord): SandboxRecord => ({ ...r, status: now() >= r.completesAt ? 'done' : 'processing' });
+
+  function create(key: string | null, paramsFingerprint: string): SandboxRecord {
+    const t = now();
+    const rec: SandboxRecord = {
+      id: `rec_${String(records.length + 1).padStart(4, '0')}`,
+      key,
+      paramsFingerprint,
+      createdAt: t,
+      completesAt: t + processingMs,
+      status: processingMs > 0 ? 'processing' : 'done',
+    };
+    records.push(rec);
+    byId.set(rec.id, rec);
+    if (key !== null) {
+      if (b.replays) keys.set(key, { recordId: rec.id, paramsFingerprint, storedAt: t });
+      if (!byKey.has(key)) byKey.set(key, rec.id);
+    }
+    return rec;
+  }
+
+  function fresh(rec: SandboxRecord): SandboxResponse {
+    const v = view(rec);
+    return v.status === 'processing' ? { type: 'accepted', record: v, retryAfterMs: v.completesAt - now() } : { type: 'created', record: v };
+  }
+
+  async function execute(req: SandboxExecuteRequest): Promise<SandboxResponse> {
+    callCount++;
+    const fault = faults.shift();
+    if (fault?.kind === 'not-applied') return { type: 'throttled', retryAfterMs: fault.retryAfterMs ?? 1000 };
+    if (fault?.kind === 'rejected') return { type: 'rejected', message: fault.message ?? 'validation failed' };
+    if (fault?.kind === 'unknown-before-commit') return { type: 'server-error', status: 503, committed: false };
+
+    const fp = fingerprint(req.params ?? null);
+    const key = req.key;
+    let stored = key === null ? undefined : keys.get(key);
+    if (stored && b.retentionMs !== null && now() - stored.storedAt >= b.retentionMs) {
+      keys.delete(key!);
+      stored = undefined;
+    }
+
+    let response: SandboxResponse;
+    if (!stored) {
+      response = fresh(create(key, fp));
+    } else {
+      const first = view(byId.get(stored.recordId)!);
+      const mismatch = stored.paramsFingerprint !== fp;
+      if (mismatch && b.parameterMatching === 'mismatch-error') {
+        response = { type: 'mismatch', message: 'idempotency key reused with different parameters' };
+      } else if (mismatch && b.parameterMatching === 'none') {
+        response = fresh(create(key, fp));
+      } else if (first.status === 'processing') {
+        if (b.concurrency === 'rejects-in-progress') response = { type: 'in-progress', retryAfterMs: first.completesAt - now() };
+        else if (b.concurrency === 'duplicates') response = fresh(create(key, fp));
+        else {
+          await sleep(Math.max(0, first.completesAt - now()));
+          response = { type: 'replayed', record: view(first) };
+        }
+      } else {
+        response = { type: 'replayed', record: first };
+      }
+    }
+    if (fault?.kind === 'unknown-after-commit') return { type: 'server-error', status: 500, committed: true };
+    return response;
+  }
+
+  return {
+    behaviour: b,
+    execute,
+    lookup(key) {
+      lookupCount++;
+      const id = byKey.get(key);
+      if (id === undefined) return null;
+      const rec = byId.get(id)!;
+      if (now() < rec.createdAt + lookupDelayMs) return null;
+      return view(rec);
+    },
+    count: () => records.length,
+    records: () => records.map(view),
+    calls: () => callCount,
+    lookups: () => lookupCount,
+    failNext(fault, times = 1) {
+      for (let i = 0; i < times; i++) faults.push(fault);
+    },
+    advance(ms) {
+      offset += ms;
+    },
+    now,
+  };
+}
