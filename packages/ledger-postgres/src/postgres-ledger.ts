@@ -1,0 +1,405 @@
+import {
+  InvalidStateError,
+  LeaseLostError,
+  LedgerError,
+  RECOVERABLE_STATES,
+  RetrysafeError,
+  TERMINAL_STATES,
+  type BusinessOperationId,
+  type ClaimInput,
+  type ClaimResult,
+  type Fenced,
+  type HandoffPacket,
+  type Ledger,
+  type ListFilter,
+  type OperationRecord,
+  type OperationState,
+  type Receipt,
+  type StatePatch,
+} from '@retrysafe/contract';
+import pg from 'pg';
+import { migrate, quoteSchema, type MigrateReport } from './migrations.js';
+import { jsonParam, toRecord, toReceipt, type OperationRow } from './rows.js';
+
+export interface PostgresLedgerOptions {
+  /** e.g. `postgres://user@127.0.0.1:5432/db`. Either this or `pool`. */
+  readonly connectionString?: string;
+  /** Your own pool; `close()` leaves it open. */
+  readonly pool?: pg.Pool;
+  /** Schema holding the tables (created if missing). Default `public`. */
+  readonly schema?: string;
+  /** Run the shipped migrations before the first query (default true). Set false when a deploy step runs `migrate()`. */
+  readonly migrate?: boolean;
+  /** Pool size when the ledger builds the pool (default 10). */
+  readonly poolSize?: number;
+  /**
+   * Client-side limit on one query, in ms (default 15 000). A query that does not answer in time
+   * fails with LedgerError, so the runner does not dispatch (fail closed).
+   */
+  readonly queryTimeoutMs?: number;
+}
+
+export interface PostgresLedger extends Ledger {
+  /** Resolves once the schema is migrated (also awaited by every method). */
+  ready(): Promise<MigrateReport | null>;
+  readonly schema: string;
+}
+
+const TERMINAL = new Set<OperationState>(TERMINAL_STATES);
+const isTerminal = (s: OperationState) => TERMINAL.has(s);
+const sqlList = (states: readonly string[]) => states.map((s) => `'${s}'`).join(', ');
+
+/**
+ * The retrysafe ledger on PostgreSQL, for many workers on many machines. Claims hold a lease with an
+ * expiry and a fencing token that grows on every claim; every write carries the token and is refused
+ * (`LeaseLostError`) once another worker has taken the operation over. Every method is durable when
+ * its promise resolves; any database or connection failure rejects with `LedgerError`, so a
+ * `markDispatched` that did not commit never lets the runner call the provider.
+ */
+export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLedger {
+  if (!options || (!options.connectionString && !options.pool)) {
+    throw new LedgerError('createPostgresLedger needs a connectionString or a pool');
+  }
+  const schemaName = options.schema ?? 'public';
+  const s = quoteSchema(schemaName);
+  const ops = `${s}.retrysafe_operations`;
+  const rcp = `${s}.retrysafe_receipts`;
+  const ownsPool = !options.pool;
+  const pool =
+    options.pool ??
+    new pg.Pool({
+      connectionString: options.connectionString,
+      max: options.poolSize ?? 10,
+      query_timeout: options.queryTimeoutMs ?? 15_000,
+      connectionTimeoutMillis: options.queryTimeoutMs ?? 15_000,
+    });
+  // An idle client losing its connection emits 'error' on the pool; unhandled, it would kill the
+  // process. The pool drops that client; the next query gets a fresh one or fails with LedgerError.
+  const onPoolError = () => undefined;
+  pool.on('error', onPoolError);
+
+  let closed = false;
+  let readyPromise: Promise<MigrateReport | null> | null = null;
+  const ready = () => {
+    readyPromise ??= options.migrate === false
+      ? Promise.resolve(null)
+      : migrate(pool, schemaName).catch((err: unknown) => {
+          readyPromise = null; // a database that was down may be back next time
+          throw err;
+        });
+    return readyPromise;
+  };
+  // Statement names are per connection; the schema is part of the text, so it is part of the name.
+  const stmt = (name: string) => `rs:${schemaName}:${name}`;
+
+  async function query<R extends pg.QueryResultRow>(what: string, name: string | null, text: string, values: unknown[], client?: pg.PoolClient): Promise<pg.QueryResult<R>> {
+    if (closed) throw new LedgerError(`ledger is closed (${what})`);
+    try {
+      await ready();
+      const config: pg.QueryConfig = name ? { name: stmt(name), text, values } : { text, values };
+      return await (client ?? pool).query<R>(config);
+    } catch (err) {
+      throw asLedgerError(err, what);
+    }
+  }
+
+  const RETURNING = 'RETURNING *';
+
+  /** 0 rows from a fenced write: tell a stale token from a missing operation. */
+  async function fenceFailure(ref: Fenced, what: string): Promise<never> {
+    const { rows } = await query<{ fence: string }>(what, 'fence', `SELECT fence FROM ${ops} WHERE business_operation_id = $1`, [ref.businessOperationId]);
+    if (rows.length === 0) throw new LedgerError(`${what}: no operation ${ref.businessOperationId} in the ledger`);
+    throw new LeaseLostError(ref.businessOperationId, ref.fence);
+  }
+
+  async function fencedUpdate(ref: Fenced, what: string, name: string, set: string, values: unknown[], extraCondition = ''): Promise<OperationRecord> {
+    checkRef(ref, what);
+    const n = values.length;
+    const { rows } = await query<OperationRow>(
+      what,
+      name,
+      `UPDATE ${ops} SET ${set} WHERE business_operation_id = $${n + 1} AND fence = $${n + 2}${extraCondition} ${RETURNING}`,
+      [...values, ref.businessOperationId, ref.fence],
+    );
+    if (rows.length === 0) return fenceFailure(ref, what);
+    return toRecord(rows[0]!);
+  }
+
+  const ledger: PostgresLedger = {
+    schema: schemaName,
+    ready,
+
+    async claim(input: ClaimInput): Promise<ClaimResult> {
+      checkClaim(input);
+      const expires = input.now + input.leaseMs;
+      // Fast path: a new operation is one INSERT, atomic under the primary key.
+      const inserted = await query<OperationRow>(
+        'claim',
+        'claim-insert',
+        `INSERT INTO ${ops} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, provider_key,
+           state, fence, lease_owner, lease_expires_at, created_at, updated_at, attempt_count)
+         VALUES ($1, $2, $3, $4, $5, $6::json, $7, 'claimed', 1, $8, $9, $10, $10, 0)
+         ON CONFLICT (business_operation_id) DO NOTHING ${RETURNING}`,
+        [input.businessOperationId, input.provider, input.operation, input.intentFingerprint, input.paramsFingerprint,
+          jsonParam(input.params), input.providerKey, input.owner, expires, input.now],
+      );
+      if (inserted.rows.length === 1) return { kind: 'claimed', record: toRecord(inserted.rows[0]!), takenOver: false };
+
+      // It exists: decide under a row lock, so two workers never both take it over.
+      return withTransaction('claim', async (client) => {
+        const { rows } = await query<OperationRow>('claim', 'claim-lock', `SELECT * FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE`, [input.businessOperationId], client);
+        const current = toRecord(rows[0]!);
+        if (current.operation !== input.operation) return { kind: 'conflict', record: current, field: 'operation' } as const;
+        if (current.intentFingerprint !== input.intentFingerprint) return { kind: 'conflict', record: current, field: 'intent' } as const;
+        const resuming = input.resume === true && current.state === 'handed-off';
+        if (isTerminal(current.state) && !resuming) return { kind: 'terminal', record: current } as const;
+        const leaseLive = current.leaseOwner !== null && current.leaseExpiresAt !== null && current.leaseExpiresAt > input.now;
+        if (leaseLive) return { kind: 'busy', record: current } as const;
+        const { rows: taken } = await query<OperationRow>(
+          'claim',
+          'claim-take',
+          `UPDATE ${ops} SET fence = fence + 1, lease_owner = $2, lease_expires_at = $3, updated_at = $4
+           WHERE business_operation_id = $1 ${RETURNING}`,
+          [input.businessOperationId, input.owner, expires, input.now],
+          client,
+        );
+        return { kind: 'claimed', record: toRecord(taken[0]!), takenOver: true } as const;
+      });
+    },
+
+    async renewLease(ref, leaseMs, now) {
+      checkNumber(leaseMs, 'leaseMs', 'renewLease', 1);
+      checkNumber(now, 'now', 'renewLease');
+      // Only a held lease is extended: a released one stays released (the caller no longer owns it).
+      await fencedUpdate(ref, 'renewLease', 'renew', 'lease_expires_at = $1::bigint + $2::bigint', [now, leaseMs], ' AND lease_owner IS NOT NULL');
+    },
+
+    async markDispatched(ref, now) {
+      checkNumber(now, 'now', 'markDispatched');
+      return fencedUpdate(
+        ref,
+        'markDispatched',
+        'dispatched',
+        `state = 'dispatched', attempt_count = attempt_count + 1, first_dispatched_at = coalesce(first_dispatched_at, $1), updated_at = $1`,
+        [now],
+      );
+    },
+
+    async setState(ref, patch: StatePatch) {
+      if (!patch || typeof patch.state !== 'string') throw new LedgerError('setState: patch.state is required');
+      if (patch.state === 'handed-off') throw new InvalidStateError(ref.businessOperationId, patch.state, 'use handOff() to hand an operation off (it needs a packet)');
+      if (patch.state === 'abandoned') throw new InvalidStateError(ref.businessOperationId, patch.state, 'only a person abandons an operation, through resolve()');
+      if (!ALL_STATES.has(patch.state)) throw new LedgerError(`setState: unknown state ${JSON.stringify(patch.state)}`);
+      checkNumber(patch.now, 'now', 'setState');
+      const terminal = isTerminal(patch.state);
+      return fencedUpdate(
+        ref,
+        'setState',
+        terminal ? 'set-state-terminal' : 'set-state',
+        `state = $1, updated_at = $2,
+         last_outcome = CASE WHEN $3::boolean THEN $4 ELSE last_outcome END,
+         result = CASE WHEN $5::boolean THEN $6::json ELSE result END,
+         provider_ref = CASE WHEN $7::boolean THEN $8 ELSE provider_ref END,
+         status_ref = CASE WHEN $9::boolean THEN $10 ELSE status_ref END
+         ${terminal ? ', lease_owner = NULL, lease_expires_at = NULL' : ''}`,
+        [
+          patch.state, patch.now,
+          patch.lastOutcome !== undefined, patch.lastOutcome ?? null,
+          patch.result !== undefined, jsonParam(patch.result),
+          patch.providerRef !== undefined, patch.providerRef ?? null,
+          patch.statusRef !== undefined, patch.statusRef ?? null,
+        ],
+      );
+    },
+
+    async handOff(ref, packet: HandoffPacket, now) {
+      if (!packet || typeof packet !== 'object') throw new LedgerError('handOff: a handoff packet is required');
+      checkNumber(now, 'now', 'handOff');
+      return fencedUpdate(ref, 'handOff', 'hand-off', `state = 'handed-off', handoff = $1::json, updated_at = $2, lease_owner = NULL, lease_expires_at = NULL`, [jsonParam(packet), now]);
+    },
+
+    async appendReceipt(ref, receipt: Receipt) {
+      checkRef(ref, 'appendReceipt');
+      if (!receipt || typeof receipt !== 'object' || !Number.isInteger(receipt.seq)) throw new LedgerError('appendReceipt: a receipt with an integer seq is required');
+      if (receipt.businessOperationId !== ref.businessOperationId) {
+        throw new LedgerError(`appendReceipt: receipt belongs to ${receipt.businessOperationId}, not ${ref.businessOperationId}`);
+      }
+      // The row lock on the operation orders this after any concurrent takeover, so a stale token is
+      // seen as stale, and makes the "next seq" check race-free.
+      const { rows } = await query<{ seq: number }>(
+        'appendReceipt',
+        'receipt',
+        `WITH op AS (SELECT fence FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE),
+              last AS (SELECT max(seq) AS seq FROM ${rcp} WHERE business_operation_id = $1)
+         INSERT INTO ${rcp} (business_operation_id, seq, receipt)
+         SELECT $1, $3, $4::json FROM op, last
+         WHERE op.fence = $2 AND ($3::integer = last.seq + 1 OR (last.seq IS NULL AND $3::integer IN (0, 1)))
+         RETURNING seq`,
+        [ref.businessOperationId, ref.fence, receipt.seq, jsonParam(receipt)],
+      );
+      if (rows.length === 1) return;
+      const check = await query<{ fence: string; seq: number | null }>(
+        'appendReceipt',
+        'receipt-check',
+        `SELECT o.fence, (SELECT max(seq) FROM ${rcp} r WHERE r.business_operation_id = o.business_operation_id) AS seq FROM ${ops} o WHERE o.business_operation_id = $1`,
+        [ref.businessOperationId],
+      );
+      const row = check.rows[0];
+      if (!row) throw new LedgerError(`appendReceipt: no operation ${ref.businessOperationId} in the ledger`);
+      if (Number(row.fence) !== ref.fence) throw new LeaseLostError(ref.businessOperationId, ref.fence);
+      const expected = row.seq === null ? '0 or 1' : String(row.seq + 1);
+      throw new LedgerError(`appendReceipt: receipt seq ${receipt.seq} for ${ref.businessOperationId} is not the next one (expected ${expected})`);
+    },
+
+    async release(ref) {
+      await fencedUpdate(ref, 'release', 'release', 'lease_owner = NULL, lease_expires_at = NULL', []);
+    },
+
+    async resolve(id: BusinessOperationId, resolution, now) {
+      if (!resolution || (resolution.action !== 'mark-done' && resolution.action !== 'abandon')) {
+        throw new LedgerError(`resolve: action must be 'mark-done' or 'abandon' ('resume' goes through claim({ resume: true }))`);
+      }
+      checkNumber(now, 'now', 'resolve');
+      return withTransaction('resolve', async (client) => {
+        const { rows } = await query<OperationRow>('resolve', 'claim-lock', `SELECT * FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE`, [id], client);
+        if (rows.length === 0) throw new LedgerError(`resolve: no operation ${id} in the ledger`);
+        const current = toRecord(rows[0]!);
+        if (current.state !== 'handed-off') throw new InvalidStateError(id, current.state, 'only a handed-off operation can be resolved by a person');
+        const done = resolution.action === 'mark-done';
+        const record = {
+          action: resolution.action,
+          ...(resolution.providerRef !== undefined ? { providerRef: resolution.providerRef } : {}),
+          at: now,
+          ...(resolution.by !== undefined ? { by: resolution.by } : {}),
+        };
+        // The fence grows so that any worker still holding an old token cannot overwrite the person's decision.
+        const { rows: out } = await query<OperationRow>(
+          'resolve',
+          'resolve',
+          `UPDATE ${ops} SET state = $2, resolution = $3::json, provider_ref = coalesce($4, provider_ref), updated_at = $5,
+             fence = fence + 1, lease_owner = NULL, lease_expires_at = NULL
+           WHERE business_operation_id = $1 ${RETURNING}`,
+          [id, done ? 'succeeded' : 'abandoned', jsonParam(record), done ? resolution.providerRef ?? null : null, now],
+          client,
+        );
+        return toRecord(out[0]!);
+      });
+    },
+
+    async get(id) {
+      const { rows } = await query<OperationRow>('get', 'get', `SELECT * FROM ${ops} WHERE business_operation_id = $1`, [id]);
+      return rows[0] ? toRecord(rows[0]) : null;
+    },
+
+    async list(filter: ListFilter = {}) {
+      const where: string[] = [];
+      const values: unknown[] = [];
+      if (filter.states !== undefined) {
+        for (const st of filter.states) if (!ALL_STATES.has(st)) throw new LedgerError(`list: unknown state ${JSON.stringify(st)}`);
+        values.push([...filter.states]);
+        where.push(`state = ANY($${values.length}::text[])`);
+      }
+      if (filter.provider !== undefined) {
+        values.push(filter.provider);
+        where.push(`provider = $${values.length}`);
+      }
+      if (filter.operation !== undefined) {
+        values.push(filter.operation);
+        where.push(`operation = $${values.length}`);
+      }
+      let limit = '';
+      if (filter.limit !== undefined) {
+        checkNumber(filter.limit, 'limit', 'list', 0);
+        values.push(filter.limit);
+        limit = ` LIMIT $${values.length}`;
+      }
+      const { rows } = await query<OperationRow>(
+        'list',
+        null,
+        `SELECT * FROM ${ops}${where.length ? ' WHERE ' + where.join(' AND ') : ''} ORDER BY created_at, business_operation_id${limit}`,
+        values,
+      );
+      return rows.map(toRecord);
+    },
+
+    async receipts(id) {
+      const { rows } = await query<{ receipt: unknown }>('receipts', 'receipts', `SELECT receipt FROM ${rcp} WHERE business_operation_id = $1 ORDER BY seq`, [id]);
+      return rows.map(toReceipt);
+    },
+
+    async recoverCandidates(now, limit) {
+      checkNumber(now, 'now', 'recoverCandidates');
+      if (limit !== undefined) checkNumber(limit, 'limit', 'recoverCandidates', 0);
+      const { rows } = await query<OperationRow>(
+        'recoverCandidates',
+        'recover',
+        `SELECT * FROM ${ops}
+         WHERE state IN (${sqlList(RECOVERABLE_STATES)}) AND coalesce(lease_expires_at, 0) <= $1
+         ORDER BY coalesce(lease_expires_at, 0), updated_at LIMIT $2`,
+        [now, limit ?? null],
+      );
+      return rows.map(toRecord);
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      pool.off('error', onPoolError);
+      if (ownsPool) await pool.end();
+    },
+  };
+
+  async function withTransaction<T>(what: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    if (closed) throw new LedgerError(`ledger is closed (${what})`);
+    let client: pg.PoolClient;
+    try {
+      await ready();
+      client = await pool.connect();
+    } catch (err) {
+      throw asLedgerError(err, what);
+    }
+    let broken: Error | undefined;
+    try {
+      await query(what, null, 'BEGIN', [], client);
+      const out = await fn(client);
+      await query(what, null, 'COMMIT', [], client);
+      return out;
+    } catch (err) {
+      await client.query('ROLLBACK').catch((e: Error) => {
+        broken = e;
+      });
+      throw asLedgerError(err, what);
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  return ledger;
+}
+
+const ALL_STATES = new Set<string>([...RECOVERABLE_STATES, ...TERMINAL_STATES]);
+
+function asLedgerError(err: unknown, what: string): RetrysafeError {
+  if (RetrysafeError.isInstance(err)) return err;
+  const e = err as { message?: string; code?: string };
+  return new LedgerError(`${what} failed in PostgreSQL${e?.code ? ` (${e.code})` : ''}: ${e?.message ?? String(err)}`, { cause: err });
+}
+
+function checkNumber(value: unknown, name: string, what: string, min = 0): void {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min) throw new LedgerError(`${what}: ${name} must be a finite number ≥ ${min}, got ${String(value)}`);
+}
+
+function checkRef(ref: Fenced, what: string): void {
+  if (!ref || typeof ref.businessOperationId !== 'string' || !Number.isInteger(ref.fence)) {
+    throw new LedgerError(`${what}: a fenced reference { businessOperationId, fence } is required`);
+  }
+}
+
+function checkClaim(input: ClaimInput): void {
+  if (!input || typeof input !== 'object') throw new LedgerError('claim: input is required');
+  for (const k of ['businessOperationId', 'provider', 'operation', 'intentFingerprint', 'paramsFingerprint', 'owner'] as const) {
+    if (typeof input[k] !== 'string' || input[k].length === 0) throw new LedgerError(`claim: ${k} must be a non-empty string`);
+  }
+  checkNumber(input.leaseMs, 'leaseMs', 'claim', 1);
+  checkNumber(input.now, 'now', 'claim');
+}

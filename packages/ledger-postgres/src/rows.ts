@@ -1,0 +1,64 @@
+import type { BusinessOperationId, HandoffPacket, OperationRecord, OperationState, ProviderKey, Receipt } from '@retrysafe/contract';
+
+/** One row of `retrysafe_operations` as pg returns it (int8 comes back as a string, json already parsed). */
+export interface OperationRow {
+  business_operation_id: string;
+  provider: string;
+  operation: string;
+  intent_fingerprint: string;
+  params_fingerprint: string;
+  params: unknown;
+  provider_key: string | null;
+  state: string;
+  fence: string | number;
+  lease_owner: string | null;
+  lease_expires_at: string | number | null;
+  created_at: string | number;
+  updated_at: string | number;
+  first_dispatched_at: string | number | null;
+  attempt_count: number;
+  last_outcome: string | null;
+  result: unknown;
+  provider_ref: string | null;
+  status_ref: string | null;
+  handoff: unknown;
+  resolution: unknown;
+}
+
+const num = (v: string | number): number => (typeof v === 'number' ? v : Number(v));
+const numOrNull = (v: string | number | null): number | null => (v === null ? null : num(v));
+
+export function toRecord(row: OperationRow): OperationRecord {
+  return {
+    businessOperationId: row.business_operation_id as BusinessOperationId,
+    provider: row.provider,
+    operation: row.operation,
+    intentFingerprint: row.intent_fingerprint,
+    paramsFingerprint: row.params_fingerprint,
+    params: row.params ?? null,
+    providerKey: row.provider_key as ProviderKey | null,
+    state: row.state as OperationState,
+    fence: num(row.fence),
+    leaseOwner: row.lease_owner,
+    leaseExpiresAt: numOrNull(row.lease_expires_at),
+    createdAt: num(row.created_at),
+    updatedAt: num(row.updated_at),
+    firstDispatchedAt: numOrNull(row.first_dispatched_at),
+    attemptCount: row.attempt_count,
+    lastOutcome: row.last_outcome as OperationRecord['lastOutcome'],
+    result: row.result ?? null,
+    providerRef: row.provider_ref,
+    statusRef: row.status_ref,
+    handoff: (row.handoff ?? null) as HandoffPacket | null,
+    resolution: (row.resolution ?? null) as OperationRecord['resolution'],
+  };
+}
+
+export function toReceipt(row: { receipt: unknown }): Receipt {
+  return row.receipt as Receipt;
+}
+
+/** JSON text for a json column; undefined stays SQL NULL. Arrays must not reach pg unstringified (it would send a PostgreSQL array). */
+export function jsonParam(value: unknown): string | null {
+  return value === undefined ? null : JSON.stringify(value);
+}

@@ -1,0 +1,85 @@
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import pg from 'pg';
+
+/**
+ * The tests need a real PostgreSQL: `.ci/run` starts one and exports DATABASE_URL
+ * (`source .ci/start-postgres.sh` does the same on a workstation). Without it the tests fail here,
+ * loudly; they never skip.
+ */
+export function databaseUrl(): string {
+  const url = process.env.DATABASE_URL;
+  if (!url) {
+    throw new Error(
+      'DATABASE_URL is not set: the @retrysafe/ledger-postgres tests need a real PostgreSQL. ' +
+        'Run `source .ci/start-postgres.sh` (it starts one on 127.0.0.1 and exports DATABASE_URL), then rerun.',
+    );
+  }
+  const host = new URL(url).hostname;
+  if (!['127.0.0.1', 'localhost', '::1', '[::1]', ''].includes(host)) throw new Error(`DATABASE_URL must point at loopback in tests, got host ${host}`);
+  return url;
+}
+
+/** A fresh schema name per test file (and per call), so test files never see each other's rows. */
+export function freshSchema(label: string): string {
+  return `rs_t_${label.replace(/[^a-z0-9_]/g, '_').slice(0, 30)}_${randomBytes(4).toString('hex')}`;
+}
+
+export async function dropSchema(schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl() });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * A loopback TCP relay in front of PostgreSQL that a test can cut: `cut()` destroys every open
+ * connection and refuses new ones; `dropResponses()` keeps forwarding client bytes to the server
+ * but never passes the server's answers back (the write commits, the client never hears).
+ */
+export async function startPgRelay(target: string): Promise<{ url: string; cut(): void; dropResponses(): void; close(): Promise<void> }> {
+  const t = new URL(target);
+  const sockets = new Set<net.Socket>();
+  let mode: 'pass' | 'cut' | 'drop' = 'pass';
+  const server = net.createServer((client) => {
+    if (mode === 'cut') return client.destroy();
+    const upstream = net.connect(Number(t.port || 5432), t.hostname);
+    sockets.add(client);
+    sockets.add(upstream);
+    client.on('data', (d) => upstream.write(d));
+    upstream.on('data', (d) => {
+      if (mode === 'pass') client.write(d);
+    });
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as net.AddressInfo).port;
+  const url = new URL(target);
+  url.hostname = '127.0.0.1';
+  url.port = String(port);
+  return {
+    url: url.toString(),
+    cut() {
+      mode = 'cut';
+      for (const s of sockets) s.destroy();
+    },
+    dropResponses() {
+      mode = 'drop';
+    },
+    async close() {
+      mode = 'cut';
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}

@@ -1,0 +1,410 @@
+import {
+  InvalidStateError,
+  LeaseLostError,
+  LedgerError,
+  type BusinessOperationId,
+  type ClaimInput,
+  type HandoffPacket,
+  type ProviderKey,
+  type Receipt,
+} from '@retrysafe/contract';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPostgresLedger, migrate, MIGRATIONS, type PostgresLedger } from '../src/index.js';
+import { databaseUrl, dropSchema, freshSchema, startPgRelay } from './pg-test-db.js';
+
+const url = databaseUrl();
+const schema = freshSchema('ledger');
+let ledger: PostgresLedger;
+let admin: pg.Client;
+
+beforeAll(async () => {
+  ledger = createPostgresLedger({ connectionString: url, schema, poolSize: 24 });
+  await ledger.ready();
+  admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+});
+afterAll(async () => {
+  await ledger?.close();
+  await admin?.end();
+  await dropSchema(schema);
+});
+
+let n = 0;
+const T0 = 1_800_000_000_000;
+function input(over: Partial<ClaimInput> = {}): ClaimInput {
+  return {
+    businessOperationId: `op-${++n}` as BusinessOperationId,
+    provider: 'sandbox',
+    operation: 'sandbox.orders.create',
+    intentFingerprint: 'sha256:intent',
+    paramsFingerprint: 'sha256:params',
+    params: { amount: 1000, lines: [{ sku: 'A', qty: 2 }], note: 'grüße' },
+    providerKey: 'rs-key' as ProviderKey,
+    owner: 'w1',
+    leaseMs: 1_000,
+    now: T0,
+    ...over,
+  };
+}
+const packet = (id: BusinessOperationId): HandoffPacket => ({
+  businessOperationId: id,
+  provider: 'sandbox',
+  operation: 'sandbox.orders.create',
+  intentFingerprint: 'sha256:intent',
+  providerKey: null,
+  reason: 'retry-exhausted',
+  explanation: 'test',
+  attempts: [],
+  lastKnown: { outcome: 'unknown' },
+  safeNextActions: [{ action: 'resume', safe: true, why: 'same key' }],
+  createdAt: new Date(T0).toISOString(),
+});
+const receipt = (id: BusinessOperationId, seq: number): Receipt =>
+  ({ businessOperationId: id, seq, kind: 'dispatch', outcome: 'succeeded', decision: { action: 'done', reason: 'ok' }, hash: `h${seq}`, prevHash: null }) as unknown as Receipt;
+
+async function claimed(over: Partial<ClaimInput> = {}) {
+  const res = await ledger.claim(input(over));
+  if (res.kind !== 'claimed') throw new Error(`expected claimed, got ${res.kind}`);
+  return res;
+}
+
+describe('migrations', () => {
+  it('are recorded once per version and re-running them (even concurrently) applies nothing', async () => {
+    const pool = new pg.Pool({ connectionString: url, max: 6 });
+    const s = freshSchema('migrate');
+    try {
+      const reports = await Promise.all([1, 2, 3, 4, 5].map(() => migrate(pool, s)));
+      expect(reports.flatMap((r) => r.applied).sort()).toEqual(MIGRATIONS.map((m) => m.version).sort());
+      expect((await migrate(pool, s)).applied).toEqual([]);
+      const { rows } = await pool.query(`SELECT version FROM "${s}".retrysafe_schema_migrations ORDER BY version`);
+      expect(rows.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
+      const idx = await pool.query(`SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname`, [s]);
+      expect(idx.rows.map((r) => r.indexname)).toEqual(expect.arrayContaining(['retrysafe_operations_recover_idx', 'retrysafe_operations_state_idx']));
+    } finally {
+      await pool.end();
+      await dropSchema(s);
+    }
+  });
+
+  it('refuses a schema written by a newer package version', async () => {
+    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    const s = freshSchema('newer');
+    try {
+      await migrate(pool, s);
+      await pool.query(`INSERT INTO "${s}".retrysafe_schema_migrations (version, name) VALUES (999, 'from the future')`);
+      const err = await migrate(pool, s).catch((e) => e);
+      expect(LedgerError.isInstance(err)).toBe(true);
+      expect(err.message).toMatch(/999.*upgrade/);
+    } finally {
+      await pool.end();
+      await dropSchema(s);
+    }
+  });
+
+  it('rejects a schema name that is not a plain identifier', () => {
+    for (const bad of ['Public', 'a;drop table x', '1abc', '', 'x'.repeat(64)]) {
+      expect(() => createPostgresLedger({ connectionString: url, schema: bad })).toThrow(LedgerError);
+    }
+    expect(() => createPostgresLedger({} as never)).toThrow(/connectionString or a pool/);
+  });
+});
+
+describe('claim', () => {
+  it('creates a new operation with fence 1 and a lease, and keeps the params intact', async () => {
+    const i = input();
+    const res = await ledger.claim(i);
+    expect(res).toMatchObject({ kind: 'claimed', takenOver: false });
+    expect(res.record).toMatchObject({
+      businessOperationId: i.businessOperationId, state: 'claimed', fence: 1, leaseOwner: 'w1', leaseExpiresAt: T0 + 1_000,
+      attemptCount: 0, firstDispatchedAt: null, createdAt: T0, params: i.params, providerKey: 'rs-key',
+    });
+    expect(await ledger.get(i.businessOperationId)).toEqual(res.record);
+  });
+
+  it('answers busy while another worker holds a live lease, and hands it over only after expiry', async () => {
+    const first = await claimed();
+    const id = first.record.businessOperationId;
+    const busy = await ledger.claim(input({ businessOperationId: id, owner: 'w2', now: T0 + 999 }));
+    expect(busy.kind).toBe('busy');
+    const taken = await ledger.claim(input({ businessOperationId: id, owner: 'w2', now: T0 + 1_000 }));
+    expect(taken).toMatchObject({ kind: 'claimed', takenOver: true, record: { fence: 2, leaseOwner: 'w2', state: 'claimed' } });
+  });
+
+  it('lets exactly one of many concurrent claimers win, for a new operation and for a takeover', async () => {
+    const id = `race-${++n}` as BusinessOperationId;
+    const first = await Promise.all(Array.from({ length: 16 }, (_, w) => ledger.claim(input({ businessOperationId: id, owner: `w${w}` }))));
+    expect(first.filter((r) => r.kind === 'claimed')).toHaveLength(1);
+    expect(first.filter((r) => r.kind === 'busy')).toHaveLength(15);
+    const later = T0 + 5_000;
+    const second = await Promise.all(Array.from({ length: 16 }, (_, w) => ledger.claim(input({ businessOperationId: id, owner: `x${w}`, now: later }))));
+    const winners = second.filter((r) => r.kind === 'claimed');
+    expect(winners).toHaveLength(1);
+    expect(winners[0]!.record.fence).toBe(2);
+  });
+
+  it('reports a conflict for another operation or intent under the same id, and writes nothing', async () => {
+    const first = await claimed();
+    const id = first.record.businessOperationId;
+    const later = T0 + 10_000;
+    const op = await ledger.claim(input({ businessOperationId: id, operation: 'sandbox.orders.cancel', now: later }));
+    expect(op).toMatchObject({ kind: 'conflict', field: 'operation' });
+    const intent = await ledger.claim(input({ businessOperationId: id, intentFingerprint: 'sha256:other', now: later }));
+    expect(intent).toMatchObject({ kind: 'conflict', field: 'intent' });
+    expect((await ledger.get(id))!.fence).toBe(1);
+  });
+
+  it('answers terminal for a finished operation, with its result to adopt', async () => {
+    const { record } = await claimed();
+    const ref = { businessOperationId: record.businessOperationId, fence: record.fence };
+    await ledger.markDispatched(ref, T0 + 1);
+    await ledger.setState(ref, { state: 'succeeded', lastOutcome: 'succeeded', result: { id: 'ord_1', tags: ['a', 'b'] }, providerRef: 'ord_1', now: T0 + 2 });
+    const again = await ledger.claim(input({ businessOperationId: record.businessOperationId, owner: 'w2', now: T0 + 3 }));
+    expect(again).toMatchObject({ kind: 'terminal', record: { state: 'succeeded', result: { id: 'ord_1', tags: ['a', 'b'] }, providerRef: 'ord_1', leaseOwner: null } });
+  });
+
+  it('rejects malformed input with a LedgerError', async () => {
+    await expect(ledger.claim(input({ owner: '' }))).rejects.toThrow(LedgerError);
+    await expect(ledger.claim(input({ leaseMs: 0 }))).rejects.toThrow(/leaseMs/);
+    await expect(ledger.claim(input({ now: Number.NaN }))).rejects.toThrow(/now/);
+  });
+});
+
+describe('fencing', () => {
+  it('refuses every write with a stale token once the lease was taken over, and keeps the new owner\'s state', async () => {
+    const old = await claimed();
+    const id = old.record.businessOperationId;
+    const stale = { businessOperationId: id, fence: old.record.fence };
+    const fresh = await claimed({ businessOperationId: id, owner: 'w2', now: T0 + 2_000 });
+    const current = { businessOperationId: id, fence: fresh.record.fence };
+    await ledger.markDispatched(current, T0 + 2_001);
+
+    const writes: [string, () => Promise<unknown>][] = [
+      ['markDispatched', () => ledger.markDispatched(stale, T0 + 2_002)],
+      ['setState', () => ledger.setState(stale, { state: 'succeeded', result: { wrong: true }, now: T0 + 2_002 })],
+      ['handOff', () => ledger.handOff(stale, packet(id), T0 + 2_002)],
+      ['appendReceipt', () => ledger.appendReceipt(stale, receipt(id, 1))],
+      ['release', () => ledger.release(stale)],
+      ['renewLease', () => ledger.renewLease(stale, 60_000, T0 + 2_002)],
+    ];
+    for (const [name, write] of writes) {
+      const err = await write().catch((e) => e);
+      expect(LeaseLostError.isInstance(err), name).toBe(true);
+    }
+    const after = await ledger.get(id);
+    expect(after).toMatchObject({ state: 'dispatched', fence: 2, leaseOwner: 'w2', leaseExpiresAt: T0 + 3_000, attemptCount: 1, result: null });
+    expect(await ledger.receipts(id)).toEqual([]);
+  });
+
+  it('a write racing a takeover either lands before it or is refused, never after it', async () => {
+    for (let round = 0; round < 10; round++) {
+      const old = await claimed();
+      const id = old.record.businessOperationId;
+      const stale = { businessOperationId: id, fence: 1 };
+      const [write, take] = await Promise.allSettled([
+        ledger.setState(stale, { state: 'unknown', lastOutcome: 'unknown', now: T0 + 2_000 }),
+        ledger.claim(input({ businessOperationId: id, owner: 'w2', now: T0 + 2_000 })),
+      ]);
+      expect(take.status).toBe('fulfilled');
+      const rec = await ledger.get(id);
+      expect(rec!.fence).toBe(2);
+      if (write.status === 'rejected') expect(LeaseLostError.isInstance(write.reason)).toBe(true);
+      // Either way the record is consistent: the state is one the old owner wrote before the takeover, or untouched.
+      expect(['claimed', 'unknown']).toContain(rec!.state);
+    }
+  });
+
+  it('writes on an id the ledger does not hold fail as LedgerError, not as a lost lease', async () => {
+    const err = await ledger.markDispatched({ businessOperationId: 'nope' as BusinessOperationId, fence: 1 }, T0).catch((e) => e);
+    expect(LedgerError.isInstance(err)).toBe(true);
+    expect(err.message).toMatch(/no operation nope/);
+  });
+});
+
+describe('state machine', () => {
+  it('markDispatched counts provider calls and keeps the first dispatch time', async () => {
+    const { record } = await claimed();
+    const ref = { businessOperationId: record.businessOperationId, fence: record.fence };
+    const a = await ledger.markDispatched(ref, T0 + 10);
+    await ledger.setState(ref, { state: 'unknown', lastOutcome: 'unknown', now: T0 + 20 });
+    const b = await ledger.markDispatched(ref, T0 + 30);
+    expect(a).toMatchObject({ state: 'dispatched', attemptCount: 1, firstDispatchedAt: T0 + 10 });
+    expect(b).toMatchObject({ state: 'dispatched', attemptCount: 2, firstDispatchedAt: T0 + 10, updatedAt: T0 + 30, lastOutcome: 'unknown' });
+  });
+
+  it('setState patches only the given fields; a terminal state releases the lease', async () => {
+    const { record } = await claimed();
+    const ref = { businessOperationId: record.businessOperationId, fence: record.fence };
+    await ledger.setState(ref, { state: 'in-progress', lastOutcome: 'in-progress', statusRef: '/status/1', now: T0 + 1 });
+    const mid = await ledger.setState(ref, { state: 'reconciling', now: T0 + 2 });
+    expect(mid).toMatchObject({ state: 'reconciling', statusRef: '/status/1', lastOutcome: 'in-progress', leaseOwner: 'w1' });
+    const end = await ledger.setState(ref, { state: 'rejected', lastOutcome: 'rejected', statusRef: null, now: T0 + 3 });
+    expect(end).toMatchObject({ state: 'rejected', statusRef: null, leaseOwner: null, leaseExpiresAt: null });
+  });
+
+  it('refuses handed-off and abandoned through setState, and unknown states', async () => {
+    const { record } = await claimed();
+    const ref = { businessOperationId: record.businessOperationId, fence: record.fence };
+    await expect(ledger.setState(ref, { state: 'handed-off', now: T0 })).rejects.toThrow(InvalidStateError);
+    await expect(ledger.setState(ref, { state: 'abandoned', now: T0 })).rejects.toThrow(InvalidStateError);
+    await expect(ledger.setState(ref, { state: 'done' as never, now: T0 })).rejects.toThrow(LedgerError);
+  });
+
+  it('release drops the lease without changing state, so another worker may claim at once', async () => {
+    const { record } = await claimed();
+    const ref = { businessOperationId: record.businessOperationId, fence: record.fence };
+    await ledger.markDispatched(ref, T0 + 1);
+    await ledger.release(ref);
+    expect(await ledger.get(record.businessOperationId)).toMatchObject({ state: 'dispatched', leaseOwner: null, leaseExpiresAt: null });
+    const next = await ledger.claim(input({ businessOperationId: record.businessOperationId, owner: 'w2', now: T0 + 2 }));
+    expect(next).toMatchObject({ kind: 'claimed', takenOver: true, record: { state: 'dispatched', fence: 2 } });
+  });
+
+  it('renewLease extends a held lease', async () => {
+    const { record } = await claimed();
+    const ref = { businessOperationId: record.businessOperationId, fence: record.fence };
+    await ledger.renewLease(ref, 5_000, T0 + 900);
+    expect((await ledger.get(record.businessOperationId))!.leaseExpiresAt).toBe(T0 + 5_900);
+    expect((await ledger.claim(input({ businessOperationId: record.businessOperationId, owner: 'w2', now: T0 + 5_000 }))).kind).toBe('busy');
+  });
+});
+
+describe('handoff, resume and resolve', () => {
+  it('handOff stores the packet and releases the lease; resume re-claims it with a new fence', async () => {
+    const { record } = await claimed();
+    const id = record.businessOperationId;
+    const ho = await ledger.handOff({ businessOperationId: id, fence: 1 }, packet(id), T0 + 5);
+    expect(ho).toMatchObject({ state: 'handed-off', leaseOwner: null, handoff: { reason: 'retry-exhausted', businessOperationId: id } });
+    expect((await ledger.claim(input({ businessOperationId: id, owner: 'w2', now: T0 + 6 }))).kind).toBe('terminal');
+    const resumed = await ledger.claim(input({ businessOperationId: id, owner: 'w2', now: T0 + 6, resume: true }));
+    expect(resumed).toMatchObject({ kind: 'claimed', takenOver: true, record: { fence: 2, leaseOwner: 'w2' } });
+  });
+
+  it('mark-done and abandon resolve a handed-off operation and fence out older tokens', async () => {
+    const a = (await claimed()).record.businessOperationId;
+    const b = (await claimed()).record.businessOperationId;
+    await ledger.handOff({ businessOperationId: a, fence: 1 }, packet(a), T0 + 1);
+    await ledger.handOff({ businessOperationId: b, fence: 1 }, packet(b), T0 + 1);
+    const done = await ledger.resolve(a, { action: 'mark-done', providerRef: 'ord_9', by: 'ops-person' }, T0 + 2);
+    expect(done).toMatchObject({ state: 'succeeded', providerRef: 'ord_9', fence: 2, resolution: { action: 'mark-done', providerRef: 'ord_9', at: T0 + 2, by: 'ops-person' } });
+    const gone = await ledger.resolve(b, { action: 'abandon' }, T0 + 2);
+    expect(gone).toMatchObject({ state: 'abandoned', resolution: { action: 'abandon', at: T0 + 2 } });
+    await expect(ledger.setState({ businessOperationId: a, fence: 1 }, { state: 'rejected', now: T0 + 3 })).rejects.toThrow(LeaseLostError);
+  });
+
+  it('refuses to resolve an operation that is not handed off, or does not exist', async () => {
+    const { record } = await claimed();
+    await expect(ledger.resolve(record.businessOperationId, { action: 'abandon' }, T0)).rejects.toThrow(InvalidStateError);
+    await expect(ledger.resolve('missing' as BusinessOperationId, { action: 'abandon' }, T0)).rejects.toThrow(/no operation missing/);
+    await expect(ledger.resolve(record.businessOperationId, { action: 'resume' } as never, T0)).rejects.toThrow(LedgerError);
+  });
+});
+
+describe('receipts', () => {
+  it('appends in seq order and refuses a gap or a repeat', async () => {
+    const { record } = await claimed();
+    const id = record.businessOperationId;
+    const ref = { businessOperationId: id, fence: 1 };
+    await ledger.appendReceipt(ref, receipt(id, 1));
+    await ledger.appendReceipt(ref, receipt(id, 2));
+    await expect(ledger.appendReceipt(ref, receipt(id, 2))).rejects.toThrow(/not the next one \(expected 3\)/);
+    await expect(ledger.appendReceipt(ref, receipt(id, 5))).rejects.toThrow(/not the next one/);
+    await expect(ledger.appendReceipt(ref, receipt('other' as BusinessOperationId, 3))).rejects.toThrow(/belongs to other/);
+    expect((await ledger.receipts(id)).map((r) => r.seq)).toEqual([1, 2]);
+  });
+});
+
+describe('recovery and listing', () => {
+  it('recoverCandidates lists non-terminal operations whose lease is absent or expired, and nothing else', async () => {
+    const s = freshSchema('recover');
+    const l = createPostgresLedger({ connectionString: url, schema: s, poolSize: 2 });
+    try {
+      const mk = async (id: string, leaseMs: number) => {
+        const r = await l.claim(input({ businessOperationId: id as BusinessOperationId, leaseMs }));
+        return { businessOperationId: r.record.businessOperationId, fence: r.record.fence };
+      };
+      const expired = await mk('expired', 100);
+      await l.markDispatched(expired, T0 + 1);
+      await mk('live', 60_000);
+      const released = await mk('released', 60_000);
+      await l.release(released);
+      const finished = await mk('finished', 100);
+      await l.setState(finished, { state: 'succeeded', now: T0 + 1 });
+      const handed = await mk('handed', 100);
+      await l.handOff(handed, packet(handed.businessOperationId), T0 + 1);
+      const ids = (await l.recoverCandidates(T0 + 1_000)).map((r) => r.businessOperationId).sort();
+      expect(ids).toEqual(['expired', 'released']);
+      expect(await l.recoverCandidates(T0 + 1_000, 1)).toHaveLength(1);
+      expect((await l.recoverCandidates(T0 + 50)).map((r) => r.businessOperationId)).toEqual(['released']);
+
+      expect((await l.list({ states: ['succeeded', 'handed-off'] })).map((r) => r.businessOperationId).sort()).toEqual(['finished', 'handed']);
+      expect(await l.list({ provider: 'nobody' })).toEqual([]);
+      expect(await l.list({ operation: 'sandbox.orders.create', limit: 2 })).toHaveLength(2);
+      expect(await l.list()).toHaveLength(5);
+      await expect(l.list({ states: ['bogus' as never] })).rejects.toThrow(LedgerError);
+    } finally {
+      await l.close();
+      await dropSchema(s);
+    }
+  });
+});
+
+describe('connection loss fails closed', () => {
+  it('a markDispatched whose connection is cut rejects with LedgerError and leaves no dispatched row', async () => {
+    const relay = await startPgRelay(url);
+    const l = createPostgresLedger({ connectionString: relay.url, schema, poolSize: 1, migrate: false, queryTimeoutMs: 3_000 });
+    try {
+      const res = await l.claim(input());
+      const ref = { businessOperationId: res.record.businessOperationId, fence: res.record.fence };
+      relay.cut();
+      const err = await l.markDispatched(ref, T0 + 1).catch((e) => e);
+      expect(LedgerError.isInstance(err)).toBe(true);
+      expect((await ledger.get(ref.businessOperationId))!.state).toBe('claimed');
+    } finally {
+      await l.close().catch(() => undefined);
+      await relay.close();
+    }
+  });
+
+  it('a markDispatched whose answer is lost rejects (so nothing is sent), while the durable row lets recovery find it', async () => {
+    const relay = await startPgRelay(url);
+    const l = createPostgresLedger({ connectionString: relay.url, schema, poolSize: 1, migrate: false, queryTimeoutMs: 1_500 });
+    try {
+      const res = await l.claim(input({ leaseMs: 100 }));
+      const ref = { businessOperationId: res.record.businessOperationId, fence: res.record.fence };
+      relay.dropResponses();
+      const err = await l.markDispatched(ref, T0 + 1).catch((e) => e);
+      expect(LedgerError.isInstance(err)).toBe(true);
+      // The server committed the write: the operation is found as dispatched and recovery picks it up.
+      let rec = await ledger.get(ref.businessOperationId);
+      for (let i = 0; i < 50 && rec!.state !== 'dispatched'; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        rec = await ledger.get(ref.businessOperationId);
+      }
+      expect(rec).toMatchObject({ state: 'dispatched', attemptCount: 1 });
+      expect((await ledger.recoverCandidates(T0 + 1_000)).map((r) => r.businessOperationId)).toContain(ref.businessOperationId);
+    } finally {
+      await l.close().catch(() => undefined);
+      await relay.close();
+    }
+  });
+
+  it('an unreachable database rejects with LedgerError', async () => {
+    const relay = await startPgRelay(url);
+    relay.cut();
+    const l = createPostgresLedger({ connectionString: relay.url, schema, poolSize: 1, queryTimeoutMs: 2_000 });
+    try {
+      const err = await l.claim(input()).catch((e) => e);
+      expect(LedgerError.isInstance(err)).toBe(true);
+    } finally {
+      await l.close().catch(() => undefined);
+      await relay.close();
+    }
+  });
+
+  it('a closed ledger refuses work', async () => {
+    const l = createPostgresLedger({ connectionString: url, schema, poolSize: 1, migrate: false });
+    await l.close();
+    await expect(l.get('x' as BusinessOperationId)).rejects.toThrow(/closed/);
+  });
+});
