@@ -1,0 +1,264 @@
+import {
+  defineCard,
+  fact,
+  type ConcurrencyBehaviour,
+  type Duration,
+  type ParameterMatching,
+  type RetrySafetyCard,
+  type StoredResultSemantics,
+} from '@retrysafe/contract';
+
+/** Where the facts come from. */
+export const SOURCES = {
+  providers: 'shared/providers.md § Microsoft Graph',
+  sendMail: 'https://learn.microsoft.com/en-us/graph/api/user-sendmail',
+  extendedPropertyFilter: 'https://learn.microsoft.com/en-us/graph/api/singlevaluelegacyextendedproperty-get',
+  event: 'https://learn.microsoft.com/en-us/graph/api/resources/event (transactionId)',
+  createEvent: 'https://learn.microsoft.com/en-us/graph/api/user-post-events',
+  createTask: 'https://learn.microsoft.com/en-us/graph/api/todotasklist-post-tasks',
+  linkedResource: 'https://learn.microsoft.com/en-us/graph/api/resources/linkedresource',
+  listTasks: 'https://learn.microsoft.com/en-us/graph/api/todotasklist-list-tasks',
+  throttling: 'https://learn.microsoft.com/en-us/graph/throttling',
+  errors: 'https://learn.microsoft.com/en-us/graph/errors',
+  retryHandler: '@microsoft/microsoft-graph-client 3.0.7 lib/src/middleware/RetryHandler.js (RETRY_STATUS_CODES 429, 503, 504; any method)',
+} as const;
+
+const REQUEST_ID = fact('request-id response header (else error.innerError["request-id"] in the error body)', SOURCES.errors);
+
+const RETRY_LAYER = {
+  layer: 'runner',
+  sdkRetries: 'disabled',
+  how:
+    'Client.initWithMiddleware with the chain BearerAuthMiddleware → HTTPMessageHandler and no RetryHandler; an injected client whose chain holds a RetryHandler is refused with AdapterConfigurationError. The drill counts deliveries at the loopback sandbox; a negative control shows the SDK default chain resending sendMail on 503/504.',
+} as const;
+
+const RETRYABLE = fact(
+  ['429 throttled (Graph: "the requests fail"; Retry-After honoured)', 'connection refused / DNS failure (never sent)'],
+  `${SOURCES.throttling}; ${SOURCES.providers}`,
+);
+
+const HANDOFF_DESTINATION = 'the runner handoff sink (JSONL file or callback), resolved by a person from the CLI';
+const RECEIPTS = 'the runner ledger, exported as JSONL; message bodies, recipients and attendees are sensitive fields and never reach receipts or packets';
+const DUPLICATE_TEST =
+  'loopback Graph sandbox (@retrysafe/msgraph/sandbox) with the real SDK pointed at it, behind the testkit fault proxy; the sandbox counts the records it holds and the POSTs it received';
+
+export const mailSendCard = defineCard({
+  cardVersion: 1,
+  provider: 'msgraph',
+  operation: 'msgraph.mail.send',
+  sideEffect: {
+    kind: fact('send', SOURCES.sendMail),
+    idempotentByNature: fact(false, `${SOURCES.providers}: "no idempotency key … Retrying is NOT safe"`),
+  },
+  businessOperationId: {
+    rule: 'derived from intent fields mailbox and message (the whole message: recipients, subject, body, …), or given by the caller',
+    intentFields: ['mailbox', 'message'],
+  },
+  ids: { run: 'receipts only', attempt: 'receipts only', request: REQUEST_ID },
+  providerKey: {
+    travels: fact('none', `${SOURCES.providers}: sendMail has no idempotency key`),
+    name: fact(null, SOURCES.providers),
+    maxLength: fact(null, SOURCES.providers),
+    charset: fact(null, SOURCES.providers),
+    scope: fact(
+      'none: Graph folds no re-sends of sendMail; the business-operation id travels only as a lookup tag (a single-value extended property on the message)',
+      SOURCES.providers,
+    ),
+  },
+  keyReuse: fact('no key exists: every sendMail that reaches Graph is one more mail', SOURCES.providers),
+  parameterMatching: fact('none', SOURCES.providers),
+  storedResult: {
+    semantics: fact('none', `${SOURCES.providers}: 202, no body, no idempotency key`),
+    includesErrors: fact(false, SOURCES.providers),
+  },
+  lookup: {
+    method: fact('search', `${SOURCES.providers}: Sent Items $filter on singleValueExtendedProperties; ${SOURCES.extendedPropertyFilter}`),
+    consistencyDelay: fact<Duration | null>('unknown', `${SOURCES.providers}: "Delay before it appears: unknown"`),
+  },
+  retention: { minimum: fact(null, `${SOURCES.providers}: nothing is stored for a re-send`) },
+  concurrency: fact('duplicates', `${SOURCES.providers}: no idempotency key`),
+  retryableErrors: RETRYABLE,
+  nonRetryableErrors: fact(
+    [
+      '400/405/413/415/422 validation',
+      '401 authentication',
+      '403 permission',
+      '404 mailbox not found',
+      '409 conflict',
+      '507 mailbox quota',
+      '500/502/503/504 and other 5xx, timeout, reset: unknown ⇒ Sent Items lookup, never resent (Graph has delivered mail after retried 504s)',
+    ],
+    `${SOURCES.errors}; ${SOURCES.providers}`,
+  ),
+  backoff: { strategy: 'exponential-full-jitter', base: '1s', cap: '30s', retryAfterCap: '2m' },
+  limits: { maxAttempts: 3, maxElapsed: '10m', lookupWindow: '5m' },
+  retryLayer: RETRY_LAYER,
+  reconciler:
+    "the runner, through doLookup: GET /{mailbox}/mailFolders/sentitems/messages?$filter=singleValueExtendedProperties/Any(ep: ep/id eq '<tag>' and ep/value eq '<business-operation id>'); a match is adopted, an empty answer is \"cannot tell\" (never \"not sent\") because the delay is unknown",
+  handoff: {
+    condition:
+      'rejected; or an unknown outcome (timeout, reset, 5xx, lost 202) whose mail is not found in Sent Items within the lookup window — the runner never resends blindly; or not-applied beyond max attempts / max elapsed',
+    destination: HANDOFF_DESTINATION,
+  },
+  duplicateTest: DUPLICATE_TEST,
+  receipts: RECEIPTS,
+  unverified: [
+    {
+      field: 'lookup.consistencyDelay',
+      condition: 'how long after a 202 the mail appears in Sent Items (202 = accepted, not delivered; it reaches Sent Items after transport)',
+      source: SOURCES.providers,
+    },
+    {
+      field: 'lookup.method',
+      condition: 'the Sent Items $filter on the extended property is exercised against the loopback sandbox only, not a live tenant',
+      source: SOURCES.extendedPropertyFilter,
+    },
+  ],
+} as const satisfies RetrySafetyCard);
+
+export const eventsCreateCard = defineCard({
+  cardVersion: 1,
+  provider: 'msgraph',
+  operation: 'msgraph.events.create',
+  sideEffect: {
+    kind: fact('create', SOURCES.createEvent),
+    idempotentByNature: fact(false, SOURCES.createEvent),
+  },
+  businessOperationId: {
+    rule: 'derived from intent fields mailbox, event.subject, event.start, event.end (one meeting slot with one subject in one calendar), or given by the caller',
+    intentFields: ['mailbox', 'event.subject', 'event.start', 'event.end'],
+  },
+  ids: { run: 'receipts only', attempt: 'receipts only', request: REQUEST_ID },
+  providerKey: {
+    travels: fact('body', `${SOURCES.event}; ${SOURCES.providers}`),
+    name: fact('transactionId', SOURCES.event),
+    maxLength: fact<number | null>('unknown', `${SOURCES.event}: no limit documented (the adapter sends 64 chars: rs- + hex digest)`),
+    charset: fact<string | null>('unknown', `${SOURCES.event}: not documented (the adapter sends only A-Za-z0-9-)`),
+    scope: fact('unknown', `${SOURCES.providers}`),
+  },
+  keyReuse: fact(
+    'documented intent only: transactionId is a client id "to avoid redundant POST operations in case of client retries"; what a duplicate returns and how long it is remembered are unknown, so the runner never resends relying on it',
+    SOURCES.providers,
+  ),
+  parameterMatching: fact<ParameterMatching>('unknown', SOURCES.providers),
+  storedResult: {
+    semantics: fact<StoredResultSemantics>('unknown', `${SOURCES.providers}: "what a duplicate returns … unknown"`),
+    includesErrors: fact<boolean>('unknown', SOURCES.providers),
+  },
+  lookup: {
+    method: fact('search', `${SOURCES.extendedPropertyFilter} (events: $filter on singleValueExtendedProperties)`),
+    consistencyDelay: fact<Duration | null>('unknown', `${SOURCES.createEvent}: not documented`),
+  },
+  retention: { minimum: fact<Duration | null>('unknown', `${SOURCES.providers}: "how long it is remembered: unknown"`) },
+  concurrency: fact<ConcurrencyBehaviour>('unknown', SOURCES.providers),
+  retryableErrors: RETRYABLE,
+  nonRetryableErrors: fact(
+    [
+      '400/405/413/415/422 validation',
+      '401 authentication',
+      '403 permission',
+      '404 mailbox or calendar not found',
+      '409: may mean the first request already created it ⇒ unknown ⇒ lookup',
+      '500/502/503/504 and other 5xx, timeout, reset: unknown ⇒ lookup, never resent',
+    ],
+    `${SOURCES.errors}; ${SOURCES.providers}`,
+  ),
+  backoff: { strategy: 'exponential-full-jitter', base: '1s', cap: '30s', retryAfterCap: '2m' },
+  limits: { maxAttempts: 3, maxElapsed: '5m', lookupWindow: '2m' },
+  retryLayer: RETRY_LAYER,
+  reconciler:
+    "the runner, through doLookup: GET /{mailbox}/events?$filter=singleValueExtendedProperties/Any(ep: ep/id eq '<tag>' and ep/value eq '<business-operation id>'); a match is adopted, an empty answer is \"cannot tell\"",
+  handoff: {
+    condition:
+      'rejected; or an unknown outcome whose event is not found within the lookup window (a resend with the same transactionId is not relied on: its effect is unknown); or not-applied beyond max attempts / max elapsed',
+    destination: HANDOFF_DESTINATION,
+  },
+  duplicateTest: DUPLICATE_TEST,
+  receipts: RECEIPTS,
+  unverified: [
+    { field: 'providerKey.maxLength', condition: 'maximum transactionId length', source: SOURCES.event },
+    { field: 'providerKey.charset', condition: 'characters allowed in transactionId', source: SOURCES.event },
+    { field: 'providerKey.scope', condition: 'whether transactionId is unique per mailbox, per calendar or per app', source: SOURCES.providers },
+    { field: 'parameterMatching', condition: 'what a second POST with the same transactionId and other fields does', source: SOURCES.providers },
+    { field: 'storedResult.semantics', condition: 'what a duplicate POST with the same transactionId returns', source: SOURCES.providers },
+    { field: 'storedResult.includesErrors', condition: 'whether an error for the first POST is remembered for the transactionId', source: SOURCES.providers },
+    { field: 'lookup.consistencyDelay', condition: 'how soon a created event is visible to an $filter query on /events', source: SOURCES.createEvent },
+    { field: 'retention.minimum', condition: 'how long Graph remembers a transactionId', source: SOURCES.providers },
+    { field: 'concurrency', condition: 'what two concurrent POSTs with one transactionId do', source: SOURCES.providers },
+  ],
+} as const satisfies RetrySafetyCard);
+
+export const todoTasksCreateCard = defineCard({
+  cardVersion: 1,
+  provider: 'msgraph',
+  operation: 'msgraph.todo.tasks.create',
+  sideEffect: {
+    kind: fact('create', SOURCES.createTask),
+    idempotentByNature: fact(false, SOURCES.createTask),
+  },
+  businessOperationId: {
+    rule: 'derived from intent fields mailbox, listId, task.title (one task of one title in one list), or given by the caller',
+    intentFields: ['mailbox', 'listId', 'task.title'],
+  },
+  ids: { run: 'receipts only', attempt: 'receipts only', request: REQUEST_ID },
+  providerKey: {
+    travels: fact('none', `${SOURCES.createTask}: no client id or idempotency key in the request`),
+    name: fact(null, SOURCES.createTask),
+    maxLength: fact(null, SOURCES.createTask),
+    charset: fact(null, SOURCES.createTask),
+    scope: fact(
+      'none: the business-operation id travels only as a lookup tag (linkedResources[].externalId, applicationName retrysafe)',
+      SOURCES.linkedResource,
+    ),
+  },
+  keyReuse: fact('no key exists: every POST that reaches Graph is one more task', SOURCES.createTask),
+  parameterMatching: fact('none', SOURCES.createTask),
+  storedResult: {
+    semantics: fact('none', SOURCES.createTask),
+    includesErrors: fact(false, SOURCES.createTask),
+  },
+  lookup: {
+    method: fact('search', `${SOURCES.listTasks} with $filter=linkedResources/any(r: r/externalId eq '<business-operation id>')`),
+    consistencyDelay: fact<Duration | null>('unknown', `${SOURCES.listTasks}: not documented`),
+  },
+  retention: { minimum: fact(null, SOURCES.createTask) },
+  concurrency: fact('duplicates', SOURCES.createTask),
+  retryableErrors: RETRYABLE,
+  nonRetryableErrors: fact(
+    [
+      '400/405/413/415/422 validation',
+      '401 authentication',
+      '403 permission',
+      '404 mailbox or list not found',
+      '409 conflict',
+      '500/502/503/504 and other 5xx, timeout, reset: unknown ⇒ lookup, never resent',
+    ],
+    `${SOURCES.errors}; ${SOURCES.providers}`,
+  ),
+  backoff: { strategy: 'exponential-full-jitter', base: '1s', cap: '30s', retryAfterCap: '2m' },
+  limits: { maxAttempts: 3, maxElapsed: '5m', lookupWindow: '2m' },
+  retryLayer: RETRY_LAYER,
+  reconciler:
+    "the runner, through doLookup: GET /{mailbox}/todo/lists/{listId}/tasks?$filter=linkedResources/any(r: r/externalId eq '<business-operation id>'); a match is adopted; an empty or refused answer is \"cannot tell\"",
+  handoff: {
+    condition: 'rejected; or an unknown outcome whose task is not found within the lookup window; or not-applied beyond max attempts / max elapsed',
+    destination: HANDOFF_DESTINATION,
+  },
+  duplicateTest: DUPLICATE_TEST,
+  receipts: RECEIPTS,
+  unverified: [
+    { field: 'lookup.consistencyDelay', condition: 'how soon a created task is visible to a list query', source: SOURCES.listTasks },
+    {
+      field: 'lookup.method',
+      condition:
+        'Graph documents linkedResources on a task, not a $filter on linkedResources/externalId; a live tenant may refuse the filter (400), which the adapter reads as "cannot tell" ⇒ handoff, never a resend',
+      source: SOURCES.linkedResource,
+    },
+  ],
+} as const satisfies RetrySafetyCard);
+
+export const msGraphCards = {
+  'mail.send': mailSendCard,
+  'events.create': eventsCreateCard,
+  'todo.tasks.create': todoTasksCreateCard,
+} as const;

@@ -1,0 +1,104 @@
+import {
+  Client,
+  HTTPMessageHandler,
+  RetryHandler,
+  type Context,
+  type Middleware,
+  type MiddlewareOptions,
+} from '@microsoft/microsoft-graph-client';
+import { AdapterConfigurationError } from '@retrysafe/contract';
+
+/** A bearer token, or a function that returns one (called once per request, so it may refresh). */
+export type TokenProvider = string | (() => string | Promise<string>);
+
+/**
+ * Per-request holder the adapter hands to the chain through `.middlewareOptions([...])`.
+ * The SDK turns every network failure into a `GraphError` with statusCode −1 and drops the
+ * underlying cause (ECONNREFUSED vs ECONNRESET vs a timeout), which is exactly what decides
+ * not-applied vs unknown. The probe middleware keeps the raw error here.
+ */
+export class TransportProbe implements MiddlewareOptions {
+  error: unknown = undefined;
+}
+
+/**
+ * Adds `Authorization: Bearer …` on every request, including plain-http loopback hosts (the SDK's
+ * own AuthenticationHandler strips it there), then records the raw transport error, if any, in the
+ * request's TransportProbe and rethrows it untouched.
+ */
+export class BearerAuthMiddleware implements Middleware {
+  private next: Middleware | undefined;
+  constructor(private readonly token: TokenProvider) {}
+
+  async execute(context: Context): Promise<void> {
+    const token = typeof this.token === 'function' ? await this.token() : this.token;
+    const options = (context.options ??= {});
+    const headers = (options.headers ?? {}) as Record<string, string>;
+    headers['Authorization'] = `Bearer ${token}`;
+    options.headers = headers;
+    if (!this.next) throw new Error('BearerAuthMiddleware must not be the last middleware');
+    try {
+      await this.next.execute(context);
+    } catch (error) {
+      const probe = context.middlewareControl?.getMiddlewareOptions(TransportProbe) as TransportProbe | undefined;
+      if (probe) probe.error = error;
+      throw error;
+    }
+  }
+
+  setNext(next: Middleware): void {
+    this.next = next;
+  }
+}
+
+export interface GraphClientOptions {
+  readonly token: TokenProvider;
+  /** Default `https://graph.microsoft.com/`; a loopback sandbox URL in tests. */
+  readonly baseUrl?: string;
+  /** Default `v1.0`. */
+  readonly version?: string;
+}
+
+/**
+ * The Graph client retrysafe uses: `Client.initWithMiddleware` with the chain
+ * BearerAuthMiddleware → HTTPMessageHandler, and no RetryHandler (the runner is the one retrying
+ * layer; the SDK's default chain retries 429/503/504 on POST, which resends mail).
+ */
+export function createGraphClient(options: GraphClientOptions): Client {
+  return Client.initWithMiddleware({
+    middleware: [new BearerAuthMiddleware(options.token), new HTTPMessageHandler()],
+    baseUrl: options.baseUrl ?? 'https://graph.microsoft.com/',
+    defaultVersion: options.version ?? 'v1.0',
+  });
+}
+
+/** The middleware objects of a client's chain, first to last (reads the SDK's internal links). */
+export function middlewareChain(client: Client): unknown[] {
+  const chain: unknown[] = [];
+  let node = (client as unknown as { httpClient?: { middleware?: unknown } }).httpClient?.middleware;
+  const seen = new Set<unknown>();
+  while (node && typeof node === 'object' && !seen.has(node)) {
+    seen.add(node);
+    chain.push(node);
+    const n = node as Record<string, unknown>;
+    node = n.nextMiddleware ?? n.next;
+  }
+  return chain;
+}
+
+/**
+ * Refuses an injected client whose chain holds the SDK's RetryHandler: with it, a 503/504 on
+ * sendMail is resent by the SDK and the runner cannot be the one retrying layer.
+ */
+export function assertNoSdkRetries(client: Client): void {
+  const chain = middlewareChain(client);
+  if (chain.length === 0) {
+    throw new AdapterConfigurationError('msgraph', 'cannot inspect the injected client middleware chain; build it with createGraphClient() or Client.initWithMiddleware({ middleware: [...] })');
+  }
+  if (chain.some((m) => m instanceof RetryHandler)) {
+    throw new AdapterConfigurationError(
+      'msgraph',
+      'the injected Graph client has the SDK RetryHandler in its middleware chain (it resends POST /sendMail on 429/503/504); build it without one, e.g. createGraphClient({ token, baseUrl })',
+    );
+  }
+}

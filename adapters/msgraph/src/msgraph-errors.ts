@@ -1,0 +1,156 @@
+import type { LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
+
+/**
+ * Maps every Graph response and every transport failure into exactly one Outcome
+ * (DESIGN.md §3), keeping the HTTP status, Graph's error code and the `request-id`.
+ *
+ * | seen                                   | outcome                                             |
+ * |----------------------------------------|-----------------------------------------------------|
+ * | 2xx                                    | succeeded                                           |
+ * | 400, 405, 413, 415, 422                | rejected (validation)                               |
+ * | 401                                    | rejected (authentication)                           |
+ * | 403                                    | rejected (permission)                               |
+ * | 404                                    | rejected (not-found)                                |
+ * | 409                                    | rejected (conflict), or unknown where the operation says a 409 may mean "already created" |
+ * | 429                                    | not-applied, Retry-After kept (Graph: throttled requests fail) |
+ * | 507                                    | rejected (other: mailbox quota reached)              |
+ * | other 4xx                              | rejected (other)                                     |
+ * | 500, 502, 503, 504, other 5xx          | unknown (server-error), Retry-After kept: Graph has delivered mail after 503/504 |
+ * | connection refused / DNS failure       | not-applied (the request never left)                |
+ * | timeout (client or headers/body)       | unknown (timeout)                                   |
+ * | reset / socket closed after connecting | unknown (connection-reset)                          |
+ * | 2xx whose body cannot be read          | unknown (truncated-response)                        |
+ * | anything else                          | unknown (other)                                     |
+ */
+
+/** The parts of a Graph HTTP response the classification needs. */
+export interface GraphHttpAnswer {
+  readonly status: number;
+  readonly headers: Headers;
+  /** Parsed JSON body, or null when there was none or it was not JSON. */
+  readonly body: unknown;
+}
+
+interface GraphErrorBody {
+  error?: { code?: unknown; message?: unknown; innerError?: Record<string, unknown> };
+}
+
+const MAX_MESSAGE = 300;
+
+function trim(text: string): string {
+  return text.length > MAX_MESSAGE ? text.slice(0, MAX_MESSAGE) + '…' : text;
+}
+
+/** Retry-After in ms: delta-seconds or an HTTP date; undefined when absent or unparseable. */
+export function parseRetryAfter(value: string | null | undefined, now: number = Date.now()): number | undefined {
+  if (value === null || value === undefined || value.trim() === '') return undefined;
+  const v = value.trim();
+  if (/^\d+(\.\d+)?$/.test(v)) return Math.round(Number(v) * 1000);
+  const at = Date.parse(v);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, at - now);
+}
+
+/** Status, Graph error code and request id of an answer (request id from the header, else the error body). */
+export function refsOf(answer: GraphHttpAnswer): ProviderRefs {
+  const err = (answer.body as GraphErrorBody | null)?.error;
+  const code = typeof err?.code === 'string' ? err.code : undefined;
+  const inner = err?.innerError;
+  const fromBody = inner && typeof inner['request-id'] === 'string' ? (inner['request-id'] as string) : undefined;
+  const requestId = answer.headers.get('request-id') ?? fromBody;
+  return {
+    status: answer.status,
+    ...(code !== undefined ? { code } : {}),
+    ...(requestId ? { requestId } : {}),
+  };
+}
+
+function messageOf(answer: GraphHttpAnswer): string {
+  const err = (answer.body as GraphErrorBody | null)?.error;
+  const msg = typeof err?.message === 'string' && err.message ? err.message : `HTTP ${answer.status}`;
+  return trim(msg);
+}
+
+export interface ClassifyOptions {
+  /** True for operations where a 409 may mean "the first request already created it" (events with a transactionId). */
+  readonly conflictMayMeanApplied?: boolean;
+}
+
+/** Classifies a non-2xx Graph answer. */
+export function outcomeFromErrorAnswer(answer: GraphHttpAnswer, options: ClassifyOptions = {}): Outcome {
+  const refs = refsOf(answer);
+  const message = messageOf(answer);
+  const retryAfterMs = parseRetryAfter(answer.headers.get('retry-after'));
+  const ra = retryAfterMs !== undefined ? { retryAfterMs } : {};
+  const s = answer.status;
+  if (s === 429) return { kind: 'not-applied', message: `throttled: ${message}`, ...ra, ...refs };
+  if (s === 409 && options.conflictMayMeanApplied) {
+    return { kind: 'unknown', cause: 'other', message: `409 may mean the first request already created it: ${message}`, ...ra, ...refs };
+  }
+  if (s === 400 || s === 405 || s === 413 || s === 415 || s === 422) return { kind: 'rejected', reason: 'validation', message, ...refs };
+  if (s === 401) return { kind: 'rejected', reason: 'authentication', message, ...refs };
+  if (s === 403) return { kind: 'rejected', reason: 'permission', message, ...refs };
+  if (s === 404) return { kind: 'rejected', reason: 'not-found', message, ...refs };
+  if (s === 409) return { kind: 'rejected', reason: 'conflict', message, ...refs };
+  if (s === 507) return { kind: 'rejected', reason: 'other', message, ...refs };
+  if (s >= 400 && s < 500) return { kind: 'rejected', reason: 'other', message, ...refs };
+  if (s >= 500) return { kind: 'unknown', cause: 'server-error', message, ...ra, ...refs };
+  // 1xx/3xx reaching here (redirects are not followed for POST by this chain): cannot tell.
+  return { kind: 'unknown', cause: 'other', message: `unexpected HTTP ${s}`, ...ra, ...refs };
+}
+
+const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ENETUNREACH', 'EHOSTUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+const TIMEOUTS = new Set(['ETIMEDOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+const RESETS = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'ECONNABORTED']);
+
+/** Error codes and names along an error's `cause` chain (fetch wraps the socket error as `cause`). */
+export function errorCodes(error: unknown): { codes: string[]; names: string[]; messages: string[] } {
+  const codes: string[] = [];
+  const names: string[] = [];
+  const messages: string[] = [];
+  let cur: unknown = error;
+  for (let depth = 0; cur && typeof cur === 'object' && depth < 6; depth++) {
+    const e = cur as { code?: unknown; name?: unknown; message?: unknown; cause?: unknown };
+    if (typeof e.code === 'string') codes.push(e.code);
+    if (typeof e.name === 'string') names.push(e.name);
+    if (typeof e.message === 'string' && e.message) messages.push(e.message);
+    cur = e.cause;
+  }
+  return { codes, names, messages };
+}
+
+/** Classifies a failure with no HTTP answer (the raw fetch error, or the SDK's GraphError when that is all there is). */
+export function outcomeFromNetworkError(error: unknown): Outcome {
+  const { codes, names, messages } = errorCodes(error);
+  const detail = trim([...new Set(messages)].join(': ') + (codes.length ? ` (${codes.join(', ')})` : ''));
+  if (codes.some((c) => NEVER_SENT.has(c))) {
+    return { kind: 'not-applied', message: `connection not established: ${detail}` };
+  }
+  if (names.includes('TimeoutError') || codes.some((c) => TIMEOUTS.has(c))) {
+    return { kind: 'unknown', cause: 'timeout', message: `timed out after sending: ${detail}` };
+  }
+  if (names.includes('AbortError')) {
+    return { kind: 'unknown', cause: 'timeout', message: `aborted while in flight: ${detail}` };
+  }
+  if (codes.some((c) => RESETS.has(c))) {
+    return { kind: 'unknown', cause: 'connection-reset', message: `connection closed before the answer: ${detail}` };
+  }
+  return { kind: 'unknown', cause: 'other', message: `no answer: ${detail || String(error)}` };
+}
+
+/** A lookup that failed or could not decide: never "not-found" (absence proves nothing while the delay is unknown). */
+export function cannotTellFromAnswer(answer: GraphHttpAnswer, what: string): LookupResult {
+  const refs = refsOf(answer);
+  const retryAfterMs = parseRetryAfter(answer.headers.get('retry-after'));
+  return {
+    kind: 'cannot-tell',
+    reason: `${what} failed with HTTP ${answer.status}: ${messageOf(answer)}`,
+    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+    ...refs,
+  };
+}
+
+export function cannotTellFromNetworkError(error: unknown, what: string): LookupResult {
+  const o = outcomeFromNetworkError(error);
+  return { kind: 'cannot-tell', reason: `${what} got no answer: ${'message' in o ? o.message : ''}` };
+}

@@ -1,0 +1,419 @@
+import {
+  deriveProviderKey,
+  type BusinessOperationId,
+  type JsonSchema,
+  type OperationSpec,
+  type ProviderKey,
+  type ProviderKeyRule,
+} from '@retrysafe/contract';
+import { eventsCreateCard, mailSendCard, todoTasksCreateCard } from './msgraph-cards.js';
+
+/**
+ * The single-value extended property that carries the business-operation id on messages and
+ * events (a named String property in retrysafe's own property set). Lookups `$filter` on it.
+ */
+export const DEFAULT_EXTENDED_PROPERTY_ID = 'String {4b7f0c1e-9a2d-4e3f-8c61-5d2a9e7b3f10} Name retrysafeBusinessOperationId';
+/** `applicationName` of the linkedResource that tags To Do tasks. */
+export const DEFAULT_APPLICATION_NAME = 'retrysafe';
+
+/**
+ * Graph documents no length or charset for `transactionId`: the adapter sends a conservative
+ * 64-character key (rs- + hex digest of the business-operation id).
+ */
+export const TRANSACTION_ID_RULE: ProviderKeyRule = { maxLength: 64, charset: 'A-Za-z0-9-', prefix: 'rs-' };
+
+export interface Recipient {
+  readonly emailAddress: { readonly address: string; readonly name?: string };
+}
+export interface ItemBody {
+  readonly contentType: 'text' | 'html';
+  readonly content: string;
+}
+export interface SingleValueExtendedProperty {
+  readonly id: string;
+  readonly value: string;
+}
+export interface DateTimeTimeZone {
+  readonly dateTime: string;
+  readonly timeZone: string;
+}
+
+/** `mail.send` params. `mailbox` is `me` or a user id / userPrincipalName. */
+export interface MailSendParams {
+  readonly mailbox: string;
+  readonly message: {
+    readonly subject: string;
+    readonly body: ItemBody;
+    readonly toRecipients: readonly Recipient[];
+    readonly ccRecipients?: readonly Recipient[];
+    readonly bccRecipients?: readonly Recipient[];
+    readonly [field: string]: unknown;
+  };
+}
+
+export interface EventsCreateParams {
+  readonly mailbox: string;
+  readonly event: {
+    readonly subject: string;
+    readonly start: DateTimeTimeZone;
+    readonly end: DateTimeTimeZone;
+    readonly body?: ItemBody;
+    readonly attendees?: readonly unknown[];
+    readonly [field: string]: unknown;
+  };
+}
+
+export interface TodoTasksCreateParams {
+  readonly mailbox: string;
+  readonly listId: string;
+  readonly task: {
+    readonly title: string;
+    readonly body?: ItemBody;
+    readonly dueDateTime?: DateTimeTimeZone;
+    readonly [field: string]: unknown;
+  };
+}
+
+/** What `mail.send` yields: accepted (a 202, no id) or found in Sent Items by the lookup. */
+export interface MailSendResult {
+  readonly state: 'accepted' | 'in-sent-items';
+  readonly messageId: string | null;
+  readonly internetMessageId: string | null;
+  readonly sentDateTime: string | null;
+}
+export interface EventResult {
+  readonly id: string;
+  readonly iCalUId: string | null;
+  readonly transactionId: string | null;
+  readonly webLink: string | null;
+  readonly createdDateTime: string | null;
+}
+export interface TaskResult {
+  readonly id: string;
+  readonly status: string | null;
+  readonly createdDateTime: string | null;
+}
+
+/** One request the adapter sends through the Graph client. */
+export interface GraphPost {
+  readonly path: string;
+  readonly body: Record<string, unknown>;
+}
+export interface GraphQuery {
+  readonly path: string;
+  readonly filter: string;
+  readonly select: readonly string[];
+}
+
+export interface BuildContext {
+  readonly businessOperationId: BusinessOperationId;
+  readonly providerKey: ProviderKey | null;
+  readonly extendedPropertyId: string;
+  readonly applicationName: string;
+}
+
+/** An operation as the adapter runs it: the contract spec plus how to build, read and look up. */
+export interface GraphOperation extends OperationSpec {
+  /** Null when params are valid, else what is wrong (nothing is sent). */
+  validate(params: unknown): string | null;
+  build(params: unknown, ctx: BuildContext): GraphPost;
+  /** Reads a 2xx answer (body already parsed; null for 202/204). */
+  readSuccess(status: number, body: unknown): { result: unknown; providerRef?: string };
+  /** Lookup query for an earlier dispatch of this business operation. */
+  lookup(params: unknown, ctx: BuildContext): GraphQuery;
+  /** Reads one matching item of the lookup. */
+  readFound(item: Record<string, unknown>): { result: unknown; providerRef?: string };
+  /** True when a 409 may mean "already created by the first request" (unknown, not rejected). */
+  readonly conflictMayMeanApplied: boolean;
+  deriveKey(id: BusinessOperationId): ProviderKey | null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// validation helpers
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const nonEmpty = (v: unknown): v is string => typeof v === 'string' && v.trim().length > 0;
+
+function checkMailbox(p: Record<string, unknown>): string | null {
+  if (!nonEmpty(p.mailbox)) return 'mailbox must be "me" or a user id / userPrincipalName';
+  if (/[/?#\s]/.test(p.mailbox)) return 'mailbox must not contain "/", "?", "#" or spaces';
+  return null;
+}
+
+function checkBody(v: unknown, path: string): string | null {
+  if (v === undefined) return null;
+  if (!isObj(v) || (v.contentType !== 'text' && v.contentType !== 'html') || typeof v.content !== 'string') {
+    return `${path} must be { contentType: "text" | "html", content: string }`;
+  }
+  return null;
+}
+
+function checkRecipients(v: unknown, path: string, required: boolean): string | null {
+  if (v === undefined && !required) return null;
+  if (!Array.isArray(v) || (required && v.length === 0)) return `${path} must be a${required ? ' non-empty' : 'n'} array of { emailAddress: { address } }`;
+  for (const [i, r] of v.entries()) {
+    if (!isObj(r) || !isObj(r.emailAddress) || !nonEmpty(r.emailAddress.address)) return `${path}[${i}].emailAddress.address is required`;
+  }
+  return null;
+}
+
+function checkDateTime(v: unknown, path: string): string | null {
+  if (!isObj(v) || !nonEmpty(v.dateTime) || !nonEmpty(v.timeZone)) return `${path} must be { dateTime, timeZone }`;
+  return null;
+}
+
+function mailboxPath(mailbox: string): string {
+  return mailbox === 'me' ? '/me' : `/users/${encodeURIComponent(mailbox)}`;
+}
+
+/** OData string literal: single quotes doubled. */
+export function odataString(value: string): string {
+  return `'${value.replace(/'/g, "''")}'`;
+}
+
+function extendedPropertyFilter(propertyId: string, value: string): string {
+  return `singleValueExtendedProperties/Any(ep: ep/id eq ${odataString(propertyId)} and ep/value eq ${odataString(value)})`;
+}
+
+function withTag(existing: unknown, tag: SingleValueExtendedProperty): SingleValueExtendedProperty[] {
+  const others = Array.isArray(existing)
+    ? (existing as SingleValueExtendedProperty[]).filter((p) => !(isObj(p) && typeof p.id === 'string' && p.id.toLowerCase() === tag.id.toLowerCase()))
+    : [];
+  return [...others, tag];
+}
+
+const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+
+// ---------------------------------------------------------------------------------------------
+// JSON Schemas (for agent tool definitions)
+
+const recipientsSchema: JsonSchema = {
+  type: 'array',
+  items: {
+    type: 'object',
+    required: ['emailAddress'],
+    properties: { emailAddress: { type: 'object', required: ['address'], properties: { address: { type: 'string' }, name: { type: 'string' } } } },
+  },
+};
+const itemBodySchema: JsonSchema = {
+  type: 'object',
+  required: ['contentType', 'content'],
+  properties: { contentType: { enum: ['text', 'html'] }, content: { type: 'string' } },
+};
+const dateTimeSchema: JsonSchema = {
+  type: 'object',
+  required: ['dateTime', 'timeZone'],
+  properties: { dateTime: { type: 'string' }, timeZone: { type: 'string' } },
+};
+const mailboxSchema: JsonSchema = { type: 'string', description: '"me" or a user id / userPrincipalName' };
+
+// ---------------------------------------------------------------------------------------------
+// mail.send
+
+export const mailSend: GraphOperation = {
+  name: 'mail.send',
+  description:
+    'Send an email from a mailbox (POST /me/sendMail or /users/{id}/sendMail). No provider idempotency: the message is tagged with the business-operation id and reconciled from Sent Items; never resent after an unknown outcome.',
+  card: mailSendCard,
+  intentFields: mailSendCard.businessOperationId.intentFields,
+  sensitiveFields: ['message.body', 'message.toRecipients', 'message.ccRecipients', 'message.bccRecipients', 'message.subject'],
+  paramsSchema: {
+    type: 'object',
+    required: ['mailbox', 'message'],
+    properties: {
+      mailbox: mailboxSchema,
+      message: {
+        type: 'object',
+        required: ['subject', 'body', 'toRecipients'],
+        properties: { subject: { type: 'string' }, body: itemBodySchema, toRecipients: recipientsSchema, ccRecipients: recipientsSchema, bccRecipients: recipientsSchema },
+      },
+    },
+  },
+  conflictMayMeanApplied: false,
+  validate(params) {
+    if (!isObj(params)) return 'params must be an object { mailbox, message }';
+    const m = checkMailbox(params);
+    if (m) return m;
+    const msg = params.message;
+    if (!isObj(msg)) return 'message must be an object';
+    if (typeof msg.subject !== 'string') return 'message.subject must be a string';
+    return (
+      checkBody(msg.body, 'message.body') ??
+      (msg.body === undefined ? 'message.body is required' : null) ??
+      checkRecipients(msg.toRecipients, 'message.toRecipients', true) ??
+      checkRecipients(msg.ccRecipients, 'message.ccRecipients', false) ??
+      checkRecipients(msg.bccRecipients, 'message.bccRecipients', false) ??
+      ('saveToSentItems' in params ? 'saveToSentItems is always true: the Sent Items copy is how an unknown outcome is reconciled' : null)
+    );
+  },
+  build(params, ctx) {
+    const p = params as MailSendParams;
+    const tag = { id: ctx.extendedPropertyId, value: ctx.businessOperationId };
+    return {
+      path: `${mailboxPath(p.mailbox)}/sendMail`,
+      body: {
+        message: { ...p.message, singleValueExtendedProperties: withTag(p.message.singleValueExtendedProperties, tag) },
+        saveToSentItems: true,
+      },
+    };
+  },
+  readSuccess() {
+    const result: MailSendResult = { state: 'accepted', messageId: null, internetMessageId: null, sentDateTime: null };
+    return { result };
+  },
+  lookup(params, ctx) {
+    const p = params as MailSendParams;
+    return {
+      path: `${mailboxPath(p.mailbox)}/mailFolders/sentitems/messages`,
+      filter: extendedPropertyFilter(ctx.extendedPropertyId, ctx.businessOperationId),
+      select: ['id', 'internetMessageId', 'sentDateTime'],
+    };
+  },
+  readFound(item) {
+    const result: MailSendResult = {
+      state: 'in-sent-items',
+      messageId: str(item.id),
+      internetMessageId: str(item.internetMessageId),
+      sentDateTime: str(item.sentDateTime),
+    };
+    return { result, ...(result.messageId ? { providerRef: result.messageId } : {}) };
+  },
+  deriveKey: () => null,
+};
+
+// ---------------------------------------------------------------------------------------------
+// events.create
+
+function eventResult(item: Record<string, unknown>): { result: EventResult; providerRef?: string } {
+  const result: EventResult = {
+    id: str(item.id) ?? '',
+    iCalUId: str(item.iCalUId),
+    transactionId: str(item.transactionId),
+    webLink: str(item.webLink),
+    createdDateTime: str(item.createdDateTime),
+  };
+  return { result, ...(result.id ? { providerRef: result.id } : {}) };
+}
+
+export const eventsCreate: GraphOperation = {
+  name: 'events.create',
+  description:
+    "Create a calendar event in a mailbox's default calendar (POST /me/events or /users/{id}/events) with a transactionId derived from the business-operation id; reconciled by an extended-property lookup.",
+  card: eventsCreateCard,
+  intentFields: eventsCreateCard.businessOperationId.intentFields,
+  sensitiveFields: ['event.body', 'event.attendees', 'event.subject', 'event.location'],
+  paramsSchema: {
+    type: 'object',
+    required: ['mailbox', 'event'],
+    properties: {
+      mailbox: mailboxSchema,
+      event: {
+        type: 'object',
+        required: ['subject', 'start', 'end'],
+        properties: { subject: { type: 'string' }, start: dateTimeSchema, end: dateTimeSchema, body: itemBodySchema, attendees: { type: 'array' } },
+      },
+    },
+  },
+  conflictMayMeanApplied: true,
+  validate(params) {
+    if (!isObj(params)) return 'params must be an object { mailbox, event }';
+    const m = checkMailbox(params);
+    if (m) return m;
+    const ev = params.event;
+    if (!isObj(ev)) return 'event must be an object';
+    if (!nonEmpty(ev.subject)) return 'event.subject must be a non-empty string';
+    if ('transactionId' in ev) return 'event.transactionId is derived from the business-operation id; do not set it';
+    return checkDateTime(ev.start, 'event.start') ?? checkDateTime(ev.end, 'event.end') ?? checkBody(ev.body, 'event.body');
+  },
+  build(params, ctx) {
+    const p = params as EventsCreateParams;
+    const tag = { id: ctx.extendedPropertyId, value: ctx.businessOperationId };
+    const transactionId = ctx.providerKey ?? deriveProviderKey(ctx.businessOperationId, TRANSACTION_ID_RULE);
+    return {
+      path: `${mailboxPath(p.mailbox)}/events`,
+      body: { ...p.event, transactionId, singleValueExtendedProperties: withTag(p.event.singleValueExtendedProperties, tag) },
+    };
+  },
+  readSuccess(_status, body) {
+    return eventResult(isObj(body) ? body : {});
+  },
+  lookup(params, ctx) {
+    const p = params as EventsCreateParams;
+    return {
+      path: `${mailboxPath(p.mailbox)}/events`,
+      filter: extendedPropertyFilter(ctx.extendedPropertyId, ctx.businessOperationId),
+      select: ['id', 'iCalUId', 'transactionId', 'webLink', 'createdDateTime'],
+    };
+  },
+  readFound: eventResult,
+  deriveKey: (id) => deriveProviderKey(id, TRANSACTION_ID_RULE),
+};
+
+// ---------------------------------------------------------------------------------------------
+// todo.tasks.create
+
+function taskResult(item: Record<string, unknown>): { result: TaskResult; providerRef?: string } {
+  const result: TaskResult = { id: str(item.id) ?? '', status: str(item.status), createdDateTime: str(item.createdDateTime) };
+  return { result, ...(result.id ? { providerRef: result.id } : {}) };
+}
+
+export const todoTasksCreate: GraphOperation = {
+  name: 'todo.tasks.create',
+  description:
+    'Create a Microsoft To Do task in a list (POST /me/todo/lists/{listId}/tasks). No provider idempotency: the task carries a linkedResource whose externalId is the business-operation id, and an unknown outcome is reconciled by a lookup on it or handed off.',
+  card: todoTasksCreateCard,
+  intentFields: todoTasksCreateCard.businessOperationId.intentFields,
+  sensitiveFields: ['task.body', 'task.title'],
+  paramsSchema: {
+    type: 'object',
+    required: ['mailbox', 'listId', 'task'],
+    properties: {
+      mailbox: mailboxSchema,
+      listId: { type: 'string' },
+      task: { type: 'object', required: ['title'], properties: { title: { type: 'string' }, body: itemBodySchema, dueDateTime: dateTimeSchema } },
+    },
+  },
+  conflictMayMeanApplied: false,
+  validate(params) {
+    if (!isObj(params)) return 'params must be an object { mailbox, listId, task }';
+    const m = checkMailbox(params);
+    if (m) return m;
+    if (!nonEmpty(params.listId) || /[/?#\s]/.test(params.listId)) return 'listId must be a To Do list id';
+    const t = params.task;
+    if (!isObj(t)) return 'task must be an object';
+    if (!nonEmpty(t.title)) return 'task.title must be a non-empty string';
+    if (t.dueDateTime !== undefined) {
+      const d = checkDateTime(t.dueDateTime, 'task.dueDateTime');
+      if (d) return d;
+    }
+    return checkBody(t.body, 'task.body');
+  },
+  build(params, ctx) {
+    const p = params as TodoTasksCreateParams;
+    const existing = Array.isArray(p.task.linkedResources) ? (p.task.linkedResources as unknown[]) : [];
+    const link = { applicationName: ctx.applicationName, displayName: 'retrysafe business operation', externalId: ctx.businessOperationId };
+    return {
+      path: `${mailboxPath(p.mailbox)}/todo/lists/${encodeURIComponent(p.listId)}/tasks`,
+      body: { ...p.task, linkedResources: [...existing, link] },
+    };
+  },
+  readSuccess(_status, body) {
+    return taskResult(isObj(body) ? body : {});
+  },
+  lookup(params, ctx) {
+    const p = params as TodoTasksCreateParams;
+    return {
+      path: `${mailboxPath(p.mailbox)}/todo/lists/${encodeURIComponent(p.listId)}/tasks`,
+      filter: `linkedResources/any(r: r/externalId eq ${odataString(ctx.businessOperationId)})`,
+      select: ['id', 'status', 'createdDateTime'],
+    };
+  },
+  readFound: taskResult,
+  deriveKey: () => null,
+};
+
+export const msGraphOperations: Readonly<Record<string, GraphOperation>> = {
+  [mailSend.name]: mailSend,
+  [eventsCreate.name]: eventsCreate,
+  [todoTasksCreate.name]: todoTasksCreate,
+};

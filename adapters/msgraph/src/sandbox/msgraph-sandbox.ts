@@ -1,0 +1,468 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+
+/**
+ * A loopback emulation of the Microsoft Graph endpoints the adapter uses, behaving as
+ * shared/providers.md documents: sendMail answers 202 with no body and no idempotency; the sent
+ * message reaches Sent Items only after a (configurable) delay; Sent Items, events and To Do tasks
+ * can be searched with the `$filter`s the adapter sends; events honour transactionId (a duplicate
+ * POST does not create a second event); scripted throttling (429/503/504 with Retry-After), lost
+ * responses and delays; every record and every request is counted.
+ */
+
+export type SandboxKind = 'mail.send' | 'events.create' | 'todo.tasks.create' | 'mail.lookup' | 'events.lookup' | 'todo.tasks.lookup';
+
+/** One scripted answer for one request. */
+export type SandboxFault =
+  | 'pass'
+  /** Apply the effect, then reset the socket: the client never sees the answer. */
+  | 'drop-response'
+  /** Answer with this status and a Graph error body. `commit: true` applies the effect first (Graph has delivered mail with a 503/504); default false (throttled before processing). */
+  | { readonly kind: 'status'; readonly status: number; readonly retryAfterS?: number; readonly code?: string; readonly commit?: boolean }
+  /** Apply the effect, then hold the answer this long (past the client timeout). */
+  | { readonly kind: 'delay'; readonly ms: number }
+  /** sendMail only: a normal 202 that also carries Retry-After (reported to have led clients into resending). */
+  | { readonly kind: 'accepted-with-retry-after'; readonly retryAfterS: number };
+
+/** An array (one entry per call; calls past its end pass) or a function of the 1-based call number. */
+export type FaultScript = readonly SandboxFault[] | ((call: number) => SandboxFault);
+
+export type DuplicateTransactionBehaviour =
+  /** Documented intent: no second event; the sandbox answers 201 with the existing event. */
+  | 'return-existing'
+  /** No second event; answers 409 ErrorDuplicateTransactionId. */
+  | 'conflict'
+  /** Ignores transactionId: a second event (what a client must survive if the intent does not hold). */
+  | 'create-new';
+
+export interface MsGraphSandboxOptions {
+  readonly port?: number;
+  /** How long after sendMail the message becomes visible in Sent Items (default 0). */
+  readonly sentItemsDelayMs?: number;
+  /** When set, requests without `Authorization: Bearer <accessToken>` get 401 InvalidAuthenticationToken. */
+  readonly accessToken?: string;
+  /** To Do list ids that exist (default ['tasks']); other lists answer 404. */
+  readonly todoLists?: readonly string[];
+  /** Users that exist for /users/{id} (default: every user exists). */
+  readonly users?: readonly string[];
+  readonly duplicateTransactionId?: DuplicateTransactionBehaviour;
+  readonly faults?: Partial<Record<SandboxKind, FaultScript>>;
+  /** Clock (default Date.now); `advance(ms)` adds to it. */
+  readonly now?: () => number;
+}
+
+export interface SandboxMessage {
+  readonly kind: 'mail.send';
+  readonly id: string;
+  readonly mailbox: string;
+  readonly internetMessageId: string;
+  readonly subject: string | null;
+  readonly toRecipients: readonly string[];
+  readonly extendedProperties: readonly { id: string; value: string }[];
+  readonly sentAt: number;
+  readonly visibleAt: number;
+}
+export interface SandboxEvent {
+  readonly kind: 'events.create';
+  readonly id: string;
+  readonly mailbox: string;
+  readonly iCalUId: string;
+  readonly transactionId: string | null;
+  readonly subject: string;
+  readonly start: unknown;
+  readonly end: unknown;
+  readonly extendedProperties: readonly { id: string; value: string }[];
+  readonly createdAt: number;
+}
+export interface SandboxTask {
+  readonly kind: 'todo.tasks.create';
+  readonly id: string;
+  readonly mailbox: string;
+  readonly listId: string;
+  readonly title: string;
+  readonly linkedResources: readonly { applicationName?: string; displayName?: string; externalId?: string }[];
+  readonly createdAt: number;
+}
+export type SandboxRecord = SandboxMessage | SandboxEvent | SandboxTask;
+
+export interface SandboxRequest {
+  readonly n: number;
+  readonly kind: SandboxKind | 'other';
+  readonly method: string;
+  readonly path: string;
+  /** The n-th call of this kind (1-based). */
+  readonly call: number;
+  readonly fault: string;
+  readonly status: number | null;
+  readonly retryAttempt: string | null;
+}
+
+export interface MsGraphSandbox {
+  /** Graph root for the client's baseUrl, e.g. `http://127.0.0.1:PORT/`. */
+  readonly url: string;
+  /** Records held: delivered messages (visible or not), events, tasks. Lookup kinds count 0. */
+  count(kind: SandboxKind | string): number;
+  /** Requests received of a kind (POSTs for creates, GETs for lookups). */
+  requestCount(kind: SandboxKind): number;
+  requests(): readonly SandboxRequest[];
+  records(): readonly SandboxRecord[];
+  /** Messages visible in Sent Items now. */
+  visibleSentItems(mailbox?: string): readonly SandboxMessage[];
+  setFaults(kind: SandboxKind, script: FaultScript | undefined): void;
+  setSentItemsDelay(ms: number): void;
+  /** Moves the sandbox clock forward (Sent Items delay). */
+  advance(ms: number): void;
+  close(): Promise<void>;
+}
+
+interface Route {
+  kind: SandboxKind;
+  mailbox: string;
+  listId?: string;
+}
+
+const V = '(?:v1\\.0|beta)';
+const MAILBOX = '(me|users/([^/]+))';
+const ROUTES: readonly { method: string; re: RegExp; kind: SandboxKind }[] = [
+  { method: 'POST', re: new RegExp(`^/${V}/${MAILBOX}/sendMail$`, 'i'), kind: 'mail.send' },
+  { method: 'GET', re: new RegExp(`^/${V}/${MAILBOX}/mailFolders/sentitems/messages$`, 'i'), kind: 'mail.lookup' },
+  { method: 'POST', re: new RegExp(`^/${V}/${MAILBOX}/events$`, 'i'), kind: 'events.create' },
+  { method: 'GET', re: new RegExp(`^/${V}/${MAILBOX}/events$`, 'i'), kind: 'events.lookup' },
+  { method: 'POST', re: new RegExp(`^/${V}/${MAILBOX}/todo/lists/([^/]+)/tasks$`, 'i'), kind: 'todo.tasks.create' },
+  { method: 'GET', re: new RegExp(`^/${V}/${MAILBOX}/todo/lists/([^/]+)/tasks$`, 'i'), kind: 'todo.tasks.lookup' },
+];
+
+const EXT_FILTER = /^singleValueExtendedProperties\/Any\(\s*(\w+)\s*:\s*\1\/id eq '((?:[^']|'')*)' and \1\/value eq '((?:[^']|'')*)'\s*\)$/i;
+const LINK_FILTER = /^linkedResources\/any\(\s*(\w+)\s*:\s*\1\/externalId eq '((?:[^']|'')*)'\s*\)$/i;
+const unquote = (s: string) => s.replace(/''/g, "'");
+
+class HttpError extends Error {
+  constructor(readonly status: number, readonly code: string, message: string) {
+    super(message);
+  }
+}
+
+/** Starts the sandbox on 127.0.0.1 (port 0 = any free port). */
+export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): Promise<MsGraphSandbox> {
+  const baseNow = options.now ?? Date.now;
+  let offset = 0;
+  const now = () => baseNow() + offset;
+  let sentItemsDelayMs = options.sentItemsDelayMs ?? 0;
+  const faults = new Map<SandboxKind, FaultScript>(Object.entries(options.faults ?? {}) as [SandboxKind, FaultScript][]);
+  const calls = new Map<SandboxKind, number>();
+  const records: SandboxRecord[] = [];
+  const log: SandboxRequest[] = [];
+  const todoLists = new Set(options.todoLists ?? ['tasks']);
+  const users = options.users ? new Set(options.users.map((u) => u.toLowerCase())) : null;
+  const duplicateTx = options.duplicateTransactionId ?? 'return-existing';
+  const sockets = new Set<Socket>();
+
+  function faultFor(kind: SandboxKind, call: number): SandboxFault {
+    const script = faults.get(kind);
+    if (!script) return 'pass';
+    if (typeof script === 'function') return script(call);
+    return script[call - 1] ?? 'pass';
+  }
+
+  function send(res: ServerResponse, status: number, body: unknown, requestId: string, extra: Record<string, string> = {}): void {
+    const headers: Record<string, string> = { 'request-id': requestId, 'client-request-id': requestId, ...extra };
+    if (body === undefined) {
+      res.writeHead(status, headers).end();
+    } else {
+      const text = JSON.stringify(body);
+      res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) }).end(text);
+    }
+  }
+
+  function errorBody(code: string, message: string, requestId: string) {
+    return { error: { code, message, innerError: { 'request-id': requestId, date: new Date(now()).toISOString().slice(0, 19) } } };
+  }
+
+  function mailboxOf(m: RegExpExecArray): string {
+    const user = m[2];
+    if (user === undefined) return 'me';
+    const id = decodeURIComponent(user);
+    if (users && !users.has(id.toLowerCase())) throw new HttpError(404, 'ErrorInvalidUser', `The requested user '${id}' is invalid.`);
+    return id.toLowerCase();
+  }
+
+  function readJson(req: IncomingMessage): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        if (!text) return resolve(undefined);
+        try {
+          resolve(JSON.parse(text));
+        } catch {
+          reject(new HttpError(400, 'BadRequest', 'Unable to read JSON request payload.'));
+        }
+      });
+      req.on('error', reject);
+    });
+  }
+
+  const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+  function extProps(v: unknown): { id: string; value: string }[] {
+    if (v === undefined) return [];
+    if (!Array.isArray(v) || !v.every((p) => isObj(p) && typeof p.id === 'string' && typeof p.value === 'string')) {
+      throw new HttpError(400, 'ErrorInvalidExtendedProperty', 'singleValueExtendedProperties must be [{ id, value }].');
+    }
+    return v.map((p) => ({ id: p.id as string, value: p.value as string }));
+  }
+
+  function recipients(v: unknown, required: boolean): string[] {
+    if (v === undefined && !required) return [];
+    if (!Array.isArray(v) || (required && v.length === 0)) throw new HttpError(400, 'ErrorInvalidRecipients', 'At least one recipient is not valid.');
+    return v.map((r) => {
+      const address = isObj(r) && isObj(r.emailAddress) ? r.emailAddress.address : undefined;
+      if (typeof address !== 'string' || !/^[^@\s]+@[^@\s]+$/.test(address)) throw new HttpError(400, 'ErrorInvalidRecipients', 'At least one recipient is not valid.');
+      return address;
+    });
+  }
+
+  /** Validates and applies a create; returns the status and body of a normal answer. */
+  function apply(route: Route, body: unknown): { status: number; body: unknown } {
+    if (!isObj(body)) throw new HttpError(400, 'BadRequest', 'Empty or non-object payload.');
+    const t = now();
+    if (route.kind === 'mail.send') {
+      const msg = body.message;
+      if (!isObj(msg)) throw new HttpError(400, 'ErrorInvalidParameter', "The value of the parameter 'Message' is empty.");
+      const to = recipients(msg.toRecipients, true);
+      recipients(msg.ccRecipients, false);
+      recipients(msg.bccRecipients, false);
+      const props = extProps(msg.singleValueExtendedProperties);
+      const saved = body.saveToSentItems !== false;
+      const rec: SandboxMessage = {
+        kind: 'mail.send',
+        id: `AAMkMsg${randomUUID().replace(/-/g, '')}`,
+        mailbox: route.mailbox,
+        internetMessageId: `<${randomUUID()}@sandbox.graph.test>`,
+        subject: typeof msg.subject === 'string' ? msg.subject : null,
+        toRecipients: to,
+        extendedProperties: props,
+        sentAt: t,
+        visibleAt: saved ? t + sentItemsDelayMs : Number.POSITIVE_INFINITY,
+      };
+      records.push(rec);
+      return { status: 202, body: undefined };
+    }
+    if (route.kind === 'events.create') {
+      if (typeof body.subject !== 'string') throw new HttpError(400, 'ErrorInvalidRequest', 'subject is required.');
+      for (const f of ['start', 'end'] as const) {
+        const v = body[f];
+        if (!isObj(v) || typeof v.dateTime !== 'string' || typeof v.timeZone !== 'string') throw new HttpError(400, 'ErrorInvalidRequest', `${f} must be a dateTimeTimeZone.`);
+      }
+      const props = extProps(body.singleValueExtendedProperties);
+      const tx = typeof body.transactionId === 'string' ? body.transactionId : null;
+      if (tx !== null && duplicateTx !== 'create-new') {
+        const existing = records.find((r): r is SandboxEvent => r.kind === 'events.create' && r.mailbox === route.mailbox && r.transactionId === tx);
+        if (existing) {
+          if (duplicateTx === 'conflict') throw new HttpError(409, 'ErrorDuplicateTransactionId', 'An event with this transactionId already exists.');
+          return { status: 201, body: eventJson(existing) };
+        }
+      }
+      const rec: SandboxEvent = {
+        kind: 'events.create',
+        id: `AAMkEvt${randomUUID().replace(/-/g, '')}`,
+        mailbox: route.mailbox,
+        iCalUId: `040000008200E00074C5B7101A82E008${randomUUID().replace(/-/g, '').toUpperCase()}`,
+        transactionId: tx,
+        subject: body.subject,
+        start: body.start,
+        end: body.end,
+        extendedProperties: props,
+        createdAt: t,
+      };
+      records.push(rec);
+      return { status: 201, body: eventJson(rec) };
+    }
+    // todo.tasks.create
+    if (!route.listId || !todoLists.has(route.listId)) throw new HttpError(404, 'ErrorItemNotFound', 'The specified object was not found in the store.');
+    if (typeof body.title !== 'string' || body.title.trim() === '') throw new HttpError(400, 'invalidRequest', 'title is required.');
+    const links = body.linkedResources === undefined ? [] : body.linkedResources;
+    if (!Array.isArray(links) || !links.every(isObj)) throw new HttpError(400, 'invalidRequest', 'linkedResources must be an array of objects.');
+    const rec: SandboxTask = {
+      kind: 'todo.tasks.create',
+      id: `AAMkTask${randomUUID().replace(/-/g, '')}`,
+      mailbox: route.mailbox,
+      listId: route.listId,
+      title: body.title,
+      linkedResources: links.map((l) => ({
+        ...(typeof l.applicationName === 'string' ? { applicationName: l.applicationName } : {}),
+        ...(typeof l.displayName === 'string' ? { displayName: l.displayName } : {}),
+        ...(typeof l.externalId === 'string' ? { externalId: l.externalId } : {}),
+      })),
+      createdAt: t,
+    };
+    records.push(rec);
+    return { status: 201, body: taskJson(rec) };
+  }
+
+  function eventJson(e: SandboxEvent) {
+    return {
+      id: e.id,
+      iCalUId: e.iCalUId,
+      transactionId: e.transactionId,
+      subject: e.subject,
+      start: e.start,
+      end: e.end,
+      createdDateTime: new Date(e.createdAt).toISOString(),
+      webLink: `https://outlook.sandbox.test/owa/?itemid=${e.id}`,
+    };
+  }
+  function taskJson(t: SandboxTask) {
+    return { id: t.id, title: t.title, status: 'notStarted', createdDateTime: new Date(t.createdAt).toISOString(), linkedResources: t.linkedResources };
+  }
+  function messageJson(m: SandboxMessage) {
+    return { id: m.id, internetMessageId: m.internetMessageId, subject: m.subject, sentDateTime: new Date(m.sentAt).toISOString() };
+  }
+
+  function select<T extends Record<string, unknown>>(item: T, fields: string | null): Record<string, unknown> {
+    if (!fields) return item;
+    const keep = new Set(fields.split(',').map((f) => f.trim()).filter(Boolean));
+    return Object.fromEntries(Object.entries(item).filter(([k]) => keep.has(k) || k === 'id'));
+  }
+
+  function lookup(route: Route, url: URL): { status: number; body: unknown } {
+    const filter = url.searchParams.get('$filter');
+    const fields = url.searchParams.get('$select');
+    const top = Number(url.searchParams.get('$top') ?? '10');
+    if (!filter) throw new HttpError(400, 'BadRequest', 'This sandbox only answers filtered lookups.');
+    let items: Record<string, unknown>[];
+    if (route.kind === 'mail.lookup' || route.kind === 'events.lookup') {
+      const m = EXT_FILTER.exec(filter.trim());
+      if (!m) throw new HttpError(400, 'ErrorInvalidUrlQueryFilter', `Unsupported $filter: ${filter}`);
+      const id = unquote(m[2]!).toLowerCase();
+      const value = unquote(m[3]!);
+      const tagged = (props: readonly { id: string; value: string }[]) => props.some((p) => p.id.toLowerCase() === id && p.value === value);
+      if (route.kind === 'mail.lookup') {
+        const t = now();
+        items = records
+          .filter((r): r is SandboxMessage => r.kind === 'mail.send' && r.mailbox === route.mailbox && r.visibleAt <= t && tagged(r.extendedProperties))
+          .map(messageJson);
+      } else {
+        items = records.filter((r): r is SandboxEvent => r.kind === 'events.create' && r.mailbox === route.mailbox && tagged(r.extendedProperties)).map(eventJson);
+      }
+    } else {
+      if (!route.listId || !todoLists.has(route.listId)) throw new HttpError(404, 'ErrorItemNotFound', 'The specified object was not found in the store.');
+      const m = LINK_FILTER.exec(filter.trim());
+      if (!m) throw new HttpError(400, 'invalidRequest', `Unsupported $filter: ${filter}`);
+      const externalId = unquote(m[2]!);
+      items = records
+        .filter((r): r is SandboxTask => r.kind === 'todo.tasks.create' && r.mailbox === route.mailbox && r.listId === route.listId && r.linkedResources.some((l) => l.externalId === externalId))
+        .map(taskJson);
+    }
+    return { status: 200, body: { value: items.slice(0, Number.isFinite(top) && top > 0 ? top : 10).map((i) => select(i, fields)) } };
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const requestId = randomUUID();
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const method = req.method ?? 'GET';
+    let matched: { kind: SandboxKind; m: RegExpExecArray } | null = null;
+    for (const r of ROUTES) {
+      const m = r.method === method ? r.re.exec(url.pathname) : null;
+      if (m) {
+        matched = { kind: r.kind, m };
+        break;
+      }
+    }
+    const entry = { n: log.length + 1, method, path: url.pathname, retryAttempt: (req.headers['retry-attempt'] as string | undefined) ?? null };
+    if (!matched) {
+      log.push({ ...entry, kind: 'other', call: 0, fault: 'pass', status: 404 });
+      await readJson(req).catch(() => undefined);
+      return send(res, 404, errorBody('UnknownRequest', `Resource not found for the segment '${url.pathname}'.`, requestId), requestId);
+    }
+    const kind = matched.kind;
+    const call = (calls.get(kind) ?? 0) + 1;
+    calls.set(kind, call);
+    const fault = faultFor(kind, call);
+    const logged: { -readonly [K in keyof SandboxRequest]: SandboxRequest[K] } = {
+      ...entry,
+      kind,
+      call,
+      fault: typeof fault === 'string' ? fault : `${fault.kind}${'status' in fault ? ':' + fault.status : ''}`,
+      status: null,
+    };
+    log.push(logged);
+    const answer = (status: number, body: unknown, extra: Record<string, string> = {}) => {
+      logged.status = status;
+      send(res, status, body, requestId, extra);
+    };
+    try {
+      const body = await readJson(req);
+      if (options.accessToken !== undefined && req.headers.authorization !== `Bearer ${options.accessToken}`) {
+        throw new HttpError(401, 'InvalidAuthenticationToken', 'Access token is empty or invalid.');
+      }
+      const route: Route = { kind, mailbox: mailboxOf(matched.m), ...(matched.m[3] !== undefined ? { listId: decodeURIComponent(matched.m[3]) } : {}) };
+      const isCreate = method === 'POST';
+      if (typeof fault === 'object' && fault.kind === 'status') {
+        if (fault.commit && isCreate) apply(route, body);
+        const extra: Record<string, string> = fault.retryAfterS !== undefined ? { 'retry-after': String(fault.retryAfterS) } : {};
+        const code = fault.code ?? (fault.status === 429 ? 'TooManyRequests' : fault.status === 503 ? 'ServiceNotAvailable' : fault.status === 504 ? 'GatewayTimeout' : 'generalException');
+        return answer(fault.status, errorBody(code, `Sandbox scripted HTTP ${fault.status}.`, requestId), extra);
+      }
+      const result = isCreate ? apply(route, body) : lookup(route, url);
+      if (fault === 'drop-response') {
+        logged.status = -1;
+        req.socket.destroy();
+        return;
+      }
+      if (typeof fault === 'object' && fault.kind === 'delay') {
+        await new Promise((r) => setTimeout(r, fault.ms));
+        if (res.destroyed || req.socket.destroyed) return;
+      }
+      const extra: Record<string, string> =
+        typeof fault === 'object' && fault.kind === 'accepted-with-retry-after' ? { 'retry-after': String(fault.retryAfterS) } : {};
+      return answer(result.status, result.body, extra);
+    } catch (error) {
+      if (error instanceof HttpError) return answer(error.status, errorBody(error.code, error.message, requestId));
+      return answer(500, errorBody('generalException', 'Sandbox internal error.', requestId));
+    }
+  }
+
+  const server = createServer((req, res) => {
+    void handle(req, res);
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    count: (kind) => records.filter((r) => r.kind === kind).length,
+    requestCount: (kind) => log.filter((r) => r.kind === kind).length,
+    requests: () => log.map((r) => ({ ...r })),
+    records: () => records.map((r) => ({ ...r })),
+    visibleSentItems: (mailbox) => {
+      const t = now();
+      return records.filter((r): r is SandboxMessage => r.kind === 'mail.send' && r.visibleAt <= t && (mailbox === undefined || r.mailbox === mailbox.toLowerCase()));
+    },
+    setFaults: (kind, script) => {
+      if (script === undefined) faults.delete(kind);
+      else faults.set(kind, script);
+      calls.set(kind, 0);
+    },
+    setSentItemsDelay: (ms) => {
+      sentItemsDelayMs = ms;
+    },
+    advance: (ms) => {
+      offset += ms;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
