@@ -1,0 +1,341 @@
+import http from 'node:http';
+import https from 'node:https';
+import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
+import {
+  AdapterConfigurationError,
+  InvalidIntentError,
+  SPECIFICATION_VERSION,
+  UnknownOperationError,
+  UnsupportedCapabilityError,
+  asProviderKey,
+  deriveProviderKey as deriveKey,
+  durationMs,
+  type AdapterV1,
+  type BusinessOperationId,
+  type ExecuteContext,
+  type LookupContext,
+  type LookupResult,
+  type Outcome,
+  type ProviderKey,
+} from '@retrysafe/contract';
+import { absoluteLocation, classifyNetworkError, classifyResponse, parseRetryAfter, readHeader, type HttpResponseView } from './http-errors.js';
+import {
+  buildOperation,
+  defaultBody,
+  fillPath,
+  readPath,
+  sfString,
+  type HttpOperation,
+  type HttpOperationSpec,
+  type LookupReadContext,
+} from './http-operations.js';
+
+export interface HttpAdapterOptions {
+  /** Provider name; every card's operation is `<provider>.<operation name>`. */
+  readonly provider: string;
+  /** Origin (and optional base path) of the API, e.g. `https://api.example.com/v1`. */
+  readonly baseUrl: string;
+  /** Client timeout per request. Required: axios waits forever by default. */
+  readonly timeoutMs: number;
+  /** Static headers sent with every request (e.g. Authorization). Never written to receipts. */
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly operations: Readonly<Record<string, HttpOperationSpec>>;
+}
+
+export interface HttpAdapter extends AdapterV1 {
+  readonly operations: Readonly<Record<string, HttpOperation>>;
+  close(): Promise<void>;
+}
+
+type Ids = { businessOperationId: BusinessOperationId; providerKey: ProviderKey | null };
+
+/**
+ * Builds an adapter for any HTTP API from explicit declarations. The axios client never retries,
+ * never follows redirects (a followed 307/308 re-sends a POST body: a hidden second retrying layer)
+ * and ignores proxy environment variables; the runner is the only layer that re-sends.
+ */
+export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
+  const provider = options?.provider;
+  if (typeof provider !== 'string' || !/^[A-Za-z][A-Za-z0-9_-]*$/.test(provider)) {
+    throw new AdapterConfigurationError(String(provider), 'provider must be an identifier such as "acme" (letters, digits, _ and -)');
+  }
+  let base: URL;
+  try {
+    base = new URL(options.baseUrl);
+  } catch {
+    throw new AdapterConfigurationError(provider, `baseUrl ${JSON.stringify(options.baseUrl)} is not an absolute URL`);
+  }
+  if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new AdapterConfigurationError(provider, `baseUrl must be http(s), got ${base.protocol}`);
+  if (typeof options.timeoutMs !== 'number' || !Number.isFinite(options.timeoutMs) || options.timeoutMs <= 0) {
+    throw new AdapterConfigurationError(provider, 'timeoutMs must be a positive number (axios has no timeout by default, so a lost response would hang forever)');
+  }
+  if (!options.operations || Object.keys(options.operations).length === 0) throw new AdapterConfigurationError(provider, 'declare at least one operation');
+
+  const operations: Record<string, HttpOperation> = {};
+  for (const [name, spec] of Object.entries(options.operations)) operations[name] = buildOperation(provider, name, spec);
+  Object.freeze(operations);
+
+  const baseURL = base.toString().replace(/\/$/, '');
+  const httpAgent = new http.Agent({ keepAlive: false });
+  const httpsAgent = new https.Agent({ keepAlive: false });
+  const client: AxiosInstance = axios.create({
+    baseURL,
+    timeout: options.timeoutMs,
+    maxRedirects: 0,
+    proxy: false,
+    validateStatus: () => true,
+    httpAgent,
+    httpsAgent,
+    headers: { Accept: 'application/json', ...(options.headers ?? {}) },
+  });
+
+  function op(name: string): HttpOperation {
+    const o = Object.prototype.hasOwnProperty.call(operations, name) ? operations[name] : undefined;
+    if (!o) throw new UnknownOperationError(provider, name, Object.keys(operations));
+    return o;
+  }
+
+  function asParams(params: unknown): Record<string, unknown> {
+    if (typeof params !== 'object' || params === null || Array.isArray(params)) throw new InvalidIntentError('', 'params must be a plain object');
+    return params as Record<string, unknown>;
+  }
+
+  function view(res: AxiosResponse, fallbackUrl: string): HttpResponseView {
+    const url = new URL(res.config.url ?? fallbackUrl, baseURL + '/').toString();
+    return { status: res.status, headers: res.headers as Record<string, unknown>, data: res.data, url };
+  }
+
+  function checkKey(o: HttpOperation, key: ProviderKey | null): ProviderKey | null {
+    if (!o.keyRule) return null;
+    if (key === null) throw new AdapterConfigurationError(provider, `operation ${o.name}: the card says a key travels in ${o.http.key.travels} but none was given`);
+    return asProviderKey(key, o.keyRule);
+  }
+
+  /** One request for the operation. Throws only for bad input (typed, nothing sent). */
+  async function send(o: HttpOperation, params: Record<string, unknown>, ids: Ids, attempt: number, signal?: AbortSignal): Promise<Outcome> {
+    const spec = o.http;
+    const path = fillPath(spec.path, params, ids);
+    const headers: Record<string, string> = {};
+    const query: Record<string, string> = {};
+    let body: unknown = undefined;
+    if (spec.method !== 'DELETE') body = spec.body ? spec.body(params, ids) : defaultBody(spec, params);
+    const k = spec.key;
+    if (k.travels !== 'none') {
+      const key = ids.providerKey!;
+      if (k.travels === 'header') headers[k.name] = k.encoding === 'sf-string' ? sfString(key) : key;
+      else if (k.travels === 'query') query[k.name] = key;
+      else {
+        if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new AdapterConfigurationError(provider, `operation ${o.name}: the key travels in body field ${k.name} but the body is not a JSON object`);
+        body = { ...(body as Record<string, unknown>), [k.name]: key };
+      }
+    }
+    const pc = spec.precondition;
+    if (pc) {
+      const v = params[pc.param];
+      if (typeof v !== 'string' && typeof v !== 'number') throw new InvalidIntentError(pc.param, 'the precondition value must be a string or number; an operation declared with a precondition is never sent without it');
+      if ('header' in pc) headers[pc.header] = String(v);
+      else query[pc.query] = String(v);
+    }
+    try {
+      const res = await client.request({ method: spec.method, url: path, params: query, data: body, headers, ...(signal ? { signal } : {}) });
+      return classifyResponse(spec, view(res, path), attempt);
+    } catch (err) {
+      return classifyNetworkError(err);
+    }
+  }
+
+  async function get(url: string, signal?: AbortSignal): Promise<HttpResponseView | { error: Outcome }> {
+    try {
+      const res = await client.request({ method: 'GET', url, ...(signal ? { signal } : {}) });
+      return view(res, url);
+    } catch (err) {
+      return { error: classifyNetworkError(err) };
+    }
+  }
+
+  /** Whether an absence seen now is authoritative (the card's consistency delay has passed). */
+  function absenceIsAuthoritative(o: HttpOperation, ctx: LookupContext): string | null {
+    const delay = o.card.lookup.consistencyDelay.value;
+    if (delay === null) return null;
+    if (delay === 'unknown') return 'the lookup consistency delay is unknown, so an absence proves nothing';
+    if (ctx.firstDispatchedAt === null) return null;
+    const waited = ctx.now - ctx.firstDispatchedAt;
+    return waited >= durationMs(delay) ? null : `inside the lookup consistency delay (${delay}; ${waited} ms since dispatch)`;
+  }
+
+  /** Whether re-sending with the same key is inside the card's retention. Returns a reason when it is not. */
+  function outsideRetention(o: HttpOperation, ctx: LookupContext): string | null {
+    const semantics = o.card.storedResult.semantics.value;
+    if (semantics !== 'replays' && semantics !== 'rejects-duplicate') return `the card does not say the provider folds re-sends (storedResult.semantics: ${semantics})`;
+    const retention = o.card.retention.minimum.value;
+    if (retention === 'unknown') return 'retention is unknown: a re-send could create a second effect';
+    if (retention === null) return 'the provider stores nothing for this key';
+    if (ctx.firstDispatchedAt === null) return null;
+    const age = ctx.now - ctx.firstDispatchedAt;
+    return age < durationMs(retention) ? null : `the key is ${age} ms old, past the ${retention} retention`;
+  }
+
+  function toLookup(outcome: Outcome, how: string): LookupResult {
+    switch (outcome.kind) {
+      case 'succeeded':
+      case 'replayed':
+      case 'in-progress':
+      case 'rejected':
+        return { kind: 'found', outcome };
+      case 'not-applied':
+      case 'unknown': {
+        const { status, code, requestId } = outcome;
+        return {
+          kind: 'cannot-tell',
+          reason: `${how}: ${outcome.message}`,
+          ...(status !== undefined ? { status } : {}),
+          ...(code !== undefined ? { code } : {}),
+          ...(requestId !== undefined ? { requestId } : {}),
+          ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}),
+        };
+      }
+    }
+  }
+
+  function cannotTell(res: HttpResponseView, reason: string): LookupResult {
+    const retryAfterMs = parseRetryAfter(readHeader(res.headers, 'retry-after'));
+    return { kind: 'cannot-tell', reason, status: res.status, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+  }
+
+  async function resendSameKey(o: HttpOperation, ctx: LookupContext, params: Record<string, unknown>, ids: Ids): Promise<LookupResult> {
+    const why = outsideRetention(o, ctx);
+    if (why) return { kind: 'cannot-tell', reason: `no re-send with the same key: ${why}` };
+    if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched' };
+    return toLookup(await send(o, params, ids, 2, ctx.signal), 're-send with the same key');
+  }
+
+  function sameOrigin(url: string): boolean {
+    try {
+      return new URL(url).origin === base.origin;
+    } catch {
+      return false;
+    }
+  }
+
+  async function pollStatus(o: HttpOperation, statusRef: string, signal?: AbortSignal): Promise<LookupResult> {
+    const spec = o.http;
+    if (spec.lookup.method !== 'status-url') throw new Error('unreachable');
+    const reading = spec.lookup.status;
+    // A status URL on another origin would receive this adapter's headers (credentials).
+    if (!sameOrigin(statusRef)) return { kind: 'cannot-tell', reason: `status URL ${new URL(statusRef, baseURL).origin} is not on ${base.origin}; not polled with this adapter's credentials` };
+    const res = await get(statusRef, signal);
+    if ('error' in res) return toLookup(res.error, 'status poll');
+    const retryAfterMs = parseRetryAfter(readHeader(res.headers, 'retry-after'));
+    const ra = retryAfterMs !== undefined ? { retryAfterMs } : {};
+    const requestId = spec.requestIdHeader ? readHeader(res.headers, spec.requestIdHeader) : undefined;
+    const rid = requestId !== undefined ? { requestId } : {};
+    if (res.status === 303) {
+      const target = absoluteLocation(res);
+      if (!target || !sameOrigin(target)) return cannotTell(res, '303 See Other without a same-origin Location');
+      const done = await get(target, signal);
+      if ('error' in done) return toLookup(done.error, 'fetching the finished resource');
+      if (done.status !== 200) return cannotTell(done, `finished resource answered HTTP ${done.status}`);
+      const ref = spec.refPath ? readPath(done.data, spec.refPath) : undefined;
+      return { kind: 'found', outcome: { kind: 'succeeded', result: done.data, status: 200, ...rid, ...(typeof ref === 'string' || typeof ref === 'number' ? { providerRef: String(ref) } : {}) } };
+    }
+    if (res.status === 200) {
+      const state = readPath(res.data, reading.field);
+      const s = typeof state === 'string' ? state : undefined;
+      if (s !== undefined && reading.pending.includes(s)) return { kind: 'found', outcome: { kind: 'in-progress', statusRef, status: 200, ...rid, ...ra, message: `status ${s}` } };
+      if (s !== undefined && reading.done.includes(s)) {
+        const ref = spec.refPath ? readPath(res.data, spec.refPath) : undefined;
+        return { kind: 'found', outcome: { kind: 'succeeded', result: res.data, status: 200, ...rid, ...(typeof ref === 'string' || typeof ref === 'number' ? { providerRef: String(ref) } : {}) } };
+      }
+      if (s !== undefined && reading.failed?.includes(s)) return { kind: 'found', outcome: { kind: 'rejected', reason: 'other', message: `status ${s}`, status: 200, ...rid } };
+      return cannotTell(res, `status field ${reading.field} is ${JSON.stringify(state)}, not a declared value`);
+    }
+    if (res.status >= 400 && res.status < 500 && res.status !== 404 && res.status !== 408 && res.status !== 429) {
+      // An error persisted at the status resource: the work item failed for good.
+      const outcome = classifyResponse(spec, res, 1);
+      const reason = outcome.kind === 'rejected' ? outcome.reason : 'other';
+      return { kind: 'found', outcome: { kind: 'rejected', reason, message: `persisted ${'message' in outcome && outcome.message ? outcome.message : 'HTTP ' + res.status}`, status: res.status, ...(outcome.code !== undefined ? { code: outcome.code } : {}), ...rid } };
+    }
+    return cannotTell(res, `status resource answered HTTP ${res.status}`);
+  }
+
+  return {
+    specificationVersion: SPECIFICATION_VERSION,
+    provider,
+    operations,
+
+    deriveProviderKey(operation: string, id: BusinessOperationId): ProviderKey | null {
+      const o = op(operation);
+      return o.keyRule ? deriveKey(id, o.keyRule) : null;
+    },
+
+    async doExecute(operation: string, params: unknown, ctx: ExecuteContext): Promise<Outcome> {
+      const o = op(operation);
+      const p = asParams(params);
+      const providerKey = checkKey(o, ctx.providerKey);
+      return send(o, p, { businessOperationId: ctx.businessOperationId, providerKey }, ctx.attempt, ctx.signal);
+    },
+
+    async doLookup(operation: string, ctx: LookupContext): Promise<LookupResult> {
+      const o = op(operation);
+      const spec = o.http;
+      const lookup = spec.lookup;
+      if (lookup.method === 'none') throw new UnsupportedCapabilityError(provider, `lookup for ${o.name}`, 'the card declares lookup.method none');
+      const params = asParams(ctx.params);
+      const providerKey = checkKey(o, ctx.providerKey);
+      const ids: Ids = { businessOperationId: ctx.businessOperationId, providerKey };
+      const readCtx: LookupReadContext = { ...ids, params };
+
+      if (lookup.method === 'resend-same-key') return resendSameKey(o, ctx, params, ids);
+
+      if (lookup.method === 'status-url') {
+        if (ctx.statusRef) return pollStatus(o, ctx.statusRef, ctx.signal);
+        if (lookup.withoutStatusRef === 'resend-same-key') return resendSameKey(o, ctx, params, ids);
+        return { kind: 'cannot-tell', reason: 'no status URL is known (the 202 response was lost) and the operation declares no other way to find it' };
+      }
+
+      const url = fillPath(lookup.path, params, ids);
+      const res = await get(url, ctx.signal);
+      if ('error' in res) return toLookup(res.error, 'lookup request');
+      const notAuthoritative = absenceIsAuthoritative(o, ctx);
+      const absent = (reason: string): LookupResult =>
+        notAuthoritative ? { kind: 'cannot-tell', reason: `${reason}, but ${notAuthoritative}`, status: res.status } : { kind: 'not-found', reason, status: res.status };
+      const requestId = spec.requestIdHeader ? readHeader(res.headers, spec.requestIdHeader) : undefined;
+      const rid = requestId !== undefined ? { requestId } : {};
+      const refOf = (v: unknown) => {
+        const path = lookup.method === 'search' ? (lookup.refPath ?? spec.refPath) : spec.refPath;
+        const ref = path ? readPath(v, path) : undefined;
+        return typeof ref === 'string' || typeof ref === 'number' ? { providerRef: String(ref) } : {};
+      };
+
+      if (lookup.method === 'search') {
+        if (res.status !== 200) return cannotTell(res, `search answered HTTP ${res.status}`);
+        const match = lookup.match(res.data, readCtx);
+        if (match === undefined || match === null) return absent('no match in the search results');
+        return { kind: 'found', outcome: { kind: 'succeeded', result: match, status: 200, ...rid, ...refOf(match) } };
+      }
+
+      // get-by-key
+      if (res.status === 404 || res.status === 410) return absent(`HTTP ${res.status} for the lookup resource`);
+      if (res.status !== 200) return cannotTell(res, `lookup answered HTTP ${res.status}`);
+      const pc = spec.precondition;
+      if (pc) {
+        const current = pc.validatorHeader ? readHeader(res.headers, pc.validatorHeader) : pc.validatorField ? readPath(res.data, pc.validatorField) : undefined;
+        if (current === undefined) return cannotTell(res, 'the resource carries no validator to compare with the precondition');
+        if (String(current) === String(params[pc.param])) {
+          // Still the validator this operation required: nothing (ours or anyone's) has been written.
+          return absent('the resource still carries the validator this operation was conditioned on, so the write has not applied');
+        }
+        if (!lookup.applied) return cannotTell(res, 'the validator moved on and the operation declares no way (lookup.applied) to recognise its own write');
+        if (lookup.applied(res.data, readCtx)) return { kind: 'found', outcome: { kind: 'succeeded', result: res.data, status: 200, ...rid, ...refOf(res.data) } };
+        return { kind: 'found', outcome: { kind: 'rejected', reason: 'conflict', message: 'the validator moved on and the resource does not show this write: another writer changed it', status: 200, ...rid } };
+      }
+      if (lookup.applied && !lookup.applied(res.data, readCtx)) return absent('the resource does not show this operation');
+      return { kind: 'found', outcome: { kind: 'succeeded', result: res.data, status: 200, ...rid, ...refOf(res.data) } };
+    },
+
+    async close(): Promise<void> {
+      httpAgent.destroy();
+      httpsAgent.destroy();
+    },
+  };
+}

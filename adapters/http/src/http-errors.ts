@@ -1,0 +1,140 @@
+import type { Outcome, ProviderRefs, UnknownCause } from '@retrysafe/contract';
+import { readPath, type HttpErrorRule, type HttpOperationSpec, type StatusMatcher } from './http-operations.js';
+
+/** The part of an HTTP response the classifier reads. */
+export interface HttpResponseView {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, unknown>>;
+  readonly data: unknown;
+  /** Absolute URL of the request, to resolve a relative `Location`. */
+  readonly url: string;
+}
+
+function header(headers: Readonly<Record<string, unknown>>, name: string): string | undefined {
+  const want = name.toLowerCase();
+  for (const [k, v] of Object.entries(headers)) {
+    if (k.toLowerCase() === want) return Array.isArray(v) ? String(v[0]) : v === undefined || v === null ? undefined : String(v);
+  }
+  return undefined;
+}
+export { header as readHeader };
+
+/** Retry-After (RFC 9110 §10.2.3): delay-seconds or an HTTP-date; undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | undefined, now: number = Date.now()): number | undefined {
+  if (value === undefined) return undefined;
+  const v = value.trim();
+  if (/^\d+$/.test(v)) return Number(v) * 1000;
+  const at = Date.parse(v);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, at - now);
+}
+
+function statusMatches(m: StatusMatcher, status: number): boolean {
+  if (typeof m === 'number') return m === status;
+  if (m === '4xx') return status >= 400 && status < 500;
+  if (m === '5xx') return status >= 500 && status < 600;
+  return (m as readonly number[]).includes(status);
+}
+
+function ruleMatches(rule: HttpErrorRule, status: number, code: string | undefined): boolean {
+  if (!statusMatches(rule.status, status)) return false;
+  if (rule.code === undefined) return true;
+  const codes = typeof rule.code === 'string' ? [rule.code] : rule.code;
+  return code !== undefined && codes.includes(code);
+}
+
+/** The provider's error code, read from the declared path of a JSON body (strings and numbers only). */
+export function errorCode(spec: HttpOperationSpec, data: unknown): string | undefined {
+  if (!spec.errors.codePath) return undefined;
+  const v = readPath(data, spec.errors.codePath);
+  return typeof v === 'string' || typeof v === 'number' ? String(v) : undefined;
+}
+
+function refs(spec: HttpOperationSpec, res: HttpResponseView, code: string | undefined): ProviderRefs {
+  const requestId = spec.requestIdHeader ? header(res.headers, spec.requestIdHeader) : undefined;
+  return { status: res.status, ...(code !== undefined ? { code } : {}), ...(requestId !== undefined ? { requestId } : {}) };
+}
+
+function providerRef(spec: HttpOperationSpec, data: unknown): { providerRef?: string } {
+  if (!spec.refPath) return {};
+  const v = readPath(data, spec.refPath);
+  return typeof v === 'string' || typeof v === 'number' ? { providerRef: String(v) } : {};
+}
+
+/** Resolves a `Location` header against the request URL. */
+export function absoluteLocation(res: HttpResponseView): string | undefined {
+  const loc = header(res.headers, 'location');
+  if (!loc) return undefined;
+  try {
+    return new URL(loc, res.url).toString();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Maps one HTTP response to exactly one Outcome, by the operation's declaration only.
+ * Messages carry the status and code, never the provider's message text (it may echo PII).
+ */
+export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView, attempt: number, now: number = Date.now()): Outcome {
+  const code = res.status >= 300 ? errorCode(spec, res.data) : undefined;
+  const base = refs(spec, res, code);
+  const retryAfterMs = parseRetryAfter(header(res.headers, 'retry-after'), now);
+  const ra = retryAfterMs !== undefined ? { retryAfterMs } : {};
+
+  if (res.status >= 200 && res.status < 300) {
+    if (res.status === 202 && spec.asyncReply) {
+      const statusRef = absoluteLocation(res);
+      return { kind: 'in-progress', ...base, ...ra, ...(statusRef ? { statusRef } : {}), message: statusRef ? 'accepted; status resource at Location' : 'accepted without a Location header' };
+    }
+    return { kind: 'succeeded', result: res.data, ...base, ...providerRef(spec, res.data) };
+  }
+
+  const label = `HTTP ${res.status}${code !== undefined ? ' ' + code : ''}`;
+  const pc = spec.precondition;
+  if (pc && res.status === (pc.failedStatus ?? 412)) {
+    // On the first attempt the caller's validator was stale: nothing of ours was applied. On a
+    // re-send after an unknown outcome our own earlier attempt may be what moved the validator on,
+    // so the runner must look up instead of concluding anything.
+    if (attempt <= 1) return { kind: 'rejected', reason: 'conflict', message: `${label}: precondition failed (the resource changed since the validator was read)`, ...base };
+    return { kind: 'unknown', cause: 'other', message: `${label}: precondition failed on a re-send; an earlier attempt may have applied`, ...base, ...ra };
+  }
+
+  const rule = spec.errors.rules.find((r) => ruleMatches(r, res.status, code));
+  if (rule) {
+    switch (rule.outcome) {
+      case 'rejected':
+        return { kind: 'rejected', reason: rule.reason, message: label, ...base };
+      case 'not-applied':
+        return { kind: 'not-applied', message: label, ...base, ...ra };
+      case 'in-progress':
+        return { kind: 'in-progress', message: label, ...base, ...ra };
+      case 'unknown':
+        return { kind: 'unknown', cause: rule.cause ?? (res.status >= 500 ? 'server-error' : 'other'), message: label, ...base, ...ra };
+    }
+  }
+  return { kind: 'unknown', cause: res.status >= 500 ? 'server-error' : 'other', message: `${label} (not in the operation's error mapping)`, ...base, ...ra };
+}
+
+/** Codes that prove the request never left this machine. */
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ERR_INVALID_URL']);
+const TIMEOUT = new Set(['ECONNABORTED', 'ETIMEDOUT', 'ESOCKETTIMEDOUT']);
+const RESET = new Set(['ECONNRESET', 'EPIPE', 'ERR_SOCKET_CONNECTION_TIMEOUT']);
+const TRUNCATED = new Set(['ERR_STREAM_PREMATURE_CLOSE', 'ERR_BAD_RESPONSE', 'Z_BUF_ERROR', 'Z_DATA_ERROR']);
+
+/**
+ * Maps a failure without a response. The only assumptions the adapter makes: connection refused
+ * (and name resolution failures) ⇒ not-applied; anything after the request may have been sent ⇒ unknown.
+ */
+export function classifyNetworkError(err: unknown): Outcome {
+  const e = err as { code?: unknown; message?: unknown; cause?: { code?: unknown } };
+  const code = typeof e?.code === 'string' ? e.code : typeof e?.cause?.code === 'string' ? e.cause.code : undefined;
+  const message = typeof e?.message === 'string' ? e.message : 'network error';
+  if (code && NOT_SENT.has(code)) return { kind: 'not-applied', code, message: `${code}: the request was not sent` };
+  let cause: UnknownCause = 'other';
+  if (code && TIMEOUT.has(code)) cause = 'timeout';
+  else if (code && RESET.has(code)) cause = 'connection-reset';
+  else if ((code && TRUNCATED.has(code)) || /aborted|premature/i.test(message)) cause = 'truncated-response';
+  else if (/socket hang up/i.test(message)) cause = 'connection-reset';
+  return { kind: 'unknown', cause, ...(code ? { code } : {}), message: `${code ?? 'network error'}: the request may have been applied` };
+}

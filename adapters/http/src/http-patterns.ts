@@ -1,0 +1,142 @@
+import { documentsUpdateCard, exportsCreateCard, instancesRunCard, ordersCreateCard } from './http-cards.js';
+import type { HttpOperationSpec } from './http-operations.js';
+
+/**
+ * One ready-made operation declaration per pattern, matching the loopback sandboxes in `./sandbox`.
+ * They are examples of what a user writes for their own API (see README), and what the drill runs.
+ */
+
+const P = 'https://retrysafe.invalid/problems/';
+
+/** IETF Idempotency-Key (draft-ietf-httpapi-idempotency-key-header-06), `POST /orders`. */
+export function ietfOrdersCreate(provider: string): HttpOperationSpec {
+  return {
+    description: 'Create an order (IETF Idempotency-Key)',
+    method: 'POST',
+    path: '/orders',
+    key: { travels: 'header', name: 'Idempotency-Key', encoding: 'sf-string', rule: { maxLength: 64, prefix: 'rs-' } },
+    card: ordersCreateCard(provider),
+    // The business-operation id travels in the order so a search finds it after the key expired.
+    body: (p, ids) => ({ customer: p.customer, sku: p.sku, quantity: p.quantity, reference: ids.businessOperationId }),
+    lookup: {
+      method: 'search',
+      path: '/orders?reference={businessOperationId}',
+      match: (body, ctx) => (body as { data?: { reference?: string }[] })?.data?.find((o) => o.reference === ctx.businessOperationId),
+    },
+    errors: {
+      codePath: 'type',
+      rules: [
+        { status: 400, code: [`${P}idempotency-key-missing`, `${P}idempotency-key-malformed`], outcome: 'rejected', reason: 'configuration' },
+        { status: 400, outcome: 'rejected', reason: 'validation' },
+        { status: 409, code: `${P}request-in-flight`, outcome: 'in-progress' },
+        { status: 409, code: `${P}out-of-stock`, outcome: 'rejected', reason: 'other' },
+        { status: 422, code: `${P}idempotency-key-reused`, outcome: 'rejected', reason: 'conflict' },
+      ],
+    },
+    refPath: 'id',
+    requestIdHeader: 'x-request-id',
+    paramsSchema: {
+      type: 'object',
+      required: ['customer', 'sku', 'quantity', 'orderRef'],
+      properties: { customer: { type: 'string' }, sku: { type: 'string' }, quantity: { type: 'integer', minimum: 1 }, orderRef: { type: 'string' } },
+    },
+  };
+}
+
+/** Asynchronous request-reply (Azure Architecture Center), `POST /exports`. */
+export function asyncExportsCreate(provider: string): HttpOperationSpec {
+  return {
+    description: 'Start an export job (202 + Location + Retry-After, Idempotency-Key)',
+    method: 'POST',
+    path: '/exports',
+    key: { travels: 'header', name: 'Idempotency-Key', rule: { maxLength: 64, charset: 'A-Za-z0-9._:-', prefix: 'rs-' } },
+    card: exportsCreateCard(provider),
+    asyncReply: true,
+    lookup: { method: 'status-url', status: { field: 'status', pending: ['running', 'queued'], done: ['succeeded'], failed: ['failed', 'cancelled'] }, withoutStatusRef: 'resend-same-key' },
+    errors: {
+      codePath: 'error.code',
+      rules: [
+        { status: 400, code: 'IdempotencyKeyMissing', outcome: 'rejected', reason: 'configuration' },
+        { status: 400, outcome: 'rejected', reason: 'validation' },
+        { status: 422, code: 'IdempotencyKeyReused', outcome: 'rejected', reason: 'conflict' },
+        { status: 422, code: 'ExportFailed', outcome: 'rejected', reason: 'other' },
+      ],
+    },
+    refPath: 'id',
+    requestIdHeader: 'x-ms-request-id',
+    paramsSchema: {
+      type: 'object',
+      required: ['dataset', 'format', 'requestRef'],
+      properties: { dataset: { type: 'string' }, format: { enum: ['csv', 'json'] }, requestRef: { type: 'string' } },
+    },
+  };
+}
+
+/** Conditional idempotency (ETag / If-Match, GCS-style preconditions), `PUT /documents/{id}`. */
+export function etagDocumentsUpdate(provider: string): HttpOperationSpec {
+  return {
+    description: 'Replace a document’s title and body if it still has the given ETag',
+    method: 'PUT',
+    path: '/documents/{id}',
+    key: { travels: 'none' },
+    card: documentsUpdateCard(provider),
+    precondition: { param: 'etag', header: 'If-Match', failedStatus: 412, validatorHeader: 'ETag' },
+    lookup: {
+      method: 'get-by-key',
+      path: '/documents/{id}',
+      applied: (doc, ctx) => {
+        const d = doc as { title?: unknown; body?: unknown };
+        return d.title === ctx.params.title && d.body === ctx.params.body;
+      },
+    },
+    errors: {
+      codePath: 'error.code',
+      rules: [
+        { status: 400, outcome: 'rejected', reason: 'validation' },
+        { status: 404, outcome: 'rejected', reason: 'not-found' },
+        { status: 428, outcome: 'rejected', reason: 'configuration' },
+        { status: [408, 429], outcome: 'unknown', cause: 'other' },
+      ],
+    },
+    refPath: 'id',
+    requestIdHeader: 'x-guploader-uploadid',
+    paramsSchema: {
+      type: 'object',
+      required: ['id', 'etag', 'title', 'body'],
+      properties: { id: { type: 'string' }, etag: { type: 'string' }, title: { type: 'string' }, body: { type: 'string' } },
+    },
+  };
+}
+
+/** AWS-style client token (EC2 RunInstances ClientToken), `POST /instances`. */
+export function clientTokenInstancesRun(provider: string): HttpOperationSpec {
+  return {
+    description: 'Launch an instance (ClientToken in the body)',
+    method: 'POST',
+    path: '/instances',
+    key: { travels: 'body', name: 'ClientToken', rule: { maxLength: 64, prefix: 'rs-' } },
+    card: instancesRunCard(provider),
+    body: (p) => ({ ImageId: p.imageId, InstanceType: p.instanceType }),
+    lookup: {
+      method: 'search',
+      path: '/instances?clientToken={key}',
+      match: (body, ctx) => (body as { Instances?: { ClientToken?: string }[] })?.Instances?.find((i) => i.ClientToken === ctx.providerKey),
+      refPath: 'InstanceId',
+    },
+    errors: {
+      codePath: '__type',
+      rules: [
+        { status: 400, code: 'IdempotentParameterMismatch', outcome: 'rejected', reason: 'conflict' },
+        { status: 400, outcome: 'rejected', reason: 'validation' },
+        { status: 503, code: 'RequestLimitExceeded', outcome: 'not-applied' },
+      ],
+    },
+    refPath: 'Instances.0.InstanceId',
+    requestIdHeader: 'x-amzn-requestid',
+    paramsSchema: {
+      type: 'object',
+      required: ['imageId', 'instanceType', 'launchRef'],
+      properties: { imageId: { type: 'string' }, instanceType: { type: 'string' }, launchRef: { type: 'string' } },
+    },
+  };
+}

@@ -1,0 +1,129 @@
+import { isPlainObject, kindCounter, parseJson, payloadFingerprint, sandboxClock, startJsonServer, type SandboxReply, type SandboxRequest } from './server.js';
+
+/**
+ * The Asynchronous Request-Reply pattern (Azure Architecture Center) for `POST /exports`:
+ * - the request is validated first (400), then accepted: 202 + `Location` (status URL) + `Retry-After`;
+ * - `GET /exports/status/{id}`: 200 with progress while pending; 303 See Other to `/exports/{id}` when
+ *   done; a failed job's error is persisted at the status URL (422, every time it is read);
+ * - `DELETE /exports/status/{id}` cancels a pending job;
+ * - with an `Idempotency-Key`, a duplicate gets 202 and the EXISTING status URL: never a second work item;
+ *   the same key with another payload is 422; a missing key is 400.
+ */
+export interface AsyncReplySandboxOptions {
+  readonly port?: number;
+  /** Status reads answered "running" before a job completes. Default 1. */
+  readonly pollsUntilDone?: number;
+  /** Retry-After (seconds) on the 202 and on pending status reads. Default 1. */
+  readonly retryAfterS?: number;
+  /** How long keys are kept. Default 24 h. */
+  readonly retentionMs?: number;
+}
+
+export interface SandboxExportJob {
+  readonly id: string;
+  readonly dataset: string;
+  readonly format: string;
+  readonly state: 'running' | 'succeeded' | 'failed' | 'cancelled';
+}
+
+export interface AsyncReplySandbox {
+  readonly url: string;
+  /** Work items enqueued (`exports`, or the operation name `exports.create`). */
+  count(kind?: string): number;
+  records(): readonly SandboxExportJob[];
+  readonly requests: readonly SandboxRequest[];
+  advance(ms: number): void;
+  close(): Promise<void>;
+}
+
+export const ASYNC_CODES = {
+  invalid: 'InvalidRequest',
+  keyMissing: 'IdempotencyKeyMissing',
+  keyReused: 'IdempotencyKeyReused',
+  failed: 'ExportFailed',
+  notFound: 'NotFound',
+} as const;
+
+interface Job {
+  id: string;
+  dataset: string;
+  format: string;
+  state: SandboxExportJob['state'];
+  pollsLeft: number;
+}
+
+const err = (status: number, code: string, extra: Record<string, string> = {}): SandboxReply => ({ status, headers: extra, body: { error: { code, message: code } } });
+
+export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions = {}): Promise<AsyncReplySandbox> {
+  const retryAfter = String(options.retryAfterS ?? 1);
+  const retentionMs = options.retentionMs ?? 24 * 3_600_000;
+  const clock = sandboxClock();
+  const jobs: Job[] = [];
+  const keys = new Map<string, { fingerprint: string; jobId: string; at: number }>();
+  let seq = 0;
+
+  const accepted = (job: Job, rid: Record<string, string>): SandboxReply => ({
+    status: 202,
+    headers: { ...rid, location: `/exports/status/${job.id}`, 'retry-after': retryAfter },
+    body: { id: job.id, status: job.state },
+  });
+
+  const server = await startJsonServer(options.port ?? 0, (req) => {
+    const rid = { 'x-ms-request-id': `req_${++seq}` };
+    if (req.method === 'POST' && req.path === '/exports') {
+      const body = parseJson(req.rawBody);
+      if (!isPlainObject(body) || typeof body.dataset !== 'string' || body.dataset.length === 0 || (body.format !== 'csv' && body.format !== 'json')) {
+        return err(400, ASYNC_CODES.invalid, rid);
+      }
+      const key = req.headers['idempotency-key'];
+      if (typeof key !== 'string' || key.length === 0) return err(400, ASYNC_CODES.keyMissing, rid);
+      const fingerprint = payloadFingerprint(body);
+      const known = keys.get(key);
+      if (known && clock.now() - known.at < retentionMs) {
+        if (known.fingerprint !== fingerprint) return err(422, ASYNC_CODES.keyReused, rid);
+        return accepted(jobs.find((j) => j.id === known.jobId)!, rid); // the existing status resource
+      }
+      const job: Job = { id: `exp_${jobs.length + 1}`, dataset: body.dataset, format: body.format, state: 'running', pollsLeft: options.pollsUntilDone ?? 1 };
+      jobs.push(job);
+      keys.set(key, { fingerprint, jobId: job.id, at: clock.now() });
+      return accepted(job, rid);
+    }
+    const status = /^\/exports\/status\/([^/]+)$/.exec(req.path);
+    if (status) {
+      const job = jobs.find((j) => j.id === decodeURIComponent(status[1]!));
+      if (!job) return err(404, ASYNC_CODES.notFound, rid);
+      if (req.method === 'DELETE') {
+        if (job.state === 'running') job.state = 'cancelled';
+        return { status: 200, headers: rid, body: { id: job.id, status: job.state } };
+      }
+      if (req.method !== 'GET') return err(405, 'MethodNotAllowed', rid);
+      if (job.state === 'running') {
+        if (job.pollsLeft > 0) {
+          job.pollsLeft--;
+          return { status: 200, headers: { ...rid, 'retry-after': retryAfter }, body: { id: job.id, status: 'running', percentComplete: 50 } };
+        }
+        job.state = job.dataset.startsWith('broken-') ? 'failed' : 'succeeded';
+      }
+      if (job.state === 'failed') return err(422, ASYNC_CODES.failed, rid); // persisted: same answer on every read
+      if (job.state === 'cancelled') return { status: 200, headers: rid, body: { id: job.id, status: 'cancelled' } };
+      return { status: 303, headers: { ...rid, location: `/exports/${job.id}` } };
+    }
+    const done = /^\/exports\/([^/]+)$/.exec(req.path);
+    if (done && req.method === 'GET') {
+      const job = jobs.find((j) => j.id === decodeURIComponent(done[1]!));
+      if (!job || job.state !== 'succeeded') return err(404, ASYNC_CODES.notFound, rid);
+      return { status: 200, headers: rid, body: { id: job.id, dataset: job.dataset, format: job.format, status: 'succeeded', rows: 42 } };
+    }
+    return err(404, ASYNC_CODES.notFound, rid);
+  });
+
+  const n = () => jobs.length;
+  return {
+    url: server.url,
+    count: kindCounter({ exports: n, 'exports.create': n }),
+    records: () => jobs.map(({ id, dataset, format, state }) => ({ id, dataset, format, state })),
+    requests: server.requests,
+    advance: clock.advance,
+    close: server.close,
+  };
+}

@@ -1,0 +1,108 @@
+import { isPlainObject, kindCounter, parseJson, payloadFingerprint, sandboxClock, startJsonServer, type SandboxReply, type SandboxRequest } from './server.js';
+
+/**
+ * AWS-style client tokens (EC2 RunInstances `ClientToken`), as JSON on `POST /instances`:
+ * - `ClientToken`: at most 64 ASCII characters (longer ⇒ 400 `InvalidParameterValue`);
+ * - same token, same params ⇒ the identical first response, even if the instance changed since
+ *   (REL04-BP04); same token, changed params ⇒ 400 `IdempotentParameterMismatch`;
+ * - no token ⇒ every request launches a new instance;
+ * - tokens are kept `retentionMs` (EC2: at least 24 h after the instance terminates);
+ * - `GET /instances?clientToken=…` lists instances launched with that token (DescribeInstances filter `client-token`);
+ * - `throttleNext(n)`: 503 `RequestLimitExceeded`, answered before any processing.
+ * Errors are `{ "__type": code, "message": … }` with an `x-amzn-RequestId` header.
+ */
+export interface ClientTokenSandboxOptions {
+  readonly port?: number;
+  /** How long a token is remembered (from launch). Default 24 h. */
+  readonly retentionMs?: number;
+}
+
+export interface SandboxInstance {
+  readonly InstanceId: string;
+  readonly ImageId: string;
+  readonly InstanceType: string;
+  readonly ClientToken: string | null;
+  readonly State: 'pending' | 'running' | 'terminated';
+}
+
+export interface ClientTokenSandbox {
+  readonly url: string;
+  /** Instances launched (`instances`, or the operation name `instances.run`). */
+  count(kind?: string): number;
+  records(): readonly SandboxInstance[];
+  readonly requests: readonly SandboxRequest[];
+  terminate(instanceId: string): void;
+  throttleNext(n: number): void;
+  advance(ms: number): void;
+  close(): Promise<void>;
+}
+
+export const INSTANCE_TYPES = ['t3.micro', 't3.small', 'm7g.large'] as const;
+
+const awsError = (status: number, code: string, rid: Record<string, string>): SandboxReply => ({ status, headers: rid, body: { __type: code, message: code } });
+
+export async function startClientTokenSandbox(options: ClientTokenSandboxOptions = {}): Promise<ClientTokenSandbox> {
+  const retentionMs = options.retentionMs ?? 24 * 3_600_000;
+  const clock = sandboxClock();
+  const instances: SandboxInstance[] = [];
+  const tokens = new Map<string, { fingerprint: string; reply: SandboxReply; at: number }>();
+  let throttle = 0;
+  let seq = 0;
+
+  const server = await startJsonServer(options.port ?? 0, (req) => {
+    const rid = { 'x-amzn-requestid': `rq-${++seq}` };
+    if (req.method === 'GET' && req.path === '/instances') {
+      const token = req.query.get('clientToken');
+      return { status: 200, headers: rid, body: { Instances: instances.filter((i) => token === null || i.ClientToken === token) } };
+    }
+    if (req.method !== 'POST' || req.path !== '/instances') return awsError(404, 'UnknownOperation', rid);
+    if (throttle > 0) {
+      throttle--;
+      return awsError(503, 'RequestLimitExceeded', rid);
+    }
+    const body = parseJson(req.rawBody);
+    if (!isPlainObject(body)) return awsError(400, 'InvalidParameterValue', rid);
+    const { ClientToken: token, ...launch } = body;
+    if (token !== undefined && (typeof token !== 'string' || token.length === 0 || token.length > 64 || !/^[\x20-\x7e]+$/.test(token))) {
+      return awsError(400, 'InvalidParameterValue', rid);
+    }
+    const fingerprint = payloadFingerprint(launch);
+    if (typeof token === 'string') {
+      const known = tokens.get(token);
+      if (known && clock.now() - known.at < retentionMs) {
+        if (known.fingerprint !== fingerprint) return awsError(400, 'IdempotentParameterMismatch', rid);
+        return { ...known.reply, headers: { ...(known.reply.headers ?? {}), ...rid } }; // the identical first response
+      }
+    }
+    if (typeof launch.ImageId !== 'string' || !/^ami-[0-9a-f]{8,17}$/.test(launch.ImageId)) return awsError(400, 'InvalidAMIID.Malformed', rid);
+    if (typeof launch.InstanceType !== 'string' || !(INSTANCE_TYPES as readonly string[]).includes(launch.InstanceType)) return awsError(400, 'InvalidParameterValue', rid);
+    const instance: SandboxInstance = {
+      InstanceId: `i-${(instances.length + 1).toString(16).padStart(17, '0')}`,
+      ImageId: launch.ImageId,
+      InstanceType: launch.InstanceType,
+      ClientToken: typeof token === 'string' ? token : null,
+      State: 'pending',
+    };
+    instances.push(instance);
+    const reply: SandboxReply = { status: 200, body: { Instances: [{ ...instance }] } };
+    if (typeof token === 'string') tokens.set(token, { fingerprint, reply, at: clock.now() });
+    return { ...reply, headers: rid };
+  });
+
+  return {
+    url: server.url,
+    count: kindCounter({ instances: () => instances.length, 'instances.run': () => instances.length }),
+    records: () => instances.map((i) => ({ ...i })),
+    requests: server.requests,
+    terminate: (id) => {
+      const i = instances.findIndex((x) => x.InstanceId === id);
+      if (i < 0) throw new Error(`no instance ${id}`);
+      instances[i] = { ...instances[i]!, State: 'terminated' };
+    },
+    throttleNext: (n) => {
+      throttle += n;
+    },
+    advance: clock.advance,
+    close: server.close,
+  };
+}

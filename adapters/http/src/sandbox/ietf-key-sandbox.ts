@@ -1,0 +1,143 @@
+import { isPlainObject, kindCounter, parseJson, payloadFingerprint, sandboxClock, startJsonServer, type SandboxReply, type SandboxRequest } from './server.js';
+
+/**
+ * A resource server following draft-ietf-httpapi-idempotency-key-header-06 for `POST /orders`:
+ * - `Idempotency-Key` is a Structured Field string (`"…"`); missing ⇒ 400, malformed ⇒ 400.
+ * - same key, other payload (server-side fingerprint) ⇒ 422;
+ * - same key while the first request is still being processed ⇒ 409;
+ * - after completion, the stored response (success or error) is replayed;
+ * - keys expire after the published `retentionMs`; an expired key is a new request.
+ * Errors are RFC 9457 problem+json with a `type` URI.
+ */
+export interface IetfKeySandboxOptions {
+  readonly port?: number;
+  /** Published expiry of keys and stored responses. Default 24 h. */
+  readonly retentionMs?: number;
+  /** How long processing an order takes (real time), to exercise the 409 in-flight answer. Default 0. */
+  readonly processingMs?: number;
+  /** Accept an unquoted key too (a lenient server). Default false: the draft's sf-string is required. */
+  readonly acceptRawKey?: boolean;
+}
+
+export interface SandboxOrder {
+  readonly id: string;
+  readonly customer: string;
+  readonly sku: string;
+  readonly quantity: number;
+  readonly reference: string | null;
+}
+
+export interface IetfKeySandbox {
+  readonly url: string;
+  readonly retentionMs: number;
+  /** Orders created (`orders`, or the operation name `orders.create`). */
+  count(kind?: string): number;
+  records(): readonly SandboxOrder[];
+  readonly requests: readonly SandboxRequest[];
+  /** Moves the sandbox clock forward (key expiry). */
+  advance(ms: number): void;
+  /** The next `n` new (not replayed) requests fail with a 500 that is stored under their key and replayed. */
+  failNext(n: number): void;
+  close(): Promise<void>;
+}
+
+export const PROBLEM = {
+  keyMissing: 'https://retrysafe.invalid/problems/idempotency-key-missing',
+  keyMalformed: 'https://retrysafe.invalid/problems/idempotency-key-malformed',
+  keyReused: 'https://retrysafe.invalid/problems/idempotency-key-reused',
+  inFlight: 'https://retrysafe.invalid/problems/request-in-flight',
+  invalidOrder: 'https://retrysafe.invalid/problems/invalid-order',
+  outOfStock: 'https://retrysafe.invalid/problems/out-of-stock',
+  internal: 'https://retrysafe.invalid/problems/internal',
+} as const;
+
+const SF_STRING = /^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\\"])*)"$/;
+
+function problem(status: number, type: string, title: string, extra: Record<string, string> = {}): SandboxReply {
+  return { status, headers: { 'content-type': 'application/problem+json', ...extra }, body: { type, title, status } };
+}
+
+interface Entry {
+  readonly fingerprint: string;
+  readonly createdAt: number;
+  reply: SandboxReply | null; // null while in flight
+}
+
+export async function startIetfKeySandbox(options: IetfKeySandboxOptions = {}): Promise<IetfKeySandbox> {
+  const retentionMs = options.retentionMs ?? 24 * 3_600_000;
+  const clock = sandboxClock();
+  const orders: SandboxOrder[] = [];
+  const keys = new Map<string, Entry>();
+  let failures = 0;
+  let requestSeq = 0;
+
+  const server = await startJsonServer(options.port ?? 0, async (req) => {
+    const rid = { 'x-request-id': `req_${++requestSeq}` };
+    if (req.method === 'GET' && req.path === '/orders') {
+      const ref = req.query.get('reference');
+      return { status: 200, headers: rid, body: { data: orders.filter((o) => ref === null || o.reference === ref) } };
+    }
+    const one = /^\/orders\/([^/]+)$/.exec(req.path);
+    if (req.method === 'GET' && one) {
+      const o = orders.find((x) => x.id === decodeURIComponent(one[1]!));
+      return o ? { status: 200, headers: rid, body: o } : problem(404, 'https://retrysafe.invalid/problems/not-found', 'no such order', rid);
+    }
+    if (req.method !== 'POST' || req.path !== '/orders') return problem(404, 'https://retrysafe.invalid/problems/not-found', 'no such route', rid);
+
+    const rawKey = req.headers['idempotency-key'];
+    if (typeof rawKey !== 'string' || rawKey.length === 0) return problem(400, PROBLEM.keyMissing, 'Idempotency-Key is missing', { ...rid, link: '<https://retrysafe.invalid/docs/idempotency>; rel="describedby"' });
+    const m = SF_STRING.exec(rawKey);
+    const key = m ? m[1]!.replace(/\\([\\"])/g, '$1') : options.acceptRawKey ? rawKey : null;
+    if (key === null || key.length === 0) return problem(400, PROBLEM.keyMalformed, 'Idempotency-Key must be a Structured Field string', rid);
+
+    const body = parseJson(req.rawBody);
+    const fingerprint = payloadFingerprint(body);
+    const scope = `POST /orders ${key}`;
+    const existing = keys.get(scope);
+    if (existing && clock.now() - existing.createdAt >= retentionMs) keys.delete(scope);
+    const entry = keys.get(scope);
+    if (entry) {
+      if (entry.fingerprint !== fingerprint) return problem(422, PROBLEM.keyReused, 'Idempotency-Key reused with a different payload', rid);
+      if (entry.reply === null) return problem(409, PROBLEM.inFlight, 'a request with this Idempotency-Key is being processed', { ...rid, 'retry-after': '1' });
+      return { ...entry.reply, headers: { ...(entry.reply.headers ?? {}), ...rid } };
+    }
+
+    const fresh: Entry = { fingerprint, createdAt: clock.now(), reply: null };
+    keys.set(scope, fresh);
+    if (options.processingMs) await new Promise((r) => setTimeout(r, options.processingMs));
+    let reply: SandboxReply;
+    if (failures > 0) {
+      failures--;
+      reply = problem(500, PROBLEM.internal, 'internal error');
+    } else if (!isPlainObject(body) || typeof body.customer !== 'string' || typeof body.sku !== 'string' || !Number.isInteger(body.quantity) || (body.quantity as number) <= 0) {
+      reply = problem(400, PROBLEM.invalidOrder, 'customer and sku (strings) and quantity (positive integer) are required');
+    } else if (body.sku.startsWith('oos-')) {
+      reply = problem(409, PROBLEM.outOfStock, 'the sku is out of stock');
+    } else {
+      const order: SandboxOrder = {
+        id: `ord_${orders.length + 1}`,
+        customer: body.customer,
+        sku: body.sku,
+        quantity: body.quantity as number,
+        reference: typeof body.reference === 'string' ? body.reference : null,
+      };
+      orders.push(order);
+      reply = { status: 201, headers: { location: `/orders/${order.id}` }, body: order };
+    }
+    fresh.reply = reply; // stored, success or error, and replayed for the key's lifetime
+    return { ...reply, headers: { ...(reply.headers ?? {}), ...rid } };
+  });
+
+  return {
+    url: server.url,
+    retentionMs,
+    count: kindCounter({ orders: () => orders.length, 'orders.create': () => orders.length }),
+    records: () => orders.map((o) => ({ ...o })),
+    requests: server.requests,
+    advance: clock.advance,
+    failNext: (n) => {
+      failures += n;
+    },
+    close: server.close,
+  };
+}
