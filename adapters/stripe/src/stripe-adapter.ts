@@ -1,0 +1,245 @@
+import {
+  AdapterConfigurationError,
+  UnknownOperationError,
+  deriveProviderKey,
+  type AdapterV1,
+  type BusinessOperationId,
+  type ExecuteContext,
+  type LookupContext,
+  type LookupResult,
+  type OperationSpec,
+  type Outcome,
+  type ProviderKey,
+} from '@retrysafe/contract';
+import Stripe from 'stripe';
+import {
+  STRIPE_KEY_RETENTION_MS,
+  STRIPE_KEY_REUSE_MARGIN_MS,
+  STRIPE_KEY_RULE,
+  STRIPE_SEARCH_DELAY_MS,
+} from './stripe-cards.js';
+import { classifyStripeError, classifyStripeResult } from './stripe-errors.js';
+import { ClosedConnectionGuard } from './stripe-http-client.js';
+import { metadataQuery, stripeOperations, type StripeObject, type StripeOperation } from './stripe-operations.js';
+
+export interface StripeAdapterOptions {
+  /** Secret or restricted key. Required unless `client` is given. */
+  apiKey?: string;
+  /** Where the API lives, e.g. `http://127.0.0.1:4242` for a loopback sandbox. Default: https://api.stripe.com. */
+  baseUrl?: string;
+  /** Client timeout per attempt. Default 30 000 ms (the SDK's own default is 80 000). */
+  timeoutMs?: number;
+  /** Stripe API version to pin; default: the SDK's. */
+  apiVersion?: string;
+  /**
+   * Your own client. It must have `maxNetworkRetries: 0` and `httpClient: createGuardedHttpClient()`
+   * (so the SDK's closed-connection retry is off); anything else is refused with AdapterConfigurationError.
+   */
+  client?: Stripe;
+}
+
+export interface StripeAdapter extends AdapterV1 {
+  readonly provider: 'stripe';
+}
+
+const PROVIDER = 'stripe';
+const DEFAULT_TIMEOUT_MS = 30_000;
+
+function buildClient(options: StripeAdapterOptions, timeoutMs: number): Stripe {
+  if (options.client) {
+    const client = options.client;
+    if (typeof client.getMaxNetworkRetries !== 'function') throw new AdapterConfigurationError(PROVIDER, '`client` is not a stripe-node client');
+    const retries = client.getMaxNetworkRetries();
+    if (retries !== 0) {
+      throw new AdapterConfigurationError(
+        PROVIDER,
+        `the supplied Stripe client has maxNetworkRetries ${retries}; the runner must be the only retrying layer: build it with { maxNetworkRetries: 0, httpClient: createGuardedHttpClient() }`,
+      );
+    }
+    if (!ClosedConnectionGuard.isInstance(client.getApiField('httpClient'))) {
+      throw new AdapterConfigurationError(
+        PROVIDER,
+        'the supplied Stripe client would still retry once on ECONNRESET/EPIPE (stripe-node RequestSender._shouldRetry, regardless of maxNetworkRetries): build it with { httpClient: createGuardedHttpClient() }',
+      );
+    }
+    return client;
+  }
+  if (typeof options.apiKey !== 'string' || options.apiKey.length === 0) {
+    throw new AdapterConfigurationError(PROVIDER, 'apiKey is required when no client is given');
+  }
+  const config: Stripe.StripeConfig = { maxNetworkRetries: 0, timeout: timeoutMs, httpClient: new ClosedConnectionGuard(), telemetry: false };
+  if (options.apiVersion) (config as { apiVersion?: string }).apiVersion = options.apiVersion;
+  if (options.baseUrl !== undefined) {
+    let url: URL;
+    try {
+      url = new URL(options.baseUrl);
+    } catch {
+      throw new AdapterConfigurationError(PROVIDER, `baseUrl ${JSON.stringify(options.baseUrl)} is not a URL`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new AdapterConfigurationError(PROVIDER, `baseUrl must be http(s), got ${url.protocol}`);
+    if (url.pathname !== '/' && url.pathname !== '') throw new AdapterConfigurationError(PROVIDER, 'baseUrl must not carry a path (the SDK adds /v1/…)');
+    config.host = url.hostname;
+    config.protocol = url.protocol === 'http:' ? 'http' : 'https';
+    config.port = url.port || (url.protocol === 'http:' ? '80' : '443');
+  }
+  return new Stripe(options.apiKey, config);
+}
+
+/**
+ * The retrysafe adapter for Stripe: customers.create, paymentIntents.create, invoices.create,
+ * refunds.create. Every write carries an Idempotency-Key derived from the business-operation id and
+ * writes that id to `metadata.retrysafe_operation_id`; the SDK never retries on its own.
+ */
+export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapter {
+  if (typeof options !== 'object' || options === null) throw new AdapterConfigurationError(PROVIDER, 'options are required');
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) throw new AdapterConfigurationError(PROVIDER, `timeoutMs must be a positive integer, got ${String(options.timeoutMs)}`);
+  const client = buildClient(options, timeoutMs);
+
+  const operations: Record<string, OperationSpec> = {};
+  for (const op of Object.values(stripeOperations)) {
+    operations[op.name] = Object.freeze({
+      name: op.name,
+      description: op.description,
+      card: op.card,
+      intentFields: op.intentFields,
+      sensitiveFields: op.sensitiveFields,
+      paramsSchema: op.paramsSchema,
+    });
+  }
+  Object.freeze(operations);
+
+  function operationOf(name: string): StripeOperation {
+    const short = name.startsWith(`${PROVIDER}.`) ? name.slice(PROVIDER.length + 1) : name;
+    const op = Object.hasOwn(stripeOperations, short) ? stripeOperations[short] : undefined;
+    if (!op) throw new UnknownOperationError(PROVIDER, name, Object.keys(stripeOperations));
+    return op;
+  }
+
+  function keyFor(op: StripeOperation, id: BusinessOperationId, given: ProviderKey | null): ProviderKey {
+    const derived = deriveProviderKey(id, STRIPE_KEY_RULE);
+    if (given !== null && given !== derived) {
+      throw new AdapterConfigurationError(PROVIDER, `${op.name}: the provider key passed by the runner is not the one derived from the business-operation id`);
+    }
+    return derived;
+  }
+
+  /** One POST with the derived key; classified, never thrown. */
+  async function send(op: StripeOperation, params: unknown, id: BusinessOperationId, key: ProviderKey): Promise<Outcome> {
+    if (typeof params !== 'object' || params === null || Array.isArray(params)) {
+      return { kind: 'rejected', reason: 'validation', code: 'retrysafe_invalid_params', message: `${op.name}: params must be an object; nothing was sent` };
+    }
+    const problems = op.validate(params as Record<string, unknown>);
+    if (problems.length) {
+      return { kind: 'rejected', reason: 'validation', code: 'retrysafe_invalid_params', message: `${op.name}: ${problems.join('; ')}; nothing was sent` };
+    }
+    try {
+      const result = await op.create(client, op.toStripe(params as Record<string, unknown>, id), { idempotencyKey: key, maxNetworkRetries: 0, timeout: timeoutMs });
+      return classifyStripeResult(result);
+    } catch (error) {
+      return classifyStripeError(error);
+    }
+  }
+
+  /** Past the key's retention: find the object by the business-operation id in its metadata. */
+  async function findByMetadata(op: StripeOperation, ctx: LookupContext, why: string, missIsCannotTell: boolean): Promise<LookupResult> {
+    let found: StripeObject[];
+    try {
+      found =
+        op.pastRetention.kind === 'search'
+          ? await op.pastRetention.find(client, metadataQuery(ctx.businessOperationId))
+          : await op.pastRetention.find(client, (ctx.params ?? {}) as Record<string, unknown>, ctx.businessOperationId);
+    } catch (error) {
+      const o = classifyStripeError(error);
+      const { kind: _k, ...rest } = o as Outcome & { message?: string; retryAfterMs?: number };
+      return {
+        kind: 'cannot-tell',
+        reason: `${why}; the metadata ${op.pastRetention.kind} failed (${o.kind}): ${rest.message ?? ''}`.trim(),
+        ...(rest.status !== undefined ? { status: rest.status } : {}),
+        ...(rest.code !== undefined ? { code: rest.code } : {}),
+        ...(rest.requestId !== undefined ? { requestId: rest.requestId } : {}),
+        ...(rest.retryAfterMs !== undefined ? { retryAfterMs: rest.retryAfterMs } : {}),
+      };
+    }
+    if (found.length > 0) {
+      const oldest = [...found].sort((a, b) => (a.created ?? 0) - (b.created ?? 0))[0]!;
+      const outcome = classifyStripeResult(oldest);
+      return { kind: 'found', outcome: { ...(outcome as Extract<Outcome, { kind: 'succeeded' }>), kind: 'succeeded' } };
+    }
+    if (missIsCannotTell) return { kind: 'cannot-tell', reason: `${why}; not found by metadata ${op.pastRetention.kind}` };
+    return { kind: 'not-found', reason: `${why}; no ${op.name.split('.')[0]} carries metadata.retrysafe_operation_id = this id (${op.pastRetention.kind} is past its consistency delay)` };
+  }
+
+  const adapter: StripeAdapter = {
+    specificationVersion: 'v1',
+    provider: PROVIDER,
+    operations,
+
+    deriveProviderKey(operation, id) {
+      operationOf(operation);
+      return deriveProviderKey(id, STRIPE_KEY_RULE);
+    },
+
+    async doExecute(operation, params, ctx: ExecuteContext) {
+      const op = operationOf(operation);
+      return send(op, params, ctx.businessOperationId, keyFor(op, ctx.businessOperationId, ctx.providerKey));
+    },
+
+    async doLookup(operation, ctx: LookupContext) {
+      const op = operationOf(operation);
+      const key = keyFor(op, ctx.businessOperationId, ctx.providerKey);
+      if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Stripe' };
+      const age = ctx.now - ctx.firstDispatchedAt;
+
+      if (age < STRIPE_KEY_RETENTION_MS - STRIPE_KEY_REUSE_MARGIN_MS) {
+        // Inside retention: re-send the identical request with the same key; Stripe replays what it stored.
+        const o = await send(op, ctx.params, ctx.businessOperationId, key);
+        switch (o.kind) {
+          case 'succeeded':
+          case 'replayed':
+          case 'in-progress':
+          case 'rejected':
+            return { kind: 'found', outcome: o };
+          case 'not-applied':
+            return {
+              kind: 'cannot-tell',
+              reason: `re-send with the same key was not processed: ${o.message}`,
+              ...(o.status !== undefined ? { status: o.status } : {}),
+              ...(o.code !== undefined ? { code: o.code } : {}),
+              ...(o.requestId !== undefined ? { requestId: o.requestId } : {}),
+              ...(o.retryAfterMs !== undefined ? { retryAfterMs: o.retryAfterMs } : {}),
+            };
+          case 'unknown':
+            if (o.cause === 'server-error') {
+              // The key now holds a 5xx and will replay it: only the metadata lookup can tell whether the object exists.
+              return findByMetadata(op, ctx, `the key replays a stored ${o.status ?? '5xx'}`, true);
+            }
+            return {
+              kind: 'cannot-tell',
+              reason: `re-send with the same key: ${o.message}`,
+              ...(o.status !== undefined ? { status: o.status } : {}),
+              ...(o.code !== undefined ? { code: o.code } : {}),
+              ...(o.requestId !== undefined ? { requestId: o.requestId } : {}),
+            };
+        }
+      }
+
+      // Past retention (minus margin): never rely on the key. The last send under it happened before
+      // firstDispatchedAt + 24 h, so a search miss is authoritative only after that plus the search delay.
+      const delay = op.pastRetention.kind === 'search' ? STRIPE_SEARCH_DELAY_MS : 0;
+      const authoritativeAt = ctx.firstDispatchedAt + STRIPE_KEY_RETENTION_MS + delay;
+      const inWindow = ctx.now < authoritativeAt;
+      return findByMetadata(
+        op,
+        ctx,
+        `key is ${Math.round(age / 60_000)} min old (past Stripe's 24 h retention${inWindow ? `; inside the ${op.pastRetention.kind} consistency delay until ${new Date(authoritativeAt).toISOString()}` : ''})`,
+        inWindow,
+      );
+    },
+
+    async close() {
+      // The guarded Node client uses the SDK's shared keep-alive agent; nothing of ours to release.
+    },
+  };
+  return Object.freeze(adapter);
+}

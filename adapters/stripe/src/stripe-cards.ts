@@ -1,0 +1,191 @@
+import { defineCard, fact, type ProviderKeyRule, type RetrySafetyCard } from '@retrysafe/contract';
+
+/**
+ * The retry safety cards of the Stripe operations. Every provider fact comes from
+ * shared/providers.md (Stripe section) with the source it cites; nothing here is generalised to
+ * other providers. `src/stripe-cards.test.ts` checks the key facts against providers.md.
+ */
+
+/** Where the facts come from. */
+export const STRIPE_SOURCES = {
+  idempotency: 'https://docs.stripe.com/api/idempotent_requests',
+  lowLevelErrors: 'https://docs.stripe.com/error-low-level#idempotency',
+  errors: 'https://docs.stripe.com/api/errors',
+  errorHandling: 'https://docs.stripe.com/error-handling',
+  requestIds: 'https://docs.stripe.com/api/request_ids',
+  metadata: 'https://docs.stripe.com/api/metadata',
+  search: 'https://docs.stripe.com/search#data-freshness',
+  refundsList: 'https://docs.stripe.com/api/refunds/list',
+  sdkRequestSender: 'stripe-node 23.1.0 esm/RequestSender.js (_shouldRetry, _defaultIdempotencyKey)',
+  sdkErrors: 'stripe-node 23.1.0 esm/Error.js (generateV1Error)',
+  providersMd: 'shared/providers.md (Stripe)',
+} as const;
+
+/** Retention of a key and its stored response: "keys may be pruned once at least 24 h old". */
+export const STRIPE_KEY_RETENTION_MS = 24 * 60 * 60 * 1000;
+/**
+ * The adapter stops relying on a key this long before the 24 h retention ends, so a re-send never
+ * reaches Stripe just after the key was pruned (which would create a NEW object). Retrysafe policy.
+ */
+export const STRIPE_KEY_REUSE_MARGIN_MS = 10 * 60 * 1000;
+/** Worst-case lag of the Search API: "normally < 1 min behind, up to 1 h in outages". */
+export const STRIPE_SEARCH_DELAY_MS = 60 * 60 * 1000;
+/** The metadata entry that carries the business-operation id, so an object can be found later. */
+export const STRIPE_OPERATION_METADATA_KEY = 'retrysafe_operation_id';
+
+/**
+ * The provider-key rule: at most 255 characters (Stripe's documented limit). Stripe documents no
+ * character set; the adapter sends only the business-operation id alphabet (safe in an HTTP header).
+ */
+export const STRIPE_KEY_RULE: ProviderKeyRule = { maxLength: 255, charset: 'A-Za-z0-9._:/-', prefix: 'rs-' };
+
+const S = STRIPE_SOURCES;
+
+/** The facts every Stripe v1 create shares; operation-specific fields are filled in per card. */
+function stripeCard(spec: {
+  operation: string;
+  kind: 'create' | 'charge';
+  kindSource: string;
+  intentFields: readonly string[];
+  intentRule: string;
+  lookup: { method: 'resend-same-key'; delay: '1h' | null; delaySource: string };
+  reconciler: string;
+}): RetrySafetyCard {
+  return {
+    cardVersion: 1,
+    provider: 'stripe',
+    operation: `stripe.${spec.operation}`,
+    sideEffect: {
+      kind: fact(spec.kind, spec.kindSource),
+      idempotentByNature: fact(false, `${S.idempotency} (a second POST without the same key creates a second object)`),
+    },
+    businessOperationId: { rule: spec.intentRule, intentFields: spec.intentFields },
+    ids: {
+      run: 'receipts only (never sent to Stripe)',
+      attempt: 'receipts only (never sent to Stripe)',
+      request: fact('Request-Id response header (SDK: err.requestId / lastResponse.requestId)', S.requestIds),
+    },
+    providerKey: {
+      travels: fact('header', `${S.idempotency}; SDK request option { idempotencyKey } (${S.sdkRequestSender})`),
+      name: fact('Idempotency-Key', S.idempotency),
+      maxLength: fact(255, S.idempotency),
+      charset: fact('A-Za-z0-9._:/-', `retrysafe choice: Stripe documents only the 255-character limit (${S.idempotency}); the key is 'rs-' + the business-operation id, or a SHA-256 digest of it`),
+      scope: fact('unknown', `${S.providersMd}: "Scope (account/endpoint): unknown"`),
+    },
+    keyReuse: fact(
+      'only to re-send the identical request (same endpoint, same params) while its outcome is unknown and the key is younger than 24 h minus a 10-minute margin; never the SDK\'s auto key (stripe-node-retry-<uuid>), never past retention (a pruned key creates a NEW object)',
+      `${S.idempotency}; ${S.sdkRequestSender}`,
+    ),
+    parameterMatching: fact('mismatch-error', `${S.idempotency}: same key with other params → 400 idempotency_error (SDK StripeIdempotencyError, ${S.sdkErrors})`),
+    storedResult: {
+      semantics: fact('replays', `${S.idempotency}: status code and body of the first request, replays carry Idempotent-Replayed: true`),
+      includesErrors: fact(true, `${S.idempotency}: "including 500 errors", once endpoint execution began; validation failures, concurrent conflicts and 429s are not stored (${S.lowLevelErrors})`),
+    },
+    lookup: {
+      method: fact(spec.lookup.method, `${S.idempotency} (inside retention the same key replays the stored response); past retention: ${spec.lookup.delaySource}`),
+      consistencyDelay: fact(spec.lookup.delay, spec.lookup.delaySource),
+    },
+    retention: { minimum: fact('24h', `${S.idempotency}: keys may be pruned once they are at least 24 hours old; a pruned key creates a new request`) },
+    concurrency: fact('rejects-in-progress', `${S.lowLevelErrors}: 409 idempotency_error code idempotency_key_in_use (SDK: StripeAPIError statusCode 409, ${S.sdkErrors})`),
+    retryableErrors: fact(
+      [
+        '429 rate_limit (answered before the idempotency layer, not stored): bounded retry, Retry-After honoured',
+        'connection refused (never sent): bounded retry',
+        '409 idempotency_key_in_use: in progress, re-send with the same key after a wait',
+        'timeout / connection reset / truncated body / 5xx: unknown, only through lookup (same key inside retention, metadata search after)',
+      ],
+      `${S.errorHandling}; ${S.lowLevelErrors}; ${S.providersMd}`,
+    ),
+    nonRetryableErrors: fact(
+      [
+        '400 idempotency_error (same key, other params)',
+        '400/404 invalid_request_error',
+        '401 authentication_error',
+        '402 card_error',
+        '403 permission_error',
+      ],
+      `${S.errors}; ${S.sdkErrors}`,
+    ),
+    backoff: { strategy: 'exponential-full-jitter', base: '500ms', cap: '5s', retryAfterCap: '60s' },
+    limits: { maxAttempts: 4, maxElapsed: '2m', lookupWindow: '1m' },
+    retryLayer: {
+      layer: 'runner',
+      sdkRetries: 'disabled',
+      how: 'client built with maxNetworkRetries: 0 (also set per request) and an httpClient that re-codes ECONNRESET/EPIPE so RequestSender._shouldRetry does not make its one closed-connection retry; a user-supplied client with retries on or without that httpClient is refused (AdapterConfigurationError); the drill counts requests at the sandbox',
+    },
+    reconciler: spec.reconciler,
+    handoff: {
+      condition: 'rejected (validation, card, auth, permission, key mismatch); retry budget exhausted; unknown with no safe re-send (key past retention and no authoritative lookup answer, or a stored 5xx that the key replays)',
+      destination: 'the runner\'s handoff sink (JSONL file or callback); resolved with `retrysafe resolve`',
+    },
+    duplicateTest: 'real stripe SDK → testkit fault proxy → loopback Stripe sandbox (@retrysafe/stripe/sandbox); records and requests counted at the sandbox',
+    receipts: 'the runner\'s ledger (one receipt per attempt and lookup, redacted), exportable as JSONL',
+    unverified: [
+      { field: 'providerKey.scope', condition: 'whether a key is unique per account or per account and endpoint', source: `${S.providersMd}: "Scope (account/endpoint): unknown"` },
+      { field: 'providerKey.charset', condition: 'which characters Stripe accepts in Idempotency-Key (undocumented; the adapter sends only A-Za-z0-9._:/-)', source: S.idempotency },
+    ],
+  };
+}
+
+const SEARCH_DELAY_SOURCE = `${S.search}: Search API normally < 1 min behind, up to 1 h during outages; the adapter treats a miss as "cannot tell" until 24 h + 1 h after the first dispatch`;
+const LIST_SOURCE = `${S.refundsList} (refunds have no Search API; list APIs are not delayed, ${S.search})`;
+
+function searchReconciler(resource: string): string {
+  return `the runner, through doLookup: inside 24 h (minus 10 min) of the first dispatch it re-sends the same request with the same Idempotency-Key and adopts the replayed response; past that it never relies on the key and runs ${resource}.search with metadata['${STRIPE_OPERATION_METADATA_KEY}']:'<business-operation id>'`;
+}
+
+export const customersCreateCard = defineCard(
+  stripeCard({
+    operation: 'customers.create',
+    kind: 'create',
+    kindSource: 'https://docs.stripe.com/api/customers/create',
+    intentFields: ['customerRef'],
+    intentRule: 'derived from intent field customerRef (the caller\'s own id for the customer), or supplied by the caller; written to metadata.retrysafe_operation_id',
+    lookup: { method: 'resend-same-key', delay: '1h', delaySource: SEARCH_DELAY_SOURCE },
+    reconciler: searchReconciler('customers'),
+  }),
+);
+
+export const paymentIntentsCreateCard = defineCard(
+  stripeCard({
+    operation: 'paymentIntents.create',
+    kind: 'charge',
+    kindSource: 'https://docs.stripe.com/api/payment_intents/create',
+    intentFields: ['customer', 'amount', 'currency', 'orderRef'],
+    intentRule: 'derived from intent fields customer, amount, currency, orderRef, or supplied by the caller; written to metadata.retrysafe_operation_id',
+    lookup: { method: 'resend-same-key', delay: '1h', delaySource: SEARCH_DELAY_SOURCE },
+    reconciler: searchReconciler('paymentIntents'),
+  }),
+);
+
+export const invoicesCreateCard = defineCard(
+  stripeCard({
+    operation: 'invoices.create',
+    kind: 'create',
+    kindSource: 'https://docs.stripe.com/api/invoices/create',
+    intentFields: ['customer', 'invoiceRef'],
+    intentRule: 'derived from intent fields customer, invoiceRef, or supplied by the caller; written to metadata.retrysafe_operation_id',
+    lookup: { method: 'resend-same-key', delay: '1h', delaySource: SEARCH_DELAY_SOURCE },
+    reconciler: searchReconciler('invoices'),
+  }),
+);
+
+export const refundsCreateCard = defineCard(
+  stripeCard({
+    operation: 'refunds.create',
+    kind: 'charge',
+    kindSource: 'https://docs.stripe.com/api/refunds/create',
+    intentFields: ['paymentIntent', 'refundRef'],
+    intentRule: 'derived from intent fields paymentIntent, refundRef, or supplied by the caller; written to metadata.retrysafe_operation_id',
+    lookup: { method: 'resend-same-key', delay: null, delaySource: LIST_SOURCE },
+    reconciler: `the runner, through doLookup: inside 24 h (minus 10 min) of the first dispatch it re-sends the same request with the same Idempotency-Key and adopts the replayed response; past that it never relies on the key and lists refunds.list({ payment_intent }) and matches metadata['${STRIPE_OPERATION_METADATA_KEY}'] (no Search API for refunds; lists are not delayed)`,
+  }),
+);
+
+/** Every card, keyed by the operation's short name. */
+export const stripeCards = {
+  'customers.create': customersCreateCard,
+  'paymentIntents.create': paymentIntentsCreateCard,
+  'invoices.create': invoicesCreateCard,
+  'refunds.create': refundsCreateCard,
+} as const satisfies Record<string, RetrySafetyCard>;

@@ -1,0 +1,154 @@
+import type { Outcome, ProviderRefs } from '@retrysafe/contract';
+import { CONNECTION_CLOSED_CODE } from './stripe-http-client.js';
+
+/**
+ * Maps every stripe-node result and error into exactly one Outcome (DESIGN.md §3), keeping the HTTP
+ * status, Stripe's error code and the Request-Id. Stripe-specific on purpose: these rules come from
+ * Stripe's idempotency layer (shared/providers.md) and hold for no other provider.
+ *
+ * | what happened | outcome |
+ * |---|---|
+ * | 2xx | succeeded, or replayed when `Idempotent-Replayed: true` |
+ * | 400 `idempotency_error` (StripeIdempotencyError: same key, other params) | rejected / conflict |
+ * | 409 `idempotency_key_in_use` (StripeAPIError 409) | in-progress |
+ * | other 409 | unknown (re-sending with the same key is what tells) |
+ * | 429, or 400 `rate_limit` (StripeRateLimitError): before the idempotency layer, not stored | not-applied (Retry-After kept) |
+ * | connection refused / DNS failure (never sent) | not-applied |
+ * | timeout, reset/EPIPE, truncated body, unparseable body | unknown |
+ * | 5xx (stored and replayed by the key) | unknown / server-error |
+ * | 400/404 invalid_request_error | rejected / validation, not-found |
+ * | 401, 402, 403 | rejected / authentication, card-declined, permission |
+ */
+
+/** Header Stripe sets on a response replayed from the idempotency layer. */
+export const REPLAYED_HEADER = 'idempotent-replayed';
+
+type Headers = Record<string, string | string[] | undefined>;
+
+interface StripeErrorLike {
+  type?: string;
+  rawType?: string;
+  code?: string;
+  statusCode?: number;
+  requestId?: string;
+  headers?: Headers;
+  message?: string;
+  detail?: unknown;
+}
+
+function header(headers: Headers | undefined, name: string): string | undefined {
+  const v = headers?.[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+export function isReplayedHeaders(headers: Headers | undefined): boolean {
+  return header(headers, REPLAYED_HEADER) === 'true';
+}
+
+/** Retry-After in ms (seconds or HTTP date), if the response carried one. */
+export function retryAfterMs(headers: Headers | undefined, now = Date.now()): number | undefined {
+  const v = header(headers, 'retry-after');
+  if (v === undefined) return undefined;
+  if (/^\d+(\.\d+)?$/.test(v.trim())) return Math.round(Number(v) * 1000);
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+function refs(e: StripeErrorLike): ProviderRefs {
+  const out: { status?: number; code?: string; requestId?: string } = {};
+  if (typeof e.statusCode === 'number') out.status = e.statusCode;
+  const code = e.code ?? e.rawType;
+  if (code) out.code = code;
+  const requestId = e.requestId ?? header(e.headers, 'request-id');
+  if (requestId) out.requestId = requestId;
+  return out;
+}
+
+/** Keeps a provider message short and single-line; the runner redacts it again before receipts. */
+function short(text: string | undefined, fallback: string): string {
+  const t = (text ?? '').replace(/\s+/g, ' ').trim();
+  return (t || fallback).slice(0, 300);
+}
+
+/** A successful SDK result (the object, with its non-enumerable `lastResponse`). */
+export function classifyStripeResult(result: { id?: unknown; lastResponse?: { headers?: Headers; requestId?: string; statusCode?: number } }): Outcome {
+  const last = result.lastResponse;
+  const plain = JSON.parse(JSON.stringify(result)) as unknown;
+  const out: { status?: number; requestId?: string; providerRef?: string } = {};
+  out.status = typeof last?.statusCode === 'number' ? last.statusCode : 200;
+  const requestId = last?.requestId ?? header(last?.headers, 'request-id');
+  if (requestId) out.requestId = requestId;
+  if (typeof result.id === 'string') out.providerRef = result.id;
+  return { kind: isReplayedHeaders(last?.headers) ? 'replayed' : 'succeeded', result: plain, ...out };
+}
+
+/** True when the error is one stripe-node raised for a transport failure (no usable response). */
+function connectionCode(e: StripeErrorLike): string | undefined {
+  const detail = e.detail as { code?: unknown; exception?: { code?: unknown }; name?: unknown; constructor?: { name?: string } } | undefined;
+  if (typeof detail?.code === 'string') return detail.code;
+  if (detail && detail.constructor?.name === 'HttpClientResponseBodyError') return 'BODY';
+  return undefined;
+}
+
+const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/** Any error stripe-node (or our code around it) threw for one attempt. Never throws. */
+export function classifyStripeError(error: unknown): Outcome {
+  const e = (typeof error === 'object' && error !== null ? error : { message: String(error) }) as StripeErrorLike;
+  const r = refs(e);
+  const status = e.statusCode;
+  const type = e.type;
+  const rawType = e.rawType;
+  const replayed = isReplayedHeaders(e.headers);
+
+  if (type === 'StripeConnectionError' || (status === undefined && e.detail !== undefined && type?.startsWith('Stripe'))) {
+    const code = connectionCode(e);
+    if (code && NEVER_SENT.has(code)) {
+      return { kind: 'not-applied', message: `connection failed before the request was sent (${code})`, ...r, code };
+    }
+    if (code === 'ETIMEDOUT') return { kind: 'unknown', cause: 'timeout', message: short(e.message, 'request timed out after it was sent'), ...r, code };
+    if (code === CONNECTION_CLOSED_CODE || code === 'ECONNRESET' || code === 'EPIPE') {
+      return { kind: 'unknown', cause: 'connection-reset', message: 'connection closed after the request may have been sent', ...r, code: 'connection_closed' };
+    }
+    if (code === 'BODY' || /body/i.test(String((e.detail as { message?: unknown })?.message ?? ''))) {
+      return { kind: 'unknown', cause: 'truncated-response', message: 'response body cut off after the headers arrived', ...r };
+    }
+    return { kind: 'unknown', cause: 'other', message: short(e.message, 'connection error'), ...r, ...(code ? { code } : {}) };
+  }
+
+  if (status === undefined) {
+    // Invalid JSON from the API, an HttpClientRuntimeError, or a bug around the SDK: the request may have been sent.
+    return { kind: 'unknown', cause: type === 'StripeAPIError' ? 'truncated-response' : 'other', message: short(e.message, 'unclassified error'), ...r };
+  }
+
+  if (rawType === 'idempotency_error' && status === 409) {
+    return { kind: 'in-progress', message: short(e.message, 'another request with this key is in progress'), ...r, code: e.code ?? 'idempotency_key_in_use' };
+  }
+  if (type === 'StripeIdempotencyError' || (rawType === 'idempotency_error' && status === 400)) {
+    return { kind: 'rejected', reason: 'conflict', message: short(e.message, 'idempotency key reused with different parameters'), ...r, code: e.code ?? 'idempotency_error' };
+  }
+  if (status === 429 || type === 'StripeRateLimitError') {
+    const wait = retryAfterMs(e.headers);
+    return { kind: 'not-applied', message: short(e.message, 'rate limited before the idempotency layer'), ...r, ...(wait !== undefined ? { retryAfterMs: wait } : {}) };
+  }
+  if (status === 409) {
+    return { kind: 'unknown', cause: 'other', message: short(e.message, 'conflict'), ...r };
+  }
+  if (status >= 500) {
+    const wait = retryAfterMs(e.headers);
+    return {
+      kind: 'unknown',
+      cause: 'server-error',
+      message: `${replayed ? 'stored 5xx replayed for this key: ' : ''}${short(e.message, `HTTP ${status}`)}`,
+      ...r,
+      ...(wait !== undefined ? { retryAfterMs: wait } : {}),
+    };
+  }
+  const reason = status === 401 ? 'authentication' : status === 402 ? 'card-declined' : status === 403 ? 'permission' : status === 404 ? 'not-found' : status === 400 ? 'validation' : 'other';
+  return { kind: 'rejected', reason, message: short(e.message, `HTTP ${status}`), ...r };
+}
+
+/** True when an `unknown` outcome came from a 5xx that Stripe replayed from its idempotency layer. */
+export function isStoredServerError(outcome: Outcome): boolean {
+  return outcome.kind === 'unknown' && outcome.cause === 'server-error';
+}

@@ -1,0 +1,59 @@
+import Stripe from 'stripe';
+
+/** Error code the guard gives a closed connection, so stripe-node's closed-connection retry does not fire. */
+export const CONNECTION_CLOSED_CODE = 'ERETRYSAFE_CONNECTION_CLOSED';
+
+const GUARD = Symbol.for('retrysafe.stripe.ClosedConnectionGuard');
+
+type HttpClientLike = InstanceType<typeof Stripe.HttpClient>;
+
+/** A closed connection after the request may have left: what the SDK gets instead of ECONNRESET/EPIPE. */
+export interface ConnectionClosedError extends Error {
+  code: typeof CONNECTION_CLOSED_CODE;
+  /** The original socket error code (ECONNRESET or EPIPE). */
+  originalCode: string;
+}
+
+/**
+ * stripe-node 23 retries a request once when it fails with ECONNRESET or EPIPE, before and regardless
+ * of `maxNetworkRetries` (RequestSender._shouldRetry), although, as its own comment says, those codes
+ * can surface after the API processed the request. That would be a second retrying layer under the
+ * runner. This HttpClient wraps another one (by default the SDK's own Node client) and re-codes those
+ * errors, so the SDK surfaces a StripeConnectionError at once and the runner decides, as `unknown`.
+ */
+export class ClosedConnectionGuard extends Stripe.HttpClient {
+  readonly [GUARD] = true;
+  readonly #inner: HttpClientLike;
+
+  constructor(inner: HttpClientLike = Stripe.createNodeHttpClient()) {
+    super();
+    this.#inner = inner;
+  }
+
+  override getClientName(): string {
+    return this.#inner.getClientName();
+  }
+
+  override makeRequest(...args: Parameters<HttpClientLike['makeRequest']>): ReturnType<HttpClientLike['makeRequest']> {
+    return this.#inner.makeRequest(...args).catch((error: unknown) => {
+      const code = (error as { code?: unknown } | null)?.code;
+      if (typeof code === 'string' && Stripe.HttpClient.CONNECTION_CLOSED_ERROR_CODES.includes(code)) {
+        const recoded = new Error(`connection closed (${code}) after the request may have been sent; not retried by the SDK`, { cause: error }) as ConnectionClosedError;
+        recoded.code = CONNECTION_CLOSED_CODE;
+        recoded.originalCode = code;
+        throw recoded;
+      }
+      throw error;
+    });
+  }
+
+  /** True for a guard from any copy of this package (checks a Symbol.for marker). */
+  static isInstance(value: unknown): value is ClosedConnectionGuard {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[GUARD] === true;
+  }
+}
+
+/** The HttpClient to give a Stripe client you build yourself and pass to `createStripeAdapter({ client })`. */
+export function createGuardedHttpClient(inner?: HttpClientLike): ClosedConnectionGuard {
+  return new ClosedConnectionGuard(inner);
+}

@@ -1,0 +1,250 @@
+import type { BusinessOperationId, JsonSchema, RetrySafetyCard } from '@retrysafe/contract';
+import type Stripe from 'stripe';
+import { STRIPE_OPERATION_METADATA_KEY, stripeCards } from './stripe-cards.js';
+
+/** A Stripe object as the SDK returns it (with its non-enumerable `lastResponse`). */
+export type StripeObject = { id?: string; metadata?: Record<string, string> | null; created?: number } & Record<string, unknown>;
+
+/** Options sent with every write: the key derived from the business operation, and no SDK retries. */
+export interface WriteOptions {
+  idempotencyKey: string;
+  maxNetworkRetries: 0;
+  timeout: number;
+}
+
+/** How `doLookup` finds an object past the key's retention. */
+export type PastRetentionLookup =
+  /** Search API by metadata: delayed (normally < 1 min, up to 1 h). */
+  | { kind: 'search'; find: (client: Stripe, query: string) => Promise<StripeObject[]> }
+  /** List API filtered by a parent, then matched on metadata: not delayed. */
+  | { kind: 'list'; find: (client: Stripe, params: Record<string, unknown>, id: BusinessOperationId) => Promise<StripeObject[]> };
+
+export interface StripeOperation {
+  readonly name: keyof typeof stripeCards;
+  readonly description: string;
+  readonly card: RetrySafetyCard;
+  readonly intentFields: readonly string[];
+  readonly sensitiveFields: readonly string[];
+  readonly paramsSchema: JsonSchema;
+  /** Problems with the params, each naming the field; empty when valid. */
+  validate(params: Record<string, unknown>): string[];
+  /** The Stripe create params, with the business-operation id written to metadata. */
+  toStripe(params: Record<string, unknown>, id: BusinessOperationId): Record<string, unknown>;
+  create(client: Stripe, stripeParams: Record<string, unknown>, options: WriteOptions): Promise<StripeObject>;
+  readonly pastRetention: PastRetentionLookup;
+}
+
+// ---- small validators: every message names the field ----
+type Rule = (v: unknown) => string | null;
+const str: Rule = (v) => (typeof v === 'string' && v.length > 0 && v.length <= 500 ? null : 'must be a non-empty string of at most 500 characters');
+const id = (prefix: string): Rule => (v) => (typeof v === 'string' && v.startsWith(prefix) && v.length <= 255 ? null : `must be a Stripe id starting with "${prefix}"`);
+const posInt: Rule = (v) => (typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? null : 'must be a positive integer in the smallest currency unit');
+const currency: Rule = (v) => (typeof v === 'string' && /^[a-z]{3}$/.test(v) ? null : 'must be a three-letter lowercase ISO currency code');
+const bool: Rule = (v) => (typeof v === 'boolean' ? null : 'must be true or false');
+const oneOf = (...values: string[]): Rule => (v) => (typeof v === 'string' && values.includes(v) ? null : `must be one of ${values.join(', ')}`);
+const metadata: Rule = (v) => {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return 'must be an object of string values';
+  const entries = Object.entries(v);
+  if (entries.length > 49) return 'may hold at most 49 keys (Stripe allows 50, one is retrysafe_operation_id)';
+  for (const [k, val] of entries) {
+    if (k === STRIPE_OPERATION_METADATA_KEY) return `must not set ${STRIPE_OPERATION_METADATA_KEY}: the adapter writes it`;
+    if (k.length > 40 || typeof val !== 'string' || val.length > 500) return `entry ${JSON.stringify(k.slice(0, 40))}: keys ≤ 40 chars, string values ≤ 500 chars`;
+  }
+  return null;
+};
+
+function check(params: Record<string, unknown>, required: Record<string, Rule>, optional: Record<string, Rule>): string[] {
+  const problems: string[] = [];
+  for (const [field, rule] of Object.entries(required)) {
+    if (params[field] === undefined) problems.push(`${field}: required`);
+    else {
+      const m = rule(params[field]);
+      if (m) problems.push(`${field}: ${m}`);
+    }
+  }
+  for (const [field, rule] of Object.entries(optional)) {
+    if (params[field] === undefined) continue;
+    const m = rule(params[field]);
+    if (m) problems.push(`${field}: ${m}`);
+  }
+  for (const field of Object.keys(params)) {
+    if (!(field in required) && !(field in optional)) problems.push(`${field}: unknown parameter`);
+  }
+  return problems;
+}
+
+function schema(required: Record<string, JsonSchema>, optional: Record<string, JsonSchema>): JsonSchema {
+  return { type: 'object', additionalProperties: false, required: Object.keys(required), properties: { ...required, ...optional } };
+}
+
+const S_STRING = { type: 'string', minLength: 1, maxLength: 500 };
+const S_METADATA = { type: 'object', additionalProperties: { type: 'string', maxLength: 500 }, description: 'extra metadata; retrysafe_operation_id is added by the adapter' };
+
+function withMeta(params: Record<string, unknown>, id: BusinessOperationId, own: Record<string, string>): Record<string, string> {
+  return { ...((params.metadata as Record<string, string> | undefined) ?? {}), ...own, [STRIPE_OPERATION_METADATA_KEY]: id };
+}
+
+function put(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (value !== undefined) target[key] = value;
+}
+
+/** `metadata['retrysafe_operation_id']:'<id>'` in Stripe's search query language. */
+export function metadataQuery(id: BusinessOperationId): string {
+  return `metadata['${STRIPE_OPERATION_METADATA_KEY}']:'${id.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+}
+
+const asObjects = (list: { data: unknown[] }): StripeObject[] => list.data as StripeObject[];
+
+export const customersCreate: StripeOperation = {
+  name: 'customers.create',
+  description: 'Create a Stripe customer (POST /v1/customers) once per customerRef.',
+  card: stripeCards['customers.create'],
+  intentFields: ['customerRef'],
+  sensitiveFields: ['email', 'name', 'phone'],
+  paramsSchema: schema(
+    { customerRef: { ...S_STRING, description: 'your own id for this customer; names the intent' } },
+    { email: { type: 'string', format: 'email' }, name: S_STRING, phone: S_STRING, description: S_STRING, metadata: S_METADATA },
+  ),
+  validate: (p) => check(p, { customerRef: str }, { email: str, name: str, phone: str, description: str, metadata }),
+  toStripe(p, id) {
+    const out: Record<string, unknown> = { metadata: withMeta(p, id, { customer_ref: String(p.customerRef) }) };
+    put(out, 'email', p.email);
+    put(out, 'name', p.name);
+    put(out, 'phone', p.phone);
+    put(out, 'description', p.description);
+    return out;
+  },
+  create: (client, params, options) => client.customers.create(params, options) as unknown as Promise<StripeObject>,
+  pastRetention: { kind: 'search', find: async (client, query) => asObjects(await client.customers.search({ query, limit: 10 })) },
+};
+
+export const paymentIntentsCreate: StripeOperation = {
+  name: 'paymentIntents.create',
+  description: 'Create (and optionally confirm) a PaymentIntent (POST /v1/payment_intents) once per customer, amount, currency and orderRef.',
+  card: stripeCards['paymentIntents.create'],
+  intentFields: ['customer', 'amount', 'currency', 'orderRef'],
+  sensitiveFields: ['paymentMethod'],
+  paramsSchema: schema(
+    {
+      customer: { type: 'string', pattern: '^cus_' },
+      amount: { type: 'integer', minimum: 1, description: 'smallest currency unit' },
+      currency: { type: 'string', pattern: '^[a-z]{3}$' },
+      orderRef: { ...S_STRING, description: 'your order reference; names the intent' },
+    },
+    {
+      description: S_STRING,
+      paymentMethod: { type: 'string', pattern: '^pm_' },
+      paymentMethodTypes: { type: 'array', items: { type: 'string' } },
+      confirm: { type: 'boolean' },
+      captureMethod: { enum: ['automatic', 'manual'] },
+      metadata: S_METADATA,
+    },
+  ),
+  validate: (p) =>
+    check(
+      p,
+      { customer: id('cus_'), amount: posInt, currency, orderRef: str },
+      {
+        description: str,
+        paymentMethod: id('pm_'),
+        paymentMethodTypes: (v) => (Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string') ? null : 'must be a non-empty array of strings'),
+        confirm: bool,
+        captureMethod: oneOf('automatic', 'manual'),
+        metadata,
+      },
+    ),
+  toStripe(p, id) {
+    const out: Record<string, unknown> = {
+      customer: p.customer,
+      amount: p.amount,
+      currency: p.currency,
+      metadata: withMeta(p, id, { order_ref: String(p.orderRef) }),
+    };
+    put(out, 'description', p.description);
+    put(out, 'payment_method', p.paymentMethod);
+    put(out, 'payment_method_types', p.paymentMethodTypes);
+    put(out, 'confirm', p.confirm);
+    put(out, 'capture_method', p.captureMethod);
+    return out;
+  },
+  create: (client, params, options) => client.paymentIntents.create(params as never, options) as unknown as Promise<StripeObject>,
+  pastRetention: { kind: 'search', find: async (client, query) => asObjects(await client.paymentIntents.search({ query, limit: 10 })) },
+};
+
+export const invoicesCreate: StripeOperation = {
+  name: 'invoices.create',
+  description: 'Create a draft invoice for a customer (POST /v1/invoices) once per customer and invoiceRef.',
+  card: stripeCards['invoices.create'],
+  intentFields: ['customer', 'invoiceRef'],
+  sensitiveFields: [],
+  paramsSchema: schema(
+    { customer: { type: 'string', pattern: '^cus_' }, invoiceRef: { ...S_STRING, description: 'your invoice reference; names the intent' } },
+    {
+      description: S_STRING,
+      collectionMethod: { enum: ['charge_automatically', 'send_invoice'] },
+      daysUntilDue: { type: 'integer', minimum: 1 },
+      autoAdvance: { type: 'boolean' },
+      currency: { type: 'string', pattern: '^[a-z]{3}$' },
+      metadata: S_METADATA,
+    },
+  ),
+  validate: (p) =>
+    check(
+      p,
+      { customer: id('cus_'), invoiceRef: str },
+      { description: str, collectionMethod: oneOf('charge_automatically', 'send_invoice'), daysUntilDue: posInt, autoAdvance: bool, currency, metadata },
+    ),
+  toStripe(p, id) {
+    const out: Record<string, unknown> = { customer: p.customer, metadata: withMeta(p, id, { invoice_ref: String(p.invoiceRef) }) };
+    put(out, 'description', p.description);
+    put(out, 'collection_method', p.collectionMethod);
+    put(out, 'days_until_due', p.daysUntilDue);
+    put(out, 'auto_advance', p.autoAdvance);
+    put(out, 'currency', p.currency);
+    return out;
+  },
+  create: (client, params, options) => client.invoices.create(params as never, options) as unknown as Promise<StripeObject>,
+  pastRetention: { kind: 'search', find: async (client, query) => asObjects(await client.invoices.search({ query, limit: 10 })) },
+};
+
+export const refundsCreate: StripeOperation = {
+  name: 'refunds.create',
+  description: 'Refund a PaymentIntent (POST /v1/refunds) once per paymentIntent and refundRef.',
+  card: stripeCards['refunds.create'],
+  intentFields: ['paymentIntent', 'refundRef'],
+  sensitiveFields: [],
+  paramsSchema: schema(
+    { paymentIntent: { type: 'string', pattern: '^pi_' }, refundRef: { ...S_STRING, description: 'your refund reference; names the intent' } },
+    {
+      amount: { type: 'integer', minimum: 1, description: 'omit for the whole remaining amount' },
+      reason: { enum: ['duplicate', 'fraudulent', 'requested_by_customer'] },
+      metadata: S_METADATA,
+    },
+  ),
+  validate: (p) => check(p, { paymentIntent: id('pi_'), refundRef: str }, { amount: posInt, reason: oneOf('duplicate', 'fraudulent', 'requested_by_customer'), metadata }),
+  toStripe(p, id) {
+    const out: Record<string, unknown> = { payment_intent: p.paymentIntent, metadata: withMeta(p, id, { refund_ref: String(p.refundRef) }) };
+    put(out, 'amount', p.amount);
+    put(out, 'reason', p.reason);
+    return out;
+  },
+  create: (client, params, options) => client.refunds.create(params as never, options) as unknown as Promise<StripeObject>,
+  pastRetention: {
+    kind: 'list',
+    async find(client, params, id) {
+      const found: StripeObject[] = [];
+      // Refunds have no Search API; the list filtered by payment_intent is not delayed.
+      for await (const refund of client.refunds.list({ payment_intent: String(params.paymentIntent), limit: 100 })) {
+        if (refund.metadata?.[STRIPE_OPERATION_METADATA_KEY] === id) found.push(refund as unknown as StripeObject);
+      }
+      return found;
+    },
+  },
+};
+
+export const stripeOperations: Readonly<Record<string, StripeOperation>> = Object.freeze({
+  'customers.create': customersCreate,
+  'paymentIntents.create': paymentIntentsCreate,
+  'invoices.create': invoicesCreate,
+  'refunds.create': refundsCreate,
+});

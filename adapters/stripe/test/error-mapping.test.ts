@@ -1,0 +1,214 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { STRIPE_OPERATION_METADATA_KEY, createStripeAdapter, type StripeAdapter } from '../src/index.js';
+import { startStripeSandbox, type StripeSandbox } from '../src/sandbox/index.js';
+import { API_KEY, execCtx, idFor, startScriptedServer } from './helpers.js';
+
+// Every row of the error-mapping table, through the real stripe SDK against the loopback sandbox.
+
+let sandbox: StripeSandbox;
+let adapter: StripeAdapter;
+
+beforeEach(async () => {
+  sandbox = await startStripeSandbox({ port: 0 });
+  adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 2000 });
+});
+afterEach(async () => {
+  await sandbox.close();
+});
+
+const pi = (orderRef: string, extra: Record<string, unknown> = {}) => ({ customer: 'cus_fixture', amount: 1200, currency: 'eur', orderRef, ...extra });
+
+async function execute(operation: string, params: Record<string, unknown>, a: StripeAdapter = adapter) {
+  const id = idFor(a, operation, params);
+  return { id, outcome: await a.doExecute(operation, params, execCtx(a, operation, id)) };
+}
+
+describe('2xx', () => {
+  it('succeeded: keeps status, Request-Id and the object id; the key is derived from the business-operation id and the id is in metadata', async () => {
+    const { id, outcome } = await execute('paymentIntents.create', pi('A-1'));
+    expect(outcome.kind).toBe('succeeded');
+    if (outcome.kind !== 'succeeded') return;
+    expect(outcome.status).toBe(200);
+    expect(outcome.requestId).toMatch(/^req_/);
+    expect(outcome.providerRef).toMatch(/^pi_/);
+    expect((outcome.result as { metadata: Record<string, string> }).metadata[STRIPE_OPERATION_METADATA_KEY]).toBe(id);
+    const [req] = sandbox.requests();
+    expect(req?.idempotencyKey).toBe(`rs-${id}`);
+    expect(req?.idempotencyKey).not.toMatch(/stripe-node-retry/);
+  });
+
+  it('replayed: the same key and params again return the stored response with Idempotent-Replayed; still one object', async () => {
+    const params = pi('A-2');
+    const first = await execute('paymentIntents.create', params);
+    const second = await execute('paymentIntents.create', params);
+    expect(second.outcome.kind).toBe('replayed');
+    expect(second.outcome.kind === 'replayed' && second.outcome.providerRef).toBe(first.outcome.kind === 'succeeded' && first.outcome.providerRef);
+    expect(sandbox.count('paymentIntents.create')).toBe(1);
+  });
+
+  it('a caller-supplied business-operation id longer than fits is hashed into a ≤255-char key', async () => {
+    const long = `order-${'x'.repeat(190)}`;
+    const key = adapter.deriveProviderKey('customers.create', long as never);
+    expect(key!.length).toBeLessThanOrEqual(255);
+    const outcome = await adapter.doExecute('customers.create', { customerRef: 'u-long' }, execCtx(adapter, 'customers.create', long));
+    expect(outcome.kind).toBe('succeeded');
+    expect(sandbox.requests()[0]?.idempotencyKey).toBe(key);
+  });
+});
+
+describe('idempotency layer', () => {
+  it('StripeIdempotencyError (same key, other params) ⇒ rejected / conflict, not stored as a second object', async () => {
+    const params = pi('A-3');
+    const { id } = await execute('paymentIntents.create', params);
+    const outcome = await adapter.doExecute('paymentIntents.create', { ...params, description: 'changed' }, execCtx(adapter, 'paymentIntents.create', id));
+    expect(outcome).toMatchObject({ kind: 'rejected', reason: 'conflict', status: 400, code: 'idempotency_error' });
+    expect(sandbox.count('paymentIntents.create')).toBe(1);
+  });
+
+  it('409 idempotency_key_in_use (same key while the first is still running) ⇒ in-progress; one object', async () => {
+    sandbox.setProcessingMs(400);
+    const params = pi('A-4');
+    const id = idFor(adapter, 'paymentIntents.create', params);
+    const first = adapter.doExecute('paymentIntents.create', params, execCtx(adapter, 'paymentIntents.create', id));
+    await new Promise((r) => setTimeout(r, 100));
+    const second = await adapter.doExecute('paymentIntents.create', params, execCtx(adapter, 'paymentIntents.create', id, 2));
+    expect(second).toMatchObject({ kind: 'in-progress', status: 409, code: 'idempotency_key_in_use' });
+    expect((await first).kind).toBe('succeeded');
+    expect(sandbox.count('paymentIntents.create')).toBe(1);
+  });
+
+  it('429 ⇒ not-applied; it is not stored, so the same key later executes', async () => {
+    sandbox.failNext('rate-limit');
+    const params = pi('A-5');
+    const first = await execute('paymentIntents.create', params);
+    expect(first.outcome).toMatchObject({ kind: 'not-applied', status: 429, code: 'rate_limit' });
+    expect(sandbox.count('paymentIntents.create')).toBe(0);
+    const again = await execute('paymentIntents.create', params);
+    expect(again.outcome.kind).toBe('succeeded');
+  });
+
+  it('5xx ⇒ unknown / server-error; Stripe stores it, so the same key replays the 500 (marked as stored)', async () => {
+    sandbox.failNext('server-error');
+    const params = pi('A-6');
+    const first = await execute('paymentIntents.create', params);
+    expect(first.outcome).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 500 });
+    const again = await execute('paymentIntents.create', params);
+    expect(again.outcome).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 500 });
+    expect(again.outcome.kind === 'unknown' && again.outcome.message).toMatch(/stored 5xx replayed/);
+    expect(sandbox.requests().map((r) => r.result)).toEqual(['executed', 'replayed']);
+  });
+});
+
+describe('rejections (card, validation, auth, permission)', () => {
+  it('402 card_error ⇒ rejected / card-declined (stored: the same key replays it)', async () => {
+    const params = pi('A-7', { paymentMethod: 'pm_card_chargeDeclined', confirm: true });
+    const { outcome } = await execute('paymentIntents.create', params);
+    expect(outcome).toMatchObject({ kind: 'rejected', reason: 'card-declined', status: 402, code: 'card_declined' });
+    await execute('paymentIntents.create', params);
+    expect(sandbox.requests().map((r) => r.result)).toEqual(['executed', 'replayed']);
+  });
+
+  it('400 invalid_request_error ⇒ rejected / validation (not stored)', async () => {
+    const { outcome } = await execute('invoices.create', { customer: 'cus_fixture', invoiceRef: 'INV-1', collectionMethod: 'send_invoice' });
+    expect(outcome).toMatchObject({ kind: 'rejected', reason: 'validation', status: 400, code: 'parameter_missing' });
+    expect(sandbox.keys()).toEqual([]);
+  });
+
+  it('404 resource_missing ⇒ rejected / not-found', async () => {
+    const { outcome } = await execute('refunds.create', { paymentIntent: 'pi_nope', refundRef: 'R-1' });
+    expect(outcome).toMatchObject({ kind: 'rejected', reason: 'not-found', status: 404, code: 'resource_missing' });
+  });
+
+  it('401 ⇒ rejected / authentication', async () => {
+    const bad = createStripeAdapter({ apiKey: 'sk_live_wrong', baseUrl: sandbox.url });
+    const { outcome } = await execute('customers.create', { customerRef: 'u-1' }, bad);
+    expect(outcome).toMatchObject({ kind: 'rejected', reason: 'authentication', status: 401 });
+  });
+
+  it('403 ⇒ rejected / permission', async () => {
+    const restricted = createStripeAdapter({ apiKey: 'rk_test_readonly', baseUrl: sandbox.url });
+    const { outcome } = await execute('customers.create', { customerRef: 'u-2' }, restricted);
+    expect(outcome).toMatchObject({ kind: 'rejected', reason: 'permission', status: 403 });
+  });
+
+  it('params that fail the adapter\'s own checks ⇒ rejected / validation with every field named, and nothing is sent', async () => {
+    const outcome = await adapter.doExecute('paymentIntents.create', { customer: 'x', amount: -1, orderRef: 'A', extra: 1 }, execCtx(adapter, 'paymentIntents.create', 'op-invalid'));
+    expect(outcome).toMatchObject({ kind: 'rejected', reason: 'validation', code: 'retrysafe_invalid_params' });
+    const message = outcome.kind === 'rejected' ? outcome.message : '';
+    for (const field of ['customer', 'amount', 'currency', 'extra']) expect(message).toContain(field);
+    expect(sandbox.requests()).toEqual([]);
+  });
+});
+
+describe('transport', () => {
+  it('connection refused (never sent) ⇒ not-applied', async () => {
+    const closed = await startScriptedServer(() => {});
+    const url = closed.url;
+    await closed.close();
+    const a = createStripeAdapter({ apiKey: API_KEY, baseUrl: url, timeoutMs: 1000 });
+    const { outcome } = await execute('customers.create', { customerRef: 'u-3' }, a);
+    expect(outcome).toMatchObject({ kind: 'not-applied', code: 'ECONNREFUSED' });
+  });
+
+  it('timeout after the request left ⇒ unknown / timeout (the sandbox did commit it)', async () => {
+    sandbox.setProcessingMs(600);
+    const a = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 200 });
+    const { outcome } = await execute('customers.create', { customerRef: 'u-4' }, a);
+    expect(outcome).toMatchObject({ kind: 'unknown', cause: 'timeout', code: 'ETIMEDOUT' });
+    await new Promise((r) => setTimeout(r, 700));
+    expect(sandbox.count('customers.create')).toBe(1);
+  });
+
+  it('connection reset after sending ⇒ unknown / connection-reset, with exactly ONE request (the SDK\'s closed-connection retry is owned)', async () => {
+    const server = await startScriptedServer((req) => req.socket.destroy());
+    const a = createStripeAdapter({ apiKey: API_KEY, baseUrl: server.url, timeoutMs: 1000 });
+    const { outcome } = await execute('customers.create', { customerRef: 'u-5' }, a);
+    expect(outcome).toMatchObject({ kind: 'unknown', cause: 'connection-reset' });
+    expect(server.count()).toBe(1);
+    await server.close();
+  });
+
+  it('a body cut off after the headers ⇒ unknown / truncated-response', async () => {
+    const server = await startScriptedServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '500', 'request-id': 'req_cut' });
+      res.write('{"id":"cus_');
+      setTimeout(() => res.socket?.destroy(), 20);
+    });
+    const a = createStripeAdapter({ apiKey: API_KEY, baseUrl: server.url, timeoutMs: 1000 });
+    const { outcome } = await execute('customers.create', { customerRef: 'u-6' }, a);
+    expect(outcome.kind).toBe('unknown');
+    expect(['truncated-response', 'connection-reset']).toContain(outcome.kind === 'unknown' ? outcome.cause : outcome.kind);
+    expect(server.count()).toBe(1);
+    await server.close();
+  });
+
+  it('a 200 whose body is not JSON ⇒ unknown (it may have been applied)', async () => {
+    const server = await startScriptedServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'request-id': 'req_garbage' });
+      res.end('<html>proxy error</html>');
+    });
+    const a = createStripeAdapter({ apiKey: API_KEY, baseUrl: server.url });
+    const { outcome } = await execute('customers.create', { customerRef: 'u-7' }, a);
+    expect(outcome).toMatchObject({ kind: 'unknown', requestId: 'req_garbage' });
+    await server.close();
+  });
+
+  it('503 with Retry-After ⇒ unknown / server-error keeping retryAfterMs; a 409 without idempotency_key_in_use ⇒ unknown', async () => {
+    const server = await startScriptedServer((_req, res, n) => {
+      if (n === 1) {
+        res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '3', 'request-id': 'req_503' });
+        res.end(JSON.stringify({ error: { type: 'api_error', message: 'unavailable' } }));
+      } else {
+        res.writeHead(409, { 'content-type': 'application/json', 'request-id': 'req_409' });
+        res.end(JSON.stringify({ error: { type: 'invalid_request_error', code: 'resource_conflict', message: 'conflict' } }));
+      }
+    });
+    const a = createStripeAdapter({ apiKey: API_KEY, baseUrl: server.url });
+    const first = await execute('customers.create', { customerRef: 'u-8' }, a);
+    expect(first.outcome).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 503, retryAfterMs: 3000, requestId: 'req_503' });
+    const second = await execute('customers.create', { customerRef: 'u-8' }, a);
+    expect(second.outcome).toMatchObject({ kind: 'unknown', status: 409, code: 'resource_conflict' });
+    expect(server.count()).toBe(2);
+    await server.close();
+  });
+});
