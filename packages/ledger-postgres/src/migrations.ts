@@ -57,9 +57,10 @@ CREATE TABLE {{schema}}.retrysafe_receipts (
     version: 2,
     name: 'indexes for recovery and listing',
     sql: `
--- recoverCandidates(now): non-terminal operations whose lease is absent (0) or expired.
+-- recoverCandidates(now): non-terminal operations (few: in flight or stuck) in updated_at order;
+-- the partial index holds only those rows, so it stays small however long the history grows.
 CREATE INDEX retrysafe_operations_recover_idx ON {{schema}}.retrysafe_operations
-  ((coalesce(lease_expires_at, 0)), updated_at) WHERE state IN ${RECOVERABLE};
+  (updated_at, business_operation_id) WHERE state IN ${RECOVERABLE};
 -- list({ states }) from the runner and the CLI (handed-off queue, stuck operations).
 CREATE INDEX retrysafe_operations_state_idx ON {{schema}}.retrysafe_operations (state, created_at);
 -- list({ provider, operation }) from the CLI.

@@ -105,25 +105,50 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
 
   const RETURNING = 'RETURNING *';
 
-  /** 0 rows from a fenced write: tell a stale token from a missing operation. */
-  async function fenceFailure(ref: Fenced, what: string): Promise<never> {
-    const { rows } = await query<{ fence: string }>(what, 'fence', `SELECT fence FROM ${ops} WHERE business_operation_id = $1`, [ref.businessOperationId]);
-    if (rows.length === 0) throw new LedgerError(`${what}: no operation ${ref.businessOperationId} in the ledger`);
-    throw new LeaseLostError(ref.businessOperationId, ref.fence);
+  /**
+   * 0 rows from a fenced write: say why. A missing operation is a LedgerError, a stale token a
+   * LeaseLostError (checked first, as the other ledgers do), a state the write may not leave an
+   * InvalidStateError; `'no-op'` means the guard asked for a silent no-op.
+   */
+  async function refused(ref: Fenced, what: string, blocked?: Blocked): Promise<OperationRecord | null> {
+    const { rows } = await query<OperationRow>(what, 'get', `SELECT * FROM ${ops} WHERE business_operation_id = $1`, [ref.businessOperationId]);
+    if (rows.length === 0) throw new LedgerError(`no operation ${ref.businessOperationId} in the ledger`);
+    const current = toRecord(rows[0]!);
+    if (current.fence !== ref.fence) throw new LeaseLostError(ref.businessOperationId, ref.fence);
+    const why = blocked?.(current) ?? null;
+    if (why === 'no-op') return null;
+    // null: the row now passes the guard, so it changed between the write and this read.
+    throw why ?? new LedgerError(`${what}: ${ref.businessOperationId} changed concurrently; write refused`);
   }
 
-  async function fencedUpdate(ref: Fenced, what: string, name: string, set: string, values: unknown[], extraCondition = ''): Promise<OperationRecord> {
+  /**
+   * One UPDATE guarded by the fencing token (and optionally by the state), in one round trip.
+   * Under READ COMMITTED an UPDATE that waits on a concurrent takeover re-checks its WHERE against
+   * the new row version, so a stale token can never land after the takeover commits.
+   */
+  async function fencedUpdate(
+    ref: Fenced,
+    what: string,
+    name: string,
+    set: string,
+    values: unknown[],
+    guard: { sql: string; blocked: Blocked } | null,
+  ): Promise<OperationRecord | null> {
     checkRef(ref, what);
     const n = values.length;
     const { rows } = await query<OperationRow>(
       what,
       name,
-      `UPDATE ${ops} SET ${set} WHERE business_operation_id = $${n + 1} AND fence = $${n + 2}${extraCondition} ${RETURNING}`,
+      `UPDATE ${ops} SET ${set} WHERE business_operation_id = $${n + 1} AND fence = $${n + 2}${guard ? ` AND ${guard.sql}` : ''} ${RETURNING}`,
       [...values, ref.businessOperationId, ref.fence],
     );
-    if (rows.length === 0) return fenceFailure(ref, what);
+    if (rows.length === 0) return refused(ref, what, guard?.blocked);
     return toRecord(rows[0]!);
   }
+  const must = (r: OperationRecord | null): OperationRecord => r!;
+  const NOT_TERMINAL = `state NOT IN (${sqlList(TERMINAL_STATES)})`;
+  const terminalBlocks = (action: string) => (r: OperationRecord) =>
+    isTerminal(r.state) ? new InvalidStateError(r.businessOperationId, r.state, action) : null;
 
   const ledger: PostgresLedger = {
     schema: schemaName,
@@ -155,14 +180,24 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         if (isTerminal(current.state) && !resuming) return { kind: 'terminal', record: current } as const;
         const leaseLive = current.leaseOwner !== null && current.leaseExpiresAt !== null && current.leaseExpiresAt > input.now;
         if (leaseLive) return { kind: 'busy', record: current } as const;
-        const { rows: taken } = await query<OperationRow>(
-          'claim',
-          'claim-take',
-          `UPDATE ${ops} SET fence = fence + 1, lease_owner = $2, lease_expires_at = $3, updated_at = $4
-           WHERE business_operation_id = $1 ${RETURNING}`,
-          [input.businessOperationId, input.owner, expires, input.now],
-          client,
-        );
+        // A person's "resume" re-opens a handed-off operation as claimed, noting who resumed it.
+        const { rows: taken } = resuming
+          ? await query<OperationRow>(
+              'claim',
+              'claim-resume',
+              `UPDATE ${ops} SET fence = fence + 1, lease_owner = $2, lease_expires_at = $3, updated_at = $4, state = 'claimed', resolution = $5::json
+               WHERE business_operation_id = $1 ${RETURNING}`,
+              [input.businessOperationId, input.owner, expires, input.now, jsonParam({ action: 'resume', at: input.now, by: input.owner })],
+              client,
+            )
+          : await query<OperationRow>(
+              'claim',
+              'claim-take',
+              `UPDATE ${ops} SET fence = fence + 1, lease_owner = $2, lease_expires_at = $3, updated_at = $4
+               WHERE business_operation_id = $1 ${RETURNING}`,
+              [input.businessOperationId, input.owner, expires, input.now],
+              client,
+            );
         return { kind: 'claimed', record: toRecord(taken[0]!), takenOver: true } as const;
       });
     },
@@ -170,29 +205,34 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     async renewLease(ref, leaseMs, now) {
       checkNumber(leaseMs, 'leaseMs', 'renewLease', 1);
       checkNumber(now, 'now', 'renewLease');
-      // Only a held lease is extended: a released one stays released (the caller no longer owns it).
-      await fencedUpdate(ref, 'renewLease', 'renew', 'lease_expires_at = $1::bigint + $2::bigint', [now, leaseMs], ' AND lease_owner IS NOT NULL');
+      // A terminal operation holds no lease: renewing it is a no-op. A released lease stays released
+      // (the caller gave it up; it must claim again).
+      await fencedUpdate(ref, 'renewLease', 'renew', 'lease_expires_at = $1::bigint + $2::bigint, updated_at = $1', [now, leaseMs], {
+        sql: `${NOT_TERMINAL} AND lease_owner IS NOT NULL`,
+        blocked: (r) => (isTerminal(r.state) ? 'no-op' : r.leaseOwner === null ? new LeaseLostError(r.businessOperationId, ref.fence) : null),
+      });
     },
 
     async markDispatched(ref, now) {
       checkNumber(now, 'now', 'markDispatched');
-      return fencedUpdate(
+      return must(await fencedUpdate(
         ref,
         'markDispatched',
         'dispatched',
         `state = 'dispatched', attempt_count = attempt_count + 1, first_dispatched_at = coalesce(first_dispatched_at, $1), updated_at = $1`,
         [now],
-      );
+        { sql: NOT_TERMINAL, blocked: terminalBlocks('cannot dispatch a terminal operation') },
+      ));
     },
 
     async setState(ref, patch: StatePatch) {
       if (!patch || typeof patch.state !== 'string') throw new LedgerError('setState: patch.state is required');
-      if (patch.state === 'handed-off') throw new InvalidStateError(ref.businessOperationId, patch.state, 'use handOff() to hand an operation off (it needs a packet)');
-      if (patch.state === 'abandoned') throw new InvalidStateError(ref.businessOperationId, patch.state, 'only a person abandons an operation, through resolve()');
+      if (patch.state === 'handed-off') throw new LedgerError('setState cannot hand off: use handOff(ref, packet)');
+      if (patch.state === 'abandoned') throw new LedgerError('setState cannot abandon: a person does that through resolve()');
       if (!ALL_STATES.has(patch.state)) throw new LedgerError(`setState: unknown state ${JSON.stringify(patch.state)}`);
       checkNumber(patch.now, 'now', 'setState');
       const terminal = isTerminal(patch.state);
-      return fencedUpdate(
+      return must(await fencedUpdate(
         ref,
         'setState',
         terminal ? 'set-state-terminal' : 'set-state',
@@ -209,13 +249,23 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
           patch.providerRef !== undefined, patch.providerRef ?? null,
           patch.statusRef !== undefined, patch.statusRef ?? null,
         ],
-      );
+        { sql: NOT_TERMINAL, blocked: terminalBlocks(`cannot move a terminal operation to ${patch.state}`) },
+      ));
     },
 
     async handOff(ref, packet: HandoffPacket, now) {
       if (!packet || typeof packet !== 'object') throw new LedgerError('handOff: a handoff packet is required');
       checkNumber(now, 'now', 'handOff');
-      return fencedUpdate(ref, 'handOff', 'hand-off', `state = 'handed-off', handoff = $1::json, updated_at = $2, lease_owner = NULL, lease_expires_at = NULL`, [jsonParam(packet), now]);
+      // The packet's last known outcome and provider reference become the record's, when it has them.
+      return must(await fencedUpdate(
+        ref,
+        'handOff',
+        'hand-off',
+        `state = 'handed-off', handoff = $1::json, last_outcome = coalesce($3, last_outcome), provider_ref = coalesce($4, provider_ref),
+         updated_at = $2, lease_owner = NULL, lease_expires_at = NULL`,
+        [jsonParam(packet), now, packet.lastKnown?.outcome ?? null, packet.lastKnown?.providerRef ?? null],
+        { sql: `state NOT IN ('succeeded', 'abandoned', 'handed-off')`, blocked: (r) => (['succeeded', 'abandoned', 'handed-off'].includes(r.state) ? new InvalidStateError(r.businessOperationId, r.state, 'cannot hand off') : null) },
+      ));
     },
 
     async appendReceipt(ref, receipt: Receipt) {
@@ -233,7 +283,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
               last AS (SELECT max(seq) AS seq FROM ${rcp} WHERE business_operation_id = $1)
          INSERT INTO ${rcp} (business_operation_id, seq, receipt)
          SELECT $1, $3, $4::json FROM op, last
-         WHERE op.fence = $2 AND ($3::integer = last.seq + 1 OR (last.seq IS NULL AND $3::integer IN (0, 1)))
+         WHERE op.fence = $2 AND $3::integer = coalesce(last.seq, 0) + 1
          RETURNING seq`,
         [ref.businessOperationId, ref.fence, receipt.seq, jsonParam(receipt)],
       );
@@ -245,14 +295,14 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         [ref.businessOperationId],
       );
       const row = check.rows[0];
-      if (!row) throw new LedgerError(`appendReceipt: no operation ${ref.businessOperationId} in the ledger`);
+      if (!row) throw new LedgerError(`no operation ${ref.businessOperationId} in the ledger`);
       if (Number(row.fence) !== ref.fence) throw new LeaseLostError(ref.businessOperationId, ref.fence);
-      const expected = row.seq === null ? '0 or 1' : String(row.seq + 1);
+      const expected = (row.seq ?? 0) + 1;
       throw new LedgerError(`appendReceipt: receipt seq ${receipt.seq} for ${ref.businessOperationId} is not the next one (expected ${expected})`);
     },
 
     async release(ref) {
-      await fencedUpdate(ref, 'release', 'release', 'lease_owner = NULL, lease_expires_at = NULL', []);
+      await fencedUpdate(ref, 'release', 'release', 'lease_owner = NULL, lease_expires_at = NULL', [], null);
     },
 
     async resolve(id: BusinessOperationId, resolution, now) {
@@ -262,9 +312,12 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       checkNumber(now, 'now', 'resolve');
       return withTransaction('resolve', async (client) => {
         const { rows } = await query<OperationRow>('resolve', 'claim-lock', `SELECT * FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE`, [id], client);
-        if (rows.length === 0) throw new LedgerError(`resolve: no operation ${id} in the ledger`);
+        if (rows.length === 0) throw new LedgerError(`no operation ${id} in the ledger`);
         const current = toRecord(rows[0]!);
-        if (current.state !== 'handed-off') throw new InvalidStateError(id, current.state, 'only a handed-off operation can be resolved by a person');
+        if (current.state !== 'handed-off') throw new InvalidStateError(id, current.state, `only a handed-off operation can be resolved (${resolution.action})`);
+        if (resolution.action === 'mark-done' && (typeof resolution.providerRef !== 'string' || resolution.providerRef.length === 0)) {
+          throw new InvalidStateError(id, current.state, 'mark-done needs the provider reference of the effect you confirmed');
+        }
         const done = resolution.action === 'mark-done';
         const record = {
           action: resolution.action,
@@ -272,12 +325,12 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
           at: now,
           ...(resolution.by !== undefined ? { by: resolution.by } : {}),
         };
-        // The fence grows so that any worker still holding an old token cannot overwrite the person's decision.
+        // The state becomes terminal, so a worker still holding an old token cannot overwrite the person's decision.
         const { rows: out } = await query<OperationRow>(
           'resolve',
           'resolve',
           `UPDATE ${ops} SET state = $2, resolution = $3::json, provider_ref = coalesce($4, provider_ref), updated_at = $5,
-             fence = fence + 1, lease_owner = NULL, lease_expires_at = NULL
+             lease_owner = NULL, lease_expires_at = NULL
            WHERE business_operation_id = $1 ${RETURNING}`,
           [id, done ? 'succeeded' : 'abandoned', jsonParam(record), done ? resolution.providerRef ?? null : null, now],
           client,
@@ -335,7 +388,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         'recover',
         `SELECT * FROM ${ops}
          WHERE state IN (${sqlList(RECOVERABLE_STATES)}) AND coalesce(lease_expires_at, 0) <= $1
-         ORDER BY coalesce(lease_expires_at, 0), updated_at LIMIT $2`,
+         ORDER BY updated_at, business_operation_id LIMIT $2`,
         [now, limit ?? null],
       );
       return rows.map(toRecord);
@@ -376,6 +429,9 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
 
   return ledger;
 }
+
+/** Why a guarded write matched no row: an error to throw, `'no-op'`, or null (not explained by the guard). */
+type Blocked = (r: OperationRecord) => Error | 'no-op' | null;
 
 const ALL_STATES = new Set<string>([...RECOVERABLE_STATES, ...TERMINAL_STATES]);
 

@@ -245,9 +245,21 @@ describe('state machine', () => {
   it('refuses handed-off and abandoned through setState, and unknown states', async () => {
     const { record } = await claimed();
     const ref = { businessOperationId: record.businessOperationId, fence: record.fence };
-    await expect(ledger.setState(ref, { state: 'handed-off', now: T0 })).rejects.toThrow(InvalidStateError);
-    await expect(ledger.setState(ref, { state: 'abandoned', now: T0 })).rejects.toThrow(InvalidStateError);
+    await expect(ledger.setState(ref, { state: 'handed-off', now: T0 })).rejects.toThrow(/use handOff/);
+    await expect(ledger.setState(ref, { state: 'abandoned', now: T0 })).rejects.toThrow(/resolve/);
     await expect(ledger.setState(ref, { state: 'done' as never, now: T0 })).rejects.toThrow(LedgerError);
+    expect((await ledger.get(record.businessOperationId))!.state).toBe('claimed');
+  });
+
+  it('a terminal operation is not dispatched, moved or handed off again, even with the current token; renewing it is a no-op', async () => {
+    const { record } = await claimed();
+    const ref = { businessOperationId: record.businessOperationId, fence: record.fence };
+    await ledger.setState(ref, { state: 'succeeded', result: { ok: 1 }, now: T0 + 1 });
+    await expect(ledger.markDispatched(ref, T0 + 2)).rejects.toThrow(InvalidStateError);
+    await expect(ledger.setState(ref, { state: 'unknown', now: T0 + 2 })).rejects.toThrow(InvalidStateError);
+    await expect(ledger.handOff(ref, packet(ref.businessOperationId), T0 + 2)).rejects.toThrow(InvalidStateError);
+    await ledger.renewLease(ref, 1_000, T0 + 2);
+    expect(await ledger.get(ref.businessOperationId)).toMatchObject({ state: 'succeeded', attemptCount: 0, leaseOwner: null, leaseExpiresAt: null, updatedAt: T0 + 1 });
   });
 
   it('release drops the lease without changing state, so another worker may claim at once', async () => {
@@ -270,26 +282,29 @@ describe('state machine', () => {
 });
 
 describe('handoff, resume and resolve', () => {
-  it('handOff stores the packet and releases the lease; resume re-claims it with a new fence', async () => {
+  it('handOff stores the packet, takes its last known outcome and releases the lease; resume re-claims it with a new fence', async () => {
     const { record } = await claimed();
     const id = record.businessOperationId;
-    const ho = await ledger.handOff({ businessOperationId: id, fence: 1 }, packet(id), T0 + 5);
-    expect(ho).toMatchObject({ state: 'handed-off', leaseOwner: null, handoff: { reason: 'retry-exhausted', businessOperationId: id } });
+    const p = { ...packet(id), lastKnown: { outcome: 'unknown' as const, providerRef: 'ord_7' } };
+    const ho = await ledger.handOff({ businessOperationId: id, fence: 1 }, p, T0 + 5);
+    expect(ho).toMatchObject({ state: 'handed-off', leaseOwner: null, lastOutcome: 'unknown', providerRef: 'ord_7', handoff: { reason: 'retry-exhausted', businessOperationId: id } });
     expect((await ledger.claim(input({ businessOperationId: id, owner: 'w2', now: T0 + 6 }))).kind).toBe('terminal');
     const resumed = await ledger.claim(input({ businessOperationId: id, owner: 'w2', now: T0 + 6, resume: true }));
-    expect(resumed).toMatchObject({ kind: 'claimed', takenOver: true, record: { fence: 2, leaseOwner: 'w2' } });
+    expect(resumed).toMatchObject({ kind: 'claimed', takenOver: true, record: { state: 'claimed', fence: 2, leaseOwner: 'w2', resolution: { action: 'resume', at: T0 + 6, by: 'w2' } } });
+    await expect(ledger.setState({ businessOperationId: id, fence: 1 }, { state: 'rejected', now: T0 + 7 })).rejects.toThrow(LeaseLostError);
   });
 
-  it('mark-done and abandon resolve a handed-off operation and fence out older tokens', async () => {
+  it('mark-done and abandon resolve a handed-off operation, and a worker\'s old token cannot undo them', async () => {
     const a = (await claimed()).record.businessOperationId;
     const b = (await claimed()).record.businessOperationId;
     await ledger.handOff({ businessOperationId: a, fence: 1 }, packet(a), T0 + 1);
     await ledger.handOff({ businessOperationId: b, fence: 1 }, packet(b), T0 + 1);
     const done = await ledger.resolve(a, { action: 'mark-done', providerRef: 'ord_9', by: 'ops-person' }, T0 + 2);
-    expect(done).toMatchObject({ state: 'succeeded', providerRef: 'ord_9', fence: 2, resolution: { action: 'mark-done', providerRef: 'ord_9', at: T0 + 2, by: 'ops-person' } });
+    expect(done).toMatchObject({ state: 'succeeded', providerRef: 'ord_9', resolution: { action: 'mark-done', providerRef: 'ord_9', at: T0 + 2, by: 'ops-person' } });
     const gone = await ledger.resolve(b, { action: 'abandon' }, T0 + 2);
     expect(gone).toMatchObject({ state: 'abandoned', resolution: { action: 'abandon', at: T0 + 2 } });
-    await expect(ledger.setState({ businessOperationId: a, fence: 1 }, { state: 'rejected', now: T0 + 3 })).rejects.toThrow(LeaseLostError);
+    await expect(ledger.setState({ businessOperationId: a, fence: 1 }, { state: 'rejected', now: T0 + 3 })).rejects.toThrow(InvalidStateError);
+    expect((await ledger.get(a))!.state).toBe('succeeded');
   });
 
   it('refuses to resolve an operation that is not handed off, or does not exist', async () => {
@@ -297,6 +312,9 @@ describe('handoff, resume and resolve', () => {
     await expect(ledger.resolve(record.businessOperationId, { action: 'abandon' }, T0)).rejects.toThrow(InvalidStateError);
     await expect(ledger.resolve('missing' as BusinessOperationId, { action: 'abandon' }, T0)).rejects.toThrow(/no operation missing/);
     await expect(ledger.resolve(record.businessOperationId, { action: 'resume' } as never, T0)).rejects.toThrow(LedgerError);
+    await ledger.handOff({ businessOperationId: record.businessOperationId, fence: 1 }, packet(record.businessOperationId), T0 + 1);
+    await expect(ledger.resolve(record.businessOperationId, { action: 'mark-done' }, T0 + 2)).rejects.toThrow(/provider reference/);
+    expect((await ledger.get(record.businessOperationId))!.state).toBe('handed-off');
   });
 });
 
@@ -305,6 +323,7 @@ describe('receipts', () => {
     const { record } = await claimed();
     const id = record.businessOperationId;
     const ref = { businessOperationId: id, fence: 1 };
+    await expect(ledger.appendReceipt(ref, receipt(id, 0))).rejects.toThrow(/expected 1/);
     await ledger.appendReceipt(ref, receipt(id, 1));
     await ledger.appendReceipt(ref, receipt(id, 2));
     await expect(ledger.appendReceipt(ref, receipt(id, 2))).rejects.toThrow(/not the next one \(expected 3\)/);
