@@ -132,7 +132,7 @@ export const eventsCreateCard = defineCard({
   providerKey: {
     travels: fact('body', `${SOURCES.event}; ${SOURCES.providers}`),
     name: fact('transactionId', SOURCES.event),
-    maxLength: fact<number | null>('unknown', `${SOURCES.event}: no limit documented (the adapter sends 64 chars: rs- + hex digest)`),
+    maxLength: fact<number | null>('unknown', `${SOURCES.event}: no limit documented (the adapter sends at most 64 chars: rs- + the id when it fits A-Za-z0-9-, else rs- + a hex digest of it)`),
     charset: fact<string | null>('unknown', `${SOURCES.event}: not documented (the adapter sends only A-Za-z0-9-)`),
     scope: fact('unknown', `${SOURCES.providers}`),
   },

@@ -91,6 +91,8 @@ export interface SandboxRequest {
   readonly kind: SandboxKind | 'other';
   readonly method: string;
   readonly path: string;
+  /** The raw query string (`?$filter=…`), '' when none. */
+  readonly query: string;
   /** The n-th call of this kind (1-based). */
   readonly call: number;
   readonly fault: string;
@@ -113,6 +115,8 @@ export interface MsGraphSandbox {
   setSentItemsDelay(ms: number): void;
   /** Moves the sandbox clock forward (Sent Items delay). */
   advance(ms: number): void;
+  /** Forgets every event transactionId, as if it aged past a retention Graph does not document: a resend then creates a second event. */
+  expireKeys(): void;
   close(): Promise<void>;
 }
 
@@ -157,6 +161,8 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
   const users = options.users ? new Set(options.users.map((u) => u.toLowerCase())) : null;
   const duplicateTx = options.duplicateTransactionId ?? 'return-existing';
   const sockets = new Set<Socket>();
+  /** transactionIds of events created before the last expireKeys(): no longer folded. */
+  const expired = new Set<SandboxEvent>();
 
   function faultFor(kind: SandboxKind, call: number): SandboxFault {
     const script = faults.get(kind);
@@ -259,7 +265,7 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
       const props = extProps(body.singleValueExtendedProperties);
       const tx = typeof body.transactionId === 'string' ? body.transactionId : null;
       if (tx !== null && duplicateTx !== 'create-new') {
-        const existing = records.find((r): r is SandboxEvent => r.kind === 'events.create' && r.mailbox === route.mailbox && r.transactionId === tx);
+        const existing = records.find((r): r is SandboxEvent => r.kind === 'events.create' && r.mailbox === route.mailbox && r.transactionId === tx && !expired.has(r));
         if (existing) {
           if (duplicateTx === 'conflict') throw new HttpError(409, 'ErrorDuplicateTransactionId', 'An event with this transactionId already exists.');
           return { status: 201, body: eventJson(existing) };
@@ -371,7 +377,7 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
         break;
       }
     }
-    const entry = { n: log.length + 1, method, path: url.pathname, retryAttempt: (req.headers['retry-attempt'] as string | undefined) ?? null };
+    const entry = { n: log.length + 1, method, path: url.pathname, query: url.search, retryAttempt: (req.headers['retry-attempt'] as string | undefined) ?? null };
     if (!matched) {
       log.push({ ...entry, kind: 'other', call: 0, fault: 'pass', status: 404 });
       await readJson(req).catch(() => undefined);
@@ -458,6 +464,9 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
     },
     advance: (ms) => {
       offset += ms;
+    },
+    expireKeys: () => {
+      for (const r of records) if (r.kind === 'events.create') expired.add(r);
     },
     close: () =>
       new Promise<void>((resolve) => {

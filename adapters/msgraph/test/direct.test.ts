@@ -1,0 +1,251 @@
+// The real Graph SDK → the loopback sandbox, straight through doExecute/doLookup: one test per
+// row of the error-mapping table in src/msgraph-errors.ts, for each operation.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { UnknownOperationError, businessOperationId } from '@retrysafe/contract';
+import { createMsGraphAdapter, DEFAULT_EXTENDED_PROPERTY_ID, type MsGraphAdapter } from '../src/index.js';
+import { startMsGraphSandbox, type MsGraphSandbox, type SandboxFault, type SandboxKind } from '../src/sandbox/index.js';
+import { TOKEN, closedPortUrl, eventParams, execCtx, lookupCtx, mailParams, taskParams } from './helpers.js';
+
+let sandbox: MsGraphSandbox;
+let adapter: MsGraphAdapter;
+
+beforeEach(async () => {
+  sandbox = await startMsGraphSandbox({ accessToken: TOKEN, users: ['alice@contoso.test'] });
+  adapter = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: sandbox.url, timeoutMs: 1_000 });
+});
+afterEach(async () => {
+  await sandbox.close();
+});
+
+const OPS = [
+  { op: 'mail.send', kind: 'mail.send', params: () => mailParams(1) },
+  { op: 'events.create', kind: 'events.create', params: () => eventParams(1) },
+  { op: 'todo.tasks.create', kind: 'todo.tasks.create', params: () => taskParams(1) },
+] as const;
+
+async function exec(op: string, params: unknown, id = `${op}-op-1`) {
+  const key = adapter.deriveProviderKey(op, execCtx(id).businessOperationId);
+  return adapter.doExecute(op, params, execCtx(id, key));
+}
+
+describe('success', () => {
+  it('mail.send: 202 ⇒ succeeded (accepted), the message carries the business-operation id tag and goes to Sent Items', async () => {
+    const out = await exec('mail.send', mailParams(1), 'order-17-reminder');
+    expect(out).toMatchObject({ kind: 'succeeded', status: 202, result: { state: 'accepted', messageId: null } });
+    expect(out.requestId).toMatch(/^[0-9a-f-]{36}$/);
+    const [msg] = sandbox.records();
+    expect(msg).toMatchObject({ kind: 'mail.send', mailbox: 'me', extendedProperties: [{ id: DEFAULT_EXTENDED_PROPERTY_ID, value: 'order-17-reminder' }] });
+    expect(sandbox.count('mail.send')).toBe(1);
+  });
+
+  it('mail.send from /users/{id}: the mailbox is the user', async () => {
+    const out = await exec('mail.send', mailParams(2, 'alice@contoso.test'));
+    expect(out.kind).toBe('succeeded');
+    expect(sandbox.requests()[0]?.path).toBe('/v1.0/users/alice%40contoso.test/sendMail');
+    expect(sandbox.records()[0]).toMatchObject({ mailbox: 'alice@contoso.test' });
+  });
+
+  it('events.create: 201 ⇒ succeeded with the event id as providerRef and transactionId derived from the business-operation id', async () => {
+    const id = 'meeting-42';
+    const key = adapter.deriveProviderKey('events.create', execCtx(id).businessOperationId);
+    expect(key).toBe('rs-meeting-42'); // fits the rule: readable
+    const derived = businessOperationId('msgraph.events.create', { subject: 'Review 1' }); // has '.' and ':' ⇒ digest
+    expect(adapter.deriveProviderKey('events.create', derived)).toMatch(/^rs-[0-9a-f]{61}$/);
+    expect(adapter.deriveProviderKey('events.create', derived)).toBe(adapter.deriveProviderKey('events.create', derived));
+    const out = await adapter.doExecute('events.create', eventParams(1), execCtx(id, key));
+    expect(out).toMatchObject({ kind: 'succeeded', status: 201, result: { transactionId: key } });
+    expect(out.providerRef).toBe((out as { result: { id: string } }).result.id);
+  });
+
+  it('todo.tasks.create: 201 ⇒ succeeded; the task carries a linkedResource whose externalId is the business-operation id', async () => {
+    const out = await exec('todo.tasks.create', taskParams(1), 'ticket-9-followup');
+    expect(out).toMatchObject({ kind: 'succeeded', status: 201, result: { status: 'notStarted' } });
+    expect(sandbox.records()[0]).toMatchObject({ linkedResources: [{ applicationName: 'retrysafe', externalId: 'ticket-9-followup' }] });
+  });
+
+  it('mail.send and todo.tasks.create derive no provider key (none travels)', () => {
+    const id = execCtx('x').businessOperationId;
+    expect(adapter.deriveProviderKey('mail.send', id)).toBeNull();
+    expect(adapter.deriveProviderKey('todo.tasks.create', id)).toBeNull();
+  });
+
+  it('a 202 that carries Retry-After is still one accepted mail: succeeded, nothing to resend', async () => {
+    sandbox.setFaults('mail.send', [{ kind: 'accepted-with-retry-after', retryAfterS: 5 }]);
+    const out = await exec('mail.send', mailParams(3));
+    expect(out).toMatchObject({ kind: 'succeeded', status: 202 });
+    expect(sandbox.requestCount('mail.send')).toBe(1);
+    expect(sandbox.count('mail.send')).toBe(1);
+  });
+});
+
+// status rows: [status, expected outcome fields, whether the sandbox applied the effect first]
+const STATUS_ROWS: readonly [number, Record<string, unknown>, boolean][] = [
+  [400, { kind: 'rejected', reason: 'validation' }, false],
+  [403, { kind: 'rejected', reason: 'permission' }, false],
+  [413, { kind: 'rejected', reason: 'validation' }, false],
+  [418, { kind: 'rejected', reason: 'other' }, false],
+  [429, { kind: 'not-applied', retryAfterMs: 7_000 }, false],
+  [500, { kind: 'unknown', cause: 'server-error' }, true],
+  [502, { kind: 'unknown', cause: 'server-error' }, true],
+  [503, { kind: 'unknown', cause: 'server-error', retryAfterMs: 7_000 }, true],
+  [504, { kind: 'unknown', cause: 'server-error', retryAfterMs: 7_000 }, true],
+  [507, { kind: 'rejected', reason: 'other' }, false],
+];
+
+describe.each(OPS)('$op: every HTTP status row maps to one outcome, with status, code and request id kept', ({ op, kind, params }) => {
+  it.each(STATUS_ROWS)('HTTP %i', async (status, expected, commit) => {
+    const fault: SandboxFault = { kind: 'status', status, retryAfterS: 7, code: `Code${status}`, commit };
+    sandbox.setFaults(kind as SandboxKind, [fault]);
+    const out = await exec(op, params());
+    expect(out).toMatchObject({ ...expected, status, code: `Code${status}` });
+    expect(out.requestId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(sandbox.requestCount(kind as SandboxKind)).toBe(1);
+    expect(sandbox.count(kind)).toBe(commit ? 1 : 0);
+  });
+
+  it('HTTP 409: rejected (conflict) — except events, where it may mean the transactionId already created it ⇒ unknown', async () => {
+    sandbox.setFaults(kind as SandboxKind, [{ kind: 'status', status: 409, code: 'Conflict' }]);
+    const out = await exec(op, params());
+    if (op === 'events.create') expect(out).toMatchObject({ kind: 'unknown', status: 409 });
+    else expect(out).toMatchObject({ kind: 'rejected', reason: 'conflict', status: 409 });
+  });
+
+  it('401 from a wrong token ⇒ rejected (authentication)', async () => {
+    const wrong = createMsGraphAdapter({ accessToken: () => 'wrong', baseUrl: sandbox.url, timeoutMs: 1_000 });
+    const out = await wrong.doExecute(op, params(), execCtx('auth-1', wrong.deriveProviderKey(op, execCtx('auth-1').businessOperationId)));
+    expect(out).toMatchObject({ kind: 'rejected', reason: 'authentication', status: 401, code: 'InvalidAuthenticationToken' });
+    expect(sandbox.count(kind)).toBe(0);
+  });
+
+  it('lost response (effect applied, socket reset) ⇒ unknown (connection-reset), one record', async () => {
+    sandbox.setFaults(kind as SandboxKind, ['drop-response']);
+    const out = await exec(op, params());
+    expect(out).toMatchObject({ kind: 'unknown', cause: 'connection-reset' });
+    expect(sandbox.count(kind)).toBe(1);
+  });
+
+  it('answer held past the client timeout ⇒ unknown (timeout), one record', async () => {
+    sandbox.setFaults(kind as SandboxKind, [{ kind: 'delay', ms: 3_000 }]);
+    const fast = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: sandbox.url, timeoutMs: 150 });
+    const out = await fast.doExecute(op, params(), execCtx('slow-1', fast.deriveProviderKey(op, execCtx('slow-1').businessOperationId)));
+    expect(out).toMatchObject({ kind: 'unknown', cause: 'timeout' });
+    expect(sandbox.count(kind)).toBe(1);
+  });
+
+  it('connection refused ⇒ not-applied (the request never left)', async () => {
+    const nowhere = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: await closedPortUrl(), timeoutMs: 1_000 });
+    const out = await nowhere.doExecute(op, params(), execCtx('refused-1', nowhere.deriveProviderKey(op, execCtx('refused-1').businessOperationId)));
+    expect(out).toMatchObject({ kind: 'not-applied' });
+    expect((out as { message: string }).message).toContain('ECONNREFUSED');
+  });
+
+  it('invalid params ⇒ rejected (validation) with nothing sent', async () => {
+    const out = await exec(op, { mailbox: 'me' });
+    expect(out).toMatchObject({ kind: 'rejected', reason: 'validation' });
+    expect((out as { message: string }).message).toContain('nothing was sent');
+    expect(sandbox.requests()).toHaveLength(0);
+  });
+});
+
+describe('provider validation errors come back as rejected with the Graph code', () => {
+  it('mail.send to a malformed address ⇒ 400 ErrorInvalidRecipients', async () => {
+    const p = mailParams(1);
+    const bad = { ...p, message: { ...p.message, toRecipients: [{ emailAddress: { address: 'not-an-address' } }] } };
+    expect(await exec('mail.send', bad)).toMatchObject({ kind: 'rejected', reason: 'validation', status: 400, code: 'ErrorInvalidRecipients' });
+  });
+  it('an unknown user mailbox ⇒ 404 ErrorInvalidUser ⇒ rejected (not-found)', async () => {
+    expect(await exec('mail.send', mailParams(1, 'nobody@contoso.test'))).toMatchObject({ kind: 'rejected', reason: 'not-found', status: 404, code: 'ErrorInvalidUser' });
+  });
+  it('an unknown To Do list ⇒ 404 ⇒ rejected (not-found)', async () => {
+    expect(await exec('todo.tasks.create', taskParams(1, 'no-such-list'))).toMatchObject({ kind: 'rejected', reason: 'not-found', status: 404 });
+  });
+  it('saveToSentItems cannot be turned off (it is how mail is reconciled)', async () => {
+    const out = await exec('mail.send', { ...mailParams(1), saveToSentItems: false });
+    expect(out).toMatchObject({ kind: 'rejected', reason: 'validation' });
+    expect(sandbox.requests()).toHaveLength(0);
+  });
+  it('events.create refuses a caller-set transactionId (it is derived from the business-operation id)', async () => {
+    const p = eventParams(1);
+    const out = await exec('events.create', { ...p, event: { ...p.event, transactionId: 'mine' } });
+    expect(out).toMatchObject({ kind: 'rejected', reason: 'validation' });
+  });
+  it('an unknown operation throws UnknownOperationError', async () => {
+    await expect(adapter.doExecute('mail.delete', mailParams(1), execCtx('x'))).rejects.toSatisfy((e) => UnknownOperationError.isInstance(e));
+    expect(() => adapter.deriveProviderKey('nope', execCtx('x').businessOperationId)).toThrow(/no operation "nope"/);
+  });
+});
+
+describe('lookup', () => {
+  it('mail: found in Sent Items once visible; before that "cannot tell", never "not found"', async () => {
+    sandbox.setSentItemsDelay(60_000);
+    await exec('mail.send', mailParams(1), 'mail-lookup-1');
+    const before = await adapter.doLookup('mail.send', lookupCtx('mail-lookup-1', mailParams(1)));
+    expect(before.kind).toBe('cannot-tell');
+    sandbox.advance(60_000);
+    const after = await adapter.doLookup('mail.send', lookupCtx('mail-lookup-1', mailParams(1)));
+    expect(after).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', result: { state: 'in-sent-items' } } });
+    if (after.kind !== 'found') throw new Error('unreachable');
+    expect(after.outcome.providerRef).toMatch(/^AAMkMsg/);
+  });
+
+  it('mail: another operation\'s mail is not a match', async () => {
+    await exec('mail.send', mailParams(1), 'mail-a');
+    expect((await adapter.doLookup('mail.send', lookupCtx('mail-b', mailParams(1)))).kind).toBe('cannot-tell');
+  });
+
+  it('events and tasks: found by their tag', async () => {
+    await exec('events.create', eventParams(1), 'ev-1');
+    await exec('todo.tasks.create', taskParams(1), 'task-1');
+    expect(await adapter.doLookup('events.create', lookupCtx('ev-1', eventParams(1)))).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded' } });
+    expect(await adapter.doLookup('todo.tasks.create', lookupCtx('task-1', taskParams(1)))).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded' } });
+    expect((await adapter.doLookup('todo.tasks.create', lookupCtx('task-2', taskParams(1)))).kind).toBe('cannot-tell');
+  });
+
+  it('more than one match (a duplicate already exists) is still found, with the count shown', async () => {
+    await exec('todo.tasks.create', taskParams(1), 'task-dup');
+    await exec('todo.tasks.create', taskParams(1), 'task-dup');
+    const found = await adapter.doLookup('todo.tasks.create', lookupCtx('task-dup', taskParams(1)));
+    expect(found).toMatchObject({ kind: 'found', outcome: { result: { matches: 2 } } });
+  });
+
+  it.each([
+    [429, 'mail.lookup', 'mail.send', mailParams(1)],
+    [503, 'events.lookup', 'events.create', eventParams(1)],
+    [400, 'todo.tasks.lookup', 'todo.tasks.create', taskParams(1)],
+    [403, 'mail.lookup', 'mail.send', mailParams(1)],
+  ] as const)('lookup answered %i (%s) ⇒ cannot-tell, with status and Retry-After kept', async (status, kind, op, params) => {
+    sandbox.setFaults(kind, [{ kind: 'status', status, retryAfterS: 3 }]);
+    const out = await adapter.doLookup(op, lookupCtx('l-1', params));
+    expect(out).toMatchObject({ kind: 'cannot-tell', status, retryAfterMs: 3_000 });
+  });
+
+  it('lookup with no answer (connection refused) ⇒ cannot-tell', async () => {
+    const nowhere = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: await closedPortUrl() });
+    expect((await nowhere.doLookup('mail.send', lookupCtx('l-2', mailParams(1)))).kind).toBe('cannot-tell');
+  });
+
+  it('lookup sends the documented $filter on the extended property', async () => {
+    await adapter.doLookup('mail.send', lookupCtx('order-1', mailParams(1)));
+    const req = sandbox.requests().at(-1);
+    expect(req?.path).toBe('/v1.0/me/mailFolders/sentitems/messages');
+    const q = new URLSearchParams(req?.query ?? '');
+    expect(q.get('$filter')).toBe(`singleValueExtendedProperties/Any(ep: ep/id eq '${DEFAULT_EXTENDED_PROPERTY_ID}' and ep/value eq 'order-1')`);
+    expect(q.get('$select')).toBe('id,internetMessageId,sentDateTime');
+  });
+});
+
+describe('events: transactionId (documented intent emulated; the card still says unknown)', () => {
+  it('a second POST with the same transactionId creates no second event in the sandbox', async () => {
+    const first = await exec('events.create', eventParams(1), 'ev-dup');
+    const second = await exec('events.create', eventParams(1), 'ev-dup');
+    expect(sandbox.count('events.create')).toBe(1);
+    expect(second.providerRef).toBe(first.providerRef);
+    expect(adapter.operations['events.create']?.card.storedResult.semantics.value).toBe('unknown');
+  });
+  it('after expireKeys() the same transactionId makes a second event (why the runner never relies on it)', async () => {
+    await exec('events.create', eventParams(1), 'ev-exp');
+    sandbox.expireKeys();
+    await exec('events.create', eventParams(1), 'ev-exp');
+    expect(sandbox.count('events.create')).toBe(2);
+  });
+});
