@@ -1,0 +1,37 @@
+/** Time as the runner sees it. Injected so tests run on a virtual clock. */
+export interface Clock {
+  /** Epoch ms. */
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms))),
+};
+
+export interface VirtualClock extends Clock {
+  /** Moves time forward without sleeping. */
+  advance(ms: number): void;
+  /** Every sleep requested, in order (what the runner waited; for assertions on waits, not on speed). */
+  readonly sleeps: readonly number[];
+}
+
+/** A clock whose `sleep` advances `now` at once: backoffs of minutes take no real time. */
+export function createVirtualClock(start = Date.UTC(2026, 0, 1)): VirtualClock {
+  let t = start;
+  const sleeps: number[] = [];
+  return {
+    now: () => t,
+    sleep: async (ms) => {
+      const d = Math.max(0, ms);
+      sleeps.push(d);
+      t += d;
+      await Promise.resolve();
+    },
+    advance: (ms) => {
+      t += Math.max(0, ms);
+    },
+    sleeps,
+  };
+}

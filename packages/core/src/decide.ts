@@ -1,0 +1,182 @@
+import { durationMs, type HandoffReason, type LookupResult, type OperationState, type Outcome, type RetrySafetyCard } from '@retrysafe/contract';
+import { planPoll, planRetry, type RetryPolicy } from './retry-policy.js';
+
+/** What the runner knows about the operation when it decides. All times epoch ms. */
+export interface DecisionState {
+  /** The ledger state before this observation (`succeeded` ⇒ a stored result exists). */
+  readonly ledgerState: OperationState;
+  readonly now: number;
+  /** First `dispatched` write: the provider key's age is measured from here. Null = never dispatched. */
+  readonly firstDispatchedAt: number | null;
+  /** Provider calls made in this run (the budget counts these). */
+  readonly runAttempts: number;
+  readonly runStartedAt: number;
+  /** Start of the current lookup / in-progress window of this run; null = none yet. */
+  readonly windowStartedAt: number | null;
+  /** Lookups/polls made in the current window. */
+  readonly polls: number;
+}
+
+export interface Budget {
+  readonly policy: RetryPolicy;
+  /** Jitter source in [0, 1). */
+  readonly random: () => number;
+}
+
+/** One observation: an attempt's outcome, a lookup's result, or null (decide from the ledger state alone). */
+export type Observation = Outcome | LookupResult | null;
+
+export type Decision =
+  /** The effect exists: record the result. `adopted` when it came from a replay, a lookup or an earlier run. */
+  | { readonly action: 'complete'; readonly adopted: boolean; readonly why: string }
+  /** Call the provider (again) with the SAME provider key after `delayMs`. */
+  | { readonly action: 'send'; readonly delayMs: number; readonly why: string }
+  /** Ask the provider for its stored status/result (doLookup) after `delayMs`. */
+  | { readonly action: 'lookup'; readonly delayMs: number; readonly why: string }
+  /** Stop; a person takes over. */
+  | { readonly action: 'handoff'; readonly reason: HandoffReason; readonly why: string };
+
+export interface ResendSafety {
+  readonly safe: boolean;
+  /** The key is older than the provider's retention: never rely on it. */
+  readonly pastRetention: boolean;
+  readonly why: string;
+}
+
+const known = <T>(v: T | 'unknown'): v is T => v !== 'unknown';
+
+/**
+ * Whether re-sending with the same provider key cannot create a second effect, read from the card only:
+ * idempotent by nature, or (a key travels, the provider replays or rejects duplicates, the retention is
+ * known and the key is younger than it, and parameter matching is known).
+ */
+export function resendSafety(card: RetrySafetyCard, firstDispatchedAt: number | null, now: number): ResendSafety {
+  if (card.sideEffect.idempotentByNature.value === true) return { safe: true, pastRetention: false, why: 'the operation is idempotent by nature (card sideEffect.idempotentByNature)' };
+  const travels = card.providerKey.travels.value;
+  if (!known(travels) || travels === 'none') return { safe: false, pastRetention: false, why: `no provider key travels (card providerKey.travels = ${travels})` };
+  const sem = card.storedResult.semantics.value;
+  if (sem !== 'replays' && sem !== 'rejects-duplicate') return { safe: false, pastRetention: false, why: `the provider does not fold re-sends together (card storedResult.semantics = ${sem})` };
+  const retention = card.retention.minimum.value;
+  if (!known(retention) || retention === null) return { safe: false, pastRetention: false, why: `the key's retention is not known (card retention.minimum = ${retention})` };
+  if (card.parameterMatching.value === 'unknown') return { safe: false, pastRetention: false, why: 'the provider\'s parameter matching is unknown (card parameterMatching)' };
+  const age = firstDispatchedAt === null ? 0 : now - firstDispatchedAt;
+  if (age >= durationMs(retention)) return { safe: false, pastRetention: true, why: `the key is ${age} ms old, past the provider's ${retention} retention: a re-send could be a new operation` };
+  return { safe: true, pastRetention: false, why: `same key, inside the ${retention} retention, provider ${sem === 'replays' ? 'replays its stored result' : 'rejects the duplicate'}` };
+}
+
+export function lookupAvailable(card: RetrySafetyCard): boolean {
+  const m = card.lookup.method.value;
+  return m !== 'none' && m !== 'unknown';
+}
+
+const UNKNOWN_FROM_LEDGER: Outcome = { kind: 'unknown', cause: 'other', message: 'dispatched earlier; no outcome recorded' };
+
+/**
+ * The decision table of DESIGN.md §3, as one pure function of the card, what the ledger knows, the
+ * latest observation and the budget. It never looks at which provider it is.
+ */
+export function decide(card: RetrySafetyCard, state: DecisionState, observation: Observation, budget: Budget): Decision {
+  const { policy, random } = budget;
+
+  if (observation === null) {
+    switch (state.ledgerState) {
+      case 'succeeded':
+        return { action: 'complete', adopted: true, why: 'stored result exists: adopt it, do not call the provider again' };
+      case 'claimed':
+        return { action: 'send', delayMs: 0, why: state.firstDispatchedAt === null ? 'never dispatched: send' : 'last attempt was not applied: send again' };
+      case 'in-progress':
+        return inProgress(card, state, budget, undefined, 'the provider had it in progress');
+      case 'dispatched':
+      case 'unknown':
+      case 'reconciling':
+        return decide(card, state, UNKNOWN_FROM_LEDGER, budget);
+      case 'rejected':
+        return { action: 'handoff', reason: 'rejected', why: 'the provider rejected it earlier' };
+      case 'handed-off':
+      case 'abandoned':
+        return { action: 'handoff', reason: 'unknown-no-safe-resend', why: `already ${state.ledgerState}: a person decides` };
+    }
+  }
+
+  switch (observation.kind) {
+    case 'succeeded':
+      return { action: 'complete', adopted: state.ledgerState === 'succeeded', why: 'the provider performed it' };
+    case 'replayed':
+      return { action: 'complete', adopted: true, why: 'the provider returned its stored result for this key: adopt it' };
+    case 'rejected':
+      return { action: 'handoff', reason: 'rejected', why: `rejected by the provider (${observation.reason}): not applied and will not succeed as is` };
+    case 'not-applied':
+      return retryNotApplied(state, budget, observation.retryAfterMs, 'definitely not applied (transient)');
+    case 'in-progress':
+      return inProgress(card, state, budget, observation.retryAfterMs, 'the provider has it in progress: never a second work item');
+    case 'unknown':
+      return afterUnknown(card, state, budget, observation.retryAfterMs);
+    case 'found': {
+      const o = observation.outcome;
+      if (o.kind === 'succeeded' || o.kind === 'replayed') return { action: 'complete', adopted: true, why: 'lookup found the provider\'s result: adopt it' };
+      if (o.kind === 'rejected') return { action: 'handoff', reason: 'rejected', why: `lookup found the request rejected (${o.reason})` };
+      return inProgress(card, state, budget, o.retryAfterMs, 'lookup found it in progress: keep polling');
+    }
+    case 'not-found': {
+      const delay = card.lookup.consistencyDelay.value;
+      if (delay === 'unknown') return keepLooking(card, state, budget, undefined, 'lookup found nothing, but its consistency delay is unknown: an absent result proves nothing');
+      if (delay !== null && state.firstDispatchedAt !== null && state.now - state.firstDispatchedAt < durationMs(delay)) {
+        return keepLooking(card, state, budget, durationMs(delay) - (state.now - state.firstDispatchedAt), `lookup found nothing yet, inside the ${delay} consistency delay`);
+      }
+      return retryNotApplied(state, budget, undefined, 'authoritative lookup found nothing: the effect was not applied');
+    }
+    case 'cannot-tell':
+      return keepLooking(card, state, budget, observation.retryAfterMs, `lookup cannot tell yet (${observation.reason})`);
+  }
+}
+
+function retryNotApplied(state: DecisionState, budget: Budget, retryAfterMs: number | undefined, what: string): Decision {
+  const plan = planRetry({ attemptsMade: state.runAttempts, startedAt: state.runStartedAt, now: state.now, retryAfterMs }, budget.policy, budget.random);
+  if (plan.retry) return { action: 'send', delayMs: plan.delayMs, why: `${what}: bounded retry with the same key` };
+  return { action: 'handoff', reason: 'retry-exhausted', why: `${what}, but the budget is spent: ${plan.detail}` };
+}
+
+function afterUnknown(card: RetrySafetyCard, state: DecisionState, budget: Budget, retryAfterMs: number | undefined): Decision {
+  const safety = resendSafety(card, state.firstDispatchedAt, state.now);
+  let budgetNote = '';
+  if (safety.safe) {
+    const plan = planRetry({ attemptsMade: state.runAttempts, startedAt: state.runStartedAt, now: state.now, retryAfterMs }, budget.policy, budget.random);
+    if (plan.retry) return { action: 'send', delayMs: plan.delayMs, why: `outcome unknown; re-send is safe: ${safety.why}` };
+    budgetNote = plan.detail;
+  }
+  if (lookupAvailable(card)) {
+    return keepLooking(card, state, budget, undefined, `outcome unknown; ${safety.safe ? `re-send budget spent (${budgetNote})` : `no safe re-send (${safety.why})`}: look up the provider's stored status first`);
+  }
+  if (safety.pastRetention) return { action: 'handoff', reason: 'key-past-retention', why: `outcome unknown and ${safety.why}; no lookup to reconcile with` };
+  if (safety.safe) return { action: 'handoff', reason: 'retry-exhausted', why: `outcome unknown, re-send would be safe but the budget is spent: ${budgetNote}` };
+  return { action: 'handoff', reason: 'unknown-no-safe-resend', why: `outcome unknown, ${safety.why}, and the card offers no lookup` };
+}
+
+function keepLooking(card: RetrySafetyCard, state: DecisionState, budget: Budget, retryAfterMs: number | undefined, what: string): Decision {
+  const plan = planPoll(
+    { polls: state.polls, windowStartedAt: state.windowStartedAt ?? state.now, startedAt: state.runStartedAt, now: state.now, retryAfterMs },
+    budget.policy,
+    budget.random,
+  );
+  if (plan.poll) return { action: 'lookup', delayMs: plan.delayMs, why: what };
+  const safety = resendSafety(card, state.firstDispatchedAt, state.now);
+  const reason: HandoffReason = safety.pastRetention && state.polls === 0 ? 'key-past-retention' : 'lookup-window-exhausted';
+  return { action: 'handoff', reason, why: `${what}; ${plan.detail}` };
+}
+
+function inProgress(card: RetrySafetyCard, state: DecisionState, budget: Budget, retryAfterMs: number | undefined, what: string): Decision {
+  // Even the first poll after an in-progress answer waits: the provider's hint, else one base delay.
+  const hint = retryAfterMs ?? (state.polls === 0 ? budget.policy.baseMs : undefined);
+  const plan = planPoll(
+    { polls: state.polls, windowStartedAt: state.windowStartedAt ?? state.now, startedAt: state.runStartedAt, now: state.now, retryAfterMs: hint },
+    budget.policy,
+    budget.random,
+  );
+  if (!plan.poll) return { action: 'handoff', reason: 'in-progress-window-exhausted', why: `${what}; ${plan.detail}` };
+  const delayMs = plan.delayMs;
+  if (lookupAvailable(card)) return { action: 'lookup', delayMs, why: `${what}: poll its status` };
+  const safety = resendSafety(card, state.firstDispatchedAt, state.now);
+  if (!safety.safe) return { action: 'handoff', reason: 'in-progress-window-exhausted', why: `${what}, but there is no lookup and ${safety.why}: nothing safe to poll with` };
+  if (state.runAttempts >= budget.policy.maxAttempts) return { action: 'handoff', reason: 'retry-exhausted', why: `${what}; polling by re-send would exceed ${budget.policy.maxAttempts} attempts` };
+  return { action: 'send', delayMs, why: `${what}: poll by re-sending the same key (${safety.why})` };
+}

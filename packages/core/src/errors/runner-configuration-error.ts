@@ -1,0 +1,14 @@
+import { RetrysafeError, markerGuard } from '@retrysafe/contract';
+
+const marker = Symbol.for('retrysafe.error.RunnerConfigurationError');
+
+/** The runner (or one of its ledgers/sinks) was given options that cannot work, e.g. a negative maxAttempts. */
+export class RunnerConfigurationError extends RetrysafeError {
+  readonly [marker] = true;
+  readonly option: string;
+  constructor(option: string, message: string) {
+    super('RETRYSAFE_RUNNER_CONFIG', `${option}: ${message}`);
+    this.option = option;
+  }
+  static override isInstance = markerGuard<RunnerConfigurationError>(marker);
+}

@@ -1,0 +1,87 @@
+import { appendFile, mkdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { HandoffAttempt, HandoffPacket, HandoffReason, HandoffSink, OperationRecord, Receipt, SafeAction } from '@retrysafe/contract';
+import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
+
+export interface PacketInput {
+  readonly record: OperationRecord;
+  readonly reason: HandoffReason;
+  readonly explanation: string;
+  /** Receipts of the operation so far (already redacted). The packet is built from these only, never from params. */
+  readonly receipts: readonly Receipt[];
+  /** Whether a re-send with the same key is safe per the card (see resendSafety). */
+  readonly resendSafe: boolean;
+  readonly now: number;
+}
+
+function attemptOf(r: Receipt): HandoffAttempt {
+  return {
+    attemptId: r.attemptId,
+    runId: r.runId,
+    kind: r.kind,
+    at: r.startedAt,
+    outcome: r.outcome,
+    ...(r.status !== undefined ? { status: r.status } : {}),
+    ...(r.code !== undefined ? { code: r.code } : {}),
+    ...(r.providerRef !== undefined ? { providerRef: r.providerRef } : {}),
+    ...(r.requestId !== undefined ? { requestId: r.requestId } : {}),
+  };
+}
+
+/** The safe next actions a person can take, each marked safe or not with the reason. */
+export function safeNextActions(reason: HandoffReason, record: OperationRecord, resendSafe: boolean): SafeAction[] {
+  const neverApplied = record.firstDispatchedAt === null || record.lastOutcome === 'not-applied' || record.lastOutcome === 'not-found';
+  let resume: SafeAction;
+  if (reason === 'rejected') resume = { action: 'resume', safe: false, why: 'the provider rejected this request; sending it again as is will be rejected again — fix the cause (or start a new operation) first' };
+  else if (resendSafe) resume = { action: 'resume', safe: true, why: 'a re-send with the same provider key cannot create a second effect (the provider folds it into the first)' };
+  else if (neverApplied) resume = { action: 'resume', safe: true, why: 'the last thing known is that the effect was not applied' };
+  else resume = { action: 'resume', safe: false, why: 'the effect may already exist and the provider does not fold re-sends together: check the provider before resuming, or it may happen twice' };
+  return [
+    resume,
+    { action: 'mark-done', safe: true, why: 'once you have confirmed at the provider that the effect exists; record its reference' },
+    { action: 'abandon', safe: true, why: 'retrysafe stops; nothing at the provider is undone' },
+  ];
+}
+
+/** A handoff packet (DESIGN.md §5): built from receipts only, so no params, secrets or PII. */
+export function buildPacket(input: PacketInput): HandoffPacket {
+  const { record, receipts } = input;
+  const last = receipts[receipts.length - 1];
+  const lastRef = [...receipts].reverse().find((r) => r.providerRef !== undefined)?.providerRef ?? record.providerRef ?? undefined;
+  return {
+    businessOperationId: record.businessOperationId,
+    provider: record.provider,
+    operation: record.operation,
+    intentFingerprint: record.intentFingerprint,
+    providerKey: record.providerKey,
+    reason: input.reason,
+    explanation: input.explanation,
+    attempts: receipts.map(attemptOf),
+    lastKnown: {
+      outcome: last?.outcome ?? record.lastOutcome,
+      ...(last?.status !== undefined ? { status: last.status } : {}),
+      ...(last?.code !== undefined ? { code: last.code } : {}),
+      ...(lastRef !== undefined ? { providerRef: lastRef } : {}),
+      ...(last?.message !== undefined ? { message: last.message } : {}),
+    },
+    safeNextActions: safeNextActions(input.reason, record, input.resendSafe),
+    createdAt: new Date(input.now).toISOString(),
+  };
+}
+
+/** Hands packets to your function (e.g. open a ticket, page someone). */
+export function callbackHandoffSink(callback: (packet: HandoffPacket) => void | Promise<void>): HandoffSink {
+  if (typeof callback !== 'function') throw new RunnerConfigurationError('handoff', 'callbackHandoffSink needs a function');
+  return { send: (packet) => callback(packet) };
+}
+
+/** Appends each packet as one JSON line to `path` (directories created). */
+export function jsonlHandoffSink(path: string): HandoffSink {
+  if (typeof path !== 'string' || path.length === 0) throw new RunnerConfigurationError('handoff', 'jsonlHandoffSink needs a file path');
+  return {
+    async send(packet) {
+      await mkdir(dirname(path), { recursive: true });
+      await appendFile(path, JSON.stringify(packet) + '\n', 'utf8');
+    },
+  };
+}

@@ -1,0 +1,243 @@
+import { describe, expect, it, beforeEach, afterEach } from 'vitest';
+import {
+  InvalidStateError,
+  LeaseLostError,
+  LedgerError,
+  asBusinessOperationId,
+  type ClaimInput,
+  type HandoffPacket,
+  type Ledger,
+  type ProviderKey,
+  type Receipt,
+} from '@retrysafe/contract';
+import { sealReceipt } from '../receipts.js';
+
+export interface LedgerSuiteOptions {
+  /** Shown in the describe block, e.g. `sqlite`. */
+  readonly name: string;
+  /** A fresh, empty ledger per test. */
+  readonly create: () => Promise<Ledger> | Ledger;
+}
+
+const T0 = Date.UTC(2026, 0, 1);
+const id = (s: string) => asBusinessOperationId(`suite-${s}`);
+
+function claimInput(name: string, over: Partial<ClaimInput> = {}): ClaimInput {
+  return {
+    businessOperationId: id(name),
+    provider: 'sandbox',
+    operation: 'sandbox.records.create',
+    intentFingerprint: 'sha256:intent-a',
+    paramsFingerprint: 'sha256:params-a',
+    params: { ref: name, nested: { n: 1 } },
+    providerKey: `rs-${name}` as ProviderKey,
+    owner: 'worker-1',
+    leaseMs: 1000,
+    now: T0,
+    ...over,
+  };
+}
+
+function packet(name: string): HandoffPacket {
+  return {
+    businessOperationId: id(name),
+    provider: 'sandbox',
+    operation: 'sandbox.records.create',
+    intentFingerprint: 'sha256:intent-a',
+    providerKey: `rs-${name}` as ProviderKey,
+    reason: 'unknown-no-safe-resend',
+    explanation: 'suite',
+    attempts: [],
+    lastKnown: { outcome: 'unknown', status: 504 },
+    safeNextActions: [{ action: 'abandon', safe: true, why: 'suite' }],
+    createdAt: new Date(T0).toISOString(),
+  };
+}
+
+function receipt(name: string, seq: number, prevHash: string | null): Receipt {
+  return sealReceipt({
+    businessOperationId: id(name),
+    seq,
+    runId: 'run_suite' as Receipt['runId'],
+    attemptId: `att_${seq}` as Receipt['attemptId'],
+    provider: 'sandbox',
+    operation: 'sandbox.records.create',
+    kind: seq === 1 ? 'dispatch' : 'resend',
+    startedAt: new Date(T0).toISOString(),
+    finishedAt: new Date(T0 + 1).toISOString(),
+    outcome: 'unknown',
+    decision: { action: 'send', reason: 'suite', delayMs: 5 },
+    providerKey: `rs-${name}` as ProviderKey,
+    requestFingerprint: 'sha256:req',
+    prevHash,
+  });
+}
+
+async function claimed(ledger: Ledger, name: string, over: Partial<ClaimInput> = {}) {
+  const r = await ledger.claim(claimInput(name, over));
+  if (r.kind !== 'claimed') throw new Error(`expected claimed, got ${r.kind}`);
+  return { ref: { businessOperationId: r.record.businessOperationId, fence: r.record.fence }, record: r.record };
+}
+
+/**
+ * The shared ledger suite (vitest): every Ledger implementation must pass it unchanged.
+ * Usage: `ledgerSuite({ name: 'postgres', create: () => createPostgresLedger(...) })`.
+ */
+export function ledgerSuite(options: LedgerSuiteOptions): void {
+  describe(`ledger suite: ${options.name}`, () => {
+    let ledger: Ledger;
+    beforeEach(async () => {
+      ledger = await options.create();
+    });
+    afterEach(async () => {
+      await ledger.close();
+    });
+
+    it('creates a new operation as claimed, fence 1, with the lease and the params kept', async () => {
+      const r = await ledger.claim(claimInput('new'));
+      expect(r.kind).toBe('claimed');
+      if (r.kind !== 'claimed') return;
+      expect(r.takenOver).toBe(false);
+      expect(r.record).toMatchObject({ state: 'claimed', fence: 1, leaseOwner: 'worker-1', leaseExpiresAt: T0 + 1000, attemptCount: 0, firstDispatchedAt: null, providerKey: 'rs-new' });
+      expect(r.record.params).toEqual({ ref: 'new', nested: { n: 1 } });
+      expect(await ledger.get(id('new'))).toMatchObject({ state: 'claimed', fence: 1 });
+    });
+
+    it('answers busy to a second claim while the lease is live, without changing the record', async () => {
+      await claimed(ledger, 'busy');
+      const second = await ledger.claim(claimInput('busy', { owner: 'worker-2', now: T0 + 999 }));
+      expect(second.kind).toBe('busy');
+      expect((await ledger.get(id('busy')))!.fence).toBe(1);
+    });
+
+    it('lets exactly one of many simultaneous claims win', async () => {
+      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => ledger.claim(claimInput('race', { owner: `w${i}` }))));
+      expect(results.filter((r) => r.kind === 'claimed')).toHaveLength(1);
+      expect(results.filter((r) => r.kind === 'busy')).toHaveLength(7);
+    });
+
+    it('reports a conflict for the same id with another intent or operation, writing nothing', async () => {
+      await claimed(ledger, 'conflict');
+      const a = await ledger.claim(claimInput('conflict', { intentFingerprint: 'sha256:intent-b', now: T0 + 5000 }));
+      expect(a.kind === 'conflict' && a.field).toBe('intent');
+      const b = await ledger.claim(claimInput('conflict', { operation: 'sandbox.other', now: T0 + 5000 }));
+      expect(b.kind === 'conflict' && b.field).toBe('operation');
+      expect((await ledger.get(id('conflict')))!.fence).toBe(1);
+    });
+
+    it('takes over an expired lease with fence + 1, and the old fence is refused (LeaseLostError)', async () => {
+      const first = await claimed(ledger, 'takeover');
+      await ledger.markDispatched(first.ref, T0 + 10);
+      const second = await ledger.claim(claimInput('takeover', { owner: 'worker-2', now: T0 + 1000 }));
+      expect(second.kind).toBe('claimed');
+      if (second.kind !== 'claimed') return;
+      expect(second.takenOver).toBe(true);
+      expect(second.record).toMatchObject({ fence: 2, state: 'dispatched', leaseOwner: 'worker-2', attemptCount: 1 });
+      await expect(ledger.markDispatched(first.ref, T0 + 1001)).rejects.toSatisfy(LeaseLostError.isInstance);
+      await expect(ledger.setState(first.ref, { state: 'succeeded', now: T0 + 1001 })).rejects.toSatisfy(LeaseLostError.isInstance);
+      await expect(ledger.appendReceipt(first.ref, receipt('takeover', 1, null))).rejects.toSatisfy(LeaseLostError.isInstance);
+      expect((await ledger.get(id('takeover')))!.attemptCount).toBe(1);
+    });
+
+    it('renews a lease so a second claim stays busy past the first expiry', async () => {
+      const { ref } = await claimed(ledger, 'renew');
+      await ledger.renewLease(ref, 1000, T0 + 900);
+      expect((await ledger.claim(claimInput('renew', { owner: 'w2', now: T0 + 1500 }))).kind).toBe('busy');
+      expect((await ledger.get(id('renew')))!.leaseExpiresAt).toBe(T0 + 1900);
+    });
+
+    it('markDispatched counts attempts and sets firstDispatchedAt once', async () => {
+      const { ref } = await claimed(ledger, 'dispatch');
+      const a = await ledger.markDispatched(ref, T0 + 5);
+      expect(a).toMatchObject({ state: 'dispatched', attemptCount: 1, firstDispatchedAt: T0 + 5 });
+      await ledger.setState(ref, { state: 'unknown', lastOutcome: 'unknown', now: T0 + 6 });
+      const b = await ledger.markDispatched(ref, T0 + 50);
+      expect(b).toMatchObject({ state: 'dispatched', attemptCount: 2, firstDispatchedAt: T0 + 5 });
+    });
+
+    it('setState stores result, refs and releases the lease on a terminal state; a terminal record answers terminal', async () => {
+      const { ref } = await claimed(ledger, 'done');
+      await ledger.markDispatched(ref, T0 + 1);
+      await ledger.setState(ref, { state: 'in-progress', statusRef: '/status/1', lastOutcome: 'in-progress', now: T0 + 2 });
+      const done = await ledger.setState(ref, { state: 'succeeded', result: { id: 'rec_1', deep: [1, 2] }, providerRef: 'rec_1', lastOutcome: 'succeeded', now: T0 + 3 });
+      expect(done).toMatchObject({ state: 'succeeded', providerRef: 'rec_1', statusRef: '/status/1', leaseOwner: null, leaseExpiresAt: null });
+      expect(done.result).toEqual({ id: 'rec_1', deep: [1, 2] });
+      const again = await ledger.claim(claimInput('done', { owner: 'w2', now: T0 + 4 }));
+      expect(again.kind).toBe('terminal');
+      await expect(ledger.setState(ref, { state: 'unknown', now: T0 + 5 })).rejects.toSatisfy(InvalidStateError.isInstance);
+    });
+
+    it('hands off with the packet, releases the lease, and can be resumed (fence + 1) or resolved', async () => {
+      const { ref } = await claimed(ledger, 'handoff');
+      await ledger.markDispatched(ref, T0 + 1);
+      const h = await ledger.handOff(ref, packet('handoff'), T0 + 2);
+      expect(h).toMatchObject({ state: 'handed-off', leaseOwner: null, lastOutcome: 'unknown' });
+      expect(h.handoff?.reason).toBe('unknown-no-safe-resend');
+      expect((await ledger.claim(claimInput('handoff', { now: T0 + 3 }))).kind).toBe('terminal');
+      const resumed = await ledger.claim(claimInput('handoff', { now: T0 + 3, resume: true }));
+      expect(resumed.kind).toBe('claimed');
+      if (resumed.kind !== 'claimed') return;
+      expect(resumed.record).toMatchObject({ state: 'claimed', fence: 2, attemptCount: 1 });
+      expect(resumed.record.resolution?.action).toBe('resume');
+    });
+
+    it('resolves a handed-off operation: mark-done needs a provider ref; abandon; anything else is refused', async () => {
+      const a = await claimed(ledger, 'mark');
+      await expect(ledger.resolve(id('mark'), { action: 'abandon' }, T0)).rejects.toSatisfy(InvalidStateError.isInstance);
+      await ledger.handOff(a.ref, packet('mark'), T0 + 1);
+      await expect(ledger.resolve(id('mark'), { action: 'mark-done' }, T0 + 2)).rejects.toSatisfy(InvalidStateError.isInstance);
+      const done = await ledger.resolve(id('mark'), { action: 'mark-done', providerRef: 'rec_9', by: 'alice' }, T0 + 2);
+      expect(done).toMatchObject({ state: 'succeeded', providerRef: 'rec_9' });
+      expect(done.resolution).toMatchObject({ action: 'mark-done', providerRef: 'rec_9', by: 'alice', at: T0 + 2 });
+      const b = await claimed(ledger, 'abandon');
+      await ledger.handOff(b.ref, packet('abandon'), T0 + 1);
+      expect((await ledger.resolve(id('abandon'), { action: 'abandon' }, T0 + 3)).state).toBe('abandoned');
+      await expect(ledger.resolve(id('missing'), { action: 'abandon' }, T0)).rejects.toSatisfy((e: unknown) => LedgerError.isInstance(e) || InvalidStateError.isInstance(e));
+    });
+
+    it('appends receipts in seq order only, and returns them in order', async () => {
+      const { ref } = await claimed(ledger, 'receipts');
+      const r1 = receipt('receipts', 1, null);
+      const r2 = receipt('receipts', 2, r1.hash);
+      await ledger.appendReceipt(ref, r1);
+      await expect(ledger.appendReceipt(ref, receipt('receipts', 3, r1.hash))).rejects.toSatisfy(LedgerError.isInstance);
+      await expect(ledger.appendReceipt(ref, r1)).rejects.toSatisfy(LedgerError.isInstance);
+      await ledger.appendReceipt(ref, r2);
+      expect(await ledger.receipts(id('receipts'))).toEqual([r1, r2]);
+      expect(await ledger.receipts(id('nothing'))).toEqual([]);
+    });
+
+    it('lists recover candidates: non-terminal with no live lease, never terminal ones', async () => {
+      const live = await claimed(ledger, 'live');
+      await ledger.markDispatched(live.ref, T0 + 1);
+      const expired = await claimed(ledger, 'expired');
+      await ledger.markDispatched(expired.ref, T0 + 1);
+      const released = await claimed(ledger, 'released');
+      await ledger.setState(released.ref, { state: 'unknown', now: T0 + 2 });
+      await ledger.release(released.ref);
+      const done = await claimed(ledger, 'finished');
+      await ledger.setState(done.ref, { state: 'succeeded', now: T0 + 2 });
+      await ledger.renewLease(live.ref, 10_000, T0 + 2);
+      const ids = (await ledger.recoverCandidates(T0 + 5000)).map((r) => r.businessOperationId).sort();
+      expect(ids).toEqual([id('expired'), id('released')].sort());
+      expect(await ledger.recoverCandidates(T0 + 5000, 1)).toHaveLength(1);
+    });
+
+    it('lists with filters', async () => {
+      await claimed(ledger, 'l1');
+      const b = await claimed(ledger, 'l2', { now: T0 + 1 });
+      await ledger.setState(b.ref, { state: 'succeeded', now: T0 + 2 });
+      await claimed(ledger, 'l3', { operation: 'sandbox.other', now: T0 + 2 });
+      expect((await ledger.list()).map((r) => r.businessOperationId)).toEqual([id('l1'), id('l2'), id('l3')]);
+      expect((await ledger.list({ states: ['succeeded'] })).map((r) => r.businessOperationId)).toEqual([id('l2')]);
+      expect((await ledger.list({ operation: 'sandbox.other' })).map((r) => r.businessOperationId)).toEqual([id('l3')]);
+      expect(await ledger.list({ provider: 'nobody' })).toEqual([]);
+      expect(await ledger.list({ limit: 2 })).toHaveLength(2);
+      expect(await ledger.get(id('absent'))).toBeNull();
+    });
+
+    it('refuses writes to an operation that does not exist', async () => {
+      await expect(ledger.markDispatched({ businessOperationId: id('ghost'), fence: 1 }, T0)).rejects.toSatisfy(LedgerError.isInstance);
+    });
+  });
+}

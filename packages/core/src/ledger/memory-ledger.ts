@@ -1,0 +1,111 @@
+import {
+  RECOVERABLE_STATES,
+  type BusinessOperationId,
+  type ClaimInput,
+  type ClaimResult,
+  type Fenced,
+  type HandoffPacket,
+  type Ledger,
+  type ListFilter,
+  type OperationRecord,
+  type Receipt,
+  type StatePatch,
+} from '@retrysafe/contract';
+import {
+  checkFence,
+  checkReceipt,
+  claimTransition,
+  dispatchedTransition,
+  handOffTransition,
+  leaseLive,
+  releaseTransition,
+  renewTransition,
+  resolveTransition,
+  setStateTransition,
+} from './transitions.js';
+
+const clone = <T>(v: T): T => structuredClone(v);
+
+/** A ledger in this process's memory: for tests and single-process scripts. Lost when the process exits. */
+export function createMemoryLedger(): Ledger {
+  const records = new Map<string, OperationRecord>();
+  const receipts = new Map<string, Receipt[]>();
+  let closed = false;
+  const open = () => {
+    if (closed) throw new Error('memory ledger is closed');
+  };
+  const fenced = (ref: Fenced) => checkFence(records.get(ref.businessOperationId) ?? null, ref);
+  const put = (r: OperationRecord) => {
+    records.set(r.businessOperationId, r);
+    return clone(r);
+  };
+
+  return {
+    async claim(input: ClaimInput): Promise<ClaimResult> {
+      open();
+      const { result, write } = claimTransition(records.get(input.businessOperationId) ?? null, clone(input));
+      if (write) records.set(write.businessOperationId, write);
+      return clone(result);
+    },
+    async renewLease(ref, leaseMs, now) {
+      open();
+      put(renewTransition(fenced(ref), ref, leaseMs, now));
+    },
+    async markDispatched(ref, now) {
+      open();
+      return put(dispatchedTransition(fenced(ref), now));
+    },
+    async setState(ref, patch: StatePatch) {
+      open();
+      return put(setStateTransition(fenced(ref), clone(patch)));
+    },
+    async handOff(ref, packet: HandoffPacket, now) {
+      open();
+      return put(handOffTransition(fenced(ref), clone(packet), now));
+    },
+    async appendReceipt(ref, receipt) {
+      open();
+      fenced(ref);
+      const list = receipts.get(ref.businessOperationId) ?? [];
+      checkReceipt(ref, receipt, list.length ? list[list.length - 1]!.seq : 0);
+      list.push(clone(receipt));
+      receipts.set(ref.businessOperationId, list);
+    },
+    async release(ref) {
+      open();
+      put(releaseTransition(fenced(ref)));
+    },
+    async resolve(id, resolution, now) {
+      open();
+      return put(resolveTransition(records.get(id) ?? null, id, resolution, now));
+    },
+    async get(id: BusinessOperationId) {
+      open();
+      const r = records.get(id);
+      return r ? clone(r) : null;
+    },
+    async list(filter: ListFilter = {}) {
+      open();
+      let out = [...records.values()];
+      if (filter.states) out = out.filter((r) => filter.states!.includes(r.state));
+      if (filter.provider) out = out.filter((r) => r.provider === filter.provider);
+      if (filter.operation) out = out.filter((r) => r.operation === filter.operation);
+      out.sort((a, b) => a.createdAt - b.createdAt || a.businessOperationId.localeCompare(b.businessOperationId));
+      return clone(filter.limit !== undefined ? out.slice(0, filter.limit) : out);
+    },
+    async receipts(id) {
+      open();
+      return clone(receipts.get(id) ?? []);
+    },
+    async recoverCandidates(now, limit) {
+      open();
+      const out = [...records.values()]
+        .filter((r) => RECOVERABLE_STATES.includes(r.state) && !leaseLive(r, now))
+        .sort((a, b) => a.updatedAt - b.updatedAt);
+      return clone(limit !== undefined ? out.slice(0, limit) : out);
+    },
+    async close() {
+      closed = true;
+    },
+  };
+}

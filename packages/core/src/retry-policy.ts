@@ -1,0 +1,121 @@
+import { durationMs, type RetrySafetyCard } from '@retrysafe/contract';
+import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
+
+/** Limits of one run. Card values are the defaults; the caller may tighten or loosen them. */
+export interface RetryPolicy {
+  /** Provider calls (dispatches and resends) per run. */
+  readonly maxAttempts: number;
+  /** Wall time of a run, waits included. */
+  readonly maxElapsedMs: number;
+  readonly baseMs: number;
+  readonly capMs: number;
+  /** A Retry-After longer than this is not waited for: the runner stops instead of calling sooner than asked. */
+  readonly retryAfterCapMs: number;
+  /** How long lookups and in-progress polls go on before handing off. */
+  readonly lookupWindowMs: number;
+  readonly leaseMs: number;
+  /** How long a second caller waits for the worker holding the operation. */
+  readonly waitForOtherMs: number;
+}
+
+export type PolicyOverrides = Partial<RetryPolicy>;
+
+const POSITIVE: readonly (keyof RetryPolicy)[] = ['maxAttempts', 'maxElapsedMs', 'leaseMs'];
+
+/** The policy for one operation: the card's backoff and limits, overridden field by field. */
+export function resolvePolicy(card: RetrySafetyCard, overrides: PolicyOverrides = {}): RetryPolicy {
+  const p: RetryPolicy = {
+    maxAttempts: card.limits.maxAttempts,
+    maxElapsedMs: durationMs(card.limits.maxElapsed),
+    baseMs: durationMs(card.backoff.base),
+    capMs: durationMs(card.backoff.cap),
+    retryAfterCapMs: durationMs(card.backoff.retryAfterCap),
+    lookupWindowMs: durationMs(card.limits.lookupWindow),
+    leaseMs: 30_000,
+    waitForOtherMs: 30_000,
+    ...stripUndefined(overrides),
+  };
+  validatePolicy(p);
+  return p;
+}
+
+function stripUndefined(o: PolicyOverrides): PolicyOverrides {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as PolicyOverrides;
+}
+
+export function validatePolicy(p: RetryPolicy): void {
+  for (const [k, v] of Object.entries(p) as [keyof RetryPolicy, number][]) {
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new RunnerConfigurationError(`policy.${k}`, `expected a finite number ≥ 0, got ${String(v)}`);
+    if (POSITIVE.includes(k) && v <= 0) throw new RunnerConfigurationError(`policy.${k}`, 'must be greater than 0');
+  }
+  if (!Number.isInteger(p.maxAttempts)) throw new RunnerConfigurationError('policy.maxAttempts', 'must be a whole number');
+  if (p.capMs < p.baseMs) throw new RunnerConfigurationError('policy.capMs', `cap (${p.capMs}) is below base (${p.baseMs})`);
+}
+
+/** Full-jitter backoff before the retry that follows the `failures`-th failure: random() · min(cap, base · 2^(failures−1)). */
+export function backoffMs(failures: number, policy: Pick<RetryPolicy, 'baseMs' | 'capMs'>, random: () => number): number {
+  const ceiling = Math.min(policy.capMs, policy.baseMs * 2 ** Math.max(0, failures - 1));
+  return Math.floor(clamp01(random()) * ceiling);
+}
+
+function clamp01(x: number): number {
+  return Number.isFinite(x) ? Math.min(Math.max(x, 0), 1) : 0;
+}
+
+export type RetryPlan =
+  | { readonly retry: true; readonly delayMs: number }
+  | { readonly retry: false; readonly reason: 'max-attempts' | 'max-elapsed' | 'retry-after-beyond-cap'; readonly detail: string };
+
+export interface RetryInput {
+  /** Provider calls made so far in this run. */
+  readonly attemptsMade: number;
+  readonly startedAt: number;
+  readonly now: number;
+  /** What the provider asked for, if anything. */
+  readonly retryAfterMs?: number | undefined;
+}
+
+/**
+ * Whether to make another provider call, and after how long. Never more than maxAttempts calls,
+ * never a call after maxElapsed, never sooner than Retry-After (a Retry-After beyond its cap stops).
+ */
+export function planRetry(input: RetryInput, policy: RetryPolicy, random: () => number): RetryPlan {
+  if (input.attemptsMade >= policy.maxAttempts) return { retry: false, reason: 'max-attempts', detail: `${input.attemptsMade} of ${policy.maxAttempts} attempts used` };
+  let delay = backoffMs(Math.max(1, input.attemptsMade), policy, random);
+  const ra = input.retryAfterMs;
+  if (ra !== undefined && Number.isFinite(ra) && ra > 0) {
+    if (ra > policy.retryAfterCapMs) return { retry: false, reason: 'retry-after-beyond-cap', detail: `provider asked to wait ${ra} ms, more than the ${policy.retryAfterCapMs} ms cap` };
+    delay = Math.max(delay, Math.ceil(ra));
+  }
+  const elapsedAtCall = input.now + delay - input.startedAt;
+  if (elapsedAtCall > policy.maxElapsedMs) return { retry: false, reason: 'max-elapsed', detail: `the next call would come ${elapsedAtCall} ms into a ${policy.maxElapsedMs} ms budget` };
+  return { retry: true, delayMs: delay };
+}
+
+export type PollPlan = { readonly poll: true; readonly delayMs: number } | { readonly poll: false; readonly reason: 'window' | 'max-elapsed'; readonly detail: string };
+
+export interface PollInput {
+  /** Lookups/polls made so far in this window. */
+  readonly polls: number;
+  readonly windowStartedAt: number;
+  readonly startedAt: number;
+  readonly now: number;
+  readonly retryAfterMs?: number | undefined;
+}
+
+/**
+ * When to poll a lookup or an in-progress status next. Equal jitter (half fixed, half random) so polls
+ * always make progress; Retry-After honoured up to its cap; bounded by the lookup window and maxElapsed.
+ */
+export function planPoll(input: PollInput, policy: RetryPolicy, random: () => number): PollPlan {
+  if (input.polls === 0 && !(input.retryAfterMs && input.retryAfterMs > 0)) return { poll: true, delayMs: 0 };
+  const ceiling = Math.min(policy.capMs, policy.baseMs * 2 ** Math.max(0, input.polls - 1));
+  let delay = Math.max(1, Math.floor(ceiling / 2 + (clamp01(random()) * ceiling) / 2));
+  const ra = input.retryAfterMs;
+  if (ra !== undefined && Number.isFinite(ra) && ra > 0) delay = Math.max(delay, Math.min(Math.ceil(ra), policy.retryAfterCapMs));
+  const inWindow = input.now + delay - input.windowStartedAt;
+  if (inWindow > policy.lookupWindowMs) return { poll: false, reason: 'window', detail: `the next poll would come ${inWindow} ms into a ${policy.lookupWindowMs} ms window` };
+  const elapsed = input.now + delay - input.startedAt;
+  if (elapsed > policy.maxElapsedMs) return { poll: false, reason: 'max-elapsed', detail: `the next poll would come ${elapsed} ms into a ${policy.maxElapsedMs} ms budget` };
+  return { poll: true, delayMs: delay };
+}

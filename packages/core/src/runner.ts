@@ -1,0 +1,686 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import {
+  CardValidationError,
+  ConflictError,
+  InvalidIntentError,
+  InvalidStateError,
+  LeaseLostError,
+  OUTCOME_KINDS,
+  RetryExhaustedError,
+  SPECIFICATION_VERSION,
+  TERMINAL_STATES,
+  UnknownOperationError,
+  UnsupportedSpecificationVersionError,
+  asBusinessOperationId,
+  asRunId,
+  businessOperationId as deriveBusinessOperationId,
+  fingerprint,
+  newAttemptId,
+  newRunId,
+  pickIntent,
+  validateCard,
+  type AdapterV1,
+  type BusinessOperationId,
+  type ClaimInput,
+  type Fenced,
+  type HandoffPacket,
+  type HandoffSink,
+  type Ledger,
+  type LookupResult,
+  type OperationRecord,
+  type OperationSpec,
+  type OperationState,
+  type Outcome,
+  type ProviderKey,
+  type Receipt,
+  type ReceiptKind,
+  type RetrySafetyCard,
+  type RunId,
+} from '@retrysafe/contract';
+import { systemClock, type Clock } from './clock.js';
+import { decide, resendSafety, type Decision, type DecisionState, type Observation } from './decide.js';
+import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
+import { buildPacket } from './handoff.js';
+import { leaseLive } from './ledger/transitions.js';
+import { sealReceipt } from './receipts.js';
+import { createRedactor, type RedactOptions, type Redactor } from './redact.js';
+import { resolvePolicy, type PolicyOverrides, type RetryPolicy } from './retry-policy.js';
+
+export interface LogEntry {
+  readonly at: string;
+  readonly level: 'info' | 'warn';
+  readonly event: string;
+  readonly businessOperationId?: string;
+  readonly operation?: string;
+  /** Already redacted. */
+  readonly message: string;
+}
+
+export interface RunnerOptions {
+  readonly ledger: Ledger;
+  /** Where handoff packets go (they are also kept in the ledger). */
+  readonly handoff?: HandoffSink;
+  /** Unset fields come from the operation's card. */
+  readonly policy?: PolicyOverrides;
+  readonly redact?: RedactOptions;
+  readonly clock?: Clock;
+  /** Jitter source in [0, 1). */
+  readonly random?: () => number;
+  /** Worker identity written with each lease (default `host:pid:random`). */
+  readonly owner?: string;
+  /** Receives every log line the runner writes (redacted). Default: none. */
+  readonly logger?: (entry: LogEntry) => void;
+}
+
+export interface RunInput {
+  readonly params: unknown;
+  /** Caller-chosen id (validated); default: derived from the operation's intent fields. */
+  readonly businessOperationId?: string;
+  /** The intent that the id stands for; default: the operation's intentFields picked out of params. */
+  readonly intent?: Record<string, unknown>;
+  /** Default: a new run id. */
+  readonly runId?: string;
+  readonly signal?: AbortSignal;
+}
+
+export type RunResult =
+  | {
+      readonly status: 'done';
+      readonly businessOperationId: BusinessOperationId;
+      readonly result: unknown;
+      readonly providerRef: string | null;
+      /** True when the result came from a replay, a lookup, or an earlier run/worker. */
+      readonly adopted: boolean;
+      /** Provider calls over the operation's whole life. */
+      readonly attempts: number;
+      readonly receipts: readonly Receipt[];
+    }
+  | {
+      readonly status: 'in-progress';
+      readonly businessOperationId: BusinessOperationId;
+      readonly statusRef: string | null;
+      readonly retryAfterMs: number;
+    }
+  | {
+      readonly status: 'handed-off';
+      readonly businessOperationId: BusinessOperationId;
+      readonly packet: HandoffPacket;
+      readonly attempts: number;
+      readonly receipts: readonly Receipt[];
+      /** Set when the budget ran out (reason `retry-exhausted`). */
+      readonly error?: RetryExhaustedError;
+    };
+
+export interface RecoverReport {
+  readonly businessOperationId: BusinessOperationId;
+  readonly from: OperationState;
+  readonly to: OperationState;
+  readonly action: 'completed' | 'adopted' | 'handed-off' | 'in-progress' | 'skipped-busy' | 'skipped-no-adapter' | 'already-terminal';
+  readonly result?: RunResult;
+}
+
+export type Resolution = { readonly action: 'resume' } | { readonly action: 'mark-done'; readonly providerRef: string } | { readonly action: 'abandon' };
+
+export type ResolveResult =
+  | RunResult
+  | { readonly status: 'resolved'; readonly businessOperationId: BusinessOperationId; readonly state: 'succeeded' | 'abandoned'; readonly providerRef: string | null };
+
+export interface Runner {
+  run(adapter: AdapterV1, operation: string, input: RunInput): Promise<RunResult>;
+  /** Reconciles operations left claimed/dispatched/unknown/in-progress by a worker whose lease expired. */
+  recover(options: { readonly adapters: readonly AdapterV1[]; readonly limit?: number }): Promise<RecoverReport[]>;
+  /** A person's decision on a handed-off operation. `resume` re-sends with the SAME provider key. */
+  resolve(id: string, resolution: Resolution, options?: { readonly adapters?: readonly AdapterV1[]; readonly by?: string }): Promise<ResolveResult>;
+}
+
+/** One operation being driven by this worker. */
+interface Op {
+  readonly adapter: AdapterV1;
+  readonly opName: string;
+  readonly card: RetrySafetyCard;
+  readonly policy: RetryPolicy;
+  readonly redactor: Redactor;
+  readonly id: BusinessOperationId;
+  readonly providerKey: ProviderKey | null;
+  readonly runId: RunId;
+  readonly params: unknown;
+  readonly requestFingerprint: string;
+  readonly signal: AbortSignal | undefined;
+  ref: Fenced;
+  record: OperationRecord;
+  readonly startedAt: number;
+  runAttempts: number;
+  windowStartedAt: number | null;
+  polls: number;
+  lastSeq: number;
+  lastHash: string | null;
+}
+
+const validatedCards = new WeakMap<object, true>();
+
+function checkAdapter(adapter: AdapterV1, operation: string): OperationSpec {
+  if (typeof adapter !== 'object' || adapter === null) throw new RunnerConfigurationError('adapter', 'expected an adapter object');
+  if (adapter.specificationVersion !== SPECIFICATION_VERSION) throw new UnsupportedSpecificationVersionError(String(adapter.provider), adapter.specificationVersion);
+  const spec = Object.prototype.hasOwnProperty.call(adapter.operations, operation) ? adapter.operations[operation] : undefined;
+  if (!spec) throw new UnknownOperationError(adapter.provider, operation, Object.keys(adapter.operations));
+  if (!validatedCards.has(spec.card)) {
+    const v = validateCard(spec.card);
+    if (!v.ok) throw new CardValidationError(String(spec.card?.operation ?? operation), v.problems);
+    validatedCards.set(spec.card, true);
+  }
+  return spec;
+}
+
+function isOutcome(o: unknown): o is Outcome {
+  return typeof o === 'object' && o !== null && OUTCOME_KINDS.includes((o as Outcome).kind);
+}
+
+function isLookupResult(o: unknown): o is LookupResult {
+  if (typeof o !== 'object' || o === null) return false;
+  const k = (o as LookupResult).kind;
+  if (k === 'found') return isOutcome((o as { outcome: unknown }).outcome) && ['succeeded', 'replayed', 'in-progress', 'rejected'].includes((o as { outcome: Outcome }).outcome.kind);
+  return k === 'not-found' || k === 'cannot-tell';
+}
+
+const isTerminalState = (s: OperationState) => TERMINAL_STATES.includes(s);
+const errText = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
+
+/** The runner (DESIGN.md §3–5): claim, dispatch once, reconcile, retry within bounds, or hand off. */
+export function createRunner(options: RunnerOptions): Runner {
+  if (typeof options !== 'object' || options === null || !options.ledger) throw new RunnerConfigurationError('ledger', 'createRunner needs { ledger }');
+  const ledger = options.ledger;
+  const clock = options.clock ?? systemClock;
+  const random = options.random ?? Math.random;
+  const owner = options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const sink = options.handoff;
+  const baseRedactor = createRedactor(options.redact ?? {});
+  const iso = (t: number) => new Date(t).toISOString();
+
+  const log = (level: LogEntry['level'], event: string, message: string, op?: Pick<Op, 'id' | 'card' | 'redactor'>) => {
+    if (!options.logger) return;
+    const text = (op?.redactor ?? baseRedactor).text(message);
+    options.logger({ at: iso(clock.now()), level, event, ...(op ? { businessOperationId: op.id, operation: op.card.operation } : {}), message: text });
+  };
+
+  // ---------------------------------------------------------------- run
+  async function run(adapter: AdapterV1, operation: string, input: RunInput): Promise<RunResult> {
+    const spec = checkAdapter(adapter, operation);
+    if (typeof input !== 'object' || input === null) throw new InvalidIntentError('', 'run input must be an object with params');
+    const card = spec.card;
+    const intent = input.intent ?? pickIntent(input.params, spec.intentFields);
+    const id = input.businessOperationId !== undefined ? asBusinessOperationId(input.businessOperationId) : deriveBusinessOperationId(card.operation, intent);
+    const intentFingerprint = fingerprint({ operation: card.operation, intent });
+    const paramsFingerprint = fingerprint(input.params ?? null);
+    const providerKey = adapter.deriveProviderKey(operation, id);
+    const runId = input.runId !== undefined ? asRunId(input.runId) : newRunId();
+    const policy = resolvePolicy(card, options.policy);
+    const redactor = createRedactor(options.redact ?? {}, spec.sensitiveFields ?? []).withValuesFrom(input.params);
+    const claimInput: ClaimInput = {
+      businessOperationId: id,
+      provider: adapter.provider,
+      operation: card.operation,
+      intentFingerprint,
+      paramsFingerprint,
+      params: input.params ?? null,
+      providerKey,
+      owner,
+      leaseMs: policy.leaseMs,
+      now: clock.now(),
+    };
+    const base = { adapter, opName: operation, card, policy, redactor, id, providerKey, runId, params: input.params ?? null, signal: input.signal };
+    return claimAndDrive(base, claimInput, paramsFingerprint);
+  }
+
+  type OpBase = Pick<Op, 'adapter' | 'opName' | 'card' | 'policy' | 'redactor' | 'id' | 'providerKey' | 'runId' | 'params' | 'signal'>;
+
+  async function claimAndDrive(base: OpBase, claimInput: ClaimInput, paramsFingerprint: string): Promise<RunResult> {
+    const claim = await ledger.claim({ ...claimInput, now: clock.now() });
+    switch (claim.kind) {
+      case 'conflict':
+        log('warn', 'conflict', `same id, different ${claim.field}: nothing sent`, { ...base });
+        throw new ConflictError(base.id, claim.field, `stored ${claim.field === 'intent' ? claim.record.intentFingerprint : claim.record.operation}`);
+      case 'terminal':
+        return fromTerminal(claim.record, paramsFingerprint, base);
+      case 'busy':
+        if (claim.record.paramsFingerprint !== paramsFingerprint) throw new ConflictError(base.id, 'params', 'another worker is performing this operation with other params');
+        log('info', 'busy', `another worker (${claim.record.leaseOwner}) holds the operation: waiting for its result`, base);
+        return waitForOther(base, claimInput, paramsFingerprint);
+      case 'claimed': {
+        const record = claim.record;
+        const ref: Fenced = { businessOperationId: record.businessOperationId, fence: record.fence };
+        if (record.paramsFingerprint !== paramsFingerprint) {
+          await ledger.release(ref).catch(() => undefined);
+          throw new ConflictError(base.id, 'params', 'a re-send with the same key and other params would be a different request');
+        }
+        if (claim.takenOver) log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, base);
+        return execute(base, record, ref, paramsFingerprint, claimInput);
+      }
+    }
+  }
+
+  async function execute(base: OpBase, record: OperationRecord, ref: Fenced, paramsFingerprint: string, claimInput: ClaimInput): Promise<RunResult> {
+    const prior = await ledger.receipts(base.id);
+    const last = prior[prior.length - 1];
+    const op: Op = {
+      ...base,
+      requestFingerprint: fingerprint(base.redactor.params(base.params)),
+      ref,
+      record,
+      startedAt: clock.now(),
+      runAttempts: 0,
+      windowStartedAt: null,
+      polls: 0,
+      lastSeq: last?.seq ?? 0,
+      lastHash: last?.hash ?? null,
+    };
+    try {
+      const first = decide(op.card, stateOf(op), null, { policy: op.policy, random });
+      return await drive(op, first);
+    } catch (err) {
+      if (LeaseLostError.isInstance(err)) {
+        log('warn', 'lease-lost', 'another worker took the operation over: stopping, waiting for its result', op);
+        return waitForOther(base, claimInput, paramsFingerprint);
+      }
+      await ledger.release(op.ref).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  function stateOf(op: Op): DecisionState {
+    return {
+      ledgerState: op.record.state,
+      now: clock.now(),
+      firstDispatchedAt: op.record.firstDispatchedAt,
+      runAttempts: op.runAttempts,
+      runStartedAt: op.startedAt,
+      windowStartedAt: op.windowStartedAt,
+      polls: op.polls,
+    };
+  }
+
+  // ---------------------------------------------------------------- the loop
+  async function drive(op: Op, first: Decision): Promise<RunResult> {
+    let decision = first;
+    let obs: Observation = null;
+    for (;;) {
+      log('info', 'decision', `${decision.action}${'delayMs' in decision ? ` in ${decision.delayMs} ms` : ''}: ${decision.why}`, op);
+      if (decision.action === 'complete') return complete(op, obs, decision.adopted);
+      if (decision.action === 'handoff') return handOff(op, decision);
+
+      const polling = decision.action === 'lookup' || isInProgress(obs);
+      if (polling) {
+        op.windowStartedAt ??= clock.now();
+        op.polls++;
+      }
+      await wait(op, decision.delayMs);
+      const startedAt = clock.now();
+      const attemptId = newAttemptId();
+      let kind: ReceiptKind;
+      if (decision.action === 'send') {
+        obs = await send(op, attemptId);
+        kind = op.record.attemptCount === 1 ? 'dispatch' : 'resend';
+      } else {
+        kind = isInProgress(obs) ? 'poll' : 'lookup';
+        obs = await lookup(op, attemptId);
+      }
+      const finishedAt = clock.now();
+      decision = decide(op.card, stateOf(op), obs, { policy: op.policy, random });
+      await persist(op, obs);
+      await receipt(op, { kind, attemptId, startedAt, finishedAt, obs, decision });
+    }
+  }
+
+  function isInProgress(obs: Observation): boolean {
+    return obs !== null && (obs.kind === 'in-progress' || (obs.kind === 'found' && obs.outcome.kind === 'in-progress'));
+  }
+
+  async function renew(op: Op): Promise<void> {
+    await ledger.renewLease(op.ref, op.policy.leaseMs, clock.now());
+  }
+
+  /** Sleeps in slices shorter than the lease, renewing it, so a long backoff never loses the claim. */
+  async function wait(op: Op, ms: number): Promise<void> {
+    let remaining = Math.max(0, ms);
+    const slice = Math.max(1, Math.floor(op.policy.leaseMs / 3));
+    while (remaining > 0) {
+      const step = Math.min(remaining, slice);
+      await clock.sleep(step);
+      remaining -= step;
+      await renew(op);
+    }
+  }
+
+  async function send(op: Op, attemptId: ReturnType<typeof newAttemptId>): Promise<Outcome> {
+    await renew(op);
+    // Durably `dispatched` BEFORE the provider is called: a crash from here on is found and reconciled.
+    op.record = await ledger.markDispatched(op.ref, clock.now());
+    op.runAttempts++;
+    log('info', 'dispatch', `provider call ${op.record.attemptCount} (run attempt ${op.runAttempts}) with key ${op.providerKey ?? '(none)'}`, op);
+    let outcome: Outcome;
+    try {
+      const o = await op.adapter.doExecute(op.opName, op.params, {
+        businessOperationId: op.id,
+        providerKey: op.providerKey,
+        runId: op.runId,
+        attemptId,
+        attempt: op.record.attemptCount,
+        statusRef: op.record.statusRef,
+        ...(op.signal ? { signal: op.signal } : {}),
+      });
+      outcome = isOutcome(o) ? o : { kind: 'unknown', cause: 'other', message: 'adapter returned something that is not an outcome' };
+    } catch (err) {
+      outcome = { kind: 'unknown', cause: 'other', message: `adapter threw instead of classifying: ${errText(err)}` };
+    }
+    log('info', 'outcome', `${outcome.kind}${outcome.status !== undefined ? ` (${outcome.status})` : ''}${'message' in outcome && outcome.message ? `: ${outcome.message}` : ''}`, op);
+    return outcome;
+  }
+
+  async function lookup(op: Op, attemptId: ReturnType<typeof newAttemptId>): Promise<LookupResult> {
+    await renew(op);
+    if (op.record.state !== 'reconciling' && op.record.state !== 'in-progress') {
+      op.record = await ledger.setState(op.ref, { state: 'reconciling', now: clock.now() });
+    }
+    let result: LookupResult;
+    try {
+      const r = await op.adapter.doLookup(op.opName, {
+        businessOperationId: op.id,
+        providerKey: op.providerKey,
+        params: op.params,
+        runId: op.runId,
+        attemptId,
+        statusRef: op.record.statusRef,
+        firstDispatchedAt: op.record.firstDispatchedAt,
+        now: clock.now(),
+        ...(op.signal ? { signal: op.signal } : {}),
+      });
+      result = isLookupResult(r) ? r : { kind: 'cannot-tell', reason: 'adapter returned something that is not a lookup result' };
+    } catch (err) {
+      result = { kind: 'cannot-tell', reason: `lookup failed: ${errText(err)}` };
+    }
+    log('info', 'lookup', `${result.kind}${result.kind === 'found' ? ` (${result.outcome.kind})` : ` (${result.reason})`}`, op);
+    return result;
+  }
+
+  /** Records what the observation means for the operation's state (terminal writes happen in complete/handOff). */
+  async function persist(op: Op, obs: Observation): Promise<void> {
+    if (obs === null) return;
+    const now = clock.now();
+    const inner = obs.kind === 'found' ? obs.outcome : obs;
+    switch (inner.kind) {
+      case 'in-progress':
+        op.record = await ledger.setState(op.ref, {
+          state: 'in-progress',
+          lastOutcome: obs.kind === 'found' ? 'found' : 'in-progress',
+          now,
+          ...(inner.statusRef !== undefined ? { statusRef: inner.statusRef } : {}),
+          ...(inner.providerRef !== undefined ? { providerRef: inner.providerRef } : {}),
+        });
+        return;
+      case 'unknown':
+        op.record = await ledger.setState(op.ref, { state: 'unknown', lastOutcome: 'unknown', now });
+        return;
+      case 'not-applied':
+      case 'not-found':
+        // Definitely not applied: like a fresh claim, a recovery may simply send it.
+        op.record = await ledger.setState(op.ref, { state: 'claimed', lastOutcome: inner.kind, now });
+        return;
+      case 'cannot-tell':
+        op.record = await ledger.setState(op.ref, { state: op.record.state === 'in-progress' ? 'in-progress' : 'reconciling', lastOutcome: 'cannot-tell', now });
+        return;
+      default:
+        return; // succeeded / replayed / rejected: complete() or handOff() writes the terminal state next
+    }
+  }
+
+  async function receipt(
+    op: Op,
+    r: { kind: ReceiptKind; attemptId: string; startedAt: number; finishedAt: number; obs: Observation; decision: Decision | { action: string; why: string } },
+  ): Promise<void> {
+    const inner = r.obs === null ? null : r.obs.kind === 'found' ? r.obs.outcome : r.obs;
+    const refs = (inner ?? {}) as { status?: number; code?: string; providerRef?: string; requestId?: string; message?: string; reason?: string };
+    const message = refs.message ?? (r.obs && r.obs.kind !== 'found' && 'reason' in r.obs && typeof r.obs.reason === 'string' ? r.obs.reason : undefined);
+    const reason = r.decision.action === 'handoff' && 'reason' in r.decision ? `${r.decision.reason}: ${r.decision.why}` : r.decision.why;
+    const sealed = sealReceipt({
+      businessOperationId: op.id,
+      seq: op.lastSeq + 1,
+      runId: op.runId,
+      attemptId: r.attemptId as Receipt['attemptId'],
+      provider: op.adapter.provider,
+      operation: op.card.operation,
+      kind: r.kind,
+      startedAt: iso(r.startedAt),
+      finishedAt: iso(r.finishedAt),
+      outcome: r.obs === null ? null : r.obs.kind,
+      decision: { action: r.decision.action, reason: op.redactor.text(reason), ...('delayMs' in r.decision && typeof r.decision.delayMs === 'number' ? { delayMs: r.decision.delayMs } : {}) },
+      providerKey: op.providerKey,
+      ...(typeof refs.status === 'number' ? { status: refs.status } : {}),
+      ...(typeof refs.code === 'string' ? { code: op.redactor.text(refs.code) } : {}),
+      ...(typeof refs.providerRef === 'string' ? { providerRef: op.redactor.text(refs.providerRef) } : {}),
+      ...(typeof refs.requestId === 'string' ? { requestId: op.redactor.text(refs.requestId) } : {}),
+      ...(typeof message === 'string' ? { message: op.redactor.text(message) } : {}),
+      requestFingerprint: op.requestFingerprint,
+      prevHash: op.lastHash,
+    });
+    await ledger.appendReceipt(op.ref, sealed);
+    op.lastSeq = sealed.seq;
+    op.lastHash = sealed.hash;
+  }
+
+  async function complete(op: Op, obs: Observation, adopted: boolean): Promise<RunResult> {
+    const src = obs === null ? null : obs.kind === 'found' ? obs.outcome : obs;
+    let result: unknown = op.record.result;
+    let providerRef: string | null = op.record.providerRef;
+    if (src && (src.kind === 'succeeded' || src.kind === 'replayed')) {
+      result = src.result ?? null;
+      providerRef = src.providerRef ?? providerRef;
+    }
+    if (op.record.state !== 'succeeded') {
+      op.record = await ledger.setState(op.ref, {
+        state: 'succeeded',
+        lastOutcome: obs === null ? op.record.lastOutcome : obs.kind,
+        result,
+        providerRef,
+        now: clock.now(),
+      });
+    }
+    log('info', 'done', `succeeded${adopted ? ' (adopted)' : ''} after ${op.record.attemptCount} provider call(s)${providerRef ? `, ref ${providerRef}` : ''}`, op);
+    return { status: 'done', businessOperationId: op.id, result, providerRef, adopted, attempts: op.record.attemptCount, receipts: await ledger.receipts(op.id) };
+  }
+
+  async function handOff(op: Op, decision: Extract<Decision, { action: 'handoff' }>): Promise<RunResult> {
+    const now = clock.now();
+    const receipts = await ledger.receipts(op.id);
+    const error = decision.reason === 'retry-exhausted' ? new RetryExhaustedError(op.redactor.text(decision.why), receipts.filter((r) => r.kind === 'dispatch' || r.kind === 'resend').map((r) => r.attemptId)) : undefined;
+    const explanation = op.redactor.text(error ? error.message : decision.why);
+    const safety = resendSafety(op.card, op.record.firstDispatchedAt, now);
+    const packet = buildPacket({ record: op.record, reason: decision.reason, explanation, receipts, resendSafe: safety.safe, now });
+    op.record = await ledger.handOff(op.ref, packet, now);
+    log('warn', 'handoff', `${decision.reason}: ${explanation}`, op);
+    if (sink) {
+      try {
+        await sink.send(packet);
+      } catch (err) {
+        log('warn', 'handoff-sink-failed', `the packet is in the ledger; the sink failed: ${errText(err)}`, op);
+      }
+    }
+    return { status: 'handed-off', businessOperationId: op.id, packet, attempts: op.record.attemptCount, receipts, ...(error ? { error } : {}) };
+  }
+
+  // ---------------------------------------------------------------- other workers
+  async function fromTerminal(record: OperationRecord, paramsFingerprint: string | null, base: Pick<Op, 'id' | 'card' | 'redactor'>): Promise<RunResult> {
+    if (record.state === 'succeeded') {
+      log('info', 'adopt', 'already succeeded: adopting the stored result, nothing sent', base);
+      return {
+        status: 'done',
+        businessOperationId: record.businessOperationId,
+        result: record.result,
+        providerRef: record.providerRef,
+        adopted: true,
+        attempts: record.attemptCount,
+        receipts: await ledger.receipts(record.businessOperationId),
+      };
+    }
+    if (paramsFingerprint !== null && record.paramsFingerprint !== paramsFingerprint)
+      throw new ConflictError(record.businessOperationId, 'params', `the operation is ${record.state} with other params`);
+    if (!record.handoff) throw new InvalidStateError(record.businessOperationId, record.state, 'terminal without a handoff packet');
+    return { status: 'handed-off', businessOperationId: record.businessOperationId, packet: record.handoff, attempts: record.attemptCount, receipts: await ledger.receipts(record.businessOperationId) };
+  }
+
+  async function waitForOther(base: OpBase, claimInput: ClaimInput, paramsFingerprint: string): Promise<RunResult> {
+    const policy = base.policy;
+    const deadline = clock.now() + policy.waitForOtherMs;
+    let delay = Math.min(20, policy.baseMs || 20);
+    for (;;) {
+      const rec = await ledger.get(base.id);
+      if (!rec) throw new InvalidStateError(base.id, 'absent', 'the operation disappeared from the ledger');
+      if (isTerminalState(rec.state)) return fromTerminal(rec, paramsFingerprint, base);
+      const now = clock.now();
+      if (!leaseLive(rec, now)) return claimAndDrive(base, claimInput, paramsFingerprint);
+      if (now >= deadline) {
+        log('info', 'in-progress', `another worker still holds it after ${policy.waitForOtherMs} ms`, base);
+        return { status: 'in-progress', businessOperationId: base.id, statusRef: rec.statusRef, retryAfterMs: Math.max(0, (rec.leaseExpiresAt ?? now) - now) };
+      }
+      await clock.sleep(Math.max(1, Math.min(delay, deadline - now)));
+      delay = Math.min(delay * 2, 500);
+    }
+  }
+
+  // ---------------------------------------------------------------- recover / resolve
+  function findAdapter(adapters: readonly AdapterV1[], record: OperationRecord): { adapter: AdapterV1; opName: string } | null {
+    for (const adapter of adapters) {
+      if (adapter.provider !== record.provider) continue;
+      for (const [opName, spec] of Object.entries(adapter.operations)) if (spec.card.operation === record.operation) return { adapter, opName };
+    }
+    return null;
+  }
+
+  function baseFromRecord(adapter: AdapterV1, opName: string, record: OperationRecord, runId: RunId): { base: OpBase; claimInput: ClaimInput } {
+    const spec = checkAdapter(adapter, opName);
+    const policy = resolvePolicy(spec.card, options.policy);
+    const base: OpBase = {
+      adapter,
+      opName,
+      card: spec.card,
+      policy,
+      redactor: createRedactor(options.redact ?? {}, spec.sensitiveFields ?? []).withValuesFrom(record.params),
+      id: record.businessOperationId,
+      providerKey: record.providerKey,
+      runId,
+      params: record.params,
+      signal: undefined,
+    };
+    const claimInput: ClaimInput = {
+      businessOperationId: record.businessOperationId,
+      provider: record.provider,
+      operation: record.operation,
+      intentFingerprint: record.intentFingerprint,
+      paramsFingerprint: record.paramsFingerprint,
+      params: record.params,
+      providerKey: record.providerKey,
+      owner,
+      leaseMs: policy.leaseMs,
+      now: clock.now(),
+    };
+    return { base, claimInput };
+  }
+
+  async function recover(opts: { readonly adapters: readonly AdapterV1[]; readonly limit?: number }): Promise<RecoverReport[]> {
+    if (!opts || !Array.isArray(opts.adapters)) throw new RunnerConfigurationError('recover', 'recover({ adapters: [...] }) needs the adapters of the operations to reconcile');
+    const reports: RecoverReport[] = [];
+    const runId = newRunId();
+    for (const record of await ledger.recoverCandidates(clock.now(), opts.limit)) {
+      const found = findAdapter(opts.adapters, record);
+      if (!found) {
+        log('warn', 'recover-skip', `no adapter given for ${record.operation}`);
+        reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: record.state, action: 'skipped-no-adapter' });
+        continue;
+      }
+      const { base, claimInput } = baseFromRecord(found.adapter, found.opName, record, runId);
+      const claim = await ledger.claim(claimInput);
+      if (claim.kind === 'busy' || claim.kind === 'conflict') {
+        reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: claim.record.state, action: 'skipped-busy' });
+        continue;
+      }
+      if (claim.kind === 'terminal') {
+        reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: claim.record.state, action: 'already-terminal' });
+        continue;
+      }
+      log('info', 'recover', `reconciling from ${claim.record.state}`, base);
+      const result = await execute(base, claim.record, { businessOperationId: record.businessOperationId, fence: claim.record.fence }, record.paramsFingerprint, claimInput);
+      const after = await ledger.get(record.businessOperationId);
+      const action: RecoverReport['action'] = result.status === 'done' ? (result.adopted ? 'adopted' : 'completed') : result.status;
+      reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: after?.state ?? record.state, action, result });
+    }
+    return reports;
+  }
+
+  async function resolve(rawId: string, resolution: Resolution, opts: { readonly adapters?: readonly AdapterV1[]; readonly by?: string } = {}): Promise<ResolveResult> {
+    const id = asBusinessOperationId(rawId);
+    const record = await ledger.get(id);
+    if (!record) throw new InvalidStateError(id, 'absent', 'no such operation in the ledger');
+    if (record.state !== 'handed-off') throw new InvalidStateError(id, record.state, `only a handed-off operation can be resolved (${resolution?.action})`);
+    const by = opts.by ?? owner;
+    if (resolution?.action === 'resume') {
+      const found = findAdapter(opts.adapters ?? [], record);
+      if (!found) throw new RunnerConfigurationError('resolve', `resume needs the adapter for ${record.operation} in { adapters }`);
+      const { base, claimInput } = baseFromRecord(found.adapter, found.opName, record, newRunId());
+      const claim = await ledger.claim({ ...claimInput, resume: true });
+      if (claim.kind !== 'claimed') return fromTerminal(claim.record, null, base);
+      log('info', 'resume', `a person resumed it (${by}): re-sending with the same key`, base);
+      const ref = { businessOperationId: id, fence: claim.record.fence };
+      const prior = await ledger.receipts(id);
+      const last = prior[prior.length - 1];
+      const now = clock.now();
+      const resumeReceipt = sealReceipt({
+        businessOperationId: id,
+        seq: (last?.seq ?? 0) + 1,
+        runId: base.runId,
+        attemptId: newAttemptId(),
+        provider: record.provider,
+        operation: record.operation,
+        kind: 'resolve',
+        startedAt: iso(now),
+        finishedAt: iso(now),
+        outcome: null,
+        decision: { action: 'resume', reason: 'a person chose resume: same provider key, fresh budget' },
+        providerKey: record.providerKey,
+        requestFingerprint: fingerprint(base.redactor.params(record.params)),
+        prevHash: last?.hash ?? null,
+      });
+      await ledger.appendReceipt(ref, resumeReceipt);
+      return execute(base, claim.record, ref, record.paramsFingerprint, claimInput);
+    }
+    if (resolution?.action !== 'mark-done' && resolution?.action !== 'abandon') throw new InvalidStateError(id, record.state, `unknown resolution ${JSON.stringify((resolution as { action?: unknown })?.action)}`);
+    const providerRef = resolution.action === 'mark-done' ? resolution.providerRef : undefined;
+    const now = clock.now();
+    const after = await ledger.resolve(id, { action: resolution.action, ...(providerRef !== undefined ? { providerRef } : {}), by }, now);
+    const prior = await ledger.receipts(id);
+    const last = prior[prior.length - 1];
+    const redactor = baseRedactor.withValuesFrom(record.params);
+    await ledger.appendReceipt(
+      { businessOperationId: id, fence: after.fence },
+      sealReceipt({
+        businessOperationId: id,
+        seq: (last?.seq ?? 0) + 1,
+        runId: newRunId(),
+        attemptId: newAttemptId(),
+        provider: record.provider,
+        operation: record.operation,
+        kind: 'resolve',
+        startedAt: iso(now),
+        finishedAt: iso(now),
+        outcome: null,
+        decision: { action: resolution.action, reason: redactor.text(`resolved by a person (${by})`) },
+        providerKey: record.providerKey,
+        ...(providerRef !== undefined ? { providerRef: redactor.text(providerRef) } : {}),
+        requestFingerprint: last?.requestFingerprint ?? fingerprint(redactor.params(record.params)),
+        prevHash: last?.hash ?? null,
+      }),
+    );
+    log('info', 'resolve', `${resolution.action} by ${by}`);
+    return { status: 'resolved', businessOperationId: id, state: after.state as 'succeeded' | 'abandoned', providerRef: after.providerRef };
+  }
+
+  return { run, recover, resolve };
+}
