@@ -66,7 +66,7 @@ export function ordersCreateCard(provider: string): RetrySafetyCard {
     lookup: { method: fact('search', `GET /orders?reference=<business-operation id>: ${SOURCES.ietfSandbox}`), consistencyDelay: fact(null, SOURCES.ietfSandbox) },
     retention: { minimum: fact('24h', `${SOURCES.ietfSandbox} (published expiry, retentionMs); ${SOURCES.ietf} §2.3 requires a published expiry policy`) },
     concurrency: fact('rejects-in-progress', `${SOURCES.ietf} §2.7: retried while the original is in flight ⇒ 409`),
-    retryableErrors: fact(['409 request-in-flight (in-progress: wait, then same key)', 'ECONNREFUSED (not-applied)', 'timeout, reset, 5xx (unknown: look up first, then same key)'], `${SOURCES.ietf} §2.7; ${SOURCES.ietfSandbox}`),
+    retryableErrors: fact(['409 request-in-flight (in-progress: wait, then same key)', '429 (not-applied; a re-send carries the same key)', 'ECONNREFUSED (not-applied)', 'timeout, reset, 5xx (unknown: look up first, then same key)'], `${SOURCES.ietf} §2.7; ${SOURCES.ietfSandbox}`),
     nonRetryableErrors: fact(['400 idempotency-key-missing / -malformed (configuration)', '400 invalid-order (validation)', '409 out-of-stock (other)', '422 idempotency-key-reused (conflict)'], `${SOURCES.ietf} §2.7; ${SOURCES.ietfSandbox}`),
     ...POLICY,
     retryLayer: RETRY_LAYER,
@@ -101,7 +101,7 @@ export function exportsCreateCard(provider: string): RetrySafetyCard {
     lookup: { method: fact('status-url', `${SOURCES.azure}: 200 while pending, 303 See Other when done`), consistencyDelay: fact(null, SOURCES.asyncSandbox) },
     retention: { minimum: fact('24h', `${SOURCES.asyncSandbox} (retentionMs)`) },
     concurrency: fact('rejects-in-progress', `${SOURCES.azure}: a duplicate gets 202 and the existing status URL, an in-progress answer`),
-    retryableErrors: fact(['202 + Location (in-progress: poll, honour Retry-After)', 'ECONNREFUSED (not-applied)', 'timeout, reset, 5xx (unknown: re-send with the same key returns the existing status resource)'], `${SOURCES.azure}; ${SOURCES.asyncSandbox}`),
+    retryableErrors: fact(['202 + Location (in-progress: poll, honour Retry-After)', '429 (not-applied; a re-send carries the same key)', 'ECONNREFUSED (not-applied)', 'timeout, reset, 5xx (unknown: re-send with the same key returns the existing status resource)'], `${SOURCES.azure}; ${SOURCES.asyncSandbox}`),
     nonRetryableErrors: fact(['400 InvalidRequest (validation, before acceptance)', '400 IdempotencyKeyMissing (configuration)', '422 IdempotencyKeyReused (conflict)', 'persisted 4xx at the status URL (rejected)'], `${SOURCES.azure}; ${SOURCES.asyncSandbox}`),
     ...POLICY,
     retryLayer: RETRY_LAYER,
@@ -138,14 +138,20 @@ export function documentsUpdateCard(provider: string): RetrySafetyCard {
     },
     lookup: { method: fact('get-by-key', `GET /documents/{id}, compare ETag with the sent If-Match: ${SOURCES.etagSandbox}`), consistencyDelay: fact(null, SOURCES.gcsConsistency) },
     retention: { minimum: fact(null, `${SOURCES.gcsPreconditions}: nothing is stored; the validator guards the write as long as the resource is not changed`) },
-    concurrency: fact('rejects-in-progress', `${SOURCES.gcsPreconditions}: of two writes with the same precondition one applies and the other gets 412`),
-    retryableErrors: fact(['408', '429', '5xx', 'socket timeouts', 'TCP disconnects (unknown: look up, then same precondition)'], `${SOURCES.gcsRetry}: retried only for conditionally idempotent operations with a precondition`),
+    concurrency: fact<ConcurrencyBehaviour>('unknown', `${SOURCES.gcsPreconditions}: of two writes with the same precondition one applies and the other gets 412 — a behaviour the card vocabulary has no value for`),
+    retryableErrors: fact(['429 (not-applied; a re-send carries the same precondition)', '408', '5xx', 'socket timeouts', 'TCP disconnects (unknown: look up, then same precondition)'], `${SOURCES.gcsRetry}: retried only for conditionally idempotent operations with a precondition`),
     nonRetryableErrors: fact(['400 invalid', '404 notFound', '412 conditionNotMet on the first attempt (conflict)', '428 preconditionRequired (configuration)'], `${SOURCES.gcsRetry}; ${SOURCES.etagSandbox}`),
     ...POLICY,
     retryLayer: RETRY_LAYER,
     reconciler: 'the runner, through doLookup: GET /documents/{id}; the sent ETag still current ⇒ not applied; moved on and showing this write ⇒ applied; moved on otherwise ⇒ another writer (rejected, handoff)',
     duplicateTest: `${SOURCES.etagSandbox}, behind the testkit fault proxy`,
-    unverified: [],
+    unverified: [
+      {
+        field: 'concurrency',
+        condition: 'known (one conditional write applies, the duplicate gets 412) but not expressible: ConcurrencyBehaviour has no "rejects-duplicate" value, so the card says unknown rather than a wrong value',
+        source: SOURCES.gcsPreconditions,
+      },
+    ],
   });
 }
 

@@ -31,6 +31,8 @@ export function ietfOrdersCreate(provider: string): HttpOperationSpec {
         { status: 409, code: `${P}request-in-flight`, outcome: 'in-progress' },
         { status: 409, code: `${P}out-of-stock`, outcome: 'rejected', reason: 'other' },
         { status: 422, code: `${P}idempotency-key-reused`, outcome: 'rejected', reason: 'conflict' },
+        // Rate limited before processing; and any re-send carries the same key, which folds it anyway.
+        { status: 429, outcome: 'not-applied' },
       ],
     },
     refPath: 'id',
@@ -60,6 +62,7 @@ export function asyncExportsCreate(provider: string): HttpOperationSpec {
         { status: 400, outcome: 'rejected', reason: 'validation' },
         { status: 422, code: 'IdempotencyKeyReused', outcome: 'rejected', reason: 'conflict' },
         { status: 422, code: 'ExportFailed', outcome: 'rejected', reason: 'other' },
+        { status: 429, outcome: 'not-applied' },
       ],
     },
     refPath: 'id',
@@ -95,7 +98,9 @@ export function etagDocumentsUpdate(provider: string): HttpOperationSpec {
         { status: 400, outcome: 'rejected', reason: 'validation' },
         { status: 404, outcome: 'rejected', reason: 'not-found' },
         { status: 428, outcome: 'rejected', reason: 'configuration' },
-        { status: [408, 429], outcome: 'unknown', cause: 'other' },
+        // A re-send carries the same If-Match: even if a 429 had been processed, the duplicate gets 412 and a lookup.
+        { status: 429, outcome: 'not-applied' },
+        { status: 408, outcome: 'unknown', cause: 'timeout' },
       ],
     },
     refPath: 'id',

@@ -11,6 +11,8 @@ import { isPlainObject, kindCounter, parseJson, payloadFingerprint, sandboxClock
  */
 export interface AsyncReplySandboxOptions {
   readonly port?: number;
+  /** Time source for key expiry (e.g. the drill's virtual clock). Default: the wall clock. */
+  readonly clock?: { now(): number };
   /** Status reads answered "running" before a job completes. Default 1. */
   readonly pollsUntilDone?: number;
   /** Retry-After (seconds) on the 202 and on pending status reads. Default 1. */
@@ -33,6 +35,8 @@ export interface AsyncReplySandbox {
   records(): readonly SandboxExportJob[];
   readonly requests: readonly SandboxRequest[];
   advance(ms: number): void;
+  /** Forgets every stored key, as if all had aged past retention. */
+  expireKeys(): void;
   close(): Promise<void>;
 }
 
@@ -57,7 +61,7 @@ const err = (status: number, code: string, extra: Record<string, string> = {}): 
 export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions = {}): Promise<AsyncReplySandbox> {
   const retryAfter = String(options.retryAfterS ?? 1);
   const retentionMs = options.retentionMs ?? 24 * 3_600_000;
-  const clock = sandboxClock();
+  const clock = sandboxClock(options.clock);
   const jobs: Job[] = [];
   const keys = new Map<string, { fingerprint: string; jobId: string; at: number }>();
   let seq = 0;
@@ -124,6 +128,7 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
     records: () => jobs.map(({ id, dataset, format, state }) => ({ id, dataset, format, state })),
     requests: server.requests,
     advance: clock.advance,
+    expireKeys: () => keys.clear(),
     close: server.close,
   };
 }

@@ -13,6 +13,8 @@ import { isPlainObject, kindCounter, parseJson, payloadFingerprint, sandboxClock
  */
 export interface ClientTokenSandboxOptions {
   readonly port?: number;
+  /** Time source for key expiry (e.g. the drill's virtual clock). Default: the wall clock. */
+  readonly clock?: { now(): number };
   /** How long a token is remembered (from launch). Default 24 h. */
   readonly retentionMs?: number;
 }
@@ -34,6 +36,8 @@ export interface ClientTokenSandbox {
   terminate(instanceId: string): void;
   throttleNext(n: number): void;
   advance(ms: number): void;
+  /** Forgets every stored key, as if all had aged past retention. */
+  expireKeys(): void;
   close(): Promise<void>;
 }
 
@@ -43,7 +47,7 @@ const awsError = (status: number, code: string, rid: Record<string, string>): Sa
 
 export async function startClientTokenSandbox(options: ClientTokenSandboxOptions = {}): Promise<ClientTokenSandbox> {
   const retentionMs = options.retentionMs ?? 24 * 3_600_000;
-  const clock = sandboxClock();
+  const clock = sandboxClock(options.clock);
   const instances: SandboxInstance[] = [];
   const tokens = new Map<string, { fingerprint: string; reply: SandboxReply; at: number }>();
   let throttle = 0;
@@ -103,6 +107,7 @@ export async function startClientTokenSandbox(options: ClientTokenSandboxOptions
       throttle += n;
     },
     advance: clock.advance,
+    expireKeys: () => tokens.clear(),
     close: server.close,
   };
 }

@@ -11,6 +11,8 @@ import { isPlainObject, kindCounter, parseJson, payloadFingerprint, sandboxClock
  */
 export interface IetfKeySandboxOptions {
   readonly port?: number;
+  /** Time source for key expiry (e.g. the drill's virtual clock). Default: the wall clock. */
+  readonly clock?: { now(): number };
   /** Published expiry of keys and stored responses. Default 24 h. */
   readonly retentionMs?: number;
   /** How long processing an order takes (real time), to exercise the 409 in-flight answer. Default 0. */
@@ -36,6 +38,8 @@ export interface IetfKeySandbox {
   readonly requests: readonly SandboxRequest[];
   /** Moves the sandbox clock forward (key expiry). */
   advance(ms: number): void;
+  /** Forgets every stored key, as if all had aged past retention. */
+  expireKeys(): void;
   /** The next `n` new (not replayed) requests fail with a 500 that is stored under their key and replayed. */
   failNext(n: number): void;
   close(): Promise<void>;
@@ -65,7 +69,7 @@ interface Entry {
 
 export async function startIetfKeySandbox(options: IetfKeySandboxOptions = {}): Promise<IetfKeySandbox> {
   const retentionMs = options.retentionMs ?? 24 * 3_600_000;
-  const clock = sandboxClock();
+  const clock = sandboxClock(options.clock);
   const orders: SandboxOrder[] = [];
   const keys = new Map<string, Entry>();
   let failures = 0;
@@ -135,6 +139,7 @@ export async function startIetfKeySandbox(options: IetfKeySandboxOptions = {}): 
     records: () => orders.map((o) => ({ ...o })),
     requests: server.requests,
     advance: clock.advance,
+    expireKeys: () => keys.clear(),
     failNext: (n) => {
       failures += n;
     },

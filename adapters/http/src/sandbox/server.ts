@@ -99,11 +99,12 @@ export function payloadFingerprint(body: unknown): string {
   }
 }
 
-/** A clock the tests can move forward (retention expiry) without waiting. */
-export function sandboxClock() {
+/** A clock the tests can move forward (retention expiry) without waiting; `base` is e.g. the drill's virtual clock. */
+export function sandboxClock(base?: { now(): number }) {
   let offset = 0;
+  const source = base ?? Date;
   return {
-    now: () => Date.now() + offset,
+    now: () => source.now() + offset,
     advance: (ms: number) => {
       offset += ms;
     },

@@ -1,0 +1,110 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { asyncExportsCreate, createHttpAdapter, exportsCreateCard, type HttpAdapter } from '../src/index.js';
+import { startAsyncReplySandbox, type AsyncReplySandbox } from '../src/sandbox/index.js';
+import { execCtx, lookupCtx } from './helpers.js';
+
+const OP = 'exports.create';
+const job = (over: Record<string, unknown> = {}) => ({ dataset: 'sales-2026', format: 'csv', requestRef: 'R-1', ...over });
+
+describe('async request-reply: SDK → sandbox', () => {
+  let sb: AsyncReplySandbox;
+  let adapter: HttpAdapter;
+  beforeEach(async () => {
+    sb = await startAsyncReplySandbox({ port: 0, pollsUntilDone: 1, retryAfterS: 2 });
+    adapter = createHttpAdapter({ provider: 'acme-exports', baseUrl: sb.url, timeoutMs: 2000, operations: { [OP]: asyncExportsCreate('acme-exports') } });
+  });
+  afterEach(async () => {
+    await adapter.close();
+    await sb.close();
+  });
+
+  it('202 + Location + Retry-After ⇒ in-progress with the absolute status URL; polling: 200 running ⇒ in-progress, then 303 ⇒ GET the resource ⇒ succeeded; never a second POST', async () => {
+    const ctx = execCtx(adapter, OP, job());
+    const out = await adapter.doExecute(OP, job(), ctx);
+    expect(out).toMatchObject({ kind: 'in-progress', status: 202, statusRef: `${sb.url}/exports/status/exp_1`, retryAfterMs: 2000, requestId: 'req_1' });
+    const statusRef = (out as { statusRef: string }).statusRef;
+    const poll1 = await adapter.doLookup(OP, lookupCtx(adapter, OP, job(), { statusRef }));
+    expect(poll1).toMatchObject({ kind: 'found', outcome: { kind: 'in-progress', statusRef, retryAfterMs: 2000 } });
+    const poll2 = await adapter.doLookup(OP, lookupCtx(adapter, OP, job(), { statusRef }));
+    expect(poll2).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: 'exp_1', result: { id: 'exp_1', status: 'succeeded', rows: 42 } } });
+    expect(sb.count(OP)).toBe(1);
+    expect(sb.requests.filter((r) => r.method === 'POST')).toHaveLength(1);
+    expect(sb.requests.map((r) => `${r.method} ${r.status}`)).toEqual(['POST 202', 'GET 200', 'GET 303', 'GET 200']);
+  });
+
+  it('invalid request ⇒ validated before acceptance ⇒ 400 ⇒ rejected (validation), no work item', async () => {
+    const bad = job({ format: 'xml' });
+    expect(await adapter.doExecute(OP, bad, execCtx(adapter, OP, bad))).toMatchObject({ kind: 'rejected', reason: 'validation', status: 400, code: 'InvalidRequest' });
+    expect(sb.count(OP)).toBe(0);
+  });
+
+  it('same Idempotency-Key ⇒ 202 with the EXISTING status URL, one work item; other payload ⇒ 422 ⇒ rejected (conflict)', async () => {
+    const ctx = execCtx(adapter, OP, job());
+    const a = await adapter.doExecute(OP, job(), ctx);
+    const b = await adapter.doExecute(OP, job(), { ...ctx, attempt: 2 });
+    expect((b as { statusRef: string }).statusRef).toBe((a as { statusRef: string }).statusRef);
+    expect(await adapter.doExecute(OP, job({ format: 'json' }), { ...ctx, attempt: 3 })).toMatchObject({ kind: 'rejected', reason: 'conflict', status: 422 });
+    expect(sb.count(OP)).toBe(1);
+  });
+
+  it('an error persisted at the status URL ⇒ found rejected, the same on every read', async () => {
+    const broken = job({ dataset: 'broken-1' });
+    const out = await adapter.doExecute(OP, broken, execCtx(adapter, OP, broken));
+    const statusRef = (out as { statusRef: string }).statusRef;
+    await adapter.doLookup(OP, lookupCtx(adapter, OP, broken, { statusRef }));
+    for (let i = 0; i < 2; i++) {
+      expect(await adapter.doLookup(OP, lookupCtx(adapter, OP, broken, { statusRef }))).toMatchObject({ kind: 'found', outcome: { kind: 'rejected', reason: 'other', status: 422, code: 'ExportFailed' } });
+    }
+  });
+
+  it('the 202 was lost (no status URL): lookup re-sends with the same key inside retention and gets the existing status resource — one work item', async () => {
+    const ctx = execCtx(adapter, OP, job());
+    await adapter.doExecute(OP, job(), ctx); // pretend this response never arrived
+    const found = await adapter.doLookup(OP, lookupCtx(adapter, OP, job()));
+    expect(found).toMatchObject({ kind: 'found', outcome: { kind: 'in-progress', statusRef: `${sb.url}/exports/status/exp_1` } });
+    expect(sb.count(OP)).toBe(1);
+  });
+
+  it('no status URL and the key past retention ⇒ cannot-tell, and nothing is sent', async () => {
+    await adapter.doExecute(OP, job(), execCtx(adapter, OP, job()));
+    const before = sb.requests.length;
+    const now = Date.now();
+    const res = await adapter.doLookup(OP, lookupCtx(adapter, OP, job(), { firstDispatchedAt: now - 25 * 3_600_000, now }));
+    expect(res).toMatchObject({ kind: 'cannot-tell' });
+    expect((res as { reason: string }).reason).toMatch(/past the 24h retention/);
+    expect(sb.requests.length).toBe(before);
+  });
+
+  it('a card with retention unknown ⇒ the lookup never re-sends (cannot-tell), nothing reaches the provider', async () => {
+    const card = exportsCreateCard('acme-exports');
+    const unknownRetention = createHttpAdapter({
+      provider: 'acme-exports',
+      baseUrl: sb.url,
+      timeoutMs: 2000,
+      operations: {
+        [OP]: {
+          ...asyncExportsCreate('acme-exports'),
+          card: {
+            ...card,
+            retention: { minimum: { value: 'unknown', source: 'test: not published' } },
+            unverified: [...card.unverified, { field: 'retention.minimum', condition: 'expiry not published', source: 'test' }],
+          },
+        },
+      },
+    });
+    try {
+      const res = await unknownRetention.doLookup(OP, lookupCtx(unknownRetention, OP, job()));
+      expect(res).toMatchObject({ kind: 'cannot-tell' });
+      expect((res as { reason: string }).reason).toMatch(/retention is unknown/);
+      expect(sb.requests).toHaveLength(0);
+    } finally {
+      await unknownRetention.close();
+    }
+  });
+
+  it('a status URL on another origin is not polled with this adapter’s headers', async () => {
+    const res = await adapter.doLookup(OP, lookupCtx(adapter, OP, job(), { statusRef: 'http://127.0.0.2:9/exports/status/exp_1' }));
+    expect(res).toMatchObject({ kind: 'cannot-tell' });
+    expect(sb.requests).toHaveLength(0);
+  });
+});

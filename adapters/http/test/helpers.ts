@@ -1,0 +1,49 @@
+import net from 'node:net';
+import { businessOperationId, newAttemptId, newRunId, pickIntent, type ExecuteContext, type LookupContext } from '@retrysafe/contract';
+import type { HttpAdapter } from '../src/index.js';
+
+/** The ids the runner would hand the adapter for these params. */
+export function idsFor(adapter: HttpAdapter, operation: string, params: Record<string, unknown>) {
+  const op = adapter.operations[operation]!;
+  const id = businessOperationId(op.card.operation, pickIntent(params, op.intentFields));
+  return { businessOperationId: id, providerKey: adapter.deriveProviderKey(operation, id) };
+}
+
+export function execCtx(adapter: HttpAdapter, operation: string, params: Record<string, unknown>, attempt = 1, overrides: Partial<ExecuteContext> = {}): ExecuteContext {
+  return { ...idsFor(adapter, operation, params), runId: newRunId(), attemptId: newAttemptId(), attempt, statusRef: null, ...overrides };
+}
+
+export function lookupCtx(adapter: HttpAdapter, operation: string, params: Record<string, unknown>, overrides: Partial<LookupContext> = {}): LookupContext {
+  const now = Date.now();
+  return { ...idsFor(adapter, operation, params), params, runId: newRunId(), attemptId: newAttemptId(), statusRef: null, firstDispatchedAt: now, now, ...overrides };
+}
+
+/** A loopback TCP server that accepts and reads but never answers (client timeout) or resets after reading (reset). */
+export async function startSilentServer(mode: 'hang' | 'reset'): Promise<{ url: string; received: () => number; close: () => Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  let received = 0;
+  const server = net.createServer((s) => {
+    sockets.add(s);
+    s.on('data', () => {
+      received++;
+      if (mode === 'reset') s.resetAndDestroy();
+    });
+    s.on('error', () => {});
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.address() as net.AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    received: () => received,
+    close: () => new Promise<void>((r) => { for (const s of sockets) s.destroy(); server.close(() => r()); }),
+  };
+}
+
+/** A port nothing listens on. */
+export async function closedPort(): Promise<string> {
+  const server = net.createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.address() as net.AddressInfo).port;
+  await new Promise<void>((r) => server.close(() => r()));
+  return `http://127.0.0.1:${port}`;
+}

@@ -1,0 +1,150 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createHttpAdapter, ietfOrdersCreate, ordersCreateCard, type HttpAdapter } from '../src/index.js';
+import { startIetfKeySandbox, type IetfKeySandbox } from '../src/sandbox/index.js';
+import { closedPort, execCtx, lookupCtx, startSilentServer } from './helpers.js';
+
+const OP = 'orders.create';
+const order = (over: Record<string, unknown> = {}) => ({ customer: 'cus_1', sku: 'sku_1', quantity: 2, orderRef: 'A-17', ...over });
+
+describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
+  let sb: IetfKeySandbox;
+  let adapter: HttpAdapter;
+  beforeEach(async () => {
+    sb = await startIetfKeySandbox({ port: 0 });
+    adapter = createHttpAdapter({ provider: 'acme-orders', baseUrl: sb.url, timeoutMs: 2000, operations: { [OP]: ietfOrdersCreate('acme-orders') } });
+  });
+  afterEach(async () => {
+    await adapter.close();
+    await sb.close();
+  });
+
+  it('201 ⇒ succeeded with the order id and request id; the key travels as a Structured Field string derived from the business-operation id', async () => {
+    const ctx = execCtx(adapter, OP, order());
+    const out = await adapter.doExecute(OP, order(), ctx);
+    expect(out).toMatchObject({ kind: 'succeeded', status: 201, providerRef: 'ord_1', requestId: 'req_1' });
+    expect(sb.requests[0]!.headers['idempotency-key']).toBe(`"${ctx.providerKey}"`);
+    expect(ctx.providerKey).toBe(`rs-${ctx.businessOperationId}`);
+    expect(sb.records()[0]!.reference).toBe(ctx.businessOperationId);
+  });
+
+  it('same key, same payload after completion ⇒ the stored result is replayed: one order', async () => {
+    const ctx = execCtx(adapter, OP, order());
+    const a = await adapter.doExecute(OP, order(), ctx);
+    const b = await adapter.doExecute(OP, order(), { ...ctx, attempt: 2 });
+    expect(b).toMatchObject({ kind: 'succeeded', providerRef: 'ord_1' });
+    expect((b as { result: unknown }).result).toEqual((a as { result: unknown }).result);
+    expect(sb.count(OP)).toBe(1);
+  });
+
+  it('same key, other payload ⇒ 422 ⇒ rejected (conflict), nothing created', async () => {
+    const ctx = execCtx(adapter, OP, order());
+    await adapter.doExecute(OP, order(), ctx);
+    const out = await adapter.doExecute(OP, order({ quantity: 3 }), { ...ctx, attempt: 2 });
+    expect(out).toMatchObject({ kind: 'rejected', reason: 'conflict', status: 422, code: 'https://retrysafe.invalid/problems/idempotency-key-reused' });
+    expect(sb.count(OP)).toBe(1);
+  });
+
+  it('same key while the first is in flight ⇒ 409 ⇒ in-progress with Retry-After; one order', async () => {
+    const slow = await startIetfKeySandbox({ port: 0, processingMs: 300 });
+    const a2 = createHttpAdapter({ provider: 'acme-orders', baseUrl: slow.url, timeoutMs: 5000, operations: { [OP]: ietfOrdersCreate('acme-orders') } });
+    try {
+      const ctx = execCtx(a2, OP, order());
+      const first = a2.doExecute(OP, order(), ctx);
+      await new Promise((r) => setTimeout(r, 50));
+      const second = await a2.doExecute(OP, order(), { ...ctx, attempt: 2 });
+      expect(second).toMatchObject({ kind: 'in-progress', status: 409, retryAfterMs: 1000 });
+      expect(await first).toMatchObject({ kind: 'succeeded' });
+      expect(slow.count(OP)).toBe(1);
+    } finally {
+      await a2.close();
+      await slow.close();
+    }
+  });
+
+  it('missing key ⇒ 400 ⇒ rejected (configuration)', async () => {
+    const card = ordersCreateCard('acme-orders');
+    const noKey = createHttpAdapter({
+      provider: 'acme-orders',
+      baseUrl: sb.url,
+      timeoutMs: 2000,
+      operations: {
+        [OP]: {
+          ...ietfOrdersCreate('acme-orders'),
+          key: { travels: 'none' },
+          card: { ...card, providerKey: { ...card.providerKey, travels: { value: 'none', source: 'test: a client that forgot the key' } } },
+        },
+      },
+    });
+    try {
+      const out = await noKey.doExecute(OP, order(), execCtx(noKey, OP, order()));
+      expect(out).toMatchObject({ kind: 'rejected', reason: 'configuration', status: 400, code: 'https://retrysafe.invalid/problems/idempotency-key-missing' });
+      expect(sb.count(OP)).toBe(0);
+    } finally {
+      await noKey.close();
+    }
+  });
+
+  it('an unquoted key ⇒ 400 malformed ⇒ rejected (configuration): the draft requires an sf-string', async () => {
+    const spec = ietfOrdersCreate('acme-orders');
+    const raw = createHttpAdapter({ provider: 'acme-orders', baseUrl: sb.url, timeoutMs: 2000, operations: { [OP]: { ...spec, key: { travels: 'header', name: 'Idempotency-Key', rule: { maxLength: 64, prefix: 'rs-' } } } } });
+    try {
+      const out = await raw.doExecute(OP, order(), execCtx(raw, OP, order()));
+      expect(out).toMatchObject({ kind: 'rejected', reason: 'configuration', status: 400 });
+      expect(sb.count(OP)).toBe(0);
+    } finally {
+      await raw.close();
+    }
+  });
+
+  it('invalid order ⇒ 400 ⇒ rejected (validation); the stored error is replayed on the same key', async () => {
+    const bad = order({ quantity: 0 });
+    const ctx = execCtx(adapter, OP, bad);
+    expect(await adapter.doExecute(OP, bad, ctx)).toMatchObject({ kind: 'rejected', reason: 'validation', status: 400 });
+    expect(await adapter.doExecute(OP, bad, { ...ctx, attempt: 2 })).toMatchObject({ kind: 'rejected', reason: 'validation', status: 400 });
+    expect(sb.count(OP)).toBe(0);
+  });
+
+  it('a 409 that is not "in flight" (out of stock) ⇒ rejected, not in-progress: the body code decides, not the status', async () => {
+    const out = await adapter.doExecute(OP, order({ sku: 'oos-1' }), execCtx(adapter, OP, order({ sku: 'oos-1' })));
+    expect(out).toMatchObject({ kind: 'rejected', reason: 'other', status: 409, code: 'https://retrysafe.invalid/problems/out-of-stock' });
+  });
+
+  it('a stored 500 ⇒ unknown (server-error), and the same key replays the 500 without creating anything', async () => {
+    sb.failNext(1);
+    const ctx = execCtx(adapter, OP, order());
+    expect(await adapter.doExecute(OP, order(), ctx)).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 500 });
+    expect(await adapter.doExecute(OP, order(), { ...ctx, attempt: 2 })).toMatchObject({ kind: 'unknown', status: 500 });
+    expect(sb.count(OP)).toBe(0);
+  });
+
+  it('past the published expiry the same key is a new request: a second order (why the card states retention)', async () => {
+    const ctx = execCtx(adapter, OP, order());
+    await adapter.doExecute(OP, order(), ctx);
+    sb.advance(sb.retentionMs);
+    await adapter.doExecute(OP, order(), { ...ctx, attempt: 2 });
+    expect(sb.count(OP)).toBe(2);
+  });
+
+  it('lookup searches by business-operation id: found after a dispatch, not-found (authoritative) before', async () => {
+    expect(await adapter.doLookup(OP, lookupCtx(adapter, OP, order()))).toMatchObject({ kind: 'not-found' });
+    await adapter.doExecute(OP, order(), execCtx(adapter, OP, order()));
+    expect(await adapter.doLookup(OP, lookupCtx(adapter, OP, order()))).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: 'ord_1' } });
+    expect(await adapter.doLookup(OP, lookupCtx(adapter, OP, order({ orderRef: 'other' })))).toMatchObject({ kind: 'not-found' });
+  });
+
+  it('network: refused ⇒ not-applied; timeout ⇒ unknown (timeout); reset after send ⇒ unknown (connection-reset)', async () => {
+    const refused = createHttpAdapter({ provider: 'acme-orders', baseUrl: await closedPort(), timeoutMs: 2000, operations: { [OP]: ietfOrdersCreate('acme-orders') } });
+    expect(await refused.doExecute(OP, order(), execCtx(refused, OP, order()))).toMatchObject({ kind: 'not-applied', code: 'ECONNREFUSED' });
+    for (const [mode, cause] of [['hang', 'timeout'], ['reset', 'connection-reset']] as const) {
+      const srv = await startSilentServer(mode);
+      const a = createHttpAdapter({ provider: 'acme-orders', baseUrl: srv.url, timeoutMs: 300, operations: { [OP]: ietfOrdersCreate('acme-orders') } });
+      try {
+        expect(await a.doExecute(OP, order(), execCtx(a, OP, order()))).toMatchObject({ kind: 'unknown', cause });
+        expect(srv.received()).toBe(1);
+      } finally {
+        await a.close();
+        await srv.close();
+      }
+    }
+  });
+});
