@@ -1,0 +1,24 @@
+// The shared ledger suite from @retrysafe/core, run against a real PostgreSQL: one fresh schema per
+// test (the suite asks for an empty ledger each time), all dropped at the end.
+import { ledgerSuite } from '@retrysafe/core/ledger-suite';
+import { afterAll } from 'vitest';
+import { createPostgresLedger } from '../src/index.js';
+import { databaseUrl, dropSchema, freshSchema } from './pg-test-db.js';
+
+const url = databaseUrl();
+const schemas: string[] = [];
+
+ledgerSuite({
+  name: 'postgres',
+  async create() {
+    const schema = freshSchema('suite');
+    schemas.push(schema);
+    const ledger = createPostgresLedger({ connectionString: url, schema, poolSize: 12 });
+    await ledger.ready();
+    return ledger;
+  },
+});
+
+afterAll(async () => {
+  for (const s of schemas) await dropSchema(s);
+});
