@@ -52,8 +52,11 @@ export interface ConformanceOptions {
   readonly name: string;
   /** Builds a fresh adapter whose SDK points at `baseUrl` (the fault proxy) with the given client timeout and its own retries off. */
   createAdapter(ctx: { readonly baseUrl: string; readonly timeoutMs: number }): AdapterV1 | Promise<AdapterV1>;
-  /** Starts a fresh sandbox server (one per scenario). */
-  startSandbox(): Promise<DrillSandbox>;
+  /**
+   * Starts a fresh sandbox server (one per scenario). `clock` is the runner's virtual clock: give it to
+   * a sandbox that keeps time (retention, consistency delay, processing time) so both agree.
+   */
+  startSandbox(ctx: { readonly clock: { now(): number; sleep(ms: number): Promise<void> } }): Promise<DrillSandbox>;
   /** Operations to drill, keyed by the adapter's operation name (a key of `adapter.operations`). */
   readonly operations: Readonly<Record<string, DrillOperation>>;
   readonly policy?: DrillPolicy;
@@ -102,8 +105,8 @@ export interface PassCriteria {
   readonly attemptsAtProxy: CountCriterion;
   /** Acceptable outcomes of the run (every run, for the concurrent scenario). */
   readonly outcome: readonly DrillOutcome[];
-  /** Whether a handoff packet must (true) or must not (false) be produced. */
-  readonly handoff: boolean;
+  /** Whether a handoff packet must (true) or must not (false) be produced; `'with-outcome'`: exactly when the outcome is `handed-off`. */
+  readonly handoff: boolean | 'with-outcome';
   /** Exactly one HTTP request per `doExecute` call: proves the SDK's own retries are off (one retrying layer). */
   readonly oneRequestPerAttempt: true;
   /** For `rate-limited`: the runner must have waited at least this long (virtual clock) before the next attempt. */

@@ -10,7 +10,8 @@ import type { AddressInfo, Socket } from 'node:net';
  * - `'reset-before'`: reset the client's connection without forwarding anything: it never arrived.
  * - `{ kind: 'delay', ms }`: forward, hold the response `ms` (longer than the client's timeout),
  *   then reset the connection; the provider committed, the client timed out.
- * - `{ kind: 'status', status, … }`: answer by itself, never forwarded (429 + Retry-After, 5xx, 409…).
+ * - `{ kind: 'status', status, … }`: answer by itself, never forwarded (429 + Retry-After, 5xx, 409…);
+ *   with `forward: true` the request is forwarded first (the provider has it) and the real answer is replaced.
  */
 export type Fault =
   | 'pass'
@@ -25,6 +26,8 @@ export type Fault =
       readonly retryAfterS?: number;
       /** A string is sent as is; anything else as JSON. */
       readonly body?: unknown;
+      /** Forward first and let the provider commit, then answer with this instead of the real response (e.g. "in progress" for work the provider does have). Default false: never forwarded. */
+      readonly forward?: boolean;
     };
 
 /** What the script is told about the request it decides for. */
@@ -291,7 +294,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       bodyHash: body.length === 0 ? EMPTY_SHA : 'sha256:' + createHash('sha256').update(body).digest('hex'),
       bodyBytes: body.length,
       fault,
-      forwarded: fault !== 'reset-before' && (typeof fault === 'string' || fault.kind !== 'status'),
+      forwarded: fault !== 'reset-before' && (typeof fault === 'string' || fault.kind !== 'status' || fault.forward === true),
       at: Date.now(),
       ...(label !== undefined ? { label } : {}),
     });
@@ -301,6 +304,15 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       return;
     }
     if (typeof fault === 'object' && fault.kind === 'status') {
+      if (fault.forward === true) {
+        try {
+          const upstream = await forward(req, body);
+          update(index, gen, { upstreamStatus: upstream.status });
+        } catch {
+          update(index, gen, { forwarded: false });
+        }
+        if (req.socket.destroyed) return;
+      }
       const headers: Record<string, string> = { ...(fault.headers ?? {}) };
       if (fault.retryAfterS !== undefined) headers['retry-after'] = String(fault.retryAfterS);
       let payload = '';

@@ -112,6 +112,15 @@ describe('fault proxy', () => {
     expect(proxy.requests.map((r) => r.forwarded)).toEqual([false, false]);
   });
 
+  it('status with forward: the upstream commits, the client gets the scripted answer instead', async () => {
+    proxy = await startFaultProxy({ target: up.url, faults: [{ kind: 'status', status: 409, body: { error: { code: 'idempotency_key_in_use' } }, forward: true }] });
+    const r = await send(proxy.url, 'POST', '/x', '{"k":1}');
+    expect(r.status).toBe(409);
+    expect(JSON.parse(r.body!)).toEqual({ error: { code: 'idempotency_key_in_use' } });
+    expect(up.committed).toEqual(['{"k":1}']);
+    expect(proxy.requests[0]).toMatchObject({ forwarded: true, upstreamStatus: 201 });
+  });
+
   it('arrays script one call each and pass past their end', async () => {
     proxy = await startFaultProxy({ target: up.url, faults: ['reset-before', { kind: 'status', status: 500 }] });
     const replies = [];

@@ -1,0 +1,42 @@
+import type { DrillPolicy } from './drill-types.js';
+
+/** Where the crash drill kills the worker (SIGKILL). */
+export const CRASH_POINTS = ['after-claim', 'after-dispatched', 'after-provider-committed', 'after-result-recorded'] as const;
+export type CrashPoint = (typeof CRASH_POINTS)[number];
+
+/** Passed to the child in the RETRYSAFE_CRASH_WORKER environment variable (JSON). */
+export interface CrashWorkerConfig {
+  readonly mode: 'run' | 'recover';
+  /** Absolute path of an ESM module exporting `createAdapter({ baseUrl, timeoutMs, options })`. */
+  readonly adapterModule: string;
+  readonly adapterOptions?: unknown;
+  readonly baseUrl: string;
+  readonly timeoutMs: number;
+  readonly ledgerPath: string;
+  readonly operation: string;
+  readonly point: CrashPoint | null;
+  readonly jobs: readonly { readonly index: number; readonly params: unknown }[];
+  readonly leaseMs: number;
+  /** Added to the recovering process's clock so the dead workers' leases have expired. */
+  readonly clockSkewMs?: number;
+  readonly policy?: DrillPolicy;
+}
+
+export type CrashWorkerMessage =
+  | { readonly type: 'at'; readonly point: CrashPoint; readonly businessOperationId?: string }
+  | { readonly type: 'finished'; readonly status: string; readonly businessOperationId: string }
+  | {
+      readonly type: 'recovered';
+      readonly reports: readonly { readonly businessOperationId: string; readonly from: string; readonly to: string; readonly action: string }[];
+      readonly results: readonly {
+        readonly index: number;
+        readonly businessOperationId: string;
+        readonly status: string;
+        readonly adopted: boolean;
+        readonly providerRef: string | null;
+        readonly providerKey: string | null;
+        readonly state: string | null;
+        readonly attemptCount: number;
+      }[];
+    }
+  | { readonly type: 'error'; readonly message: string };

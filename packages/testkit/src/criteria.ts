@@ -1,0 +1,191 @@
+import { durationMs, type RetrySafetyCard } from '@retrysafe/contract';
+import type { DrillPolicy, PassCriteria, ScenarioId, ScenarioSkip } from './drill-types.js';
+
+/** What the card lets the runner do after an unknown outcome, read once from the card's facts. */
+export interface CardAbilities {
+  /** A key travels, the provider replays (or rejects) a same-key duplicate, and it keeps keys for a known time. */
+  readonly safeResend: boolean;
+  /** A lookup other than a same-key resend exists. */
+  readonly lookup: boolean;
+  /** The lookup's consistency delay is known and inside the lookup window, so "not found" can be believed. */
+  readonly authoritativeLookup: boolean;
+  readonly maxAttempts: number;
+  readonly retryAfterCapMs: number;
+  readonly lookupWindowMs: number;
+  readonly maxElapsedMs: number;
+  readonly baseMs: number;
+  readonly capMs: number;
+  readonly why: readonly string[];
+}
+
+const known = <T>(v: T | 'unknown'): v is T => v !== 'unknown';
+
+export function readCard(card: RetrySafetyCard, policy: DrillPolicy = {}): CardAbilities {
+  const why: string[] = [];
+  const travels = card.providerKey.travels.value;
+  const semantics = card.storedResult.semantics.value;
+  const retention = card.retention.minimum.value;
+  const method = card.lookup.method.value;
+  const delay = card.lookup.consistencyDelay.value;
+  const lookupWindowMs = policy.lookupWindowMs ?? durationMs(card.limits.lookupWindow);
+  const keyTravels = known(travels) && travels !== 'none';
+  const replays = semantics === 'replays' || semantics === 'rejects-duplicate';
+  const retained = known(retention) && retention !== null;
+  const safeResend = keyTravels && replays && retained;
+  why.push(
+    safeResend
+      ? `safe same-key resend: providerKey.travels=${travels}, storedResult.semantics=${semantics}, retention.minimum=${retention}`
+      : `no safe resend: providerKey.travels=${travels}, storedResult.semantics=${semantics}, retention.minimum=${retention}`,
+  );
+  const lookup = known(method) && method !== 'none' && method !== 'resend-same-key';
+  const delayMs = known(delay) ? (delay === null ? 0 : durationMs(delay)) : null;
+  const authoritativeLookup = lookup && delayMs !== null && delayMs < lookupWindowMs;
+  why.push(`lookup.method=${method}, lookup.consistencyDelay=${delay} (window ${lookupWindowMs} ms): ${authoritativeLookup ? 'authoritative lookup' : lookup ? 'lookup can find, cannot prove absence' : 'no lookup'}`);
+  return {
+    safeResend,
+    lookup,
+    authoritativeLookup,
+    maxAttempts: policy.maxAttempts ?? card.limits.maxAttempts,
+    retryAfterCapMs: policy.retryAfterCapMs ?? durationMs(card.backoff.retryAfterCap),
+    lookupWindowMs,
+    maxElapsedMs: policy.maxElapsedMs ?? durationMs(card.limits.maxElapsed),
+    baseMs: policy.baseMs ?? durationMs(card.backoff.base),
+    capMs: policy.capMs ?? durationMs(card.backoff.cap),
+    why,
+  };
+}
+
+/** Why a scenario cannot apply to this card, or null when it applies. */
+export function skipReason(scenario: ScenarioId, card: RetrySafetyCard): ScenarioSkip | null {
+  switch (scenario) {
+    case 'transient-beyond-limit': {
+      const v = card.retryableErrors.value;
+      if (Array.isArray(v) && v.length === 0) {
+        return { cardField: 'retryableErrors', reason: 'the card lists no retryable errors, so nothing is retried and there is no limit to go beyond' };
+      }
+      return null;
+    }
+    case 'rate-limited': {
+      const v = card.nonRetryableErrors.value;
+      if (Array.isArray(v) && v.includes('429')) return { cardField: 'nonRetryableErrors', reason: 'the card lists 429 as non-retryable' };
+      return null;
+    }
+    case 'key-past-retention':
+      if (card.retention.minimum.value === null) {
+        return { cardField: 'retention.minimum', reason: 'the provider stores no key (retention null), so no key can age past it' };
+      }
+      return null;
+    case 'in-progress': {
+      const c = card.concurrency.value;
+      if (c !== 'rejects-in-progress' && card.lookup.method.value !== 'status-url' && card.sideEffect.kind.value !== 'async-job') {
+        return { cardField: 'concurrency', reason: `concurrency=${c} (lookup.method=${card.lookup.method.value}, sideEffect.kind=${card.sideEffect.kind.value}): the provider never answers "in progress"` };
+      }
+      return null;
+    }
+    default:
+      return null;
+  }
+}
+
+/** Largest total backoff before `attempts` calls (full jitter: each wait ≤ min(cap, base·2^(n−1))). */
+function worstBackoffMs(a: CardAbilities, attempts: number): number {
+  let sum = 0;
+  for (let n = 1; n < attempts; n += 1) sum += Math.min(a.capMs, a.baseMs * 2 ** (n - 1));
+  return sum;
+}
+
+/**
+ * The pass criteria of one scenario, computed from the card before anything runs.
+ * `retryAfterS` is the Retry-After of the rate-limited fault.
+ */
+export function criteriaFor(scenario: ScenarioId, card: RetrySafetyCard, a: CardAbilities, extra: { retryAfterS?: number; concurrency?: number } = {}): PassCriteria {
+  const why = [...a.why];
+  const canFind = a.safeResend || a.lookup;
+  const base = { oneRequestPerAttempt: true as const };
+  switch (scenario) {
+    case 'lost-response':
+    case 'lost-response-timeout': {
+      // The provider committed; the runner must find it (lookup) or resend with the same key (replay).
+      if (a.authoritativeLookup || (a.lookup && a.safeResend)) {
+        why.push('committed + findable ⇒ 1 record, adopted, no handoff; a same-key resend may follow a lookup that cannot tell yet');
+        return { ...base, providerRecords: 1, attemptsAtProxy: a.safeResend ? { min: 1, max: 2 } : { exact: 1 }, outcome: ['done'], handoff: false, why };
+      }
+      if (a.safeResend) {
+        why.push('committed, no lookup, provider replays the key ⇒ a same-key resend adopts the stored result: 1 record');
+        return { ...base, providerRecords: 1, attemptsAtProxy: { min: 1, max: 2 }, outcome: ['done'], handoff: false, why };
+      }
+      if (a.lookup) {
+        why.push('committed, lookup without a known consistency delay and no safe resend ⇒ adopt if the lookup finds it, else hand off; never a second request');
+        return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['done', 'handed-off'], handoff: 'with-outcome', why };
+      }
+      why.push('committed, no lookup, no safe resend ⇒ hand off after exactly one request');
+      return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['handed-off'], handoff: true, why };
+    }
+    case 'lost-request': {
+      if (a.safeResend || a.authoritativeLookup) {
+        why.push('never arrived; a same-key resend or an authoritative "not found" makes the resend safe ⇒ 1 record');
+        return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 2 }, outcome: ['done'], handoff: false, why };
+      }
+      why.push('never arrived, but nothing proves it (no safe resend, no authoritative lookup) ⇒ hand off, 0 records, no second request');
+      return { ...base, providerRecords: 0, attemptsAtProxy: { exact: 1 }, outcome: ['handed-off'], handoff: true, why };
+    }
+    case 'concurrent-duplicates':
+      why.push(`${extra.concurrency ?? 16} concurrent runs on one ledger ⇒ one claim wins, one request, one record; the others adopt or report in-progress`);
+      return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['done', 'in-progress'], handoff: false, why };
+    case 'changed-intent':
+      why.push('same business-operation id, changed intent ⇒ ConflictError before anything is sent; the first run made the only request');
+      return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['conflict'], handoff: false, why };
+    case 'permanent-error':
+      why.push('rejected ⇒ stop after exactly one request and hand off');
+      return { ...base, providerRecords: 0, attemptsAtProxy: { exact: 1 }, outcome: ['handed-off'], handoff: true, why };
+    case 'transient-beyond-limit': {
+      const worst = worstBackoffMs(a, a.maxAttempts);
+      const fits = worst <= a.maxElapsedMs;
+      why.push(
+        fits
+          ? `not-applied on every call ⇒ exactly maxAttempts=${a.maxAttempts} requests (worst backoff ${worst} ms fits maxElapsed ${a.maxElapsedMs} ms), then hand off`
+          : `not-applied on every call ⇒ at most maxAttempts=${a.maxAttempts} requests (worst backoff ${worst} ms may exceed maxElapsed ${a.maxElapsedMs} ms), then hand off`,
+      );
+      return { ...base, providerRecords: 0, attemptsAtProxy: fits ? { exact: a.maxAttempts } : { min: 1, max: a.maxAttempts }, outcome: ['handed-off'], handoff: true, why };
+    }
+    case 'rate-limited': {
+      const ra = (extra.retryAfterS ?? 0) * 1000;
+      if (ra > a.retryAfterCapMs) {
+        why.push(`Retry-After ${ra} ms exceeds backoff.retryAfterCap ${a.retryAfterCapMs} ms ⇒ stop instead of calling sooner: hand off after one request`);
+        return { ...base, providerRecords: 0, attemptsAtProxy: { exact: 1 }, outcome: ['handed-off'], handoff: true, why };
+      }
+      why.push(`429 + Retry-After ${ra} ms (≤ backoff.retryAfterCap ${a.retryAfterCapMs} ms) ⇒ wait at least that long, then one more request: 1 record`);
+      return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 2 }, outcome: ['done'], handoff: false, minWaitMs: ra, why };
+    }
+    case 'key-past-retention':
+      if (a.authoritativeLookup) {
+        why.push('key past retention.minimum ⇒ never resend on the key; the lookup finds the committed record ⇒ adopt');
+        return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['done'], handoff: false, why };
+      }
+      if (a.lookup) {
+        why.push('key past retention.minimum ⇒ never resend on the key; a lookup with an unknown delay may find it, else hand off');
+        return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['done', 'handed-off'], handoff: 'with-outcome', why };
+      }
+      why.push('key past retention.minimum and no lookup ⇒ no resend: hand off');
+      return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['handed-off'], handoff: true, why };
+    case 'in-progress':
+      // The proxy forwards the first request (the provider has it) and answers "in progress" instead.
+      if (a.safeResend || a.lookup) {
+        why.push(`in progress at the provider ⇒ poll (lookup or same-key resend) honouring Retry-After, never a second work item: 1 record within maxAttempts=${a.maxAttempts}`);
+        return { ...base, providerRecords: 1, attemptsAtProxy: { min: 1, max: a.maxAttempts }, outcome: ['done'], handoff: false, why };
+      }
+      why.push('in progress at the provider, but nothing to poll (no lookup, no safe resend) ⇒ hand off after one request, never a second work item');
+      return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['handed-off'], handoff: true, why };
+    case 'crash-after-dispatch':
+      if (canFind && (a.safeResend || a.authoritativeLookup)) {
+        why.push('the worker died after the provider committed ⇒ recover() finds or replays it: 1 record, done');
+        return { ...base, providerRecords: 1, attemptsAtProxy: { min: 1, max: 2 }, outcome: ['done'], handoff: false, why };
+      }
+      if (a.lookup) {
+        why.push('the worker died after the provider committed ⇒ recover() adopts what the lookup finds, else hands off; never a second request');
+        return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['done', 'handed-off'], handoff: 'with-outcome', why };
+      }
+      why.push('the worker died after the provider committed, nothing can find it ⇒ recover() hands off, no resend');
+      return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['handed-off'], handoff: true, why };
+  }
+}

@@ -1,0 +1,46 @@
+/** A clock the runner and the sandbox share in the drill: sleeps advance it at once and are logged. */
+export interface DrillClock {
+  now(): number;
+  sleep(ms: number): Promise<void>;
+  advance(ms: number): void;
+  /** Every sleep, with the virtual time it started at. */
+  readonly sleeps: readonly { readonly at: number; readonly ms: number }[];
+}
+
+/** Virtual time starting at `start` (default: the real now); only `sleep` and `advance` move it. */
+export function createDrillClock(start: number = Date.now()): DrillClock {
+  let t = start;
+  const sleeps: { at: number; ms: number }[] = [];
+  return {
+    now: () => t,
+    async sleep(ms) {
+      const d = Math.max(0, Number.isFinite(ms) ? ms : 0);
+      sleeps.push({ at: t, ms: d });
+      t += d;
+      // yield to the event loop so sockets and timers make progress between polls
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    },
+    advance(ms) {
+      t += Math.max(0, ms);
+    },
+    sleeps,
+  };
+}
+
+/** The real clock, for scenarios where several callers race (a shared virtual clock would expire leases early). */
+export const realClock = {
+  now: () => Date.now(),
+  sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms))),
+};
+
+/** mulberry32: a small seeded PRNG for the runner's jitter and the crash drill's choices. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let x = a;
+    x = Math.imul(x ^ (x >>> 15), x | 1);
+    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+  };
+}
