@@ -1,0 +1,148 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { STRIPE_KEY_RETENTION_MS, STRIPE_SEARCH_DELAY_MS, createStripeAdapter, type StripeAdapter } from '../src/index.js';
+import { startStripeSandbox, type StripeSandbox } from '../src/sandbox/index.js';
+import { API_KEY, execCtx, idFor, lookupCtx } from './helpers.js';
+
+// doLookup through the real SDK against the sandbox, on the sandbox's clock.
+// Inside retention: re-send with the same key (Stripe replays). Past it: metadata search (refunds: list).
+
+const HOUR = 60 * 60 * 1000;
+let sandbox: StripeSandbox;
+let adapter: StripeAdapter;
+const t0 = Date.UTC(2026, 10, 30, 0, 0, 0);
+
+beforeEach(async () => {
+  sandbox = await startStripeSandbox({ now: () => t0, searchDelayMs: 30_000 });
+  adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 2000 });
+});
+afterEach(async () => {
+  await sandbox.close();
+});
+
+const customer = { customerRef: 'user-42', email: 'c42@example.test' };
+
+async function dispatch(operation: string, params: Record<string, unknown>) {
+  const id = idFor(adapter, operation, params);
+  const outcome = await adapter.doExecute(operation, params, execCtx(adapter, operation, id));
+  return { id, outcome };
+}
+
+describe('inside retention: re-send with the same key', () => {
+  it('finds the stored result as replayed, without creating a second object', async () => {
+    const { id } = await dispatch('customers.create', customer);
+    sandbox.advance(2 * HOUR);
+    const result = await adapter.doLookup('customers.create', lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: t0 + 2 * HOUR }));
+    expect(result).toMatchObject({ kind: 'found', outcome: { kind: 'replayed' } });
+    expect(sandbox.count('customers.create')).toBe(1);
+    expect(sandbox.requests().map((r) => r.result)).toEqual(['executed', 'replayed']);
+  });
+
+  it('never dispatched ⇒ not-found without calling Stripe', async () => {
+    const id = idFor(adapter, 'customers.create', customer);
+    const result = await adapter.doLookup('customers.create', lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: null, now: t0 }));
+    expect(result.kind).toBe('not-found');
+    expect(sandbox.requests()).toEqual([]);
+  });
+
+  it('a stored 500 that replays for the key: the object was created ⇒ found by metadata search (after the search lag)', async () => {
+    sandbox.failNext('server-error-after-commit');
+    const { id, outcome } = await dispatch('customers.create', customer);
+    expect(outcome).toMatchObject({ kind: 'unknown', cause: 'server-error' });
+    sandbox.advance(60_000);
+    const result = await adapter.doLookup('customers.create', lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: t0 + 60_000 }));
+    expect(result).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded' } });
+    expect(sandbox.count('customers.create')).toBe(1);
+  });
+
+  it('a stored 500 and nothing created ⇒ cannot-tell (re-sending would only replay the 500)', async () => {
+    sandbox.failNext('server-error');
+    const { id } = await dispatch('customers.create', customer);
+    sandbox.advance(2 * HOUR);
+    const result = await adapter.doLookup('customers.create', lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: t0 + 2 * HOUR }));
+    expect(result.kind).toBe('cannot-tell');
+    expect(sandbox.count('customers.create')).toBe(0);
+  });
+
+  it('a 409 while the first request still runs ⇒ found in-progress', async () => {
+    sandbox.setProcessingMs(400);
+    const id = idFor(adapter, 'customers.create', customer);
+    const first = adapter.doExecute('customers.create', customer, execCtx(adapter, 'customers.create', id));
+    await new Promise((r) => setTimeout(r, 100));
+    const result = await adapter.doLookup('customers.create', lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: t0 }));
+    expect(result).toMatchObject({ kind: 'found', outcome: { kind: 'in-progress', status: 409 } });
+    await first;
+  });
+});
+
+describe('past retention: never rely on the key', () => {
+  it('a pruned key creates a NEW object on re-send (why the adapter never re-sends past retention)', async () => {
+    const { id } = await dispatch('customers.create', customer);
+    sandbox.advance(STRIPE_KEY_RETENTION_MS);
+    expect(sandbox.keys()).toEqual([]);
+    await adapter.doExecute('customers.create', customer, execCtx(adapter, 'customers.create', id, 2));
+    expect(sandbox.count('customers.create')).toBe(2);
+  });
+
+  it('metadata search finds the earlier object and adopts it; no POST is made; 0 duplicates', async () => {
+    const { id, outcome } = await dispatch('customers.create', customer);
+    const at = t0 + STRIPE_KEY_RETENTION_MS + STRIPE_SEARCH_DELAY_MS + HOUR;
+    sandbox.advance(at - t0);
+    const posts = sandbox.requestCount({ method: 'POST' });
+    const result = await adapter.doLookup('customers.create', lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: at }));
+    expect(result).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: outcome.kind === 'succeeded' ? outcome.providerRef : 'x' } });
+    expect(sandbox.requestCount({ method: 'POST' })).toBe(posts);
+    expect(sandbox.requests().at(-1)?.path).toBe('/v1/customers/search');
+    expect(sandbox.count('customers.create')).toBe(1);
+  });
+
+  it('search lag: a miss inside the declared delay window is cannot-tell; once the search catches up it is found', async () => {
+    sandbox.setSearchDelayMs(50 * 60 * 1000);
+    const params = { customer: 'cus_fixture', amount: 500, currency: 'eur', orderRef: 'late-1' };
+    const id = idFor(adapter, 'paymentIntents.create', params);
+    // The last send under the key happened just before retention ended: the record is 50 min behind in search.
+    sandbox.advance(STRIPE_KEY_RETENTION_MS - 11 * 60 * 1000);
+    await adapter.doExecute('paymentIntents.create', params, execCtx(adapter, 'paymentIntents.create', id, 2));
+    sandbox.advance(20 * 60 * 1000);
+    const now1 = sandbox.now();
+    const early = await adapter.doLookup('paymentIntents.create', lookupCtx(adapter, 'paymentIntents.create', id, params, { firstDispatchedAt: t0, now: now1 }));
+    expect(early.kind).toBe('cannot-tell');
+    sandbox.advance(40 * 60 * 1000);
+    const late = await adapter.doLookup('paymentIntents.create', lookupCtx(adapter, 'paymentIntents.create', id, params, { firstDispatchedAt: t0, now: sandbox.now() }));
+    expect(late).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded' } });
+    expect(sandbox.count('paymentIntents.create')).toBe(1);
+    expect(sandbox.requests().filter((r) => r.method === 'POST')).toHaveLength(1);
+  });
+
+  it('nothing there: cannot-tell inside 24 h + 1 h of the first dispatch, not-found after it', async () => {
+    const params = { customer: 'cus_fixture', invoiceRef: 'INV-9' };
+    const id = idFor(adapter, 'invoices.create', params);
+    const inside = await adapter.doLookup('invoices.create', lookupCtx(adapter, 'invoices.create', id, params, { firstDispatchedAt: t0, now: t0 + STRIPE_KEY_RETENTION_MS + 30 * 60 * 1000 }));
+    expect(inside.kind).toBe('cannot-tell');
+    const after = await adapter.doLookup('invoices.create', lookupCtx(adapter, 'invoices.create', id, params, { firstDispatchedAt: t0, now: t0 + STRIPE_KEY_RETENTION_MS + STRIPE_SEARCH_DELAY_MS }));
+    expect(after.kind).toBe('not-found');
+    expect(sandbox.requestCount({ method: 'POST' })).toBe(0);
+  });
+
+  it('refunds: no Search API; the list by payment_intent is not delayed, so a match is found and a miss is not-found at once', async () => {
+    const params = { paymentIntent: 'pi_fixture', refundRef: 'RF-1', amount: 300 };
+    const { id } = await dispatch('refunds.create', params);
+    const other = { paymentIntent: 'pi_fixture', refundRef: 'RF-2', amount: 200 };
+    await dispatch('refunds.create', other);
+    const at = t0 + STRIPE_KEY_RETENTION_MS + 1000;
+    sandbox.advance(at - t0);
+    const found = await adapter.doLookup('refunds.create', lookupCtx(adapter, 'refunds.create', id, params, { firstDispatchedAt: t0, now: at }));
+    expect(found).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', result: { amount: 300 } } });
+    expect(sandbox.requests().at(-1)?.path).toBe('/v1/refunds');
+    const missingId = idFor(adapter, 'refunds.create', { paymentIntent: 'pi_fixture', refundRef: 'RF-3' });
+    const missing = await adapter.doLookup('refunds.create', lookupCtx(adapter, 'refunds.create', missingId, { paymentIntent: 'pi_fixture', refundRef: 'RF-3' }, { firstDispatchedAt: t0, now: at }));
+    expect(missing.kind).toBe('not-found');
+    expect(sandbox.count('refunds.create')).toBe(2);
+  });
+
+  it('a throttled search ⇒ cannot-tell (never "absent")', async () => {
+    const id = idFor(adapter, 'customers.create', customer);
+    sandbox.failNext('rate-limit', { method: 'GET' });
+    const result = await adapter.doLookup('customers.create', lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: t0 + 3 * STRIPE_KEY_RETENTION_MS }));
+    expect(result).toMatchObject({ kind: 'cannot-tell', status: 429 });
+  });
+});
