@@ -1,0 +1,166 @@
+import {
+  AdapterConfigurationError,
+  SPECIFICATION_VERSION,
+  UnknownOperationError,
+  type AdapterV1,
+  type BusinessOperationId,
+  type ExecuteContext,
+  type LookupContext,
+  type LookupResult,
+  type OperationSpec,
+  type Outcome,
+  type ProviderKey,
+} from '@retrysafe/contract';
+import { hubspotCards, type HubSpotOperationName } from './hubspot-cards.js';
+import type { CallSettings } from './hubspot-http.js';
+import {
+  executeContactsUpdate,
+  executeObjectsUpsert,
+  executeTicketsCreate,
+  lookupBySearch,
+  lookupContactsUpdate,
+  PARAMS_SCHEMAS,
+  problemWithParams,
+  providerKeyFor,
+  type ContactsUpdateParams,
+  type ObjectsUpsertParams,
+  type Runtime,
+  type TicketsCreateParams,
+} from './hubspot-operations.js';
+
+export interface HubSpotAdapterOptions {
+  /** Private-app or OAuth access token, sent as `Authorization: Bearer …`. */
+  readonly accessToken: string;
+  /** Default `https://api.hubapi.com`; a loopback sandbox in tests (`http://127.0.0.1:PORT`). */
+  readonly baseUrl?: string;
+  /** Per request, headers and body included (default 30 000 ms). The SDK itself has no timeout. */
+  readonly timeoutMs?: number;
+  /**
+   * The unique-value property (hasUniqueValue: true) that carries the provider key on tickets and on
+   * the upserted object type. Default `retrysafe_operation_id`. The account must define it.
+   */
+  readonly idProperty?: string;
+  /**
+   * After how long (ms after the first dispatch) a CRM search miss counts as "absent". Default null:
+   * HubSpot gives no bound on its indexing delay, so a miss stays "cannot tell" and an unsettled
+   * operation is handed off rather than re-created. Setting it is a claim you make about your account.
+   */
+  readonly searchSettleMs?: number | null;
+}
+
+export type HubSpotAdapter = AdapterV1 & {
+  readonly provider: 'hubspot';
+  readonly operations: Readonly<Record<HubSpotOperationName, OperationSpec>>;
+};
+
+const PROVIDER = 'hubspot';
+const DEFAULT_BASE_URL = 'https://api.hubapi.com';
+const DEFAULT_TIMEOUT_MS = 30_000;
+const MAX_TIMEOUT_MS = 600_000;
+const PROPERTY_NAME = /^[a-z][a-z0-9_]*$/;
+
+const DESCRIPTIONS: Record<HubSpotOperationName, string> = {
+  'contacts.update': 'Set property values on a HubSpot contact (PATCH; sending it twice sets the same values).',
+  'objects.upsert': 'Create or update one CRM record, keyed by a unique property that holds the business-operation id (batch upsert).',
+  'tickets.create': 'Create a HubSpot ticket once: the business-operation id goes into a unique-value property, so a re-send is refused and the existing ticket adopted.',
+};
+
+const SENSITIVE: Record<HubSpotOperationName, readonly string[]> = {
+  'contacts.update': ['properties'],
+  'objects.upsert': [],
+  'tickets.create': ['properties.content'],
+};
+
+function configError(message: string): never {
+  throw new AdapterConfigurationError(PROVIDER, message);
+}
+
+function checkOptions(options: HubSpotAdapterOptions) {
+  if (typeof options !== 'object' || options === null) configError('options must be an object');
+  if (typeof options.accessToken !== 'string' || options.accessToken.trim() === '') configError('accessToken must be a non-empty string');
+  const baseUrl = (options.baseUrl ?? DEFAULT_BASE_URL).replace(/\/+$/, '');
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    return configError(`baseUrl ${JSON.stringify(options.baseUrl)} is not a URL`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') configError(`baseUrl must be http(s), got ${url.protocol}`);
+  if (url.protocol === 'http:' && !['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) configError('baseUrl may use plain http only for a loopback sandbox: the token would travel in clear');
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMEOUT_MS) configError(`timeoutMs must be in (0, ${MAX_TIMEOUT_MS}], got ${timeoutMs}`);
+  const idProperty = options.idProperty ?? 'retrysafe_operation_id';
+  if (typeof idProperty !== 'string' || !PROPERTY_NAME.test(idProperty)) configError(`idProperty must be a HubSpot internal property name (lower-case letters, digits, underscores), got ${JSON.stringify(idProperty)}`);
+  const searchSettleMs = options.searchSettleMs ?? null;
+  if (searchSettleMs !== null && (!Number.isFinite(searchSettleMs) || searchSettleMs < 0)) configError(`searchSettleMs must be null or a non-negative number, got ${searchSettleMs}`);
+  return { accessToken: options.accessToken, baseUrl, timeoutMs, idProperty, searchSettleMs };
+}
+
+/**
+ * The HubSpot adapter: contacts.update, objects.upsert, tickets.create.
+ * Uses @hubspot/api-client's generated API classes with its own transport and no SDK retries
+ * (see hubspot-http.ts for why `new Client()` is not used).
+ */
+export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAdapter {
+  const o = checkOptions(options);
+  const cards = hubspotCards({ idProperty: o.idProperty, searchSettleMs: o.searchSettleMs });
+  const runtime: Runtime = {
+    idProperty: o.idProperty,
+    searchSettleMs: o.searchSettleMs,
+    settings: (signal?: AbortSignal): CallSettings => ({ baseUrl: o.baseUrl, accessToken: o.accessToken, timeoutMs: o.timeoutMs, signal }),
+  };
+
+  const spec = (name: HubSpotOperationName): OperationSpec =>
+    Object.freeze({
+      name,
+      description: DESCRIPTIONS[name],
+      card: cards[name],
+      intentFields: cards[name].businessOperationId.intentFields,
+      sensitiveFields: SENSITIVE[name],
+      paramsSchema: PARAMS_SCHEMAS[name],
+    });
+  const operations: Readonly<Record<HubSpotOperationName, OperationSpec>> = Object.freeze({
+    'contacts.update': spec('contacts.update'),
+    'objects.upsert': spec('objects.upsert'),
+    'tickets.create': spec('tickets.create'),
+  });
+  const names = Object.keys(operations) as HubSpotOperationName[];
+
+  function resolve(operation: string): HubSpotOperationName {
+    const short = operation.startsWith(`${PROVIDER}.`) ? operation.slice(PROVIDER.length + 1) : operation;
+    if (!(short in operations)) throw new UnknownOperationError(PROVIDER, operation, names);
+    return short as HubSpotOperationName;
+  }
+
+  return {
+    specificationVersion: SPECIFICATION_VERSION,
+    provider: PROVIDER,
+    operations,
+
+    deriveProviderKey(operation: string, id: BusinessOperationId): ProviderKey | null {
+      return providerKeyFor(resolve(operation), id);
+    },
+
+    async doExecute(operation: string, params: unknown, ctx: ExecuteContext): Promise<Outcome> {
+      const name = resolve(operation);
+      const problem = problemWithParams(name, params, o.idProperty);
+      if (problem) return { kind: 'rejected', reason: 'validation', message: `${name}: ${problem} (nothing was sent)` };
+      switch (name) {
+        case 'contacts.update':
+          return executeContactsUpdate(runtime, params as ContactsUpdateParams, ctx);
+        case 'objects.upsert':
+          return executeObjectsUpsert(runtime, params as ObjectsUpsertParams, ctx);
+        case 'tickets.create':
+          return executeTicketsCreate(runtime, params as TicketsCreateParams, ctx);
+      }
+    },
+
+    async doLookup(operation: string, ctx: LookupContext): Promise<LookupResult> {
+      const name = resolve(operation);
+      const problem = problemWithParams(name, ctx.params, o.idProperty);
+      if (problem) return { kind: 'cannot-tell', reason: `${name}: the recorded params are not valid (${problem}), so there is nothing to look up by` };
+      if (name === 'contacts.update') return lookupContactsUpdate(runtime, ctx.params as ContactsUpdateParams, ctx);
+      return lookupBySearch(runtime, name, ctx.params, ctx);
+    },
+  };
+}

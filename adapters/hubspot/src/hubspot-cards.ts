@@ -1,0 +1,258 @@
+import { defineCard, fact, formatDuration, type RetrySafetyCard } from '@retrysafe/contract';
+
+/** Where each provider fact comes from. */
+export const SOURCES = {
+  providers: 'shared/providers.md § HubSpot',
+  contacts: 'https://developers.hubspot.com/docs/api/crm/contacts',
+  tickets: 'https://developers.hubspot.com/docs/api/crm/tickets',
+  objects: 'https://developers.hubspot.com/docs/api/crm/understanding-the-crm',
+  properties: 'https://developers.hubspot.com/docs/api/crm/properties',
+  search: 'https://developers.hubspot.com/docs/api/crm/search',
+  errors: 'https://developers.hubspot.com/docs/api/error-handling',
+  limits: 'https://developers.hubspot.com/docs/api/usage-details',
+  contactConflict: 'https://github.com/stape-io/hubspot-tag/issues/7',
+  sdkRetry: '@hubspot/api-client 14.0.1 lib/src/services/decorators/RetryDecorator.js',
+  sdkDecorators: '@hubspot/api-client 14.0.1 lib/src/services/ApiDecoratorService.js, lib/src/client.js',
+} as const;
+
+export interface HubSpotCardOptions {
+  /** The unique-value property that carries the provider key (tickets.create, objects.upsert). */
+  readonly idProperty: string;
+  /** After how long a CRM search miss counts as "absent"; null = never (HubSpot gives no figure). */
+  readonly searchSettleMs: number | null;
+}
+
+const POLICY = {
+  backoff: { strategy: 'exponential-full-jitter', base: '200ms', cap: '10s', retryAfterCap: '60s' },
+  handoff: {
+    condition: 'rejected; or the attempt/elapsed budget is spent; or an unknown outcome the lookup cannot settle within the lookup window',
+    destination: "the runner's handoff sink (JSONL file or callback)",
+  },
+  receipts: 'runner ledger receipts (JSONL export): HTTP status, HubSpot category or policyName, correlationId, record id; never property values or the token',
+  duplicateTest:
+    'loopback HubSpot sandbox (@retrysafe/hubspot/sandbox: unique-value properties, batch upsert new: true|false, search with an indexing delay, 429 with X-HubSpot-RateLimit-* headers, record counts) behind the @retrysafe/testkit fault proxy; request counts at the sandbox',
+  retryLayer: {
+    layer: 'runner',
+    sdkRetries: 'disabled',
+    how:
+      "the adapter never constructs @hubspot/api-client's Client, whose retry decorator (numberOfApiCallRetries) lives in a process-wide singleton that the last new Client() sets; it builds the SDK's generated API classes (lib/codegen/crm/*) per call with its own configuration and fetch transport, which no decorator wraps. Tests: one request per attempt at the sandbox on 5xx and 429, also with a second Client({ numberOfApiCallRetries: 6 }) in the process",
+  },
+} as const;
+
+const RATE_LIMITED = 'HubSpot answers 429 from its rate limiters (policyName TEN_SECONDLY_ROLLING, SECONDLY, DAILY; X-HubSpot-RateLimit-* headers)';
+
+function lookupDelay(o: HubSpotCardOptions) {
+  return o.searchSettleMs === null
+    ? fact<null>('unknown', `${SOURCES.search}: CRM search has an indexing delay ("a few moments"), no figure given`)
+    : fact(formatDuration(o.searchSettleMs), `adapter option searchSettleMs, set by the caller; ${SOURCES.search} gives no figure`);
+}
+
+function keyShape(o: HubSpotCardOptions, where: string) {
+  return {
+    travels: fact('body' as const, `${SOURCES.providers}: no idempotency key; the business-operation id travels as the value of a unique-value property`),
+    name: fact(where, `adapter option idProperty (default retrysafe_operation_id): a property the account defines with hasUniqueValue: true (${SOURCES.properties})`),
+    maxLength: fact<number>('unknown', `${SOURCES.providers} gives no limit for a unique-value property's value`),
+    charset: fact<string>('unknown', `${SOURCES.providers} gives no charset for a unique-value property's value`),
+    scope: fact('one object type in one HubSpot account: a unique-value property is unique among that object type’s records', SOURCES.properties),
+  };
+}
+
+function keyUnverified(o: HubSpotCardOptions) {
+  const items: { field: string; condition: string; source: string }[] = [
+    {
+      field: 'providerKey.maxLength',
+      condition: `the longest value HubSpot accepts in a unique-value property; the adapter keeps keys within 100 characters of A-Z a-z 0-9 . _ : / - (longer ids become a 64-hex digest)`,
+      source: SOURCES.providers,
+    },
+    { field: 'providerKey.charset', condition: 'characters HubSpot accepts in a unique-value property; the adapter sends only A-Z a-z 0-9 . _ : / -', source: SOURCES.providers },
+    {
+      field: 'retention.minimum',
+      condition: `the value is reserved while the record holding ${o.idProperty} exists; no minimum is documented, and whether an archived (deleted) record still reserves it is not documented`,
+      source: SOURCES.properties,
+    },
+  ];
+  if (o.searchSettleMs === null) {
+    items.push({
+      field: 'lookup.consistencyDelay',
+      condition: 'how long after a write CRM search shows it ("a few moments"); until then a miss is reported as cannot-tell, never as absent',
+      source: SOURCES.search,
+    });
+  }
+  return items;
+}
+
+/** The three cards, computed once from the adapter's options. */
+export function hubspotCards(o: HubSpotCardOptions) {
+  const contactsUpdate = defineCard({
+    cardVersion: 1,
+    provider: 'hubspot',
+    operation: 'hubspot.contacts.update',
+    sideEffect: {
+      kind: fact('set', `${SOURCES.contacts}: PATCH /crm/v3/objects/contacts/{contactId} sets the given property values`),
+      idempotentByNature: fact(true, `${SOURCES.providers}: basicApi.update = PATCH set-values, naturally idempotent, no precondition/ETag`),
+    },
+    businessOperationId: {
+      rule: 'derived from intent fields contactId and properties: the contact and the values it is set to',
+      intentFields: ['contactId', 'properties'],
+    },
+    ids: {
+      run: 'receipts only (never sent to HubSpot)',
+      attempt: 'receipts only (never sent to HubSpot)',
+      request: fact('correlationId of the error body, else the X-HubSpot-Correlation-Id response header', SOURCES.errors),
+    },
+    providerKey: {
+      travels: fact('none', `${SOURCES.providers}: no idempotency key`),
+      name: fact(null, `${SOURCES.providers}: no idempotency key`),
+      maxLength: fact(null, `${SOURCES.providers}: no idempotency key`),
+      charset: fact(null, `${SOURCES.providers}: no idempotency key`),
+      scope: fact('no key: the PATCH sets values, so sending it twice has the effect of sending it once', SOURCES.providers),
+    },
+    keyReuse: fact('no key; the same PATCH may be sent again: it sets the same values (a newer write by someone else in between is overwritten)', SOURCES.providers),
+    parameterMatching: fact('none', `${SOURCES.providers}: no key, nothing to match`),
+    storedResult: {
+      semantics: fact('none', `${SOURCES.providers}: nothing is stored per request`),
+      includesErrors: fact(false, `${SOURCES.providers}: nothing is stored per request`),
+    },
+    lookup: {
+      method: fact('get-by-key', `${SOURCES.contacts}: GET /crm/v3/objects/contacts/{contactId}?properties=… (basicApi.getById); the adapter compares the values, and reports a mismatch as not-found because re-sending a set-value PATCH is harmless`),
+      consistencyDelay: fact<null>('unknown', `${SOURCES.contacts} does not say how soon GET by id reflects a PATCH`),
+    },
+    retention: { minimum: fact(null, `${SOURCES.providers}: nothing is stored per request`) },
+    concurrency: fact('last-write-wins', `${SOURCES.providers}: PATCH set-values with no precondition/ETag`),
+    retryableErrors: fact(['429', '5xx', 'timeout', 'connection reset', 'connection refused'], `${SOURCES.providers} (429, 5xx retryable); ${SOURCES.limits}`),
+    nonRetryableErrors: fact(['400', '401', '403', '404', '409 (a unique value such as email is held by another contact)'], `${SOURCES.errors}; 409 body: ${SOURCES.contactConflict}`),
+    backoff: POLICY.backoff,
+    limits: { maxAttempts: 4, maxElapsed: '2m', lookupWindow: '30s' },
+    retryLayer: POLICY.retryLayer,
+    reconciler: 'the runner, through doLookup: GET the contact and compare the requested values',
+    handoff: POLICY.handoff,
+    duplicateTest: POLICY.duplicateTest,
+    receipts: POLICY.receipts,
+    unverified: [
+      {
+        field: 'lookup.consistencyDelay',
+        condition: 'how soon GET by id shows a PATCH; a stale read only causes a harmless re-send of the same values',
+        source: SOURCES.contacts,
+      },
+    ],
+  } as const satisfies RetrySafetyCard);
+
+  const objectsUpsert = defineCard({
+    cardVersion: 1,
+    provider: 'hubspot',
+    operation: 'hubspot.objects.upsert',
+    sideEffect: {
+      kind: fact('upsert', `${SOURCES.providers}: POST /crm/v3/objects/<object>/batch/upsert (batchApi.upsert) with idProperty = a unique-value property`),
+      idempotentByNature: fact(true, `${SOURCES.providers}: batch upsert by a unique-value idProperty is the idempotent write; result new: true|false`),
+    },
+    businessOperationId: {
+      rule: 'derived from intent fields objectType and properties: the record this operation writes; its id is the value of the unique id property',
+      intentFields: ['objectType', 'properties'],
+    },
+    ids: {
+      run: 'receipts only (never sent to HubSpot)',
+      attempt: 'receipts only (never sent to HubSpot)',
+      request: fact('correlationId of the error body, else the X-HubSpot-Correlation-Id response header', SOURCES.errors),
+    },
+    providerKey: keyShape(o, `inputs[].id with inputs[].idProperty = ${o.idProperty}`),
+    keyReuse: fact('every attempt of the operation sends the same value; a re-send updates the record holding it (new: false) instead of creating one', SOURCES.providers),
+    parameterMatching: fact('none', `${SOURCES.providers}: the upsert matches on the id property only; other properties are written as sent (the runner refuses a changed intent before sending)`),
+    storedResult: {
+      semantics: fact('replays', `${SOURCES.providers}: a re-sent upsert with the same id property value folds into the existing record and answers new: false`),
+      includesErrors: fact(false, `${SOURCES.providers}: errors are not stored`),
+    },
+    lookup: {
+      method: fact('search', `${SOURCES.search}: POST /crm/v3/objects/<object>/search, filter <idProperty> EQ <key> (searchApi.doSearch); 5 req/s per account, excludes archived`),
+      consistencyDelay: lookupDelay(o),
+    },
+    retention: { minimum: fact<null>('unknown', `${SOURCES.properties}: no retention documented for unique-value properties`) },
+    concurrency: fact<'last-write-wins'>('unknown', `${SOURCES.providers} does not say what two concurrent upserts of one new id value do`),
+    retryableErrors: fact(['429', '5xx', 'timeout', 'connection reset', 'connection refused'], `${SOURCES.providers} (429, 5xx retryable); ${RATE_LIMITED}: ${SOURCES.limits}`),
+    nonRetryableErrors: fact(['400', '401', '403', '404', '409 (another unique property collides)'], SOURCES.errors),
+    backoff: POLICY.backoff,
+    limits: { maxAttempts: 4, maxElapsed: '2m', lookupWindow: '1m' },
+    retryLayer: POLICY.retryLayer,
+    reconciler: 'the runner, through doLookup: CRM search for the id property value; re-sending the upsert with the same value is safe',
+    handoff: POLICY.handoff,
+    duplicateTest: POLICY.duplicateTest,
+    receipts: POLICY.receipts,
+    unverified: [
+      ...keyUnverified(o),
+      {
+        field: 'concurrency',
+        condition: 'whether two concurrent upserts of one new id value can both create a record; the runner’s lease keeps one dispatch per operation in flight',
+        source: SOURCES.providers,
+      },
+    ],
+  } as const satisfies RetrySafetyCard);
+
+  const ticketsCreate = defineCard({
+    cardVersion: 1,
+    provider: 'hubspot',
+    operation: 'hubspot.tickets.create',
+    sideEffect: {
+      kind: fact('create', `${SOURCES.tickets}: POST /crm/v3/objects/tickets (basicApi.create)`),
+      idempotentByNature: fact(false, `${SOURCES.providers}: ticket create is NOT idempotent`),
+    },
+    businessOperationId: {
+      rule: 'derived from intent fields ref (the caller’s reference for what the ticket is about) and properties.hs_pipeline; subject and content are payload, so re-worded text is not a second ticket',
+      intentFields: ['ref', 'properties.hs_pipeline'],
+    },
+    ids: {
+      run: 'receipts only (never sent to HubSpot)',
+      attempt: 'receipts only (never sent to HubSpot)',
+      request: fact('correlationId of the error body, else the X-HubSpot-Correlation-Id response header', SOURCES.errors),
+    },
+    providerKey: keyShape(o, `properties.${o.idProperty}`),
+    keyReuse: fact('every attempt of the operation sends the same value; HubSpot refuses a second ticket with it while the first exists', SOURCES.providers),
+    parameterMatching: fact('none', `${SOURCES.providers}: only the unique property is compared; a re-send with other properties is refused as a duplicate all the same`),
+    storedResult: {
+      semantics: fact('rejects-duplicate', `${SOURCES.providers}: a unique-value custom property holding the business-operation id lets the provider reject a duplicate`),
+      includesErrors: fact(false, `${SOURCES.providers}: errors are not stored`),
+    },
+    lookup: {
+      method: fact('search', `${SOURCES.search}: POST /crm/v3/objects/tickets/search, filter <idProperty> EQ <key> (searchApi.doSearch); 5 req/s per account, excludes archived`),
+      consistencyDelay: lookupDelay(o),
+    },
+    retention: { minimum: fact<null>('unknown', `${SOURCES.properties}: no retention documented for unique-value properties`) },
+    concurrency: fact<'duplicates'>('unknown', `${SOURCES.providers} does not say what two concurrent creates with one unique value do`),
+    retryableErrors: fact(
+      ['429', 'connection refused', '5xx, timeout, connection reset: unknown, so lookup first; a re-send carries the same unique value'],
+      `${SOURCES.providers} (429, 5xx retryable; create not idempotent); ${RATE_LIMITED}: ${SOURCES.limits}`,
+    ),
+    nonRetryableErrors: fact(['400', '401', '403', '404', '409 on another unique property'], SOURCES.errors),
+    backoff: POLICY.backoff,
+    limits: { maxAttempts: 4, maxElapsed: '2m', lookupWindow: '1m' },
+    retryLayer: POLICY.retryLayer,
+    reconciler:
+      'the runner, through doLookup: CRM search for the id property value; a duplicate refused by the unique property is adopted after a GET shows the existing ticket holds this operation’s value',
+    handoff: POLICY.handoff,
+    duplicateTest: POLICY.duplicateTest,
+    receipts: POLICY.receipts,
+    unverified: [
+      ...keyUnverified(o),
+      {
+        field: 'storedResult.semantics',
+        condition:
+          'the status HubSpot answers for a ticket whose unique-value property collides: 409 is documented for the contact email collision only; the adapter recognises 409 or category CONFLICT, reads "Existing ID: N", and adopts only after a GET shows that ticket holds this operation’s value (else lookup by search)',
+        source: `${SOURCES.providers}; ${SOURCES.contactConflict}`,
+      },
+      {
+        field: 'concurrency',
+        condition: 'whether two concurrent creates with one unique value can both succeed; the runner’s lease keeps one dispatch per operation in flight',
+        source: SOURCES.providers,
+      },
+    ],
+  } as const satisfies RetrySafetyCard);
+
+  return {
+    'contacts.update': contactsUpdate,
+    'objects.upsert': objectsUpsert,
+    'tickets.create': ticketsCreate,
+  } as const;
+}
+
+export type HubSpotOperationName = keyof ReturnType<typeof hubspotCards>;
+
+/** The cards with the default options (idProperty retrysafe_operation_id, no search settle time): what docs/cards and the README render. */
+export const HUBSPOT_CARDS = hubspotCards({ idProperty: 'retrysafe_operation_id', searchSettleMs: null });

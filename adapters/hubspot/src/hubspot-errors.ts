@@ -1,0 +1,209 @@
+import type { LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
+import { NotSentError, type WireRecord } from './hubspot-http.js';
+
+/**
+ * Maps every HubSpot response and every failure of one SDK call into exactly one Outcome
+ * (DESIGN.md §3), keeping the HTTP status, HubSpot's category / policy name and its correlationId.
+ *
+ * | seen | outcome |
+ * |---|---|
+ * | 429 (any policy; HubSpot's rate limiters answer before the write) | not-applied, wait from Retry-After, else the policy: TEN_SECONDLY_ROLLING → X-HubSpot-RateLimit-Interval-Milliseconds (10 s), SECONDLY → 1 s, DAILY → interval header or 24 h |
+ * | 400 | rejected / validation |
+ * | 401 | rejected / authentication |
+ * | 403 | rejected / permission |
+ * | 404 | rejected / not-found |
+ * | 409 or category CONFLICT (unique-value collision) | rejected / conflict, with the existing id; a create on the adapter's own id property adopts it instead (operations) |
+ * | other 4xx | rejected / other |
+ * | 5xx, other statuses | unknown / server-error (HubSpot does not document a 5xx as "not processed") |
+ * | 2xx whose body cannot be read or parsed | unknown / truncated-response |
+ * | connection refused, DNS failure, aborted before sending | not-applied (provably never arrived) |
+ * | the SDK refused to build the request (nothing sent) | rejected / validation |
+ * | timeout | unknown / timeout |
+ * | reset, socket closed, anything else after fetch started | unknown / connection-reset or other |
+ */
+
+/** A HubSpot HTTP answer as the adapter sees it (from ApiException or from the wire record). */
+export interface HubSpotResponse {
+  readonly status: number;
+  /** Lower-case names. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** Parsed JSON when it was JSON, else the text, else undefined. */
+  readonly body: unknown;
+}
+
+/** `ApiException` of any generated HubSpot package (each package has its own class: compare by shape). */
+export interface ApiExceptionLike {
+  readonly code: number;
+  readonly body: unknown;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+export function isApiException(err: unknown): err is ApiExceptionLike {
+  return (
+    err instanceof Error &&
+    typeof (err as { code?: unknown }).code === 'number' &&
+    typeof (err as { headers?: unknown }).headers === 'object' &&
+    (err as { headers?: unknown }).headers !== null
+  );
+}
+
+const MESSAGE_MAX = 300;
+const DAY_MS = 86_400_000;
+
+function field(body: unknown, name: string): string | undefined {
+  if (typeof body !== 'object' || body === null) return undefined;
+  const v = (body as Record<string, unknown>)[name];
+  return typeof v === 'string' && v.length > 0 ? v : undefined;
+}
+
+function clip(text: string): string {
+  return text.length > MESSAGE_MAX ? text.slice(0, MESSAGE_MAX) + '…' : text;
+}
+
+/** HubSpot's correlationId (error body) or the X-HubSpot-Correlation-Id header. */
+export function requestIdOf(res: HubSpotResponse): string | undefined {
+  return field(res.body, 'correlationId') ?? res.headers['x-hubspot-correlation-id'];
+}
+
+function refs(res: HubSpotResponse, code?: string): ProviderRefs {
+  const requestId = requestIdOf(res);
+  return { status: res.status, ...(code ? { code } : {}), ...(requestId ? { requestId } : {}) };
+}
+
+function messageOf(res: HubSpotResponse): string {
+  const m = field(res.body, 'message') ?? (typeof res.body === 'string' && res.body.length ? res.body : `HTTP ${res.status}`);
+  return clip(m);
+}
+
+/** The wait a 429 implies: Retry-After if sent, else what the policy and the rate-limit headers say. */
+export function rateLimitWaitMs(res: HubSpotResponse): number {
+  const retryAfter = res.headers['retry-after'];
+  if (retryAfter !== undefined && /^\d+(\.\d+)?$/.test(retryAfter.trim())) return Math.round(Number(retryAfter) * 1000);
+  const interval = Number(res.headers['x-hubspot-ratelimit-interval-milliseconds']);
+  const policy = field(res.body, 'policyName');
+  const message = field(res.body, 'message') ?? '';
+  if (policy === 'DAILY' || /daily limit/i.test(message)) return Number.isFinite(interval) && interval >= DAY_MS ? interval : DAY_MS;
+  if (policy === 'SECONDLY' || /secondly limit/i.test(message)) return 1000;
+  return Number.isFinite(interval) && interval > 0 ? interval : 10_000;
+}
+
+/** A unique-value collision: the status and shape HubSpot documents for contacts (409, category CONFLICT, "… already exists. Existing ID: N"). */
+export function uniqueConflictOf(res: HubSpotResponse): { readonly existingId: string | null } | null {
+  if (res.status < 400 || res.status >= 500) return null;
+  const category = field(res.body, 'category');
+  const message = field(res.body, 'message') ?? '';
+  if (res.status !== 409 && category !== 'CONFLICT') return null;
+  const m = /Existing ID:\s*(\d+)/i.exec(message);
+  return { existingId: m ? m[1]! : null };
+}
+
+/** Maps a non-2xx HubSpot answer. */
+export function outcomeFromResponse(res: HubSpotResponse): Outcome {
+  const category = field(res.body, 'category');
+  const message = messageOf(res);
+  const s = res.status;
+  if (s === 429) {
+    const code = field(res.body, 'policyName') ?? field(res.body, 'errorType') ?? 'RATE_LIMIT';
+    return { kind: 'not-applied', message, retryAfterMs: rateLimitWaitMs(res), ...refs(res, code) };
+  }
+  const conflict = uniqueConflictOf(res);
+  if (conflict) {
+    return { kind: 'rejected', reason: 'conflict', message, ...refs(res, category ?? 'CONFLICT'), ...(conflict.existingId ? { providerRef: conflict.existingId } : {}) };
+  }
+  if (s === 400) return { kind: 'rejected', reason: 'validation', message, ...refs(res, category) };
+  if (s === 401) return { kind: 'rejected', reason: 'authentication', message, ...refs(res, category) };
+  if (s === 403) return { kind: 'rejected', reason: 'permission', message, ...refs(res, category) };
+  if (s === 404) return { kind: 'rejected', reason: 'not-found', message, ...refs(res, category) };
+  if (s >= 400 && s < 500) return { kind: 'rejected', reason: 'other', message, ...refs(res, category) };
+  return { kind: 'unknown', cause: s >= 500 ? 'server-error' : 'other', message, ...refs(res, category) };
+}
+
+function errorCode(err: unknown): string | undefined {
+  let cur: unknown = err;
+  for (let depth = 0; depth < 4 && typeof cur === 'object' && cur !== null; depth++) {
+    const code = (cur as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    cur = (cur as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** Codes that prove no connection was made, so HubSpot never saw the request. */
+const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ENETUNREACH', 'EHOSTUNREACH', 'EADDRNOTAVAIL']);
+const RESET = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
+
+/** Maps a failure with no HTTP answer (fetch's `TypeError: fetch failed` and its cause, a timeout, an abort). */
+export function outcomeFromNetworkError(err: unknown, wire: WireRecord): Outcome {
+  const name = err instanceof Error ? err.name : '';
+  const code = errorCode(err);
+  if (err instanceof NotSentError) return { kind: 'not-applied', message: clip(err.message), code: 'ABORTED_BEFORE_SEND' };
+  if (!wire.started) {
+    // The SDK refused to build the request (serializer, missing argument): nothing was sent, and
+    // sending the same input again would fail the same way.
+    return { kind: 'rejected', reason: 'validation', message: clip(`the SDK could not build the request: ${err instanceof Error ? err.message : String(err)}`) };
+  }
+  if (name === 'TimeoutError') return { kind: 'unknown', cause: 'timeout', message: 'no answer from HubSpot within the timeout', code: 'TIMEOUT' };
+  if (code && NEVER_CONNECTED.has(code)) return { kind: 'not-applied', message: `connection not established (${code})`, code };
+  if (name === 'AbortError') return { kind: 'unknown', cause: 'other', message: 'aborted by the caller after the request was sent', code: 'ABORTED' };
+  if (code && RESET.has(code)) return { kind: 'unknown', cause: 'connection-reset', message: `connection closed before the answer (${code})`, code };
+  return { kind: 'unknown', cause: 'other', message: clip(err instanceof Error ? `${err.message}${code ? ` (${code})` : ''}` : String(err)), ...(code ? { code } : {}) };
+}
+
+function parseBody(text: string | undefined, contentType: string | undefined): unknown {
+  if (text === undefined || text.length === 0) return undefined;
+  if (contentType?.includes('json')) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
+  }
+  return text;
+}
+
+/** The HTTP answer behind a failed SDK call, if one arrived. */
+export function responseOf(err: unknown, wire: WireRecord): HubSpotResponse | null {
+  if (wire.status !== undefined && wire.headers && wire.bodyError === undefined) {
+    return { status: wire.status, headers: wire.headers, body: parseBody(wire.bodyText, wire.headers['content-type']) };
+  }
+  if (isApiException(err)) {
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(err.headers)) headers[k.toLowerCase()] = String(v);
+    return { status: err.code, headers, body: err.body };
+  }
+  return null;
+}
+
+/**
+ * One failed SDK call → one Outcome. An HTTP error answer is mapped by status; a 2xx the SDK could not
+ * process means HubSpot applied it but the result is unreadable (unknown); no answer is a network failure.
+ */
+export function outcomeFromFailure(err: unknown, wire: WireRecord): Outcome {
+  if (wire.status !== undefined && wire.bodyError !== undefined) {
+    return { kind: 'unknown', cause: 'truncated-response', message: 'the answer broke off while its body was read', status: wire.status };
+  }
+  const res = responseOf(err, wire);
+  if (res) {
+    if (res.status >= 200 && res.status < 300) {
+      const requestId = requestIdOf(res);
+      return { kind: 'unknown', cause: 'truncated-response', message: clip(`HubSpot answered ${res.status} but the SDK could not read it: ${err instanceof Error ? err.message : String(err)}`), status: res.status, ...(requestId ? { requestId } : {}) };
+    }
+    return outcomeFromResponse(res);
+  }
+  return outcomeFromNetworkError(err, wire);
+}
+
+/** A lookup that failed: never "absent", only "cannot tell", keeping the wait a 429 implies. */
+export function cannotTellFromFailure(err: unknown, wire: WireRecord, what: string): Extract<LookupResult, { kind: 'cannot-tell' }> {
+  const o = outcomeFromFailure(err, wire);
+  const { kind: _kind, ...rest } = o;
+  const retryAfterMs = 'retryAfterMs' in o ? o.retryAfterMs : undefined;
+  return {
+    kind: 'cannot-tell',
+    reason: `${what} failed (${o.kind}${'message' in o && o.message ? `: ${o.message}` : ''})`,
+    ...(rest.status !== undefined ? { status: rest.status } : {}),
+    ...(rest.code !== undefined ? { code: rest.code } : {}),
+    ...(rest.requestId !== undefined ? { requestId: rest.requestId } : {}),
+    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+  };
+}

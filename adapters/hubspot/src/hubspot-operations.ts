@@ -1,0 +1,339 @@
+import {
+  deriveProviderKey,
+  type BusinessOperationId,
+  type ExecuteContext,
+  type JsonSchema,
+  type LookupContext,
+  type LookupResult,
+  type Outcome,
+  type ProviderKey,
+  type ProviderKeyRule,
+} from '@retrysafe/contract';
+import { cannotTellFromFailure, outcomeFromFailure, requestIdOf, responseOf, uniqueConflictOf, type HubSpotResponse } from './hubspot-errors.js';
+import { contactsApi, FilterOperator, objectsApi, ticketsApi, type CallSettings, type WireRecord } from './hubspot-http.js';
+
+/** HubSpot property values are strings on the wire; numbers and booleans are sent as their string form. */
+export type PropertyValue = string | number | boolean;
+
+export interface ContactsUpdateParams {
+  /** The contact's record id (or, with `idProperty`, the value of that unique property, e.g. an email). */
+  readonly contactId: string;
+  /** The values to set. An empty string clears a property. */
+  readonly properties: Readonly<Record<string, PropertyValue>>;
+  /** Look the contact up by this unique property instead of the record id (e.g. `email`). */
+  readonly idProperty?: string;
+}
+
+export interface ObjectsUpsertParams {
+  /** Object type id or name: `2-1234567`, `p1234567_orders`, `companies`… */
+  readonly objectType: string;
+  /** The record's properties (without the adapter's id property, which the adapter sets). */
+  readonly properties: Readonly<Record<string, PropertyValue>>;
+}
+
+export interface TicketsCreateParams {
+  /** The caller's reference for what the ticket is about (an order, a conversation…). Names the intent; not sent to HubSpot. */
+  readonly ref: string;
+  readonly properties: Readonly<{ subject: string; hs_pipeline: string; hs_pipeline_stage: string; content?: string } & Record<string, PropertyValue>>;
+}
+
+/** Provider keys: up to 100 characters of the business-operation id's own alphabet (longer ids become a digest). */
+export const KEY_RULE: ProviderKeyRule = { maxLength: 100, charset: 'A-Za-z0-9._:/-' };
+
+/** What the operations need from the adapter. */
+export interface Runtime {
+  settings(signal?: AbortSignal): CallSettings;
+  readonly idProperty: string;
+  readonly searchSettleMs: number | null;
+}
+
+const PROPERTY_NAME = /^[A-Za-z][A-Za-z0-9_]*$/;
+
+const propertiesSchema: JsonSchema = {
+  type: 'object',
+  minProperties: 1,
+  propertyNames: { pattern: PROPERTY_NAME.source },
+  additionalProperties: { type: ['string', 'number', 'boolean'] },
+};
+
+export const PARAMS_SCHEMAS = {
+  'contacts.update': {
+    type: 'object',
+    required: ['contactId', 'properties'],
+    additionalProperties: false,
+    properties: {
+      contactId: { type: 'string', minLength: 1, description: 'Contact record id, or the value of idProperty' },
+      properties: { ...propertiesSchema, description: 'Property values to set; an empty string clears one' },
+      idProperty: { type: 'string', pattern: PROPERTY_NAME.source, description: 'Unique property to find the contact by, e.g. email' },
+    },
+  },
+  'objects.upsert': {
+    type: 'object',
+    required: ['objectType', 'properties'],
+    additionalProperties: false,
+    properties: {
+      objectType: { type: 'string', minLength: 1, description: 'Object type id or name, e.g. 2-1234567 or p1234567_orders' },
+      properties: { ...propertiesSchema, description: 'The record’s properties' },
+    },
+  },
+  'tickets.create': {
+    type: 'object',
+    required: ['ref', 'properties'],
+    additionalProperties: false,
+    properties: {
+      ref: { type: 'string', minLength: 1, description: 'Your reference for what the ticket is about; names the business intent' },
+      properties: {
+        ...propertiesSchema,
+        required: ['subject', 'hs_pipeline', 'hs_pipeline_stage'],
+        description: 'Ticket properties: subject, hs_pipeline, hs_pipeline_stage, content, …',
+      },
+    },
+  },
+} as const satisfies Record<string, JsonSchema>;
+
+// ---------------------------------------------------------------- params
+
+function problemWithProperties(value: unknown, reserved: string | null): string | null {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'properties must be an object of property name → value';
+  const entries = Object.entries(value);
+  if (entries.length === 0) return 'properties must name at least one property';
+  for (const [name, v] of entries) {
+    if (!PROPERTY_NAME.test(name)) return `property name ${JSON.stringify(name)} is not a HubSpot internal name (letters, digits, underscores)`;
+    if (typeof v !== 'string' && typeof v !== 'boolean' && !(typeof v === 'number' && Number.isFinite(v))) return `property ${name} must be a string, a finite number or a boolean`;
+    if (reserved !== null && name === reserved) return `property ${name} is the adapter's id property: the adapter sets it from the business-operation id`;
+  }
+  return null;
+}
+
+function nonEmptyString(value: unknown): value is string {
+  return typeof value === 'string' && value.trim().length > 0;
+}
+
+function onlyKeys(value: object, allowed: readonly string[]): string | null {
+  const extra = Object.keys(value).filter((k) => !allowed.includes(k));
+  return extra.length ? `unexpected params: ${extra.join(', ')}` : null;
+}
+
+export function problemWithParams(operation: string, params: unknown, idProperty: string): string | null {
+  if (typeof params !== 'object' || params === null || Array.isArray(params)) return 'params must be an object';
+  const p = params as Record<string, unknown>;
+  switch (operation) {
+    case 'contacts.update':
+      return (
+        onlyKeys(p, ['contactId', 'properties', 'idProperty']) ??
+        (nonEmptyString(p.contactId) ? null : 'contactId must be a non-empty string') ??
+        (p.idProperty === undefined || (typeof p.idProperty === 'string' && PROPERTY_NAME.test(p.idProperty)) ? null : 'idProperty must be a property name') ??
+        problemWithProperties(p.properties, null)
+      );
+    case 'objects.upsert':
+      return (
+        onlyKeys(p, ['objectType', 'properties']) ??
+        (nonEmptyString(p.objectType) && !p.objectType.includes('/') ? null : 'objectType must be an object type id or name such as 2-1234567') ??
+        problemWithProperties(p.properties, idProperty)
+      );
+    case 'tickets.create': {
+      const problem = onlyKeys(p, ['ref', 'properties']) ?? (nonEmptyString(p.ref) ? null : 'ref must be a non-empty string') ?? problemWithProperties(p.properties, idProperty);
+      if (problem) return problem;
+      const props = p.properties as Record<string, unknown>;
+      for (const required of ['subject', 'hs_pipeline', 'hs_pipeline_stage']) {
+        if (!nonEmptyString(props[required])) return `properties.${required} is required (a non-empty string)`;
+      }
+      return null;
+    }
+    default:
+      return `unknown operation ${operation}`;
+  }
+}
+
+function asStrings(props: Readonly<Record<string, PropertyValue>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(props)) out[k] = String(v);
+  return out;
+}
+
+// ---------------------------------------------------------------- results
+
+interface SdkRecord {
+  id: string;
+  properties: { [key: string]: string | null };
+  createdAt?: Date;
+  updatedAt?: Date;
+  archived?: boolean;
+}
+
+/** A HubSpot record as plain JSON (dates as ISO strings), for the ledger and the caller. */
+export interface HubSpotRecord {
+  readonly id: string;
+  readonly properties: Readonly<Record<string, string | null>>;
+  readonly createdAt: string | null;
+  readonly updatedAt: string | null;
+  readonly archived: boolean;
+}
+
+function plain(r: SdkRecord): HubSpotRecord {
+  const iso = (d: unknown) => (d instanceof Date && !Number.isNaN(d.getTime()) ? d.toISOString() : typeof d === 'string' ? d : null);
+  return { id: String(r.id), properties: { ...r.properties }, createdAt: iso(r.createdAt), updatedAt: iso(r.updatedAt), archived: r.archived === true };
+}
+
+function newWire(): WireRecord {
+  return { started: false };
+}
+
+function wireRefs(wire: WireRecord): { status?: number; requestId?: string } {
+  const requestId = wire.headers?.['x-hubspot-correlation-id'];
+  return { ...(wire.status !== undefined ? { status: wire.status } : {}), ...(requestId ? { requestId } : {}) };
+}
+
+export function providerKeyFor(operation: string, id: BusinessOperationId): ProviderKey | null {
+  return operation === 'contacts.update' ? null : deriveProviderKey(id, KEY_RULE);
+}
+
+// ---------------------------------------------------------------- contacts.update
+
+export async function executeContactsUpdate(rt: Runtime, p: ContactsUpdateParams, ctx: ExecuteContext): Promise<Outcome> {
+  const wire = newWire();
+  try {
+    const r = await contactsApi(rt.settings(ctx.signal), wire).basic.update(p.contactId, { properties: asStrings(p.properties) }, p.idProperty);
+    return { kind: 'succeeded', result: plain(r), providerRef: String(r.id), ...wireRefs(wire) };
+  } catch (err) {
+    return outcomeFromFailure(err, wire);
+  }
+}
+
+export async function lookupContactsUpdate(rt: Runtime, p: ContactsUpdateParams, ctx: LookupContext): Promise<LookupResult> {
+  const wire = newWire();
+  const wanted = asStrings(p.properties);
+  let r: SdkRecord;
+  try {
+    r = await contactsApi(rt.settings(ctx.signal), wire).basic.getById(p.contactId, Object.keys(wanted), undefined, undefined, false, p.idProperty);
+  } catch (err) {
+    const outcome = outcomeFromFailure(err, wire);
+    if (outcome.kind === 'rejected' && outcome.reason === 'not-found') return { kind: 'found', outcome };
+    return cannotTellFromFailure(err, wire, 'GET contact');
+  }
+  const differing = Object.entries(wanted).filter(([name, value]) => (r.properties[name] ?? '') !== value).map(([name]) => name);
+  if (differing.length === 0) return { kind: 'found', outcome: { kind: 'succeeded', result: plain(r), providerRef: String(r.id), ...wireRefs(wire) } };
+  return {
+    kind: 'not-found',
+    reason: `contact ${r.id} does not hold the requested values of ${differing.join(', ')}; re-sending the set-value PATCH is safe`,
+    providerRef: String(r.id),
+    ...wireRefs(wire),
+  };
+}
+
+// ---------------------------------------------------------------- objects.upsert
+
+function keyOf(operation: string, ctx: { providerKey: ProviderKey | null; businessOperationId: BusinessOperationId }): ProviderKey {
+  return ctx.providerKey ?? (providerKeyFor(operation, ctx.businessOperationId) as ProviderKey);
+}
+
+export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, ctx: ExecuteContext): Promise<Outcome> {
+  const key = keyOf('objects.upsert', ctx);
+  const wire = newWire();
+  try {
+    const r = await objectsApi(rt.settings(ctx.signal), wire).batch.upsert(p.objectType, {
+      inputs: [{ id: key, idProperty: rt.idProperty, properties: asStrings(p.properties) }],
+    });
+    const errors = 'errors' in r && Array.isArray(r.errors) ? r.errors : [];
+    const item = r.results.find((x) => x.properties?.[rt.idProperty] === key) ?? r.results[0];
+    if (errors.length > 0 || !item) {
+      const e = errors[0];
+      const message = e?.message ?? 'batch upsert answered without a result';
+      const code = e?.category;
+      if (item === undefined && (code === 'VALIDATION_ERROR' || e?.status === 'error'))
+        return { kind: 'rejected', reason: code === 'VALIDATION_ERROR' ? 'validation' : 'other', message, ...(code ? { code } : {}), ...wireRefs(wire) };
+      return { kind: 'unknown', cause: 'other', message, ...(code ? { code } : {}), ...wireRefs(wire) };
+    }
+    const result = { ...plain(item), new: item._new === true };
+    return item._new === false
+      ? { kind: 'replayed', result, providerRef: String(item.id), ...wireRefs(wire) }
+      : { kind: 'succeeded', result, providerRef: String(item.id), ...wireRefs(wire) };
+  } catch (err) {
+    return outcomeFromFailure(err, wire);
+  }
+}
+
+// ---------------------------------------------------------------- tickets.create
+
+const TICKET_PROPERTIES = ['subject', 'hs_pipeline', 'hs_pipeline_stage'];
+
+export async function executeTicketsCreate(rt: Runtime, p: TicketsCreateParams, ctx: ExecuteContext): Promise<Outcome> {
+  const key = keyOf('tickets.create', ctx);
+  const wire = newWire();
+  try {
+    const r = await ticketsApi(rt.settings(ctx.signal), wire).basic.create({ properties: { ...asStrings(p.properties), [rt.idProperty]: key }, associations: [] });
+    return { kind: 'succeeded', result: plain(r), providerRef: String(r.id), ...wireRefs(wire) };
+  } catch (err) {
+    const res = responseOf(err, wire);
+    const duplicate = res && wire.bodyError === undefined ? uniqueConflictOf(res) : null;
+    if (res && duplicate) return adoptDuplicateTicket(rt, key, res, duplicate.existingId, ctx.signal);
+    return outcomeFromFailure(err, wire);
+  }
+}
+
+/**
+ * HubSpot refused the ticket because a unique value is taken. Adopt the existing ticket only when a
+ * GET shows it holds this operation's key; a collision on another unique property is a conflict.
+ */
+async function adoptDuplicateTicket(rt: Runtime, key: ProviderKey, res: HubSpotResponse, existingId: string | null, signal?: AbortSignal): Promise<Outcome> {
+  const requestId = requestIdOf(res);
+  const base = { status: res.status, code: 'CONFLICT', ...(requestId ? { requestId } : {}) };
+  if (existingId === null) {
+    return { kind: 'unknown', cause: 'other', message: 'HubSpot refused the ticket as a duplicate without naming the existing one: look it up', ...base };
+  }
+  const wire = newWire();
+  let existing: SdkRecord;
+  try {
+    existing = await ticketsApi(rt.settings(signal), wire).basic.getById(existingId, [rt.idProperty, ...TICKET_PROPERTIES]);
+  } catch {
+    return { kind: 'unknown', cause: 'other', message: `HubSpot refused the ticket as a duplicate of ${existingId}, which could not be read back: look it up`, providerRef: existingId, ...base };
+  }
+  if (existing.properties[rt.idProperty] === key) {
+    return { kind: 'replayed', result: plain(existing), providerRef: existingId, ...base };
+  }
+  return {
+    kind: 'rejected',
+    reason: 'conflict',
+    message: `HubSpot refused the ticket: ticket ${existingId} holds one of its unique values, but not this operation's ${rt.idProperty}`,
+    providerRef: existingId,
+    ...base,
+  };
+}
+
+// ---------------------------------------------------------------- search lookups (objects.upsert, tickets.create)
+
+export async function lookupBySearch(rt: Runtime, operation: 'objects.upsert' | 'tickets.create', params: unknown, ctx: LookupContext): Promise<LookupResult> {
+  const key = keyOf(operation, ctx);
+  const wire = newWire();
+  const objectType = operation === 'tickets.create' ? 'tickets' : (params as ObjectsUpsertParams).objectType;
+  const shown = operation === 'tickets.create' ? TICKET_PROPERTIES : Object.keys((params as ObjectsUpsertParams).properties);
+  const request = {
+    filterGroups: [{ filters: [{ propertyName: rt.idProperty, operator: FilterOperator.Eq, value: key }] }],
+    properties: [rt.idProperty, ...shown],
+    limit: 2,
+  };
+  let results: SdkRecord[];
+  try {
+    const settings = rt.settings(ctx.signal);
+    const page = operation === 'tickets.create' ? await ticketsApi(settings, wire).search.doSearch(request) : await objectsApi(settings, wire).search.doSearch(objectType, request);
+    results = page.results;
+  } catch (err) {
+    return cannotTellFromFailure(err, wire, `CRM search in ${objectType}`);
+  }
+  const hit = results.find((r) => r.properties[rt.idProperty] === key);
+  if (hit) return { kind: 'found', outcome: { kind: 'succeeded', result: plain(hit), providerRef: String(hit.id), ...wireRefs(wire) } };
+  if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched', ...wireRefs(wire) };
+  const age = ctx.now - ctx.firstDispatchedAt;
+  if (rt.searchSettleMs !== null && age >= rt.searchSettleMs) {
+    return { kind: 'not-found', reason: `no ${objectType} record with ${rt.idProperty}=${key} ${age} ms after the first dispatch (search settle time ${rt.searchSettleMs} ms)`, ...wireRefs(wire) };
+  }
+  return {
+    kind: 'cannot-tell',
+    reason:
+      rt.searchSettleMs === null
+        ? `no ${objectType} record with ${rt.idProperty}=${key} in CRM search yet; HubSpot gives no bound on the indexing delay, so a miss never proves absence`
+        : `no ${objectType} record with ${rt.idProperty}=${key} yet, ${age} ms after the first dispatch: inside the search settle time (${rt.searchSettleMs} ms)`,
+    ...(rt.searchSettleMs !== null ? { retryAfterMs: Math.max(1, rt.searchSettleMs - age) } : {}),
+    ...wireRefs(wire),
+  };
+}
