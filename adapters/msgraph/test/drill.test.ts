@@ -1,0 +1,172 @@
+// The runner (@retrysafe/core) + the real Graph SDK + the loopback sandbox: lost responses, bounded
+// reconciliation, handoff. The runner and the sandbox share a virtual clock, so the lookup window
+// and the Sent Items delay cost no wall time.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createMemoryLedger, createRunner, createVirtualClock, type PolicyOverrides, type VirtualClock } from '@retrysafe/core';
+import type { HandoffPacket } from '@retrysafe/contract';
+import { createMsGraphAdapter, type MsGraphAdapter } from '../src/index.js';
+import { startMsGraphSandbox, type MsGraphSandbox, type MsGraphSandboxOptions } from '../src/sandbox/index.js';
+import { TOKEN, eventParams, mailParams, taskParams } from './helpers.js';
+
+let clock: VirtualClock;
+let sandbox: MsGraphSandbox;
+let adapter: MsGraphAdapter;
+let packets: HandoffPacket[];
+
+async function setup(options: MsGraphSandboxOptions = {}, policy: PolicyOverrides = {}) {
+  clock = createVirtualClock();
+  sandbox = await startMsGraphSandbox({ accessToken: TOKEN, now: () => clock.now(), ...options });
+  adapter = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: sandbox.url, timeoutMs: 300 });
+  packets = [];
+  return createRunner({
+    ledger: createMemoryLedger(),
+    clock,
+    random: () => 0.5,
+    policy: { lookupWindowMs: 60_000, ...policy },
+    handoff: { send: (p) => void packets.push(p) },
+  });
+}
+
+afterEach(async () => {
+  await sandbox?.close();
+});
+
+describe('mail.send: lost sendMail response', () => {
+  it('lookup finds the mail in Sent Items ⇒ done, 0 resends, exactly one message', async () => {
+    const runner = await setup({ faults: { 'mail.send': ['drop-response'] } });
+    const r = await runner.run(adapter, 'mail.send', { params: mailParams(1) });
+    expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1, result: { state: 'in-sent-items' } });
+    expect(sandbox.requestCount('mail.send')).toBe(1);
+    expect(sandbox.count('mail.send')).toBe(1);
+    expect(packets).toHaveLength(0);
+  });
+
+  it('the mail becomes visible after a delay inside the lookup window ⇒ the runner polls and adopts it, 0 resends', async () => {
+    const runner = await setup({ sentItemsDelayMs: 20_000, faults: { 'mail.send': ['drop-response'] } });
+    const r = await runner.run(adapter, 'mail.send', { params: mailParams(2) });
+    expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1 });
+    expect(sandbox.requestCount('mail.lookup')).toBeGreaterThan(1); // polled while "cannot tell"
+    expect(sandbox.requestCount('mail.send')).toBe(1);
+    expect(sandbox.count('mail.send')).toBe(1);
+  });
+
+  it('the mail is not visible within the bounded window ⇒ handoff packet, no resend', async () => {
+    const runner = await setup({ sentItemsDelayMs: 3_600_000, faults: { 'mail.send': ['drop-response'] } }, { lookupWindowMs: 30_000 });
+    const r = await runner.run(adapter, 'mail.send', { params: mailParams(3) });
+    expect(r.status).toBe('handed-off');
+    expect(sandbox.requestCount('mail.send')).toBe(1); // 0 resends
+    expect(sandbox.count('mail.send')).toBe(1); // the one mail Graph did accept
+    expect(sandbox.requestCount('mail.lookup')).toBeGreaterThan(0);
+    expect(packets).toHaveLength(1);
+    const packet = packets[0]!;
+    expect(packet.operation).toBe('msgraph.mail.send');
+    expect(packet.reason).toBe('lookup-window-exhausted');
+    expect(packet.safeNextActions.find((a) => a.action === 'resume')?.safe).toBe(false);
+    expect(packet.lastKnown.outcome).toBe('cannot-tell');
+    expect(packet.providerKey).toBeNull();
+    // no PII in the packet: neither the recipient nor the subject nor the body
+    const text = JSON.stringify(packet);
+    for (const pii of ['customer3@example.test', 'Invoice 3 reminder', 'Please pay invoice 3']) expect(text).not.toContain(pii);
+  });
+
+  it('the answer is held past the client timeout ⇒ unknown ⇒ found by lookup, 0 resends', async () => {
+    const runner = await setup({ faults: { 'mail.send': [{ kind: 'delay', ms: 1_500 }] } });
+    const r = await runner.run(adapter, 'mail.send', { params: mailParams(4) });
+    expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1 });
+    expect(sandbox.requestCount('mail.send')).toBe(1);
+    expect(sandbox.count('mail.send')).toBe(1);
+  });
+
+  it('503 after Graph accepted the mail ⇒ unknown ⇒ found by lookup, 0 resends (where the SDK default would have resent)', async () => {
+    const runner = await setup({ faults: { 'mail.send': [{ kind: 'status', status: 503, retryAfterS: 1, commit: true }] } });
+    const r = await runner.run(adapter, 'mail.send', { params: mailParams(5) });
+    expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1 });
+    expect(sandbox.requestCount('mail.send')).toBe(1);
+    expect(sandbox.count('mail.send')).toBe(1);
+  });
+});
+
+describe('mail.send: definite answers', () => {
+  it('429 with Retry-After (throttled before processing) ⇒ one bounded retry after waiting, one mail', async () => {
+    const runner = await setup({ faults: { 'mail.send': [{ kind: 'status', status: 429, retryAfterS: 4 }] } });
+    const r = await runner.run(adapter, 'mail.send', { params: mailParams(6) });
+    expect(r).toMatchObject({ status: 'done', adopted: false, attempts: 2 });
+    expect(sandbox.requestCount('mail.send')).toBe(2);
+    expect(sandbox.count('mail.send')).toBe(1);
+    expect(Math.max(...clock.sleeps)).toBeGreaterThanOrEqual(4_000); // Retry-After honoured (virtual clock)
+  });
+
+  it('429 on every try ⇒ exactly maxAttempts POSTs, then handoff, no mail', async () => {
+    const runner = await setup({ faults: { 'mail.send': () => ({ kind: 'status', status: 429, retryAfterS: 1 }) } }, { maxAttempts: 3 });
+    const r = await runner.run(adapter, 'mail.send', { params: mailParams(7) });
+    expect(r.status).toBe('handed-off');
+    expect(sandbox.requestCount('mail.send')).toBe(3);
+    expect(sandbox.count('mail.send')).toBe(0);
+  });
+
+  it('400 from Graph ⇒ one attempt, handed off as rejected', async () => {
+    const p = mailParams(8);
+    const runner = await setup();
+    const r = await runner.run(adapter, 'mail.send', { params: { ...p, message: { ...p.message, toRecipients: [{ emailAddress: { address: 'nope' } }] } } });
+    expect(r.status).toBe('handed-off');
+    expect(sandbox.requestCount('mail.send')).toBe(1);
+    expect(packets[0]?.reason).toBe('rejected');
+    expect(packets[0]?.lastKnown).toMatchObject({ status: 400, code: 'ErrorInvalidRecipients' });
+  });
+
+  it('the same intent run twice ⇒ the second run adopts the first, no second POST', async () => {
+    const runner = await setup();
+    const first = await runner.run(adapter, 'mail.send', { params: mailParams(9) });
+    const second = await runner.run(adapter, 'mail.send', { params: mailParams(9) });
+    expect(first.status).toBe('done');
+    expect(second).toMatchObject({ status: 'done', adopted: true });
+    expect(sandbox.requestCount('mail.send')).toBe(1);
+  });
+
+  it('receipts carry no recipient, subject or body', async () => {
+    const runner = await setup({ faults: { 'mail.send': ['drop-response'] } });
+    const r = await runner.run(adapter, 'mail.send', { params: mailParams(10) });
+    if (r.status !== 'done') throw new Error(`expected done, got ${r.status}`);
+    const text = JSON.stringify(r.receipts);
+    expect(r.receipts.length).toBeGreaterThan(1);
+    for (const pii of ['customer10@example.test', 'Invoice 10 reminder', 'Please pay invoice 10']) expect(text).not.toContain(pii);
+  });
+});
+
+describe('events.create and todo.tasks.create: lost responses', () => {
+  it('events: lost 201 ⇒ lookup finds the event ⇒ exactly one event, no resend relying on transactionId', async () => {
+    const runner = await setup({ faults: { 'events.create': ['drop-response'] }, duplicateTransactionId: 'create-new' });
+    const r = await runner.run(adapter, 'events.create', { params: eventParams(1) });
+    expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1 });
+    expect(sandbox.requestCount('events.create')).toBe(1);
+    expect(sandbox.count('events.create')).toBe(1);
+  });
+
+  it('events: the POST never arrived (503 before processing) and the lookup cannot tell ⇒ handoff, not a resend on an unknown transactionId contract', async () => {
+    const runner = await setup({ faults: { 'events.create': [{ kind: 'status', status: 503 }] } }, { lookupWindowMs: 10_000 });
+    const r = await runner.run(adapter, 'events.create', { params: eventParams(2) });
+    expect(r.status).toBe('handed-off');
+    expect(sandbox.requestCount('events.create')).toBe(1);
+    expect(packets[0]?.providerKey).toMatch(/^rs-/);
+  });
+
+  it('tasks: lost 201 ⇒ lookup on the linkedResource finds it ⇒ exactly one task', async () => {
+    const runner = await setup({ faults: { 'todo.tasks.create': ['drop-response'] } });
+    const r = await runner.run(adapter, 'todo.tasks.create', { params: taskParams(1) });
+    expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1 });
+    expect(sandbox.count('todo.tasks.create')).toBe(1);
+    expect(sandbox.requestCount('todo.tasks.create')).toBe(1);
+  });
+
+  it('tasks: the tenant refuses the lookup filter (400) ⇒ cannot tell ⇒ handoff, never a resend', async () => {
+    const runner = await setup({ faults: { 'todo.tasks.create': ['drop-response'], 'todo.tasks.lookup': () => ({ kind: 'status', status: 400, code: 'invalidRequest' }) } }, { lookupWindowMs: 10_000 });
+    const r = await runner.run(adapter, 'todo.tasks.create', { params: taskParams(2) });
+    expect(r.status).toBe('handed-off');
+    expect(sandbox.requestCount('todo.tasks.create')).toBe(1);
+    expect(sandbox.count('todo.tasks.create')).toBe(1);
+  });
+});
+
+beforeEach(() => {
+  packets = [];
+});
