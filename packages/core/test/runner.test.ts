@@ -1,0 +1,254 @@
+import { describe, expect, it } from 'vitest';
+import { ConflictError, InvalidIdError, InvalidIntentError, UnknownOperationError, UnsupportedSpecificationVersionError, type AdapterV1 } from '@retrysafe/contract';
+import { verifyReceiptChain } from '@retrysafe/core';
+import { setup } from './helpers.js';
+
+const OP = 'records.create';
+const params = (ref = 'order-1', extra: Record<string, unknown> = {}) => ({ ref, amount: 100, ...extra });
+
+describe('runner.run with the sandbox: every outcome path, counted exactly', () => {
+  it('clean success: 1 record, 1 attempt, not adopted', async () => {
+    const { provider, adapter, runner } = setup();
+    const r = await runner.run(adapter, OP, { params: params() });
+    expect(r.status).toBe('done');
+    if (r.status !== 'done') return;
+    expect(provider.count()).toBe(1);
+    expect(provider.calls()).toBe(1);
+    expect(r.attempts).toBe(1);
+    expect(r.adopted).toBe(false);
+    expect(r.providerRef).toBe(provider.records()[0]!.id);
+    expect(r.receipts.map((x) => x.kind)).toEqual(['dispatch']);
+    expect(verifyReceiptChain(r.receipts)).toEqual({ ok: true });
+  });
+
+  it('lost response + replaying provider: 1 record, 2 attempts, result adopted', async () => {
+    const { provider, adapter, runner } = setup();
+    provider.failNext({ kind: 'unknown-after-commit' });
+    const r = await runner.run(adapter, OP, { params: params() });
+    expect(r.status).toBe('done');
+    if (r.status !== 'done') return;
+    expect(provider.count()).toBe(1);
+    expect(r.attempts).toBe(2);
+    expect(provider.calls()).toBe(2);
+    expect(r.adopted).toBe(true);
+    expect(r.providerRef).toBe(provider.records()[0]!.id);
+    expect(r.receipts.map((x) => [x.kind, x.outcome])).toEqual([['dispatch', 'unknown'], ['resend', 'replayed']]);
+    expect(new Set(r.receipts.map((x) => x.providerKey)).size).toBe(1);
+  });
+
+  it('lost response + provider without replay but with lookup: 1 record, 1 attempt, adopted through the lookup', async () => {
+    const { provider, adapter, runner } = setup({ replays: false, retentionMs: null });
+    provider.failNext({ kind: 'unknown-after-commit' });
+    const r = await runner.run(adapter, OP, { params: params() });
+    expect(r.status === 'done' && r.adopted).toBe(true);
+    expect(provider.count()).toBe(1);
+    expect(provider.calls()).toBe(1);
+    expect(provider.lookups()).toBe(1);
+    expect(r.status === 'done' && r.receipts.map((x) => [x.kind, x.outcome])).toEqual([['dispatch', 'unknown'], ['lookup', 'found']]);
+  });
+
+  it('unknown before commit + no replay + lookup: lookup says not found, then one bounded retry: 1 record, 2 attempts', async () => {
+    const { provider, adapter, runner } = setup({ replays: false, retentionMs: null });
+    provider.failNext({ kind: 'unknown-before-commit' });
+    const r = await runner.run(adapter, OP, { params: params() });
+    expect(r.status === 'done' && r.adopted).toBe(false);
+    expect(provider.count()).toBe(1);
+    expect(r.status === 'done' && r.attempts).toBe(2);
+    expect(r.status === 'done' && r.receipts.map((x) => x.outcome)).toEqual(['unknown', 'not-found', 'succeeded']);
+  });
+
+  it('lost response + no replay + no lookup: 1 record, 1 attempt, handoff unknown-no-safe-resend (never a blind resend)', async () => {
+    const { provider, adapter, runner, packets } = setup({ replays: false, retentionMs: null, lookup: 'none' });
+    provider.failNext({ kind: 'unknown-after-commit' });
+    const r = await runner.run(adapter, OP, { params: params() });
+    expect(r.status).toBe('handed-off');
+    if (r.status !== 'handed-off') return;
+    expect(provider.count()).toBe(1);
+    expect(provider.calls()).toBe(1);
+    expect(r.attempts).toBe(1);
+    expect(r.packet.reason).toBe('unknown-no-safe-resend');
+    expect(r.packet.safeNextActions.find((a) => a.action === 'resume')?.safe).toBe(false);
+    expect(packets).toEqual([r.packet]);
+  });
+
+  it('permanent error: 1 attempt, 0 records, handoff rejected', async () => {
+    const { provider, adapter, runner, ledger } = setup();
+    provider.failNext({ kind: 'rejected', message: 'amount must be positive' });
+    const r = await runner.run(adapter, OP, { params: params() });
+    expect(r.status).toBe('handed-off');
+    if (r.status !== 'handed-off') return;
+    expect(provider.calls()).toBe(1);
+    expect(provider.count()).toBe(0);
+    expect(r.attempts).toBe(1);
+    expect(r.packet.reason).toBe('rejected');
+    expect(r.packet.lastKnown).toMatchObject({ outcome: 'rejected', status: 400 });
+    expect((await ledger.get(r.businessOperationId))!.state).toBe('handed-off');
+  });
+
+  it('5 transient failures with max 4: exactly 4 attempts, then handoff retry-exhausted', async () => {
+    const { provider, adapter, runner } = setup({}, { policy: { maxAttempts: 4 } });
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 1000 }, 5);
+    const r = await runner.run(adapter, OP, { params: params() });
+    expect(r.status).toBe('handed-off');
+    if (r.status !== 'handed-off') return;
+    expect(provider.calls()).toBe(4);
+    expect(provider.count()).toBe(0);
+    expect(r.attempts).toBe(4);
+    expect(r.packet.reason).toBe('retry-exhausted');
+    expect(r.error?.name).toBe('RetryExhaustedError');
+    expect(r.error?.attempts).toHaveLength(4);
+  });
+
+  it('3 transient failures with max 4: succeeds on the 4th, 1 record, and every wait honoured Retry-After', async () => {
+    const { provider, adapter, runner, clock } = setup({}, { policy: { maxAttempts: 4 } });
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 2000 }, 3);
+    const r = await runner.run(adapter, OP, { params: params() });
+    expect(r.status === 'done' && r.attempts).toBe(4);
+    expect(provider.count()).toBe(1);
+    const waits = r.status === 'done' ? r.receipts.slice(0, 3).map((x) => x.decision.delayMs) : [];
+    expect(waits).toHaveLength(3);
+    for (const w of waits) expect(w).toBeGreaterThanOrEqual(2000);
+    expect(clock.sleeps.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(6000);
+  });
+
+  it('Retry-After beyond its cap: stops rather than calling sooner than asked', async () => {
+    const { provider, adapter, runner } = setup({}, { policy: { retryAfterCapMs: 5000 } });
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 60_000 });
+    const r = await runner.run(adapter, OP, { params: params() });
+    expect(r.status === 'handed-off' && r.packet.reason).toBe('retry-exhausted');
+    expect(provider.calls()).toBe(1);
+  });
+
+  it('in-progress (202 + processing): polls the lookup, never a second work item: 1 record, 1 attempt', async () => {
+    const { provider, adapter, runner } = setup({ processingMs: 3000 });
+    const r = await runner.run(adapter, OP, { params: params() });
+    expect(r.status).toBe('done');
+    if (r.status !== 'done') return;
+    expect(provider.count()).toBe(1);
+    expect(provider.calls()).toBe(1);
+    expect(r.attempts).toBe(1);
+    expect(r.adopted).toBe(true);
+    expect(r.receipts[0]!.outcome).toBe('in-progress');
+    expect(r.receipts.slice(1).every((x) => x.kind === 'poll')).toBe(true);
+    expect(r.receipts.at(-1)!.outcome).toBe('found');
+  });
+
+  it('in-progress past the lookup window: handoff in-progress-window-exhausted, still 1 record', async () => {
+    const { provider, adapter, runner } = setup({ processingMs: 600_000 }, { policy: { lookupWindowMs: 10_000 } });
+    const r = await runner.run(adapter, OP, { params: params() });
+    expect(r.status === 'handed-off' && r.packet.reason).toBe('in-progress-window-exhausted');
+    expect(provider.count()).toBe(1);
+    expect(provider.calls()).toBe(1);
+  });
+
+  it('in-progress without lookup, replaying provider: polls by re-sending the same key (409 then replay): 1 record', async () => {
+    const { provider, adapter, runner } = setup({ processingMs: 1500, lookup: 'none' });
+    const r = await runner.run(adapter, OP, { params: params() });
+    expect(r.status).toBe('done');
+    expect(provider.count()).toBe(1);
+    if (r.status !== 'done') return;
+    expect(r.receipts[0]!.outcome).toBe('in-progress');
+    expect(r.receipts.at(-1)!.outcome).toBe('replayed');
+    expect(r.attempts).toBe(provider.calls());
+  });
+
+  it('key past retention, no lookup: handoff key-past-retention, no resend', async () => {
+    const { provider, adapter, runner, clock } = setup({ retentionMs: 60_000, lookup: 'none' }, { policy: { maxElapsedMs: 3_600_000, baseMs: 120_000, capMs: 120_000 } });
+    // The first send is lost; the clock then moves past the retention before the runner could resend.
+    const spy = provider.execute;
+    let first = true;
+    (provider as { execute: typeof spy }).execute = async (req) => {
+      const res = await spy(req);
+      if (first) {
+        first = false;
+        clock.advance(61_000);
+        return { type: 'server-error', status: 500, committed: true };
+      }
+      return res;
+    };
+    const r = await runner.run(adapter, OP, { params: params() });
+    expect(r.status === 'handed-off' && r.packet.reason).toBe('key-past-retention');
+    expect(provider.count()).toBe(1);
+  });
+
+  it('key past retention with lookup: reconciles by lookup, no resend: 1 record, 1 attempt, adopted', async () => {
+    const { provider, adapter, runner, clock } = setup({ retentionMs: 60_000 });
+    const spy = provider.execute;
+    let first = true;
+    (provider as { execute: typeof spy }).execute = async (req) => {
+      const res = await spy(req);
+      if (first) {
+        first = false;
+        clock.advance(61_000);
+        return { type: 'server-error', status: 500, committed: true };
+      }
+      return res;
+    };
+    const r = await runner.run(adapter, OP, { params: params() });
+    expect(r.status === 'done' && r.adopted).toBe(true);
+    expect(r.status === 'done' && r.attempts).toBe(1);
+    expect(provider.count()).toBe(1);
+  });
+
+  it('lookup inside the consistency delay: cannot tell, keeps polling, then finds it: 1 record', async () => {
+    const { provider, adapter, runner } = setup({ replays: false, retentionMs: null, lookupDelayMs: 5000 });
+    provider.failNext({ kind: 'unknown-after-commit' });
+    const r = await runner.run(adapter, OP, { params: params() });
+    expect(r.status === 'done' && r.adopted).toBe(true);
+    expect(provider.count()).toBe(1);
+    expect(r.status === 'done' && r.receipts.some((x) => x.outcome === 'cannot-tell')).toBe(true);
+  });
+
+  it('a second run of a finished operation adopts the stored result, nothing sent', async () => {
+    const { provider, adapter, runner } = setup();
+    const a = await runner.run(adapter, OP, { params: params() });
+    const b = await runner.run(adapter, OP, { params: params() });
+    expect(provider.calls()).toBe(1);
+    expect(b.status === 'done' && b.adopted).toBe(true);
+    expect(b.status === 'done' && a.status === 'done' && b.providerRef === a.providerRef).toBe(true);
+  });
+
+  it('concurrent runs in one process: one dispatch, both get the same result', async () => {
+    const { provider, adapter, runner } = setup();
+    const results = await Promise.all([1, 2, 3].map(() => runner.run(adapter, OP, { params: params() })));
+    expect(provider.calls()).toBe(1);
+    expect(provider.count()).toBe(1);
+    const refs = new Set(results.map((r) => (r.status === 'done' ? r.providerRef : r.status)));
+    expect(refs.size).toBe(1);
+    expect(results.filter((r) => r.status === 'done' && !r.adopted)).toHaveLength(1);
+  });
+});
+
+describe('runner.run: typed errors, nothing sent', () => {
+  it('same business-operation id with a different intent: ConflictError(intent)', async () => {
+    const { provider, adapter, runner } = setup();
+    await runner.run(adapter, OP, { params: params('a'), businessOperationId: 'op-1' });
+    const err = await runner.run(adapter, OP, { params: params('b'), businessOperationId: 'op-1' }).catch((e) => e);
+    expect(ConflictError.isInstance(err) && err.field).toBe('intent');
+    expect(provider.calls()).toBe(1);
+  });
+
+  it('same intent, other params, not yet succeeded: ConflictError(params); once succeeded: the stored result', async () => {
+    const { provider, adapter, runner } = setup();
+    provider.failNext({ kind: 'rejected' });
+    await runner.run(adapter, OP, { params: params('a', { note: 'x' }) });
+    const err = await runner.run(adapter, OP, { params: params('a', { note: 'y' }) }).catch((e) => e);
+    expect(ConflictError.isInstance(err) && err.field).toBe('params');
+    expect(provider.calls()).toBe(1);
+    const ok = await runner.run(adapter, OP, { params: params('c', { note: 'x' }) });
+    const again = await runner.run(adapter, OP, { params: params('c', { note: 'y' }) });
+    expect(again.status === 'done' && ok.status === 'done' && again.adopted && again.providerRef === ok.providerRef).toBe(true);
+    expect(provider.calls()).toBe(2);
+  });
+
+  it('bad input: unknown operation, bad id, missing intent field, unknown spec version', async () => {
+    const { provider, adapter, runner } = setup();
+    await expect(runner.run(adapter, 'records.delete', { params: params() })).rejects.toSatisfy(UnknownOperationError.isInstance);
+    await expect(runner.run(adapter, OP, { params: params(), businessOperationId: 'bad id!' })).rejects.toSatisfy(InvalidIdError.isInstance);
+    await expect(runner.run(adapter, OP, { params: { amount: 1 } })).rejects.toSatisfy(InvalidIntentError.isInstance);
+    await expect(runner.run(adapter, OP, { params: { ref: 'x', f: () => 1 } })).rejects.toSatisfy(InvalidIntentError.isInstance);
+    const v2 = { ...adapter, specificationVersion: 'v2' } as unknown as AdapterV1;
+    await expect(runner.run(v2, OP, { params: params() })).rejects.toSatisfy(UnsupportedSpecificationVersionError.isInstance);
+    expect(provider.calls()).toBe(0);
+  });
+});
