@@ -289,7 +289,22 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
 
       if (lookup.method === 'status-url') {
         if (ctx.statusRef) return pollStatus(o, ctx.statusRef, ctx.signal);
-        if (lookup.withoutStatusRef === 'resend-same-key') return resendSameKey(o, ctx, params, ids);
+        const fallback = lookup.withoutStatusRef;
+        if (fallback === 'resend-same-key') return resendSameKey(o, ctx, params, ids);
+        if (typeof fallback === 'object') {
+          const res = await get(fillPath(fallback.path, params, ids), ctx.signal);
+          if ('error' in res) return toLookup(res.error, 'status search');
+          if (res.status !== 200) return cannotTell(res, `status search answered HTTP ${res.status}`);
+          const match = fallback.match(res.data, readCtx);
+          if (match === undefined || match === null) {
+            const notAuthoritative = absenceIsAuthoritative(o, ctx);
+            const reason = 'no work item carries this operation in the status search';
+            return notAuthoritative ? { kind: 'cannot-tell', reason: `${reason}, but ${notAuthoritative}`, status: res.status } : { kind: 'not-found', reason, status: res.status };
+          }
+          const url = readPath(match, fallback.statusUrlPath);
+          if (typeof url !== 'string') return cannotTell(res, `the matched work item has no status URL at ${fallback.statusUrlPath}`);
+          return pollStatus(o, new URL(url, res.url).toString(), ctx.signal);
+        }
         return { kind: 'cannot-tell', reason: 'no status URL is known (the 202 response was lost) and the operation declares no other way to find it' };
       }
 

@@ -74,6 +74,16 @@ export interface LookupReadContext {
   readonly params: Record<string, unknown>;
 }
 
+/** Finds a work item's status URL when the 202 that carried it was lost. */
+export interface StatusSearch {
+  /** Path template of a list endpoint, e.g. `/exports?clientRequestId={businessOperationId}`. */
+  readonly path: string;
+  /** Returns the matching work item from the list body, or undefined. */
+  readonly match: (body: unknown, ctx: LookupReadContext) => unknown;
+  /** Dot path of the status URL in the matched item. */
+  readonly statusUrlPath: string;
+}
+
 /** How `doLookup` finds a prior result. The card's `lookup.method` must name the same method. */
 export type HttpLookupSpec =
   | {
@@ -91,11 +101,14 @@ export type HttpLookupSpec =
       readonly method: 'status-url';
       readonly status: StatusReading;
       /**
-       * When no status URL is known (the 202 itself was lost): `resend-same-key` re-sends the same request
-       * with the same key — only inside the card's retention — so the provider answers with the existing
-       * status resource. Default `cannot-tell`.
+       * When no status URL is known (the 202 itself was lost, or a worker died before recording it):
+       * - a search `{ path, match, statusUrlPath }` lists work items by something the request carried
+       *   (e.g. the business-operation id) and polls the match's status URL; no match is an absence;
+       * - `resend-same-key` re-sends the same request with the same key — only inside the card's
+       *   retention — so the provider answers with the existing status resource;
+       * - `cannot-tell` (default).
        */
-      readonly withoutStatusRef?: 'resend-same-key' | 'cannot-tell';
+      readonly withoutStatusRef?: 'resend-same-key' | 'cannot-tell' | StatusSearch;
     }
   | {
       /** GET a search/list endpoint and pick the match, e.g. `/orders?reference={businessOperationId}`. */

@@ -54,7 +54,17 @@ export function asyncExportsCreate(provider: string): HttpOperationSpec {
     key: { travels: 'header', name: 'Idempotency-Key', rule: { maxLength: 64, charset: 'A-Za-z0-9._:-', prefix: 'rs-' } },
     card: exportsCreateCard(provider),
     asyncReply: true,
-    lookup: { method: 'status-url', status: { field: 'status', pending: ['running', 'queued'], done: ['succeeded'], failed: ['failed', 'cancelled'] }, withoutStatusRef: 'resend-same-key' },
+    // The business-operation id travels as clientRequestId so a lost 202 can be found without the key.
+    body: (p, ids) => ({ dataset: p.dataset, format: p.format, clientRequestId: ids.businessOperationId }),
+    lookup: {
+      method: 'status-url',
+      status: { field: 'status', pending: ['running', 'queued'], done: ['succeeded'], failed: ['failed', 'cancelled'] },
+      withoutStatusRef: {
+        path: '/exports?clientRequestId={businessOperationId}',
+        match: (body, ctx) => (body as { data?: { clientRequestId?: string }[] })?.data?.find((j) => j.clientRequestId === ctx.businessOperationId),
+        statusUrlPath: 'statusUrl',
+      },
+    },
     errors: {
       codePath: 'error.code',
       rules: [

@@ -57,49 +57,72 @@ describe('async request-reply: SDK → sandbox', () => {
     }
   });
 
-  it('the 202 was lost (no status URL): lookup re-sends with the same key inside retention and gets the existing status resource — one work item', async () => {
+  it('the 202 was lost (no status URL): lookup finds the work item by clientRequestId and polls its status URL — no POST, one work item', async () => {
     const ctx = execCtx(adapter, OP, job());
     await adapter.doExecute(OP, job(), ctx); // pretend this response never arrived
+    const posts = () => sb.requests.filter((r) => r.method === 'POST').length;
     const found = await adapter.doLookup(OP, lookupCtx(adapter, OP, job()));
     expect(found).toMatchObject({ kind: 'found', outcome: { kind: 'in-progress', statusRef: `${sb.url}/exports/status/exp_1` } });
+    expect(posts()).toBe(1);
+    expect(sb.records()[0]!.clientRequestId).toBe(ctx.businessOperationId);
+    expect(await adapter.doLookup(OP, lookupCtx(adapter, OP, job({ requestRef: 'never-sent' })))).toMatchObject({ kind: 'not-found' });
     expect(sb.count(OP)).toBe(1);
   });
 
-  it('no status URL and the key past retention ⇒ cannot-tell, and nothing is sent', async () => {
-    await adapter.doExecute(OP, job(), execCtx(adapter, OP, job()));
-    const before = sb.requests.length;
-    const now = Date.now();
-    const res = await adapter.doLookup(OP, lookupCtx(adapter, OP, job(), { firstDispatchedAt: now - 25 * 3_600_000, now }));
-    expect(res).toMatchObject({ kind: 'cannot-tell' });
-    expect((res as { reason: string }).reason).toMatch(/past the 24h retention/);
-    expect(sb.requests.length).toBe(before);
-  });
+  describe('fallback "resend-same-key" (an API without a list endpoint)', () => {
+    const resendVariant = (card = exportsCreateCard('acme-exports')) =>
+      createHttpAdapter({
+        provider: 'acme-exports',
+        baseUrl: sb.url,
+        timeoutMs: 2000,
+        operations: { [OP]: { ...asyncExportsCreate('acme-exports'), card, lookup: { method: 'status-url', status: { field: 'status', pending: ['running'], done: ['succeeded'] }, withoutStatusRef: 'resend-same-key' } } },
+      });
 
-  it('a card with retention unknown ⇒ the lookup never re-sends (cannot-tell), nothing reaches the provider', async () => {
-    const card = exportsCreateCard('acme-exports');
-    const unknownRetention = createHttpAdapter({
-      provider: 'acme-exports',
-      baseUrl: sb.url,
-      timeoutMs: 2000,
-      operations: {
-        [OP]: {
-          ...asyncExportsCreate('acme-exports'),
-          card: {
-            ...card,
-            retention: { minimum: { value: 'unknown', source: 'test: not published' } },
-            unverified: [...card.unverified, { field: 'retention.minimum', condition: 'expiry not published', source: 'test' }],
-          },
-        },
-      },
+    it('inside retention: the re-send with the same key returns the EXISTING status resource — one work item', async () => {
+      const a = resendVariant();
+      try {
+        const ctx = execCtx(a, OP, job());
+        const first = await a.doExecute(OP, job(), ctx); // lost
+        const found = await a.doLookup(OP, lookupCtx(a, OP, job()));
+        expect(found).toMatchObject({ kind: 'found', outcome: { kind: 'in-progress', statusRef: (first as { statusRef: string }).statusRef } });
+        expect(sb.requests.filter((r) => r.method === 'POST')).toHaveLength(2);
+        expect(sb.count(OP)).toBe(1);
+      } finally {
+        await a.close();
+      }
     });
-    try {
-      const res = await unknownRetention.doLookup(OP, lookupCtx(unknownRetention, OP, job()));
-      expect(res).toMatchObject({ kind: 'cannot-tell' });
-      expect((res as { reason: string }).reason).toMatch(/retention is unknown/);
-      expect(sb.requests).toHaveLength(0);
-    } finally {
-      await unknownRetention.close();
-    }
+
+    it('key past retention ⇒ cannot-tell, and nothing is sent', async () => {
+      const a = resendVariant();
+      try {
+        await a.doExecute(OP, job(), execCtx(a, OP, job()));
+        const before = sb.requests.length;
+        const now = Date.now();
+        const res = await a.doLookup(OP, lookupCtx(a, OP, job(), { firstDispatchedAt: now - 25 * 3_600_000, now }));
+        expect(res).toMatchObject({ kind: 'cannot-tell' });
+        expect((res as { reason: string }).reason).toMatch(/past the 24h retention/);
+        expect(sb.requests.length).toBe(before);
+      } finally {
+        await a.close();
+      }
+    });
+
+    it('a card with retention unknown ⇒ the lookup never re-sends (cannot-tell), nothing reaches the provider', async () => {
+      const card = exportsCreateCard('acme-exports');
+      const a = resendVariant({
+        ...card,
+        retention: { minimum: { value: 'unknown', source: 'test: not published' } },
+        unverified: [...card.unverified, { field: 'retention.minimum', condition: 'expiry not published', source: 'test' }],
+      });
+      try {
+        const res = await a.doLookup(OP, lookupCtx(a, OP, job()));
+        expect(res).toMatchObject({ kind: 'cannot-tell' });
+        expect((res as { reason: string }).reason).toMatch(/retention is unknown/);
+        expect(sb.requests).toHaveLength(0);
+      } finally {
+        await a.close();
+      }
+    });
   });
 
   it('a status URL on another origin is not polled with this adapter’s headers', async () => {

@@ -6,6 +6,7 @@ import { isPlainObject, kindCounter, parseJson, payloadFingerprint, sandboxClock
  * - `GET /exports/status/{id}`: 200 with progress while pending; 303 See Other to `/exports/{id}` when
  *   done; a failed job's error is persisted at the status URL (422, every time it is read);
  * - `DELETE /exports/status/{id}` cancels a pending job;
+ * - `GET /exports?clientRequestId=…` lists jobs (with their status URLs) by the client's request id;
  * - with an `Idempotency-Key`, a duplicate gets 202 and the EXISTING status URL: never a second work item;
  *   the same key with another payload is 422; a missing key is 400.
  */
@@ -25,6 +26,7 @@ export interface SandboxExportJob {
   readonly id: string;
   readonly dataset: string;
   readonly format: string;
+  readonly clientRequestId: string | null;
   readonly state: 'running' | 'succeeded' | 'failed' | 'cancelled';
 }
 
@@ -52,6 +54,7 @@ interface Job {
   id: string;
   dataset: string;
   format: string;
+  clientRequestId: string | null;
   state: SandboxExportJob['state'];
   pollsLeft: number;
 }
@@ -87,10 +90,18 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
         if (known.fingerprint !== fingerprint) return err(422, ASYNC_CODES.keyReused, rid);
         return accepted(jobs.find((j) => j.id === known.jobId)!, rid); // the existing status resource
       }
-      const job: Job = { id: `exp_${jobs.length + 1}`, dataset: body.dataset, format: body.format, state: 'running', pollsLeft: options.pollsUntilDone ?? 1 };
+      const clientRequestId = typeof body.clientRequestId === 'string' ? body.clientRequestId : null;
+      const job: Job = { id: `exp_${jobs.length + 1}`, dataset: body.dataset, format: body.format, clientRequestId, state: 'running', pollsLeft: options.pollsUntilDone ?? 1 };
       jobs.push(job);
       keys.set(key, { fingerprint, jobId: job.id, at: clock.now() });
       return accepted(job, rid);
+    }
+    if (req.method === 'GET' && req.path === '/exports') {
+      const ref = req.query.get('clientRequestId');
+      const data = jobs
+        .filter((j) => ref === null || j.clientRequestId === ref)
+        .map((j) => ({ id: j.id, clientRequestId: j.clientRequestId, status: j.state, statusUrl: `/exports/status/${j.id}` }));
+      return { status: 200, headers: rid, body: { data } };
     }
     const status = /^\/exports\/status\/([^/]+)$/.exec(req.path);
     if (status) {
@@ -125,7 +136,7 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
   return {
     url: server.url,
     count: kindCounter({ exports: n, 'exports.create': n }),
-    records: () => jobs.map(({ id, dataset, format, state }) => ({ id, dataset, format, state })),
+    records: () => jobs.map(({ id, dataset, format, clientRequestId, state }) => ({ id, dataset, format, clientRequestId, state })),
     requests: server.requests,
     advance: clock.advance,
     expireKeys: () => keys.clear(),
