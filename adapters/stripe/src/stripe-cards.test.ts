@@ -69,7 +69,8 @@ describe('stripe cards match shared/providers.md', () => {
       });
 
       it(`lookup: ${QUOTES.search}`, () => {
-        expect(card.lookup.method.value).toBe('resend-same-key');
+        expect(card.lookup.method.value).toBe('search');
+        expect(card.lookup.method.source).toMatch(/same key/);
         const delay = card.lookup.consistencyDelay.value;
         if (name === 'refunds.create') {
           expect(delay).toBeNull(); // list API: not delayed

@@ -48,7 +48,7 @@ function stripeCard(spec: {
   kindSource: string;
   intentFields: readonly string[];
   intentRule: string;
-  lookup: { method: 'resend-same-key'; delay: '1h' | null; delaySource: string };
+  lookup: { delay: '1h' | null; delaySource: string };
   reconciler: string;
 }): RetrySafetyCard {
   return {
@@ -82,7 +82,10 @@ function stripeCard(spec: {
       includesErrors: fact(true, `${S.idempotency}: "including 500 errors", once endpoint execution began; validation failures, concurrent conflicts and 429s are not stored (${S.lowLevelErrors})`),
     },
     lookup: {
-      method: fact(spec.lookup.method, `${S.idempotency} (inside retention the same key replays the stored response); past retention: ${spec.lookup.delaySource}`),
+      method: fact(
+        'search',
+        `past retention: ${spec.lookup.delaySource}. Inside retention doLookup re-sends the identical request with the same key instead (Stripe has no read-by-key; it replays the stored response and never makes a second object: ${S.idempotency})`,
+      ),
       consistencyDelay: fact(spec.lookup.delay, spec.lookup.delaySource),
     },
     retention: { minimum: fact('24h', `${S.idempotency}: keys may be pruned once they are at least 24 hours old; a pruned key creates a new request`) },
@@ -141,7 +144,7 @@ export const customersCreateCard = defineCard(
     kindSource: 'https://docs.stripe.com/api/customers/create',
     intentFields: ['customerRef'],
     intentRule: 'derived from intent field customerRef (the caller\'s own id for the customer), or supplied by the caller; written to metadata.retrysafe_operation_id',
-    lookup: { method: 'resend-same-key', delay: '1h', delaySource: SEARCH_DELAY_SOURCE },
+    lookup: { delay: '1h', delaySource: SEARCH_DELAY_SOURCE },
     reconciler: searchReconciler('customers'),
   }),
 );
@@ -153,7 +156,7 @@ export const paymentIntentsCreateCard = defineCard(
     kindSource: 'https://docs.stripe.com/api/payment_intents/create',
     intentFields: ['customer', 'amount', 'currency', 'orderRef'],
     intentRule: 'derived from intent fields customer, amount, currency, orderRef, or supplied by the caller; written to metadata.retrysafe_operation_id',
-    lookup: { method: 'resend-same-key', delay: '1h', delaySource: SEARCH_DELAY_SOURCE },
+    lookup: { delay: '1h', delaySource: SEARCH_DELAY_SOURCE },
     reconciler: searchReconciler('paymentIntents'),
   }),
 );
@@ -165,7 +168,7 @@ export const invoicesCreateCard = defineCard(
     kindSource: 'https://docs.stripe.com/api/invoices/create',
     intentFields: ['customer', 'invoiceRef'],
     intentRule: 'derived from intent fields customer, invoiceRef, or supplied by the caller; written to metadata.retrysafe_operation_id',
-    lookup: { method: 'resend-same-key', delay: '1h', delaySource: SEARCH_DELAY_SOURCE },
+    lookup: { delay: '1h', delaySource: SEARCH_DELAY_SOURCE },
     reconciler: searchReconciler('invoices'),
   }),
 );
@@ -177,7 +180,7 @@ export const refundsCreateCard = defineCard(
     kindSource: 'https://docs.stripe.com/api/refunds/create',
     intentFields: ['paymentIntent', 'refundRef'],
     intentRule: 'derived from intent fields paymentIntent, refundRef, or supplied by the caller; written to metadata.retrysafe_operation_id',
-    lookup: { method: 'resend-same-key', delay: null, delaySource: LIST_SOURCE },
+    lookup: { delay: null, delaySource: LIST_SOURCE },
     reconciler: `the runner, through doLookup: inside 24 h (minus 10 min) of the first dispatch it re-sends the same request with the same Idempotency-Key and adopts the replayed response; past that it never relies on the key and lists refunds.list({ payment_intent }) and matches metadata['${STRIPE_OPERATION_METADATA_KEY}'] (no Search API for refunds; lists are not delayed)`,
   }),
 );
