@@ -175,6 +175,13 @@ function plain(r: SdkRecord): HubSpotRecord {
   return { id: String(r.id), properties: { ...r.properties }, createdAt: iso(r.createdAt), updatedAt: iso(r.updatedAt), archived: r.archived === true };
 }
 
+/** A 2xx without a record id: HubSpot applied something, but what cannot be read. */
+function unreadable(r: unknown, wire: WireRecord): Outcome | null {
+  const id = (r as { id?: unknown } | null | undefined)?.id;
+  if (typeof id === 'string' && id.length > 0) return null;
+  return { kind: 'unknown', cause: 'truncated-response', message: 'HubSpot answered without a record id', ...wireRefs(wire) };
+}
+
 function newWire(): WireRecord {
   return { started: false };
 }
@@ -194,6 +201,8 @@ export async function executeContactsUpdate(rt: Runtime, p: ContactsUpdateParams
   const wire = newWire();
   try {
     const r = await contactsApi(rt.settings(ctx.signal), wire).basic.update(p.contactId, { properties: asStrings(p.properties) }, p.idProperty);
+    const bad = unreadable(r, wire);
+    if (bad) return bad;
     return { kind: 'succeeded', result: plain(r), providerRef: String(r.id), ...wireRefs(wire) };
   } catch (err) {
     return outcomeFromFailure(err, wire);
@@ -234,9 +243,10 @@ export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, 
     const r = await objectsApi(rt.settings(ctx.signal), wire).batch.upsert(p.objectType, {
       inputs: [{ id: key, idProperty: rt.idProperty, properties: asStrings(p.properties) }],
     });
+    if (!Array.isArray(r?.results)) return { kind: 'unknown', cause: 'truncated-response', message: 'HubSpot answered the upsert without results', ...wireRefs(wire) };
     const errors = 'errors' in r && Array.isArray(r.errors) ? r.errors : [];
     const item = r.results.find((x) => x.properties?.[rt.idProperty] === key) ?? r.results[0];
-    if (errors.length > 0 || !item) {
+    if (errors.length > 0 || !item || unreadable(item, wire)) {
       const e = errors[0];
       const message = e?.message ?? 'batch upsert answered without a result';
       const code = e?.category;
@@ -262,6 +272,8 @@ export async function executeTicketsCreate(rt: Runtime, p: TicketsCreateParams, 
   const wire = newWire();
   try {
     const r = await ticketsApi(rt.settings(ctx.signal), wire).basic.create({ properties: { ...asStrings(p.properties), [rt.idProperty]: key }, associations: [] });
+    const bad = unreadable(r, wire);
+    if (bad) return bad;
     return { kind: 'succeeded', result: plain(r), providerRef: String(r.id), ...wireRefs(wire) };
   } catch (err) {
     const res = responseOf(err, wire);

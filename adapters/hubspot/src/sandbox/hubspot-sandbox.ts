@@ -48,6 +48,8 @@ export interface HubSpotSandboxOptions {
   readonly dailyMax?: number;
   /** Object types; default: contacts, tickets and one custom object (`2-100` / `p100_orders`). */
   readonly objectTypes?: readonly SandboxObjectType[];
+  /** Time source for indexing delays and rate-limit windows (e.g. the drill's virtual clock); default the real clock. */
+  readonly clock?: { now(): number };
 }
 
 /** What kind of request the sandbox saw. */
@@ -181,7 +183,8 @@ export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): 
     for (const name of type.names) stores.set(name, store);
   }
   let offsetMs = 0;
-  const now = () => Date.now() + offsetMs;
+  const baseClock = options.clock ?? { now: () => Date.now() };
+  const now = () => baseClock.now() + offsetMs;
   let indexingDelayMs = nonNegative(options.searchIndexingDelayMs ?? 0, 'searchIndexingDelayMs');
   const searchPerSecond = options.searchPerSecond === undefined ? 5 : options.searchPerSecond;
   const tenSecondlyMax = options.tenSecondlyMax === undefined ? 190 : options.tenSecondlyMax;

@@ -1,0 +1,347 @@
+import { createServer } from 'node:net';
+import { AdapterConfigurationError, UnknownOperationError } from '@retrysafe/contract';
+import { startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createHubSpotAdapter } from '../src/index.js';
+import type { HubSpotSandbox } from '../src/sandbox/index.js';
+import { adapter, execCtx, order, sandbox, seen, ticket, TOKEN } from './helpers.js';
+
+// Every row of the error table in src/hubspot-errors.ts, through the real SDK (generated API classes)
+// against the loopback sandbox, directly through doExecute — no runner in between.
+
+const open: { close(): Promise<void> }[] = [];
+afterEach(async () => {
+  while (open.length) await open.pop()!.close();
+});
+async function sb(options: Parameters<typeof sandbox>[0] = {}): Promise<HubSpotSandbox> {
+  const s = await sandbox(options);
+  open.push(s);
+  return s;
+}
+async function proxy(target: string, faults: Parameters<typeof startFaultProxy>[0]['faults']): Promise<FaultProxy> {
+  const p = await startFaultProxy({ target, faults });
+  open.push(p);
+  return p;
+}
+
+describe('2xx', () => {
+  it('contacts.update: 200 ⇒ succeeded with the contact, its id and the correlation id', async () => {
+    const s = await sb();
+    const c = s.seed('contacts', { email: 'ada@example.test' });
+    const a = adapter(s.url);
+    const params = { contactId: c.id, properties: { contract_date: '2026-08-05' } };
+    const o = await a.doExecute('contacts.update', params, execCtx(a, 'contacts.update', params));
+    expect(o).toMatchObject({ kind: 'succeeded', status: 200, providerRef: c.id, result: { id: c.id, properties: { contract_date: '2026-08-05' } } });
+    expect(o.requestId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(s.records('contacts')[0]!.properties.contract_date).toBe('2026-08-05');
+  });
+
+  it('objects.upsert: new: true ⇒ succeeded; the same operation again ⇒ new: false, replayed, still one record', async () => {
+    const s = await sb();
+    const a = adapter(s.url);
+    const params = order('A-17');
+    const ctx = execCtx(a, 'objects.upsert', params);
+    const first = await a.doExecute('objects.upsert', params, ctx);
+    const second = await a.doExecute('objects.upsert', params, ctx);
+    expect(first).toMatchObject({ kind: 'succeeded', status: 200, result: { new: true, properties: { retrysafe_operation_id: ctx.providerKey } } });
+    expect(second).toMatchObject({ kind: 'replayed', status: 200, providerRef: first.providerRef, result: { new: false } });
+    expect(s.count('objects.upsert')).toBe(1);
+  });
+
+  it('tickets.create: 201 ⇒ succeeded; the business-operation key is written to the unique property', async () => {
+    const s = await sb();
+    const a = adapter(s.url);
+    const params = ticket('order-A-17');
+    const ctx = execCtx(a, 'tickets.create', params);
+    const o = await a.doExecute('tickets.create', params, ctx);
+    expect(o).toMatchObject({ kind: 'succeeded', status: 201 });
+    expect(s.records('tickets')).toEqual([expect.objectContaining({ properties: expect.objectContaining({ retrysafe_operation_id: ctx.providerKey, subject: 'Parcel damaged (order-A-17)' }) })]);
+  });
+
+  it('a 2xx the SDK cannot read ⇒ unknown / truncated-response (applied, result unreadable)', async () => {
+    const s = await sb();
+    const p = await proxy(s.url, [{ kind: 'status', status: 201, body: '{"id":', headers: { 'content-type': 'application/json' } }]);
+    const a = adapter(p.url);
+    const params = ticket('t-garbled');
+    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'unknown', cause: 'truncated-response', status: 201 });
+  });
+
+  it('a 2xx without a record id ⇒ unknown / truncated-response', async () => {
+    const s = await sb();
+    const p = await proxy(s.url, [{ kind: 'status', status: 201, body: { properties: {} } }]);
+    const a = adapter(p.url);
+    const params = ticket('t-no-id');
+    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'unknown', cause: 'truncated-response' });
+  });
+});
+
+describe('429 ⇒ not-applied with the wait the headers and the policy imply', () => {
+  it('TEN_SECONDLY_ROLLING ⇒ X-HubSpot-RateLimit-Interval-Milliseconds (10 s), policy name kept as code; nothing written', async () => {
+    const s = await sb();
+    s.throttle(1, 'TEN_SECONDLY_ROLLING');
+    const a = adapter(s.url);
+    const params = ticket('t-429');
+    const o = await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params));
+    expect(o).toMatchObject({ kind: 'not-applied', status: 429, code: 'TEN_SECONDLY_ROLLING', retryAfterMs: 10_000 });
+    expect(o.requestId).toBeTruthy();
+    expect(s.count('tickets')).toBe(0);
+  });
+
+  it('DAILY ⇒ a day', async () => {
+    const s = await sb();
+    s.throttle(1, 'DAILY');
+    const a = adapter(s.url);
+    const params = order('A-429d');
+    expect(await a.doExecute('objects.upsert', params, execCtx(a, 'objects.upsert', params))).toMatchObject({ kind: 'not-applied', code: 'DAILY', retryAfterMs: 86_400_000 });
+  });
+
+  it('the real rolling limiter of the sandbox: request 3 of a 2-per-10 s budget ⇒ not-applied, 10 s', async () => {
+    const s = await sb({ tenSecondlyMax: 2 });
+    const c = s.seed('contacts', { email: 'x@example.test' });
+    const a = adapter(s.url);
+    const outcomes = [];
+    for (let i = 0; i < 3; i++) {
+      const params = { contactId: c.id, properties: { firstname: `N${i}` } };
+      outcomes.push((await a.doExecute('contacts.update', params, execCtx(a, 'contacts.update', params))).kind);
+    }
+    expect(outcomes).toEqual(['succeeded', 'succeeded', 'not-applied']);
+  });
+
+  it('Retry-After, when sent, wins over the policy', async () => {
+    const s = await sb();
+    const p = await proxy(s.url, [{ kind: 'status', status: 429, retryAfterS: 3, body: { status: 'error', message: 'You have reached your ten_secondly_rolling limit.', errorType: 'RATE_LIMIT', correlationId: 'c-1', policyName: 'TEN_SECONDLY_ROLLING' } }]);
+    const a = adapter(p.url);
+    const params = ticket('t-ra');
+    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'not-applied', retryAfterMs: 3000, requestId: 'c-1' });
+  });
+});
+
+describe('4xx ⇒ rejected', () => {
+  it('400 unknown property ⇒ rejected / validation, category kept', async () => {
+    const s = await sb();
+    const a = adapter(s.url);
+    const params = ticket('t-400', { no_such_property: 'x' });
+    const o = await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params));
+    expect(o).toMatchObject({ kind: 'rejected', reason: 'validation', status: 400, code: 'VALIDATION_ERROR' });
+    expect(o.kind === 'rejected' && o.message).toMatch(/PROPERTY_DOESNT_EXIST/);
+  });
+
+  it('401 wrong token ⇒ rejected / authentication', async () => {
+    const s = await sb();
+    const a = createHubSpotAdapter({ accessToken: 'pat-wrong', baseUrl: s.url });
+    const params = order('A-401');
+    expect(await a.doExecute('objects.upsert', params, execCtx(a, 'objects.upsert', params))).toMatchObject({ kind: 'rejected', reason: 'authentication', status: 401, code: 'INVALID_AUTHENTICATION' });
+  });
+
+  it('403 missing scope ⇒ rejected / permission', async () => {
+    const s = await sb();
+    s.denyScope('tickets');
+    const a = adapter(s.url);
+    const params = ticket('t-403');
+    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'rejected', reason: 'permission', status: 403, code: 'MISSING_SCOPES' });
+  });
+
+  it('404 unknown contact ⇒ rejected / not-found', async () => {
+    const s = await sb();
+    const a = adapter(s.url);
+    const params = { contactId: '999999', properties: { firstname: 'Ada' } };
+    expect(await a.doExecute('contacts.update', params, execCtx(a, 'contacts.update', params))).toMatchObject({ kind: 'rejected', reason: 'not-found', status: 404, code: 'OBJECT_NOT_FOUND' });
+  });
+
+  it('409 on contacts.update (email held by another contact) ⇒ rejected / conflict naming the other contact', async () => {
+    const s = await sb();
+    const taken = s.seed('contacts', { email: 'taken@example.test' });
+    const c = s.seed('contacts', { email: 'free@example.test' });
+    const a = adapter(s.url);
+    const params = { contactId: c.id, properties: { email: 'taken@example.test' } };
+    expect(await a.doExecute('contacts.update', params, execCtx(a, 'contacts.update', params))).toMatchObject({ kind: 'rejected', reason: 'conflict', status: 409, code: 'CONFLICT', providerRef: taken.id });
+  });
+});
+
+describe('409 unique-value conflict on tickets.create', () => {
+  it('the same operation again ⇒ HubSpot refuses the duplicate, the adapter reads the existing ticket back and adopts it (replayed)', async () => {
+    const s = await sb();
+    const a = adapter(s.url);
+    const params = ticket('t-dup');
+    const ctx = execCtx(a, 'tickets.create', params);
+    const first = await a.doExecute('tickets.create', params, ctx);
+    const second = await a.doExecute('tickets.create', params, { ...ctx, attempt: 2 });
+    expect(second).toMatchObject({ kind: 'replayed', status: 409, code: 'CONFLICT', providerRef: first.providerRef, result: { id: first.providerRef } });
+    expect(s.count('tickets')).toBe(1);
+    expect(s.requests.map((r) => `${r.method} ${r.kind} ${r.status}`)).toEqual(['POST create 201', 'POST create 409', 'GET read 200']);
+  });
+
+  it('a collision on ANOTHER unique property ⇒ rejected / conflict, never adopted', async () => {
+    const s = await sb({
+      objectTypes: [{ names: ['tickets'], label: 'Ticket', properties: ['subject', 'content', 'hs_pipeline', 'hs_pipeline_stage', 'external_ref', 'retrysafe_operation_id'], unique: ['retrysafe_operation_id', 'external_ref'], scope: 'tickets' }],
+    });
+    const a = adapter(s.url);
+    const one = ticket('t-one', { external_ref: 'EXT-1' });
+    const two = ticket('t-two', { external_ref: 'EXT-1' });
+    const first = await a.doExecute('tickets.create', one, execCtx(a, 'tickets.create', one));
+    const second = await a.doExecute('tickets.create', two, execCtx(a, 'tickets.create', two));
+    expect(second).toMatchObject({ kind: 'rejected', reason: 'conflict', providerRef: first.providerRef });
+    expect(s.count('tickets')).toBe(1);
+  });
+
+  it('a conflict body without "Existing ID" ⇒ unknown (the runner looks it up), not adopted blindly', async () => {
+    const s = await sb();
+    const p = await proxy(s.url, [{ kind: 'status', status: 409, body: { status: 'error', message: 'duplicate value', correlationId: 'c-9', category: 'CONFLICT' } }]);
+    const a = adapter(p.url);
+    const params = ticket('t-409-noid');
+    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'unknown', status: 409, code: 'CONFLICT', requestId: 'c-9' });
+  });
+});
+
+describe('5xx and network ⇒ unknown, not-applied only when it provably never arrived', () => {
+  for (const status of [500, 502, 503, 504]) {
+    it(`${status} on tickets.create ⇒ unknown / server-error`, async () => {
+      const s = await sb();
+      s.failNext(1, { status });
+      const a = adapter(s.url);
+      const params = ticket(`t-${status}`);
+      expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'unknown', cause: 'server-error', status });
+    });
+  }
+
+  it('a 500 after HubSpot committed ⇒ unknown, and the ticket does exist (why a 5xx is never "not applied")', async () => {
+    const s = await sb();
+    s.failNext(1, { status: 500, commit: true });
+    const a = adapter(s.url);
+    const params = ticket('t-500c');
+    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'unknown', cause: 'server-error' });
+    expect(s.count('tickets')).toBe(1);
+  });
+
+  it('a 502 with a plain-text body from a gateway ⇒ unknown / server-error', async () => {
+    const s = await sb();
+    const p = await proxy(s.url, [{ kind: 'status', status: 502, body: '<html>Bad Gateway</html>' }]);
+    const a = adapter(p.url);
+    const params = order('A-502');
+    expect(await a.doExecute('objects.upsert', params, execCtx(a, 'objects.upsert', params))).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 502 });
+  });
+
+  it('response dropped after the commit ⇒ unknown / connection-reset; the ticket exists', async () => {
+    const s = await sb();
+    const p = await proxy(s.url, ['drop-response']);
+    const a = adapter(p.url);
+    const params = ticket('t-drop');
+    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'unknown', cause: 'connection-reset' });
+    expect(s.count('tickets')).toBe(1);
+  });
+
+  it('no answer within timeoutMs ⇒ unknown / timeout', async () => {
+    const s = await sb();
+    const p = await proxy(s.url, [{ kind: 'delay', ms: 3000 }]);
+    const a = adapter(p.url, { timeoutMs: 300 });
+    const params = ticket('t-slow');
+    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'unknown', cause: 'timeout' });
+  });
+
+  it('reset before the request reached HubSpot ⇒ still unknown: a reset cannot prove it never arrived', async () => {
+    const s = await sb();
+    const p = await proxy(s.url, ['reset-before']);
+    const a = adapter(p.url);
+    const params = ticket('t-reset');
+    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'unknown', cause: 'connection-reset' });
+    expect(s.count('tickets')).toBe(0);
+  });
+
+  it('connection refused ⇒ not-applied (no connection, so HubSpot never saw it)', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const srv = createServer();
+      srv.listen(0, '127.0.0.1', () => {
+        const p = (srv.address() as { port: number }).port;
+        srv.close(() => resolve(p));
+      });
+    });
+    const a = adapter(`http://127.0.0.1:${port}`);
+    const params = ticket('t-refused');
+    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'not-applied', code: 'ECONNREFUSED' });
+  });
+
+  it("the caller's signal aborted before sending ⇒ not-applied, nothing reaches the sandbox", async () => {
+    const s = await sb();
+    const a = adapter(s.url);
+    const params = ticket('t-abort');
+    const o = await a.doExecute('tickets.create', params, { ...execCtx(a, 'tickets.create', params), signal: AbortSignal.abort() });
+    expect(o).toMatchObject({ kind: 'not-applied', code: 'ABORTED_BEFORE_SEND' });
+    expect(s.requests).toHaveLength(0);
+  });
+});
+
+describe('bad input gets a typed answer and sends nothing', () => {
+  it.each([
+    ['tickets.create', { ref: 'x', properties: { subject: 's', hs_pipeline: '0' } }, /hs_pipeline_stage is required/],
+    ['tickets.create', { ref: '', properties: { subject: 's', hs_pipeline: '0', hs_pipeline_stage: '1' } }, /ref must be/],
+    ['tickets.create', { ref: 'x', properties: { subject: 's', hs_pipeline: '0', hs_pipeline_stage: '1', retrysafe_operation_id: 'mine' } }, /adapter's id property/],
+    ['objects.upsert', { objectType: '2-100', properties: { amount: { nested: 1 } } }, /must be a string, a finite number or a boolean/],
+    ['objects.upsert', { objectType: '2-100', properties: {} }, /at least one property/],
+    ['contacts.update', { contactId: '1', properties: { 'bad name': 'x' } }, /not a HubSpot internal name/],
+    ['contacts.update', { contactId: '1', properties: { firstname: 'x' }, extra: true }, /unexpected params: extra/],
+  ] as const)('%s %j ⇒ rejected / validation', async (op, params, message) => {
+    const s = await sb();
+    const a = adapter(s.url);
+    const o = await a.doExecute(op, params, { ...execCtx(a, 'contacts.update', { contactId: '1', properties: { x: 1 } }) });
+    expect(o).toMatchObject({ kind: 'rejected', reason: 'validation' });
+    expect(o.kind === 'rejected' && o.message).toMatch(message);
+    expect(s.requests).toHaveLength(0);
+  });
+
+  it('an operation the adapter does not declare ⇒ UnknownOperationError', async () => {
+    const a = adapter('http://127.0.0.1:9');
+    const ctx = execCtx(a, 'contacts.update', { contactId: '1', properties: { x: 1 } });
+    await expect(a.doExecute('deals.create', {}, ctx)).rejects.toSatisfy((e) => UnknownOperationError.isInstance(e));
+    expect(() => a.deriveProviderKey('deals.create', ctx.businessOperationId)).toThrow(/no operation "deals.create"/);
+  });
+
+  it.each([
+    [{ accessToken: '' }, /accessToken/],
+    [{ accessToken: TOKEN, baseUrl: 'not a url' }, /not a URL/],
+    [{ accessToken: TOKEN, baseUrl: 'http://api.hubapi.com' }, /plain http only for a loopback/],
+    [{ accessToken: TOKEN, timeoutMs: 0 }, /timeoutMs/],
+    [{ accessToken: TOKEN, idProperty: 'Bad-Name' }, /idProperty/],
+    [{ accessToken: TOKEN, searchSettleMs: -1 }, /searchSettleMs/],
+  ])('options %j ⇒ AdapterConfigurationError', (options, message) => {
+    expect(() => createHubSpotAdapter(options as never)).toThrow(message);
+    try {
+      createHubSpotAdapter(options as never);
+    } catch (e) {
+      expect(AdapterConfigurationError.isInstance(e)).toBe(true);
+    }
+  });
+});
+
+describe('provider key', () => {
+  it('derived from the business-operation id (same id ⇒ same key); none for the set-value PATCH', () => {
+    const a = adapter('http://127.0.0.1:9');
+    const c1 = execCtx(a, 'tickets.create', ticket('same'));
+    const c2 = execCtx(a, 'tickets.create', ticket('same', { content: 'reworded description' }));
+    expect(c1.businessOperationId).toBe(c2.businessOperationId);
+    expect(c1.providerKey).toBe(c2.providerKey);
+    expect(c1.providerKey).toBe(c1.businessOperationId);
+    expect(execCtx(a, 'tickets.create', ticket('other')).providerKey).not.toBe(c1.providerKey);
+    expect(execCtx(a, 'contacts.update', { contactId: '1', properties: { a: 1 } }).providerKey).toBeNull();
+  });
+
+  it('a caller-supplied id too long for the key rule becomes a stable 64-hex digest', async () => {
+    const { asBusinessOperationId } = await import('@retrysafe/contract');
+    const a = adapter('http://127.0.0.1:9');
+    const long = asBusinessOperationId('order/' + 'x'.repeat(150));
+    const key = a.deriveProviderKey('objects.upsert', long)!;
+    expect(key).toMatch(/^[0-9a-f]{64}$/);
+    expect(a.deriveProviderKey('objects.upsert', long)).toBe(key);
+  });
+
+  it('the request the sandbox receives carries the key, never the run or attempt id', async () => {
+    const s = await sb();
+    const a = adapter(s.url);
+    const params = order('A-keys');
+    const ctx = execCtx(a, 'objects.upsert', params);
+    await a.doExecute('objects.upsert', params, ctx);
+    const rec = s.records('objects.upsert')[0]!;
+    expect(rec.properties.retrysafe_operation_id).toBe(ctx.providerKey);
+    expect(JSON.stringify(s.records())).not.toContain(ctx.runId);
+    expect(seen(s, 'upsert')).toBe(1);
+  });
+});
