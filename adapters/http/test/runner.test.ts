@@ -1,0 +1,108 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { callbackHandoffSink, createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
+import type { HandoffPacket, RetrySafetyCard } from '@retrysafe/contract';
+import { asyncExportsCreate, createHttpAdapter, etagDocumentsUpdate, ietfOrdersCreate, ordersCreateCard, type HttpAdapter, type HttpOperationSpec } from '../src/index.js';
+import { startAsyncReplySandbox, startEtagSandbox, startIetfKeySandbox } from '../src/sandbox/index.js';
+
+/** Everything one scenario starts, closed afterwards. */
+const open: { close(): Promise<void> }[] = [];
+afterEach(async () => {
+  while (open.length) await open.pop()!.close();
+});
+
+async function harness(provider: string, op: string, spec: HttpOperationSpec, sandbox: { url: string; close(): Promise<void> }, timeoutMs = 1000) {
+  open.push(sandbox);
+  const proxy: FaultProxy = await startFaultProxy({ target: sandbox.url, recordHeaders: ['if-match'] });
+  open.push(proxy);
+  const adapter: HttpAdapter = createHttpAdapter({ provider, baseUrl: proxy.url, timeoutMs, operations: { [op]: spec } });
+  open.push(adapter);
+  const packets: HandoffPacket[] = [];
+  const runner = createRunner({ ledger: createMemoryLedger(), clock: createVirtualClock(), random: () => 0.5, handoff: callbackHandoffSink((p) => void packets.push(p)) });
+  return { proxy, adapter, runner, packets };
+}
+
+const withUnknownRetention = (card: RetrySafetyCard): RetrySafetyCard => ({
+  ...card,
+  retention: { minimum: { value: 'unknown', source: 'test: this server publishes no expiry' } },
+  unverified: [...card.unverified, { field: 'retention.minimum', condition: 'no published expiry', source: 'test' }],
+});
+
+describe('runner + sandbox + fault proxy', () => {
+  it('async request-reply: the 202 is lost; the retry with the same key gets the EXISTING status resource, which is polled to done — one work item', async () => {
+    const sb = await startAsyncReplySandbox({ port: 0, pollsUntilDone: 1, retryAfterS: 1 });
+    const { proxy, adapter, runner } = await harness('acme-exports', 'exports.create', asyncExportsCreate('acme-exports'), sb);
+    proxy.setFaults(['drop-response']);
+    const res = await runner.run(adapter, 'exports.create', { params: { dataset: 'sales-2026', format: 'csv', requestRef: 'R-9' } });
+    expect(res).toMatchObject({ status: 'done', providerRef: 'exp_1', result: { id: 'exp_1', status: 'succeeded' } });
+    expect(sb.count('exports.create')).toBe(1);
+    const posts = sb.requests.filter((r) => r.method === 'POST');
+    expect(posts).toHaveLength(2);
+    expect(posts.map((p) => p.status)).toEqual([202, 202]);
+    expect(posts[1]!.headers['idempotency-key']).toBe(posts[0]!.headers['idempotency-key']);
+    // after the re-send, only status reads: 200 running, 303 See Other, the finished resource
+    expect(sb.requests.slice(2).map((r) => `${r.method} ${r.status}`)).toEqual(['GET 200', 'GET 303', 'GET 200']);
+  });
+
+  for (const fault of ['drop-response', { kind: 'delay', ms: 1500 }] as const) {
+    const label = typeof fault === 'string' ? fault : 'client timeout';
+    it(`retention: unknown and no lookup ⇒ after a lost response (${label}) no blind resend: one request, one order, handed off`, async () => {
+      const sb = await startIetfKeySandbox({ port: 0 });
+      const spec = ietfOrdersCreate('acme-orders');
+      const card = withUnknownRetention(ordersCreateCard('acme-orders'));
+      const noLookup: RetrySafetyCard = { ...card, lookup: { ...card.lookup, method: { value: 'none', source: 'test: no search endpoint' } } };
+      const { proxy, adapter, runner, packets } = await harness('acme-orders', 'orders.create', { ...spec, card: noLookup, lookup: { method: 'none' } }, sb, 500);
+      proxy.setFaults([fault]);
+      const res = await runner.run(adapter, 'orders.create', { params: { customer: 'cus_1', sku: 'sku_1', quantity: 1, orderRef: 'A-1' } });
+      await new Promise((r) => setTimeout(r, 1100)); // let the delayed request finish upstream before counting
+      expect(res.status).toBe('handed-off');
+      expect(packets).toHaveLength(1);
+      expect(packets[0]!.reason).toBe('unknown-no-safe-resend');
+      expect(proxy.requests.filter((r) => r.method === 'POST')).toHaveLength(1);
+      expect(sb.requests.filter((r) => r.method === 'POST')).toHaveLength(1);
+      expect(sb.count('orders.create')).toBe(1);
+    });
+  }
+
+  it('retention: unknown with a search lookup ⇒ the lost order is found and adopted, never re-sent', async () => {
+    const sb = await startIetfKeySandbox({ port: 0 });
+    const spec = ietfOrdersCreate('acme-orders');
+    const { proxy, adapter, runner } = await harness('acme-orders', 'orders.create', { ...spec, card: withUnknownRetention(spec.card) }, sb);
+    proxy.setFaults(['drop-response']);
+    const res = await runner.run(adapter, 'orders.create', { params: { customer: 'cus_1', sku: 'sku_1', quantity: 1, orderRef: 'A-2' } });
+    expect(res).toMatchObject({ status: 'done', adopted: true, providerRef: 'ord_1' });
+    expect(sb.requests.map((r) => r.method)).toEqual(['POST', 'GET']);
+    expect(sb.count('orders.create')).toBe(1);
+  });
+
+  it('IETF key inside retention: a lost response is re-sent with the same key and the stored result replayed — one order', async () => {
+    const sb = await startIetfKeySandbox({ port: 0 });
+    const { proxy, adapter, runner } = await harness('acme-orders', 'orders.create', ietfOrdersCreate('acme-orders'), sb);
+    proxy.setFaults(['drop-response']);
+    const res = await runner.run(adapter, 'orders.create', { params: { customer: 'cus_1', sku: 'sku_1', quantity: 1, orderRef: 'A-3' } });
+    expect(res).toMatchObject({ status: 'done', providerRef: 'ord_1' });
+    const posts = sb.requests.filter((r) => r.method === 'POST');
+    expect(posts).toHaveLength(2);
+    expect(posts[1]!.headers['idempotency-key']).toBe(posts[0]!.headers['idempotency-key']);
+    expect(sb.count('orders.create')).toBe(1);
+  });
+
+  it('precondition: a 412 on a re-send after an unknown outcome triggers a lookup that recognises the earlier write — one write', async () => {
+    const sb = await startEtagSandbox({ port: 0 });
+    const { proxy, adapter, runner } = await harness('acme-docs', 'documents.update', etagDocumentsUpdate('acme-docs'), sb);
+    const params = { id: 'doc-1', etag: sb.etag('doc-1'), title: 'Final', body: 'Signed.' };
+    // The PUT commits but its response is lost; every lookup GET fails, so the runner hands off.
+    proxy.setFaults((_call, req) => (req.method === 'PUT' ? 'drop-response' : { kind: 'status', status: 503, body: { error: { code: 'backendError' } } }));
+    const first = await runner.run(adapter, 'documents.update', { params });
+    expect(first.status).toBe('handed-off');
+    expect(sb.count('documents.update')).toBe(1);
+    // A person resumes: the same PUT with the same If-Match gets 412, which on a re-send means "look up".
+    proxy.setFaults(() => 'pass');
+    const resumed = await runner.resolve(first.businessOperationId, { action: 'resume' }, { adapters: [adapter] });
+    expect(resumed).toMatchObject({ status: 'done', adopted: true, result: { title: 'Final', generation: 2 } });
+    const puts = sb.requests.filter((r) => r.method === 'PUT');
+    expect(puts.map((r) => [r.status, r.headers['if-match']])).toEqual([[200, '"g1"'], [412, '"g1"']]);
+    expect(sb.requests.at(-1)!.method).toBe('GET');
+    expect(sb.count('documents.update')).toBe(1);
+  });
+});
