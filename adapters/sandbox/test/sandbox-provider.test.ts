@@ -1,0 +1,106 @@
+import { describe, expect, it } from 'vitest';
+import { validateCard } from '@retrysafe/contract';
+import { createSandboxAdapter, createSandboxProvider, sandboxCreateCard, type SandboxBehaviour } from '@retrysafe/sandbox';
+
+const base: SandboxBehaviour = { replays: true, retentionMs: 60_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' };
+function make(b: Partial<SandboxBehaviour> = {}) {
+  let t = 1_000_000;
+  const clock = () => t;
+  const provider = createSandboxProvider({ ...base, ...b, clock, sleep: async (ms) => void (t += ms) });
+  return { provider, advance: (ms: number) => (t += ms) };
+}
+
+describe('sandbox provider behaviour', () => {
+  it('replays the stored result for the same key and params, counting one record', async () => {
+    const { provider } = make();
+    const a = await provider.execute({ key: 'k1', params: { ref: 'a' } });
+    const b = await provider.execute({ key: 'k1', params: { ref: 'a' } });
+    expect(a.type).toBe('created');
+    expect(b.type).toBe('replayed');
+    expect(provider.count()).toBe(1);
+    expect(provider.calls()).toBe(2);
+  });
+
+  it('without replay, every request is a new record', async () => {
+    const { provider } = make({ replays: false });
+    await provider.execute({ key: 'k1', params: { ref: 'a' } });
+    await provider.execute({ key: 'k1', params: { ref: 'a' } });
+    expect(provider.count()).toBe(2);
+  });
+
+  it('prunes a key past retention: the same key then creates a NEW record', async () => {
+    const { provider, advance } = make();
+    await provider.execute({ key: 'k1', params: { ref: 'a' } });
+    advance(60_000);
+    expect((await provider.execute({ key: 'k1', params: { ref: 'a' } })).type).toBe('created');
+    expect(provider.count()).toBe(2);
+  });
+
+  it('parameter matching: mismatch-error ⇒ 422-like; replay-anyway ⇒ stored; none ⇒ new record', async () => {
+    for (const [pm, type, count] of [['mismatch-error', 'mismatch', 1], ['replay-anyway', 'replayed', 1], ['none', 'created', 2]] as const) {
+      const { provider } = make({ parameterMatching: pm });
+      await provider.execute({ key: 'k', params: { ref: 'a' } });
+      expect((await provider.execute({ key: 'k', params: { ref: 'b' } })).type).toBe(type);
+      expect(provider.count()).toBe(count);
+    }
+  });
+
+  it('concurrency while processing: rejects-in-progress ⇒ 409-like; waits-then-replays ⇒ replay after waiting; duplicates ⇒ second record', async () => {
+    for (const [c, type, count] of [['rejects-in-progress', 'in-progress', 1], ['waits-then-replays', 'replayed', 1], ['duplicates', 'accepted', 2]] as const) {
+      const { provider } = make({ concurrency: c, processingMs: 5000 });
+      expect((await provider.execute({ key: 'k', params: { ref: 'a' } })).type).toBe('accepted');
+      expect((await provider.execute({ key: 'k', params: { ref: 'a' } })).type).toBe(type);
+      expect(provider.count()).toBe(count);
+    }
+  });
+
+  it('lookup sees records by key (past retention too) only after the consistency delay', async () => {
+    const { provider, advance } = make({ lookupDelayMs: 2000 });
+    await provider.execute({ key: 'k', params: { ref: 'a' } });
+    expect(provider.lookup('k')).toBeNull();
+    advance(2000);
+    expect(provider.lookup('k')?.id).toBe('rec_0001');
+    advance(120_000);
+    expect(provider.lookup('k')?.status).toBe('done');
+    expect(provider.lookup('other')).toBeNull();
+  });
+
+  it('scripted faults: not-applied and rejected store nothing; unknown-after-commit stores; unknown-before-commit does not', async () => {
+    const { provider } = make();
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 3000 });
+    provider.failNext({ kind: 'rejected' });
+    provider.failNext({ kind: 'unknown-before-commit' });
+    provider.failNext({ kind: 'unknown-after-commit' });
+    expect(await provider.execute({ key: 'k', params: {} })).toEqual({ type: 'throttled', retryAfterMs: 3000 });
+    expect((await provider.execute({ key: 'k', params: {} })).type).toBe('rejected');
+    expect(await provider.execute({ key: 'k', params: {} })).toEqual({ type: 'server-error', status: 503, committed: false });
+    expect(provider.count()).toBe(0);
+    expect(await provider.execute({ key: 'k', params: {} })).toEqual({ type: 'server-error', status: 500, committed: true });
+    expect(provider.count()).toBe(1);
+    expect((await provider.execute({ key: 'k', params: {} })).type).toBe('replayed');
+  });
+
+  it('rejects a nonsense behaviour with a clear error', () => {
+    expect(() => createSandboxProvider({ ...base, retentionMs: -1 })).toThrow(/retentionMs/);
+    expect(() => createSandboxProvider({ ...base, concurrency: 'maybe' as never })).toThrow(/concurrency/);
+  });
+});
+
+describe('the card is computed from the behaviour', () => {
+  it('is valid, and says what the sandbox does', () => {
+    const replaying = sandboxCreateCard(base);
+    expect(validateCard(replaying).ok).toBe(true);
+    expect(replaying.storedResult.semantics.value).toBe('replays');
+    expect(replaying.retention.minimum.value).toBe('1m');
+    const plain = sandboxCreateCard({ replays: false, retentionMs: 60_000, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'none', lookupDelayMs: 1500 });
+    expect(validateCard(plain).ok).toBe(true);
+    expect(plain.storedResult.semantics.value).toBe('none');
+    expect(plain.retention.minimum.value).toBeNull();
+    expect(plain.lookup.method.value).toBe('none');
+    expect(plain.lookup.consistencyDelay.value).toBe('1500ms');
+    expect(plain.concurrency.value).toBe('duplicates');
+    const adapter = createSandboxAdapter({ provider: createSandboxProvider(base), limits: { maxAttempts: 7 } });
+    expect(adapter.operations['records.create']!.card.limits.maxAttempts).toBe(7);
+    expect(Object.isFrozen(adapter.operations['records.create']!.card)).toBe(true);
+  });
+});
