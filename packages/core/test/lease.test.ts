@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import type { AdapterV1, BusinessOperationId, ClaimResult } from '@retrysafe/contract';
+import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { REPLAYING } from './helpers.js';
+
+const OP = 'records.create';
+
+describe('leases and fencing inside the runner', () => {
+  it('a long wait renews the lease: another worker trying to claim during the wait is told busy every time', async () => {
+    const clock = createVirtualClock();
+    const ledger = createMemoryLedger();
+    const provider = createSandboxProvider({ ...REPLAYING, clock: clock.now });
+    const adapter = createSandboxAdapter({ provider });
+    const seen: ClaimResult['kind'][] = [];
+    let id: BusinessOperationId | null = null;
+    const intruderClock = {
+      now: clock.now,
+      async sleep(ms: number) {
+        await clock.sleep(ms);
+        const rec = id ? await ledger.get(id) : (await ledger.list())[0];
+        if (!rec) return;
+        id = rec.businessOperationId;
+        const c = await ledger.claim({ ...rec, owner: 'intruder', leaseMs: 1000, now: clock.now() });
+        seen.push(c.kind);
+      },
+    };
+    const runner = createRunner({ ledger, clock: intruderClock, random: () => 0.5, policy: { leaseMs: 3000, maxElapsedMs: 600_000 } });
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 50_000 }, 2);
+    const r = await runner.run(adapter, OP, { params: { ref: 'lease-1' } });
+    expect(r.status).toBe('done');
+    expect(seen.length).toBeGreaterThan(20); // 2 × 50 s in slices of 1 s
+    expect(seen.every((k) => k === 'busy')).toBe(true);
+    expect(provider.count()).toBe(1);
+  });
+
+  it('a worker whose lease was taken over stops at its next write (LeaseLostError) and never dispatches again', async () => {
+    const clock = createVirtualClock();
+    const ledger = createMemoryLedger();
+    const provider = createSandboxProvider({ ...REPLAYING, lookup: 'none', replays: false, retentionMs: null, clock: clock.now });
+    const inner = createSandboxAdapter({ provider });
+    // While the first worker's call is in flight, a second worker takes the operation over (its clock is later).
+    const adapter: AdapterV1 = {
+      ...inner,
+      async doExecute(op, params, ctx) {
+        const out = await inner.doExecute(op, params, ctx);
+        const rec = (await ledger.get(ctx.businessOperationId))!;
+        const c = await ledger.claim({ ...rec, owner: 'usurper', leaseMs: 3_600_000, now: clock.now() + 60_000 });
+        expect(c.kind).toBe('claimed');
+        return out;
+      },
+    };
+    const runner = createRunner({ ledger, clock, random: () => 0.5, policy: { waitForOtherMs: 5000 } });
+    const r = await runner.run(adapter, OP, { params: { ref: 'fence-1' } });
+    expect(r.status).toBe('in-progress');
+    expect(provider.calls()).toBe(1);
+    const rec = (await ledger.get(r.businessOperationId))!;
+    expect(rec).toMatchObject({ leaseOwner: 'usurper', fence: 2 });
+    expect(await ledger.receipts(r.businessOperationId)).toEqual([]); // the stale worker's receipt was refused
+  });
+
+  it('a second caller waits for the first and adopts its result; with a short wait it is told in-progress', async () => {
+    const clock = createVirtualClock();
+    const ledger = createMemoryLedger();
+    const provider = createSandboxProvider({ ...REPLAYING, processingMs: 10_000, clock: clock.now, sleep: clock.sleep });
+    const adapter = createSandboxAdapter({ provider });
+    const patient = createRunner({ ledger, clock, random: () => 0.5, owner: 'patient', policy: { waitForOtherMs: 60_000 } });
+    const hasty = createRunner({ ledger, clock, random: () => 0.5, owner: 'hasty', policy: { waitForOtherMs: 1 } });
+    const first = patient.run(adapter, OP, { params: { ref: 'wait-1' } });
+    const [a, b, c] = await Promise.all([first, patient.run(adapter, OP, { params: { ref: 'wait-1' } }), hasty.run(adapter, OP, { params: { ref: 'wait-1' } })]);
+    expect(a).toMatchObject({ status: 'done', adopted: true }); // adopted through the status poll
+    expect(b).toMatchObject({ status: 'done', adopted: true, providerRef: a.status === 'done' ? a.providerRef : '' });
+    expect(c.status).toBe('in-progress');
+    expect(provider.calls()).toBe(1);
+    expect(provider.count()).toBe(1);
+  });
+});
