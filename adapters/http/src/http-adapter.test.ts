@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+import { AdapterConfigurationError, CardValidationError, UnknownOperationError, UnsupportedCapabilityError, asBusinessOperationId, newAttemptId, newRunId, type RetrySafetyCard } from '@retrysafe/contract';
+import { createHttpAdapter, etagDocumentsUpdate, ietfOrdersCreate, ordersCreateCard, type HttpOperationSpec } from './index.js';
+
+const base = { provider: 'acme-orders', baseUrl: 'http://127.0.0.1:9', timeoutMs: 1000 };
+const withOp = (spec: HttpOperationSpec) => ({ ...base, operations: { 'orders.create': spec } });
+const card = ordersCreateCard('acme-orders');
+const spec = ietfOrdersCreate('acme-orders');
+
+describe('createHttpAdapter: declarations are checked against the card', () => {
+  it('builds a v1 adapter whose operations carry the card and its intent fields', () => {
+    const a = createHttpAdapter(withOp(spec));
+    expect(a.specificationVersion).toBe('v1');
+    expect(a.operations['orders.create']!.card).toBe(spec.card);
+    expect(a.operations['orders.create']!.intentFields).toEqual(['customer', 'sku', 'quantity', 'orderRef']);
+  });
+
+  it.each([
+    ['a bad baseUrl', { ...withOp(spec), baseUrl: 'not a url' }, /not an absolute URL/],
+    ['a non-http baseUrl', { ...withOp(spec), baseUrl: 'ftp://127.0.0.1' }, /must be http/],
+    ['no operations', { ...base, operations: {} }, /at least one operation/],
+    ['a card of another provider', { ...base, provider: 'other', operations: { 'orders.create': spec } }, /card.provider/],
+    ['the key in a different header than the card', withOp({ ...spec, key: { travels: 'header', name: 'X-Request-Key', encoding: 'sf-string', rule: { maxLength: 64 } } }), /card.providerKey.name/],
+    ['the key in the body while the card says header', withOp({ ...spec, key: { travels: 'body', name: 'Idempotency-Key', rule: { maxLength: 64 } } }), /card.providerKey.travels says header/],
+    ['a key rule longer than the card allows', withOp({ ...spec, card: { ...card, providerKey: { ...card.providerKey, maxLength: { value: 32, source: 'test' } } }, key: { travels: 'header', name: 'Idempotency-Key', rule: { maxLength: 64 } } }), /exceeds card.providerKey.maxLength 32/],
+    ['an unknown max length with no declared rule', withOp({ ...spec, key: { travels: 'header', name: 'Idempotency-Key' } }), /maxLength is unknown: declare key.rule.maxLength/],
+    ['a lookup other than the card’s', withOp({ ...spec, lookup: { method: 'resend-same-key' } }), /card.lookup.method says search/],
+    ['a path placeholder outside the intent', withOp({ ...spec, path: '/tenants/{tenant}/orders' }), /placeholder \{tenant\}/],
+    ['a code rule without codePath', withOp({ ...spec, errors: { rules: [{ status: 409, code: 'x', outcome: 'in-progress' }] } }), /codePath is not declared/],
+  ] as const)('refuses %s', (_name, options, message) => {
+    expect(() => createHttpAdapter(options as never)).toThrow(AdapterConfigurationError);
+    expect(() => createHttpAdapter(options as never)).toThrow(message);
+  });
+
+  it('an invalid card is a CardValidationError listing the field; an unknown fact not listed in unverified is refused', () => {
+    const broken = { ...card, retention: { minimum: { value: 'unknown', source: 'x' } } } as RetrySafetyCard;
+    expect(() => createHttpAdapter(withOp({ ...spec, card: broken }))).toThrow(CardValidationError);
+    expect(() => createHttpAdapter(withOp({ ...spec, card: broken }))).toThrow(/retention.minimum/);
+  });
+
+  it('a card with unknown travels forbids sending a key', () => {
+    const c = { ...card, providerKey: { ...card.providerKey, travels: { value: 'unknown', source: 'x' } }, unverified: [...card.unverified, { field: 'providerKey.travels', condition: 'x', source: 'x' }] } as RetrySafetyCard;
+    expect(() => createHttpAdapter(withOp({ ...spec, card: c }))).toThrow(/travels is unknown/);
+  });
+
+  it('unknown operation ⇒ UnknownOperationError; lookup "none" ⇒ UnsupportedCapabilityError (never a silent no-op)', async () => {
+    const c = { ...card, lookup: { ...card.lookup, method: { value: 'none', source: 'test' } } } as RetrySafetyCard;
+    const a = createHttpAdapter(withOp({ ...spec, card: c, lookup: { method: 'none' } }));
+    const id = asBusinessOperationId('order-1');
+    const ctx = { businessOperationId: id, providerKey: a.deriveProviderKey('orders.create', id), params: {}, runId: newRunId(), attemptId: newAttemptId(), statusRef: null, firstDispatchedAt: null, now: 0 };
+    await expect(a.doLookup('orders.create', ctx)).rejects.toThrow(UnsupportedCapabilityError);
+    await expect(a.doLookup('orders.nope', ctx)).rejects.toThrow(UnknownOperationError);
+    expect(() => a.deriveProviderKey('orders.nope', id)).toThrow(UnknownOperationError);
+  });
+
+  it('keys are derived from the business-operation id: stable, prefixed, and within the rule', () => {
+    const a = createHttpAdapter(withOp(spec));
+    const id = asBusinessOperationId('acme-orders.orders.create:0123456789abcdef0123456789abcdef');
+    expect(a.deriveProviderKey('orders.create', id)).toBe(`rs-${id}`);
+    expect(a.deriveProviderKey('orders.create', id)).toBe(a.deriveProviderKey('orders.create', id));
+    const long = asBusinessOperationId('x'.repeat(120));
+    expect(a.deriveProviderKey('orders.create', long)!.length).toBeLessThanOrEqual(64);
+  });
+
+  it('a precondition operation never sends without its precondition value (typed error, nothing sent)', async () => {
+    const a = createHttpAdapter({ ...base, provider: 'acme-docs', operations: { 'documents.update': etagDocumentsUpdate('acme-docs') } });
+    const id = asBusinessOperationId('doc-edit-1');
+    await expect(
+      a.doExecute('documents.update', { id: 'doc-1', title: 't', body: 'b' }, { businessOperationId: id, providerKey: null, runId: newRunId(), attemptId: newAttemptId(), attempt: 1, statusRef: null }),
+    ).rejects.toThrow(/precondition value/);
+  });
+});

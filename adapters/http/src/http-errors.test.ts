@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import { classifyNetworkError, classifyResponse, parseRetryAfter } from './http-errors.js';
+import { etagDocumentsUpdate, ietfOrdersCreate } from './http-patterns.js';
+
+const ietf = ietfOrdersCreate('acme-orders');
+const res = (status: number, data: unknown = {}, headers: Record<string, string> = {}) => ({ status, data, headers, url: 'http://127.0.0.1:1/orders' });
+
+describe('classifyResponse: only what the operation declares', () => {
+  it('429 declared not-applied keeps Retry-After (seconds and HTTP-date)', () => {
+    expect(classifyResponse(ietf, res(429, {}, { 'retry-after': '3' }), 1)).toMatchObject({ kind: 'not-applied', status: 429, retryAfterMs: 3000 });
+    const now = Date.parse('2026-11-30T00:00:00Z');
+    expect(parseRetryAfter('Mon, 30 Nov 2026 00:00:10 GMT', now)).toBe(10_000);
+    expect(parseRetryAfter('soon', now)).toBeUndefined();
+  });
+
+  it('a status no rule names is unknown, never a licence to resend: 5xx ⇒ server-error, others ⇒ other', () => {
+    expect(classifyResponse(ietf, res(503), 1)).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 503 });
+    expect(classifyResponse(ietf, res(418), 1)).toMatchObject({ kind: 'unknown', cause: 'other', status: 418 });
+  });
+
+  it('the first matching row wins and the body code selects between rows of one status', () => {
+    expect(classifyResponse(ietf, res(409, { type: 'https://retrysafe.invalid/problems/request-in-flight' }), 1)).toMatchObject({ kind: 'in-progress' });
+    expect(classifyResponse(ietf, res(409, { type: 'https://retrysafe.invalid/problems/out-of-stock' }), 1)).toMatchObject({ kind: 'rejected', reason: 'other' });
+    expect(classifyResponse(ietf, res(409, {}), 1)).toMatchObject({ kind: 'unknown' });
+  });
+
+  it('messages carry status and code only, never the provider text (it may echo PII)', () => {
+    const out = classifyResponse(ietf, res(400, { type: 'https://retrysafe.invalid/problems/invalid-order', detail: 'customer jane@example.test is invalid' }), 1);
+    expect(JSON.stringify(out)).not.toContain('jane@example.test');
+  });
+
+  it('412 with a precondition: rejected on the first attempt, unknown on a re-send', () => {
+    const etag = etagDocumentsUpdate('acme-docs');
+    expect(classifyResponse(etag, res(412), 1)).toMatchObject({ kind: 'rejected', reason: 'conflict' });
+    expect(classifyResponse(etag, res(412), 2)).toMatchObject({ kind: 'unknown', cause: 'other' });
+  });
+
+  it('a 202 is success unless the operation declares asyncReply', () => {
+    expect(classifyResponse(ietf, res(202, { id: 'x' }, { location: '/s/1' }), 1)).toMatchObject({ kind: 'succeeded' });
+    expect(classifyResponse({ ...ietf, asyncReply: true }, res(202, {}, { location: '/s/1', 'retry-after': '2' }), 1)).toMatchObject({ kind: 'in-progress', statusRef: 'http://127.0.0.1:1/s/1', retryAfterMs: 2000 });
+  });
+});
+
+describe('classifyNetworkError: the only built-in assumptions', () => {
+  it.each([
+    ['ECONNREFUSED', 'not-applied', undefined],
+    ['ENOTFOUND', 'not-applied', undefined],
+    ['ECONNABORTED', 'unknown', 'timeout'],
+    ['ETIMEDOUT', 'unknown', 'timeout'],
+    ['ECONNRESET', 'unknown', 'connection-reset'],
+    ['EPIPE', 'unknown', 'connection-reset'],
+    ['ERR_SOMETHING_NEW', 'unknown', 'other'],
+  ])('%s ⇒ %s', (code, kind, cause) => {
+    const out = classifyNetworkError(Object.assign(new Error('x'), { code }));
+    expect(out.kind).toBe(kind);
+    if (cause) expect(out).toMatchObject({ cause });
+  });
+});
