@@ -149,6 +149,8 @@ interface Op {
   readonly signal: AbortSignal | undefined;
   ref: Fenced;
   record: OperationRecord;
+  /** When this worker's lease runs out, as far as it knows. */
+  leaseExpiresAt: number;
   readonly startedAt: number;
   runAttempts: number;
   windowStartedAt: number | null;
@@ -254,7 +256,8 @@ export function createRunner(options: RunnerOptions): Runner {
           throw new ConflictError(base.id, 'params', 'a re-send with the same key and other params would be a different request');
         }
         if (claim.takenOver) log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, base);
-        return execute(base, record, ref, paramsFingerprint, claimInput);
+        // The key that may already be at the provider is the one recorded: keep using it.
+        return execute({ ...base, providerKey: record.providerKey }, record, ref, paramsFingerprint, claimInput);
       }
     }
   }
@@ -267,6 +270,7 @@ export function createRunner(options: RunnerOptions): Runner {
       requestFingerprint: fingerprint(base.redactor.params(base.params)),
       ref,
       record,
+      leaseExpiresAt: record.leaseExpiresAt ?? 0,
       startedAt: clock.now(),
       runAttempts: 0,
       windowStartedAt: null,
@@ -308,6 +312,11 @@ export function createRunner(options: RunnerOptions): Runner {
       if (decision.action === 'complete') return complete(op, obs, decision.adopted);
       if (decision.action === 'handoff') return handOff(op, decision);
 
+      if (op.signal?.aborted) {
+        log('warn', 'aborted', `the caller aborted; state ${op.record.state} is kept for a later run or recover()`, op);
+        await ledger.release(op.ref).catch(() => undefined);
+        throw op.signal.reason ?? new Error('aborted');
+      }
       const polling = decision.action === 'lookup' || isInProgress(obs);
       if (polling) {
         op.windowStartedAt ??= clock.now();
@@ -335,8 +344,12 @@ export function createRunner(options: RunnerOptions): Runner {
     return obs !== null && (obs.kind === 'in-progress' || (obs.kind === 'found' && obs.outcome.kind === 'in-progress'));
   }
 
+  /** Extends the lease when less than half of it is left (one write saved per call on the happy path). */
   async function renew(op: Op): Promise<void> {
-    await ledger.renewLease(op.ref, op.policy.leaseMs, clock.now());
+    const now = clock.now();
+    if (op.leaseExpiresAt - now > op.policy.leaseMs / 2) return;
+    await ledger.renewLease(op.ref, op.policy.leaseMs, now);
+    op.leaseExpiresAt = now + op.policy.leaseMs;
   }
 
   /** Sleeps in slices shorter than the lease, renewing it, so a long backoff never loses the claim. */
@@ -626,6 +639,7 @@ export function createRunner(options: RunnerOptions): Runner {
       if (!found) throw new RunnerConfigurationError('resolve', `resume needs the adapter for ${record.operation} in { adapters }`);
       const { base, claimInput } = baseFromRecord(found.adapter, found.opName, record, newRunId());
       const claim = await ledger.claim({ ...claimInput, resume: true });
+      if (claim.kind === 'busy') return { status: 'in-progress', businessOperationId: id, statusRef: claim.record.statusRef, retryAfterMs: Math.max(0, (claim.record.leaseExpiresAt ?? 0) - clock.now()) };
       if (claim.kind !== 'claimed') return fromTerminal(claim.record, null, base);
       log('info', 'resume', `a person resumed it (${by}): re-sending with the same key`, base);
       const ref = { businessOperationId: id, fence: claim.record.fence };

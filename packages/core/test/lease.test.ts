@@ -74,4 +74,21 @@ describe('leases and fencing inside the runner', () => {
     expect(provider.calls()).toBe(1);
     expect(provider.count()).toBe(1);
   });
+
+  it('an aborted run stops, keeps the state and frees the lease; recover() then reconciles it', async () => {
+    const clock = createVirtualClock();
+    const ledger = createMemoryLedger();
+    const provider = createSandboxProvider({ ...REPLAYING, replays: false, retentionMs: null, clock: clock.now });
+    const inner = createSandboxAdapter({ provider });
+    const controller = new AbortController();
+    const adapter: AdapterV1 = { ...inner, doExecute: async (op, params, ctx) => { const o = await inner.doExecute(op, params, ctx); controller.abort(new Error('caller gave up')); return o; } };
+    provider.failNext({ kind: 'unknown-after-commit' });
+    const runner = createRunner({ ledger, clock, random: () => 0.5 });
+    await expect(runner.run(adapter, OP, { params: { ref: 'abort-1' }, signal: controller.signal })).rejects.toThrow('caller gave up');
+    const [rec] = await ledger.list();
+    expect(rec).toMatchObject({ state: 'unknown', leaseOwner: null, attemptCount: 1 });
+    const reports = await runner.recover({ adapters: [inner] });
+    expect(reports).toMatchObject([{ from: 'unknown', to: 'succeeded', action: 'adopted' }]);
+    expect(provider.count()).toBe(1);
+  });
 });
