@@ -18,6 +18,7 @@ import {
   cannotTellFromNetworkError,
   outcomeFromErrorAnswer,
   outcomeFromNetworkError,
+  outcomeFromTokenError,
   refsOf,
   type GraphHttpAnswer,
 } from './msgraph-errors.js';
@@ -59,7 +60,7 @@ export interface MsGraphAdapter extends AdapterV1 {
 const PROVIDER = 'msgraph';
 const EXTENDED_PROPERTY_ID = /^String \{[0-9a-fA-F-]{36}\} Name [A-Za-z0-9_.-]+$/;
 
-type Sent = { kind: 'answer'; answer: GraphHttpAnswer } | { kind: 'no-answer'; error: unknown } | { kind: 'unreadable'; status: number; headers: Headers; error: unknown };
+type Sent = { kind: 'answer'; answer: GraphHttpAnswer } | { kind: 'no-answer'; error: unknown; stage: 'token' | 'transport' | undefined } | { kind: 'unreadable'; status: number; headers: Headers; error: unknown };
 
 /**
  * Microsoft Graph adapter: `mail.send`, `events.create`, `todo.tasks.create`. Every attempt is
@@ -113,7 +114,7 @@ export function createMsGraphAdapter(options: MsGraphAdapterOptions): MsGraphAda
     try {
       raw = (await request(probe)) as Response;
     } catch (error) {
-      return { kind: 'no-answer', error: probe.error ?? error };
+      return { kind: 'no-answer', error: probe.error ?? error, stage: probe.stage };
     }
     let text: string;
     try {
@@ -150,7 +151,7 @@ export function createMsGraphAdapter(options: MsGraphAdapterOptions): MsGraphAda
       const sent = await send((probe) =>
         client.api(req.path).responseType(ResponseType.RAW).middlewareOptions([probe]).option('signal', signalFor(ctx.signal)).post(req.body),
       );
-      if (sent.kind === 'no-answer') return outcomeFromNetworkError(sent.error);
+      if (sent.kind === 'no-answer') return sent.stage === 'token' ? outcomeFromTokenError(sent.error) : outcomeFromNetworkError(sent.error);
       if (sent.kind === 'unreadable') {
         const refs = refsOf({ status: sent.status, headers: sent.headers, body: null });
         if (sent.status >= 200 && sent.status < 300) {
@@ -185,7 +186,7 @@ export function createMsGraphAdapter(options: MsGraphAdapterOptions): MsGraphAda
           .option('signal', signalFor(ctx.signal))
           .get(),
       );
-      if (sent.kind === 'no-answer') return cannotTellFromNetworkError(sent.error, what);
+      if (sent.kind === 'no-answer') return cannotTellFromNetworkError(sent.error, what, sent.stage);
       if (sent.kind === 'unreadable') return { kind: 'cannot-tell', reason: `${what}: HTTP ${sent.status} whose body could not be read` };
       const { answer } = sent;
       if (answer.status !== 200) return cannotTellFromAnswer(answer, what);

@@ -10,7 +10,7 @@ describe('every card', () => {
   it.each(Object.entries(msGraphCards))('%s validates, lists every unknown in unverified, and matches its operation', (name, card) => {
     const v = validateCard(card);
     expect(v.problems).toEqual([]);
-    const listed = new Set(card.unverified.map((u) => u.field));
+    const listed = new Set<string>(card.unverified.map((u) => u.field));
     for (const path of v.unknowns) expect(listed.has(path)).toBe(true);
     expect(card.operation).toBe(`msgraph.${name}`);
     expect(msGraphOperations[name]?.card).toBe(card);
@@ -22,10 +22,12 @@ describe('every card', () => {
     expect(card.retryLayer).toMatchObject({ layer: 'runner', sdkRetries: 'disabled' });
     expect(card.retryLayer.how).toMatch(/no RetryHandler/);
     // providers.md: "Throttling: 429 + Retry-After (honour it …)"
-    expect(card.retryableErrors.value.some((e) => e.startsWith('429'))).toBe(true);
+    const retryable = card.retryableErrors.value as readonly string[];
+    const nonRetryable = card.nonRetryableErrors.value as readonly string[];
+    expect(retryable.some((e) => e.startsWith('429'))).toBe(true);
     // providers.md: "Graph's 503/504 on sendMail have delivered mail" ⇒ not retryable, unknown
-    expect(card.retryableErrors.value.join(' ')).not.toMatch(/503|504/);
-    expect(card.nonRetryableErrors.value.join(' ')).toMatch(/503\/504.*unknown/);
+    expect(retryable.join(' ')).not.toMatch(/503|504/);
+    expect(nonRetryable.join(' ')).toMatch(/503\/504.*unknown/);
     expect(card.sideEffect.idempotentByNature.value).toBe(false);
   });
 });
@@ -80,7 +82,7 @@ describe('msgraph.todo.tasks.create', () => {
 
 describe('SDK facts in providers.md, checked against the installed SDK', () => {
   it('"RetryHandler (default on): 3 retries, 3 s delay, retries 429/503/504"', () => {
-    expect(RetryHandler.RETRY_STATUS_CODES).toEqual([429, 503, 504]);
+    expect((RetryHandler as unknown as { RETRY_STATUS_CODES: number[] }).RETRY_STATUS_CODES).toEqual([429, 503, 504]);
     const o = new RetryHandlerOptions();
     expect(o.maxRetries).toBe(3);
     expect(o.delay).toBe(3);

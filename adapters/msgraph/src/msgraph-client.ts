@@ -18,7 +18,10 @@ export type TokenProvider = string | (() => string | Promise<string>);
  * not-applied vs unknown. The probe middleware keeps the raw error here.
  */
 export class TransportProbe implements MiddlewareOptions {
+  /** The raw error of this request, if it failed without an HTTP answer. */
   error: unknown = undefined;
+  /** Where it failed: getting the token (nothing was sent) or on the wire. */
+  stage: 'token' | 'transport' | undefined = undefined;
 }
 
 /**
@@ -31,7 +34,18 @@ export class BearerAuthMiddleware implements Middleware {
   constructor(private readonly token: TokenProvider) {}
 
   async execute(context: Context): Promise<void> {
-    const token = typeof this.token === 'function' ? await this.token() : this.token;
+    const probe = context.middlewareControl?.getMiddlewareOptions(TransportProbe) as TransportProbe | undefined;
+    let token: string;
+    try {
+      token = typeof this.token === 'function' ? await this.token() : this.token;
+      if (typeof token !== 'string' || token === '') throw new Error('the token provider returned no token');
+    } catch (error) {
+      if (probe) {
+        probe.error = error;
+        probe.stage = 'token';
+      }
+      throw error;
+    }
     const options = (context.options ??= {});
     const headers = (options.headers ?? {}) as Record<string, string>;
     headers['Authorization'] = `Bearer ${token}`;
@@ -40,8 +54,10 @@ export class BearerAuthMiddleware implements Middleware {
     try {
       await this.next.execute(context);
     } catch (error) {
-      const probe = context.middlewareControl?.getMiddlewareOptions(TransportProbe) as TransportProbe | undefined;
-      if (probe) probe.error = error;
+      if (probe) {
+        probe.error = error;
+        probe.stage = 'transport';
+      }
       throw error;
     }
   }

@@ -37,9 +37,15 @@ interface GraphErrorBody {
 
 const MAX_MESSAGE = 300;
 
-function trim(text: string): string {
-  return text.length > MAX_MESSAGE ? text.slice(0, MAX_MESSAGE) + '…' : text;
+/**
+ * Provider and network messages go into receipts and handoff packets: email addresses that Graph
+ * echoes (e.g. "The requested user 'a@b.com' is invalid.") are replaced, and the text is cut short.
+ */
+export function scrubMessage(text: string): string {
+  const scrubbed = text.replace(/[^\s@'"<>()[\],;:]+@[^\s@'"<>()[\],;:]+/g, '[email]');
+  return scrubbed.length > MAX_MESSAGE ? scrubbed.slice(0, MAX_MESSAGE) + '…' : scrubbed;
 }
+const trim = scrubMessage;
 
 /** Retry-After in ms: delta-seconds or an HTTP date; undefined when absent or unparseable. */
 export function parseRetryAfter(value: string | null | undefined, now: number = Date.now()): number | undefined {
@@ -119,6 +125,12 @@ export function errorCodes(error: unknown): { codes: string[]; names: string[]; 
   return { codes, names, messages };
 }
 
+/** Nothing was sent: the token provider failed or returned no token. */
+export function outcomeFromTokenError(error: unknown): Outcome {
+  const { messages } = errorCodes(error);
+  return { kind: 'not-applied', message: `no access token, nothing was sent: ${trim(messages.join(': ') || String(error))}` };
+}
+
 /** Classifies a failure with no HTTP answer (the raw fetch error, or the SDK's GraphError when that is all there is). */
 export function outcomeFromNetworkError(error: unknown): Outcome {
   const { codes, names, messages } = errorCodes(error);
@@ -150,7 +162,7 @@ export function cannotTellFromAnswer(answer: GraphHttpAnswer, what: string): Loo
   };
 }
 
-export function cannotTellFromNetworkError(error: unknown, what: string): LookupResult {
-  const o = outcomeFromNetworkError(error);
+export function cannotTellFromNetworkError(error: unknown, what: string, stage: 'token' | 'transport' | undefined = 'transport'): LookupResult {
+  const o = stage === 'token' ? outcomeFromTokenError(error) : outcomeFromNetworkError(error);
   return { kind: 'cannot-tell', reason: `${what} got no answer: ${'message' in o ? o.message : ''}` };
 }

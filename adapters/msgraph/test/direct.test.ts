@@ -156,6 +156,10 @@ describe('provider validation errors come back as rejected with the Graph code',
   it('an unknown user mailbox ⇒ 404 ErrorInvalidUser ⇒ rejected (not-found)', async () => {
     expect(await exec('mail.send', mailParams(1, 'nobody@contoso.test'))).toMatchObject({ kind: 'rejected', reason: 'not-found', status: 404, code: 'ErrorInvalidUser' });
   });
+  it('Graph messages that echo an email address are scrubbed before they reach receipts', async () => {
+    const out = await exec('mail.send', mailParams(1, 'nobody@contoso.test'));
+    expect((out as { message: string }).message).toBe("The requested user '[email]' is invalid.");
+  });
   it('an unknown To Do list ⇒ 404 ⇒ rejected (not-found)', async () => {
     expect(await exec('todo.tasks.create', taskParams(1, 'no-such-list'))).toMatchObject({ kind: 'rejected', reason: 'not-found', status: 404 });
   });
@@ -172,6 +176,23 @@ describe('provider validation errors come back as rejected with the Graph code',
   it('an unknown operation throws UnknownOperationError', async () => {
     await expect(adapter.doExecute('mail.delete', mailParams(1), execCtx('x'))).rejects.toSatisfy((e) => UnknownOperationError.isInstance(e));
     expect(() => adapter.deriveProviderKey('nope', execCtx('x').businessOperationId)).toThrow(/no operation "nope"/);
+  });
+});
+
+describe('access token', () => {
+  it('a token provider that fails ⇒ not-applied (nothing was sent), no request reaches Graph', async () => {
+    const broken = createMsGraphAdapter({ accessToken: async () => { throw new Error('token endpoint unreachable'); }, baseUrl: sandbox.url });
+    const out = await broken.doExecute('mail.send', mailParams(1), execCtx('tok-1'));
+    expect(out).toMatchObject({ kind: 'not-applied' });
+    expect((out as { message: string }).message).toMatch(/nothing was sent: token endpoint unreachable/);
+    expect(sandbox.requests()).toHaveLength(0);
+    expect((await broken.doLookup('mail.send', lookupCtx('tok-1', mailParams(1)))).kind).toBe('cannot-tell');
+  });
+  it('the token is sent as a Bearer header on plain-http loopback (the SDK default chain would strip it)', async () => {
+    const calls: number[] = [];
+    const counting = createMsGraphAdapter({ accessToken: () => (calls.push(1), TOKEN), baseUrl: sandbox.url });
+    expect((await counting.doExecute('mail.send', mailParams(1), execCtx('tok-2'))).kind).toBe('succeeded');
+    expect(calls).toHaveLength(1); // asked once per request, so it may refresh
   });
 });
 
