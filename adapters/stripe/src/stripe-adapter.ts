@@ -18,7 +18,7 @@ import {
   STRIPE_KEY_RULE,
   STRIPE_SEARCH_DELAY_MS,
 } from './stripe-cards.js';
-import { classifyStripeError, classifyStripeResult } from './stripe-errors.js';
+import { classifyStripeError, classifyStripeResult, isReplayedHeaders } from './stripe-errors.js';
 import { ClosedConnectionGuard } from './stripe-http-client.js';
 import { metadataQuery, stripeOperations, type StripeObject, type StripeOperation } from './stripe-operations.js';
 
@@ -44,6 +44,8 @@ export interface StripeAdapter extends AdapterV1 {
 
 const PROVIDER = 'stripe';
 const DEFAULT_TIMEOUT_MS = 30_000;
+/** Suggested wait between metadata searches that miss inside the consistency delay (typical lag: < 1 min). */
+const SEARCH_POLL_MS = 60_000;
 
 function buildClient(options: StripeAdapterOptions, timeoutMs: number): Stripe {
   if (options.client) {
@@ -109,6 +111,13 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
   }
   Object.freeze(operations);
 
+  /**
+   * Keys Stripe has answered with a REPLAYED 5xx: for the rest of the retention that key can only replay
+   * the same 5xx, so a lookup goes straight to the metadata search instead of re-sending. Per process;
+   * after a restart one re-send rediscovers it.
+   */
+  const replaysServerError = new Set<string>();
+
   function operationOf(name: string): StripeOperation {
     const short = name.startsWith(`${PROVIDER}.`) ? name.slice(PROVIDER.length + 1) : name;
     const op = Object.hasOwn(stripeOperations, short) ? stripeOperations[short] : undefined;
@@ -137,7 +146,12 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
       const result = await op.create(client, op.toStripe(params as Record<string, unknown>, id), { idempotencyKey: key, maxNetworkRetries: 0, timeout: timeoutMs });
       return classifyStripeResult(result);
     } catch (error) {
-      return classifyStripeError(error);
+      const outcome = classifyStripeError(error);
+      if (outcome.kind === 'unknown' && outcome.cause === 'server-error' && isReplayedHeaders((error as { headers?: Record<string, string> }).headers)) {
+        if (replaysServerError.size > 10_000) replaysServerError.clear();
+        replaysServerError.add(key);
+      }
+      return outcome;
     }
   }
 
@@ -166,7 +180,10 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
       const outcome = classifyStripeResult(oldest);
       return { kind: 'found', outcome: { ...(outcome as Extract<Outcome, { kind: 'succeeded' }>), kind: 'succeeded' } };
     }
-    if (missIsCannotTell) return { kind: 'cannot-tell', reason: `${why}; not found by metadata ${op.pastRetention.kind}` };
+    if (missIsCannotTell) {
+      // The Search API is normally < 1 min behind: ask again in about a minute rather than hammering it.
+      return { kind: 'cannot-tell', reason: `${why}; not found by metadata ${op.pastRetention.kind}`, retryAfterMs: SEARCH_POLL_MS };
+    }
     return { kind: 'not-found', reason: `${why}; no ${op.name.split('.')[0]} carries metadata.retrysafe_operation_id = this id (${op.pastRetention.kind} is past its consistency delay)` };
   }
 
@@ -191,6 +208,9 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
       if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Stripe' };
       const age = ctx.now - ctx.firstDispatchedAt;
 
+      if (age < STRIPE_KEY_RETENTION_MS - STRIPE_KEY_REUSE_MARGIN_MS && replaysServerError.has(key)) {
+        return findByMetadata(op, ctx, 'the key replays a stored 5xx', true);
+      }
       if (age < STRIPE_KEY_RETENTION_MS - STRIPE_KEY_REUSE_MARGIN_MS) {
         // Inside retention: re-send the identical request with the same key; Stripe replays what it stored.
         const o = await send(op, ctx.params, ctx.businessOperationId, key);

@@ -1,0 +1,105 @@
+import { fingerprint, pickIntent } from '@retrysafe/contract';
+import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { startFaultProxy } from '@retrysafe/testkit';
+import { afterEach, describe, expect, it } from 'vitest';
+import { STRIPE_KEY_RETENTION_MS, createStripeAdapter } from '../src/index.js';
+import { startStripeSandbox } from '../src/sandbox/index.js';
+import { API_KEY, execCtx, idFor } from './helpers.js';
+
+// The runner (@retrysafe/core) + the real SDK + the sandbox, on one virtual clock.
+const MIN = 60_000;
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  while (closers.length) await closers.pop()!();
+});
+
+async function setup(sandboxOptions: Parameters<typeof startStripeSandbox>[0] = {}) {
+  const clock = createVirtualClock(Date.UTC(2026, 10, 30));
+  const sandbox = await startStripeSandbox({ now: clock.now, sleep: clock.sleep, ...sandboxOptions });
+  closers.push(() => sandbox.close());
+  const ledger = createMemoryLedger();
+  return { clock, sandbox, ledger };
+}
+
+describe('lost response', () => {
+  it('the response is dropped after Stripe committed: one object; the proxy saw exactly the attempts the runner recorded', async () => {
+    const { clock, sandbox, ledger } = await setup();
+    const proxy = await startFaultProxy({ target: sandbox.url, faults: ['drop-response'] });
+    closers.push(() => proxy.close());
+    const adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: proxy.url, timeoutMs: 2000 });
+    const runner = createRunner({ ledger, clock, random: () => 0.5 });
+    const result = await runner.run(adapter, 'paymentIntents.create', { params: { customer: 'cus_fixture', amount: 900, currency: 'eur', orderRef: 'lost-1' } });
+    expect(result.status).toBe('done');
+    if (result.status !== 'done') return;
+    expect(result.adopted).toBe(true);
+    expect(sandbox.count('paymentIntents.create')).toBe(1);
+    // one dispatch (response lost) + one same-key resend (replayed): exactly what the runner recorded
+    expect(result.attempts).toBe(2);
+    expect(proxy.requests).toHaveLength(2);
+    expect(new Set(proxy.requests.map((r) => r.headers['idempotency-key'])).size).toBe(1);
+    expect(sandbox.requests().map((r) => r.result)).toEqual(['executed', 'replayed']);
+  });
+});
+
+describe('a stored 500', () => {
+  it('the key replays the 500 and search finds nothing: the runner hands off instead of looping; 0 objects', async () => {
+    const { clock, sandbox, ledger } = await setup();
+    sandbox.failNext('server-error');
+    const adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 2000 });
+    const runner = createRunner({ ledger, clock, random: () => 0.5 });
+    const result = await runner.run(adapter, 'customers.create', { params: { customerRef: 'srv-1' } });
+    expect(result.status).toBe('handed-off');
+    expect(sandbox.count('customers.create')).toBe(0);
+    const posts = sandbox.requests().filter((r) => r.method === 'POST');
+    expect(posts[0]?.result).toBe('executed');
+    expect(posts.slice(1).every((r) => r.result === 'replayed')).toBe(true);
+    // exactly maxAttempts (4) provider calls; once the key is known to replay a 5xx, lookups only search
+    expect(posts).toHaveLength(4);
+    expect(sandbox.requests().filter((r) => r.method === 'GET').every((r) => r.path === '/v1/customers/search')).toBe(true);
+    if (result.status === 'handed-off') expect(result.packet.reason).toBe('lookup-window-exhausted');
+  });
+});
+
+describe('key past retention (crash, then recovery a day later)', () => {
+  it('never re-sends on the expired key: metadata search finds the object once the search lag has passed, adopts it; 0 duplicates', async () => {
+    const { clock, sandbox, ledger } = await setup({ searchDelayMs: 50 * MIN });
+    const adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 2000 });
+    const params = { customerRef: 'late-7', email: 'late7@example.test' };
+    const id = idFor(adapter, 'customers.create', params);
+    const card = adapter.operations['customers.create']!.card;
+
+    // Worker A claims and writes `dispatched` at t0; its first request never reached Stripe.
+    const t0 = clock.now();
+    const claim = await ledger.claim({
+      businessOperationId: id, provider: 'stripe', operation: card.operation,
+      intentFingerprint: fingerprint({ operation: card.operation, intent: pickIntent(params, ['customerRef']) }),
+      paramsFingerprint: fingerprint(params), params, providerKey: adapter.deriveProviderKey('customers.create', id),
+      owner: 'worker-A', leaseMs: 30_000, now: t0,
+    });
+    if (claim.kind !== 'claimed') throw new Error(`unexpected claim ${claim.kind}`);
+    await ledger.markDispatched({ businessOperationId: id, fence: claim.record.fence }, t0);
+    // 23 h 45 min later its same-key re-send lands and Stripe commits; A dies before recording it.
+    clock.advance(STRIPE_KEY_RETENTION_MS - 15 * MIN);
+    const landed = await adapter.doExecute('customers.create', params, execCtx(adapter, 'customers.create', id, 2));
+    expect(landed.kind).toBe('succeeded');
+
+    // Worker B recovers 5 minutes after 24 h from the first dispatch; search is still 50 min behind.
+    // (Stripe's copy of the key dates from the re-send, so it is younger: expire it anyway, so any
+    // re-send relying on it would show as a second object.)
+    clock.advance(20 * MIN);
+    expect(sandbox.expireKeys()).toBe(1);
+    const postsBefore = sandbox.requestCount({ method: 'POST' });
+    const runner = createRunner({ ledger, clock, random: () => 0.5, policy: { lookupWindowMs: 2 * 60 * MIN, maxElapsedMs: 3 * 60 * MIN } });
+    const [report] = await runner.recover({ adapters: [adapter] });
+
+    expect(report).toMatchObject({ businessOperationId: id, to: 'succeeded', action: 'adopted' });
+    expect(sandbox.requestCount({ method: 'POST' })).toBe(postsBefore); // no re-send relying on the key
+    expect(sandbox.count('customers.create')).toBe(1); // 0 duplicates
+    const lookups = sandbox.requests().filter((r) => r.path === '/v1/customers/search');
+    expect(lookups.length).toBeGreaterThan(1); // misses during the lag ("cannot tell"), then the hit
+    expect(lookups.length).toBeLessThanOrEqual(60); // the adapter asks for ~1 min between searches, not the backoff cap
+    expect(clock.now() - t0).toBeGreaterThanOrEqual(STRIPE_KEY_RETENTION_MS - 15 * MIN + 50 * MIN); // adopted only after the lag
+    const record = await ledger.get(id);
+    expect(record?.providerRef).toBe(landed.kind === 'succeeded' ? landed.providerRef : 'x');
+  });
+});
