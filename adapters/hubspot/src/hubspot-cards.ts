@@ -28,7 +28,7 @@ const POLICY = {
     condition: 'rejected; or the attempt/elapsed budget is spent; or an unknown outcome the lookup cannot settle within the lookup window',
     destination: "the runner's handoff sink (JSONL file or callback)",
   },
-  receipts: 'runner ledger receipts (JSONL export): HTTP status, HubSpot category or policyName, correlationId, record id; never property values or the token',
+  receipts: "runner ledger receipts (JSONL export): HTTP status, HubSpot category or policyName, correlationId, record id and HubSpot's message (clipped to 300 characters; a validation message may quote a value, so list PII patterns in the runner's redact option); never the token or the request body",
   duplicateTest:
     'loopback HubSpot sandbox (@retrysafe/hubspot/sandbox: unique-value properties, batch upsert new: true|false, search with an indexing delay, 429 with X-HubSpot-RateLimit-* headers, record counts) behind the @retrysafe/testkit fault proxy; request counts at the sandbox',
   retryLayer: {
