@@ -41,6 +41,22 @@ describe('lost response', () => {
   });
 });
 
+describe('receipts', () => {
+  it('carry the key, status and Request-Id, but neither the API key nor the customer\'s email', async () => {
+    const { clock, sandbox, ledger } = await setup();
+    const adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 2000 });
+    const runner = createRunner({ ledger, clock, redact: { patterns: [/sk_(test|live)_\w+/g] } });
+    const result = await runner.run(adapter, 'customers.create', { params: { customerRef: 'pii-1', email: 'jane.doe@example.test', name: 'Jane Doe' } });
+    expect(result.status).toBe('done');
+    const text = JSON.stringify(await ledger.receipts(result.businessOperationId));
+    expect(text).toContain('rs-stripe.customers.create:');
+    expect(text).toMatch(/"requestId":"req_/);
+    expect(text).not.toContain('jane.doe@example.test');
+    expect(text).not.toContain('Jane Doe');
+    expect(text).not.toContain(API_KEY);
+  });
+});
+
 describe('a stored 500', () => {
   it('the key replays the 500 and search finds nothing: the runner hands off instead of looping; 0 objects', async () => {
     const { clock, sandbox, ledger } = await setup();
