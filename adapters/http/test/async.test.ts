@@ -125,6 +125,15 @@ describe('async request-reply: SDK → sandbox', () => {
     });
   });
 
+  it('DELETE on the status URL cancels a pending job; the status then reads "cancelled", which the declaration maps to rejected', async () => {
+    const out = await adapter.doExecute(OP, job(), execCtx(adapter, OP, job()));
+    const statusRef = (out as { statusRef: string }).statusRef;
+    const del = await fetch(statusRef, { method: 'DELETE' });
+    expect(await del.json()).toMatchObject({ status: 'cancelled' });
+    expect(await adapter.doLookup(OP, lookupCtx(adapter, OP, job(), { statusRef }))).toMatchObject({ kind: 'found', outcome: { kind: 'rejected', message: 'status cancelled' } });
+    expect(sb.records()[0]!.state).toBe('cancelled');
+  });
+
   it('a status URL on another origin is not polled with this adapter’s headers', async () => {
     const res = await adapter.doLookup(OP, lookupCtx(adapter, OP, job(), { statusRef: 'http://127.0.0.2:9/exports/status/exp_1' }));
     expect(res).toMatchObject({ kind: 'cannot-tell' });

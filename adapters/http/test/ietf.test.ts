@@ -132,6 +132,38 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     expect(await adapter.doLookup(OP, lookupCtx(adapter, OP, order({ orderRef: 'other' })))).toMatchObject({ kind: 'not-found' });
   });
 
+  it('a card with a lookup consistency delay: an absence inside it is cannot-tell, after it not-found; unknown delay: never authoritative', async () => {
+    const spec = ietfOrdersCreate('acme-orders');
+    const card = ordersCreateCard('acme-orders');
+    const withDelay = (value: '1m' | 'unknown') =>
+      createHttpAdapter({
+        provider: 'acme-orders',
+        baseUrl: sb.url,
+        timeoutMs: 2000,
+        operations: {
+          [OP]: {
+            ...spec,
+            card: {
+              ...card,
+              lookup: { ...card.lookup, consistencyDelay: { value, source: 'test' } },
+              unverified: [...card.unverified, { field: 'lookup.consistencyDelay', condition: 'test', source: 'test' }],
+            },
+          },
+        },
+      });
+    const now = Date.now();
+    const a = withDelay('1m');
+    const u = withDelay('unknown');
+    try {
+      expect(await a.doLookup(OP, lookupCtx(a, OP, order(), { firstDispatchedAt: now - 10_000, now }))).toMatchObject({ kind: 'cannot-tell' });
+      expect(await a.doLookup(OP, lookupCtx(a, OP, order(), { firstDispatchedAt: now - 61_000, now }))).toMatchObject({ kind: 'not-found' });
+      expect(await u.doLookup(OP, lookupCtx(u, OP, order(), { firstDispatchedAt: now - 86_400_000, now }))).toMatchObject({ kind: 'cannot-tell' });
+    } finally {
+      await a.close();
+      await u.close();
+    }
+  });
+
   it('network: refused ⇒ not-applied; timeout ⇒ unknown (timeout); reset after send ⇒ unknown (connection-reset)', async () => {
     const refused = createHttpAdapter({ provider: 'acme-orders', baseUrl: await closedPort(), timeoutMs: 2000, operations: { [OP]: ietfOrdersCreate('acme-orders') } });
     expect(await refused.doExecute(OP, order(), execCtx(refused, OP, order()))).toMatchObject({ kind: 'not-applied', code: 'ECONNREFUSED' });
