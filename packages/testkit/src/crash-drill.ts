@@ -34,9 +34,11 @@ export interface CrashDrillOptions {
   /** Params of run i (each run is a distinct business operation). */
   params(i: number): unknown;
   startSandbox(): Promise<CrashDrillSandbox>;
-  /** Runs killed before one recovery process takes over the batch (default 25). */
+  /** Runs killed before one recovery process takes over the batch (default 50). */
   readonly batchSize?: number;
-  /** Worker processes alive at once (default 4). */
+  /** Runs (distinct business operations) executed concurrently in one worker process, which is SIGKILLed once each has stopped at its own point (default 10; 1 = one process per run). */
+  readonly perProcess?: number;
+  /** Worker processes alive at once (default 2). */
   readonly parallel?: number;
   /** Lease of the killed workers; the recovering process's clock runs this far ahead (default 5000). */
   readonly leaseMs?: number;
@@ -49,7 +51,7 @@ export interface CrashDrillOptions {
 export interface CrashRunResult {
   readonly index: number;
   readonly point: CrashPoint;
-  /** True when the worker reached the point and was SIGKILLed there. */
+  /** True when the run stopped at its point and its process was then SIGKILLed. */
   readonly killed: boolean;
   /** How the worker exited: `SIGKILL`, or `exit 0` when it finished before the point. */
   readonly exit: string;
@@ -65,7 +67,10 @@ export interface CrashDrillReport {
   readonly ok: boolean;
   readonly runs: number;
   readonly seed: number;
+  /** Runs that stopped at their point inside a process that was then SIGKILLed. */
   readonly killed: number;
+  /** Worker processes SIGKILLed. */
+  readonly workersKilled: number;
   readonly duplicates: number;
   readonly lost: number;
   readonly byPoint: Readonly<Record<CrashPoint, { readonly runs: number; readonly killed: number; readonly duplicates: number; readonly lost: number }>>;
@@ -73,6 +78,8 @@ export interface CrashDrillReport {
   readonly providerRecords: number;
   readonly recoveries: number;
   readonly recoverActions: Readonly<Record<string, number>>;
+  /** Wall time spent in the killed workers and in the recovery processes (informational; no assertion). */
+  readonly timings: { readonly workersMs: number; readonly recoveryMs: number };
   readonly problems: readonly string[];
   readonly results: readonly CrashRunResult[];
   readonly outFile: string;
@@ -143,18 +150,27 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
   const seed = options.seed ?? 1;
   const random = seededRandom(seed);
   const leaseMs = options.leaseMs ?? 5_000;
-  const batchSize = options.batchSize ?? 25;
+  const batchSize = options.batchSize ?? 50;
   const timeoutMs = options.timeoutMs ?? 5_000;
   const work = mkdtempSync(join(tmpdir(), 'retrysafe-crash-'));
   const outFile = options.outFile ?? join(work, 'crash-report.json');
   mkdirSync(dirname(outFile), { recursive: true });
-  const plan = Array.from({ length: options.runs }, (_, index) => ({ index, point: points[Math.floor(random() * points.length)]!, params: options.params(index) }));
+  const perProcess = options.perProcess ?? 10;
+  if (!Number.isInteger(perProcess) || perProcess <= 0) throw new TypeError('perProcess must be a positive integer');
+  const plan = Array.from({ length: options.runs }, (_, index) => ({
+    index,
+    point: points[Math.floor(random() * points.length)]!,
+    params: options.params(index),
+    businessOperationId: `crash-drill-${seed}-${index}`,
+  }));
 
   const sandbox = await options.startSandbox();
   const problems: string[] = [];
   const results: CrashRunResult[] = [];
   const recoverActions: Record<string, number> = {};
   let recoveries = 0;
+  let workersKilled = 0;
+  const timings = { workersMs: 0, recoveryMs: 0 };
   try {
     for (let b = 0; b < plan.length; b += batchSize) {
       const batch = plan.slice(b, b + batchSize);
@@ -162,29 +178,41 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
       const base = { adapterModule: options.adapterModule, adapterOptions: options.adapterOptions, baseUrl: sandbox.url, timeoutMs, ledgerPath, operation: options.operation, leaseMs, ...(options.policy ? { policy: options.policy } : {}) };
       const runs = new Map<number, { killed: boolean; exit: string; businessOperationId: string | null }>();
 
-      // Phase 1: one process per run, killed at its point.
-      await pool(batch, options.parallel ?? 4, async (job) => {
+      // Phase 1: worker processes, each running `perProcess` jobs concurrently; once every job in a
+      // process has stopped at its own point, the process is SIGKILLed.
+      const t0 = Date.now();
+      const groups: (typeof batch)[] = [];
+      for (let g = 0; g < batch.length; g += perProcess) groups.push(batch.slice(g, g + perProcess));
+      await pool(groups, options.parallel ?? 2, async (group) => {
+        const reached = new Map<number, string>();
+        const finished = new Set<number>();
         let killed = false;
-        let at: string | null = null;
-        const w = spawnWorker({ ...base, mode: 'run', point: job.point, jobs: [{ index: job.index, params: job.params }] }, (m, child) => {
-          if (m.type === 'at' && m.point === job.point) {
-            at = m.businessOperationId ?? null;
-            killed = child.kill('SIGKILL');
-          }
+        const w = spawnWorker({ ...base, mode: 'run', jobs: group.map((j) => ({ index: j.index, params: j.params, businessOperationId: j.businessOperationId, point: j.point })) }, (m, child) => {
+          if (m.type === 'at') reached.set(m.index, m.point);
+          if (m.type === 'finished') finished.add(m.index);
+          if (!killed && reached.size + finished.size === group.length && reached.size > 0) killed = child.kill('SIGKILL');
         });
         const exit = await w.exit;
+        if (killed && exit.signal === 'SIGKILL') workersKilled += 1;
         const err = w.messages.find((m): m is Extract<CrashWorkerMessage, { type: 'error' }> => m.type === 'error');
-        if (err) problems.push(`run ${job.index} (${job.point}): worker error: ${err.message.split('\n')[0]}`);
-        if (!killed && exit.code !== 0) problems.push(`run ${job.index} (${job.point}): worker exited ${exit.code ?? exit.signal} without reaching its point: ${w.stderr.split('\n')[0] ?? ''}`);
-        if (killed && exit.signal !== 'SIGKILL') problems.push(`run ${job.index}: expected SIGKILL, got ${exit.signal ?? exit.code}`);
-        const finished = w.messages.find((m): m is Extract<CrashWorkerMessage, { type: 'finished' }> => m.type === 'finished');
-        runs.set(job.index, { killed: killed && exit.signal === 'SIGKILL', exit: exit.signal ?? `exit ${exit.code}`, businessOperationId: at ?? finished?.businessOperationId ?? null });
+        if (err) problems.push(`worker for runs ${group[0]!.index}–${group.at(-1)!.index}: ${err.message.split('\n')[0]}`);
+        if (killed && exit.signal !== 'SIGKILL') problems.push(`worker for runs ${group[0]!.index}–${group.at(-1)!.index}: expected SIGKILL, got ${exit.signal ?? `exit ${exit.code}`}`);
+        if (!killed && exit.code !== 0) problems.push(`worker for runs ${group[0]!.index}–${group.at(-1)!.index} exited ${exit.signal ?? exit.code}: ${w.stderr.split('\n')[0] ?? ''}`);
+        for (const job of group) {
+          const at = reached.get(job.index);
+          if (at !== undefined && at !== job.point) problems.push(`run ${job.index}: stopped at ${at}, planned ${job.point}`);
+          if (at === undefined) problems.push(`run ${job.index}: never reached ${job.point}${finished.has(job.index) ? ' (finished first)' : ''}`);
+          runs.set(job.index, { killed: at === job.point && exit.signal === 'SIGKILL', exit: exit.signal ?? `exit ${exit.code}`, businessOperationId: job.businessOperationId });
+        }
       });
 
       // Phase 2: a fresh process, its clock past the dead workers' leases, recovers and re-runs.
+      const t1 = Date.now();
+      timings.workersMs += t1 - t0;
       recoveries += 1;
-      const r = spawnWorker({ ...base, mode: 'recover', point: null, clockSkewMs: leaseMs + 1_000, jobs: batch.map((j) => ({ index: j.index, params: j.params })) }, () => {});
+      const r = spawnWorker({ ...base, mode: 'recover', clockSkewMs: leaseMs + 1_000, jobs: batch.map((j) => ({ index: j.index, params: j.params, businessOperationId: j.businessOperationId, point: null })) }, () => {});
       const exit = await r.exit;
+      timings.recoveryMs += Date.now() - t1;
       const recovered = r.messages.find((m): m is Extract<CrashWorkerMessage, { type: 'recovered' }> => m.type === 'recovered');
       if (!recovered) {
         const err = r.messages.find((m): m is Extract<CrashWorkerMessage, { type: 'error' }> => m.type === 'error');
@@ -231,12 +259,14 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
       runs: options.runs,
       seed,
       killed: results.filter((r) => r.killed).length,
+      workersKilled,
       duplicates,
       lost,
       byPoint,
       providerRecords,
       recoveries,
       recoverActions,
+      timings,
       problems,
       results,
       outFile,

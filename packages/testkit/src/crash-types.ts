@@ -14,8 +14,8 @@ export interface CrashWorkerConfig {
   readonly timeoutMs: number;
   readonly ledgerPath: string;
   readonly operation: string;
-  readonly point: CrashPoint | null;
-  readonly jobs: readonly { readonly index: number; readonly params: unknown }[];
+  /** mode `run`: every job runs concurrently (distinct business operations) and stops at its own point. */
+  readonly jobs: readonly { readonly index: number; readonly params: unknown; readonly businessOperationId: string; readonly point: CrashPoint | null }[];
   readonly leaseMs: number;
   /** Added to the recovering process's clock so the dead workers' leases have expired. */
   readonly clockSkewMs?: number;
@@ -23,8 +23,8 @@ export interface CrashWorkerConfig {
 }
 
 export type CrashWorkerMessage =
-  | { readonly type: 'at'; readonly point: CrashPoint; readonly businessOperationId?: string }
-  | { readonly type: 'finished'; readonly status: string; readonly businessOperationId: string }
+  | { readonly type: 'at'; readonly index: number; readonly point: CrashPoint; readonly businessOperationId: string }
+  | { readonly type: 'finished'; readonly index: number; readonly status: string; readonly businessOperationId: string }
   | {
       readonly type: 'recovered';
       readonly reports: readonly { readonly businessOperationId: string; readonly from: string; readonly to: string; readonly action: string }[];

@@ -83,18 +83,23 @@ function instrument(inner: AdapterV1, proxy: FaultProxy, clock: { now(): number 
       const span: { start: number; end?: number } = { start: clock.now() };
       t.executeSpans.push(span);
       relabel();
-      try {
-        const outcome = await inner.doExecute(op, params, ctx);
-        if (t.dieAfterExecute) {
-          t.died = true;
-          return await new Promise<never>(() => {});
-        }
-        return outcome;
-      } finally {
+      const leave = () => {
         span.end = clock.now();
         t.activeExecute -= 1;
         relabel();
+      };
+      let outcome;
+      try {
+        outcome = await inner.doExecute(op, params, ctx);
+      } finally {
+        leave();
       }
+      if (t.dieAfterExecute) {
+        // The worker "dies" here: the provider answered, the runner never hears of it.
+        t.died = true;
+        return await new Promise<never>(() => {});
+      }
+      return outcome;
     },
     async doLookup(op, ctx) {
       t.lookupCalls += 1;

@@ -1,0 +1,80 @@
+// The drill can fail: two deliberately broken adapters over the same sandbox must FAIL it, with
+// messages that name the scenario and the counts.
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import type { AdapterV1, ProviderKey } from '@retrysafe/contract';
+import { runDrill, type ConformanceOptions } from '../src/conformance.js';
+import { replaying, sandboxDrill } from './fixtures/sandbox-drill.js';
+
+/** Broken: ignores the runner's provider key and sends a new one on every attempt. */
+function newKeyEveryAttempt(inner: AdapterV1): AdapterV1 {
+  return {
+    ...inner,
+    deriveProviderKey: (op, id) => inner.deriveProviderKey(op, id),
+    doExecute: (op, params, ctx) => inner.doExecute(op, params, { ...ctx, providerKey: `rs-${randomUUID()}` as ProviderKey }),
+    doLookup: (op, ctx) => inner.doLookup(op, { ...ctx, providerKey: `rs-${randomUUID()}` as ProviderKey }),
+  };
+}
+
+/** Broken: retries on its own (a second retrying layer under the runner), up to 3 tries per attempt. */
+function retriesInternally(inner: AdapterV1): AdapterV1 {
+  return {
+    ...inner,
+    deriveProviderKey: (op, id) => inner.deriveProviderKey(op, id),
+    async doExecute(op, params, ctx) {
+      let outcome = await inner.doExecute(op, params, ctx);
+      for (let i = 1; i < 3 && (outcome.kind === 'unknown' || outcome.kind === 'not-applied'); i += 1) outcome = await inner.doExecute(op, params, ctx);
+      return outcome;
+    },
+    doLookup: (op, ctx) => inner.doLookup(op, ctx),
+  };
+}
+
+function broken(name: string, wrap: (a: AdapterV1) => AdapterV1, outDir: string): ConformanceOptions {
+  const base = sandboxDrill(name, replaying, { outDir });
+  return { ...base, createAdapter: async (ctx) => wrap(await base.createAdapter(ctx)) };
+}
+
+describe('the drill fails broken adapters', () => {
+  it('an adapter that sends a new provider key on every attempt fails with duplicate records', async () => {
+    const outDir = mkdtempSync(join(tmpdir(), 'drill-newkey-'));
+    const report = await runDrill({ ...broken('new-key', newKeyEveryAttempt, outDir), scenarios: ['lost-response', 'lost-request', 'permanent-error'] });
+    expect(report.ok).toBe(false);
+    const lost = report.results.find((r) => r.scenario === 'lost-response')!;
+    expect(lost.status).toBe('failed');
+    expect(lost.observed!.providerRecords).toBe(2);
+    expect(lost.failures).toContain('new-key records.create lost-response: providerRecords expected 1, observed 2');
+    // a scenario the broken key does not touch still passes: failures are specific, not blanket
+    expect(report.results.find((r) => r.scenario === 'permanent-error')!.status).toBe('passed');
+    const summary = JSON.parse(readFileSync(join(outDir, 'summary.json'), 'utf8'));
+    expect(summary.failed).toBeGreaterThanOrEqual(1);
+    expect(summary.failures.map((f: { scenario: string }) => f.scenario)).toContain('lost-response');
+  });
+
+  it('an adapter that retries on its own fails the one-layer check and the attempt count', async () => {
+    const outDir = mkdtempSync(join(tmpdir(), 'drill-retries-'));
+    const report = await runDrill({ ...broken('sdk-retries', retriesInternally, outDir), scenarios: ['transient-beyond-limit', 'lost-request'] });
+    expect(report.ok).toBe(false);
+    const transient = report.results.find((r) => r.scenario === 'transient-beyond-limit')!;
+    expect(transient.status).toBe('failed');
+    expect(transient.observed!.attemptsAtProxy).toBe(12);
+    expect(transient.failures).toContain('sdk-retries records.create transient-beyond-limit: attemptsAtProxy expected exactly 4, observed 12 (doExecute calls 4, requests 12)');
+    expect(transient.failures.some((f) => /transient-beyond-limit: one retrying layer expected \(1 request per doExecute\), observed 3 request\(s\) for one doExecute call/.test(f))).toBe(true);
+    const onDisk = JSON.parse(readFileSync(transient.receiptFile, 'utf8'));
+    expect(onDisk).toMatchObject({ status: 'failed', scenario: 'transient-beyond-limit', criteria: { attemptsAtProxy: { exact: 4 } }, observed: { attemptsAtProxy: 12 } });
+  });
+
+  it('a missing provider-shaped fault for a scenario the card says applies is a failure, not a skip', async () => {
+    const outDir = mkdtempSync(join(tmpdir(), 'drill-nofault-'));
+    const base = sandboxDrill('no-fault', replaying, { outDir });
+    const op = base.operations['records.create']!;
+    const report = await runDrill({ ...base, operations: { 'records.create': { ...op, faults: { permanent: op.faults.permanent } } }, scenarios: ['in-progress'] });
+    expect(report.ok).toBe(false);
+    expect(report.results[0]!.status).toBe('failed');
+    expect(report.results[0]!.failures[0]).toMatch(/no-fault records\.create in-progress: operations\['records\.create'\]\.faults\.inProgress is required/);
+    expect(existsSync(report.results[0]!.receiptFile)).toBe(true);
+  });
+});

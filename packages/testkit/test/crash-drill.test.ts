@@ -1,0 +1,73 @@
+// Crash drill: 200 seeded runs, each a real child process SIGKILLed at a named point, recovered by a
+// fresh process; the sandbox (over loopback HTTP, in this process) counts records per key.
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { createSandboxProvider, startSandboxServer } from '@retrysafe/sandbox';
+import { CRASH_POINTS, runCrashDrill, type CrashDrillOptions } from '../src/index.js';
+import { replaying } from './fixtures/sandbox-drill.js';
+
+const adapterModule = fileURLToPath(new URL('./fixtures/crash-sandbox-adapter.mjs', import.meta.url));
+
+function options(runs: number, seed: number, extra: Partial<CrashDrillOptions> = {}): CrashDrillOptions {
+  return {
+    runs,
+    seed,
+    adapterModule,
+    adapterOptions: { behaviour: replaying },
+    operation: 'records.create',
+    params: (i) => ({ ref: `crash-${seed}-${i}` }),
+    startSandbox: async () => {
+      const provider = createSandboxProvider(replaying);
+      const server = await startSandboxServer({ provider, port: 0 });
+      return {
+        url: server.url,
+        count: () => provider.count(),
+        countFor: (key) => provider.records().filter((r) => r.key === key).length,
+        close: () => server.close(),
+      };
+    },
+    outFile: join(mkdtempSync(join(tmpdir(), 'crash-drill-')), 'report.json'),
+    ...extra,
+  };
+}
+
+describe('crash drill', () => {
+  it('200 seeded runs against the sandbox: every kill point hit, 0 duplicates, 0 lost', { timeout: 300_000 }, async () => {
+    const report = await runCrashDrill(options(200, 7, { perProcess: 20, batchSize: 100 }));
+    console.log(`crash drill: ${report.runs} runs (seed ${report.seed}), ${report.killed} stopped at their point and SIGKILLed (${report.workersKilled} processes), ${report.duplicates} duplicates, ${report.lost} lost, ${report.providerRecords} records; by point ${JSON.stringify(report.byPoint)}; recover ${JSON.stringify(report.recoverActions)}; wall ${JSON.stringify(report.timings)}; report ${report.outFile}`);
+    expect(report.problems).toEqual([]);
+    expect(report.duplicates).toBe(0);
+    expect(report.lost).toBe(0);
+    expect(report.providerRecords).toBe(200);
+    for (const p of CRASH_POINTS) {
+      expect(report.byPoint[p].runs, p).toBeGreaterThan(0);
+      // every run was a real process killed by SIGKILL at its point
+      expect(report.byPoint[p].killed, p).toBe(report.byPoint[p].runs);
+    }
+    expect(report.results.every((r) => r.exit === 'SIGKILL' && r.finalStatus === 'done' && r.providerRecords === 1)).toBe(true);
+    expect(report.workersKilled).toBe(10); // 200 runs, 20 per process: 10 real processes killed
+    // killed after the provider committed or after recording: recovery adopted, never re-created
+    expect(report.results.filter((r) => r.point === 'after-result-recorded').every((r) => r.adopted)).toBe(true);
+    expect(JSON.parse(readFileSync(report.outFile, 'utf8'))).toMatchObject({ runs: 200, duplicates: 0, lost: 0, ok: true });
+  });
+
+  it('the same seed draws the same kill points', { timeout: 120_000 }, async () => {
+    const a = await runCrashDrill(options(8, 99, { perProcess: 1, batchSize: 4 }));
+    const b = await runCrashDrill(options(8, 99, { perProcess: 4 }));
+    expect(a.results.map((r) => r.point)).toEqual(b.results.map((r) => r.point));
+    expect(a.ok && b.ok).toBe(true);
+    // one process per run: every run is its own SIGKILLed process; two recovery batches
+    expect(a.workersKilled).toBe(8);
+    expect(a.recoveries).toBe(2);
+    expect(b.workersKilled).toBe(2);
+  });
+
+  it('refuses bad options with clear errors', async () => {
+    await expect(runCrashDrill(options(0, 1))).rejects.toThrow(/runs must be a positive integer/);
+    await expect(runCrashDrill({ ...options(1, 1), adapterModule: 'relative.mjs' })).rejects.toThrow(/absolute path/);
+    await expect(runCrashDrill({ ...options(1, 1), points: ['after-lunch' as never] })).rejects.toThrow(/unknown crash point 'after-lunch'/);
+  });
+});
