@@ -50,6 +50,7 @@ function stripeCard(spec: {
   intentRule: string;
   lookup: { delay: '1h' | null; delaySource: string };
   reconciler: string;
+  unverified?: RetrySafetyCard['unverified'];
 }): RetrySafetyCard {
   return {
     cardVersion: 1,
@@ -126,9 +127,19 @@ function stripeCard(spec: {
     unverified: [
       { field: 'providerKey.scope', condition: 'whether a key is unique per account or per account and endpoint', source: `${S.providersMd}: "Scope (account/endpoint): unknown"` },
       { field: 'providerKey.charset', condition: 'which characters Stripe accepts in Idempotency-Key (undocumented; the adapter sends only A-Za-z0-9._:/-)', source: S.idempotency },
+      ...(spec.unverified ?? []),
     ],
   };
 }
+
+/** The Search page bounds the normal lag (< 1 min) but, as read here, not the outage lag; the 1 h figure is providers.md's. */
+const SEARCH_OUTAGE_BOUND = [
+  {
+    field: 'lookup.consistencyDelay',
+    condition: 'the 1 h outage bound is taken from providers.md; the Search page as read for this adapter says data is searchable "in under 1 minute" normally and "could be delayed during an outage", with no stated bound',
+    source: S.search,
+  },
+] as const;
 
 const SEARCH_DELAY_SOURCE = `${S.search}: Search API normally < 1 min behind, up to 1 h during outages; the adapter treats a miss as "cannot tell" until 24 h + 1 h after the first dispatch`;
 const LIST_SOURCE = `${S.refundsList} (refunds have no Search API; list APIs are not delayed, ${S.search})`;
@@ -146,6 +157,7 @@ export const customersCreateCard = defineCard(
     intentRule: 'derived from intent field customerRef (the caller\'s own id for the customer), or supplied by the caller; written to metadata.retrysafe_operation_id',
     lookup: { delay: '1h', delaySource: SEARCH_DELAY_SOURCE },
     reconciler: searchReconciler('customers'),
+    unverified: SEARCH_OUTAGE_BOUND,
   }),
 );
 
@@ -158,6 +170,7 @@ export const paymentIntentsCreateCard = defineCard(
     intentRule: 'derived from intent fields customer, amount, currency, orderRef, or supplied by the caller; written to metadata.retrysafe_operation_id',
     lookup: { delay: '1h', delaySource: SEARCH_DELAY_SOURCE },
     reconciler: searchReconciler('paymentIntents'),
+    unverified: SEARCH_OUTAGE_BOUND,
   }),
 );
 
@@ -170,6 +183,7 @@ export const invoicesCreateCard = defineCard(
     intentRule: 'derived from intent fields customer, invoiceRef, or supplied by the caller; written to metadata.retrysafe_operation_id',
     lookup: { delay: '1h', delaySource: SEARCH_DELAY_SOURCE },
     reconciler: searchReconciler('invoices'),
+    unverified: SEARCH_OUTAGE_BOUND,
   }),
 );
 
