@@ -41,6 +41,29 @@ describe('lost response', () => {
   });
 });
 
+describe('two workers without a shared ledger', () => {
+  it('Stripe\'s key is the last line: the second gets 409 idempotency_key_in_use, polls with the same key and adopts the first one\'s object', async () => {
+    const sandbox = await startStripeSandbox({ processingMs: 300 }); // real time: a window for the concurrent request
+    closers.push(() => sandbox.close());
+    const adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 5000 });
+    const params = { customer: 'cus_fixture', amount: 4200, currency: 'eur', orderRef: 'two-workers' };
+    const policy = { baseMs: 100, capMs: 500 };
+    const [a, b] = await Promise.all([
+      createRunner({ ledger: createMemoryLedger(), policy, owner: 'machine-a' }).run(adapter, 'paymentIntents.create', { params }),
+      createRunner({ ledger: createMemoryLedger(), policy, owner: 'machine-b' }).run(adapter, 'paymentIntents.create', { params }),
+    ]);
+    expect(a.status).toBe('done');
+    expect(b.status).toBe('done');
+    if (a.status !== 'done' || b.status !== 'done') return;
+    expect(a.providerRef).toBe(b.providerRef);
+    expect(sandbox.count('paymentIntents.create')).toBe(1);
+    const results = sandbox.requests().map((r) => r.result);
+    expect(results.filter((r) => r === 'executed')).toHaveLength(1);
+    expect(results).toContain('in-progress');
+    expect(results.at(-1)).toBe('replayed');
+  });
+});
+
 describe('receipts', () => {
   it('carry the key, status and Request-Id, but neither the API key nor the customer\'s email', async () => {
     const { clock, sandbox, ledger } = await setup();
