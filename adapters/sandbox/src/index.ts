@@ -6,3 +6,5 @@ export { sandboxCreateCard, SANDBOX_PROVIDER, SANDBOX_KEY_RULE } from './sandbox
 export type { SandboxLimits } from './sandbox-cards.js';
 export { startSandboxServer } from './sandbox-server.js';
 export type { SandboxServer, SandboxServerOptions } from './sandbox-server.js';
+export { drills, sandboxDrill, sandboxDrillOperation, REPLAYING_BEHAVIOUR, FORGETFUL_BEHAVIOUR } from './sandbox-drills.js';
+export type { SandboxDrill, SandboxDrillOperation } from './sandbox-drills.js';

@@ -1,0 +1,68 @@
+import type { AdapterV1 } from '@retrysafe/contract';
+import { createSandboxAdapter } from './sandbox-adapter.js';
+import { createSandboxProvider, type SandboxBehaviour } from './sandbox-provider.js';
+import { startSandboxServer } from './sandbox-server.js';
+
+/**
+ * Drill setups in the shape `@retrysafe/testkit/conformance` takes (`ConformanceOptions`), declared
+ * structurally so this package depends only on the contract. The CLI's `retrysafe drill` runs these.
+ */
+export interface SandboxDrill {
+  readonly name: string;
+  createAdapter(ctx: { readonly baseUrl: string; readonly timeoutMs: number }): AdapterV1;
+  startSandbox(ctx: { readonly clock: { now(): number; sleep(ms: number): Promise<void> } }): Promise<{
+    readonly url: string;
+    count(operation: string): number;
+    close(): Promise<void>;
+    expireKeys(): void;
+  }>;
+  readonly operations: Readonly<Record<string, SandboxDrillOperation>>;
+}
+
+type StatusFault = { readonly kind: 'status'; readonly status: number; readonly retryAfterS?: number; readonly body?: unknown };
+
+export interface SandboxDrillOperation {
+  params(i: number): unknown;
+  changeIntent(params: unknown): unknown;
+  readonly faults: { readonly permanent: StatusFault; readonly transient?: StatusFault; readonly rateLimited?: StatusFault; readonly inProgress?: StatusFault };
+}
+
+/** The sandbox as an IETF Idempotency-Key provider: replays for 24 h, 422 on mismatch, 409 while in flight, lookup by key. */
+export const REPLAYING_BEHAVIOUR: SandboxBehaviour = Object.freeze({ replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' });
+/** The sandbox as a provider that stores nothing and offers no lookup: every re-send is a new record. */
+export const FORGETFUL_BEHAVIOUR: SandboxBehaviour = Object.freeze({ replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'none' });
+
+const intentFields = ['ref', 'amount'] as const;
+
+export const sandboxDrillOperation: SandboxDrillOperation = {
+  params: (i) => ({ ref: `order-${i}`, amount: 100 + i }),
+  changeIntent: (p) => ({ ...(p as Record<string, unknown>), amount: Number((p as { amount: number }).amount) + 1 }),
+  faults: {
+    permanent: { kind: 'status', status: 400, body: { error: { code: 'invalid_request', message: 'amount must be positive' } } },
+    transient: { kind: 'status', status: 429, body: { error: { code: 'rate_limited', message: 'slow down' } } },
+    rateLimited: { kind: 'status', status: 429, retryAfterS: 2, body: { error: { code: 'rate_limited', message: 'slow down' } } },
+    inProgress: { kind: 'status', status: 409, retryAfterS: 1, body: { error: { code: 'idempotency_key_in_use', message: 'in flight' } } },
+  },
+};
+
+/** A drill setup for the sandbox with `behaviour`, over real loopback HTTP. */
+export function sandboxDrill(name: string, behaviour: SandboxBehaviour): SandboxDrill {
+  return {
+    name,
+    createAdapter: ({ baseUrl, timeoutMs }) => createSandboxAdapter({ baseUrl, timeoutMs, behaviour, intentFields }),
+    startSandbox: async ({ clock }) => {
+      const provider = createSandboxProvider({ ...behaviour, clock: clock.now, sleep: clock.sleep });
+      const server = await startSandboxServer({ provider, port: 0 });
+      return {
+        url: server.url,
+        count: () => provider.count(),
+        close: () => server.close(),
+        expireKeys: () => provider.advance((behaviour.retentionMs ?? 0) + 1),
+      };
+    },
+    operations: { 'records.create': sandboxDrillOperation },
+  };
+}
+
+/** What `retrysafe drill --adapter sandbox` runs: a replaying provider and a forgetful one. */
+export const drills: readonly SandboxDrill[] = [sandboxDrill('sandbox-replaying', REPLAYING_BEHAVIOUR), sandboxDrill('sandbox-forgetful', FORGETFUL_BEHAVIOUR)];
