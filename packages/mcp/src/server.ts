@@ -1,0 +1,109 @@
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { AdapterV1, Ledger } from '@retrysafe/contract';
+import type { Runner } from '@retrysafe/core';
+import { agentTools, callAgentTool, operationStatus, pendingHandoffs, type AgentToolDefinition } from './agent-tools.js';
+
+export interface McpServerOptions {
+  readonly runner: Runner;
+  readonly ledger: Ledger;
+  readonly adapters: readonly AdapterV1[];
+  /** Tool names to expose (`<provider>.<operation>`); default all. */
+  readonly operations?: readonly string[];
+  readonly name?: string;
+  readonly version?: string;
+}
+
+const STATUS_TOOL = 'retrysafe_status';
+const HANDOFFS_TOOL = 'retrysafe_handoffs';
+
+const RESULT_SCHEMA = {
+  type: 'object',
+  properties: {
+    status: { type: 'string', enum: ['done', 'in-progress', 'needs-human', 'conflict', 'invalid-input'] },
+    businessOperationId: { type: 'string' },
+    message: { type: 'string' },
+  },
+  required: ['status', 'message'],
+} as const;
+
+function reply(structured: Record<string, unknown>, isError = false) {
+  return { content: [{ type: 'text' as const, text: JSON.stringify(structured, null, 2) }], structuredContent: structured, ...(isError ? { isError: true } : {}) };
+}
+
+/** An MCP server whose tools are retrysafe operations (plus status and handoff lookups). */
+export function createRetrysafeMcpServer(options: McpServerOptions): Server {
+  const tools = agentTools(options.adapters, options.operations);
+  const byName = new Map<string, AgentToolDefinition>(tools.map((t) => [t.name, t]));
+  const server = new Server({ name: options.name ?? 'retrysafe', version: options.version ?? '0.1.0' }, { capabilities: { tools: {} } });
+
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: [
+      ...tools.map((t) => ({ name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema as { type: 'object' }, outputSchema: RESULT_SCHEMA as unknown as { type: 'object' }, annotations: t.annotations })),
+      {
+        name: STATUS_TOOL,
+        title: 'retrysafe: operation status',
+        description: 'Looks up one business operation by its id (as returned by an operation tool): its state, provider reference, result, or the handoff a person must resolve.',
+        inputSchema: { type: 'object' as const, properties: { businessOperationId: { type: 'string' } }, required: ['businessOperationId'] },
+        annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false },
+      },
+      {
+        name: HANDOFFS_TOOL,
+        title: 'retrysafe: pending handoffs',
+        description: 'Lists operations waiting for a person, with why they stopped and which next actions are safe.',
+        inputSchema: { type: 'object' as const, properties: {} },
+        annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false },
+      },
+    ],
+  }));
+
+  server.setRequestHandler(CallToolRequestSchema, async (req) => {
+    const { name, arguments: args } = req.params;
+    if (name === STATUS_TOOL) {
+      const id = (args as { businessOperationId?: unknown } | undefined)?.businessOperationId;
+      if (typeof id !== 'string') return reply({ status: 'invalid-input', message: 'businessOperationId (string) is required' }, true);
+      try {
+        return reply(await operationStatus(options.ledger, id));
+      } catch (e) {
+        return reply({ status: 'invalid-input', message: (e as Error).message }, true);
+      }
+    }
+    if (name === HANDOFFS_TOOL) return reply({ handoffs: await pendingHandoffs(options.ledger) });
+    const tool = byName.get(name);
+    if (!tool) return reply({ status: 'invalid-input', message: `unknown tool ${name}` }, true);
+    const result = await callAgentTool(options.runner, tool, args);
+    return reply(result as unknown as Record<string, unknown>, result.status === 'conflict' || result.status === 'invalid-input');
+  });
+  return server;
+}
+
+export async function serveStdio(server: Server): Promise<void> {
+  await server.connect(new StdioServerTransport());
+}
+
+/** Streamable HTTP on a loopback address only (stateless: one transport per request). */
+export async function serveHttp(makeServer: () => Server, opts: { host?: string; port?: number } = {}): Promise<{ url: string; close(): Promise<void>; http: HttpServer }> {
+  const host = opts.host ?? '127.0.0.1';
+  if (!['127.0.0.1', '::1', 'localhost'].includes(host)) throw new Error(`refusing to listen on ${host}: the MCP HTTP transport binds to loopback only`);
+  const http = createHttpServer(async (req, res) => {
+    if (req.url !== '/mcp') {
+      res.writeHead(404).end();
+      return;
+    }
+    const server = makeServer();
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    await server.connect(transport);
+    await transport.handleRequest(req, res);
+  });
+  await new Promise<void>((resolve) => http.listen(opts.port ?? 0, host, resolve));
+  const { port } = http.address() as AddressInfo;
+  return { url: `http://${host === '::1' ? '[::1]' : host}:${port}/mcp`, http, close: () => new Promise((resolve) => http.close(() => resolve())) };
+}

@@ -1,0 +1,107 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { startStripeSandbox, type StripeSandbox } from '@retrysafe/stripe/sandbox';
+import { startFaultProxy, type Fault, type FaultProxy } from '@retrysafe/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// A scripted agent talks to the real retrysafe MCP server (a child process, over stdio, with the
+// real MCP client). The server drives the real stripe SDK → fault proxy → loopback Stripe sandbox.
+const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
+let sandbox: StripeSandbox;
+let proxy: FaultProxy;
+let client: Client;
+let nextFaults: Fault[] = [];
+let stderr = '';
+
+type ToolAnswer = { status: string; businessOperationId?: string; providerRef?: string | null; adopted?: boolean; result?: { id?: string; amount?: number }; handoff?: { reason: string; safeNextActions: { action: string; safe: boolean }[] }; message: string };
+const call = async (name: string, args: Record<string, unknown>, timeout?: number) => {
+  const r = await client.callTool({ name, arguments: args }, undefined, timeout ? { timeout } : undefined);
+  return r.structuredContent as ToolAnswer;
+};
+const paymentIntents = () => sandbox.records().filter((r) => r.kind === 'payment_intent' && !r.fixture);
+
+beforeAll(async () => {
+  sandbox = await startStripeSandbox({ port: 0 });
+  proxy = await startFaultProxy({ target: sandbox.url, faults: () => nextFaults.shift() ?? 'pass' });
+  const dir = mkdtempSync(join(tmpdir(), 'retrysafe-mcp-'));
+  const config = join(dir, 'retrysafe.json');
+  writeFileSync(config, JSON.stringify({
+    ledger: './ledger.db',
+    adapters: { stripe: { apiKeyEnv: 'RS_STRIPE_KEY', baseUrl: proxy.url, timeoutMs: 400 } },
+    policy: { baseMs: 5, capMs: 20, waitForOtherMs: 20_000 },
+    operations: ['stripe.paymentIntents.create', 'stripe.customers.create'],
+  }));
+  const transport = new StdioClientTransport({ command: process.execPath, args: [bin, '--config', config], env: { PATH: process.env.PATH ?? '', RS_STRIPE_KEY: 'sk_test_mcp_agent' }, stderr: 'pipe' });
+  transport.stderr?.on('data', (d) => (stderr += String(d)));
+  client = new Client({ name: 'scripted-agent', version: '1.0.0' });
+  await client.connect(transport);
+}, 60_000);
+
+afterAll(async () => {
+  await client?.close();
+  await proxy?.close();
+  await sandbox?.close();
+});
+
+describe('retrysafe MCP server over stdio', () => {
+  it('lists the configured operations with card-derived hints and retry guidance, plus status and handoffs', async () => {
+    const { tools } = await client.listTools();
+    const names = tools.map((t) => t.name).sort();
+    expect(names).toEqual(['retrysafe_handoffs', 'retrysafe_status', 'stripe.customers.create', 'stripe.paymentIntents.create']);
+    const pi = tools.find((t) => t.name === 'stripe.paymentIntents.create')!;
+    expect(pi.annotations?.idempotentHint).toBe(true); // Stripe replays the stored result for the same key
+    expect(pi.annotations?.destructiveHint).toBe(true);
+    expect(pi.description).toMatch(/derived from the intent fields/);
+    expect(pi.description).toMatch(/call again with the same arguments/);
+    expect(pi.inputSchema.type).toBe('object');
+  });
+
+  it('a lost response, then the agent re-calls with a new request id and re-ordered, re-formatted arguments ⇒ the first result, 1 record', async () => {
+    // the first request reaches Stripe and commits, but its answer is held past every timeout
+    nextFaults = [{ kind: 'delay', ms: 3_000 }];
+    const args = { customer: 'cus_fixture', amount: 1500, currency: 'eur', orderRef: 'A-17' };
+    await expect(call('stripe.paymentIntents.create', args, 250)).rejects.toThrow(/timed out|timeout/i);
+    // the agent tries again: a new JSON-RPC request, keys in another order, the amount written as 1.5e3
+    const again = await call('stripe.paymentIntents.create', JSON.parse('{"orderRef":"A-17","currency":"eur","amount":1.5e3,"customer":"cus_fixture"}'));
+    expect(again.status).toBe('done');
+    expect(again.adopted).toBe(true);
+    expect(paymentIntents()).toHaveLength(1);
+    expect(again.providerRef).toBe(paymentIntents()[0]!.id);
+    // every request the SDK sent for it carried one and the same key
+    const keys = new Set(proxy.requests.filter((r) => r.method === 'POST').map((r) => r.headers['idempotency-key']));
+    expect(keys.size).toBe(1);
+    // and a third identical call is answered from the ledger without calling Stripe
+    const before = proxy.requests.length;
+    const third = await call('stripe.paymentIntents.create', args);
+    expect(third).toMatchObject({ status: 'done', adopted: true, providerRef: again.providerRef });
+    expect(proxy.requests.length).toBe(before);
+  });
+
+  it('the same intent with a changed amount ⇒ a structured conflict, not a second charge', async () => {
+    const before = proxy.requests.length;
+    const r = await call('stripe.paymentIntents.create', { customer: 'cus_fixture', amount: 9900, currency: 'eur', orderRef: 'A-17' });
+    expect(r.status).toBe('conflict');
+    expect(r.message).toMatch(/Nothing was sent/);
+    expect(proxy.requests.length).toBe(before);
+    expect(paymentIntents()).toHaveLength(1);
+  });
+
+  it('a permanent error ⇒ needs-human with the packet, and retrysafe_status shows it', async () => {
+    nextFaults = [{ kind: 'status', status: 400, body: { error: { type: 'invalid_request_error', code: 'parameter_invalid', message: 'Invalid currency: zzz' } } }];
+    const r = await call('stripe.paymentIntents.create', { customer: 'cus_fixture', amount: 700, currency: 'zzz', orderRef: 'B-9' });
+    expect(r.status).toBe('needs-human');
+    expect(r.handoff?.reason).toBe('rejected');
+    expect(r.handoff?.safeNextActions.map((a) => a.action)).toEqual(expect.arrayContaining(['resume', 'mark-done', 'abandon']));
+    const status = await call('retrysafe_status', { businessOperationId: r.businessOperationId! });
+    expect(status).toMatchObject({ found: true, state: 'handed-off', businessOperationId: r.businessOperationId });
+    const handoffs = (await client.callTool({ name: 'retrysafe_handoffs', arguments: {} })).structuredContent as { handoffs: { businessOperationId: string }[] };
+    expect(handoffs.handoffs.map((h) => h.businessOperationId)).toContain(r.businessOperationId);
+    // the secret key never reaches the agent
+    expect(JSON.stringify([r, status, handoffs])).not.toContain('sk_test_mcp_agent');
+    expect(stderr).not.toContain('sk_test_mcp_agent');
+  });
+});
