@@ -11,7 +11,7 @@ let adapter: MsGraphAdapter;
 
 beforeEach(async () => {
   sandbox = await startMsGraphSandbox({ accessToken: TOKEN, users: ['alice@contoso.test'] });
-  adapter = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: sandbox.url, timeoutMs: 1_000 });
+  adapter = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: sandbox.url, timeoutMs: 5_000 });
 });
 afterEach(async () => {
   await sandbox.close();
@@ -111,7 +111,7 @@ describe.each(OPS)('$op: every HTTP status row maps to one outcome, with status,
   });
 
   it('401 from a wrong token ⇒ rejected (authentication)', async () => {
-    const wrong = createMsGraphAdapter({ accessToken: () => 'wrong', baseUrl: sandbox.url, timeoutMs: 1_000 });
+    const wrong = createMsGraphAdapter({ accessToken: () => 'wrong', baseUrl: sandbox.url, timeoutMs: 5_000 });
     const out = await wrong.doExecute(op, params(), execCtx('auth-1', wrong.deriveProviderKey(op, execCtx('auth-1').businessOperationId)));
     expect(out).toMatchObject({ kind: 'rejected', reason: 'authentication', status: 401, code: 'InvalidAuthenticationToken' });
     expect(sandbox.count(kind)).toBe(0);
@@ -133,7 +133,7 @@ describe.each(OPS)('$op: every HTTP status row maps to one outcome, with status,
   });
 
   it('connection refused ⇒ not-applied (the request never left)', async () => {
-    const nowhere = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: await closedPortUrl(), timeoutMs: 1_000 });
+    const nowhere = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: await closedPortUrl(), timeoutMs: 5_000 });
     const out = await nowhere.doExecute(op, params(), execCtx('refused-1', nowhere.deriveProviderKey(op, execCtx('refused-1').businessOperationId)));
     expect(out).toMatchObject({ kind: 'not-applied' });
     expect((out as { message: string }).message).toContain('ECONNREFUSED');

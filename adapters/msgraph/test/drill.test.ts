@@ -12,11 +12,13 @@ let clock: VirtualClock;
 let sandbox: MsGraphSandbox;
 let adapter: MsGraphAdapter;
 let packets: HandoffPacket[];
+const CLIENT_TIMEOUT_MS = 2_000;
 
 async function setup(options: MsGraphSandboxOptions = {}, policy: PolicyOverrides = {}) {
   clock = createVirtualClock();
   sandbox = await startMsGraphSandbox({ accessToken: TOKEN, now: () => clock.now(), ...options });
-  adapter = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: sandbox.url, timeoutMs: 300 });
+  // generous client timeout: a loaded CI machine must not turn a lookup into "cannot tell"
+  adapter = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: sandbox.url, timeoutMs: CLIENT_TIMEOUT_MS });
   packets = [];
   return createRunner({
     ledger: createMemoryLedger(),
@@ -70,7 +72,7 @@ describe('mail.send: lost sendMail response', () => {
   });
 
   it('the answer is held past the client timeout ⇒ unknown ⇒ found by lookup, 0 resends', async () => {
-    const runner = await setup({ faults: { 'mail.send': [{ kind: 'delay', ms: 1_500 }] } });
+    const runner = await setup({ faults: { 'mail.send': [{ kind: 'delay', ms: CLIENT_TIMEOUT_MS * 3 }] } });
     const r = await runner.run(adapter, 'mail.send', { params: mailParams(4) });
     expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1 });
     expect(sandbox.requestCount('mail.send')).toBe(1);
