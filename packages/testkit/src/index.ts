@@ -4,3 +4,26 @@ export { runCrashDrill, CRASH_POINTS } from './crash-drill.js';
 export type { CrashDrillOptions, CrashDrillReport, CrashDrillSandbox, CrashRunResult, CrashPoint } from './crash-drill.js';
 export { createDrillClock, seededRandom } from './drill-clock.js';
 export type { DrillClock } from './drill-clock.js';
+// The drill without vitest (for the CLI's `retrysafe drill` and scripts); `./conformance` adds runConformance.
+export { runDrill, runScenario, createDrillContext, writeSummary, disposeDrillContext, SCENARIO_TITLES } from './drill.js';
+export type { DrillContext } from './drill.js';
+export { criteriaFor, readCard, skipReason } from './criteria.js';
+export type { CardAbilities } from './criteria.js';
+export { SCENARIOS } from './drill-types.js';
+export type {
+  ConformanceOptions,
+  CountCriterion,
+  DrillOperation,
+  DrillOptions,
+  DrillOutcome,
+  DrillPolicy,
+  DrillReport,
+  DrillSandbox,
+  DrillSummary,
+  ObservedValues,
+  OperationFaults,
+  PassCriteria,
+  ScenarioId,
+  ScenarioResult,
+  ScenarioSkip,
+} from './drill-types.js';
