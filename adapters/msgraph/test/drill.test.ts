@@ -71,6 +71,15 @@ describe('mail.send: lost sendMail response', () => {
     for (const pii of ['customer3@example.test', 'Invoice 3 reminder', 'Please pay invoice 3']) expect(text).not.toContain(pii);
   });
 
+  it('the Sent Items search is throttled (429 + Retry-After) ⇒ the runner waits and searches again, then adopts; 0 resends', async () => {
+    const runner = await setup({ faults: { 'mail.send': ['drop-response'], 'mail.lookup': [{ kind: 'status', status: 429, retryAfterS: 5 }] } });
+    const r = await runner.run(adapter, 'mail.send', { params: mailParams(11) });
+    expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1 });
+    expect(sandbox.requestCount('mail.lookup')).toBe(2);
+    expect(sandbox.requestCount('mail.send')).toBe(1);
+    expect(clock.sleeps).toContain(5_000);
+  });
+
   it('the answer is held past the client timeout ⇒ unknown ⇒ found by lookup, 0 resends', async () => {
     const runner = await setup({ faults: { 'mail.send': [{ kind: 'delay', ms: CLIENT_TIMEOUT_MS * 3 }] } });
     const r = await runner.run(adapter, 'mail.send', { params: mailParams(4) });
