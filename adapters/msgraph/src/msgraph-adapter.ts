@@ -153,12 +153,12 @@ export function createMsGraphAdapter(options: MsGraphAdapterOptions): MsGraphAda
       );
       if (sent.kind === 'no-answer') return sent.stage === 'token' ? outcomeFromTokenError(sent.error) : outcomeFromNetworkError(sent.error);
       if (sent.kind === 'unreadable') {
-        const refs = refsOf({ status: sent.status, headers: sent.headers, body: null });
+        // The status line arrived, the body did not: a 2xx is applied but its id was lost; any other status still classifies.
+        const answer = { status: sent.status, headers: sent.headers, body: null };
         if (sent.status >= 200 && sent.status < 300) {
-          return { kind: 'unknown', cause: 'truncated-response', message: `HTTP ${sent.status} whose body could not be read: the effect is likely applied but its id was lost`, ...refs };
+          return { kind: 'unknown', cause: 'truncated-response', message: `HTTP ${sent.status} whose body could not be read: applied, but its id was lost`, ...refsOf(answer) };
         }
-        const o2 = outcomeFromNetworkError(sent.error);
-        return o2.kind === 'not-applied' ? { kind: 'unknown', cause: 'truncated-response', message: o2.message, ...refs } : { ...o2, ...refs };
+        return outcomeFromErrorAnswer(answer, { conflictMayMeanApplied: o.conflictMayMeanApplied });
       }
       const { answer } = sent;
       if (answer.status >= 200 && answer.status < 300) {

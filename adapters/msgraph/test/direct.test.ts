@@ -124,6 +124,13 @@ describe.each(OPS)('$op: every HTTP status row maps to one outcome, with status,
     expect(sandbox.count(kind)).toBe(1);
   });
 
+  it('status line arrives, body cut off ⇒ unknown (truncated-response), one record', async () => {
+    sandbox.setFaults(kind as SandboxKind, ['truncate-response']);
+    const out = await exec(op, params());
+    expect(out).toMatchObject({ kind: 'unknown', cause: 'truncated-response', status: op === 'mail.send' ? 202 : 201 });
+    expect(sandbox.count(kind)).toBe(1);
+  });
+
   it('answer held past the client timeout ⇒ unknown (timeout), one record', async () => {
     sandbox.setFaults(kind as SandboxKind, [{ kind: 'delay', ms: 3_000 }]);
     const fast = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: sandbox.url, timeoutMs: 150 });

@@ -18,6 +18,8 @@ export type SandboxFault =
   | 'pass'
   /** Apply the effect, then reset the socket: the client never sees the answer. */
   | 'drop-response'
+  /** Apply the effect, send the status line and half the body, then reset the socket. */
+  | 'truncate-response'
   /** Answer with this status and a Graph error body. `commit: true` applies the effect first (Graph has delivered mail with a 503/504); default false (throttled before processing). */
   | { readonly kind: 'status'; readonly status: number; readonly retryAfterS?: number; readonly code?: string; readonly commit?: boolean }
   /** Apply the effect, then hold the answer this long (past the client timeout). */
@@ -416,6 +418,13 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
       if (fault === 'drop-response') {
         logged.status = -1;
         req.socket.destroy();
+        return;
+      }
+      if (fault === 'truncate-response') {
+        const text = JSON.stringify(result.body ?? { ok: true });
+        logged.status = result.status;
+        res.writeHead(result.status, { 'request-id': requestId, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) });
+        res.write(text.slice(0, Math.floor(text.length / 2)), () => req.socket.destroy());
         return;
       }
       if (typeof fault === 'object' && fault.kind === 'delay') {
