@@ -17,6 +17,8 @@ const faults = {
 
 const options: ConformanceOptions = {
   name: 'hubspot',
+  // client timeout: above the testkit's 400 ms default so a loaded machine is not mistaken for a lost response
+  timeoutMs: 1500,
   createAdapter: ({ baseUrl, timeoutMs }) => createHubSpotAdapter({ accessToken: 'pat-na1-drill', baseUrl, timeoutMs, searchSettleMs: 5_000 }),
   startSandbox: async ({ clock }) => {
     const s = await startHubSpotSandbox({ port: 0, clock, searchIndexingDelayMs: 2_000 });

@@ -19,7 +19,8 @@ async function rig(faults: Fault[], sandboxOptions: HubSpotSandboxOptions = {}, 
   open.push(s);
   const proxy: FaultProxy = await startFaultProxy({ target: s.url, faults });
   open.push(proxy);
-  const a = adapter(proxy.url, { timeoutMs: 400, ...adapterOptions });
+  // a generous client timeout: the suite runs files in parallel on 2 cores, and only the delay fault should time out
+  const a = adapter(proxy.url, { timeoutMs: 1500, ...adapterOptions });
   const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5 });
   return { s, proxy, a, runner, clock };
 }
@@ -39,7 +40,7 @@ describe('tickets.create', () => {
   });
 
   it('lost response (client timeout after commit) ⇒ exactly one ticket', async () => {
-    const { s, a, runner } = await rig([{ kind: 'delay', ms: 2000 }]);
+    const { s, a, runner } = await rig([{ kind: 'delay', ms: 5000 }]);
     const r = await runner.run(a, 'tickets.create', { params: ticket('drill-timeout') });
     expect(r).toMatchObject({ status: 'done', adopted: true });
     expect(s.count('tickets')).toBe(1);
