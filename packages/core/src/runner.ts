@@ -152,6 +152,8 @@ interface Op {
   /** When this worker's lease runs out, as far as it knows. */
   leaseExpiresAt: number;
   readonly startedAt: number;
+  /** Taken over from a worker that died after dispatching: an inconclusive end is a crash-recovery handoff. */
+  readonly recovering: boolean;
   runAttempts: number;
   windowStartedAt: number | null;
   polls: number;
@@ -257,12 +259,12 @@ export function createRunner(options: RunnerOptions): Runner {
         }
         if (claim.takenOver) log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, base);
         // The key that may already be at the provider is the one recorded: keep using it.
-        return execute({ ...base, providerKey: record.providerKey }, record, ref, paramsFingerprint, claimInput);
+        return execute({ ...base, providerKey: record.providerKey }, record, ref, paramsFingerprint, claimInput, claim.takenOver);
       }
     }
   }
 
-  async function execute(base: OpBase, record: OperationRecord, ref: Fenced, paramsFingerprint: string, claimInput: ClaimInput): Promise<RunResult> {
+  async function execute(base: OpBase, record: OperationRecord, ref: Fenced, paramsFingerprint: string, claimInput: ClaimInput, takenOver: boolean): Promise<RunResult> {
     const prior = await ledger.receipts(base.id);
     const last = prior[prior.length - 1];
     const op: Op = {
@@ -272,6 +274,7 @@ export function createRunner(options: RunnerOptions): Runner {
       record,
       leaseExpiresAt: record.leaseExpiresAt ?? 0,
       startedAt: clock.now(),
+      recovering: takenOver && (['dispatched', 'unknown', 'reconciling', 'in-progress'] as OperationState[]).includes(record.state),
       runAttempts: 0,
       windowStartedAt: null,
       polls: 0,
@@ -501,8 +504,12 @@ export function createRunner(options: RunnerOptions): Runner {
     return { status: 'done', businessOperationId: op.id, result, providerRef, adopted, attempts: op.record.attemptCount, receipts: await ledger.receipts(op.id) };
   }
 
-  async function handOff(op: Op, decision: Extract<Decision, { action: 'handoff' }>): Promise<RunResult> {
+  async function handOff(op: Op, decided: Extract<Decision, { action: 'handoff' }>): Promise<RunResult> {
     const now = clock.now();
+    const decision =
+      op.recovering && decided.reason === 'unknown-no-safe-resend'
+        ? { ...decided, reason: 'crash-recovery-inconclusive' as const, why: `a worker stopped after dispatching; ${decided.why}` }
+        : decided;
     const receipts = await ledger.receipts(op.id);
     const error = decision.reason === 'retry-exhausted' ? new RetryExhaustedError(op.redactor.text(decision.why), receipts.filter((r) => r.kind === 'dispatch' || r.kind === 'resend').map((r) => r.attemptId)) : undefined;
     const explanation = op.redactor.text(error ? error.message : decision.why);
@@ -620,7 +627,7 @@ export function createRunner(options: RunnerOptions): Runner {
         continue;
       }
       log('info', 'recover', `reconciling from ${claim.record.state}`, base);
-      const result = await execute(base, claim.record, { businessOperationId: record.businessOperationId, fence: claim.record.fence }, record.paramsFingerprint, claimInput);
+      const result = await execute(base, claim.record, { businessOperationId: record.businessOperationId, fence: claim.record.fence }, record.paramsFingerprint, claimInput, claim.takenOver);
       const after = await ledger.get(record.businessOperationId);
       const action: RecoverReport['action'] = result.status === 'done' ? (result.adopted ? 'adopted' : 'completed') : result.status;
       reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: after?.state ?? record.state, action, result });
@@ -663,7 +670,7 @@ export function createRunner(options: RunnerOptions): Runner {
         prevHash: last?.hash ?? null,
       });
       await ledger.appendReceipt(ref, resumeReceipt);
-      return execute(base, claim.record, ref, record.paramsFingerprint, claimInput);
+      return execute(base, claim.record, ref, record.paramsFingerprint, claimInput, false);
     }
     if (resolution?.action !== 'mark-done' && resolution?.action !== 'abandon') throw new InvalidStateError(id, record.state, `unknown resolution ${JSON.stringify((resolution as { action?: unknown })?.action)}`);
     const providerRef = resolution.action === 'mark-done' ? resolution.providerRef : undefined;

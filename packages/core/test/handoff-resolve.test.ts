@@ -142,6 +142,24 @@ describe('runner.recover (in process)', () => {
     expect(r).toMatchObject({ status: 'done', adopted: true, providerRef: provider.records()[0]!.id });
   });
 
+  it('a dead worker\'s dispatch that cannot be reconciled (no lookup, no replay) is handed off as crash-recovery-inconclusive, never re-sent', async () => {
+    const { provider, adapter, runner, ledger, clock } = setup({ replays: false, retentionMs: null, lookup: 'none' });
+    const { fingerprint, businessOperationId } = await import('@retrysafe/contract');
+    const spec = adapter.operations['records.create']!;
+    const intent = { ref: 'dead-2' };
+    const id = businessOperationId(spec.card.operation, intent);
+    const key = adapter.deriveProviderKey('records.create', id);
+    await ledger.claim({ businessOperationId: id, provider: 'sandbox', operation: spec.card.operation, intentFingerprint: fingerprint({ operation: spec.card.operation, intent }), paramsFingerprint: fingerprint(intent), params: intent, providerKey: key, owner: 'dead', leaseMs: 1000, now: clock.now() });
+    await ledger.markDispatched({ businessOperationId: id, fence: 1 }, clock.now());
+    await provider.execute({ key, params: intent });
+    clock.advance(1001);
+    const [report] = await runner.recover({ adapters: [adapter] });
+    expect(report).toMatchObject({ from: 'dispatched', to: 'handed-off', action: 'handed-off' });
+    expect(report!.result?.status === 'handed-off' && report!.result.packet.reason).toBe('crash-recovery-inconclusive');
+    expect(provider.calls()).toBe(1);
+    expect(provider.count()).toBe(1);
+  });
+
   it('skips operations whose adapter was not given', async () => {
     const { adapter, runner, ledger, clock } = setup();
     const c = await ledger.claim({ businessOperationId: 'other-1' as never, provider: 'elsewhere', operation: 'elsewhere.x', intentFingerprint: 'i', paramsFingerprint: 'p', params: {}, providerKey: null, owner: 'dead', leaseMs: 10, now: clock.now() });

@@ -1,4 +1,5 @@
-import { createMemoryLedger } from '@retrysafe/core';
-import { ledgerSuite } from '@retrysafe/core/ledger-suite';
+// The suite through the main entry point (lazy import of vitest); ledger-sqlite.test.ts uses the
+// `@retrysafe/core/ledger-suite` subpath, so both ways of loading it are exercised.
+import { createMemoryLedger, ledgerSuite } from '@retrysafe/core';
 
-ledgerSuite({ name: 'memory', create: () => createMemoryLedger() });
+await ledgerSuite({ name: 'memory', create: () => createMemoryLedger() });
