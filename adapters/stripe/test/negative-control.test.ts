@@ -3,7 +3,7 @@ import { runDrill } from '@retrysafe/testkit/conformance';
 import Stripe from 'stripe';
 import { describe, expect, it } from 'vitest';
 import { classifyStripeError, classifyStripeResult, createStripeAdapter, stripeOperations } from '../src/index.js';
-import { drillOperations, startDrillSandbox } from './drill-setup.js';
+import { startStripeDrillSandbox as startDrillSandbox, stripeDrillOperations as drillOperations } from '../src/sandbox/index.js';
 
 // Negative control: the same operations and error mapping, but the SDK client left as stripe-node
 // builds it (maxNetworkRetries 2, its own closed-connection retry). The drill must notice the extra

@@ -9,3 +9,12 @@ export {
   type SandboxFault,
 } from './stripe-sandbox.js';
 export { parseSearchQuery, SearchQueryError } from './search-query.js';
+export {
+  drills,
+  stripeDrill,
+  stripeDrillOperations,
+  stripeDrillFaults,
+  startStripeDrillSandbox,
+  type StripeDrill,
+  type StripeDrillOperation,
+} from './stripe-drills.js';

@@ -1,0 +1,71 @@
+import type { AdapterV1 } from '@retrysafe/contract';
+import { createStripeAdapter } from '../stripe-adapter.js';
+import { startStripeSandbox } from './stripe-sandbox.js';
+
+/**
+ * The Stripe drill setup in the shape `@retrysafe/testkit/conformance` takes (`ConformanceOptions`),
+ * declared structurally so this package depends only on the contract. `test/conformance.test.ts` and
+ * the CLI's `retrysafe drill` run exactly this: real stripe SDK → fault proxy → loopback sandbox on
+ * the runner's virtual clock.
+ */
+export interface StripeDrill {
+  readonly name: string;
+  createAdapter(ctx: { readonly baseUrl: string; readonly timeoutMs: number }): AdapterV1;
+  startSandbox(ctx: { readonly clock: { now(): number; sleep(ms: number): Promise<void> } }): Promise<{
+    readonly url: string;
+    count(operation: string): number;
+    close(): Promise<void>;
+    expireKeys(): void;
+  }>;
+  readonly operations: Readonly<Record<string, StripeDrillOperation>>;
+}
+
+type StatusFault = { readonly kind: 'status'; readonly status: number; readonly retryAfterS?: number; readonly body?: unknown };
+
+export interface StripeDrillOperation {
+  params(i: number): unknown;
+  changeIntent(params: unknown): unknown;
+  /** Stripe-shaped answers the fault proxy gives instead of forwarding. */
+  readonly faults: { readonly permanent: StatusFault; readonly transient: StatusFault; readonly rateLimited: StatusFault; readonly inProgress: StatusFault };
+}
+
+const stripeError = (status: number, error: Record<string, string>, retryAfterS?: number): StatusFault => ({
+  kind: 'status',
+  status,
+  body: { error },
+  ...(retryAfterS ? { retryAfterS } : {}),
+});
+
+/** Stripe's wire format for the four answers the drill needs. */
+export const stripeDrillFaults: StripeDrillOperation['faults'] = {
+  permanent: stripeError(400, { type: 'invalid_request_error', code: 'parameter_invalid', message: 'Invalid request (drill)' }),
+  transient: stripeError(429, { type: 'invalid_request_error', code: 'rate_limit', message: 'Too many requests (drill)' }),
+  rateLimited: stripeError(429, { type: 'invalid_request_error', code: 'rate_limit', message: 'Too many requests (drill)' }, 2),
+  inProgress: stripeError(409, { type: 'idempotency_error', code: 'idempotency_key_in_use', message: 'Another request with this key is in progress (drill)' }),
+};
+
+const change = (field: string) => (p: unknown) => ({ ...(p as Record<string, unknown>), [field]: `${String((p as Record<string, unknown>)[field])}-changed` });
+
+/** Params per operation (the sandbox's fixtures `cus_fixture` and `pi_fixture` are what they point at). */
+export const stripeDrillOperations: Readonly<Record<string, StripeDrillOperation>> = {
+  'customers.create': { params: (i) => ({ customerRef: `user-${i}`, email: `c${i}@example.test` }), changeIntent: change('customerRef'), faults: stripeDrillFaults },
+  'paymentIntents.create': { params: (i) => ({ customer: 'cus_fixture', amount: 1000 + i, currency: 'eur', orderRef: `order-${i}` }), changeIntent: change('orderRef'), faults: stripeDrillFaults },
+  'invoices.create': { params: (i) => ({ customer: 'cus_fixture', invoiceRef: `inv-${i}` }), changeIntent: change('invoiceRef'), faults: stripeDrillFaults },
+  'refunds.create': { params: (i) => ({ paymentIntent: 'pi_fixture', refundRef: `rf-${i}`, amount: 100 }), changeIntent: change('refundRef'), faults: stripeDrillFaults },
+};
+
+/** A fresh sandbox on the runner's clock, as the drill wants it. */
+export const startStripeDrillSandbox: StripeDrill['startSandbox'] = async ({ clock }) => {
+  const s = await startStripeSandbox({ port: 0, now: clock.now, sleep: clock.sleep });
+  return { url: s.url, count: (op) => s.count(op), close: () => s.close(), expireKeys: () => void s.expireKeys() };
+};
+
+export const stripeDrill: StripeDrill = {
+  name: 'stripe',
+  createAdapter: ({ baseUrl, timeoutMs }) => createStripeAdapter({ apiKey: 'sk_test_drill', baseUrl, timeoutMs }),
+  startSandbox: startStripeDrillSandbox,
+  operations: stripeDrillOperations,
+};
+
+/** What `retrysafe drill --adapter stripe` runs. */
+export const drills: readonly StripeDrill[] = [stripeDrill];
