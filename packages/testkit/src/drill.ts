@@ -474,6 +474,9 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
   if (criteria.minWaitMs !== undefined && !(waitedMs !== undefined && waitedMs >= criteria.minWaitMs)) {
     failures.push(`${label}: Retry-After not honoured: expected a wait of at least ${criteria.minWaitMs} ms before attempt 2, observed ${waitedMs ?? 'no second attempt'}`);
   }
+  if (scenario === 'lost-response-timeout' && proxyRequests[0] && proxyRequests[0].clientGaveUp === false) {
+    failures.push(`${label}: the client did not time out: the proxy held the response ${timeoutMs * 5 + 1000} ms and dropped it itself; createAdapter must pass timeoutMs (${timeoutMs} ms) to the SDK`);
+  }
   if (h.proxy.scriptErrors.length > 0) failures.push(`${label}: fault script errors: ${h.proxy.scriptErrors.join('; ')}`);
 
   return finish({

@@ -61,6 +61,8 @@ export interface ProxyRequest {
   readonly forwarded: boolean;
   /** Upstream status, when the upstream answered. */
   readonly upstreamStatus?: number;
+  /** For `delay`: true when the client gave up (closed the connection) before the hold ran out, i.e. its timeout worked. */
+  readonly clientGaveUp?: boolean;
   /** Epoch ms the request arrived (complete body). */
   readonly at: number;
   /** Free-form label set by the caller through `proxy.label` at the time the request arrived (the drill uses it to attribute requests to adapter calls). */
@@ -348,18 +350,20 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       return;
     }
     // delay: the provider committed; hold the answer past the client's timeout, then drop it.
-    await new Promise<void>((resolve) => {
+    const gaveUp = await new Promise<boolean>((resolve) => {
+      if (req.socket.destroyed) return resolve(true);
       const t = setTimeout(() => {
         timers.delete(t);
-        resolve();
+        resolve(false);
       }, fault.ms);
       timers.add(t);
       req.socket.once('close', () => {
         clearTimeout(t);
         timers.delete(t);
-        resolve();
+        resolve(true);
       });
     });
+    update(index, gen, { clientGaveUp: gaveUp });
     resetSocket(req.socket);
   }
 

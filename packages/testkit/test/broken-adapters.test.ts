@@ -67,6 +67,15 @@ describe('the drill fails broken adapters', () => {
     expect(onDisk).toMatchObject({ status: 'failed', scenario: 'transient-beyond-limit', criteria: { attemptsAtProxy: { exact: 4 } }, observed: { attemptsAtProxy: 12 } });
   });
 
+  it('an adapter that ignores the client timeout fails lost-response-timeout, naming timeoutMs', async () => {
+    const outDir = mkdtempSync(join(tmpdir(), 'drill-notimeout-'));
+    const base = sandboxDrill('no-timeout', replaying, { outDir, timeoutMs: 100 });
+    // broken: builds its client with a 60 s timeout whatever the drill asks for
+    const report = await runDrill({ ...base, createAdapter: ({ baseUrl }) => base.createAdapter({ baseUrl, timeoutMs: 60_000 }), scenarios: ['lost-response-timeout'] });
+    expect(report.ok).toBe(false);
+    expect(report.results[0]!.failures.join('\n')).toMatch(/no-timeout records\.create lost-response-timeout: the client did not time out: the proxy held the response 1500 ms and dropped it itself; createAdapter must pass timeoutMs \(100 ms\)/);
+  });
+
   it('a missing provider-shaped fault for a scenario the card says applies is a failure, not a skip', async () => {
     const outDir = mkdtempSync(join(tmpdir(), 'drill-nofault-'));
     const base = sandboxDrill('no-fault', replaying, { outDir });

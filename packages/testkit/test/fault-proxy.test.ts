@@ -92,7 +92,16 @@ describe('fault proxy', () => {
     const r = await send(proxy.url, 'POST', '/charge', '{"amount":5}', {}, 150);
     expect(r.error).toBe('CLIENT_TIMEOUT');
     expect(up.committed).toHaveLength(1);
-    expect(proxy.requests[0]).toMatchObject({ fault: { kind: 'delay', ms: 5_000 }, forwarded: true });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(proxy.requests[0]).toMatchObject({ fault: { kind: 'delay', ms: 5_000 }, forwarded: true, clientGaveUp: true });
+  });
+
+  it('delay: a client without a timeout is dropped by the proxy after the hold, and the record says so', async () => {
+    proxy = await startFaultProxy({ target: up.url, faults: [{ kind: 'delay', ms: 100 }] });
+    const r = await send(proxy.url, 'POST', '/charge', '{"amount":5}', {}, 5_000);
+    expect(r.error).toMatch(/ECONNRESET|socket hang up/);
+    expect(up.committed).toHaveLength(1);
+    expect(proxy.requests[0]).toMatchObject({ clientGaveUp: false });
   });
 
   it('status: answers by itself with Retry-After and a JSON body, never forwarding', async () => {
