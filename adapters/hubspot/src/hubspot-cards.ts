@@ -39,6 +39,12 @@ const POLICY = {
   },
 } as const;
 
+const REQUEST_ID_NOTE = {
+  field: 'ids.request',
+  condition: 'error bodies carry correlationId (documented); the X-HubSpot-Correlation-Id header the adapter reads on successful answers is not in providers.md',
+  source: SOURCES.errors,
+};
+
 const RATE_LIMITED = 'HubSpot answers 429 from its rate limiters (policyName TEN_SECONDLY_ROLLING, SECONDLY, DAILY; X-HubSpot-RateLimit-* headers)';
 
 function lookupDelay(o: HubSpotCardOptions) {
@@ -129,6 +135,7 @@ export function hubspotCards(o: HubSpotCardOptions) {
     duplicateTest: POLICY.duplicateTest,
     receipts: POLICY.receipts,
     unverified: [
+      REQUEST_ID_NOTE,
       {
         field: 'lookup.consistencyDelay',
         condition: 'how soon GET by id shows a PATCH; a stale read only causes a harmless re-send of the same values',
@@ -177,6 +184,7 @@ export function hubspotCards(o: HubSpotCardOptions) {
     duplicateTest: POLICY.duplicateTest,
     receipts: POLICY.receipts,
     unverified: [
+      REQUEST_ID_NOTE,
       ...keyUnverified(o),
       {
         field: 'concurrency',
@@ -230,6 +238,7 @@ export function hubspotCards(o: HubSpotCardOptions) {
     duplicateTest: POLICY.duplicateTest,
     receipts: POLICY.receipts,
     unverified: [
+      REQUEST_ID_NOTE,
       ...keyUnverified(o),
       {
         field: 'storedResult.semantics',
