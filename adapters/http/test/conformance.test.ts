@@ -1,47 +1,7 @@
 import { runConformance } from '@retrysafe/testkit/conformance';
-import { asyncExportsCreate, clientTokenInstancesRun, createHttpAdapter, etagDocumentsUpdate, ietfOrdersCreate, type HttpOperationSpec } from '../src/index.js';
-import { startAsyncReplySandbox, startClientTokenSandbox, startEtagSandbox, startIetfKeySandbox } from '../src/sandbox/index.js';
+import { httpDrills } from '../src/sandbox/index.js';
 
-type Sandbox = { url: string; count(kind?: string): number; close(): Promise<void>; expireKeys?(): void };
-const status = (s: number, body: unknown, retryAfterS?: number, headers?: Record<string, string>) => ({ kind: 'status' as const, status: s, body, ...(retryAfterS ? { retryAfterS } : {}), ...(headers ? { headers } : {}) });
-const problem = (type: string) => ({ type: `https://retrysafe.invalid/problems/${type}`, title: type });
-const err = (code: string) => ({ error: { code, message: code } });
-
-function drill(provider: string, op: string, spec: (p: string) => HttpOperationSpec, start: (clock: { now(): number }) => Promise<Sandbox>, params: (i: number) => Record<string, unknown>, change: string, faults: Parameters<typeof runConformance>[0]['operations'][string]['faults']) {
-  runConformance({
-    name: `http-${provider}`,
-    createAdapter: ({ baseUrl, timeoutMs }) => createHttpAdapter({ provider, baseUrl, timeoutMs, operations: { [op]: spec(provider) } }),
-    startSandbox: async ({ clock }) => {
-      const s = await start(clock);
-      return { url: s.url, count: (o) => s.count(o), close: () => s.close(), ...(s.expireKeys ? { expireKeys: () => s.expireKeys!() } : {}) };
-    },
-    operations: { [op]: { params, changeIntent: (p) => ({ ...(p as object), [change]: `${String((p as Record<string, unknown>)[change])}-changed` }), faults } },
-  });
-}
-
-drill('acme-orders', 'orders.create', ietfOrdersCreate, (clock) => startIetfKeySandbox({ port: 0, clock }), (i) => ({ customer: `cus_${i}`, sku: 'sku_1', quantity: 1, orderRef: `A-${i}` }), 'orderRef', {
-  permanent: status(400, problem('invalid-order')),
-  transient: status(429, problem('rate-limited')),
-  rateLimited: status(429, problem('rate-limited'), 2),
-  inProgress: status(409, problem('request-in-flight'), 1),
-});
-
-drill('acme-exports', 'exports.create', asyncExportsCreate, (clock) => startAsyncReplySandbox({ port: 0, clock, retryAfterS: 1 }), (i) => ({ dataset: `sales-${i}`, format: 'csv', requestRef: `R-${i}` }), 'requestRef', {
-  permanent: status(400, err('InvalidRequest')),
-  transient: status(429, err('TooManyRequests')),
-  rateLimited: status(429, err('TooManyRequests'), 2),
-  // accepted, but the Location header did not survive: the adapter must find the status resource itself
-  inProgress: status(202, { status: 'running' }, 1),
-});
-
-drill('acme-docs', 'documents.update', etagDocumentsUpdate, () => startEtagSandbox({ port: 0, documents: Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`doc-${i}`, { title: 'Draft', body: '' }])) }), (i) => ({ id: `doc-${i}`, etag: '"g1"', title: `Final ${i}`, body: 'Signed.' }), 'title', {
-  permanent: status(400, err('invalid')),
-  transient: status(429, err('rateLimitExceeded')),
-  rateLimited: status(429, err('rateLimitExceeded'), 2),
-});
-
-drill('acme-compute', 'instances.run', clientTokenInstancesRun, (clock) => startClientTokenSandbox({ port: 0, clock }), (i) => ({ imageId: 'ami-0abcdef12', instanceType: 't3.micro', launchRef: `L-${i}` }), 'launchRef', {
-  permanent: status(400, { __type: 'InvalidParameterValue', message: 'InvalidParameterValue' }),
-  transient: status(503, { __type: 'RequestLimitExceeded', message: 'RequestLimitExceeded' }),
-  rateLimited: status(503, { __type: 'RequestLimitExceeded', message: 'RequestLimitExceeded' }, 2),
-});
+// The shared drill for one operation of each pattern (IETF key, async request-reply, ETag, client
+// token): axios → fault proxy → the pattern's loopback sandbox. src/sandbox/http-drills.ts holds the
+// setups; the CLI's `retrysafe drill` runs the same ones.
+for (const drill of httpDrills) runConformance(drill);
