@@ -120,9 +120,9 @@ export const customersCreate: StripeOperation = {
 
 export const paymentIntentsCreate: StripeOperation = {
   name: 'paymentIntents.create',
-  description: 'Create (and optionally confirm) a PaymentIntent (POST /v1/payment_intents) once per customer, amount, currency and orderRef.',
+  description: 'Create (and optionally confirm) a PaymentIntent (POST /v1/payment_intents) once per customer and orderRef; the same order with another amount or currency is a conflict, not a second charge.',
   card: stripeCards['paymentIntents.create'],
-  intentFields: ['customer', 'amount', 'currency', 'orderRef'],
+  intentFields: ['customer', 'orderRef'],
   sensitiveFields: ['paymentMethod'],
   paramsSchema: schema(
     {

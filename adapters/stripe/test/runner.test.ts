@@ -1,4 +1,4 @@
-import { fingerprint, pickIntent } from '@retrysafe/contract';
+import { ConflictError, fingerprint, pickIntent } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { startFaultProxy } from '@retrysafe/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -61,6 +61,24 @@ describe('two workers without a shared ledger', () => {
     expect(results.filter((r) => r === 'executed')).toHaveLength(1);
     expect(results).toContain('in-progress');
     expect(results.at(-1)).toBe('replayed');
+  });
+});
+
+describe('the order names the payment', () => {
+  it('the same order with a changed amount never becomes a second charge: nothing is sent, one object', async () => {
+    const { clock, sandbox, ledger } = await setup();
+    const adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 2000 });
+    const runner = createRunner({ ledger, clock });
+    const first = await runner.run(adapter, 'paymentIntents.create', { params: { customer: 'cus_fixture', amount: 1500, currency: 'eur', orderRef: 'A-17' } });
+    expect(first.status).toBe('done');
+    const posts = sandbox.requestCount({ method: 'POST' });
+    const second = await runner
+      .run(adapter, 'paymentIntents.create', { params: { customer: 'cus_fixture', amount: 9900, currency: 'eur', orderRef: 'A-17' } })
+      .catch((e: unknown) => e);
+    // the runner refuses it (ConflictError) or hands back the existing payment; either way the same business operation
+    expect(ConflictError.isInstance(second) || (second as { businessOperationId?: string }).businessOperationId === first.businessOperationId).toBe(true);
+    expect(sandbox.requestCount({ method: 'POST' })).toBe(posts);
+    expect(sandbox.count('paymentIntents.create')).toBe(1);
   });
 });
 
