@@ -118,6 +118,6 @@ if (only.has('rss')) {
     child.stdout.on('data', (d) => (out += d));
     child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').at(-1))) : reject(new Error(`rss run exited with ${code}`))));
   });
-  console.log(`RSS after ${rss.ops.toLocaleString('en-US')} ops: ${rss.finalRssMb} MB (max ${rss.maxRssMb} MB; samples ${rss.samples.map((s) => `${s.ops / 1000}k:${s.rssMb}`).join(' ')}) — ${fmt(rss.opsPerSec)} ops/s over ${rss.seconds}s`);
+  console.log(`RSS after ${rss.ops.toLocaleString('en-US')} ops (SQLite ledger, synchronous=${rss.synchronous}): ${rss.finalRssMb} MB (max ${rss.maxRssMb} MB; samples ${rss.samples.map((s) => `${s.ops / 1000}k:${s.rssMb}`).join(' ')}) — ${fmt(rss.opsPerSec)} ops/s over ${rss.seconds}s`);
 }
 console.log(`\nJSON ${JSON.stringify({ rows, rss })}`);
