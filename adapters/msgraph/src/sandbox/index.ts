@@ -12,3 +12,4 @@ export {
   type SandboxRequest,
   type SandboxTask,
 } from './msgraph-sandbox.js';
+export { msGraphDrill, drills, msGraphDrillFaults, DRILL_TOKEN, drillMailParams, drillEventParams, drillTaskParams, type MsGraphDrill, type MsGraphDrillOperation } from './msgraph-drills.js';
