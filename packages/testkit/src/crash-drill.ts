@@ -245,14 +245,15 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
       rmSync(ledgerPath + '-shm', { force: true });
     }
     const providerRecords = await sandbox.count(options.operation);
-    if (!sandbox.countFor && providerRecords !== options.runs) problems.push(`the sandbox holds ${providerRecords} records for ${options.runs} business operations`);
+    // Also catches a duplicate made under another key, which a per-key count cannot see.
+    if (providerRecords !== options.runs) problems.push(`the sandbox holds ${providerRecords} records for ${options.runs} business operations`);
     const byPoint = Object.fromEntries(
       CRASH_POINTS.map((p) => {
         const rs = results.filter((r) => r.point === p);
         return [p, { runs: rs.length, killed: rs.filter((r) => r.killed).length, duplicates: rs.filter((r) => r.duplicate).length, lost: rs.filter((r) => r.lost).length }];
       }),
     ) as unknown as CrashDrillReport['byPoint'];
-    const duplicates = results.filter((r) => r.duplicate).length + (sandbox.countFor ? 0 : Math.max(0, providerRecords - options.runs));
+    const duplicates = Math.max(results.filter((r) => r.duplicate).length, providerRecords - options.runs);
     const lost = results.filter((r) => r.lost).length;
     const report: CrashDrillReport = {
       ok: duplicates === 0 && lost === 0 && problems.length === 0,
