@@ -46,9 +46,10 @@ describe('2xx', () => {
     expect(sandbox.count('paymentIntents.create')).toBe(1);
   });
 
-  it('a caller-supplied business-operation id longer than fits is hashed into a ≤255-char key', async () => {
-    const long = `order-${'x'.repeat(190)}`;
+  it('a caller-supplied business-operation id of the maximum length still gives a readable key within 255 chars', async () => {
+    const long = `order-${'x'.repeat(194)}`; // 200 chars: the contract's maximum
     const key = adapter.deriveProviderKey('customers.create', long as never);
+    expect(key).toBe(`rs-${long}`);
     expect(key!.length).toBeLessThanOrEqual(255);
     const outcome = await adapter.doExecute('customers.create', { customerRef: 'u-long' }, execCtx(adapter, 'customers.create', long));
     expect(outcome.kind).toBe('succeeded');
@@ -66,13 +67,14 @@ describe('idempotency layer', () => {
   });
 
   it('409 idempotency_key_in_use (same key while the first is still running) ⇒ in-progress; one object', async () => {
-    sandbox.setProcessingMs(400);
+    const release = sandbox.hold();
     const params = pi('A-4');
     const id = idFor(adapter, 'paymentIntents.create', params);
     const first = adapter.doExecute('paymentIntents.create', params, execCtx(adapter, 'paymentIntents.create', id));
-    await new Promise((r) => setTimeout(r, 100));
+    await sandbox.waitFor((_log, s) => s.keys().length === 1); // the first is inside endpoint execution
     const second = await adapter.doExecute('paymentIntents.create', params, execCtx(adapter, 'paymentIntents.create', id, 2));
     expect(second).toMatchObject({ kind: 'in-progress', status: 409, code: 'idempotency_key_in_use' });
+    release();
     expect((await first).kind).toBe('succeeded');
     expect(sandbox.count('paymentIntents.create')).toBe(1);
   });
@@ -151,12 +153,13 @@ describe('transport', () => {
   });
 
   it('timeout after the request left ⇒ unknown / timeout (the sandbox did commit it)', async () => {
-    sandbox.setProcessingMs(600);
+    const release = sandbox.hold();
     const a = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 200 });
     const { outcome } = await execute('customers.create', { customerRef: 'u-4' }, a);
     expect(outcome).toMatchObject({ kind: 'unknown', cause: 'timeout', code: 'ETIMEDOUT' });
-    await new Promise((r) => setTimeout(r, 700));
-    expect(sandbox.count('customers.create')).toBe(1);
+    expect(sandbox.count('customers.create')).toBe(0);
+    release();
+    await sandbox.waitFor((_log, s) => s.count('customers.create') === 1);
   });
 
   it('connection reset after sending ⇒ unknown / connection-reset, with exactly ONE request (the SDK\'s closed-connection retry is owned)', async () => {

@@ -64,13 +64,14 @@ describe('inside retention: re-send with the same key', () => {
   });
 
   it('a 409 while the first request still runs ⇒ found in-progress', async () => {
-    sandbox.setProcessingMs(400);
+    const release = sandbox.hold();
     const id = idFor(adapter, 'customers.create', customer);
     const first = adapter.doExecute('customers.create', customer, execCtx(adapter, 'customers.create', id));
-    await new Promise((r) => setTimeout(r, 100));
+    await sandbox.waitFor((_log, s) => s.keys().length === 1);
     const result = await adapter.doLookup('customers.create', lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: t0 }));
     expect(result).toMatchObject({ kind: 'found', outcome: { kind: 'in-progress', status: 409 } });
-    await first;
+    release();
+    expect((await first).kind).toBe('succeeded');
   });
 });
 

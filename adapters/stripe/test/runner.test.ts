@@ -43,15 +43,19 @@ describe('lost response', () => {
 
 describe('two workers without a shared ledger', () => {
   it('Stripe\'s key is the last line: the second gets 409 idempotency_key_in_use, polls with the same key and adopts the first one\'s object', async () => {
-    const sandbox = await startStripeSandbox({ processingMs: 300 }); // real time: a window for the concurrent request
+    const sandbox = await startStripeSandbox();
     closers.push(() => sandbox.close());
+    const release = sandbox.hold(); // the first request stays inside endpoint execution until released
     const adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 5000 });
     const params = { customer: 'cus_fixture', amount: 4200, currency: 'eur', orderRef: 'two-workers' };
-    const policy = { baseMs: 100, capMs: 500 };
-    const [a, b] = await Promise.all([
+    const policy = { baseMs: 50, capMs: 200, lookupWindowMs: 30_000 };
+    const runs = Promise.all([
       createRunner({ ledger: createMemoryLedger(), policy, owner: 'machine-a' }).run(adapter, 'paymentIntents.create', { params }),
       createRunner({ ledger: createMemoryLedger(), policy, owner: 'machine-b' }).run(adapter, 'paymentIntents.create', { params }),
     ]);
+    await sandbox.waitFor((log) => log.some((r) => r.result === 'in-progress'));
+    release();
+    const [a, b] = await runs;
     expect(a.status).toBe('done');
     expect(b.status).toBe('done');
     if (a.status !== 'done' || b.status !== 'done') return;

@@ -98,6 +98,13 @@ export interface StripeSandbox {
   /** The next `times` requests (default: POSTs) get `fault`. */
   failNext(fault: SandboxFault, options?: { times?: number; method?: 'POST' | 'GET' | 'ANY' }): void;
   setProcessingMs(ms: number): void;
+  /**
+   * Holds every write that reaches endpoint execution (its key stays "in progress") until the returned
+   * function is called: a deterministic window for concurrent same-key requests and client timeouts.
+   */
+  hold(): () => void;
+  /** Resolves once `predicate` holds for the request log (polls; for tests that wait on the sandbox). */
+  waitFor(predicate: (requests: readonly SandboxRequest[], sandbox: StripeSandbox) => boolean, timeoutMs?: number): Promise<void>;
   setSearchDelayMs(ms: number): void;
   close(): Promise<void>;
 }
@@ -149,6 +156,7 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
   let searchDelayMs = options.searchDelayMs ?? 0;
   let processingMs = options.processingMs ?? 0;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  let gate: Promise<void> | null = null;
 
   const records: SandboxRecord[] = [];
   const byId = new Map<string, SandboxRecord>();
@@ -306,6 +314,7 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
       const fresh: KeyEntry = { path, fingerprint, createdAt: now(), state: 'processing' };
       keys.set(key, fresh);
       try {
+        if (gate) await gate;
         if (processingMs > 0) await sleep(processingMs);
         const reply = runWithFaults(resource, params);
         fresh.status = reply.status;
@@ -315,6 +324,7 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
         fresh.state = 'done';
       }
     }
+    if (gate) await gate;
     if (processingMs > 0) await sleep(processingMs);
     return { reply: runWithFaults(resource, params), result: 'executed' };
   }
@@ -435,7 +445,7 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
   const kindOf = (k: string): StripeRecordKind | undefined =>
     (Object.values(RESOURCES).some((r) => r.kind === k) ? (k as StripeRecordKind) : OPERATION_KIND[k.replace(/^stripe\./, '')]);
 
-  return {
+  const sandbox: StripeSandbox = {
     url: `http://127.0.0.1:${port}`,
     port,
     count(kindOrOperation) {
@@ -479,10 +489,26 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
     setSearchDelayMs(ms) {
       searchDelayMs = ms;
     },
+    hold() {
+      let release!: () => void;
+      gate = new Promise<void>((r) => (release = r));
+      return () => {
+        gate = null;
+        release();
+      };
+    },
+    async waitFor(predicate, timeoutMs = 10_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (!predicate(log, sandbox)) {
+        if (Date.now() > deadline) throw new Error(`sandbox.waitFor: condition not met within ${timeoutMs} ms`);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    },
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.close((e) => (e ? reject(e) : resolve()));
         server.closeAllConnections();
       }),
   };
+  return sandbox;
 }
