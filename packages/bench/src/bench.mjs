@@ -8,10 +8,10 @@
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { dropPostgres, preparePostgres, prepareSqlite, SQLITE_PRAGMAS } from './workloads.mjs';
+import { dropPostgres, postgresSettings, preparePostgres, prepareSqlite, SQLITE_PRAGMAS } from './workloads.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => {
   const [k, v] = a.replace(/^--/, '').split('=');
@@ -98,7 +98,10 @@ const x = (r) => `${r.toFixed(2)}×`;
 const rows = [];
 console.log(`retrysafe bench — node ${process.version}, ${seconds}s per measurement, median of ${reps}, modes interleaved`);
 console.log(`raw = INSERT claim + UPDATE complete (two transactions); runner = runner.run + no-op adapter on the retrysafe ledger; powertools = makeIdempotent + no-op on the same store`);
-console.log(`SQLite (all three sides): ${SQLITE_PRAGMAS.join(', ')}; PostgreSQL: ${databaseUrl ? 'DATABASE_URL (loopback)' : 'not set'}\n`);
+const load = () => loadavg().map((l) => l.toFixed(1)).join(' ');
+console.log(`SQLite (all three sides): ${SQLITE_PRAGMAS.join(', ')}`);
+if (only.has('postgres')) console.log(`PostgreSQL: ${await postgresSettings(databaseUrl)}`);
+console.log(`machine: ${cpus().length} cores, load average ${load()} at start\n`);
 if (only.has('sqlite')) rows.push(await scenario('sqlite', 1));
 if (only.has('postgres')) for (const w of pgWorkers) rows.push(await scenario('postgres', w));
 
@@ -108,6 +111,8 @@ if (rows.length) {
   const widths = head.map((_, i) => Math.max(...table.map((row) => row[i].length)));
   for (const row of table) console.log(row.map((c, i) => c.padEnd(widths[i])).join('  '));
 }
+
+if (rows.length) console.log(`load average ${load()} at the end of the throughput runs`);
 
 let rss = null;
 if (only.has('rss')) {

@@ -142,3 +142,18 @@ export async function dropPostgres(databaseUrl, schema) {
     await client.end();
   }
 }
+
+/** The server settings that decide what a commit costs, printed next to the numbers. */
+export async function postgresSettings(databaseUrl) {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const q = async (sql) => (await client.query(sql)).rows[0];
+    const v = await q('SHOW server_version');
+    const f = await q('SHOW fsync');
+    const sc = await q('SHOW synchronous_commit');
+    return `${v.server_version}, fsync=${f.fsync}, synchronous_commit=${sc.synchronous_commit}`;
+  } finally {
+    await client.end();
+  }
+}
