@@ -14,8 +14,12 @@ export interface CrashDrillSandbox {
   readonly url: string;
   /** Records the provider holds for the operation. */
   count(operation: string): number | Promise<number>;
-  /** Records held under one provider key: lets the drill name each duplicate. */
-  countFor?(providerKey: string): number | Promise<number>;
+  /**
+   * Records the provider holds for one run's business operation (match by request params or by key,
+   * whichever the provider can see): lets the drill name each duplicate and each loss. Count by params
+   * when you can: a duplicate made under another key is invisible to a per-key count.
+   */
+  countFor?(run: { readonly providerKey: string | null; readonly params: unknown }): number | Promise<number>;
   close(): void | Promise<void>;
 }
 
@@ -224,7 +228,7 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
         const run = runs.get(job.index)!;
         const res = recovered?.results.find((x) => x.index === job.index);
         let providerRecords: number | null = null;
-        if (res?.providerKey && sandbox.countFor) providerRecords = await sandbox.countFor(res.providerKey);
+        if (sandbox.countFor) providerRecords = await sandbox.countFor({ providerKey: res?.providerKey ?? null, params: job.params });
         const duplicate = providerRecords !== null && providerRecords > 1;
         const lost = !res || res.status !== 'done' || providerRecords === 0;
         results.push({

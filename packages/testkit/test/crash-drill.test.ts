@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { fingerprint } from '@retrysafe/contract';
 import { createSandboxProvider, startSandboxServer } from '@retrysafe/sandbox';
 import { CRASH_POINTS, runCrashDrill, type CrashDrillOptions } from '../src/index.js';
 import { replaying } from './fixtures/sandbox-drill.js';
@@ -25,7 +26,8 @@ function options(runs: number, seed: number, extra: Partial<CrashDrillOptions> =
       return {
         url: server.url,
         count: () => provider.count(),
-        countFor: (key) => provider.records().filter((r) => r.key === key).length,
+        // by request params: a duplicate under another key still counts against its run
+        countFor: ({ params }) => provider.records().filter((r) => r.paramsFingerprint === fingerprint(params)).length,
         close: () => server.close(),
       };
     },
@@ -63,6 +65,19 @@ describe('crash drill', () => {
     expect(a.workersKilled).toBe(8);
     expect(a.recoveries).toBe(2);
     expect(b.workersKilled).toBe(2);
+  });
+
+  it('reports duplicates for a broken adapter (new provider key on every attempt)', { timeout: 120_000 }, async () => {
+    const broken = fileURLToPath(new URL('./fixtures/crash-broken-adapter.mjs', import.meta.url));
+    const report = await runCrashDrill(options(8, 3, { adapterModule: broken, points: ['after-provider-committed'], perProcess: 4 }));
+    expect(report.ok).toBe(false);
+    expect(report.killed).toBe(8);
+    // each run: the first request committed under one key, the recovery re-sent under another
+    expect(report.duplicates).toBe(8);
+    expect(report.providerRecords).toBe(16);
+    expect(report.byPoint['after-provider-committed']).toMatchObject({ runs: 8, killed: 8, duplicates: 8, lost: 0 });
+    expect(report.results.every((r) => r.duplicate && r.providerRecords === 2)).toBe(true);
+    expect(report.problems).toContain('the sandbox holds 16 records for 8 business operations');
   });
 
   it('refuses bad options with clear errors', async () => {
