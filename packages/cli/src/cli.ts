@@ -1,112 +1,157 @@
-import { Command, CommanderError, Option } from 'commander';
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { RetrysafeError } from '@retrysafe/contract';
 import { cardsCommand } from './commands/cards.js';
-import { demoCommand } from './commands/demo.js';
+import { demoCommand, demoSummary } from './commands/demo.js';
 import { drillCommand, drillTable } from './commands/drill.js';
-import { ledgerHandoffs, ledgerLs, ledgerResolve, ledgerShow, lsTable } from './commands/ledger.js';
+import { handoffsText, ledgerHandoffs, ledgerLs, ledgerResolve, ledgerShow, lsTable, resolveText, showText, STATES } from './commands/ledger.js';
 import { UsageError } from './registry.js';
-import { paint } from './output.js';
+import { paint, useColor } from './output.js';
 
+/** 0: everything held · 1: a drill/check/step failed or the command could not complete · 2: bad command line. */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
 export interface Io {
   readonly out: (text: string) => void;
   readonly err: (text: string) => void;
+  /** Whether stderr is a terminal (progress is redrawn in place there). Default: process.stderr.isTTY. */
+  readonly errIsTTY?: boolean;
+  /** Colour on stdout. Default: a TTY and NO_COLOR unset (FORCE_COLOR forces it). */
+  readonly color?: boolean;
 }
 
-const defaultIo: Io = { out: (t) => process.stdout.write(t.endsWith('\n') ? t : t + '\n'), err: (t) => process.stderr.write(t.endsWith('\n') ? t : t + '\n') };
+const line = (t: string) => (t.endsWith('\n') ? t : t + '\n');
+const defaultIo: Io = { out: (t) => process.stdout.write(line(t)), err: (t) => process.stderr.write(line(t)) };
 
 const collect = (v: string, prev: string[] = []) => [...prev, ...v.split(',').map((s) => s.trim()).filter(Boolean)];
+const integer = (v: string) => {
+  if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v))) throw new InvalidArgumentError('expected a non-negative integer.');
+  return Number(v);
+};
+
+function version(): string {
+  try {
+    return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  } catch {
+    return '0.0.0';
+  }
+}
+
+/** Codes of contract errors that mean "the input on the command line is wrong" (exit 2). */
+const USAGE_CODES = ['RETRYSAFE_INVALID_ID', 'RETRYSAFE_CONFIG'];
 
 /** Runs the CLI with `argv` (without node and script) and returns the exit code; never calls process.exit. */
 export async function main(argv: readonly string[], io: Io = defaultIo): Promise<number> {
   let code: number = EXIT.ok;
+  const color = io.color ?? useColor(process.stdout);
+  const errTTY = io.errIsTTY ?? (io === defaultIo && Boolean(process.stderr.isTTY));
+  const errColor = errTTY && useColor(process.stderr);
   const json = (value: unknown) => io.out(JSON.stringify(value, null, 2));
+  const wantsJson = argv.includes('--json');
+
   const program = new Command('retrysafe')
-    .description('Perform state-changing operations at most once: drills, cards, ledger and handoffs.')
+    .description('Perform state-changing operations at most once: drill the adapters, read their cards, inspect the ledger and resolve handoffs.')
+    .version(version(), '-V, --version')
     .exitOverride()
-    .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
-    .showHelpAfterError();
+    .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s), outputError: (s, write) => write(s) })
+    .showHelpAfterError('(run with --help for usage)')
+    .showSuggestionAfterError()
+    .addHelpText(
+      'after',
+      '\nExit codes: 0 ok · 1 a drill, check or step failed · 2 bad usage.\nColour only on a terminal and never with NO_COLOR set. Every command takes --json.\n\nStart with:  retrysafe demo     (a scripted agent flow on a SQLite ledger)\n             retrysafe drill    (every adapter through lost responses, races and errors)',
+    );
 
   program
     .command('drill')
     .description('run the duplicate-execution drill against the loopback sandboxes (never live systems)')
     .addOption(new Option('--adapter <name>', 'only this adapter (repeatable or comma-separated)').argParser(collect))
     .addOption(new Option('--scenario <id>', 'only this scenario (repeatable or comma-separated)').argParser(collect))
-    .addOption(new Option('--operation <name>', 'only this operation (repeatable or comma-separated)').argParser(collect))
-    .option('--seed <n>', 'seed of the runner jitter', (v) => Number(v), 1)
-    .option('--out <dir>', 'where receipts, summary.json and report.html go', '.drill')
-    .option('--json', 'print the results as JSON')
+    .addOption(new Option('--operation <name>', 'only this operation, e.g. customers.create (repeatable or comma-separated)').argParser(collect))
+    .option('--seed <n>', 'seed of the runner jitter', integer, 1)
+    .option('--out <dir>', 'where receipts, drill.json and report.html go', '.drill')
+    .option('--json', 'print the report as JSON (progress still goes to stderr on a terminal)')
     .action(async (o) => {
-      const report = await drillCommand(o, o.json ? () => {} : (line) => io.err(line));
+      const showProgress = !o.json || errTTY;
+      const report = await drillCommand(o, showProgress ? { write: (t) => (errTTY ? process.stderr.write(t) : io.err(t.replace(/\n$/, ''))), tty: errTTY } : null);
       if (o.json) json(report);
-      else io.out(drillTable(report));
+      else io.out(drillTable(report, color));
       code = report.ok ? EXIT.ok : EXIT.failed;
     });
 
   program
     .command('cards')
-    .description('print retry safety cards; --write regenerates docs/cards, --check fails on drift or unlisted unknowns')
-    .addOption(new Option('--adapter <name>', 'only this adapter').argParser(collect))
+    .description('print retry safety cards; --write regenerates docs/cards, --check fails on drift or on unknowns not listed as unverified')
+    .addOption(new Option('--adapter <name>', 'only this adapter (repeatable or comma-separated)').argParser(collect))
     .addOption(new Option('--format <fmt>', 'md or json').choices(['md', 'json']))
-    .option('--check', 'fail when docs/cards is out of date or a card is invalid')
-    .option('--write', 'regenerate docs/cards')
+    .option('--check', 'fail (exit 1) when docs/cards is out of date or a card is invalid')
+    .option('--write', 'regenerate docs/cards from the card objects')
     .option('--dir <dir>', 'the cards folder', 'docs/cards')
-    .option('--json', 'same as --format json; with --check, the problems as JSON')
+    .option('--json', 'same as --format json; with --check/--write, the result as JSON')
     .action(async (o) => {
       const r = await cardsCommand(o);
       if (o.check || o.write) {
-        if (o.json) json({ ok: r.ok, problems: r.problems, written: r.written, cards: r.cards.length });
+        if (o.json) json({ ok: r.ok, dir: r.dir, cards: r.cards.map((c) => c.name), written: r.written, problems: r.problems });
         else {
           for (const w of r.written) io.out(`wrote ${w}`);
-          for (const p of r.problems) io.err(`${paint('red', '✗')} ${p.file}: ${p.problem}`);
-          if (o.check) io.out(r.ok ? `${r.cards.length} cards up to date` : `${r.problems.length} problem(s) in docs/cards`);
+          for (const p of r.problems) io.err(`${paint('red', '✗', errColor)} ${p.file}: ${p.problem}`);
+          if (o.check) io.out(r.ok ? `${paint('green', '✓', color)} ${r.cards.length} cards in ${r.dir} match the card objects` : `${r.problems.length} problem(s) with the cards in ${r.dir}`);
+          else if (r.written.length === 0) io.out(`${r.cards.length} cards in ${r.dir} already up to date`);
         }
-      } else io.out(r.output);
+      } else {
+        io.out(r.output);
+        for (const p of r.problems) io.err(`${paint('red', '✗', errColor)} ${p.file}: ${p.problem}`);
+      }
       code = r.ok ? EXIT.ok : EXIT.failed;
     });
 
   const ledger = program.command('ledger').description('inspect the ledger and resolve handoffs (SQLite file or postgres:// URL)');
-  const target = (c: Command) => c.option('--db <path|url>', 'SQLite file or postgres:// URL (default: the config\'s ledger, else ./retrysafe.db)').option('--config <file>', 'retrysafe config (JSON/YAML)').option('--json', 'JSON output');
-  target(ledger.command('ls').description('list operations').addOption(new Option('--state <state>', 'only these states').argParser(collect)).option('--limit <n>', 'at most n', (v) => Number(v), 100)).action(async (o) => {
+  const target = (c: Command) =>
+    c
+      .option('--db <path|url>', "SQLite file or postgres:// URL (default: the config's ledger, else ./retrysafe.db)")
+      .option('--schema <name>', 'PostgreSQL schema (default public)')
+      .option('--config <file>', 'retrysafe config (JSON or YAML)')
+      .option('--json', 'JSON output');
+  target(
+    ledger
+      .command('ls')
+      .description('list operations, newest first')
+      .addOption(new Option('--state <state>', `only these states (${STATES.join(', ')})`).argParser(collect))
+      .option('--limit <n>', 'at most n', integer, 100),
+  ).action(async (o) => {
     const rows = await ledgerLs(o);
     if (o.json) json(rows);
     else io.out(lsTable(rows));
   });
-  target(ledger.command('show').argument('<id>', 'business-operation id').description('one operation with its receipts')).action(async (id: string, o) => {
+  target(ledger.command('show').argument('<id>', 'business-operation id').description('one operation: state, handoff packet, receipts')).action(async (id: string, o) => {
     const r = await ledgerShow(o, id);
     if (!r) {
-      io.err(`no operation ${id}`);
+      if (o.json) json({ ok: false, error: { code: 'RETRYSAFE_NOT_FOUND', message: `no operation ${id} in the ledger` } });
+      io.err(`retrysafe: no operation ${id} in the ledger`);
       code = EXIT.failed;
       return;
     }
     if (o.json) json(r);
-    else {
-      io.out(Object.entries(r.record).filter(([k]) => k !== 'handoff').map(([k, v]) => `${k.padEnd(20)} ${typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v)}`).join('\n'));
-      if (r.record.handoff) io.out(`\nhandoff: ${r.record.handoff.reason} — ${r.record.handoff.explanation}\nsafe next actions:\n${r.record.handoff.safeNextActions.map((a) => `  ${a.safe ? '✓' : '✗'} ${a.action}: ${a.why}`).join('\n')}`);
-      io.out(`\nreceipts:\n${r.receipts.map((x) => `  #${x.seq} ${x.startedAt} ${x.kind} → ${x.outcome ?? '—'}: ${x.decision.action} (${x.decision.reason})${x.status ? ` HTTP ${x.status}` : ''}`).join('\n')}`);
-    }
+    else io.out(showText(r, color));
   });
-  target(ledger.command('handoffs').description('operations waiting for a person')).action(async (o) => {
+  target(ledger.command('handoffs').description('operations waiting for a person, with their safe next actions')).action(async (o) => {
     const rows = await ledgerHandoffs(o);
     if (o.json) json(rows);
-    else if (rows.length === 0) io.out('No handoffs.');
-    else for (const r of rows) io.out(`${r.businessOperationId}  ${r.operation}  ${r.handoffReason}\n  ${r.explanation}\n  safe: ${r.safeNextActions.filter((a) => a.safe).map((a) => a.action).join(', ')}\n`);
+    else io.out(handoffsText(rows, color));
   });
   target(
     ledger
       .command('resolve')
       .argument('<id>', 'business-operation id')
       .description('resolve a handed-off operation: --resume (same provider key), --mark-done <providerRef>, or --abandon')
-      .option('--resume', 're-send with the SAME provider key through the configured adapter')
+      .option('--resume', 're-send with the SAME provider key through the adapter named in --config')
       .option('--mark-done <providerRef>', 'you verified the effect at the provider: record its reference')
-      .option('--abandon', 'give the operation up')
-      .option('--by <name>', 'who resolved it (default $USER)'),
+      .option('--abandon', 'give the operation up (nothing more is sent)')
+      .option('--by <name>', 'who resolved it, for the receipt (default $USER)'),
   ).action(async (id: string, o) => {
     const r = await ledgerResolve(o, id);
     if (o.json) json(r);
-    else io.out(r.status === 'resolved' ? `${r.businessOperationId}: ${r.state}${r.providerRef ? ` (${r.providerRef})` : ''}` : `${r.businessOperationId}: ${r.status}${r.status === 'done' ? ` (${r.providerRef ?? 'no ref'})` : r.status === 'handed-off' ? ` again: ${r.packet.reason}` : ''}`);
-    code = r.status === 'handed-off' ? EXIT.failed : EXIT.ok;
+    else io.out(resolveText(r, color));
+    code = r.status === 'resolved' || r.status === 'done' ? EXIT.ok : EXIT.failed;
   });
 
   program
@@ -115,25 +160,34 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
     .option('--db <path>', 'SQLite ledger file (default: a new temp file)')
     .option('--json', 'print the report as JSON')
     .action(async (o) => {
-      const r = await demoCommand(o, o.json ? () => {} : (line) => io.out(line));
+      const r = await demoCommand(o, o.json ? () => {} : (l) => io.out(l), color);
       if (o.json) json(r);
-      else io.out(r.ok ? '\nEvery step: exactly one business effect or a handoff with nothing sent twice.' : '\nA step did not hold: see above.');
+      else io.out(demoSummary(r, color));
       code = r.ok ? EXIT.ok : EXIT.failed;
     });
 
   try {
+    if (argv.length === 0) {
+      io.err(program.helpInformation());
+      return EXIT.usage;
+    }
     await program.parseAsync([...argv], { from: 'user' });
     return code;
   } catch (e) {
     if (e instanceof CommanderError) {
-      if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help') return EXIT.ok;
+      if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version') return EXIT.ok;
+      // commander prints its own message; a bare `retrysafe ledger` (help for a missing subcommand) is usage too.
       return EXIT.usage;
     }
-    if (e instanceof UsageError || (RetrysafeError.isInstance(e) && ['RETRYSAFE_INVALID_ID', 'RETRYSAFE_CONFIG'].includes(e.code))) {
-      io.err(`retrysafe: ${(e as Error).message}`);
+    const usage = e instanceof UsageError || (RetrysafeError.isInstance(e) && USAGE_CODES.includes(e.code));
+    const message = e instanceof Error ? e.message : String(e);
+    if (wantsJson) json({ ok: false, error: { code: usage ? 'USAGE' : RetrysafeError.isInstance(e) ? e.code : 'ERROR', message } });
+    if (usage) {
+      io.err(`retrysafe: ${message}\n(run with --help for usage)`);
       return EXIT.usage;
     }
-    io.err(`retrysafe: ${RetrysafeError.isInstance(e) ? e.message : (e as Error).stack ?? String(e)}`);
+    // Typed errors carry a message written for the reader; anything else is a bug: show the stack.
+    io.err(`retrysafe: ${RetrysafeError.isInstance(e) ? message : e instanceof Error ? (e.stack ?? message) : message}`);
     return EXIT.failed;
   }
 }

@@ -1,20 +1,117 @@
 /** Terminal output helpers: colour only on a TTY and never when NO_COLOR is set (https://no-color.org). */
-export function useColor(stream: NodeJS.WriteStream = process.stdout): boolean {
+export function useColor(stream: { readonly isTTY?: boolean } = process.stdout): boolean {
   if (process.env.NO_COLOR !== undefined && process.env.NO_COLOR !== '') return false;
-  if (process.env.FORCE_COLOR && process.env.FORCE_COLOR !== '0') return true;
+  if (process.env.FORCE_COLOR !== undefined && process.env.FORCE_COLOR !== '' && process.env.FORCE_COLOR !== '0') return true;
   return Boolean(stream.isTTY);
 }
 
-const codes = { red: 31, green: 32, yellow: 33, dim: 2, bold: 1 } as const;
-export function paint(color: keyof typeof codes, text: string, enabled = useColor()): string {
+const codes = { red: 31, green: 32, yellow: 33, cyan: 36, dim: 2, bold: 1 } as const;
+export type Color = keyof typeof codes;
+
+export function paint(color: Color, text: string, enabled = useColor()): string {
   return enabled ? `\u001b[${codes[color]}m${text}\u001b[0m` : text;
 }
 
-/** A plain-text table with padded columns. */
-export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
-  // eslint-disable-next-line no-control-regex
-  const visible = (s: string) => s.replace(/\u001b\[\d+m/g, '').length;
-  const widths = headers.map((h, i) => Math.max(visible(h), ...rows.map((r) => visible(r[i] ?? ''))));
-  const line = (cells: readonly string[]) => cells.map((c, i) => c + ' '.repeat(widths[i]! - visible(c))).join('  ').trimEnd();
-  return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+// eslint-disable-next-line no-control-regex
+const ANSI = /\u001b\[[0-9;]*[A-Za-z]/g;
+/** Printed width of a string (escape codes do not count). */
+export const visibleLength = (s: string): number => s.replace(ANSI, '').length;
+
+export interface TableOptions {
+  /** Columns (by index) whose cells are right-aligned, e.g. counts. */
+  readonly right?: readonly number[];
+  /** Row indexes before which a blank separator line is drawn (e.g. where the adapter changes). */
+  readonly breaks?: readonly number[];
+}
+
+/** A plain-text table with padded columns and a rule under the header. */
+export function table(headers: readonly string[], rows: readonly (readonly string[])[], options: TableOptions = {}): string {
+  const widths = headers.map((h, i) => Math.max(visibleLength(h), ...rows.map((r) => visibleLength(r[i] ?? ''))));
+  const right = new Set(options.right ?? []);
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => {
+        const pad = ' '.repeat(widths[i]! - visibleLength(c));
+        return right.has(i) ? pad + c : c + pad;
+      })
+      .join('  ')
+      .trimEnd();
+  const breaks = new Set(options.breaks ?? []);
+  const body: string[] = [];
+  rows.forEach((r, i) => {
+    if (i > 0 && breaks.has(i)) body.push('');
+    body.push(line(r));
+  });
+  return [line(headers), line(widths.map((w) => '─'.repeat(w))), ...body].join('\n');
+}
+
+export interface Progress {
+  /** A unit of work starts: on a TTY the status line shows it. */
+  start(label: string): void;
+  /** A unit of work finished: counts it; `line` is printed permanently when given (always on a non-TTY). */
+  done(line: string, important?: boolean): void;
+  /** A permanent message (e.g. a drill's summary), above the status line. */
+  note(line: string): void;
+  /** Clears the status line. */
+  end(): void;
+}
+
+/**
+ * Progress for long runs. On a TTY: one status line redrawn in place (`[ 12/88] ███░░░ 14% stripe
+ * customers.create · lost-response`), with failures and notes printed above it. Elsewhere (CI logs,
+ * pipes): one plain line per finished unit, nothing redrawn.
+ */
+export function createProgress(total: number, write: (text: string) => void, tty: boolean, color = tty && useColor({ isTTY: tty })): Progress {
+  let finished = 0;
+  let current = '';
+  const width = String(total).length;
+  const counter = () => `[${String(finished).padStart(width)}/${total}]`;
+  const bar = () => {
+    const cells = 20;
+    const full = total === 0 ? cells : Math.round((finished / total) * cells);
+    return '█'.repeat(full) + '░'.repeat(cells - full);
+  };
+  const clear = () => {
+    if (tty) write('\r\u001b[2K');
+  };
+  const draw = () => {
+    if (!tty) return;
+    const pct = total === 0 ? 100 : Math.floor((finished / total) * 100);
+    const cols = (process.stderr.columns ?? 100) - 1;
+    let text = `${counter()} ${bar()} ${String(pct).padStart(3)}% ${current}`;
+    if (text.length > cols) text = text.slice(0, cols - 1) + '…';
+    write(`\r\u001b[2K${paint('cyan', text, color)}`);
+  };
+  return {
+    start(label) {
+      current = label;
+      draw();
+    },
+    done(line, important = false) {
+      finished += 1;
+      if (!tty) write(`${counter()} ${line}\n`);
+      else if (important) {
+        clear();
+        write(`${line}\n`);
+      }
+      draw();
+    },
+    note(line) {
+      clear();
+      write(`${line}\n`);
+      draw();
+    },
+    end() {
+      clear();
+    },
+  };
+}
+
+/** Milliseconds as a short human duration: `850 ms`, `12.4 s`, `3 min 05 s`. */
+export function humanMs(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  const m = Math.floor(ms / 60_000);
+  const s = Math.round((ms % 60_000) / 1000);
+  return `${m} min ${String(s).padStart(2, '0')} s`;
 }

@@ -1,52 +1,95 @@
-import type { ConformanceOptions } from '@retrysafe/testkit/conformance';
+import type { ConformanceOptions } from '@retrysafe/testkit';
 import type { AdapterV1, RetrySafetyCard } from '@retrysafe/contract';
 
 /** One adapter package as the CLI sees it: its drill setups (one per provider/sandbox) and its cards. */
 export interface AdapterEntry {
   readonly name: string;
+  /** The package the drills come from, e.g. `@retrysafe/stripe/sandbox`. */
+  readonly from: string;
   readonly drills: readonly ConformanceOptions[];
+  /** Why the package offers no drill setup (it does not export `drills` yet); null when it does. */
+  readonly missing: string | null;
 }
 
 /**
- * Every adapter the CLI drives. Each adapter package exports, from its `./sandbox` subpath, the drill
- * setups its own conformance test runs — so `retrysafe drill` runs exactly what the adapter's tests run.
+ * Every adapter the CLI drives, in the order the table shows them. Each adapter package exports, from
+ * its `./sandbox` subpath (the sandbox package: from its root), the drill setups its own conformance
+ * test runs — so `retrysafe drill` runs exactly what the adapter's tests run. The CLI never branches on
+ * a provider name beyond this list of where to find them.
  */
-export async function loadAdapters(): Promise<AdapterEntry[]> {
-  const [sandbox, stripe, msgraph, hubspot, http] = await Promise.all([
-    import('@retrysafe/sandbox'),
-    import('@retrysafe/stripe/sandbox'),
-    import('@retrysafe/msgraph/sandbox'),
-    import('@retrysafe/hubspot/sandbox'),
-    import('@retrysafe/http/sandbox'),
-  ]);
-  return [
-    { name: 'sandbox', drills: sandbox.drills as readonly ConformanceOptions[] },
-    { name: 'stripe', drills: stripe.drills as readonly ConformanceOptions[] },
-    { name: 'msgraph', drills: msgraph.drills as readonly ConformanceOptions[] },
-    { name: 'hubspot', drills: hubspot.drills as readonly ConformanceOptions[] },
-    { name: 'http', drills: http.drills as readonly ConformanceOptions[] },
-  ];
+const SOURCES: readonly { readonly name: string; readonly from: string; readonly load: () => Promise<Record<string, unknown>> }[] = [
+  { name: 'sandbox', from: '@retrysafe/sandbox', load: () => import('@retrysafe/sandbox') },
+  { name: 'stripe', from: '@retrysafe/stripe/sandbox', load: () => import('@retrysafe/stripe/sandbox') },
+  { name: 'msgraph', from: '@retrysafe/msgraph/sandbox', load: () => import('@retrysafe/msgraph/sandbox') },
+  { name: 'hubspot', from: '@retrysafe/hubspot/sandbox', load: () => import('@retrysafe/hubspot/sandbox') },
+  { name: 'http', from: '@retrysafe/http/sandbox', load: () => import('@retrysafe/http/sandbox') },
+];
+
+export const ADAPTER_NAMES: readonly string[] = SOURCES.map((s) => s.name);
+
+function isDrill(value: unknown): value is ConformanceOptions {
+  if (typeof value !== 'object' || value === null) return false;
+  const d = value as Record<string, unknown>;
+  return typeof d.name === 'string' && typeof d.createAdapter === 'function' && typeof d.startSandbox === 'function' && typeof d.operations === 'object' && d.operations !== null;
 }
 
-/** An adapter instance for reading cards and operation specs; its base URL is never contacted. */
+/** Loads the drill setups of the named adapters (all by default). Only the selected packages are imported. */
+export async function loadAdapters(names?: readonly string[]): Promise<AdapterEntry[]> {
+  const chosen = selectNames(names);
+  return Promise.all(
+    SOURCES.filter((s) => chosen.includes(s.name)).map(async (s): Promise<AdapterEntry> => {
+      const mod = await s.load();
+      const drills = mod.drills;
+      if (!Array.isArray(drills)) return { name: s.name, from: s.from, drills: [], missing: `${s.from} does not export \`drills\` (the drill setups its conformance test runs)` };
+      const bad = drills.findIndex((d) => !isDrill(d));
+      if (bad >= 0) return { name: s.name, from: s.from, drills: [], missing: `${s.from} drills[${bad}] is not a drill setup { name, createAdapter, startSandbox, operations }` };
+      return { name: s.name, from: s.from, drills: drills as ConformanceOptions[], missing: null };
+    }),
+  );
+}
+
+/** An adapter instance for reading cards and operation specs; its base URL (port 9, discard) is never contacted. */
 export async function adapterFor(drill: ConformanceOptions): Promise<AdapterV1> {
   return drill.createAdapter({ baseUrl: 'http://127.0.0.1:9', timeoutMs: 1000 });
 }
 
-export async function cardsOf(entry: AdapterEntry): Promise<RetrySafetyCard[]> {
-  const cards: RetrySafetyCard[] = [];
-  for (const drill of entry.drills) {
-    const adapter = await adapterFor(drill);
-    for (const spec of Object.values(adapter.operations)) cards.push(spec.card);
-  }
-  return cards;
+/** A card and the name it is filed under in docs/cards (`<operation>`, or `<operation>--<drill>` when drills of one adapter declare it differently). */
+export interface NamedCard {
+  readonly name: string;
+  readonly adapter: string;
+  readonly card: RetrySafetyCard;
 }
 
-export function selectAdapters(all: AdapterEntry[], names: readonly string[] | undefined): AdapterEntry[] {
-  if (!names || names.length === 0) return all;
-  const unknown = names.filter((n) => !all.some((a) => a.name === n));
-  if (unknown.length) throw new UsageError(`unknown adapter ${unknown.join(', ')} (known: ${all.map((a) => a.name).join(', ')})`);
-  return all.filter((a) => names.includes(a.name));
+/**
+ * The cards of every operation the adapter's drill setups declare, once each. Several setups of one
+ * adapter may declare the same operation (the sandbox's replaying and forgetful providers): the same
+ * card is listed once; different cards are each named by their drill.
+ */
+export async function cardsOf(entry: AdapterEntry): Promise<NamedCard[]> {
+  const seen: { drill: string; card: RetrySafetyCard }[] = [];
+  for (const drill of entry.drills) {
+    const adapter = await adapterFor(drill);
+    try {
+      for (const spec of Object.values(adapter.operations)) seen.push({ drill: drill.name, card: spec.card });
+    } finally {
+      await adapter.close?.();
+    }
+  }
+  const out: NamedCard[] = [];
+  for (const { drill, card } of seen) {
+    const same = seen.filter((s) => s.card.operation === card.operation);
+    const variants = new Set(same.map((s) => JSON.stringify(s.card)));
+    const name = variants.size > 1 ? `${card.operation}--${drill}` : card.operation;
+    if (!out.some((c) => c.name === name)) out.push({ name, adapter: entry.name, card });
+  }
+  return out;
+}
+
+function selectNames(names: readonly string[] | undefined): readonly string[] {
+  if (!names || names.length === 0) return ADAPTER_NAMES;
+  const unknown = names.filter((n) => !ADAPTER_NAMES.includes(n));
+  if (unknown.length) throw new UsageError(`unknown adapter ${unknown.map((n) => `'${n}'`).join(', ')} (known: ${ADAPTER_NAMES.join(', ')})`);
+  return names;
 }
 
 /** Bad command-line input: exit code 2. */

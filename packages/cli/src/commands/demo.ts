@@ -1,44 +1,97 @@
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { createRunner, createSqliteLedger, callbackHandoffSink, type RunResult } from '@retrysafe/core';
-import { createDrillClock, seededRandom, startFaultProxy, type FaultScript } from '@retrysafe/testkit';
-import type { ConformanceOptions } from '@retrysafe/testkit/conformance';
+import { createDrillClock, seededRandom, startFaultProxy, type ConformanceOptions, type FaultScript } from '@retrysafe/testkit';
 import type { HandoffPacket } from '@retrysafe/contract';
 import { loadAdapters } from '../registry.js';
+import { paint } from '../output.js';
+
+type DrillOperation = ConformanceOptions['operations'][string];
 
 interface Step {
   readonly title: string;
+  /** The fault and why the outcome is what it is, in words. */
   readonly why: string;
   readonly adapter: string;
-  readonly drill?: string;
   readonly operation: string;
-  /** Faults for the agent's first call; the agent then re-issues the same tool call. */
-  readonly faults: (d: ConformanceOptions['operations'][string]) => FaultScript;
-  /** Whether the agent retries the call (with re-ordered arguments) after the first answer. */
+  /** Faults for the calls reaching the provider, in order (then everything passes). */
+  readonly faults: (d: DrillOperation) => FaultScript;
+  /** Whether the agent calls the tool a second time (it never saw an answer it trusted). */
   readonly agentRetries: boolean;
+  /** What must hold afterwards. */
+  readonly expect: { readonly records: number; readonly status: readonly RunResult['status'][] };
 }
 
 const STEPS: readonly Step[] = [
-  { title: 'Send a mail (Microsoft Graph sendMail)', why: 'the 202 is lost after Graph accepted the mail; sendMail has no idempotency key, so retrysafe looks in Sent Items instead of resending', adapter: 'msgraph', operation: 'mail.send', faults: () => ['drop-response'], agentRetries: true },
-  { title: 'Update a CRM contact (HubSpot PATCH)', why: 'HubSpot answers 429 with a ten-secondly policy; the runner waits as told and retries — a set-value PATCH is idempotent by nature', adapter: 'hubspot', operation: 'contacts.update', faults: (d) => [d.faults.rateLimited ?? { kind: 'status', status: 429, retryAfterS: 2 }], agentRetries: false },
-  { title: 'Open a support ticket (HubSpot tickets.create)', why: 'the create response is lost; tickets are not idempotent, so retrysafe reconciles through the unique property carrying the business-operation id', adapter: 'hubspot', operation: 'tickets.create', faults: () => ['drop-response'], agentRetries: true },
-  { title: 'Create an invoice (Stripe invoices.create)', why: 'the response is lost after Stripe committed; the same Idempotency-Key replays the stored invoice', adapter: 'stripe', operation: 'invoices.create', faults: () => ['drop-response'], agentRetries: true },
-  { title: 'Charge with a bad parameter (Stripe paymentIntents.create)', why: 'Stripe rejects the request (validation): never retried, handed to a person', adapter: 'stripe', operation: 'paymentIntents.create', faults: (d) => [d.faults.permanent], agentRetries: false },
+  {
+    title: 'Send a mail (Microsoft Graph sendMail)',
+    why: 'the 202 is lost after Graph accepted the mail. sendMail has no idempotency key, so a resend could deliver it twice: retrysafe looks for the mail in Sent Items (it tagged it with the business-operation id) instead of resending.',
+    adapter: 'msgraph',
+    operation: 'mail.send',
+    faults: () => ['drop-response'],
+    agentRetries: true,
+    expect: { records: 1, status: ['done', 'handed-off'] },
+  },
+  {
+    title: 'Update a CRM contact (HubSpot PATCH)',
+    why: 'HubSpot answers 429 with Retry-After. The request was refused before processing, and a set-value PATCH is idempotent by nature: the runner waits as told, then retries.',
+    adapter: 'hubspot',
+    operation: 'contacts.update',
+    faults: (d) => [d.faults.rateLimited ?? { kind: 'status', status: 429, retryAfterS: 2 }],
+    agentRetries: false,
+    expect: { records: 1, status: ['done'] },
+  },
+  {
+    title: 'Open a support ticket (HubSpot tickets.create)',
+    why: 'the create response is lost. Ticket creation has no idempotency key; retrysafe reconciles through the unique property that carries the business-operation id rather than creating a second ticket.',
+    adapter: 'hubspot',
+    operation: 'tickets.create',
+    faults: () => ['drop-response'],
+    agentRetries: true,
+    expect: { records: 1, status: ['done', 'handed-off'] },
+  },
+  {
+    title: 'Create an invoice (Stripe invoices.create)',
+    why: 'the response is lost after Stripe committed. The resend carries the same Idempotency-Key (derived from the business-operation id), so Stripe replays the stored invoice.',
+    adapter: 'stripe',
+    operation: 'invoices.create',
+    faults: () => ['drop-response'],
+    agentRetries: true,
+    expect: { records: 1, status: ['done'] },
+  },
+  {
+    title: 'Charge with a bad parameter (Stripe paymentIntents.create)',
+    why: 'Stripe rejects the request as invalid. A rejection is never retried: the operation is handed to a person with a packet saying what is safe next.',
+    adapter: 'stripe',
+    operation: 'paymentIntents.create',
+    faults: (d) => [d.faults.permanent],
+    agentRetries: false,
+    expect: { records: 0, status: ['handed-off'] },
+  },
 ];
 
 export interface DemoStepReport {
   readonly title: string;
   readonly why: string;
+  readonly operation: string;
   readonly businessOperationId: string;
+  readonly providerKey: string | null;
   readonly status: RunResult['status'];
   readonly adopted: boolean | null;
+  readonly providerRef: string | null;
+  /** Records the sandbox holds for the operation afterwards (the business effect). */
   readonly providerRecords: number;
+  readonly expectedRecords: number;
+  /** Requests that reached the sandbox, in all (dispatches, resends, lookups). */
   readonly requestsAtProvider: number;
   readonly agentCalls: number;
+  /** The agent's second call got the same business operation (and result) back, without a new effect. */
   readonly sameResultOnRetry: boolean | null;
+  readonly requestsOnRetry: number | null;
   readonly timeline: readonly string[];
   readonly handoff: Pick<HandoffPacket, 'reason' | 'explanation' | 'safeNextActions'> | null;
+  readonly ok: boolean;
 }
 
 export interface DemoReport {
@@ -47,69 +100,123 @@ export interface DemoReport {
   readonly steps: readonly DemoStepReport[];
 }
 
-function shuffleKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(shuffleKeys);
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).reverse().map(([k, v]) => [k, shuffleKeys(v)]));
+/** The same object with its keys in reverse order, recursively: what an agent's re-issued tool call may look like. */
+function reorderKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(reorderKeys);
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).reverse().map(([k, v]) => [k, reorderKeys(v)]));
   return value;
 }
 
-/** `retrysafe demo`: a scripted agent flow against the loopback sandboxes with faults, on a SQLite ledger. */
-export async function demoCommand(opts: { db?: string }, log: (line: string) => void): Promise<DemoReport> {
+const sameOperation = (a: RunResult, b: RunResult) =>
+  a.businessOperationId === b.businessOperationId && a.status === b.status && (a.status !== 'done' || b.status !== 'done' || JSON.stringify(a.result) === JSON.stringify(b.result));
+
+/**
+ * `retrysafe demo`: a scripted agent flow against the loopback sandboxes with faults, on a SQLite
+ * ledger. Each step runs the real adapter (real vendor SDK) → fault proxy → sandbox, on a virtual
+ * clock so waits cost no time, and prints what happened and why.
+ */
+export async function demoCommand(opts: { db?: string }, log: (line: string) => void, color = false): Promise<DemoReport> {
   const dbPath = opts.db ? resolve(opts.db) : join(mkdtempSync(join(tmpdir(), 'retrysafe-demo-')), 'demo.db');
-  mkdirSync(resolve(dbPath, '..'), { recursive: true });
-  const adapters = await loadAdapters();
+  mkdirSync(dirname(dbPath), { recursive: true });
+  const entries = await loadAdapters([...new Set(STEPS.map((s) => s.adapter))]);
   const steps: DemoStepReport[] = [];
-  let i = 1000;
-  for (const step of STEPS) {
-    const entry = adapters.find((a) => a.name === step.adapter);
+  let i = 0;
+  log(paint('bold', 'retrysafe demo', color) + ` — an agent performs five state-changing operations while the network misbehaves.\nEverything runs on loopback sandboxes with the vendors' real SDKs; the ledger is SQLite (${dbPath}).`);
+  for (const [n, step] of STEPS.entries()) {
+    const entry = entries.find((a) => a.name === step.adapter);
     const drill = entry?.drills.find((d) => step.operation in d.operations);
-    if (!drill) throw new Error(`demo: adapter ${step.adapter} has no drill setup for ${step.operation}`);
+    if (!drill) throw new Error(`demo: the ${step.adapter} adapter offers no drill setup for ${step.operation}${entry?.missing ? ` (${entry.missing})` : ''}`);
     const op = drill.operations[step.operation]!;
     const clock = createDrillClock();
     const sandbox = await drill.startSandbox({ clock });
-    const proxy = await startFaultProxy({ target: sandbox.url, faults: step.faults(op) });
+    const proxy = await startFaultProxy({ target: sandbox.url, faults: step.faults(op), ...(drill.recordHeaders ? { recordHeaders: drill.recordHeaders } : {}) });
     const ledger = createSqliteLedger({ path: dbPath });
     const packets: HandoffPacket[] = [];
+    const adapter = await drill.createAdapter({ baseUrl: proxy.url, timeoutMs: drill.timeoutMs ?? 400 });
     try {
-      const adapter = await drill.createAdapter({ baseUrl: proxy.url, timeoutMs: drill.timeoutMs ?? 400 });
-      const runner = createRunner({ ledger, clock, random: seededRandom(7), handoff: callbackHandoffSink((p: HandoffPacket) => void packets.push(p)), ...(drill.policy ? { policy: drill.policy } : {}) });
-      log(`\n▶ ${step.title}\n  ${step.why}`);
-      const params = op.params(i++);
+      const runner = createRunner({
+        ledger,
+        clock,
+        random: seededRandom(7),
+        handoff: callbackHandoffSink((p: HandoffPacket) => void packets.push(p)),
+        ...(drill.policy ? { policy: drill.policy } : {}),
+      });
+      log(`\n${paint('bold', `${n + 1}. ${step.title}`, color)}\n   ${step.why}`);
+      const params = op.params(1000 + i++);
       const first = await runner.run(adapter, step.operation, { params });
       let second: RunResult | null = null;
+      let requestsOnRetry: number | null = null;
       if (step.agentRetries) {
-        // The agent did not see an answer it trusted and calls the tool again: new run id, arguments re-ordered.
-        second = await runner.run(adapter, step.operation, { params: shuffleKeys(params) });
+        // The agent never saw an answer it trusted and calls the tool again: a new run id, the arguments in another order.
+        const before = proxy.requests.length;
+        second = await runner.run(adapter, step.operation, { params: reorderKeys(params) });
+        requestsOnRetry = proxy.requests.length - before;
       }
       const records = await sandbox.count(step.operation);
       const receipts = first.status === 'in-progress' ? [] : first.receipts;
       const t0 = receipts.length ? Date.parse(receipts[0]!.startedAt) : 0;
-      const timeline = receipts.map((r) => `+${Date.parse(r.startedAt) - t0} ms ${r.kind} → ${r.outcome ?? '—'}: ${r.decision.action} (${r.decision.reason})`);
-      for (const line of timeline) log(`  ${line}`);
-      const same = second ? second.status === first.status && second.businessOperationId === first.businessOperationId && (second.status !== 'done' || first.status !== 'done' || JSON.stringify(second.result) === JSON.stringify(first.result)) : null;
+      const timeline = receipts.map((r) => {
+        const extra = [r.status ? `HTTP ${r.status}` : '', r.code ?? '', r.decision.delayMs ? `wait ${r.decision.delayMs} ms` : ''].filter(Boolean).join(', ');
+        return `+${String(Date.parse(r.startedAt) - t0).padStart(5)} ms  ${r.kind.padEnd(8)} → ${(r.outcome ?? '—').padEnd(11)} ${r.decision.action}: ${r.decision.reason}${extra ? ` (${extra})` : ''}`;
+      });
+      const record = await ledger.get(first.businessOperationId);
+      const same = second ? sameOperation(first, second) : null;
       const packet = first.status === 'handed-off' ? first.packet : null;
-      log(`  ⇒ ${first.status}${first.status === 'done' ? (first.adopted ? ' (result adopted, not re-created)' : '') : ''}; provider records: ${records}; requests that reached the provider: ${proxy.requests.length}${second ? `; the agent's retry got the same operation back: ${same ? 'yes' : 'NO'}` : ''}`);
-      if (packet) log(`  handoff: ${packet.reason} — ${packet.explanation}\n  safe next actions: ${packet.safeNextActions.filter((a) => a.safe).map((a) => a.action).join(', ')}`);
+      const ok = records === step.expect.records && step.expect.status.includes(first.status) && same !== false;
+      log(`   business-operation id ${first.businessOperationId}`);
+      log(`   provider key          ${record?.providerKey ?? '(none travels: this provider has no idempotency key)'}`);
+      for (const line of timeline) log(`   ${paint('dim', line, color)}`);
+      const verdict =
+        first.status === 'done'
+          ? `done${first.adopted ? ' — result adopted from the provider, not created again' : ''}${first.providerRef ? ` (${first.providerRef})` : ''}`
+          : first.status === 'handed-off'
+            ? `handed off to a person: ${first.packet.reason}`
+            : 'still in progress at the provider';
+      log(`   ⇒ ${verdict}`);
+      log(`   business effects at the provider: ${records} (expected ${step.expect.records}); requests that reached it: ${proxy.requests.length}`);
+      if (second) log(`   the agent called the tool again: ${same ? `same operation back (${second.status}${second.status === 'done' && second.adopted ? ', adopted' : ''}), ${requestsOnRetry} new request${requestsOnRetry === 1 ? '' : 's'} to the provider` : paint('red', 'a DIFFERENT result', color)}`);
+      if (packet) {
+        log(`   handoff: ${packet.explanation}`);
+        log(`   safe next actions: ${packet.safeNextActions.filter((a) => a.safe).map((a) => a.action).join(', ') || 'none known'} — see \`retrysafe ledger handoffs --db ${dbPath}\``);
+      }
+      log(`   ${ok ? paint('green', '✓ held', color) : paint('red', '✗ did not hold', color)}`);
       steps.push({
         title: step.title,
         why: step.why,
+        operation: step.operation,
         businessOperationId: first.businessOperationId,
+        providerKey: record?.providerKey ?? null,
         status: first.status,
         adopted: first.status === 'done' ? first.adopted : null,
+        providerRef: first.status === 'done' ? first.providerRef : null,
         providerRecords: records,
+        expectedRecords: step.expect.records,
         requestsAtProvider: proxy.requests.length,
         agentCalls: second ? 2 : 1,
         sameResultOnRetry: same,
+        requestsOnRetry,
         timeline,
         handoff: packet ? { reason: packet.reason, explanation: packet.explanation, safeNextActions: packet.safeNextActions } : null,
+        ok,
       });
     } finally {
+      await adapter.close?.().catch(() => {});
       await ledger.close();
       await proxy.close();
       await sandbox.close();
     }
   }
-  const ok = steps.every((s) => (s.status === 'handed-off' ? s.providerRecords === 0 : s.providerRecords === 1) && s.sameResultOnRetry !== false);
-  log(`\nLedger: ${dbPath} — inspect it with \`retrysafe ledger ls --db ${dbPath}\``);
-  return { ok, ledger: dbPath, steps };
+  return { ok: steps.every((s) => s.ok), ledger: dbPath, steps };
+}
+
+export function demoSummary(r: DemoReport, color = false): string {
+  const held = r.steps.filter((s) => s.ok).length;
+  const lines = [''];
+  lines.push(
+    r.ok
+      ? paint('green', `All ${r.steps.length} steps held: every business action happened exactly once, or was handed to a person with nothing sent twice.`, color)
+      : paint('red', `${r.steps.length - held} of ${r.steps.length} steps did not hold: see above.`, color),
+  );
+  lines.push(`Ledger: ${r.ledger}`, `  retrysafe ledger ls --db ${r.ledger}`, `  retrysafe ledger handoffs --db ${r.ledger}`);
+  return lines.join('\n');
 }

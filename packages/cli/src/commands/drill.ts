@@ -1,8 +1,18 @@
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { createDrillContext, runScenario, SCENARIOS, writeSummary, type ScenarioId, type ScenarioResult } from '@retrysafe/testkit/conformance';
-import { loadAdapters, selectAdapters, UsageError } from '../registry.js';
-import { paint, table } from '../output.js';
+import {
+  createDrillContext,
+  disposeDrillContext,
+  runScenario,
+  SCENARIOS,
+  writeSummary,
+  type CountCriterion,
+  type DrillOutcome,
+  type ScenarioId,
+  type ScenarioResult,
+} from '@retrysafe/testkit';
+import { loadAdapters, UsageError, type AdapterEntry } from '../registry.js';
+import { createProgress, humanMs, paint, table } from '../output.js';
 import { renderHtmlReport } from '../report/html.js';
 
 export interface DrillCommandOptions {
@@ -11,22 +21,56 @@ export interface DrillCommandOptions {
   readonly operation?: string[];
   readonly seed?: number;
   readonly out?: string;
-  readonly json?: boolean;
 }
 
+/** What the drill expected, computed from the card before the run. */
+export interface DrillExpected {
+  readonly providerRecords: number;
+  readonly attemptsAtProxy: CountCriterion;
+  readonly outcome: readonly DrillOutcome[];
+  readonly handoff: boolean | 'with-outcome';
+}
+
+/** What the drill saw. */
+export interface DrillObserved {
+  readonly providerRecords: number;
+  readonly attemptsAtProxy: number;
+  readonly requestsAtProxy: number;
+  readonly lookupCalls: number;
+  readonly outcomes: readonly DrillOutcome[];
+  readonly handoffs: number;
+  readonly handoffReasons: readonly string[];
+  readonly waitedMs: number | null;
+}
+
+/** One scenario × operation. The flat count fields repeat `observed` for easy reading (null when skipped). */
 export interface DrillRow {
   readonly adapter: string;
   readonly drill: string;
   readonly operation: string;
   readonly scenario: ScenarioId;
+  readonly title: string;
   readonly status: ScenarioResult['status'];
   readonly providerRecords: number | null;
   readonly attemptsAtProxy: number | null;
   readonly outcome: string | null;
   readonly handoffs: number | null;
-  readonly skip: string | null;
+  readonly expected: DrillExpected | null;
+  readonly observed: DrillObserved | null;
+  readonly skip: { readonly cardField: string; readonly reason: string } | null;
   readonly failures: readonly string[];
   readonly receiptFile: string;
+  /** Wall time of the scenario (the drill itself runs on a virtual clock). */
+  readonly durationMs: number;
+}
+
+export interface DrillAdapterSummary {
+  readonly name: string;
+  readonly from: string;
+  readonly drills: readonly string[];
+  readonly operations: readonly string[];
+  /** Set when the package offers no drill setup: the drill counts that as a failure. */
+  readonly missing: string | null;
 }
 
 export interface DrillCommandReport {
@@ -34,83 +78,191 @@ export interface DrillCommandReport {
   readonly outDir: string;
   readonly html: string;
   readonly seed: number;
-  readonly totals: { readonly passed: number; readonly failed: number; readonly skipped: number };
+  readonly scenarios: readonly ScenarioId[];
+  readonly durationMs: number;
+  readonly totals: { readonly scenarios: number; readonly passed: number; readonly failed: number; readonly skipped: number };
+  readonly adapters: readonly DrillAdapterSummary[];
+  /** Problems outside any one scenario (an adapter without drill setups, an unknown --operation). */
+  readonly problems: readonly string[];
   readonly rows: readonly DrillRow[];
 }
 
-/** `retrysafe drill`: the conformance drill of every (selected) adapter against its loopback sandboxes. */
-export async function drillCommand(opts: DrillCommandOptions, log: (line: string) => void): Promise<DrillCommandReport> {
-  const scenarios = (opts.scenario?.length ? opts.scenario : SCENARIOS) as ScenarioId[];
-  for (const s of scenarios) if (!SCENARIOS.includes(s)) throw new UsageError(`unknown scenario '${s}' (known: ${SCENARIOS.join(', ')})`);
+export interface DrillProgressSink {
+  readonly write: (text: string) => void;
+  readonly tty: boolean;
+}
+
+function parseScenarios(wanted: readonly string[] | undefined): ScenarioId[] {
+  if (!wanted?.length) return [...SCENARIOS];
+  const unknown = wanted.filter((s) => !(SCENARIOS as readonly string[]).includes(s));
+  if (unknown.length) throw new UsageError(`unknown scenario ${unknown.map((s) => `'${s}'`).join(', ')} (known: ${SCENARIOS.join(', ')})`);
+  return SCENARIOS.filter((s) => wanted.includes(s));
+}
+
+function operationsOf(entry: AdapterEntry, wanted: readonly string[] | undefined): { drill: AdapterEntry['drills'][number]; operation: string }[] {
+  const out: { drill: AdapterEntry['drills'][number]; operation: string }[] = [];
+  for (const drill of entry.drills) for (const operation of Object.keys(drill.operations)) if (!wanted?.length || wanted.includes(operation)) out.push({ drill, operation });
+  return out;
+}
+
+function toRow(adapter: string, r: ScenarioResult, durationMs: number): DrillRow {
+  const o = r.observed;
+  const c = r.criteria;
+  return {
+    adapter,
+    drill: r.drill,
+    operation: r.operation,
+    scenario: r.scenario,
+    title: r.title,
+    status: r.status,
+    providerRecords: o?.providerRecords ?? null,
+    attemptsAtProxy: o?.attemptsAtProxy ?? null,
+    outcome: o ? [...new Set(o.outcomes)].join('|') : null,
+    handoffs: o?.handoffs ?? null,
+    expected: c ? { providerRecords: c.providerRecords, attemptsAtProxy: c.attemptsAtProxy, outcome: c.outcome, handoff: c.handoff } : null,
+    observed: o
+      ? {
+          providerRecords: o.providerRecords,
+          attemptsAtProxy: o.attemptsAtProxy,
+          requestsAtProxy: o.requests.total,
+          lookupCalls: o.lookupCalls,
+          outcomes: o.outcomes,
+          handoffs: o.handoffs,
+          handoffReasons: o.handoffReasons,
+          waitedMs: o.waitedMs ?? null,
+        }
+      : null,
+    skip: r.skip ? { cardField: r.skip.cardField, reason: r.skip.reason } : null,
+    failures: r.failures,
+    receiptFile: r.receiptFile,
+    durationMs,
+  };
+}
+
+/**
+ * `retrysafe drill`: the conformance drill of every (selected) adapter against its loopback sandboxes,
+ * scenario by scenario, with receipts (one JSON per scenario × operation, `summary.json` per drill),
+ * `drill.json` and a self-contained `report.html` in `--out`.
+ */
+export async function drillCommand(opts: DrillCommandOptions, progressSink: DrillProgressSink | null): Promise<DrillCommandReport> {
+  const scenarios = parseScenarios(opts.scenario);
   const seed = opts.seed ?? 1;
-  if (!Number.isInteger(seed) || seed < 0) throw new UsageError(`--seed must be a non-negative integer, got ${String(opts.seed)}`);
+  if (!Number.isSafeInteger(seed) || seed < 0) throw new UsageError(`--seed must be a non-negative integer, got ${String(opts.seed)}`);
+  const entries = await loadAdapters(opts.adapter);
+  const problems: string[] = [];
+  for (const e of entries) if (e.missing) problems.push(`${e.name}: ${e.missing}`);
+  if (opts.operation?.length) {
+    const known = new Set(entries.flatMap((e) => operationsOf(e, undefined).map((x) => x.operation)));
+    const unknown = opts.operation.filter((op) => !known.has(op));
+    if (unknown.length) throw new UsageError(`unknown operation ${unknown.map((o) => `'${o}'`).join(', ')} for the selected adapters (known: ${[...known].join(', ')})`);
+  }
   const outDir = resolve(opts.out ?? '.drill');
   mkdirSync(outDir, { recursive: true });
-  const adapters = selectAdapters(await loadAdapters(), opts.adapter);
 
+  const planned = entries.reduce((n, e) => n + operationsOf(e, opts.operation).length * scenarios.length, 0);
+  const progress = progressSink ? createProgress(planned, progressSink.write, progressSink.tty) : null;
+  const color = progressSink?.tty ?? false;
   const rows: DrillRow[] = [];
   const results: { adapter: string; result: ScenarioResult }[] = [];
-  const planned = adapters.reduce((n, a) => n + a.drills.reduce((m, d) => m + Object.keys(d.operations).filter((op) => !opts.operation?.length || opts.operation.includes(op)).length * scenarios.length, 0), 0);
-  let done = 0;
-  for (const entry of adapters) {
+  const started = Date.now();
+  for (const e of entries) if (e.missing) progress?.note(`${paint('red', '✗', color)} ${e.name}: ${e.missing}`);
+
+  for (const entry of entries) {
     for (const drill of entry.drills) {
+      const ops = operationsOf({ ...entry, drills: [drill] }, opts.operation);
+      if (ops.length === 0) continue;
       const ctx = createDrillContext({ ...drill, seed, outDir: join(outDir, drill.name) });
+      const drillStarted = Date.now();
       try {
-        for (const operation of Object.keys(drill.operations)) {
-          if (opts.operation?.length && !opts.operation.includes(operation)) continue;
+        for (const { operation } of ops) {
           for (const scenario of scenarios) {
+            progress?.start(`${drill.name} ${operation} · ${scenario}`);
+            const t0 = Date.now();
             const r = await runScenario(ctx, operation, scenario);
-            done += 1;
+            const row = toRow(entry.name, r, Date.now() - t0);
+            rows.push(row);
             results.push({ adapter: entry.name, result: r });
-            const mark = r.status === 'passed' ? paint('green', 'pass') : r.status === 'failed' ? paint('red', 'FAIL') : paint('yellow', 'skip');
-            log(`[${String(done).padStart(String(planned).length)}/${planned}] ${mark} ${drill.name} ${operation} ${scenario}${r.status === 'failed' ? ` — ${r.failures.join('; ')}` : ''}`);
-            rows.push({
-              adapter: entry.name,
-              drill: drill.name,
-              operation,
-              scenario,
-              status: r.status,
-              providerRecords: r.observed?.providerRecords ?? null,
-              attemptsAtProxy: r.observed?.attemptsAtProxy ?? null,
-              outcome: r.observed ? [...new Set(r.observed.outcomes)].join('|') : null,
-              handoffs: r.observed?.handoffs ?? null,
-              skip: r.skip ? `${r.skip.cardField}: ${r.skip.reason}` : null,
-              failures: r.failures,
-              receiptFile: r.receiptFile,
-            });
+            const mark = r.status === 'passed' ? paint('green', 'pass', color) : r.status === 'failed' ? paint('red', 'FAIL', color) : paint('yellow', 'skip', color);
+            const detail = r.status === 'failed' ? ` — ${r.failures.join('; ')}` : r.status === 'skipped' && r.skip ? paint('dim', ` (${r.skip.cardField})`, color) : '';
+            progress?.done(`${mark} ${drill.name} ${operation} ${scenario}${detail}`, r.status === 'failed');
           }
         }
-        writeSummary(ctx);
+        const s = writeSummary(ctx);
+        progress?.note(`${s.failed ? paint('red', '✗', color) : paint('green', '✓', color)} ${drill.name}: ${s.passed} passed, ${s.failed} failed, ${s.skipped} skipped in ${humanMs(Date.now() - drillStarted)}`);
       } finally {
-        rmSync(ctx.workDir, { recursive: true, force: true });
+        disposeDrillContext(ctx);
       }
     }
   }
+  progress?.end();
+  const durationMs = Date.now() - started;
   const totals = {
+    scenarios: rows.length,
     passed: rows.filter((r) => r.status === 'passed').length,
     failed: rows.filter((r) => r.status === 'failed').length,
     skipped: rows.filter((r) => r.status === 'skipped').length,
   };
+  const adapters: DrillAdapterSummary[] = entries.map((e) => ({
+    name: e.name,
+    from: e.from,
+    drills: e.drills.map((d) => d.name),
+    operations: [...new Set(operationsOf(e, opts.operation).map((x) => x.operation))],
+    missing: e.missing,
+  }));
   const html = join(outDir, 'report.html');
-  writeFileSync(html, renderHtmlReport({ generatedAt: new Date().toISOString(), seed, totals, results }));
-  const report: DrillCommandReport = { ok: totals.failed === 0, outDir, html, seed, totals, rows };
+  const generatedAt = new Date().toISOString();
+  writeFileSync(html, renderHtmlReport({ generatedAt, seed, durationMs, totals, problems, results }));
+  const report: DrillCommandReport = { ok: totals.failed === 0 && problems.length === 0, outDir, html, seed, scenarios, durationMs, totals, adapters, problems, rows };
   writeFileSync(join(outDir, 'drill.json'), JSON.stringify(report, null, 2) + '\n');
   return report;
 }
 
-export function drillTable(report: DrillCommandReport): string {
+/** `=1`, `≤4`, `2–4`, `≥1`: a count criterion in a table cell. */
+export function showCount(c: CountCriterion): string {
+  if ('exact' in c) return `=${c.exact}`;
+  if (c.min !== undefined && c.min > 0) return c.min === c.max ? `=${c.max}` : `${c.min}–${c.max}`;
+  return `≤${c.max}`;
+}
+
+/** The summary table: one line per scenario × operation, observed count next to what the card made the drill expect. */
+export function drillTable(report: DrillCommandReport, color = false): string {
+  const breaks: number[] = [];
+  report.rows.forEach((r, i) => {
+    const prev = report.rows[i - 1];
+    if (prev && (prev.drill !== r.drill || prev.operation !== r.operation)) breaks.push(i);
+  });
   const body = table(
-    ['adapter', 'operation', 'scenario', 'records', 'attempts', 'outcome', 'result'],
-    report.rows.map((r) => [
-      r.drill,
-      r.operation,
-      r.scenario,
-      r.providerRecords === null ? '—' : String(r.providerRecords),
-      r.attemptsAtProxy === null ? '—' : String(r.attemptsAtProxy),
-      r.outcome ?? (r.skip ? `skipped (${r.skip.split(':')[0]})` : '—'),
-      r.status === 'passed' ? paint('green', 'pass') : r.status === 'failed' ? paint('red', 'FAIL') : paint('yellow', 'skip'),
-    ]),
+    ['adapter', 'operation', 'scenario', 'records', 'attempts', 'outcome', 'handoffs', 'result'],
+    report.rows.map((r) => {
+      const e = r.expected;
+      const result = r.status === 'passed' ? paint('green', 'pass', color) : r.status === 'failed' ? paint('red', 'FAIL', color) : paint('yellow', 'skip', color);
+      return [
+        r.drill,
+        r.operation,
+        r.scenario,
+        r.providerRecords === null ? '—' : `${r.providerRecords}${e ? paint('dim', ` (=${e.providerRecords})`, color) : ''}`,
+        r.attemptsAtProxy === null ? '—' : `${r.attemptsAtProxy}${e ? paint('dim', ` (${showCount(e.attemptsAtProxy)})`, color) : ''}`,
+        r.outcome ?? (r.skip ? paint('dim', `card: ${r.skip.cardField}`, color) : '—'),
+        r.handoffs === null ? '—' : String(r.handoffs),
+        result,
+      ];
+    }),
+    { right: [3, 4, 6], breaks },
   );
   const t = report.totals;
-  return `${body}\n\n${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped\nreceipts: ${report.outDir}\nreport:   ${report.html}`;
+  const lines = [body, ''];
+  if (report.rows.some((r) => r.expected)) lines.push(paint('dim', 'records / attempts: observed (expected from the card, written before the run)', color), '');
+  for (const p of report.problems) lines.push(`${paint('red', '✗', color)} ${p}`);
+  const failed = report.rows.filter((r) => r.status === 'failed');
+  if (failed.length) {
+    lines.push(paint('red', 'Failures:', color));
+    for (const r of failed) lines.push(`  ${r.drill} ${r.operation} ${r.scenario}: ${r.failures.join('; ')}`);
+    lines.push('');
+  }
+  lines.push(
+    `${paint(t.failed || report.problems.length ? 'red' : 'green', `${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped`, color)} (${t.scenarios} scenario runs in ${humanMs(report.durationMs)}, seed ${report.seed})`,
+    `receipts: ${report.outDir}`,
+    `report:   ${report.html}`,
+  );
+  return lines.join('\n');
 }
