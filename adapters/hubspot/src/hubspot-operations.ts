@@ -244,14 +244,14 @@ export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, 
       inputs: [{ id: key, idProperty: rt.idProperty, properties: asStrings(p.properties) }],
     });
     if (!Array.isArray(r?.results)) return { kind: 'unknown', cause: 'truncated-response', message: 'HubSpot answered the upsert without results', ...wireRefs(wire) };
-    const errors = 'errors' in r && Array.isArray(r.errors) ? r.errors : [];
     const item = r.results.find((x) => x.properties?.[rt.idProperty] === key) ?? r.results[0];
-    if (errors.length > 0 || !item || unreadable(item, wire)) {
-      const e = errors[0];
-      const message = e?.message ?? 'batch upsert answered without a result';
+    if (!item || unreadable(item, wire)) {
+      // 207 multi-status: the one input failed, and its error says why. Only a validation error
+      // proves nothing was written; anything else may have been.
+      const e = 'errors' in r && Array.isArray(r.errors) ? r.errors[0] : undefined;
+      const message = e?.message ?? 'HubSpot answered the upsert without a result for this input';
       const code = e?.category;
-      if (item === undefined && (code === 'VALIDATION_ERROR' || e?.status === 'error'))
-        return { kind: 'rejected', reason: code === 'VALIDATION_ERROR' ? 'validation' : 'other', message, ...(code ? { code } : {}), ...wireRefs(wire) };
+      if (code === 'VALIDATION_ERROR') return { kind: 'rejected', reason: 'validation', message, code, ...wireRefs(wire) };
       return { kind: 'unknown', cause: 'other', message, ...(code ? { code } : {}), ...wireRefs(wire) };
     }
     const result = { ...plain(item), new: item._new === true };

@@ -66,6 +66,17 @@ describe('2xx', () => {
     expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'unknown', cause: 'truncated-response', status: 201 });
   });
 
+  it('upsert 207 whose one input failed validation ⇒ rejected / validation; failed otherwise ⇒ unknown', async () => {
+    const s = await sb();
+    const multi = (category: string) => ({ kind: 'status' as const, status: 207, body: { status: 'COMPLETE', results: [], errors: [{ status: 'error', category, message: `input failed: ${category}` }], startedAt: '2026-11-30T00:00:00Z', completedAt: '2026-11-30T00:00:01Z' } });
+    const p = await proxy(s.url, [multi('VALIDATION_ERROR'), multi('INTERNAL_ERROR')]);
+    const a = adapter(p.url);
+    const params = order('A-207');
+    const ctx = execCtx(a, 'objects.upsert', params);
+    expect(await a.doExecute('objects.upsert', params, ctx)).toMatchObject({ kind: 'rejected', reason: 'validation', status: 207, code: 'VALIDATION_ERROR' });
+    expect(await a.doExecute('objects.upsert', params, ctx)).toMatchObject({ kind: 'unknown', status: 207, code: 'INTERNAL_ERROR' });
+  });
+
   it('a 2xx without a record id ⇒ unknown / truncated-response', async () => {
     const s = await sb();
     const p = await proxy(s.url, [{ kind: 'status', status: 201, body: { properties: {} } }]);
