@@ -8,6 +8,12 @@ export interface DecisionState {
   readonly now: number;
   /** First `dispatched` write: the provider key's age is measured from here. Null = never dispatched. */
   readonly firstDispatchedAt: number | null;
+  /**
+   * Latest dispatch (or an upper bound of it, for an operation taken over from a dead worker). A lookup's
+   * consistency delay runs from here: a record created by a re-send is not visible before it either.
+   * Defaults to firstDispatchedAt.
+   */
+  readonly lastDispatchedAt?: number | null;
   /** Provider calls made in this run (the budget counts these). */
   readonly runAttempts: number;
   readonly runStartedAt: number;
@@ -48,7 +54,8 @@ const known = <T>(v: T | 'unknown'): v is T => v !== 'unknown';
 /**
  * Whether re-sending with the same provider key cannot create a second effect, read from the card only:
  * idempotent by nature, or (a key travels, the provider replays or rejects duplicates, the retention is
- * known and the key is younger than it, and parameter matching is known).
+ * known and the key is younger than it, parameter matching is known, and a duplicate that arrives while
+ * the first is still running is refused or folded — concurrency `rejects-in-progress` / `waits-then-replays`).
  */
 export function resendSafety(card: RetrySafetyCard, firstDispatchedAt: number | null, now: number): ResendSafety {
   if (card.sideEffect.idempotentByNature.value === true) return { safe: true, pastRetention: false, why: 'the operation is idempotent by nature (card sideEffect.idempotentByNature)' };
@@ -59,6 +66,10 @@ export function resendSafety(card: RetrySafetyCard, firstDispatchedAt: number | 
   const retention = card.retention.minimum.value;
   if (!known(retention) || retention === null) return { safe: false, pastRetention: false, why: `the key's retention is not known (card retention.minimum = ${retention})` };
   if (card.parameterMatching.value === 'unknown') return { safe: false, pastRetention: false, why: 'the provider\'s parameter matching is unknown (card parameterMatching)' };
+  // The first request may still be running: a same-key duplicate must be refused or folded, not processed again.
+  const conc = card.concurrency.value;
+  if (conc !== 'rejects-in-progress' && conc !== 'waits-then-replays')
+    return { safe: false, pastRetention: false, why: `a re-send while the first request may still be running is not folded (card concurrency = ${conc})` };
   const age = firstDispatchedAt === null ? 0 : now - firstDispatchedAt;
   if (age >= durationMs(retention)) return { safe: false, pastRetention: true, why: `the key is ${age} ms old, past the provider's ${retention} retention: a re-send could be a new operation` };
   return { safe: true, pastRetention: false, why: `same key, inside the ${retention} retention, provider ${sem === 'replays' ? 'replays its stored result' : 'rejects the duplicate'}` };
@@ -120,8 +131,9 @@ export function decide(card: RetrySafetyCard, state: DecisionState, observation:
     case 'not-found': {
       const delay = card.lookup.consistencyDelay.value;
       if (delay === 'unknown') return keepLooking(card, state, budget, undefined, 'lookup found nothing, but its consistency delay is unknown: an absent result proves nothing');
-      if (delay !== null && state.firstDispatchedAt !== null && state.now - state.firstDispatchedAt < durationMs(delay)) {
-        return keepLooking(card, state, budget, durationMs(delay) - (state.now - state.firstDispatchedAt), `lookup found nothing yet, inside the ${delay} consistency delay`);
+      const since = state.lastDispatchedAt ?? state.firstDispatchedAt;
+      if (delay !== null && since !== null && state.now - since < durationMs(delay)) {
+        return keepLooking(card, state, budget, durationMs(delay) - (state.now - since), `lookup found nothing yet, inside the ${delay} consistency delay of the last dispatch`);
       }
       return retryNotApplied(state, budget, undefined, 'authoritative lookup found nothing: the effect was not applied');
     }

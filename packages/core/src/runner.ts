@@ -149,6 +149,8 @@ interface Op {
   readonly signal: AbortSignal | undefined;
   ref: Fenced;
   record: OperationRecord;
+  /** Latest dispatch, or an upper bound of it when taken over (see DecisionState.lastDispatchedAt). */
+  lastDispatchedAt: number | null;
   /** When this worker's lease runs out, as far as it knows. */
   leaseExpiresAt: number;
   readonly startedAt: number;
@@ -273,6 +275,8 @@ export function createRunner(options: RunnerOptions): Runner {
       ref,
       record,
       leaseExpiresAt: record.leaseExpiresAt ?? 0,
+      // Taken over: the record's last write happened at or after its last dispatch (a safe upper bound).
+      lastDispatchedAt: record.firstDispatchedAt === null ? null : Math.max(record.firstDispatchedAt, record.updatedAt),
       startedAt: clock.now(),
       recovering: takenOver && (['dispatched', 'unknown', 'reconciling', 'in-progress'] as OperationState[]).includes(record.state),
       runAttempts: 0,
@@ -299,6 +303,7 @@ export function createRunner(options: RunnerOptions): Runner {
       ledgerState: op.record.state,
       now: clock.now(),
       firstDispatchedAt: op.record.firstDispatchedAt,
+      lastDispatchedAt: op.lastDispatchedAt,
       runAttempts: op.runAttempts,
       runStartedAt: op.startedAt,
       windowStartedAt: op.windowStartedAt,
@@ -371,6 +376,7 @@ export function createRunner(options: RunnerOptions): Runner {
     await renew(op);
     // Durably `dispatched` BEFORE the provider is called: a crash from here on is found and reconciled.
     op.record = await ledger.markDispatched(op.ref, clock.now());
+    op.lastDispatchedAt = op.record.updatedAt;
     op.runAttempts++;
     log('info', 'dispatch', `provider call ${op.record.attemptCount} (run attempt ${op.runAttempts}) with key ${op.providerKey ?? '(none)'}`, op);
     let outcome: Outcome;

@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { createSandboxAdapter, createSandboxProvider, type SandboxBehaviour, type SandboxFault } from '@retrysafe/sandbox';
+
+const behaviourArb: fc.Arbitrary<SandboxBehaviour> = fc.record({
+  replays: fc.boolean(),
+  retentionMs: fc.constantFrom(null, 60_000, 86_400_000),
+  parameterMatching: fc.constantFrom('mismatch-error', 'replay-anyway', 'none'),
+  concurrency: fc.constantFrom('rejects-in-progress', 'waits-then-replays', 'duplicates'),
+  lookup: fc.constantFrom('get-by-key', 'none'),
+  lookupDelayMs: fc.constantFrom(0, 3000),
+  processingMs: fc.constantFrom(0, 0, 4000),
+}) as fc.Arbitrary<SandboxBehaviour>;
+
+const faultArb: fc.Arbitrary<SandboxFault> = fc.oneof(
+  fc.record({ kind: fc.constant('not-applied' as const), retryAfterMs: fc.integer({ min: 0, max: 90_000 }) }),
+  fc.constant({ kind: 'unknown-after-commit' as const }),
+  fc.constant({ kind: 'unknown-before-commit' as const }),
+  fc.constant({ kind: 'rejected' as const }),
+);
+
+const policyArb = fc.record({
+  maxAttempts: fc.integer({ min: 1, max: 6 }),
+  maxElapsedMs: fc.integer({ min: 1000, max: 300_000 }),
+  retryAfterCapMs: fc.integer({ min: 0, max: 60_000 }),
+  lookupWindowMs: fc.integer({ min: 0, max: 60_000 }),
+});
+
+describe('the runner under random faults, behaviours and limits (fast-check)', () => {
+  it('never holds more than one provider record, never exceeds maxAttempts or maxElapsed, never calls sooner than Retry-After', async () => {
+    await fc.assert(
+      fc.asyncProperty(behaviourArb, fc.array(faultArb, { maxLength: 8 }), policyArb, fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), async (behaviour, faults, policy, rnd) => {
+        const clock = createVirtualClock();
+        const provider = createSandboxProvider({ ...behaviour, clock: clock.now, sleep: clock.sleep });
+        for (const f of faults) provider.failNext(f);
+        const calls: { at: number; answeredAt: number; retryAfterMs?: number }[] = [];
+        const inner = provider.execute;
+        (provider as { execute: typeof inner }).execute = async (req) => {
+          const at = clock.now();
+          const res = await inner(req);
+          calls.push({ at, answeredAt: clock.now(), ...(res.type === 'throttled' ? { retryAfterMs: res.retryAfterMs } : {}) });
+          return res;
+        };
+        const adapter = createSandboxAdapter({ provider });
+        const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => rnd, policy });
+        const start = clock.now();
+        const r = await runner.run(adapter, 'records.create', { params: { ref: 'prop-1' } });
+        expect(provider.count()).toBeLessThanOrEqual(1);
+        if (r.status === 'done') expect(provider.count()).toBe(1);
+        expect(calls.length).toBeLessThanOrEqual(policy.maxAttempts);
+        for (const c of calls) expect(c.at - start).toBeLessThanOrEqual(policy.maxElapsedMs);
+        for (let i = 1; i < calls.length; i++) {
+          const asked = calls[i - 1]!.retryAfterMs;
+          if (asked !== undefined) expect(calls[i]!.at - calls[i - 1]!.answeredAt).toBeGreaterThanOrEqual(asked);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
