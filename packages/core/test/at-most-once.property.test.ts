@@ -58,4 +58,23 @@ describe('the runner under random faults, behaviours and limits (fast-check)', (
       { numRuns: 300 },
     );
   });
+
+  it('two concurrent callers under random faults: at most one record, and never two different results', async () => {
+    await fc.assert(
+      fc.asyncProperty(behaviourArb, fc.array(faultArb, { maxLength: 6 }), policyArb, async (behaviour, faults, policy) => {
+        const clock = createVirtualClock();
+        const provider = createSandboxProvider({ ...behaviour, clock: clock.now, sleep: clock.sleep });
+        for (const f of faults) provider.failNext(f);
+        const adapter = createSandboxAdapter({ provider });
+        const ledger = createMemoryLedger();
+        const a = createRunner({ ledger, clock, random: () => 0.3, policy, owner: 'a' });
+        const b = createRunner({ ledger, clock, random: () => 0.7, policy, owner: 'b' });
+        const results = await Promise.all([a.run(adapter, 'records.create', { params: { ref: 'c-1' } }), b.run(adapter, 'records.create', { params: { ref: 'c-1' } })]);
+        expect(provider.count()).toBeLessThanOrEqual(1);
+        const refs = new Set(results.flatMap((r) => (r.status === 'done' ? [r.providerRef] : [])));
+        expect(refs.size).toBeLessThanOrEqual(1);
+      }),
+      { numRuns: 200 },
+    );
+  });
 });

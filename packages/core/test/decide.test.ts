@@ -46,6 +46,15 @@ describe('decision table (DESIGN.md §3), one test per row', () => {
     expect(decide(lookupUnknown, state(), unknown, budget(lookupUnknown))).toMatchObject({ action: 'handoff', reason: 'unknown-no-safe-resend' });
   });
 
+  it('unknown ⇒ no same-key re-send when a duplicate arriving while the first still runs would be processed (concurrency duplicates/unknown)', () => {
+    const dup = withCard(replaying, { concurrency: fact('duplicates', 'x') });
+    expect(decide(dup, state(), unknown, budget(dup)).action).toBe('lookup');
+    const dupNoLookup = withCard(replayingNoLookup, { concurrency: fact('unknown', 'x') });
+    expect(decide(dupNoLookup, state(), unknown, budget(dupNoLookup))).toMatchObject({ action: 'handoff', reason: 'unknown-no-safe-resend' });
+    const waits = withCard(replayingNoLookup, { concurrency: fact('waits-then-replays', 'x') });
+    expect(decide(waits, state(), unknown, budget(waits)).action).toBe('send');
+  });
+
   it('unknown ⇒ an operation idempotent by nature may be re-sent', () => {
     const setValue = withCard(noReplayNoLookup, { sideEffect: { kind: fact('set', 'x'), idempotentByNature: fact(true, 'x') } });
     expect(decide(setValue, state(), unknown, budget(setValue)).action).toBe('send');
