@@ -1,3 +1,6 @@
+import { existsSync } from 'node:fs';
+import { basename, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { ConformanceOptions } from '@retrysafe/testkit';
 import type { AdapterV1, RetrySafetyCard } from '@retrysafe/contract';
 
@@ -33,19 +36,33 @@ function isDrill(value: unknown): value is ConformanceOptions {
   return typeof d.name === 'string' && typeof d.createAdapter === 'function' && typeof d.startSandbox === 'function' && typeof d.operations === 'object' && d.operations !== null;
 }
 
-/** Loads the drill setups of the named adapters (all by default). Only the selected packages are imported. */
-export async function loadAdapters(names?: readonly string[]): Promise<AdapterEntry[]> {
-  const chosen = selectNames(names);
-  return Promise.all(
-    SOURCES.filter((s) => chosen.includes(s.name)).map(async (s): Promise<AdapterEntry> => {
-      const mod = await s.load();
-      const drills = mod.drills;
-      if (!Array.isArray(drills)) return { name: s.name, from: s.from, drills: [], missing: `${s.from} does not export \`drills\` (the drill setups its conformance test runs)` };
-      const bad = drills.findIndex((d) => !isDrill(d));
-      if (bad >= 0) return { name: s.name, from: s.from, drills: [], missing: `${s.from} drills[${bad}] is not a drill setup { name, createAdapter, startSandbox, operations }` };
-      return { name: s.name, from: s.from, drills: drills as ConformanceOptions[], missing: null };
-    }),
-  );
+function entryFrom(name: string, from: string, mod: Record<string, unknown>): AdapterEntry {
+  const drills = mod.drills;
+  if (!Array.isArray(drills)) return { name, from, drills: [], missing: `${from} does not export \`drills\` (the drill setups its conformance test runs)` };
+  const bad = drills.findIndex((d) => !isDrill(d));
+  if (bad >= 0) return { name, from, drills: [], missing: `${from} drills[${bad}] is not a drill setup { name, createAdapter, startSandbox, operations }` };
+  return { name, from, drills: drills as ConformanceOptions[], missing: null };
+}
+
+/**
+ * Loads the drill setups of the named adapters (all by default; none when only `modules` are given).
+ * Only the selected packages are imported. `modules` are files of your own (e.g. a new adapter's
+ * `./dist/sandbox/index.js`) exporting `drills` in the same shape, and optionally a `name`.
+ */
+export async function loadAdapters(names?: readonly string[], modules: readonly string[] = []): Promise<AdapterEntry[]> {
+  const chosen = modules.length && !names?.length ? [] : selectNames(names);
+  const builtIn = await Promise.all(SOURCES.filter((s) => chosen.includes(s.name)).map(async (s) => entryFrom(s.name, s.from, await s.load())));
+  const own: AdapterEntry[] = [];
+  for (const file of modules) {
+    const path = resolve(file);
+    if (!existsSync(path)) throw new UsageError(`--module ${file}: no such file`);
+    const mod = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+    const name = typeof mod.name === 'string' && mod.name ? mod.name : basename(path).replace(/\.[cm]?js$/, '');
+    const entry = entryFrom(name, file, mod);
+    if (entry.missing) throw new UsageError(`--module ${entry.missing}`);
+    own.push(entry);
+  }
+  return [...builtIn, ...own];
 }
 
 /** An adapter instance for reading cards and operation specs; its base URL (port 9, discard) is never contacted. */

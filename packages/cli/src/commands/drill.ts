@@ -17,6 +17,8 @@ import { renderHtmlReport } from '../report/html.js';
 
 export interface DrillCommandOptions {
   readonly adapter?: string[];
+  /** Files of your own exporting `drills` (a new adapter); with no --adapter, only these. */
+  readonly module?: string[];
   readonly scenario?: string[];
   readonly operation?: string[];
   readonly seed?: number;
@@ -148,7 +150,7 @@ export async function drillCommand(opts: DrillCommandOptions, progressSink: Dril
   const scenarios = parseScenarios(opts.scenario);
   const seed = opts.seed ?? 1;
   if (!Number.isSafeInteger(seed) || seed < 0) throw new UsageError(`--seed must be a non-negative integer, got ${String(opts.seed)}`);
-  const entries = await loadAdapters(opts.adapter);
+  const entries = await loadAdapters(opts.adapter, opts.module);
   const problems: string[] = [];
   for (const e of entries) if (e.missing) problems.push(`${e.name}: ${e.missing}`);
   if (opts.operation?.length) {
@@ -183,8 +185,9 @@ export async function drillCommand(opts: DrillCommandOptions, progressSink: Dril
             rows.push(row);
             results.push({ adapter: entry.name, result: r });
             const mark = r.status === 'passed' ? paint('green', 'pass', color) : r.status === 'failed' ? paint('red', 'FAIL', color) : paint('yellow', 'skip', color);
-            const detail = r.status === 'failed' ? ` — ${r.failures.join('; ')}` : r.status === 'skipped' && r.skip ? paint('dim', ` (${r.skip.cardField})`, color) : '';
-            progress?.done(`${mark} ${drill.name} ${operation} ${scenario}${detail}`, r.status === 'failed');
+            // failure sentences already name the drill, operation and scenario
+            const text = r.status === 'failed' ? r.failures.join('; ') : `${drill.name} ${operation} ${scenario}${r.status === 'skipped' && r.skip ? paint('dim', ` (card: ${r.skip.cardField})`, color) : ''}`;
+            progress?.done(`${mark} ${text}`, r.status === 'failed');
           }
         }
         const s = writeSummary(ctx);
@@ -256,7 +259,7 @@ export function drillTable(report: DrillCommandReport, color = false): string {
   const failed = report.rows.filter((r) => r.status === 'failed');
   if (failed.length) {
     lines.push(paint('red', 'Failures:', color));
-    for (const r of failed) lines.push(`  ${r.drill} ${r.operation} ${r.scenario}: ${r.failures.join('; ')}`);
+    for (const r of failed) for (const f of r.failures) lines.push(`  ${f}`);
     lines.push('');
   }
   lines.push(

@@ -48,9 +48,9 @@ function timeline(r: ScenarioResult): string {
   const ends = receipts.map((x) => Date.parse(x.finishedAt));
   const t0 = Math.min(...starts);
   const span = Math.max(Math.max(...ends) - t0, 1);
-  const width = 860;
-  const left = 200;
-  const right = 200;
+  const width = 980;
+  const left = 170;
+  const right = 330;
   const lane = 24;
   const top = 22;
   const plot = width - left - right;

@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import { ANSI, cli, tempDir } from './helpers.js';
+
+describe('retrysafe: exit codes and usage errors', () => {
+  it('--help and --version exit 0 and name every command', async () => {
+    const help = await cli(['--help']);
+    expect(help.code).toBe(0);
+    for (const c of ['drill', 'cards', 'ledger', 'demo']) expect(help.stdout).toContain(c);
+    expect(help.stdout).toContain('Exit codes: 0 ok · 1 a drill, check or step failed · 2 bad usage');
+    const v = await cli(['--version']);
+    expect(v.code).toBe(0);
+    expect(v.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+  });
+
+  it.each([
+    [[], /Usage: retrysafe/],
+    [['explode'], /unknown command 'explode'/],
+    [['drill', '--bogus'], /unknown option '--bogus'/],
+    [['drill', '--seed', 'abc'], /--seed <n>.*expected a non-negative integer/],
+    [['drill', '--scenario', 'nope'], /unknown scenario 'nope' \(known: lost-response/],
+    [['drill', '--adapter', 'paypal'], /unknown adapter 'paypal' \(known: sandbox, stripe, msgraph, hubspot, http\)/],
+    [['drill', '--adapter', 'sandbox', '--operation', 'nope.create'], /unknown operation 'nope.create'.*known: records.create/],
+    [['drill', '--module', '/no/such/drills.mjs'], /--module \/no\/such\/drills.mjs: no such file/],
+    [['cards', '--format', 'xml'], /argument 'xml' is invalid/],
+    [['cards', '--check', '--write'], /choose one of --check and --write/],
+    [['ledger', 'ls', '--state', 'lost'], /--state 'lost' is not a state/],
+    [['ledger', 'ls', '--limit', '-3'], /unknown option|argument '-3' is invalid/],
+    [['ledger', 'show', 'bad id!'], /business-operation id/],
+    [['ledger', 'resolve', 'op-1'], /choose exactly one of --resume, --mark-done <providerRef>, --abandon/],
+    [['ledger', 'resolve', 'op-1', '--resume', '--abandon'], /choose exactly one/],
+    [['ledger', 'resolve', 'op-1', '--resume'], /--resume re-sends through the adapter: pass --config <file>/],
+    [['ledger', 'ls', '--config', '/no/such/retrysafe.json'], /cannot read/],
+  ] as const)('retrysafe %j exits 2 with a clear message', async (args, message) => {
+    const r = await cli(args, { cwd: tempDir('usage') });
+    expect(r.stderr).toMatch(message);
+    expect(r.code).toBe(2);
+  });
+
+  it('--json turns a usage error into a JSON error on stdout as well', async () => {
+    const r = await cli(['drill', '--scenario', 'nope', '--json']);
+    expect(r.code).toBe(2);
+    expect(JSON.parse(r.stdout)).toEqual({ ok: false, error: { code: 'USAGE', message: expect.stringContaining("unknown scenario 'nope'") } });
+  });
+
+  it('a failing drill exits 1 and names the scenario and the counts (an adapter whose card lies)', async () => {
+    const out = tempDir('lying');
+    const r = await cli(['drill', '--module', 'packages/cli/test/fixtures/lying-drill.mjs', '--scenario', 'lost-response,permanent-error', '--out', out, '--json']);
+    expect(r.code).toBe(1);
+    const report = JSON.parse(r.stdout);
+    expect(report.ok).toBe(false);
+    expect(report.totals).toMatchObject({ scenarios: 2, passed: 1, failed: 1 });
+    const lost = report.rows.find((x: { scenario: string }) => x.scenario === 'lost-response');
+    expect(lost).toMatchObject({ drill: 'lying-sandbox', status: 'failed', providerRecords: 2, expected: { providerRecords: 1 } });
+    expect(lost.failures.join('\n')).toContain('lost-response: providerRecords expected 1, observed 2');
+  });
+});
+
+describe('retrysafe: colour', () => {
+  // FORCE_COLOR makes a pipe coloured, so the test can see colour at all; NO_COLOR must still win.
+  const args = ['drill', '--adapter', 'sandbox', '--scenario', 'permanent-error'];
+
+  it('colours the table when forced', async () => {
+    const r = await cli([...args, '--out', tempDir('color')], { env: { FORCE_COLOR: '1' } });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(ANSI);
+  });
+
+  it('never colours when NO_COLOR is set, not even with FORCE_COLOR', async () => {
+    const r = await cli([...args, '--out', tempDir('nocolor')], { env: { FORCE_COLOR: '1', NO_COLOR: '1' } });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('permanent-error');
+    expect(r.stdout).not.toMatch(ANSI);
+    expect(r.stderr).not.toMatch(ANSI);
+  });
+
+  it('is plain on a pipe by default', async () => {
+    const r = await cli([...args, '--out', tempDir('pipe')]);
+    expect(r.code).toBe(0);
+    expect(r.stdout + r.stderr).not.toMatch(ANSI);
+  });
+});

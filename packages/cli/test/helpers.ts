@@ -1,0 +1,49 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The built `retrysafe` bin (tests run after the build, as in `pnpm test`). */
+export const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
+export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
+
+export interface CliRun {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Runs `node dist/bin.js …args` as a child process: exit codes, stdout/stderr separation and
+ * environment variables (NO_COLOR) are only real across the process boundary. NO_COLOR and
+ * FORCE_COLOR are cleared unless the caller sets them.
+ */
+export function cli(args: readonly string[], opts: { env?: Record<string, string | undefined>; cwd?: string; timeoutMs?: number } = {}): Promise<CliRun> {
+  if (!existsSync(BIN)) throw new Error(`${BIN} is missing: build first (pnpm exec tsc -b packages/cli)`);
+  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: undefined, FORCE_COLOR: undefined, ...opts.env };
+  for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: opts.cwd ?? REPO, env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`retrysafe ${args.join(' ')} did not finish in ${opts.timeoutMs ?? 240_000} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+    }, opts.timeoutMs ?? 240_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+export function tempDir(label: string): string {
+  return mkdtempSync(join(tmpdir(), `retrysafe-cli-${label}-`));
+}
+
+// eslint-disable-next-line no-control-regex
+export const ANSI = /\u001b\[[0-9;]*m/;
