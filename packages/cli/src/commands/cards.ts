@@ -80,9 +80,11 @@ export async function cardsCommand(opts: CardsCommandOptions): Promise<CardsComm
   const dir = resolve(opts.dir ?? 'docs/cards');
   const written: string[] = [];
 
+  const invalid = new Set<string>();
   for (const c of cards) {
     const check = validateCard(c.card);
     for (const p of check.problems) problems.push({ file: fileFor(c), problem: `${p.path}: ${p.message}` });
+    if (!check.ok) invalid.add(fileFor(c));
   }
 
   const expected = new Map<string, string>();
@@ -94,6 +96,7 @@ export async function cardsCommand(opts: CardsCommandOptions): Promise<CardsComm
   if (opts.write) {
     mkdirSync(dir, { recursive: true });
     for (const [file, text] of expected) {
+      if (invalid.has(file)) continue; // an invalid card is reported, never published
       const path = join(dir, file);
       if (!existsSync(path) || readFileSync(path, 'utf8') !== text) {
         writeFileSync(path, text);

@@ -167,7 +167,7 @@ function packetText(p: HandoffPacket, color: boolean): string {
   return [
     paint('bold', `Handed off: ${p.reason}`, color),
     `  ${p.explanation}`,
-    `  last known: ${last.outcome ?? '—'}${last.status ? ` · HTTP ${last.status}` : ''}${last.code ? ` · ${last.code}` : ''}${last.providerRef ? ` · ref ${last.providerRef}` : ''}${last.message ? ` · ${last.message}` : ''}`,
+    `  last known: ${last.outcome ?? '—'}${last.status ? ` · HTTP ${last.status}` : ''}${last.code ? ` · ${last.code}` : ''}${last.providerRef ? ` · ref ${last.providerRef}` : ''}${last.message && last.message !== `HTTP ${last.status}` ? ` · ${last.message}` : ''}`,
     `  provider key: ${p.providerKey ?? '(none travels)'}`,
     '  next actions:',
     ...p.safeNextActions.map((a) => `    ${a.safe ? paint('green', '✓ safe    ', color) : paint('red', '✗ not safe', color)} ${a.action.padEnd(9)} ${a.why}`),

@@ -1,0 +1,100 @@
+import { cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ANSI, cli, REPO, tempDir } from './helpers.js';
+
+describe('retrysafe cards --write / --check', () => {
+  const dir = join(tempDir('cards'), 'cards');
+  let written: { code: number | null; json: any };
+
+  beforeAll(async () => {
+    const r = await cli(['cards', '--write', '--dir', dir, '--json']);
+    written = { code: r.code, json: JSON.parse(r.stdout) };
+  }, 120_000);
+
+  it('--write generates one page per card plus an index, every card valid', () => {
+    expect(written.json.problems).toEqual([]);
+    expect(written.code).toBe(0);
+    const files = readdirSync(dir).sort();
+    expect(files).toEqual([...written.json.cards.map((c: string) => `${c}.md`), 'README.md'].sort());
+    // every adapter contributes cards
+    for (const prefix of ['sandbox.', 'stripe.', 'msgraph.', 'hubspot.', 'http.']) expect(files.some((f) => f.startsWith(prefix)), prefix).toBe(true);
+    const stripe = readFileSync(join(dir, 'stripe.paymentIntents.create.md'), 'utf8');
+    expect(stripe).toContain('Do not edit by hand');
+    expect(stripe).toContain('| Provider key name | Idempotency-Key |');
+  });
+
+  it('--check passes right after --write', async () => {
+    const r = await cli(['cards', '--check', '--dir', dir]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/✓ \d+ cards in .* match the card objects/);
+  });
+
+  it('--check fails (exit 1) when a page in a copy was edited by hand, and names it', async () => {
+    const copy = join(tempDir('cards-edited'), 'cards');
+    cpSync(dir, copy, { recursive: true });
+    const page = join(copy, 'stripe.customers.create.md');
+    const before = readFileSync(page, 'utf8');
+    const after = before.replace(/\| Max attempts \| \d+ \|/, '| Max attempts | 99 |');
+    expect(after).not.toBe(before);
+    writeFileSync(page, after);
+    const r = await cli(['cards', '--check', '--dir', copy, '--json']);
+    expect(r.code).toBe(1);
+    const res = JSON.parse(r.stdout);
+    expect(res.ok).toBe(false);
+    expect(res.problems).toEqual([{ file: 'stripe.customers.create.md', problem: expect.stringContaining('differs from the card object') }]);
+  });
+
+  it('--check fails when a page is missing or a stale page no adapter declares is left behind', async () => {
+    const copy = join(tempDir('cards-drift'), 'cards');
+    cpSync(dir, copy, { recursive: true });
+    rmSync(join(copy, 'stripe.refunds.create.md'));
+    writeFileSync(join(copy, 'stripe.charges.create.md'), '# gone\n');
+    const r = await cli(['cards', '--check', '--dir', copy]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('stripe.refunds.create.md: missing');
+    expect(r.stderr).toContain('stripe.charges.create.md: no adapter declares this card');
+    expect(r.stdout).toContain('2 problem(s)');
+  });
+
+  it('--check fails on a card with an unknown fact not listed as unverified, and --write does not publish it', async () => {
+    const own = join(tempDir('cards-unlisted'), 'cards');
+    const args = ['--module', 'packages/cli/test/fixtures/unlisted-unknown.mjs', '--dir', own];
+    const w = await cli(['cards', '--write', ...args]);
+    expect(w.code).toBe(1);
+    expect(existsSync(join(own, 'sandbox.records.create.md'))).toBe(false);
+    const r = await cli(['cards', '--check', ...args, '--json']);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout).problems).toContainEqual({
+      file: 'sandbox.records.create.md',
+      problem: 'lookup.consistencyDelay: value is "unknown" but the field is not listed in unverified[] with its source',
+    });
+  });
+
+  it("the repository's docs/cards are up to date (what CI runs)", async () => {
+    const r = await cli(['cards', '--check'], { cwd: REPO });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+  });
+});
+
+describe('retrysafe cards (printing)', () => {
+  it('prints Markdown cards of one adapter', async () => {
+    const r = await cli(['cards', '--adapter', 'stripe']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('### `stripe.paymentIntents.create`');
+    expect(r.stdout).not.toMatch(ANSI);
+    expect(r.stdout).not.toContain('msgraph.');
+  });
+
+  it('prints JSON cards with --format json (and --json)', async () => {
+    for (const flag of [['--format', 'json'], ['--json']]) {
+      const r = await cli(['cards', '--adapter', 'stripe', ...flag]);
+      expect(r.code).toBe(0);
+      const cards = JSON.parse(r.stdout) as { operation: string; provider: string }[];
+      expect(cards.map((c) => c.operation).sort()).toEqual(['stripe.customers.create', 'stripe.invoices.create', 'stripe.paymentIntents.create', 'stripe.refunds.create']);
+      expect(cards.every((c) => c.provider === 'stripe')).toBe(true);
+    }
+  });
+});

@@ -1,0 +1,198 @@
+import { writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRunner, createSqliteLedger, type RunResult } from '@retrysafe/core';
+import { createPostgresLedger } from '@retrysafe/ledger-postgres';
+import { createDrillClock, startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
+import { createSandboxAdapter, createSandboxProvider, startSandboxServer, REPLAYING_BEHAVIOUR, type SandboxProvider } from '@retrysafe/sandbox';
+import { cli, REPO, tempDir } from './helpers.js';
+
+// A SQLite ledger with four operations, made by the real runner against the loopback sandbox through
+// the fault proxy: A's responses are all lost (the provider HAS the record; lookups fail too) so it is
+// handed off; B and C are rejected (handed off, nothing at the provider); D succeeds.
+const dir = tempDir('ledger');
+const db = join(dir, 'retrysafe.db');
+const config = join(dir, 'retrysafe.json');
+let provider: SandboxProvider;
+let server: { url: string; close(): Promise<void> };
+let proxy: FaultProxy;
+let phase: 'lose' | 'reject' | 'pass' = 'lose';
+const ids: Record<'A' | 'B' | 'C' | 'D', string> = { A: '', B: '', C: '', D: '' };
+let keyA = '';
+
+beforeAll(async () => {
+  provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
+  server = await startSandboxServer({ provider, port: 0 });
+  proxy = await startFaultProxy({
+    target: server.url,
+    faults: () => (phase === 'lose' ? 'drop-response' : phase === 'reject' ? { kind: 'status', status: 400, body: { error: { code: 'invalid_request', message: 'amount must be positive' } } } : 'pass'),
+  });
+  const ledger = createSqliteLedger({ path: db });
+  const runner = createRunner({ ledger, clock: createDrillClock() });
+  const adapter = createSandboxAdapter({ baseUrl: proxy.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR });
+  const run = (ref: string): Promise<RunResult> => runner.run(adapter, 'records.create', { params: { ref, amount: 5 } });
+  const a = await run('order-A');
+  expect(a.status).toBe('handed-off');
+  expect(provider.count()).toBe(1); // committed at the provider, the answer never arrived
+  phase = 'reject';
+  const b = await run('order-B');
+  const c = await run('order-C');
+  expect([b.status, c.status]).toEqual(['handed-off', 'handed-off']);
+  phase = 'pass';
+  const d = await run('order-D');
+  expect(d.status).toBe('done');
+  Object.assign(ids, { A: a.businessOperationId, B: b.businessOperationId, C: c.businessOperationId, D: d.businessOperationId });
+  keyA = (await ledger.get(a.businessOperationId))!.providerKey!;
+  await ledger.close();
+  // What `--resume` builds its adapter from: the same sandbox adapter, through the proxy (now passing).
+  writeFileSync(config, JSON.stringify({ ledger: db, adapters: { sandbox: { baseUrl: proxy.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR } } }, null, 2));
+}, 120_000);
+
+afterAll(async () => {
+  await proxy?.close();
+  await server?.close();
+});
+
+const json = async (args: string[]) => {
+  const r = await cli([...args, '--json'], { cwd: dir });
+  return { ...r, body: r.stdout ? JSON.parse(r.stdout) : null };
+};
+
+describe('retrysafe ledger on a SQLite file', () => {
+  it('ls lists every operation with its state; --state filters', async () => {
+    const all = await json(['ledger', 'ls', '--db', db]);
+    expect(all.code).toBe(0);
+    const byId = Object.fromEntries(all.body.map((r: any) => [r.businessOperationId, r]));
+    expect(byId[ids.A]).toMatchObject({ state: 'handed-off', operation: 'sandbox.records.create', handoffReason: 'lookup-window-exhausted', providerKey: keyA });
+    expect(byId[ids.B]).toMatchObject({ state: 'handed-off', handoffReason: 'rejected', attempts: 1 });
+    expect(byId[ids.D]).toMatchObject({ state: 'succeeded', lastOutcome: 'succeeded' });
+    expect(all.body).toHaveLength(4);
+    const handedOff = await json(['ledger', 'ls', '--db', db, '--state', 'handed-off']);
+    expect(handedOff.body.map((r: any) => r.businessOperationId).sort()).toEqual([ids.A, ids.B, ids.C].sort());
+    const text = await cli(['ledger', 'ls', '--db', db], { cwd: dir });
+    expect(text.stdout).toMatch(/business-operation id\s+state\s+attempts/);
+    expect(text.stdout).toContain(ids.D);
+  });
+
+  it('the default ledger is ./retrysafe.db in the working directory', async () => {
+    const r = await json(['ledger', 'ls']);
+    expect(r.code).toBe(0);
+    expect(r.body).toHaveLength(4);
+  });
+
+  it('show prints the record, the handoff packet and the receipts — never the params', async () => {
+    const r = await json(['ledger', 'show', ids.A, '--db', db]);
+    expect(r.code).toBe(0);
+    expect(r.body.record).toMatchObject({ businessOperationId: ids.A, state: 'handed-off', providerKey: keyA });
+    expect(r.body.record.handoff.reason).toBe('lookup-window-exhausted');
+    expect(r.body.record.handoff.safeNextActions.map((a: any) => a.action)).toEqual(['resume', 'mark-done', 'abandon']);
+    expect(r.body.receipts.length).toBeGreaterThanOrEqual(2);
+    expect(r.body.receipts.map((x: any) => x.kind)).toContain('dispatch');
+    expect(r.stdout).not.toContain('order-A');
+    const text = await cli(['ledger', 'show', ids.A, '--db', db], { cwd: dir });
+    expect(text.stdout).toContain('Handed off: lookup-window-exhausted');
+    expect(text.stdout).toContain(`resolve with: retrysafe ledger resolve ${ids.A} --resume`);
+    expect(text.stdout).toMatch(/#1\s+\S+\s+dispatch/);
+  });
+
+  it('show of an id that is not in the ledger exits 1', async () => {
+    const r = await cli(['ledger', 'show', 'sandbox.records.create:0000', '--db', db], { cwd: dir });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('no operation sandbox.records.create:0000 in the ledger');
+  });
+
+  it('handoffs lists the three operations waiting for a person with their safe actions', async () => {
+    const r = await json(['ledger', 'handoffs', '--db', db]);
+    expect(r.code).toBe(0);
+    expect(r.body.map((x: any) => x.businessOperationId).sort()).toEqual([ids.A, ids.B, ids.C].sort());
+    const b = r.body.find((x: any) => x.businessOperationId === ids.B);
+    expect(b.lastKnown).toMatchObject({ outcome: 'rejected', status: 400 });
+    const text = await cli(['ledger', 'handoffs', '--db', db], { cwd: dir });
+    expect(text.stdout).toContain('3 operations waiting for a person');
+  });
+
+  it('resolve --resume completes a handed-off operation with the SAME provider key (no second record)', async () => {
+    const before = proxy.requests.length;
+    const r = await json(['ledger', 'resolve', ids.A, '--resume', '--config', config, '--by', 'ops-test']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.body).toMatchObject({ status: 'done', businessOperationId: ids.A });
+    const after = proxy.requests.slice(before);
+    expect(after.length).toBeGreaterThan(0);
+    // every request the resume made carried A's key: the POST in its header, a lookup in its query
+    for (const q of after) {
+      if (q.method === 'POST') expect(q.headers['idempotency-key']).toBe(keyA);
+      else expect(decodeURIComponent(q.path)).toContain(keyA);
+    }
+    expect(after.some((q) => q.method === 'POST')).toBe(true);
+    // the provider folded the re-send into the record it already had: A + D, nothing more
+    expect(provider.count()).toBe(2);
+    const shown = await json(['ledger', 'show', ids.A, '--db', db]);
+    expect(shown.body.record).toMatchObject({ state: 'succeeded', providerKey: keyA });
+    expect(shown.body.receipts.some((x: any) => x.kind === 'resolve' && x.decision.action === 'resume')).toBe(true);
+  });
+
+  it('resolving an operation that is no longer handed off exits 1 and says why', async () => {
+    const r = await cli(['ledger', 'resolve', ids.A, '--abandon', '--db', db], { cwd: dir });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/only a handed-off operation can be resolved/);
+  });
+
+  it('resolve --mark-done records the provider reference a person verified; --abandon gives up; neither calls the provider', async () => {
+    const before = proxy.requests.length;
+    const done = await json(['ledger', 'resolve', ids.B, '--mark-done', 'rec_verified_1', '--db', db]);
+    expect(done.code).toBe(0);
+    expect(done.body).toEqual({ status: 'resolved', businessOperationId: ids.B, state: 'succeeded', providerRef: 'rec_verified_1' });
+    const gone = await json(['ledger', 'resolve', ids.C, '--abandon', '--db', db]);
+    expect(gone.code).toBe(0);
+    expect(gone.body).toMatchObject({ status: 'resolved', state: 'abandoned' });
+    expect(proxy.requests.length).toBe(before);
+    const handoffs = await json(['ledger', 'handoffs', '--db', db]);
+    expect(handoffs.body).toEqual([]);
+    const shownB = await json(['ledger', 'show', ids.B, '--db', db]);
+    expect(shownB.body.record.resolution).toMatchObject({ action: 'mark-done', providerRef: 'rec_verified_1' });
+  });
+});
+
+describe('retrysafe ledger on PostgreSQL', () => {
+  const url = process.env.DATABASE_URL;
+  const schema = `rs_t_cli_${randomBytes(4).toString('hex')}`;
+  let id = '';
+
+  beforeAll(async () => {
+    // Like @retrysafe/ledger-postgres's own tests: a real PostgreSQL is required (.ci/run starts one), never skipped.
+    if (!url) throw new Error('DATABASE_URL is not set: `source .ci/start-postgres.sh` starts a loopback PostgreSQL and exports it');
+    expect(['127.0.0.1', 'localhost', '::1']).toContain(new URL(url).hostname);
+    const ledger = createPostgresLedger({ connectionString: url, schema });
+    try {
+      const p = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
+      const r = await createRunner({ ledger }).run(createSandboxAdapter({ provider: p }), 'records.create', { params: { ref: 'pg-1' } });
+      expect(r.status).toBe('done');
+      id = r.businessOperationId;
+    } finally {
+      await ledger.close();
+    }
+  }, 60_000);
+
+  afterAll(async () => {
+    if (!url) return;
+    const pg = createRequire(join(REPO, 'packages/ledger-postgres/package.json'))('pg');
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await client.end();
+  });
+
+  it('ls --db postgres://… --schema lists the operation', async () => {
+    const r = await json(['ledger', 'ls', '--db', url!, '--schema', schema]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.body).toEqual([expect.objectContaining({ businessOperationId: id, state: 'succeeded', operation: 'sandbox.records.create' })]);
+    const shown = await json(['ledger', 'show', id, '--db', url!, '--schema', schema]);
+    expect(shown.body.receipts.length).toBeGreaterThan(0);
+    const h = await json(['ledger', 'handoffs', '--db', url!, '--schema', schema]);
+    expect(h.body).toEqual([]);
+  });
+});
