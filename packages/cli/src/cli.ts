@@ -4,7 +4,7 @@ import { RetrysafeError } from '@retrysafe/contract';
 import { cardsCommand } from './commands/cards.js';
 import { demoCommand, demoSummary } from './commands/demo.js';
 import { drillCommand, drillTable } from './commands/drill.js';
-import { handoffsText, ledgerHandoffs, ledgerLs, ledgerResolve, ledgerShow, lsTable, resolveText, showText, STATES } from './commands/ledger.js';
+import { RefusedError, handoffsText, ledgerHandoffs, ledgerLs, ledgerResolve, ledgerShow, lsTable, resolveText, showText, STATES } from './commands/ledger.js';
 import { UsageError } from './registry.js';
 import { paint, useColor } from './output.js';
 
@@ -148,6 +148,7 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
       .option('--resume', 're-send with the SAME provider key through the adapter named in --config')
       .option('--mark-done <providerRef>', 'you verified the effect at the provider: record its reference')
       .option('--abandon', 'give the operation up (nothing more is sent)')
+      .option('--force', 'with --resume: resume even though the packet marks it not safe (you checked at the provider)')
       .option('--by <name>', 'who resolved it, for the receipt (default $USER)'),
   ).action(async (id: string, o) => {
     const r = await ledgerResolve(o, id);
@@ -183,13 +184,13 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
     }
     const usage = e instanceof UsageError || (RetrysafeError.isInstance(e) && USAGE_CODES.includes(e.code));
     const message = e instanceof Error ? e.message : String(e);
-    if (wantsJson) json({ ok: false, error: { code: usage ? 'USAGE' : RetrysafeError.isInstance(e) ? e.code : 'ERROR', message } });
+    if (wantsJson) json({ ok: false, error: { code: usage ? 'USAGE' : RetrysafeError.isInstance(e) ? e.code : e instanceof RefusedError ? 'REFUSED' : 'ERROR', message } });
     if (usage) {
       io.err(`retrysafe: ${message}\n(run with --help for usage)`);
       return EXIT.usage;
     }
     // Typed errors carry a message written for the reader; anything else is a bug: show the stack.
-    io.err(`retrysafe: ${RetrysafeError.isInstance(e) ? message : e instanceof Error ? (e.stack ?? message) : message}`);
+    io.err(`retrysafe: ${RetrysafeError.isInstance(e) || e instanceof RefusedError ? message : e instanceof Error ? (e.stack ?? message) : message}`);
     return EXIT.failed;
   }
 }

@@ -134,6 +134,18 @@ describe('retrysafe ledger on a SQLite file', () => {
     expect(shown.body.receipts.some((x: any) => x.kind === 'resolve' && x.decision.action === 'resume')).toBe(true);
   });
 
+  it('resume is refused (exit 1, nothing sent) when the packet marks it not safe: a rejected request would be rejected again', async () => {
+    const before = proxy.requests.length;
+    const r = await json(['ledger', 'resolve', ids.B, '--resume', '--config', config]);
+    expect(r.code).toBe(1);
+    expect(r.body.error.code).toBe('REFUSED');
+    expect(r.stderr).toContain('the handoff packet marks resume as not safe');
+    expect(r.stderr).toContain('--mark-done <providerRef>');
+    expect(proxy.requests.length).toBe(before);
+    const still = await json(['ledger', 'show', ids.B, '--db', db]);
+    expect(still.body.record.state).toBe('handed-off');
+  });
+
   it('resolving an operation that is no longer handed off exits 1 and says why', async () => {
     const r = await cli(['ledger', 'resolve', ids.A, '--abandon', '--db', db], { cwd: dir });
     expect(r.code).toBe(1);

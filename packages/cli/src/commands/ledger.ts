@@ -112,6 +112,13 @@ export interface ResolveOptions extends LedgerTarget {
   readonly markDone?: string;
   readonly abandon?: boolean;
   readonly by?: string;
+  /** Resume even though the packet marks resume as not safe (you checked at the provider). */
+  readonly force?: boolean;
+}
+
+/** A person asked for something the handoff packet marks as not safe, without --force. Exit 1, nothing sent. */
+export class RefusedError extends Error {
+  override name = 'RefusedError';
 }
 
 /**
@@ -138,7 +145,14 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
           ...(config?.redact?.fields ? { redact: { fields: [...config.redact.fields] } } : {}),
         });
         const by = opts.by ?? process.env.USER ?? 'operator';
-        if (opts.resume) return runner.resolve(id, { action: 'resume' }, { adapters, by });
+        if (opts.resume) {
+          const record = await ledger.get(asBusinessOperationId(id));
+          const resume = record?.handoff?.safeNextActions.find((a) => a.action === 'resume');
+          if (record?.state === 'handed-off' && resume && !resume.safe && !opts.force) {
+            throw new RefusedError(`not resuming ${id}: the handoff packet marks resume as not safe — ${resume.why}. Check at the provider first; then --mark-done <providerRef> if the effect exists, or --resume --force if you are sure it does not.`);
+          }
+          return runner.resolve(id, { action: 'resume' }, { adapters, by });
+        }
         if (opts.markDone !== undefined) return runner.resolve(id, { action: 'mark-done', providerRef: opts.markDone.trim() }, { by });
         return runner.resolve(id, { action: 'abandon' }, { by });
       },
