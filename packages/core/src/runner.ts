@@ -161,6 +161,8 @@ interface Op {
   polls: number;
   lastSeq: number;
   lastHash: string | null;
+  /** The operation's receipts as written (earlier ones read at the start, then this worker's own). */
+  receipts: Receipt[];
 }
 
 const validatedCards = new WeakMap<object, true>();
@@ -267,7 +269,8 @@ export function createRunner(options: RunnerOptions): Runner {
   }
 
   async function execute(base: OpBase, record: OperationRecord, ref: Fenced, paramsFingerprint: string, claimInput: ClaimInput, takenOver: boolean): Promise<RunResult> {
-    const prior = await ledger.receipts(base.id);
+    // A brand-new claim has no receipts yet: skip the read.
+    const prior = record.fence === 1 && record.attemptCount === 0 && !takenOver ? [] : await ledger.receipts(base.id);
     const last = prior[prior.length - 1];
     const op: Op = {
       ...base,
@@ -284,6 +287,7 @@ export function createRunner(options: RunnerOptions): Runner {
       polls: 0,
       lastSeq: last?.seq ?? 0,
       lastHash: last?.hash ?? null,
+      receipts: [...prior],
     };
     try {
       const first = decide(op.card, stateOf(op), null, { policy: op.policy, random });
@@ -487,6 +491,7 @@ export function createRunner(options: RunnerOptions): Runner {
     await ledger.appendReceipt(op.ref, sealed);
     op.lastSeq = sealed.seq;
     op.lastHash = sealed.hash;
+    op.receipts.push(sealed);
   }
 
   async function complete(op: Op, obs: Observation, adopted: boolean): Promise<RunResult> {
@@ -507,7 +512,7 @@ export function createRunner(options: RunnerOptions): Runner {
       });
     }
     log('info', 'done', `succeeded${adopted ? ' (adopted)' : ''} after ${op.record.attemptCount} provider call(s)${providerRef ? `, ref ${providerRef}` : ''}`, op);
-    return { status: 'done', businessOperationId: op.id, result, providerRef, adopted, attempts: op.record.attemptCount, receipts: await ledger.receipts(op.id) };
+    return { status: 'done', businessOperationId: op.id, result, providerRef, adopted, attempts: op.record.attemptCount, receipts: [...op.receipts] };
   }
 
   async function handOff(op: Op, decided: Extract<Decision, { action: 'handoff' }>): Promise<RunResult> {
@@ -516,7 +521,7 @@ export function createRunner(options: RunnerOptions): Runner {
       op.recovering && decided.reason === 'unknown-no-safe-resend'
         ? { ...decided, reason: 'crash-recovery-inconclusive' as const, why: `a worker stopped after dispatching; ${decided.why}` }
         : decided;
-    const receipts = await ledger.receipts(op.id);
+    const receipts = [...op.receipts];
     const error = decision.reason === 'retry-exhausted' ? new RetryExhaustedError(op.redactor.text(decision.why), receipts.filter((r) => r.kind === 'dispatch' || r.kind === 'resend').map((r) => r.attemptId)) : undefined;
     const explanation = op.redactor.text(error ? error.message : decision.why);
     const safety = resendSafety(op.card, op.record.firstDispatchedAt, now);

@@ -115,10 +115,14 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
     return r;
   };
 
+  // One transaction wrapper, built once: BEGIN IMMEDIATE takes the write lock up front, so two
+  // processes never both read "free" and both claim.
+  const immediate = db.transaction((fn: () => unknown) => fn()).immediate;
+
   /** Runs `fn` in BEGIN IMMEDIATE; library errors become LedgerError, retrysafe errors pass through. */
   function tx<T>(what: string, fn: () => T): T {
     try {
-      return db.transaction(fn).immediate();
+      return immediate(fn) as T;
     } catch (err) {
       if (RetrysafeError.isInstance(err)) throw err;
       throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
