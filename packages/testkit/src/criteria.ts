@@ -3,7 +3,9 @@ import type { DrillPolicy, PassCriteria, ScenarioId, ScenarioSkip } from './dril
 
 /** What the card lets the runner do after an unknown outcome, read once from the card's facts. */
 export interface CardAbilities {
-  /** A key travels, the provider replays (or rejects) a same-key duplicate, and it keeps keys for a known time. */
+  /** Performing it twice has the effect of once (set-value PATCH, upsert by unique id): a resend is safe, key or no key. */
+  readonly idempotentByNature: boolean;
+  /** A key travels, the provider replays (or rejects) a same-key duplicate, and it keeps keys for a known time — or the operation is idempotent by nature. */
   readonly safeResend: boolean;
   /** A lookup other than a same-key resend exists. */
   readonly lookup: boolean;
@@ -31,9 +33,12 @@ export function readCard(card: RetrySafetyCard, policy: DrillPolicy = {}): CardA
   const keyTravels = known(travels) && travels !== 'none';
   const replays = semantics === 'replays' || semantics === 'rejects-duplicate';
   const retained = known(retention) && retention !== null;
-  const safeResend = keyTravels && replays && retained;
+  const byNature = card.sideEffect.idempotentByNature.value === true;
+  const safeResend = (keyTravels && replays && retained) || byNature;
   why.push(
-    safeResend
+    byNature
+      ? 'safe resend: sideEffect.idempotentByNature=true (a second call has the effect of one)'
+      : safeResend
       ? `safe same-key resend: providerKey.travels=${travels}, storedResult.semantics=${semantics}, retention.minimum=${retention}`
       : `no safe resend: providerKey.travels=${travels}, storedResult.semantics=${semantics}, retention.minimum=${retention}`,
   );
@@ -42,6 +47,7 @@ export function readCard(card: RetrySafetyCard, policy: DrillPolicy = {}): CardA
   const authoritativeLookup = lookup && delayMs !== null && delayMs < lookupWindowMs;
   why.push(`lookup.method=${method}, lookup.consistencyDelay=${delay} (window ${lookupWindowMs} ms): ${authoritativeLookup ? 'authoritative lookup' : lookup ? 'lookup can find, cannot prove absence' : 'no lookup'}`);
   return {
+    idempotentByNature: byNature,
     safeResend,
     lookup,
     authoritativeLookup,
@@ -158,6 +164,10 @@ export function criteriaFor(scenario: ScenarioId, card: RetrySafetyCard, a: Card
       return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 2 }, outcome: ['done'], handoff: false, minWaitMs: ra, why };
     }
     case 'key-past-retention':
+      if (a.idempotentByNature) {
+        why.push('idempotent by nature ⇒ the key\'s age does not matter: a resend (or a lookup) finishes with the one record');
+        return { ...base, providerRecords: 1, attemptsAtProxy: { min: 1, max: 2 }, outcome: ['done'], handoff: false, why };
+      }
       if (a.authoritativeLookup) {
         why.push('key past retention.minimum ⇒ never resend on the key; the lookup finds the committed record ⇒ adopt');
         return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['done'], handoff: false, why };

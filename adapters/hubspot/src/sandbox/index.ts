@@ -9,3 +9,4 @@ export type {
   FailOptions,
 } from './hubspot-sandbox.js';
 export type { RateLimitPolicy, HubSpotErrorBody } from './hubspot-errors-shapes.js';
+export { hubSpotDrill, drills, hubSpotDrillFaults, drillTicket, drillOrder, type HubSpotDrill, type HubSpotDrillOperation } from './hubspot-drills.js';
