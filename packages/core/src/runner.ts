@@ -208,7 +208,11 @@ export function createRunner(options: RunnerOptions): Runner {
   const log = (level: LogEntry['level'], event: string, message: string, op?: Pick<Op, 'id' | 'card' | 'redactor'>) => {
     if (!options.logger) return;
     const text = (op?.redactor ?? baseRedactor).text(message);
-    options.logger({ at: iso(clock.now()), level, event, ...(op ? { businessOperationId: op.id, operation: op.card.operation } : {}), message: text });
+    try {
+      options.logger({ at: iso(clock.now()), level, event, ...(op ? { businessOperationId: op.id, operation: op.card.operation } : {}), message: text });
+    } catch {
+      // A failing logger must not change what happens to the operation.
+    }
   };
 
   // ---------------------------------------------------------------- run

@@ -207,6 +207,16 @@ export function ledgerSuite(options: LedgerSuiteOptions): void {
       expect(await ledger.receipts(id('nothing'))).toEqual([]);
     });
 
+    it('the fence, not the lease, guards writes: after handoff and resolve a receipt with the current fence is accepted', async () => {
+      const { ref } = await claimed(ledger, 'after-resolve');
+      await ledger.handOff(ref, packet('after-resolve'), T0 + 1);
+      const done = await ledger.resolve(id('after-resolve'), { action: 'abandon' }, T0 + 2);
+      expect(done.fence).toBe(ref.fence);
+      await ledger.appendReceipt({ businessOperationId: id('after-resolve'), fence: done.fence }, receipt('after-resolve', 1, null));
+      expect(await ledger.receipts(id('after-resolve'))).toHaveLength(1);
+      await expect(ledger.appendReceipt({ businessOperationId: id('after-resolve'), fence: done.fence + 1 }, receipt('after-resolve', 2, null))).rejects.toSatisfy(LeaseLostError.isInstance);
+    });
+
     it('lists recover candidates: non-terminal with no live lease, never terminal ones', async () => {
       const live = await claimed(ledger, 'live');
       await ledger.markDispatched(live.ref, T0 + 1);
