@@ -57,7 +57,8 @@ export async function loadAdapters(names?: readonly string[], modules: readonly 
     const path = resolve(file);
     if (!existsSync(path)) throw new UsageError(`--module ${file}: no such file`);
     const mod = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
-    const name = typeof mod.name === 'string' && mod.name ? mod.name : basename(path).replace(/\.[cm]?js$/, '');
+    const drillNames = Array.isArray(mod.drills) ? [...new Set(mod.drills.map((d) => (isDrill(d) ? d.name : '')).filter(Boolean))] : [];
+    const name = typeof mod.name === 'string' && mod.name ? mod.name : drillNames.length ? drillNames.join('+') : basename(path).replace(/\.[cm]?js$/, '');
     const entry = entryFrom(name, file, mod);
     if (entry.missing) throw new UsageError(`--module ${entry.missing}`);
     own.push(entry);
