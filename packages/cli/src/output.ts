@@ -67,7 +67,7 @@ export function createProgress(total: number, write: (text: string) => void, tty
   const width = String(total).length;
   const counter = () => `[${String(finished).padStart(width)}/${total}]`;
   const bar = () => {
-    const cells = 20;
+    const cells = (process.stderr.columns ?? 100) >= 120 ? 20 : 10;
     const full = total === 0 ? cells : Math.round((finished / total) * cells);
     return '█'.repeat(full) + '░'.repeat(cells - full);
   };

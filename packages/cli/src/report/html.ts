@@ -47,7 +47,8 @@ function timeline(r: ScenarioResult): string {
   const starts = receipts.map((x) => Date.parse(x.startedAt));
   const ends = receipts.map((x) => Date.parse(x.finishedAt));
   const t0 = Math.min(...starts);
-  const span = Math.max(Math.max(...ends) - t0, 1);
+  const waitEnds = receipts.map((x, i) => ends[i]! + (x.decision.delayMs ?? 0));
+  const span = Math.max(Math.max(...ends, ...waitEnds.slice(0, -1)) - t0, 1);
   const width = 980;
   const left = 170;
   const right = 330;
@@ -74,6 +75,8 @@ function timeline(r: ScenarioResult): string {
       `<g class="attempt" data-seq="${rc.seq}" data-kind="${esc(rc.kind)}" data-outcome="${esc(rc.outcome ?? '')}" data-at-ms="${s - t0}"><title>${esc(tip)}</title>` +
       `<text x="4" y="${y + 13}">#${rc.seq} ${esc(rc.kind)}${rc.status ? ` · ${rc.status}` : ''}</text>` +
       `<rect x="${bx.toFixed(1)}" y="${y}" width="${bw.toFixed(1)}" height="16" rx="3" fill="${fill}"></rect>` +
+      // the wait the runner chose after this attempt (backoff, Retry-After, poll interval), as a dashed tail
+      (rc.decision.delayMs ? `<line class="wait" x1="${(bx + bw).toFixed(1)}" x2="${Math.min(x(e + rc.decision.delayMs), width - right).toFixed(1)}" y1="${y + 8}" y2="${y + 8}"></line>` : '') +
       `<text x="${(width - right + 8).toFixed(1)}" y="${y + 13}">${esc(rc.outcome ?? '—')} → ${esc(decision)}</text></g>`
     );
   });
@@ -192,7 +195,7 @@ details summary{cursor:pointer;color:#333}
 #matrix td.passed{background:#e8f5e9;color:#2e7d32}#matrix td.failed{background:#ffcdd2;color:#b71c1c;font-weight:700}#matrix td.skipped{background:#fff8e1;color:#a67c00}
 #matrix th.rot{height:9rem;white-space:nowrap;vertical-align:bottom}#matrix th.rot span{writing-mode:vertical-rl;transform:rotate(180deg)}
 svg.timeline{max-width:100%;height:auto}svg.timeline text{font-size:11px;font-family:ui-monospace,monospace}
-svg.timeline .tick{fill:#777;font-size:10px}svg.timeline .grid{stroke:#e6e6e6}
+svg.timeline .tick{fill:#777;font-size:10px}svg.timeline .grid{stroke:#e6e6e6}svg.timeline .wait{stroke:#999;stroke-width:1.5;stroke-dasharray:4 3}
 table.wire td,table.criteria td{font-size:12px}
 .legend span{display:inline-block;margin-right:.9rem;font-size:12px}.legend i{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:4px;vertical-align:-1px}
 ul.failures{color:#b71c1c}.problems{color:#b71c1c}
