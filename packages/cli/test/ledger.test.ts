@@ -7,6 +7,8 @@ import { createRunner, createSqliteLedger, type RunResult } from '@retrysafe/cor
 import { createPostgresLedger } from '@retrysafe/ledger-postgres';
 import { createDrillClock, startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
 import { createSandboxAdapter, createSandboxProvider, startSandboxServer, REPLAYING_BEHAVIOUR, type SandboxProvider } from '@retrysafe/sandbox';
+import { createStripeAdapter } from '@retrysafe/stripe';
+import { startStripeSandbox } from '@retrysafe/stripe/sandbox';
 import { cli, REPO, tempDir } from './helpers.js';
 
 // A SQLite ledger with four operations, made by the real runner against the loopback sandbox through
@@ -166,6 +168,42 @@ describe('retrysafe ledger on a SQLite file', () => {
     const shownB = await json(['ledger', 'show', ids.B, '--db', db]);
     expect(shownB.body.record.resolution).toMatchObject({ action: 'mark-done', providerRef: 'rec_verified_1' });
   });
+});
+
+describe('retrysafe ledger resolve --resume with the real Stripe SDK', () => {
+  it('an invoice whose every response was lost is handed off; resume re-sends with the same Idempotency-Key and Stripe replays it: one invoice', async () => {
+    const sdir = tempDir('ledger-stripe');
+    const sdb = join(sdir, 'retrysafe.db');
+    const stripe = await startStripeSandbox({ port: 0 });
+    let lose = true;
+    const sproxy = await startFaultProxy({ target: stripe.url, faults: () => (lose ? 'drop-response' : 'pass') });
+    try {
+      const ledger = createSqliteLedger({ path: sdb });
+      const adapter = createStripeAdapter({ apiKey: 'sk_test_cli', baseUrl: sproxy.url, timeoutMs: 2000 });
+      const first = await createRunner({ ledger, clock: createDrillClock() }).run(adapter, 'invoices.create', { params: { customer: 'cus_fixture', invoiceRef: 'inv-cli-1' } });
+      const key = (await ledger.get(first.businessOperationId))!.providerKey!;
+      await ledger.close();
+      expect(first.status).toBe('handed-off');
+      expect(stripe.count('invoices.create')).toBe(1); // Stripe created it; no answer ever came back
+      expect(new Set(sproxy.requests.map((q) => q.headers['idempotency-key']))).toEqual(new Set([key]));
+
+      lose = false;
+      const before = sproxy.requests.length;
+      const config = join(sdir, 'retrysafe.json');
+      writeFileSync(config, JSON.stringify({ ledger: './retrysafe.db', adapters: { stripe: { apiKeyEnv: 'RS_CLI_TEST_STRIPE_KEY', baseUrl: sproxy.url, timeoutMs: 2000 } } }));
+      const r = await cli(['ledger', 'resolve', first.businessOperationId, '--resume', '--config', config, '--json'], { cwd: sdir, env: { RS_CLI_TEST_STRIPE_KEY: 'sk_test_cli' } });
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ status: 'done', adopted: true, providerRef: expect.stringMatching(/^in_/) });
+      const resent = sproxy.requests.slice(before);
+      expect(resent.length).toBeGreaterThan(0);
+      for (const q of resent) expect(q.headers['idempotency-key']).toBe(key);
+      expect(stripe.count('invoices.create')).toBe(1);
+    } finally {
+      await sproxy.close();
+      await stripe.close();
+    }
+  }, 120_000);
 });
 
 describe('retrysafe ledger on PostgreSQL', () => {
