@@ -179,6 +179,7 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
   } catch (e) {
     if (e instanceof CommanderError) {
       if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version') return EXIT.ok;
+      if (e.code === 'commander.help' && e.exitCode === 0) return EXIT.ok; // `retrysafe help [command]`
       // commander prints its own message; a bare `retrysafe ledger` (help for a missing subcommand) is usage too.
       return EXIT.usage;
     }

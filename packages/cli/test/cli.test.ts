@@ -7,6 +7,9 @@ describe('retrysafe: exit codes and usage errors', () => {
     expect(help.code).toBe(0);
     for (const c of ['drill', 'cards', 'ledger', 'demo']) expect(help.stdout).toContain(c);
     expect(help.stdout).toContain('Exit codes: 0 ok · 1 a drill, check or step failed · 2 bad usage');
+    const h = await cli(['help', 'ledger']);
+    expect(h.code).toBe(0);
+    expect(h.stdout).toContain('resolve');
     const v = await cli(['--version']);
     expect(v.code).toBe(0);
     expect(v.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
@@ -15,6 +18,7 @@ describe('retrysafe: exit codes and usage errors', () => {
   it.each([
     [[], /Usage: retrysafe/],
     [['explode'], /unknown command 'explode'/],
+    [['ledger'], /Usage: retrysafe ledger/],
     [['drill', '--bogus'], /unknown option '--bogus'/],
     [['drill', '--seed', 'abc'], /--seed <n>.*expected a non-negative integer/],
     [['drill', '--scenario', 'nope'], /unknown scenario 'nope' \(known: lost-response/],
