@@ -80,13 +80,20 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
 
   let closed = false;
   let readyPromise: Promise<MigrateReport | null> | null = null;
+  let migrated = options.migrate === false;
   const ready = () => {
     readyPromise ??= options.migrate === false
       ? Promise.resolve(null)
-      : migrate(pool, schemaName).catch((err: unknown) => {
-          readyPromise = null; // a database that was down may be back next time
-          throw err;
-        });
+      : migrate(pool, schemaName).then(
+          (report) => {
+            migrated = true;
+            return report;
+          },
+          (err: unknown) => {
+            readyPromise = null; // a database that was down may be back next time
+            throw err;
+          },
+        );
     return readyPromise;
   };
   // Statement names are per connection; the schema is part of the text, so it is part of the name.
@@ -95,7 +102,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   async function query<R extends pg.QueryResultRow>(what: string, name: string | null, text: string, values: unknown[], client?: pg.PoolClient): Promise<pg.QueryResult<R>> {
     if (closed) throw new LedgerError(`ledger is closed (${what})`);
     try {
-      await ready();
+      if (!migrated) await ready();
       const config: pg.QueryConfig = name ? { name: stmt(name), text, values } : { text, values };
       return await (client ?? pool).query<R>(config);
     } catch (err) {
@@ -406,7 +413,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     if (closed) throw new LedgerError(`ledger is closed (${what})`);
     let client: pg.PoolClient;
     try {
-      await ready();
+      if (!migrated) await ready();
       client = await pool.connect();
     } catch (err) {
       throw asLedgerError(err, what);
