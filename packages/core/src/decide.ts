@@ -14,6 +14,11 @@ export interface DecisionState {
    * Defaults to firstDispatchedAt.
    */
   readonly lastDispatchedAt?: number | null;
+  /**
+   * When the observation was asked for (a lookup's start). A lookup's "not found" is judged at that time,
+   * not at decision time: the clock may have moved on while it ran. Defaults to now.
+   */
+  readonly observedAt?: number;
   /** Provider calls made in this run (the budget counts these). */
   readonly runAttempts: number;
   readonly runStartedAt: number;
@@ -132,8 +137,9 @@ export function decide(card: RetrySafetyCard, state: DecisionState, observation:
       const delay = card.lookup.consistencyDelay.value;
       if (delay === 'unknown') return keepLooking(card, state, budget, undefined, 'lookup found nothing, but its consistency delay is unknown: an absent result proves nothing');
       const since = state.lastDispatchedAt ?? state.firstDispatchedAt;
-      if (delay !== null && since !== null && state.now - since < durationMs(delay)) {
-        return keepLooking(card, state, budget, durationMs(delay) - (state.now - since), `lookup found nothing yet, inside the ${delay} consistency delay of the last dispatch`);
+      const askedAt = state.observedAt ?? state.now;
+      if (delay !== null && since !== null && askedAt - since < durationMs(delay)) {
+        return keepLooking(card, state, budget, Math.max(1, since + durationMs(delay) - state.now), `lookup found nothing, but it asked inside the ${delay} consistency delay of the last dispatch`);
       }
       return retryNotApplied(state, budget, undefined, 'authoritative lookup found nothing: the effect was not applied');
     }
@@ -149,12 +155,18 @@ function retryNotApplied(state: DecisionState, budget: Budget, retryAfterMs: num
 }
 
 function afterUnknown(card: RetrySafetyCard, state: DecisionState, budget: Budget, retryAfterMs: number | undefined): Decision {
-  const safety = resendSafety(card, state.firstDispatchedAt, state.now);
+  let safety = resendSafety(card, state.firstDispatchedAt, state.now);
   let budgetNote = '';
   if (safety.safe) {
     const plan = planRetry({ attemptsMade: state.runAttempts, startedAt: state.runStartedAt, now: state.now, retryAfterMs }, budget.policy, budget.random);
-    if (plan.retry) return { action: 'send', delayMs: plan.delayMs, why: `outcome unknown; re-send is safe: ${safety.why}` };
-    budgetNote = plan.detail;
+    if (plan.retry) {
+      // The key must still be inside its retention when the re-send actually goes out, after the wait.
+      const atSend = resendSafety(card, state.firstDispatchedAt, state.now + plan.delayMs);
+      if (atSend.safe) return { action: 'send', delayMs: plan.delayMs, why: `outcome unknown; re-send is safe: ${safety.why}` };
+      safety = atSend;
+    } else {
+      budgetNote = plan.detail;
+    }
   }
   if (lookupAvailable(card)) {
     return keepLooking(card, state, budget, undefined, `outcome unknown; ${safety.safe ? `re-send budget spent (${budgetNote})` : `no safe re-send (${safety.why})`}: look up the provider's stored status first`);

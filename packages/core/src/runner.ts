@@ -306,8 +306,9 @@ export function createRunner(options: RunnerOptions): Runner {
     }
   }
 
-  function stateOf(op: Op): DecisionState {
+  function stateOf(op: Op, observedAt?: number): DecisionState {
     return {
+      ...(observedAt !== undefined ? { observedAt } : {}),
       ledgerState: op.record.state,
       now: clock.now(),
       firstDispatchedAt: op.record.firstDispatchedAt,
@@ -339,6 +340,11 @@ export function createRunner(options: RunnerOptions): Runner {
         op.polls++;
       }
       await wait(op, decision.delayMs);
+      if (decision.action === 'send' && reliesOnKey(obs) && !resendSafety(op.card, op.record.firstDispatchedAt, clock.now()).safe) {
+        // The wait outlasted the key's retention: decide again from the same observation, now without the key.
+        decision = decide(op.card, stateOf(op), obs, { policy: op.policy, random });
+        continue;
+      }
       const startedAt = clock.now();
       const attemptId = newAttemptId();
       let kind: ReceiptKind;
@@ -350,10 +356,17 @@ export function createRunner(options: RunnerOptions): Runner {
         obs = await lookup(op, attemptId);
       }
       const finishedAt = clock.now();
-      decision = decide(op.card, stateOf(op), obs, { policy: op.policy, random });
+      decision = decide(op.card, stateOf(op, startedAt), obs, { policy: op.policy, random });
       await persist(op, obs);
       await receipt(op, { kind, attemptId, startedAt, finishedAt, obs, decision });
     }
+  }
+
+  /** After these, a send is only allowed because the card says the same key folds it into the first. */
+  function reliesOnKey(obs: Observation): boolean {
+    if (obs === null) return false;
+    const inner = obs.kind === 'found' ? obs.outcome : obs;
+    return inner.kind === 'unknown' || inner.kind === 'in-progress' || obs.kind === 'cannot-tell';
   }
 
   function isInProgress(obs: Observation): boolean {

@@ -4,6 +4,8 @@ import { decide, resolvePolicy, type DecisionState } from '@retrysafe/core';
 import { sandboxCreateCard } from '@retrysafe/sandbox';
 
 const T0 = Date.UTC(2026, 0, 1);
+/** An explicit 'unknown' fact, assignable to a fact of any type. */
+const UNK = { value: 'unknown', source: 'test: not known' } as const;
 const replaying = sandboxCreateCard({ replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' });
 const noReplayNoLookup = sandboxCreateCard({ replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'none' });
 const noReplayLookup = sandboxCreateCard({ replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key' });
@@ -34,22 +36,22 @@ describe('decision table (DESIGN.md §3), one test per row', () => {
   });
 
   it('unknown ⇒ a needed card field that is unknown means no automatic re-send (lookup if possible, else hand off)', () => {
-    const semUnknown = withCard(replaying, { storedResult: { semantics: fact('unknown', 'x'), includesErrors: fact(false, 'x') } });
+    const semUnknown = withCard(replaying, { storedResult: { semantics: UNK, includesErrors: fact(false, 'x') } });
     expect(decide(semUnknown, state(), unknown, budget(semUnknown)).action).toBe('lookup');
-    const retUnknown = withCard(replayingNoLookup, { retention: { minimum: fact('unknown', 'x') } });
+    const retUnknown = withCard(replayingNoLookup, { retention: { minimum: UNK } });
     expect(decide(retUnknown, state(), unknown, budget(retUnknown))).toMatchObject({ action: 'handoff', reason: 'unknown-no-safe-resend' });
-    const pmUnknown = withCard(replayingNoLookup, { parameterMatching: fact('unknown', 'x') });
+    const pmUnknown = withCard(replayingNoLookup, { parameterMatching: UNK });
     expect(decide(pmUnknown, state(), unknown, budget(pmUnknown))).toMatchObject({ action: 'handoff' });
-    const travelsUnknown = withCard(replayingNoLookup, { providerKey: { ...replaying.providerKey, travels: fact('unknown', 'x') } });
+    const travelsUnknown = withCard(replayingNoLookup, { providerKey: { ...replaying.providerKey, travels: UNK } });
     expect(decide(travelsUnknown, state(), unknown, budget(travelsUnknown))).toMatchObject({ action: 'handoff' });
-    const lookupUnknown = withCard(noReplayLookup, { lookup: { method: fact('unknown', 'x'), consistencyDelay: fact(null, 'x') } });
+    const lookupUnknown = withCard(noReplayLookup, { lookup: { method: UNK, consistencyDelay: fact(null, 'x') } });
     expect(decide(lookupUnknown, state(), unknown, budget(lookupUnknown))).toMatchObject({ action: 'handoff', reason: 'unknown-no-safe-resend' });
   });
 
   it('unknown ⇒ no same-key re-send when a duplicate arriving while the first still runs would be processed (concurrency duplicates/unknown)', () => {
     const dup = withCard(replaying, { concurrency: fact('duplicates', 'x') });
     expect(decide(dup, state(), unknown, budget(dup)).action).toBe('lookup');
-    const dupNoLookup = withCard(replayingNoLookup, { concurrency: fact('unknown', 'x') });
+    const dupNoLookup = withCard(replayingNoLookup, { concurrency: UNK });
     expect(decide(dupNoLookup, state(), unknown, budget(dupNoLookup))).toMatchObject({ action: 'handoff', reason: 'unknown-no-safe-resend' });
     const waits = withCard(replayingNoLookup, { concurrency: fact('waits-then-replays', 'x') });
     expect(decide(waits, state(), unknown, budget(waits)).action).toBe('send');
@@ -112,7 +114,7 @@ describe('decision table (DESIGN.md §3), one test per row', () => {
     // A consistency delay longer than the lookup window cannot be waited out: hand off.
     const slow = withCard(noReplayLookup, { lookup: { method: fact('search', 'x'), consistencyDelay: fact('1h', 'x') } });
     expect(decide(slow, state({ now: T0 + 5000 }), { kind: 'not-found', reason: 'none' }, budget(slow))).toMatchObject({ action: 'handoff', reason: 'lookup-window-exhausted' });
-    const delayUnknown = withCard(noReplayLookup, { lookup: { method: fact('search', 'x'), consistencyDelay: fact('unknown', 'x') } });
+    const delayUnknown = withCard(noReplayLookup, { lookup: { method: fact('search', 'x'), consistencyDelay: UNK } });
     expect(decide(delayUnknown, state(), { kind: 'not-found', reason: 'none' }, budget(delayUnknown)).action).toBe('lookup');
   });
 

@@ -121,7 +121,6 @@ describe('runner.recover (in process)', () => {
   it('finds an operation a dead worker left dispatched and reconciles it through doLookup to exactly one record', async () => {
     const { provider, adapter, runner, ledger, clock } = setup({ replays: false, retentionMs: null });
     // A dead worker: claimed, wrote dispatched, the provider committed, then the worker vanished.
-    const dead = setup().runner; void dead;
     const spec = adapter.operations['records.create']!;
     const { fingerprint, businessOperationId } = await import('@retrysafe/contract');
     const intent = { ref: 'rec-1' };
