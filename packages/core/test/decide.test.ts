@@ -118,6 +118,22 @@ describe('decision table (DESIGN.md §3), one test per row', () => {
     expect(decide(delayUnknown, state(), { kind: 'not-found', reason: 'none' }, budget(delayUnknown)).action).toBe('lookup');
   });
 
+  it('lookup not-found asked inside the consistency delay of the LAST dispatch ⇒ not proof of absence: keep looking', () => {
+    const delayed = withCard(noReplayLookup, { lookup: { method: fact('get-by-key', 'x'), consistencyDelay: fact('10s', 'x') } });
+    // A re-send at T0+20s; the lookup asked at T0+25s, the answer is judged at T0+40s: still inside the delay when asked.
+    const s = state({ firstDispatchedAt: T0, lastDispatchedAt: T0 + 20_000, observedAt: T0 + 25_000, now: T0 + 40_000, windowStartedAt: T0 + 39_000, polls: 1 });
+    expect(decide(delayed, s, { kind: 'not-found', reason: 'none' }, budget(delayed)).action).toBe('lookup');
+    expect(decide(delayed, { ...s, observedAt: T0 + 30_000 }, { kind: 'not-found', reason: 'none' }, budget(delayed)).action).toBe('send');
+  });
+
+  it('unknown ⇒ a re-send that would only go out after the key passed its retention is not a safe re-send', () => {
+    // 59 s into a 1 m retention, the provider asks for 5 s: by the time of the re-send the key is too old.
+    const shortRetention = withCard(replaying, { retention: { minimum: fact('1m', 'x') } });
+    const late = state({ now: T0 + 59_000 });
+    const d = decide(shortRetention, late, { ...unknown, retryAfterMs: 5000 }, budget(shortRetention, { maxElapsedMs: 600_000 }));
+    expect(d.action).toBe('lookup');
+  });
+
   it('lookup cannot tell ⇒ keep polling inside the window, then hand off lookup-window-exhausted', () => {
     const ct: LookupResult = { kind: 'cannot-tell', reason: 'throttled' };
     expect(decide(noReplayLookup, state({ windowStartedAt: T0, polls: 1 }), ct, budget(noReplayLookup)).action).toBe('lookup');
