@@ -17,7 +17,12 @@ import { databaseUrl, dropSchema, freshSchema } from './pg-test-db.js';
 const url = databaseUrl();
 const WORKERS = 8;
 const OPS = 200;
-const LEASE_MS = 1_500;
+/**
+ * The survivors' lease: longer than the sandbox client's timeout (5 s) and any plausible stall of a
+ * loaded CI machine, because a lease is all that stops a second worker from taking over an operation
+ * whose first request is still on its way (the sandbox here has no idempotency to fold the two).
+ */
+const LEASE_MS = 10_000;
 /** The victim's lease: long enough that the survivors finish before it expires, so recover() has work. */
 const VICTIM_LEASE_MS = 40_000;
 const VICTIM = 3;
