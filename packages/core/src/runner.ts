@@ -381,6 +381,26 @@ export function createRunner(options: RunnerOptions): Runner {
     op.leaseExpiresAt = now + op.policy.leaseMs;
   }
 
+  /**
+   * Keeps the lease alive while a provider call or lookup is in flight (a real timer, every quarter of the
+   * lease), so a slow call never lets a second worker take the operation over and send it again.
+   */
+  async function withHeartbeat<T>(op: Op, fn: () => Promise<T>): Promise<T> {
+    const every = Math.max(100, Math.floor(op.policy.leaseMs / 4));
+    const timer = setInterval(() => {
+      ledger
+        .renewLease(op.ref, op.policy.leaseMs, clock.now())
+        .then(() => void (op.leaseExpiresAt = clock.now() + op.policy.leaseMs))
+        .catch(() => undefined); // a lost lease shows up at the next fenced write
+    }, every);
+    timer.unref?.();
+    try {
+      return await fn();
+    } finally {
+      clearInterval(timer);
+    }
+  }
+
   /** Sleeps in slices shorter than the lease, renewing it, so a long backoff never loses the claim. */
   async function wait(op: Op, ms: number): Promise<void> {
     let remaining = Math.max(0, ms);
@@ -402,7 +422,7 @@ export function createRunner(options: RunnerOptions): Runner {
     log('info', 'dispatch', `provider call ${op.record.attemptCount} (run attempt ${op.runAttempts}) with key ${op.providerKey ?? '(none)'}`, op);
     let outcome: Outcome;
     try {
-      const o = await op.adapter.doExecute(op.opName, op.params, {
+      const o = await withHeartbeat(op, () => op.adapter.doExecute(op.opName, op.params, {
         businessOperationId: op.id,
         providerKey: op.providerKey,
         runId: op.runId,
@@ -410,7 +430,7 @@ export function createRunner(options: RunnerOptions): Runner {
         attempt: op.record.attemptCount,
         statusRef: op.record.statusRef,
         ...(op.signal ? { signal: op.signal } : {}),
-      });
+      }));
       outcome = isOutcome(o) ? o : { kind: 'unknown', cause: 'other', message: 'adapter returned something that is not an outcome' };
     } catch (err) {
       outcome = { kind: 'unknown', cause: 'other', message: `adapter threw instead of classifying: ${errText(err)}` };
@@ -426,7 +446,7 @@ export function createRunner(options: RunnerOptions): Runner {
     }
     let result: LookupResult;
     try {
-      const r = await op.adapter.doLookup(op.opName, {
+      const r = await withHeartbeat(op, () => op.adapter.doLookup(op.opName, {
         businessOperationId: op.id,
         providerKey: op.providerKey,
         params: op.params,
@@ -436,7 +456,7 @@ export function createRunner(options: RunnerOptions): Runner {
         firstDispatchedAt: op.record.firstDispatchedAt,
         now: clock.now(),
         ...(op.signal ? { signal: op.signal } : {}),
-      });
+      }));
       result = isLookupResult(r) ? r : { kind: 'cannot-tell', reason: 'adapter returned something that is not a lookup result' };
     } catch (err) {
       result = { kind: 'cannot-tell', reason: `lookup failed: ${errText(err)}` };

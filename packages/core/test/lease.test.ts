@@ -91,4 +91,22 @@ describe('leases and fencing inside the runner', () => {
     expect(reports).toMatchObject([{ from: 'unknown', to: 'succeeded', action: 'adopted' }]);
     expect(provider.count()).toBe(1);
   });
+
+  it('a provider call slower than the lease keeps its lease (heartbeat): a second worker waits instead of taking over and sending again', async () => {
+    const ledger = createMemoryLedger();
+    const provider = createSandboxProvider({ ...REPLAYING, replays: false, retentionMs: null, concurrency: 'duplicates' });
+    const inner = createSandboxAdapter({ provider });
+    const slow: AdapterV1 = { ...inner, doExecute: async (op, params, ctx) => { await new Promise((r) => setTimeout(r, 3500)); return inner.doExecute(op, params, ctx); } };
+    const policy = { leaseMs: 2000, waitForOtherMs: 20_000, baseMs: 50, capMs: 200 };
+    const a = createRunner({ ledger, owner: 'a', policy });
+    const b = createRunner({ ledger, owner: 'b', policy });
+    const first = a.run(slow, OP, { params: { ref: 'slow-1' } });
+    await new Promise((r) => setTimeout(r, 2500)); // past the first lease, still inside the call
+    const second = b.run(slow, OP, { params: { ref: 'slow-1' } });
+    const [ra, rb] = await Promise.all([first, second]);
+    expect(provider.calls()).toBe(1);
+    expect(provider.count()).toBe(1);
+    expect(ra).toMatchObject({ status: 'done', adopted: false });
+    expect(rb).toMatchObject({ status: 'done', adopted: true, providerRef: ra.status === 'done' ? ra.providerRef : '' });
+  });
 });
