@@ -34,6 +34,8 @@ describe('retrysafe: exit codes and usage errors', () => {
     [['ledger', 'resolve', 'op-1', '--resume', '--abandon'], /choose exactly one/],
     [['ledger', 'resolve', 'op-1', '--resume'], /--resume re-sends through the adapter: pass --config <file>/],
     [['ledger', 'ls', '--config', '/no/such/retrysafe.json'], /cannot read/],
+    [['ledger', 'ls', '--db', '/tmp/no-such-dir-retrysafe/ledger.db'], /no SQLite ledger at \/tmp\/no-such-dir-retrysafe\/ledger.db/],
+    [['ledger', 'handoffs'], /no SQLite ledger at .*retrysafe\.db/],
   ] as const)('retrysafe %j exits 2 with a clear message', async (args, message) => {
     const r = await cli(args, { cwd: tempDir('usage') });
     expect(r.stderr).toMatch(message);

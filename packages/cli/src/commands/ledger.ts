@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { createRunner, createSqliteLedger, jsonlHandoffSink, type ResolveResult } from '@retrysafe/core';
 import { createAdapters, loadConfig, type RetrysafeConfig } from '@retrysafe/config';
@@ -26,7 +27,10 @@ export async function openTarget(target: LedgerTarget, config: RetrysafeConfig |
   }
   if (target.schema) throw new UsageError('--schema applies to a postgres:// ledger only');
   const base = target.db ? process.cwd() : (config?.baseDir ?? process.cwd());
-  return createSqliteLedger({ path: isAbsolute(location) ? location : resolve(base, location) });
+  const path = isAbsolute(location) ? location : resolve(base, location);
+  // Opening a SQLite path creates the file: a mistyped path would show "No operations" and leave an empty ledger behind.
+  if (!existsSync(path)) throw new UsageError(`no SQLite ledger at ${path} (pass --db <file> or a postgres:// URL, or --config naming the ledger)`);
+  return createSqliteLedger({ path });
 }
 
 async function withLedger<T>(target: LedgerTarget, fn: (ledger: Ledger) => Promise<T>, config?: RetrysafeConfig | null): Promise<T> {
