@@ -2,8 +2,9 @@
 // `{ types, default }` shape with types first, every target file exists in the built package, and
 // a TypeScript consumer can import every subpath by the package name (NodeNext and Bundler
 // resolution, full lib check) — the checks publint does not do.
+// (The release test then repeats the consumer check for real, on packages installed from a registry.)
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
@@ -41,26 +42,38 @@ export function exportShapeProblems(pkg) {
 }
 
 /**
- * Compiles a file that imports every exported subpath of the package by its own name (a
- * self-reference, resolved through the exports map exactly as a consumer's would be), under NodeNext
- * and under Bundler resolution, with skipLibCheck off so the published .d.ts files are checked too.
- * Returns the compiler's complaints, empty when fine. Writes only to `<pkg>/.typetest-exports/`.
+ * Compiles one file that imports every exported subpath of every package by name, the way a
+ * consumer would: each package is linked into a scratch `node_modules` and resolved through its
+ * exports map, under NodeNext and under Bundler resolution, with skipLibCheck off so the published
+ * .d.ts files are checked too. Returns the compiler's complaints, empty when fine. One compiler run
+ * per resolution mode for all packages. Writes only to `<root>/.typetest-exports/` (git-ignored).
+ * @param {string} root the workspace root
+ * @param {{ dir: string, name: string, manifest: any }[]} packages
  */
-export function compileExportProblems(pkg) {
-  const subpaths = Object.keys(pkg.manifest.exports ?? {}).filter((s) => s !== './package.json');
-  const dir = join(pkg.dir, '.typetest-exports');
+export function compileExportProblems(root, packages) {
+  const dir = join(root, '.typetest-exports');
   rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  const specifiers = subpaths.map((s) => (s === '.' ? pkg.name : `${pkg.name}/${s.slice(2)}`));
+  mkdirSync(join(dir, 'node_modules', '@types'), { recursive: true });
+  const specifiers = [];
+  for (const pkg of packages) {
+    const link = join(dir, 'node_modules', pkg.name);
+    mkdirSync(dirname(link), { recursive: true });
+    symlinkSync(pkg.dir, link, 'dir');
+    for (const sub of Object.keys(pkg.manifest.exports ?? {}).filter((s) => s !== './package.json')) {
+      specifiers.push(sub === '.' ? pkg.name : `${pkg.name}/${sub.slice(2)}`);
+    }
+  }
+  const nodeTypes = dirname(createRequire(join(root, 'package.json')).resolve('@types/node/package.json'));
+  symlinkSync(nodeTypes, join(dir, 'node_modules', '@types', 'node'), 'dir');
   writeFileSync(join(dir, 'check.ts'), specifiers.map((s, i) => `import * as m${i} from '${s}';\nexport const keys${i}: string[] = Object.keys(m${i});\n`).join(''));
   const problems = [];
   const base = { strict: true, noEmit: true, skipLibCheck: false, target: 'ES2022', types: ['node'] };
   for (const [label, opts] of [['NodeNext', { module: 'NodeNext', moduleResolution: 'NodeNext' }], ['Bundler', { module: 'ESNext', moduleResolution: 'Bundler' }]]) {
     writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { ...base, ...opts }, files: ['check.ts'] }));
     try {
-      execFileSync(process.execPath, [tscPath(pkg.dir), '-p', 'tsconfig.json'], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      execFileSync(process.execPath, [tscPath(root), '-p', 'tsconfig.json'], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
     } catch (e) {
-      problems.push(`${pkg.name} (${label}): ${String(e.stdout || e.stderr || e.message).trim()}`);
+      problems.push(`${label} resolution: ${String(e.stdout || e.stderr || e.message).trim()}`);
     }
   }
   rmSync(dir, { recursive: true, force: true });

@@ -20,6 +20,10 @@ export class RegistryGuardError extends Error {
     this.code = 'RETRYSAFE_RELEASE_REGISTRY';
     this.seen = seen;
   }
+
+  static isGuardError(e) {
+    return typeof e === 'object' && e !== null && e.code === 'RETRYSAFE_RELEASE_REGISTRY';
+  }
 }
 
 /** `http://127.0.0.1:4873` → `http://127.0.0.1:4873/` (trailing slash, as npm prints it). */

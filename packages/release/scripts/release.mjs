@@ -11,7 +11,7 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { compileExportProblems, exportShapeProblems } from './check-exports.mjs';
-import { resolvePublishRegistry } from './registry-guard.mjs';
+import { RegistryGuardError, resolvePublishRegistry } from './registry-guard.mjs';
 import { listPublicPackages, repoRoot } from './workspace.mjs';
 
 const args = new Set(process.argv.slice(2));
@@ -22,8 +22,20 @@ for (const a of args) if (!['--check-only', '--loopback-only'].includes(a)) {
 const checkOnly = args.has('--check-only');
 const loopbackOnly = args.has('--loopback-only') || process.env.RETRYSAFE_RELEASE_LOOPBACK_ONLY === '1';
 
-function step(title) { console.log(`\n▶ ${title}`); }
-function run(cmd, argv, opts = {}) { execFileSync(cmd, argv, { cwd: repoRoot, stdio: 'inherit', ...opts }); }
+let stepStarted = null;
+function step(title) {
+  if (stepStarted !== null) console.log(`  (${((Date.now() - stepStarted) / 1000).toFixed(1)} s)`);
+  stepStarted = title ? Date.now() : null;
+  if (title) console.log(`\n▶ ${title}`);
+}
+function run(cmd, argv, opts = {}) {
+  try {
+    execFileSync(cmd, argv, { cwd: repoRoot, stdio: 'inherit', ...opts });
+  } catch (e) {
+    console.error(`release: ${[cmd, ...argv].join(' ')} failed (exit ${e.status ?? e.signal}); stopping`);
+    process.exit(1);
+  }
+}
 // The workspace's own tools, called directly (not through `pnpm exec`, which may first run an install).
 const bin = (name) => join(repoRoot, 'node_modules', '.bin', name);
 
@@ -35,8 +47,13 @@ let registry = null;
 if (!checkOnly) {
   // First, before any work: a misconfigured registry must stop the run, not be discovered after the build.
   step('registry guard');
-  const resolved = resolvePublishRegistry({ root: repoRoot, packages, loopbackOnly });
-  registry = resolved.registry;
+  try {
+    registry = resolvePublishRegistry({ root: repoRoot, packages, loopbackOnly }).registry;
+  } catch (e) {
+    if (!RegistryGuardError.isGuardError(e)) throw e;
+    console.error(`release: refused, nothing built or published: ${e.message}`);
+    process.exit(1);
+  }
   console.log(`every tool publishes to ${registry}${loopbackOnly ? ' (loopback: checked)' : ''}`);
 }
 
@@ -47,10 +64,8 @@ step('publint --strict');
 for (const p of packages) run(bin('publint'), ['--strict', p.rel]);
 
 step('type-export checks');
-const problems = packages.flatMap((p) => {
-  const shape = exportShapeProblems(p);
-  return shape.length ? shape : compileExportProblems(p);
-});
+const shapeProblems = packages.flatMap((p) => exportShapeProblems(p));
+const problems = shapeProblems.length ? shapeProblems : compileExportProblems(repoRoot, packages);
 if (problems.length) {
   console.error(problems.join('\n'));
   console.error(`release: ${problems.length} type-export problem(s); nothing published`);
@@ -58,9 +73,11 @@ if (problems.length) {
 }
 console.log(`exports of ${packages.length} packages resolve and type-check (NodeNext, Bundler)`);
 
+step();
 if (checkOnly) { console.log('\nrelease: --check-only, stopping before publish'); process.exit(0); }
 
 step(`changeset publish → ${registry}`);
 // changesets reads npm_config_registry for its "already published?" query; pnpm reads .npmrc. The
 // guard above proved they agree; pass the agreed value explicitly so nothing falls back to a default.
 run(bin('changeset'), ['publish'], { env: { ...process.env, npm_config_registry: registry } });
+step();
