@@ -6,7 +6,8 @@
 // and pnpm-workspace.yaml. So a run configured through only one of the two checks one registry and
 // publishes to another. The guard asks each tool, from the folder where it will run, and refuses
 // unless they all agree (and, for a test, unless that one registry is on loopback).
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { isIP } from 'node:net';
 
 export const PUBLIC_NPM_REGISTRY = 'https://registry.npmjs.org/';
@@ -54,8 +55,9 @@ export function assertLoopbackRegistry(url, where = 'registry') {
 }
 
 /** The registry `tool` (npm or pnpm) would use for `@retrysafe/*` when run in `cwd`. */
-function registryOf(tool, cwd, env) {
-  const config = JSON.parse(execFileSync(tool, ['config', 'list', '--json'], { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
+async function registryOf(tool, cwd, env) {
+  const { stdout } = await promisify(execFile)(tool, ['config', 'list', '--json'], { cwd, env, encoding: 'utf8' });
+  const config = JSON.parse(stdout);
   return config[`${SCOPE}:registry`] ?? config.registry ?? null;
 }
 
@@ -74,20 +76,20 @@ export function changesetsRegistryFor(manifest, env) {
 
 /**
  * Asks npm and pnpm (from the root and from each package folder, where `pnpm publish` runs) and the
- * changesets rule which registry they will use for `@retrysafe/*`. Returns `{ registry, seen }` when all agree; throws
+ * changesets rule which registry they will use for `@retrysafe/*`. Resolves to `{ registry, seen }` when all agree; rejects with
  * RegistryGuardError otherwise, or when `loopbackOnly` and the registry is not on loopback.
  *
  * @param {{ root: string, packages: { dir: string, name: string, manifest: object }[], env?: NodeJS.ProcessEnv, loopbackOnly?: boolean }} opts
  */
-export function resolvePublishRegistry({ root, packages, env = process.env, loopbackOnly = false }) {
-  const seen = {};
-  seen['npm (workspace root)'] = registryOf('npm', root, env);
+export async function resolvePublishRegistry({ root, packages, env = process.env, loopbackOnly = false }) {
+  const asks = [['npm (workspace root)', registryOf('npm', root, env)]];
   for (const p of packages) {
     // pnpm publish runs in the package folder; npm is asked there too in case anything delegates to it.
-    seen[`pnpm (${p.name})`] = registryOf('pnpm', p.dir, env);
-    seen[`npm (${p.name})`] = registryOf('npm', p.dir, env);
-    seen[`changesets npm info (${p.name})`] = changesetsRegistryFor(p.manifest, env);
+    asks.push([`pnpm (${p.name})`, registryOf('pnpm', p.dir, env)]);
+    asks.push([`npm (${p.name})`, registryOf('npm', p.dir, env)]);
+    asks.push([`changesets npm info (${p.name})`, changesetsRegistryFor(p.manifest, env)]);
   }
+  const seen = Object.fromEntries(await Promise.all(asks.map(async ([k, v]) => [k, await v])));
   const values = new Set(Object.values(seen).map((v) => (v === null ? 'null' : normaliseRegistry(v))));
   const table = Object.entries(seen).map(([k, v]) => `  ${k}: ${v}`).join('\n');
   if (values.size !== 1) {

@@ -48,7 +48,7 @@ if (!checkOnly) {
   // First, before any work: a misconfigured registry must stop the run, not be discovered after the build.
   step('registry guard');
   try {
-    registry = resolvePublishRegistry({ root: repoRoot, packages, loopbackOnly }).registry;
+    registry = (await resolvePublishRegistry({ root: repoRoot, packages, loopbackOnly })).registry;
   } catch (e) {
     if (!RegistryGuardError.isGuardError(e)) throw e;
     console.error(`release: refused, nothing built or published: ${e.message}`);

@@ -63,38 +63,39 @@ describe('which registry each publishing tool will use', () => {
     expect(changesetsRegistryFor({}, { 'npm_config_@retrysafe:registry': 'http://127.0.0.1:7/' })).toBe('http://127.0.0.1:7/');
   });
 
-  it('passes when a project .npmrc and npm_config_registry name the same loopback registry', () => {
+  it('passes when a project .npmrc and npm_config_registry name the same loopback registry', async () => {
     const root = fixture(pkgs, { npmrc: 'registry=http://127.0.0.1:4999/\n' });
-    const { registry, seen } = resolvePublishRegistry({ root, packages: listPublicPackages(root), env: env({ npm_config_registry: 'http://127.0.0.1:4999/' }), loopbackOnly: true });
+    const { registry, seen } = await resolvePublishRegistry({ root, packages: listPublicPackages(root), env: env({ npm_config_registry: 'http://127.0.0.1:4999/' }), loopbackOnly: true });
     expect(registry).toBe('http://127.0.0.1:4999/');
     expect(Object.keys(seen)).toEqual(expect.arrayContaining(['npm (workspace root)', 'pnpm (@retrysafe/sandbox)', 'changesets npm info (@retrysafe/contract)']));
   });
 
-  it('refuses npm_config_registry alone: pnpm ignores it and would publish to its default registry', () => {
+  it('refuses npm_config_registry alone: pnpm ignores it and would publish to its default registry', async () => {
     const root = fixture(pkgs);
-    const err = (() => { try { resolvePublishRegistry({ root, packages: listPublicPackages(root), env: env({ npm_config_registry: 'http://127.0.0.1:4999/' }), loopbackOnly: true }); } catch (e) { return e as RegistryGuardError; } return null; })();
+    const err = await resolvePublishRegistry({ root, packages: listPublicPackages(root), env: env({ npm_config_registry: 'http://127.0.0.1:4999/' }), loopbackOnly: true })
+      .then(() => null, (e: RegistryGuardError) => e);
     expect(err).toBeInstanceOf(RegistryGuardError);
     expect(err!.message).toMatch(/do not agree/);
     expect(err!.seen['pnpm (@retrysafe/sandbox)']).not.toBe('http://127.0.0.1:4999/');
     expect(err!.seen['changesets npm info (@retrysafe/sandbox)']).toBe('http://127.0.0.1:4999/');
   });
 
-  it('refuses a .npmrc alone: changesets would ask the public registry whether the versions exist', () => {
+  it('refuses a .npmrc alone: changesets would ask the public registry whether the versions exist', async () => {
     const root = fixture(pkgs, { npmrc: 'registry=http://127.0.0.1:4999/\n' });
-    expect(() => resolvePublishRegistry({ root, packages: listPublicPackages(root), env: env({}), loopbackOnly: true })).toThrow(/do not agree[\s\S]*changesets npm info \(@retrysafe\/contract\): https:\/\/registry\.npmjs\.org\//);
+    await expect(resolvePublishRegistry({ root, packages: listPublicPackages(root), env: env({}), loopbackOnly: true })).rejects.toThrow(/do not agree[\s\S]*changesets npm info \(@retrysafe\/contract\): https:\/\/registry\.npmjs\.org\//);
   });
 
-  it('refuses a non-loopback registry even when every tool agrees on it (test-only mode)', () => {
+  it('refuses a non-loopback registry even when every tool agrees on it (test-only mode)', async () => {
     const root = fixture(pkgs, { npmrc: 'registry=http://192.0.2.10:4873/\n' });
     const args = { root, packages: listPublicPackages(root), env: env({ npm_config_registry: 'http://192.0.2.10:4873/' }) };
-    expect(resolvePublishRegistry(args).registry).toBe('http://192.0.2.10:4873/');
-    expect(() => resolvePublishRegistry({ ...args, loopbackOnly: true })).toThrow(/not a loopback address/);
+    expect((await resolvePublishRegistry(args)).registry).toBe('http://192.0.2.10:4873/');
+    await expect(resolvePublishRegistry({ ...args, loopbackOnly: true })).rejects.toThrow(/not a loopback address/);
   });
 
-  it('sees a scoped @retrysafe registry override in a package folder', () => {
+  it('sees a scoped @retrysafe registry override in a package folder', async () => {
     const root = fixture(pkgs, { npmrc: 'registry=http://127.0.0.1:4999/\n' });
     writeFileSync(join(root, 'adapters/sandbox/.npmrc'), '@retrysafe:registry=http://192.0.2.10/\n');
-    expect(() => resolvePublishRegistry({ root, packages: listPublicPackages(root), env: env({ npm_config_registry: 'http://127.0.0.1:4999/' }), loopbackOnly: true })).toThrow(/npm \(@retrysafe\/sandbox\): http:\/\/192\.0\.2\.10\//);
+    await expect(resolvePublishRegistry({ root, packages: listPublicPackages(root), env: env({ npm_config_registry: 'http://127.0.0.1:4999/' }), loopbackOnly: true })).rejects.toThrow(/npm \(@retrysafe\/sandbox\): http:\/\/192\.0\.2\.10\//);
   });
 });
 
