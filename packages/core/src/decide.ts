@@ -19,6 +19,14 @@ export interface DecisionState {
    * not at decision time: the clock may have moved on while it ran. Defaults to now.
    */
   readonly observedAt?: number;
+  /**
+   * An earlier attempt may have been applied (its outcome was unknown or in progress, and no
+   * authoritative lookup has said otherwise since). Then a later "not applied" answer speaks only for
+   * that later attempt: the operation as a whole is still unknown. Defaults to false.
+   */
+  readonly maybeApplied?: boolean;
+  /** The provider's last Retry-After, as an epoch ms: no provider call goes out before it. */
+  readonly notBefore?: number;
   /** Provider calls made in this run (the budget counts these). */
   readonly runAttempts: number;
   readonly runStartedAt: number;
@@ -122,6 +130,7 @@ export function decide(card: RetrySafetyCard, state: DecisionState, observation:
     case 'rejected':
       return { action: 'handoff', reason: 'rejected', why: `rejected by the provider (${observation.reason}): not applied and will not succeed as is` };
     case 'not-applied':
+      if (state.maybeApplied) return afterUnknown(card, state, budget, observation.retryAfterMs);
       return retryNotApplied(state, budget, observation.retryAfterMs, 'definitely not applied (transient)');
     case 'in-progress':
       return inProgress(card, state, budget, observation.retryAfterMs, 'the provider has it in progress: never a second work item');
@@ -148,8 +157,15 @@ export function decide(card: RetrySafetyCard, state: DecisionState, observation:
   }
 }
 
+/** The wait a provider call must honour now: this answer's Retry-After, or what is left of an earlier one. */
+function honoured(state: DecisionState, retryAfterMs: number | undefined): number | undefined {
+  const left = state.notBefore !== undefined ? state.notBefore - state.now : 0;
+  const ms = Math.max(retryAfterMs ?? 0, left);
+  return ms > 0 ? ms : undefined;
+}
+
 function retryNotApplied(state: DecisionState, budget: Budget, retryAfterMs: number | undefined, what: string): Decision {
-  const plan = planRetry({ attemptsMade: state.runAttempts, startedAt: state.runStartedAt, now: state.now, retryAfterMs }, budget.policy, budget.random);
+  const plan = planRetry({ attemptsMade: state.runAttempts, startedAt: state.runStartedAt, now: state.now, retryAfterMs: honoured(state, retryAfterMs) }, budget.policy, budget.random);
   if (plan.retry) return { action: 'send', delayMs: plan.delayMs, why: `${what}: bounded retry with the same key` };
   return { action: 'handoff', reason: 'retry-exhausted', why: `${what}, but the budget is spent: ${plan.detail}` };
 }
@@ -158,7 +174,7 @@ function afterUnknown(card: RetrySafetyCard, state: DecisionState, budget: Budge
   let safety = resendSafety(card, state.firstDispatchedAt, state.now);
   let budgetNote = '';
   if (safety.safe) {
-    const plan = planRetry({ attemptsMade: state.runAttempts, startedAt: state.runStartedAt, now: state.now, retryAfterMs }, budget.policy, budget.random);
+    const plan = planRetry({ attemptsMade: state.runAttempts, startedAt: state.runStartedAt, now: state.now, retryAfterMs: honoured(state, retryAfterMs) }, budget.policy, budget.random);
     if (plan.retry) {
       // The key must still be inside its retention when the re-send actually goes out, after the wait.
       const atSend = resendSafety(card, state.firstDispatchedAt, state.now + plan.delayMs);
@@ -202,5 +218,8 @@ function inProgress(card: RetrySafetyCard, state: DecisionState, budget: Budget,
   const safety = resendSafety(card, state.firstDispatchedAt, state.now);
   if (!safety.safe) return { action: 'handoff', reason: 'in-progress-window-exhausted', why: `${what}, but there is no lookup and ${safety.why}: nothing safe to poll with` };
   if (state.runAttempts >= budget.policy.maxAttempts) return { action: 'handoff', reason: 'retry-exhausted', why: `${what}; polling by re-send would exceed ${budget.policy.maxAttempts} attempts` };
-  return { action: 'send', delayMs, why: `${what}: poll by re-sending the same key (${safety.why})` };
+  const sendDelay = Math.max(delayMs, honoured(state, undefined) ?? 0);
+  if (sendDelay > delayMs && state.now + sendDelay - (state.windowStartedAt ?? state.now) > budget.policy.lookupWindowMs)
+    return { action: 'handoff', reason: 'in-progress-window-exhausted', why: `${what}; the provider's Retry-After outlasts the lookup window` };
+  return { action: 'send', delayMs: sendDelay, why: `${what}: poll by re-sending the same key (${safety.why})` };
 }

@@ -156,6 +156,10 @@ interface Op {
   readonly startedAt: number;
   /** Taken over from a worker that died after dispatching: an inconclusive end is a crash-recovery handoff. */
   readonly recovering: boolean;
+  /** An earlier attempt may have been applied (see DecisionState.maybeApplied). */
+  maybeApplied: boolean;
+  /** The provider's last Retry-After as epoch ms (see DecisionState.notBefore). */
+  notBefore: number | undefined;
   runAttempts: number;
   windowStartedAt: number | null;
   polls: number;
@@ -286,6 +290,8 @@ export function createRunner(options: RunnerOptions): Runner {
       lastDispatchedAt: record.firstDispatchedAt === null ? null : Math.max(record.firstDispatchedAt, record.updatedAt),
       startedAt: clock.now(),
       recovering: takenOver && (['dispatched', 'unknown', 'reconciling', 'in-progress'] as OperationState[]).includes(record.state),
+      maybeApplied: (['dispatched', 'unknown', 'reconciling', 'in-progress'] as OperationState[]).includes(record.state),
+      notBefore: undefined,
       runAttempts: 0,
       windowStartedAt: null,
       polls: 0,
@@ -313,6 +319,8 @@ export function createRunner(options: RunnerOptions): Runner {
       now: clock.now(),
       firstDispatchedAt: op.record.firstDispatchedAt,
       lastDispatchedAt: op.lastDispatchedAt,
+      maybeApplied: op.maybeApplied,
+      ...(op.notBefore !== undefined ? { notBefore: op.notBefore } : {}),
       runAttempts: op.runAttempts,
       runStartedAt: op.startedAt,
       windowStartedAt: op.windowStartedAt,
@@ -340,7 +348,7 @@ export function createRunner(options: RunnerOptions): Runner {
         op.polls++;
       }
       await wait(op, decision.delayMs);
-      if (decision.action === 'send' && reliesOnKey(obs) && !resendSafety(op.card, op.record.firstDispatchedAt, clock.now()).safe) {
+      if (decision.action === 'send' && (reliesOnKey(obs) || op.maybeApplied) && !resendSafety(op.card, op.record.firstDispatchedAt, clock.now()).safe) {
         // The wait outlasted the key's retention: decide again from the same observation, now without the key.
         decision = decide(op.card, stateOf(op), obs, { policy: op.policy, random });
         continue;
@@ -356,6 +364,9 @@ export function createRunner(options: RunnerOptions): Runner {
         obs = await lookup(op, attemptId);
       }
       const finishedAt = clock.now();
+      if (decision.action === 'send' && obs !== null && 'retryAfterMs' in obs && typeof obs.retryAfterMs === 'number' && obs.retryAfterMs > 0) {
+        op.notBefore = Math.max(op.notBefore ?? 0, finishedAt + obs.retryAfterMs);
+      }
       decision = decide(op.card, stateOf(op, startedAt), obs, { policy: op.policy, random });
       await persist(op, obs);
       await receipt(op, { kind, attemptId, startedAt, finishedAt, obs, decision });
@@ -470,6 +481,8 @@ export function createRunner(options: RunnerOptions): Runner {
     if (obs === null) return;
     const now = clock.now();
     const inner = obs.kind === 'found' ? obs.outcome : obs;
+    if (inner.kind === 'unknown' || inner.kind === 'in-progress') op.maybeApplied = true;
+    if (inner.kind === 'not-found') op.maybeApplied = false;
     switch (inner.kind) {
       case 'in-progress':
         op.record = await ledger.setState(op.ref, {
@@ -485,8 +498,9 @@ export function createRunner(options: RunnerOptions): Runner {
         return;
       case 'not-applied':
       case 'not-found':
-        // Definitely not applied: like a fresh claim, a recovery may simply send it.
-        op.record = await ledger.setState(op.ref, { state: 'claimed', lastOutcome: inner.kind, now });
+        // Nothing applied so far: like a fresh claim, a recovery may simply send it. But if an earlier
+        // attempt may have been applied, the operation stays unknown, so a recovery reconciles first.
+        op.record = await ledger.setState(op.ref, { state: op.maybeApplied ? 'unknown' : 'claimed', lastOutcome: inner.kind, now });
         return;
       case 'cannot-tell':
         op.record = await ledger.setState(op.ref, { state: op.record.state === 'in-progress' ? 'in-progress' : 'reconciling', lastOutcome: 'cannot-tell', now });

@@ -104,6 +104,13 @@ describe('decision table (DESIGN.md §3), one test per row', () => {
     expect(decide(noReplayNoLookup, state({ now: T0 + 119_999 }), na, budget(noReplayNoLookup))).toMatchObject({ action: 'handoff', reason: 'retry-exhausted' });
   });
 
+  it('not-applied after an earlier attempt that may have been applied ⇒ still unknown: no plain retry', () => {
+    const na: Outcome = { kind: 'not-applied', message: '429', retryAfterMs: 1000 };
+    expect(decide(noReplayNoLookup, state({ maybeApplied: true }), na, budget(noReplayNoLookup))).toMatchObject({ action: 'handoff', reason: 'unknown-no-safe-resend' });
+    expect(decide(noReplayLookup, state({ maybeApplied: true }), na, budget(noReplayLookup)).action).toBe('lookup');
+    expect(decide(replaying, state({ maybeApplied: true }), na, budget(replaying)).action).toBe('send');
+  });
+
   it('lookup not-found (authoritative, past the consistency delay) ⇒ the effect was not applied: bounded retry', () => {
     expect(decide(noReplayLookup, state(), { kind: 'not-found', reason: 'none' }, budget(noReplayLookup)).action).toBe('send');
     const delayed = withCard(noReplayLookup, { lookup: { method: fact('get-by-key', 'x'), consistencyDelay: fact('10s', 'x') } });

@@ -111,6 +111,18 @@ describe('runner.run with the sandbox: every outcome path, counted exactly', () 
     expect(clock.sleeps.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(6000);
   });
 
+  it('lost response, then a 429 on the same-key re-send: the operation stays unknown (not claimed), and still ends with 1 record', async () => {
+    const { provider, adapter, runner, ledger } = setup();
+    provider.failNext({ kind: 'unknown-after-commit' });
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 1000 });
+    const states: string[] = [];
+    const r = await runner.run(adapter, OP, { params: params('ua-1') });
+    for (const x of r.status === 'done' ? r.receipts : []) states.push(`${x.outcome}`);
+    expect(states).toEqual(['unknown', 'not-applied', 'replayed']);
+    expect(provider.count()).toBe(1);
+    expect((await ledger.get(r.businessOperationId))!.state).toBe('succeeded');
+  });
+
   it('Retry-After beyond its cap: stops rather than calling sooner than asked', async () => {
     const { provider, adapter, runner } = setup({}, { policy: { retryAfterCapMs: 5000 } });
     provider.failNext({ kind: 'not-applied', retryAfterMs: 60_000 });
