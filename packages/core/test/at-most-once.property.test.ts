@@ -77,4 +77,46 @@ describe('the runner under random faults, behaviours and limits (fast-check)', (
       { numRuns: 200 },
     );
   });
+
+  it('a worker that dies at any ledger write, then recover() in a new runner: at most one record', async () => {
+    await fc.assert(
+      fc.asyncProperty(behaviourArb, fc.array(faultArb, { maxLength: 5 }), policyArb, fc.integer({ min: 1, max: 14 }), async (behaviour, faults, policy, dieAt) => {
+        const clock = createVirtualClock();
+        const provider = createSandboxProvider({ ...behaviour, clock: clock.now, sleep: clock.sleep });
+        for (const f of faults) provider.failNext(f);
+        const adapter = createSandboxAdapter({ provider });
+        const ledger = createMemoryLedger();
+        // The dying worker's view of the ledger: from its dieAt-th write on, nothing returns (the process is gone).
+        let writes = 0;
+        let died!: () => void;
+        const dead = new Promise<void>((r) => (died = r));
+        const WRITES = new Set(['claim', 'renewLease', 'markDispatched', 'setState', 'handOff', 'appendReceipt', 'release']);
+        const dying = new Proxy(ledger, {
+          get(target, prop, recv) {
+            const v = Reflect.get(target, prop, recv);
+            if (typeof v !== 'function' || !WRITES.has(String(prop))) return v;
+            return (...args: unknown[]) => {
+              if (++writes >= dieAt) {
+                died();
+                return new Promise(() => {});
+              }
+              return v.apply(target, args);
+            };
+          },
+        });
+        const leaseMs = 5000;
+        const worker = createRunner({ ledger: dying, clock, random: () => 0.5, policy: { ...policy, leaseMs } });
+        await Promise.race([worker.run(adapter, 'records.create', { params: { ref: 'crash-1' } }).catch(() => undefined), dead]);
+        clock.advance(leaseMs + 1);
+        const rescuer = createRunner({ ledger, clock, random: () => 0.5, policy: { ...policy, leaseMs } });
+        const reports = await rescuer.recover({ adapters: [adapter] });
+        expect(provider.count()).toBeLessThanOrEqual(1);
+        for (const r of reports) if (r.result?.status === 'done') expect(provider.count()).toBe(1);
+        const after = await rescuer.run(adapter, 'records.create', { params: { ref: 'crash-1' } });
+        expect(provider.count()).toBeLessThanOrEqual(1);
+        if (after.status === 'done') expect(provider.count()).toBe(1);
+      }),
+      { numRuns: 300 },
+    );
+  });
 });
