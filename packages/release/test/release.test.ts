@@ -57,6 +57,7 @@ let publishEnv: NodeJS.ProcessEnv;
 let plan: { releases: { name: string; type: string; oldVersion: string; newVersion: string }[] };
 let releaseLog = '';
 const refusals: { label: string; code: number; output: string }[] = [];
+const publishedBeforeRelease: string[] = [];
 const realChangesetsBefore = readdirSync(join(repoRoot, '.changeset')).sort();
 let privateBefore: { name: string; version: string; changelog: boolean }[] = [];
 const published = new Map<string, Manifest>();
@@ -202,6 +203,7 @@ beforeAll(async () => {
   ] as const) {
     refusals.push({ label, ...(await attempt(process.execPath, [releaseScript, '--loopback-only'], { cwd: copy, env })) });
   }
+  for (const p of listPublicPackages(copy)) if (await packument(p.name)) publishedBeforeRelease.push(p.name);
 
   // Configure the copy for the loopback registry, both ways (TOOLCHAIN.md): pnpm reads .npmrc,
   // changesets' `npm info` reads npm_config_registry. Verdaccio takes anonymous publishes of
@@ -245,6 +247,7 @@ afterAll(async () => {
     console.log(`native builds for core + ${r.value[0]}: ${r.value[1].native.join('; ') || 'none'}`);
   }
   console.log(`release check timings (ms): ${JSON.stringify(timings, null, 2)}`);
+  console.log(`release.mjs steps:\n${releaseLog.split('\n').filter((l) => /^▶ |^ {2}\(\d/.test(l)).join('\n')}`);
   if (process.env.RETRYSAFE_KEEP_RELEASE_TMP === '1') console.log(`kept: ${temps.join(' ')}`);
   else for (const d of temps) removeCopy(d);
 }, 120_000);
@@ -261,6 +264,11 @@ describe('publishing only ever goes to the loopback registry', () => {
     expect(r.code, r.label).not.toBe(0);
     expect(r.output).toMatch(i === 0 ? /do not agree on the registry/ : /not a loopback address/);
     expect(r.output).not.toMatch(/▶ build/);
+  });
+
+  it('after both refusals the registry still holds none of our packages', () => {
+    expect(refusals).toHaveLength(2);
+    expect(publishedBeforeRelease).toEqual([]);
   });
 
   it('the real working tree keeps its .changeset/ and never gets a registry config', () => {
