@@ -30,3 +30,5 @@ export async function ledgerSuite(options: LedgerSuiteOptions): Promise<void> {
   const m = await import('./ledger/ledger-suite.js');
   m.ledgerSuite(options);
 }
+export { agentTools, callAgentTool, toAgentResult, idempotentByCard, operationStatus, pendingHandoffs, summarizeHandoff } from './agent-tools.js';
+export type { AgentToolDefinition, AgentToolResult, HandoffSummary } from './agent-tools.js';

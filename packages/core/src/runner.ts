@@ -591,6 +591,10 @@ export function createRunner(options: RunnerOptions): Runner {
 
   // ---------------------------------------------------------------- other workers
   async function fromTerminal(record: OperationRecord, paramsFingerprint: string | null, base: Pick<Op, 'id' | 'card' | 'redactor'>): Promise<RunResult> {
+    // Other params under the same intent are a conflict even once it succeeded: adopting would tell the
+    // caller that *their* request (say, another amount for the same order) was performed.
+    if (paramsFingerprint !== null && record.paramsFingerprint !== paramsFingerprint)
+      throw new ConflictError(record.businessOperationId, 'params', `the operation is ${record.state} with other params`);
     if (record.state === 'succeeded') {
       log('info', 'adopt', 'already succeeded: adopting the stored result, nothing sent', base);
       return {
@@ -603,8 +607,6 @@ export function createRunner(options: RunnerOptions): Runner {
         receipts: await ledger.receipts(record.businessOperationId),
       };
     }
-    if (paramsFingerprint !== null && record.paramsFingerprint !== paramsFingerprint)
-      throw new ConflictError(record.businessOperationId, 'params', `the operation is ${record.state} with other params`);
     if (!record.handoff) throw new InvalidStateError(record.businessOperationId, record.state, 'terminal without a handoff packet');
     return { status: 'handed-off', businessOperationId: record.businessOperationId, packet: record.handoff, attempts: record.attemptCount, receipts: await ledger.receipts(record.businessOperationId) };
   }

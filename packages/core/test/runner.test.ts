@@ -240,7 +240,7 @@ describe('runner.run: typed errors, nothing sent', () => {
     expect(provider.calls()).toBe(1);
   });
 
-  it('same intent, other params, not yet succeeded: ConflictError(params); once succeeded: the stored result', async () => {
+  it('same intent, other params: ConflictError(params) before and after success; the same params adopt the stored result', async () => {
     const { provider, adapter, runner } = setup();
     provider.failNext({ kind: 'rejected' });
     await runner.run(adapter, OP, { params: params('a', { note: 'x' }) });
@@ -248,7 +248,10 @@ describe('runner.run: typed errors, nothing sent', () => {
     expect(ConflictError.isInstance(err) && err.field).toBe('params');
     expect(provider.calls()).toBe(1);
     const ok = await runner.run(adapter, OP, { params: params('c', { note: 'x' }) });
-    const again = await runner.run(adapter, OP, { params: params('c', { note: 'y' }) });
+    // adopting here would tell the caller that their other request had been performed
+    const changed = await runner.run(adapter, OP, { params: params('c', { note: 'y' }) }).catch((e) => e);
+    expect(ConflictError.isInstance(changed) && changed.field).toBe('params');
+    const again = await runner.run(adapter, OP, { params: params('c', { note: 'x' }) });
     expect(again.status === 'done' && ok.status === 'done' && again.adopted && again.providerRef === ok.providerRef).toBe(true);
     expect(provider.calls()).toBe(2);
   });

@@ -5,8 +5,8 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { AdapterV1, Ledger } from '@retrysafe/contract';
-import type { Runner } from '@retrysafe/core';
-import { agentTools, callAgentTool, operationStatus, pendingHandoffs, type AgentToolDefinition } from './agent-tools.js';
+
+import { agentTools, callAgentTool, operationStatus, pendingHandoffs, type AgentToolDefinition, type Runner } from '@retrysafe/core';
 
 export interface McpServerOptions {
   readonly runner: Runner;

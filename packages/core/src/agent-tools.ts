@@ -1,5 +1,6 @@
+/** Agent tool definitions and structured answers, shared by @retrysafe/mcp and @retrysafe/ai-sdk. */
 import { ConflictError, InvalidIdError, InvalidIntentError, RetrysafeError, validateCard, type AdapterV1, type HandoffPacket, type JsonSchema, type Ledger, type OperationSpec, type RetrySafetyCard } from '@retrysafe/contract';
-import type { Runner, RunResult } from '@retrysafe/core';
+import type { Runner, RunResult } from './runner.js';
 
 /** What an agent sees of one operation: tool name, description, input schema and hints from the card. */
 export interface AgentToolDefinition {

@@ -1,0 +1,64 @@
+import { generateText, stepCountIs } from 'ai';
+import { MockLanguageModelV2 } from 'ai/test';
+import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import { createStripeAdapter } from '@retrysafe/stripe';
+import { startStripeSandbox, type StripeSandbox } from '@retrysafe/stripe/sandbox';
+import { startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { aiToolName, retrysafeTools, type AgentToolResult } from '../src/index.js';
+
+// An AI SDK agent loop (generateText with tools) whose model is scripted: it calls the charge tool,
+// then — as models do — calls it again with a new tool-call id and the arguments re-ordered.
+let sandbox: StripeSandbox;
+let proxy: FaultProxy;
+
+beforeEach(async () => {
+  sandbox = await startStripeSandbox({ port: 0 });
+  proxy = await startFaultProxy({ target: sandbox.url, faults: ['drop-response'] });
+});
+afterEach(async () => {
+  await proxy.close();
+  await sandbox.close();
+});
+
+const usage = { inputTokens: 1, outputTokens: 1, totalTokens: 2 };
+const toolStep = (id: string, name: string, input: unknown) => ({ content: [{ type: 'tool-call' as const, toolCallId: id, toolName: name, input: JSON.stringify(input) }], finishReason: 'tool-calls' as const, usage, warnings: [] });
+
+describe('retrysafeTools for the Vercel AI SDK', () => {
+  it('a re-issued tool call maps to the same business operation: one charge, the same result', async () => {
+    const runner = createRunner({ ledger: createMemoryLedger(), policy: { baseMs: 1, capMs: 5 } });
+    const adapter = createStripeAdapter({ apiKey: 'sk_test_ai_sdk', baseUrl: proxy.url, timeoutMs: 500 });
+    const tools = retrysafeTools({ runner, adapters: [adapter], operations: ['stripe.paymentIntents.create'] });
+    const name = aiToolName('stripe.paymentIntents.create');
+    expect(Object.keys(tools)).toEqual([name]);
+
+    const model = new MockLanguageModelV2({
+      doGenerate: [
+        toolStep('call_1', name, { customer: 'cus_fixture', amount: 2500, currency: 'eur', orderRef: 'AI-1' }),
+        toolStep('call_2', name, { orderRef: 'AI-1', currency: 'eur', amount: 2500, customer: 'cus_fixture' }),
+        { content: [{ type: 'text' as const, text: 'Charged once.' }], finishReason: 'stop' as const, usage, warnings: [] },
+      ],
+    });
+    const out = await generateText({ model, tools, prompt: 'charge order AI-1', stopWhen: stepCountIs(5) });
+    const results = out.steps.flatMap((s) => s.toolResults).map((r) => r.output as AgentToolResult);
+    expect(results).toHaveLength(2);
+    const [first, second] = results as [Extract<AgentToolResult, { status: 'done' }>, Extract<AgentToolResult, { status: 'done' }>];
+    expect(first.status).toBe('done');
+    expect(second.status).toBe('done');
+    expect(second.adopted).toBe(true);
+    expect(second.providerRef).toBe(first.providerRef);
+    expect(second.businessOperationId).toBe(first.businessOperationId);
+    expect(sandbox.count('payment_intent')).toBe(1);
+    // the first call's response was dropped after Stripe committed: the runner re-sent with the same key once, the agent's retry sent nothing
+    expect(proxy.requests.filter((r) => r.method === 'POST')).toHaveLength(2);
+    expect(new Set(proxy.requests.map((r) => r.headers['idempotency-key'])).size).toBe(1);
+  });
+
+  it('describes the retry contract to the model', () => {
+    const runner = createRunner({ ledger: createMemoryLedger() });
+    const adapter = createStripeAdapter({ apiKey: 'sk_test_ai_sdk', baseUrl: 'http://127.0.0.1:9', timeoutMs: 500 });
+    const tools = retrysafeTools({ runner, adapters: [adapter] });
+    expect(Object.keys(tools).sort()).toEqual(['stripe_customers_create', 'stripe_invoices_create', 'stripe_paymentIntents_create', 'stripe_refunds_create']);
+    expect(tools.stripe_refunds_create!.description).toMatch(/call again with the same arguments/);
+  });
+});
