@@ -218,8 +218,13 @@ function inProgress(card: RetrySafetyCard, state: DecisionState, budget: Budget,
   const safety = resendSafety(card, state.firstDispatchedAt, state.now);
   if (!safety.safe) return { action: 'handoff', reason: 'in-progress-window-exhausted', why: `${what}, but there is no lookup and ${safety.why}: nothing safe to poll with` };
   if (state.runAttempts >= budget.policy.maxAttempts) return { action: 'handoff', reason: 'retry-exhausted', why: `${what}; polling by re-send would exceed ${budget.policy.maxAttempts} attempts` };
-  const sendDelay = Math.max(delayMs, honoured(state, undefined) ?? 0);
-  if (sendDelay > delayMs && state.now + sendDelay - (state.windowStartedAt ?? state.now) > budget.policy.lookupWindowMs)
-    return { action: 'handoff', reason: 'in-progress-window-exhausted', why: `${what}; the provider's Retry-After outlasts the lookup window` };
+  // A re-send is a provider call: it never goes out before the provider's Retry-After, nor past the budget.
+  const floor = honoured(state, retryAfterMs) ?? 0;
+  if (floor > budget.policy.retryAfterCapMs)
+    return { action: 'handoff', reason: 'in-progress-window-exhausted', why: `${what}; the provider asks to wait ${floor} ms, more than the ${budget.policy.retryAfterCapMs} ms cap` };
+  const sendDelay = Math.max(delayMs, floor);
+  const at = state.now + sendDelay;
+  if (at - (state.windowStartedAt ?? state.now) > budget.policy.lookupWindowMs || at - state.runStartedAt > budget.policy.maxElapsedMs)
+    return { action: 'handoff', reason: 'in-progress-window-exhausted', why: `${what}; waiting ${sendDelay} ms for the provider would outlast the window or the budget` };
   return { action: 'send', delayMs: sendDelay, why: `${what}: poll by re-sending the same key (${safety.why})` };
 }

@@ -30,7 +30,8 @@ function attemptOf(r: Receipt): HandoffAttempt {
 
 /** The safe next actions a person can take, each marked safe or not with the reason. */
 export function safeNextActions(reason: HandoffReason, record: OperationRecord, resendSafe: boolean): SafeAction[] {
-  const neverApplied = record.firstDispatchedAt === null || record.lastOutcome === 'not-applied' || record.lastOutcome === 'not-found';
+  // `claimed` after dispatches is written only when every attempt so far is known not to have applied.
+  const neverApplied = record.firstDispatchedAt === null || record.state === 'claimed';
   let resume: SafeAction;
   if (reason === 'rejected') resume = { action: 'resume', safe: false, why: 'the provider rejected this request; sending it again as is will be rejected again — fix the cause (or start a new operation) first' };
   else if (resendSafe) resume = { action: 'resume', safe: true, why: 'a re-send with the same provider key cannot create a second effect (the provider folds it into the first)' };

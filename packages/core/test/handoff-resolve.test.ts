@@ -26,6 +26,18 @@ describe('handoff packets and sinks', () => {
     expect(p.explanation).toMatch(/no lookup/);
   });
 
+  it('resume is marked safe only when nothing can have been applied', async () => {
+    const exhausted = setup({ replays: false, retentionMs: null, lookup: 'none' }, { policy: { maxAttempts: 2 } });
+    exhausted.provider.failNext({ kind: 'not-applied', retryAfterMs: 10 }, 2);
+    const a = await exhausted.runner.run(exhausted.adapter, OP, { params: { ref: 'safe-1' } });
+    expect(a.status === 'handed-off' && a.packet.safeNextActions.find((x) => x.action === 'resume')?.safe).toBe(true);
+    // A lost response and then a 429: the first may have been applied, so resuming is not safe.
+    const mixed = setup({ replays: false, retentionMs: null, lookup: 'none' });
+    mixed.provider.failNext({ kind: 'unknown-after-commit' });
+    const b = await mixed.runner.run(mixed.adapter, OP, { params: { ref: 'safe-2' } });
+    expect(b.status === 'handed-off' && b.packet.safeNextActions.find((x) => x.action === 'resume')?.safe).toBe(false);
+  });
+
   it('the JSONL sink appends one packet per line', async () => {
     const file = join(dir, 'nested', 'packets.jsonl');
     const { provider, adapter, runner } = setup({}, { handoff: jsonlHandoffSink(file) });
