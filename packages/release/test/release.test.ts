@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tscPath } from '../scripts/check-exports.mjs';
 import { assertLoopbackRegistry, isLoopbackRegistry } from '../scripts/registry-guard.mjs';
 import { cleanEnv, ensureVerdaccio, startRegistry } from '../scripts/verdaccio.mjs';
+import { propagateContractBreak } from '../scripts/version.mjs';
 import { copyWorkspace, removeCopy } from '../scripts/workspace-copy.mjs';
 import { listPublicPackages, listWorkspacePackages, repoRoot, runtimeDependencyNames } from '../scripts/workspace.mjs';
 
@@ -216,6 +217,9 @@ beforeAll(async () => {
   // A sample changeset, versioned through the release flow's own versioning step.
   const publicNames = listPublicPackages(copy).map((p) => p.name);
   writeFileSync(join(copy, '.changeset', 'release-check-sample.md'), `---\n${publicNames.map((n) => `"${n}": patch`).join('\n')}\n---\n\n${SAMPLE_SENTENCE}\n`);
+  // The plan as changesets reports it, after the flow's own step for a major contract change (if any
+  // is pending), so the plan and what version.mjs does are the same thing.
+  propagateContractBreak(copy);
   const changeset = join(copy, 'node_modules', '.bin', 'changeset');
   execFileSync(changeset, ['status', '--output', 'release-plan.json'], { cwd: copy, env: publishEnv, stdio: 'pipe' });
   plan = JSON.parse(readFileSync(join(copy, 'release-plan.json'), 'utf8'));
@@ -272,7 +276,8 @@ describe('publishing only ever goes to the loopback registry', () => {
   });
 
   it('the real working tree keeps its .changeset/ and never gets a registry config', () => {
-    expect(readdirSync(join(repoRoot, '.changeset')).sort()).toEqual(realChangesetsBefore);
+    for (const f of realChangesetsBefore) expect(existsSync(join(repoRoot, '.changeset', f)), f).toBe(true);
+    expect(existsSync(join(repoRoot, '.changeset', 'release-check-sample.md'))).toBe(false);
     expect(existsSync(join(repoRoot, '.npmrc')) ? readFileSync(join(repoRoot, '.npmrc'), 'utf8') : '').not.toMatch(/127\.0\.0\.1/);
   });
 
