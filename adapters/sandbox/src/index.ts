@@ -1,5 +1,5 @@
 export { createSandboxProvider } from './sandbox-provider.js';
-export type { SandboxBehaviour, SandboxFault, SandboxProvider, SandboxRecord, SandboxResponse, SandboxExecuteRequest } from './sandbox-provider.js';
+export type { SandboxBehaviour, SandboxFault, SandboxProvider, SandboxRecord, SandboxResponse, SandboxExecuteRequest, SandboxLookupResponse } from './sandbox-provider.js';
 export { createSandboxAdapter, classifySandboxResponse, classifyNetworkError, parseRetryAfter, SANDBOX_OPERATION } from './sandbox-adapter.js';
 export type { SandboxAdapterOptions, SandboxResult } from './sandbox-adapter.js';
 export { sandboxCreateCard, SANDBOX_PROVIDER, SANDBOX_KEY_RULE } from './sandbox-cards.js';

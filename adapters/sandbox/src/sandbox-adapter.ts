@@ -154,7 +154,11 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): AdapterV1 
   if ('provider' in options) {
     const provider = options.provider;
     execute = async (params, ctx) => classifySandboxResponse(await provider.execute({ key: ctx.providerKey, params }));
-    lookup = async (ctx) => fromRecord(provider.lookup(ctx.providerKey!), ctx);
+    lookup = async (ctx) => {
+      const answer = provider.answerLookup(ctx.providerKey!);
+      if (answer.type === 'unavailable') return { kind: 'cannot-tell', reason: 'lookup unavailable (503)', status: 503, retryAfterMs: answer.retryAfterMs };
+      return fromRecord(answer.type === 'found' ? answer.record : null, ctx);
+    };
   } else {
     let base: URL;
     try {

@@ -56,6 +56,13 @@ export type SandboxResponse =
   | { readonly type: 'throttled'; readonly retryAfterMs: number }
   | { readonly type: 'server-error'; readonly status: 500 | 503; readonly committed: boolean };
 
+/** What a lookup by key answers (see `SandboxProvider.answerLookup`). */
+export type SandboxLookupResponse =
+  | { readonly type: 'found'; readonly record: SandboxRecord }
+  | { readonly type: 'not-found' }
+  /** Scripted with `failNextLookup`: the lookup itself failed (503 + Retry-After); it says nothing about the record. */
+  | { readonly type: 'unavailable'; readonly retryAfterMs: number };
+
 export interface SandboxExecuteRequest {
   readonly key: string | null;
   readonly params: unknown;
@@ -67,6 +74,10 @@ export interface SandboxProvider {
   execute(request: SandboxExecuteRequest): Promise<SandboxResponse>;
   /** The record created under this key, if lookups can see it yet (consistency delay). Works past retention. */
   lookup(key: string): SandboxRecord | null;
+  /** A lookup as the API answers it: like `lookup`, but scripted lookup failures come first. */
+  answerLookup(key: string): SandboxLookupResponse;
+  /** The next `times` lookups fail (503 + Retry-After) without looking. */
+  failNextLookup(times?: number, retryAfterMs?: number): void;
   /** Records held: the number the duplicate drill asserts on. */
   count(): number;
   records(): SandboxRecord[];
@@ -120,6 +131,7 @@ export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvi
   /** Every record created under a key, for lookups (kept for ever, unlike the idempotency store). */
   const byKey = new Map<string, string>();
   const faults: SandboxFault[] = [];
+  const lookupFaults: number[] = [];
   let callCount = 0;
   let lookupCount = 0;
 
@@ -189,16 +201,30 @@ export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvi
     return response;
   }
 
+  function lookup(key: string): SandboxRecord | null {
+    lookupCount++;
+    const id = byKey.get(key);
+    if (id === undefined) return null;
+    const rec = byId.get(id)!;
+    if (now() < rec.createdAt + lookupDelayMs) return null;
+    return view(rec);
+  }
+
   return {
     behaviour: b,
     execute,
-    lookup(key) {
-      lookupCount++;
-      const id = byKey.get(key);
-      if (id === undefined) return null;
-      const rec = byId.get(id)!;
-      if (now() < rec.createdAt + lookupDelayMs) return null;
-      return view(rec);
+    lookup,
+    answerLookup(key) {
+      const failure = lookupFaults.shift();
+      if (failure !== undefined) {
+        lookupCount++;
+        return { type: 'unavailable', retryAfterMs: failure };
+      }
+      const rec = lookup(key);
+      return rec ? { type: 'found', record: rec } : { type: 'not-found' };
+    },
+    failNextLookup(times = 1, retryAfterMs = 1000) {
+      for (let i = 0; i < times; i++) lookupFaults.push(retryAfterMs);
     },
     count: () => records.length,
     records: () => records.map(view),

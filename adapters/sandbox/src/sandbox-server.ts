@@ -92,8 +92,9 @@ export async function startSandboxServer(options: SandboxServerOptions): Promise
       const key = u.searchParams.get('key');
       if (provider.behaviour.lookup === 'none') return send(res, 501, { error: { code: 'no_lookup', message: 'lookup by key is not offered' } });
       if (!key) return send(res, 400, { error: { code: 'missing_key', message: 'key query parameter required' } });
-      const rec = provider.lookup(key);
-      return rec ? send(res, 200, { record: rec }) : send(res, 404, { error: { code: 'not_found', message: 'no record with this key' } });
+      const answer = provider.answerLookup(key);
+      if (answer.type === 'unavailable') return send(res, 503, { error: { code: 'unavailable', message: 'try again later' } }, { 'retry-after': retryAfter(answer.retryAfterMs) });
+      return answer.type === 'found' ? send(res, 200, { record: answer.record }) : send(res, 404, { error: { code: 'not_found', message: 'no record with this key' } });
     }
     const m = /^\/records\/([A-Za-z0-9_]+)$/.exec(path);
     if (req.method === 'GET' && m) {

@@ -46,6 +46,8 @@ describe('sandbox over loopback HTTP', () => {
     provider.advance(60_000);
     expect(await adapter.doLookup('records.create', ctx)).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: 'rec_0001' } });
     expect(await adapter.doLookup('records.create', { ...ctx, providerKey: 'rs-nothing' as never })).toMatchObject({ kind: 'not-found' });
+    provider.failNextLookup(1, 3000);
+    expect(await adapter.doLookup('records.create', ctx)).toMatchObject({ kind: 'cannot-tell', status: 503, retryAfterMs: 3000 });
     expect(provider.count()).toBe(1);
   });
 

@@ -63,6 +63,11 @@ describe('sandbox provider behaviour', () => {
     advance(120_000);
     expect(provider.lookup('k')?.status).toBe('done');
     expect(provider.lookup('other')).toBeNull();
+    provider.failNextLookup(2, 500);
+    expect(provider.answerLookup('k')).toEqual({ type: 'unavailable', retryAfterMs: 500 });
+    expect(provider.answerLookup('k')).toEqual({ type: 'unavailable', retryAfterMs: 500 });
+    expect(provider.answerLookup('k')).toMatchObject({ type: 'found', record: { id: 'rec_0001' } });
+    expect(provider.answerLookup('other')).toEqual({ type: 'not-found' });
   });
 
   it('scripted faults: not-applied and rejected store nothing; unknown-after-commit stores; unknown-before-commit does not', async () => {

@@ -30,10 +30,11 @@ const policyArb = fc.record({
 describe('the runner under random faults, behaviours and limits (fast-check)', () => {
   it('never holds more than one provider record, never exceeds maxAttempts or maxElapsed, never calls sooner than Retry-After', async () => {
     await fc.assert(
-      fc.asyncProperty(behaviourArb, fc.array(faultArb, { maxLength: 8 }), policyArb, fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), async (behaviour, faults, policy, rnd) => {
+      fc.asyncProperty(behaviourArb, fc.array(faultArb, { maxLength: 8 }), fc.integer({ min: 0, max: 4 }), policyArb, fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), async (behaviour, faults, lookupFailures, policy, rnd) => {
         const clock = createVirtualClock();
         const provider = createSandboxProvider({ ...behaviour, clock: clock.now, sleep: clock.sleep });
         for (const f of faults) provider.failNext(f);
+        provider.failNextLookup(lookupFailures, 700);
         const calls: { at: number; answeredAt: number; retryAfterMs?: number }[] = [];
         const inner = provider.execute;
         (provider as { execute: typeof inner }).execute = async (req) => {
@@ -80,10 +81,11 @@ describe('the runner under random faults, behaviours and limits (fast-check)', (
 
   it('a worker that dies at any ledger write, then recover() in a new runner: at most one record', async () => {
     await fc.assert(
-      fc.asyncProperty(behaviourArb, fc.array(faultArb, { maxLength: 5 }), policyArb, fc.integer({ min: 1, max: 14 }), async (behaviour, faults, policy, dieAt) => {
+      fc.asyncProperty(behaviourArb, fc.array(faultArb, { maxLength: 5 }), fc.integer({ min: 0, max: 3 }), policyArb, fc.integer({ min: 1, max: 14 }), async (behaviour, faults, lookupFailures, policy, dieAt) => {
         const clock = createVirtualClock();
         const provider = createSandboxProvider({ ...behaviour, clock: clock.now, sleep: clock.sleep });
         for (const f of faults) provider.failNext(f);
+        provider.failNextLookup(lookupFailures, 700);
         const adapter = createSandboxAdapter({ provider });
         const ledger = createMemoryLedger();
         // The dying worker's view of the ledger: from its dieAt-th write on, nothing returns (the process is gone).
