@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 
 /** Path of the TypeScript compiler the workspace builds with. */
 export function tscPath(fromDir) {
@@ -73,9 +73,35 @@ export function compileExportProblems(root, packages) {
     try {
       execFileSync(process.execPath, [tscPath(root), '-p', 'tsconfig.json'], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
     } catch (e) {
-      problems.push(`${label} resolution: ${String(e.stdout || e.stderr || e.message).trim()}`);
+      const { ours, theirs } = splitDiagnostics(String(e.stdout || e.stderr || e.message), dir, packages.map((p) => p.dir));
+      if (ours.length) problems.push(`${label} resolution:\n${ours.join('\n')}`);
+      if (theirs.length) console.warn(`note (${label}): ${theirs.length} diagnostic(s) inside third-party declarations, not ours:\n${theirs.join('\n')}`);
     }
   }
   rmSync(dir, { recursive: true, force: true });
   return problems;
+}
+
+/**
+ * Splits compiler output into diagnostics about our packages (their built declarations, or the check
+ * file itself, or no file at all) and diagnostics inside other packages' declarations — a vendor's
+ * .d.ts that cannot find its own untyped dependency is the vendor's problem, not an export of ours.
+ */
+export function splitDiagnostics(output, cwd, packageDirs) {
+  const diagnostics = [];
+  for (const line of output.split(/\r?\n/)) {
+    if (!line.trim()) continue;
+    if (/^\s/.test(line) && diagnostics.length) diagnostics[diagnostics.length - 1] += `\n${line}`;
+    else diagnostics.push(line);
+  }
+  const ours = [];
+  const theirs = [];
+  for (const d of diagnostics) {
+    const m = /^(.+?)\(\d+,\d+\): error /.exec(d);
+    if (!m) { ours.push(d); continue; }
+    const file = resolve(cwd, m[1]);
+    const inOurs = file === join(cwd, 'check.ts') || packageDirs.some((p) => file.startsWith(`${p}/`) && !file.startsWith(join(p, 'node_modules') + '/'));
+    (inOurs ? ours : theirs).push(d);
+  }
+  return { ours, theirs };
 }

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { exportShapeProblems } from '../scripts/check-exports.mjs';
+import { exportShapeProblems, splitDiagnostics } from '../scripts/check-exports.mjs';
 import { assertLoopbackRegistry, changesetsRegistryFor, isLoopbackRegistry, PUBLIC_NPM_REGISTRY, RegistryGuardError, resolvePublishRegistry } from '../scripts/registry-guard.mjs';
 import { dependentsNeedingMajor, parseChangeset, propagateContractBreak, VersioningError } from '../scripts/version.mjs';
 import { listPublicPackages, listWorkspacePackages, WorkspaceError } from '../scripts/workspace.mjs';
@@ -184,5 +184,26 @@ describe('exports map shape', () => {
       'b .: types ./dist/other.d.ts is not the declaration of ./dist/index.js',
       'b .: ./dist/index.js does not exist (not built?)',
     ]));
+  });
+});
+
+describe('type-export diagnostics', () => {
+  it('counts errors in our declarations, the check file or no file; only notes errors inside a vendor\'s declarations', () => {
+    const out = [
+      "../../../work/x/node_modules/.pnpm/@vendor+p@1.0.0/node_modules/@vendor/p/dist/index.d.ts(1,29): error TS7016: Could not find a declaration file for module 'json-schema'.",
+      '  Try `npm i --save-dev @types/json-schema`',
+      "../packages/core/dist/index.d.ts(3,1): error TS2307: Cannot find module '@types/better-sqlite3'.",
+      "../packages/core/node_modules/x/index.d.ts(1,1): error TS1005: ';' expected.",
+      "check.ts(1,20): error TS2307: Cannot find module '@retrysafe/stripe/sandbox'.",
+      "error TS2318: Cannot find global type 'Array'.",
+    ].join('\n');
+    const { ours, theirs } = splitDiagnostics(out, '/tmp/copy/.typetest-exports', ['/tmp/copy/packages/core']);
+    expect(ours).toEqual([
+      "../packages/core/dist/index.d.ts(3,1): error TS2307: Cannot find module '@types/better-sqlite3'.",
+      "check.ts(1,20): error TS2307: Cannot find module '@retrysafe/stripe/sandbox'.",
+      "error TS2318: Cannot find global type 'Array'.",
+    ]);
+    expect(theirs).toHaveLength(2);
+    expect(theirs[0]).toContain('Try `npm i --save-dev @types/json-schema`');
   });
 });
