@@ -100,8 +100,6 @@ const UNKNOWN_FROM_LEDGER: Outcome = { kind: 'unknown', cause: 'other', message:
  * latest observation and the budget. It never looks at which provider it is.
  */
 export function decide(card: RetrySafetyCard, state: DecisionState, observation: Observation, budget: Budget): Decision {
-  const { policy, random } = budget;
-
   if (observation === null) {
     switch (state.ledgerState) {
       case 'succeeded':
