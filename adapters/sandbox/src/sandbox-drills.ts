@@ -1,31 +1,15 @@
-import type { AdapterV1 } from '@retrysafe/contract';
+import type { DrillFault, DrillOperation, DrillSetup } from '@retrysafe/contract';
 import { createSandboxAdapter } from './sandbox-adapter.js';
 import { createSandboxProvider, type SandboxBehaviour } from './sandbox-provider.js';
 import { startSandboxServer } from './sandbox-server.js';
 
 /**
- * Drill setups in the shape `@retrysafe/testkit/conformance` takes (`ConformanceOptions`), declared
- * structurally so this package depends only on the contract. The CLI's `retrysafe drill` runs these.
+ * Drill setups are the contract's `DrillSetup`: the conformance kit (`runConformance`) and the CLI's
+ * `retrysafe drill` run what this file exports, and this package depends on the contract alone.
  */
-export interface SandboxDrill {
-  readonly name: string;
-  createAdapter(ctx: { readonly baseUrl: string; readonly timeoutMs: number }): AdapterV1;
-  startSandbox(ctx: { readonly clock: { now(): number; sleep(ms: number): Promise<void> } }): Promise<{
-    readonly url: string;
-    count(operation: string): number;
-    close(): Promise<void>;
-    expireKeys(): void;
-  }>;
-  readonly operations: Readonly<Record<string, SandboxDrillOperation>>;
-}
-
-type StatusFault = { readonly kind: 'status'; readonly status: number; readonly retryAfterS?: number; readonly body?: unknown };
-
-export interface SandboxDrillOperation {
-  params(i: number): unknown;
-  changeIntent(params: unknown): unknown;
-  readonly faults: { readonly permanent: StatusFault; readonly transient?: StatusFault; readonly rateLimited?: StatusFault; readonly inProgress?: StatusFault };
-}
+export type SandboxDrill = DrillSetup;
+export type SandboxDrillOperation = DrillOperation;
+type StatusFault = Extract<DrillFault, { kind: 'status' }>;
 
 /** The sandbox as an IETF Idempotency-Key provider: replays for 24 h, 422 on mismatch, 409 while in flight, lookup by key. */
 export const REPLAYING_BEHAVIOUR: SandboxBehaviour = Object.freeze({ replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' });

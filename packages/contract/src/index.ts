@@ -9,4 +9,5 @@ export * from './adapter.js';
 export * from './ledger.js';
 export * from './receipt.js';
 export * from './handoff.js';
+export * from './drill.js';
 export * from './errors/index.js';

@@ -1,39 +1,12 @@
-import type { AdapterV1, Receipt, HandoffPacket } from '@retrysafe/contract';
+import type { DrillOperation as ContractDrillOperation, DrillSandbox as ContractDrillSandbox, DrillSetup, Receipt, HandoffPacket } from '@retrysafe/contract';
 import type { Fault, ProxyRequest } from './fault-proxy.js';
 
-/** A sandbox server started fresh for one scenario. */
-export interface DrillSandbox {
-  /** Loopback base URL of the sandbox server (`http://127.0.0.1:PORT`). */
-  readonly url: string;
-  /** Records the provider holds for this operation (the key of `operations`). */
-  count(operation: string): number | Promise<number>;
-  close(): void | Promise<void>;
-  /** Makes the provider forget every stored idempotency key (as if they aged past retention). Used by `key-past-retention`. */
-  expireKeys?(): void | Promise<void>;
-}
-
-/**
- * Provider-shaped answers the proxy gives instead of forwarding (only the adapter author knows the
- * provider's wire format), e.g. Stripe's 409 `idempotency_key_in_use` JSON body.
- */
-export interface OperationFaults {
-  /** An answer the adapter classifies as `rejected` (validation/permission). Required. */
-  readonly permanent: Fault;
-  /** An answer the adapter classifies as `not-applied` (definitely not processed, retryable). Required when the card lists retryable errors. */
-  readonly transient?: Fault;
-  /** A 429 with Retry-After the adapter classifies as `not-applied` with `retryAfterMs`. Default `{ kind: 'status', status: 429, retryAfterS: 2 }`. */
-  readonly rateLimited?: Fault;
-  /** An answer the adapter classifies as `in-progress` (e.g. 409 same key in flight, 202 + status URL). Required when the card says the provider reports in-progress. */
-  readonly inProgress?: Fault;
-}
-
-export interface DrillOperation {
-  /** Params of the i-th distinct business operation (0-based); each scenario uses a fresh i. */
-  params(i: number): unknown;
-  /** The same params with at least one intent field changed (for the conflict scenario). */
-  changeIntent(params: unknown): unknown;
-  readonly faults: OperationFaults;
-}
+/** A sandbox server started fresh for one scenario (the contract's type). */
+export type DrillSandbox = ContractDrillSandbox;
+/** Provider-shaped answers the proxy gives instead of forwarding (the contract's type). */
+export type OperationFaults = ContractDrillOperation['faults'];
+/** What the drill needs to know about one operation (the contract's type). */
+export type DrillOperation = ContractDrillOperation;
 
 /** Runner policy overrides; unset fields come from the operation's card (see @retrysafe/core). */
 export interface DrillPolicy {
@@ -47,25 +20,14 @@ export interface DrillPolicy {
   readonly waitForOtherMs?: number;
 }
 
-export interface ConformanceOptions {
-  /** Names the suite, the receipts folder and the messages, e.g. `stripe`. */
-  readonly name: string;
-  /** Builds a fresh adapter whose SDK points at `baseUrl` (the fault proxy) with the given client timeout and its own retries off. */
-  createAdapter(ctx: { readonly baseUrl: string; readonly timeoutMs: number }): AdapterV1 | Promise<AdapterV1>;
-  /**
-   * Starts a fresh sandbox server (one per scenario). `clock` is the runner's virtual clock: give it to
-   * a sandbox that keeps time (retention, consistency delay, processing time) so both agree.
-   */
-  startSandbox(ctx: { readonly clock: { now(): number; sleep(ms: number): Promise<void> } }): Promise<DrillSandbox>;
-  /** Operations to drill, keyed by the adapter's operation name (a key of `adapter.operations`). */
-  readonly operations: Readonly<Record<string, DrillOperation>>;
+/**
+ * A drill setup (the contract's `DrillSetup`, which adapters export from `./sandbox`) plus how this
+ * run should go: runner policy, where receipts go, which ledger, which jitter seed.
+ */
+export interface ConformanceOptions extends DrillSetup {
   readonly policy?: DrillPolicy;
   /** Where receipts go: one JSON file per scenario × operation plus `summary.json`. Default: a new temp dir. */
   readonly outDir?: string;
-  /** The client timeout handed to `createAdapter` (default 400 ms); the `delay` fault holds responses longer than this. */
-  readonly timeoutMs?: number;
-  /** Request headers the proxy records besides Idempotency-Key (e.g. a body-less provider's key header). */
-  readonly recordHeaders?: readonly string[];
   /** Ledger per scenario: a fresh SQLite file (default) or memory. */
   readonly ledger?: 'sqlite' | 'memory';
   /** Seed of the runner's jitter (default 1). */

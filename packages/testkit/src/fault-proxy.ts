@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import type { DrillFault } from '@retrysafe/contract';
 
 /**
  * What the proxy does with one request.
@@ -13,22 +14,8 @@ import type { AddressInfo, Socket } from 'node:net';
  * - `{ kind: 'status', status, … }`: answer by itself, never forwarded (429 + Retry-After, 5xx, 409…);
  *   with `forward: true` the request is forwarded first (the provider has it) and the real answer is replaced.
  */
-export type Fault =
-  | 'pass'
-  | 'drop-response'
-  | 'reset-before'
-  | { readonly kind: 'delay'; readonly ms: number }
-  | {
-      readonly kind: 'status';
-      readonly status: number;
-      readonly headers?: Readonly<Record<string, string>>;
-      /** Sets a `Retry-After: <seconds>` header. */
-      readonly retryAfterS?: number;
-      /** A string is sent as is; anything else as JSON. */
-      readonly body?: unknown;
-      /** Forward first and let the provider commit, then answer with this instead of the real response (e.g. "in progress" for work the provider does have). Default false: never forwarded. */
-      readonly forward?: boolean;
-    };
+/** A network fault (the contract's `DrillFault`). */
+export type Fault = DrillFault;
 
 /** What the script is told about the request it decides for. */
 export interface FaultRequestInfo {

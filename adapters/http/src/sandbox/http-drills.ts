@@ -1,4 +1,4 @@
-import type { AdapterV1 } from '@retrysafe/contract';
+import type { DrillFault, DrillOperation, DrillSetup } from '@retrysafe/contract';
 import { createHttpAdapter } from '../http-adapter.js';
 import type { HttpOperationSpec } from '../http-operations.js';
 import { asyncExportsCreate, clientTokenInstancesRun, etagDocumentsUpdate, ietfOrdersCreate } from '../http-patterns.js';
@@ -7,25 +7,13 @@ import { startClientTokenSandbox } from './client-token-sandbox.js';
 import { startEtagSandbox } from './etag-sandbox.js';
 import { startIetfKeySandbox } from './ietf-key-sandbox.js';
 
-type StatusFault = { readonly kind: 'status'; readonly status: number; readonly retryAfterS?: number; readonly body?: unknown; readonly headers?: Readonly<Record<string, string>> };
-
-export interface HttpDrillOperation {
-  params(i: number): unknown;
-  changeIntent(params: unknown): unknown;
-  readonly faults: { readonly permanent: StatusFault; readonly transient?: StatusFault; readonly rateLimited?: StatusFault; readonly inProgress?: StatusFault };
-}
-
 /**
- * One drill setup per pattern, in the shape `@retrysafe/testkit/conformance` takes (declared
- * structurally so this package depends only on the contract and axios). `test/conformance.test.ts`
- * and the CLI's `retrysafe drill` run exactly these.
+ * Drill setups are the contract's `DrillSetup`: the conformance kit (`runConformance`) and the CLI's
+ * `retrysafe drill` run what this file exports, and this package depends on the contract alone.
  */
-export interface HttpDrill {
-  readonly name: string;
-  createAdapter(ctx: { readonly baseUrl: string; readonly timeoutMs: number }): AdapterV1;
-  startSandbox(ctx: { readonly clock: { now(): number; sleep(ms: number): Promise<void> } }): Promise<{ readonly url: string; count(operation: string): number; close(): Promise<void>; expireKeys?(): void }>;
-  readonly operations: Readonly<Record<string, HttpDrillOperation>>;
-}
+export type HttpDrill = DrillSetup;
+export type HttpDrillOperation = DrillOperation;
+type StatusFault = Extract<DrillFault, { kind: 'status' }>;
 
 interface PatternSandbox { readonly url: string; count(kind?: string): number; close(): Promise<void>; expireKeys?(): void }
 

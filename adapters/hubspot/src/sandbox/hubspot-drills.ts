@@ -1,27 +1,14 @@
-import type { AdapterV1 } from '@retrysafe/contract';
+import type { DrillFault, DrillOperation, DrillSetup } from '@retrysafe/contract';
 import { createHubSpotAdapter } from '../hubspot-adapter.js';
 import { startHubSpotSandbox } from './hubspot-sandbox.js';
 
-type StatusFault = { readonly kind: 'status'; readonly status: number; readonly retryAfterS?: number; readonly body?: unknown; readonly headers?: Readonly<Record<string, string>> };
-
-export interface HubSpotDrillOperation {
-  params(i: number): unknown;
-  changeIntent(params: unknown): unknown;
-  readonly faults: { readonly permanent: StatusFault; readonly transient: StatusFault; readonly rateLimited: StatusFault };
-}
-
 /**
- * The HubSpot drill setup in the shape `@retrysafe/testkit/conformance` takes (declared structurally
- * so this package depends only on the contract and the HubSpot SDK). `test/conformance.test.ts` and
- * the CLI's `retrysafe drill` run exactly this: real SDK classes → fault proxy → loopback sandbox.
+ * Drill setups are the contract's `DrillSetup`: the conformance kit (`runConformance`) and the CLI's
+ * `retrysafe drill` run what this file exports, and this package depends on the contract alone.
  */
-export interface HubSpotDrill {
-  readonly name: string;
-  readonly timeoutMs: number;
-  createAdapter(ctx: { readonly baseUrl: string; readonly timeoutMs: number }): AdapterV1;
-  startSandbox(ctx: { readonly clock: { now(): number; sleep(ms: number): Promise<void> } }): Promise<{ readonly url: string; count(operation: string): number; close(): Promise<void> }>;
-  readonly operations: Readonly<Record<string, HubSpotDrillOperation>>;
-}
+export type HubSpotDrill = DrillSetup;
+export type HubSpotDrillOperation = DrillOperation;
+type StatusFault = Extract<DrillFault, { kind: 'status' }>;
 
 const hubspotError = (status: number, category: string, message: string): StatusFault => ({ kind: 'status', status, body: { status: 'error', message, correlationId: 'c0ffee00-0000-4000-8000-000000000000', category } });
 const tenSecondly = { status: 'error', message: 'You have reached your ten_secondly_rolling limit.', errorType: 'RATE_LIMIT', correlationId: 'c0ffee00-0000-4000-8000-000000000001', policyName: 'TEN_SECONDLY_ROLLING' };

@@ -1,27 +1,14 @@
-import type { AdapterV1 } from '@retrysafe/contract';
+import type { DrillFault, DrillOperation, DrillSetup } from '@retrysafe/contract';
 import { createMsGraphAdapter } from '../msgraph-adapter.js';
 import { startMsGraphSandbox } from './msgraph-sandbox.js';
 
-type StatusFault = { readonly kind: 'status'; readonly status: number; readonly retryAfterS?: number; readonly body?: unknown };
-
-export interface MsGraphDrillOperation {
-  params(i: number): unknown;
-  changeIntent(params: unknown): unknown;
-  readonly faults: { readonly permanent: StatusFault; readonly transient: StatusFault; readonly rateLimited: StatusFault };
-}
-
 /**
- * The Graph drill setup in the shape `@retrysafe/testkit/conformance` takes (declared structurally so
- * this package depends only on the contract and the Graph SDK). `test/conformance.test.ts` and the
- * CLI's `retrysafe drill` run exactly this: real Graph SDK → fault proxy → loopback Graph sandbox.
+ * Drill setups are the contract's `DrillSetup`: the conformance kit (`runConformance`) and the CLI's
+ * `retrysafe drill` run what this file exports, and this package depends on the contract alone.
  */
-export interface MsGraphDrill {
-  readonly name: string;
-  readonly timeoutMs: number;
-  createAdapter(ctx: { readonly baseUrl: string; readonly timeoutMs: number }): AdapterV1;
-  startSandbox(ctx: { readonly clock: { now(): number; sleep(ms: number): Promise<void> } }): Promise<{ readonly url: string; count(operation: string): number; close(): Promise<void>; expireKeys(): void }>;
-  readonly operations: Readonly<Record<string, MsGraphDrillOperation>>;
-}
+export type MsGraphDrill = DrillSetup;
+export type MsGraphDrillOperation = DrillOperation;
+type StatusFault = Extract<DrillFault, { kind: 'status' }>;
 
 /** A token the sandbox checks; not a secret. */
 export const DRILL_TOKEN = 'drill-token-not-a-secret';

@@ -1,33 +1,14 @@
-import type { AdapterV1 } from '@retrysafe/contract';
+import type { DrillFault, DrillOperation, DrillSetup } from '@retrysafe/contract';
 import { createStripeAdapter } from '../stripe-adapter.js';
 import { startStripeSandbox } from './stripe-sandbox.js';
 
 /**
- * The Stripe drill setup in the shape `@retrysafe/testkit/conformance` takes (`ConformanceOptions`),
- * declared structurally so this package depends only on the contract. `test/conformance.test.ts` and
- * the CLI's `retrysafe drill` run exactly this: real stripe SDK → fault proxy → loopback sandbox on
- * the runner's virtual clock.
+ * Drill setups are the contract's `DrillSetup`: the conformance kit (`runConformance`) and the CLI's
+ * `retrysafe drill` run what this file exports, and this package depends on the contract alone.
  */
-export interface StripeDrill {
-  readonly name: string;
-  createAdapter(ctx: { readonly baseUrl: string; readonly timeoutMs: number }): AdapterV1;
-  startSandbox(ctx: { readonly clock: { now(): number; sleep(ms: number): Promise<void> } }): Promise<{
-    readonly url: string;
-    count(operation: string): number;
-    close(): Promise<void>;
-    expireKeys(): void;
-  }>;
-  readonly operations: Readonly<Record<string, StripeDrillOperation>>;
-}
-
-type StatusFault = { readonly kind: 'status'; readonly status: number; readonly retryAfterS?: number; readonly body?: unknown };
-
-export interface StripeDrillOperation {
-  params(i: number): unknown;
-  changeIntent(params: unknown): unknown;
-  /** Stripe-shaped answers the fault proxy gives instead of forwarding. */
-  readonly faults: { readonly permanent: StatusFault; readonly transient: StatusFault; readonly rateLimited: StatusFault; readonly inProgress: StatusFault };
-}
+export type StripeDrill = DrillSetup;
+export type StripeDrillOperation = DrillOperation;
+type StatusFault = Extract<DrillFault, { kind: 'status' }>;
 
 const stripeError = (status: number, error: Record<string, string>, retryAfterS?: number): StatusFault => ({
   kind: 'status',
