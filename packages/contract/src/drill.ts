@@ -72,7 +72,7 @@ export interface DrillSetup {
   startSandbox(ctx: { readonly clock: DrillClock }): Promise<DrillSandbox>;
   /** Operations to drill, keyed by the adapter's operation name. */
   readonly operations: Readonly<Record<string, DrillOperation>>;
-  /** The client timeout handed to `createAdapter`; the `delay` fault holds responses longer than this. */
+  /** The client timeout handed to `createAdapter` (the testkit's default is 1500 ms); the `delay` fault holds responses longer than this. */
   readonly timeoutMs?: number;
   /** Request headers the proxy records besides Idempotency-Key. */
   readonly recordHeaders?: readonly string[];

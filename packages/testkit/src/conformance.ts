@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createDrillContext, disposeDrillContext, runScenario, SCENARIO_TITLES, writeSummary, type DrillContext } from './drill.js';
 import { SCENARIOS, type ConformanceOptions } from './drill-types.js';
 
-export { runDrill, runScenario, createDrillContext, writeSummary, disposeDrillContext, SCENARIO_TITLES } from './drill.js';
+export { runDrill, runScenario, createDrillContext, writeSummary, disposeDrillContext, SCENARIO_TITLES, DEFAULT_DRILL_TIMEOUT_MS } from './drill.js';
 export type { DrillContext } from './drill.js';
 export { criteriaFor, readCard, skipReason } from './criteria.js';
 export type { CardAbilities } from './criteria.js';

@@ -31,6 +31,13 @@ import type {
 import { SCENARIOS } from './drill-types.js';
 import { startFaultProxy, type Fault, type FaultProxy, type FaultScript, type ProxyRequest } from './fault-proxy.js';
 
+/**
+ * The client timeout a drill hands to createAdapter unless the setup says otherwise. Generous on
+ * purpose: on a loaded 2-core machine a 400 ms timeout made lookups time out and "cannot tell";
+ * the delay fault holds its response past whatever timeout is used.
+ */
+export const DEFAULT_DRILL_TIMEOUT_MS = 1500;
+
 export const SCENARIO_TITLES: Readonly<Record<ScenarioId, string>> = {
   'lost-response': 'lost response after commit (connection reset) ⇒ one record',
   'lost-response-timeout': 'lost response after commit (client timeout) ⇒ one record',
@@ -179,7 +186,7 @@ async function startHarness(ctx: DrillContext, faults: FaultScript): Promise<Har
   let proxy: FaultProxy | undefined;
   try {
     proxy = await startFaultProxy({ target: sandbox.url, faults, ...(o.recordHeaders ? { recordHeaders: o.recordHeaders } : {}) });
-    const inner = await o.createAdapter({ baseUrl: proxy.url, timeoutMs: o.timeoutMs ?? 400 });
+    const inner = await o.createAdapter({ baseUrl: proxy.url, timeoutMs: o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS });
     const tracker: Tracker = { executeCalls: 0, lookupCalls: 0, activeExecute: 0, activeLookup: 0, executeSpans: [], dieAfterExecute: false, died: false };
     const adapter = instrument(inner, proxy, clock, tracker);
     const packets: HandoffPacket[] = [];
@@ -266,7 +273,7 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
   // Read the card from a throwaway adapter, before anything runs.
   let card: RetrySafetyCard;
   try {
-    const probe = await o.createAdapter({ baseUrl: 'http://127.0.0.1:9', timeoutMs: o.timeoutMs ?? 400 });
+    const probe = await o.createAdapter({ baseUrl: 'http://127.0.0.1:9', timeoutMs: o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS });
     const spec = probe.operations[operation];
     await probe.close?.();
     if (!spec) throw new AdapterConfigurationError(probe.provider, `operation '${operation}' is not one of the adapter's operations (${Object.keys(probe.operations).join(', ')})`);
@@ -293,7 +300,7 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
   const i = ctx.nextIndex++;
   const params = op.params(i);
   let script: FaultScript = [];
-  const timeoutMs = o.timeoutMs ?? 400;
+  const timeoutMs = o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS;
   switch (scenario) {
     case 'lost-response':
       script = ['drop-response'];

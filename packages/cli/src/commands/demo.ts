@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createRunner, createSqliteLedger, callbackHandoffSink, type RunResult } from '@retrysafe/core';
-import { createDrillClock, seededRandom, startFaultProxy, type ConformanceOptions, type FaultScript } from '@retrysafe/testkit';
+import { createDrillClock, DEFAULT_DRILL_TIMEOUT_MS, seededRandom, startFaultProxy, type ConformanceOptions, type FaultScript } from '@retrysafe/testkit';
 import type { HandoffPacket } from '@retrysafe/contract';
 import { loadAdapters } from '../registry.js';
 import { paint } from '../output.js';
@@ -132,7 +132,7 @@ export async function demoCommand(opts: { db?: string }, log: (line: string) => 
     const proxy = await startFaultProxy({ target: sandbox.url, faults: step.faults(op), ...(drill.recordHeaders ? { recordHeaders: drill.recordHeaders } : {}) });
     const ledger = createSqliteLedger({ path: dbPath });
     const packets: HandoffPacket[] = [];
-    const adapter = await drill.createAdapter({ baseUrl: proxy.url, timeoutMs: drill.timeoutMs ?? 400 });
+    const adapter = await drill.createAdapter({ baseUrl: proxy.url, timeoutMs: drill.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS });
     try {
       const runner = createRunner({
         ledger,
