@@ -71,6 +71,15 @@ export interface ClaimInput {
   readonly now: number;
   /** Allow re-claiming a `handed-off` operation (a person chose "resume"). */
   readonly resume?: boolean;
+  /**
+   * The caller will call the provider right after this claim. When the claim CREATES the operation,
+   * it is created directly as `dispatched` (attemptCount 1, firstDispatchedAt = now) in the claim's
+   * own durable write, so a crash after it is found as `dispatched` and reconciled. An operation that
+   * already exists (busy, terminal, conflict, takeover, resume) is treated exactly as without it: look
+   * at `record.state` before deciding. Honoured only by a ledger whose `capabilities.claimDispatch`
+   * is true; others create the operation as `claimed`, and the caller must `markDispatched` itself.
+   */
+  readonly dispatch?: boolean;
 }
 
 export type ClaimResult =
@@ -96,6 +105,23 @@ export interface StatePatch {
   readonly providerRef?: string | null;
   readonly statusRef?: string | null;
   readonly now: number;
+  /**
+   * A receipt written in the same transaction as this state (same rules as `appendReceipt`: the
+   * operation's next seq, current fence); if either is refused, neither is written. Only for a ledger
+   * whose `capabilities.receiptWithState` is true.
+   */
+  readonly receipt?: Receipt;
+}
+
+/**
+ * Optional ledger features (all additive). A ledger without `capabilities`, or with a flag absent,
+ * is used the way it was before: the runner falls back to separate writes.
+ */
+export interface LedgerCapabilities {
+  /** `claim({ dispatch: true })` creates a new operation as `dispatched` in the claim's write. */
+  readonly claimDispatch?: boolean;
+  /** `setState(ref, { receipt })` and `handOff(ref, packet, now, receipt)` write the receipt atomically with the state. */
+  readonly receiptWithState?: boolean;
 }
 
 export interface ListFilter {
@@ -111,6 +137,8 @@ export interface ListFilter {
  * `@retrysafe/core`, PostgreSQL in `@retrysafe/ledger-postgres`; all pass one shared suite.
  */
 export interface Ledger {
+  /** Optional features this ledger supports; see LedgerCapabilities. */
+  readonly capabilities?: LedgerCapabilities;
   /** Creates the operation or takes the lease on it atomically; see ClaimResult. */
   claim(input: ClaimInput): Promise<ClaimResult>;
   /** Extends the lease. */
@@ -119,8 +147,8 @@ export interface Ledger {
   markDispatched(ref: Fenced, now: number): Promise<OperationRecord>;
   /** Moves to a non-terminal or terminal state other than handed-off. */
   setState(ref: Fenced, patch: StatePatch): Promise<OperationRecord>;
-  /** Terminal handoff with its packet; releases the lease. */
-  handOff(ref: Fenced, packet: HandoffPacket, now: number): Promise<OperationRecord>;
+  /** Terminal handoff with its packet; releases the lease. `receipt`, if given, is written in the same transaction (capabilities.receiptWithState). */
+  handOff(ref: Fenced, packet: HandoffPacket, now: number, receipt?: Receipt): Promise<OperationRecord>;
   /** Appends a receipt; seq must be the next one for the operation. */
   appendReceipt(ref: Fenced, receipt: Receipt): Promise<void>;
   /** Drops the lease without changing state. */

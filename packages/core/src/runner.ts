@@ -35,6 +35,7 @@ import {
   type ProviderKey,
   type Receipt,
   type ReceiptKind,
+  type StatePatch,
   type RetrySafetyCard,
   type RunId,
 } from '@retrysafe/contract';
@@ -167,6 +168,14 @@ interface Op {
   lastHash: string | null;
   /** The operation's receipts as written (earlier ones read at the start, then this worker's own). */
   receipts: Receipt[];
+  /**
+   * The claim created the operation already `dispatched` for this first send (ClaimInput.dispatch), and
+   * the provider has not been called yet: the first send writes nothing more, and until then the
+   * decisions see it as the fresh claim it is.
+   */
+  dispatchWritten: boolean;
+  /** This attempt's receipt, to be written in the same transaction as the terminal state that follows it. */
+  pendingReceipt: Receipt | null;
 }
 
 const validatedCards = new WeakMap<object, true>();
@@ -206,6 +215,9 @@ export function createRunner(options: RunnerOptions): Runner {
   const random = options.random ?? Math.random;
   const owner = options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const sink = options.handoff;
+  // Optional ledger features (LedgerCapabilities): with both, a clean run is two durable writes.
+  const claimDispatches = ledger.capabilities?.claimDispatch === true;
+  const receiptWithState = ledger.capabilities?.receiptWithState === true;
   const baseRedactor = createRedactor(options.redact ?? {});
   const iso = (t: number) => new Date(t).toISOString();
 
@@ -251,7 +263,10 @@ export function createRunner(options: RunnerOptions): Runner {
   type OpBase = Pick<Op, 'adapter' | 'opName' | 'card' | 'policy' | 'redactor' | 'id' | 'providerKey' | 'runId' | 'params' | 'signal'>;
 
   async function claimAndDrive(base: OpBase, claimInput: ClaimInput, paramsFingerprint: string): Promise<RunResult> {
-    const claim = await ledger.claim({ ...claimInput, now: clock.now() });
+    // A new operation's first decision is always "send now" (decide: claimed, nothing observed), so the
+    // claim may create it already `dispatched`. An existing one is claimed as before and decided from its state.
+    const dispatch = claimDispatches && !base.signal?.aborted;
+    const claim = await ledger.claim({ ...claimInput, now: clock.now(), ...(dispatch ? { dispatch: true } : {}) });
     switch (claim.kind) {
       case 'conflict':
         log('warn', 'conflict', `same id, different ${claim.field}: nothing sent`, { ...base });
@@ -271,14 +286,23 @@ export function createRunner(options: RunnerOptions): Runner {
         }
         if (claim.takenOver) log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, base);
         // The key that may already be at the provider is the one recorded: keep using it.
-        return execute({ ...base, providerKey: record.providerKey }, record, ref, paramsFingerprint, claimInput, claim.takenOver);
+        const dispatchWritten = dispatch && !claim.takenOver && record.state === 'dispatched';
+        return execute({ ...base, providerKey: record.providerKey }, record, ref, paramsFingerprint, claimInput, claim.takenOver, dispatchWritten);
       }
     }
   }
 
-  async function execute(base: OpBase, record: OperationRecord, ref: Fenced, paramsFingerprint: string, claimInput: ClaimInput, takenOver: boolean): Promise<RunResult> {
+  async function execute(
+    base: OpBase,
+    record: OperationRecord,
+    ref: Fenced,
+    paramsFingerprint: string,
+    claimInput: ClaimInput,
+    takenOver: boolean,
+    dispatchWritten = false,
+  ): Promise<RunResult> {
     // A brand-new claim has no receipts yet: skip the read.
-    const prior = record.fence === 1 && record.attemptCount === 0 && !takenOver ? [] : await ledger.receipts(base.id);
+    const prior = dispatchWritten || (record.fence === 1 && record.attemptCount === 0 && !takenOver) ? [] : await ledger.receipts(base.id);
     const last = prior[prior.length - 1];
     const op: Op = {
       ...base,
@@ -287,10 +311,10 @@ export function createRunner(options: RunnerOptions): Runner {
       record,
       leaseExpiresAt: record.leaseExpiresAt ?? 0,
       // Taken over: the record's last write happened at or after its last dispatch (a safe upper bound).
-      lastDispatchedAt: record.firstDispatchedAt === null ? null : Math.max(record.firstDispatchedAt, record.updatedAt),
+      lastDispatchedAt: dispatchWritten || record.firstDispatchedAt === null ? null : Math.max(record.firstDispatchedAt, record.updatedAt),
       startedAt: clock.now(),
       recovering: takenOver && (['dispatched', 'unknown', 'reconciling', 'in-progress'] as OperationState[]).includes(record.state),
-      maybeApplied: (['dispatched', 'unknown', 'reconciling', 'in-progress'] as OperationState[]).includes(record.state),
+      maybeApplied: !dispatchWritten && (['dispatched', 'unknown', 'reconciling', 'in-progress'] as OperationState[]).includes(record.state),
       notBefore: undefined,
       runAttempts: 0,
       windowStartedAt: null,
@@ -298,6 +322,8 @@ export function createRunner(options: RunnerOptions): Runner {
       lastSeq: last?.seq ?? 0,
       lastHash: last?.hash ?? null,
       receipts: [...prior],
+      dispatchWritten,
+      pendingReceipt: null,
     };
     try {
       const first = decide(op.card, stateOf(op), null, { policy: op.policy, random });
@@ -315,9 +341,10 @@ export function createRunner(options: RunnerOptions): Runner {
   function stateOf(op: Op, observedAt?: number): DecisionState {
     return {
       ...(observedAt !== undefined ? { observedAt } : {}),
-      ledgerState: op.record.state,
+      // Dispatched by the claim but not sent yet: still the fresh claim it was (see Op.dispatchWritten).
+      ledgerState: op.dispatchWritten ? 'claimed' : op.record.state,
       now: clock.now(),
-      firstDispatchedAt: op.record.firstDispatchedAt,
+      firstDispatchedAt: op.dispatchWritten ? null : op.record.firstDispatchedAt,
       lastDispatchedAt: op.lastDispatchedAt,
       maybeApplied: op.maybeApplied,
       ...(op.notBefore !== undefined ? { notBefore: op.notBefore } : {}),
@@ -368,8 +395,11 @@ export function createRunner(options: RunnerOptions): Runner {
         op.notBefore = Math.max(op.notBefore ?? 0, finishedAt + obs.retryAfterMs);
       }
       decision = decide(op.card, stateOf(op, startedAt), obs, { policy: op.policy, random });
-      await persist(op, obs);
-      await receipt(op, { kind, attemptId, startedAt, finishedAt, obs, decision });
+      const patch = statePatch(op, obs);
+      const sealed = seal(op, { kind, attemptId, startedAt, finishedAt, obs, decision });
+      if (patch !== null) await writeState(op, patch, sealed);
+      else if (receiptWithState && (decision.action === 'complete' || decision.action === 'handoff')) op.pendingReceipt = sealed; // written with the terminal state, next
+      else await appendReceipt(op, sealed);
     }
   }
 
@@ -425,9 +455,14 @@ export function createRunner(options: RunnerOptions): Runner {
   }
 
   async function send(op: Op, attemptId: ReturnType<typeof newAttemptId>): Promise<Outcome> {
-    await renew(op);
-    // Durably `dispatched` BEFORE the provider is called: a crash from here on is found and reconciled.
-    op.record = await ledger.markDispatched(op.ref, clock.now());
+    if (op.dispatchWritten) {
+      // The claim itself durably created the operation as `dispatched` (fresh lease, attempt 1).
+      op.dispatchWritten = false;
+    } else {
+      await renew(op);
+      // Durably `dispatched` BEFORE the provider is called: a crash from here on is found and reconciled.
+      op.record = await ledger.markDispatched(op.ref, clock.now());
+    }
     op.lastDispatchedAt = op.record.updatedAt;
     op.runAttempts++;
     log('info', 'dispatch', `provider call ${op.record.attemptCount} (run attempt ${op.runAttempts}) with key ${op.providerKey ?? '(none)'}`, op);
@@ -476,44 +511,66 @@ export function createRunner(options: RunnerOptions): Runner {
     return result;
   }
 
-  /** Records what the observation means for the operation's state (terminal writes happen in complete/handOff). */
-  async function persist(op: Op, obs: Observation): Promise<void> {
-    if (obs === null) return;
+  /**
+   * What the observation means for the operation's state, as the patch to write (null: nothing to write
+   * now; terminal writes happen in complete/handOff). Updates what the runner knows (maybeApplied).
+   */
+  function statePatch(op: Op, obs: Exclude<Observation, null>): Omit<StatePatch, 'receipt'> | null {
     const now = clock.now();
     const inner = obs.kind === 'found' ? obs.outcome : obs;
     if (inner.kind === 'unknown' || inner.kind === 'in-progress') op.maybeApplied = true;
     if (inner.kind === 'not-found') op.maybeApplied = false;
     switch (inner.kind) {
       case 'in-progress':
-        op.record = await ledger.setState(op.ref, {
+        return {
           state: 'in-progress',
           lastOutcome: obs.kind === 'found' ? 'found' : 'in-progress',
           now,
           ...(inner.statusRef !== undefined ? { statusRef: inner.statusRef } : {}),
           ...(inner.providerRef !== undefined ? { providerRef: inner.providerRef } : {}),
-        });
-        return;
+        };
       case 'unknown':
-        op.record = await ledger.setState(op.ref, { state: 'unknown', lastOutcome: 'unknown', now });
-        return;
+        return { state: 'unknown', lastOutcome: 'unknown', now };
       case 'not-applied':
       case 'not-found':
         // Nothing applied so far: like a fresh claim, a recovery may simply send it. But if an earlier
         // attempt may have been applied, the operation stays unknown, so a recovery reconciles first.
-        op.record = await ledger.setState(op.ref, { state: op.maybeApplied ? 'unknown' : 'claimed', lastOutcome: inner.kind, now });
-        return;
+        return { state: op.maybeApplied ? 'unknown' : 'claimed', lastOutcome: inner.kind, now };
       case 'cannot-tell':
-        op.record = await ledger.setState(op.ref, { state: op.record.state === 'in-progress' ? 'in-progress' : 'reconciling', lastOutcome: 'cannot-tell', now });
-        return;
+        return { state: op.record.state === 'in-progress' ? 'in-progress' : 'reconciling', lastOutcome: 'cannot-tell', now };
       default:
-        return; // succeeded / replayed / rejected: complete() or handOff() writes the terminal state next
+        return null; // succeeded / replayed / rejected: complete() or handOff() writes the terminal state next
     }
   }
 
-  async function receipt(
+  /** A state and the receipt of the attempt that led to it: one transaction when the ledger can, else state then receipt. */
+  async function writeState(op: Op, patch: Omit<StatePatch, 'receipt'>, sealed: Receipt | null): Promise<void> {
+    if (sealed !== null && receiptWithState) {
+      op.record = await ledger.setState(op.ref, { ...patch, receipt: sealed });
+      recorded(op, sealed);
+      return;
+    }
+    op.record = await ledger.setState(op.ref, patch);
+    if (sealed !== null) await appendReceipt(op, sealed);
+  }
+
+  async function appendReceipt(op: Op, sealed: Receipt): Promise<void> {
+    await ledger.appendReceipt(op.ref, sealed);
+    recorded(op, sealed);
+  }
+
+  /** Bookkeeping once a receipt is durably written: the next one chains from it. */
+  function recorded(op: Op, sealed: Receipt): void {
+    op.lastSeq = sealed.seq;
+    op.lastHash = sealed.hash;
+    op.receipts.push(sealed);
+  }
+
+  /** The attempt's receipt, sealed into the operation's hash chain (written by the caller). */
+  function seal(
     op: Op,
     r: { kind: ReceiptKind; attemptId: string; startedAt: number; finishedAt: number; obs: Observation; decision: Decision | { action: string; why: string } },
-  ): Promise<void> {
+  ): Receipt {
     const inner = r.obs === null ? null : r.obs.kind === 'found' ? r.obs.outcome : r.obs;
     const refs = (inner ?? {}) as { status?: number; code?: string; providerRef?: string; requestId?: string; message?: string; reason?: string };
     const message = refs.message ?? (r.obs && r.obs.kind !== 'found' && 'reason' in r.obs && typeof r.obs.reason === 'string' ? r.obs.reason : undefined);
@@ -539,10 +596,7 @@ export function createRunner(options: RunnerOptions): Runner {
       requestFingerprint: op.requestFingerprint,
       prevHash: op.lastHash,
     });
-    await ledger.appendReceipt(op.ref, sealed);
-    op.lastSeq = sealed.seq;
-    op.lastHash = sealed.hash;
-    op.receipts.push(sealed);
+    return sealed;
   }
 
   async function complete(op: Op, obs: Observation, adopted: boolean): Promise<RunResult> {
@@ -553,14 +607,13 @@ export function createRunner(options: RunnerOptions): Runner {
       result = src.result ?? null;
       providerRef = src.providerRef ?? providerRef;
     }
+    const pending = op.pendingReceipt;
+    op.pendingReceipt = null;
     if (op.record.state !== 'succeeded') {
-      op.record = await ledger.setState(op.ref, {
-        state: 'succeeded',
-        lastOutcome: obs === null ? op.record.lastOutcome : obs.kind,
-        result,
-        providerRef,
-        now: clock.now(),
-      });
+      // The attempt's receipt (if pending) lands in the same transaction as the result it led to.
+      await writeState(op, { state: 'succeeded', lastOutcome: obs === null ? op.record.lastOutcome : obs.kind, result, providerRef, now: clock.now() }, pending);
+    } else if (pending !== null) {
+      await appendReceipt(op, pending);
     }
     log('info', 'done', `succeeded${adopted ? ' (adopted)' : ''} after ${op.record.attemptCount} provider call(s)${providerRef ? `, ref ${providerRef}` : ''}`, op);
     return { status: 'done', businessOperationId: op.id, result, providerRef, adopted, attempts: op.record.attemptCount, receipts: [...op.receipts] };
@@ -572,12 +625,16 @@ export function createRunner(options: RunnerOptions): Runner {
       op.recovering && decided.reason === 'unknown-no-safe-resend'
         ? { ...decided, reason: 'crash-recovery-inconclusive' as const, why: `a worker stopped after dispatching; ${decided.why}` }
         : decided;
-    const receipts = [...op.receipts];
+    const pending = op.pendingReceipt;
+    op.pendingReceipt = null;
+    // The attempt's receipt (if pending) is part of the packet and lands in the handoff's transaction.
+    const receipts = pending !== null ? [...op.receipts, pending] : [...op.receipts];
     const error = decision.reason === 'retry-exhausted' ? new RetryExhaustedError(op.redactor.text(decision.why), receipts.filter((r) => r.kind === 'dispatch' || r.kind === 'resend').map((r) => r.attemptId)) : undefined;
     const explanation = op.redactor.text(error ? error.message : decision.why);
     const safety = resendSafety(op.card, op.record.firstDispatchedAt, now);
     const packet = buildPacket({ record: op.record, reason: decision.reason, explanation, receipts, resendSafe: safety.safe, now });
-    op.record = await ledger.handOff(op.ref, packet, now);
+    op.record = pending !== null ? await ledger.handOff(op.ref, packet, now, pending) : await ledger.handOff(op.ref, packet, now);
+    if (pending !== null) recorded(op, pending);
     log('warn', 'handoff', `${decision.reason}: ${explanation}`, op);
     if (sink) {
       try {

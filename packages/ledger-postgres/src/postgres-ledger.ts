@@ -117,13 +117,18 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
    * LeaseLostError (checked first, as the other ledgers do), a state the write may not leave an
    * InvalidStateError; `'no-op'` means the guard asked for a silent no-op.
    */
-  async function refused(ref: Fenced, what: string, blocked?: Blocked): Promise<OperationRecord | null> {
+  async function refused(ref: Fenced, what: string, blocked?: Blocked, receipt?: Receipt): Promise<OperationRecord | null> {
     const { rows } = await query<OperationRow>(what, 'get', `SELECT * FROM ${ops} WHERE business_operation_id = $1`, [ref.businessOperationId]);
     if (rows.length === 0) throw new LedgerError(`no operation ${ref.businessOperationId} in the ledger`);
     const current = toRecord(rows[0]!);
     if (current.fence !== ref.fence) throw new LeaseLostError(ref.businessOperationId, ref.fence);
     const why = blocked?.(current) ?? null;
     if (why === 'no-op') return null;
+    if (why === null && receipt !== undefined) {
+      const last = await query<{ seq: number | null }>(what, 'receipt-last', `SELECT max(seq) AS seq FROM ${rcp} WHERE business_operation_id = $1`, [ref.businessOperationId]);
+      const expected = (last.rows[0]?.seq ?? 0) + 1;
+      if (receipt.seq !== expected) throw new LedgerError(`${what}: receipt seq ${receipt.seq} for ${ref.businessOperationId} is not the next one (expected ${expected}); nothing written`);
+    }
     // null: the row now passes the guard, so it changed between the write and this read.
     throw why ?? new LedgerError(`${what}: ${ref.businessOperationId} changed concurrently; write refused`);
   }
@@ -140,16 +145,30 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     set: string,
     values: unknown[],
     guard: { sql: string; blocked: Blocked } | null,
+    receipt?: Receipt,
   ): Promise<OperationRecord | null> {
     checkRef(ref, what);
     const n = values.length;
+    const where = `business_operation_id = $${n + 1} AND fence = $${n + 2}${guard ? ` AND ${guard.sql}` : ''}`;
+    if (receipt === undefined) {
+      const { rows } = await query<OperationRow>(what, name, `UPDATE ${ops} SET ${set} WHERE ${where} ${RETURNING}`, [...values, ref.businessOperationId, ref.fence]);
+      if (rows.length === 0) return refused(ref, what, guard?.blocked);
+      return toRecord(rows[0]!);
+    }
+    checkReceiptShape(ref, receipt, what);
+    // The state and its receipt in ONE statement (one transaction, one round trip): the UPDATE applies
+    // only when the receipt is the next seq, and the receipt is inserted only from the updated row. A
+    // duplicate seq from a concurrent insert fails the whole statement on the primary key: neither lands.
     const { rows } = await query<OperationRow>(
       what,
-      name,
-      `UPDATE ${ops} SET ${set} WHERE business_operation_id = $${n + 1} AND fence = $${n + 2}${guard ? ` AND ${guard.sql}` : ''} ${RETURNING}`,
-      [...values, ref.businessOperationId, ref.fence],
+      `${name}+receipt`,
+      `WITH last AS (SELECT coalesce(max(seq), 0) AS seq FROM ${rcp} WHERE business_operation_id = $${n + 1}),
+            upd AS (UPDATE ${ops} SET ${set} WHERE ${where} AND $${n + 3}::integer = (SELECT seq FROM last) + 1 ${RETURNING}),
+            ins AS (INSERT INTO ${rcp} (business_operation_id, seq, receipt) SELECT business_operation_id, $${n + 3}, $${n + 4}::json FROM upd RETURNING seq)
+       SELECT upd.* FROM upd`,
+      [...values, ref.businessOperationId, ref.fence, receipt.seq, jsonParam(receipt)],
     );
-    if (rows.length === 0) return refused(ref, what, guard?.blocked);
+    if (rows.length === 0) return refused(ref, what, guard?.blocked, receipt);
     return toRecord(rows[0]!);
   }
   const must = (r: OperationRecord | null): OperationRecord => r!;
@@ -160,20 +179,23 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   const ledger: PostgresLedger = {
     schema: schemaName,
     ready,
+    capabilities: { claimDispatch: true, receiptWithState: true },
 
     async claim(input: ClaimInput): Promise<ClaimResult> {
       checkClaim(input);
       const expires = input.now + input.leaseMs;
-      // Fast path: a new operation is one INSERT, atomic under the primary key.
+      // Fast path: a new operation is one INSERT, atomic under the primary key; with `dispatch` it is
+      // born `dispatched` (the runner calls the provider next), so the clean path needs no second write.
       const inserted = await query<OperationRow>(
         'claim',
         'claim-insert',
         `INSERT INTO ${ops} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, provider_key,
-           state, fence, lease_owner, lease_expires_at, created_at, updated_at, attempt_count)
-         VALUES ($1, $2, $3, $4, $5, $6::json, $7, 'claimed', 1, $8, $9, $10, $10, 0)
+           state, fence, lease_owner, lease_expires_at, created_at, updated_at, attempt_count, first_dispatched_at)
+         VALUES ($1, $2, $3, $4, $5, $6::json, $7, CASE WHEN $11::boolean THEN 'dispatched' ELSE 'claimed' END, 1, $8, $9, $10, $10,
+           CASE WHEN $11::boolean THEN 1 ELSE 0 END, CASE WHEN $11::boolean THEN $10::bigint END)
          ON CONFLICT (business_operation_id) DO NOTHING ${RETURNING}`,
         [input.businessOperationId, input.provider, input.operation, input.intentFingerprint, input.paramsFingerprint,
-          jsonParam(input.params), input.providerKey, input.owner, expires, input.now],
+          jsonParam(input.params), input.providerKey, input.owner, expires, input.now, input.dispatch === true],
       );
       if (inserted.rows.length === 1) return { kind: 'claimed', record: toRecord(inserted.rows[0]!), takenOver: false };
 
@@ -257,10 +279,11 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
           patch.statusRef !== undefined, patch.statusRef ?? null,
         ],
         { sql: NOT_TERMINAL, blocked: terminalBlocks(`cannot move a terminal operation to ${patch.state}`) },
+        patch.receipt,
       ));
     },
 
-    async handOff(ref, packet: HandoffPacket, now) {
+    async handOff(ref, packet: HandoffPacket, now, receipt?: Receipt) {
       if (!packet || typeof packet !== 'object') throw new LedgerError('handOff: a handoff packet is required');
       checkNumber(now, 'now', 'handOff');
       // The packet's last known outcome and provider reference become the record's, when it has them.
@@ -272,15 +295,13 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
          updated_at = $2, lease_owner = NULL, lease_expires_at = NULL`,
         [jsonParam(packet), now, packet.lastKnown?.outcome ?? null, packet.lastKnown?.providerRef ?? null],
         { sql: `state NOT IN ('succeeded', 'abandoned', 'handed-off')`, blocked: (r) => (['succeeded', 'abandoned', 'handed-off'].includes(r.state) ? new InvalidStateError(r.businessOperationId, r.state, 'cannot hand off') : null) },
+        receipt,
       ));
     },
 
     async appendReceipt(ref, receipt: Receipt) {
       checkRef(ref, 'appendReceipt');
-      if (!receipt || typeof receipt !== 'object' || !Number.isInteger(receipt.seq)) throw new LedgerError('appendReceipt: a receipt with an integer seq is required');
-      if (receipt.businessOperationId !== ref.businessOperationId) {
-        throw new LedgerError(`appendReceipt: receipt belongs to ${receipt.businessOperationId}, not ${ref.businessOperationId}`);
-      }
+      checkReceiptShape(ref, receipt, 'appendReceipt');
       // The row lock on the operation orders this after any concurrent takeover, so a stale token is
       // seen as stale, and makes the "next seq" check race-free.
       const { rows } = await query<{ seq: number }>(
@@ -455,6 +476,13 @@ function checkNumber(value: unknown, name: string, what: string, min = 0): void 
 function checkRef(ref: Fenced, what: string): void {
   if (!ref || typeof ref.businessOperationId !== 'string' || !Number.isInteger(ref.fence)) {
     throw new LedgerError(`${what}: a fenced reference { businessOperationId, fence } is required`);
+  }
+}
+
+function checkReceiptShape(ref: Fenced, receipt: Receipt, what: string): void {
+  if (!receipt || typeof receipt !== 'object' || !Number.isInteger(receipt.seq)) throw new LedgerError(`${what}: a receipt with an integer seq is required`);
+  if (receipt.businessOperationId !== ref.businessOperationId) {
+    throw new LedgerError(`${what}: receipt belongs to ${receipt.businessOperationId}, not ${ref.businessOperationId}`);
   }
 }
 

@@ -2,7 +2,7 @@
 // a durable `dispatched` row, and an operation whose `dispatched` write committed but whose answer was
 // lost is found and finished by recovery, still as one provider record.
 import { createRunner } from '@retrysafe/core';
-import { LedgerError, type Ledger } from '@retrysafe/contract';
+import { LedgerError, asBusinessOperationId, fingerprint, pickIntent, type ClaimInput, type Ledger } from '@retrysafe/contract';
 import { createSandboxAdapter, createSandboxProvider, type SandboxBehaviour } from '@retrysafe/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresLedger, type PostgresLedger } from '../src/index.js';
@@ -22,12 +22,16 @@ afterAll(async () => {
   await dropSchema(schema);
 });
 
-/** The ledger through a relay, with `onDispatch` run just before the `dispatched` write goes out. */
-function interceptDispatch(ledger: Ledger, onDispatch: () => void): Ledger {
+/**
+ * The ledger through a relay, with `onDispatch` run just before the `dispatched` write goes out:
+ * `claim` for a new operation the claim creates already dispatched (`dispatch: true`), or `markDispatched`.
+ */
+function interceptDispatch(ledger: Ledger, via: 'claim' | 'markDispatched', onDispatch: () => void): Ledger {
   return new Proxy(ledger, {
     get(target, key) {
       const v = target[key as keyof Ledger];
-      if (key === 'markDispatched') return (...args: Parameters<Ledger['markDispatched']>) => (onDispatch(), target.markDispatched(...args));
+      if (key === 'markDispatched' && via === 'markDispatched') return (...args: Parameters<Ledger['markDispatched']>) => (onDispatch(), target.markDispatched(...args));
+      if (key === 'claim' && via === 'claim') return (input: ClaimInput) => (expect(input.dispatch).toBe(true), onDispatch(), target.claim(input));
       return typeof v === 'function' ? v.bind(target) : v;
     },
   });
@@ -41,49 +45,89 @@ function countingAdapter() {
   return { provider, adapter, calls: () => calls };
 }
 
+/**
+ * How the runner reaches its `dispatched` write: for a new operation the claim itself creates it
+ * dispatched; for one left `claimed` by a worker that died before dispatching (lease expired), the
+ * runner takes it over and calls markDispatched.
+ */
+const paths = [
+  { path: 'a new operation (dispatched by its claim)', leftClaimed: false },
+  { path: 'an operation left claimed by a dead worker (markDispatched)', leftClaimed: true },
+] as const;
+
+/** Leaves `ref` claimed by a worker whose lease has expired, as the runner would have claimed it. */
+async function leaveClaimed(adapter: ReturnType<typeof countingAdapter>['adapter'], ref: string): Promise<void> {
+  const spec = adapter.operations['records.create']!;
+  const params = { ref };
+  const id = asBusinessOperationId(ref);
+  const claim = await direct.claim({
+    businessOperationId: id,
+    provider: adapter.provider,
+    operation: spec.card.operation,
+    intentFingerprint: fingerprint({ operation: spec.card.operation, intent: pickIntent(params, spec.intentFields) }),
+    paramsFingerprint: fingerprint(params),
+    params,
+    providerKey: adapter.deriveProviderKey('records.create', id),
+    owner: 'dead-before-dispatch',
+    leaseMs: 1,
+    now: Date.now() - 60_000,
+  });
+  expect(claim).toMatchObject({ kind: 'claimed', record: { state: 'claimed', attemptCount: 0 } });
+}
+
+const rowsFor = async (ref: string) => (await direct.list({ operation: 'sandbox.records.create' })).filter((r) => (r.params as { ref?: string }).ref === ref);
+
 describe('the runner on a PostgreSQL ledger whose connection is lost', () => {
-  it('does not call the provider when the connection drops as `dispatched` is written', async () => {
-    const relay = await startPgRelay(url);
-    const through = createPostgresLedger({ connectionString: relay.url, schema, poolSize: 2, migrate: false, queryTimeoutMs: 3_000 });
-    const { provider, adapter, calls } = countingAdapter();
-    try {
-      const runner = createRunner({ ledger: interceptDispatch(through, () => relay.cut()), owner: 'w-cut', policy: { leaseMs: 5_000 } });
-      const err = await runner.run(adapter, 'records.create', { params: { ref: 'cut-1' } }).catch((e) => e);
-      expect(LedgerError.isInstance(err)).toBe(true);
-      expect(calls()).toBe(0);
-      expect(provider.count()).toBe(0);
-      const [rec] = await direct.list({ operation: 'sandbox.records.create' }).then((all) => all.filter((r) => (r.params as { ref?: string }).ref === 'cut-1'));
-      expect(rec).toMatchObject({ state: 'claimed', attemptCount: 0 });
-    } finally {
-      await through.close().catch(() => undefined);
-      await relay.close();
-    }
-  });
+  for (const { path, leftClaimed } of paths) {
+    it(`does not call the provider when the connection drops as \`dispatched\` is written: ${path}`, async () => {
+      const ref = `cut-${leftClaimed ? 'taken' : 'new'}`;
+      const relay = await startPgRelay(url);
+      const through = createPostgresLedger({ connectionString: relay.url, schema, poolSize: 2, migrate: false, queryTimeoutMs: 3_000 });
+      const { provider, adapter, calls } = countingAdapter();
+      try {
+        if (leftClaimed) await leaveClaimed(adapter, ref);
+        await through.get(asBusinessOperationId(ref)); // the connection is up: it drops at the dispatched write
+        const runner = createRunner({ ledger: interceptDispatch(through, leftClaimed ? 'markDispatched' : 'claim', () => relay.cut()), owner: 'w-cut', policy: { leaseMs: 5_000 } });
+        const err = await runner.run(adapter, 'records.create', { params: { ref }, businessOperationId: ref }).catch((e) => e);
+        expect(LedgerError.isInstance(err)).toBe(true);
+        expect(calls()).toBe(0);
+        expect(provider.count()).toBe(0);
+        // Nothing was written: no operation at all, or the one left claimed, never dispatched.
+        expect(await rowsFor(ref)).toEqual(leftClaimed ? [expect.objectContaining({ state: 'claimed', attemptCount: 0 })] : []);
+      } finally {
+        await through.close().catch(() => undefined);
+        await relay.close();
+      }
+    });
 
-  it('does not call the provider when `dispatched` commits but the answer is lost; recovery then finishes it once', async () => {
-    const relay = await startPgRelay(url);
-    const through = createPostgresLedger({ connectionString: relay.url, schema, poolSize: 2, migrate: false, queryTimeoutMs: 1_500 });
-    const { provider, adapter, calls } = countingAdapter();
-    try {
-      const runner = createRunner({ ledger: interceptDispatch(through, () => relay.dropResponses()), owner: 'w-lost', policy: { leaseMs: 300 } });
-      const err = await runner.run(adapter, 'records.create', { params: { ref: 'lost-1' } }).catch((e) => e);
-      expect(LedgerError.isInstance(err)).toBe(true);
-      expect(calls()).toBe(0);
+    it(`does not call the provider when \`dispatched\` commits but the answer is lost; recovery then finishes it once: ${path}`, async () => {
+      const ref = `lost-${leftClaimed ? 'taken' : 'new'}`;
+      const relay = await startPgRelay(url);
+      const through = createPostgresLedger({ connectionString: relay.url, schema, poolSize: 2, migrate: false, queryTimeoutMs: 1_500 });
+      const { provider, adapter, calls } = countingAdapter();
+      try {
+        if (leftClaimed) await leaveClaimed(adapter, ref);
+        await through.get(asBusinessOperationId(ref)); // the connection is up: only the dispatched write's answer is lost
+        const runner = createRunner({ ledger: interceptDispatch(through, leftClaimed ? 'markDispatched' : 'claim', () => relay.dropResponses()), owner: 'w-lost', policy: { leaseMs: 300 } });
+        const err = await runner.run(adapter, 'records.create', { params: { ref }, businessOperationId: ref }).catch((e) => e);
+        expect(LedgerError.isInstance(err)).toBe(true);
+        expect(calls()).toBe(0);
 
-      const find = async () => (await direct.list()).find((r) => (r.params as { ref?: string }).ref === 'lost-1')!;
-      expect(await find()).toMatchObject({ state: 'dispatched', attemptCount: 1 });
+        const find = async () => (await rowsFor(ref))[0]!;
+        expect(await find()).toMatchObject({ state: 'dispatched', attemptCount: 1 });
 
-      await new Promise((r) => setTimeout(r, 400)); // the lease (300 ms) expires
-      const recovery = createRunner({ ledger: direct, owner: 'recovery', policy: { leaseMs: 300 } });
-      const report = await recovery.recover({ adapters: [adapter] });
-      expect(report.map((r) => r.businessOperationId)).toContain((await find()).businessOperationId);
-      // The lookup proves the first "dispatch" never reached the provider, so it is sent now, once.
-      expect(await find()).toMatchObject({ state: 'succeeded' });
-      expect(calls()).toBe(1);
-      expect(provider.count()).toBe(1);
-    } finally {
-      await through.close().catch(() => undefined);
-      await relay.close();
-    }
-  });
+        await new Promise((r) => setTimeout(r, 400)); // the lease (300 ms) expires
+        const recovery = createRunner({ ledger: direct, owner: 'recovery', policy: { leaseMs: 300 } });
+        const report = await recovery.recover({ adapters: [adapter] });
+        expect(report.map((r) => r.businessOperationId)).toContain((await find()).businessOperationId);
+        // The lookup proves the first "dispatch" never reached the provider, so it is sent now, once.
+        expect(await find()).toMatchObject({ state: 'succeeded' });
+        expect(calls()).toBe(1);
+        expect(provider.count()).toBe(1);
+      } finally {
+        await through.close().catch(() => undefined);
+        await relay.close();
+      }
+    });
+  }
 });

@@ -51,8 +51,13 @@ function main(): Promise<void> {
         const fn = value as (...args: unknown[]) => Promise<unknown>;
         if (prop === 'claim') {
           return async (...args: unknown[]) => {
-            const r = (await fn.apply(target, args)) as { kind: string; record: { businessOperationId: string } };
+            const r = (await fn.apply(target, args)) as { kind: string; takenOver?: boolean; record: { businessOperationId: string; state: string } };
             if (r.kind === 'claimed' && wants(r.record.businessOperationId, 'after-claim')) await stopAt(r.record.businessOperationId, 'after-claim');
+            // A ledger with capabilities.claimDispatch creates a new operation already `dispatched`: the
+            // claim is then the durable dispatched write, so "after dispatched" is right after it.
+            if (r.kind === 'claimed' && !r.takenOver && r.record.state === 'dispatched' && wants(r.record.businessOperationId, 'after-dispatched')) {
+              await stopAt(r.record.businessOperationId, 'after-dispatched');
+            }
             return r;
           };
         }

@@ -39,8 +39,20 @@ export function createMemoryLedger(): Ledger {
     records.set(r.businessOperationId, r);
     return clone(r);
   };
+  /** Checks the receipt against the operation's receipts; returns the commit step (so a refused state writes neither). */
+  const receiptStep = (ref: Fenced, receipt: Receipt | undefined): (() => void) => {
+    if (receipt === undefined) return () => undefined;
+    const list = receipts.get(ref.businessOperationId) ?? [];
+    checkReceipt(ref, receipt, list.length ? list[list.length - 1]!.seq : 0);
+    const copy = clone(receipt);
+    return () => {
+      list.push(copy);
+      receipts.set(ref.businessOperationId, list);
+    };
+  };
 
   return {
+    capabilities: { claimDispatch: true, receiptWithState: true },
     async claim(input: ClaimInput): Promise<ClaimResult> {
       open();
       const { result, write } = claimTransition(records.get(input.businessOperationId) ?? null, clone(input));
@@ -57,19 +69,21 @@ export function createMemoryLedger(): Ledger {
     },
     async setState(ref, patch: StatePatch) {
       open();
-      return put(setStateTransition(fenced(ref), clone(patch)));
+      const { receipt, ...rest } = patch;
+      const next = setStateTransition(fenced(ref), clone(rest));
+      receiptStep(ref, receipt)();
+      return put(next);
     },
-    async handOff(ref, packet: HandoffPacket, now) {
+    async handOff(ref, packet: HandoffPacket, now, receipt?: Receipt) {
       open();
-      return put(handOffTransition(fenced(ref), clone(packet), now));
+      const next = handOffTransition(fenced(ref), clone(packet), now);
+      receiptStep(ref, receipt)();
+      return put(next);
     },
     async appendReceipt(ref, receipt) {
       open();
       fenced(ref);
-      const list = receipts.get(ref.businessOperationId) ?? [];
-      checkReceipt(ref, receipt, list.length ? list[list.length - 1]!.seq : 0);
-      list.push(clone(receipt));
-      receipts.set(ref.businessOperationId, list);
+      receiptStep(ref, receipt)();
     },
     async release(ref) {
       open();

@@ -1,8 +1,11 @@
 import Database from 'better-sqlite3';
 import {
+  InvalidStateError,
+  LeaseLostError,
   LedgerError,
   RECOVERABLE_STATES,
   RetrysafeError,
+  TERMINAL_STATES,
   type BusinessOperationId,
   type ClaimInput,
   type ClaimResult,
@@ -11,19 +14,10 @@ import {
   type ListFilter,
   type OperationRecord,
   type Receipt,
+  type StatePatch,
 } from '@retrysafe/contract';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
-import {
-  checkFence,
-  checkReceipt,
-  claimTransition,
-  dispatchedTransition,
-  handOffTransition,
-  releaseTransition,
-  renewTransition,
-  resolveTransition,
-  setStateTransition,
-} from './transitions.js';
+import { checkFence, checkReceipt, claimTransition, resolveTransition } from './transitions.js';
 
 export interface SqliteLedgerOptions {
   /** Database file (created if missing). `:memory:` works for a single connection. */
@@ -62,10 +56,20 @@ interface Row {
   record: string;
 }
 
+const sqlList = (states: readonly string[]) => states.map((st) => `'${st}'`).join(', ');
+const NOT_TERMINAL = `state NOT IN (${sqlList(TERMINAL_STATES)})`;
+const HANDOFF_BLOCKED: readonly string[] = ['succeeded', 'abandoned', 'handed-off'];
+/** JSON text of a value, for `json(?)` inside `json_set` (exact for numbers, strings, objects, null). */
+const j = (v: unknown): string => (v === undefined ? 'null' : JSON.stringify(v));
+/** Why a guarded write matched no row (the fence was right): an error, `'no-op'`, or null (not explained). */
+type Blocked = (r: OperationRecord) => Error | 'no-op' | null;
+
 /**
  * The embedded default ledger: one SQLite file in WAL mode, shared safely by several OS processes.
- * Every read-modify-write runs in `BEGIN IMMEDIATE`, so claims from separate processes are serialised
- * and exactly one gets the lease; `dispatched` is committed before the runner calls the provider.
+ * Every write runs in `BEGIN IMMEDIATE`, so claims from separate processes are serialised and exactly
+ * one gets the lease; `dispatched` is committed before the runner calls the provider. Fenced writes are
+ * single UPDATEs guarded by the fencing token (and the state they may leave), patching the stored
+ * record with `json_set` inside SQLite; a receipt given with a state goes in the same transaction.
  */
 export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
   if (typeof options?.path !== 'string' || options.path.length === 0) throw new RunnerConfigurationError('ledger.path', 'createSqliteLedger needs { path }');
@@ -128,10 +132,51 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
       throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
     }
   }
-  const fenced = (ref: Fenced, what: string, f: (r: OperationRecord) => OperationRecord) =>
-    tx(what, () => write(f(checkFence(read(ref.businessOperationId), ref))));
+  const selectFence = db.prepare<[string], { fence: number }>('SELECT fence FROM retrysafe_operations WHERE id = ?');
+  const statements = new Map<string, Database.Statement>();
+  const prepared = (sql: string): Database.Statement => {
+    let st = statements.get(sql);
+    if (!st) statements.set(sql, (st = db.prepare(sql)));
+    return st;
+  };
+
+  /** Inside a transaction: the receipt must be the operation's next seq (the fence was checked by the caller). */
+  const insertNextReceipt = (ref: Fenced, receipt: Receipt) => {
+    checkReceipt(ref, receipt, lastSeq.get(ref.businessOperationId)?.seq ?? 0);
+    insertReceipt.run(receipt.businessOperationId, receipt.seq, JSON.stringify(receipt));
+  };
+
+  /**
+   * One UPDATE guarded by the fencing token (and `guard` on the state), in one transaction with the
+   * receipt if one is given. `columns` sets the indexed columns; `paths` patches the stored record
+   * (JSON path → SQL expression over the old row). A refused write (or receipt) rolls back both.
+   */
+  function fencedUpdate(
+    ref: Fenced,
+    what: string,
+    write: { columns: string; paths: ReadonlyArray<readonly [string, string]>; params: Record<string, unknown>; guard?: { sql: string; blocked: Blocked } },
+    receipt?: Receipt,
+  ): OperationRecord {
+    return tx(what, () => {
+      const sql = `UPDATE retrysafe_operations SET ${write.columns ? `${write.columns}, ` : ''}record = json_set(record, ${write.paths
+        .map(([path, expr]) => `'${path}', ${expr}`)
+        .join(', ')}) WHERE id = @id AND fence = @fence${write.guard ? ` AND ${write.guard.sql}` : ''} RETURNING record`;
+      const row = prepared(sql).get({ ...write.params, id: ref.businessOperationId, fence: ref.fence }) as Row | undefined;
+      if (!row) {
+        const current = checkFence(read(ref.businessOperationId), ref);
+        const why = write.guard?.blocked(current) ?? null;
+        if (why === 'no-op') return current;
+        throw why ?? new LedgerError(`${what}: ${ref.businessOperationId} changed concurrently; write refused`);
+      }
+      if (receipt !== undefined) insertNextReceipt(ref, receipt);
+      return JSON.parse(row.record) as OperationRecord;
+    });
+  }
+  const terminalBlocks = (action: string): Blocked => (r) =>
+    (TERMINAL_STATES as readonly string[]).includes(r.state) ? new InvalidStateError(r.businessOperationId, r.state, action) : null;
 
   return {
+    capabilities: { claimDispatch: true, receiptWithState: true },
     async claim(input: ClaimInput): Promise<ClaimResult> {
       return tx('claim', () => {
         const { result, write: w } = claimTransition(read(input.businessOperationId), input);
@@ -140,26 +185,91 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
       });
     },
     async renewLease(ref, leaseMs, now) {
-      fenced(ref, 'renewLease', (r) => renewTransition(r, ref, leaseMs, now));
+      // A terminal operation holds no lease: renewing it is a no-op.
+      fencedUpdate(ref, 'renewLease', {
+        columns: 'lease_expires_at = @expires, updated_at = @now',
+        paths: [['$.leaseExpiresAt', 'json(@expiresJ)'], ['$.updatedAt', 'json(@nowJ)']],
+        params: { expires: now + leaseMs, now, expiresJ: j(now + leaseMs), nowJ: j(now) },
+        guard: { sql: NOT_TERMINAL, blocked: (r) => ((TERMINAL_STATES as readonly string[]).includes(r.state) ? 'no-op' : null) },
+      });
     },
     async markDispatched(ref, now) {
-      return fenced(ref, 'markDispatched', (r) => dispatchedTransition(r, now));
+      return fencedUpdate(ref, 'markDispatched', {
+        columns: `state = 'dispatched', updated_at = @now`,
+        paths: [
+          ['$.state', `'dispatched'`],
+          ['$.attemptCount', `json_extract(record, '$.attemptCount') + 1`],
+          ['$.firstDispatchedAt', `json(coalesce(json_extract(record, '$.firstDispatchedAt'), @nowJ))`],
+          ['$.updatedAt', 'json(@nowJ)'],
+        ],
+        params: { now, nowJ: j(now) },
+        guard: { sql: NOT_TERMINAL, blocked: terminalBlocks('cannot dispatch a terminal operation') },
+      });
     },
-    async setState(ref, patch) {
-      return fenced(ref, 'setState', (r) => setStateTransition(r, patch));
+    async setState(ref, patch: StatePatch) {
+      if (patch.state === 'handed-off') throw new LedgerError('setState cannot hand off: use handOff(ref, packet)');
+      if (patch.state === 'abandoned') throw new LedgerError('setState cannot abandon: a person does that through resolve()');
+      const terminal = (TERMINAL_STATES as readonly string[]).includes(patch.state);
+      const paths: Array<readonly [string, string]> = [['$.state', '@state'], ['$.updatedAt', 'json(@nowJ)']];
+      if (patch.lastOutcome !== undefined) paths.push(['$.lastOutcome', 'json(@lastOutcome)']);
+      if (patch.result !== undefined) paths.push(['$.result', 'json(@result)']);
+      if (patch.providerRef !== undefined) paths.push(['$.providerRef', 'json(@providerRef)']);
+      if (patch.statusRef !== undefined) paths.push(['$.statusRef', 'json(@statusRef)']);
+      if (terminal) paths.push(['$.leaseOwner', 'NULL'], ['$.leaseExpiresAt', 'NULL']);
+      return fencedUpdate(
+        ref,
+        'setState',
+        {
+          columns: `state = @state, updated_at = @now${terminal ? ', lease_expires_at = NULL' : ''}`,
+          paths,
+          params: { state: patch.state, now: patch.now, nowJ: j(patch.now), lastOutcome: j(patch.lastOutcome), result: j(patch.result), providerRef: j(patch.providerRef), statusRef: j(patch.statusRef) },
+          guard: { sql: NOT_TERMINAL, blocked: terminalBlocks(`cannot move a terminal operation to ${patch.state}`) },
+        },
+        patch.receipt,
+      );
     },
-    async handOff(ref, packet, now) {
-      return fenced(ref, 'handOff', (r) => handOffTransition(r, packet, now));
+    async handOff(ref, packet, now, receipt?: Receipt) {
+      const outcome = packet.lastKnown.outcome ?? null;
+      const providerRef = packet.lastKnown.providerRef ?? null;
+      const paths: Array<readonly [string, string]> = [
+        ['$.state', `'handed-off'`],
+        ['$.handoff', 'json(@packet)'],
+        ['$.leaseOwner', 'NULL'],
+        ['$.leaseExpiresAt', 'NULL'],
+        ['$.updatedAt', 'json(@nowJ)'],
+      ];
+      // The packet's last known outcome and provider reference become the record's, when it has them.
+      if (outcome !== null) paths.push(['$.lastOutcome', 'json(@outcome)']);
+      if (providerRef !== null) paths.push(['$.providerRef', 'json(@providerRef)']);
+      return fencedUpdate(
+        ref,
+        'handOff',
+        {
+          columns: `state = 'handed-off', updated_at = @now, lease_expires_at = NULL`,
+          paths,
+          params: { packet: j(packet), now, nowJ: j(now), outcome: j(outcome), providerRef: j(providerRef) },
+          guard: {
+            sql: `state NOT IN (${sqlList(HANDOFF_BLOCKED)})`,
+            blocked: (r) => (HANDOFF_BLOCKED.includes(r.state) ? new InvalidStateError(r.businessOperationId, r.state, 'cannot hand off') : null),
+          },
+        },
+        receipt,
+      );
     },
     async appendReceipt(ref, receipt: Receipt) {
       tx('appendReceipt', () => {
-        checkFence(read(ref.businessOperationId), ref);
-        checkReceipt(ref, receipt, lastSeq.get(ref.businessOperationId)?.seq ?? 0);
-        insertReceipt.run(receipt.businessOperationId, receipt.seq, JSON.stringify(receipt));
+        const row = selectFence.get(ref.businessOperationId);
+        if (!row) throw new LedgerError(`no operation ${ref.businessOperationId} in the ledger`);
+        if (row.fence !== ref.fence) throw new LeaseLostError(ref.businessOperationId, ref.fence);
+        insertNextReceipt(ref, receipt);
       });
     },
     async release(ref) {
-      fenced(ref, 'release', (r) => releaseTransition(r));
+      fencedUpdate(ref, 'release', {
+        columns: 'lease_expires_at = NULL',
+        paths: [['$.leaseOwner', 'NULL'], ['$.leaseExpiresAt', 'NULL']],
+        params: {},
+      });
     },
     async resolve(id, resolution, now) {
       return tx('resolve', () => write(resolveTransition(read(id), id, resolution, now)));
