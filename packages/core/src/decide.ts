@@ -93,6 +93,18 @@ export function lookupAvailable(card: RetrySafetyCard): boolean {
   return m !== 'none' && m !== 'unknown';
 }
 
+/**
+ * Whether a lookup's "not found" proves the effect was not applied (decide's not-found row): the card
+ * knows the lookup's consistency delay, and the lookup was asked after it had passed since the last dispatch.
+ */
+export function notFoundIsAuthoritative(card: RetrySafetyCard, state: DecisionState): boolean {
+  const delay = card.lookup.consistencyDelay.value;
+  if (delay === 'unknown') return false;
+  const since = state.lastDispatchedAt ?? state.firstDispatchedAt;
+  const askedAt = state.observedAt ?? state.now;
+  return !(delay !== null && since !== null && askedAt - since < durationMs(delay));
+}
+
 const UNKNOWN_FROM_LEDGER: Outcome = { kind: 'unknown', cause: 'other', message: 'dispatched earlier; no outcome recorded' };
 
 /**

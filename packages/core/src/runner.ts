@@ -40,7 +40,7 @@ import {
   type RunId,
 } from '@retrysafe/contract';
 import { systemClock, type Clock } from './clock.js';
-import { decide, resendSafety, type Decision, type DecisionState, type Observation } from './decide.js';
+import { decide, notFoundIsAuthoritative, resendSafety, type Decision, type DecisionState, type Observation } from './decide.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { buildPacket } from './handoff.js';
 import { leaseLive } from './ledger/transitions.js';
@@ -394,8 +394,9 @@ export function createRunner(options: RunnerOptions): Runner {
       if (decision.action === 'send' && obs !== null && 'retryAfterMs' in obs && typeof obs.retryAfterMs === 'number' && obs.retryAfterMs > 0) {
         op.notBefore = Math.max(op.notBefore ?? 0, finishedAt + obs.retryAfterMs);
       }
-      decision = decide(op.card, stateOf(op, startedAt), obs, { policy: op.policy, random });
-      const patch = statePatch(op, obs);
+      const observedState = stateOf(op, startedAt);
+      decision = decide(op.card, observedState, obs, { policy: op.policy, random });
+      const patch = statePatch(op, obs, observedState);
       const sealed = seal(op, { kind, attemptId, startedAt, finishedAt, obs, decision });
       if (patch !== null) await writeState(op, patch, sealed);
       else if (receiptWithState && (decision.action === 'complete' || decision.action === 'handoff')) op.pendingReceipt = sealed; // written with the terminal state, next
@@ -515,11 +516,14 @@ export function createRunner(options: RunnerOptions): Runner {
    * What the observation means for the operation's state, as the patch to write (null: nothing to write
    * now; terminal writes happen in complete/handOff). Updates what the runner knows (maybeApplied).
    */
-  function statePatch(op: Op, obs: Exclude<Observation, null>): Omit<StatePatch, 'receipt'> | null {
+  function statePatch(op: Op, obs: Exclude<Observation, null>, observedState: DecisionState): Omit<StatePatch, 'receipt'> | null {
     const now = clock.now();
     const inner = obs.kind === 'found' ? obs.outcome : obs;
     if (inner.kind === 'unknown' || inner.kind === 'in-progress') op.maybeApplied = true;
-    if (inner.kind === 'not-found') op.maybeApplied = false;
+    // Only an authoritative "not found" clears it: one asked inside the lookup's consistency delay of
+    // the last dispatch proves nothing, so the operation stays `unknown` (a recovery must look again,
+    // never send as if nothing had been applied).
+    if (inner.kind === 'not-found' && notFoundIsAuthoritative(op.card, observedState)) op.maybeApplied = false;
     switch (inner.kind) {
       case 'in-progress':
         return {
