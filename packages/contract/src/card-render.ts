@@ -99,3 +99,31 @@ export function renderCard(card: RetrySafetyCard, format: 'markdown' | 'json'): 
   lines.push('');
   return lines.join('\n');
 }
+
+const SECTION_START = '<!-- cards:start';
+const SECTION_END = '<!-- cards:end -->';
+
+/** The Markdown of several cards, one after another, as READMEs and docs show them. */
+export function renderCards(cards: readonly RetrySafetyCard[]): string {
+  return cards.map((c) => renderCard(c, 'markdown')).join('\n');
+}
+
+function sectionBounds(text: string): { bodyStart: number; end: number } {
+  const start = text.indexOf(SECTION_START);
+  const end = text.indexOf(SECTION_END);
+  const open = start < 0 ? -1 : text.indexOf('-->', start);
+  if (start < 0 || end < 0 || open < 0 || open > end) throw new RangeError(`no card section: expected a "${SECTION_START} … -->" marker and a later "${SECTION_END}"`);
+  return { bodyStart: open + 3, end };
+}
+
+/** The generated card section of a README (between `<!-- cards:start … -->` and `<!-- cards:end -->`), trimmed. */
+export function readCardSection(text: string): string {
+  const { bodyStart, end } = sectionBounds(text);
+  return text.slice(bodyStart, end).trim();
+}
+
+/** The README with its card section replaced by `body` (markers kept). Pure: the caller reads and writes the file. */
+export function replaceCardSection(text: string, body: string): string {
+  const { bodyStart, end } = sectionBounds(text);
+  return `${text.slice(0, bodyStart)}\n\n${body.trim()}\n\n${text.slice(end)}`;
+}

@@ -110,3 +110,21 @@ describe('durations', () => {
     expect(() => durationMs('24 hours' as never)).toThrow(RangeError);
   });
 });
+
+describe('card sections in READMEs', () => {
+  const doc = (body: string) => `# Adapter\n\nintro\n\n<!-- cards:start (generated; do not edit) -->\n\n${body}\n\n<!-- cards:end -->\n\nafter\n`;
+  it('replaces only the section between the markers and reads it back', async () => {
+    const { readCardSection, renderCards, replaceCardSection } = await import('./index.js');
+    const body = renderCards([sampleCard, sampleCard]);
+    const out = replaceCardSection(doc('stale table'), body);
+    expect(out.startsWith('# Adapter\n\nintro\n\n<!-- cards:start (generated; do not edit) -->\n\n')).toBe(true);
+    expect(out.endsWith('\n\n<!-- cards:end -->\n\nafter\n')).toBe(true);
+    expect(readCardSection(out)).toBe(body.trim());
+    expect(replaceCardSection(out, body)).toBe(out);
+  });
+  it('refuses a document without both markers', async () => {
+    const { readCardSection, replaceCardSection } = await import('./index.js');
+    expect(() => readCardSection('# no markers')).toThrow(RangeError);
+    expect(() => replaceCardSection('<!-- cards:end --> <!-- cards:start -->', 'x')).toThrow(/no card section/);
+  });
+});
