@@ -167,17 +167,7 @@ describe('runner.run with the sandbox: every outcome path, counted exactly', () 
   it('key past retention, no lookup: handoff key-past-retention, no resend', async () => {
     const { provider, adapter, runner, clock } = setup({ retentionMs: 60_000, lookup: 'none' }, { policy: { maxElapsedMs: 3_600_000, baseMs: 120_000, capMs: 120_000 } });
     // The first send is lost; the clock then moves past the retention before the runner could resend.
-    const spy = provider.execute;
-    let first = true;
-    (provider as { execute: typeof spy }).execute = async (req) => {
-      const res = await spy(req);
-      if (first) {
-        first = false;
-        clock.advance(61_000);
-        return { type: 'server-error', status: 500, committed: true };
-      }
-      return res;
-    };
+    loseFirstAndAge(provider, clock, 61_000);
     const r = await runner.run(adapter, OP, { params: params() });
     expect(r.status === 'handed-off' && r.packet.reason).toBe('key-past-retention');
     expect(provider.count()).toBe(1);
@@ -185,17 +175,7 @@ describe('runner.run with the sandbox: every outcome path, counted exactly', () 
 
   it('key past retention with lookup: reconciles by lookup, no resend: 1 record, 1 attempt, adopted', async () => {
     const { provider, adapter, runner, clock } = setup({ retentionMs: 60_000 });
-    const spy = provider.execute;
-    let first = true;
-    (provider as { execute: typeof spy }).execute = async (req) => {
-      const res = await spy(req);
-      if (first) {
-        first = false;
-        clock.advance(61_000);
-        return { type: 'server-error', status: 500, committed: true };
-      }
-      return res;
-    };
+    loseFirstAndAge(provider, clock, 61_000);
     const r = await runner.run(adapter, OP, { params: params() });
     expect(r.status === 'done' && r.adopted).toBe(true);
     expect(r.status === 'done' && r.attempts).toBe(1);
@@ -267,3 +247,16 @@ describe('runner.run: typed errors, nothing sent', () => {
     expect(provider.calls()).toBe(0);
   });
 });
+
+/** The provider commits the first request but its answer is a 500, and `ms` pass before the runner sees it. */
+function loseFirstAndAge(provider: { execute: (req: never) => Promise<unknown> }, clock: { advance(ms: number): void }, ms: number): void {
+  const original = provider.execute;
+  let first = true;
+  provider.execute = async (req: never) => {
+    const res = await original(req);
+    if (!first) return res;
+    first = false;
+    clock.advance(ms);
+    return { type: 'server-error', status: 500, committed: true };
+  };
+}
