@@ -1,0 +1,84 @@
+import type { UnknownCause } from '../outcome.js';
+
+/**
+ * Error codes that prove the request never left this machine or never reached the provider's HTTP layer:
+ * name resolution failed, no route, the TCP connection was refused or never completed, the TLS handshake
+ * failed (before any request byte is written), or the URL could not even be built. A request that failed
+ * with one of these was not applied, so a bounded retry is safe.
+ *
+ * Deliberately absent: ETIMEDOUT (Node raises it for an established socket too), ECONNRESET/EPIPE
+ * (the request may have been written), ECONNABORTED (axios' request timeout) — those are `unknown`.
+ */
+export const NEVER_SENT_CODES: ReadonlySet<string> = new Set([
+  // name resolution
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EAI_NONAME',
+  'EAI_FAIL',
+  // routing / addressing
+  'ENETUNREACH',
+  'EHOSTUNREACH',
+  'ENETDOWN',
+  'EHOSTDOWN',
+  'EADDRNOTAVAIL',
+  // the connection was refused or never completed
+  'ECONNREFUSED',
+  'UND_ERR_CONNECT_TIMEOUT',
+  // the TLS handshake failed: no request byte was written
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'CERT_HAS_EXPIRED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'ERR_SSL_WRONG_VERSION_NUMBER',
+  // the request could not be built
+  'ERR_INVALID_URL',
+  'ERR_INVALID_PROTOCOL',
+]);
+
+const TIMEOUT_CODES: ReadonlySet<string> = new Set(['ETIMEDOUT', 'ESOCKETTIMEDOUT', 'ECONNABORTED', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ERR_SOCKET_CONNECTION_TIMEOUT']);
+const RESET_CODES: ReadonlySet<string> = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
+const TRUNCATED_CODES: ReadonlySet<string> = new Set(['ERR_STREAM_PREMATURE_CLOSE', 'ERR_BAD_RESPONSE', 'Z_BUF_ERROR', 'Z_DATA_ERROR', 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH']);
+
+/** What a failure without a response says about the request. */
+export type TransportFailure =
+  | { readonly sent: 'never'; readonly code: string }
+  | { readonly sent: 'maybe'; readonly cause: UnknownCause; readonly code?: string };
+
+/**
+ * The error codes along an error's `cause` chain and inside an AggregateError (fetch wraps the socket
+ * error as `cause`; Node's happy-eyeballs connect raises an AggregateError with one error per address).
+ */
+export function errorCodes(error: unknown): string[] {
+  const codes: string[] = [];
+  const seen = new Set<unknown>();
+  const walk = (e: unknown, depth: number) => {
+    if (depth > 6 || e === null || typeof e !== 'object' || seen.has(e)) return;
+    seen.add(e);
+    const o = e as { code?: unknown; cause?: unknown; errors?: unknown };
+    if (typeof o.code === 'string') codes.push(o.code);
+    walk(o.cause, depth + 1);
+    if (Array.isArray(o.errors)) for (const inner of o.errors) walk(inner, depth + 1);
+  };
+  walk(error, 0);
+  return codes;
+}
+
+/**
+ * Classifies a failure that came without a response. `never` only when every code found proves the
+ * request was not sent (an AggregateError of refused connections to each address counts); anything
+ * else — no code at all included — may have been applied.
+ */
+export function classifyTransportError(error: unknown): TransportFailure {
+  const codes = errorCodes(error);
+  const message = error !== null && typeof error === 'object' && typeof (error as { message?: unknown }).message === 'string' ? (error as { message: string }).message : '';
+  const first = codes[0];
+  if (codes.length > 0 && codes.every((c) => NEVER_SENT_CODES.has(c))) return { sent: 'never', code: first! };
+  const code = codes.find((c) => !NEVER_SENT_CODES.has(c)) ?? first;
+  let cause: UnknownCause = 'other';
+  if (codes.some((c) => TIMEOUT_CODES.has(c)) || (error as { name?: unknown })?.name === 'TimeoutError') cause = 'timeout';
+  else if (codes.some((c) => RESET_CODES.has(c)) || /socket hang up/i.test(message)) cause = 'connection-reset';
+  else if (codes.some((c) => TRUNCATED_CODES.has(c)) || /premature|terminated/i.test(message)) cause = 'truncated-response';
+  return code !== undefined ? { sent: 'maybe', cause, code } : { sent: 'maybe', cause };
+}

@@ -1,0 +1,138 @@
+import { describe, expect, it } from 'vitest';
+import { AdapterConfigurationError } from '../errors/index.js';
+import { NEVER_SENT_CODES, checkBaseUrl, classifyTransportError, isLoopbackHost, lookupFromOutcome, parseRetryAfter } from './index.js';
+
+const NOW = Date.parse('2026-12-01T10:00:00Z');
+
+describe('parseRetryAfter: one reading for every adapter', () => {
+  it.each<[string | undefined | null, number | undefined]>([
+    ['0', 0],
+    ['1', 1000],
+    ['120', 120_000],
+    ['  7 ', 7000],
+    ['1.5', 1500], // fractions mean what they say (Date.parse('1.5') is a date in 2001: it used to be 0 ms)
+    ['0.25', 250],
+    ['0.0001', 1], // rounded up: never shorter than asked
+    ['-1', undefined], // negatives are no hint, not "retry now"
+    ['-0.5', undefined],
+    ['1e3', undefined],
+    ['Infinity', undefined],
+    ['NaN', undefined],
+    ['', undefined],
+    ['   ', undefined],
+    ['soon', undefined],
+    [null, undefined],
+    [undefined, undefined],
+    ['Tue, 01 Dec 2026 10:00:30 GMT', 30_000], // IMF-fixdate
+    ['Tuesday, 01-Dec-26 10:01:00 GMT', 60_000], // obsolete RFC 850
+    ['Tue Dec  1 10:00:05 2026', Date.parse('Tue Dec  1 10:00:05 2026') - NOW], // asctime (read in local time by V8)
+    ['Mon, 30 Nov 2026 10:00:00 GMT', 0], // a date in the past: retry now
+  ])('%j → %j', (value, want) => {
+    expect(parseRetryAfter(value, NOW)).toBe(want === undefined ? undefined : Math.max(0, want));
+  });
+
+  it('takes the first of repeated header values', () => {
+    expect(parseRetryAfter(['2', '9'], NOW)).toBe(2000);
+  });
+});
+
+describe('classifyTransportError: never-sent vs may-have-been-applied', () => {
+  const err = (code: string, extra: object = {}) => Object.assign(new Error(`x ${code}`), { code }, extra);
+
+  it.each([...NEVER_SENT_CODES])('%s ⇒ never sent', (code) => {
+    expect(classifyTransportError(err(code))).toEqual({ sent: 'never', code });
+  });
+
+  it.each<[string, string]>([
+    ['ETIMEDOUT', 'timeout'],
+    ['ECONNABORTED', 'timeout'],
+    ['UND_ERR_HEADERS_TIMEOUT', 'timeout'],
+    ['ECONNRESET', 'connection-reset'],
+    ['EPIPE', 'connection-reset'],
+    ['UND_ERR_SOCKET', 'connection-reset'],
+    ['ERR_STREAM_PREMATURE_CLOSE', 'truncated-response'],
+    ['Z_DATA_ERROR', 'truncated-response'],
+    ['EWHATEVER', 'other'],
+  ])('%s ⇒ may have been applied (%s)', (code, cause) => {
+    expect(classifyTransportError(err(code))).toEqual({ sent: 'maybe', cause, code });
+  });
+
+  it('reads the code through fetch\'s cause chain', () => {
+    const e = new TypeError('fetch failed', { cause: err('EHOSTUNREACH') });
+    expect(classifyTransportError(e)).toEqual({ sent: 'never', code: 'EHOSTUNREACH' });
+    const e2 = new TypeError('fetch failed', { cause: err('ECONNRESET') });
+    expect(classifyTransportError(e2)).toMatchObject({ sent: 'maybe', cause: 'connection-reset' });
+  });
+
+  it('an AggregateError of refused connections to every address is never sent; one reset among them is not', () => {
+    const all = Object.assign(new AggregateError([err('ECONNREFUSED'), err('ECONNREFUSED')], 'connect'), { code: 'ECONNREFUSED' });
+    expect(classifyTransportError(all)).toEqual({ sent: 'never', code: 'ECONNREFUSED' });
+    const mixed = new AggregateError([err('ECONNREFUSED'), err('ECONNRESET')], 'connect');
+    expect(classifyTransportError(mixed)).toMatchObject({ sent: 'maybe', cause: 'connection-reset', code: 'ECONNRESET' });
+  });
+
+  it('no code at all may have been applied; an AbortSignal.timeout is a timeout; a hang-up is a reset', () => {
+    expect(classifyTransportError(new Error('boom'))).toEqual({ sent: 'maybe', cause: 'other' });
+    expect(classifyTransportError(new DOMException('timed out', 'TimeoutError'))).toMatchObject({ sent: 'maybe', cause: 'timeout' });
+    expect(classifyTransportError(new Error('socket hang up'))).toMatchObject({ sent: 'maybe', cause: 'connection-reset' });
+    expect(classifyTransportError('a string')).toEqual({ sent: 'maybe', cause: 'other' });
+    expect(classifyTransportError(null)).toEqual({ sent: 'maybe', cause: 'other' });
+  });
+
+  it('a cyclic cause chain does not loop', () => {
+    const a = err('ECONNRESET') as Error & { cause?: unknown };
+    a.cause = a;
+    expect(classifyTransportError(a)).toMatchObject({ sent: 'maybe' });
+  });
+});
+
+describe('checkBaseUrl: https, or http only to loopback, never user-info', () => {
+  it.each(['https://api.example.com', 'https://api.example.com/v1/', 'http://127.0.0.1:4010', 'http://127.9.9.9', 'http://localhost:1', 'http://sandbox.localhost', 'http://[::1]:8080/', 'http://[::ffff:127.0.0.1]/'])(
+    'accepts %s',
+    (url) => {
+      expect(checkBaseUrl('p', url).href).toBe(new URL(url).href);
+    },
+  );
+  it.each([
+    ['http://api.example.com', /plain http only for a loopback/],
+    ['http://10.0.0.1', /plain http only for a loopback/],
+    ['http://128.0.0.1', /plain http only for a loopback/],
+    ['http://localhost.example.com', /plain http only for a loopback/],
+    ['ftp://127.0.0.1', /must be https/],
+    ['file:///etc/passwd', /must be https/],
+    ['not a url', /not an absolute URL/],
+    ['/v1', /not an absolute URL/],
+    ['', /absolute URL string/],
+    ['https://user:hunter2@api.example.com', /user-info/],
+  ])('refuses %s', (url, why) => {
+    const e = (() => {
+      try {
+        checkBaseUrl('p', url);
+      } catch (x) {
+        return x;
+      }
+      return undefined;
+    })();
+    expect(AdapterConfigurationError.isInstance(e)).toBe(true);
+    expect((e as Error).message).toMatch(why);
+    expect((e as Error).message).not.toContain('hunter2');
+  });
+  it('refuses a non-string', () => {
+    expect(() => checkBaseUrl('p', 42)).toThrow(/absolute URL string/);
+  });
+  it('isLoopbackHost', () => {
+    expect(['127.0.0.1', 'LOCALHOST', 'localhost.', '[::1]', '::1'].map(isLoopbackHost)).toEqual([true, true, true, true, true]);
+    expect(['127.0.0.256', '0.0.0.0', '192.168.1.1', 'example.com', '::'].map(isLoopbackHost)).toEqual([false, false, false, false, false]);
+  });
+});
+
+describe('lookupFromOutcome', () => {
+  it('found for results, progress and persisted rejections; cannot-tell (never not-found) for the rest', () => {
+    expect(lookupFromOutcome({ kind: 'succeeded', result: 1, providerRef: 'r' }, 'poll')).toEqual({ kind: 'found', outcome: { kind: 'succeeded', result: 1, providerRef: 'r' } });
+    expect(lookupFromOutcome({ kind: 'replayed', result: 1 }, 'poll').kind).toBe('found');
+    expect(lookupFromOutcome({ kind: 'in-progress' }, 'poll').kind).toBe('found');
+    expect(lookupFromOutcome({ kind: 'rejected', reason: 'validation', message: 'm' }, 'poll').kind).toBe('found');
+    expect(lookupFromOutcome({ kind: 'unknown', cause: 'timeout', message: 'timed out', status: 504, retryAfterMs: 5 }, 'status poll')).toEqual({ kind: 'cannot-tell', reason: 'status poll: timed out', status: 504, retryAfterMs: 5 });
+    expect(lookupFromOutcome({ kind: 'not-applied', message: '429', status: 429, retryAfterMs: 1000 }, 're-send')).toEqual({ kind: 'cannot-tell', reason: 're-send: 429', status: 429, retryAfterMs: 1000 });
+  });
+});
