@@ -18,6 +18,7 @@ import {
   type Outcome,
   type ProviderKey,
 } from '@retrysafe/contract';
+import { checkBaseUrl, lookupFromOutcome } from '@retrysafe/contract/provider';
 import { absoluteLocation, classifyNetworkError, classifyResponse, parseRetryAfter, readHeader, type HttpResponseView } from './http-errors.js';
 import {
   buildOperation,
@@ -59,13 +60,7 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
   if (typeof provider !== 'string' || !/^[A-Za-z][A-Za-z0-9_-]*$/.test(provider)) {
     throw new AdapterConfigurationError(String(provider), 'provider must be an identifier such as "acme" (letters, digits, _ and -)');
   }
-  let base: URL;
-  try {
-    base = new URL(options.baseUrl);
-  } catch {
-    throw new AdapterConfigurationError(provider, `baseUrl ${JSON.stringify(options.baseUrl)} is not an absolute URL`);
-  }
-  if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new AdapterConfigurationError(provider, `baseUrl must be http(s), got ${base.protocol}`);
+  const base = checkBaseUrl(provider, options?.baseUrl);
   if (typeof options.timeoutMs !== 'number' || !Number.isFinite(options.timeoutMs) || options.timeoutMs <= 0) {
     throw new AdapterConfigurationError(provider, 'timeoutMs must be a positive number (axios has no timeout by default, so a lost response would hang forever)');
   }
@@ -175,28 +170,6 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
     return age < durationMs(retention) ? null : `the key is ${age} ms old, past the ${retention} retention`;
   }
 
-  function toLookup(outcome: Outcome, how: string): LookupResult {
-    switch (outcome.kind) {
-      case 'succeeded':
-      case 'replayed':
-      case 'in-progress':
-      case 'rejected':
-        return { kind: 'found', outcome };
-      case 'not-applied':
-      case 'unknown': {
-        const { status, code, requestId } = outcome;
-        return {
-          kind: 'cannot-tell',
-          reason: `${how}: ${outcome.message}`,
-          ...(status !== undefined ? { status } : {}),
-          ...(code !== undefined ? { code } : {}),
-          ...(requestId !== undefined ? { requestId } : {}),
-          ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}),
-        };
-      }
-    }
-  }
-
   function cannotTell(res: HttpResponseView, reason: string): LookupResult {
     const retryAfterMs = parseRetryAfter(readHeader(res.headers, 'retry-after'));
     return { kind: 'cannot-tell', reason, status: res.status, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
@@ -206,7 +179,7 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
     const why = outsideRetention(o, ctx);
     if (why) return { kind: 'cannot-tell', reason: `no re-send with the same key: ${why}` };
     if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched' };
-    return toLookup(await send(o, params, ids, 2, ctx.signal), 're-send with the same key');
+    return lookupFromOutcome(await send(o, params, ids, 2, ctx.signal), 're-send with the same key');
   }
 
   function sameOrigin(url: string): boolean {
@@ -224,7 +197,7 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
     // A status URL on another origin would receive this adapter's headers (credentials).
     if (!sameOrigin(statusRef)) return { kind: 'cannot-tell', reason: `status URL ${new URL(statusRef, baseURL).origin} is not on ${base.origin}; not polled with this adapter's credentials` };
     const res = await get(statusRef, signal);
-    if ('error' in res) return toLookup(res.error, 'status poll');
+    if ('error' in res) return lookupFromOutcome(res.error, 'status poll');
     const retryAfterMs = parseRetryAfter(readHeader(res.headers, 'retry-after'));
     const ra = retryAfterMs !== undefined ? { retryAfterMs } : {};
     const requestId = spec.requestIdHeader ? readHeader(res.headers, spec.requestIdHeader) : undefined;
@@ -233,7 +206,7 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
       const target = absoluteLocation(res);
       if (!target || !sameOrigin(target)) return cannotTell(res, '303 See Other without a same-origin Location');
       const done = await get(target, signal);
-      if ('error' in done) return toLookup(done.error, 'fetching the finished resource');
+      if ('error' in done) return lookupFromOutcome(done.error, 'fetching the finished resource');
       if (done.status !== 200) return cannotTell(done, `finished resource answered HTTP ${done.status}`);
       const ref = spec.refPath ? readPath(done.data, spec.refPath) : undefined;
       return { kind: 'found', outcome: { kind: 'succeeded', result: done.data, status: 200, ...rid, ...(typeof ref === 'string' || typeof ref === 'number' ? { providerRef: String(ref) } : {}) } };
@@ -293,7 +266,7 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
         if (fallback === 'resend-same-key') return resendSameKey(o, ctx, params, ids);
         if (typeof fallback === 'object') {
           const res = await get(fillPath(fallback.path, params, ids), ctx.signal);
-          if ('error' in res) return toLookup(res.error, 'status search');
+          if ('error' in res) return lookupFromOutcome(res.error, 'status search');
           if (res.status !== 200) return cannotTell(res, `status search answered HTTP ${res.status}`);
           const match = fallback.match(res.data, readCtx);
           if (match === undefined || match === null) {
@@ -310,7 +283,7 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
 
       const url = fillPath(lookup.path, params, ids);
       const res = await get(url, ctx.signal);
-      if ('error' in res) return toLookup(res.error, 'lookup request');
+      if ('error' in res) return lookupFromOutcome(res.error, 'lookup request');
       const notAuthoritative = absenceIsAuthoritative(o, ctx);
       const absent = (reason: string): LookupResult =>
         notAuthoritative ? { kind: 'cannot-tell', reason: `${reason}, but ${notAuthoritative}`, status: res.status } : { kind: 'not-found', reason, status: res.status };

@@ -1,4 +1,5 @@
-import type { Outcome, ProviderRefs, UnknownCause } from '@retrysafe/contract';
+import type { Outcome, ProviderRefs } from '@retrysafe/contract';
+import { classifyTransportError, parseRetryAfter } from '@retrysafe/contract/provider';
 import { readPath, type HttpErrorRule, type HttpOperationSpec, type StatusMatcher } from './http-operations.js';
 
 /** The part of an HTTP response the classifier reads. */
@@ -19,15 +20,7 @@ function header(headers: Readonly<Record<string, unknown>>, name: string): strin
 }
 export { header as readHeader };
 
-/** Retry-After (RFC 9110 §10.2.3): delay-seconds or an HTTP-date; undefined when absent or unreadable. */
-export function parseRetryAfter(value: string | undefined, now: number = Date.now()): number | undefined {
-  if (value === undefined) return undefined;
-  const v = value.trim();
-  if (/^\d+$/.test(v)) return Number(v) * 1000;
-  const at = Date.parse(v);
-  if (Number.isNaN(at)) return undefined;
-  return Math.max(0, at - now);
-}
+export { parseRetryAfter };
 
 function statusMatches(m: StatusMatcher, status: number): boolean {
   if (typeof m === 'number') return m === status;
@@ -116,25 +109,12 @@ export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView,
   return { kind: 'unknown', cause: res.status >= 500 ? 'server-error' : 'other', message: `${label} (not in the operation's error mapping)`, ...base, ...ra };
 }
 
-/** Codes that prove the request never left this machine. */
-const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ERR_INVALID_URL']);
-const TIMEOUT = new Set(['ECONNABORTED', 'ETIMEDOUT', 'ESOCKETTIMEDOUT']);
-const RESET = new Set(['ECONNRESET', 'EPIPE', 'ERR_SOCKET_CONNECTION_TIMEOUT']);
-const TRUNCATED = new Set(['ERR_STREAM_PREMATURE_CLOSE', 'ERR_BAD_RESPONSE', 'Z_BUF_ERROR', 'Z_DATA_ERROR']);
-
 /**
- * Maps a failure without a response. The only assumptions the adapter makes: connection refused
- * (and name resolution failures) ⇒ not-applied; anything after the request may have been sent ⇒ unknown.
+ * Maps a failure without a response with the contract's one classifier: never sent (refused, no route,
+ * name resolution, TLS handshake) ⇒ not-applied; anything after the request may have been sent ⇒ unknown.
  */
 export function classifyNetworkError(err: unknown): Outcome {
-  const e = err as { code?: unknown; message?: unknown; cause?: { code?: unknown } };
-  const code = typeof e?.code === 'string' ? e.code : typeof e?.cause?.code === 'string' ? e.cause.code : undefined;
-  const message = typeof e?.message === 'string' ? e.message : 'network error';
-  if (code && NOT_SENT.has(code)) return { kind: 'not-applied', code, message: `${code}: the request was not sent` };
-  let cause: UnknownCause = 'other';
-  if (code && TIMEOUT.has(code)) cause = 'timeout';
-  else if (code && RESET.has(code)) cause = 'connection-reset';
-  else if ((code && TRUNCATED.has(code)) || /aborted|premature/i.test(message)) cause = 'truncated-response';
-  else if (/socket hang up/i.test(message)) cause = 'connection-reset';
-  return { kind: 'unknown', cause, ...(code ? { code } : {}), message: `${code ?? 'network error'}: the request may have been applied` };
+  const t = classifyTransportError(err);
+  if (t.sent === 'never') return { kind: 'not-applied', code: t.code, message: `${t.code}: the request was not sent` };
+  return { kind: 'unknown', cause: t.cause, ...(t.code ? { code: t.code } : {}), message: `${t.code ?? 'network error'}: the request may have been applied` };
 }

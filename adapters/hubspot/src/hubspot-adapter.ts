@@ -11,6 +11,7 @@ import {
   type Outcome,
   type ProviderKey,
 } from '@retrysafe/contract';
+import { checkBaseUrl } from '@retrysafe/contract/provider';
 import { hubspotCards, type HubSpotOperationName } from './hubspot-cards.js';
 import type { CallSettings } from './hubspot-http.js';
 import {
@@ -79,14 +80,8 @@ function checkOptions(options: HubSpotAdapterOptions) {
   if (typeof options !== 'object' || options === null) configError('options must be an object');
   if (typeof options.accessToken !== 'string' || options.accessToken.trim() === '') configError('accessToken must be a non-empty string');
   const baseUrl = (options.baseUrl ?? DEFAULT_BASE_URL).replace(/\/+$/, '');
-  let url: URL;
-  try {
-    url = new URL(baseUrl);
-  } catch {
-    return configError(`baseUrl ${JSON.stringify(options.baseUrl)} is not a URL`);
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') configError(`baseUrl must be http(s), got ${url.protocol}`);
-  if (url.protocol === 'http:' && !['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) configError('baseUrl may use plain http only for a loopback sandbox: the token would travel in clear');
+  // https, or plain http only to a loopback sandbox: the token never travels in clear (the contract's one rule).
+  checkBaseUrl(PROVIDER, baseUrl);
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMEOUT_MS) configError(`timeoutMs must be in (0, ${MAX_TIMEOUT_MS}], got ${timeoutMs}`);
   const idProperty = options.idProperty ?? 'retrysafe_operation_id';

@@ -1,4 +1,5 @@
 import type { LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
+import { NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider';
 import { NotSentError, type WireRecord } from './hubspot-http.js';
 
 /**
@@ -77,8 +78,8 @@ function messageOf(res: HubSpotResponse): string {
 
 /** The wait a 429 implies: Retry-After if sent, else what the policy and the rate-limit headers say. */
 export function rateLimitWaitMs(res: HubSpotResponse): number {
-  const retryAfter = res.headers['retry-after'];
-  if (retryAfter !== undefined && /^\d+(\.\d+)?$/.test(retryAfter.trim())) return Math.round(Number(retryAfter) * 1000);
+  const retryAfter = parseRetryAfter(res.headers['retry-after']);
+  if (retryAfter !== undefined) return retryAfter;
   const interval = Number(res.headers['x-hubspot-ratelimit-interval-milliseconds']);
   const policy = field(res.body, 'policyName');
   const message = field(res.body, 'message') ?? '';
@@ -128,8 +129,6 @@ function errorCode(err: unknown): string | undefined {
   return undefined;
 }
 
-/** Codes that prove no connection was made, so HubSpot never saw the request. */
-const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ENETUNREACH', 'EHOSTUNREACH', 'EADDRNOTAVAIL']);
 const RESET = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
 
 /** Maps a failure with no HTTP answer (fetch's `TypeError: fetch failed` and its cause, a timeout, an abort). */
@@ -143,7 +142,7 @@ export function outcomeFromNetworkError(err: unknown, wire: WireRecord): Outcome
     return { kind: 'rejected', reason: 'validation', message: clip(`the SDK could not build the request: ${err instanceof Error ? err.message : String(err)}`) };
   }
   if (name === 'TimeoutError') return { kind: 'unknown', cause: 'timeout', message: 'no answer from HubSpot within the timeout', code: 'TIMEOUT' };
-  if (code && NEVER_CONNECTED.has(code)) return { kind: 'not-applied', message: `connection not established (${code})`, code };
+  if (code && NEVER_SENT_CODES.has(code)) return { kind: 'not-applied', message: `connection not established (${code})`, code };
   if (name === 'AbortError') return { kind: 'unknown', cause: 'other', message: 'aborted by the caller after the request was sent', code: 'ABORTED' };
   if (code && RESET.has(code)) return { kind: 'unknown', cause: 'connection-reset', message: `connection closed before the answer (${code})`, code };
   return { kind: 'unknown', cause: 'other', message: clip(err instanceof Error ? `${err.message}${code ? ` (${code})` : ''}` : String(err)), ...(code ? { code } : {}) };

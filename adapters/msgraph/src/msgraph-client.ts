@@ -7,6 +7,7 @@ import {
   type MiddlewareOptions,
 } from '@microsoft/microsoft-graph-client';
 import { AdapterConfigurationError } from '@retrysafe/contract';
+import { checkBaseUrl, isLoopbackHost } from '@retrysafe/contract/provider';
 
 /** A bearer token, or a function that returns one (called once per request, so it may refresh). */
 export type TokenProvider = string | (() => string | Promise<string>);
@@ -40,6 +41,17 @@ export class BearerAuthMiddleware implements Middleware {
       token = typeof this.token === 'function' ? await this.token() : this.token;
       if (typeof token !== 'string' || token === '') throw new Error('the token provider returned no token');
     } catch (error) {
+      if (probe) {
+        probe.error = error;
+        probe.stage = 'token';
+      }
+      throw error;
+    }
+    // The token never travels in clear: plain http only to a loopback sandbox (the contract's base-URL rule;
+    // this also covers absolute URLs the SDK follows, such as an @odata.nextLink).
+    const target = requestUrl(context.request);
+    if (target && target.protocol !== 'https:' && !(target.protocol === 'http:' && isLoopbackHost(target.hostname))) {
+      const error = new AdapterConfigurationError('msgraph', `refusing to send the bearer token to a ${target.protocol} URL that is not a loopback sandbox`);
       if (probe) {
         probe.error = error;
         probe.stage = 'token';
@@ -81,11 +93,23 @@ export interface GraphClientOptions {
  * layer; the SDK's default chain retries 429/503/504 on POST, which resends mail).
  */
 export function createGraphClient(options: GraphClientOptions): Client {
+  const baseUrl = options.baseUrl ?? 'https://graph.microsoft.com/';
+  checkBaseUrl('msgraph', baseUrl);
   return Client.initWithMiddleware({
     middleware: [new BearerAuthMiddleware(options.token), new HTTPMessageHandler()],
-    baseUrl: options.baseUrl ?? 'https://graph.microsoft.com/',
+    baseUrl,
     defaultVersion: options.version ?? 'v1.0',
   });
+}
+
+function requestUrl(request: Context['request']): URL | undefined {
+  const raw = typeof request === 'string' ? request : (request as { url?: unknown } | undefined)?.url;
+  if (typeof raw !== 'string') return undefined;
+  try {
+    return new URL(raw);
+  } catch {
+    return undefined;
+  }
 }
 
 /** The middleware objects of a client's chain, first to last (reads the SDK's internal links). */

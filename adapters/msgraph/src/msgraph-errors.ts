@@ -1,4 +1,5 @@
 import type { LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
+import { classifyTransportError, parseRetryAfter } from '@retrysafe/contract/provider';
 
 /**
  * Maps every Graph response and every transport failure into exactly one Outcome
@@ -47,15 +48,7 @@ export function scrubMessage(text: string): string {
 }
 const trim = scrubMessage;
 
-/** Retry-After in ms: delta-seconds or an HTTP date; undefined when absent or unparseable. */
-export function parseRetryAfter(value: string | null | undefined, now: number = Date.now()): number | undefined {
-  if (value === null || value === undefined || value.trim() === '') return undefined;
-  const v = value.trim();
-  if (/^\d+(\.\d+)?$/.test(v)) return Math.round(Number(v) * 1000);
-  const at = Date.parse(v);
-  if (Number.isNaN(at)) return undefined;
-  return Math.max(0, at - now);
-}
+export { parseRetryAfter };
 
 /** Status, Graph error code and request id of an answer (request id from the header, else the error body). */
 export function refsOf(answer: GraphHttpAnswer): ProviderRefs {
@@ -105,9 +98,6 @@ export function outcomeFromErrorAnswer(answer: GraphHttpAnswer, options: Classif
   return { kind: 'unknown', cause: 'other', message: `unexpected HTTP ${s}`, ...ra, ...refs };
 }
 
-const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ENETUNREACH', 'EHOSTUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
-const TIMEOUTS = new Set(['ETIMEDOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
-const RESETS = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'ECONNABORTED']);
 
 /** Error codes and names along an error's `cause` chain (fetch wraps the socket error as `cause`). */
 export function errorCodes(error: unknown): { codes: string[]; names: string[]; messages: string[] } {
@@ -133,21 +123,18 @@ export function outcomeFromTokenError(error: unknown): Outcome {
 
 /** Classifies a failure with no HTTP answer (the raw fetch error, or the SDK's GraphError when that is all there is). */
 export function outcomeFromNetworkError(error: unknown): Outcome {
-  const { codes, names, messages } = errorCodes(error);
+  const { codes, messages } = errorCodes(error);
   const detail = trim([...new Set(messages)].join(': ') + (codes.length ? ` (${codes.join(', ')})` : ''));
-  if (codes.some((c) => NEVER_SENT.has(c))) {
-    return { kind: 'not-applied', message: `connection not established: ${detail}` };
+  const t = classifyTransportError(error);
+  if (t.sent === 'never') return { kind: 'not-applied', message: `connection not established: ${detail}` };
+  switch (t.cause) {
+    case 'timeout':
+      return { kind: 'unknown', cause: 'timeout', message: `timed out or aborted after sending: ${detail}` };
+    case 'connection-reset':
+      return { kind: 'unknown', cause: 'connection-reset', message: `connection closed before the answer: ${detail}` };
+    default:
+      return { kind: 'unknown', cause: t.cause, message: `no answer: ${detail || String(error)}` };
   }
-  if (names.includes('TimeoutError') || codes.some((c) => TIMEOUTS.has(c))) {
-    return { kind: 'unknown', cause: 'timeout', message: `timed out after sending: ${detail}` };
-  }
-  if (names.includes('AbortError')) {
-    return { kind: 'unknown', cause: 'timeout', message: `aborted while in flight: ${detail}` };
-  }
-  if (codes.some((c) => RESETS.has(c))) {
-    return { kind: 'unknown', cause: 'connection-reset', message: `connection closed before the answer: ${detail}` };
-  }
-  return { kind: 'unknown', cause: 'other', message: `no answer: ${detail || String(error)}` };
 }
 
 /** A lookup that failed or could not decide: never "not-found" (absence proves nothing while the delay is unknown). */

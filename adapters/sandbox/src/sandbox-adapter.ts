@@ -13,6 +13,7 @@ import {
   type Outcome,
   type ProviderKey,
 } from '@retrysafe/contract';
+import { checkBaseUrl, classifyTransportError, parseRetryAfter } from '@retrysafe/contract/provider';
 import { SANDBOX_KEY_RULE, SANDBOX_PROVIDER, sandboxCreateCard, type SandboxLimits } from './sandbox-cards.js';
 import type { SandboxBehaviour, SandboxProvider, SandboxRecord, SandboxResponse } from './sandbox-provider.js';
 
@@ -89,29 +90,18 @@ function classifyHttp(status: number, headers: Headers, body: unknown): Outcome 
   return { kind: 'unknown', cause: 'server-error', message, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), ...base };
 }
 
-/** Retry-After as delta seconds or an HTTP date, in ms; undefined when absent or unreadable. */
-export function parseRetryAfter(value: string | null, now: number = Date.now()): number | undefined {
-  if (value === null || value.trim() === '') return undefined;
-  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
-  const t = Date.parse(value);
-  return Number.isNaN(t) ? undefined : Math.max(0, t - now);
-}
-
-const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+export { parseRetryAfter };
 
 /**
- * Network errors: a connection that was never made means the request never left (not-applied);
- * anything after the request may have been sent (reset, timeout, closed socket) is unknown.
+ * Network errors, by the contract's one classifier: a connection that was never made means the request
+ * never left (not-applied); anything after the request may have been sent (reset, timeout, closed socket) is unknown.
  */
 export function classifyNetworkError(err: unknown): Outcome {
-  const e = err as { name?: string; code?: string; cause?: { code?: string; name?: string } };
-  const code = e?.cause?.code ?? e?.code;
-  if (code && NOT_SENT_CODES.has(code)) return { kind: 'not-applied', message: `connection not established (${code})`, code };
-  if (e?.name === 'TimeoutError' || e?.name === 'AbortError' || e?.cause?.name === 'TimeoutError')
-    return { kind: 'unknown', cause: 'timeout', message: 'no response before the client timeout', code: 'timeout' };
-  if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET' || code === 'UND_ERR_CLOSED')
-    return { kind: 'unknown', cause: 'connection-reset', message: `connection closed after the request was sent (${code})`, code };
-  return { kind: 'unknown', cause: 'other', message: 'network error after the request may have been sent', ...(code ? { code } : {}) };
+  const t = classifyTransportError(err);
+  if (t.sent === 'never') return { kind: 'not-applied', message: `connection not established (${t.code})`, code: t.code };
+  if (t.cause === 'timeout') return { kind: 'unknown', cause: 'timeout', message: 'no response before the client timeout', code: t.code ?? 'timeout' };
+  if (t.cause === 'connection-reset') return { kind: 'unknown', cause: 'connection-reset', message: `connection closed after the request was sent${t.code ? ` (${t.code})` : ''}`, ...(t.code ? { code: t.code } : {}) };
+  return { kind: 'unknown', cause: t.cause, message: 'network error after the request may have been sent', ...(t.code ? { code: t.code } : {}) };
 }
 
 /**
@@ -160,12 +150,7 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): AdapterV1 
       return fromRecord(answer.type === 'found' ? answer.record : null, ctx);
     };
   } else {
-    let base: URL;
-    try {
-      base = new URL(options.baseUrl);
-    } catch {
-      throw new AdapterConfigurationError(SANDBOX_PROVIDER, `baseUrl ${JSON.stringify(options.baseUrl)} is not a URL`);
-    }
+    const base = checkBaseUrl(SANDBOX_PROVIDER, options.baseUrl);
     const timeoutMs = options.timeoutMs ?? 10_000;
     const url = (path: string) => new URL(path, base).toString();
     execute = async (params, ctx) => {

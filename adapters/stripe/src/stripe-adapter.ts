@@ -18,6 +18,7 @@ import {
   STRIPE_KEY_RULE,
   STRIPE_SEARCH_DELAY_MS,
 } from './stripe-cards.js';
+import { checkBaseUrl } from '@retrysafe/contract/provider';
 import { classifyStripeError, classifyStripeResult, isReplayedHeaders } from './stripe-errors.js';
 import { ClosedConnectionGuard } from './stripe-http-client.js';
 import { metadataQuery, stripeOperations, type StripeObject, type StripeOperation } from './stripe-operations.js';
@@ -72,13 +73,8 @@ function buildClient(options: StripeAdapterOptions, timeoutMs: number): Stripe {
   const config: Stripe.StripeConfig = { maxNetworkRetries: 0, timeout: timeoutMs, httpClient: new ClosedConnectionGuard(), telemetry: false };
   if (options.apiVersion) (config as { apiVersion?: string }).apiVersion = options.apiVersion;
   if (options.baseUrl !== undefined) {
-    let url: URL;
-    try {
-      url = new URL(options.baseUrl);
-    } catch {
-      throw new AdapterConfigurationError(PROVIDER, `baseUrl ${JSON.stringify(options.baseUrl)} is not a URL`);
-    }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new AdapterConfigurationError(PROVIDER, `baseUrl must be http(s), got ${url.protocol}`);
+    // https, or plain http only to a loopback sandbox: the secret key never travels in clear.
+    const url = checkBaseUrl(PROVIDER, options.baseUrl);
     if (url.pathname !== '/' && url.pathname !== '') throw new AdapterConfigurationError(PROVIDER, 'baseUrl must not carry a path (the SDK adds /v1/…)');
     config.host = url.hostname;
     config.protocol = url.protocol === 'http:' ? 'http' : 'https';

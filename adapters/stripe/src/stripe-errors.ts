@@ -1,4 +1,5 @@
 import type { Outcome, ProviderRefs } from '@retrysafe/contract';
+import { NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider';
 import { CONNECTION_CLOSED_CODE } from './stripe-http-client.js';
 
 /**
@@ -45,13 +46,9 @@ export function isReplayedHeaders(headers: Headers | undefined): boolean {
   return header(headers, REPLAYED_HEADER) === 'true';
 }
 
-/** Retry-After in ms (seconds or HTTP date), if the response carried one. */
+/** Retry-After in ms (the contract's one parser), if the response carried one. */
 export function retryAfterMs(headers: Headers | undefined, now = Date.now()): number | undefined {
-  const v = header(headers, 'retry-after');
-  if (v === undefined) return undefined;
-  if (/^\d+(\.\d+)?$/.test(v.trim())) return Math.round(Number(v) * 1000);
-  const at = Date.parse(v);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+  return parseRetryAfter(header(headers, 'retry-after'), now);
 }
 
 function refs(e: StripeErrorLike): ProviderRefs {
@@ -90,7 +87,6 @@ function connectionCode(e: StripeErrorLike): string | undefined {
   return undefined;
 }
 
-const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 
 /** Any error stripe-node (or our code around it) threw for one attempt. Never throws. */
 export function classifyStripeError(error: unknown): Outcome {
@@ -103,7 +99,7 @@ export function classifyStripeError(error: unknown): Outcome {
 
   if (type === 'StripeConnectionError' || (status === undefined && e.detail !== undefined && type?.startsWith('Stripe'))) {
     const code = connectionCode(e);
-    if (code && NEVER_SENT.has(code)) {
+    if (code && NEVER_SENT_CODES.has(code)) {
       return { kind: 'not-applied', message: `connection failed before the request was sent (${code})`, ...r, code };
     }
     if (code === 'ETIMEDOUT') return { kind: 'unknown', cause: 'timeout', message: short(e.message, 'request timed out after it was sent'), ...r, code };

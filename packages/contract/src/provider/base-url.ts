@@ -26,7 +26,7 @@ export function checkBaseUrl(provider: string, value: unknown, what = 'baseUrl')
   try {
     url = new URL(value);
   } catch {
-    throw new AdapterConfigurationError(provider, `${what} is not an absolute URL`);
+    throw new AdapterConfigurationError(provider, `${what} is not a URL (it is not an absolute URL)`);
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new AdapterConfigurationError(provider, `${what} must be https (or http to a loopback sandbox), got ${url.protocol}`);
   if (url.username !== '' || url.password !== '') throw new AdapterConfigurationError(provider, `${what} must not carry user-info (user:password@): pass credentials through the adapter's options`);

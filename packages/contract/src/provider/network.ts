@@ -77,7 +77,9 @@ export function classifyTransportError(error: unknown): TransportFailure {
   if (codes.length > 0 && codes.every((c) => NEVER_SENT_CODES.has(c))) return { sent: 'never', code: first! };
   const code = codes.find((c) => !NEVER_SENT_CODES.has(c)) ?? first;
   let cause: UnknownCause = 'other';
-  if (codes.some((c) => TIMEOUT_CODES.has(c)) || (error as { name?: unknown })?.name === 'TimeoutError') cause = 'timeout';
+  const name = error !== null && typeof error === 'object' ? (error as { name?: unknown }).name : undefined;
+  // An abort (the runner's deadline, a caller's signal) while in flight is a timeout: the request may have landed.
+  if (codes.some((c) => TIMEOUT_CODES.has(c)) || name === 'TimeoutError' || name === 'AbortError') cause = 'timeout';
   else if (codes.some((c) => RESET_CODES.has(c)) || /socket hang up/i.test(message)) cause = 'connection-reset';
   else if (codes.some((c) => TRUNCATED_CODES.has(c)) || /premature|terminated/i.test(message)) cause = 'truncated-response';
   return code !== undefined ? { sent: 'maybe', cause, code } : { sent: 'maybe', cause };

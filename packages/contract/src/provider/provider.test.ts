@@ -74,6 +74,7 @@ describe('classifyTransportError: never-sent vs may-have-been-applied', () => {
   it('no code at all may have been applied; an AbortSignal.timeout is a timeout; a hang-up is a reset', () => {
     expect(classifyTransportError(new Error('boom'))).toEqual({ sent: 'maybe', cause: 'other' });
     expect(classifyTransportError(new DOMException('timed out', 'TimeoutError'))).toMatchObject({ sent: 'maybe', cause: 'timeout' });
+    expect(classifyTransportError(new DOMException('aborted', 'AbortError'))).toMatchObject({ sent: 'maybe', cause: 'timeout' });
     expect(classifyTransportError(new Error('socket hang up'))).toMatchObject({ sent: 'maybe', cause: 'connection-reset' });
     expect(classifyTransportError('a string')).toEqual({ sent: 'maybe', cause: 'other' });
     expect(classifyTransportError(null)).toEqual({ sent: 'maybe', cause: 'other' });
@@ -100,8 +101,8 @@ describe('checkBaseUrl: https, or http only to loopback, never user-info', () =>
     ['http://localhost.example.com', /plain http only for a loopback/],
     ['ftp://127.0.0.1', /must be https/],
     ['file:///etc/passwd', /must be https/],
-    ['not a url', /not an absolute URL/],
-    ['/v1', /not an absolute URL/],
+    ['not a url', /not a URL/],
+    ['/v1', /not a URL/],
     ['', /absolute URL string/],
     ['https://user:hunter2@api.example.com', /user-info/],
   ])('refuses %s', (url, why) => {

@@ -1,0 +1,103 @@
+/**
+ * The generic provider rules agree across every adapter (issue 17's table, re-measured as a test): each
+ * adapter goes through @retrysafe/contract/provider for Retry-After, "never sent" network codes and the
+ * base-URL rule, so the same input gets the same answer whichever provider it is.
+ */
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { AdapterConfigurationError, type Outcome } from '@retrysafe/contract';
+import { createHttpAdapter, classifyNetworkError as httpNetwork, ietfOrdersCreate, parseRetryAfter as httpRetryAfter } from '@retrysafe/http';
+import { createHubSpotAdapter, outcomeFromNetworkError as hubspotNetwork, rateLimitWaitMs } from '@retrysafe/hubspot';
+import { createMsGraphAdapter, outcomeFromNetworkError as graphNetwork, parseRetryAfter as graphRetryAfter } from '@retrysafe/msgraph';
+import { createSandboxAdapter, classifyNetworkError as sandboxNetwork, parseRetryAfter as sandboxRetryAfter, FORGETFUL_BEHAVIOUR } from '@retrysafe/sandbox';
+import { classifyStripeError, createStripeAdapter, retryAfterMs as stripeRetryAfter } from '@retrysafe/stripe';
+import { describe, expect, it } from 'vitest';
+
+const netErr = (code: string) => new TypeError('fetch failed', { cause: Object.assign(new Error(`connect ${code}`), { code }) });
+
+const classifiers: Record<string, (code: string) => Outcome> = {
+  http: (code) => httpNetwork(netErr(code)),
+  sandbox: (code) => sandboxNetwork(netErr(code)),
+  msgraph: (code) => graphNetwork(netErr(code)),
+  hubspot: (code) => hubspotNetwork(netErr(code), { started: true }),
+  stripe: (code) => classifyStripeError({ type: 'StripeConnectionError', message: 'An error occurred with our connection to Stripe.', detail: Object.assign(new Error(code), { code }) }),
+};
+
+const retryAfterReaders: Record<string, (v: string) => number | undefined> = {
+  http: (v) => httpRetryAfter(v),
+  sandbox: (v) => sandboxRetryAfter(v),
+  msgraph: (v) => graphRetryAfter(v),
+  stripe: (v) => stripeRetryAfter({ 'retry-after': v }), // stripe-node's headers are a plain object
+};
+
+describe('"never sent" network codes: one list, every adapter', () => {
+  for (const [adapter, classify] of Object.entries(classifiers)) {
+    it.each(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'ENOTFOUND', 'EADDRNOTAVAIL'])(`${adapter}: %s ⇒ not-applied`, (code) => {
+      expect(classify(code).kind).toBe('not-applied');
+    });
+    it.each(['ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'UND_ERR_SOCKET'])(`${adapter}: %s ⇒ unknown`, (code) => {
+      expect(classify(code).kind).toBe('unknown');
+    });
+  }
+});
+
+describe('Retry-After: one reading, every adapter', () => {
+  for (const [adapter, read] of Object.entries(retryAfterReaders)) {
+    it(`${adapter}: 1.5 ⇒ 1500 ms, -1 ⇒ no hint, 3 ⇒ 3000 ms`, () => {
+      expect(read('1.5')).toBe(1500);
+      expect(read('-1')).toBeUndefined();
+      expect(read('3')).toBe(3000);
+    });
+  }
+  it('hubspot: a 429 honours Retry-After 1.5 as 1500 ms, and -1 is no hint (the rate-limit headers decide)', () => {
+    expect(rateLimitWaitMs({ status: 429, headers: { 'retry-after': '1.5' }, body: {} })).toBe(1500);
+    expect(rateLimitWaitMs({ status: 429, headers: { 'retry-after': '-1', 'x-hubspot-ratelimit-interval-milliseconds': '10000' }, body: {} })).toBe(10_000);
+  });
+});
+
+describe('base URL: https, or plain http only to loopback, for every adapter', () => {
+  const factories: Record<string, (baseUrl: string) => unknown> = {
+    stripe: (baseUrl) => createStripeAdapter({ apiKey: 'sk_test_canary', baseUrl }),
+    msgraph: (baseUrl) => createMsGraphAdapter({ accessToken: 'canary-token', baseUrl }),
+    hubspot: (baseUrl) => createHubSpotAdapter({ accessToken: 'pat-canary', baseUrl }),
+    http: (baseUrl) => createHttpAdapter({ provider: 'acme', baseUrl, timeoutMs: 1000, operations: { 'orders.create': ietfOrdersCreate('acme') } }),
+    sandbox: (baseUrl) => createSandboxAdapter({ baseUrl, behaviour: FORGETFUL_BEHAVIOUR }),
+  };
+  const refusal = (f: () => unknown) => {
+    try {
+      f();
+    } catch (e) {
+      return e;
+    }
+    return undefined;
+  };
+  for (const [adapter, make] of Object.entries(factories)) {
+    it(`${adapter}: refuses plain http to a non-loopback host and user-info, accepts loopback`, () => {
+      for (const bad of ['http://api.example.com', 'http://10.1.2.3:8080', 'https://user:hunter2@api.example.com']) {
+        const e = refusal(() => make(bad));
+        expect(AdapterConfigurationError.isInstance(e), `${adapter} ${bad}`).toBe(true);
+        expect(String((e as Error).message)).not.toContain('hunter2');
+      }
+      expect(refusal(() => make('http://127.0.0.1:4010'))).toBeUndefined();
+    });
+  }
+});
+
+describe('one owner: no adapter keeps a private copy of the generic rules', () => {
+  const root = join(import.meta.dirname, '..', '..', '..', 'adapters');
+  const files = (dir: string): string[] =>
+    readdirSync(dir).flatMap((n) => {
+      const p = join(dir, n);
+      if (statSync(p).isDirectory()) return n === 'node_modules' || n === 'dist' ? [] : files(p);
+      return p.endsWith('.ts') && !p.endsWith('.test.ts') ? [p] : [];
+    });
+  const sources = readdirSync(root).flatMap((a) => files(join(root, a, 'src')));
+  it('reads every adapter', () => {
+    expect(sources.length).toBeGreaterThan(20);
+  });
+  it.each(sources.map((p) => [p.slice(root.length + 1), p]))('%s has no own Retry-After parser or never-sent code set', (_name, path) => {
+    const text = readFileSync(path, 'utf8');
+    expect(text).not.toMatch(/Date\.parse\(/);
+    expect(text).not.toMatch(/new Set\(\[[^\]]*'(ECONNREFUSED|EHOSTUNREACH|ENOTFOUND)'/);
+  });
+});
