@@ -4,7 +4,19 @@ import { createRunner, jsonlHandoffSink } from '@retrysafe/core';
 import { createRetrysafeMcpServer, serveHttp, serveStdio } from './server.js';
 
 // retrysafe-mcp --config retrysafe.yaml [--http [--port N]]
+// retrysafe-mcp wrap --config fence.yaml [--http [--port N]] -- <upstream command…>   (fence another MCP server)
+// retrysafe-mcp probe --tool T --args JSON --count-tool T --count-path P -- <server command…>
 const args = process.argv.slice(2);
+if (args[0] === 'wrap' || args[0] === 'probe') {
+  const { runWrap, runProbe, UsageError } = await import('./fence/fence-cli.js');
+  try {
+    if (args[0] === 'wrap') await runWrap(args.slice(1));
+    else process.exitCode = await runProbe(args.slice(1));
+  } catch (e) {
+    process.stderr.write(`retrysafe-mcp ${args[0]}: ${(e as Error).message}\n`);
+    process.exit(e instanceof UsageError || (e as { code?: unknown }).code === 'RETRYSAFE_FENCE_CONFIG' ? 2 : 1);
+  }
+} else {
 const at = (flag: string) => { const i = args.indexOf(flag); return i >= 0 ? args[i + 1] : undefined; };
 const configPath = at('--config') ?? process.env.RETRYSAFE_CONFIG;
 if (!configPath) {
@@ -31,4 +43,5 @@ try {
 } catch (e) {
   process.stderr.write(`retrysafe-mcp: ${(e as Error).message}\n`);
   process.exit(1);
+}
 }

@@ -1,3 +1,5 @@
 export { createRetrysafeMcpServer, serveStdio, serveHttp, type McpServerOptions } from './server.js';
 export { agentTools, callAgentTool, toAgentResult, idempotentByCard, operationStatus, pendingHandoffs, summarizeHandoff } from '@retrysafe/core';
 export type { AgentToolDefinition, AgentToolResult, HandoffSummary } from '@retrysafe/core';
+export * from './fence/index.js';
+export { runProbe, runWrap, UsageError } from './fence/fence-cli.js';

@@ -1,0 +1,242 @@
+/**
+ * Fencing someone else's MCP server (issue 22). The upstream is a real MCP server written for the purpose
+ * (test/fixtures/orders-server.mjs: create_order has no idempotency guard); the host is the real MCP client;
+ * the fence is `retrysafe-mcp wrap` as a child process. Faults: the upstream commits and then answers late
+ * (the fence's upstream call times out: response lost between proxy and upstream), and the host times out
+ * and re-issues its call with a new call id and re-ordered arguments (response lost between host and proxy).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { UnknownOperationError } from '@retrysafe/contract';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createFenceAdapter, FenceConfigError, parseFenceConfig, runProbe, UNFENCED_NOTE, type ProbeReceipt } from '../src/index.js';
+
+const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
+const ordersServer = fileURLToPath(new URL('./fixtures/orders-server.mjs', import.meta.url));
+const cleanups: (() => Promise<unknown> | unknown)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+type Order = { id: string; customer: string; ref: string; sku: string; quantity: number };
+type Answer = { isError?: boolean; structuredContent?: unknown; content?: { type: string; text?: string }[]; _meta?: { retrysafe?: { status: string; businessOperationId?: string; adopted?: boolean } } };
+
+function fenceFile(overrides: Record<string, unknown> = {}, tool: Record<string, unknown> = {}): string {
+  const dir = mkdtempSync(join(tmpdir(), 'retrysafe-fence-'));
+  const file = join(dir, 'fence.json');
+  writeFileSync(
+    file,
+    JSON.stringify({
+      name: 'orders',
+      ledger: './fence.db',
+      handoffs: './handoffs.jsonl',
+      timeoutMs: 250,
+      policy: { lookupWindowMs: 3000, waitForOtherMs: 8000, baseMs: 10, capMs: 50 },
+      tools: {
+        create_order: {
+          kind: 'create',
+          intent: ['customer', 'ref'],
+          resultRef: 'id',
+          toolErrors: 'rejected',
+          lookup: { tool: 'list_orders', arguments: { customer: '{{customer}}' }, items: 'orders', match: { customer: 'customer', ref: 'ref' }, consistencyDelay: 0 },
+          ...tool,
+        },
+      },
+      ...overrides,
+    }),
+  );
+  return file;
+}
+
+async function connect(command: string, args: string[], env: Record<string, string> = {}): Promise<Client> {
+  const client = new Client({ name: 'scripted-agent', version: '1.0.0' });
+  await client.connect(new StdioClientTransport({ command, args, env: { PATH: process.env.PATH ?? '', ...env }, stderr: 'ignore' }));
+  cleanups.push(() => client.close());
+  return client;
+}
+
+const wrapped = (fence: string, upstream: string[], env: Record<string, string> = {}) => connect(process.execPath, [bin, 'wrap', '--config', fence, ...upstream], env);
+const orders = async (client: Client, customer?: string) => ((await client.callTool({ name: 'list_orders', arguments: customer ? { customer } : {} })).structuredContent as { orders: Order[] }).orders;
+
+/** The agent's pattern: call; on a timeout or "in-progress", call again (new call id, re-formatted args), bounded. */
+async function agentCalls(client: Client, args: Record<string, unknown>, reformat: (a: Record<string, unknown>) => Record<string, unknown>, hostTimeoutMs: number) {
+  const seen: string[] = [];
+  let current = args;
+  for (let i = 0; i < 20; i++) {
+    try {
+      const a = (await client.callTool({ name: 'create_order', arguments: current }, undefined, { timeout: hostTimeoutMs })) as Answer;
+      const status = a._meta?.retrysafe?.status ?? (a.isError ? 'error' : 'done');
+      seen.push(status);
+      if (status !== 'in-progress') return { answer: a, seen };
+    } catch (e) {
+      seen.push((e as { code?: number }).code === -32001 ? 'host-timeout' : 'error');
+    }
+    current = reformat(current);
+    hostTimeoutMs = Math.max(hostTimeoutMs, 10_000); // after the first loss the agent waits longer
+  }
+  throw new Error(`no final answer: ${seen.join(', ')}`);
+}
+const reorder = (a: Record<string, unknown>) => Object.fromEntries(Object.entries(a).reverse());
+
+describe('fence file', () => {
+  it('refuses unknown keys with the nearest known one, and bad values, naming the path', () => {
+    const base = JSON.parse(readFileSync(fenceFile(), 'utf8')) as Record<string, unknown>;
+    expect(() => parseFenceConfig({ ...base, ledgr: 'x.db' })).toThrow(/unknown key "ledgr" \(did you mean "ledger"\?\)/);
+    const tool = (t: Record<string, unknown>) => ({ ...base, tools: { create_order: { kind: 'create', intent: ['ref'], ...t } } });
+    expect(() => parseFenceConfig(tool({ intnet: ['x'] }))).toThrow(/tools\.create_order: unknown key "intnet" \(did you mean "intent"\?\)/);
+    expect(() => parseFenceConfig(tool({ kind: 'explode' }))).toThrow(/tools\.create_order\.kind must be one of/);
+    expect(() => parseFenceConfig(tool({ intent: [] }))).toThrow(/intent must list at least one/);
+    expect(() => parseFenceConfig(tool({ key: { argument: 'k', retention: 'a day' } }))).toThrow(/key\.retention must be a duration/);
+    expect(() => parseFenceConfig(tool({ rejectWhen: ['('] }))).toThrow(/not a valid regular expression/);
+    expect(() => parseFenceConfig({ ...base, tools: {} })).toThrow(FenceConfigError);
+  });
+
+  it('a fenced tool the upstream does not list is refused at start, with the tools it has', () => {
+    const config = parseFenceConfig(JSON.parse(readFileSync(fenceFile(), 'utf8')));
+    const client = { callTool: async () => ({}) };
+    const e = (() => {
+      try {
+        createFenceAdapter({ config, client, tools: [{ name: 'list_orders', inputSchema: { type: 'object' } }] });
+      } catch (x) {
+        return x;
+      }
+    })();
+    expect(UnknownOperationError.isInstance(e)).toBe(true);
+    expect(String((e as Error).message)).toMatch(/create_order/);
+  });
+
+  it('undeclared facts are unknown on the card and listed as unverified', () => {
+    const config = parseFenceConfig(JSON.parse(readFileSync(fenceFile({}, { key: { argument: 'idempotency_key' }, lookup: undefined }), 'utf8')));
+    const adapter = createFenceAdapter({ config, client: { callTool: async () => ({}) }, tools: [{ name: 'create_order', inputSchema: { type: 'object' } }, { name: 'list_orders', inputSchema: { type: 'object' } }] });
+    const card = adapter.operations.create_order!.card;
+    expect(card.providerKey.travels.value).toBe('body');
+    expect(card.storedResult.semantics.value).toBe('unknown');
+    expect(card.retention.minimum.value).toBe('unknown');
+    expect(card.unverified.map((u) => u.field).sort()).toEqual(['concurrency', 'parameterMatching', 'retention.minimum', 'storedResult.semantics']);
+  });
+});
+
+describe('retrysafe-mcp wrap', () => {
+  it('lists the upstream tools: fenced ones say so, the others are marked as passing through unchanged', async () => {
+    const client = await wrapped(fenceFile(), ['--', process.execPath, ordersServer]);
+    const { tools } = await client.listTools();
+    const create = tools.find((t) => t.name === 'create_order')!;
+    const list = tools.find((t) => t.name === 'list_orders')!;
+    expect(create.description).toMatch(/\[fenced by retrysafe\]/);
+    expect(create.description).toMatch(/customer, ref/);
+    expect(create.annotations?.idempotentHint).toBe(true);
+    expect((create._meta as { retrysafe?: { fenced?: boolean } }).retrysafe?.fenced).toBe(true);
+    expect(list.description?.startsWith(UNFENCED_NOTE)).toBe(true);
+    expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(['retrysafe_status', 'retrysafe_handoffs']));
+  });
+
+  it('a lost answer on both hops, a re-issued call with a new call id and re-ordered arguments: exactly one order (unwrapped: two)', async () => {
+    const ref = `PO-${randomBytes(3).toString('hex')}`;
+    const args = { customer: 'cus_1', ref, sku: 'sku_9', quantity: 2 };
+    // Unwrapped control: the host times out while the server still commits; its re-issued call is a second order.
+    const direct = await connect(process.execPath, [ordersServer, '--reply-delay-ms', '600']);
+    const control = await agentCalls(direct, args, reorder, 150);
+    expect(control.seen[0]).toBe('host-timeout');
+    expect((await orders(direct, 'cus_1')).filter((o) => o.ref === ref)).toHaveLength(2);
+
+    // Wrapped: the upstream answers after the fence's 250 ms timeout (unknown → lookup → adopted), and the host
+    // gives up at 150 ms and re-issues.
+    const client = await wrapped(fenceFile(), ['--', process.execPath, ordersServer, '--reply-delay-ms', '600']);
+    const { answer, seen } = await agentCalls(client, args, reorder, 150);
+    expect(seen[0]).toBe('host-timeout');
+    expect(answer.isError).toBeFalsy();
+    expect(answer._meta?.retrysafe?.status).toBe('done');
+    const made = (await orders(client, 'cus_1')).filter((o) => o.ref === ref);
+    expect(made).toHaveLength(1);
+    expect((answer.structuredContent as Order).id).toBe(made[0]!.id);
+  });
+
+  it('a tool error the fence file calls a rejection is not retried: one call upstream, a needs-human answer', async () => {
+    const client = await wrapped(fenceFile(), ['--', process.execPath, ordersServer]);
+    const a = (await client.callTool({ name: 'create_order', arguments: { customer: 'cus_2', ref: 'PO-bad', sku: 's', quantity: 0 } })) as Answer;
+    expect(a.isError).toBe(true);
+    expect(a._meta?.retrysafe?.status).toBe('needs-human');
+    expect(await orders(client, 'cus_2')).toHaveLength(0);
+  });
+
+  it('a tool with unknown facts gets no blind re-send: no lookup, no key, the answer lost ⇒ a handoff and one order', async () => {
+    const file = fenceFile({}, { lookup: undefined });
+    const client = await wrapped(file, ['--', process.execPath, ordersServer, '--reply-delay-ms', '600']);
+    const ref = `PO-${randomBytes(3).toString('hex')}`;
+    const a = (await client.callTool({ name: 'create_order', arguments: { customer: 'cus_3', ref, sku: 's', quantity: 1 } }, undefined, { timeout: 20_000 })) as Answer;
+    expect(a._meta?.retrysafe?.status).toBe('needs-human');
+    await new Promise((r) => setTimeout(r, 700)); // let the upstream's late answer land
+    expect((await orders(client, 'cus_3')).filter((o) => o.ref === ref)).toHaveLength(1);
+    const again = (await client.callTool({ name: 'create_order', arguments: { ref, customer: 'cus_3', sku: 's', quantity: 1 } })) as Answer;
+    expect(again._meta?.retrysafe?.status).toBe('needs-human');
+    expect((await orders(client, 'cus_3')).filter((o) => o.ref === ref)).toHaveLength(1);
+  });
+});
+
+describe('retrysafe probe', () => {
+  const probe = async (upstream: string[]) => {
+    const dir = mkdtempSync(join(tmpdir(), 'retrysafe-probe-'));
+    const receiptFile = join(dir, 'probe.json');
+    const lines: string[] = [];
+    const ref = `PO-${randomBytes(3).toString('hex')}`;
+    const code = await runProbe(
+      ['--tool', 'create_order', '--args', JSON.stringify({ customer: 'cus_p', ref, sku: 's', quantity: 1 }), '--count-tool', 'list_orders', '--count-path', 'orders', '--match', JSON.stringify({ ref }), '--timeout-ms', '150', '--settle-ms', '800', '--receipt', receiptFile, '--', ...upstream],
+      (l) => lines.push(l),
+    );
+    return { code, lines, receipt: JSON.parse(readFileSync(receiptFile, 'utf8')) as ProbeReceipt, ref };
+  };
+
+  it('unfenced: reports the duplicates (exit 1) and writes a receipt without the arguments', async () => {
+    const r = await probe([process.execPath, ordersServer, '--reply-delay-ms', '400']);
+    expect(r.code).toBe(1);
+    expect(r.receipt.verdict).toBe('duplicates');
+    expect(r.receipt.effects).toBeGreaterThan(1);
+    expect(r.lines[0]).toMatch(/^DUPLICATES: \d+ effects for one intent/);
+    expect(JSON.stringify(r.receipt)).not.toContain(r.ref);
+    expect(r.receipt.calls.map((c) => c.phase)).toEqual(['concurrent', 'concurrent', 'concurrent', 'timed-out', 're-issued']);
+  });
+
+  it('the same server fenced: one effect (exit 0)', async () => {
+    const r = await probe([process.execPath, bin, 'wrap', '--config', fenceFile(), '--', process.execPath, ordersServer, '--reply-delay-ms', '400']);
+    expect(r.receipt.verdict).toBe('at-most-once');
+    expect(r.receipt.effects).toBe(1);
+    expect(r.code).toBe(0);
+  });
+});
+
+describe('shared state: two fence processes on one PostgreSQL ledger behind one upstream', () => {
+  it('a retry that lands on the other proxy gets the same operation and the same stored result', async () => {
+    const url = process.env.DATABASE_URL;
+    if (!url) throw new Error('DATABASE_URL is not set: this test needs the PostgreSQL that .ci/test-env.sh starts');
+    const upstream: ChildProcess = spawn(process.execPath, [ordersServer, '--http', '0', '--reply-delay-ms', '600'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    cleanups.push(() => upstream.kill());
+    const upstreamUrl = await new Promise<string>((resolve, reject) => {
+      let err = '';
+      upstream.stderr!.on('data', (d) => {
+        err += String(d);
+        const m = /(http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(err);
+        if (m) resolve(m[1]!);
+      });
+      upstream.on('exit', () => reject(new Error(`orders server exited: ${err}`)));
+    });
+    const file = fenceFile({ ledger: url });
+    const a = await wrapped(file, ['--upstream-url', upstreamUrl]);
+    const b = await wrapped(file, ['--upstream-url', upstreamUrl]);
+    const ref = `PO-${randomBytes(3).toString('hex')}`;
+    const args = { customer: 'cus_pg', ref, sku: 's', quantity: 1 };
+    // The host's call through proxy A times out on the host; the host re-issues it through proxy B.
+    await expect(a.callTool({ name: 'create_order', arguments: args }, undefined, { timeout: 150 })).rejects.toMatchObject({ code: -32001 });
+    const viaB = await agentCalls(b, reorder(args), reorder, 20_000);
+    const viaA = await agentCalls(a, args, reorder, 20_000);
+    expect(viaB.answer._meta?.retrysafe?.status).toBe('done');
+    expect(viaA.answer._meta?.retrysafe?.businessOperationId).toBe(viaB.answer._meta?.retrysafe?.businessOperationId);
+    expect(viaA.answer.structuredContent).toEqual(viaB.answer.structuredContent);
+    expect((await orders(a, 'cus_pg')).filter((o) => o.ref === ref)).toHaveLength(1);
+  });
+});
