@@ -158,6 +158,31 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
   });
 
   program
+    .command('probe')
+    .description('count duplicate effects of an MCP tool: identical calls at once and after a timeout, counted through a read tool (in a sandbox you provide)')
+    .argument('[server...]', 'after --: the MCP server command to spawn (stdio)')
+    .option('--url <url>', 'a streamable HTTP MCP server instead of a command (https, or http on loopback)')
+    .requiredOption('--tool <name>', 'the writing tool to probe')
+    .option('--args <json>', 'its sample arguments (a JSON object)', '{}')
+    .requiredOption('--count-tool <name>', 'a read tool that lists the effects')
+    .option('--count-args <json>', 'its arguments (a JSON object)')
+    .requiredOption('--count-path <path>', 'path to the list in the read tool\'s answer')
+    .option('--match <json>', 'count only items with these values (a JSON object of item path → value)')
+    .option('--concurrent <n>', 'identical calls fired at once', integer, 3)
+    .option('--timeout-ms <n>', 'client timeout of the call that is abandoned and re-issued', integer, 200)
+    .option('--settle-ms <n>', 'wait for late effects before counting', integer, 1500)
+    .option('--receipt <file>', 'write the probe receipt (JSON) here')
+    .action(async (server: string[], o) => {
+      const { runProbe } = await import('@retrysafe/mcp');
+      const flags = ['--tool', o.tool, '--args', o.args, '--count-tool', o.countTool, '--count-path', o.countPath, '--concurrent', String(o.concurrent), '--timeout-ms', String(o.timeoutMs), '--settle-ms', String(o.settleMs)];
+      for (const [flag, v] of [['--count-args', o.countArgs], ['--match', o.match], ['--receipt', o.receipt], ['--url', o.url]] as const) if (v !== undefined) flags.push(flag, v);
+      const exit = await runProbe([...flags, ...(server.length ? ['--', ...server] : [])], (l) => io.out(l)).catch((e: unknown) => {
+        throw (e as Error)?.name === 'UsageError' ? new UsageError((e as Error).message) : e;
+      });
+      code = exit === 0 ? EXIT.ok : EXIT.failed;
+    });
+
+  program
     .command('demo')
     .description('a scripted agent flow (mail, CRM update, ticket, invoice, a bad charge) against the sandboxes with faults, on SQLite')
     .option('--db <path>', 'SQLite ledger file (default: a new temp file)')

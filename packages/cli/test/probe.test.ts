@@ -1,0 +1,27 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { cli, REPO, tempDir } from './helpers.js';
+
+// `retrysafe probe` against the orders MCP server written for the fence tests (no idempotency guard):
+// the probe fires identical calls and counts the effects through list_orders.
+const orders = join(REPO, 'packages/mcp/test/fixtures/orders-server.mjs');
+
+describe('retrysafe probe', () => {
+  it('reports the duplicates of an unfenced server (exit 1) and writes a receipt', async () => {
+    const receipt = join(tempDir('probe'), 'probe.json');
+    const r = await cli(['probe', '--tool', 'create_order', '--args', '{"customer":"c","ref":"PO-7","sku":"s","quantity":1}', '--count-tool', 'list_orders', '--count-path', 'orders', '--settle-ms', '200', '--receipt', receipt, '--', process.execPath, orders, '--reply-delay-ms', '300']);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/DUPLICATES: \d+ effects for one intent/);
+    const written = JSON.parse(readFileSync(receipt, 'utf8')) as { verdict: string; effects: number };
+    expect(written.verdict).toBe('duplicates');
+    expect(written.effects).toBeGreaterThan(1);
+  });
+
+  it('refuses bad JSON in one line, exit 2', async () => {
+    const r = await cli(['probe', '--tool', 'x', '--count-tool', 'y', '--count-path', 'z', '--args', '[1', '--', process.execPath, orders]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--args must be a JSON object/);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+});
