@@ -44,6 +44,7 @@ import { decide, notFoundIsAuthoritative, resendSafety, type Decision, type Deci
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { buildPacket } from './handoff.js';
 import { leaseLive } from './ledger/transitions.js';
+import { preclaim } from './preclaim.js';
 import { sealReceipt } from './receipts.js';
 import { createRedactor, type RedactOptions, type Redactor } from './redact.js';
 import { resolvePolicy, type PolicyOverrides, type RetryPolicy } from './retry-policy.js';
@@ -237,13 +238,15 @@ export function createRunner(options: RunnerOptions): Runner {
     if (typeof input !== 'object' || input === null) throw new InvalidIntentError('', 'run input must be an object with params');
     const card = spec.card;
     const intent = input.intent ?? pickIntent(input.params, spec.intentFields);
+    // Everything that can refuse the operation, before anything is claimed (preclaim.ts).
+    const { paramsFingerprint, requestFingerprint, redactor } = preclaim(input.params ?? null, intent, () =>
+      createRedactor(options.redact ?? {}, spec.sensitiveFields ?? []).withValuesFrom(input.params),
+    );
     const id = input.businessOperationId !== undefined ? asBusinessOperationId(input.businessOperationId) : deriveBusinessOperationId(card.operation, intent);
     const intentFingerprint = fingerprint({ operation: card.operation, intent });
-    const paramsFingerprint = fingerprint(input.params ?? null);
     const providerKey = adapter.deriveProviderKey(operation, id);
     const runId = input.runId !== undefined ? asRunId(input.runId) : newRunId();
     const policy = resolvePolicy(card, options.policy);
-    const redactor = createRedactor(options.redact ?? {}, spec.sensitiveFields ?? []).withValuesFrom(input.params);
     const claimInput: ClaimInput = {
       businessOperationId: id,
       provider: adapter.provider,
@@ -256,11 +259,11 @@ export function createRunner(options: RunnerOptions): Runner {
       leaseMs: policy.leaseMs,
       now: clock.now(),
     };
-    const base = { adapter, opName: operation, card, policy, redactor, id, providerKey, runId, params: input.params ?? null, signal: input.signal };
+    const base = { adapter, opName: operation, card, policy, redactor, id, providerKey, runId, params: input.params ?? null, requestFingerprint, signal: input.signal };
     return claimAndDrive(base, claimInput, paramsFingerprint);
   }
 
-  type OpBase = Pick<Op, 'adapter' | 'opName' | 'card' | 'policy' | 'redactor' | 'id' | 'providerKey' | 'runId' | 'params' | 'signal'>;
+  type OpBase = Pick<Op, 'adapter' | 'opName' | 'card' | 'policy' | 'redactor' | 'id' | 'providerKey' | 'runId' | 'params' | 'requestFingerprint' | 'signal'>;
 
   async function claimAndDrive(base: OpBase, claimInput: ClaimInput, paramsFingerprint: string): Promise<RunResult> {
     // A new operation's first decision is always "send now" (decide: claimed, nothing observed), so the
@@ -306,7 +309,6 @@ export function createRunner(options: RunnerOptions): Runner {
     const last = prior[prior.length - 1];
     const op: Op = {
       ...base,
-      requestFingerprint: fingerprint(base.redactor.params(base.params)),
       ref,
       record,
       leaseExpiresAt: record.leaseExpiresAt ?? 0,
@@ -703,16 +705,18 @@ export function createRunner(options: RunnerOptions): Runner {
   function baseFromRecord(adapter: AdapterV1, opName: string, record: OperationRecord, runId: RunId): { base: OpBase; claimInput: ClaimInput } {
     const spec = checkAdapter(adapter, opName);
     const policy = resolvePolicy(spec.card, options.policy);
+    const { redactor, requestFingerprint } = preclaim(record.params, null, () => createRedactor(options.redact ?? {}, spec.sensitiveFields ?? []).withValuesFrom(record.params));
     const base: OpBase = {
       adapter,
       opName,
       card: spec.card,
       policy,
-      redactor: createRedactor(options.redact ?? {}, spec.sensitiveFields ?? []).withValuesFrom(record.params),
+      redactor,
       id: record.businessOperationId,
       providerKey: record.providerKey,
       runId,
       params: record.params,
+      requestFingerprint,
       signal: undefined,
     };
     const claimInput: ClaimInput = {
@@ -791,7 +795,7 @@ export function createRunner(options: RunnerOptions): Runner {
         outcome: null,
         decision: { action: 'resume', reason: 'a person chose resume: same provider key, fresh budget' },
         providerKey: record.providerKey,
-        requestFingerprint: fingerprint(base.redactor.params(record.params)),
+        requestFingerprint: base.requestFingerprint,
         prevHash: last?.hash ?? null,
       });
       await ledger.appendReceipt(ref, resumeReceipt);

@@ -7,6 +7,7 @@ export * from './invalid-state-error.js';
 export * from './lease-lost-error.js';
 export * from './ledger-error.js';
 export * from './operation-in-progress-error.js';
+export * from './payload-limit-error.js';
 export * from './retry-exhausted-error.js';
 export * from './retrysafe-error.js';
 export * from './unknown-operation-error.js';
