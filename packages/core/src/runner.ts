@@ -8,6 +8,7 @@ import {
   LeaseLostError,
   OUTCOME_KINDS,
   RetryExhaustedError,
+  RetrysafeError,
   SPECIFICATION_VERSION,
   TERMINAL_STATES,
   UnknownOperationError,
@@ -118,8 +119,11 @@ export interface RecoverReport {
   readonly businessOperationId: BusinessOperationId;
   readonly from: OperationState;
   readonly to: OperationState;
-  readonly action: 'completed' | 'adopted' | 'handed-off' | 'in-progress' | 'skipped-busy' | 'skipped-no-adapter' | 'already-terminal';
+  /** `failed`: the record could not be driven nor handed off (see `error`); it stays for the next pass. */
+  readonly action: 'completed' | 'adopted' | 'handed-off' | 'in-progress' | 'skipped-busy' | 'skipped-no-adapter' | 'already-terminal' | 'failed';
   readonly result?: RunResult;
+  /** Why this record could not be driven: it was handed off with reason `recovery-failed` (or, when even that failed, action `failed`). */
+  readonly error?: { readonly name: string; readonly code?: string; readonly message: string };
 }
 
 export type Resolution = { readonly action: 'resume' } | { readonly action: 'mark-done'; readonly providerRef: string } | { readonly action: 'abandon' };
@@ -739,21 +743,33 @@ export function createRunner(options: RunnerOptions): Runner {
     const reports: RecoverReport[] = [];
     const runId = newRunId();
     for (const record of await ledger.recoverCandidates(clock.now(), opts.limit)) {
-      const found = findAdapter(opts.adapters, record);
+      // Each record on its own: one that cannot be driven is handed off, and the healthy ones behind it proceed.
+      try {
+        await recoverOne(record, opts.adapters, runId, reports);
+      } catch (err) {
+        reports.push(await recoveryFailed(record, err));
+      }
+    }
+    return reports;
+  }
+
+  async function recoverOne(record: OperationRecord, adapters: readonly AdapterV1[], runId: RunId, reports: RecoverReport[]): Promise<void> {
+    {
+      const found = findAdapter(adapters, record);
       if (!found) {
         log('warn', 'recover-skip', `no adapter given for ${record.operation}`);
         reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: record.state, action: 'skipped-no-adapter' });
-        continue;
+        return;
       }
       const { base, claimInput } = baseFromRecord(found.adapter, found.opName, record, runId);
       const claim = await ledger.claim(claimInput);
       if (claim.kind === 'busy' || claim.kind === 'conflict') {
         reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: claim.record.state, action: 'skipped-busy' });
-        continue;
+        return;
       }
       if (claim.kind === 'terminal') {
         reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: claim.record.state, action: 'already-terminal' });
-        continue;
+        return;
       }
       log('info', 'recover', `reconciling from ${claim.record.state}`, base);
       const result = await execute(base, claim.record, { businessOperationId: record.businessOperationId, fence: claim.record.fence }, record.paramsFingerprint, claimInput, claim.takenOver);
@@ -761,7 +777,54 @@ export function createRunner(options: RunnerOptions): Runner {
       const action: RecoverReport['action'] = result.status === 'done' ? (result.adopted ? 'adopted' : 'completed') : result.status;
       reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: after?.state ?? record.state, action, result });
     }
-    return reports;
+  }
+
+  /** Hands off a record recover() could not drive, with reason `recovery-failed` and the error; reports it either way. */
+  async function recoveryFailed(record: OperationRecord, err: unknown): Promise<RecoverReport> {
+    let redactor = baseRedactor;
+    try {
+      redactor = baseRedactor.withValuesFrom(record.params);
+    } catch {
+      // the params themselves may be what cannot be handled: the base patterns still apply
+    }
+    const error = {
+      name: err instanceof Error ? err.name : 'Error',
+      ...(RetrysafeError.isInstance(err) ? { code: err.code } : {}),
+      message: redactor.text(err instanceof Error ? err.message : String(err)),
+    };
+    const id = record.businessOperationId;
+    const ctx = { id, card: { operation: record.operation } as RetrySafetyCard, redactor };
+    log('warn', 'recover-failed', `could not drive it: ${error.name}: ${error.message}`, ctx);
+    try {
+      const claim = await ledger.claim({
+        businessOperationId: id,
+        provider: record.provider,
+        operation: record.operation,
+        intentFingerprint: record.intentFingerprint,
+        paramsFingerprint: record.paramsFingerprint,
+        params: record.params,
+        providerKey: record.providerKey,
+        owner,
+        leaseMs: options.policy?.leaseMs ?? 30_000,
+        now: clock.now(),
+      });
+      if (claim.kind !== 'claimed') return { businessOperationId: id, from: record.state, to: claim.record.state, action: claim.kind === 'terminal' ? 'already-terminal' : 'skipped-busy', error };
+      const now = clock.now();
+      const packet = buildPacket({
+        record: claim.record,
+        reason: 'recovery-failed',
+        explanation: `recover() could not drive this operation (${error.name}${error.code ? ` ${error.code}` : ''}: ${error.message}); nothing more was sent. It may have been dispatched before: check the provider, then resolve it.`,
+        receipts: await ledger.receipts(id).catch(() => []),
+        resendSafe: false,
+        now,
+      });
+      const after = await ledger.handOff({ businessOperationId: id, fence: claim.record.fence }, packet, now);
+      if (sink) await Promise.resolve(sink.send(packet)).catch((e: unknown) => log('warn', 'handoff-sink-failed', `the packet is in the ledger; the sink failed: ${errText(e)}`, ctx));
+      return { businessOperationId: id, from: record.state, to: after.state, action: 'handed-off', error };
+    } catch (again) {
+      log('warn', 'recover-failed', `could not hand it off either (${errText(again)}); it stays for the next pass`, ctx);
+      return { businessOperationId: id, from: record.state, to: record.state, action: 'failed', error };
+    }
   }
 
   async function resolve(rawId: string, resolution: Resolution, opts: { readonly adapters?: readonly AdapterV1[]; readonly by?: string } = {}): Promise<ResolveResult> {
