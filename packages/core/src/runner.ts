@@ -12,6 +12,7 @@ import {
   SPECIFICATION_VERSION,
   TERMINAL_STATES,
   UnknownOperationError,
+  UnsafeResumeError,
   UnsupportedSpecificationVersionError,
   asBusinessOperationId,
   asRunId,
@@ -126,7 +127,8 @@ export interface RecoverReport {
   readonly error?: { readonly name: string; readonly code?: string; readonly message: string };
 }
 
-export type Resolution = { readonly action: 'resume' } | { readonly action: 'mark-done'; readonly providerRef: string } | { readonly action: 'abandon' };
+/** `resume` is refused (UnsafeResumeError) when the packet marks it not safe, unless `force: true` (you checked at the provider). */
+export type Resolution = { readonly action: 'resume'; readonly force?: boolean } | { readonly action: 'mark-done'; readonly providerRef: string } | { readonly action: 'abandon' };
 
 export type ResolveResult =
   | RunResult
@@ -834,13 +836,18 @@ export function createRunner(options: RunnerOptions): Runner {
     if (record.state !== 'handed-off') throw new InvalidStateError(id, record.state, `only a handed-off operation can be resolved (${resolution?.action})`);
     const by = opts.by ?? owner;
     if (resolution?.action === 'resume') {
+      const resumeAction = record.handoff?.safeNextActions.find((a) => a.action === 'resume');
+      if (resumeAction && !resumeAction.safe && resolution.force !== true) {
+        log('warn', 'resume-refused', `resume refused: the packet marks it not safe (${resumeAction.why})`);
+        throw new UnsafeResumeError(id, resumeAction.why);
+      }
       const found = findAdapter(opts.adapters ?? [], record);
       if (!found) throw new RunnerConfigurationError('resolve', `resume needs the adapter for ${record.operation} in { adapters }`);
       const { base, claimInput } = baseFromRecord(found.adapter, found.opName, record, newRunId());
       const claim = await ledger.claim({ ...claimInput, resume: true });
       if (claim.kind === 'busy') return { status: 'in-progress', businessOperationId: id, statusRef: claim.record.statusRef, retryAfterMs: Math.max(0, (claim.record.leaseExpiresAt ?? 0) - clock.now()) };
       if (claim.kind !== 'claimed') return fromTerminal(claim.record, null, base);
-      log('info', 'resume', `a person resumed it (${by}): re-sending with the same key`, base);
+      log('info', 'resume', `a person resumed it (${by})${resolution.force === true && resumeAction && !resumeAction.safe ? ', forced past an unsafe packet' : ''}: re-sending with the same key`, base);
       const ref = { businessOperationId: id, fence: claim.record.fence };
       const prior = await ledger.receipts(id);
       const last = prior[prior.length - 1];

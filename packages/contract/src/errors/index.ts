@@ -11,5 +11,6 @@ export * from './payload-limit-error.js';
 export * from './retry-exhausted-error.js';
 export * from './retrysafe-error.js';
 export * from './unknown-operation-error.js';
+export * from './unsafe-resume-error.js';
 export * from './unsupported-capability-error.js';
 export * from './unsupported-specification-version-error.js';
