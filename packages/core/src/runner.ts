@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
+  AdapterConfigurationError,
   CardValidationError,
   ConflictError,
   InvalidIntentError,
   InvalidStateError,
   LeaseLostError,
+  LedgerError,
   OUTCOME_KINDS,
   RetryExhaustedError,
   RetrysafeError,
@@ -124,7 +126,7 @@ export interface RecoverReport {
   readonly action: 'completed' | 'adopted' | 'handed-off' | 'in-progress' | 'skipped-busy' | 'skipped-no-adapter' | 'already-terminal' | 'failed';
   readonly result?: RunResult;
   /** Why this record could not be driven: it was handed off with reason `recovery-failed` (or, when even that failed, action `failed`). */
-  readonly error?: { readonly name: string; readonly code?: string; readonly message: string };
+  readonly error?: { readonly name: string; readonly code?: string; readonly message: string; readonly providerMayHaveBeenCalled?: boolean };
 }
 
 /** `resume` is refused (UnsafeResumeError) when the packet marks it not safe, unless `force: true` (you checked at the provider). */
@@ -187,11 +189,21 @@ interface Op {
 
 const validatedCards = new WeakMap<object, true>();
 
-function checkAdapter(adapter: AdapterV1, operation: string): OperationSpec {
+/** The shape the runner relies on, checked before anything else, so a garbage adapter is a typed error and never a TypeError. */
+function checkAdapterShape(adapter: AdapterV1): void {
   if (typeof adapter !== 'object' || adapter === null) throw new RunnerConfigurationError('adapter', 'expected an adapter object');
   if (adapter.specificationVersion !== SPECIFICATION_VERSION) throw new UnsupportedSpecificationVersionError(String(adapter.provider), adapter.specificationVersion);
+  const provider = typeof adapter.provider === 'string' && adapter.provider.length > 0 ? adapter.provider : null;
+  if (provider === null) throw new RunnerConfigurationError('adapter', 'adapter.provider must be a non-empty string');
+  if (typeof adapter.operations !== 'object' || adapter.operations === null) throw new AdapterConfigurationError(provider, 'adapter.operations must be an object of operation specs');
+  for (const m of ['deriveProviderKey', 'doExecute', 'doLookup'] as const) if (typeof adapter[m] !== 'function') throw new AdapterConfigurationError(provider, `adapter.${m} must be a function`);
+}
+
+function checkAdapter(adapter: AdapterV1, operation: string): OperationSpec {
+  checkAdapterShape(adapter);
   const spec = Object.prototype.hasOwnProperty.call(adapter.operations, operation) ? adapter.operations[operation] : undefined;
   if (!spec) throw new UnknownOperationError(adapter.provider, operation, Object.keys(adapter.operations));
+  if (typeof spec !== 'object' || typeof spec.card !== 'object' || spec.card === null || !Array.isArray(spec.intentFields)) throw new AdapterConfigurationError(adapter.provider, `operation ${operation}: expected { card, intentFields, … }`);
   if (!validatedCards.has(spec.card)) {
     const v = validateCard(spec.card);
     if (!v.ok) throw new CardValidationError(String(spec.card?.operation ?? operation), v.problems);
@@ -342,8 +354,15 @@ export function createRunner(options: RunnerOptions): Runner {
         return waitForOther(base, claimInput, paramsFingerprint);
       }
       await ledger.release(op.ref).catch(() => undefined);
-      throw err;
+      throw mayHaveCalled(err, op.runAttempts > 0, op);
     }
+  }
+
+  /** A LedgerError that ends a call says whether that call had already sent the request (LedgerError.providerMayHaveBeenCalled). */
+  function mayHaveCalled(err: unknown, called: boolean, op: Op): unknown {
+    if (!LedgerError.isInstance(err) || !called || err.providerMayHaveBeenCalled) return err;
+    log('warn', 'ledger-failed-after-dispatch', `the ledger failed after the request was sent (the provider may have applied it): ${errText(err)}`, op);
+    return new LedgerError(`${err.message} — after this call had sent the request: the provider may have applied it; run the same id again or recover() once the ledger works (both look up first)`, { cause: err, providerMayHaveBeenCalled: true });
   }
 
   function stateOf(op: Op, observedAt?: number): DecisionState {
@@ -703,7 +722,7 @@ export function createRunner(options: RunnerOptions): Runner {
   function findAdapter(adapters: readonly AdapterV1[], record: OperationRecord): { adapter: AdapterV1; opName: string } | null {
     for (const adapter of adapters) {
       if (adapter.provider !== record.provider) continue;
-      for (const [opName, spec] of Object.entries(adapter.operations)) if (spec.card.operation === record.operation) return { adapter, opName };
+      for (const [opName, spec] of Object.entries(adapter.operations)) if ((spec as OperationSpec | null)?.card?.operation === record.operation) return { adapter, opName };
     }
     return null;
   }
@@ -742,6 +761,7 @@ export function createRunner(options: RunnerOptions): Runner {
 
   async function recover(opts: { readonly adapters: readonly AdapterV1[]; readonly limit?: number }): Promise<RecoverReport[]> {
     if (!opts || !Array.isArray(opts.adapters)) throw new RunnerConfigurationError('recover', 'recover({ adapters: [...] }) needs the adapters of the operations to reconcile');
+    for (const a of opts.adapters) checkAdapterShape(a);
     const reports: RecoverReport[] = [];
     const runId = newRunId();
     for (const record of await ledger.recoverCandidates(clock.now(), opts.limit)) {
@@ -793,6 +813,7 @@ export function createRunner(options: RunnerOptions): Runner {
       name: err instanceof Error ? err.name : 'Error',
       ...(RetrysafeError.isInstance(err) ? { code: err.code } : {}),
       message: redactor.text(err instanceof Error ? err.message : String(err)),
+      ...(LedgerError.isInstance(err) ? { providerMayHaveBeenCalled: err.providerMayHaveBeenCalled } : {}),
     };
     const id = record.businessOperationId;
     const ctx = { id, card: { operation: record.operation } as RetrySafetyCard, redactor };
@@ -841,6 +862,7 @@ export function createRunner(options: RunnerOptions): Runner {
         log('warn', 'resume-refused', `resume refused: the packet marks it not safe (${resumeAction.why})`);
         throw new UnsafeResumeError(id, resumeAction.why);
       }
+      for (const a of opts.adapters ?? []) checkAdapterShape(a);
       const found = findAdapter(opts.adapters ?? [], record);
       if (!found) throw new RunnerConfigurationError('resolve', `resume needs the adapter for ${record.operation} in { adapters }`);
       const { base, claimInput } = baseFromRecord(found.adapter, found.opName, record, newRunId());
