@@ -6,6 +6,7 @@ import {
   ConflictError,
   InvalidIntentError,
   InvalidStateError,
+  LeaseExpiredError,
   LeaseLostError,
   LedgerError,
   OUTCOME_KINDS,
@@ -330,7 +331,9 @@ export function createRunner(options: RunnerOptions): Runner {
       ref,
       record,
       leaseExpiresAt: record.leaseExpiresAt ?? 0,
-      // Taken over: the record's last write happened at or after its last dispatch (a safe upper bound).
+      // Taken over: the dead owner could send until its lease ended (never after: checkOwnLease), and this
+      // claim's write (record.updatedAt) happened once that lease had run out, so it bounds the dead owner's
+      // last dispatch from above — its lease end, not its last heartbeat. Otherwise: the last write.
       lastDispatchedAt: dispatchWritten || record.firstDispatchedAt === null ? null : Math.max(record.firstDispatchedAt, record.updatedAt),
       startedAt: clock.now(),
       recovering: takenOver && (['dispatched', 'unknown', 'reconciling', 'in-progress'] as OperationState[]).includes(record.state),
@@ -491,6 +494,7 @@ export function createRunner(options: RunnerOptions): Runner {
       // Durably `dispatched` BEFORE the provider is called: a crash from here on is found and reconciled.
       op.record = await ledger.markDispatched(op.ref, clock.now());
     }
+    checkOwnLease(op);
     op.lastDispatchedAt = op.record.updatedAt;
     op.runAttempts++;
     log('info', 'dispatch', `provider call ${op.record.attemptCount} (run attempt ${op.runAttempts}) with key ${op.providerKey ?? '(none)'}`, op);
@@ -511,6 +515,20 @@ export function createRunner(options: RunnerOptions): Runner {
     }
     log('info', 'outcome', `${outcome.kind}${outcome.status !== undefined ? ` (${outcome.status})` : ''}${'message' in outcome && outcome.message ? `: ${outcome.message}` : ''}`, op);
     return outcome;
+  }
+
+  /**
+   * Immediately before every provider call: never send once this worker's own lease has run out (or has
+   * less than a tenth of it left). A takeover treats the dead owner's lease end as the latest moment it
+   * could have sent; that bound holds only if no worker sends past its lease. A pause between this check
+   * and the bytes leaving (GC, suspended VM) is not covered: see docs/runbook.md, "Paused workers".
+   */
+  function checkOwnLease(op: Op): void {
+    const now = clock.now();
+    const margin = Math.min(2000, Math.floor(op.policy.leaseMs / 10));
+    if (now < op.leaseExpiresAt - margin) return;
+    log('warn', 'lease-expired-before-send', `own lease ends at ${iso(op.leaseExpiresAt)}, now ${iso(now)}: not sending`, op);
+    throw new LeaseExpiredError(op.id, op.leaseExpiresAt, now);
   }
 
   async function lookup(op: Op, attemptId: ReturnType<typeof newAttemptId>): Promise<LookupResult> {

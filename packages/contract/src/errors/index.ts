@@ -4,6 +4,7 @@ export * from './conflict-error.js';
 export * from './invalid-id-error.js';
 export * from './invalid-intent-error.js';
 export * from './invalid-state-error.js';
+export * from './lease-expired-error.js';
 export * from './lease-lost-error.js';
 export * from './ledger-error.js';
 export * from './operation-in-progress-error.js';
