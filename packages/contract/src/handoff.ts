@@ -9,7 +9,9 @@ export type HandoffReason =
   | 'lookup-window-exhausted'
   | 'in-progress-window-exhausted'
   | 'key-past-retention'
-  | 'crash-recovery-inconclusive';
+  | 'crash-recovery-inconclusive'
+  /** recover() could not drive this record (the error is in the packet's explanation and the recover report). */
+  | 'recovery-failed';
 
 export type SafeActionName = 'resume' | 'mark-done' | 'abandon';
 

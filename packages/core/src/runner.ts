@@ -1,16 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
+  AdapterConfigurationError,
   CardValidationError,
   ConflictError,
   InvalidIntentError,
   InvalidStateError,
+  LeaseExpiredError,
   LeaseLostError,
+  LedgerError,
   OUTCOME_KINDS,
   RetryExhaustedError,
+  RetrysafeError,
   SPECIFICATION_VERSION,
   TERMINAL_STATES,
   UnknownOperationError,
+  UnsafeResumeError,
   UnsupportedSpecificationVersionError,
   asBusinessOperationId,
   asRunId,
@@ -44,6 +49,7 @@ import { decide, notFoundIsAuthoritative, resendSafety, type Decision, type Deci
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { buildPacket } from './handoff.js';
 import { leaseLive } from './ledger/transitions.js';
+import { preclaim } from './preclaim.js';
 import { sealReceipt } from './receipts.js';
 import { createRedactor, type RedactOptions, type Redactor } from './redact.js';
 import { resolvePolicy, type PolicyOverrides, type RetryPolicy } from './retry-policy.js';
@@ -117,11 +123,15 @@ export interface RecoverReport {
   readonly businessOperationId: BusinessOperationId;
   readonly from: OperationState;
   readonly to: OperationState;
-  readonly action: 'completed' | 'adopted' | 'handed-off' | 'in-progress' | 'skipped-busy' | 'skipped-no-adapter' | 'already-terminal';
+  /** `failed`: the record could not be driven nor handed off (see `error`); it stays for the next pass. */
+  readonly action: 'completed' | 'adopted' | 'handed-off' | 'in-progress' | 'skipped-busy' | 'skipped-no-adapter' | 'already-terminal' | 'failed';
   readonly result?: RunResult;
+  /** Why this record could not be driven: it was handed off with reason `recovery-failed` (or, when even that failed, action `failed`). */
+  readonly error?: { readonly name: string; readonly code?: string; readonly message: string; readonly providerMayHaveBeenCalled?: boolean };
 }
 
-export type Resolution = { readonly action: 'resume' } | { readonly action: 'mark-done'; readonly providerRef: string } | { readonly action: 'abandon' };
+/** `resume` is refused (UnsafeResumeError) when the packet marks it not safe, unless `force: true` (you checked at the provider). */
+export type Resolution = { readonly action: 'resume'; readonly force?: boolean } | { readonly action: 'mark-done'; readonly providerRef: string } | { readonly action: 'abandon' };
 
 export type ResolveResult =
   | RunResult
@@ -180,11 +190,21 @@ interface Op {
 
 const validatedCards = new WeakMap<object, true>();
 
-function checkAdapter(adapter: AdapterV1, operation: string): OperationSpec {
+/** The shape the runner relies on, checked before anything else, so a garbage adapter is a typed error and never a TypeError. */
+function checkAdapterShape(adapter: AdapterV1): void {
   if (typeof adapter !== 'object' || adapter === null) throw new RunnerConfigurationError('adapter', 'expected an adapter object');
   if (adapter.specificationVersion !== SPECIFICATION_VERSION) throw new UnsupportedSpecificationVersionError(String(adapter.provider), adapter.specificationVersion);
+  const provider = typeof adapter.provider === 'string' && adapter.provider.length > 0 ? adapter.provider : null;
+  if (provider === null) throw new RunnerConfigurationError('adapter', 'adapter.provider must be a non-empty string');
+  if (typeof adapter.operations !== 'object' || adapter.operations === null) throw new AdapterConfigurationError(provider, 'adapter.operations must be an object of operation specs');
+  for (const m of ['deriveProviderKey', 'doExecute', 'doLookup'] as const) if (typeof adapter[m] !== 'function') throw new AdapterConfigurationError(provider, `adapter.${m} must be a function`);
+}
+
+function checkAdapter(adapter: AdapterV1, operation: string): OperationSpec {
+  checkAdapterShape(adapter);
   const spec = Object.prototype.hasOwnProperty.call(adapter.operations, operation) ? adapter.operations[operation] : undefined;
   if (!spec) throw new UnknownOperationError(adapter.provider, operation, Object.keys(adapter.operations));
+  if (typeof spec !== 'object' || typeof spec.card !== 'object' || spec.card === null || !Array.isArray(spec.intentFields)) throw new AdapterConfigurationError(adapter.provider, `operation ${operation}: expected { card, intentFields, … }`);
   if (!validatedCards.has(spec.card)) {
     const v = validateCard(spec.card);
     if (!v.ok) throw new CardValidationError(String(spec.card?.operation ?? operation), v.problems);
@@ -237,13 +257,15 @@ export function createRunner(options: RunnerOptions): Runner {
     if (typeof input !== 'object' || input === null) throw new InvalidIntentError('', 'run input must be an object with params');
     const card = spec.card;
     const intent = input.intent ?? pickIntent(input.params, spec.intentFields);
+    // Everything that can refuse the operation, before anything is claimed (preclaim.ts).
+    const { paramsFingerprint, requestFingerprint, redactor } = preclaim(input.params ?? null, intent, () =>
+      createRedactor(options.redact ?? {}, spec.sensitiveFields ?? []).withValuesFrom(input.params),
+    );
     const id = input.businessOperationId !== undefined ? asBusinessOperationId(input.businessOperationId) : deriveBusinessOperationId(card.operation, intent);
     const intentFingerprint = fingerprint({ operation: card.operation, intent });
-    const paramsFingerprint = fingerprint(input.params ?? null);
     const providerKey = adapter.deriveProviderKey(operation, id);
     const runId = input.runId !== undefined ? asRunId(input.runId) : newRunId();
     const policy = resolvePolicy(card, options.policy);
-    const redactor = createRedactor(options.redact ?? {}, spec.sensitiveFields ?? []).withValuesFrom(input.params);
     const claimInput: ClaimInput = {
       businessOperationId: id,
       provider: adapter.provider,
@@ -256,11 +278,11 @@ export function createRunner(options: RunnerOptions): Runner {
       leaseMs: policy.leaseMs,
       now: clock.now(),
     };
-    const base = { adapter, opName: operation, card, policy, redactor, id, providerKey, runId, params: input.params ?? null, signal: input.signal };
+    const base = { adapter, opName: operation, card, policy, redactor, id, providerKey, runId, params: input.params ?? null, requestFingerprint, signal: input.signal };
     return claimAndDrive(base, claimInput, paramsFingerprint);
   }
 
-  type OpBase = Pick<Op, 'adapter' | 'opName' | 'card' | 'policy' | 'redactor' | 'id' | 'providerKey' | 'runId' | 'params' | 'signal'>;
+  type OpBase = Pick<Op, 'adapter' | 'opName' | 'card' | 'policy' | 'redactor' | 'id' | 'providerKey' | 'runId' | 'params' | 'requestFingerprint' | 'signal'>;
 
   async function claimAndDrive(base: OpBase, claimInput: ClaimInput, paramsFingerprint: string): Promise<RunResult> {
     // A new operation's first decision is always "send now" (decide: claimed, nothing observed), so the
@@ -306,11 +328,12 @@ export function createRunner(options: RunnerOptions): Runner {
     const last = prior[prior.length - 1];
     const op: Op = {
       ...base,
-      requestFingerprint: fingerprint(base.redactor.params(base.params)),
       ref,
       record,
       leaseExpiresAt: record.leaseExpiresAt ?? 0,
-      // Taken over: the record's last write happened at or after its last dispatch (a safe upper bound).
+      // Taken over: the dead owner could send until its lease ended (never after: checkOwnLease), and this
+      // claim's write (record.updatedAt) happened once that lease had run out, so it bounds the dead owner's
+      // last dispatch from above — its lease end, not its last heartbeat. Otherwise: the last write.
       lastDispatchedAt: dispatchWritten || record.firstDispatchedAt === null ? null : Math.max(record.firstDispatchedAt, record.updatedAt),
       startedAt: clock.now(),
       recovering: takenOver && (['dispatched', 'unknown', 'reconciling', 'in-progress'] as OperationState[]).includes(record.state),
@@ -334,8 +357,15 @@ export function createRunner(options: RunnerOptions): Runner {
         return waitForOther(base, claimInput, paramsFingerprint);
       }
       await ledger.release(op.ref).catch(() => undefined);
-      throw err;
+      throw mayHaveCalled(err, op.runAttempts > 0, op);
     }
+  }
+
+  /** A LedgerError that ends a call says whether that call had already sent the request (LedgerError.providerMayHaveBeenCalled). */
+  function mayHaveCalled(err: unknown, called: boolean, op: Op): unknown {
+    if (!LedgerError.isInstance(err) || !called || err.providerMayHaveBeenCalled) return err;
+    log('warn', 'ledger-failed-after-dispatch', `the ledger failed after the request was sent (the provider may have applied it): ${errText(err)}`, op);
+    return new LedgerError(`${err.message} — after this call had sent the request: the provider may have applied it; run the same id again or recover() once the ledger works (both look up first)`, { cause: err, providerMayHaveBeenCalled: true });
   }
 
   function stateOf(op: Op, observedAt?: number): DecisionState {
@@ -464,6 +494,7 @@ export function createRunner(options: RunnerOptions): Runner {
       // Durably `dispatched` BEFORE the provider is called: a crash from here on is found and reconciled.
       op.record = await ledger.markDispatched(op.ref, clock.now());
     }
+    checkOwnLease(op);
     op.lastDispatchedAt = op.record.updatedAt;
     op.runAttempts++;
     log('info', 'dispatch', `provider call ${op.record.attemptCount} (run attempt ${op.runAttempts}) with key ${op.providerKey ?? '(none)'}`, op);
@@ -484,6 +515,20 @@ export function createRunner(options: RunnerOptions): Runner {
     }
     log('info', 'outcome', `${outcome.kind}${outcome.status !== undefined ? ` (${outcome.status})` : ''}${'message' in outcome && outcome.message ? `: ${outcome.message}` : ''}`, op);
     return outcome;
+  }
+
+  /**
+   * Immediately before every provider call: never send once this worker's own lease has run out (or has
+   * less than a tenth of it left). A takeover treats the dead owner's lease end as the latest moment it
+   * could have sent; that bound holds only if no worker sends past its lease. A pause between this check
+   * and the bytes leaving (GC, suspended VM) is not covered: see docs/runbook.md, "Paused workers".
+   */
+  function checkOwnLease(op: Op): void {
+    const now = clock.now();
+    const margin = Math.min(2000, Math.floor(op.policy.leaseMs / 10));
+    if (now < op.leaseExpiresAt - margin) return;
+    log('warn', 'lease-expired-before-send', `own lease ends at ${iso(op.leaseExpiresAt)}, now ${iso(now)}: not sending`, op);
+    throw new LeaseExpiredError(op.id, op.leaseExpiresAt, now);
   }
 
   async function lookup(op: Op, attemptId: ReturnType<typeof newAttemptId>): Promise<LookupResult> {
@@ -695,7 +740,7 @@ export function createRunner(options: RunnerOptions): Runner {
   function findAdapter(adapters: readonly AdapterV1[], record: OperationRecord): { adapter: AdapterV1; opName: string } | null {
     for (const adapter of adapters) {
       if (adapter.provider !== record.provider) continue;
-      for (const [opName, spec] of Object.entries(adapter.operations)) if (spec.card.operation === record.operation) return { adapter, opName };
+      for (const [opName, spec] of Object.entries(adapter.operations)) if ((spec as OperationSpec | null)?.card?.operation === record.operation) return { adapter, opName };
     }
     return null;
   }
@@ -703,16 +748,18 @@ export function createRunner(options: RunnerOptions): Runner {
   function baseFromRecord(adapter: AdapterV1, opName: string, record: OperationRecord, runId: RunId): { base: OpBase; claimInput: ClaimInput } {
     const spec = checkAdapter(adapter, opName);
     const policy = resolvePolicy(spec.card, options.policy);
+    const { redactor, requestFingerprint } = preclaim(record.params, null, () => createRedactor(options.redact ?? {}, spec.sensitiveFields ?? []).withValuesFrom(record.params));
     const base: OpBase = {
       adapter,
       opName,
       card: spec.card,
       policy,
-      redactor: createRedactor(options.redact ?? {}, spec.sensitiveFields ?? []).withValuesFrom(record.params),
+      redactor,
       id: record.businessOperationId,
       providerKey: record.providerKey,
       runId,
       params: record.params,
+      requestFingerprint,
       signal: undefined,
     };
     const claimInput: ClaimInput = {
@@ -732,24 +779,37 @@ export function createRunner(options: RunnerOptions): Runner {
 
   async function recover(opts: { readonly adapters: readonly AdapterV1[]; readonly limit?: number }): Promise<RecoverReport[]> {
     if (!opts || !Array.isArray(opts.adapters)) throw new RunnerConfigurationError('recover', 'recover({ adapters: [...] }) needs the adapters of the operations to reconcile');
+    for (const a of opts.adapters) checkAdapterShape(a);
     const reports: RecoverReport[] = [];
     const runId = newRunId();
     for (const record of await ledger.recoverCandidates(clock.now(), opts.limit)) {
-      const found = findAdapter(opts.adapters, record);
+      // Each record on its own: one that cannot be driven is handed off, and the healthy ones behind it proceed.
+      try {
+        await recoverOne(record, opts.adapters, runId, reports);
+      } catch (err) {
+        reports.push(await recoveryFailed(record, err));
+      }
+    }
+    return reports;
+  }
+
+  async function recoverOne(record: OperationRecord, adapters: readonly AdapterV1[], runId: RunId, reports: RecoverReport[]): Promise<void> {
+    {
+      const found = findAdapter(adapters, record);
       if (!found) {
         log('warn', 'recover-skip', `no adapter given for ${record.operation}`);
         reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: record.state, action: 'skipped-no-adapter' });
-        continue;
+        return;
       }
       const { base, claimInput } = baseFromRecord(found.adapter, found.opName, record, runId);
       const claim = await ledger.claim(claimInput);
       if (claim.kind === 'busy' || claim.kind === 'conflict') {
         reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: claim.record.state, action: 'skipped-busy' });
-        continue;
+        return;
       }
       if (claim.kind === 'terminal') {
         reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: claim.record.state, action: 'already-terminal' });
-        continue;
+        return;
       }
       log('info', 'recover', `reconciling from ${claim.record.state}`, base);
       const result = await execute(base, claim.record, { businessOperationId: record.businessOperationId, fence: claim.record.fence }, record.paramsFingerprint, claimInput, claim.takenOver);
@@ -757,7 +817,55 @@ export function createRunner(options: RunnerOptions): Runner {
       const action: RecoverReport['action'] = result.status === 'done' ? (result.adopted ? 'adopted' : 'completed') : result.status;
       reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: after?.state ?? record.state, action, result });
     }
-    return reports;
+  }
+
+  /** Hands off a record recover() could not drive, with reason `recovery-failed` and the error; reports it either way. */
+  async function recoveryFailed(record: OperationRecord, err: unknown): Promise<RecoverReport> {
+    let redactor = baseRedactor;
+    try {
+      redactor = baseRedactor.withValuesFrom(record.params);
+    } catch {
+      // the params themselves may be what cannot be handled: the base patterns still apply
+    }
+    const error = {
+      name: err instanceof Error ? err.name : 'Error',
+      ...(RetrysafeError.isInstance(err) ? { code: err.code } : {}),
+      message: redactor.text(err instanceof Error ? err.message : String(err)),
+      ...(LedgerError.isInstance(err) ? { providerMayHaveBeenCalled: err.providerMayHaveBeenCalled } : {}),
+    };
+    const id = record.businessOperationId;
+    const ctx = { id, card: { operation: record.operation } as RetrySafetyCard, redactor };
+    log('warn', 'recover-failed', `could not drive it: ${error.name}: ${error.message}`, ctx);
+    try {
+      const claim = await ledger.claim({
+        businessOperationId: id,
+        provider: record.provider,
+        operation: record.operation,
+        intentFingerprint: record.intentFingerprint,
+        paramsFingerprint: record.paramsFingerprint,
+        params: record.params,
+        providerKey: record.providerKey,
+        owner,
+        leaseMs: options.policy?.leaseMs ?? 30_000,
+        now: clock.now(),
+      });
+      if (claim.kind !== 'claimed') return { businessOperationId: id, from: record.state, to: claim.record.state, action: claim.kind === 'terminal' ? 'already-terminal' : 'skipped-busy', error };
+      const now = clock.now();
+      const packet = buildPacket({
+        record: claim.record,
+        reason: 'recovery-failed',
+        explanation: `recover() could not drive this operation (${error.name}${error.code ? ` ${error.code}` : ''}: ${error.message}); nothing more was sent. It may have been dispatched before: check the provider, then resolve it.`,
+        receipts: await ledger.receipts(id).catch(() => []),
+        resendSafe: false,
+        now,
+      });
+      const after = await ledger.handOff({ businessOperationId: id, fence: claim.record.fence }, packet, now);
+      if (sink) await Promise.resolve(sink.send(packet)).catch((e: unknown) => log('warn', 'handoff-sink-failed', `the packet is in the ledger; the sink failed: ${errText(e)}`, ctx));
+      return { businessOperationId: id, from: record.state, to: after.state, action: 'handed-off', error };
+    } catch (again) {
+      log('warn', 'recover-failed', `could not hand it off either (${errText(again)}); it stays for the next pass`, ctx);
+      return { businessOperationId: id, from: record.state, to: record.state, action: 'failed', error };
+    }
   }
 
   async function resolve(rawId: string, resolution: Resolution, opts: { readonly adapters?: readonly AdapterV1[]; readonly by?: string } = {}): Promise<ResolveResult> {
@@ -767,13 +875,19 @@ export function createRunner(options: RunnerOptions): Runner {
     if (record.state !== 'handed-off') throw new InvalidStateError(id, record.state, `only a handed-off operation can be resolved (${resolution?.action})`);
     const by = opts.by ?? owner;
     if (resolution?.action === 'resume') {
+      const resumeAction = record.handoff?.safeNextActions.find((a) => a.action === 'resume');
+      if (resumeAction && !resumeAction.safe && resolution.force !== true) {
+        log('warn', 'resume-refused', `resume refused: the packet marks it not safe (${resumeAction.why})`);
+        throw new UnsafeResumeError(id, resumeAction.why);
+      }
+      for (const a of opts.adapters ?? []) checkAdapterShape(a);
       const found = findAdapter(opts.adapters ?? [], record);
       if (!found) throw new RunnerConfigurationError('resolve', `resume needs the adapter for ${record.operation} in { adapters }`);
       const { base, claimInput } = baseFromRecord(found.adapter, found.opName, record, newRunId());
       const claim = await ledger.claim({ ...claimInput, resume: true });
       if (claim.kind === 'busy') return { status: 'in-progress', businessOperationId: id, statusRef: claim.record.statusRef, retryAfterMs: Math.max(0, (claim.record.leaseExpiresAt ?? 0) - clock.now()) };
       if (claim.kind !== 'claimed') return fromTerminal(claim.record, null, base);
-      log('info', 'resume', `a person resumed it (${by}): re-sending with the same key`, base);
+      log('info', 'resume', `a person resumed it (${by})${resolution.force === true && resumeAction && !resumeAction.safe ? ', forced past an unsafe packet' : ''}: re-sending with the same key`, base);
       const ref = { businessOperationId: id, fence: claim.record.fence };
       const prior = await ledger.receipts(id);
       const last = prior[prior.length - 1];
@@ -791,7 +905,7 @@ export function createRunner(options: RunnerOptions): Runner {
         outcome: null,
         decision: { action: 'resume', reason: 'a person chose resume: same provider key, fresh budget' },
         providerKey: record.providerKey,
-        requestFingerprint: fingerprint(base.redactor.params(record.params)),
+        requestFingerprint: base.requestFingerprint,
         prevHash: last?.hash ?? null,
       });
       await ledger.appendReceipt(ref, resumeReceipt);

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { createRunner, createSqliteLedger, jsonlHandoffSink, type ResolveResult } from '@retrysafe/core';
 import { createAdapters, loadConfig, type RetrysafeConfig } from '@retrysafe/config';
-import { asBusinessOperationId, type HandoffPacket, type Ledger, type OperationRecord, type OperationState, type Receipt } from '@retrysafe/contract';
+import { UnsafeResumeError, asBusinessOperationId, type HandoffPacket, type Ledger, type OperationRecord, type OperationState, type Receipt } from '@retrysafe/contract';
 import { paint, table } from '../output.js';
 import { UsageError } from '../registry.js';
 
@@ -150,12 +150,11 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
         });
         const by = opts.by ?? process.env.USER ?? 'operator';
         if (opts.resume) {
-          const record = await ledger.get(asBusinessOperationId(id));
-          const resume = record?.handoff?.safeNextActions.find((a) => a.action === 'resume');
-          if (record?.state === 'handed-off' && resume && !resume.safe && !opts.force) {
-            throw new RefusedError(`not resuming ${id}: the handoff packet marks resume as not safe — ${resume.why}. Check at the provider first; then --mark-done <providerRef> if the effect exists, or --resume --force if you are sure it does not.`);
-          }
-          return runner.resolve(id, { action: 'resume' }, { adapters, by });
+          // The runner refuses an unsafe resume (one rule, one owner); the CLI only words it for the command line.
+          return await runner.resolve(id, { action: 'resume', ...(opts.force ? { force: true } : {}) }, { adapters, by }).catch((err: unknown) => {
+            if (!UnsafeResumeError.isInstance(err)) throw err;
+            throw new RefusedError(`not resuming ${id}: the handoff packet marks resume as not safe — ${err.why}. Check at the provider first; then --mark-done <providerRef> if the effect exists, or --resume --force if you are sure it does not.`);
+          });
         }
         if (opts.markDone !== undefined) return runner.resolve(id, { action: 'mark-done', providerRef: opts.markDone.trim() }, { by });
         return runner.resolve(id, { action: 'abandon' }, { by });

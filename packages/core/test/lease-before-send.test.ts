@@ -1,0 +1,66 @@
+// Issue 15 item 1 (runner part): a worker checks its own lease immediately before every provider call
+// and never sends once it has run out — a paused worker (GC, suspended VM) whose operation another
+// worker may have taken over does not add a late second send.
+import { describe, expect, it } from 'vitest';
+import { LeaseExpiredError, type Ledger } from '@retrysafe/contract';
+import { createMemoryLedger, createRunner, createVirtualClock, type LogEntry } from '@retrysafe/core';
+import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { REPLAYING } from './helpers.js';
+
+/** The process "pauses" for `ms` right after the ledger answers the n-th call of `method`. */
+function pauseAfter(inner: Ledger, method: string, clock: { advance(ms: number): void }, ms: number, nth = 1): Ledger {
+  let calls = 0;
+  return new Proxy(inner, {
+    get(target, prop) {
+      const v = Reflect.get(target, prop) as unknown;
+      if (typeof v !== 'function') return v;
+      return async (...args: unknown[]) => {
+        const r = await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        if (prop === method && ++calls === nth) clock.advance(ms);
+        return r;
+      };
+    },
+  });
+}
+
+describe('own lease checked before every provider call', () => {
+  it('a pause longer than the lease between the claim and the first send: LeaseExpiredError, nothing sent, a log line', async () => {
+    const clock = createVirtualClock();
+    const provider = createSandboxProvider({ ...REPLAYING, clock: clock.now, sleep: clock.sleep });
+    const adapter = createSandboxAdapter({ provider });
+    const inner = createMemoryLedger();
+    const logs: LogEntry[] = [];
+    const runner = createRunner({ ledger: pauseAfter(inner, 'claim', clock, 45_000), clock, random: () => 0.5, logger: (e) => void logs.push(e), policy: { leaseMs: 30_000 } });
+    const err = await runner.run(adapter, 'records.create', { params: { ref: 'paused-1' } }).catch((e: unknown) => e);
+    expect(LeaseExpiredError.isInstance(err)).toBe(true);
+    expect(err).toMatchObject({ code: 'RETRYSAFE_LEASE_EXPIRED' });
+    expect(provider.calls()).toBe(0);
+    expect(logs.some((l) => l.event === 'lease-expired-before-send')).toBe(true);
+    // A recovery reconciles it (looks up first) to exactly one record.
+    clock.advance(60_000);
+    const reports = await createRunner({ ledger: inner, clock, random: () => 0.5 }).recover({ adapters: [adapter] });
+    expect(reports.map((r) => r.action)).toEqual(['completed']);
+    expect(provider.count()).toBe(1);
+  });
+
+  it('a pause between a 429 and the re-send that outlasts the lease: no re-send', async () => {
+    const clock = createVirtualClock();
+    const provider = createSandboxProvider({ ...REPLAYING, clock: clock.now, sleep: clock.sleep });
+    const adapter = createSandboxAdapter({ provider });
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 1 });
+    const ledger = pauseAfter(createMemoryLedger(), 'markDispatched', clock, 40_000);
+    const err = await createRunner({ ledger, clock, random: () => 0.5, policy: { leaseMs: 30_000 } }).run(adapter, 'records.create', { params: { ref: 'paused-2' } }).catch((e: unknown) => e);
+    expect(LeaseExpiredError.isInstance(err)).toBe(true);
+    expect(provider.calls()).toBe(1);
+  });
+
+  it('a short pause inside the lease does not stop the send', async () => {
+    const clock = createVirtualClock();
+    const provider = createSandboxProvider({ ...REPLAYING, clock: clock.now, sleep: clock.sleep });
+    const adapter = createSandboxAdapter({ provider });
+    const ledger = pauseAfter(createMemoryLedger(), 'claim', clock, 5_000);
+    const r = await createRunner({ ledger, clock, random: () => 0.5, policy: { leaseMs: 30_000 } }).run(adapter, 'records.create', { params: { ref: 'short' } });
+    expect(r.status).toBe('done');
+    expect(provider.count()).toBe(1);
+  });
+});

@@ -1,0 +1,92 @@
+// Issue 15 item 5: recover() drives each record on its own. One that cannot be driven is handed off with
+// reason `recovery-failed` and its error, listed in the report; the healthy ones behind it proceed.
+import { describe, expect, it } from 'vitest';
+import { LedgerError, asBusinessOperationId, fingerprint, type Ledger, type ProviderKey } from '@retrysafe/contract';
+import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { REPLAYING } from './helpers.js';
+
+/** A ledger whose writes for one operation fail (a row the disk cannot take); handOff too when `all`. */
+function poisoned(inner: Ledger, badId: string, all: boolean): Ledger {
+  const writes = new Set(['markDispatched', 'setState', 'renewLease', ...(all ? ['handOff'] : [])]);
+  return new Proxy(inner, {
+    get(target, prop) {
+      const v = Reflect.get(target, prop) as unknown;
+      if (typeof v !== 'function') return v;
+      return (...args: unknown[]) => {
+        const ref = args[0] as { businessOperationId?: string } | undefined;
+        if (writes.has(String(prop)) && ref?.businessOperationId === badId) return Promise.reject(new LedgerError(`${String(prop)}: disk full (injected)`));
+        return (v as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+}
+
+async function leftDispatched(ledger: Ledger, ref: string, now: number) {
+  const id = asBusinessOperationId(`sandbox.records.create:${ref}`);
+  const params = { ref };
+  const c = await ledger.claim({ businessOperationId: id, provider: 'sandbox', operation: 'sandbox.records.create', intentFingerprint: fingerprint({ ref }), paramsFingerprint: fingerprint(params), params, providerKey: `k-${ref}` as ProviderKey, owner: 'dead-worker', leaseMs: 1000, now });
+  if (c.kind !== 'claimed') throw new Error('setup claim failed');
+  await ledger.markDispatched({ businessOperationId: id, fence: c.record.fence }, now);
+  return id;
+}
+
+describe('recover() isolates each record', () => {
+  for (const all of [false, true]) {
+    it(`a record whose writes fail${all ? ' (handoff too)' : ''} is reported with its error; the healthy records behind it are driven`, async () => {
+      const clock = createVirtualClock();
+      const provider = createSandboxProvider({ ...REPLAYING, clock: clock.now, sleep: clock.sleep });
+      const adapter = createSandboxAdapter({ provider });
+      const inner = createMemoryLedger();
+      const bad = await leftDispatched(inner, 'a-bad', clock.now());
+      const good = [await leftDispatched(inner, 'b-good', clock.now()), await leftDispatched(inner, 'c-good', clock.now())];
+      clock.advance(5000);
+      const packets: unknown[] = [];
+      const runner = createRunner({ ledger: poisoned(inner, bad, all), clock, random: () => 0.5, handoff: { send: (p) => void packets.push(p) } });
+
+      const reports = await runner.recover({ adapters: [adapter] });
+
+      const byId = new Map(reports.map((r) => [r.businessOperationId as string, r]));
+      expect(reports).toHaveLength(3);
+      for (const id of good) expect(byId.get(id)?.action).toMatch(/^(completed|adopted)$/);
+      for (const id of good) expect((await inner.get(id))?.state).toBe('succeeded');
+      const r = byId.get(bad)!;
+      expect(r.error).toMatchObject({ name: 'LedgerError', code: 'RETRYSAFE_LEDGER' });
+      expect(r.error?.message).toContain('disk full');
+      if (all) {
+        expect(r.action).toBe('failed');
+        expect((await inner.get(bad))?.state).toBe('dispatched'); // left for the next pass, lease released
+      } else {
+        expect(r.action).toBe('handed-off');
+        const rec = await inner.get(bad);
+        expect(rec?.state).toBe('handed-off');
+        expect(rec?.handoff?.reason).toBe('recovery-failed');
+        expect(rec?.handoff?.explanation).toContain('disk full');
+        expect(rec?.handoff?.safeNextActions.find((a) => a.action === 'resume')?.safe).toBe(false);
+        expect(packets).toHaveLength(1);
+      }
+      // The poisoned record was never sent twice: the good ones once each, the bad one at most once.
+      expect(provider.count()).toBeLessThanOrEqual(3);
+    });
+  }
+
+  it('a stored record over the payload limits is handed off (PayloadLimitError), not thrown out of recover()', async () => {
+    const clock = createVirtualClock();
+    const provider = createSandboxProvider({ ...REPLAYING, clock: clock.now, sleep: clock.sleep });
+    const adapter = createSandboxAdapter({ provider });
+    const ledger = createMemoryLedger();
+    let deep: Record<string, unknown> = { leaf: 1 };
+    for (let i = 0; i < 150; i++) deep = { a: deep };
+    const id = asBusinessOperationId('sandbox.records.create:deep-old');
+    const params = { ref: 'deep-old', deep };
+    const c = await ledger.claim({ businessOperationId: id, provider: 'sandbox', operation: 'sandbox.records.create', intentFingerprint: 'i', paramsFingerprint: fingerprint(params), params, providerKey: 'k-deep' as ProviderKey, owner: 'old-version', leaseMs: 1000, now: clock.now() });
+    if (c.kind !== 'claimed') throw new Error('setup');
+    const good = await leftDispatched(ledger, 'z-good', clock.now());
+    clock.advance(5000);
+    const reports = await createRunner({ ledger, clock, random: () => 0.5 }).recover({ adapters: [adapter] });
+    expect(reports.find((r) => r.businessOperationId === id)).toMatchObject({ action: 'handed-off', error: { name: 'PayloadLimitError', code: 'RETRYSAFE_PAYLOAD_LIMIT' } });
+    expect((await ledger.get(id))?.handoff?.reason).toBe('recovery-failed');
+    expect((await ledger.get(good))?.state).toBe('succeeded');
+    expect(provider.records().some((r) => JSON.stringify(r).includes('deep-old'))).toBe(false);
+  });
+});

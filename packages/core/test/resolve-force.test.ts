@@ -1,0 +1,45 @@
+// Issue 15 item 7: the API refuses what the CLI refuses. resume on a packet that marks it unsafe is an
+// UnsafeResumeError (nothing sent) unless { force: true }.
+import { describe, expect, it } from 'vitest';
+import { UnsafeResumeError } from '@retrysafe/contract';
+import { setup } from './helpers.js';
+
+const OP = 'records.create';
+const FORGETFUL = { replays: false, retentionMs: null, lookup: 'none' } as const;
+
+describe('runner.resolve(id, { action: "resume" }) and an unsafe packet', () => {
+  it('refuses with a typed error, sends nothing, and leaves the operation handed off', async () => {
+    const { provider, adapter, runner, ledger } = setup(FORGETFUL);
+    provider.failNext({ kind: 'unknown-after-commit' });
+    const r = await runner.run(adapter, OP, { params: { ref: 'unsafe-1' } });
+    expect(r.status === 'handed-off' && r.packet.safeNextActions.find((a) => a.action === 'resume')?.safe).toBe(false);
+    const callsBefore = provider.calls();
+    const err = await runner.resolve(r.businessOperationId, { action: 'resume' }, { adapters: [adapter] }).catch((e: unknown) => e);
+    expect(UnsafeResumeError.isInstance(err)).toBe(true);
+    expect(err).toMatchObject({ code: 'RETRYSAFE_UNSAFE_RESUME', businessOperationId: r.businessOperationId });
+    expect(provider.calls()).toBe(callsBefore);
+    expect(provider.count()).toBe(1);
+    expect((await ledger.get(r.businessOperationId))?.state).toBe('handed-off');
+  });
+
+  it('{ force: true } resumes (a person checked at the provider that the effect does not exist)', async () => {
+    const { provider, adapter, runner } = setup(FORGETFUL);
+    provider.failNext({ kind: 'unknown-before-commit' });
+    const r = await runner.run(adapter, OP, { params: { ref: 'unsafe-2' } });
+    expect(r.status === 'handed-off' && r.packet.safeNextActions.find((a) => a.action === 'resume')?.safe).toBe(false);
+    expect(provider.count()).toBe(0);
+    await expect(runner.resolve(r.businessOperationId, { action: 'resume' }, { adapters: [adapter] })).rejects.toSatisfy(UnsafeResumeError.isInstance);
+    const resumed = await runner.resolve(r.businessOperationId, { action: 'resume', force: true }, { adapters: [adapter], by: 'alice' });
+    expect(resumed.status).toBe('done');
+    expect(provider.count()).toBe(1);
+  });
+
+  it('a packet that marks resume safe needs no force', async () => {
+    const { provider, adapter, runner } = setup(FORGETFUL, { policy: { maxAttempts: 2 } });
+    provider.failNext({ kind: 'not-applied', retryAfterMs: 10 }, 2);
+    const r = await runner.run(adapter, OP, { params: { ref: 'safe-3' } });
+    expect(r.status === 'handed-off' && r.packet.safeNextActions.find((a) => a.action === 'resume')?.safe).toBe(true);
+    expect((await runner.resolve(r.businessOperationId, { action: 'resume' }, { adapters: [adapter] })).status).toBe('done');
+    expect(provider.count()).toBe(1);
+  });
+});
