@@ -43,7 +43,7 @@ import { systemClock, type Clock } from './clock.js';
 import { decide, notFoundIsAuthoritative, resendSafety, type Decision, type DecisionState, type Observation } from './decide.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { buildPacket } from './handoff.js';
-import { comparisonFor, intake, needsFreshKey, nextRevision, revisionKeySource, supersedeCheck, SUPERSEDE_ACTION, assertParams, type Comparison } from './intake/index.js';
+import { comparisonFor, currentRevisionNumber, intake, needsFreshKey, nextRevision, revisionKeySource, supersedeCheck, SUPERSEDE_ACTION, assertParams, type Comparison } from './intake/index.js';
 import { leaseLive } from './ledger/transitions.js';
 import { sealReceipt } from './receipts.js';
 import { createRedactor, type RedactOptions, type Redactor } from './redact.js';
@@ -158,6 +158,8 @@ interface Op {
   readonly comparison: Comparison;
   /** Fingerprints the same params may be stored under (before the declaration normalised them). */
   readonly paramsAliases: readonly string[];
+  /** The revision the provider key was derived for (1 unless superseded with a fresh key). */
+  readonly keyRevision: number;
   ref: Fenced;
   record: OperationRecord;
   /** Latest dispatch, or an upper bound of it when taken over (see DecisionState.lastDispatchedAt). */
@@ -327,6 +329,7 @@ export function createRunner(options: RunnerOptions): Runner {
     const last = prior[prior.length - 1];
     const op: Op = {
       ...base,
+      keyRevision: needsFreshKey(base.card) ? currentRevisionNumber(prior) : 1,
       requestFingerprint: fingerprint(base.redactor.params(base.params)),
       ref,
       record,
@@ -493,6 +496,7 @@ export function createRunner(options: RunnerOptions): Runner {
       const o = await withHeartbeat(op, () => op.adapter.doExecute(op.opName, op.params, {
         businessOperationId: op.id,
         providerKey: op.providerKey,
+        ...(op.keyRevision > 1 ? { keyRevision: op.keyRevision } : {}),
         runId: op.runId,
         attemptId,
         attempt: op.record.attemptCount,
@@ -517,6 +521,7 @@ export function createRunner(options: RunnerOptions): Runner {
       const r = await withHeartbeat(op, () => op.adapter.doLookup(op.opName, {
         businessOperationId: op.id,
         providerKey: op.providerKey,
+        ...(op.keyRevision > 1 ? { keyRevision: op.keyRevision } : {}),
         params: op.params,
         runId: op.runId,
         attemptId,

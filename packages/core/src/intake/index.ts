@@ -9,7 +9,7 @@ import { assertParams } from './params-schema.js';
 
 export { comparisonFor, identityOf, type Comparison, type Identity } from './identity.js';
 export { assertParams, fieldErrors, paramsErrors } from './params-schema.js';
-export { needsFreshKey, nextRevision, revisionKeySource, supersedeCheck, SUPERSEDE_ACTION } from './supersede.js';
+export { currentRevisionNumber, needsFreshKey, nextRevision, revisionKeySource, supersedeCheck, SUPERSEDE_ACTION } from './supersede.js';
 
 export interface Intake {
   readonly id: BusinessOperationId;

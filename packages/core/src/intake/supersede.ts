@@ -1,4 +1,4 @@
-import type { BusinessOperationId, OperationRecord, Receipt, RetrySafetyCard } from '@retrysafe/contract';
+import type { OperationRecord, Receipt, RetrySafetyCard } from '@retrysafe/contract';
 
 /** The receipt decision that marks a new revision. */
 export const SUPERSEDE_ACTION = 'supersede';
@@ -36,7 +36,12 @@ export function supersedeCheck(record: OperationRecord, receipts: readonly Recei
 
 /** The number of the next revision (the first request is revision 1). */
 export function nextRevision(receipts: readonly Receipt[]): number {
-  return 2 + receipts.filter((r) => r.kind === 'resolve' && r.decision.action === SUPERSEDE_ACTION).length;
+  return 1 + currentRevisionNumber(receipts);
+}
+
+/** The revision the receipts end in (1 until a first supersede). */
+export function currentRevisionNumber(receipts: readonly Receipt[]): number {
+  return 1 + receipts.filter((r) => r.kind === 'resolve' && r.decision.action === SUPERSEDE_ACTION).length;
 }
 
 /**
@@ -47,11 +52,4 @@ export function needsFreshKey(card: RetrySafetyCard): boolean {
   return card.providerKey.travels.value !== 'none' && card.storedResult.includesErrors.value !== false;
 }
 
-/**
- * What a revision's provider key is derived from: the id plus `#r<n>`. `#` is not allowed in a
- * business-operation id, so this can never be another operation's id (nor its key, when the adapter
- * derives keys injectively, as deriveProviderKey does).
- */
-export function revisionKeySource(id: BusinessOperationId, revision: number): BusinessOperationId {
-  return `${id}#r${revision}` as BusinessOperationId;
-}
+export { revisionKeySource } from '@retrysafe/contract';
