@@ -48,7 +48,14 @@ export function ordersCreateCard(provider: string): RetrySafetyCard {
     provider,
     operation: `${provider}.orders.create`,
     sideEffect: { kind: fact('create', SOURCES.ietfSandbox), idempotentByNature: fact(false, `${SOURCES.ietf} §1: POST is not idempotent`) },
-    businessOperationId: { rule: 'derived from intent fields customer, sku, quantity, orderRef (the caller’s order reference)', intentFields: ['customer', 'sku', 'quantity', 'orderRef'] },
+    businessOperationId: {
+      rule: 'derived from intent fields customer, sku, quantity, orderRef (the caller’s order reference)',
+      intentFields: ['customer', 'sku', 'quantity', 'orderRef'],
+      idRule: 'v2',
+      normalize: [
+        { field: 'orderRef', steps: ['nfkc', 'trim', 'collapse-whitespace'], source: 'retrysafe policy: the caller’s own order reference; white space and Unicode compatibility forms an agent adds are not another order (docs/decisions/2026-12-01-intent-identity.md)' },
+      ],
+    },
     ids: { run: 'receipts only', attempt: 'receipts only', request: fact('x-request-id response header', SOURCES.ietfSandbox) },
     providerKey: {
       travels: fact('header', `${SOURCES.ietf} §2`),
@@ -62,6 +69,7 @@ export function ordersCreateCard(provider: string): RetrySafetyCard {
     storedResult: {
       semantics: fact('replays', `${SOURCES.ietf} §2.6: after completion the stored result is returned`),
       includesErrors: fact(true, `${SOURCES.ietf} §2.6: the stored result, success or error, is replayed`),
+      replayIndicator: fact(null, `${SOURCES.ietf} §2.6 defines no response header that marks a replay`),
     },
     lookup: { method: fact('search', `GET /orders?reference=<business-operation id>: ${SOURCES.ietfSandbox}`), consistencyDelay: fact(null, SOURCES.ietfSandbox) },
     retention: { minimum: fact('24h', `${SOURCES.ietfSandbox} (published expiry, retentionMs); ${SOURCES.ietf} §2.3 requires a published expiry policy`) },

@@ -56,3 +56,16 @@ describe('classifyNetworkError: the only built-in assumptions', () => {
     if (cause) expect(out).toMatchObject({ cause });
   });
 });
+
+describe('the card’s replay indicator (issue 16)', () => {
+  const withIndicator = { ...ietf, card: { ...ietf.card, storedResult: { ...ietf.card.storedResult, replayIndicator: { value: { header: 'Idempotent-Replayed', value: 'true' }, source: 'test card' } } } };
+  it('a 2xx carrying the declared header is a replay (reported adopted), any case of name and value', () => {
+    expect(classifyResponse(withIndicator, res(201, { id: 'o_1' }, { 'idempotent-replayed': 'TRUE' }), 1)).toMatchObject({ kind: 'replayed' });
+    expect(classifyResponse(withIndicator, res(201, { id: 'o_1' }, { 'Idempotent-Replayed': 'true' }), 1)).toMatchObject({ kind: 'replayed' });
+    expect(classifyResponse(withIndicator, res(201, { id: 'o_1' }, { 'idempotent-replayed': 'false' }), 1)).toMatchObject({ kind: 'succeeded' });
+  });
+  it('a card that declares none (the IETF draft defines no header) never guesses from headers', () => {
+    expect(ietf.card.storedResult.replayIndicator?.value).toBeNull();
+    expect(classifyResponse(ietf, res(201, { id: 'o_1' }, { 'idempotent-replayed': 'true' }), 1)).toMatchObject({ kind: 'succeeded' });
+  });
+});

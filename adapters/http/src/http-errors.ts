@@ -80,7 +80,10 @@ export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView,
       const statusRef = absoluteLocation(res);
       return { kind: 'in-progress', ...base, ...ra, ...(statusRef ? { statusRef } : {}), message: statusRef ? 'accepted; status resource at Location' : 'accepted without a Location header' };
     }
-    return { kind: 'succeeded', result: res.data, ...base, ...providerRef(spec, res.data) };
+    // The card's replay indicator (e.g. `Idempotent-Replayed: true`): the provider answered from its stored result.
+    const ri = spec.card.storedResult.replayIndicator?.value;
+    const replayed = typeof ri === 'object' && ri !== null && header(res.headers, ri.header.toLowerCase())?.toLowerCase() === ri.value.toLowerCase();
+    return { kind: replayed ? 'replayed' : 'succeeded', result: res.data, ...base, ...providerRef(spec, res.data) };
   }
 
   const label = `HTTP ${res.status}${code !== undefined ? ' ' + code : ''}`;

@@ -205,6 +205,14 @@ export function hubspotCards(o: HubSpotCardOptions) {
     businessOperationId: {
       rule: 'derived from intent fields ref (the caller’s reference for what the ticket is about) and properties.hs_pipeline; subject and content are payload, so re-worded text is not a second ticket',
       intentFields: ['ref', 'properties.hs_pipeline'],
+      idRule: 'v2',
+      normalize: [
+        {
+          field: 'ref',
+          steps: ['nfkc', 'trim', 'collapse-whitespace'],
+          source: `${SOURCES.properties}: the unique-value property holds the business-operation id, not the ref, so the ref's equality is retrysafe's: white space and Unicode compatibility forms are folded, case is kept (docs/decisions/2026-12-01-intent-identity.md)`,
+        },
+      ],
     },
     ids: {
       run: 'receipts only (never sent to HubSpot)',

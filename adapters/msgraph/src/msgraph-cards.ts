@@ -199,6 +199,14 @@ export const todoTasksCreateCard = defineCard({
   businessOperationId: {
     rule: 'derived from intent fields mailbox, listId, task.title (one task of one title in one list), or given by the caller',
     intentFields: ['mailbox', 'listId', 'task.title'],
+    idRule: 'v2',
+    normalize: [
+      {
+        field: 'task.title',
+        steps: ['nfkc', 'trim', 'collapse-whitespace'],
+        source: `${SOURCES.createTask}: Graph keeps the title as given and does not deduplicate tasks, so the title's equality is retrysafe's: white space and Unicode compatibility forms an agent adds are not another task (docs/decisions/2026-12-01-intent-identity.md)`,
+      },
+    ],
   },
   ids: { run: 'receipts only', attempt: 'receipts only', request: REQUEST_ID },
   providerKey: {

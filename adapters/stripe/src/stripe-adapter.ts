@@ -2,6 +2,7 @@ import {
   AdapterConfigurationError,
   UnknownOperationError,
   deriveProviderKey,
+  revisionKeySource,
   type AdapterV1,
   type BusinessOperationId,
   type ExecuteContext,
@@ -121,8 +122,8 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
     return op;
   }
 
-  function keyFor(op: StripeOperation, id: BusinessOperationId, given: ProviderKey | null): ProviderKey {
-    const derived = deriveProviderKey(id, STRIPE_KEY_RULE);
+  function keyFor(op: StripeOperation, id: BusinessOperationId, given: ProviderKey | null, keyRevision?: number): ProviderKey {
+    const derived = deriveProviderKey(revisionKeySource(id, keyRevision), STRIPE_KEY_RULE);
     if (given !== null && given !== derived) {
       throw new AdapterConfigurationError(PROVIDER, `${op.name}: the provider key passed by the runner is not the one derived from the business-operation id`);
     }
@@ -140,7 +141,7 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
     }
     try {
       const result = await op.create(client, op.toStripe(params as Record<string, unknown>, id), { idempotencyKey: key, maxNetworkRetries: 0, timeout: timeoutMs });
-      return classifyStripeResult(result);
+      return classifyStripeResult(result, op.card.storedResult.replayIndicator?.value ?? null);
     } catch (error) {
       const outcome = classifyStripeError(error);
       if (outcome.kind === 'unknown' && outcome.cause === 'server-error' && isReplayedHeaders((error as { headers?: Record<string, string> }).headers)) {
@@ -173,7 +174,7 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
     }
     if (found.length > 0) {
       const oldest = [...found].sort((a, b) => (a.created ?? 0) - (b.created ?? 0))[0]!;
-      const outcome = classifyStripeResult(oldest);
+      const outcome = classifyStripeResult(oldest, op.card.storedResult.replayIndicator?.value ?? null);
       return { kind: 'found', outcome: { ...(outcome as Extract<Outcome, { kind: 'succeeded' }>), kind: 'succeeded' } };
     }
     if (missIsCannotTell) {
@@ -195,12 +196,12 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
 
     async doExecute(operation, params, ctx: ExecuteContext) {
       const op = operationOf(operation);
-      return send(op, params, ctx.businessOperationId, keyFor(op, ctx.businessOperationId, ctx.providerKey));
+      return send(op, params, ctx.businessOperationId, keyFor(op, ctx.businessOperationId, ctx.providerKey, ctx.keyRevision));
     },
 
     async doLookup(operation, ctx: LookupContext) {
       const op = operationOf(operation);
-      const key = keyFor(op, ctx.businessOperationId, ctx.providerKey);
+      const key = keyFor(op, ctx.businessOperationId, ctx.providerKey, ctx.keyRevision);
       if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Stripe' };
       const age = ctx.now - ctx.firstDispatchedAt;
 

@@ -95,3 +95,24 @@ describe('stripe cards match shared/providers.md', () => {
     });
   }
 });
+
+describe('replay indicator and intent normalisation on the Stripe cards (issue 16)', () => {
+  it('every card declares Idempotent-Replayed: true, and the result classifier reads the card’s indicator', async () => {
+    const { classifyStripeResult } = await import('./stripe-errors.js');
+    for (const card of Object.values(stripeCards)) {
+      expect(card.storedResult.replayIndicator?.value).toEqual({ header: 'Idempotent-Replayed', value: 'true' });
+      expect(card.storedResult.replayIndicator?.source).toMatch(/^https:\/\/docs\.stripe\.com\//);
+    }
+    const replay = { id: 'pi_1', lastResponse: { headers: { 'idempotent-replayed': 'true' }, statusCode: 200 } };
+    expect(classifyStripeResult(replay, stripeCards['paymentIntents.create'].storedResult.replayIndicator!.value as { header: string; value: string }).kind).toBe('replayed');
+    expect(classifyStripeResult(replay, null).kind).toBe('succeeded');
+  });
+  it('the caller’s …Ref intent fields are normalised (NFKC, trim, white space), Stripe ids stay exact, with a public source', () => {
+    for (const card of Object.values(stripeCards)) {
+      const bo = card.businessOperationId;
+      expect(bo.idRule).toBe('v2');
+      expect(bo.normalize?.map((n) => n.field)).toEqual(bo.intentFields.filter((f) => f.endsWith('Ref')));
+      for (const n of bo.normalize ?? []) expect(n.source).toMatch(/^https:\/\/docs\.stripe\.com\/api\/metadata/);
+    }
+  });
+});

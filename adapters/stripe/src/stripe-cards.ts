@@ -41,6 +41,14 @@ export const STRIPE_KEY_RULE: ProviderKeyRule = { maxLength: 255, charset: 'A-Za
 
 const S = STRIPE_SOURCES;
 
+/**
+ * Why the caller's reference is compared after NFKC, trim and white-space folding: Stripe stores
+ * metadata values as given and compares nothing itself (${S.metadata}); the reference is the caller's
+ * own name for the order, and an agent's re-formatting of it (a trailing space, a full-width digit)
+ * is not another order. Case is kept: a reference may be case-sensitive in the caller's system.
+ */
+const REF_NORMALIZATION_SOURCE = `${S.metadata}: metadata values are stored as given, Stripe applies no equality of its own; retrysafe folds white space and Unicode compatibility forms of the caller's reference, keeps case (docs/decisions/2026-12-01-intent-identity.md)`;
+
 /** The facts every Stripe v1 create shares; operation-specific fields are filled in per card. */
 function stripeCard(spec: {
   operation: string;
@@ -60,7 +68,13 @@ function stripeCard(spec: {
       kind: fact(spec.kind, spec.kindSource),
       idempotentByNature: fact(false, `${S.idempotency} (a second POST without the same key creates a second object)`),
     },
-    businessOperationId: { rule: spec.intentRule, intentFields: spec.intentFields },
+    businessOperationId: {
+      rule: spec.intentRule,
+      intentFields: spec.intentFields,
+      // The caller's own reference (…Ref) is folded; Stripe ids (cus_, pi_) stay exact.
+      idRule: 'v2',
+      normalize: spec.intentFields.filter((f) => f.endsWith('Ref')).map((field) => ({ field, steps: ['nfkc', 'trim', 'collapse-whitespace'] as const, source: REF_NORMALIZATION_SOURCE })),
+    },
     ids: {
       run: 'receipts only (never sent to Stripe)',
       attempt: 'receipts only (never sent to Stripe)',
@@ -81,6 +95,7 @@ function stripeCard(spec: {
     storedResult: {
       semantics: fact('replays', `${S.idempotency}: status code and body of the first request, replays carry Idempotent-Replayed: true`),
       includesErrors: fact(true, `${S.idempotency}: "including 500 errors", once endpoint execution began; validation failures, concurrent conflicts and 429s are not stored (${S.lowLevelErrors})`),
+      replayIndicator: fact({ header: 'Idempotent-Replayed', value: 'true' }, `${S.idempotency}: a replayed response carries the Idempotent-Replayed: true header`),
     },
     lookup: {
       method: fact(

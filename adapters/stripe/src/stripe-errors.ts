@@ -68,7 +68,14 @@ function short(text: string | undefined, fallback: string): string {
 }
 
 /** A successful SDK result (the object, with its non-enumerable `lastResponse`). */
-export function classifyStripeResult(result: { id?: unknown; lastResponse?: { headers?: Headers; requestId?: string; statusCode?: number } }): Outcome {
+/**
+ * A 2xx result as an outcome: `replayed` when the response carries the card's replay indicator
+ * (storedResult.replayIndicator; default Stripe's `Idempotent-Replayed: true`), else `succeeded`.
+ */
+export function classifyStripeResult(
+  result: { id?: unknown; lastResponse?: { headers?: Headers; requestId?: string; statusCode?: number } },
+  indicator: { readonly header: string; readonly value: string } | null | 'unknown' = { header: REPLAYED_HEADER, value: 'true' },
+): Outcome {
   const last = result.lastResponse;
   const plain = JSON.parse(JSON.stringify(result)) as unknown;
   const out: { status?: number; requestId?: string; providerRef?: string } = {};
@@ -76,7 +83,8 @@ export function classifyStripeResult(result: { id?: unknown; lastResponse?: { he
   const requestId = last?.requestId ?? header(last?.headers, 'request-id');
   if (requestId) out.requestId = requestId;
   if (typeof result.id === 'string') out.providerRef = result.id;
-  return { kind: isReplayedHeaders(last?.headers) ? 'replayed' : 'succeeded', result: plain, ...out };
+  const replayed = typeof indicator === 'object' && indicator !== null && header(last?.headers, indicator.header.toLowerCase())?.toLowerCase() === indicator.value.toLowerCase();
+  return { kind: replayed ? 'replayed' : 'succeeded', result: plain, ...out };
 }
 
 /** True when the error is one stripe-node raised for a transport failure (no usable response). */

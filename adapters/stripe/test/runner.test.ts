@@ -164,3 +164,22 @@ describe('key past retention (crash, then recovery a day later)', () => {
     expect(record?.providerRef).toBe(landed.kind === 'succeeded' ? landed.providerRef : 'x');
   });
 });
+
+describe('a corrected request after a stored rejection (issue 16)', () => {
+  it('402 card_declined is stored under the key: the corrected request is a new revision with its own key, one PaymentIntent', async () => {
+    const { clock, sandbox, ledger } = await setup();
+    const adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 2000 });
+    const runner = createRunner({ ledger, clock, random: () => 0.5 });
+    const base = { customer: 'cus_fixture', amount: 1500, currency: 'eur', orderRef: 'PO-1001', confirm: true };
+    const declined = await runner.run(adapter, 'paymentIntents.create', { params: { ...base, paymentMethod: 'pm_card_chargeDeclined' } });
+    expect(declined.status).toBe('handed-off');
+    // an agent's re-formatted reference is the same order, and the corrected card supersedes the declined one
+    const fixed = await runner.run(adapter, 'paymentIntents.create', { params: { ...base, orderRef: 'PO-1001 ', paymentMethod: 'pm_card_ok' } });
+    expect(fixed.status).toBe('done');
+    expect(fixed.businessOperationId).toBe(declined.businessOperationId);
+    expect(sandbox.count('paymentIntents.create')).toBe(1);
+    const keys = sandbox.requests().map((r) => r.idempotencyKey);
+    expect(new Set(keys).size).toBe(2);
+    expect(sandbox.requests().map((r) => r.status)).toEqual([402, 200]);
+  });
+});

@@ -26,6 +26,11 @@ export interface ExecuteContext {
   readonly providerKey: ProviderKey | null;
   readonly runId: RunId;
   readonly attemptId: AttemptId;
+  /**
+   * Set (≥ 2) when the operation was superseded by a corrected request and the key was derived for
+   * that revision: the key is derived from `revisionKeySource(businessOperationId, keyRevision)`.
+   */
+  readonly keyRevision?: number;
   /** 1-based attempt number across the operation's whole life (all runs). */
   readonly attempt: number;
   /** Status reference from an earlier in-progress outcome, if any (e.g. a status URL). */
@@ -36,6 +41,8 @@ export interface ExecuteContext {
 export interface LookupContext {
   readonly businessOperationId: BusinessOperationId;
   readonly providerKey: ProviderKey | null;
+  /** As in ExecuteContext. */
+  readonly keyRevision?: number;
   /** The params of the original request (some lookups re-send them with the same key). */
   readonly params: unknown;
   readonly runId: RunId;

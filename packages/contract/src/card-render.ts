@@ -1,4 +1,5 @@
 import { UNKNOWN, type RetrySafetyCard } from './card.js';
+import { describeNormalization } from './normalize.js';
 
 /** Human labels for card fields, in the order DESIGN.md §2 lists them. */
 const LABELS: ReadonlyArray<readonly [path: string, label: string]> = [
@@ -68,12 +69,34 @@ export interface CardRow {
 
 /** The card as rows, one per field, in DESIGN.md order. */
 export function cardRows(card: RetrySafetyCard): CardRow[] {
-  return LABELS.map(([path, label]) => {
+  const rows: CardRow[] = LABELS.map(([path, label]) => {
     const raw = get(card, path);
     const isFact = typeof raw === 'object' && raw !== null && !Array.isArray(raw) && 'source' in raw && 'value' in raw;
     const value = isFact ? (raw as { value: unknown }).value : raw;
     return { path, label, value, unknown: value === UNKNOWN, source: isFact ? (raw as { source: string }).source : null };
   });
+  // Optional sections: shown only when the card declares them (cards without them render as before).
+  const extra: CardRow[] = [];
+  const bo = card.businessOperationId;
+  if (bo.idRule !== undefined || bo.normalize !== undefined) {
+    extra.push({ path: 'businessOperationId.idRule', label: 'Id rule version', value: bo.idRule ?? 'v1', unknown: false, source: null });
+    extra.push({ path: 'businessOperationId.normalize', label: 'Intent normalisation', value: describeNormalization(bo.normalize), unknown: false, source: sources(bo.normalize) });
+  }
+  if (card.paramComparison !== undefined)
+    extra.push({ path: 'paramComparison', label: 'Param comparison (others exact)', value: describeNormalization(card.paramComparison), unknown: false, source: sources(card.paramComparison) });
+  const ri = card.storedResult.replayIndicator;
+  if (ri !== undefined)
+    extra.push({ path: 'storedResult.replayIndicator', label: 'Replay indicator', value: ri.value === null ? 'none' : ri.value === UNKNOWN ? UNKNOWN : `${ri.value.header}: ${ri.value.value}`, unknown: ri.value === UNKNOWN, source: ri.source });
+  const at = rows.findIndex((r) => r.path === 'ids.run');
+  rows.splice(at < 0 ? rows.length : at, 0, ...extra.filter((r) => r.path !== 'storedResult.replayIndicator'));
+  const ri2 = extra.find((r) => r.path === 'storedResult.replayIndicator');
+  if (ri2) rows.splice(rows.findIndex((r) => r.path === 'storedResult.includesErrors') + 1, 0, ri2);
+  return rows;
+}
+
+function sources(rules: readonly { field: string; source: string }[] | undefined): string | null {
+  if (!rules || rules.length === 0) return null;
+  return [...new Set(rules.map((r) => r.source))].join('; ');
 }
 
 /**

@@ -1,6 +1,7 @@
 import { isDuration } from './duration.js';
 import { UNKNOWN, type RetrySafetyCard } from './card.js';
 import { CardValidationError } from './errors/card-validation-error.js';
+import { NORMALIZATION_STEPS } from './normalize.js';
 
 export interface CardProblem {
   /** Dotted path of the field, e.g. `lookup.consistencyDelay.value`. */
@@ -119,8 +120,9 @@ export interface CardValidation {
 export function validateCard(card: unknown): CardValidation {
   const problems: CardProblem[] = [];
   const unknowns: string[] = [];
-  walk(SHAPE, card, '', problems, unknowns);
+  walk(SHAPE, withoutOptional(card), '', problems, unknowns);
   const obj = (typeof card === 'object' && card !== null ? card : {}) as Record<string, unknown>;
+  checkOptional(obj, problems, unknowns);
   const unverified = obj.unverified;
   if (unverified !== undefined) {
     if (!Array.isArray(unverified)) problems.push({ path: 'unverified', message: 'expected an array' });
@@ -144,6 +146,73 @@ export function validateCard(card: unknown): CardValidation {
     problems.push({ path: 'operation', message: `must start with the provider name "${rawCard.provider}."` });
   }
   return { ok: problems.length === 0, problems, unknowns };
+}
+
+/** The card without its optional sections (checked by checkOptional), so the required shape can be walked. */
+function withoutOptional(card: unknown): unknown {
+  if (typeof card !== 'object' || card === null || Array.isArray(card)) return card;
+  const { paramComparison: _p, ...rest } = card as Record<string, unknown>;
+  const out: Record<string, unknown> = rest;
+  const bo = out.businessOperationId;
+  if (typeof bo === 'object' && bo !== null && !Array.isArray(bo)) {
+    const { idRule: _r, normalize: _n, ...b } = bo as Record<string, unknown>;
+    out.businessOperationId = b;
+  }
+  const sr = out.storedResult;
+  if (typeof sr === 'object' && sr !== null && !Array.isArray(sr)) {
+    const { replayIndicator: _i, ...r } = sr as Record<string, unknown>;
+    out.storedResult = r;
+  }
+  return out;
+}
+
+const isSteps = (v: unknown) => Array.isArray(v) && v.every((s) => (NORMALIZATION_STEPS as readonly unknown[]).includes(s));
+
+/** Optional sections (added after cardVersion 1 shipped; absent means the old behaviour): id rule, normalisation, param comparison, replay indicator. */
+function checkOptional(obj: Record<string, unknown>, problems: CardProblem[], unknowns: string[]): void {
+  const bo = (obj.businessOperationId ?? {}) as Record<string, unknown>;
+  const intentFields = Array.isArray(bo.intentFields) ? (bo.intentFields as unknown[]) : [];
+  if (bo.idRule !== undefined && bo.idRule !== 'v1' && bo.idRule !== 'v2') problems.push({ path: 'businessOperationId.idRule', message: 'expected "v1" or "v2"' });
+  if (bo.normalize !== undefined) {
+    if (!Array.isArray(bo.normalize)) problems.push({ path: 'businessOperationId.normalize', message: 'expected an array of { field, steps, source }' });
+    else {
+      if (bo.normalize.length > 0 && bo.idRule !== 'v2') problems.push({ path: 'businessOperationId.idRule', message: 'a card that normalises intent fields must say idRule "v2" (the v1 rule digests the intent as written)' });
+      bo.normalize.forEach((n: unknown, i: number) => {
+        const p = `businessOperationId.normalize[${i}]`;
+        const r = (n ?? {}) as Record<string, unknown>;
+        if (typeof r.field !== 'string' || !intentFields.some((f) => r.field === f || (typeof f === 'string' && (r.field as string).startsWith(f + '.'))))
+          problems.push({ path: `${p}.field`, message: 'expected one of the intent fields (or a path beneath one)' });
+        if (!isSteps(r.steps) || (r.steps as unknown[]).length === 0) problems.push({ path: `${p}.steps`, message: `expected a non-empty list of ${NORMALIZATION_STEPS.join(', ')}` });
+        if (str(r.source)) problems.push({ path: `${p}.source`, message: 'every normalisation cites why the provider treats these values as the same' });
+      });
+    }
+  }
+  if (obj.paramComparison !== undefined) {
+    if (!Array.isArray(obj.paramComparison)) problems.push({ path: 'paramComparison', message: 'expected an array of { field, compare, steps?, source }' });
+    else
+      obj.paramComparison.forEach((n: unknown, i: number) => {
+        const p = `paramComparison[${i}]`;
+        const r = (n ?? {}) as Record<string, unknown>;
+        if (str(r.field)) problems.push({ path: `${p}.field`, message: 'expected a dot path into params' });
+        if (r.compare !== 'exact' && r.compare !== 'normalized') problems.push({ path: `${p}.compare`, message: 'expected "exact" or "normalized"' });
+        if (r.compare === 'normalized' && (!isSteps(r.steps) || (r.steps as unknown[]).length === 0)) problems.push({ path: `${p}.steps`, message: `a normalized comparison lists its steps (${NORMALIZATION_STEPS.join(', ')})` });
+        if (str(r.source)) problems.push({ path: `${p}.source`, message: 'every comparison rule cites its source' });
+      });
+  }
+  const sr = (obj.storedResult ?? {}) as Record<string, unknown>;
+  if (sr.replayIndicator !== undefined) {
+    const p = 'storedResult.replayIndicator';
+    const f = sr.replayIndicator as Record<string, unknown> | null;
+    if (typeof f !== 'object' || f === null || !('value' in f)) problems.push({ path: p, message: 'expected a fact { value: { header, value } | null, source }' });
+    else {
+      if (f.value === UNKNOWN) unknowns.push(p);
+      else if (f.value !== null) {
+        const v = f.value as Record<string, unknown>;
+        if (typeof v !== 'object' || str(v.header) || str(v.value)) problems.push({ path: `${p}.value`, message: 'expected { header, value } or null' });
+      }
+      if (str(f.source)) problems.push({ path: `${p}.source`, message: 'every fact cites its source' });
+    }
+  }
 }
 
 /** Validates and returns the card deep-frozen; throws CardValidationError listing every problem. */

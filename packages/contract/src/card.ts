@@ -1,4 +1,5 @@
 import type { Duration } from './duration.js';
+import type { FieldNormalization, IdRuleVersion, ParamComparison } from './normalize.js';
 
 /** The explicit "we do not know" value. A decision that needs an unknown fact never auto-resends. */
 export const UNKNOWN = 'unknown' as const;
@@ -38,6 +39,12 @@ export type ConcurrencyBehaviour =
   /** Second writer wins / same value written twice (set-value PATCH). */
   | 'last-write-wins';
 
+/** A response header whose value marks a replay of the stored result (compared case-insensitively). */
+export interface ReplayIndicator {
+  readonly header: string;
+  readonly value: string;
+}
+
 /**
  * The retry safety card: what one provider operation guarantees about re-sends, as data.
  * Every field is required; provider facts are `Fact`s with a source and may be `'unknown'`.
@@ -57,7 +64,19 @@ export interface RetrySafetyCard {
     /** In words, e.g. "derived from intent fields customer, amount, currency, orderRef". */
     readonly rule: string;
     readonly intentFields: readonly string[];
+    /**
+     * Optional (absent = `v1`, every intent field exact). `v2`: the intent is normalised per
+     * `normalize` before the id is derived. See IdRuleVersion.
+     */
+    readonly idRule?: IdRuleVersion;
+    /** Per intent field (dot path, also covering what is beneath it): the steps under which the provider treats values as the same. */
+    readonly normalize?: readonly FieldNormalization[];
   };
+  /**
+   * Optional: how params that are not intent fields are compared when the same business operation
+   * is called again. Every param not listed is compared exactly.
+   */
+  readonly paramComparison?: readonly ParamComparison[];
   /** Where the run, attempt and provider request ids go. */
   readonly ids: {
     readonly run: string;
@@ -82,6 +101,12 @@ export interface RetrySafetyCard {
     readonly semantics: Fact<StoredResultSemantics>;
     /** Whether errors (e.g. 500s) are stored and replayed too. */
     readonly includesErrors: Fact<boolean>;
+    /**
+     * Optional: how a response says it is a replay of the stored result (e.g. Stripe's
+     * `Idempotent-Replayed: true` header); `null` value = the provider sends no indicator.
+     * Absent = not declared (treated like null). Adapters use it to report a replayed 2xx as `replayed`.
+     */
+    readonly replayIndicator?: Fact<ReplayIndicator | null>;
   };
   readonly lookup: {
     readonly method: Fact<LookupMethod>;

@@ -107,6 +107,16 @@ export function deriveProviderKey(id: BusinessOperationId, rule: ProviderKeyRule
   return (prefix + digest.slice(0, Math.min(room, 64))) as ProviderKey;
 }
 
+/**
+ * What the provider key of an operation's revision `n` is derived from: the id itself for the
+ * first request, else the id plus `#r<n>`. `#` is not allowed in a business-operation id, so this
+ * is never another operation's id. An adapter that checks the key it is given re-derives it from
+ * this with `ExecuteContext.keyRevision`.
+ */
+export function revisionKeySource(id: BusinessOperationId, revision = 1): BusinessOperationId {
+  return (revision <= 1 ? id : `${id}#r${revision}`) as BusinessOperationId;
+}
+
 /** Marks a string that an adapter has already validated against its provider's key rules. */
 export function asProviderKey(value: string, rule?: ProviderKeyRule): ProviderKey {
   if (typeof value !== 'string' || value.length === 0) throw new InvalidIdError('provider key', String(value), 'must be a non-empty string');

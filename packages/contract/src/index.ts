@@ -1,5 +1,6 @@
 export * from './ids.js';
 export * from './canonical.js';
+export * from './normalize.js';
 export * from './duration.js';
 export * from './card.js';
 export * from './card-validate.js';

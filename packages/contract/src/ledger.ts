@@ -54,7 +54,7 @@ export interface OperationRecord {
   readonly statusRef: string | null;
   readonly handoff: HandoffPacket | null;
   /** How a person resolved it, if they did. */
-  readonly resolution: { readonly action: 'resume' | 'mark-done' | 'abandon'; readonly providerRef?: string; readonly at: number; readonly by?: string } | null;
+  readonly resolution: { readonly action: 'resume' | 'mark-done' | 'abandon' | 'supersede'; readonly providerRef?: string; readonly at: number; readonly by?: string; readonly revision?: number } | null;
 }
 
 export interface ClaimInput {
@@ -80,6 +80,15 @@ export interface ClaimInput {
    * is true; others create the operation as `claimed`, and the caller must `markDispatched` itself.
    */
   readonly dispatch?: boolean;
+  /**
+   * Replace a `rejected` or `handed-off` operation whose attempts were all known not applied with a
+   * corrected request (a new revision): `params`, `paramsFingerprint` and `providerKey` of this input
+   * become the operation's; it is re-opened as `claimed` with no attempts. Applied only while the
+   * stored fence still equals `fence` (what the caller checked); otherwise the claim is answered as
+   * without it. The caller decides whether superseding is allowed (see the runner) and writes the
+   * revision's receipt.
+   */
+  readonly supersede?: { readonly fence: number; readonly revision: number };
 }
 
 export type ClaimResult =

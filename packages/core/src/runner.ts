@@ -48,6 +48,7 @@ import { systemClock, type Clock } from './clock.js';
 import { decide, notFoundIsAuthoritative, resendSafety, type Decision, type DecisionState, type Observation } from './decide.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { buildPacket } from './handoff.js';
+import { comparisonFor, currentRevisionNumber, intake, needsFreshKey, nextRevision, revisionKeySource, supersedeCheck, SUPERSEDE_ACTION, assertParams, type Comparison } from './intake/index.js';
 import { leaseLive } from './ledger/transitions.js';
 import { preclaim } from './preclaim.js';
 import { sealReceipt } from './receipts.js';
@@ -130,8 +131,15 @@ export interface RecoverReport {
   readonly error?: { readonly name: string; readonly code?: string; readonly message: string; readonly providerMayHaveBeenCalled?: boolean };
 }
 
-/** `resume` is refused (UnsafeResumeError) when the packet marks it not safe, unless `force: true` (you checked at the provider). */
-export type Resolution = { readonly action: 'resume'; readonly force?: boolean } | { readonly action: 'mark-done'; readonly providerRef: string } | { readonly action: 'abandon' };
+/**
+ * `resume` is refused (UnsafeResumeError) when the packet marks it not safe, unless `force: true` (you checked at the provider).
+ * `resend-with` sends a corrected request as a new revision (only when every attempt is known not applied; see docs/concepts.md).
+ */
+export type Resolution =
+  | { readonly action: 'resume'; readonly force?: boolean }
+  | { readonly action: 'mark-done'; readonly providerRef: string }
+  | { readonly action: 'abandon' }
+  | { readonly action: 'resend-with'; readonly params: unknown };
 
 export type ResolveResult =
   | RunResult
@@ -158,6 +166,12 @@ interface Op {
   readonly params: unknown;
   readonly requestFingerprint: string;
   readonly signal: AbortSignal | undefined;
+  /** How params are compared with the stored ones (the card's declaration). */
+  readonly comparison: Comparison;
+  /** Fingerprints the same params may be stored under (before the declaration normalised them). */
+  readonly paramsAliases: readonly string[];
+  /** The revision the provider key was derived for (1 unless superseded with a fresh key). */
+  readonly keyRevision: number;
   ref: Fenced;
   record: OperationRecord;
   /** Latest dispatch, or an upper bound of it when taken over (see DecisionState.lastDispatchedAt). */
@@ -256,13 +270,12 @@ export function createRunner(options: RunnerOptions): Runner {
     const spec = checkAdapter(adapter, operation);
     if (typeof input !== 'object' || input === null) throw new InvalidIntentError('', 'run input must be an object with params');
     const card = spec.card;
-    const intent = input.intent ?? pickIntent(input.params, spec.intentFields);
-    // Everything that can refuse the operation, before anything is claimed (preclaim.ts).
-    const { paramsFingerprint, requestFingerprint, redactor } = preclaim(input.params ?? null, intent, () =>
+    // Everything that can refuse the operation, before anything is claimed: the payload limits every ledger
+    // can store and the redacted copy (preclaim.ts), then the schema, the intent's normalisation and the id (intake/).
+    const { requestFingerprint, redactor } = preclaim(input.params ?? null, input.intent ?? null, () =>
       createRedactor(options.redact ?? {}, spec.sensitiveFields ?? []).withValuesFrom(input.params),
     );
-    const id = input.businessOperationId !== undefined ? asBusinessOperationId(input.businessOperationId) : deriveBusinessOperationId(card.operation, intent);
-    const intentFingerprint = fingerprint({ operation: card.operation, intent });
+    const { id, intentFingerprint, paramsFingerprint, paramsAliases, comparison } = await intake(ledger, spec, input);
     const providerKey = adapter.deriveProviderKey(operation, id);
     const runId = input.runId !== undefined ? asRunId(input.runId) : newRunId();
     const policy = resolvePolicy(card, options.policy);
@@ -278,25 +291,38 @@ export function createRunner(options: RunnerOptions): Runner {
       leaseMs: policy.leaseMs,
       now: clock.now(),
     };
-    const base = { adapter, opName: operation, card, policy, redactor, id, providerKey, runId, params: input.params ?? null, requestFingerprint, signal: input.signal };
+    const base = { adapter, opName: operation, card, policy, redactor, id, providerKey, runId, params: input.params ?? null, requestFingerprint, signal: input.signal, comparison, paramsAliases };
     return claimAndDrive(base, claimInput, paramsFingerprint);
   }
 
-  type OpBase = Pick<Op, 'adapter' | 'opName' | 'card' | 'policy' | 'redactor' | 'id' | 'providerKey' | 'runId' | 'params' | 'requestFingerprint' | 'signal'>;
+  type OpBase = Pick<Op, 'adapter' | 'opName' | 'card' | 'policy' | 'redactor' | 'id' | 'providerKey' | 'runId' | 'params' | 'requestFingerprint' | 'signal' | 'comparison' | 'paramsAliases'>;
+
+  /** Other params than stored, where the declaration compares them: a conflict naming the differing paths (never the values). */
+  function paramsConflict(base: Pick<OpBase, 'id' | 'comparison' | 'redactor' | 'params'>, record: OperationRecord, detail: string): ConflictError {
+    const paths = base.comparison.differences(record.params, base.params).map((p) => base.redactor.text(p));
+    return new ConflictError(record.businessOperationId, 'params', detail, paths);
+  }
 
   async function claimAndDrive(base: OpBase, claimInput: ClaimInput, paramsFingerprint: string): Promise<RunResult> {
     // A new operation's first decision is always "send now" (decide: claimed, nothing observed), so the
     // claim may create it already `dispatched`. An existing one is claimed as before and decided from its state.
     const dispatch = claimDispatches && !base.signal?.aborted;
     const claim = await ledger.claim({ ...claimInput, now: clock.now(), ...(dispatch ? { dispatch: true } : {}) });
+    // Stored before the declaration normalised these params: the same params, under their old fingerprint.
+    if (claim.record.paramsFingerprint !== paramsFingerprint && base.paramsAliases.includes(claim.record.paramsFingerprint)) paramsFingerprint = claim.record.paramsFingerprint;
     switch (claim.kind) {
       case 'conflict':
         log('warn', 'conflict', `same id, different ${claim.field}: nothing sent`, { ...base });
         throw new ConflictError(base.id, claim.field, `stored ${claim.field === 'intent' ? claim.record.intentFingerprint : claim.record.operation}`);
       case 'terminal':
+        if (claim.record.paramsFingerprint !== paramsFingerprint) {
+          // A corrected request for an operation none of whose attempts was applied: a new revision.
+          const receipts = await ledger.receipts(claim.record.businessOperationId);
+          if (supersedeCheck(claim.record, receipts).ok) return supersede(base, claimInput, claim.record, receipts, 'a corrected request');
+        }
         return fromTerminal(claim.record, paramsFingerprint, base);
       case 'busy':
-        if (claim.record.paramsFingerprint !== paramsFingerprint) throw new ConflictError(base.id, 'params', 'another worker is performing this operation with other params');
+        if (claim.record.paramsFingerprint !== paramsFingerprint) throw paramsConflict(base, claim.record, 'another worker is performing this operation with other params');
         log('info', 'busy', `another worker (${claim.record.leaseOwner}) holds the operation: waiting for its result`, base);
         return waitForOther(base, claimInput, paramsFingerprint);
       case 'claimed': {
@@ -304,7 +330,7 @@ export function createRunner(options: RunnerOptions): Runner {
         const ref: Fenced = { businessOperationId: record.businessOperationId, fence: record.fence };
         if (record.paramsFingerprint !== paramsFingerprint) {
           await ledger.release(ref).catch(() => undefined);
-          throw new ConflictError(base.id, 'params', 'a re-send with the same key and other params would be a different request');
+          throw paramsConflict(base, record, 'a re-send with the same key and other params would be a different request');
         }
         if (claim.takenOver) log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, base);
         // The key that may already be at the provider is the one recorded: keep using it.
@@ -328,6 +354,7 @@ export function createRunner(options: RunnerOptions): Runner {
     const last = prior[prior.length - 1];
     const op: Op = {
       ...base,
+      keyRevision: needsFreshKey(base.card) ? currentRevisionNumber(prior) : 1,
       ref,
       record,
       leaseExpiresAt: record.leaseExpiresAt ?? 0,
@@ -503,6 +530,7 @@ export function createRunner(options: RunnerOptions): Runner {
       const o = await withHeartbeat(op, () => op.adapter.doExecute(op.opName, op.params, {
         businessOperationId: op.id,
         providerKey: op.providerKey,
+        ...(op.keyRevision > 1 ? { keyRevision: op.keyRevision } : {}),
         runId: op.runId,
         attemptId,
         attempt: op.record.attemptCount,
@@ -541,6 +569,7 @@ export function createRunner(options: RunnerOptions): Runner {
       const r = await withHeartbeat(op, () => op.adapter.doLookup(op.opName, {
         businessOperationId: op.id,
         providerKey: op.providerKey,
+        ...(op.keyRevision > 1 ? { keyRevision: op.keyRevision } : {}),
         params: op.params,
         runId: op.runId,
         attemptId,
@@ -696,11 +725,14 @@ export function createRunner(options: RunnerOptions): Runner {
   }
 
   // ---------------------------------------------------------------- other workers
-  async function fromTerminal(record: OperationRecord, paramsFingerprint: string | null, base: Pick<Op, 'id' | 'card' | 'redactor'>): Promise<RunResult> {
+  async function fromTerminal(record: OperationRecord, paramsFingerprint: string | null, base: Pick<Op, 'id' | 'card' | 'redactor' | 'comparison' | 'params'>): Promise<RunResult> {
     // Other params under the same intent are a conflict even once it succeeded: adopting would tell the
     // caller that *their* request (say, another amount for the same order) was performed.
-    if (paramsFingerprint !== null && record.paramsFingerprint !== paramsFingerprint)
-      throw new ConflictError(record.businessOperationId, 'params', `the operation is ${record.state} with other params`);
+    if (paramsFingerprint !== null && record.paramsFingerprint !== paramsFingerprint) {
+      const why = record.state === 'succeeded' ? 'it succeeded' : supersedeCheck(record, await ledger.receipts(record.businessOperationId));
+      const detail = typeof why === 'string' || why.ok ? `the operation is ${record.state} with other params` : `the operation is ${record.state} with other params and cannot be superseded: ${why.why}`;
+      throw paramsConflict(base, record, detail);
+    }
     if (record.state === 'succeeded') {
       log('info', 'adopt', 'already succeeded: adopting the stored result, nothing sent', base);
       return {
@@ -736,6 +768,66 @@ export function createRunner(options: RunnerOptions): Runner {
     }
   }
 
+  // ---------------------------------------------------------------- revisions
+  /**
+   * Re-opens an operation whose every attempt is known not applied (supersedeCheck) with the corrected
+   * request in `base`/`claimInput`: a new revision in the same ledger row, with a `supersede` receipt,
+   * and a provider key of its own unless the card says the provider stores no errors.
+   */
+  async function supersede(base: OpBase, claimInput: ClaimInput, record: OperationRecord, receipts: readonly Receipt[], by: string): Promise<RunResult> {
+    const revision = nextRevision(receipts);
+    const freshKey = needsFreshKey(base.card);
+    const providerKey = freshKey ? base.adapter.deriveProviderKey(base.opName, revisionKeySource(record.businessOperationId, revision)) : record.providerKey;
+    const input: ClaimInput = { ...claimInput, providerKey, now: clock.now(), supersede: { fence: record.fence, revision } };
+    const claim = await ledger.claim(input);
+    if (claim.kind !== 'claimed') {
+      // Someone else changed it between the check and the claim: answer from what is there now.
+      if (claim.kind === 'terminal') return fromTerminal(claim.record, claimInput.paramsFingerprint, base);
+      throw paramsConflict(base, claim.record, `the operation changed while a new revision was being written (${claim.record.state})`);
+    }
+    const ref: Fenced = { businessOperationId: record.businessOperationId, fence: claim.record.fence };
+    const paths = base.comparison.differences(record.params, base.params);
+    const last = receipts[receipts.length - 1];
+    const now = clock.now();
+    const why = `revision ${revision} (${by}) replaces revision ${revision - 1}, whose every attempt was known not applied; changed: ${paths.join(', ') || '(none)'}; ${freshKey ? 'new provider key (the provider may have stored the rejection under the old one)' : 'same provider key (the provider stores no errors)'}`;
+    const receipt = sealReceipt({
+      businessOperationId: record.businessOperationId,
+      seq: (last?.seq ?? 0) + 1,
+      runId: base.runId,
+      attemptId: newAttemptId(),
+      provider: record.provider,
+      operation: record.operation,
+      kind: 'resolve',
+      startedAt: iso(now),
+      finishedAt: iso(now),
+      outcome: null,
+      decision: { action: SUPERSEDE_ACTION, reason: base.redactor.text(why) },
+      providerKey,
+      requestFingerprint: fingerprint(base.redactor.params(base.params)),
+      prevHash: last?.hash ?? null,
+    });
+    await ledger.appendReceipt(ref, receipt);
+    log('info', 'supersede', why, base);
+    return execute({ ...base, providerKey }, claim.record, ref, claimInput.paramsFingerprint, { ...claimInput, providerKey }, false);
+  }
+
+  /** A person's `resend-with`: the corrected params, same intent, as a new revision (never while an attempt may have been applied). */
+  async function resendWith(record: OperationRecord, params: unknown, adapters: readonly AdapterV1[], by: string): Promise<RunResult> {
+    const found = findAdapter(adapters, record);
+    if (!found) throw new RunnerConfigurationError('resolve', `resend-with needs the adapter for ${record.operation} in { adapters }`);
+    const spec = checkAdapter(found.adapter, found.opName);
+    assertParams(spec, params);
+    const { base: fromRecord, claimInput } = baseFromRecord(found.adapter, found.opName, record, newRunId());
+    const base: OpBase = { ...fromRecord, params, redactor: createRedactor(options.redact ?? {}, spec.sensitiveFields ?? []).withValuesFrom(params).withValuesFrom(record.params) };
+    const next = await intake(ledger, spec, { params, businessOperationId: record.businessOperationId });
+    if (next.intentFingerprint !== record.intentFingerprint) throw new ConflictError(record.businessOperationId, 'intent', 'the corrected params name another intent: run them as a new operation instead');
+    if (next.paramsFingerprint === record.paramsFingerprint) throw new InvalidStateError(record.businessOperationId, record.state, 'resend-with needs params that differ from the stored ones (use resume to re-send the same request)');
+    const receipts = await ledger.receipts(record.businessOperationId);
+    const check = supersedeCheck(record, receipts);
+    if (!check.ok) throw paramsConflict(base, record, `a new revision is not allowed: ${check.why}`);
+    return supersede(base, { ...claimInput, params, paramsFingerprint: next.paramsFingerprint }, record, receipts, `resend-with by ${by}`);
+  }
+
   // ---------------------------------------------------------------- recover / resolve
   function findAdapter(adapters: readonly AdapterV1[], record: OperationRecord): { adapter: AdapterV1; opName: string } | null {
     for (const adapter of adapters) {
@@ -761,6 +853,8 @@ export function createRunner(options: RunnerOptions): Runner {
       params: record.params,
       requestFingerprint,
       signal: undefined,
+      comparison: comparisonFor(spec.card),
+      paramsAliases: [],
     };
     const claimInput: ClaimInput = {
       businessOperationId: record.businessOperationId,
@@ -872,6 +966,7 @@ export function createRunner(options: RunnerOptions): Runner {
     const id = asBusinessOperationId(rawId);
     const record = await ledger.get(id);
     if (!record) throw new InvalidStateError(id, 'absent', 'no such operation in the ledger');
+    if (resolution?.action === 'resend-with') return resendWith(record, resolution.params, opts.adapters ?? [], opts.by ?? owner);
     if (record.state !== 'handed-off') throw new InvalidStateError(id, record.state, `only a handed-off operation can be resolved (${resolution?.action})`);
     const by = opts.by ?? owner;
     if (resolution?.action === 'resume') {

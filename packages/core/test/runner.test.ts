@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConflictError, InvalidIdError, InvalidIntentError, UnknownOperationError, UnsupportedSpecificationVersionError, type AdapterV1 } from '@retrysafe/contract';
+import { ConflictError, InvalidIdError, InvalidIntentError, InvalidParamsError, UnknownOperationError, UnsupportedSpecificationVersionError, type AdapterV1 } from '@retrysafe/contract';
 import { verifyReceiptChain } from '@retrysafe/core';
 import { setup } from './helpers.js';
 
@@ -220,27 +220,32 @@ describe('runner.run: typed errors, nothing sent', () => {
     expect(provider.calls()).toBe(1);
   });
 
-  it('same intent, other params: ConflictError(params) before and after success; the same params adopt the stored result', async () => {
+  it('same intent, other params: a new revision after a rejection, ConflictError(params) after success; the same params adopt the stored result', async () => {
     const { provider, adapter, runner } = setup();
     provider.failNext({ kind: 'rejected' });
     await runner.run(adapter, OP, { params: params('a', { note: 'x' }) });
-    const err = await runner.run(adapter, OP, { params: params('a', { note: 'y' }) }).catch((e) => e);
-    expect(ConflictError.isInstance(err) && err.field).toBe('params');
-    expect(provider.calls()).toBe(1);
+    // Rejected = definitely not applied: the corrected request supersedes it (issue 16) instead of a conflict forever.
+    const corrected = await runner.run(adapter, OP, { params: params('a', { note: 'y' }) });
+    expect(corrected.status).toBe('done');
+    expect(provider.calls()).toBe(2);
+    const drift = await runner.run(adapter, OP, { params: params('a', { note: 'z' }) }).catch((e) => e);
+    expect(ConflictError.isInstance(drift) && drift.field).toBe('params');
+    expect(ConflictError.isInstance(drift) && drift.paths).toEqual(['note']);
     const ok = await runner.run(adapter, OP, { params: params('c', { note: 'x' }) });
     // adopting here would tell the caller that their other request had been performed
     const changed = await runner.run(adapter, OP, { params: params('c', { note: 'y' }) }).catch((e) => e);
     expect(ConflictError.isInstance(changed) && changed.field).toBe('params');
     const again = await runner.run(adapter, OP, { params: params('c', { note: 'x' }) });
     expect(again.status === 'done' && ok.status === 'done' && again.adopted && again.providerRef === ok.providerRef).toBe(true);
-    expect(provider.calls()).toBe(2);
+    expect(provider.calls()).toBe(3);
   });
 
   it('bad input: unknown operation, bad id, missing intent field, unknown spec version', async () => {
     const { provider, adapter, runner } = setup();
     await expect(runner.run(adapter, 'records.delete', { params: params() })).rejects.toSatisfy(UnknownOperationError.isInstance);
     await expect(runner.run(adapter, OP, { params: params(), businessOperationId: 'bad id!' })).rejects.toSatisfy(InvalidIdError.isInstance);
-    await expect(runner.run(adapter, OP, { params: { amount: 1 } })).rejects.toSatisfy(InvalidIntentError.isInstance);
+    // the declared intent field is also required by the params schema: refused before the claim, naming it
+    await expect(runner.run(adapter, OP, { params: { amount: 1 } })).rejects.toSatisfy((e) => InvalidParamsError.isInstance(e) && e.fields.some((f) => f.path === 'ref'));
     await expect(runner.run(adapter, OP, { params: { ref: 'x', f: () => 1 } })).rejects.toSatisfy(InvalidIntentError.isInstance);
     const v2 = { ...adapter, specificationVersion: 'v2' } as unknown as AdapterV1;
     await expect(runner.run(v2, OP, { params: params() })).rejects.toSatisfy(UnsupportedSpecificationVersionError.isInstance);

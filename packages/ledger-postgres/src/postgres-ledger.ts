@@ -206,6 +206,21 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         if (current.operation !== input.operation) return { kind: 'conflict', record: current, field: 'operation' } as const;
         if (current.intentFingerprint !== input.intentFingerprint) return { kind: 'conflict', record: current, field: 'intent' } as const;
         const resuming = input.resume === true && current.state === 'handed-off';
+        if (input.supersede && (current.state === 'rejected' || current.state === 'handed-off') && current.fence === input.supersede.fence) {
+          // A corrected request replaces a revision whose attempts were all known not applied (ClaimInput.supersede).
+          const { rows: next } = await query<OperationRow>(
+            'claim',
+            'claim-supersede',
+            `UPDATE ${ops} SET fence = fence + 1, lease_owner = $2, lease_expires_at = $3, updated_at = $4, state = 'claimed', resolution = $5::json,
+               params = $6::json, params_fingerprint = $7, provider_key = $8, attempt_count = 0, first_dispatched_at = NULL,
+               last_outcome = NULL, result = NULL, provider_ref = NULL, status_ref = NULL, handoff = NULL
+             WHERE business_operation_id = $1 ${RETURNING}`,
+            [input.businessOperationId, input.owner, expires, input.now, jsonParam({ action: 'supersede', at: input.now, by: input.owner, revision: input.supersede.revision }),
+              jsonParam(input.params), input.paramsFingerprint, input.providerKey],
+            client,
+          );
+          return { kind: 'claimed', record: toRecord(next[0]!), takenOver: false } as const;
+        }
         if (isTerminal(current.state) && !resuming) return { kind: 'terminal', record: current } as const;
         const leaseLive = current.leaseOwner !== null && current.leaseExpiresAt !== null && current.leaseExpiresAt > input.now;
         if (leaseLive) return { kind: 'busy', record: current } as const;

@@ -3,6 +3,7 @@ export * from './card-validation-error.js';
 export * from './conflict-error.js';
 export * from './invalid-id-error.js';
 export * from './invalid-intent-error.js';
+export * from './invalid-params-error.js';
 export * from './invalid-state-error.js';
 export * from './lease-expired-error.js';
 export * from './lease-lost-error.js';

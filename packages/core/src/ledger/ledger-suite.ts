@@ -345,6 +345,29 @@ export function ledgerSuite(options: LedgerSuiteOptions): void {
       expect(await ledger.receipts(id('handoff-receipt'))).toEqual([r1, r2]);
     });
 
+    it('supersede re-opens a rejected or handed-off operation as a new revision (params, key, no attempts), only at the fence the caller checked', async () => {
+      const { ref } = await claimed(ledger, 'supersede');
+      await ledger.markDispatched(ref, T0 + 1);
+      await ledger.setState(ref, { state: 'rejected', lastOutcome: 'rejected', now: T0 + 2 });
+      const next = { params: { ref: 'supersede', fixed: true }, paramsFingerprint: 'sha256:params-b', providerKey: 'rs-supersede-r2' as ProviderKey };
+      // a stale fence (someone changed it since the check) answers as without supersede: nothing written
+      const stale = await ledger.claim(claimInput('supersede', { ...next, now: T0 + 3, supersede: { fence: ref.fence + 7, revision: 2 } }));
+      expect(stale.kind).toBe('terminal');
+      expect((await ledger.get(id('supersede')))?.paramsFingerprint).toBe('sha256:params-a');
+      const s = await ledger.claim(claimInput('supersede', { ...next, owner: 'w2', now: T0 + 3, supersede: { fence: ref.fence, revision: 2 } }));
+      expect(s.kind).toBe('claimed');
+      if (s.kind !== 'claimed') return;
+      expect(s.record).toMatchObject({ state: 'claimed', fence: ref.fence + 1, attemptCount: 0, firstDispatchedAt: null, lastOutcome: null, handoff: null, ...next, leaseOwner: 'w2' });
+      expect(s.record.resolution).toMatchObject({ action: 'supersede', revision: 2, at: T0 + 3 });
+      expect(await ledger.get(id('supersede'))).toEqual(s.record);
+      await expect(ledger.markDispatched(ref, T0 + 4)).rejects.toSatisfy(LeaseLostError.isInstance);
+      // never on a live or succeeded operation
+      const live = await claimed(ledger, 'supersede-live');
+      expect((await ledger.claim(claimInput('supersede-live', { ...next, owner: 'w2', supersede: { fence: live.ref.fence, revision: 2 } }))).kind).toBe('busy');
+      await ledger.setState(live.ref, { state: 'succeeded', now: T0 + 1 });
+      expect((await ledger.claim(claimInput('supersede-live', { ...next, owner: 'w2', now: T0 + 2, supersede: { fence: live.ref.fence, revision: 2 } }))).kind).toBe('terminal');
+    });
+
     it('refuses writes to an operation that does not exist', async () => {
       await expect(ledger.markDispatched({ businessOperationId: id('ghost'), fence: 1 }, T0)).rejects.toSatisfy(LedgerError.isInstance);
     });

@@ -74,6 +74,27 @@ export function claimTransition(existing: OperationRecord | null, input: ClaimIn
       };
       return { result: { kind: 'claimed', record, takenOver: true }, write: record };
     }
+    if (input.supersede && (existing.state === 'rejected' || existing.state === 'handed-off') && existing.fence === input.supersede.fence) {
+      const record: OperationRecord = {
+        ...existing,
+        ...lease,
+        params: input.params,
+        paramsFingerprint: input.paramsFingerprint,
+        providerKey: input.providerKey,
+        state: 'claimed',
+        fence: existing.fence + 1,
+        // A new revision: its own attempts, its own key age.
+        attemptCount: 0,
+        firstDispatchedAt: null,
+        lastOutcome: null,
+        result: null,
+        providerRef: null,
+        statusRef: null,
+        handoff: null,
+        resolution: { action: 'supersede', at: input.now, by: input.owner, revision: input.supersede.revision },
+      };
+      return { result: { kind: 'claimed', record, takenOver: false }, write: record };
+    }
     return { result: { kind: 'terminal', record: existing }, write: null };
   }
   if (leaseLive(existing, input.now)) return { result: { kind: 'busy', record: existing }, write: null };

@@ -1,0 +1,186 @@
+import { canonicalJson } from './canonical.js';
+import { InvalidIntentError } from './errors/invalid-intent-error.js';
+
+/**
+ * One declared normalisation step for an intent field or a compared param. Steps run in the order
+ * the declaration lists them, on every string (and, for `canonical-number`, every numeric string)
+ * at or below the declared path. They decide identity and comparison only: the params sent to the
+ * provider are the caller's, unchanged.
+ */
+export type NormalizationStep =
+  /** Leading and trailing white space removed (the provider ignores it). */
+  | 'trim'
+  /** Every run of inner white space becomes one space. */
+  | 'collapse-whitespace'
+  /** Unicode compatibility composition (NFKC): full-width digits, ligatures, non-breaking spaces… fold to their plain forms. */
+  | 'nfkc'
+  /** Case-insensitive at the provider: compared in one case (full Unicode case folding via upper then lower). */
+  | 'case-fold'
+  /** A string that spells a finite number (`"1500"`, `"1.5e3"`, `" 1500.0 "`) is the number. */
+  | 'canonical-number';
+
+export const NORMALIZATION_STEPS: readonly NormalizationStep[] = ['trim', 'collapse-whitespace', 'nfkc', 'case-fold', 'canonical-number'];
+
+/** The declaration for one field (dot path into params): its steps and where the provider documents that they do not matter. */
+export interface FieldNormalization {
+  readonly field: string;
+  readonly steps: readonly NormalizationStep[];
+  /** Why these steps are safe: the provider's public page, or a shipped evidence page. */
+  readonly source: string;
+}
+
+/**
+ * How the runner compares a param (not an intent field) between the stored operation and a new
+ * call with the same business-operation id: `exact` (the default for every param not listed) or
+ * `normalized` with the listed steps.
+ */
+export interface ParamComparison {
+  readonly field: string;
+  readonly compare: 'exact' | 'normalized';
+  readonly steps?: readonly NormalizationStep[];
+  readonly source: string;
+}
+
+/**
+ * The business-operation id rule. `v1`: digest of the intent as written (canonical JSON). `v2`: digest
+ * of the intent after the card's declared normalisation; for an intent already in normal form it is
+ * the v1 id, so existing ledgers keep matching, and the runner also looks up the v1 id of an intent
+ * that is not (see docs/concepts.md, "Intent fields, normalisation, revisions").
+ */
+export type IdRuleVersion = 'v1' | 'v2';
+
+const NUMBER_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+
+function stepString(s: string, steps: readonly NormalizationStep[]): string | number {
+  let out: string = s;
+  for (const step of steps) {
+    switch (step) {
+      case 'trim':
+        out = out.trim();
+        break;
+      case 'collapse-whitespace':
+        out = out.replace(/\s+/gu, ' ');
+        break;
+      case 'nfkc':
+        out = out.normalize('NFKC');
+        break;
+      case 'case-fold':
+        out = out.toUpperCase().toLowerCase();
+        break;
+      case 'canonical-number': {
+        const t = out.trim();
+        if (NUMBER_TEXT.test(t)) {
+          const n = Number(t);
+          if (Number.isFinite(n)) return Object.is(n, -0) ? 0 : n;
+        }
+        break;
+      }
+      default:
+        throw new InvalidIntentError('', `unknown normalisation step ${JSON.stringify(step)}`);
+    }
+  }
+  return out;
+}
+
+function applySteps(value: unknown, steps: readonly NormalizationStep[]): unknown {
+  if (typeof value === 'string') return stepString(value, steps);
+  if (typeof value === 'number') return Object.is(value, -0) ? 0 : value;
+  if (Array.isArray(value)) return value.map((v) => applySteps(v, steps));
+  if (typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = applySteps(v, steps);
+    return out;
+  }
+  return value;
+}
+
+/** The steps declared for `path`: its own and those of every declared ancestor (outermost first). */
+function stepsFor(path: string, rules: readonly { field: string; steps: readonly NormalizationStep[] }[]): NormalizationStep[] {
+  const out: NormalizationStep[] = [];
+  for (const r of rules) if (path === r.field || path.startsWith(r.field + '.')) out.push(...r.steps);
+  return out;
+}
+
+/**
+ * Normalises the picked intent (`{ "<dot path>": value }`, as `pickIntent` returns it) per the
+ * declaration. Fields without a declaration are returned as they are. Pure; never mutates.
+ */
+export function normalizeIntent(intent: Record<string, unknown>, rules: readonly FieldNormalization[] | undefined): Record<string, unknown> {
+  if (!rules || rules.length === 0) return intent;
+  const out: Record<string, unknown> = {};
+  for (const [field, value] of Object.entries(intent)) {
+    const steps = stepsFor(field, rules);
+    out[field] = steps.length ? applySteps(value, steps) : value;
+  }
+  return out;
+}
+
+/**
+ * Normalises whole params for comparison: each declared dot path (intent normalisation and
+ * `normalized` param comparisons) has its steps applied beneath it; everything else is compared
+ * exactly. Returns a deep copy when anything applies.
+ */
+export function normalizeParams(params: unknown, rules: readonly { field: string; steps: readonly NormalizationStep[] }[]): unknown {
+  if (rules.length === 0 || typeof params !== 'object' || params === null) return params;
+  const root = structuredCloneJson(params);
+  for (const rule of rules) {
+    if (rule.steps.length === 0) continue;
+    const parts = rule.field.split('.');
+    let parent: unknown = { root };
+    let key = 'root';
+    for (const part of parts) {
+      const cur = (parent as Record<string, unknown>)[key];
+      if (typeof cur !== 'object' || cur === null || !(part in cur)) {
+        parent = null;
+        break;
+      }
+      parent = cur;
+      key = part;
+    }
+    if (parent === null) continue;
+    const holder = parent as Record<string, unknown>;
+    holder[key] = applySteps(holder[key], rule.steps);
+  }
+  return root;
+}
+
+function structuredCloneJson(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(structuredCloneJson);
+  if (typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === Object.prototype) {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) out[k] = structuredCloneJson(x);
+    return out;
+  }
+  return v;
+}
+
+/**
+ * The paths (dot paths, `[i]` for array items) where two JSON-like values differ, compared as
+ * canonical JSON (so key order and number spelling never count). Values are never returned: the
+ * paths alone tell a drifted amount from a re-formatted note without leaking either.
+ */
+export function differingPaths(a: unknown, b: unknown, path = ''): string[] {
+  const plain = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
+  if (plain(a) && plain(b)) {
+    const ao = a as Record<string, unknown>;
+    const bo = b as Record<string, unknown>;
+    const keys = [...new Set([...Object.keys(ao), ...Object.keys(bo)])].filter((k) => ao[k] !== undefined || bo[k] !== undefined).sort();
+    return keys.flatMap((k) => differingPaths(ao[k], bo[k], path ? `${path}.${k}` : k));
+  }
+  if (Array.isArray(a) && Array.isArray(b) && a.length === b.length) return a.flatMap((x, i) => differingPaths(x, b[i], `${path}[${i}]`));
+  return same(a, b) ? [] : [path || '(root)'];
+}
+
+function same(a: unknown, b: unknown): boolean {
+  try {
+    return canonicalJson(a ?? null) === canonicalJson(b ?? null);
+  } catch {
+    return false;
+  }
+}
+
+/** A readable description of a declaration, for cards and tool descriptions: `orderRef: trim, collapse-whitespace`. */
+export function describeNormalization(rules: readonly { field: string; steps?: readonly NormalizationStep[]; compare?: string }[] | undefined): string {
+  if (!rules || rules.length === 0) return 'none: compared exactly as written';
+  return rules.map((r) => `${r.field}: ${r.compare === 'exact' ? 'exact' : (r.steps ?? []).join(', ') || 'exact'}`).join('; ');
+}

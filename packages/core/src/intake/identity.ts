@@ -1,0 +1,79 @@
+import {
+  businessOperationId as deriveV1,
+  differingPaths,
+  fingerprint,
+  normalizeIntent,
+  normalizeParams,
+  pickIntent,
+  asBusinessOperationId,
+  type BusinessOperationId,
+  type NormalizationStep,
+  type OperationSpec,
+  type RetrySafetyCard,
+} from '@retrysafe/contract';
+
+/**
+ * How one operation's declaration decides identity and comparison: the intent's normalisation
+ * (card.businessOperationId.normalize, id rule v2) and the params' comparison rules (intent
+ * normalisation plus card.paramComparison; every other param exactly).
+ */
+export interface Comparison {
+  /** Params as compared: declared paths normalised, the rest as written. */
+  comparable(params: unknown): unknown;
+  /** The fingerprint stored and compared for params. */
+  paramsFingerprint(params: unknown): string;
+  /** Fingerprints an operation written before the declaration may carry for the same params (the raw v1 one). */
+  paramsAliases(params: unknown): string[];
+  /** Where two params differ as compared (paths only). */
+  differences(stored: unknown, next: unknown): string[];
+}
+
+export function comparisonFor(card: RetrySafetyCard): Comparison {
+  const rules: { field: string; steps: readonly NormalizationStep[] }[] = [
+    ...(card.businessOperationId.normalize ?? []),
+    ...(card.paramComparison ?? []).filter((p) => p.compare === 'normalized').map((p) => ({ field: p.field, steps: p.steps ?? [] })),
+  ];
+  const comparable = (params: unknown) => normalizeParams(params ?? null, rules);
+  return {
+    comparable,
+    paramsFingerprint: (params) => fingerprint(comparable(params)),
+    paramsAliases: (params) => {
+      if (rules.length === 0) return [];
+      const raw = fingerprint(params ?? null);
+      return raw === fingerprint(comparable(params)) ? [] : [raw];
+    },
+    differences: (stored, next) => differingPaths(comparable(stored), comparable(next)),
+  };
+}
+
+export interface Identity {
+  readonly id: BusinessOperationId;
+  readonly intent: Record<string, unknown>;
+  readonly intentFingerprint: string;
+  /**
+   * Set when the card's id rule normalises and the intent as written is not in normal form: the id
+   * and fingerprint the v1 rule gives the intent as written. An operation stored under it (written
+   * before the card declared normalisation) is the same operation.
+   */
+  readonly legacy?: { readonly id: BusinessOperationId; readonly intentFingerprint: string };
+}
+
+/**
+ * The business-operation id and intent fingerprint of a call. Id rule v1: the digest of the intent
+ * as written. v2: the digest of the normalised intent, which equals the v1 id whenever the intent is
+ * already in normal form (so ledgers written under v1 keep matching); otherwise `legacy` carries the
+ * v1 id of the intent as written, for the caller to look up first.
+ */
+export function identityOf(spec: OperationSpec, input: { params: unknown; businessOperationId?: string; intent?: Record<string, unknown> }): Identity {
+  const card = spec.card;
+  const raw = input.intent ?? pickIntent(input.params, spec.intentFields);
+  const v2 = card.businessOperationId.idRule === 'v2';
+  const intent = v2 ? normalizeIntent(raw, card.businessOperationId.normalize) : raw;
+  const intentFingerprint = fingerprint({ operation: card.operation, intent });
+  const given = input.businessOperationId !== undefined ? asBusinessOperationId(input.businessOperationId) : undefined;
+  const id = given ?? deriveV1(card.operation, intent);
+  const rawFingerprint = v2 ? fingerprint({ operation: card.operation, intent: raw }) : intentFingerprint;
+  if (rawFingerprint === intentFingerprint) return { id, intent, intentFingerprint };
+  // A caller-given id keeps its id; only the fingerprint it was stored with may be the raw one.
+  return { id, intent, intentFingerprint, legacy: { id: given ?? deriveV1(card.operation, raw), intentFingerprint: rawFingerprint } };
+}

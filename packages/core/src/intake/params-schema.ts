@@ -1,0 +1,63 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import { InvalidParamsError, type FieldError, type JsonSchema, type OperationSpec } from '@retrysafe/contract';
+import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
+
+// ajv-formats is CommonJS; under Node's ESM loader its default import is the plugin function itself.
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as unknown as (ajv: Ajv) => Ajv;
+
+/** One ajv instance for every operation's params schema (compiled once per schema object). */
+const ajv = addFormats(new Ajv({ allErrors: true, strict: false, coerceTypes: false, useDefaults: false, removeAdditional: false }));
+const compiled = new WeakMap<object, ValidateFunction>();
+
+function validatorFor(schema: JsonSchema, operation: string): ValidateFunction {
+  let v = compiled.get(schema);
+  if (!v) {
+    try {
+      v = ajv.compile(schema as object);
+    } catch (err) {
+      throw new RunnerConfigurationError('paramsSchema', `the params schema of ${operation} does not compile: ${(err as Error).message}`);
+    }
+    compiled.set(schema, v);
+  }
+  return v;
+}
+
+/** `/items/0/name` → `items[0].name`; the object itself is `(root)`. */
+function dotPath(pointer: string, child?: string): string {
+  const parts = pointer.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  if (child !== undefined) parts.push(child);
+  let out = '';
+  for (const p of parts) out += /^\d+$/.test(p) ? `[${p}]` : out ? `.${p}` : p;
+  return out || '(root)';
+}
+
+/** ajv's errors as field errors: each names the field and why, never the value. */
+export function fieldErrors(errors: readonly ErrorObject[] | null | undefined): FieldError[] {
+  const out: FieldError[] = [];
+  const seen = new Set<string>();
+  for (const e of errors ?? []) {
+    let fe: FieldError;
+    if (e.keyword === 'required') fe = { path: dotPath(e.instancePath, String((e.params as { missingProperty: string }).missingProperty)), message: 'is required' };
+    else if (e.keyword === 'additionalProperties') fe = { path: dotPath(e.instancePath, String((e.params as { additionalProperty: string }).additionalProperty)), message: 'is not a field of this operation' };
+    else fe = { path: dotPath(e.instancePath), message: e.message ?? `fails ${e.keyword}` };
+    const k = `${fe.path}\u0000${fe.message}`;
+    if (!seen.has(k)) out.push(fe), seen.add(k);
+  }
+  return out;
+}
+
+/** The field errors of `params` against the operation's JSON Schema (empty when valid). */
+export function paramsErrors(spec: OperationSpec, params: unknown): FieldError[] {
+  const validate = validatorFor(spec.paramsSchema, spec.card.operation);
+  return validate(params) ? [] : fieldErrors(validate.errors);
+}
+
+/**
+ * Validates params against the operation's JSON Schema before anything is claimed or sent.
+ * Throws InvalidParamsError naming every failing field.
+ */
+export function assertParams(spec: OperationSpec, params: unknown): void {
+  const errors = paramsErrors(spec, params);
+  if (errors.length) throw new InvalidParamsError(spec.card.operation, errors);
+}

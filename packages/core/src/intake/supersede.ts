@@ -1,0 +1,55 @@
+import type { OperationRecord, Receipt, RetrySafetyCard } from '@retrysafe/contract';
+
+/** The receipt decision that marks a new revision. */
+export const SUPERSEDE_ACTION = 'supersede';
+
+const NOT_APPLIED = new Set(['rejected', 'not-applied']);
+
+/** Receipts of the current revision (after the last supersede). */
+function currentRevision(receipts: readonly Receipt[]): readonly Receipt[] {
+  let from = 0;
+  receipts.forEach((r, i) => {
+    if (r.kind === 'resolve' && r.decision.action === SUPERSEDE_ACTION) from = i + 1;
+  });
+  return receipts.slice(from);
+}
+
+/**
+ * Whether a corrected request may supersede the operation: it is at rest (rejected, or handed off
+ * because of a rejection or an exhausted budget of not-applied attempts), and every provider call of
+ * its current revision came back `rejected` or `not-applied` — both mean "definitely not applied"
+ * (DESIGN.md §3). Any unknown, in-progress, success, or lookup (there was doubt) keeps it a conflict.
+ */
+export function supersedeCheck(record: OperationRecord, receipts: readonly Receipt[]): { ok: true } | { ok: false; why: string } {
+  if (record.state !== 'rejected' && record.state !== 'handed-off') return { ok: false, why: `the operation is ${record.state}` };
+  if (record.state === 'handed-off' && record.handoff && record.handoff.reason !== 'rejected' && record.handoff.reason !== 'retry-exhausted')
+    return { ok: false, why: `it was handed off as ${record.handoff.reason}: an attempt may have been applied` };
+  const mine = currentRevision(receipts);
+  for (const r of mine) {
+    if (r.kind === 'lookup' || r.kind === 'poll' || r.kind === 'recover') return { ok: false, why: 'an earlier outcome was uncertain (it was looked up): an attempt may have been applied' };
+    if ((r.kind === 'dispatch' || r.kind === 'resend') && !NOT_APPLIED.has(String(r.outcome)))
+      return { ok: false, why: `attempt ${r.attemptId} ended ${r.outcome ?? 'without an outcome'}: it may have been applied` };
+  }
+  if (!mine.some((r) => r.kind === 'dispatch' || r.kind === 'resend')) return { ok: false, why: 'no attempt of it is on record' };
+  return { ok: true };
+}
+
+/** The number of the next revision (the first request is revision 1). */
+export function nextRevision(receipts: readonly Receipt[]): number {
+  return 1 + currentRevisionNumber(receipts);
+}
+
+/** The revision the receipts end in (1 until a first supersede). */
+export function currentRevisionNumber(receipts: readonly Receipt[]): number {
+  return 1 + receipts.filter((r) => r.kind === 'resolve' && r.decision.action === SUPERSEDE_ACTION).length;
+}
+
+/**
+ * Whether the new revision needs a provider key of its own: yes unless the card says the provider
+ * does not store errors (then the rejected request left nothing under its key). Unknown ⇒ yes.
+ */
+export function needsFreshKey(card: RetrySafetyCard): boolean {
+  return card.providerKey.travels.value !== 'none' && card.storedResult.includesErrors.value !== false;
+}
+
+export { revisionKeySource } from '@retrysafe/contract';

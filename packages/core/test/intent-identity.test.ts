@@ -1,0 +1,172 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ConflictError,
+  InvalidParamsError,
+  businessOperationId,
+  type AdapterV1,
+  type FieldNormalization,
+  type ParamComparison,
+  type RetrySafetyCard,
+} from '@retrysafe/contract';
+import { setup } from './helpers.js';
+
+const OP = 'records.create';
+
+/** The sandbox adapter with its card extended by a normalisation declaration (what an adapter author writes). */
+function declared(
+  adapter: AdapterV1,
+  decl: { normalize?: FieldNormalization[]; paramComparison?: ParamComparison[]; includesErrors?: boolean; schema?: Record<string, unknown> },
+): AdapterV1 {
+  const spec = adapter.operations[OP]!;
+  const card: RetrySafetyCard = {
+    ...spec.card,
+    businessOperationId: { ...spec.card.businessOperationId, ...(decl.normalize ? { idRule: 'v2' as const, normalize: decl.normalize } : {}) },
+    ...(decl.paramComparison ? { paramComparison: decl.paramComparison } : {}),
+    storedResult: { ...spec.card.storedResult, ...(decl.includesErrors !== undefined ? { includesErrors: { value: decl.includesErrors, source: 'test: the provider stores rejections' } } : {}) },
+  };
+  return { ...adapter, operations: { ...adapter.operations, [OP]: { ...spec, card, ...(decl.schema ? { paramsSchema: decl.schema } : {}) } } } as AdapterV1;
+}
+
+const REF_RULE: FieldNormalization = { field: 'ref', steps: ['nfkc', 'trim', 'collapse-whitespace', 'case-fold'], source: 'test: the provider compares references case-insensitively, ignoring white space' };
+
+describe('declared intent normalisation (issue 16)', () => {
+  it('a trailing space, full-width characters, inner white space or another case is the same business operation: one effect', async () => {
+    const { provider, adapter, runner } = setup();
+    const a = declared(adapter, { normalize: [REF_RULE] });
+    const first = await runner.run(a, OP, { params: { ref: 'PO-1001' } });
+    for (const ref of ['PO-1001 ', ' po-1001', 'ＰＯ－１００１', 'Po-1001\u00a0']) {
+      const again = await runner.run(a, OP, { params: { ref } });
+      expect(again.status === 'done' && again.adopted, ref).toBe(true);
+      expect(again.businessOperationId).toBe(first.businessOperationId);
+    }
+    expect(provider.count()).toBe(1);
+    expect(provider.calls()).toBe(1);
+  });
+
+  it('without a declaration, intent fields stay exact (a different ref is a different operation)', async () => {
+    const { provider, adapter, runner } = setup();
+    await runner.run(adapter, OP, { params: { ref: 'PO-1001' } });
+    await runner.run(adapter, OP, { params: { ref: 'PO-1001 ' } });
+    expect(provider.count()).toBe(2);
+  });
+
+  it('id rule v2 gives the v1 id for an intent already in normal form, so ledgers written before keep matching', async () => {
+    const { provider, adapter, ledger, runner } = setup();
+    // Written under the v1 rule (no declaration): one in normal form, one with a trailing space.
+    const clean = await runner.run(adapter, OP, { params: { ref: 'po-7' } });
+    const spaced = await runner.run(adapter, OP, { params: { ref: 'po-8 ' } });
+    expect(clean.businessOperationId).toBe(businessOperationId('sandbox.records.create', { ref: 'po-7' }));
+    expect(provider.count()).toBe(2);
+    // The same ledger, now with the v2 declaration: both old operations are found, nothing is sent again.
+    const a = declared(adapter, { normalize: [REF_RULE] });
+    const c2 = await runner.run(a, OP, { params: { ref: 'po-7' } });
+    const s2 = await runner.run(a, OP, { params: { ref: 'po-8 ' } });
+    expect(c2.status === 'done' && c2.adopted && c2.businessOperationId === clean.businessOperationId).toBe(true);
+    expect(s2.status === 'done' && s2.adopted && s2.businessOperationId === spaced.businessOperationId).toBe(true);
+    expect(provider.count()).toBe(2);
+    expect((await ledger.list()).length).toBe(2);
+  });
+
+  it('params compared per declaration: a re-formatted note is the same request, a changed one a conflict naming the path', async () => {
+    const { provider, adapter, runner } = setup();
+    const a = declared(adapter, {
+      paramComparison: [{ field: 'note', compare: 'normalized', steps: ['trim', 'collapse-whitespace'], source: 'test: free text, white space ignored' }],
+    });
+    await runner.run(a, OP, { params: { ref: 'o-1', note: 'leave at  door', amount: 5 } });
+    const same = await runner.run(a, OP, { params: { ref: 'o-1', note: ' leave at door ', amount: 5 } });
+    expect(same.status === 'done' && same.adopted).toBe(true);
+    const err = await runner.run(a, OP, { params: { ref: 'o-1', note: 'leave with neighbour', amount: 6 } }).catch((e) => e);
+    expect(ConflictError.isInstance(err)).toBe(true);
+    expect((err as ConflictError).paths).toEqual(['amount', 'note']);
+    // values never appear, and the message says "nothing was sent" once
+    expect((err as Error).message).not.toMatch(/neighbour|door|\b6\b/);
+    expect((err as Error).message.match(/nothing was sent/gi)?.length).toBe(1);
+    // params not listed are compared exactly (default)
+    const exact = declared(adapter, {});
+    await runner.run(exact, OP, { params: { ref: 'o-2', note: 'a' } });
+    await expect(runner.run(exact, OP, { params: { ref: 'o-2', note: 'a ' } })).rejects.toSatisfy((e) => ConflictError.isInstance(e) && e.paths.join() === 'note');
+    expect(provider.count()).toBe(2);
+  });
+});
+
+describe('params validated against the schema before the claim (issue 16)', () => {
+  it('InvalidParamsError names each field and why; no row, no provider call', async () => {
+    const { provider, adapter, ledger, runner } = setup();
+    const a = declared(adapter, {
+      schema: { type: 'object', additionalProperties: false, required: ['ref', 'quantity'], properties: { ref: { type: 'string', minLength: 1 }, quantity: { type: 'integer', minimum: 1 }, note: { type: 'string' } } },
+    });
+    const err = await runner.run(a, OP, { params: { ref: 'o-9', quantity: '3', colour: 'red' } }).catch((e) => e);
+    expect(InvalidParamsError.isInstance(err)).toBe(true);
+    const fields = (err as InvalidParamsError).fields;
+    expect(fields).toContainEqual({ path: 'quantity', message: 'must be integer' });
+    expect(fields).toContainEqual({ path: 'colour', message: 'is not a field of this operation' });
+    expect((err as Error).message).not.toMatch(/red/);
+    expect(await ledger.list()).toEqual([]);
+    expect(provider.calls()).toBe(0);
+    // the corrected call is just a call
+    const ok = await runner.run(a, OP, { params: { ref: 'o-9', quantity: 3 } });
+    expect(ok.status).toBe('done');
+    expect(provider.count()).toBe(1);
+  });
+});
+
+describe('supersede: a corrected request after a rejection nothing applied (issue 16)', () => {
+  it('a new revision with its own provider key where the provider stores rejections, recorded with receipts', async () => {
+    const { provider, adapter, ledger, runner } = setup();
+    const a = declared(adapter, { includesErrors: true });
+    provider.failNext({ kind: 'rejected', message: 'note too long' });
+    const first = await runner.run(a, OP, { params: { ref: 'o-3', note: 'x'.repeat(20) } });
+    expect(first.status).toBe('handed-off');
+    const fixed = await runner.run(a, OP, { params: { ref: 'o-3', note: 'short' } });
+    expect(fixed.status === 'done' && !fixed.adopted).toBe(true);
+    expect(fixed.businessOperationId).toBe(first.businessOperationId);
+    expect(provider.count()).toBe(1);
+    const receipts = await ledger.receipts(first.businessOperationId);
+    const sup = receipts.find((r) => r.decision.action === 'supersede')!;
+    expect(sup.decision.reason).toMatch(/revision 2 .* changed: note; new provider key/);
+    const dispatches = receipts.filter((r) => r.kind === 'dispatch');
+    expect(dispatches).toHaveLength(2);
+    expect(dispatches[0]!.providerKey).not.toBe(dispatches[1]!.providerKey);
+    const rec = await ledger.get(first.businessOperationId);
+    expect(rec?.resolution).toMatchObject({ action: 'supersede', revision: 2 });
+    expect(rec?.attemptCount).toBe(1);
+    // the corrected request is now the operation: the old params are a conflict, the new ones adopt
+    await expect(runner.run(a, OP, { params: { ref: 'o-3', note: 'x'.repeat(20) } })).rejects.toSatisfy(ConflictError.isInstance);
+    const again = await runner.run(a, OP, { params: { ref: 'o-3', note: 'short' } });
+    expect(again.status === 'done' && again.adopted).toBe(true);
+  });
+
+  it('keeps the key when the card says the provider stores no errors', async () => {
+    const { provider, adapter, ledger, runner } = setup();
+    provider.failNext({ kind: 'rejected' });
+    const first = await runner.run(adapter, OP, { params: { ref: 'o-4', note: 'a' } });
+    await runner.run(adapter, OP, { params: { ref: 'o-4', note: 'b' } });
+    const keys = (await ledger.receipts(first.businessOperationId)).filter((r) => r.kind === 'dispatch').map((r) => r.providerKey);
+    expect(keys).toHaveLength(2);
+    expect(keys[0]).toBe(keys[1]);
+  });
+
+  it('never while an attempt may have been applied: a conflict naming the path, no second effect', async () => {
+    const { provider, adapter, runner } = setup({ lookup: 'none', replays: false, retentionMs: null });
+    provider.failNext({ kind: 'unknown-after-commit' });
+    const first = await runner.run(adapter, OP, { params: { ref: 'o-5', note: 'a' } });
+    expect(first.status).toBe('handed-off');
+    const err = await runner.run(adapter, OP, { params: { ref: 'o-5', note: 'b' } }).catch((e) => e);
+    expect(ConflictError.isInstance(err) && err.paths).toEqual(['note']);
+    expect((err as Error).message).toMatch(/cannot be superseded/);
+    expect(provider.count()).toBe(1);
+    await expect(runner.resolve(first.businessOperationId, { action: 'resend-with', params: { ref: 'o-5', note: 'b' } }, { adapters: [adapter] })).rejects.toSatisfy(ConflictError.isInstance);
+    expect(provider.count()).toBe(1);
+  });
+
+  it('an operator resends a corrected request with resolve(resend-with); another intent is refused', async () => {
+    const { provider, adapter, runner } = setup();
+    provider.failNext({ kind: 'rejected' });
+    const first = await runner.run(adapter, OP, { params: { ref: 'o-6', note: 'bad' } });
+    await expect(runner.resolve(first.businessOperationId, { action: 'resend-with', params: { ref: 'o-7', note: 'good' } }, { adapters: [adapter] })).rejects.toSatisfy((e) => ConflictError.isInstance(e) && e.field === 'intent');
+    await expect(runner.resolve(first.businessOperationId, { action: 'resend-with', params: { ref: 5 } }, { adapters: [adapter] })).rejects.toSatisfy(InvalidParamsError.isInstance);
+    const r = await runner.resolve(first.businessOperationId, { action: 'resend-with', params: { ref: 'o-6', note: 'good' } }, { adapters: [adapter] });
+    expect(r.status).toBe('done');
+    expect(provider.count()).toBe(1);
+  });
+});
