@@ -12,8 +12,8 @@ export { jsonlHandoffSink, callbackHandoffSink, buildPacket, safeNextActions } f
 export type { PacketInput } from './handoff.js';
 export { exportReceiptsJsonl, sealReceipt, receiptHash, verifyReceiptChain } from './receipts.js';
 export type { ExportReceiptsOptions, ChainCheck, UnsealedReceipt } from './receipts.js';
-export { createRedactor, REDACTED } from './redact.js';
-export type { RedactOptions, Redactor } from './redact.js';
+export { createRedactor, REDACTED, DETECTORS, detectSensitive, isSecretKey, isPiiKey, keyParts, luhnValid, personRef } from './redact.js';
+export type { RedactOptions, Redactor, Detector } from './redact.js';
 export { systemClock, createVirtualClock } from './clock.js';
 export type { Clock, VirtualClock } from './clock.js';
 export { RunnerConfigurationError } from './errors/runner-configuration-error.js';

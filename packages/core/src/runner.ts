@@ -45,7 +45,7 @@ import { RunnerConfigurationError } from './errors/runner-configuration-error.js
 import { buildPacket } from './handoff.js';
 import { leaseLive } from './ledger/transitions.js';
 import { sealReceipt } from './receipts.js';
-import { createRedactor, type RedactOptions, type Redactor } from './redact.js';
+import { createRedactor, personRef, type RedactOptions, type Redactor } from './redact.js';
 import { resolvePolicy, type PolicyOverrides, type RetryPolicy } from './retry-policy.js';
 
 export interface LogEntry {
@@ -773,7 +773,7 @@ export function createRunner(options: RunnerOptions): Runner {
       const claim = await ledger.claim({ ...claimInput, resume: true });
       if (claim.kind === 'busy') return { status: 'in-progress', businessOperationId: id, statusRef: claim.record.statusRef, retryAfterMs: Math.max(0, (claim.record.leaseExpiresAt ?? 0) - clock.now()) };
       if (claim.kind !== 'claimed') return fromTerminal(claim.record, null, base);
-      log('info', 'resume', `a person resumed it (${by}): re-sending with the same key`, base);
+      log('info', 'resume', `a person resumed it (${personRef(by)}): re-sending with the same key`, base);
       const ref = { businessOperationId: id, fence: claim.record.fence };
       const prior = await ledger.receipts(id);
       const last = prior[prior.length - 1];
@@ -817,14 +817,14 @@ export function createRunner(options: RunnerOptions): Runner {
         startedAt: iso(now),
         finishedAt: iso(now),
         outcome: null,
-        decision: { action: resolution.action, reason: redactor.text(`resolved by a person (${by})`) },
+        decision: { action: resolution.action, reason: redactor.text(`resolved by a person (${personRef(by)})`) },
         providerKey: record.providerKey,
         ...(providerRef !== undefined ? { providerRef: redactor.text(providerRef) } : {}),
         requestFingerprint: last?.requestFingerprint ?? fingerprint(redactor.params(record.params)),
         prevHash: last?.hash ?? null,
       }),
     );
-    log('info', 'resolve', `${resolution.action} by ${by}`);
+    log('info', 'resolve', `${resolution.action} by ${personRef(by)}`);
     return { status: 'resolved', businessOperationId: id, state: after.state as 'succeeded' | 'abandoned', providerRef: after.providerRef };
   }
 
