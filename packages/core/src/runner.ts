@@ -44,7 +44,7 @@ import { decide, notFoundIsAuthoritative, resendSafety, type Decision, type Deci
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { buildPacket } from './handoff.js';
 import { leaseLive } from './ledger/transitions.js';
-import { sealReceipt } from './receipts.js';
+import { checkReceiptKey, sealReceipt, type ReceiptKey } from './receipts.js';
 import { createRedactor, personRef, type RedactOptions, type Redactor } from './redact.js';
 import { resolvePolicy, type PolicyOverrides, type RetryPolicy } from './retry-policy.js';
 
@@ -72,6 +72,8 @@ export interface RunnerOptions {
   readonly owner?: string;
   /** Receives every log line the runner writes (redacted). Default: none. */
   readonly logger?: (entry: LogEntry) => void;
+  /** HMAC key for receipt hashes (`hmac-sha256:<id>:…`): without it, someone who can write the ledger can re-seal an edited chain unnoticed. See docs/security.md. */
+  readonly receiptKey?: ReceiptKey;
 }
 
 export interface RunInput {
@@ -219,6 +221,7 @@ export function createRunner(options: RunnerOptions): Runner {
   const claimDispatches = ledger.capabilities?.claimDispatch === true;
   const receiptWithState = ledger.capabilities?.receiptWithState === true;
   const baseRedactor = createRedactor(options.redact ?? {});
+  if (options.receiptKey !== undefined) checkReceiptKey(options.receiptKey, (why) => new RunnerConfigurationError('receiptKey', why));
   const iso = (t: number) => new Date(t).toISOString();
 
   const log = (level: LogEntry['level'], event: string, message: string, op?: Pick<Op, 'id' | 'card' | 'redactor'>) => {
@@ -599,7 +602,7 @@ export function createRunner(options: RunnerOptions): Runner {
       ...(typeof message === 'string' ? { message: op.redactor.text(message) } : {}),
       requestFingerprint: op.requestFingerprint,
       prevHash: op.lastHash,
-    });
+    }, options.receiptKey);
     return sealed;
   }
 
@@ -793,7 +796,7 @@ export function createRunner(options: RunnerOptions): Runner {
         providerKey: record.providerKey,
         requestFingerprint: fingerprint(base.redactor.params(record.params)),
         prevHash: last?.hash ?? null,
-      });
+      }, options.receiptKey);
       await ledger.appendReceipt(ref, resumeReceipt);
       return execute(base, claim.record, ref, record.paramsFingerprint, claimInput, false);
     }
@@ -822,7 +825,7 @@ export function createRunner(options: RunnerOptions): Runner {
         ...(providerRef !== undefined ? { providerRef: redactor.text(providerRef) } : {}),
         requestFingerprint: last?.requestFingerprint ?? fingerprint(redactor.params(record.params)),
         prevHash: last?.hash ?? null,
-      }),
+      }, options.receiptKey),
     );
     log('info', 'resolve', `${resolution.action} by ${personRef(by)}`);
     return { status: 'resolved', businessOperationId: id, state: after.state as 'succeeded' | 'abandoned', providerRef: after.providerRef };
