@@ -124,7 +124,7 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
     if (o.json) json(rows);
     else io.out(lsTable(rows));
   });
-  target(ledger.command('show').argument('<id>', 'business-operation id').description('one operation: state, handoff packet, receipts')).action(async (id: string, o) => {
+  target(ledger.command('show').argument('<id>', 'business-operation id').description('one operation: state, handoff packet, receipts').option('--show-by', 'show who resolved it as stored (default: a pseudonym)')).action(async (id: string, o) => {
     const r = await ledgerShow(o, id);
     if (!r) {
       if (o.json) json({ ok: false, error: { code: 'RETRYSAFE_NOT_FOUND', message: `no operation ${id} in the ledger` } });

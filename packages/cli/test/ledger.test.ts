@@ -156,7 +156,7 @@ describe('retrysafe ledger on a SQLite file', () => {
 
   it('resolve --mark-done records the provider reference a person verified; --abandon gives up; neither calls the provider', async () => {
     const before = proxy.requests.length;
-    const done = await json(['ledger', 'resolve', ids.B, '--mark-done', 'rec_verified_1', '--db', db]);
+    const done = await json(['ledger', 'resolve', ids.B, '--mark-done', 'rec_verified_1', '--by', 'Dana Operator <dana@example.test>', '--db', db]);
     expect(done.code).toBe(0);
     expect(done.body).toEqual({ status: 'resolved', businessOperationId: ids.B, state: 'succeeded', providerRef: 'rec_verified_1' });
     const gone = await json(['ledger', 'resolve', ids.C, '--abandon', '--db', db]);
@@ -167,6 +167,13 @@ describe('retrysafe ledger on a SQLite file', () => {
     expect(handoffs.body).toEqual([]);
     const shownB = await json(['ledger', 'show', ids.B, '--db', db]);
     expect(shownB.body.record.resolution).toMatchObject({ action: 'mark-done', providerRef: 'rec_verified_1' });
+    // `--by` is stored as given, shown (and written into receipts and logs) as a pseudonym unless asked.
+    expect(shownB.body.record.resolution.by).toMatch(/^person#[0-9a-f]{12}$/);
+    const shownText = await cli(['ledger', 'show', ids.B, '--db', db]);
+    expect(shownText.stdout).not.toContain('Dana');
+    expect(shownText.stdout).toContain(shownB.body.record.resolution.by);
+    const revealed = await json(['ledger', 'show', ids.B, '--db', db, '--show-by']);
+    expect(revealed.body.record.resolution.by).toBe('Dana Operator <dana@example.test>');
   });
 });
 

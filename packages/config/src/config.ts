@@ -3,6 +3,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { RetrysafeError, type AdapterV1, type Ledger } from '@retrysafe/contract';
 import type { PolicyOverrides } from '@retrysafe/core';
+import { findInlineCredentials, looksLikeEnvName, safeMessage } from './credentials.js';
 
 const marker = Symbol.for('retrysafe.error.ConfigError');
 
@@ -44,27 +45,12 @@ export interface RetrysafeConfig {
   readonly baseDir: string;
 }
 
-const SECRET_KEY = /^(api[-_]?key|access[-_]?token|token|secret|password|client[-_]?secret|authorization)$/i;
-
-function findInlineSecrets(value: unknown, path: string, out: string[]): void {
-  if (Array.isArray(value)) value.forEach((v, i) => findInlineSecrets(v, `${path}[${i}]`, out));
-  else if (value && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) {
-      const p = path ? `${path}.${k}` : k;
-      if (SECRET_KEY.test(k)) out.push(p);
-      findInlineSecrets(v, p, out);
-    }
-  }
-}
-
 /** Parses and checks a config object; every problem is reported at once. */
 export function parseConfig(raw: unknown, baseDir = process.cwd(), source = 'config'): RetrysafeConfig {
   const problems: string[] = [];
   if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError(source, 'expected an object with { ledger, adapters }');
   const o = raw as Record<string, unknown>;
-  const secrets: string[] = [];
-  findInlineSecrets(o, '', secrets);
-  for (const s of secrets) problems.push(`${s}: credentials come from environment variables only (use e.g. apiKeyEnv / accessTokenEnv naming the variable)`);
+  problems.push(...findInlineCredentials(o));
   const ledger = o.ledger ?? './retrysafe.db';
   if (typeof ledger !== 'string' || !ledger) problems.push('ledger: expected a SQLite path or a postgres:// URL');
   if (!o.adapters || typeof o.adapters !== 'object') problems.push('adapters: expected an object naming at least one adapter');
@@ -94,12 +80,13 @@ export function loadConfig(file: string): RetrysafeConfig {
   try {
     raw = /\.ya?ml$/i.test(file) ? parseYaml(text) : JSON.parse(text);
   } catch (e) {
-    throw new ConfigError(file, `not valid ${/\.ya?ml$/i.test(file) ? 'YAML' : 'JSON'}: ${(e as Error).message}`);
+    throw new ConfigError(file, `not valid ${/\.ya?ml$/i.test(file) ? 'YAML' : 'JSON'}: ${safeMessage((e as Error).message)}`);
   }
   return parseConfig(raw, dirname(resolve(file)), file);
 }
 
 function env(name: string, path: string, environment: NodeJS.ProcessEnv): string {
+  if (!looksLikeEnvName(name)) throw new ConfigError(path, 'expected the NAME of an environment variable (the value given is not shown)');
   const v = environment[name];
   if (!v) throw new ConfigError(path, `environment variable ${name} is not set`);
   return v;

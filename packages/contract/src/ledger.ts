@@ -55,6 +55,12 @@ export interface OperationRecord {
   readonly handoff: HandoffPacket | null;
   /** How a person resolved it, if they did. */
   readonly resolution: { readonly action: 'resume' | 'mark-done' | 'abandon' | 'supersede'; readonly providerRef?: string; readonly at: number; readonly by?: string; readonly revision?: number } | null;
+  /**
+   * The receipt chain's head hash and length, written in the same write as each receipt, so a
+   * deleted or re-sealed tail is seen (`verifyReceiptChain(receipts, { anchor })`). Absent on a row
+   * written by a ledger that does not anchor (or before its migration).
+   */
+  readonly receiptChain?: { readonly head: string | null; readonly length: number };
 }
 
 export interface ClaimInput {

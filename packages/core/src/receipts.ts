@@ -1,35 +1,141 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
-import { canonicalJson, sha256Hex, type BusinessOperationId, type Ledger, type ListFilter, type Receipt } from '@retrysafe/contract';
+import { canonicalJson, sha256Hex, type BusinessOperationId, type Ledger, type ListFilter, type OperationRecord, type Receipt } from '@retrysafe/contract';
 
 export type UnsealedReceipt = Omit<Receipt, 'hash'>;
 
-/** `hash = sha256(prevHash + canonical JSON of the receipt without its hash)`, lowercase hex. */
-export function receiptHash(body: UnsealedReceipt): string {
-  return sha256Hex((body.prevHash ?? '') + canonicalJson(body));
+/**
+ * An HMAC key for receipt hashes. With one, a receipt's hash is `hmac-sha256:<id>:<hex>`, so
+ * someone who can write the ledger but does not hold the key cannot re-seal an edited chain. The id
+ * names the key, so chains stay verifiable across a rotation (keep old keys in the keyring).
+ */
+export interface ReceiptKey {
+  readonly id: string;
+  readonly secret: string | Uint8Array;
+}
+/** Key id → secret, for verification. */
+export type ReceiptKeyring = Readonly<Record<string, string | Uint8Array>>;
+
+const KEY_ID = /^[A-Za-z0-9_.-]{1,64}$/;
+const KEYED = /^hmac-sha256:([A-Za-z0-9_.-]{1,64}):([0-9a-f]{64})$/;
+
+/** Throws (a TypeError, or what `error` builds) when the key id or secret is unusable. Never echoes the secret. */
+export function checkReceiptKey(key: ReceiptKey, error: (why: string) => Error = (why) => new TypeError(why)): void {
+  if (!key || typeof key.id !== 'string' || !KEY_ID.test(key.id)) throw error('receipt key id: 1-64 characters of A-Z a-z 0-9 _ . -');
+  const len = typeof key.secret === 'string' ? Buffer.byteLength(key.secret) : key.secret instanceof Uint8Array ? key.secret.length : 0;
+  if (len < 16) throw error('receipt key secret: at least 16 bytes');
+}
+const checkKey = (key: ReceiptKey) => checkReceiptKey(key);
+
+/** Parses `RETRYSAFE_RECEIPT_KEY`-style text: `id:secret` (one key, for writing) or `id:secret,id2:secret2` (a keyring). Never echoes a secret. */
+export function parseReceiptKeys(text: string): { readonly current: ReceiptKey; readonly keyring: ReceiptKeyring } {
+  const keys: ReceiptKey[] = [];
+  for (const part of text.split(',').map((x) => x.trim()).filter(Boolean)) {
+    const at = part.indexOf(':');
+    if (at <= 0) throw new TypeError('receipt keys: expected id:secret[,id:secret…]');
+    const key = { id: part.slice(0, at), secret: part.slice(at + 1) };
+    checkKey(key);
+    keys.push(key);
+  }
+  if (keys.length === 0) throw new TypeError('receipt keys: expected id:secret[,id:secret…]');
+  return { current: keys[0]!, keyring: Object.fromEntries(keys.map((k) => [k.id, k.secret])) };
 }
 
-export function sealReceipt(body: UnsealedReceipt): Receipt {
+/**
+ * `hash = sha256(prevHash + canonical JSON of the receipt without its hash)`, lowercase hex; with a
+ * key, `hmac-sha256:<id>:` + HMAC-SHA256 of the same text.
+ */
+export function receiptHash(body: UnsealedReceipt, key?: ReceiptKey): string {
+  const text = (body.prevHash ?? '') + canonicalJson(body);
+  if (key === undefined) return sha256Hex(text);
+  checkKey(key);
+  return `hmac-sha256:${key.id}:${createHmac('sha256', key.secret).update(text, 'utf8').digest('hex')}`;
+}
+
+export function sealReceipt(body: UnsealedReceipt, key?: ReceiptKey): Receipt {
   const { hash: _drop, ...rest } = body as Receipt;
-  return { ...rest, hash: receiptHash(rest) };
+  return { ...rest, hash: receiptHash(rest, key) };
 }
 
-export type ChainCheck = { readonly ok: true } | { readonly ok: false; readonly index: number; readonly reason: string };
+/** What the operation row records about its receipts (head hash and length), written with each receipt. */
+export interface ReceiptChainAnchor {
+  readonly head: string | null;
+  readonly length: number;
+}
+
+export type ChainCheck =
+  | { readonly ok: true; readonly warnings?: readonly string[] }
+  | { readonly ok: false; readonly index: number; readonly reason: string };
+
+export interface VerifyChainOptions {
+  /** The row's anchor: the chain must end at `head` and hold `length` receipts (catches a deleted tail, or all deleted). `null`: the row has none (written before anchoring): a warning. */
+  readonly anchor?: ReceiptChainAnchor | null;
+  /** Keys to check `hmac-sha256:` hashes with. Given: every receipt must be keyed with one of them, unless `allowUnkeyed`. */
+  readonly keys?: ReceiptKeyring;
+  /** With `keys`: accept plain sha256 receipts (chains written before a key was set). Someone can re-seal an edited chain as plain: do not leave this on. */
+  readonly allowUnkeyed?: boolean;
+}
+
+const sameBytes = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
 /**
  * Checks one operation's receipts, in order: seq 1, 2, 3…, each `prevHash` equal to the hash before
- * it, and each hash recomputed from the content. Any edited, removed or reordered receipt fails.
+ * it, and each hash recomputed from the content (with its key when keyed). With an anchor, the chain
+ * must end at the anchored head and length. Any edited, removed or reordered receipt fails.
  */
-export function verifyReceiptChain(receipts: readonly Receipt[]): ChainCheck {
+export function verifyReceiptChain(receipts: readonly Receipt[], options: VerifyChainOptions = {}): ChainCheck {
+  const warnings: string[] = [];
   let prev: string | null = null;
+  let keyedSeen = false;
+  let uncheckedKeyed = 0;
   for (let i = 0; i < receipts.length; i++) {
     const r = receipts[i]!;
     if (r.seq !== i + 1) return { ok: false, index: i, reason: `seq ${r.seq} where ${i + 1} was expected` };
     if (r.prevHash !== prev) return { ok: false, index: i, reason: 'prevHash does not match the previous receipt' };
     const { hash, ...rest } = r;
-    if (receiptHash(rest) !== hash) return { ok: false, index: i, reason: 'content does not match its hash' };
+    const keyed = typeof hash === 'string' ? KEYED.exec(hash) : null;
+    if (keyed) {
+      keyedSeen = true;
+      const secret = options.keys?.[keyed[1]!];
+      if (secret !== undefined) {
+        if (!sameBytes(receiptHash(rest, { id: keyed[1]!, secret }), hash)) return { ok: false, index: i, reason: `content does not match its keyed hash (key ${keyed[1]})` };
+      } else if (options.keys) return { ok: false, index: i, reason: `sealed with key ${keyed[1]}, which is not in the keyring` };
+      else uncheckedKeyed++;
+    } else {
+      if (keyedSeen) return { ok: false, index: i, reason: 'an unkeyed receipt after a keyed one (re-sealed without the key?)' };
+      if (options.keys && !options.allowUnkeyed) return { ok: false, index: i, reason: 'not keyed, but a key was given (re-sealed without the key, or written before the key was set: --allow-unkeyed)' };
+      if (receiptHash(rest) !== hash) return { ok: false, index: i, reason: 'content does not match its hash' };
+    }
     prev = hash;
   }
-  return { ok: true };
+  if (options.anchor === null) warnings.push('the operation row has no chain anchor (written before anchoring): a deleted tail would not be seen');
+  else if (options.anchor !== undefined) {
+    if (options.anchor.length !== receipts.length) return { ok: false, index: Math.min(options.anchor.length, receipts.length), reason: `the row anchors ${options.anchor.length} receipt(s), the ledger holds ${receipts.length}` };
+    if (options.anchor.head !== prev) return { ok: false, index: Math.max(0, receipts.length - 1), reason: 'the last receipt is not the head the row anchors' };
+  }
+  if (uncheckedKeyed > 0) warnings.push(`${uncheckedKeyed} keyed receipt(s) checked for order and linkage only: pass the key to check their content`);
+  return warnings.length ? { ok: true, warnings } : { ok: true };
+}
+
+/** The anchor a record carries: `null` for a row written before anchoring. */
+export function anchorOf(record: OperationRecord): ReceiptChainAnchor | null {
+  return record.receiptChain ?? null;
+}
+
+/** One operation's chain checked against its row. */
+export async function verifyOperation(ledger: Ledger, id: BusinessOperationId, options: Omit<VerifyChainOptions, 'anchor'> = {}): Promise<ChainCheck | null> {
+  // The row and the receipts are two reads: a receipt written between them looks like a break, so an
+  // anchor mismatch is read again (a real break stays one).
+  let check: ChainCheck | null = null;
+  for (let tries = 0; tries < 3; tries++) {
+    const record = await ledger.get(id);
+    if (!record) return null;
+    const receipts = await ledger.receipts(id);
+    const again = await ledger.get(id);
+    check = verifyReceiptChain(receipts, { ...options, anchor: anchorOf(record) });
+    if (check.ok || JSON.stringify(again?.receiptChain) === JSON.stringify(record.receiptChain)) return check;
+  }
+  return check;
 }
 
 export interface ExportReceiptsOptions {
@@ -38,14 +144,65 @@ export interface ExportReceiptsOptions {
   readonly filter?: ListFilter;
   /** Also write the JSONL to this file. */
   readonly path?: string;
+  /**
+   * After each operation's receipts, one `{"chainHead":{businessOperationId, head, length}}` line:
+   * the row's anchor, so the export can be verified offline (verifyReceiptsJsonl). Default false.
+   */
+  readonly heads?: boolean;
 }
 
 /** Receipts as JSON Lines (one receipt per line, per operation in seq order). Already redacted when written. */
 export async function exportReceiptsJsonl(ledger: Ledger, options: ExportReceiptsOptions = {}): Promise<string> {
   const ids = options.ids ?? (await ledger.list(options.filter)).map((r) => r.businessOperationId);
   const lines: string[] = [];
-  for (const id of ids) for (const r of await ledger.receipts(id)) lines.push(JSON.stringify(r));
+  for (const id of ids) {
+    const record = options.heads ? await ledger.get(id) : null;
+    for (const r of await ledger.receipts(id)) lines.push(JSON.stringify(r));
+    if (options.heads && record) lines.push(JSON.stringify({ chainHead: { businessOperationId: id, ...(record.receiptChain ?? { head: null, length: null }) } }));
+  }
   const text = lines.length ? lines.join('\n') + '\n' : '';
   if (options.path) await writeFile(options.path, text, 'utf8');
   return text;
+}
+
+export interface ExportCheck {
+  readonly businessOperationId: string;
+  readonly receipts: number;
+  readonly check: ChainCheck;
+}
+
+/**
+ * Verifies an export written with `heads: true`, offline: every operation's receipts against the
+ * head line that follows them. An operation whose head line is missing (or whose receipts are missing
+ * while its head line is there) fails.
+ */
+export function verifyReceiptsJsonl(text: string, options: Omit<VerifyChainOptions, 'anchor'> = {}): ExportCheck[] {
+  const byId = new Map<string, { receipts: Receipt[]; anchor?: ReceiptChainAnchor | null }>();
+  const entry = (id: string) => {
+    let e = byId.get(id);
+    if (!e) byId.set(id, (e = { receipts: [] }));
+    return e;
+  };
+  text.split('\n').forEach((line, n) => {
+    if (!line.trim()) return;
+    let v: unknown;
+    try {
+      v = JSON.parse(line);
+    } catch {
+      throw new TypeError(`line ${n + 1}: not JSON`);
+    }
+    const head = (v as { chainHead?: { businessOperationId?: unknown; head?: unknown; length?: unknown } }).chainHead;
+    if (head && typeof head.businessOperationId === 'string') {
+      entry(head.businessOperationId).anchor = typeof head.length === 'number' ? { head: typeof head.head === 'string' ? head.head : null, length: head.length } : null;
+    } else if (typeof (v as Receipt).businessOperationId === 'string') entry((v as Receipt).businessOperationId).receipts.push(v as Receipt);
+    else throw new TypeError(`line ${n + 1}: neither a receipt nor a chain head`);
+  });
+  return [...byId].map(([id, e]) => ({
+    businessOperationId: id,
+    receipts: e.receipts.length,
+    check:
+      e.anchor === undefined
+        ? { ok: false as const, index: e.receipts.length, reason: 'no chain head in the export for this operation' }
+        : verifyReceiptChain(e.receipts, { ...options, anchor: e.anchor }),
+  }));
 }

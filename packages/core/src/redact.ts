@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 export const REDACTED = '[redacted]';
 
 export interface RedactOptions {
@@ -5,26 +7,166 @@ export interface RedactOptions {
   readonly fields?: readonly string[];
   /** Patterns to blank out of any string (params values and messages). */
   readonly patterns?: readonly RegExp[];
+  /**
+   * PII detectors (email addresses in any string; `email`, `phone`, `dob`… keys) are on by default.
+   * `false` turns them off, e.g. when an email address is the operation's public reference. Secret
+   * detectors (credentials, card numbers) cannot be turned off.
+   */
+  readonly pii?: boolean;
 }
 
-/** Keys whose values are secrets whatever the caller declares. */
-const SECRET_KEY = /^(authorization|proxy-authorization|cookie|set-cookie|password|passwd|secret|client[_-]?secret|api[_-]?key|apikey|access[_-]?token|refresh[_-]?token|id[_-]?token|token|private[_-]?key|x-api-key)$/i;
+// ---------------------------------------------------------------------------------------- key rules
 
-/** Strings that look like credentials whatever field they are in. */
-const SECRET_VALUE: readonly RegExp[] = [
-  /\b(?:sk|rk|pk|whsec)_(?:test|live)_[A-Za-z0-9]{4,}/g,
-  /\bBearer\s+[A-Za-z0-9\-._~+/]+=*/gi,
-  /\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}/g,
-  /\b(?:ghp|gho|ghs|github_pat|xox[abprs])[-_A-Za-z0-9]{10,}/g,
-  /\bpat-[a-z0-9]{2,4}-[0-9a-f-]{20,}/gi,
+/**
+ * A key's parts: `X-Auth-Token` → x, auth, token; `dbPassword` → db, password; `db_password`,
+ * `"apiKey "` → api, key. Letters of any script count (`пароль`, `contraseña`).
+ */
+export function keyParts(key: string): string[] {
+  return key
+    .replace(/([\p{Ll}\p{N}])(\p{Lu})/gu, '$1 $2')
+    .replace(/(\p{Lu})(\p{Lu}\p{Ll})/gu, '$1 $2')
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter(Boolean)
+    .map((p) => p.toLowerCase());
+}
+
+/** One part is enough. */
+const SECRET_PARTS = new Set([
+  'password', 'passwd', 'pwd', 'pass', 'passphrase', 'passcode', 'secret', 'secrets', 'token', 'tokens', 'auth', 'authorization', 'authentication',
+  'bearer', 'credential', 'credentials', 'creds', 'cookie', 'cookies', 'apikey', 'privatekey', 'signature', 'pin', 'cvc', 'cvv', 'cvv2', 'csc', 'ssn',
+  'otp', 'mfa', 'totp', 'jwt', 'sessionid', 'pan', 'iban', 'sin',
+  // other languages
+  'passwort', 'kennwort', 'geheimnis', 'motdepasse', 'contraseña', 'contrasena', 'clave', 'senha', 'wachtwoord', 'lösenord', 'losenord', 'salasana',
+  'hasło', 'haslo', 'parola', 'heslo', 'jelszó', 'jelszo', 'пароль', 'секрет', 'токен', '密码', 'パスワード', '비밀번호',
+]);
+/** Two adjacent parts, joined. */
+const SECRET_PAIRS = new Set(['apikey', 'accesskey', 'privatekey', 'secretkey', 'signingkey', 'encryptionkey', 'masterkey', 'sessionkey', 'clientsecret', 'cardnumber', 'accountnumber', 'routingnumber', 'securitycode', 'sessionid', 'motdepasse', 'setcookie', 'socialsecurity']);
+const PII_PARTS = new Set(['email', 'emails', 'phone', 'mobile', 'telephone', 'tel', 'dob', 'birthdate', 'birthday', 'address', 'street', 'postcode', 'zip', 'passport', 'nationalid', 'taxid', 'ip']);
+const PII_PAIRS = new Set(['emailaddress', 'phonenumber', 'dateofbirth', 'birthdate', 'postalcode', 'zipcode', 'ipaddress', 'nationalid', 'taxid', 'lastname', 'firstname', 'fullname', 'surname']);
+
+function partsMatch(parts: readonly string[], singles: ReadonlySet<string>, pairs: ReadonlySet<string>): boolean {
+  for (let i = 0; i < parts.length; i++) {
+    if (singles.has(parts[i]!)) return true;
+    if (i + 1 < parts.length && pairs.has(parts[i]! + parts[i + 1]!)) return true;
+    if (i + 2 < parts.length && pairs.has(parts[i]! + parts[i + 1]! + parts[i + 2]!)) return true;
+  }
+  return pairs.has(parts.join(''));
+}
+
+/** Whether a key names a secret whatever the caller declares (matched by parts, any case or separator). */
+export function isSecretKey(key: string): boolean {
+  return partsMatch(keyParts(key), SECRET_PARTS, SECRET_PAIRS);
+}
+
+/** Whether a key names personal data (the PII key rules; off with `pii: false`). */
+export function isPiiKey(key: string): boolean {
+  return partsMatch(keyParts(key), PII_PARTS, PII_PAIRS);
+}
+
+// ----------------------------------------------------------------------------------- value detectors
+
+export interface Detector {
+  readonly kind: string;
+  readonly pii: boolean;
+  readonly pattern: RegExp;
+  /** Extra check on a match (e.g. Luhn). */
+  readonly accept?: (match: string) => boolean;
+  /** What replaces a match (default `[redacted]`). */
+  readonly replace?: (match: string, ...groups: string[]) => string;
+}
+
+export function luhnValid(digits: string): boolean {
+  const d = digits.replace(/[ -]/g, '');
+  if (!/^\d{13,19}$/.test(d) || /^(\d)\1+$/.test(d)) return false;
+  let sum = 0;
+  for (let i = 0; i < d.length; i++) {
+    let n = d.charCodeAt(d.length - 1 - i) - 48;
+    if (i % 2 === 1) {
+      n *= 2;
+      if (n > 9) n -= 9;
+    }
+    sum += n;
+  }
+  return sum % 10 === 0;
+}
+
+const KEY_CHARS = String.raw`[\p{L}\p{N}_\-.]`;
+
+/** The value detectors, in the order they run. Shared with the config's inline-credential refusal. */
+export const DETECTORS: readonly Detector[] = [
+  { kind: 'private key', pii: false, pattern: /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)/g },
+  { kind: 'URL user-info', pii: false, pattern: /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]+@/gi, replace: (_m, scheme: string) => `${scheme}${REDACTED}@` },
+  { kind: 'bearer token', pii: false, pattern: /\bBearer\s+[A-Za-z0-9\-._~+/]+=*/gi },
+  { kind: 'basic credentials', pii: false, pattern: /\bBasic\s+[A-Za-z0-9+/]{4,}={0,2}/gi, accept: (m) => Buffer.from(m.replace(/^Basic\s+/i, ''), 'base64').toString('latin1').includes(':') },
+  { kind: 'Stripe key', pii: false, pattern: /\b(?:sk|rk|pk)_(?:test|live)_[A-Za-z0-9]{4,}|\bwhsec_[A-Za-z0-9]{8,}/g },
+  { kind: 'AWS access key id', pii: false, pattern: /\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{16}\b/g },
+  { kind: 'Google API key', pii: false, pattern: /\bAIza[0-9A-Za-z_-]{30,}/g },
+  { kind: 'JSON web token', pii: false, pattern: /\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}/g },
+  { kind: 'GitHub or Slack token', pii: false, pattern: /\b(?:ghp|gho|ghs|ghu|github_pat|xox[abprs])[-_A-Za-z0-9]{10,}/g },
+  { kind: 'HubSpot private app token', pii: false, pattern: /\bpat-[a-z0-9]{2,4}-[0-9a-f-]{20,}/gi },
+  { kind: 'OpenAI or Anthropic key', pii: false, pattern: /\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}/g },
+  // `password=…`, `"apiKey": "…"`, `?token=…`, `X-Auth-Token: …` in free text: the key decides.
+  {
+    kind: 'secret-named value',
+    pii: false,
+    pattern: new RegExp(String.raw`(["']?)(${KEY_CHARS}{2,40})\1(\s*[:=]\s*)(["']?)([^\s"'&,;)}\]]+)`, 'gu'),
+    accept: (m) => {
+      const key = /^["']?([^"':=\s]+)/u.exec(m)?.[1] ?? '';
+      return isSecretKey(key);
+    },
+    replace: (m, q1: string, key: string, sep: string, q2: string, value: string) => (value.startsWith(REDACTED.slice(0, -1)) ? m : `${q1}${key}${q1}${sep}${q2}${REDACTED}`),
+  },
+  { kind: 'card number', pii: false, pattern: /(?<![\p{L}\p{N}_.])\d(?:[ -]?\d){12,18}(?![\p{L}\p{N}_.])/gu, accept: luhnValid },
+  { kind: 'email address', pii: true, pattern: /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g },
 ];
+
+function applyDetectors(s: string, pii: boolean): string {
+  let out = s;
+  for (const d of DETECTORS) {
+    if (d.pii && !pii) continue;
+    d.pattern.lastIndex = 0;
+    out = out.replace(d.pattern, (m: string, ...rest: unknown[]) => {
+      if (d.accept && !d.accept(m)) return m;
+      const groups = rest.slice(0, -2).map((g) => (typeof g === 'string' ? g : ''));
+      return d.replace ? d.replace(m, ...groups) : REDACTED;
+    });
+  }
+  return out;
+}
+
+/** The first detector a string trips (its kind), or null. Used to refuse a credential typed into config. */
+export function detectSensitive(value: string, options: { readonly pii?: boolean } = {}): string | null {
+  const pii = options.pii ?? true;
+  for (const d of DETECTORS) {
+    if (d.pii && !pii) continue;
+    d.pattern.lastIndex = 0;
+    for (const m of value.matchAll(new RegExp(d.pattern.source, d.pattern.flags))) if (!d.accept || d.accept(m[0])) return d.kind;
+  }
+  return null;
+}
+
+/**
+ * How a person named in `resolve --by` appears in receipts and log lines: a stable pseudonym
+ * (`person#` + 12 hex of its SHA-256), so an auditor who knows the name can check it, and an export
+ * does not carry it. The ledger row keeps the name as given (`resolution.by`).
+ */
+export function personRef(by: string): string {
+  return `person#${createHash('sha256').update(by, 'utf8').digest('hex').slice(0, 12)}`;
+}
+
+// ------------------------------------------------------------------------------------------ copying
 
 function global(re: RegExp): RegExp {
   return re.flags.includes('g') ? new RegExp(re.source, re.flags) : new RegExp(re.source, re.flags + 'g');
 }
 
+/** Sets an own data property, also for `__proto__` (a plain assignment would set the prototype). */
+function put(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
 export interface Redactor {
-  /** A deep copy of `value` with sensitive fields and secret-looking strings replaced by `[redacted]`. */
+  /** A deep copy of `value` with sensitive fields and secret-looking strings replaced by `[redacted]`. Own `__proto__` keys stay data. */
   params(value: unknown): unknown;
   /** `text` with secret-looking strings, caller patterns and any known sensitive value blanked. */
   text(text: string): string;
@@ -36,25 +178,30 @@ export interface Redactor {
 export function createRedactor(options: RedactOptions = {}, sensitiveFields: readonly string[] = []): Redactor {
   const fields = [...(options.fields ?? []), ...sensitiveFields];
   for (const f of fields) if (typeof f !== 'string' || f.length === 0) throw new TypeError('redact.fields: expected non-empty strings');
-  const patterns = [...SECRET_VALUE, ...(options.patterns ?? []).map(global)];
+  if (options.pii !== undefined && typeof options.pii !== 'boolean') throw new TypeError('redact.pii: expected a boolean');
+  const pii = options.pii ?? true;
+  const patterns = (options.patterns ?? []).map(global);
   const exact = new Set(fields.filter((f) => f.includes('.')));
   const anywhere = new Set(fields.filter((f) => !f.includes('.')).map((f) => f.toLowerCase()));
   const isSensitive = (path: readonly string[]) => {
     const leaf = path[path.length - 1] ?? '';
-    return SECRET_KEY.test(leaf) || anywhere.has(leaf.toLowerCase()) || exact.has(path.join('.'));
+    return isSecretKey(leaf) || (pii && isPiiKey(leaf)) || anywhere.has(leaf.toLowerCase()) || exact.has(path.join('.'));
   };
   return build([]);
 
   function build(values: readonly string[]): Redactor {
     const text = (s: string): string => {
+      if (typeof s !== 'string') return s;
       let out = s;
       for (const v of values) out = out.split(v).join(REDACTED);
+      out = applyDetectors(out, pii);
       for (const p of patterns) out = out.replace((p.lastIndex = 0, p), REDACTED);
       return out;
     };
     const walk = (v: unknown, path: string[], seen: Set<object>): unknown => {
       if (isSensitive(path) && path.length > 0) return v === undefined ? undefined : REDACTED;
       if (typeof v === 'string') return text(v);
+      if (typeof v === 'number' && Number.isSafeInteger(v) && v > 0 && luhnValid(String(v))) return REDACTED;
       if (typeof v !== 'object' || v === null) return v;
       if (seen.has(v)) return '[cycle]';
       seen.add(v);
@@ -62,7 +209,7 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
         if (Array.isArray(v)) return v.map((x) => walk(x, path, seen));
         if (v instanceof Date) return v.toISOString();
         const out: Record<string, unknown> = {};
-        for (const [k, x] of Object.entries(v)) out[k] = walk(x, [...path, k], seen);
+        for (const [k, x] of Object.entries(v)) put(out, text(k), walk(x, [...path, k], seen));
         return out;
       } finally {
         seen.delete(v);

@@ -51,8 +51,8 @@ import { buildPacket } from './handoff.js';
 import { comparisonFor, currentRevisionNumber, intake, needsFreshKey, nextRevision, revisionKeySource, supersedeCheck, SUPERSEDE_ACTION, assertParams, type Comparison } from './intake/index.js';
 import { leaseLive } from './ledger/transitions.js';
 import { preclaim } from './preclaim.js';
-import { sealReceipt } from './receipts.js';
-import { createRedactor, type RedactOptions, type Redactor } from './redact.js';
+import { checkReceiptKey, sealReceipt, type ReceiptKey } from './receipts.js';
+import { createRedactor, personRef, type RedactOptions, type Redactor } from './redact.js';
 import { resolvePolicy, type PolicyOverrides, type RetryPolicy } from './retry-policy.js';
 
 export interface LogEntry {
@@ -79,6 +79,8 @@ export interface RunnerOptions {
   readonly owner?: string;
   /** Receives every log line the runner writes (redacted). Default: none. */
   readonly logger?: (entry: LogEntry) => void;
+  /** HMAC key for receipt hashes (`hmac-sha256:<id>:…`): without it, someone who can write the ledger can re-seal an edited chain unnoticed. See docs/security.md. */
+  readonly receiptKey?: ReceiptKey;
 }
 
 export interface RunInput {
@@ -253,6 +255,7 @@ export function createRunner(options: RunnerOptions): Runner {
   const claimDispatches = ledger.capabilities?.claimDispatch === true;
   const receiptWithState = ledger.capabilities?.receiptWithState === true;
   const baseRedactor = createRedactor(options.redact ?? {});
+  if (options.receiptKey !== undefined) checkReceiptKey(options.receiptKey, (why) => new RunnerConfigurationError('receiptKey', why));
   const iso = (t: number) => new Date(t).toISOString();
 
   const log = (level: LogEntry['level'], event: string, message: string, op?: Pick<Op, 'id' | 'card' | 'redactor'>) => {
@@ -673,7 +676,7 @@ export function createRunner(options: RunnerOptions): Runner {
       ...(typeof message === 'string' ? { message: op.redactor.text(message) } : {}),
       requestFingerprint: op.requestFingerprint,
       prevHash: op.lastHash,
-    });
+    }, options.receiptKey);
     return sealed;
   }
 
@@ -982,7 +985,7 @@ export function createRunner(options: RunnerOptions): Runner {
       const claim = await ledger.claim({ ...claimInput, resume: true });
       if (claim.kind === 'busy') return { status: 'in-progress', businessOperationId: id, statusRef: claim.record.statusRef, retryAfterMs: Math.max(0, (claim.record.leaseExpiresAt ?? 0) - clock.now()) };
       if (claim.kind !== 'claimed') return fromTerminal(claim.record, null, base);
-      log('info', 'resume', `a person resumed it (${by})${resolution.force === true && resumeAction && !resumeAction.safe ? ', forced past an unsafe packet' : ''}: re-sending with the same key`, base);
+      log('info', 'resume', `a person resumed it (${personRef(by)})${resolution.force === true && resumeAction && !resumeAction.safe ? ', forced past an unsafe packet' : ''}: re-sending with the same key`, base);
       const ref = { businessOperationId: id, fence: claim.record.fence };
       const prior = await ledger.receipts(id);
       const last = prior[prior.length - 1];
@@ -1002,7 +1005,7 @@ export function createRunner(options: RunnerOptions): Runner {
         providerKey: record.providerKey,
         requestFingerprint: base.requestFingerprint,
         prevHash: last?.hash ?? null,
-      });
+      }, options.receiptKey);
       await ledger.appendReceipt(ref, resumeReceipt);
       return execute(base, claim.record, ref, record.paramsFingerprint, claimInput, false);
     }
@@ -1026,14 +1029,14 @@ export function createRunner(options: RunnerOptions): Runner {
         startedAt: iso(now),
         finishedAt: iso(now),
         outcome: null,
-        decision: { action: resolution.action, reason: redactor.text(`resolved by a person (${by})`) },
+        decision: { action: resolution.action, reason: redactor.text(`resolved by a person (${personRef(by)})`) },
         providerKey: record.providerKey,
         ...(providerRef !== undefined ? { providerRef: redactor.text(providerRef) } : {}),
         requestFingerprint: last?.requestFingerprint ?? fingerprint(redactor.params(record.params)),
         prevHash: last?.hash ?? null,
-      }),
+      }, options.receiptKey),
     );
-    log('info', 'resolve', `${resolution.action} by ${by}`);
+    log('info', 'resolve', `${resolution.action} by ${personRef(by)}`);
     return { status: 'resolved', businessOperationId: id, state: after.state as 'succeeded' | 'abandoned', providerRef: after.providerRef };
   }
 

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createRedactor, exportReceiptsJsonl, jsonlHandoffSink, type LogEntry } from '@retrysafe/core';
+import { createRedactor, detectSensitive, exportReceiptsJsonl, isSecretKey, jsonlHandoffSink, type LogEntry } from '@retrysafe/core';
 import { setup } from './helpers.js';
 
 const SECRET = 'sk_live_51Hq9ZsEcReTvAlUe0xyz';
@@ -51,5 +51,63 @@ describe('redaction: a secret and PII in params never reach receipts, packets, e
       a: { email: '[redacted]' }, card: { number: '[redacted]', exp: '12/30' }, number: 7, password: '[redacted]', list: [{ token: '[redacted]' }], text: '[redacted] [redacted]',
     });
     expect(r.text('failed for bob@example.test with sk_test_abcdef1234')).toBe('failed for [redacted] with [redacted]');
+  });
+
+  it('key rules match by parts, in any case, separator or language', () => {
+    const secret = ['X-Auth-Token', 'x-auth-token', 'apiToken', 'dbPassword', 'db_password', 'bearer', 'auth', 'credentials', 'passphrase', 'pin', 'cvc', 'ssn', 'passwort', 'пароль', 'contraseña', 'apiKey ', 'X-Api-Key', 'privateKey', 'bearerToken', 'client_secret', 'cardNumber', 'Authorization'];
+    const plain = ['amount', 'currency', 'customer', 'orderRef', 'author', 'providerKey', 'idempotencyKey', 'description', 'spinner', 'opinion', 'tokenizer'];
+    for (const k of secret) expect(isSecretKey(k), k).toBe(true);
+    for (const k of plain) expect(isSecretKey(k), k).toBe(false);
+    const r = createRedactor();
+    const out = r.params(Object.fromEntries([...secret, ...plain].map((k) => [k, 'v4lue-kept?']))) as Record<string, unknown>;
+    for (const k of secret) expect(out[k], k).toBe('[redacted]');
+    for (const k of plain) expect(out[k], k).toBe('v4lue-kept?');
+  });
+
+  it('value detectors blank credentials and PII in any free text', () => {
+    const r = createRedactor();
+    const samples: [string, string][] = [
+      ['AWS', 'key AKIAIOSFODNN7EXAMPLE rejected'],
+      ['Google', 'AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY'],
+      ['Stripe restricted', 'rk_live_51Habcdefghij'],
+      ['Stripe webhook', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'],
+      ['Basic', 'Authorization: Basic dXNlcjpodW50ZXIy'],
+      ['Bearer', 'bearer abc123def456'],
+      ['URL user-info', 'cannot reach postgres://app:hunter2@db.internal:5432/x'],
+      ['card', 'card 4242 4242 4242 4242 declined'],
+      ['card, dashes', '4000-0566-5566-5556'],
+      ['email', 'customer alice.private@example.test exists'],
+      ['free text key', 'passwort=geheim123 und {"apiToken":"t0k3n-v"}'],
+    ];
+    for (const [kind, s] of samples) {
+      const out = r.text(s);
+      expect(out, kind).toContain('[redacted]');
+      expect(detectSensitive(s), kind).not.toBeNull();
+    }
+    expect(r.text('cannot reach postgres://app:hunter2@db.internal:5432/x')).toBe('cannot reach postgres://[redacted]@db.internal:5432/x');
+    expect(r.text('passwort=geheim123 und {"apiToken":"t0k3n-v"}')).toBe('passwort=[redacted] und {"apiToken":"[redacted]"}');
+    // Not everything long is a secret: ids, amounts, dates and refs stay readable.
+    for (const s of ['pi_3NkQf2Lz0abc', 'amount 1000 eur', '2026-12-01T07:00:00.000Z', 'HTTP 409 idempotency_key_in_use', '4242 4242 4242 4241', 'retry in 1500 ms', 'Basic authentication failed']) expect(r.text(s), s).toBe(s);
+  });
+
+  it('PII detectors are on by default; pii: false turns them off, never the secret ones', () => {
+    const on = createRedactor();
+    const off = createRedactor({ pii: false });
+    expect(on.text('to bob@example.test')).toBe('to [redacted]');
+    expect(off.text('to bob@example.test')).toBe('to bob@example.test');
+    expect(on.params({ email: 'x', phone: 'y' })).toEqual({ email: '[redacted]', phone: '[redacted]' });
+    expect(off.params({ email: 'x', phone: 'y' })).toEqual({ email: 'x', phone: 'y' });
+    expect(off.text('sk_live_abcdef123456 and 4242424242424242')).toBe('[redacted] and [redacted]');
+    expect(() => createRedactor({ pii: 'no' as never })).toThrow(TypeError);
+  });
+
+  it("copies keep an own __proto__ key as data, never as the copy's prototype", () => {
+    const input = JSON.parse('{"__proto__": {"polluted": "yes", "password": "p"}, "a": {"__proto__": {"x": 1}}}') as Record<string, unknown>;
+    const out = createRedactor().params(input) as Record<string, unknown>;
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+    expect(Object.keys(out)).toEqual(['__proto__', 'a']);
+    expect(JSON.stringify(out)).toBe('{"__proto__":{"polluted":"yes","password":"[redacted]"},"a":{"__proto__":{"x":1}}}');
+    expect((out as { polluted?: unknown }).polluted).toBeUndefined();
+    expect(({} as { polluted?: unknown }).polluted).toBeUndefined();
   });
 });

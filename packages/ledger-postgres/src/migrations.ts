@@ -66,6 +66,17 @@ CREATE INDEX retrysafe_operations_state_idx ON {{schema}}.retrysafe_operations (
 -- list({ provider, operation }) from the CLI.
 CREATE INDEX retrysafe_operations_operation_idx ON {{schema}}.retrysafe_operations (provider, operation, created_at);`,
   },
+  {
+    version: 3,
+    name: 'receipt chain anchor',
+    sql: `
+-- The head hash and length of each operation's receipt chain, moved in the same statement as every
+-- receipt write, so a deleted or re-sealed tail is seen. Existing rows are anchored to what they hold now.
+ALTER TABLE {{schema}}.retrysafe_operations ADD COLUMN receipt_head text, ADD COLUMN receipt_count integer NOT NULL DEFAULT 0;
+UPDATE {{schema}}.retrysafe_operations o SET
+  receipt_count = (SELECT count(*) FROM {{schema}}.retrysafe_receipts r WHERE r.business_operation_id = o.business_operation_id),
+  receipt_head = (SELECT r.receipt->>'hash' FROM {{schema}}.retrysafe_receipts r WHERE r.business_operation_id = o.business_operation_id ORDER BY r.seq DESC LIMIT 1);`,
+  },
 ]);
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;

@@ -163,10 +163,10 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       what,
       `${name}+receipt`,
       `WITH last AS (SELECT coalesce(max(seq), 0) AS seq FROM ${rcp} WHERE business_operation_id = $${n + 1}),
-            upd AS (UPDATE ${ops} SET ${set} WHERE ${where} AND $${n + 3}::integer = (SELECT seq FROM last) + 1 ${RETURNING}),
+            upd AS (UPDATE ${ops} SET ${set}, receipt_head = $${n + 5}, receipt_count = $${n + 3} WHERE ${where} AND $${n + 3}::integer = (SELECT seq FROM last) + 1 ${RETURNING}),
             ins AS (INSERT INTO ${rcp} (business_operation_id, seq, receipt) SELECT business_operation_id, $${n + 3}, $${n + 4}::json FROM upd RETURNING seq)
        SELECT upd.* FROM upd`,
-      [...values, ref.businessOperationId, ref.fence, receipt.seq, jsonParam(receipt)],
+      [...values, ref.businessOperationId, ref.fence, receipt.seq, jsonParam(receipt), receipt.hash],
     );
     if (rows.length === 0) return refused(ref, what, guard?.blocked, receipt);
     return toRecord(rows[0]!);
@@ -322,13 +322,14 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       const { rows } = await query<{ seq: number }>(
         'appendReceipt',
         'receipt',
-        `WITH op AS (SELECT fence FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE),
-              last AS (SELECT max(seq) AS seq FROM ${rcp} WHERE business_operation_id = $1)
+        // The UPDATE moves the row's chain anchor (issue 18) and takes the row lock that FOR UPDATE took.
+        `WITH last AS (SELECT coalesce(max(seq), 0) AS seq FROM ${rcp} WHERE business_operation_id = $1),
+              op AS (UPDATE ${ops} SET receipt_head = $5, receipt_count = $3
+                     WHERE business_operation_id = $1 AND fence = $2 AND $3::integer = (SELECT seq FROM last) + 1 RETURNING business_operation_id)
          INSERT INTO ${rcp} (business_operation_id, seq, receipt)
-         SELECT $1, $3, $4::json FROM op, last
-         WHERE op.fence = $2 AND $3::integer = coalesce(last.seq, 0) + 1
+         SELECT $1, $3, $4::json FROM op
          RETURNING seq`,
-        [ref.businessOperationId, ref.fence, receipt.seq, jsonParam(receipt)],
+        [ref.businessOperationId, ref.fence, receipt.seq, jsonParam(receipt), receipt.hash],
       );
       if (rows.length === 1) return;
       const check = await query<{ fence: string; seq: number | null }>(

@@ -23,6 +23,9 @@ export interface OperationRow {
   status_ref: string | null;
   handoff: unknown;
   resolution: unknown;
+  /** Since migration 3. */
+  receipt_head?: string | null;
+  receipt_count?: number;
 }
 
 const num = (v: string | number): number => (typeof v === 'number' ? v : Number(v));
@@ -51,6 +54,7 @@ export function toRecord(row: OperationRow): OperationRecord {
     statusRef: row.status_ref,
     handoff: (row.handoff ?? null) as HandoffPacket | null,
     resolution: (row.resolution ?? null) as OperationRecord['resolution'],
+    ...(typeof row.receipt_count === 'number' ? { receiptChain: { head: row.receipt_head ?? null, length: row.receipt_count } } : {}),
   };
 }
 

@@ -3,7 +3,8 @@ import { createAdapters, loadConfig, openLedger } from '@retrysafe/config';
 import { createRunner, jsonlHandoffSink } from '@retrysafe/core';
 import { createRetrysafeMcpServer, serveHttp, serveStdio } from './server.js';
 
-// retrysafe-mcp --config retrysafe.yaml [--http [--port N]]
+// retrysafe-mcp --config retrysafe.yaml [--http [--port N] [--allow-host H]… [--allow-origin O]…]
+// The HTTP bearer token comes from RETRYSAFE_MCP_TOKEN, else one is generated and printed to stderr.
 // retrysafe-mcp wrap --config fence.yaml [--http [--port N]] -- <upstream command…>   (fence another MCP server)
 // retrysafe-mcp probe --tool T --args JSON --count-tool T --count-path P -- <server command…>
 const args = process.argv.slice(2);
@@ -35,8 +36,16 @@ try {
   });
   const make = () => createRetrysafeMcpServer({ runner, ledger, adapters, ...(config.operations ? { operations: config.operations } : {}) });
   if (args.includes('--http')) {
-    const h = await serveHttp(make, { port: Number(at('--port') ?? 0) });
+    const all = (flag: string) => args.flatMap((a, i) => (a === flag && args[i + 1] ? args[i + 1]!.split(',') : []));
+    const configured = process.env.RETRYSAFE_MCP_TOKEN;
+    const h = await serveHttp(make, {
+      port: Number(at('--port') ?? 0),
+      allowedHosts: all('--allow-host'),
+      allowedOrigins: all('--allow-origin'),
+      ...(configured ? { token: configured } : {}),
+    });
     process.stderr.write(`retrysafe MCP server on ${h.url}\n`);
+    process.stderr.write(configured ? 'bearer token: from RETRYSAFE_MCP_TOKEN\n' : `bearer token (send as "Authorization: Bearer <token>"): ${h.token}\n`);
   } else {
     await serveStdio(make());
   }

@@ -5,6 +5,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { AdapterV1, Ledger } from '@retrysafe/contract';
+import { createHttpGuard, type HttpGuard, type HttpGuardOptions } from './http-guard.js';
 
 import { agentTools, callAgentTool, operationStatus, pendingHandoffs, type AgentToolDefinition, type Runner } from '@retrysafe/core';
 
@@ -85,11 +86,29 @@ export async function serveStdio(server: Server): Promise<void> {
   await server.connect(new StdioServerTransport());
 }
 
-/** Streamable HTTP on a loopback address only (stateless: one transport per request). */
-export async function serveHttp(makeServer: () => Server, opts: { host?: string; port?: number } = {}): Promise<{ url: string; close(): Promise<void>; http: HttpServer }> {
+export interface ServeHttpOptions extends HttpGuardOptions {
+  readonly host?: string;
+  readonly port?: number;
+}
+
+/**
+ * Streamable HTTP on a loopback address only (stateless: one transport per request). Host, Origin
+ * and the bearer token are checked before a server is built for the request (see http-guard.ts);
+ * a refusal is answered 403/401 with no MCP server, so no tool can run.
+ */
+export async function serveHttp(makeServer: () => Server, opts: ServeHttpOptions = {}): Promise<{ url: string; token: string; close(): Promise<void>; http: HttpServer }> {
   const host = opts.host ?? '127.0.0.1';
   if (!['127.0.0.1', '::1', 'localhost'].includes(host)) throw new Error(`refusing to listen on ${host}: the MCP HTTP transport binds to loopback only`);
+  if (opts.token !== undefined) createHttpGuard(0, { token: opts.token }); // a bad token fails before listening
+  let guard: HttpGuard | undefined;
   const http = createHttpServer(async (req, res) => {
+    const verdict = guard ? guard.check(req) : ({ ok: false, status: 403, reason: 'not ready' } as const);
+    if (!verdict.ok) {
+      res.writeHead(verdict.status, { 'content-type': 'application/json', ...(verdict.status === 401 ? { 'www-authenticate': 'Bearer realm="retrysafe-mcp"' } : {}) });
+      res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: verdict.reason }, id: null }));
+      req.resume();
+      return;
+    }
     if (req.url !== '/mcp') {
       res.writeHead(404).end();
       return;
@@ -105,5 +124,6 @@ export async function serveHttp(makeServer: () => Server, opts: { host?: string;
   });
   await new Promise<void>((resolve) => http.listen(opts.port ?? 0, host, resolve));
   const { port } = http.address() as AddressInfo;
-  return { url: `http://${host === '::1' ? '[::1]' : host}:${port}/mcp`, http, close: () => new Promise((resolve) => http.close(() => resolve())) };
+  guard = createHttpGuard(port, opts);
+  return { url: `http://${host === '::1' ? '[::1]' : host}:${port}/mcp`, token: guard.token, http, close: () => new Promise((resolve) => http.close(() => resolve())) };
 }

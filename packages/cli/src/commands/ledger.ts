@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import { createRunner, createSqliteLedger, jsonlHandoffSink, type ResolveResult } from '@retrysafe/core';
+import { createRunner, createSqliteLedger, jsonlHandoffSink, personRef, type ResolveResult } from '@retrysafe/core';
 import { createAdapters, loadConfig, type RetrysafeConfig } from '@retrysafe/config';
 import { UnsafeResumeError, asBusinessOperationId, type HandoffPacket, type Ledger, type OperationRecord, type OperationState, type Receipt } from '@retrysafe/contract';
 import { paint, table } from '../output.js';
@@ -79,7 +79,13 @@ export interface ShowResult {
   readonly receipts: readonly Receipt[];
 }
 
-export async function ledgerShow(target: LedgerTarget, id: string): Promise<ShowResult | null> {
+/** `resolve --by` is stored as given; shown as a pseudonym (`person#…`) unless the operator asks (`--show-by`). */
+function shownResolution(r: OperationRecord['resolution'], showBy: boolean): OperationRecord['resolution'] {
+  if (!r || r.by === undefined || showBy) return r;
+  return { ...r, by: personRef(r.by) };
+}
+
+export async function ledgerShow(target: LedgerTarget & { readonly showBy?: boolean }, id: string): Promise<ShowResult | null> {
   const bid = asBusinessOperationId(id);
   return withLedger(target, async (ledger) => {
     const r = await ledger.get(bid);
@@ -91,7 +97,7 @@ export async function ledgerShow(target: LedgerTarget, id: string): Promise<Show
         paramsFingerprint: r.paramsFingerprint,
         firstDispatchedAt: r.firstDispatchedAt === null ? null : new Date(r.firstDispatchedAt).toISOString(),
         handoff: r.handoff,
-        resolution: r.resolution,
+        resolution: shownResolution(r.resolution, target.showBy === true),
       },
       receipts: await ledger.receipts(bid),
     };

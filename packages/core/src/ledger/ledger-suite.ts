@@ -10,7 +10,7 @@ import {
   type ProviderKey,
   type Receipt,
 } from '@retrysafe/contract';
-import { sealReceipt } from '../receipts.js';
+import { sealReceipt, verifyReceiptChain } from '../receipts.js';
 
 export interface LedgerSuiteOptions {
   /** Shown in the describe block, e.g. `sqlite`. */
@@ -366,6 +366,38 @@ export function ledgerSuite(options: LedgerSuiteOptions): void {
       expect((await ledger.claim(claimInput('supersede-live', { ...next, owner: 'w2', supersede: { fence: live.ref.fence, revision: 2 } }))).kind).toBe('busy');
       await ledger.setState(live.ref, { state: 'succeeded', now: T0 + 1 });
       expect((await ledger.claim(claimInput('supersede-live', { ...next, owner: 'w2', now: T0 + 2, supersede: { fence: live.ref.fence, revision: 2 } }))).kind).toBe('terminal');
+    });
+
+    it('anchors the receipt chain on the row in the same write as each receipt (head hash and length), and verifies against it', async () => {
+      const { ref } = await claimed(ledger, 'anchor');
+      expect((await ledger.get(id('anchor')))!.receiptChain).toEqual({ head: null, length: 0 });
+      const r1 = receipt('anchor', 1, null);
+      await ledger.appendReceipt(ref, r1);
+      expect((await ledger.get(id('anchor')))!.receiptChain).toEqual({ head: r1.hash, length: 1 });
+      const r2 = receipt('anchor', 2, r1.hash);
+      const s = await ledger.setState(ref, { state: 'unknown', now: T0 + 1, ...(ledger.capabilities?.receiptWithState ? { receipt: r2 } : {}) });
+      if (!ledger.capabilities?.receiptWithState) await ledger.appendReceipt(ref, r2);
+      else expect(s.receiptChain).toEqual({ head: r2.hash, length: 2 });
+      const r3 = receipt('anchor', 3, r2.hash);
+      await (ledger.capabilities?.receiptWithState ? ledger.handOff(ref, packet('anchor'), T0 + 2, r3) : ledger.appendReceipt(ref, r3).then(() => ledger.handOff(ref, packet('anchor'), T0 + 2)));
+      const row = (await ledger.get(id('anchor')))!;
+      expect(row.receiptChain).toEqual({ head: r3.hash, length: 3 });
+      // A refused receipt moves nothing.
+      await expect(ledger.appendReceipt(ref, receipt('anchor', 5, r3.hash))).rejects.toSatisfy(LedgerError.isInstance);
+      expect((await ledger.get(id('anchor')))!.receiptChain).toEqual({ head: r3.hash, length: 3 });
+      // Resolving keeps the anchor; the resolve receipt moves it.
+      const done = await ledger.resolve(id('anchor'), { action: 'abandon' }, T0 + 3);
+      expect(done.receiptChain).toEqual({ head: r3.hash, length: 3 });
+      const r4 = receipt('anchor', 4, r3.hash);
+      await ledger.appendReceipt({ businessOperationId: id('anchor'), fence: done.fence }, r4);
+      const receipts = await ledger.receipts(id('anchor'));
+      const anchor = (await ledger.get(id('anchor')))!.receiptChain!;
+      expect(anchor).toEqual({ head: r4.hash, length: 4 });
+      expect(verifyReceiptChain(receipts, { anchor })).toEqual({ ok: true });
+      // Against the anchor, a deleted tail (or every receipt deleted) is a break, though the rest still chains.
+      expect(verifyReceiptChain(receipts.slice(0, 3))).toEqual({ ok: true });
+      expect(verifyReceiptChain(receipts.slice(0, 3), { anchor })).toMatchObject({ ok: false });
+      expect(verifyReceiptChain([], { anchor })).toMatchObject({ ok: false });
     });
 
     it('refuses writes to an operation that does not exist', async () => {

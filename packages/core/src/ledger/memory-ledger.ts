@@ -13,6 +13,7 @@ import {
 } from '@retrysafe/contract';
 import {
   checkFence,
+  chainedTransition,
   checkReceipt,
   claimTransition,
   dispatchedTransition,
@@ -72,18 +73,19 @@ export function createMemoryLedger(): Ledger {
       const { receipt, ...rest } = patch;
       const next = setStateTransition(fenced(ref), clone(rest));
       receiptStep(ref, receipt)();
-      return put(next);
+      return put(chainedTransition(next, receipt));
     },
     async handOff(ref, packet: HandoffPacket, now, receipt?: Receipt) {
       open();
       const next = handOffTransition(fenced(ref), clone(packet), now);
       receiptStep(ref, receipt)();
-      return put(next);
+      return put(chainedTransition(next, receipt));
     },
     async appendReceipt(ref, receipt) {
       open();
-      fenced(ref);
+      const current = fenced(ref);
       receiptStep(ref, receipt)();
+      put(chainedTransition(current, receipt));
     },
     async release(ref) {
       open();

@@ -52,6 +52,17 @@ CREATE TABLE IF NOT EXISTS retrysafe_receipts (
 );
 `;
 
+/**
+ * Rows written before receipt-chain anchoring get the anchor of the receipts they hold now (issue 18):
+ * from here on every receipt write moves it. Idempotent; a no-op once every row has one.
+ */
+const ANCHOR_MIGRATION = `
+UPDATE retrysafe_operations SET record = json_set(record, '$.receiptChain', json_object(
+  'head', (SELECT json_extract(r.receipt, '$.hash') FROM retrysafe_receipts r WHERE r.id = retrysafe_operations.id ORDER BY r.seq DESC LIMIT 1),
+  'length', (SELECT count(*) FROM retrysafe_receipts r WHERE r.id = retrysafe_operations.id)))
+WHERE json_type(record, '$.receiptChain') IS NULL;
+`;
+
 interface Row {
   record: string;
 }
@@ -85,6 +96,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
     db.pragma(`synchronous = ${sync}`);
     db.pragma(`busy_timeout = ${Math.floor(busy)}`);
     db.exec(SCHEMA);
+    db.exec(ANCHOR_MIGRATION);
   } catch (cause) {
     throw new LedgerError(`cannot open SQLite ledger at ${options.path}: ${(cause as Error).message}`, { cause });
   }
@@ -133,6 +145,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
     }
   }
   const selectFence = db.prepare<[string], { fence: number }>('SELECT fence FROM retrysafe_operations WHERE id = ?');
+  const setChain = db.prepare(`UPDATE retrysafe_operations SET record = json_set(record, '$.receiptChain', json(?)) WHERE id = ?`);
   const statements = new Map<string, Database.Statement>();
   const prepared = (sql: string): Database.Statement => {
     let st = statements.get(sql);
@@ -158,10 +171,13 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
     receipt?: Receipt,
   ): OperationRecord {
     return tx(what, () => {
-      const sql = `UPDATE retrysafe_operations SET ${write.columns ? `${write.columns}, ` : ''}record = json_set(record, ${write.paths
+      // A receipt moves the row's chain anchor in the same UPDATE (issue 18).
+      const paths = receipt === undefined ? write.paths : [...write.paths, ['$.receiptChain', 'json(@receiptChain)'] as const];
+      const sql = `UPDATE retrysafe_operations SET ${write.columns ? `${write.columns}, ` : ''}record = json_set(record, ${paths
         .map(([path, expr]) => `'${path}', ${expr}`)
         .join(', ')}) WHERE id = @id AND fence = @fence${write.guard ? ` AND ${write.guard.sql}` : ''} RETURNING record`;
-      const row = prepared(sql).get({ ...write.params, id: ref.businessOperationId, fence: ref.fence }) as Row | undefined;
+      const chain = receipt === undefined ? {} : { receiptChain: j({ head: receipt.hash, length: receipt.seq }) };
+      const row = prepared(sql).get({ ...write.params, ...chain, id: ref.businessOperationId, fence: ref.fence }) as Row | undefined;
       if (!row) {
         const current = checkFence(read(ref.businessOperationId), ref);
         const why = write.guard?.blocked(current) ?? null;
@@ -262,6 +278,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
         if (!row) throw new LedgerError(`no operation ${ref.businessOperationId} in the ledger`);
         if (row.fence !== ref.fence) throw new LeaseLostError(ref.businessOperationId, ref.fence);
         insertNextReceipt(ref, receipt);
+        setChain.run(j({ head: receipt.hash, length: receipt.seq }), ref.businessOperationId);
       });
     },
     async release(ref) {

@@ -58,6 +58,7 @@ export function claimTransition(existing: OperationRecord | null, input: ClaimIn
       statusRef: null,
       handoff: null,
       resolution: null,
+      receiptChain: { head: null, length: 0 },
     };
     return { result: { kind: 'claimed', record, takenOver: false }, write: record };
   }
@@ -182,6 +183,11 @@ export function resolveTransition(
     leaseExpiresAt: null,
     updatedAt: now,
   };
+}
+
+/** The record after `receipt` joined its chain: the anchor every ledger writes with the receipt. */
+export function chainedTransition(record: OperationRecord, receipt: Receipt | undefined): OperationRecord {
+  return receipt === undefined ? record : { ...record, receiptChain: { head: receipt.hash, length: receipt.seq } };
 }
 
 /** A receipt may be appended only as the next seq of its own operation. */

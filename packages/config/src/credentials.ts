@@ -1,0 +1,114 @@
+import { createRedactor, detectSensitive, isSecretKey, keyParts } from '@retrysafe/core';
+
+/**
+ * The config's inline-credential refusal. A config file is committed, copied and pasted into tickets,
+ * so a credential in it is refused — by its key (matched by parts, as the redactor does: `apiToken`,
+ * `headers["X-Api-Key"]`, `"apiKey "`, `auth`, `credentials.pass`), by its value (the redactor's
+ * detectors: `sk_live_…`, `AKIA…`, `Bearer …`, a private key…), and inside URLs (user-info with a
+ * password, secret query parameters). Each problem names the place and the environment-variable way;
+ * none ever repeats the refused value.
+ */
+
+/** What an environment variable name looks like (POSIX portable names, as shells accept them). */
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+/** Query parameters that carry credentials in practice, besides secret-named ones. */
+const SECRET_QUERY = /^(key|sig|code|x-amz-signature|x-amz-credential|x-goog-signature)$/i;
+
+export function looksLikeEnvName(name: unknown): name is string {
+  return typeof name === 'string' && ENV_NAME.test(name) && detectSensitive(name, { pii: false }) === null;
+}
+
+/** A key whose value is the NAME of an environment variable (`apiKeyEnv`, `accessTokenEnv`, …). */
+function isEnvNameKey(key: string): boolean {
+  const parts = keyParts(key);
+  return parts[parts.length - 1] === 'env';
+}
+
+const pathOf = (base: string, key: string) => (/^[A-Za-z_$][\w$]*$/.test(key) ? (base ? `${base}.${key}` : key) : `${base}[${JSON.stringify(key.replace(/[^\w .-]/g, '?'))}]`);
+
+/** Problems of a string that is a URL (null when it is not one): user-info, secret query parameters, a credential elsewhere in it. */
+function urlProblems(value: string, path: string): string[] | null {
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return null;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return null;
+  }
+  const out: string[] = [];
+  const pg = /^postgres(ql)?:$/i.test(url.protocol);
+  // A database user name is not a secret; anywhere else a bare user-info is usually a token.
+  if (url.password || (url.username && !pg)) {
+    out.push(
+      pg
+        ? `${path}: the URL carries a password: drop it (postgres://user@host/db) and set PGPASSWORD in the environment, or use a ~/.pgpass file`
+        : `${path}: the URL carries user:password: drop it and pass the credential through an environment variable (an adapter's *Env option, or secretsFromEnv)`,
+    );
+  }
+  for (const k of new Set(url.searchParams.keys())) {
+    if (isSecretKey(k) || SECRET_QUERY.test(k)) {
+      out.push(`${path}: the URL's query parameter '${k.replace(/[^\w.-]/g, '?')}' carries a credential: pass it through an environment variable (secretsFromEnv) instead`);
+    }
+  }
+  const rest = `${url.protocol}//${url.host}${url.pathname}${[...url.searchParams.values()].join(' ')}${url.hash}`;
+  const kind = detectSensitive(decodeURIComponent(rest), { pii: false });
+  if (kind) out.push(`${path}: the URL holds what looks like a credential (${kind}; not shown): pass it through an environment variable instead`);
+  return out;
+}
+
+/**
+ * Every inline credential in a raw config object, as messages naming the place (never the value).
+ * `*Env` keys must hold environment-variable names; `secretsFromEnv` maps option names to them.
+ */
+export function findInlineCredentials(raw: unknown): string[] {
+  const problems: string[] = [];
+  const envName = (v: unknown, path: string) => {
+    if (looksLikeEnvName(v)) return;
+    problems.push(
+      typeof v === 'string' && detectSensitive(v, { pii: false }) !== null
+        ? `${path}: expected the NAME of an environment variable (like STRIPE_API_KEY), got what looks like a credential (not shown): put the credential in the environment and its name here`
+        : `${path}: expected the NAME of an environment variable (letters, digits and _, not starting with a digit)`,
+    );
+  };
+  const walk = (v: unknown, path: string, parentKey: string | null) => {
+    if (typeof v === 'string') {
+      const inUrl = urlProblems(v, path);
+      if (inUrl) {
+        problems.push(...inUrl);
+        return;
+      }
+      const kind = detectSensitive(v, { pii: false });
+      if (kind) problems.push(`${path}: looks like a credential (${kind}; not shown): credentials come from environment variables only (an adapter's *Env option, or secretsFromEnv)`);
+      return;
+    }
+    if (Array.isArray(v)) {
+      v.forEach((x, i) => walk(x, `${path}[${i}]`, parentKey));
+      return;
+    }
+    if (!v || typeof v !== 'object') return;
+    for (const [k, x] of Object.entries(v)) {
+      const p = pathOf(path, k);
+      if (k === 'secretsFromEnv' && x && typeof x === 'object' && !Array.isArray(x)) {
+        for (const [option, name] of Object.entries(x)) envName(name, pathOf(p, option));
+        continue;
+      }
+      if (isEnvNameKey(k)) {
+        envName(x, p);
+        continue;
+      }
+      if (isSecretKey(k)) {
+        problems.push(`${p}: credentials come from environment variables only (use e.g. apiKeyEnv / accessTokenEnv naming the variable, or secretsFromEnv: { ${JSON.stringify(k.trim().replace(/[^\w-]/g, '') || 'option')}: "MY_VARIABLE" } for a module adapter)`);
+        continue;
+      }
+      walk(x, p, k);
+    }
+  };
+  walk(raw, '', null);
+  return problems;
+}
+
+const scrub = createRedactor({ pii: false });
+/** A parser's or the system's message with anything credential-like blanked (JSON/YAML errors quote the text). */
+export function safeMessage(message: string): string {
+  return scrub.text(message);
+}

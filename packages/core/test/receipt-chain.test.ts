@@ -1,0 +1,132 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createRunner, createSqliteLedger, createVirtualClock, exportReceiptsJsonl, parseReceiptKeys, receiptHash, RunnerConfigurationError, sealReceipt, verifyOperation, verifyReceiptChain, verifyReceiptsJsonl } from '@retrysafe/core';
+import { asBusinessOperationId, type Receipt } from '@retrysafe/contract';
+import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { REPLAYING, setup } from './helpers.js';
+
+const OP = 'records.create';
+const dir = mkdtempSync(join(tmpdir(), 'retrysafe-chain-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Re-seals a chain from `from` on, as someone who can write the ledger but has no key would. */
+function reseal(receipts: readonly Receipt[], from: number, edit: (r: Receipt) => Receipt): Receipt[] {
+  const out: Receipt[] = [];
+  for (let i = 0; i < receipts.length; i++) {
+    if (i < from) {
+      out.push(receipts[i]!);
+      continue;
+    }
+    const body = { ...(i === from ? edit(receipts[i]!) : receipts[i]!), prevHash: i === 0 ? null : out[i - 1]!.hash };
+    out.push(sealReceipt(body));
+  }
+  return out;
+}
+
+describe('receipt chain: anchored on the row, keyed with an HMAC, verifiable offline', () => {
+  it('without a key a re-sealed chain verifies (the limit), with one it does not; rotation keeps old chains verifiable', async () => {
+    const keys = parseReceiptKeys('k2026:0123456789abcdef-secret,k2025:older-secret-0123456789');
+    const { provider, adapter, runner, ledger } = setup({ replays: false, retentionMs: null }, { receiptKey: keys.current });
+    provider.failNext({ kind: 'unknown-before-commit' });
+    const r = await runner.run(adapter, OP, { params: { ref: 'hmac-1' } });
+    const receipts = await ledger.receipts(r.businessOperationId);
+    expect(receipts.every((x) => /^hmac-sha256:k2026:[0-9a-f]{64}$/.test(x.hash))).toBe(true);
+    const anchor = (await ledger.get(r.businessOperationId))!.receiptChain!;
+    expect(verifyReceiptChain(receipts, { keys: keys.keyring, anchor })).toEqual({ ok: true });
+    // Without the key: order and linkage only, said as a warning.
+    expect(verifyReceiptChain(receipts)).toMatchObject({ ok: true, warnings: [expect.stringMatching(/pass the key/)] });
+
+    // Someone edits receipt 2's outcome and re-seals from there on (unkeyed, as they have no key).
+    const forged = reseal(receipts, 1, (x) => ({ ...x, code: 'forged' }));
+    expect(verifyReceiptChain(forged, { keys: keys.keyring })).toMatchObject({ ok: false, index: 1 });
+    // A forger who knows the format but not the secret cannot make a keyed hash that checks.
+    const fake = forged.map((x, i) => (i >= 1 ? { ...x, hash: x.hash.replace(/^/, 'hmac-sha256:k2026:').slice(0, 'hmac-sha256:k2026:'.length + 64) } : x));
+    expect(verifyReceiptChain(fake, { keys: keys.keyring })).toMatchObject({ ok: false, index: 1 });
+
+    // An unkeyed ledger: the same forgery passes verifyReceiptChain; only the anchor or a key catches it.
+    const plain = setup({ replays: false, retentionMs: null });
+    plain.provider.failNext({ kind: 'unknown-before-commit' });
+    const p = await plain.runner.run(plain.adapter, OP, { params: { ref: 'plain-1' } });
+    const pr = await plain.ledger.receipts(p.businessOperationId);
+    const pForged = reseal(pr, 1, (x) => ({ ...x, code: 'forged' }));
+    expect(verifyReceiptChain(pForged)).toEqual({ ok: true });
+    expect(verifyReceiptChain(pForged, { anchor: (await plain.ledger.get(p.businessOperationId))!.receiptChain! })).toMatchObject({ ok: false });
+    expect(verifyReceiptChain(pr, { keys: keys.keyring })).toMatchObject({ ok: false, reason: expect.stringMatching(/not keyed/) });
+    expect(verifyReceiptChain(pr, { keys: keys.keyring, allowUnkeyed: true })).toEqual({ ok: true });
+
+    // Rotation: receipts sealed with the old key still verify with the old key in the keyring.
+    const old = sealReceipt({ ...receipts[0]!, prevHash: null }, { id: 'k2025', secret: 'older-secret-0123456789' });
+    expect(verifyReceiptChain([old], { keys: keys.keyring })).toEqual({ ok: true });
+    expect(verifyReceiptChain([old], { keys: { k2026: '0123456789abcdef-secret' } })).toMatchObject({ ok: false, reason: expect.stringMatching(/k2025.*not in the keyring/) });
+  });
+
+  it('a bad key is refused when the runner is built, never mid-run, and its secret is never echoed', () => {
+    const ledger = setup().ledger;
+    expect(() => createRunner({ ledger, receiptKey: { id: 'k', secret: 'short-s3cret' } })).toThrow(RunnerConfigurationError);
+    expect(() => createRunner({ ledger, receiptKey: { id: 'bad id!', secret: '0123456789abcdef0' } })).toThrow(/receipt key id/);
+    expect(() => parseReceiptKeys('nocolon')).toThrow(TypeError);
+    try {
+      parseReceiptKeys('k:tiny-s3cret');
+    } catch (e) {
+      expect((e as Error).message).not.toContain('tiny-s3cret');
+    }
+    expect(receiptHash({ seq: 1, prevHash: null } as never)).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('SQLite: rows written before anchoring are anchored on open; then a deleted tail, or every receipt deleted, is a break', async () => {
+    const path = join(dir, 'legacy.db');
+    const clock = createVirtualClock();
+    const provider = createSandboxProvider({ ...REPLAYING, clock: clock.now, sleep: clock.sleep });
+    const adapter = createSandboxAdapter({ provider });
+    let ledger = createSqliteLedger({ path });
+    const r = await createRunner({ ledger, clock }).run(adapter, OP, { params: { ref: 'legacy-1' } });
+    expect(r.status).toBe('done');
+    await ledger.close();
+    // As an older retrysafe left it: no anchor on the row.
+    const raw = new Database(path);
+    raw.prepare(`UPDATE retrysafe_operations SET record = json_remove(record, '$.receiptChain')`).run();
+    raw.close();
+    ledger = createSqliteLedger({ path });
+    const id = r.businessOperationId;
+    const receipts = await ledger.receipts(id);
+    expect((await ledger.get(id))!.receiptChain).toEqual({ head: receipts[receipts.length - 1]!.hash, length: receipts.length });
+    expect(await verifyOperation(ledger, id)).toEqual({ ok: true });
+    await ledger.close();
+
+    const cut = new Database(path);
+    cut.prepare('DELETE FROM retrysafe_receipts WHERE id = ? AND seq = ?').run(id, receipts.length);
+    cut.close();
+    ledger = createSqliteLedger({ path });
+    expect(verifyReceiptChain(await ledger.receipts(id))).toEqual({ ok: true }); // what main could tell
+    expect(await verifyOperation(ledger, id)).toMatchObject({ ok: false, reason: `the row anchors ${receipts.length} receipt(s), the ledger holds ${receipts.length - 1}` });
+    await ledger.close();
+    const all = new Database(path);
+    all.prepare('DELETE FROM retrysafe_receipts WHERE id = ?').run(id);
+    all.close();
+    ledger = createSqliteLedger({ path });
+    expect(await verifyOperation(ledger, id)).toMatchObject({ ok: false });
+    await ledger.close();
+  });
+
+  it('an export with heads verifies offline; a dropped last line or a missing head fails', async () => {
+    const { provider, adapter, runner, ledger } = setup({ replays: false, retentionMs: null });
+    provider.failNext({ kind: 'unknown-before-commit' });
+    const a = await runner.run(adapter, OP, { params: { ref: 'ex-1' } });
+    const b = await runner.run(adapter, OP, { params: { ref: 'ex-2' } });
+    const text = await exportReceiptsJsonl(ledger, { heads: true });
+    expect(text.split('\n').filter((l) => l.includes('"chainHead"'))).toHaveLength(2);
+    expect(verifyReceiptsJsonl(text).map((x) => [x.businessOperationId, x.check.ok])).toEqual([[a.businessOperationId, true], [b.businessOperationId, true]]);
+    const lines = text.trimEnd().split('\n');
+    const aLast = lines.findLastIndex((l) => l.includes(a.businessOperationId) && !l.includes('chainHead'));
+    const dropped = lines.filter((_, i) => i !== aLast).join('\n');
+    expect(verifyReceiptsJsonl(dropped).find((x) => x.businessOperationId === a.businessOperationId)!.check.ok).toBe(false);
+    const headless = lines.filter((l) => !(l.includes('chainHead') && l.includes(b.businessOperationId))).join('\n');
+    expect(verifyReceiptsJsonl(headless).find((x) => x.businessOperationId === b.businessOperationId)!.check).toMatchObject({ ok: false, reason: expect.stringMatching(/no chain head/) });
+    // The default export is unchanged: receipts only.
+    expect(await exportReceiptsJsonl(ledger)).not.toContain('chainHead');
+    expect(asBusinessOperationId(a.businessOperationId)).toBe(a.businessOperationId);
+  });
+});
