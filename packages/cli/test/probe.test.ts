@@ -10,7 +10,7 @@ const orders = join(REPO, 'packages/mcp/test/fixtures/orders-server.mjs');
 describe('retrysafe probe', () => {
   it('reports the duplicates of an unfenced server (exit 1) and writes a receipt', async () => {
     const receipt = join(tempDir('probe'), 'probe.json');
-    const r = await cli(['probe', '--tool', 'create_order', '--args', '{"customer":"c","ref":"PO-7","sku":"s","quantity":1}', '--count-tool', 'list_orders', '--count-path', 'orders', '--settle-ms', '200', '--receipt', receipt, '--', process.execPath, orders, '--reply-delay-ms', '300']);
+    const r = await cli(['probe', '--tool', 'create_order', '--args', '{"customer":"c","ref":"PO-7","sku":"sku_1","quantity":1}', '--count-tool', 'list_orders', '--count-path', 'orders', '--settle-ms', '200', '--receipt', receipt, '--', process.execPath, orders, '--reply-delay-ms', '300']);
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/DUPLICATES: \d+ effects for one intent/);
     const written = JSON.parse(readFileSync(receipt, 'utf8')) as { verdict: string; effects: number };

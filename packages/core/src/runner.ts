@@ -819,9 +819,11 @@ export function createRunner(options: RunnerOptions): Runner {
     const found = findAdapter(adapters, record);
     if (!found) throw new RunnerConfigurationError('resolve', `resend-with needs the adapter for ${record.operation} in { adapters }`);
     const spec = checkAdapter(found.adapter, found.opName);
+    // The corrected params pass the same pre-claim checks as a new call (limits, redaction), then the schema.
+    const checked = preclaim(params, null, () => createRedactor(options.redact ?? {}, spec.sensitiveFields ?? []).withValuesFrom(params).withValuesFrom(record.params));
     assertParams(spec, params);
     const { base: fromRecord, claimInput } = baseFromRecord(found.adapter, found.opName, record, newRunId());
-    const base: OpBase = { ...fromRecord, params, redactor: createRedactor(options.redact ?? {}, spec.sensitiveFields ?? []).withValuesFrom(params).withValuesFrom(record.params) };
+    const base: OpBase = { ...fromRecord, params, redactor: checked.redactor, requestFingerprint: checked.requestFingerprint };
     const next = await intake(ledger, spec, { params, businessOperationId: record.businessOperationId });
     if (next.intentFingerprint !== record.intentFingerprint) throw new ConflictError(record.businessOperationId, 'intent', 'the corrected params name another intent: run them as a new operation instead');
     if (next.paramsFingerprint === record.paramsFingerprint) throw new InvalidStateError(record.businessOperationId, record.state, 'resend-with needs params that differ from the stored ones (use resume to re-send the same request)');

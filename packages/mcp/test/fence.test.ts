@@ -159,21 +159,34 @@ describe('retrysafe-mcp wrap', () => {
 
   it('a tool error the fence file calls a rejection is not retried: one call upstream, a needs-human answer', async () => {
     const client = await wrapped(fenceFile(), ['--', process.execPath, ordersServer]);
-    const a = (await client.callTool({ name: 'create_order', arguments: { customer: 'cus_2', ref: 'PO-bad', sku: 's', quantity: 0 } })) as Answer;
+    const a = (await client.callTool({ name: 'create_order', arguments: { customer: 'cus_2', ref: 'PO-bad', sku: 'no-such', quantity: 1 } })) as Answer;
     expect(a.isError).toBe(true);
     expect(a._meta?.retrysafe?.status).toBe('needs-human');
     expect(await orders(client, 'cus_2')).toHaveLength(0);
+  });
+
+  it('arguments the upstream tool\'s input schema refuses are refused before anything is claimed or sent', async () => {
+    const client = await wrapped(fenceFile(), ['--', process.execPath, ordersServer]);
+    const a = (await client.callTool({ name: 'create_order', arguments: { customer: 'cus_4', ref: 'PO-typo', sku: 'sku_1', quantity: '3' } })) as Answer;
+    expect(a.isError).toBe(true);
+    expect(a._meta?.retrysafe?.status).toBe('invalid-input');
+    expect(JSON.stringify(a.content)).toMatch(/quantity/);
+    expect(await orders(client, 'cus_4')).toHaveLength(0);
+    // the corrected call is not a conflict: nothing was claimed for the typo
+    const fixed = (await client.callTool({ name: 'create_order', arguments: { customer: 'cus_4', ref: 'PO-typo', sku: 'sku_1', quantity: 3 } })) as Answer;
+    expect(fixed._meta?.retrysafe?.status).toBe('done');
+    expect(await orders(client, 'cus_4')).toHaveLength(1);
   });
 
   it('a tool with unknown facts gets no blind re-send: no lookup, no key, the answer lost ⇒ a handoff and one order', async () => {
     const file = fenceFile({}, { lookup: undefined });
     const client = await wrapped(file, ['--', process.execPath, ordersServer, '--reply-delay-ms', '600']);
     const ref = `PO-${randomBytes(3).toString('hex')}`;
-    const a = (await client.callTool({ name: 'create_order', arguments: { customer: 'cus_3', ref, sku: 's', quantity: 1 } }, undefined, { timeout: 20_000 })) as Answer;
+    const a = (await client.callTool({ name: 'create_order', arguments: { customer: 'cus_3', ref, sku: 'sku_1', quantity: 1 } }, undefined, { timeout: 20_000 })) as Answer;
     expect(a._meta?.retrysafe?.status).toBe('needs-human');
     await new Promise((r) => setTimeout(r, 700)); // let the upstream's late answer land
     expect((await orders(client, 'cus_3')).filter((o) => o.ref === ref)).toHaveLength(1);
-    const again = (await client.callTool({ name: 'create_order', arguments: { ref, customer: 'cus_3', sku: 's', quantity: 1 } })) as Answer;
+    const again = (await client.callTool({ name: 'create_order', arguments: { ref, customer: 'cus_3', sku: 'sku_1', quantity: 1 } })) as Answer;
     expect(again._meta?.retrysafe?.status).toBe('needs-human');
     expect((await orders(client, 'cus_3')).filter((o) => o.ref === ref)).toHaveLength(1);
   });
@@ -186,7 +199,7 @@ describe('retrysafe probe', () => {
     const lines: string[] = [];
     const ref = `PO-${randomBytes(3).toString('hex')}`;
     const code = await runProbe(
-      ['--tool', 'create_order', '--args', JSON.stringify({ customer: 'cus_p', ref, sku: 's', quantity: 1 }), '--count-tool', 'list_orders', '--count-path', 'orders', '--match', JSON.stringify({ ref }), '--timeout-ms', '150', '--settle-ms', '800', '--receipt', receiptFile, '--', ...upstream],
+      ['--tool', 'create_order', '--args', JSON.stringify({ customer: 'cus_p', ref, sku: 'sku_1', quantity: 1 }), '--count-tool', 'list_orders', '--count-path', 'orders', '--match', JSON.stringify({ ref }), '--timeout-ms', '150', '--settle-ms', '800', '--receipt', receiptFile, '--', ...upstream],
       (l) => lines.push(l),
     );
     return { code, lines, receipt: JSON.parse(readFileSync(receiptFile, 'utf8')) as ProbeReceipt, ref };
@@ -229,7 +242,7 @@ describe('shared state: two fence processes on one PostgreSQL ledger behind one 
     const a = await wrapped(file, ['--upstream-url', upstreamUrl]);
     const b = await wrapped(file, ['--upstream-url', upstreamUrl]);
     const ref = `PO-${randomBytes(3).toString('hex')}`;
-    const args = { customer: 'cus_pg', ref, sku: 's', quantity: 1 };
+    const args = { customer: 'cus_pg', ref, sku: 'sku_1', quantity: 1 };
     // The host's call through proxy A times out on the host; the host re-issues it through proxy B.
     await expect(a.callTool({ name: 'create_order', arguments: args }, undefined, { timeout: 150 })).rejects.toMatchObject({ code: -32001 });
     const viaB = await agentCalls(b, reorder(args), reorder, 20_000);

@@ -68,9 +68,9 @@ const num = (p: Parsed, flag: string): number | undefined => {
   return n;
 };
 
-/** `retrysafe-mcp wrap --config fence.yaml [--http [--port N]] (-- <upstream command…> | --upstream-url URL)` */
+/** `retrysafe-mcp wrap --config fence.yaml [--http [--port N] [--allow-host H] [--allow-origin O]] (-- <upstream command…> | --upstream-url URL)` */
 export async function runWrap(argv: readonly string[], log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Promise<void> {
-  const p = parse(argv, ['--config', '--port', '--upstream-url']);
+  const p = parse(argv, ['--config', '--port', '--upstream-url', '--allow-host', '--allow-origin']);
   const configPath = p.flags.get('--config');
   if (typeof configPath !== 'string') throw new UsageError('wrap needs --config <fence.yaml>');
   const config = loadFenceConfig(configPath);
@@ -87,8 +87,15 @@ export async function runWrap(argv: readonly string[], log: (line: string) => vo
   const passed = upstream.tools.map((t) => t.name).filter((n) => !fenced.includes(n));
   log(`retrysafe fence: ${fenced.length} fenced (${fenced.join(', ')}), ${passed.length} passed through${passed.length ? ` (${passed.join(', ')})` : ''}`);
   if (p.flags.has('--http')) {
-    const h = await serveHttp(make, { port: num(p, '--port') ?? 0 });
+    // The same guard as the retrysafe MCP server: loopback Host/Origin allow-lists and a bearer token.
+    const list = (flag: string) => {
+      const v = p.flags.get(flag);
+      return typeof v === 'string' ? v.split(',').map((x) => x.trim()).filter(Boolean) : [];
+    };
+    const configured = process.env.RETRYSAFE_MCP_TOKEN;
+    const h = await serveHttp(make, { port: num(p, '--port') ?? 0, allowedHosts: list('--allow-host'), allowedOrigins: list('--allow-origin'), ...(configured ? { token: configured } : {}) });
     log(`retrysafe fence on ${h.url}`);
+    log(configured ? 'bearer token: from RETRYSAFE_MCP_TOKEN' : `bearer token (send as "Authorization: Bearer <token>"): ${h.token}`);
   } else {
     await serveStdio(make());
   }
