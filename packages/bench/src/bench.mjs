@@ -103,7 +103,7 @@ const rows = [];
 console.log(`retrysafe bench — node ${process.version}, ${seconds}s per measurement, median of ${reps}, modes interleaved`);
 console.log(`raw = INSERT claim + UPDATE complete (two transactions); runner = runner.run + no-op adapter on the retrysafe ledger; powertools = makeIdempotent + no-op on the same store`);
 const load = () => loadavg().map((l) => l.toFixed(1)).join(' ');
-console.log(`SQLite (all three sides): ${SQLITE_PRAGMAS.join(', ')}`);
+console.log(`SQLite (all three sides): driver ${await defaultSqliteDriver()}, ${SQLITE_PRAGMAS.join(", ")}`);
 if (only.has('postgres')) console.log(`PostgreSQL: ${await postgresSettings(databaseUrl)}`);
 console.log(`machine: ${cpus().length} cores, load average ${load()} at start\n`);
 const sqliteDriver = await defaultSqliteDriver();
