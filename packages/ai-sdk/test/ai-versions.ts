@@ -67,3 +67,45 @@ export async function reissuedToolCall(ai: AiModule, aiTest: AiTest, spec: 'v2' 
 export function peerMajors(range: string): number[] {
   return range.split('||').map((r) => Number(/^\s*\^(\d+)\./.exec(r)?.[1] ?? NaN));
 }
+
+/**
+ * The WorkflowAgent recipe (README): each retrysafe tool runs inside a workflow step whose runtime
+ * retries are off (`stepRetriesOff`), and the step id is the run id. Here the workflow runtime's part —
+ * executing the same step again, with the same step id, after a worker died before the step's result
+ * was recorded — is played by calling the step function twice; everything below it is real.
+ */
+export async function workflowStepRecipe(): Promise<void> {
+  const { aiToolName, retrysafeTools, stepRetriesOff } = await import('../src/index.js');
+  const sandbox = await startStripeSandbox({ port: 0 });
+  const proxy = await startFaultProxy({ target: sandbox.url, faults: ['drop-response'] });
+  try {
+    const ledger = createMemoryLedger();
+    const runner = createRunner({ ledger, policy: { baseMs: 1, capMs: 5 } });
+    const adapter = createStripeAdapter({ apiKey: 'sk_test_ai_sdk', baseUrl: proxy.url, timeoutMs: 500 });
+    let stepId = 'step_01JWORKFLOWSTEPA';
+    const tools = retrysafeTools({ runner, adapters: [adapter], operations: ['stripe.paymentIntents.create'], runId: () => stepId });
+    const name = aiToolName('stripe.paymentIntents.create');
+    const execute = tools[name]!.execute!;
+    const charge = stepRetriesOff(async (input: unknown, opts: { toolCallId: string; messages: [] }) => execute(input, opts as never) as Promise<{ status: string; adopted?: boolean; businessOperationId?: string; providerRef?: string }>);
+    expect(charge.maxRetries).toBe(0);
+
+    const input = { customer: 'cus_fixture', amount: 900, currency: 'eur', orderRef: 'WF-1' };
+    const first = await charge(input, { toolCallId: 'call_1', messages: [] });
+    const again = await charge(input, { toolCallId: 'call_1', messages: [] }); // the runtime re-executes the same step
+    expect(first).toMatchObject({ status: 'done' });
+    expect(again).toMatchObject({ status: 'done', adopted: true, businessOperationId: first.businessOperationId, providerRef: first.providerRef });
+    expect(sandbox.count('payment_intent')).toBe(1);
+    const receipts = await ledger.receipts(first.businessOperationId as never);
+    expect(receipts.length).toBeGreaterThan(0);
+    expect(new Set(receipts.map((r) => r.runId))).toEqual(new Set([stepId]));
+
+    // A later step (new step id) that asks for the same intent is still the same business operation.
+    stepId = 'step_01JWORKFLOWSTEPB';
+    const later = await charge(input, { toolCallId: 'call_2', messages: [] });
+    expect(later).toMatchObject({ status: 'done', adopted: true, businessOperationId: first.businessOperationId });
+    expect(sandbox.count('payment_intent')).toBe(1);
+  } finally {
+    await proxy.close();
+    await sandbox.close();
+  }
+}

@@ -1,6 +1,6 @@
 // AI SDK 7: this package's tools, loaded with `ai` resolved to ai@7 (npm alias ai7).
 import { describe, expect, it, vi } from 'vitest';
-import { reissuedToolCall } from './ai-versions.js';
+import { reissuedToolCall, workflowStepRecipe } from './ai-versions.js';
 
 vi.mock('ai', async () => await import('ai7'));
 
@@ -11,5 +11,8 @@ describe.skipIf(Number(process.versions.node.split('.')[0]) < 22)('AI SDK 7 (nee
   });
   it('a re-issued tool call maps to the same business operation: one charge, the same result', async () => {
     await reissuedToolCall(await import('ai7'), (await import('ai7/test')) as never, 'v3', '7');
+  });
+  it('WorkflowAgent recipe: the tool inside a step with runtime retries off, the step id as run id; a re-executed step sends nothing', async () => {
+    await workflowStepRecipe();
   });
 });
