@@ -139,12 +139,12 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
    */
   const guard = async <T>(what: string, fn: () => T): Promise<T> => {
     const deadline = Date.now() + busy;
-    for (let step = 1; ; step = Math.min(step * 2, SYNC_BUSY_MS)) {
+    for (let step = 1, waited = false; ; step = Math.min(step * 2, SYNC_BUSY_MS), waited = true) {
       try {
         return fn();
       } catch (err) {
         if (RetrysafeError.isInstance(err)) throw err;
-        if (!isBusy(err) || Date.now() >= deadline) throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
+        if (!isBusy(err) || (waited && Date.now() >= deadline)) throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
       }
       await sleep(Math.max(0, Math.min(step, deadline - Date.now())));
     }
@@ -190,11 +190,13 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
    */
   async function tx<T>(what: string, fn: () => T): Promise<T> {
     const deadline = Date.now() + busy;
-    for (let step = 1; ; step = Math.min(step * 2, SYNC_BUSY_MS)) {
+    // At least one asynchronous step before giving up, even when one attempt's own short synchronous
+    // wait already used up a small busy timeout.
+    for (let step = 1, waited = false; ; step = Math.min(step * 2, SYNC_BUSY_MS), waited = true) {
       try {
         conn.exec('BEGIN IMMEDIATE');
       } catch (err) {
-        if (!isBusy(err) || Date.now() >= deadline) {
+        if (!isBusy(err) || (waited && Date.now() >= deadline)) {
           throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
         }
         await sleep(Math.max(0, Math.min(step, deadline - Date.now())));
