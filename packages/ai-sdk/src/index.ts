@@ -7,6 +7,22 @@ export interface RetrysafeToolsOptions {
   readonly adapters: readonly AdapterV1[];
   /** `<provider>.<operation>` names to expose; default all. */
   readonly operations?: readonly string[];
+  /**
+   * The run id written into each tool call's receipts (default: a new one per call). It never changes
+   * which business operation a call maps to (that comes from the intent). Under AI SDK 7's
+   * `WorkflowAgent`, pass the workflow step id (`() => getStepMetadata().stepId`): a step the runtime
+   * re-executes then shows as the same run in the receipts. See the README's WorkflowAgent section.
+   */
+  readonly runId?: (call: { readonly toolName: string; readonly toolCallId: string | undefined }) => string | undefined;
+}
+
+/**
+ * Marks a workflow step function (AI SDK 7 `WorkflowAgent` / Workflow DevKit `"use step"`) as not to be
+ * retried by the workflow runtime (`maxRetries = 0`): the retrysafe runner inside it is the one layer
+ * that retries, bounded by the card. Returns the same function.
+ */
+export function stepRetriesOff<F extends (...args: never[]) => unknown>(step: F): F & { maxRetries: 0 } {
+  return Object.assign(step, { maxRetries: 0 as const });
 }
 
 /** AI SDK tool names allow only `[A-Za-z0-9_-]`: `stripe.paymentIntents.create` becomes `stripe_paymentIntents_create`. */
@@ -23,10 +39,14 @@ export function aiToolName(name: string): string {
 export function retrysafeTools(options: RetrysafeToolsOptions): Record<string, Tool<unknown, AgentToolResult>> {
   const out: Record<string, Tool<unknown, AgentToolResult>> = {};
   for (const def of agentTools(options.adapters, options.operations)) {
-    out[aiToolName(def.name)] = tool<unknown, AgentToolResult>({
+    const toolName = aiToolName(def.name);
+    out[toolName] = tool<unknown, AgentToolResult>({
       description: def.description,
       inputSchema: jsonSchema<unknown>(def.inputSchema as Parameters<typeof jsonSchema>[0]),
-      execute: async (args) => callAgentTool(options.runner, def, args),
+      execute: async (args, ctx) => {
+        const runId = options.runId?.({ toolName, toolCallId: (ctx as { toolCallId?: string } | undefined)?.toolCallId });
+        return callAgentTool(options.runner, def, args, runId !== undefined ? { runId } : {});
+      },
     });
   }
   return out;

@@ -62,3 +62,13 @@ describe('retrysafeTools for the Vercel AI SDK', () => {
     expect(tools.stripe_refunds_create!.description).toMatch(/call again with the same arguments/);
   });
 });
+
+describe('peer range', () => {
+  it('admits every AI SDK major the tests run against (5, 6, 7), so `npm i ai` (7) next to this package installs cleanly', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { peerMajors } = await import('./ai-versions.js');
+    const pj = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { peerDependencies: Record<string, string>; devDependencies: Record<string, string> };
+    expect(peerMajors(pj.peerDependencies.ai!)).toEqual([5, 6, 7]);
+    for (const alias of ['ai5', 'ai6', 'ai7']) expect(pj.devDependencies[alias], alias).toMatch(/^npm:ai@\^\d+\.0\.0$/);
+  });
+});

@@ -2,7 +2,11 @@
 // against AWS Powertools idempotency on the same store; then RSS after 1M operations on the SQLite
 // ledger. Absolute numbers vary between machines: read the ratios.
 //
-//   node src/bench.mjs [--only=sqlite,postgres,rss] [--seconds=3] [--reps=3] [--workers=1,8] [--rss-ops=1000000] [--quick]
+//   node src/bench.mjs [--only=sqlite,drivers,postgres,rss,footprint] [--seconds=3] [--reps=3] [--workers=1,8] [--rss-ops=1000000] [--quick]
+//
+// `drivers`: raw pattern and runner on each SQLite driver this Node can load, side by side (both need
+// Node >= 22.13 and a better-sqlite3 built for it). `footprint`: install size, package count and cold
+// import time of core + an adapter, core + PostgreSQL and the CLI (src/footprint.mjs).
 //
 // PostgreSQL needs DATABASE_URL (`source .ci/start-postgres.sh` starts one on 127.0.0.1).
 import { fork } from 'node:child_process';
@@ -11,14 +15,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { dropPostgres, postgresSettings, preparePostgres, prepareSqlite, SQLITE_PRAGMAS } from './workloads.mjs';
+import { availableSqliteDrivers, defaultSqliteDriver, dropPostgres, postgresSettings, preparePostgres, prepareSqlite, SQLITE_PRAGMAS } from './workloads.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => {
   const [k, v] = a.replace(/^--/, '').split('=');
   return [k, v ?? 'true'];
 }));
 const quick = args.quick === 'true';
-const only = new Set((args.only ?? 'sqlite,postgres,rss').split(','));
+const only = new Set((args.only ?? 'sqlite,drivers,postgres,rss,footprint').split(','));
 const seconds = Number(args.seconds ?? (quick ? 1 : 3));
 const reps = Number(args.reps ?? (quick ? 1 : 3));
 const pgWorkers = (args.workers ?? '1,8').split(',').map(Number);
@@ -64,17 +68,17 @@ async function measure(cfgFor, workers) {
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-async function scenario(store, workers) {
-  const runs = Object.fromEntries(MODES.map((m) => [m, []]));
+async function scenario(store, workers, driver = null, modes = MODES) {
+  const runs = Object.fromEntries(modes.map((m) => [m, []]));
   for (let rep = 0; rep < reps; rep++) {
     // Interleaved so drift (page cache, WAL size, thermal) hits every mode alike; fresh store each time.
-    for (const mode of MODES) {
+    for (const mode of modes) {
       if (store === 'sqlite') {
         const dir = mkdtempSync(join(tmpdir(), 'retrysafe-bench-'));
         try {
           const sqlitePath = join(dir, 'bench.db');
-          prepareSqlite(sqlitePath);
-          runs[mode].push(await measure((w) => ({ store, mode, sqlitePath, worker: w }), workers));
+          prepareSqlite(sqlitePath, driver);
+          runs[mode].push(await measure((w) => ({ store, mode, sqlitePath, worker: w, driver }), workers));
         } finally {
           rmSync(dir, { recursive: true, force: true });
         }
@@ -89,8 +93,8 @@ async function scenario(store, workers) {
       }
     }
   }
-  const m = Object.fromEntries(MODES.map((k) => [k, median(runs[k])]));
-  return { store, workers, opsPerSec: m, runs, ratio: { runnerToRaw: m.runner / m.raw, powertoolsToRaw: m.powertools / m.raw, runnerToPowertools: m.runner / m.powertools } };
+  const m = Object.fromEntries(modes.map((k) => [k, median(runs[k])]));
+  return { store: driver ? `${store} (${driver})` : store, driver, workers, opsPerSec: m, runs, ratio: { runnerToRaw: m.runner / m.raw, powertoolsToRaw: m.powertools / m.raw, runnerToPowertools: m.runner / m.powertools } };
 }
 
 const fmt = (n) => Math.round(n).toLocaleString('en-US');
@@ -99,10 +103,11 @@ const rows = [];
 console.log(`retrysafe bench — node ${process.version}, ${seconds}s per measurement, median of ${reps}, modes interleaved`);
 console.log(`raw = INSERT claim + UPDATE complete (two transactions); runner = runner.run + no-op adapter on the retrysafe ledger; powertools = makeIdempotent + no-op on the same store`);
 const load = () => loadavg().map((l) => l.toFixed(1)).join(' ');
-console.log(`SQLite (all three sides): ${SQLITE_PRAGMAS.join(', ')}`);
+console.log(`SQLite (all three sides): driver ${await defaultSqliteDriver()}, ${SQLITE_PRAGMAS.join(", ")}`);
 if (only.has('postgres')) console.log(`PostgreSQL: ${await postgresSettings(databaseUrl)}`);
 console.log(`machine: ${cpus().length} cores, load average ${load()} at start\n`);
-if (only.has('sqlite')) rows.push(await scenario('sqlite', 1));
+const sqliteDriver = await defaultSqliteDriver();
+if (only.has('sqlite')) rows.push(await scenario('sqlite', 1, sqliteDriver));
 if (only.has('postgres')) for (const w of pgWorkers) rows.push(await scenario('postgres', w));
 
 if (rows.length) {
@@ -113,6 +118,49 @@ if (rows.length) {
 }
 
 if (rows.length) console.log(`load average ${load()} at the end of the throughput runs`);
+
+// The two SQLite drivers side by side: raw pattern and runner on each, interleaved per rep.
+let drivers = null;
+if (only.has('drivers')) {
+  const names = await availableSqliteDrivers();
+  console.log(`\nSQLite drivers loadable here: ${names.join(', ')}`);
+  const runsBy = Object.fromEntries(names.map((d) => [d, { raw: [], runner: [] }]));
+  for (let rep = 0; rep < reps; rep++) {
+    for (const d of names) {
+      for (const mode of ['raw', 'runner']) {
+        const r = await scenarioOnce(d, mode);
+        runsBy[d][mode].push(r);
+      }
+    }
+  }
+  drivers = Object.fromEntries(names.map((d) => [d, { raw: median(runsBy[d].raw), runner: median(runsBy[d].runner), runs: runsBy[d] }]));
+  for (const d of names) console.log(`${d.padEnd(15)} raw ${fmt(drivers[d].raw)} ops/s  runner ${fmt(drivers[d].runner)} ops/s  runner/raw ${x(drivers[d].runner / drivers[d].raw)}`);
+  if (drivers['node:sqlite'] && drivers['better-sqlite3']) {
+    const n = drivers['node:sqlite'], b = drivers['better-sqlite3'];
+    console.log(`node:sqlite / better-sqlite3: runner ${x(n.runner / b.runner)}, raw ${x(n.raw / b.raw)}`);
+  } else {
+    console.log('only one driver loads here: the side-by-side ratio needs Node >= 22.13 with better-sqlite3 built for it');
+  }
+}
+
+async function scenarioOnce(driver, mode) {
+  const dir = mkdtempSync(join(tmpdir(), 'retrysafe-bench-'));
+  try {
+    const sqlitePath = join(dir, 'bench.db');
+    prepareSqlite(sqlitePath, driver);
+    return await measure((w) => ({ store: 'sqlite', mode, sqlitePath, worker: w, driver }), 1);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+let footprint = null;
+if (only.has('footprint')) {
+  const { runFootprint, printFootprint } = await import('./footprint.mjs');
+  console.log('\nFootprint: packed tarballs installed with npm into empty projects (loopback only: no registry for our packages)…');
+  footprint = await runFootprint({ quick });
+  printFootprint(footprint);
+}
 
 let rss = null;
 if (only.has('rss')) {
@@ -125,4 +173,4 @@ if (only.has('rss')) {
   });
   console.log(`RSS after ${rss.ops.toLocaleString('en-US')} ops (SQLite ledger, synchronous=${rss.synchronous}): ${rss.finalRssMb} MB (max ${rss.maxRssMb} MB; samples ${rss.samples.map((s) => `${s.ops / 1000}k:${s.rssMb}`).join(' ')}) — ${fmt(rss.opsPerSec)} ops/s over ${rss.seconds}s`);
 }
-console.log(`\nJSON ${JSON.stringify({ rows, rss })}`);
+console.log(`\nJSON ${JSON.stringify({ rows, drivers, rss, footprint })}`);

@@ -20,10 +20,29 @@ export const SQLITE_SYNC = (process.env.BENCH_SQLITE_SYNC ?? 'FULL').toUpperCase
 if (SQLITE_SYNC !== 'FULL' && SQLITE_SYNC !== 'NORMAL') throw new Error(`BENCH_SQLITE_SYNC must be FULL or NORMAL, got ${SQLITE_SYNC}`);
 export const SQLITE_PRAGMAS = ['journal_mode = WAL', `synchronous = ${SQLITE_SYNC}`, 'busy_timeout = 10000'];
 
-function openSqlite(path) {
-  const Database = require('better-sqlite3');
-  const db = new Database(path);
-  for (const p of SQLITE_PRAGMAS) db.pragma(p);
+/** The SQLite driver the ledger's `auto` picks in this runtime (node:sqlite on Node >= 22.13). */
+export async function defaultSqliteDriver() {
+  const { sqliteDrivers } = await import('@retrysafe/core');
+  return sqliteDrivers().find((d) => d.available)?.driver ?? 'better-sqlite3';
+}
+
+/** Drivers this process can load (both on Node >= 22.13 with a better-sqlite3 built for it). */
+export async function availableSqliteDrivers() {
+  const { sqliteDrivers } = await import('@retrysafe/core');
+  return sqliteDrivers().filter((d) => d.available).map((d) => d.driver);
+}
+
+/** A raw connection on `driver`: both bindings share exec/prepare/run/get/close, which is all the raw and Powertools sides use. */
+function openSqlite(path, driver = 'better-sqlite3') {
+  let db;
+  if (driver === 'node:sqlite') {
+    const { DatabaseSync } = process.getBuiltinModule('node:sqlite');
+    db = new DatabaseSync(path);
+  } else {
+    const Database = require('better-sqlite3');
+    db = new Database(path);
+  }
+  for (const p of SQLITE_PRAGMAS) db.exec(`PRAGMA ${p}`);
   return db;
 }
 
@@ -44,7 +63,7 @@ export async function setupWorkload(cfg) {
   const tag = `w${cfg.worker}`;
   if (cfg.store === 'sqlite') {
     if (cfg.mode === 'raw') {
-      const db = openSqlite(cfg.sqlitePath);
+      const db = openSqlite(cfg.sqlitePath, cfg.driver);
       const claim = db.prepare(`INSERT INTO raw_ops (id, state, owner, lease_expires_at, created_at, updated_at) VALUES (?, 'claimed', ?, ?, ?, ?)`);
       const complete = db.prepare(`UPDATE raw_ops SET state = 'succeeded', result = ?, owner = NULL, lease_expires_at = NULL, updated_at = ? WHERE id = ?`);
       return {
@@ -60,12 +79,12 @@ export async function setupWorkload(cfg) {
       };
     }
     if (cfg.mode === 'powertools') {
-      const db = openSqlite(cfg.sqlitePath);
+      const db = openSqlite(cfg.sqlitePath, cfg.driver);
       const fn = makeIdempotent(noop, { persistenceStore: new SqlitePersistenceLayer(db), config: powertoolsConfig() });
       return { op: (i) => fn({ orderRef: `${tag}-${i}`, amount: 1 }), async close() { db.close(); } };
     }
     const { createRunner, createSqliteLedger } = await import('@retrysafe/core');
-    const ledger = createSqliteLedger({ path: cfg.sqlitePath, synchronous: SQLITE_SYNC });
+    const ledger = createSqliteLedger({ path: cfg.sqlitePath, synchronous: SQLITE_SYNC, driver: cfg.driver ?? 'auto' });
     return runnerWorkload(createRunner, ledger, tag);
   }
 
@@ -113,8 +132,8 @@ function runnerWorkload(createRunner, ledger, tag) {
 }
 
 /** Tables the raw and Powertools sides write to (the runner's ledger migrates its own). */
-export function prepareSqlite(path) {
-  const db = openSqlite(path);
+export function prepareSqlite(path, driver) {
+  const db = openSqlite(path, driver);
   db.exec(`CREATE TABLE raw_ops (id TEXT PRIMARY KEY, state TEXT NOT NULL, owner TEXT, lease_expires_at INTEGER, result TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL)`);
   db.close();
 }

@@ -23,8 +23,16 @@ beforeAll(async () => {
   await client.connect();
   await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
   await PostgresPersistenceLayer.createTable(client, `"${schema}".pt`);
-  const Database = require('better-sqlite3');
-  db = new Database(join(dir, 'pt.db'));
+  // The SQLite driver the ledger's `auto` uses here (node:sqlite on Node >= 22.13, else better-sqlite3).
+  const { sqliteDrivers } = await import('@retrysafe/core');
+  const driver = sqliteDrivers().find((d) => d.available)?.driver;
+  if (driver === 'node:sqlite') {
+    const { DatabaseSync } = process.getBuiltinModule('node:sqlite') as typeof import('node:sqlite');
+    db = new DatabaseSync(join(dir, 'pt.db'));
+  } else {
+    const Database = require('better-sqlite3');
+    db = new Database(join(dir, 'pt.db'));
+  }
 });
 afterAll(async () => {
   db?.close();

@@ -87,9 +87,9 @@ export function toAgentResult(r: RunResult): AgentToolResult {
 }
 
 /** Runs one tool call through the runner and maps every answer (including typed input errors) to a structured result. */
-export async function callAgentTool(runner: Runner, tool: AgentToolDefinition, args: unknown): Promise<AgentToolResult> {
+export async function callAgentTool(runner: Runner, tool: AgentToolDefinition, args: unknown, call: { readonly runId?: string } = {}): Promise<AgentToolResult> {
   try {
-    return toAgentResult(await runner.run(tool.adapter, tool.operation, { params: args ?? {} }));
+    return toAgentResult(await runner.run(tool.adapter, tool.operation, { params: args ?? {}, ...(call.runId !== undefined ? { runId: call.runId } : {}) }));
   } catch (e) {
     if (ConflictError.isInstance(e)) return { status: 'conflict', businessOperationId: e.businessOperationId, field: e.field, message: `${e.message}. Nothing was sent. If you meant a different operation, change an intent field; otherwise call again with the original arguments.` };
     if (InvalidIntentError.isInstance(e) || InvalidIdError.isInstance(e)) return { status: 'invalid-input', message: (e as RetrysafeError).message };

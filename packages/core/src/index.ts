@@ -6,7 +6,9 @@ export { resolvePolicy, validatePolicy, backoffMs, planRetry, planPoll } from '.
 export type { RetryPolicy, PolicyOverrides, RetryPlan, RetryInput, PollPlan, PollInput } from './retry-policy.js';
 export { createMemoryLedger } from './ledger/memory-ledger.js';
 export { createSqliteLedger } from './ledger/sqlite-ledger.js';
-export type { SqliteLedgerOptions } from './ledger/sqlite-ledger.js';
+export type { SqliteLedger, SqliteLedgerOptions } from './ledger/sqlite-ledger.js';
+export { sqliteDrivers } from './ledger/sqlite-driver.js';
+export type { SqliteDriverName, SqliteDriverAvailability } from './ledger/sqlite-driver.js';
 export * as ledgerTransitions from './ledger/transitions.js';
 export { jsonlHandoffSink, callbackHandoffSink, buildPacket, safeNextActions } from './handoff.js';
 export type { PacketInput } from './handoff.js';

@@ -1,35 +1,223 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { asBusinessOperationId, LedgerError, type ProviderKey } from '@retrysafe/contract';
-import { createSqliteLedger, RunnerConfigurationError } from '@retrysafe/core';
+import { asBusinessOperationId, LedgerError, RetrysafeError, type ClaimInput, type ProviderKey } from '@retrysafe/contract';
+import { createRunner, createSqliteLedger, RunnerConfigurationError, sqliteDrivers, type SqliteDriverName } from '@retrysafe/core';
 import { ledgerSuite } from '@retrysafe/core/ledger-suite';
 
 const dir = mkdtempSync(join(tmpdir(), 'retrysafe-sqlite-'));
 let n = 0;
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-ledgerSuite({ name: 'sqlite', create: () => createSqliteLedger({ path: join(dir, `suite-${++n}.db`) }) });
+const drivers = sqliteDrivers();
+const available = drivers.filter((d) => d.available).map((d) => d.driver);
 
-describe('sqlite ledger specifics', () => {
-  it('keeps records and receipts across close and reopen (durable file, WAL)', async () => {
-    const path = join(dir, 'reopen.db');
-    const a = createSqliteLedger({ path });
-    const id = asBusinessOperationId('reopen-1');
-    const c = await a.claim({ businessOperationId: id, provider: 'p', operation: 'p.op', intentFingerprint: 'i', paramsFingerprint: 'f', params: { x: 1 }, providerKey: 'k' as ProviderKey, owner: 'w', leaseMs: 1000, now: 1 });
-    if (c.kind !== 'claimed') throw new Error('claim failed');
-    await a.markDispatched({ businessOperationId: id, fence: 1 }, 2);
+/** A second, raw connection to a ledger file (what another process, or a person with sqlite3, would hold). */
+function raw(driver: SqliteDriverName, path: string): { exec(sql: string): void; close(): void } {
+  if (driver === 'node:sqlite') {
+    const { DatabaseSync } = process.getBuiltinModule('node:sqlite') as typeof import('node:sqlite');
+    const db = new DatabaseSync(path);
+    return { exec: (sql) => db.exec(sql), close: () => db.close() };
+  }
+  const Database = createRequire(import.meta.url)('better-sqlite3') as new (p: string) => { exec(sql: string): void; close(): void };
+  const db = new Database(path);
+  return { exec: (sql) => void db.exec(sql), close: () => db.close() };
+}
+
+const claim = (name: string, over: Partial<ClaimInput> = {}): ClaimInput => ({
+  businessOperationId: asBusinessOperationId(name),
+  provider: 'p',
+  operation: 'p.op',
+  intentFingerprint: 'i',
+  paramsFingerprint: 'f',
+  params: { x: 1, pad: 'x'.repeat(200) },
+  providerKey: `k-${name}` as ProviderKey,
+  owner: 'w',
+  leaseMs: 1000,
+  now: 1,
+  ...over,
+});
+
+/** A driver error escaping the ledger (SqliteError, node:sqlite's ERR_SQLITE_ERROR, a SyntaxError) is not typed. */
+const typedLedgerError = (err: unknown) => LedgerError.isInstance(err) && RetrysafeError.isInstance(err);
+
+for (const d of drivers) {
+  describe.skipIf(!d.available)(`sqlite ledger on ${d.driver}${d.available ? '' : ` (skipped: ${d.reason})`}`, () => {
+    const driver = d.driver;
+    const file = (name: string) => join(dir, `${driver.replace(':', '-')}-${name}-${++n}.db`);
+
+    ledgerSuite({ name: `sqlite (${driver})`, create: () => createSqliteLedger({ path: file('suite'), driver }) });
+
+    it('keeps records and receipts across close and reopen (durable file, WAL)', async () => {
+      const path = file('reopen');
+      const a = createSqliteLedger({ path, driver });
+      expect(a.driver).toBe(driver);
+      const id = asBusinessOperationId('reopen-1');
+      const c = await a.claim(claim('reopen-1', { params: { x: 1 } }));
+      if (c.kind !== 'claimed') throw new Error('claim failed');
+      await a.markDispatched({ businessOperationId: id, fence: 1 }, 2);
+      await a.close();
+      const b = createSqliteLedger({ path, driver });
+      expect(await b.get(id)).toMatchObject({ state: 'dispatched', attemptCount: 1, firstDispatchedAt: 2, params: { x: 1 } });
+      expect((await b.recoverCandidates(5000)).map((r) => r.businessOperationId)).toEqual([id]);
+      await b.close();
+    });
+
+    it('bad options and unopenable files are typed errors', () => {
+      expect(() => createSqliteLedger({ path: '', driver })).toThrow(RunnerConfigurationError);
+      expect(() => createSqliteLedger({ path: file('x'), driver, synchronous: 'OFF' as 'FULL' })).toThrow(RunnerConfigurationError);
+      expect(() => createSqliteLedger({ path: join(dir, 'no', 'such', 'dir', 'x.db'), driver })).toThrow(LedgerError);
+    });
+
+    it.skipIf(!existsProcFd())('a failed open closes its file: 50 failed opens leave no descriptor behind', () => {
+      const path = file('not-a-db');
+      writeFileSync(path, 'this is not an SQLite database, only text. '.repeat(200));
+      const before = openFds(path);
+      for (let i = 0; i < 50; i++) expect(() => createSqliteLedger({ path, driver })).toThrow(LedgerError);
+      expect(openFds(path)).toBe(before);
+    });
+
+    it('waits for another connection\'s write lock asynchronously: the event loop runs, the claim then succeeds', async () => {
+      const path = file('busy');
+      const ledger = createSqliteLedger({ path, driver, busyTimeoutMs: 30_000 });
+      const other = raw(driver, path);
+      other.exec('BEGIN IMMEDIATE');
+      let released = false;
+      let ticks = 0;
+      const ticker = setInterval(() => ticks++, 1);
+      // Released from a timer: it can only fire if the waiting claim leaves the event loop free.
+      setTimeout(() => {
+        other.exec('COMMIT');
+        released = true;
+      }, 30);
+      try {
+        const r = await ledger.claim(claim('busy-1'));
+        expect(r.kind).toBe('claimed');
+        expect(released).toBe(true);
+        expect(ticks).toBeGreaterThan(0);
+      } finally {
+        clearInterval(ticker);
+        other.close();
+        await ledger.close();
+      }
+    });
+
+    it('a lock held past busyTimeoutMs is a LedgerError, and nothing was written', async () => {
+      const path = file('busy-timeout');
+      const ledger = createSqliteLedger({ path, driver, busyTimeoutMs: 40 });
+      const other = raw(driver, path);
+      other.exec('BEGIN IMMEDIATE');
+      try {
+        let turns = 0;
+        const spin = () => void (turns++, t = setImmediate(spin));
+        let t = setImmediate(spin);
+        const err = await ledger.claim(claim('busy-2')).catch((e: unknown) => e);
+        clearImmediate(t);
+        expect(typedLedgerError(err)).toBe(true);
+        expect((err as Error).message).toMatch(/locked|busy/i);
+        expect(turns).toBeGreaterThan(0);
+      } finally {
+        other.exec('ROLLBACK');
+        other.close();
+      }
+      expect(await ledger.get(asBusinessOperationId('busy-2'))).toBeNull();
+      await ledger.close();
+    });
+
+    it('a corrupt file: recover() and every read give LedgerError, not the driver\'s error', async () => {
+      const path = file('corrupt');
+      const a = createSqliteLedger({ path, driver });
+      for (let i = 0; i < 60; i++) await a.claim(claim(`corrupt-${i}`, { dispatch: true }));
+      await a.close();
+      // Keep page 1 (header and schema), overwrite the table and index pages with garbage.
+      const size = statSync(path).size;
+      expect(size).toBeGreaterThan(3 * 4096);
+      const fd = openSync(path, 'r+');
+      writeSync(fd, Buffer.alloc(size - 4096, 0xa5), 0, size - 4096, 4096);
+      closeSync(fd);
+      const b = createSqliteLedger({ path, driver });
+      const errors = await Promise.all([
+        b.recoverCandidates(10_000).catch((e: unknown) => e),
+        b.get(asBusinessOperationId('corrupt-1')).catch((e: unknown) => e),
+        b.list().catch((e: unknown) => e),
+        b.claim(claim('corrupt-new')).catch((e: unknown) => e),
+        createRunner({ ledger: b }).recover({ adapters: [] }).catch((e: unknown) => e),
+      ]);
+      for (const e of errors) expect(typedLedgerError(e), String(e)).toBe(true);
+      await b.close();
+    });
+
+    it('a record whose JSON is cut: get, list, recover and writes give LedgerError, not SyntaxError', async () => {
+      const path = file('cut');
+      const a = createSqliteLedger({ path, driver });
+      const id = asBusinessOperationId('cut-1');
+      await a.claim(claim('cut-1'));
+      const other = raw(driver, path);
+      other.exec(`UPDATE retrysafe_operations SET record = substr(record, 1, 40), lease_expires_at = NULL WHERE id = 'cut-1'`);
+      other.close();
+      const errors = await Promise.all([
+        a.get(id).catch((e: unknown) => e),
+        a.list().catch((e: unknown) => e),
+        a.recoverCandidates(10_000).catch((e: unknown) => e),
+        a.markDispatched({ businessOperationId: id, fence: 1 }, 5).catch((e: unknown) => e),
+        a.claim(claim('cut-1', { now: 10_000 })).catch((e: unknown) => e),
+        createRunner({ ledger: a }).recover({ adapters: [] }).catch((e: unknown) => e),
+      ]);
+      for (const e of errors) expect(typedLedgerError(e), String(e)).toBe(true);
+      expect((errors[0] as Error).message).toMatch(/not valid JSON/);
+      await a.close();
+    });
+  });
+}
+
+describe('sqlite driver choice', () => {
+  it('auto takes node:sqlite when the runtime has it, else better-sqlite3', async () => {
+    expect(available.length).toBeGreaterThan(0);
+    const l = createSqliteLedger({ path: join(dir, `auto-${++n}.db`) });
+    expect(l.driver).toBe(available[0]);
+    if (typeof process.getBuiltinModule === 'function' && process.getBuiltinModule('node:sqlite')) expect(l.driver).toBe('node:sqlite');
+    await l.close();
+  });
+
+  it('an unknown driver, or one this runtime cannot load, is a RunnerConfigurationError that says why', () => {
+    expect(() => createSqliteLedger({ path: join(dir, 'x.db'), driver: 'sqlite3' as 'auto' })).toThrow(RunnerConfigurationError);
+    for (const d of drivers.filter((x) => !x.available)) {
+      expect(() => createSqliteLedger({ path: join(dir, 'x.db'), driver: d.driver })).toThrow(d.reason);
+    }
+  });
+
+  it.skipIf(available.length < 2)('one file, both drivers: what one writes the other reads and continues', async () => {
+    const path = join(dir, `both-${++n}.db`);
+    const a = createSqliteLedger({ path, driver: 'better-sqlite3' });
+    await a.claim(claim('both-1'));
     await a.close();
-    const b = createSqliteLedger({ path });
-    expect(await b.get(id)).toMatchObject({ state: 'dispatched', attemptCount: 1, firstDispatchedAt: 2, params: { x: 1 } });
-    expect((await b.recoverCandidates(5000)).map((r) => r.businessOperationId)).toEqual([id]);
+    const b = createSqliteLedger({ path, driver: 'node:sqlite' });
+    const rec = await b.markDispatched({ businessOperationId: asBusinessOperationId('both-1'), fence: 1 }, 2);
+    expect(rec).toMatchObject({ state: 'dispatched', attemptCount: 1 });
     await b.close();
   });
-
-  it('bad options and unopenable files are typed errors', () => {
-    expect(() => createSqliteLedger({ path: '' })).toThrow(RunnerConfigurationError);
-    expect(() => createSqliteLedger({ path: join(dir, 'x.db'), synchronous: 'OFF' as 'FULL' })).toThrow(RunnerConfigurationError);
-    expect(() => createSqliteLedger({ path: join(dir, 'no', 'such', 'dir', 'x.db') })).toThrow(LedgerError);
-  });
 });
+
+function existsProcFd(): boolean {
+  try {
+    readdirSync('/proc/self/fd');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Descriptors of this process open on `path` (Linux /proc). */
+function openFds(path: string): number {
+  let count = 0;
+  for (const fd of readdirSync('/proc/self/fd')) {
+    try {
+      if (readlinkSync(`/proc/self/fd/${fd}`) === path) count++;
+    } catch {
+      /* closed meanwhile */
+    }
+  }
+  return count;
+}

@@ -39,6 +39,13 @@ interface Leg {
   expect: Record<string, unknown>;
 }
 const OTHER_SDKS = ['@microsoft/microsoft-graph-client', '@hubspot/api-client', 'axios', 'pg'];
+/**
+ * The SQLite ledger runs on node:sqlite where the runtime has it (Node >= 22.13); better-sqlite3 is an
+ * optional peer of core. So a consumer asks for it only on a Node without node:sqlite, and otherwise
+ * must not get it (no native addon comes along with core).
+ */
+const NODE_SQLITE = typeof process.getBuiltinModule === 'function' && !!(process.getBuiltinModule('node:sqlite') as { DatabaseSync?: unknown } | undefined)?.DatabaseSync;
+const SQLITE_ADDON: string[] = NODE_SQLITE ? [] : ['better-sqlite3'];
 const LEGS: Leg[] = [
   // The first create's response is lost after the sandbox committed it: still one record.
   { adapter: '@retrysafe/sandbox', scenario: 'sandbox', mustHave: [], mustNotHave: ['stripe', ...OTHER_SDKS], expect: {} },
@@ -101,7 +108,7 @@ function consumerEnv(): NodeJS.ProcessEnv {
 }
 
 /**
- * Native builds for a consumer installed with --ignore-scripts. better-sqlite3 (a dependency of core)
+ * Native builds for a consumer installed with --ignore-scripts. better-sqlite3 (asked for on a Node without node:sqlite)
  * compiles sqlite from source here — no prebuilt binary can be downloaded — which measured 90 s on an
  * idle machine and 214 s on a busy one, per project. When the workspace holds the same version,
  * already built for this Node, its binary is reused; any other package with an install script is
@@ -139,6 +146,7 @@ async function install(leg: Leg): Promise<{ dir: string; ms: number; native: str
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `consumer-${leg.scenario}`, version: '1.0.0', private: true, type: 'module' }, null, 2));
   writeFileSync(join(dir, '.npmrc'), `registry=${registry.url}\n`);
   const specs = [CORE, leg.adapter].map((n) => `${n}@${published.get(n)!.version}`);
+  for (const n of SQLITE_ADDON) specs.push(`${n}@${workspaceBetterSqlite()?.version ?? JSON.parse(readFileSync(join(repoRoot, 'packages', 'core', 'package.json'), 'utf8')).peerDependencies[n]}`);
   const t0 = Date.now();
   try {
     await run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--ignore-scripts', ...specs], { cwd: dir, env: consumerEnv(), maxBuffer: 64 * 1024 * 1024 });
@@ -385,14 +393,17 @@ for (const leg of LEGS) {
     it('npm ls shows exactly the packages the published manifests call for', () => {
       expect(tree, 'install step failed').toBeDefined();
       // At the top: what the project asked for, and nothing else.
-      expect(Object.keys(tree.dependencies ?? {}).sort()).toEqual([CORE, leg.adapter].sort());
+      expect(Object.keys(tree.dependencies ?? {}).sort()).toEqual([CORE, leg.adapter, ...SQLITE_ADDON].sort());
       // Anywhere below: exactly the @retrysafe packages the published manifests call for.
       expect([...new Set(walk(tree).map(([n]) => n).filter((n) => n.startsWith('@retrysafe/')))].sort())
         .toEqual([...closure([CORE, leg.adapter])].sort());
       // Each @retrysafe package's children are exactly its declared runtime dependencies, at the released versions.
       for (const [name, node] of walk(tree).filter(([n]) => n.startsWith('@retrysafe/'))) {
         expect(node.version, name).toBe(published.get(name)!.version);
-        if (node.dependencies) expect(Object.entries(node.dependencies).filter(([, c]) => c.version).map(([k]) => k).sort(), `${name}'s dependencies`).toEqual(requiredDeps(published.get(name)!).sort());
+        // npm also lists an optional peer the project installed itself (better-sqlite3 on a Node without node:sqlite).
+        const m = published.get(name)!;
+        const askedPeers = Object.keys(m.peerDependencies ?? {}).filter((p) => m.peerDependenciesMeta?.[p]?.optional && SQLITE_ADDON.includes(p));
+        if (node.dependencies) expect(Object.entries(node.dependencies).filter(([, c]) => c.version).map(([k]) => k).sort(), `${name}'s dependencies`).toEqual([...requiredDeps(m), ...askedPeers].sort());
       }
     });
 
@@ -405,7 +416,8 @@ for (const leg of LEGS) {
       // Every other public package, and every vendor SDK only they depend on, must be absent.
       const others = [...published.keys()].filter((n) => !wanted.has(n));
       const theirVendors = others.flatMap((n) => runtimeDependencyNames(published.get(n)!)).filter((d) => !d.startsWith('@retrysafe/') && !wantedVendor.has(d));
-      const forbidden = new Set([...others, ...theirVendors, ...leg.mustNotHave]);
+      // better-sqlite3 is core's optional peer: present only when the project asked for it.
+      const forbidden = new Set([...others, ...theirVendors, ...leg.mustNotHave, ...(SQLITE_ADDON.length ? [] : ['better-sqlite3'])]);
       expect([...installed].filter((n) => forbidden.has(n)), `unexpected packages next to ${leg.adapter}`).toEqual([]);
     });
 

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { fingerprint } from '@retrysafe/contract';
+import { sqliteDrivers } from '@retrysafe/core';
 import { createSandboxProvider, startSandboxServer } from '@retrysafe/sandbox';
 import { CRASH_POINTS, runCrashDrill, type CrashDrillOptions } from '../src/index.js';
 import { replaying } from './fixtures/sandbox-drill.js';
@@ -85,4 +86,20 @@ describe('crash drill', () => {
     await expect(runCrashDrill({ ...options(1, 1), adapterModule: 'relative.mjs' })).rejects.toThrow(/absolute path/);
     await expect(runCrashDrill({ ...options(1, 1), points: ['after-lunch' as never] })).rejects.toThrow(/unknown crash point 'after-lunch'/);
   });
+});
+
+// Each SQLite driver this runtime can load runs the crash drill (Node 20: better-sqlite3; Node ≥ 22.13:
+// node:sqlite, and better-sqlite3 when its addon is built for this Node). A driver that cannot load is
+// shown as skipped with its reason.
+describe('crash drill on each SQLite driver', () => {
+  for (const d of sqliteDrivers()) {
+    it.skipIf(!d.available)(`${d.driver}: 40 seeded runs, 0 duplicates, 0 lost${d.available ? '' : ` (skipped: ${d.reason})`}`, { timeout: 120_000 }, async () => {
+      const report = await runCrashDrill(options(40, 11, { perProcess: 10, batchSize: 20, sqliteDriver: d.driver }));
+      expect(report.problems).toEqual([]);
+      expect(report.duplicates).toBe(0);
+      expect(report.lost).toBe(0);
+      expect(report.providerRecords).toBe(40);
+      expect(report.killed).toBeGreaterThan(0);
+    });
+  }
 });

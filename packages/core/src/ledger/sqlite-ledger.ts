@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   InvalidStateError,
   LeaseLostError,
@@ -18,18 +18,35 @@ import {
 } from '@retrysafe/contract';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import { checkFence, checkReceipt, claimTransition, resolveTransition } from './transitions.js';
+import { isBusy, resolveDriver, type SqliteConnection, type SqliteDriverName, type SqliteStatement } from './sqlite-driver.js';
 
 export interface SqliteLedgerOptions {
   /** Database file (created if missing). `:memory:` works for a single connection. */
   readonly path: string;
-  /** How long a writer waits for another process's write lock (default 10 s). */
+  /**
+   * How long a writer waits for another process's write lock (default 10 s). The wait is asynchronous,
+   * in short steps: the event loop (other operations' lease heartbeats) keeps running meanwhile.
+   */
   readonly busyTimeoutMs?: number;
   /**
    * `FULL` (default): a committed `dispatched` survives power loss, not only a process crash.
    * `NORMAL` is ~5x faster in WAL mode and still survives a process crash.
    */
   readonly synchronous?: 'FULL' | 'NORMAL';
+  /**
+   * The SQLite binding. `auto` (default): `node:sqlite` when the runtime has it (Node ≥ 22.13, nothing
+   * to install), else the optional peer `better-sqlite3`. Both store the same file format and schema.
+   */
+  readonly driver?: SqliteDriverName | 'auto';
 }
+
+/** The SQLite ledger, with the driver it runs on. */
+export interface SqliteLedger extends Ledger {
+  readonly driver: SqliteDriverName;
+}
+
+/** The longest a single SQLite call may block the event loop on a lock before giving the loop a turn. */
+const SYNC_BUSY_MS = 20;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS retrysafe_operations (
@@ -56,6 +73,8 @@ CREATE TABLE IF NOT EXISTS retrysafe_receipts (
  * Rows written before receipt-chain anchoring get the anchor of the receipts they hold now (issue 18):
  * from here on every receipt write moves it. Idempotent; a no-op once every row has one.
  */
+/** The file layout this code writes: 1 = the first release, 2 = rows anchor their receipt chain. */
+const SQLITE_LAYOUT_VERSION = 2;
 const ANCHOR_MIGRATION = `
 UPDATE retrysafe_operations SET record = json_set(record, '$.receiptChain', json_object(
   'head', (SELECT json_extract(r.receipt, '$.hash') FROM retrysafe_receipts r WHERE r.id = retrysafe_operations.id ORDER BY r.seq DESC LIMIT 1),
@@ -82,39 +101,95 @@ type Blocked = (r: OperationRecord) => Error | 'no-op' | null;
  * single UPDATEs guarded by the fencing token (and the state they may leave), patching the stored
  * record with `json_set` inside SQLite; a receipt given with a state goes in the same transaction.
  */
-export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
+export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
   if (typeof options?.path !== 'string' || options.path.length === 0) throw new RunnerConfigurationError('ledger.path', 'createSqliteLedger needs { path }');
   const busy = options.busyTimeoutMs ?? 10_000;
   if (!Number.isFinite(busy) || busy < 0) throw new RunnerConfigurationError('ledger.busyTimeoutMs', 'expected a number ≥ 0');
   const sync = options.synchronous ?? 'FULL';
   if (sync !== 'FULL' && sync !== 'NORMAL') throw new RunnerConfigurationError('ledger.synchronous', 'expected FULL or NORMAL');
-
-  let db: Database.Database;
-  try {
-    db = new Database(options.path, { timeout: busy });
-    db.pragma('journal_mode = WAL');
-    db.pragma(`synchronous = ${sync}`);
-    db.pragma(`busy_timeout = ${Math.floor(busy)}`);
-    db.exec(SCHEMA);
-    db.exec(ANCHOR_MIGRATION);
-  } catch (cause) {
-    throw new LedgerError(`cannot open SQLite ledger at ${options.path}: ${(cause as Error).message}`, { cause });
+  const choice = options.driver ?? 'auto';
+  if (choice !== 'auto' && choice !== 'node:sqlite' && choice !== 'better-sqlite3') {
+    throw new RunnerConfigurationError('ledger.driver', 'expected auto, node:sqlite or better-sqlite3');
+  }
+  const found = resolveDriver(choice);
+  if ('reasons' in found) {
+    throw new RunnerConfigurationError('ledger.driver', `no SQLite driver for the ledger here: ${found.reasons.join('; ')}`);
   }
 
-  const selectOne = db.prepare<[string], Row>('SELECT record FROM retrysafe_operations WHERE id = ?');
-  const upsert = db.prepare(
+  let db: SqliteConnection | undefined;
+  try {
+    db = found.open(options.path);
+    // Opening is synchronous (createSqliteLedger returns the ledger): it may wait the whole busy
+    // timeout for a process that is creating the schema. After that, a single call waits at most
+    // SYNC_BUSY_MS synchronously; longer waits are asynchronous steps (tx, read).
+    db.exec(`PRAGMA busy_timeout = ${Math.floor(busy)}`);
+    db.exec('PRAGMA journal_mode = WAL');
+    db.exec(`PRAGMA synchronous = ${sync}`);
+    db.exec(SCHEMA);
+    // Migrations run once per file (PRAGMA user_version), not as a scan on every open.
+    const version = Number((db.prepare('PRAGMA user_version').get() as { user_version?: number } | undefined)?.user_version ?? 0);
+    if (version < SQLITE_LAYOUT_VERSION) {
+      db.exec('BEGIN IMMEDIATE');
+      try {
+        db.exec(ANCHOR_MIGRATION);
+        db.exec(`PRAGMA user_version = ${SQLITE_LAYOUT_VERSION}`);
+        db.exec('COMMIT');
+      } catch (e) {
+        db.exec('ROLLBACK');
+        throw e;
+      }
+    }
+    db.exec(`PRAGMA busy_timeout = ${Math.min(Math.floor(busy), SYNC_BUSY_MS)}`);
+  } catch (cause) {
+    // Close what was opened: a failed open must not leave its file descriptor behind.
+    try {
+      db?.close();
+    } catch {
+      /* already unusable */
+    }
+    throw new LedgerError(`cannot open SQLite ledger at ${options.path}: ${(cause as Error).message}`, { cause });
+  }
+  const conn: SqliteConnection = db;
+
+  const parse = <T>(text: string, what: string): T => {
+    try {
+      return JSON.parse(text) as T;
+    } catch (cause) {
+      throw new LedgerError(`SQLite ledger at ${options.path}: ${what} is not valid JSON (cut or corrupt): ${(cause as Error).message}`, { cause });
+    }
+  };
+  const parseRecord = (row: Row): OperationRecord => parse<OperationRecord>(row.record, 'a stored record');
+  /**
+   * Runs a read; a lock (rare in WAL mode: recovery, a truncating checkpoint) is waited for in short
+   * asynchronous steps; library errors (a corrupt file, a closed database) become LedgerError.
+   */
+  const guard = async <T>(what: string, fn: () => T): Promise<T> => {
+    const deadline = Date.now() + busy;
+    for (let step = 1, waited = false; ; step = Math.min(step * 2, SYNC_BUSY_MS), waited = true) {
+      try {
+        return fn();
+      } catch (err) {
+        if (RetrysafeError.isInstance(err)) throw err;
+        if (!isBusy(err) || (waited && Date.now() >= deadline)) throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
+      }
+      await sleep(Math.max(0, Math.min(step, deadline - Date.now())));
+    }
+  };
+
+  const selectOne = conn.prepare('SELECT record FROM retrysafe_operations WHERE id = ?');
+  const upsert = conn.prepare(
     `INSERT INTO retrysafe_operations (id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, record)
      VALUES (@id, @provider, @operation, @state, @fence, @lease, @created, @updated, @record)
      ON CONFLICT (id) DO UPDATE SET state = excluded.state, fence = excluded.fence, lease_expires_at = excluded.lease_expires_at,
        updated_at = excluded.updated_at, record = excluded.record`,
   );
-  const lastSeq = db.prepare<[string], { seq: number | null }>('SELECT MAX(seq) AS seq FROM retrysafe_receipts WHERE id = ?');
-  const insertReceipt = db.prepare('INSERT INTO retrysafe_receipts (id, seq, receipt) VALUES (?, ?, ?)');
-  const selectReceipts = db.prepare<[string], { receipt: string }>('SELECT receipt FROM retrysafe_receipts WHERE id = ? ORDER BY seq');
+  const lastSeq = conn.prepare('SELECT MAX(seq) AS seq FROM retrysafe_receipts WHERE id = ?');
+  const insertReceipt = conn.prepare('INSERT INTO retrysafe_receipts (id, seq, receipt) VALUES (?, ?, ?)');
+  const selectReceipts = conn.prepare('SELECT receipt FROM retrysafe_receipts WHERE id = ? ORDER BY seq');
 
   const read = (id: string): OperationRecord | null => {
-    const row = selectOne.get(id);
-    return row ? (JSON.parse(row.record) as OperationRecord) : null;
+    const row = selectOne.get(id) as Row | undefined;
+    return row ? parseRecord(row) : null;
   };
   const write = (r: OperationRecord): OperationRecord => {
     upsert.run({
@@ -131,31 +206,55 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
     return r;
   };
 
-  // One transaction wrapper, built once: BEGIN IMMEDIATE takes the write lock up front, so two
-  // processes never both read "free" and both claim.
-  const immediate = db.transaction((fn: () => unknown) => fn()).immediate;
-
-  /** Runs `fn` in BEGIN IMMEDIATE; library errors become LedgerError, retrysafe errors pass through. */
-  function tx<T>(what: string, fn: () => T): T {
-    try {
-      return immediate(fn) as T;
-    } catch (err) {
-      if (RetrysafeError.isInstance(err)) throw err;
-      throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
+  /**
+   * Runs `fn` in one BEGIN IMMEDIATE transaction. BEGIN IMMEDIATE takes the write lock up front, so
+   * two processes never both read "free" and both claim. While another process holds the lock, wait
+   * in short asynchronous steps (up to busyTimeoutMs), never in one long synchronous wait that would
+   * stall this process's event loop (other operations' lease heartbeats). BEGIN, `fn` and COMMIT run
+   * in one synchronous stretch, so nothing else on this connection runs inside the transaction.
+   * Library errors become LedgerError, retrysafe errors pass through; any failure rolls back.
+   */
+  async function tx<T>(what: string, fn: () => T): Promise<T> {
+    const deadline = Date.now() + busy;
+    // At least one asynchronous step before giving up, even when one attempt's own short synchronous
+    // wait already used up a small busy timeout.
+    for (let step = 1, waited = false; ; step = Math.min(step * 2, SYNC_BUSY_MS), waited = true) {
+      try {
+        conn.exec('BEGIN IMMEDIATE');
+      } catch (err) {
+        if (!isBusy(err) || (waited && Date.now() >= deadline)) {
+          throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
+        }
+        await sleep(Math.max(0, Math.min(step, deadline - Date.now())));
+        continue;
+      }
+      try {
+        const out = fn();
+        conn.exec('COMMIT');
+        return out;
+      } catch (err) {
+        try {
+          conn.exec('ROLLBACK');
+        } catch {
+          /* no transaction left to roll back */
+        }
+        if (RetrysafeError.isInstance(err)) throw err;
+        throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
+      }
     }
   }
-  const selectFence = db.prepare<[string], { fence: number }>('SELECT fence FROM retrysafe_operations WHERE id = ?');
-  const setChain = db.prepare(`UPDATE retrysafe_operations SET record = json_set(record, '$.receiptChain', json(?)) WHERE id = ?`);
-  const statements = new Map<string, Database.Statement>();
-  const prepared = (sql: string): Database.Statement => {
+  const selectFence = conn.prepare('SELECT fence FROM retrysafe_operations WHERE id = ?');
+  const setChain = conn.prepare(`UPDATE retrysafe_operations SET record = json_set(record, '$.receiptChain', json(?)) WHERE id = ?`);
+  const statements = new Map<string, SqliteStatement>();
+  const prepared = (sql: string): SqliteStatement => {
     let st = statements.get(sql);
-    if (!st) statements.set(sql, (st = db.prepare(sql)));
+    if (!st) statements.set(sql, (st = conn.prepare(sql)));
     return st;
   };
 
   /** Inside a transaction: the receipt must be the operation's next seq (the fence was checked by the caller). */
   const insertNextReceipt = (ref: Fenced, receipt: Receipt) => {
-    checkReceipt(ref, receipt, lastSeq.get(ref.businessOperationId)?.seq ?? 0);
+    checkReceipt(ref, receipt, (lastSeq.get(ref.businessOperationId) as { seq: number | null } | undefined)?.seq ?? 0);
     insertReceipt.run(receipt.businessOperationId, receipt.seq, JSON.stringify(receipt));
   };
 
@@ -169,7 +268,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
     what: string,
     write: { columns: string; paths: ReadonlyArray<readonly [string, string]>; params: Record<string, unknown>; guard?: { sql: string; blocked: Blocked } },
     receipt?: Receipt,
-  ): OperationRecord {
+  ): Promise<OperationRecord> {
     return tx(what, () => {
       // A receipt moves the row's chain anchor in the same UPDATE (issue 18).
       const paths = receipt === undefined ? write.paths : [...write.paths, ['$.receiptChain', 'json(@receiptChain)'] as const];
@@ -185,13 +284,14 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
         throw why ?? new LedgerError(`${what}: ${ref.businessOperationId} changed concurrently; write refused`);
       }
       if (receipt !== undefined) insertNextReceipt(ref, receipt);
-      return JSON.parse(row.record) as OperationRecord;
+      return parseRecord(row);
     });
   }
   const terminalBlocks = (action: string): Blocked => (r) =>
     (TERMINAL_STATES as readonly string[]).includes(r.state) ? new InvalidStateError(r.businessOperationId, r.state, action) : null;
 
   return {
+    driver: found.driver,
     capabilities: { claimDispatch: true, receiptWithState: true },
     async claim(input: ClaimInput): Promise<ClaimResult> {
       return tx('claim', () => {
@@ -202,7 +302,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
     },
     async renewLease(ref, leaseMs, now) {
       // A terminal operation holds no lease: renewing it is a no-op.
-      fencedUpdate(ref, 'renewLease', {
+      await fencedUpdate(ref, 'renewLease', {
         columns: 'lease_expires_at = @expires, updated_at = @now',
         paths: [['$.leaseExpiresAt', 'json(@expiresJ)'], ['$.updatedAt', 'json(@nowJ)']],
         params: { expires: now + leaseMs, now, expiresJ: j(now + leaseMs), nowJ: j(now) },
@@ -273,8 +373,8 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
       );
     },
     async appendReceipt(ref, receipt: Receipt) {
-      tx('appendReceipt', () => {
-        const row = selectFence.get(ref.businessOperationId);
+      await tx('appendReceipt', () => {
+        const row = selectFence.get(ref.businessOperationId) as { fence: number } | undefined;
         if (!row) throw new LedgerError(`no operation ${ref.businessOperationId} in the ledger`);
         if (row.fence !== ref.fence) throw new LeaseLostError(ref.businessOperationId, ref.fence);
         insertNextReceipt(ref, receipt);
@@ -282,7 +382,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
       });
     },
     async release(ref) {
-      fencedUpdate(ref, 'release', {
+      await fencedUpdate(ref, 'release', {
         columns: 'lease_expires_at = NULL',
         paths: [['$.leaseOwner', 'NULL'], ['$.leaseExpiresAt', 'NULL']],
         params: {},
@@ -292,7 +392,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
       return tx('resolve', () => write(resolveTransition(read(id), id, resolution, now)));
     },
     async get(id: BusinessOperationId) {
-      return read(id);
+      return guard('get', () => read(id));
     },
     async list(filter: ListFilter = {}) {
       const where: string[] = [];
@@ -306,10 +406,10 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
       if (filter.operation) (where.push('operation = ?'), args.push(filter.operation));
       const sql = `SELECT record FROM retrysafe_operations ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY created_at, id${filter.limit !== undefined ? ' LIMIT ?' : ''}`;
       if (filter.limit !== undefined) args.push(filter.limit);
-      return (db.prepare(sql).all(...args) as Row[]).map((r) => JSON.parse(r.record) as OperationRecord);
+      return guard('list', () => (conn.prepare(sql).all(...args) as Row[]).map(parseRecord));
     },
     async receipts(id) {
-      return selectReceipts.all(id).map((r) => JSON.parse(r.receipt) as Receipt);
+      return guard('receipts', () => (selectReceipts.all(id) as Array<{ receipt: string }>).map((r) => parse<Receipt>(r.receipt, `a receipt of ${id}`)));
     },
     async recoverCandidates(now, limit) {
       const states = RECOVERABLE_STATES;
@@ -317,10 +417,10 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
         AND (lease_expires_at IS NULL OR lease_expires_at <= ?) ORDER BY updated_at${limit !== undefined ? ' LIMIT ?' : ''}`;
       const args: unknown[] = [...states, now];
       if (limit !== undefined) args.push(limit);
-      return (db.prepare(sql).all(...args) as Row[]).map((r) => JSON.parse(r.record) as OperationRecord).filter((r) => r.leaseOwner === null || r.leaseExpiresAt === null || r.leaseExpiresAt <= now);
+      return (await guard('recoverCandidates', () => (conn.prepare(sql).all(...args) as Row[]).map(parseRecord))).filter((r) => r.leaseOwner === null || r.leaseExpiresAt === null || r.leaseExpiresAt <= now);
     },
     async close() {
-      if (db.open) db.close();
+      if (conn.open) conn.close();
     },
   };
 }

@@ -1,0 +1,140 @@
+// `pnpm bench` footprint part: what a user installs and how long the import takes.
+// Packs the workspace packages (`pnpm pack`: workspace ranges become real ones), installs each set
+// into an empty npm project in ONE `npm install` of the tarballs (so npm never looks a sibling up on
+// a registry; vendor SDKs come from the configured registry, npm's cache warm), then measures:
+//   install wall time, node_modules size (apparent bytes), package count, and the cold import time of
+//   each entry in a fresh process (`node -e "await import(...)"`, in-process time, median of N).
+//
+//   node src/footprint.mjs [--quick] [--runs=10] [--before]   (also run by bench.mjs --only=footprint)
+//
+// `--before` adds the dependency set main had before better-sqlite3 became optional: the same
+// tarballs plus better-sqlite3, which compiles from source on these machines (minutes).
+import { execFileSync, spawnSync } from 'node:child_process';
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(fileURLToPath(new URL('../../..', import.meta.url)));
+const DIRS = {
+  '@retrysafe/contract': 'packages/contract',
+  '@retrysafe/core': 'packages/core',
+  '@retrysafe/stripe': 'adapters/stripe',
+  '@retrysafe/ledger-postgres': 'packages/ledger-postgres',
+  '@retrysafe/testkit': 'packages/testkit',
+  '@retrysafe/sandbox': 'adapters/sandbox',
+  '@retrysafe/msgraph': 'adapters/msgraph',
+  '@retrysafe/hubspot': 'adapters/hubspot',
+  '@retrysafe/http': 'adapters/http',
+  '@retrysafe/config': 'packages/config',
+  '@retrysafe/cli': 'packages/cli',
+};
+
+/** The sets measured: what the user asks npm for, and the modules whose cold import is timed. */
+export const SETS = [
+  { name: 'core + stripe', packages: ['@retrysafe/contract', '@retrysafe/core', '@retrysafe/stripe'], imports: ['@retrysafe/core', '@retrysafe/stripe'] },
+  { name: 'core + PostgreSQL', packages: ['@retrysafe/contract', '@retrysafe/core', '@retrysafe/ledger-postgres'], imports: ['@retrysafe/core', '@retrysafe/ledger-postgres'] },
+  { name: 'CLI', packages: Object.keys(DIRS), imports: ['@retrysafe/cli'] },
+];
+const BEFORE = { name: 'before: core + stripe + better-sqlite3 (main\'s dependencies)', packages: SETS[0].packages, extra: ['better-sqlite3@^12.11.1'], imports: ['@retrysafe/core', '@retrysafe/stripe'] };
+
+function pack(dest) {
+  const out = {};
+  for (const [name, dir] of Object.entries(DIRS)) {
+    const before = new Set(readdirSync(dest));
+    execFileSync('pnpm', ['pack', '--pack-destination', dest], { cwd: join(root, dir), stdio: 'pipe' });
+    const added = readdirSync(dest).filter((f) => !before.has(f) && f.endsWith('.tgz'));
+    if (added.length !== 1) throw new Error(`pnpm pack in ${dir} produced ${added.length} tarballs`);
+    out[name] = join(dest, added[0]);
+  }
+  return out;
+}
+
+/** Apparent size in bytes and package count (directories with a package.json directly under a node_modules). */
+function measureTree(nm) {
+  let bytes = 0;
+  let packages = 0;
+  const walk = (d, underNodeModules) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isSymbolicLink()) continue;
+      if (e.isDirectory()) {
+        if (underNodeModules && !e.name.startsWith('.')) {
+          if (e.name.startsWith('@')) {
+            for (const s of readdirSync(p, { withFileTypes: true })) if (s.isDirectory()) packages += countIfPackage(join(p, s.name));
+          } else packages += countIfPackage(p);
+        }
+        walk(p, e.name === 'node_modules');
+      } else bytes += lstatSync(p).size;
+    }
+  };
+  const countIfPackage = (p) => {
+    try {
+      lstatSync(join(p, 'package.json'));
+      return 1;
+    } catch {
+      return 0;
+    }
+  };
+  walk(nm, true);
+  return { bytes, packages };
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** Cold import of `spec` in a fresh process, `runs` times: in-process milliseconds, median and all. */
+function coldImport(cwd, spec, runs) {
+  const times = [];
+  for (let i = 0; i < runs; i++) {
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', `const t = performance.now(); await import(${JSON.stringify(spec)}); process.stdout.write(String(performance.now() - t));`], { cwd, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`import ${spec} failed in ${cwd}: ${r.stderr}`);
+    times.push(Number(r.stdout));
+  }
+  return { medianMs: Math.round(median(times) * 10) / 10, runs: times.map((t) => Math.round(t * 10) / 10) };
+}
+
+async function measureSet(set, tarballs, runs) {
+  const dir = mkdtempSync(join(tmpdir(), 'retrysafe-footprint-'));
+  try {
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'footprint', version: '1.0.0', private: true, type: 'module' }));
+    const specs = [...set.packages.map((n) => tarballs[n]), ...(set.extra ?? [])];
+    const t0 = performance.now();
+    const r = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...specs], { cwd: dir, encoding: 'utf8', env: { ...process.env, npm_config_nodedir: process.env.npm_config_nodedir ?? '/usr' } });
+    const installMs = Math.round(performance.now() - t0);
+    if (r.status !== 0) throw new Error(`npm install for ${set.name} failed: ${r.stderr}`);
+    const tree = measureTree(join(dir, 'node_modules'));
+    const imports = Object.fromEntries(set.imports.map((spec) => [spec, coldImport(dir, spec, runs)]));
+    return { name: set.name, installMs, sizeMb: Math.round((tree.bytes / 1e6) * 10) / 10, packages: tree.packages, imports };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function runFootprint({ quick = false, runs = quick ? 3 : 10, before = false } = {}) {
+  const dest = mkdtempSync(join(tmpdir(), 'retrysafe-packs-'));
+  mkdirSync(dest, { recursive: true });
+  try {
+    const tarballs = pack(dest);
+    const rows = [];
+    for (const set of [...(before ? [BEFORE] : []), ...SETS]) rows.push(await measureSet(set, tarballs, runs));
+    return { node: process.version, runs, rows };
+  } finally {
+    rmSync(dest, { recursive: true, force: true });
+  }
+}
+
+export function printFootprint(f) {
+  console.log(`node ${f.node}; cold import = in-process time of the first import in a fresh process, median of ${f.runs}`);
+  const head = ['set', 'install', 'node_modules', 'packages', 'cold import (median)'];
+  const table = [head, ...f.rows.map((r) => [r.name, `${(r.installMs / 1000).toFixed(1)} s`, `${r.sizeMb} MB`, String(r.packages), Object.entries(r.imports).map(([k, v]) => `${k} ${v.medianMs} ms`).join(', ')])];
+  const widths = head.map((_, i) => Math.max(...table.map((row) => row[i].length)));
+  for (const row of table) console.log(row.map((c, i) => c.padEnd(widths[i])).join('  '));
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const args = new Set(process.argv.slice(2));
+  const runsArg = process.argv.find((a) => a.startsWith('--runs='));
+  const f = await runFootprint({ quick: args.has('--quick'), before: args.has('--before'), ...(runsArg ? { runs: Number(runsArg.slice(7)) } : {}) });
+  printFootprint(f);
+  console.log(`JSON ${JSON.stringify(f)}`);
+}
