@@ -40,6 +40,7 @@ describe('strict config (fails on main: these were accepted or defaulted)', () =
     expect(m).toContain('policy.baseMs: must be ≥ 0');
     expect(m).toContain('policy.leaseMs: expected number, got string "long"');
     expect(problems({ adapters: stripe, policy: { maxAttempts: 2.5 } })).toContain('policy.maxAttempts: expected integer');
+    expect(problems({ adapters: stripe, policy: { baseMs: 500, capMs: 100 } })).toContain('policy.capMs: the backoff cap (100) is below its base (500)');
   });
 
   it('a ledger that is named but unusable is refused, never replaced by ./retrysafe.db', async () => {

@@ -32,6 +32,8 @@ export function checkConfig(o: Record<string, unknown>): string[] {
     const k = ledgerKind(o.ledger);
     if (k.kind === 'unusable') problems.push(`ledger: ${k.reason}`);
   }
+  const policy = o.policy as Record<string, unknown> | undefined;
+  if (policy && typeof policy.capMs === 'number' && typeof policy.baseMs === 'number' && policy.capMs < policy.baseMs) problems.push(`policy.capMs: the backoff cap (${policy.capMs}) is below its base (${policy.baseMs})`);
   const adapters = o.adapters && typeof o.adapters === 'object' && !Array.isArray(o.adapters) ? Object.keys(o.adapters) : [];
   if (o.adapters !== undefined && adapters.length === 0) problems.push('adapters: name at least one adapter');
   if (Array.isArray(o.operations)) {
