@@ -31,3 +31,27 @@ describe('data declarations', () => {
     expect(() => operationFromDeclaration('acme', 'orders.create', { ...decl, lookup: { method: 'search', path: '/orders', match: { where: {} } } })).toThrow(/needs at least one `where` comparison/);
   });
 });
+
+describe('drills for a declaration', () => {
+  it('picks the pattern sandbox from the declaration’s shape unless it names one, and fills {i} in drill params', async () => {
+    const { drillsForDeclaration, patternOf } = await import('./sandbox/http-drills.js');
+    const base: HttpOperationDeclaration = {
+      description: 'Create an order',
+      method: 'POST',
+      path: '/orders',
+      key: { travels: 'header', name: 'Idempotency-Key', rule: { maxLength: 64 } },
+      card: ordersCreateCard('acme'),
+      lookup: { method: 'search', path: '/orders', match: { items: 'data', where: { reference: '{businessOperationId}' } } },
+      errors: { rules: [] },
+    };
+    expect(patternOf(base)).toBe('ietf-idempotency-key');
+    expect(patternOf({ ...base, key: { travels: 'body', name: 'ClientToken' } })).toBe('client-token');
+    expect(patternOf({ ...base, precondition: { param: 'etag', header: 'If-Match' } })).toBe('etag');
+    expect(patternOf({ ...base, asyncReply: true })).toBe('async-request-reply');
+    expect(patternOf({ ...base, drill: { pattern: 'etag' } })).toBe('etag');
+    const [d] = drillsForDeclaration({ name: 'acme', provider: 'acme', operations: { 'orders.create': { ...base, drill: { params: { customer: 'cus_{i}', sku: 'sku_1', quantity: 2, orderRef: 'R-{i}' } } } } });
+    expect(d!.name).toBe('acme--ietf-idempotency-key');
+    expect(d!.operations['orders.create']!.params(7)).toEqual({ customer: 'cus_7', sku: 'sku_1', quantity: 2, orderRef: 'R-7' });
+    expect(d!.operations['orders.create']!.changeIntent!({ orderRef: 'R-7' })).toEqual({ orderRef: 'R-7-changed' });
+  });
+});

@@ -1,6 +1,6 @@
-import { AdapterConfigurationError, type BusinessOperationId, type DrillFault, type DrillOperation, type DrillSetup } from '@retrysafe/contract';
+import { AdapterConfigurationError, type DrillFault, type DrillOperation, type DrillSetup } from '@retrysafe/contract';
 import { createHttpAdapter } from '../http-adapter.js';
-import { createHttpAdapterFromDeclaration, fillTemplate, type HttpOperationDeclaration, type HttpPattern, type Template } from '../http-declaration.js';
+import { createHttpAdapterFromDeclaration, type HttpOperationDeclaration, type HttpPattern } from '../http-declaration.js';
 import type { HttpOperationSpec } from '../http-operations.js';
 import { asyncExportsCreate, clientTokenInstancesRun, etagDocumentsUpdate, ietfOrdersCreate } from '../http-patterns.js';
 import { startAsyncReplySandbox } from './async-reply-sandbox.js';
@@ -137,7 +137,8 @@ export function drillsForDeclaration(input: DeclaredDrillInput): HttpDrill[] {
     const b = PATTERN_BENCHES[pattern];
     if (!b) throw new AdapterConfigurationError(input.provider, `operation ${op}: drill.pattern ${String(pattern)} is not one of ${Object.keys(PATTERN_BENCHES).join(', ')}`);
     const tpl = d.drill?.params;
-    const params = tpl ? (i: number) => fillTemplate(JSON.parse(JSON.stringify(tpl).replace(/\{i\}/g, String(i))) as Template, {}, { businessOperationId: '' as BusinessOperationId, providerKey: null }) as Record<string, unknown> : b.params;
+    // `{i}` is the drill operation's number; everything else is a literal param value
+    const params = tpl ? (i: number) => JSON.parse(JSON.stringify(tpl).replace(/\{i\}/g, String(i))) as Record<string, unknown> : b.params;
     const change = d.drill?.changeIntent ?? (d.card.businessOperationId.intentFields.includes(b.change) ? b.change : d.card.businessOperationId.intentFields.at(-1) ?? b.change);
     const createAdapter: HttpDrill['createAdapter'] = ({ baseUrl, timeoutMs }) =>
       createHttpAdapterFromDeclaration({ provider: input.provider, baseUrl, timeoutMs, ...(input.headers ? { headers: input.headers } : {}), operations: { [op]: d } });
