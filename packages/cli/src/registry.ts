@@ -73,9 +73,9 @@ export async function loadAdapters(names?: readonly string[], modules: readonly 
  * sandbox never sees a credential: `headersFromEnv` is not read for a drill.
  */
 async function configEntries(file: string): Promise<AdapterEntry[]> {
-  const { loadConfig, httpDeclarationOf } = await import('@retrysafe/config');
+  const { loadConfigFile, httpDeclarationOf } = await import('@retrysafe/config');
   const { drillsForDeclaration } = await import('@retrysafe/http/sandbox');
-  const config = loadConfig(file);
+  const config = await loadConfigFile(file);
   const out: AdapterEntry[] = [];
   for (const [name, c] of Object.entries(config.adapters)) {
     if (!c || (c as { type?: string }).type !== 'http') continue;

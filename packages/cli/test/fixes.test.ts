@@ -70,6 +70,16 @@ describe('ledger ls (fails on main: it listed oldest first and --limit kept the 
   });
 });
 
+describe('--config takes a JavaScript config too (loadConfigFile)', () => {
+  it('ledger ls --config retrysafe.config.mjs reads its ledger', async () => {
+    const file = join(dir, 'retrysafe.config.mjs');
+    writeFileSync(file, `export default ${JSON.stringify({ ledger: db, adapters: { sandbox: { baseUrl: 'http://127.0.0.1:9' } } })};\n`);
+    const r = await json(['ledger', 'ls', '--config', file, '--limit', '1']);
+    expect(r.code).toBe(0);
+    expect(r.body.map((x: { businessOperationId: string }) => x.businessOperationId)).toEqual([byName.P]);
+  });
+});
+
 describe('ledger resolve-all: bulk resolution with filters and a dry run (new)', () => {
   it('--dry-run lists what would be done and changes nothing; an action the packet marks not safe is refused', async () => {
     const before = proxy.requests.length;

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { createRunner, createSqliteLedger, jsonlHandoffSink, type ResolveResult } from '@retrysafe/core';
-import { createAdapters, loadConfig, type RetrysafeConfig } from '@retrysafe/config';
+import { createAdapters, loadConfigFile, type RetrysafeConfig } from '@retrysafe/config';
 import { asBusinessOperationId, type HandoffPacket, type Ledger, type OperationRecord, type OperationState, type Receipt } from '@retrysafe/contract';
 import { paint, table } from '../output.js';
 import { UsageError } from '../registry.js';
@@ -19,7 +19,8 @@ export const STATES: readonly OperationState[] = ['claimed', 'dispatched', 'unkn
 const isPostgres = (location: string) => /^postgres(ql)?:\/\//.test(location);
 
 /** Opens the ledger the target names. A postgres:// URL needs the schema migrated (done on first use). */
-export async function openTarget(target: LedgerTarget, config: RetrysafeConfig | null = target.config ? loadConfig(target.config) : null): Promise<Ledger> {
+export async function openTarget(target: LedgerTarget, given?: RetrysafeConfig | null): Promise<Ledger> {
+  const config = given !== undefined ? given : target.config ? await loadConfigFile(target.config) : null;
   const location = target.db ?? config?.ledger ?? './retrysafe.db';
   if (isPostgres(location)) {
     const { createPostgresLedger } = await import('@retrysafe/ledger-postgres');
@@ -136,7 +137,7 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
   if (opts.markDone !== undefined && !opts.markDone.trim()) throw new UsageError('--mark-done needs the provider reference of the effect you verified (e.g. pi_123)');
   if (opts.resume && !opts.config) throw new UsageError('--resume re-sends through the adapter: pass --config <file> naming it (credentials come from environment variables)');
   asBusinessOperationId(id);
-  const config = opts.config ? loadConfig(opts.config) : null;
+  const config = opts.config ? await loadConfigFile(opts.config) : null;
   const adapters = config && opts.resume ? Object.values(await createAdapters(config)) : [];
   try {
     return await withLedger(
@@ -213,7 +214,7 @@ export async function ledgerResolveAll(opts: ResolveAllOptions): Promise<Resolve
   if (opts.resume && !opts.config && !opts.dryRun) throw new UsageError('--resume re-sends through the adapters: pass --config <file> naming them (credentials come from environment variables)');
   for (const i of opts.id ?? []) asBusinessOperationId(i);
   const action = opts.resume ? 'resume' : 'abandon';
-  const config = opts.config ? loadConfig(opts.config) : null;
+  const config = opts.config ? await loadConfigFile(opts.config) : null;
   const matched = await withLedger(
     opts,
     async (ledger) =>
