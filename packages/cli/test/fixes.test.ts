@@ -18,7 +18,7 @@ let server: { url: string; close(): Promise<void> };
 let proxy: FaultProxy;
 let phase: 'lose' | 'reject' | 'pass' = 'reject';
 const order: string[] = [];
-const byName: Record<string, string> = {};
+const byName = {} as Record<'R1' | 'R2' | 'R3' | 'L' | 'P', string>;
 
 beforeAll(async () => {
   provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
@@ -31,7 +31,7 @@ beforeAll(async () => {
   const ledger = createSqliteLedger({ path: db });
   const runner = createRunner({ ledger, clock });
   const adapter = createSandboxAdapter({ baseUrl: proxy.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR });
-  const run = async (name: string, p: typeof phase): Promise<RunResult> => {
+  const run = async (name: keyof typeof byName, p: typeof phase): Promise<RunResult> => {
     phase = p;
     clock.advance(60_000);
     const r = await runner.run(adapter, 'records.create', { params: { ref: `order-${name}`, amount: 5 } });
@@ -39,7 +39,7 @@ beforeAll(async () => {
     byName[name] = r.businessOperationId;
     return r;
   };
-  for (const n of ['R1', 'R2']) expect((await run(n, 'reject')).status).toBe('handed-off');
+  for (const n of ['R1', 'R2'] as const) expect((await run(n, 'reject')).status).toBe('handed-off');
   expect((await run('L', 'lose')).status).toBe('handed-off');
   expect((await run('R3', 'reject')).status).toBe('handed-off');
   expect((await run('P', 'pass')).status).toBe('done');
