@@ -97,6 +97,7 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
     .description('print retry safety cards; --write regenerates docs/cards, --check fails on drift or on unknowns not listed as unverified')
     .addOption(new Option('--adapter <name>', 'only this adapter (repeatable or comma-separated)').argParser(collect))
     .addOption(new Option('--module <file>', 'cards of the `drills` exported by this file of your own; without --adapter, only it').argParser(collect))
+    .option('--config <file>', 'cards of the `type: http` operations this retrysafe config declares; without --adapter, only them')
     .addOption(new Option('--format <fmt>', 'md or json').choices(['md', 'json']))
     .option('--check', 'fail (exit 1) when docs/cards is out of date or a card is invalid')
     .option('--write', 'regenerate docs/cards from the card objects')

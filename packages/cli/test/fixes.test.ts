@@ -224,6 +224,23 @@ describe('retrysafe drill --config: an HTTP API declared in YAML, drilled agains
     expect(row).toMatchObject({ operation: 'orders.create', scenario: 'key-past-retention', status: 'failed', providerRecords: 2 });
   });
 
+  it('cards --config prints the cards the config declares; an invalid card is a usage error naming it', async () => {
+    const r = await cli(['cards', '--config', example, '--json']);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout).map((c: { operation: string }) => c.operation)).toEqual(['acme.documents.update', 'acme.exports.create', 'acme.instances.run', 'acme.orders.create']);
+    const d = tempDir('config-card');
+    const raw = parseYaml(readFileSync(example, 'utf8')) as { adapters: { acme: { operations: Record<string, Record<string, unknown>> } } };
+    const ops = raw.adapters.acme.operations;
+    for (const o of Object.values(ops)) o.card = join(REPO, 'docs/examples/http-api', String(o.card));
+    const card = parseYaml(readFileSync(String(ops['orders.create']!.card), 'utf8')) as Record<string, unknown>;
+    delete card.retention;
+    ops['orders.create']!.card = card;
+    writeFileSync(join(d, 'bad-card.yaml'), toYaml(raw));
+    const bad = await cli(['cards', '--config', join(d, 'bad-card.yaml')]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/adapters\.acme: .*retention/);
+  });
+
   it('a config with a typo is a usage error naming it', async () => {
     const d = tempDir('config-typo');
     writeFileSync(join(d, 'typo.yaml'), 'adapters:\n  acme:\n    type: http\n    baseUrl: http://127.0.0.1:9\n    timeoutMs: 1000\n    operation: {}\n');
