@@ -4,6 +4,7 @@ import { pathToFileURL } from 'node:url';
 import type { ConformanceOptions } from '@retrysafe/testkit';
 import type { AdapterV1, RetrySafetyCard } from '@retrysafe/contract';
 import type { HttpAdapterConfig } from '@retrysafe/config';
+import type { HttpOperationDeclaration } from '@retrysafe/http';
 
 /** One adapter package as the CLI sees it: its drill setups (one per provider/sandbox) and its cards. */
 export interface AdapterEntry {
@@ -82,7 +83,7 @@ async function configEntries(file: string): Promise<AdapterEntry[]> {
     const { headersFromEnv: _skipped, ...http } = c as HttpAdapterConfig;
     const declaration = httpDeclarationOf(name, http, config.baseDir, {});
     try {
-      const drills = drillsForDeclaration({ name, provider: declaration.provider, ...(declaration.headers ? { headers: declaration.headers } : {}), operations: declaration.operations });
+      const drills = drillsForDeclaration({ name, provider: declaration.provider, ...(declaration.headers ? { headers: declaration.headers } : {}), operations: declaration.operations as unknown as Record<string, HttpOperationDeclaration> });
       // Build each once now, so a declaration the adapter refuses is a usage error before anything runs.
       for (const d of drills) await (await adapterFor(d)).close?.();
       out.push({ name, from: `${file} (adapters.${name})`, drills, missing: null });

@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { RetrysafeError, type AdapterV1, type Ledger } from '@retrysafe/contract';
 import type { PolicyOverrides } from '@retrysafe/core';
-import type { HttpAdapterDeclaration, HttpOperationDeclaration } from '@retrysafe/http';
+import type { HttpAdapterDeclaration } from '@retrysafe/http';
 import { checkConfig, DEFAULT_LEDGER, ledgerKind } from './validate.js';
 import { suggest } from './schema-check.js';
 
@@ -45,8 +45,43 @@ export interface HttpAdapterConfig {
   readonly headers?: Record<string, string>;
   /** Header ⇒ environment variable holding its value (e.g. `Authorization: ACME_AUTH`). */
   readonly headersFromEnv?: Record<string, string>;
-  /** Each operation as `@retrysafe/http`'s HttpOperationDeclaration; `card` may be a JSON/YAML file path. */
-  readonly operations: Record<string, Omit<HttpOperationDeclaration, 'card'> & { readonly card: HttpOperationDeclaration['card'] | string }>;
+  readonly operations: Record<string, HttpOperationConfig>;
+}
+
+/**
+ * One operation of a `type: http` adapter as written in the file: `@retrysafe/http`'s
+ * HttpOperationDeclaration, with the card inline or as a file path. Typed loosely here so this
+ * package's types do not need `@retrysafe/http` installed; the schema checks it in full at load time.
+ */
+export interface HttpOperationConfig {
+  readonly description: string;
+  readonly method: 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** `{param}`, `{key}`, `{businessOperationId}` placeholders. */
+  readonly path: string;
+  readonly key: { readonly travels: 'header' | 'body' | 'query' | 'none'; readonly name?: string; readonly encoding?: 'raw' | 'sf-string'; readonly rule?: { readonly maxLength?: number; readonly charset?: string; readonly prefix?: string } };
+  /** The retry safety card inline, or a JSON/YAML file path relative to the config file. */
+  readonly card: string | Readonly<Record<string, unknown>>;
+  readonly lookup: { readonly method: 'get-by-key' | 'status-url' | 'search' | 'resend-same-key' | 'none'; readonly [field: string]: unknown };
+  readonly precondition?: { readonly param: string; readonly header?: string; readonly query?: string; readonly failedStatus?: number; readonly validatorHeader?: string; readonly validatorField?: string };
+  readonly errors: { readonly codePath?: string; readonly rules: readonly { readonly status: number | readonly number[] | '4xx' | '5xx'; readonly code?: string | readonly string[]; readonly outcome: 'rejected' | 'not-applied' | 'in-progress' | 'unknown'; readonly reason?: string; readonly cause?: string }[] };
+  readonly asyncReply?: boolean;
+  /** JSON body template (`"{param}"` keeps the value's type). */
+  readonly body?: unknown;
+  readonly refPath?: string;
+  readonly requestIdHeader?: string;
+  readonly paramsSchema?: Readonly<Record<string, unknown>>;
+  readonly sensitiveFields?: readonly string[];
+  /** For `retrysafe drill --config`. */
+  readonly drill?: { readonly pattern?: 'ietf-idempotency-key' | 'async-request-reply' | 'etag' | 'client-token'; readonly params?: Readonly<Record<string, unknown>>; readonly changeIntent?: string };
+}
+
+/** A `type: http` entry resolved for `@retrysafe/http`'s createHttpAdapterFromDeclaration: cards read, header credentials from the environment. */
+export interface HttpDeclarationData {
+  readonly provider: string;
+  readonly baseUrl: string;
+  readonly timeoutMs: number;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly operations: Readonly<Record<string, Omit<HttpOperationConfig, 'card'> & { readonly card: Readonly<Record<string, unknown>> }>>;
 }
 export type AdapterConfig = StripeConfig | MsGraphConfig | HubSpotConfig | SandboxConfig | ModuleAdapterConfig | HttpAdapterConfig;
 
@@ -77,7 +112,7 @@ function findInlineSecrets(value: unknown, path: string, out: string[]): void {
   else if (value && typeof value === 'object') {
     for (const [k, v] of Object.entries(value)) {
       const p = path ? `${path}.${k}` : k;
-      if (/FromEnv$/.test(k)) continue; // secretsFromEnv / headersFromEnv map names to environment variables
+      if (/FromEnv$/.test(k) || k === 'paramsSchema') continue; // names of environment variables / of params, not values
       if (SECRET_KEY.test(k)) out.push(p);
       findInlineSecrets(v, p, out);
     }
@@ -251,13 +286,13 @@ function readCardFile(file: string, baseDir: string, where: string): unknown {
 }
 
 /** The declaration `@retrysafe/http` takes, from a `type: http` config entry: cards read, header credentials from the environment. */
-export function httpDeclarationOf(name: string, c: HttpAdapterConfig, baseDir: string, environment: NodeJS.ProcessEnv = process.env): HttpAdapterDeclaration {
+export function httpDeclarationOf(name: string, c: HttpAdapterConfig, baseDir: string, environment: NodeJS.ProcessEnv = process.env): HttpDeclarationData {
   const path = `adapters.${name}`;
   const headers: Record<string, string> = { ...(c.headers ?? {}) };
   for (const [header, variable] of Object.entries(c.headersFromEnv ?? {})) headers[header] = env(variable, `${path}.headersFromEnv.${header}`, environment);
-  const operations: Record<string, HttpOperationDeclaration> = {};
+  const operations: Record<string, HttpDeclarationData['operations'][string]> = {};
   for (const [op, d] of Object.entries(c.operations)) {
-    operations[op] = { ...d, card: (typeof d.card === 'string' ? readCardFile(d.card, baseDir, `${path}.operations.${op}.card`) : d.card) as HttpOperationDeclaration['card'] };
+    operations[op] = { ...d, card: (typeof d.card === 'string' ? readCardFile(d.card, baseDir, `${path}.operations.${op}.card`) : d.card) as Readonly<Record<string, unknown>> };
   }
   return { provider: c.provider ?? name, baseUrl: c.baseUrl, timeoutMs: c.timeoutMs, ...(Object.keys(headers).length ? { headers } : {}), operations };
 }
@@ -266,7 +301,7 @@ async function createDeclaredHttpAdapter(name: string, c: HttpAdapterConfig, bas
   const declaration = httpDeclarationOf(name, c, baseDir, environment);
   const { createHttpAdapterFromDeclaration } = await importOptional<typeof import('@retrysafe/http')>('@retrysafe/http', `adapters.${name}`, () => import('@retrysafe/http'));
   try {
-    return createHttpAdapterFromDeclaration(declaration);
+    return createHttpAdapterFromDeclaration(declaration as unknown as HttpAdapterDeclaration);
   } catch (e) {
     // The adapter's own checks (card vs key, lookup vs card, placeholders vs intent fields) speak for themselves.
     throw new ConfigError(`adapters.${name}`, (e as Error).message);

@@ -126,5 +126,9 @@ describe('an HTTP API declared in the config, no code (fails on main: no http ad
     const m = problems(raw);
     expect(m).toContain('adapters.acme.headers.Authorization: credentials come from environment variables only');
     expect(m).not.toContain('sk_inline');
+    // a param named like a credential is a name, not a value
+    const named = example();
+    named.adapters.acme.operations['orders.create']!.paramsSchema = { type: 'object', properties: { token: { type: 'string' } } };
+    expect(() => parseConfig(named, exampleDir)).not.toThrow();
   });
 });
