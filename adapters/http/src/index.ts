@@ -1,5 +1,16 @@
 export { createHttpAdapter, type HttpAdapter, type HttpAdapterOptions } from './http-adapter.js';
 export {
+  createHttpAdapterFromDeclaration,
+  fillTemplate,
+  operationFromDeclaration,
+  type HttpAdapterDeclaration,
+  type HttpLookupDeclaration,
+  type HttpOperationDeclaration,
+  type HttpPattern,
+  type MatchDeclaration,
+  type Template,
+} from './http-declaration.js';
+export {
   buildOperation,
   fillPath,
   sfString,

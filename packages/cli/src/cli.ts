@@ -3,8 +3,8 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { RetrysafeError } from '@retrysafe/contract';
 import { cardsCommand } from './commands/cards.js';
 import { demoCommand, demoSummary } from './commands/demo.js';
-import { drillCommand, drillTable } from './commands/drill.js';
-import { RefusedError, handoffsText, ledgerHandoffs, ledgerLs, ledgerResolve, ledgerShow, lsTable, resolveText, showText, STATES } from './commands/ledger.js';
+import { drillCommand, drillJunit, drillText } from './commands/drill.js';
+import { RefusedError, handoffsText, ledgerHandoffs, ledgerLs, ledgerResolve, ledgerResolveAll, ledgerShow, lsTable, resolveAllText, resolveText, showText, STATES } from './commands/ledger.js';
 import { UsageError } from './registry.js';
 import { paint, useColor } from './output.js';
 
@@ -40,6 +40,14 @@ function version(): string {
 /** Codes of contract errors that mean "the input on the command line is wrong" (exit 2). */
 const USAGE_CODES = ['RETRYSAFE_INVALID_ID', 'RETRYSAFE_CONFIG'];
 
+/** A file-system error (ENOENT, EACCES, ENOTDIR…) as one line naming the path, or null for anything else. */
+function fileSystemError(e: unknown): string | null {
+  const x = e as NodeJS.ErrnoException | null;
+  if (!x || typeof x !== 'object' || typeof x.code !== 'string' || !/^E[A-Z]+$/.test(x.code) || typeof x.syscall !== 'string') return null;
+  const what: Record<string, string> = { ENOENT: 'no such file or directory', EACCES: 'permission denied', EPERM: 'operation not permitted', ENOTDIR: 'a part of the path is a file, not a directory', EISDIR: 'is a directory', EEXIST: 'already exists', ENOSPC: 'no space left on the device', EROFS: 'read-only file system' };
+  return `cannot ${x.syscall}${x.path ? ` ${x.path}` : ''}: ${what[x.code] ?? x.code} (${x.code})`;
+}
+
 /** Runs the CLI with `argv` (without node and script) and returns the exit code; never calls process.exit. */
 export async function main(argv: readonly string[], io: Io = defaultIo): Promise<number> {
   let code: number = EXIT.ok;
@@ -58,7 +66,7 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
     .showSuggestionAfterError()
     .addHelpText(
       'after',
-      '\nExit codes: 0 ok · 1 a drill, check or step failed · 2 bad usage.\nColour only on a terminal and never with NO_COLOR set. Every command takes --json.\n\nStart with:  retrysafe demo     (a scripted agent flow on a SQLite ledger)\n             retrysafe drill    (every adapter through lost responses, races and errors)',
+      '\nExit codes: 0 ok · 1 a drill, check or step failed · 2 bad usage (or a file that cannot be read or written).\nColour only on a terminal and never with NO_COLOR set. Every command takes --json.\n\nStart with:  retrysafe demo     (a scripted agent flow on a SQLite ledger)\n             retrysafe drill    (every adapter through lost responses, races and errors)',
     );
 
   program
@@ -69,13 +77,18 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
     .addOption(new Option('--scenario <id>', 'only this scenario (repeatable or comma-separated)').argParser(collect))
     .addOption(new Option('--operation <name>', 'only this operation, e.g. customers.create (repeatable or comma-separated)').argParser(collect))
     .option('--seed <n>', 'seed of the runner jitter', integer, 1)
-    .option('--out <dir>', 'where receipts, drill.json and report.html go', '.drill')
+    .option('--config <file>', 'drill the `type: http` adapters of this retrysafe config against their pattern sandboxes; without --adapter, only them')
+    .option('--out <dir>', 'where receipts, drill.json, junit.xml and report.html go', '.drill')
+    .option('--details', 'print every scenario × operation (default: a summary, and the failing rows when something fails)')
+    .addOption(new Option('--reporter <name>', 'text (default) or junit (JUnit XML on stdout; always written to <out>/junit.xml)').choices(['text', 'junit']))
     .option('--json', 'print the report as JSON (progress still goes to stderr on a terminal)')
     .action(async (o) => {
-      const showProgress = !o.json || errTTY;
+      const machine = o.json || o.reporter === 'junit';
+      const showProgress = !machine || errTTY;
       const report = await drillCommand(o, showProgress ? { write: (t) => (errTTY ? process.stderr.write(t) : io.err(t.replace(/\n$/, ''))), tty: errTTY } : null);
       if (o.json) json(report);
-      else io.out(drillTable(report, color));
+      else if (o.reporter === 'junit') io.out(drillJunit(report));
+      else io.out(drillText(report, color, o.details === true));
       code = report.ok ? EXIT.ok : EXIT.failed;
     });
 
@@ -84,6 +97,7 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
     .description('print retry safety cards; --write regenerates docs/cards, --check fails on drift or on unknowns not listed as unverified')
     .addOption(new Option('--adapter <name>', 'only this adapter (repeatable or comma-separated)').argParser(collect))
     .addOption(new Option('--module <file>', 'cards of the `drills` exported by this file of your own; without --adapter, only it').argParser(collect))
+    .option('--config <file>', 'cards of the `type: http` operations this retrysafe config declares; without --adapter, only them')
     .addOption(new Option('--format <fmt>', 'md or json').choices(['md', 'json']))
     .option('--check', 'fail (exit 1) when docs/cards is out of date or a card is invalid')
     .option('--write', 'regenerate docs/cards from the card objects')
@@ -157,6 +171,25 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
     code = r.status === 'resolved' || r.status === 'done' ? EXIT.ok : EXIT.failed;
   });
 
+  target(
+    ledger
+      .command('resolve-all')
+      .description('resolve every handed-off operation matching the filters (--resume or --abandon); --dry-run shows what would be done')
+      .addOption(new Option('--operation <name>', 'only this operation, e.g. stripe.invoices.create (repeatable or comma-separated)').argParser(collect))
+      .addOption(new Option('--reason <reason>', 'only this handoff reason, e.g. rejected (repeatable or comma-separated)').argParser(collect))
+      .addOption(new Option('--id <id>', 'only these business-operation ids (repeatable or comma-separated)').argParser(collect))
+      .option('--resume', 're-send each with the SAME provider key through the adapters named in --config')
+      .option('--abandon', 'give each up (nothing more is sent)')
+      .option('--force', 'also where the packet marks the action not safe (you checked at the provider)')
+      .option('--dry-run', 'list what would be done; send and write nothing')
+      .option('--by <name>', 'who resolved them, for the receipts (default $USER)'),
+  ).action(async (o) => {
+    const r = await ledgerResolveAll(o);
+    if (o.json) json(r);
+    else io.out(resolveAllText(r, color));
+    code = r.ok ? EXIT.ok : EXIT.failed;
+  });
+
   program
     .command('probe')
     .description('count duplicate effects of an MCP tool: identical calls at once and after a timeout, counted through a read tool (in a sandbox you provide)')
@@ -208,9 +241,14 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
       // commander prints its own message; a bare `retrysafe ledger` (help for a missing subcommand) is usage too.
       return EXIT.usage;
     }
-    const usage = e instanceof UsageError || (RetrysafeError.isInstance(e) && USAGE_CODES.includes(e.code));
-    const message = e instanceof Error ? e.message : String(e);
-    if (wantsJson) json({ ok: false, error: { code: usage ? 'USAGE' : RetrysafeError.isInstance(e) ? e.code : e instanceof RefusedError ? 'REFUSED' : 'ERROR', message } });
+    const fsError = fileSystemError(e);
+    const usage = fsError !== null || e instanceof UsageError || (RetrysafeError.isInstance(e) && USAGE_CODES.includes(e.code));
+    const message = fsError ?? (e instanceof Error ? e.message : String(e));
+    if (wantsJson) json({ ok: false, error: { code: fsError ? 'FILE_SYSTEM' : usage ? 'USAGE' : RetrysafeError.isInstance(e) ? e.code : e instanceof RefusedError ? 'REFUSED' : 'ERROR', message } });
+    if (fsError) {
+      io.err(`retrysafe: ${fsError}`);
+      return EXIT.usage;
+    }
     if (usage) {
       io.err(`retrysafe: ${message}\n(run with --help for usage)`);
       return EXIT.usage;

@@ -3,6 +3,8 @@ import { basename, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ConformanceOptions } from '@retrysafe/testkit';
 import type { AdapterV1, RetrySafetyCard } from '@retrysafe/contract';
+import type { HttpAdapterConfig } from '@retrysafe/config';
+import type { HttpOperationDeclaration } from '@retrysafe/http';
 
 /** One adapter package as the CLI sees it: its drill setups (one per provider/sandbox) and its cards. */
 export interface AdapterEntry {
@@ -49,8 +51,8 @@ function entryFrom(name: string, from: string, mod: Record<string, unknown>): Ad
  * Only the selected packages are imported. `modules` are files of your own (e.g. a new adapter's
  * `./dist/sandbox/index.js`) exporting `drills` in the same shape, and optionally a `name`.
  */
-export async function loadAdapters(names?: readonly string[], modules: readonly string[] = []): Promise<AdapterEntry[]> {
-  const chosen = modules.length && !names?.length ? [] : selectNames(names);
+export async function loadAdapters(names?: readonly string[], modules: readonly string[] = [], config?: string): Promise<AdapterEntry[]> {
+  const chosen = (modules.length || config) && !names?.length ? [] : selectNames(names);
   const builtIn = await Promise.all(SOURCES.filter((s) => chosen.includes(s.name)).map(async (s) => entryFrom(s.name, s.from, await s.load())));
   const own: AdapterEntry[] = [];
   for (const file of modules) {
@@ -63,7 +65,34 @@ export async function loadAdapters(names?: readonly string[], modules: readonly 
     if (entry.missing) throw new UsageError(`--module ${entry.missing}`);
     own.push(entry);
   }
-  return [...builtIn, ...own];
+  return [...builtIn, ...own, ...(config ? await configEntries(config) : [])];
+}
+
+/**
+ * Drill setups for the `type: http` adapters of a config file: each operation against the loopback
+ * sandbox of its pattern, with the declaration's own card, key, lookup and error mapping. The
+ * sandbox never sees a credential: `headersFromEnv` is not read for a drill.
+ */
+async function configEntries(file: string): Promise<AdapterEntry[]> {
+  const { loadConfigFile, httpDeclarationOf } = await import('@retrysafe/config');
+  const { drillsForDeclaration } = await import('@retrysafe/http/sandbox');
+  const config = await loadConfigFile(file);
+  const out: AdapterEntry[] = [];
+  for (const [name, c] of Object.entries(config.adapters)) {
+    if (!c || (c as { type?: string }).type !== 'http') continue;
+    const { headersFromEnv: _skipped, ...http } = c as HttpAdapterConfig;
+    const declaration = httpDeclarationOf(name, http, config.baseDir, {});
+    try {
+      const drills = drillsForDeclaration({ name, provider: declaration.provider, ...(declaration.headers ? { headers: declaration.headers } : {}), operations: declaration.operations as unknown as Record<string, HttpOperationDeclaration> });
+      // Build each once now, so a declaration the adapter refuses is a usage error before anything runs.
+      for (const d of drills) await (await adapterFor(d)).close?.();
+      out.push({ name, from: `${file} (adapters.${name})`, drills, missing: null });
+    } catch (e) {
+      throw new UsageError(`--config ${file}: adapters.${name}: ${(e as Error).message}`);
+    }
+  }
+  if (out.length === 0) throw new UsageError(`--config ${file}: no adapter of type http to drill (the built-in adapters are drilled with --adapter)`);
+  return out;
 }
 
 /** An adapter instance for reading cards and operation specs; its base URL (port 9, discard) is never contacted. */

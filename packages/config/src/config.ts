@@ -1,9 +1,13 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { RetrysafeError, type AdapterV1, type Ledger } from '@retrysafe/contract';
 import type { PolicyOverrides } from '@retrysafe/core';
 import { findInlineCredentials, looksLikeEnvName, safeMessage } from './credentials.js';
+import type { HttpAdapterDeclaration } from '@retrysafe/http';
+import { checkConfig, DEFAULT_LEDGER, ledgerKind } from './validate.js';
+import { suggest } from './schema-check.js';
 
 const marker = Symbol.for('retrysafe.error.ConfigError');
 
@@ -23,7 +27,64 @@ export interface MsGraphConfig { readonly baseUrl?: string; readonly accessToken
 export interface HubSpotConfig { readonly baseUrl?: string; readonly accessTokenEnv: string; readonly timeoutMs?: number; readonly searchSettleMs?: number | null }
 export interface SandboxConfig { readonly baseUrl: string; readonly timeoutMs?: number; readonly behaviour?: Record<string, unknown> }
 /** Any other adapter: a module exporting a factory `(options) => AdapterV1`. */
-export interface ModuleAdapterConfig { readonly module: string; readonly export?: string; readonly options?: Record<string, unknown>; readonly secretsFromEnv?: Record<string, string> }
+export interface ModuleAdapterConfig {
+  readonly type?: 'module';
+  readonly module: string;
+  readonly export?: string;
+  readonly options?: Record<string, unknown>;
+  /** Option ⇒ environment variable. A dotted option (`headers.Authorization`) sets the nested option. */
+  readonly secretsFromEnv?: Record<string, string>;
+}
+/** An HTTP API declared as data (`@retrysafe/http`): operations, cards, body and path mapping, lookup. */
+export interface HttpAdapterConfig {
+  readonly type: 'http';
+  /** Default: the adapter's name in the config. */
+  readonly provider?: string;
+  readonly baseUrl: string;
+  readonly timeoutMs: number;
+  /** Static headers that are not credentials. */
+  readonly headers?: Record<string, string>;
+  /** Header ⇒ environment variable holding its value (e.g. `Authorization: ACME_AUTH`). */
+  readonly headersFromEnv?: Record<string, string>;
+  readonly operations: Record<string, HttpOperationConfig>;
+}
+
+/**
+ * One operation of a `type: http` adapter as written in the file: `@retrysafe/http`'s
+ * HttpOperationDeclaration, with the card inline or as a file path. Typed loosely here so this
+ * package's types do not need `@retrysafe/http` installed; the schema checks it in full at load time.
+ */
+export interface HttpOperationConfig {
+  readonly description: string;
+  readonly method: 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** `{param}`, `{key}`, `{businessOperationId}` placeholders. */
+  readonly path: string;
+  readonly key: { readonly travels: 'header' | 'body' | 'query' | 'none'; readonly name?: string; readonly encoding?: 'raw' | 'sf-string'; readonly rule?: { readonly maxLength?: number; readonly charset?: string; readonly prefix?: string } };
+  /** The retry safety card inline, or a JSON/YAML file path relative to the config file. */
+  readonly card: string | Readonly<Record<string, unknown>>;
+  readonly lookup: { readonly method: 'get-by-key' | 'status-url' | 'search' | 'resend-same-key' | 'none'; readonly [field: string]: unknown };
+  readonly precondition?: { readonly param: string; readonly header?: string; readonly query?: string; readonly failedStatus?: number; readonly validatorHeader?: string; readonly validatorField?: string };
+  readonly errors: { readonly codePath?: string; readonly rules: readonly { readonly status: number | readonly number[] | '4xx' | '5xx'; readonly code?: string | readonly string[]; readonly outcome: 'rejected' | 'not-applied' | 'in-progress' | 'unknown'; readonly reason?: string; readonly cause?: string }[] };
+  readonly asyncReply?: boolean;
+  /** JSON body template (`"{param}"` keeps the value's type). */
+  readonly body?: unknown;
+  readonly refPath?: string;
+  readonly requestIdHeader?: string;
+  readonly paramsSchema?: Readonly<Record<string, unknown>>;
+  readonly sensitiveFields?: readonly string[];
+  /** For `retrysafe drill --config`. */
+  readonly drill?: { readonly pattern?: 'ietf-idempotency-key' | 'async-request-reply' | 'etag' | 'client-token'; readonly params?: Readonly<Record<string, unknown>>; readonly changeIntent?: string };
+}
+
+/** A `type: http` entry resolved for `@retrysafe/http`'s createHttpAdapterFromDeclaration: cards read, header credentials from the environment. */
+export interface HttpDeclarationData {
+  readonly provider: string;
+  readonly baseUrl: string;
+  readonly timeoutMs: number;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly operations: Readonly<Record<string, Omit<HttpOperationConfig, 'card'> & { readonly card: Readonly<Record<string, unknown>> }>>;
+}
+export type AdapterConfig = StripeConfig | MsGraphConfig | HubSpotConfig | SandboxConfig | ModuleAdapterConfig | HttpAdapterConfig;
 
 export interface RetrysafeConfig {
   /** A SQLite file path (default `./retrysafe.db`) or a `postgres://` URL. */
@@ -37,7 +98,7 @@ export interface RetrysafeConfig {
     readonly msgraph?: MsGraphConfig;
     readonly hubspot?: HubSpotConfig;
     readonly sandbox?: SandboxConfig;
-    readonly [name: string]: StripeConfig | MsGraphConfig | HubSpotConfig | SandboxConfig | ModuleAdapterConfig | undefined;
+    readonly [name: string]: AdapterConfig | undefined;
   };
   /** Operations to expose (e.g. to an agent), as `<adapter>.<operation>`; default: all of every configured adapter. */
   readonly operations?: readonly string[];
@@ -45,36 +106,56 @@ export interface RetrysafeConfig {
   readonly baseDir: string;
 }
 
-/** Parses and checks a config object; every problem is reported at once. */
+/** Parses and checks a config object against the published schema; every problem is reported at once. */
 export function parseConfig(raw: unknown, baseDir = process.cwd(), source = 'config'): RetrysafeConfig {
   const problems: string[] = [];
   if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError(source, 'expected an object with { ledger, adapters }');
   const o = raw as Record<string, unknown>;
+  // Inline credentials (by key parts, by value, inside URLs; never echoed), then the published schema.
   problems.push(...findInlineCredentials(o));
-  const ledger = o.ledger ?? './retrysafe.db';
-  if (typeof ledger !== 'string' || !ledger) problems.push('ledger: expected a SQLite path or a postgres:// URL');
-  if (!o.adapters || typeof o.adapters !== 'object') problems.push('adapters: expected an object naming at least one adapter');
-  const adapters = (o.adapters ?? {}) as Record<string, Record<string, unknown>>;
-  for (const [name, a] of Object.entries(adapters)) {
-    if (!a || typeof a !== 'object') { problems.push(`adapters.${name}: expected an object`); continue; }
-    const need = (field: string) => { if (typeof a[field] !== 'string' || !a[field]) problems.push(`adapters.${name}.${field}: required`); };
-    if (name === 'stripe') need('apiKeyEnv');
-    else if (name === 'msgraph' || name === 'hubspot') need('accessTokenEnv');
-    else if (name === 'sandbox') need('baseUrl');
-    else need('module');
-  }
-  if (o.operations !== undefined && (!Array.isArray(o.operations) || !o.operations.every((x) => typeof x === 'string'))) problems.push('operations: expected an array of "<adapter>.<operation>" strings');
+  problems.push(...checkConfig(o));
   if (problems.length) throw new ConfigError(source, problems.join('; '));
-  return { ...(o as object), ledger: ledger as string, adapters: adapters as unknown as RetrysafeConfig['adapters'], baseDir } as RetrysafeConfig;
+  const { $schema: _schema, ...rest } = o;
+  return { ...rest, ledger: (o.ledger as string | undefined) ?? DEFAULT_LEDGER, adapters: o.adapters as RetrysafeConfig['adapters'], baseDir } as RetrysafeConfig;
 }
 
-/** Reads a `.json`, `.yaml` or `.yml` config file. */
+/** What a config file (or a TypeScript config) holds: `RetrysafeConfig` before it is read (no baseDir; ledger optional). */
+export type RetrysafeConfigInput = Omit<RetrysafeConfig, 'baseDir' | 'ledger'> & { readonly ledger?: string; readonly $schema?: string };
+
+/**
+ * Types a config written in TypeScript (`retrysafe.config.ts`: `export default defineConfig({ … })`).
+ * It returns its argument unchanged: the compiler checks the shape, and `loadConfigFile` /
+ * `parseConfig` check it again at run time against the same schema as a JSON or YAML file.
+ */
+export function defineConfig(config: RetrysafeConfigInput): RetrysafeConfigInput {
+  return config;
+}
+
+const MODULE_CONFIG = /\.(m?js|m?ts|cjs|cts)$/i;
+
+/** Reads a config file: `.json`, `.yaml`/`.yml`, or a module (`.js`, `.mjs`, `.ts` where the runtime imports TypeScript) whose default export is the config. */
+export async function loadConfigFile(file: string): Promise<RetrysafeConfig> {
+  if (!MODULE_CONFIG.test(file)) return loadConfig(file);
+  const path = resolve(file);
+  if (!existsSync(path)) throw new ConfigError(file, 'cannot read: no such file');
+  let mod: Record<string, unknown>;
+  try {
+    mod = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+  } catch (e) {
+    const hint = /\.[mc]?ts$/i.test(file) ? ' (this Node cannot import TypeScript directly: compile it, or run under a loader such as tsx, or Node ≥ 22.18)' : '';
+    throw new ConfigError(file, `cannot import: ${(e as Error).message}${hint}`);
+  }
+  return parseConfig(mod.default ?? mod.config, dirname(path), file);
+}
+
+/** Reads a `.json`, `.yaml` or `.yml` config file (see `loadConfigFile` for TypeScript and JavaScript configs). */
 export function loadConfig(file: string): RetrysafeConfig {
+  if (MODULE_CONFIG.test(file)) throw new ConfigError(file, 'a JavaScript/TypeScript config is read with loadConfigFile() (async)');
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (e) {
-    throw new ConfigError(file, `cannot read: ${(e as Error).message}`);
+    throw new ConfigError(file, `cannot read: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
   }
   let raw: unknown;
   try {
@@ -114,25 +195,135 @@ export async function createAdapters(config: RetrysafeConfig, environment: NodeJ
       const s = c as SandboxConfig;
       const { createSandboxAdapter } = await import('@retrysafe/sandbox');
       out[name] = createSandboxAdapter({ baseUrl: s.baseUrl, timeoutMs: s.timeoutMs ?? 5000, behaviour: (s.behaviour ?? { replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' }) as never });
+    } else if ((c as HttpAdapterConfig).type === 'http') {
+      out[name] = await createDeclaredHttpAdapter(name, c as HttpAdapterConfig, config.baseDir, environment);
     } else {
       const m = c as ModuleAdapterConfig;
       const spec = isAbsolute(m.module) || m.module.startsWith('.') ? resolve(config.baseDir, m.module) : m.module;
       const mod = (await import(spec)) as Record<string, unknown>;
       const factory = mod[m.export ?? 'default'];
       if (typeof factory !== 'function') throw new ConfigError(path, `${m.module} does not export a factory named ${m.export ?? 'default'}`);
-      const secrets = Object.fromEntries(Object.entries(m.secretsFromEnv ?? {}).map(([k, v]) => [k, env(v, path, environment)]));
-      out[name] = (await factory({ ...(m.options ?? {}), ...secrets })) as AdapterV1;
+      const options = structuredClone(m.options ?? {}) as Record<string, unknown>;
+      for (const [option, variable] of Object.entries(m.secretsFromEnv ?? {})) setPath(options, option, env(variable, `${path}.secretsFromEnv.${option}`, environment), `${path}.secretsFromEnv`);
+      out[name] = (await factory(options)) as AdapterV1;
     }
   }
+  checkOperations(config, out);
   return out;
 }
 
-/** Opens the configured ledger: `postgres://…` ⇒ PostgreSQL, anything else ⇒ a SQLite file. */
+/** Sets `a.b.c` inside `target`, creating objects on the way; refuses to walk through a non-object or a prototype key. */
+function setPath(target: Record<string, unknown>, dotted: string, value: string, where: string): void {
+  const parts = dotted.split('.');
+  if (parts.some((p) => !p || p === '__proto__' || p === 'constructor' || p === 'prototype')) throw new ConfigError(where, `${JSON.stringify(dotted)} is not an option path`);
+  let cur = target;
+  for (const [i, p] of parts.entries()) {
+    if (i === parts.length - 1) {
+      cur[p] = value;
+      return;
+    }
+    const next = Object.prototype.hasOwnProperty.call(cur, p) ? cur[p] : undefined;
+    if (next === undefined) cur = cur[p] = {} as Record<string, unknown>;
+    else if (next && typeof next === 'object' && !Array.isArray(next)) cur = next as Record<string, unknown>;
+    else throw new ConfigError(where, `${dotted}: options.${parts.slice(0, i + 1).join('.')} is not an object`);
+  }
+}
+
+/** Each `operations` entry names an operation of the adapter configured under that name (a typo is an error, not zero tools). */
+function checkOperations(config: RetrysafeConfig, adapters: Record<string, AdapterV1>): void {
+  const problems: string[] = [];
+  (config.operations ?? []).forEach((entry, i) => {
+    const name = entry.split('.')[0]!;
+    const adapter = adapters[name];
+    if (!adapter) return; // parseConfig reported it
+    const op = entry.slice(name.length + 1);
+    const known = Object.keys(adapter.operations);
+    if (!known.includes(op)) problems.push(`operations[${i}]: ${name} has no operation "${op}"${suggest(op, known)} (known: ${known.join(', ')})`);
+  });
+  if (problems.length) throw new ConfigError('operations', problems.join('; '));
+}
+
+/**
+ * The `operations` entries as the names agent tools and the MCP server use (`<provider>.<operation>`),
+ * or undefined when every operation is exposed. The config names operations by the adapter's key in
+ * the file; a module or http adapter's provider name may differ from it.
+ */
+export function exposedOperations(config: RetrysafeConfig, adapters: Record<string, AdapterV1>): string[] | undefined {
+  if (!config.operations) return undefined;
+  checkOperations(config, adapters);
+  return config.operations.map((entry) => {
+    const name = entry.split('.')[0]!;
+    return `${adapters[name]!.provider}.${entry.slice(name.length + 1)}`;
+  });
+}
+
+function readCardFile(file: string, baseDir: string, where: string): unknown {
+  const path = isAbsolute(file) ? file : resolve(baseDir, file);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new ConfigError(where, `cannot read card file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+  try {
+    return /\.ya?ml$/i.test(file) ? parseYaml(text) : JSON.parse(text);
+  } catch (e) {
+    throw new ConfigError(where, `card file ${file} is not valid ${/\.ya?ml$/i.test(file) ? 'YAML' : 'JSON'}: ${(e as Error).message}`);
+  }
+}
+
+/** The declaration `@retrysafe/http` takes, from a `type: http` config entry: cards read, header credentials from the environment. */
+export function httpDeclarationOf(name: string, c: HttpAdapterConfig, baseDir: string, environment: NodeJS.ProcessEnv = process.env): HttpDeclarationData {
+  const path = `adapters.${name}`;
+  const headers: Record<string, string> = { ...(c.headers ?? {}) };
+  for (const [header, variable] of Object.entries(c.headersFromEnv ?? {})) headers[header] = env(variable, `${path}.headersFromEnv.${header}`, environment);
+  const operations: Record<string, HttpDeclarationData['operations'][string]> = {};
+  for (const [op, d] of Object.entries(c.operations)) {
+    operations[op] = { ...d, card: (typeof d.card === 'string' ? readCardFile(d.card, baseDir, `${path}.operations.${op}.card`) : d.card) as Readonly<Record<string, unknown>> };
+  }
+  return { provider: c.provider ?? name, baseUrl: c.baseUrl, timeoutMs: c.timeoutMs, ...(Object.keys(headers).length ? { headers } : {}), operations };
+}
+
+async function createDeclaredHttpAdapter(name: string, c: HttpAdapterConfig, baseDir: string, environment: NodeJS.ProcessEnv): Promise<AdapterV1> {
+  const declaration = httpDeclarationOf(name, c, baseDir, environment);
+  const { createHttpAdapterFromDeclaration } = await importOptional<typeof import('@retrysafe/http')>('@retrysafe/http', `adapters.${name}`, () => import('@retrysafe/http'));
+  try {
+    return createHttpAdapterFromDeclaration(declaration as unknown as HttpAdapterDeclaration);
+  } catch (e) {
+    // The adapter's own checks (card vs key, lookup vs card, placeholders vs intent fields) speak for themselves.
+    throw new ConfigError(`adapters.${name}`, (e as Error).message);
+  }
+}
+
+/** Imports an optional peer package, or says which one to install. */
+async function importOptional<T>(pkg: string, where: string, load: () => Promise<unknown>): Promise<T> {
+  try {
+    return (await load()) as T;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && String((e as Error).message).includes(pkg)) throw new ConfigError(where, `needs ${pkg}: install it next to @retrysafe/config`);
+    throw e;
+  }
+}
+
+/**
+ * Opens the configured ledger: `postgres://…` ⇒ PostgreSQL, a file path ⇒ SQLite. A ledger that is
+ * named but cannot be used (another URL scheme, a missing directory, a missing driver package, a file
+ * that is not a ledger) is a ConfigError — never a fresh default ledger in its place.
+ */
 export async function openLedger(location: string, baseDir = process.cwd()): Promise<Ledger> {
-  if (/^postgres(ql)?:\/\//.test(location)) {
-    const { createPostgresLedger } = await import('@retrysafe/ledger-postgres');
+  const kind = ledgerKind(location);
+  if (kind.kind === 'unusable') throw new ConfigError('ledger', kind.reason);
+  if (kind.kind === 'postgres') {
+    const { createPostgresLedger } = await importOptional<typeof import('@retrysafe/ledger-postgres')>('@retrysafe/ledger-postgres', 'ledger', () => import('@retrysafe/ledger-postgres'));
     return createPostgresLedger({ connectionString: location });
   }
+  const path = isAbsolute(location) ? location : resolve(baseDir, location);
+  if (!existsSync(dirname(path))) throw new ConfigError('ledger', `the directory of ${path} does not exist (a SQLite ledger file is created, its directory is not)`);
+  if (existsSync(path) && statSync(path).isDirectory()) throw new ConfigError('ledger', `${path} is a directory, not a SQLite file`);
   const { createSqliteLedger } = await import('@retrysafe/core');
-  return createSqliteLedger({ path: isAbsolute(location) ? location : resolve(baseDir, location) });
+  try {
+    return createSqliteLedger({ path });
+  } catch (e) {
+    throw new ConfigError('ledger', `cannot open the SQLite ledger ${path}: ${(e as Error).message}`);
+  }
 }

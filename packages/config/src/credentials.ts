@@ -9,6 +9,9 @@ import { createRedactor, detectSensitive, isSecretKey, keyParts } from '@retrysa
  * none ever repeats the refused value.
  */
 
+/** A template placeholder of an HTTP declaration or a fence file: `{key}`, `{params.ref}`, `{{customer}}`. */
+const TEMPLATE = /\{\{?\s*[\w.]+\s*\}?\}/g;
+
 /** What an environment variable name looks like (POSIX portable names, as shells accept them). */
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 /** Query parameters that carry credentials in practice, besides secret-named ones. */
@@ -72,12 +75,14 @@ export function findInlineCredentials(raw: unknown): string[] {
   };
   const walk = (v: unknown, path: string, parentKey: string | null) => {
     if (typeof v === 'string') {
-      const inUrl = urlProblems(v, path);
+      // A declaration's template (`/instances?ClientToken={key}`, `{{ref}}`) names a value, it holds none.
+      const text = v.replace(TEMPLATE, '');
+      const inUrl = urlProblems(text, path);
       if (inUrl) {
         problems.push(...inUrl);
         return;
       }
-      const kind = detectSensitive(v, { pii: false });
+      const kind = detectSensitive(text, { pii: false });
       if (kind) problems.push(`${path}: looks like a credential (${kind}; not shown): credentials come from environment variables only (an adapter's *Env option, or secretsFromEnv)`);
       return;
     }
@@ -88,7 +93,8 @@ export function findInlineCredentials(raw: unknown): string[] {
     if (!v || typeof v !== 'object') return;
     for (const [k, x] of Object.entries(v)) {
       const p = pathOf(path, k);
-      if (k === 'secretsFromEnv' && x && typeof x === 'object' && !Array.isArray(x)) {
+      // `secretsFromEnv`, `headersFromEnv`, …: a map of option/header ⇒ environment-variable NAME.
+      if (isEnvNameKey(k) && x && typeof x === 'object' && !Array.isArray(x)) {
         for (const [option, name] of Object.entries(x)) envName(name, pathOf(p, option));
         continue;
       }
@@ -96,7 +102,9 @@ export function findInlineCredentials(raw: unknown): string[] {
         envName(x, p);
         continue;
       }
-      if (isSecretKey(k)) {
+      // A JSON Schema of params names its fields (`password: { type: 'string' }`): keys there are not values.
+      if (k === 'paramsSchema') continue;
+      if (isSecretKey(k) && !(typeof x === 'string' && x.replace(TEMPLATE, '').trim() === '')) {
         problems.push(`${p}: credentials come from environment variables only (use e.g. apiKeyEnv / accessTokenEnv naming the variable, or secretsFromEnv: { ${JSON.stringify(k.trim().replace(/[^\w-]/g, '') || 'option')}: "MY_VARIABLE" } for a module adapter)`);
         continue;
       }

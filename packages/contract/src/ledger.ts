@@ -144,6 +144,8 @@ export interface ListFilter {
   readonly provider?: string;
   readonly operation?: string;
   readonly limit?: number;
+  /** Newest (latest createdAt) first, so `limit` keeps the newest. Default: oldest first. */
+  readonly newestFirst?: boolean;
 }
 
 /**

@@ -1003,7 +1003,7 @@ export function createRunner(options: RunnerOptions): Runner {
         startedAt: iso(now),
         finishedAt: iso(now),
         outcome: null,
-        decision: { action: 'resume', reason: 'a person chose resume: same provider key, fresh budget' },
+        decision: { action: 'resume', reason: base.redactor.text(`a person (${by}) chose resume: same provider key, fresh budget`) },
         providerKey: record.providerKey,
         requestFingerprint: base.requestFingerprint,
         prevHash: last?.hash ?? null,

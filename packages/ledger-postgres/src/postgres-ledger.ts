@@ -413,7 +413,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       const { rows } = await query<OperationRow>(
         'list',
         null,
-        `SELECT * FROM ${ops}${where.length ? ' WHERE ' + where.join(' AND ') : ''} ORDER BY created_at, business_operation_id${limit}`,
+        `SELECT * FROM ${ops}${where.length ? ' WHERE ' + where.join(' AND ') : ''} ORDER BY ${filter.newestFirst ? 'created_at DESC, business_operation_id DESC' : 'created_at, business_operation_id'}${limit}`,
         values,
       );
       return rows.map(toRecord);

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { createAdapters, loadConfig, openLedger } from '@retrysafe/config';
+import { createAdapters, exposedOperations, loadConfig, openLedger } from '@retrysafe/config';
 import { createRunner, jsonlHandoffSink } from '@retrysafe/core';
 import { createRetrysafeMcpServer, serveHttp, serveStdio } from './server.js';
 
@@ -26,7 +26,10 @@ if (!configPath) {
 }
 try {
   const config = loadConfig(configPath);
-  const adapters = Object.values(await createAdapters(config));
+  const byName = await createAdapters(config);
+  const adapters = Object.values(byName);
+  // the config names operations by its adapter keys; tools are named by provider
+  const operations = exposedOperations(config, byName);
   const ledger = await openLedger(config.ledger, config.baseDir);
   const runner = createRunner({
     ledger,
@@ -34,7 +37,7 @@ try {
     ...(config.policy ? { policy: config.policy } : {}),
     ...(config.redact ? { redact: { fields: [...(config.redact.fields ?? [])] } } : {}),
   });
-  const make = () => createRetrysafeMcpServer({ runner, ledger, adapters, ...(config.operations ? { operations: config.operations } : {}) });
+  const make = () => createRetrysafeMcpServer({ runner, ledger, adapters, ...(operations ? { operations } : {}) });
   if (args.includes('--http')) {
     const all = (flag: string) => args.flatMap((a, i) => (a === flag && args[i + 1] ? args[i + 1]!.split(',') : []));
     const configured = process.env.RETRYSAFE_MCP_TOKEN;

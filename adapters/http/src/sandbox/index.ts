@@ -3,4 +3,4 @@ export { startAsyncReplySandbox, ASYNC_CODES, type AsyncReplySandbox, type Async
 export { startEtagSandbox, type EtagSandbox, type EtagSandboxOptions, type SandboxDocument } from './etag-sandbox.js';
 export { startClientTokenSandbox, INSTANCE_TYPES, type ClientTokenSandbox, type ClientTokenSandboxOptions, type SandboxInstance } from './client-token-sandbox.js';
 export type { SandboxRequest } from './server.js';
-export { httpDrills, drills, type HttpDrill, type HttpDrillOperation } from './http-drills.js';
+export { httpDrills, drills, drillsForDeclaration, patternOf, PATTERN_BENCHES, type DeclaredDrillInput, type HttpDrill, type HttpDrillOperation } from './http-drills.js';

@@ -7,6 +7,8 @@ export interface CardsCommandOptions {
   readonly adapter?: string[];
   /** Files of your own exporting `drills` (a new adapter); with no --adapter, only these. */
   readonly module?: string[];
+  /** A retrysafe config: the cards of its `type: http` operations. */
+  readonly config?: string;
   readonly format?: string;
   readonly check?: boolean;
   readonly write?: boolean;
@@ -70,7 +72,7 @@ export async function cardsCommand(opts: CardsCommandOptions): Promise<CardsComm
   const format = opts.format ?? (opts.json ? 'json' : 'md');
   if (format !== 'md' && format !== 'json') throw new UsageError(`--format must be md or json, got '${format}'`);
   if (opts.check && opts.write) throw new UsageError('choose one of --check and --write');
-  const entries = await loadAdapters(opts.adapter, opts.module);
+  const entries = await loadAdapters(opts.adapter, opts.module, opts.config);
   const problems: CardsCheckProblem[] = [];
   const cards: NamedCard[] = [];
   for (const e of entries) {
@@ -90,7 +92,7 @@ export async function cardsCommand(opts: CardsCommandOptions): Promise<CardsComm
   const expected = new Map<string, string>();
   for (const c of cards) expected.set(fileFor(c), cardPage(c));
   // The index and the "no stale files" rule need every adapter: only when none was filtered out.
-  const complete = !opts.adapter?.length && !opts.module?.length && entries.every((e) => !e.missing);
+  const complete = !opts.adapter?.length && !opts.module?.length && !opts.config && entries.every((e) => !e.missing);
   if (complete) expected.set('README.md', indexPage(cards));
 
   if (opts.write) {

@@ -243,6 +243,7 @@ export function ledgerSuite(options: LedgerSuiteOptions): void {
       expect((await ledger.list({ operation: 'sandbox.other' })).map((r) => r.businessOperationId)).toEqual([id('l3')]);
       expect(await ledger.list({ provider: 'nobody' })).toEqual([]);
       expect(await ledger.list({ limit: 2 })).toHaveLength(2);
+      expect((await ledger.list({ newestFirst: true, limit: 2 })).map((r) => r.businessOperationId)).toEqual([id('l3'), id('l2')]);
       expect(await ledger.get(id('absent'))).toBeNull();
     });
 

@@ -107,6 +107,7 @@ export function createMemoryLedger(): Ledger {
       if (filter.provider) out = out.filter((r) => r.provider === filter.provider);
       if (filter.operation) out = out.filter((r) => r.operation === filter.operation);
       out.sort((a, b) => a.createdAt - b.createdAt || a.businessOperationId.localeCompare(b.businessOperationId));
+      if (filter.newestFirst) out.reverse();
       return clone(filter.limit !== undefined ? out.slice(0, filter.limit) : out);
     },
     async receipts(id) {

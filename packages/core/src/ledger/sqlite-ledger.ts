@@ -404,7 +404,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
       }
       if (filter.provider) (where.push('provider = ?'), args.push(filter.provider));
       if (filter.operation) (where.push('operation = ?'), args.push(filter.operation));
-      const sql = `SELECT record FROM retrysafe_operations ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY created_at, id${filter.limit !== undefined ? ' LIMIT ?' : ''}`;
+      const sql = `SELECT record FROM retrysafe_operations ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY ${filter.newestFirst ? 'created_at DESC, id DESC' : 'created_at, id'}${filter.limit !== undefined ? ' LIMIT ?' : ''}`;
       if (filter.limit !== undefined) args.push(filter.limit);
       return guard('list', () => (conn.prepare(sql).all(...args) as Row[]).map(parseRecord));
     },

@@ -1,0 +1,184 @@
+import { AdapterConfigurationError, type BusinessOperationId, type JsonSchema, type ProviderKey, type RetrySafetyCard } from '@retrysafe/contract';
+import { createHttpAdapter, type HttpAdapter } from './http-adapter.js';
+import { readPath, type HttpErrorSpec, type HttpKeySpec, type HttpLookupSpec, type HttpMethod, type HttpOperationSpec, type HttpPreconditionSpec, type LookupReadContext, type StatusReading } from './http-operations.js';
+
+/**
+ * An HTTP operation declared as plain data (JSON/YAML), no functions: the parts that are code in an
+ * `HttpOperationSpec` (the body builder, the lookup's `match` and `applied`) become templates and
+ * field comparisons. `createHttpAdapterFromDeclaration` turns it into a spec and hands it to
+ * `createHttpAdapter`, so every consistency check of a code declaration applies to it unchanged.
+ */
+
+/**
+ * A value template. A string that is exactly `{name}` becomes the value of param `name` (any type;
+ * dot paths allowed), `{key}` the provider key, `{businessOperationId}` the id; `{name}` inside a
+ * longer string is interpolated; objects and arrays are filled member by member; anything else is a literal.
+ */
+export type Template = string | number | boolean | null | readonly Template[] | { readonly [k: string]: Template };
+
+/** Picks an item: every `where` path of the item must equal its filled template. */
+export interface MatchDeclaration {
+  /** Dot path of the list in the response body; omit when the body is the list itself. */
+  readonly items?: string;
+  readonly where: Readonly<Record<string, Template>>;
+}
+
+export type HttpLookupDeclaration =
+  | { readonly method: 'get-by-key'; readonly path: string; readonly applied?: { readonly where: Readonly<Record<string, Template>> } }
+  | {
+      readonly method: 'status-url';
+      readonly status: StatusReading;
+      readonly withoutStatusRef?: 'resend-same-key' | 'cannot-tell' | { readonly path: string; readonly match: MatchDeclaration; readonly statusUrlPath: string };
+    }
+  | { readonly method: 'search'; readonly path: string; readonly match: MatchDeclaration; readonly refPath?: string }
+  | { readonly method: 'resend-same-key' }
+  | { readonly method: 'none' };
+
+/** The four server patterns the package ships loopback sandboxes for (what `retrysafe drill --config` runs against). */
+export type HttpPattern = 'ietf-idempotency-key' | 'async-request-reply' | 'etag' | 'client-token';
+
+export interface HttpOperationDeclaration {
+  readonly description: string;
+  readonly method: HttpMethod;
+  readonly path: string;
+  readonly key: HttpKeySpec;
+  readonly card: RetrySafetyCard;
+  readonly lookup: HttpLookupDeclaration;
+  readonly precondition?: HttpPreconditionSpec;
+  readonly errors: HttpErrorSpec;
+  readonly asyncReply?: boolean;
+  /** JSON body template; default: the params minus path placeholders and the precondition param. */
+  readonly body?: Template;
+  readonly refPath?: string;
+  readonly requestIdHeader?: string;
+  readonly paramsSchema?: JsonSchema;
+  readonly sensitiveFields?: readonly string[];
+  /** For the drill: the pattern sandbox to run against, params of drill operation i, the intent field to change. */
+  readonly drill?: { readonly pattern?: HttpPattern; readonly params?: Readonly<Record<string, Template>>; readonly changeIntent?: string };
+}
+
+export interface HttpAdapterDeclaration {
+  readonly provider: string;
+  readonly baseUrl: string;
+  readonly timeoutMs: number;
+  /** Resolved header values (the config reads credentials from the environment before this point). */
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly operations: Readonly<Record<string, HttpOperationDeclaration>>;
+}
+
+type Ids = { readonly businessOperationId: BusinessOperationId; readonly providerKey: ProviderKey | null };
+const WHOLE = /^\{([A-Za-z0-9_.]+)\}$/;
+const INNER = /\{([A-Za-z0-9_.]+)\}/g;
+
+function lookupName(name: string, params: Record<string, unknown>, ids: Ids): unknown {
+  if (name === 'key') return ids.providerKey;
+  if (name === 'businessOperationId') return ids.businessOperationId;
+  return readPath(params, name);
+}
+
+/** Fills a template (see `Template`). A whole-string placeholder with no value becomes undefined (left out of objects). */
+export function fillTemplate(t: Template, params: Record<string, unknown>, ids: Ids): unknown {
+  if (typeof t === 'string') {
+    const whole = WHOLE.exec(t);
+    if (whole) return lookupName(whole[1]!, params, ids);
+    return t.replace(INNER, (m, name: string) => {
+      const v = lookupName(name, params, ids);
+      return v === undefined || v === null ? m : String(v);
+    });
+  }
+  if (Array.isArray(t)) return t.map((x) => fillTemplate(x, params, ids));
+  if (t && typeof t === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(t)) {
+      const filled = fillTemplate(v as Template, params, ids);
+      if (filled !== undefined) out[k] = filled;
+    }
+    return out;
+  }
+  return t;
+}
+
+/** Names a template refers to (for checks at construction). */
+export function templateNames(t: Template | undefined): string[] {
+  if (typeof t === 'string') return [...t.matchAll(INNER)].map((m) => m[1]!);
+  if (Array.isArray(t)) return t.flatMap((x) => templateNames(x));
+  if (t && typeof t === 'object') return Object.values(t).flatMap((x) => templateNames(x as Template));
+  return [];
+}
+
+const same = (a: unknown, b: unknown) => (typeof a === 'number' || typeof b === 'number' ? String(a) === String(b) : JSON.stringify(a) === JSON.stringify(b));
+
+function whereHolds(item: unknown, where: Readonly<Record<string, Template>>, ctx: LookupReadContext): boolean {
+  return Object.entries(where).every(([path, t]) => {
+    const want = fillTemplate(t, ctx.params, ctx);
+    return want !== undefined && same(readPath(item, path), want);
+  });
+}
+
+function matcher(m: MatchDeclaration): (body: unknown, ctx: LookupReadContext) => unknown {
+  return (body, ctx) => {
+    const list = m.items ? readPath(body, m.items) : body;
+    return Array.isArray(list) ? list.find((item) => whereHolds(item, m.where, ctx)) : undefined;
+  };
+}
+
+function lookupSpec(l: HttpLookupDeclaration): HttpLookupSpec {
+  switch (l.method) {
+    case 'get-by-key': {
+      const applied = l.applied;
+      return { method: 'get-by-key', path: l.path, ...(applied ? { applied: (resource: unknown, ctx: LookupReadContext) => whereHolds(resource, applied.where, ctx) } : {}) };
+    }
+    case 'status-url': {
+      const w = l.withoutStatusRef;
+      return {
+        method: 'status-url',
+        status: l.status,
+        ...(w === undefined ? {} : typeof w === 'string' ? { withoutStatusRef: w } : { withoutStatusRef: { path: w.path, match: matcher(w.match), statusUrlPath: w.statusUrlPath } }),
+      };
+    }
+    case 'search':
+      return { method: 'search', path: l.path, match: matcher(l.match), ...(l.refPath ? { refPath: l.refPath } : {}) };
+    default:
+      return l;
+  }
+}
+
+/** Turns one data declaration into the `HttpOperationSpec` `createHttpAdapter` takes. */
+export function operationFromDeclaration(provider: string, name: string, d: HttpOperationDeclaration): HttpOperationSpec {
+  const fail = (msg: string): never => {
+    throw new AdapterConfigurationError(provider, `operation ${name}: ${msg}`);
+  };
+  if (!d || typeof d !== 'object') fail('expected an object');
+  const intent = new Set(d.card?.businessOperationId?.intentFields ?? []);
+  const allowed = (n: string) => n === 'key' || n === 'businessOperationId' || intent.has(n.split('.')[0]!) || Object.prototype.hasOwnProperty.call((d.paramsSchema as { properties?: object } | undefined)?.properties ?? {}, n.split('.')[0]!);
+  for (const n of templateNames(d.body)) if (!allowed(n)) fail(`body template {${n}} is neither an intent field, a declared param (paramsSchema.properties), {key} nor {businessOperationId}`);
+  const wheres = [d.lookup?.method === 'search' ? d.lookup.match.where : undefined, d.lookup?.method === 'get-by-key' ? d.lookup.applied?.where : undefined, d.lookup?.method === 'status-url' && typeof d.lookup.withoutStatusRef === 'object' ? d.lookup.withoutStatusRef.match.where : undefined];
+  for (const w of wheres) {
+    if (w && Object.keys(w).length === 0) fail('a lookup match needs at least one `where` comparison (an empty one would match any item)');
+    for (const n of templateNames(w as Template | undefined)) if (!allowed(n)) fail(`lookup template {${n}} is neither an intent field, a declared param, {key} nor {businessOperationId}`);
+  }
+  const body = d.body;
+  return {
+    description: d.description,
+    method: d.method,
+    path: d.path,
+    key: d.key,
+    card: d.card,
+    lookup: lookupSpec(d.lookup),
+    ...(d.precondition ? { precondition: d.precondition } : {}),
+    errors: d.errors,
+    ...(d.asyncReply !== undefined ? { asyncReply: d.asyncReply } : {}),
+    ...(body !== undefined ? { body: (params: Record<string, unknown>, ids: Ids) => fillTemplate(body, params, ids) } : {}),
+    ...(d.refPath ? { refPath: d.refPath } : {}),
+    ...(d.requestIdHeader ? { requestIdHeader: d.requestIdHeader } : {}),
+    ...(d.paramsSchema ? { paramsSchema: d.paramsSchema } : {}),
+    ...(d.sensitiveFields ? { sensitiveFields: d.sensitiveFields } : {}),
+  };
+}
+
+/** An adapter built from a data declaration (a config file's `type: http` adapter). */
+export function createHttpAdapterFromDeclaration(d: HttpAdapterDeclaration): HttpAdapter {
+  const operations: Record<string, HttpOperationSpec> = {};
+  for (const [name, op] of Object.entries(d.operations ?? {})) operations[name] = operationFromDeclaration(d.provider, name, op);
+  return createHttpAdapter({ provider: d.provider, baseUrl: d.baseUrl, timeoutMs: d.timeoutMs, ...(d.headers ? { headers: d.headers } : {}), operations });
+}

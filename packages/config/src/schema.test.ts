@@ -1,0 +1,66 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse as parseYaml } from 'yaml';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { describe, expect, it } from 'vitest';
+import { checkSchema, configSchema, didYouMean, type SchemaNode } from './index.js';
+
+// The published schema is checked by a real JSON Schema 2020-12 validator (what editors run) and by
+// parseConfig's own checker: on every sample they must agree on valid / invalid.
+const schemaFile = JSON.parse(readFileSync(new URL('../schema.json', import.meta.url), 'utf8')) as SchemaNode;
+const ajv = new Ajv2020({ allErrors: true, strict: false });
+const validate = ajv.compile(schemaFile);
+const root = dirname(fileURLToPath(import.meta.url));
+const example = parseYaml(readFileSync(join(root, '../../../docs/examples/http-api/retrysafe.yaml'), 'utf8')) as Record<string, unknown>;
+const readmeYaml = /```yaml\n([\s\S]*?)```/.exec(readFileSync(join(root, '../README.md'), 'utf8'))![1]!;
+
+const valid: [string, unknown][] = [
+  ['the docs example (four http operations)', example],
+  ['the README example', parseYaml(readmeYaml)],
+  ['a minimal config', { adapters: { stripe: { apiKeyEnv: 'STRIPE_KEY' } } }],
+  ['postgres ledger, policy, redact, $schema', { $schema: './schema.json', ledger: 'postgres://db/rs', policy: { maxAttempts: 3, baseMs: 0, capMs: 10 }, redact: { fields: ['email'] }, adapters: { hubspot: { accessTokenEnv: 'H', searchSettleMs: null } } }],
+];
+const invalid: [string, unknown][] = [
+  ['ledgr', { ledgr: 'x', adapters: {} }],
+  ['adapter typo', { adapters: { stripe: { apiKeyEnv: 'K', timoutMs: 1 } } }],
+  ['maxAttempts 0', { adapters: {}, policy: { maxAttempts: 0 } }],
+  ['negative delay', { adapters: {}, policy: { baseMs: -1 } }],
+  ['env var with a space', { adapters: { stripe: { apiKeyEnv: 'MY KEY' } } }],
+  ['module adapter without module', { adapters: { acme: { export: 'x' } } }],
+  ['http adapter with a module key', { adapters: { acme: { type: 'http', baseUrl: 'http://x', timeoutMs: 1, operations: {}, module: 'x' } } }],
+  ['unknown adapter type', { adapters: { acme: { type: 'grpc', module: 'x' } } }],
+  ['operations not strings', { adapters: {}, operations: [1] }],
+  ['operation without a dot', { adapters: {}, operations: ['stripe'] }],
+];
+const mutate = (f: (o: Record<string, Record<string, unknown>>) => void): unknown => {
+  const copy = structuredClone(example) as { adapters: { acme: { operations: Record<string, Record<string, unknown>> } } };
+  f(copy.adapters.acme.operations);
+  return copy;
+};
+invalid.push(
+  ['key travels typo', mutate((o) => void (o['orders.create']!.key = { travels: 'headr', name: 'K' }))],
+  ['lookup without match', mutate((o) => void (o['orders.create']!.lookup = { method: 'search', path: '/o' }))],
+  ['GET is not state-changing', mutate((o) => void (o['orders.create']!.method = 'GET'))],
+  ['path without a slash', mutate((o) => void (o['orders.create']!.path = 'orders'))],
+  ['error rule outcome typo', mutate((o) => void ((o['orders.create']!.errors as { rules: Record<string, unknown>[] }).rules[0]!.outcome = 'rejectd'))],
+  ['drill pattern typo', mutate((o) => void (o['orders.create']!.drill = { pattern: 'ietf' }))],
+);
+
+describe('schema.json is a real JSON Schema and agrees with parseConfig’s checker', () => {
+  it.each(valid)('valid: %s', (_name, value) => {
+    expect(validate(value), JSON.stringify(validate.errors)).toBe(true);
+    expect(checkSchema(value, configSchema as SchemaNode, configSchema as SchemaNode)).toEqual([]);
+  });
+  it.each(invalid)('invalid: %s', (_name, value) => {
+    expect(validate(value)).toBe(false);
+    expect(checkSchema(value, configSchema as SchemaNode, configSchema as SchemaNode).length).toBeGreaterThan(0);
+  });
+
+  it('suggests only close keys', () => {
+    expect(didYouMean('ledgr', ['ledger', 'adapters'])).toBe('ledger');
+    expect(didYouMean('Ledger', ['ledger'])).toBe('ledger');
+    expect(didYouMean('xyz', ['ledger', 'adapters', 'policy'])).toBeNull();
+    expect(didYouMean('maxAtempts', ['maxAttempts', 'maxElapsedMs'])).toBe('maxAttempts');
+  });
+});
