@@ -53,5 +53,7 @@ describe('drills for a declaration', () => {
     expect(d!.name).toBe('acme--ietf-idempotency-key');
     expect(d!.operations['orders.create']!.params(7)).toEqual({ customer: 'cus_7', sku: 'sku_1', quantity: 2, orderRef: 'R-7' });
     expect(d!.operations['orders.create']!.changeIntent!({ orderRef: 'R-7' })).toEqual({ orderRef: 'R-7-changed' });
+    const two = drillsForDeclaration({ name: 'acme', provider: 'acme', operations: { 'orders.create': base, 'orders.again': base } });
+    expect(two.map((x) => x.name)).toEqual(['acme--ietf-idempotency-key--orders.create', 'acme--ietf-idempotency-key--orders.again']);
   });
 });

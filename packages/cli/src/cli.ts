@@ -43,9 +43,10 @@ const USAGE_CODES = ['RETRYSAFE_INVALID_ID', 'RETRYSAFE_CONFIG'];
 /** A file-system error (ENOENT, EACCES, ENOTDIR…) as one line naming the path, or null for anything else. */
 function fileSystemError(e: unknown): string | null {
   const x = e as NodeJS.ErrnoException | null;
-  if (!x || typeof x !== 'object' || typeof x.code !== 'string' || !/^E[A-Z]+$/.test(x.code) || typeof x.syscall !== 'string') return null;
+  // a path is what makes it a file-system error (a refused connection has a syscall and a code, but no path)
+  if (!x || typeof x !== 'object' || typeof x.code !== 'string' || !/^E[A-Z]+$/.test(x.code) || typeof x.syscall !== 'string' || typeof x.path !== 'string') return null;
   const what: Record<string, string> = { ENOENT: 'no such file or directory', EACCES: 'permission denied', EPERM: 'operation not permitted', ENOTDIR: 'a part of the path is a file, not a directory', EISDIR: 'is a directory', EEXIST: 'already exists', ENOSPC: 'no space left on the device', EROFS: 'read-only file system' };
-  return `cannot ${x.syscall}${x.path ? ` ${x.path}` : ''}: ${what[x.code] ?? x.code} (${x.code})`;
+  return `cannot ${x.syscall} ${x.path}: ${what[x.code] ?? x.code} (${x.code})`;
 }
 
 /** Runs the CLI with `argv` (without node and script) and returns the exit code; never calls process.exit. */

@@ -38,6 +38,12 @@ describe('an HTTP API declared in the config, no code (fails on main: no http ad
     await (acme as AdapterV1 & { close(): Promise<void> }).close();
   });
 
+  it('the example cards are @retrysafe/http’s reference cards for provider acme (regenerate: node packages/config/scripts/write-example-cards.mjs)', async () => {
+    // @ts-expect-error — a plain .mjs script without types
+    const { EXAMPLE_CARDS, render } = (await import('../scripts/write-example-cards.mjs')) as { EXAMPLE_CARDS: Record<string, (p: string) => unknown>; render: (c: unknown) => string };
+    for (const [file, make] of Object.entries(EXAMPLE_CARDS)) expect(readFileSync(join(exampleDir, file), 'utf8'), file).toBe(render(make('acme')));
+  });
+
   it('runs through the runner against the IETF sandbox: body mapped from the template, key and Authorization sent, the search lookup finds the order', async () => {
     const sb = await startIetfKeySandbox({ port: 0 });
     closers.push(() => sb.close());

@@ -132,8 +132,11 @@ export interface DeclaredDrillInput {
  * declaration must speak the pattern's reference dialect (paths, bodies, error codes; see README).
  */
 export function drillsForDeclaration(input: DeclaredDrillInput): HttpDrill[] {
+  const patterns = Object.values(input.operations).map(patternOf);
   return Object.entries(input.operations).map(([op, d]) => {
     const pattern = patternOf(d);
+    // one drill per operation: named by its pattern, and by the operation too when two share a pattern
+    const name = patterns.filter((p) => p === pattern).length > 1 ? `${input.name}--${pattern}--${op}` : `${input.name}--${pattern}`;
     const b = PATTERN_BENCHES[pattern];
     if (!b) throw new AdapterConfigurationError(input.provider, `operation ${op}: drill.pattern ${String(pattern)} is not one of ${Object.keys(PATTERN_BENCHES).join(', ')}`);
     const tpl = d.drill?.params;
@@ -142,7 +145,7 @@ export function drillsForDeclaration(input: DeclaredDrillInput): HttpDrill[] {
     const change = d.drill?.changeIntent ?? (d.card.businessOperationId.intentFields.includes(b.change) ? b.change : d.card.businessOperationId.intentFields.at(-1) ?? b.change);
     const createAdapter: HttpDrill['createAdapter'] = ({ baseUrl, timeoutMs }) =>
       createHttpAdapterFromDeclaration({ provider: input.provider, baseUrl, timeoutMs, ...(input.headers ? { headers: input.headers } : {}), operations: { [op]: d } });
-    return benchDrill(`${input.name}--${pattern}`, b, op, createAdapter, params, change);
+    return benchDrill(name, b, op, createAdapter, params, change);
   });
 }
 

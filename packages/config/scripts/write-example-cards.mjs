@@ -1,0 +1,14 @@
+// Regenerates the cards of docs/examples/http-api from @retrysafe/http's reference cards (provider "acme"),
+// so the no-code example cites what the package's own cards cite. Run after `pnpm build`:
+//   node packages/config/scripts/write-example-cards.mjs
+import { writeFileSync } from 'node:fs';
+import { stringify } from 'yaml';
+import { documentsUpdateCard, exportsCreateCard, instancesRunCard, ordersCreateCard } from '@retrysafe/http';
+
+export const EXAMPLE_CARDS = { 'orders.card.yaml': ordersCreateCard, 'exports.card.yaml': exportsCreateCard, 'documents.card.yaml': documentsUpdateCard, 'instances.card.yaml': instancesRunCard };
+export const HEADER = '# A retry safety card as data: every fact is { value, source }; a value may be "unknown".\n';
+export const render = (card) => HEADER + stringify(JSON.parse(JSON.stringify(card)), { lineWidth: 0 });
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  for (const [file, make] of Object.entries(EXAMPLE_CARDS)) writeFileSync(new URL(`../../../docs/examples/http-api/${file}`, import.meta.url), render(make('acme')));
+}
