@@ -2,7 +2,7 @@ import type { LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
 
 /**
  * Maps every Graph response and every transport failure into exactly one Outcome
- * (DESIGN.md §3), keeping the HTTP status, Graph's error code and the `request-id`.
+ * (docs/concepts.md, "Outcomes and the decision table"), keeping the HTTP status, Graph's error code and the `request-id`.
  *
  * | seen                                   | outcome                                             |
  * |----------------------------------------|-----------------------------------------------------|

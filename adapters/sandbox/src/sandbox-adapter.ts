@@ -42,7 +42,7 @@ export interface SandboxResult {
 
 const toResult = (r: SandboxRecord): SandboxResult => ({ id: r.id, status: r.status, createdAt: r.createdAt });
 
-/** Classifies one in-process sandbox response into exactly one outcome (DESIGN.md §3). */
+/** Classifies one in-process sandbox response into exactly one outcome (docs/concepts.md, "Outcomes and the decision table"). */
 export function classifySandboxResponse(res: SandboxResponse): Outcome {
   switch (res.type) {
     case 'created':

@@ -1,6 +1,6 @@
 import { UNKNOWN, type RetrySafetyCard } from './card.js';
 
-/** Human labels for card fields, in the order DESIGN.md §2 lists them. */
+/** Human labels for card fields, in the order of the card type (`RetrySafetyCard` in card.ts). */
 const LABELS: ReadonlyArray<readonly [path: string, label: string]> = [
   ['operation', 'Operation'],
   ['provider', 'Provider'],
@@ -66,7 +66,7 @@ export interface CardRow {
   readonly source: string | null;
 }
 
-/** The card as rows, one per field, in DESIGN.md order. */
+/** The card as rows, one per field, in the order of the card type. */
 export function cardRows(card: RetrySafetyCard): CardRow[] {
   return LABELS.map(([path, label]) => {
     const raw = get(card, path);

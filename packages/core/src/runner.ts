@@ -207,7 +207,7 @@ function isLookupResult(o: unknown): o is LookupResult {
 const isTerminalState = (s: OperationState) => TERMINAL_STATES.includes(s);
 const errText = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
 
-/** The runner (DESIGN.md §3–5): claim, dispatch once, reconcile, retry within bounds, or hand off. */
+/** The runner (docs/concepts.md): claim, dispatch once, reconcile, retry within bounds, or hand off. */
 export function createRunner(options: RunnerOptions): Runner {
   if (typeof options !== 'object' || options === null || !options.ledger) throw new RunnerConfigurationError('ledger', 'createRunner needs { ledger }');
   const ledger = options.ledger;
