@@ -3,6 +3,7 @@ import {
   SPECIFICATION_VERSION,
   UnknownOperationError,
   type AdapterV1,
+  type TypedAdapter,
   type BusinessOperationId,
   type ExecuteContext,
   type LookupContext,
@@ -23,6 +24,7 @@ import {
   problemWithParams,
   providerKeyFor,
   type ContactsUpdateParams,
+  type HubSpotOperationTypes,
   type ObjectsUpsertParams,
   type Runtime,
   type TicketsCreateParams,
@@ -48,7 +50,7 @@ export interface HubSpotAdapterOptions {
   readonly searchSettleMs?: number | null;
 }
 
-export type HubSpotAdapter = AdapterV1 & {
+export type HubSpotAdapter = TypedAdapter<HubSpotOperationTypes> & {
   readonly provider: 'hubspot';
   readonly operations: Readonly<Record<HubSpotOperationName, OperationSpec>>;
 };

@@ -10,6 +10,7 @@ import {
   type OperationSpec,
   type Outcome,
   type ProviderKey,
+  type TypedAdapter,
 } from '@retrysafe/contract';
 import Stripe from 'stripe';
 import {
@@ -20,7 +21,7 @@ import {
 } from './stripe-cards.js';
 import { classifyStripeError, classifyStripeResult, isReplayedHeaders } from './stripe-errors.js';
 import { ClosedConnectionGuard } from './stripe-http-client.js';
-import { metadataQuery, stripeOperations, type StripeObject, type StripeOperation } from './stripe-operations.js';
+import { metadataQuery, stripeOperations, type StripeObject, type StripeOperation, type StripeOperationTypes } from './stripe-operations.js';
 
 export interface StripeAdapterOptions {
   /** Secret or restricted key. Required unless `client` is given. */
@@ -38,7 +39,8 @@ export interface StripeAdapterOptions {
   client?: Stripe;
 }
 
-export interface StripeAdapter extends AdapterV1 {
+/** Typed: `runner.run(stripe, 'paymentIntents.create', { params })` is checked against StripeOperationTypes. */
+export interface StripeAdapter extends TypedAdapter<StripeOperationTypes> {
   readonly provider: 'stripe';
 }
 

@@ -6,6 +6,7 @@ export * from './card-validate.js';
 export * from './card-render.js';
 export * from './outcome.js';
 export * from './adapter.js';
+export * from './typed-operations.js';
 export * from './ledger.js';
 export * from './receipt.js';
 export * from './handoff.js';

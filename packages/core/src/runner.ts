@@ -47,6 +47,7 @@ import { leaseLive } from './ledger/transitions.js';
 import { sealReceipt } from './receipts.js';
 import { createRedactor, type RedactOptions, type Redactor } from './redact.js';
 import { resolvePolicy, type PolicyOverrides, type RetryPolicy } from './retry-policy.js';
+import type { RunFunction } from './typed-run.js';
 
 export interface LogEntry {
   readonly at: string;
@@ -128,7 +129,8 @@ export type ResolveResult =
   | { readonly status: 'resolved'; readonly businessOperationId: BusinessOperationId; readonly state: 'succeeded' | 'abandoned'; readonly providerRef: string | null };
 
 export interface Runner {
-  run(adapter: AdapterV1, operation: string, input: RunInput): Promise<RunResult>;
+  /** Typed from the adapter when it is a `TypedAdapter` (see typed-run.ts); untyped adapters as before. */
+  run: RunFunction;
   /** Reconciles operations left claimed/dispatched/unknown/in-progress by a worker whose lease expired. */
   recover(options: { readonly adapters: readonly AdapterV1[]; readonly limit?: number }): Promise<RecoverReport[]>;
   /** A person's decision on a handed-off operation. `resume` re-sends with the SAME provider key. */
@@ -828,5 +830,5 @@ export function createRunner(options: RunnerOptions): Runner {
     return { status: 'resolved', businessOperationId: id, state: after.state as 'succeeded' | 'abandoned', providerRef: after.providerRef };
   }
 
-  return { run, recover, resolve };
+  return { run: run as RunFunction, recover, resolve };
 }
