@@ -43,6 +43,11 @@ const LABELS: ReadonlyArray<readonly [path: string, label: string]> = [
   ['receipts', 'Receipts go to'],
 ];
 
+/** The human label of a card field (`lookup.consistencyDelay` → "Lookup consistency delay"), or the path itself. */
+export function cardFieldLabel(path: string): string {
+  return LABELS.find(([p]) => p === path)?.[1] ?? path;
+}
+
 function get(obj: unknown, path: string): unknown {
   return path.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], obj);
 }

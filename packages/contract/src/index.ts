@@ -3,6 +3,7 @@ export * from './canonical.js';
 export * from './duration.js';
 export * from './card.js';
 export * from './card-validate.js';
+export * from './card-parse.js';
 export * from './card-render.js';
 export * from './outcome.js';
 export * from './adapter.js';
