@@ -48,8 +48,10 @@ import { sealReceipt } from './receipts.js';
 import { createRedactor, type RedactOptions, type Redactor } from './redact.js';
 import { resolvePolicy, type PolicyOverrides, type RetryPolicy } from './retry-policy.js';
 import type { RunFunction } from './typed-run.js';
+import { createTelemetry, type EventFields, type TelemetryOptions } from './telemetry.js';
 
-export interface LogEntry {
+/** A runner event: free text for people, plus the structured fields (attempt, outcome, decision, delay, handoff reason) where they apply. */
+export interface LogEntry extends EventFields {
   readonly at: string;
   readonly level: 'info' | 'warn';
   readonly event: string;
@@ -73,6 +75,8 @@ export interface RunnerOptions {
   readonly owner?: string;
   /** Receives every log line the runner writes (redacted). Default: none. */
   readonly logger?: (entry: LogEntry) => void;
+  /** OpenTelemetry providers for spans and metrics (default: the global ones, a no-op without an SDK). */
+  readonly telemetry?: TelemetryOptions;
 }
 
 export interface RunInput {
@@ -223,11 +227,17 @@ export function createRunner(options: RunnerOptions): Runner {
   const baseRedactor = createRedactor(options.redact ?? {});
   const iso = (t: number) => new Date(t).toISOString();
 
-  const log = (level: LogEntry['level'], event: string, message: string, op?: Pick<Op, 'id' | 'card' | 'redactor'>) => {
+  const tele = createTelemetry(options.telemetry, () => clock.now());
+  const log = (level: LogEntry['level'], event: string, message: string, op?: Pick<Op, 'id' | 'card' | 'redactor'>, fields?: EventFields) => {
+    try {
+      tele.event(event, level, fields, op?.card.operation);
+    } catch {
+      // Telemetry must not change what happens to the operation either.
+    }
     if (!options.logger) return;
     const text = (op?.redactor ?? baseRedactor).text(message);
     try {
-      options.logger({ at: iso(clock.now()), level, event, ...(op ? { businessOperationId: op.id, operation: op.card.operation } : {}), message: text });
+      options.logger({ at: iso(clock.now()), level, event, ...(op ? { businessOperationId: op.id, operation: op.card.operation } : {}), ...fields, message: text });
     } catch {
       // A failing logger must not change what happens to the operation.
     }
@@ -259,7 +269,7 @@ export function createRunner(options: RunnerOptions): Runner {
       now: clock.now(),
     };
     const base = { adapter, opName: operation, card, policy, redactor, id, providerKey, runId, params: input.params ?? null, signal: input.signal };
-    return claimAndDrive(base, claimInput, paramsFingerprint);
+    return tele.run({ operation: card.operation, provider: adapter.provider, businessOperationId: id }, () => claimAndDrive(base, claimInput, paramsFingerprint));
   }
 
   type OpBase = Pick<Op, 'adapter' | 'opName' | 'card' | 'policy' | 'redactor' | 'id' | 'providerKey' | 'runId' | 'params' | 'signal'>;
@@ -362,7 +372,7 @@ export function createRunner(options: RunnerOptions): Runner {
     let decision = first;
     let obs: Observation = null;
     for (;;) {
-      log('info', 'decision', `${decision.action}${'delayMs' in decision ? ` in ${decision.delayMs} ms` : ''}: ${decision.why}`, op);
+      log('info', 'decision', `${decision.action}${'delayMs' in decision ? ` in ${decision.delayMs} ms` : ''}: ${decision.why}`, op, { decision: decision.action, ...('delayMs' in decision ? { delayMs: decision.delayMs } : {}) });
       if (decision.action === 'complete') return complete(op, obs, decision.adopted);
       if (decision.action === 'handoff') return handOff(op, decision);
 
@@ -468,7 +478,7 @@ export function createRunner(options: RunnerOptions): Runner {
     }
     op.lastDispatchedAt = op.record.updatedAt;
     op.runAttempts++;
-    log('info', 'dispatch', `provider call ${op.record.attemptCount} (run attempt ${op.runAttempts}) with key ${op.providerKey ?? '(none)'}`, op);
+    log('info', 'dispatch', `provider call ${op.record.attemptCount} (run attempt ${op.runAttempts}) with key ${op.providerKey ?? '(none)'}`, op, { attempt: op.record.attemptCount });
     let outcome: Outcome;
     try {
       const o = await withHeartbeat(op, () => op.adapter.doExecute(op.opName, op.params, {
@@ -484,7 +494,7 @@ export function createRunner(options: RunnerOptions): Runner {
     } catch (err) {
       outcome = { kind: 'unknown', cause: 'other', message: `adapter threw instead of classifying: ${errText(err)}` };
     }
-    log('info', 'outcome', `${outcome.kind}${outcome.status !== undefined ? ` (${outcome.status})` : ''}${'message' in outcome && outcome.message ? `: ${outcome.message}` : ''}`, op);
+    log('info', 'outcome', `${outcome.kind}${outcome.status !== undefined ? ` (${outcome.status})` : ''}${'message' in outcome && outcome.message ? `: ${outcome.message}` : ''}`, op, { attempt: op.record.attemptCount, outcome: outcome.kind, ...(outcome.status !== undefined ? { status: outcome.status } : {}) });
     return outcome;
   }
 
@@ -510,7 +520,7 @@ export function createRunner(options: RunnerOptions): Runner {
     } catch (err) {
       result = { kind: 'cannot-tell', reason: `lookup failed: ${errText(err)}` };
     }
-    log('info', 'lookup', `${result.kind}${result.kind === 'found' ? ` (${result.outcome.kind})` : ` (${result.reason})`}`, op);
+    log('info', 'lookup', `${result.kind}${result.kind === 'found' ? ` (${result.outcome.kind})` : ` (${result.reason})`}`, op, { outcome: result.kind });
     return result;
   }
 
@@ -621,7 +631,7 @@ export function createRunner(options: RunnerOptions): Runner {
     } else if (pending !== null) {
       await appendReceipt(op, pending);
     }
-    log('info', 'done', `succeeded${adopted ? ' (adopted)' : ''} after ${op.record.attemptCount} provider call(s)${providerRef ? `, ref ${providerRef}` : ''}`, op);
+    log('info', 'done', `succeeded${adopted ? ' (adopted)' : ''} after ${op.record.attemptCount} provider call(s)${providerRef ? `, ref ${providerRef}` : ''}`, op, { attempt: op.record.attemptCount, adopted });
     return { status: 'done', businessOperationId: op.id, result, providerRef, adopted, attempts: op.record.attemptCount, receipts: [...op.receipts] };
   }
 
@@ -641,7 +651,7 @@ export function createRunner(options: RunnerOptions): Runner {
     const packet = buildPacket({ record: op.record, reason: decision.reason, explanation, receipts, resendSafe: safety.safe, now });
     op.record = pending !== null ? await ledger.handOff(op.ref, packet, now, pending) : await ledger.handOff(op.ref, packet, now);
     if (pending !== null) recorded(op, pending);
-    log('warn', 'handoff', `${decision.reason}: ${explanation}`, op);
+    log('warn', 'handoff', `${decision.reason}: ${explanation}`, op, { handoffReason: decision.reason, attempt: op.record.attemptCount });
     if (sink) {
       try {
         await sink.send(packet);
