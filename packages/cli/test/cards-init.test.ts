@@ -130,6 +130,19 @@ describe('retrysafe cards init (interactive)', () => {
   });
 });
 
+describe('retrysafe cards validate', () => {
+  it('reads card files as the runner would: a good YAML card passes with its refusals, a typo fails with its path (exit 1)', async () => {
+    const from = join(dir, 'partial.yaml');
+    writeFileSync(from, PARTIAL);
+    await cardsInit({ from, out: join(dir, 'good.yaml') });
+    writeFileSync(join(dir, 'bad.json'), JSON.stringify({ ...readCardFile(join(dir, 'good.yaml')), concurency: 'x' }));
+    const r = await cli(['cards', 'validate', join(dir, 'good.yaml'), join(dir, 'bad.json')]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/✓ .*good\.yaml: acme\.orders\.create \(\d+ unknown fact\(s\)\)\n  the runner will refuse:/);
+    expect(r.stderr).toMatch(/✗ .*bad\.json: 1 problem\(s\)\n  - concurency: unexpected field/);
+  });
+});
+
 describe('readCardFile', () => {
   it('a JSON card with a typo is a CardValidationError naming the field', () => {
     const file = join(dir, 'c.json');

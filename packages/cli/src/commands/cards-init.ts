@@ -6,6 +6,7 @@ import {
   CARD_SCHEMA_VERSION,
   cardFieldLabel,
   cardJsonSchema,
+  CardValidationError,
   UNKNOWN,
   validateCard,
   type CardProblem,
@@ -13,7 +14,7 @@ import {
 } from '@retrysafe/contract';
 import { lookupAvailable, notFoundIsAuthoritative, resendSafety, type DecisionState } from '@retrysafe/core';
 import { stringify as toYaml } from 'yaml';
-import { readDataFile } from '../card-file.js';
+import { readCardFile, readDataFile } from '../card-file.js';
 import { UsageError } from '../registry.js';
 
 /** One field of the card as `cards init` fills it. */
@@ -280,6 +281,20 @@ async function askLeaf(ask: LineReader, leaf: Leaf, label: string, fallback: unk
   }
 }
 
+/** `retrysafe cards validate <file…>`: each JSON/YAML card file read as the runner would, with what it will refuse. */
+export function validateCardFiles(files: readonly string[]): { file: string; ok: boolean; operation?: string; problems: readonly CardProblem[]; unknowns: readonly string[]; refusals: readonly string[] }[] {
+  return files.map((file) => {
+    try {
+      const card = readCardFile(file);
+      return { file, ok: true, operation: card.operation, problems: [], unknowns: validateCard(card).unknowns, refusals: refusals(card) };
+    } catch (e) {
+      if (CardValidationError.isInstance(e)) return { file, ok: false, problems: e.problems, unknowns: [], refusals: [] };
+      if (e instanceof UsageError) return { file, ok: false, problems: [{ path: '(file)', message: e.message }], unknowns: [], refusals: [] };
+      throw e;
+    }
+  });
+}
+
 /** Adds `retrysafe cards init` under the `cards` command. */
 export function registerCardsInit(
   cards: Command,
@@ -306,5 +321,25 @@ export function registerCardsInit(
         (r.written ? ctx.out : ctx.err)(report);
       }
       ctx.setCode(0);
+    });
+
+  cards
+    .command('validate')
+    .description('read retry safety card files (JSON or YAML) as the runner would: every problem with its field, the unknowns, and what the runner will refuse')
+    .argument('<file...>', 'card files')
+    .option('--json', 'print the results as JSON')
+    .action((files: string[], o: { json?: boolean }) => {
+      const results = validateCardFiles(files);
+      if (o.json) ctx.json({ ok: results.every((r) => r.ok), results });
+      else {
+        for (const r of results) {
+          if (!r.ok) {
+            ctx.err(`✗ ${r.file}: ${r.problems.length} problem(s)\n${r.problems.map((p) => `  - ${p.path}: ${p.message}`).join('\n')}`);
+            continue;
+          }
+          ctx.out(`✓ ${r.file}: ${r.operation} (${r.unknowns.length} unknown fact(s))${r.refusals.length ? `\n  the runner will refuse:\n${r.refusals.map((x) => `  - ${x}`).join('\n')}` : ''}`);
+        }
+      }
+      ctx.setCode(results.every((r) => r.ok) ? 0 : 1);
     });
 }
