@@ -108,6 +108,20 @@ describe('code blocks in README.md and docs/', () => {
     expect(errors).toEqual([]);
   });
 
+  it('the card example of docs/writing-an-adapter.md is a card defineCard accepts when it runs', async () => {
+    const block = allBlocks.find((b) => b.file.endsWith('writing-an-adapter.md') && b.code.includes('export const ordersCreateCard = defineCard('));
+    expect(block).toBeDefined();
+    const dir = mkdtempSync(join(cliDir, '.docs-check-'));
+    try {
+      writeFileSync(join(dir, 'card.ts'), block!.code);
+      const mod = (await import(join(dir, 'card.ts'))) as { ordersCreateCard: { operation: string; unverified: unknown[] } };
+      expect(mod.ordersCreateCard.operation).toBe('acme.orders.create');
+      expect(Object.isFrozen(mod.ordersCreateCard)).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('the check itself fails on a block that does not compile', () => {
     const bad: Block = { file: 'x.md', line: 1, info: 'ts', code: "import { createRunner } from '@retrysafe/core';\nconst n: number = createRunner;" };
     const { errors } = compileBlocks([bad]);
