@@ -11,6 +11,7 @@ import {
   deriveProviderKey as deriveKey,
   durationMs,
   type AdapterV1,
+  type TypedAdapter,
   type BusinessOperationId,
   type ExecuteContext,
   type LookupContext,
@@ -48,6 +49,9 @@ export interface HttpAdapter extends AdapterV1 {
   close(): Promise<void>;
 }
 
+/** The declared operation names, typed for `runner.run` (params are the declared body's object; results are the API's JSON). */
+export type TypedHttpOperations<O> = TypedAdapter<{ readonly [K in keyof O & string]: { readonly params: Readonly<Record<string, unknown>>; readonly result: unknown } }>;
+
 type Ids = { businessOperationId: BusinessOperationId; providerKey: ProviderKey | null };
 
 /**
@@ -55,6 +59,7 @@ type Ids = { businessOperationId: BusinessOperationId; providerKey: ProviderKey 
  * never follows redirects (a followed 307/308 re-sends a POST body: a hidden second retrying layer)
  * and ignores proxy environment variables; the runner is the only layer that re-sends.
  */
+export function createHttpAdapter<const O extends Readonly<Record<string, HttpOperationSpec>>>(options: HttpAdapterOptions & { readonly operations: O }): HttpAdapter & TypedHttpOperations<O>;
 export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
   const provider = options?.provider;
   if (typeof provider !== 'string' || !/^[A-Za-z][A-Za-z0-9_-]*$/.test(provider)) {

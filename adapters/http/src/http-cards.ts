@@ -1,8 +1,8 @@
 import { defineCard, fact, type ConcurrencyBehaviour, type RetrySafetyCard } from '@retrysafe/contract';
 
 /**
- * Reference cards: one per pattern, each describing the pattern as shared/providers.md states it and,
- * where the pattern leaves a choice to the server, as the matching loopback sandbox implements it
+ * Reference cards: one per pattern, each describing the pattern as its public specification or
+ * pattern page (cited per fact) states it and, where the pattern leaves a choice to the server, as the matching loopback sandbox implements it
  * (source: the sandbox file). A user pointing this adapter at a real API copies one and replaces every
  * sandbox-sourced fact with that API's documentation — or writes `'unknown'`.
  */

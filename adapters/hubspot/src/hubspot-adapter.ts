@@ -3,6 +3,7 @@ import {
   SPECIFICATION_VERSION,
   UnknownOperationError,
   type AdapterV1,
+  type TypedAdapter,
   type BusinessOperationId,
   type ExecuteContext,
   type LookupContext,
@@ -24,6 +25,7 @@ import {
   problemWithParams,
   providerKeyFor,
   type ContactsUpdateParams,
+  type HubSpotOperationTypes,
   type ObjectsUpsertParams,
   type Runtime,
   type TicketsCreateParams,
@@ -49,7 +51,7 @@ export interface HubSpotAdapterOptions {
   readonly searchSettleMs?: number | null;
 }
 
-export type HubSpotAdapter = AdapterV1 & {
+export type HubSpotAdapter = TypedAdapter<HubSpotOperationTypes> & {
   readonly provider: 'hubspot';
   readonly operations: Readonly<Record<HubSpotOperationName, OperationSpec>>;
 };

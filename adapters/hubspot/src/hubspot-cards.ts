@@ -2,7 +2,7 @@ import { defineCard, fact, formatDuration, type RetrySafetyCard } from '@retrysa
 
 /** Where each provider fact comes from. */
 export const SOURCES = {
-  providers: 'shared/providers.md § HubSpot',
+  providers: 'docs/evidence/hubspot.md',
   contacts: 'https://developers.hubspot.com/docs/api/crm/contacts',
   tickets: 'https://developers.hubspot.com/docs/api/crm/tickets',
   objects: 'https://developers.hubspot.com/docs/api/crm/understanding-the-crm',
@@ -11,8 +11,8 @@ export const SOURCES = {
   errors: 'https://developers.hubspot.com/docs/api/error-handling',
   limits: 'https://developers.hubspot.com/docs/api/usage-details',
   contactConflict: 'https://github.com/stape-io/hubspot-tag/issues/7',
-  sdkRetry: '@hubspot/api-client 14.0.1 lib/src/services/decorators/RetryDecorator.js',
-  sdkDecorators: '@hubspot/api-client 14.0.1 lib/src/services/ApiDecoratorService.js, lib/src/client.js',
+  sdkRetry: 'https://unpkg.com/@hubspot/api-client@14.0.1/lib/src/services/decorators/RetryDecorator.js',
+  sdkDecorators: 'https://unpkg.com/@hubspot/api-client@14.0.1/lib/src/services/ApiDecoratorService.js, https://unpkg.com/@hubspot/api-client@14.0.1/lib/src/client.js',
 } as const;
 
 export interface HubSpotCardOptions {
@@ -41,7 +41,7 @@ const POLICY = {
 
 const REQUEST_ID_NOTE = {
   field: 'ids.request',
-  condition: 'error bodies carry correlationId (documented); the X-HubSpot-Correlation-Id header the adapter reads on successful answers is not in providers.md',
+  condition: 'error bodies carry correlationId (documented); the X-HubSpot-Correlation-Id header the adapter reads on successful answers is not documented (docs/evidence/hubspot.md)',
   source: SOURCES.errors,
 };
 

@@ -4,7 +4,7 @@ import { NotSentError, type WireRecord } from './hubspot-http.js';
 
 /**
  * Maps every HubSpot response and every failure of one SDK call into exactly one Outcome
- * (DESIGN.md §3), keeping the HTTP status, HubSpot's category / policy name and its correlationId.
+ * (docs/concepts.md, "Outcomes and the decision table"), keeping the HTTP status, HubSpot's category / policy name and its correlationId.
  *
  * | seen | outcome |
  * |---|---|

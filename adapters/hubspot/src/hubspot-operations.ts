@@ -37,6 +37,13 @@ export interface TicketsCreateParams {
   readonly properties: Readonly<{ subject: string; hs_pipeline: string; hs_pipeline_stage: string; content?: string } & Record<string, PropertyValue>>;
 }
 
+/** Each HubSpot operation's params and the record a `done` result holds (runner.run checks a call against them). */
+export type HubSpotOperationTypes = {
+  readonly 'contacts.update': { readonly params: ContactsUpdateParams; readonly result: HubSpotRecord };
+  readonly 'objects.upsert': { readonly params: ObjectsUpsertParams; readonly result: HubSpotRecord };
+  readonly 'tickets.create': { readonly params: TicketsCreateParams; readonly result: HubSpotRecord };
+};
+
 /** Provider keys: up to 100 characters of the business-operation id's own alphabet (longer ids become a digest). */
 export const KEY_RULE: ProviderKeyRule = { maxLength: 100, charset: 'A-Za-z0-9._:/-' };
 

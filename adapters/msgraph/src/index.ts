@@ -34,6 +34,7 @@ export {
   type EventResult,
   type EventsCreateParams,
   type GraphOperation,
+  type MsGraphOperationTypes,
   type GraphPost,
   type GraphQuery,
   type MailSendParams,

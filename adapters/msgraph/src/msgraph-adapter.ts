@@ -4,6 +4,7 @@ import {
   SPECIFICATION_VERSION,
   UnknownOperationError,
   type AdapterV1,
+  type TypedAdapter,
   type BusinessOperationId,
   type ExecuteContext,
   type LookupContext,
@@ -28,6 +29,7 @@ import {
   msGraphOperations,
   type BuildContext,
   type GraphOperation,
+  type MsGraphOperationTypes,
 } from './msgraph-operations.js';
 
 export interface MsGraphAdapterOptions {
@@ -50,7 +52,7 @@ export interface MsGraphAdapterOptions {
   readonly applicationName?: string;
 }
 
-export interface MsGraphAdapter extends AdapterV1 {
+export interface MsGraphAdapter extends TypedAdapter<MsGraphOperationTypes> {
   readonly provider: 'msgraph';
   readonly operations: Readonly<Record<string, OperationSpec>>;
   /** The Graph client in use (no RetryHandler in its chain). */

@@ -10,7 +10,7 @@ import {
 
 /** Where the facts come from. */
 export const SOURCES = {
-  providers: 'shared/providers.md § Microsoft Graph',
+  providers: 'docs/evidence/msgraph.md',
   sendMail: 'https://learn.microsoft.com/en-us/graph/api/user-sendmail',
   extendedPropertyFilter: 'https://learn.microsoft.com/en-us/graph/api/singlevaluelegacyextendedproperty-get',
   event: 'https://learn.microsoft.com/en-us/graph/api/resources/event (transactionId)',

@@ -3,7 +3,7 @@ import { classifyTransportError, parseRetryAfter } from '@retrysafe/contract/pro
 
 /**
  * Maps every Graph response and every transport failure into exactly one Outcome
- * (DESIGN.md §3), keeping the HTTP status, Graph's error code and the `request-id`.
+ * (docs/concepts.md, "Outcomes and the decision table"), keeping the HTTP status, Graph's error code and the `request-id`.
  *
  * | seen                                   | outcome                                             |
  * |----------------------------------------|-----------------------------------------------------|

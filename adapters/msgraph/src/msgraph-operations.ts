@@ -94,6 +94,13 @@ export interface TaskResult {
   readonly createdDateTime: string | null;
 }
 
+/** Each Graph operation's params and what a `done` result holds (runner.run checks a call against them). */
+export type MsGraphOperationTypes = {
+  readonly 'mail.send': { readonly params: MailSendParams; readonly result: MailSendResult };
+  readonly 'events.create': { readonly params: EventsCreateParams; readonly result: EventResult };
+  readonly 'todo.tasks.create': { readonly params: TodoTasksCreateParams; readonly result: TaskResult };
+};
+
 /** One request the adapter sends through the Graph client. */
 export interface GraphPost {
   readonly path: string;

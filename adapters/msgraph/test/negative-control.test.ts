@@ -8,8 +8,8 @@ import { createGraphClient, createMsGraphAdapter, DEFAULT_APPLICATION_NAME, DEFA
 import { startMsGraphSandbox, type MsGraphSandbox, type SandboxFault } from '../src/sandbox/index.js';
 import { TOKEN, execCtx, mailParams } from './helpers.js';
 
-// Graph answered 503/504 after it had already accepted the mail (shared/providers.md: "4 deliveries
-// after retried 504s"). Retry-After: 0 keeps the SDK's own wait at zero.
+// Graph answered 503/504 after it had already accepted the mail (docs/evidence/msgraph.md, "Retrying
+// is NOT safe"). Retry-After: 0 keeps the SDK's own wait at zero.
 const AFTER_SENDING: readonly SandboxFault[] = [
   { kind: 'status', status: 503, retryAfterS: 0, commit: true },
   { kind: 'status', status: 504, retryAfterS: 0, commit: true },

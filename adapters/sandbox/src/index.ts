@@ -1,7 +1,7 @@
 export { createSandboxProvider } from './sandbox-provider.js';
 export type { SandboxBehaviour, SandboxFault, SandboxProvider, SandboxRecord, SandboxResponse, SandboxExecuteRequest, SandboxLookupResponse } from './sandbox-provider.js';
 export { createSandboxAdapter, classifySandboxResponse, classifyNetworkError, parseRetryAfter, SANDBOX_OPERATION } from './sandbox-adapter.js';
-export type { SandboxAdapterOptions, SandboxResult } from './sandbox-adapter.js';
+export type { SandboxAdapter, SandboxAdapterOptions, SandboxParams, SandboxResult } from './sandbox-adapter.js';
 export { sandboxCreateCard, SANDBOX_PROVIDER, SANDBOX_KEY_RULE } from './sandbox-cards.js';
 export type { SandboxLimits } from './sandbox-cards.js';
 export { startSandboxServer } from './sandbox-server.js';

@@ -5,6 +5,7 @@ import {
   UnsupportedCapabilityError,
   deriveProviderKey,
   type AdapterV1,
+  type TypedAdapter,
   type BusinessOperationId,
   type ExecuteContext,
   type LookupContext,
@@ -41,9 +42,18 @@ export interface SandboxResult {
   readonly createdAt: number;
 }
 
+/** `records.create` params: the intent fields (default `ref`) and anything else the record should carry. */
+export interface SandboxParams {
+  readonly ref?: string;
+  readonly [field: string]: unknown;
+}
+
+/** The sandbox adapter, typed: `runner.run(sandbox, 'records.create', { params })`. */
+export type SandboxAdapter = TypedAdapter<{ readonly 'records.create': { readonly params: SandboxParams; readonly result: SandboxResult } }>;
+
 const toResult = (r: SandboxRecord): SandboxResult => ({ id: r.id, status: r.status, createdAt: r.createdAt });
 
-/** Classifies one in-process sandbox response into exactly one outcome (DESIGN.md §3). */
+/** Classifies one in-process sandbox response into exactly one outcome (docs/concepts.md, "Outcomes and the decision table"). */
 export function classifySandboxResponse(res: SandboxResponse): Outcome {
   switch (res.type) {
     case 'created':
@@ -108,7 +118,7 @@ export function classifyNetworkError(err: unknown): Outcome {
  * Builds an AdapterV1 over a sandbox provider (in process) or a sandbox server (over HTTP).
  * Its single operation `records.create` carries a card computed from the sandbox behaviour.
  */
-export function createSandboxAdapter(options: SandboxAdapterOptions): AdapterV1 {
+export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAdapter {
   const behaviour = 'provider' in options ? options.provider.behaviour : options.behaviour;
   if (!behaviour) throw new AdapterConfigurationError(SANDBOX_PROVIDER, 'pass { provider } or { baseUrl, behaviour }');
   const intentFields = options.intentFields ?? ['ref'];

@@ -27,8 +27,8 @@ export function sandboxCreateCard(b: SandboxBehaviour, limits: SandboxLimits = {
     provider: SANDBOX_PROVIDER,
     operation: `${SANDBOX_PROVIDER}.records.create`,
     sideEffect: {
-      kind: fact('create', 'sandbox: POST /records creates one record per processed request'),
-      idempotentByNature: fact(false, 'sandbox: POST /records creates one record per processed request'),
+      kind: fact('create', 'adapters/sandbox/src/sandbox-provider.ts: POST /records creates one record per processed request'),
+      idempotentByNature: fact(false, 'adapters/sandbox/src/sandbox-provider.ts: POST /records creates one record per processed request'),
     },
     businessOperationId: { rule: `derived from intent fields ${intentFields.join(', ')}`, intentFields: [...intentFields] },
     ids: { run: 'receipts only', attempt: 'receipts only', request: fact('x-request-id response header', 'adapters/sandbox/src/sandbox-server.ts') },
@@ -43,7 +43,7 @@ export function sandboxCreateCard(b: SandboxBehaviour, limits: SandboxLimits = {
     parameterMatching: fact(b.parameterMatching, src('parameterMatching', b.parameterMatching)),
     storedResult: {
       semantics: fact(b.replays ? 'replays' : 'none', src('replays', b.replays)),
-      includesErrors: fact(false, 'sandbox: only successful creates are stored'),
+      includesErrors: fact(false, 'adapters/sandbox/src/sandbox-provider.ts: only successful creates are stored'),
     },
     lookup: {
       method: fact(b.lookup, src('lookup', b.lookup)),

@@ -15,3 +15,4 @@ export {
 export { classifyStripeError, classifyStripeResult, isReplayedHeaders, retryAfterMs, REPLAYED_HEADER } from './stripe-errors.js';
 export { ClosedConnectionGuard, createGuardedHttpClient, CONNECTION_CLOSED_CODE, type ConnectionClosedError } from './stripe-http-client.js';
 export { stripeOperations, metadataQuery, type StripeOperation } from './stripe-operations.js';
+export type { StripeOperationTypes, CustomersCreateParams, PaymentIntentsCreateParams, InvoicesCreateParams, RefundsCreateParams } from './stripe-operations.js';

@@ -11,6 +11,7 @@ import {
   type OperationSpec,
   type Outcome,
   type ProviderKey,
+  type TypedAdapter,
 } from '@retrysafe/contract';
 import Stripe from 'stripe';
 import {
@@ -22,7 +23,7 @@ import {
 import { checkBaseUrl } from '@retrysafe/contract/provider';
 import { classifyStripeError, classifyStripeResult, isReplayedHeaders } from './stripe-errors.js';
 import { ClosedConnectionGuard } from './stripe-http-client.js';
-import { metadataQuery, stripeOperations, type StripeObject, type StripeOperation } from './stripe-operations.js';
+import { metadataQuery, stripeOperations, type StripeObject, type StripeOperation, type StripeOperationTypes } from './stripe-operations.js';
 
 export interface StripeAdapterOptions {
   /** Secret or restricted key. Required unless `client` is given. */
@@ -40,7 +41,8 @@ export interface StripeAdapterOptions {
   client?: Stripe;
 }
 
-export interface StripeAdapter extends AdapterV1 {
+/** Typed: `runner.run(stripe, 'paymentIntents.create', { params })` is checked against StripeOperationTypes. */
+export interface StripeAdapter extends TypedAdapter<StripeOperationTypes> {
   readonly provider: 'stripe';
 }
 

@@ -2,8 +2,8 @@ import { defineCard, fact, type ProviderKeyRule, type RetrySafetyCard } from '@r
 
 /**
  * The retry safety cards of the Stripe operations. Every provider fact comes from
- * shared/providers.md (Stripe section) with the source it cites; nothing here is generalised to
- * other providers. `src/stripe-cards.test.ts` checks the key facts against providers.md.
+ * a public Stripe page or SDK file, or from docs/evidence/stripe.md; nothing here is generalised to
+ * other providers. `src/stripe-cards.test.ts` pins the key facts.
  */
 
 /** Where the facts come from. */
@@ -16,9 +16,9 @@ export const STRIPE_SOURCES = {
   metadata: 'https://docs.stripe.com/api/metadata',
   search: 'https://docs.stripe.com/search#data-freshness',
   refundsList: 'https://docs.stripe.com/api/refunds/list',
-  sdkRequestSender: 'stripe-node 23.1.0 esm/RequestSender.js (_shouldRetry, _defaultIdempotencyKey)',
-  sdkErrors: 'stripe-node 23.1.0 esm/Error.js (generateV1Error)',
-  providersMd: 'shared/providers.md (Stripe)',
+  sdkRequestSender: 'https://unpkg.com/stripe@23.1.0/esm/RequestSender.js (_shouldRetry, _defaultIdempotencyKey)',
+  sdkErrors: 'https://unpkg.com/stripe@23.1.0/esm/Error.js (generateV1Error)',
+  providersMd: 'docs/evidence/stripe.md',
 } as const;
 
 /** Retention of a key and its stored response: "keys may be pruned once at least 24 h old". */
@@ -147,11 +147,11 @@ function stripeCard(spec: {
   };
 }
 
-/** The Search page bounds the normal lag (< 1 min) but, as read here, not the outage lag; the 1 h figure is providers.md's. */
+/** The Search page bounds the normal lag (< 1 min) but, as read here, not the outage lag; the 1 h figure is retrysafe's assumption (docs/evidence/stripe.md). */
 const SEARCH_OUTAGE_BOUND = [
   {
     field: 'lookup.consistencyDelay',
-    condition: 'the 1 h outage bound is taken from providers.md; the Search page as read for this adapter says data is searchable "in under 1 minute" normally and "could be delayed during an outage", with no stated bound',
+    condition: 'the 1 h outage bound is retrysafe’s own working assumption (docs/evidence/stripe.md); the Search page as read for this adapter says data is searchable "in under 1 minute" normally and "could be delayed during an outage", with no stated bound',
     source: S.search,
   },
 ] as const;

@@ -3,9 +3,9 @@ import { NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider'
 import { CONNECTION_CLOSED_CODE } from './stripe-http-client.js';
 
 /**
- * Maps every stripe-node result and error into exactly one Outcome (DESIGN.md §3), keeping the HTTP
+ * Maps every stripe-node result and error into exactly one Outcome (docs/concepts.md, "Outcomes and the decision table"), keeping the HTTP
  * status, Stripe's error code and the Request-Id. Stripe-specific on purpose: these rules come from
- * Stripe's idempotency layer (shared/providers.md) and hold for no other provider.
+ * Stripe's idempotency layer (docs/evidence/stripe.md) and hold for no other provider.
  *
  * | what happened | outcome |
  * |---|---|

@@ -248,3 +248,64 @@ export const stripeOperations: Readonly<Record<string, StripeOperation>> = Objec
   'invoices.create': invoicesCreate,
   'refunds.create': refundsCreate,
 });
+
+// ---- the operations' compile-time types (runner.run checks a call against them) ----
+
+/** Metadata of your own (the adapter adds `retrysafe_operation_id`). */
+type StripeMetadata = Readonly<Record<string, string>>;
+
+export interface CustomersCreateParams {
+  /** Your own id for this customer; names the intent. */
+  readonly customerRef: string;
+  readonly email?: string;
+  readonly name?: string;
+  readonly phone?: string;
+  readonly description?: string;
+  readonly metadata?: StripeMetadata;
+}
+
+export interface PaymentIntentsCreateParams {
+  readonly customer: `cus_${string}`;
+  /** In the smallest currency unit. */
+  readonly amount: number;
+  /** Three-letter lowercase ISO code. */
+  readonly currency: string;
+  /** Your order reference; with `customer` it names the intent. */
+  readonly orderRef: string;
+  readonly description?: string;
+  readonly paymentMethod?: `pm_${string}`;
+  readonly paymentMethodTypes?: readonly string[];
+  readonly confirm?: boolean;
+  readonly captureMethod?: 'automatic' | 'manual';
+  readonly metadata?: StripeMetadata;
+}
+
+export interface InvoicesCreateParams {
+  readonly customer: `cus_${string}`;
+  /** Your invoice reference; with `customer` it names the intent. */
+  readonly invoiceRef: string;
+  readonly description?: string;
+  readonly collectionMethod?: 'charge_automatically' | 'send_invoice';
+  readonly daysUntilDue?: number;
+  readonly autoAdvance?: boolean;
+  readonly currency?: string;
+  readonly metadata?: StripeMetadata;
+}
+
+export interface RefundsCreateParams {
+  readonly paymentIntent: `pi_${string}`;
+  /** Your refund reference; with `paymentIntent` it names the intent. */
+  readonly refundRef: string;
+  /** Omit for the whole remaining amount. */
+  readonly amount?: number;
+  readonly reason?: 'duplicate' | 'fraudulent' | 'requested_by_customer';
+  readonly metadata?: StripeMetadata;
+}
+
+/** Each Stripe operation's params and the Stripe object a `done` result holds (as JSON). */
+export type StripeOperationTypes = {
+  readonly 'customers.create': { readonly params: CustomersCreateParams; readonly result: Stripe.Customer };
+  readonly 'paymentIntents.create': { readonly params: PaymentIntentsCreateParams; readonly result: Stripe.PaymentIntent };
+  readonly 'invoices.create': { readonly params: InvoicesCreateParams; readonly result: Stripe.Invoice };
+  readonly 'refunds.create': { readonly params: RefundsCreateParams; readonly result: Stripe.Refund };
+};

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { RetrysafeError } from '@retrysafe/contract';
 import { cardsCommand } from './commands/cards.js';
+import { registerCardsInit } from './commands/cards-init.js';
 import { demoCommand, demoSummary } from './commands/demo.js';
 import { drillCommand, drillJunit, drillText } from './commands/drill.js';
 import { RefusedError, handoffsText, ledgerHandoffs, ledgerLs, ledgerResolve, ledgerResolveAll, ledgerShow, lsTable, resolveAllText, resolveText, showText, STATES } from './commands/ledger.js';
@@ -120,6 +121,8 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
       }
       code = r.ok ? EXIT.ok : EXIT.failed;
     });
+
+  registerCardsInit(program.commands.find((c) => c.name() === 'cards')!, { out: io.out, err: io.err, json, setCode: (c) => (code = c) });
 
   const ledger = program.command('ledger').description('inspect the ledger and resolve handoffs (SQLite file or postgres:// URL)');
   const target = (c: Command) =>

@@ -1,7 +1,7 @@
 import { UNKNOWN, type RetrySafetyCard } from './card.js';
 import { describeNormalization } from './normalize.js';
 
-/** Human labels for card fields, in the order DESIGN.md §2 lists them. */
+/** Human labels for card fields, in the order of the card type (`RetrySafetyCard` in card.ts). */
 const LABELS: ReadonlyArray<readonly [path: string, label: string]> = [
   ['operation', 'Operation'],
   ['provider', 'Provider'],
@@ -44,6 +44,11 @@ const LABELS: ReadonlyArray<readonly [path: string, label: string]> = [
   ['receipts', 'Receipts go to'],
 ];
 
+/** The human label of a card field (`lookup.consistencyDelay` → "Lookup consistency delay"), or the path itself. */
+export function cardFieldLabel(path: string): string {
+  return LABELS.find(([p]) => p === path)?.[1] ?? path;
+}
+
 function get(obj: unknown, path: string): unknown {
   return path.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], obj);
 }
@@ -67,7 +72,7 @@ export interface CardRow {
   readonly source: string | null;
 }
 
-/** The card as rows, one per field, in DESIGN.md order. */
+/** The card as rows, one per field, in the order of the card type. */
 export function cardRows(card: RetrySafetyCard): CardRow[] {
   const rows: CardRow[] = LABELS.map(([path, label]) => {
     const raw = get(card, path);

@@ -9,18 +9,23 @@ export interface CardProblem {
   readonly message: string;
 }
 
-type Check = (v: unknown) => string | null;
+type Check = ((v: unknown) => string | null) & { readonly schema?: Readonly<Record<string, unknown>> };
 
-const str: Check = (v) => (typeof v === 'string' && v.trim().length > 0 ? null : 'expected a non-empty string');
-const oneOf = (...values: readonly unknown[]): Check => (v) =>
-  values.includes(v) ? null : `expected one of ${values.map((x) => JSON.stringify(x)).join(', ')}`;
-const duration: Check = (v) => (isDuration(v) ? null : 'expected a duration such as 500ms, 30s, 5m, 24h, 7d');
-const posInt: Check = (v) => (typeof v === 'number' && Number.isInteger(v) && v > 0 ? null : 'expected a positive integer');
-const bool: Check = (v) => (typeof v === 'boolean' ? null : 'expected true or false');
-const nullable = (c: Check): Check => (v) => (v === null ? null : c(v));
-const strings: Check = (v) =>
-  Array.isArray(v) && v.every((s) => typeof s === 'string' && s.length > 0) ? null : 'expected an array of non-empty strings';
-const nonEmptyStrings: Check = (v) => strings(v) ?? ((v as unknown[]).length > 0 ? null : 'expected at least one field');
+/** A check together with the JSON Schema fragment that says the same (for the published card schema). */
+const withSchema = (c: (v: unknown) => string | null, schema: Readonly<Record<string, unknown>>): Check => Object.assign(c, { schema });
+
+const str: Check = withSchema((v) => (typeof v === 'string' && v.trim().length > 0 ? null : 'expected a non-empty string'), { type: 'string', pattern: '\\S' });
+const oneOf = (...values: readonly unknown[]): Check =>
+  withSchema((v) => (values.includes(v) ? null : `expected one of ${values.map((x) => JSON.stringify(x)).join(', ')}`), values.length === 1 ? { const: values[0] } : { enum: values });
+const duration: Check = withSchema((v) => (isDuration(v) ? null : 'expected a duration such as 500ms, 30s, 5m, 24h, 7d'), { type: 'string', pattern: '^\\d+(\\.\\d+)?(ms|s|m|h|d)$' });
+const posInt: Check = withSchema((v) => (typeof v === 'number' && Number.isInteger(v) && v > 0 ? null : 'expected a positive integer'), { type: 'integer', minimum: 1 });
+const bool: Check = withSchema((v) => (typeof v === 'boolean' ? null : 'expected true or false'), { type: 'boolean' });
+const nullable = (c: Check): Check => withSchema((v) => (v === null ? null : c(v)), { anyOf: [c.schema ?? {}, { type: 'null' }] });
+const strings: Check = withSchema(
+  (v) => (Array.isArray(v) && v.every((s) => typeof s === 'string' && s.length > 0) ? null : 'expected an array of non-empty strings'),
+  { type: 'array', items: { type: 'string', minLength: 1 } },
+);
+const nonEmptyStrings: Check = withSchema((v) => strings(v) ?? ((v as unknown[]).length > 0 ? null : 'expected at least one field'), { type: 'array', items: { type: 'string', minLength: 1 }, minItems: 1 });
 
 /** A provider fact: `{ value, source }` where value passes `c` or is 'unknown', and source is cited. */
 const FACT = Symbol('fact');
@@ -63,7 +68,11 @@ const SHAPE: Shape = {
   handoff: { condition: str, destination: str },
   duplicateTest: str,
   receipts: str,
-  unverified: (v) => null, // checked separately below (array of objects)
+  // checked separately below (array of objects)
+  unverified: withSchema(() => null, {
+    type: 'array',
+    items: { type: 'object', additionalProperties: false, required: ['field', 'condition', 'source'], properties: { field: { type: 'string', pattern: '\\S' }, condition: { type: 'string', pattern: '\\S' }, source: { type: 'string', pattern: '\\S' } } },
+  }),
 };
 
 function isFactShape(s: unknown): s is FactShape {
@@ -228,4 +237,40 @@ function deepFreeze<T>(value: T): T {
     for (const v of Object.values(value)) deepFreeze(v);
   }
   return value;
+}
+
+/** The version of the published card schema; it follows `cardVersion`. */
+export const CARD_SCHEMA_VERSION = 1 as const;
+/** The `$id` of the published card schema (also the file name under `@retrysafe/contract/schema/`). */
+export const CARD_SCHEMA_ID = `urn:retrysafe:retry-safety-card:v${CARD_SCHEMA_VERSION}`;
+
+function schemaOf(shape: Shape | Check | FactShape): Record<string, unknown> {
+  if (typeof shape === 'function') return { ...(shape.schema ?? {}) };
+  if (isFactShape(shape)) {
+    return {
+      type: 'object',
+      description: 'A provider fact: its value (or "unknown", which must then be listed in unverified[]) and where it comes from.',
+      additionalProperties: false,
+      required: ['value', 'source'],
+      properties: { value: { anyOf: [shape[FACT].schema ?? {}, { const: UNKNOWN }] }, source: { type: 'string', pattern: '\\S', description: 'a public URL or a file that ships with the project' } },
+    };
+  }
+  return { type: 'object', additionalProperties: false, required: Object.keys(shape), properties: Object.fromEntries(Object.entries(shape).map(([k, v]) => [k, schemaOf(v)])) };
+}
+
+/**
+ * The JSON Schema (draft 2020-12) of a retry safety card, derived from the same shape `validateCard`
+ * checks, so the two cannot drift. `validateCard` checks two rules the schema cannot say: every
+ * "unknown" fact is listed in `unverified[]`, and `operation` starts with `<provider>.`.
+ */
+export function cardJsonSchema(): Readonly<Record<string, unknown>> {
+  const body = schemaOf(SHAPE) as { properties: Record<string, unknown> } & Record<string, unknown>;
+  return {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    $id: CARD_SCHEMA_ID,
+    title: `retrysafe retry safety card, version ${CARD_SCHEMA_VERSION}`,
+    description: 'What one provider operation guarantees about re-sends, as data. Every field is required; a provider fact may be "unknown" (listed in unverified[] with its source), and the runner then does not rely on it. Also checked by validateCard: every unknown fact is listed in unverified[], and operation starts with "<provider>.".',
+    ...body,
+    properties: { $schema: { type: 'string', description: 'the schema this card follows (for editors); ignored by the loader' }, ...body.properties },
+  };
 }

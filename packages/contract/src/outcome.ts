@@ -13,7 +13,7 @@ export interface ProviderRefs {
 export type RejectReason = 'validation' | 'permission' | 'authentication' | 'configuration' | 'conflict' | 'not-found' | 'card-declined' | 'other';
 export type UnknownCause = 'timeout' | 'connection-reset' | 'server-error' | 'truncated-response' | 'other';
 
-/** Exactly one per attempt (DESIGN.md §3). */
+/** Exactly one per attempt (docs/concepts.md, "Outcomes and the decision table"). */
 export type Outcome =
   | ({ readonly kind: 'succeeded'; readonly result: unknown } & ProviderRefs)
   /** The provider returned its stored result for this key (e.g. `Idempotent-Replayed: true`). */

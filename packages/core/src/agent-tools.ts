@@ -1,5 +1,6 @@
 /** Agent tool definitions and structured answers, shared by @retrysafe/mcp and @retrysafe/ai-sdk. */
 import { ConflictError, InvalidIdError, InvalidIntentError, RetrysafeError, validateCard, type AdapterV1, type HandoffPacket, type JsonSchema, type Ledger, type OperationSpec, type RetrySafetyCard } from '@retrysafe/contract';
+import { cardToolMeta, type CardToolMeta } from './card-meta.js';
 import type { Runner, RunResult } from './runner.js';
 
 /** What an agent sees of one operation: tool name, description, input schema and hints from the card. */
@@ -11,6 +12,8 @@ export interface AgentToolDefinition {
   readonly description: string;
   readonly inputSchema: JsonSchema;
   readonly annotations: { readonly title: string; readonly readOnlyHint: false; readonly destructiveHint: boolean; readonly idempotentHint: boolean; readonly openWorldHint: true };
+  /** The card's digest and the facts that matter to a caller, under `retrysafe/card` (MCP tool `_meta`). */
+  readonly _meta: { readonly 'retrysafe/card': CardToolMeta };
 }
 
 /** The structured answer of a tool call. */
@@ -64,6 +67,7 @@ export function agentTools(adapters: readonly AdapterV1[], only?: readonly strin
         title: `${adapter.provider}: ${name}`,
         description,
         inputSchema: spec.paramsSchema,
+        _meta: cardToolMeta(card),
         annotations: { title: `${adapter.provider}: ${name}`, readOnlyHint: false, destructiveHint: DESTRUCTIVE.has(String(card.sideEffect.kind.value)) || card.sideEffect.kind.value === 'unknown', idempotentHint: idempotentByCard(card), openWorldHint: true },
       });
     }

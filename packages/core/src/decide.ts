@@ -108,7 +108,7 @@ export function notFoundIsAuthoritative(card: RetrySafetyCard, state: DecisionSt
 const UNKNOWN_FROM_LEDGER: Outcome = { kind: 'unknown', cause: 'other', message: 'dispatched earlier; no outcome recorded' };
 
 /**
- * The decision table of DESIGN.md §3, as one pure function of the card, what the ledger knows, the
+ * The decision table of docs/concepts.md, "Outcomes and the decision table", as one pure function of the card, what the ledger knows, the
  * latest observation and the budget. It never looks at which provider it is.
  */
 export function decide(card: RetrySafetyCard, state: DecisionState, observation: Observation, budget: Budget): Decision {

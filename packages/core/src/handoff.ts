@@ -44,7 +44,7 @@ export function safeNextActions(reason: HandoffReason, record: OperationRecord, 
   ];
 }
 
-/** A handoff packet (DESIGN.md §5): built from receipts only, so no params, secrets or PII. */
+/** A handoff packet (docs/concepts.md, "Handoff and receipts"): built from receipts only, so no params, secrets or PII. */
 export function buildPacket(input: PacketInput): HandoffPacket {
   const { record, receipts } = input;
   const last = receipts[receipts.length - 1];

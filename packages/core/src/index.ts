@@ -1,6 +1,8 @@
 export { createRunner } from './runner.js';
 export type { Runner, RunnerOptions, RunInput, RunResult, RecoverReport, Resolution, ResolveResult, LogEntry } from './runner.js';
-export { decide, resendSafety, lookupAvailable } from './decide.js';
+export type { RunFunction, TypedRunInput, TypedRunResult } from './typed-run.js';
+export { createTelemetry, TELEMETRY, type EventFields, type Telemetry, type TelemetryOptions } from './telemetry.js';
+export { decide, resendSafety, lookupAvailable, notFoundIsAuthoritative } from './decide.js';
 export type { Decision, DecisionState, Budget, Observation, ResendSafety } from './decide.js';
 export { resolvePolicy, validatePolicy, backoffMs, planRetry, planPoll } from './retry-policy.js';
 export type { RetryPolicy, PolicyOverrides, RetryPlan, RetryInput, PollPlan, PollInput } from './retry-policy.js';
@@ -34,3 +36,4 @@ export async function ledgerSuite(options: LedgerSuiteOptions): Promise<void> {
 }
 export { agentTools, callAgentTool, toAgentResult, idempotentByCard, operationStatus, pendingHandoffs, summarizeHandoff } from './agent-tools.js';
 export type { AgentToolDefinition, AgentToolResult, HandoffSummary } from './agent-tools.js';
+export { cardToolMeta, CARD_META_KEY, type CardToolMeta } from './card-meta.js';

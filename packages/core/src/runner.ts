@@ -54,8 +54,11 @@ import { preclaim } from './preclaim.js';
 import { checkReceiptKey, sealReceipt, type ReceiptKey } from './receipts.js';
 import { createRedactor, personRef, type RedactOptions, type Redactor } from './redact.js';
 import { resolvePolicy, type PolicyOverrides, type RetryPolicy } from './retry-policy.js';
+import type { RunFunction } from './typed-run.js';
+import { createTelemetry, type EventFields, type TelemetryOptions } from './telemetry.js';
 
-export interface LogEntry {
+/** A runner event: free text for people, plus the structured fields (attempt, outcome, decision, delay, handoff reason) where they apply. */
+export interface LogEntry extends EventFields {
   readonly at: string;
   readonly level: 'info' | 'warn';
   readonly event: string;
@@ -81,6 +84,8 @@ export interface RunnerOptions {
   readonly logger?: (entry: LogEntry) => void;
   /** HMAC key for receipt hashes (`hmac-sha256:<id>:…`): without it, someone who can write the ledger can re-seal an edited chain unnoticed. See docs/security.md. */
   readonly receiptKey?: ReceiptKey;
+  /** OpenTelemetry providers for spans and metrics (default: the global ones, a no-op without an SDK). */
+  readonly telemetry?: TelemetryOptions;
 }
 
 export interface RunInput {
@@ -148,7 +153,8 @@ export type ResolveResult =
   | { readonly status: 'resolved'; readonly businessOperationId: BusinessOperationId; readonly state: 'succeeded' | 'abandoned'; readonly providerRef: string | null };
 
 export interface Runner {
-  run(adapter: AdapterV1, operation: string, input: RunInput): Promise<RunResult>;
+  /** Typed from the adapter when it is a `TypedAdapter` (see typed-run.ts); untyped adapters as before. */
+  run: RunFunction;
   /** Reconciles operations left claimed/dispatched/unknown/in-progress by a worker whose lease expired. */
   recover(options: { readonly adapters: readonly AdapterV1[]; readonly limit?: number }): Promise<RecoverReport[]>;
   /** A person's decision on a handed-off operation. `resume` re-sends with the SAME provider key. */
@@ -243,7 +249,7 @@ function isLookupResult(o: unknown): o is LookupResult {
 const isTerminalState = (s: OperationState) => TERMINAL_STATES.includes(s);
 const errText = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
 
-/** The runner (DESIGN.md §3–5): claim, dispatch once, reconcile, retry within bounds, or hand off. */
+/** The runner (docs/concepts.md): claim, dispatch once, reconcile, retry within bounds, or hand off. */
 export function createRunner(options: RunnerOptions): Runner {
   if (typeof options !== 'object' || options === null || !options.ledger) throw new RunnerConfigurationError('ledger', 'createRunner needs { ledger }');
   const ledger = options.ledger;
@@ -258,11 +264,17 @@ export function createRunner(options: RunnerOptions): Runner {
   if (options.receiptKey !== undefined) checkReceiptKey(options.receiptKey, (why) => new RunnerConfigurationError('receiptKey', why));
   const iso = (t: number) => new Date(t).toISOString();
 
-  const log = (level: LogEntry['level'], event: string, message: string, op?: Pick<Op, 'id' | 'card' | 'redactor'>) => {
+  const tele = createTelemetry(options.telemetry, () => clock.now());
+  const log = (level: LogEntry['level'], event: string, message: string, op?: Pick<Op, 'id' | 'card' | 'redactor'>, fields?: EventFields) => {
+    try {
+      tele.event(event, level, fields, op?.card.operation);
+    } catch {
+      // Telemetry must not change what happens to the operation either.
+    }
     if (!options.logger) return;
     const text = (op?.redactor ?? baseRedactor).text(message);
     try {
-      options.logger({ at: iso(clock.now()), level, event, ...(op ? { businessOperationId: op.id, operation: op.card.operation } : {}), message: text });
+      options.logger({ at: iso(clock.now()), level, event, ...(op ? { businessOperationId: op.id, operation: op.card.operation } : {}), ...fields, message: text });
     } catch {
       // A failing logger must not change what happens to the operation.
     }
@@ -295,7 +307,7 @@ export function createRunner(options: RunnerOptions): Runner {
       now: clock.now(),
     };
     const base = { adapter, opName: operation, card, policy, redactor, id, providerKey, runId, params: input.params ?? null, requestFingerprint, signal: input.signal, comparison, paramsAliases };
-    return claimAndDrive(base, claimInput, paramsFingerprint);
+    return tele.run({ operation: card.operation, provider: adapter.provider, businessOperationId: id }, () => claimAndDrive(base, claimInput, paramsFingerprint));
   }
 
   type OpBase = Pick<Op, 'adapter' | 'opName' | 'card' | 'policy' | 'redactor' | 'id' | 'providerKey' | 'runId' | 'params' | 'requestFingerprint' | 'signal' | 'comparison' | 'paramsAliases'>;
@@ -420,7 +432,7 @@ export function createRunner(options: RunnerOptions): Runner {
     let decision = first;
     let obs: Observation = null;
     for (;;) {
-      log('info', 'decision', `${decision.action}${'delayMs' in decision ? ` in ${decision.delayMs} ms` : ''}: ${decision.why}`, op);
+      log('info', 'decision', `${decision.action}${'delayMs' in decision ? ` in ${decision.delayMs} ms` : ''}: ${decision.why}`, op, { decision: decision.action, ...('delayMs' in decision ? { delayMs: decision.delayMs } : {}) });
       if (decision.action === 'complete') return complete(op, obs, decision.adopted);
       if (decision.action === 'handoff') return handOff(op, decision);
 
@@ -527,7 +539,7 @@ export function createRunner(options: RunnerOptions): Runner {
     checkOwnLease(op);
     op.lastDispatchedAt = op.record.updatedAt;
     op.runAttempts++;
-    log('info', 'dispatch', `provider call ${op.record.attemptCount} (run attempt ${op.runAttempts}) with key ${op.providerKey ?? '(none)'}`, op);
+    log('info', 'dispatch', `provider call ${op.record.attemptCount} (run attempt ${op.runAttempts}) with key ${op.providerKey ?? '(none)'}`, op, { attempt: op.record.attemptCount });
     let outcome: Outcome;
     try {
       const o = await withHeartbeat(op, () => op.adapter.doExecute(op.opName, op.params, {
@@ -544,7 +556,7 @@ export function createRunner(options: RunnerOptions): Runner {
     } catch (err) {
       outcome = { kind: 'unknown', cause: 'other', message: `adapter threw instead of classifying: ${errText(err)}` };
     }
-    log('info', 'outcome', `${outcome.kind}${outcome.status !== undefined ? ` (${outcome.status})` : ''}${'message' in outcome && outcome.message ? `: ${outcome.message}` : ''}`, op);
+    log('info', 'outcome', `${outcome.kind}${outcome.status !== undefined ? ` (${outcome.status})` : ''}${'message' in outcome && outcome.message ? `: ${outcome.message}` : ''}`, op, { attempt: op.record.attemptCount, outcome: outcome.kind, ...(outcome.status !== undefined ? { status: outcome.status } : {}) });
     return outcome;
   }
 
@@ -585,7 +597,7 @@ export function createRunner(options: RunnerOptions): Runner {
     } catch (err) {
       result = { kind: 'cannot-tell', reason: `lookup failed: ${errText(err)}` };
     }
-    log('info', 'lookup', `${result.kind}${result.kind === 'found' ? ` (${result.outcome.kind})` : ` (${result.reason})`}`, op);
+    log('info', 'lookup', `${result.kind}${result.kind === 'found' ? ` (${result.outcome.kind})` : ` (${result.reason})`}`, op, { outcome: result.kind });
     return result;
   }
 
@@ -696,7 +708,7 @@ export function createRunner(options: RunnerOptions): Runner {
     } else if (pending !== null) {
       await appendReceipt(op, pending);
     }
-    log('info', 'done', `succeeded${adopted ? ' (adopted)' : ''} after ${op.record.attemptCount} provider call(s)${providerRef ? `, ref ${providerRef}` : ''}`, op);
+    log('info', 'done', `succeeded${adopted ? ' (adopted)' : ''} after ${op.record.attemptCount} provider call(s)${providerRef ? `, ref ${providerRef}` : ''}`, op, { attempt: op.record.attemptCount, adopted });
     return { status: 'done', businessOperationId: op.id, result, providerRef, adopted, attempts: op.record.attemptCount, receipts: [...op.receipts] };
   }
 
@@ -716,7 +728,7 @@ export function createRunner(options: RunnerOptions): Runner {
     const packet = buildPacket({ record: op.record, reason: decision.reason, explanation, receipts, resendSafe: safety.safe, now });
     op.record = pending !== null ? await ledger.handOff(op.ref, packet, now, pending) : await ledger.handOff(op.ref, packet, now);
     if (pending !== null) recorded(op, pending);
-    log('warn', 'handoff', `${decision.reason}: ${explanation}`, op);
+    log('warn', 'handoff', `${decision.reason}: ${explanation}`, op, { handoffReason: decision.reason, attempt: op.record.attemptCount });
     if (sink) {
       try {
         await sink.send(packet);
@@ -1042,5 +1054,5 @@ export function createRunner(options: RunnerOptions): Runner {
     return { status: 'resolved', businessOperationId: id, state: after.state as 'succeeded' | 'abandoned', providerRef: after.providerRef };
   }
 
-  return { run, recover, resolve };
+  return { run: run as RunFunction, recover, resolve };
 }

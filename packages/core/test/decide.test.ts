@@ -19,7 +19,7 @@ const state = (over: Partial<DecisionState> = {}): DecisionState => ({
 const unknown: Outcome = { kind: 'unknown', cause: 'timeout', message: 'timed out' };
 const inProgress: Outcome = { kind: 'in-progress', statusRef: '/records/rec_1', retryAfterMs: 2000 };
 
-describe('decision table (DESIGN.md §3), one test per row', () => {
+describe('decision table (docs/concepts.md, "Outcomes and the decision table"), one test per row', () => {
   it('unknown ⇒ never a new send: with a replaying provider inside retention, re-send with the SAME key (the re-send is the lookup)', () => {
     const d = decide(replaying, state(), unknown, budget(replaying));
     expect(d.action).toBe('send');

@@ -44,7 +44,7 @@ export function createRetrysafeMcpServer(options: McpServerOptions): Server {
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: [
-      ...tools.map((t) => ({ name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema as { type: 'object' }, outputSchema: RESULT_SCHEMA as unknown as { type: 'object' }, annotations: t.annotations })),
+      ...tools.map((t) => ({ name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema as { type: 'object' }, outputSchema: RESULT_SCHEMA as unknown as { type: 'object' }, annotations: t.annotations, _meta: t._meta })),
       {
         name: STATUS_TOOL,
         title: 'retrysafe: operation status',

@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { fingerprint } from '@retrysafe/contract';
+import { paymentIntentsCreateCard } from '@retrysafe/stripe';
 import { startStripeSandbox, type StripeSandbox } from '@retrysafe/stripe/sandbox';
 import { startFaultProxy, type Fault, type FaultProxy } from '@retrysafe/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -58,6 +60,14 @@ describe('retrysafe MCP server over stdio', () => {
     expect(pi.description).toMatch(/derived from the intent fields/);
     expect(pi.description).toMatch(/call again with the same arguments/);
     expect(pi.inputSchema.type).toBe('object');
+  });
+
+  it('each operation tool carries its card digest and the caller-relevant facts in _meta', async () => {
+    const { tools } = await client.listTools();
+    const meta = tools.find((t) => t.name === 'stripe.paymentIntents.create')!._meta?.['retrysafe/card'] as Record<string, unknown>;
+    expect(meta.digest).toBe(fingerprint(paymentIntentsCreateCard));
+    expect(meta).toMatchObject({ cardVersion: 1, operation: 'stripe.paymentIntents.create', sideEffect: 'charge', intentFields: ['customer', 'orderRef'], sameKeyResend: true, keyRetention: '24h', lookup: true, lookupDelay: '1h', unknowns: ['providerKey.scope'] });
+    expect(tools.find((t) => t.name === 'retrysafe_status')!._meta?.['retrysafe/card']).toBeUndefined();
   });
 
   it('a lost response, then the agent re-calls with a new request id and re-ordered, re-formatted arguments ⇒ the first result, 1 record', async () => {

@@ -58,7 +58,7 @@ export function validationError(message: string): HubSpotErrorBody {
   return errorBody('VALIDATION_ERROR', message);
 }
 
-/** The documented duplicate shape; for tickets and custom objects HubSpot's exact status is unverified (providers.md). */
+/** The documented duplicate shape; for tickets and custom objects HubSpot's exact status is unverified (docs/evidence/hubspot.md). */
 export function conflictError(label: string, existingId: string): HubSpotErrorBody {
   return errorBody('CONFLICT', `${label} already exists. Existing ID: ${existingId}`);
 }

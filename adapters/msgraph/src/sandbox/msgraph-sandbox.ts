@@ -4,7 +4,7 @@ import type { AddressInfo, Socket } from 'node:net';
 
 /**
  * A loopback emulation of the Microsoft Graph endpoints the adapter uses, behaving as
- * shared/providers.md documents: sendMail answers 202 with no body and no idempotency; the sent
+ * docs/evidence/msgraph.md documents: sendMail answers 202 with no body and no idempotency; the sent
  * message reaches Sent Items only after a (configurable) delay; Sent Items, events and To Do tasks
  * can be searched with the `$filter`s the adapter sends; events honour transactionId (a duplicate
  * POST does not create a second event); scripted throttling (429/503/504 with Retry-After), lost

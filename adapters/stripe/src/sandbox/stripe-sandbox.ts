@@ -6,7 +6,7 @@ import { matches, parseSearchQuery, SearchQueryError } from './search-query.js';
 
 /**
  * A loopback Stripe (API v1) that behaves as Stripe documents its idempotency layer
- * (shared/providers.md): the status and body of the first request per Idempotency-Key are stored
+ * (docs/evidence/stripe.md): the status and body of the first request per Idempotency-Key are stored
  * once endpoint execution began (500s too) and replayed with `Idempotent-Replayed: true`; the same key
  * with other params is a 400 idempotency_error; the same key while the first is still running is a
  * 409 idempotency_key_in_use; validation failures, 429s, auth failures and concurrent conflicts are not
@@ -73,7 +73,10 @@ export interface StripeSandboxOptions {
   now?: () => number;
   /** How processing time passes. Default: a real timer. Give it the runner's virtual clock in drills. */
   sleep?: (ms: number) => Promise<void>;
-  /** Seed `cus_fixture` and a succeeded `pi_fixture` (10 000 eur) so payment intents, invoices and refunds have something to point at. Default true. */
+  /**
+   * Seed `cus_fixture`, `cus_123` (the customer the root README's example charges) and a succeeded
+   * `pi_fixture` (10 000 eur) so payment intents, invoices and refunds have something to point at. Default true.
+   */
   fixtures?: boolean;
 }
 
@@ -177,6 +180,7 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
   if (options.fixtures !== false) {
     const created = Math.floor(now() / 1000);
     add('customer', { id: 'cus_fixture', object: 'customer', created, email: null, name: 'Fixture customer', metadata: {}, livemode: false }, true);
+    add('customer', { id: 'cus_123', object: 'customer', created, email: null, name: 'README customer', metadata: {}, livemode: false }, true);
     add('payment_intent', { id: 'pi_fixture', object: 'payment_intent', created, amount: 10_000, amount_received: 10_000, currency: 'eur', customer: 'cus_fixture', status: 'succeeded', metadata: {}, livemode: false }, true);
   }
 

@@ -36,6 +36,39 @@ function niceStep(span: number): number {
 
 const ms = (t: number) => (t >= 10_000 ? `${(t / 1000).toFixed(t % 1000 ? 1 : 0)} s` : `${Math.round(t)} ms`);
 
+type Wire = ScenarioResult['proxyRequests'][number];
+type RunnerReceipt = ScenarioResult['runnerReceipts'][number];
+
+/**
+ * Ties the wire requests to the runner's receipts. The drill labels each request with the adapter call
+ * it arrived during (`execute#k` = the k-th doExecute, `lookup`); the k-th doExecute is the runner's
+ * k-th dispatch/resend receipt — counted from the end, because a worker that died after dispatching
+ * (the crash scenario) left calls but no receipts. Lookup requests go to the lookup/poll receipt when
+ * there is exactly one.
+ */
+export function tieWireToReceipts(r: Pick<ScenarioResult, 'proxyRequests' | 'runnerReceipts'>): { byRequest: Map<number, RunnerReceipt | 'died'>; byReceipt: Map<number, number[]> } {
+  const sends = r.runnerReceipts.filter((x) => x.kind === 'dispatch' || x.kind === 'resend');
+  const looks = r.runnerReceipts.filter((x) => x.kind === 'lookup' || x.kind === 'poll');
+  const calls = r.proxyRequests.map((p) => /^execute#(\d+)$/.exec(p.label ?? '')?.[1]).filter(Boolean).map(Number);
+  const executeCalls = calls.length ? Math.max(...calls) : 0;
+  const offset = Math.max(0, executeCalls - sends.length);
+  const byRequest = new Map<number, RunnerReceipt | 'died'>();
+  const byReceipt = new Map<number, number[]>();
+  for (const p of r.proxyRequests) {
+    const k = /^execute#(\d+)$/.exec(p.label ?? '')?.[1];
+    let rc: RunnerReceipt | 'died' | undefined;
+    if (k) rc = Number(k) <= offset ? 'died' : sends[Number(k) - offset - 1];
+    else if (p.label === 'lookup' && looks.length === 1) rc = looks[0];
+    if (!rc) continue;
+    byRequest.set(p.n, rc);
+    if (rc !== 'died') byReceipt.set(rc.seq, [...(byReceipt.get(rc.seq) ?? []), p.n]);
+  }
+  return { byRequest, byReceipt };
+}
+
+const laneId = (r: ScenarioResult, seq: number | 'died') => `${anchor(r)}-a${seq}`;
+const wireId = (r: ScenarioResult, n: number) => `${anchor(r)}-w${n}`;
+
 /**
  * One operation's runner receipts on a time axis (the drill's clock: virtual, so backoff and
  * Retry-After waits show at their real length without costing wall time). One lane per receipt, in
@@ -43,7 +76,11 @@ const ms = (t: number) => (t >= 10_000 ? `${(t / 1000).toFixed(t % 1000 ? 1 : 0)
  */
 function timeline(r: ScenarioResult): string {
   const receipts = r.runnerReceipts;
-  if (receipts.length === 0) return '<p class="muted">The runner made no provider call (nothing to draw).</p>';
+  const { byRequest, byReceipt } = tieWireToReceipts(r);
+  // Requests whose worker died before writing a receipt (the crash scenario): drawn as their own lanes, first.
+  const died = r.proxyRequests.filter((p) => byRequest.get(p.n) === 'died');
+  if (receipts.length === 0 && died.length === 0) return '<p class="muted">The runner made no provider call (nothing to draw).</p>';
+  if (receipts.length === 0) return `<p class="crash">✝ The worker died after sending ${died.length} request(s); no receipt was written and nothing recovered it.</p>`;
   const starts = receipts.map((x) => Date.parse(x.startedAt));
   const ends = receipts.map((x) => Date.parse(x.finishedAt));
   const t0 = Math.min(...starts);
@@ -53,7 +90,7 @@ function timeline(r: ScenarioResult): string {
   const left = 170;
   const right = 330;
   const lane = 24;
-  const top = 22;
+  const top = 22 + died.length * lane;
   const plot = width - left - right;
   const x = (t: number) => left + ((t - t0) / span) * plot;
   const step = niceStep(span);
@@ -62,6 +99,17 @@ function timeline(r: ScenarioResult): string {
     const tx = x(t0 + t).toFixed(1);
     ticks.push(`<line x1="${tx}" x2="${tx}" y1="${top - 4}" y2="${top + receipts.length * lane}" class="grid"></line><text x="${tx}" y="12" text-anchor="middle" class="tick">+${esc(ms(t))}</text>`);
   }
+  const crashLanes = died.map((p, i) => {
+    const y = 22 + i * lane + 3;
+    const tip = `wire #${p.n}: ${p.method} ${p.path} — sent by a worker that died before it recorded the outcome (no receipt); the provider ${p.forwarded ? (p.upstreamStatus ? `answered HTTP ${p.upstreamStatus}` : 'got it') : 'never got it'}`;
+    return (
+      `<g class="crash" id="${laneId(r, 'died')}-${p.n}"><title>${esc(tip)}</title>` +
+      `<text x="4" y="${y + 13}">✝ dispatch · wire #${p.n}</text>` +
+      `<rect x="${left}" y="${y}" width="6" height="16" rx="1" class="crash-bar"></rect>` +
+      `<line class="crash-cut" x1="${left + 10}" x2="${left + plot}" y1="${y + 8}" y2="${y + 8}"></line>` +
+      `<text x="${(width - right + 8).toFixed(1)}" y="${y + 13}">worker died: no receipt → recover()</text></g>`
+    );
+  });
   const lanes = receipts.map((rc, i) => {
     const s = starts[i]!;
     const e = ends[i]!;
@@ -71,9 +119,10 @@ function timeline(r: ScenarioResult): string {
     const bw = Math.max(4, x(e) - bx);
     const tip = `#${rc.seq} ${rc.kind} at +${s - t0} ms (${e - s} ms): ${rc.outcome ?? 'no outcome'} → ${rc.decision.action}: ${rc.decision.reason}${rc.status ? ` · HTTP ${rc.status}` : ''}${rc.code ? ` · ${rc.code}` : ''}${rc.decision.delayMs ? ` · wait ${rc.decision.delayMs} ms` : ''}`;
     const decision = `${rc.decision.action}${rc.decision.delayMs ? ` (wait ${ms(rc.decision.delayMs)})` : ''}`;
+    const sent = byReceipt.get(rc.seq) ?? [];
     return (
-      `<g class="attempt" data-seq="${rc.seq}" data-kind="${esc(rc.kind)}" data-outcome="${esc(rc.outcome ?? '')}" data-at-ms="${s - t0}"><title>${esc(tip)}</title>` +
-      `<text x="4" y="${y + 13}">#${rc.seq} ${esc(rc.kind)}${rc.status ? ` · ${rc.status}` : ''}</text>` +
+      `<g class="attempt" id="${laneId(r, rc.seq)}" data-seq="${rc.seq}" data-kind="${esc(rc.kind)}" data-outcome="${esc(rc.outcome ?? '')}" data-at-ms="${s - t0}" data-wire="${sent.join(' ')}"><title>${esc(tip)}${sent.length ? esc(` · on the wire: ${sent.map((n) => `#${n}`).join(', ')}`) : ''}</title>` +
+      `<text x="4" y="${y + 13}">#${rc.seq} ${esc(rc.kind)}${rc.status ? ` · ${rc.status}` : ''}${sent.length ? ` · wire ${sent.map((n) => `#${n}`).join(',')}` : ''}</text>` +
       `<rect x="${bx.toFixed(1)}" y="${y}" width="${bw.toFixed(1)}" height="16" rx="3" fill="${fill}"></rect>` +
       // the wait the runner chose after this attempt (backoff, Retry-After, poll interval), as a dashed tail
       (rc.decision.delayMs ? `<line class="wait" x1="${(bx + bw).toFixed(1)}" x2="${Math.min(x(e + rc.decision.delayMs), width - right).toFixed(1)}" y1="${y + 8}" y2="${y + 8}"></line>` : '') +
@@ -81,18 +130,37 @@ function timeline(r: ScenarioResult): string {
     );
   });
   const height = top + receipts.length * lane + 6;
-  return `<svg class="timeline" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="timeline of ${receipts.length} runner receipts">${ticks.join('')}${lanes.join('')}</svg>`;
+  return `<svg class="timeline" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="timeline of ${receipts.length} runner receipts${died.length ? ` after a worker died` : ''}">${ticks.join('')}${crashLanes.join('')}${lanes.join('')}</svg>`;
 }
 
 /** What reached the provider (through the fault proxy), in arrival order. */
 function wire(r: ScenarioResult): string {
   if (r.proxyRequests.length === 0) return '<p class="muted">No request reached the fault proxy.</p>';
   const fault = (f: unknown) => (typeof f === 'string' ? f : typeof f === 'object' && f !== null ? [(f as { kind?: string }).kind, (f as { status?: number }).status, (f as { ms?: number }).ms ? `${(f as { ms: number }).ms} ms` : undefined].filter(Boolean).join(' ') : String(f));
-  const keyOf = (h: Readonly<Record<string, string>>) => Object.entries(h).map(([k, v]) => `${k}: ${v}`).join(', ') || '—';
+  const { byRequest } = tieWireToReceipts(r);
+  const keys = new Set(r.runnerReceipts.map((x) => x.providerKey).filter((k): k is NonNullable<typeof k> => k !== null));
+  /** Where the provider key travelled: a recorded header, the query string, or (the proxy keeps headers only) the body. */
+  const keyOf = (p: Wire): { where: string; text: string } => {
+    const headers = Object.entries(p.headers);
+    if (headers.length) return { where: 'header', text: headers.map(([k, v]) => `${k}: ${v}`).join(', ') };
+    const inQuery = [...keys].find((k) => p.path.includes(k) || p.path.includes(encodeURIComponent(k)));
+    if (inQuery) return { where: 'query', text: `in the query: ${inQuery}` };
+    const rc = byRequest.get(p.n);
+    if (rc && rc !== 'died' && rc.providerKey && p.bodyBytes > 0 && p.method !== 'GET') return { where: 'body', text: `in the body: ${rc.providerKey}` };
+    return { where: 'none', text: '—' };
+  };
+  const attemptOf = (p: Wire) => {
+    const rc = byRequest.get(p.n);
+    if (rc === 'died') return '<span class="crash">✝ died (no receipt)</span>';
+    return rc ? `<a href="#${laneId(r, rc.seq)}">#${rc.seq} ${esc(rc.kind)}</a>` : '<span class="muted">—</span>';
+  };
   return (
-    '<table class="wire"><thead><tr><th>#</th><th>during</th><th>request</th><th>key headers</th><th>fault</th><th>provider answered</th></tr></thead><tbody>' +
+    '<table class="wire"><thead><tr><th>#</th><th>during</th><th>request</th><th>provider key</th><th>fault</th><th>provider answered</th><th>runner attempt</th></tr></thead><tbody>' +
     r.proxyRequests
-      .map((p) => `<tr><td class="num">${p.n}</td><td>${esc(p.phase)}</td><td><code>${esc(p.method)} ${esc(p.path)}</code></td><td><code>${esc(keyOf(p.headers))}</code></td><td>${esc(fault(p.fault))}</td><td>${p.forwarded ? (p.upstreamStatus ? `HTTP ${p.upstreamStatus}` : 'forwarded') : 'not forwarded'}</td></tr>`)
+      .map((p) => {
+        const k = keyOf(p);
+        return `<tr id="${wireId(r, p.n)}"><td class="num" data-label="#">${p.n}</td><td data-label="during">${esc(p.phase)}</td><td data-label="request"><code class="url">${esc(p.method)} ${esc(p.path)}</code></td><td class="key key-${k.where}" data-key-in="${k.where}" data-label="provider key"><code>${esc(k.text)}</code></td><td data-label="fault">${esc(fault(p.fault))}</td><td data-label="provider answered">${p.forwarded ? (p.upstreamStatus ? `HTTP ${p.upstreamStatus}` : 'forwarded') : 'not forwarded'}</td><td data-label="runner attempt">${attemptOf(p)}</td></tr>`;
+      })
       .join('') +
     '</tbody></table>'
   );
@@ -105,18 +173,24 @@ function details(r: ScenarioResult): string {
   const parts: string[] = [];
   if (r.failures.length) parts.push(`<h4>Failures</h4><ul class="failures">${r.failures.map((f) => `<li>${esc(f)}</li>`).join('')}</ul>`);
   if (c) {
+    // The drill's own failure sentences say which criterion failed; the row they name is marked.
+    const failed = (re: RegExp) => r.failures.some((f) => re.test(f));
+    const row = (name: string, expected: string, observed: string, re: RegExp) => {
+      const bad = failed(re);
+      return `<tr class="${bad ? 'criterion-failed' : 'criterion-ok'}" data-criterion="${esc(name)}"><td>${bad ? '<b>✗</b> ' : '✓ '}${esc(name)}</td><td>${expected}</td><td>${observed}</td></tr>`;
+    };
     parts.push(
       '<h4>Pass criteria (from the card, written before the run) and what was observed</h4><table class="criteria"><thead><tr><th></th><th>expected</th><th>observed</th></tr></thead><tbody>' +
-        `<tr><td>provider records</td><td>= ${c.providerRecords}</td><td>${o ? o.providerRecords : '—'}</td></tr>` +
-        `<tr><td>attempts at the provider</td><td>${esc(count(c.attemptsAtProxy))}</td><td>${o ? o.attemptsAtProxy : '—'}</td></tr>` +
-        `<tr><td>outcome</td><td>${esc(c.outcome.join(' or '))}</td><td>${o ? esc([...new Set(o.outcomes)].join(', ')) : '—'}</td></tr>` +
-        `<tr><td>handoff packet</td><td>${c.handoff === 'with-outcome' ? 'exactly when handed off' : c.handoff ? 'yes' : 'no'}</td><td>${o ? o.handoffs : '—'}</td></tr>` +
-        `<tr><td>requests per execute call</td><td>≤ 1 (SDK retries off)</td><td>${o ? o.maxRequestsInOneExecute : '—'}</td></tr>` +
-        (c.minWaitMs !== undefined ? `<tr><td>wait before the next attempt</td><td>≥ ${c.minWaitMs} ms</td><td>${o?.waitedMs ?? '—'} ms</td></tr>` : '') +
+        row('provider records', `= ${c.providerRecords}`, o ? String(o.providerRecords) : '—', /: providerRecords expected/) +
+        row('attempts at the provider', esc(count(c.attemptsAtProxy)), o ? String(o.attemptsAtProxy) : '—', /: attemptsAtProxy expected/) +
+        row('outcome', esc(c.outcome.join(' or ')), o ? esc([...new Set(o.outcomes)].join(', ')) : '—', /: outcome expected/) +
+        row('handoff packet', c.handoff === 'with-outcome' ? 'exactly when handed off' : c.handoff ? 'yes' : 'no', o ? String(o.handoffs) : '—', /: (no )?handoff expected/) +
+        row('requests per execute call', '≤ 1 (SDK retries off)', o ? String(o.maxRequestsInOneExecute) : '—', /one retrying layer expected|did not time out/) +
+        (c.minWaitMs !== undefined ? row('wait before the next attempt', `≥ ${c.minWaitMs} ms`, `${o?.waitedMs ?? '—'} ms`, /Retry-After not honoured/) : '') +
         `</tbody></table><ul class="why">${c.why.map((w) => `<li>${esc(w)}</li>`).join('')}</ul>`,
     );
   }
-  parts.push(`<h4>Timeline of the runner's attempts</h4>${timeline(r)}`);
+  parts.push(`<h4>Timeline of the runner's attempts</h4><div class="tl">${timeline(r)}</div>`);
   parts.push(`<h4>On the wire</h4>${wire(r)}`);
   for (const p of r.handoffPackets) {
     parts.push(
@@ -171,10 +245,36 @@ function legend(): string {
     .join('')}<span><i style="background:${NO_OUTCOME}"></i>no outcome (resolve, recover)</span></p>`;
 }
 
+const slug = (s: string) => s.replace(/[^A-Za-z0-9_-]+/g, '_');
+
+/**
+ * Filters without a script: radio inputs placed before the results table, and one CSS rule per choice
+ * that hides the rows (and their detail rows) that do not match. Status and adapter filters combine.
+ */
+function filters(results: HtmlReportInput['results']): { html: string; css: string } {
+  const statuses = ['all', 'failed', 'passed', 'skipped'] as const;
+  const adapters = ['all', ...new Set(results.map((x) => x.adapter))];
+  const count = (st: string) => (st === 'all' ? results.length : results.filter((x) => x.result.status === st).length);
+  const inputs =
+    statuses.map((st) => `<input type="radio" class="filter" name="status" id="st-${st}"${st === 'all' ? ' checked' : ''}>`).join('') +
+    adapters.map((a) => `<input type="radio" class="filter" name="adapter" id="ad-${slug(a)}"${a === 'all' ? ' checked' : ''}>`).join('');
+  const labels =
+    `<div class="filters"><span>show</span>${statuses.map((st) => `<label for="st-${st}" class="chip ${st}">${st} (${count(st)})</label>`).join('')}` +
+    `<span>adapter</span>${adapters.map((a) => `<label for="ad-${slug(a)}" class="chip">${esc(a)}</label>`).join('')}</div>`;
+  const hide = (sel: string) => `${sel} ~ #results tr.result:not(RULE), ${sel} ~ #results tr.result:not(RULE) + tr.details{display:none}`;
+  const css = [
+    ...statuses.filter((st) => st !== 'all').map((st) => hide(`#st-${st}:checked`).replaceAll('RULE', `.${st}`)),
+    ...adapters.filter((a) => a !== 'all').map((a) => hide(`#ad-${slug(a)}:checked`).replaceAll('RULE', `[data-adapter="${a.replace(/"/g, '')}"]`)),
+    statuses.map((st) => `#st-${st}:checked ~ .filters label[for="st-${st}"]`).concat(adapters.map((a) => `#ad-${slug(a)}:checked ~ .filters label[for="ad-${slug(a)}"]`)).join(',') + '{background:#263238;color:#fff;border-color:#263238}',
+  ].join('\n');
+  return { html: inputs + labels, css };
+}
+
 /** A self-contained HTML page (no scripts, no external resources): totals, a matrix, then every scenario with its criteria, timeline and wire log. */
 export function renderHtmlReport(input: HtmlReportInput): string {
   const t = input.totals;
   const problems = input.problems ?? [];
+  const f = filters(input.results);
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>retrysafe drill report</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -194,11 +294,30 @@ details summary{cursor:pointer;color:#333}
 #matrix td.cell{text-align:center;width:1.6rem}#matrix td.cell a{text-decoration:none;color:inherit;display:block}
 #matrix td.passed{background:#e8f5e9;color:#2e7d32}#matrix td.failed{background:#ffcdd2;color:#b71c1c;font-weight:700}#matrix td.skipped{background:#fff8e1;color:#a67c00}
 #matrix th.rot{height:9rem;white-space:nowrap;vertical-align:bottom}#matrix th.rot span{writing-mode:vertical-rl;transform:rotate(180deg)}
-svg.timeline{max-width:100%;height:auto}svg.timeline text{font-size:11px;font-family:ui-monospace,monospace}
+div.tl{overflow-x:auto}svg.timeline{max-width:100%;height:auto}@media (max-width:700px){svg.timeline{max-width:none;width:640px}div.tl{max-width:calc(100vw - 2rem)}}svg.timeline text{font-size:11px;font-family:ui-monospace,monospace}
 svg.timeline .tick{fill:#777;font-size:10px}svg.timeline .grid{stroke:#e6e6e6}svg.timeline .wait{stroke:#999;stroke-width:1.5;stroke-dasharray:4 3}
 table.wire td,table.criteria td{font-size:12px}
 .legend span{display:inline-block;margin-right:.9rem;font-size:12px}.legend i{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:4px;vertical-align:-1px}
 ul.failures{color:#b71c1c}.problems{color:#b71c1c}
+code,td,li,p{overflow-wrap:anywhere;word-break:normal}
+table.wire{table-layout:fixed;width:100%}table.wire th:nth-child(1){width:2.2rem}table.wire th:nth-child(2){width:4.5rem}table.wire th:nth-child(3){width:34%}table.wire th:nth-child(5){width:7rem}table.wire th:nth-child(6){width:7rem}table.wire th:nth-child(7){width:7rem}
+table.wire code{white-space:pre-wrap;overflow-wrap:anywhere}
+td.key-query code,td.key-body code{background:#fff3e0;border-radius:2px;padding:0 2px}
+table.criteria tr.criterion-failed td{background:#ffcdd2;color:#b71c1c;font-weight:700;border-bottom:2px solid #c62828}
+table.criteria tr.criterion-ok td:first-child{color:#2e7d32}
+svg.timeline .crash-bar{fill:#b71c1c}svg.timeline .crash-cut{stroke:#b71c1c;stroke-width:1.5;stroke-dasharray:2 4}svg.timeline g.crash text{fill:#b71c1c}.crash{color:#b71c1c}
+input.filter{position:absolute;opacity:0;pointer-events:none}
+.filters{margin:.6rem 0;display:flex;flex-wrap:wrap;gap:.35rem;align-items:center}.filters span{color:#666;font-size:12px;margin:0 .2rem 0 .6rem}
+.chip{border:1px solid #b0bec5;border-radius:999px;padding:1px 10px;font-size:12px;cursor:pointer;user-select:none}.chip.failed{border-color:#e57373}
+${f.css}
+@media (max-width:700px){
+body{margin:.6rem}
+#results th:nth-child(1),#results tr.result td:nth-child(1),#results th:nth-child(4),#results tr.result td:nth-child(4),#results th:nth-child(5),#results tr.result td:nth-child(5),#results th:nth-child(7),#results tr.result td:nth-child(7){display:none}
+tr.details td{padding:4px 2px}
+table.wire,table.wire tbody,table.wire tr,table.wire td{display:block;width:auto}table.wire thead{display:none}
+table.wire tr{border-bottom:2px solid #ddd;padding:4px 0}table.wire td{border:0;padding:1px 4px;text-align:left}
+table.wire td::before{content:attr(data-label) ": ";color:#777;font-size:11px}
+}
 </style></head>
 <body>
 <h1>retrysafe duplicate-execution drill</h1>
@@ -210,6 +329,7 @@ ${problems.length ? `<ul class="problems" id="problems">${problems.map((p) => `<
 ${matrix(input.results)}
 <h2>Scenarios</h2>
 ${legend()}
+${f.html}
 <table id="results"><thead><tr><th>drill</th><th>operation</th><th>scenario</th><th>records</th><th>attempts</th><th>outcome</th><th>handoffs</th><th>result</th></tr></thead>
 <tbody>
 ${input.results.map(({ adapter, result }) => resultRow(adapter, result)).join('\n')}

@@ -1,0 +1,345 @@
+import { writeFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { extname } from 'node:path';
+import { createInterface } from 'node:readline';
+import {
+  CARD_SCHEMA_VERSION,
+  cardFieldLabel,
+  cardJsonSchema,
+  CardValidationError,
+  UNKNOWN,
+  validateCard,
+  type CardProblem,
+  type RetrySafetyCard,
+} from '@retrysafe/contract';
+import { lookupAvailable, notFoundIsAuthoritative, resendSafety, type DecisionState } from '@retrysafe/core';
+import { stringify as toYaml } from 'yaml';
+import { readCardFile, readDataFile } from '../card-file.js';
+import { UsageError } from '../registry.js';
+
+/** One field of the card as `cards init` fills it. */
+interface Leaf {
+  readonly path: string;
+  readonly schema: Schema;
+  /** A provider fact `{ value, source }` (may be unknown), or a plain field (policy, wording). */
+  readonly fact: boolean;
+}
+type Schema = { readonly [k: string]: unknown };
+
+/** Every fillable field of the card, in schema order (derived from the published schema, so new fields appear by themselves). */
+export function cardLeaves(): Leaf[] {
+  const leaves: Leaf[] = [];
+  const walk = (s: Schema, path: string) => {
+    const props = s.properties as Record<string, Schema> | undefined;
+    if (s.type === 'object' && props && 'value' in props && 'source' in props) {
+      leaves.push({ path, schema: (props.value!.anyOf as Schema[])[0]!, fact: true });
+    } else if (s.type === 'object' && props) {
+      for (const [k, sub] of Object.entries(props)) walk(sub, path ? `${path}.${k}` : k);
+    } else leaves.push({ path, schema: s, fact: false });
+  };
+  walk(cardJsonSchema() as Schema, '');
+  // the intent fields first: the id rule's default is written from them
+  const rank = (l: Leaf) => (l.path === 'businessOperationId.intentFields' ? -1 : 0);
+  return leaves.filter((l) => !['$schema', 'cardVersion', 'unverified'].includes(l.path)).sort((a, b) => rank(a) - rank(b) || leaves.indexOf(a) - leaves.indexOf(b));
+}
+
+/** Plain fields a card needs that `init` can fill with retrysafe's conservative defaults (marked as such). */
+function defaults(card: Record<string, unknown>): Record<string, unknown> {
+  const fields = get(card, 'businessOperationId.intentFields');
+  return {
+    'businessOperationId.rule': Array.isArray(fields) ? `derived from intent fields ${fields.join(', ')}, or supplied by the caller` : undefined,
+    'ids.run': 'receipts only (never sent to the provider)',
+    'ids.attempt': 'receipts only (never sent to the provider)',
+    'backoff.strategy': 'exponential-full-jitter',
+    'backoff.base': '500ms',
+    'backoff.cap': '10s',
+    'backoff.retryAfterCap': '60s',
+    'limits.maxAttempts': 3,
+    'limits.maxElapsed': '2m',
+    'limits.lookupWindow': '30s',
+    'retryLayer.layer': 'runner',
+    'retryLayer.sdkRetries': 'disabled',
+    'retryLayer.how': 'not filled in: say how the SDK\'s own retries are turned off and how the drill proves it',
+    reconciler: 'the runner, through the adapter\'s doLookup',
+    'handoff.condition': 'rejected; retry budget exhausted; unknown with no safe re-send',
+    'handoff.destination': 'the runner\'s handoff sink; resolved with `retrysafe ledger resolve`',
+    duplicateTest: 'not filled in: a loopback sandbox behind the testkit fault proxy',
+    receipts: 'the runner\'s ledger (one receipt per attempt and lookup, redacted)',
+  };
+}
+
+function get(obj: unknown, path: string): unknown {
+  return path.split('.').reduce<unknown>((o, k) => (o !== null && typeof o === 'object' ? (o as Record<string, unknown>)[k] : undefined), obj);
+}
+function set(obj: Record<string, unknown>, path: string, value: unknown): void {
+  const keys = path.split('.');
+  let o = obj;
+  for (const k of keys.slice(0, -1)) o = (o[k] ??= {}) as Record<string, unknown>;
+  o[keys.at(-1)!] = value;
+}
+
+/** Reads one answer for a leaf's value: `null`/`none` for a nullable field, comma lists for arrays, yes/no for booleans. */
+function parseAnswer(leaf: Leaf, text: string): { ok: true; value: unknown } | { ok: false; message: string } {
+  const t = text.trim();
+  const s = leaf.schema;
+  const options = (s.anyOf as Schema[] | undefined) ?? [s];
+  if (options.some((o) => o.type === 'null') && /^(null|none|—)$/i.test(t)) return { ok: true, value: null };
+  const main = options.find((o) => o.type !== 'null') ?? s;
+  if (Array.isArray(main.enum)) return main.enum.includes(t) ? { ok: true, value: t } : { ok: false, message: `one of ${main.enum.join(', ')}` };
+  if ('const' in main) return t === String(main.const) ? { ok: true, value: main.const } : { ok: false, message: `only ${String(main.const)}` };
+  if (main.type === 'boolean') return /^(y|yes|true)$/i.test(t) ? { ok: true, value: true } : /^(n|no|false)$/i.test(t) ? { ok: true, value: false } : { ok: false, message: 'yes or no' };
+  if (main.type === 'integer') return /^[1-9]\d*$/.test(t) ? { ok: true, value: Number(t) } : { ok: false, message: 'a positive whole number' };
+  if (main.type === 'array') {
+    const list = t.split(',').map((x) => x.trim()).filter(Boolean);
+    return list.length ? { ok: true, value: list } : { ok: false, message: 'a comma-separated list' };
+  }
+  if (typeof main.pattern === 'string' && !new RegExp(main.pattern).test(t)) return { ok: false, message: main.pattern.includes('ms|s|m|h|d') ? 'a duration such as 500ms, 30s, 5m, 24h' : 'non-empty text' };
+  return { ok: true, value: t };
+}
+
+function hint(leaf: Leaf): string {
+  const options = (leaf.schema.anyOf as Schema[] | undefined) ?? [leaf.schema];
+  const main = options.find((o) => o.type !== 'null') ?? leaf.schema;
+  const nullable = options.some((o) => o.type === 'null') ? ' | none' : '';
+  if (Array.isArray(main.enum)) return `${main.enum.join(' | ')}${nullable}`;
+  if (main.type === 'boolean') return `yes | no${nullable}`;
+  if (main.type === 'integer') return `number${nullable}`;
+  if (main.type === 'array') return 'comma-separated';
+  if (typeof main.pattern === 'string' && main.pattern.includes('ms|s|m|h|d')) return `duration, e.g. 30s, 24h${nullable}`;
+  return `text${nullable}`;
+}
+
+/** What the runner will not do because of the card's unknowns, in the runner's own words (core's decision rules). */
+export function refusals(card: RetrySafetyCard): string[] {
+  const out: string[] = [];
+  const resend = resendSafety(card, null, 0);
+  if (!resend.safe) out.push(`no re-send after an unknown outcome (timeout, reset, 5xx): ${resend.why}`);
+  if (!lookupAvailable(card)) {
+    out.push(`no lookup of what the provider stored (card lookup.method = ${String(card.lookup.method.value)}): ${resend.safe ? 'after an unknown outcome it only re-sends with the same key, inside the retention' : 'every unknown outcome goes to a person'}`);
+  } else {
+    const late = { ledgerState: 'unknown', now: Number.MAX_SAFE_INTEGER, observedAt: Number.MAX_SAFE_INTEGER, firstDispatchedAt: 0, lastDispatchedAt: 0, runAttempts: 1, runStartedAt: 0, windowStartedAt: 0 } as unknown as DecisionState;
+    if (!notFoundIsAuthoritative(card, late)) out.push(`a lookup's "not found" is never taken as "not applied" (card lookup.consistencyDelay = ${String(card.lookup.consistencyDelay.value)}): it keeps looking for limits.lookupWindow, then hands off`);
+  }
+  if (card.sideEffect.kind.value === UNKNOWN) out.push('agent tools mark the operation destructive (card sideEffect.kind = unknown)');
+  return out;
+}
+
+export interface CardsInitOptions {
+  /** A partial card (JSON or YAML): what it has is kept, what it lacks stays unknown or takes a default. */
+  readonly from?: string;
+  /** Where to write the card (`.yaml`/`.yml` → YAML, else JSON). Default: print it. */
+  readonly out?: string;
+  readonly format?: 'yaml' | 'json';
+  /** Ask field by field (default when there is no --from). */
+  readonly interactive?: boolean;
+  /** Answers for the interactive mode, one per line (default: stdin). */
+  readonly input?: NodeJS.ReadableStream;
+  /** Where prompts go (default: stderr). */
+  readonly prompt?: (text: string) => void;
+}
+
+export interface CardsInitResult {
+  readonly card: RetrySafetyCard;
+  /** Facts left unknown (each listed in unverified[]). */
+  readonly unknowns: readonly string[];
+  /** Plain fields that took retrysafe's default. */
+  readonly defaulted: readonly string[];
+  /** What the runner will refuse to do because of the unknowns. */
+  readonly refusals: readonly string[];
+  /** The card as written (YAML or JSON text). */
+  readonly text: string;
+  readonly written: string | null;
+}
+
+/**
+ * `retrysafe cards init`: fills a new retry safety card field by field — from a partial file
+ * (`--from`) or by asking — and leaves every provider fact it cannot fill as `unknown`, listed in
+ * `unverified[]`. The result is validated like any card, and comes with what the runner will refuse
+ * to do because of those unknowns.
+ */
+export async function cardsInit(opts: CardsInitOptions): Promise<CardsInitResult> {
+  const seed = opts.from === undefined ? {} : readDataFile(opts.from);
+  if (typeof seed !== 'object' || seed === null || Array.isArray(seed)) throw new UsageError(`--from ${opts.from}: expected an object (a partial card)`);
+  const { $schema: _s, unverified: seedUnverified, ...given } = seed as Record<string, unknown>;
+  const card: Record<string, unknown> = { cardVersion: CARD_SCHEMA_VERSION };
+  const origin = opts.from === undefined ? 'retrysafe cards init (interactive)' : `retrysafe cards init --from ${opts.from}`;
+  const unverified: { field: string; condition: string; source: string }[] = Array.isArray(seedUnverified) ? [...(seedUnverified as never[])] : [];
+  const unknowns: string[] = [];
+  const defaulted: string[] = [];
+  const problems: CardProblem[] = [];
+  const interactive = opts.interactive ?? opts.from === undefined;
+  const ask = interactive ? lineReader(opts.input ?? process.stdin, opts.prompt ?? ((t) => process.stderr.write(t))) : null;
+
+  try {
+    for (const leaf of cardLeaves()) {
+      const label = cardFieldLabel(leaf.path);
+      const present = get(given, leaf.path);
+      if (present !== undefined) {
+        if (leaf.fact && (typeof present !== 'object' || present === null || !('value' in present) || !('source' in present))) {
+          problems.push({ path: leaf.path, message: 'a provider fact is { value, source }: cite where the value comes from (or leave the field out to make it unknown)' });
+        }
+        set(card, leaf.path, present);
+        if (leaf.fact && (present as { value?: unknown }).value === UNKNOWN) unknowns.push(leaf.path);
+        continue;
+      }
+      const fallback = defaults(card)[leaf.path];
+      if (ask) {
+        const value = await askLeaf(ask, leaf, label, fallback);
+        if (value.kind === 'fact') {
+          set(card, leaf.path, { value: value.value, source: value.source });
+          continue;
+        }
+        if (value.kind === 'value') {
+          set(card, leaf.path, value.value);
+          continue;
+        }
+      }
+      if (leaf.fact) {
+        set(card, leaf.path, { value: UNKNOWN, source: `not filled in (${origin})` });
+        unknowns.push(leaf.path);
+      } else if (fallback !== undefined) {
+        set(card, leaf.path, fallback);
+        defaulted.push(leaf.path);
+      } else {
+        problems.push({ path: leaf.path, message: `required: ${label} cannot be unknown` });
+      }
+    }
+  } finally {
+    ask?.close();
+  }
+  for (const path of unknowns) {
+    if (!unverified.some((u) => u.field === path)) unverified.push({ field: path, condition: `${cardFieldLabel(path)}: not known when the card was written`, source: origin });
+  }
+  card.unverified = unverified;
+  if (given.cardVersion !== undefined && given.cardVersion !== CARD_SCHEMA_VERSION) problems.push({ path: 'cardVersion', message: `this retrysafe writes version ${CARD_SCHEMA_VERSION} cards` });
+  for (const key of Object.keys(given)) if (key !== 'cardVersion' && !cardLeaves().some((l) => l.path === key || l.path.startsWith(`${key}.`))) problems.push({ path: key, message: 'not a card field' });
+
+  const v = validateCard(card);
+  const all = [...problems, ...v.problems.filter((p) => !problems.some((q) => p.path.startsWith(q.path)))];
+  if (all.length) throw new UsageError(`the card cannot be completed: ${all.map((p) => `${p.path}: ${p.message}`).join('; ')}`);
+  const done = inSchemaOrder(card, cardJsonSchema() as Schema) as unknown as RetrySafetyCard;
+  const format = opts.format ?? (opts.out && ['.yaml', '.yml'].includes(extname(opts.out).toLowerCase()) ? 'yaml' : opts.out ? 'json' : 'yaml');
+  const schemaPath = `./node_modules/@retrysafe/contract/schema/retry-safety-card.v${CARD_SCHEMA_VERSION}.schema.json`;
+  const text = format === 'yaml'
+    ? `# yaml-language-server: $schema=${schemaPath}\n${toYaml(done, { lineWidth: 0 })}`
+    : `${JSON.stringify({ $schema: schemaPath, ...done }, null, 2)}\n`;
+  if (opts.out) writeFileSync(opts.out, text);
+  return { card: done, unknowns, defaulted, refusals: refusals(done), text, written: opts.out ?? null };
+}
+
+/** The card's keys in the order the schema (and the card type) lists them. */
+function inSchemaOrder(value: unknown, schema: Schema): unknown {
+  const props = schema.properties as Record<string, Schema> | undefined;
+  if (!props || typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+  const obj = value as Record<string, unknown>;
+  const keys = [...Object.keys(props).filter((k) => k in obj), ...Object.keys(obj).filter((k) => !(k in props))];
+  return Object.fromEntries(keys.map((k) => [k, props[k] ? inSchemaOrder(obj[k], props[k]) : obj[k]]));
+}
+
+type Answer = { kind: 'fact'; value: unknown; source: string } | { kind: 'value'; value: unknown } | { kind: 'skip' };
+
+interface LineReader {
+  next(prompt: string): Promise<string | null>;
+  say(text: string): void;
+  close(): void;
+}
+
+function lineReader(input: NodeJS.ReadableStream, prompt: (t: string) => void): LineReader {
+  const rl = createInterface({ input, terminal: false });
+  const lines = rl[Symbol.asyncIterator]();
+  let ended = false;
+  return {
+    async next(text) {
+      prompt(text);
+      if (ended) return null;
+      const r = await lines.next();
+      if (r.done) ended = true;
+      return r.done ? null : r.value;
+    },
+    say: prompt,
+    close: () => rl.close(),
+  };
+}
+
+/** Asks for one field until the answer fits; an empty answer (or end of input) leaves a fact unknown and a plain field at its default. */
+async function askLeaf(ask: LineReader, leaf: Leaf, label: string, fallback: unknown): Promise<Answer> {
+  for (;;) {
+    const dflt = leaf.fact ? 'enter = unknown' : fallback !== undefined ? `enter = ${String(fallback)}` : 'required';
+    const answer = await ask.next(`${label} (${leaf.path}) [${hint(leaf)}; ${dflt}]: `);
+    if (answer === null || answer.trim() === '' || (leaf.fact && answer.trim() === UNKNOWN)) return { kind: 'skip' };
+    const parsed = parseAnswer(leaf, answer);
+    if (!parsed.ok) {
+      ask.say(`  expected ${parsed.message}\n`);
+      continue;
+    }
+    if (!leaf.fact) return { kind: 'value', value: parsed.value };
+    for (;;) {
+      const source = await ask.next('  source (a public URL or a file of your project): ');
+      if (source === null) return { kind: 'skip' };
+      if (source.trim()) return { kind: 'fact', value: parsed.value, source: source.trim() };
+    }
+  }
+}
+
+/** `retrysafe cards validate <file…>`: each JSON/YAML card file read as the runner would, with what it will refuse. */
+export function validateCardFiles(files: readonly string[]): { file: string; ok: boolean; operation?: string; problems: readonly CardProblem[]; unknowns: readonly string[]; refusals: readonly string[] }[] {
+  return files.map((file) => {
+    try {
+      const card = readCardFile(file);
+      return { file, ok: true, operation: card.operation, problems: [], unknowns: validateCard(card).unknowns, refusals: refusals(card) };
+    } catch (e) {
+      if (CardValidationError.isInstance(e)) return { file, ok: false, problems: e.problems, unknowns: [], refusals: [] };
+      if (e instanceof UsageError) return { file, ok: false, problems: [{ path: '(file)', message: e.message }], unknowns: [], refusals: [] };
+      throw e;
+    }
+  });
+}
+
+/** Adds `retrysafe cards init` under the `cards` command. */
+export function registerCardsInit(
+  cards: Command,
+  ctx: { readonly out: (t: string) => void; readonly err: (t: string) => void; readonly json: (v: unknown) => void; readonly setCode: (code: number) => void },
+): void {
+  cards
+    .command('init')
+    .description('fill a new retry safety card field by field (asks, or --from a partial JSON/YAML card); what it cannot fill stays unknown, and it shows what the runner will refuse because of that')
+    .option('--from <file>', 'a partial card (JSON or YAML) to start from; no questions asked')
+    .option('--out <file>', 'write the card here (.yaml/.yml: YAML, else JSON); default: print it')
+    .option('--interactive', 'ask for the fields --from leaves out')
+    .option('--json', 'print { card, unknowns, defaulted, refusals } as JSON')
+    .action(async (o: { from?: string; out?: string; interactive?: boolean; json?: boolean }) => {
+      const r = await cardsInit({ ...(o.from !== undefined ? { from: o.from } : {}), ...(o.out !== undefined ? { out: o.out } : {}), ...(o.interactive ? { interactive: true } : {}) });
+      if (o.json) ctx.json({ ok: true, card: r.card, unknowns: r.unknowns, defaulted: r.defaulted, refusals: r.refusals, written: r.written });
+      else {
+        if (!r.written) ctx.out(r.text);
+        const report = [
+          r.written ? `wrote ${r.written}` : '',
+          `${r.unknowns.length} fact(s) left unknown${r.unknowns.length ? `: ${r.unknowns.join(', ')}` : ''} (listed in unverified[])`,
+          r.defaulted.length ? `${r.defaulted.length} field(s) took retrysafe's defaults: ${r.defaulted.join(', ')}` : '',
+          r.refusals.length ? `Because of that, the runner will refuse:\n${r.refusals.map((x) => `  - ${x}`).join('\n')}` : 'The runner relies on nothing unknown in this card.',
+        ].filter(Boolean).join('\n');
+        (r.written ? ctx.out : ctx.err)(report);
+      }
+      ctx.setCode(0);
+    });
+
+  cards
+    .command('validate')
+    .description('read retry safety card files (JSON or YAML) as the runner would: every problem with its field, the unknowns, and what the runner will refuse')
+    .argument('<file...>', 'card files')
+    .option('--json', 'print the results as JSON')
+    .action((files: string[], o: { json?: boolean }) => {
+      const results = validateCardFiles(files);
+      if (o.json) ctx.json({ ok: results.every((r) => r.ok), results });
+      else {
+        for (const r of results) {
+          if (!r.ok) {
+            ctx.err(`✗ ${r.file}: ${r.problems.length} problem(s)\n${r.problems.map((p) => `  - ${p.path}: ${p.message}`).join('\n')}`);
+            continue;
+          }
+          ctx.out(`✓ ${r.file}: ${r.operation} (${r.unknowns.length} unknown fact(s))${r.refusals.length ? `\n  the runner will refuse:\n${r.refusals.map((x) => `  - ${x}`).join('\n')}` : ''}`);
+        }
+      }
+      ctx.setCode(results.every((r) => r.ok) ? 0 : 1);
+    });
+}

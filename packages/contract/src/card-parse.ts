@@ -1,0 +1,23 @@
+import type { RetrySafetyCard } from './card.js';
+import { CARD_SCHEMA_VERSION, defineCard, validateCard } from './card-validate.js';
+import { CardValidationError } from './errors/card-validation-error.js';
+
+/**
+ * A card read from data (a parsed JSON or YAML file): drops the editor's `$schema` entry, refuses a
+ * `cardVersion` this contract does not know with a clear message, validates every field and returns the
+ * card deep-frozen. Throws CardValidationError listing every problem; never returns half a card.
+ */
+export function parseCard(data: unknown, origin = '(card data)'): RetrySafetyCard {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+    throw new CardValidationError(origin, [{ path: '(card)', message: 'expected an object (a retry safety card)' }]);
+  }
+  const { $schema: _schema, ...rest } = data as Record<string, unknown>;
+  const version = rest.cardVersion;
+  if (version !== CARD_SCHEMA_VERSION) {
+    throw new CardValidationError(origin, [{ path: 'cardVersion', message: version === undefined ? `missing: write cardVersion: ${CARD_SCHEMA_VERSION}` : `cardVersion ${JSON.stringify(version)} is not supported here (this retrysafe reads version ${CARD_SCHEMA_VERSION})` }]);
+  }
+  const copy = structuredClone(rest) as unknown as RetrySafetyCard;
+  const v = validateCard(copy);
+  if (!v.ok) throw new CardValidationError(typeof rest.operation === 'string' ? rest.operation : origin, v.problems);
+  return defineCard(copy);
+}

@@ -1,0 +1,139 @@
+/**
+ * Structured runner events and OpenTelemetry spans and metrics, through `@opentelemetry/api` only:
+ * without an SDK registered (globally or in `RunnerOptions.telemetry`) every call is the API's no-op.
+ * The runner calls this module from two places — around `run()` and from its one `log` function — so
+ * the decision logic knows nothing about telemetry.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { context, metrics, SpanKind, SpanStatusCode, trace, type Attributes, type MeterProvider, type Span, type TracerProvider } from '@opentelemetry/api';
+
+/** The structured part of an event (also on every LogEntry that has it). No params, keys or secrets. */
+export interface EventFields {
+  /** Provider call number over the operation's whole life. */
+  readonly attempt?: number;
+  /** The attempt's outcome kind, or the lookup's result kind. */
+  readonly outcome?: string;
+  /** HTTP status of the provider's answer, when there was one. */
+  readonly status?: number;
+  /** The runner's next action (`send`, `lookup`, `wait`, `complete`, `handoff`, …). */
+  readonly decision?: string;
+  /** The wait the runner chose before that action (backoff, Retry-After, poll interval). */
+  readonly delayMs?: number;
+  /** Why the operation went to a person. */
+  readonly handoffReason?: string;
+  /** A done result that came from a replay, a lookup or an earlier run. */
+  readonly adopted?: boolean;
+}
+
+export interface TelemetryOptions {
+  /** Default: the global provider of `@opentelemetry/api` (a no-op until an SDK registers one). */
+  readonly tracerProvider?: TracerProvider;
+  /** Default: the global meter provider of `@opentelemetry/api`. */
+  readonly meterProvider?: MeterProvider;
+}
+
+/** Names of the spans and instruments, for dashboards and tests. */
+export const TELEMETRY = {
+  scope: '@retrysafe/core',
+  runSpan: 'retrysafe.run',
+  attemptSpan: 'retrysafe.attempt',
+  operations: 'retrysafe.operations',
+  attempts: 'retrysafe.attempts',
+  lookups: 'retrysafe.lookups',
+  handoffs: 'retrysafe.handoffs',
+  retryDelay: 'retrysafe.retry.delay',
+} as const;
+
+interface RunScope {
+  readonly span: Span;
+  readonly operation: string;
+  attempt: Span | null;
+}
+
+export interface Telemetry {
+  /** Runs one `runner.run()` inside its span; counts the operation by how it ended. */
+  run<T extends { readonly status: string; readonly adopted?: boolean }>(info: { readonly operation: string; readonly provider: string; readonly businessOperationId: string }, fn: () => Promise<T>): Promise<T>;
+  /** One runner event (the same entry the logger gets). */
+  event(event: string, level: 'info' | 'warn', fields: EventFields | undefined, operation: string | undefined): void;
+}
+
+const attrs = (operation: string, more: Record<string, string | number | boolean | undefined> = {}): Attributes =>
+  Object.fromEntries(Object.entries({ 'retrysafe.operation': operation, ...more }).filter(([, v]) => v !== undefined)) as Attributes;
+
+export function createTelemetry(options: TelemetryOptions | undefined, now: () => number): Telemetry {
+  const tracer = (options?.tracerProvider ?? trace.getTracerProvider()).getTracer(TELEMETRY.scope);
+  const meter = (options?.meterProvider ?? metrics.getMeterProvider()).getMeter(TELEMETRY.scope);
+  const operations = meter.createCounter(TELEMETRY.operations, { description: 'runner.run() calls, by how they ended (done, adopted, in-progress, handed-off, error)' });
+  const attempts = meter.createCounter(TELEMETRY.attempts, { description: 'provider calls (dispatches and same-key re-sends), by outcome' });
+  const lookups = meter.createCounter(TELEMETRY.lookups, { description: 'lookups of what the provider stored, by result' });
+  const handoffs = meter.createCounter(TELEMETRY.handoffs, { description: 'operations handed to a person, by reason' });
+  const retryDelay = meter.createHistogram(TELEMETRY.retryDelay, { description: 'waits the runner chose before its next action', unit: 'ms' });
+  const scope = new AsyncLocalStorage<RunScope>();
+
+  return {
+    async run(info, fn) {
+      const span = tracer.startSpan(TELEMETRY.runSpan, {
+        kind: SpanKind.INTERNAL,
+        startTime: now(),
+        attributes: attrs(info.operation, { 'retrysafe.provider': info.provider, 'retrysafe.business_operation_id': info.businessOperationId }),
+      });
+      const s: RunScope = { span, operation: info.operation, attempt: null };
+      try {
+        const result = await scope.run(s, fn);
+        const status = result.status === 'done' && result.adopted ? 'adopted' : result.status;
+        span.setAttribute('retrysafe.status', status);
+        if (result.status === 'handed-off') span.setStatus({ code: SpanStatusCode.ERROR, message: 'handed off to a person' });
+        operations.add(1, attrs(info.operation, { 'retrysafe.status': status }));
+        return result;
+      } catch (err) {
+        const name = err instanceof Error ? err.name : 'Error';
+        span.setAttribute('retrysafe.status', 'error');
+        span.setStatus({ code: SpanStatusCode.ERROR, message: name });
+        operations.add(1, attrs(info.operation, { 'retrysafe.status': 'error', 'error.type': name }));
+        throw err;
+      } finally {
+        s.attempt?.end(now());
+        span.end(now());
+      }
+    },
+
+    event(event, level, fields, operation) {
+      const s = scope.getStore();
+      const op = operation ?? s?.operation ?? '';
+      const f = fields ?? {};
+      switch (event) {
+        case 'dispatch': {
+          if (!s) break;
+          s.attempt?.end(now());
+          s.attempt = tracer.startSpan(TELEMETRY.attemptSpan, { kind: SpanKind.CLIENT, startTime: now(), attributes: attrs(op, { 'retrysafe.attempt': f.attempt }) }, trace.setSpan(context.active(), s.span));
+          break;
+        }
+        case 'outcome': {
+          attempts.add(1, attrs(op, { 'retrysafe.outcome': f.outcome }));
+          if (s?.attempt) {
+            s.attempt.setAttributes(attrs(op, { 'retrysafe.outcome': f.outcome, 'http.response.status_code': f.status }));
+            if (f.outcome === 'unknown' || f.outcome === 'rejected') s.attempt.setStatus({ code: SpanStatusCode.ERROR, message: f.outcome });
+            s.attempt.end(now());
+            s.attempt = null;
+          }
+          break;
+        }
+        case 'lookup':
+          lookups.add(1, attrs(op, { 'retrysafe.lookup.result': f.outcome }));
+          break;
+        case 'decision':
+          if (f.delayMs !== undefined) retryDelay.record(f.delayMs, attrs(op, { 'retrysafe.decision': f.decision }));
+          break;
+        case 'handoff':
+          handoffs.add(1, attrs(op, { 'retrysafe.handoff.reason': f.handoffReason }));
+          s?.span.setAttribute('retrysafe.handoff.reason', f.handoffReason ?? 'unknown');
+          break;
+      }
+      if (s) {
+        const eventAttrs: Record<string, string | number | boolean | undefined> = { 'retrysafe.level': level };
+        for (const [k, v] of Object.entries(f)) eventAttrs[`retrysafe.${k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}`] = v;
+        s.span.addEvent(`retrysafe.${event}`, attrs(op, eventAttrs), now());
+      }
+    },
+  };
+}
