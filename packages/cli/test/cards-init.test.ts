@@ -103,6 +103,17 @@ describe('retrysafe cards init --from', () => {
     expect(bad.stderr).toMatch(/sideEffect\.kind\.value: expected one of/);
     expect(() => readFileSync(out)).toThrow();
   });
+
+  it('interactive on a closed stdin: nothing to ask, so the fields that cannot be unknown are named, once each (exit 2)', async () => {
+    const r = await cli(['cards', 'init']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^Intent fields \(businessOperationId\.intentFields\) \[comma-separated; required\]: \n/); // it asked, then saw the end of input
+    const error = r.stderr.split('\n').find((l) => l.includes('retrysafe: the card cannot be completed'))!;
+    expect(error).toMatch(/businessOperationId\.intentFields: required/);
+    expect(error).toMatch(/provider: required/);
+    expect(error).not.toMatch(/businessOperationId\.rule/);
+    expect(error).not.toMatch(/businessOperationId: missing/);
+  });
 });
 
 describe('retrysafe cards init (interactive)', () => {

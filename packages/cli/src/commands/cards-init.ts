@@ -215,7 +215,9 @@ export async function cardsInit(opts: CardsInitOptions): Promise<CardsInitResult
   for (const key of Object.keys(given)) if (key !== 'cardVersion' && !cardLeaves().some((l) => l.path === key || l.path.startsWith(`${key}.`))) problems.push({ path: key, message: 'not a card field' });
 
   const v = validateCard(card);
-  const all = [...problems, ...v.problems.filter((p) => !problems.some((q) => p.path.startsWith(q.path)))];
+  // one problem per cause: no rule without intent fields, no "missing object" for a field already named
+  const mine = problems.filter((p) => !(p.path === 'businessOperationId.rule' && problems.some((q) => q.path === 'businessOperationId.intentFields')));
+  const all = [...mine, ...v.problems.filter((p) => !mine.some((q) => p.path.startsWith(q.path) || q.path.startsWith(`${p.path}.`)))];
   if (all.length) throw new UsageError(`the card cannot be completed: ${all.map((p) => `${p.path}: ${p.message}`).join('; ')}`);
   const done = inSchemaOrder(card, cardJsonSchema() as Schema) as unknown as RetrySafetyCard;
   const format = opts.format ?? (opts.out && ['.yaml', '.yml'].includes(extname(opts.out).toLowerCase()) ? 'yaml' : opts.out ? 'json' : 'yaml');
@@ -250,10 +252,14 @@ function lineReader(input: NodeJS.ReadableStream, prompt: (t: string) => void): 
   let ended = false;
   return {
     async next(text) {
-      prompt(text);
       if (ended) return null;
+      prompt(text);
       const r = await lines.next();
-      if (r.done) ended = true;
+      if (r.done) {
+        // end of input: the rest is left unknown (or at its default); stop asking
+        ended = true;
+        prompt('\n');
+      }
       return r.done ? null : r.value;
     },
     say: prompt,
