@@ -1,5 +1,5 @@
 export { createRunner } from './runner.js';
-export type { Runner, RunnerOptions, RunInput, RunResult, RecoverReport, Resolution, ResolveResult, LogEntry } from './runner.js';
+export type { Runner, RunnerOptions, RunInput, RunResult, RecoverReport, Resolution, ResolveOptions, ResolveResult, LogEntry } from './runner.js';
 export { decide, resendSafety, lookupAvailable } from './decide.js';
 export type { Decision, DecisionState, Budget, Observation, ResendSafety } from './decide.js';
 export { resolvePolicy, validatePolicy, backoffMs, planRetry, planPoll } from './retry-policy.js';

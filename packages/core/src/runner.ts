@@ -13,6 +13,7 @@ import {
   UnknownOperationError,
   UnsupportedSpecificationVersionError,
   asBusinessOperationId,
+  asAttemptId,
   asRunId,
   businessOperationId as deriveBusinessOperationId,
   fingerprint,
@@ -21,6 +22,7 @@ import {
   pickIntent,
   validateCard,
   type AdapterV1,
+  type AttemptId,
   type BusinessOperationId,
   type ClaimInput,
   type Fenced,
@@ -82,6 +84,12 @@ export interface RunInput {
   readonly intent?: Record<string, unknown>;
   /** Default: a new run id. */
   readonly runId?: string;
+  /**
+   * Where this run's attempt ids come from (default: a new random id per provider call or lookup). A
+   * durable-execution engine passes ids made from its own step ids; each call must return a new id
+   * (validated like a run id).
+   */
+  readonly attemptIds?: () => string;
   readonly signal?: AbortSignal;
 }
 
@@ -127,12 +135,21 @@ export type ResolveResult =
   | RunResult
   | { readonly status: 'resolved'; readonly businessOperationId: BusinessOperationId; readonly state: 'succeeded' | 'abandoned'; readonly providerRef: string | null };
 
+export interface ResolveOptions {
+  readonly adapters?: readonly AdapterV1[];
+  readonly by?: string;
+  /** The run id written on the resolution's receipts (default: a new one), as in RunInput. */
+  readonly runId?: string;
+  /** As in RunInput: where the resolution's attempt ids come from. */
+  readonly attemptIds?: () => string;
+}
+
 export interface Runner {
   run(adapter: AdapterV1, operation: string, input: RunInput): Promise<RunResult>;
   /** Reconciles operations left claimed/dispatched/unknown/in-progress by a worker whose lease expired. */
   recover(options: { readonly adapters: readonly AdapterV1[]; readonly limit?: number }): Promise<RecoverReport[]>;
   /** A person's decision on a handed-off operation. `resume` re-sends with the SAME provider key. */
-  resolve(id: string, resolution: Resolution, options?: { readonly adapters?: readonly AdapterV1[]; readonly by?: string }): Promise<ResolveResult>;
+  resolve(id: string, resolution: Resolution, options?: ResolveOptions): Promise<ResolveResult>;
 }
 
 /** One operation being driven by this worker. */
@@ -148,6 +165,7 @@ interface Op {
   readonly params: unknown;
   readonly requestFingerprint: string;
   readonly signal: AbortSignal | undefined;
+  readonly attemptIds: (() => string) | undefined;
   ref: Fenced;
   record: OperationRecord;
   /** Latest dispatch, or an upper bound of it when taken over (see DecisionState.lastDispatchedAt). */
@@ -205,6 +223,19 @@ function isLookupResult(o: unknown): o is LookupResult {
 }
 
 const isTerminalState = (s: OperationState) => TERMINAL_STATES.includes(s);
+
+/** Caller-supplied attempt ids (RunInput.attemptIds): the first is drawn and validated before anything is written. */
+function callerAttemptIds(fn: (() => string) | undefined): (() => string) | undefined {
+  if (fn === undefined) return undefined;
+  if (typeof fn !== 'function') throw new RunnerConfigurationError('attemptIds', 'expected a function returning a new attempt id per call');
+  let first: string | null = asAttemptId(fn());
+  return () => {
+    if (first === null) return asAttemptId(fn());
+    const id = first;
+    first = null;
+    return id;
+  };
+}
 const errText = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
 
 /** The runner (DESIGN.md §3–5): claim, dispatch once, reconcile, retry within bounds, or hand off. */
@@ -256,11 +287,11 @@ export function createRunner(options: RunnerOptions): Runner {
       leaseMs: policy.leaseMs,
       now: clock.now(),
     };
-    const base = { adapter, opName: operation, card, policy, redactor, id, providerKey, runId, params: input.params ?? null, signal: input.signal };
+    const base = { adapter, opName: operation, card, policy, redactor, id, providerKey, runId, params: input.params ?? null, signal: input.signal, attemptIds: callerAttemptIds(input.attemptIds) };
     return claimAndDrive(base, claimInput, paramsFingerprint);
   }
 
-  type OpBase = Pick<Op, 'adapter' | 'opName' | 'card' | 'policy' | 'redactor' | 'id' | 'providerKey' | 'runId' | 'params' | 'signal'>;
+  type OpBase = Pick<Op, 'adapter' | 'opName' | 'card' | 'policy' | 'redactor' | 'id' | 'providerKey' | 'runId' | 'params' | 'signal' | 'attemptIds'>;
 
   async function claimAndDrive(base: OpBase, claimInput: ClaimInput, paramsFingerprint: string): Promise<RunResult> {
     // A new operation's first decision is always "send now" (decide: claimed, nothing observed), so the
@@ -381,7 +412,7 @@ export function createRunner(options: RunnerOptions): Runner {
         continue;
       }
       const startedAt = clock.now();
-      const attemptId = newAttemptId();
+      const attemptId = op.attemptIds ? (op.attemptIds() as AttemptId) : newAttemptId();
       let kind: ReceiptKind;
       if (decision.action === 'send') {
         obs = await send(op, attemptId);
@@ -455,7 +486,7 @@ export function createRunner(options: RunnerOptions): Runner {
     }
   }
 
-  async function send(op: Op, attemptId: ReturnType<typeof newAttemptId>): Promise<Outcome> {
+  async function send(op: Op, attemptId: AttemptId): Promise<Outcome> {
     if (op.dispatchWritten) {
       // The claim itself durably created the operation as `dispatched` (fresh lease, attempt 1).
       op.dispatchWritten = false;
@@ -486,7 +517,7 @@ export function createRunner(options: RunnerOptions): Runner {
     return outcome;
   }
 
-  async function lookup(op: Op, attemptId: ReturnType<typeof newAttemptId>): Promise<LookupResult> {
+  async function lookup(op: Op, attemptId: AttemptId): Promise<LookupResult> {
     await renew(op);
     if (op.record.state !== 'reconciling' && op.record.state !== 'in-progress') {
       op.record = await ledger.setState(op.ref, { state: 'reconciling', now: clock.now() });
@@ -700,7 +731,7 @@ export function createRunner(options: RunnerOptions): Runner {
     return null;
   }
 
-  function baseFromRecord(adapter: AdapterV1, opName: string, record: OperationRecord, runId: RunId): { base: OpBase; claimInput: ClaimInput } {
+  function baseFromRecord(adapter: AdapterV1, opName: string, record: OperationRecord, runId: RunId, attemptIds?: () => string): { base: OpBase; claimInput: ClaimInput } {
     const spec = checkAdapter(adapter, opName);
     const policy = resolvePolicy(spec.card, options.policy);
     const base: OpBase = {
@@ -714,6 +745,7 @@ export function createRunner(options: RunnerOptions): Runner {
       runId,
       params: record.params,
       signal: undefined,
+      attemptIds,
     };
     const claimInput: ClaimInput = {
       businessOperationId: record.businessOperationId,
@@ -760,16 +792,19 @@ export function createRunner(options: RunnerOptions): Runner {
     return reports;
   }
 
-  async function resolve(rawId: string, resolution: Resolution, opts: { readonly adapters?: readonly AdapterV1[]; readonly by?: string } = {}): Promise<ResolveResult> {
+  async function resolve(rawId: string, resolution: Resolution, opts: ResolveOptions = {}): Promise<ResolveResult> {
     const id = asBusinessOperationId(rawId);
     const record = await ledger.get(id);
     if (!record) throw new InvalidStateError(id, 'absent', 'no such operation in the ledger');
     if (record.state !== 'handed-off') throw new InvalidStateError(id, record.state, `only a handed-off operation can be resolved (${resolution?.action})`);
     const by = opts.by ?? owner;
+    const runId = opts.runId !== undefined ? asRunId(opts.runId) : newRunId();
+    const attemptIds = callerAttemptIds(opts.attemptIds);
+    const nextAttemptId = () => (attemptIds ? (attemptIds() as AttemptId) : newAttemptId());
     if (resolution?.action === 'resume') {
       const found = findAdapter(opts.adapters ?? [], record);
       if (!found) throw new RunnerConfigurationError('resolve', `resume needs the adapter for ${record.operation} in { adapters }`);
-      const { base, claimInput } = baseFromRecord(found.adapter, found.opName, record, newRunId());
+      const { base, claimInput } = baseFromRecord(found.adapter, found.opName, record, runId, attemptIds);
       const claim = await ledger.claim({ ...claimInput, resume: true });
       if (claim.kind === 'busy') return { status: 'in-progress', businessOperationId: id, statusRef: claim.record.statusRef, retryAfterMs: Math.max(0, (claim.record.leaseExpiresAt ?? 0) - clock.now()) };
       if (claim.kind !== 'claimed') return fromTerminal(claim.record, null, base);
@@ -782,7 +817,7 @@ export function createRunner(options: RunnerOptions): Runner {
         businessOperationId: id,
         seq: (last?.seq ?? 0) + 1,
         runId: base.runId,
-        attemptId: newAttemptId(),
+        attemptId: nextAttemptId(),
         provider: record.provider,
         operation: record.operation,
         kind: 'resolve',
@@ -809,8 +844,8 @@ export function createRunner(options: RunnerOptions): Runner {
       sealReceipt({
         businessOperationId: id,
         seq: (last?.seq ?? 0) + 1,
-        runId: newRunId(),
-        attemptId: newAttemptId(),
+        runId,
+        attemptId: nextAttemptId(),
         provider: record.provider,
         operation: record.operation,
         kind: 'resolve',
