@@ -154,7 +154,7 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
       ...provider,
       execute: async (req) => {
         const res = await provider.execute(req);
-        if (slot.countdown !== null && --slot.countdown <= 0 && slot.child && !stopping) {
+        if (slot.countdown !== null && --slot.countdown <= 0 && slot.child && !stopping && killsLeft > 0) {
           slot.countdown = null;
           const victim = slot.child;
           const exited = slot.exited;
