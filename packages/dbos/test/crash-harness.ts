@@ -25,8 +25,16 @@ export interface CrashPhaseOptions {
   readonly workflows: number;
   /** Worker processes alive at once (each with its own DBOS executor id). */
   readonly processes: number;
-  /** SIGKILLs over the phase; each lands right after the provider committed a create, before its answer is written. */
+  /** Faults over the phase; each lands right after the provider committed a create, before its answer is written. */
   readonly kills: number;
+  /**
+   * `sigkill` (default): the process is SIGKILLed and replaced by one with its executor id. `zombie`: the
+   * process lives on, its answer is held `holdMs`, and a second process with the SAME executor id starts
+   * meanwhile, so DBOS recovers the first one's pending workflows while it still runs them (DBOS's
+   * "concurrent executions": an executor wrongly taken for dead).
+   */
+  readonly fault?: 'sigkill' | 'zombie';
+  readonly holdMs?: number;
   readonly seed: number;
   readonly leaseMs?: number;
   /** Give up after this long (the test fails). */
@@ -41,10 +49,14 @@ export interface CrashPhaseReport {
   readonly otherStatuses: Readonly<Record<string, number>>;
   /** Processes SIGKILLed while a provider call was in flight (its response lost). */
   readonly killed: number;
+  /** Second processes started under a live process's executor id while its call was in flight. */
+  readonly zombies: number;
   /** Worker processes started over the phase (the first ones plus one replacement per kill). */
   readonly processesStarted: number;
   /** Workflows that executed in more than one OS process: DBOS recovered them elsewhere. */
   readonly recoveredElsewhere: number;
+  /** Workflows whose function DBOS started more than once (in any process). */
+  readonly reexecuted: number;
   /** Records at the provider. */
   readonly providerRecords: number;
   /** Business operations with more than one record, and how many extra records. */
@@ -76,6 +88,8 @@ interface Slot {
   exited: Promise<void> | null;
   /** Commits left before this slot's process is killed; null when not armed. */
   countdown: number | null;
+  /** While set, every answer to this slot's process waits for it (the process looks stalled). */
+  hold: Promise<void> | null;
 }
 
 /**
@@ -104,14 +118,17 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
   }
 
   const executions = new Map<string, Set<number>>();
+  const starts = new Map<string, number>();
   let killed = 0;
+  let zombieCount = 0;
+  const extras: Slot[] = [];
   let started = 0;
   let stopping = false;
   const problems: string[] = [];
   const arm = () => 3 + Math.floor(random() * 12);
   let killsLeft = o.kills;
   let respawning = 0;
-  const slots: Slot[] = Array.from({ length: o.processes }, (_, index) => ({ index, executorId: `${tag}-w${index}`, server: null, child: null, exited: null, countdown: null }));
+  const slots: Slot[] = Array.from({ length: o.processes }, (_, index) => ({ index, executorId: `${tag}-w${index}`, server: null, child: null, exited: null, countdown: null, hold: null }));
 
   function spawn(slot: Slot): Promise<void> {
     const child = fork(WORKER, [], {
@@ -141,6 +158,7 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
           const seen = executions.get(m.workflowId) ?? new Set<number>();
           seen.add(m.pid);
           executions.set(m.workflowId, seen);
+          starts.set(m.workflowId, (starts.get(m.workflowId) ?? 0) + 1);
         }
       });
       child.once('exit', (code, signal) => reject(new Error(`worker ${slot.executorId} exited before it was ready (${code ?? signal}): ${stderr.slice(0, 800)}`)));
@@ -154,9 +172,29 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
       ...provider,
       execute: async (req) => {
         const res = await provider.execute(req);
-        if (slot.countdown !== null && --slot.countdown <= 0 && slot.child && !stopping && killsLeft > 0) {
+        if (slot.hold) await slot.hold;
+        const due = slot.countdown !== null && --slot.countdown <= 0 && slot.child !== null && !stopping && killsLeft > 0;
+        if (due && o.fault === 'zombie') {
           slot.countdown = null;
-          const victim = slot.child;
+          killsLeft--;
+          zombieCount++;
+          respawning++;
+          const twin: Slot = { index: slot.index, executorId: slot.executorId, server: await startSandboxServer({ provider }), child: null, exited: null, countdown: null, hold: null };
+          extras.push(twin);
+          // The first process keeps running, its answers held, while its twin recovers its workflows.
+          slot.hold = (async () => {
+            await spawn(twin).catch((e: Error) => problems.push(e.message));
+            await new Promise((r) => setTimeout(r, o.holdMs ?? 3000));
+          })();
+          await slot.hold;
+          slot.hold = null;
+          respawning--;
+          if (killsLeft > 0 && !stopping) slot.countdown = arm();
+          return res;
+        }
+        if (due) {
+          slot.countdown = null;
+          const victim = slot.child!;
           const exited = slot.exited;
           victim.kill('SIGKILL');
           await exited; // the answer below goes to a dead socket: the response is lost
@@ -223,8 +261,10 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
       succeeded: SUCCESS,
       otherStatuses,
       killed,
+      zombies: zombieCount,
       processesStarted: started,
       recoveredElsewhere: [...executions.values()].filter((s) => s.size > 1).length,
+      reexecuted: [...starts.values()].filter((n) => n > 1).length,
       providerRecords: provider.count(),
       duplicatedOperations,
       extraRecords,
@@ -234,10 +274,10 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
     };
   } finally {
     stopping = true;
-    for (const s of slots) s.child?.kill('SIGKILL');
-    await Promise.all(slots.map((s) => s.exited));
+    for (const s of [...slots, ...extras]) s.child?.kill('SIGKILL');
+    await Promise.all([...slots, ...extras].map((s) => s.exited));
     await client.destroy().catch(() => undefined);
-    for (const s of slots) await s.server?.close().catch(() => undefined);
+    for (const s of [...slots, ...extras]) await s.server?.close().catch(() => undefined);
     const c = new pg.Client({ connectionString: url });
     await c.connect();
     try {

@@ -56,3 +56,4 @@ describe('DBOS + retrysafe under real SIGKILLs: one effect per business operatio
     }, PHASE_TIMEOUT_MS);
   }
 });
+
