@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DBOS } from '@dbos-inc/dbos-sdk';
-import { createDbosRetrysafe, DbosStepConfigurationError, handoffEventKey, sendResolution, type DbosOperationOutcome } from '@retrysafe/dbos';
+import { createDbosRetrysafe, DbosStepConfigurationError, handoffEventKey, resolutionTopic, sendResolution, type DbosOperationOutcome } from '@retrysafe/dbos';
 import { REPLAYING_BEHAVIOUR, createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
 import pg from 'pg';
 import { databaseUrl } from './crash-harness.js';
@@ -42,6 +42,11 @@ const withHandoff = DBOS.registerWorkflow(
     return { first, final };
   },
   { name: 'withHandoff' },
+);
+
+const receiveTwice = DBOS.registerWorkflow(
+  async (id: string) => [await DBOS.recv(resolutionTopic(id), 20), await DBOS.recv(resolutionTopic(id), 1)],
+  { name: 'receiveTwice' },
 );
 
 beforeAll(async () => {
@@ -131,6 +136,20 @@ describe('a handoff is an outcome the workflow waits on, resolved by a person', 
     await rs.runner.resolve(bo, { action: 'abandon' }, { by: 'bob' });
     const { final } = await h.getResult();
     expect(final).toEqual({ status: 'resolved', businessOperationId: bo, state: 'abandoned', providerRef: null });
+  });
+});
+
+describe('sendResolution', () => {
+  it('the same decision sent twice reaches the workflow once (DBOS idempotency key from the decision)', async () => {
+    const wfId = `recv-twice-${tag}`;
+    const h = await start(receiveTwice, wfId, 'bo-x');
+    await sendResolution(DBOS, wfId, 'bo-x', { action: 'abandon', by: 'carol' });
+    await sendResolution(DBOS, wfId, 'bo-x', { action: 'abandon', by: 'carol' });
+    expect(await h.getResult()).toEqual([{ action: 'abandon', by: 'carol' }, null]);
+  });
+
+  it('refuses a decision that is not one', async () => {
+    await expect(sendResolution(DBOS, 'any', 'bo-y', { action: 'mark-done' } as never)).rejects.toThrow(TypeError);
   });
 });
 
