@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DBOS } from '@dbos-inc/dbos-sdk';
-import { createDbosRetrysafe, DbosStepConfigurationError, handoffEventKey, resolutionTopic, sendResolution, type DbosOperationOutcome } from '@retrysafe/dbos';
+import { createDbosRetrysafe, DbosStepConfigurationError, handoffEventKey, resolutionTopic, runIdForWorkflow, sendResolution, type DbosOperationOutcome } from '@retrysafe/dbos';
 import { REPLAYING_BEHAVIOUR, createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
 import pg from 'pg';
 import { databaseUrl } from './crash-harness.js';
@@ -67,6 +67,13 @@ afterAll(async () => {
 const start = async <A extends unknown[], R>(wf: (...a: A) => Promise<R>, workflowID: string, ...args: A) => DBOS.startWorkflow(wf, { workflowID })(...args);
 
 describe('ids: business id from the intent; DBOS workflow and step ids only as run and attempt ids', () => {
+  it('a workflow id the contract cannot carry as a run id is hashed, stably', () => {
+    expect(runIdForWorkflow('0f7c7f4e-2a1b-4c55-9a43-7b1f6a2d9e10')).toBe('0f7c7f4e-2a1b-4c55-9a43-7b1f6a2d9e10');
+    const odd = runIdForWorkflow('order #17 / retry');
+    expect(odd).toMatch(/^dbos-wf-[0-9a-f]{40}$/);
+    expect(runIdForWorkflow('order #17 / retry')).toBe(odd);
+  });
+
   it('records the workflow id as run id and the step id in every attempt id, and keeps the business id across workflows', async () => {
     const before = provider.count();
     const a = await (await start(once, `ids-a-${tag}`, 'order-ids')).getResult();
@@ -82,6 +89,13 @@ describe('ids: business id from the intent; DBOS workflow and step ids only as r
 });
 
 describe('DBOS step retries stay off for wrapped operations (enforced)', () => {
+  it('rs.step refuses DBOS retry and timeout options when the step function is made', () => {
+    for (const bad of [{ retriesAllowed: true }, { maxAttempts: 2 }, { intervalSeconds: 1 }, { backoffRate: 2 }, { timeoutMS: 1000 }]) {
+      expect(() => rs.step(adapter, OP, bad as never)).toThrow(DbosStepConfigurationError);
+    }
+    expect(typeof rs.step(adapter, OP, { name: 'fine' })).toBe('function');
+  });
+
   it('refuses DBOS retry options on the wrapped step, before anything is claimed or sent', async () => {
     const calls = provider.calls();
     const h = await start(withRetriesAsked, `retries-${tag}`, 'order-retries');
