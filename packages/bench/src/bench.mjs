@@ -2,7 +2,7 @@
 // against AWS Powertools idempotency on the same store; then RSS after 1M operations on the SQLite
 // ledger. Absolute numbers vary between machines: read the ratios.
 //
-//   node src/bench.mjs [--only=sqlite,drivers,postgres,rss,footprint] [--seconds=3] [--reps=3] [--workers=1,8] [--rss-ops=1000000] [--quick]
+//   node src/bench.mjs [--only=sqlite,drivers,postgres,dbos,rss,footprint] [--seconds=3] [--reps=3] [--workers=1,8] [--rss-ops=1000000] [--quick]
 //
 // `drivers`: raw pattern and runner on each SQLite driver this Node can load, side by side (both need
 // Node >= 22.13 and a better-sqlite3 built for it). `footprint`: install size, package count and cold
@@ -22,7 +22,7 @@ const args = Object.fromEntries(process.argv.slice(2).map((a) => {
   return [k, v ?? 'true'];
 }));
 const quick = args.quick === 'true';
-const only = new Set((args.only ?? 'sqlite,drivers,postgres,rss,footprint').split(','));
+const only = new Set((args.only ?? 'sqlite,drivers,postgres,dbos,rss,footprint').split(','));
 const seconds = Number(args.seconds ?? (quick ? 1 : 3));
 const reps = Number(args.reps ?? (quick ? 1 : 3));
 const pgWorkers = (args.workers ?? '1,8').split(',').map(Number);
@@ -31,7 +31,7 @@ const MODES = (args.modes ?? 'raw,runner,powertools').split(',');
 const here = (f) => fileURLToPath(new URL(f, import.meta.url));
 
 const databaseUrl = process.env.DATABASE_URL;
-if (only.has('postgres')) {
+if (only.has('postgres') || only.has('dbos')) {
   if (!databaseUrl) {
     console.error('DATABASE_URL is not set: the PostgreSQL benchmarks need one (`source .ci/start-postgres.sh`), or run with --only=sqlite,rss');
     process.exit(2);
@@ -162,6 +162,19 @@ if (only.has('footprint')) {
   printFootprint(footprint);
 }
 
+// DBOS: workflows/s of one DBOS app on the same PostgreSQL, one step each, with and without @retrysafe/dbos (src/dbos.mjs).
+let dbos = null;
+if (only.has('dbos')) {
+  console.log(`\nDBOS: workflows/s, one create step each, without and with @retrysafe/dbos (ledger on DBOS's PostgreSQL)…`);
+  dbos = await new Promise((resolve, reject) => {
+    const child = fork(here('./dbos.mjs'), [`--seconds=${seconds}`, `--reps=${reps}`], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').at(-1))) : reject(new Error(`dbos bench exited with ${code}`))));
+  });
+  console.log(`DBOS plain step: ${fmt(dbos.plain)} workflows/s; through @retrysafe/dbos: ${fmt(dbos.retrysafe)} workflows/s; ratio ${x(dbos.ratio)} (${dbos.concurrency} in flight, median of ${dbos.reps})`);
+}
+
 let rss = null;
 if (only.has('rss')) {
   console.log(`\nRSS: ${rssOps.toLocaleString('en-US')} sequential runner.run on the SQLite ledger…`);
@@ -173,4 +186,4 @@ if (only.has('rss')) {
   });
   console.log(`RSS after ${rss.ops.toLocaleString('en-US')} ops (SQLite ledger, synchronous=${rss.synchronous}): ${rss.finalRssMb} MB (max ${rss.maxRssMb} MB; samples ${rss.samples.map((s) => `${s.ops / 1000}k:${s.rssMb}`).join(' ')}) — ${fmt(rss.opsPerSec)} ops/s over ${rss.seconds}s`);
 }
-console.log(`\nJSON ${JSON.stringify({ rows, drivers, rss, footprint })}`);
+console.log(`\nJSON ${JSON.stringify({ rows, drivers, dbos, rss, footprint })}`);

@@ -18,6 +18,7 @@ import {
   UnsafeResumeError,
   UnsupportedSpecificationVersionError,
   asBusinessOperationId,
+  asAttemptId,
   asRunId,
   businessOperationId as deriveBusinessOperationId,
   fingerprint,
@@ -26,6 +27,7 @@ import {
   pickIntent,
   validateCard,
   type AdapterV1,
+  type AttemptId,
   type BusinessOperationId,
   type ClaimInput,
   type Fenced,
@@ -96,6 +98,12 @@ export interface RunInput {
   readonly intent?: Record<string, unknown>;
   /** Default: a new run id. */
   readonly runId?: string;
+  /**
+   * Where this run's attempt ids come from (default: a new random id per provider call or lookup). A
+   * durable-execution engine passes ids made from its own step ids; each call must return a new id
+   * (validated like a run id).
+   */
+  readonly attemptIds?: () => string;
   readonly signal?: AbortSignal;
 }
 
@@ -152,13 +160,22 @@ export type ResolveResult =
   | RunResult
   | { readonly status: 'resolved'; readonly businessOperationId: BusinessOperationId; readonly state: 'succeeded' | 'abandoned'; readonly providerRef: string | null };
 
+export interface ResolveOptions {
+  readonly adapters?: readonly AdapterV1[];
+  readonly by?: string;
+  /** The run id written on the resolution's receipts (default: a new one), as in RunInput. */
+  readonly runId?: string;
+  /** As in RunInput: where the resolution's attempt ids come from. */
+  readonly attemptIds?: () => string;
+}
+
 export interface Runner {
   /** Typed from the adapter when it is a `TypedAdapter` (see typed-run.ts); untyped adapters as before. */
   run: RunFunction;
   /** Reconciles operations left claimed/dispatched/unknown/in-progress by a worker whose lease expired. */
   recover(options: { readonly adapters: readonly AdapterV1[]; readonly limit?: number }): Promise<RecoverReport[]>;
   /** A person's decision on a handed-off operation. `resume` re-sends with the SAME provider key. */
-  resolve(id: string, resolution: Resolution, options?: { readonly adapters?: readonly AdapterV1[]; readonly by?: string }): Promise<ResolveResult>;
+  resolve(id: string, resolution: Resolution, options?: ResolveOptions): Promise<ResolveResult>;
 }
 
 /** One operation being driven by this worker. */
@@ -180,6 +197,7 @@ interface Op {
   readonly paramsAliases: readonly string[];
   /** The revision the provider key was derived for (1 unless superseded with a fresh key). */
   readonly keyRevision: number;
+  readonly attemptIds: (() => string) | undefined;
   ref: Fenced;
   record: OperationRecord;
   /** Latest dispatch, or an upper bound of it when taken over (see DecisionState.lastDispatchedAt). */
@@ -247,6 +265,19 @@ function isLookupResult(o: unknown): o is LookupResult {
 }
 
 const isTerminalState = (s: OperationState) => TERMINAL_STATES.includes(s);
+
+/** Caller-supplied attempt ids (RunInput.attemptIds): the first is drawn and validated before anything is written. */
+function callerAttemptIds(fn: (() => string) | undefined): (() => string) | undefined {
+  if (fn === undefined) return undefined;
+  if (typeof fn !== 'function') throw new RunnerConfigurationError('attemptIds', 'expected a function returning a new attempt id per call');
+  let first: string | null = asAttemptId(fn());
+  return () => {
+    if (first === null) return asAttemptId(fn());
+    const id = first;
+    first = null;
+    return id;
+  };
+}
 const errText = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
 
 /** The runner (docs/concepts.md): claim, dispatch once, reconcile, retry within bounds, or hand off. */
@@ -306,11 +337,11 @@ export function createRunner(options: RunnerOptions): Runner {
       leaseMs: policy.leaseMs,
       now: clock.now(),
     };
-    const base = { adapter, opName: operation, card, policy, redactor, id, providerKey, runId, params: input.params ?? null, requestFingerprint, signal: input.signal, comparison, paramsAliases };
+    const base = { adapter, opName: operation, card, policy, redactor, id, providerKey, runId, params: input.params ?? null, requestFingerprint, signal: input.signal, comparison, paramsAliases, attemptIds: callerAttemptIds(input.attemptIds) };
     return tele.run({ operation: card.operation, provider: adapter.provider, businessOperationId: id }, () => claimAndDrive(base, claimInput, paramsFingerprint));
   }
 
-  type OpBase = Pick<Op, 'adapter' | 'opName' | 'card' | 'policy' | 'redactor' | 'id' | 'providerKey' | 'runId' | 'params' | 'requestFingerprint' | 'signal' | 'comparison' | 'paramsAliases'>;
+  type OpBase = Pick<Op, 'adapter' | 'opName' | 'card' | 'policy' | 'redactor' | 'id' | 'providerKey' | 'runId' | 'params' | 'requestFingerprint' | 'signal' | 'comparison' | 'paramsAliases' | 'attemptIds'>;
 
   /** Other params than stored, where the declaration compares them: a conflict naming the differing paths (never the values). */
   function paramsConflict(base: Pick<OpBase, 'id' | 'comparison' | 'redactor' | 'params'>, record: OperationRecord, detail: string): ConflictError {
@@ -453,7 +484,7 @@ export function createRunner(options: RunnerOptions): Runner {
         continue;
       }
       const startedAt = clock.now();
-      const attemptId = newAttemptId();
+      const attemptId = op.attemptIds ? (op.attemptIds() as AttemptId) : newAttemptId();
       let kind: ReceiptKind;
       if (decision.action === 'send') {
         obs = await send(op, attemptId);
@@ -527,7 +558,7 @@ export function createRunner(options: RunnerOptions): Runner {
     }
   }
 
-  async function send(op: Op, attemptId: ReturnType<typeof newAttemptId>): Promise<Outcome> {
+  async function send(op: Op, attemptId: AttemptId): Promise<Outcome> {
     if (op.dispatchWritten) {
       // The claim itself durably created the operation as `dispatched` (fresh lease, attempt 1).
       op.dispatchWritten = false;
@@ -574,7 +605,7 @@ export function createRunner(options: RunnerOptions): Runner {
     throw new LeaseExpiredError(op.id, op.leaseExpiresAt, now);
   }
 
-  async function lookup(op: Op, attemptId: ReturnType<typeof newAttemptId>): Promise<LookupResult> {
+  async function lookup(op: Op, attemptId: AttemptId): Promise<LookupResult> {
     await renew(op);
     if (op.record.state !== 'reconciling' && op.record.state !== 'in-progress') {
       op.record = await ledger.setState(op.ref, { state: 'reconciling', now: clock.now() });
@@ -854,7 +885,7 @@ export function createRunner(options: RunnerOptions): Runner {
     return null;
   }
 
-  function baseFromRecord(adapter: AdapterV1, opName: string, record: OperationRecord, runId: RunId): { base: OpBase; claimInput: ClaimInput } {
+  function baseFromRecord(adapter: AdapterV1, opName: string, record: OperationRecord, runId: RunId, attemptIds?: () => string): { base: OpBase; claimInput: ClaimInput } {
     const spec = checkAdapter(adapter, opName);
     const policy = resolvePolicy(spec.card, options.policy);
     const { redactor, requestFingerprint } = preclaim(record.params, null, () => createRedactor(options.redact ?? {}, spec.sensitiveFields ?? []).withValuesFrom(record.params));
@@ -872,6 +903,7 @@ export function createRunner(options: RunnerOptions): Runner {
       signal: undefined,
       comparison: comparisonFor(spec.card),
       paramsAliases: [],
+      attemptIds,
     };
     const claimInput: ClaimInput = {
       businessOperationId: record.businessOperationId,
@@ -979,13 +1011,16 @@ export function createRunner(options: RunnerOptions): Runner {
     }
   }
 
-  async function resolve(rawId: string, resolution: Resolution, opts: { readonly adapters?: readonly AdapterV1[]; readonly by?: string } = {}): Promise<ResolveResult> {
+  async function resolve(rawId: string, resolution: Resolution, opts: ResolveOptions = {}): Promise<ResolveResult> {
     const id = asBusinessOperationId(rawId);
     const record = await ledger.get(id);
     if (!record) throw new InvalidStateError(id, 'absent', 'no such operation in the ledger');
     if (resolution?.action === 'resend-with') return resendWith(record, resolution.params, opts.adapters ?? [], opts.by ?? owner);
     if (record.state !== 'handed-off') throw new InvalidStateError(id, record.state, `only a handed-off operation can be resolved (${resolution?.action})`);
     const by = opts.by ?? owner;
+    const runId = opts.runId !== undefined ? asRunId(opts.runId) : newRunId();
+    const attemptIds = callerAttemptIds(opts.attemptIds);
+    const nextAttemptId = () => (attemptIds ? (attemptIds() as AttemptId) : newAttemptId());
     if (resolution?.action === 'resume') {
       const resumeAction = record.handoff?.safeNextActions.find((a) => a.action === 'resume');
       if (resumeAction && !resumeAction.safe && resolution.force !== true) {
@@ -995,7 +1030,7 @@ export function createRunner(options: RunnerOptions): Runner {
       for (const a of opts.adapters ?? []) checkAdapterShape(a);
       const found = findAdapter(opts.adapters ?? [], record);
       if (!found) throw new RunnerConfigurationError('resolve', `resume needs the adapter for ${record.operation} in { adapters }`);
-      const { base, claimInput } = baseFromRecord(found.adapter, found.opName, record, newRunId());
+      const { base, claimInput } = baseFromRecord(found.adapter, found.opName, record, runId, attemptIds);
       const claim = await ledger.claim({ ...claimInput, resume: true });
       if (claim.kind === 'busy') return { status: 'in-progress', businessOperationId: id, statusRef: claim.record.statusRef, retryAfterMs: Math.max(0, (claim.record.leaseExpiresAt ?? 0) - clock.now()) };
       if (claim.kind !== 'claimed') return fromTerminal(claim.record, null, base);
@@ -1008,7 +1043,7 @@ export function createRunner(options: RunnerOptions): Runner {
         businessOperationId: id,
         seq: (last?.seq ?? 0) + 1,
         runId: base.runId,
-        attemptId: newAttemptId(),
+        attemptId: nextAttemptId(),
         provider: record.provider,
         operation: record.operation,
         kind: 'resolve',
@@ -1035,8 +1070,8 @@ export function createRunner(options: RunnerOptions): Runner {
       sealReceipt({
         businessOperationId: id,
         seq: (last?.seq ?? 0) + 1,
-        runId: newRunId(),
-        attemptId: newAttemptId(),
+        runId,
+        attemptId: nextAttemptId(),
         provider: record.provider,
         operation: record.operation,
         kind: 'resolve',

@@ -1,0 +1,327 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { DBOS } from '@dbos-inc/dbos-sdk';
+import { InvalidStateError, UnsafeResumeError, type AdapterV1, type BusinessOperationId, type HandoffPacket, type HandoffSink, type OperationRecord, type SafeAction } from '@retrysafe/contract';
+import { createRunner, type LogEntry, type PolicyOverrides, type RedactOptions, type Resolution, type ResolveResult, type RunResult, type Runner } from '@retrysafe/core';
+import { createPostgresLedger, type PostgresLedger } from '@retrysafe/ledger-postgres';
+import type pg from 'pg';
+import { DbosStepConfigurationError } from './errors/dbos-step-configuration-error.js';
+
+export interface DbosRetrysafeOptions {
+  /**
+   * The one PostgreSQL both sides use: DBOS's system database (`systemDatabaseUrl`) and the retrysafe
+   * ledger (schema `ledgerSchema`). Either this or `pool`.
+   */
+  readonly databaseUrl?: string;
+  /** One pool for both instead (`systemDatabasePool` for DBOS, `pool` for the ledger); you close it. */
+  readonly pool?: pg.Pool;
+  /** Schema of the ledger's tables (default `retrysafe`; DBOS keeps its own in `dbos`). */
+  readonly ledgerSchema?: string;
+  /** Pool size of the ledger's own pool (default 10; not used with `pool`). */
+  readonly ledgerPoolSize?: number;
+  /** Runner policy overrides (unset fields come from each operation's card). */
+  readonly policy?: PolicyOverrides;
+  readonly redact?: RedactOptions;
+  /** Where handoff packets go besides the ledger and the workflow's DBOS event. */
+  readonly handoff?: HandoffSink;
+  readonly logger?: (entry: LogEntry) => void;
+  /** Worker identity on the ledger's leases (default host:pid:random). */
+  readonly owner?: string;
+}
+
+/** What a wrapped operation hands its workflow: a plain JSON value, checkpointed by DBOS as the step's output. */
+export type DbosOperationOutcome =
+  | {
+      readonly status: 'done';
+      readonly businessOperationId: BusinessOperationId;
+      readonly result: unknown;
+      readonly providerRef: string | null;
+      /** The result came from a replay, a lookup, or an earlier run (e.g. the execution DBOS lost in a crash). */
+      readonly adopted: boolean;
+      /** Provider calls over the operation's whole life. */
+      readonly attempts: number;
+    }
+  | {
+      readonly status: 'in-progress';
+      readonly businessOperationId: BusinessOperationId;
+      readonly statusRef: string | null;
+      readonly retryAfterMs: number;
+    }
+  | {
+      readonly status: 'handed-off';
+      readonly businessOperationId: BusinessOperationId;
+      readonly reason: HandoffPacket['reason'];
+      readonly explanation: string;
+      readonly safeNextActions: readonly SafeAction[];
+      readonly packet: HandoffPacket;
+    }
+  | {
+      /** A person resolved a handed-off operation without a new send: marked done with a provider reference, or abandoned. */
+      readonly status: 'resolved';
+      readonly businessOperationId: BusinessOperationId;
+      readonly state: 'succeeded' | 'abandoned';
+      readonly providerRef: string | null;
+    };
+
+export interface DbosRunInput {
+  readonly params: unknown;
+  /** Caller-chosen business-operation id; default derived from the operation's intent fields (never from a DBOS id). */
+  readonly businessOperationId?: string;
+  readonly intent?: Record<string, unknown>;
+}
+
+export interface DbosStepOptions {
+  /** DBOS step name (default `retrysafe:<card operation>`). */
+  readonly name?: string;
+  /**
+   * While another worker holds the operation (`in-progress`), sleep durably (`DBOS.sleep`) and ask
+   * again, up to this many times (default 20); each round is a new DBOS step. 0 returns `in-progress` at once.
+   */
+  readonly inProgressRounds?: number;
+}
+
+export interface AwaitResolutionOptions {
+  /** Give up waiting after this long and return the outcome still handed off (default 7 days). */
+  readonly timeoutSeconds?: number;
+  /** How often to look at the ledger for a resolution made elsewhere, e.g. `retrysafe ledger resolve` (default 60 s). */
+  readonly pollSeconds?: number;
+}
+
+/** Anything that can send a DBOS workflow message: `DBOS` itself, or a `DBOSClient`. */
+export interface DbosMessageSender {
+  send<T>(destinationID: string, message: T, topic?: string, idempotencyKey?: string): Promise<void>;
+}
+
+/** A person's decision, as sent to the waiting workflow. */
+export type DbosResolutionMessage = Resolution & { readonly by?: string };
+
+export interface DbosRetrysafe {
+  readonly runner: Runner;
+  readonly ledger: PostgresLedger;
+  /** Spread into `DBOS.setConfig`: DBOS's system database on the same PostgreSQL as the ledger. */
+  dbosConfig(): { readonly systemDatabaseUrl: string } | { readonly systemDatabasePool: pg.Pool };
+  /**
+   * Inside a DBOS workflow: performs the operation as one DBOS step (retries off), or inside the current
+   * step when called from one. Never throws for a handoff: it returns `status: 'handed-off'`.
+   */
+  run(adapter: AdapterV1, operation: string, input: DbosRunInput, options?: DbosStepOptions): Promise<DbosOperationOutcome>;
+  /** `run` bound to one operation, for use as a workflow's step function. */
+  step(adapter: AdapterV1, operation: string, options?: DbosStepOptions): (input: DbosRunInput) => Promise<DbosOperationOutcome>;
+  /**
+   * Inside the workflow that got a `handed-off` outcome: publishes the handoff as a DBOS event
+   * (`handoffEventKey`), then waits durably (`DBOS.recv`) for a person's decision sent with
+   * `sendResolution`, or for a resolution made in the ledger directly. Other outcomes come back unchanged.
+   */
+  awaitResolution(adapter: AdapterV1, outcome: DbosOperationOutcome, options?: AwaitResolutionOptions): Promise<DbosOperationOutcome>;
+  close(): Promise<void>;
+}
+
+/** The DBOS message topic a workflow waits on for the resolution of one handed-off operation. */
+export const resolutionTopic = (businessOperationId: string): string => `retrysafe.resolution:${businessOperationId}`;
+/** The DBOS event key under which a waiting workflow publishes its handed-off outcome. */
+export const handoffEventKey = (businessOperationId: string): string => `retrysafe.handoff:${businessOperationId}`;
+
+/**
+ * Delivers a person's decision to the workflow waiting in `awaitResolution`. Safe to repeat: the same
+ * decision carries the same DBOS idempotency key, so DBOS delivers it once.
+ */
+export async function sendResolution(sender: DbosMessageSender, workflowId: string, businessOperationId: string, resolution: DbosResolutionMessage): Promise<void> {
+  if (!isResolution(resolution)) throw new TypeError('resolution must be { action: "resume", force? } | { action: "mark-done", providerRef } | { action: "abandon" }');
+  const digest = createHash('sha256').update(JSON.stringify([businessOperationId, resolution.action, 'providerRef' in resolution ? resolution.providerRef : null])).digest('hex').slice(0, 32);
+  await sender.send(workflowId, resolution, resolutionTopic(businessOperationId), `retrysafe-resolution-${digest}`);
+}
+
+const RUN_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const hash = (s: string, n: number) => createHash('sha256').update(s).digest('hex').slice(0, n);
+
+/**
+ * The run id of a DBOS workflow: its workflow id when the contract accepts it as one (DBOS's default
+ * UUIDs always are), else `dbos-wf-` and a hash of it.
+ */
+export function runIdForWorkflow(workflowId: string): string {
+  return RUN_ID.test(workflowId) && workflowId.length <= 96 ? workflowId : `dbos-wf-${hash(workflowId, 40)}`;
+}
+
+/**
+ * Attempt ids for one execution of one DBOS step: `<run id>:s<step id>.<execution tag>.<n>`. The step
+ * id names the DBOS step; the tag is new each time DBOS executes the step (a step re-executed after a
+ * crash keeps its step id), so no two provider calls ever share an attempt id.
+ */
+export function attemptIdsForStep(runId: string, stepId: number): () => string {
+  const tag = randomBytes(4).toString('hex');
+  let n = 0;
+  return () => `${runId}:s${stepId}.${tag}.${++n}`;
+}
+
+const RETRY_FIELDS = ['retriesAllowed', 'maxAttempts', 'intervalSeconds', 'backoffRate', 'shouldRetry'] as const;
+
+function refuseEngineRetries(options: object | undefined): void {
+  if (!options) return;
+  for (const f of RETRY_FIELDS) {
+    if (f in options) throw new DbosStepConfigurationError('engine-retries', `DBOS step option ${f} is not accepted: the retrysafe runner is the one retrying layer, so DBOS step retries stay off`);
+  }
+  if ('timeoutMS' in options) throw new DbosStepConfigurationError('engine-timeout', 'DBOS step option timeoutMS is not accepted: a timed-out attempt keeps running; bound the provider call with the adapter timeout instead');
+}
+
+function isResolution(r: unknown): r is DbosResolutionMessage {
+  if (typeof r !== 'object' || r === null) return false;
+  const a = (r as { action?: unknown }).action;
+  if (a === 'resume' || a === 'abandon') return true;
+  return a === 'mark-done' && typeof (r as { providerRef?: unknown }).providerRef === 'string' && (r as { providerRef: string }).providerRef.length > 0;
+}
+
+function fromRunResult(r: RunResult | ResolveResult): DbosOperationOutcome {
+  switch (r.status) {
+    case 'done':
+      return { status: 'done', businessOperationId: r.businessOperationId, result: r.result ?? null, providerRef: r.providerRef, adopted: r.adopted, attempts: r.attempts };
+    case 'in-progress':
+      return { status: 'in-progress', businessOperationId: r.businessOperationId, statusRef: r.statusRef, retryAfterMs: r.retryAfterMs };
+    case 'handed-off':
+      return { status: 'handed-off', businessOperationId: r.businessOperationId, reason: r.packet.reason, explanation: r.packet.explanation, safeNextActions: r.packet.safeNextActions, packet: r.packet };
+    case 'resolved':
+      return { status: 'resolved', businessOperationId: r.businessOperationId, state: r.state, providerRef: r.providerRef };
+  }
+}
+
+/** A resolution made outside the workflow (CLI, another process), read back from the ledger; null while still open. */
+function fromRecord(rec: OperationRecord): DbosOperationOutcome | null {
+  if (rec.state === 'succeeded') {
+    return rec.resolution?.action === 'mark-done'
+      ? { status: 'resolved', businessOperationId: rec.businessOperationId, state: 'succeeded', providerRef: rec.providerRef }
+      : { status: 'done', businessOperationId: rec.businessOperationId, result: rec.result ?? null, providerRef: rec.providerRef, adopted: true, attempts: rec.attemptCount };
+  }
+  if (rec.state === 'abandoned') return { status: 'resolved', businessOperationId: rec.businessOperationId, state: 'abandoned', providerRef: rec.providerRef };
+  return null; // still handed off, or being resumed by someone else
+}
+
+/**
+ * retrysafe inside DBOS: wrapped operations run as DBOS steps with DBOS's retries off, record the DBOS
+ * workflow id and step id as run and attempt ids, keep their ledger on the same PostgreSQL as DBOS's
+ * system database, and return handoffs as outcomes the workflow branches on.
+ *
+ * What is atomic with DBOS's step checkpoint: nothing of retrysafe's. The ledger's writes (the claim,
+ * born `dispatched`, before the provider call; the final state with its receipt, after it) each commit
+ * in their own transaction BEFORE DBOS checkpoints the step's output. A crash between any two of them
+ * makes DBOS execute the step again, and the runner then decides from the ledger: adopt the recorded
+ * result, or look up / re-send with the same key, or hand off — never a blind second send.
+ */
+export function createDbosRetrysafe(options: DbosRetrysafeOptions): DbosRetrysafe {
+  if (!options || (!options.databaseUrl && !options.pool)) throw new TypeError('createDbosRetrysafe needs { databaseUrl } (or { pool }): one PostgreSQL for DBOS and the ledger');
+  const ledger = createPostgresLedger({
+    ...(options.pool ? { pool: options.pool } : { connectionString: options.databaseUrl!, poolSize: options.ledgerPoolSize ?? 10 }),
+    schema: options.ledgerSchema ?? 'retrysafe',
+  });
+  const runner = createRunner({
+    ledger,
+    ...(options.policy ? { policy: options.policy } : {}),
+    ...(options.redact ? { redact: options.redact } : {}),
+    ...(options.handoff ? { handoff: options.handoff } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.owner ? { owner: options.owner } : {}),
+  });
+
+  /** The DBOS ids of the code running now; refuses any context in which DBOS would retry it. */
+  function dbosIds(): { runId: string; inStep: boolean } {
+    const workflowId = DBOS.workflowID;
+    if (workflowId === undefined) throw new DbosStepConfigurationError('not-in-workflow', 'a wrapped operation runs inside a DBOS workflow (or one of its steps); outside one, call runner.run directly');
+    const inStep = DBOS.isInStep();
+    if (inStep) {
+      const status = DBOS.stepStatus;
+      if (status?.maxAttempts !== undefined && status.maxAttempts > 1) {
+        throw new DbosStepConfigurationError('engine-retries', `called inside a DBOS step that DBOS retries (maxAttempts ${status.maxAttempts}): register that step with retries off`);
+      }
+    }
+    return { runId: runIdForWorkflow(workflowId), inStep };
+  }
+
+  /** Runs `body` as a DBOS step with retries off, or directly when already inside a step. */
+  async function asStep<T>(name: string, inStep: boolean, body: (attemptIds: () => string, runId: string) => Promise<T>, runId: string): Promise<T> {
+    const inner = async () => body(attemptIdsForStep(runId, DBOS.stepID ?? 0), runId);
+    return inStep ? inner() : DBOS.runStep(inner, { name, retriesAllowed: false });
+  }
+
+  async function run(adapter: AdapterV1, operation: string, input: DbosRunInput, stepOptions?: DbosStepOptions): Promise<DbosOperationOutcome> {
+    refuseEngineRetries(stepOptions);
+    const { runId, inStep } = dbosIds();
+    const spec = Object.prototype.hasOwnProperty.call(adapter?.operations ?? {}, operation) ? adapter.operations[operation] : undefined;
+    const name = stepOptions?.name ?? `retrysafe:${spec?.card.operation ?? operation}`;
+    const rounds = inStep ? 0 : Math.max(0, stepOptions?.inProgressRounds ?? 20);
+    for (let round = 0; ; round++) {
+      const outcome = await asStep(
+        name,
+        inStep,
+        async (attemptIds, rid) => {
+          const signal = DBOS.stepStatus?.cancelSignal;
+          return fromRunResult(
+            await runner.run(adapter, operation, {
+              params: input.params,
+              ...(input.businessOperationId !== undefined ? { businessOperationId: input.businessOperationId } : {}),
+              ...(input.intent !== undefined ? { intent: input.intent } : {}),
+              runId: rid,
+              attemptIds,
+              ...(signal ? { signal } : {}),
+            }),
+          );
+        },
+        runId,
+      );
+      if (outcome.status !== 'in-progress' || round >= rounds) return outcome;
+      await DBOS.sleep(Math.min(Math.max(outcome.retryAfterMs, 50), 60_000));
+    }
+  }
+
+  async function awaitResolution(adapter: AdapterV1, outcome: DbosOperationOutcome, waitOptions: AwaitResolutionOptions = {}): Promise<DbosOperationOutcome> {
+    if (outcome.status !== 'handed-off') return outcome;
+    const { runId, inStep } = dbosIds();
+    if (inStep) throw new DbosStepConfigurationError('not-in-workflow', 'awaitResolution waits with DBOS.recv, which runs in the workflow itself, not inside a step');
+    const id = outcome.businessOperationId;
+    const pollSeconds = Math.max(1, waitOptions.pollSeconds ?? 60);
+    await DBOS.setEvent(handoffEventKey(id), outcome);
+    const deadline = (await DBOS.now()) + Math.max(0, waitOptions.timeoutSeconds ?? 7 * 86_400) * 1000;
+    for (;;) {
+      const left = deadline - (await DBOS.now());
+      if (left <= 0) return outcome;
+      const message = await DBOS.recv<unknown>(resolutionTopic(id), Math.max(1, Math.min(pollSeconds, Math.ceil(left / 1000))));
+      const next = await asStep(
+        `retrysafe:resolve:${outcome.packet.operation}`,
+        false,
+        async (attemptIds, rid): Promise<DbosOperationOutcome | null> => {
+          if (message !== null && isResolution(message)) {
+            try {
+              return fromRunResult(await runner.resolve(id, message, { adapters: [adapter], runId: rid, attemptIds, ...(typeof message.by === 'string' ? { by: message.by } : {}) }));
+            } catch (err) {
+              // A resume the packet marks unsafe is refused unless the message says { force: true }: the
+              // operation stays handed off and the workflow keeps waiting for a decision that can be carried out.
+              if (UnsafeResumeError.isInstance(err)) return null;
+              if (!InvalidStateError.isInstance(err)) throw err;
+              // Resolved elsewhere in the meantime: report what the ledger holds.
+            }
+          }
+          const rec = await ledger.get(id);
+          return rec ? fromRecord(rec) : null;
+        },
+        runId,
+      );
+      if (next === null) continue;
+      if (next.status === 'handed-off') {
+        await DBOS.setEvent(handoffEventKey(id), next);
+        return next;
+      }
+      if (next.status === 'in-progress') continue;
+      await DBOS.setEvent(handoffEventKey(id), next);
+      return next;
+    }
+  }
+
+  return {
+    runner,
+    ledger,
+    dbosConfig: () => (options.pool ? { systemDatabasePool: options.pool } : { systemDatabaseUrl: options.databaseUrl! }),
+    run,
+    step: (adapter, operation, stepOptions) => {
+      refuseEngineRetries(stepOptions);
+      return (input) => run(adapter, operation, input, stepOptions);
+    },
+    awaitResolution,
+    close: () => ledger.close(),
+  };
+}

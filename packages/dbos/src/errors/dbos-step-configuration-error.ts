@@ -1,0 +1,25 @@
+import { RetrysafeError, markerGuard } from '@retrysafe/contract';
+
+const marker = Symbol.for('retrysafe.error.DbosStepConfigurationError');
+
+export type DbosStepConfigurationProblem =
+  /** DBOS would retry the step: a second retrying layer above the runner. */
+  | 'engine-retries'
+  /** A DBOS step timeout abandons the attempt while its provider call keeps running. */
+  | 'engine-timeout'
+  /** Called outside a DBOS workflow: there is no workflow id to record and no checkpoint to rely on. */
+  | 'not-in-workflow';
+
+/**
+ * A retrysafe operation was asked to run in a DBOS context that would break its guarantees. Thrown
+ * before anything is claimed or sent.
+ */
+export class DbosStepConfigurationError extends RetrysafeError {
+  readonly [marker] = true;
+  readonly problem: DbosStepConfigurationProblem;
+  constructor(problem: DbosStepConfigurationProblem, message: string) {
+    super('RETRYSAFE_DBOS_STEP_CONFIG', message);
+    this.problem = problem;
+  }
+  static override isInstance = markerGuard<DbosStepConfigurationError>(marker);
+}

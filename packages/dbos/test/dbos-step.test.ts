@@ -1,0 +1,180 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DBOS } from '@dbos-inc/dbos-sdk';
+import { createDbosRetrysafe, DbosStepConfigurationError, handoffEventKey, resolutionTopic, runIdForWorkflow, sendResolution, type DbosOperationOutcome } from '@retrysafe/dbos';
+import { REPLAYING_BEHAVIOUR, createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import pg from 'pg';
+import { databaseUrl } from './crash-harness.js';
+
+// One DBOS application in this process, on the test PostgreSQL, with the sandbox in process.
+const url = databaseUrl();
+const tag = randomBytes(3).toString('hex');
+const dbosSchema = `dbos_unit_${tag}`;
+const ledgerSchema = `rs_unit_${tag}`;
+const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
+const adapter = createSandboxAdapter({ provider, intentFields: ['ref'] });
+const rs = createDbosRetrysafe({ databaseUrl: url, ledgerSchema, policy: { leaseMs: 2_000 } });
+const OP = 'records.create';
+
+const once = DBOS.registerWorkflow(async (ref: string) => rs.run(adapter, OP, { params: { ref } }), { name: 'once' });
+
+const withRetriesAsked = DBOS.registerWorkflow(
+  // A caller who asks DBOS to retry the wrapped step (through a cast: the option type has no such field).
+  async (ref: string) => rs.run(adapter, OP, { params: { ref } }, { retriesAllowed: true, maxAttempts: 3 } as never),
+  { name: 'withRetriesAsked' },
+);
+
+const insideRetryingStep = DBOS.registerWorkflow(
+  async (ref: string) => DBOS.runStep(async () => rs.run(adapter, OP, { params: { ref } }), { name: 'outer', retriesAllowed: true, maxAttempts: 2, intervalSeconds: 0.01 }),
+  { name: 'insideRetryingStep' },
+);
+
+const insidePlainStep = DBOS.registerWorkflow(
+  async (ref: string) => DBOS.runStep(async () => rs.run(adapter, OP, { params: { ref } }), { name: 'outer-no-retries' }),
+  { name: 'insidePlainStep' },
+);
+
+const withHandoff = DBOS.registerWorkflow(
+  async (ref: string): Promise<{ first: DbosOperationOutcome; final: DbosOperationOutcome }> => {
+    const first = await rs.run(adapter, OP, { params: { ref } });
+    // A typed outcome to branch on, not an exception: wait (durably) for a person.
+    const final = first.status === 'handed-off' ? await rs.awaitResolution(adapter, first, { timeoutSeconds: 60, pollSeconds: 1 }) : first;
+    return { first, final };
+  },
+  { name: 'withHandoff' },
+);
+
+const receiveTwice = DBOS.registerWorkflow(
+  async (id: string) => [await DBOS.recv(resolutionTopic(id), 20), await DBOS.recv(resolutionTopic(id), 1)],
+  { name: 'receiveTwice' },
+);
+
+beforeAll(async () => {
+  DBOS.setConfig({ name: `unit-${tag}`, ...rs.dbosConfig(), systemDatabaseSchemaName: dbosSchema, logLevel: 'error' });
+  await DBOS.launch();
+});
+
+afterAll(async () => {
+  await DBOS.shutdown();
+  await rs.close();
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  await c.query(`DROP SCHEMA IF EXISTS "${dbosSchema}" CASCADE`);
+  await c.query(`DROP SCHEMA IF EXISTS "${ledgerSchema}" CASCADE`);
+  await c.end();
+});
+
+const start = async <A extends unknown[], R>(wf: (...a: A) => Promise<R>, workflowID: string, ...args: A) => DBOS.startWorkflow(wf, { workflowID })(...args);
+
+describe('ids: business id from the intent; DBOS workflow and step ids only as run and attempt ids', () => {
+  it('a workflow id the contract cannot carry as a run id is hashed, stably', () => {
+    expect(runIdForWorkflow('0f7c7f4e-2a1b-4c55-9a43-7b1f6a2d9e10')).toBe('0f7c7f4e-2a1b-4c55-9a43-7b1f6a2d9e10');
+    const odd = runIdForWorkflow('order #17 / retry');
+    expect(odd).toMatch(/^dbos-wf-[0-9a-f]{40}$/);
+    expect(runIdForWorkflow('order #17 / retry')).toBe(odd);
+  });
+
+  it('records the workflow id as run id and the step id in every attempt id, and keeps the business id across workflows', async () => {
+    const before = provider.count();
+    const a = await (await start(once, `ids-a-${tag}`, 'order-ids')).getResult();
+    const b = await (await start(once, `ids-b-${tag}`, 'order-ids')).getResult();
+    expect(a.status).toBe('done');
+    expect(b).toMatchObject({ status: 'done', adopted: true, businessOperationId: a.businessOperationId });
+    expect(provider.count() - before).toBe(1);
+    expect(a.businessOperationId).not.toContain(`ids-a-${tag}`);
+    const receipts = await rs.ledger.receipts(a.businessOperationId);
+    expect(receipts.map((r) => r.runId)).toEqual([`ids-a-${tag}`]);
+    expect(receipts[0]!.attemptId).toMatch(new RegExp(`^ids-a-${tag}:s0\\.[0-9a-f]{8}\\.1$`));
+  });
+});
+
+describe('DBOS step retries stay off for wrapped operations (enforced)', () => {
+  it('rs.step refuses DBOS retry and timeout options when the step function is made', () => {
+    for (const bad of [{ retriesAllowed: true }, { maxAttempts: 2 }, { intervalSeconds: 1 }, { backoffRate: 2 }, { timeoutMS: 1000 }]) {
+      expect(() => rs.step(adapter, OP, bad as never)).toThrow(DbosStepConfigurationError);
+    }
+    expect(typeof rs.step(adapter, OP, { name: 'fine' })).toBe('function');
+  });
+
+  it('refuses DBOS retry options on the wrapped step, before anything is claimed or sent', async () => {
+    const calls = provider.calls();
+    const h = await start(withRetriesAsked, `retries-${tag}`, 'order-retries');
+    await expect(h.getResult()).rejects.toSatisfy((e: unknown) => DbosStepConfigurationError.isInstance(e) && (e as DbosStepConfigurationError).problem === 'engine-retries');
+    expect(provider.calls()).toBe(calls);
+    expect(await rs.ledger.list({})).not.toContainEqual(expect.objectContaining({ params: { ref: 'order-retries' } }));
+  });
+
+  it('refuses to run inside a DBOS step that DBOS retries; runs inside one that it does not', async () => {
+    const calls = provider.calls();
+    await expect((await start(insideRetryingStep, `in-retrying-${tag}`, 'order-in-retrying')).getResult()).rejects.toThrow(/DBOS retries .*register that step with retries off/);
+    expect(provider.calls()).toBe(calls);
+    const ok = await (await start(insidePlainStep, `in-plain-${tag}`, 'order-in-plain')).getResult();
+    expect(ok.status).toBe('done');
+    expect(provider.calls()).toBe(calls + 1);
+    const receipts = await rs.ledger.receipts(ok.businessOperationId);
+    expect(receipts[0]!.attemptId.startsWith(`in-plain-${tag}:s0.`)).toBe(true);
+  });
+
+  it('refuses to run outside a DBOS workflow', async () => {
+    await expect(rs.run(adapter, OP, { params: { ref: 'order-outside' } })).rejects.toSatisfy((e: unknown) => DbosStepConfigurationError.isInstance(e) && (e as DbosStepConfigurationError).problem === 'not-in-workflow');
+  });
+});
+
+describe('a handoff is an outcome the workflow waits on, resolved by a person', () => {
+  it('rejected → handed-off outcome (one provider call, no DBOS retry) → a person resumes through DBOS messages → one record', async () => {
+    const before = provider.count();
+    const calls = provider.calls();
+    provider.failNext({ kind: 'rejected', message: 'amount must be positive' });
+    const wfId = `handoff-resume-${tag}`;
+    const h = await start(withHandoff, wfId, 'order-handoff-1');
+    const bo = await waitFor(async () => (await rs.ledger.list({ states: ['handed-off'] })).find((r) => (r.params as { ref?: string }).ref === 'order-handoff-1')?.businessOperationId ?? null);
+    const published = await waitFor(async () => DBOS.getEvent<DbosOperationOutcome>(wfId, handoffEventKey(bo), 1));
+    expect(published).toMatchObject({ status: 'handed-off', reason: 'rejected' });
+    expect(provider.calls()).toBe(calls + 1);
+    // A rejected request's packet marks resume unsafe (it would be rejected again): the person fixed the
+    // cause at the provider and says so with force (runner.resolve refuses an unforced one).
+    await sendResolution(DBOS, wfId, bo, { action: 'resume', force: true, by: 'alice' });
+    const { first, final } = await h.getResult();
+    expect(first.status).toBe('handed-off');
+    expect(final).toMatchObject({ status: 'done', businessOperationId: bo });
+    expect(provider.count() - before).toBe(1);
+    const steps = (await DBOS.listWorkflowSteps(wfId)) ?? [];
+    expect(steps.filter((s) => s.error !== null)).toEqual([]);
+    const receipts = await rs.ledger.receipts(bo);
+    expect(receipts.filter((r) => r.kind === 'resolve').map((r) => r.runId)).toEqual([wfId]);
+  });
+
+  it('a resolution made in the ledger directly (as `retrysafe ledger resolve` does) reaches the waiting workflow', async () => {
+    provider.failNext({ kind: 'rejected' });
+    const wfId = `handoff-abandon-${tag}`;
+    const h = await start(withHandoff, wfId, 'order-handoff-2');
+    const bo = await waitFor(async () => (await rs.ledger.list({ states: ['handed-off'] })).find((r) => (r.params as { ref?: string }).ref === 'order-handoff-2')?.businessOperationId ?? null);
+    await rs.runner.resolve(bo, { action: 'abandon' }, { by: 'bob' });
+    const { final } = await h.getResult();
+    expect(final).toEqual({ status: 'resolved', businessOperationId: bo, state: 'abandoned', providerRef: null });
+  });
+});
+
+describe('sendResolution', () => {
+  it('the same decision sent twice reaches the workflow once (DBOS idempotency key from the decision)', async () => {
+    const wfId = `recv-twice-${tag}`;
+    const h = await start(receiveTwice, wfId, 'bo-x');
+    await sendResolution(DBOS, wfId, 'bo-x', { action: 'abandon', by: 'carol' });
+    await sendResolution(DBOS, wfId, 'bo-x', { action: 'abandon', by: 'carol' });
+    expect(await h.getResult()).toEqual([{ action: 'abandon', by: 'carol' }, null]);
+  });
+
+  it('refuses a decision that is not one', async () => {
+    await expect(sendResolution(DBOS, 'any', 'bo-y', { action: 'mark-done' } as never)).rejects.toThrow(TypeError);
+  });
+});
+
+async function waitFor<T>(fn: () => Promise<T | null | undefined>, ms = 20_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v !== null && v !== undefined) return v;
+    if (Date.now() > end) throw new Error('waitFor: timed out');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
