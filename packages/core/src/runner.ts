@@ -370,6 +370,12 @@ export function createRunner(options: RunnerOptions): Runner {
 
   /** A LedgerError that ends a call says whether that call had already sent the request (LedgerError.providerMayHaveBeenCalled). */
   function mayHaveCalled(err: unknown, called: boolean, op: Op): unknown {
+    // A ledger driver's own error (SQLite's, a cut JSON text) is a LedgerError too, saying what this call did.
+    const e = err as { name?: unknown; code?: unknown } | null;
+    if (!RetrysafeError.isInstance(err) && (e?.name === 'SqliteError' || (typeof e?.code === 'string' && e.code.startsWith('SQLITE_')) || err instanceof SyntaxError)) {
+      if (called) log('warn', 'ledger-failed-after-dispatch', `the ledger failed after the request was sent (the provider may have applied it): ${errText(err)}`, op);
+      return new LedgerError(`the ledger failed: ${errText(err)}${called ? ' — after this call had sent the request: the provider may have applied it; run the same id again or recover() once the ledger works (both look up first)' : ''}`, { cause: err, providerMayHaveBeenCalled: called });
+    }
     if (!LedgerError.isInstance(err) || !called || err.providerMayHaveBeenCalled) return err;
     log('warn', 'ledger-failed-after-dispatch', `the ledger failed after the request was sent (the provider may have applied it): ${errText(err)}`, op);
     return new LedgerError(`${err.message} — after this call had sent the request: the provider may have applied it; run the same id again or recover() once the ledger works (both look up first)`, { cause: err, providerMayHaveBeenCalled: true });
