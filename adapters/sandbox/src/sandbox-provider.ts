@@ -34,7 +34,12 @@ export type SandboxFault =
   /** The record IS created and the key stored, but the caller gets a 500 (in process: an unknown outcome). The "lost response". */
   | { readonly kind: 'unknown-after-commit' }
   /** Nothing is created, but the caller gets a 503 it cannot tell from a commit. */
-  | { readonly kind: 'unknown-before-commit' };
+  | { readonly kind: 'unknown-before-commit' }
+  /**
+   * Late commit: the caller gets a 503 at once (it timed out), and the provider applies the request
+   * `afterMs` later on its clock — before any call or lookup it answers from then on (or at `settle()`).
+   */
+  | { readonly kind: 'late-commit'; readonly afterMs: number };
 
 export interface SandboxRecord {
   readonly id: string;
@@ -87,6 +92,10 @@ export interface SandboxProvider {
   lookups(): number;
   /** The next `times` create requests fail with `fault` (queued after already scripted faults). */
   failNext(fault: SandboxFault, times?: number): void;
+  /** Applies every late commit still pending (the provider does apply them in the end). */
+  settle(): Promise<void>;
+  /** Late commits not applied yet. */
+  pendingLate(): number;
   /** Moves the sandbox's own time forward (prunes keys past retention, finishes processing). */
   advance(ms: number): void;
   now(): number;
@@ -161,13 +170,32 @@ export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvi
     return v.status === 'processing' ? { type: 'accepted', record: v, retryAfterMs: v.completesAt - now() } : { type: 'created', record: v };
   }
 
+  const late: { readonly dueAt: number; readonly req: SandboxExecuteRequest }[] = [];
+  /** Late commits whose time has come are applied before anything else is answered. */
+  function applyLate(all: boolean): void {
+    // Only the state effect matters here (nobody is waiting for this answer).
+    while (late.length > 0 && (all || late[0]!.dueAt <= now())) void apply(late.shift()!.req);
+  }
+
   async function execute(req: SandboxExecuteRequest): Promise<SandboxResponse> {
+    applyLate(false);
     callCount++;
     const fault = faults.shift();
     if (fault?.kind === 'not-applied') return { type: 'throttled', retryAfterMs: fault.retryAfterMs ?? 1000 };
     if (fault?.kind === 'rejected') return { type: 'rejected', message: fault.message ?? 'validation failed' };
     if (fault?.kind === 'unknown-before-commit') return { type: 'server-error', status: 503, committed: false };
+    if (fault?.kind === 'late-commit') {
+      late.push({ dueAt: now() + Math.max(0, fault.afterMs), req });
+      late.sort((x, y) => x.dueAt - y.dueAt);
+      return { type: 'server-error', status: 503, committed: false };
+    }
+    const response = await apply(req);
+    if (fault?.kind === 'unknown-after-commit') return { type: 'server-error', status: 500, committed: true };
+    return response;
+  }
 
+  /** The request's effect and answer (a promise only while waiting for an in-flight first request). */
+  function apply(req: SandboxExecuteRequest): SandboxResponse | Promise<SandboxResponse> {
     const fp = fingerprint(req.params ?? null);
     const key = req.key;
     let stored = key === null ? undefined : keys.get(key);
@@ -189,19 +217,16 @@ export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvi
       } else if (first.status === 'processing') {
         if (b.concurrency === 'rejects-in-progress') response = { type: 'in-progress', retryAfterMs: first.completesAt - now() };
         else if (b.concurrency === 'duplicates') response = fresh(create(key, fp));
-        else {
-          await sleep(Math.max(0, first.completesAt - now()));
-          response = { type: 'replayed', record: view(first) };
-        }
+        else return sleep(Math.max(0, first.completesAt - now())).then((): SandboxResponse => ({ type: 'replayed', record: view(first) }));
       } else {
         response = { type: 'replayed', record: first };
       }
     }
-    if (fault?.kind === 'unknown-after-commit') return { type: 'server-error', status: 500, committed: true };
     return response;
   }
 
   function lookup(key: string): SandboxRecord | null {
+    applyLate(false);
     lookupCount++;
     const id = byKey.get(key);
     if (id === undefined) return null;
@@ -226,6 +251,8 @@ export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvi
     failNextLookup(times = 1, retryAfterMs = 1000) {
       for (let i = 0; i < times; i++) lookupFaults.push(retryAfterMs);
     },
+    settle: async () => applyLate(true),
+    pendingLate: () => late.length,
     count: () => records.length,
     records: () => records.map(view),
     calls: () => callCount,

@@ -10,6 +10,13 @@ export type DrillFault =
   | 'drop-response'
   | 'reset-before'
   | { readonly kind: 'delay'; readonly ms: number }
+  /**
+   * Late commit: hold the request (not forwarded) until the client gave up, and let the provider apply
+   * it only `afterMs` after it arrived on the drill's clock — before the first later request that
+   * arrives from then on, or when the drill flushes at the end. The provider applies the request after
+   * the client timed out.
+   */
+  | { readonly kind: 'late-commit'; readonly afterMs: number }
   | {
       readonly kind: 'status';
       readonly status: number;

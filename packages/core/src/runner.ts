@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import {
   AdapterConfigurationError,
   CardValidationError,
+  ClockSkewError,
   ConflictError,
   InvalidIntentError,
   InvalidStateError,
@@ -353,7 +354,11 @@ export function createRunner(options: RunnerOptions): Runner {
     // A new operation's first decision is always "send now" (decide: claimed, nothing observed), so the
     // claim may create it already `dispatched`. An existing one is claimed as before and decided from its state.
     const dispatch = claimDispatches && !base.signal?.aborted;
-    const claim = await ledger.claim({ ...claimInput, now: clock.now(), ...(dispatch ? { dispatch: true } : {}) });
+    const claimed = { ...claimInput, now: clock.now() };
+    const claim = await ledger.claim({ ...claimed, ...(dispatch ? { dispatch: true } : {}) }).catch((err: unknown) => {
+      if (ClockSkewError.isInstance(err)) log('warn', 'clock-skew', `claim refused: ${err.message}`, base);
+      throw err;
+    });
     // Stored before the declaration normalised these params: the same params, under their old fingerprint.
     if (claim.record.paramsFingerprint !== paramsFingerprint && base.paramsAliases.includes(claim.record.paramsFingerprint)) paramsFingerprint = claim.record.paramsFingerprint;
     switch (claim.kind) {
@@ -381,7 +386,7 @@ export function createRunner(options: RunnerOptions): Runner {
         if (claim.takenOver) log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, base);
         // The key that may already be at the provider is the one recorded: keep using it.
         const dispatchWritten = dispatch && !claim.takenOver && record.state === 'dispatched';
-        return execute({ ...base, providerKey: record.providerKey }, record, ref, paramsFingerprint, claimInput, claim.takenOver, dispatchWritten);
+        return execute({ ...base, providerKey: record.providerKey }, record, ref, paramsFingerprint, claimed, claim.takenOver, dispatchWritten);
       }
     }
   }
@@ -403,7 +408,9 @@ export function createRunner(options: RunnerOptions): Runner {
       keyRevision: needsFreshKey(base.card) ? currentRevisionNumber(prior) : 1,
       ref,
       record,
-      leaseExpiresAt: record.leaseExpiresAt ?? 0,
+      // This worker's own view of its lease, measured on its own clock from before it asked: never later than the
+      // ledger's (which may judge on its own clock, e.g. PostgreSQL's), whatever the offset between the two clocks.
+      leaseExpiresAt: Math.min(record.leaseExpiresAt ?? 0, claimInput.now + base.policy.leaseMs),
       // Taken over: the dead owner could send until its lease ended (never after: checkOwnLease), and this
       // claim's write (record.updatedAt) happened once that lease had run out, so it bounds the dead owner's
       // last dispatch from above — its lease end, not its last heartbeat. Otherwise: the last write.
@@ -436,6 +443,12 @@ export function createRunner(options: RunnerOptions): Runner {
 
   /** A LedgerError that ends a call says whether that call had already sent the request (LedgerError.providerMayHaveBeenCalled). */
   function mayHaveCalled(err: unknown, called: boolean, op: Op): unknown {
+    // A ledger driver's own error (SQLite's, a cut JSON text) is a LedgerError too, saying what this call did.
+    const e = err as { name?: unknown; code?: unknown } | null;
+    if (!RetrysafeError.isInstance(err) && (e?.name === 'SqliteError' || (typeof e?.code === 'string' && e.code.startsWith('SQLITE_')) || err instanceof SyntaxError)) {
+      if (called) log('warn', 'ledger-failed-after-dispatch', `the ledger failed after the request was sent (the provider may have applied it): ${errText(err)}`, op);
+      return new LedgerError(`the ledger failed: ${errText(err)}${called ? ' — after this call had sent the request: the provider may have applied it; run the same id again or recover() once the ledger works (both look up first)' : ''}`, { cause: err, providerMayHaveBeenCalled: called });
+    }
     if (!LedgerError.isInstance(err) || !called || err.providerMayHaveBeenCalled) return err;
     log('warn', 'ledger-failed-after-dispatch', `the ledger failed after the request was sent (the provider may have applied it): ${errText(err)}`, op);
     return new LedgerError(`${err.message} — after this call had sent the request: the provider may have applied it; run the same id again or recover() once the ledger works (both look up first)`, { cause: err, providerMayHaveBeenCalled: true });
@@ -533,9 +546,10 @@ export function createRunner(options: RunnerOptions): Runner {
   async function withHeartbeat<T>(op: Op, fn: () => Promise<T>): Promise<T> {
     const every = Math.max(100, Math.floor(op.policy.leaseMs / 4));
     const timer = setInterval(() => {
+      const at = clock.now(); // the lease runs from before the renewal was asked, never from its answer
       ledger
-        .renewLease(op.ref, op.policy.leaseMs, clock.now())
-        .then(() => void (op.leaseExpiresAt = clock.now() + op.policy.leaseMs))
+        .renewLease(op.ref, op.policy.leaseMs, at)
+        .then(() => void (op.leaseExpiresAt = at + op.policy.leaseMs))
         .catch(() => undefined); // a lost lease shows up at the next fenced write
     }, every);
     timer.unref?.();

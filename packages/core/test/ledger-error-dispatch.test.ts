@@ -94,3 +94,29 @@ describe('garbage adapters are typed errors, not TypeErrors', () => {
     expect(RetrysafeError.isInstance(err)).toBe(true);
   });
 });
+
+describe('a SQLite write that fails after the provider call (a result nested deeper than SQLite JSON can patch)', () => {
+  it('is a LedgerError with providerMayHaveBeenCalled, not a raw SqliteError', async () => {
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { createSqliteLedger } = await import('@retrysafe/core');
+    const dir = mkdtempSync(join(tmpdir(), 'retrysafe-deep-result-'));
+    try {
+      const provider = createSandboxProvider(REPLAYING);
+      const base = createSandboxAdapter({ provider });
+      let deep: Record<string, unknown> = { leaf: 1 };
+      for (let i = 0; i < 1200; i++) deep = { a: deep };
+      // The provider answers with a result no SQLite json_set can store (a real API could).
+      const adapter = { ...base, doExecute: async (...args: Parameters<typeof base.doExecute>) => ({ ...(await base.doExecute(...args)), result: deep }) } as typeof base;
+      const ledger = createSqliteLedger({ path: join(dir, 'deep.db') });
+      const err = await reject(createRunner({ ledger }).run(adapter, 'records.create', { params: { ref: 'deep-result' } }));
+      await ledger.close();
+      expect(LedgerError.isInstance(err)).toBe(true);
+      expect((err as LedgerError).providerMayHaveBeenCalled).toBe(true);
+      expect(provider.count()).toBe(1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,4 +1,5 @@
 import {
+  ClockSkewError,
   InvalidStateError,
   LeaseLostError,
   LedgerError,
@@ -37,6 +38,19 @@ export interface PostgresLedgerOptions {
    * fails with LedgerError, so the runner does not dispatch (fail closed).
    */
   readonly queryTimeoutMs?: number;
+  /**
+   * Whose clock judges lease expiry and takeover. `database` (default): PostgreSQL's `now()`, inside the
+   * same statement that claims, renews or lists recoverable operations, so workers on machines whose
+   * clocks disagree never both hold a lease. `caller`: the `now` each call passes in (simulated time in
+   * tests; a single machine).
+   */
+  readonly leaseClock?: 'database' | 'caller';
+  /**
+   * With `leaseClock: 'database'`: how far (ms) a worker's clock may be from the database's before its
+   * claims are refused with ClockSkewError (default 1000). Keep it below the runner's send margin (a
+   * tenth of the lease, at most 2 s): a worker checks its own lease on its own clock before it sends.
+   */
+  readonly maxClockSkewMs?: number;
 }
 
 export interface PostgresLedger extends Ledger {
@@ -60,6 +74,10 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   if (!options || (!options.connectionString && !options.pool)) {
     throw new LedgerError('createPostgresLedger needs a connectionString or a pool');
   }
+  const dbClock = (options.leaseClock ?? 'database') === 'database';
+  if (options.leaseClock !== undefined && options.leaseClock !== 'database' && options.leaseClock !== 'caller') throw new LedgerError(`leaseClock must be 'database' or 'caller', got ${JSON.stringify(options.leaseClock)}`);
+  const maxSkew = options.maxClockSkewMs ?? 1000;
+  if (!(Number.isFinite(maxSkew) && maxSkew >= 0)) throw new LedgerError(`maxClockSkewMs must be a number ≥ 0, got ${String(options.maxClockSkewMs)}`);
   const schemaName = options.schema ?? 'public';
   const s = quoteSchema(schemaName);
   const ops = `${s}.retrysafe_operations`;
@@ -96,6 +114,34 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         );
     return readyPromise;
   };
+  /**
+   * With the database clock: is the caller's clock (the `now` it passes) within maxClockSkewMs of the database's? Probed with
+   * one round trip at most every 10 s (cached), before a claim writes anything. The probe brackets the
+   * database's `now()` between two local readings, so a slow round trip (a busy pool) widens the interval
+   * instead of looking like skew: only a clock that is off for certain is refused.
+   */
+  let probedAt = -Infinity;
+  /** This process's clock minus the database's, bracketed: [lo, hi] ms (from the last probe). */
+  let offset = { lo: 0, hi: 0 };
+  async function checkSkew(now: number, what: string): Promise<void> {
+    if (!dbClock) return;
+    const entry = Date.now();
+    if (entry - probedAt >= 10_000 || entry < probedAt) {
+      const t0 = Date.now();
+      const { rows } = await query<{ db: string }>('clock', 'clock-probe', `SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS db`, []);
+      const t1 = Date.now();
+      const db = Number(rows[0]!.db);
+      offset = { lo: t0 - db, hi: t1 - db };
+      probedAt = t1;
+    }
+    // The caller's clock (the `now` it passes) may differ from this process's: add that difference.
+    const caller = now - entry;
+    const lo = offset.lo + caller;
+    const hi = offset.hi + caller;
+    if (lo > maxSkew) throw new ClockSkewError(Math.round(lo), maxSkew, what);
+    if (hi < -maxSkew) throw new ClockSkewError(Math.round(hi), maxSkew, what);
+  }
+
   // Statement names are per connection; the schema is part of the text, so it is part of the name.
   const stmt = (name: string) => `rs:${schemaName}:${name}`;
 
@@ -183,25 +229,31 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
 
     async claim(input: ClaimInput): Promise<ClaimResult> {
       checkClaim(input);
-      const expires = input.now + input.leaseMs;
+      await checkSkew(input.now, `claim of ${input.businessOperationId}`);
       // Fast path: a new operation is one INSERT, atomic under the primary key; with `dispatch` it is
       // born `dispatched` (the runner calls the provider next), so the clean path needs no second write.
+      // A worker whose clock is too far from the database's writes nothing (checkSkew); the lease ends at the ledger's clock + leaseMs.
       const inserted = await query<OperationRow>(
         'claim',
         'claim-insert',
-        `INSERT INTO ${ops} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, provider_key,
+        `WITH clk AS (SELECT ${CLOCK('$12', '$10')} AS db)
+         INSERT INTO ${ops} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, provider_key,
            state, fence, lease_owner, lease_expires_at, created_at, updated_at, attempt_count, first_dispatched_at)
-         VALUES ($1, $2, $3, $4, $5, $6::json, $7, CASE WHEN $11::boolean THEN 'dispatched' ELSE 'claimed' END, 1, $8, $9, $10, $10,
-           CASE WHEN $11::boolean THEN 1 ELSE 0 END, CASE WHEN $11::boolean THEN $10::bigint END)
+         SELECT $1, $2, $3, $4, $5, $6::json, $7, CASE WHEN $11::boolean THEN 'dispatched' ELSE 'claimed' END, 1, $8, clk.db + $9::bigint, $10, $10,
+           CASE WHEN $11::boolean THEN 1 ELSE 0 END, CASE WHEN $11::boolean THEN $10::bigint END
+         FROM clk
          ON CONFLICT (business_operation_id) DO NOTHING ${RETURNING}`,
         [input.businessOperationId, input.provider, input.operation, input.intentFingerprint, input.paramsFingerprint,
-          jsonParam(input.params), input.providerKey, input.owner, expires, input.now, input.dispatch === true],
+          jsonParam(input.params), input.providerKey, input.owner, input.leaseMs, input.now, input.dispatch === true, dbClock],
       );
       if (inserted.rows.length === 1) return { kind: 'claimed', record: toRecord(inserted.rows[0]!), takenOver: false };
 
       // It exists: decide under a row lock, so two workers never both take it over.
       return withTransaction('claim', async (client) => {
+        const clk = await query<{ db: string }>('claim', 'claim-clock', `SELECT ${CLOCK('$1', '$2')} AS db`, [dbClock, input.now], client);
+        const db = Number(clk.rows[0]!.db);
         const { rows } = await query<OperationRow>('claim', 'claim-lock', `SELECT * FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE`, [input.businessOperationId], client);
+        if (rows.length === 0) throw new LedgerError(`claim: ${input.businessOperationId} was neither inserted nor found; nothing written`);
         const current = toRecord(rows[0]!);
         if (current.operation !== input.operation) return { kind: 'conflict', record: current, field: 'operation' } as const;
         if (current.intentFingerprint !== input.intentFingerprint) return { kind: 'conflict', record: current, field: 'intent' } as const;
@@ -222,7 +274,9 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
           return { kind: 'claimed', record: toRecord(next[0]!), takenOver: false } as const;
         }
         if (isTerminal(current.state) && !resuming) return { kind: 'terminal', record: current } as const;
-        const leaseLive = current.leaseOwner !== null && current.leaseExpiresAt !== null && current.leaseExpiresAt > input.now;
+        // Judged on the ledger's clock (see leaseClock), never on the worker's.
+        const leaseLive = current.leaseOwner !== null && current.leaseExpiresAt !== null && current.leaseExpiresAt > db;
+        const expires = db + input.leaseMs;
         if (leaseLive) return { kind: 'busy', record: current } as const;
         // A person's "resume" re-opens a handed-off operation as claimed, noting who resumed it.
         const { rows: taken } = resuming
@@ -251,7 +305,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       checkNumber(now, 'now', 'renewLease');
       // A terminal operation holds no lease: renewing it is a no-op. A released lease stays released
       // (the caller gave it up; it must claim again).
-      await fencedUpdate(ref, 'renewLease', 'renew', 'lease_expires_at = $1::bigint + $2::bigint, updated_at = $1', [now, leaseMs], {
+      await fencedUpdate(ref, 'renewLease', 'renew', `lease_expires_at = ${CLOCK('$3', '$1')} + $2::bigint, updated_at = $1`, [now, leaseMs, dbClock], {
         sql: `${NOT_TERMINAL} AND lease_owner IS NOT NULL`,
         blocked: (r) => (isTerminal(r.state) ? 'no-op' : r.leaseOwner === null ? new LeaseLostError(r.businessOperationId, ref.fence) : null),
       });
@@ -431,9 +485,9 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         'recoverCandidates',
         'recover',
         `SELECT * FROM ${ops}
-         WHERE state IN (${sqlList(RECOVERABLE_STATES)}) AND coalesce(lease_expires_at, 0) <= $1
+         WHERE state IN (${sqlList(RECOVERABLE_STATES)}) AND coalesce(lease_expires_at, 0) <= ${CLOCK('$3', '$1')}
          ORDER BY updated_at, business_operation_id LIMIT $2`,
-        [now, limit ?? null],
+        [now, limit ?? null, dbClock],
       );
       return rows.map(toRecord);
     },
@@ -472,6 +526,11 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   }
 
   return ledger;
+}
+
+/** SQL for "now" in epoch ms: the database's `now()` when `flag` (a boolean parameter) is true, else the caller's `now` parameter. */
+function CLOCK(flag: string, callerNow: string): string {
+  return `(CASE WHEN ${flag}::boolean THEN (extract(epoch from now()) * 1000)::bigint ELSE ${callerNow}::bigint END)`;
 }
 
 /** Why a guarded write matched no row: an error to throw, `'no-op'`, or null (not explained by the guard). */

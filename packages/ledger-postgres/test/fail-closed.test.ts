@@ -14,7 +14,7 @@ const behaviour: SandboxBehaviour = { replays: false, retentionMs: null, paramet
 let direct: PostgresLedger;
 
 beforeAll(async () => {
-  direct = createPostgresLedger({ connectionString: url, schema, poolSize: 4 });
+  direct = createPostgresLedger({ connectionString: url, schema, poolSize: 4, leaseClock: 'caller' /* writes a dead worker's claim from the past */ });
   await direct.ready();
 });
 afterAll(async () => {
@@ -103,7 +103,7 @@ describe('the runner on a PostgreSQL ledger whose connection is lost', () => {
     it(`does not call the provider when \`dispatched\` commits but the answer is lost; recovery then finishes it once: ${path}`, async () => {
       const ref = `lost-${leftClaimed ? 'taken' : 'new'}`;
       const relay = await startPgRelay(url);
-      const through = createPostgresLedger({ connectionString: relay.url, schema, poolSize: 2, migrate: false, queryTimeoutMs: 1_500 });
+      const through = createPostgresLedger({ connectionString: relay.url, schema, poolSize: 2, migrate: false, queryTimeoutMs: 1_500, leaseClock: 'caller' /* no clock probe before the claim whose answer is dropped */ });
       const { provider, adapter, calls } = countingAdapter();
       try {
         if (leftClaimed) await leaveClaimed(adapter, ref);

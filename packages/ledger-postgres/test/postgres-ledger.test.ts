@@ -19,7 +19,7 @@ let ledger: PostgresLedger;
 let admin: pg.Client;
 
 beforeAll(async () => {
-  ledger = createPostgresLedger({ connectionString: url, schema, poolSize: 24 });
+  ledger = createPostgresLedger({ connectionString: url, schema, poolSize: 24, leaseClock: 'caller' /* simulated times (T0) */ });
   await ledger.ready();
   admin = new pg.Client({ connectionString: url });
   await admin.connect();
@@ -336,7 +336,7 @@ describe('receipts', () => {
 describe('recovery and listing', () => {
   it('recoverCandidates lists non-terminal operations whose lease is absent or expired, and nothing else', async () => {
     const s = freshSchema('recover');
-    const l = createPostgresLedger({ connectionString: url, schema: s, poolSize: 2 });
+    const l = createPostgresLedger({ connectionString: url, schema: s, leaseClock: 'caller', poolSize: 2 });
     try {
       const mk = async (id: string, leaseMs: number) => {
         const r = await l.claim(input({ businessOperationId: id as BusinessOperationId, leaseMs }));
@@ -371,7 +371,7 @@ describe('recovery and listing', () => {
 describe('connection loss fails closed', () => {
   it('a markDispatched whose connection is cut rejects with LedgerError and leaves no dispatched row', async () => {
     const relay = await startPgRelay(url);
-    const l = createPostgresLedger({ connectionString: relay.url, schema, poolSize: 1, migrate: false, queryTimeoutMs: 3_000 });
+    const l = createPostgresLedger({ connectionString: relay.url, schema, leaseClock: 'caller', poolSize: 1, migrate: false, queryTimeoutMs: 3_000 });
     try {
       const res = await l.claim(input());
       const ref = { businessOperationId: res.record.businessOperationId, fence: res.record.fence };
@@ -387,7 +387,7 @@ describe('connection loss fails closed', () => {
 
   it('a markDispatched whose answer is lost rejects (so nothing is sent), while the durable row lets recovery find it', async () => {
     const relay = await startPgRelay(url);
-    const l = createPostgresLedger({ connectionString: relay.url, schema, poolSize: 1, migrate: false, queryTimeoutMs: 1_500 });
+    const l = createPostgresLedger({ connectionString: relay.url, schema, leaseClock: 'caller', poolSize: 1, migrate: false, queryTimeoutMs: 1_500 });
     try {
       const res = await l.claim(input({ leaseMs: 100 }));
       const ref = { businessOperationId: res.record.businessOperationId, fence: res.record.fence };
@@ -411,7 +411,7 @@ describe('connection loss fails closed', () => {
   it('an unreachable database rejects with LedgerError', async () => {
     const relay = await startPgRelay(url);
     relay.cut();
-    const l = createPostgresLedger({ connectionString: relay.url, schema, poolSize: 1, queryTimeoutMs: 2_000 });
+    const l = createPostgresLedger({ connectionString: relay.url, schema, leaseClock: 'caller', poolSize: 1, queryTimeoutMs: 2_000 });
     try {
       const err = await l.claim(input()).catch((e) => e);
       expect(LedgerError.isInstance(err)).toBe(true);
@@ -422,7 +422,7 @@ describe('connection loss fails closed', () => {
   });
 
   it('a closed ledger refuses work', async () => {
-    const l = createPostgresLedger({ connectionString: url, schema, poolSize: 1, migrate: false });
+    const l = createPostgresLedger({ connectionString: url, schema, leaseClock: 'caller', poolSize: 1, migrate: false });
     await l.close();
     await expect(l.get('x' as BusinessOperationId)).rejects.toThrow(/closed/);
   });

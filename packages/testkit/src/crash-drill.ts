@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { seededRandom } from './drill-clock.js';
+import { startFaultProxy } from './fault-proxy.js';
 import type { DrillPolicy } from './drill-types.js';
 import { CRASH_POINTS, type CrashPoint, type CrashWorkerConfig, type CrashWorkerMessage } from './crash-types.js';
 
@@ -52,6 +53,14 @@ export interface CrashDrillOptions {
   readonly outFile?: string;
   /** SQLite driver of every process's ledger (default `auto`: node:sqlite where the runtime has it). */
   readonly sqliteDriver?: 'auto' | 'node:sqlite' | 'better-sqlite3';
+  /**
+   * Slow network: a loopback fault proxy sits between the workers and the sandbox and holds a seeded
+   * `share` (0–1) of the business operations' first create requests past the client timeout and the
+   * lease (`holdMs`, default lease + timeout + 500 ms); the provider applies each one late, before the
+   * first later request that arrives once it is due, or when the drill ends. A "not found" asked in the
+   * meantime must not lead to a second record.
+   */
+  readonly slowNetwork?: { readonly share: number; readonly holdMs?: number };
 }
 
 export interface CrashRunResult {
@@ -89,6 +98,8 @@ export interface CrashDrillReport {
   readonly problems: readonly string[];
   readonly results: readonly CrashRunResult[];
   readonly outFile: string;
+  /** Slow-network mode: first requests held and applied late. */
+  readonly slowNetwork?: { readonly share: number; readonly holdMs: number; readonly held: number };
 }
 
 function workerPath(): string {
@@ -170,7 +181,29 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
     businessOperationId: `crash-drill-${seed}-${index}`,
   }));
 
+  const slow = options.slowNetwork;
+  if (slow !== undefined && !(typeof slow.share === 'number' && slow.share >= 0 && slow.share <= 1)) throw new TypeError('slowNetwork.share must be a number from 0 to 1');
+  const holdMs = slow?.holdMs ?? leaseMs + timeoutMs + 500;
   const sandbox = await options.startSandbox();
+  // Slow network: the first create request of a seeded share of the operations is held and applied late.
+  const slowRandom = seededRandom(seed ^ 0x5eed);
+  const seenKeys = new Set<string>();
+  let held = 0;
+  const proxy = slow
+    ? await startFaultProxy({
+        target: sandbox.url,
+        faults: (_n, req) => {
+          if (req.method === 'GET') return 'pass';
+          const key = String(req.headers['idempotency-key'] ?? '');
+          const first = key === '' || !seenKeys.has(key);
+          if (key) seenKeys.add(key);
+          if (!first || slowRandom() >= slow.share) return 'pass';
+          held += 1;
+          return { kind: 'late-commit', afterMs: holdMs };
+        },
+      })
+    : null;
+  const upstreamUrl = proxy?.url ?? sandbox.url;
   const problems: string[] = [];
   const results: CrashRunResult[] = [];
   const recoverActions: Record<string, number> = {};
@@ -181,7 +214,7 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
     for (let b = 0; b < plan.length; b += batchSize) {
       const batch = plan.slice(b, b + batchSize);
       const ledgerPath = join(work, `ledger-${b / batchSize}.db`);
-      const base = { adapterModule: options.adapterModule, adapterOptions: options.adapterOptions, baseUrl: sandbox.url, timeoutMs, ledgerPath, operation: options.operation, leaseMs, ...(options.policy ? { policy: options.policy } : {}), ...(options.sqliteDriver ? { sqliteDriver: options.sqliteDriver } : {}) };
+      const base = { adapterModule: options.adapterModule, adapterOptions: options.adapterOptions, baseUrl: upstreamUrl, timeoutMs, ledgerPath, operation: options.operation, leaseMs, ...(options.policy ? { policy: options.policy } : {}), ...(options.sqliteDriver ? { sqliteDriver: options.sqliteDriver } : {}) };
       const runs = new Map<number, { killed: boolean; exit: string; businessOperationId: string | null }>();
 
       // Phase 1: worker processes, each running `perProcess` jobs concurrently; once every job in a
@@ -226,6 +259,8 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
       }
       for (const rep of recovered?.reports ?? []) recoverActions[`${rep.from}→${rep.to} (${rep.action})`] = (recoverActions[`${rep.from}→${rep.to} (${rep.action})`] ?? 0) + 1;
 
+      // The provider applies every request still held (late), before anything is counted.
+      if (proxy) await proxy.flushLate();
       for (const job of batch) {
         const run = runs.get(job.index)!;
         const res = recovered?.results.find((x) => x.index === job.index);
@@ -277,10 +312,12 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
       problems,
       results,
       outFile,
+      ...(slow ? { slowNetwork: { share: slow.share, holdMs, held } } : {}),
     };
     writeFileSync(outFile, JSON.stringify(report, null, 2) + '\n');
     return report;
   } finally {
+    await proxy?.close();
     await sandbox.close();
   }
 }

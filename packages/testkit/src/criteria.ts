@@ -127,6 +127,10 @@ export function criteriaFor(scenario: ScenarioId, card: RetrySafetyCard, a: Card
       why.push('committed, no lookup, no safe resend ⇒ hand off after exactly one request');
       return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['handed-off'], handoff: true, why };
     }
+    case 'late-commit':
+      // Whatever the runner does (adopt, same-key resend, hand off), the provider ends with the one record.
+      why.push('the provider applies the request after the client gave up ⇒ exactly 1 record: a "not found" before it lands must not lead to a second one');
+      return { ...base, providerRecords: 1, attemptsAtProxy: { min: 1, max: Math.max(1, a.maxAttempts) }, outcome: ['done', 'handed-off'], handoff: 'with-outcome', why };
     case 'lost-request': {
       if (a.safeResend || a.authoritativeLookup) {
         why.push('never arrived; a same-key resend or an authoritative "not found" makes the resend safe ⇒ 1 record');

@@ -46,6 +46,7 @@ export const SCENARIOS = [
   'key-past-retention',
   'in-progress',
   'crash-after-dispatch',
+  'late-commit',
 ] as const;
 export type ScenarioId = (typeof SCENARIOS)[number];
 

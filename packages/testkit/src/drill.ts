@@ -50,8 +50,11 @@ export const SCENARIO_TITLES: Readonly<Record<ScenarioId, string>> = {
   'key-past-retention': 'key past retention ⇒ lookup or handoff, never a blind resend',
   'in-progress': 'in progress at the provider ⇒ polled, one work item',
   'crash-after-dispatch': 'crash after dispatch ⇒ recover() reconciles to one record',
+  'late-commit': 'late commit: the provider applies the request after the client timed out ⇒ one record',
 };
 
+/** The client timeout of the late-commit scenario (the request is held until the client gives up). */
+const LATE_COMMIT_TIMEOUT_MS = 400;
 const DEFAULT_RATE_LIMITED: Fault = { kind: 'status', status: 429, retryAfterS: 2 };
 const CONCURRENCY = 16;
 
@@ -179,14 +182,14 @@ export function createDrillContext(options: ConformanceOptions): DrillContext {
   return { options, outDir, workDir, nextIndex: 0, results: [] };
 }
 
-async function startHarness(ctx: DrillContext, faults: FaultScript): Promise<Harness> {
+async function startHarness(ctx: DrillContext, faults: FaultScript, timeoutOverrideMs?: number): Promise<Harness> {
   const o = ctx.options;
   const clock = createDrillClock();
   const sandbox = await o.startSandbox({ clock });
   let proxy: FaultProxy | undefined;
   try {
-    proxy = await startFaultProxy({ target: sandbox.url, faults, ...(o.recordHeaders ? { recordHeaders: o.recordHeaders } : {}) });
-    const inner = await o.createAdapter({ baseUrl: proxy.url, timeoutMs: o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS });
+    proxy = await startFaultProxy({ target: sandbox.url, faults, clock, ...(o.recordHeaders ? { recordHeaders: o.recordHeaders } : {}) });
+    const inner = await o.createAdapter({ baseUrl: proxy.url, timeoutMs: timeoutOverrideMs ?? o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS });
     const tracker: Tracker = { executeCalls: 0, lookupCalls: 0, activeExecute: 0, activeLookup: 0, executeSpans: [], dieAfterExecute: false, died: false };
     const adapter = instrument(inner, proxy, clock, tracker);
     const packets: HandoffPacket[] = [];
@@ -252,6 +255,25 @@ function safeName(s: string): string {
   return s.replace(/[^A-Za-z0-9._-]+/g, '_');
 }
 
+/**
+ * How long after a request arrives the late-commit fault lets the provider apply it: the card's
+ * `lookup.lateApplyBound` when it declares one (as late as the card allows), else 10 minutes (a card
+ * that cannot say must not let a "not found" prove absence at all).
+ */
+export function lateApplyMs(card: RetrySafetyCard): number {
+  const fact = (card.lookup as unknown as Record<string, unknown>)['lateApplyBound'];
+  const value = typeof fact === 'object' && fact !== null && 'value' in fact ? (fact as { value: unknown }).value : fact;
+  if (value === null) return 0;
+  if (typeof value === 'string' && value !== 'unknown') {
+    try {
+      return durationMs(value as Parameters<typeof durationMs>[0]);
+    } catch {
+      // not a duration: treat as unknown
+    }
+  }
+  return 10 * 60_000;
+}
+
 /** Runs one scenario for one operation, writes its receipt file, and returns the result. Never throws for drill failures. */
 export async function runScenario(ctx: DrillContext, operation: string, scenario: ScenarioId): Promise<ScenarioResult> {
   const o = ctx.options;
@@ -311,6 +333,10 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
     case 'lost-request':
       script = ['reset-before'];
       break;
+    case 'late-commit':
+      // Applied as late as the card allows (lookup.lateApplyBound), or much later when the card cannot say.
+      script = [{ kind: 'late-commit', afterMs: lateApplyMs(card) }];
+      break;
     case 'permanent-error':
       script = [op.faults.permanent];
       break;
@@ -335,7 +361,8 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
 
   let h: Harness;
   try {
-    h = await startHarness(ctx, script);
+    // late-commit only needs the client to give up: a short client timeout keeps the whole drill under a minute.
+    h = await startHarness(ctx, script, scenario === 'late-commit' ? Math.min(LATE_COMMIT_TIMEOUT_MS, timeoutMs) : undefined);
   } catch (err) {
     return finish({ status: 'failed', criteria, failures: [`${label}: could not start sandbox/proxy/adapter: ${(err as Error).message}`], runnerReceipts: [], handoffPackets: [], proxyRequests: [], notes });
   }
@@ -431,6 +458,11 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
       }
     }
 
+    // A late commit still held is applied now: the provider does apply it in the end.
+    if (scenario === 'late-commit') {
+      notes.push(`late commit: ${h.proxy.heldLate} request(s) still held when the run ended; applied now`);
+      await h.proxy.flushLate();
+    }
     // Receipts of every operation the drill's ledger holds.
     const reader = h.ledgers[h.ledgers.length - 1]!;
     const records = await reader.list();

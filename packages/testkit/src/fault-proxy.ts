@@ -64,6 +64,8 @@ export interface FaultProxyOptions {
   readonly recordHeaders?: readonly string[];
   /** Port to listen on (default 0: any free port). Always binds 127.0.0.1. */
   readonly port?: number;
+  /** The clock `late-commit` measures `afterMs` on (the drill's virtual clock); default real time. */
+  readonly clock?: { now(): number };
 }
 
 export interface FaultProxy {
@@ -82,6 +84,10 @@ export interface FaultProxy {
   label: string | undefined;
   /** Resolves once `count` requests have arrived (and been recorded). */
   waitForRequests(count: number): Promise<void>;
+  /** Lets the provider apply every request a `late-commit` still holds (the drill calls it before counting records). */
+  flushLate(): Promise<void>;
+  /** Requests a `late-commit` holds right now (not yet applied). */
+  readonly heldLate: number;
   close(): Promise<void>;
 }
 
@@ -98,6 +104,11 @@ export function validateFault(fault: unknown, where = 'fault'): asserts fault is
     if (f.kind === 'delay') {
       if (typeof f.ms === 'number' && Number.isFinite(f.ms) && f.ms >= 0) return;
       throw new TypeError(`${where}: delay needs ms >= 0, got ${JSON.stringify(f.ms)}`);
+    }
+    if (f.kind === 'late-commit') {
+      const after = (fault as { afterMs?: unknown }).afterMs;
+      if (typeof after === 'number' && Number.isFinite(after) && after >= 0) return;
+      throw new TypeError(`${where}: late-commit needs afterMs >= 0, got ${JSON.stringify(after)}`);
     }
     if (f.kind === 'status') {
       if (typeof f.status !== 'number' || !Number.isInteger(f.status) || f.status < 100 || f.status > 599) {
@@ -163,6 +174,20 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   let counter = 0;
   let generation = 0;
   let closed = false;
+  const clock = options.clock ?? { now: () => Date.now() };
+  /** late-commit: requests held, applied in arrival order once due (or on flush). */
+  const held: { readonly dueAt: number; readonly apply: () => Promise<void> }[] = [];
+  /** late-commit requests still waiting for the client to give up: flushLate ends that wait. */
+  const holding = new Set<{ readonly stop: () => void; readonly queued: Promise<void> }>();
+  async function applyDue(all: boolean): Promise<void> {
+    if (all) {
+      const waiting = [...holding];
+      for (const w of waiting) w.stop();
+      await Promise.all(waiting.map((w) => w.queued));
+    }
+    const now = clock.now();
+    while (held.length > 0 && (all || held[0]!.dueAt <= now)) await held.shift()!.apply();
+  }
 
   const proxy: FaultProxy = {
     url: '',
@@ -187,6 +212,10 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     waitForRequests(count) {
       if (requests.length >= count) return Promise.resolve();
       return new Promise((resolve) => waiters.push({ count, resolve }));
+    },
+    flushLate: () => applyDue(true),
+    get heldLate() {
+      return held.length;
     },
     async close() {
       if (closed) return;
@@ -254,6 +283,8 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks);
+    // A late commit that is due lands before this request reaches the provider.
+    await applyDue(false).catch(() => undefined);
     counter += 1;
     const n = counter;
     const gen = generation;
@@ -283,7 +314,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       bodyHash: body.length === 0 ? EMPTY_SHA : 'sha256:' + createHash('sha256').update(body).digest('hex'),
       bodyBytes: body.length,
       fault,
-      forwarded: fault !== 'reset-before' && (typeof fault === 'string' || fault.kind !== 'status' || fault.forward === true),
+      forwarded: fault !== 'reset-before' && (typeof fault === 'string' || (fault.kind !== 'status' && fault.kind !== 'late-commit') || (fault.kind === 'status' && fault.forward === true)),
       at: Date.now(),
       ...(label !== undefined ? { label } : {}),
     });
@@ -314,6 +345,48 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       headers['content-length'] = String(Buffer.byteLength(payload));
       res.writeHead(fault.status, headers);
       res.end(payload);
+      return;
+    }
+    if (typeof fault === 'object' && fault.kind === 'late-commit') {
+      const arrivedAt = clock.now();
+      let stop: () => void = () => undefined;
+      let queuedDone: () => void = () => undefined;
+      const entry = { stop: () => stop(), queued: new Promise<void>((r) => (queuedDone = r)) };
+      holding.add(entry);
+      // Hold it; the client times out (or, if its timeout does not work, is reset after a long hold).
+      const gaveUp = await new Promise<boolean>((resolve) => {
+        if (req.socket.destroyed) return resolve(true);
+        const t = setTimeout(() => {
+          timers.delete(t);
+          resolve(false);
+        }, 30_000);
+        timers.add(t);
+        stop = () => {
+          clearTimeout(t);
+          timers.delete(t);
+          resolve(req.socket.destroyed);
+        };
+        req.socket.once('close', () => {
+          clearTimeout(t);
+          timers.delete(t);
+          resolve(true);
+        });
+      });
+      update(index, gen, { clientGaveUp: gaveUp });
+      resetSocket(req.socket);
+      holding.delete(entry);
+      queuedDone();
+      held.push({
+        dueAt: arrivedAt + fault.afterMs,
+        apply: async () => {
+          try {
+            const upstream = await forward(req, body);
+            update(index, gen, { forwarded: true, upstreamStatus: upstream.status });
+          } catch {
+            update(index, gen, { forwarded: false });
+          }
+        },
+      });
       return;
     }
     let upstream: { status: number; headers: IncomingHttpHeaders; body: Buffer };

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { createRunner, createSqliteLedger, jsonlHandoffSink, personRef, type ResolveResult } from '@retrysafe/core';
 import { createAdapters, loadConfigFile, type RetrysafeConfig } from '@retrysafe/config';
-import { UnsafeResumeError, asBusinessOperationId, type HandoffPacket, type Ledger, type OperationRecord, type OperationState, type Receipt } from '@retrysafe/contract';
+import { LedgerError, UnsafeResumeError, asBusinessOperationId, type HandoffPacket, type Ledger, type OperationRecord, type OperationState, type Receipt } from '@retrysafe/contract';
 import { paint, table } from '../output.js';
 import { UsageError } from '../registry.js';
 
@@ -35,12 +35,21 @@ export async function openTarget(target: LedgerTarget, given?: RetrysafeConfig |
 }
 
 async function withLedger<T>(target: LedgerTarget, fn: (ledger: Ledger) => Promise<T>, config?: RetrysafeConfig | null): Promise<T> {
-  const ledger = await openTarget(target, config);
+  const ledger = await openTarget(target, config).catch((err: unknown) => Promise.reject(unreadable(err)));
   try {
     return await fn(ledger);
+  } catch (err) {
+    throw unreadable(err);
   } finally {
-    await ledger.close();
+    await ledger.close().catch(() => undefined);
   }
+}
+
+/** A ledger file or record the driver cannot read (cut JSON, a corrupt SQLite file) is a typed LedgerError, not a raw stack. */
+function unreadable(err: unknown): unknown {
+  const e = err as { name?: unknown; code?: unknown; message?: unknown } | null;
+  const raw = err instanceof SyntaxError || e?.name === 'SqliteError' || (typeof e?.code === 'string' && e.code.startsWith('SQLITE_'));
+  return raw ? new LedgerError(`the ledger cannot be read: ${String(e?.message ?? err)}`, { cause: err }) : err;
 }
 
 /** A record as shown to an operator: no params (they may hold PII), no stored result body. */

@@ -1,5 +1,6 @@
 export * from './adapter-configuration-error.js';
 export * from './card-validation-error.js';
+export * from './clock-skew-error.js';
 export * from './conflict-error.js';
 export * from './invalid-id-error.js';
 export * from './invalid-intent-error.js';

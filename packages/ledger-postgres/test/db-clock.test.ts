@@ -1,0 +1,93 @@
+// Issue 15 item 3: on PostgreSQL, lease expiry and takeover are judged by the database's clock (now()
+// inside the same statement), not the worker's; a worker whose clock is off by more than the bound gets
+// a typed error (ClockSkewError) and a log line, and writes nothing.
+import { ClockSkewError, asBusinessOperationId, type ClaimInput, type ProviderKey } from '@retrysafe/contract';
+import { createRunner, type Clock, type LogEntry } from '@retrysafe/core';
+import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPostgresLedger, type PostgresLedger } from '../src/index.js';
+import { databaseUrl, dropSchema, freshSchema } from './pg-test-db.js';
+
+const schema = freshSchema('db_clock');
+let lenient: PostgresLedger; // database clock, skew bound large enough to let a far-off worker reach the lease judgement
+let strict: PostgresLedger; // database clock, default bound (1 s)
+beforeAll(async () => {
+  lenient = createPostgresLedger({ connectionString: databaseUrl(), schema, poolSize: 2, maxClockSkewMs: 120_000 });
+  await lenient.ready();
+  strict = createPostgresLedger({ connectionString: databaseUrl(), schema, poolSize: 2 });
+  await strict.ready();
+});
+afterAll(async () => {
+  await lenient?.close();
+  await strict?.close();
+  await dropSchema(schema);
+});
+
+const input = (id: string, owner: string, now: number, leaseMs = 30_000): ClaimInput => ({
+  businessOperationId: asBusinessOperationId(id),
+  provider: 'sandbox',
+  operation: 'sandbox.records.create',
+  intentFingerprint: `i-${id}`,
+  paramsFingerprint: `p-${id}`,
+  params: { ref: id },
+  providerKey: `k-${id}` as ProviderKey,
+  owner,
+  leaseMs,
+  now,
+});
+const skewed = (offsetMs: number): Clock => ({ now: () => Date.now() + offsetMs, sleep: (ms) => new Promise((r) => setTimeout(r, ms)) });
+
+describe('leases on the database clock', () => {
+  it('a worker whose clock runs 40 s ahead cannot take over a live 30 s lease (its own clock says it expired)', async () => {
+    const a = await lenient.claim(input('ahead-1', 'w-a', Date.now()));
+    expect(a.kind).toBe('claimed');
+    const b = await lenient.claim(input('ahead-1', 'w-b', Date.now() + 40_000));
+    expect(b.kind).toBe('busy');
+  });
+
+  it('a lease whose end has passed on the database clock is taken over, whatever the worker clock says', async () => {
+    await lenient.claim(input('expired-1', 'w-a', Date.now(), 200));
+    await new Promise((r) => setTimeout(r, 300));
+    const b = await lenient.claim(input('expired-1', 'w-b', Date.now() - 60_000));
+    expect(b).toMatchObject({ kind: 'claimed', takenOver: true });
+  });
+
+  it('recoverCandidates ignores a caller "now" far in the future: a live lease is not a candidate', async () => {
+    await lenient.claim(input('live-1', 'w-a', Date.now()));
+    const listed = await lenient.recoverCandidates(Date.now() + 600_000);
+    expect(listed.map((r) => r.businessOperationId)).not.toContain('live-1');
+  });
+
+  it('renewLease extends the lease on the database clock', async () => {
+    const c = await lenient.claim(input('renew-1', 'w-a', Date.now(), 500));
+    if (c.kind !== 'claimed') throw new Error('claim');
+    await lenient.renewLease({ businessOperationId: c.record.businessOperationId, fence: c.record.fence }, 30_000, Date.now() - 100_000);
+    await new Promise((r) => setTimeout(r, 600));
+    expect((await lenient.claim(input('renew-1', 'w-b', Date.now()))).kind).toBe('busy');
+  });
+});
+
+describe('a worker whose clock is off from the database', () => {
+  it.each([+600_000, -600_000, +5_000])('by %i ms: ClockSkewError and a log line from run(), no row, no provider call', async (offset) => {
+    const provider = createSandboxProvider({ replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' });
+    const adapter = createSandboxAdapter({ provider });
+    const logs: LogEntry[] = [];
+    const ref = `skew-${offset}`;
+    const err = await createRunner({ ledger: strict, clock: skewed(offset), owner: 'w-skew', logger: (e) => void logs.push(e) })
+      .run(adapter, 'records.create', { params: { ref } })
+      .catch((e: unknown) => e);
+    expect(ClockSkewError.isInstance(err)).toBe(true);
+    expect(Math.sign((err as ClockSkewError).skewMs)).toBe(Math.sign(offset));
+    expect(provider.calls()).toBe(0);
+    expect((await strict.list()).filter((r) => (r.params as { ref?: string }).ref === ref)).toEqual([]);
+    expect(logs.some((l) => l.event === 'clock-skew' && l.level === 'warn')).toBe(true);
+  });
+
+  it('a worker within the bound runs normally', async () => {
+    const provider = createSandboxProvider({ replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' });
+    const adapter = createSandboxAdapter({ provider });
+    const r = await createRunner({ ledger: strict, clock: skewed(200), owner: 'w-ok' }).run(adapter, 'records.create', { params: { ref: 'skew-ok' } });
+    expect(r.status).toBe('done');
+    expect(provider.count()).toBe(1);
+  });
+});
