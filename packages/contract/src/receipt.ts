@@ -1,4 +1,5 @@
 import type { AttemptId, BusinessOperationId, ProviderKey, RunId } from './ids.js';
+import type { FieldError } from './errors/invalid-params-error.js';
 import type { OutcomeKind } from './outcome.js';
 
 export type ReceiptKind = 'dispatch' | 'resend' | 'lookup' | 'poll' | 'resolve' | 'recover';
@@ -27,6 +28,8 @@ export interface Receipt {
   readonly requestId?: string;
   /** Redacted message from the provider or the network, if any. */
   readonly message?: string;
+  /** The provider's field errors of a rejection (redacted). */
+  readonly fields?: readonly FieldError[];
   /** `sha256:` of the canonical, redacted request params. */
   readonly requestFingerprint: string;
   readonly prevHash: string | null;

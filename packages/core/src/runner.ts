@@ -217,6 +217,14 @@ function isLookupResult(o: unknown): o is LookupResult {
 }
 
 const isTerminalState = (s: OperationState) => TERMINAL_STATES.includes(s);
+
+/** A provider's field errors as receipts keep them: path and message only, redacted, at most 20. */
+function providerFieldErrors(fields: readonly unknown[], redactor: Redactor): { path: string; message: string }[] {
+  return fields.slice(0, 20).flatMap((f) => {
+    const r = (f ?? {}) as { path?: unknown; message?: unknown };
+    return typeof r.path === 'string' ? [{ path: redactor.text(r.path), message: redactor.text(typeof r.message === 'string' ? r.message : 'invalid') }] : [];
+  });
+}
 const errText = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
 
 /** The runner (DESIGN.md §3–5): claim, dispatch once, reconcile, retry within bounds, or hand off. */
@@ -602,7 +610,7 @@ export function createRunner(options: RunnerOptions): Runner {
     r: { kind: ReceiptKind; attemptId: string; startedAt: number; finishedAt: number; obs: Observation; decision: Decision | { action: string; why: string } },
   ): Receipt {
     const inner = r.obs === null ? null : r.obs.kind === 'found' ? r.obs.outcome : r.obs;
-    const refs = (inner ?? {}) as { status?: number; code?: string; providerRef?: string; requestId?: string; message?: string; reason?: string };
+    const refs = (inner ?? {}) as { status?: number; code?: string; providerRef?: string; requestId?: string; message?: string; reason?: string; fields?: unknown };
     const message = refs.message ?? (r.obs && r.obs.kind !== 'found' && 'reason' in r.obs && typeof r.obs.reason === 'string' ? r.obs.reason : undefined);
     const reason = r.decision.action === 'handoff' && 'reason' in r.decision ? `${r.decision.reason}: ${r.decision.why}` : r.decision.why;
     const sealed = sealReceipt({
@@ -623,6 +631,7 @@ export function createRunner(options: RunnerOptions): Runner {
       ...(typeof refs.providerRef === 'string' ? { providerRef: op.redactor.text(refs.providerRef) } : {}),
       ...(typeof refs.requestId === 'string' ? { requestId: op.redactor.text(refs.requestId) } : {}),
       ...(typeof message === 'string' ? { message: op.redactor.text(message) } : {}),
+      ...(Array.isArray(refs.fields) && refs.fields.length ? { fields: providerFieldErrors(refs.fields, op.redactor) } : {}),
       requestFingerprint: op.requestFingerprint,
       prevHash: op.lastHash,
     });
