@@ -170,3 +170,21 @@ describe('supersede: a corrected request after a rejection nothing applied (issu
     expect(provider.count()).toBe(1);
   });
 });
+
+describe('the provider’s field errors reach the packet and the agent, redacted (issue 16)', () => {
+  it('a rejection naming fields: packet.lastKnown.fields and the needs-human answer carry them, sensitive values blanked', async () => {
+    const { toAgentResult } = await import('@retrysafe/core');
+    const { provider, adapter, runner } = setup({}, {}, { sensitiveFields: ['email'] });
+    provider.failNext({ kind: 'rejected', fields: [{ path: 'email', message: 'jane@example.test is not deliverable' }, { path: 'amount', message: 'must be positive' }] });
+    const r = await runner.run(adapter, OP, { params: { ref: 'o-8', email: 'jane@example.test', amount: -1 } });
+    expect(r.status).toBe('handed-off');
+    if (r.status !== 'handed-off') return;
+    expect(r.packet.lastKnown.fields).toEqual([{ path: 'email', message: '[redacted] is not deliverable' }, { path: 'amount', message: 'must be positive' }]);
+    const answer = toAgentResult(r);
+    expect(answer.status).toBe('needs-human');
+    expect(JSON.stringify(answer)).not.toContain('jane@example.test');
+    expect(answer.message).toMatch(/amount \(must be positive\)/);
+    expect(answer.businessOperationId).toBe(r.businessOperationId);
+    expect(provider.count()).toBe(0);
+  });
+});
