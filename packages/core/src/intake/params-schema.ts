@@ -7,7 +7,7 @@ import { RunnerConfigurationError } from '../errors/runner-configuration-error.j
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as unknown as (ajv: Ajv) => Ajv;
 
 /** One ajv instance for every operation's params schema (compiled once per schema object). */
-const ajv = addFormats(new Ajv({ allErrors: true, strict: false, coerceTypes: false, useDefaults: false, removeAdditional: false }));
+const ajv = addFormats(new Ajv({ allErrors: true, strict: false, logger: false, coerceTypes: false, useDefaults: false, removeAdditional: false }));
 const compiled = new WeakMap<object, ValidateFunction>();
 
 function validatorFor(schema: JsonSchema, operation: string): ValidateFunction {
