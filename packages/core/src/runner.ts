@@ -631,6 +631,7 @@ export function createRunner(options: RunnerOptions): Runner {
       ...(typeof refs.providerRef === 'string' ? { providerRef: op.redactor.text(refs.providerRef) } : {}),
       ...(typeof refs.requestId === 'string' ? { requestId: op.redactor.text(refs.requestId) } : {}),
       ...(typeof message === 'string' ? { message: op.redactor.text(message) } : {}),
+      ...(inner?.kind === 'rejected' ? { rejectReason: inner.reason } : {}),
       ...(Array.isArray(refs.fields) && refs.fields.length ? { fields: providerFieldErrors(refs.fields, op.redactor) } : {}),
       requestFingerprint: op.requestFingerprint,
       prevHash: op.lastHash,

@@ -8,6 +8,7 @@ import {
   type ParamComparison,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
+import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { setup } from './helpers.js';
 
 const OP = 'records.create';
@@ -156,6 +157,19 @@ describe('supersede: a corrected request after a rejection nothing applied (issu
     expect((err as Error).message).toMatch(/cannot be superseded/);
     expect(provider.count()).toBe(1);
     await expect(runner.resolve(first.businessOperationId, { action: 'resend-with', params: { ref: 'o-5', note: 'b' } }, { adapters: [adapter] })).rejects.toSatisfy(ConflictError.isInstance);
+    expect(provider.count()).toBe(1);
+  });
+
+  it('never after a conflict rejection: the key is already stored with other params (an effect may exist under it)', async () => {
+    const { provider, adapter, runner } = setup({ parameterMatching: 'mismatch-error' });
+    // another worker, with a ledger of its own, already performed this intent under the same key
+    const other = createRunner({ ledger: createMemoryLedger(), clock: createVirtualClock(), random: () => 0.5 });
+    await other.run(adapter, OP, { params: { ref: 'o-10', note: 'first' } });
+    const mine = await runner.run(adapter, OP, { params: { ref: 'o-10', note: 'second' } });
+    expect(mine.status).toBe('handed-off');
+    const err = await runner.run(adapter, OP, { params: { ref: 'o-10', note: 'third' } }).catch((e) => e);
+    expect(ConflictError.isInstance(err)).toBe(true);
+    expect((err as Error).message).toMatch(/conflict with what the provider already holds/);
     expect(provider.count()).toBe(1);
   });
 
