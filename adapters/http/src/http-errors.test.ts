@@ -69,3 +69,14 @@ describe('the card’s replay indicator (issue 16)', () => {
     expect(classifyResponse(ietf, res(201, { id: 'o_1' }, { 'idempotent-replayed': 'true' }), 1)).toMatchObject({ kind: 'succeeded' });
   });
 });
+
+describe('field errors a problem body names (issue 16)', () => {
+  it('RFC 9457 invalid-params and errors[].pointer become field paths; the provider text is never kept', () => {
+    const out = classifyResponse(ietf, res(400, { type: 'https://retrysafe.invalid/problems/invalid-order', 'invalid-params': [{ name: 'quantity', reason: 'must be ≥ 1 for jane@example.test' }] }), 1);
+    expect(out).toMatchObject({ kind: 'rejected', fields: [{ path: 'quantity', message: 'named by the provider as invalid' }] });
+    expect(JSON.stringify(out)).not.toContain('jane@example.test');
+    const ptr = classifyResponse(ietf, res(400, { type: 'https://retrysafe.invalid/problems/invalid-order', errors: [{ pointer: '#/items/0/sku', detail: 'x' }] }), 1);
+    expect(ptr).toMatchObject({ kind: 'rejected', fields: [{ path: 'items[0].sku' }] });
+    expect(classifyResponse(ietf, res(400, { type: 'https://retrysafe.invalid/problems/invalid-order' }), 1)).not.toHaveProperty('fields');
+  });
+});

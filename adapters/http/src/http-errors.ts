@@ -66,6 +66,26 @@ export function absoluteLocation(res: HttpResponseView): string | undefined {
 }
 
 /**
+ * The fields a problem body names, so a caller can correct them: RFC 9457 `invalid-params`
+ * (`[{ name, reason }]`, the RFC's own example) or an `errors` array of `{ pointer | field | path }`.
+ * Only the field names are kept, never the provider's text (it may echo PII): the message is fixed.
+ */
+export function namedFields(data: unknown): { path: string; message: string }[] {
+  if (typeof data !== 'object' || data === null) return [];
+  const d = data as Record<string, unknown>;
+  const list = Array.isArray(d['invalid-params']) ? d['invalid-params'] : Array.isArray(d.errors) ? d.errors : [];
+  const out: { path: string; message: string }[] = [];
+  for (const item of list.slice(0, 20)) {
+    const r = (item ?? {}) as Record<string, unknown>;
+    const raw = [r.name, r.field, r.path, r.pointer].find((v) => typeof v === 'string' && v.length > 0) as string | undefined;
+    if (!raw) continue;
+    const path = raw.replace(/^#?\//, '').split('/').map((p) => (/^\d+$/.test(p) ? `[${p}]` : p)).join('.').replace(/\.\[/g, '[');
+    if (path) out.push({ path, message: 'named by the provider as invalid' });
+  }
+  return out;
+}
+
+/**
  * Maps one HTTP response to exactly one Outcome, by the operation's declaration only.
  * Messages carry the status and code, never the provider's message text (it may echo PII).
  */
@@ -99,8 +119,10 @@ export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView,
   const rule = spec.errors.rules.find((r) => ruleMatches(r, res.status, code));
   if (rule) {
     switch (rule.outcome) {
-      case 'rejected':
-        return { kind: 'rejected', reason: rule.reason, message: label, ...base };
+      case 'rejected': {
+        const fields = namedFields(res.data);
+        return { kind: 'rejected', reason: rule.reason, message: label, ...base, ...(fields.length ? { fields } : {}) };
+      }
       case 'not-applied':
         return { kind: 'not-applied', message: label, ...base, ...ra };
       case 'in-progress':

@@ -100,6 +100,8 @@ export function hubspotCards(o: HubSpotCardOptions) {
     businessOperationId: {
       rule: 'derived from intent fields contactId and properties: the contact and the values it is set to',
       intentFields: ['contactId', 'properties'],
+      // Exact: HubSpot stores property values as written, so another spelling is another value.
+      idRule: 'v1',
     },
     ids: {
       run: 'receipts only (never sent to HubSpot)',
@@ -155,6 +157,7 @@ export function hubspotCards(o: HubSpotCardOptions) {
     businessOperationId: {
       rule: 'derived from intent fields objectType and properties: the record this operation writes; its id is the value of the unique id property',
       intentFields: ['objectType', 'properties'],
+      idRule: 'v1',
     },
     ids: {
       run: 'receipts only (never sent to HubSpot)',

@@ -53,6 +53,8 @@ export const mailSendCard = defineCard({
   businessOperationId: {
     rule: 'derived from intent fields mailbox and message (the whole message: recipients, subject, body, …), or given by the caller',
     intentFields: ['mailbox', 'message'],
+    // Exact: the message is what is delivered; another spelling is another mail.
+    idRule: 'v1',
   },
   ids: { run: 'receipts only', attempt: 'receipts only', request: REQUEST_ID },
   providerKey: {
@@ -127,6 +129,7 @@ export const eventsCreateCard = defineCard({
   businessOperationId: {
     rule: 'derived from intent fields mailbox, event.subject, event.start, event.end (one meeting slot with one subject in one calendar), or given by the caller',
     intentFields: ['mailbox', 'event.subject', 'event.start', 'event.end'],
+    idRule: 'v1',
   },
   ids: { run: 'receipts only', attempt: 'receipts only', request: REQUEST_ID },
   providerKey: {

@@ -69,7 +69,7 @@ export function classifySandboxResponse(res: SandboxResponse): Outcome {
     case 'mismatch':
       return { kind: 'rejected', reason: 'conflict', message: res.message, status: 422, code: 'idempotency_key_mismatch' };
     case 'rejected':
-      return { kind: 'rejected', reason: 'validation', message: res.message, status: 400, code: 'invalid_request' };
+      return { kind: 'rejected', reason: 'validation', message: res.message, status: 400, code: 'invalid_request', ...(res.fields ? { fields: res.fields } : {}) };
     case 'throttled':
       return { kind: 'not-applied', message: 'rate limited before processing', retryAfterMs: res.retryAfterMs, status: 429, code: 'rate_limited' };
     case 'server-error':

@@ -30,7 +30,7 @@ export type SandboxFault =
   /** Refused before anything was stored (a rate limiter in front of the idempotency layer): 429 + Retry-After. */
   | { readonly kind: 'not-applied'; readonly retryAfterMs?: number }
   /** Validation error: 400. Nothing stored. */
-  | { readonly kind: 'rejected'; readonly message?: string }
+  | { readonly kind: 'rejected'; readonly message?: string; /** Field errors the provider names (path, message). */ readonly fields?: readonly { path: string; message: string }[] }
   /** The record IS created and the key stored, but the caller gets a 500 (in process: an unknown outcome). The "lost response". */
   | { readonly kind: 'unknown-after-commit' }
   /** Nothing is created, but the caller gets a 503 it cannot tell from a commit. */
@@ -57,7 +57,7 @@ export type SandboxResponse =
   | { readonly type: 'accepted'; readonly record: SandboxRecord; readonly retryAfterMs: number }
   | { readonly type: 'in-progress'; readonly retryAfterMs: number }
   | { readonly type: 'mismatch'; readonly message: string }
-  | { readonly type: 'rejected'; readonly message: string }
+  | { readonly type: 'rejected'; readonly message: string; readonly fields?: readonly { path: string; message: string }[] }
   | { readonly type: 'throttled'; readonly retryAfterMs: number }
   | { readonly type: 'server-error'; readonly status: 500 | 503; readonly committed: boolean };
 
@@ -182,7 +182,7 @@ export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvi
     callCount++;
     const fault = faults.shift();
     if (fault?.kind === 'not-applied') return { type: 'throttled', retryAfterMs: fault.retryAfterMs ?? 1000 };
-    if (fault?.kind === 'rejected') return { type: 'rejected', message: fault.message ?? 'validation failed' };
+    if (fault?.kind === 'rejected') return { type: 'rejected', message: fault.message ?? 'validation failed', ...(fault.fields ? { fields: fault.fields } : {}) };
     if (fault?.kind === 'unknown-before-commit') return { type: 'server-error', status: 503, committed: false };
     if (fault?.kind === 'late-commit') {
       late.push({ dueAt: now() + Math.max(0, fault.afterMs), req });

@@ -35,6 +35,8 @@ interface StripeErrorLike {
   headers?: Headers;
   message?: string;
   detail?: unknown;
+  /** The request parameter Stripe names in an invalid_request_error, e.g. `amount`. */
+  param?: string;
 }
 
 function header(headers: Headers | undefined, name: string): string | undefined {
@@ -149,7 +151,9 @@ export function classifyStripeError(error: unknown): Outcome {
     };
   }
   const reason = status === 401 ? 'authentication' : status === 402 ? 'card-declined' : status === 403 ? 'permission' : status === 404 ? 'not-found' : status === 400 ? 'validation' : 'other';
-  return { kind: 'rejected', reason, message: short(e.message, `HTTP ${status}`), ...r };
+  // Stripe names the offending parameter (error.param): passed on so a caller (or an agent) can correct it.
+  const fields = typeof e.param === 'string' && e.param.length > 0 ? { fields: [{ path: e.param, message: e.code ?? `rejected (${reason})` }] } : {};
+  return { kind: 'rejected', reason, message: short(e.message, `HTTP ${status}`), ...r, ...fields };
 }
 
 /** True when an `unknown` outcome came from a 5xx that Stripe replayed from its idempotency layer. */

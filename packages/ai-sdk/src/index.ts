@@ -5,7 +5,7 @@ import { agentTools, callAgentTool, type AgentToolResult, type Runner } from '@r
 export interface RetrysafeToolsOptions {
   readonly runner: Runner;
   readonly adapters: readonly AdapterV1[];
-  /** `<provider>.<operation>` names to expose; default all. */
+  /** Operations to expose, by tool name or `<provider>.<operation>`; default all. */
   readonly operations?: readonly string[];
   /**
    * The run id written into each tool call's receipts (default: a new one per call). It never changes
@@ -25,7 +25,11 @@ export function stepRetriesOff<F extends (...args: never[]) => unknown>(step: F)
   return Object.assign(step, { maxRetries: 0 as const });
 }
 
-/** AI SDK tool names allow only `[A-Za-z0-9_-]`: `stripe.paymentIntents.create` becomes `stripe_paymentIntents_create`. */
+/**
+ * AI SDK tool names allow only `[A-Za-z0-9_-]`: `stripe.paymentIntents.create` becomes
+ * `stripe_paymentIntents_create`. The tool definitions already carry this name (the same one MCP
+ * lists, see safeToolName in @retrysafe/core); this maps an older dotted name.
+ */
 export function aiToolName(name: string): string {
   return name.replace(/[^A-Za-z0-9_-]/g, '_');
 }
@@ -34,7 +38,8 @@ export function aiToolName(name: string): string {
  * Vercel AI SDK tool definitions for retrysafe operations. Each tool runs through the runner, so a
  * model that re-issues a tool call (new tool-call id, re-ordered or re-formatted arguments) gets the
  * same business operation back instead of a second effect. Results are the structured answers
- * `done | in-progress | needs-human | conflict | invalid-input`.
+ * `done | in-progress | needs-human | conflict | invalid-input`, each with the business-operation id;
+ * arguments are validated against the operation's JSON Schema (ajv) before anything is claimed.
  */
 export function retrysafeTools(options: RetrysafeToolsOptions): Record<string, Tool<unknown, AgentToolResult>> {
   const out: Record<string, Tool<unknown, AgentToolResult>> = {};

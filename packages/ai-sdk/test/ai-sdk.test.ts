@@ -61,6 +61,23 @@ describe('retrysafeTools for the Vercel AI SDK', () => {
     expect(Object.keys(tools).sort()).toEqual(['stripe_customers_create', 'stripe_invoices_create', 'stripe_paymentIntents_create', 'stripe_refunds_create']);
     expect(tools.stripe_refunds_create!.description).toMatch(/call again with the same arguments/);
   });
+
+  it('arguments the schema refuses go nowhere: invalid-input with the field errors, in the agent loop (issue 16)', async () => {
+    const runner = createRunner({ ledger: createMemoryLedger(), policy: { baseMs: 1, capMs: 5 } });
+    const adapter = createStripeAdapter({ apiKey: 'sk_test_ai_sdk', baseUrl: proxy.url, timeoutMs: 500 });
+    const tools = retrysafeTools({ runner, adapters: [adapter], operations: ['stripe_paymentIntents_create'] });
+    const model = new MockLanguageModelV2({
+      doGenerate: [
+        toolStep('call_1', 'stripe_paymentIntents_create', { customer: 'cus_fixture', amount: '2500', currency: 'eur', orderRef: 'AI-2' }),
+        { content: [{ type: 'text' as const, text: 'Fixing.' }], finishReason: 'stop' as const, usage, warnings: [] },
+      ],
+    });
+    const out = await generateText({ model, tools, prompt: 'charge order AI-2', stopWhen: stepCountIs(3) });
+    const [r] = out.steps.flatMap((s) => s.toolResults).map((x) => x.output as AgentToolResult);
+    expect(r).toMatchObject({ status: 'invalid-input', fields: [{ path: 'amount', message: 'must be integer' }] });
+    expect(typeof (r as { businessOperationId: unknown }).businessOperationId).toBe('string');
+    expect(proxy.requests).toHaveLength(0);
+  });
 });
 
 describe('peer range', () => {

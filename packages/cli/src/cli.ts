@@ -166,6 +166,7 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
       .option('--resume', 're-send with the SAME provider key through the adapter named in --config')
       .option('--mark-done <providerRef>', 'you verified the effect at the provider: record its reference')
       .option('--abandon', 'give the operation up (nothing more is sent)')
+      .option('--resend-with <params.json>', 'send corrected params (same intent) as a new revision; only when every attempt is known not applied (needs --config)')
       .option('--force', 'with --resume: resume even though the packet marks it not safe (you checked at the provider)')
       .option('--by <name>', 'who resolved it, for the receipt (default $USER)'),
   ).action(async (id: string, o) => {

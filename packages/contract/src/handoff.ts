@@ -1,4 +1,5 @@
 import type { BusinessOperationId, ProviderKey } from './ids.js';
+import type { FieldError } from './errors/invalid-params-error.js';
 import type { OutcomeKind } from './outcome.js';
 import type { ReceiptKind } from './receipt.js';
 
@@ -51,6 +52,8 @@ export interface HandoffPacket {
     readonly code?: string;
     readonly providerRef?: string;
     readonly message?: string;
+    /** The provider's field errors of the last rejection (redacted): what a corrected request must change. */
+    readonly fields?: readonly FieldError[];
   };
   readonly safeNextActions: readonly SafeAction[];
   readonly createdAt: string;

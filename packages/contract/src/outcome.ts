@@ -1,3 +1,5 @@
+import type { FieldError } from './errors/invalid-params-error.js';
+
 /** What the provider said about one attempt, kept for receipts and packets (no secrets, no bodies). */
 export interface ProviderRefs {
   /** HTTP status, when there was a response. */
@@ -21,7 +23,13 @@ export type Outcome =
   /** The provider has it and is still working: pending/running, 202 + status URL, 409 same key in flight. */
   | ({ readonly kind: 'in-progress'; readonly statusRef?: string; readonly retryAfterMs?: number; readonly message?: string } & ProviderRefs)
   /** Definitely not applied and will not succeed as is. Never retried automatically. */
-  | ({ readonly kind: 'rejected'; readonly reason: RejectReason; readonly message: string } & ProviderRefs)
+  | ({
+      readonly kind: 'rejected';
+      readonly reason: RejectReason;
+      readonly message: string;
+      /** The provider's per-field errors, when it names them (e.g. Stripe `param`, problem+json `invalid-params`): what to correct. */
+      readonly fields?: readonly FieldError[];
+    } & ProviderRefs)
   /** Definitely not applied, transient: safe to retry within the budget. */
   | ({ readonly kind: 'not-applied'; readonly message: string; readonly retryAfterMs?: number } & ProviderRefs)
   /** May or may not have been applied: never a licence to resend blindly. */

@@ -1,5 +1,6 @@
 import type { AttemptId, BusinessOperationId, ProviderKey, RunId } from './ids.js';
-import type { OutcomeKind } from './outcome.js';
+import type { FieldError } from './errors/invalid-params-error.js';
+import type { OutcomeKind, RejectReason } from './outcome.js';
 
 export type ReceiptKind = 'dispatch' | 'resend' | 'lookup' | 'poll' | 'resolve' | 'recover';
 
@@ -27,6 +28,10 @@ export interface Receipt {
   readonly requestId?: string;
   /** Redacted message from the provider or the network, if any. */
   readonly message?: string;
+  /** Why the provider rejected the attempt (outcome `rejected`). `conflict` means the key is stored with other params: something was applied under it. */
+  readonly rejectReason?: RejectReason;
+  /** The provider's field errors of a rejection (redacted). */
+  readonly fields?: readonly FieldError[];
   /** `sha256:` of the canonical, redacted request params. */
   readonly requestFingerprint: string;
   readonly prevHash: string | null;

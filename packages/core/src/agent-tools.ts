@@ -1,11 +1,17 @@
 /** Agent tool definitions and structured answers, shared by @retrysafe/mcp and @retrysafe/ai-sdk. */
-import { ConflictError, InvalidIdError, InvalidIntentError, RetrysafeError, validateCard, type AdapterV1, type HandoffPacket, type JsonSchema, type Ledger, type OperationSpec, type RetrySafetyCard } from '@retrysafe/contract';
+import { createHash } from 'node:crypto';
+import { ConflictError, InvalidIdError, InvalidIntentError, InvalidParamsError, RetrysafeError, describeNormalization, validateCard, type AdapterV1, type FieldError, type HandoffPacket, type JsonSchema, type Ledger, type OperationSpec, type RetrySafetyCard } from '@retrysafe/contract';
+import { identityOf, paramsErrors } from './intake/index.js';
+import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { cardToolMeta, type CardToolMeta } from './card-meta.js';
 import type { Runner, RunResult } from './runner.js';
 
 /** What an agent sees of one operation: tool name, description, input schema and hints from the card. */
 export interface AgentToolDefinition {
+  /** Safe for every model API and MCP: `^[a-zA-Z0-9_-]{1,64}$` (see safeToolName). */
   readonly name: string;
+  /** `<provider>.<operation>`, as the card names it without the provider prefix. */
+  readonly qualifiedName: string;
   readonly adapter: AdapterV1;
   readonly operation: string;
   readonly title: string;
@@ -21,8 +27,9 @@ export type AgentToolResult =
   | { readonly status: 'done'; readonly businessOperationId: string; readonly providerRef: string | null; readonly adopted: boolean; readonly attempts: number; readonly result: unknown; readonly message: string }
   | { readonly status: 'in-progress'; readonly businessOperationId: string; readonly retryAfterMs: number; readonly message: string }
   | { readonly status: 'needs-human'; readonly businessOperationId: string; readonly handoff: HandoffSummary; readonly message: string }
-  | { readonly status: 'conflict'; readonly businessOperationId: string; readonly field: string; readonly message: string }
-  | { readonly status: 'invalid-input'; readonly message: string };
+  | { readonly status: 'conflict'; readonly businessOperationId: string; readonly field: string; readonly paths: readonly string[]; readonly message: string }
+  /** Refused before anything was claimed or sent. `businessOperationId` is the id these arguments would have (null when the intent fields themselves are missing or invalid). */
+  | { readonly status: 'invalid-input'; readonly businessOperationId: string | null; readonly fields: readonly FieldError[]; readonly message: string };
 
 export interface HandoffSummary {
   readonly reason: HandoffPacket['reason'];
@@ -40,8 +47,30 @@ export function idempotentByCard(card: RetrySafetyCard): boolean {
 
 const DESTRUCTIVE = new Set(['send', 'charge', 'delete', 'create', 'async-job', 'set', 'upsert']);
 
-function toolName(provider: string, operation: string): string {
-  return `${provider}.${operation}`.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 128);
+/** Function/tool names every big model API and MCP client accepts. */
+export const SAFE_TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/**
+ * The one tool name used by MCP and the AI SDK: `<provider>_<operation>` with every character outside
+ * `[A-Za-z0-9_-]` as `_` (`stripe.paymentIntents.create` → `stripe_paymentIntents_create`); longer
+ * than 64 characters, it is cut and ends in 8 hex characters of a digest of the full name.
+ */
+export function safeToolName(provider: string, operation: string): string {
+  const full = `${provider}.${operation}`;
+  const safe = full.replace(/[^A-Za-z0-9_-]/g, '_');
+  if (safe.length <= 64) return safe;
+  return `${safe.slice(0, 55)}_${createHash('sha256').update(full).digest('hex').slice(0, 8)}`;
+}
+
+/** The normalisation the tool's id and comparison apply, in words for a model. */
+function normalisationText(card: RetrySafetyCard): string {
+  const intent = card.businessOperationId.normalize;
+  const params = card.paramComparison;
+  const parts = [
+    intent?.length ? `Intent fields are compared after normalisation (${describeNormalization(intent)}): re-formatting them this way is the same operation.` : 'Intent fields are compared exactly as written.',
+    params?.length ? `Other arguments: ${describeNormalization(params)}; all others exactly.` : 'Other arguments are compared exactly.',
+  ];
+  return parts.join(' ');
 }
 
 /** Tool definitions for the given operations of the given adapters (default: all of them). */
@@ -49,19 +78,24 @@ export function agentTools(adapters: readonly AdapterV1[], only?: readonly strin
   const tools: AgentToolDefinition[] = [];
   for (const adapter of adapters) {
     for (const [name, spec] of Object.entries(adapter.operations) as [string, OperationSpec][]) {
-      const full = toolName(adapter.provider, name);
-      if (only && !only.includes(full)) continue;
+      const qualified = `${adapter.provider}.${name}`;
+      const full = safeToolName(adapter.provider, name);
+      if (only && !only.includes(full) && !only.includes(qualified)) continue;
+      if (tools.some((t) => t.name === full)) throw new RunnerConfigurationError('agentTools', `two operations map to the tool name ${full}`);
       const card = spec.card;
       const unknowns = validateCard(card).unknowns;
       const description = [
         spec.description,
         `Retry-safe: the business-operation id is derived from the intent fields (${spec.intentFields.join(', ')}), not from this call's id. If you got no answer, or an error that is not a conflict, call again with the same arguments: the retry maps to the same operation and returns its result instead of doing it twice.`,
-        'Changing an intent field makes it a different operation; changing other arguments of an operation already started is refused as a conflict.',
-        'Answers: status "done" (with the provider reference; adopted=true if it had already happened), "in-progress" (check back later with retrysafe_status), "needs-human" (a person must decide; do not retry), "conflict".',
+        'Changing an intent field makes it a different operation; changing other arguments of an operation already started is refused as a conflict (the answer names the differing paths). After a rejection that nothing applied (needs-human with field errors), calling again with corrected arguments and the same intent sends the corrected request.',
+        normalisationText(card),
+        'Every answer carries the businessOperationId; after a timeout of your own, calling again with the same arguments is the way back to it.',
+        'Answers: status "done" (with the provider reference; adopted=true if it had already happened), "in-progress" (check back later with retrysafe_status), "needs-human" (a person must decide; do not retry as is), "conflict", "invalid-input" (with field errors; nothing was sent).',
         unknowns.length ? `Provider facts not verified: ${unknowns.join(', ')} — retrysafe will not resend where they matter.` : '',
       ].filter(Boolean).join('\n');
       tools.push({
         name: full,
+        qualifiedName: qualified,
         adapter,
         operation: name,
         title: `${adapter.provider}: ${name}`,
@@ -85,18 +119,42 @@ export function toAgentResult(r: RunResult): AgentToolResult {
       return { status: 'done', businessOperationId: r.businessOperationId, providerRef: r.providerRef, adopted: r.adopted, attempts: r.attempts, result: r.result, message: r.adopted ? 'Already done earlier: this is the existing result, nothing was done twice.' : 'Done.' };
     case 'in-progress':
       return { status: 'in-progress', businessOperationId: r.businessOperationId, retryAfterMs: r.retryAfterMs, message: 'The operation is in progress elsewhere. Check back with retrysafe_status; do not start it another way.' };
-    case 'handed-off':
-      return { status: 'needs-human', businessOperationId: r.businessOperationId, handoff: summarizeHandoff(r.packet), message: `Handed to a person: ${r.packet.explanation} Do not retry this call.` };
+    case 'handed-off': {
+      const fields = r.packet.lastKnown.fields;
+      const fix = fields?.length ? ` The provider named these fields: ${fields.map((f) => `${f.path} (${f.message})`).join(', ')}; a call with them corrected and the same intent is sent as a corrected request.` : '';
+      return { status: 'needs-human', businessOperationId: r.businessOperationId, handoff: summarizeHandoff(r.packet), message: `Handed to a person: ${r.packet.explanation} Do not retry this call as is.${fix}` };
+    }
   }
 }
 
-/** Runs one tool call through the runner and maps every answer (including typed input errors) to a structured result. */
-export async function callAgentTool(runner: Runner, tool: AgentToolDefinition, args: unknown, call: { readonly runId?: string } = {}): Promise<AgentToolResult> {
+/** The id these arguments name, or null when their intent fields cannot give one. */
+function idOf(spec: OperationSpec, args: unknown): string | null {
   try {
-    return toAgentResult(await runner.run(tool.adapter, tool.operation, { params: args ?? {}, ...(call.runId !== undefined ? { runId: call.runId } : {}) }));
+    return identityOf(spec, { params: args }).id;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Runs one tool call through the runner and maps every answer (including typed input errors) to a
+ * structured result. The arguments are validated against the operation's JSON Schema first (ajv):
+ * an invalid call is answered `invalid-input` with the field errors, and nothing is claimed or sent.
+ */
+export async function callAgentTool(runner: Runner, tool: AgentToolDefinition, args: unknown, call: { readonly runId?: string } = {}): Promise<AgentToolResult> {
+  const params = args ?? {};
+  const spec = tool.adapter.operations[tool.operation]!;
+  const invalid = (fields: readonly FieldError[], message: string): AgentToolResult => ({ status: 'invalid-input', businessOperationId: idOf(spec, params), fields, message });
+  const errors = paramsErrors(spec, params);
+  if (errors.length) return invalid(errors, `${new InvalidParamsError(spec.card.operation, errors).message}. Correct the named fields and call again.`);
+  try {
+    return toAgentResult(await runner.run(tool.adapter, tool.operation, { params, ...(call.runId !== undefined ? { runId: call.runId } : {}) }));
   } catch (e) {
-    if (ConflictError.isInstance(e)) return { status: 'conflict', businessOperationId: e.businessOperationId, field: e.field, message: `${e.message}. Nothing was sent. If you meant a different operation, change an intent field; otherwise call again with the original arguments.` };
-    if (InvalidIntentError.isInstance(e) || InvalidIdError.isInstance(e)) return { status: 'invalid-input', message: (e as RetrysafeError).message };
+    if (ConflictError.isInstance(e))
+      return { status: 'conflict', businessOperationId: e.businessOperationId, field: e.field, paths: e.paths, message: `${e.message}. If you meant a different operation, change an intent field; otherwise call again with the original arguments.` };
+    if (InvalidParamsError.isInstance(e)) return invalid(e.fields, e.message);
+    if (InvalidIntentError.isInstance(e)) return invalid([{ path: e.path || '(root)', message: 'cannot be part of an intent' }], e.message);
+    if (InvalidIdError.isInstance(e)) return invalid([], (e as RetrysafeError).message);
     throw e;
   }
 }

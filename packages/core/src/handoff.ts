@@ -64,6 +64,7 @@ export function buildPacket(input: PacketInput): HandoffPacket {
       ...(last?.code !== undefined ? { code: last.code } : {}),
       ...(lastRef !== undefined ? { providerRef: lastRef } : {}),
       ...(last?.message !== undefined ? { message: last.message } : {}),
+      ...(last?.fields !== undefined ? { fields: last.fields } : {}),
     },
     safeNextActions: safeNextActions(input.reason, record, input.resendSafe),
     createdAt: new Date(input.now).toISOString(),

@@ -34,6 +34,8 @@ export async function ledgerSuite(options: LedgerSuiteOptions): Promise<void> {
   const m = await import('./ledger/ledger-suite.js');
   m.ledgerSuite(options);
 }
-export { agentTools, callAgentTool, toAgentResult, idempotentByCard, operationStatus, pendingHandoffs, summarizeHandoff } from './agent-tools.js';
+export { agentTools, callAgentTool, toAgentResult, idempotentByCard, operationStatus, pendingHandoffs, summarizeHandoff, safeToolName, SAFE_TOOL_NAME } from './agent-tools.js';
+export { assertParams, paramsErrors, identityOf, comparisonFor, supersedeCheck } from './intake/index.js';
+export type { Comparison, Identity } from './intake/index.js';
 export type { AgentToolDefinition, AgentToolResult, HandoffSummary } from './agent-tools.js';
 export { cardToolMeta, CARD_META_KEY, type CardToolMeta } from './card-meta.js';

@@ -279,6 +279,14 @@ function callerAttemptIds(fn: (() => string) | undefined): (() => string) | unde
     return id;
   };
 }
+
+/** A provider's field errors as receipts keep them: path and message only, redacted, at most 20. */
+function providerFieldErrors(fields: readonly unknown[], redactor: Redactor): { path: string; message: string }[] {
+  return fields.slice(0, 20).flatMap((f) => {
+    const r = (f ?? {}) as { path?: unknown; message?: unknown };
+    return typeof r.path === 'string' ? [{ path: redactor.text(r.path), message: redactor.text(typeof r.message === 'string' ? r.message : 'invalid') }] : [];
+  });
+}
 const errText = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
 
 /** The runner (docs/concepts.md): claim, dispatch once, reconcile, retry within bounds, or hand off. */
@@ -710,7 +718,7 @@ export function createRunner(options: RunnerOptions): Runner {
     r: { kind: ReceiptKind; attemptId: string; startedAt: number; finishedAt: number; obs: Observation; decision: Decision | { action: string; why: string } },
   ): Receipt {
     const inner = r.obs === null ? null : r.obs.kind === 'found' ? r.obs.outcome : r.obs;
-    const refs = (inner ?? {}) as { status?: number; code?: string; providerRef?: string; requestId?: string; message?: string; reason?: string };
+    const refs = (inner ?? {}) as { status?: number; code?: string; providerRef?: string; requestId?: string; message?: string; reason?: string; fields?: unknown };
     const message = refs.message ?? (r.obs && r.obs.kind !== 'found' && 'reason' in r.obs && typeof r.obs.reason === 'string' ? r.obs.reason : undefined);
     const reason = r.decision.action === 'handoff' && 'reason' in r.decision ? `${r.decision.reason}: ${r.decision.why}` : r.decision.why;
     const sealed = sealReceipt({
@@ -731,6 +739,8 @@ export function createRunner(options: RunnerOptions): Runner {
       ...(typeof refs.providerRef === 'string' ? { providerRef: op.redactor.text(refs.providerRef) } : {}),
       ...(typeof refs.requestId === 'string' ? { requestId: op.redactor.text(refs.requestId) } : {}),
       ...(typeof message === 'string' ? { message: op.redactor.text(message) } : {}),
+      ...(inner?.kind === 'rejected' ? { rejectReason: inner.reason } : {}),
+      ...(Array.isArray(refs.fields) && refs.fields.length ? { fields: providerFieldErrors(refs.fields, op.redactor) } : {}),
       requestFingerprint: op.requestFingerprint,
       prevHash: op.lastHash,
     }, options.receiptKey);

@@ -8,6 +8,7 @@ import {
   type ParamComparison,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
+import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { setup } from './helpers.js';
 
 const OP = 'records.create';
@@ -159,6 +160,19 @@ describe('supersede: a corrected request after a rejection nothing applied (issu
     expect(provider.count()).toBe(1);
   });
 
+  it('never after a conflict rejection: the key is already stored with other params (an effect may exist under it)', async () => {
+    const { provider, adapter, runner } = setup({ parameterMatching: 'mismatch-error' });
+    // another worker, with a ledger of its own, already performed this intent under the same key
+    const other = createRunner({ ledger: createMemoryLedger(), clock: createVirtualClock(), random: () => 0.5 });
+    await other.run(adapter, OP, { params: { ref: 'o-10', note: 'first' } });
+    const mine = await runner.run(adapter, OP, { params: { ref: 'o-10', note: 'second' } });
+    expect(mine.status).toBe('handed-off');
+    const err = await runner.run(adapter, OP, { params: { ref: 'o-10', note: 'third' } }).catch((e) => e);
+    expect(ConflictError.isInstance(err)).toBe(true);
+    expect((err as Error).message).toMatch(/conflict with what the provider already holds/);
+    expect(provider.count()).toBe(1);
+  });
+
   it('an operator resends a corrected request with resolve(resend-with); another intent is refused', async () => {
     const { provider, adapter, runner } = setup();
     provider.failNext({ kind: 'rejected' });
@@ -168,5 +182,23 @@ describe('supersede: a corrected request after a rejection nothing applied (issu
     const r = await runner.resolve(first.businessOperationId, { action: 'resend-with', params: { ref: 'o-6', note: 'good' } }, { adapters: [adapter] });
     expect(r.status).toBe('done');
     expect(provider.count()).toBe(1);
+  });
+});
+
+describe('the provider’s field errors reach the packet and the agent, redacted (issue 16)', () => {
+  it('a rejection naming fields: packet.lastKnown.fields and the needs-human answer carry them, sensitive values blanked', async () => {
+    const { toAgentResult } = await import('@retrysafe/core');
+    const { provider, adapter, runner } = setup({}, {}, { sensitiveFields: ['email'] });
+    provider.failNext({ kind: 'rejected', fields: [{ path: 'email', message: 'jane@example.test is not deliverable' }, { path: 'amount', message: 'must be positive' }] });
+    const r = await runner.run(adapter, OP, { params: { ref: 'o-8', email: 'jane@example.test', amount: -1 } });
+    expect(r.status).toBe('handed-off');
+    if (r.status !== 'handed-off') return;
+    expect(r.packet.lastKnown.fields).toEqual([{ path: 'email', message: '[redacted] is not deliverable' }, { path: 'amount', message: 'must be positive' }]);
+    const answer = toAgentResult(r);
+    expect(answer.status).toBe('needs-human');
+    expect(JSON.stringify(answer)).not.toContain('jane@example.test');
+    expect(answer.message).toMatch(/amount \(must be positive\)/);
+    expect(answer.businessOperationId).toBe(r.businessOperationId);
+    expect(provider.count()).toBe(0);
   });
 });

@@ -252,6 +252,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       return withTransaction('claim', async (client) => {
         const clk = await query<{ db: string }>('claim', 'claim-clock', `SELECT ${CLOCK('$1', '$2')} AS db`, [dbClock, input.now], client);
         const db = Number(clk.rows[0]!.db);
+        const expires = db + input.leaseMs;
         const { rows } = await query<OperationRow>('claim', 'claim-lock', `SELECT * FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE`, [input.businessOperationId], client);
         if (rows.length === 0) throw new LedgerError(`claim: ${input.businessOperationId} was neither inserted nor found; nothing written`);
         const current = toRecord(rows[0]!);
@@ -276,7 +277,6 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         if (isTerminal(current.state) && !resuming) return { kind: 'terminal', record: current } as const;
         // Judged on the ledger's clock (see leaseClock), never on the worker's.
         const leaseLive = current.leaseOwner !== null && current.leaseExpiresAt !== null && current.leaseExpiresAt > db;
-        const expires = db + input.leaseMs;
         if (leaseLive) return { kind: 'busy', record: current } as const;
         // A person's "resume" re-opens a handed-off operation as claimed, noting who resumed it.
         const { rows: taken } = resuming

@@ -13,7 +13,7 @@ export interface McpServerOptions {
   readonly runner: Runner;
   readonly ledger: Ledger;
   readonly adapters: readonly AdapterV1[];
-  /** Tool names to expose (`<provider>.<operation>`); default all. */
+  /** Operations to expose, by tool name (`stripe_paymentIntents_create`) or `<provider>.<operation>`; default all. */
   readonly operations?: readonly string[];
   readonly name?: string;
   readonly version?: string;
@@ -26,10 +26,12 @@ const RESULT_SCHEMA = {
   type: 'object',
   properties: {
     status: { type: 'string', enum: ['done', 'in-progress', 'needs-human', 'conflict', 'invalid-input'] },
-    businessOperationId: { type: 'string' },
+    businessOperationId: { type: ['string', 'null'] },
     message: { type: 'string' },
+    fields: { type: 'array', items: { type: 'object', properties: { path: { type: 'string' }, message: { type: 'string' } }, required: ['path', 'message'] } },
+    paths: { type: 'array', items: { type: 'string' } },
   },
-  required: ['status', 'message'],
+  required: ['status', 'businessOperationId', 'message'],
 } as const;
 
 function reply(structured: Record<string, unknown>, isError = false) {
@@ -39,7 +41,8 @@ function reply(structured: Record<string, unknown>, isError = false) {
 /** An MCP server whose tools are retrysafe operations (plus status and handoff lookups). */
 export function createRetrysafeMcpServer(options: McpServerOptions): Server {
   const tools = agentTools(options.adapters, options.operations);
-  const byName = new Map<string, AgentToolDefinition>(tools.map((t) => [t.name, t]));
+  // Listed under the safe name; a call by the older dotted name (`<provider>.<operation>`) still works.
+  const byName = new Map<string, AgentToolDefinition>(tools.flatMap((t) => [[t.qualifiedName, t], [t.name, t]] as const));
   const server = new Server({ name: options.name ?? 'retrysafe', version: options.version ?? '0.1.0' }, { capabilities: { tools: {} } });
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({

@@ -23,9 +23,9 @@ describe('retrysafe MCP server over streamable HTTP', () => {
       expect(http.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
       await client.connect(new StreamableHTTPClientTransport(new URL(http.url), { requestInit: { headers: { authorization: `Bearer ${http.token}` } } }));
       const { tools } = await client.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual(['retrysafe_handoffs', 'retrysafe_status', 'stripe.customers.create']);
+      expect(tools.map((t) => t.name).sort()).toEqual(['retrysafe_handoffs', 'retrysafe_status', 'stripe_customers_create']);
       const args = { customerRef: 'user-77', email: 'u77@example.test' };
-      const a = (await client.callTool({ name: 'stripe.customers.create', arguments: args })).structuredContent as { status: string; providerRef: string; adopted: boolean };
+      const a = (await client.callTool({ name: 'stripe_customers_create', arguments: args })).structuredContent as { status: string; providerRef: string; adopted: boolean };
       const b = (await client.callTool({ name: 'stripe.customers.create', arguments: { email: 'u77@example.test', customerRef: 'user-77' } })).structuredContent as { status: string; providerRef: string; adopted: boolean };
       expect(a).toMatchObject({ status: 'done', adopted: false });
       expect(b).toMatchObject({ status: 'done', adopted: true, providerRef: a.providerRef });

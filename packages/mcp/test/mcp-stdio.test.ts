@@ -19,7 +19,7 @@ let client: Client;
 let nextFaults: Fault[] = [];
 let stderr = '';
 
-type ToolAnswer = { status: string; businessOperationId?: string; providerRef?: string | null; adopted?: boolean; result?: { id?: string; amount?: number }; handoff?: { reason: string; safeNextActions: { action: string; safe: boolean }[] }; message: string };
+type ToolAnswer = { status: string; businessOperationId?: string | null; fields?: { path: string; message: string }[]; paths?: string[]; providerRef?: string | null; adopted?: boolean; result?: { id?: string; amount?: number }; handoff?: { reason: string; safeNextActions: { action: string; safe: boolean }[]; lastKnown?: { fields?: { path: string; message: string }[] } }; message: string };
 const call = async (name: string, args: Record<string, unknown>, timeout?: number) => {
   const r = await client.callTool({ name, arguments: args }, undefined, timeout ? { timeout } : undefined);
   return r.structuredContent as ToolAnswer;
@@ -53,13 +53,29 @@ describe('retrysafe MCP server over stdio', () => {
   it('lists the configured operations with card-derived hints and retry guidance, plus status and handoffs', async () => {
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name).sort();
-    expect(names).toEqual(['retrysafe_handoffs', 'retrysafe_status', 'stripe.customers.create', 'stripe.paymentIntents.create']);
-    const pi = tools.find((t) => t.name === 'stripe.paymentIntents.create')!;
+    // one safe naming for MCP and the AI SDK: ^[a-zA-Z0-9_-]{1,64}$ (OpenAI and Anthropic refuse dots)
+    expect(names).toEqual(['retrysafe_handoffs', 'retrysafe_status', 'stripe_customers_create', 'stripe_paymentIntents_create']);
+    for (const n of names) expect(n).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
+    const pi = tools.find((t) => t.name === 'stripe_paymentIntents_create')!;
     expect(pi.annotations?.idempotentHint).toBe(true); // Stripe replays the stored result for the same key
     expect(pi.annotations?.destructiveHint).toBe(true);
     expect(pi.description).toMatch(/derived from the intent fields/);
     expect(pi.description).toMatch(/call again with the same arguments/);
     expect(pi.inputSchema.type).toBe('object');
+    // the normalisation rules are in the description
+    expect(pi.description).toMatch(/orderRef: nfkc, trim, collapse-whitespace/);
+    expect(pi.description).toMatch(/businessOperationId/);
+  });
+
+  it('arguments the schema refuses ⇒ invalid-input with field errors, nothing claimed, nothing sent', async () => {
+    const before = proxy.requests.length;
+    const r = await call('stripe_paymentIntents_create', { customer: 'cus_fixture', amount: '1500', currency: 'eur', orderRef: 'Q-1', colour: 'red' });
+    expect(r.status).toBe('invalid-input');
+    expect(r.fields).toEqual(expect.arrayContaining([{ path: 'amount', message: 'must be integer' }, { path: 'colour', message: 'is not a field of this operation' }]));
+    expect(typeof r.businessOperationId).toBe('string');
+    const status = await call('retrysafe_status', { businessOperationId: r.businessOperationId! });
+    expect(status).toMatchObject({ found: false });
+    expect(proxy.requests.length).toBe(before);
   });
 
   it('each operation tool carries its card digest and the caller-relevant facts in _meta', async () => {
@@ -95,16 +111,21 @@ describe('retrysafe MCP server over stdio', () => {
     const before = proxy.requests.length;
     const r = await call('stripe.paymentIntents.create', { customer: 'cus_fixture', amount: 9900, currency: 'eur', orderRef: 'A-17' });
     expect(r.status).toBe('conflict');
-    expect(r.message).toMatch(/Nothing was sent/);
+    expect(r.paths).toEqual(['amount']);
+    expect(r.message.match(/nothing was sent/gi)).toHaveLength(1);
+    expect(r.message).not.toContain('9900');
     expect(proxy.requests.length).toBe(before);
     expect(paymentIntents()).toHaveLength(1);
   });
 
   it('a permanent error ⇒ needs-human with the packet, and retrysafe_status shows it', async () => {
-    nextFaults = [{ kind: 'status', status: 400, body: { error: { type: 'invalid_request_error', code: 'parameter_invalid', message: 'Invalid currency: zzz' } } }];
+    nextFaults = [{ kind: 'status', status: 400, body: { error: { type: 'invalid_request_error', code: 'parameter_invalid', param: 'currency', message: 'Invalid currency: zzz' } } }];
     const r = await call('stripe.paymentIntents.create', { customer: 'cus_fixture', amount: 700, currency: 'zzz', orderRef: 'B-9' });
     expect(r.status).toBe('needs-human');
     expect(r.handoff?.reason).toBe('rejected');
+    // the provider's field errors reach the agent, so it can correct itself
+    expect(r.handoff?.lastKnown?.fields).toEqual([{ path: 'currency', message: 'parameter_invalid' }]);
+    expect(r.message).toMatch(/currency \(parameter_invalid\)/);
     expect(r.handoff?.safeNextActions.map((a) => a.action)).toEqual(expect.arrayContaining(['resume', 'mark-done', 'abandon']));
     const status = await call('retrysafe_status', { businessOperationId: r.businessOperationId! });
     expect(status).toMatchObject({ found: true, state: 'handed-off', businessOperationId: r.businessOperationId });
@@ -113,5 +134,13 @@ describe('retrysafe MCP server over stdio', () => {
     // the secret key never reaches the agent
     expect(JSON.stringify([r, status, handoffs])).not.toContain('sk_test_mcp_agent');
     expect(stderr).not.toContain('sk_test_mcp_agent');
+    // the agent corrects the named field under the same intent: the rejected request is superseded, one charge
+    const count = paymentIntents().length;
+    const fixed = await call('stripe_paymentIntents_create', { customer: 'cus_fixture', amount: 700, currency: 'eur', orderRef: 'B-9 ' });
+    expect(fixed).toMatchObject({ status: 'done', adopted: false, businessOperationId: r.businessOperationId });
+    expect(paymentIntents()).toHaveLength(count + 1);
+    const again = await call('stripe_paymentIntents_create', { customer: 'cus_fixture', amount: 700, currency: 'eur', orderRef: 'B-9' });
+    expect(again).toMatchObject({ status: 'done', adopted: true, providerRef: fixed.providerRef });
+    expect(paymentIntents()).toHaveLength(count + 1);
   });
 });

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { createRunner, createSqliteLedger, jsonlHandoffSink, personRef, type ResolveResult } from '@retrysafe/core';
 import { createAdapters, loadConfigFile, type RetrysafeConfig } from '@retrysafe/config';
@@ -131,6 +131,8 @@ export interface ResolveOptions extends LedgerTarget {
   readonly resume?: boolean;
   readonly markDone?: string;
   readonly abandon?: boolean;
+  /** A JSON file with corrected params: a new revision of an operation none of whose attempts was applied. */
+  readonly resendWith?: string;
   readonly by?: string;
   /** Resume even though the packet marks resume as not safe (you checked at the provider). */
   readonly force?: boolean;
@@ -147,13 +149,15 @@ export class RefusedError extends Error {
  * records the provider reference a person verified; `--abandon` gives it up. Nothing else is sent.
  */
 export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<ResolveResult> {
-  const chosen = [opts.resume === true, opts.markDone !== undefined, opts.abandon === true].filter(Boolean).length;
-  if (chosen !== 1) throw new UsageError('choose exactly one of --resume, --mark-done <providerRef>, --abandon');
+  const chosen = [opts.resume === true, opts.markDone !== undefined, opts.abandon === true, opts.resendWith !== undefined].filter(Boolean).length;
+  if (chosen !== 1) throw new UsageError('choose exactly one of --resume, --mark-done <providerRef>, --abandon, --resend-with <params.json>');
+  if (opts.resendWith !== undefined && !opts.config) throw new UsageError('--resend-with sends through the adapter: pass --config <file> naming it (credentials come from environment variables)');
+  const corrected = opts.resendWith !== undefined ? readParams(opts.resendWith) : undefined;
   if (opts.markDone !== undefined && !opts.markDone.trim()) throw new UsageError('--mark-done needs the provider reference of the effect you verified (e.g. pi_123)');
   if (opts.resume && !opts.config) throw new UsageError('--resume re-sends through the adapter: pass --config <file> naming it (credentials come from environment variables)');
   asBusinessOperationId(id);
   const config = opts.config ? await loadConfigFile(opts.config) : null;
-  const adapters = config && opts.resume ? Object.values(await createAdapters(config)) : [];
+  const adapters = config && (opts.resume || corrected !== undefined) ? Object.values(await createAdapters(config)) : [];
   try {
     return await withLedger(
       opts,
@@ -172,6 +176,7 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
             throw new RefusedError(`not resuming ${id}: the handoff packet marks resume as not safe — ${err.why}. Check at the provider first; then --mark-done <providerRef> if the effect exists, or --resume --force if you are sure it does not.`);
           });
         }
+        if (corrected !== undefined) return runner.resolve(id, { action: 'resend-with', params: corrected.params }, { adapters, by });
         if (opts.markDone !== undefined) return runner.resolve(id, { action: 'mark-done', providerRef: opts.markDone.trim() }, { by });
         return runner.resolve(id, { action: 'abandon' }, { by });
       },
@@ -267,6 +272,24 @@ export function resolveAllText(r: ResolveAllReport, color = false): string {
   const refused = r.rows.filter((x) => x.plan === 'refused').length;
   const head = r.dryRun ? `Dry run: ${r.matched - refused} of ${r.matched} handed-off operation${r.matched === 1 ? '' : 's'} would be ${verb === 'resume' ? 'resumed' : 'abandoned'}${refused ? `, ${refused} refused` : ''}; nothing was sent or written.` : `${r.matched} handed-off operation${r.matched === 1 ? '' : 's'} matched:`;
   return [head, ...lines].join('\n');
+}
+
+/** The corrected params of `--resend-with`: a JSON object in a file. */
+function readParams(file: string): { params: Record<string, unknown> } {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new UsageError(`--resend-with: cannot read ${file}: ${(err as Error).message}`);
+  }
+  let params: unknown;
+  try {
+    params = JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`--resend-with: ${file} is not JSON: ${(err as Error).message}`);
+  }
+  if (typeof params !== 'object' || params === null || Array.isArray(params)) throw new UsageError(`--resend-with: ${file} must hold a JSON object of params`);
+  return { params: params as Record<string, unknown> };
 }
 
 // ------------------------------------------------------------------ text views

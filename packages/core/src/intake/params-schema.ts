@@ -1,4 +1,6 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv';
+import { Ajv2019 } from 'ajv/dist/2019.js';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { InvalidParamsError, type FieldError, type JsonSchema, type OperationSpec } from '@retrysafe/contract';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
@@ -6,15 +8,26 @@ import { RunnerConfigurationError } from '../errors/runner-configuration-error.j
 // ajv-formats is CommonJS; under Node's ESM loader its default import is the plugin function itself.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as unknown as (ajv: Ajv) => Ajv;
 
-/** One ajv instance for every operation's params schema (compiled once per schema object). */
-const ajv = addFormats(new Ajv({ allErrors: true, strict: false, coerceTypes: false, useDefaults: false, removeAdditional: false }));
+/** One ajv instance per dialect for every operation's params schema (compiled once per schema object). */
+const OPTIONS: Options = { allErrors: true, strict: false, logger: false, coerceTypes: false, useDefaults: false, removeAdditional: false };
+const ajv = addFormats(new Ajv(OPTIONS));
+const dialects = new Map<string, Ajv>();
 const compiled = new WeakMap<object, ValidateFunction>();
+
+/** Draft-07 (ajv's default) unless the schema names draft 2019-09 or 2020-12 in `$schema`. */
+function instanceFor(schema: JsonSchema): Ajv {
+  const m = /json-schema\.org\/draft\/(2019-09|2020-12)\//.exec(typeof schema.$schema === 'string' ? schema.$schema : '');
+  if (!m) return ajv;
+  let a = dialects.get(m[1]!);
+  if (!a) dialects.set(m[1]!, (a = addFormats((m[1] === '2019-09' ? new Ajv2019(OPTIONS) : new Ajv2020(OPTIONS)) as unknown as Ajv)));
+  return a;
+}
 
 function validatorFor(schema: JsonSchema, operation: string): ValidateFunction {
   let v = compiled.get(schema);
   if (!v) {
     try {
-      v = ajv.compile(schema as object);
+      v = instanceFor(schema).compile(schema as object);
     } catch (err) {
       throw new RunnerConfigurationError('paramsSchema', `the params schema of ${operation} does not compile: ${(err as Error).message}`);
     }

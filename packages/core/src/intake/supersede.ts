@@ -29,6 +29,11 @@ export function supersedeCheck(record: OperationRecord, receipts: readonly Recei
     if (r.kind === 'lookup' || r.kind === 'poll' || r.kind === 'recover') return { ok: false, why: 'an earlier outcome was uncertain (it was looked up): an attempt may have been applied' };
     if ((r.kind === 'dispatch' || r.kind === 'resend') && !NOT_APPLIED.has(String(r.outcome)))
       return { ok: false, why: `attempt ${r.attemptId} ended ${r.outcome ?? 'without an outcome'}: it may have been applied` };
+    // A `conflict` rejection (same key, other params: Stripe idempotency_error, IETF 422) says the key is
+    // already stored with something else — an effect may exist under it. A rejection of unknown reason
+    // (a receipt written before reasons were kept) proves nothing either.
+    if (r.outcome === 'rejected' && (r.rejectReason === undefined || r.rejectReason === 'conflict'))
+      return { ok: false, why: `attempt ${r.attemptId} was rejected ${r.rejectReason === 'conflict' ? 'as a conflict with what the provider already holds under the key' : 'for a reason not on record'}: an effect may exist` };
   }
   if (!mine.some((r) => r.kind === 'dispatch' || r.kind === 'resend')) return { ok: false, why: 'no attempt of it is on record' };
   return { ok: true };

@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import type { OperationSpec } from '@retrysafe/contract';
+import { RunnerConfigurationError, assertParams, paramsErrors } from '@retrysafe/core';
+
+const spec = (paramsSchema: Record<string, unknown>) => ({ card: { operation: 'acme.orders.create' }, paramsSchema }) as unknown as OperationSpec;
+const schema = { type: 'object', additionalProperties: false, required: ['qty'], properties: { qty: { type: 'integer' }, email: { type: 'string', format: 'email' }, items: { type: 'array', items: { type: 'object', required: ['sku'] } } } };
+
+describe('params validated with ajv against the operation schema (issue 16)', () => {
+  it('every failing field by path (nested, array items), with why and never the value', () => {
+    const errs = paramsErrors(spec(schema), { qty: '3', email: 'jane-at-example', extra: 1, items: [{ sku: 'a' }, {}] });
+    expect(errs).toEqual(
+      expect.arrayContaining([
+        { path: 'qty', message: 'must be integer' },
+        { path: 'email', message: 'must match format "email"' },
+        { path: 'extra', message: 'is not a field of this operation' },
+        { path: 'items[1].sku', message: 'is required' },
+      ]),
+    );
+    expect(JSON.stringify(errs)).not.toContain('jane-at-example');
+    expect(paramsErrors(spec(schema), { qty: 3 })).toEqual([]);
+    expect(() => assertParams(spec(schema), {})).toThrow(/qty is required; nothing was claimed or sent/);
+  });
+
+  it('reads the dialect the schema names (draft-07 by default, 2019-09, 2020-12); a schema that does not compile is a configuration error', () => {
+    for (const $schema of ['https://json-schema.org/draft/2020-12/schema', 'https://json-schema.org/draft/2019-09/schema', 'http://json-schema.org/draft-07/schema#'])
+      expect(paramsErrors(spec({ ...schema, $schema }), { qty: 1.5 })).toEqual([{ path: 'qty', message: 'must be integer' }]);
+    expect(() => paramsErrors(spec({ type: 'object', properties: { a: { type: 'no-such-type' } } }), {})).toThrow(RunnerConfigurationError);
+  });
+});
