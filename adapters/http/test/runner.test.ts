@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { callbackHandoffSink, createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
-import type { HandoffPacket, RetrySafetyCard } from '@retrysafe/contract';
+import { UnsafeResumeError, type HandoffPacket, type RetrySafetyCard } from '@retrysafe/contract';
 import { asyncExportsCreate, createHttpAdapter, etagDocumentsUpdate, ietfOrdersCreate, ordersCreateCard, type HttpAdapter, type HttpOperationSpec } from '../src/index.js';
 import { startAsyncReplySandbox, startEtagSandbox, startIetfKeySandbox } from '../src/sandbox/index.js';
 
@@ -97,8 +97,11 @@ describe('runner + sandbox + fault proxy', () => {
     expect(first.status).toBe('handed-off');
     expect(sb.count('documents.update')).toBe(1);
     // A person resumes: the same PUT with the same If-Match gets 412, which on a re-send means "look up".
+    // The packet marks a resume unsafe (no key folds re-sends), so the runner wants force: the person
+    // checked that the If-Match makes a second write impossible.
     proxy.setFaults(() => 'pass');
-    const resumed = await runner.resolve(first.businessOperationId, { action: 'resume' }, { adapters: [adapter] });
+    await expect(runner.resolve(first.businessOperationId, { action: 'resume' }, { adapters: [adapter] })).rejects.toSatisfy(UnsafeResumeError.isInstance);
+    const resumed = await runner.resolve(first.businessOperationId, { action: 'resume', force: true }, { adapters: [adapter] });
     expect(resumed).toMatchObject({ status: 'done', adopted: true, result: { title: 'Final', generation: 2 } });
     const puts = sb.requests.filter((r) => r.method === 'PUT');
     expect(puts.map((r) => [r.status, r.headers['if-match']])).toEqual([[200, '"g1"'], [412, '"g1"']]);

@@ -263,8 +263,43 @@ function schemaOf(shape: Shape | Check | FactShape): Record<string, unknown> {
  * checks, so the two cannot drift. `validateCard` checks two rules the schema cannot say: every
  * "unknown" fact is listed in `unverified[]`, and `operation` starts with `<provider>.`.
  */
+/** The optional card fields validateCard checks on its own (intent normalisation, param comparison, replay indicator). */
+function withOptionalFields(body: { properties: Record<string, unknown> } & Record<string, unknown>): typeof body {
+  type Obj = { properties: Record<string, unknown> } & Record<string, unknown>;
+  const steps = { type: 'array', items: { enum: [...NORMALIZATION_STEPS] }, description: 'applied in order to every string at or below the field' };
+  const bo = body.properties.businessOperationId as Obj;
+  bo.properties = {
+    ...bo.properties,
+    idRule: { enum: ['v1', 'v2'], description: 'v1: the digest of the intent as written; v2: of the normalised intent (required once anything is normalised)' },
+    normalize: {
+      type: 'array',
+      items: { type: 'object', additionalProperties: false, required: ['field', 'steps', 'source'], properties: { field: { type: 'string', minLength: 1 }, steps, source: { type: 'string', minLength: 1 } } },
+    },
+  };
+  const sr = body.properties.storedResult as Obj;
+  sr.properties = {
+    ...sr.properties,
+    replayIndicator: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['value', 'source'],
+      description: 'how the provider marks a replayed answer (e.g. Idempotent-Replayed: true), null when it sends none',
+      properties: {
+        value: { anyOf: [{ const: 'unknown' }, { type: 'null' }, { type: 'object', additionalProperties: false, required: ['header', 'value'], properties: { header: { type: 'string', minLength: 1 }, value: { type: 'string', minLength: 1 } } }] },
+        source: { type: 'string', minLength: 1 },
+      },
+    },
+  };
+  body.properties.paramComparison = {
+    type: 'array',
+    description: 'how params other than the intent are compared with the stored ones (default exact)',
+    items: { type: 'object', additionalProperties: false, required: ['field', 'compare', 'source'], properties: { field: { type: 'string', minLength: 1 }, compare: { enum: ['exact', 'normalized'] }, steps, source: { type: 'string', minLength: 1 } } },
+  };
+  return body;
+}
+
 export function cardJsonSchema(): Readonly<Record<string, unknown>> {
-  const body = schemaOf(SHAPE) as { properties: Record<string, unknown> } & Record<string, unknown>;
+  const body = withOptionalFields(schemaOf(SHAPE) as { properties: Record<string, unknown> } & Record<string, unknown>);
   return {
     $schema: 'https://json-schema.org/draft/2020-12/schema',
     $id: CARD_SCHEMA_ID,

@@ -80,7 +80,7 @@ describe('retrysafe MCP server over stdio', () => {
 
   it('each operation tool carries its card digest and the caller-relevant facts in _meta', async () => {
     const { tools } = await client.listTools();
-    const meta = tools.find((t) => t.name === 'stripe.paymentIntents.create')!._meta?.['retrysafe/card'] as Record<string, unknown>;
+    const meta = tools.find((t) => t.name === 'stripe_paymentIntents_create')!._meta?.['retrysafe/card'] as Record<string, unknown>;
     expect(meta.digest).toBe(fingerprint(paymentIntentsCreateCard));
     expect(meta).toMatchObject({ cardVersion: 1, operation: 'stripe.paymentIntents.create', sideEffect: 'charge', intentFields: ['customer', 'orderRef'], sameKeyResend: true, keyRetention: '24h', lookup: true, lookupDelay: '1h', unknowns: ['providerKey.scope'] });
     expect(tools.find((t) => t.name === 'retrysafe_status')!._meta?.['retrysafe/card']).toBeUndefined();

@@ -26,6 +26,11 @@ export function exportShapeProblems(pkg) {
   if (!exp['.']) problems.push(`${name}: no "." export`);
   for (const [sub, target] of Object.entries(exp)) {
     if (sub === './package.json') continue;
+    // A data file exported as itself (a published JSON Schema) has no types to declare; it must exist.
+    if (typeof target === 'string' && sub.endsWith('.json') && target === sub) {
+      if (!existsSync(join(dir, target))) problems.push(`${name} ${sub}: the exported file ${target} is missing`);
+      continue;
+    }
     if (typeof target !== 'object' || target === null) { problems.push(`${name} ${sub}: expected { types, default }, got ${JSON.stringify(target)}`); continue; }
     const keys = Object.keys(target);
     if (keys[0] !== 'types') problems.push(`${name} ${sub}: "types" must be the first condition (got ${keys.join(', ')})`);
@@ -59,7 +64,7 @@ export function compileExportProblems(root, packages) {
     const link = join(dir, 'node_modules', pkg.name);
     mkdirSync(dirname(link), { recursive: true });
     symlinkSync(pkg.dir, link, 'dir');
-    for (const sub of Object.keys(pkg.manifest.exports ?? {}).filter((s) => s !== './package.json')) {
+    for (const sub of Object.keys(pkg.manifest.exports ?? {}).filter((s) => s !== './package.json' && !s.endsWith('.json'))) {
       specifiers.push(sub === '.' ? pkg.name : `${pkg.name}/${sub.slice(2)}`);
     }
   }

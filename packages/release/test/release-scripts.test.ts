@@ -187,6 +187,22 @@ describe('exports map shape', () => {
   });
 });
 
+describe('exports map: a data file', () => {
+  it('a JSON file exported as itself needs no types, but must exist', () => {
+    const root = fixture({ 'packages/c': {} });
+    mkdirSync(join(root, 'packages/c/dist'));
+    for (const f of ['index.js', 'index.d.ts']) writeFileSync(join(root, 'packages/c/dist', f), '');
+    const exports = { '.': { types: './dist/index.d.ts', default: './dist/index.js' }, './schema/card.v1.json': './schema/card.v1.json', './package.json': './package.json' };
+    const manifest = { name: 'c', type: 'module', exports };
+    expect(exportShapeProblems({ dir: join(root, 'packages/c'), name: 'c', manifest })).toEqual(['c ./schema/card.v1.json: the exported file ./schema/card.v1.json is missing']);
+    mkdirSync(join(root, 'packages/c/schema'));
+    writeFileSync(join(root, 'packages/c/schema/card.v1.json'), '{}');
+    expect(exportShapeProblems({ dir: join(root, 'packages/c'), name: 'c', manifest })).toEqual([]);
+    // a code subpath still needs { types, default }
+    expect(exportShapeProblems({ dir: join(root, 'packages/c'), name: 'c', manifest: { ...manifest, exports: { ...exports, './x': './dist/index.js' } } })).toEqual(['c ./x: expected { types, default }, got "./dist/index.js"']);
+  });
+});
+
 describe('type-export diagnostics', () => {
   it('counts errors in our declarations, the check file or no file; only notes errors inside a vendor\'s declarations', () => {
     const out = [

@@ -34,7 +34,10 @@ export function cardLeaves(): Leaf[] {
     if (s.type === 'object' && props && 'value' in props && 'source' in props) {
       leaves.push({ path, schema: (props.value!.anyOf as Schema[])[0]!, fact: true });
     } else if (s.type === 'object' && props) {
-      for (const [k, sub] of Object.entries(props)) walk(sub, path ? `${path}.${k}` : k);
+      // Only the fields every card has: the optional ones (intent normalisation, param comparison, the
+      // replay indicator) are written by hand where a provider has them.
+      const required = Array.isArray(s.required) ? (s.required as string[]) : null;
+      for (const [k, sub] of Object.entries(props)) if (!required || required.includes(k)) walk(sub, path ? `${path}.${k}` : k);
     } else leaves.push({ path, schema: s, fact: false });
   };
   walk(cardJsonSchema() as Schema, '');

@@ -18,7 +18,7 @@ function currentRevision(receipts: readonly Receipt[]): readonly Receipt[] {
  * Whether a corrected request may supersede the operation: it is at rest (rejected, or handed off
  * because of a rejection or an exhausted budget of not-applied attempts), and every provider call of
  * its current revision came back `rejected` or `not-applied` — both mean "definitely not applied"
- * (DESIGN.md §3). Any unknown, in-progress, success, or lookup (there was doubt) keeps it a conflict.
+ * (the decision table, docs/concepts.md). Any unknown, in-progress, success, or lookup (there was doubt) keeps it a conflict.
  */
 export function supersedeCheck(record: OperationRecord, receipts: readonly Receipt[]): { ok: true } | { ok: false; why: string } {
   if (record.state !== 'rejected' && record.state !== 'handed-off') return { ok: false, why: `the operation is ${record.state}` };
