@@ -4,7 +4,8 @@ import { RetrysafeError } from '@retrysafe/contract';
 import { cardsCommand } from './commands/cards.js';
 import { demoCommand, demoSummary } from './commands/demo.js';
 import { drillCommand, drillTable } from './commands/drill.js';
-import { RefusedError, handoffsText, ledgerHandoffs, ledgerLs, ledgerResolve, ledgerShow, lsTable, resolveText, showText, STATES } from './commands/ledger.js';
+import { RefusedError, handoffsText, ledgerHandoffs, ledgerLs, ledgerResolve, ledgerShow, lsTable, resolveText, showText, STATES, withLedger } from './commands/ledger.js';
+import { RECEIPT_KEYS_ENV, exportChains, verifyChains, verifyExportFile, verifyText } from './commands/ledger-chain.js';
 import { UsageError } from './registry.js';
 import { paint, useColor } from './output.js';
 
@@ -134,6 +135,36 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
     }
     if (o.json) json(r);
     else io.out(showText(r, color));
+    if (!r.chain.ok) {
+      io.err(`retrysafe: the receipt chain of ${id} is broken at receipt #${(r.chain.index ?? 0) + 1}: ${r.chain.reason}`);
+      code = EXIT.failed;
+    }
+  });
+  target(
+    ledger
+      .command('verify')
+      .argument('[id]', 'business-operation id')
+      .description(`check receipt chains against the rows' anchors (and HMAC keys from ${RECEIPT_KEYS_ENV}); exit 1 on a break`)
+      .option('--all', 'every operation in the ledger')
+      .option('--file <export.jsonl>', 'an export written by `ledger export`, checked offline (no ledger needed)')
+      .option('--allow-unkeyed', `with ${RECEIPT_KEYS_ENV} set: accept receipts written before the key (someone could re-seal as unkeyed; do not leave this on)`),
+  ).action(async (id: string | undefined, o) => {
+    if ([id !== undefined, o.all === true, o.file !== undefined].filter(Boolean).length !== 1) throw new UsageError('choose one of <id>, --all, --file <export.jsonl>');
+    const rows = o.file ? verifyExportFile(o.file, { allowUnkeyed: o.allowUnkeyed }) : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], { allowUnkeyed: o.allowUnkeyed }));
+    if (o.json) json({ ok: rows.every((r) => r.ok), operations: rows });
+    else io.out(verifyText(rows, color));
+    code = rows.every((r) => r.ok) ? EXIT.ok : EXIT.failed;
+  });
+  target(
+    ledger
+      .command('export')
+      .description('receipts as JSON Lines, with one chain-head line per operation so the export verifies offline (ledger verify --file)')
+      .option('--out <file>', 'write to this file instead of stdout')
+      .addOption(new Option('--state <state>', `only these states (${STATES.join(', ')})`).argParser(collect)),
+  ).action(async (o) => {
+    const r = await withLedger(o, (l) => exportChains(l, { ...(o.out ? { out: o.out } : {}), ...(o.state ? { states: o.state } : {}) }));
+    if (o.out) io.err(`wrote ${r.operations} operation${r.operations === 1 ? '' : 's'} to ${o.out}`);
+    else if (r.text) io.out(r.text.trimEnd());
   });
   target(ledger.command('handoffs').description('operations waiting for a person, with their safe next actions')).action(async (o) => {
     const rows = await ledgerHandoffs(o);

@@ -5,6 +5,7 @@ import { createAdapters, loadConfig, type RetrysafeConfig } from '@retrysafe/con
 import { asBusinessOperationId, type HandoffPacket, type Ledger, type OperationRecord, type OperationState, type Receipt } from '@retrysafe/contract';
 import { paint, table } from '../output.js';
 import { UsageError } from '../registry.js';
+import { receiptKeysFromEnv, verifyChains, type VerifyRow } from './ledger-chain.js';
 
 export interface LedgerTarget {
   /** SQLite file or postgres:// URL; default: the config's ledger, else ./retrysafe.db */
@@ -33,7 +34,7 @@ export async function openTarget(target: LedgerTarget, config: RetrysafeConfig |
   return createSqliteLedger({ path });
 }
 
-async function withLedger<T>(target: LedgerTarget, fn: (ledger: Ledger) => Promise<T>, config?: RetrysafeConfig | null): Promise<T> {
+export async function withLedger<T>(target: LedgerTarget, fn: (ledger: Ledger) => Promise<T>, config?: RetrysafeConfig | null): Promise<T> {
   const ledger = await openTarget(target, config);
   try {
     return await fn(ledger);
@@ -77,6 +78,8 @@ export interface ShowResult {
     readonly resolution: OperationRecord['resolution'];
   };
   readonly receipts: readonly Receipt[];
+  /** The receipt chain checked against the row's anchor (issue 18): `ok: false` when it was edited outside retrysafe. */
+  readonly chain: VerifyRow;
 }
 
 /** `resolve --by` is stored as given; shown as a pseudonym (`person#…`) unless the operator asks (`--show-by`). */
@@ -100,6 +103,7 @@ export async function ledgerShow(target: LedgerTarget & { readonly showBy?: bool
         resolution: shownResolution(r.resolution, target.showBy === true),
       },
       receipts: await ledger.receipts(bid),
+      chain: (await verifyChains(ledger, [bid]))[0]!,
     };
   });
 }
@@ -153,7 +157,11 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
           ...(config?.handoffs ? { handoff: jsonlHandoffSink(isAbsolute(config.handoffs) ? config.handoffs : resolve(config.baseDir, config.handoffs)) } : {}),
           ...(config?.policy ? { policy: config.policy } : {}),
           ...(config?.redact?.fields ? { redact: { fields: [...config.redact.fields] } } : {}),
+          ...(receiptKeysFromEnv().current ? { receiptKey: receiptKeysFromEnv().current! } : {}),
         });
+        // Appending to a chain that was edited outside retrysafe would bury the break: refuse, send nothing.
+        const [chain] = await verifyChains(ledger, [id]).catch(() => []);
+        if (chain && !chain.ok) throw new RefusedError(`not resolving ${id}: its receipt chain is broken at receipt #${(chain.index ?? 0) + 1} (${chain.reason}); nothing was sent. Find out who edited the ledger (retrysafe ledger verify --all) before acting on it.`);
         const by = opts.by ?? process.env.USER ?? 'operator';
         if (opts.resume) {
           const record = await ledger.get(asBusinessOperationId(id));
@@ -218,6 +226,7 @@ export function showText(r: ShowResult, color = false): string {
     ]),
   ];
   if (rec.handoff) out.push('', packetText(rec.handoff, color));
+  if (!r.chain.ok) out.push('', paint('red', `✗ receipt chain broken at #${(r.chain.index ?? 0) + 1}: ${r.chain.reason} — the ledger was edited outside retrysafe; do not act on these receipts before finding out why`, color));
   out.push('', `Receipts (${r.receipts.length}):`);
   for (const x of r.receipts) {
     const extra = [x.status ? `HTTP ${x.status}` : '', x.code ?? '', x.providerRef ? `ref ${x.providerRef}` : '', x.decision.delayMs ? `wait ${x.decision.delayMs} ms` : ''].filter(Boolean).join(' · ');
