@@ -8,6 +8,8 @@ export { createMemoryLedger } from './ledger/memory-ledger.js';
 export { createSqliteLedger } from './ledger/sqlite-ledger.js';
 export type { SqliteLedgerOptions } from './ledger/sqlite-ledger.js';
 export * as ledgerTransitions from './ledger/transitions.js';
+export { encryptParams } from './ledger/encrypted-params.js';
+export type { EncryptParamsOptions, ParamsKey } from './ledger/encrypted-params.js';
 export { jsonlHandoffSink, callbackHandoffSink, buildPacket, safeNextActions } from './handoff.js';
 export type { PacketInput } from './handoff.js';
 export { exportReceiptsJsonl, sealReceipt, receiptHash, verifyReceiptChain, verifyOperation, verifyReceiptsJsonl, parseReceiptKeys, anchorOf, checkReceiptKey } from './receipts.js';

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { createAdapters, loadConfig, openLedger } from '@retrysafe/config';
-import { createRunner, jsonlHandoffSink } from '@retrysafe/core';
+import { createRunner, encryptParams, jsonlHandoffSink, parseReceiptKeys } from '@retrysafe/core';
 import { createRetrysafeMcpServer, serveHttp, serveStdio } from './server.js';
 
 // retrysafe-mcp --config retrysafe.yaml [--http [--port N] [--allow-host H]… [--allow-origin O]…]
@@ -15,12 +15,19 @@ if (!configPath) {
 try {
   const config = loadConfig(configPath);
   const adapters = Object.values(await createAdapters(config));
-  const ledger = await openLedger(config.ledger, config.baseDir);
+  const opened = await openLedger(config.ledger, config.baseDir);
+  // Params encrypted at rest (docs/security.md): RETRYSAFE_PARAMS_KEYS=id:secret[,oldId:oldSecret].
+  const paramsKeys = process.env.RETRYSAFE_PARAMS_KEYS ? parseReceiptKeys(process.env.RETRYSAFE_PARAMS_KEYS) : null;
+  const ledger = paramsKeys
+    ? encryptParams(opened, { key: paramsKeys.current, previous: Object.entries(paramsKeys.keyring).filter(([id]) => id !== paramsKeys.current.id).map(([id, secret]) => ({ id, secret })) })
+    : opened;
   const runner = createRunner({
     ledger,
     ...(config.handoffs ? { handoff: jsonlHandoffSink(config.handoffs) } : {}),
     ...(config.policy ? { policy: config.policy } : {}),
     ...(config.redact ? { redact: { fields: [...(config.redact.fields ?? [])] } } : {}),
+    // HMAC key for receipts (docs/security.md): `id:secret[,oldId:oldSecret]`, the first one seals.
+    ...(process.env.RETRYSAFE_RECEIPT_KEYS ? { receiptKey: parseReceiptKeys(process.env.RETRYSAFE_RECEIPT_KEYS).current } : {}),
   });
   const make = () => createRetrysafeMcpServer({ runner, ledger, adapters, ...(config.operations ? { operations: config.operations } : {}) });
   if (args.includes('--http')) {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { exportReceiptsJsonl, parseReceiptKeys, verifyOperation, verifyReceiptsJsonl, type ChainCheck, type ReceiptKey, type ReceiptKeyring } from '@retrysafe/core';
+import { encryptParams, exportReceiptsJsonl, parseReceiptKeys, verifyOperation, verifyReceiptsJsonl, type ChainCheck, type ReceiptKey, type ReceiptKeyring } from '@retrysafe/core';
 import { asBusinessOperationId, type Ledger, type OperationState } from '@retrysafe/contract';
 import { paint } from '../output.js';
 import { UsageError } from '../registry.js';
@@ -26,6 +26,23 @@ export function receiptKeysFromEnv(env: NodeJS.ProcessEnv = process.env): Receip
   } catch (e) {
     throw new UsageError(`${RECEIPT_KEYS_ENV}: ${(e as Error).message}`);
   }
+}
+
+/** RETRYSAFE_PARAMS_KEYS (`id:secret[,oldId:oldSecret…]`): the ledger's params are encrypted at rest with the first key. */
+export const PARAMS_KEYS_ENV = 'RETRYSAFE_PARAMS_KEYS';
+
+/** `ledger` with params encryption when RETRYSAFE_PARAMS_KEYS is set (resume must decrypt what it re-sends). */
+export function withParamsKeys(ledger: Ledger, env: NodeJS.ProcessEnv = process.env): Ledger {
+  const text = env[PARAMS_KEYS_ENV];
+  if (!text) return ledger;
+  let keys: ReturnType<typeof parseReceiptKeys>;
+  try {
+    keys = parseReceiptKeys(text);
+  } catch (e) {
+    throw new UsageError(`${PARAMS_KEYS_ENV}: ${(e as Error).message}`);
+  }
+  const previous = Object.entries(keys.keyring).filter(([id]) => id !== keys.current.id).map(([id, secret]) => ({ id, secret }));
+  return encryptParams(ledger, { key: keys.current, previous });
 }
 
 export interface VerifyRow {

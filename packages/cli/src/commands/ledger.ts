@@ -5,7 +5,7 @@ import { createAdapters, loadConfig, type RetrysafeConfig } from '@retrysafe/con
 import { asBusinessOperationId, type HandoffPacket, type Ledger, type OperationRecord, type OperationState, type Receipt } from '@retrysafe/contract';
 import { paint, table } from '../output.js';
 import { UsageError } from '../registry.js';
-import { receiptKeysFromEnv, verifyChains, type VerifyRow } from './ledger-chain.js';
+import { receiptKeysFromEnv, verifyChains, withParamsKeys, type VerifyRow } from './ledger-chain.js';
 
 export interface LedgerTarget {
   /** SQLite file or postgres:// URL; default: the config's ledger, else ./retrysafe.db */
@@ -153,7 +153,7 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
       opts,
       async (ledger) => {
         const runner = createRunner({
-          ledger,
+          ledger: withParamsKeys(ledger),
           ...(config?.handoffs ? { handoff: jsonlHandoffSink(isAbsolute(config.handoffs) ? config.handoffs : resolve(config.baseDir, config.handoffs)) } : {}),
           ...(config?.policy ? { policy: config.policy } : {}),
           ...(config?.redact?.fields ? { redact: { fields: [...config.redact.fields] } } : {}),
