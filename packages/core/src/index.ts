@@ -14,7 +14,7 @@ export { jsonlHandoffSink, callbackHandoffSink, buildPacket, safeNextActions } f
 export type { PacketInput } from './handoff.js';
 export { exportReceiptsJsonl, sealReceipt, receiptHash, verifyReceiptChain, verifyOperation, verifyReceiptsJsonl, parseReceiptKeys, anchorOf, checkReceiptKey } from './receipts.js';
 export type { ExportReceiptsOptions, ChainCheck, UnsealedReceipt, ReceiptKey, ReceiptKeyring, ReceiptChainAnchor, VerifyChainOptions, ExportCheck } from './receipts.js';
-export { createRedactor, REDACTED, DETECTORS, detectSensitive, isSecretKey, isPiiKey, keyParts, luhnValid, personRef } from './redact.js';
+export { createRedactor, REDACTED, DETECTORS, detectSensitive, isSecretKey, isPiiKey, keyParts, luhnValid, looksLikeCardNumber, personRef } from './redact.js';
 export type { RedactOptions, Redactor, Detector } from './redact.js';
 export { systemClock, createVirtualClock } from './clock.js';
 export type { Clock, VirtualClock } from './clock.js';

@@ -90,6 +90,18 @@ export function luhnValid(digits: string): boolean {
   return sum % 10 === 0;
 }
 
+/**
+ * A card number: Luhn-valid, with a card network's leading digits (Visa 4, Mastercard 2/5, Amex,
+ * Diners and JCB 3, Discover 6) and a card's length. Numeric ids and epoch-ms timestamps (13 digits
+ * starting with 1) are left alone.
+ */
+export function looksLikeCardNumber(text: string): boolean {
+  const d = text.replace(/[ -]/g, '');
+  if (!luhnValid(d)) return false;
+  if (d.length === 13) return d.startsWith('4');
+  return /^(?:4|5[1-5]|2[2-7]|3[0-9]|6)/.test(d);
+}
+
 const KEY_CHARS = String.raw`[\p{L}\p{N}_\-.]`;
 
 /** The value detectors, in the order they run. Shared with the config's inline-credential refusal. */
@@ -116,7 +128,7 @@ export const DETECTORS: readonly Detector[] = [
     },
     replace: (m, q1: string, key: string, sep: string, q2: string, value: string) => (value.startsWith(REDACTED.slice(0, -1)) ? m : `${q1}${key}${q1}${sep}${q2}${REDACTED}`),
   },
-  { kind: 'card number', pii: false, pattern: /(?<![\p{L}\p{N}_.])\d(?:[ -]?\d){12,18}(?![\p{L}\p{N}_.])/gu, accept: luhnValid },
+  { kind: 'card number', pii: false, pattern: /(?<![\p{L}\p{N}_.])\d(?:[ -]?\d){12,18}(?![\p{L}\p{N}_.])/gu, accept: looksLikeCardNumber },
   { kind: 'email address', pii: true, pattern: /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g },
 ];
 
@@ -201,7 +213,7 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
     const walk = (v: unknown, path: string[], seen: Set<object>): unknown => {
       if (isSensitive(path) && path.length > 0) return v === undefined ? undefined : REDACTED;
       if (typeof v === 'string') return text(v);
-      if (typeof v === 'number' && Number.isSafeInteger(v) && v > 0 && luhnValid(String(v))) return REDACTED;
+      if (typeof v === 'number' && Number.isSafeInteger(v) && v > 0 && looksLikeCardNumber(String(v))) return REDACTED;
       if (typeof v !== 'object' || v === null) return v;
       if (seen.has(v)) return '[cycle]';
       seen.add(v);
