@@ -9,7 +9,7 @@ const args = process.argv.slice(2);
 const at = (flag: string) => { const i = args.indexOf(flag); return i >= 0 ? args[i + 1] : undefined; };
 const configPath = at('--config') ?? process.env.RETRYSAFE_CONFIG;
 if (!configPath) {
-  process.stderr.write('usage: retrysafe-mcp --config <retrysafe.json|yaml> [--http [--port N]]\n');
+  process.stderr.write('usage: retrysafe-mcp --config <retrysafe.json|yaml> [--http [--port N] [--allow-host NAME[:PORT]] [--allow-origin ORIGIN]]\n');
   process.exit(2);
 }
 try {
