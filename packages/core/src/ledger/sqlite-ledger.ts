@@ -54,13 +54,17 @@ CREATE TABLE IF NOT EXISTS retrysafe_receipts (
 
 /**
  * Rows written before receipt-chain anchoring get the anchor of the receipts they hold now (issue 18):
- * from here on every receipt write moves it. Idempotent; a no-op once every row has one.
+ * from here on every receipt write moves it. Runs once per file (recorded in retrysafe_migrations).
  */
 const ANCHOR_MIGRATION = `
+CREATE TABLE IF NOT EXISTS retrysafe_migrations (name TEXT PRIMARY KEY);
+BEGIN IMMEDIATE;
 UPDATE retrysafe_operations SET record = json_set(record, '$.receiptChain', json_object(
   'head', (SELECT json_extract(r.receipt, '$.hash') FROM retrysafe_receipts r WHERE r.id = retrysafe_operations.id ORDER BY r.seq DESC LIMIT 1),
   'length', (SELECT count(*) FROM retrysafe_receipts r WHERE r.id = retrysafe_operations.id)))
-WHERE json_type(record, '$.receiptChain') IS NULL;
+WHERE json_type(record, '$.receiptChain') IS NULL AND NOT EXISTS (SELECT 1 FROM retrysafe_migrations WHERE name = 'receipt-anchor');
+INSERT OR IGNORE INTO retrysafe_migrations (name) VALUES ('receipt-anchor');
+COMMIT;
 `;
 
 interface Row {
@@ -96,7 +100,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
     db.pragma(`synchronous = ${sync}`);
     db.pragma(`busy_timeout = ${Math.floor(busy)}`);
     db.exec(SCHEMA);
-    db.exec(ANCHOR_MIGRATION);
+    if (!db.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'retrysafe_migrations'`).get() || !db.prepare(`SELECT 1 FROM retrysafe_migrations WHERE name = 'receipt-anchor'`).get()) db.exec(ANCHOR_MIGRATION);
   } catch (cause) {
     throw new LedgerError(`cannot open SQLite ledger at ${options.path}: ${(cause as Error).message}`, { cause });
   }
