@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { RetrysafeError } from '@retrysafe/contract';
+import { createRedactor } from '@retrysafe/core';
 import { cardsCommand } from './commands/cards.js';
 import { demoCommand, demoSummary } from './commands/demo.js';
 import { drillCommand, drillTable } from './commands/drill.js';
@@ -21,6 +22,7 @@ export interface Io {
   readonly color?: boolean;
 }
 
+const errorScrub = createRedactor();
 const line = (t: string) => (t.endsWith('\n') ? t : t + '\n');
 const defaultIo: Io = { out: (t) => process.stdout.write(line(t)), err: (t) => process.stderr.write(line(t)) };
 
@@ -215,14 +217,15 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
       return EXIT.usage;
     }
     const usage = e instanceof UsageError || (RetrysafeError.isInstance(e) && USAGE_CODES.includes(e.code));
-    const message = e instanceof Error ? e.message : String(e);
+    // A driver's or the system's message may quote a credential or an address (issue 18): scrubbed like receipts.
+    const message = errorScrub.text(e instanceof Error ? e.message : String(e));
     if (wantsJson) json({ ok: false, error: { code: usage ? 'USAGE' : RetrysafeError.isInstance(e) ? e.code : e instanceof RefusedError ? 'REFUSED' : 'ERROR', message } });
     if (usage) {
       io.err(`retrysafe: ${message}\n(run with --help for usage)`);
       return EXIT.usage;
     }
     // Typed errors carry a message written for the reader; anything else is a bug: show the stack.
-    io.err(`retrysafe: ${RetrysafeError.isInstance(e) || e instanceof RefusedError ? message : e instanceof Error ? (e.stack ?? message) : message}`);
+    io.err(`retrysafe: ${RetrysafeError.isInstance(e) || e instanceof RefusedError ? message : e instanceof Error ? errorScrub.text(e.stack ?? message) : message}`);
     return EXIT.failed;
   }
 }

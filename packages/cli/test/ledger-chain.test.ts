@@ -122,4 +122,15 @@ describe('retrysafe ledger verify / export, and show and resolve on a broken cha
     expect(bad.code).toBe(2);
     expect(bad.stderr).not.toContain('tooShortSecret');
   });
+
+  it('an error message that quotes a credential or an address is scrubbed before it is printed', async () => {
+    const path = join(dir, 'sk_live_51HqLeakedKey0000', 'ops-alice.private@example.test.db');
+    const r = await cli(['ledger', 'ls', '--db', path]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/no SQLite ledger at/);
+    expect(r.stderr).not.toContain('sk_live_51HqLeakedKey0000');
+    expect(r.stderr).not.toContain('alice.private@example.test');
+    const j = await cli(['ledger', 'ls', '--db', path, '--json']);
+    expect(j.stdout).not.toContain('sk_live_51HqLeakedKey0000');
+  });
 });
