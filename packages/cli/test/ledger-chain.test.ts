@@ -118,6 +118,8 @@ describe('retrysafe ledger verify / export, and show and resolve on a broken cha
     expect(keyed.code).toBe(1);
     expect(keyed.stdout).toMatch(/not keyed/);
     expect((await cli(['ledger', 'verify', ids.intact, '--db', db, '--allow-unkeyed'], { env: { RETRYSAFE_RECEIPT_KEYS: KEYS } })).code).toBe(0);
+    // show (and resolve) accept chains from before the key; verify is the strict one.
+    expect((await cli(['ledger', 'show', ids.intact, '--db', db], { env: { RETRYSAFE_RECEIPT_KEYS: KEYS } })).code).toBe(0);
     const bad = await cli(['ledger', 'verify', ids.intact, '--db', db], { env: { RETRYSAFE_RECEIPT_KEYS: 'k1:tooShortSecret' } });
     expect(bad.code).toBe(2);
     expect(bad.stderr).not.toContain('tooShortSecret');
