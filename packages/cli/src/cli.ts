@@ -172,6 +172,7 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
     const rows = await ledgerHandoffs(o);
     if (o.json) json(rows);
     else io.out(handoffsText(rows, color));
+    if (rows.some((r) => r.chainBroken)) code = EXIT.failed;
   });
   target(
     ledger

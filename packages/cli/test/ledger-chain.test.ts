@@ -75,6 +75,14 @@ describe('retrysafe ledger verify / export, and show and resolve on a broken cha
     expect(JSON.parse(ok.stdout).chain).toMatchObject({ ok: true });
   });
 
+  it('handoffs marks the broken chains and exits 1', async () => {
+    const h = await cli(['ledger', 'handoffs', '--db', db, '--json']);
+    expect(h.code).toBe(1);
+    const rows = JSON.parse(h.stdout) as { businessOperationId: string; chainBroken?: string }[];
+    expect(Object.fromEntries(rows.map((r) => [r.businessOperationId, r.chainBroken !== undefined]))).toEqual({ [ids.edited]: true, [ids.cut]: true, [ids.intact]: false });
+    expect((await cli(['ledger', 'handoffs', '--db', db])).stdout).toMatch(/receipt chain broken/);
+  });
+
   it('resolve refuses a broken chain and appends nothing; an intact one resolves', async () => {
     const count = (id: string) => {
       const raw = new Database(db, { readonly: true });
