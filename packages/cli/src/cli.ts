@@ -1,11 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { RetrysafeError } from '@retrysafe/contract';
+import { createRedactor } from '@retrysafe/core';
 import { cardsCommand } from './commands/cards.js';
 import { registerCardsInit } from './commands/cards-init.js';
 import { demoCommand, demoSummary } from './commands/demo.js';
 import { drillCommand, drillJunit, drillText } from './commands/drill.js';
-import { RefusedError, handoffsText, ledgerHandoffs, ledgerLs, ledgerResolve, ledgerResolveAll, ledgerShow, lsTable, resolveAllText, resolveText, showText, STATES } from './commands/ledger.js';
+import { RefusedError, handoffsText, ledgerHandoffs, ledgerLs, ledgerResolve, ledgerResolveAll, ledgerShow, lsTable, resolveAllText, resolveText, showText, STATES, withLedger } from './commands/ledger.js';
+import { RECEIPT_KEYS_ENV, exportChains, verifyChains, verifyExportFile, verifyText } from './commands/ledger-chain.js';
 import { UsageError } from './registry.js';
 import { paint, useColor } from './output.js';
 
@@ -21,6 +23,7 @@ export interface Io {
   readonly color?: boolean;
 }
 
+const errorScrub = createRedactor();
 const line = (t: string) => (t.endsWith('\n') ? t : t + '\n');
 const defaultIo: Io = { out: (t) => process.stdout.write(line(t)), err: (t) => process.stderr.write(line(t)) };
 
@@ -152,11 +155,42 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
     }
     if (o.json) json(r);
     else io.out(showText(r, color));
+    if (!r.chain.ok) {
+      io.err(`retrysafe: the receipt chain of ${id} is broken at receipt #${(r.chain.index ?? 0) + 1}: ${r.chain.reason}`);
+      code = EXIT.failed;
+    }
+  });
+  target(
+    ledger
+      .command('verify')
+      .argument('[id]', 'business-operation id')
+      .description(`check receipt chains against the rows' anchors (and HMAC keys from ${RECEIPT_KEYS_ENV}); exit 1 on a break`)
+      .option('--all', 'every operation in the ledger')
+      .option('--file <export.jsonl>', 'an export written by `ledger export`, checked offline (no ledger needed)')
+      .option('--allow-unkeyed', `with ${RECEIPT_KEYS_ENV} set: accept receipts written before the key (someone could re-seal as unkeyed; do not leave this on)`),
+  ).action(async (id: string | undefined, o) => {
+    if ([id !== undefined, o.all === true, o.file !== undefined].filter(Boolean).length !== 1) throw new UsageError('choose one of <id>, --all, --file <export.jsonl>');
+    const rows = o.file ? verifyExportFile(o.file, { allowUnkeyed: o.allowUnkeyed }) : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], { allowUnkeyed: o.allowUnkeyed }));
+    if (o.json) json({ ok: rows.every((r) => r.ok), operations: rows });
+    else io.out(verifyText(rows, color));
+    code = rows.every((r) => r.ok) ? EXIT.ok : EXIT.failed;
+  });
+  target(
+    ledger
+      .command('export')
+      .description('receipts as JSON Lines, with one chain-head line per operation so the export verifies offline (ledger verify --file)')
+      .option('--out <file>', 'write to this file instead of stdout')
+      .addOption(new Option('--state <state>', `only these states (${STATES.join(', ')})`).argParser(collect)),
+  ).action(async (o) => {
+    const r = await withLedger(o, (l) => exportChains(l, { ...(o.out ? { out: o.out } : {}), ...(o.state ? { states: o.state } : {}) }));
+    if (o.out) io.err(`wrote ${r.operations} operation${r.operations === 1 ? '' : 's'} to ${o.out}`);
+    else if (r.text) io.out(r.text.trimEnd());
   });
   target(ledger.command('handoffs').description('operations waiting for a person, with their safe next actions')).action(async (o) => {
     const rows = await ledgerHandoffs(o);
     if (o.json) json(rows);
     else io.out(handoffsText(rows, color));
+    if (rows.some((r) => r.chainBroken)) code = EXIT.failed;
   });
   target(
     ledger
@@ -248,10 +282,11 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
     }
     const fsError = fileSystemError(e);
     const usage = fsError !== null || e instanceof UsageError || (RetrysafeError.isInstance(e) && USAGE_CODES.includes(e.code));
-    const message = fsError ?? (e instanceof Error ? e.message : String(e));
+    // A driver's or the system's message may quote a credential or an address (issue 18): scrubbed like receipts.
+    const message = errorScrub.text(fsError ?? (e instanceof Error ? e.message : String(e)));
     if (wantsJson) json({ ok: false, error: { code: fsError ? 'FILE_SYSTEM' : usage ? 'USAGE' : RetrysafeError.isInstance(e) ? e.code : e instanceof RefusedError ? 'REFUSED' : 'ERROR', message } });
     if (fsError) {
-      io.err(`retrysafe: ${fsError}`);
+      io.err(`retrysafe: ${message}`);
       return EXIT.usage;
     }
     if (usage) {
@@ -259,7 +294,7 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
       return EXIT.usage;
     }
     // Typed errors carry a message written for the reader; anything else is a bug: show the stack.
-    io.err(`retrysafe: ${RetrysafeError.isInstance(e) || e instanceof RefusedError ? message : e instanceof Error ? (e.stack ?? message) : message}`);
+    io.err(`retrysafe: ${RetrysafeError.isInstance(e) || e instanceof RefusedError ? message : e instanceof Error ? errorScrub.text(e.stack ?? message) : message}`);
     return EXIT.failed;
   }
 }

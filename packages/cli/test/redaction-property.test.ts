@@ -87,6 +87,7 @@ function throwing(inner: AdapterV1, text: string): AdapterV1 {
     specificationVersion: inner.specificationVersion,
     provider: inner.provider,
     operations: inner.operations,
+    deriveProviderKey: (operation, id) => inner.deriveProviderKey(operation, id),
     doExecute: async () => {
       throw new Error(`socket closed while sending for ${text}`);
     },

@@ -12,11 +12,13 @@ export type { SqliteLedger, SqliteLedgerOptions } from './ledger/sqlite-ledger.j
 export { sqliteDrivers } from './ledger/sqlite-driver.js';
 export type { SqliteDriverName, SqliteDriverAvailability } from './ledger/sqlite-driver.js';
 export * as ledgerTransitions from './ledger/transitions.js';
+export { encryptParams } from './ledger/encrypted-params.js';
+export type { EncryptParamsOptions, ParamsKey } from './ledger/encrypted-params.js';
 export { jsonlHandoffSink, callbackHandoffSink, buildPacket, safeNextActions } from './handoff.js';
 export type { PacketInput } from './handoff.js';
 export { exportReceiptsJsonl, sealReceipt, receiptHash, verifyReceiptChain, verifyOperation, verifyReceiptsJsonl, parseReceiptKeys, anchorOf, checkReceiptKey } from './receipts.js';
 export type { ExportReceiptsOptions, ChainCheck, UnsealedReceipt, ReceiptKey, ReceiptKeyring, ReceiptChainAnchor, VerifyChainOptions, ExportCheck } from './receipts.js';
-export { createRedactor, REDACTED, DETECTORS, detectSensitive, isSecretKey, isPiiKey, keyParts, luhnValid, personRef } from './redact.js';
+export { createRedactor, REDACTED, DETECTORS, detectSensitive, isSecretKey, isPiiKey, keyParts, luhnValid, looksLikeCardNumber, personRef } from './redact.js';
 export type { RedactOptions, Redactor, Detector } from './redact.js';
 export { systemClock, createVirtualClock } from './clock.js';
 export type { Clock, VirtualClock } from './clock.js';

@@ -53,14 +53,27 @@ function partsMatch(parts: readonly string[], singles: ReadonlySet<string>, pair
   return pairs.has(parts.join(''));
 }
 
+// Params repeat the same few keys: remember the verdicts (bounded, so odd inputs cannot grow it forever).
+const keyVerdicts = new Map<string, number>();
+function keyVerdict(key: string): number {
+  let v = keyVerdicts.get(key);
+  if (v === undefined) {
+    const parts = keyParts(key);
+    v = (partsMatch(parts, SECRET_PARTS, SECRET_PAIRS) ? 1 : 0) | (partsMatch(parts, PII_PARTS, PII_PAIRS) ? 2 : 0);
+    if (keyVerdicts.size >= 4096) keyVerdicts.clear();
+    keyVerdicts.set(key, v);
+  }
+  return v;
+}
+
 /** Whether a key names a secret whatever the caller declares (matched by parts, any case or separator). */
 export function isSecretKey(key: string): boolean {
-  return partsMatch(keyParts(key), SECRET_PARTS, SECRET_PAIRS);
+  return (keyVerdict(key) & 1) !== 0;
 }
 
 /** Whether a key names personal data (the PII key rules; off with `pii: false`). */
 export function isPiiKey(key: string): boolean {
-  return partsMatch(keyParts(key), PII_PARTS, PII_PAIRS);
+  return (keyVerdict(key) & 2) !== 0;
 }
 
 // ----------------------------------------------------------------------------------- value detectors
@@ -73,6 +86,24 @@ export interface Detector {
   readonly accept?: (match: string) => boolean;
   /** What replaces a match (default `[redacted]`). */
   readonly replace?: (match: string, ...groups: string[]) => string;
+  /** A cheap test a string must pass before the pattern runs (most strings are short and plain). */
+  readonly hint?: (text: string) => boolean;
+  /** Instead of pattern/accept/replace: the whole text with this detector's matches blanked. */
+  readonly run?: (text: string) => string;
+}
+
+const has = (...parts: string[]) => (t: string) => parts.some((p) => t.includes(p));
+const hasI = (...parts: string[]) => (t: string) => {
+  const l = t.toLowerCase();
+  return parts.some((p) => l.includes(p));
+};
+function manyDigits(t: string): boolean {
+  let n = 0;
+  for (let i = 0; i < t.length; i++) {
+    const c = t.charCodeAt(i);
+    if (c >= 48 && c <= 57 && ++n >= 13) return true;
+  }
+  return false;
 }
 
 export function luhnValid(digits: string): boolean {
@@ -90,40 +121,72 @@ export function luhnValid(digits: string): boolean {
   return sum % 10 === 0;
 }
 
-const KEY_CHARS = String.raw`[\p{L}\p{N}_\-.]`;
+/**
+ * A card number: Luhn-valid, with a card network's leading digits (Visa 4, Mastercard 2/5, Amex,
+ * Diners and JCB 3, Discover 6) and a card's length. Numeric ids and epoch-ms timestamps (13 digits
+ * starting with 1) are left alone.
+ */
+export function looksLikeCardNumber(text: string): boolean {
+  const d = text.replace(/[ -]/g, '');
+  if (!luhnValid(d)) return false;
+  if (d.length === 13) return d.startsWith('4');
+  return /^(?:4|5[1-5]|2[2-7]|3[0-9]|6)/.test(d);
+}
+
+const KEY_CHAR = /[\p{L}\p{N}_\-.]/u;
+const VALUE_AFTER = /^(\s*)(["']?)([^\s"'&,;)}\]]+)/u;
+
+/** Blanks the value after every `key:`/`key=` whose key is secret-named (scanning back from each separator, not from every position). */
+function redactSecretAssignments(s: string): string {
+  let out = '';
+  let last = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c !== 58 /* : */ && c !== 61 /* = */) continue;
+    let j = i - 1;
+    while (j >= last && (s[j] === ' ' || s[j] === '\t')) j--;
+    if (j >= last && (s[j] === '"' || s[j] === "'")) j--;
+    let k = j;
+    while (k >= last && j - k < 40 && KEY_CHAR.test(s[k]!)) k--;
+    const key = s.slice(k + 1, j + 1);
+    if (key.length < 2 || !isSecretKey(key)) continue;
+    const after = VALUE_AFTER.exec(s.slice(i + 1));
+    if (!after || after[3]!.startsWith(REDACTED.slice(0, -1))) continue;
+    const from = i + 1 + after[1]!.length + after[2]!.length;
+    out += s.slice(last, from) + REDACTED;
+    last = from + after[3]!.length;
+    i = last - 1;
+  }
+  return last === 0 ? s : out + s.slice(last);
+}
 
 /** The value detectors, in the order they run. Shared with the config's inline-credential refusal. */
 export const DETECTORS: readonly Detector[] = [
-  { kind: 'private key', pii: false, pattern: /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)/g },
-  { kind: 'URL user-info', pii: false, pattern: /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]+@/gi, replace: (_m, scheme: string) => `${scheme}${REDACTED}@` },
-  { kind: 'bearer token', pii: false, pattern: /\bBearer\s+[A-Za-z0-9\-._~+/]+=*/gi },
-  { kind: 'basic credentials', pii: false, pattern: /\bBasic\s+[A-Za-z0-9+/]{4,}={0,2}/gi, accept: (m) => Buffer.from(m.replace(/^Basic\s+/i, ''), 'base64').toString('latin1').includes(':') },
-  { kind: 'Stripe key', pii: false, pattern: /\b(?:sk|rk|pk)_(?:test|live)_[A-Za-z0-9]{4,}|\bwhsec_[A-Za-z0-9]{8,}/g },
-  { kind: 'AWS access key id', pii: false, pattern: /\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{16}\b/g },
-  { kind: 'Google API key', pii: false, pattern: /\bAIza[0-9A-Za-z_-]{30,}/g },
-  { kind: 'JSON web token', pii: false, pattern: /\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}/g },
-  { kind: 'GitHub or Slack token', pii: false, pattern: /\b(?:ghp|gho|ghs|ghu|github_pat|xox[abprs])[-_A-Za-z0-9]{10,}/g },
-  { kind: 'HubSpot private app token', pii: false, pattern: /\bpat-[a-z0-9]{2,4}-[0-9a-f-]{20,}/gi },
-  { kind: 'OpenAI or Anthropic key', pii: false, pattern: /\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}/g },
+  { kind: 'private key', pii: false, hint: has('PRIVATE KEY'), pattern: /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)/g },
+  { kind: 'URL user-info', pii: false, hint: (t) => t.includes('://') && t.includes('@'), pattern: /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]+@/gi, replace: (_m, scheme: string) => `${scheme}${REDACTED}@` },
+  { kind: 'bearer token', pii: false, hint: hasI('bearer'), pattern: /\bBearer\s+[A-Za-z0-9\-._~+/]+=*/gi },
+  { kind: 'basic credentials', pii: false, hint: hasI('basic'), pattern: /\bBasic\s+[A-Za-z0-9+/]{4,}={0,2}/gi, accept: (m) => Buffer.from(m.replace(/^Basic\s+/i, ''), 'base64').toString('latin1').includes(':') },
+  { kind: 'Stripe key', pii: false, hint: has('_test_', '_live_', 'whsec_'), pattern: /\b(?:sk|rk|pk)_(?:test|live)_[A-Za-z0-9]{4,}|\bwhsec_[A-Za-z0-9]{8,}/g },
+  { kind: 'AWS access key id', pii: false, hint: has('AKIA', 'ASIA', 'AGPA', 'AIDA', 'AROA', 'ANPA'), pattern: /\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{16}\b/g },
+  { kind: 'Google API key', pii: false, hint: has('AIza'), pattern: /\bAIza[0-9A-Za-z_-]{30,}/g },
+  { kind: 'JSON web token', pii: false, hint: has('eyJ'), pattern: /\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}/g },
+  { kind: 'GitHub or Slack token', pii: false, hint: has('gh', 'xox'), pattern: /\b(?:ghp|gho|ghs|ghu|github_pat|xox[abprs])[-_A-Za-z0-9]{10,}/g },
+  { kind: 'HubSpot private app token', pii: false, hint: hasI('pat-'), pattern: /\bpat-[a-z0-9]{2,4}-[0-9a-f-]{20,}/gi },
+  { kind: 'OpenAI or Anthropic key', pii: false, hint: has('sk-'), pattern: /\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}/g },
   // `password=…`, `"apiKey": "…"`, `?token=…`, `X-Auth-Token: …` in free text: the key decides.
-  {
-    kind: 'secret-named value',
-    pii: false,
-    pattern: new RegExp(String.raw`(["']?)(${KEY_CHARS}{2,40})\1(\s*[:=]\s*)(["']?)([^\s"'&,;)}\]]+)`, 'gu'),
-    accept: (m) => {
-      const key = /^["']?([^"':=\s]+)/u.exec(m)?.[1] ?? '';
-      return isSecretKey(key);
-    },
-    replace: (m, q1: string, key: string, sep: string, q2: string, value: string) => (value.startsWith(REDACTED.slice(0, -1)) ? m : `${q1}${key}${q1}${sep}${q2}${REDACTED}`),
-  },
-  { kind: 'card number', pii: false, pattern: /(?<![\p{L}\p{N}_.])\d(?:[ -]?\d){12,18}(?![\p{L}\p{N}_.])/gu, accept: luhnValid },
-  { kind: 'email address', pii: true, pattern: /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g },
+  { kind: 'secret-named value', pii: false, hint: (t) => t.includes(':') || t.includes('='), pattern: /[:=]/g, run: redactSecretAssignments },
+  { kind: 'card number', pii: false, hint: manyDigits, pattern: /(?<![\p{L}\p{N}_.])\d(?:[ -]?\d){12,18}(?![\p{L}\p{N}_.])/gu, accept: looksLikeCardNumber },
+  { kind: 'email address', pii: true, hint: has('@'), pattern: /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g },
 ];
 
 function applyDetectors(s: string, pii: boolean): string {
   let out = s;
   for (const d of DETECTORS) {
-    if (d.pii && !pii) continue;
+    if ((d.pii && !pii) || (d.hint && !d.hint(out))) continue;
+    if (d.run) {
+      out = d.run(out);
+      continue;
+    }
     d.pattern.lastIndex = 0;
     out = out.replace(d.pattern, (m: string, ...rest: unknown[]) => {
       if (d.accept && !d.accept(m)) return m;
@@ -138,7 +201,11 @@ function applyDetectors(s: string, pii: boolean): string {
 export function detectSensitive(value: string, options: { readonly pii?: boolean } = {}): string | null {
   const pii = options.pii ?? true;
   for (const d of DETECTORS) {
-    if (d.pii && !pii) continue;
+    if ((d.pii && !pii) || (d.hint && !d.hint(value))) continue;
+    if (d.run) {
+      if (d.run(value) !== value) return d.kind;
+      continue;
+    }
     d.pattern.lastIndex = 0;
     for (const m of value.matchAll(new RegExp(d.pattern.source, d.pattern.flags))) if (!d.accept || d.accept(m[0])) return d.kind;
   }
@@ -162,7 +229,8 @@ function global(re: RegExp): RegExp {
 
 /** Sets an own data property, also for `__proto__` (a plain assignment would set the prototype). */
 function put(target: Record<string, unknown>, key: string, value: unknown): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  if (key === '__proto__') Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  else target[key] = value;
 }
 
 export interface Redactor {
@@ -185,7 +253,7 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
   const anywhere = new Set(fields.filter((f) => !f.includes('.')).map((f) => f.toLowerCase()));
   const isSensitive = (path: readonly string[]) => {
     const leaf = path[path.length - 1] ?? '';
-    return isSecretKey(leaf) || (pii && isPiiKey(leaf)) || anywhere.has(leaf.toLowerCase()) || exact.has(path.join('.'));
+    return isSecretKey(leaf) || (pii && isPiiKey(leaf)) || (anywhere.size > 0 && anywhere.has(leaf.toLowerCase())) || (exact.size > 0 && exact.has(path.join('.')));
   };
   return build([]);
 
@@ -201,7 +269,7 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
     const walk = (v: unknown, path: string[], seen: Set<object>): unknown => {
       if (isSensitive(path) && path.length > 0) return v === undefined ? undefined : REDACTED;
       if (typeof v === 'string') return text(v);
-      if (typeof v === 'number' && Number.isSafeInteger(v) && v > 0 && luhnValid(String(v))) return REDACTED;
+      if (typeof v === 'number' && Number.isSafeInteger(v) && v > 0 && looksLikeCardNumber(String(v))) return REDACTED;
       if (typeof v !== 'object' || v === null) return v;
       if (seen.has(v)) return '[cycle]';
       seen.add(v);

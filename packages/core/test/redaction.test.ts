@@ -87,7 +87,7 @@ describe('redaction: a secret and PII in params never reach receipts, packets, e
     expect(r.text('cannot reach postgres://app:hunter2@db.internal:5432/x')).toBe('cannot reach postgres://[redacted]@db.internal:5432/x');
     expect(r.text('passwort=geheim123 und {"apiToken":"t0k3n-v"}')).toBe('passwort=[redacted] und {"apiToken":"[redacted]"}');
     // Not everything long is a secret: ids, amounts, dates and refs stay readable.
-    for (const s of ['pi_3NkQf2Lz0abc', 'amount 1000 eur', '2026-12-01T07:00:00.000Z', 'HTTP 409 idempotency_key_in_use', '4242 4242 4242 4241', 'retry in 1500 ms', 'Basic authentication failed']) expect(r.text(s), s).toBe(s);
+    for (const s of ['pi_3NkQf2Lz0abc', 'amount 1000 eur', '2026-12-01T07:00:00.000Z', 'HTTP 409 idempotency_key_in_use', '4242 4242 4242 4241', 'retry in 1500 ms', 'Basic authentication failed', 'at 1764572400000 ms', 'hubspot object 17000000000001']) expect(r.text(s), s).toBe(s);
   });
 
   it('PII detectors are on by default; pii: false turns them off, never the secret ones', () => {

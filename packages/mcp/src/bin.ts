@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { createAdapters, exposedOperations, loadConfig, openLedger } from '@retrysafe/config';
-import { createRunner, jsonlHandoffSink } from '@retrysafe/core';
+import { createRunner, encryptParams, jsonlHandoffSink, parseReceiptKeys } from '@retrysafe/core';
 import { createRetrysafeMcpServer, serveHttp, serveStdio } from './server.js';
 
 // retrysafe-mcp --config retrysafe.yaml [--http [--port N] [--allow-host H]… [--allow-origin O]…]
@@ -21,7 +21,7 @@ if (args[0] === 'wrap' || args[0] === 'probe') {
 const at = (flag: string) => { const i = args.indexOf(flag); return i >= 0 ? args[i + 1] : undefined; };
 const configPath = at('--config') ?? process.env.RETRYSAFE_CONFIG;
 if (!configPath) {
-  process.stderr.write('usage: retrysafe-mcp --config <retrysafe.json|yaml> [--http [--port N]]\n');
+  process.stderr.write('usage: retrysafe-mcp --config <retrysafe.json|yaml> [--http [--port N] [--allow-host NAME[:PORT]] [--allow-origin ORIGIN]]\n');
   process.exit(2);
 }
 try {
@@ -30,12 +30,19 @@ try {
   const adapters = Object.values(byName);
   // the config names operations by its adapter keys; tools are named by provider
   const operations = exposedOperations(config, byName);
-  const ledger = await openLedger(config.ledger, config.baseDir);
+  const opened = await openLedger(config.ledger, config.baseDir);
+  // Params encrypted at rest (docs/security.md): RETRYSAFE_PARAMS_KEYS=id:secret[,oldId:oldSecret].
+  const paramsKeys = process.env.RETRYSAFE_PARAMS_KEYS ? parseReceiptKeys(process.env.RETRYSAFE_PARAMS_KEYS) : null;
+  const ledger = paramsKeys
+    ? encryptParams(opened, { key: paramsKeys.current, previous: Object.entries(paramsKeys.keyring).filter(([id]) => id !== paramsKeys.current.id).map(([id, secret]) => ({ id, secret })) })
+    : opened;
   const runner = createRunner({
     ledger,
     ...(config.handoffs ? { handoff: jsonlHandoffSink(config.handoffs) } : {}),
     ...(config.policy ? { policy: config.policy } : {}),
     ...(config.redact ? { redact: { fields: [...(config.redact.fields ?? [])] } } : {}),
+    // HMAC key for receipts (docs/security.md): `id:secret[,oldId:oldSecret]`, the first one seals.
+    ...(process.env.RETRYSAFE_RECEIPT_KEYS ? { receiptKey: parseReceiptKeys(process.env.RETRYSAFE_RECEIPT_KEYS).current } : {}),
   });
   const make = () => createRetrysafeMcpServer({ runner, ledger, adapters, ...(operations ? { operations } : {}) });
   if (args.includes('--http')) {

@@ -40,10 +40,10 @@ describe('retrysafe MCP server over streamable HTTP', () => {
   describe('refuses a browser page, a rebinding name and a caller without the token, before any tool runs', () => {
     const TOKEN = 'test-token-0123456789abcdef';
     const callBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'stripe.customers.create', arguments: { customerRef: 'evil-1', email: 'evil@example.test' } } });
-    const post = (url: string, headers: Record<string, string>, body = callBody) =>
+    const post = (url: string, headers: Record<string, string | undefined>, body = callBody) =>
       new Promise<{ status: number; body: string }>((resolve, reject) => {
         const u = new URL(url);
-        const req = request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', setHost: false, headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'content-length': String(Buffer.byteLength(body)), ...headers } }, (res) => {
+        const req = request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', setHost: false, headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'content-length': String(Buffer.byteLength(body)), ...Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== undefined)) } }, (res) => {
           let text = '';
           res.on('data', (c: Buffer) => (text += c.toString('utf8')));
           res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));

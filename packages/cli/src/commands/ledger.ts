@@ -5,6 +5,7 @@ import { createAdapters, loadConfigFile, type RetrysafeConfig } from '@retrysafe
 import { LedgerError, UnsafeResumeError, asBusinessOperationId, type HandoffPacket, type Ledger, type OperationRecord, type OperationState, type Receipt } from '@retrysafe/contract';
 import { paint, table } from '../output.js';
 import { UsageError } from '../registry.js';
+import { receiptKeysFromEnv, verifyChains, withParamsKeys, type VerifyRow } from './ledger-chain.js';
 
 export interface LedgerTarget {
   /** SQLite file or postgres:// URL; default: the config's ledger, else ./retrysafe.db */
@@ -34,7 +35,7 @@ export async function openTarget(target: LedgerTarget, given?: RetrysafeConfig |
   return createSqliteLedger({ path });
 }
 
-async function withLedger<T>(target: LedgerTarget, fn: (ledger: Ledger) => Promise<T>, config?: RetrysafeConfig | null): Promise<T> {
+export async function withLedger<T>(target: LedgerTarget, fn: (ledger: Ledger) => Promise<T>, config?: RetrysafeConfig | null): Promise<T> {
   const ledger = await openTarget(target, config).catch((err: unknown) => Promise.reject(unreadable(err)));
   try {
     return await fn(ledger);
@@ -87,6 +88,8 @@ export interface ShowResult {
     readonly resolution: OperationRecord['resolution'];
   };
   readonly receipts: readonly Receipt[];
+  /** The receipt chain checked against the row's anchor (issue 18): `ok: false` when it was edited outside retrysafe. */
+  readonly chain: VerifyRow;
 }
 
 /** `resolve --by` is stored as given; shown as a pseudonym (`person#…`) unless the operator asks (`--show-by`). */
@@ -110,6 +113,8 @@ export async function ledgerShow(target: LedgerTarget & { readonly showBy?: bool
         resolution: shownResolution(r.resolution, target.showBy === true),
       },
       receipts: await ledger.receipts(bid),
+      // Unkeyed chains from before a key was set pass here (a keyed-then-unkeyed chain never does); `verify` is the strict check.
+      chain: (await verifyChains(ledger, [bid], { allowUnkeyed: true }))[0]!,
     };
   });
 }
@@ -118,12 +123,18 @@ export interface HandoffRow extends OperationSummary {
   readonly explanation: string;
   readonly safeNextActions: HandoffPacket['safeNextActions'];
   readonly lastKnown: HandoffPacket['lastKnown'] | null;
+  /** Set when the operation's receipt chain is broken (issue 18): do not act on it before finding out why. */
+  readonly chainBroken?: string;
 }
 
 export async function ledgerHandoffs(target: LedgerTarget): Promise<HandoffRow[]> {
   return withLedger(target, async (ledger) => {
     const rows = await ledger.list({ states: ['handed-off'], limit: 1000 });
-    return rows.map((r) => ({ ...summarize(r), explanation: r.handoff?.explanation ?? '', safeNextActions: r.handoff?.safeNextActions ?? [], lastKnown: r.handoff?.lastKnown ?? null }));
+    const chains = new Map((await verifyChains(ledger, rows.map((r) => r.businessOperationId), { allowUnkeyed: true })).map((c) => [c.businessOperationId, c]));
+    return rows.map((r) => {
+      const chain = chains.get(r.businessOperationId);
+      return { ...summarize(r), explanation: r.handoff?.explanation ?? '', safeNextActions: r.handoff?.safeNextActions ?? [], lastKnown: r.handoff?.lastKnown ?? null, ...(chain && !chain.ok ? { chainBroken: chain.reason ?? 'broken' } : {}) };
+    });
   });
 }
 
@@ -163,11 +174,15 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
       opts,
       async (ledger) => {
         const runner = createRunner({
-          ledger,
+          ledger: withParamsKeys(ledger),
           ...(config?.handoffs ? { handoff: jsonlHandoffSink(isAbsolute(config.handoffs) ? config.handoffs : resolve(config.baseDir, config.handoffs)) } : {}),
           ...(config?.policy ? { policy: config.policy } : {}),
           ...(config?.redact?.fields ? { redact: { fields: [...config.redact.fields] } } : {}),
+          ...(receiptKeysFromEnv().current ? { receiptKey: receiptKeysFromEnv().current! } : {}),
         });
+        // Appending to a chain that was edited outside retrysafe would bury the break: refuse, send nothing.
+        const [chain] = await verifyChains(ledger, [id], { allowUnkeyed: true }).catch(() => []);
+        if (chain && !chain.ok) throw new RefusedError(`not resolving ${id}: its receipt chain is broken at receipt #${(chain.index ?? 0) + 1} (${chain.reason}); nothing was sent. Find out who edited the ledger (retrysafe ledger verify --all) before acting on it.`);
         const by = opts.by ?? process.env.USER ?? 'operator';
         if (opts.resume) {
           // The runner refuses an unsafe resume (one rule, one owner); the CLI only words it for the command line.
@@ -337,6 +352,7 @@ export function showText(r: ShowResult, color = false): string {
     ]),
   ];
   if (rec.handoff) out.push('', packetText(rec.handoff, color));
+  if (!r.chain.ok) out.push('', paint('red', `✗ receipt chain broken at #${(r.chain.index ?? 0) + 1}: ${r.chain.reason} — the ledger was edited outside retrysafe; do not act on these receipts before finding out why`, color));
   out.push('', `Receipts (${r.receipts.length}):`);
   for (const x of r.receipts) {
     const extra = [x.status ? `HTTP ${x.status}` : '', x.code ?? '', x.providerRef ? `ref ${x.providerRef}` : '', x.decision.delayMs ? `wait ${x.decision.delayMs} ms` : ''].filter(Boolean).join(' · ');
@@ -351,6 +367,7 @@ export function handoffsText(rows: readonly HandoffRow[], color = false): string
     [
       `${paint('bold', r.businessOperationId, color)}  ${r.operation}  ${paint('yellow', r.handoffReason ?? '?', color)}  (${r.attempts} attempt${r.attempts === 1 ? '' : 's'}, ${r.updatedAt})`,
       `  ${r.explanation}`,
+      ...(r.chainBroken ? [paint('red', `  ✗ receipt chain broken (${r.chainBroken}): the ledger was edited outside retrysafe — resolve refuses it`, color)] : []),
       `  safe: ${r.safeNextActions.filter((a) => a.safe).map((a) => a.action).join(', ') || 'none known — verify at the provider'}${r.safeNextActions.some((a) => !a.safe) ? paint('dim', `   not safe: ${r.safeNextActions.filter((a) => !a.safe).map((a) => a.action).join(', ')}`, color) : ''}`,
     ].join('\n'),
   );

@@ -71,15 +71,17 @@ CREATE TABLE IF NOT EXISTS retrysafe_receipts (
 
 /**
  * Rows written before receipt-chain anchoring get the anchor of the receipts they hold now (issue 18):
- * from here on every receipt write moves it. Idempotent; a no-op once every row has one.
+ * from here on every receipt write moves it. Runs once per file (recorded in retrysafe_migrations).
  */
-/** The file layout this code writes: 1 = the first release, 2 = rows anchor their receipt chain. */
-const SQLITE_LAYOUT_VERSION = 2;
 const ANCHOR_MIGRATION = `
+CREATE TABLE IF NOT EXISTS retrysafe_migrations (name TEXT PRIMARY KEY);
+BEGIN IMMEDIATE;
 UPDATE retrysafe_operations SET record = json_set(record, '$.receiptChain', json_object(
   'head', (SELECT json_extract(r.receipt, '$.hash') FROM retrysafe_receipts r WHERE r.id = retrysafe_operations.id ORDER BY r.seq DESC LIMIT 1),
   'length', (SELECT count(*) FROM retrysafe_receipts r WHERE r.id = retrysafe_operations.id)))
-WHERE json_type(record, '$.receiptChain') IS NULL;
+WHERE json_type(record, '$.receiptChain') IS NULL AND NOT EXISTS (SELECT 1 FROM retrysafe_migrations WHERE name = 'receipt-anchor');
+INSERT OR IGNORE INTO retrysafe_migrations (name) VALUES ('receipt-anchor');
+COMMIT;
 `;
 
 interface Row {
@@ -126,19 +128,8 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
     db.exec('PRAGMA journal_mode = WAL');
     db.exec(`PRAGMA synchronous = ${sync}`);
     db.exec(SCHEMA);
-    // Migrations run once per file (PRAGMA user_version), not as a scan on every open.
-    const version = Number((db.prepare('PRAGMA user_version').get() as { user_version?: number } | undefined)?.user_version ?? 0);
-    if (version < SQLITE_LAYOUT_VERSION) {
-      db.exec('BEGIN IMMEDIATE');
-      try {
-        db.exec(ANCHOR_MIGRATION);
-        db.exec(`PRAGMA user_version = ${SQLITE_LAYOUT_VERSION}`);
-        db.exec('COMMIT');
-      } catch (e) {
-        db.exec('ROLLBACK');
-        throw e;
-      }
-    }
+    // Migrations run once per file (recorded in retrysafe_migrations), not as a scan on every open.
+    if (!db.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'retrysafe_migrations'`).get() || !db.prepare(`SELECT 1 FROM retrysafe_migrations WHERE name = 'receipt-anchor'`).get()) db.exec(ANCHOR_MIGRATION);
     db.exec(`PRAGMA busy_timeout = ${Math.min(Math.floor(busy), SYNC_BUSY_MS)}`);
   } catch (cause) {
     // Close what was opened: a failed open must not leave its file descriptor behind.

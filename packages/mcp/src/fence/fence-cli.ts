@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { openLedger } from '@retrysafe/config';
-import { createRunner, jsonlHandoffSink } from '@retrysafe/core';
+import { createRunner, encryptParams, jsonlHandoffSink, parseReceiptKeys } from '@retrysafe/core';
 import { serveHttp, serveStdio } from '../server.js';
 import { createFenceAdapter } from './fence-adapter.js';
 import { loadFenceConfig } from './fence-config.js';
@@ -76,11 +76,17 @@ export async function runWrap(argv: readonly string[], log: (line: string) => vo
   const config = loadFenceConfig(configPath);
   const upstream = await connectUpstream(target(p));
   const adapter = createFenceAdapter({ config, client: upstream.client, tools: upstream.tools });
-  const ledger = await openLedger(config.ledger, config.baseDir);
+  const opened = await openLedger(config.ledger, config.baseDir);
+  // The same keys as the retrysafe MCP server (docs/security.md): params encrypted at rest, receipts HMAC-sealed.
+  const paramsKeys = process.env.RETRYSAFE_PARAMS_KEYS ? parseReceiptKeys(process.env.RETRYSAFE_PARAMS_KEYS) : null;
+  const ledger = paramsKeys
+    ? encryptParams(opened, { key: paramsKeys.current, previous: Object.entries(paramsKeys.keyring).filter(([id]) => id !== paramsKeys.current.id).map(([id, secret]) => ({ id, secret })) })
+    : opened;
   const runner = createRunner({
     ledger,
     ...(config.handoffs ? { handoff: jsonlHandoffSink(resolve(config.baseDir, config.handoffs)) } : {}),
     ...(config.policy ? { policy: config.policy } : {}),
+    ...(process.env.RETRYSAFE_RECEIPT_KEYS ? { receiptKey: parseReceiptKeys(process.env.RETRYSAFE_RECEIPT_KEYS).current } : {}),
   });
   const make = () => createFenceServer({ runner, ledger, adapter, upstream });
   const fenced = Object.keys(config.tools);

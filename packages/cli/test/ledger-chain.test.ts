@@ -1,0 +1,146 @@
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRunner, createSqliteLedger } from '@retrysafe/core';
+import { createDrillClock, startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
+import { createSandboxAdapter, createSandboxProvider, startSandboxServer, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
+import { cli, REPO, tempDir } from './helpers.js';
+
+// The SQLite driver the core ledger uses, to edit the file as an attacker would (outside retrysafe).
+type Db = { prepare(sql: string): { get(...a: unknown[]): unknown; run(...a: unknown[]): unknown }; close(): void };
+const Database = createRequire(join(REPO, 'packages/core/package.json'))('better-sqlite3') as new (path: string, opts?: { readonly?: boolean }) => Db;
+
+// Issue 18, item 4: a ledger edited outside retrysafe. On main, after an in-place edit of one
+// receipt, `ledger show`, `ls`, `handoffs` and `resolve` all exit 0 and resolve appends to the broken
+// chain; a deleted tail passes everything.
+const dir = tempDir('ledger-chain');
+const db = join(dir, 'retrysafe.db');
+let server: { url: string; close(): Promise<void> };
+let proxy: FaultProxy;
+const ids = { edited: '', cut: '', intact: '' };
+const KEYS = 'k1:0123456789abcdef0123';
+
+beforeAll(async () => {
+  const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
+  server = await startSandboxServer({ provider, port: 0 });
+  proxy = await startFaultProxy({ target: server.url, faults: () => ({ kind: 'status', status: 400, body: { error: { code: 'invalid_request', message: 'amount must be positive' } } }) });
+  const ledger = createSqliteLedger({ path: db });
+  const runner = createRunner({ ledger, clock: createDrillClock() });
+  const adapter = createSandboxAdapter({ baseUrl: proxy.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR });
+  for (const k of ['edited', 'cut', 'intact'] as const) {
+    const r = await runner.run(adapter, 'records.create', { params: { ref: `chain-${k}`, amount: -1 } });
+    expect(r.status).toBe('handed-off');
+    ids[k] = r.businessOperationId;
+  }
+  await ledger.close();
+  const raw = new Database(db);
+  // An in-place edit of the first receipt of `edited` (its outcome), and the last receipt of `cut` deleted.
+  const row = raw.prepare('SELECT receipt FROM retrysafe_receipts WHERE id = ? AND seq = 1').get(ids.edited) as { receipt: string };
+  raw.prepare('UPDATE retrysafe_receipts SET receipt = ? WHERE id = ? AND seq = 1').run(JSON.stringify({ ...JSON.parse(row.receipt), outcome: 'succeeded' }), ids.edited);
+  const last = raw.prepare('SELECT max(seq) AS seq FROM retrysafe_receipts WHERE id = ?').get(ids.cut) as { seq: number };
+  raw.prepare('DELETE FROM retrysafe_receipts WHERE id = ? AND seq = ?').run(ids.cut, last.seq);
+  raw.close();
+}, 60_000);
+
+afterAll(async () => {
+  await proxy?.close();
+  await server?.close();
+});
+
+describe('retrysafe ledger verify / export, and show and resolve on a broken chain', () => {
+  it('verify <id> and --all exit 1 on a break, naming where; --json says the same; an intact chain exits 0', async () => {
+    const one = await cli(['ledger', 'verify', ids.edited, '--db', db]);
+    expect(one.code).toBe(1);
+    expect(one.stdout).toMatch(/✗ .* broken at receipt #1: content does not match its hash/);
+    const all = await cli(['ledger', 'verify', '--all', '--db', db, '--json']);
+    expect(all.code).toBe(1);
+    const body = JSON.parse(all.stdout) as { ok: boolean; operations: { businessOperationId: string; ok: boolean; reason?: string }[] };
+    expect(body.ok).toBe(false);
+    const byId = Object.fromEntries(body.operations.map((o) => [o.businessOperationId, o]));
+    expect(byId[ids.edited]).toMatchObject({ ok: false });
+    expect(byId[ids.cut]).toMatchObject({ ok: false, reason: expect.stringMatching(/the row anchors \d+ receipt\(s\), the ledger holds \d+/) });
+    expect(byId[ids.intact]).toMatchObject({ ok: true });
+    const intact = await cli(['ledger', 'verify', ids.intact, '--db', db]);
+    expect(intact.code).toBe(0);
+    expect((await cli(['ledger', 'verify', '--db', db])).code).toBe(2);
+  });
+
+  it('show prints the break, on stdout and stderr, and exits 1', async () => {
+    const shown = await cli(['ledger', 'show', ids.cut, '--db', db]);
+    expect(shown.code).toBe(1);
+    expect(shown.stdout).toMatch(/receipt chain broken/);
+    expect(shown.stderr).toMatch(/receipt chain of .* is broken/);
+    const ok = await cli(['ledger', 'show', ids.intact, '--db', db, '--json']);
+    expect(ok.code).toBe(0);
+    expect(JSON.parse(ok.stdout).chain).toMatchObject({ ok: true });
+  });
+
+  it('handoffs marks the broken chains and exits 1', async () => {
+    const h = await cli(['ledger', 'handoffs', '--db', db, '--json']);
+    expect(h.code).toBe(1);
+    const rows = JSON.parse(h.stdout) as { businessOperationId: string; chainBroken?: string }[];
+    expect(Object.fromEntries(rows.map((r) => [r.businessOperationId, r.chainBroken !== undefined]))).toEqual({ [ids.edited]: true, [ids.cut]: true, [ids.intact]: false });
+    expect((await cli(['ledger', 'handoffs', '--db', db])).stdout).toMatch(/receipt chain broken/);
+  });
+
+  it('resolve refuses a broken chain and appends nothing; an intact one resolves', async () => {
+    const count = (id: string) => {
+      const raw = new Database(db, { readonly: true });
+      try {
+        return (raw.prepare('SELECT count(*) AS n FROM retrysafe_receipts WHERE id = ?').get(id) as { n: number }).n;
+      } finally {
+        raw.close();
+      }
+    };
+    const before = count(ids.edited);
+    const r = await cli(['ledger', 'resolve', ids.edited, '--abandon', '--db', db]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/receipt chain is broken.*nothing was sent/);
+    expect(count(ids.edited)).toBe(before);
+    const fine = await cli(['ledger', 'resolve', ids.intact, '--abandon', '--db', db]);
+    expect(fine.code).toBe(0);
+    expect((await cli(['ledger', 'verify', ids.intact, '--db', db])).code).toBe(0);
+  });
+
+  it('export carries the heads: verify --file checks it offline and finds the same breaks; a dropped line fails', async () => {
+    const out = join(dir, 'export.jsonl');
+    const ex = await cli(['ledger', 'export', '--db', db, '--out', out]);
+    expect(ex.code).toBe(0);
+    const offline = await cli(['ledger', 'verify', '--file', out, '--json']);
+    expect(offline.code).toBe(1);
+    const rows = (JSON.parse(offline.stdout) as { operations: { businessOperationId: string; ok: boolean }[] }).operations;
+    expect(Object.fromEntries(rows.map((x) => [x.businessOperationId, x.ok]))).toEqual({ [ids.edited]: false, [ids.cut]: false, [ids.intact]: true });
+    const stdout = await cli(['ledger', 'export', '--db', db, '--state', 'abandoned']);
+    const lines = stdout.stdout.trim().split('\n');
+    expect(lines[lines.length - 1]).toContain('"chainHead"');
+    const { writeFileSync } = await import('node:fs');
+    const partial = join(dir, 'partial.jsonl');
+    writeFileSync(partial, lines.filter((_, i) => i !== lines.length - 2).join('\n'));
+    expect((await cli(['ledger', 'verify', '--file', partial])).code).toBe(1);
+    writeFileSync(partial, lines.join('\n'));
+    expect((await cli(['ledger', 'verify', '--file', partial])).code).toBe(0);
+  });
+
+  it('with RETRYSAFE_RECEIPT_KEYS set, unkeyed chains fail unless --allow-unkeyed; a malformed key is a usage error that hides the secret', async () => {
+    const keyed = await cli(['ledger', 'verify', ids.intact, '--db', db], { env: { RETRYSAFE_RECEIPT_KEYS: KEYS } });
+    expect(keyed.code).toBe(1);
+    expect(keyed.stdout).toMatch(/not keyed/);
+    expect((await cli(['ledger', 'verify', ids.intact, '--db', db, '--allow-unkeyed'], { env: { RETRYSAFE_RECEIPT_KEYS: KEYS } })).code).toBe(0);
+    // show (and resolve) accept chains from before the key; verify is the strict one.
+    expect((await cli(['ledger', 'show', ids.intact, '--db', db], { env: { RETRYSAFE_RECEIPT_KEYS: KEYS } })).code).toBe(0);
+    const bad = await cli(['ledger', 'verify', ids.intact, '--db', db], { env: { RETRYSAFE_RECEIPT_KEYS: 'k1:tooShortSecret' } });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).not.toContain('tooShortSecret');
+  });
+
+  it('an error message that quotes a credential or an address is scrubbed before it is printed', async () => {
+    const path = join(dir, 'sk_live_51HqLeakedKey0000', 'ops-alice.private@example.test.db');
+    const r = await cli(['ledger', 'ls', '--db', path]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/no SQLite ledger at/);
+    expect(r.stderr).not.toContain('sk_live_51HqLeakedKey0000');
+    expect(r.stderr).not.toContain('alice.private@example.test');
+    const j = await cli(['ledger', 'ls', '--db', path, '--json']);
+    expect(j.stdout).not.toContain('sk_live_51HqLeakedKey0000');
+  });
+});

@@ -1,0 +1,65 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createMemoryLedger, createRunner, createSqliteLedger, createVirtualClock, encryptParams, ledgerSuite, RunnerConfigurationError } from '@retrysafe/core';
+import { LedgerError } from '@retrysafe/contract';
+import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { REPLAYING } from './helpers.js';
+
+// Issue 18: params are kept for resume and recovery; with encryptParams they are stored as
+// AES-256-GCM ciphertext under a user-supplied key. The shared suite runs through the wrapper.
+const KEY = { id: 'p1', secret: 'a-32-byte-secret-for-the-params!' };
+await ledgerSuite({ name: 'memory, params encrypted', create: () => encryptParams(createMemoryLedger(), { key: KEY }) });
+
+const dir = mkdtempSync(join(tmpdir(), 'retrysafe-enc-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const fileText = (d: string) => readdirSync(d).map((f) => readFileSync(join(d, f)).toString('latin1')).join('');
+
+describe('params encrypted at rest', () => {
+  it('the SQLite file never holds the params in clear; resume after a handoff re-sends them (one record); the wrong key cannot read them', async () => {
+    const SECRET_PARAM = 'IBAN-DE89370400440532013000-canary';
+    const path = join(dir, 'enc.db');
+    const clock = createVirtualClock();
+    const provider = createSandboxProvider({ ...REPLAYING, lookup: 'none', clock: clock.now, sleep: clock.sleep });
+    const adapter = createSandboxAdapter({ provider });
+    const ledger = encryptParams(createSqliteLedger({ path }), { key: KEY });
+    const runner = createRunner({ ledger, clock, policy: { maxAttempts: 2 } });
+    // Every answer lost, no lookup: handed off with the record at the provider.
+    provider.failNext({ kind: 'unknown-after-commit' }, 2);
+    const params = { ref: 'enc-1', note: SECRET_PARAM };
+    const r = await runner.run(adapter, 'records.create', { params });
+    expect(r.status).toBe('handed-off');
+    expect((await ledger.get(r.businessOperationId))!.params).toEqual(params);
+    await ledger.close();
+    expect(fileText(dir)).not.toContain(SECRET_PARAM);
+    expect(fileText(dir)).toContain('aes-256-gcm/v1');
+
+    const wrong = encryptParams(createSqliteLedger({ path }), { key: { id: 'p1', secret: 'another-secret-of-enough-bytes!!' } });
+    await expect(wrong.get(r.businessOperationId)).rejects.toSatisfy((e: unknown) => LedgerError.isInstance(e) && /do not decrypt/.test((e as Error).message));
+    await wrong.close();
+    const rotatedAway = encryptParams(createSqliteLedger({ path }), { key: { id: 'p2', secret: 'the-next-key-after-rotation-0000' } });
+    await expect(rotatedAway.get(r.businessOperationId)).rejects.toThrow(/key 'p1', which this process does not hold/);
+    await rotatedAway.close();
+
+    // After a rotation, with the old key kept as previous: the row reads, and resume re-sends the same params.
+    const rotated = encryptParams(createSqliteLedger({ path }), { key: { id: 'p2', secret: 'the-next-key-after-rotation-0000' }, previous: [KEY] });
+    const stored = await rotated.get(r.businessOperationId);
+    expect(stored!.params).toEqual(params);
+    expect(stored!.state).toBe('handed-off');
+    const resumed = await createRunner({ ledger: rotated, clock }).resolve(r.businessOperationId, { action: 'resume' }, { adapters: [adapter] });
+    expect(resumed).toMatchObject({ status: 'done', adopted: true });
+    expect(provider.count()).toBe(1);
+    await rotated.close();
+  });
+
+  it('refuses a short secret or a bad key id without showing the secret', () => {
+    expect(() => encryptParams(createMemoryLedger(), { key: { id: 'k', secret: 'short' } })).toThrow(RunnerConfigurationError);
+    try {
+      encryptParams(createMemoryLedger(), { key: { id: 'k', secret: 'short' } });
+    } catch (e) {
+      expect((e as Error).message).not.toContain('short');
+    }
+    expect(() => encryptParams(createMemoryLedger(), { key: { id: 'bad id', secret: '0123456789abcdef' } })).toThrow(RunnerConfigurationError);
+  });
+});
