@@ -124,6 +124,15 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
     throw new LedgerError(`cannot open SQLite ledger at ${options.path}: ${(cause as Error).message}`, { cause });
   }
   const conn: SqliteConnection = db;
+  /** Prepares a statement of the open ledger; a failure (a corrupt schema) closes the file and is a LedgerError. */
+  const prep = (sql: string): SqliteStatement => {
+    try {
+      return conn.prepare(sql);
+    } catch (cause) {
+      conn.close();
+      throw new LedgerError(`cannot open SQLite ledger at ${options.path}: ${(cause as Error).message}`, { cause });
+    }
+  };
 
   const parse = <T>(text: string, what: string): T => {
     try {
@@ -150,16 +159,16 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
     }
   };
 
-  const selectOne = conn.prepare('SELECT record FROM retrysafe_operations WHERE id = ?');
-  const upsert = conn.prepare(
+  const selectOne = prep('SELECT record FROM retrysafe_operations WHERE id = ?');
+  const upsert = prep(
     `INSERT INTO retrysafe_operations (id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, record)
      VALUES (@id, @provider, @operation, @state, @fence, @lease, @created, @updated, @record)
      ON CONFLICT (id) DO UPDATE SET state = excluded.state, fence = excluded.fence, lease_expires_at = excluded.lease_expires_at,
        updated_at = excluded.updated_at, record = excluded.record`,
   );
-  const lastSeq = conn.prepare('SELECT MAX(seq) AS seq FROM retrysafe_receipts WHERE id = ?');
-  const insertReceipt = conn.prepare('INSERT INTO retrysafe_receipts (id, seq, receipt) VALUES (?, ?, ?)');
-  const selectReceipts = conn.prepare('SELECT receipt FROM retrysafe_receipts WHERE id = ? ORDER BY seq');
+  const lastSeq = prep('SELECT MAX(seq) AS seq FROM retrysafe_receipts WHERE id = ?');
+  const insertReceipt = prep('INSERT INTO retrysafe_receipts (id, seq, receipt) VALUES (?, ?, ?)');
+  const selectReceipts = prep('SELECT receipt FROM retrysafe_receipts WHERE id = ? ORDER BY seq');
 
   const read = (id: string): OperationRecord | null => {
     const row = selectOne.get(id) as Row | undefined;
@@ -217,7 +226,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
       }
     }
   }
-  const selectFence = conn.prepare('SELECT fence FROM retrysafe_operations WHERE id = ?');
+  const selectFence = prep('SELECT fence FROM retrysafe_operations WHERE id = ?');
   const statements = new Map<string, SqliteStatement>();
   const prepared = (sql: string): SqliteStatement => {
     let st = statements.get(sql);
