@@ -14,6 +14,7 @@ describe.each(['@retrysafe/contract', '@retrysafe/core'])('%s entry', (name) => 
 
   it('is one bundled module: no static import of another file of the package', () => {
     expect(pj.exports['.']!.default).toBe('./dist/index.bundle.js');
+    expect(pj.exports['.']!.types).toBe('./dist/index.bundle.d.ts');
     expect(pj.main).toBe(pj.exports['.']!.default);
     const code = readFileSync(join(dirname(pjPath), pj.exports['.']!.default), 'utf8');
     const staticImports = [...code.matchAll(/^\s*(?:import|export)\s[^;]*?from\s+["']([^"']+)["']/gm)].map((m) => m[1]!);

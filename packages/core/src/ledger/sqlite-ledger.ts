@@ -110,9 +110,21 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
     // timeout for a process that is creating the schema. After that, a single call waits at most
     // SYNC_BUSY_MS synchronously; longer waits are asynchronous steps (tx, read).
     db.exec(`PRAGMA busy_timeout = ${Math.floor(busy)}`);
-    db.exec('PRAGMA journal_mode = WAL');
-    db.exec(`PRAGMA synchronous = ${sync}`);
-    db.exec(SCHEMA);
+    // SQLite answers some lock conflicts at open with SQLITE_BUSY without calling the busy handler
+    // (another process switching the journal mode or creating the schema): retry the idempotent setup
+    // in short steps until busyTimeoutMs.
+    const deadline = Date.now() + busy;
+    for (let step = 1; ; step = Math.min(step * 2, SYNC_BUSY_MS)) {
+      try {
+        db.exec('PRAGMA journal_mode = WAL');
+        db.exec(`PRAGMA synchronous = ${sync}`);
+        db.exec(SCHEMA);
+        break;
+      } catch (err) {
+        if (!isBusy(err) || Date.now() >= deadline) throw err;
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, step);
+      }
+    }
     db.exec(`PRAGMA busy_timeout = ${Math.min(Math.floor(busy), SYNC_BUSY_MS)}`);
   } catch (cause) {
     // Close what was opened: a failed open must not leave its file descriptor behind.
