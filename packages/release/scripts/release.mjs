@@ -59,6 +59,8 @@ if (!checkOnly) {
 
 step('build');
 run(bin('tsc'), ['-b', ...packages.map((p) => p.rel)]);
+// Packages whose build bundles the entry after tsc (scripts/bundle-dist.mjs) get the same step here.
+for (const p of packages) if (/bundle-dist\.mjs/.test(p.manifest.scripts?.build ?? '')) run(process.execPath, [join(repoRoot, 'scripts', 'bundle-dist.mjs')], { cwd: p.dir });
 
 step('publint --strict');
 for (const p of packages) run(bin('publint'), ['--strict', p.rel]);

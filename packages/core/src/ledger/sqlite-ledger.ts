@@ -125,9 +125,21 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
     // timeout for a process that is creating the schema. After that, a single call waits at most
     // SYNC_BUSY_MS synchronously; longer waits are asynchronous steps (tx, read).
     db.exec(`PRAGMA busy_timeout = ${Math.floor(busy)}`);
-    db.exec('PRAGMA journal_mode = WAL');
-    db.exec(`PRAGMA synchronous = ${sync}`);
-    db.exec(SCHEMA);
+    // SQLite answers some lock conflicts at open with SQLITE_BUSY without calling the busy handler
+    // (another process switching the journal mode or creating the schema): retry the idempotent setup
+    // in short steps until busyTimeoutMs.
+    const deadline = Date.now() + busy;
+    for (let step = 1; ; step = Math.min(step * 2, SYNC_BUSY_MS)) {
+      try {
+        db.exec('PRAGMA journal_mode = WAL');
+        db.exec(`PRAGMA synchronous = ${sync}`);
+        db.exec(SCHEMA);
+        break;
+      } catch (err) {
+        if (!isBusy(err) || Date.now() >= deadline) throw err;
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, step);
+      }
+    }
     // Migrations run once per file (recorded in retrysafe_migrations), not as a scan on every open.
     if (!db.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'retrysafe_migrations'`).get() || !db.prepare(`SELECT 1 FROM retrysafe_migrations WHERE name = 'receipt-anchor'`).get()) db.exec(ANCHOR_MIGRATION);
     db.exec(`PRAGMA busy_timeout = ${Math.min(Math.floor(busy), SYNC_BUSY_MS)}`);
@@ -141,6 +153,15 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
     throw new LedgerError(`cannot open SQLite ledger at ${options.path}: ${(cause as Error).message}`, { cause });
   }
   const conn: SqliteConnection = db;
+  /** Prepares a statement of the open ledger; a failure (a corrupt schema) closes the file and is a LedgerError. */
+  const prep = (sql: string): SqliteStatement => {
+    try {
+      return conn.prepare(sql);
+    } catch (cause) {
+      conn.close();
+      throw new LedgerError(`cannot open SQLite ledger at ${options.path}: ${(cause as Error).message}`, { cause });
+    }
+  };
 
   const parse = <T>(text: string, what: string): T => {
     try {
@@ -167,16 +188,16 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
     }
   };
 
-  const selectOne = conn.prepare('SELECT record FROM retrysafe_operations WHERE id = ?');
-  const upsert = conn.prepare(
+  const selectOne = prep('SELECT record FROM retrysafe_operations WHERE id = ?');
+  const upsert = prep(
     `INSERT INTO retrysafe_operations (id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, record)
      VALUES (@id, @provider, @operation, @state, @fence, @lease, @created, @updated, @record)
      ON CONFLICT (id) DO UPDATE SET state = excluded.state, fence = excluded.fence, lease_expires_at = excluded.lease_expires_at,
        updated_at = excluded.updated_at, record = excluded.record`,
   );
-  const lastSeq = conn.prepare('SELECT MAX(seq) AS seq FROM retrysafe_receipts WHERE id = ?');
-  const insertReceipt = conn.prepare('INSERT INTO retrysafe_receipts (id, seq, receipt) VALUES (?, ?, ?)');
-  const selectReceipts = conn.prepare('SELECT receipt FROM retrysafe_receipts WHERE id = ? ORDER BY seq');
+  const lastSeq = prep('SELECT MAX(seq) AS seq FROM retrysafe_receipts WHERE id = ?');
+  const insertReceipt = prep('INSERT INTO retrysafe_receipts (id, seq, receipt) VALUES (?, ?, ?)');
+  const selectReceipts = prep('SELECT receipt FROM retrysafe_receipts WHERE id = ? ORDER BY seq');
 
   const read = (id: string): OperationRecord | null => {
     const row = selectOne.get(id) as Row | undefined;
@@ -234,8 +255,8 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
       }
     }
   }
-  const selectFence = conn.prepare('SELECT fence FROM retrysafe_operations WHERE id = ?');
-  const setChain = conn.prepare(`UPDATE retrysafe_operations SET record = json_set(record, '$.receiptChain', json(?)) WHERE id = ?`);
+  const selectFence = prep('SELECT fence FROM retrysafe_operations WHERE id = ?');
+  const setChain = prep(`UPDATE retrysafe_operations SET record = json_set(record, '$.receiptChain', json(?)) WHERE id = ?`);
   const statements = new Map<string, SqliteStatement>();
   const prepared = (sql: string): SqliteStatement => {
     let st = statements.get(sql);

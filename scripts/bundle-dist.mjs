@@ -1,0 +1,26 @@
+// Bundles a package's built entry (dist/index.js, emitted by tsc) into one ES module,
+// dist/index.bundle.js (+ a .d.ts re-exporting tsc's), which package.json's "." export points at. One file instead of a few dozen:
+// most of a cold import is resolving and linking small modules (contract: ~28 files).
+// Dependencies, peers and node: builtins stay external; so do dynamic imports of other dist files
+// (core's lazily loaded ledger suite), which keep working because the bundle sits in dist/ too.
+// Run from the package directory after `tsc -b`: `node ../../scripts/bundle-dist.mjs`.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { rolldown } from 'rolldown';
+
+const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
+const deps = [...Object.keys(pkg.dependencies ?? {}), ...Object.keys(pkg.peerDependencies ?? {})];
+const isDep = (id) => deps.some((d) => id === d || id.startsWith(`${d}/`));
+const bundle = await rolldown({
+  input: 'dist/index.js',
+  platform: 'node',
+  logLevel: 'warn',
+  external: (id, _importer, isResolved) => id.startsWith('node:') || isDep(id) || (!isResolved && /ledger-suite\.js$/.test(id)),
+});
+try {
+  await bundle.write({ file: 'dist/index.bundle.js', format: 'esm' });
+} finally {
+  await bundle.close();
+}
+// Its declaration sits next to it (the exports map pairs index.bundle.js with index.bundle.d.ts) and
+// is tsc's: the bundle exports exactly what dist/index.js does (test/bundle.test.ts in core checks).
+writeFileSync('dist/index.bundle.d.ts', "export * from './index.js';\n");
