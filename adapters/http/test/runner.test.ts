@@ -98,7 +98,8 @@ describe('runner + sandbox + fault proxy', () => {
     expect(sb.count('documents.update')).toBe(1);
     // A person resumes: the same PUT with the same If-Match gets 412, which on a re-send means "look up".
     proxy.setFaults(() => 'pass');
-    const resumed = await runner.resolve(first.businessOperationId, { action: 'resume' }, { adapters: [adapter] });
+    // The packet marks resume unsafe (the PUT may have landed): the person says force, the precondition guards it.
+    const resumed = await runner.resolve(first.businessOperationId, { action: 'resume', force: true }, { adapters: [adapter] });
     expect(resumed).toMatchObject({ status: 'done', adopted: true, result: { title: 'Final', generation: 2 } });
     const puts = sb.requests.filter((r) => r.method === 'PUT');
     expect(puts.map((r) => [r.status, r.headers['if-match']])).toEqual([[200, '"g1"'], [412, '"g1"']]);
