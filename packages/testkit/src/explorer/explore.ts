@@ -42,7 +42,11 @@ export interface ExploreOptions {
   readonly maxCrashes?: number;
   /** Worker pauses past the lease (GC, suspended VM) (default 0). */
   readonly maxPauses?: number;
-  /** Stand-in when the card says the late-apply bound is unknown: the model provider may apply this late (default: 2 × lookup window + lease). */
+  /**
+   * Stand-in when the card says the late-apply bound is unknown: the model provider may apply a held
+   * request this late (default: the policy's clock-skew margin, which is what the re-send rule keeps
+   * from retention for an unknown bound; decide never trusts a not-found on such a card at all).
+   */
   readonly unknownLateApplyMs?: number;
   /** Stand-in for an unknown consistency delay (default: 2 × lookup window). */
   readonly unknownDelayMs?: number;
@@ -463,7 +467,7 @@ export function explore(options: ExploreOptions): ExploreReport {
   const policy = resolvePolicy(card, options.policy);
   const marginMs = (policy as { clockSkewMarginMs?: number }).clockSkewMarginMs ?? 0;
   const pm = providerFromCard(card, {
-    unknownLateApplyMs: options.unknownLateApplyMs ?? 2 * policy.lookupWindowMs + policy.leaseMs,
+    unknownLateApplyMs: options.unknownLateApplyMs ?? Math.max(marginMs, 1000),
     unknownDelayMs: options.unknownDelayMs ?? 2 * policy.lookupWindowMs,
   });
   // A network that delivers a request twice defeats any client when the provider does not fold
