@@ -88,8 +88,9 @@ export interface RetrySafetyCard {
     /** Worst-case delay before a committed effect is visible to the lookup; null = immediate. */
     readonly consistencyDelay: Fact<Duration | null>;
     /**
-     * How long after the client gave up (timeout, lost connection, crash) the provider may still apply
-     * the request: a documented server-side request timeout, an async job's deadline. A lookup's "not
+     * How long after a request was sent the provider may still apply it, even though the client gave up
+     * on it (timeout, lost connection, crash): a documented server-side request timeout plus how long the
+     * network may hold it, an async job's deadline. Counted from the send; exclusive. A lookup's "not
      * found" proves absence only once the last dispatch + this bound + the consistency delay have passed.
      * `'unknown'` (or absent: treated as unknown) means a "not found" never proves absence: the runner
      * keeps looking and hands off at the end of the lookup window.

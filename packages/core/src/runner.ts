@@ -464,7 +464,8 @@ export function createRunner(options: RunnerOptions): Runner {
       // Durably `dispatched` BEFORE the provider is called: a crash from here on is found and reconciled.
       op.record = await ledger.markDispatched(op.ref, clock.now());
     }
-    op.lastDispatchedAt = op.record.updatedAt;
+    // The late-apply window runs from the moment the request goes out, not from the write before it.
+    op.lastDispatchedAt = Math.max(op.record.updatedAt, clock.now());
     op.runAttempts++;
     log('info', 'dispatch', `provider call ${op.record.attemptCount} (run attempt ${op.runAttempts}) with key ${op.providerKey ?? '(none)'}`, op);
     let outcome: Outcome;

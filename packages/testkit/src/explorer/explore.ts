@@ -297,7 +297,7 @@ function call(ctx: Ctx, w: World, i: number): Succ[] {
     const w1 = setOp({ ...base, prov, netFaults: w.netFaults + (fault ? 1 : 0) }, i, {
       obs: answer,
       observedAt: n,
-      lastDispatchedAt: rec.updatedAt,
+      lastDispatchedAt: Math.max(rec.updatedAt, n),
       runAttempts: op.runAttempts + 1,
       dispatchWritten: false,
       storedError: answer.kind === 'unknown' && answer.cause === 'server-error' && ctx.pm.storesErrors,
@@ -395,7 +395,8 @@ function worldSteps(ctx: Ctx, w: World): Succ[] {
     if (me.paused) out.push({ w: setW(w, i, { paused: false }), text: `${me.name} resumes` });
   });
   w.prov.pending.forEach((pd, k) => {
-    if (w.t > pd.until) return;
+    // The bound is exclusive: a request held for the whole bound is never applied.
+    if (w.t >= pd.until) return;
     const r = process(ctx.pm, w.prov, w.t);
     const pending = w.prov.pending.filter((_, j) => j !== k);
     out.push({ w: { ...w, prov: { ...r.p, pending } }, text: `the provider applies the held request sent at ${fmt(pd.sentAt)} (late apply) → ${describeObs(r.answer)}${r.p.effects > w.prov.effects ? ` — effect #${r.p.effects}` : ''}` });
@@ -440,7 +441,7 @@ function tick(ctx: Ctx, w: World): Succ | null {
     void i;
   });
   // Held requests past their bound are never applied.
-  const pending = w.prov.pending.filter((p) => p.until >= t);
+  const pending = w.prov.pending.filter((p) => p.until > t);
   return { w: { ...w, t, rec, prov: { ...w.prov, pending } }, text: `time passes to ${fmt(t)}` };
 }
 
