@@ -1,6 +1,6 @@
 export { createRunner } from './runner.js';
 export type { Runner, RunnerOptions, RunInput, RunResult, RecoverReport, Resolution, ResolveResult, LogEntry } from './runner.js';
-export { decide, resendSafety, lookupAvailable } from './decide.js';
+export { decide, resendSafety, lookupAvailable, notFoundIsAuthoritative, absenceProvenFrom, cardMargin } from './decide.js';
 export type { Decision, DecisionState, Budget, Observation, ResendSafety } from './decide.js';
 export { resolvePolicy, validatePolicy, backoffMs, planRetry, planPoll } from './retry-policy.js';
 export type { RetryPolicy, PolicyOverrides, RetryPlan, RetryInput, PollPlan, PollInput } from './retry-policy.js';

@@ -1,4 +1,4 @@
-import { durationMs, type RetrySafetyCard } from '@retrysafe/contract';
+import { DEFAULT_CLOCK_SKEW_MARGIN, durationMs, type RetrySafetyCard } from '@retrysafe/contract';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 
 /** Limits of one run. Card values are the defaults; the caller may tighten or loosen them. */
@@ -16,6 +16,12 @@ export interface RetryPolicy {
   readonly leaseMs: number;
   /** How long a second caller waits for the worker holding the operation. */
   readonly waitForOtherMs: number;
+  /**
+   * How far apart the clocks involved may be (card `limits.clockSkewMargin`, default 1m). Wherever a key's
+   * age is compared with its retention the key counts as this much older; a dead owner's lease end counts
+   * as this much later.
+   */
+  readonly clockSkewMarginMs: number;
 }
 
 export type PolicyOverrides = Partial<RetryPolicy>;
@@ -33,6 +39,7 @@ export function resolvePolicy(card: RetrySafetyCard, overrides: PolicyOverrides 
     lookupWindowMs: durationMs(card.limits.lookupWindow),
     leaseMs: 30_000,
     waitForOtherMs: 30_000,
+    clockSkewMarginMs: durationMs(card.limits.clockSkewMargin ?? DEFAULT_CLOCK_SKEW_MARGIN),
     ...stripUndefined(overrides),
   };
   validatePolicy(p);

@@ -1,0 +1,180 @@
+import { durationMs, type LookupResult, type OperationRecord, type Outcome, type RetrySafetyCard } from '@retrysafe/contract';
+import type { decide as realDecide, Decision } from '@retrysafe/core';
+
+/**
+ * The bounded world the explorer enumerates. Everything here is abstract (the provider, the network, the
+ * clocks, the runner's loop) except two things that are the real code: `decide()` and the ledger's
+ * transition rules (`ledgerTransitions` of @retrysafe/core), which every store applies.
+ */
+
+export type DecideFn = typeof realDecide;
+
+/** What the network does with one provider call. */
+export type Fate =
+  /** The provider processes it and the answer reaches the client. */
+  | 'delivered'
+  /** Connection refused: never reached the provider, and the client knows it (not-applied). */
+  | 'refused'
+  /** Lost on the way to the provider: never processed; the client times out (unknown). */
+  | 'lost-before'
+  /** Processed; the answer is lost; the client times out (unknown). */
+  | 'lost-after'
+  /** Held in the network: the client times out now, the provider processes it later (late apply), or never. */
+  | 'late'
+  /** Delivered twice: the provider sees two identical requests; the client gets one answer. */
+  | 'duplicated'
+  /** The provider began executing, answered 500 and stored that answer under the key (card: storedResult.includesErrors). */
+  | 'stored-error-applied'
+  | 'stored-error-not-applied';
+
+export const ALL_FATES: readonly Fate[] = ['delivered', 'refused', 'lost-before', 'lost-after', 'late', 'duplicated', 'stored-error-applied', 'stored-error-not-applied'];
+
+/** The true provider, as derived from the card (worst case inside what the card promises). */
+export interface ProviderModel {
+  /** A second same-key request is folded into the first while the key is retained. */
+  readonly folds: boolean;
+  /** Applying it twice is one effect (set-value PATCH, upsert). */
+  readonly idempotent: boolean;
+  /** True retention of a key, ms (provider's clock); null = nothing kept. */
+  readonly retentionMs: number | null;
+  /** How long a committed effect stays invisible to the lookup, ms. */
+  readonly consistencyDelayMs: number;
+  /** How long after the client gave up a held request may still be applied, ms. */
+  readonly lateApplyMs: number;
+  /** The first answer of a processed request is in-progress (202 + status), not the result. */
+  readonly async: boolean;
+  readonly storesErrors: boolean;
+  readonly lookup: 'none' | 'read' | 'resend-same-key';
+}
+
+export interface Pending {
+  readonly sentAt: number;
+  readonly until: number;
+}
+
+export interface ProviderState {
+  /** Business effects made (the thing that must stay ≤ 1). */
+  readonly effects: number;
+  /** True times at which the effects were committed. */
+  readonly commits: readonly number[];
+  /** The key's stored entry (folding providers only), with the true time it was stored. */
+  readonly key: { readonly at: number; readonly stored: 'result' | 'error' } | null;
+  /** Requests held in the network that the provider may still apply. */
+  readonly pending: readonly Pending[];
+  /** Provider calls (sends) that reached the network. */
+  readonly calls: number;
+}
+
+export type Pc =
+  /** Not running (a recover process waiting for a candidate, or a run not started). */
+  | 'idle'
+  /** Decided: about to act on `op.decision` (complete / hand off are written here; send/lookup start waiting). */
+  | 'decided'
+  /** Waiting until `op.wakeAt` (its own clock). */
+  | 'waiting'
+  /** `dispatched` is durable; the provider call goes out next. */
+  | 'calling'
+  /** An answer (or a lookup result) arrived and is about to be decided on. */
+  | 'observing'
+  | 'done'
+  | 'crashed';
+
+export interface OpState {
+  readonly fence: number;
+  readonly maybeApplied: boolean;
+  readonly runAttempts: number;
+  readonly polls: number;
+  readonly windowStartedAt: number | null;
+  readonly startedAt: number;
+  readonly lastDispatchedAt: number | null;
+  /** Taken over from a dead owner: the latest moment it could have sent (its lease end). */
+  readonly takenOverLeaseEnd: number | null;
+  readonly notBefore: number | undefined;
+  readonly recovering: boolean;
+  readonly dispatchWritten: boolean;
+  readonly decision: Decision;
+  readonly obs: Outcome | LookupResult | null;
+  readonly observedAt: number;
+  readonly wakeAt: number;
+  /** Whether the key holds a stored error (the last answer was a 5xx of a provider that stores errors). */
+  readonly storedError: boolean;
+}
+
+export interface WorkerState {
+  readonly name: string;
+  readonly role: 'run' | 'recover';
+  /** Offset of this worker's clock from the provider's (true) clock, ms. */
+  readonly offset: number;
+  readonly pc: Pc;
+  /** Paused (GC, suspended VM): no heartbeat, no step, until it resumes. */
+  readonly paused: boolean;
+  readonly op: OpState | null;
+  readonly ended: string | null;
+}
+
+export interface World {
+  /** True (provider / ledger) time, ms from the start. */
+  readonly t: number;
+  readonly rec: OperationRecord | null;
+  readonly prov: ProviderState;
+  readonly ws: readonly WorkerState[];
+  readonly netFaults: number;
+  readonly crashes: number;
+  readonly pauses: number;
+}
+
+/** Derive the worst-case provider the card allows. Unknown facts get the explorer's pessimistic stand-ins. */
+export function providerFromCard(card: RetrySafetyCard, stand: { unknownLateApplyMs: number; unknownDelayMs: number }): ProviderModel {
+  const sem = card.storedResult.semantics.value;
+  const travels = card.providerKey.travels.value;
+  const folds = (sem === 'replays' || sem === 'rejects-duplicate') && travels !== 'none' && travels !== 'unknown';
+  const ret = card.retention.minimum.value;
+  const retentionMs = ret === 'unknown' || ret === null ? (folds && ret === 'unknown' ? 0 : null) : durationMs(ret);
+  const delay = card.lookup.consistencyDelay.value;
+  const late = (card.lookup as { lateApplyBound?: { value: unknown } }).lateApplyBound?.value;
+  const m = card.lookup.method.value;
+  return {
+    folds: folds && retentionMs !== null,
+    idempotent: card.sideEffect.idempotentByNature.value === true,
+    retentionMs,
+    consistencyDelayMs: delay === 'unknown' ? stand.unknownDelayMs : delay === null ? 0 : durationMs(delay),
+    lateApplyMs: typeof late === 'string' && late !== 'unknown' ? durationMs(late as never) : stand.unknownLateApplyMs,
+    async: card.sideEffect.kind.value === 'async-job',
+    storesErrors: card.storedResult.includesErrors.value === true && folds,
+    lookup: m === 'none' || m === 'unknown' ? 'none' : m === 'resend-same-key' ? 'resend-same-key' : 'read',
+  };
+}
+
+/** The key's entry at time t, if still retained. */
+export function liveKey(pm: ProviderModel, p: ProviderState, t: number): ProviderState['key'] {
+  if (!pm.folds || p.key === null || pm.retentionMs === null) return null;
+  return t < p.key.at + pm.retentionMs ? p.key : null;
+}
+
+/** The provider processes one request at true time t. */
+export function process(pm: ProviderModel, p: ProviderState, t: number): { p: ProviderState; answer: Outcome } {
+  const k = liveKey(pm, p, t);
+  if (k !== null) {
+    if (k.stored === 'error') return { p, answer: { kind: 'unknown', cause: 'server-error', status: 500, message: 'stored 500 replayed for this key' } };
+    return { p, answer: { kind: 'replayed', result: { ref: 'obj-1' }, providerRef: 'obj-1' } };
+  }
+  const effects = pm.idempotent ? 1 : p.effects + 1;
+  const next: ProviderState = { ...p, effects, commits: [...p.commits, t], key: pm.folds ? { at: t, stored: 'result' } : p.key };
+  const ref = `obj-${effects}`;
+  if (pm.async) return { p: next, answer: { kind: 'in-progress', statusRef: `status/${ref}`, providerRef: ref } };
+  return { p: next, answer: { kind: 'succeeded', result: { ref }, providerRef: ref } };
+}
+
+/** What the lookup sees at true time t. */
+export function lookupAt(pm: ProviderModel, p: ProviderState, t: number): { p: ProviderState; result: LookupResult } {
+  if (pm.lookup === 'none') return { p, result: { kind: 'cannot-tell', reason: 'the card offers no lookup' } };
+  if (pm.lookup === 'resend-same-key') {
+    const r = process(pm, p, t);
+    const a = r.answer;
+    if (a.kind === 'succeeded' || a.kind === 'replayed' || a.kind === 'in-progress' || a.kind === 'rejected') return { p: r.p, result: { kind: 'found', outcome: a } };
+    return { p: r.p, result: { kind: 'cannot-tell', reason: 'same-key re-send answered unknown' } };
+  }
+  const visible = p.commits.find((c) => c + pm.consistencyDelayMs <= t);
+  if (visible !== undefined) return { p, result: { kind: 'found', outcome: { kind: 'succeeded', result: { ref: 'obj-1' }, providerRef: 'obj-1' } } };
+  return { p, result: { kind: 'not-found', reason: 'no record for this operation' } };
+}

@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { decide, type DecisionState } from '@retrysafe/core';
+import { explore, type DecideFn } from '@retrysafe/testkit/explorer';
+import { REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
+
+/** A provider with a lookup and no key folding: the sandbox-forgetful flow with a get-by-key lookup. */
+const lookupOnly = sandboxCreateCard({ replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key' });
+
+/** A deliberately broken rule: every lookup "not found" is trusted, whenever it was asked. */
+const trustsEveryNotFound: DecideFn = (card, state: DecisionState, obs, budget) =>
+  obs !== null && obs.kind === 'not-found' ? { action: 'send', delayMs: 0, why: 'BROKEN: trusts every not-found' } : decide(card, state, obs, budget);
+
+describe('explorer', () => {
+  it('catches a decision rule that trusts every not-found, with the shortest trace as a story', () => {
+    const r = explore({ card: lookupOnly, decide: trustsEveryNotFound, workers: 1, maxCrashes: 0 });
+    console.log(r.summary);
+    expect(r.violation?.invariant).toBe('at-most-once');
+    const story = r.violation!.story;
+    console.log(story);
+    expect(story).toMatch(/held in the network/);
+    expect(story).toMatch(/late apply/);
+    expect(story).toMatch(/BROKEN: trusts every not-found/);
+    expect(story).toMatch(/effect #2/);
+    // BFS: the shortest trace. One call held, one lookup, the re-send: nothing longer is needed.
+    expect(r.violation!.trace.length).toBeLessThanOrEqual(14);
+  });
+
+  it('runs the real decide and reports states, depth and how the runs ended', () => {
+    const r = explore({ card: sandboxCreateCard(REPLAYING_BEHAVIOUR), workers: 2, clockSkewMs: 0, maxNetworkFaults: 1 });
+    console.log(r.summary);
+    expect(r.violation).toBeNull();
+    expect(r.truncated).toBe(false);
+    expect(r.states).toBeGreaterThan(100);
+    expect(r.depth).toBeGreaterThan(5);
+    expect(r.endings.succeeded).toBeGreaterThan(0);
+  });
+});
