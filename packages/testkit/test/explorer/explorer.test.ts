@@ -34,4 +34,13 @@ describe('explorer', () => {
     expect(r.depth).toBeGreaterThan(5);
     expect(r.endings.succeeded).toBeGreaterThan(0);
   });
+
+  it('catches a provider call on a run-out lease when the runner does not check its lease before calling (a paused worker)', () => {
+    const card = sandboxCreateCard(REPLAYING_BEHAVIOUR);
+    const r = explore({ card, workers: 1, maxCrashes: 0, maxPauses: 1, maxNetworkFaults: 0, runnerChecksLease: false });
+    expect(r.violation?.invariant).toBe('lease');
+    expect(r.violation!.story).toMatch(/PAUSES/);
+    const checked = explore({ card, workers: 1, maxCrashes: 0, maxPauses: 1, maxNetworkFaults: 0 });
+    expect(checked.violation).toBeNull();
+  });
 });
