@@ -43,4 +43,12 @@ describe('explorer', () => {
     const checked = explore({ card, workers: 1, maxCrashes: 0, maxPauses: 1, maxNetworkFaults: 0 });
     expect(checked.violation).toBeNull();
   });
+
+  it('catches a dishonest terminal state: a rule that calls a not-found a success', () => {
+    const claimsSuccess: DecideFn = (card, state, obs, budget) =>
+      obs !== null && obs.kind === 'not-found' ? { action: 'complete', adopted: true, why: 'BROKEN: not-found means done' } : decide(card, state, obs, budget);
+    const r = explore({ card: lookupOnly, decide: claimsSuccess, workers: 1, maxCrashes: 0, maxNetworkFaults: 1 });
+    expect(r.violation?.invariant).toBe('honest-terminal');
+    expect(r.violation!.story).toMatch(/lost before the provider/);
+  });
 });
