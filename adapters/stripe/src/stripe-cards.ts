@@ -69,7 +69,7 @@ function stripeCard(spec: {
       scope: fact('unknown', `${S.providersMd}: "Scope (account/endpoint): unknown"`),
     },
     keyReuse: fact(
-      'only to re-send the identical request (same endpoint, same params) while its outcome is unknown and the key is younger than 24 h minus the policy\'s clock-skew margin (limits.clockSkewMargin, 10 min); never the SDK\'s auto key (stripe-node-retry-<uuid>), never past retention (a pruned key creates a NEW object)',
+      'only to re-send the identical request (same endpoint, same params) while its outcome is unknown and the key is younger than 24 h minus twice the policy\'s clock-skew margin (limits.clockSkewMargin, 10 min: once for clock skew, once for a late apply, which Stripe does not bound); never the SDK\'s auto key (stripe-node-retry-<uuid>), never past retention (a pruned key creates a NEW object)',
       `${S.idempotency}; ${S.sdkRequestSender}`,
     ),
     parameterMatching: fact('mismatch-error', `${S.idempotency}: same key with other params → 400 idempotency_error (SDK StripeIdempotencyError, ${S.sdkErrors})`),
@@ -143,7 +143,7 @@ const SEARCH_DELAY_SOURCE = `${S.search}: Search API normally < 1 min behind, up
 const LIST_SOURCE = `${S.refundsList} (refunds have no Search API; list APIs are not delayed, ${S.search})`;
 
 function searchReconciler(resource: string): string {
-  return `the runner, through doLookup: while the runner says the key is reusable (younger than 24 h minus the policy's clock-skew margin, 10 min on these cards) it re-sends the same request with the same Idempotency-Key and adopts the replayed response; past that it never relies on the key and runs ${resource}.search with metadata['${STRIPE_OPERATION_METADATA_KEY}']:'<business-operation id>'`;
+  return `the runner, through doLookup: while the runner says the key is reusable (younger than 24 h minus twice the policy's clock-skew margin of 10 min: skew, and a late apply Stripe does not bound) it re-sends the same request with the same Idempotency-Key and adopts the replayed response; past that it never relies on the key and runs ${resource}.search with metadata['${STRIPE_OPERATION_METADATA_KEY}']:'<business-operation id>'`;
 }
 
 export const customersCreateCard = defineCard(
@@ -193,7 +193,7 @@ export const refundsCreateCard = defineCard(
     intentFields: ['paymentIntent', 'refundRef'],
     intentRule: 'derived from intent fields paymentIntent, refundRef, or supplied by the caller; written to metadata.retrysafe_operation_id',
     lookup: { delay: null, delaySource: LIST_SOURCE },
-    reconciler: `the runner, through doLookup: while the runner says the key is reusable (younger than 24 h minus the policy's clock-skew margin, 10 min on these cards) it re-sends the same request with the same Idempotency-Key and adopts the replayed response; past that it never relies on the key and lists refunds.list({ payment_intent }) and matches metadata['${STRIPE_OPERATION_METADATA_KEY}'] (no Search API for refunds; lists are not delayed)`,
+    reconciler: `the runner, through doLookup: while the runner says the key is reusable (younger than 24 h minus twice the policy's clock-skew margin of 10 min: skew, and a late apply Stripe does not bound) it re-sends the same request with the same Idempotency-Key and adopts the replayed response; past that it never relies on the key and lists refunds.list({ payment_intent }) and matches metadata['${STRIPE_OPERATION_METADATA_KEY}'] (no Search API for refunds; lists are not delayed)`,
   }),
 );
 

@@ -43,7 +43,29 @@ export function resolvePolicy(card: RetrySafetyCard, overrides: PolicyOverrides 
     ...stripUndefined(overrides),
   };
   validatePolicy(p);
+  checkAgainstCard(card, p);
   return p;
+}
+
+/**
+ * A policy and a card that cannot work together are refused before anything is claimed or sent (issue 15
+ * item 8): when the card bounds both the lookup's consistency delay and its late-apply window, a lookup
+ * window shorter than their sum can never see a "not found" that proves absence, so every lost answer
+ * would end in a handoff after wasted lookups. (Unknown bounds never prove absence at all; that is the
+ * card's statement, not a policy mistake.)
+ */
+function checkAgainstCard(card: RetrySafetyCard, p: RetryPolicy): void {
+  const m = card.lookup.method.value;
+  if (m === 'none' || m === 'unknown') return;
+  const delay = card.lookup.consistencyDelay.value;
+  const late = card.lookup.lateApplyBound?.value ?? 'unknown';
+  if (delay === 'unknown' || late === 'unknown') return;
+  const needed = (delay === null ? 0 : durationMs(delay)) + durationMs(late);
+  if (p.lookupWindowMs < needed)
+    throw new RunnerConfigurationError(
+      'policy.lookupWindowMs',
+      `${p.lookupWindowMs} ms is shorter than ${card.operation}'s lookup.consistencyDelay (${String(delay)}) + lookup.lateApplyBound (${late}) = ${needed} ms: a lookup could never prove the effect absent; give a lookup window of at least ${needed} ms`,
+    );
 }
 
 function stripUndefined(o: PolicyOverrides): PolicyOverrides {

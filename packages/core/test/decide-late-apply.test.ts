@@ -96,3 +96,24 @@ describe('stored errors (issue 15 item 8): a same-key re-send after a stored 5xx
     expect(decide(base, state({ ledgerState: 'unknown', windowStartedAt: null, polls: 0 }), stored500, budget(base)).action).toBe('send');
   });
 });
+
+describe('a policy whose lookup window cannot outlast the card\'s bounds is refused before anything is claimed (issue 15 item 8)', () => {
+  it('resolvePolicy throws a RunnerConfigurationError naming the window and the bounds; a window long enough passes; unknown bounds are the card\'s statement, not refused', () => {
+    const slow = sandboxCreateCard({ replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key', lookupDelayMs: 60_000, lateApplyMs: 30_000 });
+    expect(() => resolvePolicy(slow)).toThrow(/policy\.lookupWindowMs: 30000 ms is shorter than .*90000 ms/);
+    expect(resolvePolicy(slow, { lookupWindowMs: 90_000 }).lookupWindowMs).toBe(90_000);
+    expect(() => resolvePolicy(lookupOnly())).not.toThrow();
+  });
+
+  it('run() refuses it with 0 rows and 0 provider calls', async () => {
+    const { createMemoryLedger, createRunner, RunnerConfigurationError } = await import('@retrysafe/core');
+    const { createSandboxAdapter, createSandboxProvider } = await import('@retrysafe/sandbox');
+    const provider = createSandboxProvider({ replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key', lookupDelayMs: 60_000, lateApplyMs: 30_000 });
+    const ledger = createMemoryLedger();
+    const runner = createRunner({ ledger });
+    const err = await runner.run(createSandboxAdapter({ provider }), 'records.create', { params: { ref: 'w-1' } }).catch((e: unknown) => e);
+    expect(RunnerConfigurationError.isInstance(err)).toBe(true);
+    expect(await ledger.list()).toEqual([]);
+    expect(provider.count()).toBe(0);
+  });
+});

@@ -121,7 +121,9 @@ describe('decision table (DESIGN.md §3), one test per row', () => {
     expect(decide(delayed, state({ now: T0 + 10_000 }), { kind: 'not-found', reason: 'none' }, budget(delayed)).action).toBe('send');
     // A consistency delay longer than the lookup window cannot be waited out: hand off.
     const slow = withCard(noReplayLookup, { lookup: { method: fact('search', 'x'), consistencyDelay: fact('1h', 'x'), lateApplyBound: fact('0s', 'x') } });
-    expect(decide(slow, state({ now: T0 + 5000 }), { kind: 'not-found', reason: 'none' }, budget(slow))).toMatchObject({ action: 'handoff', reason: 'lookup-window-exhausted' });
+    // (resolvePolicy now refuses such a card with a 30 s window; decide still hands off for a policy built by hand.)
+    expect(() => resolvePolicy(slow)).toThrow(/lookupWindowMs/);
+    expect(decide(slow, state({ now: T0 + 5000 }), { kind: 'not-found', reason: 'none' }, budget(noReplayLookup))).toMatchObject({ action: 'handoff', reason: 'lookup-window-exhausted' });
     const delayUnknown = withCard(noReplayLookup, { lookup: { method: fact('search', 'x'), consistencyDelay: UNK, lateApplyBound: fact('0s', 'x') } });
     expect(decide(delayUnknown, state(), { kind: 'not-found', reason: 'none' }, budget(delayUnknown)).action).toBe('lookup');
   });

@@ -12,7 +12,7 @@ import { shippedCards } from './shipped-cards.js';
  */
 const WORLDS: Record<string, Omit<ExploreOptions, 'card'>> = {
   network: { workers: 1, maxCrashes: 0, maxNetworkFaults: 2, maxStates: 40_000 },
-  crash: { workers: 2, maxCrashes: 1, maxNetworkFaults: 1, fates: ['delivered', 'lost-after', 'late'], maxStates: 60_000 },
+  crash: { workers: 2, maxCrashes: 1, maxNetworkFaults: 1, fates: ['delivered', 'lost-after', 'late'], maxStates: 100_000 },
 };
 
 describe('the explorer over every shipped card', () => {
