@@ -153,16 +153,6 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
     }
   }
 
-  /** Whether an absence seen now is authoritative (the card's consistency delay has passed). */
-  function absenceIsAuthoritative(o: HttpOperation, ctx: LookupContext): string | null {
-    const delay = o.card.lookup.consistencyDelay.value;
-    if (delay === null) return null;
-    if (delay === 'unknown') return 'the lookup consistency delay is unknown, so an absence proves nothing';
-    if (ctx.firstDispatchedAt === null) return null;
-    const waited = ctx.now - ctx.firstDispatchedAt;
-    return waited >= durationMs(delay) ? null : `inside the lookup consistency delay (${delay}; ${waited} ms since dispatch)`;
-  }
-
   /** Whether re-sending with the same key is inside the card's retention. Returns a reason when it is not. */
   function outsideRetention(o: HttpOperation, ctx: LookupContext): string | null {
     const semantics = o.card.storedResult.semantics.value;
@@ -171,8 +161,11 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
     if (retention === 'unknown') return 'retention is unknown: a re-send could create a second effect';
     if (retention === null) return 'the provider stores nothing for this key';
     if (ctx.firstDispatchedAt === null) return null;
-    const age = ctx.now - ctx.firstDispatchedAt;
-    return age < durationMs(retention) ? null : `the key is ${age} ms old, past the ${retention} retention`;
+    // The runner's one rule (resendSafety with the policy's clock-skew margin); an older runner passes nothing: never rely on the key then.
+    // Without the runner's judgement (a direct call): the same rule, with the card's margin, and one more for a late apply.
+    const margin = durationMs(o.card.limits.clockSkewMargin ?? '1m');
+    const reusable = ctx.keyReusable ?? ctx.now - ctx.firstDispatchedAt + 2 * margin < durationMs(retention);
+    return reusable ? null : `the key is too old to rely on (past the ${retention} retention, counting the policy's clock-skew margin)`;
   }
 
   function cannotTell(res: HttpResponseView, reason: string): LookupResult {
@@ -275,9 +268,8 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
           if (res.status !== 200) return cannotTell(res, `status search answered HTTP ${res.status}`);
           const match = fallback.match(res.data, readCtx);
           if (match === undefined || match === null) {
-            const notAuthoritative = absenceIsAuthoritative(o, ctx);
-            const reason = 'no work item carries this operation in the status search';
-            return notAuthoritative ? { kind: 'cannot-tell', reason: `${reason}, but ${notAuthoritative}`, status: res.status } : { kind: 'not-found', reason, status: res.status };
+            // Whether this absence proves anything (late apply, consistency delay) is decide's judgement, not the adapter's.
+            return { kind: 'not-found', reason: 'no work item carries this operation in the status search', status: res.status };
           }
           const url = readPath(match, fallback.statusUrlPath);
           if (typeof url !== 'string') return cannotTell(res, `the matched work item has no status URL at ${fallback.statusUrlPath}`);
@@ -289,9 +281,8 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
       const url = fillPath(lookup.path, params, ids);
       const res = await get(url, ctx.signal);
       if ('error' in res) return lookupFromOutcome(res.error, 'lookup request');
-      const notAuthoritative = absenceIsAuthoritative(o, ctx);
-      const absent = (reason: string): LookupResult =>
-        notAuthoritative ? { kind: 'cannot-tell', reason: `${reason}, but ${notAuthoritative}`, status: res.status } : { kind: 'not-found', reason, status: res.status };
+      // An absence is reported as it is seen; decide's not-found row judges when it proves anything.
+      const absent = (reason: string): LookupResult => ({ kind: 'not-found', reason, status: res.status });
       const requestId = spec.requestIdHeader ? readHeader(res.headers, spec.requestIdHeader) : undefined;
       const rid = requestId !== undefined ? { requestId } : {};
       const refOf = (v: unknown) => {

@@ -1,4 +1,4 @@
-import { defineCard, fact, type ConcurrencyBehaviour, type RetrySafetyCard } from '@retrysafe/contract';
+import { defineCard, fact, type ConcurrencyBehaviour, type Duration, type RetrySafetyCard } from '@retrysafe/contract';
 
 /**
  * Reference cards: one per pattern, each describing the pattern as its public specification or
@@ -23,6 +23,18 @@ export const SOURCES = {
   asyncSandbox: 'retrysafe async request-reply sandbox: adapters/http/src/sandbox/async-reply-sandbox.ts',
   etagSandbox: 'retrysafe ETag sandbox: adapters/http/src/sandbox/etag-sandbox.ts',
   tokenSandbox: 'retrysafe client-token sandbox: adapters/http/src/sandbox/client-token-sandbox.ts',
+} as const;
+
+/**
+ * No pattern document bounds how long a server may still apply a request after the client gave up, and
+ * the loopback sandboxes apply a request whenever it reaches them (a request held in the network, as the
+ * fault proxy can, lands late). Unknown: a lookup's not-found never proves absence on these cards.
+ */
+const LATE_APPLY_SOURCE = `${SOURCES.ietf} and ${SOURCES.azure} define no server-side processing deadline; the loopback sandboxes apply a request whenever it arrives`;
+const LATE_APPLY_UNVERIFIED = {
+  field: 'lookup.lateApplyBound',
+  condition: 'how long after the client gave up the server may still apply the request; a real API\'s documented request timeout goes here',
+  source: SOURCES.ietf,
 } as const;
 
 const RETRY_LAYER = {
@@ -71,7 +83,7 @@ export function ordersCreateCard(provider: string): RetrySafetyCard {
       includesErrors: fact(true, `${SOURCES.ietf} §2.6: the stored result, success or error, is replayed`),
       replayIndicator: fact(null, `${SOURCES.ietf} §2.6 defines no response header that marks a replay`),
     },
-    lookup: { method: fact('search', `GET /orders?reference=<business-operation id>: ${SOURCES.ietfSandbox}`), consistencyDelay: fact(null, SOURCES.ietfSandbox) },
+    lookup: { method: fact('search', `GET /orders?reference=<business-operation id>: ${SOURCES.ietfSandbox}`), consistencyDelay: fact(null, SOURCES.ietfSandbox), lateApplyBound: fact<Duration>('unknown', LATE_APPLY_SOURCE) },
     retention: { minimum: fact('24h', `${SOURCES.ietfSandbox} (published expiry, retentionMs); ${SOURCES.ietf} §2.3 requires a published expiry policy`) },
     concurrency: fact('rejects-in-progress', `${SOURCES.ietf} §2.7: retried while the original is in flight ⇒ 409`),
     retryableErrors: fact(['409 request-in-flight (in-progress: wait, then same key)', '429 (not-applied; a re-send carries the same key)', 'ECONNREFUSED (not-applied)', 'timeout, reset, 5xx (unknown: look up first, then same key)'], `${SOURCES.ietf} §2.7; ${SOURCES.ietfSandbox}`),
@@ -80,7 +92,7 @@ export function ordersCreateCard(provider: string): RetrySafetyCard {
     retryLayer: RETRY_LAYER,
     reconciler: 'the runner, through doLookup: GET /orders?reference=<business-operation id> (the id travels in the order’s reference field)',
     duplicateTest: `${SOURCES.ietfSandbox}, behind the testkit fault proxy`,
-    unverified: [{ field: 'providerKey.maxLength', condition: 'the draft sets no maximum; the adapter derives keys of at most 64 characters', source: `${SOURCES.ietf} §2.1` }],
+    unverified: [LATE_APPLY_UNVERIFIED, { field: 'providerKey.maxLength', condition: 'the draft sets no maximum; the adapter derives keys of at most 64 characters', source: `${SOURCES.ietf} §2.1` }],
   });
 }
 
@@ -109,6 +121,7 @@ export function exportsCreateCard(provider: string): RetrySafetyCard {
     lookup: {
       method: fact('status-url', `${SOURCES.azure}: 200 while pending, 303 See Other when done; without a status URL: GET /exports?clientRequestId=… (${SOURCES.asyncSandbox})`),
       consistencyDelay: fact(null, SOURCES.asyncSandbox),
+      lateApplyBound: fact<Duration>('unknown', LATE_APPLY_SOURCE),
     },
     retention: { minimum: fact('24h', `${SOURCES.asyncSandbox} (retentionMs)`) },
     concurrency: fact('rejects-in-progress', `${SOURCES.azure}: a duplicate gets 202 and the existing status URL, an in-progress answer`),
@@ -119,6 +132,7 @@ export function exportsCreateCard(provider: string): RetrySafetyCard {
     reconciler: 'the runner, through doLookup: GET the status URL; without one (the 202 was lost) GET /exports?clientRequestId=<business-operation id> finds the work item and its status URL; a re-send with the same key, inside retention, also returns the existing status resource',
     duplicateTest: `${SOURCES.asyncSandbox}, behind the testkit fault proxy`,
     unverified: [
+      LATE_APPLY_UNVERIFIED,
       { field: 'providerKey.maxLength', condition: 'the pattern defines no key format; the adapter derives keys of at most 64 characters', source: SOURCES.azure },
       { field: 'providerKey.charset', condition: 'the pattern defines no key format; the adapter uses A-Za-z0-9._:- only', source: SOURCES.azure },
     ],
@@ -147,7 +161,7 @@ export function documentsUpdateCard(provider: string): RetrySafetyCard {
       semantics: fact('rejects-duplicate', `${SOURCES.gcsPreconditions}: a repeated conditional write fails its precondition (412)`),
       includesErrors: fact(false, SOURCES.gcsPreconditions),
     },
-    lookup: { method: fact('get-by-key', `GET /documents/{id}, compare ETag with the sent If-Match: ${SOURCES.etagSandbox}`), consistencyDelay: fact(null, SOURCES.gcsConsistency) },
+    lookup: { method: fact('get-by-key', `GET /documents/{id}, compare ETag with the sent If-Match: ${SOURCES.etagSandbox}`), consistencyDelay: fact(null, SOURCES.gcsConsistency), lateApplyBound: fact<Duration>('unknown', LATE_APPLY_SOURCE) },
     retention: { minimum: fact(null, `${SOURCES.gcsPreconditions}: nothing is stored; the validator guards the write as long as the resource is not changed`) },
     concurrency: fact<ConcurrencyBehaviour>('unknown', `${SOURCES.gcsPreconditions}: of two writes with the same precondition one applies and the other gets 412 — a behaviour the card vocabulary has no value for`),
     retryableErrors: fact(['429 (not-applied; a re-send carries the same precondition)', '408', '5xx', 'socket timeouts', 'TCP disconnects (unknown: look up, then same precondition)'], `${SOURCES.gcsRetry}: retried only for conditionally idempotent operations with a precondition`),
@@ -157,6 +171,7 @@ export function documentsUpdateCard(provider: string): RetrySafetyCard {
     reconciler: 'the runner, through doLookup: GET /documents/{id}; the sent ETag still current ⇒ not applied; moved on and showing this write ⇒ applied; moved on otherwise ⇒ another writer (rejected, handoff)',
     duplicateTest: `${SOURCES.etagSandbox}, behind the testkit fault proxy`,
     unverified: [
+      LATE_APPLY_UNVERIFIED,
       {
         field: 'concurrency',
         condition: 'known (one conditional write applies, the duplicate gets 412) but not expressible: ConcurrencyBehaviour has no "rejects-duplicate" value, so the card says unknown rather than a wrong value',
@@ -188,7 +203,7 @@ export function instancesRunCard(provider: string): RetrySafetyCard {
       semantics: fact('replays', `${SOURCES.awsRel04}: return the identical first response even if state changed`),
       includesErrors: fact(false, `${SOURCES.tokenSandbox}: only launches are remembered; validation errors are not`),
     },
-    lookup: { method: fact('search', `GET /instances?clientToken=<key> (DescribeInstances filter client-token): ${SOURCES.tokenSandbox}`), consistencyDelay: fact(null, `${SOURCES.tokenSandbox}; real EC2 is eventually consistent (delay not stated)`) },
+    lookup: { method: fact('search', `GET /instances?clientToken=<key> (DescribeInstances filter client-token): ${SOURCES.tokenSandbox}`), consistencyDelay: fact(null, `${SOURCES.tokenSandbox}; real EC2 is eventually consistent (delay not stated)`), lateApplyBound: fact<Duration>('unknown', LATE_APPLY_SOURCE) },
     retention: { minimum: fact('24h', `${SOURCES.ec2Idempotency}: valid at least 24 h after the instance is terminated`) },
     concurrency: fact<ConcurrencyBehaviour>('unknown', `${SOURCES.ec2Idempotency} does not say what a concurrent request with the same token gets`),
     retryableErrors: fact(['503 RequestLimitExceeded (not-applied: throttled before processing)', 'ECONNREFUSED (not-applied)', 'timeout, reset, 5xx (unknown: look up, then same token)'], `${SOURCES.awsRel05}; ${SOURCES.ec2Errors}`),
@@ -197,6 +212,6 @@ export function instancesRunCard(provider: string): RetrySafetyCard {
     retryLayer: RETRY_LAYER,
     reconciler: 'the runner, through doLookup: GET /instances?clientToken=<key>',
     duplicateTest: `${SOURCES.tokenSandbox}, behind the testkit fault proxy`,
-    unverified: [{ field: 'concurrency', condition: 'what a concurrent RunInstances with the same ClientToken returns is not documented', source: SOURCES.ec2Idempotency }],
+    unverified: [LATE_APPLY_UNVERIFIED, { field: 'concurrency', condition: 'what a concurrent RunInstances with the same ClientToken returns is not documented', source: SOURCES.ec2Idempotency }],
   });
 }

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { notFoundIsAuthoritative } from '@retrysafe/core';
 import { createHttpAdapter, ietfOrdersCreate, ordersCreateCard, type HttpAdapter } from '../src/index.js';
 import { startIetfKeySandbox, type IetfKeySandbox } from '../src/sandbox/index.js';
 import { closedPort, execCtx, lookupCtx, startSilentServer } from './helpers.js';
@@ -132,7 +133,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     expect(await adapter.doLookup(OP, lookupCtx(adapter, OP, order({ orderRef: 'other' })))).toMatchObject({ kind: 'not-found' });
   });
 
-  it('a card with a lookup consistency delay: an absence inside it is cannot-tell, after it not-found; unknown delay: never authoritative', async () => {
+  it('the adapter reports an absence as not-found, whatever the delay: whether it proves anything is decide\'s row (late-apply bound + consistency delay), not the adapter\'s', async () => {
     const spec = ietfOrdersCreate('acme-orders');
     const card = ordersCreateCard('acme-orders');
     const withDelay = (value: '1m' | 'unknown') =>
@@ -155,9 +156,14 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     const a = withDelay('1m');
     const u = withDelay('unknown');
     try {
-      expect(await a.doLookup(OP, lookupCtx(a, OP, order(), { firstDispatchedAt: now - 10_000, now }))).toMatchObject({ kind: 'cannot-tell' });
-      expect(await a.doLookup(OP, lookupCtx(a, OP, order(), { firstDispatchedAt: now - 61_000, now }))).toMatchObject({ kind: 'not-found' });
-      expect(await u.doLookup(OP, lookupCtx(u, OP, order(), { firstDispatchedAt: now - 86_400_000, now }))).toMatchObject({ kind: 'cannot-tell' });
+      const early = await a.doLookup(OP, lookupCtx(a, OP, order(), { firstDispatchedAt: now - 10_000, now }));
+      expect(early).toMatchObject({ kind: 'not-found' });
+      expect(await u.doLookup(OP, lookupCtx(u, OP, order(), { firstDispatchedAt: now - 86_400_000, now }))).toMatchObject({ kind: 'not-found' });
+      // decide judges it: inside the delay (and with the card's late-apply bound unknown) it proves nothing.
+      const c = a.operations[OP]!.card;
+      const st = { ledgerState: 'reconciling' as const, now, firstDispatchedAt: now - 10_000, maybeApplied: true, runAttempts: 1, runStartedAt: now - 10_000, windowStartedAt: now, polls: 1 };
+      expect(notFoundIsAuthoritative(c, st)).toBe(false);
+      expect(notFoundIsAuthoritative({ ...c, lookup: { ...c.lookup, lateApplyBound: { value: '0s', source: 'test' } } }, { ...st, now: now + 60_000 })).toBe(true);
     } finally {
       await a.close();
       await u.close();

@@ -49,6 +49,12 @@ export interface HubSpotAdapterOptions {
    * operation is handed off rather than re-created. Setting it is a claim you make about your account.
    */
   readonly searchSettleMs?: number | null;
+  /**
+   * How long after the client gave up HubSpot may still apply a request (the card's lookup.lateApplyBound).
+   * Default null: HubSpot documents no bound, so a search miss never proves absence. Setting it is a claim
+   * you make about your account and network (e.g. no proxy that holds requests).
+   */
+  readonly lateApplyMs?: number | null;
 }
 
 export type HubSpotAdapter = TypedAdapter<HubSpotOperationTypes> & {
@@ -90,7 +96,9 @@ function checkOptions(options: HubSpotAdapterOptions) {
   if (typeof idProperty !== 'string' || !PROPERTY_NAME.test(idProperty)) configError(`idProperty must be a HubSpot internal property name (lower-case letters, digits, underscores), got ${JSON.stringify(idProperty)}`);
   const searchSettleMs = options.searchSettleMs ?? null;
   if (searchSettleMs !== null && (!Number.isFinite(searchSettleMs) || searchSettleMs < 0)) configError(`searchSettleMs must be null or a non-negative number, got ${searchSettleMs}`);
-  return { accessToken: options.accessToken, baseUrl, timeoutMs, idProperty, searchSettleMs };
+  const lateApplyMs = options.lateApplyMs ?? null;
+  if (lateApplyMs !== null && (!Number.isFinite(lateApplyMs) || lateApplyMs < 0)) configError(`lateApplyMs must be null or a non-negative number, got ${lateApplyMs}`);
+  return { accessToken: options.accessToken, baseUrl, timeoutMs, idProperty, searchSettleMs, lateApplyMs };
 }
 
 /**
@@ -100,7 +108,7 @@ function checkOptions(options: HubSpotAdapterOptions) {
  */
 export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAdapter {
   const o = checkOptions(options);
-  const cards = hubspotCards({ idProperty: o.idProperty, searchSettleMs: o.searchSettleMs });
+  const cards = hubspotCards({ idProperty: o.idProperty, searchSettleMs: o.searchSettleMs, lateApplyMs: o.lateApplyMs });
   const runtime: Runtime = {
     idProperty: o.idProperty,
     searchSettleMs: o.searchSettleMs,

@@ -1,4 +1,4 @@
-import { defineCard, fact, formatDuration, type RetrySafetyCard } from '@retrysafe/contract';
+import { defineCard, fact, formatDuration, type Duration, type RetrySafetyCard } from '@retrysafe/contract';
 
 /** Where each provider fact comes from. */
 export const SOURCES = {
@@ -20,7 +20,20 @@ export interface HubSpotCardOptions {
   readonly idProperty: string;
   /** After how long a CRM search miss counts as "absent"; null = never (HubSpot gives no figure). */
   readonly searchSettleMs: number | null;
+  /** How long after the client gave up a request may still be applied; null/absent = unknown (HubSpot gives no figure). */
+  readonly lateApplyMs?: number | null;
 }
+
+/** HubSpot documents request limits and errors, not how long a request may still be applied after the client gave up. */
+const LATE_APPLY = fact<Duration>('unknown', `${SOURCES.errors} and ${SOURCES.limits} document errors and rate limits, not a server-side request deadline`);
+const LATE_APPLY_NOTE = {
+  field: 'lookup.lateApplyBound',
+  condition: 'how long after a client timeout HubSpot may still apply the request; until known, a lookup miss never proves absence',
+  source: SOURCES.errors,
+} as const;
+const lateApply = (o: HubSpotCardOptions) =>
+  o.lateApplyMs === undefined || o.lateApplyMs === null ? LATE_APPLY : fact<Duration>(formatDuration(o.lateApplyMs), `adapter option lateApplyMs, set by the caller; ${SOURCES.errors} gives no figure`);
+const lateApplyNote = (o: HubSpotCardOptions) => (o.lateApplyMs === undefined || o.lateApplyMs === null ? [LATE_APPLY_NOTE] : []);
 
 const POLICY = {
   backoff: { strategy: 'exponential-full-jitter', base: '200ms', cap: '10s', retryAfterCap: '60s' },
@@ -124,6 +137,7 @@ export function hubspotCards(o: HubSpotCardOptions) {
     lookup: {
       method: fact('get-by-key', `${SOURCES.contacts}: GET /crm/v3/objects/contacts/{contactId}?properties=… (basicApi.getById); the adapter compares the values, and reports a mismatch as not-found because re-sending a set-value PATCH is harmless`),
       consistencyDelay: fact<null>('unknown', `${SOURCES.contacts} does not say how soon GET by id reflects a PATCH`),
+      lateApplyBound: lateApply(o),
     },
     retention: { minimum: fact(null, `${SOURCES.providers}: nothing is stored per request`) },
     concurrency: fact('last-write-wins', `${SOURCES.providers}: PATCH set-values with no precondition/ETag`),
@@ -138,6 +152,7 @@ export function hubspotCards(o: HubSpotCardOptions) {
     receipts: POLICY.receipts,
     unverified: [
       REQUEST_ID_NOTE,
+      ...lateApplyNote(o),
       {
         field: 'lookup.consistencyDelay',
         condition: 'how soon GET by id shows a PATCH; a stale read only causes a harmless re-send of the same values',
@@ -174,6 +189,7 @@ export function hubspotCards(o: HubSpotCardOptions) {
     lookup: {
       method: fact('search', `${SOURCES.search}: POST /crm/v3/objects/<object>/search, filter <idProperty> EQ <key> (searchApi.doSearch); 5 req/s per account, excludes archived`),
       consistencyDelay: lookupDelay(o),
+      lateApplyBound: lateApply(o),
     },
     retention: { minimum: fact<null>('unknown', `${SOURCES.properties}: no retention documented for unique-value properties`) },
     concurrency: fact<'last-write-wins'>('unknown', `${SOURCES.providers} does not say what two concurrent upserts of one new id value do`),
@@ -188,6 +204,7 @@ export function hubspotCards(o: HubSpotCardOptions) {
     receipts: POLICY.receipts,
     unverified: [
       REQUEST_ID_NOTE,
+      ...lateApplyNote(o),
       ...keyUnverified(o),
       {
         field: 'concurrency',
@@ -232,6 +249,7 @@ export function hubspotCards(o: HubSpotCardOptions) {
     lookup: {
       method: fact('search', `${SOURCES.search}: POST /crm/v3/objects/tickets/search, filter <idProperty> EQ <key> (searchApi.doSearch); 5 req/s per account, excludes archived`),
       consistencyDelay: lookupDelay(o),
+      lateApplyBound: lateApply(o),
     },
     retention: { minimum: fact<null>('unknown', `${SOURCES.properties}: no retention documented for unique-value properties`) },
     concurrency: fact<'duplicates'>('unknown', `${SOURCES.providers} does not say what two concurrent creates with one unique value do`),
@@ -250,6 +268,7 @@ export function hubspotCards(o: HubSpotCardOptions) {
     receipts: POLICY.receipts,
     unverified: [
       REQUEST_ID_NOTE,
+      ...lateApplyNote(o),
       ...keyUnverified(o),
       {
         field: 'storedResult.semantics',

@@ -57,7 +57,8 @@ describe('tickets.create', () => {
   });
 
   it('request never arrived, search settle time set ⇒ not-found after it ⇒ one re-send ⇒ one ticket', async () => {
-    const { s, a, runner } = await rig(['reset-before'], { searchIndexingDelayMs: 1000 }, { searchSettleMs: 5000 });
+    // lateApplyMs 0: this rig's proxy resets or drops, it never holds a request for later.
+    const { s, a, runner } = await rig(['reset-before'], { searchIndexingDelayMs: 1000 }, { searchSettleMs: 5000, lateApplyMs: 0 });
     const r = await runner.run(a, 'tickets.create', { params: ticket('drill-never') });
     expect(r).toMatchObject({ status: 'done', adopted: false });
     expect(s.count('tickets')).toBe(1);
@@ -76,7 +77,7 @@ describe('tickets.create', () => {
   it('a resend that meets the unique property (search stale past the settle time) adopts the existing ticket ⇒ still one', async () => {
     // the first create committed but its response was lost; the index lags longer than the claimed settle time,
     // so the lookup wrongly says "absent" and the runner re-sends: HubSpot refuses the duplicate, the adapter adopts it.
-    const { s, a, runner } = await rig(['drop-response'], { searchIndexingDelayMs: 60_000 }, { searchSettleMs: 1000 });
+    const { s, a, runner } = await rig(['drop-response'], { searchIndexingDelayMs: 60_000 }, { searchSettleMs: 1000, lateApplyMs: 0 });
     const r = await runner.run(a, 'tickets.create', { params: ticket('drill-stale') });
     expect(r).toMatchObject({ status: 'done', adopted: true });
     expect(s.count('tickets')).toBe(1);

@@ -76,6 +76,7 @@ export const mailSendCard = defineCard({
   lookup: {
     method: fact('search', `${SOURCES.providers}: Sent Items $filter on singleValueExtendedProperties; ${SOURCES.extendedPropertyFilter}`),
     consistencyDelay: fact<Duration | null>('unknown', `${SOURCES.providers}: "Delay before it appears: unknown"`),
+    lateApplyBound: fact<Duration>('unknown', `${SOURCES.sendMail}: sendMail answers 202 Accepted and the message is processed asynchronously; no deadline for saving it to Sent Items is documented`),
   },
   retention: { minimum: fact(null, `${SOURCES.providers}: nothing is stored for a re-send`) },
   concurrency: fact('duplicates', `${SOURCES.providers}: no idempotency key`),
@@ -105,6 +106,7 @@ export const mailSendCard = defineCard({
   duplicateTest: DUPLICATE_TEST,
   receipts: RECEIPTS,
   unverified: [
+    { field: 'lookup.lateApplyBound', condition: 'how long after the client gave up Graph may still send and save the message', source: SOURCES.sendMail },
     {
       field: 'lookup.consistencyDelay',
       condition: 'how long after a 202 the mail appears in Sent Items (202 = accepted, not delivered; it reaches Sent Items after transport)',
@@ -151,6 +153,7 @@ export const eventsCreateCard = defineCard({
   lookup: {
     method: fact('search', `${SOURCES.extendedPropertyFilter} (events: $filter on singleValueExtendedProperties)`),
     consistencyDelay: fact<Duration | null>('unknown', `${SOURCES.createEvent}: not documented`),
+    lateApplyBound: fact<Duration>('unknown', `${SOURCES.createEvent} documents no server-side request deadline`),
   },
   retention: { minimum: fact<Duration | null>('unknown', `${SOURCES.providers}: "how long it is remembered: unknown"`) },
   concurrency: fact<ConcurrencyBehaviour>('unknown', SOURCES.providers),
@@ -179,6 +182,7 @@ export const eventsCreateCard = defineCard({
   duplicateTest: DUPLICATE_TEST,
   receipts: RECEIPTS,
   unverified: [
+    { field: 'lookup.lateApplyBound', condition: 'how long after the client gave up Graph may still create the event', source: SOURCES.createEvent },
     { field: 'providerKey.maxLength', condition: 'maximum transactionId length', source: SOURCES.event },
     { field: 'providerKey.charset', condition: 'characters allowed in transactionId', source: SOURCES.event },
     { field: 'providerKey.scope', condition: 'whether transactionId is unique per mailbox, per calendar or per app', source: SOURCES.providers },
@@ -231,6 +235,7 @@ export const todoTasksCreateCard = defineCard({
   lookup: {
     method: fact('search', `${SOURCES.listTasks} with $filter=linkedResources/any(r: r/externalId eq '<business-operation id>')`),
     consistencyDelay: fact<Duration | null>('unknown', `${SOURCES.listTasks}: not documented`),
+    lateApplyBound: fact<Duration>('unknown', `${SOURCES.createTask} documents no server-side request deadline`),
   },
   retention: { minimum: fact(null, SOURCES.createTask) },
   concurrency: fact('duplicates', SOURCES.createTask),
@@ -258,6 +263,7 @@ export const todoTasksCreateCard = defineCard({
   duplicateTest: DUPLICATE_TEST,
   receipts: RECEIPTS,
   unverified: [
+    { field: 'lookup.lateApplyBound', condition: 'how long after the client gave up Graph may still create the task', source: SOURCES.createTask },
     { field: 'lookup.consistencyDelay', condition: 'how soon a created task is visible to a list query', source: SOURCES.listTasks },
     {
       field: 'lookup.method',

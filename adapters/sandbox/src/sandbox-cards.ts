@@ -22,6 +22,9 @@ const src = (option: string, value: unknown) => `sandbox behaviour option ${opti
 export function sandboxCreateCard(b: SandboxBehaviour, limits: SandboxLimits = {}, intentFields: readonly string[] = ['ref']): RetrySafetyCard {
   const retention: Duration | null = b.replays && b.retentionMs !== null ? formatDuration(b.retentionMs) : null;
   const delay: Duration | null = b.lookupDelayMs ? formatDuration(b.lookupDelayMs) : null;
+  // The sandbox applies a request whenever it reaches it: a request held in the network (the fault proxy
+  // can hold one past the client's timeout) lands late, with no bound unless the behaviour states one.
+  const late = b.lateApplyMs !== undefined ? fact<Duration>(formatDuration(b.lateApplyMs), src('lateApplyMs', b.lateApplyMs)) : fact<Duration>('unknown', `${src('lateApplyMs', undefined)}: not set, and a request held in the network may land at any time`);
   return defineCard({
     cardVersion: 1,
     provider: SANDBOX_PROVIDER,
@@ -48,6 +51,7 @@ export function sandboxCreateCard(b: SandboxBehaviour, limits: SandboxLimits = {
     lookup: {
       method: fact(b.lookup, src('lookup', b.lookup)),
       consistencyDelay: fact(delay, src('lookupDelayMs', b.lookupDelayMs ?? 0)),
+      lateApplyBound: late,
     },
     retention: { minimum: fact(retention, src('retentionMs', b.retentionMs)) },
     concurrency: fact(b.concurrency, src('concurrency', b.concurrency)),
@@ -60,6 +64,6 @@ export function sandboxCreateCard(b: SandboxBehaviour, limits: SandboxLimits = {
     handoff: { condition: 'rejected, budget exhausted, or unknown with no safe resend', destination: 'the runner\'s handoff sink' },
     duplicateTest: 'this package is the duplicate test: provider.count() is the number of records held',
     receipts: 'the runner\'s ledger; JSONL export',
-    unverified: [],
+    unverified: b.lateApplyMs !== undefined ? [] : [{ field: 'lookup.lateApplyBound', condition: 'no bound on when a held request reaches the sandbox (set behaviour lateApplyMs to state one)', source: 'adapters/sandbox/src/sandbox-provider.ts' }],
   });
 }

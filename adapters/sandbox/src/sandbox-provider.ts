@@ -17,6 +17,11 @@ export interface SandboxBehaviour {
   readonly lookup: 'get-by-key' | 'none';
   /** A new record becomes visible to lookups this long after it was created (consistency delay). */
   readonly lookupDelayMs?: number;
+  /**
+   * Card fact only (the sandbox itself applies a request whenever it reaches it): the bound the card
+   * declares as lookup.lateApplyBound, for a setup where requests are never held longer. Unset: unknown.
+   */
+  readonly lateApplyMs?: number;
   /** A new record stays `processing` this long (202 + status). 0 (default) ⇒ done at once (201). */
   readonly processingMs?: number;
   /** Epoch ms source; defaults to Date.now. Share the runner's virtual clock in tests. */

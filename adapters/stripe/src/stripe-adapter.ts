@@ -1,4 +1,5 @@
 import {
+  durationMs,
   AdapterConfigurationError,
   UnknownOperationError,
   deriveProviderKey,
@@ -16,7 +17,6 @@ import {
 import Stripe from 'stripe';
 import {
   STRIPE_KEY_RETENTION_MS,
-  STRIPE_KEY_REUSE_MARGIN_MS,
   STRIPE_KEY_RULE,
   STRIPE_SEARCH_DELAY_MS,
 } from './stripe-cards.js';
@@ -186,6 +186,11 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
     return { kind: 'not-found', reason: `${why}; no ${op.name.split('.')[0]} carries metadata.retrysafe_operation_id = this id (${op.pastRetention.kind} is past its consistency delay)` };
   }
 
+  /** Without the runner's judgement: the same rule (retention minus the card's clock-skew margin, and one more for a late apply). */
+  function marginOf(op: StripeOperation): number {
+    return durationMs(op.card.limits.clockSkewMargin ?? '1m');
+  }
+
   const adapter: StripeAdapter = {
     specificationVersion: 'v1',
     provider: PROVIDER,
@@ -206,11 +211,14 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
       const key = keyFor(op, ctx.businessOperationId, ctx.providerKey, ctx.keyRevision);
       if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Stripe' };
       const age = ctx.now - ctx.firstDispatchedAt;
+      // Whether the key is still safe to rely on is the runner's one rule (retention minus the policy's
+      // clock-skew margin); without that answer (an older runner), never rely on it.
+      const keyReusable = ctx.keyReusable ?? age + 2 * marginOf(op) < STRIPE_KEY_RETENTION_MS;
 
-      if (age < STRIPE_KEY_RETENTION_MS - STRIPE_KEY_REUSE_MARGIN_MS && replaysServerError.has(key)) {
+      if (keyReusable && replaysServerError.has(key)) {
         return findByMetadata(op, ctx, 'the key replays a stored 5xx', true);
       }
-      if (age < STRIPE_KEY_RETENTION_MS - STRIPE_KEY_REUSE_MARGIN_MS) {
+      if (keyReusable) {
         // Inside retention: re-send the identical request with the same key; Stripe replays what it stored.
         const o = await send(op, ctx.params, ctx.businessOperationId, key);
         switch (o.kind) {
@@ -243,7 +251,7 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
         }
       }
 
-      // Past retention (minus margin): never rely on the key. The last send under it happened before
+      // Past retention (counting the clock-skew margin): never rely on the key. The last send under it happened before
       // firstDispatchedAt + 24 h, so a search miss is authoritative only after that plus the search delay.
       const delay = op.pastRetention.kind === 'search' ? STRIPE_SEARCH_DELAY_MS : 0;
       const authoritativeAt = ctx.firstDispatchedAt + STRIPE_KEY_RETENTION_MS + delay;

@@ -1,4 +1,4 @@
-import { defineCard, fact, type ProviderKeyRule, type RetrySafetyCard } from '@retrysafe/contract';
+import { defineCard, fact, type Duration, type ProviderKeyRule, type RetrySafetyCard } from '@retrysafe/contract';
 
 /**
  * The retry safety cards of the Stripe operations. Every provider fact comes from
@@ -23,11 +23,6 @@ export const STRIPE_SOURCES = {
 
 /** Retention of a key and its stored response: "keys may be pruned once at least 24 h old". */
 export const STRIPE_KEY_RETENTION_MS = 24 * 60 * 60 * 1000;
-/**
- * The adapter stops relying on a key this long before the 24 h retention ends, so a re-send never
- * reaches Stripe just after the key was pruned (which would create a NEW object). Retrysafe policy.
- */
-export const STRIPE_KEY_REUSE_MARGIN_MS = 10 * 60 * 1000;
 /** Worst-case lag of the Search API: "normally < 1 min behind, up to 1 h in outages". */
 export const STRIPE_SEARCH_DELAY_MS = 60 * 60 * 1000;
 /** The metadata entry that carries the business-operation id, so an object can be found later. */
@@ -88,7 +83,7 @@ function stripeCard(spec: {
       scope: fact('unknown', `${S.providersMd}: "Scope (account/endpoint): unknown"`),
     },
     keyReuse: fact(
-      'only to re-send the identical request (same endpoint, same params) while its outcome is unknown and the key is younger than 24 h minus a 10-minute margin; never the SDK\'s auto key (stripe-node-retry-<uuid>), never past retention (a pruned key creates a NEW object)',
+      'only to re-send the identical request (same endpoint, same params) while its outcome is unknown and the key is younger than 24 h minus twice the policy\'s clock-skew margin (limits.clockSkewMargin, 10 min: once for clock skew, once for a late apply, which Stripe does not bound); never the SDK\'s auto key (stripe-node-retry-<uuid>), never past retention (a pruned key creates a NEW object)',
       `${S.idempotency}; ${S.sdkRequestSender}`,
     ),
     parameterMatching: fact('mismatch-error', `${S.idempotency}: same key with other params → 400 idempotency_error (SDK StripeIdempotencyError, ${S.sdkErrors})`),
@@ -103,6 +98,7 @@ function stripeCard(spec: {
         `past retention: ${spec.lookup.delaySource}. Inside retention doLookup re-sends the identical request with the same key instead (Stripe has no read-by-key; it replays the stored response and never makes a second object: ${S.idempotency})`,
       ),
       consistencyDelay: fact(spec.lookup.delay, spec.lookup.delaySource),
+      lateApplyBound: fact<Duration>('unknown', `${S.idempotency} and ${S.errorHandling} document the key's retention and what a retry gets, not how long Stripe may still process a request after the client disconnected`),
     },
     retention: { minimum: fact('24h', `${S.idempotency}: keys may be pruned once they are at least 24 hours old; a pruned key creates a new request`) },
     concurrency: fact('rejects-in-progress', `${S.lowLevelErrors}: 409 idempotency_error code idempotency_key_in_use (SDK: StripeAPIError statusCode 409, ${S.sdkErrors})`),
@@ -126,7 +122,8 @@ function stripeCard(spec: {
       `${S.errors}; ${S.sdkErrors}`,
     ),
     backoff: { strategy: 'exponential-full-jitter', base: '500ms', cap: '5s', retryAfterCap: '60s' },
-    limits: { maxAttempts: 4, maxElapsed: '2m', lookupWindow: '1m' },
+    // clockSkewMargin: retrysafe policy; a key is relied on only while younger than 24 h minus it.
+    limits: { maxAttempts: 4, maxElapsed: '2m', lookupWindow: '1m', clockSkewMargin: '10m' },
     retryLayer: {
       layer: 'runner',
       sdkRetries: 'disabled',
@@ -142,6 +139,7 @@ function stripeCard(spec: {
     unverified: [
       { field: 'providerKey.scope', condition: 'whether a key is unique per account or per account and endpoint', source: `${S.providersMd}: "Scope (account/endpoint): unknown"` },
       { field: 'providerKey.charset', condition: 'which characters Stripe accepts in Idempotency-Key (undocumented; the adapter sends only A-Za-z0-9._:/-)', source: S.idempotency },
+      { field: 'lookup.lateApplyBound', condition: 'how long after a client timeout Stripe may still execute the request (no server-side deadline is documented); inside retention the same key folds a late request into the first, past retention a metadata miss never proves absence', source: S.errorHandling },
       ...(spec.unverified ?? []),
     ],
   };
@@ -160,7 +158,7 @@ const SEARCH_DELAY_SOURCE = `${S.search}: Search API normally < 1 min behind, up
 const LIST_SOURCE = `${S.refundsList} (refunds have no Search API; list APIs are not delayed, ${S.search})`;
 
 function searchReconciler(resource: string): string {
-  return `the runner, through doLookup: inside 24 h (minus 10 min) of the first dispatch it re-sends the same request with the same Idempotency-Key and adopts the replayed response; past that it never relies on the key and runs ${resource}.search with metadata['${STRIPE_OPERATION_METADATA_KEY}']:'<business-operation id>'`;
+  return `the runner, through doLookup: while the runner says the key is reusable (younger than 24 h minus twice the policy's clock-skew margin of 10 min: skew, and a late apply Stripe does not bound) it re-sends the same request with the same Idempotency-Key and adopts the replayed response; past that it never relies on the key and runs ${resource}.search with metadata['${STRIPE_OPERATION_METADATA_KEY}']:'<business-operation id>'`;
 }
 
 export const customersCreateCard = defineCard(
@@ -210,7 +208,7 @@ export const refundsCreateCard = defineCard(
     intentFields: ['paymentIntent', 'refundRef'],
     intentRule: 'derived from intent fields paymentIntent, refundRef, or supplied by the caller; written to metadata.retrysafe_operation_id',
     lookup: { delay: null, delaySource: LIST_SOURCE },
-    reconciler: `the runner, through doLookup: inside 24 h (minus 10 min) of the first dispatch it re-sends the same request with the same Idempotency-Key and adopts the replayed response; past that it never relies on the key and lists refunds.list({ payment_intent }) and matches metadata['${STRIPE_OPERATION_METADATA_KEY}'] (no Search API for refunds; lists are not delayed)`,
+    reconciler: `the runner, through doLookup: while the runner says the key is reusable (younger than 24 h minus twice the policy's clock-skew margin of 10 min: skew, and a late apply Stripe does not bound) it re-sends the same request with the same Idempotency-Key and adopts the replayed response; past that it never relies on the key and lists refunds.list({ payment_intent }) and matches metadata['${STRIPE_OPERATION_METADATA_KEY}'] (no Search API for refunds; lists are not delayed)`,
   }),
 );
 

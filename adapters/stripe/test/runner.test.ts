@@ -114,10 +114,18 @@ describe('a stored 500', () => {
     const posts = sandbox.requests().filter((r) => r.method === 'POST');
     expect(posts[0]?.result).toBe('executed');
     expect(posts.slice(1).every((r) => r.result === 'replayed')).toBe(true);
-    // exactly maxAttempts (4) provider calls; once the key is known to replay a 5xx, lookups only search
-    expect(posts).toHaveLength(4);
+    // Issue 15 item 8: a same-key re-send after a stored 500 only replays it, so the runner does not spend
+    // its budget on them (the parent made 4 POSTs: 3 replays). The dispatch, then one lookup re-send that
+    // learns the key replays the 5xx; from there lookups only search.
+    expect(posts).toHaveLength(2);
     expect(sandbox.requests().filter((r) => r.method === 'GET').every((r) => r.path === '/v1/customers/search')).toBe(true);
-    if (result.status === 'handed-off') expect(result.packet.reason).toBe('lookup-window-exhausted');
+    if (result.status === 'handed-off') {
+      expect(result.packet.reason).toBe('lookup-window-exhausted');
+      // And the packet says what a resume would actually do: replay the stored 500.
+      const resume = result.packet.safeNextActions.find((a) => a.action === 'resume');
+      expect(resume).toMatchObject({ safe: false });
+      expect(resume?.why).toMatch(/stored 500/);
+    }
   });
 });
 

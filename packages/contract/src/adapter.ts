@@ -52,6 +52,12 @@ export interface LookupContext {
   readonly firstDispatchedAt: number | null;
   /** Epoch ms now, from the runner's clock. */
   readonly now: number;
+  /**
+   * The runner's judgement (one rule: `resendSafety` with the policy's clock-skew margin) that a re-send
+   * with the same key is still inside its retention. An adapter whose lookup re-sends with the same key
+   * uses this and keeps no age rule or margin of its own. Absent (older runners): judge conservatively.
+   */
+  readonly keyReusable?: boolean;
   readonly signal?: AbortSignal;
 }
 

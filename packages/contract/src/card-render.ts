@@ -1,4 +1,4 @@
-import { UNKNOWN, type RetrySafetyCard } from './card.js';
+import { DEFAULT_CLOCK_SKEW_MARGIN, UNKNOWN, type RetrySafetyCard } from './card.js';
 import { describeNormalization } from './normalize.js';
 
 /** Human labels for card fields, in the order of the card type (`RetrySafetyCard` in card.ts). */
@@ -23,6 +23,7 @@ const LABELS: ReadonlyArray<readonly [path: string, label: string]> = [
   ['storedResult.includesErrors', 'Errors stored and replayed'],
   ['lookup.method', 'Lookup of stored status/result'],
   ['lookup.consistencyDelay', 'Lookup consistency delay'],
+  ['lookup.lateApplyBound', 'Late apply bound (provider may still apply after the client gave up)'],
   ['retention.minimum', 'Retention of stored status (minimum)'],
   ['concurrency', 'Concurrent duplicate'],
   ['retryableErrors', 'Retryable errors'],
@@ -34,6 +35,7 @@ const LABELS: ReadonlyArray<readonly [path: string, label: string]> = [
   ['limits.maxAttempts', 'Max attempts'],
   ['limits.maxElapsed', 'Max elapsed'],
   ['limits.lookupWindow', 'Lookup / in-progress window'],
+  ['limits.clockSkewMargin', 'Clock-skew margin (policy)'],
   ['retryLayer.layer', 'Retrying layer'],
   ['retryLayer.sdkRetries', 'SDK retries'],
   ['retryLayer.how', 'How SDK retries are off'],
@@ -75,7 +77,13 @@ export interface CardRow {
 /** The card as rows, one per field, in the order of the card type. */
 export function cardRows(card: RetrySafetyCard): CardRow[] {
   const rows: CardRow[] = LABELS.map(([path, label]) => {
-    const raw = get(card, path);
+    const declared = get(card, path);
+    // Fields added after cardVersion 1 shipped: say what an absent one means.
+    const raw =
+      declared !== undefined ? declared
+      : path === 'lookup.lateApplyBound' ? { value: UNKNOWN, source: 'not declared on this card: treated as unknown (a not-found never proves absence)' }
+      : path === 'limits.clockSkewMargin' ? `${DEFAULT_CLOCK_SKEW_MARGIN} (default)`
+      : declared;
     const isFact = typeof raw === 'object' && raw !== null && !Array.isArray(raw) && 'source' in raw && 'value' in raw;
     const value = isFact ? (raw as { value: unknown }).value : raw;
     return { path, label, value, unknown: value === UNKNOWN, source: isFact ? (raw as { source: string }).source : null };

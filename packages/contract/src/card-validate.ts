@@ -56,13 +56,14 @@ const SHAPE: Shape = {
   lookup: {
     method: f(oneOf('get-by-key', 'status-url', 'search', 'resend-same-key', 'none')),
     consistencyDelay: f(nullable(duration)),
+    lateApplyBound: f(duration),
   },
   retention: { minimum: f(nullable(duration)) },
   concurrency: f(oneOf('rejects-in-progress', 'waits-then-replays', 'duplicates', 'last-write-wins')),
   retryableErrors: f(strings),
   nonRetryableErrors: f(strings),
   backoff: { strategy: oneOf('exponential-full-jitter'), base: duration, cap: duration, retryAfterCap: duration },
-  limits: { maxAttempts: posInt, maxElapsed: duration, lookupWindow: duration },
+  limits: { maxAttempts: posInt, maxElapsed: duration, lookupWindow: duration, clockSkewMargin: duration },
   retryLayer: { layer: oneOf('runner'), sdkRetries: oneOf('disabled'), how: str },
   reconciler: str,
   handoff: { condition: str, destination: str },
@@ -74,6 +75,9 @@ const SHAPE: Shape = {
     items: { type: 'object', additionalProperties: false, required: ['field', 'condition', 'source'], properties: { field: { type: 'string', pattern: '\\S' }, condition: { type: 'string', pattern: '\\S' }, source: { type: 'string', pattern: '\\S' } } },
   }),
 };
+
+/** Fields added after cardVersion 1 shipped: absent means unknown (lateApplyBound) or the default (clockSkewMargin). */
+const OPTIONAL: ReadonlySet<string> = new Set(['lookup.lateApplyBound', 'limits.clockSkewMargin']);
 
 function isFactShape(s: unknown): s is FactShape {
   return typeof s === 'object' && s !== null && FACT in s;
@@ -88,6 +92,7 @@ function walk(shape: Shape, value: unknown, path: string, problems: CardProblem[
   for (const [key, sub] of Object.entries(shape)) {
     const p = path ? `${path}.${key}` : key;
     if (!(key in obj) || obj[key] === undefined) {
+      if (OPTIONAL.has(p)) continue;
       problems.push({ path: p, message: 'missing (every field is required; write "unknown" with a source when it is not known)' });
       continue;
     }

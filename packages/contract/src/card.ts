@@ -112,6 +112,15 @@ export interface RetrySafetyCard {
     readonly method: Fact<LookupMethod>;
     /** Worst-case delay before a committed effect is visible to the lookup; null = immediate. */
     readonly consistencyDelay: Fact<Duration | null>;
+    /**
+     * How long after a request was sent the provider may still apply it, even though the client gave up
+     * on it (timeout, lost connection, crash): a documented server-side request timeout plus how long the
+     * network may hold it, an async job's deadline. Counted from the send; exclusive. A lookup's "not
+     * found" proves absence only once the last dispatch + this bound + the consistency delay have passed.
+     * `'unknown'` (or absent: treated as unknown) means a "not found" never proves absence: the runner
+     * keeps looking and hands off at the end of the lookup window.
+     */
+    readonly lateApplyBound?: Fact<Duration>;
   };
   readonly retention: {
     /** Minimum time the provider keeps the key and its stored result; null = nothing is stored. */
@@ -132,6 +141,12 @@ export interface RetrySafetyCard {
     readonly maxElapsed: Duration;
     /** How long the runner keeps polling a lookup or an in-progress status before handing off. */
     readonly lookupWindow: Duration;
+    /**
+     * Policy, not a provider fact: how far apart the clocks involved (workers, ledger, provider) may be.
+     * Wherever a key's age is compared with its retention, the key counts as this much older; a time
+     * written by another worker (a dead owner's lease end) counts as this much later. Default 1m.
+     */
+    readonly clockSkewMargin?: Duration;
   };
   readonly retryLayer: {
     readonly layer: 'runner';
@@ -152,6 +167,9 @@ export interface RetrySafetyCard {
   /** Provider conditions not verified, each with its source. Every `'unknown'` fact must be listed here. */
   readonly unverified: readonly { readonly field: string; readonly condition: string; readonly source: string }[];
 }
+
+/** The clock-skew margin a card's policy gets when it does not set `limits.clockSkewMargin`. */
+export const DEFAULT_CLOCK_SKEW_MARGIN: Duration = '1m';
 
 /** Shorthand for writing facts in cards. */
 export function fact<T>(value: T | Unknown, source: string): Fact<T> {

@@ -1,4 +1,4 @@
-import { durationMs, type HandoffReason, type LookupResult, type OperationState, type Outcome, type RetrySafetyCard } from '@retrysafe/contract';
+import { DEFAULT_CLOCK_SKEW_MARGIN, durationMs, type HandoffReason, type LookupResult, type OperationState, type Outcome, type RetrySafetyCard } from '@retrysafe/contract';
 import { planPoll, planRetry, type RetryPolicy } from './retry-policy.js';
 
 /** What the runner knows about the operation when it decides. All times epoch ms. */
@@ -25,6 +25,12 @@ export interface DecisionState {
    * that later attempt: the operation as a whole is still unknown. Defaults to false.
    */
   readonly maybeApplied?: boolean;
+  /**
+   * Taken over from a worker that stopped: the end of its lease, the latest moment it could still have
+   * called the provider (a worker checks its lease immediately before every call). Written by another
+   * worker's clock, so it counts as the policy's clock-skew margin later. Null/absent = not a takeover.
+   */
+  readonly takenOverLeaseEnd?: number | null;
   /** The provider's last Retry-After, as an epoch ms: no provider call goes out before it. */
   readonly notBefore?: number;
   /** Provider calls made in this run (the budget counts these). */
@@ -70,7 +76,7 @@ const known = <T>(v: T | 'unknown'): v is T => v !== 'unknown';
  * known and the key is younger than it, parameter matching is known, and a duplicate that arrives while
  * the first is still running is refused or folded — concurrency `rejects-in-progress` / `waits-then-replays`).
  */
-export function resendSafety(card: RetrySafetyCard, firstDispatchedAt: number | null, now: number): ResendSafety {
+export function resendSafety(card: RetrySafetyCard, firstDispatchedAt: number | null, now: number, clockSkewMarginMs: number = cardMargin(card)): ResendSafety {
   if (card.sideEffect.idempotentByNature.value === true) return { safe: true, pastRetention: false, why: 'the operation is idempotent by nature (card sideEffect.idempotentByNature)' };
   const travels = card.providerKey.travels.value;
   if (!known(travels) || travels === 'none') return { safe: false, pastRetention: false, why: `no provider key travels (card providerKey.travels = ${travels})` };
@@ -84,7 +90,13 @@ export function resendSafety(card: RetrySafetyCard, firstDispatchedAt: number | 
   if (conc !== 'rejects-in-progress' && conc !== 'waits-then-replays')
     return { safe: false, pastRetention: false, why: `a re-send while the first request may still be running is not folded (card concurrency = ${conc})` };
   const age = firstDispatchedAt === null ? 0 : now - firstDispatchedAt;
-  if (age >= durationMs(retention)) return { safe: false, pastRetention: true, why: `the key is ${age} ms old, past the provider's ${retention} retention: a re-send could be a new operation` };
+  // The provider's clock may run ahead of ours: the key counts as the clock-skew margin older. And the
+  // re-send itself may land late (card lookup.lateApplyBound; unknown counts as one more margin): it must
+  // still find the key when it lands, or it is a new operation.
+  const late = card.lookup.lateApplyBound?.value ?? 'unknown';
+  const lateMs = late === 'unknown' ? clockSkewMarginMs : durationMs(late);
+  if (firstDispatchedAt !== null && age + clockSkewMarginMs + lateMs >= durationMs(retention))
+    return { safe: false, pastRetention: true, why: `the key is ${age} ms old; with the ${clockSkewMarginMs} ms clock-skew margin and ${lateMs} ms for a late apply (lateApplyBound ${late}) that is past the provider's ${retention} retention: a re-send could be a new operation` };
   return { safe: true, pastRetention: false, why: `same key, inside the ${retention} retention, provider ${sem === 'replays' ? 'replays its stored result' : 'rejects the duplicate'}` };
 }
 
@@ -93,16 +105,49 @@ export function lookupAvailable(card: RetrySafetyCard): boolean {
   return m !== 'none' && m !== 'unknown';
 }
 
+/** The policy's clock-skew margin as the card sets it (limits.clockSkewMargin, default 1m). */
+export function cardMargin(card: RetrySafetyCard): number {
+  return durationMs(card.limits.clockSkewMargin ?? DEFAULT_CLOCK_SKEW_MARGIN);
+}
+
 /**
- * Whether a lookup's "not found" proves the effect was not applied (decide's not-found row): the card
- * knows the lookup's consistency delay, and the lookup was asked after it had passed since the last dispatch.
+ * From when a lookup's "not found" proves absence (decide's not-found row): once the last attempt can no
+ * longer take effect and the lookup would show it. That is the last dispatch (for a takeover: the dead
+ * owner's lease end, plus the clock-skew margin, since another clock wrote it) + the card's
+ * `lookup.lateApplyBound` + `lookup.consistencyDelay`. `never` when either bound is unknown.
  */
-export function notFoundIsAuthoritative(card: RetrySafetyCard, state: DecisionState): boolean {
+export function absenceProvenFrom(card: RetrySafetyCard, state: DecisionState, clockSkewMarginMs: number = cardMargin(card)): { readonly at: number } | { readonly never: string } {
   const delay = card.lookup.consistencyDelay.value;
-  if (delay === 'unknown') return false;
-  const since = state.lastDispatchedAt ?? state.firstDispatchedAt;
-  const askedAt = state.observedAt ?? state.now;
-  return !(delay !== null && since !== null && askedAt - since < durationMs(delay));
+  if (delay === 'unknown') return { never: 'its consistency delay is unknown (card lookup.consistencyDelay)' };
+  const late = card.lookup.lateApplyBound?.value ?? 'unknown';
+  let last = state.lastDispatchedAt ?? state.firstDispatchedAt;
+  if (state.takenOverLeaseEnd !== undefined && state.takenOverLeaseEnd !== null) last = Math.max(last ?? -Infinity, state.takenOverLeaseEnd + clockSkewMarginMs);
+  if (last === null) return { at: -Infinity }; // never dispatched: nothing can land
+  if (late === 'unknown') return { never: 'the provider may still apply an earlier request for an unknown time after the client gave up (card lookup.lateApplyBound unknown)' };
+  return { at: last + durationMs(late) + (delay === null ? 0 : durationMs(delay)) };
+}
+
+/** Whether a lookup's "not found" proves the effect was not applied (see absenceProvenFrom); judged when the lookup was asked. */
+export function notFoundIsAuthoritative(card: RetrySafetyCard, state: DecisionState, clockSkewMarginMs: number = cardMargin(card)): boolean {
+  const proof = absenceProvenFrom(card, state, clockSkewMarginMs);
+  return 'at' in proof && (state.observedAt ?? state.now) >= proof.at;
+}
+
+/** The answer is a 5xx that the provider stored under the key (card storedResult.includesErrors): a same-key re-send only replays it. */
+function storedError(card: RetrySafetyCard, o: Outcome): boolean {
+  return o.kind === 'unknown' && o.cause === 'server-error' && card.storedResult.includesErrors.value === true && resendSafetyKeyTravels(card);
+}
+
+function resendSafetyKeyTravels(card: RetrySafetyCard): boolean {
+  const t = card.providerKey.travels.value;
+  const sem = card.storedResult.semantics.value;
+  return t !== 'none' && t !== 'unknown' && (sem === 'replays' || sem === 'rejects-duplicate');
+}
+
+/** The policy's margin; a policy built before the field existed gets the card's. */
+function margin(card: RetrySafetyCard, budget: Budget): number {
+  const m = (budget.policy as Partial<RetryPolicy>).clockSkewMarginMs;
+  return typeof m === 'number' && Number.isFinite(m) && m >= 0 ? m : cardMargin(card);
 }
 
 const UNKNOWN_FROM_LEDGER: Outcome = { kind: 'unknown', cause: 'other', message: 'dispatched earlier; no outcome recorded' };
@@ -145,6 +190,12 @@ export function decide(card: RetrySafetyCard, state: DecisionState, observation:
     case 'in-progress':
       return inProgress(card, state, budget, observation.retryAfterMs, 'the provider has it in progress: never a second work item');
     case 'unknown':
+      if (storedError(card, observation)) {
+        // A same-key re-send can only replay the stored error until the key expires: not an attempt worth making.
+        const what = `the provider stored this ${observation.status ?? '5xx'} under the key (card storedResult.includesErrors): a same-key re-send would only replay it until the key expires`;
+        if (lookupAvailable(card)) return keepLooking(card, state, budget, observation.retryAfterMs, `${what}; look up the provider's stored status instead`);
+        return { action: 'handoff', reason: 'unknown-no-safe-resend', why: `${what}, and the card offers no lookup` };
+      }
       return afterUnknown(card, state, budget, observation.retryAfterMs);
     case 'found': {
       const o = observation.outcome;
@@ -153,12 +204,13 @@ export function decide(card: RetrySafetyCard, state: DecisionState, observation:
       return inProgress(card, state, budget, o.retryAfterMs, 'lookup found it in progress: keep polling');
     }
     case 'not-found': {
-      const delay = card.lookup.consistencyDelay.value;
-      if (delay === 'unknown') return keepLooking(card, state, budget, undefined, 'lookup found nothing, but its consistency delay is unknown: an absent result proves nothing');
-      const since = state.lastDispatchedAt ?? state.firstDispatchedAt;
+      // The late-apply row: absence is proven only once the last attempt can no longer land and would show.
+      const proof = absenceProvenFrom(card, state, margin(card, budget));
+      if ('never' in proof) return keepLooking(card, state, budget, undefined, `lookup found nothing, but ${proof.never}: an absent result proves nothing`);
       const askedAt = state.observedAt ?? state.now;
-      if (delay !== null && since !== null && askedAt - since < durationMs(delay)) {
-        return keepLooking(card, state, budget, Math.max(1, since + durationMs(delay) - state.now), `lookup found nothing, but it asked inside the ${delay} consistency delay of the last dispatch`);
+      if (askedAt < proof.at) {
+        const late = card.lookup.lateApplyBound?.value;
+        return keepLooking(card, state, budget, Math.max(1, proof.at - state.now), `lookup found nothing, but it asked before the last attempt could no longer land and show (last dispatch + late-apply bound ${String(late)} + consistency delay ${String(card.lookup.consistencyDelay.value)})`);
       }
       return retryNotApplied(state, budget, undefined, 'authoritative lookup found nothing: the effect was not applied');
     }
@@ -181,13 +233,13 @@ function retryNotApplied(state: DecisionState, budget: Budget, retryAfterMs: num
 }
 
 function afterUnknown(card: RetrySafetyCard, state: DecisionState, budget: Budget, retryAfterMs: number | undefined): Decision {
-  let safety = resendSafety(card, state.firstDispatchedAt, state.now);
+  let safety = resendSafety(card, state.firstDispatchedAt, state.now, margin(card, budget));
   let budgetNote = '';
   if (safety.safe) {
     const plan = planRetry({ attemptsMade: state.runAttempts, startedAt: state.runStartedAt, now: state.now, retryAfterMs: honoured(state, retryAfterMs) }, budget.policy, budget.random);
     if (plan.retry) {
       // The key must still be inside its retention when the re-send actually goes out, after the wait.
-      const atSend = resendSafety(card, state.firstDispatchedAt, state.now + plan.delayMs);
+      const atSend = resendSafety(card, state.firstDispatchedAt, state.now + plan.delayMs, margin(card, budget));
       if (atSend.safe) return { action: 'send', delayMs: plan.delayMs, why: `outcome unknown; re-send is safe: ${safety.why}` };
       safety = atSend;
     } else {
@@ -209,7 +261,7 @@ function keepLooking(card: RetrySafetyCard, state: DecisionState, budget: Budget
     budget.random,
   );
   if (plan.poll) return { action: 'lookup', delayMs: plan.delayMs, why: what };
-  const safety = resendSafety(card, state.firstDispatchedAt, state.now);
+  const safety = resendSafety(card, state.firstDispatchedAt, state.now, margin(card, budget));
   const reason: HandoffReason = safety.pastRetention && state.polls === 0 ? 'key-past-retention' : 'lookup-window-exhausted';
   return { action: 'handoff', reason, why: `${what}; ${plan.detail}` };
 }
@@ -225,7 +277,7 @@ function inProgress(card: RetrySafetyCard, state: DecisionState, budget: Budget,
   if (!plan.poll) return { action: 'handoff', reason: 'in-progress-window-exhausted', why: `${what}; ${plan.detail}` };
   const delayMs = plan.delayMs;
   if (lookupAvailable(card)) return { action: 'lookup', delayMs, why: `${what}: poll its status` };
-  const safety = resendSafety(card, state.firstDispatchedAt, state.now);
+  const safety = resendSafety(card, state.firstDispatchedAt, state.now, margin(card, budget));
   if (!safety.safe) return { action: 'handoff', reason: 'in-progress-window-exhausted', why: `${what}, but there is no lookup and ${safety.why}: nothing safe to poll with` };
   if (state.runAttempts >= budget.policy.maxAttempts) return { action: 'handoff', reason: 'retry-exhausted', why: `${what}; polling by re-send would exceed ${budget.policy.maxAttempts} attempts` };
   // A re-send is a provider call: it never goes out before the provider's Retry-After, nor past the budget.

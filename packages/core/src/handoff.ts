@@ -11,6 +11,8 @@ export interface PacketInput {
   readonly receipts: readonly Receipt[];
   /** Whether a re-send with the same key is safe per the card (see resendSafety). */
   readonly resendSafe: boolean;
+  /** What a resume would actually do, when that is not what resendSafe alone says (e.g. the key replays a stored error). */
+  readonly resumeNote?: string;
   readonly now: number;
 }
 
@@ -29,11 +31,12 @@ function attemptOf(r: Receipt): HandoffAttempt {
 }
 
 /** The safe next actions a person can take, each marked safe or not with the reason. */
-export function safeNextActions(reason: HandoffReason, record: OperationRecord, resendSafe: boolean): SafeAction[] {
+export function safeNextActions(reason: HandoffReason, record: OperationRecord, resendSafe: boolean, resumeNote?: string): SafeAction[] {
   // `claimed` after dispatches is written only when every attempt so far is known not to have applied.
   const neverApplied = record.firstDispatchedAt === null || record.state === 'claimed';
   let resume: SafeAction;
   if (reason === 'rejected') resume = { action: 'resume', safe: false, why: 'the provider rejected this request; sending it again as is will be rejected again — fix the cause (or start a new operation) first' };
+  else if (resumeNote !== undefined) resume = { action: 'resume', safe: false, why: resumeNote };
   else if (resendSafe) resume = { action: 'resume', safe: true, why: 'a re-send with the same provider key cannot create a second effect (the provider folds it into the first)' };
   else if (neverApplied) resume = { action: 'resume', safe: true, why: 'the last thing known is that the effect was not applied' };
   else resume = { action: 'resume', safe: false, why: 'the effect may already exist and the provider does not fold re-sends together: check the provider before resuming, or it may happen twice' };
@@ -66,7 +69,7 @@ export function buildPacket(input: PacketInput): HandoffPacket {
       ...(last?.message !== undefined ? { message: last.message } : {}),
       ...(last?.fields !== undefined ? { fields: last.fields } : {}),
     },
-    safeNextActions: safeNextActions(input.reason, record, input.resendSafe),
+    safeNextActions: safeNextActions(input.reason, record, input.resendSafe, input.resumeNote),
     createdAt: new Date(input.now).toISOString(),
   };
 }

@@ -2,7 +2,7 @@ export { createRunner } from './runner.js';
 export type { Runner, RunnerOptions, RunInput, RunResult, RecoverReport, Resolution, ResolveOptions, ResolveResult, LogEntry } from './runner.js';
 export type { RunFunction, TypedRunInput, TypedRunResult } from './typed-run.js';
 export { createTelemetry, TELEMETRY, type EventFields, type Telemetry, type TelemetryOptions } from './telemetry.js';
-export { decide, resendSafety, lookupAvailable, notFoundIsAuthoritative } from './decide.js';
+export { decide, resendSafety, lookupAvailable, notFoundIsAuthoritative, absenceProvenFrom, cardMargin } from './decide.js';
 export type { Decision, DecisionState, Budget, Observation, ResendSafety } from './decide.js';
 export { resolvePolicy, validatePolicy, backoffMs, planRetry, planPoll } from './retry-policy.js';
 export type { RetryPolicy, PolicyOverrides, RetryPlan, RetryInput, PollPlan, PollInput } from './retry-policy.js';

@@ -1,4 +1,4 @@
-import { durationMs, type RetrySafetyCard } from '@retrysafe/contract';
+import { DEFAULT_CLOCK_SKEW_MARGIN, durationMs, type RetrySafetyCard } from '@retrysafe/contract';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 
 /** Limits of one run. Card values are the defaults; the caller may tighten or loosen them. */
@@ -16,6 +16,12 @@ export interface RetryPolicy {
   readonly leaseMs: number;
   /** How long a second caller waits for the worker holding the operation. */
   readonly waitForOtherMs: number;
+  /**
+   * How far apart the clocks involved may be (card `limits.clockSkewMargin`, default 1m). Wherever a key's
+   * age is compared with its retention the key counts as this much older; a dead owner's lease end counts
+   * as this much later.
+   */
+  readonly clockSkewMarginMs: number;
 }
 
 export type PolicyOverrides = Partial<RetryPolicy>;
@@ -33,10 +39,33 @@ export function resolvePolicy(card: RetrySafetyCard, overrides: PolicyOverrides 
     lookupWindowMs: durationMs(card.limits.lookupWindow),
     leaseMs: 30_000,
     waitForOtherMs: 30_000,
+    clockSkewMarginMs: durationMs(card.limits.clockSkewMargin ?? DEFAULT_CLOCK_SKEW_MARGIN),
     ...stripUndefined(overrides),
   };
   validatePolicy(p);
+  checkAgainstCard(card, p);
   return p;
+}
+
+/**
+ * A policy and a card that cannot work together are refused before anything is claimed or sent (issue 15
+ * item 8): when the card bounds both the lookup's consistency delay and its late-apply window, a lookup
+ * window shorter than their sum can never see a "not found" that proves absence, so every lost answer
+ * would end in a handoff after wasted lookups. (Unknown bounds never prove absence at all; that is the
+ * card's statement, not a policy mistake.)
+ */
+function checkAgainstCard(card: RetrySafetyCard, p: RetryPolicy): void {
+  const m = card.lookup.method.value;
+  if (m === 'none' || m === 'unknown') return;
+  const delay = card.lookup.consistencyDelay.value;
+  const late = card.lookup.lateApplyBound?.value ?? 'unknown';
+  if (delay === 'unknown' || late === 'unknown') return;
+  const needed = (delay === null ? 0 : durationMs(delay)) + durationMs(late);
+  if (p.lookupWindowMs < needed)
+    throw new RunnerConfigurationError(
+      'policy.lookupWindowMs',
+      `${p.lookupWindowMs} ms is shorter than ${card.operation}'s lookup.consistencyDelay (${String(delay)}) + lookup.lateApplyBound (${late}) = ${needed} ms: a lookup could never prove the effect absent; give a lookup window of at least ${needed} ms`,
+    );
 }
 
 function stripUndefined(o: PolicyOverrides): PolicyOverrides {

@@ -499,7 +499,7 @@ export function createRunner(options: RunnerOptions): Runner {
         op.polls++;
       }
       await wait(op, decision.delayMs);
-      if (decision.action === 'send' && (reliesOnKey(obs) || op.maybeApplied) && !resendSafety(op.card, op.record.firstDispatchedAt, clock.now()).safe) {
+      if (decision.action === 'send' && (reliesOnKey(obs) || op.maybeApplied) && !resendSafety(op.card, op.record.firstDispatchedAt, clock.now(), op.policy.clockSkewMarginMs).safe) {
         // The wait outlasted the key's retention: decide again from the same observation, now without the key.
         decision = decide(op.card, stateOf(op), obs, { policy: op.policy, random });
         continue;
@@ -590,7 +590,8 @@ export function createRunner(options: RunnerOptions): Runner {
       op.record = await ledger.markDispatched(op.ref, clock.now());
     }
     checkOwnLease(op);
-    op.lastDispatchedAt = op.record.updatedAt;
+    // The late-apply window runs from the moment the request goes out, not from the write before it.
+    op.lastDispatchedAt = Math.max(op.record.updatedAt, clock.now());
     op.runAttempts++;
     log('info', 'dispatch', `provider call ${op.record.attemptCount} (run attempt ${op.runAttempts}) with key ${op.providerKey ?? '(none)'}`, op, { attempt: op.record.attemptCount });
     let outcome: Outcome;
@@ -644,6 +645,7 @@ export function createRunner(options: RunnerOptions): Runner {
         statusRef: op.record.statusRef,
         firstDispatchedAt: op.record.firstDispatchedAt,
         now: clock.now(),
+        keyReusable: resendSafety(op.card, op.record.firstDispatchedAt, clock.now(), op.policy.clockSkewMarginMs).safe,
         ...(op.signal ? { signal: op.signal } : {}),
       }));
       result = isLookupResult(r) ? r : { kind: 'cannot-tell', reason: 'adapter returned something that is not a lookup result' };
@@ -665,7 +667,7 @@ export function createRunner(options: RunnerOptions): Runner {
     // Only an authoritative "not found" clears it: one asked inside the lookup's consistency delay of
     // the last dispatch proves nothing, so the operation stays `unknown` (a recovery must look again,
     // never send as if nothing had been applied).
-    if (inner.kind === 'not-found' && notFoundIsAuthoritative(op.card, observedState)) op.maybeApplied = false;
+    if (inner.kind === 'not-found' && notFoundIsAuthoritative(op.card, observedState, op.policy.clockSkewMarginMs)) op.maybeApplied = false;
     switch (inner.kind) {
       case 'in-progress':
         return {
@@ -779,8 +781,11 @@ export function createRunner(options: RunnerOptions): Runner {
     const receipts = pending !== null ? [...op.receipts, pending] : [...op.receipts];
     const error = decision.reason === 'retry-exhausted' ? new RetryExhaustedError(op.redactor.text(decision.why), receipts.filter((r) => r.kind === 'dispatch' || r.kind === 'resend').map((r) => r.attemptId)) : undefined;
     const explanation = op.redactor.text(error ? error.message : decision.why);
-    const safety = resendSafety(op.card, op.record.firstDispatchedAt, now);
-    const packet = buildPacket({ record: op.record, reason: decision.reason, explanation, receipts, resendSafe: safety.safe, now });
+    const safety = resendSafety(op.card, op.record.firstDispatchedAt, now, op.policy.clockSkewMarginMs);
+    // A key that holds a stored error only replays it: a resume cannot succeed until the key expires.
+    const lastSend = [...receipts].reverse().find((r) => r.kind === 'dispatch' || r.kind === 'resend');
+    const replaysError = op.card.storedResult.includesErrors.value === true && lastSend?.outcome === 'unknown' && typeof lastSend.status === 'number' && lastSend.status >= 500;
+    const packet = buildPacket({ record: op.record, reason: decision.reason, explanation, receipts, resendSafe: safety.safe && !replaysError, ...(replaysError && safety.safe ? { resumeNote: `a resume re-sends with the same key, which holds the provider's stored ${lastSend.status}: it would only replay that error until the key expires (${String(op.card.retention.minimum.value)} after the first dispatch)` } : {}), now });
     op.record = pending !== null ? await ledger.handOff(op.ref, packet, now, pending) : await ledger.handOff(op.ref, packet, now);
     if (pending !== null) recorded(op, pending);
     log('warn', 'handoff', `${decision.reason}: ${explanation}`, op, { handoffReason: decision.reason, attempt: op.record.attemptCount });

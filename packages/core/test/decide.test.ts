@@ -8,7 +8,8 @@ const T0 = Date.UTC(2026, 0, 1);
 const UNK = { value: 'unknown', source: 'test: not known' } as const;
 const replaying = sandboxCreateCard({ replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' });
 const noReplayNoLookup = sandboxCreateCard({ replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'none' });
-const noReplayLookup = sandboxCreateCard({ replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key' });
+// lateApplyMs 0: the in-process sandbox applies a request when it gets it, so nothing lands after the client gave up.
+const noReplayLookup = sandboxCreateCard({ replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key', lateApplyMs: 0 });
 const replayingNoLookup = sandboxCreateCard({ replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'none' });
 const withCard = (card: RetrySafetyCard, patch: Partial<RetrySafetyCard>): RetrySafetyCard => ({ ...card, ...patch });
 
@@ -113,20 +114,22 @@ describe('decision table (docs/concepts.md, "Outcomes and the decision table"), 
 
   it('lookup not-found (authoritative, past the consistency delay) ⇒ the effect was not applied: bounded retry', () => {
     expect(decide(noReplayLookup, state(), { kind: 'not-found', reason: 'none' }, budget(noReplayLookup)).action).toBe('send');
-    const delayed = withCard(noReplayLookup, { lookup: { method: fact('get-by-key', 'x'), consistencyDelay: fact('10s', 'x') } });
+    const delayed = withCard(noReplayLookup, { lookup: { method: fact('get-by-key', 'x'), consistencyDelay: fact('10s', 'x'), lateApplyBound: fact('0s', 'x') } });
     const early = decide(delayed, state({ now: T0 + 5000 }), { kind: 'not-found', reason: 'none' }, budget(delayed));
     expect(early.action).toBe('lookup');
     expect(early.action === 'lookup' && early.delayMs).toBeGreaterThanOrEqual(5000);
     expect(decide(delayed, state({ now: T0 + 10_000 }), { kind: 'not-found', reason: 'none' }, budget(delayed)).action).toBe('send');
     // A consistency delay longer than the lookup window cannot be waited out: hand off.
-    const slow = withCard(noReplayLookup, { lookup: { method: fact('search', 'x'), consistencyDelay: fact('1h', 'x') } });
-    expect(decide(slow, state({ now: T0 + 5000 }), { kind: 'not-found', reason: 'none' }, budget(slow))).toMatchObject({ action: 'handoff', reason: 'lookup-window-exhausted' });
-    const delayUnknown = withCard(noReplayLookup, { lookup: { method: fact('search', 'x'), consistencyDelay: UNK } });
+    const slow = withCard(noReplayLookup, { lookup: { method: fact('search', 'x'), consistencyDelay: fact('1h', 'x'), lateApplyBound: fact('0s', 'x') } });
+    // (resolvePolicy now refuses such a card with a 30 s window; decide still hands off for a policy built by hand.)
+    expect(() => resolvePolicy(slow)).toThrow(/lookupWindowMs/);
+    expect(decide(slow, state({ now: T0 + 5000 }), { kind: 'not-found', reason: 'none' }, budget(noReplayLookup))).toMatchObject({ action: 'handoff', reason: 'lookup-window-exhausted' });
+    const delayUnknown = withCard(noReplayLookup, { lookup: { method: fact('search', 'x'), consistencyDelay: UNK, lateApplyBound: fact('0s', 'x') } });
     expect(decide(delayUnknown, state(), { kind: 'not-found', reason: 'none' }, budget(delayUnknown)).action).toBe('lookup');
   });
 
   it('lookup not-found asked inside the consistency delay of the LAST dispatch ⇒ not proof of absence: keep looking', () => {
-    const delayed = withCard(noReplayLookup, { lookup: { method: fact('get-by-key', 'x'), consistencyDelay: fact('10s', 'x') } });
+    const delayed = withCard(noReplayLookup, { lookup: { method: fact('get-by-key', 'x'), consistencyDelay: fact('10s', 'x'), lateApplyBound: fact('0s', 'x') } });
     // A re-send at T0+20s; the lookup asked at T0+25s, the answer is judged at T0+40s: still inside the delay when asked.
     const s = state({ firstDispatchedAt: T0, lastDispatchedAt: T0 + 20_000, observedAt: T0 + 25_000, now: T0 + 40_000, windowStartedAt: T0 + 39_000, polls: 1 });
     expect(decide(delayed, s, { kind: 'not-found', reason: 'none' }, budget(delayed)).action).toBe('lookup');

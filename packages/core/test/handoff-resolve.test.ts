@@ -101,7 +101,7 @@ describe('runner.resolve', () => {
 
 describe('receipts', () => {
   it('chain by hash per operation; an edited, dropped or reordered receipt is detected', async () => {
-    const { provider, adapter, runner, ledger } = setup({ replays: false, retentionMs: null });
+    const { provider, adapter, runner, ledger } = setup({ replays: false, retentionMs: null, lateApplyMs: 0 });
     provider.failNext({ kind: 'unknown-before-commit' });
     const r = await runner.run(adapter, OP, { params: { ref: 'rc-1' } });
     const receipts = await ledger.receipts(r.businessOperationId);

@@ -168,7 +168,7 @@ describe('what a dying worker leaves behind', () => {
   // write left an operation that recovery re-sent although the provider had applied it.
   it('a not-found inside the consistency delay keeps the operation unknown: recovery looks again and never re-creates it', async () => {
     const clock = createVirtualClock();
-    const provider = createSandboxProvider({ replays: false, retentionMs: null, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key', lookupDelayMs: 3000, processingMs: 0, clock: clock.now, sleep: clock.sleep });
+    const provider = createSandboxProvider({ replays: false, retentionMs: null, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key', lookupDelayMs: 3000, lateApplyMs: 0, processingMs: 0, clock: clock.now, sleep: clock.sleep });
     provider.failNext({ kind: 'unknown-before-commit' });
     provider.failNext({ kind: 'unknown-after-commit' });
     const adapter = createSandboxAdapter({ provider });

@@ -58,7 +58,8 @@ describe('separate OS processes on one SQLite ledger', () => {
 });
 
 describe('crash drill: a worker SIGKILLed mid-operation, recover() in a new process', () => {
-  const behaviour: SandboxBehaviour = { replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key' };
+  // Loopback, no proxy: a request that reached the sandbox is applied at once, so the card can bound late applies (1 s).
+  const behaviour: SandboxBehaviour = { replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key', lateApplyMs: 1000 };
 
   for (const [crashAt, recordsAtCrash, expectedAction] of [
     ['after-dispatched', 0, 'completed'],

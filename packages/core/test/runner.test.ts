@@ -48,7 +48,7 @@ describe('runner.run with the sandbox: every outcome path, counted exactly', () 
   });
 
   it('unknown before commit + no replay + lookup: lookup says not found, then one bounded retry: 1 record, 2 attempts', async () => {
-    const { provider, adapter, runner } = setup({ replays: false, retentionMs: null });
+    const { provider, adapter, runner } = setup({ replays: false, retentionMs: null, lateApplyMs: 0 });
     provider.failNext({ kind: 'unknown-before-commit' });
     const r = await runner.run(adapter, OP, { params: params() });
     expect(r.status === 'done' && r.adopted).toBe(false);

@@ -10,7 +10,8 @@ import { databaseUrl, dropSchema, freshSchema, startPgRelay } from './pg-test-db
 
 const url = databaseUrl();
 const schema = freshSchema('failclosed');
-const behaviour: SandboxBehaviour = { replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key' };
+// lateApplyMs 0: the in-process sandbox applies a request when it is called; nothing can land later.
+const behaviour: SandboxBehaviour = { replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key', lateApplyMs: 0 };
 let direct: PostgresLedger;
 
 beforeAll(async () => {

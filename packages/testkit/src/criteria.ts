@@ -1,4 +1,5 @@
 import { durationMs, type RetrySafetyCard } from '@retrysafe/contract';
+import { resendSafety } from '@retrysafe/core';
 import type { DrillPolicy, PassCriteria, ScenarioId, ScenarioSkip } from './drill-types.js';
 
 /** What the card lets the runner do after an unknown outcome, read once from the card's facts. */
@@ -30,11 +31,9 @@ export function readCard(card: RetrySafetyCard, policy: DrillPolicy = {}): CardA
   const method = card.lookup.method.value;
   const delay = card.lookup.consistencyDelay.value;
   const lookupWindowMs = policy.lookupWindowMs ?? durationMs(card.limits.lookupWindow);
-  const keyTravels = known(travels) && travels !== 'none';
-  const replays = semantics === 'replays' || semantics === 'rejects-duplicate';
-  const retained = known(retention) && retention !== null;
   const byNature = card.sideEffect.idempotentByNature.value === true;
-  const safeResend = (keyTravels && replays && retained) || byNature;
+  // The runner's own rule (one owner): a fresh key, as a drill's re-send is.
+  const safeResend = resendSafety(card, null, 0).safe;
   why.push(
     byNature
       ? 'safe resend: sideEffect.idempotentByNature=true (a second call has the effect of one)'
@@ -44,8 +43,11 @@ export function readCard(card: RetrySafetyCard, policy: DrillPolicy = {}): CardA
   );
   const lookup = known(method) && method !== 'none' && method !== 'resend-same-key';
   const delayMs = known(delay) ? (delay === null ? 0 : durationMs(delay)) : null;
-  const authoritativeLookup = lookup && delayMs !== null && delayMs < lookupWindowMs;
-  why.push(`lookup.method=${method}, lookup.consistencyDelay=${delay} (window ${lookupWindowMs} ms): ${authoritativeLookup ? 'authoritative lookup' : lookup ? 'lookup can find, cannot prove absence' : 'no lookup'}`);
+  // decide's late-apply row: a not-found proves absence only after the late-apply bound plus the delay.
+  const late = card.lookup.lateApplyBound?.value ?? 'unknown';
+  const lateMs = late === 'unknown' ? null : durationMs(late);
+  const authoritativeLookup = lookup && delayMs !== null && lateMs !== null && delayMs + lateMs < lookupWindowMs;
+  why.push(`lookup.method=${method}, lookup.consistencyDelay=${delay}, lookup.lateApplyBound=${late} (window ${lookupWindowMs} ms): ${authoritativeLookup ? 'authoritative lookup' : lookup ? 'lookup can find, cannot prove absence' : 'no lookup'}`);
   return {
     idempotentByNature: byNature,
     safeResend,

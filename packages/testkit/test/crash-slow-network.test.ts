@@ -51,7 +51,7 @@ describe('crash drill, slow-network mode', () => {
     expect(report.providerRecords).toBe(32);
   });
 
-  it('negative control: a lookup without key folding and no late-apply bound on its card shows duplicates', { timeout: 180_000 }, async () => {
+  it('negative control: a lookup without key folding — duplicates while decide trusts an early not-found (main), none with the late-apply row', { timeout: 180_000 }, async () => {
     const report = await runCrashDrill({ ...options(lookupNoFolding, 32, 11), points: ['after-provider-committed', 'after-result-recorded'] });
     const card = createSandboxAdapter({ baseUrl: 'http://127.0.0.1:9', behaviour: lookupNoFolding, intentFields: ['ref'] }).operations['records.create']!.card;
     const declaresBound = 'lateApplyBound' in (card.lookup as object);

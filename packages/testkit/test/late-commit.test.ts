@@ -48,7 +48,7 @@ describe('late-commit drill scenario', () => {
     expect(r.observed?.providerRecords).toBe(1);
   });
 
-  it('negative control: a lookup without key folding and without a late-apply bound on its card is caught re-sending (2 records)', async () => {
+  it('negative control: a lookup without key folding — 2 records while decide trusts an early not-found (main), 1 with the late-apply row and the card fact', async () => {
     const setup = sandboxDrill('sandbox-lookup-no-folding', lookupNoFolding);
     const report = await runDrill({ ...setup, scenarios: ['late-commit'] });
     const r = report.results[0]!;

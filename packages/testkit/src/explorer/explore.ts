@@ -42,7 +42,17 @@ export interface ExploreOptions {
   readonly maxCrashes?: number;
   /** Worker pauses past the lease (GC, suspended VM) (default 0). */
   readonly maxPauses?: number;
-  /** Stand-in when the card says the late-apply bound is unknown: the model provider may apply this late (default: 2 × lookup window + lease). */
+  /**
+   * The runner checks its own lease immediately before every provider call and stops if it has run out
+   * (default true, as the runner does). False models a runner without that check: the lease invariant
+   * then catches a call on a run-out lease.
+   */
+  readonly runnerChecksLease?: boolean;
+  /**
+   * Stand-in when the card says the late-apply bound is unknown: the model provider may apply a held
+   * request this late (default: the policy's clock-skew margin, which is what the re-send rule keeps
+   * from retention for an unknown bound; decide never trusts a not-found on such a card at all).
+   */
   readonly unknownLateApplyMs?: number;
   /** Stand-in for an unknown consistency delay (default: 2 × lookup window). */
   readonly unknownDelayMs?: number;
@@ -88,6 +98,7 @@ interface Ctx {
   readonly maxCrashes: number;
   readonly maxPauses: number;
   readonly marginMs: number;
+  readonly checksLease: boolean;
 }
 
 interface Succ {
@@ -180,12 +191,12 @@ function workerSteps(ctx: Ctx, w: World, i: number): Succ[] {
       const op = me.op!;
       const d = op.decision;
       if (d.action === 'complete') {
-        if (!holds(w, i)) return [{ w: setW(w, i, { pc: 'done', ended: 'lease lost' }), text: `${tag}: its fenced write is refused (lease lost): stops` }];
+        if (!holds(w, i)) return [{ w: lostLease(w, i), text: `${tag}: its fenced write is refused (lease lost): waits for the holder, takes over once its lease lapses` }];
         const rec = w.rec!.state === 'succeeded' ? w.rec! : T.setStateTransition(w.rec!, { state: 'succeeded', lastOutcome: w.rec!.lastOutcome, result: { ref: 'obj' }, providerRef: 'obj', now: n } as StatePatch);
         return [{ w: setW({ ...w, rec }, i, { pc: 'done', ended: 'succeeded' }), text: `${tag}: ledger ← succeeded` }];
       }
       if (d.action === 'handoff') {
-        if (!holds(w, i)) return [{ w: setW(w, i, { pc: 'done', ended: 'lease lost' }), text: `${tag}: its fenced write is refused (lease lost): stops` }];
+        if (!holds(w, i)) return [{ w: lostLease(w, i), text: `${tag}: its fenced write is refused (lease lost): waits for the holder, takes over once its lease lapses` }];
         const reason = op.recovering && d.reason === 'unknown-no-safe-resend' ? 'crash-recovery-inconclusive' : d.reason;
         if (w.rec!.state === 'handed-off' || w.rec!.state === 'succeeded') return [{ w: setW(w, i, { pc: 'done', ended: w.rec!.state }), text: `${tag}: already ${w.rec!.state}` }];
         if (reason === 'rejected' && w.rec!.state !== 'rejected') {
@@ -203,7 +214,7 @@ function workerSteps(ctx: Ctx, w: World, i: number): Succ[] {
     case 'waiting': {
       const op = me.op!;
       if (n < op.wakeAt) return [];
-      if (w.rec === null || op.fence !== w.rec.fence) return [{ w: setW(w, i, { pc: 'done', ended: 'lease lost' }), text: `${tag}: its fenced write is refused (lease lost): stops` }];
+      if (w.rec === null || op.fence !== w.rec.fence) return [{ w: lostLease(w, i), text: `${tag}: its fenced write is refused (lease lost): waits for the holder, takes over once its lease lapses` }];
       const d = op.decision;
       if (d.action === 'send' && (reliesOnKey(op.obs) || op.maybeApplied) && !safety(ctx, w.rec.firstDispatchedAt, n).safe) {
         const again = ctx.decide(ctx.card, stateOf(ctx, w, i), op.obs, { policy: ctx.policy, random });
@@ -232,6 +243,11 @@ function workerSteps(ctx: Ctx, w: World, i: number): Succ[] {
       return [observe(ctx, w, i)];
   }
   return [];
+}
+
+/** A refused fenced write or a run-out lease: the runner waits for the holder, and takes the operation over once its lease lapses (waitForOther → claim). */
+function lostLease(w: World, i: number): World {
+  return setW(w, i, { pc: 'idle', role: 'recover', op: null });
 }
 
 function claim(ctx: Ctx, w: World, i: number, dispatch: boolean, text: string): Succ {
@@ -286,14 +302,15 @@ function call(ctx: Ctx, w: World, i: number): Succ[] {
   const tag = me.name;
   const n = now(w, i);
   // The runner checks its own lease immediately before every provider call.
-  if (!holds(w, i) || w.rec!.leaseExpiresAt! <= w.t) return [{ w: setW(w, i, { pc: 'done', ended: 'lease lost' }), text: `${tag}: its lease ran out before the call: stops without sending` }];
+  const leaseLive = holds(w, i) && w.rec!.leaseExpiresAt! > w.t;
+  if (!leaseLive && ctx.checksLease) return [{ w: lostLease(w, i), text: `${tag}: its lease ran out before the call: does not send; waits, and takes over once the lease lapses` }];
   const rec = w.rec!;
-  const base = { ...w, prov: { ...w.prov, calls: w.prov.calls + 1 } };
+  const base = { ...w, prov: { ...w.prov, calls: w.prov.calls + 1 }, ...(leaseLive ? {} : { leaseBreach: `${tag} called the provider with its lease run out (fence ${op.fence}, ledger fence ${rec.fence})` }) };
   const after = (prov: ProviderState, answer: Outcome, how: string, fault: boolean): Succ => {
     const w1 = setOp({ ...base, prov, netFaults: w.netFaults + (fault ? 1 : 0) }, i, {
       obs: answer,
       observedAt: n,
-      lastDispatchedAt: rec.updatedAt,
+      lastDispatchedAt: Math.max(rec.updatedAt, n),
       runAttempts: op.runAttempts + 1,
       dispatchWritten: false,
       storedError: answer.kind === 'unknown' && answer.cause === 'server-error' && ctx.pm.storesErrors,
@@ -352,7 +369,7 @@ function observe(ctx: Ctx, w: World, i: number): Succ {
   const op = me.op!;
   const tag = me.name;
   const n = now(w, i);
-  if (!holds(w, i)) return { w: setW(w, i, { pc: 'done', ended: 'lease lost' }), text: `${tag}: its fenced write is refused (lease lost): stops` };
+  if (!holds(w, i)) return { w: lostLease(w, i), text: `${tag}: its fenced write is refused (lease lost): waits for the holder, takes over once its lease lapses` };
   const obs = op.obs!;
   let notBefore = op.notBefore;
   if (op.decision.action === 'send' && 'retryAfterMs' in obs && typeof obs.retryAfterMs === 'number' && obs.retryAfterMs > 0) notBefore = Math.max(notBefore ?? 0, n + obs.retryAfterMs);
@@ -391,7 +408,8 @@ function worldSteps(ctx: Ctx, w: World): Succ[] {
     if (me.paused) out.push({ w: setW(w, i, { paused: false }), text: `${me.name} resumes` });
   });
   w.prov.pending.forEach((pd, k) => {
-    if (w.t > pd.until) return;
+    // The bound is exclusive: a request held for the whole bound is never applied.
+    if (w.t >= pd.until) return;
     const r = process(ctx.pm, w.prov, w.t);
     const pending = w.prov.pending.filter((_, j) => j !== k);
     out.push({ w: { ...w, prov: { ...r.p, pending } }, text: `the provider applies the held request sent at ${fmt(pd.sentAt)} (late apply) → ${describeObs(r.answer)}${r.p.effects > w.prov.effects ? ` — effect #${r.p.effects}` : ''}` });
@@ -436,11 +454,12 @@ function tick(ctx: Ctx, w: World): Succ | null {
     void i;
   });
   // Held requests past their bound are never applied.
-  const pending = w.prov.pending.filter((p) => p.until >= t);
+  const pending = w.prov.pending.filter((p) => p.until > t);
   return { w: { ...w, t, rec, prov: { ...w.prov, pending } }, text: `time passes to ${fmt(t)}` };
 }
 
 function violations(ctx: Ctx, w: World): { invariant: Violation['invariant']; message: string } | null {
+  if (w.leaseBreach) return { invariant: 'lease', message: w.leaseBreach };
   if (w.prov.effects > 1) return { invariant: 'at-most-once', message: `${w.prov.effects} business effects for one operation` };
   if (w.prov.calls > 0 && (w.rec === null || w.rec.firstDispatchedAt === null || w.rec.attemptCount < w.prov.calls))
     return { invariant: 'durable-dispatch', message: `${w.prov.calls} provider calls but the ledger records ${w.rec?.attemptCount ?? 0} dispatches` };
@@ -454,7 +473,7 @@ function violations(ctx: Ctx, w: World): { invariant: Violation['invariant']; me
 function key(w: World): string {
   const r = w.rec;
   const rk = r === null ? null : [r.state, r.fence, r.leaseOwner, r.leaseExpiresAt, r.firstDispatchedAt, r.attemptCount, r.lastOutcome, r.updatedAt];
-  return JSON.stringify([w.t, rk, w.prov, w.ws.map((x) => [x.name, x.role, x.pc, x.paused, x.op]), w.netFaults, w.crashes, w.pauses]);
+  return JSON.stringify([w.t, rk, w.prov, w.ws.map((x) => [x.name, x.role, x.pc, x.paused, x.op]), w.netFaults, w.crashes, w.pauses, w.leaseBreach ?? null]);
 }
 
 /** Breadth-first over every interleaving; the first violation found has the shortest trace. */
@@ -463,7 +482,7 @@ export function explore(options: ExploreOptions): ExploreReport {
   const policy = resolvePolicy(card, options.policy);
   const marginMs = (policy as { clockSkewMarginMs?: number }).clockSkewMarginMs ?? 0;
   const pm = providerFromCard(card, {
-    unknownLateApplyMs: options.unknownLateApplyMs ?? 2 * policy.lookupWindowMs + policy.leaseMs,
+    unknownLateApplyMs: options.unknownLateApplyMs ?? Math.max(marginMs, 1000),
     unknownDelayMs: options.unknownDelayMs ?? 2 * policy.lookupWindowMs,
   });
   // A network that delivers a request twice defeats any client when the provider does not fold
@@ -479,6 +498,7 @@ export function explore(options: ExploreOptions): ExploreReport {
     maxCrashes: options.maxCrashes ?? 1,
     maxPauses: options.maxPauses ?? 0,
     marginMs,
+    checksLease: options.runnerChecksLease ?? true,
   };
   const skew = options.clockSkewMs ?? marginMs;
   const workers = options.workers ?? 2;

@@ -121,6 +121,8 @@ export interface World {
   readonly netFaults: number;
   readonly crashes: number;
   readonly pauses: number;
+  /** Set when a worker called the provider on a run-out lease (only possible with runnerChecksLease false). */
+  readonly leaseBreach?: string;
 }
 
 /** Derive the worst-case provider the card allows. Unknown facts get the explorer's pessimistic stand-ins. */

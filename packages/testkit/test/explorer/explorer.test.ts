@@ -34,4 +34,21 @@ describe('explorer', () => {
     expect(r.depth).toBeGreaterThan(5);
     expect(r.endings.succeeded).toBeGreaterThan(0);
   });
+
+  it('catches a provider call on a run-out lease when the runner does not check its lease before calling (a paused worker)', () => {
+    const card = sandboxCreateCard(REPLAYING_BEHAVIOUR);
+    const r = explore({ card, workers: 1, maxCrashes: 0, maxPauses: 1, maxNetworkFaults: 0, runnerChecksLease: false });
+    expect(r.violation?.invariant).toBe('lease');
+    expect(r.violation!.story).toMatch(/PAUSES/);
+    const checked = explore({ card, workers: 1, maxCrashes: 0, maxPauses: 1, maxNetworkFaults: 0 });
+    expect(checked.violation).toBeNull();
+  });
+
+  it('catches a dishonest terminal state: a rule that calls a not-found a success', () => {
+    const claimsSuccess: DecideFn = (card, state, obs, budget) =>
+      obs !== null && obs.kind === 'not-found' ? { action: 'complete', adopted: true, why: 'BROKEN: not-found means done' } : decide(card, state, obs, budget);
+    const r = explore({ card: lookupOnly, decide: claimsSuccess, workers: 1, maxCrashes: 0, maxNetworkFaults: 1 });
+    expect(r.violation?.invariant).toBe('honest-terminal');
+    expect(r.violation!.story).toMatch(/lost before the provider/);
+  });
 });
