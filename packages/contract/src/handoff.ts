@@ -12,7 +12,8 @@ export type HandoffReason =
   | 'key-past-retention'
   | 'crash-recovery-inconclusive';
 
-export type SafeActionName = 'resume' | 'mark-done' | 'abandon';
+/** `resend-with`: send corrected params as a new revision; offered only when every attempt is known not applied. */
+export type SafeActionName = 'resume' | 'mark-done' | 'abandon' | 'resend-with';
 
 export interface SafeAction {
   readonly action: SafeActionName;
