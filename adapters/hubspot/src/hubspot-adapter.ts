@@ -123,6 +123,11 @@ export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAda
       intentFields: cards[name].businessOperationId.intentFields,
       sensitiveFields: SENSITIVE[name],
       paramsSchema: PARAMS_SCHEMAS[name],
+      // The adapter's own checks (they depend on the idProperty option), run by the runner before the claim.
+      checkParams: (params: unknown) => {
+        const problem = problemWithParams(name, params, o.idProperty);
+        return problem ? [{ path: '(params)', message: problem }] : [];
+      },
     });
   const operations: Readonly<Record<HubSpotOperationName, OperationSpec>> = Object.freeze({
     'contacts.update': spec('contacts.update'),

@@ -419,8 +419,19 @@ export const todoTasksCreate: GraphOperation = {
   deriveKey: () => null,
 };
 
+/** The operation with its own `validate` exposed as the contract's checkParams, so the runner runs it before the claim. */
+function withCheck(op: GraphOperation): GraphOperation {
+  return {
+    ...op,
+    checkParams: (params: unknown) => {
+      const problem = op.validate(params);
+      return problem ? [{ path: '(params)', message: problem }] : [];
+    },
+  };
+}
+
 export const msGraphOperations: Readonly<Record<string, GraphOperation>> = {
-  [mailSend.name]: mailSend,
-  [eventsCreate.name]: eventsCreate,
-  [todoTasksCreate.name]: todoTasksCreate,
+  [mailSend.name]: withCheck(mailSend),
+  [eventsCreate.name]: withCheck(eventsCreate),
+  [todoTasksCreate.name]: withCheck(todoTasksCreate),
 };

@@ -106,6 +106,14 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
       intentFields: op.intentFields,
       sensitiveFields: op.sensitiveFields,
       paramsSchema: op.paramsSchema,
+      // The adapter's own checks, run by the runner before the claim ("field: why" → field error).
+      checkParams: (params: unknown) =>
+        typeof params !== 'object' || params === null || Array.isArray(params)
+          ? [{ path: '(root)', message: 'must be an object' }]
+          : op.validate(params as Record<string, unknown>).map((p) => {
+              const at = p.indexOf(': ');
+              return at > 0 ? { path: p.slice(0, at), message: p.slice(at + 2) } : { path: '(root)', message: p };
+            }),
     });
   }
   Object.freeze(operations);

@@ -77,8 +77,18 @@ function schema(required: Record<string, JsonSchema>, optional: Record<string, J
   return { type: 'object', additionalProperties: false, required: Object.keys(required), properties: { ...required, ...optional } };
 }
 
+// The schemas say what `validate` checks, so the runner refuses bad params before the claim (nothing
+// claimed, nothing sent); `validate` stays as the adapter's own backstop.
 const S_STRING = { type: 'string', minLength: 1, maxLength: 500 };
-const S_METADATA = { type: 'object', additionalProperties: { type: 'string', maxLength: 500 }, description: 'extra metadata; retrysafe_operation_id is added by the adapter' };
+const S_METADATA = {
+  type: 'object',
+  maxProperties: 49,
+  propertyNames: { maxLength: 40, not: { const: STRIPE_OPERATION_METADATA_KEY } },
+  additionalProperties: { type: 'string', maxLength: 500 },
+  description: 'extra metadata (at most 49 keys of ≤ 40 characters); retrysafe_operation_id is added by the adapter',
+};
+const S_ID = (prefix: string) => ({ type: 'string', pattern: `^${prefix}`, maxLength: 255 });
+const S_POS_INT = { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER };
 
 function withMeta(params: Record<string, unknown>, id: BusinessOperationId, own: Record<string, string>): Record<string, string> {
   return { ...((params.metadata as Record<string, string> | undefined) ?? {}), ...own, [STRIPE_OPERATION_METADATA_KEY]: id };
@@ -126,15 +136,15 @@ export const paymentIntentsCreate: StripeOperation = {
   sensitiveFields: ['paymentMethod'],
   paramsSchema: schema(
     {
-      customer: { type: 'string', pattern: '^cus_' },
-      amount: { type: 'integer', minimum: 1, description: 'smallest currency unit' },
+      customer: S_ID('cus_'),
+      amount: { ...S_POS_INT, description: 'smallest currency unit' },
       currency: { type: 'string', pattern: '^[a-z]{3}$' },
       orderRef: { ...S_STRING, description: 'your order reference; names the intent' },
     },
     {
       description: S_STRING,
-      paymentMethod: { type: 'string', pattern: '^pm_' },
-      paymentMethodTypes: { type: 'array', items: { type: 'string' } },
+      paymentMethod: S_ID('pm_'),
+      paymentMethodTypes: { type: 'array', minItems: 1, items: { type: 'string' } },
       confirm: { type: 'boolean' },
       captureMethod: { enum: ['automatic', 'manual'] },
       metadata: S_METADATA,
@@ -178,11 +188,11 @@ export const invoicesCreate: StripeOperation = {
   intentFields: ['customer', 'invoiceRef'],
   sensitiveFields: [],
   paramsSchema: schema(
-    { customer: { type: 'string', pattern: '^cus_' }, invoiceRef: { ...S_STRING, description: 'your invoice reference; names the intent' } },
+    { customer: S_ID('cus_'), invoiceRef: { ...S_STRING, description: 'your invoice reference; names the intent' } },
     {
       description: S_STRING,
       collectionMethod: { enum: ['charge_automatically', 'send_invoice'] },
-      daysUntilDue: { type: 'integer', minimum: 1 },
+      daysUntilDue: S_POS_INT,
       autoAdvance: { type: 'boolean' },
       currency: { type: 'string', pattern: '^[a-z]{3}$' },
       metadata: S_METADATA,
@@ -214,9 +224,9 @@ export const refundsCreate: StripeOperation = {
   intentFields: ['paymentIntent', 'refundRef'],
   sensitiveFields: [],
   paramsSchema: schema(
-    { paymentIntent: { type: 'string', pattern: '^pi_' }, refundRef: { ...S_STRING, description: 'your refund reference; names the intent' } },
+    { paymentIntent: S_ID('pi_'), refundRef: { ...S_STRING, description: 'your refund reference; names the intent' } },
     {
-      amount: { type: 'integer', minimum: 1, description: 'omit for the whole remaining amount' },
+      amount: { ...S_POS_INT, description: 'omit for the whole remaining amount' },
       reason: { enum: ['duplicate', 'fraudulent', 'requested_by_customer'] },
       metadata: S_METADATA,
     },

@@ -45,6 +45,13 @@ afterAll(async () => {
 });
 
 describe('retrysafe ledger resolve --resend-with', () => {
+  it('the rejected operation’s packet names --resend-with as safe; the lost one’s does not', async () => {
+    const r = await cli(['ledger', 'show', rejected, '--db', db], { cwd: dir });
+    expect(r.stdout).toMatch(/resolve with: .*--resend-with <params\.json>/);
+    const l = await cli(['ledger', 'show', lost, '--db', db], { cwd: dir });
+    expect(l.stdout).not.toContain('--resend-with');
+  });
+
   it('needs --config and a JSON object', async () => {
     const noConfig = await cli(['ledger', 'resolve', rejected, '--resend-with', 'x.json', '--db', db], { cwd: dir });
     expect(noConfig.code).not.toBe(0);

@@ -1,5 +1,6 @@
 import type { RetrySafetyCard } from './card.js';
 import type { AttemptId, BusinessOperationId, ProviderKey, RunId } from './ids.js';
+import type { FieldError } from './errors/invalid-params-error.js';
 import type { LookupResult, Outcome } from './outcome.js';
 
 export const SPECIFICATION_VERSION = 'v1' as const;
@@ -18,6 +19,12 @@ export interface OperationSpec {
   readonly sensitiveFields?: readonly string[];
   /** JSON Schema of the params. */
   readonly paramsSchema: JsonSchema;
+  /**
+   * Optional: the adapter's own checks beyond the schema (limits, reserved names, option-dependent
+   * rules). Pure, no I/O. The runner calls it after the schema and BEFORE the claim: any error is an
+   * InvalidParamsError, with nothing claimed or sent.
+   */
+  readonly checkParams?: (params: unknown) => readonly FieldError[];
 }
 
 export interface ExecuteContext {

@@ -14,7 +14,8 @@ export type HandoffReason =
   /** recover() could not drive this record (the error is in the packet's explanation and the recover report). */
   | 'recovery-failed';
 
-export type SafeActionName = 'resume' | 'mark-done' | 'abandon';
+/** `resend-with`: send corrected params as a new revision; offered only when every attempt is known not applied. */
+export type SafeActionName = 'resume' | 'mark-done' | 'abandon' | 'resend-with';
 
 export interface SafeAction {
   readonly action: SafeActionName;

@@ -2,6 +2,7 @@ import { appendFile, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { HandoffAttempt, HandoffPacket, HandoffReason, HandoffSink, OperationRecord, Receipt, SafeAction } from '@retrysafe/contract';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
+import { everyAttemptNotApplied } from './intake/supersede.js';
 
 export interface PacketInput {
   readonly record: OperationRecord;
@@ -31,7 +32,7 @@ function attemptOf(r: Receipt): HandoffAttempt {
 }
 
 /** The safe next actions a person can take, each marked safe or not with the reason. */
-export function safeNextActions(reason: HandoffReason, record: OperationRecord, resendSafe: boolean, resumeNote?: string): SafeAction[] {
+export function safeNextActions(reason: HandoffReason, record: OperationRecord, resendSafe: boolean, correctable = false, resumeNote?: string): SafeAction[] {
   // `claimed` after dispatches is written only when every attempt so far is known not to have applied.
   const neverApplied = record.firstDispatchedAt === null || record.state === 'claimed';
   let resume: SafeAction;
@@ -42,6 +43,9 @@ export function safeNextActions(reason: HandoffReason, record: OperationRecord, 
   else resume = { action: 'resume', safe: false, why: 'the effect may already exist and the provider does not fold re-sends together: check the provider before resuming, or it may happen twice' };
   return [
     resume,
+    ...(correctable
+      ? [{ action: 'resend-with' as const, safe: true, why: 'every attempt was rejected or not applied: corrected params under the same intent are sent as a new revision (--resend-with <params.json>, or the caller calls again with them)' }]
+      : []),
     { action: 'mark-done', safe: true, why: 'once you have confirmed at the provider that the effect exists; record its reference' },
     { action: 'abandon', safe: true, why: 'retrysafe stops; nothing at the provider is undone' },
   ];
@@ -69,7 +73,7 @@ export function buildPacket(input: PacketInput): HandoffPacket {
       ...(last?.message !== undefined ? { message: last.message } : {}),
       ...(last?.fields !== undefined ? { fields: last.fields } : {}),
     },
-    safeNextActions: safeNextActions(input.reason, record, input.resendSafe, input.resumeNote),
+    safeNextActions: safeNextActions(input.reason, record, input.resendSafe, (input.reason === 'rejected' || input.reason === 'retry-exhausted') && everyAttemptNotApplied(receipts).ok, input.resumeNote),
     createdAt: new Date(input.now).toISOString(),
   };
 }

@@ -118,6 +118,8 @@ describe('supersede: a corrected request after a rejection nothing applied (issu
     provider.failNext({ kind: 'rejected', message: 'note too long' });
     const first = await runner.run(a, OP, { params: { ref: 'o-3', note: 'x'.repeat(20) } });
     expect(first.status).toBe('handed-off');
+    // the packet offers the correction as a safe next action
+    expect(first.status === 'handed-off' && first.packet.safeNextActions.find((x) => x.action === 'resend-with')?.safe).toBe(true);
     const fixed = await runner.run(a, OP, { params: { ref: 'o-3', note: 'short' } });
     expect(fixed.status === 'done' && !fixed.adopted).toBe(true);
     expect(fixed.businessOperationId).toBe(first.businessOperationId);
@@ -152,6 +154,7 @@ describe('supersede: a corrected request after a rejection nothing applied (issu
     provider.failNext({ kind: 'unknown-after-commit' });
     const first = await runner.run(adapter, OP, { params: { ref: 'o-5', note: 'a' } });
     expect(first.status).toBe('handed-off');
+    expect(first.status === 'handed-off' && first.packet.safeNextActions.map((x) => x.action)).toEqual(['resume', 'mark-done', 'abandon']);
     const err = await runner.run(adapter, OP, { params: { ref: 'o-5', note: 'b' } }).catch((e) => e);
     expect(ConflictError.isInstance(err) && err.paths).toEqual(['note']);
     expect((err as Error).message).toMatch(/cannot be superseded/);

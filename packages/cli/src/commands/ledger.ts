@@ -329,7 +329,7 @@ function packetText(p: HandoffPacket, color: boolean): string {
     `  provider key: ${p.providerKey ?? '(none travels)'}`,
     '  next actions:',
     ...p.safeNextActions.map((a) => `    ${a.safe ? paint('green', '✓ safe    ', color) : paint('red', '✗ not safe', color)} ${a.action.padEnd(9)} ${a.why}`),
-    `  resolve with: retrysafe ledger resolve ${p.businessOperationId} ${p.safeNextActions.filter((a) => a.safe).map((a) => (a.action === 'mark-done' ? '--mark-done <providerRef>' : `--${a.action}`)).join(' | ') || '(no action is known to be safe: verify at the provider first)'}`,
+    `  resolve with: retrysafe ledger resolve ${p.businessOperationId} ${p.safeNextActions.filter((a) => a.safe).map((a) => (a.action === 'mark-done' ? '--mark-done <providerRef>' : a.action === 'resend-with' ? '--resend-with <params.json>' : `--${a.action}`)).join(' | ') || '(no action is known to be safe: verify at the provider first)'}`,
   ].join('\n');
 }
 

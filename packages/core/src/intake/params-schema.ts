@@ -63,7 +63,9 @@ export function fieldErrors(errors: readonly ErrorObject[] | null | undefined): 
 /** The field errors of `params` against the operation's JSON Schema (empty when valid). */
 export function paramsErrors(spec: OperationSpec, params: unknown): FieldError[] {
   const validate = validatorFor(spec.paramsSchema, spec.card.operation);
-  return validate(params) ? [] : fieldErrors(validate.errors);
+  if (!validate(params)) return fieldErrors(validate.errors);
+  // Then the adapter's own checks (OperationSpec.checkParams), still before anything is claimed.
+  return spec.checkParams ? [...spec.checkParams(params)].map((f) => ({ path: String(f.path), message: String(f.message) })) : [];
 }
 
 /**

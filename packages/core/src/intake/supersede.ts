@@ -24,6 +24,11 @@ export function supersedeCheck(record: OperationRecord, receipts: readonly Recei
   if (record.state !== 'rejected' && record.state !== 'handed-off') return { ok: false, why: `the operation is ${record.state}` };
   if (record.state === 'handed-off' && record.handoff && record.handoff.reason !== 'rejected' && record.handoff.reason !== 'retry-exhausted')
     return { ok: false, why: `it was handed off as ${record.handoff.reason}: an attempt may have been applied` };
+  return everyAttemptNotApplied(receipts);
+}
+
+/** The receipts' half of supersedeCheck: every provider call of the current revision known not applied. */
+export function everyAttemptNotApplied(receipts: readonly Receipt[]): { ok: true } | { ok: false; why: string } {
   const mine = currentRevision(receipts);
   for (const r of mine) {
     if (r.kind === 'lookup' || r.kind === 'poll' || r.kind === 'recover') return { ok: false, why: 'an earlier outcome was uncertain (it was looked up): an attempt may have been applied' };

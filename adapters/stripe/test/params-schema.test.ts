@@ -1,0 +1,37 @@
+import { paramsErrors } from '@retrysafe/core';
+import { describe, expect, it } from 'vitest';
+import { stripeOperations } from '../src/stripe-operations.js';
+
+// What the adapter's own `validate` refuses, the JSON Schema refuses too — so the runner stops it
+// before the claim (no row, no provider call) instead of after `dispatched` (issue 16).
+const ok: Record<string, Record<string, unknown>> = {
+  'customers.create': { customerRef: 'u-1', email: 'a@example.test' },
+  'paymentIntents.create': { customer: 'cus_1', amount: 1500, currency: 'eur', orderRef: 'A-1' },
+  'invoices.create': { customer: 'cus_1', invoiceRef: 'I-1' },
+  'refunds.create': { paymentIntent: 'pi_1', refundRef: 'R-1' },
+};
+const breakers: ((p: Record<string, unknown>, name: string) => Record<string, unknown>)[] = [
+  (p) => ({ ...p, metadata: Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${i}`, 'v'])) }),
+  (p) => ({ ...p, metadata: { ['k'.repeat(41)]: 'v' } }),
+  (p) => ({ ...p, metadata: { retrysafe_operation_id: 'mine' } }),
+  (p) => ({ ...p, metadata: { k: 'v'.repeat(501) } }),
+  (p) => ({ ...p, unknownField: 1 }),
+  (p, n) => (n === 'paymentIntents.create' ? { ...p, amount: 0 } : n === 'refunds.create' ? { ...p, amount: 1.5 } : n === 'invoices.create' ? { ...p, daysUntilDue: 0 } : { ...p, email: '' }),
+  (p, n) => (n === 'paymentIntents.create' ? { ...p, customer: `cus_${'x'.repeat(300)}` } : n === 'refunds.create' ? { ...p, paymentIntent: 'ch_1' } : n === 'invoices.create' ? { ...p, customer: 'acct_1' } : { ...p, customerRef: '' }),
+  (p, n) => (n === 'paymentIntents.create' ? { ...p, paymentMethodTypes: [] } : p),
+];
+
+describe('Stripe params schemas cover the adapter’s own validation', () => {
+  for (const [name, op] of Object.entries(stripeOperations)) {
+    it(name, () => {
+      const spec = { card: op.card, paramsSchema: op.paramsSchema } as Parameters<typeof paramsErrors>[0];
+      expect(op.validate(ok[name]!)).toEqual([]);
+      expect(paramsErrors(spec, ok[name])).toEqual([]);
+      for (const b of breakers) {
+        const bad = b(ok[name]!, name);
+        if (op.validate(bad).length === 0) continue;
+        expect(paramsErrors(spec, bad), `${name}: ${op.validate(bad).join('; ')}`).not.toEqual([]);
+      }
+    });
+  }
+});
