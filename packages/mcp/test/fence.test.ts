@@ -119,6 +119,12 @@ describe('fence file', () => {
     expect(card.storedResult.semantics.value).toBe('unknown');
     expect(card.retention.minimum.value).toBe('unknown');
     expect(card.unverified.map((u) => u.field).sort()).toEqual(['concurrency', 'parameterMatching', 'retention.minimum', 'storedResult.semantics']);
+    // with a lookup, how late the upstream may still apply a call is unknown until declared
+    const withLookup = createFenceAdapter({ config: parseFenceConfig(JSON.parse(readFileSync(fenceFile(), 'utf8'))), client: { callTool: async () => ({}) }, tools: [{ name: 'create_order', inputSchema: { type: 'object' } }, { name: 'list_orders', inputSchema: { type: 'object' } }] });
+    expect(withLookup.operations.create_order!.card.lookup.lateApplyBound?.value).toBe('unknown');
+    expect(withLookup.operations.create_order!.card.unverified.map((u) => u.field)).toContain('lookup.lateApplyBound');
+    const declared = createFenceAdapter({ config: parseFenceConfig(JSON.parse(readFileSync(fenceFile({}, { lookup: { tool: 'list_orders', items: 'orders', match: { ref: 'ref' }, consistencyDelay: 0, lateApplyBound: '2s' } }), 'utf8'))), client: { callTool: async () => ({}) }, tools: [{ name: 'create_order', inputSchema: { type: 'object' } }, { name: 'list_orders', inputSchema: { type: 'object' } }] });
+    expect(declared.operations.create_order!.card.lookup.lateApplyBound?.value).toBe('2s');
   });
 });
 

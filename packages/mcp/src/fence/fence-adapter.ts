@@ -142,6 +142,8 @@ export function fenceCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName
     lookup: {
       method: fact(l ? 'search' : 'none', l ? declared('lookup.tool') : `fence file: tools.${toolName} declares no lookup`),
       consistencyDelay: l ? maybe('lookup.consistencyDelay', l.consistencyDelay as `${number}s` | null | undefined, 'lookup.consistencyDelay', l.source ?? t.source) : fact(null, 'no lookup'),
+      // How long the upstream may still apply a call after the fence gave up on it: unknown unless declared.
+      ...(l ? { lateApplyBound: maybe('lookup.lateApplyBound', l.lateApplyBound as `${number}s` | undefined, 'lookup.lateApplyBound', l.source ?? t.source) } : {}),
     },
     retention: { minimum: k ? maybe('retention.minimum', k.retention as `${number}h` | undefined, 'key.retention', keySource) : fact(null, 'no key travels: nothing is stored') },
     concurrency: k ? maybe('concurrency', k.concurrency, 'key.concurrency', keySource) : fact('duplicates', 'no key travels: concurrent calls each run the tool'),

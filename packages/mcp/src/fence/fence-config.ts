@@ -76,6 +76,11 @@ export interface FenceLookupConfig {
   readonly match: Readonly<Record<string, string>>;
   /** Worst-case delay before a created item is listed: `0`/null = immediately; unknown if not given (absence then proves nothing). */
   readonly consistencyDelay?: string | null;
+  /**
+   * How long after the fence gave up on a call the upstream may still apply it (e.g. its own request
+   * timeout, `30s`). Unknown if not given: then a lookup's "not found" never proves absence.
+   */
+  readonly lateApplyBound?: string;
   readonly source?: string;
 }
 
@@ -89,7 +94,7 @@ const TOP = ['name', 'ledger', 'handoffs', 'timeoutMs', 'policy', 'tools'] as co
 const POLICY = ['maxAttempts', 'maxElapsedMs', 'baseMs', 'capMs', 'lookupWindowMs', 'leaseMs', 'waitForOtherMs'] as const;
 const TOOL = ['kind', 'idempotentByNature', 'intent', 'key', 'lookup', 'toolErrors', 'rejectWhen', 'resultRef', 'source'] as const;
 const KEY = ['argument', 'maxLength', 'semantics', 'retention', 'concurrency', 'parameterMatching', 'source'] as const;
-const LOOKUP = ['tool', 'arguments', 'items', 'match', 'consistencyDelay', 'source'] as const;
+const LOOKUP = ['tool', 'arguments', 'items', 'match', 'consistencyDelay', 'lateApplyBound', 'source'] as const;
 const KINDS: readonly FenceSideEffect[] = ['create', 'send', 'set', 'upsert', 'delete', 'charge', 'async-job'];
 const DURATION = /^\d+(ms|s|m|h|d)$/;
 
@@ -204,6 +209,11 @@ function parseTool(where: string, raw: unknown): FenceToolConfig {
         if (!DURATION.test(d)) throw new FenceConfigError(`${where}.lookup.consistencyDelay must be 0 or a duration such as 2s`);
         lookup.consistencyDelay = d;
       }
+    }
+    if (l.lateApplyBound !== undefined) {
+      const d = str(`${where}.lookup.lateApplyBound`, l.lateApplyBound);
+      if (!DURATION.test(d)) throw new FenceConfigError(`${where}.lookup.lateApplyBound must be a duration such as 30s`);
+      lookup.lateApplyBound = d;
     }
     if (l.source !== undefined) lookup.source = str(`${where}.lookup.source`, l.source);
     out.lookup = lookup;
