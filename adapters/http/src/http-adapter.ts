@@ -19,7 +19,7 @@ import {
   type Outcome,
   type ProviderKey,
 } from '@retrysafe/contract';
-import { checkBaseUrl, lookupFromOutcome } from '@retrysafe/contract/provider';
+import { checkBaseUrl, lookupFromOutcome } from '@retrysafe/contract';
 import { absoluteLocation, classifyNetworkError, classifyResponse, parseRetryAfter, readHeader, type HttpResponseView } from './http-errors.js';
 import {
   buildOperation,

@@ -12,7 +12,7 @@ import {
   type Outcome,
   type ProviderKey,
 } from '@retrysafe/contract';
-import { checkBaseUrl } from '@retrysafe/contract/provider';
+import { checkBaseUrl } from '@retrysafe/contract';
 import { hubspotCards, type HubSpotOperationName } from './hubspot-cards.js';
 import type { CallSettings } from './hubspot-http.js';
 import {

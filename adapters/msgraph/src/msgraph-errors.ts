@@ -1,5 +1,5 @@
 import type { LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
-import { classifyTransportError, parseRetryAfter } from '@retrysafe/contract/provider';
+import { classifyTransportError, parseRetryAfter } from '@retrysafe/contract';
 
 /**
  * Maps every Graph response and every transport failure into exactly one Outcome

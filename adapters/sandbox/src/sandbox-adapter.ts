@@ -14,7 +14,7 @@ import {
   type Outcome,
   type ProviderKey,
 } from '@retrysafe/contract';
-import { checkBaseUrl, classifyTransportError, parseRetryAfter } from '@retrysafe/contract/provider';
+import { checkBaseUrl, classifyTransportError, parseRetryAfter } from '@retrysafe/contract';
 import { SANDBOX_KEY_RULE, SANDBOX_PROVIDER, sandboxCreateCard, type SandboxLimits } from './sandbox-cards.js';
 import type { SandboxBehaviour, SandboxProvider, SandboxRecord, SandboxResponse } from './sandbox-provider.js';
 

@@ -20,7 +20,7 @@ import {
   STRIPE_KEY_RULE,
   STRIPE_SEARCH_DELAY_MS,
 } from './stripe-cards.js';
-import { checkBaseUrl } from '@retrysafe/contract/provider';
+import { checkBaseUrl } from '@retrysafe/contract';
 import { classifyStripeError, classifyStripeResult, isReplayedHeaders } from './stripe-errors.js';
 import { ClosedConnectionGuard } from './stripe-http-client.js';
 import { metadataQuery, stripeOperations, type StripeObject, type StripeOperation, type StripeOperationTypes } from './stripe-operations.js';

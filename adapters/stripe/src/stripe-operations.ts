@@ -275,7 +275,8 @@ export interface CustomersCreateParams {
 }
 
 export interface PaymentIntentsCreateParams {
-  readonly customer: `cus_${string}`;
+  /** A Stripe customer id (`cus_…`; checked at run time by the params schema). */
+  readonly customer: string;
   /** In the smallest currency unit. */
   readonly amount: number;
   /** Three-letter lowercase ISO code. */
@@ -283,7 +284,7 @@ export interface PaymentIntentsCreateParams {
   /** Your order reference; with `customer` it names the intent. */
   readonly orderRef: string;
   readonly description?: string;
-  readonly paymentMethod?: `pm_${string}`;
+  readonly paymentMethod?: string;
   readonly paymentMethodTypes?: readonly string[];
   readonly confirm?: boolean;
   readonly captureMethod?: 'automatic' | 'manual';
@@ -291,7 +292,8 @@ export interface PaymentIntentsCreateParams {
 }
 
 export interface InvoicesCreateParams {
-  readonly customer: `cus_${string}`;
+  /** A Stripe customer id (`cus_…`; checked at run time by the params schema). */
+  readonly customer: string;
   /** Your invoice reference; with `customer` it names the intent. */
   readonly invoiceRef: string;
   readonly description?: string;
@@ -303,7 +305,8 @@ export interface InvoicesCreateParams {
 }
 
 export interface RefundsCreateParams {
-  readonly paymentIntent: `pi_${string}`;
+  /** A PaymentIntent id (`pi_…`). */
+  readonly paymentIntent: string;
   /** Your refund reference; with `paymentIntent` it names the intent. */
   readonly refundRef: string;
   /** Omit for the whole remaining amount. */

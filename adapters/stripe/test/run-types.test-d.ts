@@ -31,9 +31,9 @@ export async function typed(): Promise<void> {
   // @ts-expect-error amount is a number in the smallest currency unit
   await runner.run(stripe, 'paymentIntents.create', { params: { customer: 'cus_123', orderRef: 'A-17', amount: '15.00', currency: 'eur' } });
 
-  // A customer id that is not one.
-  // @ts-expect-error customer must be a cus_ id
-  await runner.run(stripe, 'paymentIntents.create', { params: { customer: 'alice', orderRef: 'A-17', amount: 1500, currency: 'eur' } });
+  // Ids are plain strings: a customer id read from a database (type string) must be accepted.
+  const fromDb: string = 'cus_from_db';
+  await runner.run(stripe, 'paymentIntents.create', { params: { customer: fromDb, orderRef: 'A-17', amount: 1500, currency: 'eur' } });
 
   // Params of another operation.
   // @ts-expect-error refunds.create takes paymentIntent and refundRef

@@ -36,7 +36,7 @@ describe('typed runner.run', () => {
       const result = typecheck(join(dir, 'tsconfig.json'));
       expect(result.ok).toBe(false);
       const errors = result.output.split('\n').filter((l) => l.includes('error TS'));
-      expect(errors).toHaveLength(7);
+      expect(errors).toHaveLength(6);
       expect(result.output).toMatch(/"paymentIntent\.create"/);
       expect(result.output).toMatch(/orderRef/);
     } finally {

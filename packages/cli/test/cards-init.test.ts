@@ -76,7 +76,9 @@ describe('retrysafe cards init --from', () => {
 
   it('with every fact known the runner refuses nothing; one unknown consistency delay is named', async () => {
     const [entry] = await loadAdapters(['stripe']);
-    const stripe = (await cardsOf(entry!)).find((c) => c.card.operation === 'stripe.refunds.create')!.card;
+    const shipped = (await cardsOf(entry!)).find((c) => c.card.operation === 'stripe.refunds.create')!.card;
+    // The shipped card leaves the late-apply bound unknown (no public source states it): known here, so every fact is.
+    const stripe = { ...shipped, lookup: { ...shipped.lookup, lateApplyBound: { value: '10m' as const, source: 'test: a known bound' } }, unverified: shipped.unverified.filter((u) => u.field !== 'lookup.lateApplyBound') };
     expect(refusals(stripe)).toEqual([]);
     const from = join(dir, 'almost.json');
     const { unverified: _u, ...rest } = JSON.parse(JSON.stringify(stripe)) as Record<string, unknown>;

@@ -220,6 +220,14 @@ describe('retrysafe drill --config: an HTTP API declared in YAML, drilled agains
     const op = raw.adapters.acme.operations['orders.create']!;
     op.body = { customer: '{customer}', sku: '{sku}', quantity: '{quantity}' };
     for (const o of Object.values(raw.adapters.acme.operations)) o.card = join(REPO, 'docs/examples/http-api', String(o.card));
+    // The example card leaves the late-apply bound unknown, so a lookup miss never proves absence and the
+    // runner hands off instead: declare the sandbox's bound (it applies a request as it arrives) so the
+    // mistake shows as what it is in an API that does state its bound.
+    const card = parseYaml(readFileSync(String(op.card), 'utf8')) as { lookup: Record<string, unknown>; unverified: { field: string }[] };
+    card.lookup.lateApplyBound = { value: '1s', source: 'test: the loopback sandbox applies a request as it arrives' };
+    card.unverified = card.unverified.filter((u) => u.field !== 'lookup.lateApplyBound');
+    op.card = join(d, 'orders.card.yaml');
+    writeFileSync(String(op.card), toYaml(card));
     writeFileSync(join(d, 'bad.yaml'), toYaml(raw));
     const r = await cli(['drill', '--config', join(d, 'bad.yaml'), '--operation', 'orders.create', '--scenario', 'key-past-retention', '--out', join(d, 'out'), '--json']);
     expect(r.code).toBe(1);

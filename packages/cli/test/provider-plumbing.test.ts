@@ -1,6 +1,6 @@
 /**
  * The generic provider rules agree across every adapter (issue 17's table, re-measured as a test): each
- * adapter goes through @retrysafe/contract/provider for Retry-After, "never sent" network codes and the
+ * adapter goes through the contract's provider module for Retry-After, "never sent" network codes and the
  * base-URL rule, so the same input gets the same answer whichever provider it is.
  */
 import { readFileSync, readdirSync, statSync } from 'node:fs';

@@ -295,6 +295,11 @@ function withOptionalFields(body: { properties: Record<string, unknown> } & Reco
       },
     },
   };
+  // Fields added after cardVersion 1 shipped are optional: an absent one means unknown / the default.
+  for (const [section, field] of [['lookup', 'lateApplyBound'], ['limits', 'clockSkewMargin']] as const) {
+    const sec = body.properties[section] as Obj;
+    if (Array.isArray(sec.required)) sec.required = (sec.required as string[]).filter((f) => f !== field);
+  }
   body.properties.paramComparison = {
     type: 'array',
     description: 'how params other than the intent are compared with the stored ones (default exact)',

@@ -14,3 +14,4 @@ export * from './receipt.js';
 export * from './handoff.js';
 export * from './drill.js';
 export * from './errors/index.js';
+export * from './provider/index.js';

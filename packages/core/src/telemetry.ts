@@ -5,7 +5,13 @@
  * the decision logic knows nothing about telemetry.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { context, metrics, SpanKind, SpanStatusCode, trace, type Attributes, type MeterProvider, type Span, type TracerProvider } from '@opentelemetry/api';
+import { createRequire } from 'node:module';
+import type { Attributes, MeterProvider, Span, TracerProvider } from '@opentelemetry/api';
+
+// @opentelemetry/api is loaded when a runner is created, not when core is imported (cold-import cost).
+// Its globals live on a versioned global symbol, so this copy sees the SDK a user registered.
+const require = createRequire(import.meta.url);
+type OtelApi = typeof import('@opentelemetry/api');
 
 /** The structured part of an event (also on every LogEntry that has it). No params, keys or secrets. */
 export interface EventFields {
@@ -61,8 +67,9 @@ const attrs = (operation: string, more: Record<string, string | number | boolean
   Object.fromEntries(Object.entries({ 'retrysafe.operation': operation, ...more }).filter(([, v]) => v !== undefined)) as Attributes;
 
 export function createTelemetry(options: TelemetryOptions | undefined, now: () => number): Telemetry {
-  const tracer = (options?.tracerProvider ?? trace.getTracerProvider()).getTracer(TELEMETRY.scope);
-  const meter = (options?.meterProvider ?? metrics.getMeterProvider()).getMeter(TELEMETRY.scope);
+  const api = require('@opentelemetry/api') as OtelApi;
+  const tracer = (options?.tracerProvider ?? api.trace.getTracerProvider()).getTracer(TELEMETRY.scope);
+  const meter = (options?.meterProvider ?? api.metrics.getMeterProvider()).getMeter(TELEMETRY.scope);
   const operations = meter.createCounter(TELEMETRY.operations, { description: 'runner.run() calls, by how they ended (done, adopted, in-progress, handed-off, error)' });
   const attempts = meter.createCounter(TELEMETRY.attempts, { description: 'provider calls (dispatches and same-key re-sends), by outcome' });
   const lookups = meter.createCounter(TELEMETRY.lookups, { description: 'lookups of what the provider stored, by result' });
@@ -73,7 +80,7 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
   return {
     async run(info, fn) {
       const span = tracer.startSpan(TELEMETRY.runSpan, {
-        kind: SpanKind.INTERNAL,
+        kind: api.SpanKind.INTERNAL,
         startTime: now(),
         attributes: attrs(info.operation, { 'retrysafe.provider': info.provider, 'retrysafe.business_operation_id': info.businessOperationId }),
       });
@@ -82,13 +89,13 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
         const result = await scope.run(s, fn);
         const status = result.status === 'done' && result.adopted ? 'adopted' : result.status;
         span.setAttribute('retrysafe.status', status);
-        if (result.status === 'handed-off') span.setStatus({ code: SpanStatusCode.ERROR, message: 'handed off to a person' });
+        if (result.status === 'handed-off') span.setStatus({ code: api.SpanStatusCode.ERROR, message: 'handed off to a person' });
         operations.add(1, attrs(info.operation, { 'retrysafe.status': status }));
         return result;
       } catch (err) {
         const name = err instanceof Error ? err.name : 'Error';
         span.setAttribute('retrysafe.status', 'error');
-        span.setStatus({ code: SpanStatusCode.ERROR, message: name });
+        span.setStatus({ code: api.SpanStatusCode.ERROR, message: name });
         operations.add(1, attrs(info.operation, { 'retrysafe.status': 'error', 'error.type': name }));
         throw err;
       } finally {
@@ -105,14 +112,14 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
         case 'dispatch': {
           if (!s) break;
           s.attempt?.end(now());
-          s.attempt = tracer.startSpan(TELEMETRY.attemptSpan, { kind: SpanKind.CLIENT, startTime: now(), attributes: attrs(op, { 'retrysafe.attempt': f.attempt }) }, trace.setSpan(context.active(), s.span));
+          s.attempt = tracer.startSpan(TELEMETRY.attemptSpan, { kind: api.SpanKind.CLIENT, startTime: now(), attributes: attrs(op, { 'retrysafe.attempt': f.attempt }) }, api.trace.setSpan(api.context.active(), s.span));
           break;
         }
         case 'outcome': {
           attempts.add(1, attrs(op, { 'retrysafe.outcome': f.outcome }));
           if (s?.attempt) {
             s.attempt.setAttributes(attrs(op, { 'retrysafe.outcome': f.outcome, 'http.response.status_code': f.status }));
-            if (f.outcome === 'unknown' || f.outcome === 'rejected') s.attempt.setStatus({ code: SpanStatusCode.ERROR, message: f.outcome });
+            if (f.outcome === 'unknown' || f.outcome === 'rejected') s.attempt.setStatus({ code: api.SpanStatusCode.ERROR, message: f.outcome });
             s.attempt.end(now());
             s.attempt = null;
           }

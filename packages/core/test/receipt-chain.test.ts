@@ -89,6 +89,7 @@ describe('receipt chain: anchored on the row, keyed with an HMAC, verifiable off
     const raw = new Database(path);
     raw.prepare(`UPDATE retrysafe_operations SET record = json_remove(record, '$.receiptChain')`).run();
     raw.prepare('DROP TABLE retrysafe_migrations').run();
+    raw.pragma('user_version = 0'); // the first release's files carry no layout version
     raw.close();
     ledger = createSqliteLedger({ path });
     const id = r.businessOperationId;

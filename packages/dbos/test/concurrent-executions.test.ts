@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { runCrashPhase, type CrashPhaseReport } from './crash-harness.js';
 
 // Lookup-only (Graph sendMail-like): every POST is a new record; a lookup by the key we stamped finds it.
-const LOOKUP_ONLY = Object.freeze({ replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key' } as const);
+// The loopback sandbox applies a request as it arrives: a request in flight when its worker is killed lands
+// within a second, so that is the card's late-apply bound (unknown, a lookup miss would never prove absence).
+const LOOKUP_ONLY = Object.freeze({ replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key', lateApplyMs: 1000 } as const);
 const CONTROL_WORKFLOWS = 40;
 const PHASE_TIMEOUT_MS = 90_000;
 const show = (r: CrashPhaseReport) => console.log(`[dbos crash] ${JSON.stringify(r)}`);

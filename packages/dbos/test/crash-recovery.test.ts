@@ -9,7 +9,9 @@ import { runCrashPhase, type CrashPhaseReport } from './crash-harness.js';
 /** Key-folding: the provider replays a re-send under the same Idempotency-Key (IETF / Stripe-like). */
 const KEY_FOLDING: SandboxBehaviour = REPLAYING_BEHAVIOUR;
 /** Lookup-only (Graph sendMail-like): every POST is a new record; a lookup by the key we stamped finds it. */
-const LOOKUP_ONLY: SandboxBehaviour = Object.freeze({ replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key' });
+// The loopback sandbox applies a request as it arrives: a request in flight when its worker is killed lands
+// within a second, so that is the card's late-apply bound (unknown, a lookup miss would never prove absence).
+const LOOKUP_ONLY: SandboxBehaviour = Object.freeze({ replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key', lateApplyMs: 1000 });
 
 const WORKFLOWS = Number(process.env.RETRYSAFE_DBOS_CRASH_WORKFLOWS ?? 150);
 const CONTROL_WORKFLOWS = 40;

@@ -82,7 +82,7 @@ describe('retrysafe MCP server over stdio', () => {
     const { tools } = await client.listTools();
     const meta = tools.find((t) => t.name === 'stripe_paymentIntents_create')!._meta?.['retrysafe/card'] as Record<string, unknown>;
     expect(meta.digest).toBe(fingerprint(paymentIntentsCreateCard));
-    expect(meta).toMatchObject({ cardVersion: 1, operation: 'stripe.paymentIntents.create', sideEffect: 'charge', intentFields: ['customer', 'orderRef'], sameKeyResend: true, keyRetention: '24h', lookup: true, lookupDelay: '1h', unknowns: ['providerKey.scope'] });
+    expect(meta).toMatchObject({ cardVersion: 1, operation: 'stripe.paymentIntents.create', sideEffect: 'charge', intentFields: ['customer', 'orderRef'], sameKeyResend: true, keyRetention: '24h', lookup: true, lookupDelay: '1h', unknowns: ['providerKey.scope', 'lookup.lateApplyBound'] });
     expect(tools.find((t) => t.name === 'retrysafe_status')!._meta?.['retrysafe/card']).toBeUndefined();
   });
 

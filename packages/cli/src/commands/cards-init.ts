@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { extname } from 'node:path';
 import { createInterface } from 'node:readline';
 import {
+  DEFAULT_CLOCK_SKEW_MARGIN,
   CARD_SCHEMA_VERSION,
   cardFieldLabel,
   cardJsonSchema,
@@ -26,6 +27,8 @@ interface Leaf {
 }
 type Schema = { readonly [k: string]: unknown };
 
+const HAND_WRITTEN = ['businessOperationId.idRule', 'businessOperationId.normalize', 'paramComparison', 'storedResult.replayIndicator'];
+
 /** Every fillable field of the card, in schema order (derived from the published schema, so new fields appear by themselves). */
 export function cardLeaves(): Leaf[] {
   const leaves: Leaf[] = [];
@@ -34,10 +37,12 @@ export function cardLeaves(): Leaf[] {
     if (s.type === 'object' && props && 'value' in props && 'source' in props) {
       leaves.push({ path, schema: (props.value!.anyOf as Schema[])[0]!, fact: true });
     } else if (s.type === 'object' && props) {
-      // Only the fields every card has: the optional ones (intent normalisation, param comparison, the
-      // replay indicator) are written by hand where a provider has them.
-      const required = Array.isArray(s.required) ? (s.required as string[]) : null;
-      for (const [k, sub] of Object.entries(props)) if (!required || required.includes(k)) walk(sub, path ? `${path}.${k}` : k);
+      // The optional sections a provider has or has not (intent normalisation, param comparison, the
+      // replay indicator) are written by hand; every other field, optional facts included, is asked.
+      for (const [k, sub] of Object.entries(props)) {
+        const p = path ? `${path}.${k}` : k;
+        if (!HAND_WRITTEN.includes(p)) walk(sub, p);
+      }
     } else leaves.push({ path, schema: s, fact: false });
   };
   walk(cardJsonSchema() as Schema, '');
@@ -60,6 +65,7 @@ function defaults(card: Record<string, unknown>): Record<string, unknown> {
     'limits.maxAttempts': 3,
     'limits.maxElapsed': '2m',
     'limits.lookupWindow': '30s',
+    'limits.clockSkewMargin': DEFAULT_CLOCK_SKEW_MARGIN,
     'retryLayer.layer': 'runner',
     'retryLayer.sdkRetries': 'disabled',
     'retryLayer.how': 'not filled in: say how the SDK\'s own retries are turned off and how the drill proves it',

@@ -1,5 +1,5 @@
 /**
- * `@retrysafe/contract/provider`: the provider plumbing every adapter shares, as pure functions (no I/O):
+ * The provider plumbing (exported from `@retrysafe/contract`) every adapter shares, as pure functions (no I/O):
  * one Retry-After parser, one network-error classifier, one outcome → lookup-result converter, one
  * base-URL rule. An adapter keeps only what is provider-specific.
  */

@@ -1,25 +1,34 @@
-import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv';
-import { Ajv2019 } from 'ajv/dist/2019.js';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import addFormatsModule from 'ajv-formats';
+import { createRequire } from 'node:module';
+import type { Ajv, Options, ValidateFunction } from 'ajv';
+import type { ErrorObject } from 'ajv';
 import { InvalidParamsError, type FieldError, type JsonSchema, type OperationSpec } from '@retrysafe/contract';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 
-// ajv-formats is CommonJS; under Node's ESM loader its default import is the plugin function itself.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as unknown as (ajv: Ajv) => Ajv;
+// ajv and ajv-formats are loaded on the first validation, not when core is imported: together they cost
+// more than the rest of core's cold import (the footprint bench measures it). Both are CommonJS.
+const require = createRequire(import.meta.url);
+const addFormats = (a: Ajv): Ajv => {
+  const mod = require('ajv-formats') as { default?: unknown };
+  return ((mod.default ?? mod) as (ajv: Ajv) => Ajv)(a);
+};
 
 /** One ajv instance per dialect for every operation's params schema (compiled once per schema object). */
 const OPTIONS: Options = { allErrors: true, strict: false, logger: false, coerceTypes: false, useDefaults: false, removeAdditional: false };
-const ajv = addFormats(new Ajv(OPTIONS));
+let draft07: Ajv | undefined;
 const dialects = new Map<string, Ajv>();
 const compiled = new WeakMap<object, ValidateFunction>();
 
-/** Draft-07 (ajv's default) unless the schema names draft 2019-09 or 2020-12 in `$schema`. */
 function instanceFor(schema: JsonSchema): Ajv {
   const m = /json-schema\.org\/draft\/(2019-09|2020-12)\//.exec(typeof schema.$schema === 'string' ? schema.$schema : '');
-  if (!m) return ajv;
+  if (!m) {
+    const { Ajv: Draft07 } = require('ajv') as typeof import('ajv');
+    return (draft07 ??= addFormats(new Draft07(OPTIONS)));
+  }
   let a = dialects.get(m[1]!);
-  if (!a) dialects.set(m[1]!, (a = addFormats((m[1] === '2019-09' ? new Ajv2019(OPTIONS) : new Ajv2020(OPTIONS)) as unknown as Ajv)));
+  if (!a) {
+    const make = m[1] === '2019-09' ? (require('ajv/dist/2019.js') as typeof import('ajv/dist/2019.js')).Ajv2019 : (require('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js')).Ajv2020;
+    dialects.set(m[1]!, (a = addFormats(new make(OPTIONS) as unknown as Ajv)));
+  }
   return a;
 }
 

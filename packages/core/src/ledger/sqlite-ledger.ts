@@ -73,6 +73,8 @@ CREATE TABLE IF NOT EXISTS retrysafe_receipts (
  * Rows written before receipt-chain anchoring get the anchor of the receipts they hold now (issue 18):
  * from here on every receipt write moves it. Runs once per file (recorded in retrysafe_migrations).
  */
+/** The file layout this code writes: 0 = the first release, 2 = rows anchor their receipt chain. */
+const SQLITE_LAYOUT_VERSION = 2;
 const ANCHOR_MIGRATION = `
 CREATE TABLE IF NOT EXISTS retrysafe_migrations (name TEXT PRIMARY KEY);
 BEGIN IMMEDIATE;
@@ -140,8 +142,15 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, step);
       }
     }
-    // Migrations run once per file (recorded in retrysafe_migrations), not as a scan on every open.
-    if (!db.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'retrysafe_migrations'`).get() || !db.prepare(`SELECT 1 FROM retrysafe_migrations WHERE name = 'receipt-anchor'`).get()) db.exec(ANCHOR_MIGRATION);
+    // Migrations run once per file, not as a scan on every open. The file's layout version lives in
+    // the header page (PRAGMA user_version), so the check reads nothing else: a file whose data pages
+    // are damaged still opens, and its reads fail typed. The migration also records itself in
+    // retrysafe_migrations, so a second run (a crash before user_version was set) changes nothing.
+    const layout = Number((db.prepare('PRAGMA user_version').get() as { user_version?: number } | undefined)?.user_version ?? 0);
+    if (layout < SQLITE_LAYOUT_VERSION) {
+      db.exec(ANCHOR_MIGRATION);
+      db.exec(`PRAGMA user_version = ${SQLITE_LAYOUT_VERSION}`);
+    }
     db.exec(`PRAGMA busy_timeout = ${Math.min(Math.floor(busy), SYNC_BUSY_MS)}`);
   } catch (cause) {
     // Close what was opened: a failed open must not leave its file descriptor behind.

@@ -16,7 +16,7 @@ import {
   type ProviderKeyRule,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
-import { classifyTransportError } from '@retrysafe/contract/provider';
+import { classifyTransportError } from '@retrysafe/contract';
 import type { FenceConfig, FenceToolConfig } from './fence-config.js';
 
 /** What the fence needs of an MCP client to the upstream server (the SDK's `Client` has this shape). */
