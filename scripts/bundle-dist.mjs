@@ -4,8 +4,15 @@
 // Dependencies, peers and node: builtins stay external; so do dynamic imports of other dist files
 // (core's lazily loaded ledger suite), which keep working because the bundle sits in dist/ too.
 // Run from the package directory after `tsc -b`: `node ../../scripts/bundle-dist.mjs`.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { rolldown } from 'rolldown';
+
+// The bundle's declaration: tsc's, re-exported (the bundle exports exactly what dist/index.js does;
+// core's test/bundle.test.ts checks). It does not depend on tsc's output, so `--dts-only` writes it
+// before a `tsc -b` of dependent packages that resolve this package's types through it.
+mkdirSync('dist', { recursive: true });
+writeFileSync('dist/index.bundle.d.ts', "export * from './index.js';\n");
+if (process.argv.includes('--dts-only')) process.exit(0);
 
 const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
 const deps = [...Object.keys(pkg.dependencies ?? {}), ...Object.keys(pkg.peerDependencies ?? {})];
@@ -21,6 +28,3 @@ try {
 } finally {
   await bundle.close();
 }
-// Its declaration sits next to it (the exports map pairs index.bundle.js with index.bundle.d.ts) and
-// is tsc's: the bundle exports exactly what dist/index.js does (test/bundle.test.ts in core checks).
-writeFileSync('dist/index.bundle.d.ts', "export * from './index.js';\n");

@@ -58,9 +58,13 @@ if (!checkOnly) {
 }
 
 step('build');
+// Packages whose build bundles the entry after tsc (scripts/bundle-dist.mjs) get the same steps here:
+// the bundle's .d.ts first (dependents resolve the package's types through it during this tsc -b),
+// the bundle after.
+const bundling = packages.filter((p) => /bundle-dist\.mjs/.test(p.manifest.scripts?.build ?? ''));
+for (const p of bundling) run(process.execPath, [join(repoRoot, 'scripts', 'bundle-dist.mjs'), '--dts-only'], { cwd: p.dir });
 run(bin('tsc'), ['-b', ...packages.map((p) => p.rel)]);
-// Packages whose build bundles the entry after tsc (scripts/bundle-dist.mjs) get the same step here.
-for (const p of packages) if (/bundle-dist\.mjs/.test(p.manifest.scripts?.build ?? '')) run(process.execPath, [join(repoRoot, 'scripts', 'bundle-dist.mjs')], { cwd: p.dir });
+for (const p of bundling) run(process.execPath, [join(repoRoot, 'scripts', 'bundle-dist.mjs')], { cwd: p.dir });
 
 step('publint --strict');
 for (const p of packages) run(bin('publint'), ['--strict', p.rel]);

