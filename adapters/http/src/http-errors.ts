@@ -1,5 +1,5 @@
 import type { Outcome, ProviderRefs } from '@retrysafe/contract';
-import { classifyTransportError, parseRetryAfter } from '@retrysafe/contract';
+import { classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract';
 import { readPath, type HttpErrorRule, type HttpOperationSpec, type StatusMatcher } from './http-operations.js';
 
 /** The part of an HTTP response the classifier reads. */
@@ -139,7 +139,7 @@ export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView,
  * name resolution, TLS handshake) ⇒ not-applied; anything after the request may have been sent ⇒ unknown.
  */
 export function classifyNetworkError(err: unknown): Outcome {
-  const t = classifyTransportError(err);
+  const t = classifyTransportFailure(err);
   if (t.sent === 'never') return { kind: 'not-applied', code: t.code, message: `${t.code}: the request was not sent` };
   return { kind: 'unknown', cause: t.cause, ...(t.code ? { code: t.code } : {}), message: `${t.code ?? 'network error'}: the request may have been applied` };
 }

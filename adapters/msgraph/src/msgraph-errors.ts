@@ -1,5 +1,5 @@
 import type { LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
-import { classifyTransportError, parseRetryAfter } from '@retrysafe/contract';
+import { classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract';
 
 /**
  * Maps every Graph response and every transport failure into exactly one Outcome
@@ -125,7 +125,7 @@ export function outcomeFromTokenError(error: unknown): Outcome {
 export function outcomeFromNetworkError(error: unknown): Outcome {
   const { codes, messages } = errorCodes(error);
   const detail = trim([...new Set(messages)].join(': ') + (codes.length ? ` (${codes.join(', ')})` : ''));
-  const t = classifyTransportError(error);
+  const t = classifyTransportFailure(error);
   if (t.sent === 'never') return { kind: 'not-applied', message: `connection not established: ${detail}` };
   switch (t.cause) {
     case 'timeout':

@@ -14,7 +14,7 @@ import {
   type Outcome,
   type ProviderKey,
 } from '@retrysafe/contract';
-import { checkBaseUrl, classifyTransportError, parseRetryAfter } from '@retrysafe/contract';
+import { checkBaseUrl, classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract';
 import { SANDBOX_KEY_RULE, SANDBOX_PROVIDER, sandboxCreateCard, type SandboxLimits } from './sandbox-cards.js';
 import type { SandboxBehaviour, SandboxProvider, SandboxRecord, SandboxResponse } from './sandbox-provider.js';
 
@@ -107,7 +107,7 @@ export { parseRetryAfter };
  * never left (not-applied); anything after the request may have been sent (reset, timeout, closed socket) is unknown.
  */
 export function classifyNetworkError(err: unknown): Outcome {
-  const t = classifyTransportError(err);
+  const t = classifyTransportFailure(err);
   if (t.sent === 'never') return { kind: 'not-applied', message: `connection not established (${t.code})`, code: t.code };
   if (t.cause === 'timeout') return { kind: 'unknown', cause: 'timeout', message: 'no response before the client timeout', code: t.code ?? 'timeout' };
   if (t.cause === 'connection-reset') return { kind: 'unknown', cause: 'connection-reset', message: `connection closed after the request was sent${t.code ? ` (${t.code})` : ''}`, ...(t.code ? { code: t.code } : {}) };

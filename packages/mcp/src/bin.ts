@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { createAdapters, exposedOperations, loadConfig, openLedger } from '@retrysafe/config';
-import { createRunner, encryptParams, jsonlHandoffSink, parseReceiptKeys } from '@retrysafe/core';
+import { createRunner, jsonlHandoffSink } from '@retrysafe/core';
+import { ledgerWithEnvKeys, receiptKeyFromEnv } from './env-keys.js';
 import { createRetrysafeMcpServer, serveHttp, serveStdio } from './server.js';
 
 // retrysafe-mcp --config retrysafe.yaml [--http [--port N] [--allow-host H]… [--allow-origin O]…]
@@ -30,19 +31,13 @@ try {
   const adapters = Object.values(byName);
   // the config names operations by its adapter keys; tools are named by provider
   const operations = exposedOperations(config, byName);
-  const opened = await openLedger(config.ledger, config.baseDir);
-  // Params encrypted at rest (docs/security.md): RETRYSAFE_PARAMS_KEYS=id:secret[,oldId:oldSecret].
-  const paramsKeys = process.env.RETRYSAFE_PARAMS_KEYS ? parseReceiptKeys(process.env.RETRYSAFE_PARAMS_KEYS) : null;
-  const ledger = paramsKeys
-    ? encryptParams(opened, { key: paramsKeys.current, previous: Object.entries(paramsKeys.keyring).filter(([id]) => id !== paramsKeys.current.id).map(([id, secret]) => ({ id, secret })) })
-    : opened;
+  const ledger = ledgerWithEnvKeys(await openLedger(config.ledger, config.baseDir));
   const runner = createRunner({
     ledger,
     ...(config.handoffs ? { handoff: jsonlHandoffSink(config.handoffs) } : {}),
     ...(config.policy ? { policy: config.policy } : {}),
     ...(config.redact ? { redact: { fields: [...(config.redact.fields ?? [])] } } : {}),
-    // HMAC key for receipts (docs/security.md): `id:secret[,oldId:oldSecret]`, the first one seals.
-    ...(process.env.RETRYSAFE_RECEIPT_KEYS ? { receiptKey: parseReceiptKeys(process.env.RETRYSAFE_RECEIPT_KEYS).current } : {}),
+    ...receiptKeyFromEnv(),
   });
   const make = () => createRetrysafeMcpServer({ runner, ledger, adapters, ...(operations ? { operations } : {}) });
   if (args.includes('--http')) {

@@ -4,6 +4,6 @@
  * base-URL rule. An adapter keeps only what is provider-specific.
  */
 export { parseRetryAfter } from './retry-after.js';
-export { NEVER_SENT_CODES, classifyTransportError, errorCodes, type TransportFailure } from './network.js';
+export { NEVER_SENT_CODES, classifyTransportFailure, errorCodes, type TransportFailure } from './network.js';
 export { checkBaseUrl, isLoopbackHost } from './base-url.js';
 export { lookupFromOutcome } from './lookup.js';

@@ -70,7 +70,7 @@ export function errorCodes(error: unknown): string[] {
  * request was not sent (an AggregateError of refused connections to each address counts); anything
  * else — no code at all included — may have been applied.
  */
-export function classifyTransportError(error: unknown): TransportFailure {
+export function classifyTransportFailure(error: unknown): TransportFailure {
   const codes = errorCodes(error);
   const message = error !== null && typeof error === 'object' && typeof (error as { message?: unknown }).message === 'string' ? (error as { message: string }).message : '';
   const first = codes[0];

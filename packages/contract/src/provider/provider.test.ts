@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AdapterConfigurationError } from '../errors/index.js';
-import { NEVER_SENT_CODES, checkBaseUrl, classifyTransportError, isLoopbackHost, lookupFromOutcome, parseRetryAfter } from './index.js';
+import { NEVER_SENT_CODES, checkBaseUrl, classifyTransportFailure, isLoopbackHost, lookupFromOutcome, parseRetryAfter } from './index.js';
 
 const NOW = Date.parse('2026-12-01T10:00:00Z');
 
@@ -36,11 +36,11 @@ describe('parseRetryAfter: one reading for every adapter', () => {
   });
 });
 
-describe('classifyTransportError: never-sent vs may-have-been-applied', () => {
+describe('classifyTransportFailure: never-sent vs may-have-been-applied', () => {
   const err = (code: string, extra: object = {}) => Object.assign(new Error(`x ${code}`), { code }, extra);
 
   it.each([...NEVER_SENT_CODES])('%s ⇒ never sent', (code) => {
-    expect(classifyTransportError(err(code))).toEqual({ sent: 'never', code });
+    expect(classifyTransportFailure(err(code))).toEqual({ sent: 'never', code });
   });
 
   it.each<[string, string]>([
@@ -54,36 +54,36 @@ describe('classifyTransportError: never-sent vs may-have-been-applied', () => {
     ['Z_DATA_ERROR', 'truncated-response'],
     ['EWHATEVER', 'other'],
   ])('%s ⇒ may have been applied (%s)', (code, cause) => {
-    expect(classifyTransportError(err(code))).toEqual({ sent: 'maybe', cause, code });
+    expect(classifyTransportFailure(err(code))).toEqual({ sent: 'maybe', cause, code });
   });
 
   it('reads the code through fetch\'s cause chain', () => {
     const e = new TypeError('fetch failed', { cause: err('EHOSTUNREACH') });
-    expect(classifyTransportError(e)).toEqual({ sent: 'never', code: 'EHOSTUNREACH' });
+    expect(classifyTransportFailure(e)).toEqual({ sent: 'never', code: 'EHOSTUNREACH' });
     const e2 = new TypeError('fetch failed', { cause: err('ECONNRESET') });
-    expect(classifyTransportError(e2)).toMatchObject({ sent: 'maybe', cause: 'connection-reset' });
+    expect(classifyTransportFailure(e2)).toMatchObject({ sent: 'maybe', cause: 'connection-reset' });
   });
 
   it('an AggregateError of refused connections to every address is never sent; one reset among them is not', () => {
     const all = Object.assign(new AggregateError([err('ECONNREFUSED'), err('ECONNREFUSED')], 'connect'), { code: 'ECONNREFUSED' });
-    expect(classifyTransportError(all)).toEqual({ sent: 'never', code: 'ECONNREFUSED' });
+    expect(classifyTransportFailure(all)).toEqual({ sent: 'never', code: 'ECONNREFUSED' });
     const mixed = new AggregateError([err('ECONNREFUSED'), err('ECONNRESET')], 'connect');
-    expect(classifyTransportError(mixed)).toMatchObject({ sent: 'maybe', cause: 'connection-reset', code: 'ECONNRESET' });
+    expect(classifyTransportFailure(mixed)).toMatchObject({ sent: 'maybe', cause: 'connection-reset', code: 'ECONNRESET' });
   });
 
   it('no code at all may have been applied; an AbortSignal.timeout is a timeout; a hang-up is a reset', () => {
-    expect(classifyTransportError(new Error('boom'))).toEqual({ sent: 'maybe', cause: 'other' });
-    expect(classifyTransportError(new DOMException('timed out', 'TimeoutError'))).toMatchObject({ sent: 'maybe', cause: 'timeout' });
-    expect(classifyTransportError(new DOMException('aborted', 'AbortError'))).toMatchObject({ sent: 'maybe', cause: 'timeout' });
-    expect(classifyTransportError(new Error('socket hang up'))).toMatchObject({ sent: 'maybe', cause: 'connection-reset' });
-    expect(classifyTransportError('a string')).toEqual({ sent: 'maybe', cause: 'other' });
-    expect(classifyTransportError(null)).toEqual({ sent: 'maybe', cause: 'other' });
+    expect(classifyTransportFailure(new Error('boom'))).toEqual({ sent: 'maybe', cause: 'other' });
+    expect(classifyTransportFailure(new DOMException('timed out', 'TimeoutError'))).toMatchObject({ sent: 'maybe', cause: 'timeout' });
+    expect(classifyTransportFailure(new DOMException('aborted', 'AbortError'))).toMatchObject({ sent: 'maybe', cause: 'timeout' });
+    expect(classifyTransportFailure(new Error('socket hang up'))).toMatchObject({ sent: 'maybe', cause: 'connection-reset' });
+    expect(classifyTransportFailure('a string')).toEqual({ sent: 'maybe', cause: 'other' });
+    expect(classifyTransportFailure(null)).toEqual({ sent: 'maybe', cause: 'other' });
   });
 
   it('a cyclic cause chain does not loop', () => {
     const a = err('ECONNRESET') as Error & { cause?: unknown };
     a.cause = a;
-    expect(classifyTransportError(a)).toMatchObject({ sent: 'maybe' });
+    expect(classifyTransportFailure(a)).toMatchObject({ sent: 'maybe' });
   });
 });
 

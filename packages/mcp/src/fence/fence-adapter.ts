@@ -16,7 +16,7 @@ import {
   type ProviderKeyRule,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
-import { classifyTransportError } from '@retrysafe/contract';
+import { classifyTransportFailure } from '@retrysafe/contract';
 import type { FenceConfig, FenceToolConfig } from './fence-config.js';
 
 /** What the fence needs of an MCP client to the upstream server (the SDK's `Client` has this shape). */
@@ -184,7 +184,7 @@ export function classifyToolError(error: unknown): Outcome {
   if (code === MCP_METHOD_NOT_FOUND) return { kind: 'rejected', reason: 'configuration', message, code: 'method-not-found' };
   if (code === MCP_REQUEST_TIMEOUT) return { kind: 'unknown', cause: 'timeout', message: `no answer within the timeout: ${message}`, code: 'timeout' };
   if (code === MCP_CONNECTION_CLOSED) return { kind: 'unknown', cause: 'connection-reset', message: `connection closed before the answer: ${message}`, code: 'connection-closed' };
-  const t = classifyTransportError(error);
+  const t = classifyTransportFailure(error);
   if (t.sent === 'never') return { kind: 'not-applied', message: `upstream not reached (${t.code})`, code: t.code };
   return { kind: 'unknown', cause: t.cause, message, ...(t.code ? { code: t.code } : {}) };
 }

@@ -1,7 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { openLedger } from '@retrysafe/config';
-import { createRunner, encryptParams, jsonlHandoffSink, parseReceiptKeys } from '@retrysafe/core';
+import { createRunner, jsonlHandoffSink } from '@retrysafe/core';
+import { ledgerWithEnvKeys, receiptKeyFromEnv } from '../env-keys.js';
 import { serveHttp, serveStdio } from '../server.js';
 import { createFenceAdapter } from './fence-adapter.js';
 import { loadFenceConfig } from './fence-config.js';
@@ -76,17 +77,13 @@ export async function runWrap(argv: readonly string[], log: (line: string) => vo
   const config = loadFenceConfig(configPath);
   const upstream = await connectUpstream(target(p));
   const adapter = createFenceAdapter({ config, client: upstream.client, tools: upstream.tools });
-  const opened = await openLedger(config.ledger, config.baseDir);
-  // The same keys as the retrysafe MCP server (docs/security.md): params encrypted at rest, receipts HMAC-sealed.
-  const paramsKeys = process.env.RETRYSAFE_PARAMS_KEYS ? parseReceiptKeys(process.env.RETRYSAFE_PARAMS_KEYS) : null;
-  const ledger = paramsKeys
-    ? encryptParams(opened, { key: paramsKeys.current, previous: Object.entries(paramsKeys.keyring).filter(([id]) => id !== paramsKeys.current.id).map(([id, secret]) => ({ id, secret })) })
-    : opened;
+  // The same keys as the retrysafe MCP server: params encrypted at rest, receipts HMAC-sealed.
+  const ledger = ledgerWithEnvKeys(await openLedger(config.ledger, config.baseDir));
   const runner = createRunner({
     ledger,
     ...(config.handoffs ? { handoff: jsonlHandoffSink(resolve(config.baseDir, config.handoffs)) } : {}),
     ...(config.policy ? { policy: config.policy } : {}),
-    ...(process.env.RETRYSAFE_RECEIPT_KEYS ? { receiptKey: parseReceiptKeys(process.env.RETRYSAFE_RECEIPT_KEYS).current } : {}),
+    ...receiptKeyFromEnv(),
   });
   const make = () => createFenceServer({ runner, ledger, adapter, upstream });
   const fenced = Object.keys(config.tools);
