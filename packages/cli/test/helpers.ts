@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -47,3 +48,24 @@ export function tempDir(label: string): string {
 
 // eslint-disable-next-line no-control-regex
 export const ANSI = /\u001b\[[0-9;]*m/;
+
+/** A raw SQLite handle on a ledger file, to edit it as someone outside retrysafe would. */
+export interface RawSqlite {
+  exec(sql: string): void;
+  prepare(sql: string): { get(...a: unknown[]): unknown; run(...a: unknown[]): unknown };
+  close(): void;
+}
+
+/**
+ * Opens a ledger file with the driver the ledger itself would pick: node:sqlite where the runtime has it
+ * (better-sqlite3 stays built for the machine's Node and does not load on the Node 24 CI leg), else
+ * better-sqlite3 from core's dev dependencies.
+ */
+export function openRawSqlite(path: string, opts: { readonly?: boolean } = {}): RawSqlite {
+  const nodeSqlite = (process as unknown as { getBuiltinModule?: (id: string) => unknown }).getBuiltinModule?.('node:sqlite') as
+    | { DatabaseSync?: new (path: string, o?: { readOnly?: boolean }) => RawSqlite }
+    | undefined;
+  if (nodeSqlite?.DatabaseSync) return new nodeSqlite.DatabaseSync(path, { readOnly: opts.readonly === true });
+  const Database = createRequire(join(REPO, 'packages/core/package.json'))('better-sqlite3') as new (path: string, o?: { readonly?: boolean }) => RawSqlite;
+  return new Database(path, { readonly: opts.readonly === true });
+}

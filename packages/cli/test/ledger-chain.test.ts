@@ -1,14 +1,11 @@
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRunner, createSqliteLedger } from '@retrysafe/core';
 import { createDrillClock, startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
 import { createSandboxAdapter, createSandboxProvider, startSandboxServer, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
-import { cli, REPO, tempDir } from './helpers.js';
+import { cli, openRawSqlite, tempDir } from './helpers.js';
 
 // The SQLite driver the core ledger uses, to edit the file as an attacker would (outside retrysafe).
-type Db = { prepare(sql: string): { get(...a: unknown[]): unknown; run(...a: unknown[]): unknown }; close(): void };
-const Database = createRequire(join(REPO, 'packages/core/package.json'))('better-sqlite3') as new (path: string, opts?: { readonly?: boolean }) => Db;
 
 // Issue 18, item 4: a ledger edited outside retrysafe. On main, after an in-place edit of one
 // receipt, `ledger show`, `ls`, `handoffs` and `resolve` all exit 0 and resolve appends to the broken
@@ -33,7 +30,7 @@ beforeAll(async () => {
     ids[k] = r.businessOperationId;
   }
   await ledger.close();
-  const raw = new Database(db);
+  const raw = openRawSqlite(db);
   // An in-place edit of the first receipt of `edited` (its outcome), and the last receipt of `cut` deleted.
   const row = raw.prepare('SELECT receipt FROM retrysafe_receipts WHERE id = ? AND seq = 1').get(ids.edited) as { receipt: string };
   raw.prepare('UPDATE retrysafe_receipts SET receipt = ? WHERE id = ? AND seq = 1').run(JSON.stringify({ ...JSON.parse(row.receipt), outcome: 'succeeded' }), ids.edited);
@@ -85,7 +82,7 @@ describe('retrysafe ledger verify / export, and show and resolve on a broken cha
 
   it('resolve refuses a broken chain and appends nothing; an intact one resolves', async () => {
     const count = (id: string) => {
-      const raw = new Database(db, { readonly: true });
+      const raw = openRawSqlite(db, { readonly: true });
       try {
         return (raw.prepare('SELECT count(*) AS n FROM retrysafe_receipts WHERE id = ?').get(id) as { n: number }).n;
       } finally {

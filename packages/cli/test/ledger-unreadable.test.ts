@@ -1,10 +1,9 @@
 // Issue 15 item 6: `retrysafe ledger ls --json` on a record that cannot be read prints a typed code, no stack.
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
 import { createSqliteLedger } from '@retrysafe/core';
-import { cli, REPO, tempDir } from './helpers.js';
+import { cli, openRawSqlite, tempDir } from './helpers.js';
 
 describe('retrysafe ledger on a record it cannot read', () => {
   it('ls --json: ok false with a RETRYSAFE_ code, exit 1, no stack on stderr', async () => {
@@ -13,8 +12,7 @@ describe('retrysafe ledger on a record it cannot read', () => {
     await ledger.claim({ businessOperationId: asBusinessOperationId('cut-1'), provider: 'sandbox', operation: 'sandbox.records.create', intentFingerprint: 'i', paramsFingerprint: 'p', params: { ref: 'x' }, providerKey: 'k' as ProviderKey, owner: 'w', leaseMs: 1000, now: Date.now() });
     await ledger.close();
     // Cut the stored JSON, as a torn write or a hand edit would.
-    const Database = createRequire(join(REPO, 'packages/core/package.json'))('better-sqlite3') as new (p: string) => { exec(sql: string): void; close(): void };
-    const raw = new Database(db);
+    const raw = openRawSqlite(db);
     raw.exec(`UPDATE retrysafe_operations SET record = substr(record, 1, 25)`);
     raw.close();
 

@@ -1,12 +1,19 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { resolveDriver } from '../src/ledger/sqlite-driver.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRunner, createSqliteLedger, createVirtualClock, exportReceiptsJsonl, parseReceiptKeys, receiptHash, RunnerConfigurationError, sealReceipt, verifyOperation, verifyReceiptChain, verifyReceiptsJsonl } from '@retrysafe/core';
 import { asBusinessOperationId, type Receipt } from '@retrysafe/contract';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
 import { REPLAYING, setup } from './helpers.js';
+
+/** The driver the ledger itself picks here (node:sqlite where the runtime has it), to edit the file from outside. */
+function rawSqlite(path: string) {
+  const found = resolveDriver('auto');
+  if ('reasons' in found) throw new Error(`no SQLite driver: ${found.reasons.join('; ')}`);
+  return found.open(path);
+}
 
 const OP = 'records.create';
 const dir = mkdtempSync(join(tmpdir(), 'retrysafe-chain-'));
@@ -86,10 +93,10 @@ describe('receipt chain: anchored on the row, keyed with an HMAC, verifiable off
     expect(r.status).toBe('done');
     await ledger.close();
     // As an older retrysafe left it: no anchor on the row.
-    const raw = new Database(path);
+    const raw = rawSqlite(path);
     raw.prepare(`UPDATE retrysafe_operations SET record = json_remove(record, '$.receiptChain')`).run();
     raw.prepare('DROP TABLE retrysafe_migrations').run();
-    raw.pragma('user_version = 0'); // the first release's files carry no layout version
+    raw.exec('PRAGMA user_version = 0'); // the first release's files carry no layout version
     raw.close();
     ledger = createSqliteLedger({ path });
     const id = r.businessOperationId;
@@ -98,14 +105,14 @@ describe('receipt chain: anchored on the row, keyed with an HMAC, verifiable off
     expect(await verifyOperation(ledger, id)).toEqual({ ok: true });
     await ledger.close();
 
-    const cut = new Database(path);
+    const cut = rawSqlite(path);
     cut.prepare('DELETE FROM retrysafe_receipts WHERE id = ? AND seq = ?').run(id, receipts.length);
     cut.close();
     ledger = createSqliteLedger({ path });
     expect(verifyReceiptChain(await ledger.receipts(id))).toEqual({ ok: true }); // what main could tell
     expect(await verifyOperation(ledger, id)).toMatchObject({ ok: false, reason: `the row anchors ${receipts.length} receipt(s), the ledger holds ${receipts.length - 1}` });
     await ledger.close();
-    const all = new Database(path);
+    const all = rawSqlite(path);
     all.prepare('DELETE FROM retrysafe_receipts WHERE id = ?').run(id);
     all.close();
     ledger = createSqliteLedger({ path });
