@@ -26,6 +26,9 @@ export interface RetryPolicy {
 
 export type PolicyOverrides = Partial<RetryPolicy>;
 
+/** A worker's lease when the policy names none. */
+export const DEFAULT_LEASE_MS = 30_000;
+
 const POSITIVE: readonly (keyof RetryPolicy)[] = ['maxAttempts', 'maxElapsedMs', 'leaseMs'];
 
 /** The policy for one operation: the card's backoff and limits, overridden field by field. */
@@ -37,7 +40,7 @@ export function resolvePolicy(card: RetrySafetyCard, overrides: PolicyOverrides 
     capMs: durationMs(card.backoff.cap),
     retryAfterCapMs: durationMs(card.backoff.retryAfterCap),
     lookupWindowMs: durationMs(card.limits.lookupWindow),
-    leaseMs: 30_000,
+    leaseMs: DEFAULT_LEASE_MS,
     waitForOtherMs: 30_000,
     clockSkewMarginMs: durationMs(card.limits.clockSkewMargin ?? DEFAULT_CLOCK_SKEW_MARGIN),
     ...stripUndefined(overrides),

@@ -56,7 +56,7 @@ import { leaseLive } from './ledger/transitions.js';
 import { preclaim } from './preclaim.js';
 import { checkReceiptKey, sealReceipt, type ReceiptKey } from './receipts.js';
 import { createRedactor, personRef, type RedactOptions, type Redactor } from './redact.js';
-import { resolvePolicy, type PolicyOverrides, type RetryPolicy } from './retry-policy.js';
+import { DEFAULT_LEASE_MS, resolvePolicy, type PolicyOverrides, type RetryPolicy } from './retry-policy.js';
 import type { RunFunction } from './typed-run.js';
 import { createTelemetry, type EventFields, type TelemetryOptions } from './telemetry.js';
 
@@ -914,6 +914,22 @@ export function createRunner(options: RunnerOptions): Runner {
     return null;
   }
 
+  /** A claim of a stored operation by this worker, as it is stored (recover, resolve, a failed record's handoff). */
+  function claimOf(record: OperationRecord, leaseMs: number): ClaimInput {
+    return {
+      businessOperationId: record.businessOperationId,
+      provider: record.provider,
+      operation: record.operation,
+      intentFingerprint: record.intentFingerprint,
+      paramsFingerprint: record.paramsFingerprint,
+      params: record.params,
+      providerKey: record.providerKey,
+      owner,
+      leaseMs,
+      now: clock.now(),
+    };
+  }
+
   function baseFromRecord(adapter: AdapterV1, opName: string, record: OperationRecord, runId: RunId, attemptIds?: () => string): { base: OpBase; claimInput: ClaimInput } {
     const spec = checkAdapter(adapter, opName);
     const policy = resolvePolicy(spec.card, options.policy);
@@ -934,19 +950,7 @@ export function createRunner(options: RunnerOptions): Runner {
       paramsAliases: [],
       attemptIds,
     };
-    const claimInput: ClaimInput = {
-      businessOperationId: record.businessOperationId,
-      provider: record.provider,
-      operation: record.operation,
-      intentFingerprint: record.intentFingerprint,
-      paramsFingerprint: record.paramsFingerprint,
-      params: record.params,
-      providerKey: record.providerKey,
-      owner,
-      leaseMs: policy.leaseMs,
-      now: clock.now(),
-    };
-    return { base, claimInput };
+    return { base, claimInput: claimOf(record, policy.leaseMs) };
   }
 
   async function recover(opts: { readonly adapters: readonly AdapterV1[]; readonly limit?: number }): Promise<RecoverReport[]> {
@@ -1009,18 +1013,7 @@ export function createRunner(options: RunnerOptions): Runner {
     const ctx = { id, card: { operation: record.operation } as RetrySafetyCard, redactor };
     log('warn', 'recover-failed', `could not drive it: ${error.name}: ${error.message}`, ctx);
     try {
-      const claim = await ledger.claim({
-        businessOperationId: id,
-        provider: record.provider,
-        operation: record.operation,
-        intentFingerprint: record.intentFingerprint,
-        paramsFingerprint: record.paramsFingerprint,
-        params: record.params,
-        providerKey: record.providerKey,
-        owner,
-        leaseMs: options.policy?.leaseMs ?? 30_000,
-        now: clock.now(),
-      });
+      const claim = await ledger.claim(claimOf(record, options.policy?.leaseMs ?? DEFAULT_LEASE_MS));
       if (claim.kind !== 'claimed') return { businessOperationId: id, from: record.state, to: claim.record.state, action: claim.kind === 'terminal' ? 'already-terminal' : 'skipped-busy', error };
       const now = clock.now();
       const packet = buildPacket({

@@ -30,16 +30,8 @@ export interface DbosRetrysafeOptions {
 
 /** What a wrapped operation hands its workflow: a plain JSON value, checkpointed by DBOS as the step's output. */
 export type DbosOperationOutcome =
-  | {
-      readonly status: 'done';
-      readonly businessOperationId: BusinessOperationId;
-      readonly result: unknown;
-      readonly providerRef: string | null;
-      /** The result came from a replay, a lookup, or an earlier run (e.g. the execution DBOS lost in a crash). */
-      readonly adopted: boolean;
-      /** Provider calls over the operation's whole life. */
-      readonly attempts: number;
-    }
+  /** The runner's `done`, without its receipts (they stay in the ledger). `adopted` also covers the execution DBOS lost in a crash. */
+  | Omit<Extract<RunResult, { status: 'done' }>, 'receipts'>
   | {
       readonly status: 'in-progress';
       readonly businessOperationId: BusinessOperationId;
