@@ -9,7 +9,7 @@ import {
   UnsupportedCapabilityError,
   asProviderKey,
   deriveProviderKey as deriveKey,
-  durationMs,
+  resendSafety,
   type AdapterV1,
   type TypedAdapter,
   type BusinessOperationId,
@@ -153,19 +153,13 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
     }
   }
 
-  /** Whether re-sending with the same key is inside the card's retention. Returns a reason when it is not. */
+  /** Whether re-sending with the same key is safe (the card rule resendSafety). Returns a reason when it is not. */
   function outsideRetention(o: HttpOperation, ctx: LookupContext): string | null {
-    const semantics = o.card.storedResult.semantics.value;
-    if (semantics !== 'replays' && semantics !== 'rejects-duplicate') return `the card does not say the provider folds re-sends (storedResult.semantics: ${semantics})`;
-    const retention = o.card.retention.minimum.value;
-    if (retention === 'unknown') return 'retention is unknown: a re-send could create a second effect';
-    if (retention === null) return 'the provider stores nothing for this key';
-    if (ctx.firstDispatchedAt === null) return null;
-    // The runner's one rule (resendSafety with the policy's clock-skew margin); an older runner passes nothing: never rely on the key then.
-    // Without the runner's judgement (a direct call): the same rule, with the card's margin, and one more for a late apply.
-    const margin = durationMs(o.card.limits.clockSkewMargin ?? '1m');
-    const reusable = ctx.keyReusable ?? ctx.now - ctx.firstDispatchedAt + 2 * margin < durationMs(retention);
-    return reusable ? null : `the key is too old to rely on (past the ${retention} retention, counting the policy's clock-skew margin)`;
+    // The runner's judgement (the rule with the policy's clock-skew margin) wins; without it (a direct call) the same
+    // rule with the card's margin. Either way the reason comes from the rule.
+    const own = resendSafety(o.card, ctx.firstDispatchedAt, ctx.now);
+    if (ctx.keyReusable === undefined ? own.safe : ctx.keyReusable) return null;
+    return own.safe ? 'the key is too old to rely on (past its retention, counting the policy\'s clock-skew margin)' : own.why;
   }
 
   function cannotTell(res: HttpResponseView, reason: string): LookupResult {

@@ -100,7 +100,7 @@ describe('async request-reply: SDK → sandbox', () => {
         const now = Date.now();
         const res = await a.doLookup(OP, lookupCtx(a, OP, job(), { firstDispatchedAt: now - 25 * 3_600_000, now }));
         expect(res).toMatchObject({ kind: 'cannot-tell' });
-        expect((res as { reason: string }).reason).toMatch(/past the 24h retention/);
+        expect((res as { reason: string }).reason).toMatch(/past the provider's 24h retention/);
         expect(sb.requests.length).toBe(before);
       } finally {
         await a.close();
@@ -117,7 +117,7 @@ describe('async request-reply: SDK → sandbox', () => {
       try {
         const res = await a.doLookup(OP, lookupCtx(a, OP, job()));
         expect(res).toMatchObject({ kind: 'cannot-tell' });
-        expect((res as { reason: string }).reason).toMatch(/retention is unknown/);
+        expect((res as { reason: string }).reason).toMatch(/retention is not known \(card retention\.minimum = unknown\)/);
         expect(sb.requests).toHaveLength(0);
       } finally {
         await a.close();

@@ -55,12 +55,19 @@ export interface LookupContext {
   readonly runId: RunId;
   readonly attemptId: AttemptId;
   readonly statusRef: string | null;
-  /** Epoch ms of the first dispatch, or null if never dispatched. */
+  /** Epoch ms of the first dispatch, or null if never dispatched. A key's age is measured from here. */
   readonly firstDispatchedAt: number | null;
+  /**
+   * Epoch ms of the latest dispatch (after a takeover: an upper bound of the dead owner's last one), or null if
+   * never dispatched. Whether a "not found" proves absence is measured from here, never from the first dispatch:
+   * a re-send can land (and become visible) later than the first request (card rule `notFoundIsAuthoritative`,
+   * which takes this context as it is). Absent (an older runner): the rules fall back to firstDispatchedAt.
+   */
+  readonly lastDispatchedAt?: number | null;
   /** Epoch ms now, from the runner's clock. */
   readonly now: number;
   /**
-   * The runner's judgement (one rule: `resendSafety` with the policy's clock-skew margin) that a re-send
+   * The runner's judgement (the card rule `resendSafety` with the policy's clock-skew margin) that a re-send
    * with the same key is still inside its retention. An adapter whose lookup re-sends with the same key
    * uses this and keeps no age rule or margin of its own. Absent (older runners): judge conservatively.
    */

@@ -6,6 +6,7 @@ export * from './card.js';
 export * from './card-validate.js';
 export * from './card-parse.js';
 export * from './card-render.js';
+export * from './card-rules.js';
 export * from './outcome.js';
 export * from './adapter.js';
 export * from './typed-operations.js';

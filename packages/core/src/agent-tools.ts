@@ -1,10 +1,9 @@
 /** Agent tool definitions and structured answers, shared by @retrysafe/mcp and @retrysafe/ai-sdk. */
 import { createHash } from 'node:crypto';
-import { ConflictError, InvalidIdError, InvalidIntentError, InvalidParamsError, RetrysafeError, describeNormalization, durationMs, validateCard, type AdapterV1, type FieldError, type HandoffPacket, type JsonSchema, type Ledger, type OperationSpec, type RetrySafetyCard } from '@retrysafe/contract';
+import { ConflictError, InvalidIdError, InvalidIntentError, InvalidParamsError, RetrysafeError, agentIdempotentHint, describeNormalization, validateCard, type AdapterV1, type FieldError, type HandoffPacket, type JsonSchema, type Ledger, type OperationSpec, type RetrySafetyCard } from '@retrysafe/contract';
 import { identityOf, paramsErrors } from './intake/index.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { cardToolMeta, type CardToolMeta } from './card-meta.js';
-import { cardMargin } from './decide.js';
 import type { Runner, RunResult } from './runner.js';
 
 /** What an agent sees of one operation: tool name, description, input schema and hints from the card. */
@@ -40,13 +39,13 @@ export interface HandoffSummary {
   readonly safeNextActions: HandoffPacket['safeNextActions'];
 }
 
-/** A re-send of the same intent cannot add an effect: by nature, or because the provider replays or refuses duplicates of the key. */
+/**
+ * The tool's `idempotentHint`: the card rule `agentIdempotentHint` (contract card-rules.ts, where what an agent is
+ * told is documented): the provider folds a same-key re-send, counting the retention against the clock-skew margin
+ * and the late-apply allowance, and a duplicate that arrives while the first still runs.
+ */
 export function idempotentByCard(card: RetrySafetyCard): boolean {
-  if (card.sideEffect.idempotentByNature.value === true) return true;
-  const folds = card.providerKey.travels.value !== 'none' && card.providerKey.travels.value !== 'unknown' && (card.storedResult.semantics.value === 'replays' || card.storedResult.semantics.value === 'rejects-duplicate');
-  // The same key folds a retry only while it is retained, and the retention is compared with the clock-skew margin.
-  const retention = card.retention.minimum.value;
-  return folds && retention !== 'unknown' && retention !== null && durationMs(retention) > cardMargin(card);
+  return agentIdempotentHint(card);
 }
 
 const DESTRUCTIVE = new Set(['send', 'charge', 'delete', 'create', 'async-job', 'set', 'upsert']);

@@ -1,5 +1,8 @@
-import { DEFAULT_CLOCK_SKEW_MARGIN, durationMs, type HandoffReason, type LookupResult, type OperationState, type Outcome, type RetrySafetyCard } from '@retrysafe/contract';
+import { absenceProvenFrom, cardMargin, keyFoldsResends, lookupAvailable, resendSafety, type HandoffReason, type LookupResult, type OperationState, type Outcome, type RetrySafetyCard } from '@retrysafe/contract';
 import { planPoll, planRetry, type RetryPolicy } from './retry-policy.js';
+
+// The card rules live in the contract (card-rules.ts, one owner); core keeps exporting them under their old names.
+export { absenceProvenFrom, cardMargin, lookupAvailable, notFoundIsAuthoritative, resendSafety, type ResendSafety } from '@retrysafe/contract';
 
 /** What the runner knows about the operation when it decides. All times epoch ms. */
 export interface DecisionState {
@@ -61,87 +64,9 @@ export type Decision =
   /** Stop; a person takes over. */
   | { readonly action: 'handoff'; readonly reason: HandoffReason; readonly why: string };
 
-export interface ResendSafety {
-  readonly safe: boolean;
-  /** The key is older than the provider's retention: never rely on it. */
-  readonly pastRetention: boolean;
-  readonly why: string;
-}
-
-const known = <T>(v: T | 'unknown'): v is T => v !== 'unknown';
-
-/**
- * Whether re-sending with the same provider key cannot create a second effect, read from the card only:
- * idempotent by nature, or (a key travels, the provider replays or rejects duplicates, the retention is
- * known and the key is younger than it, parameter matching is known, and a duplicate that arrives while
- * the first is still running is refused or folded — concurrency `rejects-in-progress` / `waits-then-replays`).
- */
-export function resendSafety(card: RetrySafetyCard, firstDispatchedAt: number | null, now: number, clockSkewMarginMs: number = cardMargin(card)): ResendSafety {
-  if (card.sideEffect.idempotentByNature.value === true) return { safe: true, pastRetention: false, why: 'the operation is idempotent by nature (card sideEffect.idempotentByNature)' };
-  const travels = card.providerKey.travels.value;
-  if (!known(travels) || travels === 'none') return { safe: false, pastRetention: false, why: `no provider key travels (card providerKey.travels = ${travels})` };
-  const sem = card.storedResult.semantics.value;
-  if (sem !== 'replays' && sem !== 'rejects-duplicate') return { safe: false, pastRetention: false, why: `the provider does not fold re-sends together (card storedResult.semantics = ${sem})` };
-  const retention = card.retention.minimum.value;
-  if (!known(retention) || retention === null) return { safe: false, pastRetention: false, why: `the key's retention is not known (card retention.minimum = ${retention})` };
-  if (card.parameterMatching.value === 'unknown') return { safe: false, pastRetention: false, why: 'the provider\'s parameter matching is unknown (card parameterMatching)' };
-  // The first request may still be running: a same-key duplicate must be refused or folded, not processed again.
-  const conc = card.concurrency.value;
-  if (conc !== 'rejects-in-progress' && conc !== 'waits-then-replays')
-    return { safe: false, pastRetention: false, why: `a re-send while the first request may still be running is not folded (card concurrency = ${conc})` };
-  const age = firstDispatchedAt === null ? 0 : now - firstDispatchedAt;
-  // The provider's clock may run ahead of ours: the key counts as the clock-skew margin older. And the
-  // re-send itself may land late (card lookup.lateApplyBound; unknown counts as one more margin): it must
-  // still find the key when it lands, or it is a new operation.
-  const late = card.lookup.lateApplyBound?.value ?? 'unknown';
-  const lateMs = late === 'unknown' ? clockSkewMarginMs : durationMs(late);
-  if (firstDispatchedAt !== null && age + clockSkewMarginMs + lateMs >= durationMs(retention))
-    return { safe: false, pastRetention: true, why: `the key is ${age} ms old; with the ${clockSkewMarginMs} ms clock-skew margin and ${lateMs} ms for a late apply (lateApplyBound ${late}) that is past the provider's ${retention} retention: a re-send could be a new operation` };
-  return { safe: true, pastRetention: false, why: `same key, inside the ${retention} retention, provider ${sem === 'replays' ? 'replays its stored result' : 'rejects the duplicate'}` };
-}
-
-export function lookupAvailable(card: RetrySafetyCard): boolean {
-  const m = card.lookup.method.value;
-  return m !== 'none' && m !== 'unknown';
-}
-
-/** The policy's clock-skew margin as the card sets it (limits.clockSkewMargin, default 1m). */
-export function cardMargin(card: RetrySafetyCard): number {
-  return durationMs(card.limits.clockSkewMargin ?? DEFAULT_CLOCK_SKEW_MARGIN);
-}
-
-/**
- * From when a lookup's "not found" proves absence (decide's not-found row): once the last attempt can no
- * longer take effect and the lookup would show it. That is the last dispatch (for a takeover: the dead
- * owner's lease end, plus the clock-skew margin, since another clock wrote it) + the card's
- * `lookup.lateApplyBound` + `lookup.consistencyDelay`. `never` when either bound is unknown.
- */
-export function absenceProvenFrom(card: RetrySafetyCard, state: DecisionState, clockSkewMarginMs: number = cardMargin(card)): { readonly at: number } | { readonly never: string } {
-  const delay = card.lookup.consistencyDelay.value;
-  if (delay === 'unknown') return { never: 'its consistency delay is unknown (card lookup.consistencyDelay)' };
-  const late = card.lookup.lateApplyBound?.value ?? 'unknown';
-  let last = state.lastDispatchedAt ?? state.firstDispatchedAt;
-  if (state.takenOverLeaseEnd !== undefined && state.takenOverLeaseEnd !== null) last = Math.max(last ?? -Infinity, state.takenOverLeaseEnd + clockSkewMarginMs);
-  if (last === null) return { at: -Infinity }; // never dispatched: nothing can land
-  if (late === 'unknown') return { never: 'the provider may still apply an earlier request for an unknown time after the client gave up (card lookup.lateApplyBound unknown)' };
-  return { at: last + durationMs(late) + (delay === null ? 0 : durationMs(delay)) };
-}
-
-/** Whether a lookup's "not found" proves the effect was not applied (see absenceProvenFrom); judged when the lookup was asked. */
-export function notFoundIsAuthoritative(card: RetrySafetyCard, state: DecisionState, clockSkewMarginMs: number = cardMargin(card)): boolean {
-  const proof = absenceProvenFrom(card, state, clockSkewMarginMs);
-  return 'at' in proof && (state.observedAt ?? state.now) >= proof.at;
-}
-
 /** The answer is a 5xx that the provider stored under the key (card storedResult.includesErrors): a same-key re-send only replays it. */
 function storedError(card: RetrySafetyCard, o: Outcome): boolean {
-  return o.kind === 'unknown' && o.cause === 'server-error' && card.storedResult.includesErrors.value === true && resendSafetyKeyTravels(card);
-}
-
-function resendSafetyKeyTravels(card: RetrySafetyCard): boolean {
-  const t = card.providerKey.travels.value;
-  const sem = card.storedResult.semantics.value;
-  return t !== 'none' && t !== 'unknown' && (sem === 'replays' || sem === 'rejects-duplicate');
+  return o.kind === 'unknown' && o.cause === 'server-error' && card.storedResult.includesErrors.value === true && keyFoldsResends(card);
 }
 
 /** The policy's margin; a policy built before the field existed gets the card's. */

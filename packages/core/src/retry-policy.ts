@@ -1,4 +1,4 @@
-import { DEFAULT_CLOCK_SKEW_MARGIN, durationMs, type RetrySafetyCard } from '@retrysafe/contract';
+import { cardMargin, durationMs, lookupAvailable, lookupSettleMs, type RetrySafetyCard } from '@retrysafe/contract';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 
 /** Limits of one run. Card values are the defaults; the caller may tighten or loosen them. */
@@ -42,7 +42,7 @@ export function resolvePolicy(card: RetrySafetyCard, overrides: PolicyOverrides 
     lookupWindowMs: durationMs(card.limits.lookupWindow),
     leaseMs: DEFAULT_LEASE_MS,
     waitForOtherMs: 30_000,
-    clockSkewMarginMs: durationMs(card.limits.clockSkewMargin ?? DEFAULT_CLOCK_SKEW_MARGIN),
+    clockSkewMarginMs: cardMargin(card),
     ...stripUndefined(overrides),
   };
   validatePolicy(p);
@@ -58,16 +58,13 @@ export function resolvePolicy(card: RetrySafetyCard, overrides: PolicyOverrides 
  * card's statement, not a policy mistake.)
  */
 function checkAgainstCard(card: RetrySafetyCard, p: RetryPolicy): void {
-  const m = card.lookup.method.value;
-  if (m === 'none' || m === 'unknown') return;
-  const delay = card.lookup.consistencyDelay.value;
-  const late = card.lookup.lateApplyBound?.value ?? 'unknown';
-  if (delay === 'unknown' || late === 'unknown') return;
-  const needed = (delay === null ? 0 : durationMs(delay)) + durationMs(late);
+  if (!lookupAvailable(card)) return;
+  const needed = lookupSettleMs(card);
+  if (needed === null) return;
   if (p.lookupWindowMs < needed)
     throw new RunnerConfigurationError(
       'policy.lookupWindowMs',
-      `${p.lookupWindowMs} ms is shorter than ${card.operation}'s lookup.consistencyDelay (${String(delay)}) + lookup.lateApplyBound (${late}) = ${needed} ms: a lookup could never prove the effect absent; give a lookup window of at least ${needed} ms`,
+      `${p.lookupWindowMs} ms is shorter than ${card.operation}'s lookup.consistencyDelay (${String(card.lookup.consistencyDelay.value)}) + lookup.lateApplyBound (${String(card.lookup.lateApplyBound?.value)}) = ${needed} ms: a lookup could never prove the effect absent; give a lookup window of at least ${needed} ms`,
     );
 }
 

@@ -644,6 +644,7 @@ export function createRunner(options: RunnerOptions): Runner {
         attemptId,
         statusRef: op.record.statusRef,
         firstDispatchedAt: op.record.firstDispatchedAt,
+        lastDispatchedAt: op.lastDispatchedAt,
         now: clock.now(),
         keyReusable: resendSafety(op.card, op.record.firstDispatchedAt, clock.now(), op.policy.clockSkewMarginMs).safe,
         ...(op.signal ? { signal: op.signal } : {}),

@@ -1,6 +1,55 @@
-import { durationMs, type RetrySafetyCard } from '@retrysafe/contract';
-import { resendSafety } from '@retrysafe/core';
+import { durationMs, type Duration, type RetrySafetyCard } from '@retrysafe/contract';
 import type { DrillPolicy, PassCriteria, ScenarioId, ScenarioSkip } from './drill-types.js';
+
+/*
+ * AN INDEPENDENT ORACLE, ON PURPOSE. The drill judges the runner, so its pass criteria are not computed by the code
+ * they judge: if the card rules (contract card-rules.ts: resendSafety, notFoundIsAuthoritative, which decide and the
+ * runner use) read a card wrongly, criteria asking those same rules would expect the same wrong thing and pass.
+ * The two readings a criterion needs are restated here from the card's documented meaning, as positive lists of
+ * what makes a re-send safe and a not-found proof. packages/cli/test/card-rules-oracle.test.ts walks every shipped
+ * card (adapters' cards, the drills' variants, docs/examples) over a grid of times and margins and checks that
+ * this oracle and the rules agree: a disagreement is a bug in one of them, to be understood, never silenced.
+ */
+
+const KEY_TRAVELS: readonly unknown[] = ['header', 'body', 'query'];
+const FOLDING: readonly unknown[] = ['replays', 'rejects-duplicate'];
+const MATCHING_KNOWN: readonly unknown[] = ['mismatch-error', 'replay-anyway', 'none'];
+const IN_PROGRESS_FOLDED: readonly unknown[] = ['rejects-in-progress', 'waits-then-replays'];
+const isDuration = (v: unknown): v is Duration => typeof v === 'string' && v !== 'unknown';
+
+/**
+ * Oracle: a same-key re-send of a key `keyAgeMs` old (null: a fresh key, as a drill's re-send is) cannot make a
+ * second effect. Idempotent by nature; or the key travels, the provider folds duplicates (also while the first
+ * runs), knows how it matches params, and still holds the key when the re-send lands: the provider may see the key
+ * `marginMs` older, and the re-send may land up to lookup.lateApplyBound after it leaves (unknown: one more margin).
+ */
+export function oracleResendSafe(card: RetrySafetyCard, keyAgeMs: number | null, marginMs: number): boolean {
+  if (card.sideEffect.idempotentByNature.value === true) return true;
+  const retention = card.retention.minimum.value;
+  const folds =
+    KEY_TRAVELS.includes(card.providerKey.travels.value) &&
+    FOLDING.includes(card.storedResult.semantics.value) &&
+    MATCHING_KNOWN.includes(card.parameterMatching.value) &&
+    IN_PROGRESS_FOLDED.includes(card.concurrency.value) &&
+    isDuration(retention);
+  if (!folds) return false;
+  if (keyAgeMs === null) return true;
+  const lateBound = card.lookup.lateApplyBound?.value;
+  const landsWithin = isDuration(lateBound) ? durationMs(lateBound) : marginMs;
+  return keyAgeMs + marginMs + landsWithin < durationMs(retention as Duration);
+}
+
+/**
+ * Oracle: how long after the LAST dispatch a lookup's "not found" proves absence — the last request can no longer
+ * land (lookup.lateApplyBound) and a landed one would show (lookup.consistencyDelay, null = at once) — or null when
+ * the card leaves either unknown (a not-found then never proves anything).
+ */
+export function oracleAbsenceProvenAfterMs(card: RetrySafetyCard): number | null {
+  const late = card.lookup.lateApplyBound?.value;
+  const delay = card.lookup.consistencyDelay.value;
+  if (!isDuration(late) || (delay !== null && !isDuration(delay))) return null;
+  return durationMs(late) + (delay === null ? 0 : durationMs(delay));
+}
 
 /** What the card lets the runner do after an unknown outcome, read once from the card's facts. */
 export interface CardAbilities {
@@ -32,8 +81,8 @@ export function readCard(card: RetrySafetyCard, policy: DrillPolicy = {}): CardA
   const delay = card.lookup.consistencyDelay.value;
   const lookupWindowMs = policy.lookupWindowMs ?? durationMs(card.limits.lookupWindow);
   const byNature = card.sideEffect.idempotentByNature.value === true;
-  // The runner's own rule (one owner): a fresh key, as a drill's re-send is.
-  const safeResend = resendSafety(card, null, 0).safe;
+  // The oracle above (not the runner's rule: see the note at the top), for a fresh key, as a drill's re-send is.
+  const safeResend = oracleResendSafe(card, null, 0);
   why.push(
     byNature
       ? 'safe resend: sideEffect.idempotentByNature=true (a second call has the effect of one)'
@@ -42,11 +91,10 @@ export function readCard(card: RetrySafetyCard, policy: DrillPolicy = {}): CardA
       : `no safe resend: providerKey.travels=${travels}, storedResult.semantics=${semantics}, retention.minimum=${retention}`,
   );
   const lookup = known(method) && method !== 'none' && method !== 'resend-same-key';
-  const delayMs = known(delay) ? (delay === null ? 0 : durationMs(delay)) : null;
-  // decide's late-apply row: a not-found proves absence only after the late-apply bound plus the delay.
+  // decide's late-apply row, restated: a not-found proves absence only after the late-apply bound plus the delay.
   const late = card.lookup.lateApplyBound?.value ?? 'unknown';
-  const lateMs = late === 'unknown' ? null : durationMs(late);
-  const authoritativeLookup = lookup && delayMs !== null && lateMs !== null && delayMs + lateMs < lookupWindowMs;
+  const settleMs = oracleAbsenceProvenAfterMs(card);
+  const authoritativeLookup = lookup && settleMs !== null && settleMs < lookupWindowMs;
   why.push(`lookup.method=${method}, lookup.consistencyDelay=${delay}, lookup.lateApplyBound=${late} (window ${lookupWindowMs} ms): ${authoritativeLookup ? 'authoritative lookup' : lookup ? 'lookup can find, cannot prove absence' : 'no lookup'}`);
   return {
     idempotentByNature: byNature,

@@ -1,0 +1,169 @@
+/**
+ * The card rules: every reading of a retry safety card that decides what may happen after an unknown outcome.
+ * One owner: core's `decide`, the runner, the retry policy, the agent tools and the adapters call these, and
+ * read none of the fields below themselves to make such a decision. Pure: every time is an epoch ms passed
+ * in, nothing reads a clock. (The testkit's drill criteria restate two of them on purpose, as an independent
+ * oracle, and a test checks that both agree on every shipped card.)
+ *
+ * The rules, and the card fields they read:
+ * - `resendSafety`: may a request go out again with the same provider key? (sideEffect.idempotentByNature,
+ *   providerKey.travels, storedResult.semantics, retention.minimum, parameterMatching, concurrency,
+ *   lookup.lateApplyBound, limits.clockSkewMargin)
+ * - `retentionPassed`: could the provider have forgotten the key by the time a same-key request sent now lands?
+ * - `lookupAvailable`: can the provider be asked what it stored? (lookup.method)
+ * - `absenceProvenFrom` / `notFoundIsAuthoritative`: from when does a lookup's "not found" prove the effect
+ *   absent? Measured from the LAST dispatch (lookup.consistencyDelay, lookup.lateApplyBound).
+ * - `agentIdempotentHint`: what an agent tool's `idempotentHint` says.
+ */
+import { DEFAULT_CLOCK_SKEW_MARGIN, type RetrySafetyCard } from './card.js';
+import { durationMs } from './duration.js';
+
+/** The policy's clock-skew margin as the card sets it (limits.clockSkewMargin, default DEFAULT_CLOCK_SKEW_MARGIN). */
+export function cardMargin(card: RetrySafetyCard): number {
+  return durationMs(card.limits.clockSkewMargin ?? DEFAULT_CLOCK_SKEW_MARGIN);
+}
+
+/** A lookup of what the provider stored exists (any lookup.method but none and unknown; a same-key re-send counts). */
+export function lookupAvailable(card: RetrySafetyCard): boolean {
+  const m = card.lookup.method.value;
+  return m !== 'none' && m !== 'unknown';
+}
+
+/** A key travels and the provider folds a same-key duplicate into the first request (replays it or rejects the duplicate). */
+export function keyFoldsResends(card: RetrySafetyCard): boolean {
+  const t = card.providerKey.travels.value;
+  const sem = card.storedResult.semantics.value;
+  return t !== 'none' && t !== 'unknown' && (sem === 'replays' || sem === 'rejects-duplicate');
+}
+
+/**
+ * How long after it goes out a same-key request may still land: the card's lookup.lateApplyBound, or, when that
+ * is unknown, one more clock-skew margin (the bound nobody states is not taken as zero).
+ */
+export function lateApplyAllowanceMs(card: RetrySafetyCard, clockSkewMarginMs: number = cardMargin(card)): number {
+  const late = card.lookup.lateApplyBound?.value ?? 'unknown';
+  return late === 'unknown' ? clockSkewMarginMs : durationMs(late);
+}
+
+interface RetentionReading {
+  readonly passed: boolean;
+  readonly ageMs: number;
+  readonly lateMs: number;
+}
+
+function readRetention(card: RetrySafetyCard, firstDispatchedAt: number | null, at: number, clockSkewMarginMs: number): RetentionReading {
+  const retention = card.retention.minimum.value;
+  const lateMs = lateApplyAllowanceMs(card, clockSkewMarginMs);
+  if (retention === 'unknown' || retention === null) return { passed: true, ageMs: 0, lateMs };
+  if (firstDispatchedAt === null) return { passed: false, ageMs: 0, lateMs };
+  const ageMs = at - firstDispatchedAt;
+  // The provider's clock may run ahead of ours: the key counts as the margin older. And the request sent at `at`
+  // may itself land late: it must still find the key when it lands.
+  return { passed: ageMs + clockSkewMarginMs + lateMs >= durationMs(retention), ageMs, lateMs };
+}
+
+/**
+ * Whether the provider may no longer hold the key when a same-key request sent at `at` lands: the key's age
+ * (from the FIRST dispatch: the provider's retention runs from when it first saw the key) plus the clock-skew
+ * margin plus the late-apply allowance reaches retention.minimum. A retention that is unknown or none (the
+ * provider stores nothing) is always passed: there is nothing to rely on. A key never dispatched has not aged.
+ */
+export function retentionPassed(card: RetrySafetyCard, firstDispatchedAt: number | null, at: number, clockSkewMarginMs: number = cardMargin(card)): boolean {
+  return readRetention(card, firstDispatchedAt, at, clockSkewMarginMs).passed;
+}
+
+export interface ResendSafety {
+  readonly safe: boolean;
+  /** The key is older than the provider's retention (with the margin and the late-apply allowance): never rely on it. */
+  readonly pastRetention: boolean;
+  readonly why: string;
+}
+
+/**
+ * Whether re-sending at `now` with the same provider key cannot create a second effect, read from the card only:
+ * idempotent by nature, or (a key travels, the provider replays or rejects duplicates, the retention is known and
+ * not passed — see retentionPassed —, parameter matching is known, and a duplicate that arrives while the first is
+ * still running is refused or folded — concurrency `rejects-in-progress` / `waits-then-replays`).
+ */
+export function resendSafety(card: RetrySafetyCard, firstDispatchedAt: number | null, now: number, clockSkewMarginMs: number = cardMargin(card)): ResendSafety {
+  if (card.sideEffect.idempotentByNature.value === true) return { safe: true, pastRetention: false, why: 'the operation is idempotent by nature (card sideEffect.idempotentByNature)' };
+  const travels = card.providerKey.travels.value;
+  if (travels === 'unknown' || travels === 'none') return { safe: false, pastRetention: false, why: `no provider key travels (card providerKey.travels = ${travels})` };
+  const sem = card.storedResult.semantics.value;
+  if (!keyFoldsResends(card)) return { safe: false, pastRetention: false, why: `the provider does not fold re-sends together (card storedResult.semantics = ${sem})` };
+  const retention = card.retention.minimum.value;
+  if (retention === 'unknown' || retention === null) return { safe: false, pastRetention: false, why: `the key's retention is not known (card retention.minimum = ${retention})` };
+  if (card.parameterMatching.value === 'unknown') return { safe: false, pastRetention: false, why: 'the provider\'s parameter matching is unknown (card parameterMatching)' };
+  // The first request may still be running: a same-key duplicate must be refused or folded, not processed again.
+  const conc = card.concurrency.value;
+  if (conc !== 'rejects-in-progress' && conc !== 'waits-then-replays')
+    return { safe: false, pastRetention: false, why: `a re-send while the first request may still be running is not folded (card concurrency = ${conc})` };
+  const r = readRetention(card, firstDispatchedAt, now, clockSkewMarginMs);
+  if (r.passed) {
+    const late = card.lookup.lateApplyBound?.value ?? 'unknown';
+    return { safe: false, pastRetention: true, why: `the key is ${r.ageMs} ms old; with the ${clockSkewMarginMs} ms clock-skew margin and ${r.lateMs} ms for a late apply (lateApplyBound ${late}) that is past the provider's ${retention} retention: a re-send could be a new operation` };
+  }
+  return { safe: true, pastRetention: false, why: `same key, inside the ${retention} retention, provider ${sem === 'replays' ? 'replays its stored result' : 'rejects the duplicate'}` };
+}
+
+/**
+ * How long after the last dispatch a lookup's "not found" starts to prove absence: lookup.lateApplyBound (the
+ * last request can no longer land) + lookup.consistencyDelay (a landed one would show; null = at once). Null when
+ * either is unknown: then a "not found" never proves anything.
+ */
+export function lookupSettleMs(card: RetrySafetyCard): number | null {
+  const delay = card.lookup.consistencyDelay.value;
+  const late = card.lookup.lateApplyBound?.value ?? 'unknown';
+  if (delay === 'unknown' || late === 'unknown') return null;
+  return durationMs(late) + (delay === null ? 0 : durationMs(delay));
+}
+
+/** When the operation was sent, as the runner knows it (a DecisionState and a LookupContext both have this shape). */
+export interface DispatchTimes {
+  /** First dispatch; null = never dispatched. */
+  readonly firstDispatchedAt: number | null;
+  /** Latest dispatch, or an upper bound of it (a takeover). Absent or null: firstDispatchedAt. */
+  readonly lastDispatchedAt?: number | null;
+  /** Taken over from a stopped worker: the end of its lease, written by another clock (counts the margin later). */
+  readonly takenOverLeaseEnd?: number | null;
+}
+
+/**
+ * From when a lookup's "not found" proves absence: once the last attempt can no longer take effect and the
+ * lookup would show it. That is the last dispatch (for a takeover: the dead owner's lease end, plus the clock-skew
+ * margin, since another clock wrote it) + lookupSettleMs. `never` when the card leaves a bound unknown.
+ */
+export function absenceProvenFrom(card: RetrySafetyCard, times: DispatchTimes, clockSkewMarginMs: number = cardMargin(card)): { readonly at: number } | { readonly never: string } {
+  if (card.lookup.consistencyDelay.value === 'unknown') return { never: 'its consistency delay is unknown (card lookup.consistencyDelay)' };
+  let last = times.lastDispatchedAt ?? times.firstDispatchedAt;
+  if (times.takenOverLeaseEnd !== undefined && times.takenOverLeaseEnd !== null) last = Math.max(last ?? -Infinity, times.takenOverLeaseEnd + clockSkewMarginMs);
+  if (last === null) return { at: -Infinity }; // never dispatched: nothing can land
+  const settle = lookupSettleMs(card);
+  if (settle === null) return { never: 'the provider may still apply an earlier request for an unknown time after the client gave up (card lookup.lateApplyBound unknown)' };
+  return { at: last + settle };
+}
+
+/** Dispatch times plus when the lookup was asked (`observedAt`, default `now`). */
+export interface LookupTiming extends DispatchTimes {
+  readonly now: number;
+  readonly observedAt?: number;
+}
+
+/** Whether a lookup's "not found" proves the effect was not applied (see absenceProvenFrom); judged when the lookup was asked. */
+export function notFoundIsAuthoritative(card: RetrySafetyCard, timing: LookupTiming, clockSkewMarginMs: number = cardMargin(card)): boolean {
+  const proof = absenceProvenFrom(card, timing, clockSkewMarginMs);
+  return 'at' in proof && (timing.observedAt ?? timing.now) >= proof.at;
+}
+
+/**
+ * The `idempotentHint` an agent tool (MCP, AI SDK) carries. Every re-call with the same arguments is the same
+ * business operation through the runner's ledger either way (the tool description says so); what the hint adds is
+ * whether the PROVIDER also folds a duplicate, so that a re-call after a lost answer can be finished by a same-key
+ * re-send instead of waiting for a person, and a duplicate that reaches the provider some other way (a second
+ * process with its own ledger) is still one effect. So it is the re-send rule for a key sent a moment ago: the
+ * retention must outlast the clock-skew margin plus the late-apply allowance, and a duplicate arriving while the
+ * first still runs must be refused or folded (concurrency). Idempotent by nature: true.
+ */
+export function agentIdempotentHint(card: RetrySafetyCard, clockSkewMarginMs: number = cardMargin(card)): boolean {
+  return resendSafety(card, 0, 0, clockSkewMarginMs).safe;
+}
