@@ -223,6 +223,7 @@ describe('loopback server', () => {
     expect((await fetch(`${server.url}nope`)).status).toBe(404);
     expect(seen).toEqual(['POST /things 201', 'GET /things/t1?x=1 200', 'GET /boom 500', 'GET /empty 204', 'GET /nope 404']);
     await server.close();
+    await server.close(); // a second close is harmless
     await expect(fetch(server.url)).rejects.toThrow();
   });
 

@@ -120,14 +120,16 @@ export async function startLoopbackServer(options: LoopbackServerOptions): Promi
   });
   const port = (server.address() as AddressInfo).port;
   const hostInUrl = host.includes(':') ? `[${host}]` : host;
+  let closing: Promise<void> | undefined;
   return {
     url: `http://${hostInUrl}:${port}${options.trailingSlash ? '/' : ''}`,
     port,
+    // Idempotent: a second close waits for the first.
     close: () =>
-      new Promise<void>((resolve, reject) => {
+      (closing ??= new Promise<void>((resolve, reject) => {
         server.close((e) => (e ? reject(e) : resolve()));
         for (const s of sockets) s.destroy();
-      }),
+      })),
   };
 }
 
