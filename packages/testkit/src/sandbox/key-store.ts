@@ -22,14 +22,19 @@ export interface KeyedRequest<M = undefined> {
 
 /** A provider's answers, as data: each sandbox states its own status codes, bodies and headers. */
 export interface KeyAnswers<M = undefined> {
-  /** Same key while the first request still runs (Stripe 409 idempotency_key_in_use, IETF draft 409). */
-  readonly inFlight: SandboxReply | ((entry: KeyEntry<M>, request: KeyedRequest<M>) => SandboxReply);
+  /**
+   * Same key while the first request still runs (Stripe 409 idempotency_key_in_use, IETF draft 409).
+   * Omit it only for an endpoint that answers synchronously, so that no request can see the first in flight.
+   */
+  readonly inFlight?: SandboxReply | ((entry: KeyEntry<M>, request: KeyedRequest<M>) => SandboxReply);
   /** Same key, another request (Stripe 400 idempotency_error, IETF draft 422, EC2 IdempotentParameterMismatch). */
   readonly mismatch: SandboxReply | ((entry: KeyEntry<M>, request: KeyedRequest<M>) => SandboxReply);
   /** Which check comes first when a key is both in flight and mismatched. Default `in-flight` (Stripe); the IETF draft checks the payload first. */
   readonly precedence?: 'in-flight' | 'mismatch';
   /** Headers a replayed response carries besides the stored ones (the provider's replay indicator). */
   readonly replayHeaders?: Readonly<Record<string, string>>;
+  /** A provider that answers a known key with the current state rather than the stored response (an async job's status URL). */
+  readonly replay?: (entry: KeyEntry<M>) => SandboxReply;
   /** Which first responses are stored under the key (default: all, errors too). A response not stored releases the key. */
   readonly stores?: (reply: SandboxReply) => boolean;
 }
@@ -62,7 +67,10 @@ export function createKeyStore<M = undefined>(options: KeyStoreOptions<M>): KeyS
   const { retentionMs, clock, answers } = options;
   if (retentionMs !== null && !(Number.isFinite(retentionMs) && retentionMs >= 0)) throw new RangeError(`key store: retentionMs must be a number >= 0 or null, got ${retentionMs}`);
   const entries = new Map<string, { -readonly [K in keyof KeyEntry<M>]: KeyEntry<M>[K] }>();
-  const answer = (a: KeyAnswers<M>['inFlight'], entry: KeyEntry<M>, request: KeyedRequest<M>) => (typeof a === 'function' ? a(entry, request) : a);
+  const answer = (a: KeyAnswers<M>['mismatch'] | undefined, entry: KeyEntry<M>, request: KeyedRequest<M>) => {
+    if (a === undefined) throw new Error(`key store: key ${JSON.stringify(entry.key)} seen in flight, but this sandbox states no in-flight answer`);
+    return typeof a === 'function' ? a(entry, request) : a;
+  };
   const expired = (e: KeyEntry<M>) => e.state === 'done' && retentionMs !== null && e.storedAt + retentionMs <= clock.now();
   const prune = () => {
     for (const [k, e] of entries) if (expired(e)) entries.delete(k);
@@ -86,6 +94,7 @@ export function createKeyStore<M = undefined>(options: KeyStoreOptions<M>): KeyS
         if (first === 'in-flight') return { reply: answer(answers.inFlight, known, request), result: 'in-flight' };
         if (first === 'mismatch') return { reply: answer(answers.mismatch, known, request), result: 'mismatch' };
         const stored = known.reply!;
+        if (answers.replay) return { reply: answers.replay(known), result: 'replayed' };
         return { reply: answers.replayHeaders ? { ...stored, headers: { ...(stored.headers ?? {}), ...answers.replayHeaders } } : stored, result: 'replayed' };
       }
       const entry = { key, fingerprint: request.fingerprint, meta: request.meta as M, storedAt: clock.now(), state: 'in-flight' as 'in-flight' | 'done', reply: undefined as SandboxReply | undefined };

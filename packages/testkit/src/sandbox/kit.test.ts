@@ -183,6 +183,24 @@ describe('idempotency-key store', () => {
     expect(s.store.get('k')).toBeUndefined();
   });
 
+  it('a provider may answer a known key with the current state (replay) instead of the stored response', async () => {
+    let state = 'running';
+    const s = setup({ replay: (entry) => ({ status: 202, body: { id: (entry.reply!.body as { id: number }).id, state } }) });
+    await s.run('k', 'p');
+    state = 'succeeded';
+    expect((await s.run('k', 'p')).reply).toEqual({ status: 202, body: { id: 1, state: 'succeeded' } });
+  });
+
+  it('without an in-flight answer, a key seen in flight is a sandbox bug (thrown), not a silent duplicate', async () => {
+    const clock = createSandboxClock(() => 0);
+    const store = createKeyStore({ retentionMs: null, clock, answers: { mismatch: { status: 400 } } });
+    let release!: () => void;
+    const first = store.run('k', { fingerprint: 'p' }, () => new Promise<SandboxReply>((r) => (release = () => r({ status: 200 }))));
+    await expect(store.run('k', { fingerprint: 'p' }, () => ({ status: 200 }))).rejects.toThrow(/in flight/);
+    release();
+    await first;
+  });
+
   it('null retention keeps keys for ever', async () => {
     const s = setup({}, null);
     await s.run('k', 'p');
