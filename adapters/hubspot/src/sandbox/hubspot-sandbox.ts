@@ -463,6 +463,7 @@ export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): 
   const server = await startLoopbackServer({
     port: options.port ?? 0,
     contentType: 'application/json;charset=utf-8',
+    keepAliveTimeoutMs: 5_000, // Node's default, which this sandbox always had (the kit defaults to 1 s)
     handle: (req) => {
       let result: ReturnType<typeof route>;
       try {

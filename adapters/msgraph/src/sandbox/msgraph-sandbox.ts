@@ -349,6 +349,7 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
   const server = await startLoopbackServer({
     port: options.port ?? 0,
     trailingSlash: true,
+    keepAliveTimeoutMs: 5_000, // Node's default, which this sandbox always had (the kit defaults to 1 s)
     handle: async ({ method, path, search, query, headers, rawBody, raw }) => {
       const requestId = randomUUID();
       let matched: { kind: SandboxKind; m: RegExpExecArray } | null = null;
@@ -390,7 +391,10 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
           raw.req.socket.destroy();
           return ANSWERED;
         }
-        if (typeof fault === 'object' && fault.kind === 'delay') await new Promise((r) => setTimeout(r, fault.ms));
+        if (typeof fault === 'object' && fault.kind === 'delay') {
+          await new Promise((r) => setTimeout(r, fault.ms));
+          if (raw.res.destroyed || raw.req.socket.destroyed) return ANSWERED; // the client gave up: nothing answered
+        }
         const extra: Record<string, string> =
           typeof fault === 'object' && fault.kind === 'accepted-with-retry-after' ? { 'retry-after': String(fault.retryAfterS) } : {};
         return answer(result.status, result.body, extra);
