@@ -2,6 +2,7 @@
 // row of the error-mapping table in src/msgraph-errors.ts, for each operation.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { UnknownOperationError, businessOperationId } from '@retrysafe/contract';
+import { startFaultProxy } from '@retrysafe/testkit';
 import { createMsGraphAdapter, DEFAULT_EXTENDED_PROPERTY_ID, type MsGraphAdapter } from '../src/index.js';
 import { startMsGraphSandbox, type MsGraphSandbox, type SandboxFault, type SandboxKind } from '../src/sandbox/index.js';
 import { TOKEN, closedPortUrl, eventParams, execCtx, lookupCtx, mailParams, taskParams } from './helpers.js';
@@ -125,10 +126,17 @@ describe.each(OPS)('$op: every HTTP status row maps to one outcome, with status,
   });
 
   it('status line arrives, body cut off ⇒ unknown (truncated-response), one record', async () => {
-    sandbox.setFaults(kind as SandboxKind, ['truncate-response']);
-    const out = await exec(op, params());
-    expect(out).toMatchObject({ kind: 'unknown', cause: 'truncated-response', status: op === 'mail.send' ? 202 : 201 });
-    expect(sandbox.count(kind)).toBe(1);
+    // A network fault: the fault proxy cuts the sandbox's answer after its status line.
+    const proxy = await startFaultProxy({ target: sandbox.url, faults: ['truncate-response'] });
+    try {
+      const cut = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: `${proxy.url}/`, timeoutMs: 5_000 });
+      const out = await cut.doExecute(op, params(), execCtx('cut-1', cut.deriveProviderKey(op, execCtx('cut-1').businessOperationId)));
+      expect(out).toMatchObject({ kind: 'unknown', cause: 'truncated-response', status: op === 'mail.send' ? 202 : 201 });
+      expect(proxy.requests[0]).toMatchObject({ fault: 'truncate-response', forwarded: true });
+      expect(sandbox.count(kind)).toBe(1);
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('answer held past the client timeout ⇒ unknown (timeout), one record', async () => {

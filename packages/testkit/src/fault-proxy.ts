@@ -9,13 +9,16 @@ import type { DrillFault } from '@retrysafe/contract';
  * - `'drop-response'`: forward the whole request, wait for the upstream's full response (so the
  *   provider committed), then reset the client's connection: the client sees ECONNRESET.
  * - `'reset-before'`: reset the client's connection without forwarding anything: it never arrived.
+ * - `'truncate-response'`: forward, then send the upstream's status line, its headers (the full
+ *   content-length) and the first half of its body, then reset the connection: the provider committed,
+ *   the client saw the status but cannot read the body.
  * - `{ kind: 'delay', ms }`: forward, hold the response `ms` (longer than the client's timeout),
  *   then reset the connection; the provider committed, the client timed out.
  * - `{ kind: 'status', status, … }`: answer by itself, never forwarded (429 + Retry-After, 5xx, 409…);
  *   with `forward: true` the request is forwarded first (the provider has it) and the real answer is replaced.
  */
-/** A network fault (the contract's `DrillFault`). */
-export type Fault = DrillFault;
+/** A network fault: the contract's `DrillFault`, or a response cut off after its status line. */
+export type Fault = DrillFault | 'truncate-response';
 
 /** What the script is told about the request it decides for. */
 export interface FaultRequestInfo {
@@ -98,7 +101,7 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'tra
 
 /** Throws a TypeError naming the problem when `fault` is not a valid Fault. */
 export function validateFault(fault: unknown, where = 'fault'): asserts fault is Fault {
-  if (fault === 'pass' || fault === 'drop-response' || fault === 'reset-before') return;
+  if (fault === 'pass' || fault === 'drop-response' || fault === 'reset-before' || fault === 'truncate-response') return;
   if (typeof fault === 'object' && fault !== null) {
     const f = fault as { kind?: unknown; ms?: unknown; status?: unknown; retryAfterS?: unknown };
     if (f.kind === 'delay') {
@@ -120,7 +123,7 @@ export function validateFault(fault: unknown, where = 'fault'): asserts fault is
       return;
     }
   }
-  throw new TypeError(`${where}: expected 'pass' | 'drop-response' | 'reset-before' | { kind: 'delay', ms } | { kind: 'status', status }, got ${JSON.stringify(fault)}`);
+  throw new TypeError(`${where}: expected 'pass' | 'drop-response' | 'reset-before' | 'truncate-response' | { kind: 'delay', ms } | { kind: 'status', status }, got ${JSON.stringify(fault)}`);
 }
 
 function validateScript(script: FaultScript): void {
@@ -407,6 +410,17 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     }
     if (fault === 'drop-response') {
       resetSocket(req.socket);
+      return;
+    }
+    if (fault === 'truncate-response') {
+      if (req.socket.destroyed) return;
+      const headers: Record<string, string | string[]> = {};
+      for (const [k, v] of Object.entries(upstream.headers)) if (v !== undefined && !HOP_BY_HOP.has(k) && k !== 'content-length') headers[k] = v;
+      // A body is cut to its first half under its full content-length; an empty one is announced as a
+      // chunked body that never ends (there is nothing to cut): either way the client cannot finish reading.
+      if (upstream.body.length > 0) headers['content-length'] = String(upstream.body.length);
+      res.writeHead(upstream.status, headers);
+      res.write(upstream.body.subarray(0, Math.floor(upstream.body.length / 2)), () => resetSocket(req.socket));
       return;
     }
     // delay: the provider committed; hold the answer past the client's timeout, then drop it.

@@ -78,6 +78,40 @@ describe('fault proxy', () => {
     expect(proxy.requests[0]).toMatchObject({ fault: 'drop-response', forwarded: true, upstreamStatus: 201 });
   });
 
+  it('truncate-response: the upstream commits, the client gets the status and headers but cannot read the body', async () => {
+    proxy = await startFaultProxy({ target: up.url, faults: ['truncate-response', 'pass'] });
+    const r = await fetch(proxy.url + '/charge', { method: 'POST', body: '{"amount":5}', headers: { 'content-type': 'application/json' } });
+    expect(r.status).toBe(201);
+    expect(r.headers.get('x-upstream')).toBe('yes');
+    expect(Number(r.headers.get('content-length'))).toBe(JSON.stringify({ n: 1, path: '/charge' }).length);
+    await expect(r.text()).rejects.toThrow();
+    expect(up.committed).toEqual(['{"amount":5}']);
+    expect(proxy.requests[0]).toMatchObject({ fault: 'truncate-response', forwarded: true, upstreamStatus: 201 });
+    // The next call passes: the script cut exactly one answer.
+    const again = await send(proxy.url, 'GET', '/x');
+    expect(again.status).toBe(200);
+  });
+
+  it('truncate-response on an answer without a body (a 202): the body is announced and never ends', async () => {
+    const empty = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(202, { 'request-id': 'r-1' }).end());
+    });
+    await new Promise<void>((r) => empty.listen(0, '127.0.0.1', () => r()));
+    try {
+      proxy = await startFaultProxy({ target: `http://127.0.0.1:${(empty.address() as AddressInfo).port}`, faults: ['truncate-response'] });
+      const r = await fetch(proxy.url + '/sendMail', { method: 'POST', body: '{}' });
+      expect(r.status).toBe(202);
+      expect(r.headers.get('request-id')).toBe('r-1');
+      await expect(r.text()).rejects.toThrow();
+      expect(proxy.requests[0]).toMatchObject({ fault: 'truncate-response', forwarded: true, upstreamStatus: 202 });
+    } finally {
+      await proxy.close();
+      empty.closeAllConnections();
+      await new Promise<void>((r) => empty.close(() => r()));
+    }
+  });
+
   it('reset-before: the client sees a reset and the upstream never sees the request', async () => {
     proxy = await startFaultProxy({ target: up.url, faults: ['reset-before'] });
     const r = await send(proxy.url, 'POST', '/charge', '{"amount":5}');

@@ -1,3 +1,4 @@
+import { createKeyStore } from '@retrysafe/testkit/sandbox';
 import { isPlainObject, kindCounter, parseJson, payloadFingerprint, sandboxClock, startJsonServer, type SandboxReply, type SandboxRequest } from './server.js';
 
 /**
@@ -66,16 +67,24 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
   const retentionMs = options.retentionMs ?? 24 * 3_600_000;
   const clock = sandboxClock(options.clock);
   const jobs: Job[] = [];
-  const keys = new Map<string, { fingerprint: string; jobId: string; at: number }>();
+  // A duplicate is answered with the EXISTING job's status resource as it is now, not a stored copy.
+  const keys = createKeyStore({
+    retentionMs,
+    clock,
+    answers: {
+      mismatch: err(422, ASYNC_CODES.keyReused),
+      replay: (entry) => accepted(jobs.find((j) => j.id === (entry.reply!.body as { id: string }).id)!),
+    },
+  });
   let seq = 0;
 
-  const accepted = (job: Job, rid: Record<string, string>): SandboxReply => ({
+  const accepted = (job: Job, rid: Record<string, string> = {}): SandboxReply => ({
     status: 202,
     headers: { ...rid, location: `/exports/status/${job.id}`, 'retry-after': retryAfter },
     body: { id: job.id, status: job.state },
   });
 
-  const server = await startJsonServer(options.port ?? 0, (req) => {
+  const server = await startJsonServer(options.port ?? 0, async (req) => {
     const rid = { 'x-ms-request-id': `req_${++seq}` };
     if (req.method === 'POST' && req.path === '/exports') {
       const body = parseJson(req.rawBody);
@@ -84,17 +93,14 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
       }
       const key = req.headers['idempotency-key'];
       if (typeof key !== 'string' || key.length === 0) return err(400, ASYNC_CODES.keyMissing, rid);
-      const fingerprint = payloadFingerprint(body);
-      const known = keys.get(key);
-      if (known && clock.now() - known.at < retentionMs) {
-        if (known.fingerprint !== fingerprint) return err(422, ASYNC_CODES.keyReused, rid);
-        return accepted(jobs.find((j) => j.id === known.jobId)!, rid); // the existing status resource
-      }
-      const clientRequestId = typeof body.clientRequestId === 'string' ? body.clientRequestId : null;
-      const job: Job = { id: `exp_${jobs.length + 1}`, dataset: body.dataset, format: body.format, clientRequestId, state: 'running', pollsLeft: options.pollsUntilDone ?? 1 };
-      jobs.push(job);
-      keys.set(key, { fingerprint, jobId: job.id, at: clock.now() });
-      return accepted(job, rid);
+      const { dataset, format } = body;
+      const { reply } = await keys.run(key, { fingerprint: payloadFingerprint(body) }, () => {
+        const clientRequestId = typeof body.clientRequestId === 'string' ? body.clientRequestId : null;
+        const job: Job = { id: `exp_${jobs.length + 1}`, dataset, format, clientRequestId, state: 'running', pollsLeft: options.pollsUntilDone ?? 1 };
+        jobs.push(job);
+        return accepted(job);
+      });
+      return { ...reply, headers: { ...(reply.headers ?? {}), ...rid } };
     }
     if (req.method === 'GET' && req.path === '/exports') {
       const ref = req.query.get('clientRequestId');
@@ -139,7 +145,7 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
     records: () => jobs.map(({ id, dataset, format, clientRequestId, state }) => ({ id, dataset, format, clientRequestId, state })),
     requests: server.requests,
     advance: clock.advance,
-    expireKeys: () => keys.clear(),
+    expireKeys: () => void keys.expire(),
     close: server.close,
   };
 }

@@ -1,3 +1,4 @@
+import { createFaultQueue, createKeyStore } from '@retrysafe/testkit/sandbox';
 import { isPlainObject, kindCounter, parseJson, payloadFingerprint, sandboxClock, startJsonServer, type SandboxReply, type SandboxRequest } from './server.js';
 
 /**
@@ -43,54 +44,49 @@ export interface ClientTokenSandbox {
 
 export const INSTANCE_TYPES = ['t3.micro', 't3.small', 'm7g.large'] as const;
 
-const awsError = (status: number, code: string, rid: Record<string, string>): SandboxReply => ({ status, headers: rid, body: { __type: code, message: code } });
+const awsError = (status: number, code: string, rid: Record<string, string> = {}): SandboxReply => ({ status, headers: rid, body: { __type: code, message: code } });
 
 export async function startClientTokenSandbox(options: ClientTokenSandboxOptions = {}): Promise<ClientTokenSandbox> {
   const retentionMs = options.retentionMs ?? 24 * 3_600_000;
   const clock = sandboxClock(options.clock);
   const instances: SandboxInstance[] = [];
-  const tokens = new Map<string, { fingerprint: string; reply: SandboxReply; at: number }>();
-  let throttle = 0;
+  // Only a launch is remembered under its token (a refused request is not); the launch answers at once,
+  // so no request sees another in flight.
+  const tokens = createKeyStore({ retentionMs, clock, answers: { mismatch: awsError(400, 'IdempotentParameterMismatch'), stores: (reply) => reply.status === 200 } });
+  const throttle = createFaultQueue<'RequestLimitExceeded'>('client-token sandbox');
   let seq = 0;
 
-  const server = await startJsonServer(options.port ?? 0, (req) => {
+  function launch(token: unknown, params: Record<string, unknown>): SandboxReply {
+    if (typeof params.ImageId !== 'string' || !/^ami-[0-9a-f]{8,17}$/.test(params.ImageId)) return awsError(400, 'InvalidAMIID.Malformed');
+    if (typeof params.InstanceType !== 'string' || !(INSTANCE_TYPES as readonly string[]).includes(params.InstanceType)) return awsError(400, 'InvalidParameterValue');
+    const instance: SandboxInstance = {
+      InstanceId: `i-${(instances.length + 1).toString(16).padStart(17, '0')}`,
+      ImageId: params.ImageId,
+      InstanceType: params.InstanceType,
+      ClientToken: typeof token === 'string' ? token : null,
+      State: 'pending',
+    };
+    instances.push(instance);
+    return { status: 200, body: { Instances: [{ ...instance }] } };
+  }
+
+  const server = await startJsonServer(options.port ?? 0, async (req) => {
     const rid = { 'x-amzn-requestid': `rq-${++seq}` };
     if (req.method === 'GET' && req.path === '/instances') {
       const token = req.query.get('clientToken');
       return { status: 200, headers: rid, body: { Instances: instances.filter((i) => token === null || i.ClientToken === token) } };
     }
     if (req.method !== 'POST' || req.path !== '/instances') return awsError(404, 'UnknownOperation', rid);
-    if (throttle > 0) {
-      throttle--;
-      return awsError(503, 'RequestLimitExceeded', rid);
-    }
+    if (throttle.take()) return awsError(503, 'RequestLimitExceeded', rid);
     const body = parseJson(req.rawBody);
     if (!isPlainObject(body)) return awsError(400, 'InvalidParameterValue', rid);
-    const { ClientToken: token, ...launch } = body;
+    const { ClientToken: token, ...params } = body;
     if (token !== undefined && (typeof token !== 'string' || token.length === 0 || token.length > 64 || !/^[\x20-\x7e]+$/.test(token))) {
       return awsError(400, 'InvalidParameterValue', rid);
     }
-    const fingerprint = payloadFingerprint(launch);
-    if (typeof token === 'string') {
-      const known = tokens.get(token);
-      if (known && clock.now() - known.at < retentionMs) {
-        if (known.fingerprint !== fingerprint) return awsError(400, 'IdempotentParameterMismatch', rid);
-        return { ...known.reply, headers: { ...(known.reply.headers ?? {}), ...rid } }; // the identical first response
-      }
-    }
-    if (typeof launch.ImageId !== 'string' || !/^ami-[0-9a-f]{8,17}$/.test(launch.ImageId)) return awsError(400, 'InvalidAMIID.Malformed', rid);
-    if (typeof launch.InstanceType !== 'string' || !(INSTANCE_TYPES as readonly string[]).includes(launch.InstanceType)) return awsError(400, 'InvalidParameterValue', rid);
-    const instance: SandboxInstance = {
-      InstanceId: `i-${(instances.length + 1).toString(16).padStart(17, '0')}`,
-      ImageId: launch.ImageId,
-      InstanceType: launch.InstanceType,
-      ClientToken: typeof token === 'string' ? token : null,
-      State: 'pending',
-    };
-    instances.push(instance);
-    const reply: SandboxReply = { status: 200, body: { Instances: [{ ...instance }] } };
-    if (typeof token === 'string') tokens.set(token, { fingerprint, reply, at: clock.now() });
-    return { ...reply, headers: rid };
+    // Same token, same params: the identical first response, even if the instance changed since.
+    const reply = typeof token === 'string' ? (await tokens.run(token, { fingerprint: payloadFingerprint(params) }, () => launch(token, params))).reply : launch(token, params);
+    return { ...reply, headers: { ...(reply.headers ?? {}), ...rid } };
   });
 
   return {
@@ -103,11 +99,9 @@ export async function startClientTokenSandbox(options: ClientTokenSandboxOptions
       if (i < 0) throw new Error(`no instance ${id}`);
       instances[i] = { ...instances[i]!, State: 'terminated' };
     },
-    throttleNext: (n) => {
-      throttle += n;
-    },
+    throttleNext: (n) => throttle.add('RequestLimitExceeded', n),
     advance: clock.advance,
-    expireKeys: () => tokens.clear(),
+    expireKeys: () => void tokens.expire(),
     close: server.close,
   };
 }

@@ -1,3 +1,4 @@
+import { createFaultQueue, createKeyStore } from '@retrysafe/testkit/sandbox';
 import { isPlainObject, kindCounter, parseJson, payloadFingerprint, sandboxClock, startJsonServer, type SandboxReply, type SandboxRequest } from './server.js';
 
 /**
@@ -61,19 +62,39 @@ function problem(status: number, type: string, title: string, extra: Record<stri
   return { status, headers: { 'content-type': 'application/problem+json', ...extra }, body: { type, title, status } };
 }
 
-interface Entry {
-  readonly fingerprint: string;
-  readonly createdAt: number;
-  reply: SandboxReply | null; // null while in flight
-}
-
 export async function startIetfKeySandbox(options: IetfKeySandboxOptions = {}): Promise<IetfKeySandbox> {
   const retentionMs = options.retentionMs ?? 24 * 3_600_000;
   const clock = sandboxClock(options.clock);
   const orders: SandboxOrder[] = [];
-  const keys = new Map<string, Entry>();
-  let failures = 0;
+  // The draft's order: a payload mismatch (422) is told before "still processing" (409).
+  const keys = createKeyStore({
+    retentionMs,
+    clock,
+    answers: {
+      precedence: 'mismatch',
+      mismatch: problem(422, PROBLEM.keyReused, 'Idempotency-Key reused with a different payload'),
+      inFlight: problem(409, PROBLEM.inFlight, 'a request with this Idempotency-Key is being processed', { 'retry-after': '1' }),
+    },
+  });
+  const failures = createFaultQueue<'internal'>('ietf sandbox');
   let requestSeq = 0;
+
+  function createOrder(body: unknown): SandboxReply {
+    if (failures.take()) return problem(500, PROBLEM.internal, 'internal error');
+    if (!isPlainObject(body) || typeof body.customer !== 'string' || typeof body.sku !== 'string' || !Number.isInteger(body.quantity) || (body.quantity as number) <= 0) {
+      return problem(400, PROBLEM.invalidOrder, 'customer and sku (strings) and quantity (positive integer) are required');
+    }
+    if (body.sku.startsWith('oos-')) return problem(409, PROBLEM.outOfStock, 'the sku is out of stock');
+    const order: SandboxOrder = {
+      id: `ord_${orders.length + 1}`,
+      customer: body.customer,
+      sku: body.sku,
+      quantity: body.quantity as number,
+      reference: typeof body.reference === 'string' ? body.reference : null,
+    };
+    orders.push(order);
+    return { status: 201, headers: { location: `/orders/${order.id}` }, body: order };
+  }
 
   const server = await startJsonServer(options.port ?? 0, async (req) => {
     const rid = { 'x-request-id': `req_${++requestSeq}` };
@@ -96,39 +117,11 @@ export async function startIetfKeySandbox(options: IetfKeySandboxOptions = {}): 
 
     const body = parseJson(req.rawBody);
     const fingerprint = payloadFingerprint(body);
-    const scope = `POST /orders ${key}`;
-    const existing = keys.get(scope);
-    if (existing && clock.now() - existing.createdAt >= retentionMs) keys.delete(scope);
-    const entry = keys.get(scope);
-    if (entry) {
-      if (entry.fingerprint !== fingerprint) return problem(422, PROBLEM.keyReused, 'Idempotency-Key reused with a different payload', rid);
-      if (entry.reply === null) return problem(409, PROBLEM.inFlight, 'a request with this Idempotency-Key is being processed', { ...rid, 'retry-after': '1' });
-      return { ...entry.reply, headers: { ...(entry.reply.headers ?? {}), ...rid } };
-    }
-
-    const fresh: Entry = { fingerprint, createdAt: clock.now(), reply: null };
-    keys.set(scope, fresh);
-    if (options.processingMs) await new Promise((r) => setTimeout(r, options.processingMs));
-    let reply: SandboxReply;
-    if (failures > 0) {
-      failures--;
-      reply = problem(500, PROBLEM.internal, 'internal error');
-    } else if (!isPlainObject(body) || typeof body.customer !== 'string' || typeof body.sku !== 'string' || !Number.isInteger(body.quantity) || (body.quantity as number) <= 0) {
-      reply = problem(400, PROBLEM.invalidOrder, 'customer and sku (strings) and quantity (positive integer) are required');
-    } else if (body.sku.startsWith('oos-')) {
-      reply = problem(409, PROBLEM.outOfStock, 'the sku is out of stock');
-    } else {
-      const order: SandboxOrder = {
-        id: `ord_${orders.length + 1}`,
-        customer: body.customer,
-        sku: body.sku,
-        quantity: body.quantity as number,
-        reference: typeof body.reference === 'string' ? body.reference : null,
-      };
-      orders.push(order);
-      reply = { status: 201, headers: { location: `/orders/${order.id}` }, body: order };
-    }
-    fresh.reply = reply; // stored, success or error, and replayed for the key's lifetime
+    // The stored response (success or error) is replayed for the key's lifetime.
+    const { reply } = await keys.run(`POST /orders ${key}`, { fingerprint }, async () => {
+      if (options.processingMs) await new Promise((r) => setTimeout(r, options.processingMs));
+      return createOrder(body);
+    });
     return { ...reply, headers: { ...(reply.headers ?? {}), ...rid } };
   });
 
@@ -139,10 +132,8 @@ export async function startIetfKeySandbox(options: IetfKeySandboxOptions = {}): 
     records: () => orders.map((o) => ({ ...o })),
     requests: server.requests,
     advance: clock.advance,
-    expireKeys: () => keys.clear(),
-    failNext: (n) => {
-      failures += n;
-    },
+    expireKeys: () => void keys.expire(),
+    failNext: (n) => failures.add('internal', n),
     close: server.close,
   };
 }

@@ -1,6 +1,9 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingHttpHeaders } from 'node:http';
 import { canonicalJson, sha256Hex } from '@retrysafe/contract';
+import { parseJsonBody, startLoopbackServer, type SandboxReply } from '@retrysafe/testkit/sandbox';
+
+export type { SandboxReply };
+export { createSandboxClock as sandboxClock, isPlainObject } from '@retrysafe/testkit/sandbox';
 
 /** One request as the sandbox saw it (idempotency-related headers only; no auth, no bodies). */
 export interface SandboxRequest {
@@ -15,14 +18,8 @@ export interface SandboxRequestView {
   readonly method: string;
   readonly path: string;
   readonly query: URLSearchParams;
-  readonly headers: http.IncomingHttpHeaders;
+  readonly headers: IncomingHttpHeaders;
   readonly rawBody: string;
-}
-
-export interface SandboxReply {
-  readonly status: number;
-  readonly headers?: Record<string, string>;
-  readonly body?: unknown;
 }
 
 export interface StartedServer {
@@ -34,60 +31,29 @@ export interface StartedServer {
 const LOGGED_HEADERS = ['idempotency-key', 'if-match', 'if-none-match', 'content-type'];
 
 /**
- * A loopback JSON server. Every handler runs to completion (the "commit") before the reply is
- * written, so a fault proxy that drops the reply leaves the effect in place — the case the drill tests.
+ * The pattern sandboxes' loopback JSON server (the testkit's sandbox kit), logging the
+ * idempotency-related headers of every request. Every handler runs to completion (the "commit")
+ * before the reply is written, so a fault proxy that drops the reply leaves the effect in place.
  */
 export async function startJsonServer(port: number, handle: (req: SandboxRequestView) => Promise<SandboxReply> | SandboxReply): Promise<StartedServer> {
   const requests: SandboxRequest[] = [];
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const u = new URL(req.url ?? '/', 'http://127.0.0.1');
-      const view: SandboxRequestView = { method: req.method ?? 'GET', path: u.pathname, query: u.searchParams, headers: req.headers, rawBody: Buffer.concat(chunks).toString('utf8') };
-      Promise.resolve()
-        .then(() => handle(view))
-        .catch((err: unknown): SandboxReply => ({ status: 500, body: { error: { code: 'SandboxFailure', message: String((err as Error)?.message ?? err) } } }))
-        .then((reply) => {
-          const logged: Record<string, string> = {};
-          for (const h of LOGGED_HEADERS) if (typeof req.headers[h] === 'string') logged[h] = req.headers[h] as string;
-          requests.push({ n: requests.length + 1, method: view.method, path: u.pathname + u.search, headers: logged, status: reply.status });
-          const headers: Record<string, string> = { ...(reply.headers ?? {}) };
-          let payload = '';
-          if (reply.body !== undefined) {
-            payload = JSON.stringify(reply.body);
-            headers['content-type'] ??= 'application/json';
-          }
-          headers['content-length'] = String(Buffer.byteLength(payload));
-          if (!res.destroyed) res.writeHead(reply.status, headers).end(payload);
-        });
-    });
+  const server = await startLoopbackServer({
+    port,
+    handle,
+    onError: (err) => ({ status: 500, body: { error: { code: 'SandboxFailure', message: String((err as Error)?.message ?? err) } } }),
+    onReply: (req, reply) => {
+      const logged: Record<string, string> = {};
+      for (const h of LOGGED_HEADERS) if (typeof req.headers[h] === 'string') logged[h] = req.headers[h] as string;
+      requests.push({ n: requests.length + 1, method: req.method, path: req.path + req.search, headers: logged, status: reply.status });
+    },
   });
-  server.keepAliveTimeout = 1000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve());
-  });
-  const addr = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${addr.port}`,
-    requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return { url: server.url, requests, close: server.close };
 }
 
 /** Parses a JSON body; undefined when it is not JSON. */
 export function parseJson(raw: string): unknown {
-  if (raw.length === 0) return undefined;
-  try {
-    return JSON.parse(raw);
-  } catch {
-    return undefined;
-  }
+  const parsed = parseJsonBody(raw);
+  return parsed.ok ? parsed.value : undefined;
 }
 
 /** The server-side payload fingerprint: independent of key order and whitespace. */
@@ -97,22 +63,6 @@ export function payloadFingerprint(body: unknown): string {
   } catch {
     return sha256Hex(String(body));
   }
-}
-
-/** A clock the tests can move forward (retention expiry) without waiting; `base` is e.g. the drill's virtual clock. */
-export function sandboxClock(base?: { now(): number }) {
-  let offset = 0;
-  const source = base ?? Date;
-  return {
-    now: () => source.now() + offset,
-    advance: (ms: number) => {
-      offset += ms;
-    },
-  };
-}
-
-export function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** Resolves a record kind: the sandbox's kind or one of its operation names; anything else is a test bug. */

@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { IncomingHttpHeaders } from 'node:http';
+import {
+  createFaultQueue,
+  createRequestLog,
+  createSandboxClock,
+  nonNegative as checkNonNegative,
+  startLoopbackServer,
+  type SandboxReply as Reply,
+} from '@retrysafe/testkit/sandbox';
 import {
   authenticationError,
   conflictError,
@@ -164,16 +171,13 @@ interface TypeStore {
   writes: number;
 }
 
-interface Reply {
-  readonly status: number;
-  readonly body?: unknown;
-  readonly headers?: Record<string, string>;
-}
-
 const BATCH_MAX = 100;
 const SEARCH_PAGE_MAX = 200;
 
-/** Starts a loopback HTTP server that behaves as HubSpot's CRM v3 objects API does for the adapter's operations. */
+/**
+ * Starts a loopback HTTP server that behaves as HubSpot's CRM v3 objects API does for the adapter's
+ * operations. Server, clock, fault queues and request log are the testkit's sandbox kit.
+ */
 export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): Promise<HubSpotSandbox> {
   const idProperty = options.idProperty ?? DEFAULT_ID_PROPERTY;
   const types = options.objectTypes ?? defaultObjectTypes(idProperty);
@@ -182,22 +186,20 @@ export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): 
     const store: TypeStore = { type, records: new Map(), writes: 0 };
     for (const name of type.names) stores.set(name, store);
   }
-  let offsetMs = 0;
-  const baseClock = options.clock ?? { now: () => Date.now() };
-  const now = () => baseClock.now() + offsetMs;
+  const clock = createSandboxClock(options.clock, 'hubspot sandbox');
+  const now = clock.now;
   let indexingDelayMs = nonNegative(options.searchIndexingDelayMs ?? 0, 'searchIndexingDelayMs');
   const searchPerSecond = options.searchPerSecond === undefined ? 5 : options.searchPerSecond;
   const tenSecondlyMax = options.tenSecondlyMax === undefined ? 190 : options.tenSecondlyMax;
   const dailyMax = options.dailyMax ?? 1_000_000;
   let nextId = 1001;
-  let requestCount = 0;
   let dailyUsed = 0;
   const recent: number[] = [];
   const recentSearches: number[] = [];
-  let throttled: { times: number; policy: RateLimitPolicy } = { times: 0, policy: 'TEN_SECONDLY_ROLLING' };
-  let failing: { times: number; status: number; commit: boolean } = { times: 0, status: 500, commit: false };
+  const throttled = createFaultQueue<RateLimitPolicy>('hubspot sandbox');
+  const failing = createFaultQueue<{ readonly status: number; readonly commit: boolean }>('hubspot sandbox');
   const denied = new Set<TypeStore>();
-  const requests: SandboxRequest[] = [];
+  const log = createRequestLog<SandboxRequest>('hubspot sandbox');
 
   const storeOf = (kind: string): TypeStore | undefined => stores.get(OPERATION_KINDS[kind] ?? kind);
   const canonical = (store: TypeStore) => store.type.names[0]!;
@@ -390,7 +392,7 @@ export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): 
     return { status: 429, body: rateLimitError(policy), headers };
   }
 
-  function route(method: string, path: string, query: URLSearchParams, rawBody: string, headers: IncomingMessage['headers']): { reply: Reply; objectType: string | null; kind: SandboxRequestKind } {
+  function route(method: string, path: string, query: URLSearchParams, rawBody: string, headers: IncomingHttpHeaders): { reply: Reply; objectType: string | null; kind: SandboxRequestKind } {
     const m = /^\/crm\/v3\/objects\/([^/]+)(?:\/([^/]+)(?:\/([^/]+))?)?\/?$/.exec(path);
     const store = m ? stores.get(decodeURIComponent(m[1]!)) : undefined;
     const kind: SandboxRequestKind = !m
@@ -419,10 +421,8 @@ export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): 
     dailyUsed++;
     while (recent.length && recent[0]! <= t - 10_000) recent.shift();
     recent.push(t);
-    if (throttled.times > 0) {
-      throttled = { ...throttled, times: throttled.times - 1 };
-      return done(rateLimited(throttled.policy));
-    }
+    const throttle = throttled.take();
+    if (throttle) return done(rateLimited(throttle));
     if (dailyUsed > dailyMax) return done(rateLimited('DAILY'));
     if (tenSecondlyMax !== null && recent.length > tenSecondlyMax) return done(rateLimited('TEN_SECONDLY_ROLLING'));
     if (kind === 'search' && searchPerSecond !== null) {
@@ -443,12 +443,8 @@ export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): 
     }
 
     const isWrite = kind === 'create' || kind === 'update' || kind === 'upsert';
-    let fail: { status: number; commit: boolean } | null = null;
-    if (isWrite && failing.times > 0) {
-      failing = { ...failing, times: failing.times - 1 };
-      fail = { status: failing.status, commit: failing.commit };
-      if (!fail.commit) return done({ status: fail.status, body: serverError(fail.status) });
-    }
+    const fail = isWrite ? failing.take() : undefined;
+    if (fail && !fail.commit) return done({ status: fail.status, body: serverError(fail.status) });
     const idProp = query.get('idProperty');
     let reply: Reply;
     if (kind === 'upsert' && method === 'POST') reply = upsert(store, body);
@@ -464,43 +460,26 @@ export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): 
     return done(reply);
   }
 
-  const sockets = new Set<Socket>();
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-      const method = req.method ?? 'GET';
+  const server = await startLoopbackServer({
+    port: options.port ?? 0,
+    contentType: 'application/json;charset=utf-8',
+    keepAliveTimeoutMs: 5_000, // Node's default, which this sandbox always had (the kit defaults to 1 s)
+    handle: (req) => {
       let result: ReturnType<typeof route>;
       try {
-        result = route(method, url.pathname, url.searchParams, Buffer.concat(chunks).toString('utf8'), req.headers);
-      } catch (err) {
+        result = route(req.method, req.path, req.query, req.rawBody, req.headers);
+      } catch {
         result = { reply: { status: 500, body: serverError(500) }, objectType: null, kind: 'other' };
-        void err;
       }
       const { reply, objectType, kind } = result;
-      requestCount++;
-      requests.push({ n: requestCount, method, path: url.pathname + url.search, objectType, kind, status: reply.status });
-      const correlationId = (reply.body as HubSpotErrorBody | undefined)?.correlationId ?? randomUUID();
-      const text = reply.body === undefined ? '' : JSON.stringify(reply.body);
-      res.writeHead(reply.status, {
-        'Content-Type': 'application/json;charset=utf-8',
-        'X-HubSpot-Correlation-Id': correlationId,
-        ...rateLimitHeaders(tenSecondlyMax === null ? 190 : tenSecondlyMax - recent.length),
-        ...reply.headers,
-      });
-      res.end(text);
-    });
+      log.record({ method: req.method, path: req.path + req.search, objectType, kind, status: reply.status });
+      return reply;
+    },
+    headers: (_req, reply) => ({
+      'X-HubSpot-Correlation-Id': (reply.body as HubSpotErrorBody | undefined)?.correlationId ?? randomUUID(),
+      ...rateLimitHeaders(tenSecondlyMax === null ? 190 : tenSecondlyMax - recent.length),
+    }),
   });
-  server.on('connection', (s: Socket) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
 
   const need = (kind: string): TypeStore => {
     const store = storeOf(kind);
@@ -517,8 +496,8 @@ export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): 
   });
 
   return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
+    url: server.url,
+    requests: log.entries,
     count: (kind) => need(kind).records.size,
     records: (kind) => (kind === undefined ? uniqueStores() : [need(kind)]).flatMap((s) => [...s.records.values()].map((r) => recordOf(s, r))),
     writes: (kind) => (kind === undefined ? uniqueStores().reduce((n, s) => n + s.writes, 0) : need(kind).writes),
@@ -530,17 +509,15 @@ export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): 
       store.writes--; // seeding is not a write the adapter made
       return recordOf(store, rec);
     },
-    advance(ms) {
-      offsetMs += nonNegative(ms, 'advance(ms)');
-    },
+    advance: clock.advance,
     setSearchIndexingDelay(ms) {
       indexingDelayMs = nonNegative(ms, 'searchIndexingDelayMs');
     },
     throttle(times, policy = 'TEN_SECONDLY_ROLLING') {
-      throttled = { times: nonNegative(times, 'throttle(times)'), policy };
+      throttled.replace(policy, nonNegative(times, 'throttle(times)'));
     },
     failNext(times, opts = {}) {
-      failing = { times: nonNegative(times, 'failNext(times)'), status: opts.status ?? 500, commit: opts.commit ?? false };
+      failing.replace({ status: opts.status ?? 500, commit: opts.commit ?? false }, nonNegative(times, 'failNext(times)'));
     },
     denyScope(objectType) {
       denied.add(need(objectType));
@@ -548,10 +525,7 @@ export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): 
     allowScope(objectType) {
       denied.delete(need(objectType));
     },
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close: server.close,
   };
 }
 
@@ -561,10 +535,7 @@ function refuse(reply: Reply): { readonly ok: false; readonly reply: Reply } {
   return { ok: false, reply };
 }
 
-function nonNegative(n: number, what: string): number {
-  if (!Number.isFinite(n) || n < 0) throw new RangeError(`hubspot sandbox: ${what} must be a non-negative number, got ${n}`);
-  return n;
-}
+const nonNegative = (n: number, what: string): number => checkNonNegative(n, `hubspot sandbox: ${what}`);
 
 function matchesGroup(props: Readonly<Record<string, string>>, group: { filters?: unknown }): boolean {
   const filters = Array.isArray(group.filters) ? (group.filters as Record<string, unknown>[]) : [];

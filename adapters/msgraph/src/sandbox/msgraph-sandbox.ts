@@ -1,6 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import {
+  ANSWERED,
+  createFaultScripts,
+  createRequestLog,
+  createSandboxClock,
+  isPlainObject as isObj,
+  parseJsonBody,
+  startLoopbackServer,
+  type CallScript,
+  type SandboxReply,
+} from '@retrysafe/testkit/sandbox';
 
 /**
  * A loopback emulation of the Microsoft Graph endpoints the adapter uses, behaving as
@@ -8,7 +17,8 @@ import type { AddressInfo, Socket } from 'node:net';
  * message reaches Sent Items only after a (configurable) delay; Sent Items, events and To Do tasks
  * can be searched with the `$filter`s the adapter sends; events honour transactionId (a duplicate
  * POST does not create a second event); scripted throttling (429/503/504 with Retry-After), lost
- * responses and delays; every record and every request is counted.
+ * responses and delays; every record and every request is counted. A response cut off mid-body is a
+ * network fault: put the testkit's fault proxy (`truncate-response`) in front.
  */
 
 export type SandboxKind = 'mail.send' | 'events.create' | 'todo.tasks.create' | 'mail.lookup' | 'events.lookup' | 'todo.tasks.lookup';
@@ -18,8 +28,6 @@ export type SandboxFault =
   | 'pass'
   /** Apply the effect, then reset the socket: the client never sees the answer. */
   | 'drop-response'
-  /** Apply the effect, send the status line and half the body, then reset the socket. */
-  | 'truncate-response'
   /** Answer with this status and a Graph error body. `commit: true` applies the effect first (Graph has delivered mail with a 503/504); default false (throttled before processing). */
   | { readonly kind: 'status'; readonly status: number; readonly retryAfterS?: number; readonly code?: string; readonly commit?: boolean }
   /** Apply the effect, then hold the answer this long (past the client timeout). */
@@ -28,7 +36,7 @@ export type SandboxFault =
   | { readonly kind: 'accepted-with-retry-after'; readonly retryAfterS: number };
 
 /** An array (one entry per call; calls past its end pass) or a function of the 1-based call number. */
-export type FaultScript = readonly SandboxFault[] | ((call: number) => SandboxFault);
+export type FaultScript = CallScript<SandboxFault>;
 
 export type DuplicateTransactionBehaviour =
   /** Documented intent: no second event; the sandbox answers 201 with the existing event. */
@@ -151,36 +159,20 @@ class HttpError extends Error {
 
 /** Starts the sandbox on 127.0.0.1 (port 0 = any free port). */
 export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): Promise<MsGraphSandbox> {
-  const baseNow = options.now ?? Date.now;
-  let offset = 0;
-  const now = () => baseNow() + offset;
+  const clock = createSandboxClock(options.now, 'msgraph sandbox');
+  const now = clock.now;
   let sentItemsDelayMs = options.sentItemsDelayMs ?? 0;
-  const faults = new Map<SandboxKind, FaultScript>(Object.entries(options.faults ?? {}) as [SandboxKind, FaultScript][]);
-  const calls = new Map<SandboxKind, number>();
+  const faults = createFaultScripts<SandboxKind, SandboxFault>('pass', options.faults);
   const records: SandboxRecord[] = [];
-  const log: SandboxRequest[] = [];
+  const log = createRequestLog<{ -readonly [K in keyof SandboxRequest]: SandboxRequest[K] }>('msgraph sandbox');
   const todoLists = new Set(options.todoLists ?? ['tasks']);
   const users = options.users ? new Set(options.users.map((u) => u.toLowerCase())) : null;
   const duplicateTx = options.duplicateTransactionId ?? 'return-existing';
-  const sockets = new Set<Socket>();
   /** transactionIds of events created before the last expireKeys(): no longer folded. */
   const expired = new Set<SandboxEvent>();
 
-  function faultFor(kind: SandboxKind, call: number): SandboxFault {
-    const script = faults.get(kind);
-    if (!script) return 'pass';
-    if (typeof script === 'function') return script(call);
-    return script[call - 1] ?? 'pass';
-  }
-
-  function send(res: ServerResponse, status: number, body: unknown, requestId: string, extra: Record<string, string> = {}): void {
-    const headers: Record<string, string> = { 'request-id': requestId, 'client-request-id': requestId, ...extra };
-    if (body === undefined) {
-      res.writeHead(status, headers).end();
-    } else {
-      const text = JSON.stringify(body);
-      res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) }).end(text);
-    }
+  function reply(status: number, body: unknown, requestId: string, extra: Record<string, string> = {}): SandboxReply {
+    return { status, body, headers: { 'request-id': requestId, 'client-request-id': requestId, ...extra } };
   }
 
   function errorBody(code: string, message: string, requestId: string) {
@@ -195,24 +187,11 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
     return id.toLowerCase();
   }
 
-  function readJson(req: IncomingMessage): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        if (!text) return resolve(undefined);
-        try {
-          resolve(JSON.parse(text));
-        } catch {
-          reject(new HttpError(400, 'BadRequest', 'Unable to read JSON request payload.'));
-        }
-      });
-      req.on('error', reject);
-    });
+  function readJson(raw: string): unknown {
+    const parsed = parseJsonBody(raw);
+    if (!parsed.ok) throw new HttpError(400, 'BadRequest', 'Unable to read JSON request payload.');
+    return parsed.value;
   }
-
-  const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
   function extProps(v: unknown): { id: string; value: string }[] {
     if (v === undefined) return [];
@@ -335,10 +314,10 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
     return Object.fromEntries(Object.entries(item).filter(([k]) => keep.has(k) || k === 'id'));
   }
 
-  function lookup(route: Route, url: URL): { status: number; body: unknown } {
-    const filter = url.searchParams.get('$filter');
-    const fields = url.searchParams.get('$select');
-    const top = Number(url.searchParams.get('$top') ?? '10');
+  function lookup(route: Route, query: URLSearchParams): { status: number; body: unknown } {
+    const filter = query.get('$filter');
+    const fields = query.get('$select');
+    const top = Number(query.get('$top') ?? '10');
     if (!filter) throw new HttpError(400, 'BadRequest', 'This sandbox only answers filtered lookups.');
     let items: Record<string, unknown>[];
     if (route.kind === 'mail.lookup' || route.kind === 'events.lookup') {
@@ -367,120 +346,83 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
     return { status: 200, body: { value: items.slice(0, Number.isFinite(top) && top > 0 ? top : 10).map((i) => select(i, fields)) } };
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const requestId = randomUUID();
-    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    const method = req.method ?? 'GET';
-    let matched: { kind: SandboxKind; m: RegExpExecArray } | null = null;
-    for (const r of ROUTES) {
-      const m = r.method === method ? r.re.exec(url.pathname) : null;
-      if (m) {
-        matched = { kind: r.kind, m };
-        break;
+  const server = await startLoopbackServer({
+    port: options.port ?? 0,
+    trailingSlash: true,
+    keepAliveTimeoutMs: 5_000, // Node's default, which this sandbox always had (the kit defaults to 1 s)
+    handle: async ({ method, path, search, query, headers, rawBody, raw }) => {
+      const requestId = randomUUID();
+      let matched: { kind: SandboxKind; m: RegExpExecArray } | null = null;
+      for (const r of ROUTES) {
+        const m = r.method === method ? r.re.exec(path) : null;
+        if (m) {
+          matched = { kind: r.kind, m };
+          break;
+        }
       }
-    }
-    const entry = { n: log.length + 1, method, path: url.pathname, query: url.search, retryAttempt: (req.headers['retry-attempt'] as string | undefined) ?? null };
-    if (!matched) {
-      log.push({ ...entry, kind: 'other', call: 0, fault: 'pass', status: 404 });
-      await readJson(req).catch(() => undefined);
-      return send(res, 404, errorBody('UnknownRequest', `Resource not found for the segment '${url.pathname}'.`, requestId), requestId);
-    }
-    const kind = matched.kind;
-    const call = (calls.get(kind) ?? 0) + 1;
-    calls.set(kind, call);
-    const fault = faultFor(kind, call);
-    const logged: { -readonly [K in keyof SandboxRequest]: SandboxRequest[K] } = {
-      ...entry,
-      kind,
-      call,
-      fault: typeof fault === 'string' ? fault : `${fault.kind}${'status' in fault ? ':' + fault.status : ''}`,
-      status: null,
-    };
-    log.push(logged);
-    const answer = (status: number, body: unknown, extra: Record<string, string> = {}) => {
-      logged.status = status;
-      send(res, status, body, requestId, extra);
-    };
-    try {
-      const body = await readJson(req);
-      if (options.accessToken !== undefined && req.headers.authorization !== `Bearer ${options.accessToken}`) {
-        throw new HttpError(401, 'InvalidAuthenticationToken', 'Access token is empty or invalid.');
+      const entry = { method, path, query: search, retryAttempt: (headers['retry-attempt'] as string | undefined) ?? null };
+      if (!matched) {
+        log.record({ ...entry, kind: 'other', call: 0, fault: 'pass', status: 404 });
+        return reply(404, errorBody('UnknownRequest', `Resource not found for the segment '${path}'.`, requestId), requestId);
       }
-      const route: Route = { kind, mailbox: mailboxOf(matched.m), ...(matched.m[3] !== undefined ? { listId: decodeURIComponent(matched.m[3]) } : {}) };
-      const isCreate = method === 'POST';
-      if (typeof fault === 'object' && fault.kind === 'status') {
-        if (fault.commit && isCreate) apply(route, body);
-        const extra: Record<string, string> = fault.retryAfterS !== undefined ? { 'retry-after': String(fault.retryAfterS) } : {};
-        const code = fault.code ?? (fault.status === 429 ? 'TooManyRequests' : fault.status === 503 ? 'ServiceNotAvailable' : fault.status === 504 ? 'GatewayTimeout' : 'generalException');
-        return answer(fault.status, errorBody(code, `Sandbox scripted HTTP ${fault.status}.`, requestId), extra);
+      const kind = matched.kind;
+      const { call, fault } = faults.take(kind);
+      const logged = log.record({ ...entry, kind, call, fault: typeof fault === 'string' ? fault : `${fault.kind}${'status' in fault ? ':' + fault.status : ''}`, status: null });
+      const answer = (status: number, body: unknown, extra: Record<string, string> = {}) => {
+        logged.status = status;
+        return reply(status, body, requestId, extra);
+      };
+      try {
+        const body = readJson(rawBody);
+        if (options.accessToken !== undefined && headers.authorization !== `Bearer ${options.accessToken}`) {
+          throw new HttpError(401, 'InvalidAuthenticationToken', 'Access token is empty or invalid.');
+        }
+        const route: Route = { kind, mailbox: mailboxOf(matched.m), ...(matched.m[3] !== undefined ? { listId: decodeURIComponent(matched.m[3]) } : {}) };
+        const isCreate = method === 'POST';
+        if (typeof fault === 'object' && fault.kind === 'status') {
+          if (fault.commit && isCreate) apply(route, body);
+          const extra: Record<string, string> = fault.retryAfterS !== undefined ? { 'retry-after': String(fault.retryAfterS) } : {};
+          const code = fault.code ?? (fault.status === 429 ? 'TooManyRequests' : fault.status === 503 ? 'ServiceNotAvailable' : fault.status === 504 ? 'GatewayTimeout' : 'generalException');
+          return answer(fault.status, errorBody(code, `Sandbox scripted HTTP ${fault.status}.`, requestId), extra);
+        }
+        const result = isCreate ? apply(route, body) : lookup(route, query);
+        if (fault === 'drop-response') {
+          logged.status = -1;
+          raw.req.socket.destroy();
+          return ANSWERED;
+        }
+        if (typeof fault === 'object' && fault.kind === 'delay') {
+          await new Promise((r) => setTimeout(r, fault.ms));
+          if (raw.res.destroyed || raw.req.socket.destroyed) return ANSWERED; // the client gave up: nothing answered
+        }
+        const extra: Record<string, string> =
+          typeof fault === 'object' && fault.kind === 'accepted-with-retry-after' ? { 'retry-after': String(fault.retryAfterS) } : {};
+        return answer(result.status, result.body, extra);
+      } catch (error) {
+        if (error instanceof HttpError) return answer(error.status, errorBody(error.code, error.message, requestId));
+        return answer(500, errorBody('generalException', 'Sandbox internal error.', requestId));
       }
-      const result = isCreate ? apply(route, body) : lookup(route, url);
-      if (fault === 'drop-response') {
-        logged.status = -1;
-        req.socket.destroy();
-        return;
-      }
-      if (fault === 'truncate-response') {
-        const text = JSON.stringify(result.body ?? { ok: true });
-        logged.status = result.status;
-        res.writeHead(result.status, { 'request-id': requestId, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) });
-        res.write(text.slice(0, Math.floor(text.length / 2)), () => req.socket.destroy());
-        return;
-      }
-      if (typeof fault === 'object' && fault.kind === 'delay') {
-        await new Promise((r) => setTimeout(r, fault.ms));
-        if (res.destroyed || req.socket.destroyed) return;
-      }
-      const extra: Record<string, string> =
-        typeof fault === 'object' && fault.kind === 'accepted-with-retry-after' ? { 'retry-after': String(fault.retryAfterS) } : {};
-      return answer(result.status, result.body, extra);
-    } catch (error) {
-      if (error instanceof HttpError) return answer(error.status, errorBody(error.code, error.message, requestId));
-      return answer(500, errorBody('generalException', 'Sandbox internal error.', requestId));
-    }
-  }
-
-  const server = createServer((req, res) => {
-    void handle(req, res);
+    },
   });
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
 
   return {
-    url: `http://127.0.0.1:${port}/`,
+    url: server.url,
     count: (kind) => records.filter((r) => r.kind === kind).length,
-    requestCount: (kind) => log.filter((r) => r.kind === kind).length,
-    requests: () => log.map((r) => ({ ...r })),
+    requestCount: (kind) => log.count((r) => r.kind === kind),
+    requests: () => log.entries.map((r) => ({ ...r })),
     records: () => records.map((r) => ({ ...r })),
     visibleSentItems: (mailbox) => {
       const t = now();
       return records.filter((r): r is SandboxMessage => r.kind === 'mail.send' && r.visibleAt <= t && (mailbox === undefined || r.mailbox === mailbox.toLowerCase()));
     },
-    setFaults: (kind, script) => {
-      if (script === undefined) faults.delete(kind);
-      else faults.set(kind, script);
-      calls.set(kind, 0);
-    },
+    setFaults: (kind, script) => faults.set(kind, script),
     setSentItemsDelay: (ms) => {
       sentItemsDelayMs = ms;
     },
-    advance: (ms) => {
-      offset += ms;
-    },
+    advance: clock.advance,
     expireKeys: () => {
       for (const r of records) if (r.kind === 'events.create') expired.add(r);
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
+    close: server.close,
   };
 }

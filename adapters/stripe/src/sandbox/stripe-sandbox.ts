@@ -1,6 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import {
+  createFaultQueue,
+  createKeyStore,
+  createRequestLog,
+  createSandboxClock,
+  startLoopbackServer,
+  type LoopbackRequest,
+  type SandboxReply as Reply,
+} from '@retrysafe/testkit/sandbox';
 import { paramsFingerprint, parseForm } from './form.js';
 import { matches, parseSearchQuery, SearchQueryError } from './search-query.js';
 
@@ -14,7 +21,8 @@ import { matches, parseSearchQuery, SearchQueryError } from './search-query.js';
  * `searchDelayMs` behind, list APIs do not. It counts the objects it holds and the requests it got.
  *
  * Layers, in Stripe's order: rate limiter → authentication → parameter validation → idempotency layer
- * → endpoint execution (stored).
+ * → endpoint execution (stored). The server, clock, key store, fault queues and request log are the
+ * testkit's sandbox kit; this file keeps Stripe's answers, objects and search.
  */
 
 export type StripeRecordKind = 'customer' | 'payment_intent' | 'invoice' | 'refund';
@@ -112,21 +120,6 @@ export interface StripeSandbox {
   close(): Promise<void>;
 }
 
-interface KeyEntry {
-  readonly path: string;
-  readonly fingerprint: string;
-  readonly createdAt: number;
-  state: 'processing' | 'done';
-  status?: number;
-  body?: unknown;
-}
-
-interface Reply {
-  status: number;
-  body: unknown;
-  headers?: Record<string, string>;
-}
-
 const RESOURCES: Record<string, { kind: StripeRecordKind; prefix: string; search: boolean }> = {
   customers: { kind: 'customer', prefix: 'cus_', search: true },
   payment_intents: { kind: 'payment_intent', prefix: 'pi_', search: true },
@@ -152,9 +145,8 @@ function err(status: number, type: string, message: string, extra: Record<string
 const isIntString = (v: unknown): v is string => typeof v === 'string' && /^\d+$/.test(v);
 
 export async function startStripeSandbox(options: StripeSandboxOptions = {}): Promise<StripeSandbox> {
-  const base = options.now ?? Date.now;
-  let offset = 0;
-  const now = () => base() + offset;
+  const clock = createSandboxClock(options.now, 'stripe sandbox');
+  const now = clock.now;
   const retentionMs = options.retentionMs ?? 24 * 60 * 60 * 1000;
   let searchDelayMs = options.searchDelayMs ?? 0;
   let processingMs = options.processingMs ?? 0;
@@ -163,12 +155,27 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
 
   const records: SandboxRecord[] = [];
   const byId = new Map<string, SandboxRecord>();
-  const keys = new Map<string, KeyEntry>();
-  const log: SandboxRequest[] = [];
+  const keys = createKeyStore<{ path: string }>({
+    retentionMs,
+    clock,
+    answers: {
+      inFlight: err(409, 'idempotency_error', 'There is currently another in-progress request using this Idempotency-Key. Please try again later.', { code: 'idempotency_key_in_use' }),
+      mismatch: (first, request) =>
+        err(
+          400,
+          'idempotency_error',
+          first.meta.path !== request.meta!.path
+            ? `Keys for idempotent requests can only be used for the same endpoint they were first used for ('${first.meta.path}' vs '${request.meta!.path}').`
+            : `Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '${first.key}' if you meant to execute a different request.`,
+        ),
+      replayHeaders: { 'idempotent-replayed': 'true' },
+    },
+  });
+  const log = createRequestLog<SandboxRequest>('sandbox');
   /** 429s, taken at the door by the next matching request. */
-  const rateLimits: ('POST' | 'GET' | 'ANY')[] = [];
+  const rateLimits = createFaultQueue<'POST' | 'GET' | 'ANY'>('stripe sandbox');
   /** 500s, taken by the next write that reaches endpoint execution. */
-  const executionFaults: Exclude<SandboxFault, 'rate-limit'>[] = [];
+  const executionFaults = createFaultQueue<Exclude<SandboxFault, 'rate-limit'>>('stripe sandbox');
 
   function add(kind: StripeRecordKind, object: Record<string, unknown>, fixture = false): Record<string, unknown> {
     const rec: SandboxRecord = { kind, id: String(object.id), object, createdAt: now(), fixture };
@@ -182,18 +189,6 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
     add('customer', { id: 'cus_fixture', object: 'customer', created, email: null, name: 'Fixture customer', metadata: {}, livemode: false }, true);
     add('customer', { id: 'cus_123', object: 'customer', created, email: null, name: 'README customer', metadata: {}, livemode: false }, true);
     add('payment_intent', { id: 'pi_fixture', object: 'payment_intent', created, amount: 10_000, amount_received: 10_000, currency: 'eur', customer: 'cus_fixture', status: 'succeeded', metadata: {}, livemode: false }, true);
-  }
-
-  function prune(): void {
-    const t = now();
-    for (const [k, e] of keys) if (e.state === 'done' && e.createdAt + retentionMs <= t) keys.delete(k);
-  }
-
-  function takeRateLimit(method: string): boolean {
-    const i = rateLimits.findIndex((m) => m === 'ANY' || m === method);
-    if (i < 0) return false;
-    rateLimits.splice(i, 1);
-    return true;
   }
 
   // ---- parameter validation (before the idempotency layer: nothing stored) ----
@@ -296,45 +291,20 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
     const invalid = validate(resource, params);
     if (invalid) return { reply: invalid, result: 'invalid' };
 
-    if (key !== null) {
-      if (key.length > 255) return { reply: err(400, 'invalid_request_error', 'Idempotency-Key must be at most 255 characters.', { code: 'idempotency_key_too_long' }), result: 'invalid' };
-      const fingerprint = paramsFingerprint(body);
-      const entry = keys.get(key);
-      if (entry?.state === 'processing') {
-        return {
-          reply: err(409, 'idempotency_error', 'There is currently another in-progress request using this Idempotency-Key. Please try again later.', { code: 'idempotency_key_in_use' }),
-          result: 'in-progress',
-        };
-      }
-      if (entry) {
-        if (entry.path !== path || entry.fingerprint !== fingerprint) {
-          const msg = entry.path !== path
-            ? `Keys for idempotent requests can only be used for the same endpoint they were first used for ('${entry.path}' vs '${path}').`
-            : `Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '${key}' if you meant to execute a different request.`;
-          return { reply: err(400, 'idempotency_error', msg), result: 'key-mismatch' };
-        }
-        return { reply: { status: entry.status!, body: entry.body, headers: { 'idempotent-replayed': 'true' } }, result: 'replayed' };
-      }
-      const fresh: KeyEntry = { path, fingerprint, createdAt: now(), state: 'processing' };
-      keys.set(key, fresh);
-      try {
-        if (gate) await gate;
-        if (processingMs > 0) await sleep(processingMs);
-        const reply = runWithFaults(resource, params);
-        fresh.status = reply.status;
-        fresh.body = reply.body;
-        return { reply, result: 'executed' };
-      } finally {
-        fresh.state = 'done';
-      }
-    }
-    if (gate) await gate;
-    if (processingMs > 0) await sleep(processingMs);
-    return { reply: runWithFaults(resource, params), result: 'executed' };
+    const endpoint = async () => {
+      if (gate) await gate;
+      if (processingMs > 0) await sleep(processingMs);
+      return runWithFaults(resource, params);
+    };
+    if (key === null) return { reply: await endpoint(), result: 'executed' };
+    if (key.length > 255) return { reply: err(400, 'invalid_request_error', 'Idempotency-Key must be at most 255 characters.', { code: 'idempotency_key_too_long' }), result: 'invalid' };
+    // The same key means the same endpoint and the same params.
+    const { reply, result } = await keys.run(key, { fingerprint: `${path} ${paramsFingerprint(body)}`, meta: { path } }, endpoint);
+    return { reply, result: result === 'in-flight' ? 'in-progress' : result === 'mismatch' ? 'key-mismatch' : result };
   }
 
   function runWithFaults(resource: string, params: Record<string, unknown>): Reply {
-    const fault = executionFaults.shift();
+    const fault = executionFaults.take();
     if (fault === 'server-error') return err(500, 'api_error', 'An unknown error occurred while processing the request.');
     const reply = execute(resource, params);
     if (fault === 'server-error-after-commit') return err(500, 'api_error', 'An unknown error occurred after the request was processed.');
@@ -382,15 +352,18 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
     return { reply: err(404, 'invalid_request_error', 'Unrecognized request URL'), result: 'not-found' };
   }
 
-  async function handle(req: IncomingMessage, body: string): Promise<{ reply: Reply; result: SandboxRequestResult; path: string; key: string | null }> {
-    const url = new URL(req.url ?? '/', 'http://sandbox.invalid');
-    const method = (req.method ?? 'GET').toUpperCase();
+  /** The key a request carries: GET/DELETE ignore keys. */
+  const keyOf = (req: LoopbackRequest): string | null => {
     const keyHeader = req.headers['idempotency-key'];
-    const key = method === 'POST' && typeof keyHeader === 'string' ? keyHeader : null; // GET/DELETE ignore keys
-    const path = url.pathname;
-    prune();
+    return req.method.toUpperCase() === 'POST' && typeof keyHeader === 'string' ? keyHeader : null;
+  };
 
-    if (takeRateLimit(method)) {
+  async function handle(req: LoopbackRequest): Promise<{ reply: Reply; result: SandboxRequestResult; path: string; key: string | null }> {
+    const method = req.method.toUpperCase();
+    const key = keyOf(req);
+    const { path, rawBody: body } = req;
+
+    if (rateLimits.take((m) => m === 'ANY' || m === method)) {
       return { reply: err(429, 'invalid_request_error', 'Too many requests hit the API too quickly.', { code: 'rate_limit' }), result: 'rate-limited', path, key };
     }
     const auth = req.headers.authorization ?? '';
@@ -403,7 +376,7 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
       return { reply: err(404, 'invalid_request_error', `Unrecognized request URL (${method}: ${path}).`), result: 'not-found', path, key };
     }
     const resource = parts[1];
-    if (method === 'GET') return { ...read(resource, parts.slice(2), url.searchParams), path, key };
+    if (method === 'GET') return { ...read(resource, parts.slice(2), req.query), path, key };
     if (method !== 'POST' || parts.length !== 2) {
       return { reply: err(404, 'invalid_request_error', `Unrecognized request URL (${method}: ${path}).`), result: 'not-found', path, key };
     }
@@ -413,45 +386,29 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
     return { ...(await write(resource, path, body, key)), path, key };
   }
 
-  const server = createServer((req, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const n = log.length + 1;
-      handle(req, Buffer.concat(chunks).toString('utf8')).then(
-        ({ reply, result, path, key }) => {
-          log.push({ n, method: req.method ?? 'GET', path, idempotencyKey: key, status: reply.status, result });
-          const requestId = `req_${randomBytes(9).toString('base64url').replace(/[-_]/g, 'x')}`;
-          const headers: Record<string, string> = { 'content-type': 'application/json', 'request-id': requestId, 'stripe-version': '2026-sandbox', ...(reply.headers ?? {}) };
-          if (key) headers['idempotency-key'] = key;
-          if (!res.destroyed) {
-            res.writeHead(reply.status, headers);
-            res.end(JSON.stringify(reply.body));
-          }
-        },
-        (e: unknown) => {
-          log.push({ n, method: req.method ?? 'GET', path: req.url ?? '', idempotencyKey: null, status: 500, result: 'invalid' });
-          if (!res.destroyed) {
-            res.writeHead(500, { 'content-type': 'application/json' });
-            res.end(JSON.stringify({ error: { type: 'api_error', message: `sandbox bug: ${String(e)}` } }));
-          }
-        },
-      );
-    });
+  const server = await startLoopbackServer({
+    port: options.port ?? 0,
+    handle: async (req) => {
+      const { reply, result, path, key } = await handle(req);
+      log.record({ method: req.method, path, idempotencyKey: key, status: reply.status, result });
+      return reply;
+    },
+    onError: (e, req) => {
+      log.record({ method: req.method, path: req.path + req.search, idempotencyKey: null, status: 500, result: 'invalid' });
+      return { status: 500, body: { error: { type: 'api_error', message: `sandbox bug: ${String(e)}` } } };
+    },
+    headers: (req) => {
+      const key = keyOf(req);
+      return { 'request-id': `req_${randomBytes(9).toString('base64url').replace(/[-_]/g, 'x')}`, 'stripe-version': '2026-sandbox', ...(key ? { 'idempotency-key': key } : {}) };
+    },
   });
-  server.keepAliveTimeout = 1000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
 
   const kindOf = (k: string): StripeRecordKind | undefined =>
     (Object.values(RESOURCES).some((r) => r.kind === k) ? (k as StripeRecordKind) : OPERATION_KIND[k.replace(/^stripe\./, '')]);
 
   const sandbox: StripeSandbox = {
-    url: `http://127.0.0.1:${port}`,
-    port,
+    url: server.url,
+    port: server.port,
     count(kindOrOperation) {
       if (kindOrOperation === undefined) return records.filter((r) => !r.fixture).length;
       const kind = kindOf(kindOrOperation);
@@ -459,33 +416,18 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
       return records.filter((r) => !r.fixture && r.kind === kind).length;
     },
     records: (kind) => records.filter((r) => kind === undefined || r.kind === kind).map((r) => ({ ...r, object: structuredClone(r.object) })),
-    requests: () => log.slice(),
-    requestCount: (filter = {}) => log.filter((r) => (!filter.method || r.method === filter.method) && (!filter.path || r.path.startsWith(filter.path))).length,
-    keys: () => {
-      prune();
-      return [...keys.keys()];
-    },
+    requests: () => log.entries.slice(),
+    requestCount: (filter = {}) => log.count((r) => (!filter.method || r.method === filter.method) && (!filter.path || r.path.startsWith(filter.path))),
+    keys: () => keys.keys(),
     now,
-    advance(ms) {
-      if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`advance(ms) needs a non-negative number, got ${ms}`);
-      offset += ms;
-    },
-    expireKeys(filter) {
-      let n = 0;
-      for (const [k, e] of keys) if (e.state === 'done' && (!filter || filter(k))) {
-        keys.delete(k);
-        n++;
-      }
-      return n;
-    },
+    advance: clock.advance,
+    expireKeys: (filter) => keys.expire(filter && ((k) => filter(k))),
     failNext(fault, opts = {}) {
       const times = opts.times ?? 1;
       if (!Number.isInteger(times) || times < 1) throw new RangeError(`times must be a positive integer, got ${times}`);
       if (fault !== 'rate-limit' && opts.method !== undefined && opts.method !== 'POST') throw new RangeError(`${fault} happens during endpoint execution, i.e. on a POST`);
-      for (let i = 0; i < times; i++) {
-        if (fault === 'rate-limit') rateLimits.push(opts.method ?? 'POST');
-        else executionFaults.push(fault);
-      }
+      if (fault === 'rate-limit') rateLimits.add(opts.method ?? 'POST', times);
+      else executionFaults.add(fault, times);
     },
     setProcessingMs(ms) {
       processingMs = ms;
@@ -501,18 +443,8 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
         release();
       };
     },
-    async waitFor(predicate, timeoutMs = 10_000) {
-      const deadline = Date.now() + timeoutMs;
-      while (!predicate(log, sandbox)) {
-        if (Date.now() > deadline) throw new Error(`sandbox.waitFor: condition not met within ${timeoutMs} ms`);
-        await new Promise((r) => setTimeout(r, 5));
-      }
-    },
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        server.close((e) => (e ? reject(e) : resolve()));
-        server.closeAllConnections();
-      }),
+    waitFor: (predicate, timeoutMs) => log.waitFor((entries) => predicate(entries, sandbox), timeoutMs),
+    close: server.close,
   };
   return sandbox;
 }
