@@ -8,6 +8,8 @@ export * from './card-parse.js';
 export * from './card-render.js';
 export * from './outcome.js';
 export * from './adapter.js';
+export * from './adapter-frame.js';
+export { schemaErrors } from './adapter-params.js';
 export * from './typed-operations.js';
 export * from './ledger.js';
 export * from './receipt.js';
