@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AdapterConfigurationError, CardValidationError, UnknownOperationError, UnsupportedCapabilityError, asBusinessOperationId, newAttemptId, newRunId, type RetrySafetyCard } from '@retrysafe/contract';
-import { createHttpAdapter, etagDocumentsUpdate, ietfOrdersCreate, ordersCreateCard, type HttpOperationSpec } from './index.js';
+import { createHttpAdapter, etagDocumentsUpdate, ietfOrdersCreate, type HttpOperationSpec } from './index.js';
+import { ordersCreateCard } from './http-cards.js';
 
 const base = { provider: 'acme-orders', baseUrl: 'http://127.0.0.1:9', timeoutMs: 1000 };
 const withOp = (spec: HttpOperationSpec) => ({ ...base, operations: { 'orders.create': spec } });

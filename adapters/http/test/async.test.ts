@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { asyncExportsCreate, createHttpAdapter, exportsCreateCard, type HttpAdapter } from '../src/index.js';
+import { asyncExportsCreate, createHttpAdapter, type HttpAdapter } from '../src/index.js';
+import { exportsCreateCard } from '../src/http-cards.js';
 import { startAsyncReplySandbox, type AsyncReplySandbox } from '../src/sandbox/index.js';
 import { execCtx, lookupCtx } from './helpers.js';
 

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { notFoundIsAuthoritative } from '@retrysafe/core';
-import { createHttpAdapter, ietfOrdersCreate, ordersCreateCard, type HttpAdapter } from '../src/index.js';
+import { createHttpAdapter, ietfOrdersCreate, type HttpAdapter } from '../src/index.js';
+import { ordersCreateCard } from '../src/http-cards.js';
 import { startIetfKeySandbox, type IetfKeySandbox } from '../src/sandbox/index.js';
 import { closedPort, execCtx, lookupCtx, startSilentServer } from './helpers.js';
 

@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { callbackHandoffSink, createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
 import { UnsafeResumeError, type HandoffPacket, type RetrySafetyCard } from '@retrysafe/contract';
-import { asyncExportsCreate, createHttpAdapter, etagDocumentsUpdate, ietfOrdersCreate, ordersCreateCard, type HttpAdapter, type HttpOperationSpec } from '../src/index.js';
+import { asyncExportsCreate, createHttpAdapter, etagDocumentsUpdate, ietfOrdersCreate, type HttpAdapter, type HttpOperationSpec } from '../src/index.js';
+import { ordersCreateCard } from '../src/http-cards.js';
 import { startAsyncReplySandbox, startEtagSandbox, startIetfKeySandbox } from '../src/sandbox/index.js';
 
 /** Everything one scenario starts, closed afterwards. */

@@ -1,6 +1,6 @@
 import { AdapterConfigurationError, defineAdapter, type FrameOperation, type OperationSpec, type TypedAdapter } from '@retrysafe/contract';
 import { checkBaseUrl } from '@retrysafe/contract';
-import { hubspotCards, type HubSpotOperationName } from './hubspot-cards.js';
+import { hubSpotCardsFor, type HubSpotOperationName } from './hubspot-cards.js';
 import type { CallSettings } from './hubspot-http.js';
 import {
   executeContactsUpdate,
@@ -95,7 +95,7 @@ function checkOptions(options: HubSpotAdapterOptions) {
  */
 export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAdapter {
   const o = checkOptions(options);
-  const cards = hubspotCards({ idProperty: o.idProperty, searchSettleMs: o.searchSettleMs, lateApplyMs: o.lateApplyMs });
+  const cards = hubSpotCardsFor({ idProperty: o.idProperty, searchSettleMs: o.searchSettleMs, lateApplyMs: o.lateApplyMs });
   const runtime: Runtime = {
     idProperty: o.idProperty,
     searchSettleMs: o.searchSettleMs,

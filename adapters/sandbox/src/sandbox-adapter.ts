@@ -94,7 +94,6 @@ function classifyHttp(status: number, headers: Headers, body: unknown): Outcome 
   return { kind: 'unknown', cause: 'server-error', message, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), ...base };
 }
 
-export { parseRetryAfter };
 
 /**
  * Network errors, by the contract's one classifier: a connection that was never made means the request
