@@ -9,7 +9,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { validateCard, type RetrySafetyCard } from '@retrysafe/contract';
+import { entryCards, validateCard } from '@retrysafe/contract';
 import { describe, expect, it } from 'vitest';
 
 const root = resolve(import.meta.dirname, '..', '..', '..', 'adapters');
@@ -75,7 +75,7 @@ describe('every adapter has the same pieces', () => {
         expect(vendor, `create<Vendor>Adapter for ${a} among ${values.join(', ')}`).toBeDefined();
         const cardsName = `${vendor![0]!.toLowerCase()}${vendor!.slice(1)}Cards`;
         expect(values.filter((n) => /Cards$/.test(n))).toEqual([cardsName]);
-        const cards = Object.values(entry[cardsName] as Record<string, RetrySafetyCard>);
+        const cards = entryCards(entry);
         expect(cards.length).toBeGreaterThan(0);
         for (const c of cards) expect(validateCard(c).ok, c.operation).toBe(true);
         // No other spelling of the vendor (HUBSPOT_…, hubspot…) next to the chosen one.

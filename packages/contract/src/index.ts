@@ -10,6 +10,7 @@ export * from './outcome.js';
 export * from './adapter.js';
 export * from './adapter-frame.js';
 export { schemaErrors } from './adapter-params.js';
+export * from './adapter-entry.js';
 export * from './typed-operations.js';
 export * from './ledger.js';
 export * from './receipt.js';
