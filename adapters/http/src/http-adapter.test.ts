@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AdapterConfigurationError, CardValidationError, UnknownOperationError, UnsupportedCapabilityError, asBusinessOperationId, newAttemptId, newRunId, type RetrySafetyCard } from '@retrysafe/contract';
-import { createHttpAdapter, etagDocumentsUpdate, ietfOrdersCreate, ordersCreateCard, type HttpOperationSpec } from './index.js';
+import { createHttpAdapter, etagDocumentsUpdate, ietfOrdersCreate, type HttpOperationSpec } from './index.js';
+import { ordersCreateCard } from './http-cards.js';
 
 const base = { provider: 'acme-orders', baseUrl: 'http://127.0.0.1:9', timeoutMs: 1000 };
 const withOp = (spec: HttpOperationSpec) => ({ ...base, operations: { 'orders.create': spec } });
@@ -62,11 +63,15 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
     expect(a.deriveProviderKey('orders.create', long)!.length).toBeLessThanOrEqual(64);
   });
 
-  it('a precondition operation never sends without its precondition value (typed error, nothing sent)', async () => {
+  it('a precondition operation never sends without its precondition value (rejected, nothing sent: never a throw the runner would read as unknown)', async () => {
     const a = createHttpAdapter({ ...base, provider: 'acme-docs', operations: { 'documents.update': etagDocumentsUpdate('acme-docs') } });
     const id = asBusinessOperationId('doc-edit-1');
-    await expect(
-      a.doExecute('documents.update', { id: 'doc-1', title: 't', body: 'b' }, { businessOperationId: id, providerKey: null, runId: newRunId(), attemptId: newAttemptId(), attempt: 1, statusRef: null }),
-    ).rejects.toThrow(/precondition value/);
+    const ctx = { businessOperationId: id, providerKey: null, runId: newRunId(), attemptId: newAttemptId(), attempt: 1, statusRef: null };
+    // The schema requires etag; with a schema that does not, the operation's own check still refuses it.
+    expect(await a.doExecute('documents.update', { id: 'doc-1', title: 't', body: 'b' }, ctx)).toMatchObject({ kind: 'rejected', reason: 'validation', code: 'retrysafe_invalid_params' });
+    const spec = etagDocumentsUpdate('acme-docs');
+    const loose = createHttpAdapter({ ...base, provider: 'acme-docs', operations: { 'documents.update': { ...spec, paramsSchema: { type: 'object' } } } });
+    const o = await loose.doExecute('documents.update', { id: 'doc-1', title: 't', body: 'b' }, ctx);
+    expect(o).toMatchObject({ kind: 'rejected', reason: 'validation', fields: [{ path: 'etag', message: expect.stringMatching(/precondition value/) }] });
   });
 });

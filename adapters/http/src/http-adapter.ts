@@ -4,16 +4,11 @@ import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
 import {
   AdapterConfigurationError,
   InvalidIntentError,
-  SPECIFICATION_VERSION,
-  UnknownOperationError,
-  UnsupportedCapabilityError,
-  asProviderKey,
-  deriveProviderKey as deriveKey,
+  defineAdapter,
   resendSafety,
   type AdapterV1,
   type TypedAdapter,
   type BusinessOperationId,
-  type ExecuteContext,
   type LookupContext,
   type LookupResult,
   type Outcome,
@@ -45,7 +40,6 @@ export interface HttpAdapterOptions {
 }
 
 export interface HttpAdapter extends AdapterV1 {
-  readonly operations: Readonly<Record<string, HttpOperation>>;
   close(): Promise<void>;
 }
 
@@ -73,7 +67,6 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
 
   const operations: Record<string, HttpOperation> = {};
   for (const [name, spec] of Object.entries(options.operations)) operations[name] = buildOperation(provider, name, spec);
-  Object.freeze(operations);
 
   const baseURL = base.toString().replace(/\/$/, '');
   const httpAgent = new http.Agent({ keepAlive: false });
@@ -89,12 +82,6 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
     headers: { Accept: 'application/json', ...(options.headers ?? {}) },
   });
 
-  function op(name: string): HttpOperation {
-    const o = Object.prototype.hasOwnProperty.call(operations, name) ? operations[name] : undefined;
-    if (!o) throw new UnknownOperationError(provider, name, Object.keys(operations));
-    return o;
-  }
-
   function asParams(params: unknown): Record<string, unknown> {
     if (typeof params !== 'object' || params === null || Array.isArray(params)) throw new InvalidIntentError('', 'params must be a plain object');
     return params as Record<string, unknown>;
@@ -103,12 +90,6 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
   function view(res: AxiosResponse, fallbackUrl: string): HttpResponseView {
     const url = new URL(res.config.url ?? fallbackUrl, baseURL + '/').toString();
     return { status: res.status, headers: res.headers as Record<string, unknown>, data: res.data, url };
-  }
-
-  function checkKey(o: HttpOperation, key: ProviderKey | null): ProviderKey | null {
-    if (!o.keyRule) return null;
-    if (key === null) throw new AdapterConfigurationError(provider, `operation ${o.name}: the card says a key travels in ${o.http.key.travels} but none was given`);
-    return asProviderKey(key, o.keyRule);
   }
 
   /** One request for the operation. Throws only for bad input (typed, nothing sent). */
@@ -223,31 +204,20 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
     return cannotTell(res, `status resource answered HTTP ${res.status}`);
   }
 
-  return {
-    specificationVersion: SPECIFICATION_VERSION,
+  return defineAdapter({
     provider,
     operations,
 
-    deriveProviderKey(operation: string, id: BusinessOperationId): ProviderKey | null {
-      const o = op(operation);
-      return o.keyRule ? deriveKey(id, o.keyRule) : null;
+    async execute(o, params, ctx): Promise<Outcome> {
+      return send(o, params as Record<string, unknown>, { businessOperationId: ctx.businessOperationId, providerKey: ctx.providerKey }, ctx.attempt, ctx.signal);
     },
 
-    async doExecute(operation: string, params: unknown, ctx: ExecuteContext): Promise<Outcome> {
-      const o = op(operation);
-      const p = asParams(params);
-      const providerKey = checkKey(o, ctx.providerKey);
-      return send(o, p, { businessOperationId: ctx.businessOperationId, providerKey }, ctx.attempt, ctx.signal);
-    },
-
-    async doLookup(operation: string, ctx: LookupContext): Promise<LookupResult> {
-      const o = op(operation);
+    async lookup(o, ctx): Promise<LookupResult> {
       const spec = o.http;
       const lookup = spec.lookup;
-      if (lookup.method === 'none') throw new UnsupportedCapabilityError(provider, `lookup for ${o.name}`, 'the card declares lookup.method none');
+      if (lookup.method === 'none') throw new Error('unreachable: the frame refuses lookup.method none');
       const params = asParams(ctx.params);
-      const providerKey = checkKey(o, ctx.providerKey);
-      const ids: Ids = { businessOperationId: ctx.businessOperationId, providerKey };
+      const ids: Ids = { businessOperationId: ctx.businessOperationId, providerKey: ctx.providerKey };
       const readCtx: LookupReadContext = { ...ids, params };
 
       if (lookup.method === 'resend-same-key') return resendSameKey(o, ctx, params, ids);
@@ -315,5 +285,5 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
       httpAgent.destroy();
       httpsAgent.destroy();
     },
-  };
+  });
 }

@@ -215,3 +215,11 @@ export function instancesRunCard(provider: string): RetrySafetyCard {
     unverified: [LATE_APPLY_UNVERIFIED, { field: 'concurrency', condition: 'what a concurrent RunInstances with the same ClientToken returns is not documented', source: SOURCES.ec2Idempotency }],
   });
 }
+
+/** The reference cards of the four patterns, for the example providers the README and the drills use. */
+export const httpCards = {
+  'orders.create': ordersCreateCard('acme-orders'),
+  'exports.create': exportsCreateCard('acme-exports'),
+  'documents.update': documentsUpdateCard('acme-docs'),
+  'instances.run': instancesRunCard('acme-compute'),
+} as const;

@@ -5,6 +5,7 @@ import {
   validateCard,
   CardValidationError,
   type BusinessOperationId,
+  type FieldError,
   type JsonSchema,
   type OperationSpec,
   type ProviderKey,
@@ -283,9 +284,27 @@ export function buildOperation(provider: string, name: string, spec: HttpOperati
     intentFields,
     ...(spec.sensitiveFields ? { sensitiveFields: spec.sensitiveFields } : {}),
     paramsSchema: spec.paramsSchema ?? { type: 'object' },
+    checkParams: (params: unknown) => requestProblems(spec, params),
     http: spec,
     keyRule,
   };
+}
+
+/**
+ * What the request needs from params beyond the schema: an object, every path placeholder and the
+ * precondition value as a string or number (an operation declared with a precondition is never sent
+ * without it). Run by the runner before the claim and by the frame on every attempt.
+ */
+function requestProblems(spec: HttpOperationSpec, params: unknown): FieldError[] {
+  if (typeof params !== 'object' || params === null || Array.isArray(params)) return [{ path: '(root)', message: 'must be an object' }];
+  const scalar = (v: unknown) => typeof v === 'string' || typeof v === 'number';
+  const out: FieldError[] = [];
+  for (const p of placeholders(spec.path)) {
+    if (!RESERVED_PLACEHOLDERS.has(p) && !scalar(readPath(params, p))) out.push({ path: p, message: `is needed by the path ${spec.path} as a string or number` });
+  }
+  const pc = spec.precondition;
+  if (pc && !scalar((params as Record<string, unknown>)[pc.param])) out.push({ path: pc.param, message: 'is the precondition value and must be a string or number' });
+  return out;
 }
 
 /** Default body: params minus path placeholders and the precondition param. */

@@ -1,8 +1,7 @@
-export { createHttpAdapter, type HttpAdapter, type HttpAdapterOptions } from './http-adapter.js';
+// The root entry: what a user of the adapter needs. The loopback pattern sandboxes and drills are in `./sandbox`.
+export { createHttpAdapter, type HttpAdapter, type HttpAdapterOptions, type TypedHttpOperations } from './http-adapter.js';
 export {
   createHttpAdapterFromDeclaration,
-  fillTemplate,
-  operationFromDeclaration,
   type HttpAdapterDeclaration,
   type HttpLookupDeclaration,
   type HttpOperationDeclaration,
@@ -10,22 +9,19 @@ export {
   type MatchDeclaration,
   type Template,
 } from './http-declaration.js';
-export {
-  buildOperation,
-  fillPath,
-  sfString,
-  type HttpErrorRule,
-  type HttpErrorSpec,
-  type HttpKeySpec,
-  type HttpLookupSpec,
-  type HttpMethod,
-  type HttpOperation,
-  type HttpOperationSpec,
-  type HttpPreconditionSpec,
-  type LookupReadContext,
-  type StatusMatcher,
-  type StatusReading,
+export type {
+  HttpErrorRule,
+  HttpErrorSpec,
+  HttpKeySpec,
+  HttpLookupSpec,
+  HttpMethod,
+  HttpOperation,
+  HttpOperationSpec,
+  HttpPreconditionSpec,
+  LookupReadContext,
+  StatusMatcher,
+  StatusReading,
 } from './http-operations.js';
-export { classifyNetworkError, classifyResponse, parseRetryAfter, type HttpResponseView } from './http-errors.js';
-export { SOURCES, documentsUpdateCard, exportsCreateCard, instancesRunCard, ordersCreateCard } from './http-cards.js';
+export { httpCards } from './http-cards.js';
+// One operation declaration (with its card) per pattern, for your provider's name: start from the one your API follows.
 export { asyncExportsCreate, clientTokenInstancesRun, etagDocumentsUpdate, ietfOrdersCreate } from './http-patterns.js';

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { asyncExportsCreate, createHttpAdapter, exportsCreateCard, type HttpAdapter } from '../src/index.js';
+import { asyncExportsCreate, createHttpAdapter, type HttpAdapter } from '../src/index.js';
+import { exportsCreateCard } from '../src/http-cards.js';
 import { startAsyncReplySandbox, type AsyncReplySandbox } from '../src/sandbox/index.js';
 import { execCtx, lookupCtx } from './helpers.js';
 
@@ -34,7 +35,16 @@ describe('async request-reply: SDK → sandbox', () => {
 
   it('invalid request ⇒ validated before acceptance ⇒ 400 ⇒ rejected (validation), no work item', async () => {
     const bad = job({ format: 'xml' });
-    expect(await adapter.doExecute(OP, bad, execCtx(adapter, OP, bad))).toMatchObject({ kind: 'rejected', reason: 'validation', status: 400, code: 'InvalidRequest' });
+    // The declared schema refuses it before anything is sent…
+    expect(await adapter.doExecute(OP, bad, execCtx(adapter, OP, bad))).toMatchObject({ kind: 'rejected', reason: 'validation', code: 'retrysafe_invalid_params' });
+    expect(sb.requests).toHaveLength(0);
+    // …and a provider-side 400 (a schema that lets it through) is classified the same way.
+    const loose = createHttpAdapter({ provider: 'acme-exports', baseUrl: sb.url, timeoutMs: 2000, operations: { [OP]: { ...asyncExportsCreate('acme-exports'), paramsSchema: { type: 'object' } } } });
+    try {
+      expect(await loose.doExecute(OP, bad, execCtx(loose, OP, bad))).toMatchObject({ kind: 'rejected', reason: 'validation', status: 400, code: 'InvalidRequest' });
+    } finally {
+      await loose.close();
+    }
     expect(sb.count(OP)).toBe(0);
   });
 

@@ -51,7 +51,14 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
 
   it('validation 400 ⇒ rejected; unknown document 404 ⇒ rejected (not-found)', async () => {
     const bad = edit({ title: 7 });
-    expect(await adapter.doExecute(OP, bad, execCtx(adapter, OP, bad))).toMatchObject({ kind: 'rejected', reason: 'validation', status: 400 });
+    expect(await adapter.doExecute(OP, bad, execCtx(adapter, OP, bad))).toMatchObject({ kind: 'rejected', reason: 'validation', code: 'retrysafe_invalid_params' });
+    expect(sb.requests).toHaveLength(0);
+    const loose = createHttpAdapter({ provider: 'acme-docs', baseUrl: sb.url, timeoutMs: 2000, operations: { [OP]: { ...etagDocumentsUpdate('acme-docs'), paramsSchema: { type: 'object' } } } });
+    try {
+      expect(await loose.doExecute(OP, bad, execCtx(loose, OP, bad))).toMatchObject({ kind: 'rejected', reason: 'validation', status: 400 });
+    } finally {
+      await loose.close();
+    }
     const missing = edit({ id: 'doc-404' });
     expect(await adapter.doExecute(OP, missing, execCtx(adapter, OP, missing))).toMatchObject({ kind: 'rejected', reason: 'not-found', status: 404 });
   });
@@ -80,6 +87,7 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
         [OP]: {
           ...spec,
           card: { ...card, businessOperationId: { rule: 'id, generation, title, body', intentFields: ['id', 'generation', 'title', 'body'] } },
+          paramsSchema: { type: 'object', required: ['id', 'generation', 'title', 'body'], properties: { id: { type: 'string' }, generation: { type: 'integer' }, title: { type: 'string' }, body: { type: 'string' } } },
           precondition: { param: 'generation', query: 'ifGenerationMatch', validatorField: 'generation' },
         },
       },

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { notFoundIsAuthoritative } from '@retrysafe/core';
-import { createHttpAdapter, ietfOrdersCreate, ordersCreateCard, type HttpAdapter } from '../src/index.js';
+import { createHttpAdapter, ietfOrdersCreate, type HttpAdapter } from '../src/index.js';
+import { ordersCreateCard } from '../src/http-cards.js';
 import { startIetfKeySandbox, type IetfKeySandbox } from '../src/sandbox/index.js';
 import { closedPort, execCtx, lookupCtx, startSilentServer } from './helpers.js';
 
@@ -99,9 +100,18 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
 
   it('invalid order ⇒ 400 ⇒ rejected (validation); the stored error is replayed on the same key', async () => {
     const bad = order({ quantity: 0 });
-    const ctx = execCtx(adapter, OP, bad);
-    expect(await adapter.doExecute(OP, bad, ctx)).toMatchObject({ kind: 'rejected', reason: 'validation', status: 400 });
-    expect(await adapter.doExecute(OP, bad, { ...ctx, attempt: 2 })).toMatchObject({ kind: 'rejected', reason: 'validation', status: 400 });
+    // The declared schema (quantity ≥ 1) refuses it before anything is sent…
+    expect(await adapter.doExecute(OP, bad, execCtx(adapter, OP, bad))).toMatchObject({ kind: 'rejected', reason: 'validation', code: 'retrysafe_invalid_params' });
+    expect(sb.requests).toHaveLength(0);
+    // …and with a schema that lets it through, the provider's 400 is rejected and replayed on the same key.
+    const loose = createHttpAdapter({ provider: 'acme-orders', baseUrl: sb.url, timeoutMs: 2000, operations: { [OP]: { ...ietfOrdersCreate('acme-orders'), paramsSchema: { type: 'object' } } } });
+    try {
+      const ctx = execCtx(loose, OP, bad);
+      expect(await loose.doExecute(OP, bad, ctx)).toMatchObject({ kind: 'rejected', reason: 'validation', status: 400 });
+      expect(await loose.doExecute(OP, bad, { ...ctx, attempt: 2 })).toMatchObject({ kind: 'rejected', reason: 'validation', status: 400 });
+    } finally {
+      await loose.close();
+    }
     expect(sb.count(OP)).toBe(0);
   });
 

@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { callbackHandoffSink, createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
-import { UnsafeResumeError, type HandoffPacket, type RetrySafetyCard } from '@retrysafe/contract';
-import { asyncExportsCreate, createHttpAdapter, etagDocumentsUpdate, ietfOrdersCreate, ordersCreateCard, type HttpAdapter, type HttpOperationSpec } from '../src/index.js';
+import { InvalidParamsError, UnsafeResumeError, type HandoffPacket, type RetrySafetyCard } from '@retrysafe/contract';
+import { asyncExportsCreate, createHttpAdapter, etagDocumentsUpdate, ietfOrdersCreate, type HttpAdapter, type HttpOperationSpec } from '../src/index.js';
+import { ordersCreateCard } from '../src/http-cards.js';
 import { startAsyncReplySandbox, startEtagSandbox, startIetfKeySandbox } from '../src/sandbox/index.js';
 
 /** Everything one scenario starts, closed afterwards. */
@@ -29,6 +30,17 @@ const withUnknownRetention = (card: RetrySafetyCard): RetrySafetyCard => ({
 });
 
 describe('runner + sandbox + fault proxy', () => {
+  it('a params typo the schema lets through (no precondition value) is refused before the claim: nothing sent, no receipts, no handoff (it threw inside doExecute: unknown, re-sends, lookups, a handoff)', async () => {
+    const sb = await startEtagSandbox({ port: 0 });
+    const spec = etagDocumentsUpdate('acme-docs');
+    const { proxy, adapter, runner, packets } = await harness('acme-docs', 'documents.update', { ...spec, paramsSchema: { type: 'object' } }, sb);
+    await expect(runner.run(adapter, 'documents.update', { params: { id: 'doc-1', title: 'T', body: 'B' } })).rejects.toSatisfy(
+      (e) => InvalidParamsError.isInstance(e) && e.fields.some((f) => f.path === 'etag'),
+    );
+    expect(proxy.requests).toHaveLength(0);
+    expect(packets).toHaveLength(0);
+  });
+
   it('async request-reply: the 202 is lost; the retry with the same key gets the EXISTING status resource, which is polled to done — one work item', async () => {
     const sb = await startAsyncReplySandbox({ port: 0, pollsUntilDone: 1, retryAfterS: 1 });
     const { proxy, adapter, runner } = await harness('acme-exports', 'exports.create', asyncExportsCreate('acme-exports'), sb);

@@ -1,19 +1,6 @@
-import {
-  AdapterConfigurationError,
-  SPECIFICATION_VERSION,
-  UnknownOperationError,
-  type AdapterV1,
-  type TypedAdapter,
-  type BusinessOperationId,
-  type ExecuteContext,
-  type LookupContext,
-  type LookupResult,
-  type OperationSpec,
-  type Outcome,
-  type ProviderKey,
-} from '@retrysafe/contract';
+import { AdapterConfigurationError, defineAdapter, type FrameOperation, type OperationSpec, type TypedAdapter } from '@retrysafe/contract';
 import { checkBaseUrl } from '@retrysafe/contract';
-import { hubspotCards, type HubSpotOperationName } from './hubspot-cards.js';
+import { hubSpotCardsFor, type HubSpotOperationName } from './hubspot-cards.js';
 import type { CallSettings } from './hubspot-http.js';
 import {
   executeContactsUpdate,
@@ -21,9 +8,9 @@ import {
   executeTicketsCreate,
   lookupBySearch,
   lookupContactsUpdate,
+  KEY_RULE,
   PARAMS_SCHEMAS,
   problemWithParams,
-  providerKeyFor,
   type ContactsUpdateParams,
   type HubSpotOperationTypes,
   type ObjectsUpsertParams,
@@ -108,54 +95,34 @@ function checkOptions(options: HubSpotAdapterOptions) {
  */
 export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAdapter {
   const o = checkOptions(options);
-  const cards = hubspotCards({ idProperty: o.idProperty, searchSettleMs: o.searchSettleMs, lateApplyMs: o.lateApplyMs });
+  const cards = hubSpotCardsFor({ idProperty: o.idProperty, searchSettleMs: o.searchSettleMs, lateApplyMs: o.lateApplyMs });
   const runtime: Runtime = {
     idProperty: o.idProperty,
     searchSettleMs: o.searchSettleMs,
     settings: (signal?: AbortSignal): CallSettings => ({ baseUrl: o.baseUrl, accessToken: o.accessToken, timeoutMs: o.timeoutMs, signal }),
   };
 
-  const spec = (name: HubSpotOperationName): OperationSpec =>
-    Object.freeze({
-      name,
-      description: DESCRIPTIONS[name],
-      card: cards[name],
-      intentFields: cards[name].businessOperationId.intentFields,
-      sensitiveFields: SENSITIVE[name],
-      paramsSchema: PARAMS_SCHEMAS[name],
-      // The adapter's own checks (they depend on the idProperty option), run by the runner before the claim.
-      checkParams: (params: unknown) => {
-        const problem = problemWithParams(name, params, o.idProperty);
-        return problem ? [{ path: '(params)', message: problem }] : [];
-      },
-    });
-  const operations: Readonly<Record<HubSpotOperationName, OperationSpec>> = Object.freeze({
-    'contacts.update': spec('contacts.update'),
-    'objects.upsert': spec('objects.upsert'),
-    'tickets.create': spec('tickets.create'),
-  });
-  const names = Object.keys(operations) as HubSpotOperationName[];
-
-  function resolve(operation: string): HubSpotOperationName {
-    const short = operation.startsWith(`${PROVIDER}.`) ? operation.slice(PROVIDER.length + 1) : operation;
-    if (!(short in operations)) throw new UnknownOperationError(PROVIDER, operation, names);
-    return short as HubSpotOperationName;
-  }
-
-  return {
-    specificationVersion: SPECIFICATION_VERSION,
-    provider: PROVIDER,
-    operations,
-
-    deriveProviderKey(operation: string, id: BusinessOperationId): ProviderKey | null {
-      return providerKeyFor(resolve(operation), id);
-    },
-
-    async doExecute(operation: string, params: unknown, ctx: ExecuteContext): Promise<Outcome> {
-      const name = resolve(operation);
+  const spec = (name: HubSpotOperationName): FrameOperation => ({
+    name,
+    description: DESCRIPTIONS[name],
+    card: cards[name],
+    intentFields: cards[name].businessOperationId.intentFields,
+    sensitiveFields: SENSITIVE[name],
+    paramsSchema: PARAMS_SCHEMAS[name],
+    keyRule: name === 'contacts.update' ? null : KEY_RULE,
+    // The adapter's own checks (they depend on the idProperty option), run by the runner before the claim and by the frame on every attempt.
+    checkParams: (params: unknown) => {
       const problem = problemWithParams(name, params, o.idProperty);
-      if (problem) return { kind: 'rejected', reason: 'validation', message: `${name}: ${problem} (nothing was sent)` };
-      switch (name) {
+      return problem ? [{ path: '(params)', message: problem }] : [];
+    },
+  });
+
+  return defineAdapter({
+    provider: PROVIDER,
+    operations: { 'contacts.update': spec('contacts.update'), 'objects.upsert': spec('objects.upsert'), 'tickets.create': spec('tickets.create') },
+
+    async execute(op, params, ctx) {
+      switch (op.name as HubSpotOperationName) {
         case 'contacts.update':
           return executeContactsUpdate(runtime, params as ContactsUpdateParams, ctx);
         case 'objects.upsert':
@@ -165,12 +132,12 @@ export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAda
       }
     },
 
-    async doLookup(operation: string, ctx: LookupContext): Promise<LookupResult> {
-      const name = resolve(operation);
+    async lookup(op, ctx) {
+      const name = op.name as HubSpotOperationName;
       const problem = problemWithParams(name, ctx.params, o.idProperty);
       if (problem) return { kind: 'cannot-tell', reason: `${name}: the recorded params are not valid (${problem}), so there is nothing to look up by` };
       if (name === 'contacts.update') return lookupContactsUpdate(runtime, ctx.params as ContactsUpdateParams, ctx);
       return lookupBySearch(runtime, name, ctx.params, ctx);
     },
-  };
+  });
 }

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { validateCard } from '@retrysafe/contract';
 import { describe, expect, it } from 'vitest';
-import { HUBSPOT_CARDS, hubspotCards } from './hubspot-cards.js';
+import { hubSpotCards, hubSpotCardsFor } from './hubspot-cards.js';
 import { KEY_RULE } from './hubspot-operations.js';
 
 // The cards must say what shared/providers.md says about HubSpot, fact for fact. Each statement below
@@ -20,7 +20,7 @@ const QUOTES = {
   search: 'CRM search has an indexing delay ("a few moments", exact figure unknown), 5 req/s per account, 200/page, excludes archived.',
 };
 
-const cards = Object.entries(HUBSPOT_CARDS);
+const cards = Object.entries(hubSpotCards);
 
 describe('hubspot cards match shared/providers.md', () => {
   it.runIf(existsSync(PROVIDERS_MD))('the quoted statements are still what providers.md says', () => {
@@ -54,7 +54,7 @@ describe('hubspot cards match shared/providers.md', () => {
   }
 
   it(`contacts.update: ${QUOTES.patch}`, () => {
-    const c = HUBSPOT_CARDS['contacts.update'];
+    const c = hubSpotCards['contacts.update'];
     expect(c.sideEffect.kind.value).toBe('set');
     expect(c.sideEffect.idempotentByNature.value).toBe(true);
     expect(c.concurrency.value).toBe('last-write-wins');
@@ -64,7 +64,7 @@ describe('hubspot cards match shared/providers.md', () => {
   });
 
   it(`objects.upsert: ${QUOTES.upsert}`, () => {
-    const c = HUBSPOT_CARDS['objects.upsert'];
+    const c = hubSpotCards['objects.upsert'];
     expect(c.sideEffect.kind.value).toBe('upsert');
     expect(c.sideEffect.idempotentByNature.value).toBe(true);
     expect(c.sideEffect.kind.source).toMatch(/batch\/upsert/);
@@ -75,7 +75,7 @@ describe('hubspot cards match shared/providers.md', () => {
   });
 
   it(`tickets.create: ${QUOTES.ticket}`, () => {
-    const c = HUBSPOT_CARDS['tickets.create'];
+    const c = hubSpotCards['tickets.create'];
     expect(c.sideEffect.kind.value).toBe('create');
     expect(c.sideEffect.idempotentByNature.value).toBe(false);
     expect(c.storedResult.semantics.value).toBe('rejects-duplicate');
@@ -88,7 +88,7 @@ describe('hubspot cards match shared/providers.md', () => {
 
   it(`search lookups: ${QUOTES.search}`, () => {
     for (const name of ['objects.upsert', 'tickets.create'] as const) {
-      const c = HUBSPOT_CARDS[name];
+      const c = hubSpotCards[name];
       expect(c.lookup.method.value).toBe('search');
       expect(c.lookup.method.source).toMatch(/5 req\/s per account, excludes archived/);
       expect(c.lookup.consistencyDelay.value).toBe('unknown');
@@ -97,7 +97,7 @@ describe('hubspot cards match shared/providers.md', () => {
   });
 
   it('a caller-set search settle time becomes a known consistency delay, cited as the caller’s claim', () => {
-    const c = hubspotCards({ idProperty: 'my_op_id', searchSettleMs: 90_000 })['tickets.create'];
+    const c = hubSpotCardsFor({ idProperty: 'my_op_id', searchSettleMs: 90_000 })['tickets.create'];
     expect(c.lookup.consistencyDelay.value).toBe('90s');
     expect(c.lookup.consistencyDelay.source).toMatch(/adapter option searchSettleMs/);
     expect(c.unverified.map((u) => u.field)).not.toContain('lookup.consistencyDelay');
@@ -106,7 +106,7 @@ describe('hubspot cards match shared/providers.md', () => {
 
   it('the key rule the adapter applies is within what the cards say it sends', () => {
     expect(KEY_RULE.maxLength).toBe(100);
-    const note = HUBSPOT_CARDS['tickets.create'].unverified.find((u) => u.field === 'providerKey.maxLength');
+    const note = hubSpotCards['tickets.create'].unverified.find((u) => u.field === 'providerKey.maxLength');
     expect(note?.condition).toMatch(/within 100 characters/);
   });
 });

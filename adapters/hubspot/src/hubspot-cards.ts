@@ -101,7 +101,7 @@ function keyUnverified(o: HubSpotCardOptions) {
 }
 
 /** The three cards, computed once from the adapter's options. */
-export function hubspotCards(o: HubSpotCardOptions) {
+export function hubSpotCardsFor(o: HubSpotCardOptions) {
   const contactsUpdate = defineCard({
     cardVersion: 1,
     provider: 'hubspot',
@@ -291,7 +291,7 @@ export function hubspotCards(o: HubSpotCardOptions) {
   } as const;
 }
 
-export type HubSpotOperationName = keyof ReturnType<typeof hubspotCards>;
+export type HubSpotOperationName = keyof ReturnType<typeof hubSpotCardsFor>;
 
 /** The cards with the default options (idProperty retrysafe_operation_id, no search settle time): what docs/cards and the README render. */
-export const HUBSPOT_CARDS = hubspotCards({ idProperty: 'retrysafe_operation_id', searchSettleMs: null });
+export const hubSpotCards = hubSpotCardsFor({ idProperty: 'retrysafe_operation_id', searchSettleMs: null });

@@ -284,12 +284,13 @@ describe('5xx and network ⇒ unknown, not-applied only when it provably never a
 describe('bad input gets a typed answer and sends nothing', () => {
   it.each([
     ['tickets.create', { ref: 'x', properties: { subject: 's', hs_pipeline: '0' } }, /hs_pipeline_stage is required/],
-    ['tickets.create', { ref: '', properties: { subject: 's', hs_pipeline: '0', hs_pipeline_stage: '1' } }, /ref must be/],
+    // The frame checks the schema first (the same order as the runner's intake), so these read as the schema's field errors.
+    ['tickets.create', { ref: '', properties: { subject: 's', hs_pipeline: '0', hs_pipeline_stage: '1' } }, /ref must NOT have fewer than 1 characters/],
     ['tickets.create', { ref: 'x', properties: { subject: 's', hs_pipeline: '0', hs_pipeline_stage: '1', retrysafe_operation_id: 'mine' } }, /adapter's id property/],
-    ['objects.upsert', { objectType: '2-100', properties: { amount: { nested: 1 } } }, /must be a string, a finite number or a boolean/],
-    ['objects.upsert', { objectType: '2-100', properties: {} }, /at least one property/],
-    ['contacts.update', { contactId: '1', properties: { 'bad name': 'x' } }, /not a HubSpot internal name/],
-    ['contacts.update', { contactId: '1', properties: { firstname: 'x' }, extra: true }, /unexpected params: extra/],
+    ['objects.upsert', { objectType: '2-100', properties: { amount: { nested: 1 } } }, /properties\.amount must be string or number or boolean/],
+    ['objects.upsert', { objectType: '2-100', properties: {} }, /properties must NOT have fewer than 1 properties/],
+    ['contacts.update', { contactId: '1', properties: { 'bad name': 'x' } }, /properties\.bad name is not an allowed property name/],
+    ['contacts.update', { contactId: '1', properties: { firstname: 'x' }, extra: true }, /extra is not a field of this operation/],
   ] as const)('%s %j ⇒ rejected / validation', async (op, params, message) => {
     const s = await sb();
     const a = adapter(s.url);

@@ -1,13 +1,10 @@
 import { ResponseType, type Client } from '@microsoft/microsoft-graph-client';
 import {
   AdapterConfigurationError,
-  SPECIFICATION_VERSION,
-  UnknownOperationError,
-  type AdapterV1,
+  defineAdapter,
   type TypedAdapter,
   type BusinessOperationId,
-  type ExecuteContext,
-  type LookupContext,
+  type FrameOperation,
   type LookupResult,
   type OperationSpec,
   type Outcome,
@@ -27,6 +24,7 @@ import {
   DEFAULT_APPLICATION_NAME,
   DEFAULT_EXTENDED_PROPERTY_ID,
   msGraphOperations,
+  TRANSACTION_ID_RULE,
   type BuildContext,
   type GraphOperation,
   type MsGraphOperationTypes,
@@ -94,12 +92,6 @@ export function createMsGraphAdapter(options: MsGraphAdapterOptions): MsGraphAda
     });
   }
 
-  function op(operation: string): GraphOperation {
-    const found = Object.prototype.hasOwnProperty.call(msGraphOperations, operation) ? msGraphOperations[operation] : undefined;
-    if (!found) throw new UnknownOperationError(PROVIDER, operation, Object.keys(msGraphOperations));
-    return found;
-  }
-
   function buildContext(id: BusinessOperationId, key: ProviderKey | null): BuildContext {
     return { businessOperationId: id, providerKey: key, extendedPropertyId, applicationName };
   }
@@ -135,20 +127,15 @@ export function createMsGraphAdapter(options: MsGraphAdapterOptions): MsGraphAda
     return { kind: 'answer', answer: { status: raw.status, headers: raw.headers, body } };
   }
 
-  const adapter: MsGraphAdapter = {
-    specificationVersion: SPECIFICATION_VERSION,
-    provider: PROVIDER,
-    operations: msGraphOperations,
-    client,
+  const operations: Record<string, GraphOperation & FrameOperation> = {};
+  for (const [name, o] of Object.entries(msGraphOperations)) operations[name] = { ...o, keyRule: o.card.providerKey.travels.value === 'none' ? null : TRANSACTION_ID_RULE };
 
-    deriveProviderKey(operation, id) {
-      return op(operation).deriveKey(id);
-    },
+  return defineAdapter(
+    {
+      provider: PROVIDER,
+      operations,
 
-    async doExecute(operation: string, params: unknown, ctx: ExecuteContext): Promise<Outcome> {
-      const o = op(operation);
-      const problem = o.validate(params);
-      if (problem) return { kind: 'rejected', reason: 'validation', message: `${operation}: ${problem} (nothing was sent)` };
+    async execute(o, params, ctx): Promise<Outcome> {
       const req = o.build(params, buildContext(ctx.businessOperationId, ctx.providerKey));
       const sent = await send((probe) =>
         client.api(req.path).responseType(ResponseType.RAW).middlewareOptions([probe]).option('signal', signalFor(ctx.signal)).post(req.body),
@@ -170,9 +157,8 @@ export function createMsGraphAdapter(options: MsGraphAdapterOptions): MsGraphAda
       return outcomeFromErrorAnswer(answer, { conflictMayMeanApplied: o.conflictMayMeanApplied });
     },
 
-    async doLookup(operation: string, ctx: LookupContext): Promise<LookupResult> {
-      const o = op(operation);
-      const what = `${operation} lookup`;
+    async lookup(o, ctx): Promise<LookupResult> {
+      const what = `${o.name} lookup`;
       if (o.validate(ctx.params) !== null) {
         return { kind: 'cannot-tell', reason: `${what}: the recorded params are not valid for this operation, so there is nothing to search by` };
       }
@@ -215,9 +201,8 @@ export function createMsGraphAdapter(options: MsGraphAdapterOptions): MsGraphAda
       };
     },
 
-    async close() {
-      // The Graph client holds no sockets of its own (global fetch); nothing to release.
+    // close: the Graph client holds no sockets of its own (global fetch); nothing to release.
     },
-  };
-  return adapter;
+    { client },
+  );
 }

@@ -3,7 +3,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { UnknownOperationError, businessOperationId } from '@retrysafe/contract';
 import { startFaultProxy } from '@retrysafe/testkit';
-import { createMsGraphAdapter, DEFAULT_EXTENDED_PROPERTY_ID, type MsGraphAdapter } from '../src/index.js';
+import { createMsGraphAdapter, type MsGraphAdapter } from '../src/index.js';
+import { DEFAULT_EXTENDED_PROPERTY_ID } from '../src/msgraph-operations.js';
 import { startMsGraphSandbox, type MsGraphSandbox, type SandboxFault, type SandboxKind } from '../src/sandbox/index.js';
 import { TOKEN, closedPortUrl, eventParams, execCtx, lookupCtx, mailParams, taskParams } from './helpers.js';
 

@@ -4,7 +4,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Client, RetryHandler } from '@microsoft/microsoft-graph-client';
 import { AdapterConfigurationError, asBusinessOperationId } from '@retrysafe/contract';
-import { createGraphClient, createMsGraphAdapter, DEFAULT_APPLICATION_NAME, DEFAULT_EXTENDED_PROPERTY_ID, mailSend, middlewareChain } from '../src/index.js';
+import { createGraphClient, createMsGraphAdapter } from '../src/index.js';
+import { DEFAULT_APPLICATION_NAME, DEFAULT_EXTENDED_PROPERTY_ID, mailSend } from '../src/msgraph-operations.js';
+import { middlewareChain } from '../src/msgraph-client.js';
 import { startMsGraphSandbox, type MsGraphSandbox, type SandboxFault } from '../src/sandbox/index.js';
 import { TOKEN, execCtx, mailParams } from './helpers.js';
 

@@ -1,18 +1,12 @@
 import {
   AdapterConfigurationError,
-  SPECIFICATION_VERSION,
-  UnknownOperationError,
-  UnsupportedCapabilityError,
-  deriveProviderKey,
-  type AdapterV1,
+  defineAdapter,
   type TypedAdapter,
-  type BusinessOperationId,
   type ExecuteContext,
+  type FrameOperation,
   type LookupContext,
   type LookupResult,
-  type OperationSpec,
   type Outcome,
-  type ProviderKey,
 } from '@retrysafe/contract';
 import { checkBaseUrl, classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract';
 import { SANDBOX_KEY_RULE, SANDBOX_PROVIDER, sandboxCreateCard, type SandboxLimits } from './sandbox-cards.js';
@@ -100,7 +94,6 @@ function classifyHttp(status: number, headers: Headers, body: unknown): Outcome 
   return { kind: 'unknown', cause: 'server-error', message, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), ...base };
 }
 
-export { parseRetryAfter };
 
 /**
  * Network errors, by the contract's one classifier: a connection that was never made means the request
@@ -123,20 +116,16 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
   if (!behaviour) throw new AdapterConfigurationError(SANDBOX_PROVIDER, 'pass { provider } or { baseUrl, behaviour }');
   const intentFields = options.intentFields ?? ['ref'];
   const card = sandboxCreateCard(behaviour, options.limits, intentFields);
-  const spec: OperationSpec = Object.freeze({
+  const spec: FrameOperation = {
     name: SANDBOX_OPERATION,
     description: 'Creates one sandbox record (a no-op stand-in for any create operation).',
     card,
     intentFields,
     sensitiveFields: options.sensitiveFields ?? [],
     paramsSchema: { type: 'object', properties: { ref: { type: 'string' } }, required: [...intentFields].filter((f) => !f.includes('.')) },
-  });
-  const operations = Object.freeze({ [SANDBOX_OPERATION]: spec });
-  const lookupDelayMs = behaviour.lookupDelayMs ?? 0;
-
-  const check = (operation: string) => {
-    if (operation !== SANDBOX_OPERATION) throw new UnknownOperationError(SANDBOX_PROVIDER, operation, [SANDBOX_OPERATION]);
+    keyRule: SANDBOX_KEY_RULE,
   };
+  const lookupDelayMs = behaviour.lookupDelayMs ?? 0;
   const notYetVisible = (ctx: LookupContext) => ctx.firstDispatchedAt !== null && ctx.now - ctx.firstDispatchedAt < lookupDelayMs;
   const fromRecord = (rec: SandboxRecord | null, ctx: LookupContext, requestId?: string): LookupResult => {
     if (rec === null) {
@@ -189,7 +178,7 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
       let res: Response;
       let body: unknown;
       try {
-        res = await fetch(url(`records?key=${encodeURIComponent(ctx.providerKey!)}`), { signal: AbortSignal.timeout(timeoutMs) });
+        res = await fetch(url(`records?key=${encodeURIComponent(ctx.providerKey!)}`), { signal: ctx.signal ? AbortSignal.any([ctx.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs) });
         const text = await res.text();
         body = text ? JSON.parse(text) : null;
       } catch (err) {
@@ -202,23 +191,10 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
     };
   }
 
-  return Object.freeze({
-    specificationVersion: SPECIFICATION_VERSION,
+  return defineAdapter({
     provider: SANDBOX_PROVIDER,
-    operations,
-    deriveProviderKey(operation: string, id: BusinessOperationId): ProviderKey {
-      check(operation);
-      return deriveProviderKey(id, SANDBOX_KEY_RULE);
-    },
-    async doExecute(operation: string, params: unknown, ctx: ExecuteContext): Promise<Outcome> {
-      check(operation);
-      return execute(params, ctx);
-    },
-    async doLookup(operation: string, ctx: LookupContext): Promise<LookupResult> {
-      check(operation);
-      if (behaviour.lookup === 'none') throw new UnsupportedCapabilityError(SANDBOX_PROVIDER, 'lookup', 'this sandbox was configured with lookup: none');
-      if (ctx.providerKey === null) throw new UnsupportedCapabilityError(SANDBOX_PROVIDER, 'lookup without a provider key');
-      return lookup(ctx);
-    },
+    operations: { [SANDBOX_OPERATION]: spec },
+    execute: (_op, params, ctx) => execute(params, ctx),
+    lookup: (_op, ctx) => lookup(ctx),
   });
 }

@@ -1,12 +1,12 @@
+// The same test in every adapter: README.md's card section is what scripts/render-cards.mjs renders
+// from the root entry's cards (regenerate: `pnpm cards` in the adapter's folder).
 import { readFileSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { readCardSection } from '@retrysafe/contract';
+import { expect, it } from 'vitest';
 // @ts-expect-error: a plain .mjs script without types
 import { renderedCards } from '../scripts/render-cards.mjs';
-import { readCardSection } from '@retrysafe/contract';
 
-describe('README', () => {
-  it('shows the cards exactly as the card objects render them (run `pnpm --filter @retrysafe/sandbox cards` after a change)', () => {
-    const text = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-    expect(readCardSection(text)).toBe(String(renderedCards()).trim());
-  });
+it('README.md shows exactly the cards the root entry exports', () => {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  expect(readCardSection(readme)).toBe(String(renderedCards()).trim());
 });

@@ -1,17 +1,6 @@
+// The root entry: what a user of the adapter needs. The loopback sandbox and drill are in `./sandbox`.
 export { createStripeAdapter, type StripeAdapter, type StripeAdapterOptions } from './stripe-adapter.js';
-export {
-  stripeCards,
-  customersCreateCard,
-  paymentIntentsCreateCard,
-  invoicesCreateCard,
-  refundsCreateCard,
-  STRIPE_KEY_RULE,
-  STRIPE_KEY_RETENTION_MS,
-  STRIPE_SEARCH_DELAY_MS,
-  STRIPE_OPERATION_METADATA_KEY,
-  STRIPE_SOURCES,
-} from './stripe-cards.js';
-export { classifyStripeError, classifyStripeResult, isReplayedHeaders, retryAfterMs, REPLAYED_HEADER } from './stripe-errors.js';
-export { ClosedConnectionGuard, createGuardedHttpClient, CONNECTION_CLOSED_CODE, type ConnectionClosedError } from './stripe-http-client.js';
-export { stripeOperations, metadataQuery, type StripeOperation } from './stripe-operations.js';
+export { stripeCards } from './stripe-cards.js';
+// For the `client` option: a stripe-node client of your own must use this transport (no closed-connection retry).
+export { createGuardedHttpClient } from './stripe-http-client.js';
 export type { StripeOperationTypes, CustomersCreateParams, PaymentIntentsCreateParams, InvoicesCreateParams, RefundsCreateParams } from './stripe-operations.js';

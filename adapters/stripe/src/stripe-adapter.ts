@@ -1,15 +1,12 @@
 import {
   durationMs,
+  defineAdapter,
+  operationParamsErrors,
   AdapterConfigurationError,
-  UnknownOperationError,
-  deriveProviderKey,
-  revisionKeySource,
-  type AdapterV1,
   type BusinessOperationId,
-  type ExecuteContext,
+  type FrameOperation,
   type LookupContext,
   type LookupResult,
-  type OperationSpec,
   type Outcome,
   type ProviderKey,
   type TypedAdapter,
@@ -97,26 +94,16 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
   if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) throw new AdapterConfigurationError(PROVIDER, `timeoutMs must be a positive integer, got ${String(options.timeoutMs)}`);
   const client = buildClient(options, timeoutMs);
 
-  const operations: Record<string, OperationSpec> = {};
-  for (const op of Object.values(stripeOperations)) {
-    operations[op.name] = Object.freeze({
-      name: op.name,
-      description: op.description,
-      card: op.card,
-      intentFields: op.intentFields,
-      sensitiveFields: op.sensitiveFields,
-      paramsSchema: op.paramsSchema,
-      // The adapter's own checks, run by the runner before the claim ("field: why" → field error).
-      checkParams: (params: unknown) =>
-        typeof params !== 'object' || params === null || Array.isArray(params)
-          ? [{ path: '(root)', message: 'must be an object' }]
-          : op.validate(params as Record<string, unknown>).map((p) => {
-              const at = p.indexOf(': ');
-              return at > 0 ? { path: p.slice(0, at), message: p.slice(at + 2) } : { path: '(root)', message: p };
-            }),
-    });
-  }
-  Object.freeze(operations);
+  /** The adapter's own checks, run by the runner before the claim and by the frame on every attempt ("field: why" → field error). */
+  const checkParams = (op: StripeOperation) => (params: unknown) =>
+    typeof params !== 'object' || params === null || Array.isArray(params)
+      ? [{ path: '(root)', message: 'must be an object' }]
+      : op.validate(params as Record<string, unknown>).map((p) => {
+          const at = p.indexOf(': ');
+          return at > 0 ? { path: p.slice(0, at), message: p.slice(at + 2) } : { path: '(root)', message: p };
+        });
+  const operations: Record<string, StripeOperation & FrameOperation> = {};
+  for (const op of Object.values(stripeOperations)) operations[op.name] = { ...op, keyRule: STRIPE_KEY_RULE, checkParams: checkParams(op) };
 
   /**
    * Keys Stripe has answered with a REPLAYED 5xx: for the rest of the retention that key can only replay
@@ -125,32 +112,10 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
    */
   const replaysServerError = new Set<string>();
 
-  function operationOf(name: string): StripeOperation {
-    const short = name.startsWith(`${PROVIDER}.`) ? name.slice(PROVIDER.length + 1) : name;
-    const op = Object.hasOwn(stripeOperations, short) ? stripeOperations[short] : undefined;
-    if (!op) throw new UnknownOperationError(PROVIDER, name, Object.keys(stripeOperations));
-    return op;
-  }
-
-  function keyFor(op: StripeOperation, id: BusinessOperationId, given: ProviderKey | null, keyRevision?: number): ProviderKey {
-    const derived = deriveProviderKey(revisionKeySource(id, keyRevision), STRIPE_KEY_RULE);
-    if (given !== null && given !== derived) {
-      throw new AdapterConfigurationError(PROVIDER, `${op.name}: the provider key passed by the runner is not the one derived from the business-operation id`);
-    }
-    return derived;
-  }
-
-  /** One POST with the derived key; classified, never thrown. */
-  async function send(op: StripeOperation, params: unknown, id: BusinessOperationId, key: ProviderKey): Promise<Outcome> {
-    if (typeof params !== 'object' || params === null || Array.isArray(params)) {
-      return { kind: 'rejected', reason: 'validation', code: 'retrysafe_invalid_params', message: `${op.name}: params must be an object; nothing was sent` };
-    }
-    const problems = op.validate(params as Record<string, unknown>);
-    if (problems.length) {
-      return { kind: 'rejected', reason: 'validation', code: 'retrysafe_invalid_params', message: `${op.name}: ${problems.join('; ')}; nothing was sent` };
-    }
+  /** One POST with the key; classified, never thrown. The SDK has no abort option: the frame races the signal. */
+  async function send(op: StripeOperation, params: Record<string, unknown>, id: BusinessOperationId, key: ProviderKey): Promise<Outcome> {
     try {
-      const result = await op.create(client, op.toStripe(params as Record<string, unknown>, id), { idempotencyKey: key, maxNetworkRetries: 0, timeout: timeoutMs });
+      const result = await op.create(client, op.toStripe(params, id), { idempotencyKey: key, maxNetworkRetries: 0, timeout: timeoutMs });
       return classifyStripeResult(result, op.card.storedResult.replayIndicator?.value ?? null);
     } catch (error) {
       const outcome = classifyStripeError(error);
@@ -199,24 +164,16 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
     return durationMs(op.card.limits.clockSkewMargin ?? '1m');
   }
 
-  const adapter: StripeAdapter = {
-    specificationVersion: 'v1',
+  return defineAdapter({
     provider: PROVIDER,
     operations,
 
-    deriveProviderKey(operation, id) {
-      operationOf(operation);
-      return deriveProviderKey(id, STRIPE_KEY_RULE);
+    async execute(op, params, ctx) {
+      return send(op, params as Record<string, unknown>, ctx.businessOperationId, ctx.providerKey!);
     },
 
-    async doExecute(operation, params, ctx: ExecuteContext) {
-      const op = operationOf(operation);
-      return send(op, params, ctx.businessOperationId, keyFor(op, ctx.businessOperationId, ctx.providerKey, ctx.keyRevision));
-    },
-
-    async doLookup(operation, ctx: LookupContext) {
-      const op = operationOf(operation);
-      const key = keyFor(op, ctx.businessOperationId, ctx.providerKey, ctx.keyRevision);
+    async lookup(op, ctx) {
+      const key = ctx.providerKey!;
       if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Stripe' };
       const age = ctx.now - ctx.firstDispatchedAt;
       // Whether the key is still safe to rely on is the runner's one rule (retention minus the policy's
@@ -228,7 +185,9 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
       }
       if (keyReusable) {
         // Inside retention: re-send the identical request with the same key; Stripe replays what it stored.
-        const o = await send(op, ctx.params, ctx.businessOperationId, key);
+        const problems = operationParamsErrors(op, ctx.params);
+        if (problems.length > 0) return { kind: 'cannot-tell', reason: `the recorded params are not valid now (${problems.map((f) => `${f.path} ${f.message}`).join('; ')}), so they cannot be re-sent` };
+        const o = await send(op, ctx.params as Record<string, unknown>, ctx.businessOperationId, key);
         switch (o.kind) {
           case 'succeeded':
           case 'replayed':
@@ -272,9 +231,6 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
       );
     },
 
-    async close() {
-      // The guarded Node client uses the SDK's shared keep-alive agent; nothing of ours to release.
-    },
-  };
-  return Object.freeze(adapter);
+    // close: the guarded Node client uses the SDK's shared keep-alive agent; nothing of ours to release.
+  });
 }

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { STRIPE_OPERATION_METADATA_KEY, createStripeAdapter, type StripeAdapter } from '../src/index.js';
+import { createStripeAdapter, type StripeAdapter } from '../src/index.js';
+import { STRIPE_OPERATION_METADATA_KEY } from '../src/stripe-cards.js';
 import { startStripeSandbox, type StripeSandbox } from '../src/sandbox/index.js';
 import { API_KEY, execCtx, idFor, startScriptedServer } from './helpers.js';
 

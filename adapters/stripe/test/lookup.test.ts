@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { STRIPE_KEY_RETENTION_MS, STRIPE_SEARCH_DELAY_MS, createStripeAdapter, type StripeAdapter } from '../src/index.js';
+import { createStripeAdapter, type StripeAdapter } from '../src/index.js';
+import { STRIPE_KEY_RETENTION_MS, STRIPE_SEARCH_DELAY_MS } from '../src/stripe-cards.js';
 import { startStripeSandbox, type StripeSandbox } from '../src/sandbox/index.js';
 import { API_KEY, execCtx, idFor, lookupCtx } from './helpers.js';
 

@@ -2,7 +2,9 @@ import type { AdapterV1 } from '@retrysafe/contract';
 import { runDrill } from '@retrysafe/testkit/conformance';
 import Stripe from 'stripe';
 import { describe, expect, it } from 'vitest';
-import { classifyStripeError, classifyStripeResult, createStripeAdapter, stripeOperations } from '../src/index.js';
+import { createStripeAdapter } from '../src/index.js';
+import { classifyStripeError, classifyStripeResult } from '../src/stripe-errors.js';
+import { stripeOperations } from '../src/stripe-operations.js';
 import { startStripeDrillSandbox as startDrillSandbox, stripeDrillOperations as drillOperations } from '../src/sandbox/index.js';
 
 // Negative control: the same operations and error mapping, but the SDK client left as stripe-node

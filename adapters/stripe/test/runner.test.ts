@@ -2,7 +2,8 @@ import { ConflictError, fingerprint, pickIntent } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { startFaultProxy } from '@retrysafe/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
-import { STRIPE_KEY_RETENTION_MS, createStripeAdapter } from '../src/index.js';
+import { createStripeAdapter } from '../src/index.js';
+import { STRIPE_KEY_RETENTION_MS } from '../src/stripe-cards.js';
 import { startStripeSandbox } from '../src/sandbox/index.js';
 import { API_KEY, execCtx, idFor } from './helpers.js';
 

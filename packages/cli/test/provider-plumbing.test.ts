@@ -5,12 +5,19 @@
  */
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { AdapterConfigurationError, type Outcome } from '@retrysafe/contract';
-import { createHttpAdapter, classifyNetworkError as httpNetwork, ietfOrdersCreate, parseRetryAfter as httpRetryAfter } from '@retrysafe/http';
-import { createHubSpotAdapter, outcomeFromNetworkError as hubspotNetwork, rateLimitWaitMs } from '@retrysafe/hubspot';
-import { createMsGraphAdapter, outcomeFromNetworkError as graphNetwork, parseRetryAfter as graphRetryAfter } from '@retrysafe/msgraph';
-import { createSandboxAdapter, classifyNetworkError as sandboxNetwork, parseRetryAfter as sandboxRetryAfter, FORGETFUL_BEHAVIOUR } from '@retrysafe/sandbox';
-import { classifyStripeError, createStripeAdapter, retryAfterMs as stripeRetryAfter } from '@retrysafe/stripe';
+import { AdapterConfigurationError, parseRetryAfter as sandboxRetryAfter, type Outcome } from '@retrysafe/contract';
+import { createHttpAdapter, ietfOrdersCreate } from '@retrysafe/http';
+import { createHubSpotAdapter } from '@retrysafe/hubspot';
+import { createMsGraphAdapter } from '@retrysafe/msgraph';
+import { createSandboxAdapter, FORGETFUL_BEHAVIOUR } from '@retrysafe/sandbox';
+import { createStripeAdapter } from '@retrysafe/stripe';
+// Each adapter's own classifier, read from source: the root entries export only what a user needs
+// (factory, options, cards), not these internals. The sandbox reads Retry-After with the contract's parser itself.
+import { classifyNetworkError as httpNetwork, parseRetryAfter as httpRetryAfter } from '../../../adapters/http/src/http-errors.js';
+import { outcomeFromNetworkError as hubspotNetwork, rateLimitWaitMs } from '../../../adapters/hubspot/src/hubspot-errors.js';
+import { outcomeFromNetworkError as graphNetwork, parseRetryAfter as graphRetryAfter } from '../../../adapters/msgraph/src/msgraph-errors.js';
+import { classifyNetworkError as sandboxNetwork } from '../../../adapters/sandbox/src/sandbox-adapter.js';
+import { classifyStripeError, retryAfterMs as stripeRetryAfter } from '../../../adapters/stripe/src/stripe-errors.js';
 import { describe, expect, it } from 'vitest';
 
 const netErr = (code: string) => new TypeError('fetch failed', { cause: Object.assign(new Error(`connect ${code}`), { code }) });

@@ -3,9 +3,15 @@
 //   node packages/config/scripts/write-example-cards.mjs
 import { writeFileSync } from 'node:fs';
 import { stringify } from 'yaml';
-import { documentsUpdateCard, exportsCreateCard, instancesRunCard, ordersCreateCard } from '@retrysafe/http';
+import { asyncExportsCreate, clientTokenInstancesRun, etagDocumentsUpdate, ietfOrdersCreate } from '@retrysafe/http';
 
-export const EXAMPLE_CARDS = { 'orders.card.yaml': ordersCreateCard, 'exports.card.yaml': exportsCreateCard, 'documents.card.yaml': documentsUpdateCard, 'instances.card.yaml': instancesRunCard };
+// Each pattern's operation declaration carries its card, for any provider name.
+export const EXAMPLE_CARDS = {
+  'orders.card.yaml': (p) => ietfOrdersCreate(p).card,
+  'exports.card.yaml': (p) => asyncExportsCreate(p).card,
+  'documents.card.yaml': (p) => etagDocumentsUpdate(p).card,
+  'instances.card.yaml': (p) => clientTokenInstancesRun(p).card,
+};
 export const HEADER = '# A retry safety card as data: every fact is { value, source }; a value may be "unknown".\n';
 export const render = (card) => HEADER + stringify(JSON.parse(JSON.stringify(card)), { lineWidth: 0 });
 

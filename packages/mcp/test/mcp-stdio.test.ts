@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { fingerprint } from '@retrysafe/contract';
-import { paymentIntentsCreateCard } from '@retrysafe/stripe';
+import { stripeCards } from '@retrysafe/stripe';
 import { startStripeSandbox, type StripeSandbox } from '@retrysafe/stripe/sandbox';
 import { startFaultProxy, type Fault, type FaultProxy } from '@retrysafe/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -81,7 +81,7 @@ describe('retrysafe MCP server over stdio', () => {
   it('each operation tool carries its card digest and the caller-relevant facts in _meta', async () => {
     const { tools } = await client.listTools();
     const meta = tools.find((t) => t.name === 'stripe_paymentIntents_create')!._meta?.['retrysafe/card'] as Record<string, unknown>;
-    expect(meta.digest).toBe(fingerprint(paymentIntentsCreateCard));
+    expect(meta.digest).toBe(fingerprint(stripeCards['paymentIntents.create']));
     expect(meta).toMatchObject({ cardVersion: 1, operation: 'stripe.paymentIntents.create', sideEffect: 'charge', intentFields: ['customer', 'orderRef'], sameKeyResend: true, keyRetention: '24h', lookup: true, lookupDelay: '1h', unknowns: ['providerKey.scope', 'lookup.lateApplyBound'] });
     expect(tools.find((t) => t.name === 'retrysafe_status')!._meta?.['retrysafe/card']).toBeUndefined();
   });

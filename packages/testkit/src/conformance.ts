@@ -1,7 +1,19 @@
 import { existsSync, readFileSync } from 'node:fs';
+import {
+  asBusinessOperationId,
+  newAttemptId,
+  newRunId,
+  UnknownOperationError,
+  type AdapterV1,
+  type BusinessOperationId,
+  type ExecuteContext,
+  type ProviderKey,
+} from '@retrysafe/contract';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDrillContext, disposeDrillContext, runScenario, SCENARIO_TITLES, writeSummary, type DrillContext } from './drill.js';
+import { createDrillClock } from './drill-clock.js';
 import { SCENARIOS, type ConformanceOptions } from './drill-types.js';
+import { startFaultProxy, type FaultScript } from './fault-proxy.js';
 
 export { runDrill, runScenario, createDrillContext, writeSummary, disposeDrillContext, SCENARIO_TITLES, DEFAULT_DRILL_TIMEOUT_MS } from './drill.js';
 export type { DrillContext } from './drill.js';
@@ -26,6 +38,8 @@ export function runConformance(options: ConformanceOptions): void {
       disposeDrillContext(ctx);
     });
 
+    describe('frame rules', () => frameCases(options));
+
     for (const operation of Object.keys(options.operations ?? {})) {
       describe(operation, () => {
         for (const scenario of SCENARIOS) {
@@ -47,4 +61,118 @@ export function runConformance(options: ConformanceOptions): void {
       });
     }
   });
+}
+
+/** Adapter, sandbox and fault proxy for one frame case, real loopback HTTP all the way. */
+async function withHarness<T>(options: ConformanceOptions, faults: FaultScript, timeoutMs: number, fn: (h: { adapter: AdapterV1; requests: () => number; waitForRequests(n: number): Promise<void>; keysSeen: () => string[] }) => Promise<T>): Promise<T> {
+  const sandbox = await options.startSandbox({ clock: createDrillClock() });
+  const proxy = await startFaultProxy({ target: sandbox.url, faults, ...(options.recordHeaders ? { recordHeaders: options.recordHeaders } : {}) }).catch(async (e: unknown) => {
+    await sandbox.close();
+    throw e;
+  });
+  let adapter: AdapterV1 | undefined;
+  try {
+    adapter = await options.createAdapter({ baseUrl: proxy.url, timeoutMs });
+    return await fn({
+      adapter,
+      requests: () => proxy.requests.length,
+      waitForRequests: (n) => proxy.waitForRequests(n),
+      keysSeen: () => proxy.requests.map((r) => r.headers['idempotency-key']).filter((k): k is string => typeof k === 'string'),
+    });
+  } finally {
+    await adapter?.close?.().catch(() => {});
+    await proxy.close();
+    await sandbox.close();
+  }
+}
+
+function execCtx(adapter: AdapterV1, operation: string, id: BusinessOperationId, over: Partial<ExecuteContext> = {}): ExecuteContext {
+  return { businessOperationId: id, providerKey: adapter.deriveProviderKey(operation, id), runId: newRunId(), attemptId: newAttemptId(), attempt: 1, statusRef: null, ...over };
+}
+
+let frameIds = 0;
+const frameId = (operation: string): BusinessOperationId => asBusinessOperationId(`frame-${operation}-${process.pid}-${Date.now()}-${++frameIds}`);
+
+/**
+ * The rules `defineAdapter` (in the contract) owns, asserted on the real adapter over its real SDK:
+ * every adapter runs these through the one suite instead of restating them in its own tests.
+ */
+function frameCases(options: ConformanceOptions): void {
+  const timeoutMs = options.timeoutMs ?? 1500;
+  const operations = Object.entries(options.operations ?? {});
+
+  it('an unknown operation name is a typed error from every method (no provider prefix either), and nothing is sent', async () => {
+    await withHarness(options, [], timeoutMs, async ({ adapter, requests }) => {
+      const [name, drill] = operations[0]!;
+      const id = frameId(name);
+      const isUnknown = (e: unknown) => UnknownOperationError.isInstance(e);
+      for (const bad of ['no.such.operation', `${adapter.provider}.${name}`]) {
+        expect(() => adapter.deriveProviderKey(bad, id)).toThrow(/no operation/);
+        await expect(adapter.doExecute(bad, drill.params(0), execCtx(adapter, name, id))).rejects.toSatisfy(isUnknown);
+        await expect(adapter.doLookup(bad, { ...execCtx(adapter, name, id), params: drill.params(0), firstDispatchedAt: null, now: Date.now() })).rejects.toSatisfy(isUnknown);
+      }
+      expect(requests()).toBe(0);
+    });
+  });
+
+  for (const [name, drill] of operations) {
+    it(`${name}: params the schema refuses are rejected (validation), never thrown, with no request sent`, async () => {
+      await withHarness(options, [], timeoutMs, async ({ adapter, requests }) => {
+        const spec = adapter.operations[name]!;
+        const required = Array.isArray(spec.paramsSchema.required) ? (spec.paramsSchema.required as string[]) : [];
+        const valid = drill.params(900) as Record<string, unknown>;
+        const invalid: unknown[] = ['not an object', null, [valid]];
+        if (required.length > 0 && typeof valid === 'object' && valid !== null) {
+          const { [required[0]!]: _dropped, ...rest } = valid;
+          invalid.push(rest);
+        }
+        for (const params of invalid) {
+          const id = frameId(name);
+          const o = await adapter.doExecute(name, params, execCtx(adapter, name, id));
+          expect(o, `${name} with ${JSON.stringify(params)}`).toMatchObject({ kind: 'rejected', reason: 'validation' });
+        }
+        expect(requests(), 'requests that reached the provider').toBe(0);
+      });
+    });
+
+    it(`${name}: a recorded key is checked by its shape, not by equality with a re-derivation`, async () => {
+      await withHarness(options, [], timeoutMs, async ({ adapter, requests, keysSeen }) => {
+        const id = frameId(name);
+        const derived = adapter.deriveProviderKey(name, id);
+        if (derived === null) {
+          expect(adapter.operations[name]!.card.providerKey.travels.value).toBe('none');
+          return;
+        }
+        // A key no provider rule accepts: refused before sending.
+        const tooLong = `${derived}${'x'.repeat(4096)}` as ProviderKey;
+        expect(await adapter.doExecute(name, drill.params(901), execCtx(adapter, name, id, { providerKey: tooLong }))).toMatchObject({ kind: 'rejected', code: 'retrysafe_provider_key_shape' });
+        expect(requests()).toBe(0);
+        // A key of the right shape that today's rule would not derive (an older release's rule): sent as recorded.
+        const other = adapter.deriveProviderKey(name, frameId(name))!;
+        const o = await adapter.doExecute(name, drill.params(902), execCtx(adapter, name, id, { providerKey: other }));
+        expect(o.kind === 'rejected' && o.code === 'retrysafe_provider_key_shape', JSON.stringify(o)).toBe(false);
+        expect(requests()).toBeGreaterThanOrEqual(1);
+        const seen = keysSeen();
+        // (as sent: a Structured Field string quotes it)
+        if (seen.length > 0) expect(seen.some((k) => k.includes(other)), `keys seen: ${seen.join(', ')}`).toBe(true);
+      });
+    });
+
+    it(`${name}: an abort acts mid-call (unknown, well before the client timeout), and an earlier abort sends nothing`, async () => {
+      const clientTimeoutMs = 20_000;
+      await withHarness(options, [{ kind: 'delay', ms: 15_000 }], clientTimeoutMs, async ({ adapter, requests, waitForRequests }) => {
+        const before = await adapter.doExecute(name, drill.params(903), execCtx(adapter, name, frameId(name), { signal: AbortSignal.abort() }));
+        expect(before).toMatchObject({ kind: 'not-applied' });
+        expect(requests()).toBe(0);
+        const controller = new AbortController();
+        const started = Date.now();
+        const pending = adapter.doExecute(name, drill.params(904), execCtx(adapter, name, frameId(name), { signal: controller.signal }));
+        await waitForRequests(1);
+        controller.abort();
+        const o = await pending;
+        expect(o).toMatchObject({ kind: 'unknown' });
+        expect(Date.now() - started, 'ms until the aborted call returned').toBeLessThan(5_000);
+      });
+    });
+  }
 }

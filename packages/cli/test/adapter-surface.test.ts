@@ -1,0 +1,120 @@
+/**
+ * One check over every folder in adapters/: each adapter has the same pieces under the same names, so a
+ * new adapter (or a missing piece of an old one) fails here rather than in review. The pieces: the
+ * factory and the cards under one spelling of the vendor, a small root entry that reaches only the
+ * contract and the vendor SDK, the loopback sandbox and drills from `./sandbox`, the shared conformance
+ * test, the README card section rendered by the one script, and an exactly pinned SDK.
+ */
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { entryCards, validateCard } from '@retrysafe/contract';
+import { describe, expect, it } from 'vitest';
+
+const root = resolve(import.meta.dirname, '..', '..', '..', 'adapters');
+const adapters = readdirSync(root, { withFileTypes: true })
+  .filter((d) => d.isDirectory() && existsSync(join(root, d.name, 'package.json')))
+  .map((d) => d.name);
+/** The package that is itself a sandbox: its root entry holds what `./sandbox` holds elsewhere. */
+const SELF_SANDBOX = 'sandbox';
+/** Most values a root entry may export (the factory, the cards, and a few the options need). */
+const MAX_ROOT_VALUES = 9;
+
+const read = (...p: string[]) => readFileSync(join(root, ...p), 'utf8');
+const pkgOf = (a: string) => JSON.parse(read(a, 'package.json')) as { name: string; exports: Record<string, unknown>; dependencies?: Record<string, string>; scripts?: Record<string, string> };
+const importEntry = (a: string, sub: string) => import(pathToFileURL(join(root, a, 'dist', sub, 'index.js')).href) as Promise<Record<string, unknown>>;
+
+/** Bare specifiers reachable from a source file through its relative imports (type-only imports included: they must resolve too). */
+function bareImports(file: string, seen = new Set<string>()): Set<string> {
+  const out = new Set<string>();
+  if (seen.has(file)) return out;
+  seen.add(file);
+  const text = readFileSync(file, 'utf8');
+  for (const m of text.matchAll(/(?:import|export)\s[^'"]*?from\s*'([^']+)'|import\s*\(\s*'([^']+)'\s*\)|import\s*'([^']+)'/g)) {
+    const spec = m[1] ?? m[2] ?? m[3]!;
+    if (spec.startsWith('.')) {
+      const target = resolve(dirname(file), spec.replace(/\.js$/, '.ts'));
+      for (const s of bareImports(target, seen)) out.add(s);
+      out.add(`./${target.slice(root.length + 1)}`);
+    } else out.add(spec);
+  }
+  return out;
+}
+
+describe('every adapter has the same pieces', () => {
+  it('finds the adapters', () => {
+    expect(adapters).toEqual(expect.arrayContaining(['http', 'hubspot', 'msgraph', 'sandbox', 'stripe']));
+  });
+
+  for (const a of adapters) {
+    describe(a, () => {
+      const pkg = pkgOf(a);
+      const sdkDeps = Object.entries(pkg.dependencies ?? {}).filter(([name]) => name !== '@retrysafe/contract');
+
+      it('package: @retrysafe/<folder>, depends on the contract and at most one vendor SDK, pinned to an exact version', () => {
+        expect(pkg.name).toBe(`@retrysafe/${a}`);
+        expect(pkg.dependencies?.['@retrysafe/contract']).toBe('workspace:^');
+        expect(sdkDeps.length).toBeLessThanOrEqual(1);
+        for (const [name, version] of sdkDeps) expect(version, `${name} must be pinned like every other SDK`).toMatch(/^\d+\.\d+\.\d+$/);
+        expect(pkg.scripts?.cards).toBe('tsc -b && node scripts/render-cards.mjs');
+      });
+
+      it('files: <folder>-adapter.ts, <folder>-cards.ts and index.ts in src; conformance and readme tests', () => {
+        for (const f of [`src/${a}-adapter.ts`, `src/${a}-cards.ts`, 'src/index.ts', 'test/conformance.test.ts', 'test/readme.test.ts', 'scripts/render-cards.mjs', 'README.md']) {
+          expect(existsSync(join(root, a, f)), `adapters/${a}/${f}`).toBe(true);
+        }
+        expect(read(a, 'test', 'conformance.test.ts')).toMatch(/from '@retrysafe\/testkit\/conformance'[\s\S]*runConformance\(/);
+      });
+
+      it('root entry: the factory and the cards under one spelling of the vendor, and little else', async () => {
+        const entry = await importEntry(a, '');
+        const values = Object.keys(entry);
+        const factories = values.filter((n) => /^create[A-Z][A-Za-z]*Adapter$/.test(n));
+        const vendor = factories.map((n) => n.slice('create'.length, -'Adapter'.length)).find((v) => v.toLowerCase() === a.toLowerCase());
+        expect(vendor, `create<Vendor>Adapter for ${a} among ${values.join(', ')}`).toBeDefined();
+        const cardsName = `${vendor![0]!.toLowerCase()}${vendor!.slice(1)}Cards`;
+        expect(values.filter((n) => /Cards$/.test(n))).toEqual([cardsName]);
+        const cards = entryCards(entry);
+        expect(cards.length).toBeGreaterThan(0);
+        for (const c of cards) expect(validateCard(c).ok, c.operation).toBe(true);
+        // No other spelling of the vendor (HUBSPOT_…, hubspot…) next to the chosen one.
+        for (const n of values) if (n.toLowerCase().includes(a.toLowerCase())) expect(n, `${n} spells ${a} as ${vendor}`).toMatch(new RegExp(`${vendor}|${vendor![0]!.toLowerCase()}${vendor!.slice(1)}`));
+        expect(values.length, `root values: ${values.join(', ')}`).toBeLessThanOrEqual(MAX_ROOT_VALUES);
+      });
+
+      it('root entry reaches only the contract, the vendor SDK and node built-ins (never the sandbox)', () => {
+        const allowed = new Set(['@retrysafe/contract', ...sdkDeps.map(([n]) => n)]);
+        const builtins = new Set(builtinModules);
+        for (const spec of bareImports(join(root, a, 'src', 'index.ts'))) {
+          if (spec.startsWith('./')) {
+            expect(spec, 'the root entry must not reach src/sandbox/').not.toMatch(new RegExp(`^\\./${a}/src/sandbox/`));
+            continue;
+          }
+          const pkgName = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!;
+          const ok = allowed.has(pkgName) || builtins.has(spec.replace(/^node:/, '')) || spec.startsWith('node:');
+          expect(ok, `adapters/${a}/src/index.ts reaches ${spec}`).toBe(true);
+        }
+      });
+
+      it('sandbox entry: the drills (and a loopback sandbox) from ./sandbox', async () => {
+        const sub = a === SELF_SANDBOX ? '' : 'sandbox';
+        if (a !== SELF_SANDBOX) expect(Object.keys(pkg.exports)).toContain('./sandbox');
+        const entry = await importEntry(a, sub);
+        expect(Array.isArray(entry.drills), 'drills: DrillSetup[]').toBe(true);
+        for (const d of entry.drills as { name: string; createAdapter: unknown; startSandbox: unknown }[]) {
+          expect(typeof d.createAdapter, d.name).toBe('function');
+          expect(typeof d.startSandbox, d.name).toBe('function');
+        }
+        expect(Object.keys(entry).some((n) => /^start[A-Za-z]*Sandbox[A-Za-z]*$/.test(n)), 'a start…Sandbox export').toBe(true);
+      });
+
+      it('README: the card section under "## Retry safety cards", rendered by the one script', () => {
+        const readme = read(a, 'README.md');
+        expect(readme).toMatch(/## Retry safety cards\n[\s\S]*?<!-- cards:start \(generated by scripts\/render-cards\.mjs; do not edit\) -->[\s\S]*<!-- cards:end -->/);
+        expect(read(a, 'scripts', 'render-cards.mjs'), 'the same script in every adapter').toBe(read('stripe', 'scripts', 'render-cards.mjs'));
+        expect(read(a, 'test', 'readme.test.ts').split('\n').slice(0, 12).join('\n'), 'the same README test in every adapter').toBe(read('stripe', 'test', 'readme.test.ts').split('\n').slice(0, 12).join('\n'));
+      });
+    });
+  }
+});

@@ -1,0 +1,213 @@
+import { SPECIFICATION_VERSION, type AdapterV1, type ExecuteContext, type LookupContext, type OperationSpec } from './adapter.js';
+import { schemaErrors } from './adapter-params.js';
+import { AdapterConfigurationError } from './errors/adapter-configuration-error.js';
+import { InvalidIntentError } from './errors/invalid-intent-error.js';
+import { InvalidParamsError, type FieldError } from './errors/invalid-params-error.js';
+import { UnknownOperationError } from './errors/unknown-operation-error.js';
+import { UnsupportedCapabilityError } from './errors/unsupported-capability-error.js';
+import { deriveProviderKey, revisionKeySource, type BusinessOperationId, type ProviderKey, type ProviderKeyRule } from './ids.js';
+import type { LookupResult, Outcome } from './outcome.js';
+
+/** One operation as an adapter declares it to the frame: the public spec plus the provider's key rule. */
+export interface FrameOperation extends OperationSpec {
+  /** The provider's constraints on the key; null exactly when the card says no key travels. */
+  readonly keyRule: ProviderKeyRule | null;
+}
+
+/** What the frame hands the adapter for one attempt: params already checked, the key checked, a signal always present. */
+export interface FramedExecuteContext extends ExecuteContext {
+  /** The key to send: the recorded one when it has the rule's shape (derived only when none was recorded); null when none travels. */
+  readonly providerKey: ProviderKey | null;
+  /** The caller's signal (a never-aborting one without it): pass it to the SDK call so an abort cancels the request. */
+  readonly signal: AbortSignal;
+}
+
+export interface FramedLookupContext extends LookupContext {
+  readonly providerKey: ProviderKey | null;
+  readonly signal: AbortSignal;
+}
+
+/** The provider-specific part of an adapter; `defineAdapter` adds the rest. */
+export interface AdapterDefinition<P extends string, O extends FrameOperation> {
+  readonly provider: P;
+  /** Keyed by the short operation name (the card's operation is `<provider>.<name>`). */
+  readonly operations: Readonly<Record<string, O>>;
+  /** One attempt, classified into exactly one outcome. Called only with valid params and a key of the right shape, not yet aborted. */
+  execute(op: O, params: unknown, ctx: FramedExecuteContext): Promise<Outcome>;
+  /** The provider's stored status for the operation. Never called for an operation whose card says `lookup.method: none`. */
+  lookup(op: O, ctx: FramedLookupContext): Promise<LookupResult>;
+  close?(): Promise<void>;
+}
+
+/** An adapter built by `defineAdapter`: a frozen AdapterV1 whose `provider` is the literal given. */
+export type FramedAdapter<P extends string> = AdapterV1 & { readonly provider: P; readonly operations: Readonly<Record<string, OperationSpec>> };
+
+/** Code of the `rejected` outcome for params the operation's schema or checks refuse (nothing was sent). */
+export const INVALID_PARAMS_CODE = 'retrysafe_invalid_params';
+/** Code of the `rejected` outcome for a recorded key the provider's key rule cannot accept. */
+export const PROVIDER_KEY_SHAPE_CODE = 'retrysafe_provider_key_shape';
+/** Code of the `not-applied` outcome of an attempt the caller's signal aborted before anything was sent. */
+export const ABORTED_BEFORE_SEND_CODE = 'ABORTED_BEFORE_SEND';
+/** Code of the `unknown` outcome (or `cannot-tell` lookup) the caller's signal cut short mid-call. */
+export const ABORTED_CODE = 'ABORTED';
+
+/** Why `key` cannot be sent under `rule` (length and charset, what the provider accepts), or null when it can. */
+export function providerKeyShapeProblem(key: string, rule: ProviderKeyRule): string | null {
+  if (typeof key !== 'string' || key.length === 0) return 'is empty';
+  if (key.length > rule.maxLength) return `is ${key.length} characters, over the provider's ${rule.maxLength}`;
+  if (!new RegExp(`^[${rule.charset}]*$`).test(key)) return `has characters outside [${rule.charset}]`;
+  return null;
+}
+
+/** Every field error of `params` for `spec`: its JSON Schema (the frame's subset), then the adapter's own checks. */
+export function operationParamsErrors(spec: OperationSpec, params: unknown): FieldError[] {
+  const errors = schemaErrors(spec.paramsSchema, params);
+  if (errors.length > 0 || !spec.checkParams) return errors;
+  return [...spec.checkParams(params)].map((f) => ({ path: String(f.path), message: String(f.message) }));
+}
+
+const NEVER = new AbortController().signal;
+
+/** Resolves with `onAbort()` as soon as `signal` aborts, else with the adapter's answer (whose late answer is then dropped). */
+function raceAbort<T>(run: () => Promise<T>, signal: AbortSignal, onAbort: () => T): Promise<T> {
+  if (signal === NEVER) return run();
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => resolve(onAbort());
+    signal.addEventListener('abort', abort, { once: true });
+    run().then(
+      (v) => (signal.removeEventListener('abort', abort), resolve(v)),
+      (e: unknown) => (signal.removeEventListener('abort', abort), reject(e)),
+    );
+  });
+}
+
+function checkDefinition(provider: string, operations: Readonly<Record<string, FrameOperation>>): void {
+  const fail = (message: string): never => {
+    throw new AdapterConfigurationError(provider, message);
+  };
+  if (typeof provider !== 'string' || !/^[A-Za-z][A-Za-z0-9_-]*$/.test(provider)) fail('provider must be an identifier such as "acme" (letters, digits, _ and -)');
+  if (typeof operations !== 'object' || operations === null || Object.keys(operations).length === 0) fail('declare at least one operation');
+  for (const [name, op] of Object.entries(operations)) {
+    const card = op.card;
+    if (op.name !== name) fail(`operation ${name} is named ${JSON.stringify(op.name)}`);
+    if (card.provider !== provider) fail(`operation ${name}: its card is for provider ${JSON.stringify(card.provider)}`);
+    if (card.operation !== `${provider}.${name}`) fail(`operation ${name}: its card is for ${JSON.stringify(card.operation)}, expected "${provider}.${name}"`);
+    if (typeof op.paramsSchema !== 'object' || op.paramsSchema === null) fail(`operation ${name}: paramsSchema must be a JSON Schema object`);
+    if (JSON.stringify(op.intentFields) !== JSON.stringify(card.businessOperationId.intentFields)) fail(`operation ${name}: intentFields ${JSON.stringify(op.intentFields)} differ from the card's ${JSON.stringify(card.businessOperationId.intentFields)}`);
+    // Capabilities: the adapter sends a key exactly when the card says one travels, within the card's length.
+    const travels = card.providerKey.travels.value;
+    if (travels === 'none' && op.keyRule !== null) fail(`operation ${name}: the card says no key travels but the adapter declares a key rule`);
+    if (travels !== 'none' && op.keyRule === null) fail(`operation ${name}: the card says a key travels (${travels}) but the adapter declares no key rule`);
+    const max = card.providerKey.maxLength.value;
+    if (op.keyRule && typeof max === 'number' && op.keyRule.maxLength > max) fail(`operation ${name}: the key rule allows ${op.keyRule.maxLength} characters, the card's provider ${max}`);
+  }
+}
+
+/**
+ * Builds an adapter from its provider-specific part. The frame owns every rule that is the same for
+ * all providers, so no adapter restates one:
+ * - operation names: exactly the keys of `operations` (the short name, as the runner and the agent
+ *   tools use it; no `<provider>.` prefix). An unknown name throws UnknownOperationError from every
+ *   method, as the runner does at intake: it is a programming error, found before anything is claimed;
+ * - params: checked on every attempt with the operation's schema and its `checkParams`; a failure is
+ *   `rejected` (code `retrysafe_invalid_params`, with the field errors), never a throw, and nothing is sent;
+ * - the provider key: derived from the business-operation id (and key revision) under the key rule;
+ *   a recorded key is checked by SHAPE (length, charset) and then sent as recorded, so a key rule that
+ *   changes between releases never makes an old operation un-sendable;
+ * - capabilities: each card's provider, operation, intent fields, key travel and key length must agree
+ *   with the declaration (AdapterConfigurationError at construction); `lookup.method: none` is refused
+ *   by the frame (UnsupportedCapabilityError);
+ * - the abort signal: handed to the adapter (always present) and raced, so an abort acts mid-call:
+ *   `unknown` (the request may have left) from `doExecute`, `cannot-tell` from `doLookup`;
+ * - the result is frozen (its operations too) and carries `specificationVersion`.
+ */
+export function defineAdapter<const P extends string, O extends FrameOperation, X extends object = {}>(definition: AdapterDefinition<P, O>, extras?: X): FramedAdapter<P> & Readonly<X> {
+  const { provider, operations: declared } = definition;
+  checkDefinition(provider, declared);
+  const names = Object.keys(declared);
+  const operations: Record<string, OperationSpec> = {};
+  for (const [name, op] of Object.entries(declared)) {
+    operations[name] = Object.freeze({
+      name,
+      description: op.description,
+      card: op.card,
+      intentFields: op.intentFields,
+      ...(op.sensitiveFields !== undefined ? { sensitiveFields: op.sensitiveFields } : {}),
+      paramsSchema: op.paramsSchema,
+      ...(op.checkParams !== undefined ? { checkParams: op.checkParams } : {}),
+    });
+  }
+  Object.freeze(operations);
+
+  const resolve = (name: string): O => {
+    if (typeof name === 'string' && Object.hasOwn(declared, name)) return declared[name]!;
+    throw new UnknownOperationError(provider, String(name), names);
+  };
+
+  /** The key to use, or why the recorded one cannot be sent. */
+  function keyFor(op: O, id: BusinessOperationId, recorded: ProviderKey | null, revision: number | undefined): { key: ProviderKey | null } | { problem: string } {
+    if (op.keyRule === null) return { key: null };
+    if (recorded === null || recorded === undefined) return { key: deriveProviderKey(revisionKeySource(id, revision), op.keyRule) };
+    const problem = providerKeyShapeProblem(recorded, op.keyRule);
+    return problem ? { problem: `the recorded provider key ${problem}` } : { key: recorded };
+  }
+
+  const adapter: AdapterV1 = {
+    specificationVersion: SPECIFICATION_VERSION,
+    provider,
+    operations,
+
+    deriveProviderKey(operation: string, id: BusinessOperationId): ProviderKey | null {
+      const op = resolve(operation);
+      return op.keyRule === null ? null : deriveProviderKey(id, op.keyRule);
+    },
+
+    async doExecute(operation: string, params: unknown, ctx: ExecuteContext): Promise<Outcome> {
+      const op = resolve(operation);
+      const fields = operationParamsErrors(op, params);
+      if (fields.length > 0) return invalid(op.name, fields);
+      const k = keyFor(op, ctx.businessOperationId, ctx.providerKey, ctx.keyRevision);
+      if ('problem' in k) return { kind: 'rejected', reason: 'configuration', code: PROVIDER_KEY_SHAPE_CODE, message: `${op.name}: ${k.problem}; nothing was sent` };
+      const signal = ctx.signal ?? NEVER;
+      if (signal.aborted) return { kind: 'not-applied', code: ABORTED_BEFORE_SEND_CODE, message: `${op.name}: aborted by the caller before sending; nothing was sent` };
+      try {
+        return await raceAbort(
+          () => definition.execute(op, params, { ...ctx, providerKey: k.key, signal }),
+          signal,
+          () => ({ kind: 'unknown', cause: 'other', code: ABORTED_CODE, message: `${op.name}: aborted by the caller mid-call; the request may have reached ${provider}` }),
+        );
+      } catch (error) {
+        // A typed input error the adapter found while building the request: nothing was sent.
+        if (InvalidParamsError.isInstance(error)) return invalid(op.name, error.fields);
+        if (InvalidIntentError.isInstance(error)) return invalid(op.name, [{ path: error.path || '(root)', message: error.message }]);
+        throw error;
+      }
+    },
+
+    async doLookup(operation: string, ctx: LookupContext): Promise<LookupResult> {
+      const op = resolve(operation);
+      if (op.card.lookup.method.value === 'none') throw new UnsupportedCapabilityError(provider, `lookup for ${op.name}`, 'the card declares lookup.method none');
+      const k = keyFor(op, ctx.businessOperationId, ctx.providerKey, ctx.keyRevision);
+      if ('problem' in k) return { kind: 'cannot-tell', reason: `${op.name}: ${k.problem}; nothing was asked`, code: PROVIDER_KEY_SHAPE_CODE };
+      const signal = ctx.signal ?? NEVER;
+      const aborted = (): LookupResult => ({ kind: 'cannot-tell', code: ABORTED_CODE, reason: `${op.name}: lookup aborted by the caller` });
+      if (signal.aborted) return aborted();
+      return raceAbort(() => definition.lookup(op, { ...ctx, providerKey: k.key, signal }), signal, aborted);
+    },
+
+    async close(): Promise<void> {
+      await definition.close?.();
+    },
+  };
+  return Object.freeze(Object.assign(adapter, extras ?? {})) as FramedAdapter<P> & Readonly<X>;
+}
+
+function invalid(operation: string, fields: readonly FieldError[]): Outcome {
+  return {
+    kind: 'rejected',
+    reason: 'validation',
+    code: INVALID_PARAMS_CODE,
+    message: `${operation}: ${fields.map((f) => `${f.path} ${f.message}`).join('; ')}; nothing was sent`,
+    fields,
+  };
+}
