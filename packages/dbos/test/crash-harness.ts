@@ -167,7 +167,7 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
 
   // One sandbox server per slot, all in front of the same provider: the server knows which process it
   // serves, so it can kill exactly the process whose call is in flight, after the provider committed.
-  for (const slot of slots) {
+  async function serve(slot: Slot): Promise<void> {
     const wrapped: SandboxProvider = {
       ...provider,
       execute: async (req) => {
@@ -179,7 +179,10 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
           killsLeft--;
           zombieCount++;
           respawning++;
-          const twin: Slot = { index: slot.index, executorId: slot.executorId, server: await startSandboxServer({ provider }), child: null, exited: null, countdown: null, hold: null };
+          const twin: Slot = { index: slot.index, executorId: slot.executorId, server: null, child: null, exited: null, countdown: null, hold: null };
+          // The twin is a live process like any other: it can be the next one whose executor is taken for dead
+          // (when one process dequeued most of the work, the next fault would otherwise have nowhere to land).
+          await serve(twin);
           extras.push(twin);
           // The first process keeps running, its answers held, while its twin recovers its workflows.
           slot.hold = (async () => {
@@ -189,7 +192,10 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
           await slot.hold;
           slot.hold = null;
           respawning--;
-          if (killsLeft > 0 && !stopping) slot.countdown = arm();
+          if (killsLeft > 0 && !stopping) {
+            slot.countdown = arm();
+            twin.countdown = arm();
+          }
           return res;
         }
         if (due) {
@@ -213,6 +219,7 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
     };
     slot.server = await startSandboxServer({ provider: wrapped });
   }
+  for (const slot of slots) await serve(slot);
 
   const client = await DBOSClient.create({ systemDatabaseUrl: url, systemDatabaseSchemaName: dbosSchema, applicationName: appName });
   try {
