@@ -342,16 +342,17 @@ export async function lookupBySearch(rt: Runtime, operation: 'objects.upsert' | 
   const hit = results.find((r) => r.properties[rt.idProperty] === key);
   if (hit) return { kind: 'found', outcome: { kind: 'succeeded', result: plain(hit), providerRef: String(hit.id), ...wireRefs(wire) } };
   if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched', ...wireRefs(wire) };
-  const age = ctx.now - ctx.firstDispatchedAt;
+  // Measured from the LAST dispatch: a later re-send is the request whose record may not be indexed yet.
+  const age = ctx.now - (ctx.lastDispatchedAt ?? ctx.firstDispatchedAt);
   if (rt.searchSettleMs !== null && age >= rt.searchSettleMs) {
-    return { kind: 'not-found', reason: `no ${objectType} record with ${rt.idProperty}=${key} ${age} ms after the first dispatch (search settle time ${rt.searchSettleMs} ms)`, ...wireRefs(wire) };
+    return { kind: 'not-found', reason: `no ${objectType} record with ${rt.idProperty}=${key} ${age} ms after the last dispatch (search settle time ${rt.searchSettleMs} ms)`, ...wireRefs(wire) };
   }
   return {
     kind: 'cannot-tell',
     reason:
       rt.searchSettleMs === null
         ? `no ${objectType} record with ${rt.idProperty}=${key} in CRM search yet; HubSpot gives no bound on the indexing delay, so a miss never proves absence`
-        : `no ${objectType} record with ${rt.idProperty}=${key} yet, ${age} ms after the first dispatch: inside the search settle time (${rt.searchSettleMs} ms)`,
+        : `no ${objectType} record with ${rt.idProperty}=${key} yet, ${age} ms after the last dispatch: inside the search settle time (${rt.searchSettleMs} ms)`,
     ...(rt.searchSettleMs !== null ? { retryAfterMs: Math.max(1, rt.searchSettleMs - age) } : {}),
     ...wireRefs(wire),
   };

@@ -50,6 +50,17 @@ describe('tickets.create lookup: CRM search on the id property', () => {
     expect(a.operations['tickets.create'].card.lookup.consistencyDelay.value).toBe('2s');
   });
 
+  it('with searchSettleMs: the settle time runs from the LAST dispatch (a later re-send may not be indexed yet)', async () => {
+    const s = await sb();
+    const a = adapter(s.url, { searchSettleMs: 2000 });
+    const params = ticket('lk-3b');
+    const now = Date.now();
+    const resent = await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', params, { firstDispatchedAt: now - 60_000, lastDispatchedAt: now - 500, now }));
+    expect(resent).toMatchObject({ kind: 'cannot-tell', retryAfterMs: 1500 });
+    const settled = await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', params, { firstDispatchedAt: now - 60_000, lastDispatchedAt: now - 2500, now }));
+    expect(settled).toMatchObject({ kind: 'not-found' });
+  });
+
   it('never dispatched ⇒ not-found (nothing was sent)', async () => {
     const s = await sb();
     const a = adapter(s.url);

@@ -126,11 +126,16 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
     keyRule: SANDBOX_KEY_RULE,
   };
   const lookupDelayMs = behaviour.lookupDelayMs ?? 0;
-  const notYetVisible = (ctx: LookupContext) => ctx.firstDispatchedAt !== null && ctx.now - ctx.firstDispatchedAt < lookupDelayMs;
+  // Visibility runs from the LAST dispatch: a re-send is the request that may not show yet.
+  const sinceLastDispatch = (ctx: LookupContext) => {
+    const last = ctx.lastDispatchedAt ?? ctx.firstDispatchedAt;
+    return last === null ? null : ctx.now - last;
+  };
   const fromRecord = (rec: SandboxRecord | null, ctx: LookupContext, requestId?: string): LookupResult => {
+    const since = sinceLastDispatch(ctx);
     if (rec === null) {
-      return notYetVisible(ctx)
-        ? { kind: 'cannot-tell', reason: `inside the lookup consistency delay (${lookupDelayMs} ms)`, retryAfterMs: lookupDelayMs - (ctx.now - ctx.firstDispatchedAt!) }
+      return since !== null && since < lookupDelayMs
+        ? { kind: 'cannot-tell', reason: `inside the lookup consistency delay (${lookupDelayMs} ms)`, retryAfterMs: lookupDelayMs - since }
         : { kind: 'not-found', reason: 'no record holds this key', ...(requestId ? { requestId } : {}) };
     }
     if (rec.status === 'processing') return { kind: 'found', outcome: { kind: 'in-progress', statusRef: `/records/${rec.id}`, providerRef: rec.id, retryAfterMs: Math.max(0, rec.completesAt - ctx.now) } };

@@ -51,6 +51,19 @@ describe('sandbox over loopback HTTP', () => {
     expect(provider.count()).toBe(1);
   });
 
+  it('a miss inside the lookup consistency delay, counted from the LAST dispatch, is cannot-tell; after it, not-found', async () => {
+    const delayed: SandboxBehaviour = { ...behaviour, lookupDelayMs: 2000 };
+    const provider = createSandboxProvider(delayed);
+    server = await startSandboxServer({ provider });
+    const adapter = createSandboxAdapter({ baseUrl: server.url, behaviour: delayed });
+    const now = Date.now();
+    const ctx = { businessOperationId: id, providerKey: 'rs-missing' as never, params: { ref: 'a' }, runId: newRunId(), attemptId: newAttemptId(), statusRef: null, firstDispatchedAt: now - 60_000, now };
+    // The first dispatch is long past, but a re-send went out 500 ms ago: it may not show yet.
+    expect(await adapter.doLookup('records.create', { ...ctx, lastDispatchedAt: now - 500 })).toMatchObject({ kind: 'cannot-tell', retryAfterMs: 1500 });
+    expect(await adapter.doLookup('records.create', { ...ctx, lastDispatchedAt: now - 2500 })).toMatchObject({ kind: 'not-found' });
+    expect(await adapter.doLookup('records.create', ctx)).toMatchObject({ kind: 'not-found' });
+  });
+
   it('connection refused before sending ⇒ not-applied; no answer before the timeout ⇒ unknown', async () => {
     // A port that was just free: nothing listens, the connection is refused.
     const port = await new Promise<number>((resolve) => {

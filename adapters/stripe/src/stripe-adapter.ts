@@ -1,6 +1,6 @@
 import {
-  durationMs,
   defineAdapter,
+  resendSafety,
   operationParamsErrors,
   AdapterConfigurationError,
   type BusinessOperationId,
@@ -159,11 +159,6 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
     return { kind: 'not-found', reason: `${why}; no ${op.name.split('.')[0]} carries metadata.retrysafe_operation_id = this id (${op.pastRetention.kind} is past its consistency delay)` };
   }
 
-  /** Without the runner's judgement: the same rule (retention minus the card's clock-skew margin, and one more for a late apply). */
-  function marginOf(op: StripeOperation): number {
-    return durationMs(op.card.limits.clockSkewMargin ?? '1m');
-  }
-
   return defineAdapter({
     provider: PROVIDER,
     operations,
@@ -176,9 +171,9 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
       const key = ctx.providerKey!;
       if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Stripe' };
       const age = ctx.now - ctx.firstDispatchedAt;
-      // Whether the key is still safe to rely on is the runner's one rule (retention minus the policy's
-      // clock-skew margin); without that answer (an older runner), never rely on it.
-      const keyReusable = ctx.keyReusable ?? age + 2 * marginOf(op) < STRIPE_KEY_RETENTION_MS;
+      // Whether the key is still safe to rely on is the card rule (retention minus the clock-skew margin and the
+      // late-apply allowance): the runner's answer with its policy's margin, else the rule with the card's margin.
+      const keyReusable = ctx.keyReusable ?? resendSafety(op.card, ctx.firstDispatchedAt, ctx.now).safe;
 
       if (keyReusable && replaysServerError.has(key)) {
         return findByMetadata(op, ctx, 'the key replays a stored 5xx', true);
