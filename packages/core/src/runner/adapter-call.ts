@@ -1,0 +1,70 @@
+/** The adapter boundary during a run: one provider call or one lookup, its answer checked and classified. */
+import type { AttemptId, LookupResult, Outcome } from '@retrysafe/contract';
+import { resendSafety } from '../decide.js';
+import type { Op, RunnerContext } from './context.js';
+import { errText, isLookupResult, isOutcome } from './guards.js';
+import { checkOwnLease, renew, withHeartbeat } from './lease.js';
+
+export async function send(ctx: RunnerContext, op: Op, attemptId: AttemptId): Promise<Outcome> {
+  const { clock, ledger, log } = ctx;
+  if (op.dispatchWritten) {
+    // The claim itself durably created the operation as `dispatched` (fresh lease, attempt 1).
+    op.dispatchWritten = false;
+  } else {
+    await renew(ctx, op);
+    // Durably `dispatched` BEFORE the provider is called: a crash from here on is found and reconciled.
+    op.record = await ledger.markDispatched(op.ref, clock.now());
+  }
+  checkOwnLease(ctx, op);
+  // The late-apply window runs from the moment the request goes out, not from the write before it.
+  op.lastDispatchedAt = Math.max(op.record.updatedAt, clock.now());
+  op.runAttempts++;
+  log('info', 'dispatch', `provider call ${op.record.attemptCount} (run attempt ${op.runAttempts}) with key ${op.providerKey ?? '(none)'}`, op, { attempt: op.record.attemptCount });
+  let outcome: Outcome;
+  try {
+    const o = await withHeartbeat(ctx, op, () => op.adapter.doExecute(op.opName, op.params, {
+      businessOperationId: op.id,
+      providerKey: op.providerKey,
+      ...(op.keyRevision > 1 ? { keyRevision: op.keyRevision } : {}),
+      runId: op.runId,
+      attemptId,
+      attempt: op.record.attemptCount,
+      statusRef: op.record.statusRef,
+      ...(op.signal ? { signal: op.signal } : {}),
+    }));
+    outcome = isOutcome(o) ? o : { kind: 'unknown', cause: 'other', message: 'adapter returned something that is not an outcome' };
+  } catch (err) {
+    outcome = { kind: 'unknown', cause: 'other', message: `adapter threw instead of classifying: ${errText(err)}` };
+  }
+  log('info', 'outcome', `${outcome.kind}${outcome.status !== undefined ? ` (${outcome.status})` : ''}${'message' in outcome && outcome.message ? `: ${outcome.message}` : ''}`, op, { attempt: op.record.attemptCount, outcome: outcome.kind, ...(outcome.status !== undefined ? { status: outcome.status } : {}) });
+  return outcome;
+}
+
+export async function lookup(ctx: RunnerContext, op: Op, attemptId: AttemptId): Promise<LookupResult> {
+  const { clock, ledger, log } = ctx;
+  await renew(ctx, op);
+  if (op.record.state !== 'reconciling' && op.record.state !== 'in-progress') {
+    op.record = await ledger.setState(op.ref, { state: 'reconciling', now: clock.now() });
+  }
+  let result: LookupResult;
+  try {
+    const r = await withHeartbeat(ctx, op, () => op.adapter.doLookup(op.opName, {
+      businessOperationId: op.id,
+      providerKey: op.providerKey,
+      ...(op.keyRevision > 1 ? { keyRevision: op.keyRevision } : {}),
+      params: op.params,
+      runId: op.runId,
+      attemptId,
+      statusRef: op.record.statusRef,
+      firstDispatchedAt: op.record.firstDispatchedAt,
+      now: clock.now(),
+      keyReusable: resendSafety(op.card, op.record.firstDispatchedAt, clock.now(), op.policy.clockSkewMarginMs).safe,
+      ...(op.signal ? { signal: op.signal } : {}),
+    }));
+    result = isLookupResult(r) ? r : { kind: 'cannot-tell', reason: 'adapter returned something that is not a lookup result' };
+  } catch (err) {
+    result = { kind: 'cannot-tell', reason: `lookup failed: ${errText(err)}` };
+  }
+  log('info', 'lookup', `${result.kind}${result.kind === 'found' ? ` (${result.outcome.kind})` : ` (${result.reason})`}`, op, { outcome: result.kind });
+  return result;
+}
