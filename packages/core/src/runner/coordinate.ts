@@ -137,8 +137,7 @@ export async function supersede(ctx: RunnerContext, base: OpBase, claimInput: Cl
       requestFingerprint: base.requestFingerprint,
       now: clock.now(),
     },
-    // Sealed without the receipt key, as it always was (see the receipt-key fix that follows this move).
-    undefined,
+    ctx.options.receiptKey,
   );
   await ledger.appendReceipt(ref, receipt);
   log('info', 'supersede', why, base);
