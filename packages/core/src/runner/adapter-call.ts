@@ -1,7 +1,7 @@
 /** The adapter boundary during a run: one provider call or one lookup, its answer checked and classified. */
-import type { AttemptId, LookupResult, Outcome } from '@retrysafe/contract';
+import type { AttemptId, ExecuteContext, LookupResult, Outcome } from '@retrysafe/contract';
 import { resendSafety } from '../decide.js';
-import type { Op, RunnerContext } from './context.js';
+import type { Mutable, Op, RunnerContext } from './context.js';
 import { errText, isLookupResult, isOutcome } from './guards.js';
 import { checkOwnLease, renew, withHeartbeat } from './lease.js';
 
@@ -22,16 +22,10 @@ export async function send(ctx: RunnerContext, op: Op, attemptId: AttemptId): Pr
   log('info', 'dispatch', `provider call ${op.record.attemptCount} (run attempt ${op.runAttempts}) with key ${op.providerKey ?? '(none)'}`, op, { attempt: op.record.attemptCount });
   let outcome: Outcome;
   try {
-    const o = await withHeartbeat(ctx, op, () => op.adapter.doExecute(op.opName, op.params, {
-      businessOperationId: op.id,
-      providerKey: op.providerKey,
-      ...(op.keyRevision > 1 ? { keyRevision: op.keyRevision } : {}),
-      runId: op.runId,
-      attemptId,
-      attempt: op.record.attemptCount,
-      statusRef: op.record.statusRef,
-      ...(op.signal ? { signal: op.signal } : {}),
-    }));
+    const call: Mutable<ExecuteContext> = { businessOperationId: op.id, providerKey: op.providerKey, runId: op.runId, attemptId, attempt: op.record.attemptCount, statusRef: op.record.statusRef };
+    if (op.keyRevision > 1) call.keyRevision = op.keyRevision;
+    if (op.signal) call.signal = op.signal;
+    const o = await withHeartbeat(ctx, op, () => op.adapter.doExecute(op.opName, op.params, call));
     outcome = isOutcome(o) ? o : { kind: 'unknown', cause: 'other', message: 'adapter returned something that is not an outcome' };
   } catch (err) {
     outcome = { kind: 'unknown', cause: 'other', message: `adapter threw instead of classifying: ${errText(err)}` };

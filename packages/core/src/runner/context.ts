@@ -121,3 +121,6 @@ export function createContext(options: RunnerOptions): RunnerContext {
     log,
   };
 }
+
+/** A literal built here and filled in before it is handed over (optional fields only when present). */
+export type Mutable<T> = { -readonly [K in keyof T]: T[K] };

@@ -6,12 +6,31 @@ import { ClockSkewError, ConflictError, InvalidStateError, LeaseLostError, TERMI
 import { decide } from '../decide.js';
 import { needsFreshKey, nextRevision, revisionKeySource, supersedeCheck, SUPERSEDE_ACTION } from '../intake/index.js';
 import { leaseLive } from '../ledger/transitions.js';
-import type { OpBase, RunnerContext } from './context.js';
-import { paramsConflict } from './intake.js';
+import type { Mutable, OpBase, RunnerContext } from './context.js';
+import { paramsConflict, withProviderKey } from './intake.js';
 import { drive, mayHaveCalled, startOp, stateOf } from './loop.js';
 import { resolveReceipt } from './receipt-chain.js';
 import { fromTerminal } from './terminal.js';
 import type { RunResult } from './types.js';
+
+/** A new call's claim as of `now` (a plain literal, not a spread of the intake's: the clean path's shape). */
+function claimAt(c: ClaimInput, now: number, dispatch: boolean): ClaimInput {
+  const at: Mutable<ClaimInput> = {
+    businessOperationId: c.businessOperationId,
+    provider: c.provider,
+    operation: c.operation,
+    intentFingerprint: c.intentFingerprint,
+    paramsFingerprint: c.paramsFingerprint,
+    params: c.params,
+    providerKey: c.providerKey,
+    owner: c.owner,
+    leaseMs: c.leaseMs,
+    now,
+  };
+  // Only when asked: a ledger without the capability never sees the field.
+  if (dispatch) at.dispatch = true;
+  return at;
+}
 
 const isTerminalState = (s: OperationState) => TERMINAL_STATES.includes(s);
 
@@ -20,8 +39,8 @@ export async function claimAndDrive(ctx: RunnerContext, base: OpBase, claimInput
   // A new operation's first decision is always "send now" (decide: claimed, nothing observed), so the
   // claim may create it already `dispatched`. An existing one is claimed as before and decided from its state.
   const dispatch = ctx.claimDispatches && !base.signal?.aborted;
-  const claimed = { ...claimInput, now: clock.now() };
-  const claim = await ledger.claim({ ...claimed, ...(dispatch ? { dispatch: true } : {}) }).catch((err: unknown) => {
+  const claimed = claimAt(claimInput, clock.now(), dispatch);
+  const claim = await ledger.claim(claimed).catch((err: unknown) => {
     if (ClockSkewError.isInstance(err)) log('warn', 'clock-skew', `claim refused: ${err.message}`, base);
     throw err;
   });
@@ -52,7 +71,7 @@ export async function claimAndDrive(ctx: RunnerContext, base: OpBase, claimInput
       if (claim.takenOver) log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, base);
       // The key that may already be at the provider is the one recorded: keep using it.
       const dispatchWritten = dispatch && !claim.takenOver && record.state === 'dispatched';
-      return execute(ctx, { ...base, providerKey: record.providerKey }, record, ref, paramsFingerprint, claimed, claim.takenOver, dispatchWritten);
+      return execute(ctx, withProviderKey(base, record.providerKey), record, ref, paramsFingerprint, claimed, claim.takenOver, dispatchWritten);
     }
   }
 }
@@ -141,5 +160,5 @@ export async function supersede(ctx: RunnerContext, base: OpBase, claimInput: Cl
   );
   await ledger.appendReceipt(ref, receipt);
   log('info', 'supersede', why, base);
-  return execute(ctx, { ...base, providerKey }, claim.record, ref, claimInput.paramsFingerprint, { ...claimInput, providerKey }, false);
+  return execute(ctx, withProviderKey(base, providerKey), claim.record, ref, claimInput.paramsFingerprint, { ...claimInput, providerKey }, false);
 }

@@ -55,6 +55,26 @@ export function opBase(ctx: RunnerContext, adapter: AdapterV1, opName: string, s
   };
 }
 
+/** `base` with the provider key that is (or will be) at the provider: the recorded one, or a new revision's. */
+export function withProviderKey(base: OpBase, providerKey: ProviderKey | null): OpBase {
+  return {
+    adapter: base.adapter,
+    opName: base.opName,
+    card: base.card,
+    policy: base.policy,
+    redactor: base.redactor,
+    id: base.id,
+    providerKey,
+    runId: base.runId,
+    params: base.params,
+    requestFingerprint: base.requestFingerprint,
+    signal: base.signal,
+    comparison: base.comparison,
+    paramsAliases: base.paramsAliases,
+    attemptIds: base.attemptIds,
+  };
+}
+
 /** A claim by this worker of the operation `base` stands for, as `record`-less fields name it. */
 export function claimFor(ctx: RunnerContext, base: OpBase, fields: Pick<ClaimInput, 'intentFingerprint' | 'paramsFingerprint'>): ClaimInput {
   return {

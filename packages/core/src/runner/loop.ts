@@ -14,8 +14,22 @@ import type { RunResult } from './types.js';
 export function startOp(ctx: RunnerContext, base: OpBase, record: OperationRecord, ref: Fenced, prior: readonly Receipt[], claimInput: ClaimInput, takenOver: boolean, dispatchWritten: boolean): Op {
   const last = prior[prior.length - 1];
   const maybeApplied = MAYBE_APPLIED_STATES.includes(record.state);
+  // One plain literal of a stable shape (no spread of base): the runner's hottest object.
   return {
-    ...base,
+    adapter: base.adapter,
+    opName: base.opName,
+    card: base.card,
+    policy: base.policy,
+    redactor: base.redactor,
+    id: base.id,
+    providerKey: base.providerKey,
+    runId: base.runId,
+    params: base.params,
+    requestFingerprint: base.requestFingerprint,
+    signal: base.signal,
+    comparison: base.comparison,
+    paramsAliases: base.paramsAliases,
+    attemptIds: base.attemptIds,
     keyRevision: needsFreshKey(base.card) ? currentRevisionNumber(prior) : 1,
     ref,
     record,
@@ -35,7 +49,7 @@ export function startOp(ctx: RunnerContext, base: OpBase, record: OperationRecor
     polls: 0,
     lastSeq: last?.seq ?? 0,
     lastHash: last?.hash ?? null,
-    receipts: [...prior],
+    receipts: prior.slice(),
     dispatchWritten,
     pendingReceipt: null,
   };
@@ -55,15 +69,16 @@ export function mayHaveCalled(ctx: RunnerContext, err: unknown, called: boolean,
 }
 
 export function stateOf(ctx: RunnerContext, op: Op, observedAt?: number): DecisionState {
+  // Every key always present (undefined where DecisionState leaves it out): one shape for every call.
   return {
-    ...(observedAt !== undefined ? { observedAt } : {}),
+    observedAt,
     // Dispatched by the claim but not sent yet: still the fresh claim it was (see Op.dispatchWritten).
     ledgerState: op.dispatchWritten ? 'claimed' : op.record.state,
     now: ctx.clock.now(),
     firstDispatchedAt: op.dispatchWritten ? null : op.record.firstDispatchedAt,
     lastDispatchedAt: op.lastDispatchedAt,
     maybeApplied: op.maybeApplied,
-    ...(op.notBefore !== undefined ? { notBefore: op.notBefore } : {}),
+    notBefore: op.notBefore,
     runAttempts: op.runAttempts,
     runStartedAt: op.startedAt,
     windowStartedAt: op.windowStartedAt,

@@ -1,8 +1,10 @@
 /** The receipt chain: each attempt's receipt sealed onto the one before it, and written with its state when the ledger can. */
 import type { AttemptId, OperationRecord, ProviderKey, Receipt, ReceiptKind, RunId, StatePatch } from '@retrysafe/contract';
 import type { Decision, Observation } from '../decide.js';
-import { sealReceipt, type ReceiptKey } from '../receipts.js';
-import { iso, type Op, type RunnerContext } from './context.js';
+import { sealNew, type ReceiptKey, type UnsealedReceipt } from '../receipts.js';
+
+
+import { iso, type Mutable, type Op, type RunnerContext } from './context.js';
 import { providerFieldErrors } from './guards.js';
 
 /** The attempt's receipt, sealed into the operation's hash chain (written by the caller). */
@@ -14,8 +16,11 @@ export function seal(
   const inner = r.obs === null ? null : r.obs.kind === 'found' ? r.obs.outcome : r.obs;
   const refs = (inner ?? {}) as { status?: number; code?: string; providerRef?: string; requestId?: string; message?: string; reason?: string; fields?: unknown };
   const message = refs.message ?? (r.obs && r.obs.kind !== 'found' && 'reason' in r.obs && typeof r.obs.reason === 'string' ? r.obs.reason : undefined);
-  const reason = r.decision.action === 'handoff' && 'reason' in r.decision ? `${r.decision.reason}: ${r.decision.why}` : r.decision.why;
-  const sealed = sealReceipt({
+  const d = r.decision;
+  const reason = d.action === 'handoff' && 'reason' in d ? `${d.reason}: ${d.why}` : d.why;
+  const redactor = op.redactor;
+  // Plain literals; the optional fields are added only when present (a receipt has no undefined keys).
+  const body: Mutable<UnsealedReceipt> = {
     businessOperationId: op.id,
     seq: op.lastSeq + 1,
     runId: op.runId,
@@ -26,19 +31,19 @@ export function seal(
     startedAt: iso(r.startedAt),
     finishedAt: iso(r.finishedAt),
     outcome: r.obs === null ? null : r.obs.kind,
-    decision: { action: r.decision.action, reason: op.redactor.text(reason), ...('delayMs' in r.decision && typeof r.decision.delayMs === 'number' ? { delayMs: r.decision.delayMs } : {}) },
+    decision: 'delayMs' in d && typeof d.delayMs === 'number' ? { action: d.action, reason: redactor.text(reason), delayMs: d.delayMs } : { action: d.action, reason: redactor.text(reason) },
     providerKey: op.providerKey,
-    ...(typeof refs.status === 'number' ? { status: refs.status } : {}),
-    ...(typeof refs.code === 'string' ? { code: op.redactor.text(refs.code) } : {}),
-    ...(typeof refs.providerRef === 'string' ? { providerRef: op.redactor.text(refs.providerRef) } : {}),
-    ...(typeof refs.requestId === 'string' ? { requestId: op.redactor.text(refs.requestId) } : {}),
-    ...(typeof message === 'string' ? { message: op.redactor.text(message) } : {}),
-    ...(inner?.kind === 'rejected' ? { rejectReason: inner.reason } : {}),
-    ...(Array.isArray(refs.fields) && refs.fields.length ? { fields: providerFieldErrors(refs.fields, op.redactor) } : {}),
     requestFingerprint: op.requestFingerprint,
     prevHash: op.lastHash,
-  }, ctx.options.receiptKey);
-  return sealed;
+  };
+  if (typeof refs.status === 'number') body.status = refs.status;
+  if (typeof refs.code === 'string') body.code = redactor.text(refs.code);
+  if (typeof refs.providerRef === 'string') body.providerRef = redactor.text(refs.providerRef);
+  if (typeof refs.requestId === 'string') body.requestId = redactor.text(refs.requestId);
+  if (typeof message === 'string') body.message = redactor.text(message);
+  if (inner?.kind === 'rejected') body.rejectReason = inner.reason;
+  if (Array.isArray(refs.fields) && refs.fields.length) body.fields = providerFieldErrors(refs.fields, redactor);
+  return sealNew(body, ctx.options.receiptKey);
 }
 
 /**
@@ -60,7 +65,7 @@ export function resolveReceipt(
   },
   key: ReceiptKey | undefined,
 ): Receipt {
-  return sealReceipt({
+  const body: Mutable<UnsealedReceipt> = {
     businessOperationId: r.record.businessOperationId,
     seq: (r.last?.seq ?? 0) + 1,
     runId: r.runId,
@@ -73,16 +78,18 @@ export function resolveReceipt(
     outcome: null,
     decision: { action: r.action, reason: r.reason },
     providerKey: r.providerKey,
-    ...(r.providerRef !== undefined ? { providerRef: r.providerRef } : {}),
     requestFingerprint: r.requestFingerprint,
     prevHash: r.last?.hash ?? null,
-  }, key);
+  };
+  if (r.providerRef !== undefined) body.providerRef = r.providerRef;
+  return sealNew(body, key);
 }
 
 /** A state and the receipt of the attempt that led to it: one transaction when the ledger can, else state then receipt. */
 export async function writeState(ctx: RunnerContext, op: Op, patch: Omit<StatePatch, 'receipt'>, sealed: Receipt | null): Promise<void> {
   if (sealed !== null && ctx.receiptWithState) {
-    op.record = await ctx.ledger.setState(op.ref, { ...patch, receipt: sealed });
+    const withReceipt: StatePatch = { state: patch.state, lastOutcome: patch.lastOutcome, result: patch.result, providerRef: patch.providerRef, statusRef: patch.statusRef, now: patch.now, receipt: sealed };
+    op.record = await ctx.ledger.setState(op.ref, withReceipt);
     recorded(op, sealed);
     return;
   }
