@@ -63,8 +63,12 @@ export interface Telemetry {
   event(event: string, level: 'info' | 'warn', fields: EventFields | undefined, operation: string | undefined): void;
 }
 
-const attrs = (operation: string, more: Record<string, string | number | boolean | undefined> = {}): Attributes =>
-  Object.fromEntries(Object.entries({ 'retrysafe.operation': operation, ...more }).filter(([, v]) => v !== undefined)) as Attributes;
+/** The operation's attributes plus `more`, without the undefined ones (a plain loop: it runs for every event). */
+function attrs(operation: string, more?: Record<string, string | number | boolean | undefined>): Attributes {
+  const out: Attributes = { 'retrysafe.operation': operation };
+  if (more !== undefined) for (const k in more) if (more[k] !== undefined) out[k] = more[k];
+  return out;
+}
 
 export function createTelemetry(options: TelemetryOptions | undefined, now: () => number): Telemetry {
   const api = require('@opentelemetry/api') as OtelApi;
@@ -136,7 +140,8 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
           s?.span.setAttribute('retrysafe.handoff.reason', f.handoffReason ?? 'unknown');
           break;
       }
-      if (s) {
+      // A span that records nothing (no SDK, or not sampled) ignores events: build none for it.
+      if (s && s.span.isRecording()) {
         const eventAttrs: Record<string, string | number | boolean | undefined> = { 'retrysafe.level': level };
         for (const [k, v] of Object.entries(f)) eventAttrs[`retrysafe.${k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}`] = v;
         s.span.addEvent(`retrysafe.${event}`, attrs(op, eventAttrs), now());

@@ -19,7 +19,7 @@ export async function send(ctx: RunnerContext, op: Op, attemptId: AttemptId): Pr
   // The late-apply window runs from the moment the request goes out, not from the write before it.
   op.lastDispatchedAt = Math.max(op.record.updatedAt, clock.now());
   op.runAttempts++;
-  log('info', 'dispatch', `provider call ${op.record.attemptCount} (run attempt ${op.runAttempts}) with key ${op.providerKey ?? '(none)'}`, op, { attempt: op.record.attemptCount });
+  log('info', 'dispatch', () => `provider call ${op.record.attemptCount} (run attempt ${op.runAttempts}) with key ${op.providerKey ?? '(none)'}`, op, { attempt: op.record.attemptCount });
   let outcome: Outcome;
   try {
     const call: Mutable<ExecuteContext> = { businessOperationId: op.id, providerKey: op.providerKey, runId: op.runId, attemptId, attempt: op.record.attemptCount, statusRef: op.record.statusRef };
@@ -30,7 +30,9 @@ export async function send(ctx: RunnerContext, op: Op, attemptId: AttemptId): Pr
   } catch (err) {
     outcome = { kind: 'unknown', cause: 'other', message: `adapter threw instead of classifying: ${errText(err)}` };
   }
-  log('info', 'outcome', `${outcome.kind}${outcome.status !== undefined ? ` (${outcome.status})` : ''}${'message' in outcome && outcome.message ? `: ${outcome.message}` : ''}`, op, { attempt: op.record.attemptCount, outcome: outcome.kind, ...(outcome.status !== undefined ? { status: outcome.status } : {}) });
+  const o = outcome;
+  const attempt = op.record.attemptCount;
+  log('info', 'outcome', () => `${o.kind}${o.status !== undefined ? ` (${o.status})` : ''}${'message' in o && o.message ? `: ${o.message}` : ''}`, op, o.status !== undefined ? { attempt, outcome: o.kind, status: o.status } : { attempt, outcome: o.kind });
   return outcome;
 }
 

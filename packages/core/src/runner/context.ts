@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { AdapterV1, BusinessOperationId, Fenced, HandoffSink, Ledger, OperationRecord, ProviderKey, Receipt, RetrySafetyCard, RunId } from '@retrysafe/contract';
+import type { AdapterV1, BusinessOperationId, Fenced, HandoffSink, Ledger, OperationRecord, OperationSpec, ProviderKey, Receipt, RetrySafetyCard, RunId } from '@retrysafe/contract';
 import { systemClock, type Clock } from '../clock.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import type { Comparison } from '../intake/index.js';
@@ -14,7 +14,8 @@ import type { RetryPolicy } from '../retry-policy.js';
 import { createTelemetry, type EventFields, type Telemetry } from '../telemetry.js';
 import type { LogEntry, RunnerOptions } from './types.js';
 
-export type Log = (level: LogEntry['level'], event: string, message: string, op?: Pick<Op, 'id' | 'card' | 'redactor'>, fields?: EventFields) => void;
+/** One runner event. `message` may be a function: it is called only when a logger is set (no text built for nobody). */
+export type Log = (level: LogEntry['level'], event: string, message: string | (() => string), op?: Pick<Op, 'id' | 'card' | 'redactor'>, fields?: EventFields) => void;
 
 export interface RunnerContext {
   readonly options: RunnerOptions;
@@ -27,6 +28,8 @@ export interface RunnerContext {
   readonly claimDispatches: boolean;
   readonly receiptWithState: boolean;
   readonly baseRedactor: Redactor;
+  /** Each operation spec's redactor before values (see intake.ts). */
+  readonly redactors: WeakMap<OperationSpec, Redactor>;
   readonly tele: Telemetry;
   readonly log: Log;
 }
@@ -100,7 +103,7 @@ export function createContext(options: RunnerOptions): RunnerContext {
       // Telemetry must not change what happens to the operation either.
     }
     if (!options.logger) return;
-    const text = (op?.redactor ?? baseRedactor).text(message);
+    const text = (op?.redactor ?? baseRedactor).text(typeof message === 'function' ? message() : message);
     try {
       options.logger({ at: iso(clock.now()), level, event, ...(op ? { businessOperationId: op.id, operation: op.card.operation } : {}), ...fields, message: text });
     } catch {
@@ -117,6 +120,7 @@ export function createContext(options: RunnerOptions): RunnerContext {
     claimDispatches: ledger.capabilities?.claimDispatch === true,
     receiptWithState: ledger.capabilities?.receiptWithState === true,
     baseRedactor,
+    redactors: new WeakMap(),
     tele,
     log,
   };

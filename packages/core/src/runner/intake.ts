@@ -5,8 +5,8 @@
 import { ConflictError, InvalidIntentError, asRunId, newRunId, type AdapterV1, type ClaimInput, type OperationRecord, type OperationSpec, type ProviderKey, type RunId } from '@retrysafe/contract';
 import { comparisonFor, intake, type Comparison } from '../intake/index.js';
 import { preclaim, type PreclaimChecked } from '../preclaim.js';
-import { createRedactor } from '../redact.js';
-import { resolvePolicy } from '../retry-policy.js';
+import { createRedactor, type Redactor } from '../redact.js';
+import { cachedPolicy } from '../retry-policy.js';
 import type { OpBase, RunnerContext } from './context.js';
 import { callerAttemptIds, checkAdapter } from './guards.js';
 import type { RunInput } from './types.js';
@@ -17,10 +17,17 @@ import type { RunInput } from './types.js';
  */
 export function checkedParams(ctx: RunnerContext, spec: OperationSpec, params: unknown, intent: unknown, valuesFrom: readonly unknown[]): PreclaimChecked {
   return preclaim(params, intent, () => {
-    let redactor = createRedactor(ctx.options.redact ?? {}, spec.sensitiveFields ?? []);
+    let redactor = operationRedactor(ctx, spec);
     for (const v of valuesFrom) redactor = redactor.withValuesFrom(v);
     return redactor;
   });
+}
+
+/** The caller's redaction options plus the operation's sensitive fields: built once per operation spec (a redactor is immutable). */
+function operationRedactor(ctx: RunnerContext, spec: OperationSpec): Redactor {
+  let r = ctx.redactors.get(spec);
+  if (r === undefined) ctx.redactors.set(spec, (r = createRedactor(ctx.options.redact ?? {}, spec.sensitiveFields ?? [])));
+  return r;
 }
 
 interface BaseFields {
@@ -41,7 +48,7 @@ export function opBase(ctx: RunnerContext, adapter: AdapterV1, opName: string, s
     adapter,
     opName,
     card: spec.card,
-    policy: resolvePolicy(spec.card, ctx.options.policy),
+    policy: cachedPolicy(spec.card, ctx.options.policy),
     redactor: f.checked.redactor,
     id: f.id,
     providerKey: f.providerKey,
@@ -115,7 +122,7 @@ export async function intakeRun(ctx: RunnerContext, adapter: AdapterV1, operatio
   // can store and the redacted copy (preclaim.ts), then the schema, the intent's normalisation and the id (intake/).
   const params = input.params ?? null;
   const checked = checkedParams(ctx, spec, params, input.intent ?? null, [input.params]);
-  const { id, intentFingerprint, paramsFingerprint, paramsAliases, comparison } = await intake(ctx.ledger, spec, input);
+  const { id, intentFingerprint, paramsFingerprint, paramsAliases, comparison } = await intake(ctx.ledger, spec, input, checked.paramsFingerprint);
   const providerKey = adapter.deriveProviderKey(operation, id);
   const runId = input.runId !== undefined ? asRunId(input.runId) : newRunId();
   const attemptIds = callerAttemptIds(input.attemptIds);

@@ -102,7 +102,8 @@ export async function drive(ctx: RunnerContext, op: Op, first: Decision): Promis
   let decision = first;
   let obs: Observation = null;
   for (;;) {
-    log('info', 'decision', `${decision.action}${'delayMs' in decision ? ` in ${decision.delayMs} ms` : ''}: ${decision.why}`, op, { decision: decision.action, ...('delayMs' in decision ? { delayMs: decision.delayMs } : {}) });
+    const d = decision;
+    log('info', 'decision', () => `${d.action}${'delayMs' in d ? ` in ${d.delayMs} ms` : ''}: ${d.why}`, op, 'delayMs' in d ? { decision: d.action, delayMs: d.delayMs } : { decision: d.action });
     if (decision.action === 'complete') return complete(ctx, op, obs, decision.adopted);
     if (decision.action === 'handoff') return handOff(ctx, op, decision);
 

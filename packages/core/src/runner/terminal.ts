@@ -25,7 +25,8 @@ export async function complete(ctx: RunnerContext, op: Op, obs: Observation, ado
   } else if (pending !== null) {
     await appendReceipt(ctx, op, pending);
   }
-  ctx.log('info', 'done', `succeeded${adopted ? ' (adopted)' : ''} after ${op.record.attemptCount} provider call(s)${providerRef ? `, ref ${providerRef}` : ''}`, op, { attempt: op.record.attemptCount, adopted });
+  const attempts = op.record.attemptCount;
+  ctx.log('info', 'done', () => `succeeded${adopted ? ' (adopted)' : ''} after ${attempts} provider call(s)${providerRef ? `, ref ${providerRef}` : ''}`, op, { attempt: attempts, adopted });
   return { status: 'done', businessOperationId: op.id, result, providerRef, adopted, attempts: op.record.attemptCount, receipts: [...op.receipts] };
 }
 
