@@ -50,7 +50,8 @@ export const TELEMETRY = {
   retryDelay: 'retrysafe.retry.delay',
 } as const;
 
-interface RunScope {
+/** One run's span and its open attempt span: handed to the function `run` runs, for its events. */
+export interface RunScope {
   readonly span: Span;
   readonly operation: string;
   attempt: Span | null;
@@ -58,9 +59,14 @@ interface RunScope {
 
 export interface Telemetry {
   /** Runs one `runner.run()` inside its span; counts the operation by how it ended. */
-  run<T extends { readonly status: string; readonly adopted?: boolean }>(info: { readonly operation: string; readonly provider: string; readonly businessOperationId: string }, fn: () => Promise<T>): Promise<T>;
+  /**
+   * `fn` gets the run's scope: pass it to `event` (the runner does). A function that takes no
+   * parameter runs inside an AsyncLocalStorage instead, so its events find the scope themselves; that
+   * costs a promise hook on every promise of the process while it runs.
+   */
+  run<T extends { readonly status: string; readonly adopted?: boolean }>(info: { readonly operation: string; readonly provider: string; readonly businessOperationId: string }, fn: (scope: RunScope) => Promise<T>): Promise<T>;
   /** One runner event (the same entry the logger gets). */
-  event(event: string, level: 'info' | 'warn', fields: EventFields | undefined, operation: string | undefined): void;
+  event(event: string, level: 'info' | 'warn', fields: EventFields | undefined, operation: string | undefined, scope?: RunScope): void;
 }
 
 /** The operation's attributes plus `more`, without the undefined ones (a plain loop: it runs for every event). */
@@ -90,7 +96,7 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
       });
       const s: RunScope = { span, operation: info.operation, attempt: null };
       try {
-        const result = await scope.run(s, fn);
+        const result = await (fn.length === 0 ? scope.run(s, () => fn(s)) : fn(s));
         const status = result.status === 'done' && result.adopted ? 'adopted' : result.status;
         span.setAttribute('retrysafe.status', status);
         if (result.status === 'handed-off') span.setStatus({ code: api.SpanStatusCode.ERROR, message: 'handed off to a person' });
@@ -108,8 +114,8 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
       }
     },
 
-    event(event, level, fields, operation) {
-      const s = scope.getStore();
+    event(event, level, fields, operation, given) {
+      const s = given ?? scope.getStore();
       const op = operation ?? s?.operation ?? '';
       const f = fields ?? {};
       switch (event) {

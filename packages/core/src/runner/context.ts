@@ -11,11 +11,11 @@ import type { Comparison } from '../intake/index.js';
 import { checkReceiptKey } from '../receipts.js';
 import { createRedactor, type Redactor } from '../redact.js';
 import type { RetryPolicy } from '../retry-policy.js';
-import { createTelemetry, type EventFields, type Telemetry } from '../telemetry.js';
+import { createTelemetry, type EventFields, type RunScope, type Telemetry } from '../telemetry.js';
 import type { LogEntry, RunnerOptions } from './types.js';
 
 /** One runner event. `message` may be a function: it is called only when a logger is set (no text built for nobody). */
-export type Log = (level: LogEntry['level'], event: string, message: string | (() => string), op?: Pick<Op, 'id' | 'card' | 'redactor'>, fields?: EventFields) => void;
+export type Log = (level: LogEntry['level'], event: string, message: string | (() => string), op?: Pick<Op, 'id' | 'card' | 'redactor'> & { readonly scope?: RunScope | undefined }, fields?: EventFields) => void;
 
 export interface RunnerContext {
   readonly options: RunnerOptions;
@@ -82,10 +82,12 @@ export interface Op {
   dispatchWritten: boolean;
   /** This attempt's receipt, to be written in the same transaction as the terminal state that follows it. */
   pendingReceipt: Receipt | null;
+  /** The telemetry scope of the run() driving it (none for recover and resolve). */
+  readonly scope: RunScope | undefined;
 }
 
 /** What an operation is before it is claimed: everything of Op that does not come from the ledger. */
-export type OpBase = Pick<Op, 'adapter' | 'opName' | 'card' | 'policy' | 'redactor' | 'id' | 'providerKey' | 'runId' | 'params' | 'requestFingerprint' | 'signal' | 'comparison' | 'paramsAliases' | 'attemptIds'>;
+export type OpBase = Pick<Op, 'adapter' | 'opName' | 'card' | 'policy' | 'redactor' | 'id' | 'providerKey' | 'runId' | 'params' | 'requestFingerprint' | 'signal' | 'comparison' | 'paramsAliases' | 'attemptIds' | 'scope'>;
 
 export const iso = (t: number) => new Date(t).toISOString();
 
@@ -98,7 +100,7 @@ export function createContext(options: RunnerOptions): RunnerContext {
   const tele = createTelemetry(options.telemetry, () => clock.now());
   const log: Log = (level, event, message, op, fields) => {
     try {
-      tele.event(event, level, fields, op?.card.operation);
+      tele.event(event, level, fields, op?.card.operation, op?.scope);
     } catch {
       // Telemetry must not change what happens to the operation either.
     }

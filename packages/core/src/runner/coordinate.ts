@@ -7,7 +7,7 @@ import { decide } from '../decide.js';
 import { needsFreshKey, nextRevision, revisionKeySource, supersedeCheck, SUPERSEDE_ACTION } from '../intake/index.js';
 import { leaseLive } from '../ledger/transitions.js';
 import type { Mutable, OpBase, RunnerContext } from './context.js';
-import { paramsConflict, withProviderKey } from './intake.js';
+import { paramsConflict, rebased } from './intake.js';
 import { drive, mayHaveCalled, startOp, stateOf } from './loop.js';
 import { resolveReceipt } from './receipt-chain.js';
 import { fromTerminal } from './terminal.js';
@@ -71,7 +71,7 @@ export async function claimAndDrive(ctx: RunnerContext, base: OpBase, claimInput
       if (claim.takenOver) log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, base);
       // The key that may already be at the provider is the one recorded: keep using it.
       const dispatchWritten = dispatch && !claim.takenOver && record.state === 'dispatched';
-      return execute(ctx, withProviderKey(base, record.providerKey), record, ref, paramsFingerprint, claimed, claim.takenOver, dispatchWritten);
+      return execute(ctx, rebased(base, record.providerKey, base.scope), record, ref, paramsFingerprint, claimed, claim.takenOver, dispatchWritten);
     }
   }
 }
@@ -160,5 +160,5 @@ export async function supersede(ctx: RunnerContext, base: OpBase, claimInput: Cl
   );
   await ledger.appendReceipt(ref, receipt);
   log('info', 'supersede', why, base);
-  return execute(ctx, withProviderKey(base, providerKey), claim.record, ref, claimInput.paramsFingerprint, { ...claimInput, providerKey }, false);
+  return execute(ctx, rebased(base, providerKey, base.scope), claim.record, ref, claimInput.paramsFingerprint, { ...claimInput, providerKey }, false);
 }

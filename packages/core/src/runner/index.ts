@@ -14,7 +14,7 @@ import type { AdapterV1 } from '@retrysafe/contract';
 import type { RunFunction } from '../typed-run.js';
 import { createContext } from './context.js';
 import { claimAndDrive } from './coordinate.js';
-import { intakeRun } from './intake.js';
+import { intakeRun, rebased } from './intake.js';
 import { recover, resolve } from './operator.js';
 import type { RecoverReport, Resolution, ResolveOptions, ResolveResult, RunInput, RunnerOptions, RunResult } from './types.js';
 
@@ -34,7 +34,8 @@ export function createRunner(options: RunnerOptions): Runner {
   const ctx = createContext(options);
   async function run(adapter: AdapterV1, operation: string, input: RunInput): Promise<RunResult> {
     const { base, claimInput } = await intakeRun(ctx, adapter, operation, input);
-    return ctx.tele.run({ operation: base.card.operation, provider: adapter.provider, businessOperationId: base.id }, () => claimAndDrive(ctx, base, claimInput, claimInput.paramsFingerprint));
+    // The run's telemetry scope travels with the operation (no AsyncLocalStorage on the hot path).
+    return ctx.tele.run({ operation: base.card.operation, provider: adapter.provider, businessOperationId: base.id }, (scope) => claimAndDrive(ctx, rebased(base, base.providerKey, scope), claimInput, claimInput.paramsFingerprint));
   }
   return {
     run: run as RunFunction,

@@ -59,11 +59,15 @@ export function opBase(ctx: RunnerContext, adapter: AdapterV1, opName: string, s
     comparison: f.comparison,
     paramsAliases: f.paramsAliases,
     attemptIds: f.attemptIds,
+    scope: undefined,
   };
 }
 
-/** `base` with the provider key that is (or will be) at the provider: the recorded one, or a new revision's. */
-export function withProviderKey(base: OpBase, providerKey: ProviderKey | null): OpBase {
+/**
+ * `base` with another provider key (the recorded one, or a new revision's) or inside a run's telemetry
+ * scope: a plain literal, not a spread with overrides.
+ */
+export function rebased(base: OpBase, providerKey: ProviderKey | null, scope: OpBase['scope']): OpBase {
   return {
     adapter: base.adapter,
     opName: base.opName,
@@ -79,6 +83,7 @@ export function withProviderKey(base: OpBase, providerKey: ProviderKey | null): 
     comparison: base.comparison,
     paramsAliases: base.paramsAliases,
     attemptIds: base.attemptIds,
+    scope,
   };
 }
 

@@ -30,6 +30,7 @@ export function startOp(ctx: RunnerContext, base: OpBase, record: OperationRecor
     comparison: base.comparison,
     paramsAliases: base.paramsAliases,
     attemptIds: base.attemptIds,
+    scope: base.scope,
     keyRevision: needsFreshKey(base.card) ? currentRevisionNumber(prior) : 1,
     ref,
     record,
