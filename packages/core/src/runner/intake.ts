@@ -65,26 +65,11 @@ export function opBase(ctx: RunnerContext, adapter: AdapterV1, opName: string, s
 
 /**
  * `base` with another provider key (the recorded one, or a new revision's) or inside a run's telemetry
- * scope: a plain literal, not a spread with overrides.
+ * scope. A spread that only overrides keys `base` already has keeps its shape (V8's slow path is a
+ * spread followed by new keys).
  */
 export function rebased(base: OpBase, providerKey: ProviderKey | null, scope: OpBase['scope']): OpBase {
-  return {
-    adapter: base.adapter,
-    opName: base.opName,
-    card: base.card,
-    policy: base.policy,
-    redactor: base.redactor,
-    id: base.id,
-    providerKey,
-    runId: base.runId,
-    params: base.params,
-    requestFingerprint: base.requestFingerprint,
-    signal: base.signal,
-    comparison: base.comparison,
-    paramsAliases: base.paramsAliases,
-    attemptIds: base.attemptIds,
-    scope,
-  };
+  return { ...base, providerKey, scope };
 }
 
 /** A claim by this worker of the operation `base` stands for, as `record`-less fields name it. */
