@@ -4,7 +4,7 @@ import { ConflictError, InvalidIdError, InvalidIntentError, InvalidParamsError, 
 import { identityOf, paramsErrors } from './intake/index.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { cardToolMeta, type CardToolMeta } from './card-meta.js';
-import type { Runner, RunResult } from './runner.js';
+import type { Runner, RunResult } from './runner/index.js';
 
 /** What an agent sees of one operation: tool name, description, input schema and hints from the card. */
 export interface AgentToolDefinition {

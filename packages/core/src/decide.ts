@@ -1,4 +1,4 @@
-import { absenceProvenFrom, cardMargin, keyFoldsResends, lookupAvailable, resendSafety, type HandoffReason, type LookupResult, type OperationState, type Outcome, type RetrySafetyCard } from '@retrysafe/contract';
+import { absenceProvenFrom, cardMargin, keyFoldsResends, lookupAvailable, resendSafety, type HandoffReason, type LookupResult, type OperationState, type Outcome, type RetrySafetyCard, type StatePatch } from '@retrysafe/contract';
 import { planPoll, planRetry, type RetryPolicy } from './retry-policy.js';
 
 // The card rules live in the contract (card-rules.ts, one owner); core keeps exporting them under their old names.
@@ -63,6 +63,63 @@ export type Decision =
   | { readonly action: 'lookup'; readonly delayMs: number; readonly why: string }
   /** Stop; a person takes over. */
   | { readonly action: 'handoff'; readonly reason: HandoffReason; readonly why: string };
+
+/**
+ * A lookup's "not found", judged when the lookup was asked (see absenceProvenFrom): proven, never
+ * provable (why), or asked too early (from when it would be). The one reading of decide's not-found row.
+ */
+type NotFoundVerdict = { readonly proven: true } | { readonly proven: false; readonly never: string } | { readonly proven: false; readonly at: number };
+
+function notFoundVerdict(card: RetrySafetyCard, state: DecisionState, clockSkewMarginMs: number): NotFoundVerdict {
+  const proof = absenceProvenFrom(card, state, clockSkewMarginMs);
+  if ('never' in proof) return { proven: false, never: proof.never };
+  return (state.observedAt ?? state.now) >= proof.at ? { proven: true } : { proven: false, at: proof.at };
+}
+
+/** Ledger states in which an attempt may have been applied: dispatched, and not known since to have failed or succeeded. */
+export const MAYBE_APPLIED_STATES: readonly OperationState[] = ['dispatched', 'unknown', 'reconciling', 'in-progress'];
+
+/** What an observation writes to the ledger before the next decision (the terminal states are written by complete/handoff). */
+export type ObservedPatch = Pick<StatePatch, 'state' | 'lastOutcome' | 'statusRef' | 'providerRef'>;
+
+/**
+ * What an observation means for the operation's ledger state, as one pure function beside decide:
+ * whether an earlier attempt may now have been applied (`maybeApplied`, carried to the next decision)
+ * and the state to write now (`patch`; null: nothing to write, the terminal write follows).
+ * `state` is the DecisionState the observation was judged in (its ledgerState, maybeApplied, observedAt).
+ */
+export function observationPatch(card: RetrySafetyCard, state: DecisionState, obs: Exclude<Observation, null>, clockSkewMarginMs: number = cardMargin(card)): { readonly maybeApplied: boolean; readonly patch: ObservedPatch | null } {
+  const inner = obs.kind === 'found' ? obs.outcome : obs;
+  let maybeApplied = state.maybeApplied ?? false;
+  if (inner.kind === 'unknown' || inner.kind === 'in-progress') maybeApplied = true;
+  // Only an authoritative "not found" clears it: one asked inside the lookup's consistency delay of
+  // the last dispatch proves nothing, so the operation stays `unknown` (a recovery must look again,
+  // never send as if nothing had been applied).
+  if (inner.kind === 'not-found' && notFoundVerdict(card, state, clockSkewMarginMs).proven) maybeApplied = false;
+  switch (inner.kind) {
+    case 'in-progress':
+      return {
+        maybeApplied,
+        patch: {
+          state: 'in-progress',
+          lastOutcome: obs.kind === 'found' ? 'found' : 'in-progress',
+          ...(inner.statusRef !== undefined ? { statusRef: inner.statusRef } : {}),
+          ...(inner.providerRef !== undefined ? { providerRef: inner.providerRef } : {}),
+        },
+      };
+    case 'unknown':
+      return { maybeApplied, patch: { state: 'unknown', lastOutcome: 'unknown' } };
+    case 'not-applied':
+    case 'not-found':
+      // Nothing applied so far: like a fresh claim, a recovery may simply send it. But if an earlier
+      // attempt may have been applied, the operation stays unknown, so a recovery reconciles first.
+      return { maybeApplied, patch: { state: maybeApplied ? 'unknown' : 'claimed', lastOutcome: inner.kind } };
+    case 'cannot-tell':
+      return { maybeApplied, patch: { state: state.ledgerState === 'in-progress' ? 'in-progress' : 'reconciling', lastOutcome: 'cannot-tell' } };
+    default:
+      return { maybeApplied, patch: null }; // succeeded / replayed / rejected: the terminal state is written next
+  }
+}
 
 /** The answer is a 5xx that the provider stored under the key (card storedResult.includesErrors): a same-key re-send only replays it. */
 function storedError(card: RetrySafetyCard, o: Outcome): boolean {
@@ -130,12 +187,11 @@ export function decide(card: RetrySafetyCard, state: DecisionState, observation:
     }
     case 'not-found': {
       // The late-apply row: absence is proven only once the last attempt can no longer land and would show.
-      const proof = absenceProvenFrom(card, state, margin(card, budget));
-      if ('never' in proof) return keepLooking(card, state, budget, undefined, `lookup found nothing, but ${proof.never}: an absent result proves nothing`);
-      const askedAt = state.observedAt ?? state.now;
-      if (askedAt < proof.at) {
+      const verdict = notFoundVerdict(card, state, margin(card, budget));
+      if ('never' in verdict) return keepLooking(card, state, budget, undefined, `lookup found nothing, but ${verdict.never}: an absent result proves nothing`);
+      if ('at' in verdict) {
         const late = card.lookup.lateApplyBound?.value;
-        return keepLooking(card, state, budget, Math.max(1, proof.at - state.now), `lookup found nothing, but it asked before the last attempt could no longer land and show (last dispatch + late-apply bound ${String(late)} + consistency delay ${String(card.lookup.consistencyDelay.value)})`);
+        return keepLooking(card, state, budget, Math.max(1, verdict.at - state.now), `lookup found nothing, but it asked before the last attempt could no longer land and show (last dispatch + late-apply bound ${String(late)} + consistency delay ${String(card.lookup.consistencyDelay.value)})`);
       }
       return retryNotApplied(state, budget, undefined, 'authoritative lookup found nothing: the effect was not applied');
     }

@@ -1,5 +1,5 @@
-export { createRunner } from './runner.js';
-export type { Runner, RunnerOptions, RunInput, RunResult, RecoverReport, Resolution, ResolveOptions, ResolveResult, LogEntry } from './runner.js';
+export { createRunner } from './runner/index.js';
+export type { Runner, RunnerOptions, RunInput, RunResult, RecoverReport, Resolution, ResolveOptions, ResolveResult, LogEntry } from './runner/index.js';
 export type { RunFunction, TypedRunInput, TypedRunResult } from './typed-run.js';
 export { createTelemetry, TELEMETRY, type EventFields, type Telemetry, type TelemetryOptions } from './telemetry.js';
 export { decide, resendSafety, lookupAvailable, notFoundIsAuthoritative, absenceProvenFrom, cardMargin } from './decide.js';

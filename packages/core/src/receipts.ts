@@ -57,6 +57,16 @@ export function sealReceipt(body: UnsealedReceipt, key?: ReceiptKey): Receipt {
   return { ...rest, hash: receiptHash(rest, key) };
 }
 
+/**
+ * sealReceipt for a body the caller has just built and hands over (it has no `hash`, and nobody else
+ * holds it): the hash is added to that object instead of a copy. Same hash, same receipt.
+ */
+export function sealNew(body: UnsealedReceipt, key?: ReceiptKey): Receipt {
+  const hash = receiptHash(body, key);
+  (body as { hash?: string }).hash = hash;
+  return body as Receipt;
+}
+
 /** What the operation row records about its receipts (head hash and length), written with each receipt. */
 export interface ReceiptChainAnchor {
   readonly head: string | null;

@@ -283,7 +283,7 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
         seen.delete(v);
       }
     };
-    return {
+    const self: Redactor = {
       params: (v) => walk(v, [], new Set()),
       text,
       withValuesFrom(params: unknown): Redactor {
@@ -300,9 +300,12 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
           else for (const [k, x] of Object.entries(v)) collect(x, [...path, k], here, seen);
         };
         collect(params, [], false, new Set());
+        // Nothing new to blank: this redactor already is that one.
+        if (found.size === values.length) return self;
         // Longest first, so a value containing another is blanked whole.
         return build([...found].sort((a, b) => b.length - a.length));
       },
     };
+    return self;
   }
 }

@@ -50,6 +50,26 @@ export function resolvePolicy(card: RetrySafetyCard, overrides: PolicyOverrides 
   return p;
 }
 
+const NO_OVERRIDES: PolicyOverrides = Object.freeze({});
+const resolved = new WeakMap<RetrySafetyCard, WeakMap<PolicyOverrides, RetryPolicy>>();
+
+/**
+ * resolvePolicy, once per card object and overrides object (a runner's policy is fixed when it is
+ * created; cards do not change): the same frozen policy for every operation of that card. A policy
+ * that is refused is refused every time (nothing is cached then).
+ */
+export function cachedPolicy(card: RetrySafetyCard, overrides: PolicyOverrides | undefined): RetryPolicy {
+  const key = overrides ?? NO_OVERRIDES;
+  let byOverrides = resolved.get(card);
+  let p = byOverrides?.get(key);
+  if (p === undefined) {
+    p = Object.freeze(resolvePolicy(card, overrides));
+    if (byOverrides === undefined) resolved.set(card, (byOverrides = new WeakMap()));
+    byOverrides.set(key, p);
+  }
+  return p;
+}
+
 /**
  * A policy and a card that cannot work together are refused before anything is claimed or sent (issue 15
  * item 8): when the card bounds both the lookup's consistency delay and its late-apply window, a lookup

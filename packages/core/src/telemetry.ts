@@ -50,7 +50,8 @@ export const TELEMETRY = {
   retryDelay: 'retrysafe.retry.delay',
 } as const;
 
-interface RunScope {
+/** One run's span and its open attempt span: handed to the function `run` runs, for its events. */
+export interface RunScope {
   readonly span: Span;
   readonly operation: string;
   attempt: Span | null;
@@ -58,13 +59,22 @@ interface RunScope {
 
 export interface Telemetry {
   /** Runs one `runner.run()` inside its span; counts the operation by how it ended. */
-  run<T extends { readonly status: string; readonly adopted?: boolean }>(info: { readonly operation: string; readonly provider: string; readonly businessOperationId: string }, fn: () => Promise<T>): Promise<T>;
+  /**
+   * `fn` gets the run's scope: pass it to `event` (the runner does). A function that takes no
+   * parameter runs inside an AsyncLocalStorage instead, so its events find the scope themselves; that
+   * costs a promise hook on every promise of the process while it runs.
+   */
+  run<T extends { readonly status: string; readonly adopted?: boolean }>(info: { readonly operation: string; readonly provider: string; readonly businessOperationId: string }, fn: (scope: RunScope) => Promise<T>): Promise<T>;
   /** One runner event (the same entry the logger gets). */
-  event(event: string, level: 'info' | 'warn', fields: EventFields | undefined, operation: string | undefined): void;
+  event(event: string, level: 'info' | 'warn', fields: EventFields | undefined, operation: string | undefined, scope?: RunScope): void;
 }
 
-const attrs = (operation: string, more: Record<string, string | number | boolean | undefined> = {}): Attributes =>
-  Object.fromEntries(Object.entries({ 'retrysafe.operation': operation, ...more }).filter(([, v]) => v !== undefined)) as Attributes;
+/** The operation's attributes plus `more`, without the undefined ones (a plain loop: it runs for every event). */
+function attrs(operation: string, more?: Record<string, string | number | boolean | undefined>): Attributes {
+  const out: Attributes = { 'retrysafe.operation': operation };
+  if (more !== undefined) for (const k in more) if (more[k] !== undefined) out[k] = more[k];
+  return out;
+}
 
 export function createTelemetry(options: TelemetryOptions | undefined, now: () => number): Telemetry {
   const api = require('@opentelemetry/api') as OtelApi;
@@ -86,7 +96,7 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
       });
       const s: RunScope = { span, operation: info.operation, attempt: null };
       try {
-        const result = await scope.run(s, fn);
+        const result = await (fn.length === 0 ? scope.run(s, () => fn(s)) : fn(s));
         const status = result.status === 'done' && result.adopted ? 'adopted' : result.status;
         span.setAttribute('retrysafe.status', status);
         if (result.status === 'handed-off') span.setStatus({ code: api.SpanStatusCode.ERROR, message: 'handed off to a person' });
@@ -104,8 +114,8 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
       }
     },
 
-    event(event, level, fields, operation) {
-      const s = scope.getStore();
+    event(event, level, fields, operation, given) {
+      const s = given ?? scope.getStore();
       const op = operation ?? s?.operation ?? '';
       const f = fields ?? {};
       switch (event) {
@@ -136,7 +146,8 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
           s?.span.setAttribute('retrysafe.handoff.reason', f.handoffReason ?? 'unknown');
           break;
       }
-      if (s) {
+      // A span that records nothing (no SDK, or not sampled) ignores events: build none for it.
+      if (s && s.span.isRecording()) {
         const eventAttrs: Record<string, string | number | boolean | undefined> = { 'retrysafe.level': level };
         for (const [k, v] of Object.entries(f)) eventAttrs[`retrysafe.${k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}`] = v;
         s.span.addEvent(`retrysafe.${event}`, attrs(op, eventAttrs), now());

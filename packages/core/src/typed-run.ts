@@ -1,5 +1,5 @@
 import type { AdapterV1, OperationName, OperationParams, OperationResult } from '@retrysafe/contract';
-import type { RunInput, RunResult } from './runner.js';
+import type { RunInput, RunResult } from './runner/types.js';
 
 /** `RunInput` whose params are the operation's declared params type. */
 export type TypedRunInput<P> = Omit<RunInput, 'params'> & { readonly params: P };

@@ -70,6 +70,21 @@ describe('receipt chain: anchored on the row, keyed with an HMAC, verifiable off
     expect(verifyReceiptChain([old], { keys: { k2026: '0123456789abcdef-secret' } })).toMatchObject({ ok: false, reason: expect.stringMatching(/k2025.*not in the keyring/) });
   });
 
+  it('with a key, every receipt of the chain is keyed: also the supersede receipt of a corrected request (it was sealed without the key, and the chain failed verification)', async () => {
+    const keys = parseReceiptKeys('k2026:0123456789abcdef-secret');
+    const { provider, adapter, runner, ledger } = setup({}, { receiptKey: keys.current });
+    provider.failNext({ kind: 'rejected' });
+    const first = await runner.run(adapter, OP, { params: { ref: 'keyed-rev', note: 'x' } });
+    expect(first.status).toBe('handed-off');
+    const corrected = await runner.run(adapter, OP, { params: { ref: 'keyed-rev', note: 'y' } });
+    expect(corrected.status).toBe('done');
+    const receipts = await ledger.receipts(corrected.businessOperationId);
+    expect(receipts.map((x) => x.kind)).toContain('resolve');
+    expect(receipts.filter((x) => !/^hmac-sha256:k2026:/.test(x.hash)).map((x) => `${x.seq} ${x.kind} ${x.decision.action}`)).toEqual([]);
+    const anchor = (await ledger.get(corrected.businessOperationId))!.receiptChain!;
+    expect(verifyReceiptChain(receipts, { keys: keys.keyring, anchor })).toEqual({ ok: true });
+  });
+
   it('a bad key is refused when the runner is built, never mid-run, and its secret is never echoed', () => {
     const ledger = setup().ledger;
     expect(() => createRunner({ ledger, receiptKey: { id: 'k', secret: 'short-s3cret' } })).toThrow(RunnerConfigurationError);

@@ -2,7 +2,7 @@ import { metrics, trace } from '@opentelemetry/api';
 import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { TELEMETRY, type LogEntry } from '@retrysafe/core';
+import { createTelemetry, TELEMETRY, type LogEntry } from '@retrysafe/core';
 import { setup } from './helpers.js';
 
 // Spans and metrics read back through the OpenTelemetry SDK's in-memory exporters; the runner only
@@ -99,5 +99,26 @@ describe('telemetry through an in-memory exporter', () => {
     const { adapter: a2, runner: r2 } = setup();
     await r2.run(a2, OP, { params: { ref: 'after-sdk', amount: 1 } });
     expect(byName(TELEMETRY.runSpan)).toHaveLength(1);
+  });
+
+  it('createTelemetry on its own: events find their run by the scope run() hands over, or (a function without parameters) by themselves', async () => {
+    const tele = createTelemetry({ tracerProvider, meterProvider }, () => Date.now());
+    const info = { operation: 'x.op', provider: 'x', businessOperationId: 'id-1' };
+    await tele.run(info, async (scope) => {
+      tele.event('dispatch', 'info', { attempt: 1 }, 'x.op', scope);
+      tele.event('outcome', 'info', { attempt: 1, outcome: 'succeeded' }, 'x.op', scope);
+      return { status: 'done' };
+    });
+    await tele.run(info, async () => {
+      await Promise.resolve();
+      tele.event('dispatch', 'info', { attempt: 1 }, 'x.op', undefined);
+      tele.event('outcome', 'info', { attempt: 1, outcome: 'succeeded' }, 'x.op', undefined);
+      return { status: 'done' };
+    });
+    const runs = byName(TELEMETRY.runSpan);
+    const attempts = byName(TELEMETRY.attemptSpan);
+    expect(runs).toHaveLength(2);
+    expect(attempts.map((a) => a.parentSpanContext?.spanId)).toEqual(runs.map((r) => r.spanContext().spanId));
+    for (const r of runs) expect(r.events.map((e) => e.name)).toEqual(['retrysafe.dispatch', 'retrysafe.outcome']);
   });
 });

@@ -1,5 +1,7 @@
 import {
   businessOperationId as deriveV1,
+  canonicalJson,
+  sha256Hex,
   differingPaths,
   fingerprint,
   normalizeIntent,
@@ -28,13 +30,31 @@ export interface Comparison {
   differences(stored: unknown, next: unknown): string[];
 }
 
+const comparisons = new WeakMap<RetrySafetyCard, { readonly comparison: Comparison; readonly normalizes: boolean }>();
+
+function declared(card: RetrySafetyCard): { readonly comparison: Comparison; readonly normalizes: boolean } {
+  let d = comparisons.get(card);
+  if (d === undefined) comparisons.set(card, (d = buildComparison(card)));
+  return d;
+}
+
+/** The comparison a card declares (built once per card object: cards do not change). */
 export function comparisonFor(card: RetrySafetyCard): Comparison {
+  return declared(card).comparison;
+}
+
+/** Whether the card's comparison changes params before they are fingerprinted (else the fingerprint is the params' own). */
+export function normalizesParams(card: RetrySafetyCard): boolean {
+  return declared(card).normalizes;
+}
+
+function buildComparison(card: RetrySafetyCard): { readonly comparison: Comparison; readonly normalizes: boolean } {
   const rules: { field: string; steps: readonly NormalizationStep[] }[] = [
     ...(card.businessOperationId.normalize ?? []),
     ...(card.paramComparison ?? []).filter((p) => p.compare === 'normalized').map((p) => ({ field: p.field, steps: p.steps ?? [] })),
   ];
   const comparable = (params: unknown) => normalizeParams(params ?? null, rules);
-  return {
+  const comparison: Comparison = {
     comparable,
     paramsFingerprint: (params) => fingerprint(comparable(params)),
     paramsAliases: (params) => {
@@ -44,6 +64,7 @@ export function comparisonFor(card: RetrySafetyCard): Comparison {
     },
     differences: (stored, next) => differingPaths(comparable(stored), comparable(next)),
   };
+  return { comparison, normalizes: rules.length > 0 };
 }
 
 export interface Identity {
@@ -69,11 +90,33 @@ export function identityOf(spec: OperationSpec, input: { params: unknown; busine
   const raw = input.intent ?? pickIntent(input.params, spec.intentFields);
   const v2 = card.businessOperationId.idRule === 'v2';
   const intent = v2 ? normalizeIntent(raw, card.businessOperationId.normalize) : raw;
-  const intentFingerprint = fingerprint({ operation: card.operation, intent });
+  // One canonical text and one digest of { operation, intent }: the fingerprint and the derived id are both of it.
+  const intentJson = canonicalJson({ operation: card.operation, intent });
+  const digest = sha256Hex(intentJson);
+  const intentFingerprint = 'sha256:' + digest;
   const given = input.businessOperationId !== undefined ? asBusinessOperationId(input.businessOperationId) : undefined;
-  const id = given ?? deriveV1(card.operation, intent);
-  const rawFingerprint = v2 ? fingerprint({ operation: card.operation, intent: raw }) : intentFingerprint;
-  if (rawFingerprint === intentFingerprint) return { id, intent, intentFingerprint };
+  const id = given ?? idFromDigest(card.operation, intent, digest);
+  if (!v2) return { id, intent, intentFingerprint };
+  const rawJson = canonicalJson({ operation: card.operation, intent: raw });
+  if (rawJson === intentJson) return { id, intent, intentFingerprint };
   // A caller-given id keeps its id; only the fingerprint it was stored with may be the raw one.
-  return { id, intent, intentFingerprint, legacy: { id: given ?? deriveV1(card.operation, raw), intentFingerprint: rawFingerprint } };
+  return { id, intent, intentFingerprint, legacy: { id: given ?? deriveV1(card.operation, raw), intentFingerprint: 'sha256:' + sha256Hex(rawJson) } };
+}
+
+/** Operation names the contract's id rule has accepted once (its name check depends on the name only). */
+const acceptedOperations = new Set<string>();
+
+/**
+ * The contract's v1 id (`businessOperationId(operation, intent)`: `<operation>:` + 32 hex of the SHA-256
+ * of canonical { operation, intent }) from that digest, already taken for the fingerprint. Anything
+ * the contract's rule would refuse (an operation name not yet seen, an intent that is not a non-empty
+ * plain object) is asked of the contract itself, which throws its own error.
+ */
+function idFromDigest(operation: string, intent: Record<string, unknown>, digest: string): BusinessOperationId {
+  if (!acceptedOperations.has(operation) || typeof intent !== 'object' || intent === null || Array.isArray(intent) || Object.keys(intent).length === 0) {
+    const id = deriveV1(operation, intent);
+    acceptedOperations.add(operation);
+    return id;
+  }
+  return asBusinessOperationId(`${operation}:${digest.slice(0, 32)}`);
 }

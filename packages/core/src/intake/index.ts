@@ -4,7 +4,7 @@
  * an intent written before normalisation looked up), and the comparison rules for params.
  */
 import type { BusinessOperationId, Ledger, OperationSpec } from '@retrysafe/contract';
-import { comparisonFor, identityOf, type Comparison } from './identity.js';
+import { comparisonFor, identityOf, normalizesParams, type Comparison } from './identity.js';
 import { assertParams } from './params-schema.js';
 
 export { comparisonFor, identityOf, type Comparison, type Identity } from './identity.js';
@@ -25,11 +25,14 @@ export async function intake(
   ledger: Ledger,
   spec: OperationSpec,
   input: { readonly params: unknown; readonly businessOperationId?: string; readonly intent?: Record<string, unknown> },
+  /** The fingerprint of the params as written (`sha256:` of their canonical JSON), when the caller has it already (preclaim). */
+  rawParamsFingerprint?: string,
 ): Promise<Intake> {
   assertParams(spec, input.params);
   const identity = identityOf(spec, input);
   const comparison = comparisonFor(spec.card);
-  const paramsFingerprint = comparison.paramsFingerprint(input.params);
+  // Without declared normalisation the compared params are the params as written: their fingerprint is that one.
+  const paramsFingerprint = rawParamsFingerprint !== undefined && !normalizesParams(spec.card) ? rawParamsFingerprint : comparison.paramsFingerprint(input.params);
   const paramsAliases = comparison.paramsAliases(input.params);
   let { id, intentFingerprint } = identity;
   if (identity.legacy) {

@@ -174,7 +174,7 @@ function packet(reason: string, rec: OperationRecord): HandoffPacket {
   return { reason, lastKnown: { outcome: rec.lastOutcome }, safeNextActions: [] } as unknown as HandoffPacket;
 }
 
-/** A worker's next step(s) from its program counter. Mirrors the runner's loop (packages/core/src/runner.ts). */
+/** A worker's next step(s) from its program counter. Mirrors the runner's loop (packages/core/src/runner/loop.ts). */
 function workerSteps(ctx: Ctx, w: World, i: number): Succ[] {
   const me = w.ws[i]!;
   if (me.paused || me.pc === 'done' || me.pc === 'crashed') return [];

@@ -1,0 +1,132 @@
+/**
+ * What every room of the runner shares: the worker's ledger, clock and identity, the options it was
+ * created with, and its one log function; and the shape of one operation being driven (Op).
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { AdapterV1, BusinessOperationId, Fenced, HandoffSink, Ledger, OperationRecord, OperationSpec, ProviderKey, Receipt, RetrySafetyCard, RunId } from '@retrysafe/contract';
+import { systemClock, type Clock } from '../clock.js';
+import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
+import type { Comparison } from '../intake/index.js';
+import { checkReceiptKey } from '../receipts.js';
+import { createRedactor, type Redactor } from '../redact.js';
+import type { RetryPolicy } from '../retry-policy.js';
+import { createTelemetry, type EventFields, type RunScope, type Telemetry } from '../telemetry.js';
+import type { LogEntry, RunnerOptions } from './types.js';
+
+/** One runner event. `message` may be a function: it is called only when a logger is set (no text built for nobody). */
+export type Log = (level: LogEntry['level'], event: string, message: string | (() => string), op?: Pick<Op, 'id' | 'card' | 'redactor'> & { readonly scope?: RunScope | undefined }, fields?: EventFields) => void;
+
+export interface RunnerContext {
+  readonly options: RunnerOptions;
+  readonly ledger: Ledger;
+  readonly clock: Clock;
+  readonly random: () => number;
+  readonly owner: string;
+  readonly sink: HandoffSink | undefined;
+  /** Optional ledger features (LedgerCapabilities): with both, a clean run is two durable writes. */
+  readonly claimDispatches: boolean;
+  readonly receiptWithState: boolean;
+  readonly baseRedactor: Redactor;
+  /** Each operation spec's redactor before values (see intake.ts). */
+  readonly redactors: WeakMap<OperationSpec, Redactor>;
+  readonly tele: Telemetry;
+  readonly log: Log;
+}
+
+/** One operation being driven by this worker. */
+export interface Op {
+  readonly adapter: AdapterV1;
+  readonly opName: string;
+  readonly card: RetrySafetyCard;
+  readonly policy: RetryPolicy;
+  readonly redactor: Redactor;
+  readonly id: BusinessOperationId;
+  readonly providerKey: ProviderKey | null;
+  readonly runId: RunId;
+  readonly params: unknown;
+  readonly requestFingerprint: string;
+  readonly signal: AbortSignal | undefined;
+  /** How params are compared with the stored ones (the card's declaration). */
+  readonly comparison: Comparison;
+  /** Fingerprints the same params may be stored under (before the declaration normalised them). */
+  readonly paramsAliases: readonly string[];
+  /** The revision the provider key was derived for (1 unless superseded with a fresh key). */
+  readonly keyRevision: number;
+  readonly attemptIds: (() => string) | undefined;
+  ref: Fenced;
+  record: OperationRecord;
+  /** Latest dispatch, or an upper bound of it when taken over (see DecisionState.lastDispatchedAt). */
+  lastDispatchedAt: number | null;
+  /** When this worker's lease runs out, as far as it knows. */
+  leaseExpiresAt: number;
+  readonly startedAt: number;
+  /** Taken over from a worker that died after dispatching: an inconclusive end is a crash-recovery handoff. */
+  readonly recovering: boolean;
+  /** An earlier attempt may have been applied (see DecisionState.maybeApplied). */
+  maybeApplied: boolean;
+  /** The provider's last Retry-After as epoch ms (see DecisionState.notBefore). */
+  notBefore: number | undefined;
+  runAttempts: number;
+  windowStartedAt: number | null;
+  polls: number;
+  lastSeq: number;
+  lastHash: string | null;
+  /** The operation's receipts as written (earlier ones read at the start, then this worker's own). */
+  receipts: Receipt[];
+  /**
+   * The claim created the operation already `dispatched` for this first send (ClaimInput.dispatch), and
+   * the provider has not been called yet: the first send writes nothing more, and until then the
+   * decisions see it as the fresh claim it is.
+   */
+  dispatchWritten: boolean;
+  /** This attempt's receipt, to be written in the same transaction as the terminal state that follows it. */
+  pendingReceipt: Receipt | null;
+  /** The telemetry scope of the run() driving it (none for recover and resolve). */
+  readonly scope: RunScope | undefined;
+}
+
+/** What an operation is before it is claimed: everything of Op that does not come from the ledger. */
+export type OpBase = Pick<Op, 'adapter' | 'opName' | 'card' | 'policy' | 'redactor' | 'id' | 'providerKey' | 'runId' | 'params' | 'requestFingerprint' | 'signal' | 'comparison' | 'paramsAliases' | 'attemptIds' | 'scope'>;
+
+export const iso = (t: number) => new Date(t).toISOString();
+
+export function createContext(options: RunnerOptions): RunnerContext {
+  if (typeof options !== 'object' || options === null || !options.ledger) throw new RunnerConfigurationError('ledger', 'createRunner needs { ledger }');
+  const ledger = options.ledger;
+  const clock = options.clock ?? systemClock;
+  const baseRedactor = createRedactor(options.redact ?? {});
+  if (options.receiptKey !== undefined) checkReceiptKey(options.receiptKey, (why) => new RunnerConfigurationError('receiptKey', why));
+  const tele = createTelemetry(options.telemetry, () => clock.now());
+  const log: Log = (level, event, message, op, fields) => {
+    try {
+      tele.event(event, level, fields, op?.card.operation, op?.scope);
+    } catch {
+      // Telemetry must not change what happens to the operation either.
+    }
+    if (!options.logger) return;
+    const text = (op?.redactor ?? baseRedactor).text(typeof message === 'function' ? message() : message);
+    try {
+      options.logger({ at: iso(clock.now()), level, event, ...(op ? { businessOperationId: op.id, operation: op.card.operation } : {}), ...fields, message: text });
+    } catch {
+      // A failing logger must not change what happens to the operation.
+    }
+  };
+  return {
+    options,
+    ledger,
+    clock,
+    random: options.random ?? Math.random,
+    owner: options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+    sink: options.handoff,
+    claimDispatches: ledger.capabilities?.claimDispatch === true,
+    receiptWithState: ledger.capabilities?.receiptWithState === true,
+    baseRedactor,
+    redactors: new WeakMap(),
+    tele,
+    log,
+  };
+}
+
+/** A literal built here and filled in before it is handed over (optional fields only when present). */
+export type Mutable<T> = { -readonly [K in keyof T]: T[K] };

@@ -1,0 +1,86 @@
+/** The adapter boundary: what the runner checks of an adapter before using it, and of what it answers. */
+import {
+  AdapterConfigurationError,
+  CardValidationError,
+  OUTCOME_KINDS,
+  SPECIFICATION_VERSION,
+  UnknownOperationError,
+  UnsupportedSpecificationVersionError,
+  asAttemptId,
+  validateCard,
+  type AdapterV1,
+  type LookupResult,
+  type OperationRecord,
+  type OperationSpec,
+  type Outcome,
+} from '@retrysafe/contract';
+import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
+import type { Redactor } from '../redact.js';
+
+const validatedCards = new WeakMap<object, true>();
+
+/** The shape the runner relies on, checked before anything else, so a garbage adapter is a typed error and never a TypeError. */
+export function checkAdapterShape(adapter: AdapterV1): void {
+  if (typeof adapter !== 'object' || adapter === null) throw new RunnerConfigurationError('adapter', 'expected an adapter object');
+  if (adapter.specificationVersion !== SPECIFICATION_VERSION) throw new UnsupportedSpecificationVersionError(String(adapter.provider), adapter.specificationVersion);
+  const provider = typeof adapter.provider === 'string' && adapter.provider.length > 0 ? adapter.provider : null;
+  if (provider === null) throw new RunnerConfigurationError('adapter', 'adapter.provider must be a non-empty string');
+  if (typeof adapter.operations !== 'object' || adapter.operations === null) throw new AdapterConfigurationError(provider, 'adapter.operations must be an object of operation specs');
+  for (const m of ['deriveProviderKey', 'doExecute', 'doLookup'] as const) if (typeof adapter[m] !== 'function') throw new AdapterConfigurationError(provider, `adapter.${m} must be a function`);
+}
+
+export function checkAdapter(adapter: AdapterV1, operation: string): OperationSpec {
+  checkAdapterShape(adapter);
+  const spec = Object.prototype.hasOwnProperty.call(adapter.operations, operation) ? adapter.operations[operation] : undefined;
+  if (!spec) throw new UnknownOperationError(adapter.provider, operation, Object.keys(adapter.operations));
+  if (typeof spec !== 'object' || typeof spec.card !== 'object' || spec.card === null || !Array.isArray(spec.intentFields)) throw new AdapterConfigurationError(adapter.provider, `operation ${operation}: expected { card, intentFields, … }`);
+  if (!validatedCards.has(spec.card)) {
+    const v = validateCard(spec.card);
+    if (!v.ok) throw new CardValidationError(String(spec.card?.operation ?? operation), v.problems);
+    validatedCards.set(spec.card, true);
+  }
+  return spec;
+}
+
+/** The adapter (and its operation name) that performs a stored operation, from those given. */
+export function findAdapter(adapters: readonly AdapterV1[], record: OperationRecord): { adapter: AdapterV1; opName: string } | null {
+  for (const adapter of adapters) {
+    if (adapter.provider !== record.provider) continue;
+    for (const [opName, spec] of Object.entries(adapter.operations)) if ((spec as OperationSpec | null)?.card?.operation === record.operation) return { adapter, opName };
+  }
+  return null;
+}
+
+export function isOutcome(o: unknown): o is Outcome {
+  return typeof o === 'object' && o !== null && OUTCOME_KINDS.includes((o as Outcome).kind);
+}
+
+export function isLookupResult(o: unknown): o is LookupResult {
+  if (typeof o !== 'object' || o === null) return false;
+  const k = (o as LookupResult).kind;
+  if (k === 'found') return isOutcome((o as { outcome: unknown }).outcome) && ['succeeded', 'replayed', 'in-progress', 'rejected'].includes((o as { outcome: Outcome }).outcome.kind);
+  return k === 'not-found' || k === 'cannot-tell';
+}
+
+/** Caller-supplied attempt ids (RunInput.attemptIds): the first is drawn and validated before anything is written. */
+export function callerAttemptIds(fn: (() => string) | undefined): (() => string) | undefined {
+  if (fn === undefined) return undefined;
+  if (typeof fn !== 'function') throw new RunnerConfigurationError('attemptIds', 'expected a function returning a new attempt id per call');
+  let first: string | null = asAttemptId(fn());
+  return () => {
+    if (first === null) return asAttemptId(fn());
+    const id = first;
+    first = null;
+    return id;
+  };
+}
+
+/** A provider's field errors as receipts keep them: path and message only, redacted, at most 20. */
+export function providerFieldErrors(fields: readonly unknown[], redactor: Redactor): { path: string; message: string }[] {
+  return fields.slice(0, 20).flatMap((f) => {
+    const r = (f ?? {}) as { path?: unknown; message?: unknown };
+    return typeof r.path === 'string' ? [{ path: redactor.text(r.path), message: redactor.text(typeof r.message === 'string' ? r.message : 'invalid') }] : [];
+  });
+}
+
+export const errText = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));

@@ -1,0 +1,58 @@
+/** Lease keeping: renewals between steps, a heartbeat during provider calls, and the check before every send. */
+import { LeaseExpiredError } from '@retrysafe/contract';
+import { iso, type Op, type RunnerContext } from './context.js';
+
+/** Extends the lease when less than half of it is left (one write saved per call on the happy path). */
+export async function renew(ctx: RunnerContext, op: Op): Promise<void> {
+  const now = ctx.clock.now();
+  if (op.leaseExpiresAt - now > op.policy.leaseMs / 2) return;
+  await ctx.ledger.renewLease(op.ref, op.policy.leaseMs, now);
+  op.leaseExpiresAt = now + op.policy.leaseMs;
+}
+
+/**
+ * Keeps the lease alive while a provider call or lookup is in flight (a real timer, every quarter of the
+ * lease), so a slow call never lets a second worker take the operation over and send it again.
+ */
+export async function withHeartbeat<T>(ctx: RunnerContext, op: Op, fn: () => Promise<T>): Promise<T> {
+  const every = Math.max(100, Math.floor(op.policy.leaseMs / 4));
+  const timer = setInterval(() => {
+    const at = ctx.clock.now(); // the lease runs from before the renewal was asked, never from its answer
+    ctx.ledger
+      .renewLease(op.ref, op.policy.leaseMs, at)
+      .then(() => void (op.leaseExpiresAt = at + op.policy.leaseMs))
+      .catch(() => undefined); // a lost lease shows up at the next fenced write
+  }, every);
+  timer.unref?.();
+  try {
+    return await fn();
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/** Sleeps in slices shorter than the lease, renewing it, so a long backoff never loses the claim. */
+export async function wait(ctx: RunnerContext, op: Op, ms: number): Promise<void> {
+  let remaining = Math.max(0, ms);
+  const slice = Math.max(1, Math.floor(op.policy.leaseMs / 3));
+  while (remaining > 0) {
+    const step = Math.min(remaining, slice);
+    await ctx.clock.sleep(step);
+    remaining -= step;
+    await renew(ctx, op);
+  }
+}
+
+/**
+ * Immediately before every provider call: never send once this worker's own lease has run out (or has
+ * less than a tenth of it left). A takeover treats the dead owner's lease end as the latest moment it
+ * could have sent; that bound holds only if no worker sends past its lease. A pause between this check
+ * and the bytes leaving (GC, suspended VM) is not covered: see docs/runbook.md, "Paused workers".
+ */
+export function checkOwnLease(ctx: RunnerContext, op: Op): void {
+  const now = ctx.clock.now();
+  const margin = Math.min(2000, Math.floor(op.policy.leaseMs / 10));
+  if (now < op.leaseExpiresAt - margin) return;
+  ctx.log('warn', 'lease-expired-before-send', `own lease ends at ${iso(op.leaseExpiresAt)}, now ${iso(now)}: not sending`, op);
+  throw new LeaseExpiredError(op.id, op.leaseExpiresAt, now);
+}

@@ -1,0 +1,204 @@
+/** Operator actions: recover() for operations a dead worker left open, and a person's resolve(). */
+import {
+  ConflictError,
+  InvalidStateError,
+  LedgerError,
+  RetrysafeError,
+  UnsafeResumeError,
+  asBusinessOperationId,
+  asRunId,
+  fingerprint,
+  newAttemptId,
+  newRunId,
+  type AdapterV1,
+  type AttemptId,
+  type OperationRecord,
+  type RetrySafetyCard,
+  type RunId,
+} from '@retrysafe/contract';
+import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
+import { buildPacket } from '../handoff.js';
+import { assertParams, intake, supersedeCheck } from '../intake/index.js';
+import { personRef } from '../redact.js';
+import { DEFAULT_LEASE_MS } from '../retry-policy.js';
+import type { OpBase, RunnerContext } from './context.js';
+import { execute, supersede } from './coordinate.js';
+import { callerAttemptIds, checkAdapter, checkAdapterShape, errText, findAdapter } from './guards.js';
+import { checkedParams, claimOf, intakeRecord, paramsConflict } from './intake.js';
+import { resolveReceipt } from './receipt-chain.js';
+import { fromTerminal } from './terminal.js';
+import type { RecoverReport, Resolution, ResolveOptions, ResolveResult, RunResult } from './types.js';
+
+
+export async function recover(ctx: RunnerContext, opts: { readonly adapters: readonly AdapterV1[]; readonly limit?: number }): Promise<RecoverReport[]> {
+  if (!opts || !Array.isArray(opts.adapters)) throw new RunnerConfigurationError('recover', 'recover({ adapters: [...] }) needs the adapters of the operations to reconcile');
+  for (const a of opts.adapters) checkAdapterShape(a);
+  const reports: RecoverReport[] = [];
+  const runId = newRunId();
+  for (const record of await ctx.ledger.recoverCandidates(ctx.clock.now(), opts.limit)) {
+    // Each record on its own: one that cannot be driven is handed off, and the healthy ones behind it proceed.
+    try {
+      await recoverOne(ctx, record, opts.adapters, runId, reports);
+    } catch (err) {
+      reports.push(await recoveryFailed(ctx, record, err));
+    }
+  }
+  return reports;
+}
+
+async function recoverOne(ctx: RunnerContext, record: OperationRecord, adapters: readonly AdapterV1[], runId: RunId, reports: RecoverReport[]): Promise<void> {
+  const { ledger, log } = ctx;
+  const found = findAdapter(adapters, record);
+  if (!found) {
+    log('warn', 'recover-skip', `no adapter given for ${record.operation}`);
+    reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: record.state, action: 'skipped-no-adapter' });
+    return;
+  }
+  const { base, claimInput } = intakeRecord(ctx, found.adapter, found.opName, record, runId);
+  const claim = await ledger.claim(claimInput);
+  if (claim.kind === 'busy' || claim.kind === 'conflict') {
+    reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: claim.record.state, action: 'skipped-busy' });
+    return;
+  }
+  if (claim.kind === 'terminal') {
+    reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: claim.record.state, action: 'already-terminal' });
+    return;
+  }
+  log('info', 'recover', `reconciling from ${claim.record.state}`, base);
+  const result = await execute(ctx, base, claim.record, { businessOperationId: record.businessOperationId, fence: claim.record.fence }, record.paramsFingerprint, claimInput, claim.takenOver);
+  const after = await ledger.get(record.businessOperationId);
+  const action: RecoverReport['action'] = result.status === 'done' ? (result.adopted ? 'adopted' : 'completed') : result.status;
+  reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: after?.state ?? record.state, action, result });
+}
+
+/** Hands off a record recover() could not drive, with reason `recovery-failed` and the error; reports it either way. */
+async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: unknown): Promise<RecoverReport> {
+  const { baseRedactor, clock, ledger, log, sink } = ctx;
+  let redactor = baseRedactor;
+  try {
+    redactor = baseRedactor.withValuesFrom(record.params);
+  } catch {
+    // the params themselves may be what cannot be handled: the base patterns still apply
+  }
+  const error = {
+    name: err instanceof Error ? err.name : 'Error',
+    ...(RetrysafeError.isInstance(err) ? { code: err.code } : {}),
+    message: redactor.text(err instanceof Error ? err.message : String(err)),
+    ...(LedgerError.isInstance(err) ? { providerMayHaveBeenCalled: err.providerMayHaveBeenCalled } : {}),
+  };
+  const id = record.businessOperationId;
+  const logAs = { id, card: { operation: record.operation } as RetrySafetyCard, redactor };
+  log('warn', 'recover-failed', `could not drive it: ${error.name}: ${error.message}`, logAs);
+  try {
+    const claim = await ledger.claim(claimOf(ctx, record, ctx.options.policy?.leaseMs ?? DEFAULT_LEASE_MS));
+    if (claim.kind !== 'claimed') return { businessOperationId: id, from: record.state, to: claim.record.state, action: claim.kind === 'terminal' ? 'already-terminal' : 'skipped-busy', error };
+    const now = clock.now();
+    const packet = buildPacket({
+      record: claim.record,
+      reason: 'recovery-failed',
+      explanation: `recover() could not drive this operation (${error.name}${error.code ? ` ${error.code}` : ''}: ${error.message}); nothing more was sent. It may have been dispatched before: check the provider, then resolve it.`,
+      receipts: await ledger.receipts(id).catch(() => []),
+      resendSafe: false,
+      now,
+    });
+    const after = await ledger.handOff({ businessOperationId: id, fence: claim.record.fence }, packet, now);
+    if (sink) await Promise.resolve(sink.send(packet)).catch((e: unknown) => log('warn', 'handoff-sink-failed', `the packet is in the ledger; the sink failed: ${errText(e)}`, logAs));
+    return { businessOperationId: id, from: record.state, to: after.state, action: 'handed-off', error };
+  } catch (again) {
+    log('warn', 'recover-failed', `could not hand it off either (${errText(again)}); it stays for the next pass`, logAs);
+    return { businessOperationId: id, from: record.state, to: record.state, action: 'failed', error };
+  }
+}
+
+/** A person's `resend-with`: the corrected params, same intent, as a new revision (never while an attempt may have been applied). */
+async function resendWith(ctx: RunnerContext, record: OperationRecord, params: unknown, adapters: readonly AdapterV1[], by: string): Promise<RunResult> {
+  const { ledger } = ctx;
+  const found = findAdapter(adapters, record);
+  if (!found) throw new RunnerConfigurationError('resolve', `resend-with needs the adapter for ${record.operation} in { adapters }`);
+  const spec = checkAdapter(found.adapter, found.opName);
+  // The corrected params pass the same pre-claim checks as a new call (limits, redaction), then the schema.
+  const checked = checkedParams(ctx, spec, params, null, [params, record.params]);
+  assertParams(spec, params);
+  const { base: fromRecord, claimInput } = intakeRecord(ctx, found.adapter, found.opName, record, newRunId());
+  const base: OpBase = { ...fromRecord, params, redactor: checked.redactor, requestFingerprint: checked.requestFingerprint };
+  const next = await intake(ledger, spec, { params, businessOperationId: record.businessOperationId });
+  if (next.intentFingerprint !== record.intentFingerprint) throw new ConflictError(record.businessOperationId, 'intent', 'the corrected params name another intent: run them as a new operation instead');
+  if (next.paramsFingerprint === record.paramsFingerprint) throw new InvalidStateError(record.businessOperationId, record.state, 'resend-with needs params that differ from the stored ones (use resume to re-send the same request)');
+  const receipts = await ledger.receipts(record.businessOperationId);
+  const check = supersedeCheck(record, receipts);
+  if (!check.ok) throw paramsConflict(base, record, `a new revision is not allowed: ${check.why}`);
+  return supersede(ctx, base, { ...claimInput, params, paramsFingerprint: next.paramsFingerprint }, record, receipts, `resend-with by ${by}`);
+}
+
+export async function resolve(ctx: RunnerContext, rawId: string, resolution: Resolution, opts: ResolveOptions = {}): Promise<ResolveResult> {
+  const { baseRedactor, clock, ledger, log, owner } = ctx;
+  const id = asBusinessOperationId(rawId);
+  const record = await ledger.get(id);
+  if (!record) throw new InvalidStateError(id, 'absent', 'no such operation in the ledger');
+  if (resolution?.action === 'resend-with') return resendWith(ctx, record, resolution.params, opts.adapters ?? [], opts.by ?? owner);
+  if (record.state !== 'handed-off') throw new InvalidStateError(id, record.state, `only a handed-off operation can be resolved (${resolution?.action})`);
+  const by = opts.by ?? owner;
+  const runId = opts.runId !== undefined ? asRunId(opts.runId) : newRunId();
+  const attemptIds = callerAttemptIds(opts.attemptIds);
+  const nextAttemptId = () => (attemptIds ? (attemptIds() as AttemptId) : newAttemptId());
+  if (resolution?.action === 'resume') {
+    const resumeAction = record.handoff?.safeNextActions.find((a) => a.action === 'resume');
+    if (resumeAction && !resumeAction.safe && resolution.force !== true) {
+      log('warn', 'resume-refused', `resume refused: the packet marks it not safe (${resumeAction.why})`);
+      throw new UnsafeResumeError(id, resumeAction.why);
+    }
+    for (const a of opts.adapters ?? []) checkAdapterShape(a);
+    const found = findAdapter(opts.adapters ?? [], record);
+    if (!found) throw new RunnerConfigurationError('resolve', `resume needs the adapter for ${record.operation} in { adapters }`);
+    const { base, claimInput } = intakeRecord(ctx, found.adapter, found.opName, record, runId, attemptIds);
+    const claim = await ledger.claim({ ...claimInput, resume: true });
+    if (claim.kind === 'busy') return { status: 'in-progress', businessOperationId: id, statusRef: claim.record.statusRef, retryAfterMs: Math.max(0, (claim.record.leaseExpiresAt ?? 0) - clock.now()) };
+    if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, base);
+    log('info', 'resume', `a person resumed it (${personRef(by)})${resolution.force === true && resumeAction && !resumeAction.safe ? ', forced past an unsafe packet' : ''}: re-sending with the same key`, base);
+    const ref = { businessOperationId: id, fence: claim.record.fence };
+    const prior = await ledger.receipts(id);
+    const receipt = resolveReceipt(
+      {
+        record,
+        last: prior[prior.length - 1],
+        runId: base.runId,
+        attemptId: nextAttemptId(),
+        action: 'resume',
+        reason: base.redactor.text(`a person (${by}) chose resume: same provider key, fresh budget`),
+        providerKey: record.providerKey,
+        requestFingerprint: base.requestFingerprint,
+        now: clock.now(),
+      },
+      ctx.options.receiptKey,
+    );
+    await ledger.appendReceipt(ref, receipt);
+    return execute(ctx, base, claim.record, ref, record.paramsFingerprint, claimInput, false);
+  }
+  if (resolution?.action !== 'mark-done' && resolution?.action !== 'abandon') throw new InvalidStateError(id, record.state, `unknown resolution ${JSON.stringify((resolution as { action?: unknown })?.action)}`);
+  const providerRef = resolution.action === 'mark-done' ? resolution.providerRef : undefined;
+  const now = clock.now();
+  const after = await ledger.resolve(id, { action: resolution.action, ...(providerRef !== undefined ? { providerRef } : {}), by }, now);
+  const prior = await ledger.receipts(id);
+  const last = prior[prior.length - 1];
+  const redactor = baseRedactor.withValuesFrom(record.params);
+  await ledger.appendReceipt(
+    { businessOperationId: id, fence: after.fence },
+    resolveReceipt(
+      {
+        record,
+        last,
+        runId,
+        attemptId: nextAttemptId(),
+        action: resolution.action,
+        reason: redactor.text(`resolved by a person (${personRef(by)})`),
+        providerKey: record.providerKey,
+        ...(providerRef !== undefined ? { providerRef: redactor.text(providerRef) } : {}),
+        requestFingerprint: last?.requestFingerprint ?? fingerprint(redactor.params(record.params)),
+        now,
+      },
+      ctx.options.receiptKey,
+    ),
+  );
+  log('info', 'resolve', `${resolution.action} by ${personRef(by)}`);
+  return { status: 'resolved', businessOperationId: id, state: after.state as 'succeeded' | 'abandoned', providerRef: after.providerRef };
+}

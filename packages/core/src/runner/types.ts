@@ -1,0 +1,117 @@
+/** The runner's public types (re-exported from the package root). */
+import type { AdapterV1, BusinessOperationId, HandoffPacket, HandoffSink, Ledger, OperationState, Receipt, RetryExhaustedError } from '@retrysafe/contract';
+import type { Clock } from '../clock.js';
+import type { ReceiptKey } from '../receipts.js';
+import type { RedactOptions } from '../redact.js';
+import type { PolicyOverrides } from '../retry-policy.js';
+import type { EventFields, TelemetryOptions } from '../telemetry.js';
+
+/** A runner event: free text for people, plus the structured fields (attempt, outcome, decision, delay, handoff reason) where they apply. */
+export interface LogEntry extends EventFields {
+  readonly at: string;
+  readonly level: 'info' | 'warn';
+  readonly event: string;
+  readonly businessOperationId?: string;
+  readonly operation?: string;
+  /** Already redacted. */
+  readonly message: string;
+}
+
+export interface RunnerOptions {
+  readonly ledger: Ledger;
+  /** Where handoff packets go (they are also kept in the ledger). */
+  readonly handoff?: HandoffSink;
+  /** Unset fields come from the operation's card. */
+  readonly policy?: PolicyOverrides;
+  readonly redact?: RedactOptions;
+  readonly clock?: Clock;
+  /** Jitter source in [0, 1). */
+  readonly random?: () => number;
+  /** Worker identity written with each lease (default `host:pid:random`). */
+  readonly owner?: string;
+  /** Receives every log line the runner writes (redacted). Default: none. */
+  readonly logger?: (entry: LogEntry) => void;
+  /** HMAC key for receipt hashes (`hmac-sha256:<id>:…`): without it, someone who can write the ledger can re-seal an edited chain unnoticed. See docs/security.md. */
+  readonly receiptKey?: ReceiptKey;
+  /** OpenTelemetry providers for spans and metrics (default: the global ones, a no-op without an SDK). */
+  readonly telemetry?: TelemetryOptions;
+}
+
+export interface RunInput {
+  readonly params: unknown;
+  /** Caller-chosen id (validated); default: derived from the operation's intent fields. */
+  readonly businessOperationId?: string;
+  /** The intent that the id stands for; default: the operation's intentFields picked out of params. */
+  readonly intent?: Record<string, unknown>;
+  /** Default: a new run id. */
+  readonly runId?: string;
+  /**
+   * Where this run's attempt ids come from (default: a new random id per provider call or lookup). A
+   * durable-execution engine passes ids made from its own step ids; each call must return a new id
+   * (validated like a run id).
+   */
+  readonly attemptIds?: () => string;
+  readonly signal?: AbortSignal;
+}
+
+export type RunResult =
+  | {
+      readonly status: 'done';
+      readonly businessOperationId: BusinessOperationId;
+      readonly result: unknown;
+      readonly providerRef: string | null;
+      /** True when the result came from a replay, a lookup, or an earlier run/worker. */
+      readonly adopted: boolean;
+      /** Provider calls over the operation's whole life. */
+      readonly attempts: number;
+      readonly receipts: readonly Receipt[];
+    }
+  | {
+      readonly status: 'in-progress';
+      readonly businessOperationId: BusinessOperationId;
+      readonly statusRef: string | null;
+      readonly retryAfterMs: number;
+    }
+  | {
+      readonly status: 'handed-off';
+      readonly businessOperationId: BusinessOperationId;
+      readonly packet: HandoffPacket;
+      readonly attempts: number;
+      readonly receipts: readonly Receipt[];
+      /** Set when the budget ran out (reason `retry-exhausted`). */
+      readonly error?: RetryExhaustedError;
+    };
+
+export interface RecoverReport {
+  readonly businessOperationId: BusinessOperationId;
+  readonly from: OperationState;
+  readonly to: OperationState;
+  /** `failed`: the record could not be driven nor handed off (see `error`); it stays for the next pass. */
+  readonly action: 'completed' | 'adopted' | 'handed-off' | 'in-progress' | 'skipped-busy' | 'skipped-no-adapter' | 'already-terminal' | 'failed';
+  readonly result?: RunResult;
+  /** Why this record could not be driven: it was handed off with reason `recovery-failed` (or, when even that failed, action `failed`). */
+  readonly error?: { readonly name: string; readonly code?: string; readonly message: string; readonly providerMayHaveBeenCalled?: boolean };
+}
+
+/**
+ * `resume` is refused (UnsafeResumeError) when the packet marks it not safe, unless `force: true` (you checked at the provider).
+ * `resend-with` sends a corrected request as a new revision (only when every attempt is known not applied; see docs/concepts.md).
+ */
+export type Resolution =
+  | { readonly action: 'resume'; readonly force?: boolean }
+  | { readonly action: 'mark-done'; readonly providerRef: string }
+  | { readonly action: 'abandon' }
+  | { readonly action: 'resend-with'; readonly params: unknown };
+
+export type ResolveResult =
+  | RunResult
+  | { readonly status: 'resolved'; readonly businessOperationId: BusinessOperationId; readonly state: 'succeeded' | 'abandoned'; readonly providerRef: string | null };
+
+export interface ResolveOptions {
+  readonly adapters?: readonly AdapterV1[];
+  readonly by?: string;
+  /** The run id written on the resolution's receipts (default: a new one), as in RunInput. */
+  readonly runId?: string;
+  /** As in RunInput: where the resolution's attempt ids come from. */
+  readonly attemptIds?: () => string;
+}
