@@ -166,12 +166,21 @@ describe('what a dying worker leaves behind', () => {
   // Found by the at-most-once property (seed -1487528568): a "not found" asked inside the lookup's
   // consistency delay of the last dispatch was written as `claimed`, so a worker dying at its next
   // write left an operation that recovery re-sent although the provider had applied it.
-  it('a not-found inside the consistency delay keeps the operation unknown: recovery looks again and never re-creates it', async () => {
+  // The sandbox adapter counts its lookup delay from the LAST dispatch and answers cannot-tell inside it
+  // (state reconciling). An adapter that counts from the first dispatch answers not-found there: decide must
+  // not believe it (state stays unknown). Either way the operation stays maybe-applied and is never re-created.
+  it.each([
+    ['an adapter that counts from the first dispatch (not-found: decide keeps it unknown)', true, 'unknown'],
+    ['the sandbox adapter, counting from the last dispatch (cannot-tell: reconciling)', false, 'reconciling'],
+  ] as const)('a lookup inside the consistency delay keeps the operation maybe-applied: recovery looks again and never re-creates it — %s', async (_, fromFirst, leftState) => {
     const clock = createVirtualClock();
     const provider = createSandboxProvider({ replays: false, retentionMs: null, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key', lookupDelayMs: 3000, lateApplyMs: 0, processingMs: 0, clock: clock.now, sleep: clock.sleep });
     provider.failNext({ kind: 'unknown-before-commit' });
     provider.failNext({ kind: 'unknown-after-commit' });
-    const adapter = createSandboxAdapter({ provider });
+    const sandbox = createSandboxAdapter({ provider });
+    const adapter = fromFirst
+      ? Object.create(sandbox, { doLookup: { value: (name: string, ctx: Parameters<typeof sandbox.doLookup>[1]) => sandbox.doLookup(name as never, { ...ctx, lastDispatchedAt: undefined }) } }) as typeof sandbox
+      : sandbox;
     const ledger = createMemoryLedger();
     const policy = { maxAttempts: 2, maxElapsedMs: 3700, retryAfterCapMs: 1500, lookupWindowMs: 3700, leaseMs: 5000 };
     // The worker's handoff never lands (the process is gone from there on).
@@ -188,7 +197,7 @@ describe('what a dying worker leaves behind', () => {
     await Promise.race([createRunner({ ledger: watched, clock, random: () => 0.5, policy }).run(adapter, OP, { params: { ref: 'delay-1' } }), gone]);
     expect(provider.count()).toBe(1); // the second send was applied; its answer was lost
     const [left] = await ledger.list();
-    expect(left).toMatchObject({ state: 'unknown', attemptCount: 2 });
+    expect(left).toMatchObject({ state: leftState, attemptCount: 2 });
     clock.advance(5001);
     const rescuer = createRunner({ ledger, clock, random: () => 0.5, policy });
     await rescuer.recover({ adapters: [adapter] });
