@@ -21,6 +21,7 @@ const DIRS = {
   '@retrysafe/core': 'packages/core',
   '@retrysafe/stripe': 'adapters/stripe',
   '@retrysafe/ledger-postgres': 'packages/ledger-postgres',
+  '@retrysafe/sandbox-kit': 'packages/sandbox-kit',
   '@retrysafe/testkit': 'packages/testkit',
   '@retrysafe/sandbox': 'adapters/sandbox',
   '@retrysafe/msgraph': 'adapters/msgraph',
@@ -32,7 +33,7 @@ const DIRS = {
 
 /** The sets measured: what the user asks npm for, and the modules whose cold import is timed. */
 export const SETS = [
-  { name: 'core + stripe', packages: ['@retrysafe/contract', '@retrysafe/core', '@retrysafe/stripe'], imports: ['@retrysafe/core', '@retrysafe/stripe'] },
+  { name: 'core + stripe', packages: ['@retrysafe/contract', '@retrysafe/core', '@retrysafe/sandbox-kit', '@retrysafe/stripe'], imports: ['@retrysafe/core', '@retrysafe/stripe'] },
   { name: 'core + PostgreSQL', packages: ['@retrysafe/contract', '@retrysafe/core', '@retrysafe/ledger-postgres'], imports: ['@retrysafe/core', '@retrysafe/ledger-postgres'] },
   { name: 'CLI', packages: Object.keys(DIRS), imports: ['@retrysafe/cli'] },
 ];

@@ -3,7 +3,9 @@
  * new adapter (or a missing piece of an old one) fails here rather than in review. The pieces: the
  * factory and the cards under one spelling of the vendor, a small root entry that reaches only the
  * contract and the vendor SDK, the loopback sandbox and drills from `./sandbox`, the shared conformance
- * test, the README card section rendered by the one script, and an exactly pinned SDK.
+ * test, the README card section rendered by the one script, and an exactly pinned SDK. Besides the
+ * contract and that SDK, an adapter with a `./sandbox` entry may depend on the dependency-free
+ * `@retrysafe/sandbox-kit` (what that entry is built from), and on nothing else.
  */
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { builtinModules } from 'node:module';
@@ -20,6 +22,8 @@ const adapters = readdirSync(root, { withFileTypes: true })
 const SELF_SANDBOX = 'sandbox';
 /** Most values a root entry may export (the factory, the cards, and a few the options need). */
 const MAX_ROOT_VALUES = 9;
+/** The one other dependency an adapter may have, and only for its `./sandbox` entry. */
+const SANDBOX_KIT = '@retrysafe/sandbox-kit';
 
 const read = (...p: string[]) => readFileSync(join(root, ...p), 'utf8');
 const pkgOf = (a: string) => JSON.parse(read(a, 'package.json')) as { name: string; exports: Record<string, unknown>; dependencies?: Record<string, string>; scripts?: Record<string, string> };
@@ -50,11 +54,15 @@ describe('every adapter has the same pieces', () => {
   for (const a of adapters) {
     describe(a, () => {
       const pkg = pkgOf(a);
-      const sdkDeps = Object.entries(pkg.dependencies ?? {}).filter(([name]) => name !== '@retrysafe/contract');
+      const sdkDeps = Object.entries(pkg.dependencies ?? {}).filter(([name]) => name !== '@retrysafe/contract' && name !== SANDBOX_KIT);
 
-      it('package: @retrysafe/<folder>, depends on the contract and at most one vendor SDK, pinned to an exact version', () => {
+      it('package: @retrysafe/<folder>, depends on the contract, at most one vendor SDK pinned to an exact version, and the sandbox kit only for ./sandbox', () => {
         expect(pkg.name).toBe(`@retrysafe/${a}`);
         expect(pkg.dependencies?.['@retrysafe/contract']).toBe('workspace:^');
+        if (pkg.dependencies?.[SANDBOX_KIT] !== undefined) {
+          expect(Object.keys(pkg.exports), `${SANDBOX_KIT} is only for a ./sandbox entry`).toContain('./sandbox');
+          expect(pkg.dependencies[SANDBOX_KIT], `${SANDBOX_KIT} like the contract`).toBe('workspace:^');
+        }
         expect(sdkDeps.length).toBeLessThanOrEqual(1);
         for (const [name, version] of sdkDeps) expect(version, `${name} must be pinned like every other SDK`).toMatch(/^\d+\.\d+\.\d+$/);
         expect(pkg.scripts?.cards).toBe('tsc -b && node scripts/render-cards.mjs');

@@ -39,6 +39,8 @@ interface Leg {
   expect: Record<string, unknown>;
 }
 const OTHER_SDKS = ['@microsoft/microsoft-graph-client', '@hubspot/api-client', 'axios', 'pg'];
+/** Test tooling an adapter's production install must never bring (its ./sandbox entry needs only @retrysafe/sandbox-kit). */
+const TEST_TOOLING = ['@retrysafe/testkit', 'vitest'];
 /**
  * The SQLite ledger runs on node:sqlite where the runtime has it (Node >= 22.13); better-sqlite3 is an
  * optional peer of core. So a consumer asks for it only on a Node without node:sqlite, and otherwise
@@ -48,9 +50,9 @@ const NODE_SQLITE = typeof process.getBuiltinModule === 'function' && !!(process
 const SQLITE_ADDON: string[] = NODE_SQLITE ? [] : ['better-sqlite3'];
 const LEGS: Leg[] = [
   // The first create's response is lost after the sandbox committed it: still one record.
-  { adapter: '@retrysafe/sandbox', scenario: 'sandbox', mustHave: [], mustNotHave: ['stripe', ...OTHER_SDKS], expect: {} },
+  { adapter: '@retrysafe/sandbox', scenario: 'sandbox', mustHave: [], mustNotHave: ['stripe', ...OTHER_SDKS, ...TEST_TOOLING], expect: {} },
   // The second ask is answered from the ledger: one POST reached the (loopback) Stripe API.
-  { adapter: '@retrysafe/stripe', scenario: 'stripe', mustHave: ['stripe'], mustNotHave: OTHER_SDKS, expect: { posts: 1, providerRef: expect.stringMatching(/^pi_/) } },
+  { adapter: '@retrysafe/stripe', scenario: 'stripe', mustHave: ['stripe'], mustNotHave: [...OTHER_SDKS, ...TEST_TOOLING], expect: { posts: 1, providerRef: expect.stringMatching(/^pi_/) } },
 ];
 
 interface Packument { versions: Record<string, Manifest>; 'dist-tags': Record<string, string> }

@@ -25,6 +25,8 @@ function reached(entry: string): Set<string> {
   return bare;
 }
 
+const KIT = '@retrysafe/sandbox-kit';
+const kitDir = join(import.meta.dirname, '..', '..', 'sandbox-kit');
 const packageOf = (spec: string) => (spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
 
 interface Manifest { name: string; dependencies?: Record<string, string>; exports: Record<string, { default?: string } | string> }
@@ -41,19 +43,31 @@ describe('adapter entries and the sandbox kit', () => {
 
   it.each(withSandboxEntry.map((a) => [a.manifest.name, a] as const))('%s: the root entry reaches only the contract, its SDK and node builtins; ./sandbox adds only the kit', (_name, { dir, manifest }) => {
     const entry = (key: string) => join(dir, (manifest.exports[key] as { default: string }).default);
-    const sdk = Object.keys(manifest.dependencies ?? {}).filter((d) => d !== '@retrysafe/contract' && d !== '@retrysafe/testkit');
+    expect(manifest.dependencies?.[KIT], `${manifest.name} depends on ${KIT}`).toBe('workspace:^');
+    expect(manifest.dependencies ?? {}, `${manifest.name} must not depend on the testkit`).not.toHaveProperty('@retrysafe/testkit');
+    const sdk = Object.keys(manifest.dependencies ?? {}).filter((d) => d !== '@retrysafe/contract' && d !== KIT);
     const root = [...reached(entry('.'))].filter((s) => !s.startsWith('node:'));
     expect(root.length).toBeGreaterThan(0);
     for (const spec of root) expect(['@retrysafe/contract', ...sdk], `${manifest.name} root imports ${spec}`).toContain(packageOf(spec));
     const sandbox = [...reached(entry('./sandbox'))].filter((s) => !s.startsWith('node:'));
-    expect(sandbox).toContain('@retrysafe/testkit/sandbox');
-    for (const spec of sandbox.filter((s) => packageOf(s) === '@retrysafe/testkit')) expect(spec, `${manifest.name}/sandbox reaches the testkit only through its kit`).toBe('@retrysafe/testkit/sandbox');
-    for (const spec of sandbox) expect(['@retrysafe/contract', '@retrysafe/testkit', ...sdk], `${manifest.name}/sandbox imports ${spec}`).toContain(packageOf(spec));
+    expect(sandbox).toContain(KIT);
+    for (const spec of sandbox.filter((s) => packageOf(s) === KIT)) expect(spec, `${manifest.name}/sandbox imports the kit from its root entry`).toBe(KIT);
+    for (const spec of sandbox) expect(['@retrysafe/contract', KIT, ...sdk], `${manifest.name}/sandbox imports ${spec}`).toContain(packageOf(spec));
   });
 
-  it('the kit itself needs nothing but node builtins (no core, no vitest)', () => {
-    const kit = [...reached(join(import.meta.dirname, '..', 'dist', 'sandbox', 'index.js'))];
+  it('the kit itself needs nothing but node builtins (no core, no vitest) and declares no dependencies', () => {
+    const kitManifest = JSON.parse(readFileSync(join(kitDir, 'package.json'), 'utf8')) as Manifest & Record<string, unknown>;
+    expect(kitManifest.name).toBe(KIT);
+    for (const field of ['dependencies', 'peerDependencies', 'optionalDependencies']) expect(kitManifest, `${KIT} ${field}`).not.toHaveProperty(field);
+    const kit = [...reached(join(kitDir, 'dist', 'index.js'))];
     expect(kit.length).toBeGreaterThan(0);
     expect(kit.filter((s) => !s.startsWith('node:'))).toEqual([]);
+  });
+
+  it('@retrysafe/testkit/sandbox is the kit re-exported, nothing of its own', async () => {
+    expect([...reached(join(import.meta.dirname, '..', 'dist', 'sandbox', 'index.js'))]).toEqual([KIT]);
+    const [viaTestkit, kit] = await Promise.all([import('../dist/sandbox/index.js'), import(KIT)]);
+    expect(Object.keys(viaTestkit).sort()).toEqual(Object.keys(kit).sort());
+    for (const name of Object.keys(kit)) expect((viaTestkit as Record<string, unknown>)[name], name).toBe((kit as Record<string, unknown>)[name]);
   });
 });

@@ -1,4 +1,4 @@
-import { createKeyStore } from '@retrysafe/testkit/sandbox';
+import { createKeyStore } from '@retrysafe/sandbox-kit';
 import { isPlainObject, kindCounter, parseJson, payloadFingerprint, sandboxClock, startJsonServer, type SandboxReply, type SandboxRequest } from './server.js';
 
 /**

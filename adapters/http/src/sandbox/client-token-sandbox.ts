@@ -1,4 +1,4 @@
-import { createFaultQueue, createKeyStore } from '@retrysafe/testkit/sandbox';
+import { createFaultQueue, createKeyStore } from '@retrysafe/sandbox-kit';
 import { isPlainObject, kindCounter, parseJson, payloadFingerprint, sandboxClock, startJsonServer, type SandboxReply, type SandboxRequest } from './server.js';
 
 /**

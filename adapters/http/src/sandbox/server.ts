@@ -1,9 +1,9 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { canonicalJson, sha256Hex } from '@retrysafe/contract';
-import { parseJsonBody, startLoopbackServer, type SandboxReply } from '@retrysafe/testkit/sandbox';
+import { parseJsonBody, startLoopbackServer, type SandboxReply } from '@retrysafe/sandbox-kit';
 
 export type { SandboxReply };
-export { createSandboxClock as sandboxClock, isPlainObject } from '@retrysafe/testkit/sandbox';
+export { createSandboxClock as sandboxClock, isPlainObject } from '@retrysafe/sandbox-kit';
 
 /** One request as the sandbox saw it (idempotency-related headers only; no auth, no bodies). */
 export interface SandboxRequest {
@@ -31,7 +31,7 @@ export interface StartedServer {
 const LOGGED_HEADERS = ['idempotency-key', 'if-match', 'if-none-match', 'content-type'];
 
 /**
- * The pattern sandboxes' loopback JSON server (the testkit's sandbox kit), logging the
+ * The pattern sandboxes' loopback JSON server (the sandbox kit, @retrysafe/sandbox-kit), logging the
  * idempotency-related headers of every request. Every handler runs to completion (the "commit")
  * before the reply is written, so a fault proxy that drops the reply leaves the effect in place.
  */

@@ -7,7 +7,7 @@ import {
   nonNegative as checkNonNegative,
   startLoopbackServer,
   type SandboxReply as Reply,
-} from '@retrysafe/testkit/sandbox';
+} from '@retrysafe/sandbox-kit';
 import {
   authenticationError,
   conflictError,
@@ -176,7 +176,7 @@ const SEARCH_PAGE_MAX = 200;
 
 /**
  * Starts a loopback HTTP server that behaves as HubSpot's CRM v3 objects API does for the adapter's
- * operations. Server, clock, fault queues and request log are the testkit's sandbox kit.
+ * operations. Server, clock, fault queues and request log are the sandbox kit (@retrysafe/sandbox-kit).
  */
 export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): Promise<HubSpotSandbox> {
   const idProperty = options.idProperty ?? DEFAULT_ID_PROPERTY;

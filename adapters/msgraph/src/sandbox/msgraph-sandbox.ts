@@ -9,7 +9,7 @@ import {
   startLoopbackServer,
   type CallScript,
   type SandboxReply,
-} from '@retrysafe/testkit/sandbox';
+} from '@retrysafe/sandbox-kit';
 
 /**
  * A loopback emulation of the Microsoft Graph endpoints the adapter uses, behaving as

@@ -7,7 +7,7 @@ import {
   startLoopbackServer,
   type LoopbackRequest,
   type SandboxReply as Reply,
-} from '@retrysafe/testkit/sandbox';
+} from '@retrysafe/sandbox-kit';
 import { paramsFingerprint, parseForm } from './form.js';
 import { matches, parseSearchQuery, SearchQueryError } from './search-query.js';
 
@@ -22,7 +22,7 @@ import { matches, parseSearchQuery, SearchQueryError } from './search-query.js';
  *
  * Layers, in Stripe's order: rate limiter → authentication → parameter validation → idempotency layer
  * → endpoint execution (stored). The server, clock, key store, fault queues and request log are the
- * testkit's sandbox kit; this file keeps Stripe's answers, objects and search.
+ * sandbox kit (@retrysafe/sandbox-kit); this file keeps Stripe's answers, objects and search.
  */
 
 export type StripeRecordKind = 'customer' | 'payment_intent' | 'invoice' | 'refund';
