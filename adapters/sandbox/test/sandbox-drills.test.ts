@@ -9,7 +9,7 @@ describe('drill setups exported for the CLI and the testkit', () => {
       let t = 0;
       const sandbox = await drill.startSandbox({ clock: { now: () => t, sleep: async (ms) => void (t += ms) } });
       try {
-        const adapter = drill.createAdapter({ baseUrl: sandbox.url, timeoutMs: 2000 });
+        const adapter = await drill.createAdapter({ baseUrl: sandbox.url, timeoutMs: 2000 });
         const op = drill.operations['records.create']!;
         const params = op.params(3);
         const id = asBusinessOperationId('drill-1');
@@ -18,7 +18,7 @@ describe('drill setups exported for the CLI and the testkit', () => {
         const again = await adapter.doExecute('records.create', params, ctx);
         expect(again.kind).toBe(drill.name === 'sandbox-replaying' ? 'replayed' : 'succeeded');
         expect(sandbox.count('records.create')).toBe(drill.name === 'sandbox-replaying' ? 1 : 2);
-        sandbox.expireKeys();
+        sandbox.expireKeys!();
         expect((await adapter.doExecute('records.create', params, ctx)).kind).toBe('succeeded');
         const fields = adapter.operations['records.create']!.intentFields;
         expect(pickIntent(op.changeIntent(params), fields)).not.toEqual(pickIntent(params, fields));

@@ -23,7 +23,7 @@ const available = drivers.filter((d) => d.available).map((d) => d.driver);
 /** A second, raw connection to a ledger file (what another process, or a person with sqlite3, would hold). */
 function raw(driver: SqliteDriverName, path: string): { exec(sql: string): void; close(): void } {
   if (driver === 'node:sqlite') {
-    const { DatabaseSync } = process.getBuiltinModule('node:sqlite') as typeof import('node:sqlite');
+    const { DatabaseSync } = process.getBuiltinModule('node:sqlite') as { DatabaseSync: new (path: string) => { exec(sql: string): void; close(): void } };
     const db = new DatabaseSync(path);
     return { exec: (sql) => db.exec(sql), close: () => db.close() };
   }

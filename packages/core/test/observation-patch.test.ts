@@ -13,13 +13,13 @@ const at = (over: Partial<DecisionState>): DecisionState => ({
 });
 
 const unknown: Outcome = { kind: 'unknown', cause: 'timeout', message: 'timed out' };
-const notApplied: Outcome = { kind: 'not-applied', cause: 'connection-refused', message: 'refused' };
+const notApplied: Outcome = { kind: 'not-applied', message: 'refused' };
 const inProgress: Outcome = { kind: 'in-progress', statusRef: '/jobs/1', providerRef: 'job_1' };
 const foundInProgress: LookupResult = { kind: 'found', outcome: { kind: 'in-progress' } };
 const notFound: LookupResult = { kind: 'not-found', reason: 'no such key' };
 const cannotTell: LookupResult = { kind: 'cannot-tell', reason: 'lookup timed out' };
 const succeeded: Outcome = { kind: 'succeeded', result: { id: 'r1' }, providerRef: 'r1' };
-const rejected: Outcome = { kind: 'rejected', reason: 'invalid', message: 'bad amount' };
+const rejected: Outcome = { kind: 'rejected', reason: 'validation', message: 'bad amount' };
 
 const rows: { name: string; state: Partial<DecisionState>; obs: Exclude<Observation, null>; maybeApplied: boolean; patch: object | null }[] = [
   { name: 'unknown: may have been applied, stays unknown', state: {}, obs: unknown, maybeApplied: true, patch: { state: 'unknown', lastOutcome: 'unknown' } },

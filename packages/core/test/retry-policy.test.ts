@@ -11,7 +11,7 @@ const policyArb = fc.record({
   baseMs: fc.integer({ min: 0, max: 5_000 }),
   capExtra: fc.integer({ min: 0, max: 60_000 }),
   retryAfterCapMs: fc.integer({ min: 0, max: 120_000 }),
-}).map(({ capExtra, ...p }): RetryPolicy => ({ ...p, capMs: p.baseMs + capExtra, lookupWindowMs: 30_000, leaseMs: 30_000, waitForOtherMs: 30_000 }));
+}).map(({ capExtra, ...p }): RetryPolicy => ({ ...p, capMs: p.baseMs + capExtra, lookupWindowMs: 30_000, leaseMs: 30_000, waitForOtherMs: 30_000, clockSkewMarginMs: 60_000 }));
 
 /** Runs the retry loop against a provider that fails every time, on a virtual clock. */
 function simulate(policy: RetryPolicy, retryAfters: (number | undefined)[], randoms: number[]) {

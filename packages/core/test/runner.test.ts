@@ -242,7 +242,7 @@ describe('runner.run: typed errors, nothing sent', () => {
 
   it('bad input: unknown operation, bad id, missing intent field, unknown spec version', async () => {
     const { provider, adapter, runner } = setup();
-    await expect(runner.run(adapter, 'records.delete', { params: params() })).rejects.toSatisfy(UnknownOperationError.isInstance);
+    await expect(runner.run(adapter, 'records.delete' as string as typeof OP, { params: params() })).rejects.toSatisfy(UnknownOperationError.isInstance);
     await expect(runner.run(adapter, OP, { params: params(), businessOperationId: 'bad id!' })).rejects.toSatisfy(InvalidIdError.isInstance);
     // the declared intent field is also required by the params schema: refused before the claim, naming it
     await expect(runner.run(adapter, OP, { params: { amount: 1 } })).rejects.toSatisfy((e) => InvalidParamsError.isInstance(e) && e.fields.some((f) => f.path === 'ref'));
