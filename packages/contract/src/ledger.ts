@@ -139,6 +139,33 @@ export interface LedgerCapabilities {
   readonly receiptWithState?: boolean;
 }
 
+/** States `prune` may delete: terminal and closed. `handed-off` waits for a person and is never pruned. */
+export const PRUNABLE_STATES: readonly OperationState[] = ['succeeded', 'rejected', 'abandoned'];
+
+/** What `Ledger.prune` deletes: closed operations (PRUNABLE_STATES) whose last change is older than `before`. */
+export interface PruneOptions {
+  /** Epoch ms: operations whose `updatedAt` is before this. */
+  readonly before: number;
+  /** A subset of PRUNABLE_STATES (default all of them). */
+  readonly states?: readonly OperationState[];
+  /** Count what would be deleted, delete nothing (`onPrune` is not called). */
+  readonly dryRun?: boolean;
+  /**
+   * Called with each operation and its receipts BEFORE it is deleted (e.g. to export the receipts);
+   * a rejection stops the prune with that batch not deleted.
+   */
+  readonly onPrune?: (record: OperationRecord, receipts: readonly Receipt[]) => void | Promise<void>;
+  /** Operations per delete transaction (default 500): keeps each write lock short. */
+  readonly batchSize?: number;
+}
+
+export interface PruneReport {
+  /** Operations deleted (with dryRun: that would be deleted), with their receipts. */
+  readonly pruned: number;
+  readonly byState: Readonly<Partial<Record<OperationState, number>>>;
+  readonly dryRun: boolean;
+}
+
 export interface ListFilter {
   readonly states?: readonly OperationState[];
   readonly provider?: string;
@@ -177,5 +204,10 @@ export interface Ledger {
   receipts(id: BusinessOperationId): Promise<Receipt[]>;
   /** Non-terminal operations (RECOVERABLE_STATES) whose lease is absent or expired at `now`. */
   recoverCandidates(now: number, limit?: number): Promise<OperationRecord[]>;
+  /**
+   * Optional (retention): deletes closed operations and their receipts, see PruneOptions. Never an
+   * open or handed-off operation. The memory, SQLite and PostgreSQL ledgers have it.
+   */
+  prune?(options: PruneOptions): Promise<PruneReport>;
   close(): Promise<void>;
 }

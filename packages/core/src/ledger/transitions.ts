@@ -2,6 +2,7 @@ import {
   InvalidStateError,
   LeaseLostError,
   LedgerError,
+  PRUNABLE_STATES,
   TERMINAL_STATES,
   type BusinessOperationId,
   type ClaimInput,
@@ -9,6 +10,8 @@ import {
   type Fenced,
   type HandoffPacket,
   type OperationRecord,
+  type OperationState,
+  type PruneOptions,
   type Receipt,
   type StatePatch,
 } from '@retrysafe/contract';
@@ -194,4 +197,23 @@ export function chainedTransition(record: OperationRecord, receipt: Receipt | un
 export function checkReceipt(ref: Fenced, receipt: Receipt, lastSeq: number): void {
   if (receipt.businessOperationId !== ref.businessOperationId) throw new LedgerError(`receipt for ${receipt.businessOperationId} appended to ${ref.businessOperationId}`);
   if (receipt.seq !== lastSeq + 1) throw new LedgerError(`receipt seq ${receipt.seq} for ${ref.businessOperationId}: expected ${lastSeq + 1}`);
+}
+
+/**
+ * The states a prune deletes (PruneOptions.states, default PRUNABLE_STATES), after checking the
+ * options: never an open or handed-off operation, whatever is asked.
+ */
+export function pruneStates(options: PruneOptions): readonly OperationState[] {
+  if (!options || typeof options.before !== 'number' || !Number.isFinite(options.before)) throw new LedgerError('prune: before must be epoch ms');
+  if (options.batchSize !== undefined && !(Number.isInteger(options.batchSize) && options.batchSize >= 1)) throw new LedgerError('prune: batchSize must be an integer ≥ 1');
+  const states = options.states ?? PRUNABLE_STATES;
+  for (const st of states) {
+    if (!PRUNABLE_STATES.includes(st)) throw new LedgerError(`prune: ${JSON.stringify(st)} operations are never pruned (only ${PRUNABLE_STATES.join(', ')})`);
+  }
+  return states;
+}
+
+/** Whether a prune with these states and cutoff deletes `record`. */
+export function isPrunable(record: OperationRecord, states: readonly OperationState[], before: number): boolean {
+  return states.includes(record.state) && record.updatedAt < before;
 }
