@@ -2,6 +2,7 @@ import type { HandoffPacket } from './handoff.js';
 import type { BusinessOperationId, ProviderKey } from './ids.js';
 import type { OutcomeKind } from './outcome.js';
 import type { Receipt } from './receipt.js';
+import { LedgerError } from './errors/ledger-error.js';
 
 /**
  * claimed → dispatched → succeeded | rejected | unknown | in-progress → reconciling → … | handed-off.
@@ -157,6 +158,21 @@ export interface PruneOptions {
   readonly onPrune?: (record: OperationRecord, receipts: readonly Receipt[]) => void | Promise<void>;
   /** Operations per delete transaction (default 500): keeps each write lock short. */
   readonly batchSize?: number;
+}
+
+/**
+ * The states a prune may delete for these options (PruneOptions.states, default PRUNABLE_STATES),
+ * after checking them: never an open or handed-off operation, whatever is asked. Every ledger's
+ * prune starts here. Throws LedgerError on bad options.
+ */
+export function checkPruneOptions(options: PruneOptions): readonly OperationState[] {
+  if (!options || typeof options.before !== 'number' || !Number.isFinite(options.before)) throw new LedgerError('prune: before must be epoch ms');
+  if (options.batchSize !== undefined && !(Number.isInteger(options.batchSize) && options.batchSize >= 1)) throw new LedgerError('prune: batchSize must be an integer ≥ 1');
+  const states = options.states ?? PRUNABLE_STATES;
+  for (const st of states) {
+    if (!PRUNABLE_STATES.includes(st)) throw new LedgerError(`prune: ${JSON.stringify(st)} operations are never pruned (only ${PRUNABLE_STATES.join(', ')})`);
+  }
+  return states;
 }
 
 export interface PruneReport {

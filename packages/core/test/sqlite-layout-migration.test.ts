@@ -124,4 +124,21 @@ describe('SQLite ledger layout 3 and the migration from layout 2', () => {
     expect(bytes).toBeLessThan(600);
     await ledger.close();
   });
+
+  it('lookups, listings, recovery and prune are served by indexes, not table scans', async () => {
+    const path = join(dir, 'plans.db');
+    createSqliteLedger({ path }).close();
+    const db = raw(path);
+    try {
+      const plan = (sql: string) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as Array<{ detail: string }>).map((r) => r.detail).join('\n');
+      const open = `state NOT IN ('succeeded', 'rejected', 'abandoned')`;
+      expect(plan(`SELECT body FROM retrysafe_operations WHERE id = 'x'`)).toMatch(/USING INDEX sqlite_autoindex_retrysafe_operations_1/);
+      expect(plan(`SELECT body FROM retrysafe_operations ORDER BY created_at DESC, id DESC LIMIT 100`)).toMatch(/SCAN retrysafe_operations USING INDEX retrysafe_operations_created/);
+      expect(plan(`SELECT body FROM retrysafe_operations WHERE ${open} AND state IN ('handed-off') ORDER BY created_at DESC, id DESC LIMIT 100`)).toMatch(/USING INDEX retrysafe_operations_open/);
+      expect(plan(`SELECT body FROM retrysafe_operations WHERE ${open} AND state IN ('claimed', 'dispatched') AND (lease_expires_at IS NULL OR lease_expires_at <= 5) ORDER BY updated_at`)).toMatch(/USING INDEX retrysafe_operations_open/);
+      expect(plan(`SELECT rowid AS n, created_at AS c, body FROM retrysafe_operations WHERE created_at < 5 AND updated_at < 5 AND state IN ('succeeded') AND (created_at, rowid) > (-1, 0) ORDER BY created_at, rowid LIMIT 500`)).toMatch(/USING INDEX retrysafe_operations_created/);
+    } finally {
+      db.close();
+    }
+  });
 });

@@ -374,12 +374,15 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
       // created_at <= updated_at, so the created_at index bounds the scan to rows old enough; the
       // state and updated_at are checked again in the DELETE (a rejected operation may be superseded meanwhile).
       const inStates = states.map(() => '?').join(',');
-      const pick = listed(`SELECT rowid AS n, body FROM retrysafe_operations WHERE created_at < ? AND updated_at < ? AND state IN (${inStates}) AND rowid > ? ORDER BY rowid LIMIT ?`);
+      // Keyset pages in the created_at index's order (it holds the rowid): a walk over old rows only, never the whole table.
+      const pick = listed(
+        `SELECT rowid AS n, created_at AS c, body FROM retrysafe_operations WHERE created_at < ? AND updated_at < ? AND state IN (${inStates}) AND (created_at, rowid) > (?, ?) ORDER BY created_at, rowid LIMIT ?`,
+      );
       const del = listed(`DELETE FROM retrysafe_operations WHERE rowid = ? AND updated_at < ? AND state IN (${inStates})`);
-      for (let after = 0; ; ) {
-        const rows = await guard('prune', () => pick.all(options.before, options.before, ...states, after, batch) as Array<Row & { n: number }>);
+      for (let after: [number, number] = [Number.MIN_SAFE_INTEGER, 0]; ; ) {
+        const rows = await guard('prune', () => pick.all(options.before, options.before, ...states, after[0], after[1], batch) as Array<Row & { n: number; c: number }>);
         if (rows.length === 0) break;
-        after = rows[rows.length - 1]!.n;
+        after = [rows[rows.length - 1]!.c, rows[rows.length - 1]!.n];
         const found = rows.map((row) => {
           const l = lines(row);
           return { n: row.n, record: parse<OperationRecord>(l.record, 'a stored record'), receipts: l.receipts };

@@ -2,8 +2,8 @@ import {
   InvalidStateError,
   LeaseLostError,
   LedgerError,
-  PRUNABLE_STATES,
   TERMINAL_STATES,
+  checkPruneOptions,
   type BusinessOperationId,
   type ClaimInput,
   type ClaimResult,
@@ -11,7 +11,6 @@ import {
   type HandoffPacket,
   type OperationRecord,
   type OperationState,
-  type PruneOptions,
   type Receipt,
   type StatePatch,
 } from '@retrysafe/contract';
@@ -199,19 +198,8 @@ export function checkReceipt(ref: Fenced, receipt: Receipt, lastSeq: number): vo
   if (receipt.seq !== lastSeq + 1) throw new LedgerError(`receipt seq ${receipt.seq} for ${ref.businessOperationId}: expected ${lastSeq + 1}`);
 }
 
-/**
- * The states a prune deletes (PruneOptions.states, default PRUNABLE_STATES), after checking the
- * options: never an open or handed-off operation, whatever is asked.
- */
-export function pruneStates(options: PruneOptions): readonly OperationState[] {
-  if (!options || typeof options.before !== 'number' || !Number.isFinite(options.before)) throw new LedgerError('prune: before must be epoch ms');
-  if (options.batchSize !== undefined && !(Number.isInteger(options.batchSize) && options.batchSize >= 1)) throw new LedgerError('prune: batchSize must be an integer ≥ 1');
-  const states = options.states ?? PRUNABLE_STATES;
-  for (const st of states) {
-    if (!PRUNABLE_STATES.includes(st)) throw new LedgerError(`prune: ${JSON.stringify(st)} operations are never pruned (only ${PRUNABLE_STATES.join(', ')})`);
-  }
-  return states;
-}
+/** The states a prune deletes, after checking its options (the rule is the contract's, next to PruneOptions). */
+export const pruneStates = checkPruneOptions;
 
 /** Whether a prune with these states and cutoff deletes `record`. */
 export function isPrunable(record: OperationRecord, states: readonly OperationState[], before: number): boolean {
