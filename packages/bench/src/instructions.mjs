@@ -36,7 +36,8 @@ export async function runInstructions({ quick = false, modes = ['raw', 'hand', '
     throw new Error('valgrind is not installed: `--part=instructions` needs it (apt-get install valgrind)');
   }
   const [n1, n2] = quick ? [100, 400] : [200, 1200];
-  const cases = [...modes.map((mode) => ({ store: 'sqlite', mode })), ...(modes.includes('runner') ? [{ store: 'memory', mode: 'runner' }] : [])];
+  // The runner also on the memory ledger (no storage at all: its own code), and the baseline build's when asked (`before`).
+  const cases = [...modes.map((mode) => ({ store: 'sqlite', mode })), ...modes.filter((m) => m === 'runner' || m === 'before').map((mode) => ({ store: 'memory', mode }))];
   const out = [];
   for (const c of cases) {
     const a = callgrindTotal(c.store, c.mode, n1, driver);

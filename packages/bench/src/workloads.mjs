@@ -83,7 +83,7 @@ const core = (mode) => (mode === 'before' ? import(`${baselineDir()}/core-dist/i
 export async function setupWorkload(cfg) {
   const tag = `w${cfg.worker}`;
   if (cfg.store === 'memory') {
-    const { createRunner, createMemoryLedger } = await import('@retrysafe/core');
+    const { createRunner, createMemoryLedger } = await core(cfg.mode);
     return runnerWorkload(createRunner, createMemoryLedger(), tag);
   }
   if (cfg.store === 'sqlite') {

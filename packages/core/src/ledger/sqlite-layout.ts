@@ -27,6 +27,14 @@ const DICTIONARY_1 = Buffer.from(
     '"lastOutcome":"succeeded","result":{"id":"},"providerRef":"',
     '{"businessOperationId":"","provider":"","operation":"","intentFingerprint":"sha256:","paramsFingerprint":"sha256:","params":{',
     '},"providerKey":"","state":"succeeded","fence":1,"leaseOwner":null,"leaseExpiresAt":null,"updatedAt":1',
+    // A clean operation's record and receipt with every value that varies left out (no provider's names):
+    // last, so the commonest shape is the nearest match.
+    '{"businessOperationId":"","provider":"","operation":"","intentFingerprint":"sha256:","paramsFingerprint":"sha256:","params":{},"providerKey":"",',
+    '"state":"succeeded","fence":1,"leaseOwner":null,"leaseExpiresAt":null,"updatedAt":17,"createdAt":17,"firstDispatchedAt":17,"attemptCount":1,',
+    '"lastOutcome":"succeeded","result":{"id":""},"providerRef":"","statusRef":null,"handoff":null,"resolution":null,"receiptChain":{"head":"","length":1}}\n',
+    '{"businessOperationId":"","seq":1,"runId":"run_","attemptId":"att_","provider":"","operation":"","kind":"dispatch","startedAt":"20",',
+    '"finishedAt":"20","outcome":"succeeded","decision":{"action":"complete","reason":"the provider performed it"},"providerKey":"",',
+    '"providerRef":"","requestFingerprint":"sha256:","prevHash":null,"hash":""}',
   ].join(''),
 );
 const DEFLATE_OPTIONS = { dictionary: DICTIONARY_1, windowBits: 12, memLevel: 5 } as const;
