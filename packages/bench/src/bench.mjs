@@ -172,8 +172,14 @@ if (only.has('scale')) {
   // Each round pre-fills a fresh store per mode (1M rows take a while): raw, hand and runner only, --scale-reps rounds (default 1).
   const scaleModes = MODES.filter((m) => m !== 'powertools');
   const scaleReps = Number(args['scale-reps'] ?? 1);
-  for (const n of scaleRows) scale.push(await scenario('sqlite', 1, sqliteDriver, scaleModes, n, scaleReps));
-  if (databaseUrl) for (const n of scaleRows) scale.push(await scenario('postgres', 1, null, scaleModes, n, scaleReps));
+  // Each row is printed as it is measured (a 1M pre-fill takes minutes), the table again at the end.
+  const step = async (store, driver, n) => {
+    const r = await scenario(store, 1, driver, scaleModes, n, scaleReps);
+    scale.push(r);
+    console.log(`  ${r.store} with ${fmt(n)} stored: ${scaleModes.map((m) => `${m} ${fmt(r.opsPerSec[m])}`).join(', ')} ops/s (load ${load()})`);
+  };
+  for (const n of scaleRows) await step('sqlite', sqliteDriver, n);
+  if (databaseUrl) for (const n of scaleRows) await step('postgres', null, n);
   printTable(['store', 'workers', 'stored', ...THROUGHPUT_HEAD], scale.map(throughputRow));
   for (const store of new Set(scale.map((r) => r.store))) {
     const mine = scale.filter((r) => r.store === store);

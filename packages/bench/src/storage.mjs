@@ -127,6 +127,6 @@ export async function prefillPostgres(databaseUrl, schema, rows) {
       await c.query(`INSERT INTO ${q} (${cols.map((col) => `"${col.name}"`).join(', ')}) SELECT ${select.join(', ')} FROM generate_series(1, ${rows - have}) x, (SELECT * FROM ${q} LIMIT 1) one`);
     }
     await c.query('COMMIT');
-    await c.query('VACUUM ANALYZE');
+    for (const { tablename: t } of tables) await c.query(`VACUUM ANALYZE "${schema}"."${t}"`);
   });
 }
