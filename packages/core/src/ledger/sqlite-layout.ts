@@ -8,7 +8,7 @@ import { deflateRawSync, inflateRawSync } from 'node:zlib';
  *
  * `body` is one format byte, then the lines deflated (raw deflate) against a fixed dictionary of
  * the text every record and receipt repeats (field names, common values): a clean operation's
- * record and receipt, ~1.5 kB of JSON, take ~330 bytes. Format 0 (plain UTF-8 lines) is read too.
+ * record and receipt, ~1.5 kB of JSON, take ~300 bytes. Format 0 (plain UTF-8 lines) is read too.
  * NEVER change a released dictionary: add a format byte with a new one.
  */
 export const BODY_PLAIN = 0;
