@@ -103,7 +103,7 @@ async function scenario(store, workers, driver = null, modes = MODES, rows = 0, 
         }
       } else {
         const schema = `rs_bench_${randomBytes(4).toString('hex')}`;
-        await preparePostgres(databaseUrl, schema);
+        await preparePostgres(databaseUrl, schema, mode);
         try {
           await seedAndPrefill({ store, mode, databaseUrl, schema }, rows);
           runs[mode].push(await measure((w) => ({ store, mode, databaseUrl, schema, worker: w }), workers));
@@ -178,8 +178,9 @@ if (only.has('scale')) {
     scale.push(r);
     console.log(`  ${r.store} with ${fmt(n)} stored: ${scaleModes.map((m) => `${m} ${fmt(r.opsPerSec[m])}`).join(', ')} ops/s (load ${load()})`);
   };
-  for (const n of scaleRows) await step('sqlite', sqliteDriver, n);
-  if (databaseUrl) for (const n of scaleRows) await step('postgres', null, n);
+  const scaleStores = (args['scale-stores'] ?? 'sqlite,postgres').split(',');
+  if (scaleStores.includes('sqlite')) for (const n of scaleRows) await step('sqlite', sqliteDriver, n);
+  if (databaseUrl && scaleStores.includes('postgres')) for (const n of scaleRows) await step('postgres', null, n);
   printTable(['store', 'workers', 'stored', ...THROUGHPUT_HEAD], scale.map(throughputRow));
   for (const store of new Set(scale.map((r) => r.store))) {
     const mine = scale.filter((r) => r.store === store);

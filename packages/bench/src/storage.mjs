@@ -63,7 +63,7 @@ const schemaSize = (c, schema) =>
 /** PostgreSQL: WAL bytes and table+index bytes per op of `mode`, in a fresh schema. */
 export async function postgresBytesPerOp(mode, ops, databaseUrl) {
   const schema = `rs_bytes_${randomBytes(4).toString('hex')}`;
-  await preparePostgres(databaseUrl, schema);
+  await preparePostgres(databaseUrl, schema, mode);
   try {
     const w = await setupWorkload({ store: 'postgres', mode, databaseUrl, schema, worker: 0 });
     await runOps(w, 0, WARMUP);

@@ -221,7 +221,8 @@ export function prepareSqlite(path, driver) {
   db.close();
 }
 
-export async function preparePostgres(databaseUrl, schema) {
+/** `mode` 'before': the ledger's tables are migrated by the baseline build's own migrations (its layout, not this one's). */
+export async function preparePostgres(databaseUrl, schema, mode) {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
@@ -229,7 +230,7 @@ export async function preparePostgres(databaseUrl, schema) {
     await client.query(`CREATE TABLE "${schema}".raw_ops (id text PRIMARY KEY, state text NOT NULL, owner text, lease_expires_at bigint, result text, created_at bigint NOT NULL, updated_at bigint NOT NULL)`);
     await client.query(HAND_TABLE(`"${schema}".hand_ops`, 'bigint'));
     await PostgresPersistenceLayer.createTable(client, `"${schema}".powertools_idempotency`);
-    const { migrate } = await import('@retrysafe/ledger-postgres');
+    const { migrate } = mode === 'before' ? await import(`${baselineDir()}/pg-dist/index.js`) : await import('@retrysafe/ledger-postgres');
     await migrate(client, schema);
   } finally {
     await client.end();
