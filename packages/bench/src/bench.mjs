@@ -2,7 +2,12 @@
 // against AWS Powertools idempotency on the same store; then RSS after 1M operations on the SQLite
 // ledger. Absolute numbers vary between machines: read the ratios.
 //
-//   node src/bench.mjs [--only=sqlite,drivers,postgres,dbos,rss,footprint] [--seconds=3] [--reps=3] [--workers=1,8] [--rss-ops=1000000] [--quick]
+//   node src/bench.mjs [--only=sqlite,postgres,bytes,scale,drivers,dbos,rss,footprint] [--part=instructions] [--seconds=3] [--reps=3]
+//                      [--workers=1,8] [--rss-ops=1000000] [--scale=1000,100000,1000000] [--quick]
+//
+// `bytes`: ledger bytes per op (SQLite file growth, PostgreSQL WAL bytes). `scale`: ops/s with 1k, 100k
+// and 1M operations already stored. `--part=instructions` (on demand, needs valgrind): instructions per
+// op under callgrind, the difference of two run lengths so start-up cancels (src/instructions.mjs).
 //
 // `drivers`: raw pattern and runner on each SQLite driver this Node can load, side by side (both need
 // Node >= 22.13 and a better-sqlite3 built for it). `footprint`: install size, package count and cold
@@ -15,19 +20,22 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { availableSqliteDrivers, defaultSqliteDriver, dropPostgres, postgresSettings, preparePostgres, prepareSqlite, SQLITE_PRAGMAS } from './workloads.mjs';
+import { postgresBytesPerOp, prefillPostgres, prefillSqlite, sqliteBytesPerOp } from './storage.mjs';
+import { availableSqliteDrivers, defaultSqliteDriver, dropPostgres, postgresSettings, preparePostgres, prepareSqlite, setupWorkload, SQLITE_PRAGMAS } from './workloads.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => {
   const [k, v] = a.replace(/^--/, '').split('=');
   return [k, v ?? 'true'];
 }));
 const quick = args.quick === 'true';
-const only = new Set((args.only ?? 'sqlite,drivers,postgres,dbos,rss,footprint').split(','));
+const only = new Set((args.only ?? args.part ?? 'sqlite,postgres,bytes,scale,drivers,dbos,rss,footprint').split(','));
 const seconds = Number(args.seconds ?? (quick ? 1 : 3));
 const reps = Number(args.reps ?? (quick ? 1 : 3));
 const pgWorkers = (args.workers ?? '1,8').split(',').map(Number);
 const rssOps = Number(args['rss-ops'] ?? (quick ? 50_000 : 1_000_000));
-const MODES = (args.modes ?? 'raw,runner,powertools').split(',');
+const MODES = (args.modes ?? 'raw,hand,runner,powertools').split(',');
+const scaleRows = (args.scale ?? (quick ? '1000,100000' : '1000,100000,1000000')).split(',').map(Number);
+const bytesOps = Number(args['bytes-ops'] ?? (quick ? 1000 : 5000));
 const here = (f) => fileURLToPath(new URL(f, import.meta.url));
 
 const databaseUrl = process.env.DATABASE_URL;
@@ -68,9 +76,19 @@ async function measure(cfgFor, workers) {
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-async function scenario(store, workers, driver = null, modes = MODES) {
+/** Before a measurement on a store that should already hold `rows` operations: one op seeds each table, then clones fill it. */
+async function seedAndPrefill(cfg, rows) {
+  if (!rows) return;
+  const w = await setupWorkload({ ...cfg, worker: 'seed' });
+  await w.op(0);
+  await w.close();
+  if (cfg.store === 'sqlite') prefillSqlite(cfg.sqlitePath, cfg.driver, rows);
+  else await prefillPostgres(cfg.databaseUrl, cfg.schema, rows);
+}
+
+async function scenario(store, workers, driver = null, modes = MODES, rows = 0, rounds = reps) {
   const runs = Object.fromEntries(modes.map((m) => [m, []]));
-  for (let rep = 0; rep < reps; rep++) {
+  for (let rep = 0; rep < rounds; rep++) {
     // Interleaved so drift (page cache, WAL size, thermal) hits every mode alike; fresh store each time.
     for (const mode of modes) {
       if (store === 'sqlite') {
@@ -78,14 +96,16 @@ async function scenario(store, workers, driver = null, modes = MODES) {
         try {
           const sqlitePath = join(dir, 'bench.db');
           prepareSqlite(sqlitePath, driver);
+          await seedAndPrefill({ store, mode, sqlitePath, driver }, rows);
           runs[mode].push(await measure((w) => ({ store, mode, sqlitePath, worker: w, driver }), workers));
         } finally {
           rmSync(dir, { recursive: true, force: true });
         }
       } else {
         const schema = `rs_bench_${randomBytes(4).toString('hex')}`;
-        await preparePostgres(databaseUrl, schema);
+        await preparePostgres(databaseUrl, schema, mode);
         try {
+          await seedAndPrefill({ store, mode, databaseUrl, schema }, rows);
           runs[mode].push(await measure((w) => ({ store, mode, databaseUrl, schema, worker: w }), workers));
         } finally {
           await dropPostgres(databaseUrl, schema);
@@ -94,14 +114,19 @@ async function scenario(store, workers, driver = null, modes = MODES) {
     }
   }
   const m = Object.fromEntries(modes.map((k) => [k, median(runs[k])]));
-  return { store: driver ? `${store} (${driver})` : store, driver, workers, opsPerSec: m, runs, ratio: { runnerToRaw: m.runner / m.raw, powertoolsToRaw: m.powertools / m.raw, runnerToPowertools: m.runner / m.powertools } };
+  return {
+    store: driver ? `${store} (${driver})` : store, driver, workers, rows, opsPerSec: m, runs,
+    ratio: { runnerToRaw: m.runner / m.raw, handToRaw: m.hand / m.raw, runnerToHand: m.runner / m.hand, powertoolsToRaw: m.powertools / m.raw, runnerToPowertools: m.runner / m.powertools },
+  };
 }
 
 const fmt = (n) => Math.round(n).toLocaleString('en-US');
 const x = (r) => `${r.toFixed(2)}×`;
 const rows = [];
 console.log(`retrysafe bench — node ${process.version}, ${seconds}s per measurement, median of ${reps}, modes interleaved`);
-console.log(`raw = INSERT claim + UPDATE complete (two transactions); runner = runner.run + no-op adapter on the retrysafe ledger; powertools = makeIdempotent + no-op on the same store`);
+console.log(`raw = INSERT claim + UPDATE complete (two transactions: the floor); hand = the ledger's content (record + receipt) written by hand in the same two statements;`);
+console.log(`runner = runner.run + no-op adapter on the retrysafe ledger; powertools = makeIdempotent + no-op on the same store, payload validation on`);
+console.log(`hand/raw = what storing the ledger's content costs; runner/hand = what the runner's code and the ledger's layout cost on top`);
 const load = () => loadavg().map((l) => l.toFixed(1)).join(' ');
 console.log(`SQLite (all three sides): driver ${await defaultSqliteDriver()}, ${SQLITE_PRAGMAS.join(", ")}`);
 if (only.has('postgres')) console.log(`PostgreSQL: ${await postgresSettings(databaseUrl)}`);
@@ -110,14 +135,69 @@ const sqliteDriver = await defaultSqliteDriver();
 if (only.has('sqlite')) rows.push(await scenario('sqlite', 1, sqliteDriver));
 if (only.has('postgres')) for (const w of pgWorkers) rows.push(await scenario('postgres', w));
 
-if (rows.length) {
-  const head = ['store', 'workers', 'raw ops/s', 'runner ops/s', 'powertools ops/s', 'runner/raw', 'powertools/raw', 'runner/powertools'];
-  const table = [head, ...rows.map((r) => [r.store, String(r.workers), fmt(r.opsPerSec.raw ?? NaN), fmt(r.opsPerSec.runner ?? NaN), fmt(r.opsPerSec.powertools ?? NaN), x(r.ratio.runnerToRaw), x(r.ratio.powertoolsToRaw), x(r.ratio.runnerToPowertools)])];
+function printTable(head, body) {
+  const table = [head, ...body];
   const widths = head.map((_, i) => Math.max(...table.map((row) => row[i].length)));
   for (const row of table) console.log(row.map((c, i) => c.padEnd(widths[i])).join('  '));
 }
+const throughputRow = (r) => [r.store, String(r.workers), ...(r.rows ? [fmt(r.rows)] : []), fmt(r.opsPerSec.raw ?? NaN), fmt(r.opsPerSec.hand ?? NaN), fmt(r.opsPerSec.runner ?? NaN), fmt(r.opsPerSec.powertools ?? NaN),
+  x(r.ratio.runnerToRaw), x(r.ratio.handToRaw), x(r.ratio.runnerToHand), x(r.ratio.powertoolsToRaw), x(r.ratio.runnerToPowertools)];
+const THROUGHPUT_HEAD = ['raw ops/s', 'hand ops/s', 'runner ops/s', 'powertools ops/s', 'runner/raw', 'hand/raw', 'runner/hand', 'powertools/raw', 'runner/powertools'];
+if (rows.length) printTable(['store', 'workers', ...THROUGHPUT_HEAD], rows.map(throughputRow));
+// With BENCH_BASELINE and --modes=…,before: the runner on this build against the baseline build, interleaved.
+for (const r of rows) if (r.opsPerSec.before) console.log(`${r.store}, ${r.workers} worker(s): runner ${fmt(r.opsPerSec.runner)} ops/s, baseline build ${fmt(r.opsPerSec.before)} ops/s: ${x(r.opsPerSec.runner / r.opsPerSec.before)}`);
 
 if (rows.length) console.log(`load average ${load()} at the end of the throughput runs`);
+
+// Ledger bytes per operation: what each workload leaves in the store (SQLite) / writes to the WAL (PostgreSQL).
+let bytes = null;
+if (only.has('bytes')) {
+  console.log(`\nBytes per op (${fmt(bytesOps)} ops after ${200} warm-up; SQLite: file growth after a TRUNCATE checkpoint; PostgreSQL: WAL bytes after a CHECKPOINT, and table+index growth)`);
+  bytes = { sqlite: {}, postgres: {} };
+  for (const mode of MODES) bytes.sqlite[mode] = await sqliteBytesPerOp(mode, bytesOps, sqliteDriver);
+  if (databaseUrl) for (const mode of MODES) bytes.postgres[mode] = await postgresBytesPerOp(mode, bytesOps, databaseUrl);
+  const body = [['SQLite file bytes/op', ...MODES.map((m) => fmt(bytes.sqlite[m]))]];
+  if (databaseUrl) {
+    body.push(['PostgreSQL WAL bytes/op', ...MODES.map((m) => fmt(bytes.postgres[m].walPerOp))]);
+    body.push(['PostgreSQL table+index bytes/op', ...MODES.map((m) => fmt(bytes.postgres[m].tablePerOp))]);
+  }
+  printTable(['', ...MODES], body);
+}
+
+// Cost per op against the rows already stored.
+let scale = null;
+if (only.has('scale')) {
+  console.log(`\nScale: ops/s with ${scaleRows.map(fmt).join(', ')} operations already stored (pre-filled in one transaction), median of ${args['scale-reps'] ?? 1}`);
+  scale = [];
+  // Each round pre-fills a fresh store per mode (1M rows take a while): raw, hand and runner only, --scale-reps rounds (default 1).
+  const scaleModes = MODES.filter((m) => m !== 'powertools');
+  const scaleReps = Number(args['scale-reps'] ?? 1);
+  // Each row is printed as it is measured (a 1M pre-fill takes minutes), the table again at the end.
+  const step = async (store, driver, n) => {
+    const r = await scenario(store, 1, driver, scaleModes, n, scaleReps);
+    scale.push(r);
+    console.log(`  ${r.store} with ${fmt(n)} stored: ${scaleModes.map((m) => `${m} ${fmt(r.opsPerSec[m])}`).join(', ')} ops/s (load ${load()})`);
+  };
+  const scaleStores = (args['scale-stores'] ?? 'sqlite,postgres').split(',');
+  if (scaleStores.includes('sqlite')) for (const n of scaleRows) await step('sqlite', sqliteDriver, n);
+  if (databaseUrl && scaleStores.includes('postgres')) for (const n of scaleRows) await step('postgres', null, n);
+  printTable(['store', 'workers', 'stored', ...THROUGHPUT_HEAD], scale.map(throughputRow));
+  for (const store of new Set(scale.map((r) => r.store))) {
+    const mine = scale.filter((r) => r.store === store);
+    const first = mine[0], last = mine.at(-1);
+    console.log(`${store}: runner cost per op at ${fmt(last.rows)} rows ÷ at ${fmt(first.rows)} rows = ${x(first.opsPerSec.runner / last.opsPerSec.runner)} (raw ${x(first.opsPerSec.raw / last.opsPerSec.raw)}, hand ${x(first.opsPerSec.hand / last.opsPerSec.hand)})`);
+  }
+  console.log(`load average ${load()} at the end of the scale runs`);
+}
+
+// Instructions per op under callgrind (on demand: `--part=instructions`).
+let instructions = null;
+if (only.has('instructions')) {
+  const { runInstructions, printInstructions } = await import('./instructions.mjs');
+  console.log('\nInstructions per op (valgrind callgrind; the difference of two run lengths, so start-up cancels)…');
+  instructions = await runInstructions({ quick, modes: MODES, driver: sqliteDriver });
+  printInstructions(instructions);
+}
 
 // The two SQLite drivers side by side: raw pattern and runner on each, interleaved per rep.
 let drivers = null;
@@ -186,4 +266,4 @@ if (only.has('rss')) {
   });
   console.log(`RSS after ${rss.ops.toLocaleString('en-US')} ops (SQLite ledger, synchronous=${rss.synchronous}): ${rss.finalRssMb} MB (max ${rss.maxRssMb} MB; samples ${rss.samples.map((s) => `${s.ops / 1000}k:${s.rssMb}`).join(' ')}) — ${fmt(rss.opsPerSec)} ops/s over ${rss.seconds}s`);
 }
-console.log(`\nJSON ${JSON.stringify({ rows, drivers, dbos, rss, footprint })}`);
+console.log(`\nJSON ${JSON.stringify({ rows, bytes, scale, instructions, drivers, dbos, rss, footprint })}`);

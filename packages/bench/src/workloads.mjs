@@ -2,7 +2,12 @@
 // performed once, successfully, with a fresh id:
 //   raw         the bare database pattern: INSERT the claim, then UPDATE it complete (two transactions)
 //   runner      retrysafe's runner.run against the in-process no-op adapter, on the retrysafe ledger
-//   powertools  AWS Powertools' makeIdempotent around the same no-op function, persisted on the same store
+//   hand        "same content, hand-written": what the retrysafe ledger stores per op (the operation record
+//               and its receipt, the same fields and sizes) with the fewest statements — INSERT the claim
+//               row with its record, then one UPDATE that writes the final record and the receipt into it
+//   powertools  AWS Powertools' makeIdempotent around the same no-op function, persisted on the same store,
+//               with payload validation on (the runner always fingerprints the params)
+import { createHash, randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import pg from 'pg';
@@ -33,7 +38,7 @@ export async function availableSqliteDrivers() {
 }
 
 /** A raw connection on `driver`: both bindings share exec/prepare/run/get/close, which is all the raw and Powertools sides use. */
-function openSqlite(path, driver = 'better-sqlite3') {
+export function openSqlite(path, driver = 'better-sqlite3') {
   let db;
   if (driver === 'node:sqlite') {
     const { DatabaseSync } = process.getBuiltinModule('node:sqlite');
@@ -50,10 +55,26 @@ const noop = async (params) => ({ id: `ord_${params.orderRef}` });
 const powertoolsConfig = () =>
   new IdempotencyConfig({
     eventKeyJmesPath: 'orderRef',
+    // Like for like: the runner refuses a reused id with other params (params fingerprint); Powertools does
+    // the same with payload validation, which hashes the payload and stores the hash with the record.
+    payloadValidationJmesPath: '[orderRef, amount]',
     expiresAfterSeconds: 24 * 3600,
     // Not in Lambda: the in-progress expiry comes from the remaining time; give it the runner's lease.
     lambdaContext: { getRemainingTimeInMillis: () => LEASE_MS },
   });
+
+/**
+ * `before`: the runner on a baseline build, for before/after measured interleaved in one run.
+ * BENCH_BASELINE=<dir> holds `core-dist/` (a copy of packages/core/dist) and `pg-dist/` (of
+ * packages/ledger-postgres/dist) built from the baseline commit, and a `node_modules` link to this
+ * package's node_modules (so their imports resolve).
+ */
+function baselineDir() {
+  const dir = process.env.BENCH_BASELINE;
+  if (!dir) throw new Error('mode `before` needs BENCH_BASELINE=<dir with core-dist/ and pg-dist/ of the baseline build>');
+  return dir;
+}
+const core = (mode) => (mode === 'before' ? import(`${baselineDir()}/core-dist/index.bundle.js`) : import('@retrysafe/core'));
 
 /**
  * @param {{ store: 'sqlite' | 'postgres', mode: 'raw' | 'runner' | 'powertools', sqlitePath?: string, databaseUrl?: string, schema?: string, worker: number }} cfg
@@ -61,6 +82,10 @@ const powertoolsConfig = () =>
  */
 export async function setupWorkload(cfg) {
   const tag = `w${cfg.worker}`;
+  if (cfg.store === 'memory') {
+    const { createRunner, createMemoryLedger } = await core(cfg.mode);
+    return runnerWorkload(createRunner, createMemoryLedger(), tag);
+  }
   if (cfg.store === 'sqlite') {
     if (cfg.mode === 'raw') {
       const db = openSqlite(cfg.sqlitePath, cfg.driver);
@@ -78,12 +103,29 @@ export async function setupWorkload(cfg) {
         },
       };
     }
+    if (cfg.mode === 'hand') {
+      const db = openSqlite(cfg.sqlitePath, cfg.driver);
+      const claim = db.prepare(`INSERT INTO hand_ops (id, state, fence, lease_expires_at, created_at, updated_at, record) VALUES (?, 'dispatched', 1, ?, ?, ?, ?)`);
+      const complete = db.prepare(`UPDATE hand_ops SET state = 'succeeded', lease_expires_at = NULL, updated_at = ?, record = ?, receipt = ? WHERE id = ? AND fence = 1`);
+      return {
+        op(i) {
+          const c = handContent(tag, i);
+          const now = Date.now();
+          claim.run(c.id, now + LEASE_MS, now, now, c.claimed(now));
+          const done = Date.now();
+          complete.run(done, c.succeeded(now, done), c.receipt(now, done), c.id);
+        },
+        async close() {
+          db.close();
+        },
+      };
+    }
     if (cfg.mode === 'powertools') {
       const db = openSqlite(cfg.sqlitePath, cfg.driver);
       const fn = makeIdempotent(noop, { persistenceStore: new SqlitePersistenceLayer(db), config: powertoolsConfig() });
       return { op: (i) => fn({ orderRef: `${tag}-${i}`, amount: 1 }), async close() { db.close(); } };
     }
-    const { createRunner, createSqliteLedger } = await import('@retrysafe/core');
+    const { createRunner, createSqliteLedger } = await core(cfg.mode);
     const ledger = createSqliteLedger({ path: cfg.sqlitePath, synchronous: SQLITE_SYNC, driver: cfg.driver ?? 'auto' });
     return runnerWorkload(createRunner, ledger, tag);
   }
@@ -104,14 +146,31 @@ export async function setupWorkload(cfg) {
       },
     };
   }
+  if (cfg.mode === 'hand') {
+    const client = new pg.Client({ connectionString: cfg.databaseUrl });
+    await client.connect();
+    const t = `"${cfg.schema}".hand_ops`;
+    return {
+      async op(i) {
+        const c = handContent(tag, i);
+        const now = Date.now();
+        await client.query({ name: 'hand-claim', text: `INSERT INTO ${t} (id, state, fence, lease_expires_at, created_at, updated_at, record) VALUES ($1, 'dispatched', 1, $2, $3, $3, $4)`, values: [c.id, now + LEASE_MS, now, c.claimed(now)] });
+        const done = Date.now();
+        await client.query({ name: 'hand-complete', text: `UPDATE ${t} SET state = 'succeeded', lease_expires_at = NULL, updated_at = $1, record = $2, receipt = $3 WHERE id = $4 AND fence = 1`, values: [done, c.succeeded(now, done), c.receipt(now, done), c.id] });
+      },
+      async close() {
+        await client.end();
+      },
+    };
+  }
   if (cfg.mode === 'powertools') {
     const client = new pg.Client({ connectionString: cfg.databaseUrl });
     await client.connect();
     const fn = makeIdempotent(noop, { persistenceStore: new PostgresPersistenceLayer(client, `"${cfg.schema}".powertools_idempotency`), config: powertoolsConfig() });
     return { op: (i) => fn({ orderRef: `${tag}-${i}`, amount: 1 }), async close() { await client.end(); } };
   }
-  const { createRunner } = await import('@retrysafe/core');
-  const { createPostgresLedger } = await import('@retrysafe/ledger-postgres');
+  const { createRunner } = await core(cfg.mode);
+  const { createPostgresLedger } = cfg.mode === 'before' ? await import(`${baselineDir()}/pg-dist/index.js`) : await import('@retrysafe/ledger-postgres');
   // One runner.run at a time per worker: one connection does; a second covers the claim transaction.
   const ledger = createPostgresLedger({ connectionString: cfg.databaseUrl, schema: cfg.schema, poolSize: 2, migrate: false });
   return runnerWorkload(createRunner, ledger, tag);
@@ -131,21 +190,47 @@ function runnerWorkload(createRunner, ledger, tag) {
   };
 }
 
-/** Tables the raw and Powertools sides write to (the runner's ledger migrates its own). */
+/**
+ * The hand-written baseline's content for op `i`: the operation record (claimed, then succeeded) and
+ * the receipt, with the same fields, shapes and sizes the retrysafe ledger stores, written as literals
+ * (no canonical JSON, one SHA-256 for the params fingerprint — what hand-written code would do).
+ */
+export function handContent(tag, i) {
+  const params = `{"orderRef":"${tag}-${i}","amount":1}`;
+  const fp = `sha256:${createHash('sha256').update(params).digest('hex')}`;
+  const intent = `sha256:${createHash('sha256').update(`noop.orders.create${params}`).digest('hex')}`;
+  const id = `noop.orders.create:${intent.slice(7, 39)}`;
+  const ref = `ord_${tag}-${i}`;
+  const hash = createHash('sha256').update(id).update(fp).digest('hex');
+  const base = `{"businessOperationId":"${id}","provider":"noop","operation":"noop.orders.create","intentFingerprint":"${intent}","paramsFingerprint":"${fp}","params":${params},"providerKey":"${id}"`;
+  return {
+    id,
+    claimed: (now) => `${base},"state":"dispatched","fence":1,"leaseOwner":"bench:${tag}","leaseExpiresAt":${now + LEASE_MS},"updatedAt":${now},"createdAt":${now},"firstDispatchedAt":${now},"attemptCount":1,"lastOutcome":null,"result":null,"providerRef":null,"statusRef":null,"handoff":null,"resolution":null,"receiptChain":{"head":null,"length":0}}`,
+    succeeded: (now, done) => `${base},"state":"succeeded","fence":1,"leaseOwner":null,"leaseExpiresAt":null,"updatedAt":${done},"createdAt":${now},"firstDispatchedAt":${now},"attemptCount":1,"lastOutcome":"succeeded","result":{"id":"${ref}"},"providerRef":"${ref}","statusRef":null,"handoff":null,"resolution":null,"receiptChain":{"head":"${hash}","length":1}}`,
+    receipt: (now, done) => `{"businessOperationId":"${id}","seq":1,"runId":"run_${randomUUID()}","attemptId":"att_${randomUUID()}","provider":"noop","operation":"noop.orders.create","kind":"dispatch","startedAt":"${new Date(now).toISOString()}","finishedAt":"${new Date(done).toISOString()}","outcome":"succeeded","decision":{"action":"complete","reason":"the provider performed it"},"providerKey":"${id}","providerRef":"${ref}","requestFingerprint":"${fp}","prevHash":null,"hash":"${hash}"}`,
+  };
+}
+
+const HAND_TABLE = (t, int) => `CREATE TABLE ${t} (id TEXT PRIMARY KEY, state TEXT NOT NULL, fence ${int} NOT NULL, lease_expires_at ${int}, created_at ${int} NOT NULL, updated_at ${int} NOT NULL, record TEXT NOT NULL, receipt TEXT)`;
+
+/** Tables the raw, hand-written and Powertools sides write to (the runner's ledger migrates its own). */
 export function prepareSqlite(path, driver) {
   const db = openSqlite(path, driver);
   db.exec(`CREATE TABLE raw_ops (id TEXT PRIMARY KEY, state TEXT NOT NULL, owner TEXT, lease_expires_at INTEGER, result TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL)`);
+  db.exec(HAND_TABLE('hand_ops', 'INTEGER'));
   db.close();
 }
 
-export async function preparePostgres(databaseUrl, schema) {
+/** `mode` 'before': the ledger's tables are migrated by the baseline build's own migrations (its layout, not this one's). */
+export async function preparePostgres(databaseUrl, schema, mode) {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
     await client.query(`CREATE SCHEMA "${schema}"`);
     await client.query(`CREATE TABLE "${schema}".raw_ops (id text PRIMARY KEY, state text NOT NULL, owner text, lease_expires_at bigint, result text, created_at bigint NOT NULL, updated_at bigint NOT NULL)`);
+    await client.query(HAND_TABLE(`"${schema}".hand_ops`, 'bigint'));
     await PostgresPersistenceLayer.createTable(client, `"${schema}".powertools_idempotency`);
-    const { migrate } = await import('@retrysafe/ledger-postgres');
+    const { migrate } = mode === 'before' ? await import(`${baselineDir()}/pg-dist/index.js`) : await import('@retrysafe/ledger-postgres');
     await migrate(client, schema);
   } finally {
     await client.end();

@@ -6,7 +6,7 @@ import { cardsCommand } from './commands/cards.js';
 import { registerCardsInit } from './commands/cards-init.js';
 import { demoCommand, demoSummary } from './commands/demo.js';
 import { drillCommand, drillJunit, drillText } from './commands/drill.js';
-import { RefusedError, handoffsText, ledgerHandoffs, ledgerLs, ledgerResolve, ledgerResolveAll, ledgerShow, lsTable, resolveAllText, resolveText, showText, STATES, withLedger } from './commands/ledger.js';
+import { PRUNE_RETENTION_NOTE, RefusedError, handoffsText, ledgerHandoffs, ledgerLs, ledgerPrune, pruneText, ledgerResolve, ledgerResolveAll, ledgerShow, lsTable, resolveAllText, resolveText, showText, STATES, withLedger } from './commands/ledger.js';
 import { RECEIPT_KEYS_ENV, exportChains, verifyChains, verifyExportFile, verifyText } from './commands/ledger-chain.js';
 import { UsageError } from './registry.js';
 import { paint, useColor } from './output.js';
@@ -185,6 +185,21 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
     const r = await withLedger(o, (l) => exportChains(l, { ...(o.out ? { out: o.out } : {}), ...(o.state ? { states: o.state } : {}) }));
     if (o.out) io.err(`wrote ${r.operations} operation${r.operations === 1 ? '' : 's'} to ${o.out}`);
     else if (r.text) io.out(r.text.trimEnd());
+  });
+  target(
+    ledger
+      .command('prune')
+      .description('retention: delete closed operations (succeeded, rejected, abandoned) older than a duration, with their receipts; never open or handed-off ones')
+      .requiredOption('--older-than <duration>', 'last changed at least this long ago, e.g. 30d, 72h')
+      .option('--export <file>', "write the pruned operations' receipts (with chain heads, as `ledger export`) to this new file before deleting them")
+      .option('--dry-run', 'count what would be pruned; delete and write nothing')
+      .option('--force', "prune below the key retention floor of the cards (you know no repeat of these operations can come)")
+      .addOption(new Option('--state <state>', 'only these closed states (succeeded, rejected, abandoned)').argParser(collect))
+      .addHelpText('after', `\n${PRUNE_RETENTION_NOTE}`),
+  ).action(async (o) => {
+    const r = await ledgerPrune(o);
+    if (o.json) json(r);
+    else io.out(pruneText(r, o.export));
   });
   target(ledger.command('handoffs').description('operations waiting for a person, with their safe next actions')).action(async (o) => {
     const rows = await ledgerHandoffs(o);

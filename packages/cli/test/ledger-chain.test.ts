@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRunner, createSqliteLedger } from '@retrysafe/core';
 import { createDrillClock, startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
 import { createSandboxAdapter, createSandboxProvider, startSandboxServer, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
+import { editStored, readStored } from '../../core/test/sqlite-tamper.js';
 import { cli, openRawSqlite, tempDir } from './helpers.js';
 
 // The SQLite driver the core ledger uses, to edit the file as an attacker would (outside retrysafe).
@@ -32,10 +33,9 @@ beforeAll(async () => {
   await ledger.close();
   const raw = openRawSqlite(db);
   // An in-place edit of the first receipt of `edited` (its outcome), and the last receipt of `cut` deleted.
-  const row = raw.prepare('SELECT receipt FROM retrysafe_receipts WHERE id = ? AND seq = 1').get(ids.edited) as { receipt: string };
-  raw.prepare('UPDATE retrysafe_receipts SET receipt = ? WHERE id = ? AND seq = 1').run(JSON.stringify({ ...JSON.parse(row.receipt), outcome: 'succeeded' }), ids.edited);
-  const last = raw.prepare('SELECT max(seq) AS seq FROM retrysafe_receipts WHERE id = ?').get(ids.cut) as { seq: number };
-  raw.prepare('DELETE FROM retrysafe_receipts WHERE id = ? AND seq = ?').run(ids.cut, last.seq);
+  // (Layout 3 keeps an operation's receipts inside its row's body: editStored rewrites it as sqlite3 would.)
+  editStored(raw, ids.edited, (l) => ({ ...l, receipts: [JSON.stringify({ ...JSON.parse(l.receipts[0]!), outcome: 'succeeded' }), ...l.receipts.slice(1)] }));
+  editStored(raw, ids.cut, (l) => ({ ...l, receipts: l.receipts.slice(0, -1) }));
   raw.close();
 }, 60_000);
 
@@ -84,7 +84,7 @@ describe('retrysafe ledger verify / export, and show and resolve on a broken cha
     const count = (id: string) => {
       const raw = openRawSqlite(db, { readonly: true });
       try {
-        return (raw.prepare('SELECT count(*) AS n FROM retrysafe_receipts WHERE id = ?').get(id) as { n: number }).n;
+        return readStored(raw, id).receipts.length;
       } finally {
         raw.close();
       }

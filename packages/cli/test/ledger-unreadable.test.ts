@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
 import { createSqliteLedger } from '@retrysafe/core';
+import { editStored } from '../../core/test/sqlite-tamper.js';
 import { cli, openRawSqlite, tempDir } from './helpers.js';
 
 describe('retrysafe ledger on a record it cannot read', () => {
@@ -13,7 +14,7 @@ describe('retrysafe ledger on a record it cannot read', () => {
     await ledger.close();
     // Cut the stored JSON, as a torn write or a hand edit would.
     const raw = openRawSqlite(db);
-    raw.exec(`UPDATE retrysafe_operations SET record = substr(record, 1, 25)`);
+    editStored(raw, 'cut-1', (l) => ({ ...l, record: l.record.slice(0, 25) }));
     raw.close();
 
     const r = await cli(['ledger', 'ls', '--db', db, '--json']);

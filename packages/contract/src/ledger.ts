@@ -2,6 +2,7 @@ import type { HandoffPacket } from './handoff.js';
 import type { BusinessOperationId, ProviderKey } from './ids.js';
 import type { OutcomeKind } from './outcome.js';
 import type { Receipt } from './receipt.js';
+import { LedgerError } from './errors/ledger-error.js';
 
 /**
  * claimed → dispatched → succeeded | rejected | unknown | in-progress → reconciling → … | handed-off.
@@ -139,6 +140,48 @@ export interface LedgerCapabilities {
   readonly receiptWithState?: boolean;
 }
 
+/** States `prune` may delete: terminal and closed. `handed-off` waits for a person and is never pruned. */
+export const PRUNABLE_STATES: readonly OperationState[] = ['succeeded', 'rejected', 'abandoned'];
+
+/** What `Ledger.prune` deletes: closed operations (PRUNABLE_STATES) whose last change is older than `before`. */
+export interface PruneOptions {
+  /** Epoch ms: operations whose `updatedAt` is before this. */
+  readonly before: number;
+  /** A subset of PRUNABLE_STATES (default all of them). */
+  readonly states?: readonly OperationState[];
+  /** Count what would be deleted, delete nothing (`onPrune` is not called). */
+  readonly dryRun?: boolean;
+  /**
+   * Called with each operation and its receipts BEFORE it is deleted (e.g. to export the receipts);
+   * a rejection stops the prune with that batch not deleted.
+   */
+  readonly onPrune?: (record: OperationRecord, receipts: readonly Receipt[]) => void | Promise<void>;
+  /** Operations per delete transaction (default 500): keeps each write lock short. */
+  readonly batchSize?: number;
+}
+
+/**
+ * The states a prune may delete for these options (PruneOptions.states, default PRUNABLE_STATES),
+ * after checking them: never an open or handed-off operation, whatever is asked. Every ledger's
+ * prune starts here. Throws LedgerError on bad options.
+ */
+export function checkPruneOptions(options: PruneOptions): readonly OperationState[] {
+  if (!options || typeof options.before !== 'number' || !Number.isFinite(options.before)) throw new LedgerError('prune: before must be epoch ms');
+  if (options.batchSize !== undefined && !(Number.isInteger(options.batchSize) && options.batchSize >= 1)) throw new LedgerError('prune: batchSize must be an integer ≥ 1');
+  const states = options.states ?? PRUNABLE_STATES;
+  for (const st of states) {
+    if (!PRUNABLE_STATES.includes(st)) throw new LedgerError(`prune: ${JSON.stringify(st)} operations are never pruned (only ${PRUNABLE_STATES.join(', ')})`);
+  }
+  return states;
+}
+
+export interface PruneReport {
+  /** Operations deleted (with dryRun: that would be deleted), with their receipts. */
+  readonly pruned: number;
+  readonly byState: Readonly<Partial<Record<OperationState, number>>>;
+  readonly dryRun: boolean;
+}
+
 export interface ListFilter {
   readonly states?: readonly OperationState[];
   readonly provider?: string;
@@ -177,5 +220,10 @@ export interface Ledger {
   receipts(id: BusinessOperationId): Promise<Receipt[]>;
   /** Non-terminal operations (RECOVERABLE_STATES) whose lease is absent or expired at `now`. */
   recoverCandidates(now: number, limit?: number): Promise<OperationRecord[]>;
+  /**
+   * Optional (retention): deletes closed operations and their receipts, see PruneOptions. Never an
+   * open or handed-off operation. The memory, SQLite and PostgreSQL ledgers have it.
+   */
+  prune?(options: PruneOptions): Promise<PruneReport>;
   close(): Promise<void>;
 }

@@ -12,6 +12,7 @@ export type { SqliteLedger, SqliteLedgerOptions } from './ledger/sqlite-ledger.j
 export { sqliteDrivers } from './ledger/sqlite-driver.js';
 export type { SqliteDriverName, SqliteDriverAvailability } from './ledger/sqlite-driver.js';
 export * as ledgerTransitions from './ledger/transitions.js';
+export { pruneLedger, retentionFloor, type PruneLedgerOptions, type PruneLedgerReport } from './ledger/retention.js';
 export { encryptParams } from './ledger/encrypted-params.js';
 export type { EncryptParamsOptions, ParamsKey } from './ledger/encrypted-params.js';
 export { jsonlHandoffSink, callbackHandoffSink, buildPacket, safeNextActions } from './handoff.js';

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { editStored } from './sqlite-tamper.js';
 import { asBusinessOperationId, LedgerError, RetrysafeError, type ClaimInput, type ProviderKey } from '@retrysafe/contract';
 import { createRunner, createSqliteLedger, RunnerConfigurationError, sqliteDrivers, type SqliteDriverName } from '@retrysafe/core';
 import { ledgerSuite } from '@retrysafe/core/ledger-suite';
@@ -21,15 +22,16 @@ const drivers = sqliteDrivers().map((d) =>
 const available = drivers.filter((d) => d.available).map((d) => d.driver);
 
 /** A second, raw connection to a ledger file (what another process, or a person with sqlite3, would hold). */
-function raw(driver: SqliteDriverName, path: string): { exec(sql: string): void; close(): void } {
+type RawStatement = { get(...p: unknown[]): unknown; run(...p: unknown[]): unknown };
+function raw(driver: SqliteDriverName, path: string): { exec(sql: string): void; prepare(sql: string): RawStatement; close(): void } {
   if (driver === 'node:sqlite') {
     const { DatabaseSync } = process.getBuiltinModule('node:sqlite') as { DatabaseSync: new (path: string) => { exec(sql: string): void; close(): void } };
     const db = new DatabaseSync(path);
-    return { exec: (sql) => db.exec(sql), close: () => db.close() };
+    return { exec: (sql) => db.exec(sql), prepare: (sql) => db.prepare(sql) as unknown as RawStatement, close: () => db.close() };
   }
-  const Database = createRequire(import.meta.url)('better-sqlite3') as new (p: string) => { exec(sql: string): void; close(): void };
+  const Database = createRequire(import.meta.url)('better-sqlite3') as new (p: string) => { exec(sql: string): void; prepare(sql: string): RawStatement; close(): void };
   const db = new Database(path);
-  return { exec: (sql) => void db.exec(sql), close: () => db.close() };
+  return { exec: (sql) => void db.exec(sql), prepare: (sql) => db.prepare(sql), close: () => db.close() };
 }
 
 const claim = (name: string, over: Partial<ClaimInput> = {}): ClaimInput => ({
@@ -161,7 +163,9 @@ for (const d of drivers) {
       const id = asBusinessOperationId('cut-1');
       await a.claim(claim('cut-1'));
       const other = raw(driver, path);
-      other.exec(`UPDATE retrysafe_operations SET record = substr(record, 1, 40), lease_expires_at = NULL WHERE id = 'cut-1'`);
+      // The stored record's JSON cut at 40 characters (layout 3 keeps it inside the row's body).
+      editStored(other, 'cut-1', (l) => ({ ...l, record: l.record.slice(0, 40) }));
+      other.exec(`UPDATE retrysafe_operations SET lease_expires_at = NULL WHERE id = 'cut-1'`);
       other.close();
       const errors = await Promise.all([
         a.get(id).catch((e: unknown) => e),

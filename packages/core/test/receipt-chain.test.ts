@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resolveDriver } from '../src/ledger/sqlite-driver.js';
 import { afterAll, describe, expect, it } from 'vitest';
+import { editStored } from './sqlite-tamper.js';
 import { createRunner, createSqliteLedger, createVirtualClock, exportReceiptsJsonl, parseReceiptKeys, receiptHash, RunnerConfigurationError, sealReceipt, verifyOperation, verifyReceiptChain, verifyReceiptsJsonl } from '@retrysafe/core';
 import { asBusinessOperationId, type Receipt } from '@retrysafe/contract';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
@@ -98,22 +99,14 @@ describe('receipt chain: anchored on the row, keyed with an HMAC, verifiable off
     expect(receiptHash({ seq: 1, prevHash: null } as never)).toMatch(/^[0-9a-f]{64}$/);
   });
 
-  it('SQLite: rows written before anchoring are anchored on open; then a deleted tail, or every receipt deleted, is a break', async () => {
-    const path = join(dir, 'legacy.db');
+  it('SQLite: a deleted tail, or every receipt deleted, is a break (anchoring of older files: sqlite-layout-migration.test.ts)', async () => {
+    const path = join(dir, 'tampered.db');
     const clock = createVirtualClock();
     const provider = createSandboxProvider({ ...REPLAYING, clock: clock.now, sleep: clock.sleep });
     const adapter = createSandboxAdapter({ provider });
     let ledger = createSqliteLedger({ path });
     const r = await createRunner({ ledger, clock }).run(adapter, OP, { params: { ref: 'legacy-1' } });
     expect(r.status).toBe('done');
-    await ledger.close();
-    // As an older retrysafe left it: no anchor on the row.
-    const raw = rawSqlite(path);
-    raw.prepare(`UPDATE retrysafe_operations SET record = json_remove(record, '$.receiptChain')`).run();
-    raw.prepare('DROP TABLE retrysafe_migrations').run();
-    raw.exec('PRAGMA user_version = 0'); // the first release's files carry no layout version
-    raw.close();
-    ledger = createSqliteLedger({ path });
     const id = r.businessOperationId;
     const receipts = await ledger.receipts(id);
     expect((await ledger.get(id))!.receiptChain).toEqual({ head: receipts[receipts.length - 1]!.hash, length: receipts.length });
@@ -121,14 +114,14 @@ describe('receipt chain: anchored on the row, keyed with an HMAC, verifiable off
     await ledger.close();
 
     const cut = rawSqlite(path);
-    cut.prepare('DELETE FROM retrysafe_receipts WHERE id = ? AND seq = ?').run(id, receipts.length);
+    editStored(cut, id, (l) => ({ ...l, receipts: l.receipts.slice(0, -1) }));
     cut.close();
     ledger = createSqliteLedger({ path });
     expect(verifyReceiptChain(await ledger.receipts(id))).toEqual({ ok: true }); // what main could tell
     expect(await verifyOperation(ledger, id)).toMatchObject({ ok: false, reason: `the row anchors ${receipts.length} receipt(s), the ledger holds ${receipts.length - 1}` });
     await ledger.close();
     const all = rawSqlite(path);
-    all.prepare('DELETE FROM retrysafe_receipts WHERE id = ?').run(id);
+    editStored(all, id, (l) => ({ ...l, receipts: [] }));
     all.close();
     ledger = createSqliteLedger({ path });
     expect(await verifyOperation(ledger, id)).toMatchObject({ ok: false });

@@ -77,6 +77,21 @@ UPDATE {{schema}}.retrysafe_operations o SET
   receipt_count = (SELECT count(*) FROM {{schema}}.retrysafe_receipts r WHERE r.business_operation_id = o.business_operation_id),
   receipt_head = (SELECT r.receipt->>'hash' FROM {{schema}}.retrysafe_receipts r WHERE r.business_operation_id = o.business_operation_id ORDER BY r.seq DESC LIMIT 1);`,
   },
+  {
+    version: 4,
+    name: 'index layout for long histories',
+    sql: `
+-- Listings (newest first, with a limit) and retention walk created_at: one index in that order.
+CREATE INDEX retrysafe_operations_created_idx ON {{schema}}.retrysafe_operations (created_at, business_operation_id);
+-- list({ states }) of operations that are not closed (the handoff queue, stuck operations): a partial
+-- index of those rows only, small however long the history grows. Listing closed states walks
+-- created_at. The full (state, created_at) and (provider, operation, created_at) indexes cost two
+-- index entries per row version on every write and grow with the history: dropped.
+CREATE INDEX retrysafe_operations_open_idx ON {{schema}}.retrysafe_operations (state, created_at)
+  WHERE state NOT IN ('succeeded', 'rejected', 'abandoned');
+DROP INDEX {{schema}}.retrysafe_operations_state_idx;
+DROP INDEX {{schema}}.retrysafe_operations_operation_idx;`,
+  },
 ]);
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;

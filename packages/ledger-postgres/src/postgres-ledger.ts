@@ -3,7 +3,9 @@ import {
   InvalidStateError,
   LeaseLostError,
   LedgerError,
+  PRUNABLE_STATES,
   RECOVERABLE_STATES,
+  checkPruneOptions,
   RetrysafeError,
   TERMINAL_STATES,
   type BusinessOperationId,
@@ -15,6 +17,8 @@ import {
   type ListFilter,
   type OperationRecord,
   type OperationState,
+  type PruneOptions,
+  type PruneReport,
   type Receipt,
   type StatePatch,
 } from '@retrysafe/contract';
@@ -62,6 +66,8 @@ export interface PostgresLedger extends Ledger {
 const TERMINAL = new Set<OperationState>(TERMINAL_STATES);
 const isTerminal = (s: OperationState) => TERMINAL.has(s);
 const sqlList = (states: readonly string[]) => states.map((s) => `'${s}'`).join(', ');
+/** The predicate of the partial index of migration 4 (operations that are not closed). */
+const OPEN_STATES_SQL = `state NOT IN (${sqlList(PRUNABLE_STATES)})`;
 
 /**
  * The retrysafe ledger on PostgreSQL, for many workers on many machines. Claims hold a lease with an
@@ -449,6 +455,8 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         for (const st of filter.states) if (!ALL_STATES.has(st)) throw new LedgerError(`list: unknown state ${JSON.stringify(st)}`);
         values.push([...filter.states]);
         where.push(`state = ANY($${values.length}::text[])`);
+        // Only states that are not closed: the partial index's own predicate, so the planner can use it with a parameter.
+        if (filter.states.every((st) => !PRUNABLE_STATES.includes(st))) where.push(OPEN_STATES_SQL);
       }
       if (filter.provider !== undefined) {
         values.push(filter.provider);
@@ -490,6 +498,61 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         [now, limit ?? null, dbClock],
       );
       return rows.map(toRecord);
+    },
+
+    async prune(options: PruneOptions): Promise<PruneReport> {
+      // The rule (which states, never open or handed-off) is the contract's, shared by every ledger.
+      const states = [...checkPruneOptions(options)];
+      const batch = options.batchSize ?? 500;
+      const byState: Partial<Record<OperationState, number>> = {};
+      let pruned = 0;
+      const count = (st: string, n: number) => ((pruned += n), (byState[st as OperationState] = (byState[st as OperationState] ?? 0) + n));
+      if (options.dryRun) {
+        const { rows } = await query<{ state: string; n: string }>(
+          'prune',
+          'prune-count',
+          `SELECT state, count(*) AS n FROM ${ops} WHERE state = ANY($1::text[]) AND created_at < $2 AND updated_at < $2 GROUP BY state`,
+          [states, options.before],
+        );
+        for (const r of rows) count(r.state, Number(r.n));
+        return { pruned, byState, dryRun: true };
+      }
+      // created_at <= updated_at: each state's (state, created_at) range bounds the walk; keyset pages by (created_at, id).
+      for (const state of states) {
+        for (let after: [number, string] = [-1, '']; ; ) {
+          const { rows } = await query<OperationRow>(
+            'prune',
+            'prune-page',
+            `SELECT * FROM ${ops} WHERE state = $1 AND created_at < $2 AND updated_at < $2 AND (created_at, business_operation_id) > ($3::bigint, $4::text)
+             ORDER BY created_at, business_operation_id LIMIT $5`,
+            [state, options.before, after[0], after[1], batch],
+          );
+          if (rows.length === 0) break;
+          const last = rows[rows.length - 1]!;
+          after = [Number(last.created_at), last.business_operation_id];
+          const ids = rows.map((r) => r.business_operation_id);
+          if (options.onPrune) {
+            const { rows: rs } = await query<{ business_operation_id: string; receipt: unknown }>(
+              'prune',
+              'prune-receipts',
+              `SELECT business_operation_id, receipt FROM ${rcp} WHERE business_operation_id = ANY($1::text[]) ORDER BY business_operation_id, seq`,
+              [ids],
+            );
+            for (const row of rows) await options.onPrune(toRecord(row), rs.filter((r) => r.business_operation_id === row.business_operation_id).map(toReceipt));
+          }
+          // One statement: the rows (still closed and old: a rejected one may have been superseded meanwhile) and their receipts.
+          const { rows: gone } = await query<{ state: string }>(
+            'prune',
+            'prune-delete',
+            `WITH del AS (DELETE FROM ${ops} WHERE business_operation_id = ANY($1::text[]) AND state = ANY($2::text[]) AND updated_at < $3 RETURNING business_operation_id, state),
+                  r AS (DELETE FROM ${rcp} WHERE business_operation_id IN (SELECT business_operation_id FROM del))
+             SELECT state FROM del`,
+            [ids, states, options.before],
+          );
+          for (const g of gone) count(g.state, 1);
+        }
+      }
+      return { pruned, byState, dryRun: false };
     },
 
     async close() {

@@ -401,6 +401,54 @@ export function ledgerSuite(options: LedgerSuiteOptions): void {
       expect(verifyReceiptChain([], { anchor })).toMatchObject({ ok: false });
     });
 
+    it('prune (retention, optional): deletes closed operations older than the cutoff with their receipts, never open or handed-off ones', async () => {
+      if (typeof ledger.prune !== 'function') return; // optional: a ledger without retention keeps everything
+      const done = async (name: string, state: 'succeeded' | 'rejected', at: number) => {
+        const { ref } = await claimed(ledger, name, { dispatch: true } as Partial<ClaimInput>);
+        const r1 = receipt(name, 1, null);
+        if (ledger.capabilities?.receiptWithState) await ledger.setState(ref, { state, now: at, receipt: r1 });
+        else (await ledger.appendReceipt(ref, r1), await ledger.setState(ref, { state, now: at }));
+      };
+      await done('p-ok', 'succeeded', T0 + 10);
+      await done('p-rej', 'rejected', T0 + 11);
+      await done('p-new', 'succeeded', T0 + 500);
+      const handed = await claimed(ledger, 'p-handed');
+      await ledger.handOff(handed.ref, packet('p-handed'), T0 + 12);
+      const gone = await claimed(ledger, 'p-abandoned');
+      await ledger.handOff(gone.ref, packet('p-abandoned'), T0 + 13);
+      await ledger.resolve(id('p-abandoned'), { action: 'abandon' }, T0 + 14);
+      await claimed(ledger, 'p-open'); // claimed at T0, lease expired long before the cutoff: still open
+      const d = await claimed(ledger, 'p-dispatched');
+      await ledger.markDispatched(d.ref, T0 + 15);
+      const before = T0 + 100;
+
+      const dry = await ledger.prune({ before, dryRun: true });
+      expect(dry).toEqual({ pruned: 3, byState: { succeeded: 1, rejected: 1, abandoned: 1 }, dryRun: true });
+      expect(await ledger.get(id('p-ok'))).not.toBeNull();
+
+      await expect(ledger.prune({ before, states: ['handed-off'] })).rejects.toSatisfy(LedgerError.isInstance);
+      await expect(ledger.prune({ before, states: ['claimed'] })).rejects.toSatisfy(LedgerError.isInstance);
+      // A failing export stops the prune before that batch is deleted.
+      await expect(ledger.prune({ before, onPrune: () => Promise.reject(new Error('disk full')) })).rejects.toThrow('disk full');
+      expect(await ledger.get(id('p-ok'))).not.toBeNull();
+
+      const seen: Array<[string, number]> = [];
+      const report = await ledger.prune({ before, batchSize: 2, onPrune: (r, rs) => void seen.push([r.businessOperationId, rs.length]) });
+      expect(report).toEqual({ pruned: 3, byState: { succeeded: 1, rejected: 1, abandoned: 1 }, dryRun: false });
+      expect(seen.sort()).toEqual([[id('p-abandoned'), 0], [id('p-ok'), 1], [id('p-rej'), 1]]);
+      for (const name of ['p-ok', 'p-rej', 'p-abandoned']) {
+        expect(await ledger.get(id(name))).toBeNull();
+        expect(await ledger.receipts(id(name))).toEqual([]);
+      }
+      for (const name of ['p-new', 'p-handed', 'p-open', 'p-dispatched']) expect(await ledger.get(id(name))).not.toBeNull();
+      expect((await ledger.receipts(id('p-new'))).length).toBe(1);
+      expect((await ledger.list()).map((r) => r.businessOperationId).sort()).toEqual(['p-dispatched', 'p-handed', 'p-new', 'p-open'].map(id).sort());
+      expect((await ledger.recoverCandidates(T0 + 10_000)).map((r) => r.businessOperationId).sort()).toEqual([id('p-dispatched'), id('p-open')].sort());
+      expect(await ledger.prune({ before })).toEqual({ pruned: 0, byState: {}, dryRun: false });
+      // A pruned id is forgotten: a claim starts it afresh.
+      expect(await ledger.claim(claimInput('p-ok', { now: T0 + 20_000 }))).toMatchObject({ kind: 'claimed', takenOver: false, record: { fence: 1 } });
+    });
+
     it('refuses writes to an operation that does not exist', async () => {
       await expect(ledger.markDispatched({ businessOperationId: id('ghost'), fence: 1 }, T0)).rejects.toSatisfy(LedgerError.isInstance);
     });

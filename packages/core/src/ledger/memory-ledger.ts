@@ -8,6 +8,9 @@ import {
   type Ledger,
   type ListFilter,
   type OperationRecord,
+  type OperationState,
+  type PruneOptions,
+  type PruneReport,
   type Receipt,
   type StatePatch,
 } from '@retrysafe/contract';
@@ -18,7 +21,9 @@ import {
   claimTransition,
   dispatchedTransition,
   handOffTransition,
+  isPrunable,
   leaseLive,
+  pruneStates,
   releaseTransition,
   renewTransition,
   resolveTransition,
@@ -120,6 +125,26 @@ export function createMemoryLedger(): Ledger {
         .filter((r) => RECOVERABLE_STATES.includes(r.state) && !leaseLive(r, now))
         .sort((a, b) => a.updatedAt - b.updatedAt);
       return clone(limit !== undefined ? out.slice(0, limit) : out);
+    },
+    async prune(options: PruneOptions): Promise<PruneReport> {
+      open();
+      const states = pruneStates(options);
+      const byState: Partial<Record<OperationState, number>> = {};
+      let pruned = 0;
+      for (const r of [...records.values()]) {
+        if (!isPrunable(r, states, options.before)) continue;
+        if (!options.dryRun) {
+          await options.onPrune?.(clone(r), clone(receipts.get(r.businessOperationId) ?? []));
+          // Checked again: the callback awaited, and a rejected operation may have been superseded meanwhile.
+          const now = records.get(r.businessOperationId);
+          if (!now || !isPrunable(now, states, options.before)) continue;
+          records.delete(r.businessOperationId);
+          receipts.delete(r.businessOperationId);
+        }
+        pruned++;
+        byState[r.state] = (byState[r.state] ?? 0) + 1;
+      }
+      return { pruned, byState, dryRun: options.dryRun === true };
     },
     async close() {
       closed = true;

@@ -1,11 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  InvalidStateError,
-  LeaseLostError,
   LedgerError,
+  PRUNABLE_STATES,
   RECOVERABLE_STATES,
   RetrysafeError,
-  TERMINAL_STATES,
   type BusinessOperationId,
   type ClaimInput,
   type ClaimResult,
@@ -13,11 +11,27 @@ import {
   type Ledger,
   type ListFilter,
   type OperationRecord,
+  type OperationState,
+  type PruneOptions,
+  type PruneReport,
   type Receipt,
   type StatePatch,
 } from '@retrysafe/contract';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
-import { checkFence, checkReceipt, claimTransition, resolveTransition } from './transitions.js';
+import { decodeBody, encodeBody } from './sqlite-layout.js';
+import {
+  chainedTransition,
+  checkFence,
+  checkReceipt,
+  claimTransition,
+  dispatchedTransition,
+  handOffTransition,
+  pruneStates,
+  releaseTransition,
+  renewTransition,
+  resolveTransition,
+  setStateTransition,
+} from './transitions.js';
 import { isBusy, resolveDriver, type SqliteConnection, type SqliteDriverName, type SqliteStatement } from './sqlite-driver.js';
 
 export interface SqliteLedgerOptions {
@@ -48,9 +62,17 @@ export interface SqliteLedger extends Ledger {
 /** The longest a single SQLite call may block the event loop on a lock before giving the loop a turn. */
 const SYNC_BUSY_MS = 20;
 
-const SCHEMA = `
+/**
+ * File layout 3 (see sqlite-layout.ts): one row per operation, receipts inside its compressed body.
+ * The implicit rowid keeps rows in insertion order (pages fill densely); `id` has its own unique index.
+ * The partial index holds only operations that are not closed (in flight, stuck or handed off): it
+ * stays small however long the history grows, and serves recovery and the handoff queue. `created_at`
+ * orders listings and finds what retention may prune.
+ */
+const OPEN_STATES_SQL = `state NOT IN ('succeeded', 'rejected', 'abandoned')`;
+const SCHEMA_V3 = `
 CREATE TABLE IF NOT EXISTS retrysafe_operations (
-  id TEXT PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
   provider TEXT NOT NULL,
   operation TEXT NOT NULL,
   state TEXT NOT NULL,
@@ -58,23 +80,19 @@ CREATE TABLE IF NOT EXISTS retrysafe_operations (
   lease_expires_at INTEGER,
   created_at INTEGER NOT NULL,
   updated_at INTEGER NOT NULL,
-  record TEXT NOT NULL
+  body BLOB NOT NULL
 );
-CREATE INDEX IF NOT EXISTS retrysafe_operations_state ON retrysafe_operations (state, updated_at);
-CREATE TABLE IF NOT EXISTS retrysafe_receipts (
-  id TEXT NOT NULL,
-  seq INTEGER NOT NULL,
-  receipt TEXT NOT NULL,
-  PRIMARY KEY (id, seq)
-);
+CREATE INDEX IF NOT EXISTS retrysafe_operations_open ON retrysafe_operations (state, updated_at) WHERE ${OPEN_STATES_SQL};
+CREATE INDEX IF NOT EXISTS retrysafe_operations_created ON retrysafe_operations (created_at);
+CREATE TABLE IF NOT EXISTS retrysafe_migrations (name TEXT PRIMARY KEY);
 `;
 
 /**
- * Rows written before receipt-chain anchoring get the anchor of the receipts they hold now (issue 18):
- * from here on every receipt write moves it. Runs once per file (recorded in retrysafe_migrations).
+ * The file layouts: 0 = the first release, 2 = rows anchor their receipt chain (issue 18), both with
+ * the record as JSON text and receipts in their own table; 3 = the compact layout above (issue 23).
  */
-/** The file layout this code writes: 0 = the first release, 2 = rows anchor their receipt chain. */
-const SQLITE_LAYOUT_VERSION = 2;
+const SQLITE_LAYOUT_VERSION = 3;
+/** Layout 0 → 2: rows written before anchoring get the anchor of the receipts they hold (once per file). */
 const ANCHOR_MIGRATION = `
 CREATE TABLE IF NOT EXISTS retrysafe_migrations (name TEXT PRIMARY KEY);
 BEGIN IMMEDIATE;
@@ -87,23 +105,22 @@ COMMIT;
 `;
 
 interface Row {
-  record: string;
+  body: Uint8Array | string;
+}
+/** The stored form of one operation: the record (parsed) and its receipts' JSON lines as stored. */
+interface Stored {
+  readonly record: OperationRecord;
+  readonly receipts: readonly string[];
 }
 
-const sqlList = (states: readonly string[]) => states.map((st) => `'${st}'`).join(', ');
-const NOT_TERMINAL = `state NOT IN (${sqlList(TERMINAL_STATES)})`;
-const HANDOFF_BLOCKED: readonly string[] = ['succeeded', 'abandoned', 'handed-off'];
-/** JSON text of a value, for `json(?)` inside `json_set` (exact for numbers, strings, objects, null). */
-const j = (v: unknown): string => (v === undefined ? 'null' : JSON.stringify(v));
-/** Why a guarded write matched no row (the fence was right): an error, `'no-op'`, or null (not explained). */
-type Blocked = (r: OperationRecord) => Error | 'no-op' | null;
+const PRUNE_BATCH = 500;
 
 /**
  * The embedded default ledger: one SQLite file in WAL mode, shared safely by several OS processes.
  * Every write runs in `BEGIN IMMEDIATE`, so claims from separate processes are serialised and exactly
- * one gets the lease; `dispatched` is committed before the runner calls the provider. Fenced writes are
- * single UPDATEs guarded by the fencing token (and the state they may leave), patching the stored
- * record with `json_set` inside SQLite; a receipt given with a state goes in the same transaction.
+ * one gets the lease; `dispatched` is committed before the runner calls the provider. A fenced write
+ * reads the row, checks the fencing token and applies the same transition rules as every ledger
+ * (transitions.ts) inside that transaction; a receipt given with a state goes in the same row write.
  */
 export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
   if (typeof options?.path !== 'string' || options.path.length === 0) throw new RunnerConfigurationError('ledger.path', 'createSqliteLedger needs { path }');
@@ -124,8 +141,8 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
   try {
     db = found.open(options.path);
     // Opening is synchronous (createSqliteLedger returns the ledger): it may wait the whole busy
-    // timeout for a process that is creating the schema. After that, a single call waits at most
-    // SYNC_BUSY_MS synchronously; longer waits are asynchronous steps (tx, read).
+    // timeout for a process that is creating the schema or migrating the file. After that, a single
+    // call waits at most SYNC_BUSY_MS synchronously; longer waits are asynchronous steps (tx, read).
     db.exec(`PRAGMA busy_timeout = ${Math.floor(busy)}`);
     // SQLite answers some lock conflicts at open with SQLITE_BUSY without calling the busy handler
     // (another process switching the journal mode or creating the schema): retry the idempotent setup
@@ -135,21 +152,12 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
       try {
         db.exec('PRAGMA journal_mode = WAL');
         db.exec(`PRAGMA synchronous = ${sync}`);
-        db.exec(SCHEMA);
+        setUp(db, options.path);
         break;
       } catch (err) {
         if (!isBusy(err) || Date.now() >= deadline) throw err;
         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, step);
       }
-    }
-    // Migrations run once per file, not as a scan on every open. The file's layout version lives in
-    // the header page (PRAGMA user_version), so the check reads nothing else: a file whose data pages
-    // are damaged still opens, and its reads fail typed. The migration also records itself in
-    // retrysafe_migrations, so a second run (a crash before user_version was set) changes nothing.
-    const layout = Number((db.prepare('PRAGMA user_version').get() as { user_version?: number } | undefined)?.user_version ?? 0);
-    if (layout < SQLITE_LAYOUT_VERSION) {
-      db.exec(ANCHOR_MIGRATION);
-      db.exec(`PRAGMA user_version = ${SQLITE_LAYOUT_VERSION}`);
     }
     db.exec(`PRAGMA busy_timeout = ${Math.min(Math.floor(busy), SYNC_BUSY_MS)}`);
   } catch (cause) {
@@ -159,6 +167,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
     } catch {
       /* already unusable */
     }
+    if (RetrysafeError.isInstance(cause)) throw cause;
     throw new LedgerError(`cannot open SQLite ledger at ${options.path}: ${(cause as Error).message}`, { cause });
   }
   const conn: SqliteConnection = db;
@@ -179,7 +188,14 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
       throw new LedgerError(`SQLite ledger at ${options.path}: ${what} is not valid JSON (cut or corrupt): ${(cause as Error).message}`, { cause });
     }
   };
-  const parseRecord = (row: Row): OperationRecord => parse<OperationRecord>(row.record, 'a stored record');
+  const lines = (row: Row): { record: string; receipts: readonly string[] } => {
+    try {
+      return decodeBody(row.body);
+    } catch (cause) {
+      throw new LedgerError(`SQLite ledger at ${options.path}: a stored operation cannot be read (cut or corrupt): ${(cause as Error).message}`, { cause });
+    }
+  };
+  const parseRecord = (row: Row): OperationRecord => parse<OperationRecord>(lines(row).record, 'a stored record');
   /**
    * Runs a read; a lock (rare in WAL mode: recovery, a truncating checkpoint) is waited for in short
    * asynchronous steps; library errors (a corrupt file, a closed database) become LedgerError.
@@ -197,34 +213,35 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
     }
   };
 
-  const selectOne = prep('SELECT record FROM retrysafe_operations WHERE id = ?');
-  const upsert = prep(
-    `INSERT INTO retrysafe_operations (id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, record)
-     VALUES (@id, @provider, @operation, @state, @fence, @lease, @created, @updated, @record)
-     ON CONFLICT (id) DO UPDATE SET state = excluded.state, fence = excluded.fence, lease_expires_at = excluded.lease_expires_at,
-       updated_at = excluded.updated_at, record = excluded.record`,
+  // Every statement is prepared once; writes bind positional parameters.
+  const selectOne = prep('SELECT body FROM retrysafe_operations WHERE id = ?');
+  const insertRow = prep(
+    `INSERT INTO retrysafe_operations (id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
-  const lastSeq = prep('SELECT MAX(seq) AS seq FROM retrysafe_receipts WHERE id = ?');
-  const insertReceipt = prep('INSERT INTO retrysafe_receipts (id, seq, receipt) VALUES (?, ?, ?)');
-  const selectReceipts = prep('SELECT receipt FROM retrysafe_receipts WHERE id = ? ORDER BY seq');
-
-  const read = (id: string): OperationRecord | null => {
-    const row = selectOne.get(id) as Row | undefined;
-    return row ? parseRecord(row) : null;
+  const updateRow = prep(`UPDATE retrysafe_operations SET state = ?, fence = ?, lease_expires_at = ?, updated_at = ?, body = ? WHERE id = ?`);
+  const lists = new Map<string, SqliteStatement>();
+  const listed = (sql: string): SqliteStatement => {
+    let st = lists.get(sql);
+    if (!st) lists.set(sql, (st = conn.prepare(sql)));
+    return st;
   };
-  const write = (r: OperationRecord): OperationRecord => {
-    upsert.run({
-      id: r.businessOperationId,
-      provider: r.provider,
-      operation: r.operation,
-      state: r.state,
-      fence: r.fence,
-      lease: r.leaseExpiresAt,
-      created: r.createdAt,
-      updated: r.updatedAt,
-      record: JSON.stringify(r),
-    });
+
+  const read = (id: string): Stored | null => {
+    const row = selectOne.get(id) as Row | undefined;
+    if (!row) return null;
+    const l = lines(row);
+    return { record: parse<OperationRecord>(l.record, 'a stored record'), receipts: l.receipts };
+  };
+  /** Stores `r` (new or replacing its row) with `receipts` as its body's receipt lines. */
+  const write = (r: OperationRecord, receipts: readonly string[], exists: boolean): OperationRecord => {
+    const body = encodeBody({ record: JSON.stringify(r), receipts });
+    if (exists) updateRow.run(r.state, r.fence, r.leaseExpiresAt, r.updatedAt, body, r.businessOperationId);
+    else insertRow.run(r.businessOperationId, r.provider, r.operation, r.state, r.fence, r.leaseExpiresAt, r.createdAt, r.updatedAt, body);
     return r;
+  };
+  const lastSeq = (stored: Stored): number => {
+    const last = stored.receipts[stored.receipts.length - 1];
+    return last === undefined ? 0 : parse<Receipt>(last, `a receipt of ${stored.record.businessOperationId}`).seq;
   };
 
   /**
@@ -264,184 +281,186 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
       }
     }
   }
-  const selectFence = prep('SELECT fence FROM retrysafe_operations WHERE id = ?');
-  const setChain = prep(`UPDATE retrysafe_operations SET record = json_set(record, '$.receiptChain', json(?)) WHERE id = ?`);
-  const statements = new Map<string, SqliteStatement>();
-  const prepared = (sql: string): SqliteStatement => {
-    let st = statements.get(sql);
-    if (!st) statements.set(sql, (st = conn.prepare(sql)));
-    return st;
-  };
-
-  /** Inside a transaction: the receipt must be the operation's next seq (the fence was checked by the caller). */
-  const insertNextReceipt = (ref: Fenced, receipt: Receipt) => {
-    checkReceipt(ref, receipt, (lastSeq.get(ref.businessOperationId) as { seq: number | null } | undefined)?.seq ?? 0);
-    insertReceipt.run(receipt.businessOperationId, receipt.seq, JSON.stringify(receipt));
-  };
 
   /**
-   * One UPDATE guarded by the fencing token (and `guard` on the state), in one transaction with the
-   * receipt if one is given. `columns` sets the indexed columns; `paths` patches the stored record
-   * (JSON path → SQL expression over the old row). A refused write (or receipt) rolls back both.
+   * A fenced write: inside one transaction, read the row, check the token, apply the ledger's
+   * transition rule (transitions.ts, the same as every ledger's) and store the result with the
+   * receipt, if one is given, appended to the body. A refused write (or receipt) writes nothing.
+   * `next` returning the record unchanged (a no-op) writes nothing either.
    */
-  function fencedUpdate(
-    ref: Fenced,
-    what: string,
-    write: { columns: string; paths: ReadonlyArray<readonly [string, string]>; params: Record<string, unknown>; guard?: { sql: string; blocked: Blocked } },
-    receipt?: Receipt,
-  ): Promise<OperationRecord> {
+  function fenced(ref: Fenced, what: string, next: (current: OperationRecord) => OperationRecord, receipt?: Receipt): Promise<OperationRecord> {
     return tx(what, () => {
-      // A receipt moves the row's chain anchor in the same UPDATE (issue 18).
-      const paths = receipt === undefined ? write.paths : [...write.paths, ['$.receiptChain', 'json(@receiptChain)'] as const];
-      const sql = `UPDATE retrysafe_operations SET ${write.columns ? `${write.columns}, ` : ''}record = json_set(record, ${paths
-        .map(([path, expr]) => `'${path}', ${expr}`)
-        .join(', ')}) WHERE id = @id AND fence = @fence${write.guard ? ` AND ${write.guard.sql}` : ''} RETURNING record`;
-      const chain = receipt === undefined ? {} : { receiptChain: j({ head: receipt.hash, length: receipt.seq }) };
-      const row = prepared(sql).get({ ...write.params, ...chain, id: ref.businessOperationId, fence: ref.fence }) as Row | undefined;
-      if (!row) {
-        const current = checkFence(read(ref.businessOperationId), ref);
-        const why = write.guard?.blocked(current) ?? null;
-        if (why === 'no-op') return current;
-        throw why ?? new LedgerError(`${what}: ${ref.businessOperationId} changed concurrently; write refused`);
-      }
-      if (receipt !== undefined) insertNextReceipt(ref, receipt);
-      return parseRecord(row);
+      const stored = read(ref.businessOperationId);
+      const current = checkFence(stored?.record ?? null, ref);
+      const updated = next(current);
+      if (receipt === undefined) return updated === current ? current : write(updated, stored!.receipts, true);
+      checkReceipt(ref, receipt, lastSeq(stored!));
+      return write(chainedTransition(updated, receipt), [...stored!.receipts, JSON.stringify(receipt)], true);
     });
   }
-  const terminalBlocks = (action: string): Blocked => (r) =>
-    (TERMINAL_STATES as readonly string[]).includes(r.state) ? new InvalidStateError(r.businessOperationId, r.state, action) : null;
 
   return {
     driver: found.driver,
     capabilities: { claimDispatch: true, receiptWithState: true },
     async claim(input: ClaimInput): Promise<ClaimResult> {
       return tx('claim', () => {
-        const { result, write: w } = claimTransition(read(input.businessOperationId), input);
-        if (w) write(w);
+        const stored = read(input.businessOperationId);
+        const { result, write: w } = claimTransition(stored?.record ?? null, input);
+        if (w) write(w, stored?.receipts ?? [], stored !== null);
         return result;
       });
     },
     async renewLease(ref, leaseMs, now) {
-      // A terminal operation holds no lease: renewing it is a no-op.
-      await fencedUpdate(ref, 'renewLease', {
-        columns: 'lease_expires_at = @expires, updated_at = @now',
-        paths: [['$.leaseExpiresAt', 'json(@expiresJ)'], ['$.updatedAt', 'json(@nowJ)']],
-        params: { expires: now + leaseMs, now, expiresJ: j(now + leaseMs), nowJ: j(now) },
-        guard: { sql: NOT_TERMINAL, blocked: (r) => ((TERMINAL_STATES as readonly string[]).includes(r.state) ? 'no-op' : null) },
-      });
+      // A terminal operation holds no lease: renewing it is a no-op (renewTransition returns it unchanged).
+      await fenced(ref, 'renewLease', (r) => renewTransition(r, ref, leaseMs, now));
     },
     async markDispatched(ref, now) {
-      return fencedUpdate(ref, 'markDispatched', {
-        columns: `state = 'dispatched', updated_at = @now`,
-        paths: [
-          ['$.state', `'dispatched'`],
-          ['$.attemptCount', `json_extract(record, '$.attemptCount') + 1`],
-          ['$.firstDispatchedAt', `json(coalesce(json_extract(record, '$.firstDispatchedAt'), @nowJ))`],
-          ['$.updatedAt', 'json(@nowJ)'],
-        ],
-        params: { now, nowJ: j(now) },
-        guard: { sql: NOT_TERMINAL, blocked: terminalBlocks('cannot dispatch a terminal operation') },
-      });
+      return fenced(ref, 'markDispatched', (r) => dispatchedTransition(r, now));
     },
     async setState(ref, patch: StatePatch) {
-      if (patch.state === 'handed-off') throw new LedgerError('setState cannot hand off: use handOff(ref, packet)');
-      if (patch.state === 'abandoned') throw new LedgerError('setState cannot abandon: a person does that through resolve()');
-      const terminal = (TERMINAL_STATES as readonly string[]).includes(patch.state);
-      const paths: Array<readonly [string, string]> = [['$.state', '@state'], ['$.updatedAt', 'json(@nowJ)']];
-      if (patch.lastOutcome !== undefined) paths.push(['$.lastOutcome', 'json(@lastOutcome)']);
-      if (patch.result !== undefined) paths.push(['$.result', 'json(@result)']);
-      if (patch.providerRef !== undefined) paths.push(['$.providerRef', 'json(@providerRef)']);
-      if (patch.statusRef !== undefined) paths.push(['$.statusRef', 'json(@statusRef)']);
-      if (terminal) paths.push(['$.leaseOwner', 'NULL'], ['$.leaseExpiresAt', 'NULL']);
-      return fencedUpdate(
-        ref,
-        'setState',
-        {
-          columns: `state = @state, updated_at = @now${terminal ? ', lease_expires_at = NULL' : ''}`,
-          paths,
-          params: { state: patch.state, now: patch.now, nowJ: j(patch.now), lastOutcome: j(patch.lastOutcome), result: j(patch.result), providerRef: j(patch.providerRef), statusRef: j(patch.statusRef) },
-          guard: { sql: NOT_TERMINAL, blocked: terminalBlocks(`cannot move a terminal operation to ${patch.state}`) },
-        },
-        patch.receipt,
-      );
+      const { receipt, ...rest } = patch;
+      return fenced(ref, 'setState', (r) => setStateTransition(r, rest), receipt);
     },
     async handOff(ref, packet, now, receipt?: Receipt) {
-      const outcome = packet.lastKnown.outcome ?? null;
-      const providerRef = packet.lastKnown.providerRef ?? null;
-      const paths: Array<readonly [string, string]> = [
-        ['$.state', `'handed-off'`],
-        ['$.handoff', 'json(@packet)'],
-        ['$.leaseOwner', 'NULL'],
-        ['$.leaseExpiresAt', 'NULL'],
-        ['$.updatedAt', 'json(@nowJ)'],
-      ];
-      // The packet's last known outcome and provider reference become the record's, when it has them.
-      if (outcome !== null) paths.push(['$.lastOutcome', 'json(@outcome)']);
-      if (providerRef !== null) paths.push(['$.providerRef', 'json(@providerRef)']);
-      return fencedUpdate(
-        ref,
-        'handOff',
-        {
-          columns: `state = 'handed-off', updated_at = @now, lease_expires_at = NULL`,
-          paths,
-          params: { packet: j(packet), now, nowJ: j(now), outcome: j(outcome), providerRef: j(providerRef) },
-          guard: {
-            sql: `state NOT IN (${sqlList(HANDOFF_BLOCKED)})`,
-            blocked: (r) => (HANDOFF_BLOCKED.includes(r.state) ? new InvalidStateError(r.businessOperationId, r.state, 'cannot hand off') : null),
-          },
-        },
-        receipt,
-      );
+      return fenced(ref, 'handOff', (r) => handOffTransition(r, packet, now), receipt);
     },
     async appendReceipt(ref, receipt: Receipt) {
-      await tx('appendReceipt', () => {
-        const row = selectFence.get(ref.businessOperationId) as { fence: number } | undefined;
-        if (!row) throw new LedgerError(`no operation ${ref.businessOperationId} in the ledger`);
-        if (row.fence !== ref.fence) throw new LeaseLostError(ref.businessOperationId, ref.fence);
-        insertNextReceipt(ref, receipt);
-        setChain.run(j({ head: receipt.hash, length: receipt.seq }), ref.businessOperationId);
-      });
+      await fenced(ref, 'appendReceipt', (r) => r, receipt);
     },
     async release(ref) {
-      await fencedUpdate(ref, 'release', {
-        columns: 'lease_expires_at = NULL',
-        paths: [['$.leaseOwner', 'NULL'], ['$.leaseExpiresAt', 'NULL']],
-        params: {},
-      });
+      await fenced(ref, 'release', (r) => releaseTransition(r));
     },
     async resolve(id, resolution, now) {
-      return tx('resolve', () => write(resolveTransition(read(id), id, resolution, now)));
+      return tx('resolve', () => {
+        const stored = read(id);
+        return write(resolveTransition(stored?.record ?? null, id, resolution, now), stored?.receipts ?? [], true);
+      });
     },
     async get(id: BusinessOperationId) {
-      return guard('get', () => read(id));
+      return guard('get', () => read(id)?.record ?? null);
     },
     async list(filter: ListFilter = {}) {
       const where: string[] = [];
       const args: unknown[] = [];
       if (filter.states) {
         if (filter.states.length === 0) return [];
+        // Only open (and handed-off) states: the same term as the partial index's, so the index serves it.
+        if (filter.states.every((st) => !(PRUNABLE_STATES as readonly string[]).includes(st))) where.push(OPEN_STATES_SQL);
         where.push(`state IN (${filter.states.map(() => '?').join(',')})`);
         args.push(...filter.states);
       }
       if (filter.provider) (where.push('provider = ?'), args.push(filter.provider));
       if (filter.operation) (where.push('operation = ?'), args.push(filter.operation));
-      const sql = `SELECT record FROM retrysafe_operations ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY ${filter.newestFirst ? 'created_at DESC, id DESC' : 'created_at, id'}${filter.limit !== undefined ? ' LIMIT ?' : ''}`;
+      const sql = `SELECT body FROM retrysafe_operations ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY ${filter.newestFirst ? 'created_at DESC, id DESC' : 'created_at, id'}${filter.limit !== undefined ? ' LIMIT ?' : ''}`;
       if (filter.limit !== undefined) args.push(filter.limit);
-      return guard('list', () => (conn.prepare(sql).all(...args) as Row[]).map(parseRecord));
+      return guard('list', () => (listed(sql).all(...args) as Row[]).map(parseRecord));
     },
     async receipts(id) {
-      return guard('receipts', () => (selectReceipts.all(id) as Array<{ receipt: string }>).map((r) => parse<Receipt>(r.receipt, `a receipt of ${id}`)));
+      return guard('receipts', () => (read(id)?.receipts ?? []).map((line) => parse<Receipt>(line, `a receipt of ${id}`)));
     },
     async recoverCandidates(now, limit) {
       const states = RECOVERABLE_STATES;
-      const sql = `SELECT record FROM retrysafe_operations WHERE state IN (${states.map(() => '?').join(',')})
+      const sql = `SELECT body FROM retrysafe_operations WHERE ${OPEN_STATES_SQL} AND state IN (${states.map(() => '?').join(',')})
         AND (lease_expires_at IS NULL OR lease_expires_at <= ?) ORDER BY updated_at${limit !== undefined ? ' LIMIT ?' : ''}`;
       const args: unknown[] = [...states, now];
       if (limit !== undefined) args.push(limit);
-      return (await guard('recoverCandidates', () => (conn.prepare(sql).all(...args) as Row[]).map(parseRecord))).filter((r) => r.leaseOwner === null || r.leaseExpiresAt === null || r.leaseExpiresAt <= now);
+      return (await guard('recoverCandidates', () => (listed(sql).all(...args) as Row[]).map(parseRecord))).filter((r) => r.leaseOwner === null || r.leaseExpiresAt === null || r.leaseExpiresAt <= now);
+    },
+    async prune(options: PruneOptions): Promise<PruneReport> {
+      const states = pruneStates(options);
+      const batch = options.batchSize ?? PRUNE_BATCH;
+      const byState: Partial<Record<OperationState, number>> = {};
+      let pruned = 0;
+      // created_at <= updated_at, so the created_at index bounds the scan to rows old enough; the
+      // state and updated_at are checked again in the DELETE (a rejected operation may be superseded meanwhile).
+      const inStates = states.map(() => '?').join(',');
+      // Keyset pages in the created_at index's order (it holds the rowid): a walk over old rows only, never the whole table.
+      const pick = listed(
+        `SELECT rowid AS n, created_at AS c, body FROM retrysafe_operations WHERE created_at < ? AND updated_at < ? AND state IN (${inStates}) AND (created_at, rowid) > (?, ?) ORDER BY created_at, rowid LIMIT ?`,
+      );
+      const del = listed(`DELETE FROM retrysafe_operations WHERE rowid = ? AND updated_at < ? AND state IN (${inStates})`);
+      for (let after: [number, number] = [Number.MIN_SAFE_INTEGER, 0]; ; ) {
+        const rows = await guard('prune', () => pick.all(options.before, options.before, ...states, after[0], after[1], batch) as Array<Row & { n: number; c: number }>);
+        if (rows.length === 0) break;
+        after = [rows[rows.length - 1]!.c, rows[rows.length - 1]!.n];
+        const found = rows.map((row) => {
+          const l = lines(row);
+          return { n: row.n, record: parse<OperationRecord>(l.record, 'a stored record'), receipts: l.receipts };
+        });
+        if (options.dryRun) {
+          for (const f of found) (pruned++, (byState[f.record.state] = (byState[f.record.state] ?? 0) + 1));
+          continue;
+        }
+        if (options.onPrune) for (const f of found) await options.onPrune(f.record, f.receipts.map((line) => parse<Receipt>(line, `a receipt of ${f.record.businessOperationId}`)));
+        await tx('prune', () => {
+          for (const f of found) {
+            const changes = Number((del.run(f.n, options.before, ...states) as { changes?: number | bigint }).changes ?? 0);
+            if (changes > 0) (pruned++, (byState[f.record.state] = (byState[f.record.state] ?? 0) + 1));
+          }
+        });
+      }
+      return { pruned, byState, dryRun: options.dryRun === true };
     },
     async close() {
       if (conn.open) conn.close();
     },
   };
+}
+
+/**
+ * Brings the file to layout 3: creates it when new; converts a layout 0/2 file (record JSON text,
+ * receipts in their own table) in one transaction, keeping each record's and receipt's JSON text as
+ * stored. Runs under BEGIN IMMEDIATE and re-checks inside, so concurrent openers convert once.
+ * Refuses a file from a newer layout rather than guess at it.
+ */
+function setUp(db: SqliteConnection, path: string): void {
+  const version = () => Number((db.prepare('PRAGMA user_version').get() as { user_version?: number } | undefined)?.user_version ?? 0);
+  const columns = () => (db.prepare(`PRAGMA table_info(retrysafe_operations)`).all() as Array<{ name: string }>).map((c) => c.name);
+  const v = version();
+  if (v > SQLITE_LAYOUT_VERSION) throw new LedgerError(`cannot open SQLite ledger at ${path}: its layout ${v} is newer than this @retrysafe/core knows (${SQLITE_LAYOUT_VERSION}): upgrade`);
+  if (v === SQLITE_LAYOUT_VERSION && columns().includes('body')) return;
+  const old = columns().includes('record');
+  // Layout 0 → 2 first (its own transaction, recorded): anchors rows written before receipt chains were anchored.
+  if (old && v < 2) db.exec(ANCHOR_MIGRATION);
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    if (version() < SQLITE_LAYOUT_VERSION || !columns().includes('body')) {
+      if (columns().includes('record')) convertLayout2(db);
+      db.exec(SCHEMA_V3);
+      db.exec(`INSERT OR IGNORE INTO retrysafe_migrations (name) VALUES ('compact-layout')`);
+      db.exec(`PRAGMA user_version = ${SQLITE_LAYOUT_VERSION}`);
+    }
+    db.exec('COMMIT');
+  } catch (err) {
+    try {
+      db.exec('ROLLBACK');
+    } catch {
+      /* nothing to roll back */
+    }
+    throw err;
+  }
+}
+
+/** Inside the caller's transaction: layout 2 tables → layout 3 table, row by row in rowid pages. */
+function convertLayout2(db: SqliteConnection): void {
+  db.exec(SCHEMA_V3.replaceAll('retrysafe_operations', 'retrysafe_operations_v3').replace(/CREATE INDEX[^;]*;/g, ''));
+  const receiptsTable = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'retrysafe_receipts'`).get() as { name?: string } | undefined)?.name;
+  const page = db.prepare(`SELECT rowid AS n, id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, record FROM retrysafe_operations WHERE rowid > ? ORDER BY rowid LIMIT 500`);
+  const receiptsOf = receiptsTable ? db.prepare('SELECT receipt FROM retrysafe_receipts WHERE id = ? ORDER BY seq') : null;
+  const insert = db.prepare(
+    `INSERT INTO retrysafe_operations_v3 (id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  type OldRow = { n: number; id: string; provider: string; operation: string; state: string; fence: number; lease_expires_at: number | null; created_at: number; updated_at: number; record: string };
+  for (let after = 0; ; ) {
+    const rows = page.all(after) as OldRow[];
+    if (rows.length === 0) break;
+    for (const r of rows) {
+      const receipts = receiptsOf ? (receiptsOf.all(r.id) as Array<{ receipt: string }>).map((x) => x.receipt) : [];
+      insert.run(r.id, r.provider, r.operation, r.state, r.fence, r.lease_expires_at, r.created_at, r.updated_at, encodeBody({ record: r.record, receipts }));
+    }
+    after = rows[rows.length - 1]!.n;
+  }
+  if (receiptsTable) db.exec('DROP TABLE retrysafe_receipts');
+  db.exec('DROP TABLE retrysafe_operations');
+  db.exec('ALTER TABLE retrysafe_operations_v3 RENAME TO retrysafe_operations');
 }

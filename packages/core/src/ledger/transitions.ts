@@ -3,12 +3,14 @@ import {
   LeaseLostError,
   LedgerError,
   TERMINAL_STATES,
+  checkPruneOptions,
   type BusinessOperationId,
   type ClaimInput,
   type ClaimResult,
   type Fenced,
   type HandoffPacket,
   type OperationRecord,
+  type OperationState,
   type Receipt,
   type StatePatch,
 } from '@retrysafe/contract';
@@ -194,4 +196,12 @@ export function chainedTransition(record: OperationRecord, receipt: Receipt | un
 export function checkReceipt(ref: Fenced, receipt: Receipt, lastSeq: number): void {
   if (receipt.businessOperationId !== ref.businessOperationId) throw new LedgerError(`receipt for ${receipt.businessOperationId} appended to ${ref.businessOperationId}`);
   if (receipt.seq !== lastSeq + 1) throw new LedgerError(`receipt seq ${receipt.seq} for ${ref.businessOperationId}: expected ${lastSeq + 1}`);
+}
+
+/** The states a prune deletes, after checking its options (the rule is the contract's, next to PruneOptions). */
+export const pruneStates = checkPruneOptions;
+
+/** Whether a prune with these states and cutoff deletes `record`. */
+export function isPrunable(record: OperationRecord, states: readonly OperationState[], before: number): boolean {
+  return states.includes(record.state) && record.updatedAt < before;
 }

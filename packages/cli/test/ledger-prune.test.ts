@@ -1,0 +1,92 @@
+// Issue 23: `retrysafe ledger prune` — retention of closed operations, on a real SQLite ledger file.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { asBusinessOperationId, type ClaimInput, type ProviderKey } from '@retrysafe/contract';
+import { createSqliteLedger, sealReceipt } from '@retrysafe/core';
+import { cli, tempDir } from './helpers.js';
+
+const dir = tempDir('ledger-prune');
+const db = join(dir, 'retrysafe.db');
+const DAY = 86_400_000;
+const now = Date.now();
+const claim = (name: string, at: number, over: Partial<ClaimInput> = {}): ClaimInput => ({
+  businessOperationId: asBusinessOperationId(name), provider: 'sandbox', operation: 'sandbox.records.create', intentFingerprint: `sha256:i-${name}`,
+  paramsFingerprint: `sha256:p-${name}`, params: { ref: name }, providerKey: `k-${name}` as ProviderKey, owner: 'w', leaseMs: 1000, now: at, ...over,
+});
+
+beforeAll(async () => {
+  const ledger = createSqliteLedger({ path: db });
+  const succeed = async (name: string, at: number) => {
+    const c = await ledger.claim(claim(name, at, { dispatch: true }));
+    if (c.kind !== 'claimed') throw new Error(c.kind);
+    const receipt = sealReceipt({
+      businessOperationId: asBusinessOperationId(name), seq: 1, runId: 'run_x' as never, attemptId: 'att_x' as never, provider: 'sandbox', operation: 'sandbox.records.create',
+      kind: 'dispatch', startedAt: new Date(at).toISOString(), finishedAt: new Date(at).toISOString(), outcome: 'succeeded', decision: { action: 'complete', reason: 'ok' },
+      providerKey: `k-${name}` as ProviderKey, requestFingerprint: `sha256:p-${name}`, prevHash: null,
+    });
+    await ledger.setState({ businessOperationId: c.record.businessOperationId, fence: c.record.fence }, { state: 'succeeded', lastOutcome: 'succeeded', providerRef: `ref-${name}`, now: at, receipt });
+  };
+  await succeed('old-done', now - 40 * DAY);
+  await succeed('recent-done', now - 2 * 3_600_000);
+  const h = await ledger.claim(claim('old-handed', now - 40 * DAY));
+  if (h.kind !== 'claimed') throw new Error(h.kind);
+  await ledger.handOff({ businessOperationId: h.record.businessOperationId, fence: 1 }, {
+    businessOperationId: h.record.businessOperationId, provider: 'sandbox', operation: 'sandbox.records.create', intentFingerprint: 'sha256:i-old-handed', providerKey: 'k-old-handed' as ProviderKey,
+    reason: 'unknown-no-safe-resend', explanation: 'test', attempts: [], lastKnown: { outcome: 'unknown' }, safeNextActions: [], createdAt: new Date(now - 40 * DAY).toISOString(),
+  }, now - 40 * DAY);
+  await ledger.claim(claim('old-open', now - 40 * DAY)); // claimed 40 days ago, lease long expired: open, never pruned
+  await ledger.close();
+}, 60_000);
+
+const ids = async () => {
+  const ledger = createSqliteLedger({ path: db });
+  try {
+    return (await ledger.list()).map((r) => r.businessOperationId).sort();
+  } finally {
+    await ledger.close();
+  }
+};
+
+describe('retrysafe ledger prune', () => {
+  it('refuses an age below the key retention of the cards it knows (exit 2, says why), and deletes nothing', async () => {
+    const r = await cli(['ledger', 'prune', '--older-than', '1h', '--db', db]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/key retention of .* plus its clock-skew margin/);
+    expect(await ids()).toEqual(['old-done', 'old-handed', 'old-open', 'recent-done']);
+  });
+
+  it('explains the retention floor in its help', async () => {
+    const r = await cli(['ledger', 'prune', '--help']);
+    expect(r.stdout).toMatch(/retention\.minimum/);
+    expect(r.stdout).toMatch(/--export <file>/);
+  });
+
+  it('--dry-run counts, deletes nothing; --state of an open or handed-off state is refused', async () => {
+    const dry = await cli(['ledger', 'prune', '--older-than', '30d', '--dry-run', '--db', db, '--json']);
+    expect(dry.code).toBe(0);
+    expect(JSON.parse(dry.stdout)).toMatchObject({ pruned: 1, byState: { succeeded: 1 }, dryRun: true });
+    expect(await ids()).toEqual(['old-done', 'old-handed', 'old-open', 'recent-done']);
+    expect((await cli(['ledger', 'prune', '--older-than', '30d', '--state', 'handed-off', '--db', db])).code).toBe(2);
+  });
+
+  it('prunes closed operations older than the age, exporting their receipts first; the export verifies offline', async () => {
+    const out = join(dir, 'pruned.jsonl');
+    const r = await cli(['ledger', 'prune', '--older-than', '30d', '--export', out, '--db', db]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/pruned 1 operation \(1 succeeded\)/);
+    expect(existsSync(out)).toBe(true);
+    expect(readFileSync(out, 'utf8')).toMatch(/"businessOperationId":"old-done"/);
+    expect((await cli(['ledger', 'verify', '--file', out])).code).toBe(0);
+    expect(await ids()).toEqual(['old-handed', 'old-open', 'recent-done']);
+    // An existing export file is never overwritten or appended to.
+    expect((await cli(['ledger', 'prune', '--older-than', '30d', '--export', out, '--db', db])).code).toBe(2);
+  });
+
+  it('--force prunes below the floor (the two-hour-old success), still never the open or handed-off ones', async () => {
+    const r = await cli(['ledger', 'prune', '--older-than', '1h', '--force', '--db', db, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ pruned: 1, floor: { forced: true } });
+    expect(await ids()).toEqual(['old-handed', 'old-open']);
+  });
+});

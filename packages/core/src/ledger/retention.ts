@@ -1,0 +1,101 @@
+import { appendFileSync } from 'node:fs';
+import { durationMs, formatDuration, LedgerError, type Duration, type Ledger, type OperationRecord, type OperationState, type PruneReport, type Receipt, type RetrySafetyCard } from '@retrysafe/contract';
+import { cardMargin } from '../decide.js';
+import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
+import { exportReceiptsJsonl } from '../receipts.js';
+
+/**
+ * How long a closed operation must stay in the ledger at least, by the cards: the longest time a
+ * provider keeps a key and its stored result (`retention.minimum`) plus that card's clock-skew
+ * margin. While a key is live at the provider, the ledger record is what ties a repeat of the same
+ * business operation to the effect the first run had (its result, its provider reference, its
+ * receipts); a record pruned earlier turns a repeat into a fresh claim whose send relies on the
+ * provider alone, and a record pruned while a late duplicate can still arrive loses the adopt path.
+ * `card` names the card that sets the floor (null: no card stores keys).
+ */
+export function retentionFloor(cards: readonly RetrySafetyCard[]): { readonly ms: number; readonly card: string | null } {
+  let floor = { ms: 0, card: null as string | null };
+  for (const card of cards) {
+    const keep = card.retention.minimum.value;
+    if (keep === null || keep === 'unknown') continue; // nothing stored, or no bound known: sets no floor
+    const ms = durationMs(keep) + cardMargin(card);
+    if (ms > floor.ms) floor = { ms, card: card.operation };
+  }
+  return floor;
+}
+
+export interface PruneLedgerOptions {
+  /** Closed operations whose last change is at least this old (a Duration like `30d`, or ms). */
+  readonly olderThan: Duration | number;
+  /** The cards whose key retention sets the floor (retentionFloor); without cards there is no floor. */
+  readonly cards?: readonly RetrySafetyCard[];
+  /** Prune below the floor the cards set (you know no repeat of these operations can come). */
+  readonly force?: boolean;
+  /** Default: every prunable state (succeeded, rejected, abandoned). Never open or handed-off operations. */
+  readonly states?: readonly OperationState[];
+  /** Count, delete nothing, write nothing. */
+  readonly dryRun?: boolean;
+  /**
+   * Append each pruned operation's receipts and chain head to this JSON Lines file BEFORE it is
+   * deleted, in the format of `ledger export` (so `ledger verify --file` checks it offline).
+   */
+  readonly exportPath?: string;
+  /** Epoch ms the age is counted from (default Date.now()). */
+  readonly now?: number;
+  readonly batchSize?: number;
+}
+
+export interface PruneLedgerReport extends PruneReport {
+  /** Epoch ms: closed operations last changed before this were pruned. */
+  readonly before: number;
+  readonly olderThanMs: number;
+  /** The cards' floor (retentionFloor) and whether `force` pruned below it. */
+  readonly floor: { readonly ms: number; readonly card: string | null; readonly forced: boolean };
+  /** Operations whose receipts were written to exportPath. */
+  readonly exported: number;
+}
+
+/**
+ * Retention: deletes closed operations (succeeded, rejected, abandoned) older than `olderThan` from
+ * `ledger`, after writing their receipts to `exportPath` when asked. Refuses (RunnerConfigurationError)
+ * an age below the floor the cards set — the longest key retention plus its clock-skew margin — unless
+ * `force`. Open and handed-off operations are never pruned, whatever the age.
+ */
+export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions): Promise<PruneLedgerReport> {
+  if (typeof ledger.prune !== 'function') throw new LedgerError('this ledger has no prune(): retention needs a ledger that implements Ledger.prune (memory, SQLite, PostgreSQL)');
+  let olderThanMs: number;
+  try {
+    olderThanMs = typeof options.olderThan === 'number' ? options.olderThan : durationMs(options.olderThan);
+  } catch (err) {
+    throw new RunnerConfigurationError('prune.olderThan', (err as Error).message);
+  }
+  if (!Number.isFinite(olderThanMs) || olderThanMs < 0) throw new RunnerConfigurationError('prune.olderThan', `expected a duration ≥ 0, got ${String(options.olderThan)}`);
+  const floor = retentionFloor(options.cards ?? []);
+  if (olderThanMs < floor.ms && options.force !== true) {
+    throw new RunnerConfigurationError(
+      'prune.olderThan',
+      `${formatDuration(olderThanMs)} is younger than the key retention of ${floor.card} plus its clock-skew margin (${formatDuration(floor.ms)}): a record pruned while the provider still holds its key loses the adopt path. Use at least ${formatDuration(floor.ms)}, or force`,
+    );
+  }
+  const before = (options.now ?? Date.now()) - olderThanMs;
+  let exported = 0;
+  const exportPath = options.exportPath;
+  const onPrune = exportPath
+    ? async (record: OperationRecord, receipts: readonly Receipt[]) => {
+        // The owner of the export format writes the lines (receipts, then the row's chain head).
+        const one: Pick<Ledger, 'get' | 'receipts' | 'list'> = { get: async () => record, receipts: async () => [...receipts], list: async () => [record] };
+        const text = await exportReceiptsJsonl(one as Ledger, { ids: [record.businessOperationId], heads: true });
+        appendFileSync(exportPath, text, 'utf8');
+        exported++;
+      }
+    : undefined;
+  const report = await ledger.prune({
+    before,
+    ...(options.states ? { states: options.states } : {}),
+    ...(options.dryRun ? { dryRun: true } : {}),
+    ...(onPrune ? { onPrune } : {}),
+    ...(options.batchSize !== undefined ? { batchSize: options.batchSize } : {}),
+  });
+  return { ...report, before, olderThanMs, floor: { ...floor, forced: olderThanMs < floor.ms }, exported };
+}
+

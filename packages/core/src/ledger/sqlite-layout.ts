@@ -1,0 +1,69 @@
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
+
+/**
+ * How the SQLite ledger stores one operation (file layout 3): one row per operation, its searchable
+ * fields in columns and everything else in `body`, a compressed document holding the record's JSON
+ * and its receipts' JSON, one per line, exactly as `JSON.stringify` wrote them (so a receipt reads
+ * back with the same bytes, and its hash chain means what it meant).
+ *
+ * `body` is one format byte, then the lines deflated (raw deflate) against a fixed dictionary of
+ * the text every record and receipt repeats (field names, common values): a clean operation's
+ * record and receipt, ~1.5 kB of JSON, take ~300 bytes. Format 0 (plain UTF-8 lines) is read too.
+ * NEVER change a released dictionary: add a format byte with a new one.
+ */
+export const BODY_PLAIN = 0;
+export const BODY_DEFLATE_1 = 1;
+
+const DICTIONARY_1 = Buffer.from(
+  [
+    '"statusRef":null,"handoff":null,"resolution":null,"receiptChain":{"head":null,"length":0}}',
+    '"reason":"the provider performed it"},"providerKey":"',
+    '"kind":"dispatch","startedAt":"20","finishedAt":"20","outcome":"succeeded","decision":{"action":"complete",',
+    '"kind":"lookup","outcome":"unknown","outcome":"rejected","decision":{"action":"hand-off","action":"retry","action":"poll",',
+    '"requestFingerprint":"sha256:","prevHash":null,"hash":"',
+    '{"businessOperationId":"","seq":1,"runId":"run_","attemptId":"att_","provider":"","operation":"',
+    '"state":"dispatched","state":"claimed","state":"handed-off","state":"rejected","state":"unknown",',
+    '"fence":1,"leaseOwner":null,"leaseExpiresAt":null,"updatedAt":1,"createdAt":1,"firstDispatchedAt":1,"attemptCount":1,',
+    '"lastOutcome":"succeeded","result":{"id":"},"providerRef":"',
+    '{"businessOperationId":"","provider":"","operation":"","intentFingerprint":"sha256:","paramsFingerprint":"sha256:","params":{',
+    '},"providerKey":"","state":"succeeded","fence":1,"leaseOwner":null,"leaseExpiresAt":null,"updatedAt":1',
+    // A clean operation's record and receipt with every value that varies left out (no provider's names):
+    // last, so the commonest shape is the nearest match.
+    '{"businessOperationId":"","provider":"","operation":"","intentFingerprint":"sha256:","paramsFingerprint":"sha256:","params":{},"providerKey":"",',
+    '"state":"succeeded","fence":1,"leaseOwner":null,"leaseExpiresAt":null,"updatedAt":17,"createdAt":17,"firstDispatchedAt":17,"attemptCount":1,',
+    '"lastOutcome":"succeeded","result":{"id":""},"providerRef":"","statusRef":null,"handoff":null,"resolution":null,"receiptChain":{"head":"","length":1}}\n',
+    '{"businessOperationId":"","seq":1,"runId":"run_","attemptId":"att_","provider":"","operation":"","kind":"dispatch","startedAt":"20",',
+    '"finishedAt":"20","outcome":"succeeded","decision":{"action":"complete","reason":"the provider performed it"},"providerKey":"",',
+    '"providerRef":"","requestFingerprint":"sha256:","prevHash":null,"hash":""}',
+  ].join(''),
+);
+const DEFLATE_OPTIONS = { dictionary: DICTIONARY_1, windowBits: 12, memLevel: 5 } as const;
+const INFLATE_OPTIONS = { dictionary: DICTIONARY_1, windowBits: 12 } as const;
+
+/** The stored body of an operation: its record's JSON and its receipts' JSON, in seq order. */
+export interface BodyLines {
+  readonly record: string;
+  readonly receipts: readonly string[];
+}
+
+export function encodeBody(lines: BodyLines): Uint8Array {
+  const text = lines.receipts.length === 0 ? lines.record : `${lines.record}\n${lines.receipts.join('\n')}`;
+  const packed = deflateRawSync(text, DEFLATE_OPTIONS);
+  const out = Buffer.allocUnsafe(packed.length + 1);
+  out[0] = BODY_DEFLATE_1;
+  packed.copy(out, 1);
+  return out;
+}
+
+/** Throws (a plain Error) on a body it cannot read: a cut or corrupt row, or a format it does not know. */
+export function decodeBody(body: Uint8Array | string): BodyLines {
+  let text: string;
+  if (typeof body === 'string') text = body;
+  else if (body.length === 0) throw new Error('empty body');
+  else if (body[0] === BODY_DEFLATE_1) text = inflateRawSync(body.subarray(1), INFLATE_OPTIONS).toString('utf8');
+  else if (body[0] === BODY_PLAIN) text = Buffer.from(body.buffer, body.byteOffset + 1, body.length - 1).toString('utf8');
+  else throw new Error(`body format ${body[0]} is not one this version reads (a newer retrysafe wrote it?)`);
+  // JSON.stringify never writes a raw newline, so lines split exactly.
+  const parts = text.split('\n');
+  return { record: parts[0]!, receipts: parts.slice(1) };
+}

@@ -1,0 +1,144 @@
+// Issue 23: the SQLite ledger's compact layout (3) and the migration from the layout older builds
+// wrote (2; 0 for the first release). The fixture was written by main's code before this change
+// (fixtures/legacy/make-legacy-ledgers.mjs), with what that code read back from it.
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
+import { createRunner, createSqliteLedger, verifyOperation } from '../src/index.js';
+import { resolveDriver } from '../src/ledger/sqlite-driver.js';
+
+const FIXTURE = new URL('./fixtures/legacy/ledger-layout2.db', import.meta.url);
+const EXPECTED = JSON.parse(readFileSync(new URL('./fixtures/legacy/ledger-layout2.json', import.meta.url), 'utf8')) as Record<string, { record: OperationRecord; receipts: Receipt[] }>;
+const dir = mkdtempSync(join(tmpdir(), 'retrysafe-layout-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function raw(path: string) {
+  const found = resolveDriver('auto');
+  if ('reasons' in found) throw new Error(`no SQLite driver: ${found.reasons.join('; ')}`);
+  return found.open(path);
+}
+let n = 0;
+function copyOfFixture(): string {
+  const path = join(dir, `legacy-${n++}.db`);
+  copyFileSync(FIXTURE, path);
+  return path;
+}
+const tables = (path: string) => {
+  const db = raw(path);
+  try {
+    return {
+      version: (db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version,
+      names: (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`).all() as Array<{ name: string }>).map((t) => t.name),
+    };
+  } finally {
+    db.close();
+  }
+};
+
+describe('SQLite ledger layout 3 and the migration from layout 2', () => {
+  it('a layout-2 file written by the previous build opens as layout 3 and reads back exactly what that build read', async () => {
+    const path = copyOfFixture();
+    expect(tables(path)).toMatchObject({ version: 2, names: expect.arrayContaining(['retrysafe_receipts']) });
+    const ledger = createSqliteLedger({ path });
+    expect(tables(path)).toEqual({ version: 3, names: ['retrysafe_migrations', 'retrysafe_operations'] });
+    for (const [id, want] of Object.entries(EXPECTED)) {
+      expect(await ledger.get(id as never)).toEqual(want.record);
+      // The receipts' JSON is kept as stored: the same bytes, so the same hashes.
+      expect(JSON.stringify(await ledger.receipts(id as never))).toBe(JSON.stringify(want.receipts));
+      if (want.receipts.length) expect(await verifyOperation(ledger, id as never)).toEqual({ ok: true });
+    }
+    expect((await ledger.list()).map((r) => r.businessOperationId)).toEqual(Object.values(EXPECTED).map((e) => e.record.businessOperationId).sort((a, b) => (EXPECTED[a]!.record.createdAt - EXPECTED[b]!.record.createdAt) || a.localeCompare(b)));
+    expect((await ledger.list({ states: ['handed-off'] })).map((r) => r.businessOperationId)).toEqual(['legacy-two']);
+    await ledger.close();
+  });
+
+  it('the migrated file keeps working: the runner runs on it, a handoff resolves with a verified chain, a reopen migrates nothing', async () => {
+    const path = copyOfFixture();
+    let ledger = createSqliteLedger({ path });
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
+    const run = await createRunner({ ledger }).run(createSandboxAdapter({ provider }), 'records.create', { params: { ref: 'after-migration', amount: 1 } });
+    expect(run.status).toBe('done');
+    expect(await verifyOperation(ledger, run.businessOperationId)).toEqual({ ok: true });
+    // The stale claim is still held (its lease runs for years): not a recovery candidate, busy for a new claim.
+    expect((await ledger.recoverCandidates(Date.now())).map((r) => r.businessOperationId)).not.toContain('legacy-open');
+    const resolved = await ledger.resolve('legacy-two' as never, { action: 'abandon', by: 'test' }, Date.now());
+    expect(resolved.state).toBe('abandoned');
+    await ledger.close();
+    ledger = createSqliteLedger({ path });
+    expect((await ledger.get('legacy-two' as never))!.state).toBe('abandoned');
+    expect(await verifyOperation(ledger, 'legacy-two' as never)).toEqual({ ok: true });
+    expect(tables(path).version).toBe(3);
+    await ledger.close();
+  });
+
+  it('a layout-0 file (first release: no anchors, no migrations table) is anchored, then converted', async () => {
+    const path = copyOfFixture();
+    const db = raw(path);
+    db.prepare(`UPDATE retrysafe_operations SET record = json_remove(record, '$.receiptChain')`).run();
+    db.prepare('DROP TABLE retrysafe_migrations').run();
+    db.exec('PRAGMA user_version = 0');
+    db.close();
+    const ledger = createSqliteLedger({ path });
+    for (const [id, want] of Object.entries(EXPECTED)) {
+      expect((await ledger.get(id as never))!.receiptChain).toEqual(want.record.receiptChain);
+      if (want.receipts.length) expect(await verifyOperation(ledger, id as never)).toEqual({ ok: true });
+    }
+    await ledger.close();
+  });
+
+  it('a layout-2 file whose receipt tail was deleted before the migration still shows the break after it', async () => {
+    const path = copyOfFixture();
+    const db = raw(path);
+    db.prepare(`DELETE FROM retrysafe_receipts WHERE id = 'legacy-two' AND seq = 2`).run();
+    db.close();
+    const ledger = createSqliteLedger({ path });
+    expect(await verifyOperation(ledger, 'legacy-two' as never)).toMatchObject({ ok: false, reason: 'the row anchors 2 receipt(s), the ledger holds 1' });
+    await ledger.close();
+  });
+
+  it('a file from a newer layout is refused, typed, and left as it was', () => {
+    const path = copyOfFixture();
+    createSqliteLedger({ path }).close();
+    const db = raw(path);
+    db.exec('PRAGMA user_version = 4');
+    db.close();
+    expect(() => createSqliteLedger({ path })).toThrow(LedgerError);
+    expect(() => createSqliteLedger({ path })).toThrow(/layout 4 is newer/);
+    expect(tables(path).version).toBe(4);
+  });
+
+  it('a new file is layout 3 from the start; a clean operation costs well under the 2 kB of layout 2', async () => {
+    const path = join(dir, 'fresh.db');
+    const ledger = createSqliteLedger({ path });
+    expect(tables(path)).toEqual({ version: 3, names: ['retrysafe_migrations', 'retrysafe_operations'] });
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
+    const runner = createRunner({ ledger });
+    const adapter = createSandboxAdapter({ provider });
+    for (let i = 0; i < 20; i++) expect((await runner.run(adapter, 'records.create', { params: { ref: `fresh-${i}`, amount: 1 } })).status).toBe('done');
+    const db = raw(path);
+    const { bytes } = db.prepare('SELECT avg(length(body)) AS bytes FROM retrysafe_operations').get() as { bytes: number };
+    db.close();
+    expect(bytes).toBeLessThan(600);
+    await ledger.close();
+  });
+
+  it('lookups, listings, recovery and prune are served by indexes, not table scans', async () => {
+    const path = join(dir, 'plans.db');
+    createSqliteLedger({ path }).close();
+    const db = raw(path);
+    try {
+      const plan = (sql: string) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as Array<{ detail: string }>).map((r) => r.detail).join('\n');
+      const open = `state NOT IN ('succeeded', 'rejected', 'abandoned')`;
+      expect(plan(`SELECT body FROM retrysafe_operations WHERE id = 'x'`)).toMatch(/USING INDEX sqlite_autoindex_retrysafe_operations_1/);
+      expect(plan(`SELECT body FROM retrysafe_operations ORDER BY created_at DESC, id DESC LIMIT 100`)).toMatch(/SCAN retrysafe_operations USING INDEX retrysafe_operations_created/);
+      expect(plan(`SELECT body FROM retrysafe_operations WHERE ${open} AND state IN ('handed-off') ORDER BY created_at DESC, id DESC LIMIT 100`)).toMatch(/USING INDEX retrysafe_operations_open/);
+      expect(plan(`SELECT body FROM retrysafe_operations WHERE ${open} AND state IN ('claimed', 'dispatched') AND (lease_expires_at IS NULL OR lease_expires_at <= 5) ORDER BY updated_at`)).toMatch(/USING INDEX retrysafe_operations_open/);
+      expect(plan(`SELECT rowid AS n, created_at AS c, body FROM retrysafe_operations WHERE created_at < 5 AND updated_at < 5 AND state IN ('succeeded') AND (created_at, rowid) > (-1, 0) ORDER BY created_at, rowid LIMIT 500`)).toMatch(/USING INDEX retrysafe_operations_created/);
+    } finally {
+      db.close();
+    }
+  });
+});

@@ -1,0 +1,74 @@
+// Issue 23: retention (prune) and the index layout of migration 4 on a real PostgreSQL, and a schema
+// at migration 3 (what the previous release left) upgraded with its rows.
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createRunner, pruneLedger, verifyOperation } from '@retrysafe/core';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
+import { createPostgresLedger, migrate, MIGRATIONS } from '../src/index.js';
+import { databaseUrl, dropSchema, freshSchema } from './pg-test-db.js';
+
+const schemas: string[] = [];
+afterAll(async () => {
+  for (const s of schemas) await dropSchema(s);
+});
+
+describe('PostgreSQL retention and index layout', () => {
+  it('a schema at migration 3 with operations and receipts upgrades to 4 and keeps working: runs, verifies, prunes', async () => {
+    const schema = freshSchema('upgrade4');
+    schemas.push(schema);
+    const pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
+    try {
+      await migrate(pool, schema, MIGRATIONS.filter((m) => m.version <= 3));
+      // Written on the migration-3 schema (today's writes use no index, so they are what the previous release wrote).
+      let ledger = createPostgresLedger({ pool, schema, migrate: false });
+      const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
+      const adapter = createSandboxAdapter({ provider });
+      const old = await createRunner({ ledger }).run(adapter, 'records.create', { params: { ref: 'before-4', amount: 1 } });
+      expect(old.status).toBe('done');
+      const receipts = await ledger.receipts(old.businessOperationId);
+      await ledger.close();
+      expect((await migrate(pool, schema)).applied).toEqual([4]);
+      ledger = createPostgresLedger({ pool, schema });
+      expect(JSON.stringify(await ledger.receipts(old.businessOperationId))).toBe(JSON.stringify(receipts));
+      expect(await verifyOperation(ledger, old.businessOperationId)).toEqual({ ok: true });
+      const next = await createRunner({ ledger }).run(adapter, 'records.create', { params: { ref: 'after-4', amount: 1 } });
+      expect(next.status).toBe('done');
+      expect((await ledger.list({ newestFirst: true, limit: 1 }))[0]!.businessOperationId).toBe(next.businessOperationId);
+      // Both are younger than the sandbox card's key retention: refused without force; with it, both go.
+      const cards = Object.values(adapter.operations).map((o) => o.card);
+      await expect(pruneLedger(ledger, { olderThan: 0, cards, now: Date.now() + 1000 })).rejects.toThrow(/key retention/);
+      const report = await pruneLedger(ledger, { olderThan: 0, cards, force: true, now: Date.now() + 1000 });
+      expect(report).toMatchObject({ pruned: 2, byState: { succeeded: 2 }, floor: { forced: true } });
+      expect(await ledger.get(old.businessOperationId)).toBeNull();
+      const { rows } = await pool.query(`SELECT count(*)::int AS n FROM "${schema}".retrysafe_receipts`);
+      expect(rows[0].n).toBe(0);
+      await ledger.close();
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('listings, lookups, recovery and prune are served by indexes (plans with sequential scans off, on 20k rows)', async () => {
+    const schema = freshSchema('plans');
+    schemas.push(schema);
+    const client = new pg.Client({ connectionString: databaseUrl() });
+    await client.connect();
+    try {
+      await migrate(client, schema);
+      const t = `"${schema}".retrysafe_operations`;
+      await client.query(`INSERT INTO ${t} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, state, fence, created_at, updated_at)
+        SELECT 'op-' || x, 'sandbox', 'sandbox.records.create', 'i', 'p', CASE WHEN x % 1000 = 0 THEN 'handed-off' ELSE 'succeeded' END, 1, x, x FROM generate_series(1, 20000) x`);
+      await client.query(`ANALYZE ${t}`);
+      await client.query('SET enable_seqscan = off');
+      const plan = async (sql: string, values: unknown[] = []) => (await client.query(`EXPLAIN ${sql}`, values)).rows.map((r) => r['QUERY PLAN']).join('\n');
+      const noSeq = (p: string) => expect(p).not.toMatch(/Seq Scan/);
+      noSeq(await plan(`SELECT * FROM ${t} ORDER BY created_at DESC, business_operation_id DESC LIMIT 100`));
+      noSeq(await plan(`SELECT * FROM ${t} WHERE state = ANY('{handed-off}'::text[]) AND state NOT IN ('succeeded', 'rejected', 'abandoned') ORDER BY created_at DESC LIMIT 100`));
+      noSeq(await plan(`SELECT * FROM ${t} WHERE business_operation_id = 'op-7'`));
+      noSeq(await plan(`SELECT * FROM ${t} WHERE state IN ('claimed', 'dispatched', 'unknown', 'in-progress', 'reconciling') ORDER BY updated_at, business_operation_id LIMIT 10`));
+      noSeq(await plan(`SELECT * FROM ${t} WHERE state = 'succeeded' AND created_at < 100 AND updated_at < 100 AND (created_at, business_operation_id) > (-1, '') ORDER BY created_at, business_operation_id LIMIT 500`));
+    } finally {
+      await client.end();
+    }
+  });
+});
