@@ -25,7 +25,7 @@ const available = drivers.filter((d) => d.available).map((d) => d.driver);
 type RawStatement = { get(...p: unknown[]): unknown; run(...p: unknown[]): unknown };
 function raw(driver: SqliteDriverName, path: string): { exec(sql: string): void; prepare(sql: string): RawStatement; close(): void } {
   if (driver === 'node:sqlite') {
-    const { DatabaseSync } = process.getBuiltinModule('node:sqlite') as { DatabaseSync: new (path: string) => { exec(sql: string): void; close(): void } };
+    const { DatabaseSync } = process.getBuiltinModule('node:sqlite') as { DatabaseSync: new (path: string) => { exec(sql: string): void; prepare(sql: string): unknown; close(): void } };
     const db = new DatabaseSync(path);
     return { exec: (sql) => db.exec(sql), prepare: (sql) => db.prepare(sql) as unknown as RawStatement, close: () => db.close() };
   }
