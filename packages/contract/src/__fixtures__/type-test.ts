@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
 
 export interface TypecheckResult {
   readonly ok: boolean;
@@ -59,4 +60,39 @@ export function typeTests(pkgDir: string) {
   }
 
   return { typecheck, typecheckWithoutDirectives };
+}
+
+/** One type test as a vitest suite: the file compiles as written, and without its directives has exactly `errors` errors. */
+export interface TypeTestSuite {
+  /** The package folder (of its package.json). */
+  readonly pkgDir: string;
+  /** The tsconfig (relative to `pkgDir`) whose `files` is the type test. */
+  readonly project: string;
+  /** The type test itself, relative to `pkgDir`. */
+  readonly file: string;
+  readonly title: string;
+  readonly compiles: string;
+  readonly withoutDirectives: string;
+  /** How many errors the file has without its `// @ts-expect-error` lines: one per directive. */
+  readonly errors: number;
+  /** Patterns the errors must mention (the names the wrong calls use). */
+  readonly mentions?: readonly RegExp[];
+}
+
+export function typeTestSuite(t: TypeTestSuite): void {
+  const { typecheck, typecheckWithoutDirectives } = typeTests(t.pkgDir);
+  describe(t.title, () => {
+    it(t.compiles, () => {
+      const result = typecheck(t.project);
+      expect(result.output).toBe('');
+      expect(result.ok).toBe(true);
+    });
+
+    it(t.withoutDirectives, () => {
+      const result = typecheckWithoutDirectives(t.file, t.project);
+      expect(result.ok).toBe(false);
+      expect(result.errors).toHaveLength(t.errors);
+      for (const m of t.mentions ?? []) expect(result.output).toMatch(m);
+    });
+  });
 }
