@@ -1,11 +1,7 @@
-import { dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { typeTestSuite } from '../../../packages/contract/src/__fixtures__/type-test.js';
 
 // Runs tsc on test/run-types.test-d.ts (the typed runner.run with the Stripe adapter).
-typeTestSuite({
-  pkgDir: dirname(dirname(fileURLToPath(import.meta.url))),
-  project: 'tsconfig.typetest.json',
+typeTestSuite(import.meta.url, {
   file: 'test/run-types.test-d.ts',
   title: 'typed runner.run',
   compiles: 'the right calls compile and every @ts-expect-error is a real error',

@@ -1,10 +1,6 @@
-import { dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { typeTestSuite } from './__fixtures__/type-test.js';
 
-typeTestSuite({
-  pkgDir: dirname(dirname(fileURLToPath(import.meta.url))),
-  project: 'tsconfig.typetest.json',
+typeTestSuite(import.meta.url, {
   file: 'src/ids.test-d.ts',
   title: 'branded id types',
   compiles: 'mixing up ids fails to compile (every @ts-expect-error is a real error)',

@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 export interface TypecheckResult {
@@ -64,11 +65,9 @@ export function typeTests(pkgDir: string) {
 
 /** One type test as a vitest suite: the file compiles as written, and without its directives has exactly `errors` errors. */
 export interface TypeTestSuite {
-  /** The package folder (of its package.json). */
-  readonly pkgDir: string;
-  /** The tsconfig (relative to `pkgDir`) whose `files` is the type test. */
-  readonly project: string;
-  /** The type test itself, relative to `pkgDir`. */
+  /** The tsconfig (relative to the package) whose `files` is the type test; default `tsconfig.typetest.json`. */
+  readonly project?: string;
+  /** The type test itself, relative to the package. */
   readonly file: string;
   readonly title: string;
   readonly compiles: string;
@@ -79,17 +78,19 @@ export interface TypeTestSuite {
   readonly mentions?: readonly RegExp[];
 }
 
-export function typeTestSuite(t: TypeTestSuite): void {
-  const { typecheck, typecheckWithoutDirectives } = typeTests(t.pkgDir);
+/** `testUrl`: the calling test's `import.meta.url`, a file one folder below its package (`src/` or `test/`). */
+export function typeTestSuite(testUrl: string, t: TypeTestSuite): void {
+  const { typecheck, typecheckWithoutDirectives } = typeTests(dirname(dirname(fileURLToPath(testUrl))));
+  const project = t.project ?? 'tsconfig.typetest.json';
   describe(t.title, () => {
     it(t.compiles, () => {
-      const result = typecheck(t.project);
+      const result = typecheck(project);
       expect(result.output).toBe('');
       expect(result.ok).toBe(true);
     });
 
     it(t.withoutDirectives, () => {
-      const result = typecheckWithoutDirectives(t.file, t.project);
+      const result = typecheckWithoutDirectives(t.file, project);
       expect(result.ok).toBe(false);
       expect(result.errors).toHaveLength(t.errors);
       for (const m of t.mentions ?? []) expect(result.output).toMatch(m);
