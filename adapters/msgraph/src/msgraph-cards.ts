@@ -37,6 +37,9 @@ const RETRYABLE = fact(
   `${SOURCES.throttling}; ${SOURCES.providers}`,
 );
 
+/** The refusals every Graph create answers alike (each card adds its own 404/409 and 5xx lines). */
+const REFUSED = ['400/405/413/415/422 validation', '401 authentication', '403 permission'] as const;
+const BACKOFF = { strategy: 'exponential-full-jitter', base: '1s', cap: '30s', retryAfterCap: '2m' } as const;
 const HANDOFF_DESTINATION = 'the runner handoff sink (JSONL file or callback), resolved by a person from the CLI';
 const RECEIPTS = 'the runner ledger, exported as JSONL; message bodies, recipients and attendees are sensitive fields and never reach receipts or packets';
 const DUPLICATE_TEST =
@@ -83,9 +86,7 @@ export const mailSendCard = defineCard({
   retryableErrors: RETRYABLE,
   nonRetryableErrors: fact(
     [
-      '400/405/413/415/422 validation',
-      '401 authentication',
-      '403 permission',
+      ...REFUSED,
       '404 mailbox not found',
       '409 conflict',
       '507 mailbox quota',
@@ -93,7 +94,7 @@ export const mailSendCard = defineCard({
     ],
     `${SOURCES.errors}; ${SOURCES.providers}`,
   ),
-  backoff: { strategy: 'exponential-full-jitter', base: '1s', cap: '30s', retryAfterCap: '2m' },
+  backoff: BACKOFF,
   limits: { maxAttempts: 3, maxElapsed: '10m', lookupWindow: '5m' },
   retryLayer: RETRY_LAYER,
   reconciler:
@@ -160,16 +161,14 @@ export const eventsCreateCard = defineCard({
   retryableErrors: RETRYABLE,
   nonRetryableErrors: fact(
     [
-      '400/405/413/415/422 validation',
-      '401 authentication',
-      '403 permission',
+      ...REFUSED,
       '404 mailbox or calendar not found',
       '409: may mean the first request already created it ⇒ unknown ⇒ lookup',
       '500/502/503/504 and other 5xx, timeout, reset: unknown ⇒ lookup, never resent',
     ],
     `${SOURCES.errors}; ${SOURCES.providers}`,
   ),
-  backoff: { strategy: 'exponential-full-jitter', base: '1s', cap: '30s', retryAfterCap: '2m' },
+  backoff: BACKOFF,
   limits: { maxAttempts: 3, maxElapsed: '5m', lookupWindow: '2m' },
   retryLayer: RETRY_LAYER,
   reconciler:
@@ -242,16 +241,14 @@ export const todoTasksCreateCard = defineCard({
   retryableErrors: RETRYABLE,
   nonRetryableErrors: fact(
     [
-      '400/405/413/415/422 validation',
-      '401 authentication',
-      '403 permission',
+      ...REFUSED,
       '404 mailbox or list not found',
       '409 conflict',
       '500/502/503/504 and other 5xx, timeout, reset: unknown ⇒ lookup, never resent',
     ],
     `${SOURCES.errors}; ${SOURCES.providers}`,
   ),
-  backoff: { strategy: 'exponential-full-jitter', base: '1s', cap: '30s', retryAfterCap: '2m' },
+  backoff: BACKOFF,
   limits: { maxAttempts: 3, maxElapsed: '5m', lookupWindow: '2m' },
   retryLayer: RETRY_LAYER,
   reconciler:

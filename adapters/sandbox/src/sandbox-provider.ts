@@ -1,4 +1,5 @@
 import { fingerprint } from '@retrysafe/contract';
+import { createCounts, createFaultQueue, createSandboxClock } from '@retrysafe/sandbox-kit';
 
 /**
  * How the sandbox provider treats re-sends. Each field maps onto one field of the retry safety card
@@ -101,7 +102,7 @@ export interface SandboxProvider {
   settle(): Promise<void>;
   /** Late commits not applied yet. */
   pendingLate(): number;
-  /** Moves the sandbox's own time forward (prunes keys past retention, finishes processing). */
+  /** Moves the sandbox's own time forward (prunes keys past retention, finishes processing); `ms` must be a finite number ≥ 0 (RangeError otherwise: the clock never goes back). */
   advance(ms: number): void;
   now(): number;
 }
@@ -132,9 +133,8 @@ function checkBehaviour(b: SandboxBehaviour): void {
 export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvider {
   checkBehaviour(behaviour);
   const b = Object.freeze({ ...behaviour });
-  const baseClock = b.clock ?? Date.now;
-  let offset = 0;
-  const now = () => baseClock() + offset;
+  const clock = createSandboxClock(b.clock, 'sandbox provider');
+  const now = clock.now;
   const sleep = b.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const processingMs = b.processingMs ?? 0;
   const lookupDelayMs = b.lookupDelayMs ?? 0;
@@ -144,10 +144,10 @@ export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvi
   const keys = new Map<string, StoredKey>();
   /** Every record created under a key, for lookups (kept for ever, unlike the idempotency store). */
   const byKey = new Map<string, string>();
-  const faults: SandboxFault[] = [];
-  const lookupFaults: number[] = [];
-  let callCount = 0;
-  let lookupCount = 0;
+  const faults = createFaultQueue<SandboxFault>('sandbox provider');
+  /** Scripted lookup failures, each its Retry-After in ms. */
+  const lookupFaults = createFaultQueue<number>('sandbox provider');
+  const counts = createCounts<'execute' | 'lookup'>();
 
   const view = (r: SandboxRecord): SandboxRecord => ({ ...r, status: now() >= r.completesAt ? 'done' : 'processing' });
 
@@ -184,8 +184,8 @@ export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvi
 
   async function execute(req: SandboxExecuteRequest): Promise<SandboxResponse> {
     applyLate(false);
-    callCount++;
-    const fault = faults.shift();
+    counts.bump('execute');
+    const fault = faults.take();
     if (fault?.kind === 'not-applied') return { type: 'throttled', retryAfterMs: fault.retryAfterMs ?? 1000 };
     if (fault?.kind === 'rejected') return { type: 'rejected', message: fault.message ?? 'validation failed', ...(fault.fields ? { fields: fault.fields } : {}) };
     if (fault?.kind === 'unknown-before-commit') return { type: 'server-error', status: 503, committed: false };
@@ -232,7 +232,7 @@ export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvi
 
   function lookup(key: string): SandboxRecord | null {
     applyLate(false);
-    lookupCount++;
+    counts.bump('lookup');
     const id = byKey.get(key);
     if (id === undefined) return null;
     const rec = byId.get(id)!;
@@ -245,29 +245,23 @@ export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvi
     execute,
     lookup,
     answerLookup(key) {
-      const failure = lookupFaults.shift();
+      const failure = lookupFaults.take();
       if (failure !== undefined) {
-        lookupCount++;
+        counts.bump('lookup');
         return { type: 'unavailable', retryAfterMs: failure };
       }
       const rec = lookup(key);
       return rec ? { type: 'found', record: rec } : { type: 'not-found' };
     },
-    failNextLookup(times = 1, retryAfterMs = 1000) {
-      for (let i = 0; i < times; i++) lookupFaults.push(retryAfterMs);
-    },
+    failNextLookup: (times = 1, retryAfterMs = 1000) => lookupFaults.add(retryAfterMs, times),
     settle: async () => applyLate(true),
     pendingLate: () => late.length,
     count: () => records.length,
     records: () => records.map(view),
-    calls: () => callCount,
-    lookups: () => lookupCount,
-    failNext(fault, times = 1) {
-      for (let i = 0; i < times; i++) faults.push(fault);
-    },
-    advance(ms) {
-      offset += ms;
-    },
+    calls: () => counts.get('execute'),
+    lookups: () => counts.get('lookup'),
+    failNext: (fault, times = 1) => faults.add(fault, times),
+    advance: clock.advance,
     now,
   };
 }

@@ -1,5 +1,4 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { parseJsonBody, startLoopbackServer, type LoopbackRequest, type SandboxReply } from '@retrysafe/sandbox-kit';
 import type { SandboxProvider, SandboxRecord } from './sandbox-provider.js';
 
 export interface SandboxServerOptions {
@@ -18,21 +17,9 @@ export interface SandboxServer {
   close(): Promise<void>;
 }
 
-const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
-
-function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
-  res.end(text);
-}
-
 const retryAfter = (ms: number) => String(Math.max(0, Math.ceil(ms / 1000)));
-
-async function readBody(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const c of req) chunks.push(c as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
-}
+const reply = (status: number, body: unknown, headers?: Record<string, string>): SandboxReply => (headers ? { status, body, headers } : { status, body });
+const error = (status: number, code: string, message: string, headers?: Record<string, string>) => reply(status, { error: { code, message } }, headers);
 
 /**
  * Serves a sandbox provider over loopback HTTP, the way an IETF Idempotency-Key API does:
@@ -40,88 +27,64 @@ async function readBody(req: IncomingMessage): Promise<string> {
  * 202 + Location while processing, 409 in progress, 422 key reused with other params, 400 invalid,
  * 429 + Retry-After, 500/503. `GET /records?key=` looks a record up by key; `GET /records/:id` reads one;
  * `GET /_sandbox/count` returns `{ count }` for drills running in other processes.
+ * The loopback scaffold (host check, body reading, JSON replies, close) is the sandbox kit's.
  */
 export async function startSandboxServer(options: SandboxServerOptions): Promise<SandboxServer> {
-  const host = options.host ?? '127.0.0.1';
-  if (!LOOPBACK.has(host)) throw new TypeError(`sandbox server: host must be loopback (127.0.0.1, ::1, localhost), got ${host}`);
   const provider = options.provider;
   let requestNo = 0;
-  const server = createServer((req, res) => {
-    const requestId = `req_${++requestNo}`;
-    res.setHeader('x-request-id', requestId);
-    handle(req, res).catch((err: unknown) => {
-      if (!res.headersSent) send(res, 500, { error: { code: 'sandbox_bug', message: String((err as Error)?.message ?? err) } });
-      else res.destroy();
-    });
-  });
+  const ids = new WeakMap<LoopbackRequest, string>();
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const u = new URL(req.url ?? '/', 'http://sandbox');
-    const path = u.pathname.replace(/\/+$/, '') || '/';
+  async function handle(req: LoopbackRequest): Promise<SandboxReply> {
+    ids.set(req, `req_${++requestNo}`);
+    const path = req.path.replace(/\/+$/, '') || '/';
     if (req.method === 'POST' && path === '/records') {
-      const raw = await readBody(req);
-      let params: unknown;
-      try {
-        params = raw ? JSON.parse(raw) : null;
-      } catch {
-        return send(res, 400, { error: { code: 'invalid_json', message: 'body is not JSON' } });
-      }
+      const body = parseJsonBody(req.rawBody);
+      if (!body.ok) return error(400, 'invalid_json', 'body is not JSON');
       const keyHeader = req.headers['idempotency-key'];
       const key = typeof keyHeader === 'string' && keyHeader.length > 0 ? keyHeader : null;
-      const r = await provider.execute({ key, params });
+      const r = await provider.execute({ key, params: body.value ?? null });
       switch (r.type) {
         case 'created':
-          return send(res, 201, { record: r.record });
+          return reply(201, { record: r.record });
         case 'replayed':
-          return send(res, 201, { record: r.record }, { 'idempotent-replayed': 'true' });
+          return reply(201, { record: r.record }, { 'idempotent-replayed': 'true' });
         case 'accepted':
-          return send(res, 202, { record: r.record }, { location: `/records/${r.record.id}`, 'retry-after': retryAfter(r.retryAfterMs) });
+          return reply(202, { record: r.record }, { location: `/records/${r.record.id}`, 'retry-after': retryAfter(r.retryAfterMs) });
         case 'in-progress':
-          return send(res, 409, { error: { code: 'idempotency_key_in_use', message: 'a request with this key is still processing' } }, { 'retry-after': retryAfter(r.retryAfterMs) });
+          return error(409, 'idempotency_key_in_use', 'a request with this key is still processing', { 'retry-after': retryAfter(r.retryAfterMs) });
         case 'mismatch':
-          return send(res, 422, { error: { code: 'idempotency_key_mismatch', message: r.message } });
+          return error(422, 'idempotency_key_mismatch', r.message);
         case 'rejected':
-          return send(res, 400, { error: { code: 'invalid_request', message: r.message } });
+          return error(400, 'invalid_request', r.message);
         case 'throttled':
-          return send(res, 429, { error: { code: 'rate_limited', message: 'too many requests' } }, { 'retry-after': retryAfter(r.retryAfterMs) });
+          return error(429, 'rate_limited', 'too many requests', { 'retry-after': retryAfter(r.retryAfterMs) });
         case 'server-error':
-          return send(res, r.status, { error: { code: 'server_error', message: 'internal error' } });
+          return error(r.status, 'server_error', 'internal error');
       }
     }
     if (req.method === 'GET' && path === '/records') {
-      const key = u.searchParams.get('key');
-      if (provider.behaviour.lookup === 'none') return send(res, 501, { error: { code: 'no_lookup', message: 'lookup by key is not offered' } });
-      if (!key) return send(res, 400, { error: { code: 'missing_key', message: 'key query parameter required' } });
+      const key = req.query.get('key');
+      if (provider.behaviour.lookup === 'none') return error(501, 'no_lookup', 'lookup by key is not offered');
+      if (!key) return error(400, 'missing_key', 'key query parameter required');
       const answer = provider.answerLookup(key);
-      if (answer.type === 'unavailable') return send(res, 503, { error: { code: 'unavailable', message: 'try again later' } }, { 'retry-after': retryAfter(answer.retryAfterMs) });
-      return answer.type === 'found' ? send(res, 200, { record: answer.record }) : send(res, 404, { error: { code: 'not_found', message: 'no record with this key' } });
+      if (answer.type === 'unavailable') return error(503, 'unavailable', 'try again later', { 'retry-after': retryAfter(answer.retryAfterMs) });
+      return answer.type === 'found' ? reply(200, { record: answer.record }) : error(404, 'not_found', 'no record with this key');
     }
     const m = /^\/records\/([A-Za-z0-9_]+)$/.exec(path);
     if (req.method === 'GET' && m) {
       const rec: SandboxRecord | undefined = provider.records().find((r) => r.id === m[1]);
-      return rec ? send(res, 200, { record: rec }) : send(res, 404, { error: { code: 'not_found', message: 'no such record' } });
+      return rec ? reply(200, { record: rec }) : error(404, 'not_found', 'no such record');
     }
-    if (req.method === 'GET' && path === '/_sandbox/count') return send(res, 200, { count: provider.count(), calls: provider.calls() });
-    return send(res, 404, { error: { code: 'no_route', message: `${req.method} ${path}` } });
+    if (req.method === 'GET' && path === '/_sandbox/count') return reply(200, { count: provider.count(), calls: provider.calls() });
+    return error(404, 'no_route', `${req.method} ${path}`);
   }
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
+  const server = await startLoopbackServer({
+    port: options.port,
+    host: options.host,
+    handle,
+    headers: (req) => ({ 'x-request-id': ids.get(req) ?? `req_${++requestNo}` }),
+    trailingSlash: true,
   });
-  const port = (server.address() as AddressInfo).port;
-  const hostInUrl = host.includes(':') ? `[${host}]` : host;
-  return {
-    url: `http://${hostInUrl}:${port}/`,
-    port,
-    provider,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        server.close((err) => (err ? reject(err) : resolve()));
-        server.closeAllConnections();
-      }),
-  };
+  return { url: server.url, port: server.port, provider, close: () => server.close() };
 }

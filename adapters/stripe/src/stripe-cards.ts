@@ -157,8 +157,17 @@ const SEARCH_OUTAGE_BOUND = [
 const SEARCH_DELAY_SOURCE = `${S.search}: Search API normally < 1 min behind, up to 1 h during outages; the adapter treats a miss as "cannot tell" until 24 h + 1 h after the first dispatch`;
 const LIST_SOURCE = `${S.refundsList} (refunds have no Search API; list APIs are not delayed, ${S.search})`;
 
-function searchReconciler(resource: string): string {
-  return `the runner, through doLookup: while the runner says the key is reusable (younger than 24 h minus twice the policy's clock-skew margin of 10 min: skew, and a late apply Stripe does not bound) it re-sends the same request with the same Idempotency-Key and adopts the replayed response; past that it never relies on the key and runs ${resource}.search with metadata['${STRIPE_OPERATION_METADATA_KEY}']:'<business-operation id>'`;
+/** How the runner reconciles while the key is reusable, before `past`: what it does once the key has expired. */
+const reconcileByKeyThen = (past: string) =>
+  `the runner, through doLookup: while the runner says the key is reusable (younger than 24 h minus twice the policy's clock-skew margin of 10 min: skew, and a late apply Stripe does not bound) it re-sends the same request with the same Idempotency-Key and adopts the replayed response; past that it never relies on the key and ${past}`;
+
+/** The lookup facts of an operation whose objects are found through `resource`.search on the metadata id. */
+function searchLookup(resource: string) {
+  return {
+    lookup: { delay: '1h', delaySource: SEARCH_DELAY_SOURCE },
+    reconciler: reconcileByKeyThen(`runs ${resource}.search with metadata['${STRIPE_OPERATION_METADATA_KEY}']:'<business-operation id>'`),
+    unverified: SEARCH_OUTAGE_BOUND,
+  } as const;
 }
 
 export const customersCreateCard = defineCard(
@@ -168,9 +177,7 @@ export const customersCreateCard = defineCard(
     kindSource: 'https://docs.stripe.com/api/customers/create',
     intentFields: ['customerRef'],
     intentRule: 'derived from intent field customerRef (the caller\'s own id for the customer), or supplied by the caller; written to metadata.retrysafe_operation_id',
-    lookup: { delay: '1h', delaySource: SEARCH_DELAY_SOURCE },
-    reconciler: searchReconciler('customers'),
-    unverified: SEARCH_OUTAGE_BOUND,
+    ...searchLookup('customers'),
   }),
 );
 
@@ -181,9 +188,7 @@ export const paymentIntentsCreateCard = defineCard(
     kindSource: 'https://docs.stripe.com/api/payment_intents/create',
     intentFields: ['customer', 'orderRef'],
     intentRule: 'derived from intent fields customer and orderRef (the order names the payment; amount and currency are its parameters, so a changed amount for the same order is a conflict, never a second charge), or supplied by the caller; written to metadata.retrysafe_operation_id',
-    lookup: { delay: '1h', delaySource: SEARCH_DELAY_SOURCE },
-    reconciler: searchReconciler('paymentIntents'),
-    unverified: SEARCH_OUTAGE_BOUND,
+    ...searchLookup('paymentIntents'),
   }),
 );
 
@@ -194,9 +199,7 @@ export const invoicesCreateCard = defineCard(
     kindSource: 'https://docs.stripe.com/api/invoices/create',
     intentFields: ['customer', 'invoiceRef'],
     intentRule: 'derived from intent fields customer, invoiceRef, or supplied by the caller; written to metadata.retrysafe_operation_id',
-    lookup: { delay: '1h', delaySource: SEARCH_DELAY_SOURCE },
-    reconciler: searchReconciler('invoices'),
-    unverified: SEARCH_OUTAGE_BOUND,
+    ...searchLookup('invoices'),
   }),
 );
 
@@ -208,7 +211,7 @@ export const refundsCreateCard = defineCard(
     intentFields: ['paymentIntent', 'refundRef'],
     intentRule: 'derived from intent fields paymentIntent, refundRef, or supplied by the caller; written to metadata.retrysafe_operation_id',
     lookup: { delay: null, delaySource: LIST_SOURCE },
-    reconciler: `the runner, through doLookup: while the runner says the key is reusable (younger than 24 h minus twice the policy's clock-skew margin of 10 min: skew, and a late apply Stripe does not bound) it re-sends the same request with the same Idempotency-Key and adopts the replayed response; past that it never relies on the key and lists refunds.list({ payment_intent }) and matches metadata['${STRIPE_OPERATION_METADATA_KEY}'] (no Search API for refunds; lists are not delayed)`,
+    reconciler: reconcileByKeyThen(`lists refunds.list({ payment_intent }) and matches metadata['${STRIPE_OPERATION_METADATA_KEY}'] (no Search API for refunds; lists are not delayed)`),
   }),
 );
 

@@ -5,7 +5,9 @@
  * contract and the vendor SDK, the loopback sandbox and drills from `./sandbox`, the shared conformance
  * test, the README card section rendered by the one script, and an exactly pinned SDK. Besides the
  * contract and that SDK, an adapter with a `./sandbox` entry may depend on the dependency-free
- * `@retrysafe/sandbox-kit` (what that entry is built from), and on nothing else.
+ * `@retrysafe/sandbox-kit` (what that entry is built from), and on nothing else. The one exception is
+ * the package that is itself a sandbox (`SELF_SANDBOX`): its root entry is what `./sandbox` is
+ * elsewhere, so its root entry may reach the kit; it has no vendor SDK.
  */
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { builtinModules } from 'node:module';
@@ -60,7 +62,8 @@ describe('every adapter has the same pieces', () => {
         expect(pkg.name).toBe(`@retrysafe/${a}`);
         expect(pkg.dependencies?.['@retrysafe/contract']).toBe('workspace:^');
         if (pkg.dependencies?.[SANDBOX_KIT] !== undefined) {
-          expect(Object.keys(pkg.exports), `${SANDBOX_KIT} is only for a ./sandbox entry`).toContain('./sandbox');
+          if (a === SELF_SANDBOX) expect(sdkDeps, `${a} is a sandbox, not a vendor's adapter: no SDK`).toEqual([]);
+          else expect(Object.keys(pkg.exports), `${SANDBOX_KIT} is only for a ./sandbox entry`).toContain('./sandbox');
           expect(pkg.dependencies[SANDBOX_KIT], `${SANDBOX_KIT} like the contract`).toBe('workspace:^');
         }
         expect(sdkDeps.length).toBeLessThanOrEqual(1);
@@ -92,7 +95,8 @@ describe('every adapter has the same pieces', () => {
       });
 
       it('root entry reaches only the contract, the vendor SDK and node built-ins (never the sandbox)', () => {
-        const allowed = new Set(['@retrysafe/contract', ...sdkDeps.map(([n]) => n)]);
+        // The self-sandbox's root entry is its sandbox, so it alone may reach the kit from there.
+        const allowed = new Set(['@retrysafe/contract', ...sdkDeps.map(([n]) => n), ...(a === SELF_SANDBOX ? [SANDBOX_KIT] : [])]);
         const builtins = new Set(builtinModules);
         for (const spec of bareImports(join(root, a, 'src', 'index.ts'))) {
           if (spec.startsWith('./')) {

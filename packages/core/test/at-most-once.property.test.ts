@@ -1,17 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider, type SandboxBehaviour, type SandboxFault } from '@retrysafe/sandbox';
-
-const behaviourArb: fc.Arbitrary<SandboxBehaviour> = fc.record({
-  replays: fc.boolean(),
-  retentionMs: fc.constantFrom(null, 60_000, 86_400_000),
-  parameterMatching: fc.constantFrom('mismatch-error', 'replay-anyway', 'none'),
-  concurrency: fc.constantFrom('rejects-in-progress', 'waits-then-replays', 'duplicates'),
-  lookup: fc.constantFrom('get-by-key', 'none'),
-  lookupDelayMs: fc.constantFrom(0, 3000),
-  processingMs: fc.constantFrom(0, 0, 4000),
-}) as fc.Arbitrary<SandboxBehaviour>;
+import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import type { SandboxFault } from '@retrysafe/sandbox';
+import { sandboxBehaviourArb, sandboxOnVirtualClock } from './property-helpers.js';
 
 const faultArb: fc.Arbitrary<SandboxFault> = fc.oneof(
   fc.record({ kind: fc.constant('not-applied' as const), retryAfterMs: fc.integer({ min: 0, max: 90_000 }) }),
@@ -30,10 +21,8 @@ const policyArb = fc.record({
 describe('the runner under random faults, behaviours and limits (fast-check)', () => {
   it('never holds more than one provider record, never exceeds maxAttempts or maxElapsed, never calls sooner than Retry-After', async () => {
     await fc.assert(
-      fc.asyncProperty(behaviourArb, fc.array(faultArb, { maxLength: 8 }), fc.integer({ min: 0, max: 4 }), policyArb, fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), async (behaviour, faults, lookupFailures, policy, rnd) => {
-        const clock = createVirtualClock();
-        const provider = createSandboxProvider({ ...behaviour, clock: clock.now, sleep: clock.sleep });
-        for (const f of faults) provider.failNext(f);
+      fc.asyncProperty(sandboxBehaviourArb, fc.array(faultArb, { maxLength: 8 }), fc.integer({ min: 0, max: 4 }), policyArb, fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), async (behaviour, faults, lookupFailures, policy, rnd) => {
+        const { clock, provider, adapter } = sandboxOnVirtualClock(behaviour, faults);
         provider.failNextLookup(lookupFailures, 700);
         const calls: { at: number; answeredAt: number; retryAfterMs?: number }[] = [];
         const inner = provider.execute;
@@ -43,7 +32,6 @@ describe('the runner under random faults, behaviours and limits (fast-check)', (
           calls.push({ at, answeredAt: clock.now(), ...(res.type === 'throttled' ? { retryAfterMs: res.retryAfterMs } : {}) });
           return res;
         };
-        const adapter = createSandboxAdapter({ provider });
         const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => rnd, policy });
         const start = clock.now();
         const r = await runner.run(adapter, 'records.create', { params: { ref: 'prop-1' } });
@@ -62,11 +50,8 @@ describe('the runner under random faults, behaviours and limits (fast-check)', (
 
   it('two concurrent callers under random faults: at most one record, and never two different results', async () => {
     await fc.assert(
-      fc.asyncProperty(behaviourArb, fc.array(faultArb, { maxLength: 6 }), policyArb, async (behaviour, faults, policy) => {
-        const clock = createVirtualClock();
-        const provider = createSandboxProvider({ ...behaviour, clock: clock.now, sleep: clock.sleep });
-        for (const f of faults) provider.failNext(f);
-        const adapter = createSandboxAdapter({ provider });
+      fc.asyncProperty(sandboxBehaviourArb, fc.array(faultArb, { maxLength: 6 }), policyArb, async (behaviour, faults, policy) => {
+        const { clock, provider, adapter } = sandboxOnVirtualClock(behaviour, faults);
         const ledger = createMemoryLedger();
         const a = createRunner({ ledger, clock, random: () => 0.3, policy, owner: 'a' });
         const b = createRunner({ ledger, clock, random: () => 0.7, policy, owner: 'b' });
@@ -81,12 +66,9 @@ describe('the runner under random faults, behaviours and limits (fast-check)', (
 
   it('a worker that dies at any ledger write, then recover() in a new runner: at most one record', async () => {
     await fc.assert(
-      fc.asyncProperty(behaviourArb, fc.array(faultArb, { maxLength: 5 }), fc.integer({ min: 0, max: 3 }), policyArb, fc.integer({ min: 1, max: 14 }), async (behaviour, faults, lookupFailures, policy, dieAt) => {
-        const clock = createVirtualClock();
-        const provider = createSandboxProvider({ ...behaviour, clock: clock.now, sleep: clock.sleep });
-        for (const f of faults) provider.failNext(f);
+      fc.asyncProperty(sandboxBehaviourArb, fc.array(faultArb, { maxLength: 5 }), fc.integer({ min: 0, max: 3 }), policyArb, fc.integer({ min: 1, max: 14 }), async (behaviour, faults, lookupFailures, policy, dieAt) => {
+        const { clock, provider, adapter } = sandboxOnVirtualClock(behaviour, faults);
         provider.failNextLookup(lookupFailures, 700);
-        const adapter = createSandboxAdapter({ provider });
         const ledger = createMemoryLedger();
         // The dying worker's view of the ledger: from its dieAt-th write on, nothing returns (the process is gone).
         let writes = 0;

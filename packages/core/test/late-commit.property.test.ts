@@ -5,18 +5,9 @@
 // other behaviour and the class is covered by the drills' negative controls.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, type SandboxBehaviour, type SandboxFault } from '@retrysafe/sandbox';
-
-const behaviourArb: fc.Arbitrary<SandboxBehaviour> = fc.record({
-  replays: fc.boolean(),
-  retentionMs: fc.constantFrom(null, 60_000, 86_400_000),
-  parameterMatching: fc.constantFrom('mismatch-error', 'replay-anyway', 'none'),
-  concurrency: fc.constantFrom('rejects-in-progress', 'waits-then-replays', 'duplicates'),
-  lookup: fc.constantFrom('get-by-key', 'none'),
-  lookupDelayMs: fc.constantFrom(0, 3000),
-  processingMs: fc.constantFrom(0, 0, 4000),
-}) as fc.Arbitrary<SandboxBehaviour>;
+import { sandboxBehaviourArb, sandboxOnVirtualClock } from './property-helpers.js';
 
 const faultArb: fc.Arbitrary<SandboxFault> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('late-commit' as const), afterMs: fc.integer({ min: 0, max: 120_000 }) }) },
@@ -49,13 +40,10 @@ describe('at most one record when the provider applies a request late (fast-chec
   it('one run, then the provider settles every late commit', async () => {
     let searched = 0;
     await fc.assert(
-      fc.asyncProperty(behaviourArb, fc.array(faultArb, { minLength: 1, maxLength: 5 }), policyArb, async (behaviour, faults, policy) => {
+      fc.asyncProperty(sandboxBehaviourArb, fc.array(faultArb, { minLength: 1, maxLength: 5 }), policyArb, async (behaviour, faults, policy) => {
         fc.pre(!needsLateApplyRow(behaviour));
         searched++;
-        const clock = createVirtualClock();
-        const provider = createSandboxProvider({ ...behaviour, clock: clock.now, sleep: clock.sleep });
-        for (const f of faults) provider.failNext(f);
-        const adapter = createSandboxAdapter({ provider });
+        const { clock, provider, adapter } = sandboxOnVirtualClock(behaviour, faults);
         const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5, policy });
         const r = await runner.run(adapter, 'records.create', { params: { ref: 'late-1' } });
         await provider.settle();
@@ -69,12 +57,9 @@ describe('at most one record when the provider applies a request late (fast-chec
 
   it('a worker dies with its request in flight (applied late), recover() takes over: at most one record', async () => {
     await fc.assert(
-      fc.asyncProperty(behaviourArb, fc.integer({ min: 0, max: 120_000 }), policyArb, async (behaviour, afterMs, policy) => {
+      fc.asyncProperty(sandboxBehaviourArb, fc.integer({ min: 0, max: 120_000 }), policyArb, async (behaviour, afterMs, policy) => {
         fc.pre(!needsLateApplyRow(behaviour));
-        const clock = createVirtualClock();
-        const provider = createSandboxProvider({ ...behaviour, clock: clock.now, sleep: clock.sleep });
-        provider.failNext({ kind: 'late-commit', afterMs });
-        const adapter = createSandboxAdapter({ provider });
+        const { clock, provider, adapter } = sandboxOnVirtualClock(behaviour, [{ kind: 'late-commit', afterMs }]);
         const ledger = createMemoryLedger();
         const leaseMs = 5000;
         // The worker "dies" inside its first provider call: the request is in flight, the answer never comes back.

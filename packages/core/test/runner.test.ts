@@ -1,20 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import { ConflictError, InvalidIdError, InvalidIntentError, InvalidParamsError, UnknownOperationError, UnsupportedSpecificationVersionError, type AdapterV1 } from '@retrysafe/contract';
-import { verifyReceiptChain } from '@retrysafe/core';
+import { verifyReceiptChain, type RunResult } from '@retrysafe/core';
 import { setup } from './helpers.js';
 
 const OP = 'records.create';
 const params = (ref = 'order-1', extra: Record<string, unknown> = {}) => ({ ref, amount: 100, ...extra });
 
+/** Asserts the run ended in `status` and narrows `r` to that branch (a mismatch fails the test here). */
+function expectStatus<S extends RunResult['status']>(r: RunResult, status: S): asserts r is Extract<RunResult, { status: S }> {
+  expect(r.status).toBe(status);
+}
+
 describe('runner.run with the sandbox: every outcome path, counted exactly', () => {
   it('clean success: 1 record, 1 attempt, not adopted', async () => {
     const { provider, adapter, runner } = setup();
     const r = await runner.run(adapter, OP, { params: params() });
-    expect(r.status).toBe('done');
-    if (r.status !== 'done') return;
-    expect(provider.count()).toBe(1);
-    expect(provider.calls()).toBe(1);
-    expect(r.attempts).toBe(1);
+    expectStatus(r, 'done');
+    expect({ records: provider.count(), calls: provider.calls(), attempts: r.attempts }).toEqual({ records: 1, calls: 1, attempts: 1 });
     expect(r.adopted).toBe(false);
     expect(r.providerRef).toBe(provider.records()[0]!.id);
     expect(r.receipts.map((x) => x.kind)).toEqual(['dispatch']);
@@ -25,11 +27,8 @@ describe('runner.run with the sandbox: every outcome path, counted exactly', () 
     const { provider, adapter, runner } = setup();
     provider.failNext({ kind: 'unknown-after-commit' });
     const r = await runner.run(adapter, OP, { params: params() });
-    expect(r.status).toBe('done');
-    if (r.status !== 'done') return;
-    expect(provider.count()).toBe(1);
-    expect(r.attempts).toBe(2);
-    expect(provider.calls()).toBe(2);
+    expectStatus(r, 'done');
+    expect({ records: provider.count(), calls: provider.calls(), attempts: r.attempts }).toEqual({ records: 1, calls: 2, attempts: 2 });
     expect(r.adopted).toBe(true);
     expect(r.providerRef).toBe(provider.records()[0]!.id);
     expect(r.receipts.map((x) => [x.kind, x.outcome])).toEqual([['dispatch', 'unknown'], ['resend', 'replayed']]);
@@ -41,8 +40,7 @@ describe('runner.run with the sandbox: every outcome path, counted exactly', () 
     provider.failNext({ kind: 'unknown-after-commit' });
     const r = await runner.run(adapter, OP, { params: params() });
     expect(r.status === 'done' && r.adopted).toBe(true);
-    expect(provider.count()).toBe(1);
-    expect(provider.calls()).toBe(1);
+    expect({ records: provider.count(), calls: provider.calls() }).toEqual({ records: 1, calls: 1 });
     expect(provider.lookups()).toBe(1);
     expect(r.status === 'done' && r.receipts.map((x) => [x.kind, x.outcome])).toEqual([['dispatch', 'unknown'], ['lookup', 'found']]);
   });
@@ -61,11 +59,8 @@ describe('runner.run with the sandbox: every outcome path, counted exactly', () 
     const { provider, adapter, runner, packets } = setup({ replays: false, retentionMs: null, lookup: 'none' });
     provider.failNext({ kind: 'unknown-after-commit' });
     const r = await runner.run(adapter, OP, { params: params() });
-    expect(r.status).toBe('handed-off');
-    if (r.status !== 'handed-off') return;
-    expect(provider.count()).toBe(1);
-    expect(provider.calls()).toBe(1);
-    expect(r.attempts).toBe(1);
+    expectStatus(r, 'handed-off');
+    expect({ records: provider.count(), calls: provider.calls(), attempts: r.attempts }).toEqual({ records: 1, calls: 1, attempts: 1 });
     expect(r.packet.reason).toBe('unknown-no-safe-resend');
     expect(r.packet.safeNextActions.find((a) => a.action === 'resume')?.safe).toBe(false);
     expect(packets).toEqual([r.packet]);
@@ -75,11 +70,8 @@ describe('runner.run with the sandbox: every outcome path, counted exactly', () 
     const { provider, adapter, runner, ledger } = setup();
     provider.failNext({ kind: 'rejected', message: 'amount must be positive' });
     const r = await runner.run(adapter, OP, { params: params() });
-    expect(r.status).toBe('handed-off');
-    if (r.status !== 'handed-off') return;
-    expect(provider.calls()).toBe(1);
-    expect(provider.count()).toBe(0);
-    expect(r.attempts).toBe(1);
+    expectStatus(r, 'handed-off');
+    expect({ records: provider.count(), calls: provider.calls(), attempts: r.attempts }).toEqual({ records: 0, calls: 1, attempts: 1 });
     expect(r.packet.reason).toBe('rejected');
     expect(r.packet.lastKnown).toMatchObject({ outcome: 'rejected', status: 400 });
     expect((await ledger.get(r.businessOperationId))!.state).toBe('handed-off');
@@ -89,11 +81,8 @@ describe('runner.run with the sandbox: every outcome path, counted exactly', () 
     const { provider, adapter, runner } = setup({}, { policy: { maxAttempts: 4 } });
     provider.failNext({ kind: 'not-applied', retryAfterMs: 1000 }, 5);
     const r = await runner.run(adapter, OP, { params: params() });
-    expect(r.status).toBe('handed-off');
-    if (r.status !== 'handed-off') return;
-    expect(provider.calls()).toBe(4);
-    expect(provider.count()).toBe(0);
-    expect(r.attempts).toBe(4);
+    expectStatus(r, 'handed-off');
+    expect({ records: provider.count(), calls: provider.calls(), attempts: r.attempts }).toEqual({ records: 0, calls: 4, attempts: 4 });
     expect(r.packet.reason).toBe('retry-exhausted');
     expect(r.error?.name).toBe('RetryExhaustedError');
     expect(r.error?.attempts).toHaveLength(4);
@@ -134,11 +123,8 @@ describe('runner.run with the sandbox: every outcome path, counted exactly', () 
   it('in-progress (202 + processing): polls the lookup, never a second work item: 1 record, 1 attempt', async () => {
     const { provider, adapter, runner } = setup({ processingMs: 3000 });
     const r = await runner.run(adapter, OP, { params: params() });
-    expect(r.status).toBe('done');
-    if (r.status !== 'done') return;
-    expect(provider.count()).toBe(1);
-    expect(provider.calls()).toBe(1);
-    expect(r.attempts).toBe(1);
+    expectStatus(r, 'done');
+    expect({ records: provider.count(), calls: provider.calls(), attempts: r.attempts }).toEqual({ records: 1, calls: 1, attempts: 1 });
     expect(r.adopted).toBe(true);
     expect(r.receipts[0]!.outcome).toBe('in-progress');
     expect(r.receipts.slice(1).every((x) => x.kind === 'poll')).toBe(true);
@@ -149,8 +135,7 @@ describe('runner.run with the sandbox: every outcome path, counted exactly', () 
     const { provider, adapter, runner } = setup({ processingMs: 600_000 }, { policy: { lookupWindowMs: 10_000 } });
     const r = await runner.run(adapter, OP, { params: params() });
     expect(r.status === 'handed-off' && r.packet.reason).toBe('in-progress-window-exhausted');
-    expect(provider.count()).toBe(1);
-    expect(provider.calls()).toBe(1);
+    expect({ records: provider.count(), calls: provider.calls() }).toEqual({ records: 1, calls: 1 });
   });
 
   it('in-progress without lookup, replaying provider: polls by re-sending the same key (409 then replay): 1 record', async () => {
@@ -203,8 +188,7 @@ describe('runner.run with the sandbox: every outcome path, counted exactly', () 
   it('concurrent runs in one process: one dispatch, both get the same result', async () => {
     const { provider, adapter, runner } = setup();
     const results = await Promise.all([1, 2, 3].map(() => runner.run(adapter, OP, { params: params() })));
-    expect(provider.calls()).toBe(1);
-    expect(provider.count()).toBe(1);
+    expect({ records: provider.count(), calls: provider.calls() }).toEqual({ records: 1, calls: 1 });
     const refs = new Set(results.map((r) => (r.status === 'done' ? r.providerRef : r.status)));
     expect(refs.size).toBe(1);
     expect(results.filter((r) => r.status === 'done' && !r.adopted)).toHaveLength(1);

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { DBOS } from '@dbos-inc/dbos-sdk';
-import { InvalidStateError, UnsafeResumeError, type AdapterV1, type BusinessOperationId, type HandoffPacket, type HandoffSink, type OperationRecord, type SafeAction } from '@retrysafe/contract';
+import { InvalidStateError, UnsafeResumeError, type AdapterV1, type HandoffPacket, type HandoffSink, type OperationRecord } from '@retrysafe/contract';
 import { createRunner, type LogEntry, type PolicyOverrides, type RedactOptions, type Resolution, type ResolveResult, type RunResult, type Runner } from '@retrysafe/core';
 import { createPostgresLedger, type PostgresLedger } from '@retrysafe/ledger-postgres';
 import type pg from 'pg';
@@ -28,31 +28,22 @@ export interface DbosRetrysafeOptions {
   readonly owner?: string;
 }
 
-/** What a wrapped operation hands its workflow: a plain JSON value, checkpointed by DBOS as the step's output. */
+/**
+ * What a wrapped operation hands its workflow: a plain JSON value, checkpointed by DBOS as the step's output.
+ * Each branch is derived from the runner's own result types, so a field the runner adds or renames reaches it.
+ */
 export type DbosOperationOutcome =
   /** The runner's `done`, without its receipts (they stay in the ledger). `adopted` also covers the execution DBOS lost in a crash. */
   | Omit<Extract<RunResult, { status: 'done' }>, 'receipts'>
-  | {
-      readonly status: 'in-progress';
-      readonly businessOperationId: BusinessOperationId;
-      readonly statusRef: string | null;
-      readonly retryAfterMs: number;
-    }
-  | {
-      readonly status: 'handed-off';
-      readonly businessOperationId: BusinessOperationId;
+  | Extract<RunResult, { status: 'in-progress' }>
+  /** The runner's `handed-off` without receipts, with the packet's reason, explanation and safe next actions lifted out for the workflow. */
+  | (Pick<Extract<RunResult, { status: 'handed-off' }>, 'status' | 'businessOperationId' | 'packet'> & {
       readonly reason: HandoffPacket['reason'];
-      readonly explanation: string;
-      readonly safeNextActions: readonly SafeAction[];
-      readonly packet: HandoffPacket;
-    }
-  | {
-      /** A person resolved a handed-off operation without a new send: marked done with a provider reference, or abandoned. */
-      readonly status: 'resolved';
-      readonly businessOperationId: BusinessOperationId;
-      readonly state: 'succeeded' | 'abandoned';
-      readonly providerRef: string | null;
-    };
+      readonly explanation: HandoffPacket['explanation'];
+      readonly safeNextActions: HandoffPacket['safeNextActions'];
+    })
+  /** A person resolved a handed-off operation without a new send: marked done with a provider reference, or abandoned. */
+  | Extract<ResolveResult, { status: 'resolved' }>;
 
 export interface DbosRunInput {
   readonly params: unknown;

@@ -24,23 +24,16 @@ const show = (r: CrashPhaseReport) => {
 };
 
 describe('DBOS + retrysafe under real SIGKILLs: one effect per business operation', () => {
-  it(`key-folding card, ${WORKFLOWS} workflows, 3 processes: exactly one record each`, async () => {
-    const r = await runCrashPhase({ label: 'fold', mode: 'retrysafe', behaviour: KEY_FOLDING, workflows: WORKFLOWS, processes: 3, kills: 6, seed: 21, deadlineMs: PHASE_TIMEOUT_MS - 5_000 });
-    show(r);
-    expect(r.killed).toBeGreaterThanOrEqual(3);
-    expect(r.recoveredElsewhere).toBeGreaterThan(0);
-    expect(r.succeeded).toBe(WORKFLOWS);
-    expect({ duplicated: r.duplicatedOperations, missing: r.missing, records: r.providerRecords }).toEqual({ duplicated: 0, missing: 0, records: WORKFLOWS });
-  }, PHASE_TIMEOUT_MS);
-
-  it(`lookup-only card (Graph-like), ${WORKFLOWS} workflows, 3 processes: exactly one record each`, async () => {
-    const r = await runCrashPhase({ label: 'look', mode: 'retrysafe', behaviour: LOOKUP_ONLY, workflows: WORKFLOWS, processes: 3, kills: 6, seed: 22, deadlineMs: PHASE_TIMEOUT_MS - 5_000 });
-    show(r);
-    expect(r.killed).toBeGreaterThanOrEqual(3);
-    expect(r.recoveredElsewhere).toBeGreaterThan(0);
-    expect(r.succeeded).toBe(WORKFLOWS);
-    expect({ duplicated: r.duplicatedOperations, missing: r.missing, records: r.providerRecords }).toEqual({ duplicated: 0, missing: 0, records: WORKFLOWS });
-  }, PHASE_TIMEOUT_MS);
+  for (const [label, card, behaviour, seed] of [['fold', 'key-folding card', KEY_FOLDING, 21], ['look', 'lookup-only card (Graph-like)', LOOKUP_ONLY, 22]] as const) {
+    it(`${card}, ${WORKFLOWS} workflows, 3 processes: exactly one record each`, async () => {
+      const r = await runCrashPhase({ label, mode: 'retrysafe', behaviour, workflows: WORKFLOWS, processes: 3, kills: 6, seed, deadlineMs: PHASE_TIMEOUT_MS - 5_000 });
+      show(r);
+      expect(r.killed).toBeGreaterThanOrEqual(3);
+      expect(r.recoveredElsewhere).toBeGreaterThan(0);
+      expect(r.succeeded).toBe(WORKFLOWS);
+      expect({ duplicated: r.duplicatedOperations, missing: r.missing, records: r.providerRecords }).toEqual({ duplicated: 0, missing: 0, records: WORKFLOWS });
+    }, PHASE_TIMEOUT_MS);
+  }
 
   // The same crashes without retrysafe: a plain DBOS step POSTs the request (no key: a Graph sendMail has
   // none, and a plain step has no business id to derive one from). If these found no duplicates, the

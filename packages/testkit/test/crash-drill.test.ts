@@ -5,11 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { fingerprint } from '@retrysafe/contract';
 import { sqliteDrivers } from '@retrysafe/core';
-import { createSandboxProvider, startSandboxServer } from '@retrysafe/sandbox';
 import { CRASH_POINTS, runCrashDrill, type CrashDrillOptions } from '../src/index.js';
-import { replaying } from './fixtures/sandbox-drill.js';
+import { replaying, startCrashDrillSandbox } from './fixtures/sandbox-drill.js';
 
 const adapterModule = fileURLToPath(new URL('./fixtures/crash-sandbox-adapter.mjs', import.meta.url));
 
@@ -21,17 +19,7 @@ function options(runs: number, seed: number, extra: Partial<CrashDrillOptions> =
     adapterOptions: { behaviour: replaying },
     operation: 'records.create',
     params: (i) => ({ ref: `crash-${seed}-${i}` }),
-    startSandbox: async () => {
-      const provider = createSandboxProvider(replaying);
-      const server = await startSandboxServer({ provider, port: 0 });
-      return {
-        url: server.url,
-        count: () => provider.count(),
-        // by request params: a duplicate under another key still counts against its run
-        countFor: ({ params }) => provider.records().filter((r) => r.paramsFingerprint === fingerprint(params)).length,
-        close: () => server.close(),
-      };
-    },
+    startSandbox: () => startCrashDrillSandbox(replaying),
     outFile: join(mkdtempSync(join(tmpdir(), 'crash-drill-')), 'report.json'),
     ...extra,
   };

@@ -6,10 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { fingerprint } from '@retrysafe/contract';
-import { createSandboxAdapter, createSandboxProvider, startSandboxServer, type SandboxBehaviour } from '@retrysafe/sandbox';
+import { createSandboxAdapter, type SandboxBehaviour } from '@retrysafe/sandbox';
 import { runCrashDrill, type CrashDrillOptions } from '../src/index.js';
-import { replaying } from './fixtures/sandbox-drill.js';
+import { replaying, startCrashDrillSandbox } from './fixtures/sandbox-drill.js';
 
 const adapterModule = fileURLToPath(new URL('./fixtures/crash-sandbox-adapter.mjs', import.meta.url));
 const lookupNoFolding: SandboxBehaviour = { replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key' };
@@ -22,16 +21,7 @@ function options(behaviour: SandboxBehaviour, runs: number, seed: number): Crash
     adapterOptions: { behaviour },
     operation: 'records.create',
     params: (i) => ({ ref: `slow-${seed}-${i}` }),
-    startSandbox: async () => {
-      const provider = createSandboxProvider(behaviour);
-      const server = await startSandboxServer({ provider, port: 0 });
-      return {
-        url: server.url,
-        count: () => provider.count(),
-        countFor: ({ params }) => provider.records().filter((r) => r.paramsFingerprint === fingerprint(params)).length,
-        close: () => server.close(),
-      };
-    },
+    startSandbox: () => startCrashDrillSandbox(behaviour),
     perProcess: 8,
     batchSize: 16,
     timeoutMs: 500,

@@ -6,7 +6,8 @@ import { dirname, join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const adapters = join(import.meta.dirname, '..', '..', '..', 'adapters');
-const SPECIFIER = /(?:^|[\s;}])(?:import|export)\s*(?:[^'";]*?\sfrom\s*)?['"]([^'"]+)['"]|\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g;
+// A specifier has no whitespace: that keeps prose such as `'… JSONL export'` in a card string from reading as an import.
+const SPECIFIER = /(?:^|[\s;}])(?:import|export)\s*(?:[^'";]*?\sfrom\s*)?['"]([^'"\s]+)['"]|\bimport\s*\(\s*['"]([^'"\s]+)['"]\s*\)/g;
 
 /** Bare specifiers (packages, `node:` builtins) reached from `entry` through its relative imports. */
 function reached(entry: string): Set<string> {
@@ -53,6 +54,17 @@ describe('adapter entries and the sandbox kit', () => {
     expect(sandbox).toContain(KIT);
     for (const spec of sandbox.filter((s) => packageOf(s) === KIT)) expect(spec, `${manifest.name}/sandbox imports the kit from its root entry`).toBe(KIT);
     for (const spec of sandbox) expect(['@retrysafe/contract', KIT, ...sdk], `${manifest.name}/sandbox imports ${spec}`).toContain(packageOf(spec));
+  });
+
+  it('@retrysafe/sandbox (itself a sandbox, no ./sandbox entry): its root entry reaches only the contract and the kit', () => {
+    const dir = join(adapters, 'sandbox');
+    const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Manifest;
+    expect(manifest.name).toBe('@retrysafe/sandbox');
+    expect(manifest.exports).not.toHaveProperty('./sandbox');
+    expect(manifest.dependencies).toEqual({ '@retrysafe/contract': 'workspace:^', [KIT]: 'workspace:^' });
+    const root = [...reached(join(dir, (manifest.exports['.'] as { default: string }).default))].filter((s) => !s.startsWith('node:'));
+    expect(root).toContain(KIT);
+    for (const spec of root) expect(['@retrysafe/contract', KIT], `@retrysafe/sandbox imports ${spec}`).toContain(spec);
   });
 
   it('the kit itself needs nothing but node builtins (no core, no vitest) and declares no dependencies', () => {
