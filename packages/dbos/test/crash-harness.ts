@@ -183,6 +183,9 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
           // The twin is a live process like any other: it can be the next one whose executor is taken for dead
           // (when one process dequeued most of the work, the next fault would otherwise have nowhere to land).
           await serve(twin);
+          // Armed at once with a short countdown: the twin re-runs the recovered workflows first, and those few
+          // calls may be all that is left of the phase by the time the first process's hold ends.
+          if (killsLeft > 0) twin.countdown = 1 + Math.floor(random() * 3);
           extras.push(twin);
           // The first process keeps running, its answers held, while its twin recovers its workflows.
           slot.hold = (async () => {
@@ -192,10 +195,7 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
           await slot.hold;
           slot.hold = null;
           respawning--;
-          if (killsLeft > 0 && !stopping) {
-            slot.countdown = arm();
-            twin.countdown = arm();
-          }
+          if (killsLeft > 0 && !stopping) slot.countdown = arm();
           return res;
         }
         if (due) {
