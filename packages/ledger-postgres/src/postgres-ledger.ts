@@ -192,6 +192,8 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
    * One UPDATE guarded by the fencing token (and optionally by the state), in one round trip.
    * Under READ COMMITTED an UPDATE that waits on a concurrent takeover re-checks its WHERE against
    * the new row version, so a stale token can never land after the takeover commits.
+   * `record: false` (a write whose caller gets nothing back: renew, release) returns only the id, not
+   * the whole row with its params and result, and resolves to null.
    */
   async function fencedUpdate(
     ref: Fenced,
@@ -201,14 +203,16 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     values: unknown[],
     guard: { sql: string; blocked: Blocked } | null,
     receipt?: Receipt,
+    record = true,
   ): Promise<OperationRecord | null> {
     checkRef(ref, what);
     const n = values.length;
     const where = `business_operation_id = $${n + 1} AND fence = $${n + 2}${guard ? ` AND ${guard.sql}` : ''}`;
     if (receipt === undefined) {
-      const { rows } = await query<OperationRow>(what, name, `UPDATE ${ops} SET ${set} WHERE ${where} ${RETURNING}`, [...values, ref.businessOperationId, ref.fence]);
+      const returning = record ? RETURNING : 'RETURNING business_operation_id';
+      const { rows } = await query<OperationRow>(what, name, `UPDATE ${ops} SET ${set} WHERE ${where} ${returning}`, [...values, ref.businessOperationId, ref.fence]);
       if (rows.length === 0) return refused(ref, what, guard?.blocked);
-      return toRecord(rows[0]!);
+      return record ? toRecord(rows[0]!) : null;
     }
     checkReceiptShape(ref, receipt, what);
     // The state and its receipt in ONE statement (one transaction, one round trip): the UPDATE applies
@@ -313,7 +317,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       await fencedUpdate(ref, 'renewLease', 'renew', `lease_expires_at = ${CLOCK('$3', '$1')} + $2::bigint, updated_at = $1`, [now, leaseMs, dbClock], {
         sql: `${NOT_TERMINAL} AND lease_owner IS NOT NULL`,
         blocked: (r) => (isTerminal(r) ? 'no-op' : r.leaseOwner === null ? new LeaseLostError(r.businessOperationId, ref.fence) : null),
-      });
+      }, undefined, false);
     },
 
     async markDispatched(ref, now) {
@@ -405,7 +409,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     },
 
     async release(ref) {
-      await fencedUpdate(ref, 'release', 'release', 'lease_owner = NULL, lease_expires_at = NULL', [], null);
+      await fencedUpdate(ref, 'release', 'release', 'lease_owner = NULL, lease_expires_at = NULL', [], null, undefined, false);
     },
 
     async resolve(id: BusinessOperationId, resolution, now) {
