@@ -14,6 +14,7 @@ export { schemaErrors } from './adapter-params.js';
 export * from './adapter-entry.js';
 export * from './typed-operations.js';
 export * from './ledger.js';
+export * from './ledger-transitions.js';
 export * from './receipt.js';
 export * from './handoff.js';
 export * from './drill.js';

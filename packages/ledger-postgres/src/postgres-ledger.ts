@@ -1,11 +1,16 @@
 import {
   ClockSkewError,
-  InvalidStateError,
   LeaseLostError,
   LedgerError,
   PRUNABLE_STATES,
   RECOVERABLE_STATES,
   checkPruneOptions,
+  claimTransition,
+  dispatchedTransition,
+  handOffTransition,
+  isTerminal,
+  resolveTransition,
+  setStateTransition,
   RetrysafeError,
   TERMINAL_STATES,
   type BusinessOperationId,
@@ -63,8 +68,6 @@ export interface PostgresLedger extends Ledger {
   readonly schema: string;
 }
 
-const TERMINAL = new Set<OperationState>(TERMINAL_STATES);
-const isTerminal = (s: OperationState) => TERMINAL.has(s);
 const sqlList = (states: readonly string[]) => states.map((s) => `'${s}'`).join(', ');
 /** The predicate of the partial index of migration 4 (operations that are not closed). */
 const OPEN_STATES_SQL = `state NOT IN (${sqlList(PRUNABLE_STATES)})`;
@@ -189,6 +192,8 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
    * One UPDATE guarded by the fencing token (and optionally by the state), in one round trip.
    * Under READ COMMITTED an UPDATE that waits on a concurrent takeover re-checks its WHERE against
    * the new row version, so a stale token can never land after the takeover commits.
+   * `record: false` (a write whose caller gets nothing back: renew, release) returns only the id, not
+   * the whole row with its params and result, and resolves to null.
    */
   async function fencedUpdate(
     ref: Fenced,
@@ -198,14 +203,16 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     values: unknown[],
     guard: { sql: string; blocked: Blocked } | null,
     receipt?: Receipt,
+    record = true,
   ): Promise<OperationRecord | null> {
     checkRef(ref, what);
     const n = values.length;
     const where = `business_operation_id = $${n + 1} AND fence = $${n + 2}${guard ? ` AND ${guard.sql}` : ''}`;
     if (receipt === undefined) {
-      const { rows } = await query<OperationRow>(what, name, `UPDATE ${ops} SET ${set} WHERE ${where} ${RETURNING}`, [...values, ref.businessOperationId, ref.fence]);
+      const returning = record ? RETURNING : 'RETURNING business_operation_id';
+      const { rows } = await query<OperationRow>(what, name, `UPDATE ${ops} SET ${set} WHERE ${where} ${returning}`, [...values, ref.businessOperationId, ref.fence]);
       if (rows.length === 0) return refused(ref, what, guard?.blocked);
-      return toRecord(rows[0]!);
+      return record ? toRecord(rows[0]!) : null;
     }
     checkReceiptShape(ref, receipt, what);
     // The state and its receipt in ONE statement (one transaction, one round trip): the UPDATE applies
@@ -224,9 +231,38 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     return toRecord(rows[0]!);
   }
   const must = (r: OperationRecord | null): OperationRecord => r!;
+
+  /**
+   * Stores the record a transition rule returned, for a row this transaction holds `FOR UPDATE`
+   * (`locked`): every column a transition may change; identity, creation time and the receipt chain
+   * (moved only with a receipt) stay. The fence in the WHERE is the one read under the lock.
+   */
+  async function writeLocked(client: pg.PoolClient, what: string, locked: OperationRow, r: OperationRecord): Promise<OperationRecord> {
+    const { rows } = await query<OperationRow>(
+      what,
+      'write-locked',
+      `UPDATE ${ops} SET params = $3::json, params_fingerprint = $4, provider_key = $5, state = $6, fence = $7, lease_owner = $8,
+         lease_expires_at = $9, updated_at = $10, first_dispatched_at = $11, attempt_count = $12, last_outcome = $13, result = $14::json,
+         provider_ref = $15, status_ref = $16, handoff = $17::json, resolution = $18::json
+       WHERE business_operation_id = $1 AND fence = $2 ${RETURNING}`,
+      [r.businessOperationId, locked.fence, jsonParam(r.params), r.paramsFingerprint, r.providerKey, r.state, r.fence, r.leaseOwner,
+        r.leaseExpiresAt, r.updatedAt, r.firstDispatchedAt, r.attemptCount, r.lastOutcome, jsonParam(r.result),
+        r.providerRef, r.statusRef, jsonParam(r.handoff), jsonParam(r.resolution)],
+      client,
+    );
+    if (rows.length === 0) throw new LedgerError(`${what}: ${r.businessOperationId} changed under its row lock; nothing written`);
+    return toRecord(rows[0]!);
+  }
   const NOT_TERMINAL = `state NOT IN (${sqlList(TERMINAL_STATES)})`;
-  const terminalBlocks = (action: string) => (r: OperationRecord) =>
-    isTerminal(r.state) ? new InvalidStateError(r.businessOperationId, r.state, action) : null;
+  /** Why a guarded write's rule refuses the current record: the contract's transition rule, asked. */
+  const ruleBlocks = (rule: (r: OperationRecord) => unknown) => (r: OperationRecord): Error | null => {
+    try {
+      rule(r);
+      return null;
+    } catch (err) {
+      return err as Error;
+    }
+  };
 
   const ledger: PostgresLedger = {
     schema: schemaName,
@@ -254,55 +290,22 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       );
       if (inserted.rows.length === 1) return { kind: 'claimed', record: toRecord(inserted.rows[0]!), takenOver: false };
 
-      // It exists: decide under a row lock, so two workers never both take it over.
+      // It exists: decide under a row lock, so two workers never both take it over. The decision is the
+      // contract's claimTransition (the rule every ledger applies); the lease is judged on the ledger's
+      // clock (see leaseClock), read in the same statement as the lock: now() is the transaction's time.
       return withTransaction('claim', async (client) => {
-        const clk = await query<{ db: string }>('claim', 'claim-clock', `SELECT ${CLOCK('$1', '$2')} AS db`, [dbClock, input.now], client);
-        const db = Number(clk.rows[0]!.db);
-        const expires = db + input.leaseMs;
-        const { rows } = await query<OperationRow>('claim', 'claim-lock', `SELECT * FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE`, [input.businessOperationId], client);
+        const { rows } = await query<OperationRow & { lease_now: string }>(
+          'claim',
+          'claim-lock-clock',
+          `SELECT *, ${CLOCK('$2', '$3')} AS lease_now FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE`,
+          [input.businessOperationId, dbClock, input.now],
+          client,
+        );
         if (rows.length === 0) throw new LedgerError(`claim: ${input.businessOperationId} was neither inserted nor found; nothing written`);
-        const current = toRecord(rows[0]!);
-        if (current.operation !== input.operation) return { kind: 'conflict', record: current, field: 'operation' } as const;
-        if (current.intentFingerprint !== input.intentFingerprint) return { kind: 'conflict', record: current, field: 'intent' } as const;
-        const resuming = input.resume === true && current.state === 'handed-off';
-        if (input.supersede && (current.state === 'rejected' || current.state === 'handed-off') && current.fence === input.supersede.fence) {
-          // A corrected request replaces a revision whose attempts were all known not applied (ClaimInput.supersede).
-          const { rows: next } = await query<OperationRow>(
-            'claim',
-            'claim-supersede',
-            `UPDATE ${ops} SET fence = fence + 1, lease_owner = $2, lease_expires_at = $3, updated_at = $4, state = 'claimed', resolution = $5::json,
-               params = $6::json, params_fingerprint = $7, provider_key = $8, attempt_count = 0, first_dispatched_at = NULL,
-               last_outcome = NULL, result = NULL, provider_ref = NULL, status_ref = NULL, handoff = NULL
-             WHERE business_operation_id = $1 ${RETURNING}`,
-            [input.businessOperationId, input.owner, expires, input.now, jsonParam({ action: 'supersede', at: input.now, by: input.owner, revision: input.supersede.revision }),
-              jsonParam(input.params), input.paramsFingerprint, input.providerKey],
-            client,
-          );
-          return { kind: 'claimed', record: toRecord(next[0]!), takenOver: false } as const;
-        }
-        if (isTerminal(current.state) && !resuming) return { kind: 'terminal', record: current } as const;
-        // Judged on the ledger's clock (see leaseClock), never on the worker's.
-        const leaseLive = current.leaseOwner !== null && current.leaseExpiresAt !== null && current.leaseExpiresAt > db;
-        if (leaseLive) return { kind: 'busy', record: current } as const;
-        // A person's "resume" re-opens a handed-off operation as claimed, noting who resumed it.
-        const { rows: taken } = resuming
-          ? await query<OperationRow>(
-              'claim',
-              'claim-resume',
-              `UPDATE ${ops} SET fence = fence + 1, lease_owner = $2, lease_expires_at = $3, updated_at = $4, state = 'claimed', resolution = $5::json
-               WHERE business_operation_id = $1 ${RETURNING}`,
-              [input.businessOperationId, input.owner, expires, input.now, jsonParam({ action: 'resume', at: input.now, by: input.owner })],
-              client,
-            )
-          : await query<OperationRow>(
-              'claim',
-              'claim-take',
-              `UPDATE ${ops} SET fence = fence + 1, lease_owner = $2, lease_expires_at = $3, updated_at = $4
-               WHERE business_operation_id = $1 ${RETURNING}`,
-              [input.businessOperationId, input.owner, expires, input.now],
-              client,
-            );
-        return { kind: 'claimed', record: toRecord(taken[0]!), takenOver: true } as const;
+        const { result, write } = claimTransition(toRecord(rows[0]!), input, Number(rows[0]!.lease_now));
+        if (write === null) return result;
+        const record = await writeLocked(client, 'claim', rows[0]!, write);
+        return { ...result, record } as ClaimResult;
       });
     },
 
@@ -313,8 +316,8 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       // (the caller gave it up; it must claim again).
       await fencedUpdate(ref, 'renewLease', 'renew', `lease_expires_at = ${CLOCK('$3', '$1')} + $2::bigint, updated_at = $1`, [now, leaseMs, dbClock], {
         sql: `${NOT_TERMINAL} AND lease_owner IS NOT NULL`,
-        blocked: (r) => (isTerminal(r.state) ? 'no-op' : r.leaseOwner === null ? new LeaseLostError(r.businessOperationId, ref.fence) : null),
-      });
+        blocked: (r) => (isTerminal(r) ? 'no-op' : r.leaseOwner === null ? new LeaseLostError(r.businessOperationId, ref.fence) : null),
+      }, undefined, false);
     },
 
     async markDispatched(ref, now) {
@@ -325,7 +328,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         'dispatched',
         `state = 'dispatched', attempt_count = attempt_count + 1, first_dispatched_at = coalesce(first_dispatched_at, $1), updated_at = $1`,
         [now],
-        { sql: NOT_TERMINAL, blocked: terminalBlocks('cannot dispatch a terminal operation') },
+        { sql: NOT_TERMINAL, blocked: ruleBlocks((r) => dispatchedTransition(r, now)) },
       ));
     },
 
@@ -335,7 +338,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       if (patch.state === 'abandoned') throw new LedgerError('setState cannot abandon: a person does that through resolve()');
       if (!ALL_STATES.has(patch.state)) throw new LedgerError(`setState: unknown state ${JSON.stringify(patch.state)}`);
       checkNumber(patch.now, 'now', 'setState');
-      const terminal = isTerminal(patch.state);
+      const terminal = TERMINAL_STATES.includes(patch.state);
       return must(await fencedUpdate(
         ref,
         'setState',
@@ -353,7 +356,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
           patch.providerRef !== undefined, patch.providerRef ?? null,
           patch.statusRef !== undefined, patch.statusRef ?? null,
         ],
-        { sql: NOT_TERMINAL, blocked: terminalBlocks(`cannot move a terminal operation to ${patch.state}`) },
+        { sql: NOT_TERMINAL, blocked: ruleBlocks((r) => setStateTransition(r, patch)) },
         patch.receipt,
       ));
     },
@@ -369,7 +372,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         `state = 'handed-off', handoff = $1::json, last_outcome = coalesce($3, last_outcome), provider_ref = coalesce($4, provider_ref),
          updated_at = $2, lease_owner = NULL, lease_expires_at = NULL`,
         [jsonParam(packet), now, packet.lastKnown?.outcome ?? null, packet.lastKnown?.providerRef ?? null],
-        { sql: `state NOT IN ('succeeded', 'abandoned', 'handed-off')`, blocked: (r) => (['succeeded', 'abandoned', 'handed-off'].includes(r.state) ? new InvalidStateError(r.businessOperationId, r.state, 'cannot hand off') : null) },
+        { sql: `state NOT IN ('succeeded', 'abandoned', 'handed-off')`, blocked: ruleBlocks((r) => handOffTransition(r, packet, now)) },
         receipt,
       ));
     },
@@ -406,7 +409,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     },
 
     async release(ref) {
-      await fencedUpdate(ref, 'release', 'release', 'lease_owner = NULL, lease_expires_at = NULL', [], null);
+      await fencedUpdate(ref, 'release', 'release', 'lease_owner = NULL, lease_expires_at = NULL', [], null, undefined, false);
     },
 
     async resolve(id: BusinessOperationId, resolution, now) {
@@ -415,31 +418,10 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       }
       checkNumber(now, 'now', 'resolve');
       return withTransaction('resolve', async (client) => {
-        const { rows } = await query<OperationRow>('resolve', 'claim-lock', `SELECT * FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE`, [id], client);
-        if (rows.length === 0) throw new LedgerError(`no operation ${id} in the ledger`);
-        const current = toRecord(rows[0]!);
-        if (current.state !== 'handed-off') throw new InvalidStateError(id, current.state, `only a handed-off operation can be resolved (${resolution.action})`);
-        if (resolution.action === 'mark-done' && (typeof resolution.providerRef !== 'string' || resolution.providerRef.length === 0)) {
-          throw new InvalidStateError(id, current.state, 'mark-done needs the provider reference of the effect you confirmed');
-        }
-        const done = resolution.action === 'mark-done';
-        const record = {
-          action: resolution.action,
-          ...(resolution.providerRef !== undefined ? { providerRef: resolution.providerRef } : {}),
-          at: now,
-          ...(resolution.by !== undefined ? { by: resolution.by } : {}),
-        };
+        const { rows } = await query<OperationRow>('resolve', 'lock', `SELECT * FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE`, [id], client);
         // The state becomes terminal, so a worker still holding an old token cannot overwrite the person's decision.
-        const { rows: out } = await query<OperationRow>(
-          'resolve',
-          'resolve',
-          `UPDATE ${ops} SET state = $2, resolution = $3::json, provider_ref = coalesce($4, provider_ref), updated_at = $5,
-             lease_owner = NULL, lease_expires_at = NULL
-           WHERE business_operation_id = $1 ${RETURNING}`,
-          [id, done ? 'succeeded' : 'abandoned', jsonParam(record), done ? resolution.providerRef ?? null : null, now],
-          client,
-        );
-        return toRecord(out[0]!);
+        const next = resolveTransition(rows[0] ? toRecord(rows[0]) : null, id, resolution, now);
+        return writeLocked(client, 'resolve', rows[0]!, next);
       });
     },
 
