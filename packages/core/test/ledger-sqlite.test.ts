@@ -112,6 +112,34 @@ for (const d of drivers) {
       }
     });
 
+    it('an open operation is stored plain (format 0) and a finished one deflated (format 1); both read back the same', async () => {
+      const path = file('body-format');
+      const ledger = createSqliteLedger({ path, driver });
+      const format = () => {
+        const other = raw(driver, path);
+        try {
+          const row = other.prepare('SELECT body FROM retrysafe_operations WHERE id = ?').get('fmt-1') as { body: Uint8Array };
+          return { first: row.body[0], size: row.body.length };
+        } finally {
+          other.close();
+        }
+      };
+      try {
+        const c = await ledger.claim(claim('fmt-1', { dispatch: true }));
+        if (c.kind !== 'claimed') throw new Error(c.kind);
+        const open = format();
+        expect(open.first).toBe(0);
+        expect(await ledger.get(asBusinessOperationId('fmt-1'))).toEqual(c.record);
+        const done = await ledger.setState(c.record, { state: 'succeeded', lastOutcome: 'succeeded', result: { id: 'r1', pad: 'y'.repeat(200) }, providerRef: 'r1', now: 2 });
+        const closed = format();
+        expect(closed.first).toBe(1);
+        expect(closed.size).toBeLessThan(open.size); // the 200-character result and params compress
+        expect(await ledger.get(asBusinessOperationId('fmt-1'))).toEqual(done);
+      } finally {
+        await ledger.close();
+      }
+    });
+
     it('a lock held past busyTimeoutMs is a LedgerError, and nothing was written', async () => {
       const path = file('busy-timeout');
       const ledger = createSqliteLedger({ path, driver, busyTimeoutMs: 40 });

@@ -46,8 +46,19 @@ export interface BodyLines {
   readonly receipts: readonly string[];
 }
 
-export function encodeBody(lines: BodyLines): Uint8Array {
+/**
+ * `compress: false` stores format 0 (plain lines): for an operation that is still open, whose row is
+ * rewritten by its next step anyway (a clean operation's claim), so deflating it buys no file bytes and
+ * costs a deflate on the write and an inflate on the next read.
+ */
+export function encodeBody(lines: BodyLines, compress = true): Uint8Array {
   const text = lines.receipts.length === 0 ? lines.record : `${lines.record}\n${lines.receipts.join('\n')}`;
+  if (!compress) {
+    const plain = Buffer.allocUnsafe(Buffer.byteLength(text, 'utf8') + 1);
+    plain[0] = BODY_PLAIN;
+    plain.write(text, 1, 'utf8');
+    return plain;
+  }
   const packed = deflateRawSync(text, DEFLATE_OPTIONS);
   const out = Buffer.allocUnsafe(packed.length + 1);
   out[0] = BODY_DEFLATE_1;

@@ -26,6 +26,7 @@ import {
   claimTransition,
   dispatchedTransition,
   handOffTransition,
+  isTerminal,
   pruneStates,
   releaseTransition,
   renewTransition,
@@ -234,7 +235,8 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
   };
   /** Stores `r` (new or replacing its row) with `receipts` as its body's receipt lines. */
   const write = (r: OperationRecord, receipts: readonly string[], exists: boolean): OperationRecord => {
-    const body = encodeBody({ record: JSON.stringify(r), receipts });
+    // Open operations are stored plain: their row is rewritten by the next step (see encodeBody).
+    const body = encodeBody({ record: JSON.stringify(r), receipts }, isTerminal(r));
     if (exists) updateRow.run(r.state, r.fence, r.leaseExpiresAt, r.updatedAt, body, r.businessOperationId);
     else insertRow.run(r.businessOperationId, r.provider, r.operation, r.state, r.fence, r.leaseExpiresAt, r.createdAt, r.updatedAt, body);
     return r;
