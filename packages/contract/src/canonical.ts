@@ -8,6 +8,8 @@ import { InvalidIntentError } from './errors/invalid-intent-error.js';
  * non-plain objects other than Date) with a typed error that names the path.
  * `undefined` object members are dropped (as JSON does); `undefined` array items are an error.
  */
+const PLAIN_ASCII = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
 export function canonicalJson(value: unknown): string {
   return write(value, '', new Set());
 }
@@ -16,7 +18,9 @@ function write(value: unknown, path: string, seen: Set<object>): string {
   if (value === null) return 'null';
   switch (typeof value) {
     case 'string':
-      return JSON.stringify(value.normalize('NFC'));
+      // Printable ASCII without a quote or backslash is its own NFC form and JSON writes it unescaped:
+      // the common case (ids, keys, amounts as text) skips normalize() and the JSON encoder.
+      return PLAIN_ASCII.test(value) ? `"${value}"` : JSON.stringify(value.normalize('NFC'));
     case 'boolean':
       return value ? 'true' : 'false';
     case 'number':
@@ -46,7 +50,7 @@ function write(value: unknown, path: string, seen: Set<object>): string {
       throw new InvalidIntentError(path, `${proto?.constructor?.name ?? 'exotic'} objects cannot be part of an intent`);
     }
     const keys = Object.keys(obj).filter((k) => (obj as Record<string, unknown>)[k] !== undefined).sort();
-    return '{' + keys.map((k) => JSON.stringify(k) + ':' + write((obj as Record<string, unknown>)[k], path ? `${path}.${k}` : k, seen)).join(',') + '}';
+    return '{' + keys.map((k) => (PLAIN_ASCII.test(k) ? `"${k}"` : JSON.stringify(k)) + ':' + write((obj as Record<string, unknown>)[k], path ? `${path}.${k}` : k, seen)).join(',') + '}';
   } finally {
     seen.delete(obj);
   }
