@@ -4,10 +4,12 @@
 //
 //   node src/bench.mjs [--only=sqlite,postgres,bytes,scale,drivers,dbos,rss,footprint] [--part=instructions] [--seconds=3] [--reps=3]
 //                      [--workers=1,8] [--rss-ops=1000000] [--scale=1000,100000,1000000] [--quick]
+//                      [--windows=1200,3200,6200] [--where]   (with --part=instructions)
 //
 // `bytes`: ledger bytes per op (SQLite file growth, PostgreSQL WAL bytes). `scale`: ops/s with 1k, 100k
 // and 1M operations already stored. `--part=instructions` (on demand, needs valgrind): instructions per
-// op under callgrind, the difference of two run lengths so start-up cancels (src/instructions.mjs).
+// op under callgrind, differences of run lengths so start-up cancels, a warm and a steady window
+// (src/instructions.mjs); `--where` splits the steady window by where the instructions go.
 //
 // `drivers`: raw pattern and runner on each SQLite driver this Node can load, side by side (both need
 // Node >= 22.13 and a better-sqlite3 built for it). `footprint`: install size, package count and cold
@@ -194,8 +196,14 @@ if (only.has('scale')) {
 let instructions = null;
 if (only.has('instructions')) {
   const { runInstructions, printInstructions } = await import('./instructions.mjs');
-  console.log('\nInstructions per op (valgrind callgrind; the difference of two run lengths, so start-up cancels)…');
-  instructions = await runInstructions({ quick, modes: MODES, driver: sqliteDriver });
+  console.log('\nInstructions per op (valgrind callgrind, node --single-threaded; differences of run lengths, so start-up cancels)…');
+  instructions = await runInstructions({
+    quick,
+    modes: MODES,
+    driver: sqliteDriver,
+    breakdown: args.where === 'true',
+    ...(args.windows ? { windows: args.windows.split(',').map(Number) } : {}),
+  });
   printInstructions(instructions);
 }
 

@@ -28,7 +28,7 @@ const MAX_ROOT_VALUES = 9;
 const SANDBOX_KIT = '@retrysafe/sandbox-kit';
 
 const read = (...p: string[]) => readFileSync(join(root, ...p), 'utf8');
-const pkgOf = (a: string) => JSON.parse(read(a, 'package.json')) as { name: string; exports: Record<string, unknown>; dependencies?: Record<string, string>; scripts?: Record<string, string> };
+const pkgOf = (a: string) => JSON.parse(read(a, 'package.json')) as { name: string; exports: Record<string, unknown>; dependencies?: Record<string, string>; devDependencies?: Record<string, string>; scripts?: Record<string, string> };
 const importEntry = (a: string, sub: string) => import(pathToFileURL(join(root, a, 'dist', sub, 'index.js')).href) as Promise<Record<string, unknown>>;
 
 /** Bare specifiers reachable from a source file through its relative imports (type-only imports included: they must resolve too). */
@@ -72,10 +72,20 @@ describe('every adapter has the same pieces', () => {
       });
 
       it('files: <folder>-adapter.ts, <folder>-cards.ts and index.ts in src; conformance and readme tests', () => {
-        for (const f of [`src/${a}-adapter.ts`, `src/${a}-cards.ts`, 'src/index.ts', 'test/conformance.test.ts', 'test/readme.test.ts', 'scripts/render-cards.mjs', 'README.md']) {
+        // The sandbox adapter's conformance test lives in the testkit (core's tests use the sandbox and
+        // the testkit depends on core: beside the adapter it would make a package cycle).
+        const conformance = a === SELF_SANDBOX ? join(root, '..', 'packages', 'testkit', 'test', 'sandbox-conformance.test.ts') : join(root, a, 'test', 'conformance.test.ts');
+        for (const f of [`src/${a}-adapter.ts`, `src/${a}-cards.ts`, 'src/index.ts', 'test/readme.test.ts', 'scripts/render-cards.mjs', 'README.md']) {
           expect(existsSync(join(root, a, f)), `adapters/${a}/${f}`).toBe(true);
         }
-        expect(read(a, 'test', 'conformance.test.ts')).toMatch(/from '@retrysafe\/testkit\/conformance'[\s\S]*runConformance\(/);
+        expect(existsSync(conformance), conformance).toBe(true);
+        if (a === SELF_SANDBOX) {
+          expect(existsSync(join(root, a, 'test', 'conformance.test.ts')), 'the sandbox adapter needs no testkit').toBe(false);
+          expect(readFileSync(conformance, 'utf8')).toMatch(/from '@retrysafe\/sandbox'[\s\S]*from '\.\.\/src\/conformance\.js'[\s\S]*runConformance\(drill\)/);
+          expect(pkg.devDependencies?.['@retrysafe/testkit'], 'no package cycle through the testkit').toBeUndefined();
+        } else {
+          expect(readFileSync(conformance, 'utf8')).toMatch(/from '@retrysafe\/testkit\/conformance'[\s\S]*runConformance\(/);
+        }
       });
 
       it('root entry: the factory and the cards under one spelling of the vendor, and little else', async () => {

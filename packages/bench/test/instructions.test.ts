@@ -1,0 +1,25 @@
+// `--part=instructions --where` sorts callgrind's native function names into a few places the
+// instructions go; a wrong bucket would send the next person optimising the wrong thing.
+import { describe, expect, it } from 'vitest';
+import { categorize } from '../src/instructions.mjs';
+
+describe('instructions --where: where a native function counts', () => {
+  it.each([
+    ['???:deflate_slow [/usr/bin/node]', 'zlib'],
+    ['???:deflateSetDictionary [/usr/bin/node]', 'zlib'],
+    ['???:pqdownheap.constprop.0 [/usr/bin/node]', 'zlib'],
+    ['???:sqlite3VdbeExec [/x/better_sqlite3.node]', 'sqlite'],
+    ['???:walChecksumBytes [/x/better-sqlite3/build/Release/better_sqlite3.node]', 'sqlite'],
+    ['???:sha256_block_data_order_avx2 [/usr/bin/node]', 'hashing'],
+    ['???:v8::internal::JsonStringifier::SerializeString(v8::internal::Handle<v8::internal::String>) [/usr/bin/node]', 'json'],
+    ['???:v8::internal::JsonParser<unsigned char>::ScanJsonString(bool) [/usr/bin/node]', 'json'],
+    ['???:v8::internal::compiler::GraphReducer::ReduceTop() [/usr/bin/node]', 'compiler'],
+    ['???:v8::internal::Sweeper::RawSweep(v8::internal::Page*) [/usr/bin/node]', 'gc'],
+    ['./string/../sysdeps/x86_64/multiarch/memset-vec-unaligned-erms.S:__memset_avx2_unaligned_erms [/usr/lib/x86_64-linux-gnu/libc.so.6]', 'libc'],
+    ['???:Builtins_KeyedLoadIC_Megamorphic [/usr/bin/node]', 'builtins'],
+    ['???:0x000000000d07e800 [???]', 'jit'],
+    ['???:v8::String::WriteUtf8(v8::Isolate*, char*, int, int*, int) const [/usr/bin/node]', 'node/v8 runtime'],
+  ])('%s → %s', (name, cat) => {
+    expect(categorize(name)).toBe(cat);
+  });
+});
