@@ -3,7 +3,8 @@
 // after stored receipts gives the bytes a full encode gives, and a cut or corrupt body is refused.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BodyFormatError, decodeBody2, encodeBody2, resealBody2 } from '../src/ledger/sqlite-body2.js';
+import { crc32 } from 'node:zlib';
+import { BodyFormatError, decodeBody2, encodeBody2, resealBody2, tableCrc32 } from '../src/ledger/sqlite-body2.js';
 import { decodeBody, encodeBody } from '../src/ledger/sqlite-layout.js';
 
 const text = (v: unknown) => JSON.stringify(v);
@@ -185,6 +186,23 @@ describe('body format 2', () => {
       fc.property(fc.uint8Array({ maxLength: 300 }), (bytes) => tryDecode(Buffer.concat([Buffer.from([2]), bytes, Buffer.alloc(4)]))),
       { numRuns: 5000 },
     );
+  });
+
+  it('the checksum is CRC-32 as zlib computes it, with or without zlib.crc32 (property)', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 600 }), (b) => {
+        expect(tableCrc32(b, b.length)).toBe(crc32(b) >>> 0);
+      }),
+    );
+  });
+
+  it('a failed write (a cycle) leaves the encoder as it was: the next body is the same bytes as from a fresh start', () => {
+    const body = () => encodeBody2({ id: 'noop.op:' + 'ab'.repeat(16), at: '2026-12-01T12:00:00.000Z' }, [{ hash: 'cd'.repeat(32), id: 'noop.op:' + 'ab'.repeat(16) }]);
+    const before = body();
+    const cyclic: Record<string, unknown> = { id: 'noop.op:' + 'ab'.repeat(16), s: 'some string' };
+    cyclic.me = cyclic;
+    expect(() => encodeBody2(cyclic, [])).toThrow(TypeError);
+    expect(body().equals(before)).toBe(true);
   });
 
   it('the line view (tests, tools) reads format 2 as the JSON text, and formats 0 and 1 as before', () => {

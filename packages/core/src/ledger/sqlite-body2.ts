@@ -10,9 +10,9 @@
  * builds plain objects with the keys in the order written. So JSON.stringify of what is read is the
  * text JSON.stringify wrote: receipts keep their bytes and their hash chain.
  *
- * Layout: byte 2, varint n (receipts), n receipt values, the record value, then a 32-bit FNV-1a of
- * everything before it (little endian). A cut or flipped body fails the checksum (or a bounds check)
- * and is refused: never a wrong record. Receipts are append-only, so a write copies the stored
+ * Layout: byte 2, varint n (receipts), n receipt values, the record value, then the CRC-32 (zlib's,
+ * IEEE) of everything before it, little endian. A cut or flipped body fails the checksum (every
+ * error burst of up to 32 bits is caught) or a bounds check, and is refused: never a wrong record. Receipts are append-only, so a write copies the stored
  * receipts' bytes and encodes only the new ones; the record comes last and is rewritten every time.
  *
  * One value is one token (tags below). Strings: a fixed table of the keys and values every operation
@@ -27,6 +27,8 @@
  * NEVER change this format's table or tags: they are format 2 forever (files written by a release
  * read with it). A different table is a new format byte.
  */
+
+import * as zlib from 'node:zlib';
 
 /** The format byte of this codec's bodies (formats 0 and 1 are sqlite-layout.ts's). */
 export const BODY_BINARY_2 = 2;
@@ -62,8 +64,7 @@ const TABLE: readonly string[] = [
   'other',
 ];
 const TABLE_SIZE = 0x60;
-const TABLE_INDEX = new Map<string, number>(TABLE.map((s, i) => [s, i]));
-if (TABLE.length !== TABLE_SIZE || TABLE_INDEX.size !== TABLE_SIZE) throw new Error(`format 2 table: ${TABLE_INDEX.size} distinct of ${TABLE.length} entries, expected ${TABLE_SIZE}`);
+if (TABLE.length !== TABLE_SIZE || new Set(TABLE).size !== TABLE_SIZE) throw new Error(`format 2 table: expected ${TABLE_SIZE} distinct entries`);
 
 // Tags (one byte); also format 2 forever.
 const T_BACKREF_SHORT = 0x60; // 0x60..0x7f: back-reference 0..31
@@ -113,8 +114,20 @@ export interface DecodedBody2 {
 
 let out = Buffer.allocUnsafe(4096);
 let pos = 0;
-let dyn = new Map<string, number>();
-let dynCount = 0;
+/**
+ * One lookup per string: the table's strings map to their tag (< TABLE_SIZE); a string this encode
+ * remembered maps to `first + its back-reference index`; a value in [TABLE_SIZE, first) is a string an
+ * earlier encode remembered (stale here). Cleared when it grows large.
+ */
+const codes = new Map<string, number>();
+let serial = TABLE_SIZE;
+let first = TABLE_SIZE;
+const resetCodes = () => {
+  codes.clear();
+  TABLE.forEach((t, i) => codes.set(t, i));
+  serial = TABLE_SIZE;
+};
+resetCodes();
 let lastTime = 0;
 let lastBig = 0;
 const stack: object[] = [];
@@ -144,6 +157,20 @@ function writeVarint(v: number): void {
 const NIBBLE = new Int8Array(128).fill(-1);
 for (let i = 0; i < 16; i++) NIBBLE['0123456789abcdef'.charCodeAt(i)] = i;
 const isHex = (c: number) => c < 128 && NIBBLE[c]! >= 0;
+
+/** Writes s[from, to) packed if it is all lowercase hex (an even count); false (pos past some bytes) if not. */
+function packHex(s: string, from: number, to: number): boolean {
+  for (let i = from; i < to; i += 2) {
+    const c1 = s.charCodeAt(i);
+    const c2 = s.charCodeAt(i + 1);
+    if (c1 >= 128 || c2 >= 128) return false;
+    const hi = NIBBLE[c1]!;
+    const lo = NIBBLE[c2]!;
+    if ((hi | lo) < 0) return false;
+    out[pos++] = (hi << 4) | lo;
+  }
+  return true;
+}
 
 function writeHex(s: string, from: number, to: number): void {
   // [from, to): an even count of lowercase hex digits (checked by the caller).
@@ -192,18 +219,18 @@ function writeZigzag(d: number): void {
 }
 
 function remember(s: string): void {
-  if (s.length >= 2) dyn.set(s, dynCount++);
+  if (s.length >= 2) codes.set(s, serial++);
 }
 
 function writeString(s: string): void {
-  const known = TABLE_INDEX.get(s);
-  if (known !== undefined) {
+  const code = codes.get(s);
+  if (code !== undefined && code < TABLE_SIZE) {
     room(1);
-    out[pos++] = known;
+    out[pos++] = code;
     return;
   }
-  const back = dyn.get(s);
-  if (back !== undefined) {
+  if (code !== undefined && code >= first) {
+    const back = code - first;
     if (back < 32) {
       room(1);
       out[pos++] = T_BACKREF_SHORT + back;
@@ -228,6 +255,27 @@ function writeString(s: string): void {
       remember(s);
       return;
     }
+    // The commonest: 'sha256:' + 64 hex digits, and a hash alone (hex, even length): packed as they are checked.
+    if (n === 71 && s.startsWith('sha256:')) {
+      const start = pos;
+      room(33);
+      out[pos++] = T_SHA256;
+      if (packHex(s, 7, 71)) {
+        remember(s);
+        return;
+      }
+      pos = start;
+    } else if ((n & 1) === 0 && n <= 0x7e && isHex(s.charCodeAt(0))) {
+      const start = pos;
+      room(2 + (n >> 1));
+      out[pos++] = T_HEX;
+      out[pos++] = n >> 1;
+      if (packHex(s, 0, n)) {
+        remember(s);
+        return;
+      }
+      pos = start;
+    }
     let h = n - 1;
     while (h > 0 && isHex(s.charCodeAt(h - 1))) h--;
     // [h, n) is the hex tail: use an even count of its digits.
@@ -236,13 +284,6 @@ function writeString(s: string): void {
       out[pos++] = T_HEX;
       writeVarint(n >> 1);
       writeHex(s, 0, n);
-      remember(s);
-      return;
-    }
-    if (n - h === 64 && n === 71 && s.startsWith('sha256:')) {
-      room(1);
-      out[pos++] = T_SHA256;
-      writeHex(s, 7, 71);
       remember(s);
       return;
     }
@@ -303,35 +344,28 @@ function writeString(s: string): void {
   remember(s);
 }
 
+/** A safe integer as its sign tag and a varint of its magnitude. */
+function writeInteger(v: number): void {
+  out[pos++] = v > 0 ? T_UINT : T_NEGINT;
+  writeVarint(v > 0 ? v : -v);
+}
+
 function writeNumber(v: number): void {
   room(9);
   if (!Number.isFinite(v)) out[pos++] = T_NULL;
   else if (Number.isSafeInteger(v)) {
+    // -0 is a safe integer and is written as 0 here, as JSON.stringify writes it.
     if (v >= 0 && v < 32) out[pos++] = T_INT_SHORT + v;
-    else if (v > -0x80000000 && v < 0x80000000) {
-      if (v > 0) {
-        out[pos++] = T_UINT;
-        writeVarint(v);
-      } else {
-        out[pos++] = T_NEGINT;
-        writeVarint(-v);
-      }
-    } else {
+    else if (v > -0x80000000 && v < 0x80000000) writeInteger(v);
+    else {
       const d = v - lastBig;
       if (d > -0x4000000000000 && d < 0x4000000000000) {
         out[pos++] = T_BIGINT;
         writeZigzag(d);
         lastBig = v;
-      } else if (v > 0) {
-        out[pos++] = T_UINT;
-        writeVarint(v);
-      } else {
-        out[pos++] = T_NEGINT;
-        writeVarint(-v);
-      }
+      } else writeInteger(v);
     }
   } else {
-    // -0 is an integer (isSafeInteger(-0) is true) and was written as 0 above, as JSON.stringify does.
     out[pos++] = T_FLOAT;
     dv.setFloat64(pos, v, true);
     pos += 8;
@@ -412,12 +446,24 @@ function writeValue(v: Json): void {
   stack.pop();
 }
 
-/** FNV-1a, 32 bits, of b[0, end). Any change to one byte changes it (each step is a bijection). */
-function fnv1a(b: Uint8Array, end: number): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < end; i++) h = Math.imul(h ^ b[i]!, 0x01000193);
-  return h >>> 0;
+/** CRC-32 (IEEE), computed with a table: for a runtime without zlib.crc32 (it came in Node 20.15 and 22.2). */
+let CRC_TABLE: Int32Array | undefined;
+export function tableCrc32(b: Uint8Array, end: number): number {
+  if (!CRC_TABLE) {
+    CRC_TABLE = new Int32Array(256);
+    for (let n = 0; n < 256; n++) {
+      let c = n;
+      for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+      CRC_TABLE[n] = c;
+    }
+  }
+  let c = -1;
+  for (let i = 0; i < end; i++) c = CRC_TABLE[(c ^ b[i]!) & 0xff]! ^ (c >>> 8);
+  return (c ^ -1) >>> 0;
 }
+const nativeCrc32 = (zlib as { crc32?: (data: Uint8Array) => number }).crc32;
+/** CRC-32 of b[0, end), as zlib computes it (one native call where the runtime has it). */
+const crc32 = nativeCrc32 ? (b: Uint8Array, end: number): number => nativeCrc32(b.subarray(0, end)) >>> 0 : tableCrc32;
 
 /**
  * Encodes a body: the receipts already stored (`prior`: their bytes are copied, not re-encoded), then
@@ -429,8 +475,8 @@ export function encodeBody2(record: Json, receipts: readonly Json[], prior?: Sto
   try {
     pos = 0;
     stack.length = 0;
-    dyn = new Map();
-    dynCount = 0;
+    if (serial > 0x3fff0000 || codes.size > 65_536) resetCodes();
+    first = serial;
     lastTime = 0;
     lastBig = 0;
     const count = (prior?.count ?? 0) + receipts.length;
@@ -441,14 +487,18 @@ export function encodeBody2(record: Json, receipts: readonly Json[], prior?: Sto
       room(prior.bytes.length);
       out.set(prior.bytes, pos);
       pos += prior.bytes.length;
-      for (const s of prior.strings) dyn.set(s, dynCount++);
+      for (const s of prior.strings) {
+        // The decoder never lists a table string; one here would corrupt the table's codes.
+        if ((codes.get(s) ?? TABLE_SIZE) < TABLE_SIZE) throw new BodyFormatError('body format 2: a stored back-reference names a table string');
+        codes.set(s, serial++);
+      }
       lastTime = prior.lastTime;
       lastBig = prior.lastBig;
     }
     for (const r of receipts) writeValue(jsonValue(r, ''));
     writeValue(jsonValue(record, ''));
     room(4);
-    out.writeUInt32LE(fnv1a(out, pos), pos);
+    out.writeUInt32LE(crc32(out, pos), pos);
     pos += 4;
     const body = Buffer.allocUnsafe(pos);
     out.copy(body, 0, 0, pos);
@@ -679,7 +729,7 @@ export function decodeBody2(body: Uint8Array): DecodedBody2 {
   const b = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.length);
   if (b.length < 6 || b[0] !== BODY_BINARY_2) throw new BodyFormatError('body format 2: too short or not format 2');
   const end = b.length - 4;
-  if (fnv1a(b, end) !== b.readUInt32LE(end)) throw new BodyFormatError('body format 2: checksum mismatch (cut or corrupt)');
+  if (crc32(b, end) !== b.readUInt32LE(end)) throw new BodyFormatError('body format 2: checksum mismatch (cut or corrupt)');
   const r = new Reader(b as Buffer & Slices, 1, end);
   const count = r.varint();
   if (count > end) r.fail('receipt count beyond the body');
@@ -698,6 +748,6 @@ export function decodeBody2(body: Uint8Array): DecodedBody2 {
  */
 export function resealBody2(body: Uint8Array): Buffer {
   const b = Buffer.from(body);
-  if (b.length >= 4) b.writeUInt32LE(fnv1a(b, b.length - 4), b.length - 4);
+  if (b.length >= 4) b.writeUInt32LE(crc32(b, b.length - 4), b.length - 4);
   return b;
 }
