@@ -114,20 +114,14 @@ export interface DecodedBody2 {
 
 let out = Buffer.allocUnsafe(4096);
 let pos = 0;
+/** The table's strings and their tags. */
+const TABLE_CODES = new Map<string, number>(TABLE.map((t, i) => [t, i]));
 /**
- * One lookup per string: the table's strings map to their tag (< TABLE_SIZE); a string this encode
- * remembered maps to `first + its back-reference index`; a value in [TABLE_SIZE, first) is a string an
- * earlier encode remembered (stale here). Cleared when it grows large.
+ * The strings this encode remembered, with their back-reference index (cleared per encode, never
+ * replaced: a map kept for the whole process grew into old space and cost more in GC than it saved).
  */
-const codes = new Map<string, number>();
-let serial = TABLE_SIZE;
-let first = TABLE_SIZE;
-const resetCodes = () => {
-  codes.clear();
-  TABLE.forEach((t, i) => codes.set(t, i));
-  serial = TABLE_SIZE;
-};
-resetCodes();
+const seen = new Map<string, number>();
+let serial = 0;
 let lastTime = 0;
 let lastBig = 0;
 const stack: object[] = [];
@@ -219,18 +213,18 @@ function writeZigzag(d: number): void {
 }
 
 function remember(s: string): void {
-  if (s.length >= 2) codes.set(s, serial++);
+  if (s.length >= 2) seen.set(s, serial++);
 }
 
 function writeString(s: string): void {
-  const code = codes.get(s);
-  if (code !== undefined && code < TABLE_SIZE) {
+  const code = TABLE_CODES.get(s);
+  if (code !== undefined) {
     room(1);
     out[pos++] = code;
     return;
   }
-  if (code !== undefined && code >= first) {
-    const back = code - first;
+  const back = seen.get(s);
+  if (back !== undefined) {
     if (back < 32) {
       room(1);
       out[pos++] = T_BACKREF_SHORT + back;
@@ -475,8 +469,8 @@ export function encodeBody2(record: Json, receipts: readonly Json[], prior?: Sto
   try {
     pos = 0;
     stack.length = 0;
-    if (serial > 0x3fff0000 || codes.size > 65_536) resetCodes();
-    first = serial;
+    seen.clear();
+    serial = 0;
     lastTime = 0;
     lastBig = 0;
     const count = (prior?.count ?? 0) + receipts.length;
@@ -487,11 +481,7 @@ export function encodeBody2(record: Json, receipts: readonly Json[], prior?: Sto
       room(prior.bytes.length);
       out.set(prior.bytes, pos);
       pos += prior.bytes.length;
-      for (const s of prior.strings) {
-        // The decoder never lists a table string; one here would corrupt the table's codes.
-        if ((codes.get(s) ?? TABLE_SIZE) < TABLE_SIZE) throw new BodyFormatError('body format 2: a stored back-reference names a table string');
-        codes.set(s, serial++);
-      }
+      for (const s of prior.strings) seen.set(s, serial++);
       lastTime = prior.lastTime;
       lastBig = prior.lastBig;
     }
@@ -505,6 +495,7 @@ export function encodeBody2(record: Json, receipts: readonly Json[], prior?: Sto
     return body;
   } finally {
     stack.length = 0;
+    seen.clear();
     busy = false;
   }
 }
