@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { editStored } from './sqlite-tamper.js';
+import { decodeBody, encodeBody } from '../src/ledger/sqlite-layout.js';
 import { asBusinessOperationId, LedgerError, RetrysafeError, type ClaimInput, type ProviderKey } from '@retrysafe/contract';
 import { createRunner, createSqliteLedger, RunnerConfigurationError, sqliteDrivers, type SqliteDriverName } from '@retrysafe/core';
 import { ledgerSuite } from '@retrysafe/core/ledger-suite';
@@ -112,29 +113,75 @@ for (const d of drivers) {
       }
     });
 
-    it('an open operation is stored plain (format 0) and a finished one deflated (format 1); both read back the same', async () => {
+    it('every write stores body format 2 (open and finished operations); rows in formats 0 and 1 (earlier releases) read back, and their next write is format 2 with the receipts\' text unchanged', async () => {
       const path = file('body-format');
       const ledger = createSqliteLedger({ path, driver });
-      const format = () => {
+      const format = (id: string) => {
         const other = raw(driver, path);
         try {
-          const row = other.prepare('SELECT body FROM retrysafe_operations WHERE id = ?').get('fmt-1') as { body: Uint8Array };
-          return { first: row.body[0], size: row.body.length };
+          const row = other.prepare('SELECT body FROM retrysafe_operations WHERE id = ?').get(id) as { body: Uint8Array };
+          return row.body[0];
         } finally {
           other.close();
         }
       };
+      const receipt = (r: { businessOperationId: string; fence: number }, seq: number, prevHash: string | null) =>
+        ({ businessOperationId: r.businessOperationId, seq, runId: 'run_1', attemptId: 'att_1', provider: 'p', operation: 'p.op', kind: 'dispatch', startedAt: '2026-12-01T12:00:00.000Z', finishedAt: '2026-12-01T12:00:00.001Z', outcome: 'unknown', decision: { action: 'lookup', reason: 'é \ud800 1e21' }, providerKey: null, requestFingerprint: 'sha256:' + 'a'.repeat(64), prevHash, hash: `${seq}`.repeat(64) }) as never;
       try {
         const c = await ledger.claim(claim('fmt-1', { dispatch: true }));
         if (c.kind !== 'claimed') throw new Error(c.kind);
-        const open = format();
-        expect(open.first).toBe(0);
+        expect(format('fmt-1')).toBe(2);
         expect(await ledger.get(asBusinessOperationId('fmt-1'))).toEqual(c.record);
         const done = await ledger.setState(c.record, { state: 'succeeded', lastOutcome: 'succeeded', result: { id: 'r1', pad: 'y'.repeat(200) }, providerRef: 'r1', now: 2 });
-        const closed = format();
-        expect(closed.first).toBe(1);
-        expect(closed.size).toBeLessThan(open.size); // the 200-character result and params compress
+        expect(format('fmt-1')).toBe(2);
         expect(await ledger.get(asBusinessOperationId('fmt-1'))).toEqual(done);
+
+        for (const [id, deflate] of [['fmt-0', false], ['fmt-1b', true]] as const) {
+          const o = await ledger.claim(claim(id, { dispatch: true }));
+          if (o.kind !== 'claimed') throw new Error(o.kind);
+          await ledger.appendReceipt(o.record, receipt(o.record, 1, null));
+          // Rewritten as the current release writes it (format 0 open, format 1 deflated).
+          const other = raw(driver, path);
+          const before = decodeBody((other.prepare('SELECT body FROM retrysafe_operations WHERE id = ?').get(id) as { body: Uint8Array }).body);
+          other.prepare('UPDATE retrysafe_operations SET body = ? WHERE id = ?').run(encodeBody(before, deflate), id);
+          other.close();
+          expect(format(id)).toBe(deflate ? 1 : 0);
+          expect(await ledger.get(asBusinessOperationId(id))).toEqual(JSON.parse(before.record));
+          expect((await ledger.receipts(asBusinessOperationId(id))).map((r) => JSON.stringify(r))).toEqual(before.receipts);
+          await ledger.appendReceipt(o.record, receipt(o.record, 2, '1'.repeat(64)));
+          expect(format(id)).toBe(2);
+          const after = raw(driver, path);
+          const lines = decodeBody((after.prepare('SELECT body FROM retrysafe_operations WHERE id = ?').get(id) as { body: Uint8Array }).body);
+          after.close();
+          expect(lines.receipts.slice(0, 1)).toEqual(before.receipts);
+          expect(lines.receipts[1]).toBe(JSON.stringify(receipt(o.record, 2, '1'.repeat(64))));
+        }
+      } finally {
+        await ledger.close();
+      }
+    });
+
+    it('a format 2 body with a byte changed: get, list and writes give LedgerError, not a wrong record', async () => {
+      const path = file('flip');
+      const ledger = createSqliteLedger({ path, driver });
+      try {
+        const c = await ledger.claim(claim('flip-1', { dispatch: true }));
+        if (c.kind !== 'claimed') throw new Error(c.kind);
+        const other = raw(driver, path);
+        const { body } = other.prepare('SELECT body FROM retrysafe_operations WHERE id = ?').get('flip-1') as { body: Uint8Array };
+        const flipped = Buffer.from(body);
+        flipped[20]! ^= 0x04;
+        other.prepare('UPDATE retrysafe_operations SET body = ? WHERE id = ?').run(flipped, 'flip-1');
+        other.close();
+        const errors = await Promise.all([
+          ledger.get(asBusinessOperationId('flip-1')).catch((e: unknown) => e),
+          ledger.list().catch((e: unknown) => e),
+          ledger.markDispatched(c.record, 3).catch((e: unknown) => e),
+        ]);
+        for (const e of errors) {
+          expect(typedLedgerError(e)).toBe(true);
+          expect((e as Error).message).toMatch(/cut or corrupt/);
+        }
       } finally {
         await ledger.close();
       }

@@ -1,4 +1,5 @@
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import { BODY_BINARY_2, decodeBody2 } from './sqlite-body2.js';
 
 /**
  * How the SQLite ledger stores one operation (file layout 3): one row per operation, its searchable
@@ -10,6 +11,11 @@ import { deflateRawSync, inflateRawSync } from 'node:zlib';
  * the text every record and receipt repeats (field names, common values): a clean operation's
  * record and receipt, ~1.5 kB of JSON, take ~300 bytes. Format 0 (plain UTF-8 lines) is read too.
  * NEVER change a released dictionary: add a format byte with a new one.
+ *
+ * Since issue 23's second round the ledger writes format 2 (sqlite-body2.ts: a binary encoding of the
+ * values, no zlib) for every row; formats 0 and 1 are still read (files written by earlier releases,
+ * rows a migration could not re-encode exactly) and written only by the layout-2 conversion's
+ * fallback and by tests that edit files as an outside tool would.
  */
 export const BODY_PLAIN = 0;
 export const BODY_DEFLATE_1 = 1;
@@ -71,6 +77,11 @@ export function decodeBody(body: Uint8Array | string): BodyLines {
   let text: string;
   if (typeof body === 'string') text = body;
   else if (body.length === 0) throw new Error('empty body');
+  else if (body[0] === BODY_BINARY_2) {
+    // Format 2 holds values: their JSON text is what JSON.stringify wrote for them (sqlite-body2.ts).
+    const d = decodeBody2(body);
+    return { record: JSON.stringify(d.record), receipts: d.receipts.map((r) => JSON.stringify(r)) };
+  }
   else if (body[0] === BODY_DEFLATE_1) text = inflateRawSync(body.subarray(1), INFLATE_OPTIONS).toString('utf8');
   else if (body[0] === BODY_PLAIN) text = Buffer.from(body.buffer, body.byteOffset + 1, body.length - 1).toString('utf8');
   else throw new Error(`body format ${body[0]} is not one this version reads (a newer retrysafe wrote it?)`);

@@ -18,6 +18,7 @@ import {
   type StatePatch,
 } from '@retrysafe/contract';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
+import { BODY_BINARY_2, decodeBody2, encodeBody2, type StoredReceipts } from './sqlite-body2.js';
 import { decodeBody, encodeBody } from './sqlite-layout.js';
 import {
   chainedTransition,
@@ -26,7 +27,6 @@ import {
   claimTransition,
   dispatchedTransition,
   handOffTransition,
-  isTerminal,
   pruneStates,
   releaseTransition,
   renewTransition,
@@ -64,7 +64,7 @@ export interface SqliteLedger extends Ledger {
 const SYNC_BUSY_MS = 20;
 
 /**
- * File layout 3 (see sqlite-layout.ts): one row per operation, receipts inside its compressed body.
+ * File layout 3 (see sqlite-layout.ts): one row per operation, receipts inside its body (format 2, sqlite-body2.ts).
  * The implicit rowid keeps rows in insertion order (pages fill densely); `id` has its own unique index.
  * The partial index holds only operations that are not closed (in flight, stuck or handed off): it
  * stays small however long the history grows, and serves recovery and the handoff queue. `created_at`
@@ -108,10 +108,45 @@ COMMIT;
 interface Row {
   body: Uint8Array | string;
 }
-/** The stored form of one operation: the record (parsed) and its receipts' JSON lines as stored. */
+/**
+ * The stored form of one operation: the record and, from a format 2 body, its receipts (values) and
+ * their stored bytes (the next write copies them); from a format 0/1 body, the receipts' JSON lines
+ * as stored (parsed when asked for, as before).
+ */
 interface Stored {
   readonly record: OperationRecord;
-  readonly receipts: readonly string[];
+  readonly receipts: readonly Receipt[] | null;
+  readonly prior: StoredReceipts | null;
+  readonly lines: readonly string[];
+}
+
+/**
+ * The values of format 0/1 receipt lines when each is exactly what JSON.stringify writes for its value
+ * (then format 2 reads them back with the same text), else null (the row keeps its text, format 1).
+ */
+function exactValues(lines: readonly string[]): unknown[] | null {
+  const values: unknown[] = [];
+  for (const line of lines) {
+    let v: unknown;
+    try {
+      v = JSON.parse(line);
+    } catch {
+      return null;
+    }
+    if (JSON.stringify(v) !== line) return null;
+    values.push(v);
+  }
+  return values;
+}
+
+/** A body for `record` after the receipts of `stored` (none when new) and then `added`. */
+function bodyOf(record: OperationRecord, stored: Stored | null, added: Receipt | undefined): Uint8Array {
+  const more = added === undefined ? [] : [added];
+  if (stored === null || stored.prior !== null) return encodeBody2(record, more, stored?.prior);
+  const old = exactValues(stored.lines);
+  if (old !== null) return encodeBody2(record, [...old, ...more], null);
+  // A row from an earlier release whose receipt text is not JSON.stringify's: keep it as it is.
+  return encodeBody({ record: JSON.stringify(record), receipts: [...stored.lines, ...more.map((r) => JSON.stringify(r))] });
 }
 
 const PRUNE_BATCH = 500;
@@ -193,10 +228,29 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
     try {
       return decodeBody(row.body);
     } catch (cause) {
-      throw new LedgerError(`SQLite ledger at ${options.path}: a stored operation cannot be read (cut or corrupt): ${(cause as Error).message}`, { cause });
+      throw corrupt(cause);
     }
   };
-  const parseRecord = (row: Row): OperationRecord => parse<OperationRecord>(lines(row).record, 'a stored record');
+  const corrupt = (cause: unknown) =>
+    new LedgerError(`SQLite ledger at ${options.path}: a stored operation cannot be read (cut or corrupt): ${(cause as Error).message}`, { cause });
+  /** A row's operation: format 2 decoded, formats 0/1 through their JSON lines. */
+  const decodeRow = (row: Row): Stored => {
+    const body = row.body;
+    if (typeof body !== 'string' && body[0] === BODY_BINARY_2) {
+      let d;
+      try {
+        d = decodeBody2(body);
+      } catch (cause) {
+        throw corrupt(cause);
+      }
+      return { record: d.record as OperationRecord, receipts: d.receipts as Receipt[], prior: d.stored, lines: [] };
+    }
+    const l = lines(row);
+    return { record: parse<OperationRecord>(l.record, 'a stored record'), receipts: null, prior: null, lines: l.receipts };
+  };
+  const receiptsOf = (stored: Stored): readonly Receipt[] =>
+    stored.receipts ?? stored.lines.map((line) => parse<Receipt>(line, `a receipt of ${stored.record.businessOperationId}`));
+  const parseRecord = (row: Row): OperationRecord => decodeRow(row).record;
   /**
    * Runs a read; a lock (rare in WAL mode: recovery, a truncating checkpoint) is waited for in short
    * asynchronous steps; library errors (a corrupt file, a closed database) become LedgerError.
@@ -229,20 +283,18 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
 
   const read = (id: string): Stored | null => {
     const row = selectOne.get(id) as Row | undefined;
-    if (!row) return null;
-    const l = lines(row);
-    return { record: parse<OperationRecord>(l.record, 'a stored record'), receipts: l.receipts };
+    return row ? decodeRow(row) : null;
   };
-  /** Stores `r` (new or replacing its row) with `receipts` as its body's receipt lines. */
-  const write = (r: OperationRecord, receipts: readonly string[], exists: boolean): OperationRecord => {
-    // Open operations are stored plain: their row is rewritten by the next step (see encodeBody).
-    const body = encodeBody({ record: JSON.stringify(r), receipts }, isTerminal(r));
-    if (exists) updateRow.run(r.state, r.fence, r.leaseExpiresAt, r.updatedAt, body, r.businessOperationId);
+  /** Stores `r` (replacing the row of `stored`, or new) with the receipts of `stored` and then `added`. */
+  const write = (r: OperationRecord, stored: Stored | null, added?: Receipt): OperationRecord => {
+    const body = bodyOf(r, stored, added);
+    if (stored !== null) updateRow.run(r.state, r.fence, r.leaseExpiresAt, r.updatedAt, body, r.businessOperationId);
     else insertRow.run(r.businessOperationId, r.provider, r.operation, r.state, r.fence, r.leaseExpiresAt, r.createdAt, r.updatedAt, body);
     return r;
   };
   const lastSeq = (stored: Stored): number => {
-    const last = stored.receipts[stored.receipts.length - 1];
+    if (stored.receipts !== null) return stored.receipts[stored.receipts.length - 1]?.seq ?? 0;
+    const last = stored.lines[stored.lines.length - 1];
     return last === undefined ? 0 : parse<Receipt>(last, `a receipt of ${stored.record.businessOperationId}`).seq;
   };
 
@@ -295,9 +347,9 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
       const stored = read(ref.businessOperationId);
       const current = checkFence(stored?.record ?? null, ref);
       const updated = next(current);
-      if (receipt === undefined) return updated === current ? current : write(updated, stored!.receipts, true);
+      if (receipt === undefined) return updated === current ? current : write(updated, stored);
       checkReceipt(ref, receipt, lastSeq(stored!));
-      return write(chainedTransition(updated, receipt), [...stored!.receipts, JSON.stringify(receipt)], true);
+      return write(chainedTransition(updated, receipt), stored, receipt);
     });
   }
 
@@ -308,7 +360,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
       return tx('claim', () => {
         const stored = read(input.businessOperationId);
         const { result, write: w } = claimTransition(stored?.record ?? null, input);
-        if (w) write(w, stored?.receipts ?? [], stored !== null);
+        if (w) write(w, stored);
         return result;
       });
     },
@@ -335,7 +387,8 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
     async resolve(id, resolution, now) {
       return tx('resolve', () => {
         const stored = read(id);
-        return write(resolveTransition(stored?.record ?? null, id, resolution, now), stored?.receipts ?? [], true);
+        // resolveTransition refuses a missing operation, so `stored` is there when it returns.
+        return write(resolveTransition(stored?.record ?? null, id, resolution, now), stored);
       });
     },
     async get(id: BusinessOperationId) {
@@ -358,7 +411,10 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
       return guard('list', () => (listed(sql).all(...args) as Row[]).map(parseRecord));
     },
     async receipts(id) {
-      return guard('receipts', () => (read(id)?.receipts ?? []).map((line) => parse<Receipt>(line, `a receipt of ${id}`)));
+      return guard('receipts', () => {
+        const stored = read(id);
+        return stored ? [...receiptsOf(stored)] : [];
+      });
     },
     async recoverCandidates(now, limit) {
       const states = RECOVERABLE_STATES;
@@ -385,15 +441,12 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
         const rows = await guard('prune', () => pick.all(options.before, options.before, ...states, after[0], after[1], batch) as Array<Row & { n: number; c: number }>);
         if (rows.length === 0) break;
         after = [rows[rows.length - 1]!.c, rows[rows.length - 1]!.n];
-        const found = rows.map((row) => {
-          const l = lines(row);
-          return { n: row.n, record: parse<OperationRecord>(l.record, 'a stored record'), receipts: l.receipts };
-        });
+        const found = rows.map((row) => ({ n: row.n, ...decodeRow(row) }));
         if (options.dryRun) {
           for (const f of found) (pruned++, (byState[f.record.state] = (byState[f.record.state] ?? 0) + 1));
           continue;
         }
-        if (options.onPrune) for (const f of found) await options.onPrune(f.record, f.receipts.map((line) => parse<Receipt>(line, `a receipt of ${f.record.businessOperationId}`)));
+        if (options.onPrune) for (const f of found) await options.onPrune(f.record, receiptsOf(f));
         await tx('prune', () => {
           for (const f of found) {
             const changes = Number((del.run(f.n, options.before, ...states) as { changes?: number | bigint }).changes ?? 0);
@@ -412,7 +465,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
 /**
  * Brings the file to layout 3: creates it when new; converts a layout 0/2 file (record JSON text,
  * receipts in their own table) in one transaction, keeping each record's and receipt's JSON text as
- * stored. Runs under BEGIN IMMEDIATE and re-checks inside, so concurrent openers convert once.
+ * stored (format 2 reads back the same text; a row it would not is kept as text, format 1). Runs under BEGIN IMMEDIATE and re-checks inside, so concurrent openers convert once.
  * Refuses a file from a newer layout rather than guess at it.
  */
 function setUp(db: SqliteConnection, path: string): void {
@@ -458,7 +511,10 @@ function convertLayout2(db: SqliteConnection): void {
     if (rows.length === 0) break;
     for (const r of rows) {
       const receipts = receiptsOf ? (receiptsOf.all(r.id) as Array<{ receipt: string }>).map((x) => x.receipt) : [];
-      insert.run(r.id, r.provider, r.operation, r.state, r.fence, r.lease_expires_at, r.created_at, r.updated_at, encodeBody({ record: r.record, receipts }));
+      // Format 2 when every line reads back with the same text; else the lines as they are (format 1).
+      const values = exactValues([r.record, ...receipts]);
+      const body = values ? encodeBody2(values[0], values.slice(1)) : encodeBody({ record: r.record, receipts });
+      insert.run(r.id, r.provider, r.operation, r.state, r.fence, r.lease_expires_at, r.created_at, r.updated_at, body);
     }
     after = rows[rows.length - 1]!.n;
   }
