@@ -11,7 +11,88 @@ import { InvalidIntentError } from './errors/invalid-intent-error.js';
 const PLAIN_ASCII = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
 export function canonicalJson(value: unknown): string {
+  // The common case (plain data within a sane depth) is written in one pass with no path strings or
+  // cycle set; anything the fast pass does not handle byte for byte (an error to name, a sparse array,
+  // a cycle or a very deep value) is written again by the full writer, whose answer or error stands.
+  try {
+    return fast(value, 0);
+  } catch (err) {
+    if (err !== BAIL) throw err;
+  }
   return write(value, '', new Set());
+}
+
+/** Thrown by the fast pass: the full writer decides (same bytes, or the error that names the path). */
+const BAIL: unique symbol = Symbol('canonicalJson: full writer');
+/** Deeper than this, the fast pass hands over (a cycle also ends up here: the full writer names it). */
+const FAST_DEPTH = 200;
+
+function fast(value: unknown, depth: number): string {
+  if (value === null) return 'null';
+  switch (typeof value) {
+    case 'string':
+      return PLAIN_ASCII.test(value) ? '"' + value + '"' : JSON.stringify(value.normalize('NFC'));
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'number':
+      // A finite number's JSON text is its ToString, which also writes -0 as 0.
+      if (!Number.isFinite(value)) throw BAIL;
+      return '' + value;
+    case 'object':
+      break;
+    default:
+      throw BAIL;
+  }
+  if (depth >= FAST_DEPTH) throw BAIL;
+  const obj = value as object;
+  if (obj instanceof Date) {
+    if (Number.isNaN(obj.getTime())) throw BAIL;
+    return JSON.stringify(obj.toISOString());
+  }
+  if (Array.isArray(obj)) {
+    const n = obj.length;
+    if (n === 0) return '[]';
+    let out = '[';
+    for (let i = 0; i < n; i++) {
+      // A hole is written by the full writer (as Array#map and join leave it: empty).
+      if (!(i in obj)) throw BAIL;
+      const item: unknown = obj[i];
+      if (item === undefined) throw BAIL;
+      out += (i === 0 ? '' : ',') + fast(item, depth + 1);
+    }
+    return out + ']';
+  }
+  const proto = Object.getPrototypeOf(obj);
+  if (proto !== Object.prototype && proto !== null) throw BAIL;
+  const rec = obj as Record<string, unknown>;
+  const all = Object.keys(rec);
+  let keys: string[] = [];
+  let values: unknown[] = [];
+  if (all.length > 24) {
+    keys = all.filter((k) => rec[k] !== undefined).sort();
+    values = keys.map((k) => rec[k]);
+  } else {
+    // Sorted by insertion, by code unit (as Array#sort orders strings): most objects have few keys.
+    for (let i = 0; i < all.length; i++) {
+      const k = all[i]!;
+      const v = rec[k];
+      if (v === undefined) continue;
+      let j = keys.length;
+      while (j > 0 && keys[j - 1]! > k) {
+        keys[j] = keys[j - 1]!;
+        values[j] = values[j - 1];
+        j--;
+      }
+      keys[j] = k;
+      values[j] = v;
+    }
+  }
+  let out = '{';
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!;
+    out += (i === 0 ? '' : ',') + (PLAIN_ASCII.test(k) ? '"' + k + '"' : JSON.stringify(k)) + ':' + fast(values[i], depth + 1);
+  }
+  return out + '}';
 }
 
 function write(value: unknown, path: string, seen: Set<object>): string {
