@@ -107,4 +107,23 @@ describe('canonicalJson fast pass', () => {
     expect(() => canonicalJson({ d: new Date(Number.NaN) })).toThrow(/d: invalid Date/);
     expect(() => canonicalJson({ list: [1, undefined] })).toThrow(/list\[1\]: undefined array item/);
   });
+
+  it('sees own keys only, also when Object.prototype has gained an enumerable key', () => {
+    const v = { b: { c: 1 }, a: [{ d: 'x' }] };
+    (Object.prototype as Record<string, unknown>).polluted = 'yes';
+    try {
+      expect(canonicalJson(v)).toBe('{"a":[{"d":"x"}],"b":{"c":1}}');
+    } finally {
+      delete (Object.prototype as Record<string, unknown>).polluted;
+    }
+  });
+});
+
+describe('sha256Hex', () => {
+  it('is the SHA-256 of the UTF-8 text, lowercase hex (lone surrogates as U+FFFD, as Hash#update writes them)', async () => {
+    const { createHash } = await import('node:crypto');
+    const { sha256Hex } = await import('./canonical.js');
+    for (const t of ['', 'abc', 'é', '😀', '\ud800', 'x\udc00y', 'a'.repeat(100_000)]) expect(sha256Hex(t)).toBe(createHash('sha256').update(t, 'utf8').digest('hex'));
+    expect(sha256Hex('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+  });
 });

@@ -1,5 +1,9 @@
+import * as nodeCrypto from 'node:crypto';
 import { createHash } from 'node:crypto';
 import { InvalidIntentError } from './errors/invalid-intent-error.js';
+
+/** crypto.hash where this Node has it (read from the namespace: absent before 20.12). */
+const oneShot = (nodeCrypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
 
 /**
  * Canonical JSON: object keys sorted by code unit, no whitespace, numbers in ECMAScript's shortest
@@ -14,12 +18,20 @@ export function canonicalJson(value: unknown): string {
   // The common case (plain data within a sane depth) is written in one pass with no path strings or
   // cycle set; anything the fast pass does not handle byte for byte (an error to name, a sparse array,
   // a cycle or a very deep value) is written again by the full writer, whose answer or error stands.
-  try {
-    return fast(value, 0);
-  } catch (err) {
-    if (err !== BAIL) throw err;
+  if (!prototypePolluted()) {
+    try {
+      return fast(value, 0);
+    } catch (err) {
+      if (err !== BAIL) throw err;
+    }
   }
   return write(value, '', new Set());
+}
+
+/** Whether Object.prototype has gained an enumerable property (the fast pass's for-in would see it). */
+function prototypePolluted(): boolean {
+  for (const _ in {}) return true;
+  return false;
 }
 
 /** Thrown by the fast pass: the full writer decides (same bytes, or the error that names the path). */
@@ -65,27 +77,39 @@ function fast(value: unknown, depth: number): string {
   const proto = Object.getPrototypeOf(obj);
   if (proto !== Object.prototype && proto !== null) throw BAIL;
   const rec = obj as Record<string, unknown>;
-  const all = Object.keys(rec);
-  let keys: string[] = [];
-  let values: unknown[] = [];
-  if (all.length > 24) {
-    keys = all.filter((k) => rec[k] !== undefined).sort();
-    values = keys.map((k) => rec[k]);
-  } else {
-    // Sorted by insertion, by code unit (as Array#sort orders strings): most objects have few keys.
-    for (let i = 0; i < all.length; i++) {
-      const k = all[i]!;
-      const v = rec[k];
-      if (v === undefined) continue;
-      let j = keys.length;
-      while (j > 0 && keys[j - 1]! > k) {
-        keys[j] = keys[j - 1]!;
-        values[j] = values[j - 1];
-        j--;
-      }
-      keys[j] = k;
-      values[j] = v;
+  // for-in rather than Object.keys: its loads use the object's enumeration cache (no megamorphic
+  // lookup per key); it sees own keys only, as Object.prototype has no enumerable ones (canonicalJson checks).
+  const keys: string[] = [];
+  const values: unknown[] = [];
+  for (const k in rec) {
+    const v = rec[k];
+    if (v !== undefined) {
+      keys.push(k);
+      values.push(v);
     }
+  }
+  const n = keys.length;
+  if (n > 24) {
+    const order = keys.map((_, i) => i).sort((a, b) => (keys[a]! < keys[b]! ? -1 : 1));
+    let out = '{';
+    for (let i = 0; i < n; i++) {
+      const k = keys[order[i]!]!;
+      out += (i === 0 ? '' : ',') + (PLAIN_ASCII.test(k) ? '"' + k + '"' : JSON.stringify(k)) + ':' + fast(values[order[i]!], depth + 1);
+    }
+    return out + '}';
+  }
+  // Sorted by insertion, by code unit (as Array#sort orders strings): most objects have few keys.
+  for (let i = 1; i < n; i++) {
+    const k = keys[i]!;
+    const v = values[i];
+    let j = i;
+    while (j > 0 && keys[j - 1]! > k) {
+      keys[j] = keys[j - 1]!;
+      values[j] = values[j - 1];
+      j--;
+    }
+    keys[j] = k;
+    values[j] = v;
   }
   let out = '{';
   for (let i = 0; i < keys.length; i++) {
@@ -137,9 +161,12 @@ function write(value: unknown, path: string, seen: Set<object>): string {
   }
 }
 
-/** SHA-256 of a UTF-8 string, lowercase hex. */
+/**
+ * SHA-256 of a UTF-8 string, lowercase hex. Through crypto.hash (Node >= 20.12, one call, no Hash
+ * object: several per operation) where it exists; the same digest either way.
+ */
 export function sha256Hex(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
+  return typeof oneShot === 'function' ? oneShot('sha256', text, 'hex') : createHash('sha256').update(text, 'utf8').digest('hex');
 }
 
 /** `sha256:` + hex digest of the canonical JSON of `value`: the fingerprint used for intents and requests. */
