@@ -7,6 +7,8 @@ import { clone } from '../src/ledger/memory-ledger.js';
 
 const nullProto = Object.assign(Object.create(null) as Record<string, unknown>, { a: 1 });
 const withProtoKey = JSON.parse('{"__proto__": {"x": 1}, "b": 2}') as unknown;
+const withPrimitiveProtoKey = JSON.parse('{"a": {"__proto__": 5}, "b": 2}') as unknown;
+const withSymbolKey = { a: 1, [Symbol('s')]: 2, nested: { [Symbol('t')]: 3, b: 4 } };
 const shared = { s: 1 };
 const cyclic: Record<string, unknown> = { name: 'c' };
 cyclic.self = cyclic;
@@ -22,6 +24,8 @@ const values: Record<string, unknown> = {
   record: { businessOperationId: 'orders.create:abc', fence: 2, params: { orderRef: 'o-1', amount: 1, lines: [{ sku: 'a', qty: 2 }], note: null, flag: false }, result: null, receiptChain: { head: 'h', length: 1 }, big: 10n, neg: -0, nan: Number.NaN },
   'null-prototype object': { inner: nullProto },
   'own __proto__ key': withProtoKey,
+  'own __proto__ key holding a number': withPrimitiveProtoKey,
+  'symbol keys (left out)': withSymbolKey,
   'shared reference': { a: shared, b: shared },
   cycle: cyclic,
   'sparse array': { list: sparse },
@@ -61,6 +65,17 @@ describe('memory ledger copy', () => {
     const c = clone(withProtoKey) as Record<string, unknown>;
     expect(Object.getPrototypeOf(c)).toBe(Object.prototype);
     expect(Object.keys(c)).toEqual(['__proto__', 'b']);
+  });
+
+  it('copies own keys only, also when Object.prototype has gained an enumerable key', () => {
+    (Object.prototype as Record<string, unknown>).polluted = { deep: 1 };
+    try {
+      const c = clone({ a: { b: 1 } });
+      expect(Object.keys(c)).toEqual(['a']);
+      expect(Object.keys(c.a)).toEqual(['b']);
+    } finally {
+      delete (Object.prototype as Record<string, unknown>).polluted;
+    }
   });
 
   it('keeps holes and extra array keys', () => {
