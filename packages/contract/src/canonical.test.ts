@@ -127,3 +127,15 @@ describe('sha256Hex', () => {
     expect(sha256Hex('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
   });
 });
+
+describe('canonicalJson key cache', () => {
+  it('stays within its bound under a stream of one-off keys, and writes every key as before', async () => {
+    const { KEY_CACHE_MAX, keyCacheSize } = await import('./canonical-keys.js');
+    for (let i = 0; i < KEY_CACHE_MAX * 3; i++) {
+      const k = i % 7 === 0 ? `k\u00e9y-${i}` : i % 11 === 0 ? `q"${i}` : `key-${i}`;
+      expect(canonicalJson({ [k]: i, same: true })).toBe(`{${JSON.stringify(k)}:${i},"same":true}`);
+      expect(keyCacheSize()).toBeLessThanOrEqual(KEY_CACHE_MAX);
+    }
+    expect(canonicalJson({ 'e\u0301': 1 })).toBe('{"e\u0301":1}'); // keys are not normalised
+  });
+});

@@ -1,5 +1,6 @@
 import * as nodeCrypto from 'node:crypto';
 import { createHash } from 'node:crypto';
+import { PLAIN_ASCII, keyText } from './canonical-keys.js';
 import { InvalidIntentError } from './errors/invalid-intent-error.js';
 
 /** crypto.hash where this Node has it (read from the namespace: absent before 20.12). */
@@ -12,8 +13,6 @@ const oneShot = (nodeCrypto as { hash?: (algorithm: string, data: string, encodi
  * non-plain objects other than Date) with a typed error that names the path.
  * `undefined` object members are dropped (as JSON does); `undefined` array items are an error.
  */
-const PLAIN_ASCII = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
-
 export function canonicalJson(value: unknown): string {
   // The common case (plain data within a sane depth) is written in one pass with no path strings or
   // cycle set; anything the fast pass does not handle byte for byte (an error to name, a sparse array,
@@ -94,7 +93,7 @@ function fast(value: unknown, depth: number): string {
     let out = '{';
     for (let i = 0; i < n; i++) {
       const k = keys[order[i]!]!;
-      out += (i === 0 ? '' : ',') + (PLAIN_ASCII.test(k) ? '"' + k + '"' : JSON.stringify(k)) + ':' + fast(values[order[i]!], depth + 1);
+      out += (i === 0 ? '' : ',') + keyText(k) + fast(values[order[i]!], depth + 1);
     }
     return out + '}';
   }
@@ -114,7 +113,7 @@ function fast(value: unknown, depth: number): string {
   let out = '{';
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i]!;
-    out += (i === 0 ? '' : ',') + (PLAIN_ASCII.test(k) ? '"' + k + '"' : JSON.stringify(k)) + ':' + fast(values[i], depth + 1);
+    out += (i === 0 ? '' : ',') + keyText(k) + fast(values[i], depth + 1);
   }
   return out + '}';
 }
