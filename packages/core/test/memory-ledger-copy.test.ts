@@ -53,6 +53,27 @@ describe('memory ledger copy', () => {
     });
   }
 
+  it('copies an operation record (the literal for its usual key order) as structuredClone does', async () => {
+    const ledger = createMemoryLedger();
+    const claim = await ledger.claim({ businessOperationId: 'op:r' as never, provider: 'p', operation: 'orders.create', intentFingerprint: 'sha256:i', paramsFingerprint: 'sha256:p', params: { a: [1, { b: 'x' }] }, providerKey: null, owner: 'w', leaseMs: 30_000, now: 1_000, dispatch: true });
+    const done = await ledger.setState({ businessOperationId: 'op:r' as never, fence: claim.record.fence }, { state: 'succeeded', result: { id: 'r1', nested: { n: 1 } }, providerRef: 'r1', now: 2_000 });
+    for (const r of [claim.record, done]) {
+      const c = clone(r);
+      expect(c).toStrictEqual(structuredClone(r));
+      expect(Object.keys(c)).toEqual(Object.keys(r));
+      expect(c.params).not.toBe(r.params);
+    }
+    // The same keys in another order, one key more, or a value structuredClone refuses: the general copy's answer.
+    const reordered = Object.fromEntries(Object.entries(done).reverse());
+    expect(Object.keys(clone(reordered))).toEqual(Object.keys(reordered));
+    const extra = { ...done, extra: { e: 1 } };
+    expect(clone(extra)).toStrictEqual(structuredClone(extra));
+    const shared = { ...done, result: done.params };
+    const sc = clone(shared);
+    expect(sc.result).toBe(sc.params);
+    expect(() => clone({ ...done, result: () => 1 })).toThrow(/could not be cloned/);
+  });
+
   it('keeps a shared reference shared and a cycle a cycle, as structuredClone does', () => {
     const c = clone({ a: shared, b: shared });
     expect(c.a).toBe(c.b);
