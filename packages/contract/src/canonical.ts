@@ -1,5 +1,10 @@
+import * as nodeCrypto from 'node:crypto';
 import { createHash } from 'node:crypto';
+import { PLAIN_ASCII, keyText } from './canonical-keys.js';
 import { InvalidIntentError } from './errors/invalid-intent-error.js';
+
+/** crypto.hash where this Node has it (read from the namespace: absent before 20.12). */
+const oneShot = (nodeCrypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
 
 /**
  * Canonical JSON: object keys sorted by code unit, no whitespace, numbers in ECMAScript's shortest
@@ -8,10 +13,109 @@ import { InvalidIntentError } from './errors/invalid-intent-error.js';
  * non-plain objects other than Date) with a typed error that names the path.
  * `undefined` object members are dropped (as JSON does); `undefined` array items are an error.
  */
-const PLAIN_ASCII = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
-
 export function canonicalJson(value: unknown): string {
+  // The common case (plain data within a sane depth) is written in one pass with no path strings or
+  // cycle set; anything the fast pass does not handle byte for byte (an error to name, a sparse array,
+  // a cycle or a very deep value) is written again by the full writer, whose answer or error stands.
+  if (!prototypePolluted()) {
+    try {
+      return fast(value, 0);
+    } catch (err) {
+      if (err !== BAIL) throw err;
+    }
+  }
   return write(value, '', new Set());
+}
+
+/** Whether Object.prototype has gained an enumerable property (the fast pass's for-in would see it). */
+function prototypePolluted(): boolean {
+  for (const _ in {}) return true;
+  return false;
+}
+
+/** Thrown by the fast pass: the full writer decides (same bytes, or the error that names the path). */
+const BAIL: unique symbol = Symbol('canonicalJson: full writer');
+/** Deeper than this, the fast pass hands over (a cycle also ends up here: the full writer names it). */
+const FAST_DEPTH = 200;
+
+function fast(value: unknown, depth: number): string {
+  if (value === null) return 'null';
+  switch (typeof value) {
+    case 'string':
+      return PLAIN_ASCII.test(value) ? '"' + value + '"' : JSON.stringify(value.normalize('NFC'));
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'number':
+      // A finite number's JSON text is its ToString, which also writes -0 as 0.
+      if (!Number.isFinite(value)) throw BAIL;
+      return '' + value;
+    case 'object':
+      break;
+    default:
+      throw BAIL;
+  }
+  if (depth >= FAST_DEPTH) throw BAIL;
+  const obj = value as object;
+  if (obj instanceof Date) {
+    if (Number.isNaN(obj.getTime())) throw BAIL;
+    return JSON.stringify(obj.toISOString());
+  }
+  if (Array.isArray(obj)) {
+    const n = obj.length;
+    if (n === 0) return '[]';
+    let out = '[';
+    for (let i = 0; i < n; i++) {
+      // A hole is written by the full writer (as Array#map and join leave it: empty).
+      if (!(i in obj)) throw BAIL;
+      const item: unknown = obj[i];
+      if (item === undefined) throw BAIL;
+      out += (i === 0 ? '' : ',') + fast(item, depth + 1);
+    }
+    return out + ']';
+  }
+  const proto = Object.getPrototypeOf(obj);
+  if (proto !== Object.prototype && proto !== null) throw BAIL;
+  const rec = obj as Record<string, unknown>;
+  // for-in rather than Object.keys: its loads use the object's enumeration cache (no megamorphic
+  // lookup per key); it sees own keys only, as Object.prototype has no enumerable ones (canonicalJson checks).
+  const keys: string[] = [];
+  const values: unknown[] = [];
+  for (const k in rec) {
+    const v = rec[k];
+    if (v !== undefined) {
+      keys.push(k);
+      values.push(v);
+    }
+  }
+  const n = keys.length;
+  if (n > 24) {
+    const order = keys.map((_, i) => i).sort((a, b) => (keys[a]! < keys[b]! ? -1 : 1));
+    let out = '{';
+    for (let i = 0; i < n; i++) {
+      const k = keys[order[i]!]!;
+      out += (i === 0 ? '' : ',') + keyText(k) + fast(values[order[i]!], depth + 1);
+    }
+    return out + '}';
+  }
+  // Sorted by insertion, by code unit (as Array#sort orders strings): most objects have few keys.
+  for (let i = 1; i < n; i++) {
+    const k = keys[i]!;
+    const v = values[i];
+    let j = i;
+    while (j > 0 && keys[j - 1]! > k) {
+      keys[j] = keys[j - 1]!;
+      values[j] = values[j - 1];
+      j--;
+    }
+    keys[j] = k;
+    values[j] = v;
+  }
+  let out = '{';
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!;
+    out += (i === 0 ? '' : ',') + keyText(k) + fast(values[i], depth + 1);
+  }
+  return out + '}';
 }
 
 function write(value: unknown, path: string, seen: Set<object>): string {
@@ -56,9 +160,12 @@ function write(value: unknown, path: string, seen: Set<object>): string {
   }
 }
 
-/** SHA-256 of a UTF-8 string, lowercase hex. */
+/**
+ * SHA-256 of a UTF-8 string, lowercase hex. Through crypto.hash (Node >= 20.12, one call, no Hash
+ * object: several per operation) where it exists; the same digest either way.
+ */
 export function sha256Hex(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
+  return typeof oneShot === 'function' ? oneShot('sha256', text, 'hex') : createHash('sha256').update(text, 'utf8').digest('hex');
 }
 
 /** `sha256:` + hex digest of the canonical JSON of `value`: the fingerprint used for intents and requests. */

@@ -92,11 +92,22 @@ export interface Detector {
   readonly run?: (text: string) => string;
 }
 
-const has = (...parts: string[]) => (t: string) => parts.some((p) => t.includes(p));
-const hasI = (...parts: string[]) => (t: string) => {
-  const l = t.toLowerCase();
-  return parts.some((p) => l.includes(p));
-};
+/**
+ * Substrings a text must contain one of (in any case) for a hint to pass. applyDetectors tests them
+ * all in one pattern first: most texts (keys, ids, decision reasons) contain none, and then no
+ * detector can apply. A hint without them is asked itself.
+ */
+const hintParts = new WeakMap<(text: string) => boolean, { readonly parts: readonly string[]; readonly folded: boolean }>();
+function hinted(parts: readonly string[], folded: boolean, hint: (text: string) => boolean): (text: string) => boolean {
+  hintParts.set(hint, { parts, folded });
+  return hint;
+}
+const has = (...parts: string[]) => hinted(parts, false, (t: string) => parts.some((p) => t.includes(p)));
+const hasI = (...parts: string[]) =>
+  hinted(parts, true, (t: string) => {
+    const l = t.toLowerCase();
+    return parts.some((p) => l.includes(p));
+  });
 function manyDigits(t: string): boolean {
   let n = 0;
   for (let i = 0; i < t.length; i++) {
@@ -163,7 +174,7 @@ function redactSecretAssignments(s: string): string {
 /** The value detectors, in the order they run. Shared with the config's inline-credential refusal. */
 export const DETECTORS: readonly Detector[] = [
   { kind: 'private key', pii: false, hint: has('PRIVATE KEY'), pattern: /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)/g },
-  { kind: 'URL user-info', pii: false, hint: (t) => t.includes('://') && t.includes('@'), pattern: /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]+@/gi, replace: (_m, scheme: string) => `${scheme}${REDACTED}@` },
+  { kind: 'URL user-info', pii: false, hint: hinted(['://'], false, (t) => t.includes('://') && t.includes('@')), pattern: /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]+@/gi, replace: (_m, scheme: string) => `${scheme}${REDACTED}@` },
   { kind: 'bearer token', pii: false, hint: hasI('bearer'), pattern: /\bBearer\s+[A-Za-z0-9\-._~+/]+=*/gi },
   { kind: 'basic credentials', pii: false, hint: hasI('basic'), pattern: /\bBasic\s+[A-Za-z0-9+/]{4,}={0,2}/gi, accept: (m) => Buffer.from(m.replace(/^Basic\s+/i, ''), 'base64').toString('latin1').includes(':') },
   { kind: 'Stripe key', pii: false, hint: has('_test_', '_live_', 'whsec_'), pattern: /\b(?:sk|rk|pk)_(?:test|live)_[A-Za-z0-9]{4,}|\bwhsec_[A-Za-z0-9]{8,}/g },
@@ -174,12 +185,41 @@ export const DETECTORS: readonly Detector[] = [
   { kind: 'HubSpot private app token', pii: false, hint: hasI('pat-'), pattern: /\bpat-[a-z0-9]{2,4}-[0-9a-f-]{20,}/gi },
   { kind: 'OpenAI or Anthropic key', pii: false, hint: has('sk-'), pattern: /\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}/g },
   // `password=…`, `"apiKey": "…"`, `?token=…`, `X-Auth-Token: …` in free text: the key decides.
-  { kind: 'secret-named value', pii: false, hint: (t) => t.includes(':') || t.includes('='), pattern: /[:=]/g, run: redactSecretAssignments },
+  { kind: 'secret-named value', pii: false, hint: hinted([':', '='], false, (t) => t.includes(':') || t.includes('=')), pattern: /[:=]/g, run: redactSecretAssignments },
   { kind: 'card number', pii: false, hint: manyDigits, pattern: /(?<![\p{L}\p{N}_.])\d(?:[ -]?\d){12,18}(?![\p{L}\p{N}_.])/gu, accept: looksLikeCardNumber },
   { kind: 'email address', pii: true, hint: has('@'), pattern: /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g },
 ];
 
+/** One test for "some detector's hint may pass": its hints' substrings in one case-insensitive pattern, plus the hints that have none. */
+let gate: { readonly parts: RegExp | null; readonly others: readonly ((text: string) => boolean)[] } | null | undefined;
+function hintGate(): typeof gate {
+  if (gate !== undefined) return gate;
+  const parts: string[] = [];
+  const others: ((text: string) => boolean)[] = [];
+  for (const d of DETECTORS) {
+    if (!d.hint) return (gate = null); // a detector that always runs: no gate
+    const h = hintParts.get(d.hint);
+    // A case-insensitive pattern finds every literal part, and a lower-cased one as long as no other
+    // character lower-cases into it (U+212A into k; U+0130 into i + U+0307, harmless unless i ends the part).
+    const usable = h !== undefined && h.parts.length > 0 && h.parts.every((p) => /^[\x20-\x7e]+$/.test(p) && (!h.folded || (p === p.toLowerCase() && !p.includes('k') && !p.endsWith('i'))));
+    if (usable) parts.push(...h.parts);
+    else others.push(d.hint);
+  }
+  const escaped = parts.map((p) => p.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'));
+  return (gate = { parts: escaped.length ? new RegExp(escaped.join('|'), 'i') : null, others });
+}
+
+/** False only when no detector's hint passes on `s` (so applyDetectors would return it unchanged). */
+export function mayDetect(s: string): boolean {
+  const g = hintGate();
+  if (g === null || g === undefined) return true;
+  if (g.parts !== null && g.parts.test(s)) return true;
+  for (const h of g.others) if (h(s)) return true;
+  return false;
+}
+
 function applyDetectors(s: string, pii: boolean): string {
+  if (!mayDetect(s)) return s;
   let out = s;
   for (const d of DETECTORS) {
     if ((d.pii && !pii) || (d.hint && !d.hint(out))) continue;

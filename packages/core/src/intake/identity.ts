@@ -96,7 +96,8 @@ export function identityOf(spec: OperationSpec, input: { params: unknown; busine
   const intentFingerprint = 'sha256:' + digest;
   const given = input.businessOperationId !== undefined ? asBusinessOperationId(input.businessOperationId) : undefined;
   const id = given ?? idFromDigest(card.operation, intent, digest);
-  if (!v2) return { id, intent, intentFingerprint };
+  // v1, or nothing normalised (no rule applied: the same object): the intent as written is this one.
+  if (!v2 || intent === raw) return { id, intent, intentFingerprint };
   const rawJson = canonicalJson({ operation: card.operation, intent: raw });
   if (rawJson === intentJson) return { id, intent, intentFingerprint };
   // A caller-given id keeps its id; only the fingerprint it was stored with may be the raw one.

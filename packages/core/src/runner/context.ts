@@ -89,7 +89,36 @@ export interface Op {
 /** What an operation is before it is claimed: everything of Op that does not come from the ledger. */
 export type OpBase = Pick<Op, 'adapter' | 'opName' | 'card' | 'policy' | 'redactor' | 'id' | 'providerKey' | 'runId' | 'params' | 'requestFingerprint' | 'signal' | 'comparison' | 'paramsAliases' | 'attemptIds' | 'scope'>;
 
-export const iso = (t: number) => new Date(t).toISOString();
+/** The day (epoch-ms / 86 400 000) whose `YYYY-MM-DDT` iso() has at hand, and that text: one entry, for the day it runs in. */
+let isoDay = Number.NaN;
+let isoDate = '';
+const DAY_MS = 86_400_000;
+/** 10000-01-01T00:00:00.000Z: from there on the year has more than four digits. */
+const YEAR_10000 = 253_402_300_800_000;
+const pad2 = (n: number) => (n < 10 ? '0' + n : '' + n);
+
+/**
+ * `new Date(t).toISOString()`, byte for byte. Receipts carry two per attempt, and V8 writes each
+ * through a formatted print; here the date part is taken from the engine once per day and the time of
+ * day is written by hand. Anything but a whole epoch-ms of years 1970–9999 is the engine's (its
+ * RangeError for an invalid time included).
+ */
+export function iso(t: number): string {
+  if (!Number.isInteger(t) || t < 0 || t >= YEAR_10000) return new Date(t).toISOString();
+  const day = Math.floor(t / DAY_MS);
+  if (day !== isoDay) {
+    isoDate = new Date(t).toISOString().slice(0, 11);
+    isoDay = day;
+  }
+  let rest = t - day * DAY_MS;
+  const ms = rest % 1000;
+  rest = (rest - ms) / 1000;
+  const s = rest % 60;
+  rest = (rest - s) / 60;
+  const m = rest % 60;
+  const h = (rest - m) / 60;
+  return isoDate + pad2(h) + ':' + pad2(m) + ':' + pad2(s) + '.' + (ms < 10 ? '00' : ms < 100 ? '0' : '') + ms + 'Z';
+}
 
 export function createContext(options: RunnerOptions): RunnerContext {
   if (typeof options !== 'object' || options === null || !options.ledger) throw new RunnerConfigurationError('ledger', 'createRunner needs { ledger }');

@@ -69,6 +69,8 @@ export function opBase(ctx: RunnerContext, adapter: AdapterV1, opName: string, s
  * spread followed by new keys).
  */
 export function rebased(base: OpBase, providerKey: ProviderKey | null, scope: OpBase['scope']): OpBase {
+  // Nothing to change (the clean path's claim: the key it derived is the one recorded): base itself (it is never mutated).
+  if (base.providerKey === providerKey && base.scope === scope) return base;
   return { ...base, providerKey, scope };
 }
 
