@@ -92,6 +92,30 @@ CREATE INDEX retrysafe_operations_open_idx ON {{schema}}.retrysafe_operations (s
 DROP INDEX {{schema}}.retrysafe_operations_state_idx;
 DROP INDEX {{schema}}.retrysafe_operations_operation_idx;`,
   },
+  {
+    version: 5,
+    name: 'receipts in the operation row',
+    sql: `
+-- Each operation's receipts move into its own row: one JSON array, as text (the ledger writes it and
+-- parses it; the server neither validates nor reparses it on every append), each receipt exactly the
+-- text that was stored. A receipt is then one UPDATE of the row it belongs to: no second heap tuple, no
+-- receipts primary-key entry, no foreign-key check locking the operation row. The chain anchor
+-- (receipt_head, receipt_count) is NOT recomputed: a chain that was cut before this migration stays
+-- reported as cut.
+ALTER TABLE {{schema}}.retrysafe_operations ADD COLUMN receipts text;
+UPDATE {{schema}}.retrysafe_operations o SET receipts = r.receipts
+  FROM (SELECT business_operation_id, '[' || string_agg(receipt::text, ',' ORDER BY seq) || ']' AS receipts
+        FROM {{schema}}.retrysafe_receipts GROUP BY business_operation_id) r
+  WHERE r.business_operation_id = o.business_operation_id;
+DROP TABLE {{schema}}.retrysafe_receipts;
+-- recoverCandidates is served by the partial index of open rows (recoverable states are open states),
+-- so the (updated_at, id) index of recoverable rows goes: it cost one entry on every claim and made
+-- every lease renewal (which moves updated_at) a non-HOT update with an entry in every index.
+DROP INDEX {{schema}}.retrysafe_operations_recover_idx;
+-- Room on each page for the next version of the rows inserted there: a clean operation's completion
+-- then stays on its page (its WAL record holds only the bytes that changed) and a renewal is HOT.
+ALTER TABLE {{schema}}.retrysafe_operations SET (fillfactor = 60);`,
+  },
 ]);
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;

@@ -1,4 +1,14 @@
-import type { BusinessOperationId, HandoffPacket, OperationRecord, OperationState, ProviderKey, Receipt } from '@retrysafe/contract';
+import { LedgerError, type BusinessOperationId, type ClaimInput, type HandoffPacket, type OperationRecord, type OperationState, type ProviderKey, type Receipt } from '@retrysafe/contract';
+
+/**
+ * The columns a record is read from: every column but `receipts` (migration 5), which only
+ * `receipts()` and an exporting prune read. Reads and write-backs name them instead of `*`.
+ */
+export const RECORD_COLUMNS = [
+  'business_operation_id', 'provider', 'operation', 'intent_fingerprint', 'params_fingerprint', 'params', 'provider_key', 'state',
+  'fence', 'lease_owner', 'lease_expires_at', 'created_at', 'updated_at', 'first_dispatched_at', 'attempt_count', 'last_outcome',
+  'result', 'provider_ref', 'status_ref', 'handoff', 'resolution', 'receipt_head', 'receipt_count',
+].join(', ');
 
 /** One row of `retrysafe_operations` as pg returns it (int8 comes back as a string, json already parsed). */
 export interface OperationRow {
@@ -58,8 +68,54 @@ export function toRecord(row: OperationRow): OperationRecord {
   };
 }
 
-export function toReceipt(row: { receipt: unknown }): Receipt {
-  return row.receipt as Receipt;
+/**
+ * SQL that appends one receipt (the JSON text in parameter `param`) to the row's `receipts`, a JSON
+ * array kept as text: `[r1,r2]` becomes `[r1,r2,r3]` without the server parsing either.
+ */
+export function appendReceiptSql(param: string): string {
+  return `receipts = coalesce(left(receipts, -1) || ',', '[') || ${param}::text || ']'`;
+}
+
+/** The receipts of a row, in seq order (NULL: none yet). */
+export function toReceipts(text: string | null, id: string): Receipt[] {
+  if (text === null) return [];
+  try {
+    return JSON.parse(text) as Receipt[];
+  } catch (err) {
+    throw new LedgerError(`the receipts of ${id} in PostgreSQL are not readable JSON: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/**
+ * The record of a row the claim just inserted, from what the claim sent (so nothing is read back but
+ * the lease's end, which the database's clock may set): the same record toRecord reads from that row.
+ * `params` is the JSON text sent, parsed as pg parses a json column.
+ */
+export function claimedRecord(input: ClaimInput, params: string | null, dispatch: boolean, leaseExpiresAt: number): OperationRecord {
+  return {
+    businessOperationId: input.businessOperationId,
+    provider: input.provider,
+    operation: input.operation,
+    intentFingerprint: input.intentFingerprint,
+    paramsFingerprint: input.paramsFingerprint,
+    params: params === null ? null : JSON.parse(params),
+    providerKey: input.providerKey ?? null,
+    state: dispatch ? 'dispatched' : 'claimed',
+    fence: 1,
+    leaseOwner: input.owner,
+    leaseExpiresAt,
+    createdAt: input.now,
+    updatedAt: input.now,
+    firstDispatchedAt: dispatch ? input.now : null,
+    attemptCount: dispatch ? 1 : 0,
+    lastOutcome: null,
+    result: null,
+    providerRef: null,
+    statusRef: null,
+    handoff: null,
+    resolution: null,
+    receiptChain: { head: null, length: 0 },
+  };
 }
 
 /** JSON text for a json column; undefined stays SQL NULL. Arrays must not reach pg unstringified (it would send a PostgreSQL array). */
