@@ -124,6 +124,30 @@ describe('claim', () => {
     expect(await ledger.get(i.businessOperationId)).toEqual(res.record);
   });
 
+  it('the record a new claim returns (built from what it sent, not read back) is exactly the one the row reads as, on either clock', async () => {
+    const dbLedger = createPostgresLedger({ connectionString: url, schema, poolSize: 2 });
+    try {
+      const cases: Array<[PostgresLedger, Partial<ClaimInput>]> = [
+        [ledger, {}],
+        [ledger, { dispatch: true }],
+        [ledger, { providerKey: null, params: undefined }],
+        [ledger, { params: [1, 'two', { three: null, 'ключ': '\u2028' }], dispatch: true }],
+        [ledger, { params: { dropped: undefined, kept: 0, nested: { a: [] } } }],
+        [dbLedger, { now: Date.now(), dispatch: true }],
+        [dbLedger, { now: Date.now(), providerKey: null }],
+      ];
+      for (const [l, over] of cases) {
+        const res = await l.claim(input(over));
+        if (res.kind !== 'claimed') throw new Error(`expected claimed, got ${res.kind}`);
+        // toStrictEqual: the same keys, the same nulls (not undefined), the same types.
+        expect(res.record).toStrictEqual(await l.get(res.record.businessOperationId));
+        expect(JSON.stringify(res.record)).toBe(JSON.stringify(await l.get(res.record.businessOperationId)));
+      }
+    } finally {
+      await dbLedger.close();
+    }
+  });
+
   it('answers busy while another worker holds a live lease, and hands it over only after expiry', async () => {
     const first = await claimed();
     const id = first.record.businessOperationId;
