@@ -112,6 +112,11 @@ DROP TABLE {{schema}}.retrysafe_receipts;
 -- so the (updated_at, id) index of recoverable rows goes: it cost one entry on every claim and made
 -- every lease renewal (which moves updated_at) a non-HOT update with an entry in every index.
 DROP INDEX {{schema}}.retrysafe_operations_recover_idx;
+-- Listings and retention walk created_at; the id only breaks ties (rows of the same millisecond), which
+-- an incremental sort does after the index. An entry of created_at alone is a quarter of one that
+-- carries the id too, and a clean operation writes two (its claim, its completion).
+DROP INDEX {{schema}}.retrysafe_operations_created_idx;
+CREATE INDEX retrysafe_operations_created_idx ON {{schema}}.retrysafe_operations (created_at);
 -- Room on each page for the next version of the rows inserted there: a clean operation's completion
 -- then stays on its page (its WAL record holds only the bytes that changed) and a renewal is HOT.
 ALTER TABLE {{schema}}.retrysafe_operations SET (fillfactor = 60);`,

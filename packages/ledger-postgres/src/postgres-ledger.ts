@@ -498,7 +498,8 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         for (const r of rows) count(r.state, Number(r.n));
         return { pruned, byState, dryRun: true };
       }
-      // created_at <= updated_at: each state's (state, created_at) range bounds the walk; keyset pages by (created_at, id).
+      // created_at <= updated_at: each state's (state, created_at) range bounds the walk; keyset pages by (created_at, id)
+      // (the planner bounds the created_at index, which holds no id since migration 5, by the row comparison's first column).
       for (const state of states) {
         for (let after: [number, string] = [-1, '']; ; ) {
           const { rows } = await query<OperationRow & { receipts?: string | null }>(
