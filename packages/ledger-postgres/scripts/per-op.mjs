@@ -39,6 +39,8 @@ let op;
 let close;
 if (mode === 'runner') {
   await migrate(admin, schema);
+  // --fillfactor=N: try another page fill on the operations table (an experiment; the migration sets its own).
+  if (opt('fillfactor')) await admin.query(`ALTER TABLE "${schema}".retrysafe_operations SET (fillfactor = ${Number(opt('fillfactor'))})`);
   const pool = new pg.Pool({ connectionString: url, max: 2, ...(asyncCommit ? { options: '-c synchronous_commit=off' } : {}) });
   pool.on('connect', (client) => {
     const q = client.query.bind(client);
@@ -103,11 +105,12 @@ const s1 = serverTicks();
 counting = false;
 const lsn1 = (await admin.query('SELECT pg_current_wal_lsn() AS l')).rows[0].l;
 const wal = Number((await admin.query('SELECT pg_wal_lsn_diff($1, $2) AS d', [lsn1, lsn0])).rows[0].d);
+const size = Number((await admin.query(`SELECT coalesce(sum(pg_total_relation_size(format('%I.%I', schemaname, tablename))), 0)::bigint AS n FROM pg_tables WHERE schemaname = $1`, [schema])).rows[0].n);
 const perOp = [...counts].map(([k, v]) => `${k.replace(`rs:${schema}:`, '')}=${(v / n).toFixed(2)}`).join(' ');
 const trips = [...counts.values()].reduce((a, b) => a + b, 0) / n;
 console.log(
   `${mode}: ${n} ops, ${(Number(t1 - t0) / 1e6 / n).toFixed(3)} ms/op, Node CPU ${((c1.user + c1.system) / n).toFixed(0)} µs/op, ` +
-    `server CPU ${(((s1 - s0) * 10_000) / n).toFixed(0)} µs/op, WAL ${(wal / n).toFixed(0)} bytes/op` +
+    `server CPU ${(((s1 - s0) * 10_000) / n).toFixed(0)} µs/op, WAL ${(wal / n).toFixed(0)} bytes/op, tables+indexes ${(size / (n + 200)).toFixed(0)} bytes/op` +
     (mode === 'runner' ? `, round trips/op ${trips.toFixed(2)} (${perOp})` : ''),
 );
 await close();
