@@ -29,7 +29,7 @@ import {
 } from '@retrysafe/contract';
 import pg from 'pg';
 import { migrate, quoteSchema, type MigrateReport } from './migrations.js';
-import { appendReceiptSql, claimedRecord, jsonParam, RECORD_COLUMNS, toReceipts, toRecord, type OperationRow } from './rows.js';
+import { appendReceiptSql, jsonParam, RECORD_COLUMNS, toReceipts, toRecord, type OperationRow } from './rows.js';
 
 export interface PostgresLedgerOptions {
   /** e.g. `postgres://user@127.0.0.1:5432/db`. Either this or `pool`. */
@@ -287,9 +287,13 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         [input.businessOperationId, input.provider, input.operation, input.intentFingerprint, input.paramsFingerprint,
           params, input.providerKey, input.owner, input.leaseMs, input.now, dispatch, dbClock],
       );
-      // The new row holds exactly what this call sent: the record is built here, not read back; only the
-      // lease's end (the ledger's clock) comes from the database. The same record toRecord reads from it.
-      if (inserted.rows.length === 1) return { kind: 'claimed', record: claimedRecord(input, params, dispatch, Number(inserted.rows[0]!.lease_expires_at)), takenOver: false };
+      // The new row holds exactly what this call sent, so its record is not read back: it is the contract's
+      // new-operation record (the rule every ledger applies) for the params as the json column reads them
+      // back, and the lease's end the database wrote (its clock: leaseNow = that end - leaseMs).
+      if (inserted.rows.length === 1) {
+        const stored = { ...input, params: params === null ? null : JSON.parse(params), providerKey: input.providerKey ?? null };
+        return claimTransition(null, stored, Number(inserted.rows[0]!.lease_expires_at) - input.leaseMs).result;
+      }
 
       // It exists: decide under a row lock, so two workers never both take it over. The decision is the
       // contract's claimTransition (the rule every ledger applies); the lease is judged on the ledger's

@@ -1,4 +1,4 @@
-import { LedgerError, type BusinessOperationId, type ClaimInput, type HandoffPacket, type OperationRecord, type OperationState, type ProviderKey, type Receipt } from '@retrysafe/contract';
+import { LedgerError, type BusinessOperationId, type HandoffPacket, type OperationRecord, type OperationState, type ProviderKey, type Receipt } from '@retrysafe/contract';
 
 /**
  * The columns a record is read from: every column but `receipts` (migration 5), which only
@@ -84,38 +84,6 @@ export function toReceipts(text: string | null, id: string): Receipt[] {
   } catch (err) {
     throw new LedgerError(`the receipts of ${id} in PostgreSQL are not readable JSON: ${(err as Error).message}`, { cause: err });
   }
-}
-
-/**
- * The record of a row the claim just inserted, from what the claim sent (so nothing is read back but
- * the lease's end, which the database's clock may set): the same record toRecord reads from that row.
- * `params` is the JSON text sent, parsed as pg parses a json column.
- */
-export function claimedRecord(input: ClaimInput, params: string | null, dispatch: boolean, leaseExpiresAt: number): OperationRecord {
-  return {
-    businessOperationId: input.businessOperationId,
-    provider: input.provider,
-    operation: input.operation,
-    intentFingerprint: input.intentFingerprint,
-    paramsFingerprint: input.paramsFingerprint,
-    params: params === null ? null : JSON.parse(params),
-    providerKey: input.providerKey ?? null,
-    state: dispatch ? 'dispatched' : 'claimed',
-    fence: 1,
-    leaseOwner: input.owner,
-    leaseExpiresAt,
-    createdAt: input.now,
-    updatedAt: input.now,
-    firstDispatchedAt: dispatch ? input.now : null,
-    attemptCount: dispatch ? 1 : 0,
-    lastOutcome: null,
-    result: null,
-    providerRef: null,
-    statusRef: null,
-    handoff: null,
-    resolution: null,
-    receiptChain: { head: null, length: 0 },
-  };
 }
 
 /** JSON text for a json column; undefined stays SQL NULL. Arrays must not reach pg unstringified (it would send a PostgreSQL array). */

@@ -16,20 +16,23 @@ afterAll(async () => {
   for (const s of schemas) await dropSchema(s);
 });
 
-/** A schema at migration 4 holding the fixture's rows. */
-async function legacySchema(pool: pg.Pool, label: string): Promise<string> {
+/** Runs `fn` on a fresh schema at migration 4 holding the fixture's rows, with a pool of its own. */
+async function withLegacySchema(label: string, fn: (pool: pg.Pool, schema: string) => Promise<void>): Promise<void> {
   const schema = freshSchema(label);
   schemas.push(schema);
-  await migrate(pool, schema, MIGRATIONS.filter((m) => m.version <= 4));
-  await loadLegacyRows(pool, schema);
-  return schema;
+  const pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
+  try {
+    await migrate(pool, schema, MIGRATIONS.filter((m) => m.version <= 4));
+    await loadLegacyRows(pool, schema);
+    await fn(pool, schema);
+  } finally {
+    await pool.end();
+  }
 }
 
 describe('PostgreSQL migration 5: receipts in the operation row', () => {
-  it('a migration-4 schema written by the previous build upgrades and reads back exactly what that build read', async () => {
-    const pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
-    try {
-      const schema = await legacySchema(pool, 'mig5_read');
+  it('a migration-4 schema written by the previous build upgrades and reads back exactly what that build read', () =>
+    withLegacySchema('mig5_read', async (pool, schema) => {
       expect((await migrate(pool, schema)).applied).toEqual([5]);
       const tables = await pool.query(`SELECT tablename FROM pg_tables WHERE schemaname = $1 ORDER BY tablename`, [schema]);
       expect(tables.rows.map((r) => r.tablename)).toEqual(['retrysafe_operations', 'retrysafe_schema_migrations']);
@@ -44,15 +47,10 @@ describe('PostgreSQL migration 5: receipts in the operation row', () => {
       expect((await ledger.list({ states: ['handed-off'] })).map((r) => r.businessOperationId)).toEqual(['legacy-two']);
       expect((await migrate(pool, schema)).applied).toEqual([]);
       await ledger.close();
-    } finally {
-      await pool.end();
-    }
-  });
+    }));
 
-  it('the migrated schema keeps working: the runner runs on it, receipts append to old rows, a handoff resolves, prune exports and deletes', async () => {
-    const pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
-    try {
-      const schema = await legacySchema(pool, 'mig5_work');
+  it('the migrated schema keeps working: the runner runs on it, receipts append to old rows, a handoff resolves, prune exports and deletes', () =>
+    withLegacySchema('mig5_work', async (pool, schema) => {
       const ledger = createPostgresLedger({ pool, schema });
       const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
       const run = await createRunner({ ledger }).run(createSandboxAdapter({ provider }), 'records.create', { params: { ref: 'after-migration-5', amount: 1 } });
@@ -81,22 +79,14 @@ describe('PostgreSQL migration 5: receipts in the operation row', () => {
       expect(new Map(exported).get(run.businessOperationId)).toEqual(runReceipts);
       expect((await ledger.list()).map((r) => r.businessOperationId)).toEqual(['legacy-open']);
       await ledger.close();
-    } finally {
-      await pool.end();
-    }
-  });
+    }));
 
-  it('a chain cut before the migration is still reported as cut after it (the anchor is not recomputed)', async () => {
-    const pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
-    try {
-      const schema = await legacySchema(pool, 'mig5_cut');
+  it('a chain cut before the migration is still reported as cut after it (the anchor is not recomputed)', () =>
+    withLegacySchema('mig5_cut', async (pool, schema) => {
       await pool.query(`DELETE FROM "${schema}".retrysafe_receipts WHERE business_operation_id = 'legacy-two' AND seq = 2`);
       await migrate(pool, schema);
       const ledger = createPostgresLedger({ pool, schema });
       expect(await verifyOperation(ledger, id('legacy-two'))).toMatchObject({ ok: false, reason: expect.stringMatching(/anchors 2 receipt/) });
       await ledger.close();
-    } finally {
-      await pool.end();
-    }
-  });
+    }));
 });
