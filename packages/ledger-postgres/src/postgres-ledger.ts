@@ -29,7 +29,7 @@ import {
 } from '@retrysafe/contract';
 import pg from 'pg';
 import { migrate, quoteSchema, type MigrateReport } from './migrations.js';
-import { jsonParam, toRecord, toReceipt, type OperationRow } from './rows.js';
+import { appendReceiptSql, jsonParam, RECORD_COLUMNS, toReceipts, toRecord, type OperationRow } from './rows.js';
 
 export interface PostgresLedgerOptions {
   /** e.g. `postgres://user@127.0.0.1:5432/db`. Either this or `pool`. */
@@ -90,7 +90,6 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   const schemaName = options.schema ?? 'public';
   const s = quoteSchema(schemaName);
   const ops = `${s}.retrysafe_operations`;
-  const rcp = `${s}.retrysafe_receipts`;
   const ownsPool = !options.pool;
   const pool =
     options.pool ??
@@ -165,7 +164,8 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     }
   }
 
-  const RETURNING = 'RETURNING *';
+  /** A write returns the record's columns, never the receipts (the caller has the one it wrote). */
+  const RETURNING = `RETURNING ${RECORD_COLUMNS}`;
 
   /**
    * 0 rows from a fenced write: say why. A missing operation is a LedgerError, a stale token a
@@ -173,15 +173,14 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
    * InvalidStateError; `'no-op'` means the guard asked for a silent no-op.
    */
   async function refused(ref: Fenced, what: string, blocked?: Blocked, receipt?: Receipt): Promise<OperationRecord | null> {
-    const { rows } = await query<OperationRow>(what, 'get', `SELECT * FROM ${ops} WHERE business_operation_id = $1`, [ref.businessOperationId]);
+    const { rows } = await query<OperationRow>(what, 'get', `SELECT ${RECORD_COLUMNS} FROM ${ops} WHERE business_operation_id = $1`, [ref.businessOperationId]);
     if (rows.length === 0) throw new LedgerError(`no operation ${ref.businessOperationId} in the ledger`);
     const current = toRecord(rows[0]!);
     if (current.fence !== ref.fence) throw new LeaseLostError(ref.businessOperationId, ref.fence);
     const why = blocked?.(current) ?? null;
     if (why === 'no-op') return null;
     if (why === null && receipt !== undefined) {
-      const last = await query<{ seq: number | null }>(what, 'receipt-last', `SELECT max(seq) AS seq FROM ${rcp} WHERE business_operation_id = $1`, [ref.businessOperationId]);
-      const expected = (last.rows[0]?.seq ?? 0) + 1;
+      const expected = (rows[0]!.receipt_count ?? 0) + 1;
       if (receipt.seq !== expected) throw new LedgerError(`${what}: receipt seq ${receipt.seq} for ${ref.businessOperationId} is not the next one (expected ${expected}); nothing written`);
     }
     // null: the row now passes the guard, so it changed between the write and this read.
@@ -215,16 +214,14 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       return record ? toRecord(rows[0]!) : null;
     }
     checkReceiptShape(ref, receipt, what);
-    // The state and its receipt in ONE statement (one transaction, one round trip): the UPDATE applies
-    // only when the receipt is the next seq, and the receipt is inserted only from the updated row. A
-    // duplicate seq from a concurrent insert fails the whole statement on the primary key: neither lands.
+    // The state and its receipt in ONE statement on ONE row (migration 5: the receipts live in the
+    // operation's row): it applies only when the receipt is the next seq of the row's chain anchor.
+    // Under the row lock a concurrent writer of the same seq re-checks against the new count: one lands.
     const { rows } = await query<OperationRow>(
       what,
       `${name}+receipt`,
-      `WITH last AS (SELECT coalesce(max(seq), 0) AS seq FROM ${rcp} WHERE business_operation_id = $${n + 1}),
-            upd AS (UPDATE ${ops} SET ${set}, receipt_head = $${n + 5}, receipt_count = $${n + 3} WHERE ${where} AND $${n + 3}::integer = (SELECT seq FROM last) + 1 ${RETURNING}),
-            ins AS (INSERT INTO ${rcp} (business_operation_id, seq, receipt) SELECT business_operation_id, $${n + 3}, $${n + 4}::json FROM upd RETURNING seq)
-       SELECT upd.* FROM upd`,
+      `UPDATE ${ops} SET ${set}, ${appendReceiptSql(`$${n + 4}`)}, receipt_head = $${n + 5}, receipt_count = $${n + 3}
+       WHERE ${where} AND receipt_count + 1 = $${n + 3}::integer ${RETURNING}`,
       [...values, ref.businessOperationId, ref.fence, receipt.seq, jsonParam(receipt), receipt.hash],
     );
     if (rows.length === 0) return refused(ref, what, guard?.blocked, receipt);
@@ -275,7 +272,9 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       // Fast path: a new operation is one INSERT, atomic under the primary key; with `dispatch` it is
       // born `dispatched` (the runner calls the provider next), so the clean path needs no second write.
       // A worker whose clock is too far from the database's writes nothing (checkSkew); the lease ends at the ledger's clock + leaseMs.
-      const inserted = await query<OperationRow>(
+      const dispatch = input.dispatch === true;
+      const params = jsonParam(input.params);
+      const inserted = await query<{ lease_expires_at: string }>(
         'claim',
         'claim-insert',
         `WITH clk AS (SELECT ${CLOCK('$12', '$10')} AS db)
@@ -284,11 +283,17 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
          SELECT $1, $2, $3, $4, $5, $6::json, $7, CASE WHEN $11::boolean THEN 'dispatched' ELSE 'claimed' END, 1, $8, clk.db + $9::bigint, $10, $10,
            CASE WHEN $11::boolean THEN 1 ELSE 0 END, CASE WHEN $11::boolean THEN $10::bigint END
          FROM clk
-         ON CONFLICT (business_operation_id) DO NOTHING ${RETURNING}`,
+         ON CONFLICT (business_operation_id) DO NOTHING RETURNING lease_expires_at`,
         [input.businessOperationId, input.provider, input.operation, input.intentFingerprint, input.paramsFingerprint,
-          jsonParam(input.params), input.providerKey, input.owner, input.leaseMs, input.now, input.dispatch === true, dbClock],
+          params, input.providerKey, input.owner, input.leaseMs, input.now, dispatch, dbClock],
       );
-      if (inserted.rows.length === 1) return { kind: 'claimed', record: toRecord(inserted.rows[0]!), takenOver: false };
+      // The new row holds exactly what this call sent, so its record is not read back: it is the contract's
+      // new-operation record (the rule every ledger applies) for the params as the json column reads them
+      // back, and the lease's end the database wrote (its clock: leaseNow = that end - leaseMs).
+      if (inserted.rows.length === 1) {
+        const stored = { ...input, params: params === null ? null : JSON.parse(params), providerKey: input.providerKey ?? null };
+        return claimTransition(null, stored, Number(inserted.rows[0]!.lease_expires_at) - input.leaseMs).result;
+      }
 
       // It exists: decide under a row lock, so two workers never both take it over. The decision is the
       // contract's claimTransition (the rule every ledger applies); the lease is judged on the ledger's
@@ -297,7 +302,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         const { rows } = await query<OperationRow & { lease_now: string }>(
           'claim',
           'claim-lock-clock',
-          `SELECT *, ${CLOCK('$2', '$3')} AS lease_now FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE`,
+          `SELECT ${RECORD_COLUMNS}, ${CLOCK('$2', '$3')} AS lease_now FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE`,
           [input.businessOperationId, dbClock, input.now],
           client,
         );
@@ -385,20 +390,17 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       const { rows } = await query<{ seq: number }>(
         'appendReceipt',
         'receipt',
-        // The UPDATE moves the row's chain anchor (issue 18) and takes the row lock that FOR UPDATE took.
-        `WITH last AS (SELECT coalesce(max(seq), 0) AS seq FROM ${rcp} WHERE business_operation_id = $1),
-              op AS (UPDATE ${ops} SET receipt_head = $5, receipt_count = $3
-                     WHERE business_operation_id = $1 AND fence = $2 AND $3::integer = (SELECT seq FROM last) + 1 RETURNING business_operation_id)
-         INSERT INTO ${rcp} (business_operation_id, seq, receipt)
-         SELECT $1, $3, $4::json FROM op
-         RETURNING seq`,
+        // One UPDATE of the operation's row: the receipt, the chain anchor (issue 18) and the seq check.
+        `UPDATE ${ops} SET ${appendReceiptSql('$4')}, receipt_head = $5, receipt_count = $3
+         WHERE business_operation_id = $1 AND fence = $2 AND receipt_count + 1 = $3::integer
+         RETURNING receipt_count AS seq`,
         [ref.businessOperationId, ref.fence, receipt.seq, jsonParam(receipt), receipt.hash],
       );
       if (rows.length === 1) return;
       const check = await query<{ fence: string; seq: number | null }>(
         'appendReceipt',
         'receipt-check',
-        `SELECT o.fence, (SELECT max(seq) FROM ${rcp} r WHERE r.business_operation_id = o.business_operation_id) AS seq FROM ${ops} o WHERE o.business_operation_id = $1`,
+        `SELECT fence, receipt_count AS seq FROM ${ops} WHERE business_operation_id = $1`,
         [ref.businessOperationId],
       );
       const row = check.rows[0];
@@ -418,7 +420,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       }
       checkNumber(now, 'now', 'resolve');
       return withTransaction('resolve', async (client) => {
-        const { rows } = await query<OperationRow>('resolve', 'lock', `SELECT * FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE`, [id], client);
+        const { rows } = await query<OperationRow>('resolve', 'lock', `SELECT ${RECORD_COLUMNS} FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE`, [id], client);
         // The state becomes terminal, so a worker still holding an old token cannot overwrite the person's decision.
         const next = resolveTransition(rows[0] ? toRecord(rows[0]) : null, id, resolution, now);
         return writeLocked(client, 'resolve', rows[0]!, next);
@@ -426,7 +428,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     },
 
     async get(id) {
-      const { rows } = await query<OperationRow>('get', 'get', `SELECT * FROM ${ops} WHERE business_operation_id = $1`, [id]);
+      const { rows } = await query<OperationRow>('get', 'get', `SELECT ${RECORD_COLUMNS} FROM ${ops} WHERE business_operation_id = $1`, [id]);
       return rows[0] ? toRecord(rows[0]) : null;
     },
 
@@ -457,15 +459,15 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       const { rows } = await query<OperationRow>(
         'list',
         null,
-        `SELECT * FROM ${ops}${where.length ? ' WHERE ' + where.join(' AND ') : ''} ORDER BY ${filter.newestFirst ? 'created_at DESC, business_operation_id DESC' : 'created_at, business_operation_id'}${limit}`,
+        `SELECT ${RECORD_COLUMNS} FROM ${ops}${where.length ? ' WHERE ' + where.join(' AND ') : ''} ORDER BY ${filter.newestFirst ? 'created_at DESC, business_operation_id DESC' : 'created_at, business_operation_id'}${limit}`,
         values,
       );
       return rows.map(toRecord);
     },
 
     async receipts(id) {
-      const { rows } = await query<{ receipt: unknown }>('receipts', 'receipts', `SELECT receipt FROM ${rcp} WHERE business_operation_id = $1 ORDER BY seq`, [id]);
-      return rows.map(toReceipt);
+      const { rows } = await query<{ receipts: string | null }>('receipts', 'receipts', `SELECT receipts FROM ${ops} WHERE business_operation_id = $1`, [id]);
+      return rows[0] ? toReceipts(rows[0].receipts, id) : [];
     },
 
     async recoverCandidates(now, limit) {
@@ -474,8 +476,9 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       const { rows } = await query<OperationRow>(
         'recoverCandidates',
         'recover',
-        `SELECT * FROM ${ops}
-         WHERE state IN (${sqlList(RECOVERABLE_STATES)}) AND coalesce(lease_expires_at, 0) <= ${CLOCK('$3', '$1')}
+        // The partial index of open rows (migration 4) serves it: its predicate is repeated for the planner.
+        `SELECT ${RECORD_COLUMNS} FROM ${ops}
+         WHERE state IN (${sqlList(RECOVERABLE_STATES)}) AND ${OPEN_STATES_SQL} AND coalesce(lease_expires_at, 0) <= ${CLOCK('$3', '$1')}
          ORDER BY updated_at, business_operation_id LIMIT $2`,
         [now, limit ?? null, dbClock],
       );
@@ -499,13 +502,14 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         for (const r of rows) count(r.state, Number(r.n));
         return { pruned, byState, dryRun: true };
       }
-      // created_at <= updated_at: each state's (state, created_at) range bounds the walk; keyset pages by (created_at, id).
+      // created_at <= updated_at: each state's (state, created_at) range bounds the walk; keyset pages by (created_at, id)
+      // (the planner bounds the created_at index, which holds no id since migration 5, by the row comparison's first column).
       for (const state of states) {
         for (let after: [number, string] = [-1, '']; ; ) {
-          const { rows } = await query<OperationRow>(
+          const { rows } = await query<OperationRow & { receipts?: string | null }>(
             'prune',
-            'prune-page',
-            `SELECT * FROM ${ops} WHERE state = $1 AND created_at < $2 AND updated_at < $2 AND (created_at, business_operation_id) > ($3::bigint, $4::text)
+            options.onPrune ? 'prune-page-receipts' : 'prune-page',
+            `SELECT ${RECORD_COLUMNS}${options.onPrune ? ', receipts' : ''} FROM ${ops} WHERE state = $1 AND created_at < $2 AND updated_at < $2 AND (created_at, business_operation_id) > ($3::bigint, $4::text)
              ORDER BY created_at, business_operation_id LIMIT $5`,
             [state, options.before, after[0], after[1], batch],
           );
@@ -514,21 +518,13 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
           after = [Number(last.created_at), last.business_operation_id];
           const ids = rows.map((r) => r.business_operation_id);
           if (options.onPrune) {
-            const { rows: rs } = await query<{ business_operation_id: string; receipt: unknown }>(
-              'prune',
-              'prune-receipts',
-              `SELECT business_operation_id, receipt FROM ${rcp} WHERE business_operation_id = ANY($1::text[]) ORDER BY business_operation_id, seq`,
-              [ids],
-            );
-            for (const row of rows) await options.onPrune(toRecord(row), rs.filter((r) => r.business_operation_id === row.business_operation_id).map(toReceipt));
+            for (const row of rows) await options.onPrune(toRecord(row), toReceipts(row.receipts ?? null, row.business_operation_id));
           }
-          // One statement: the rows (still closed and old: a rejected one may have been superseded meanwhile) and their receipts.
+          // The rows that are still closed and old (a rejected one may have been superseded meanwhile), their receipts with them.
           const { rows: gone } = await query<{ state: string }>(
             'prune',
             'prune-delete',
-            `WITH del AS (DELETE FROM ${ops} WHERE business_operation_id = ANY($1::text[]) AND state = ANY($2::text[]) AND updated_at < $3 RETURNING business_operation_id, state),
-                  r AS (DELETE FROM ${rcp} WHERE business_operation_id IN (SELECT business_operation_id FROM del))
-             SELECT state FROM del`,
+            `DELETE FROM ${ops} WHERE business_operation_id = ANY($1::text[]) AND state = ANY($2::text[]) AND updated_at < $3 RETURNING state`,
             [ids, states, options.before],
           );
           for (const g of gone) count(g.state, 1);

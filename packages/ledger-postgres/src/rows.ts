@@ -1,4 +1,14 @@
-import type { BusinessOperationId, HandoffPacket, OperationRecord, OperationState, ProviderKey, Receipt } from '@retrysafe/contract';
+import { LedgerError, type BusinessOperationId, type HandoffPacket, type OperationRecord, type OperationState, type ProviderKey, type Receipt } from '@retrysafe/contract';
+
+/**
+ * The columns a record is read from: every column but `receipts` (migration 5), which only
+ * `receipts()` and an exporting prune read. Reads and write-backs name them instead of `*`.
+ */
+export const RECORD_COLUMNS = [
+  'business_operation_id', 'provider', 'operation', 'intent_fingerprint', 'params_fingerprint', 'params', 'provider_key', 'state',
+  'fence', 'lease_owner', 'lease_expires_at', 'created_at', 'updated_at', 'first_dispatched_at', 'attempt_count', 'last_outcome',
+  'result', 'provider_ref', 'status_ref', 'handoff', 'resolution', 'receipt_head', 'receipt_count',
+].join(', ');
 
 /** One row of `retrysafe_operations` as pg returns it (int8 comes back as a string, json already parsed). */
 export interface OperationRow {
@@ -58,8 +68,22 @@ export function toRecord(row: OperationRow): OperationRecord {
   };
 }
 
-export function toReceipt(row: { receipt: unknown }): Receipt {
-  return row.receipt as Receipt;
+/**
+ * SQL that appends one receipt (the JSON text in parameter `param`) to the row's `receipts`, a JSON
+ * array kept as text: `[r1,r2]` becomes `[r1,r2,r3]` without the server parsing either.
+ */
+export function appendReceiptSql(param: string): string {
+  return `receipts = coalesce(left(receipts, -1) || ',', '[') || ${param}::text || ']'`;
+}
+
+/** The receipts of a row, in seq order (NULL: none yet). */
+export function toReceipts(text: string | null, id: string): Receipt[] {
+  if (text === null) return [];
+  try {
+    return JSON.parse(text) as Receipt[];
+  } catch (err) {
+    throw new LedgerError(`the receipts of ${id} in PostgreSQL are not readable JSON: ${(err as Error).message}`, { cause: err });
+  }
 }
 
 /** JSON text for a json column; undefined stays SQL NULL. Arrays must not reach pg unstringified (it would send a PostgreSQL array). */

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createRunner, pruneLedger, verifyOperation } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { createPostgresLedger, migrate, MIGRATIONS } from '../src/index.js';
-import { databaseUrl, dropSchema, freshSchema } from './pg-test-db.js';
+import { databaseUrl, dropSchema, freshSchema, LEGACY_V4, loadLegacyRows } from './pg-test-db.js';
 
 const schemas: string[] = [];
 afterAll(async () => {
@@ -13,35 +13,34 @@ afterAll(async () => {
 });
 
 describe('PostgreSQL retention and index layout', () => {
-  it('a schema at migration 3 with operations and receipts upgrades to 4 and keeps working: runs, verifies, prunes', async () => {
+  it('a schema at migration 3 with operations and receipts upgrades to 4 (and 5) and keeps working: runs, verifies, prunes', async () => {
     const schema = freshSchema('upgrade4');
     schemas.push(schema);
     const pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
     try {
       await migrate(pool, schema, MIGRATIONS.filter((m) => m.version <= 3));
-      // Written on the migration-3 schema (today's writes use no index, so they are what the previous release wrote).
-      let ledger = createPostgresLedger({ pool, schema, migrate: false });
+      // The rows the previous release wrote (receipts in their own table; the tables are the same at 3 and 4).
+      await loadLegacyRows(pool, schema);
+      const old = LEGACY_V4.expected['legacy-ok']!;
+      expect((await migrate(pool, schema)).applied).toEqual([4, 5]);
+      const ledger = createPostgresLedger({ pool, schema });
+      const oldId = old.record.businessOperationId;
+      expect(JSON.stringify(await ledger.receipts(oldId))).toBe(JSON.stringify(old.receipts));
+      expect(await verifyOperation(ledger, oldId)).toEqual({ ok: true });
       const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
       const adapter = createSandboxAdapter({ provider });
-      const old = await createRunner({ ledger }).run(adapter, 'records.create', { params: { ref: 'before-4', amount: 1 } });
-      expect(old.status).toBe('done');
-      const receipts = await ledger.receipts(old.businessOperationId);
-      await ledger.close();
-      expect((await migrate(pool, schema)).applied).toEqual([4]);
-      ledger = createPostgresLedger({ pool, schema });
-      expect(JSON.stringify(await ledger.receipts(old.businessOperationId))).toBe(JSON.stringify(receipts));
-      expect(await verifyOperation(ledger, old.businessOperationId)).toEqual({ ok: true });
       const next = await createRunner({ ledger }).run(adapter, 'records.create', { params: { ref: 'after-4', amount: 1 } });
       expect(next.status).toBe('done');
       expect((await ledger.list({ newestFirst: true, limit: 1 }))[0]!.businessOperationId).toBe(next.businessOperationId);
-      // Both are younger than the sandbox card's key retention: refused without force; with it, both go.
+      // The new one is younger than the sandbox card's key retention: refused without force; with it, every closed one goes.
       const cards = Object.values(adapter.operations).map((o) => o.card);
       await expect(pruneLedger(ledger, { olderThan: 0, cards, now: Date.now() + 1000 })).rejects.toThrow(/key retention/);
       const report = await pruneLedger(ledger, { olderThan: 0, cards, force: true, now: Date.now() + 1000 });
-      expect(report).toMatchObject({ pruned: 2, byState: { succeeded: 2 }, floor: { forced: true } });
-      expect(await ledger.get(old.businessOperationId)).toBeNull();
-      const { rows } = await pool.query(`SELECT count(*)::int AS n FROM "${schema}".retrysafe_receipts`);
-      expect(rows[0].n).toBe(0);
+      expect(report).toMatchObject({ pruned: 3, byState: { succeeded: 2, rejected: 1 }, floor: { forced: true } });
+      expect(await ledger.get(oldId)).toBeNull();
+      // Their receipts went with their rows; the handed-off and the open operation stay.
+      const { rows } = await pool.query(`SELECT business_operation_id AS id FROM "${schema}".retrysafe_operations ORDER BY id`);
+      expect(rows.map((r) => r.id)).toEqual(['legacy-open', 'legacy-two']);
       await ledger.close();
     } finally {
       await pool.end();
@@ -67,6 +66,9 @@ describe('PostgreSQL retention and index layout', () => {
       noSeq(await plan(`SELECT * FROM ${t} WHERE business_operation_id = 'op-7'`));
       noSeq(await plan(`SELECT * FROM ${t} WHERE state IN ('claimed', 'dispatched', 'unknown', 'in-progress', 'reconciling') ORDER BY updated_at, business_operation_id LIMIT 10`));
       noSeq(await plan(`SELECT * FROM ${t} WHERE state = 'succeeded' AND created_at < 100 AND updated_at < 100 AND (created_at, business_operation_id) > (-1, '') ORDER BY created_at, business_operation_id LIMIT 500`));
+      // A later page starts where the last one ended: created_at bounds the index scan (migration 5's created_at index holds no id).
+      expect(await plan(`SELECT * FROM ${t} WHERE state = 'succeeded' AND created_at < 15000 AND updated_at < 15000 AND (created_at, business_operation_id) > (10000, 'op-10000') ORDER BY created_at, business_operation_id LIMIT 500`))
+        .toMatch(/Index Cond: .*created_at >= 10000/);
     } finally {
       await client.end();
     }
