@@ -12,6 +12,9 @@ import { resolveDriver } from '../src/ledger/sqlite-driver.js';
 
 const FIXTURE = new URL('./fixtures/legacy/ledger-layout2.db', import.meta.url);
 const EXPECTED = JSON.parse(readFileSync(new URL('./fixtures/legacy/ledger-layout2.json', import.meta.url), 'utf8')) as Record<string, { record: OperationRecord; receipts: Receipt[] }>;
+// Layout 3 with bodies in formats 0 and 1, as the build before body format 2 wrote it (b897e44).
+const FIXTURE_3 = new URL('./fixtures/legacy/ledger-layout3.db', import.meta.url);
+const EXPECTED_3 = JSON.parse(readFileSync(new URL('./fixtures/legacy/ledger-layout3.json', import.meta.url), 'utf8')) as Record<string, { record: OperationRecord; receipts: Receipt[] }>;
 const dir = mkdtempSync(join(tmpdir(), 'retrysafe-layout-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -38,12 +41,42 @@ const tables = (path: string) => {
   }
 };
 
-describe('SQLite ledger layout 3 and the migration from layout 2', () => {
-  it('a layout-2 file written by the previous build opens as layout 3 and reads back exactly what that build read', async () => {
+describe('SQLite ledger layout 4 and the migrations from layouts 2 and 3', () => {
+  it('a layout-3 file written by the build before body format 2 (formats 0/1) opens as layout 4 without a row rewritten, reads back what that build read, and its next write is format 2', async () => {
+    const path = join(dir, `legacy3-${n++}.db`);
+    copyFileSync(FIXTURE_3, path);
+    const bodies = () => {
+      const db = raw(path);
+      try {
+        return Object.fromEntries((db.prepare('SELECT id, hex(body) AS body FROM retrysafe_operations ORDER BY id').all() as Array<{ id: string; body: string }>).map((r) => [r.id, r.body]));
+      } finally {
+        db.close();
+      }
+    };
+    const before = bodies();
+    expect(tables(path)).toEqual({ version: 3, names: ['retrysafe_migrations', 'retrysafe_operations'] });
+    expect(new Set(Object.values(before).map((b) => b.slice(0, 2)))).toEqual(new Set(['00', '01']));
+    const ledger = createSqliteLedger({ path });
+    expect(tables(path).version).toBe(4);
+    expect(bodies()).toEqual(before);
+    for (const [id, want] of Object.entries(EXPECTED_3)) {
+      expect(await ledger.get(id as never)).toEqual(want.record);
+      expect(JSON.stringify(await ledger.receipts(id as never))).toBe(JSON.stringify(want.receipts));
+      if (want.receipts.length) expect(await verifyOperation(ledger, id as never)).toEqual({ ok: true });
+    }
+    const resolved = await ledger.resolve('legacy-two' as never, { action: 'abandon', by: 'test' }, Date.now());
+    expect(resolved.state).toBe('abandoned');
+    expect(bodies()['legacy-two']!.slice(0, 2)).toBe('02');
+    expect(JSON.stringify(await ledger.receipts('legacy-two' as never))).toBe(JSON.stringify(EXPECTED_3['legacy-two']!.receipts));
+    expect(await verifyOperation(ledger, 'legacy-two' as never)).toEqual({ ok: true });
+    await ledger.close();
+  });
+
+  it('a layout-2 file written by an older build opens as layout 4 and reads back exactly what that build read', async () => {
     const path = copyOfFixture();
     expect(tables(path)).toMatchObject({ version: 2, names: expect.arrayContaining(['retrysafe_receipts']) });
     const ledger = createSqliteLedger({ path });
-    expect(tables(path)).toEqual({ version: 3, names: ['retrysafe_migrations', 'retrysafe_operations'] });
+    expect(tables(path)).toEqual({ version: 4, names: ['retrysafe_migrations', 'retrysafe_operations'] });
     for (const [id, want] of Object.entries(EXPECTED)) {
       expect(await ledger.get(id as never)).toEqual(want.record);
       // The receipts' JSON is kept as stored: the same bytes, so the same hashes.
@@ -70,7 +103,7 @@ describe('SQLite ledger layout 3 and the migration from layout 2', () => {
     ledger = createSqliteLedger({ path });
     expect((await ledger.get('legacy-two' as never))!.state).toBe('abandoned');
     expect(await verifyOperation(ledger, 'legacy-two' as never)).toEqual({ ok: true });
-    expect(tables(path).version).toBe(3);
+    expect(tables(path).version).toBe(4);
     await ledger.close();
   });
 
@@ -103,17 +136,17 @@ describe('SQLite ledger layout 3 and the migration from layout 2', () => {
     const path = copyOfFixture();
     createSqliteLedger({ path }).close();
     const db = raw(path);
-    db.exec('PRAGMA user_version = 4');
+    db.exec('PRAGMA user_version = 5');
     db.close();
     expect(() => createSqliteLedger({ path })).toThrow(LedgerError);
-    expect(() => createSqliteLedger({ path })).toThrow(/layout 4 is newer/);
-    expect(tables(path).version).toBe(4);
+    expect(() => createSqliteLedger({ path })).toThrow(/layout 5 is newer/);
+    expect(tables(path).version).toBe(5);
   });
 
-  it('a new file is layout 3 from the start; a clean operation costs well under the 2 kB of layout 2', async () => {
+  it('a new file is layout 4 from the start; a clean operation costs well under the 2 kB of layout 2', async () => {
     const path = join(dir, 'fresh.db');
     const ledger = createSqliteLedger({ path });
-    expect(tables(path)).toEqual({ version: 3, names: ['retrysafe_migrations', 'retrysafe_operations'] });
+    expect(tables(path)).toEqual({ version: 4, names: ['retrysafe_migrations', 'retrysafe_operations'] });
     const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
     const runner = createRunner({ ledger });
     const adapter = createSandboxAdapter({ provider });

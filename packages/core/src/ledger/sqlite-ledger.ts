@@ -64,7 +64,7 @@ export interface SqliteLedger extends Ledger {
 const SYNC_BUSY_MS = 20;
 
 /**
- * File layout 3 (see sqlite-layout.ts): one row per operation, receipts inside its body (format 2, sqlite-body2.ts).
+ * File layout 4 (see sqlite-layout.ts): one row per operation, receipts inside its body (format 2, sqlite-body2.ts).
  * The implicit rowid keeps rows in insertion order (pages fill densely); `id` has its own unique index.
  * The partial index holds only operations that are not closed (in flight, stuck or handed off): it
  * stays small however long the history grows, and serves recovery and the handoff queue. `created_at`
@@ -90,9 +90,13 @@ CREATE TABLE IF NOT EXISTS retrysafe_migrations (name TEXT PRIMARY KEY);
 
 /**
  * The file layouts: 0 = the first release, 2 = rows anchor their receipt chain (issue 18), both with
- * the record as JSON text and receipts in their own table; 3 = the compact layout above (issue 23).
+ * the record as JSON text and receipts in their own table; 3 = the compact layout above (issue 23),
+ * bodies in formats 0/1; 4 = the same table, new bodies in format 2 (sqlite-body2.ts). 3 → 4 touches
+ * no row (this version reads formats 0 and 1 too): the number only makes a build that knows layout 3
+ * refuse the file at open ("upgrade") instead of failing on each format-2 row it meets — a listing or
+ * recovery scan would fail whole on one such row.
  */
-const SQLITE_LAYOUT_VERSION = 3;
+const SQLITE_LAYOUT_VERSION = 4;
 /** Layout 0 → 2: rows written before anchoring get the anchor of the receipts they hold (once per file). */
 const ANCHOR_MIGRATION = `
 CREATE TABLE IF NOT EXISTS retrysafe_migrations (name TEXT PRIMARY KEY);
@@ -463,7 +467,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
 }
 
 /**
- * Brings the file to layout 3: creates it when new; converts a layout 0/2 file (record JSON text,
+ * Brings the file to layout 4: creates it when new; marks a layout 3 file 4 (no row changes); converts a layout 0/2 file (record JSON text,
  * receipts in their own table) in one transaction, keeping each record's and receipt's JSON text as
  * stored (format 2 reads back the same text; a row it would not is kept as text, format 1). Runs under BEGIN IMMEDIATE and re-checks inside, so concurrent openers convert once.
  * Refuses a file from a newer layout rather than guess at it.
@@ -483,6 +487,7 @@ function setUp(db: SqliteConnection, path: string): void {
       if (columns().includes('record')) convertLayout2(db);
       db.exec(SCHEMA_V3);
       db.exec(`INSERT OR IGNORE INTO retrysafe_migrations (name) VALUES ('compact-layout')`);
+      db.exec(`INSERT OR IGNORE INTO retrysafe_migrations (name) VALUES ('body-format-2')`);
       db.exec(`PRAGMA user_version = ${SQLITE_LAYOUT_VERSION}`);
     }
     db.exec('COMMIT');
