@@ -64,8 +64,6 @@ function copyPlain(v: unknown, seen: Set<object>): unknown {
   }
   if (proto !== Object.prototype && proto !== null) throw NOT_PLAIN;
   const o = v as Record<string, unknown>;
-  const record = recordCopy(o, seen);
-  if (record !== null) return record;
   const out: Record<string, unknown> = {};
   // for-in: the own enumerable string keys in order (what structuredClone copies; symbol keys are not
   // visited, and Object.prototype has no enumerable ones: checked in clone), its loads through the
@@ -76,50 +74,6 @@ function copyPlain(v: unknown, seen: Set<object>): unknown {
     out[k] = copyPlain(o[k], seen);
   }
   return out;
-}
-
-/** An operation record's own keys in the order every transition writes them (claimTransition's literal; the others spread it). */
-const RECORD_KEYS = [
-  'businessOperationId', 'provider', 'operation', 'intentFingerprint', 'paramsFingerprint', 'params', 'providerKey', 'state', 'fence', 'leaseOwner', 'leaseExpiresAt',
-  'updatedAt', 'createdAt', 'firstDispatchedAt', 'attemptCount', 'lastOutcome', 'result', 'providerRef', 'statusRef', 'handoff', 'resolution', 'receiptChain',
-] as const;
-
-/**
- * A record with exactly RECORD_KEYS, in that order, copied as one literal of the same keys in the same
- * order (what the key-by-key copy gives, without a map transition per key: the ledger copies records
- * twice per operation); null for any other object.
- */
-function recordCopy(o: Record<string, unknown>, seen: Set<object>): Record<string, unknown> | null {
-  let i = 0;
-  for (const k in o) {
-    if (k !== RECORD_KEYS[i]) return null;
-    i++;
-  }
-  if (i !== RECORD_KEYS.length) return null;
-  return {
-    businessOperationId: copyPlain(o.businessOperationId, seen),
-    provider: copyPlain(o.provider, seen),
-    operation: copyPlain(o.operation, seen),
-    intentFingerprint: copyPlain(o.intentFingerprint, seen),
-    paramsFingerprint: copyPlain(o.paramsFingerprint, seen),
-    params: copyPlain(o.params, seen),
-    providerKey: copyPlain(o.providerKey, seen),
-    state: copyPlain(o.state, seen),
-    fence: copyPlain(o.fence, seen),
-    leaseOwner: copyPlain(o.leaseOwner, seen),
-    leaseExpiresAt: copyPlain(o.leaseExpiresAt, seen),
-    updatedAt: copyPlain(o.updatedAt, seen),
-    createdAt: copyPlain(o.createdAt, seen),
-    firstDispatchedAt: copyPlain(o.firstDispatchedAt, seen),
-    attemptCount: copyPlain(o.attemptCount, seen),
-    lastOutcome: copyPlain(o.lastOutcome, seen),
-    result: copyPlain(o.result, seen),
-    providerRef: copyPlain(o.providerRef, seen),
-    statusRef: copyPlain(o.statusRef, seen),
-    handoff: copyPlain(o.handoff, seen),
-    resolution: copyPlain(o.resolution, seen),
-    receiptChain: copyPlain(o.receiptChain, seen),
-  };
 }
 
 /** Whether Object.prototype has gained an enumerable property (for-in would then see it). */
