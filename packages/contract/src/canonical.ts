@@ -1,10 +1,6 @@
-import * as nodeCrypto from 'node:crypto';
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { PLAIN_ASCII, keyText } from './canonical-keys.js';
 import { InvalidIntentError } from './errors/invalid-intent-error.js';
-
-/** crypto.hash where this Node has it (read from the namespace: absent before 20.12). */
-const oneShot = (nodeCrypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
 
 /**
  * Canonical JSON: object keys sorted by code unit, no whitespace, numbers in ECMAScript's shortest
@@ -161,11 +157,11 @@ function write(value: unknown, path: string, seen: Set<object>): string {
 }
 
 /**
- * SHA-256 of a UTF-8 string, lowercase hex. Through crypto.hash (Node >= 20.12, one call, no Hash
- * object: several per operation) where it exists; the same digest either way.
+ * SHA-256 of a UTF-8 string, lowercase hex, through crypto.hash (Node >= 20.12, below this package's
+ * engines: one call, no Hash object; several per operation).
  */
 export function sha256Hex(text: string): string {
-  return typeof oneShot === 'function' ? oneShot('sha256', text, 'hex') : createHash('sha256').update(text, 'utf8').digest('hex');
+  return hash('sha256', text, 'hex');
 }
 
 /** `sha256:` + hex digest of the canonical JSON of `value`: the fingerprint used for intents and requests. */

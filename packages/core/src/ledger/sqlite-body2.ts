@@ -440,24 +440,8 @@ function writeValue(v: Json): void {
   stack.pop();
 }
 
-/** CRC-32 (IEEE), computed with a table: for a runtime without zlib.crc32 (it came in Node 20.15 and 22.2). */
-let CRC_TABLE: Int32Array | undefined;
-export function tableCrc32(b: Uint8Array, end: number): number {
-  if (!CRC_TABLE) {
-    CRC_TABLE = new Int32Array(256);
-    for (let n = 0; n < 256; n++) {
-      let c = n;
-      for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-      CRC_TABLE[n] = c;
-    }
-  }
-  let c = -1;
-  for (let i = 0; i < end; i++) c = CRC_TABLE[(c ^ b[i]!) & 0xff]! ^ (c >>> 8);
-  return (c ^ -1) >>> 0;
-}
-const nativeCrc32 = (zlib as { crc32?: (data: Uint8Array) => number }).crc32;
-/** CRC-32 of b[0, end), as zlib computes it (one native call where the runtime has it). */
-const crc32 = nativeCrc32 ? (b: Uint8Array, end: number): number => nativeCrc32(b.subarray(0, end)) >>> 0 : tableCrc32;
+/** CRC-32 of b[0, end), as zlib computes it (zlib.crc32: Node >= 20.15, below this package's engines). */
+const crc32 = (b: Uint8Array, end: number): number => zlib.crc32(b.subarray(0, end)) >>> 0;
 
 /**
  * Encodes a body: the receipts already stored (`prior`: their bytes are copied, not re-encoded), then
