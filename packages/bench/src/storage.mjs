@@ -83,6 +83,19 @@ export async function postgresBytesPerOp(mode, ops, databaseUrl) {
   }
 }
 
+/**
+ * The id of filled row x. A runner id ends in 32 hex digits of the intent fingerprint (`noop.orders.create:<hex>`):
+ * a filled id keeps the template's prefix and gets 32 pseudo-random hex digits, so new operations' ids land
+ * between filled ones and every claim is a random insert into the `id` index, as in a real ledger (filled
+ * ids that all sorted before new ones made each insert an append). Other ids (the raw pattern's
+ * `<tag>-<i>`) get `fill-<hash>-<x>`. The same function of x in every table.
+ */
+const SQLITE_HASH = (k) => `printf('%08x', ((x + ${k}) * 2654435761) % 4294967296)`;
+const SQLITE_FILL_ID = (col) => `CASE WHEN lower(substr(${col}, -32)) GLOB '${'[0-9a-f]'.repeat(32)}'
+  THEN substr(${col}, 1, length(${col}) - 32) || ${[0, 1, 2, 3].map((k) => SQLITE_HASH(k * 7919)).join(' || ')}
+  ELSE printf('fill-%08x-%d', (x * 2654435761) % 4294967296, x) END`;
+const PG_FILL_ID = (col) => `CASE WHEN right(${col}, 32) ~ '^[0-9a-f]{32}$' THEN left(${col}, -32) || md5(x::text) ELSE 'fill-' || md5(x::text) END`;
+
 /** SQLite: clones one row of every table that has rows until each holds `rows` rows (one transaction). */
 export function prefillSqlite(path, driver, rows) {
   const db = openSqlite(path, driver);
@@ -94,14 +107,13 @@ export function prefillSqlite(path, driver, rows) {
       if (have === 0 || have >= rows) continue;
       const cols = db.prepare(`PRAGMA table_info("${t}")`).all();
       const pks = cols.filter((c) => c.pk > 0);
-      // The same pseudo-random id for row x in every table, so cloned receipts match cloned operations.
       const select = cols.map((c) => {
         if (c.pk > 0 && pks.length === 1 && /^INTEGER$/i.test(c.type)) return 'NULL';
-        if ((c.pk > 0 && /TEXT/i.test(c.type)) || (c.name === 'id' && pks.length === 0)) return `printf('fill-%08x-%d', (x * 2654435761) % 4294967296, x)`;
+        if ((c.pk > 0 && /TEXT/i.test(c.type)) || (c.name === 'id' && pks.length === 0)) return SQLITE_FILL_ID(`one."${c.name}"`);
         return `"${c.name}"`;
       });
       db.exec(`WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < ${rows - have})
-        INSERT INTO "${t}" (${cols.map((c) => `"${c.name}"`).join(', ')}) SELECT ${select.join(', ')} FROM n, (SELECT * FROM "${t}" LIMIT 1)`);
+        INSERT INTO "${t}" (${cols.map((c) => `"${c.name}"`).join(', ')}) SELECT ${select.join(', ')} FROM n, (SELECT * FROM "${t}" LIMIT 1) one`);
     }
     db.exec('COMMIT');
     db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
@@ -123,7 +135,7 @@ export async function prefillPostgres(databaseUrl, schema, rows) {
       const { rows: pk } = await c.query(`SELECT a.attname AS name FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) WHERE i.indrelid = $1::regclass AND i.indisprimary`, [q]);
       const keys = new Set(pk.map((k) => k.name));
       const idCol = [...keys].find((k) => k !== 'seq') ?? 'id';
-      const select = cols.map(({ name }) => (name === idCol ? `'fill-' || md5(x::text)` : `"${name}"`));
+      const select = cols.map(({ name }) => (name === idCol ? PG_FILL_ID(`one."${name}"`) : `"${name}"`));
       await c.query(`INSERT INTO ${q} (${cols.map((col) => `"${col.name}"`).join(', ')}) SELECT ${select.join(', ')} FROM generate_series(1, ${rows - have}) x, (SELECT * FROM ${q} LIMIT 1) one`);
     }
     await c.query('COMMIT');
