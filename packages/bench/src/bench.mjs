@@ -53,7 +53,10 @@ if (only.has('postgres') || only.has('dbos')) {
   }
 }
 
-/** Runs `workers` processes of one workload for `seconds`, started together; returns ops/s. */
+/**
+ * Runs `workers` processes of one workload for `seconds`, started together; returns ops/s, and per op
+ * over all workers: CPU µs (user + system) and read/write system calls (null off Linux).
+ */
 async function measure(cfgFor, workers) {
   const children = Array.from({ length: workers }, (_, w) => fork(here('./worker.mjs'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
   const next = (child) => new Promise((resolve, reject) => {
@@ -70,7 +73,9 @@ async function measure(cfgFor, workers) {
     const results = await Promise.all(done);
     const ops = results.reduce((n, r) => n + r.ops, 0);
     const window = (Math.max(...results.map((r) => r.endedAt)) - Math.min(...results.map((r) => r.startedAt))) / 1000;
-    return ops / window;
+    const sum = (f) => results.reduce((n, r) => n + f(r), 0);
+    const io = results.every((r) => r.io) ? { reads: sum((r) => r.io.reads) / ops, writes: sum((r) => r.io.writes) / ops } : null;
+    return { opsPerSec: ops / window, cpuUsPerOp: sum((r) => r.cpuUs) / ops, io };
   } finally {
     for (const c of children) if (c.exitCode === null) c.kill();
   }
@@ -90,6 +95,8 @@ async function seedAndPrefill(cfg, rows) {
 
 async function scenario(store, workers, driver = null, modes = MODES, rows = 0, rounds = reps) {
   const runs = Object.fromEntries(modes.map((m) => [m, []]));
+  const work = Object.fromEntries(modes.map((m) => [m, []]));
+  const take = (mode, r) => (runs[mode].push(r.opsPerSec), work[mode].push(r));
   for (let rep = 0; rep < rounds; rep++) {
     // Interleaved so drift (page cache, WAL size, thermal) hits every mode alike; fresh store each time.
     for (const mode of modes) {
@@ -99,7 +106,7 @@ async function scenario(store, workers, driver = null, modes = MODES, rows = 0, 
           const sqlitePath = join(dir, 'bench.db');
           prepareSqlite(sqlitePath, driver);
           await seedAndPrefill({ store, mode, sqlitePath, driver }, rows);
-          runs[mode].push(await measure((w) => ({ store, mode, sqlitePath, worker: w, driver }), workers));
+          take(mode, await measure((w) => ({ store, mode, sqlitePath, worker: w, driver }), workers));
         } finally {
           rmSync(dir, { recursive: true, force: true });
         }
@@ -108,7 +115,7 @@ async function scenario(store, workers, driver = null, modes = MODES, rows = 0, 
         await preparePostgres(databaseUrl, schema, mode);
         try {
           await seedAndPrefill({ store, mode, databaseUrl, schema }, rows);
-          runs[mode].push(await measure((w) => ({ store, mode, databaseUrl, schema, worker: w }), workers));
+          take(mode, await measure((w) => ({ store, mode, databaseUrl, schema, worker: w }), workers));
         } finally {
           await dropPostgres(databaseUrl, schema);
         }
@@ -116,8 +123,14 @@ async function scenario(store, workers, driver = null, modes = MODES, rows = 0, 
     }
   }
   const m = Object.fromEntries(modes.map((k) => [k, median(runs[k])]));
+  // Per-op work, medians over the rounds: CPU µs and system calls do not swing with the machine's load as ops/s does.
+  const perOp = Object.fromEntries(modes.map((k) => [k, {
+    cpuUs: median(work[k].map((r) => r.cpuUsPerOp)),
+    reads: work[k].every((r) => r.io) ? median(work[k].map((r) => r.io.reads)) : null,
+    writes: work[k].every((r) => r.io) ? median(work[k].map((r) => r.io.writes)) : null,
+  }]));
   return {
-    store: driver ? `${store} (${driver})` : store, driver, workers, rows, opsPerSec: m, runs,
+    store: driver ? `${store} (${driver})` : store, driver, workers, rows, opsPerSec: m, perOp, runs,
     ratio: { runnerToRaw: m.runner / m.raw, handToRaw: m.hand / m.raw, runnerToHand: m.runner / m.hand, powertoolsToRaw: m.powertools / m.raw, runnerToPowertools: m.runner / m.powertools },
   };
 }
@@ -184,10 +197,15 @@ if (only.has('scale')) {
   if (scaleStores.includes('sqlite')) for (const n of scaleRows) await step('sqlite', sqliteDriver, n);
   if (databaseUrl && scaleStores.includes('postgres')) for (const n of scaleRows) await step('postgres', null, n);
   printTable(['store', 'workers', 'stored', ...THROUGHPUT_HEAD], scale.map(throughputRow));
+  // The work per op, which ops/s mixes with the machine's load: CPU µs (user + system) and read/write system calls.
+  const per = (v, digits) => (v === null || v === undefined ? 'n/a' : v.toFixed(digits));
+  console.log('\nWork per op (this process: CPU µs user + system; read / write system calls from /proc/self/io)');
+  printTable(['store', 'stored', ...scaleModes.flatMap((m) => [`${m} CPU µs`, `${m} reads`, `${m} writes`])],
+    scale.map((r) => [r.store, fmt(r.rows), ...scaleModes.flatMap((m) => [per(r.perOp[m].cpuUs, 0), per(r.perOp[m].reads, 2), per(r.perOp[m].writes, 2)])]));
   for (const store of new Set(scale.map((r) => r.store))) {
     const mine = scale.filter((r) => r.store === store);
     const first = mine[0], last = mine.at(-1);
-    console.log(`${store}: runner cost per op at ${fmt(last.rows)} rows ÷ at ${fmt(first.rows)} rows = ${x(first.opsPerSec.runner / last.opsPerSec.runner)} (raw ${x(first.opsPerSec.raw / last.opsPerSec.raw)}, hand ${x(first.opsPerSec.hand / last.opsPerSec.hand)})`);
+    console.log(`${store}: runner cost per op at ${fmt(last.rows)} rows ÷ at ${fmt(first.rows)} rows = ${x(first.opsPerSec.runner / last.opsPerSec.runner)} (raw ${x(first.opsPerSec.raw / last.opsPerSec.raw)}, hand ${x(first.opsPerSec.hand / last.opsPerSec.hand)}); CPU per op ${x(last.perOp.runner.cpuUs / first.perOp.runner.cpuUs)}`);
   }
   console.log(`load average ${load()} at the end of the scale runs`);
 }
@@ -236,7 +254,7 @@ async function scenarioOnce(driver, mode) {
   try {
     const sqlitePath = join(dir, 'bench.db');
     prepareSqlite(sqlitePath, driver);
-    return await measure((w) => ({ store: 'sqlite', mode, sqlitePath, worker: w, driver }), 1);
+    return (await measure((w) => ({ store: 'sqlite', mode, sqlitePath, worker: w, driver }), 1)).opsPerSec;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

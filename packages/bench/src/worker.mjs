@@ -1,7 +1,20 @@
 // One benchmark worker process. Protocol (IPC): parent sends the config; the worker sets up, warms
 // up, answers { ready }; parent sends { go, until } (epoch ms); the worker runs ops until then and
-// answers { done, ops, startedAt, endedAt }.
+// answers { done, ops, startedAt, endedAt, cpuUs, io }: the CPU time this process used in the window
+// (user + system, µs) and its read/write system calls (Linux /proc/self/io, else null) — per-op work
+// that does not depend on how busy the machine is, unlike ops/s.
+import { readFileSync } from 'node:fs';
 import { setupWorkload } from './workloads.mjs';
+
+/** Read and write system calls so far (pread64/pwrite64/fsync's writes land here), or null off Linux. */
+function io() {
+  try {
+    const text = readFileSync('/proc/self/io', 'utf8');
+    return { reads: Number(/^syscr: (\d+)/m.exec(text)[1]), writes: Number(/^syscw: (\d+)/m.exec(text)[1]) };
+  } catch {
+    return null;
+  }
+}
 
 const WARMUP_OPS = 200;
 
@@ -12,6 +25,8 @@ process.once('message', async (cfg) => {
     for (; i < WARMUP_OPS; i++) await w.op(i);
     process.send({ ready: true });
     const go = await new Promise((resolve) => process.once('message', resolve));
+    const io0 = io();
+    const cpu0 = process.cpuUsage();
     const startedAt = performance.timeOrigin + performance.now();
     let ops = 0;
     while (performance.timeOrigin + performance.now() < go.until) {
@@ -19,8 +34,11 @@ process.once('message', async (cfg) => {
       ops++;
     }
     const endedAt = performance.timeOrigin + performance.now();
+    const cpu = process.cpuUsage(cpu0);
+    const io1 = io();
     await w.close();
-    process.send({ done: true, ops, startedAt, endedAt }, () => process.exit(0));
+    const ioDone = io0 && io1 ? { reads: io1.reads - io0.reads, writes: io1.writes - io0.writes } : null;
+    process.send({ done: true, ops, startedAt, endedAt, cpuUs: cpu.user + cpu.system, io: ioDone }, () => process.exit(0));
   } catch (err) {
     process.send({ error: String(err?.stack ?? err) }, () => process.exit(1));
   }
