@@ -201,7 +201,7 @@ export interface Ledger {
   readonly capabilities?: LedgerCapabilities;
   /** Creates the operation or takes the lease on it atomically; see ClaimResult. */
   claim(input: ClaimInput): Promise<ClaimResult>;
-  /** Extends the lease. */
+  /** Extends the lease; a no-op on a terminal operation; LeaseLostError once the lease was released (claim again). */
   renewLease(ref: Fenced, leaseMs: number, now: number): Promise<void>;
   /** Durably records `dispatched` (attemptCount+1, firstDispatchedAt set once) BEFORE the provider is called. */
   markDispatched(ref: Fenced, now: number): Promise<OperationRecord>;

@@ -149,6 +149,19 @@ export function ledgerSuite(options: LedgerSuiteOptions): void {
       expect((await ledger.get(id('renew')))!.leaseExpiresAt).toBe(T0 + 1900);
     });
 
+    it('refuses to renew a released lease (claim again), and renewing a terminal operation is a no-op', async () => {
+      const { ref } = await claimed(ledger, 'renew-released');
+      await ledger.release(ref);
+      const before = await ledger.get(id('renew-released'));
+      await expect(ledger.renewLease(ref, 1000, T0 + 900)).rejects.toSatisfy(LeaseLostError.isInstance);
+      expect(await ledger.get(id('renew-released'))).toEqual(before);
+      const done = await claimed(ledger, 'renew-done');
+      await ledger.setState(done.ref, { state: 'succeeded', now: T0 + 2 });
+      const after = await ledger.get(id('renew-done'));
+      await ledger.renewLease(done.ref, 1000, T0 + 900);
+      expect(await ledger.get(id('renew-done'))).toEqual(after);
+    });
+
     it('markDispatched counts attempts and sets firstDispatchedAt once', async () => {
       const { ref } = await claimed(ledger, 'dispatch');
       const a = await ledger.markDispatched(ref, T0 + 5);
