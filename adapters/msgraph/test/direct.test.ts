@@ -6,7 +6,7 @@ import { startFaultProxy } from '@retrysafe/testkit';
 import { createMsGraphAdapter, type MsGraphAdapter } from '../src/index.js';
 import { DEFAULT_EXTENDED_PROPERTY_ID } from '../src/msgraph-operations.js';
 import { startMsGraphSandbox, type MsGraphSandbox, type SandboxFault, type SandboxKind } from '../src/sandbox/index.js';
-import { TOKEN, closedPortUrl, eventParams, execCtx, lookupCtx, mailParams, taskParams } from './helpers.js';
+import { TOKEN, closedPortUrl, eventParams, execCtx, lookupCtx, mailParams, startGraphFaultProxy, taskParams } from './helpers.js';
 
 let sandbox: MsGraphSandbox;
 let adapter: MsGraphAdapter;
@@ -120,10 +120,17 @@ describe.each(OPS)('$op: every HTTP status row maps to one outcome, with status,
   });
 
   it('lost response (effect applied, socket reset) ⇒ unknown (connection-reset), one record', async () => {
-    sandbox.setFaults(kind as SandboxKind, ['drop-response']);
-    const out = await exec(op, params());
-    expect(out).toMatchObject({ kind: 'unknown', cause: 'connection-reset' });
-    expect(sandbox.count(kind)).toBe(1);
+    // A network fault: the fault proxy forwards the request, waits for Graph's answer, then resets the connection.
+    const proxy = await startGraphFaultProxy(sandbox.url, { [kind]: ['drop-response'] });
+    try {
+      const lost = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: `${proxy.url}/`, timeoutMs: 5_000 });
+      const out = await lost.doExecute(op, params(), execCtx('lost-1', lost.deriveProviderKey(op, execCtx('lost-1').businessOperationId)));
+      expect(out).toMatchObject({ kind: 'unknown', cause: 'connection-reset' });
+      expect(proxy.requests[0]).toMatchObject({ fault: 'drop-response', forwarded: true, upstreamStatus: op === 'mail.send' ? 202 : 201 });
+      expect(sandbox.count(kind)).toBe(1);
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('status line arrives, body cut off ⇒ unknown (truncated-response), one record', async () => {
@@ -141,11 +148,15 @@ describe.each(OPS)('$op: every HTTP status row maps to one outcome, with status,
   });
 
   it('answer held past the client timeout ⇒ unknown (timeout), one record', async () => {
-    sandbox.setFaults(kind as SandboxKind, [{ kind: 'delay', ms: 3_000 }]);
-    const fast = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: sandbox.url, timeoutMs: 150 });
-    const out = await fast.doExecute(op, params(), execCtx('slow-1', fast.deriveProviderKey(op, execCtx('slow-1').businessOperationId)));
-    expect(out).toMatchObject({ kind: 'unknown', cause: 'timeout' });
-    expect(sandbox.count(kind)).toBe(1);
+    const proxy = await startGraphFaultProxy(sandbox.url, { [kind]: [{ kind: 'delay', ms: 3_000 }] });
+    try {
+      const fast = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: `${proxy.url}/`, timeoutMs: 150 });
+      const out = await fast.doExecute(op, params(), execCtx('slow-1', fast.deriveProviderKey(op, execCtx('slow-1').businessOperationId)));
+      expect(out).toMatchObject({ kind: 'unknown', cause: 'timeout' });
+      expect(sandbox.count(kind)).toBe(1);
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('connection refused ⇒ not-applied (the request never left)', async () => {

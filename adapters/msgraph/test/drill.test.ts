@@ -6,19 +6,27 @@ import { createMemoryLedger, createRunner, createVirtualClock, type PolicyOverri
 import type { HandoffPacket } from '@retrysafe/contract';
 import { createMsGraphAdapter, type MsGraphAdapter } from '../src/index.js';
 import { startMsGraphSandbox, type MsGraphSandbox, type MsGraphSandboxOptions } from '../src/sandbox/index.js';
-import { TOKEN, eventParams, mailParams, taskParams } from './helpers.js';
+import type { FaultProxy } from '@retrysafe/testkit';
+import { TOKEN, eventParams, mailParams, startGraphFaultProxy, taskParams, type NetworkFaults } from './helpers.js';
 
 let clock: VirtualClock;
 let sandbox: MsGraphSandbox;
+let proxy: FaultProxy;
 let adapter: MsGraphAdapter;
 let packets: HandoffPacket[];
 const CLIENT_TIMEOUT_MS = 2_000;
 
-async function setup(options: MsGraphSandboxOptions = {}, policy: PolicyOverrides = {}) {
+/**
+ * The sandbox (provider behaviour: `faults` are answers Graph gives) behind the testkit's fault proxy
+ * (network faults per kind: a lost response, an answer held past the client's timeout).
+ */
+async function setup(options: MsGraphSandboxOptions & { network?: NetworkFaults } = {}, policy: PolicyOverrides = {}) {
+  const { network = {}, ...sandboxOptions } = options;
   clock = createVirtualClock();
-  sandbox = await startMsGraphSandbox({ accessToken: TOKEN, now: () => clock.now(), ...options });
+  sandbox = await startMsGraphSandbox({ accessToken: TOKEN, now: () => clock.now(), ...sandboxOptions });
+  proxy = await startGraphFaultProxy(sandbox.url, network);
   // generous client timeout: a loaded CI machine must not turn a lookup into "cannot tell"
-  adapter = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: sandbox.url, timeoutMs: CLIENT_TIMEOUT_MS });
+  adapter = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: `${proxy.url}/`, timeoutMs: CLIENT_TIMEOUT_MS });
   packets = [];
   return createRunner({
     ledger: createMemoryLedger(),
@@ -30,12 +38,13 @@ async function setup(options: MsGraphSandboxOptions = {}, policy: PolicyOverride
 }
 
 afterEach(async () => {
+  await proxy?.close();
   await sandbox?.close();
 });
 
 describe('mail.send: lost sendMail response', () => {
   it('lookup finds the mail in Sent Items ⇒ done, 0 resends, exactly one message', async () => {
-    const runner = await setup({ faults: { 'mail.send': ['drop-response'] } });
+    const runner = await setup({ network: { 'mail.send': ['drop-response'] } });
     const r = await runner.run(adapter, 'mail.send', { params: mailParams(1) });
     expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1, result: { state: 'in-sent-items' } });
     expect(sandbox.requestCount('mail.send')).toBe(1);
@@ -44,7 +53,7 @@ describe('mail.send: lost sendMail response', () => {
   });
 
   it('the mail becomes visible after a delay inside the lookup window ⇒ the runner polls and adopts it, 0 resends', async () => {
-    const runner = await setup({ sentItemsDelayMs: 20_000, faults: { 'mail.send': ['drop-response'] } });
+    const runner = await setup({ sentItemsDelayMs: 20_000, network: { 'mail.send': ['drop-response'] } });
     const r = await runner.run(adapter, 'mail.send', { params: mailParams(2) });
     expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1 });
     expect(sandbox.requestCount('mail.lookup')).toBeGreaterThan(1); // polled while "cannot tell"
@@ -53,7 +62,7 @@ describe('mail.send: lost sendMail response', () => {
   });
 
   it('the mail is not visible within the bounded window ⇒ handoff packet, no resend', async () => {
-    const runner = await setup({ sentItemsDelayMs: 3_600_000, faults: { 'mail.send': ['drop-response'] } }, { lookupWindowMs: 30_000 });
+    const runner = await setup({ sentItemsDelayMs: 3_600_000, network: { 'mail.send': ['drop-response'] } }, { lookupWindowMs: 30_000 });
     const r = await runner.run(adapter, 'mail.send', { params: mailParams(3) });
     expect(r.status).toBe('handed-off');
     expect(sandbox.requestCount('mail.send')).toBe(1); // 0 resends
@@ -72,7 +81,7 @@ describe('mail.send: lost sendMail response', () => {
   });
 
   it('the Sent Items search is throttled (429 + Retry-After) ⇒ the runner waits and searches again, then adopts; 0 resends', async () => {
-    const runner = await setup({ faults: { 'mail.send': ['drop-response'], 'mail.lookup': [{ kind: 'status', status: 429, retryAfterS: 5 }] } });
+    const runner = await setup({ network: { 'mail.send': ['drop-response'] }, faults: { 'mail.lookup': [{ kind: 'status', status: 429, retryAfterS: 5 }] } });
     const r = await runner.run(adapter, 'mail.send', { params: mailParams(11) });
     expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1 });
     expect(sandbox.requestCount('mail.lookup')).toBe(2);
@@ -81,7 +90,7 @@ describe('mail.send: lost sendMail response', () => {
   });
 
   it('the answer is held past the client timeout ⇒ unknown ⇒ found by lookup, 0 resends', async () => {
-    const runner = await setup({ faults: { 'mail.send': [{ kind: 'delay', ms: CLIENT_TIMEOUT_MS * 3 }] } });
+    const runner = await setup({ network: { 'mail.send': [{ kind: 'delay', ms: CLIENT_TIMEOUT_MS * 3 }] } });
     const r = await runner.run(adapter, 'mail.send', { params: mailParams(4) });
     expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1 });
     expect(sandbox.requestCount('mail.send')).toBe(1);
@@ -135,7 +144,7 @@ describe('mail.send: definite answers', () => {
   });
 
   it('receipts carry no recipient, subject or body', async () => {
-    const runner = await setup({ faults: { 'mail.send': ['drop-response'] } });
+    const runner = await setup({ network: { 'mail.send': ['drop-response'] } });
     const r = await runner.run(adapter, 'mail.send', { params: mailParams(10) });
     if (r.status !== 'done') throw new Error(`expected done, got ${r.status}`);
     const text = JSON.stringify(r.receipts);
@@ -146,7 +155,7 @@ describe('mail.send: definite answers', () => {
 
 describe('events.create and todo.tasks.create: lost responses', () => {
   it('events: lost 201 ⇒ lookup finds the event ⇒ exactly one event, no resend relying on transactionId', async () => {
-    const runner = await setup({ faults: { 'events.create': ['drop-response'] }, duplicateTransactionId: 'create-new' });
+    const runner = await setup({ network: { 'events.create': ['drop-response'] }, duplicateTransactionId: 'create-new' });
     const r = await runner.run(adapter, 'events.create', { params: eventParams(1) });
     expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1 });
     expect(sandbox.requestCount('events.create')).toBe(1);
@@ -162,7 +171,7 @@ describe('events.create and todo.tasks.create: lost responses', () => {
   });
 
   it('tasks: lost 201 ⇒ lookup on the linkedResource finds it ⇒ exactly one task', async () => {
-    const runner = await setup({ faults: { 'todo.tasks.create': ['drop-response'] } });
+    const runner = await setup({ network: { 'todo.tasks.create': ['drop-response'] } });
     const r = await runner.run(adapter, 'todo.tasks.create', { params: taskParams(1) });
     expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1 });
     expect(sandbox.count('todo.tasks.create')).toBe(1);
@@ -170,7 +179,7 @@ describe('events.create and todo.tasks.create: lost responses', () => {
   });
 
   it('tasks: the tenant refuses the lookup filter (400) ⇒ cannot tell ⇒ handoff, never a resend', async () => {
-    const runner = await setup({ faults: { 'todo.tasks.create': ['drop-response'], 'todo.tasks.lookup': () => ({ kind: 'status', status: 400, code: 'invalidRequest' }) } }, { lookupWindowMs: 10_000 });
+    const runner = await setup({ network: { 'todo.tasks.create': ['drop-response'] }, faults: { 'todo.tasks.lookup': () => ({ kind: 'status', status: 400, code: 'invalidRequest' }) } }, { lookupWindowMs: 10_000 });
     const r = await runner.run(adapter, 'todo.tasks.create', { params: taskParams(2) });
     expect(r.status).toBe('handed-off');
     expect(sandbox.requestCount('todo.tasks.create')).toBe(1);

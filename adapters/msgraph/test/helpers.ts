@@ -8,6 +8,8 @@ import {
   type LookupContext,
   type ProviderKey,
 } from '@retrysafe/contract';
+import { startFaultProxy, type Fault, type FaultProxy } from '@retrysafe/testkit';
+import { graphRequestKind, type SandboxKind } from '../src/sandbox/index.js';
 
 export const TOKEN = 'test-token-not-a-secret';
 
@@ -68,4 +70,26 @@ export async function closedPortUrl(): Promise<string> {
   const { port } = srv.address() as AddressInfo;
   await new Promise<void>((r) => srv.close(() => r()));
   return `http://127.0.0.1:${port}/`;
+}
+
+/** Network faults per sandbox kind, each an array (one per call of that kind) or a function of the call number. */
+export type NetworkFaults = Partial<Record<SandboxKind, readonly Fault[] | ((call: number) => Fault)>>;
+
+/**
+ * The testkit's fault proxy in front of `target` (a Graph sandbox), faulting requests by sandbox kind:
+ * the n-th call of a kind gets that kind's n-th fault (past the end: `'pass'`); other requests pass.
+ */
+export function startGraphFaultProxy(target: string, faults: NetworkFaults): Promise<FaultProxy> {
+  const calls = new Map<SandboxKind, number>();
+  return startFaultProxy({
+    target,
+    faults: (_n, request) => {
+      const kind = graphRequestKind(request.method, request.path);
+      const script = kind === null ? undefined : faults[kind];
+      if (kind === null || script === undefined) return 'pass';
+      const call = (calls.get(kind) ?? 0) + 1;
+      calls.set(kind, call);
+      return typeof script === 'function' ? script(call) : (script[call - 1] ?? 'pass');
+    },
+  });
 }

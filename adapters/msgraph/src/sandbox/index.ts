@@ -1,4 +1,5 @@
 export {
+  graphRequestKind,
   startMsGraphSandbox,
   type DuplicateTransactionBehaviour,
   type FaultScript,

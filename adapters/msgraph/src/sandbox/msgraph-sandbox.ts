@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import {
-  ANSWERED,
   createFaultScripts,
   createRequestLog,
   createSandboxClock,
@@ -16,9 +15,11 @@ import {
  * docs/evidence/msgraph.md documents: sendMail answers 202 with no body and no idempotency; the sent
  * message reaches Sent Items only after a (configurable) delay; Sent Items, events and To Do tasks
  * can be searched with the `$filter`s the adapter sends; events honour transactionId (a duplicate
- * POST does not create a second event); scripted throttling (429/503/504 with Retry-After), lost
- * responses and delays; every record and every request is counted. A response cut off mid-body is a
- * network fault: put the testkit's fault proxy (`truncate-response`) in front.
+ * POST does not create a second event); scripted throttling (429/503/504 with Retry-After) and
+ * answers Graph gives after applying the effect; every record and every request is counted. Network
+ * faults — a lost response, an answer held past the client's timeout, a response cut off mid-body —
+ * are the testkit's fault proxy's (`drop-response`, `delay`, `truncate-response`) in front of it:
+ * `graphRequestKind` tells a proxy script which of this sandbox's kinds a request is.
  */
 
 export type SandboxKind = 'mail.send' | 'events.create' | 'todo.tasks.create' | 'mail.lookup' | 'events.lookup' | 'todo.tasks.lookup';
@@ -26,12 +27,8 @@ export type SandboxKind = 'mail.send' | 'events.create' | 'todo.tasks.create' | 
 /** One scripted answer for one request. */
 export type SandboxFault =
   | 'pass'
-  /** Apply the effect, then reset the socket: the client never sees the answer. */
-  | 'drop-response'
   /** Answer with this status and a Graph error body. `commit: true` applies the effect first (Graph has delivered mail with a 503/504); default false (throttled before processing). */
   | { readonly kind: 'status'; readonly status: number; readonly retryAfterS?: number; readonly code?: string; readonly commit?: boolean }
-  /** Apply the effect, then hold the answer this long (past the client timeout). */
-  | { readonly kind: 'delay'; readonly ms: number }
   /** sendMail only: a normal 202 that also carries Retry-After (reported to have led clients into resending). */
   | { readonly kind: 'accepted-with-retry-after'; readonly retryAfterS: number };
 
@@ -146,6 +143,15 @@ const ROUTES: readonly { method: string; re: RegExp; kind: SandboxKind }[] = [
   { method: 'POST', re: new RegExp(`^/${V}/${MAILBOX}/todo/lists/([^/]+)/tasks$`, 'i'), kind: 'todo.tasks.create' },
   { method: 'GET', re: new RegExp(`^/${V}/${MAILBOX}/todo/lists/([^/]+)/tasks$`, 'i'), kind: 'todo.tasks.lookup' },
 ];
+
+/**
+ * The sandbox kind of a request (`path` with or without its query), or null for one the sandbox does
+ * not serve: a fault proxy's script uses it to fault one kind among several on one sandbox.
+ */
+export function graphRequestKind(method: string, path: string): SandboxKind | null {
+  const bare = path.split('?')[0]!;
+  return ROUTES.find((r) => r.method === method.toUpperCase() && r.re.test(bare))?.kind ?? null;
+}
 
 const EXT_FILTER = /^singleValueExtendedProperties\/Any\(\s*(\w+)\s*:\s*\1\/id eq '((?:[^']|'')*)' and \1\/value eq '((?:[^']|'')*)'\s*\)$/i;
 const LINK_FILTER = /^linkedResources\/any\(\s*(\w+)\s*:\s*\1\/externalId eq '((?:[^']|'')*)'\s*\)$/i;
@@ -350,7 +356,7 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
     port: options.port ?? 0,
     trailingSlash: true,
     keepAliveTimeoutMs: 5_000, // Node's default, which this sandbox always had (the kit defaults to 1 s)
-    handle: async ({ method, path, search, query, headers, rawBody, raw }) => {
+    handle: async ({ method, path, search, query, headers, rawBody }) => {
       const requestId = randomUUID();
       let matched: { kind: SandboxKind; m: RegExpExecArray } | null = null;
       for (const r of ROUTES) {
@@ -386,15 +392,6 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
           return answer(fault.status, errorBody(code, `Sandbox scripted HTTP ${fault.status}.`, requestId), extra);
         }
         const result = isCreate ? apply(route, body) : lookup(route, query);
-        if (fault === 'drop-response') {
-          logged.status = -1;
-          raw.req.socket.destroy();
-          return ANSWERED;
-        }
-        if (typeof fault === 'object' && fault.kind === 'delay') {
-          await new Promise((r) => setTimeout(r, fault.ms));
-          if (raw.res.destroyed || raw.req.socket.destroyed) return ANSWERED; // the client gave up: nothing answered
-        }
         const extra: Record<string, string> =
           typeof fault === 'object' && fault.kind === 'accepted-with-retry-after' ? { 'retry-after': String(fault.retryAfterS) } : {};
         return answer(result.status, result.body, extra);
