@@ -277,6 +277,10 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
   const insertRow = prep(
     `INSERT INTO retrysafe_operations (id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
+  // A claim tries the new row first: its unique index answers "new id?" in the INSERT (no SELECT before it).
+  const insertNew = prep(
+    `INSERT INTO retrysafe_operations (id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+  );
   const updateRow = prep(`UPDATE retrysafe_operations SET state = ?, fence = ?, lease_expires_at = ?, updated_at = ?, body = ? WHERE id = ?`);
   const lists = new Map<string, SqliteStatement>();
   const listed = (sql: string): SqliteStatement => {
@@ -362,6 +366,22 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
     capabilities: { claimDispatch: true, receiptWithState: true },
     async claim(input: ClaimInput): Promise<ClaimResult> {
       return tx('claim', () => {
+        // A new id (the common case): claimTransition's record for "no row", inserted unless the id has
+        // a row. Anything else (the id exists; the input or its params throw) takes the path that reads
+        // the row first, in this same transaction, so its answer or error is exactly that path's.
+        let fresh: ReturnType<typeof claimTransition> | undefined;
+        let body: Uint8Array | undefined;
+        try {
+          fresh = claimTransition(null, input);
+          body = bodyOf(fresh.write!, null, undefined);
+        } catch {
+          fresh = undefined;
+        }
+        if (fresh !== undefined) {
+          const r = fresh.write!;
+          const res = insertNew.run(r.businessOperationId, r.provider, r.operation, r.state, r.fence, r.leaseExpiresAt, r.createdAt, r.updatedAt, body) as { changes?: number | bigint };
+          if (Number(res.changes) === 1) return fresh.result;
+        }
         const stored = read(input.businessOperationId);
         const { result, write: w } = claimTransition(stored?.record ?? null, input);
         if (w) write(w, stored);
