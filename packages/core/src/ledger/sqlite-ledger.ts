@@ -71,7 +71,14 @@ const SYNC_BUSY_MS = 20;
  * stays small however long the history grows, and serves recovery and the handoff queue. `created_at`
  * orders listings and finds what retention may prune.
  */
-const OPEN_STATES_SQL = `state NOT IN ('succeeded', 'rejected', 'abandoned')`;
+const OPEN_STATES_SQL = `state <> 'succeeded' AND state <> 'rejected' AND state <> 'abandoned'`;
+/*
+ * Until 2026-12 the term was `state NOT IN ('succeeded', 'rejected', 'abandoned')`: the same rows, but
+ * SQLite evaluates an IN list of three, on every INSERT and UPDATE the index sees, through a temporary
+ * b-tree it opens and fills for the statement (3 per clean operation, ~10k instructions each); three
+ * comparisons cost a few. setUp replaces such an index once per file: a build that still has the old
+ * term reads and writes the file as before (only its open-state queries no longer find the index).
+ */
 const SCHEMA_V3 = `
 CREATE TABLE IF NOT EXISTS retrysafe_operations (
   id TEXT NOT NULL UNIQUE,
@@ -652,7 +659,10 @@ function setUp(db: SqliteConnection, path: string): void {
   const columns = () => (db.prepare(`PRAGMA table_info(retrysafe_operations)`).all() as Array<{ name: string }>).map((c) => c.name);
   const v = version();
   if (v > SQLITE_LAYOUT_VERSION) throw new LedgerError(`cannot open SQLite ledger at ${path}: its layout ${v} is newer than this @retrysafe/core knows (${SQLITE_LAYOUT_VERSION}): upgrade`);
-  if (v === SQLITE_LAYOUT_VERSION && columns().includes('body')) return;
+  // The open-rows index as this release writes it (the index of an earlier release has the IN-list term).
+  const openIndexCurrent = () =>
+    ((db.prepare(`SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'retrysafe_operations_open'`).get() as { sql?: string } | undefined)?.sql ?? '').includes(OPEN_STATES_SQL);
+  if (v === SQLITE_LAYOUT_VERSION && columns().includes('body') && openIndexCurrent()) return;
   const old = columns().includes('record');
   // Layout 0 → 2 first (its own transaction, recorded): anchors rows written before receipt chains were anchored.
   if (old && v < 2) db.exec(ANCHOR_MIGRATION);
@@ -664,6 +674,10 @@ function setUp(db: SqliteConnection, path: string): void {
       db.exec(`INSERT OR IGNORE INTO retrysafe_migrations (name) VALUES ('compact-layout')`);
       db.exec(`INSERT OR IGNORE INTO retrysafe_migrations (name) VALUES ('body-format-2')`);
       db.exec(`PRAGMA user_version = ${SQLITE_LAYOUT_VERSION}`);
+    }
+    if (!openIndexCurrent()) {
+      db.exec('DROP INDEX IF EXISTS retrysafe_operations_open');
+      db.exec(SCHEMA_V3);
     }
     db.exec('COMMIT');
   } catch (err) {
