@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { editStored } from './sqlite-tamper.js';
 import { decodeBody, encodeBody } from '../src/ledger/sqlite-layout.js';
 import { asBusinessOperationId, LedgerError, LeaseLostError, RetrysafeError, type ClaimInput, type Ledger, type ProviderKey } from '@retrysafe/contract';
-import { createRunner, createSqliteLedger, RunnerConfigurationError, sqliteDrivers, type SqliteDriverName } from '@retrysafe/core';
+import { createRunner, createSqliteLedger, RunnerConfigurationError, sqliteDrivers, type SqliteDriverName, type SqliteLedger } from '@retrysafe/core';
 import { ledgerSuite } from '@retrysafe/core/ledger-suite';
 
 const dir = mkdtempSync(join(tmpdir(), 'retrysafe-sqlite-'));
@@ -282,11 +282,21 @@ for (const d of drivers) {
       }
     });
 
-    it('a row taken over through another connection since this one wrote it: the old fence is refused, exactly as before', async () => {
-      const path = file('known-takeover');
+    /** Two ledgers (two connections) on one new file, closed after `body`. */
+    const twoLedgers = async (name: string, body: (a: SqliteLedger, b: SqliteLedger, path: string) => Promise<void>) => {
+      const path = file(name);
       const a = createSqliteLedger({ path, driver });
       const b = createSqliteLedger({ path, driver });
       try {
+        await body(a, b, path);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    };
+
+    it('a row taken over through another connection since this one wrote it: the old fence is refused, exactly as before', () =>
+      twoLedgers('known-takeover', async (a, b) => {
         const c = await a.claim(claim('kt-1', { dispatch: true, leaseMs: 10 }));
         if (c.kind !== 'claimed') throw new Error(c.kind);
         const t = await b.claim(claim('kt-1', { now: 100 }));
@@ -297,18 +307,11 @@ for (const d of drivers) {
         expect(await a.get(id('kt-1'))).toEqual(t.kind === 'claimed' ? t.record : null);
         // The new holder's write through a, which never wrote fence 2, is accepted.
         expect(await a.setState({ businessOperationId: id('kt-1'), fence: 2 }, done(103))).toMatchObject({ state: 'succeeded', fence: 2 });
-      } finally {
-        await a.close();
-        await b.close();
-      }
-    });
+      }));
 
-    it('writes to the row by another connection or an operator since this one wrote it (same fence) are kept: the next write starts from them', async () => {
-      const path = file('known-same-fence');
-      const a = createSqliteLedger({ path, driver });
-      const b = createSqliteLedger({ path, driver });
-      const ref = { businessOperationId: id('ks-1'), fence: 1 };
-      try {
+    it('writes to the row by another connection or an operator since this one wrote it (same fence) are kept: the next write starts from them', () =>
+      twoLedgers('known-same-fence', async (a, b, path) => {
+        const ref = { businessOperationId: id('ks-1'), fence: 1 };
         await a.claim(claim('ks-1', { dispatch: true }));
         await b.markDispatched(ref, 5);
         expect(await a.markDispatched(ref, 6)).toMatchObject({ attemptCount: 3, updatedAt: 6 });
@@ -325,11 +328,7 @@ for (const d of drivers) {
         expect(m).toMatchObject({ attemptCount: 41, receiptChain: { length: 1 } });
         expect(await b.get(id('ks-1'))).toEqual(m);
         expect((await b.receipts(id('ks-1'))).map((r) => r.seq)).toEqual([1]);
-      } finally {
-        await a.close();
-        await b.close();
-      }
-    });
+      }));
 
     it('records it hands out are the caller\'s: changing them, or the claim\'s params, changes nothing stored or computed next', async () => {
       const path = file('known-alias');
