@@ -373,10 +373,6 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
   const updateRow = prep(`UPDATE retrysafe_operations SET state = ?, fence = ?, lease_expires_at = ?, updated_at = ?, body = ? WHERE id = ?`);
   // The write on what this connection knows of a row: only if the row still holds those bytes.
   const updateKnown = prep(`UPDATE retrysafe_operations SET state = ?, fence = ?, lease_expires_at = ?, updated_at = ?, body = ? WHERE id = ? AND body = ?`);
-  // Transaction control prepared once too (exec parses its SQL on every call).
-  const begin = prep('BEGIN IMMEDIATE');
-  const commit = prep('COMMIT');
-  const rollback = prep('ROLLBACK');
   const lists = new Map<string, SqliteStatement>();
   const listed = (sql: string): SqliteStatement => {
     let st = lists.get(sql);
@@ -477,7 +473,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
     // wait already used up a small busy timeout.
     for (let step = 1, waited = false; ; step = Math.min(step * 2, SYNC_BUSY_MS), waited = true) {
       try {
-        begin.run();
+        conn.exec('BEGIN IMMEDIATE');
         pendingId = pendingKept = null;
       } catch (err) {
         if (!isBusy(err) || (waited && Date.now() >= deadline)) {
@@ -488,13 +484,13 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
       }
       try {
         const out = fn();
-        commit.run();
+        conn.exec('COMMIT');
         keep();
         return out;
       } catch (err) {
         pendingId = pendingKept = null;
         try {
-          rollback.run();
+          conn.exec('ROLLBACK');
         } catch {
           /* no transaction left to roll back */
         }
