@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { editStored } from './sqlite-tamper.js';
 import { decodeBody, encodeBody } from '../src/ledger/sqlite-layout.js';
-import { asBusinessOperationId, LedgerError, RetrysafeError, type ClaimInput, type ProviderKey } from '@retrysafe/contract';
-import { createRunner, createSqliteLedger, RunnerConfigurationError, sqliteDrivers, type SqliteDriverName } from '@retrysafe/core';
+import { asBusinessOperationId, LedgerError, LeaseLostError, RetrysafeError, type ClaimInput, type Ledger, type ProviderKey } from '@retrysafe/contract';
+import { createRunner, createSqliteLedger, RunnerConfigurationError, sqliteDrivers, type SqliteDriverName, type SqliteLedger } from '@retrysafe/core';
 import { ledgerSuite } from '@retrysafe/core/ledger-suite';
 
 const dir = mkdtempSync(join(tmpdir(), 'retrysafe-sqlite-'));
@@ -253,6 +253,160 @@ for (const d of drivers) {
       for (const e of errors) expect(typedLedgerError(e), String(e)).toBe(true);
       expect((errors[0] as Error).message).toMatch(/not valid JSON/);
       await a.close();
+    });
+
+    // Issue 23, third round: a claim tries the INSERT first, and a fenced write computes on the row
+    // this connection last stored, written only WHERE body = those bytes (else the row is read, as before).
+    const id = asBusinessOperationId;
+    const done = (now: number) => ({ state: 'succeeded' as const, lastOutcome: 'succeeded' as const, result: { id: 'r' }, providerRef: 'r', now });
+    const seal = (name: string, seq: number) =>
+      ({ businessOperationId: name, seq, runId: 'run_1', attemptId: 'att_1', provider: 'p', operation: 'p.op', kind: 'dispatch', startedAt: '2026-12-01T12:00:00.000Z', finishedAt: '2026-12-01T12:00:00.001Z', outcome: 'unknown', decision: { action: 'lookup', reason: 'r' }, providerKey: null, requestFingerprint: 'sha256:' + 'a'.repeat(64), prevHash: null, hash: `${seq}`.repeat(64) }) as never;
+
+    it('a claim of an id that has a row answers what that row says, even when the new claim could not be stored (its params throw)', async () => {
+      const ledger = createSqliteLedger({ path: file('claim-first'), driver });
+      try {
+        expect((await ledger.claim(claim('cf-1'))).kind).toBe('claimed');
+        const unstorable = { n: 10n } as unknown as ClaimInput['params'];
+        expect((await ledger.claim(claim('cf-1', { params: unstorable, now: 2 }))).kind).toBe('busy');
+        expect(await ledger.claim(claim('cf-1', { intentFingerprint: 'other', params: unstorable, now: 2 }))).toMatchObject({ kind: 'conflict', field: 'intent' });
+        // A new id with those params: the encoder's refusal, typed, and no row.
+        const err = await ledger.claim(claim('cf-2', { params: unstorable })).catch((e: unknown) => e);
+        expect(typedLedgerError(err)).toBe(true);
+        expect((err as Error).message).toMatch(/BigInt/);
+        expect(await ledger.get(id('cf-2'))).toBeNull();
+        // An invalid claim input is refused as before, row or no row.
+        await expect(ledger.claim(claim('cf-1', { leaseMs: 0 }))).rejects.toThrow(/leaseMs/);
+        await expect(ledger.claim(claim('cf-3', { leaseMs: 0 }))).rejects.toThrow(/leaseMs/);
+      } finally {
+        await ledger.close();
+      }
+    });
+
+    /** Two ledgers (two connections) on one new file, closed after `body`. */
+    const twoLedgers = async (name: string, body: (a: SqliteLedger, b: SqliteLedger, path: string) => Promise<void>) => {
+      const path = file(name);
+      const a = createSqliteLedger({ path, driver });
+      const b = createSqliteLedger({ path, driver });
+      try {
+        await body(a, b, path);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    };
+
+    it('a row taken over through another connection since this one wrote it: the old fence is refused, exactly as before', () =>
+      twoLedgers('known-takeover', async (a, b) => {
+        const c = await a.claim(claim('kt-1', { dispatch: true, leaseMs: 10 }));
+        if (c.kind !== 'claimed') throw new Error(c.kind);
+        const t = await b.claim(claim('kt-1', { now: 100 }));
+        expect(t).toMatchObject({ kind: 'claimed', takenOver: true, record: { fence: 2 } });
+        await expect(a.setState(c.record, done(101))).rejects.toSatisfy(LeaseLostError.isInstance);
+        await expect(a.markDispatched(c.record, 102)).rejects.toSatisfy(LeaseLostError.isInstance);
+        await expect(a.appendReceipt(c.record, seal('kt-1', 1))).rejects.toSatisfy(LeaseLostError.isInstance);
+        expect(await a.get(id('kt-1'))).toEqual(t.kind === 'claimed' ? t.record : null);
+        // The new holder's write through a, which never wrote fence 2, is accepted.
+        expect(await a.setState({ businessOperationId: id('kt-1'), fence: 2 }, done(103))).toMatchObject({ state: 'succeeded', fence: 2 });
+      }));
+
+    it('writes to the row by another connection or an operator since this one wrote it (same fence) are kept: the next write starts from them', () =>
+      twoLedgers('known-same-fence', async (a, b, path) => {
+        const ref = { businessOperationId: id('ks-1'), fence: 1 };
+        await a.claim(claim('ks-1', { dispatch: true }));
+        await b.markDispatched(ref, 5);
+        expect(await a.markDispatched(ref, 6)).toMatchObject({ attemptCount: 3, updatedAt: 6 });
+        await b.appendReceipt(ref, seal('ks-1', 1));
+        // a last stored no receipt: seq 1 is not the next one any more, and b's receipt stays.
+        await expect(a.appendReceipt(ref, seal('ks-1', 1))).rejects.toSatisfy(LedgerError.isInstance);
+        expect((await a.receipts(id('ks-1'))).map((r) => r.seq)).toEqual([1]);
+        await a.markDispatched(ref, 7);
+        // An operator's edit with sqlite3 (a format 1 body, columns untouched).
+        const other = raw(driver, path);
+        editStored(other, 'ks-1', (l) => ({ ...l, record: JSON.stringify({ ...JSON.parse(l.record), attemptCount: 40 }) }));
+        other.close();
+        const m = await a.markDispatched(ref, 8);
+        expect(m).toMatchObject({ attemptCount: 41, receiptChain: { length: 1 } });
+        expect(await b.get(id('ks-1'))).toEqual(m);
+        expect((await b.receipts(id('ks-1'))).map((r) => r.seq)).toEqual([1]);
+      }));
+
+    it('records it hands out are the caller\'s: changing them, or the claim\'s params, changes nothing stored or computed next', async () => {
+      const path = file('known-alias');
+      const a = createSqliteLedger({ path, driver });
+      const ref = { businessOperationId: id('al-1'), fence: 1 };
+      try {
+        const input = claim('al-1', { dispatch: true, params: { x: 1, nested: { y: [1, 2] } } });
+        const c = await a.claim(input);
+        if (c.kind !== 'claimed') throw new Error(c.kind);
+        (c.record as { attemptCount: number }).attemptCount = 50;
+        ((input.params as { nested: { y: number[] } }).nested.y).push(3);
+        const m = await a.markDispatched(ref, 3);
+        expect(m).toMatchObject({ attemptCount: 2, params: { x: 1, nested: { y: [1, 2] } } });
+        (m as { fence: number }).fence = 9;
+        (m.params as { x: unknown }).x = 'changed';
+        const r = await a.renewLease(ref, 1000, 4);
+        expect(r).toBeUndefined();
+        const s = await a.setState(ref, done(5));
+        expect(s).toMatchObject({ state: 'succeeded', fence: 1, attemptCount: 2, params: { x: 1, nested: { y: [1, 2] } } });
+        const fresh = createSqliteLedger({ path, driver });
+        expect(await fresh.get(id('al-1'))).toEqual(s);
+        await fresh.close();
+      } finally {
+        await a.close();
+      }
+    });
+
+    it('every call answers and stores exactly what a connection that keeps nothing (a fresh one per call) answers and stores', async () => {
+      const keptPath = file('known-same');
+      const kept = createSqliteLedger({ path: keptPath, driver });
+      const freshPath = file('known-fresh');
+      const each = async <T>(call: (l: Ledger) => Promise<T>): Promise<T> => {
+        const l = createSqliteLedger({ path: freshPath, driver });
+        try {
+          return await call(l);
+        } finally {
+          await l.close();
+        }
+      };
+      const odd = { at: new Date(0), u: undefined, n: Number.NaN, z: -0, list: [1, undefined], s: 'é \ud800', deep: { k: [{ a: null }] } } as unknown as ClaimInput['params'];
+      const steps: Array<(l: Ledger) => Promise<unknown>> = [];
+      for (const [name, params] of [['plain', { x: 1, list: [1, 2], s: 'é' }], ['odd', odd]] as const) {
+        const ref = { businessOperationId: id(`eq-${name}`), fence: 1 };
+        const ref2 = { businessOperationId: id(`eq-${name}`), fence: 2 };
+        steps.push(
+          (l) => l.claim(claim(`eq-${name}`, { dispatch: true, params: params as ClaimInput['params'], leaseMs: 10 })),
+          (l) => l.markDispatched(ref, 3),
+          (l) => l.renewLease(ref, 10, 4),
+          (l) => l.appendReceipt(ref, seal(`eq-${name}`, 1)),
+          (l) => l.markDispatched(ref, 5),
+          (l) => l.claim(claim(`eq-${name}`, { now: 6 })), // busy
+          (l) => l.claim(claim(`eq-${name}`, { now: 100 })), // takeover: fence 2
+          (l) => l.markDispatched(ref, 101).catch((e: unknown) => (e as Error).name),
+          (l) => l.setState(ref2, { state: 'reconciling', now: 102 }),
+          (l) => l.handOff(ref2, { reason: 'r', question: 'q', safeNextActions: [{ action: 'abandon', safe: true, why: 'w' }], createdAt: '2026-12-01T00:00:00.000Z' } as never, 103, seal(`eq-${name}`, 2)),
+          (l) => l.resolve(id(`eq-${name}`), { action: 'abandon', by: 'op', reason: 'r' } as never, 104).catch((e: unknown) => (e as Error).name),
+          (l) => l.get(id(`eq-${name}`)),
+          (l) => l.receipts(id(`eq-${name}`)),
+        );
+      }
+      try {
+        for (const step of steps) {
+          const [x, y] = [await step(kept).catch((e: unknown) => `error ${(e as Error).name}: ${(e as Error).message}`), await each(step).catch((e: unknown) => `error ${(e as Error).name}: ${(e as Error).message}`)];
+          expect(JSON.stringify(x)).toBe(JSON.stringify(y));
+          expect(x).toEqual(y);
+        }
+      } finally {
+        await kept.close();
+      }
+      const bodies = (path: string) => {
+        const other = raw(driver, path);
+        try {
+          return ['eq-plain', 'eq-odd'].map((k) => Buffer.from((other.prepare('SELECT body FROM retrysafe_operations WHERE id = ?').get(k) as { body: Uint8Array }).body).toString('hex'));
+        } finally {
+          other.close();
+        }
+      };
+      expect(bodies(keptPath)).toEqual(bodies(freshPath));
     });
   });
 }

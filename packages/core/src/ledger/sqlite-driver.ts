@@ -66,6 +66,8 @@ function wrap(driver: SqliteDriverName, db: RawDb): SqliteConnection {
     prepare(sql) {
       const st = db.prepare(sql);
       const names = namedParams(sql);
+      // Positional parameters only: the driver's own statement (no rest array and spread per call).
+      if (names.size === 0) return st;
       return {
         get: (...p) => st.get(...bindable(names, p)),
         all: (...p) => st.all(...bindable(names, p)),

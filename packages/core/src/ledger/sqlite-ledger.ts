@@ -32,6 +32,7 @@ import {
   renewTransition,
   resolveTransition,
   setStateTransition,
+  isTerminal,
 } from './transitions.js';
 import { isBusy, resolveDriver, type SqliteConnection, type SqliteDriverName, type SqliteStatement } from './sqlite-driver.js';
 
@@ -70,7 +71,15 @@ const SYNC_BUSY_MS = 20;
  * stays small however long the history grows, and serves recovery and the handoff queue. `created_at`
  * orders listings and finds what retention may prune.
  */
-const OPEN_STATES_SQL = `state NOT IN ('succeeded', 'rejected', 'abandoned')`;
+const OPEN_STATES_SQL = `state <> 'succeeded' AND state <> 'rejected' AND state <> 'abandoned'`;
+/*
+ * Until 2026-12 the term was `state NOT IN ('succeeded', 'rejected', 'abandoned')`: the same rows, but
+ * SQLite evaluates an IN list of three, on every INSERT and UPDATE the index sees, through a temporary
+ * b-tree it opens, zeroes and frees for the statement: 3 per clean operation, ~18k instructions each
+ * in SQLite and libc (callgrind); three comparisons cost a few. setUp replaces such an index once per
+ * file: a build that still has the old term reads and writes the file as before (only its open-state
+ * queries no longer find the index).
+ */
 const SCHEMA_V3 = `
 CREATE TABLE IF NOT EXISTS retrysafe_operations (
   id TEXT NOT NULL UNIQUE,
@@ -143,15 +152,96 @@ function exactValues(lines: readonly string[]): unknown[] | null {
   return values;
 }
 
-/** A body for `record` after the receipts of `stored` (none when new) and then `added`. */
-function bodyOf(record: OperationRecord, stored: Stored | null, added: Receipt | undefined): Uint8Array {
+/**
+ * A body for `record` after the receipts of `stored`, a format 0/1 row (an earlier release's), and
+ * then `added` (format 2 rows and new ones: encodeKept in createSqliteLedger).
+ */
+function legacyBody(record: OperationRecord, stored: Stored, added: Receipt | undefined): Uint8Array {
   const more = added === undefined ? [] : [added];
-  if (stored === null || stored.prior !== null) return encodeBody2(record, more, stored?.prior);
   const old = exactValues(stored.lines);
   if (old !== null) return encodeBody2(record, [...old, ...more], null);
   // A row from an earlier release whose receipt text is not JSON.stringify's: keep it as it is.
   return encodeBody({ record: JSON.stringify(record), receipts: [...stored.lines, ...more.map((r) => JSON.stringify(r))] });
 }
+
+/** The receipts part of a body with none (what decodeBody2 gives for it). */
+const NO_RECEIPTS: StoredReceipts = { bytes: new Uint8Array(0), count: 0, strings: [], lastTime: 0, lastBig: 0 };
+
+/** Thrown inside jsonCopy when a value would not read back from a body as the same value. */
+const NOT_EXACT: unique symbol = Symbol('not exact');
+/** How deep jsonCopy goes: records are shallow; a deeper one (or a cycle) is simply not kept. */
+const COPY_DEPTH = 64;
+
+function copyExact(v: unknown, depth: number): unknown {
+  switch (typeof v) {
+    case 'string':
+    case 'boolean':
+      return v;
+    case 'number':
+      // NaN, ±Infinity read back as null and -0 as 0.
+      if (!Number.isFinite(v) || Object.is(v, -0)) throw NOT_EXACT;
+      return v;
+    case 'object':
+      break;
+    default:
+      throw NOT_EXACT;
+  }
+  if (v === null) return v;
+  if (depth >= COPY_DEPTH || (v as { toJSON?: unknown }).toJSON !== undefined) throw NOT_EXACT;
+  const proto = Object.getPrototypeOf(v);
+  if (proto === Array.prototype) {
+    const a = v as unknown[];
+    const n = a.length;
+    const out = new Array<unknown>(n);
+    for (let i = 0; i < n; i++) {
+      if (!(i in a)) throw NOT_EXACT;
+      out[i] = copyExact(a[i], depth + 1);
+    }
+    if (Object.keys(a).length !== n) throw NOT_EXACT;
+    return out;
+  }
+  if (proto !== Object.prototype) throw NOT_EXACT;
+  const o = v as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  // Object.keys: the keys the encoder writes, in its order.
+  for (const k of Object.keys(o)) {
+    if (k === '__proto__') throw NOT_EXACT;
+    out[k] = copyExact(o[k], depth + 1);
+  }
+  return out;
+}
+
+/**
+ * A deep copy of `r` that is exactly what decoding its format 2 body gives — plain objects and dense
+ * arrays of strings, finite numbers, booleans and null, with data properties only — or null when `r`
+ * holds anything else (a Date, undefined, NaN, a class instance, an accessor's second answer...):
+ * such a record is not kept, and its next write reads the row.
+ */
+function jsonCopy(r: OperationRecord): OperationRecord | null {
+  try {
+    return copyExact(r, 0) as OperationRecord;
+  } catch (err) {
+    if (err === NOT_EXACT) return null;
+    throw err;
+  }
+}
+
+/**
+ * What this connection last stored for an open operation, while it is kept (docs/decisions/
+ * 2026-12-01-sqlite-known-rows.md): the body's bytes, its record (a copy nobody else holds, equal to
+ * the body's decoded record), its receipts' stored form and last seq. The next fenced write computes
+ * on these and writes only `WHERE body = <these bytes>`: any other write to the row since (another
+ * process, another connection, an operator) leaves no row matching, and the write then reads the row
+ * as always, in the same transaction.
+ */
+interface Known {
+  readonly body: Uint8Array;
+  readonly record: OperationRecord;
+  readonly prior: StoredReceipts;
+  readonly lastSeq: number;
+}
+/** Open operations kept per ledger (a runner has a few in flight; more only cost a read each). */
+const KNOWN_MAX = 256;
 
 const PRUNE_BATCH = 500;
 
@@ -277,7 +367,13 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
   const insertRow = prep(
     `INSERT INTO retrysafe_operations (id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
+  // A claim tries the new row first: its unique index answers "new id?" in the INSERT (no SELECT before it).
+  const insertNew = prep(
+    `INSERT INTO retrysafe_operations (id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+  );
   const updateRow = prep(`UPDATE retrysafe_operations SET state = ?, fence = ?, lease_expires_at = ?, updated_at = ?, body = ? WHERE id = ?`);
+  // The write on what this connection knows of a row: only if the row still holds those bytes.
+  const updateKnown = prep(`UPDATE retrysafe_operations SET state = ?, fence = ?, lease_expires_at = ?, updated_at = ?, body = ? WHERE id = ? AND body = ?`);
   const lists = new Map<string, SqliteStatement>();
   const listed = (sql: string): SqliteStatement => {
     let st = lists.get(sql);
@@ -289,11 +385,73 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
     const row = selectOne.get(id) as Row | undefined;
     return row ? decodeRow(row) : null;
   };
+
+  /** Rows this connection stored, by id (insertion order: the first is the oldest; see Known). */
+  const known = new Map<string, Known>();
+  /**
+   * The row the running transaction stored (a transaction writes at most one through `write` or
+   * `writeKnown`) and what to keep of it: applied to `known` only once COMMIT succeeded (see tx).
+   */
+  let pendingId: string | null = null;
+  let pendingKept: Known | null = null;
+  const stage = (id: string, kept: Known | null) => ((pendingId = id), (pendingKept = kept));
+  const keep = () => {
+    if (pendingId === null) return;
+    known.delete(pendingId);
+    if (pendingKept !== null) {
+      if (known.size >= KNOWN_MAX) known.delete(known.keys().next().value!);
+      known.set(pendingId, pendingKept);
+    }
+    pendingId = pendingKept = null;
+  };
+  /**
+   * The body to store for `r` after `receipts` (the stored ones) and `added`, and what to keep of it:
+   * an open operation with no receipt added (a receipt gives a new receipts part, known only by
+   * decoding) whose record copies exactly. The copy is what is encoded, so the kept record is the body's.
+   */
+  const encodeKept = (r: OperationRecord, prior: StoredReceipts, seq: number, added: Receipt | undefined): { body: Uint8Array; kept: Known | null } => {
+    const copy = added === undefined && !isTerminal(r) ? jsonCopy(r) : null;
+    const body = encodeBody2(copy ?? r, added === undefined ? [] : [added], prior);
+    return { body, kept: copy === null ? null : { body, record: copy, prior, lastSeq: seq } };
+  };
   /** Stores `r` (replacing the row of `stored`, or new) with the receipts of `stored` and then `added`. */
   const write = (r: OperationRecord, stored: Stored | null, added?: Receipt): OperationRecord => {
-    const body = bodyOf(r, stored, added);
+    let body: Uint8Array;
+    let kept: Known | null = null;
+    if (stored === null || stored.prior !== null) ({ body, kept } = encodeKept(r, stored?.prior ?? NO_RECEIPTS, stored === null ? 0 : lastSeq(stored), added));
+    else body = legacyBody(r, stored, added);
     if (stored !== null) updateRow.run(r.state, r.fence, r.leaseExpiresAt, r.updatedAt, body, r.businessOperationId);
     else insertRow.run(r.businessOperationId, r.provider, r.operation, r.state, r.fence, r.leaseExpiresAt, r.createdAt, r.updatedAt, body);
+    stage(r.businessOperationId, kept);
+    return r;
+  };
+  /**
+   * A fenced write on the known row of `ref`: the same rules on the kept record, stored only if the
+   * row still holds the kept bytes. Undefined when it cannot answer — no row kept, the row changed
+   * since, a rule refused or the write is a no-op (the row must say which: the caller reads it).
+   */
+  const writeKnown = (ref: Fenced, next: (current: OperationRecord) => OperationRecord, receipt: Receipt | undefined): OperationRecord | undefined => {
+    const id = ref.businessOperationId;
+    const k = known.get(id);
+    if (k === undefined) return undefined;
+    let r: OperationRecord;
+    let out: { body: Uint8Array; kept: Known | null };
+    try {
+      const current = checkFence(k.record, ref);
+      r = next(current);
+      if (r === current && receipt === undefined) return undefined;
+      if (receipt !== undefined) (checkReceipt(ref, receipt, k.lastSeq), (r = chainedTransition(r, receipt)));
+      out = encodeKept(r, k.prior, receipt?.seq ?? k.lastSeq, receipt);
+    } catch {
+      return undefined;
+    }
+    const res = updateKnown.run(r.state, r.fence, r.leaseExpiresAt, r.updatedAt, out.body, id, k.body) as { changes?: number | bigint };
+    if (Number(res.changes) !== 1) {
+      // Written by someone else since: forget it now (a stale entry is only ever a missed shortcut).
+      known.delete(id);
+      return undefined;
+    }
+    stage(id, out.kept);
     return r;
   };
   const lastSeq = (stored: Stored): number => {
@@ -317,6 +475,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
     for (let step = 1, waited = false; ; step = Math.min(step * 2, SYNC_BUSY_MS), waited = true) {
       try {
         conn.exec('BEGIN IMMEDIATE');
+        pendingId = pendingKept = null;
       } catch (err) {
         if (!isBusy(err) || (waited && Date.now() >= deadline)) {
           throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
@@ -327,8 +486,10 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
       try {
         const out = fn();
         conn.exec('COMMIT');
+        keep();
         return out;
       } catch (err) {
+        pendingId = pendingKept = null;
         try {
           conn.exec('ROLLBACK');
         } catch {
@@ -348,6 +509,8 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
    */
   function fenced(ref: Fenced, what: string, next: (current: OperationRecord) => OperationRecord, receipt?: Receipt): Promise<OperationRecord> {
     return tx(what, () => {
+      const fast = writeKnown(ref, next, receipt);
+      if (fast !== undefined) return fast;
       const stored = read(ref.businessOperationId);
       const current = checkFence(stored?.record ?? null, ref);
       const updated = next(current);
@@ -362,6 +525,25 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
     capabilities: { claimDispatch: true, receiptWithState: true },
     async claim(input: ClaimInput): Promise<ClaimResult> {
       return tx('claim', () => {
+        // A new id (the common case): claimTransition's record for "no row", inserted unless the id has
+        // a row. Anything else (the id exists; the input or its params throw) takes the path that reads
+        // the row first, in this same transaction, so its answer or error is exactly that path's.
+        let fresh: ReturnType<typeof claimTransition> | undefined;
+        let out: { body: Uint8Array; kept: Known | null } | undefined;
+        try {
+          fresh = claimTransition(null, input);
+          out = encodeKept(fresh.write!, NO_RECEIPTS, 0, undefined);
+        } catch {
+          fresh = undefined;
+        }
+        if (fresh !== undefined && out !== undefined) {
+          const r = fresh.write!;
+          const res = insertNew.run(r.businessOperationId, r.provider, r.operation, r.state, r.fence, r.leaseExpiresAt, r.createdAt, r.updatedAt, out.body) as { changes?: number | bigint };
+          if (Number(res.changes) === 1) {
+            stage(r.businessOperationId, out.kept);
+            return fresh.result;
+          }
+        }
         const stored = read(input.businessOperationId);
         const { result, write: w } = claimTransition(stored?.record ?? null, input);
         if (w) write(w, stored);
@@ -461,6 +643,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
       return { pruned, byState, dryRun: options.dryRun === true };
     },
     async close() {
+      known.clear();
       if (conn.open) conn.close();
     },
   };
@@ -477,7 +660,10 @@ function setUp(db: SqliteConnection, path: string): void {
   const columns = () => (db.prepare(`PRAGMA table_info(retrysafe_operations)`).all() as Array<{ name: string }>).map((c) => c.name);
   const v = version();
   if (v > SQLITE_LAYOUT_VERSION) throw new LedgerError(`cannot open SQLite ledger at ${path}: its layout ${v} is newer than this @retrysafe/core knows (${SQLITE_LAYOUT_VERSION}): upgrade`);
-  if (v === SQLITE_LAYOUT_VERSION && columns().includes('body')) return;
+  // The open-rows index as this release writes it (the index of an earlier release has the IN-list term).
+  const openIndexCurrent = () =>
+    ((db.prepare(`SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'retrysafe_operations_open'`).get() as { sql?: string } | undefined)?.sql ?? '').includes(OPEN_STATES_SQL);
+  if (v === SQLITE_LAYOUT_VERSION && columns().includes('body') && openIndexCurrent()) return;
   const old = columns().includes('record');
   // Layout 0 → 2 first (its own transaction, recorded): anchors rows written before receipt chains were anchored.
   if (old && v < 2) db.exec(ANCHOR_MIGRATION);
@@ -489,6 +675,10 @@ function setUp(db: SqliteConnection, path: string): void {
       db.exec(`INSERT OR IGNORE INTO retrysafe_migrations (name) VALUES ('compact-layout')`);
       db.exec(`INSERT OR IGNORE INTO retrysafe_migrations (name) VALUES ('body-format-2')`);
       db.exec(`PRAGMA user_version = ${SQLITE_LAYOUT_VERSION}`);
+    }
+    if (!openIndexCurrent()) {
+      db.exec('DROP INDEX IF EXISTS retrysafe_operations_open');
+      db.exec(SCHEMA_V3);
     }
     db.exec('COMMIT');
   } catch (err) {
