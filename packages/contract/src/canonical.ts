@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import { commaKeyText, keyOrder, keyText, plainAscii } from './canonical-keys.js';
 import { InvalidIntentError } from './errors/invalid-intent-error.js';
+import { prototypePolluted } from './internal.js';
 
 /**
  * Canonical JSON: object keys sorted by code unit, no whitespace, numbers in ECMAScript's shortest
@@ -21,12 +22,6 @@ export function canonicalJson(value: unknown): string {
     }
   }
   return write(value, '', new Set());
-}
-
-/** Whether Object.prototype has gained an enumerable property (the fast pass's for-in would see it). */
-function prototypePolluted(): boolean {
-  for (const _ in {}) return true;
-  return false;
 }
 
 /** Thrown by the fast pass: the full writer decides (same bytes, or the error that names the path). */

@@ -14,6 +14,7 @@ import {
   type Receipt,
   type StatePatch,
 } from '@retrysafe/contract';
+import { prototypePolluted } from '@retrysafe/contract/internal';
 import {
   checkFence,
   chainedTransition,
@@ -74,12 +75,6 @@ function copyPlain(v: unknown, seen: Set<object>): unknown {
     out[k] = copyPlain(o[k], seen);
   }
   return out;
-}
-
-/** Whether Object.prototype has gained an enumerable property (for-in would then see it). */
-function prototypePolluted(): boolean {
-  for (const _ in {}) return true;
-  return false;
 }
 
 /** What the ledger hands out or keeps: a copy nobody else holds (structuredClone's answer, cheaper for plain data). */
