@@ -16,9 +16,7 @@ export function canonicalJson(value: unknown): string {
   // a cycle or a very deep value) is written again by the full writer, whose answer or error stands.
   if (!prototypePolluted()) {
     try {
-      const out: string[] = [];
-      fast(value, 0, out);
-      return out.join('');
+      return fast(value, 0);
     } catch (err) {
       if (err !== BAIL) throw err;
     }
@@ -33,28 +31,17 @@ const FAST_DEPTH = 200;
 /** From this many keys an object's order is looked up (keyOrder) rather than sorted: below, sorting costs less than the lookup. */
 const SORT_CACHE_FROM = 6;
 
-/**
- * Appends `value`'s canonical text to `out` in pieces: the caller joins them once, into one flat
- * string (hashing it then needs no flattening of a rope of string additions).
- */
-function fast(value: unknown, depth: number, out: string[]): void {
-  if (value === null) {
-    out.push('null');
-    return;
-  }
+function fast(value: unknown, depth: number): string {
+  if (value === null) return 'null';
   switch (typeof value) {
     case 'string':
-      if (plainAscii(value)) out.push('"', value, '"');
-      else out.push(JSON.stringify(value.normalize('NFC')));
-      return;
+      return plainAscii(value) ? '"' + value + '"' : JSON.stringify(value.normalize('NFC'));
     case 'boolean':
-      out.push(value ? 'true' : 'false');
-      return;
+      return value ? 'true' : 'false';
     case 'number':
       // A finite number's JSON text is its ToString, which also writes -0 as 0.
       if (!Number.isFinite(value)) throw BAIL;
-      out.push('' + value);
-      return;
+      return '' + value;
     case 'object':
       break;
     default:
@@ -64,22 +51,20 @@ function fast(value: unknown, depth: number, out: string[]): void {
   const obj = value as object;
   if (obj instanceof Date) {
     if (Number.isNaN(obj.getTime())) throw BAIL;
-    out.push(JSON.stringify(obj.toISOString()));
-    return;
+    return JSON.stringify(obj.toISOString());
   }
   if (Array.isArray(obj)) {
     const n = obj.length;
-    out.push('[');
+    if (n === 0) return '[]';
+    let out = '[';
     for (let i = 0; i < n; i++) {
       // A hole is written by the full writer (as Array#map and join leave it: empty).
       if (!(i in obj)) throw BAIL;
       const item: unknown = obj[i];
       if (item === undefined) throw BAIL;
-      if (i !== 0) out.push(',');
-      fast(item, depth + 1, out);
+      out += (i === 0 ? '' : ',') + fast(item, depth + 1);
     }
-    out.push(']');
-    return;
+    return out + ']';
   }
   const proto = Object.getPrototypeOf(obj);
   if (proto !== Object.prototype && proto !== null) throw BAIL;
@@ -96,28 +81,22 @@ function fast(value: unknown, depth: number, out: string[]): void {
     }
   }
   const n = keys.length;
-  if (n === 0) {
-    out.push('{}');
-    return;
-  }
+  if (n === 0) return '{}';
   if (n > 24) {
     const order = keys.map((_, i) => i).sort((a, b) => (keys[a]! < keys[b]! ? -1 : 1));
+    let out = '{';
     for (let i = 0; i < n; i++) {
-      out.push(i === 0 ? '{' : ',', keyText(keys[order[i]!]!));
-      fast(values[order[i]!], depth + 1, out);
+      const k = keys[order[i]!]!;
+      out += (i === 0 ? '' : ',') + keyText(k) + fast(values[order[i]!], depth + 1);
     }
-    out.push('}');
-    return;
+    return out + '}';
   }
   if (n >= SORT_CACHE_FROM) {
     // The same key list as last time under this first key (a receipt, a record): its order and key texts are known.
     const { order, texts } = keyOrder(keys);
-    for (let i = 0; i < n; i++) {
-      out.push(texts[i]!);
-      fast(values[order[i]!], depth + 1, out);
-    }
-    out.push('}');
-    return;
+    let out = '';
+    for (let i = 0; i < n; i++) out += texts[i]! + fast(values[order[i]!], depth + 1);
+    return out + '}';
   }
   // Sorted by insertion, by code unit (as Array#sort orders strings): most objects have few keys.
   for (let i = 1; i < n; i++) {
@@ -132,13 +111,9 @@ function fast(value: unknown, depth: number, out: string[]): void {
     keys[j] = k;
     values[j] = v;
   }
-  out.push('{', keyText(keys[0]!));
-  fast(values[0], depth + 1, out);
-  for (let i = 1; i < n; i++) {
-    out.push(commaKeyText(keys[i]!));
-    fast(values[i], depth + 1, out);
-  }
-  out.push('}');
+  let out = '{' + keyText(keys[0]!) + fast(values[0], depth + 1);
+  for (let i = 1; i < n; i++) out += commaKeyText(keys[i]!) + fast(values[i], depth + 1);
+  return out + '}';
 }
 
 function write(value: unknown, path: string, seen: Set<object>): string {
