@@ -90,6 +90,19 @@ describe('canonicalJson fast pass', () => {
     }
   });
 
+  it('remembers key orders by first key without mixing up objects that share one (other keys, other order, undefined members)', () => {
+    const base = { m: 1, a: 2, z: 3, b: 4, y: 5, c: 6, x: 7 };
+    const variants: Record<string, unknown>[] = [
+      base,
+      { m: 1, a: 2, z: 3, b: 4, y: 5, c: 6, w: 7 },
+      { m: 1, z: 3, a: 2, b: 4, y: 5, c: 6, x: 7 },
+      { m: 1, a: 2, z: 3, b: 4, y: 5, c: 6, x: 7, d: 8 },
+      { m: 1, a: 2, z: undefined, b: 4, y: 5, c: 6, x: 7 },
+      { m: { m: 1, a: 2, z: 3, b: 4, y: 5, c: 6 }, a: 2, z: 3, b: 4, y: 5, c: 6, x: 7 },
+    ];
+    for (let round = 0; round < 3; round++) for (const v of variants) expect(canonicalJson(v)).toBe(reference(v));
+  });
+
   it('hands holes, cycles, deep values and every refusal to the full writer (same bytes, same errors)', () => {
     // eslint-disable-next-line no-sparse-arrays
     expect(canonicalJson([1, , 3])).toBe(reference([1, , 3]));

@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
-import { PLAIN_ASCII, keyText } from './canonical-keys.js';
+import { commaKeyText, keyOrder, keyText, plainAscii } from './canonical-keys.js';
 import { InvalidIntentError } from './errors/invalid-intent-error.js';
+import { prototypePolluted } from './internal.js';
 
 /**
  * Canonical JSON: object keys sorted by code unit, no whitespace, numbers in ECMAScript's shortest
@@ -23,22 +24,18 @@ export function canonicalJson(value: unknown): string {
   return write(value, '', new Set());
 }
 
-/** Whether Object.prototype has gained an enumerable property (the fast pass's for-in would see it). */
-function prototypePolluted(): boolean {
-  for (const _ in {}) return true;
-  return false;
-}
-
 /** Thrown by the fast pass: the full writer decides (same bytes, or the error that names the path). */
 const BAIL: unique symbol = Symbol('canonicalJson: full writer');
 /** Deeper than this, the fast pass hands over (a cycle also ends up here: the full writer names it). */
 const FAST_DEPTH = 200;
+/** From this many keys an object's order is looked up (keyOrder) rather than sorted: below, sorting costs less than the lookup. */
+const SORT_CACHE_FROM = 6;
 
 function fast(value: unknown, depth: number): string {
   if (value === null) return 'null';
   switch (typeof value) {
     case 'string':
-      return PLAIN_ASCII.test(value) ? '"' + value + '"' : JSON.stringify(value.normalize('NFC'));
+      return plainAscii(value) ? '"' + value + '"' : JSON.stringify(value.normalize('NFC'));
     case 'boolean':
       return value ? 'true' : 'false';
     case 'number':
@@ -84,6 +81,7 @@ function fast(value: unknown, depth: number): string {
     }
   }
   const n = keys.length;
+  if (n === 0) return '{}';
   if (n > 24) {
     const order = keys.map((_, i) => i).sort((a, b) => (keys[a]! < keys[b]! ? -1 : 1));
     let out = '{';
@@ -91,6 +89,13 @@ function fast(value: unknown, depth: number): string {
       const k = keys[order[i]!]!;
       out += (i === 0 ? '' : ',') + keyText(k) + fast(values[order[i]!], depth + 1);
     }
+    return out + '}';
+  }
+  if (n >= SORT_CACHE_FROM) {
+    // The same key list as last time under this first key (a receipt, a record): its order and key texts are known.
+    const { order, texts } = keyOrder(keys);
+    let out = '';
+    for (let i = 0; i < n; i++) out += texts[i]! + fast(values[order[i]!], depth + 1);
     return out + '}';
   }
   // Sorted by insertion, by code unit (as Array#sort orders strings): most objects have few keys.
@@ -106,11 +111,8 @@ function fast(value: unknown, depth: number): string {
     keys[j] = k;
     values[j] = v;
   }
-  let out = '{';
-  for (let i = 0; i < keys.length; i++) {
-    const k = keys[i]!;
-    out += (i === 0 ? '' : ',') + keyText(k) + fast(values[i], depth + 1);
-  }
+  let out = '{' + keyText(keys[0]!) + fast(values[0], depth + 1);
+  for (let i = 1; i < n; i++) out += commaKeyText(keys[i]!) + fast(values[i], depth + 1);
   return out + '}';
 }
 
@@ -120,7 +122,7 @@ function write(value: unknown, path: string, seen: Set<object>): string {
     case 'string':
       // Printable ASCII without a quote or backslash is its own NFC form and JSON writes it unescaped:
       // the common case (ids, keys, amounts as text) skips normalize() and the JSON encoder.
-      return PLAIN_ASCII.test(value) ? `"${value}"` : JSON.stringify(value.normalize('NFC'));
+      return plainAscii(value) ? `"${value}"` : JSON.stringify(value.normalize('NFC'));
     case 'boolean':
       return value ? 'true' : 'false';
     case 'number':
@@ -150,7 +152,7 @@ function write(value: unknown, path: string, seen: Set<object>): string {
       throw new InvalidIntentError(path, `${proto?.constructor?.name ?? 'exotic'} objects cannot be part of an intent`);
     }
     const keys = Object.keys(obj).filter((k) => (obj as Record<string, unknown>)[k] !== undefined).sort();
-    return '{' + keys.map((k) => (PLAIN_ASCII.test(k) ? `"${k}"` : JSON.stringify(k)) + ':' + write((obj as Record<string, unknown>)[k], path ? `${path}.${k}` : k, seen)).join(',') + '}';
+    return '{' + keys.map((k) => (plainAscii(k) ? `"${k}"` : JSON.stringify(k)) + ':' + write((obj as Record<string, unknown>)[k], path ? `${path}.${k}` : k, seen)).join(',') + '}';
   } finally {
     seen.delete(obj);
   }

@@ -51,7 +51,12 @@ export function pickIntent(params: unknown, fields: readonly string[]): Record<s
   const out: Record<string, unknown> = {};
   for (const field of fields) {
     let cur: unknown = params;
-    for (const part of field.split('.')) {
+    // A plain name (the usual field) is its one part: no split array per call (its iteration
+    // deoptimised this function in a long-running process). A dot path is walked part by part.
+    const parts = field.includes('.') ? field.split('.') : null;
+    const n = parts === null ? 1 : parts.length;
+    for (let i = 0; i < n; i++) {
+      const part = parts === null ? field : parts[i]!;
       if (typeof cur !== 'object' || cur === null || !(part in (cur as object))) throw new InvalidIntentError(field, 'declared intent field is missing from params');
       cur = (cur as Record<string, unknown>)[part];
     }

@@ -60,9 +60,17 @@ function depthOver(value: unknown, max: number): number | null {
     if (level > max) return level;
     ancestors.add(v);
     try {
-      const children = Array.isArray(v) ? v : Object.keys(v).map((k) => (v as Record<string, unknown>)[k]);
-      for (const c of children) {
-        const over = visit(c, level + 1);
+      // Index loops over the array or the own keys (no array of children built per object).
+      if (Array.isArray(v)) {
+        for (let i = 0; i < v.length; i++) {
+          const over = visit(v[i], level + 1);
+          if (over !== null) return over;
+        }
+        return null;
+      }
+      const keys = Object.keys(v);
+      for (let i = 0; i < keys.length; i++) {
+        const over = visit((v as Record<string, unknown>)[keys[i]!], level + 1);
         if (over !== null) return over;
       }
       return null;

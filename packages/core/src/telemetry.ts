@@ -55,6 +55,8 @@ export interface RunScope {
   readonly span: Span;
   readonly operation: string;
   attempt: Span | null;
+  /** No tracer behind the run (see `run`): its spans are the API's no-op ones, so none is started. */
+  readonly quiet: boolean;
 }
 
 export interface Telemetry {
@@ -78,8 +80,17 @@ function attrs(operation: string, more?: Record<string, string | number | boolea
 
 export function createTelemetry(options: TelemetryOptions | undefined, now: () => number): Telemetry {
   const api = require('@opentelemetry/api') as OtelApi;
-  const tracer = (options?.tracerProvider ?? api.trace.getTracerProvider()).getTracer(TELEMETRY.scope);
+  const tracerProvider = options?.tracerProvider ?? api.trace.getTracerProvider();
+  const tracer = tracerProvider.getTracer(TELEMETRY.scope);
   const meter = (options?.meterProvider ?? api.metrics.getMeterProvider()).getMeter(TELEMETRY.scope);
+  // The API's no-op meter (no meter provider when the runner was created; metrics have no proxy, so it
+  // stays one): its instruments ignore what they are given, so no attributes are built for them.
+  const metered = meter !== api.createNoopMeter();
+  // A proxy provider with nothing behind it (the global one before an SDK registers) gives the API's
+  // no-op tracer, whose spans record nothing and are seen by nobody (the runner never makes them
+  // active): such a run starts none. Asked at each run, as the proxy tracer itself asks at each span.
+  const proxy = tracerProvider instanceof api.ProxyTracerProvider ? tracerProvider : null;
+  const quietSpan = api.trace.wrapSpanContext(api.INVALID_SPAN_CONTEXT);
   const operations = meter.createCounter(TELEMETRY.operations, { description: 'runner.run() calls, by how they ended (done, adopted, in-progress, handed-off, error)' });
   const attempts = meter.createCounter(TELEMETRY.attempts, { description: 'provider calls (dispatches and same-key re-sends), by outcome' });
   const lookups = meter.createCounter(TELEMETRY.lookups, { description: 'lookups of what the provider stored, by result' });
@@ -89,44 +100,55 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
 
   return {
     async run(info, fn) {
-      const span = tracer.startSpan(TELEMETRY.runSpan, {
-        kind: api.SpanKind.INTERNAL,
-        startTime: now(),
-        attributes: attrs(info.operation, { 'retrysafe.provider': info.provider, 'retrysafe.business_operation_id': info.businessOperationId }),
-      });
-      const s: RunScope = { span, operation: info.operation, attempt: null };
+      const quiet = proxy !== null && proxy.getDelegateTracer(TELEMETRY.scope) === undefined;
+      const span = quiet
+        ? quietSpan
+        : tracer.startSpan(TELEMETRY.runSpan, {
+            kind: api.SpanKind.INTERNAL,
+            startTime: now(),
+            attributes: attrs(info.operation, { 'retrysafe.provider': info.provider, 'retrysafe.business_operation_id': info.businessOperationId }),
+          });
+      const s: RunScope = { span, operation: info.operation, attempt: null, quiet };
       try {
         const result = await (fn.length === 0 ? scope.run(s, () => fn(s)) : fn(s));
         const status = result.status === 'done' && result.adopted ? 'adopted' : result.status;
-        span.setAttribute('retrysafe.status', status);
-        if (result.status === 'handed-off') span.setStatus({ code: api.SpanStatusCode.ERROR, message: 'handed off to a person' });
-        operations.add(1, attrs(info.operation, { 'retrysafe.status': status }));
+        if (!quiet) {
+          span.setAttribute('retrysafe.status', status);
+          if (result.status === 'handed-off') span.setStatus({ code: api.SpanStatusCode.ERROR, message: 'handed off to a person' });
+        }
+        if (metered) operations.add(1, attrs(info.operation, { 'retrysafe.status': status }));
         return result;
       } catch (err) {
         const name = err instanceof Error ? err.name : 'Error';
-        span.setAttribute('retrysafe.status', 'error');
-        span.setStatus({ code: api.SpanStatusCode.ERROR, message: name });
-        operations.add(1, attrs(info.operation, { 'retrysafe.status': 'error', 'error.type': name }));
+        if (!quiet) {
+          span.setAttribute('retrysafe.status', 'error');
+          span.setStatus({ code: api.SpanStatusCode.ERROR, message: name });
+        }
+        if (metered) operations.add(1, attrs(info.operation, { 'retrysafe.status': 'error', 'error.type': name }));
         throw err;
       } finally {
-        s.attempt?.end(now());
-        span.end(now());
+        if (!quiet) {
+          s.attempt?.end(now());
+          span.end(now());
+        }
       }
     },
 
     event(event, level, fields, operation, given) {
       const s = given ?? scope.getStore();
+      // Nothing would record it: no instrument (no-op meter) and no span (no run, or a quiet one).
+      if (!metered && (s === undefined || s.quiet)) return;
       const op = operation ?? s?.operation ?? '';
       const f = fields ?? {};
       switch (event) {
         case 'dispatch': {
-          if (!s) break;
+          if (!s || s.quiet) break;
           s.attempt?.end(now());
           s.attempt = tracer.startSpan(TELEMETRY.attemptSpan, { kind: api.SpanKind.CLIENT, startTime: now(), attributes: attrs(op, { 'retrysafe.attempt': f.attempt }) }, api.trace.setSpan(api.context.active(), s.span));
           break;
         }
         case 'outcome': {
-          attempts.add(1, attrs(op, { 'retrysafe.outcome': f.outcome }));
+          if (metered) attempts.add(1, attrs(op, { 'retrysafe.outcome': f.outcome }));
           if (s?.attempt) {
             s.attempt.setAttributes(attrs(op, { 'retrysafe.outcome': f.outcome, 'http.response.status_code': f.status }));
             if (f.outcome === 'unknown' || f.outcome === 'rejected') s.attempt.setStatus({ code: api.SpanStatusCode.ERROR, message: f.outcome });
@@ -136,14 +158,14 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
           break;
         }
         case 'lookup':
-          lookups.add(1, attrs(op, { 'retrysafe.lookup.result': f.outcome }));
+          if (metered) lookups.add(1, attrs(op, { 'retrysafe.lookup.result': f.outcome }));
           break;
         case 'decision':
-          if (f.delayMs !== undefined) retryDelay.record(f.delayMs, attrs(op, { 'retrysafe.decision': f.decision }));
+          if (metered && f.delayMs !== undefined) retryDelay.record(f.delayMs, attrs(op, { 'retrysafe.decision': f.decision }));
           break;
         case 'handoff':
-          handoffs.add(1, attrs(op, { 'retrysafe.handoff.reason': f.handoffReason }));
-          s?.span.setAttribute('retrysafe.handoff.reason', f.handoffReason ?? 'unknown');
+          if (metered) handoffs.add(1, attrs(op, { 'retrysafe.handoff.reason': f.handoffReason }));
+          if (s !== undefined && !s.quiet) s.span.setAttribute('retrysafe.handoff.reason', f.handoffReason ?? 'unknown');
           break;
       }
       // A span that records nothing (no SDK, or not sampled) ignores events: build none for it.

@@ -101,6 +101,20 @@ describe('telemetry through an in-memory exporter', () => {
     expect(byName(TELEMETRY.runSpan)).toHaveLength(1);
   });
 
+  it('a runner created before the SDK registers: its runs start recording once one is registered (asked per run, as the proxy tracer asks per span)', async () => {
+    const { adapter, runner } = setup();
+    await runner.run(adapter, OP, { params: { ref: 'quiet', amount: 1 } });
+    expect(spans.getFinishedSpans()).toEqual([]);
+    trace.setGlobalTracerProvider(tracerProvider);
+    await runner.run(adapter, OP, { params: { ref: 'traced', amount: 1 } });
+    const runs = byName(TELEMETRY.runSpan);
+    expect(runs).toHaveLength(1);
+    expect(runs[0]!.attributes['retrysafe.status']).toBe('done');
+    const attempts = byName(TELEMETRY.attemptSpan);
+    expect(attempts).toHaveLength(1);
+    expect(attempts[0]!.parentSpanContext?.spanId).toBe(runs[0]!.spanContext().spanId);
+  });
+
   it('createTelemetry on its own: events find their run by the scope run() hands over, or (a function without parameters) by themselves', async () => {
     const tele = createTelemetry({ tracerProvider, meterProvider }, () => Date.now());
     const info = { operation: 'x.op', provider: 'x', businessOperationId: 'id-1' };

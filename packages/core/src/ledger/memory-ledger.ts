@@ -14,6 +14,7 @@ import {
   type Receipt,
   type StatePatch,
 } from '@retrysafe/contract';
+import { prototypePolluted } from '@retrysafe/contract/internal';
 import {
   checkFence,
   chainedTransition,
@@ -76,12 +77,6 @@ function copyPlain(v: unknown, seen: Set<object>): unknown {
   return out;
 }
 
-/** Whether Object.prototype has gained an enumerable property (for-in would then see it). */
-function prototypePolluted(): boolean {
-  for (const _ in {}) return true;
-  return false;
-}
-
 /** What the ledger hands out or keeps: a copy nobody else holds (structuredClone's answer, cheaper for plain data). */
 export function clone<T>(v: T): T {
   if (typeof v !== 'object' || v === null || prototypePolluted()) return structuredClone(v);
@@ -102,19 +97,25 @@ export function createMemoryLedger(): Ledger {
     if (closed) throw new Error('memory ledger is closed');
   };
   const fenced = (ref: Fenced) => checkFence(records.get(ref.businessOperationId) ?? null, ref);
+  // The copy is what stays and the transition's own object is handed out (nobody else holds it): the same
+  // two objects either way, but what lives on is never an object literal's allocation, so V8 does not
+  // learn to pretenure the transitions' literals (which deoptimised the runner code they are inlined into).
   const put = (r: OperationRecord) => {
-    records.set(r.businessOperationId, r);
-    return clone(r);
+    records.set(r.businessOperationId, clone(r));
+    return r;
   };
   /** Checks the receipt against the operation's receipts; returns the commit step (so a refused state writes neither). */
   const receiptStep = (ref: Fenced, receipt: Receipt | undefined): (() => void) => {
     if (receipt === undefined) return () => undefined;
-    const list = receipts.get(ref.businessOperationId) ?? [];
-    checkReceipt(ref, receipt, list.length ? list[list.length - 1]!.seq : 0);
+    const list = receipts.get(ref.businessOperationId);
+    checkReceipt(ref, receipt, list !== undefined && list.length ? list[list.length - 1]!.seq : 0);
     const copy = clone(receipt);
     return () => {
-      list.push(copy);
-      receipts.set(ref.businessOperationId, list);
+      if (list !== undefined) list.push(copy);
+      // A new list is made with its first receipt in it (an empty one would take an object on its first push,
+      // a change of its elements kind that deoptimised this step), and by Array.of rather than a literal: the
+      // lists live on, and V8 would learn to pretenure a literal's allocation site (see put).
+      else receipts.set(ref.businessOperationId, Array.of(copy));
     };
   };
 
@@ -123,8 +124,10 @@ export function createMemoryLedger(): Ledger {
     async claim(input: ClaimInput): Promise<ClaimResult> {
       open();
       const { result, write } = claimTransition(records.get(input.businessOperationId) ?? null, clone(input));
-      if (write) records.set(write.businessOperationId, write);
-      return clone(result);
+      if (write === null) return clone(result); // it holds the stored record
+      // Written: the result holds the new record and the caller's copied input, which nobody else holds (as in put).
+      records.set(write.businessOperationId, clone(write));
+      return result;
     },
     async renewLease(ref, leaseMs, now) {
       open();

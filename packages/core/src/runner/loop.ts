@@ -50,7 +50,7 @@ export function startOp(ctx: RunnerContext, base: OpBase, record: OperationRecor
     polls: 0,
     lastSeq: last?.seq ?? 0,
     lastHash: last?.hash ?? null,
-    receipts: prior.slice(),
+    receipts: prior.length === 0 ? [] : prior.slice(),
     dispatchWritten,
     pendingReceipt: null,
   };

@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { claimTransition, setStateTransition } from './ledger-transitions.js';
+import type { ClaimInput, OperationRecord, StatePatch } from './ledger.js';
+
+// setStateTransition as it was written before its one-literal form (issue 23): the reference.
+function reference(record: OperationRecord, patch: StatePatch, terminal: boolean): OperationRecord {
+  return {
+    ...record,
+    state: patch.state,
+    ...(patch.lastOutcome !== undefined ? { lastOutcome: patch.lastOutcome } : {}),
+    ...(patch.result !== undefined ? { result: patch.result } : {}),
+    ...(patch.providerRef !== undefined ? { providerRef: patch.providerRef } : {}),
+    ...(patch.statusRef !== undefined ? { statusRef: patch.statusRef } : {}),
+    ...(terminal ? { leaseOwner: null, leaseExpiresAt: null } : {}),
+    updatedAt: patch.now,
+  };
+}
+
+describe('claimTransition', () => {
+  it('a new record has the lease fields where the lease spread put them', () => {
+    const input = { businessOperationId: 'a:1', provider: 'p', operation: 'a.b', intentFingerprint: 'sha256:' + 'a'.repeat(64), paramsFingerprint: 'sha256:' + 'b'.repeat(64), params: null, providerKey: null, owner: 'w', leaseMs: 10, now: 1000 } as ClaimInput;
+    const record = claimTransition(null, input).write!;
+    expect(Object.keys(record)).toEqual(['businessOperationId', 'provider', 'operation', 'intentFingerprint', 'paramsFingerprint', 'params', 'providerKey', 'state', 'fence', 'leaseOwner', 'leaseExpiresAt', 'updatedAt', 'createdAt', 'firstDispatchedAt', 'attemptCount', 'lastOutcome', 'result', 'providerRef', 'statusRef', 'handoff', 'resolution', 'receiptChain']);
+    expect(record).toMatchObject({ leaseOwner: 'w', leaseExpiresAt: 1010, updatedAt: 1000, createdAt: 1000, state: 'claimed', fence: 1 });
+  });
+});
+
+describe('setStateTransition', () => {
+  const input = {
+    businessOperationId: 'orders.create:0123456789abcdef0123456789abcdef',
+    provider: 'p',
+    operation: 'orders.create',
+    intentFingerprint: 'sha256:' + 'a'.repeat(64),
+    paramsFingerprint: 'sha256:' + 'b'.repeat(64),
+    params: { orderRef: 'o-1' },
+    providerKey: 'k-1',
+    owner: 'w',
+    leaseMs: 30_000,
+    now: 1_780_000_000_000,
+    dispatch: true,
+  } as ClaimInput;
+  const record = claimTransition(null, input).write!;
+  const stored = { ...record, lastOutcome: 'unknown', result: { id: 'x' }, providerRef: 'ref-0', statusRef: 'st-0' } as OperationRecord;
+
+  it('gives the same record, keys in the same order, for every combination of patch fields', () => {
+    const states = [['succeeded', true], ['unknown', false], ['reconciling', false], ['rejected', true]] as const;
+    for (const base of [record, stored])
+      for (const [state, terminal] of states)
+        for (let mask = 0; mask < 16; mask++) {
+          const patch: StatePatch = {
+            state,
+            now: input.now + 5,
+            ...(mask & 1 ? { lastOutcome: 'succeeded' as const } : {}),
+            ...(mask & 2 ? { result: { id: 'ord_1' } } : {}),
+            ...(mask & 4 ? { providerRef: 'ord_1' } : {}),
+            ...(mask & 8 ? { statusRef: null } : {}),
+          };
+          const next = setStateTransition(base, patch);
+          const want = reference(base, patch, terminal);
+          expect(next).toStrictEqual(want);
+          expect(Object.keys(next)).toEqual(Object.keys(want));
+        }
+  });
+});
