@@ -349,16 +349,14 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       const params = jsonParam(input.params);
       const inserted = await query<{ lease_expires_at: string; xmin: string }>(
         'claim',
-        'claim-insert',
-        `WITH clk AS (SELECT ${CLOCK('$12', '$10')} AS db)
-         INSERT INTO ${ops} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, provider_key,
+        // A plain VALUES row (no CTE, no CASE for the server to evaluate): the clock is fixed per ledger, the birth state a parameter.
+        `claim-insert${dbClock ? '' : ':caller-clock'}`,
+        `INSERT INTO ${ops} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, provider_key,
            state, fence, lease_owner, lease_expires_at, created_at, updated_at, attempt_count, first_dispatched_at)
-         SELECT $1, $2, $3, $4, $5, $6::json, $7, CASE WHEN $11::boolean THEN 'dispatched' ELSE 'claimed' END, 1, $8, clk.db + $9::bigint, $10, $10,
-           CASE WHEN $11::boolean THEN 1 ELSE 0 END, CASE WHEN $11::boolean THEN $10::bigint END
-         FROM clk
+         VALUES ($1, $2, $3, $4, $5, $6::json, $7, $11, 1, $8, ${dbClock ? DB_NOW : '$10::bigint'} + $9::bigint, $10, $10, $12, $13)
          ON CONFLICT (business_operation_id) DO NOTHING RETURNING lease_expires_at, xmin`,
         [input.businessOperationId, input.provider, input.operation, input.intentFingerprint, input.paramsFingerprint,
-          params, input.providerKey, input.owner, input.leaseMs, input.now, dispatch, dbClock],
+          params, input.providerKey, input.owner, input.leaseMs, input.now, dispatch ? 'dispatched' : 'claimed', dispatch ? 1 : 0, dispatch ? input.now : null],
       );
       // The new row holds exactly what this call sent, so its record is not read back: it is the contract's
       // new-operation record (the rule every ledger applies) for the params as the json column reads them
@@ -653,9 +651,11 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   return ledger;
 }
 
+/** The database's "now" in epoch ms (the transaction's start). */
+const DB_NOW = `(extract(epoch from now()) * 1000)::bigint`;
 /** SQL for "now" in epoch ms: the database's `now()` when `flag` (a boolean parameter) is true, else the caller's `now` parameter. */
 function CLOCK(flag: string, callerNow: string): string {
-  return `(CASE WHEN ${flag}::boolean THEN (extract(epoch from now()) * 1000)::bigint ELSE ${callerNow}::bigint END)`;
+  return `(CASE WHEN ${flag}::boolean THEN ${DB_NOW} ELSE ${callerNow}::bigint END)`;
 }
 
 /** The json columns of a remembered record, as the text the column holds (null: SQL NULL or JSON null, both read back as null). */

@@ -90,7 +90,7 @@ describe('writes of a remembered operation', () => {
     expect(s.receiptChain).toEqual({ head: r1.hash, length: 1 });
     expect(await ledger.receipts(ref.businessOperationId)).toEqual([r1]);
     // Three writes, each one statement on the remembered row version, none re-sent in full.
-    expect(sent.filter((n) => !n.startsWith('get') && n !== 'receipts')).toEqual(['claim-insert', 'dispatched:known', 'set-state:known', 'set-state-terminal+receipt:known']);
+    expect(sent.filter((n) => !n.startsWith('get') && n !== 'receipts')).toEqual(['claim-insert:caller-clock', 'dispatched:known', 'set-state:known', 'set-state-terminal+receipt:known']);
   });
 
   it('a hand-off returns the row it left, its packet included', async () => {
