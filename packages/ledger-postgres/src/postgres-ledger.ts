@@ -393,8 +393,26 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       checkNumber(now, 'now', 'renewLease');
       // A terminal operation holds no lease: renewing it is a no-op. A released lease stays released
       // (the caller gave it up; it must claim again).
-      await fencedUpdate(ref, 'renewLease', 'renew', `lease_expires_at = ${CLOCK('$3', '$1')} + $2::bigint, updated_at = $1`, [now, leaseMs, dbClock], {
-        sql: `${NOT_TERMINAL} AND lease_owner IS NOT NULL`,
+      const set = `lease_expires_at = ${CLOCK('$3', '$1')} + $2::bigint, updated_at = $1`;
+      const guard = `${NOT_TERMINAL} AND lease_owner IS NOT NULL`;
+      // A remembered operation is renewed on its remembered row version (see `known`) and stays remembered,
+      // with the lease's end the database wrote; otherwise (a miss writes nothing) the renewal below.
+      checkRef(ref, 'renewLease');
+      const k = known.get(ref.businessOperationId);
+      if (k !== undefined && k.record.fence === ref.fence && k.record.leaseOwner !== null) {
+        const { rows } = await query<{ lease_expires_at: string; xmin: string }>(
+          'renewLease',
+          'renew:known',
+          `UPDATE ${ops} SET ${set} WHERE business_operation_id = $4 AND fence = $5 AND ${guard} AND xmin = $6::xid RETURNING lease_expires_at, xmin`,
+          [now, leaseMs, dbClock, ref.businessOperationId, ref.fence, k.xmin],
+        );
+        if (rows.length === 1) {
+          remember({ ...k.record, leaseExpiresAt: Number(rows[0]!.lease_expires_at), updatedAt: now }, rows[0]!.xmin, k.json);
+          return;
+        }
+      }
+      await fencedUpdate(ref, 'renewLease', 'renew', set, [now, leaseMs, dbClock], {
+        sql: guard,
         blocked: (r) => (isTerminal(r) ? 'no-op' : r.leaseOwner === null ? new LeaseLostError(r.businessOperationId, ref.fence) : null),
       });
     },

@@ -93,6 +93,18 @@ describe('writes of a remembered operation', () => {
     expect(sent.filter((n) => !n.startsWith('get') && n !== 'receipts')).toEqual(['claim-insert:caller-clock', 'dispatched:known', 'set-state:known', 'set-state-terminal+receipt:known']);
   });
 
+  it('a renewal keeps the operation remembered, with the lease the database wrote', async () => {
+    const c = await ledger.claim(claimInput('renewed', { dispatch: true }));
+    if (c.kind !== 'claimed') throw new Error(c.kind);
+    const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
+    await ledger.renewLease(ref, 4000, T0 + 5);
+    await ledger.renewLease(ref, 3000, T0 + 6);
+    const s = await ledger.setState(ref, { state: 'unknown', now: T0 + 7, lastOutcome: 'unknown' });
+    expect(s).toEqual(await ledger.get(ref.businessOperationId));
+    expect(s).toMatchObject({ leaseExpiresAt: T0 + 6 + 3000, updatedAt: T0 + 7 });
+    expect(sent.filter((n) => n.startsWith('renew') || n.startsWith('set-state'))).toEqual(['renew:known', 'renew:known', 'set-state:known']);
+  });
+
   it('a hand-off returns the row it left, its packet included', async () => {
     const c = await ledger.claim(claimInput('handoff', { dispatch: true }));
     if (c.kind !== 'claimed') throw new Error(c.kind);
