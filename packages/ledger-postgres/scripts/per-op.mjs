@@ -1,13 +1,16 @@
 // Clean operations through runner.run on the PostgreSQL ledger (issue 23): what one op costs.
 //   DATABASE_URL=... node packages/ledger-postgres/scripts/per-op.mjs [N=2000] [--mode=runner|raw|hand|powertools]
-//        [--async-commit] [--waldump=<PGDATA>/pg_wal] [--pgdata=<PGDATA>] [--keep]     (RETRYSAFE_PG=<dist/index.js>: another build)
+//        [--async-commit] [--caller-clock] [--waldump=<PGDATA>/pg_wal] [--pgdata=<PGDATA>] [--keep]     (RETRYSAFE_PG=<dist/index.js>: another build)
 // Prints per op: wall time, the Node process's CPU, the server's CPU (every process of the cluster whose
 // PGDATA is given, read from /proc), the statements the ledger sent (by name, counted on its pool's
 // clients; runner mode), and the WAL bytes, measured after a CHECKPOINT so the first touch of each page
 // pays its full-page image as it would in production. --waldump: pg_waldump's statistics per record type
 // of exactly that window. --async-commit: synchronous_commit=off on the ledger's connections, so the
 // loop is bound by CPU rather than by the WAL flush (runner mode). Other modes are the bench's workloads.
+// --caller-clock: leaseClock 'caller' (under valgrind, where the runner's `now` is seconds old by the time it claims).
 // For a profile of the Node side: node --cpu-prof --cpu-prof-dir=/tmp/prof <this script> 20000 --async-commit
+// Instructions per op of the Node side (deterministic, unlike CPU time on a shared machine): callgrind at two
+// lengths, `valgrind --tool=callgrind node --single-threaded <this script> N --caller-clock`, N = 1000 and 2500, difference / 1500.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -52,7 +55,7 @@ if (mode === 'runner') {
       return q(config, ...rest);
     };
   });
-  const ledger = createPostgresLedger({ pool, schema, migrate: false });
+  const ledger = createPostgresLedger({ pool, schema, migrate: false, ...(args.includes('--caller-clock') ? { leaseClock: 'caller' } : {}) });
   const adapter = createNoopAdapter({ remember: false });
   const runner = createRunner({ ledger, owner: 'perop:1', policy: { leaseMs: 30_000 } });
   const tag = randomBytes(3).toString('hex');
@@ -109,7 +112,7 @@ const size = Number((await admin.query(`SELECT coalesce(sum(pg_total_relation_si
 const perOp = [...counts].map(([k, v]) => `${k.replace(`rs:${schema}:`, '')}=${(v / n).toFixed(2)}`).join(' ');
 const trips = [...counts.values()].reduce((a, b) => a + b, 0) / n;
 console.log(
-  `${mode}: ${n} ops, ${(Number(t1 - t0) / 1e6 / n).toFixed(3)} ms/op, Node CPU ${((c1.user + c1.system) / n).toFixed(0)} µs/op, ` +
+  `${mode}: ${n} ops, ${(Number(t1 - t0) / 1e6 / n).toFixed(3)} ms/op, Node CPU ${((c1.user + c1.system) / n).toFixed(0)} µs/op (user ${(c1.user / n).toFixed(0)}), ` +
     `server CPU ${(((s1 - s0) * 10_000) / n).toFixed(0)} µs/op, WAL ${(wal / n).toFixed(0)} bytes/op, tables+indexes ${(size / (n + 200)).toFixed(0)} bytes/op` +
     (mode === 'runner' ? `, round trips/op ${trips.toFixed(2)} (${perOp})` : ''),
 );

@@ -4,6 +4,7 @@ import {
   LedgerError,
   PRUNABLE_STATES,
   RECOVERABLE_STATES,
+  chainedTransition,
   checkPruneOptions,
   claimTransition,
   dispatchedTransition,
@@ -164,8 +165,44 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     }
   }
 
-  /** A write returns the record's columns, never the receipts (the caller has the one it wrote). */
-  const RETURNING = `RETURNING ${RECORD_COLUMNS}`;
+  /**
+   * A write returns the record's columns, never the receipts (the caller has the one it wrote), and the
+   * row version's xmin, so the next write of this operation can skip the read-back (see `known`).
+   */
+  const RETURNING = `RETURNING ${RECORD_COLUMNS}, xmin`;
+
+  /**
+   * The record this ledger last wrote to an operation's row, with the row version holding it (`xmin`,
+   * the id of the transaction that wrote that version). A fenced write of a remembered operation
+   * computes the new record with the contract's transition rule and sends the same UPDATE, guarded
+   * also by `xmin = <remembered>`, returning only the new xmin: the guard matches only the very row
+   * version the record was read from or written as (any other write, by any worker or person, makes a
+   * new version with another xmin; the takeover re-check under READ COMMITTED sees the new version),
+   * so the record is the row's without parsing it back. No match: the write is sent again as before
+   * (returning the whole row, or explaining why it was refused). json values are kept as their text and
+   * parsed for each record handed out, as a read of the column would, so callers never share objects.
+   * Bounded; an operation that reaches a terminal state is forgotten.
+   */
+  const known = new Map<string, Known>();
+  const remember = (record: OperationRecord, xmin: string, json: JsonTexts) => {
+    const id = record.businessOperationId;
+    known.delete(id);
+    if (isTerminal(record)) return;
+    if (known.size >= KNOWN_MAX) known.delete(known.keys().next().value!);
+    // A copy: the caller may change the record it was handed; the json values are kept as text.
+    known.set(id, { xmin, record: record.receiptChain ? { ...record, receiptChain: { ...record.receiptChain } } : { ...record }, json });
+  };
+  /** The record of a row version that was read back from a write: remembered with its xmin, returned. */
+  const fromRow = (row: OperationRow & { xmin: string }): OperationRecord => {
+    const record = toRecord(row);
+    remember(record, row.xmin, {
+      params: jsonParam(record.params),
+      result: jsonParam(record.result),
+      handoff: jsonParam(record.handoff),
+      resolution: jsonParam(record.resolution),
+    });
+    return record;
+  };
 
   /**
    * 0 rows from a fenced write: say why. A missing operation is a LedgerError, a stale token a
@@ -202,30 +239,66 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     values: unknown[],
     guard: { sql: string; blocked: Blocked } | null,
     receipt?: Receipt,
-    record = true,
+    next?: Next,
   ): Promise<OperationRecord | null> {
     checkRef(ref, what);
     const n = values.length;
     const where = `business_operation_id = $${n + 1} AND fence = $${n + 2}${guard ? ` AND ${guard.sql}` : ''}`;
     if (receipt === undefined) {
-      const returning = record ? RETURNING : 'RETURNING business_operation_id';
-      const { rows } = await query<OperationRow>(what, name, `UPDATE ${ops} SET ${set} WHERE ${where} ${returning}`, [...values, ref.businessOperationId, ref.fence]);
+      if (next === undefined) {
+        // Nothing comes back (renew, release): only the id is returned, and the row is no longer the remembered version.
+        known.delete(ref.businessOperationId);
+        const { rows } = await query<{ business_operation_id: string }>(what, name, `UPDATE ${ops} SET ${set} WHERE ${where} RETURNING business_operation_id`, [...values, ref.businessOperationId, ref.fence]);
+        if (rows.length === 0) await refused(ref, what, guard?.blocked);
+        return null;
+      }
+      const sql = `UPDATE ${ops} SET ${set} WHERE ${where}`;
+      const args = [...values, ref.businessOperationId, ref.fence];
+      const fast = await knownWrite(ref, what, name, sql, args, next, undefined);
+      if (fast) return fast;
+      const { rows } = await query<OperationRow & { xmin: string }>(what, name, `${sql} ${RETURNING}`, args);
       if (rows.length === 0) return refused(ref, what, guard?.blocked);
-      return record ? toRecord(rows[0]!) : null;
+      return fromRow(rows[0]!);
     }
     checkReceiptShape(ref, receipt, what);
     // The state and its receipt in ONE statement on ONE row (migration 5: the receipts live in the
     // operation's row): it applies only when the receipt is the next seq of the row's chain anchor.
     // Under the row lock a concurrent writer of the same seq re-checks against the new count: one lands.
-    const { rows } = await query<OperationRow>(
-      what,
-      `${name}+receipt`,
-      `UPDATE ${ops} SET ${set}, ${appendReceiptSql(`$${n + 4}`)}, receipt_head = $${n + 5}, receipt_count = $${n + 3}
-       WHERE ${where} AND receipt_count + 1 = $${n + 3}::integer ${RETURNING}`,
-      [...values, ref.businessOperationId, ref.fence, receipt.seq, jsonParam(receipt), receipt.hash],
-    );
+    const sql = `UPDATE ${ops} SET ${set}, ${appendReceiptSql(`$${n + 4}`)}, receipt_head = $${n + 5}, receipt_count = $${n + 3}
+       WHERE ${where} AND receipt_count + 1 = $${n + 3}::integer`;
+    const args = [...values, ref.businessOperationId, ref.fence, receipt.seq, jsonParam(receipt), receipt.hash];
+    if (next) {
+      const fast = await knownWrite(ref, what, `${name}+receipt`, sql, args, next, receipt);
+      if (fast) return fast;
+    }
+    const { rows } = await query<OperationRow & { xmin: string }>(what, `${name}+receipt`, `${sql} ${RETURNING}`, args);
     if (rows.length === 0) return refused(ref, what, guard?.blocked, receipt);
-    return toRecord(rows[0]!);
+    return fromRow(rows[0]!);
+  }
+
+  /**
+   * The write of a remembered operation (see `known`): `sql` (an UPDATE without RETURNING) guarded
+   * also by the remembered xmin, returning only the new one. The record is `next` applied to the
+   * remembered one. null: not remembered, the rule refuses (the full write explains why), or the row
+   * is another version now: nothing was written, and the caller sends the full write.
+   */
+  async function knownWrite(ref: Fenced, what: string, name: string, sql: string, args: unknown[], next: Next, receipt: Receipt | undefined): Promise<OperationRecord | null> {
+    const k = known.get(ref.businessOperationId);
+    if (k === undefined || k.record.fence !== ref.fence) return null;
+    let out: { record: OperationRecord; json: JsonTexts };
+    try {
+      out = next(k.record, k.json);
+    } catch {
+      return null;
+    }
+    const { rows } = await query<{ xmin: string }>(what, `${name}:known`, `${sql} AND xmin = $${args.length + 1}::xid RETURNING xmin`, [...args, k.xmin]);
+    if (rows.length === 0) {
+      known.delete(ref.businessOperationId);
+      return null;
+    }
+    const record = chainedTransition(out.record, receipt);
+    remember(record, rows[0]!.xmin, out.json);
+    return handOut(record, out.json);
   }
   const must = (r: OperationRecord | null): OperationRecord => r!;
 
@@ -235,7 +308,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
    * (moved only with a receipt) stay. The fence in the WHERE is the one read under the lock.
    */
   async function writeLocked(client: pg.PoolClient, what: string, locked: OperationRow, r: OperationRecord): Promise<OperationRecord> {
-    const { rows } = await query<OperationRow>(
+    const { rows } = await query<OperationRow & { xmin: string }>(
       what,
       'write-locked',
       `UPDATE ${ops} SET params = $3::json, params_fingerprint = $4, provider_key = $5, state = $6, fence = $7, lease_owner = $8,
@@ -248,7 +321,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       client,
     );
     if (rows.length === 0) throw new LedgerError(`${what}: ${r.businessOperationId} changed under its row lock; nothing written`);
-    return toRecord(rows[0]!);
+    return fromRow(rows[0]!);
   }
   const NOT_TERMINAL = `state NOT IN (${sqlList(TERMINAL_STATES)})`;
   /** Why a guarded write's rule refuses the current record: the contract's transition rule, asked. */
@@ -274,25 +347,26 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       // A worker whose clock is too far from the database's writes nothing (checkSkew); the lease ends at the ledger's clock + leaseMs.
       const dispatch = input.dispatch === true;
       const params = jsonParam(input.params);
-      const inserted = await query<{ lease_expires_at: string }>(
+      const inserted = await query<{ lease_expires_at: string; xmin: string }>(
         'claim',
-        'claim-insert',
-        `WITH clk AS (SELECT ${CLOCK('$12', '$10')} AS db)
-         INSERT INTO ${ops} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, provider_key,
+        // A plain VALUES row (no CTE, no CASE for the server to evaluate): the clock is fixed per ledger, the birth state a parameter.
+        `claim-insert${dbClock ? '' : ':caller-clock'}`,
+        `INSERT INTO ${ops} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, provider_key,
            state, fence, lease_owner, lease_expires_at, created_at, updated_at, attempt_count, first_dispatched_at)
-         SELECT $1, $2, $3, $4, $5, $6::json, $7, CASE WHEN $11::boolean THEN 'dispatched' ELSE 'claimed' END, 1, $8, clk.db + $9::bigint, $10, $10,
-           CASE WHEN $11::boolean THEN 1 ELSE 0 END, CASE WHEN $11::boolean THEN $10::bigint END
-         FROM clk
-         ON CONFLICT (business_operation_id) DO NOTHING RETURNING lease_expires_at`,
+         VALUES ($1, $2, $3, $4, $5, $6::json, $7, $11, 1, $8, ${dbClock ? DB_NOW : '$10::bigint'} + $9::bigint, $10, $10, $12, $13)
+         ON CONFLICT (business_operation_id) DO NOTHING RETURNING lease_expires_at, xmin`,
         [input.businessOperationId, input.provider, input.operation, input.intentFingerprint, input.paramsFingerprint,
-          params, input.providerKey, input.owner, input.leaseMs, input.now, dispatch, dbClock],
+          params, input.providerKey, input.owner, input.leaseMs, input.now, dispatch ? 'dispatched' : 'claimed', dispatch ? 1 : 0, dispatch ? input.now : null],
       );
       // The new row holds exactly what this call sent, so its record is not read back: it is the contract's
       // new-operation record (the rule every ledger applies) for the params as the json column reads them
       // back, and the lease's end the database wrote (its clock: leaseNow = that end - leaseMs).
       if (inserted.rows.length === 1) {
-        const stored = { ...input, params: params === null ? null : JSON.parse(params), providerKey: input.providerKey ?? null };
-        return claimTransition(null, stored, Number(inserted.rows[0]!.lease_expires_at) - input.leaseMs).result;
+        const row = inserted.rows[0]!;
+        const stored = { ...input, params: parseJson(params), providerKey: input.providerKey ?? null };
+        const claimed = claimTransition(null, stored, Number(row.lease_expires_at) - input.leaseMs).result;
+        remember(claimed.record, row.xmin, { params, result: null, handoff: null, resolution: null });
+        return claimed;
       }
 
       // It exists: decide under a row lock, so two workers never both take it over. The decision is the
@@ -319,10 +393,28 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       checkNumber(now, 'now', 'renewLease');
       // A terminal operation holds no lease: renewing it is a no-op. A released lease stays released
       // (the caller gave it up; it must claim again).
-      await fencedUpdate(ref, 'renewLease', 'renew', `lease_expires_at = ${CLOCK('$3', '$1')} + $2::bigint, updated_at = $1`, [now, leaseMs, dbClock], {
-        sql: `${NOT_TERMINAL} AND lease_owner IS NOT NULL`,
+      const set = `lease_expires_at = ${CLOCK('$3', '$1')} + $2::bigint, updated_at = $1`;
+      const guard = `${NOT_TERMINAL} AND lease_owner IS NOT NULL`;
+      // A remembered operation is renewed on its remembered row version (see `known`) and stays remembered,
+      // with the lease's end the database wrote; otherwise (a miss writes nothing) the renewal below.
+      checkRef(ref, 'renewLease');
+      const k = known.get(ref.businessOperationId);
+      if (k !== undefined && k.record.fence === ref.fence && k.record.leaseOwner !== null) {
+        const { rows } = await query<{ lease_expires_at: string; xmin: string }>(
+          'renewLease',
+          'renew:known',
+          `UPDATE ${ops} SET ${set} WHERE business_operation_id = $4 AND fence = $5 AND ${guard} AND xmin = $6::xid RETURNING lease_expires_at, xmin`,
+          [now, leaseMs, dbClock, ref.businessOperationId, ref.fence, k.xmin],
+        );
+        if (rows.length === 1) {
+          remember({ ...k.record, leaseExpiresAt: Number(rows[0]!.lease_expires_at), updatedAt: now }, rows[0]!.xmin, k.json);
+          return;
+        }
+      }
+      await fencedUpdate(ref, 'renewLease', 'renew', set, [now, leaseMs, dbClock], {
+        sql: guard,
         blocked: (r) => (isTerminal(r) ? 'no-op' : r.leaseOwner === null ? new LeaseLostError(r.businessOperationId, ref.fence) : null),
-      }, undefined, false);
+      });
     },
 
     async markDispatched(ref, now) {
@@ -334,6 +426,8 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         `state = 'dispatched', attempt_count = attempt_count + 1, first_dispatched_at = coalesce(first_dispatched_at, $1), updated_at = $1`,
         [now],
         { sql: NOT_TERMINAL, blocked: ruleBlocks((r) => dispatchedTransition(r, now)) },
+        undefined,
+        (r, json) => ({ record: dispatchedTransition(r, now), json }),
       ));
     },
 
@@ -344,6 +438,8 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       if (!ALL_STATES.has(patch.state)) throw new LedgerError(`setState: unknown state ${JSON.stringify(patch.state)}`);
       checkNumber(patch.now, 'now', 'setState');
       const terminal = TERMINAL_STATES.includes(patch.state);
+      // The result's json text, as the column will hold it (undefined: the patch leaves the result as it is).
+      const result = patch.result === undefined ? undefined : jsonParam(patch.result);
       return must(await fencedUpdate(
         ref,
         'setState',
@@ -357,12 +453,13 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         [
           patch.state, patch.now,
           patch.lastOutcome !== undefined, patch.lastOutcome ?? null,
-          patch.result !== undefined, jsonParam(patch.result),
+          patch.result !== undefined, result ?? null,
           patch.providerRef !== undefined, patch.providerRef ?? null,
           patch.statusRef !== undefined, patch.statusRef ?? null,
         ],
         { sql: NOT_TERMINAL, blocked: ruleBlocks((r) => setStateTransition(r, patch)) },
         patch.receipt,
+        (r, json) => ({ record: setStateTransition(r, patch), json: result === undefined ? json : { ...json, result } }),
       ));
     },
 
@@ -370,21 +467,24 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       if (!packet || typeof packet !== 'object') throw new LedgerError('handOff: a handoff packet is required');
       checkNumber(now, 'now', 'handOff');
       // The packet's last known outcome and provider reference become the record's, when it has them.
+      const handoff = jsonParam(packet);
       return must(await fencedUpdate(
         ref,
         'handOff',
         'hand-off',
         `state = 'handed-off', handoff = $1::json, last_outcome = coalesce($3, last_outcome), provider_ref = coalesce($4, provider_ref),
          updated_at = $2, lease_owner = NULL, lease_expires_at = NULL`,
-        [jsonParam(packet), now, packet.lastKnown?.outcome ?? null, packet.lastKnown?.providerRef ?? null],
+        [handoff, now, packet.lastKnown?.outcome ?? null, packet.lastKnown?.providerRef ?? null],
         { sql: `state NOT IN ('succeeded', 'abandoned', 'handed-off')`, blocked: ruleBlocks((r) => handOffTransition(r, packet, now)) },
         receipt,
+        (r, json) => ({ record: handOffTransition(r, packet, now), json: { ...json, handoff } }),
       ));
     },
 
     async appendReceipt(ref, receipt: Receipt) {
       checkRef(ref, 'appendReceipt');
       checkReceiptShape(ref, receipt, 'appendReceipt');
+      known.delete(ref.businessOperationId); // the row becomes another version
       // The row lock on the operation orders this after any concurrent takeover, so a stale token is
       // seen as stale, and makes the "next seq" check race-free.
       const { rows } = await query<{ seq: number }>(
@@ -411,7 +511,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     },
 
     async release(ref) {
-      await fencedUpdate(ref, 'release', 'release', 'lease_owner = NULL, lease_expires_at = NULL', [], null, undefined, false);
+      await fencedUpdate(ref, 'release', 'release', 'lease_owner = NULL, lease_expires_at = NULL', [], null);
     },
 
     async resolve(id: BusinessOperationId, resolution, now) {
@@ -569,9 +669,42 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   return ledger;
 }
 
+/** The database's "now" in epoch ms (the transaction's start). */
+const DB_NOW = `(extract(epoch from now()) * 1000)::bigint`;
 /** SQL for "now" in epoch ms: the database's `now()` when `flag` (a boolean parameter) is true, else the caller's `now` parameter. */
 function CLOCK(flag: string, callerNow: string): string {
-  return `(CASE WHEN ${flag}::boolean THEN (extract(epoch from now()) * 1000)::bigint ELSE ${callerNow}::bigint END)`;
+  return `(CASE WHEN ${flag}::boolean THEN ${DB_NOW} ELSE ${callerNow}::bigint END)`;
+}
+
+/** The json columns of a remembered record, as the text the column holds (null: SQL NULL or JSON null, both read back as null). */
+interface JsonTexts {
+  readonly params: string | null;
+  readonly result: string | null;
+  readonly handoff: string | null;
+  readonly resolution: string | null;
+}
+/** A remembered operation: the record of the row version whose xmin is `xmin`. */
+interface Known {
+  readonly xmin: string;
+  readonly record: OperationRecord;
+  readonly json: JsonTexts;
+}
+/** A fenced write's rule, applied to a remembered record: the new record and its json columns' text. Throws when the rule refuses. */
+type Next = (record: OperationRecord, json: JsonTexts) => { record: OperationRecord; json: JsonTexts };
+/** How many operations a ledger remembers (see `known`): a runner's operations in flight, with room. */
+const KNOWN_MAX = 4096;
+
+const parseJson = (text: string | null | undefined): unknown => (text == null ? null : JSON.parse(text));
+/** A remembered record as a read of its row would give it: its own json values and chain anchor, shared with nobody. */
+function handOut(record: OperationRecord, json: JsonTexts): OperationRecord {
+  return {
+    ...record,
+    params: parseJson(json.params),
+    result: parseJson(json.result),
+    handoff: parseJson(json.handoff) as OperationRecord['handoff'],
+    resolution: parseJson(json.resolution) as OperationRecord['resolution'],
+    ...(record.receiptChain ? { receiptChain: { ...record.receiptChain } } : {}),
+  };
 }
 
 /** Why a guarded write matched no row: an error to throw, `'no-op'`, or null (not explained by the guard). */

@@ -1,0 +1,178 @@
+// A fenced write of an operation the ledger remembers (it claimed or last wrote it) sends its UPDATE
+// guarded by the row version's xmin and reads back only the new xmin; the record it returns is the
+// contract's transition of the remembered one. These tests hold that record to the row itself
+// (`get()`), and show that a row written meanwhile by anyone else is written and read back in full.
+import { sealReceipt } from '@retrysafe/core';
+import { asBusinessOperationId, LeaseLostError, type ClaimInput, type HandoffPacket, type ProviderKey, type Receipt } from '@retrysafe/contract';
+import pg from 'pg';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createPostgresLedger, type PostgresLedger } from '../src/index.js';
+import { databaseUrl, dropSchema, freshSchema } from './pg-test-db.js';
+
+const schema = freshSchema('known_writes');
+const T0 = Date.UTC(2026, 0, 1);
+let pool: pg.Pool;
+let ledger: PostgresLedger;
+let other: PostgresLedger;
+/** The statements `ledger` sent, by name (the schema prefix cut). */
+let sent: string[] = [];
+
+beforeAll(async () => {
+  pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
+  pool.on('connect', (client) => {
+    const q = client.query.bind(client) as (...a: unknown[]) => unknown;
+    (client as { query: unknown }).query = (config: unknown, ...rest: unknown[]) => {
+      const name = (config as { name?: string })?.name;
+      if (name) sent.push(name.replace(`rs:${schema}:`, ''));
+      return q(config, ...rest);
+    };
+  });
+  ledger = createPostgresLedger({ pool, schema, leaseClock: 'caller' });
+  other = createPostgresLedger({ connectionString: databaseUrl(), schema, leaseClock: 'caller', poolSize: 2 });
+  await ledger.ready();
+  await other.ready();
+});
+beforeEach(() => {
+  sent = [];
+});
+afterAll(async () => {
+  await ledger?.close();
+  await other?.close();
+  await pool?.end();
+  await dropSchema(schema);
+});
+
+const claimInput = (name: string, over: Partial<ClaimInput> = {}): ClaimInput => ({
+  businessOperationId: asBusinessOperationId(`known-${name}`),
+  provider: 'sandbox',
+  operation: 'sandbox.records.create',
+  intentFingerprint: 'sha256:intent',
+  paramsFingerprint: 'sha256:params',
+  params: { ref: name, nested: { n: 1 }, list: [1, 'two'], gone: undefined },
+  providerKey: `rs-${name}` as ProviderKey,
+  owner: 'worker-1',
+  leaseMs: 1000,
+  now: T0,
+  ...over,
+});
+const receipt = (name: string, seq: number, prevHash: string | null): Receipt =>
+  sealReceipt({
+    businessOperationId: asBusinessOperationId(`known-${name}`),
+    seq,
+    runId: 'run_known' as Receipt['runId'],
+    attemptId: `att_${seq}` as Receipt['attemptId'],
+    provider: 'sandbox',
+    operation: 'sandbox.records.create',
+    kind: 'dispatch',
+    startedAt: new Date(T0).toISOString(),
+    finishedAt: new Date(T0 + 1).toISOString(),
+    outcome: 'succeeded',
+    decision: { action: 'complete', reason: 'test' },
+    providerKey: `rs-${name}` as ProviderKey,
+    requestFingerprint: 'sha256:req',
+    prevHash,
+  });
+
+describe('writes of a remembered operation', () => {
+  it('return exactly the row each write left, without reading it back', async () => {
+    const c = await ledger.claim(claimInput('chain'));
+    if (c.kind !== 'claimed') throw new Error(c.kind);
+    const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
+    expect(c.record).toEqual(await ledger.get(ref.businessOperationId));
+    const d = await ledger.markDispatched(ref, T0 + 1);
+    expect(d).toEqual(await ledger.get(ref.businessOperationId));
+    const p = await ledger.setState(ref, { state: 'in-progress', now: T0 + 2, lastOutcome: 'unknown', statusRef: 'st-1', result: { at: new Date(T0), skip: undefined, n: [1] } });
+    expect(p).toEqual(await ledger.get(ref.businessOperationId));
+    expect(p.result).toEqual({ at: new Date(T0).toISOString(), n: [1] }); // as the json column reads it back
+    const r1 = receipt('chain', 1, null);
+    const s = await ledger.setState(ref, { state: 'succeeded', now: T0 + 3, lastOutcome: 'succeeded', providerRef: 'ref-1', receipt: r1 });
+    expect(s).toEqual(await ledger.get(ref.businessOperationId));
+    expect(s.receiptChain).toEqual({ head: r1.hash, length: 1 });
+    expect(await ledger.receipts(ref.businessOperationId)).toEqual([r1]);
+    // Three writes, each one statement on the remembered row version, none re-sent in full.
+    expect(sent.filter((n) => !n.startsWith('get') && n !== 'receipts')).toEqual(['claim-insert:caller-clock', 'dispatched:known', 'set-state:known', 'set-state-terminal+receipt:known']);
+  });
+
+  it('a renewal keeps the operation remembered, with the lease the database wrote', async () => {
+    const c = await ledger.claim(claimInput('renewed', { dispatch: true }));
+    if (c.kind !== 'claimed') throw new Error(c.kind);
+    const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
+    await ledger.renewLease(ref, 4000, T0 + 5);
+    await ledger.renewLease(ref, 3000, T0 + 6);
+    const s = await ledger.setState(ref, { state: 'unknown', now: T0 + 7, lastOutcome: 'unknown' });
+    expect(s).toEqual(await ledger.get(ref.businessOperationId));
+    expect(s).toMatchObject({ leaseExpiresAt: T0 + 6 + 3000, updatedAt: T0 + 7 });
+    expect(sent.filter((n) => n.startsWith('renew') || n.startsWith('set-state'))).toEqual(['renew:known', 'renew:known', 'set-state:known']);
+  });
+
+  it('a hand-off returns the row it left, its packet included', async () => {
+    const c = await ledger.claim(claimInput('handoff', { dispatch: true }));
+    if (c.kind !== 'claimed') throw new Error(c.kind);
+    const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
+    const packet: HandoffPacket = {
+      businessOperationId: ref.businessOperationId,
+      provider: 'sandbox',
+      operation: 'sandbox.records.create',
+      intentFingerprint: 'sha256:intent',
+      providerKey: 'rs-handoff' as ProviderKey,
+      reason: 'unknown-no-safe-resend',
+      explanation: 'test',
+      attempts: [],
+      lastKnown: { outcome: 'unknown', status: 504, providerRef: 'ref-h' },
+      safeNextActions: [{ action: 'abandon', safe: true, why: 'test' }],
+      createdAt: new Date(T0).toISOString(),
+    };
+    const h = await ledger.handOff(ref, packet, T0 + 1, receipt('handoff', 1, null));
+    expect(h).toEqual(await ledger.get(ref.businessOperationId));
+    expect(h).toMatchObject({ state: 'handed-off', lastOutcome: 'unknown', providerRef: 'ref-h', leaseOwner: null });
+    expect(sent).toContain('hand-off+receipt:known');
+  });
+
+  it('records handed out share nothing with what the ledger remembers', async () => {
+    const c = await ledger.claim(claimInput('mutated'));
+    if (c.kind !== 'claimed') throw new Error(c.kind);
+    const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
+    (c.record.params as { nested: { n: number } }).nested.n = 99;
+    (c.record as { attemptCount: number }).attemptCount = 42;
+    (c.record.receiptChain as { length: number }).length = 7;
+    const d = await ledger.markDispatched(ref, T0 + 1);
+    expect(d).toEqual(await ledger.get(ref.businessOperationId));
+    expect(d).toMatchObject({ attemptCount: 1, params: { nested: { n: 1 } }, receiptChain: { head: null, length: 0 } });
+  });
+
+  it('a row another writer changed meanwhile is written and read back in full', async () => {
+    const c = await ledger.claim(claimInput('renewed-elsewhere'));
+    if (c.kind !== 'claimed') throw new Error(c.kind);
+    const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
+    // Same fence, another ledger (another process of the same worker, say): the lease and updated_at move.
+    await other.renewLease(ref, 5000, T0 + 10);
+    const s = await ledger.setState(ref, { state: 'unknown', now: T0 + 11 });
+    expect(s).toEqual(await ledger.get(ref.businessOperationId));
+    expect(s.leaseExpiresAt).toBe(T0 + 10 + 5000);
+    expect(sent.filter((n) => n.startsWith('set-state'))).toEqual(['set-state:known', 'set-state']);
+    // Remembered again from the full read: the next write is the short one.
+    const u = await ledger.setState(ref, { state: 'in-progress', now: T0 + 12 });
+    expect(u).toEqual(await ledger.get(ref.businessOperationId));
+    expect(sent.filter((n) => n.startsWith('set-state'))).toEqual(['set-state:known', 'set-state', 'set-state:known']);
+  });
+
+  it('after a takeover the remembered record does not help a stale token: LeaseLostError, nothing written', async () => {
+    const c = await ledger.claim(claimInput('taken-over'));
+    if (c.kind !== 'claimed') throw new Error(c.kind);
+    const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
+    const t = await other.claim(claimInput('taken-over', { owner: 'worker-2', now: T0 + 5000 }));
+    expect(t.kind).toBe('claimed');
+    await expect(ledger.setState(ref, { state: 'succeeded', now: T0 + 5001, receipt: receipt('taken-over', 1, null) })).rejects.toBeInstanceOf(LeaseLostError);
+    expect(await ledger.get(ref.businessOperationId)).toMatchObject({ state: 'claimed', fence: 2, leaseOwner: 'worker-2', receiptChain: { head: null, length: 0 } });
+    expect(await ledger.receipts(ref.businessOperationId)).toEqual([]);
+  });
+
+  it('a terminal state written meanwhile by another ledger is not overwritten', async () => {
+    const c = await ledger.claim(claimInput('ended-elsewhere'));
+    if (c.kind !== 'claimed') throw new Error(c.kind);
+    const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
+    await other.setState(ref, { state: 'rejected', now: T0 + 1, lastOutcome: 'rejected' });
+    await expect(ledger.setState(ref, { state: 'unknown', now: T0 + 2 })).rejects.toThrow(/terminal/);
+    expect(await ledger.get(ref.businessOperationId)).toMatchObject({ state: 'rejected', updatedAt: T0 + 1, lastOutcome: 'rejected' });
+  });
+});
