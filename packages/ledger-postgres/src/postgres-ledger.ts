@@ -10,6 +10,7 @@ import {
   dispatchedTransition,
   handOffTransition,
   isTerminal,
+  renewTransition,
   resolveTransition,
   setStateTransition,
   RetrysafeError,
@@ -413,7 +414,8 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       }
       await fencedUpdate(ref, 'renewLease', 'renew', set, [now, leaseMs, dbClock], {
         sql: guard,
-        blocked: (r) => (isTerminal(r) ? 'no-op' : r.leaseOwner === null ? new LeaseLostError(r.businessOperationId, ref.fence) : null),
+        // The contract's rule decides what the guard refused: a terminal operation is a no-op, a released lease LeaseLostError.
+        blocked: (r) => (isTerminal(r) ? 'no-op' : ruleBlocks((x) => renewTransition(x, ref, leaseMs, now))(r)),
       });
     },
 
