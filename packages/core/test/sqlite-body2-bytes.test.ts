@@ -2,10 +2,11 @@
 // stored bytes after which the encoder goes on. So the encoder must write, byte for byte, what the
 // encoder of commit 3583d5c wrote (fixtures/body2-bytes.json, see write-body2-bytes.mjs), and the decoder
 // must read those bytes back as the same values — whatever is done to make the codec cheaper.
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decodeBody2, encodeBody2 } from '../src/ledger/sqlite-body2.js';
+import { decodeBody2, encodeBody2, resealBody2 } from '../src/ledger/sqlite-body2.js';
 
 interface Case {
   name: string;
@@ -40,6 +41,40 @@ describe('body format 2 bytes (pinned)', () => {
       // Decoding a body yields objects the encoder writes back to the same bytes.
       expect(encodeBody2(d.record, d.receipts).toString('hex'), c.name).toBe(c.body);
     }
+  });
+
+  it('a body of thousands of strings (back-references past 32, shared buckets, repeated keys) is the bytes written before', () => {
+    // The digest of this body as the encoder of commit 3583d5c wrote it.
+    const hexOf = (i: number) => createHash('sha256').update(String(i)).digest('hex');
+    const values: string[] = [];
+    for (let i = 0; i < 700; i++) {
+      const h = hexOf(i);
+      values.push(`sha256:${h}`, `k${i % 97}`, h.slice(0, 2 + (i % 40)), `id:${h.slice(0, 32)}`, new Date(1796137962765 + i * 1000).toISOString(), `run_${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`);
+    }
+    const record = { values, again: values.slice().reverse(), keys: Object.fromEntries(values.slice(0, 300).map((v, i) => [v, i])) };
+    const receipts = [values.slice(0, 50), { x: values.slice(100, 200) }];
+    const body = encodeBody2(record, receipts);
+    expect(createHash('sha256').update(body).digest('hex')).toBe('3bf012c4a9131d66c0294bcf4d6d3d40bd1e688c05c96fc18b7c037b5af0df00');
+    const d = decodeBody2(body);
+    expect(text(d.record)).toBe(text(record));
+    expect(encodeBody2(record, receipts.slice(1), decodeBody2(encodeBody2(record, receipts.slice(0, 1))).stored).equals(body)).toBe(true);
+  });
+
+  it('objects of table keys in more orders than the decoder keeps builders for read back as written, as do keys repeated in a crafted body', () => {
+    const keys = ['state', 'fence', 'seq', 'hash', 'kind', 'id', 'at', 'by', 'reason', 'action'];
+    const values: Array<Record<string, unknown>> = [];
+    for (let i = 0; i < 1500; i++) {
+      const o: Record<string, unknown> = {};
+      for (let j = 0, x = i; j < 4; j++, x = Math.floor(x / keys.length)) o[keys[(x + j) % keys.length]!] = i * 10 + j;
+      values.push(o);
+    }
+    const d = decodeBody2(encodeBody2({ values, nested: { state: { state: { seq: [{ hash: {} }] } } } }, values.slice(0, 40)));
+    expect(text(d.record)).toBe(text({ values, nested: { state: { state: { seq: [{ hash: {} }] } } } }));
+    expect(d.receipts.map(text)).toEqual(values.slice(0, 40).map(text));
+    for (const o of (d.record as { values: object[] }).values) expect(Object.getPrototypeOf(o)).toBe(Object.prototype);
+    // {state: 1, fence: 2, state: 3} as a crafted body (the encoder never repeats a key): the last value, in the first key's place.
+    const crafted = resealBody2(Buffer.from([2, 0, 0xc3, 0x07, 0xa1, 0x08, 0xa2, 0x07, 0xa3, 0xc5, 0, 0, 0, 0]));
+    expect(text(decodeBody2(crafted).record)).toBe('{"state":3,"fence":2}');
   });
 
   it('a value JSON.stringify rewrites (undefined, -0, NaN, Dates, toJSON, boxed values, holes) is written as its JSON text parsed is (property)', () => {
