@@ -5,7 +5,10 @@
 // operations and then N. Made to run under callgrind at two N and divide the difference (issue 23):
 //   for n in 3000 6000; do valgrind --tool=callgrind --callgrind-out-file=/tmp/b2.$n node --single-threaded packages/core/bench/body2-codec.mjs $n; done
 // Without valgrind it prints the time per operation (noisy; read ratios between builds in one sitting).
-import { decodeBody2, encodeBody2 } from '../dist/ledger/sqlite-body2.js';
+// BODY2_MODULE=<path of a built sqlite-body2.js> measures that build instead of this package's dist.
+import { pathToFileURL } from 'node:url';
+
+const { decodeBody2, encodeBody2 } = await import(process.env.BODY2_MODULE ? pathToFileURL(process.env.BODY2_MODULE).href : '../dist/ledger/sqlite-body2.js');
 
 const N = Number(process.argv[2] ?? 20000);
 const hex = (i, n) => (i.toString(16).padStart(8, '0') + 'c0ffee5eed').repeat(8).slice(0, n);

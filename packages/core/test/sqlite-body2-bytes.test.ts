@@ -30,6 +30,26 @@ describe('body format 2 bytes (pinned)', () => {
     }
   });
 
+  it('an enumerable property on Object.prototype, or a getter that deletes a later key, changes nothing JSON.stringify would not', () => {
+    const proto = Object.prototype as Record<string, unknown>;
+    proto.polluted = 'x';
+    try {
+      for (const c of cases.slice(0, 20)) expect(encodeBody2(c.record, c.receipts).toString('hex'), c.name).toBe(c.body);
+    } finally {
+      delete proto.polluted;
+    }
+    const o = {
+      a: 1,
+      get b() {
+        delete (this as Record<string, unknown>).c;
+        return 2;
+      },
+      c: 3,
+      d: 4,
+    };
+    expect(text(decodeBody2(encodeBody2(o, [])).record)).toBe(text(o));
+  });
+
   it('decodes every pinned body to the same JSON text, and appending the last receipt after the others gives the pinned bytes', () => {
     for (const c of cases) {
       const d = decodeBody2(Buffer.from(c.body, 'hex'));

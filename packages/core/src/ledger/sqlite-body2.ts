@@ -145,6 +145,12 @@ let lastTime = 0;
 let lastBig = 0;
 const stack: object[] = [];
 let busy = false;
+/** Whether Object.prototype has no enumerable property (for-in over a plain object then yields its own keys only); per encode. */
+let ownOnly = false;
+function nothingInherited(): boolean {
+  for (const _ in Object.prototype) return false;
+  return true;
+}
 const view = () => new DataView(out.buffer, out.byteOffset, out.length);
 let dv = view();
 
@@ -422,18 +428,18 @@ const MAX_DEPTH = 2000;
 const MAX_PREFIX_DEPTH = 64;
 
 /** The value JSON.stringify would serialise for `v` held under `key` (toJSON, boxed primitives). */
-function jsonValue(v: Json, key: string): Json {
+function jsonValue(v: Json, key: string | number): Json {
   if (typeof v !== 'object' || v === null) return typeof v === 'bigint' ? withToJSON(v, key) : v;
   const toJSON = (v as { toJSON?: unknown }).toJSON;
-  if (typeof toJSON === 'function') return unboxed(toJSON.call(v, key));
+  if (typeof toJSON === 'function') return unboxed(toJSON.call(v, String(key)));
   // A plain object or array (the ledger's values) is no boxed primitive: no instanceof checks.
   const proto: unknown = Object.getPrototypeOf(v);
   return proto === Object.prototype || proto === Array.prototype ? v : unboxed(v);
 }
 
-function withToJSON(v: Json, key: string): Json {
+function withToJSON(v: Json, key: string | number): Json {
   const toJSON = (v as { toJSON?: unknown }).toJSON;
-  return unboxed(typeof toJSON === 'function' ? toJSON.call(v, key) : v);
+  return unboxed(typeof toJSON === 'function' ? toJSON.call(v, String(key)) : v);
 }
 
 function unboxed(v: Json): Json {
@@ -483,15 +489,26 @@ function writeValue(v: Json): void {
   room(1);
   if (Array.isArray(v)) {
     out[pos++] = T_ARRAY;
-    for (let i = 0, n = v.length; i < n; i++) writeValue(jsonValue(v[i], String(i)));
+    for (let i = 0, n = v.length; i < n; i++) writeValue(jsonValue(v[i], i));
   } else {
     out[pos++] = T_OBJECT;
     const o = v as Record<string, Json>;
-    for (const k of Object.keys(o)) {
-      const x = jsonValue(o[k], k);
-      if (omitted(x)) continue;
-      writeString(k);
-      writeValue(x);
+    if (ownOnly && Object.getPrototypeOf(o) === Object.prototype) {
+      // for-in over a plain object, when nothing is inherited, gives Object.keys' keys in its order; it
+      // reads each value by the object's enum cache, where o[k] over many shapes is a megamorphic load.
+      for (const k in o) {
+        const x = jsonValue(o[k], k);
+        if (omitted(x)) continue;
+        writeString(k);
+        writeValue(x);
+      }
+    } else {
+      for (const k of Object.keys(o)) {
+        const x = jsonValue(o[k], k);
+        if (omitted(x)) continue;
+        writeString(k);
+        writeValue(x);
+      }
     }
   }
   room(1);
@@ -515,6 +532,7 @@ export function encodeBody2(record: Json, receipts: readonly Json[], prior?: Sto
     serial = 0;
     lastTime = 0;
     lastBig = 0;
+    ownOnly = nothingInherited();
     const count = (prior?.count ?? 0) + receipts.length;
     room(16);
     out[pos++] = BODY_BINARY_2;
