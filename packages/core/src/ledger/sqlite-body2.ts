@@ -644,75 +644,20 @@ function isoOf(ms: number): string {
   return `${y}-${PAD2[m]}-${PAD2[d]}T${PAD2[h]}:${PAD2[mi]}:${PAD2[se]}.${PAD3[milli]}Z`;
 }
 
-/**
- * Short ASCII strings read before (an operation's provider and name, the keys of its params): most
- * bodies repeat them, and comparing the bytes with one read before costs less than Node's
- * latin1Slice call. A slot holds the last string read with its hash; a miss reads and replaces it.
- */
-const ASCII_BITS = 10;
-const ASCII_MAX = 32;
-const asciiSeen: string[] = new Array<string>(1 << ASCII_BITS).fill('');
-
-function asciiAt(b: Buffer & Slices, at: number, n: number): string {
-  if (n > ASCII_MAX) return b.latin1Slice(at, at + n);
-  const end = at + n;
-  let h = n;
-  for (let i = at; i < end; i++) h = Math.imul(h ^ b[i]!, 0x01000193);
-  const slot = h >>> (32 - ASCII_BITS);
-  const known = asciiSeen[slot]!;
-  if (known.length === n) {
-    let i = 0;
-    while (i < n && known.charCodeAt(i) === b[at + i]) i++;
-    if (i === n) return known;
-  }
-  const s = b.latin1Slice(at, end);
-  asciiSeen[slot] = s;
-  return s;
-}
-
-/** Lowercase hex digits' char codes. */
-const HEX_CODES = new Uint8Array(16).map((_, i) => '0123456789abcdef'.charCodeAt(i));
-/** Per length, an array of that many char codes (String.fromCharCode takes them as its arguments). */
-const CODES: number[][] = [];
-const MAX_CODES = 160;
-
-/**
- * `prefix`, then `sep` (a char code, or -1 for none), then the n bytes at `at` as lowercase hex (as
- * a UUID's 8-4-4-4-12 when `uuid`): one flat string made from its char codes, where hexSlice and
- * concatenation made a Node call, pieces and a rope to flatten when first read.
- */
-function hexText(b: Buffer & Slices, at: number, n: number, prefix: string, sep: number, uuid: boolean): string {
-  const p = prefix.length;
-  const len = p + (sep >= 0 ? 1 : 0) + 2 * n + (uuid ? 4 : 0);
-  if (len > MAX_CODES) {
-    const x = b.hexSlice(at, at + n);
-    return uuid ? `${prefix}${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20)}` : sep >= 0 ? `${prefix}:${x}` : prefix + x;
-  }
-  const c = (CODES[len] ??= new Array<number>(len).fill(0));
-  let j = 0;
-  for (; j < p; j++) c[j] = prefix.charCodeAt(j);
-  if (sep >= 0) c[j++] = sep;
-  for (let i = 0; i < n; i++) {
-    if (uuid && (i === 4 || i === 6 || i === 8 || i === 10)) c[j++] = 45;
-    const x = b[at + i]!;
-    c[j++] = HEX_CODES[x >> 4]!;
-    c[j++] = HEX_CODES[x & 15]!;
-  }
-  return String.fromCharCode.apply(null, c);
-}
-
 function readString(r: Reader, tag: number, depth = 0): string {
   if (tag < TABLE_SIZE) return TABLE[tag]!;
   if (tag < T_ASCII_SHORT) return backref(r, tag - T_BACKREF_SHORT);
   let s: string;
   if (tag < T_INT_SHORT) {
     const n = tag - T_ASCII_SHORT;
-    s = asciiAt(r.b, r.take(n), n);
+    const at = r.take(n);
+    s = r.b.latin1Slice(at, at + n);
   } else {
     switch (tag) {
       case T_ASCII: {
         const n = r.varint();
-        s = asciiAt(r.b, r.take(n), n);
+        const at = r.take(n);
+        s = r.b.latin1Slice(at, at + n);
         break;
       }
       case T_UTF8: {
@@ -731,21 +676,27 @@ function readString(r: Reader, tag: number, depth = 0): string {
         return backref(r, r.varint());
       case T_HEX: {
         const n = r.varint();
-        s = hexText(r.b, r.take(n), n, '', -1, false);
+        const at = r.take(n);
+        s = r.b.hexSlice(at, at + n);
         break;
       }
-      case T_SHA256:
-        s = hexText(r.b, r.take(32), 32, 'sha256', 58, false);
+      case T_SHA256: {
+        const at = r.take(32);
+        s = `sha256:${r.b.hexSlice(at, at + 32)}`;
         break;
+      }
       case T_PREFIX_HEX: {
         const prefix = prefixOf(r, depth);
         const n = r.varint();
-        s = hexText(r.b, r.take(n), n, prefix, 58, false);
+        const at = r.take(n);
+        s = `${prefix}:${r.b.hexSlice(at, at + n)}`;
         break;
       }
       case T_PREFIX_UUID: {
         const prefix = prefixOf(r, depth);
-        s = hexText(r.b, r.take(16), 16, prefix, -1, true);
+        const at = r.take(16);
+        const x = r.b.hexSlice(at, at + 16);
+        s = `${prefix}${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20)}`;
         break;
       }
       case T_TIME: {
