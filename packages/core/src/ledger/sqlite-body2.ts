@@ -114,18 +114,43 @@ export interface DecodedBody2 {
 
 let out = Buffer.allocUnsafe(4096);
 let pos = 0;
-/** The table's strings and their tags. */
-const TABLE_CODES = new Map<string, number>(TABLE.map((t, i) => [t, i]));
 /**
- * The strings this encode remembered, with their back-reference index (cleared per encode, never
- * replaced: a map kept for the whole process grew into old space and cost more in GC than it saved).
+ * String lookups (the table, then this body's earlier strings) go through buckets chosen by three of
+ * a string's characters and its length, not a Map: a Map hashes every new string over all its
+ * characters (a hash, a fingerprint, an id: most of a body), and a Map cleared per encode regrows its
+ * table each time. Here a lookup reads three characters and compares the few strings in one bucket.
  */
-const seen = new Map<string, number>();
+const BUCKET_BITS = 10;
+const bucketOf = (s: string, n: number): number =>
+  (Math.imul(s.charCodeAt(n - 1) + (n << 16), 0x9e3779b1) ^ Math.imul(s.charCodeAt(n - 2), 0x85ebca77) ^ Math.imul(s.charCodeAt(n >> 1), 0xc2b2ae3d)) >>> (32 - BUCKET_BITS);
+/** Per bucket, the newest table entry in it (-1: none); per entry, the next one in its bucket. */
+const TABLE_HEAD = new Int16Array(1 << BUCKET_BITS).fill(-1);
+const TABLE_NEXT = new Int16Array(TABLE_SIZE).fill(-1);
+for (let i = 0; i < TABLE_SIZE; i++) {
+  const b = bucketOf(TABLE[i]!, TABLE[i]!.length);
+  TABLE_NEXT[i] = TABLE_HEAD[b]!;
+  TABLE_HEAD[b] = i;
+}
+/**
+ * The strings this encode remembered (index = back-reference), chained per bucket by global ids: the
+ * id of string j of this encode is base + j + 1, so ids of earlier encodes (≤ base) read as none and
+ * nothing needs clearing between encodes.
+ */
+const heads = new Int32Array(1 << BUCKET_BITS);
+let links = new Int32Array(256);
+const strings: string[] = [];
+let base = 0;
 let serial = 0;
 let lastTime = 0;
 let lastBig = 0;
 const stack: object[] = [];
 let busy = false;
+/** Whether Object.prototype has no enumerable property (for-in over a plain object then yields its own keys only); per encode. */
+let ownOnly = false;
+function nothingInherited(): boolean {
+  for (const _ in Object.prototype) return false;
+  return true;
+}
 const view = () => new DataView(out.buffer, out.byteOffset, out.length);
 let dv = view();
 
@@ -212,19 +237,46 @@ function writeZigzag(d: number): void {
   writeVarint(d >= 0 ? d * 2 : -d * 2 - 1);
 }
 
-function remember(s: string): void {
-  if (s.length >= 2) seen.set(s, serial++);
+/** Remembers `s` (of length ≥ 2, in bucket b) as back-reference `serial`. */
+function remember(s: string, b: number): void {
+  const j = serial++;
+  if (j >= links.length) {
+    const more = new Int32Array(links.length * 2);
+    more.set(links);
+    links = more;
+  }
+  strings[j] = s;
+  links[j] = heads[b]!;
+  heads[b] = base + j + 1;
+}
+
+/** The table index of `s` (length n ≥ 2, bucket b), or -1. */
+function tableCode(s: string, b: number): number {
+  for (let i = TABLE_HEAD[b]!; i >= 0; i = TABLE_NEXT[i]!) if (TABLE[i] === s) return i;
+  return -1;
+}
+
+/** The back-reference of `s` (bucket b) if this body wrote it before, or -1. */
+function backOf(s: string, b: number): number {
+  for (let g = heads[b]!; g > base; g = links[g - base - 1]!) if (strings[g - base - 1] === s) return g - base - 1;
+  return -1;
 }
 
 function writeString(s: string): void {
-  const code = TABLE_CODES.get(s);
-  if (code !== undefined) {
+  const n = s.length;
+  if (n < 2) {
+    writeLiteral(s, n);
+    return;
+  }
+  const b = bucketOf(s, n);
+  const code = tableCode(s, b);
+  if (code >= 0) {
     room(1);
     out[pos++] = code;
     return;
   }
-  const back = seen.get(s);
-  if (back !== undefined) {
+  const back = backOf(s, b);
+  if (back >= 0) {
     if (back < 32) {
       room(1);
       out[pos++] = T_BACKREF_SHORT + back;
@@ -235,7 +287,6 @@ function writeString(s: string): void {
     }
     return;
   }
-  const n = s.length;
   if (n >= 16 && isHex(s.charCodeAt(n - 1))) {
     if (n >= 36 && s.charCodeAt(n - 13) === 45 && isUuidAt(s, n - 36)) {
       room(1);
@@ -246,7 +297,7 @@ function writeString(s: string): void {
         if (s.charCodeAt(i) === 45) i++;
         out[pos++] = (NIBBLE[s.charCodeAt(i)]! << 4) | NIBBLE[s.charCodeAt(i + 1)]!;
       }
-      remember(s);
+      remember(s, b);
       return;
     }
     // The commonest: 'sha256:' + 64 hex digits, and a hash alone (hex, even length): packed as they are checked.
@@ -255,7 +306,7 @@ function writeString(s: string): void {
       room(33);
       out[pos++] = T_SHA256;
       if (packHex(s, 7, 71)) {
-        remember(s);
+        remember(s, b);
         return;
       }
       pos = start;
@@ -265,7 +316,7 @@ function writeString(s: string): void {
       out[pos++] = T_HEX;
       out[pos++] = n >> 1;
       if (packHex(s, 0, n)) {
-        remember(s);
+        remember(s, b);
         return;
       }
       pos = start;
@@ -278,7 +329,7 @@ function writeString(s: string): void {
       out[pos++] = T_HEX;
       writeVarint(n >> 1);
       writeHex(s, 0, n);
-      remember(s);
+      remember(s, b);
       return;
     }
     if (h > 0 && n - h >= 16 && ((n - h) & 1) === 0 && s.charCodeAt(h - 1) === 58) {
@@ -287,7 +338,7 @@ function writeString(s: string): void {
       writeString(s.slice(0, h - 1));
       writeVarint((n - h) >> 1);
       writeHex(s, h, n);
-      remember(s);
+      remember(s, b);
       return;
     }
   }
@@ -298,11 +349,16 @@ function writeString(s: string): void {
       out[pos++] = T_TIME;
       writeZigzag(ms - lastTime);
       lastTime = ms;
-      remember(s);
+      remember(s, b);
       return;
     }
   }
-  // A literal: ASCII in one pass, else UTF-8 (well-formed) or UTF-16 code units.
+  writeLiteral(s, n);
+  remember(s, b);
+}
+
+/** `s` (length n) as a literal: ASCII in one pass, else UTF-8 (well-formed) or UTF-16 code units. */
+function writeLiteral(s: string, n: number): void {
   room(n + 9);
   const start = pos;
   if (n < 32) out[pos++] = T_ASCII_SHORT + n;
@@ -335,7 +391,6 @@ function writeString(s: string): void {
       }
     }
   }
-  remember(s);
 }
 
 /** A safe integer as its sign tag and a varint of its magnitude. */
@@ -373,11 +428,21 @@ const MAX_DEPTH = 2000;
 const MAX_PREFIX_DEPTH = 64;
 
 /** The value JSON.stringify would serialise for `v` held under `key` (toJSON, boxed primitives). */
-function jsonValue(v: Json, key: string): Json {
-  if ((typeof v === 'object' && v !== null) || typeof v === 'bigint') {
-    const toJSON = (v as { toJSON?: unknown }).toJSON;
-    if (typeof toJSON === 'function') v = toJSON.call(v, key);
-  }
+function jsonValue(v: Json, key: string | number): Json {
+  if (typeof v !== 'object' || v === null) return typeof v === 'bigint' ? withToJSON(v, key) : v;
+  const toJSON = (v as { toJSON?: unknown }).toJSON;
+  if (typeof toJSON === 'function') return unboxed(toJSON.call(v, String(key)));
+  // A plain object or array (the ledger's values) is no boxed primitive: no instanceof checks.
+  const proto: unknown = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === Array.prototype ? v : unboxed(v);
+}
+
+function withToJSON(v: Json, key: string | number): Json {
+  const toJSON = (v as { toJSON?: unknown }).toJSON;
+  return unboxed(typeof toJSON === 'function' ? toJSON.call(v, String(key)) : v);
+}
+
+function unboxed(v: Json): Json {
   if (typeof v === 'object' && v !== null && !Array.isArray(v)) {
     if (v instanceof Number) return Number(v);
     if (v instanceof String) return String(v);
@@ -424,15 +489,26 @@ function writeValue(v: Json): void {
   room(1);
   if (Array.isArray(v)) {
     out[pos++] = T_ARRAY;
-    for (let i = 0, n = v.length; i < n; i++) writeValue(jsonValue(v[i], String(i)));
+    for (let i = 0, n = v.length; i < n; i++) writeValue(jsonValue(v[i], i));
   } else {
     out[pos++] = T_OBJECT;
     const o = v as Record<string, Json>;
-    for (const k of Object.keys(o)) {
-      const x = jsonValue(o[k], k);
-      if (omitted(x)) continue;
-      writeString(k);
-      writeValue(x);
+    if (ownOnly && Object.getPrototypeOf(o) === Object.prototype) {
+      // for-in over a plain object, when nothing is inherited, gives Object.keys' keys in its order; it
+      // reads each value by the object's enum cache, where o[k] over many shapes is a megamorphic load.
+      for (const k in o) {
+        const x = jsonValue(o[k], k);
+        if (omitted(x)) continue;
+        writeString(k);
+        writeValue(x);
+      }
+    } else {
+      for (const k of Object.keys(o)) {
+        const x = jsonValue(o[k], k);
+        if (omitted(x)) continue;
+        writeString(k);
+        writeValue(x);
+      }
     }
   }
   room(1);
@@ -453,10 +529,10 @@ export function encodeBody2(record: Json, receipts: readonly Json[], prior?: Sto
   try {
     pos = 0;
     stack.length = 0;
-    seen.clear();
     serial = 0;
     lastTime = 0;
     lastBig = 0;
+    ownOnly = nothingInherited();
     const count = (prior?.count ?? 0) + receipts.length;
     room(16);
     out[pos++] = BODY_BINARY_2;
@@ -465,7 +541,7 @@ export function encodeBody2(record: Json, receipts: readonly Json[], prior?: Sto
       room(prior.bytes.length);
       out.set(prior.bytes, pos);
       pos += prior.bytes.length;
-      for (const s of prior.strings) seen.set(s, serial++);
+      for (const s of prior.strings) remember(s, bucketOf(s, s.length));
       lastTime = prior.lastTime;
       lastBig = prior.lastBig;
     }
@@ -479,7 +555,12 @@ export function encodeBody2(record: Json, receipts: readonly Json[], prior?: Sto
     return body;
   } finally {
     stack.length = 0;
-    seen.clear();
+    // The next encode's ids start after this one's (so these read as none); from 0 again before they overflow.
+    base += serial + 1;
+    if (base > 0x3fffffff) {
+      base = 0;
+      heads.fill(0);
+    }
     busy = false;
   }
 }
@@ -671,18 +752,9 @@ function readValue(r: Reader, depth: number): Json {
       r.lastBig = v;
       return v;
     }
-    case T_OBJECT: {
+    case T_OBJECT:
       if (depth > MAX_DEPTH) r.fail('nested too deep');
-      const o: Record<string, Json> = {};
-      for (;;) {
-        const k = r.byte();
-        if (k === T_END) return o;
-        const key = readString(r, k);
-        const value = readValue(r, depth + 1);
-        if (key === '__proto__') Object.defineProperty(o, key, { value, writable: true, enumerable: true, configurable: true });
-        else o[key] = value;
-      }
-    }
+      return readObject(r, depth);
     case T_ARRAY: {
       if (depth > MAX_DEPTH) r.fail('nested too deep');
       const a: Json[] = [];
@@ -699,6 +771,86 @@ function readValue(r: Reader, depth: number): Json {
   }
 }
 
+/**
+ * Objects whose keys are all table strings (records, receipts, decisions, chains: nearly every object
+ * the ledger reads) are built by one object literal per sequence of keys, made once: one allocation with
+ * its final hidden class, where adding the keys one by one walks a map transition per key (and leaves
+ * the runner's later property reads megamorphic). The literal is made from table strings only, never
+ * from a body's bytes, and at most MAX_SHAPES sequences are kept; other objects are built key by key.
+ */
+interface Shape {
+  /** The next key's table index, and the shape after it (a trie over key sequences). */
+  readonly codes: number[];
+  readonly next: Shape[];
+  readonly keys: readonly string[];
+  make: ((v: Json[], at: number) => Record<string, Json>) | null;
+}
+const MAX_SHAPES = 512;
+const MAX_SHAPE_KEYS = 64;
+let shapes = 0;
+const ROOT: Shape = { codes: [], next: [], keys: [], make: null };
+/** The keys (and values) of the objects being read, outermost first. */
+const keyStack: string[] = [];
+const valueStack: Json[] = [];
+let top = 0;
+
+function nextShape(s: Shape, code: number): Shape | null {
+  const codes = s.codes;
+  for (let i = 0; i < codes.length; i++) if (codes[i] === code) return s.next[i]!;
+  if (shapes >= MAX_SHAPES || s.keys.length >= MAX_SHAPE_KEYS) return null;
+  shapes++;
+  const t: Shape = { codes: [], next: [], keys: [...s.keys, TABLE[code]!], make: null };
+  codes.push(code);
+  s.next.push(t);
+  return t;
+}
+
+/** False once code cannot be made from strings (node --disallow-code-generation-from-strings): then every object is built key by key. */
+let shaping = true;
+
+function makerOf(s: Shape): ((v: Json[], at: number) => Record<string, Json>) | null {
+  if (!shaping) return null;
+  // Keys are table strings (JSON.stringify quotes them as literal property names; none is __proto__).
+  const body = s.keys.map((k, i) => `${JSON.stringify(k)}: v[at + ${i}]`).join(', ');
+  try {
+    return (s.make = new Function('v', 'at', `return { ${body} };`) as (v: Json[], at: number) => Record<string, Json>);
+  } catch {
+    shaping = false;
+    return null;
+  }
+}
+
+function readObject(r: Reader, depth: number): Record<string, Json> {
+  // No finally: a failed read ends the whole decode, and decodeBody2 starts again from top = 0.
+  const from = top;
+  let shape: Shape | null = shaping ? ROOT : null;
+  for (;;) {
+    const k = r.byte();
+    if (k === T_END) break;
+    if (shape !== null) shape = k < TABLE_SIZE ? nextShape(shape, k) : null;
+    const key = readString(r, k);
+    // Set before reading the value: a nested object uses the slots above this one.
+    const at = top++;
+    keyStack[at] = key;
+    valueStack[at] = null;
+    valueStack[at] = readValue(r, depth + 1);
+  }
+  const end = top;
+  top = from;
+  if (shape !== null) {
+    const make = shape.make ?? makerOf(shape);
+    if (make !== null) return make(valueStack, from);
+  }
+  const o: Record<string, Json> = {};
+  for (let i = from; i < end; i++) {
+    const key = keyStack[i]!;
+    const value = valueStack[i];
+    if (key === '__proto__') Object.defineProperty(o, key, { value, writable: true, enumerable: true, configurable: true });
+    else o[key] = value;
+  }
+  return o;
+}
+
 /** Decodes a format 2 body (its first byte is 2). Throws BodyFormatError on a cut or corrupt one. */
 export function decodeBody2(body: Uint8Array): DecodedBody2 {
   const b = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.length);
@@ -706,6 +858,7 @@ export function decodeBody2(body: Uint8Array): DecodedBody2 {
   const end = b.length - 4;
   if (crc32(b, end) !== b.readUInt32LE(end)) throw new BodyFormatError('body format 2: checksum mismatch (cut or corrupt)');
   const r = new Reader(b as Buffer & Slices, 1, end);
+  top = 0;
   const count = r.varint();
   if (count > end) r.fail('receipt count beyond the body');
   const from = r.p;
