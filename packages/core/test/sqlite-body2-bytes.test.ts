@@ -80,7 +80,7 @@ describe('body format 2 bytes (pinned)', () => {
     expect(encodeBody2(record, receipts.slice(1), decodeBody2(encodeBody2(record, receipts.slice(0, 1))).stored).equals(body)).toBe(true);
   });
 
-  it('objects of table keys in more orders than the decoder keeps builders for read back as written, as do keys repeated in a crafted body', () => {
+  it('objects of table keys in many orders read back as written, as do keys repeated in a crafted body', () => {
     const keys = ['state', 'fence', 'seq', 'hash', 'kind', 'id', 'at', 'by', 'reason', 'action'];
     const values: Array<Record<string, unknown>> = [];
     for (let i = 0; i < 1500; i++) {

@@ -771,84 +771,18 @@ function readValue(r: Reader, depth: number): Json {
   }
 }
 
-/**
- * Objects whose keys are all table strings (records, receipts, decisions, chains: nearly every object
- * the ledger reads) are built by one object literal per sequence of keys, made once: one allocation with
- * its final hidden class, where adding the keys one by one walks a map transition per key (and leaves
- * the runner's later property reads megamorphic). The literal is made from table strings only, never
- * from a body's bytes, and at most MAX_SHAPES sequences are kept; other objects are built key by key.
- */
-interface Shape {
-  /** The next key's table index, and the shape after it (a trie over key sequences). */
-  readonly codes: number[];
-  readonly next: Shape[];
-  readonly keys: readonly string[];
-  make: ((v: Json[], at: number) => Record<string, Json>) | null;
-}
-const MAX_SHAPES = 512;
-const MAX_SHAPE_KEYS = 64;
-let shapes = 0;
-const ROOT: Shape = { codes: [], next: [], keys: [], make: null };
-/** The keys (and values) of the objects being read, outermost first. */
-const keyStack: string[] = [];
-const valueStack: Json[] = [];
-let top = 0;
-
-function nextShape(s: Shape, code: number): Shape | null {
-  const codes = s.codes;
-  for (let i = 0; i < codes.length; i++) if (codes[i] === code) return s.next[i]!;
-  if (shapes >= MAX_SHAPES || s.keys.length >= MAX_SHAPE_KEYS) return null;
-  shapes++;
-  const t: Shape = { codes: [], next: [], keys: [...s.keys, TABLE[code]!], make: null };
-  codes.push(code);
-  s.next.push(t);
-  return t;
-}
-
-/** False once code cannot be made from strings (node --disallow-code-generation-from-strings): then every object is built key by key. */
-let shaping = true;
-
-function makerOf(s: Shape): ((v: Json[], at: number) => Record<string, Json>) | null {
-  if (!shaping) return null;
-  // Keys are table strings (JSON.stringify quotes them as literal property names; none is __proto__).
-  const body = s.keys.map((k, i) => `${JSON.stringify(k)}: v[at + ${i}]`).join(', ');
-  try {
-    return (s.make = new Function('v', 'at', `return { ${body} };`) as (v: Json[], at: number) => Record<string, Json>);
-  } catch {
-    shaping = false;
-    return null;
-  }
-}
-
+/** An object: its keys and values in body order (a repeated key keeps its first place and last value, as JSON.parse does). */
 function readObject(r: Reader, depth: number): Record<string, Json> {
-  // No finally: a failed read ends the whole decode, and decodeBody2 starts again from top = 0.
-  const from = top;
-  let shape: Shape | null = shaping ? ROOT : null;
+  const o: Record<string, Json> = {};
   for (;;) {
     const k = r.byte();
-    if (k === T_END) break;
-    if (shape !== null) shape = k < TABLE_SIZE ? nextShape(shape, k) : null;
+    if (k === T_END) return o;
     const key = readString(r, k);
-    // Set before reading the value: a nested object uses the slots above this one.
-    const at = top++;
-    keyStack[at] = key;
-    valueStack[at] = null;
-    valueStack[at] = readValue(r, depth + 1);
-  }
-  const end = top;
-  top = from;
-  if (shape !== null) {
-    const make = shape.make ?? makerOf(shape);
-    if (make !== null) return make(valueStack, from);
-  }
-  const o: Record<string, Json> = {};
-  for (let i = from; i < end; i++) {
-    const key = keyStack[i]!;
-    const value = valueStack[i];
+    const value = readValue(r, depth + 1);
+    // Assigning to `__proto__` would set the prototype: JSON.parse makes it an own key.
     if (key === '__proto__') Object.defineProperty(o, key, { value, writable: true, enumerable: true, configurable: true });
     else o[key] = value;
   }
-  return o;
 }
 
 /** Decodes a format 2 body (its first byte is 2). Throws BodyFormatError on a cut or corrupt one. */
@@ -858,7 +792,6 @@ export function decodeBody2(body: Uint8Array): DecodedBody2 {
   const end = b.length - 4;
   if (crc32(b, end) !== b.readUInt32LE(end)) throw new BodyFormatError('body format 2: checksum mismatch (cut or corrupt)');
   const r = new Reader(b as Buffer & Slices, 1, end);
-  top = 0;
   const count = r.varint();
   if (count > end) r.fail('receipt count beyond the body');
   const from = r.p;
