@@ -108,12 +108,24 @@ export async function runInstructions({ quick = false, modes = ['raw', 'hand', '
 
 const k = (n) => `${Math.round(n / 1000).toLocaleString('en-US')}k`;
 
+/**
+ * The steady window's instructions without the garbage collector's and the optimising compiler's: a
+ * major collection or a late compile that falls in one run length and not the other moves the total by
+ * 10–20k per op between builds whose code does the same work, so compare builds on this figure.
+ */
+export function withoutGcAndCompiler(where) {
+  return Object.entries(where).reduce((n, [cat, v]) => (cat === 'gc' || cat === 'compiler' ? n : n + v), 0);
+}
+
 export function printInstructions(rows) {
   const [n0, n1, n2] = rows[0]?.windows ?? [];
   console.log(`${'workload'.padEnd(20)} ${'steady'.padStart(9)} ${'warm'.padStart(9)}   (instructions per op; steady = ops ${n1} → ${n2}, warm = ops ${n0} → ${n1}, after 200 warm-up ops)`);
   for (const r of rows) {
     console.log(`${`${r.store} ${r.mode}`.padEnd(20)} ${k(r.perOp).padStart(9)} ${k(r.warmPerOp).padStart(9)}`);
-    if (r.where) console.log(`${''.padEnd(20)}   ${Object.entries(r.where).map(([cat, v]) => `${cat} ${k(v)}`).join(' · ')}`);
+    if (r.where) {
+      console.log(`${''.padEnd(20)}   ${Object.entries(r.where).map(([cat, v]) => `${cat} ${k(v)}`).join(' · ')}`);
+      console.log(`${''.padEnd(20)}   without gc and compiler: ${k(withoutGcAndCompiler(r.where))} (compare builds on this)`);
+    }
   }
 }
 

@@ -1,7 +1,7 @@
 // `--part=instructions --where` sorts callgrind's native function names into a few places the
 // instructions go; a wrong bucket would send the next person optimising the wrong thing.
 import { describe, expect, it } from 'vitest';
-import { categorize } from '../src/instructions.mjs';
+import { categorize, withoutGcAndCompiler } from '../src/instructions.mjs';
 
 describe('instructions --where: where a native function counts', () => {
   it.each([
@@ -21,5 +21,13 @@ describe('instructions --where: where a native function counts', () => {
     ['???:v8::String::WriteUtf8(v8::Isolate*, char*, int, int*, int) const [/usr/bin/node]', 'node/v8 runtime'],
   ])('%s → %s', (name, cat) => {
     expect(categorize(name)).toBe(cat);
+  });
+});
+
+describe('instructions --where: the figure to compare builds on', () => {
+  it('leaves out only the garbage collector and the optimising compiler', () => {
+    // A late compile can leave a negative share (the shorter run compiled more): it is left out as well.
+    expect(withoutGcAndCompiler({ jit: 223_000, sqlite: 69_000, builtins: 59_000, gc: 12_000, compiler: -16_000, libc: 10_000 })).toBe(361_000);
+    expect(withoutGcAndCompiler({ gc: 5, compiler: 7 })).toBe(0);
   });
 });
