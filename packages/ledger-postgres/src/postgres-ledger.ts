@@ -400,7 +400,14 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       // with the lease's end the database wrote; otherwise (a miss writes nothing) the renewal below.
       checkRef(ref, 'renewLease');
       const k = known.get(ref.businessOperationId);
-      if (k !== undefined && k.record.fence === ref.fence && k.record.leaseOwner !== null) {
+      // The contract's rule on the remembered record (a stale fence or a released lease refuses: the full renewal below says why).
+      let renewed: OperationRecord | undefined;
+      try {
+        renewed = k === undefined ? undefined : renewTransition(k.record, ref, leaseMs, now);
+      } catch {
+        renewed = undefined;
+      }
+      if (k !== undefined && renewed !== undefined && renewed !== k.record) {
         const { rows } = await query<{ lease_expires_at: string; xmin: string }>(
           'renewLease',
           'renew:known',
@@ -408,7 +415,8 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
           [now, leaseMs, dbClock, ref.businessOperationId, ref.fence, k.xmin],
         );
         if (rows.length === 1) {
-          remember({ ...k.record, leaseExpiresAt: Number(rows[0]!.lease_expires_at), updatedAt: now }, rows[0]!.xmin, k.json);
+          // The lease's end as the database wrote it (its clock when the ledger uses the database's).
+          remember({ ...renewed, leaseExpiresAt: Number(rows[0]!.lease_expires_at) }, rows[0]!.xmin, k.json);
           return;
         }
       }
