@@ -1,5 +1,5 @@
-// Issue 23: the SQLite ledger's compact layout (3) and the migration from the layout older builds
-// wrote (2; 0 for the first release). The fixture was written by main's code before this change
+// Issue 23: the SQLite ledger's compact layout (3; 5 = rowids in creation order, no created_at index)
+// and the migrations from the layouts older builds wrote (2; 0 for the first release; 3; 4). The fixture was written by main's code before this change
 // (fixtures/legacy/make-legacy-ledgers.mjs), with what that code read back from it.
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +15,9 @@ const EXPECTED = JSON.parse(readFileSync(new URL('./fixtures/legacy/ledger-layou
 // Layout 3 with bodies in formats 0 and 1, as the build before body format 2 wrote it (b897e44).
 const FIXTURE_3 = new URL('./fixtures/legacy/ledger-layout3.db', import.meta.url);
 const EXPECTED_3 = JSON.parse(readFileSync(new URL('./fixtures/legacy/ledger-layout3.json', import.meta.url), 'utf8')) as Record<string, { record: OperationRecord; receipts: Receipt[] }>;
+// Layout 4 (the created_at index, rowids in insertion order), as 3583d5c wrote it: claims 1 s apart going back in time.
+const FIXTURE_4 = new URL('./fixtures/legacy/ledger-layout4.db', import.meta.url);
+const EXPECTED_4 = JSON.parse(readFileSync(new URL('./fixtures/legacy/ledger-layout4.json', import.meta.url), 'utf8')) as Record<string, { record: OperationRecord; receipts: Receipt[] }>;
 const dir = mkdtempSync(join(tmpdir(), 'retrysafe-layout-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -29,6 +32,23 @@ function copyOfFixture(): string {
   copyFileSync(FIXTURE, path);
   return path;
 }
+const indexes = (path: string) => {
+  const db = raw(path);
+  try {
+    return (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'retrysafe_operations' ORDER BY name`).all() as Array<{ name: string }>).map((t) => t.name);
+  } finally {
+    db.close();
+  }
+};
+/** Per row: its id, its rowid's bucket and its created_at; a row's bucket must be its created_at's whole ms, and the rowids in (created_at, insertion) order. */
+const rowOrder = (path: string) => {
+  const db = raw(path);
+  try {
+    return db.prepare(`SELECT id, rowid >> 20 AS b, created_at AS c FROM retrysafe_operations ORDER BY rowid`).all() as Array<{ id: string; b: number; c: number }>;
+  } finally {
+    db.close();
+  }
+};
 const tables = (path: string) => {
   const db = raw(path);
   try {
@@ -41,8 +61,8 @@ const tables = (path: string) => {
   }
 };
 
-describe('SQLite ledger layout 4 and the migrations from layouts 2 and 3', () => {
-  it('a layout-3 file written by the build before body format 2 (formats 0/1) opens as layout 4 without a row rewritten, reads back what that build read, and its next write is format 2', async () => {
+describe('SQLite ledger layout 5 and the migrations from layouts 2, 3 and 4', () => {
+  it('a layout-3 file written by the build before body format 2 (formats 0/1) opens as layout 5 without a body rewritten, reads back what that build read, and its next write is format 2', async () => {
     const path = join(dir, `legacy3-${n++}.db`);
     copyFileSync(FIXTURE_3, path);
     const bodies = () => {
@@ -57,7 +77,7 @@ describe('SQLite ledger layout 4 and the migrations from layouts 2 and 3', () =>
     expect(tables(path)).toEqual({ version: 3, names: ['retrysafe_migrations', 'retrysafe_operations'] });
     expect(new Set(Object.values(before).map((b) => b.slice(0, 2)))).toEqual(new Set(['00', '01']));
     const ledger = createSqliteLedger({ path });
-    expect(tables(path).version).toBe(4);
+    expect(tables(path).version).toBe(5);
     expect(bodies()).toEqual(before);
     for (const [id, want] of Object.entries(EXPECTED_3)) {
       expect(await ledger.get(id as never)).toEqual(want.record);
@@ -72,11 +92,11 @@ describe('SQLite ledger layout 4 and the migrations from layouts 2 and 3', () =>
     await ledger.close();
   });
 
-  it('a layout-2 file written by an older build opens as layout 4 and reads back exactly what that build read', async () => {
+  it('a layout-2 file written by an older build opens as layout 5 and reads back exactly what that build read', async () => {
     const path = copyOfFixture();
     expect(tables(path)).toMatchObject({ version: 2, names: expect.arrayContaining(['retrysafe_receipts']) });
     const ledger = createSqliteLedger({ path });
-    expect(tables(path)).toEqual({ version: 4, names: ['retrysafe_migrations', 'retrysafe_operations'] });
+    expect(tables(path)).toEqual({ version: 5, names: ['retrysafe_migrations', 'retrysafe_operations'] });
     for (const [id, want] of Object.entries(EXPECTED)) {
       expect(await ledger.get(id as never)).toEqual(want.record);
       // The receipts' JSON is kept as stored: the same bytes, so the same hashes.
@@ -103,7 +123,7 @@ describe('SQLite ledger layout 4 and the migrations from layouts 2 and 3', () =>
     ledger = createSqliteLedger({ path });
     expect((await ledger.get('legacy-two' as never))!.state).toBe('abandoned');
     expect(await verifyOperation(ledger, 'legacy-two' as never)).toEqual({ ok: true });
-    expect(tables(path).version).toBe(4);
+    expect(tables(path).version).toBe(5);
     await ledger.close();
   });
 
@@ -136,17 +156,18 @@ describe('SQLite ledger layout 4 and the migrations from layouts 2 and 3', () =>
     const path = copyOfFixture();
     createSqliteLedger({ path }).close();
     const db = raw(path);
-    db.exec('PRAGMA user_version = 5');
+    db.exec('PRAGMA user_version = 6');
     db.close();
     expect(() => createSqliteLedger({ path })).toThrow(LedgerError);
-    expect(() => createSqliteLedger({ path })).toThrow(/layout 5 is newer/);
-    expect(tables(path).version).toBe(5);
+    expect(() => createSqliteLedger({ path })).toThrow(/layout 6 is newer/);
+    expect(tables(path).version).toBe(6);
   });
 
-  it('a new file is layout 4 from the start; a clean operation costs well under the 2 kB of layout 2', async () => {
+  it('a new file is layout 5 from the start; a clean operation costs well under the 2 kB of layout 2', async () => {
     const path = join(dir, 'fresh.db');
     const ledger = createSqliteLedger({ path });
-    expect(tables(path)).toEqual({ version: 4, names: ['retrysafe_migrations', 'retrysafe_operations'] });
+    expect(tables(path)).toEqual({ version: 5, names: ['retrysafe_migrations', 'retrysafe_operations'] });
+    expect(indexes(path)).toEqual(['retrysafe_operations_open', 'sqlite_autoindex_retrysafe_operations_1']);
     const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
     const runner = createRunner({ ledger });
     const adapter = createSandboxAdapter({ provider });
@@ -192,7 +213,58 @@ describe('SQLite ledger layout 4 and the migrations from layouts 2 and 3', () =>
     expect(indexSql()).toBe(sql);
   });
 
-  it('lookups, listings, recovery and prune are served by indexes, not table scans', async () => {
+  it('a layout-4 file (3583d5c: a created_at index, rowids in insertion order) opens as layout 5: rows renumbered into creation order, bodies and answers unchanged, the index gone', async () => {
+    const path = join(dir, `legacy4-${n++}.db`);
+    copyFileSync(FIXTURE_4, path);
+    const bodies = () => {
+      const db = raw(path);
+      try {
+        return Object.fromEntries((db.prepare('SELECT id, hex(body) AS body FROM retrysafe_operations ORDER BY id').all() as Array<{ id: string; body: string }>).map((r) => [r.id, r.body]));
+      } finally {
+        db.close();
+      }
+    };
+    const before = bodies();
+    expect(tables(path).version).toBe(4);
+    expect(indexes(path)).toContain('retrysafe_operations_created');
+    // Written going back in time: insertion order is the reverse of creation order.
+    expect(rowOrder(path).map((r) => r.id)).toEqual(['legacy-ok', 'legacy-two', 'legacy-rejected', 'legacy-open']);
+    let ledger = createSqliteLedger({ path });
+    expect(tables(path).version).toBe(5);
+    expect(indexes(path)).not.toContain('retrysafe_operations_created');
+    expect(indexes(path)).toContain('retrysafe_operations_open');
+    expect(bodies()).toEqual(before);
+    const order = rowOrder(path);
+    expect(order.map((r) => r.id)).toEqual(['legacy-open', 'legacy-rejected', 'legacy-two', 'legacy-ok']);
+    for (const r of order) expect(r.b).toBe(Math.trunc(r.c));
+    const db = raw(path);
+    expect(db.prepare('PRAGMA integrity_check').get()).toEqual({ integrity_check: 'ok' });
+    db.close();
+    for (const [id, want] of Object.entries(EXPECTED_4)) {
+      expect(await ledger.get(id as never)).toEqual(want.record);
+      expect(JSON.stringify(await ledger.receipts(id as never))).toBe(JSON.stringify(want.receipts));
+      if (want.receipts.length) expect(await verifyOperation(ledger, id as never)).toEqual({ ok: true });
+    }
+    expect((await ledger.list()).map((r) => r.businessOperationId)).toEqual(['legacy-open', 'legacy-rejected', 'legacy-two', 'legacy-ok']);
+    expect((await ledger.list({ newestFirst: true, limit: 2 })).map((r) => r.businessOperationId)).toEqual(['legacy-ok', 'legacy-two']);
+    expect((await ledger.list({ states: ['handed-off'] })).map((r) => r.businessOperationId)).toEqual(['legacy-two']);
+    const cutoff = Math.max(EXPECTED_4['legacy-ok']!.record.updatedAt, EXPECTED_4['legacy-rejected']!.record.updatedAt) + 1;
+    expect(await ledger.prune({ before: cutoff, dryRun: true })).toEqual({ pruned: 2, byState: { succeeded: 1, rejected: 1 }, dryRun: true });
+    // A new operation goes after them, in its own millisecond's bucket; a reopen changes nothing.
+    const run = await createRunner({ ledger }).run(createSandboxAdapter({ provider: createSandboxProvider({ ...REPLAYING_BEHAVIOUR }) }), 'records.create', { params: { ref: 'after-layout-5', amount: 1 } });
+    expect(run.status).toBe('done');
+    await ledger.close();
+    const after = rowOrder(path);
+    expect(after.slice(0, 4)).toEqual(order);
+    expect(after[4]!.b).toBe(Math.trunc(after[4]!.c));
+    ledger = createSqliteLedger({ path });
+    expect(rowOrder(path)).toEqual(after);
+    expect(await ledger.prune({ before: cutoff })).toEqual({ pruned: 2, byState: { succeeded: 1, rejected: 1 }, dryRun: false });
+    expect((await ledger.list()).map((r) => r.businessOperationId)).toEqual(['legacy-open', 'legacy-two', run.businessOperationId]);
+    await ledger.close();
+  });
+
+  it('lookups, listings, recovery and prune are served by indexes or the rowid, not table scans or sorts', async () => {
     const path = join(dir, 'plans.db');
     createSqliteLedger({ path }).close();
     const db = raw(path);
@@ -200,10 +272,16 @@ describe('SQLite ledger layout 4 and the migrations from layouts 2 and 3', () =>
       const plan = (sql: string) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as Array<{ detail: string }>).map((r) => r.detail).join('\n');
       const open = `state <> 'succeeded' AND state <> 'rejected' AND state <> 'abandoned'`;
       expect(plan(`SELECT body FROM retrysafe_operations WHERE id = 'x'`)).toMatch(/USING INDEX sqlite_autoindex_retrysafe_operations_1/);
-      expect(plan(`SELECT body FROM retrysafe_operations ORDER BY created_at DESC, id DESC LIMIT 100`)).toMatch(/SCAN retrysafe_operations USING INDEX retrysafe_operations_created/);
-      expect(plan(`SELECT body FROM retrysafe_operations WHERE ${open} AND state IN ('handed-off') ORDER BY created_at DESC, id DESC LIMIT 100`)).toMatch(/USING INDEX retrysafe_operations_open/);
+      // A listing reads the table in rowid order (its creation order): no sort, and a limit stops the scan.
+      expect(plan(`SELECT rowid >> 20 AS b, body FROM retrysafe_operations ORDER BY rowid DESC LIMIT 100`)).toBe('SCAN retrysafe_operations');
+      // Its last millisecond, read whole: a rowid range.
+      expect(plan(`SELECT body FROM retrysafe_operations WHERE rowid >= CAST(5 AS INTEGER) * 1048576 AND rowid < (CAST(5 AS INTEGER) + 1) * 1048576`)).toMatch(/^SEARCH retrysafe_operations USING INTEGER PRIMARY KEY \(rowid>\? AND rowid<\?\)$/);
+      expect(plan(`SELECT rowid >> 20 AS b, body FROM retrysafe_operations WHERE ${open} AND state IN ('handed-off') ORDER BY rowid DESC LIMIT 100`)).toMatch(/USING INDEX retrysafe_operations_open/);
       expect(plan(`SELECT body FROM retrysafe_operations WHERE ${open} AND state IN ('claimed', 'dispatched') AND (lease_expires_at IS NULL OR lease_expires_at <= 5) ORDER BY updated_at`)).toMatch(/USING INDEX retrysafe_operations_open/);
-      expect(plan(`SELECT rowid AS n, created_at AS c, body FROM retrysafe_operations WHERE created_at < 5 AND updated_at < 5 AND state IN ('succeeded') AND (created_at, rowid) > (-1, 0) ORDER BY created_at, rowid LIMIT 500`)).toMatch(/USING INDEX retrysafe_operations_created/);
+      // Retention walks the rowids below the cutoff's next millisecond, in order.
+      expect(plan(`SELECT CAST(rowid AS TEXT) AS n, body FROM retrysafe_operations WHERE rowid < (CAST(5 AS INTEGER) + 1) * 1048576 AND rowid > CAST('-1' AS INTEGER) AND created_at < 5 AND updated_at < 5 AND state IN ('succeeded') ORDER BY rowid LIMIT 500`)).toMatch(/^SEARCH retrysafe_operations USING INTEGER PRIMARY KEY \(rowid>\? AND rowid<\?\)$/);
+      // A claim finds its rowid by a search at the end of the table, not a scan.
+      expect(plan(`SELECT max(rowid) + 1 FROM retrysafe_operations WHERE rowid >= 5 * 1048576 AND rowid < (5 + 1) * 1048576`)).toMatch(/^SEARCH retrysafe_operations USING INTEGER PRIMARY KEY \(rowid>\? AND rowid<\?\)$/);
     } finally {
       db.close();
     }

@@ -65,11 +65,18 @@ export interface SqliteLedger extends Ledger {
 const SYNC_BUSY_MS = 20;
 
 /**
- * File layout 4 (see sqlite-layout.ts): one row per operation, receipts inside its body (format 2, sqlite-body2.ts).
- * The implicit rowid keeps rows in insertion order (pages fill densely); `id` has its own unique index.
- * The partial index holds only operations that are not closed (in flight, stuck or handed off): it
- * stays small however long the history grows, and serves recovery and the handoff queue. `created_at`
- * orders listings and finds what retention may prune.
+ * File layout 5 (see sqlite-layout.ts for the body formats): one row per operation, receipts inside its
+ * body (format 2, sqlite-body2.ts). `id` has its own unique index. The partial index holds only
+ * operations that are not closed (in flight, stuck or handed off): it stays small however long the
+ * history grows, and serves recovery and the handoff queue.
+ *
+ * The rowid is the creation order (docs/decisions/2026-12-01-sqlite-rowid-creation-order.md): a row's
+ * rowid is `bucket(created_at) * 2^20 + n`, n counting the rows created in that millisecond (claim
+ * order). So the table itself is in created_at order: listings and retention walk it by rowid, and no
+ * `created_at` index is written on every claim (layout 4 had one: a third b-tree page in each claim's
+ * commit). bucket() is created_at's whole milliseconds, clamped to [0, 2^43): rowids stay below 2^63.
+ * A rowid is beyond 2^53, so it is never read as a number (node:sqlite refuses to): only as text, or
+ * as its bucket (`rowid >> 20`).
  */
 const OPEN_STATES_SQL = `state <> 'succeeded' AND state <> 'rejected' AND state <> 'abandoned'`;
 /*
@@ -80,7 +87,8 @@ const OPEN_STATES_SQL = `state <> 'succeeded' AND state <> 'rejected' AND state 
  * file: a build that still has the old term reads and writes the file as before (only its open-state
  * queries no longer find the index).
  */
-const SCHEMA_V3 = `
+/** The table of layouts 3 to 5 (layout 0/2 files are converted into it). */
+const TABLE_V3 = `
 CREATE TABLE IF NOT EXISTS retrysafe_operations (
   id TEXT NOT NULL UNIQUE,
   provider TEXT NOT NULL,
@@ -91,11 +99,28 @@ CREATE TABLE IF NOT EXISTS retrysafe_operations (
   created_at INTEGER NOT NULL,
   updated_at INTEGER NOT NULL,
   body BLOB NOT NULL
-);
+);`;
+const SCHEMA_V5 = `${TABLE_V3}
 CREATE INDEX IF NOT EXISTS retrysafe_operations_open ON retrysafe_operations (state, updated_at) WHERE ${OPEN_STATES_SQL};
-CREATE INDEX IF NOT EXISTS retrysafe_operations_created ON retrysafe_operations (created_at);
 CREATE TABLE IF NOT EXISTS retrysafe_migrations (name TEXT PRIMARY KEY);
 `;
+/** Rows per millisecond of creation the rowid has room for (see the layout above). */
+const BUCKET_BITS = 20;
+const BUCKET_SIZE = 2 ** BUCKET_BITS;
+/** The last bucket: 2^43 - 1 ms after the epoch (the year 2248); later (and earlier than 0) times share the end buckets. */
+const LAST_BUCKET = 2 ** 43 - 1;
+/** SQL: the bucket of the created_at value `v` (an SQL expression). */
+const bucketSql = (v: string) => `max(0, min(CAST(${v} AS INTEGER), ${LAST_BUCKET}))`;
+/**
+ * SQL: the rowid of a new row created at `?` (the last positional parameter of the INSERT): the next in
+ * its bucket. A full bucket (2^20 rows in one millisecond) gives a text rowid, which SQLite refuses
+ * (datatype mismatch): the claim fails whole, nothing is written.
+ */
+const NEW_ROWID = `(SELECT CASE WHEN n < (b + 1) * ${BUCKET_SIZE} THEN n ELSE 'bucket full' END FROM
+  (SELECT coalesce((SELECT max(rowid) + 1 FROM retrysafe_operations WHERE rowid >= b * ${BUCKET_SIZE} AND rowid < (b + 1) * ${BUCKET_SIZE}), b * ${BUCKET_SIZE}) AS n, b
+   FROM (SELECT ${bucketSql('?')} AS b)))`;
+/** The bucket of a created_at value, as bucketSql computes it (JS side: which bucket a listing's last row is in). */
+const bucketOf = (createdAt: number): number => Math.max(0, Math.min(Math.trunc(createdAt), LAST_BUCKET));
 
 /**
  * The file layouts: 0 = the first release, 2 = rows anchor their receipt chain (issue 18), both with
@@ -103,9 +128,12 @@ CREATE TABLE IF NOT EXISTS retrysafe_migrations (name TEXT PRIMARY KEY);
  * bodies in formats 0/1; 4 = the same table, new bodies in format 2 (sqlite-body2.ts). 3 → 4 touches
  * no row (this version reads formats 0 and 1 too): the number only makes a build that knows layout 3
  * refuse the file at open ("upgrade") instead of failing on each format-2 row it meets — a listing or
- * recovery scan would fail whole on one such row.
+ * recovery scan would fail whole on one such row. 5 = the same table and bodies, rowids in creation
+ * order and no `created_at` index: 4 → 5 renumbers the rows (one rebuild of the table, in one
+ * transaction); a build that knows layout 4 refuses the file, since the rows it would add would not
+ * follow the rowid rule.
  */
-const SQLITE_LAYOUT_VERSION = 4;
+const SQLITE_LAYOUT_VERSION = 5;
 /** Layout 0 → 2: rows written before anchoring get the anchor of the receipts they hold (once per file). */
 const ANCHOR_MIGRATION = `
 CREATE TABLE IF NOT EXISTS retrysafe_migrations (name TEXT PRIMARY KEY);
@@ -364,12 +392,13 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
 
   // Every statement is prepared once; writes bind positional parameters.
   const selectOne = prep('SELECT body FROM retrysafe_operations WHERE id = ?');
+  // New rows: created_at is bound twice (the column, then the rowid's bucket: NEW_ROWID's parameter comes last).
   const insertRow = prep(
-    `INSERT INTO retrysafe_operations (id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO retrysafe_operations (id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, body, rowid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ${NEW_ROWID})`,
   );
   // A claim tries the new row first: its unique index answers "new id?" in the INSERT (no SELECT before it).
   const insertNew = prep(
-    `INSERT INTO retrysafe_operations (id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+    `INSERT INTO retrysafe_operations (id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, body, rowid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ${NEW_ROWID}) ON CONFLICT (id) DO NOTHING`,
   );
   const updateRow = prep(`UPDATE retrysafe_operations SET state = ?, fence = ?, lease_expires_at = ?, updated_at = ?, body = ? WHERE id = ?`);
   // The write on what this connection knows of a row: only if the row still holds those bytes.
@@ -421,7 +450,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
     if (stored === null || stored.prior !== null) ({ body, kept } = encodeKept(r, stored?.prior ?? NO_RECEIPTS, stored === null ? 0 : lastSeq(stored), added));
     else body = legacyBody(r, stored, added);
     if (stored !== null) updateRow.run(r.state, r.fence, r.leaseExpiresAt, r.updatedAt, body, r.businessOperationId);
-    else insertRow.run(r.businessOperationId, r.provider, r.operation, r.state, r.fence, r.leaseExpiresAt, r.createdAt, r.updatedAt, body);
+    else insertRow.run(r.businessOperationId, r.provider, r.operation, r.state, r.fence, r.leaseExpiresAt, r.createdAt, r.updatedAt, body, r.createdAt);
     stage(r.businessOperationId, kept);
     return r;
   };
@@ -538,7 +567,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
         }
         if (fresh !== undefined && out !== undefined) {
           const r = fresh.write!;
-          const res = insertNew.run(r.businessOperationId, r.provider, r.operation, r.state, r.fence, r.leaseExpiresAt, r.createdAt, r.updatedAt, out.body) as { changes?: number | bigint };
+          const res = insertNew.run(r.businessOperationId, r.provider, r.operation, r.state, r.fence, r.leaseExpiresAt, r.createdAt, r.updatedAt, out.body, r.createdAt) as { changes?: number | bigint };
           if (Number(res.changes) === 1) {
             stage(r.businessOperationId, out.kept);
             return fresh.result;
@@ -592,9 +621,27 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
       }
       if (filter.provider) (where.push('provider = ?'), args.push(filter.provider));
       if (filter.operation) (where.push('operation = ?'), args.push(filter.operation));
-      const sql = `SELECT body FROM retrysafe_operations ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY ${filter.newestFirst ? 'created_at DESC, id DESC' : 'created_at, id'}${filter.limit !== undefined ? ' LIMIT ?' : ''}`;
-      if (filter.limit !== undefined) args.push(filter.limit);
-      return guard('list', () => (listed(sql).all(...args) as Row[]).map(parseRecord));
+      const filtered = where.length ? `WHERE ${where.join(' AND ')}` : '';
+      const limit = filter.limit;
+      // The table is in creation order by whole milliseconds (see the layout): read it by rowid, then order
+      // each millisecond's rows by created_at and id. With a limit, the last millisecond read is read whole
+      // (it may go on past the limit): its order, not the claim order within it, decides which rows are in.
+      const sql = `SELECT rowid >> ${BUCKET_BITS} AS b, body FROM retrysafe_operations ${filtered} ORDER BY rowid${filter.newestFirst ? ' DESC' : ''}${limit !== undefined ? ' LIMIT ?' : ''}`;
+      const bucketSqlText = `SELECT body FROM retrysafe_operations ${filtered ? `${filtered} AND` : 'WHERE'} rowid >= CAST(? AS INTEGER) * ${BUCKET_SIZE} AND rowid < (CAST(? AS INTEGER) + 1) * ${BUCKET_SIZE}`;
+      return guard('list', () => {
+        const rows = listed(sql).all(...args, ...(limit !== undefined ? [limit] : [])) as Array<Row & { b: number }>;
+        let records: OperationRecord[];
+        if (limit !== undefined && limit > 0 && rows.length === limit) {
+          const last = rows[rows.length - 1]!.b;
+          let cut = rows.length;
+          while (cut > 0 && rows[cut - 1]!.b === last) cut--;
+          records = rows.slice(0, cut).map(parseRecord);
+          for (const row of listed(bucketSqlText).all(...args, last, last) as Row[]) records.push(parseRecord(row));
+        } else records = rows.map(parseRecord);
+        const dir = filter.newestFirst ? -1 : 1;
+        records.sort((x, y) => dir * (x.createdAt - y.createdAt || (x.businessOperationId < y.businessOperationId ? -1 : x.businessOperationId > y.businessOperationId ? 1 : 0)));
+        return limit !== undefined && records.length > limit ? records.slice(0, limit) : records;
+      });
     },
     async receipts(id) {
       return guard('receipts', () => {
@@ -615,18 +662,20 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
       const batch = options.batchSize ?? PRUNE_BATCH;
       const byState: Partial<Record<OperationState, number>> = {};
       let pruned = 0;
-      // created_at <= updated_at, so the created_at index bounds the scan to rows old enough; the
-      // state and updated_at are checked again in the DELETE (a rejected operation may be superseded meanwhile).
+      // created_at <= updated_at and the rowid is in creation order (see the layout), so the rows old enough
+      // are all below the rowids of the bucket after the cutoff's: the walk reads old rows only, never the whole
+      // table. The state and updated_at are checked again in the DELETE (a rejected operation may be superseded meanwhile).
       const inStates = states.map(() => '?').join(',');
-      // Keyset pages in the created_at index's order (it holds the rowid): a walk over old rows only, never the whole table.
+      // Keyset pages by rowid, carried as text (a rowid is beyond 2^53: see the layout).
       const pick = listed(
-        `SELECT rowid AS n, created_at AS c, body FROM retrysafe_operations WHERE created_at < ? AND updated_at < ? AND state IN (${inStates}) AND (created_at, rowid) > (?, ?) ORDER BY created_at, rowid LIMIT ?`,
+        `SELECT CAST(rowid AS TEXT) AS n, body FROM retrysafe_operations WHERE rowid < (CAST(? AS INTEGER) + 1) * ${BUCKET_SIZE} AND rowid > CAST(? AS INTEGER) AND created_at < ? AND updated_at < ? AND state IN (${inStates}) ORDER BY rowid LIMIT ?`,
       );
-      const del = listed(`DELETE FROM retrysafe_operations WHERE rowid = ? AND updated_at < ? AND state IN (${inStates})`);
-      for (let after: [number, number] = [Number.MIN_SAFE_INTEGER, 0]; ; ) {
-        const rows = await guard('prune', () => pick.all(options.before, options.before, ...states, after[0], after[1], batch) as Array<Row & { n: number; c: number }>);
+      const del = listed(`DELETE FROM retrysafe_operations WHERE rowid = CAST(? AS INTEGER) AND updated_at < ? AND state IN (${inStates})`);
+      const lastBucket = bucketOf(options.before);
+      for (let after = '-1'; ; ) {
+        const rows = await guard('prune', () => pick.all(lastBucket, after, options.before, options.before, ...states, batch) as Array<Row & { n: string }>);
         if (rows.length === 0) break;
-        after = [rows[rows.length - 1]!.c, rows[rows.length - 1]!.n];
+        after = rows[rows.length - 1]!.n;
         const found = rows.map((row) => ({ n: row.n, ...decodeRow(row) }));
         if (options.dryRun) {
           for (const f of found) (pruned++, (byState[f.record.state] = (byState[f.record.state] ?? 0) + 1));
@@ -650,9 +699,11 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
 }
 
 /**
- * Brings the file to layout 4: creates it when new; marks a layout 3 file 4 (no row changes); converts a layout 0/2 file (record JSON text,
- * receipts in their own table) in one transaction, keeping each record's and receipt's JSON text as
- * stored (format 2 reads back the same text; a row it would not is kept as text, format 1). Runs under BEGIN IMMEDIATE and re-checks inside, so concurrent openers convert once.
+ * Brings the file to layout 5: creates it when new; renumbers a layout 3/4 file's rows into creation
+ * order (bodies unchanged) and drops its `created_at` index; converts a layout 0/2 file (record JSON text,
+ * receipts in their own table) first, keeping each record's and receipt's JSON text as stored (format 2
+ * reads back the same text; a row it would not is kept as text, format 1). All in one transaction, under
+ * BEGIN IMMEDIATE, re-checked inside, so concurrent openers convert once.
  * Refuses a file from a newer layout rather than guess at it.
  */
 function setUp(db: SqliteConnection, path: string): void {
@@ -671,14 +722,18 @@ function setUp(db: SqliteConnection, path: string): void {
   try {
     if (version() < SQLITE_LAYOUT_VERSION || !columns().includes('body')) {
       if (columns().includes('record')) convertLayout2(db);
-      db.exec(SCHEMA_V3);
+      // Layout 3/4 (or the table convertLayout2 just wrote): rowids into creation order.
+      if (columns().includes('body')) renumber(db);
+      db.exec(SCHEMA_V5);
+      db.exec('DROP INDEX IF EXISTS retrysafe_operations_created');
       db.exec(`INSERT OR IGNORE INTO retrysafe_migrations (name) VALUES ('compact-layout')`);
       db.exec(`INSERT OR IGNORE INTO retrysafe_migrations (name) VALUES ('body-format-2')`);
+      db.exec(`INSERT OR IGNORE INTO retrysafe_migrations (name) VALUES ('rowid-creation-order')`);
       db.exec(`PRAGMA user_version = ${SQLITE_LAYOUT_VERSION}`);
     }
     if (!openIndexCurrent()) {
       db.exec('DROP INDEX IF EXISTS retrysafe_operations_open');
-      db.exec(SCHEMA_V3);
+      db.exec(SCHEMA_V5);
     }
     db.exec('COMMIT');
   } catch (err) {
@@ -691,9 +746,29 @@ function setUp(db: SqliteConnection, path: string): void {
   }
 }
 
+/**
+ * Inside the caller's transaction: the layout 3 table rebuilt with each row's rowid in creation order
+ * (its bucket, then its old rowid: the order it was inserted in). Refuses (nothing changed) a file with
+ * more rows in one millisecond than a bucket holds.
+ */
+function renumber(db: SqliteConnection): void {
+  const bucket = bucketSql('created_at');
+  const fullest = db.prepare(`SELECT count(*) AS n FROM retrysafe_operations GROUP BY ${bucket} ORDER BY n DESC LIMIT 1`).get() as { n?: number } | undefined;
+  if ((fullest?.n ?? 0) > BUCKET_SIZE) throw new LedgerError(`cannot bring the SQLite ledger to layout ${SQLITE_LAYOUT_VERSION}: more than ${BUCKET_SIZE} operations were created in one millisecond`);
+  db.exec(TABLE_V3.replaceAll('retrysafe_operations', 'retrysafe_operations_v5'));
+  const cols = 'id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, body';
+  db.exec(
+    `INSERT INTO retrysafe_operations_v5 (rowid, ${cols})
+     SELECT b * ${BUCKET_SIZE} + row_number() OVER (PARTITION BY b ORDER BY n) - 1, ${cols}
+     FROM (SELECT ${bucket} AS b, rowid AS n, ${cols} FROM retrysafe_operations)`,
+  );
+  db.exec('DROP TABLE retrysafe_operations');
+  db.exec('ALTER TABLE retrysafe_operations_v5 RENAME TO retrysafe_operations');
+}
+
 /** Inside the caller's transaction: layout 2 tables → layout 3 table, row by row in rowid pages. */
 function convertLayout2(db: SqliteConnection): void {
-  db.exec(SCHEMA_V3.replaceAll('retrysafe_operations', 'retrysafe_operations_v3').replace(/CREATE INDEX[^;]*;/g, ''));
+  db.exec(TABLE_V3.replaceAll('retrysafe_operations', 'retrysafe_operations_v3'));
   const receiptsTable = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'retrysafe_receipts'`).get() as { name?: string } | undefined)?.name;
   const page = db.prepare(`SELECT rowid AS n, id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, record FROM retrysafe_operations WHERE rowid > ? ORDER BY rowid LIMIT 500`);
   const receiptsOf = receiptsTable ? db.prepare('SELECT receipt FROM retrysafe_receipts WHERE id = ? ORDER BY seq') : null;
