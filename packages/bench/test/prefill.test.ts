@@ -46,7 +46,12 @@ describe('scale prefill', () => {
       const db = openSqlite(sqlitePath, driver);
       const table = mode === 'runner' ? 'retrysafe_operations' : 'hand_ops';
       const ids = (db.prepare(`SELECT id FROM ${table} ORDER BY rowid`).all() as Array<{ id: string }>).map((r) => r.id);
+      // The ledger's layout: each row's rowid is in its creation millisecond's bucket (filled rows too), and
+      // filled rows are spread over past milliseconds as a history is (not a million in one millisecond).
+      const place = mode === 'runner' ? (db.prepare(`SELECT sum(rowid >> 20 <> created_at) AS outOfPlace, count(DISTINCT rowid >> 20) AS buckets FROM ${table}`).get() as { outOfPlace: number; buckets: number }) : null;
       db.close();
+      if (place) expect(place.outOfPlace).toBe(0);
+      if (place) expect(place.buckets).toBeGreaterThanOrEqual(2000);
       expect(ids).toHaveLength(2008);
       const prefix = ids[0]!.slice(0, -32);
       expectInterleaved(ids.slice(0, 2000), ids.slice(2000), prefix);
