@@ -111,20 +111,48 @@ describe('SQLite ledger: rowids in creation order', () => {
     );
   });
 
+  // A claim tries the rowid its connection guesses is free (the next of its own in that millisecond),
+  // then, if another connection's row holds it, the INSERT that takes the next after the bucket's highest.
+  const copyRow = (db: { exec(sql: string): void }, rowid: string, id: string) =>
+    db.exec(`INSERT INTO retrysafe_operations (rowid, id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, body)
+      SELECT ${rowid}, '${id}', provider, operation, state, fence, lease_expires_at, created_at, updated_at, body FROM retrysafe_operations WHERE id = 'first'`);
+  const openRaw = (path: string) => {
+    const found = resolveDriver('auto');
+    if ('reasons' in found) throw new Error(found.reasons.join('; '));
+    return found.open(path);
+  };
+  const rowidOf = (db: ReturnType<typeof openRaw>, id: string) => (db.prepare(`SELECT CAST(rowid AS TEXT) AS n FROM retrysafe_operations WHERE id = ?`).get(id) as { n: string } | undefined)?.n;
+
+  it('a claim whose guessed rowid another connection took goes to the next free one after the bucket\'s highest', async () => {
+    const path = join(dir, `taken-${n++}.db`);
+    const ledger = createSqliteLedger({ path });
+    await ledger.claim(claimInput('first', T, 'sandbox.a'));
+    const db = openRaw(path);
+    const first = BigInt(rowidOf(db, 'first')!);
+    expect(first >> 20n).toBe(BigInt(T));
+    // The slot this connection guesses next (its count goes one up per claim in a millisecond) taken, by hand.
+    copyRow(db, String(first + 1n), 'taken-guess');
+    const c = await ledger.claim(claimInput('second', T, 'sandbox.a'));
+    expect(c.kind).toBe('claimed');
+    expect(rowidOf(db, 'second')).toBe(String(first + 2n));
+    expect(await ledger.get(asBusinessOperationId('second'))).toMatchObject({ state: 'dispatched', createdAt: T });
+    db.close();
+    await ledger.close();
+  });
+
   it('a millisecond with no room left refuses the claim whole (typed, nothing written); the next millisecond is unaffected', async () => {
     const path = join(dir, `full-${n++}.db`);
     const ledger = createSqliteLedger({ path });
     await ledger.claim(claimInput('first', T, 'sandbox.a'));
-    const found = resolveDriver('auto');
-    if ('reasons' in found) throw new Error(found.reasons.join('; '));
-    const db = found.open(path);
-    // The last rowid of T's bucket taken (as 2^20 claims in that millisecond would): by hand, a copy of the first row.
-    db.exec(`INSERT INTO retrysafe_operations (rowid, id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, body)
-      SELECT (${T} + 1) * 1048576 - 1, 'last-of-bucket', provider, operation, state, fence, lease_expires_at, created_at, updated_at, body FROM retrysafe_operations WHERE id = 'first'`);
+    const db = openRaw(path);
+    const first = BigInt(rowidOf(db, 'first')!);
+    // The guessed slot and the bucket's last rowid taken (as 2^19 or more claims in that millisecond would): by hand.
+    copyRow(db, String(first + 1n), 'taken-guess');
+    copyRow(db, String((BigInt(T) + 1n) * 1048576n - 1n), 'last-of-bucket');
     const count = () => (db.prepare('SELECT count(*) AS n FROM retrysafe_operations').get() as { n: number }).n;
-    expect(count()).toBe(2);
+    expect(count()).toBe(3);
     await expect(ledger.claim(claimInput('one-too-many', T, 'sandbox.a'))).rejects.toSatisfy(LedgerError.isInstance);
-    expect(count()).toBe(2);
+    expect(count()).toBe(3);
     expect(await ledger.get(asBusinessOperationId('one-too-many'))).toBeNull();
     const next = await ledger.claim(claimInput('next-ms', T + 1, 'sandbox.a'));
     expect(next.kind).toBe('claimed');
