@@ -16,7 +16,8 @@ function io() {
   }
 }
 
-const WARMUP_OPS = 200;
+// Set by bench.mjs (--warmup); 200 when the worker runs on its own.
+const WARMUP_OPS = Number(process.env.BENCH_WARMUP_OPS ?? 200);
 
 process.once('message', async (cfg) => {
   try {

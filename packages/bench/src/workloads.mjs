@@ -247,6 +247,17 @@ export async function dropPostgres(databaseUrl, schema) {
   }
 }
 
+/** CHECKPOINT (needs a superuser, as the bench's bytes-per-op figure does): dirty buffers written out before a measurement. */
+export async function postgresCheckpoint(databaseUrl) {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    await client.query('CHECKPOINT');
+  } finally {
+    await client.end();
+  }
+}
+
 /** The server settings that decide what a commit costs, printed next to the numbers. */
 export async function postgresSettings(databaseUrl) {
   const client = new pg.Client({ connectionString: databaseUrl });
