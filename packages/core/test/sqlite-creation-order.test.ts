@@ -123,15 +123,20 @@ describe('SQLite ledger: rowids in creation order', () => {
   };
   const rowidOf = (db: ReturnType<typeof openRaw>, id: string) => (db.prepare(`SELECT CAST(rowid AS TEXT) AS n FROM retrysafe_operations WHERE id = ?`).get(id) as { n: string } | undefined)?.n;
 
-  it('a claim whose guessed rowid another connection took goes to the next free one after the bucket\'s highest', async () => {
+  /** A ledger with 'first' claimed at T, and the slot its connection guesses next taken by hand (its count goes one up per claim in a millisecond). */
+  const guessTaken = async () => {
     const path = join(dir, `taken-${n++}.db`);
     const ledger = createSqliteLedger({ path });
     await ledger.claim(claimInput('first', T, 'sandbox.a'));
     const db = openRaw(path);
     const first = BigInt(rowidOf(db, 'first')!);
     expect(first >> 20n).toBe(BigInt(T));
-    // The slot this connection guesses next (its count goes one up per claim in a millisecond) taken, by hand.
     copyRow(db, String(first + 1n), 'taken-guess');
+    return { ledger, db, first };
+  };
+
+  it('a claim whose guessed rowid another connection took goes to the next free one after the bucket\'s highest', async () => {
+    const { ledger, db, first } = await guessTaken();
     const c = await ledger.claim(claimInput('second', T, 'sandbox.a'));
     expect(c.kind).toBe('claimed');
     expect(rowidOf(db, 'second')).toBe(String(first + 2n));
@@ -141,13 +146,8 @@ describe('SQLite ledger: rowids in creation order', () => {
   });
 
   it('a millisecond with no room left refuses the claim whole (typed, nothing written); the next millisecond is unaffected', async () => {
-    const path = join(dir, `full-${n++}.db`);
-    const ledger = createSqliteLedger({ path });
-    await ledger.claim(claimInput('first', T, 'sandbox.a'));
-    const db = openRaw(path);
-    const first = BigInt(rowidOf(db, 'first')!);
-    // The guessed slot and the bucket's last rowid taken (as 2^19 or more claims in that millisecond would): by hand.
-    copyRow(db, String(first + 1n), 'taken-guess');
+    const { ledger, db } = await guessTaken();
+    // And the bucket's last rowid taken (as 2^19 or more claims in that millisecond would): by hand.
     copyRow(db, String((BigInt(T) + 1n) * 1048576n - 1n), 'last-of-bucket');
     const count = () => (db.prepare('SELECT count(*) AS n FROM retrysafe_operations').get() as { n: number }).n;
     expect(count()).toBe(3);

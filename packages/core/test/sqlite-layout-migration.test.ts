@@ -49,6 +49,15 @@ const rowOrder = (path: string) => {
     db.close();
   }
 };
+/** Each row's body as hex, by id. */
+const bodiesOf = (path: string) => {
+  const db = raw(path);
+  try {
+    return Object.fromEntries((db.prepare('SELECT id, hex(body) AS body FROM retrysafe_operations ORDER BY id').all() as Array<{ id: string; body: string }>).map((r) => [r.id, r.body]));
+  } finally {
+    db.close();
+  }
+};
 const tables = (path: string) => {
   const db = raw(path);
   try {
@@ -65,14 +74,7 @@ describe('SQLite ledger layout 5 and the migrations from layouts 2, 3 and 4', ()
   it('a layout-3 file written by the build before body format 2 (formats 0/1) opens as layout 5 without a body rewritten, reads back what that build read, and its next write is format 2', async () => {
     const path = join(dir, `legacy3-${n++}.db`);
     copyFileSync(FIXTURE_3, path);
-    const bodies = () => {
-      const db = raw(path);
-      try {
-        return Object.fromEntries((db.prepare('SELECT id, hex(body) AS body FROM retrysafe_operations ORDER BY id').all() as Array<{ id: string; body: string }>).map((r) => [r.id, r.body]));
-      } finally {
-        db.close();
-      }
-    };
+    const bodies = () => bodiesOf(path);
     const before = bodies();
     expect(tables(path)).toEqual({ version: 3, names: ['retrysafe_migrations', 'retrysafe_operations'] });
     expect(new Set(Object.values(before).map((b) => b.slice(0, 2)))).toEqual(new Set(['00', '01']));
@@ -216,14 +218,7 @@ describe('SQLite ledger layout 5 and the migrations from layouts 2, 3 and 4', ()
   it('a layout-4 file (3583d5c: a created_at index, rowids in insertion order) opens as layout 5: rows renumbered into creation order, bodies and answers unchanged, the index gone', async () => {
     const path = join(dir, `legacy4-${n++}.db`);
     copyFileSync(FIXTURE_4, path);
-    const bodies = () => {
-      const db = raw(path);
-      try {
-        return Object.fromEntries((db.prepare('SELECT id, hex(body) AS body FROM retrysafe_operations ORDER BY id').all() as Array<{ id: string; body: string }>).map((r) => [r.id, r.body]));
-      } finally {
-        db.close();
-      }
-    };
+    const bodies = () => bodiesOf(path);
     const before = bodies();
     expect(tables(path).version).toBe(4);
     expect(indexes(path)).toContain('retrysafe_operations_created');
