@@ -100,8 +100,8 @@ describe('SQLite ledger: rowids in creation order', () => {
           // Retention's rule: a closed operation's updatedAt is not before its createdAt (clocks per operation move forward).
           await fill(memory, ops);
           await fill(sqlite, ops);
-          const want = await memory.prune({ before, dryRun });
-          expect(await sqlite.prune({ before, dryRun, batchSize })).toEqual(want);
+          const want = await memory.prune!({ before, dryRun });
+          expect(await sqlite.prune!({ before, dryRun, batchSize })).toEqual(want);
           expect(ids(await sqlite.list())).toEqual(ids(await memory.list()));
         } finally {
           await sqlite.close();

@@ -244,7 +244,7 @@ describe('SQLite ledger layout 5 and the migrations from layouts 2, 3 and 4', ()
     expect((await ledger.list({ newestFirst: true, limit: 2 })).map((r) => r.businessOperationId)).toEqual(['legacy-ok', 'legacy-two']);
     expect((await ledger.list({ states: ['handed-off'] })).map((r) => r.businessOperationId)).toEqual(['legacy-two']);
     const cutoff = Math.max(EXPECTED_4['legacy-ok']!.record.updatedAt, EXPECTED_4['legacy-rejected']!.record.updatedAt) + 1;
-    expect(await ledger.prune({ before: cutoff, dryRun: true })).toEqual({ pruned: 2, byState: { succeeded: 1, rejected: 1 }, dryRun: true });
+    expect(await ledger.prune!({ before: cutoff, dryRun: true })).toEqual({ pruned: 2, byState: { succeeded: 1, rejected: 1 }, dryRun: true });
     // A new operation goes after them, in its own millisecond's bucket; a reopen changes nothing.
     const run = await createRunner({ ledger }).run(createSandboxAdapter({ provider: createSandboxProvider({ ...REPLAYING_BEHAVIOUR }) }), 'records.create', { params: { ref: 'after-layout-5', amount: 1 } });
     expect(run.status).toBe('done');
@@ -254,7 +254,7 @@ describe('SQLite ledger layout 5 and the migrations from layouts 2, 3 and 4', ()
     expect(after[4]!.b).toBe(Math.trunc(after[4]!.c));
     ledger = createSqliteLedger({ path });
     expect(rowOrder(path)).toEqual(after);
-    expect(await ledger.prune({ before: cutoff })).toEqual({ pruned: 2, byState: { succeeded: 1, rejected: 1 }, dryRun: false });
+    expect(await ledger.prune!({ before: cutoff })).toEqual({ pruned: 2, byState: { succeeded: 1, rejected: 1 }, dryRun: false });
     expect((await ledger.list()).map((r) => r.businessOperationId)).toEqual(['legacy-open', 'legacy-two', run.businessOperationId]);
     await ledger.close();
   });
