@@ -649,7 +649,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
       const limit = filter.limit;
       // The table is in creation order by whole milliseconds (see the layout): read it by rowid, then order
       // each millisecond's rows by created_at and id. With a limit, the last millisecond read is read whole
-      // (it may go on past the limit): its order, not the claim order within it, decides which rows are in.
+      // (it may go on past the limit): its order, not the rowid order within it, decides which rows are in.
       const sql = `SELECT rowid >> ${BUCKET_BITS} AS b, body FROM retrysafe_operations ${filtered} ORDER BY rowid${filter.newestFirst ? ' DESC' : ''}${limit !== undefined ? ' LIMIT ?' : ''}`;
       const bucketSqlText = `SELECT body FROM retrysafe_operations ${filtered ? `${filtered} AND` : 'WHERE'} rowid >= CAST(? AS INTEGER) * ${BUCKET_SIZE} AND rowid < (CAST(? AS INTEGER) + 1) * ${BUCKET_SIZE}`;
       return guard('list', () => {
