@@ -13,6 +13,8 @@
  * - `lookupAvailable`: can the provider be asked what it stored? (lookup.method)
  * - `absenceProvenFrom` / `notFoundIsAuthoritative`: from when does a lookup's "not found" prove the effect
  *   absent? Measured from the LAST dispatch (lookup.consistencyDelay, lookup.lateApplyBound).
+ * - `completionRecoverable`: may the final `succeeded` write wait for the ledger's next durable commit?
+ *   (lookup.method, through lookupAvailable)
  * - `agentIdempotentHint`: what an agent tool's `idempotentHint` says.
  */
 import { DEFAULT_CLOCK_SKEW_MARGIN, type RetrySafetyCard } from './card.js';
@@ -27,6 +29,17 @@ export function cardMargin(card: RetrySafetyCard): number {
 export function lookupAvailable(card: RetrySafetyCard): boolean {
   const m = card.lookup.method.value;
   return m !== 'none' && m !== 'unknown';
+}
+
+/**
+ * Whether an operation's final `succeeded` write, lost to an OS crash or power loss after the caller was
+ * told, is recovered without a second effect and without a person: the durable state left behind is the
+ * claim (`dispatched`, maybe applied), which the next run or recover() looks up at the provider and adopts.
+ * That state is the one a crash between the provider's answer and the write leaves, so nothing new can
+ * happen; without a lookup it would end in a handoff, so the write stays as durable as every other.
+ */
+export function completionRecoverable(card: RetrySafetyCard): boolean {
+  return lookupAvailable(card);
 }
 
 /** A key travels and the provider folds a same-key duplicate into the first request (replays it or rejects the duplicate). */

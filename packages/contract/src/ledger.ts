@@ -127,6 +127,14 @@ export interface StatePatch {
    * whose `capabilities.receiptWithState` is true.
    */
   readonly receipt?: Receipt;
+  /**
+   * `deferrable`: losing this write to an OS crash or power loss costs no second effect and no person's
+   * time, because the runner recovers it from the provider (an operation's final `succeeded`, for a card
+   * whose provider can be asked: `completionRecoverable`). A ledger may then commit it without waiting
+   * for the disk; it becomes durable with the ledger's next durable commit. Ignoring it is always correct.
+   * Absent: the write is as durable as the ledger's every write.
+   */
+  readonly durability?: 'deferrable';
 }
 
 /**

@@ -50,6 +50,16 @@ export interface SqliteLedgerOptions {
    */
   readonly synchronous?: 'FULL' | 'NORMAL';
   /**
+   * Under `FULL`, what a write the runner marks deferrable costs (StatePatch.durability: an operation's
+   * final `succeeded`, for a card with a lookup: completionRecoverable). `defer` (default): committed at
+   * `NORMAL`, without waiting for the disk; it is durable once any later commit on the file (the next
+   * claim) or a checkpoint syncs the WAL, and an OS crash or power loss before that leaves the operation
+   * `dispatched`, which the next run or recover() looks up and adopts, never sends again. A process crash
+   * loses nothing either way. `sync`: every commit waits for the disk
+   * (docs/decisions/2026-12-01-deferred-completion-sync.md).
+   */
+  readonly deferrableWrites?: 'defer' | 'sync';
+  /**
    * The SQLite binding. `auto` (default): `node:sqlite` when the runtime has it (Node ≥ 22.13, nothing
    * to install), else the optional peer `better-sqlite3`. Both store the same file format and schema.
    */
@@ -291,6 +301,10 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
   if (!Number.isFinite(busy) || busy < 0) throw new RunnerConfigurationError('ledger.busyTimeoutMs', 'expected a number ≥ 0');
   const sync = options.synchronous ?? 'FULL';
   if (sync !== 'FULL' && sync !== 'NORMAL') throw new RunnerConfigurationError('ledger.synchronous', 'expected FULL or NORMAL');
+  const deferrable = options.deferrableWrites ?? 'defer';
+  if (deferrable !== 'defer' && deferrable !== 'sync') throw new RunnerConfigurationError('ledger.deferrableWrites', 'expected defer or sync');
+  // Only FULL has a wait to leave out.
+  const defers = sync === 'FULL' && deferrable === 'defer';
   const choice = options.driver ?? 'auto';
   if (choice !== 'auto' && choice !== 'node:sqlite' && choice !== 'better-sqlite3') {
     throw new RunnerConfigurationError('ledger.driver', 'expected auto, node:sqlite or better-sqlite3');
@@ -408,6 +422,9 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
   const insertGuess = prep(
     `INSERT INTO retrysafe_operations (id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, body, rowid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
   );
+  // The safety level may not change inside a transaction: set before BEGIN, restored after COMMIT/ROLLBACK.
+  const syncDeferred = defers ? prep('PRAGMA synchronous = NORMAL') : null;
+  const syncFull = defers ? prep('PRAGMA synchronous = FULL') : null;
   const updateRow = prep(`UPDATE retrysafe_operations SET state = ?, fence = ?, lease_expires_at = ?, updated_at = ?, body = ? WHERE id = ?`);
   // The write on what this connection knows of a row: only if the row still holds those bytes.
   const updateKnown = prep(`UPDATE retrysafe_operations SET state = ?, fence = ?, lease_expires_at = ?, updated_at = ?, body = ? WHERE id = ? AND body = ?`);
@@ -521,15 +538,20 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
    * in one synchronous stretch, so nothing else on this connection runs inside the transaction.
    * Library errors become LedgerError, retrysafe errors pass through; any failure rolls back.
    */
-  async function tx<T>(what: string, fn: () => T): Promise<T> {
+  async function tx<T>(what: string, fn: () => T, deferred = false): Promise<T> {
     const deadline = Date.now() + busy;
+    // Deferred: this commit at NORMAL (see deferrableWrites). Set and restored in the same synchronous
+    // stretch as BEGIN … COMMIT, so no other transaction of this connection ever runs at NORMAL.
+    const relax = deferred && syncDeferred !== null;
     // At least one asynchronous step before giving up, even when one attempt's own short synchronous
     // wait already used up a small busy timeout.
     for (let step = 1, waited = false; ; step = Math.min(step * 2, SYNC_BUSY_MS), waited = true) {
       try {
+        if (relax) syncDeferred.run();
         conn.exec('BEGIN IMMEDIATE');
         pendingId = pendingKept = null;
       } catch (err) {
+        if (relax) restoreSync();
         if (!isBusy(err) || (waited && Date.now() >= deadline)) {
           throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
         }
@@ -550,7 +572,22 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
         }
         if (RetrysafeError.isInstance(err)) throw err;
         throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
+      } finally {
+        if (relax) restoreSync();
       }
+    }
+  }
+  /** Back to FULL after a deferred commit. If even that fails the connection cannot be trusted to sync: closed. */
+  function restoreSync(): void {
+    try {
+      syncFull!.run();
+    } catch (cause) {
+      try {
+        conn.close();
+      } catch {
+        /* already unusable */
+      }
+      throw new LedgerError(`SQLite ledger at ${options.path}: cannot restore synchronous = FULL after a deferred commit; the ledger is closed`, { cause });
     }
   }
 
@@ -560,7 +597,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
    * receipt, if one is given, appended to the body. A refused write (or receipt) writes nothing.
    * `next` returning the record unchanged (a no-op) writes nothing either.
    */
-  function fenced(ref: Fenced, what: string, next: (current: OperationRecord) => OperationRecord, receipt?: Receipt): Promise<OperationRecord> {
+  function fenced(ref: Fenced, what: string, next: (current: OperationRecord) => OperationRecord, receipt?: Receipt, deferred = false): Promise<OperationRecord> {
     return tx(what, () => {
       const fast = writeKnown(ref, next, receipt);
       if (fast !== undefined) return fast;
@@ -570,7 +607,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
       if (receipt === undefined) return updated === current ? current : write(updated, stored);
       checkReceipt(ref, receipt, lastSeq(stored!));
       return write(chainedTransition(updated, receipt), stored, receipt);
-    });
+    }, deferred);
   }
 
   return {
@@ -611,8 +648,8 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
       return fenced(ref, 'markDispatched', (r) => dispatchedTransition(r, now));
     },
     async setState(ref, patch: StatePatch) {
-      const { receipt, ...rest } = patch;
-      return fenced(ref, 'setState', (r) => setStateTransition(r, rest), receipt);
+      const { receipt, durability, ...rest } = patch;
+      return fenced(ref, 'setState', (r) => setStateTransition(r, rest), receipt, durability === 'deferrable');
     },
     async handOff(ref, packet, now, receipt?: Receipt) {
       return fenced(ref, 'handOff', (r) => handOffTransition(r, packet, now), receipt);

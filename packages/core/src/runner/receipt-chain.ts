@@ -88,7 +88,7 @@ export function resolveReceipt(
 /** A state and the receipt of the attempt that led to it: one transaction when the ledger can, else state then receipt. */
 export async function writeState(ctx: RunnerContext, op: Op, patch: Omit<StatePatch, 'receipt'>, sealed: Receipt | null): Promise<void> {
   if (sealed !== null && ctx.receiptWithState) {
-    const withReceipt: StatePatch = { state: patch.state, lastOutcome: patch.lastOutcome, result: patch.result, providerRef: patch.providerRef, statusRef: patch.statusRef, now: patch.now, receipt: sealed };
+    const withReceipt: StatePatch = { state: patch.state, lastOutcome: patch.lastOutcome, result: patch.result, providerRef: patch.providerRef, statusRef: patch.statusRef, now: patch.now, receipt: sealed, durability: patch.durability };
     op.record = await ctx.ledger.setState(op.ref, withReceipt);
     recorded(op, sealed);
     return;

@@ -1,5 +1,5 @@
 /** Terminal writes: a result recorded, an operation handed to a person, or an answer from what another worker finished. */
-import { InvalidStateError, RetryExhaustedError, type OperationRecord } from '@retrysafe/contract';
+import { InvalidStateError, RetryExhaustedError, completionRecoverable, type OperationRecord } from '@retrysafe/contract';
 import { resendSafety, type Decision, type Observation } from '../decide.js';
 import { buildPacket } from '../handoff.js';
 import { supersedeCheck } from '../intake/index.js';
@@ -20,8 +20,11 @@ export async function complete(ctx: RunnerContext, op: Op, obs: Observation, ado
   const pending = op.pendingReceipt;
   op.pendingReceipt = null;
   if (op.record.state !== 'succeeded') {
-    // The attempt's receipt (if pending) lands in the same transaction as the result it led to.
-    await writeState(ctx, op, { state: 'succeeded', lastOutcome: obs === null ? op.record.lastOutcome : obs.kind, result, providerRef, now: ctx.clock.now() }, pending);
+    // The attempt's receipt (if pending) lands in the same transaction as the result it led to. Deferrable
+    // where the card lets a lost write be looked up again (completionRecoverable): the claim before the
+    // send was durable, and it is what a crash here would leave behind anyway.
+    const durability = completionRecoverable(op.card) ? 'deferrable' : undefined;
+    await writeState(ctx, op, { state: 'succeeded', lastOutcome: obs === null ? op.record.lastOutcome : obs.kind, result, providerRef, now: ctx.clock.now(), durability }, pending);
   } else if (pending !== null) {
     await appendReceipt(ctx, op, pending);
   }

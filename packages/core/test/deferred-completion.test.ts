@@ -1,0 +1,115 @@
+// The final `succeeded` of an operation whose card has a lookup is a deferrable write
+// (StatePatch.durability, completionRecoverable): the SQLite ledger commits it at synchronous=NORMAL,
+// so a clean operation waits for the disk once (its claim), not twice. These tests count the fsync
+// calls of a real process (strace), and show that losing such a write entirely — the state a power loss
+// right after it would leave — costs no second effect: the next run looks the operation up and adopts it.
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { completionRecoverable } from '@retrysafe/contract';
+import { createRunner, createSqliteLedger, RunnerConfigurationError, verifyReceiptChain } from '@retrysafe/core';
+import { createSandboxAdapter, createSandboxProvider, startSandboxServer, type SandboxBehaviour } from '@retrysafe/sandbox';
+
+const WORKER = fileURLToPath(new URL('./fixtures/fsync-worker.mjs', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'retrysafe-deferred-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let n = 0;
+
+const behaviour = (lookup: SandboxBehaviour['lookup']): SandboxBehaviour => ({ replays: true, retentionMs: null, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup });
+
+function strace(): string {
+  for (const p of ['/usr/bin/strace', '/bin/strace']) if (existsSync(p)) return p;
+  throw new Error('these tests count fsync calls with strace: install it (.ci/test-env.sh does: apt-get install strace)');
+}
+
+/** fsync + fdatasync calls of a process running `ops` clean operations (and opening and closing the ledger). */
+function fsyncs(ops: number, lookup: SandboxBehaviour['lookup'], deferrableWrites?: 'defer' | 'sync'): { syncs: number; done: number; records: number } {
+  const out = join(dir, `strace-${++n}.txt`);
+  const stdout = execFileSync(strace(), ['-f', '-qq', '-c', '-o', out, '-e', 'trace=fsync,fdatasync', process.execPath, WORKER], {
+    env: { ...process.env, RETRYSAFE_FSYNC: JSON.stringify({ dbPath: join(dir, `fsync-${n}.db`), ops, lookup, deferrableWrites }) },
+    encoding: 'utf8',
+  });
+  let syncs = 0;
+  for (const line of readFileSync(out, 'utf8').split('\n')) {
+    const f = line.trim().split(/\s+/);
+    if (f[f.length - 1] === 'fsync' || f[f.length - 1] === 'fdatasync') syncs += Number(f[3]);
+  }
+  return { syncs, ...(JSON.parse(stdout) as { done: number; records: number }) };
+}
+
+describe('SQLite ledger at synchronous=FULL: deferrable completions', () => {
+  const OPS = 60;
+
+  it('a clean operation whose card has a lookup waits for the disk once: its claim', () => {
+    const r = fsyncs(OPS, 'get-by-key');
+    expect(r).toMatchObject({ done: OPS, records: OPS });
+    // One per claim, plus opening, closing and any checkpoint; two per operation would be 2 × OPS.
+    expect(r.syncs).toBeGreaterThanOrEqual(OPS);
+    expect(r.syncs).toBeLessThan(OPS * 1.3);
+  });
+
+  it("deferrableWrites: 'sync' waits for every commit, the completion too", () => {
+    const r = fsyncs(OPS, 'get-by-key', 'sync');
+    expect(r).toMatchObject({ done: OPS, records: OPS });
+    expect(r.syncs).toBeGreaterThanOrEqual(2 * OPS);
+  });
+
+  it('a card without a lookup keeps its completion synced: a lost one would need a person', () => {
+    const r = fsyncs(OPS, 'none');
+    expect(r).toMatchObject({ done: OPS, records: OPS });
+    expect(r.syncs).toBeGreaterThanOrEqual(2 * OPS);
+  });
+
+  it('a completion lost after the caller was told (the files as they were before it) is looked up and adopted, never sent again', async () => {
+    const provider = createSandboxProvider(behaviour('get-by-key'));
+    const server = await startSandboxServer({ provider });
+    const path = join(dir, 'lost.db');
+    const snapshot = join(dir, 'lost-snapshot');
+    try {
+      const adapter = createSandboxAdapter({ baseUrl: server.url, behaviour: behaviour('get-by-key'), timeoutMs: 5000 });
+      expect(completionRecoverable(adapter.operations['records.create']!.card)).toBe(true);
+      // The files as the disk holds them once the claim's commit returned: copied as the request goes out.
+      const copying = {
+        ...adapter,
+        async doExecute(...args: Parameters<typeof adapter.doExecute>) {
+          copyFileSync(path, `${snapshot}.db`);
+          copyFileSync(`${path}-wal`, `${snapshot}.db-wal`);
+          return adapter.doExecute(...args);
+        },
+      };
+      const first = createSqliteLedger({ path });
+      const r1 = await createRunner({ ledger: first, owner: 'w1', policy: { leaseMs: 200 } }).run(copying, 'records.create', { params: { ref: 'lost-1' } });
+      expect(r1).toMatchObject({ status: 'done', adopted: false, attempts: 1 });
+      await first.close();
+      // Power loss: nothing after the claim reached the disk (the deferred completion and its receipt are gone).
+      for (const f of [path, `${path}-wal`, `${path}-shm`]) rmSync(f, { force: true });
+      copyFileSync(`${snapshot}.db`, path);
+      copyFileSync(`${snapshot}.db-wal`, `${path}-wal`);
+      const second = createSqliteLedger({ path });
+      const stored = await second.get(r1.businessOperationId);
+      expect(stored).toMatchObject({ state: 'dispatched', attemptCount: 1 });
+      await new Promise((resolve) => setTimeout(resolve, 250)); // the dead worker's lease ends
+      const r2 = await createRunner({ ledger: second, owner: 'w2', policy: { leaseMs: 200 } }).run(adapter, 'records.create', { params: { ref: 'lost-1' } });
+      expect(r2).toMatchObject({ status: 'done', adopted: true, providerRef: r1.status === 'done' ? r1.providerRef : null });
+      expect(provider.calls()).toBe(1);
+      expect(provider.count()).toBe(1);
+      expect(provider.lookups()).toBeGreaterThanOrEqual(1);
+      const receipts = await second.receipts(r1.businessOperationId);
+      expect(verifyReceiptChain(receipts)).toEqual({ ok: true });
+      expect(receipts.map((r) => r.kind)).toContain('lookup');
+      expect(await second.get(r1.businessOperationId)).toMatchObject({ state: 'succeeded', attemptCount: 1 });
+      await second.close();
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('deferrableWrites other than defer or sync is a configuration error, and nothing is opened', () => {
+    const path = join(dir, 'bad-option.db');
+    expect(() => createSqliteLedger({ path, deferrableWrites: 'sometimes' as 'defer' })).toThrow(RunnerConfigurationError);
+    expect(existsSync(path)).toBe(false);
+  });
+});
