@@ -62,6 +62,17 @@ export interface PostgresLedgerOptions {
    * tenth of the lease, at most 2 s): a worker checks its own lease on its own clock before it sends.
    */
   readonly maxClockSkewMs?: number;
+  /**
+   * What a write the runner marks deferrable costs (StatePatch.durability: an operation's final
+   * `succeeded`, for a card with a lookup: completionRecoverable). `defer` (default): its transaction
+   * commits with `synchronous_commit = off` for that transaction alone (set_config(…, true) in the
+   * statement), so it does not wait for the WAL flush; the server flushes it within a few hundred ms (and
+   * with any later synchronous commit). A server crash before that leaves the operation `dispatched`,
+   * which the next run or recover() looks up and adopts, never sends again. `sync`: every commit waits
+   * (docs/decisions/2026-12-01-deferred-completion-sync.md). Commits already asynchronous on the server
+   * (synchronous_commit = off there) stay so either way.
+   */
+  readonly deferrableWrites?: 'defer' | 'sync';
 }
 
 export interface PostgresLedger extends Ledger {
@@ -69,6 +80,12 @@ export interface PostgresLedger extends Ledger {
   ready(): Promise<MigrateReport | null>;
   readonly schema: string;
 }
+
+/**
+ * In a write's RETURNING: this statement's transaction (autocommit: the statement itself) commits without
+ * waiting for the WAL flush. `true`: for this transaction only; the session's setting is untouched.
+ */
+const DEFER_COMMIT = `set_config('synchronous_commit', 'off', true) AS deferred_commit`;
 
 const sqlList = (states: readonly string[]) => states.map((s) => `'${s}'`).join(', ');
 /** The predicate of the partial index of migration 4 (operations that are not closed). */
@@ -86,6 +103,8 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     throw new LedgerError('createPostgresLedger needs a connectionString or a pool');
   }
   const dbClock = (options.leaseClock ?? 'database') === 'database';
+  if (options.deferrableWrites !== undefined && options.deferrableWrites !== 'defer' && options.deferrableWrites !== 'sync') throw new LedgerError(`deferrableWrites must be 'defer' or 'sync', got ${JSON.stringify(options.deferrableWrites)}`);
+  const defers = (options.deferrableWrites ?? 'defer') === 'defer';
   if (options.leaseClock !== undefined && options.leaseClock !== 'database' && options.leaseClock !== 'caller') throw new LedgerError(`leaseClock must be 'database' or 'caller', got ${JSON.stringify(options.leaseClock)}`);
   const maxSkew = options.maxClockSkewMs ?? 1000;
   if (!(Number.isFinite(maxSkew) && maxSkew >= 0)) throw new LedgerError(`maxClockSkewMs must be a number ≥ 0, got ${String(options.maxClockSkewMs)}`);
@@ -241,6 +260,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     guard: { sql: string; blocked: Blocked } | null,
     receipt?: Receipt,
     next?: Next,
+    deferred = false,
   ): Promise<OperationRecord | null> {
     checkRef(ref, what);
     const n = values.length;
@@ -268,11 +288,16 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     const sql = `UPDATE ${ops} SET ${set}, ${appendReceiptSql(`$${n + 4}`)}, receipt_head = $${n + 5}, receipt_count = $${n + 3}
        WHERE ${where} AND receipt_count + 1 = $${n + 3}::integer`;
     const args = [...values, ref.businessOperationId, ref.fence, receipt.seq, jsonParam(receipt), receipt.hash];
+    // Deferred (see deferrableWrites): the statement turns synchronous_commit off for its own transaction,
+    // in RETURNING, which runs only for the row it wrote. Its own statement name (the text differs).
+    const defer = deferred && defers;
+    const named = defer ? `${name}+receipt:deferred` : `${name}+receipt`;
+    const extra = defer ? `, ${DEFER_COMMIT}` : '';
     if (next) {
-      const fast = await knownWrite(ref, what, `${name}+receipt`, sql, args, next, receipt);
+      const fast = await knownWrite(ref, what, named, sql, args, next, receipt, extra);
       if (fast) return fast;
     }
-    const { rows } = await query<OperationRow & { xmin: string }>(what, `${name}+receipt`, `${sql} ${RETURNING}`, args);
+    const { rows } = await query<OperationRow & { xmin: string }>(what, named, `${sql} ${RETURNING}${extra}`, args);
     if (rows.length === 0) return refused(ref, what, guard?.blocked, receipt);
     return fromRow(rows[0]!);
   }
@@ -283,7 +308,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
    * remembered one. null: not remembered, the rule refuses (the full write explains why), or the row
    * is another version now: nothing was written, and the caller sends the full write.
    */
-  async function knownWrite(ref: Fenced, what: string, name: string, sql: string, args: unknown[], next: Next, receipt: Receipt | undefined): Promise<OperationRecord | null> {
+  async function knownWrite(ref: Fenced, what: string, name: string, sql: string, args: unknown[], next: Next, receipt: Receipt | undefined, extra = ''): Promise<OperationRecord | null> {
     const k = known.get(ref.businessOperationId);
     if (k === undefined || k.record.fence !== ref.fence) return null;
     let out: { record: OperationRecord; json: JsonTexts };
@@ -292,7 +317,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     } catch {
       return null;
     }
-    const { rows } = await query<{ xmin: string }>(what, `${name}:known`, `${sql} AND xmin = $${args.length + 1}::xid RETURNING xmin`, [...args, k.xmin]);
+    const { rows } = await query<{ xmin: string }>(what, `${name}:known`, `${sql} AND xmin = $${args.length + 1}::xid RETURNING xmin${extra}`, [...args, k.xmin]);
     if (rows.length === 0) {
       known.delete(ref.businessOperationId);
       return null;
@@ -470,6 +495,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         { sql: NOT_TERMINAL, blocked: ruleBlocks((r) => setStateTransition(r, patch)) },
         patch.receipt,
         (r, json) => ({ record: setStateTransition(r, patch), json: result === undefined ? json : { ...json, result } }),
+        patch.durability === 'deferrable',
       ));
     },
 

@@ -176,3 +176,39 @@ describe('writes of a remembered operation', () => {
     expect(await ledger.get(ref.businessOperationId)).toMatchObject({ state: 'rejected', updatedAt: T0 + 1, lastOutcome: 'rejected' });
   });
 });
+
+describe('a deferrable write (StatePatch.durability: a final succeeded the runner can look up again)', () => {
+  const done = async (name: string, on: PostgresLedger) => {
+    const c = await on.claim(claimInput(name, { dispatch: true }));
+    if (c.kind !== 'claimed') throw new Error(c.kind);
+    const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
+    sent = [];
+    const s = await on.setState(ref, { state: 'succeeded', now: T0 + 3, lastOutcome: 'succeeded', providerRef: 'ref-d', receipt: receipt(name, 1, null), durability: 'deferrable' });
+    expect(s).toEqual(await on.get(ref.businessOperationId));
+    return s;
+  };
+
+  it('is sent with synchronous_commit off for its own transaction, and the session keeps its setting', async () => {
+    const s = await done('deferred', ledger);
+    expect(s).toMatchObject({ state: 'succeeded', providerRef: 'ref-d', receiptChain: { length: 1 } });
+    expect(sent.filter((n) => n.startsWith('set-state'))).toEqual(['set-state-terminal+receipt:deferred:known']);
+    // Both pooled connections still commit synchronously: the setting was local to that transaction.
+    const clients = await Promise.all([pool.connect(), pool.connect()]);
+    try {
+      for (const client of clients) expect((await client.query('SHOW synchronous_commit')).rows[0]).toEqual({ synchronous_commit: 'on' });
+    } finally {
+      for (const client of clients) client.release();
+    }
+  });
+
+  it("deferrableWrites: 'sync' sends the same write as every other, with the same record", async () => {
+    const strict = createPostgresLedger({ pool, schema, leaseClock: 'caller', deferrableWrites: 'sync' });
+    const s = await done('strict', strict);
+    expect(s).toMatchObject({ state: 'succeeded', providerRef: 'ref-d', receiptChain: { length: 1 } });
+    expect(sent.filter((n) => n.startsWith('set-state'))).toEqual(['set-state-terminal+receipt:known']);
+  });
+
+  it('deferrableWrites other than defer or sync is refused when the ledger is made', () => {
+    expect(() => createPostgresLedger({ pool, schema, deferrableWrites: 'later' as 'defer' })).toThrow(/deferrableWrites/);
+  });
+});
