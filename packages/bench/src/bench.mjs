@@ -41,7 +41,7 @@ const warmupOps = Number(args.warmup ?? 200);
 if (!(Number.isInteger(warmupOps) && warmupOps >= 0)) throw new Error(`--warmup must be a whole number of ops ≥ 0, got ${args.warmup}`);
 process.env.BENCH_WARMUP_OPS = String(warmupOps);
 const rssOps = Number(args['rss-ops'] ?? (quick ? 50_000 : 1_000_000));
-const MODES = (args.modes ?? 'raw,hand,runner,powertools').split(',');
+const MODES = (args.modes ?? 'raw,hand,runner,strict,powertools').split(',');
 const scaleRows = (args.scale ?? (quick ? '1000,100000' : '1000,100000,1000000')).split(',').map(Number);
 const bytesOps = Number(args['bytes-ops'] ?? (quick ? 1000 : 5000));
 const here = (f) => fileURLToPath(new URL(f, import.meta.url));
@@ -142,7 +142,7 @@ async function scenario(store, workers, driver = null, modes = MODES, rows = 0, 
   }]));
   return {
     store: driver ? `${store} (${driver})` : store, driver, workers, rows, opsPerSec: m, perOp, runs,
-    ratio: { runnerToRaw: m.runner / m.raw, handToRaw: m.hand / m.raw, runnerToHand: m.runner / m.hand, powertoolsToRaw: m.powertools / m.raw, runnerToPowertools: m.runner / m.powertools },
+    ratio: { runnerToRaw: m.runner / m.raw, handToRaw: m.hand / m.raw, runnerToHand: m.runner / m.hand, powertoolsToRaw: m.powertools / m.raw, runnerToPowertools: m.runner / m.powertools, strictToPowertools: m.strict / m.powertools, strictToRaw: m.strict / m.raw },
   };
 }
 
@@ -166,9 +166,9 @@ function printTable(head, body) {
   const widths = head.map((_, i) => Math.max(...table.map((row) => row[i].length)));
   for (const row of table) console.log(row.map((c, i) => c.padEnd(widths[i])).join('  '));
 }
-const throughputRow = (r) => [r.store, String(r.workers), ...(r.rows ? [fmt(r.rows)] : []), fmt(r.opsPerSec.raw ?? NaN), fmt(r.opsPerSec.hand ?? NaN), fmt(r.opsPerSec.runner ?? NaN), fmt(r.opsPerSec.powertools ?? NaN),
-  x(r.ratio.runnerToRaw), x(r.ratio.handToRaw), x(r.ratio.runnerToHand), x(r.ratio.powertoolsToRaw), x(r.ratio.runnerToPowertools)];
-const THROUGHPUT_HEAD = ['raw ops/s', 'hand ops/s', 'runner ops/s', 'powertools ops/s', 'runner/raw', 'hand/raw', 'runner/hand', 'powertools/raw', 'runner/powertools'];
+const throughputRow = (r) => [r.store, String(r.workers), ...(r.rows ? [fmt(r.rows)] : []), fmt(r.opsPerSec.raw ?? NaN), fmt(r.opsPerSec.hand ?? NaN), fmt(r.opsPerSec.runner ?? NaN), fmt(r.opsPerSec.strict ?? NaN), fmt(r.opsPerSec.powertools ?? NaN),
+  x(r.ratio.runnerToRaw), x(r.ratio.handToRaw), x(r.ratio.runnerToHand), x(r.ratio.powertoolsToRaw), x(r.ratio.runnerToPowertools), x(r.ratio.strictToRaw), x(r.ratio.strictToPowertools)];
+const THROUGHPUT_HEAD = ['raw ops/s', 'hand ops/s', 'runner ops/s', 'strict ops/s', 'powertools ops/s', 'runner/raw', 'hand/raw', 'runner/hand', 'powertools/raw', 'runner/powertools', 'strict/raw', 'strict/powertools'];
 if (rows.length) printTable(['store', 'workers', ...THROUGHPUT_HEAD], rows.map(throughputRow));
 // With BENCH_BASELINE and --modes=…,before: the runner on this build against the baseline build, interleaved.
 for (const r of rows) if (r.opsPerSec.before) console.log(`${r.store}, ${r.workers} worker(s): runner ${fmt(r.opsPerSec.runner)} ops/s, baseline build ${fmt(r.opsPerSec.before)} ops/s: ${x(r.opsPerSec.runner / r.opsPerSec.before)}`);

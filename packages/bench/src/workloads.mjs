@@ -7,6 +7,8 @@
 //               row with its record, then one UPDATE that writes the final record and the receipt into it
 //   powertools  AWS Powertools' makeIdempotent around the same no-op function, persisted on the same store,
 //               with payload validation on (the runner always fingerprints the params)
+//   strict      the runner with the ledger's `deferrableWrites: 'sync'`: every commit waits for the disk,
+//               also the final `succeeded` the runner may defer (runner: the ledger's default, `defer`)
 import { createHash, randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
@@ -126,7 +128,7 @@ export async function setupWorkload(cfg) {
       return { op: (i) => fn({ orderRef: `${tag}-${i}`, amount: 1 }), async close() { db.close(); } };
     }
     const { createRunner, createSqliteLedger } = await core(cfg.mode);
-    const ledger = createSqliteLedger({ path: cfg.sqlitePath, synchronous: SQLITE_SYNC, driver: cfg.driver ?? 'auto' });
+    const ledger = createSqliteLedger({ path: cfg.sqlitePath, synchronous: SQLITE_SYNC, driver: cfg.driver ?? 'auto', ...deferrable(cfg.mode) });
     return runnerWorkload(createRunner, ledger, tag);
   }
 
@@ -172,9 +174,12 @@ export async function setupWorkload(cfg) {
   const { createRunner } = await core(cfg.mode);
   const { createPostgresLedger } = cfg.mode === 'before' ? await import(`${baselineDir()}/pg-dist/index.js`) : await import('@retrysafe/ledger-postgres');
   // One runner.run at a time per worker: one connection does; a second covers the claim transaction.
-  const ledger = createPostgresLedger({ connectionString: cfg.databaseUrl, schema: cfg.schema, poolSize: 2, migrate: false });
+  const ledger = createPostgresLedger({ connectionString: cfg.databaseUrl, schema: cfg.schema, poolSize: 2, migrate: false, ...deferrable(cfg.mode) });
   return runnerWorkload(createRunner, ledger, tag);
 }
+
+/** The ledger option of a runner mode: `strict` syncs every commit; the others keep the ledger's default. */
+const deferrable = (mode) => (mode === 'strict' ? { deferrableWrites: 'sync' } : {});
 
 function runnerWorkload(createRunner, ledger, tag) {
   const adapter = createNoopAdapter({ remember: false });
