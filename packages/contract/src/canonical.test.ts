@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, fingerprint } from './canonical.js';
+import { canonicalJson, fingerprint, flatConcat } from './canonical.js';
 
 describe('canonicalJson', () => {
   it('writes every string and key exactly as JSON.stringify of its NFC form (the plain-ASCII shortcut changes no byte)', () => {
@@ -150,5 +150,12 @@ describe('canonicalJson key cache', () => {
       expect(keyCacheSize()).toBeLessThanOrEqual(KEY_CACHE_MAX);
     }
     expect(canonicalJson({ 'e\u0301': 1 })).toBe('{"e\u0301":1}'); // keys are not normalised
+  });
+});
+
+describe('flatConcat', () => {
+  it('is a + b for any strings, empty and non-ASCII ones included (what ids and fingerprints are built with)', () => {
+    for (const [a, b] of [['', ''], ['sha256:', 'ab'.repeat(32)], ['run_', '0f8fad5b-d9cb-469f-a165-70867728950e'], ['é', '😀'], ['x\ud800', '\udc00y']]) expect(flatConcat(a!, b!)).toBe(a! + b!);
+    expect(fingerprint({ a: 1 })).toBe('sha256:' + fingerprint({ a: 1 }).slice(7));
   });
 });

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { canonicalJson, sha256Hex } from './canonical.js';
+import { canonicalJson, flatConcat, sha256Hex } from './canonical.js';
 import { InvalidIdError } from './errors/invalid-id-error.js';
 import { InvalidIntentError } from './errors/invalid-intent-error.js';
 
@@ -40,7 +40,7 @@ export function businessOperationId(operation: string, intent: Record<string, un
   if (typeof intent !== 'object' || intent === null || Array.isArray(intent)) throw new InvalidIntentError('', 'intent must be a plain object of the declared intent fields');
   if (Object.keys(intent).length === 0) throw new InvalidIntentError('', 'intent is empty: an id derived from no fields would fold every call into one operation');
   const digest = sha256Hex(canonicalJson({ operation, intent }));
-  return asBusinessOperationId(`${operation}:${digest.slice(0, 32)}`);
+  return asBusinessOperationId(flatConcat(`${operation}:`, digest.slice(0, 32)));
 }
 
 /**
@@ -67,11 +67,11 @@ export function pickIntent(params: unknown, fields: readonly string[]): Record<s
 }
 
 export function newRunId(): RunId {
-  return `run_${randomUUID()}` as RunId;
+  return flatConcat('run_', randomUUID()) as RunId;
 }
 
 export function newAttemptId(): AttemptId {
-  return `att_${randomUUID()}` as AttemptId;
+  return flatConcat('att_', randomUUID()) as AttemptId;
 }
 
 export function asRunId(value: string): RunId {

@@ -1,6 +1,7 @@
 import {
   businessOperationId as deriveV1,
   canonicalJson,
+  flatConcat,
   sha256Hex,
   differingPaths,
   fingerprint,
@@ -93,7 +94,7 @@ export function identityOf(spec: OperationSpec, input: { params: unknown; busine
   // One canonical text and one digest of { operation, intent }: the fingerprint and the derived id are both of it.
   const intentJson = canonicalJson({ operation: card.operation, intent });
   const digest = sha256Hex(intentJson);
-  const intentFingerprint = 'sha256:' + digest;
+  const intentFingerprint = flatConcat('sha256:', digest);
   const given = input.businessOperationId !== undefined ? asBusinessOperationId(input.businessOperationId) : undefined;
   const id = given ?? idFromDigest(card.operation, intent, digest);
   // v1, or nothing normalised (no rule applied: the same object): the intent as written is this one.
@@ -119,5 +120,5 @@ function idFromDigest(operation: string, intent: Record<string, unknown>, digest
     acceptedOperations.add(operation);
     return id;
   }
-  return asBusinessOperationId(`${operation}:${digest.slice(0, 32)}`);
+  return asBusinessOperationId(flatConcat(`${operation}:`, digest.slice(0, 32)));
 }

@@ -178,23 +178,31 @@ for (let i = 0; i < 16; i++) NIBBLE['0123456789abcdef'.charCodeAt(i)] = i;
 const isHex = (c: number) => c < 128 && NIBBLE[c]! >= 0;
 
 /** Writes s[from, to) packed if it is all lowercase hex (an even count); false (pos past some bytes) if not. */
+// The loops below keep `out` and `pos` in locals: module variables are read from and written to their
+// context on every iteration otherwise.
 function packHex(s: string, from: number, to: number): boolean {
+  const o = out;
+  let p = pos;
   for (let i = from; i < to; i += 2) {
     const c1 = s.charCodeAt(i);
     const c2 = s.charCodeAt(i + 1);
-    if (c1 >= 128 || c2 >= 128) return false;
+    if ((c1 | c2) >= 128) return false;
     const hi = NIBBLE[c1]!;
     const lo = NIBBLE[c2]!;
     if ((hi | lo) < 0) return false;
-    out[pos++] = (hi << 4) | lo;
+    o[p++] = (hi << 4) | lo;
   }
+  pos = p;
   return true;
 }
 
 function writeHex(s: string, from: number, to: number): void {
   // [from, to): an even count of lowercase hex digits (checked by the caller).
   room((to - from) >> 1);
-  for (let i = from; i < to; i += 2) out[pos++] = (NIBBLE[s.charCodeAt(i)]! << 4) | NIBBLE[s.charCodeAt(i + 1)]!;
+  const o = out;
+  let p = pos;
+  for (let i = from; i < to; i += 2) o[p++] = (NIBBLE[s.charCodeAt(i)]! << 4) | NIBBLE[s.charCodeAt(i + 1)]!;
+  pos = p;
 }
 
 const isUuidAt = (s: string, at: number): boolean => {
@@ -367,11 +375,14 @@ function writeLiteral(s: string, n: number): void {
     writeVarint(n);
   }
   let i = 0;
+  const o = out;
+  let p = pos;
   for (; i < n; i++) {
     const c = s.charCodeAt(i);
     if (c >= 0x80) break;
-    out[pos++] = c;
+    o[p++] = c;
   }
+  pos = p;
   if (i < n) {
     pos = start;
     if ((s as string & { isWellFormed(): boolean }).isWellFormed()) {
