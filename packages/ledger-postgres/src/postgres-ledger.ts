@@ -67,7 +67,8 @@ export interface PostgresLedgerOptions {
    * `succeeded`, for a card with a lookup: completionRecoverable). `defer` (default): its transaction
    * commits with `synchronous_commit = off` for that transaction alone (set_config(…, true) in the
    * statement), so it does not wait for the WAL flush; the server flushes it within a few hundred ms (and
-   * with any later synchronous commit). A server crash before that leaves the operation `dispatched`,
+   * with any later synchronous commit). A server crash before that, or a failover to a standby it had not
+   * reached (with synchronous replication it does not wait for the standby either), leaves the operation `dispatched`,
    * which the next run or recover() looks up and adopts, never sends again. `sync`: every commit waits
    * (docs/decisions/2026-12-01-deferred-completion-sync.md). Commits already asynchronous on the server
    * (synchronous_commit = off there) stay so either way.
