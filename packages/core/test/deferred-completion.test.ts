@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { completionRecoverable } from '@retrysafe/contract';
+import { asBusinessOperationId, completionRecoverable, LedgerError, type ClaimInput, type ProviderKey } from '@retrysafe/contract';
+import Database from 'better-sqlite3';
 import { createRunner, createSqliteLedger, RunnerConfigurationError, verifyReceiptChain } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, startSandboxServer, type SandboxBehaviour } from '@retrysafe/sandbox';
 
@@ -111,5 +112,96 @@ describe('SQLite ledger at synchronous=FULL: deferrable completions', () => {
     const path = join(dir, 'bad-option.db');
     expect(() => createSqliteLedger({ path, deferrableWrites: 'sometimes' as 'defer' })).toThrow(RunnerConfigurationError);
     expect(existsSync(path)).toBe(false);
+  });
+});
+
+describe('SQLite ledger: a deferred write on a connection that breaks', () => {
+  // The driver (better-sqlite3) made to fail below the ledger: its BEGIN with an I/O error, its restoring
+  // `PRAGMA synchronous = FULL` too, as on a connection whose file went away. The error must say what broke.
+  const claimInput = (id: string): ClaimInput => ({
+    businessOperationId: asBusinessOperationId(id),
+    provider: 'sandbox',
+    operation: 'records.create',
+    intentFingerprint: `sha256:intent-${id}`,
+    paramsFingerprint: `sha256:params-${id}`,
+    params: { ref: id },
+    providerKey: `key-${id}` as ProviderKey,
+    owner: 'worker-1',
+    leaseMs: 10_000,
+    now: 1_000,
+    dispatch: true,
+  });
+  type Proto = { exec(this: unknown, sql: string): unknown; prepare(this: unknown, sql: string): { run(...a: unknown[]): unknown } };
+  const proto = Database.prototype as unknown as Proto;
+
+  /**
+   * Opens a ledger whose driver fails once `arm` is called: its next BEGIN IMMEDIATE (when `begin`) and
+   * every restore of FULL. Runs `fn`; the driver is itself again afterwards.
+   */
+  async function broken<T>(path: string, begin: boolean, fn: (ledger: ReturnType<typeof createSqliteLedger>, arm: () => void) => Promise<T>): Promise<T> {
+    const { exec, prepare } = proto;
+    let armed = false;
+    let beginFails = begin;
+    proto.exec = function (sql) {
+      if (armed && beginFails && sql === 'BEGIN IMMEDIATE') {
+        beginFails = false;
+        throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' });
+      }
+      return exec.call(this, sql);
+    };
+    proto.prepare = function (sql) {
+      const st = prepare.call(this, sql);
+      if (sql !== 'PRAGMA synchronous = FULL') return st;
+      return {
+        run: (...a: unknown[]) => {
+          if (armed) throw Object.assign(new Error('the database connection is not open'), { code: 'SQLITE_MISUSE' });
+          return st.run(...a);
+        },
+      };
+    };
+    try {
+      const ledger = createSqliteLedger({ path, driver: 'better-sqlite3' });
+      return await fn(ledger, () => (armed = true));
+    } finally {
+      proto.exec = exec;
+      proto.prepare = prepare;
+    }
+  }
+  const finish = (id: string) => async (ledger: ReturnType<typeof createSqliteLedger>, arm: () => void) => {
+    const c = await ledger.claim(claimInput(id));
+    if (c.kind !== 'claimed') throw new Error(c.kind);
+    arm();
+    return ledger.setState({ businessOperationId: c.record.businessOperationId, fence: c.record.fence }, { state: 'succeeded', now: 1_001, lastOutcome: 'succeeded', durability: 'deferrable' }).then(() => null, (e: unknown) => e);
+  };
+
+  it('a failed BEGIN is reported as itself, with nothing written, and the ledger closes', async () => {
+    const path = join(dir, 'broken-begin.db');
+    const err = await broken(path, true, finish('begin'));
+    expect(err).toBeInstanceOf(LedgerError);
+    const e = err as LedgerError;
+    expect(e.message).toMatch(/setState/);
+    expect(e.message).toMatch(/nothing written: disk I\/O error/);
+    expect(e.message).toMatch(/synchronous = FULL could not be restored \(the database connection is not open\): the ledger is closed/);
+    expect((e.cause as { code?: string }).code).toBe('SQLITE_IOERR');
+    // The claim stands as it was: the operation is still dispatched, reconcilable by the next run.
+    const again = createSqliteLedger({ path, driver: 'better-sqlite3' });
+    try {
+      expect(await again.get(asBusinessOperationId('begin'))).toMatchObject({ state: 'dispatched', fence: 1 });
+    } finally {
+      await again.close();
+    }
+  });
+
+  it('a committed write whose restore fails says it is committed', async () => {
+    const path = join(dir, 'broken-restore.db');
+    const err = await broken(path, false, finish('restore'));
+    expect(err).toBeInstanceOf(LedgerError);
+    expect((err as Error).message).toMatch(/\(the write is committed\); then synchronous = FULL could not be restored/);
+    const again = createSqliteLedger({ path, driver: 'better-sqlite3' });
+    try {
+      expect(await again.get(asBusinessOperationId('restore'))).toMatchObject({ state: 'succeeded' });
+    } finally {
+      await again.close();
+    }
   });
 });

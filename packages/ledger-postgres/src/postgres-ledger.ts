@@ -276,9 +276,12 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       }
       const sql = `UPDATE ${ops} SET ${set} WHERE ${where}`;
       const args = [...values, ref.businessOperationId, ref.fence];
-      const fast = await knownWrite(ref, what, name, sql, args, next, undefined);
+      // Deferred (see deferrableWrites) with or without a receipt: the same rule as the receipt branch below.
+      const named = deferred && defers ? `${name}:deferred` : name;
+      const extra = deferred && defers ? `, ${DEFER_COMMIT}` : '';
+      const fast = await knownWrite(ref, what, named, sql, args, next, undefined, extra);
       if (fast) return fast;
-      const { rows } = await query<OperationRow & { xmin: string }>(what, name, `${sql} ${RETURNING}`, args);
+      const { rows } = await query<OperationRow & { xmin: string }>(what, named, `${sql} ${RETURNING}${extra}`, args);
       if (rows.length === 0) return refused(ref, what, guard?.blocked);
       return fromRow(rows[0]!);
     }

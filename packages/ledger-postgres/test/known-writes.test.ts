@@ -208,6 +208,24 @@ describe('a deferrable write (StatePatch.durability: a final succeeded the runne
     expect(sent.filter((n) => n.startsWith('set-state'))).toEqual(['set-state-terminal+receipt:known']);
   });
 
+  it('is deferred without a receipt too, remembered or read back, as on SQLite (the durability is the patch\'s, not the receipt\'s)', async () => {
+    const c = await ledger.claim(claimInput('deferred-bare', { dispatch: true }));
+    if (c.kind !== 'claimed') throw new Error(c.kind);
+    const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
+    sent = [];
+    const s = await ledger.setState(ref, { state: 'succeeded', now: T0 + 3, lastOutcome: 'succeeded', providerRef: 'ref-b', durability: 'deferrable' });
+    expect(s).toEqual(await ledger.get(ref.businessOperationId));
+    expect(s).toMatchObject({ state: 'succeeded', providerRef: 'ref-b', receiptChain: { head: null, length: 0 } });
+    // Not remembered (another ledger wrote it last): the full write, deferred the same way.
+    const d = await ledger.claim(claimInput('deferred-bare-2', { dispatch: true }));
+    if (d.kind !== 'claimed') throw new Error(d.kind);
+    const ref2 = { businessOperationId: d.record.businessOperationId, fence: d.record.fence };
+    await other.setState(ref2, { state: 'in-progress', now: T0 + 2 });
+    const u = await ledger.setState(ref2, { state: 'succeeded', now: T0 + 4, lastOutcome: 'succeeded', durability: 'deferrable' });
+    expect(u).toEqual(await ledger.get(ref2.businessOperationId));
+    expect(sent.filter((n) => n.startsWith('set-state'))).toEqual(['set-state-terminal:deferred:known', 'set-state-terminal:deferred:known', 'set-state-terminal:deferred']);
+  });
+
   it('deferrableWrites other than defer or sync is refused when the ledger is made', () => {
     expect(() => createPostgresLedger({ pool, schema, deferrableWrites: 'later' as 'defer' })).toThrow(/deferrableWrites/);
   });

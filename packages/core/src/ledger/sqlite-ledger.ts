@@ -551,18 +551,18 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
         conn.exec('BEGIN IMMEDIATE');
         pendingId = pendingKept = null;
       } catch (err) {
-        if (relax) restoreSync();
+        if (relax) restoreSync(what, err);
         if (!isBusy(err) || (waited && Date.now() >= deadline)) {
           throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
         }
         await sleep(Math.max(0, Math.min(step, deadline - Date.now())));
         continue;
       }
+      let out: T;
       try {
-        const out = fn();
+        out = fn();
         conn.exec('COMMIT');
         keep();
-        return out;
       } catch (err) {
         pendingId = pendingKept = null;
         try {
@@ -570,24 +570,33 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
         } catch {
           /* no transaction left to roll back */
         }
+        if (relax) restoreSync(what, err);
         if (RetrysafeError.isInstance(err)) throw err;
         throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
-      } finally {
-        if (relax) restoreSync();
       }
+      if (relax) restoreSync(what, null);
+      return out;
     }
   }
-  /** Back to FULL after a deferred commit. If even that fails the connection cannot be trusted to sync: closed. */
-  function restoreSync(): void {
+  /**
+   * Back to FULL after a deferred write. If even that fails the connection cannot be trusted to sync:
+   * closed. `first`: the error that ended the transaction (null: it committed), which stays the cause
+   * and leads the message, so a broken connection is reported by what broke it, not by the restore.
+   */
+  function restoreSync(what: string, first: unknown): void {
     try {
       syncFull!.run();
-    } catch (cause) {
+    } catch (restore) {
       try {
         conn.close();
       } catch {
         /* already unusable */
       }
-      throw new LedgerError(`SQLite ledger at ${options.path}: cannot restore synchronous = FULL after a deferred commit; the ledger is closed`, { cause });
+      const how = first === null ? 'the write is committed' : `nothing written: ${(first as Error)?.message ?? String(first)}`;
+      throw new LedgerError(
+        `SQLite ledger ${what} at ${options.path} (${how}); then synchronous = FULL could not be restored (${(restore as Error)?.message ?? String(restore)}): the ledger is closed`,
+        { cause: first ?? restore },
+      );
     }
   }
 
