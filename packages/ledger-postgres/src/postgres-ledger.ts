@@ -185,6 +185,21 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       throw asLedgerError(err, what);
     }
   }
+  /**
+   * A named statement whose few returned columns are read by position (`rowMode: 'array'`): the claim's
+   * INSERT and the remembered writes, which return only the lease's end and the row version. pg then
+   * builds an array per row instead of an object cloned from a per-result template, whose shape V8's
+   * optimised claim kept finding changed (a deoptimisation and a recompile every few thousand claims).
+   */
+  async function queryArray(what: string, name: string, text: string, values: unknown[]): Promise<unknown[][]> {
+    if (closed) throw new LedgerError(`ledger is closed (${what})`);
+    try {
+      if (!migrated) await ready();
+      return (await pool.query<unknown[]>({ name: stmt(name), text, values, rowMode: 'array' })).rows;
+    } catch (err) {
+      throw asLedgerError(err, what);
+    }
+  }
 
   /**
    * A write returns the record's columns, never the receipts (the caller has the one it wrote), and the
@@ -321,13 +336,13 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     } catch {
       return null;
     }
-    const { rows } = await query<{ xmin: string }>(what, `${name}:known`, `${sql} AND xmin = $${args.length + 1}::xid RETURNING xmin${extra}`, [...args, k.xmin]);
+    const rows = await queryArray(what, `${name}:known`, `${sql} AND xmin = $${args.length + 1}::xid RETURNING xmin${extra}`, [...args, k.xmin]);
     if (rows.length === 0) {
       known.delete(ref.businessOperationId);
       return null;
     }
     const record = chainedTransition(out.record, receipt);
-    remember(record, rows[0]!.xmin, out.json);
+    remember(record, rows[0]![0] as string, out.json);
     return handOut(record, out.json);
   }
   const must = (r: OperationRecord | null): OperationRecord => r!;
@@ -377,7 +392,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       // A worker whose clock is too far from the database's writes nothing (checkSkew); the lease ends at the ledger's clock + leaseMs.
       const dispatch = input.dispatch === true;
       const params = jsonParam(input.params);
-      const inserted = await query<{ lease_expires_at: string; xmin: string }>(
+      const inserted = await queryArray(
         'claim',
         // A plain VALUES row (no CTE, no CASE for the server to evaluate): the clock is fixed per ledger, the birth state a parameter.
         `claim-insert${dbClock ? '' : ':caller-clock'}`,
@@ -391,11 +406,11 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       // The new row holds exactly what this call sent, so its record is not read back: it is the contract's
       // new-operation record (the rule every ledger applies) for the params as the json column reads them
       // back, and the lease's end the database wrote (its clock: leaseNow = that end - leaseMs).
-      if (inserted.rows.length === 1) {
-        const row = inserted.rows[0]!;
+      if (inserted.length === 1) {
+        const [leaseEnd, xmin] = inserted[0]! as [string, string];
         const stored = { ...input, params: parseJson(params), providerKey: input.providerKey ?? null };
-        const claimed = claimTransition(null, stored, Number(row.lease_expires_at) - input.leaseMs).result;
-        remember(claimed.record, row.xmin, { params, result: null, handoff: null, resolution: null });
+        const claimed = claimTransition(null, stored, Number(leaseEnd) - input.leaseMs).result;
+        remember(claimed.record, xmin, { params, result: null, handoff: null, resolution: null });
         return claimed;
       }
 
@@ -437,7 +452,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         renewed = undefined;
       }
       if (k !== undefined && renewed !== undefined && renewed !== k.record) {
-        const { rows } = await query<{ lease_expires_at: string; xmin: string }>(
+        const rows = await queryArray(
           'renewLease',
           'renew:known',
           `UPDATE ${ops} SET ${set} WHERE business_operation_id = $4 AND fence = $5 AND ${guard} AND xmin = $6::xid RETURNING lease_expires_at, xmin`,
@@ -445,7 +460,8 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         );
         if (rows.length === 1) {
           // The lease's end as the database wrote it (its clock when the ledger uses the database's).
-          remember({ ...renewed, leaseExpiresAt: Number(rows[0]!.lease_expires_at) }, rows[0]!.xmin, k.json);
+          const [leaseEnd, xmin] = rows[0]! as [string, string];
+          remember({ ...renewed, leaseExpiresAt: Number(leaseEnd) }, xmin, k.json);
           return;
         }
       }
