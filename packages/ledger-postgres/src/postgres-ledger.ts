@@ -153,7 +153,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   let probedAt = -Infinity;
   /** This process's clock minus the database's, bracketed: [lo, hi] ms (from the last probe). */
   let offset = { lo: 0, hi: 0 };
-  async function checkSkew(now: number, what: string): Promise<void> {
+  async function checkSkew(now: number, claimOf: string): Promise<void> {
     if (!dbClock) return;
     const entry = Date.now();
     if (entry - probedAt >= 10_000 || entry < probedAt) {
@@ -168,12 +168,18 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     const caller = now - entry;
     const lo = offset.lo + caller;
     const hi = offset.hi + caller;
-    if (lo > maxSkew) throw new ClockSkewError(Math.round(lo), maxSkew, what);
-    if (hi < -maxSkew) throw new ClockSkewError(Math.round(hi), maxSkew, what);
+    if (lo > maxSkew) throw new ClockSkewError(Math.round(lo), maxSkew, `claim of ${claimOf}`);
+    if (hi < -maxSkew) throw new ClockSkewError(Math.round(hi), maxSkew, `claim of ${claimOf}`);
   }
 
   // Statement names are per connection; the schema is part of the text, so it is part of the name.
-  const stmt = (name: string) => `rs:${schemaName}:${name}`;
+  // Built once per name (a clean operation's statements are the same few every time).
+  const stmtNames = new Map<string, string>();
+  const stmt = (name: string): string => {
+    let full = stmtNames.get(name);
+    if (full === undefined) stmtNames.set(name, (full = `rs:${schemaName}:${name}`));
+    return full;
+  };
 
   async function query<R extends pg.QueryResultRow>(what: string, name: string | null, text: string, values: unknown[], client?: pg.PoolClient): Promise<pg.QueryResult<R>> {
     if (closed) throw new LedgerError(`ledger is closed (${what})`);
@@ -185,22 +191,6 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       throw asLedgerError(err, what);
     }
   }
-  /**
-   * A named statement whose few returned columns are read by position (`rowMode: 'array'`): the claim's
-   * INSERT and the remembered writes, which return only the lease's end and the row version. pg then
-   * builds an array per row instead of an object cloned from a per-result template, whose shape V8's
-   * optimised claim kept finding changed (a deoptimisation and a recompile every few thousand claims).
-   */
-  async function queryArray(what: string, name: string, text: string, values: unknown[]): Promise<unknown[][]> {
-    if (closed) throw new LedgerError(`ledger is closed (${what})`);
-    try {
-      if (!migrated) await ready();
-      return (await pool.query<unknown[]>({ name: stmt(name), text, values, rowMode: 'array' })).rows;
-    } catch (err) {
-      throw asLedgerError(err, what);
-    }
-  }
-
   /**
    * A write returns the record's columns, never the receipts (the caller has the one it wrote), and the
    * row version's xmin, so the next write of this operation can skip the read-back (see `known`).
@@ -279,24 +269,21 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     deferred = false,
   ): Promise<OperationRecord | null> {
     checkRef(ref, what);
-    const n = values.length;
-    const where = `business_operation_id = $${n + 1} AND fence = $${n + 2}${guard ? ` AND ${guard.sql}` : ''}`;
+    // Deferred (see deferrableWrites), with or without a receipt: the statement turns synchronous_commit off
+    // for its own transaction, in RETURNING, which runs only for the row it wrote. Its own statement (the text differs).
+    const texts = writeTextsOf(name, set, values.length, guard, receipt !== undefined, deferred && defers);
     if (receipt === undefined) {
+      const args = [...values, ref.businessOperationId, ref.fence];
       if (next === undefined) {
         // Nothing comes back (renew, release): only the id is returned, and the row is no longer the remembered version.
         known.delete(ref.businessOperationId);
-        const { rows } = await query<{ business_operation_id: string }>(what, name, `UPDATE ${ops} SET ${set} WHERE ${where} RETURNING business_operation_id`, [...values, ref.businessOperationId, ref.fence]);
+        const { rows } = await query<{ business_operation_id: string }>(what, texts.name, texts.bare, args);
         if (rows.length === 0) await refused(ref, what, guard?.blocked);
         return null;
       }
-      const sql = `UPDATE ${ops} SET ${set} WHERE ${where}`;
-      const args = [...values, ref.businessOperationId, ref.fence];
-      // Deferred (see deferrableWrites) with or without a receipt: the same rule as the receipt branch below.
-      const named = deferred && defers ? `${name}:deferred` : name;
-      const extra = deferred && defers ? `, ${DEFER_COMMIT}` : '';
-      const fast = await knownWrite(ref, what, named, sql, args, next, undefined, extra);
+      const fast = await knownWrite(ref, what, texts, args, next, undefined);
       if (fast) return fast;
-      const { rows } = await query<OperationRow & { xmin: string }>(what, named, `${sql} ${RETURNING}${extra}`, args);
+      const { rows } = await query<OperationRow & { xmin: string }>(what, texts.name, texts.full, args);
       if (rows.length === 0) return refused(ref, what, guard?.blocked);
       return fromRow(rows[0]!);
     }
@@ -304,30 +291,55 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     // The state and its receipt in ONE statement on ONE row (migration 5: the receipts live in the
     // operation's row): it applies only when the receipt is the next seq of the row's chain anchor.
     // Under the row lock a concurrent writer of the same seq re-checks against the new count: one lands.
-    const sql = `UPDATE ${ops} SET ${set}, ${appendReceiptSql(`$${n + 4}`)}, receipt_head = $${n + 5}, receipt_count = $${n + 3}
-       WHERE ${where} AND receipt_count + 1 = $${n + 3}::integer`;
     const args = [...values, ref.businessOperationId, ref.fence, receipt.seq, jsonParam(receipt), receipt.hash];
-    // Deferred (see deferrableWrites): the statement turns synchronous_commit off for its own transaction,
-    // in RETURNING, which runs only for the row it wrote. Its own statement name (the text differs).
-    const defer = deferred && defers;
-    const named = defer ? `${name}+receipt:deferred` : `${name}+receipt`;
-    const extra = defer ? `, ${DEFER_COMMIT}` : '';
     if (next) {
-      const fast = await knownWrite(ref, what, named, sql, args, next, receipt, extra);
+      const fast = await knownWrite(ref, what, texts, args, next, receipt);
       if (fast) return fast;
     }
-    const { rows } = await query<OperationRow & { xmin: string }>(what, named, `${sql} ${RETURNING}${extra}`, args);
+    const { rows } = await query<OperationRow & { xmin: string }>(what, texts.name, texts.full, args);
     if (rows.length === 0) return refused(ref, what, guard?.blocked, receipt);
     return fromRow(rows[0]!);
   }
 
   /**
-   * The write of a remembered operation (see `known`): `sql` (an UPDATE without RETURNING) guarded
+   * The statements of a fenced write, built once per statement name and kind: the name is the text's
+   * (pg refuses one name with two texts on a connection), so the cache cannot hand out another's.
+   * `set` and `guard` are the same for every call under one name (each caller passes constants).
+   */
+  function writeTextsOf(name: string, set: string, n: number, guard: { sql: string } | null, withReceipt: boolean, defer: boolean): WriteTexts {
+    const slot = (withReceipt ? 2 : 0) + (defer ? 1 : 0);
+    let kinds = writeTextKinds.get(name);
+    if (kinds === undefined) writeTextKinds.set(name, (kinds = [undefined, undefined, undefined, undefined]));
+    const hit = kinds[slot];
+    if (hit !== undefined) return hit;
+    const where = `business_operation_id = $${n + 1} AND fence = $${n + 2}${guard ? ` AND ${guard.sql}` : ''}`;
+    const named = `${name}${withReceipt ? '+receipt' : ''}${defer ? ':deferred' : ''}`;
+    const extra = defer ? `, ${DEFER_COMMIT}` : '';
+    // With a receipt: it applies only when it is the next seq of the row's chain anchor ($n+3).
+    const sql = withReceipt
+      ? `UPDATE ${ops} SET ${set}, ${appendReceiptSql(`$${n + 4}`)}, receipt_head = $${n + 5}, receipt_count = $${n + 3}
+       WHERE ${where} AND receipt_count + 1 = $${n + 3}::integer`
+      : `UPDATE ${ops} SET ${set} WHERE ${where}`;
+    const args = withReceipt ? n + 5 : n + 2;
+    const texts: WriteTexts = {
+      name: named,
+      bare: `${sql} RETURNING business_operation_id`,
+      full: `${sql} ${RETURNING}${extra}`,
+      knownName: `${named}:known`,
+      known: `${sql} AND xmin = $${args + 1}::xid RETURNING xmin${extra}`,
+    };
+    kinds[slot] = texts;
+    return texts;
+  }
+  const writeTextKinds = new Map<string, (WriteTexts | undefined)[]>();
+
+  /**
+   * The write of a remembered operation (see `known`): the write's UPDATE (`texts.known`) guarded
    * also by the remembered xmin, returning only the new one. The record is `next` applied to the
    * remembered one. null: not remembered, the rule refuses (the full write explains why), or the row
    * is another version now: nothing was written, and the caller sends the full write.
    */
-  async function knownWrite(ref: Fenced, what: string, name: string, sql: string, args: unknown[], next: Next, receipt: Receipt | undefined, extra = ''): Promise<OperationRecord | null> {
+  async function knownWrite(ref: Fenced, what: string, texts: WriteTexts, args: unknown[], next: Next, receipt: Receipt | undefined): Promise<OperationRecord | null> {
     const k = known.get(ref.businessOperationId);
     if (k === undefined || k.record.fence !== ref.fence) return null;
     let out: { record: OperationRecord; json: JsonTexts };
@@ -336,13 +348,13 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     } catch {
       return null;
     }
-    const rows = await queryArray(what, `${name}:known`, `${sql} AND xmin = $${args.length + 1}::xid RETURNING xmin${extra}`, [...args, k.xmin]);
+    const { rows } = await query<{ xmin: string }>(what, texts.knownName, texts.known, [...args, k.xmin]);
     if (rows.length === 0) {
       known.delete(ref.businessOperationId);
       return null;
     }
     const record = chainedTransition(out.record, receipt);
-    remember(record, rows[0]![0] as string, out.json);
+    remember(record, rows[0]!.xmin, out.json);
     return handOut(record, out.json);
   }
   const must = (r: OperationRecord | null): OperationRecord => r!;
@@ -379,6 +391,18 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     }
   };
 
+  // A renewal: the lease's end on the ledger's clock; never of a terminal operation or a released lease.
+  const RENEW_SET = `lease_expires_at = ${CLOCK('$3', '$1')} + $2::bigint, updated_at = $1`;
+  const RENEW_GUARD = `${NOT_TERMINAL} AND lease_owner IS NOT NULL`;
+  const RENEW_KNOWN = `UPDATE ${ops} SET ${RENEW_SET} WHERE business_operation_id = $4 AND fence = $5 AND ${RENEW_GUARD} AND xmin = $6::xid RETURNING lease_expires_at, xmin`;
+  // The claim's INSERT, fixed per ledger: a plain VALUES row (no CTE, no CASE for the server to evaluate),
+  // the clock the ledger's, the birth state a parameter.
+  const CLAIM_INSERT_NAME = `claim-insert${dbClock ? '' : ':caller-clock'}`;
+  const CLAIM_INSERT = `INSERT INTO ${ops} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, provider_key,
+           state, fence, lease_owner, lease_expires_at, created_at, updated_at, attempt_count, first_dispatched_at)
+         VALUES ($1, $2, $3, $4, $5, $6::json, $7, $11, 1, $8, ${dbClock ? DB_NOW : '$10::bigint'} + $9::bigint, $10, $10, $12, $13)
+         ON CONFLICT (business_operation_id) DO NOTHING RETURNING lease_expires_at, xmin`;
+
   const ledger: PostgresLedger = {
     schema: schemaName,
     ready,
@@ -386,20 +410,16 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
 
     async claim(input: ClaimInput): Promise<ClaimResult> {
       checkClaim(input);
-      await checkSkew(input.now, `claim of ${input.businessOperationId}`);
+      await checkSkew(input.now, input.businessOperationId);
       // Fast path: a new operation is one INSERT, atomic under the primary key; with `dispatch` it is
       // born `dispatched` (the runner calls the provider next), so the clean path needs no second write.
       // A worker whose clock is too far from the database's writes nothing (checkSkew); the lease ends at the ledger's clock + leaseMs.
       const dispatch = input.dispatch === true;
       const params = jsonParam(input.params);
-      const inserted = await queryArray(
+      const { rows: inserted } = await query<{ lease_expires_at: string; xmin: string }>(
         'claim',
-        // A plain VALUES row (no CTE, no CASE for the server to evaluate): the clock is fixed per ledger, the birth state a parameter.
-        `claim-insert${dbClock ? '' : ':caller-clock'}`,
-        `INSERT INTO ${ops} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, provider_key,
-           state, fence, lease_owner, lease_expires_at, created_at, updated_at, attempt_count, first_dispatched_at)
-         VALUES ($1, $2, $3, $4, $5, $6::json, $7, $11, 1, $8, ${dbClock ? DB_NOW : '$10::bigint'} + $9::bigint, $10, $10, $12, $13)
-         ON CONFLICT (business_operation_id) DO NOTHING RETURNING lease_expires_at, xmin`,
+        CLAIM_INSERT_NAME,
+        CLAIM_INSERT,
         [input.businessOperationId, input.provider, input.operation, input.intentFingerprint, input.paramsFingerprint,
           params, input.providerKey, input.owner, input.leaseMs, input.now, dispatch ? 'dispatched' : 'claimed', dispatch ? 1 : 0, dispatch ? input.now : null],
       );
@@ -407,7 +427,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       // new-operation record (the rule every ledger applies) for the params as the json column reads them
       // back, and the lease's end the database wrote (its clock: leaseNow = that end - leaseMs).
       if (inserted.length === 1) {
-        const [leaseEnd, xmin] = inserted[0]! as [string, string];
+        const { lease_expires_at: leaseEnd, xmin } = inserted[0]!;
         const stored = { ...input, params: parseJson(params), providerKey: input.providerKey ?? null };
         const claimed = claimTransition(null, stored, Number(leaseEnd) - input.leaseMs).result;
         remember(claimed.record, xmin, { params, result: null, handoff: null, resolution: null });
@@ -438,8 +458,8 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       checkNumber(now, 'now', 'renewLease');
       // A terminal operation holds no lease: renewing it is a no-op. A released lease stays released
       // (the caller gave it up; it must claim again).
-      const set = `lease_expires_at = ${CLOCK('$3', '$1')} + $2::bigint, updated_at = $1`;
-      const guard = `${NOT_TERMINAL} AND lease_owner IS NOT NULL`;
+      const set = RENEW_SET;
+      const guard = RENEW_GUARD;
       // A remembered operation is renewed on its remembered row version (see `known`) and stays remembered,
       // with the lease's end the database wrote; otherwise (a miss writes nothing) the renewal below.
       checkRef(ref, 'renewLease');
@@ -452,15 +472,15 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         renewed = undefined;
       }
       if (k !== undefined && renewed !== undefined && renewed !== k.record) {
-        const rows = await queryArray(
+        const { rows } = await query<{ lease_expires_at: string; xmin: string }>(
           'renewLease',
           'renew:known',
-          `UPDATE ${ops} SET ${set} WHERE business_operation_id = $4 AND fence = $5 AND ${guard} AND xmin = $6::xid RETURNING lease_expires_at, xmin`,
+          RENEW_KNOWN,
           [now, leaseMs, dbClock, ref.businessOperationId, ref.fence, k.xmin],
         );
         if (rows.length === 1) {
           // The lease's end as the database wrote it (its clock when the ledger uses the database's).
-          const [leaseEnd, xmin] = rows[0]! as [string, string];
+          const { lease_expires_at: leaseEnd, xmin } = rows[0]!;
           remember({ ...renewed, leaseExpiresAt: Number(leaseEnd) }, xmin, k.json);
           return;
         }
@@ -499,12 +519,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         ref,
         'setState',
         terminal ? 'set-state-terminal' : 'set-state',
-        `state = $1, updated_at = $2,
-         last_outcome = CASE WHEN $3::boolean THEN $4 ELSE last_outcome END,
-         result = CASE WHEN $5::boolean THEN $6::json ELSE result END,
-         provider_ref = CASE WHEN $7::boolean THEN $8 ELSE provider_ref END,
-         status_ref = CASE WHEN $9::boolean THEN $10 ELSE status_ref END
-         ${terminal ? ', lease_owner = NULL, lease_expires_at = NULL' : ''}`,
+        terminal ? SET_STATE_TERMINAL : SET_STATE,
         [
           patch.state, patch.now,
           patch.lastOutcome !== undefined, patch.lastOutcome ?? null,
@@ -725,6 +740,16 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   return ledger;
 }
 
+/** setState's SET: each optional field of the patch has a flag parameter (absent: the column stays). */
+const SET_STATE = `state = $1, updated_at = $2,
+         last_outcome = CASE WHEN $3::boolean THEN $4 ELSE last_outcome END,
+         result = CASE WHEN $5::boolean THEN $6::json ELSE result END,
+         provider_ref = CASE WHEN $7::boolean THEN $8 ELSE provider_ref END,
+         status_ref = CASE WHEN $9::boolean THEN $10 ELSE status_ref END
+         `;
+/** A terminal state holds no lease. */
+const SET_STATE_TERMINAL = `${SET_STATE}, lease_owner = NULL, lease_expires_at = NULL`;
+
 /** The database's "now" in epoch ms (the transaction's start). */
 const DB_NOW = `(extract(epoch from now()) * 1000)::bigint`;
 /** SQL for "now" in epoch ms: the database's `now()` when `flag` (a boolean parameter) is true, else the caller's `now` parameter. */
@@ -738,6 +763,14 @@ interface JsonTexts {
   readonly result: string | null;
   readonly handoff: string | null;
   readonly resolution: string | null;
+}
+/** A fenced write's statements (see writeTextsOf): `name` for `bare` (returns the id) and `full` (the row), `knownName` for `known`. */
+interface WriteTexts {
+  readonly name: string;
+  readonly bare: string;
+  readonly full: string;
+  readonly knownName: string;
+  readonly known: string;
 }
 /** A remembered operation: the record of the row version whose xmin is `xmin`. */
 interface Known {
