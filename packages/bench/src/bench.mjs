@@ -25,7 +25,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { postgresBytesPerOp, prefillPostgres, prefillSqlite, sqliteBytesPerOp } from './storage.mjs';
-import { availableSqliteDrivers, defaultSqliteDriver, dropPostgres, postgresCheckpoint, postgresSettings, preparePostgres, prepareSqlite, setupWorkload, SQLITE_PRAGMAS } from './workloads.mjs';
+import { availableSqliteDrivers, defaultSqliteDriver, dropPostgres, postgresCheckpoint, postgresServerCpu, postgresSettings, preparePostgres, prepareSqlite, setupWorkload, SQLITE_PRAGMAS } from './workloads.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => {
   const [k, v] = a.replace(/^--/, '').split('=');
@@ -63,7 +63,7 @@ if (only.has('postgres') || only.has('dbos')) {
  * Runs `workers` processes of one workload for `seconds`, started together; returns ops/s, and per op
  * over all workers: CPU µs (user + system) and read/write system calls (null off Linux).
  */
-async function measure(cfgFor, workers) {
+async function measure(cfgFor, workers, serverCpu = null) {
   const children = Array.from({ length: workers }, (_, w) => fork(here('./worker.mjs'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
   const next = (child) => new Promise((resolve, reject) => {
     child.once('message', (m) => (m.error ? reject(new Error(m.error)) : resolve(m)));
@@ -75,13 +75,19 @@ async function measure(cfgFor, workers) {
     await Promise.all(ready);
     const done = children.map(next);
     const until = Date.now() + seconds * 1000;
+    const server0 = serverCpu?.();
     children.forEach((c) => c.send({ go: true, until }));
     const results = await Promise.all(done);
+    const server1 = serverCpu?.();
+    const closed = children.map(next);
+    children.forEach((c) => c.send({ close: true }));
+    await Promise.all(closed);
     const ops = results.reduce((n, r) => n + r.ops, 0);
     const window = (Math.max(...results.map((r) => r.endedAt)) - Math.min(...results.map((r) => r.startedAt))) / 1000;
     const sum = (f) => results.reduce((n, r) => n + f(r), 0);
     const io = results.every((r) => r.io) ? { reads: sum((r) => r.io.reads) / ops, writes: sum((r) => r.io.writes) / ops } : null;
-    return { opsPerSec: ops / window, cpuUsPerOp: sum((r) => r.cpuUs) / ops, io };
+    const serverUsPerOp = server0 != null && server1 != null ? (server1 - server0) / ops : null;
+    return { opsPerSec: ops / window, cpuUsPerOp: sum((r) => r.cpuUs) / ops, serverUsPerOp, io };
   } finally {
     for (const c of children) if (c.exitCode === null) c.kill();
   }
@@ -126,7 +132,7 @@ async function scenario(store, workers, driver = null, modes = MODES, rows = 0, 
           await seedAndPrefill({ store, mode, databaseUrl, schema }, rows);
           // What the previous measurement left dirty is written out now, not during this one.
           await postgresCheckpoint(databaseUrl);
-          take(mode, await measure((w) => ({ store, mode, databaseUrl, schema, worker: w }), workers));
+          take(mode, await measure((w) => ({ store, mode, databaseUrl, schema, worker: w }), workers, serverCpu));
         } finally {
           await dropPostgres(databaseUrl, schema);
         }
@@ -137,6 +143,7 @@ async function scenario(store, workers, driver = null, modes = MODES, rows = 0, 
   // Per-op work, medians over the rounds: CPU µs and system calls do not swing with the machine's load as ops/s does.
   const perOp = Object.fromEntries(modes.map((k) => [k, {
     cpuUs: median(work[k].map((r) => r.cpuUsPerOp)),
+    serverUs: work[k].every((r) => r.serverUsPerOp !== null) ? median(work[k].map((r) => r.serverUsPerOp)) : null,
     reads: work[k].every((r) => r.io) ? median(work[k].map((r) => r.io.reads)) : null,
     writes: work[k].every((r) => r.io) ? median(work[k].map((r) => r.io.writes)) : null,
   }]));
@@ -158,6 +165,8 @@ console.log(`SQLite (all three sides): driver ${await defaultSqliteDriver()}, ${
 if (only.has('postgres')) console.log(`PostgreSQL: ${await postgresSettings(databaseUrl)}`);
 console.log(`machine: ${cpus().length} cores, load average ${load()} at start\n`);
 const sqliteDriver = await defaultSqliteDriver();
+// The PostgreSQL server's CPU (its postmaster's children: backends, WAL writer, checkpointer …), when it runs here.
+const serverCpu = only.has('postgres') ? await postgresServerCpu(databaseUrl) : null;
 if (only.has('sqlite')) rows.push(await scenario('sqlite', 1, sqliteDriver));
 if (only.has('postgres')) for (const w of pgWorkers) rows.push(await scenario('postgres', w));
 
@@ -173,7 +182,15 @@ if (rows.length) printTable(['store', 'workers', ...THROUGHPUT_HEAD], rows.map(t
 // With BENCH_BASELINE and --modes=…,before: the runner on this build against the baseline build, interleaved.
 for (const r of rows) if (r.opsPerSec.before) console.log(`${r.store}, ${r.workers} worker(s): runner ${fmt(r.opsPerSec.runner)} ops/s, baseline build ${fmt(r.opsPerSec.before)} ops/s: ${x(r.opsPerSec.runner / r.opsPerSec.before)}`);
 
-if (rows.length) console.log(`load average ${load()} at the end of the throughput runs`);
+if (rows.length) {
+  // What each op costs the machine: ops/s at 8 workers on 2 cores is CPU-bound, and this says on which side.
+  const per = (v) => (v === null || v === undefined ? 'n/a' : fmt(v));
+  const shown = MODES.filter((m) => rows.some((r) => r.perOp[m]));
+  console.log(`\nCPU per op, µs (workers: user + system of all worker processes; server: the PostgreSQL server's processes, from /proc, ${serverCpu ? 'read around each window' : 'n/a: not on this machine'})`);
+  printTable(['store', 'workers', ...shown.flatMap((m) => [`${m} workers`, `${m} server`])],
+    rows.map((r) => [r.store, String(r.workers), ...shown.flatMap((m) => [per(r.perOp[m]?.cpuUs), r.store === 'postgres' ? per(r.perOp[m]?.serverUs) : '-'])]));
+  console.log(`load average ${load()} at the end of the throughput runs`);
+}
 
 // Ledger bytes per operation: what each workload leaves in the store (SQLite) / writes to the WAL (PostgreSQL).
 let bytes = null;

@@ -1,6 +1,6 @@
 // One benchmark worker process. Protocol (IPC): parent sends the config; the worker sets up, warms
 // up, answers { ready }; parent sends { go, until } (epoch ms); the worker runs ops until then and
-// answers { done, ops, startedAt, endedAt, cpuUs, io }: the CPU time this process used in the window
+// answers { done, ops, startedAt, endedAt, cpuUs, io }, then on { close } closes and answers { closed }: the CPU time this process used in the window
 // (user + system, µs) and its read/write system calls (Linux /proc/self/io, else null) — per-op work
 // that does not depend on how busy the machine is, unlike ops/s.
 import { readFileSync } from 'node:fs';
@@ -37,9 +37,13 @@ process.once('message', async (cfg) => {
     const endedAt = performance.timeOrigin + performance.now();
     const cpu = process.cpuUsage(cpu0);
     const io1 = io();
-    await w.close();
     const ioDone = io0 && io1 ? { reads: io1.reads - io0.reads, writes: io1.writes - io0.writes } : null;
-    process.send({ done: true, ops, startedAt, endedAt, cpuUs: cpu.user + cpu.system, io: ioDone }, () => process.exit(0));
+    // Reported before closing: the parent reads the PostgreSQL server's CPU while this worker's backends
+    // still run (a backend that exits takes its counters with it), then says close.
+    process.send({ done: true, ops, startedAt, endedAt, cpuUs: cpu.user + cpu.system, io: ioDone });
+    await new Promise((resolve) => process.once('message', resolve));
+    await w.close();
+    process.send({ closed: true }, () => process.exit(0));
   } catch (err) {
     process.send({ error: String(err?.stack ?? err) }, () => process.exit(1));
   }
