@@ -5,12 +5,12 @@
 // right after it would leave — costs no second effect: the next run looks the operation up and adopts it.
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { asBusinessOperationId, completionRecoverable, LedgerError, type ClaimInput, type ProviderKey } from '@retrysafe/contract';
-import Database from 'better-sqlite3';
 import { createRunner, createSqliteLedger, RunnerConfigurationError, verifyReceiptChain } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, startSandboxServer, type SandboxBehaviour } from '@retrysafe/sandbox';
 
@@ -132,7 +132,8 @@ describe('SQLite ledger: a deferred write on a connection that breaks', () => {
     dispatch: true,
   });
   type Proto = { exec(this: unknown, sql: string): unknown; prepare(this: unknown, sql: string): { run(...a: unknown[]): unknown } };
-  const proto = Database.prototype as unknown as Proto;
+  // The driver the ledger loads (the same module instance: require's cache), its class patched below the ledger.
+  const proto = (createRequire(import.meta.url)('better-sqlite3') as { prototype: unknown }).prototype as Proto;
 
   /**
    * Opens a ledger whose driver fails once `arm` is called: its next BEGIN IMMEDIATE (when `begin`) and
