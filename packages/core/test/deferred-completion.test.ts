@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { asBusinessOperationId, completionRecoverable, LedgerError, type ClaimInput, type ProviderKey } from '@retrysafe/contract';
 import { createRunner, createSqliteLedger, RunnerConfigurationError, verifyReceiptChain } from '@retrysafe/core';
+import { resolveDriver } from '../src/ledger/sqlite-driver.js';
 import { createSandboxAdapter, createSandboxProvider, startSandboxServer, type SandboxBehaviour } from '@retrysafe/sandbox';
 
 const WORKER = fileURLToPath(new URL('./fixtures/fsync-worker.mjs', import.meta.url));
@@ -116,7 +117,8 @@ describe('SQLite ledger at synchronous=FULL: deferrable completions', () => {
 });
 
 describe('SQLite ledger: a deferred write on a connection that breaks', () => {
-  // The driver (better-sqlite3) made to fail below the ledger: its BEGIN with an I/O error, its restoring
+  // The driver this runtime's ledger uses (node:sqlite from Node 22.13, else better-sqlite3) made to fail
+  // below the ledger: its BEGIN with an I/O error, its restoring
   // `PRAGMA synchronous = FULL` too, as on a connection whose file went away. The error must say what broke.
   const claimInput = (id: string): ClaimInput => ({
     businessOperationId: asBusinessOperationId(id),
@@ -133,7 +135,15 @@ describe('SQLite ledger: a deferred write on a connection that breaks', () => {
   });
   type Proto = { exec(this: unknown, sql: string): unknown; prepare(this: unknown, sql: string): { run(...a: unknown[]): unknown } };
   // The driver the ledger loads (the same module instance: require's cache), its class patched below the ledger.
-  const proto = (createRequire(import.meta.url)('better-sqlite3') as { prototype: unknown }).prototype as Proto;
+  const resolved = resolveDriver('auto');
+  if (!('driver' in resolved)) throw new Error(`no SQLite driver here: ${resolved.reasons.join('; ')}`);
+  const driver = resolved.driver;
+  // The class the ledger opens its connection with (the same module instance: the builtin, or require's cache).
+  const proto = (
+    driver === 'node:sqlite'
+      ? ((process as unknown as { getBuiltinModule(id: string): { DatabaseSync: { prototype: unknown } } }).getBuiltinModule('node:sqlite').DatabaseSync)
+      : (createRequire(import.meta.url)('better-sqlite3') as { prototype: unknown })
+  ).prototype as Proto;
 
   /**
    * Opens a ledger whose driver fails once `arm` is called: its next BEGIN IMMEDIATE (when `begin`) and
@@ -161,7 +171,7 @@ describe('SQLite ledger: a deferred write on a connection that breaks', () => {
       };
     };
     try {
-      const ledger = createSqliteLedger({ path, driver: 'better-sqlite3' });
+      const ledger = createSqliteLedger({ path, driver });
       return await fn(ledger, () => (armed = true));
     } finally {
       proto.exec = exec;
@@ -185,7 +195,7 @@ describe('SQLite ledger: a deferred write on a connection that breaks', () => {
     expect(e.message).toMatch(/synchronous = FULL could not be restored \(the database connection is not open\): the ledger is closed/);
     expect((e.cause as { code?: string }).code).toBe('SQLITE_IOERR');
     // The claim stands as it was: the operation is still dispatched, reconcilable by the next run.
-    const again = createSqliteLedger({ path, driver: 'better-sqlite3' });
+    const again = createSqliteLedger({ path, driver });
     try {
       expect(await again.get(asBusinessOperationId('begin'))).toMatchObject({ state: 'dispatched', fence: 1 });
     } finally {
@@ -198,7 +208,7 @@ describe('SQLite ledger: a deferred write on a connection that breaks', () => {
     const err = await broken(path, false, finish('restore'));
     expect(err).toBeInstanceOf(LedgerError);
     expect((err as Error).message).toMatch(/\(the write is committed\); then synchronous = FULL could not be restored/);
-    const again = createSqliteLedger({ path, driver: 'better-sqlite3' });
+    const again = createSqliteLedger({ path, driver });
     try {
       expect(await again.get(asBusinessOperationId('restore'))).toMatchObject({ state: 'succeeded' });
     } finally {
