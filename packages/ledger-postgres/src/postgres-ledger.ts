@@ -305,7 +305,9 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
    * The statements of a fenced write, built once per statement name and kind: the name is the text's
    * (pg refuses one name with two texts on a connection), so the cache cannot hand out another's.
    * `set` and `guard` are the same for every call under one name (each caller passes constants).
+   * Per name, four kinds: [plain, plain deferred, with receipt, with receipt deferred].
    */
+  const writeTextKinds = new Map<string, (WriteTexts | undefined)[]>();
   function writeTextsOf(name: string, set: string, n: number, guard: { sql: string } | null, withReceipt: boolean, defer: boolean): WriteTexts {
     const slot = (withReceipt ? 2 : 0) + (defer ? 1 : 0);
     let kinds = writeTextKinds.get(name);
@@ -331,7 +333,6 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     kinds[slot] = texts;
     return texts;
   }
-  const writeTextKinds = new Map<string, (WriteTexts | undefined)[]>();
 
   /**
    * The write of a remembered operation (see `known`): the write's UPDATE (`texts.known`) guarded
@@ -458,8 +459,6 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       checkNumber(now, 'now', 'renewLease');
       // A terminal operation holds no lease: renewing it is a no-op. A released lease stays released
       // (the caller gave it up; it must claim again).
-      const set = RENEW_SET;
-      const guard = RENEW_GUARD;
       // A remembered operation is renewed on its remembered row version (see `known`) and stays remembered,
       // with the lease's end the database wrote; otherwise (a miss writes nothing) the renewal below.
       checkRef(ref, 'renewLease');
@@ -485,8 +484,8 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
           return;
         }
       }
-      await fencedUpdate(ref, 'renewLease', 'renew', set, [now, leaseMs, dbClock], {
-        sql: guard,
+      await fencedUpdate(ref, 'renewLease', 'renew', RENEW_SET, [now, leaseMs, dbClock], {
+        sql: RENEW_GUARD,
         // The contract's rule decides what the guard refused: a terminal operation is a no-op, a released lease LeaseLostError.
         blocked: (r) => (isTerminal(r) ? 'no-op' : ruleBlocks((x) => renewTransition(x, ref, leaseMs, now))(r)),
       });
