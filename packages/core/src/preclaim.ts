@@ -39,7 +39,8 @@ export function preclaim(params: unknown, intent: unknown, makeRedactor: () => R
   let redactedJson: string;
   try {
     redactor = makeRedactor();
-    redactedJson = canonicalJson(redactor.params(params));
+    // Nothing to blank (the usual case): the redacted copy's JSON is the params' own, so neither is built again.
+    redactedJson = redactor.changes(params) ? canonicalJson(redactor.params(params)) : json;
   } catch (err) {
     if (RetrysafeError.isInstance(err) && !InvalidIntentError.isInstance(err)) throw err;
     throw new InvalidIntentError('(params)', `the redacted copy of the params cannot be canonicalised (${err instanceof Error ? err.message : String(err)}); nothing claimed, nothing sent`);
