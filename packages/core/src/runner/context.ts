@@ -13,6 +13,7 @@ import { createRedactor, type Redactor } from '../redact.js';
 import type { RetryPolicy } from '../retry-policy.js';
 import { createTelemetry, type EventFields, type RunScope, type Telemetry } from '../telemetry.js';
 import type { LogEntry, RunnerOptions } from './types.js';
+import { createHeartbeat, type Heartbeat } from './heartbeat.js';
 
 /** One runner event. `message` may be a function: it is called only when a logger is set (no text built for nobody). */
 export type Log = (level: LogEntry['level'], event: string, message: string | (() => string), op?: Pick<Op, 'id' | 'card' | 'redactor'> & { readonly scope?: RunScope | undefined }, fields?: EventFields) => void;
@@ -32,6 +33,8 @@ export interface RunnerContext {
   readonly redactors: WeakMap<OperationSpec, Redactor>;
   readonly tele: Telemetry;
   readonly log: Log;
+  /** The leases of this worker's calls in flight, kept by one timer (lease.ts). */
+  readonly heartbeat: Heartbeat<Op>;
 }
 
 /** One operation being driven by this worker. */
@@ -145,6 +148,14 @@ export function createContext(options: RunnerOptions): RunnerContext {
     options,
     ledger,
     clock,
+    // A renewal's lease runs from before it was asked, never from its answer; a lost lease shows up at the next fenced write.
+    heartbeat: createHeartbeat<Op>((op) => {
+      const at = clock.now();
+      ledger
+        .renewLease(op.ref, op.policy.leaseMs, at)
+        .then(() => void (op.leaseExpiresAt = at + op.policy.leaseMs))
+        .catch(() => undefined);
+    }),
     random: options.random ?? Math.random,
     owner: options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
     sink: options.handoff,

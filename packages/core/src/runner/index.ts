@@ -4,7 +4,7 @@
  *   intake.ts        what an operation is before its claim (a new call, or a stored operation)
  *   coordinate.ts    the claim and what its answer means; the run of one claimed operation; revisions
  *   loop.ts          the attempt loop around decide() and observationPatch() (../decide.ts)
- *   lease.ts         lease keeping
+ *   lease.ts         lease keeping; heartbeat.ts the one timer that renews the leases of calls in flight
  *   adapter-call.ts  one provider call or lookup through the adapter; guards.ts checks adapters and answers
  *   receipt-chain.ts receipts sealed onto the chain, written with their state
  *   terminal.ts      succeeded, handed off, or answered from a terminal state

@@ -1,6 +1,7 @@
 /** Lease keeping: renewals between steps, a heartbeat during provider calls, and the check before every send. */
 import { LeaseExpiredError } from '@retrysafe/contract';
 import { iso, type Op, type RunnerContext } from './context.js';
+import type { Beat } from './heartbeat.js';
 
 /** Extends the lease when less than half of it is left (one write saved per call on the happy path). */
 export async function renew(ctx: RunnerContext, op: Op): Promise<void> {
@@ -11,23 +12,17 @@ export async function renew(ctx: RunnerContext, op: Op): Promise<void> {
 }
 
 /**
- * Keeps the lease alive while a provider call or lookup is in flight (a real timer, every quarter of the
- * lease), so a slow call never lets a second worker take the operation over and send it again.
+ * Keeps the lease alive while a provider call or lookup is in flight, so a slow call never lets a second
+ * worker take the operation over and send it again: renewed every quarter of the lease at the latest
+ * (up to a sixteenth of the lease earlier), on real time, by the worker's one heartbeat (heartbeat.ts).
  */
 export async function withHeartbeat<T>(ctx: RunnerContext, op: Op, fn: () => Promise<T>): Promise<T> {
-  const every = Math.max(100, Math.floor(op.policy.leaseMs / 4));
-  const timer = setInterval(() => {
-    const at = ctx.clock.now(); // the lease runs from before the renewal was asked, never from its answer
-    ctx.ledger
-      .renewLease(op.ref, op.policy.leaseMs, at)
-      .then(() => void (op.leaseExpiresAt = at + op.policy.leaseMs))
-      .catch(() => undefined); // a lost lease shows up at the next fenced write
-  }, every);
-  timer.unref?.();
+  const beat: Beat<Op> = { item: op, every: Math.max(100, Math.floor(op.policy.leaseMs / 4)), last: performance.now() };
+  ctx.heartbeat.add(beat);
   try {
     return await fn();
   } finally {
-    clearInterval(timer);
+    ctx.heartbeat.delete(beat);
   }
 }
 

@@ -1,0 +1,65 @@
+/** The worker's heartbeat: one timer keeping the leases of all its provider calls in flight (see lease.ts, withHeartbeat). */
+
+/** A call in flight: what to renew (its operation), how often (ms) and when it last was (performance.now()). */
+export interface Beat<T> {
+  readonly item: T;
+  readonly every: number;
+  last: number;
+}
+
+/**
+ * One timer per runner for the leases of every call in flight, instead of one armed and cleared per
+ * call (most calls end long before their first renewal). It ticks every quarter of the shortest
+ * renewal period among the calls it has held since it started; a call is renewed at the first tick
+ * at least `every` minus one tick after its start or last renewal, so never later than every `every`
+ * (beyond the timer's own lateness, as before). A tick that finds no call in flight stops it (unref'd
+ * meanwhile: it never keeps a process alive); the next call starts it again.
+ */
+export interface Heartbeat<T> {
+  add(beat: Beat<T>): void;
+  delete(beat: Beat<T>): void;
+  /** Calls in flight (tests). */
+  readonly size: number;
+  /** Whether the timer is armed (tests). */
+  readonly running: boolean;
+}
+
+export function createHeartbeat<T>(renew: (item: T) => void): Heartbeat<T> {
+  const calls = new Set<Beat<T>>();
+  let timer: ReturnType<typeof setInterval> | null = null;
+  let period = Infinity;
+  const tick = () => {
+    if (calls.size === 0) {
+      clearInterval(timer!);
+      timer = null;
+      period = Infinity;
+      return;
+    }
+    const t = performance.now();
+    for (const b of calls) {
+      if (t - b.last < b.every - period) continue;
+      b.last = t;
+      renew(b.item);
+    }
+  };
+  return {
+    add(beat) {
+      calls.add(beat);
+      const p = Math.max(25, Math.floor(beat.every / 4));
+      if (timer !== null && period <= p) return;
+      if (timer !== null) clearInterval(timer);
+      period = p;
+      timer = setInterval(tick, p);
+      timer.unref?.();
+    },
+    delete(beat) {
+      calls.delete(beat);
+    },
+    get size() {
+      return calls.size;
+    },
+    get running() {
+      return timer !== null;
+    },
+  };
+}
