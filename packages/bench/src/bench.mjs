@@ -2,13 +2,14 @@
 // against AWS Powertools idempotency on the same store; then RSS after 1M operations on the SQLite
 // ledger. Absolute numbers vary between machines: read the ratios.
 //
-//   node src/bench.mjs [--only=sqlite,postgres,bytes,scale,drivers,dbos,rss,footprint] [--part=instructions] [--seconds=3] [--reps=3]
+//   node src/bench.mjs [--only=sqlite,postgres,bytes,wal-floor,scale,drivers,dbos,rss,footprint] [--part=instructions] [--seconds=3] [--reps=3]
 //                      [--workers=1,8] [--rss-ops=1000000] [--scale=1000,100000,1000000] [--quick]
 //                      [--windows=1200,3200,6200] [--where]   (with --part=instructions)
 //                      [--warmup=200]   (ops each worker runs before its window: 200 keeps a short-lived
 //                      process's JIT warm-up in the window; a few thousand measures the steady state)
 //
-// `bytes`: ledger bytes per op (SQLite file growth, PostgreSQL WAL bytes). `scale`: ops/s with 1k, 100k
+// `bytes`: ledger bytes per op (SQLite file growth, PostgreSQL WAL bytes). `wal-floor`: the WAL bytes the same
+// content costs on PostgreSQL in the smallest layouts a ledger could have (src/wal-floor.mjs). `scale`: ops/s with 1k, 100k
 // and 1M operations already stored. `--part=instructions` (on demand, needs valgrind): instructions per
 // op under callgrind, differences of run lengths so start-up cancels, a warm and a steady window
 // (src/instructions.mjs); `--where` splits the steady window by where the instructions go.
@@ -25,6 +26,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { postgresBytesPerOp, prefillPostgres, prefillSqlite, sqliteBytesPerOp } from './storage.mjs';
+import { printWalFloor, runWalFloor } from './wal-floor.mjs';
 import { availableSqliteDrivers, defaultSqliteDriver, dropPostgres, postgresCheckpoint, postgresServerCpu, postgresSettings, preparePostgres, prepareSqlite, setupWorkload, SQLITE_PRAGMAS } from './workloads.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => {
@@ -32,7 +34,7 @@ const args = Object.fromEntries(process.argv.slice(2).map((a) => {
   return [k, v ?? 'true'];
 }));
 const quick = args.quick === 'true';
-const only = new Set((args.only ?? args.part ?? 'sqlite,postgres,bytes,scale,drivers,dbos,rss,footprint').split(','));
+const only = new Set((args.only ?? args.part ?? 'sqlite,postgres,bytes,wal-floor,scale,drivers,dbos,rss,footprint').split(','));
 const seconds = Number(args.seconds ?? (quick ? 1 : 3));
 const reps = Number(args.reps ?? (quick ? 1 : 3));
 const pgWorkers = (args.workers ?? '1,8').split(',').map(Number);
@@ -207,6 +209,13 @@ if (only.has('bytes')) {
   printTable(['', ...MODES], body);
 }
 
+// How few WAL bytes the ledger's content could cost on PostgreSQL in any layout (src/wal-floor.mjs).
+let walFloor = null;
+if (only.has('wal-floor')) {
+  if (!databaseUrl) console.log('\nWAL floor: n/a (no DATABASE_URL)');
+  else printWalFloor((walFloor = await runWalFloor(databaseUrl, bytesOps)));
+}
+
 // Cost per op against the rows already stored.
 let scale = null;
 if (only.has('scale')) {
@@ -320,4 +329,4 @@ if (only.has('rss')) {
   });
   console.log(`RSS after ${rss.ops.toLocaleString('en-US')} ops (SQLite ledger, synchronous=${rss.synchronous}): ${rss.finalRssMb} MB (max ${rss.maxRssMb} MB; samples ${rss.samples.map((s) => `${s.ops / 1000}k:${s.rssMb}`).join(' ')}) — ${fmt(rss.opsPerSec)} ops/s over ${rss.seconds}s`);
 }
-console.log(`\nJSON ${JSON.stringify({ rows, bytes, scale, instructions, drivers, dbos, rss, footprint })}`);
+console.log(`\nJSON ${JSON.stringify({ rows, bytes, walFloor, scale, instructions, drivers, dbos, rss, footprint })}`);
