@@ -29,6 +29,7 @@ import {
   type Receipt,
   type StatePatch,
 } from '@retrysafe/contract';
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { migrate, quoteSchema, type MigrateReport } from './migrations.js';
 import { appendReceiptSql, jsonParam, RECORD_COLUMNS, toReceipts, toRecord, type OperationRow } from './rows.js';
@@ -177,7 +178,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   const stmtNames = new Map<string, string>();
   const stmt = (name: string): string => {
     let full = stmtNames.get(name);
-    if (full === undefined) stmtNames.set(name, (full = `rs:${schemaName}:${name}`));
+    if (full === undefined) stmtNames.set(name, (full = statementName(schemaName, name)));
     return full;
   };
 
@@ -748,6 +749,21 @@ const SET_STATE = `state = $1, updated_at = $2,
          `;
 /** A terminal state holds no lease. */
 const SET_STATE_TERMINAL = `${SET_STATE}, lease_owner = NULL, lease_expires_at = NULL`;
+
+/**
+ * The prepared statement's name of statement `name` in `schema`: `rs:<schema>:<name>`, or, when that is
+ * longer than the 63 bytes PostgreSQL keeps of a name (NAMEDATALEN - 1; the rest is cut, so two long
+ * names alike in their first 63 bytes are one statement to the server, and the second Parse fails with
+ * "already exists"), `rs:<name>#<12 hex digits of the schema's SHA-256>`. Schema names hold no `#`, so the
+ * two forms never meet; every statement name here is short enough for the second form.
+ */
+export function statementName(schema: string, name: string): string {
+  const full = `rs:${schema}:${name}`;
+  if (full.length <= 63) return full;
+  const short = `rs:${name}#${createHash('sha256').update(schema).digest('hex').slice(0, 12)}`;
+  if (short.length > 63) throw new LedgerError(`statement name ${name} is too long for PostgreSQL`);
+  return short;
+}
 
 /** The database's "now" in epoch ms (the transaction's start). */
 const DB_NOW = `(extract(epoch from now()) * 1000)::bigint`;

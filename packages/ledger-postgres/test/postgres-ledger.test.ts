@@ -112,6 +112,28 @@ describe('migrations', () => {
   });
 });
 
+describe('statement names', () => {
+  it('a schema name as long as PostgreSQL keeps (63 characters) gives every statement its own prepared name on a connection', async () => {
+    // PostgreSQL keeps 63 bytes of a prepared statement's name: `rs:<schema>:<statement>` cut there is one name for all.
+    const s = `${freshSchema('long_name')}_`.padEnd(63, 'x');
+    const l = createPostgresLedger({ connectionString: url, schema: s, poolSize: 1, leaseClock: 'caller' });
+    try {
+      const c = await l.claim(input());
+      const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
+      await l.markDispatched(ref, T0 + 1);
+      await l.renewLease(ref, 1_000, T0 + 2);
+      await l.setState(ref, { state: 'unknown', now: T0 + 3 });
+      await l.setState(ref, { state: 'unknown', now: T0 + 4 }); // read back in full after the first
+      const done = await l.setState(ref, { state: 'succeeded', now: T0 + 5, receipt: receipt(ref.businessOperationId, 1), durability: 'deferrable' });
+      expect(done).toEqual(await l.get(ref.businessOperationId));
+      expect(await l.receipts(ref.businessOperationId)).toHaveLength(1);
+    } finally {
+      await l.close();
+      await dropSchema(s);
+    }
+  });
+});
+
 describe('claim', () => {
   it('creates a new operation with fence 1 and a lease, and keeps the params intact', async () => {
     const i = input();
