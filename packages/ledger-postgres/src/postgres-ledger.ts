@@ -31,6 +31,7 @@ import {
 } from '@retrysafe/contract';
 import { createHash } from 'node:crypto';
 import pg from 'pg';
+import { Connections, type Conn } from './connections.js';
 import { migrate, quoteSchema, type MigrateReport } from './migrations.js';
 import { appendReceiptSql, jsonParam, RECORD_COLUMNS, toReceipts, toRecord, type OperationRow } from './rows.js';
 
@@ -43,13 +44,21 @@ export interface PostgresLedgerOptions {
   readonly schema?: string;
   /** Run the shipped migrations before the first query (default true). Set false when a deploy step runs `migrate()`. */
   readonly migrate?: boolean;
-  /** Pool size when the ledger builds the pool (default 10). */
+  /** How many connections the ledger opens at most, when it opens its own (default 10). */
   readonly poolSize?: number;
   /**
-   * Client-side limit on one query, in ms (default 15 000). A query that does not answer in time
-   * fails with LedgerError, so the runner does not dispatch (fail closed).
+   * Client-side limit on one query, in ms (default 15 000), when the ledger opens its own connections
+   * (with `pool`, your pool's settings apply). A query that does not answer in time fails with
+   * LedgerError, so the runner does not dispatch (fail closed), and its connection is closed; so does a
+   * wait for a free connection that lasts this long (its query is then never sent), and opening one.
+   * Checked by one timer per ledger, so it fires up to an eighth of it (at most 1 s) late. 0: no limit.
    */
   readonly queryTimeoutMs?: number;
+  /**
+   * When the ledger opens its own connections: how long (ms) one may stay unused before it is closed
+   * (default 10 000, as pg.Pool's; 0: never).
+   */
+  readonly idleTimeoutMs?: number;
   /**
    * Whose clock judges lease expiry and takeover. `database` (default): PostgreSQL's `now()`, inside the
    * same statement that claims, renews or lists recoverable operations, so workers on machines whose
@@ -113,19 +122,19 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   const schemaName = options.schema ?? 'public';
   const s = quoteSchema(schemaName);
   const ops = `${s}.retrysafe_operations`;
-  const ownsPool = !options.pool;
-  const pool =
-    options.pool ??
-    new pg.Pool({
-      connectionString: options.connectionString,
-      max: options.poolSize ?? 10,
-      query_timeout: options.queryTimeoutMs ?? 15_000,
-      connectionTimeoutMillis: options.queryTimeoutMs ?? 15_000,
-    });
+  const timeoutMs = options.queryTimeoutMs ?? 15_000;
+  if (!(Number.isFinite(timeoutMs) && timeoutMs >= 0)) throw new LedgerError(`queryTimeoutMs must be a number ≥ 0, got ${String(options.queryTimeoutMs)}`);
+  const idleMs = options.idleTimeoutMs ?? 10_000;
+  if (!(Number.isFinite(idleMs) && idleMs >= 0)) throw new LedgerError(`idleTimeoutMs must be a number ≥ 0, got ${String(options.idleTimeoutMs)}`);
+  const poolSize = options.poolSize ?? 10;
+  if (!(Number.isInteger(poolSize) && poolSize >= 1)) throw new LedgerError(`poolSize must be an integer ≥ 1, got ${String(options.poolSize)}`);
+  // Your pool, used as it is; or the ledger's own connections (see Connections: one timer per ledger).
+  const pool = options.pool ?? null;
+  const own = pool === null ? new Connections({ connectionString: options.connectionString, max: poolSize, timeoutMs, idleMs }) : null;
   // An idle client losing its connection emits 'error' on the pool; unhandled, it would kill the
   // process. The pool drops that client; the next query gets a fresh one or fails with LedgerError.
   const onPoolError = () => undefined;
-  pool.on('error', onPoolError);
+  pool?.on('error', onPoolError);
 
   let closed = false;
   let readyPromise: Promise<MigrateReport | null> | null = null;
@@ -133,7 +142,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   const ready = () => {
     readyPromise ??= options.migrate === false
       ? Promise.resolve(null)
-      : migrate(pool, schemaName).then(
+      : migrateOnce().then(
           (report) => {
             migrated = true;
             return report;
@@ -145,6 +154,20 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         );
     return readyPromise;
   };
+  /** Migrates on your pool, or on a connection of its own with the ledger's time limit on each statement. */
+  async function migrateOnce(): Promise<MigrateReport> {
+    if (pool !== null) return migrate(pool, schemaName);
+    const client = new pg.Client({ connectionString: options.connectionString, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
+    // A connection that breaks emits 'error' too; the statement running on it fails with it.
+    client.on('error', () => undefined);
+    await client.connect();
+    try {
+      return await migrate(client, schemaName);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
+
   /**
    * With the database clock: is the caller's clock (the `now` it passes) within maxClockSkewMs of the database's? Probed with
    * one round trip at most every 10 s (cached), before a claim writes anything. The probe brackets the
@@ -182,12 +205,13 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     return full;
   };
 
-  async function query<R extends pg.QueryResultRow>(what: string, name: string | null, text: string, values: unknown[], client?: pg.PoolClient): Promise<pg.QueryResult<R>> {
+  async function query<R extends pg.QueryResultRow>(what: string, name: string | null, text: string, values: unknown[], tx?: Tx): Promise<pg.QueryResult<R>> {
     if (closed) throw new LedgerError(`ledger is closed (${what})`);
     try {
       if (!migrated) await ready();
       const config: pg.QueryConfig = name ? { name: stmt(name), text, values } : { text, values };
-      return await (client ?? pool).query<R>(config);
+      if (tx !== undefined) return await tx.query<R>(config);
+      return await (own !== null ? own.query<R>(config) : pool!.query<R>(config));
     } catch (err) {
       throw asLedgerError(err, what);
     }
@@ -366,7 +390,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
    * (`locked`): every column a transition may change; identity, creation time and the receipt chain
    * (moved only with a receipt) stay. The fence in the WHERE is the one read under the lock.
    */
-  async function writeLocked(client: pg.PoolClient, what: string, locked: OperationRow, r: OperationRecord): Promise<OperationRecord> {
+  async function writeLocked(client: Tx, what: string, locked: OperationRow, r: OperationRecord): Promise<OperationRecord> {
     const { rows } = await query<OperationRow & { xmin: string }>(
       what,
       'write-locked',
@@ -707,17 +731,17 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     async close() {
       if (closed) return;
       closed = true;
-      pool.off('error', onPoolError);
-      if (ownsPool) await pool.end();
+      pool?.off('error', onPoolError);
+      await own?.end();
     },
   };
 
-  async function withTransaction<T>(what: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  async function withTransaction<T>(what: string, fn: (client: Tx) => Promise<T>): Promise<T> {
     if (closed) throw new LedgerError(`ledger is closed (${what})`);
-    let client: pg.PoolClient;
+    let client: Tx;
     try {
       if (!migrated) await ready();
-      client = await pool.connect();
+      client = own !== null ? ownTx(own, await own.acquire()) : await pool!.connect();
     } catch (err) {
       throw asLedgerError(err, what);
     }
@@ -728,7 +752,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       await query(what, null, 'COMMIT', [], client);
       return out;
     } catch (err) {
-      await client.query('ROLLBACK').catch((e: Error) => {
+      await client.query({ text: 'ROLLBACK' }).catch((e: Error) => {
         broken = e;
       });
       throw asLedgerError(err, what);
@@ -810,6 +834,16 @@ function handOut(record: OperationRecord, json: JsonTexts): OperationRecord {
     ...(record.receiptChain ? { receiptChain: { ...record.receiptChain } } : {}),
   };
 }
+
+/** A connection held for a transaction: a client of your pool, or one of the ledger's own. */
+interface Tx {
+  query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
+  release(err?: Error): void;
+}
+const ownTx = (own: Connections, conn: Conn): Tx => ({
+  query: <R extends pg.QueryResultRow>(config: pg.QueryConfig) => own.send<R>(conn, config, false),
+  release: (err?: Error) => own.release(conn, err),
+});
 
 /** Why a guarded write matched no row: an error to throw, `'no-op'`, or null (not explained by the guard). */
 type Blocked = (r: OperationRecord) => Error | 'no-op' | null;
