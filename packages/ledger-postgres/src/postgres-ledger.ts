@@ -211,7 +211,16 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       if (!migrated) await ready();
       const config: pg.QueryConfig = name ? { name: stmt(name), text, values } : { text, values };
       if (tx !== undefined) return await tx.query<R>(config);
-      return await (own !== null ? own.query<R>(config) : pool!.query<R>(config));
+      for (let stale = 0; ; stale++) {
+        try {
+          return await (own !== null ? own.query<R>(config) : pool!.query<R>(config));
+        } catch (err) {
+          // A statement prepared on a connection before a migration changed the type of a column it returns
+          // (6: state, fence) is refused before it runs: 0A000, "cached plan must not change result type". A
+          // failed query closes its connection (here and in pg.Pool), so on another one it is prepared anew.
+          if ((err as { code?: unknown }).code !== '0A000' || stale >= poolSize) throw err;
+        }
+      }
     } catch (err) {
       throw asLedgerError(err, what);
     }
