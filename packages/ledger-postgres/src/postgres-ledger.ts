@@ -431,12 +431,16 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   const RENEW_GUARD = `${NOT_TERMINAL} AND lease_owner IS NOT NULL`;
   const RENEW_KNOWN = `UPDATE ${ops} SET ${RENEW_SET} WHERE business_operation_id = $4 AND fence = $5 AND ${RENEW_GUARD} AND xmin = $6::xid RETURNING lease_expires_at, xmin`;
   // The claim's INSERT, fixed per ledger: a plain VALUES row (no CTE, no CASE for the server to evaluate),
-  // the clock the ledger's, the birth state a parameter.
-  const CLAIM_INSERT_NAME = `claim-insert${dbClock ? '' : ':caller-clock'}`;
-  const CLAIM_INSERT = `INSERT INTO ${ops} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, provider_key,
+  // the clock the ledger's; one statement per birth state, whose fixed columns are in its text.
+  const claimInsert = (dispatch: boolean) => ({
+    name: `claim-insert${dispatch ? '-dispatched' : ''}${dbClock ? '' : ':caller-clock'}`,
+    text: `INSERT INTO ${ops} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, provider_key,
            state, fence, lease_owner, lease_expires_at, created_at, updated_at, attempt_count, first_dispatched_at)
-         VALUES ($1, $2, $3, $4, $5, $6::json, $7, $11, 1, $8, ${dbClock ? DB_NOW : '$10::bigint'} + $9::bigint, $10, $10, $12, $13)
-         ON CONFLICT (business_operation_id) DO NOTHING RETURNING lease_expires_at, xmin`;
+         VALUES ($1, $2, $3, $4, $5, $6::json, $7, ${dispatch ? `'dispatched'` : `'claimed'`}, 1, $8, ${dbClock ? DB_NOW : '$10::bigint'} + $9::bigint, $10, $10, ${dispatch ? '1, $10' : '0, NULL'})
+         ON CONFLICT (business_operation_id) DO NOTHING RETURNING lease_expires_at, xmin`,
+  });
+  const CLAIM_INSERT = claimInsert(false);
+  const CLAIM_INSERT_DISPATCHED = claimInsert(true);
 
   const ledger: PostgresLedger = {
     schema: schemaName,
@@ -449,14 +453,14 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       // Fast path: a new operation is one INSERT, atomic under the primary key; with `dispatch` it is
       // born `dispatched` (the runner calls the provider next), so the clean path needs no second write.
       // A worker whose clock is too far from the database's writes nothing (checkSkew); the lease ends at the ledger's clock + leaseMs.
-      const dispatch = input.dispatch === true;
+      const insert = input.dispatch === true ? CLAIM_INSERT_DISPATCHED : CLAIM_INSERT;
       const params = jsonParam(input.params);
       const { rows: inserted } = await query<{ lease_expires_at: string; xmin: string }>(
         'claim',
-        CLAIM_INSERT_NAME,
-        CLAIM_INSERT,
+        insert.name,
+        insert.text,
         [input.businessOperationId, input.provider, input.operation, input.intentFingerprint, input.paramsFingerprint,
-          params, input.providerKey, input.owner, input.leaseMs, input.now, dispatch ? 'dispatched' : 'claimed', dispatch ? 1 : 0, dispatch ? input.now : null],
+          params, input.providerKey, input.owner, input.leaseMs, input.now],
       );
       // The new row holds exactly what this call sent, so its record is not read back: it is the contract's
       // new-operation record (the rule every ledger applies) for the params as the json column reads them
@@ -548,18 +552,20 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       const terminal = TERMINAL_STATES.includes(patch.state);
       // The result's json text, as the column will hold it (undefined: the patch leaves the result as it is).
       const result = patch.result === undefined ? undefined : jsonParam(patch.result);
+      // The statement of this patch's shape: a column per field it has (see setStateShape).
+      const values: unknown[] = [patch.state, patch.now];
+      let fields = 0;
+      if (patch.lastOutcome !== undefined) (fields |= 1), values.push(patch.lastOutcome);
+      if (result !== undefined) (fields |= 2), values.push(result);
+      if (patch.providerRef !== undefined) (fields |= 4), values.push(patch.providerRef);
+      if (patch.statusRef !== undefined) (fields |= 8), values.push(patch.statusRef);
+      const shape = setStateShape(fields, terminal);
       return must(await fencedUpdate(
         ref,
         'setState',
-        terminal ? 'set-state-terminal' : 'set-state',
-        terminal ? SET_STATE_TERMINAL : SET_STATE,
-        [
-          patch.state, patch.now,
-          patch.lastOutcome !== undefined, patch.lastOutcome ?? null,
-          patch.result !== undefined, result ?? null,
-          patch.providerRef !== undefined, patch.providerRef ?? null,
-          patch.statusRef !== undefined, patch.statusRef ?? null,
-        ],
+        shape.name,
+        shape.set,
+        values,
         { sql: NOT_TERMINAL, blocked: ruleBlocks((r) => setStateTransition(r, patch)) },
         patch.receipt,
         (r, json) => ({ record: setStateTransition(r, patch), json: result === undefined ? json : { ...json, result } }),
@@ -773,15 +779,32 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   return ledger;
 }
 
-/** setState's SET: each optional field of the patch has a flag parameter (absent: the column stays). */
-const SET_STATE = `state = $1, updated_at = $2,
-         last_outcome = CASE WHEN $3::boolean THEN $4 ELSE last_outcome END,
-         result = CASE WHEN $5::boolean THEN $6::json ELSE result END,
-         provider_ref = CASE WHEN $7::boolean THEN $8 ELSE provider_ref END,
-         status_ref = CASE WHEN $9::boolean THEN $10 ELSE status_ref END
-         `;
-/** A terminal state holds no lease. */
-const SET_STATE_TERMINAL = `${SET_STATE}, lease_owner = NULL, lease_expires_at = NULL`;
+/** setState's optional fields, in the order of their bits and parameters: column, cast, letter in the statement's name. */
+const SET_STATE_FIELDS = [['last_outcome', '', 'o'], ['result', '::json', 'r'], ['provider_ref', '', 'p'], ['status_ref', '', 's']] as const;
+const setStateShapes: ({ readonly name: string; readonly set: string } | undefined)[] = [];
+/**
+ * setState's SET for a patch with the optional fields in `fields` (bit i: SET_STATE_FIELDS[i] is in the
+ * patch; a field not in it leaves its column as it is): `state = $1, updated_at = $2`, then one parameter
+ * per field present, in that order. One statement per shape (at most 32, built once), so the server
+ * evaluates no CASE and the client binds no flags. A terminal state holds no lease.
+ */
+function setStateShape(fields: number, terminal: boolean): { readonly name: string; readonly set: string } {
+  const slot = fields * 2 + (terminal ? 1 : 0);
+  const hit = setStateShapes[slot];
+  if (hit !== undefined) return hit;
+  let set = 'state = $1, updated_at = $2';
+  let letters = '';
+  let n = 2;
+  SET_STATE_FIELDS.forEach(([column, cast, letter], bit) => {
+    if ((fields & (1 << bit)) === 0) return;
+    set += `, ${column} = $${++n}${cast}`;
+    letters += letter;
+  });
+  if (terminal) set += ', lease_owner = NULL, lease_expires_at = NULL';
+  const shape = { name: `set-state${terminal ? '-terminal' : ''}${letters ? `.${letters}` : ''}`, set };
+  setStateShapes[slot] = shape;
+  return shape;
+}
 
 /**
  * The prepared statement's name of statement `name` in `schema`: `rs:<schema>:<name>`, or, when that is
