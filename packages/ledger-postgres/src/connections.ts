@@ -42,7 +42,7 @@ export class Connections {
   }
 
   /** One statement on a free connection, given back when it ends. */
-  query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>> {
+  query<R extends pg.QueryResultRow>(config: Statement): Promise<pg.QueryResult<R>> {
     const conn = this.idle.pop();
     if (conn !== undefined) return this.send<R>(conn, config, true);
     return this.acquire().then((c) => this.send<R>(c, config, true));
@@ -60,7 +60,7 @@ export class Connections {
   }
 
   /** Runs one statement on `conn`; `release`: give the connection back when it ends. */
-  send<R extends pg.QueryResultRow>(conn: Conn, config: pg.QueryConfig, release: boolean): Promise<pg.QueryResult<R>> {
+  send<R extends pg.QueryResultRow>(conn: Conn, config: Statement, release: boolean): Promise<pg.QueryResult<R>> {
     return new Promise<pg.QueryResult<R>>((resolve, reject) => {
       let open = true;
       conn.until = this.tick + this.timeoutTicks;
@@ -69,15 +69,19 @@ export class Connections {
         open = false;
         reject(err);
       };
-      conn.client.query<R>(config, (err: Error | undefined, res: pg.QueryResult<R>) => {
+      // A Query made from the text, its name set after: pg copies a config object's property descriptors
+      // (cloneQueryConfig) for every query, not a text; a submittable Query it sends as it is.
+      const query = new pg.Query<R>(config.text, config.values, (err: Error | undefined, res: unknown) => {
         if (!open) return; // timed out: already answered, and the connection is closed
         open = false;
         conn.until = 0;
         conn.fail = null;
         if (release) this.release(conn, err);
         if (err) reject(err);
-        else resolve(res);
+        else resolve(res as pg.QueryResult<R>);
       });
+      if (config.name !== undefined) (query as unknown as { name: string }).name = config.name;
+      conn.client.query(query);
     });
   }
 
@@ -196,6 +200,13 @@ export class Connections {
     // The idle list is most recently used last: the oldest are first.
     while (this.idle.length > 0 && now - this.idle[0]!.since >= this.idleTicks) this.drop(this.idle.shift()!);
   }
+}
+
+/** A statement: its text, its values, and a name when it is prepared (once per connection). */
+export interface Statement {
+  readonly name?: string;
+  readonly text: string;
+  readonly values?: unknown[];
 }
 
 /** A query that did not answer in time. */

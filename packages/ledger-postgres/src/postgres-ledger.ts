@@ -31,7 +31,7 @@ import {
 } from '@retrysafe/contract';
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { Connections, type Conn } from './connections.js';
+import { Connections, type Conn, type Statement } from './connections.js';
 import { migrate, quoteSchema, type MigrateReport } from './migrations.js';
 import { appendReceiptSql, jsonParam, RECORD_COLUMNS, toReceipts, toRecord, type OperationRow } from './rows.js';
 
@@ -209,7 +209,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     if (closed) throw new LedgerError(`ledger is closed (${what})`);
     try {
       if (!migrated) await ready();
-      const config: pg.QueryConfig = name ? { name: stmt(name), text, values } : { text, values };
+      const config: Statement = name ? { name: stmt(name), text, values } : { text, values };
       if (tx !== undefined) return await tx.query<R>(config);
       for (let stale = 0; ; stale++) {
         try {
@@ -869,11 +869,11 @@ function handOut(record: OperationRecord, json: JsonTexts): OperationRecord {
 
 /** A connection held for a transaction: a client of your pool, or one of the ledger's own. */
 interface Tx {
-  query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
+  query<R extends pg.QueryResultRow>(config: Statement): Promise<pg.QueryResult<R>>;
   release(err?: Error): void;
 }
 const ownTx = (own: Connections, conn: Conn): Tx => ({
-  query: <R extends pg.QueryResultRow>(config: pg.QueryConfig) => own.send<R>(conn, config, false),
+  query: <R extends pg.QueryResultRow>(config: Statement) => own.send<R>(conn, config, false),
   release: (err?: Error) => own.release(conn, err),
 });
 

@@ -57,6 +57,17 @@ describe("the ledger's own connections", () => {
     }
   });
 
+  it('a named statement is prepared once on a connection, under its name, and runs again from there', async () => {
+    const c = new Connections({ connectionString: url, max: 1, timeoutMs: 5_000, idleMs: 0 });
+    try {
+      for (const v of [1, 2]) expect((await c.query<{ v: number }>({ name: 'rs:test:echo', text: 'SELECT $1::int AS v', values: [v] })).rows).toEqual([{ v }]);
+      const prepared = await c.query<{ name: string; statement: string }>({ text: 'SELECT name, statement FROM pg_prepared_statements' });
+      expect(prepared.rows).toEqual([{ name: 'rs:test:echo', statement: 'SELECT $1::int AS v' }]);
+    } finally {
+      await c.end();
+    }
+  });
+
   it('a wait for a free connection that lasts the time limit fails, and its statement is never sent', async () => {
     const c = new Connections({ connectionString: url, max: 1, timeoutMs: 200, idleMs: 0 });
     const held = await c.acquire(); // the only connection, held (no statement running on it)
