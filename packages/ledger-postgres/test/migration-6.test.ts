@@ -2,28 +2,17 @@
 // re-reads and re-plans a table's CHECK constraints for every statement; a domain's check is cached).
 // The rules must hold exactly as before, for any writer, on a schema that already holds rows.
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { BusinessOperationId } from '@retrysafe/contract';
 import { createRunner, verifyOperation } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
-import { createPostgresLedger, migrate, MIGRATIONS } from '../src/index.js';
-import { databaseUrl, dropSchema, freshSchema, LEGACY_V4 as FIXTURE, loadLegacyRows } from './pg-test-db.js';
+import { createPostgresLedger, migrate } from '../src/index.js';
+import { databaseUrl, LEGACY_V4 as FIXTURE, withLegacySchema } from './pg-test-db.js';
 
 const id = (s: string) => s as BusinessOperationId;
-const schemas: string[] = [];
-afterAll(async () => {
-  for (const s of schemas) await dropSchema(s);
-});
-
-/** A fresh schema at migration 5 holding the legacy fixture's rows (moved by migration 5) and one run written by this build at 5. */
-async function withSchemaAt5(label: string, fn: (pool: pg.Pool, schema: string, ran: BusinessOperationId) => Promise<void>): Promise<void> {
-  const schema = freshSchema(label);
-  schemas.push(schema);
-  const pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
-  try {
-    await migrate(pool, schema, MIGRATIONS.filter((m) => m.version <= 4));
-    await loadLegacyRows(pool, schema);
-    expect((await migrate(pool, schema, MIGRATIONS.filter((m) => m.version <= 5))).applied).toEqual([5]);
+/** A schema at migration 5 holding the legacy fixture's rows (moved by migration 5) and one run this build wrote at 5. */
+function withSchemaAt5(label: string, fn: (pool: pg.Pool, schema: string, ran: BusinessOperationId) => Promise<void>): Promise<void> {
+  return withLegacySchema(label, 5, async (pool, schema) => {
     // This build on a schema still at 5 (a deploy that has not migrated yet): it works there too.
     const at5 = createPostgresLedger({ pool, schema, migrate: false });
     const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
@@ -31,9 +20,7 @@ async function withSchemaAt5(label: string, fn: (pool: pg.Pool, schema: string, 
     expect(run.status).toBe('done');
     await at5.close();
     await fn(pool, schema, run.businessOperationId);
-  } finally {
-    await pool.end();
-  }
+  });
 }
 
 const filenodes = async (pool: pg.Pool, schema: string) =>
