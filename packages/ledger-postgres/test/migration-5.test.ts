@@ -1,7 +1,6 @@
 // Issue 23: migration 5 moves each operation's receipts into its row. The fixture (fixtures/legacy/
 // ledger-v4.json) holds every row a migration-4 build wrote (receipts in their own table), as text,
 // and what that build read back; make-legacy-pg.mjs wrote it with that build's code.
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import type { BusinessOperationId, Receipt } from '@retrysafe/contract';
 import { createRunner, verifyOperation } from '@retrysafe/core';
