@@ -160,8 +160,8 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     const client = new pg.Client({ connectionString: options.connectionString, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
     // A connection that breaks emits 'error' too; the statement running on it fails with it.
     client.on('error', () => undefined);
-    await client.connect();
     try {
+      await client.connect();
       return await migrate(client, schemaName);
     } finally {
       await client.end().catch(() => undefined);
@@ -813,7 +813,7 @@ function setStateShape(fields: number, terminal: boolean): { readonly name: stri
  * "already exists"), `rs:<name>#<12 hex digits of the schema's SHA-256>`. Schema names hold no `#`, so the
  * two forms never meet; every statement name here is short enough for the second form.
  */
-export function statementName(schema: string, name: string): string {
+function statementName(schema: string, name: string): string {
   const full = `rs:${schema}:${name}`;
   if (full.length <= 63) return full;
   const short = `rs:${name}#${createHash('sha256').update(schema).digest('hex').slice(0, 12)}`;
