@@ -29,7 +29,9 @@ import {
   type Receipt,
   type StatePatch,
 } from '@retrysafe/contract';
+import { createHash } from 'node:crypto';
 import pg from 'pg';
+import { Connections, type Conn, type Statement } from './connections.js';
 import { migrate, quoteSchema, type MigrateReport } from './migrations.js';
 import { appendReceiptSql, jsonParam, RECORD_COLUMNS, toReceipts, toRecord, type OperationRow } from './rows.js';
 
@@ -42,13 +44,21 @@ export interface PostgresLedgerOptions {
   readonly schema?: string;
   /** Run the shipped migrations before the first query (default true). Set false when a deploy step runs `migrate()`. */
   readonly migrate?: boolean;
-  /** Pool size when the ledger builds the pool (default 10). */
+  /** How many connections the ledger opens at most, when it opens its own (default 10). */
   readonly poolSize?: number;
   /**
-   * Client-side limit on one query, in ms (default 15 000). A query that does not answer in time
-   * fails with LedgerError, so the runner does not dispatch (fail closed).
+   * Client-side limit on one query, in ms (default 15 000), when the ledger opens its own connections
+   * (with `pool`, your pool's settings apply). A query that does not answer in time fails with
+   * LedgerError, so the runner does not dispatch (fail closed), and its connection is closed; so does a
+   * wait for a free connection that lasts this long (its query is then never sent), and opening one.
+   * Checked by one timer per ledger, so it fires up to an eighth of it (at most 1 s) late. 0: no limit.
    */
   readonly queryTimeoutMs?: number;
+  /**
+   * When the ledger opens its own connections: how long (ms) one may stay unused before it is closed
+   * (default 10 000, as pg.Pool's; 0: never).
+   */
+  readonly idleTimeoutMs?: number;
   /**
    * Whose clock judges lease expiry and takeover. `database` (default): PostgreSQL's `now()`, inside the
    * same statement that claims, renews or lists recoverable operations, so workers on machines whose
@@ -112,19 +122,19 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   const schemaName = options.schema ?? 'public';
   const s = quoteSchema(schemaName);
   const ops = `${s}.retrysafe_operations`;
-  const ownsPool = !options.pool;
-  const pool =
-    options.pool ??
-    new pg.Pool({
-      connectionString: options.connectionString,
-      max: options.poolSize ?? 10,
-      query_timeout: options.queryTimeoutMs ?? 15_000,
-      connectionTimeoutMillis: options.queryTimeoutMs ?? 15_000,
-    });
+  const timeoutMs = options.queryTimeoutMs ?? 15_000;
+  if (!(Number.isFinite(timeoutMs) && timeoutMs >= 0)) throw new LedgerError(`queryTimeoutMs must be a number ≥ 0, got ${String(options.queryTimeoutMs)}`);
+  const idleMs = options.idleTimeoutMs ?? 10_000;
+  if (!(Number.isFinite(idleMs) && idleMs >= 0)) throw new LedgerError(`idleTimeoutMs must be a number ≥ 0, got ${String(options.idleTimeoutMs)}`);
+  const poolSize = options.poolSize ?? 10;
+  if (!(Number.isInteger(poolSize) && poolSize >= 1)) throw new LedgerError(`poolSize must be an integer ≥ 1, got ${String(options.poolSize)}`);
+  // Your pool, used as it is; or the ledger's own connections (see Connections: one timer per ledger).
+  const pool = options.pool ?? null;
+  const own = pool === null ? new Connections({ connectionString: options.connectionString, max: poolSize, timeoutMs, idleMs }) : null;
   // An idle client losing its connection emits 'error' on the pool; unhandled, it would kill the
   // process. The pool drops that client; the next query gets a fresh one or fails with LedgerError.
   const onPoolError = () => undefined;
-  pool.on('error', onPoolError);
+  pool?.on('error', onPoolError);
 
   let closed = false;
   let readyPromise: Promise<MigrateReport | null> | null = null;
@@ -132,7 +142,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   const ready = () => {
     readyPromise ??= options.migrate === false
       ? Promise.resolve(null)
-      : migrate(pool, schemaName).then(
+      : migrateOnce().then(
           (report) => {
             migrated = true;
             return report;
@@ -144,6 +154,20 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
         );
     return readyPromise;
   };
+  /** Migrates on your pool, or on a connection of its own with the ledger's time limit on each statement. */
+  async function migrateOnce(): Promise<MigrateReport> {
+    if (pool !== null) return migrate(pool, schemaName);
+    const client = new pg.Client({ connectionString: options.connectionString, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
+    // A connection that breaks emits 'error' too; the statement running on it fails with it.
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      return await migrate(client, schemaName);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
+
   /**
    * With the database clock: is the caller's clock (the `now` it passes) within maxClockSkewMs of the database's? Probed with
    * one round trip at most every 10 s (cached), before a claim writes anything. The probe brackets the
@@ -177,16 +201,26 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   const stmtNames = new Map<string, string>();
   const stmt = (name: string): string => {
     let full = stmtNames.get(name);
-    if (full === undefined) stmtNames.set(name, (full = `rs:${schemaName}:${name}`));
+    if (full === undefined) stmtNames.set(name, (full = statementName(schemaName, name)));
     return full;
   };
 
-  async function query<R extends pg.QueryResultRow>(what: string, name: string | null, text: string, values: unknown[], client?: pg.PoolClient): Promise<pg.QueryResult<R>> {
+  async function query<R extends pg.QueryResultRow>(what: string, name: string | null, text: string, values: unknown[], tx?: Tx): Promise<pg.QueryResult<R>> {
     if (closed) throw new LedgerError(`ledger is closed (${what})`);
     try {
       if (!migrated) await ready();
-      const config: pg.QueryConfig = name ? { name: stmt(name), text, values } : { text, values };
-      return await (client ?? pool).query<R>(config);
+      const config: Statement = name ? { name: stmt(name), text, values } : { text, values };
+      if (tx !== undefined) return await tx.query<R>(config);
+      for (let stale = 0; ; stale++) {
+        try {
+          return await (own !== null ? own.query<R>(config) : pool!.query<R>(config));
+        } catch (err) {
+          // A statement prepared on a connection before a migration changed the type of a column it returns
+          // (6: state, fence) is refused before it runs: 0A000, "cached plan must not change result type". A
+          // failed query closes its connection (here and in pg.Pool), so on another one it is prepared anew.
+          if ((err as { code?: unknown }).code !== '0A000' || stale >= poolSize) throw err;
+        }
+      }
     } catch (err) {
       throw asLedgerError(err, what);
     }
@@ -365,7 +399,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
    * (`locked`): every column a transition may change; identity, creation time and the receipt chain
    * (moved only with a receipt) stay. The fence in the WHERE is the one read under the lock.
    */
-  async function writeLocked(client: pg.PoolClient, what: string, locked: OperationRow, r: OperationRecord): Promise<OperationRecord> {
+  async function writeLocked(client: Tx, what: string, locked: OperationRow, r: OperationRecord): Promise<OperationRecord> {
     const { rows } = await query<OperationRow & { xmin: string }>(
       what,
       'write-locked',
@@ -397,12 +431,16 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   const RENEW_GUARD = `${NOT_TERMINAL} AND lease_owner IS NOT NULL`;
   const RENEW_KNOWN = `UPDATE ${ops} SET ${RENEW_SET} WHERE business_operation_id = $4 AND fence = $5 AND ${RENEW_GUARD} AND xmin = $6::xid RETURNING lease_expires_at, xmin`;
   // The claim's INSERT, fixed per ledger: a plain VALUES row (no CTE, no CASE for the server to evaluate),
-  // the clock the ledger's, the birth state a parameter.
-  const CLAIM_INSERT_NAME = `claim-insert${dbClock ? '' : ':caller-clock'}`;
-  const CLAIM_INSERT = `INSERT INTO ${ops} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, provider_key,
+  // the clock the ledger's; one statement per birth state, whose fixed columns are in its text.
+  const claimInsert = (dispatch: boolean) => ({
+    name: `claim-insert${dispatch ? '-dispatched' : ''}${dbClock ? '' : ':caller-clock'}`,
+    text: `INSERT INTO ${ops} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, provider_key,
            state, fence, lease_owner, lease_expires_at, created_at, updated_at, attempt_count, first_dispatched_at)
-         VALUES ($1, $2, $3, $4, $5, $6::json, $7, $11, 1, $8, ${dbClock ? DB_NOW : '$10::bigint'} + $9::bigint, $10, $10, $12, $13)
-         ON CONFLICT (business_operation_id) DO NOTHING RETURNING lease_expires_at, xmin`;
+         VALUES ($1, $2, $3, $4, $5, $6::json, $7, ${dispatch ? `'dispatched'` : `'claimed'`}, 1, $8, ${dbClock ? DB_NOW : '$10::bigint'} + $9::bigint, $10, $10, ${dispatch ? '1, $10' : '0, NULL'})
+         ON CONFLICT (business_operation_id) DO NOTHING RETURNING lease_expires_at, xmin`,
+  });
+  const CLAIM_INSERT = claimInsert(false);
+  const CLAIM_INSERT_DISPATCHED = claimInsert(true);
 
   const ledger: PostgresLedger = {
     schema: schemaName,
@@ -415,14 +453,14 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       // Fast path: a new operation is one INSERT, atomic under the primary key; with `dispatch` it is
       // born `dispatched` (the runner calls the provider next), so the clean path needs no second write.
       // A worker whose clock is too far from the database's writes nothing (checkSkew); the lease ends at the ledger's clock + leaseMs.
-      const dispatch = input.dispatch === true;
+      const insert = input.dispatch === true ? CLAIM_INSERT_DISPATCHED : CLAIM_INSERT;
       const params = jsonParam(input.params);
       const { rows: inserted } = await query<{ lease_expires_at: string; xmin: string }>(
         'claim',
-        CLAIM_INSERT_NAME,
-        CLAIM_INSERT,
+        insert.name,
+        insert.text,
         [input.businessOperationId, input.provider, input.operation, input.intentFingerprint, input.paramsFingerprint,
-          params, input.providerKey, input.owner, input.leaseMs, input.now, dispatch ? 'dispatched' : 'claimed', dispatch ? 1 : 0, dispatch ? input.now : null],
+          params, input.providerKey, input.owner, input.leaseMs, input.now],
       );
       // The new row holds exactly what this call sent, so its record is not read back: it is the contract's
       // new-operation record (the rule every ledger applies) for the params as the json column reads them
@@ -514,18 +552,20 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       const terminal = TERMINAL_STATES.includes(patch.state);
       // The result's json text, as the column will hold it (undefined: the patch leaves the result as it is).
       const result = patch.result === undefined ? undefined : jsonParam(patch.result);
+      // The statement of this patch's shape: a column per field it has (see setStateShape).
+      const values: unknown[] = [patch.state, patch.now];
+      let fields = 0;
+      if (patch.lastOutcome !== undefined) (fields |= 1), values.push(patch.lastOutcome);
+      if (result !== undefined) (fields |= 2), values.push(result);
+      if (patch.providerRef !== undefined) (fields |= 4), values.push(patch.providerRef);
+      if (patch.statusRef !== undefined) (fields |= 8), values.push(patch.statusRef);
+      const shape = setStateShape(fields, terminal);
       return must(await fencedUpdate(
         ref,
         'setState',
-        terminal ? 'set-state-terminal' : 'set-state',
-        terminal ? SET_STATE_TERMINAL : SET_STATE,
-        [
-          patch.state, patch.now,
-          patch.lastOutcome !== undefined, patch.lastOutcome ?? null,
-          patch.result !== undefined, result ?? null,
-          patch.providerRef !== undefined, patch.providerRef ?? null,
-          patch.statusRef !== undefined, patch.statusRef ?? null,
-        ],
+        shape.name,
+        shape.set,
+        values,
         { sql: NOT_TERMINAL, blocked: ruleBlocks((r) => setStateTransition(r, patch)) },
         patch.receipt,
         (r, json) => ({ record: setStateTransition(r, patch), json: result === undefined ? json : { ...json, result } }),
@@ -706,17 +746,17 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     async close() {
       if (closed) return;
       closed = true;
-      pool.off('error', onPoolError);
-      if (ownsPool) await pool.end();
+      pool?.off('error', onPoolError);
+      await own?.end();
     },
   };
 
-  async function withTransaction<T>(what: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  async function withTransaction<T>(what: string, fn: (client: Tx) => Promise<T>): Promise<T> {
     if (closed) throw new LedgerError(`ledger is closed (${what})`);
-    let client: pg.PoolClient;
+    let client: Tx;
     try {
       if (!migrated) await ready();
-      client = await pool.connect();
+      client = own !== null ? ownTx(own, await own.acquire()) : await pool!.connect();
     } catch (err) {
       throw asLedgerError(err, what);
     }
@@ -727,7 +767,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
       await query(what, null, 'COMMIT', [], client);
       return out;
     } catch (err) {
-      await client.query('ROLLBACK').catch((e: Error) => {
+      await client.query({ text: 'ROLLBACK' }).catch((e: Error) => {
         broken = e;
       });
       throw asLedgerError(err, what);
@@ -739,15 +779,47 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   return ledger;
 }
 
-/** setState's SET: each optional field of the patch has a flag parameter (absent: the column stays). */
-const SET_STATE = `state = $1, updated_at = $2,
-         last_outcome = CASE WHEN $3::boolean THEN $4 ELSE last_outcome END,
-         result = CASE WHEN $5::boolean THEN $6::json ELSE result END,
-         provider_ref = CASE WHEN $7::boolean THEN $8 ELSE provider_ref END,
-         status_ref = CASE WHEN $9::boolean THEN $10 ELSE status_ref END
-         `;
-/** A terminal state holds no lease. */
-const SET_STATE_TERMINAL = `${SET_STATE}, lease_owner = NULL, lease_expires_at = NULL`;
+/** setState's optional fields, in the order of their bits and parameters: column, cast, letter in the statement's name. */
+const SET_STATE_FIELDS = [['last_outcome', '', 'o'], ['result', '::json', 'r'], ['provider_ref', '', 'p'], ['status_ref', '', 's']] as const;
+const setStateShapes: ({ readonly name: string; readonly set: string } | undefined)[] = [];
+/**
+ * setState's SET for a patch with the optional fields in `fields` (bit i: SET_STATE_FIELDS[i] is in the
+ * patch; a field not in it leaves its column as it is): `state = $1, updated_at = $2`, then one parameter
+ * per field present, in that order. One statement per shape (at most 32, built once), so the server
+ * evaluates no CASE and the client binds no flags. A terminal state holds no lease.
+ */
+function setStateShape(fields: number, terminal: boolean): { readonly name: string; readonly set: string } {
+  const slot = fields * 2 + (terminal ? 1 : 0);
+  const hit = setStateShapes[slot];
+  if (hit !== undefined) return hit;
+  let set = 'state = $1, updated_at = $2';
+  let letters = '';
+  let n = 2;
+  SET_STATE_FIELDS.forEach(([column, cast, letter], bit) => {
+    if ((fields & (1 << bit)) === 0) return;
+    set += `, ${column} = $${++n}${cast}`;
+    letters += letter;
+  });
+  if (terminal) set += ', lease_owner = NULL, lease_expires_at = NULL';
+  const shape = { name: `set-state${terminal ? '-terminal' : ''}${letters ? `.${letters}` : ''}`, set };
+  setStateShapes[slot] = shape;
+  return shape;
+}
+
+/**
+ * The prepared statement's name of statement `name` in `schema`: `rs:<schema>:<name>`, or, when that is
+ * longer than the 63 bytes PostgreSQL keeps of a name (NAMEDATALEN - 1; the rest is cut, so two long
+ * names alike in their first 63 bytes are one statement to the server, and the second Parse fails with
+ * "already exists"), `rs:<name>#<12 hex digits of the schema's SHA-256>`. Schema names hold no `#`, so the
+ * two forms never meet; every statement name here is short enough for the second form.
+ */
+function statementName(schema: string, name: string): string {
+  const full = `rs:${schema}:${name}`;
+  if (full.length <= 63) return full;
+  const short = `rs:${name}#${createHash('sha256').update(schema).digest('hex').slice(0, 12)}`;
+  if (short.length > 63) throw new LedgerError(`statement name ${name} is too long for PostgreSQL`);
+  return short;
+}
 
 /** The database's "now" in epoch ms (the transaction's start). */
 const DB_NOW = `(extract(epoch from now()) * 1000)::bigint`;
@@ -794,6 +866,16 @@ function handOut(record: OperationRecord, json: JsonTexts): OperationRecord {
     ...(record.receiptChain ? { receiptChain: { ...record.receiptChain } } : {}),
   };
 }
+
+/** A connection held for a transaction: a client of your pool, or one of the ledger's own. */
+interface Tx {
+  query<R extends pg.QueryResultRow>(config: Statement): Promise<pg.QueryResult<R>>;
+  release(err?: Error): void;
+}
+const ownTx = (own: Connections, conn: Conn): Tx => ({
+  query: <R extends pg.QueryResultRow>(config: Statement) => own.send<R>(conn, config, false),
+  release: (err?: Error) => own.release(conn, err),
+});
 
 /** Why a guarded write matched no row: an error to throw, `'no-op'`, or null (not explained by the guard). */
 type Blocked = (r: OperationRecord) => Error | 'no-op' | null;

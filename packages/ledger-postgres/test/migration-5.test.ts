@@ -1,39 +1,19 @@
 // Issue 23: migration 5 moves each operation's receipts into its row. The fixture (fixtures/legacy/
 // ledger-v4.json) holds every row a migration-4 build wrote (receipts in their own table), as text,
 // and what that build read back; make-legacy-pg.mjs wrote it with that build's code.
-import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { BusinessOperationId, Receipt } from '@retrysafe/contract';
 import { createRunner, verifyOperation } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
-import { createPostgresLedger, migrate, MIGRATIONS } from '../src/index.js';
-import { databaseUrl, dropSchema, freshSchema, LEGACY_V4 as FIXTURE, loadLegacyRows } from './pg-test-db.js';
+import { createPostgresLedger, migrate } from '../src/index.js';
+import { LEGACY_V4 as FIXTURE, withLegacySchema } from './pg-test-db.js';
 
 const id = (s: string) => s as BusinessOperationId;
 
-const schemas: string[] = [];
-afterAll(async () => {
-  for (const s of schemas) await dropSchema(s);
-});
-
-/** Runs `fn` on a fresh schema at migration 4 holding the fixture's rows, with a pool of its own. */
-async function withLegacySchema(label: string, fn: (pool: pg.Pool, schema: string) => Promise<void>): Promise<void> {
-  const schema = freshSchema(label);
-  schemas.push(schema);
-  const pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
-  try {
-    await migrate(pool, schema, MIGRATIONS.filter((m) => m.version <= 4));
-    await loadLegacyRows(pool, schema);
-    await fn(pool, schema);
-  } finally {
-    await pool.end();
-  }
-}
-
 describe('PostgreSQL migration 5: receipts in the operation row', () => {
   it('a migration-4 schema written by the previous build upgrades and reads back exactly what that build read', () =>
-    withLegacySchema('mig5_read', async (pool, schema) => {
-      expect((await migrate(pool, schema)).applied).toEqual([5]);
+    withLegacySchema('mig5_read', 4, async (pool, schema) => {
+      expect((await migrate(pool, schema)).applied).toEqual([5, 6]);
       const tables = await pool.query(`SELECT tablename FROM pg_tables WHERE schemaname = $1 ORDER BY tablename`, [schema]);
       expect(tables.rows.map((r) => r.tablename)).toEqual(['retrysafe_operations', 'retrysafe_schema_migrations']);
       const ledger = createPostgresLedger({ pool, schema, leaseClock: 'caller' });
@@ -50,7 +30,7 @@ describe('PostgreSQL migration 5: receipts in the operation row', () => {
     }));
 
   it('the migrated schema keeps working: the runner runs on it, receipts append to old rows, a handoff resolves, prune exports and deletes', () =>
-    withLegacySchema('mig5_work', async (pool, schema) => {
+    withLegacySchema('mig5_work', 4, async (pool, schema) => {
       const ledger = createPostgresLedger({ pool, schema });
       const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
       const run = await createRunner({ ledger }).run(createSandboxAdapter({ provider }), 'records.create', { params: { ref: 'after-migration-5', amount: 1 } });
@@ -82,7 +62,7 @@ describe('PostgreSQL migration 5: receipts in the operation row', () => {
     }));
 
   it('a chain cut before the migration is still reported as cut after it (the anchor is not recomputed)', () =>
-    withLegacySchema('mig5_cut', async (pool, schema) => {
+    withLegacySchema('mig5_cut', 4, async (pool, schema) => {
       await pool.query(`DELETE FROM "${schema}".retrysafe_receipts WHERE business_operation_id = 'legacy-two' AND seq = 2`);
       await migrate(pool, schema);
       const ledger = createPostgresLedger({ pool, schema });

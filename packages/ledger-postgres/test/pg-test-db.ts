@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import pg from 'pg';
 import type { OperationRecord, Receipt } from '@retrysafe/contract';
+import { migrate, MIGRATIONS } from '../src/index.js';
 
 /**
  * The tests need a real PostgreSQL: `.ci/run` starts one and exports DATABASE_URL
@@ -100,5 +101,23 @@ export async function loadLegacyRows(pool: pg.Pool | pg.Client, schema: string):
       const cols = Object.keys(row);
       await pool.query(`INSERT INTO "${schema}".${table} (${cols.join(', ')}) VALUES (${cols.map((_, i) => `$${i + 1}`).join(', ')})`, Object.values(row));
     }
+  }
+}
+
+/**
+ * Runs `fn` on a fresh schema holding the fixture's rows (loaded at migration 4, as that build wrote them),
+ * then migrated up to `version`, with a pool of its own; the schema is dropped afterwards.
+ */
+export async function withLegacySchema(label: string, version: number, fn: (pool: pg.Pool, schema: string) => Promise<void>): Promise<void> {
+  const schema = freshSchema(label);
+  const pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
+  try {
+    await migrate(pool, schema, MIGRATIONS.filter((m) => m.version <= 4));
+    await loadLegacyRows(pool, schema);
+    await migrate(pool, schema, MIGRATIONS.filter((m) => m.version <= version));
+    await fn(pool, schema);
+  } finally {
+    await pool.end();
+    await dropSchema(schema);
   }
 }

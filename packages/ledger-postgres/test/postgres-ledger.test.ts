@@ -112,6 +112,28 @@ describe('migrations', () => {
   });
 });
 
+describe('statement names', () => {
+  it('a schema name as long as PostgreSQL keeps (63 characters) gives every statement its own prepared name on a connection', async () => {
+    // PostgreSQL keeps 63 bytes of a prepared statement's name: `rs:<schema>:<statement>` cut there is one name for all.
+    const s = `${freshSchema('long_name')}_`.padEnd(63, 'x');
+    const l = createPostgresLedger({ connectionString: url, schema: s, poolSize: 1, leaseClock: 'caller' });
+    try {
+      const c = await l.claim(input());
+      const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
+      await l.markDispatched(ref, T0 + 1);
+      await l.renewLease(ref, 1_000, T0 + 2);
+      await l.setState(ref, { state: 'unknown', now: T0 + 3 });
+      await l.setState(ref, { state: 'unknown', now: T0 + 4 }); // read back in full after the first
+      const done = await l.setState(ref, { state: 'succeeded', now: T0 + 5, receipt: receipt(ref.businessOperationId, 1), durability: 'deferrable' });
+      expect(done).toEqual(await l.get(ref.businessOperationId));
+      expect(await l.receipts(ref.businessOperationId)).toHaveLength(1);
+    } finally {
+      await l.close();
+      await dropSchema(s);
+    }
+  });
+});
+
 describe('claim', () => {
   it('creates a new operation with fence 1 and a lease, and keeps the params intact', async () => {
     const i = input();
@@ -265,6 +287,34 @@ describe('state machine', () => {
     expect(mid).toMatchObject({ state: 'reconciling', statusRef: '/status/1', lastOutcome: 'in-progress', leaseOwner: 'w1' });
     const end = await ledger.setState(ref, { state: 'rejected', lastOutcome: 'rejected', statusRef: null, now: T0 + 3 });
     expect(end).toMatchObject({ state: 'rejected', statusRef: null, leaseOwner: null, leaseExpiresAt: null });
+  });
+
+  it('setState writes exactly the fields its patch carries (null included) and keeps the others, for every combination, remembered or read back', async () => {
+    // One statement per combination of fields: each of the 16 on a row whose fields all hold values, twice
+    // (the first write is of the remembered row version, the second, after another ledger's write, is read back).
+    const other = createPostgresLedger({ connectionString: url, schema, poolSize: 1, migrate: false, leaseClock: 'caller' });
+    try {
+      const fields = ['lastOutcome', 'result', 'providerRef', 'statusRef'] as const;
+      for (let mask = 0; mask < 16; mask++) {
+        for (const readBack of [false, true]) {
+          const { record } = await claimed();
+          const ref = { businessOperationId: record.businessOperationId, fence: record.fence };
+          const full = { lastOutcome: 'unknown', result: { was: 1 }, providerRef: 'ref-was', statusRef: '/was' } as const;
+          await ledger.setState(ref, { state: 'in-progress', now: T0 + 1, ...full });
+          if (readBack) await other.renewLease(ref, 5_000, T0 + 2);
+          const patch: Record<string, unknown> = {};
+          fields.forEach((f, bit) => {
+            if (mask & (1 << bit)) patch[f] = bit % 2 === 0 ? null : { lastOutcome: 'in-progress', result: { now: [mask] }, providerRef: `ref-${mask}`, statusRef: `/s/${mask}` }[f];
+          });
+          const out = await ledger.setState(ref, { state: mask % 2 ? 'reconciling' : 'succeeded', now: T0 + 3, ...patch });
+          const want = Object.fromEntries(fields.map((f) => [f, f in patch ? patch[f] : full[f]]));
+          expect(out, `fields ${mask}, read back ${readBack}`).toMatchObject({ ...want, updatedAt: T0 + 3 });
+          expect(await ledger.get(ref.businessOperationId)).toEqual(out);
+        }
+      }
+    } finally {
+      await other.close();
+    }
   });
 
   it('refuses handed-off and abandoned through setState, and unknown states', async () => {

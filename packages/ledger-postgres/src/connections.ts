@@ -1,0 +1,236 @@
+import pg from 'pg';
+
+/**
+ * The connections of a ledger that opens its own (`connectionString`, no `pool`): at most `max`
+ * `pg.Client`s, handed out most recently used first, with ONE timer for all of them.
+ *
+ * pg.Pool with the ledger's settings armed and cleared timers on every query: the checkout's
+ * connection timeout, the client's `query_timeout` and, on every release, the idle timeout (three
+ * `setTimeout`s and three `clearTimeout`s per statement, 30–50 µs of CPU per clean operation
+ * measured). Here a watchdog ticks every `period` ms while any connection is open, and each query,
+ * each wait for a free connection and each idle connection carries the tick it must end by:
+ * - a query that has not answered `timeoutMs` after it was sent fails (fail closed: the caller sees an
+ *   error, so the runner does not dispatch) and its connection is closed (pg destroys the socket of a
+ *   client whose query is still running), so it is never reused mid-protocol; the statement may still
+ *   commit on the server, as after any lost answer;
+ * - a wait for a free connection that lasts `timeoutMs` fails, and its query is never sent;
+ * - a connection unused for `idleMs` is closed.
+ * (0 for either: no limit.)
+ * A deadline is checked on a tick, so it fires between `timeoutMs` and `timeoutMs + period` late.
+ * Opening a connection is limited by pg's own `connectionTimeoutMillis` (a timer per connect, rare).
+ * A query that fails (any error) closes its connection, as pg.Pool's `query` does.
+ */
+export class Connections {
+  private readonly idle: Conn[] = [];
+  private readonly open: Conn[] = [];
+  private waiters: Waiter[] = [];
+  /** Connections open or opening (≤ max). */
+  private count = 0;
+  private tick = 0;
+  private timer: ReturnType<typeof setInterval> | null = null;
+  private readonly timeoutTicks: number;
+  private readonly idleTicks: number;
+  private readonly period: number;
+  private ending: (() => void) | null = null;
+  private ended = false;
+
+  constructor(private readonly options: { readonly connectionString?: string; readonly max: number; readonly timeoutMs: number; readonly idleMs: number }) {
+    this.period = Math.max(5, Math.min(1000, Math.floor(Math.min(options.timeoutMs || Infinity, options.idleMs || Infinity) / 8)));
+    // Ticks to wait, +1: a deadline set just before a tick must not fire early. 0: no limit.
+    this.timeoutTicks = options.timeoutMs > 0 ? Math.ceil(options.timeoutMs / this.period) + 1 : Infinity;
+    this.idleTicks = options.idleMs > 0 ? Math.ceil(options.idleMs / this.period) + 1 : Infinity;
+  }
+
+  /** One statement on a free connection, given back when it ends. */
+  query<R extends pg.QueryResultRow>(config: Statement): Promise<pg.QueryResult<R>> {
+    const conn = this.idle.pop();
+    if (conn !== undefined) return this.send<R>(conn, config, true);
+    return this.acquire().then((c) => this.send<R>(c, config, true));
+  }
+
+  /** A connection held by the caller (a transaction) until `release`. */
+  acquire(): Promise<Conn> {
+    if (this.ended || this.ending !== null) return Promise.reject(new Error('the ledger closed its connections'));
+    const conn = this.idle.pop();
+    if (conn !== undefined) return Promise.resolve(conn);
+    if (this.count < this.options.max) return this.connect();
+    return new Promise<Conn>((resolve, reject) => {
+      this.waiters.push({ resolve, reject, until: this.tick + this.timeoutTicks });
+    });
+  }
+
+  /** Runs one statement on `conn`; `release`: give the connection back when it ends. */
+  send<R extends pg.QueryResultRow>(conn: Conn, config: Statement, release: boolean): Promise<pg.QueryResult<R>> {
+    return new Promise<pg.QueryResult<R>>((resolve, reject) => {
+      let open = true;
+      conn.until = this.tick + this.timeoutTicks;
+      conn.fail = (err) => {
+        if (!open) return;
+        open = false;
+        reject(err);
+      };
+      // A Query made from the text, its name set after: pg copies a config object's property descriptors
+      // (cloneQueryConfig) for every query, not a text; a submittable Query it sends as it is.
+      const query = new pg.Query<R>(config.text, config.values, (err: Error | undefined, res: unknown) => {
+        if (!open) return; // timed out: already answered, and the connection is closed
+        open = false;
+        conn.until = 0;
+        conn.fail = null;
+        if (release) this.release(conn, err);
+        if (err) reject(err);
+        else resolve(res as pg.QueryResult<R>);
+      });
+      if (config.name !== undefined) (query as unknown as { name: string }).name = config.name;
+      conn.client.query(query);
+    });
+  }
+
+  /** Gives a connection back; with an error (or once closing) it is closed instead. */
+  release(conn: Conn, err?: unknown): void {
+    if (conn.gone) return;
+    if (err || this.ending !== null || this.ended) {
+      this.drop(conn);
+      return;
+    }
+    const waiter = this.waiters.shift();
+    if (waiter !== undefined) {
+      waiter.resolve(conn);
+      return;
+    }
+    conn.since = this.tick;
+    this.idle.push(conn);
+  }
+
+  /** Closes every connection: idle ones now, busy ones when they are given back (or time out). */
+  end(): Promise<void> {
+    if (this.ended || this.ending !== null) return Promise.resolve();
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const w of waiters) w.reject(new Error('the ledger closed its connections'));
+    return new Promise<void>((resolve) => {
+      this.ending = resolve;
+      for (const conn of this.idle.splice(0)) this.drop(conn);
+      this.settle();
+    });
+  }
+
+  private connect(): Promise<Conn> {
+    this.count++;
+    this.arm();
+    const client = new pg.Client({ connectionString: this.options.connectionString, connectionTimeoutMillis: this.options.timeoutMs });
+    const conn: Conn = { client, until: 0, since: 0, fail: null, gone: false };
+    // A connection that breaks while idle emits 'error' (unhandled, it would end the process): close it.
+    // A busy one's query fails too, and its release closes it.
+    client.on('error', () => {
+      const i = this.idle.indexOf(conn);
+      if (i !== -1) {
+        this.idle.splice(i, 1);
+        this.drop(conn);
+      }
+    });
+    return client.connect().then(
+      () => {
+        this.open.push(conn);
+        return conn;
+      },
+      (err: unknown) => {
+        conn.gone = true;
+        this.count--;
+        void client.end().catch(() => undefined);
+        this.next();
+        throw err;
+      },
+    );
+  }
+
+  private drop(conn: Conn): void {
+    if (conn.gone) return;
+    conn.gone = true;
+    this.count--;
+    const i = this.open.indexOf(conn);
+    if (i !== -1) this.open.splice(i, 1);
+    void conn.client.end().catch(() => undefined);
+    this.next();
+  }
+
+  /** After a connection closed: a waiter gets a new one; once closing and none is left, done. */
+  private next(): void {
+    const waiter = this.ending === null && !this.ended && this.count < this.options.max ? this.waiters.shift() : undefined;
+    if (waiter !== undefined) this.connect().then(waiter.resolve, waiter.reject);
+    this.settle();
+  }
+
+  private settle(): void {
+    if (this.count > 0) return;
+    if (this.timer !== null) {
+      clearInterval(this.timer);
+      this.timer = null;
+    }
+    if (this.ending !== null) {
+      const done = this.ending;
+      this.ending = null;
+      this.ended = true;
+      done();
+    }
+  }
+
+  private arm(): void {
+    if (this.timer !== null) return;
+    this.timer = setInterval(() => this.watch(), this.period);
+    this.timer.unref();
+  }
+
+  /** The watchdog: expired queries and waits fail, long-idle connections close. */
+  private watch(): void {
+    const now = ++this.tick;
+    for (const conn of this.open.slice()) {
+      if (conn.until !== 0 && conn.until <= now && conn.fail !== null) {
+        const fail = conn.fail;
+        conn.fail = null;
+        conn.until = 0;
+        this.drop(conn);
+        fail(new QueryTimeoutError(this.options.timeoutMs));
+      }
+    }
+    if (this.waiters.length > 0 && this.waiters[0]!.until <= now) {
+      const expired = this.waiters.filter((w) => w.until <= now);
+      this.waiters = this.waiters.filter((w) => w.until > now);
+      for (const w of expired) w.reject(new Error(`no free connection within ${this.options.timeoutMs} ms (all ${this.options.max} busy); the statement was not sent`));
+    }
+    // The idle list is most recently used last: the oldest are first.
+    while (this.idle.length > 0 && now - this.idle[0]!.since >= this.idleTicks) this.drop(this.idle.shift()!);
+  }
+}
+
+/** A statement: its text, its values, and a name when it is prepared (once per connection). */
+export interface Statement {
+  readonly name?: string;
+  readonly text: string;
+  readonly values?: unknown[];
+}
+
+/** A query that did not answer in time. */
+export class QueryTimeoutError extends Error {
+  constructor(ms: number) {
+    super(`no answer within ${ms} ms: the connection is closed (the statement may still have committed)`);
+    this.name = 'QueryTimeoutError';
+  }
+}
+
+export interface Conn {
+  readonly client: pg.Client;
+  /** The tick by which the running statement must answer (0: none running). */
+  until: number;
+  /** The tick it went idle. */
+  since: number;
+  /** Fails the running statement (set while one runs). */
+  fail: ((err: Error) => void) | null;
+  /** Closed: never handed out again. */
+  gone: boolean;
+}
+
+interface Waiter {
+  readonly resolve: (conn: Conn) => void;
+  readonly reject: (err: Error) => void;
+  readonly until: number;
+}
