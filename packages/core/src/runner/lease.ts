@@ -16,14 +16,23 @@ export async function renew(ctx: RunnerContext, op: Op): Promise<void> {
  * worker take the operation over and send it again: renewed every quarter of the lease at the latest
  * (up to a sixteenth of the lease earlier), on real time, by the worker's one heartbeat (heartbeat.ts).
  */
-export async function withHeartbeat<T>(ctx: RunnerContext, op: Op, fn: () => Promise<T>): Promise<T> {
+export function withHeartbeat<T>(ctx: RunnerContext, op: Op, fn: () => Promise<T>): Promise<T> {
   const beat: Beat<Op> = { item: op, every: Math.max(100, Math.floor(op.policy.leaseMs / 4)), last: performance.now() };
-  ctx.heartbeat.add(beat);
+  const heartbeat = ctx.heartbeat;
+  heartbeat.add(beat);
+  const done = () => heartbeat.delete(beat);
+  // Not an async function: no second promise and resumption around the call, which nearly always
+  // settles before the first renewal anyway.
+  let call: Promise<T>;
   try {
-    return await fn();
-  } finally {
-    ctx.heartbeat.delete(beat);
+    // An adapter that answers with a plain value (not a promise) is still answered.
+    call = Promise.resolve(fn());
+  } catch (err) {
+    done();
+    return Promise.reject(err);
   }
+  call.then(done, done);
+  return call;
 }
 
 /** Sleeps in slices shorter than the lease, renewing it, so a long backoff never loses the claim. */

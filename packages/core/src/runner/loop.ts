@@ -118,7 +118,7 @@ export async function drive(ctx: RunnerContext, op: Op, first: Decision): Promis
       op.windowStartedAt ??= clock.now();
       op.polls++;
     }
-    await wait(ctx, op, decision.delayMs);
+    if (decision.delayMs > 0) await wait(ctx, op, decision.delayMs);
     if (decision.action === 'send' && (reliesOnKey(obs) || op.maybeApplied) && !resendSafety(op.card, op.record.firstDispatchedAt, clock.now(), op.policy.clockSkewMarginMs).safe) {
       // The wait outlasted the key's retention: decide again from the same observation, now without the key.
       decision = decide(op.card, stateOf(ctx, op), obs, { policy: op.policy, random });

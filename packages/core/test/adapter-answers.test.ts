@@ -1,0 +1,45 @@
+// What the runner does with an adapter that breaks the contract at the call (doExecute): it answers with
+// a plain value instead of a promise, throws before returning one, or returns something that is no
+// outcome. The call is wrapped by the runner's heartbeat (lease.ts: not an async function), so each of
+// these must still reach the runner's classification and never escape as a TypeError or hang the run.
+import { describe, expect, it } from 'vitest';
+import type { AdapterV1, Outcome } from '@retrysafe/contract';
+import { setup } from './helpers.js';
+
+const OP = 'records.create';
+
+function wrapped(adapter: AdapterV1, doExecute: AdapterV1['doExecute']): AdapterV1 {
+  return { ...adapter, doExecute };
+}
+
+describe('an adapter call that is not a promise of an outcome', () => {
+  it('a plain outcome (no promise) is taken as the answer', async () => {
+    const { adapter, runner } = setup();
+    const plain = wrapped(adapter, ((_op: string, params: { ref: string }) => ({ kind: 'succeeded', result: { id: `r_${params.ref}` }, providerRef: `r_${params.ref}` }) as Outcome) as unknown as AdapterV1['doExecute']);
+    const r = await runner.run(plain, OP, { params: { ref: 'plain-1' } });
+    expect(r).toMatchObject({ status: 'done', providerRef: 'r_plain-1', adopted: false, attempts: 1 });
+  });
+
+  it('a throw before any promise is an unknown outcome, reconciled by lookup, never a TypeError', async () => {
+    const { adapter, runner, provider } = setup({ replays: false, retentionMs: null });
+    let calls = 0;
+    const throwing = wrapped(adapter, ((..._args: unknown[]) => {
+      calls++;
+      throw new Error('socket hang up before the promise');
+    }) as unknown as AdapterV1['doExecute']);
+    const r = await runner.run(throwing, OP, { params: { ref: 'throw-1' } });
+    // Nothing reached the provider; an unknown outcome on a provider that does not replay is handed to a person.
+    expect(provider.count()).toBe(0);
+    expect(calls).toBe(1);
+    expect(r.status).toBe('handed-off');
+    expect(r.receipts[0]).toMatchObject({ kind: 'dispatch', outcome: 'unknown' });
+  });
+
+  it('an answer that is not an outcome is an unknown outcome', async () => {
+    const { adapter, runner } = setup({ replays: false, retentionMs: null });
+    const garbage = wrapped(adapter, (async () => ({ ok: true })) as unknown as AdapterV1['doExecute']);
+    const r = await runner.run(garbage, OP, { params: { ref: 'garbage-1' } });
+    expect(r.status).toBe('handed-off');
+    expect(r.receipts[0]).toMatchObject({ kind: 'dispatch', outcome: 'unknown', message: 'adapter returned something that is not an outcome' });
+  });
+});
