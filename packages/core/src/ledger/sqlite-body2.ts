@@ -245,6 +245,48 @@ function writeZigzag(d: number): void {
   writeVarint(d >= 0 ? d * 2 : -d * 2 - 1);
 }
 
+/**
+ * Which table key to compare an object's next key with first (an encoder shortcut, not part of the
+ * format): the entry after the previous key's (`c + 1`: the record's keys are the table's first 24 in
+ * order), else FOLLOWS[c + 1], where the receipt's key order leaves the table's (c = -1: the object's
+ * first key). A key equal to the entry is that entry's one-byte code, exactly what writeString writes
+ * for it; any other key takes writeString's lookup.
+ */
+const FOLLOWS = new Int8Array(TABLE_SIZE + 1).fill(-1);
+{
+  const orders = [
+    // Receipt (the runner's order; the record's needs no entry), then a decision's keys.
+    ['businessOperationId', 'seq', 'runId', 'attemptId', 'provider', 'operation', 'kind', 'startedAt', 'finishedAt', 'outcome', 'decision', 'providerKey', 'requestFingerprint', 'prevHash', 'providerRef', 'hash'],
+    ['', 'action'],
+  ];
+  for (const keys of orders) {
+    for (let i = 1; i < keys.length; i++) {
+      const prev = keys[i - 1] === '' ? -1 : TABLE.indexOf(keys[i - 1]!);
+      const next = TABLE.indexOf(keys[i]!);
+      if (next !== prev + 1) FOLLOWS[prev + 1] = next;
+    }
+  }
+}
+
+/** Writes the key `k` of an object whose previous key had table code `prev` (-1: none); returns its table code, or -1. */
+function writeKey(k: string, prev: number): number {
+  let c = prev + 1;
+  if (!(c < TABLE_SIZE && TABLE[c] === k)) {
+    c = FOLLOWS[c]!;
+    if (!(c >= 0 && TABLE[c] === k)) {
+      const n = k.length;
+      c = n < 2 ? -1 : tableCode(k, bucketOf(k, n));
+      if (c < 0) {
+        writeString(k);
+        return -1;
+      }
+    }
+  }
+  room(1);
+  out[pos++] = c;
+  return c;
+}
+
 /** Remembers `s` (of length ≥ 2, in bucket b) as back-reference `serial`. */
 function remember(s: string, b: number): void {
   const j = serial++;
@@ -507,17 +549,19 @@ function writeValue(v: Json): void {
     if (ownOnly && Object.getPrototypeOf(o) === Object.prototype) {
       // for-in over a plain object, when nothing is inherited, gives Object.keys' keys in its order; it
       // reads each value by the object's enum cache, where o[k] over many shapes is a megamorphic load.
+      let c = -1;
       for (const k in o) {
         const x = jsonValue(o[k], k);
         if (omitted(x)) continue;
-        writeString(k);
+        c = writeKey(k, c);
         writeValue(x);
       }
     } else {
+      let c = -1;
       for (const k of Object.keys(o)) {
         const x = jsonValue(o[k], k);
         if (omitted(x)) continue;
-        writeString(k);
+        c = writeKey(k, c);
         writeValue(x);
       }
     }
