@@ -260,13 +260,59 @@ function copyExact(v: unknown, depth: number): unknown {
  * holds anything else (a Date, undefined, NaN, a class instance, an accessor's second answer...):
  * such a record is not kept, and its next write reads the row.
  */
-function jsonCopy(r: OperationRecord): OperationRecord | null {
+export function jsonCopy(r: OperationRecord): OperationRecord | null {
   try {
-    return copyExact(r, 0) as OperationRecord;
+    return copyRecord(r) ?? (copyExact(r, 0) as OperationRecord);
   } catch (err) {
     if (err === NOT_EXACT) return null;
     throw err;
   }
+}
+
+/** An OperationRecord's keys in the order the contract's transitions write them. */
+const RECORD_KEYS = [
+  'businessOperationId', 'provider', 'operation', 'intentFingerprint', 'paramsFingerprint', 'params', 'providerKey', 'state', 'fence', 'leaseOwner', 'leaseExpiresAt',
+  'updatedAt', 'createdAt', 'firstDispatchedAt', 'attemptCount', 'lastOutcome', 'result', 'providerRef', 'statusRef', 'handoff', 'resolution', 'receiptChain',
+] as const satisfies ReadonlyArray<keyof OperationRecord>;
+/** copyExact of one value inside a record (strings, the commonest, as they are). */
+const exactIn = (v: unknown): unknown => (typeof v === 'string' ? v : copyExact(v, 1));
+
+/**
+ * copyExact of a record with exactly the keys the transitions write, in their order (every record the
+ * ledger stores, in practice), built as one object literal: the generic copy's key-by-key stores on a
+ * new object are megamorphic (~5k instructions per claim). Undefined for any other object, which takes
+ * the generic copy (the same answer, slower). Reads each property once, in order, as copyExact does.
+ */
+function copyRecord(r: OperationRecord): OperationRecord | undefined {
+  if (Object.getPrototypeOf(r) !== Object.prototype || (r as { toJSON?: unknown }).toJSON !== undefined) return undefined;
+  // for-in: own enumerable keys in order, then inherited ones (none, or this is not taken).
+  let i = 0;
+  for (const k in r) if (k !== RECORD_KEYS[i++]) return undefined;
+  if (i !== RECORD_KEYS.length) return undefined;
+  return {
+    businessOperationId: exactIn(r.businessOperationId),
+    provider: exactIn(r.provider),
+    operation: exactIn(r.operation),
+    intentFingerprint: exactIn(r.intentFingerprint),
+    paramsFingerprint: exactIn(r.paramsFingerprint),
+    params: exactIn(r.params),
+    providerKey: exactIn(r.providerKey),
+    state: exactIn(r.state),
+    fence: exactIn(r.fence),
+    leaseOwner: exactIn(r.leaseOwner),
+    leaseExpiresAt: exactIn(r.leaseExpiresAt),
+    updatedAt: exactIn(r.updatedAt),
+    createdAt: exactIn(r.createdAt),
+    firstDispatchedAt: exactIn(r.firstDispatchedAt),
+    attemptCount: exactIn(r.attemptCount),
+    lastOutcome: exactIn(r.lastOutcome),
+    result: exactIn(r.result),
+    providerRef: exactIn(r.providerRef),
+    statusRef: exactIn(r.statusRef),
+    handoff: exactIn(r.handoff),
+    resolution: exactIn(r.resolution),
+    receiptChain: exactIn(r.receiptChain),
+  } as OperationRecord;
 }
 
 /**
