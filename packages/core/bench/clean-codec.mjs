@@ -12,6 +12,7 @@ const { encodeBody2 } = await import(process.env.BODY2_MODULE ? pathToFileURL(pr
 const N = Number(process.argv[2] ?? 20000);
 /** A flat (sequential) copy of s: template literals and slices give ropes and slices. */
 const flat = (s) => Buffer.from(s, 'latin1').toString('latin1');
+// Distinct per value and operation (no digest of one operation is another's).
 const hex = (i, n) => (i.toString(16).padStart(8, '0') + 'c0ffee5eed').repeat(8).slice(0, n);
 const uuid = (i) => { const h = hex(i * 7 + 3, 32); return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20)}`; };
 
@@ -19,17 +20,17 @@ function inputs(i) {
   const id = flat(`noop.orders.create:${hex(i, 32)}`);
   const t = 1796137962765 + i * 3;
   const params = { orderRef: flat(`w0-${i}`), amount: 1 };
-  const paramsFingerprint = flat(`sha256:${hex(i + 1, 64)}`);
+  const paramsFingerprint = flat(`sha256:${hex(3 * i + 1, 64)}`);
   const dispatched = {
     businessOperationId: id, provider: 'noop', operation: 'noop.orders.create',
-    intentFingerprint: flat(`sha256:${hex(i, 64)}`), paramsFingerprint,
+    intentFingerprint: flat(`sha256:${hex(3 * i, 64)}`), paramsFingerprint,
     params, providerKey: id, state: 'dispatched', fence: 1,
     leaseOwner: 'bench:1234:0', leaseExpiresAt: t + 30000, updatedAt: t, createdAt: t, firstDispatchedAt: t,
     attemptCount: 1, lastOutcome: null, result: null, providerRef: null, statusRef: null, handoff: null,
     resolution: null, receiptChain: { head: null, length: 0 },
   };
   const ref = flat(`ord_w0-${i}`);
-  const hash = flat(hex(i + 2, 64));
+  const hash = flat(hex(3 * i + 2, 64));
   const receipt = {
     businessOperationId: id, seq: 1, runId: flat(`run_${uuid(i)}`), attemptId: flat(`att_${uuid(i + 1)}`), provider: 'noop',
     operation: 'noop.orders.create', kind: 'dispatch', startedAt: new Date(t + 1).toISOString(),
