@@ -5,6 +5,7 @@
 // runner builds them. Under callgrind at two N, difference ÷ the difference of N:
 //   for n in 3000 6000; do valgrind --tool=callgrind --callgrind-out-file=/tmp/cc.$n node --single-threaded packages/core/bench/clean-codec.mjs $n; done
 // BODY2_MODULE=<path of a built sqlite-body2.js> measures that build instead of this package's dist.
+import { createHash } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 
 const { encodeBody2 } = await import(process.env.BODY2_MODULE ? pathToFileURL(process.env.BODY2_MODULE).href : '../dist/ledger/sqlite-body2.js');
@@ -12,8 +13,9 @@ const { encodeBody2 } = await import(process.env.BODY2_MODULE ? pathToFileURL(pr
 const N = Number(process.argv[2] ?? 20000);
 /** A flat (sequential) copy of s: template literals and slices give ropes and slices. */
 const flat = (s) => Buffer.from(s, 'latin1').toString('latin1');
-// Distinct per value and operation (no digest of one operation is another's).
-const hex = (i, n) => (i.toString(16).padStart(8, '0') + 'c0ffee5eed').repeat(8).slice(0, n);
+// Digests as the runner's are (random-looking, so the codec's string buckets spread as in a real run),
+// distinct per value and operation.
+const hex = (i, n) => createHash('sha256').update(String(i)).digest('hex').slice(0, n);
 const uuid = (i) => { const h = hex(i * 7 + 3, 32); return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20)}`; };
 
 function inputs(i) {
