@@ -209,15 +209,37 @@ function writeHex(s: string, from: number, to: number): void {
   pos = p;
 }
 
-const isUuidAt = (s: string, at: number): boolean => {
-  for (let i = 0; i < 36; i++) {
+/** Writes the 32-bit word w as four bytes, most significant first (room for them made by the caller). */
+function writeWord(w: number): void {
+  const o = out;
+  let p = pos;
+  o[p++] = w >>> 24;
+  o[p++] = (w >>> 16) & 0xff;
+  o[p++] = (w >>> 8) & 0xff;
+  o[p++] = w & 0xff;
+  pos = p;
+}
+
+/**
+ * Whether s[at, at + 36) is a lowercase 8-4-4-4-12 UUID; if so its 16 bytes are left in UUID_WORDS as
+ * four big-endian 32-bit words (checked and packed in one pass over the characters).
+ */
+const UUID_WORDS = new Int32Array(4);
+function packUuid(s: string, at: number): boolean {
+  let w = 0;
+  for (let i = 0, j = 0; i < 36; i++) {
     const c = s.charCodeAt(at + i);
     if (i === 8 || i === 13 || i === 18 || i === 23) {
       if (c !== 45) return false;
-    } else if (!isHex(c)) return false;
+      continue;
+    }
+    const v = c < 128 ? NIBBLE[c]! : -1;
+    if (v < 0) return false;
+    w = (w << 4) | v;
+    if ((++j & 7) === 0) UUID_WORDS[(j >> 3) - 1] = w;
   }
   return true;
-};
+}
 
 const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 const digits = (s: string, at: number, n: number): number => {
@@ -342,15 +364,20 @@ function writeString(s: string): void {
     return;
   }
   if (n >= 16 && isHex(s.charCodeAt(n - 1))) {
-    if (n >= 36 && s.charCodeAt(n - 13) === 45 && isUuidAt(s, n - 36)) {
+    if (n >= 36 && s.charCodeAt(n - 13) === 45 && packUuid(s, n - 36)) {
+      // Read before the prefix is written: it may be a UUID form too.
+      const w0 = UUID_WORDS[0]!;
+      const w1 = UUID_WORDS[1]!;
+      const w2 = UUID_WORDS[2]!;
+      const w3 = UUID_WORDS[3]!;
       room(1);
       out[pos++] = T_PREFIX_UUID;
       writeString(s.slice(0, n - 36));
       room(16);
-      for (let i = n - 36; i < n; i += 2) {
-        if (s.charCodeAt(i) === 45) i++;
-        out[pos++] = (NIBBLE[s.charCodeAt(i)]! << 4) | NIBBLE[s.charCodeAt(i + 1)]!;
-      }
+      writeWord(w0);
+      writeWord(w1);
+      writeWord(w2);
+      writeWord(w3);
       remember(s, b);
       return;
     }
