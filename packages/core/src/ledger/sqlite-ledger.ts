@@ -735,8 +735,8 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
       return fenced(ref, 'markDispatched', (r) => dispatchedTransition(r, now));
     },
     async setState(ref, patch: StatePatch) {
-      const { receipt, durability, ...rest } = patch;
-      return fenced(ref, 'setState', (r) => setStateTransition(r, rest), receipt, durability === 'deferrable');
+      // setStateTransition reads the patch's own fields only (not its receipt or durability): no copy without them.
+      return fenced(ref, 'setState', (r) => setStateTransition(r, patch), patch.receipt, patch.durability === 'deferrable');
     },
     async handOff(ref, packet, now, receipt?: Receipt) {
       return fenced(ref, 'handOff', (r) => handOffTransition(r, packet, now), receipt);
