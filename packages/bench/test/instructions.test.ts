@@ -1,7 +1,7 @@
 // `--part=instructions --where` sorts callgrind's native function names into a few places the
 // instructions go; a wrong bucket would send the next person optimising the wrong thing.
 import { describe, expect, it } from 'vitest';
-import { categorize, withoutGcAndCompiler } from '../src/instructions.mjs';
+import { categorize, splitByCategory, withoutGcAndCompiler } from '../src/instructions.mjs';
 
 describe('instructions --where: where a native function counts', () => {
   it.each([
@@ -19,15 +19,30 @@ describe('instructions --where: where a native function counts', () => {
     ['???:Builtins_KeyedLoadIC_Megamorphic [/usr/bin/node]', 'builtins'],
     ['???:0x000000000d07e800 [???]', 'jit'],
     ['???:v8::String::WriteUtf8(v8::Isolate*, char*, int, int*, int) const [/usr/bin/node]', 'node/v8 runtime'],
+    ['???:detail::sprp(unsigned long long, unsigned long long) [/usr/bin/node]', 'startup'],
+    ['???:v8::internal::(anonymous namespace)::IterateObjectCache(v8::internal::Isolate*, std::vector<v8::internal::Object, std::allocator<v8::internal::Object> >*, v8::internal::Root, v8::internal::RootVisitor*) [/usr/bin/node]', 'gc'],
+    ['???:v8::internal::LiveObjectRange<(v8::internal::LiveObjectIterationMode)0>::iterator::AdvanceToNextValidObject() [/usr/bin/node]', 'gc'],
+    ['???:v8::internal::HashSeed::InitializeRoots(v8::internal::Isolate*) [/usr/bin/node]', 'startup'],
   ])('%s → %s', (name, cat) => {
     expect(categorize(name)).toBe(cat);
   });
 });
 
 describe('instructions --where: the figure to compare builds on', () => {
-  it('leaves out only the garbage collector and the optimising compiler', () => {
+  it('leaves out only the garbage collector, the optimising compiler and start-up', () => {
     // A late compile can leave a negative share (the shorter run compiled more): it is left out as well.
     expect(withoutGcAndCompiler({ jit: 223_000, sqlite: 69_000, builtins: 59_000, gc: 12_000, compiler: -16_000, libc: 10_000 })).toBe(361_000);
-    expect(withoutGcAndCompiler({ gc: 5, compiler: 7 })).toBe(0);
+    // The start-up hash seed's random prime test lands in the window as a difference of two runs' start-ups.
+    expect(withoutGcAndCompiler({ jit: 100, startup: -2_159 })).toBe(100);
+    expect(withoutGcAndCompiler({ gc: 5, compiler: 7, startup: 9 })).toBe(0);
+  });
+});
+
+describe('instructions --where: the split of the window', () => {
+  it('sums to the window: a function of one run only (JIT code moves between runs) counts on its side', () => {
+    const before = new Map([['???:0x000000000d000000 [???]', 3_000_000], ['???:sqlite3VdbeExec [/x/better_sqlite3.node]', 1_000_000]]);
+    const after = new Map([['???:0x000000000d100000 [???]', 9_000_000], ['???:sqlite3VdbeExec [/x/better_sqlite3.node]', 4_000_000]]);
+    // jit: (9M - 3M) / 1000; sqlite: (4M - 1M) / 1000. Counting only the longer run's functions gave jit 9,000.
+    expect(splitByCategory(before, after, 1000)).toEqual({ jit: 6000, sqlite: 3000 });
   });
 });

@@ -118,7 +118,7 @@ describe('SQLite ledger at synchronous=FULL: deferrable completions', () => {
 
 describe('SQLite ledger: a deferred write on a connection that breaks', () => {
   // The driver this runtime's ledger uses (node:sqlite from Node 22.13, else better-sqlite3) made to fail
-  // below the ledger: its BEGIN with an I/O error, its restoring
+  // below the ledger: its write with an I/O error, its restoring
   // `PRAGMA synchronous = FULL` too, as on a connection whose file went away. The error must say what broke.
   const claimInput = (id: string): ClaimInput => ({
     businessOperationId: asBusinessOperationId(id),
@@ -146,48 +146,72 @@ describe('SQLite ledger: a deferred write on a connection that breaks', () => {
   ).prototype as Proto;
 
   /**
-   * Opens a ledger whose driver fails once `arm` is called: its next BEGIN IMMEDIATE (when `begin`) and
-   * every restore of FULL. Runs `fn`; the driver is itself again afterwards.
+   * Opens a ledger whose driver fails once `arm` is called: its next write (when `begin`) — a BEGIN
+   * IMMEDIATE, or a write statement that is its own transaction (the UPDATE of a row the ledger knows) —
+   * and every restore of FULL (exec'd or prepared). Runs `fn`; the driver is itself again afterwards.
    */
-  async function broken<T>(path: string, begin: boolean, fn: (ledger: ReturnType<typeof createSqliteLedger>, arm: () => void) => Promise<T>): Promise<T> {
+  async function broken<T>(path: string, begin: boolean, fn: (ledger: ReturnType<typeof createSqliteLedger>, arm: () => void, path: string) => Promise<T>): Promise<T> {
     const { exec, prepare } = proto;
     let armed = false;
     let beginFails = begin;
+    const ioError = () => {
+      beginFails = false;
+      return Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' });
+    };
+    const notOpen = () => Object.assign(new Error('the database connection is not open'), { code: 'SQLITE_MISUSE' });
     proto.exec = function (sql) {
-      if (armed && beginFails && sql === 'BEGIN IMMEDIATE') {
-        beginFails = false;
-        throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' });
-      }
+      if (armed && beginFails && sql === 'BEGIN IMMEDIATE') throw ioError();
+      if (armed && sql === 'PRAGMA synchronous = FULL') throw notOpen();
       return exec.call(this, sql);
     };
     proto.prepare = function (sql) {
-      const st = prepare.call(this, sql);
-      if (sql !== 'PRAGMA synchronous = FULL') return st;
+      const st = prepare.call(this, sql) as { run(...a: unknown[]): unknown; get(...a: unknown[]): unknown; all(...a: unknown[]): unknown };
+      if (sql === 'PRAGMA synchronous = FULL') {
+        return {
+          run: (...a: unknown[]) => {
+            if (armed) throw notOpen();
+            return st.run(...a);
+          },
+        };
+      }
+      if (!/^\s*(INSERT|UPDATE)\b/.test(sql)) return st;
       return {
+        get: (...a: unknown[]) => st.get(...a),
+        all: (...a: unknown[]) => st.all(...a),
         run: (...a: unknown[]) => {
-          if (armed) throw Object.assign(new Error('the database connection is not open'), { code: 'SQLITE_MISUSE' });
+          if (armed && beginFails) throw ioError();
           return st.run(...a);
         },
       };
     };
     try {
       const ledger = createSqliteLedger({ path, driver });
-      return await fn(ledger, () => (armed = true));
+      return await fn(ledger, () => (armed = true), path);
     } finally {
       proto.exec = exec;
       proto.prepare = prepare;
     }
   }
-  const finish = (id: string) => async (ledger: ReturnType<typeof createSqliteLedger>, arm: () => void) => {
-    const c = await ledger.claim(claimInput(id));
+  /**
+   * Claims `id`, arms the failure, then completes it deferred. `known`: through the ledger that claimed
+   * it (it knows the row: its lone UPDATE); else the claim is another connection's, so the completion
+   * reads the row in BEGIN IMMEDIATE first.
+   */
+  const finish = (id: string, known = true) => async (ledger: ReturnType<typeof createSqliteLedger>, arm: () => void, path: string) => {
+    const claimer = known ? ledger : createSqliteLedger({ path, driver });
+    const c = await claimer.claim(claimInput(id));
+    if (!known) await claimer.close();
     if (c.kind !== 'claimed') throw new Error(c.kind);
     arm();
     return ledger.setState({ businessOperationId: c.record.businessOperationId, fence: c.record.fence }, { state: 'succeeded', now: 1_001, lastOutcome: 'succeeded', durability: 'deferrable' }).then(() => null, (e: unknown) => e);
   };
 
-  it('a failed BEGIN is reported as itself, with nothing written, and the ledger closes', async () => {
-    const path = join(dir, 'broken-begin.db');
-    const err = await broken(path, true, finish('begin'));
+  it.each([
+    ['its lone UPDATE (a row the ledger knows)', true],
+    ['its BEGIN (a row it reads first)', false],
+  ])('a write that fails to start — %s — is reported as itself, with nothing written, and the ledger closes', async (_, known) => {
+    const path = join(dir, `broken-begin-${known}.db`);
+    const err = await broken(path, true, finish('begin', known));
     expect(err).toBeInstanceOf(LedgerError);
     const e = err as LedgerError;
     expect(e.message).toMatch(/setState/);

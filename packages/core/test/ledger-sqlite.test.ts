@@ -113,6 +113,82 @@ for (const d of drivers) {
       }
     });
 
+    it('a known row\'s write waits for another connection\'s lock asynchronously, then stores; past busyTimeoutMs it is a LedgerError with nothing written', async () => {
+      const path = file('busy-known');
+      const ledger = createSqliteLedger({ path, driver, busyTimeoutMs: 30_000 });
+      const other = raw(driver, path);
+      try {
+        const c = await ledger.claim(claim('busy-k1', { dispatch: true }));
+        if (c.kind !== 'claimed') throw new Error(c.kind);
+        other.exec('BEGIN IMMEDIATE');
+        let ticks = 0;
+        const ticker = setInterval(() => ticks++, 1);
+        setTimeout(() => other.exec('COMMIT'), 30);
+        try {
+          const s = await ledger.setState(c.record, { state: 'succeeded', lastOutcome: 'succeeded', now: 2, durability: 'deferrable' });
+          expect(s).toMatchObject({ state: 'succeeded' });
+          expect(ticks).toBeGreaterThan(0);
+        } finally {
+          clearInterval(ticker);
+        }
+        // Past a short busyTimeoutMs: the ledger that knows the row (its lone UPDATE) and one that reads it first.
+        const quick = createSqliteLedger({ path, driver, busyTimeoutMs: 40 });
+        const reader = createSqliteLedger({ path, driver, busyTimeoutMs: 40 });
+        const c2 = await quick.claim(claim('busy-k2', { dispatch: true }));
+        if (c2.kind !== 'claimed') throw new Error(c2.kind);
+        other.exec('BEGIN IMMEDIATE');
+        try {
+          for (const l of [quick, reader]) {
+            const err = await l.setState(c2.record, { state: 'succeeded', lastOutcome: 'succeeded', now: 3 }).catch((e: unknown) => e);
+            expect(typedLedgerError(err)).toBe(true);
+            expect((err as Error).message).toMatch(/locked|busy/i);
+          }
+        } finally {
+          other.exec('ROLLBACK');
+          await quick.close();
+          await reader.close();
+        }
+        expect(await ledger.get(c2.record.businessOperationId)).toMatchObject({ state: 'dispatched' });
+      } finally {
+        other.close();
+        await ledger.close();
+      }
+    });
+
+    it('a clean operation runs two write statements, each its own transaction (no BEGIN, COMMIT or read), and its deferred completion two pragmas around the second', async () => {
+      type Proto = { exec(this: unknown, sql: string): unknown; prepare(this: unknown, sql: string): Record<string, (...a: unknown[]) => unknown> };
+      const proto = (
+        driver === 'node:sqlite'
+          ? (process.getBuiltinModule('node:sqlite') as { DatabaseSync: { prototype: unknown } }).DatabaseSync
+          : (createRequire(import.meta.url)('better-sqlite3') as { prototype: unknown })
+      ).prototype as Proto;
+      const { exec, prepare } = proto;
+      const ran: string[] = [];
+      proto.exec = function (sql) {
+        ran.push(sql);
+        return exec.call(this, sql);
+      };
+      proto.prepare = function (sql) {
+        const st = prepare.call(this, sql);
+        const wrapped: Record<string, (...a: unknown[]) => unknown> = {};
+        for (const m of ['run', 'get', 'all']) wrapped[m] = (...a: unknown[]) => (ran.push(`${m}: ${sql.trim().split(/\s+/).slice(0, 3).join(' ')}`), st[m]!(...a));
+        return wrapped;
+      };
+      let ledger: SqliteLedger | undefined;
+      try {
+        ledger = createSqliteLedger({ path: file('statements'), driver });
+        ran.length = 0;
+        const c = await ledger.claim(claim('st-1', { dispatch: true }));
+        if (c.kind !== 'claimed') throw new Error(c.kind);
+        await ledger.setState(c.record, { state: 'succeeded', lastOutcome: 'succeeded', now: 2, durability: 'deferrable' });
+      } finally {
+        proto.exec = exec;
+        proto.prepare = prepare;
+        await ledger?.close();
+      }
+      expect(ran).toEqual(['run: INSERT INTO retrysafe_operations', 'PRAGMA synchronous = NORMAL', 'run: UPDATE retrysafe_operations SET', 'PRAGMA synchronous = FULL']);
+    });
+
     it('every write stores body format 2 (open and finished operations); rows in formats 0 and 1 (earlier releases) read back, and their next write is format 2 with the receipts\' text unchanged', async () => {
       const path = file('body-format');
       const ledger = createSqliteLedger({ path, driver });
