@@ -289,6 +289,10 @@ export interface Redactor {
   withValuesFrom(params: unknown): Redactor;
 }
 
+/** Texts up to this long are remembered per redactor, at most this many (see `text` in createRedactor). */
+export const TEXT_MEMO_LENGTH = 120;
+export const TEXT_MEMO_MAX = 512;
+
 /** Builds the redactor from the caller's options plus an operation's declared sensitive fields. */
 export function createRedactor(options: RedactOptions = {}, sensitiveFields: readonly string[] = []): Redactor {
   const fields = [...(options.fields ?? []), ...sensitiveFields];
@@ -305,12 +309,26 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
   return build([]);
 
   function build(values: readonly string[]): Redactor {
-    const text = (s: string): string => {
-      if (typeof s !== 'string') return s;
+    const blank = (s: string): string => {
       let out = s;
       for (const v of values) out = out.split(v).join(REDACTED);
       out = applyDetectors(out, pii);
       for (const p of patterns) out = out.replace((p.lastIndex = 0, p), REDACTED);
+      return out;
+    };
+    // What this redactor made of short texts it saw (its answer depends on the text alone): an operation's
+    // params keys, decision reasons and outcome codes recur in every operation, and each costs the
+    // detectors' hint pattern at least. Bounded: emptied when full.
+    const seenTexts = new Map<string, string>();
+    const text = (s: string): string => {
+      if (typeof s !== 'string') return s;
+      if (s.length > TEXT_MEMO_LENGTH) return blank(s);
+      let out = seenTexts.get(s);
+      if (out === undefined) {
+        out = blank(s);
+        if (seenTexts.size >= TEXT_MEMO_MAX) seenTexts.clear();
+        seenTexts.set(s, out);
+      }
       return out;
     };
     const walk = (v: unknown, path: string[], seen: Set<object>): unknown => {

@@ -21,4 +21,11 @@ describe('iso', () => {
     for (const t of [-1, -86_400_001, -62_198_755_200_000, 253_402_300_800_000, 8.64e15, -8.64e15, 1.5, 1_780_000_000_000.7, -0.5]) expect(iso(t)).toBe(engine(t));
     for (const t of [Number.NaN, Number.POSITIVE_INFINITY, 8.64e15 + 1]) expect(() => iso(t)).toThrow(RangeError);
   });
+
+  it('the same time twice in a row (an attempt that starts and ends in one millisecond) gives the same text, and the next time its own', () => {
+    const times = [1_780_000_000_000, 1_780_000_000_000, 1_780_000_000_001, 1_780_000_000_000, 0, 0, 253_402_300_799_999, 253_402_300_799_999, 1_780_000_000_001];
+    for (const t of times) expect(iso(t)).toBe(engine(t));
+    expect(iso(1_780_000_000_000.5)).toBe(engine(1_780_000_000_000.5));
+    expect(iso(1_780_000_000_000)).toBe(engine(1_780_000_000_000));
+  });
 });

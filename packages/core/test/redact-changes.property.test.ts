@@ -55,3 +55,20 @@ describe('Redactor.changes', () => {
     expect(r.changes(cyclic)).toBe(true); // cannot tell cheaply: build the copy
   });
 });
+
+describe('Redactor.text remembers short texts per redactor', () => {
+  it('gives the same answer on every call, past the memo bound, and never one redactor\'s answer to another', () => {
+    const plain = createRedactor();
+    const withValue = plain.withValuesFrom({ password: 'hunter22' });
+    const t = 'login hunter22 failed';
+    expect(plain.text(t)).toBe(t);
+    expect(withValue.text(t)).toBe('login [redacted] failed');
+    expect(plain.text(t)).toBe(t); // the other redactor's answer is not this one's
+    for (let i = 0; i < 2000; i++) withValue.text(`filler ${i}`); // past the memo's bound: emptied, still right
+    expect(withValue.text(t)).toBe('login [redacted] failed');
+    expect(withValue.text('mail alice@example.test')).toBe('mail [redacted]');
+    expect(withValue.text('mail alice@example.test')).toBe('mail [redacted]');
+    const long = `${'x'.repeat(200)} alice@example.test`; // longer than what is remembered: asked each time
+    expect(withValue.text(long)).toBe(`${'x'.repeat(200)} [redacted]`);
+  });
+});
