@@ -1,22 +1,10 @@
+import { plainAscii } from './internal.js';
 /**
  * canonicalJson's key texts (`"key":`), cached: the same few keys recur in every operation (a
  * receipt's, a record's, the params'), and each costs two string concatenations and a pattern test.
  * Bounded: emptied when full, so a stream of one-off keys cannot grow it. Internal (not exported by
  * the package): canonical.ts uses it, its test reads the bound.
  */
-
-/**
- * Printable ASCII (0x20–0x7e) without a quote or backslash: JSON writes it as it is, and it is its own
- * NFC form. A loop over the code units rather than a pattern: no call into the regexp engine for
- * each of the short strings canonical JSON writes.
- */
-export function plainAscii(s: string): boolean {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return false;
-  }
-  return true;
-}
 
 export const KEY_CACHE_MAX = 2048;
 const keyTexts = new Map<string, string>();

@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
-import { commaKeyText, keyOrder, keyText, plainAscii } from './canonical-keys.js';
+import { commaKeyText, keyOrder, keyText } from './canonical-keys.js';
 import { InvalidIntentError } from './errors/invalid-intent-error.js';
-import { prototypePolluted } from './internal.js';
+import { numberText, plainAscii, prototypePolluted, stringText } from './internal.js';
 
 /**
  * Canonical JSON: object keys sorted by code unit, no whitespace, numbers in ECMAScript's shortest
@@ -35,13 +35,14 @@ function fast(value: unknown, depth: number): string {
   if (value === null) return 'null';
   switch (typeof value) {
     case 'string':
-      return plainAscii(value) ? '"' + value + '"' : JSON.stringify(value.normalize('NFC'));
+      return stringText(value);
     case 'boolean':
       return value ? 'true' : 'false';
-    case 'number':
-      // A finite number's JSON text is its ToString, which also writes -0 as 0.
-      if (!Number.isFinite(value)) throw BAIL;
-      return '' + value;
+    case 'number': {
+      const t = numberText(value);
+      if (t === undefined) throw BAIL;
+      return t;
+    }
     case 'object':
       break;
     default:
@@ -120,14 +121,14 @@ function write(value: unknown, path: string, seen: Set<object>): string {
   if (value === null) return 'null';
   switch (typeof value) {
     case 'string':
-      // Printable ASCII without a quote or backslash is its own NFC form and JSON writes it unescaped:
-      // the common case (ids, keys, amounts as text) skips normalize() and the JSON encoder.
-      return plainAscii(value) ? `"${value}"` : JSON.stringify(value.normalize('NFC'));
+      return stringText(value);
     case 'boolean':
       return value ? 'true' : 'false';
-    case 'number':
-      if (!Number.isFinite(value)) throw new InvalidIntentError(path, `number ${value} is not representable in JSON`);
-      return Object.is(value, -0) ? '0' : JSON.stringify(value);
+    case 'number': {
+      const t = numberText(value);
+      if (t === undefined) throw new InvalidIntentError(path, `number ${value} is not representable in JSON`);
+      return t;
+    }
     case 'object':
       break;
     default:
