@@ -32,7 +32,8 @@ describe('an adapter call that is not a promise of an outcome', () => {
     expect(provider.count()).toBe(0);
     expect(calls).toBe(1);
     expect(r.status).toBe('handed-off');
-    expect(r.status === 'handed-off' && r.receipts[0]).toMatchObject({ kind: 'dispatch', outcome: 'unknown' });
+    if (r.status !== 'handed-off') throw new Error(r.status);
+    expect(r.receipts[0]).toMatchObject({ kind: 'dispatch', outcome: 'unknown' });
   });
 
   it('an answer that is not an outcome is an unknown outcome', async () => {
@@ -40,6 +41,7 @@ describe('an adapter call that is not a promise of an outcome', () => {
     const garbage = wrapped(adapter, (async () => ({ ok: true })) as unknown as AdapterV1['doExecute']);
     const r = await runner.run(garbage, OP, { params: { ref: 'garbage-1' } });
     expect(r.status).toBe('handed-off');
-    expect(r.status === 'handed-off' && r.receipts[0]).toMatchObject({ kind: 'dispatch', outcome: 'unknown', message: 'adapter returned something that is not an outcome' });
+    if (r.status !== 'handed-off') throw new Error(r.status);
+    expect(r.receipts[0]).toMatchObject({ kind: 'dispatch', outcome: 'unknown', message: 'adapter returned something that is not an outcome' });
   });
 });
