@@ -1,7 +1,7 @@
 // `--only=wal-floor`: how few WAL bytes a clean operation can cost on PostgreSQL while the ledger keeps
 // what it keeps, whatever the layout. Issue 23 asks for ≤ 800 WAL bytes per clean operation; the ledger
-// writes ~2.1 kB (`--only=bytes`). This part stores the same content in three layouts no smaller than
-// a ledger could be, and measures each the way `bytes` does (WAL position around N operations after a
+// writes ~2.1 kB (`--only=bytes`). This part stores the same content in six layouts, down to ones no
+// ledger could run on, and measures each the way `bytes` does (WAL position around N operations after a
 // CHECKPOINT, one process, sequential):
 //
 //   compact      the SQLite ledger's layout on PostgreSQL: the searchable fields in columns, everything
@@ -11,6 +11,21 @@
 //   pk-only      the same rows with the primary key alone (no listing, no recovery scan: not a ledger
 //                anyone could run at 10M rows; the floor below the indexes)
 //   body-only    the id and the body, nothing else: the content alone under its content-derived key
+//
+// and three layouts in which the completion writes only what it adds. PostgreSQL logs an update whose new
+// tuple stays on the old one's page as the bytes between the longest common prefix and suffix of the two
+// tuples (heapam.c, log_heap_update), so a row whose claim part comes first and never changes, with the
+// completion's part in a last column, logs only that part. These layouts store the claim's body as it is
+// and, as the completion's part, as many of the finished body's bytes as the body grew (316 − 210 = 106
+// B): no encoding of a record could add less.
+//
+//   split-body-only  the id, the claim's body and the completion's part: the content alone, written once
+//   split-brin       the split row with its searchable fields (unchanged ones first), listed by time through
+//                    a BRIN index (no entry per row; it never stops an update from being HOT), and no index of
+//                    open operations: recovery would read the whole table
+//   split-brin-open  the same with the partial index of open operations that recovery needs at 10M rows (its
+//                    predicate reads state, which the completion changes, so that update is not HOT and
+//                    enters the primary key again: the price of finding open operations by index)
 //
 // The rows are a real clean operation's: the SQLite ledger writes one (the claim, born `dispatched`, then
 // `succeeded` with its receipt) and each layout stores those exact column values and body bytes, under a
@@ -35,6 +50,17 @@ const ROW_DONE = (t) => `UPDATE ${t} SET state = $2, lease_expires_at = $3, upda
 const rowClaim = (id, c) => [id, c.provider, c.operation, c.state, c.fence, c.lease_expires_at, c.created_at, c.updated_at, c.body];
 const rowDone = (id, c, d) => [id, d.state, d.lease_expires_at, d.updated_at, d.body, c.fence];
 
+// The split rows: the columns a completion leaves alone first (they fall in the logged update's common
+// prefix), then the ones it changes, the completion's part last.
+const SPLIT = `id text PRIMARY KEY, provider text NOT NULL, operation text NOT NULL, created_at bigint NOT NULL, fence bigint NOT NULL,
+  head bytea NOT NULL, state text NOT NULL, lease_expires_at bigint, updated_at bigint NOT NULL, tail bytea`;
+const SPLIT_CLAIM = (t) => `INSERT INTO ${t} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`;
+const SPLIT_DONE = (t) => `UPDATE ${t} SET state = $2, lease_expires_at = $3, updated_at = $4, tail = $5 WHERE id = $1 AND fence = $6`;
+const splitClaim = (id, c) => [id, c.provider, c.operation, c.created_at, c.fence, c.body, c.state, c.lease_expires_at, c.updated_at];
+const splitDone = (id, c, d) => [id, d.state, d.lease_expires_at, d.updated_at, completionPart(c, d), c.fence];
+/** The completion's part of a split row: the last (finished body − claimed body) bytes of the finished body. */
+export const completionPart = (c, d) => d.body.subarray(d.body.length - Math.max(0, d.body.length - c.body.length));
+
 /** Each layout: its tables and indexes, and its two statements with their values (id, the claimed row `c`, the finished row `d`). */
 export const LAYOUTS = {
   compact: {
@@ -57,6 +83,30 @@ export const LAYOUTS = {
     claimValues: (id, c) => [id, c.body],
     done: (t) => `UPDATE ${t} SET body = $2 WHERE id = $1`,
     doneValues: (id, _c, d) => [id, d.body],
+  },
+  'split-body-only': {
+    split: true,
+    ddl: (t) => [`CREATE TABLE ${t} (id text PRIMARY KEY, head bytea NOT NULL, tail bytea)`],
+    claim: (t) => `INSERT INTO ${t} VALUES ($1, $2)`,
+    claimValues: (id, c) => [id, c.body],
+    done: (t) => `UPDATE ${t} SET tail = $2 WHERE id = $1`,
+    doneValues: (id, c, d) => [id, completionPart(c, d)],
+  },
+  'split-brin': {
+    split: true,
+    ddl: (t) => [`CREATE TABLE ${t} (${SPLIT})`, `CREATE INDEX ON ${t} USING brin (created_at)`],
+    claim: SPLIT_CLAIM,
+    claimValues: splitClaim,
+    done: SPLIT_DONE,
+    doneValues: splitDone,
+  },
+  'split-brin-open': {
+    split: true,
+    ddl: (t) => [`CREATE TABLE ${t} (${SPLIT})`, `CREATE INDEX ON ${t} USING brin (created_at)`, `CREATE INDEX ON ${t} (state, created_at) WHERE ${OPEN}`],
+    claim: SPLIT_CLAIM,
+    claimValues: splitClaim,
+    done: SPLIT_DONE,
+    doneValues: splitDone,
   },
 };
 
@@ -147,6 +197,6 @@ export async function runWalFloor(databaseUrl, ops) {
 export function printWalFloor({ sample, rows }) {
   console.log(`\nWAL floor per clean operation (PostgreSQL; a real clean operation's SQLite row: id ${sample.id} chars, body ${sample.claimBody} B after the claim, ${sample.doneBody} B after the completion)`);
   for (const r of rows) {
-    console.log(`${r.layout.padEnd(10)} ${Math.round(r.walPerOp).toLocaleString('en-US').padStart(6)} WAL bytes/op${r.split ? `   ${Object.entries(r.split).map(([k, v]) => `${k} ${v}`).join(' · ')}` : ''}`);
+    console.log(`${r.layout.padEnd(16)} ${Math.round(r.walPerOp).toLocaleString('en-US').padStart(6)} WAL bytes/op${r.split ? `   ${Object.entries(r.split).map(([k, v]) => `${k} ${v}`).join(' · ')}` : ''}`);
   }
 }
