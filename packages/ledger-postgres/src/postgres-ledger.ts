@@ -177,30 +177,19 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   let probedAt = -Infinity;
   /** This process's clock minus the database's, bracketed: [lo, hi] ms (from the last probe). */
   let offset = { lo: 0, hi: 0 };
-  /**
-   * undefined when the cached offset answers (a claim's usual case: nothing to wait for); a promise when a
-   * probe is due. Not an async function: the claim's clean path carries no second await, and the probe's
-   * round trip (every 10 s) is a function of its own, so the claim's optimised code never sees it.
-   */
-  function checkSkew(now: number, claimOf: string): Promise<void> | undefined {
-    if (!dbClock) return undefined;
+  async function checkSkew(now: number, claimOf: string): Promise<void> {
+    if (!dbClock) return;
     const entry = Date.now();
-    if (entry - probedAt >= 10_000 || entry < probedAt) return probeClock().then(() => skewWithin(now, entry, claimOf));
-    skewWithin(now, entry, claimOf);
-    return undefined;
-  }
-  async function probeClock(): Promise<void> {
-    const t0 = Date.now();
-    // One parameter, as every other statement has: pg's value writer keeps seeing arrays of one kind
-    // (an empty literal is another elements kind, whose arrival deoptimised it every 10 s).
-    const { rows } = await query<{ db: string }>('clock', 'clock-probe', `SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS db WHERE $1::boolean`, [true]);
-    const t1 = Date.now();
-    const db = Number(rows[0]!.db);
-    offset = { lo: t0 - db, hi: t1 - db };
-    probedAt = t1;
-  }
-  /** The caller's clock (the `now` it passes, read at `entry` on this process's) against the database's, from the last probe. */
-  function skewWithin(now: number, entry: number, claimOf: string): void {
+    if (entry - probedAt >= 10_000 || entry < probedAt) {
+      const t0 = Date.now();
+      // One parameter, as every other statement has: pg's value writer sees arrays of one elements kind (an
+      // empty literal is another, and its arrival when the probe came round again deoptimised bind and writeValues).
+      const { rows } = await query<{ db: string }>('clock', 'clock-probe', `SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS db WHERE $1::boolean`, [true]);
+      const t1 = Date.now();
+      const db = Number(rows[0]!.db);
+      offset = { lo: t0 - db, hi: t1 - db };
+      probedAt = t1;
+    }
     // The caller's clock (the `now` it passes) may differ from this process's: add that difference.
     const caller = now - entry;
     const lo = offset.lo + caller;
@@ -462,8 +451,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
 
     async claim(input: ClaimInput): Promise<ClaimResult> {
       checkClaim(input);
-      const probe = checkSkew(input.now, input.businessOperationId);
-      if (probe !== undefined) await probe;
+      await checkSkew(input.now, input.businessOperationId);
       // Fast path: a new operation is one INSERT, atomic under the primary key; with `dispatch` it is
       // born `dispatched` (the runner calls the provider next), so the clean path needs no second write.
       // A worker whose clock is too far from the database's writes nothing (checkSkew); the lease ends at the ledger's clock + leaseMs.
