@@ -182,9 +182,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     const entry = Date.now();
     if (entry - probedAt >= 10_000 || entry < probedAt) {
       const t0 = Date.now();
-      // One parameter, as every other statement has: pg's value writer sees arrays of one elements kind (an
-      // empty literal is another, and its arrival when the probe came round again deoptimised bind and writeValues).
-      const { rows } = await query<{ db: string }>('clock', 'clock-probe', `SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS db WHERE $1::boolean`, [true]);
+      const { rows } = await query<{ db: string }>('clock', 'clock-probe', `SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS db`, []);
       const t1 = Date.now();
       const db = Number(rows[0]!.db);
       offset = { lo: t0 - db, hi: t1 - db };
