@@ -19,7 +19,7 @@ describe('run() refusals before the claim', () => {
     for (const [op, input] of cases) {
       let returned: Promise<unknown> | undefined;
       expect(() => {
-        returned = runner.run(adapter, op, input as never);
+        returned = runner.run(adapter, op as never, input as never);
       }).not.toThrow();
       await expect(returned).rejects.toBeInstanceOf(Error);
     }
