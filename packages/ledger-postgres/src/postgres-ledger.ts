@@ -177,17 +177,17 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   let probedAt = -Infinity;
   /** This process's clock minus the database's, bracketed: [lo, hi] ms (from the last probe). */
   let offset = { lo: 0, hi: 0 };
-  async function checkSkew(now: number, claimOf: string): Promise<void> {
-    if (!dbClock) return;
-    const entry = Date.now();
-    if (entry - probedAt >= 10_000 || entry < probedAt) {
-      const t0 = Date.now();
-      const { rows } = await query<{ db: string }>('clock', 'clock-probe', `SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS db`, []);
-      const t1 = Date.now();
-      const db = Number(rows[0]!.db);
-      offset = { lo: t0 - db, hi: t1 - db };
-      probedAt = t1;
-    }
+  /** One probe of the database clock (see above): the offset, bracketed, and when it was taken. */
+  async function probeClock(): Promise<void> {
+    const t0 = Date.now();
+    const { rows } = await query<{ db: string }>('clock', 'clock-probe', `SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS db`, []);
+    const t1 = Date.now();
+    const db = Number(rows[0]!.db);
+    offset = { lo: t0 - db, hi: t1 - db };
+    probedAt = t1;
+  }
+  /** The caller's `now` (passed when this process's clock read `entry`) against the database's clock, from the last probe. */
+  function skewWithin(now: number, entry: number, claimOf: string): void {
     // The caller's clock (the `now` it passes) may differ from this process's: add that difference.
     const caller = now - entry;
     const lo = offset.lo + caller;
@@ -473,54 +473,76 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     ) as Promise<OperationRecord>;
   }
 
+  /**
+   * Fast path: a new operation is one INSERT, atomic under the primary key; with `dispatch` it is born
+   * `dispatched` (the runner calls the provider next), so the clean path needs no second write. A worker
+   * whose clock is too far from the database's writes nothing (checked before); the lease ends at the
+   * ledger's clock + leaseMs.
+   */
+  function claimNew(input: ClaimInput): Promise<ClaimResult> {
+    const insert = input.dispatch === true ? CLAIM_INSERT_DISPATCHED : CLAIM_INSERT;
+    const params = jsonParam(input.params);
+    return query<{ lease_expires_at: string; xmin: string }>(
+      'claim',
+      insert.name,
+      insert.text,
+      [input.businessOperationId, input.provider, input.operation, input.intentFingerprint, input.paramsFingerprint,
+        params, input.providerKey, input.owner, input.leaseMs, input.now],
+    ).then(({ rows: inserted }) => (inserted.length === 1 ? claimInserted(input, params, inserted[0]!) : claimExisting(input)));
+  }
+  /**
+   * The new row holds exactly what this call sent, so its record is not read back: it is the contract's
+   * new-operation record (the rule every ledger applies) for the params as the json column reads them
+   * back, and the lease's end the database wrote (its clock: leaseNow = that end - leaseMs).
+   */
+  function claimInserted(input: ClaimInput, params: string | null, row: { lease_expires_at: string; xmin: string }): ClaimResult {
+    const { lease_expires_at: leaseEnd, xmin } = row;
+    const stored = { ...input, params: parseJson(params), providerKey: input.providerKey ?? null };
+    const claimed = claimTransition(null, stored, Number(leaseEnd) - input.leaseMs).result;
+    remember(claimed.record, xmin, { params, result: null, handoff: null, resolution: null });
+    return claimed;
+  }
+  /**
+   * It exists: decide under a row lock, so two workers never both take it over. The decision is the
+   * contract's claimTransition (the rule every ledger applies); the lease is judged on the ledger's
+   * clock (see leaseClock), read in the same statement as the lock: now() is the transaction's time.
+   */
+  function claimExisting(input: ClaimInput): Promise<ClaimResult> {
+    return withTransaction('claim', async (client) => {
+      const { rows } = await query<OperationRow & { lease_now: string }>(
+        'claim',
+        'claim-lock-clock',
+        `SELECT ${RECORD_COLUMNS}, ${CLOCK('$2', '$3')} AS lease_now FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE`,
+        [input.businessOperationId, dbClock, input.now],
+        client,
+      );
+      if (rows.length === 0) throw new LedgerError(`claim: ${input.businessOperationId} was neither inserted nor found; nothing written`);
+      const { result, write } = claimTransition(toRecord(rows[0]!), input, Number(rows[0]!.lease_now));
+      if (write === null) return result;
+      const record = await writeLocked(client, 'claim', rows[0]!, write);
+      return { ...result, record } as ClaimResult;
+    });
+  }
+
   const ledger: PostgresLedger = {
     schema: schemaName,
     ready,
     capabilities: { claimDispatch: true, receiptWithState: true },
 
-    async claim(input: ClaimInput): Promise<ClaimResult> {
-      checkClaim(input);
-      await checkSkew(input.now, input.businessOperationId);
-      // Fast path: a new operation is one INSERT, atomic under the primary key; with `dispatch` it is
-      // born `dispatched` (the runner calls the provider next), so the clean path needs no second write.
-      // A worker whose clock is too far from the database's writes nothing (checkSkew); the lease ends at the ledger's clock + leaseMs.
-      const insert = input.dispatch === true ? CLAIM_INSERT_DISPATCHED : CLAIM_INSERT;
-      const params = jsonParam(input.params);
-      const { rows: inserted } = await query<{ lease_expires_at: string; xmin: string }>(
-        'claim',
-        insert.name,
-        insert.text,
-        [input.businessOperationId, input.provider, input.operation, input.intentFingerprint, input.paramsFingerprint,
-          params, input.providerKey, input.owner, input.leaseMs, input.now],
-      );
-      // The new row holds exactly what this call sent, so its record is not read back: it is the contract's
-      // new-operation record (the rule every ledger applies) for the params as the json column reads them
-      // back, and the lease's end the database wrote (its clock: leaseNow = that end - leaseMs).
-      if (inserted.length === 1) {
-        const { lease_expires_at: leaseEnd, xmin } = inserted[0]!;
-        const stored = { ...input, params: parseJson(params), providerKey: input.providerKey ?? null };
-        const claimed = claimTransition(null, stored, Number(leaseEnd) - input.leaseMs).result;
-        remember(claimed.record, xmin, { params, result: null, handoff: null, resolution: null });
-        return claimed;
+    // Not an async function: a clean claim is the skew check from the cached offset, one INSERT and one
+    // continuation (claimInserted), with no coroutine to optimise; a due clock probe and an existing
+    // operation (claimExisting) are async functions of their own. Anything thrown comes back as a rejection.
+    claim(input: ClaimInput): Promise<ClaimResult> {
+      try {
+        checkClaim(input);
+        if (!dbClock) return claimNew(input);
+        const entry = Date.now();
+        if (entry - probedAt >= 10_000 || entry < probedAt) return probeClock().then(() => (skewWithin(input.now, entry, input.businessOperationId), claimNew(input)));
+        skewWithin(input.now, entry, input.businessOperationId);
+        return claimNew(input);
+      } catch (err) {
+        return Promise.reject(err);
       }
-
-      // It exists: decide under a row lock, so two workers never both take it over. The decision is the
-      // contract's claimTransition (the rule every ledger applies); the lease is judged on the ledger's
-      // clock (see leaseClock), read in the same statement as the lock: now() is the transaction's time.
-      return withTransaction('claim', async (client) => {
-        const { rows } = await query<OperationRow & { lease_now: string }>(
-          'claim',
-          'claim-lock-clock',
-          `SELECT ${RECORD_COLUMNS}, ${CLOCK('$2', '$3')} AS lease_now FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE`,
-          [input.businessOperationId, dbClock, input.now],
-          client,
-        );
-        if (rows.length === 0) throw new LedgerError(`claim: ${input.businessOperationId} was neither inserted nor found; nothing written`);
-        const { result, write } = claimTransition(toRecord(rows[0]!), input, Number(rows[0]!.lease_now));
-        if (write === null) return result;
-        const record = await writeLocked(client, 'claim', rows[0]!, write);
-        return { ...result, record } as ClaimResult;
-      });
     },
 
     async renewLease(ref, leaseMs, now) {
