@@ -291,7 +291,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
    * `record: false` (a write whose caller gets nothing back: renew, release) returns only the id, not
    * the whole row with its params and result, and resolves to null.
    */
-  async function fencedUpdate(
+  function fencedUpdate(
     ref: Fenced,
     what: string,
     name: string,
@@ -302,34 +302,44 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     next?: Next,
     deferred = false,
   ): Promise<OperationRecord | null> {
-    checkRef(ref, what);
-    // Deferred (see deferrableWrites), with or without a receipt: the statement turns synchronous_commit off
-    // for its own transaction, in RETURNING, which runs only for the row it wrote. Its own statement (the text differs).
-    const texts = writeTextsOf(name, set, values.length, guard, receipt !== undefined, deferred && defers);
-    if (receipt === undefined) {
-      const args = [...values, ref.businessOperationId, ref.fence];
-      if (next === undefined) {
-        // Nothing comes back (renew, release): only the id is returned, and the row is no longer the remembered version.
-        known.delete(ref.businessOperationId);
-        const { rows } = await query<{ business_operation_id: string }>(what, texts.name, texts.bare, args);
-        if (rows.length === 0) await refused(ref, what, guard?.blocked);
-        return null;
-      }
-      const fast = await knownWrite(ref, what, texts, args, next, undefined);
-      if (fast) return fast;
-      const { rows } = await query<OperationRow & { xmin: string }>(what, texts.name, texts.full, args);
-      if (rows.length === 0) return refused(ref, what, guard?.blocked);
-      return fromRow(rows[0]!);
+    // Not an async function: a clean write (a remembered operation, with its receipt) is the known write's
+    // promise and its continuations, with no coroutine to optimise; the other writes are async functions
+    // of their own (plainWrite, fullWrite). Anything thrown comes back as a rejection.
+    try {
+      checkRef(ref, what);
+      // Deferred (see deferrableWrites), with or without a receipt: the statement turns synchronous_commit off
+      // for its own transaction, in RETURNING, which runs only for the row it wrote. Its own statement (the text differs).
+      const texts = writeTextsOf(name, set, values.length, guard, receipt !== undefined, deferred && defers);
+      if (receipt === undefined) return plainWrite(ref, what, texts, [...values, ref.businessOperationId, ref.fence], guard, next);
+      checkReceiptShape(ref, receipt, what);
+      // The state and its receipt in ONE statement on ONE row (migration 5: the receipts live in the
+      // operation's row): it applies only when the receipt is the next seq of the row's chain anchor.
+      // Under the row lock a concurrent writer of the same seq re-checks against the new count: one lands.
+      const args = [...values, ref.businessOperationId, ref.fence, receipt.seq, jsonParam(receipt), receipt.hash];
+      const fast = next ? knownWrite(ref, what, texts, args, next, receipt) : null;
+      if (fast === null) return fullWrite(ref, what, texts, args, guard, receipt);
+      return fast.then((written) => written ?? fullWrite(ref, what, texts, args, guard, receipt));
+    } catch (err) {
+      return Promise.reject(err);
     }
-    checkReceiptShape(ref, receipt, what);
-    // The state and its receipt in ONE statement on ONE row (migration 5: the receipts live in the
-    // operation's row): it applies only when the receipt is the next seq of the row's chain anchor.
-    // Under the row lock a concurrent writer of the same seq re-checks against the new count: one lands.
-    const args = [...values, ref.businessOperationId, ref.fence, receipt.seq, jsonParam(receipt), receipt.hash];
-    if (next) {
-      const fast = await knownWrite(ref, what, texts, args, next, receipt);
-      if (fast) return fast;
+  }
+
+  /** A fenced write without a receipt (renew, release, markDispatched, handOff without one). */
+  async function plainWrite(ref: Fenced, what: string, texts: WriteTexts, args: unknown[], guard: { sql: string; blocked: Blocked } | null, next: Next | undefined): Promise<OperationRecord | null> {
+    if (next === undefined) {
+      // Nothing comes back (renew, release): only the id is returned, and the row is no longer the remembered version.
+      known.delete(ref.businessOperationId);
+      const { rows } = await query<{ business_operation_id: string }>(what, texts.name, texts.bare, args);
+      if (rows.length === 0) await refused(ref, what, guard?.blocked);
+      return null;
     }
+    const fast = await knownWrite(ref, what, texts, args, next, undefined);
+    if (fast) return fast;
+    return fullWrite(ref, what, texts, args, guard, undefined);
+  }
+
+  /** The write sent as it is, returning the whole row (or explaining why it was refused). */
+  async function fullWrite(ref: Fenced, what: string, texts: WriteTexts, args: unknown[], guard: { sql: string; blocked: Blocked } | null, receipt: Receipt | undefined): Promise<OperationRecord | null> {
     const { rows } = await query<OperationRow & { xmin: string }>(what, texts.name, texts.full, args);
     if (rows.length === 0) return refused(ref, what, guard?.blocked, receipt);
     return fromRow(rows[0]!);
@@ -371,10 +381,11 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   /**
    * The write of a remembered operation (see `known`): the write's UPDATE (`texts.known`) guarded
    * also by the remembered xmin, returning only the new one. The record is `next` applied to the
-   * remembered one. null: not remembered, the rule refuses (the full write explains why), or the row
-   * is another version now: nothing was written, and the caller sends the full write.
+   * remembered one. null at once: not remembered, or the rule refuses (the full write explains why); a
+   * promise of null: the row is another version now. Either way nothing was written, and the caller
+   * sends the full write.
    */
-  async function knownWrite(ref: Fenced, what: string, texts: WriteTexts, args: unknown[], next: Next, receipt: Receipt | undefined): Promise<OperationRecord | null> {
+  function knownWrite(ref: Fenced, what: string, texts: WriteTexts, args: unknown[], next: Next, receipt: Receipt | undefined): Promise<OperationRecord | null> | null {
     const k = known.get(ref.businessOperationId);
     if (k === undefined || k.record.fence !== ref.fence) return null;
     let out: { record: OperationRecord; json: JsonTexts };
@@ -383,14 +394,15 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     } catch {
       return null;
     }
-    const { rows } = await query<{ xmin: string }>(what, texts.knownName, texts.known, [...args, k.xmin]);
-    if (rows.length === 0) {
-      known.delete(ref.businessOperationId);
-      return null;
-    }
-    const record = chainedTransition(out.record, receipt);
-    remember(record, rows[0]!.xmin, out.json);
-    return handOut(record, out.json);
+    return query<{ xmin: string }>(what, texts.knownName, texts.known, [...args, k.xmin]).then(({ rows }) => {
+      if (rows.length === 0) {
+        known.delete(ref.businessOperationId);
+        return null;
+      }
+      const record = chainedTransition(out.record, receipt);
+      remember(record, rows[0]!.xmin, out.json);
+      return handOut(record, out.json);
+    });
   }
   const must = (r: OperationRecord | null): OperationRecord => r!;
 

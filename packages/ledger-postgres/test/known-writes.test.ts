@@ -258,6 +258,17 @@ describe('setState refusals', () => {
       }).not.toThrow();
       await expect(returned).rejects.toMatchObject({ name: 'LedgerError' });
     }
+    // The fenced write's own checks (a malformed ref, a receipt that is not the operation's) reject too.
+    for (const [r, patch] of [
+      [{ businessOperationId: ref.businessOperationId, fence: 'x' }, { state: 'succeeded', now: Date.now() }],
+      [ref, { state: 'succeeded', now: Date.now(), receipt: { businessOperationId: 'someone-else', seq: 1 } }],
+    ] as const) {
+      let returned: Promise<unknown> | undefined;
+      expect(() => {
+        returned = ledger.setState(r as never, patch as never);
+      }).not.toThrow();
+      await expect(returned).rejects.toBeInstanceOf(Error);
+    }
     expect(await ledger.get(ref.businessOperationId)).toEqual(c.record);
   });
 });
