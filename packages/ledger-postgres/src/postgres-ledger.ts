@@ -205,7 +205,39 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     return full;
   };
 
-  async function query<R extends pg.QueryResultRow>(what: string, name: string | null, text: string, values: unknown[], tx?: Tx): Promise<pg.QueryResult<R>> {
+  /**
+   * One statement, its failure a LedgerError. Not an async function: on the ledger's own connections,
+   * migrated, outside a transaction (a clean operation's every statement) it is the connection's promise
+   * and one rejection handler; everything else goes through `queryAsync`, as before.
+   */
+  function query<R extends pg.QueryResultRow>(what: string, name: string | null, text: string, values: unknown[], tx?: Tx): Promise<pg.QueryResult<R>> {
+    if (closed || !migrated || tx !== undefined || own === null) return queryAsync<R>(what, name, text, values, tx);
+    let sent: Promise<pg.QueryResult<R>>;
+    let config: Statement;
+    try {
+      config = name ? { name: stmt(name), text, values } : { text, values };
+      sent = own.query<R>(config);
+    } catch (err) {
+      return Promise.reject(asLedgerError(err, what));
+    }
+    // A stale prepared statement (see queryAsync) is sent again on another connection; any other failure is the answer.
+    return sent.then(undefined, (err: unknown) => ((err as { code?: unknown }).code === '0A000' && poolSize > 0 ? resend<R>(what, config, 1) : Promise.reject(asLedgerError(err, what))));
+  }
+  /** `config` sent again after `from` stale-statement refusals (queryAsync's loop, from there). */
+  async function resend<R extends pg.QueryResultRow>(what: string, config: Statement, from: number): Promise<pg.QueryResult<R>> {
+    try {
+      for (let stale = from; ; stale++) {
+        try {
+          return await own!.query<R>(config);
+        } catch (err) {
+          if ((err as { code?: unknown }).code !== '0A000' || stale >= poolSize) throw err;
+        }
+      }
+    } catch (err) {
+      throw asLedgerError(err, what);
+    }
+  }
+  async function queryAsync<R extends pg.QueryResultRow>(what: string, name: string | null, text: string, values: unknown[], tx?: Tx): Promise<pg.QueryResult<R>> {
     if (closed) throw new LedgerError(`ledger is closed (${what})`);
     try {
       if (!migrated) await ready();
