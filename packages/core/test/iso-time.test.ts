@@ -28,4 +28,13 @@ describe('iso', () => {
     expect(iso(1_780_000_000_000.5)).toBe(engine(1_780_000_000_000.5));
     expect(iso(1_780_000_000_000)).toBe(engine(1_780_000_000_000));
   });
+
+  it('writes every hour, minute and second of a day as the engine does (the two-digit table)', () => {
+    const day = 1_780_012_800_000; // 2026-05-29T00:00:00.000Z
+    for (let h = 0; h < 24; h++) for (let m = 0; m < 60; m++) for (const s of [0, 9, 10, 59]) {
+      const t = day + ((h * 60 + m) * 60 + s) * 1000 + ((h + m + s) % 1000);
+      expect(iso(t)).toBe(engine(t));
+    }
+    for (let s = 0; s < 60; s++) expect(iso(day + s * 1000 + 7)).toBe(engine(day + s * 1000 + 7));
+  });
 });

@@ -91,3 +91,28 @@ describe('a worker whose clock is off from the database', () => {
     expect(provider.count()).toBe(1);
   });
 });
+
+describe('the clock probe', () => {
+  it('probes once, then judges from the cached offset: a skewed claim is refused as a rejected promise either way, and writes nothing', async () => {
+    const ledger = createPostgresLedger({ connectionString: databaseUrl(), schema, poolSize: 2 });
+    try {
+      await ledger.ready();
+      // The first claim probes the database clock (a round trip); it is in time, so it is claimed.
+      expect((await ledger.claim(input('probe-1', 'w-p', Date.now()))).kind).toBe('claimed');
+      // Within 10 s of the probe: no round trip before the check. The refusal still comes as a rejection
+      // of claim()'s promise (never a synchronous throw), as ClockSkewError, and no row is written.
+      let returned: Promise<unknown> | undefined;
+      expect(() => {
+        returned = ledger.claim(input('probe-2', 'w-p', Date.now() + 600_000));
+      }).not.toThrow();
+      const err = await returned!.catch((e: unknown) => e);
+      expect(ClockSkewError.isInstance(err)).toBe(true);
+      expect((err as ClockSkewError).skewMs).toBeGreaterThan(0);
+      expect(await ledger.get(asBusinessOperationId('probe-2'))).toBeNull();
+      // And a caller in time is claimed from the same cached offset.
+      expect((await ledger.claim(input('probe-3', 'w-p', Date.now()))).kind).toBe('claimed');
+    } finally {
+      await ledger.close();
+    }
+  });
+});

@@ -234,3 +234,41 @@ describe('a deferrable write (StatePatch.durability: a final succeeded the runne
     expect(() => createPostgresLedger({ pool, schema, deferrableWrites: 'later' as 'defer' })).toThrow(/deferrableWrites/);
   });
 });
+
+describe('setState refusals', () => {
+  it('a refused patch comes back as a rejected promise (never a synchronous throw), and writes nothing', async () => {
+    const c = await ledger.claim({
+      businessOperationId: asBusinessOperationId('refuse-1'),
+      provider: 'p',
+      operation: 'p.op',
+      intentFingerprint: 'i-refuse-1',
+      paramsFingerprint: 'f-refuse-1',
+      params: { a: 1 },
+      providerKey: 'k-refuse-1' as ProviderKey,
+      owner: 'w',
+      leaseMs: 30_000,
+      now: Date.now(),
+    });
+    if (c.kind !== 'claimed') throw new Error('claim');
+    const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
+    for (const patch of [{ state: 'handed-off', now: Date.now() }, { state: 'abandoned', now: Date.now() }, { state: 'nope', now: Date.now() }, { state: 'unknown', now: Number.NaN }, null]) {
+      let returned: Promise<unknown> | undefined;
+      expect(() => {
+        returned = ledger.setState(ref, patch as never);
+      }).not.toThrow();
+      await expect(returned).rejects.toMatchObject({ name: 'LedgerError' });
+    }
+    // The fenced write's own checks (a malformed ref, a receipt that is not the operation's) reject too.
+    for (const [r, patch] of [
+      [{ businessOperationId: ref.businessOperationId, fence: 'x' }, { state: 'succeeded', now: Date.now() }],
+      [ref, { state: 'succeeded', now: Date.now(), receipt: { businessOperationId: 'someone-else', seq: 1 } }],
+    ] as const) {
+      let returned: Promise<unknown> | undefined;
+      expect(() => {
+        returned = ledger.setState(r as never, patch as never);
+      }).not.toThrow();
+      await expect(returned).rejects.toBeInstanceOf(Error);
+    }
+    expect(await ledger.get(ref.businessOperationId)).toEqual(c.record);
+  });
+});

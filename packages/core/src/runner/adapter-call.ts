@@ -5,36 +5,62 @@ import type { Mutable, Op, RunnerContext } from './context.js';
 import { errText, isLookupResult, isOutcome } from './guards.js';
 import { checkOwnLease, renew, withHeartbeat } from './lease.js';
 
-export async function send(ctx: RunnerContext, op: Op, attemptId: AttemptId): Promise<Outcome> {
-  const { clock, ledger, log } = ctx;
-  if (op.dispatchWritten) {
-    // The claim itself durably created the operation as `dispatched` (fresh lease, attempt 1).
-    op.dispatchWritten = false;
-  } else {
-    await renew(ctx, op);
-    // Durably `dispatched` BEFORE the provider is called: a crash from here on is found and reconciled.
-    op.record = await ledger.markDispatched(op.ref, clock.now());
+/**
+ * One provider call. Not an async function: a clean run's call (its claim already wrote `dispatched`)
+ * is the adapter's promise and two continuations, so its optimised code carries no coroutine; a
+ * re-send first renews and writes `dispatched` (dispatchAndCall). Whatever throws comes back as a
+ * rejection, as from an async function.
+ */
+export function send(ctx: RunnerContext, op: Op, attemptId: AttemptId): Promise<Outcome> {
+  if (!op.dispatchWritten) return dispatchAndCall(ctx, op, attemptId);
+  // The claim itself durably created the operation as `dispatched` (fresh lease, attempt 1).
+  op.dispatchWritten = false;
+  try {
+    return call(ctx, op, attemptId);
+  } catch (err) {
+    return Promise.reject(err);
   }
+}
+
+async function dispatchAndCall(ctx: RunnerContext, op: Op, attemptId: AttemptId): Promise<Outcome> {
+  await renew(ctx, op);
+  // Durably `dispatched` BEFORE the provider is called: a crash from here on is found and reconciled.
+  op.record = await ctx.ledger.markDispatched(op.ref, ctx.clock.now());
+  return call(ctx, op, attemptId);
+}
+
+/** The request itself, once the operation is durably `dispatched`: its answer classified, never a throw from the adapter. */
+function call(ctx: RunnerContext, op: Op, attemptId: AttemptId): Promise<Outcome> {
+  const { clock, log } = ctx;
   checkOwnLease(ctx, op);
   // The late-apply window runs from the moment the request goes out, not from the write before it.
   op.lastDispatchedAt = Math.max(op.record.updatedAt, clock.now());
   op.runAttempts++;
   log('info', 'dispatch', () => `provider call ${op.record.attemptCount} (run attempt ${op.runAttempts}) with key ${op.providerKey ?? '(none)'}`, op, { attempt: op.record.attemptCount });
-  let outcome: Outcome;
+  let answer: Promise<Outcome>;
   try {
-    const call: Mutable<ExecuteContext> = { businessOperationId: op.id, providerKey: op.providerKey, runId: op.runId, attemptId, attempt: op.record.attemptCount, statusRef: op.record.statusRef };
-    if (op.keyRevision > 1) call.keyRevision = op.keyRevision;
-    if (op.signal) call.signal = op.signal;
-    const o = await withHeartbeat(ctx, op, () => op.adapter.doExecute(op.opName, op.params, call));
-    outcome = isOutcome(o) ? o : { kind: 'unknown', cause: 'other', message: 'adapter returned something that is not an outcome' };
+    const callCtx: Mutable<ExecuteContext> = { businessOperationId: op.id, providerKey: op.providerKey, runId: op.runId, attemptId, attempt: op.record.attemptCount, statusRef: op.record.statusRef };
+    if (op.keyRevision > 1) callCtx.keyRevision = op.keyRevision;
+    if (op.signal) callCtx.signal = op.signal;
+    answer = withHeartbeat(ctx, op, () => op.adapter.doExecute(op.opName, op.params, callCtx)).then((o) => {
+      try {
+        return isOutcome(o) ? o : notAnOutcome();
+      } catch (err) {
+        return threw(err);
+      }
+    }, threw);
   } catch (err) {
-    outcome = { kind: 'unknown', cause: 'other', message: `adapter threw instead of classifying: ${errText(err)}` };
+    answer = Promise.resolve(threw(err));
   }
-  const o = outcome;
-  const attempt = op.record.attemptCount;
-  log('info', 'outcome', () => `${o.kind}${o.status !== undefined ? ` (${o.status})` : ''}${'message' in o && o.message ? `: ${o.message}` : ''}`, op, o.status !== undefined ? { attempt, outcome: o.kind, status: o.status } : { attempt, outcome: o.kind });
-  return outcome;
+  return answer.then((o) => {
+    const attempt = op.record.attemptCount;
+    log('info', 'outcome', () => `${o.kind}${o.status !== undefined ? ` (${o.status})` : ''}${'message' in o && o.message ? `: ${o.message}` : ''}`, op, o.status !== undefined ? { attempt, outcome: o.kind, status: o.status } : { attempt, outcome: o.kind });
+    return o;
+  });
 }
+
+const notAnOutcome = (): Outcome => ({ kind: 'unknown', cause: 'other', message: 'adapter returned something that is not an outcome' });
+const threw = (err: unknown): Outcome => ({ kind: 'unknown', cause: 'other', message: `adapter threw instead of classifying: ${errText(err)}` });
 
 export async function lookup(ctx: RunnerContext, op: Op, attemptId: AttemptId): Promise<LookupResult> {
   const { clock, ledger, log } = ctx;

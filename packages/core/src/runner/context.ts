@@ -101,7 +101,12 @@ let lastIso = '';
 const DAY_MS = 86_400_000;
 /** 10000-01-01T00:00:00.000Z: from there on the year has more than four digits. */
 const YEAR_10000 = 253_402_300_800_000;
-const pad2 = (n: number) => (n < 10 ? '0' + n : '' + n);
+/**
+ * Two digits of an hour, minute or second (0–59), looked up: no branch whose first use, when the clock's
+ * seconds, minutes or hours first drop below 10 after the code was optimised, deoptimises iso() and seal().
+ */
+const TWO_DIGITS: readonly string[] = Array.from({ length: 60 }, (_, n) => (n < 10 ? `0${n}` : `${n}`));
+const pad2 = (n: number) => TWO_DIGITS[n]!;
 
 /**
  * `new Date(t).toISOString()`, byte for byte. Receipts carry two per attempt, and V8 writes each

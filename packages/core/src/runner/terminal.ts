@@ -9,25 +9,41 @@ import { paramsConflict } from './intake.js';
 import { appendReceipt, recorded, writeState } from './receipt-chain.js';
 import type { RunResult } from './types.js';
 
-export async function complete(ctx: RunnerContext, op: Op, obs: Observation, adopted: boolean): Promise<RunResult> {
-  const src = obs === null ? null : obs.kind === 'found' ? obs.outcome : obs;
-  let result: unknown = op.record.result;
-  let providerRef: string | null = op.record.providerRef;
-  if (src && (src.kind === 'succeeded' || src.kind === 'replayed')) {
-    result = src.result ?? null;
-    providerRef = src.providerRef ?? providerRef;
+/**
+ * The operation succeeded: its result (and the attempt's pending receipt) written, then the answer. Not
+ * an async function: one write and one continuation, so the optimised code carries no coroutine.
+ * Whatever throws comes back as a rejection, as from an async function.
+ */
+export function complete(ctx: RunnerContext, op: Op, obs: Observation, adopted: boolean): Promise<RunResult> {
+  try {
+    const src = obs === null ? null : obs.kind === 'found' ? obs.outcome : obs;
+    let result: unknown = op.record.result;
+    let providerRef: string | null = op.record.providerRef;
+    if (src && (src.kind === 'succeeded' || src.kind === 'replayed')) {
+      result = src.result ?? null;
+      providerRef = src.providerRef ?? providerRef;
+    }
+    const pending = op.pendingReceipt;
+    op.pendingReceipt = null;
+    let written: Promise<void> | null = null;
+    if (op.record.state !== 'succeeded') {
+      // The attempt's receipt (if pending) lands in the same transaction as the result it led to. Deferrable
+      // where the card lets a lost write be looked up again (completionRecoverable): the claim before the
+      // send was durable, and it is what a crash here would leave behind anyway.
+      const durability = completionRecoverable(op.card) ? 'deferrable' : undefined;
+      written = writeState(ctx, op, { state: 'succeeded', lastOutcome: obs === null ? op.record.lastOutcome : obs.kind, result, providerRef, now: ctx.clock.now(), durability }, pending);
+    } else if (pending !== null) {
+      written = appendReceipt(ctx, op, pending);
+    }
+    if (written === null) return Promise.resolve(completed(ctx, op, result, providerRef, adopted));
+    return written.then(() => completed(ctx, op, result, providerRef, adopted));
+  } catch (err) {
+    return Promise.reject(err);
   }
-  const pending = op.pendingReceipt;
-  op.pendingReceipt = null;
-  if (op.record.state !== 'succeeded') {
-    // The attempt's receipt (if pending) lands in the same transaction as the result it led to. Deferrable
-    // where the card lets a lost write be looked up again (completionRecoverable): the claim before the
-    // send was durable, and it is what a crash here would leave behind anyway.
-    const durability = completionRecoverable(op.card) ? 'deferrable' : undefined;
-    await writeState(ctx, op, { state: 'succeeded', lastOutcome: obs === null ? op.record.lastOutcome : obs.kind, result, providerRef, now: ctx.clock.now(), durability }, pending);
-  } else if (pending !== null) {
-    await appendReceipt(ctx, op, pending);
-  }
+}
+
+/** The answer once the result is written. */
+function completed(ctx: RunnerContext, op: Op, result: unknown, providerRef: string | null, adopted: boolean): RunResult {
   const attempts = op.record.attemptCount;
   ctx.log('info', 'done', () => `succeeded${adopted ? ' (adopted)' : ''} after ${attempts} provider call(s)${providerRef ? `, ref ${providerRef}` : ''}`, op, { attempt: attempts, adopted });
   return { status: 'done', businessOperationId: op.id, result, providerRef, adopted, attempts: op.record.attemptCount, receipts: [...op.receipts] };
