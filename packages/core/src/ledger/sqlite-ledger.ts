@@ -208,7 +208,7 @@ function legacyBody(record: OperationRecord, stored: Stored, added: Receipt | un
 }
 
 /** The receipts part of a body with none (what decodeBody2 gives for it). */
-const NO_RECEIPTS: StoredReceipts = { bytes: new Uint8Array(0), count: 0, strings: [], lastTime: 0, lastBig: 0 };
+const NO_RECEIPTS: StoredReceipts = { bytes: new Uint8Array(0), count: 0, strings: [], lastTime: 0, lastBig: 0, head: null };
 
 /** Thrown inside jsonCopy when a value would not read back from a body as the same value. */
 const NOT_EXACT: unique symbol = Symbol('not exact');
