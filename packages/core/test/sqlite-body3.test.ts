@@ -188,6 +188,16 @@ describe('body format 3', () => {
     expect(encodeBody3(later, [{ seq: 1 }], kept.stored, null, later, false)!.body.equals(full(later, [{ seq: 1 }]).body)).toBe(true);
   });
 
+  it('UUID tails: every character of a UUID changed (a non-hex digit, a dash, an upper-case digit, a wide character) reads back as written, in both formats', () => {
+    const uuid = '0f8fad5b-d9cb-469f-a165-70867728950e';
+    const strings = [`run_${uuid}`, uuid];
+    for (let i = 0; i < uuid.length; i++) for (const c of ['g', '-', 'A', 'F', '0', '\u0130', ':']) strings.push(`run_${uuid.slice(0, i)}${c}${uuid.slice(i + 1)}`);
+    const record = { businessOperationId: 'x', values: strings };
+    expect(text(decodeBody3(full(record, [strings]).body).record)).toBe(text(record));
+    expect(text(decodeBody2(encodeBody2(record, [strings])).record)).toBe(text(record));
+    expect(decodeBody3(full(record, [strings]).body).receipts.map(text)).toEqual([text(strings)]);
+  });
+
   it('a head of other keys than the encoder\'s (a crafted body) is read but never copied', () => {
     // {provider: 'x', state: 1} as head pairs (count 2), no receipts, then {fence: 2}: byte 3, n = 0, h = 2, …
     const crafted = resealBody2(Buffer.from([3, 0, 2, 0x01, 0x81, 0x78, 0x07, 0xa1, 0x08, 0xa2, 0xc5, 0, 0, 0, 0]));

@@ -243,24 +243,39 @@ function writeWord(w: number): void {
   pos = p;
 }
 
+/** Four lowercase hex digits s[at, at + 4) as a number, or -1. */
+function hex4(s: string, at: number): number {
+  let v = 0;
+  for (let i = 0; i < 4; i++) {
+    const c = s.charCodeAt(at + i);
+    const x = c < 128 ? NIBBLE[c]! : -1;
+    if (x < 0) return -1;
+    v = (v << 4) | x;
+  }
+  return v;
+}
+
 /**
  * Whether s[at, at + 36) is a lowercase 8-4-4-4-12 UUID; if so its 16 bytes are left in UUID_WORDS as
- * four big-endian 32-bit words (checked and packed in one pass over the characters).
+ * four big-endian 32-bit words. Read in runs of four digits (a loop over all 36 characters tested each
+ * one's position for a dash: ~1.8k instructions per UUID, callgrind).
  */
 const UUID_WORDS = new Int32Array(4);
 function packUuid(s: string, at: number): boolean {
-  let w = 0;
-  for (let i = 0, j = 0; i < 36; i++) {
-    const c = s.charCodeAt(at + i);
-    if (i === 8 || i === 13 || i === 18 || i === 23) {
-      if (c !== 45) return false;
-      continue;
-    }
-    const v = c < 128 ? NIBBLE[c]! : -1;
-    if (v < 0) return false;
-    w = (w << 4) | v;
-    if ((++j & 7) === 0) UUID_WORDS[(j >> 3) - 1] = w;
-  }
+  if (s.charCodeAt(at + 8) !== 45 || s.charCodeAt(at + 13) !== 45 || s.charCodeAt(at + 18) !== 45 || s.charCodeAt(at + 23) !== 45) return false;
+  const a = hex4(s, at);
+  const b = hex4(s, at + 4);
+  const c = hex4(s, at + 9);
+  const d = hex4(s, at + 14);
+  const e = hex4(s, at + 19);
+  const f = hex4(s, at + 24);
+  const g = hex4(s, at + 28);
+  const h = hex4(s, at + 32);
+  if ((a | b | c | d | e | f | g | h) < 0) return false;
+  UUID_WORDS[0] = (a << 16) | b;
+  UUID_WORDS[1] = (c << 16) | d;
+  UUID_WORDS[2] = (e << 16) | f;
+  UUID_WORDS[3] = (g << 16) | h;
   return true;
 }
 
