@@ -198,6 +198,16 @@ describe('body format 3', () => {
     expect(decodeBody3(full(record, [strings]).body).receipts.map(text)).toEqual([text(strings)]);
   });
 
+  it('timestamps: one every 97 days (and a varying time of day) from 1970 to 9999 reads back as Date#toISOString writes it, as the only timestamp and after another', () => {
+    for (let day = 0, i = 0; day < 2_932_897; day += 97, i++) {
+      const ms = day * 86_400_000 + ((i * 7_919_017) % 86_400_000);
+      const s = new Date(ms).toISOString();
+      const before = new Date(Math.max(0, ms - 1_234_567)).toISOString();
+      const d = decodeBody3(full({ businessOperationId: s, at: [before, s] }, []).body).record as { businessOperationId: string; at: string[] };
+      if (d.businessOperationId !== s || d.at[0] !== before || d.at[1] !== s) expect({ s, before, got: d }).toBeUndefined();
+    }
+  });
+
   it('a head of other keys than the encoder\'s (a crafted body) is read but never copied', () => {
     // {provider: 'x', state: 1} as head pairs (count 2), no receipts, then {fence: 2}: byte 3, n = 0, h = 2, …
     const crafted = resealBody2(Buffer.from([3, 0, 2, 0x01, 0x81, 0x78, 0x07, 0xa1, 0x08, 0xa2, 0xc5, 0, 0, 0, 0]));
