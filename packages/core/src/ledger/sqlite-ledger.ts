@@ -335,6 +335,9 @@ const KNOWN_MAX = 256;
 
 const PRUNE_BATCH = 500;
 
+/** What one attempt of a transaction answers when the write lock was busy: nothing written (see tx). */
+const BUSY: unique symbol = Symbol('busy');
+
 /**
  * A deferred write's safety level, and back (see deferrableWrites). Run through exec: SQLite prepares a
  * PRAGMA again on every run anyway, and a prepared statement's run() builds a result object exec() does not.
@@ -622,45 +625,67 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
    * statement wrote nothing and is run again after the wait, as a busy BEGIN is.
    */
   async function tx<T>(what: string, fn: () => T, deferred = false, alone = false): Promise<T> {
+    return txNow(what, fn, deferred, alone);
+  }
+  /**
+   * tx with its first attempt run synchronously: its answer itself when that attempt took the lock (the
+   * common case: no promise of tx's own and no await at the caller, ~1k instructions per write), else
+   * the promise of the waits and attempts that follow. Errors are thrown, as tx rejects with them.
+   */
+  function txNow<T>(what: string, fn: () => T, deferred = false, alone = false): T | Promise<T> {
     const deadline = Date.now() + busy;
     // Deferred: this commit at NORMAL (see deferrableWrites). Set and restored in the same synchronous
     // stretch as the transaction, so no other transaction of this connection ever runs at NORMAL.
     const relax = deferred && defers;
+    const out = attempt(what, fn, relax, alone, false, deadline);
+    return out !== BUSY ? out : txWaits(what, fn, relax, alone, deadline);
+  }
+  /** tx after a first attempt found the lock busy: short asynchronous waits, each followed by an attempt. */
+  async function txWaits<T>(what: string, fn: () => T, relax: boolean, alone: boolean, deadline: number): Promise<T> {
     // At least one asynchronous step before giving up, even when one attempt's own short synchronous
     // wait already used up a small busy timeout.
-    for (let step = 1, waited = false; ; step = Math.min(step * 2, SYNC_BUSY_MS), waited = true) {
-      // Whether this attempt holds the write lock (BEGIN IMMEDIATE returned): from then on a failure rolls back.
-      let locked = false;
-      let out: T;
-      try {
-        // The safety level may not change inside a transaction: set before it, restored after it.
-        if (relax) conn.exec(SYNC_NORMAL);
-        pendingId = pendingKept = null;
-        if (!alone) (conn.exec('BEGIN IMMEDIATE'), (locked = true));
-        out = fn();
-        if (!alone) conn.exec('COMMIT');
-        keep();
-      } catch (err) {
-        pendingId = pendingKept = null;
-        if (locked) {
-          try {
-            conn.exec('ROLLBACK');
-          } catch {
-            /* no transaction left to roll back */
-          }
-        }
-        if (relax) restoreSync(what, err);
-        if (RetrysafeError.isInstance(err)) throw err;
-        // Busy before the lock was taken (BEGIN, or the lone statement): nothing written, wait and try again.
-        if (locked || !isBusy(err) || (waited && Date.now() >= deadline)) {
-          throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
-        }
-        await sleep(Math.max(0, Math.min(step, deadline - Date.now())));
-        continue;
-      }
-      if (relax) restoreSync(what, null);
-      return out;
+    for (let step = 1; ; step = Math.min(step * 2, SYNC_BUSY_MS)) {
+      await sleep(Math.max(0, Math.min(step, deadline - Date.now())));
+      const out = attempt(what, fn, relax, alone, true, deadline);
+      if (out !== BUSY) return out;
     }
+  }
+  /**
+   * One attempt of a transaction: its answer, or BUSY when another connection held the lock before this
+   * one took it (nothing written: the caller waits and tries again). Any other failure is thrown: a
+   * retrysafe error as it is, a library error as a LedgerError (and a busy lock once `waited` past the deadline).
+   */
+  function attempt<T>(what: string, fn: () => T, relax: boolean, alone: boolean, waited: boolean, deadline: number): T | typeof BUSY {
+    // Whether this attempt holds the write lock (BEGIN IMMEDIATE returned): from then on a failure rolls back.
+    let locked = false;
+    let out: T;
+    try {
+      // The safety level may not change inside a transaction: set before it, restored after it.
+      if (relax) conn.exec(SYNC_NORMAL);
+      pendingId = pendingKept = null;
+      if (!alone) (conn.exec('BEGIN IMMEDIATE'), (locked = true));
+      out = fn();
+      if (!alone) conn.exec('COMMIT');
+      keep();
+    } catch (err) {
+      pendingId = pendingKept = null;
+      if (locked) {
+        try {
+          conn.exec('ROLLBACK');
+        } catch {
+          /* no transaction left to roll back */
+        }
+      }
+      if (relax) restoreSync(what, err);
+      if (RetrysafeError.isInstance(err)) throw err;
+      // Busy before the lock was taken (BEGIN, or the lone statement): nothing written, wait and try again.
+      if (locked || !isBusy(err) || (waited && Date.now() >= deadline)) {
+        throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
+      }
+      return BUSY;
+    }
+    if (relax) restoreSync(what, null);
+    return out;
   }
   /**
    * Back to FULL after a deferred write. If even that fails the connection cannot be trusted to sync:
@@ -695,7 +720,8 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
     // nothing to change; then (and when it cannot answer) the row is read in a transaction of its own.
     const fast = knownWrite(ref, next, receipt);
     if (fast !== undefined) {
-      if (await tx(what, fast.run, deferred, true)) return fast.record;
+      const done = txNow(what, fast.run, deferred, true);
+      if (done === true || (done !== false && (await done))) return fast.record;
       // Written by someone else since: forget it now (a stale entry is only ever a missed shortcut).
       known.delete(ref.businessOperationId);
     }
@@ -728,7 +754,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
       if (fresh !== undefined && out !== undefined) {
         const r = fresh.write!;
         const { body, kept } = out;
-        const inserted = await tx(
+        const inserted = txNow(
           'claim',
           () => {
             const res = insertGuess.run(r.businessOperationId, r.provider, r.operation, r.state, r.fence, r.leaseExpiresAt, r.createdAt, r.updatedAt, body, guessRowid(r.createdAt)) as { changes?: number | bigint };
@@ -739,7 +765,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
           false,
           true,
         );
-        if (inserted) return fresh.result;
+        if (inserted === true || (inserted !== false && (await inserted))) return fresh.result;
       }
       return tx('claim', () => {
         const stored = read(input.businessOperationId);
