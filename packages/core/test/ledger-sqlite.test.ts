@@ -237,6 +237,26 @@ for (const d of drivers) {
       }
     });
 
+    it('fenced writes answer promises, never throw: a patch that cannot be read is a rejection; a completion answers the record it stored', async () => {
+      const path = file('promises');
+      const ledger = createSqliteLedger({ path, driver });
+      try {
+        const c = await ledger.claim(claim('prom-1', { dispatch: true }));
+        if (c.kind !== 'claimed') throw new Error(c.kind);
+        const bad = ledger.setState(c.record, null as never);
+        expect(bad).toBeInstanceOf(Promise);
+        await expect(bad).rejects.toThrow(TypeError);
+        const odd = ledger.markDispatched(null as never, 1);
+        expect(odd).toBeInstanceOf(Promise);
+        await expect(odd).rejects.toThrow();
+        const done = ledger.setState(c.record, { state: 'succeeded', lastOutcome: 'succeeded', result: { id: 'r1' }, providerRef: 'r1', now: 2, durability: 'deferrable' });
+        expect(done).toBeInstanceOf(Promise);
+        expect(await done).toEqual(await ledger.get(asBusinessOperationId('prom-1')));
+      } finally {
+        await ledger.close();
+      }
+    });
+
     it('a format 3 body with a byte changed: get, list and writes give LedgerError, not a wrong record', async () => {
       const path = file('flip');
       const ledger = createSqliteLedger({ path, driver });
