@@ -1,14 +1,15 @@
 // On demand (not a test): `node packages/core/bench/clean-codec.mjs [N]` after building core.
 // The SQLite ledger's body codec on a clean operation as the ledger runs it today (seventh round): the
 // claim encodes the new `dispatched` record; the completion encodes the attempt's receipt and the
-// `succeeded` record after it (no decode: the ledger knows the row it wrote). Strings are flat, as the
+// `succeeded` record after it (no decode: the ledger knows the row it wrote; format 3 copies the claim's
+// record head, FORMAT=2 measures format 2). Strings are flat, as the
 // runner builds them. Under callgrind at two N, difference ÷ the difference of N:
 //   for n in 3000 6000; do valgrind --tool=callgrind --callgrind-out-file=/tmp/cc.$n node --single-threaded packages/core/bench/clean-codec.mjs $n; done
 // BODY2_MODULE=<path of a built sqlite-body2.js> measures that build instead of this package's dist.
 import { createHash } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 
-const { encodeBody2 } = await import(process.env.BODY2_MODULE ? pathToFileURL(process.env.BODY2_MODULE).href : '../dist/ledger/sqlite-body2.js');
+const { encodeBody2, encodeBody3 } = await import(process.env.BODY2_MODULE ? pathToFileURL(process.env.BODY2_MODULE).href : '../dist/ledger/sqlite-body2.js');
 
 const N = Number(process.argv[2] ?? 20000);
 /** A flat (sequential) copy of s: template literals and slices give ropes and slices. */
@@ -48,13 +49,22 @@ function inputs(i) {
 }
 const POOL = 200 + Math.max(N, 6000);
 const all = Array.from({ length: POOL }, (_, i) => inputs(i));
-const NONE = { bytes: new Uint8Array(0), count: 0, strings: [], lastTime: 0, lastBig: 0 };
+const NONE = { bytes: new Uint8Array(0), count: 0, strings: [], lastTime: 0, lastBig: 0, head: null };
+// FORMAT=2: format 2 (the ledger before body format 3); else format 3, the completion copying the claim's head.
+const FORMAT = process.env.FORMAT === '2' ? 2 : 3;
 
 let bytes = 0;
 function op(i) {
   const { dispatched, receipt, done } = all[i];
-  bytes += encodeBody2(dispatched, [], NONE).length;
-  bytes += encodeBody2(done, [receipt], NONE).length;
+  if (FORMAT === 2) {
+    bytes += encodeBody2(dispatched, [], NONE).length;
+    bytes += encodeBody2(done, [receipt], NONE).length;
+    return;
+  }
+  // As the ledger calls it: the claim's stored part kept, the completion's (a terminal record) not.
+  const claim = encodeBody3(dispatched, [], null, null, dispatched, true);
+  bytes += claim.body.length;
+  bytes += encodeBody3(done, [receipt], claim.stored, null, done, false).body.length;
 }
 
 for (let i = 0; i < 200; i++) op(i);

@@ -189,7 +189,7 @@ for (const d of drivers) {
       expect(ran).toEqual(['run: INSERT INTO retrysafe_operations', 'PRAGMA synchronous = NORMAL', 'run: UPDATE retrysafe_operations SET', 'PRAGMA synchronous = FULL']);
     });
 
-    it('every write stores body format 2 (open and finished operations); rows in formats 0 and 1 (earlier releases) read back, and their next write is format 2 with the receipts\' text unchanged', async () => {
+    it('every write of a new row stores body format 3 (open and finished operations); rows in formats 0 and 1 (earlier releases) read back, and their next write is format 2 with the receipts\' text unchanged', async () => {
       const path = file('body-format');
       const ledger = createSqliteLedger({ path, driver });
       const format = (id: string) => {
@@ -206,10 +206,10 @@ for (const d of drivers) {
       try {
         const c = await ledger.claim(claim('fmt-1', { dispatch: true }));
         if (c.kind !== 'claimed') throw new Error(c.kind);
-        expect(format('fmt-1')).toBe(2);
+        expect(format('fmt-1')).toBe(3);
         expect(await ledger.get(asBusinessOperationId('fmt-1'))).toEqual(c.record);
         const done = await ledger.setState(c.record, { state: 'succeeded', lastOutcome: 'succeeded', result: { id: 'r1', pad: 'y'.repeat(200) }, providerRef: 'r1', now: 2 });
-        expect(format('fmt-1')).toBe(2);
+        expect(format('fmt-1')).toBe(3);
         expect(await ledger.get(asBusinessOperationId('fmt-1'))).toEqual(done);
 
         for (const [id, deflate] of [['fmt-0', false], ['fmt-1b', true]] as const) {
@@ -237,7 +237,27 @@ for (const d of drivers) {
       }
     });
 
-    it('a format 2 body with a byte changed: get, list and writes give LedgerError, not a wrong record', async () => {
+    it('fenced writes answer promises, never throw: a patch that cannot be read is a rejection; a completion answers the record it stored', async () => {
+      const path = file('promises');
+      const ledger = createSqliteLedger({ path, driver });
+      try {
+        const c = await ledger.claim(claim('prom-1', { dispatch: true }));
+        if (c.kind !== 'claimed') throw new Error(c.kind);
+        const bad = ledger.setState(c.record, null as never);
+        expect(bad).toBeInstanceOf(Promise);
+        await expect(bad).rejects.toThrow(TypeError);
+        const odd = ledger.markDispatched(null as never, 1);
+        expect(odd).toBeInstanceOf(Promise);
+        await expect(odd).rejects.toThrow();
+        const done = ledger.setState(c.record, { state: 'succeeded', lastOutcome: 'succeeded', result: { id: 'r1' }, providerRef: 'r1', now: 2, durability: 'deferrable' });
+        expect(done).toBeInstanceOf(Promise);
+        expect(await done).toEqual(await ledger.get(asBusinessOperationId('prom-1')));
+      } finally {
+        await ledger.close();
+      }
+    });
+
+    it('a format 3 body with a byte changed: get, list and writes give LedgerError, not a wrong record', async () => {
       const path = file('flip');
       const ledger = createSqliteLedger({ path, driver });
       try {

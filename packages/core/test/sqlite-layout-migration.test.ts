@@ -1,5 +1,5 @@
-// Issue 23: the SQLite ledger's compact layout (3; 5 = rowids in creation order, no created_at index)
-// and the migrations from the layouts older builds wrote (2; 0 for the first release; 3; 4). The fixture was written by main's code before this change
+// Issue 23: the SQLite ledger's compact layout (3; 5 = rowids in creation order, no created_at index;
+// 6 = new bodies in format 3) and the migrations from the layouts older builds wrote (2; 0 for the first release; 3; 4; 5). The fixture was written by main's code before this change
 // (fixtures/legacy/make-legacy-ledgers.mjs), with what that code read back from it.
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +18,9 @@ const EXPECTED_3 = JSON.parse(readFileSync(new URL('./fixtures/legacy/ledger-lay
 // Layout 4 (the created_at index, rowids in insertion order), as 3583d5c wrote it: claims 1 s apart going back in time.
 const FIXTURE_4 = new URL('./fixtures/legacy/ledger-layout4.db', import.meta.url);
 const EXPECTED_4 = JSON.parse(readFileSync(new URL('./fixtures/legacy/ledger-layout4.json', import.meta.url), 'utf8')) as Record<string, { record: OperationRecord; receipts: Receipt[] }>;
+// Layout 5 (bodies in format 2), as 0456045 wrote it, the last build before body format 3.
+const FIXTURE_5 = new URL('./fixtures/legacy/ledger-layout5.db', import.meta.url);
+const EXPECTED_5 = JSON.parse(readFileSync(new URL('./fixtures/legacy/ledger-layout5.json', import.meta.url), 'utf8')) as Record<string, { record: OperationRecord; receipts: Receipt[] }>;
 const dir = mkdtempSync(join(tmpdir(), 'retrysafe-layout-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -70,8 +73,8 @@ const tables = (path: string) => {
   }
 };
 
-describe('SQLite ledger layout 5 and the migrations from layouts 2, 3 and 4', () => {
-  it('a layout-3 file written by the build before body format 2 (formats 0/1) opens as layout 5 without a body rewritten, reads back what that build read, and its next write is format 2', async () => {
+describe('SQLite ledger layout 6 and the migrations from layouts 2, 3, 4 and 5', () => {
+  it('a layout-3 file written by the build before body format 2 (formats 0/1) opens as layout 6 without a body rewritten, reads back what that build read, and its next write is format 2', async () => {
     const path = join(dir, `legacy3-${n++}.db`);
     copyFileSync(FIXTURE_3, path);
     const bodies = () => bodiesOf(path);
@@ -79,7 +82,7 @@ describe('SQLite ledger layout 5 and the migrations from layouts 2, 3 and 4', ()
     expect(tables(path)).toEqual({ version: 3, names: ['retrysafe_migrations', 'retrysafe_operations'] });
     expect(new Set(Object.values(before).map((b) => b.slice(0, 2)))).toEqual(new Set(['00', '01']));
     const ledger = createSqliteLedger({ path });
-    expect(tables(path).version).toBe(5);
+    expect(tables(path).version).toBe(6);
     expect(bodies()).toEqual(before);
     for (const [id, want] of Object.entries(EXPECTED_3)) {
       expect(await ledger.get(id as never)).toEqual(want.record);
@@ -94,11 +97,11 @@ describe('SQLite ledger layout 5 and the migrations from layouts 2, 3 and 4', ()
     await ledger.close();
   });
 
-  it('a layout-2 file written by an older build opens as layout 5 and reads back exactly what that build read', async () => {
+  it('a layout-2 file written by an older build opens as layout 6 and reads back exactly what that build read', async () => {
     const path = copyOfFixture();
     expect(tables(path)).toMatchObject({ version: 2, names: expect.arrayContaining(['retrysafe_receipts']) });
     const ledger = createSqliteLedger({ path });
-    expect(tables(path)).toEqual({ version: 5, names: ['retrysafe_migrations', 'retrysafe_operations'] });
+    expect(tables(path)).toEqual({ version: 6, names: ['retrysafe_migrations', 'retrysafe_operations'] });
     for (const [id, want] of Object.entries(EXPECTED)) {
       expect(await ledger.get(id as never)).toEqual(want.record);
       // The receipts' JSON is kept as stored: the same bytes, so the same hashes.
@@ -125,7 +128,7 @@ describe('SQLite ledger layout 5 and the migrations from layouts 2, 3 and 4', ()
     ledger = createSqliteLedger({ path });
     expect((await ledger.get('legacy-two' as never))!.state).toBe('abandoned');
     expect(await verifyOperation(ledger, 'legacy-two' as never)).toEqual({ ok: true });
-    expect(tables(path).version).toBe(5);
+    expect(tables(path).version).toBe(6);
     await ledger.close();
   });
 
@@ -158,17 +161,17 @@ describe('SQLite ledger layout 5 and the migrations from layouts 2, 3 and 4', ()
     const path = copyOfFixture();
     createSqliteLedger({ path }).close();
     const db = raw(path);
-    db.exec('PRAGMA user_version = 6');
+    db.exec('PRAGMA user_version = 7');
     db.close();
     expect(() => createSqliteLedger({ path })).toThrow(LedgerError);
-    expect(() => createSqliteLedger({ path })).toThrow(/layout 6 is newer/);
-    expect(tables(path).version).toBe(6);
+    expect(() => createSqliteLedger({ path })).toThrow(/layout 7 is newer/);
+    expect(tables(path).version).toBe(7);
   });
 
-  it('a new file is layout 5 from the start; a clean operation costs well under the 2 kB of layout 2', async () => {
+  it('a new file is layout 6 from the start; a clean operation costs well under the 2 kB of layout 2', async () => {
     const path = join(dir, 'fresh.db');
     const ledger = createSqliteLedger({ path });
-    expect(tables(path)).toEqual({ version: 5, names: ['retrysafe_migrations', 'retrysafe_operations'] });
+    expect(tables(path)).toEqual({ version: 6, names: ['retrysafe_migrations', 'retrysafe_operations'] });
     expect(indexes(path)).toEqual(['retrysafe_operations_open', 'sqlite_autoindex_retrysafe_operations_1']);
     const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
     const runner = createRunner({ ledger });
@@ -215,7 +218,7 @@ describe('SQLite ledger layout 5 and the migrations from layouts 2, 3 and 4', ()
     expect(indexSql()).toBe(sql);
   });
 
-  it('a layout-4 file (3583d5c: a created_at index, rowids in insertion order) opens as layout 5: rows renumbered into creation order, bodies and answers unchanged, the index gone', async () => {
+  it('a layout-4 file (3583d5c: a created_at index, rowids in insertion order) opens as layout 6: rows renumbered into creation order, bodies and answers unchanged, the index gone', async () => {
     const path = join(dir, `legacy4-${n++}.db`);
     copyFileSync(FIXTURE_4, path);
     const bodies = () => bodiesOf(path);
@@ -225,7 +228,7 @@ describe('SQLite ledger layout 5 and the migrations from layouts 2, 3 and 4', ()
     // Written going back in time: insertion order is the reverse of creation order.
     expect(rowOrder(path).map((r) => r.id)).toEqual(['legacy-ok', 'legacy-two', 'legacy-rejected', 'legacy-open']);
     let ledger = createSqliteLedger({ path });
-    expect(tables(path).version).toBe(5);
+    expect(tables(path).version).toBe(6);
     expect(indexes(path)).not.toContain('retrysafe_operations_created');
     expect(indexes(path)).toContain('retrysafe_operations_open');
     expect(bodies()).toEqual(before);
@@ -256,6 +259,54 @@ describe('SQLite ledger layout 5 and the migrations from layouts 2, 3 and 4', ()
     expect(rowOrder(path)).toEqual(after);
     expect(await ledger.prune!({ before: cutoff })).toEqual({ pruned: 2, byState: { succeeded: 1, rejected: 1 }, dryRun: false });
     expect((await ledger.list()).map((r) => r.businessOperationId)).toEqual(['legacy-open', 'legacy-two', run.businessOperationId]);
+    await ledger.close();
+  });
+
+  it('a layout-5 file (0456045: bodies in format 2) opens as layout 6 with no row touched; its rows read back as that build read them and stay format 2 when written; new rows are format 3', async () => {
+    const path = join(dir, `legacy5-${n++}.db`);
+    copyFileSync(FIXTURE_5, path);
+    const bodies = () => bodiesOf(path);
+    const before = bodies();
+    const order = rowOrder(path);
+    expect(tables(path).version).toBe(5);
+    expect(new Set(Object.values(before).map((b) => b.slice(0, 2)))).toEqual(new Set(['02']));
+    let ledger = createSqliteLedger({ path });
+    expect(tables(path)).toEqual({ version: 6, names: ['retrysafe_migrations', 'retrysafe_operations'] });
+    // Not renumbered, not re-encoded.
+    expect(bodies()).toEqual(before);
+    expect(rowOrder(path)).toEqual(order);
+    for (const [id, want] of Object.entries(EXPECTED_5)) {
+      expect(await ledger.get(id as never)).toEqual(want.record);
+      expect(JSON.stringify(await ledger.get(id as never))).toBe(JSON.stringify(want.record));
+      expect(JSON.stringify(await ledger.receipts(id as never))).toBe(JSON.stringify(want.receipts));
+      if (want.receipts.length) expect(await verifyOperation(ledger, id as never)).toEqual({ ok: true });
+    }
+    // A format 2 row with receipts, written: still format 2, its receipts' bytes kept (the same text, a verified chain).
+    const resolved = await ledger.resolve('legacy-two' as never, { action: 'abandon', by: 'test' }, Date.now());
+    expect(resolved.state).toBe('abandoned');
+    expect(bodies()['legacy-two']!.slice(0, 2)).toBe('02');
+    expect(JSON.stringify(await ledger.receipts('legacy-two' as never))).toBe(JSON.stringify(EXPECTED_5['legacy-two']!.receipts));
+    expect(await verifyOperation(ledger, 'legacy-two' as never)).toEqual({ ok: true });
+    // The open format 2 row: written twice (the second through the row this connection knows), then completed with a receipt.
+    const open = EXPECTED_5['legacy-open']!.record;
+    const ref = { businessOperationId: open.businessOperationId, fence: open.fence };
+    await ledger.markDispatched(ref, open.createdAt + 1);
+    await ledger.renewLease(ref, 60_000, open.createdAt + 2);
+    const done = await ledger.setState(ref, { state: 'succeeded', lastOutcome: 'succeeded', result: { id: 'rec_open' }, providerRef: 'rec_open', now: open.createdAt + 3 });
+    expect(bodies()['legacy-open']!.slice(0, 2)).toBe('02');
+    expect(await ledger.get(open.businessOperationId)).toEqual(done);
+    // A new operation is format 3, and a reopen changes nothing.
+    const run = await createRunner({ ledger }).run(createSandboxAdapter({ provider: createSandboxProvider({ ...REPLAYING_BEHAVIOUR }) }), 'records.create', { params: { ref: 'after-layout-6', amount: 1 } });
+    expect(run.status).toBe('done');
+    expect(bodies()[run.businessOperationId]!.slice(0, 2)).toBe('03');
+    expect(await verifyOperation(ledger, run.businessOperationId)).toEqual({ ok: true });
+    await ledger.close();
+    const after = bodies();
+    ledger = createSqliteLedger({ path });
+    expect(bodies()).toEqual(after);
+    expect(tables(path).version).toBe(6);
+    // The fixture's claims share one millisecond: listed by id within it.
+    expect((await ledger.list()).map((r) => r.businessOperationId)).toEqual(['legacy-ok', 'legacy-open', 'legacy-rejected', 'legacy-two', run.businessOperationId]);
     await ledger.close();
   });
 

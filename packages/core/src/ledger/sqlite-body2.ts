@@ -26,6 +26,12 @@
  *
  * NEVER change this format's table or tags: they are format 2 forever (files written by a release
  * read with it). A different table is a new format byte.
+ *
+ * Format 3 (issue 23, eighth round; encodeBody3, decodeBody3) is the same tokens and table in another
+ * order: the record's head (its ids, fingerprints, params and key) before the receipts, its other members
+ * after them, so a write that keeps the head copies it with the stored receipts as one run of bytes and
+ * the receipts refer back to the head's strings (docs/decisions/2026-12-02-sqlite-body-format-3.md).
+ * Frozen like format 2.
  */
 
 import * as zlib from 'node:zlib';
@@ -89,7 +95,7 @@ const T_PREFIX_HEX = 0xcf; // string token (prefix), varint n, n bytes: prefix +
 const T_PREFIX_UUID = 0xd0; // string token (prefix), 16 bytes: prefix + a lowercase 8-4-4-4-12 UUID
 const T_TIME = 0xd1; // zigzag varint: ms since the previous timestamp of the body, as ISO-8601 (…T…Z, ms)
 const T_BIGINT = 0xd2; // zigzag varint: the integer minus the previous such integer of the body
-// 0xd3..0xff: not used by format 2 (a corrupt body).
+// 0xd3..0xff: not used by format 2 or 3 (a corrupt body).
 
 /** What a write needs of the receipts already stored, to copy their bytes and go on encoding after them. */
 export interface StoredReceipts {
@@ -100,6 +106,23 @@ export interface StoredReceipts {
   readonly strings: readonly string[];
   readonly lastTime: number;
   readonly lastBig: number;
+  /**
+   * Format 3: the record's head written before the receipts (then `bytes` holds the head's pairs and the
+   * receipts, contiguous, and `strings` and the last values are those after both). Null: format 2.
+   */
+  readonly head: StoredHead | null;
+}
+
+/** The head of a format 3 body: the record's first pairs, written before the receipts. */
+export interface StoredHead {
+  /** How many of the record's pairs it holds. */
+  readonly count: number;
+  /**
+   * The values written for them, by identity: values the ledger alone holds (the kept copy of a record,
+   * or a record it decoded), never changed after they were written. A later record whose head values are
+   * these same ones (=== each) is written with the stored head's bytes copied.
+   */
+  readonly values: readonly unknown[];
 }
 
 export interface DecodedBody2 {
@@ -220,24 +243,39 @@ function writeWord(w: number): void {
   pos = p;
 }
 
+/** Four lowercase hex digits s[at, at + 4) as a number, or -1. */
+function hex4(s: string, at: number): number {
+  let v = 0;
+  for (let i = 0; i < 4; i++) {
+    const c = s.charCodeAt(at + i);
+    const x = c < 128 ? NIBBLE[c]! : -1;
+    if (x < 0) return -1;
+    v = (v << 4) | x;
+  }
+  return v;
+}
+
 /**
  * Whether s[at, at + 36) is a lowercase 8-4-4-4-12 UUID; if so its 16 bytes are left in UUID_WORDS as
- * four big-endian 32-bit words (checked and packed in one pass over the characters).
+ * four big-endian 32-bit words. Read in runs of four digits (a loop over all 36 characters tested each
+ * one's position for a dash: ~1.8k instructions per UUID, callgrind).
  */
 const UUID_WORDS = new Int32Array(4);
 function packUuid(s: string, at: number): boolean {
-  let w = 0;
-  for (let i = 0, j = 0; i < 36; i++) {
-    const c = s.charCodeAt(at + i);
-    if (i === 8 || i === 13 || i === 18 || i === 23) {
-      if (c !== 45) return false;
-      continue;
-    }
-    const v = c < 128 ? NIBBLE[c]! : -1;
-    if (v < 0) return false;
-    w = (w << 4) | v;
-    if ((++j & 7) === 0) UUID_WORDS[(j >> 3) - 1] = w;
-  }
+  if (s.charCodeAt(at + 8) !== 45 || s.charCodeAt(at + 13) !== 45 || s.charCodeAt(at + 18) !== 45 || s.charCodeAt(at + 23) !== 45) return false;
+  const a = hex4(s, at);
+  const b = hex4(s, at + 4);
+  const c = hex4(s, at + 9);
+  const d = hex4(s, at + 14);
+  const e = hex4(s, at + 19);
+  const f = hex4(s, at + 24);
+  const g = hex4(s, at + 28);
+  const h = hex4(s, at + 32);
+  if ((a | b | c | d | e | f | g | h) < 0) return false;
+  UUID_WORDS[0] = (a << 16) | b;
+  UUID_WORDS[1] = (c << 16) | d;
+  UUID_WORDS[2] = (e << 16) | f;
+  UUID_WORDS[3] = (g << 16) | h;
   return true;
 }
 
@@ -264,7 +302,14 @@ function isoMs(s: string): number {
   if (y < 1970 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || se < 0 || se > 59 || ms < 0) return -1;
   const leap = mo === 2 && (y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0)) ? 1 : 0;
   if (d > DAYS[mo - 1]! + leap) return -1;
-  return Date.UTC(y, mo - 1, d, h, mi, se, ms);
+  // Days since 1970-01-01 of the civil date (H. Hinnant's days_from_civil; isoOf's inverse): plain
+  // arithmetic, where Date.UTC is a call into the runtime (~300 instructions per timestamp, callgrind).
+  const yy = mo <= 2 ? y - 1 : y;
+  const era = Math.floor(yy / 400);
+  const yoe = yy - era * 400;
+  const doy = Math.floor((153 * (mo > 2 ? mo - 3 : mo + 9) + 2) / 5) + d - 1;
+  const days = era * 146_097 + yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy - 719_468;
+  return days * 86_400_000 + h * 3_600_000 + mi * 60_000 + se * 1000 + ms;
 }
 
 function writeZigzag(d: number): void {
@@ -651,6 +696,173 @@ export function encodeBody2(record: Json, receipts: readonly Json[], prior?: Sto
   }
 }
 
+/** The format byte of format 3 bodies: format 2's tokens, the record's head before the receipts. */
+export const BODY_BINARY_3 = 3;
+
+/**
+ * The record keys a format 3 head may hold, in this order (the encoder's choice: the body says how many
+ * pairs its head has, and the decoder reads any). The values a record keeps from its claim on: its ids,
+ * fingerprints, params and key — what the completion, and every write after the claim, copies.
+ */
+const HEAD_KEYS: readonly string[] = ['businessOperationId', 'provider', 'operation', 'intentFingerprint', 'paramsFingerprint', 'params', 'providerKey'];
+const HEAD_MAX = HEAD_KEYS.length;
+/**
+ * The record's members as the encoder found them: its head's values (headCount of them, while `headOpen`),
+ * then the other members (tails of them), written after the receipts. Module state, like the encoder's.
+ */
+const HEAD_SCRATCH: Json[] = [undefined, undefined, undefined, undefined, undefined, undefined, undefined];
+var headValues: Json[] = HEAD_SCRATCH;
+var headCount = 0;
+var headOpen = true;
+const tailKeys: string[] = [];
+const tailValues: Json[] = [];
+var tails = 0;
+
+/** Takes the record's member k (value v) as JSON.stringify would write it: into the head while its keys follow HEAD_KEYS, else the tail. */
+function addMember(k: string, v: Json): void {
+  const x = jsonValue(v, k);
+  if (omitted(x)) return;
+  if (headOpen && headCount < HEAD_MAX && k === HEAD_KEYS[headCount]) headValues[headCount++] = x;
+  else {
+    headOpen = false;
+    tailKeys[tails] = k;
+    tailValues[tails++] = x;
+  }
+}
+
+/** The value of `r`'s head key i, read by name (a keyed read with changing keys is megamorphic). */
+function headValueOf(r: Record<string, Json>, i: number): Json {
+  switch (i) {
+    case 0: return r.businessOperationId;
+    case 1: return r.provider;
+    case 2: return r.operation;
+    case 3: return r.intentFingerprint;
+    case 4: return r.paramsFingerprint;
+    case 5: return r.params;
+    default: return r.providerKey;
+  }
+}
+
+/** A format 3 body, and what the next write of the row needs (its `prior`), when asked for. */
+export interface Body3 {
+  readonly body: Buffer;
+  readonly stored: StoredReceipts | null;
+}
+
+/**
+ * Encodes a format 3 body: byte 3, varint n (receipts), varint h (head pairs), the record's first h
+ * key/value pairs (those of HEAD_KEYS, in order, as long as the record's keys follow them), the n
+ * receipts, the record's other pairs and T_END, then the CRC-32 — the tokens and the order of strings
+ * (back-references), timestamps and big integers of format 2, in body order. The record read back is the
+ * object of the head's pairs then the others': the same value format 2 reads.
+ *
+ * `prior` (a format 3 body's, or null for a new row): when the record's head values are prior's (=== each,
+ * see StoredHead), the stored head and receipts are copied as bytes and `receipts` appended after them;
+ * otherwise the head is written again and the stored receipts are encoded again from `priorValues`, their
+ * values — or, without them, the answer is null (the caller reads the row and passes them).
+ * The record must be an object (after toJSON): the ledger's records always are. `like`: a plain record
+ * of which `record` is an exact copy (jsonCopy), whose head values are compared with prior's instead of
+ * the copy's own (the ledger keeps the copy and hands `like`'s values on). `keep`: whether to answer the
+ * stored part for the next write (`stored`, holding `record`'s head values), else null.
+ */
+export function encodeBody3(record: Json, receipts: readonly Json[], prior: StoredReceipts | null, priorValues: readonly Json[] | null, like?: object, keep = true): Body3 | null {
+  if (busy) throw new Error('encodeBody3 is not re-entrant');
+  if (prior !== null && prior.head === null) throw new Error('encodeBody3: the stored receipts are format 2');
+  busy = true;
+  try {
+    pos = 0;
+    serial = 0;
+    lastTime = 0;
+    lastBig = 0;
+    ownOnly = nothingInherited();
+    const o = jsonValue(record, '');
+    if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new TypeError('a format 3 body holds an object record');
+    // The head's values go to the stored part when it is kept (a new array), else to scratch.
+    const values: Json[] = keep ? [undefined, undefined, undefined, undefined, undefined, undefined, undefined] : HEAD_SCRATCH;
+    headValues = values;
+    headCount = 0;
+    headOpen = true;
+    tails = 0;
+    const rec = o as Record<string, Json>;
+    if (ownOnly && Object.getPrototypeOf(rec) === Object.prototype) {
+      for (const k in rec) addMember(k, rec[k]);
+    } else for (const k of Object.keys(rec)) addMember(k, rec[k]);
+    const h = headCount;
+    const head = prior === null ? null : prior.head;
+    let copy = head !== null && head.count === h;
+    if (copy && like !== undefined && like !== record) {
+      for (let i = 0; copy && i < h; i++) copy = headValueOf(like as Record<string, Json>, i) === head!.values[i];
+    } else for (let i = 0; copy && i < h; i++) copy = values[i] === head!.values[i];
+    if (!copy && prior !== null && prior.count > 0 && priorValues === null) return null;
+    const count = (prior === null ? 0 : prior.count) + receipts.length;
+    room(16);
+    out[pos++] = BODY_BINARY_3;
+    writeVarint(count);
+    writeVarint(h);
+    const from = pos;
+    let c = -1;
+    if (copy) {
+      const bytes = prior!.bytes;
+      room(bytes.length);
+      out.set(bytes, pos);
+      pos += bytes.length;
+      const strs = prior!.strings;
+      for (let i = 0, n = strs.length; i < n; i++) {
+        const s = strs[i]!;
+        remember(s, bucketOf(s, s.length));
+      }
+      lastTime = prior!.lastTime;
+      lastBig = prior!.lastBig;
+      c = h - 1;
+    } else {
+      stack.push(rec);
+      for (let i = 0; i < h; i++) {
+        c = writeKey(HEAD_KEYS[i]!, c);
+        writeValue(values[i]);
+      }
+      stack.pop();
+      if (prior !== null && prior.count > 0) for (const r of priorValues!) writeValue(jsonValue(r, ''));
+    }
+    for (let i = 0, n = receipts.length; i < n; i++) writeValue(jsonValue(receipts[i], ''));
+    const to = pos;
+    const strings = !keep ? null : copy && receipts.length === 0 ? prior!.strings : serialStrings();
+    const storedTime = lastTime;
+    const storedBig = lastBig;
+    stack.push(rec);
+    for (let i = 0, n = tails; i < n; i++) {
+      c = writeKey(tailKeys[i]!, c);
+      writeValue(tailValues[i]);
+    }
+    stack.pop();
+    room(5);
+    out[pos++] = T_END;
+    out.writeUInt32LE(crc32(out, pos), pos);
+    pos += 4;
+    const body = Buffer.allocUnsafe(pos);
+    out.copy(body, 0, 0, pos);
+    return {
+      body,
+      stored: strings === null ? null : { bytes: body.subarray(from, to), count, strings, lastTime: storedTime, lastBig: storedBig, head: { count: h, values } },
+    };
+  } finally {
+    if (stack.length !== 0) stack.length = 0;
+    // The members' values are not held past the encode (the kept head's array is the caller's).
+    for (let i = 0; i < tails; i++) tailValues[i] = undefined;
+    if (!keep) for (let i = 0; i < headCount; i++) HEAD_SCRATCH[i] = undefined;
+    base += serial + 1;
+    if (base > 0x3fffffff) {
+      base = 0;
+      heads.fill(0);
+    }
+    busy = false;
+  }
+}
+
+/** The strings this encode has remembered so far, in order (the back-reference table). */
+function serialStrings(): string[] {
+  return strings.slice(0, serial);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Decoder: every read is bounds-checked; anything unexpected is a BodyFormatError.
 
@@ -677,7 +889,7 @@ class Reader {
     this.end = end;
   }
   fail(why: string): never {
-    throw new BodyFormatError(`body format 2: ${why} at byte ${this.p}`);
+    throw new BodyFormatError(`body format ${this.b[0]}: ${why} at byte ${this.p}`);
   }
   byte(): number {
     if (this.p >= this.end) this.fail('cut short');
@@ -858,8 +1070,7 @@ function readValue(r: Reader, depth: number): Json {
 }
 
 /** An object: its keys and values in body order (a repeated key keeps its first place and last value, as JSON.parse does). */
-function readObject(r: Reader, depth: number): Record<string, Json> {
-  const o: Record<string, Json> = {};
+function readObject(r: Reader, depth: number, o: Record<string, Json> = {}): Record<string, Json> {
   for (;;) {
     const k = r.byte();
     if (k === T_END) return o;
@@ -883,10 +1094,54 @@ export function decodeBody2(body: Uint8Array): DecodedBody2 {
   const from = r.p;
   const receipts: Json[] = [];
   for (let i = 0; i < count; i++) receipts.push(readValue(r, 0));
-  const stored: StoredReceipts = { bytes: b.subarray(from, r.p), count, strings: r.strings.slice(), lastTime: r.lastTime, lastBig: r.lastBig };
+  const stored: StoredReceipts = { bytes: b.subarray(from, r.p), count, strings: r.strings.slice(), lastTime: r.lastTime, lastBig: r.lastBig, head: null };
   const record = readValue(r, 0);
   if (r.p !== end) r.fail('bytes after the record');
   return { record, receipts, stored };
+}
+
+/**
+ * Decodes a format 3 body (its first byte is 3; see encodeBody3). Throws BodyFormatError on a cut or corrupt
+ * one. `stored.head.values` are the head's values as read (the record's, unless a later pair repeats its key).
+ */
+export function decodeBody3(body: Uint8Array): DecodedBody2 {
+  const b = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.length);
+  if (b.length < 7 || b[0] !== BODY_BINARY_3) throw new BodyFormatError('body format 3: too short or not format 3');
+  const end = b.length - 4;
+  if (crc32(b, end) !== b.readUInt32LE(end)) throw new BodyFormatError('body format 3: checksum mismatch (cut or corrupt)');
+  const r = new Reader(b as Buffer & Slices, 1, end);
+  const count = r.varint();
+  if (count > end) r.fail('receipt count beyond the body');
+  const h = r.varint();
+  if (h > end) r.fail('head count beyond the body');
+  const from = r.p;
+  const record: Record<string, Json> = {};
+  const values: Json[] = [];
+  // Whether the head's keys are HEAD_KEYS' first h, as the encoder writes them; a head of other keys (not
+  // this encoder's) is never copied: its count reads as none (-1).
+  let ours = h <= HEAD_MAX;
+  for (let i = 0; i < h; i++) {
+    const k = r.byte();
+    if (k === T_END) r.fail('head cut short');
+    const key = readString(r, k);
+    const value = readValue(r, 1);
+    if (key === '__proto__') Object.defineProperty(record, key, { value, writable: true, enumerable: true, configurable: true });
+    else record[key] = value;
+    if (key !== HEAD_KEYS[i]) ours = false;
+    values.push(value);
+  }
+  const receipts: Json[] = [];
+  for (let i = 0; i < count; i++) receipts.push(readValue(r, 0));
+  const head: StoredHead = ours ? { count: h, values } : { count: -1, values: [] };
+  const stored: StoredReceipts = { bytes: b.subarray(from, r.p), count, strings: r.strings.slice(), lastTime: r.lastTime, lastBig: r.lastBig, head };
+  readObject(r, 0, record);
+  if (r.p !== end) r.fail('bytes after the record');
+  return { record, receipts, stored };
+}
+
+/** Decodes a binary body, format 2 or 3 by its first byte. */
+export function decodeBinaryBody(body: Uint8Array): DecodedBody2 {
+  return body[0] === BODY_BINARY_3 ? decodeBody3(body) : decodeBody2(body);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
-import { BODY_BINARY_2, decodeBody2 } from './sqlite-body2.js';
+import { BODY_BINARY_2, BODY_BINARY_3, decodeBinaryBody } from './sqlite-body2.js';
 
 /**
  * How the SQLite ledger stores one operation (file layout 3): one row per operation, its searchable
@@ -13,7 +13,8 @@ import { BODY_BINARY_2, decodeBody2 } from './sqlite-body2.js';
  * NEVER change a released dictionary: add a format byte with a new one.
  *
  * Since issue 23's second round the ledger writes format 2 (sqlite-body2.ts: a binary encoding of the
- * values, no zlib) for every row; formats 0 and 1 are still read (files written by earlier releases,
+ * values, no zlib) for every row, and since its eighth format 3 (the same encoding, the record's head
+ * before the receipts) for every new row; formats 0 and 1 are still read (files written by earlier releases,
  * rows a migration could not re-encode exactly) and written only by the layout-2 conversion's
  * fallback and by tests that edit files as an outside tool would.
  */
@@ -77,9 +78,9 @@ export function decodeBody(body: Uint8Array | string): BodyLines {
   let text: string;
   if (typeof body === 'string') text = body;
   else if (body.length === 0) throw new Error('empty body');
-  else if (body[0] === BODY_BINARY_2) {
-    // Format 2 holds values: their JSON text is what JSON.stringify wrote for them (sqlite-body2.ts).
-    const d = decodeBody2(body);
+  else if (body[0] === BODY_BINARY_2 || body[0] === BODY_BINARY_3) {
+    // Formats 2 and 3 hold values: their JSON text is what JSON.stringify wrote for them (sqlite-body2.ts).
+    const d = decodeBinaryBody(body);
     return { record: JSON.stringify(d.record), receipts: d.receipts.map((r) => JSON.stringify(r)) };
   }
   else if (body[0] === BODY_DEFLATE_1) text = inflateRawSync(body.subarray(1), INFLATE_OPTIONS).toString('utf8');

@@ -18,7 +18,7 @@ import {
   type StatePatch,
 } from '@retrysafe/contract';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
-import { BODY_BINARY_2, decodeBody2, encodeBody2, type StoredReceipts } from './sqlite-body2.js';
+import { BODY_BINARY_2, BODY_BINARY_3, decodeBinaryBody, encodeBody2, encodeBody3, type StoredReceipts } from './sqlite-body2.js';
 import { decodeBody, encodeBody } from './sqlite-layout.js';
 import {
   chainedTransition,
@@ -75,8 +75,8 @@ export interface SqliteLedger extends Ledger {
 const SYNC_BUSY_MS = 20;
 
 /**
- * File layout 5 (see sqlite-layout.ts for the body formats): one row per operation, receipts inside its
- * body (format 2, sqlite-body2.ts). `id` has its own unique index. The partial index holds only
+ * File layout 6 (see sqlite-layout.ts for the body formats): one row per operation, receipts inside its
+ * body (format 3 for new rows, format 2 rows kept as they are: sqlite-body2.ts). `id` has its own unique index. The partial index holds only
  * operations that are not closed (in flight, stuck or handed off): it stays small however long the
  * history grows, and serves recovery and the handoff queue.
  *
@@ -146,9 +146,13 @@ const bucketOf = (createdAt: number): number => Math.max(0, Math.min(Math.trunc(
  * recovery scan would fail whole on one such row. 5 = the same table and bodies, rowids in creation
  * order and no `created_at` index: 4 → 5 renumbers the rows (one rebuild of the table, in one
  * transaction); a build that knows layout 4 refuses the file, since the rows it would add would not
- * follow the rowid rule.
+ * follow the rowid rule. 6 = the same table and rows, new bodies in format 3 (the record's head before the
+ * receipts: sqlite-body2.ts, docs/decisions/2026-12-02-sqlite-body-format-3.md): 5 → 6 touches no row, and a
+ * build that knows layout 5 refuses the file rather than fail on each format 3 row it meets.
  */
-const SQLITE_LAYOUT_VERSION = 5;
+const SQLITE_LAYOUT_VERSION = 6;
+/** The first layout whose rowids are in creation order (earlier ones are renumbered on the way up). */
+const ROWIDS_IN_ORDER_LAYOUT = 5;
 /** Layout 0 → 2: rows written before anchoring get the anchor of the receipts they hold (once per file). */
 const ANCHOR_MIGRATION = `
 CREATE TABLE IF NOT EXISTS retrysafe_migrations (name TEXT PRIMARY KEY);
@@ -165,7 +169,7 @@ interface Row {
   body: Uint8Array | string;
 }
 /**
- * The stored form of one operation: the record and, from a format 2 body, its receipts (values) and
+ * The stored form of one operation: the record and, from a format 2 or 3 body, its receipts (values) and
  * their stored bytes (the next write copies them); from a format 0/1 body, the receipts' JSON lines
  * as stored (parsed when asked for, as before).
  */
@@ -197,7 +201,7 @@ function exactValues(lines: readonly string[]): unknown[] | null {
 
 /**
  * A body for `record` after the receipts of `stored`, a format 0/1 row (an earlier release's), and
- * then `added` (format 2 rows and new ones: encodeKept in createSqliteLedger).
+ * then `added` (format 2 and 3 rows and new ones: encodeKept in createSqliteLedger).
  */
 function legacyBody(record: OperationRecord, stored: Stored, added: Receipt | undefined): Uint8Array {
   const more = added === undefined ? [] : [added];
@@ -206,9 +210,6 @@ function legacyBody(record: OperationRecord, stored: Stored, added: Receipt | un
   // A row from an earlier release whose receipt text is not JSON.stringify's: keep it as it is.
   return encodeBody({ record: JSON.stringify(record), receipts: [...stored.lines, ...more.map((r) => JSON.stringify(r))] });
 }
-
-/** The receipts part of a body with none (what decodeBody2 gives for it). */
-const NO_RECEIPTS: StoredReceipts = { bytes: new Uint8Array(0), count: 0, strings: [], lastTime: 0, lastBig: 0 };
 
 /** Thrown inside jsonCopy when a value would not read back from a body as the same value. */
 const NOT_EXACT: unique symbol = Symbol('not exact');
@@ -255,7 +256,7 @@ function copyExact(v: unknown, depth: number): unknown {
 }
 
 /**
- * A deep copy of `r` that is exactly what decoding its format 2 body gives — plain objects and dense
+ * A deep copy of `r` that is exactly what decoding its format 2 or 3 body gives — plain objects and dense
  * arrays of strings, finite numbers, booleans and null, with data properties only — or null when `r`
  * holds anything else (a Date, undefined, NaN, a class instance, an accessor's second answer...):
  * such a record is not kept, and its next write reads the row.
@@ -333,6 +334,9 @@ interface Known {
 const KNOWN_MAX = 256;
 
 const PRUNE_BATCH = 500;
+
+/** What one attempt of a transaction answers when the write lock was busy: nothing written (see tx). */
+const BUSY: unique symbol = Symbol('busy');
 
 /**
  * A deferred write's safety level, and back (see deferrableWrites). Run through exec: SQLite prepares a
@@ -430,13 +434,13 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
   };
   const corrupt = (cause: unknown) =>
     new LedgerError(`SQLite ledger at ${options.path}: a stored operation cannot be read (cut or corrupt): ${(cause as Error).message}`, { cause });
-  /** A row's operation: format 2 decoded, formats 0/1 through their JSON lines. */
+  /** A row's operation: formats 2 and 3 decoded, formats 0/1 through their JSON lines. */
   const decodeRow = (row: Row): Stored => {
     const body = row.body;
-    if (typeof body !== 'string' && body[0] === BODY_BINARY_2) {
+    if (typeof body !== 'string' && (body[0] === BODY_BINARY_3 || body[0] === BODY_BINARY_2)) {
       let d;
       try {
-        d = decodeBody2(body);
+        d = decodeBinaryBody(body);
       } catch (cause) {
         throw corrupt(cause);
       }
@@ -528,20 +532,37 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
     pendingId = pendingKept = null;
   };
   /**
-   * The body to store for `r` after `receipts` (the stored ones) and `added`, and what to keep of it:
-   * an open operation with no receipt added (a receipt gives a new receipts part, known only by
-   * decoding) whose record copies exactly. The copy is what is encoded, so the kept record is the body's.
+   * The body to store for `r` after the stored receipts (`prior`; null: a new row) and `added`, and what
+   * to keep of it: an open operation with no receipt added whose record copies exactly. The copy is what
+   * is encoded, so the kept record is the body's. New rows and rows written in format 3 get format 3
+   * (the record's head is copied when `r` keeps the stored one's values: encodeBody3); a row stored in
+   * format 2 stays format 2 (its receipts' bytes copied). Null when the head changed and the stored
+   * receipts' values (`priorValues`) are not at hand: the caller reads the row.
    */
-  const encodeKept = (r: OperationRecord, prior: StoredReceipts, seq: number, added: Receipt | undefined): { body: Uint8Array; kept: Known | null } => {
+  const encodeKept = (
+    r: OperationRecord,
+    prior: StoredReceipts | null,
+    seq: number,
+    added: Receipt | undefined,
+    priorValues: readonly Receipt[] | null,
+  ): { body: Uint8Array; kept: Known | null } | null => {
     const copy = added === undefined && !isTerminal(r) ? jsonCopy(r) : null;
-    const body = encodeBody2(copy ?? r, added === undefined ? [] : [added], prior);
-    return { body, kept: copy === null ? null : { body, record: copy, prior, lastSeq: seq } };
+    const more = added === undefined ? [] : [added];
+    if (prior !== null && prior.head === null) {
+      const body = encodeBody2(copy ?? r, more, prior);
+      return { body, kept: copy === null ? null : { body, record: copy, prior, lastSeq: seq } };
+    }
+    // The stored part is built only for a record that is kept.
+    const out = encodeBody3(copy ?? r, more, prior, priorValues, r, copy !== null);
+    if (out === null) return null;
+    return { body: out.body, kept: copy === null ? null : { body: out.body, record: copy, prior: out.stored!, lastSeq: seq } };
   };
   /** Stores `r` (replacing the row of `stored`, or new) with the receipts of `stored` and then `added`. */
   const write = (r: OperationRecord, stored: Stored | null, added?: Receipt): OperationRecord => {
     let body: Uint8Array;
     let kept: Known | null = null;
-    if (stored === null || stored.prior !== null) ({ body, kept } = encodeKept(r, stored?.prior ?? NO_RECEIPTS, stored === null ? 0 : lastSeq(stored), added));
+    // The stored receipts' values are at hand (decoded), so the encode always answers.
+    if (stored === null || stored.prior !== null) ({ body, kept } = encodeKept(r, stored?.prior ?? null, stored === null ? 0 : lastSeq(stored), added, stored?.receipts ?? null)!);
     else body = legacyBody(r, stored, added);
     if (stored !== null) updateRow.run(r.state, r.fence, r.leaseExpiresAt, r.updatedAt, body, r.businessOperationId);
     else insertRow.run(r.businessOperationId, r.provider, r.operation, r.state, r.fence, r.leaseExpiresAt, r.createdAt, r.updatedAt, body, r.createdAt);
@@ -559,23 +580,26 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
     const k = known.get(id);
     if (k === undefined) return undefined;
     let r: OperationRecord;
-    let out: { body: Uint8Array; kept: Known | null };
+    let out: { body: Uint8Array; kept: Known | null } | null;
     try {
       const current = checkFence(k.record, ref);
       r = next(current);
       if (r === current && receipt === undefined) return undefined;
       if (receipt !== undefined) (checkReceipt(ref, receipt, k.lastSeq), (r = chainedTransition(r, receipt)));
-      out = encodeKept(r, k.prior, receipt?.seq ?? k.lastSeq, receipt);
+      out = encodeKept(r, k.prior, receipt?.seq ?? k.lastSeq, receipt, null);
     } catch {
       return undefined;
     }
+    // The head changed and the stored receipts are not re-encoded without their values: the row is read.
+    if (out === null) return undefined;
+    const o = out;
     const record = r;
     return {
       record,
       run: () => {
-        const res = updateKnown.run(record.state, record.fence, record.leaseExpiresAt, record.updatedAt, out.body, id, k.body) as { changes?: number | bigint };
+        const res = updateKnown.run(record.state, record.fence, record.leaseExpiresAt, record.updatedAt, o.body, id, k.body) as { changes?: number | bigint };
         if (Number(res.changes) !== 1) return false;
-        stage(id, out.kept);
+        stage(id, o.kept);
         return true;
       },
     };
@@ -601,45 +625,67 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
    * statement wrote nothing and is run again after the wait, as a busy BEGIN is.
    */
   async function tx<T>(what: string, fn: () => T, deferred = false, alone = false): Promise<T> {
+    return txNow(what, fn, deferred, alone);
+  }
+  /**
+   * tx with its first attempt run synchronously: its answer itself when that attempt took the lock (the
+   * common case: no promise of tx's own and no await at the caller, ~1k instructions per write), else
+   * the promise of the waits and attempts that follow. Errors are thrown, as tx rejects with them.
+   */
+  function txNow<T>(what: string, fn: () => T, deferred = false, alone = false): T | Promise<T> {
     const deadline = Date.now() + busy;
     // Deferred: this commit at NORMAL (see deferrableWrites). Set and restored in the same synchronous
     // stretch as the transaction, so no other transaction of this connection ever runs at NORMAL.
     const relax = deferred && defers;
+    const out = attempt(what, fn, relax, alone, false, deadline);
+    return out !== BUSY ? out : txWaits(what, fn, relax, alone, deadline);
+  }
+  /** tx after a first attempt found the lock busy: short asynchronous waits, each followed by an attempt. */
+  async function txWaits<T>(what: string, fn: () => T, relax: boolean, alone: boolean, deadline: number): Promise<T> {
     // At least one asynchronous step before giving up, even when one attempt's own short synchronous
     // wait already used up a small busy timeout.
-    for (let step = 1, waited = false; ; step = Math.min(step * 2, SYNC_BUSY_MS), waited = true) {
-      // Whether this attempt holds the write lock (BEGIN IMMEDIATE returned): from then on a failure rolls back.
-      let locked = false;
-      let out: T;
-      try {
-        // The safety level may not change inside a transaction: set before it, restored after it.
-        if (relax) conn.exec(SYNC_NORMAL);
-        pendingId = pendingKept = null;
-        if (!alone) (conn.exec('BEGIN IMMEDIATE'), (locked = true));
-        out = fn();
-        if (!alone) conn.exec('COMMIT');
-        keep();
-      } catch (err) {
-        pendingId = pendingKept = null;
-        if (locked) {
-          try {
-            conn.exec('ROLLBACK');
-          } catch {
-            /* no transaction left to roll back */
-          }
-        }
-        if (relax) restoreSync(what, err);
-        if (RetrysafeError.isInstance(err)) throw err;
-        // Busy before the lock was taken (BEGIN, or the lone statement): nothing written, wait and try again.
-        if (locked || !isBusy(err) || (waited && Date.now() >= deadline)) {
-          throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
-        }
-        await sleep(Math.max(0, Math.min(step, deadline - Date.now())));
-        continue;
-      }
-      if (relax) restoreSync(what, null);
-      return out;
+    for (let step = 1; ; step = Math.min(step * 2, SYNC_BUSY_MS)) {
+      await sleep(Math.max(0, Math.min(step, deadline - Date.now())));
+      const out = attempt(what, fn, relax, alone, true, deadline);
+      if (out !== BUSY) return out;
     }
+  }
+  /**
+   * One attempt of a transaction: its answer, or BUSY when another connection held the lock before this
+   * one took it (nothing written: the caller waits and tries again). Any other failure is thrown: a
+   * retrysafe error as it is, a library error as a LedgerError (and a busy lock once `waited` past the deadline).
+   */
+  function attempt<T>(what: string, fn: () => T, relax: boolean, alone: boolean, waited: boolean, deadline: number): T | typeof BUSY {
+    // Whether this attempt holds the write lock (BEGIN IMMEDIATE returned): from then on a failure rolls back.
+    let locked = false;
+    let out: T;
+    try {
+      // The safety level may not change inside a transaction: set before it, restored after it.
+      if (relax) conn.exec(SYNC_NORMAL);
+      pendingId = pendingKept = null;
+      if (!alone) (conn.exec('BEGIN IMMEDIATE'), (locked = true));
+      out = fn();
+      if (!alone) conn.exec('COMMIT');
+      keep();
+    } catch (err) {
+      pendingId = pendingKept = null;
+      if (locked) {
+        try {
+          conn.exec('ROLLBACK');
+        } catch {
+          /* no transaction left to roll back */
+        }
+      }
+      if (relax) restoreSync(what, err);
+      if (RetrysafeError.isInstance(err)) throw err;
+      // Busy before the lock was taken (BEGIN, or the lone statement): nothing written, wait and try again.
+      if (locked || !isBusy(err) || (waited && Date.now() >= deadline)) {
+        throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
+      }
+      return BUSY;
+    }
+    if (relax) restoreSync(what, null);
+    return out;
   }
   /**
    * Back to FULL after a deferred write. If even that fails the connection cannot be trusted to sync:
@@ -674,7 +720,8 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
     // nothing to change; then (and when it cannot answer) the row is read in a transaction of its own.
     const fast = knownWrite(ref, next, receipt);
     if (fast !== undefined) {
-      if (await tx(what, fast.run, deferred, true)) return fast.record;
+      const done = txNow(what, fast.run, deferred, true);
+      if (done === true || (done !== false && (await done))) return fast.record;
       // Written by someone else since: forget it now (a stale entry is only ever a missed shortcut).
       known.delete(ref.businessOperationId);
     }
@@ -700,14 +747,14 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
       let out: { body: Uint8Array; kept: Known | null } | undefined;
       try {
         fresh = claimTransition(null, input);
-        out = encodeKept(fresh.write!, NO_RECEIPTS, 0, undefined);
+        out = encodeKept(fresh.write!, null, 0, undefined, null) ?? undefined;
       } catch {
         fresh = undefined;
       }
       if (fresh !== undefined && out !== undefined) {
         const r = fresh.write!;
         const { body, kept } = out;
-        const inserted = await tx(
+        const inserted = txNow(
           'claim',
           () => {
             const res = insertGuess.run(r.businessOperationId, r.provider, r.operation, r.state, r.fence, r.leaseExpiresAt, r.createdAt, r.updatedAt, body, guessRowid(r.createdAt)) as { changes?: number | bigint };
@@ -718,7 +765,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
           false,
           true,
         );
-        if (inserted) return fresh.result;
+        if (inserted === true || (inserted !== false && (await inserted))) return fresh.result;
       }
       return tx('claim', () => {
         const stored = read(input.businessOperationId);
@@ -847,7 +894,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
 }
 
 /**
- * Brings the file to layout 5: creates it when new; renumbers a layout 3/4 file's rows into creation
+ * Brings the file to layout 6: creates it when new; a layout 5 file only gets the number; renumbers a layout 3/4 file's rows into creation
  * order (bodies unchanged) and drops its `created_at` index; converts a layout 0/2 file (record JSON text,
  * receipts in their own table) first, keeping each record's and receipt's JSON text as stored (format 2
  * reads back the same text; a row it would not is kept as text, format 1). All in one transaction, under
@@ -870,13 +917,14 @@ function setUp(db: SqliteConnection, path: string): void {
   try {
     if (version() < SQLITE_LAYOUT_VERSION || !columns().includes('body')) {
       if (columns().includes('record')) convertLayout2(db);
-      // Layout 3/4 (or the table convertLayout2 just wrote): rowids into creation order.
-      if (columns().includes('body')) renumber(db);
+      // Layout 3/4 (or the table convertLayout2 just wrote): rowids into creation order. Layout 5's already are.
+      if (columns().includes('body') && version() < ROWIDS_IN_ORDER_LAYOUT) renumber(db);
       db.exec(SCHEMA_V5);
       db.exec('DROP INDEX IF EXISTS retrysafe_operations_created');
       db.exec(`INSERT OR IGNORE INTO retrysafe_migrations (name) VALUES ('compact-layout')`);
       db.exec(`INSERT OR IGNORE INTO retrysafe_migrations (name) VALUES ('body-format-2')`);
       db.exec(`INSERT OR IGNORE INTO retrysafe_migrations (name) VALUES ('rowid-creation-order')`);
+      db.exec(`INSERT OR IGNORE INTO retrysafe_migrations (name) VALUES ('body-format-3')`);
       db.exec(`PRAGMA user_version = ${SQLITE_LAYOUT_VERSION}`);
     }
     if (!openIndexCurrent()) {
