@@ -5,7 +5,7 @@
 // CHECKPOINT, one process, sequential):
 //
 //   compact      the SQLite ledger's layout on PostgreSQL: the searchable fields in columns, everything
-//                else in one binary body exactly as SQLite stores it (body format 2: ~3-5x smaller than
+//                else in one binary body exactly as SQLite stores it (body format 3 since layout 6: ~3-5x smaller than
 //                the JSON the PostgreSQL ledger keeps), with the indexes listing, retention and recovery
 //                need at 10M rows (created_at; the open operations, partial)
 //   pk-only      the same rows with the primary key alone (no listing, no recovery scan: not a ledger
