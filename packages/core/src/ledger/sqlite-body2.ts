@@ -655,45 +655,68 @@ const crc32 = (b: Uint8Array, end: number): number => zlib.crc32(b.subarray(0, e
  * `receipts` (appended after them), then `record`. Values go through JSON.stringify's rules.
  */
 export function encodeBody2(record: Json, receipts: readonly Json[], prior?: StoredReceipts | null): Buffer {
-  if (busy) throw new Error('encodeBody2 is not re-entrant');
-  busy = true;
+  beginEncode('encodeBody2');
   try {
-    pos = 0;
-    stack.length = 0;
-    serial = 0;
-    lastTime = 0;
-    lastBig = 0;
-    ownOnly = nothingInherited();
     const count = (prior?.count ?? 0) + receipts.length;
     room(16);
     out[pos++] = BODY_BINARY_2;
     writeVarint(count);
-    if (prior) {
-      room(prior.bytes.length);
-      out.set(prior.bytes, pos);
-      pos += prior.bytes.length;
-      for (const s of prior.strings) remember(s, bucketOf(s, s.length));
-      lastTime = prior.lastTime;
-      lastBig = prior.lastBig;
-    }
+    if (prior) copyStored(prior);
     for (const r of receipts) writeValue(jsonValue(r, ''));
     writeValue(jsonValue(record, ''));
-    room(4);
-    out.writeUInt32LE(crc32(out, pos), pos);
-    pos += 4;
-    const body = Buffer.allocUnsafe(pos);
-    out.copy(body, 0, 0, pos);
-    return body;
+    return sealBody();
   } finally {
-    stack.length = 0;
-    // The next encode's ids start after this one's (so these read as none); from 0 again before they overflow.
-    base += serial + 1;
-    if (base > 0x3fffffff) {
-      base = 0;
-      heads.fill(0);
-    }
-    busy = false;
+    endEncode();
   }
+}
+
+/** Starts an encode (formats 2 and 3): the module's buffer, strings, timestamps and integers from nothing. */
+function beginEncode(what: string): void {
+  if (busy) throw new Error(`${what} is not re-entrant`);
+  busy = true;
+  pos = 0;
+  stack.length = 0;
+  serial = 0;
+  lastTime = 0;
+  lastBig = 0;
+  ownOnly = nothingInherited();
+}
+
+/** Copies stored bytes (receipts, and a format 3 head) as they are, and goes on encoding after them. */
+function copyStored(prior: StoredReceipts): void {
+  const bytes = prior.bytes;
+  room(bytes.length);
+  out.set(bytes, pos);
+  pos += bytes.length;
+  const strs = prior.strings;
+  for (let i = 0, n = strs.length; i < n; i++) {
+    const s = strs[i]!;
+    remember(s, bucketOf(s, s.length));
+  }
+  lastTime = prior.lastTime;
+  lastBig = prior.lastBig;
+}
+
+/** The checksum after what was written, and the body copied out of the module's buffer. */
+function sealBody(): Buffer {
+  room(4);
+  out.writeUInt32LE(crc32(out, pos), pos);
+  pos += 4;
+  const body = Buffer.allocUnsafe(pos);
+  out.copy(body, 0, 0, pos);
+  return body;
+}
+
+/** Ends an encode, a failed one too. */
+function endEncode(): void {
+  stack.length = 0;
+  // The next encode's ids start after this one's (so these read as none); from 0 again before they overflow.
+  base += serial + 1;
+  if (base > 0x3fffffff) {
+    base = 0;
+    heads.fill(0);
+  }
+  busy = false;
 }
 
 /** The format byte of format 3 bodies: format 2's tokens, the record's head before the receipts. */
@@ -766,15 +789,9 @@ export interface Body3 {
  * stored part for the next write (`stored`, holding `record`'s head values), else null.
  */
 export function encodeBody3(record: Json, receipts: readonly Json[], prior: StoredReceipts | null, priorValues: readonly Json[] | null, like?: object, keep = true): Body3 | null {
-  if (busy) throw new Error('encodeBody3 is not re-entrant');
   if (prior !== null && prior.head === null) throw new Error('encodeBody3: the stored receipts are format 2');
-  busy = true;
+  beginEncode('encodeBody3');
   try {
-    pos = 0;
-    serial = 0;
-    lastTime = 0;
-    lastBig = 0;
-    ownOnly = nothingInherited();
     const o = jsonValue(record, '');
     if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new TypeError('a format 3 body holds an object record');
     // The head's values go to the stored part when it is kept (a new array), else to scratch.
@@ -802,17 +819,7 @@ export function encodeBody3(record: Json, receipts: readonly Json[], prior: Stor
     const from = pos;
     let c = -1;
     if (copy) {
-      const bytes = prior!.bytes;
-      room(bytes.length);
-      out.set(bytes, pos);
-      pos += bytes.length;
-      const strs = prior!.strings;
-      for (let i = 0, n = strs.length; i < n; i++) {
-        const s = strs[i]!;
-        remember(s, bucketOf(s, s.length));
-      }
-      lastTime = prior!.lastTime;
-      lastBig = prior!.lastBig;
+      copyStored(prior!);
       c = h - 1;
     } else {
       stack.push(rec);
@@ -834,27 +841,18 @@ export function encodeBody3(record: Json, receipts: readonly Json[], prior: Stor
       writeValue(tailValues[i]);
     }
     stack.pop();
-    room(5);
+    room(1);
     out[pos++] = T_END;
-    out.writeUInt32LE(crc32(out, pos), pos);
-    pos += 4;
-    const body = Buffer.allocUnsafe(pos);
-    out.copy(body, 0, 0, pos);
+    const body = sealBody();
     return {
       body,
       stored: strings === null ? null : { bytes: body.subarray(from, to), count, strings, lastTime: storedTime, lastBig: storedBig, head: { count: h, values } },
     };
   } finally {
-    if (stack.length !== 0) stack.length = 0;
     // The members' values are not held past the encode (the kept head's array is the caller's).
     for (let i = 0; i < tails; i++) tailValues[i] = undefined;
     if (!keep) for (let i = 0; i < headCount; i++) HEAD_SCRATCH[i] = undefined;
-    base += serial + 1;
-    if (base > 0x3fffffff) {
-      base = 0;
-      heads.fill(0);
-    }
-    busy = false;
+    endEncode();
   }
 }
 
@@ -1082,13 +1080,22 @@ function readObject(r: Reader, depth: number, o: Record<string, Json> = {}): Rec
   }
 }
 
+/**
+ * A reader of `body` past its format byte, up to its checksum: BodyFormatError unless the body is at least
+ * `min` bytes of `format` whose CRC-32 holds.
+ */
+function openBody(body: Uint8Array, format: number, min: number): Reader {
+  const b = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.length);
+  if (b.length < min || b[0] !== format) throw new BodyFormatError(`body format ${format}: too short or not format ${format}`);
+  const end = b.length - 4;
+  if (crc32(b, end) !== b.readUInt32LE(end)) throw new BodyFormatError(`body format ${format}: checksum mismatch (cut or corrupt)`);
+  return new Reader(b as Buffer & Slices, 1, end);
+}
+
 /** Decodes a format 2 body (its first byte is 2). Throws BodyFormatError on a cut or corrupt one. */
 export function decodeBody2(body: Uint8Array): DecodedBody2 {
-  const b = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.length);
-  if (b.length < 6 || b[0] !== BODY_BINARY_2) throw new BodyFormatError('body format 2: too short or not format 2');
-  const end = b.length - 4;
-  if (crc32(b, end) !== b.readUInt32LE(end)) throw new BodyFormatError('body format 2: checksum mismatch (cut or corrupt)');
-  const r = new Reader(b as Buffer & Slices, 1, end);
+  const r = openBody(body, BODY_BINARY_2, 6);
+  const { b, end } = r;
   const count = r.varint();
   if (count > end) r.fail('receipt count beyond the body');
   const from = r.p;
@@ -1105,11 +1112,8 @@ export function decodeBody2(body: Uint8Array): DecodedBody2 {
  * one. `stored.head.values` are the head's values as read (the record's, unless a later pair repeats its key).
  */
 export function decodeBody3(body: Uint8Array): DecodedBody2 {
-  const b = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.length);
-  if (b.length < 7 || b[0] !== BODY_BINARY_3) throw new BodyFormatError('body format 3: too short or not format 3');
-  const end = b.length - 4;
-  if (crc32(b, end) !== b.readUInt32LE(end)) throw new BodyFormatError('body format 3: checksum mismatch (cut or corrupt)');
-  const r = new Reader(b as Buffer & Slices, 1, end);
+  const r = openBody(body, BODY_BINARY_3, 7);
+  const { b, end } = r;
   const count = r.varint();
   if (count > end) r.fail('receipt count beyond the body');
   const h = r.varint();
