@@ -157,6 +157,7 @@ async function scenario(store, workers, driver = null, modes = MODES, rows = 0, 
 
 const fmt = (n) => Math.round(n).toLocaleString('en-US');
 const x = (r) => `${r.toFixed(2)}×`;
+const signed = (v) => `${v >= 0 ? '+' : '−'}${Math.abs(v).toFixed(0)}`;
 const rows = [];
 console.log(`retrysafe bench — node ${process.version}, ${seconds}s per measurement after ${warmupOps} warm-up ops per worker, median of ${reps}, modes interleaved`);
 console.log(`raw = INSERT claim + UPDATE complete (two transactions: the floor); hand = the ledger's content (record + receipt) written by hand in the same two statements;`);
@@ -243,6 +244,11 @@ if (only.has('scale')) {
     const mine = scale.filter((r) => r.store === store);
     const first = mine[0], last = mine.at(-1);
     console.log(`${store}: runner cost per op at ${fmt(last.rows)} rows ÷ at ${fmt(first.rows)} rows = ${x(first.opsPerSec.runner / last.opsPerSec.runner)} (raw ${x(first.opsPerSec.raw / last.opsPerSec.raw)}, hand ${x(first.opsPerSec.hand / last.opsPerSec.hand)}); CPU per op ${x(last.perOp.runner.cpuUs / first.perOp.runner.cpuUs)}`);
+    // What grows, in µs: the hand-written side stores the same content under the same content-derived ids
+    // in two statements, so what it gains is what those ids cost in any b-tree (raw's ids are sequential).
+    const total = (p) => p.cpuUs + (p.serverUs ?? 0);
+    const grown = scaleModes.map((m) => `${m} ${signed(total(last.perOp[m]) - total(first.perOp[m]))}`).join(', ');
+    console.log(`${store}: CPU µs per op (this process${first.perOp.runner.serverUs !== null ? ' + server' : ''}) at ${fmt(last.rows)} rows − at ${fmt(first.rows)}: ${grown}`);
   }
   console.log(`load average ${load()} at the end of the scale runs`);
 }
