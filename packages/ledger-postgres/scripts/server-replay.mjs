@@ -23,7 +23,9 @@
 //   on its PostgresPersistenceLayer); counted: the client backends' instructions (the Node side runs outside
 //   valgrind). What the server really does per op, protocol included; the single-user replay instead lexes
 //   every parameter as a literal of the EXECUTE text, which costs per byte (~170 instructions per byte here).
-//   `--try` variants with SQL only; the schema is the package's newest migration (--migration is the replay's).
+//   `--try` variants with SQL only (or with --before, below); the schema is the package's newest migration (--migration is the replay's).
+//   `--before`: the runner on the core and ledger builds in BENCH_BASELINE=<dir with core-dist/ and pg-dist/>
+//   (the bench's `before` mode), to measure a statement change through the protocol.
 // Needs valgrind and PostgreSQL's server binaries (pg_config --bindir); run as root it runs them as `postgres`.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -233,8 +235,9 @@ const profileTotal = (file) => Number(/^(?:totals|summary): (\d+)/m.exec(readFil
 
 /** A server under callgrind and the bench's workload against it, each length in a schema of its own and a backend of its own. */
 async function viaServer(dir, data) {
+  // A variant that rewrites statements needs a build that sends them (--before): its SQL is applied, the build's statements sent.
   const badTry = tries.find((t) => VARIANTS[t].statement);
-  if (badTry) throw new Error(`--try=${badTry} rewrites statements: only the single-user replay can`);
+  if (badTry && !args.includes('--before')) throw new Error(`--try=${badTry} rewrites statements: through a server only with --before and a build that sends them`);
   const { default: pg } = await import('pg');
   const { preparePostgres, setupWorkload, dropPostgres } = await import('../../bench/src/workloads.mjs');
   const port = Number(opt('port', '54339'));
@@ -257,12 +260,13 @@ async function viaServer(dir, data) {
         await new Promise((r) => setTimeout(r, 500));
       }
     }
-    const mode = schema === 'powertools' ? 'powertools' : 'runner';
+    // --before: the bench's `before` mode, the runner on the builds in BENCH_BASELINE (e.g. a copy of dist with other statements).
+    const mode = schema === 'powertools' ? 'powertools' : args.includes('--before') ? 'before' : 'runner';
     const runs = [];
     for (const n of lengths) {
       const name = `replay_${n}`;
       await preparePostgres(url, name, mode);
-      for (const t of tries) for (const st of statementsOf(VARIANTS[t].sql, `"${name}"`)) await admin.query(st);
+      for (const t of tries) for (const st of statementsOf(VARIANTS[t].sql ?? '', `"${name}"`)) await admin.query(st);
       const before = new Set((await admin.query(`SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend'`)).rows.map((r) => r.pid));
       const w = await setupWorkload({ store: 'postgres', mode, databaseUrl: url, schema: name, worker: 0 });
       const lsn0 = (await admin.query('SELECT pg_current_wal_lsn() AS l')).rows[0].l;
@@ -302,7 +306,7 @@ try {
   const first = runs[0];
   const last = runs.at(-1);
   const dn = last.n - first.n;
-  const report = { schema, via, ...(schema === 'retrysafe' ? { migration, statements, checks, try: tries } : {}), lengths, totals: runs.map((r) => r.total), instructionsPerOp: Math.round((last.total - first.total) / dn) };
+  const report = { schema, via, ...(schema === 'retrysafe' ? { migration, statements, checks, try: tries, ...(args.includes('--before') ? { before: process.env.BENCH_BASELINE } : {}) } : {}), lengths, totals: runs.map((r) => r.total), instructionsPerOp: Math.round((last.total - first.total) / dn) };
   if (wal || via === 'server') report.walBytesPerOp = Math.round((last.wal - first.wal) / dn);
   console.log(JSON.stringify(report));
   if (functions > 0 && first.out && last.out) {
