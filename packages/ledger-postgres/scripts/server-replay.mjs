@@ -3,10 +3,11 @@
 // `postgres --single` under callgrind as PREPARE/EXECUTE (each statement its own transaction; fsync off),
 // at two lengths; the difference divided by the difference of the lengths cancels start-up and DDL.
 // Deterministic (no timer, no load), so schema and statement variants compare on a shared machine.
-//   node packages/ledger-postgres/scripts/server-replay.mjs [--migration=7] [--statements=7] [--ops=1000,3000]
+//   node packages/ledger-postgres/scripts/server-replay.mjs [--migration=6] [--statements=7] [--ops=1000,3000]
 //        [--checks=all|none] [--schema=retrysafe|powertools] [--try=<variant>,…] [--functions=N] [--wal]
+//        [--via=single|server [--port=54339] [--before]]
 // --migration: the schema as migrations 1..N leave it (5: the three table CHECKs; 6: state and fence domains;
-//   7: the claim's columns first, then the completion's).
+//   default: the newest this build ships).
 // --statements: 6 = the statements as sent before round seven (13 and 16 parameters, CASE flags), 7 = now.
 // --checks=none: every CHECK and domain check dropped (a reference, not a schema to ship).
 // --schema=powertools: the Powertools-protocol baseline's table and two statements (packages/bench's
