@@ -6,8 +6,23 @@
 import { IdempotencyItemAlreadyExistsError, IdempotencyItemNotFoundError } from '@aws-lambda-powertools/idempotency';
 import { BasePersistenceLayer, IdempotencyRecord } from '@aws-lambda-powertools/idempotency/persistence';
 
-const TABLE_SQL = (name) => `CREATE TABLE IF NOT EXISTS ${name} (
+export const TABLE_SQL = (name) => `CREATE TABLE IF NOT EXISTS ${name} (
   id TEXT PRIMARY KEY, status TEXT NOT NULL, expiration BIGINT, in_progress_expiration BIGINT, data TEXT, validation TEXT)`;
+
+/**
+ * The PostgreSQL layer's two statements of a clean call (also replayed by ledger-postgres's
+ * scripts/server-replay.mjs --schema=powertools): put the INPROGRESS record ($1 id, $2 status, $3 expiry s,
+ * $4 in-progress expiry ms, $5 payload hash, $6 now s, $7 now ms), then store the response ($1 id, $2 status,
+ * $3 data, $4 expiry s).
+ */
+export const POSTGRES_STATEMENTS = Object.freeze({
+  put: (t) => `INSERT INTO ${t} AS t (id, status, expiration, in_progress_expiration, validation) VALUES ($1, $2, $3, $4, $5)
+        ON CONFLICT (id) DO UPDATE SET status = excluded.status, expiration = excluded.expiration,
+          in_progress_expiration = excluded.in_progress_expiration, validation = excluded.validation, data = NULL
+        WHERE t.expiration < $6 OR (t.status = 'INPROGRESS' AND t.in_progress_expiration IS NOT NULL AND t.in_progress_expiration < $7)
+        RETURNING id`,
+  update: (t) => `UPDATE ${t} SET status = $2, data = $3, expiration = $4 WHERE id = $1`,
+});
 
 function toRecord(row) {
   return new IdempotencyRecord({
@@ -84,11 +99,7 @@ export class PostgresPersistenceLayer extends BasePersistenceLayer {
     const t = this.#table;
     const res = await this.#client.query({
       name: `pt-put:${t}`,
-      text: `INSERT INTO ${t} AS t (id, status, expiration, in_progress_expiration, validation) VALUES ($1, $2, $3, $4, $5)
-        ON CONFLICT (id) DO UPDATE SET status = excluded.status, expiration = excluded.expiration,
-          in_progress_expiration = excluded.in_progress_expiration, validation = excluded.validation, data = NULL
-        WHERE t.expiration < $6 OR (t.status = 'INPROGRESS' AND t.in_progress_expiration IS NOT NULL AND t.in_progress_expiration < $7)
-        RETURNING id`,
+      text: POSTGRES_STATEMENTS.put(t),
       values: [record.idempotencyKey, record.getStatus(), record.expiryTimestamp ?? null, record.inProgressExpiryTimestamp ?? null,
         this.isPayloadValidationEnabled() ? record.payloadHash ?? null : null, Math.floor(now / 1000), now],
     });
@@ -107,7 +118,7 @@ export class PostgresPersistenceLayer extends BasePersistenceLayer {
     const t = this.#table;
     await this.#client.query({
       name: `pt-update:${t}`,
-      text: `UPDATE ${t} SET status = $2, data = $3, expiration = $4 WHERE id = $1`,
+      text: POSTGRES_STATEMENTS.update(t),
       values: [record.idempotencyKey, record.getStatus(), record.responseData === undefined ? null : JSON.stringify(record.responseData), record.expiryTimestamp ?? null],
     });
   }
