@@ -1,5 +1,5 @@
 /** The attempt loop: decide, wait, send or look up, write what it means, until complete or handoff. */
-import { LedgerError, RetrysafeError, newAttemptId, type AttemptId, type ClaimInput, type Fenced, type OperationRecord, type Receipt, type ReceiptKind } from '@retrysafe/contract';
+import { LedgerError, RetrysafeError, newAttemptId, type AttemptId, type ClaimInput, type Fenced, type LookupResult, type OperationRecord, type Outcome, type Receipt, type ReceiptKind } from '@retrysafe/contract';
 import { MAYBE_APPLIED_STATES, decide, observationPatch, resendSafety, type Decision, type DecisionState, type Observation } from '../decide.js';
 import { currentRevisionNumber, needsFreshKey } from '../intake/index.js';
 import type { Op, OpBase, RunnerContext } from './context.js';
@@ -98,54 +98,109 @@ function isInProgress(obs: Observation): boolean {
   return obs !== null && (obs.kind === 'in-progress' || (obs.kind === 'found' && obs.outcome.kind === 'in-progress'));
 }
 
-export async function drive(ctx: RunnerContext, op: Op, first: Decision): Promise<RunResult> {
-  const { clock, ledger, log, random } = ctx;
-  let decision = first;
-  let obs: Observation = null;
-  for (;;) {
-    const d = decision;
-    log('info', 'decision', () => `${d.action}${'delayMs' in d ? ` in ${d.delayMs} ms` : ''}: ${d.why}`, op, 'delayMs' in d ? { decision: d.action, delayMs: d.delayMs } : { decision: d.action });
-    if (decision.action === 'complete') return complete(ctx, op, obs, decision.adopted);
-    if (decision.action === 'handoff') return handOff(ctx, op, decision);
+/** A decision the loop acts on (a send or a lookup, after its delay), as opposed to an end. */
+type Act = Extract<Decision, { action: 'send' | 'lookup' }>;
 
+/**
+ * Drives the operation from its first decision to its end (complete or handoff). Not an async function:
+ * a clean run (send now, the send answers, complete) is the send's promise and its continuations, so the
+ * optimised code carries no coroutine; every other path goes on in driveRest, the attempt loop. Whatever
+ * throws comes back as a rejection, as from an async function.
+ */
+export function drive(ctx: RunnerContext, op: Op, first: Decision): Promise<RunResult> {
+  try {
+    return decided(ctx, op, first, null);
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
+/**
+ * A decision, logged, then carried out: the end, or the first send when nothing comes before it (no delay,
+ * no abort, nothing maybe applied: the loop's steps before an attempt would do nothing), or the loop.
+ */
+function decided(ctx: RunnerContext, op: Op, decision: Decision, obs: Observation): Promise<RunResult> {
+  logDecision(ctx, op, decision);
+  if (decision.action === 'complete' || decision.action === 'handoff') return end(ctx, op, decision, obs);
+  if (obs !== null || decision.action !== 'send' || decision.delayMs > 0 || op.maybeApplied || op.signal?.aborted) return driveRest(ctx, op, decision, obs);
+  const startedAt = ctx.clock.now();
+  const attemptId = nextAttemptId(op);
+  return send(ctx, op, attemptId).then((sent) => {
+    const next = afterAttempt(ctx, op, decision, attemptId, startedAt, null, sent);
+    return next instanceof Promise ? next.then((d) => decided(ctx, op, d, sent)) : decided(ctx, op, next, sent);
+  });
+}
+
+/** The attempt loop from a logged decision that is not an end: abort, wait, send or look up, write what it means, decide again. */
+async function driveRest(ctx: RunnerContext, op: Op, acting: Act, observed: Observation): Promise<RunResult> {
+  const { clock, ledger, random } = ctx;
+  let d = acting;
+  let obs = observed;
+  for (;;) {
     if (op.signal?.aborted) {
-      log('warn', 'aborted', `the caller aborted; state ${op.record.state} is kept for a later run or recover()`, op);
+      ctx.log('warn', 'aborted', `the caller aborted; state ${op.record.state} is kept for a later run or recover()`, op);
       await ledger.release(op.ref).catch(() => undefined);
       throw op.signal.reason ?? new Error('aborted');
     }
-    const polling = decision.action === 'lookup' || isInProgress(obs);
+    const polling = d.action === 'lookup' || isInProgress(obs);
     if (polling) {
       op.windowStartedAt ??= clock.now();
       op.polls++;
     }
-    if (decision.delayMs > 0) await wait(ctx, op, decision.delayMs);
-    if (decision.action === 'send' && (reliesOnKey(obs) || op.maybeApplied) && !resendSafety(op.card, op.record.firstDispatchedAt, clock.now(), op.policy.clockSkewMarginMs).safe) {
+    if (d.delayMs > 0) await wait(ctx, op, d.delayMs);
+    let decision: Decision;
+    if (d.action === 'send' && (reliesOnKey(obs) || op.maybeApplied) && !resendSafety(op.card, op.record.firstDispatchedAt, clock.now(), op.policy.clockSkewMarginMs).safe) {
       // The wait outlasted the key's retention: decide again from the same observation, now without the key.
       decision = decide(op.card, stateOf(ctx, op), obs, { policy: op.policy, random });
-      continue;
-    }
-    const startedAt = clock.now();
-    const attemptId = op.attemptIds ? (op.attemptIds() as AttemptId) : newAttemptId();
-    let kind: ReceiptKind;
-    if (decision.action === 'send') {
-      obs = await send(ctx, op, attemptId);
-      kind = op.record.attemptCount === 1 ? 'dispatch' : 'resend';
     } else {
-      kind = isInProgress(obs) ? 'poll' : 'lookup';
-      obs = await lookup(ctx, op, attemptId);
+      const startedAt = clock.now();
+      const attemptId = nextAttemptId(op);
+      const prev = obs;
+      obs = d.action === 'send' ? await send(ctx, op, attemptId) : await lookup(ctx, op, attemptId);
+      const next = afterAttempt(ctx, op, d, attemptId, startedAt, prev, obs);
+      decision = next instanceof Promise ? await next : next;
     }
-    const finishedAt = clock.now();
-    if (decision.action === 'send' && obs !== null && 'retryAfterMs' in obs && typeof obs.retryAfterMs === 'number' && obs.retryAfterMs > 0) {
-      op.notBefore = Math.max(op.notBefore ?? 0, finishedAt + obs.retryAfterMs);
-    }
-    const observedState = stateOf(ctx, op, startedAt);
-    decision = decide(op.card, observedState, obs, { policy: op.policy, random });
-    const observed = observationPatch(op.card, observedState, obs, op.policy.clockSkewMarginMs);
-    const patchedAt = clock.now();
-    op.maybeApplied = observed.maybeApplied;
-    const sealed = seal(ctx, op, { kind, attemptId, startedAt, finishedAt, obs, decision });
-    if (observed.patch !== null) await writeState(ctx, op, { ...observed.patch, now: patchedAt }, sealed);
-    else if (ctx.receiptWithState && (decision.action === 'complete' || decision.action === 'handoff')) op.pendingReceipt = sealed; // written with the terminal state, next
-    else await appendReceipt(ctx, op, sealed);
+    logDecision(ctx, op, decision);
+    if (decision.action === 'complete' || decision.action === 'handoff') return end(ctx, op, decision, obs);
+    d = decision;
   }
+}
+
+function logDecision(ctx: RunnerContext, op: Op, d: Decision): void {
+  ctx.log('info', 'decision', () => `${d.action}${'delayMs' in d ? ` in ${d.delayMs} ms` : ''}: ${d.why}`, op, 'delayMs' in d ? { decision: d.action, delayMs: d.delayMs } : { decision: d.action });
+}
+
+function end(ctx: RunnerContext, op: Op, decision: Extract<Decision, { action: 'complete' | 'handoff' }>, obs: Observation): Promise<RunResult> {
+  return decision.action === 'complete' ? complete(ctx, op, obs, decision.adopted) : handOff(ctx, op, decision);
+}
+
+function nextAttemptId(op: Op): AttemptId {
+  return op.attemptIds ? (op.attemptIds() as AttemptId) : newAttemptId();
+}
+
+/**
+ * What one attempt's answer (`obs`, after `prev`) means, on either path: the provider's Retry-After, the next
+ * decision, the state it implies and the attempt's sealed receipt — written with that state, appended, or
+ * left pending for the terminal write that comes next. The decision, once those writes are done.
+ */
+function afterAttempt(ctx: RunnerContext, op: Op, acted: Act, attemptId: AttemptId, startedAt: number, prev: Observation, obs: Outcome | LookupResult): Decision | Promise<Decision> {
+  const { clock, random } = ctx;
+  // A send's kind from the attempt it became; a lookup's from what it followed (an in-progress answer is polled).
+  const kind: ReceiptKind = acted.action === 'send' ? (op.record.attemptCount === 1 ? 'dispatch' : 'resend') : isInProgress(prev) ? 'poll' : 'lookup';
+  const finishedAt = clock.now();
+  if (acted.action === 'send' && 'retryAfterMs' in obs && typeof obs.retryAfterMs === 'number' && obs.retryAfterMs > 0) {
+    op.notBefore = Math.max(op.notBefore ?? 0, finishedAt + obs.retryAfterMs);
+  }
+  const observedState = stateOf(ctx, op, startedAt);
+  const decision = decide(op.card, observedState, obs, { policy: op.policy, random });
+  const observed = observationPatch(op.card, observedState, obs, op.policy.clockSkewMarginMs);
+  const patchedAt = clock.now();
+  op.maybeApplied = observed.maybeApplied;
+  const sealed = seal(ctx, op, { kind, attemptId, startedAt, finishedAt, obs, decision });
+  if (observed.patch !== null) return writeState(ctx, op, { ...observed.patch, now: patchedAt }, sealed).then(() => decision);
+  if (ctx.receiptWithState && (decision.action === 'complete' || decision.action === 'handoff')) {
+    op.pendingReceipt = sealed; // written with the terminal state, next
+    return decision;
+  }
+  return appendReceipt(ctx, op, sealed).then(() => decision);
 }
