@@ -245,7 +245,7 @@ if (only.has('scale')) {
     const first = mine[0], last = mine.at(-1);
     console.log(`${store}: runner cost per op at ${fmt(last.rows)} rows ÷ at ${fmt(first.rows)} rows = ${x(first.opsPerSec.runner / last.opsPerSec.runner)} (raw ${x(first.opsPerSec.raw / last.opsPerSec.raw)}, hand ${x(first.opsPerSec.hand / last.opsPerSec.hand)}); CPU per op ${x(last.perOp.runner.cpuUs / first.perOp.runner.cpuUs)}`);
     // What grows, in µs: the hand-written side stores the same content under the same content-derived ids
-    // in two statements, so what it gains is what those ids cost in any b-tree (raw's ids are sequential).
+    // in two statements, so its growth is what those ids cost without the runner's code (raw's ids are sequential).
     const total = (p) => p.cpuUs + (p.serverUs ?? 0);
     const grown = scaleModes.map((m) => `${m} ${signed(total(last.perOp[m]) - total(first.perOp[m]))}`).join(', ');
     console.log(`${store}: CPU µs per op (this process${first.perOp.runner.serverUs !== null ? ' + server' : ''}) at ${fmt(last.rows)} rows − at ${fmt(first.rows)}: ${grown}`);

@@ -42,9 +42,9 @@ export function categorize(name) {
   return 'node/v8 runtime';
 }
 
-/** Self instructions per function of a callgrind output file (callgrind_annotate, whole program). */
-export function selfByFunction(file) {
-  const text = execFileSync('callgrind_annotate', ['--threshold=100', '--inclusive=no', file], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+/** Self (or, with `inclusive`, inclusive) instructions per function of a callgrind output file (callgrind_annotate, whole program). */
+export function selfByFunction(file, { inclusive = false } = {}) {
+  const text = execFileSync('callgrind_annotate', ['--threshold=100', `--inclusive=${inclusive ? 'yes' : 'no'}`, file], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
   const out = new Map();
   for (const line of text.split('\n')) {
     const m = /^\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(\S.*)$/.exec(line);

@@ -34,6 +34,7 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MIGRATIONS } from '../dist/index.js';
+import { selfByFunction } from '../../bench/src/instructions.mjs';
 import { POSTGRES_STATEMENTS, TABLE_SQL } from '../../bench/src/powertools-persistence.mjs';
 
 const args = process.argv.slice(2);
@@ -194,13 +195,13 @@ if (schema !== 'retrysafe' && schema !== 'powertools') throw new Error(`--schema
 
 /** Per function (`file:name`), its instructions in a profile: inclusive or self, from callgrind_annotate. */
 function byFunction(file, inclusive) {
-  const text = execFileSync('callgrind_annotate', [`--inclusive=${inclusive ? 'yes' : 'no'}`, '--threshold=100', file], { encoding: 'utf8', maxBuffer: 1 << 28 });
   const counts = new Map();
-  for (const line of text.split('\n')) {
-    const m = /^\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(\S.*?)(?: \[[^\]]*\])?\s*$/.exec(line);
-    if (!m || !m[2].includes(':')) continue;
-    const name = m[2].replace(/^.*\//, '');
-    counts.set(name, (counts.get(name) ?? 0) + Number(m[1].replaceAll(',', '')));
+  for (const [full, n] of selfByFunction(file, { inclusive })) {
+    // `file:function [object]` → `file:function`, the file's directory left out.
+    const name = full.replace(/(?: \[[^\]]*\])?\s*$/, '');
+    if (!name.includes(':')) continue;
+    const short = name.replace(/^.*\//, '');
+    counts.set(short, (counts.get(short) ?? 0) + n);
   }
   return counts;
 }
