@@ -221,9 +221,11 @@ if (only.has('wal-floor')) {
 let scale = null;
 if (only.has('scale')) {
   console.log(`\nScale: ops/s with ${scaleRows.map(fmt).join(', ')} operations already stored (pre-filled in one transaction), median of ${args['scale-reps'] ?? 1}`);
+  console.log(`rawid = raw's two statements under content-derived ids of the ledger's shape (raw's own ids are sequential): what a unique index on those ids costs as the store grows`);
   scale = [];
-  // Each round pre-fills a fresh store per mode (1M rows take a while): raw, hand and runner only, --scale-reps rounds (default 1).
-  const scaleModes = MODES.filter((m) => m !== 'powertools');
+  // Each round pre-fills a fresh store per mode (1M rows take a while): not Powertools, --scale-reps rounds (default 1).
+  // rawid (raw's two statements under content-derived ids) is the floor the bound below is read from.
+  const scaleModes = MODES.filter((m) => m !== 'powertools').flatMap((m) => (m === 'raw' && !args.modes ? ['raw', 'rawid'] : [m]));
   const scaleReps = Number(args['scale-reps'] ?? 1);
   // Each row is printed as it is measured (a 1M pre-fill takes minutes), the table again at the end.
   const step = async (store, driver, n) => {
@@ -249,8 +251,23 @@ if (only.has('scale')) {
     const total = (p) => p.cpuUs + (p.serverUs ?? 0);
     const grown = scaleModes.map((m) => `${m} ${signed(total(last.perOp[m]) - total(first.perOp[m]))}`).join(', ');
     console.log(`${store}: CPU µs per op (this process${first.perOp.runner.serverUs !== null ? ' + server' : ''}) at ${fmt(last.rows)} rows − at ${fmt(first.rows)}: ${grown}`);
+    if (first.opsPerSec.rawid && last.opsPerSec.rawid) console.log(`${store}: ${floorBound(first, last)}`);
   }
   console.log(`load average ${load()} at the end of the scale runs`);
+}
+
+/**
+ * How flat the runner can be on this store, read from the floor: rawid stores next to nothing per op but
+ * inserts each op's content-derived id into a unique index, as the ledger must (one id, one operation).
+ * Its growth in time per op (one worker: 1 / ops/s) is what those ids cost as the store grows at this
+ * store's settings; a runner whose own code grew by nothing would still grow by about that much.
+ */
+function floorBound(first, last) {
+  const us = (opsPerSec) => 1e6 / opsPerSec;
+  const floorGrowth = us(last.opsPerSec.rawid) - us(first.opsPerSec.rawid);
+  const runnerGrowth = us(last.opsPerSec.runner) - us(first.opsPerSec.runner);
+  return `the floor (rawid: raw's statements under content-derived ids) grows ${signed(floorGrowth)} µs per op from ${fmt(first.rows)} to ${fmt(last.rows)} rows (${x(first.opsPerSec.rawid / last.opsPerSec.rawid)}), the runner ${signed(runnerGrowth)}; `
+    + `added to the runner's ${fmt(us(first.opsPerSec.runner))} µs op at ${fmt(first.rows)} rows, the floor's growth alone makes ${x((us(first.opsPerSec.runner) + floorGrowth) / us(first.opsPerSec.runner))} (a runner whose own code grew by nothing)`;
 }
 
 // Instructions per op under callgrind (on demand: `--part=instructions`).

@@ -91,16 +91,17 @@ export async function setupWorkload(cfg) {
     return runnerWorkload(createRunner, createMemoryLedger(), tag);
   }
   if (cfg.store === 'sqlite') {
-    if (cfg.mode === 'raw') {
+    if (cfg.mode === 'raw' || cfg.mode === 'rawid') {
+      const idFor = rawIds(cfg.mode, tag);
       const db = openSqlite(cfg.sqlitePath, cfg.driver);
       const claim = db.prepare(`INSERT INTO raw_ops (id, state, owner, lease_expires_at, created_at, updated_at) VALUES (?, 'claimed', ?, ?, ?, ?)`);
       const complete = db.prepare(`UPDATE raw_ops SET state = 'succeeded', result = ?, owner = NULL, lease_expires_at = NULL, updated_at = ? WHERE id = ?`);
       return {
         op(i) {
-          const id = `${tag}-${i}`;
+          const id = idFor(i);
           const now = Date.now();
           claim.run(id, tag, now + LEASE_MS, now, now);
-          complete.run(JSON.stringify({ id: `ord_${id}` }), Date.now(), id);
+          complete.run(JSON.stringify({ id: `ord_${tag}-${i}` }), Date.now(), id);
         },
         async close() {
           db.close();
@@ -134,16 +135,17 @@ export async function setupWorkload(cfg) {
     return runnerWorkload(createRunner, ledger, tag);
   }
 
-  if (cfg.mode === 'raw') {
+  if (cfg.mode === 'raw' || cfg.mode === 'rawid') {
+    const idFor = rawIds(cfg.mode, tag);
     const client = new pg.Client({ connectionString: cfg.databaseUrl });
     await client.connect();
     const t = `"${cfg.schema}".raw_ops`;
     return {
       async op(i) {
-        const id = `${tag}-${i}`;
+        const id = idFor(i);
         const now = Date.now();
         await client.query({ name: 'claim', text: `INSERT INTO ${t} (id, state, owner, lease_expires_at, created_at, updated_at) VALUES ($1, 'claimed', $2, $3, $4, $4)`, values: [id, tag, now + LEASE_MS, now] });
-        await client.query({ name: 'complete', text: `UPDATE ${t} SET state = 'succeeded', result = $1, owner = NULL, lease_expires_at = NULL, updated_at = $2 WHERE id = $3`, values: [JSON.stringify({ id: `ord_${id}` }), Date.now(), id] });
+        await client.query({ name: 'complete', text: `UPDATE ${t} SET state = 'succeeded', result = $1, owner = NULL, lease_expires_at = NULL, updated_at = $2 WHERE id = $3`, values: [JSON.stringify({ id: `ord_${tag}-${i}` }), Date.now(), id] });
       },
       async close() {
         await client.end();
@@ -180,6 +182,14 @@ export async function setupWorkload(cfg) {
   return runnerWorkload(createRunner, ledger, tag);
 }
 
+/**
+ * The ids of the raw pattern: `raw` numbers them per worker (`<tag>-<i>`, so new ids sort together: each claim
+ * appends to the `id` index); `rawid` uses content-derived ids of the ledger's shape (contentId), so each claim
+ * is a random insert into it, as the ledger's and the hand-written side's are. rawid is the floor of what a store
+ * with a unique index on content-derived ids pays as it grows (the scale part's bound).
+ */
+const rawIds = (mode, tag) => (mode === 'raw' ? (i) => `${tag}-${i}` : (i) => contentId(tag, i));
+
 /** The ledger option of a runner mode: `strict` syncs every commit; the others keep the ledger's default. */
 const deferrable = (mode) => (mode === 'strict' ? { deferrableWrites: 'sync' } : {});
 
@@ -197,16 +207,27 @@ function runnerWorkload(createRunner, ledger, tag) {
   };
 }
 
+const paramsOf = (tag, i) => `{"orderRef":"${tag}-${i}","amount":1}`;
+const intentOf = (params) => `sha256:${createHash('sha256').update(`noop.orders.create${params}`).digest('hex')}`;
+/** An id in the ledger's shape: the no-op adapter's operation, then 32 hex digits of the intent fingerprint. */
+const idOf = (intent) => `noop.orders.create:${intent.slice(7, 39)}`;
+/**
+ * A content-derived id of op `i` in the ledger's shape, derived as hand-written code would (one SHA-256 of
+ * the params): the hand-written side's id. The ledger's own ids digest a canonical form, so they differ,
+ * but they are as random and as long.
+ */
+export const contentId = (tag, i) => idOf(intentOf(paramsOf(tag, i)));
+
 /**
  * The hand-written baseline's content for op `i`: the operation record (claimed, then succeeded) and
  * the receipt, with the same fields, shapes and sizes the retrysafe ledger stores, written as literals
  * (no canonical JSON, one SHA-256 for the params fingerprint — what hand-written code would do).
  */
 export function handContent(tag, i) {
-  const params = `{"orderRef":"${tag}-${i}","amount":1}`;
+  const params = paramsOf(tag, i);
   const fp = `sha256:${createHash('sha256').update(params).digest('hex')}`;
-  const intent = `sha256:${createHash('sha256').update(`noop.orders.create${params}`).digest('hex')}`;
-  const id = `noop.orders.create:${intent.slice(7, 39)}`;
+  const intent = intentOf(params);
+  const id = idOf(intent);
   const ref = `ord_${tag}-${i}`;
   const hash = createHash('sha256').update(id).update(fp).digest('hex');
   const base = `{"businessOperationId":"${id}","provider":"noop","operation":"noop.orders.create","intentFingerprint":"${intent}","paramsFingerprint":"${fp}","params":${params},"providerKey":"${id}"`;

@@ -31,7 +31,7 @@ function expectInterleaved(filled: string[], fresh: string[], prefix: string) {
 }
 
 describe('scale prefill', () => {
-  for (const mode of ['runner', 'hand'] as const) {
+  for (const mode of ['runner', 'hand', 'rawid'] as const) {
     it(`SQLite ${mode}: filled ids keep the ledger's id prefix and interleave with new operations' ids`, async () => {
       const driver = await defaultSqliteDriver();
       const sqlitePath = join(dir, `${mode}.db`);
@@ -44,7 +44,7 @@ describe('scale prefill', () => {
       for (let i = 0; i < 8; i++) await w.op(i);
       await w.close();
       const db = openSqlite(sqlitePath, driver);
-      const table = mode === 'runner' ? 'retrysafe_operations' : 'hand_ops';
+      const table = { runner: 'retrysafe_operations', hand: 'hand_ops', rawid: 'raw_ops' }[mode];
       const ids = (db.prepare(`SELECT id FROM ${table} ORDER BY rowid`).all() as Array<{ id: string }>).map((r) => r.id);
       // The ledger's layout: each row's rowid is in its creation millisecond's bucket (filled rows too), and
       // filled rows are spread over past milliseconds as a history is (not a million in one millisecond).
@@ -57,6 +57,29 @@ describe('scale prefill', () => {
       expectInterleaved(ids.slice(0, 2000), ids.slice(2000), prefix);
     });
   }
+
+  it("rawid's ids have the shape of the runner's ledger ids: the operation, then 32 hex digits of a digest", async () => {
+    const driver = await defaultSqliteDriver();
+    const idsOf = async (mode: 'runner' | 'rawid') => {
+      const sqlitePath = join(dir, `same-ids-${mode}.db`);
+      prepareSqlite(sqlitePath, driver);
+      const w = await setupWorkload({ store: 'sqlite', mode, sqlitePath, driver, worker: 'same' });
+      for (let i = 0; i < 3; i++) await w.op(i);
+      await w.close();
+      const db = openSqlite(sqlitePath, driver);
+      const table = mode === 'runner' ? 'retrysafe_operations' : 'raw_ops';
+      const ids = (db.prepare(`SELECT id FROM ${table} ORDER BY rowid`).all() as Array<{ id: string }>).map((r) => r.id);
+      db.close();
+      return ids;
+    };
+    const shape = (ids: string[]) => ids.map((id) => id.replace(/[0-9a-f]{32}$/, '<hex>'));
+    const runner = await idsOf('runner');
+    const rawid = await idsOf('rawid');
+    expect(runner).toHaveLength(3);
+    expect(new Set(rawid).size).toBe(3);
+    expect(shape(rawid)).toEqual(shape(runner));
+    expect(shape(runner)).toEqual(Array(3).fill('noop.orders.create:<hex>'));
+  });
 
   it('PostgreSQL runner: the same', async () => {
     const schema = `rs_t_fill_${process.pid}`;
