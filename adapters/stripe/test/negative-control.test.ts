@@ -1,7 +1,10 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AdapterV1 } from '@retrysafe/contract';
 import { runDrill } from '@retrysafe/testkit/conformance';
 import Stripe from 'stripe';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createStripeAdapter } from '../src/index.js';
 import { classifyStripeError, classifyStripeResult } from '../src/stripe-errors.js';
 import { stripeOperations } from '../src/stripe-operations.js';
@@ -27,9 +30,14 @@ function adapterWithSdkRetries(baseUrl: string, timeoutMs: number, config: Strip
   };
 }
 
+const outDir = mkdtempSync(join(tmpdir(), 'retrysafe-drill-stripe-negative-control-'));
+afterAll(() => rmSync(outDir, { recursive: true, force: true }));
+let runs = 0;
+
 async function drill(config: Stripe.StripeConfig) {
   return runDrill({
     name: 'stripe-negative-control',
+    outDir: join(outDir, String(++runs)),
     createAdapter: ({ baseUrl, timeoutMs }) => adapterWithSdkRetries(baseUrl, timeoutMs, config),
     startSandbox: startDrillSandbox,
     operations: { 'customers.create': drillOperations['customers.create']! },

@@ -5,7 +5,9 @@ import { cli, tempDir } from './helpers.js';
 
 describe('retrysafe demo', () => {
   it('runs the scripted agent flow end to end on SQLite and exits 0 (text, as a newcomer sees it)', async () => {
-    const r = await cli(['demo'], { cwd: tempDir('demo-text') });
+    // No --db: the demo makes its own ledger dir under os.tmpdir(), here the test's dir (removed afterwards).
+    const dir = tempDir('demo-text');
+    const r = await cli(['demo'], { cwd: dir, env: { TMPDIR: dir } });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     for (const title of ['Send a mail', 'Update a CRM contact', 'Open a support ticket', 'Create an invoice', 'Charge with a bad parameter']) expect(r.stdout).toContain(title);

@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll } from 'vitest';
 
 /** The built `retrysafe` bin (tests run after the build, as in `pnpm test`). */
 export const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
@@ -30,21 +31,35 @@ export function cli(args: readonly string[], opts: { env?: Record<string, string
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    let timedOut = false;
     const timer = setTimeout(() => {
+      timedOut = true;
       child.kill('SIGKILL');
-      reject(new Error(`retrysafe ${args.join(' ')} did not finish in ${opts.timeoutMs ?? 240_000} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`));
     }, opts.timeoutMs ?? 240_000);
     child.on('error', reject);
+    // Settles once the child has exited, so a test's temp dir is never removed under a running child.
     child.on('close', (code) => {
       clearTimeout(timer);
-      resolve({ code, stdout, stderr });
+      if (timedOut) reject(new Error(`retrysafe ${args.join(' ')} did not finish in ${opts.timeoutMs ?? 240_000} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+      else resolve({ code, stdout, stderr });
     });
   });
 }
 
+const tempDirs: string[] = [];
+
+/** A new dir under os.tmpdir(), removed after the test file's last test and its own afterAll hooks. */
 export function tempDir(label: string): string {
-  return mkdtempSync(join(tmpdir(), `retrysafe-cli-${label}-`));
+  const dir = mkdtempSync(join(tmpdir(), `retrysafe-cli-${label}-`));
+  tempDirs.push(dir);
+  return dir;
 }
+
+// Registered when a test file imports this module, so it is that file's first afterAll and runs last:
+// after the file's own hooks have stopped what writes into the dirs.
+afterAll(() => {
+  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
 
 // eslint-disable-next-line no-control-regex
 export const ANSI = /\u001b\[[0-9;]*m/;

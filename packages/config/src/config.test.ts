@@ -1,10 +1,11 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, createAdapters, loadConfig, openLedger, parseConfig } from './index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'retrysafe-config-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('config', () => {
   it('loads YAML and JSON alike', () => {

@@ -1,10 +1,11 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, createAdapters, loadConfig, parseConfig } from './index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'retrysafe-config-cred-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const mod = (options: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ ledger: 'x.db', adapters: { custom: { module: './adapter.js', options, ...extra } } });
 
 /** The ConfigError parseConfig throws for `raw` (fails the test when it does not throw). */

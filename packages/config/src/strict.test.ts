@@ -1,10 +1,11 @@
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, configSchema, createAdapters, defineConfig, exposedOperations, loadConfig, loadConfigFile, openLedger, parseConfig } from './index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'retrysafe-config-strict-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const problems = (raw: unknown): string => {
   try {
     parseConfig(raw, dir);

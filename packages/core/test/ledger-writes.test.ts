@@ -1,10 +1,10 @@
 // How many durable ledger writes the runner makes, and which: a clean run is two (the claim that
 // creates the operation already dispatched, then the result with its receipt), on every ledger that
 // declares the capabilities; a ledger without them gets the separate writes it always had.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { ClaimInput, HandoffPacket, Ledger, Receipt, StatePatch } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createSqliteLedger, createVirtualClock, verifyReceiptChain } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
@@ -48,9 +48,13 @@ function recording(inner: Ledger, legacy: boolean): { ledger: Ledger; writes: Wr
   return { ledger, writes };
 }
 
+const dir = mkdtempSync(join(tmpdir(), 'rs-writes-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let files = 0;
+
 const ledgers: ReadonlyArray<readonly [string, () => Ledger]> = [
   ['memory', () => createMemoryLedger()],
-  ['sqlite', () => createSqliteLedger({ path: join(mkdtempSync(join(tmpdir(), 'rs-writes-')), 'ledger.db') })],
+  ['sqlite', () => createSqliteLedger({ path: join(dir, `ledger-${++files}.db`) })],
 ];
 
 function setup(make: () => Ledger, legacy: boolean) {

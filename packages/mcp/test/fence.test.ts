@@ -7,7 +7,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,8 +27,15 @@ afterEach(async () => {
 type Order = { id: string; customer: string; ref: string; sku: string; quantity: number };
 type Answer = { isError?: boolean; structuredContent?: unknown; content?: { type: string; text?: string }[]; _meta?: { retrysafe?: { status: string; businessOperationId?: string; adopted?: boolean } } };
 
+/** A temp dir, removed after the test once the cleanups registered after it (the clients, whose fence child processes write into it) have run. */
+function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
 function fenceFile(overrides: Record<string, unknown> = {}, tool: Record<string, unknown> = {}): string {
-  const dir = mkdtempSync(join(tmpdir(), 'retrysafe-fence-'));
+  const dir = tempDir('retrysafe-fence-');
   const file = join(dir, 'fence.json');
   writeFileSync(
     file,
@@ -200,7 +207,7 @@ describe('retrysafe-mcp wrap', () => {
 
 describe('retrysafe probe', () => {
   const probe = async (upstream: string[]) => {
-    const dir = mkdtempSync(join(tmpdir(), 'retrysafe-probe-'));
+    const dir = tempDir('retrysafe-probe-');
     const receiptFile = join(dir, 'probe.json');
     const lines: string[] = [];
     const ref = `PO-${randomBytes(3).toString('hex')}`;

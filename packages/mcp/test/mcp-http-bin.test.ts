@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,15 +13,19 @@ import { afterEach, describe, expect, it } from 'vitest';
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const children: ChildProcess[] = [];
 const sandboxes: StripeSandbox[] = [];
+const dirs: string[] = [];
 afterEach(async () => {
-  for (const c of children.splice(0)) c.kill();
+  // The server writes its ledger into the dir: remove it once the process has exited.
+  await Promise.all(children.splice(0).map((c) => (c.exitCode !== null || c.signalCode !== null ? undefined : new Promise((resolve) => { c.once('exit', resolve); c.kill(); }))));
   for (const s of sandboxes.splice(0)) await s.close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
 async function start(env: Record<string, string> = {}): Promise<{ url: string; token: string | null; sandbox: StripeSandbox; stderr: () => string }> {
   const sandbox = await startStripeSandbox({ port: 0 });
   sandboxes.push(sandbox);
   const dir = mkdtempSync(join(tmpdir(), 'retrysafe-mcp-http-'));
+  dirs.push(dir);
   const config = join(dir, 'retrysafe.json');
   writeFileSync(config, JSON.stringify({ ledger: './ledger.db', adapters: { stripe: { apiKeyEnv: 'RS_STRIPE_KEY', baseUrl: sandbox.url, timeoutMs: 2000 } }, operations: ['stripe.customers.create'] }));
   const child = spawn(process.execPath, [bin, '--config', config, '--http'], { env: { PATH: process.env.PATH ?? '', RS_STRIPE_KEY: 'sk_test_mcp_bin', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });

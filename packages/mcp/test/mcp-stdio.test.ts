@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +18,7 @@ let proxy: FaultProxy;
 let client: Client;
 let nextFaults: Fault[] = [];
 let stderr = '';
+let dir: string | undefined;
 
 type ToolAnswer = { status: string; businessOperationId?: string | null; fields?: { path: string; message: string }[]; paths?: string[]; providerRef?: string | null; adopted?: boolean; result?: { id?: string; amount?: number }; handoff?: { reason: string; safeNextActions: { action: string; safe: boolean }[]; lastKnown?: { fields?: { path: string; message: string }[] } }; message: string };
 const call = async (name: string, args: Record<string, unknown>, timeout?: number) => {
@@ -29,7 +30,7 @@ const paymentIntents = () => sandbox.records().filter((r) => r.kind === 'payment
 beforeAll(async () => {
   sandbox = await startStripeSandbox({ port: 0 });
   proxy = await startFaultProxy({ target: sandbox.url, faults: () => nextFaults.shift() ?? 'pass' });
-  const dir = mkdtempSync(join(tmpdir(), 'retrysafe-mcp-'));
+  dir = mkdtempSync(join(tmpdir(), 'retrysafe-mcp-'));
   const config = join(dir, 'retrysafe.json');
   writeFileSync(config, JSON.stringify({
     ledger: './ledger.db',
@@ -44,9 +45,10 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await client?.close();
+  await client?.close(); // the server child process has exited: its ledger in dir is closed
   await proxy?.close();
   await sandbox?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 describe('retrysafe MCP server over stdio', () => {

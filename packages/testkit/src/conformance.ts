@@ -25,7 +25,7 @@ export * from './drill-types.js';
  * Registers the conformance drill as vitest tests: one `describe` per operation, one `it` per
  * scenario. A scenario the card says cannot apply still registers a test, which asserts that the skip
  * was recorded with the card field that caused it. Receipts: one JSON file per scenario × operation
- * plus `summary.json` in `options.outDir` (default: a temp dir, printed in the summary test).
+ * plus `summary.json` in `options.outDir` (default: a new temp dir, kept, and printed after the suite).
  */
 export function runConformance(options: ConformanceOptions): void {
   let ctx: DrillContext | undefined;
@@ -36,6 +36,7 @@ export function runConformance(options: ConformanceOptions): void {
       if (!ctx) return;
       writeSummary(ctx);
       disposeDrillContext(ctx);
+      if (options.outDir === undefined) console.log(`${options.name} conformance: receipts and summary.json in ${ctx.outDir}`);
     });
 
     describe('frame rules', () => frameCases(options));

@@ -169,9 +169,7 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
   const leaseMs = options.leaseMs ?? 5_000;
   const batchSize = options.batchSize ?? 50;
   const timeoutMs = options.timeoutMs ?? 5_000;
-  const work = mkdtempSync(join(tmpdir(), 'retrysafe-crash-'));
-  const outFile = options.outFile ?? join(work, 'crash-report.json');
-  mkdirSync(dirname(outFile), { recursive: true });
+  if (options.outFile !== undefined) mkdirSync(dirname(options.outFile), { recursive: true });
   const perProcess = options.perProcess ?? 10;
   if (!Number.isInteger(perProcess) || perProcess <= 0) throw new TypeError('perProcess must be a positive integer');
   const plan = Array.from({ length: options.runs }, (_, index) => ({
@@ -204,6 +202,11 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
       })
     : null;
   const upstreamUrl = proxy?.url ?? sandbox.url;
+  // Scratch for the batches' ledgers (each removed after its batch). Removed at the end too, unless the
+  // report was written into it (no outFile given): report.outFile then points inside it.
+  const work = mkdtempSync(join(tmpdir(), 'retrysafe-crash-'));
+  const outFile = options.outFile ?? join(work, 'crash-report.json');
+  let reportInWork = false;
   const problems: string[] = [];
   const results: CrashRunResult[] = [];
   const recoverActions: Record<string, number> = {};
@@ -315,9 +318,11 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
       ...(slow ? { slowNetwork: { share: slow.share, holdMs, held } } : {}),
     };
     writeFileSync(outFile, JSON.stringify(report, null, 2) + '\n');
+    reportInWork = options.outFile === undefined;
     return report;
   } finally {
     await proxy?.close();
     await sandbox.close();
+    if (!reportInWork) rmSync(work, { recursive: true, force: true });
   }
 }

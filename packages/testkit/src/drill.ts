@@ -558,9 +558,9 @@ export function disposeDrillContext(ctx: DrillContext): void {
  * every scenario, sequentially. Returns the results; `ok` is false when any scenario failed.
  */
 export async function runDrill(options: DrillOptions): Promise<DrillReport> {
-  const ctx = createDrillContext(options);
   const scenarios = options.scenarios ?? SCENARIOS;
   for (const s of scenarios) if (!SCENARIOS.includes(s)) throw new TypeError(`unknown scenario '${String(s)}'; known: ${SCENARIOS.join(', ')}`);
+  const ctx = createDrillContext(options);
   try {
     for (const operation of Object.keys(options.operations)) {
       for (const scenario of scenarios) await runScenario(ctx, operation, scenario);

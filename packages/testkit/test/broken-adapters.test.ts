@@ -1,13 +1,13 @@
 // The drill can fail: two deliberately broken adapters over the same sandbox must FAIL it, with
 // messages that name the scenario and the counts.
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { AdapterV1, ProviderKey } from '@retrysafe/contract';
 import { runDrill, type ConformanceOptions } from '../src/conformance.js';
 import { replaying, sandboxDrill } from './fixtures/sandbox-drill.js';
+import { tempDir } from './fixtures/temp-dir.js';
 
 /** Broken: ignores the runner's provider key and sends a new one on every attempt. */
 function newKeyEveryAttempt(inner: AdapterV1): AdapterV1 {
@@ -40,7 +40,7 @@ function broken(name: string, wrap: (a: AdapterV1) => AdapterV1, outDir: string)
 
 describe('the drill fails broken adapters', () => {
   it('an adapter that sends a new provider key on every attempt fails with duplicate records', async () => {
-    const outDir = mkdtempSync(join(tmpdir(), 'drill-newkey-'));
+    const outDir = tempDir('drill-newkey-');
     const report = await runDrill({ ...broken('new-key', newKeyEveryAttempt, outDir), scenarios: ['lost-response', 'lost-request', 'permanent-error'] });
     expect(report.ok).toBe(false);
     const lost = report.results.find((r) => r.scenario === 'lost-response')!;
@@ -55,7 +55,7 @@ describe('the drill fails broken adapters', () => {
   });
 
   it('an adapter that retries on its own fails the one-layer check and the attempt count', async () => {
-    const outDir = mkdtempSync(join(tmpdir(), 'drill-retries-'));
+    const outDir = tempDir('drill-retries-');
     const report = await runDrill({ ...broken('sdk-retries', retriesInternally, outDir), scenarios: ['transient-beyond-limit', 'lost-request'] });
     expect(report.ok).toBe(false);
     const transient = report.results.find((r) => r.scenario === 'transient-beyond-limit')!;
@@ -68,7 +68,7 @@ describe('the drill fails broken adapters', () => {
   });
 
   it('an adapter that ignores the client timeout fails lost-response-timeout, naming timeoutMs', async () => {
-    const outDir = mkdtempSync(join(tmpdir(), 'drill-notimeout-'));
+    const outDir = tempDir('drill-notimeout-');
     const base = sandboxDrill('no-timeout', replaying, { outDir, timeoutMs: 100 });
     // broken: builds its client with a 60 s timeout whatever the drill asks for
     const report = await runDrill({ ...base, createAdapter: ({ baseUrl }) => base.createAdapter({ baseUrl, timeoutMs: 60_000 }), scenarios: ['lost-response-timeout'] });
@@ -77,7 +77,7 @@ describe('the drill fails broken adapters', () => {
   });
 
   it('a missing provider-shaped fault for a scenario the card says applies is a failure, not a skip', async () => {
-    const outDir = mkdtempSync(join(tmpdir(), 'drill-nofault-'));
+    const outDir = tempDir('drill-nofault-');
     const base = sandboxDrill('no-fault', replaying, { outDir });
     const op = base.operations['records.create']!;
     const report = await runDrill({ ...base, operations: { 'records.create': { ...op, faults: { permanent: op.faults.permanent } } }, scenarios: ['in-progress'] });

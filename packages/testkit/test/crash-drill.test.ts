@@ -1,13 +1,13 @@
 // Crash drill: 200 seeded runs, each a real child process SIGKILLed at a named point, recovered by a
 // fresh process; the sandbox (over loopback HTTP, in this process) counts records per key.
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { sqliteDrivers } from '@retrysafe/core';
 import { CRASH_POINTS, runCrashDrill, type CrashDrillOptions } from '../src/index.js';
 import { replaying, startCrashDrillSandbox } from './fixtures/sandbox-drill.js';
+import { tempDir } from './fixtures/temp-dir.js';
 
 const adapterModule = fileURLToPath(new URL('./fixtures/crash-sandbox-adapter.mjs', import.meta.url));
 
@@ -20,7 +20,7 @@ function options(runs: number, seed: number, extra: Partial<CrashDrillOptions> =
     operation: 'records.create',
     params: (i) => ({ ref: `crash-${seed}-${i}` }),
     startSandbox: () => startCrashDrillSandbox(replaying),
-    outFile: join(mkdtempSync(join(tmpdir(), 'crash-drill-')), 'report.json'),
+    outFile: join(tempDir('crash-drill-'), 'report.json'),
     ...extra,
   };
 }

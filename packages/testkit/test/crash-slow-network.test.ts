@@ -1,14 +1,13 @@
 // Issue 15 item 1 (drill part): the crash drill's slow-network mode — a share of first requests held
 // past the client timeout and the lease, applied by the provider late — on a key-folding provider and on
 // the negative control (a lookup without key folding, whose card bounds no late apply).
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createSandboxAdapter, type SandboxBehaviour } from '@retrysafe/sandbox';
 import { runCrashDrill, type CrashDrillOptions } from '../src/index.js';
 import { replaying, startCrashDrillSandbox } from './fixtures/sandbox-drill.js';
+import { tempDir } from './fixtures/temp-dir.js';
 
 const adapterModule = fileURLToPath(new URL('./fixtures/crash-sandbox-adapter.mjs', import.meta.url));
 const lookupNoFolding: SandboxBehaviour = { replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key' };
@@ -26,7 +25,7 @@ function options(behaviour: SandboxBehaviour, runs: number, seed: number): Crash
     batchSize: 16,
     timeoutMs: 500,
     slowNetwork: { share: 0.5 },
-    outFile: join(mkdtempSync(join(tmpdir(), 'crash-slow-')), 'report.json'),
+    outFile: join(tempDir('crash-slow-'), 'report.json'),
   };
 }
 

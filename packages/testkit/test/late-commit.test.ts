@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { runDrill } from '../src/drill.js';
 import { startFaultProxy } from '../src/fault-proxy.js';
 import { forgetful, replaying, sandboxDrill } from './fixtures/sandbox-drill.js';
+import { tempDir } from './fixtures/temp-dir.js';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -42,14 +43,14 @@ describe('the late-commit fault at the proxy', () => {
 
 describe('late-commit drill scenario', () => {
   it.each([['sandbox-replaying', replaying], ['sandbox-forgetful', forgetful]] as const)('%s: exactly one record', async (name, behaviour) => {
-    const report = await runDrill({ ...sandboxDrill(name, behaviour), scenarios: ['late-commit'] });
+    const report = await runDrill({ ...sandboxDrill(name, behaviour, { outDir: tempDir(`retrysafe-drill-${name}-`) }), scenarios: ['late-commit'] });
     const r = report.results[0]!;
     expect(r.failures).toEqual([]);
     expect(r.observed?.providerRecords).toBe(1);
   });
 
   it('negative control: a lookup without key folding — 2 records while decide trusts an early not-found (main), 1 with the late-apply row and the card fact', async () => {
-    const setup = sandboxDrill('sandbox-lookup-no-folding', lookupNoFolding);
+    const setup = sandboxDrill('sandbox-lookup-no-folding', lookupNoFolding, { outDir: tempDir('retrysafe-drill-sandbox-lookup-no-folding-') });
     const report = await runDrill({ ...setup, scenarios: ['late-commit'] });
     const r = report.results[0]!;
     const probe = await setup.createAdapter({ baseUrl: 'http://127.0.0.1:9', timeoutMs: 1500 });

@@ -1,15 +1,15 @@
-import { readdirSync, readFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fact, type RetrySafetyCard } from '@retrysafe/contract';
 import { sandboxCreateCard } from '@retrysafe/sandbox';
 import { criteriaFor, readCard, runDrill, skipReason, SCENARIOS } from '../src/index.js';
 import { forgetful, replaying, sandboxDrill } from './fixtures/sandbox-drill.js';
+import { tempDir } from './fixtures/temp-dir.js';
 
 describe('drill receipts', () => {
   it('one valid JSON receipt per scenario with criteria and observed values, and a summary listing every skip with its card field', async () => {
-    const outDir = mkdtempSync(join(tmpdir(), 'drill-receipts-'));
+    const outDir = tempDir('drill-receipts-');
     const report = await runDrill(sandboxDrill('receipts', forgetful, { outDir }));
     expect(report.ok).toBe(true);
     const files = readdirSync(outDir).sort();

@@ -1,17 +1,17 @@
 // runConformance (the vitest entry adapters use) turns drill failures into failing tests whose
 // messages name the scenario and the counts: run a broken adapter's conformance file in a child vitest.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
+import { tempDir } from './fixtures/temp-dir.js';
 
 const pkgDir = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 it('a broken adapter FAILS runConformance, naming the scenario and the counts', { timeout: 120_000 }, () => {
-  const outDir = mkdtempSync(join(tmpdir(), 'drill-broken-vitest-'));
+  const outDir = tempDir('drill-broken-vitest-');
   const vitestBin = join(dirname(createRequire(import.meta.url).resolve('vitest/package.json')), 'vitest.mjs');
   const r = spawnSync(process.execPath, [vitestBin, 'run', '--config', 'test/fixtures/vitest.broken.config.mjs', '--reporter', 'verbose'], {
     cwd: pkgDir,
