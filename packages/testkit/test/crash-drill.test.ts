@@ -1,6 +1,6 @@
 // Crash drill: 200 seeded runs, each a real child process SIGKILLed at a named point, recovered by a
 // fresh process; the sandbox (over loopback HTTP, in this process) counts records per key.
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -43,6 +43,31 @@ describe('crash drill', () => {
     // killed after the provider committed or after recording: recovery adopted, never re-created
     expect(report.results.filter((r) => r.point === 'after-result-recorded').every((r) => r.adopted)).toBe(true);
     expect(JSON.parse(readFileSync(report.outFile, 'utf8'))).toMatchObject({ runs: 200, duplicates: 0, lost: 0, ok: true });
+  });
+
+  it('removes its scratch dir when the report goes to outFile, and keeps it, report inside, when none is given', { timeout: 120_000 }, async () => {
+    // The drill makes its scratch dir under os.tmpdir(): point that at a dir of this test's own for the run.
+    const given = options(2, 5, { perProcess: 1 });
+    const none = { ...options(2, 6, { perProcess: 1 }), outFile: undefined };
+    const scratch = tempDir('crash-scratch-');
+    const saved = process.env.TMPDIR;
+    process.env.TMPDIR = scratch;
+    try {
+      const a = await runCrashDrill(given);
+      expect(a.ok).toBe(true);
+      expect(existsSync(a.outFile)).toBe(true);
+      expect(readdirSync(scratch)).toEqual([]);
+      const b = await runCrashDrill(none);
+      expect(b.ok).toBe(true);
+      const left = readdirSync(scratch);
+      expect(left).toHaveLength(1);
+      expect(left[0]).toMatch(/^retrysafe-crash-/);
+      expect(b.outFile).toBe(join(scratch, left[0]!, 'crash-report.json'));
+      expect(JSON.parse(readFileSync(b.outFile, 'utf8'))).toMatchObject({ runs: 2, ok: true });
+    } finally {
+      if (saved === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = saved;
+    }
   });
 
   it('the same seed draws the same kill points', { timeout: 120_000 }, async () => {

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fact, type RetrySafetyCard } from '@retrysafe/contract';
@@ -8,6 +8,14 @@ import { forgetful, replaying, sandboxDrill } from './fixtures/sandbox-drill.js'
 import { tempDir } from './fixtures/temp-dir.js';
 
 describe('drill receipts', () => {
+  it('an unknown scenario is refused before any directory is made', async () => {
+    const outDir = join(tempDir('drill-refused-'), 'out');
+    const drill = sandboxDrill('refused', forgetful, { outDir, scenarios: ['lost-response', 'no-such-scenario' as never] });
+    await expect(runDrill(drill)).rejects.toThrow(/unknown scenario 'no-such-scenario'/);
+    expect(existsSync(outDir)).toBe(false);
+  });
+
+
   it('one valid JSON receipt per scenario with criteria and observed values, and a summary listing every skip with its card field', async () => {
     const outDir = tempDir('drill-receipts-');
     const report = await runDrill(sandboxDrill('receipts', forgetful, { outDir }));
