@@ -4,7 +4,7 @@
 //
 //   node src/bench.mjs [--only=sqlite,postgres,bytes,wal-floor,scale,drivers,dbos,rss,footprint] [--part=instructions] [--seconds=3] [--reps=3]
 //                      [--workers=1,8] [--rss-ops=1000000] [--scale=1000,100000,1000000] [--quick]
-//                      [--windows=1200,3200,6200] [--where]   (with --part=instructions)
+//                      [--windows=1200,3200,6200] [--where] [--lines=262144] [--instr-stores=sqlite,postgres]   (with --part=instructions)
 //                      [--warmup=200]   (ops each worker runs before its window: 200 keeps a short-lived
 //                      process's JIT warm-up in the window; a few thousand measures the steady state)
 //
@@ -281,6 +281,8 @@ if (only.has('instructions')) {
     driver: sqliteDriver,
     breakdown: args.where === 'true',
     ...(args.windows ? { windows: args.windows.split(',').map(Number) } : {}),
+    ...(args.lines ? { lines: Number(args.lines) } : {}),
+    ...(args['instr-stores'] ? { stores: args['instr-stores'].split(',') } : {}),
   });
   printInstructions(instructions);
 }

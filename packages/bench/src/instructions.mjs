@@ -9,7 +9,10 @@
 // changes when optimised code arrives). All compile work is counted either way.
 //
 //   node src/bench.mjs --part=instructions [--quick] [--windows=1200,3200,6200] [--modes=runner,hand] [--where]
-//   node src/instructions.mjs [--quick] [--where]
+//   node src/instructions.mjs [--quick] [--where] [--lines=262144] [--stores=sqlite,postgres]
+// `--lines=<bytes>`: also simulate a last-level cache of that size (callgrind --cache-sim) and print the lines
+// per op it did not hold, code and data: an op's footprint, which decides what it costs when many processes
+// share a cache (PostgreSQL with 8 workers on 2 cores). This VM has no counters for real misses.
 // `--where`: for each workload, the steady window's instructions by where they are spent (zlib, SQLite,
 // JSON, hashing, libc, V8 builtins, JIT-compiled JS, compiler, GC) — from callgrind_annotate.
 import { execFileSync } from 'node:child_process';
@@ -55,19 +58,42 @@ export function selfByFunction(file, { inclusive = false } = {}) {
   return out;
 }
 
-/** One callgrind run of `instr-run.mjs store mode n`: its total, and the output file kept for `where`. */
-function callgrindRun(dir, store, mode, n, driver) {
+/**
+ * A callgrind output's whole-program counts by event: its `events:` line names them (Ir alone, or with
+ * `--cache-sim=yes` Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw), its `summary:` (or `totals:`) line counts them.
+ */
+export function eventTotals(text) {
+  const names = /^events:\s+(.+)$/m.exec(text)?.[1].trim().split(/\s+/);
+  const counts = /^(?:summary|totals):\s+(.+)$/m.exec(text)?.[1].trim().split(/\s+/).map(Number);
+  if (!names || !counts) throw new Error('no events or summary line in callgrind output');
+  return Object.fromEntries(names.map((name, i) => [name, counts[i] ?? 0]));
+}
+
+/**
+ * Lines an op touches that a cache of the simulated size did not hold: last-level misses, instruction
+ * and data (read and write). With a cache of about one op's worth, what a process finds of its share of a
+ * shared cache after others ran, this counts the op's footprint in cache lines, code and data.
+ */
+export const lastLevelMisses = (t) => ({ code: t.ILmr ?? 0, data: (t.DLmr ?? 0) + (t.DLmw ?? 0) });
+
+/**
+ * One callgrind run of `instr-run.mjs store mode n`: its counts, and the output file kept for `where`.
+ * `lines`: a last-level cache of that many bytes is simulated too (`--cache-sim=yes`: slower).
+ */
+function callgrindRun(dir, store, mode, n, driver, lines) {
   const out = join(dir, `cg.${store}.${mode}.${n}`);
   // Each run on a fresh database of its own.
   const db = mkdtempSync(join(dir, 'db-'));
-  execFileSync('valgrind', ['--tool=callgrind', `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', here('./instr-run.mjs'), store, mode, String(n), driver ?? ''], {
+  const sim = lines ? ['--cache-sim=yes', `--LL=${lines},16,64`] : [];
+  execFileSync('valgrind', ['--tool=callgrind', ...sim, `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', here('./instr-run.mjs'), store, mode, String(n), driver ?? ''], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, BENCH_DIR: db },
     maxBuffer: 64 * 1024 * 1024,
   });
-  const total = Number(/^(?:summary|totals):\s+(\d+)/m.exec(execFileSync('grep', ['-m1', '-E', '^(summary|totals):', out], { encoding: 'utf8' }))?.[1]);
+  const totals = eventTotals(execFileSync('grep', ['-m2', '-E', '^(events|summary|totals):', out], { encoding: 'utf8' }));
+  const total = totals.Ir;
   if (!Number.isFinite(total)) throw new Error(`no instruction total in callgrind output for ${store}/${mode}`);
-  return { total, file: out };
+  return { total, misses: lines ? lastLevelMisses(totals) : null, file: out };
 }
 
 /** The steady window's instructions per op by category: (self(N2) - self(N1)) / (N2 - N1), per function, summed. */
@@ -90,7 +116,7 @@ export function splitByCategory(before, after, ops) {
   return Object.fromEntries([...sums].filter(([, v]) => Math.abs(v) >= 500).sort((x, y) => y[1] - x[1]).map(([k, v]) => [k, Math.round(v)]));
 }
 
-export async function runInstructions({ quick = false, modes = ['raw', 'hand', 'runner', 'powertools'], driver, windows, breakdown = false } = {}) {
+export async function runInstructions({ quick = false, modes = ['raw', 'hand', 'runner', 'powertools'], stores = ['sqlite'], driver, windows, breakdown = false, lines } = {}) {
   try {
     execFileSync('valgrind', ['--version'], { stdio: 'ignore' });
   } catch {
@@ -99,17 +125,20 @@ export async function runInstructions({ quick = false, modes = ['raw', 'hand', '
   const [n0, n1, n2] = windows ?? (quick ? [200, 800, 1600] : [1200, 3200, 6200]);
   if (!(n0 < n1 && n1 < n2)) throw new Error(`--windows needs three increasing run lengths, got ${[n0, n1, n2].join(',')}`);
   // The runner also on the memory ledger (no storage at all: its own code), and the baseline build's when asked (`before`).
-  const cases = [...modes.map((mode) => ({ store: 'sqlite', mode })), ...modes.filter((m) => m === 'runner' || m === 'before').map((mode) => ({ store: 'memory', mode }))];
+  if (lines !== undefined && !(Number.isInteger(lines) && lines >= 65536 && (lines & (lines - 1)) === 0)) throw new Error(`--lines needs a cache size in bytes, a power of two ≥ 65536, got ${lines}`);
+  if (stores.includes('postgres') && !process.env.DATABASE_URL) throw new Error('--instr-stores=postgres needs DATABASE_URL');
+  const cases = [...stores.flatMap((store) => modes.map((mode) => ({ store, mode }))), ...modes.filter((m) => m === 'runner' || m === 'before').map((mode) => ({ store: 'memory', mode }))];
   const out = [];
   for (const c of cases) {
     const dir = mkdtempSync(join(tmpdir(), 'retrysafe-cg-'));
     try {
-      const [a, b, d] = [n0, n1, n2].map((n) => callgrindRun(dir, c.store, c.mode, n, driver));
+      const [a, b, d] = [n0, n1, n2].map((n) => callgrindRun(dir, c.store, c.mode, n, driver, lines));
       out.push({
         ...c,
         windows: [n0, n1, n2],
         warmPerOp: (b.total - a.total) / (n1 - n0),
         perOp: (d.total - b.total) / (n2 - n1),
+        ...(lines ? { lines, missesPerOp: { code: (d.misses.code - b.misses.code) / (n2 - n1), data: (d.misses.data - b.misses.data) / (n2 - n1) } } : {}),
         ...(breakdown ? { where: where(b, d, n2 - n1) } : {}),
       });
     } finally {
@@ -135,7 +164,8 @@ export function printInstructions(rows) {
   const [n0, n1, n2] = rows[0]?.windows ?? [];
   console.log(`${'workload'.padEnd(20)} ${'steady'.padStart(9)} ${'warm'.padStart(9)}   (instructions per op; steady = ops ${n1} → ${n2}, warm = ops ${n0} → ${n1}, after 200 warm-up ops)`);
   for (const r of rows) {
-    console.log(`${`${r.store} ${r.mode}`.padEnd(20)} ${k(r.perOp).padStart(9)} ${k(r.warmPerOp).padStart(9)}`);
+    const footprint = r.missesPerOp ? `   lines not in a ${r.lines / 1024} KB last-level cache, per op (steady): ${Math.round(r.missesPerOp.code + r.missesPerOp.data).toLocaleString('en-US')} (code ${Math.round(r.missesPerOp.code).toLocaleString('en-US')}, data ${Math.round(r.missesPerOp.data).toLocaleString('en-US')})` : '';
+    console.log(`${`${r.store} ${r.mode}`.padEnd(20)} ${k(r.perOp).padStart(9)} ${k(r.warmPerOp).padStart(9)}${footprint}`);
     if (r.where) {
       console.log(`${''.padEnd(20)}   ${Object.entries(r.where).map(([cat, v]) => `${cat} ${k(v)}`).join(' · ')}`);
       console.log(`${''.padEnd(20)}   without gc, compiler and start-up: ${k(withoutGcAndCompiler(r.where))} (compare builds on this)`);
@@ -150,6 +180,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     breakdown: process.argv.includes('--where'),
     ...(flag('modes') ? { modes: flag('modes').split(',') } : {}),
     ...(flag('windows') ? { windows: flag('windows').split(',').map(Number) } : {}),
+    ...(flag('lines') ? { lines: Number(flag('lines')) } : {}),
+    ...(flag('stores') ? { stores: flag('stores').split(',') } : {}),
   });
   printInstructions(rows);
   console.log(JSON.stringify(rows));

@@ -1,7 +1,7 @@
 // `--part=instructions --where` sorts callgrind's native function names into a few places the
 // instructions go; a wrong bucket would send the next person optimising the wrong thing.
 import { describe, expect, it } from 'vitest';
-import { categorize, splitByCategory, withoutGcAndCompiler } from '../src/instructions.mjs';
+import { categorize, eventTotals, lastLevelMisses, splitByCategory, withoutGcAndCompiler } from '../src/instructions.mjs';
 
 describe('instructions --where: where a native function counts', () => {
   it.each([
@@ -44,5 +44,29 @@ describe('instructions --where: the split of the window', () => {
     const after = new Map([['???:0x000000000d100000 [???]', 9_000_000], ['???:sqlite3VdbeExec [/x/better_sqlite3.node]', 4_000_000]]);
     // jit: (9M - 3M) / 1000; sqlite: (4M - 1M) / 1000. Counting only the longer run's functions gave jit 9,000.
     expect(splitByCategory(before, after, 1000)).toEqual({ jit: 6000, sqlite: 3000 });
+  });
+});
+
+describe('instructions --lines: the footprint from callgrind --cache-sim', () => {
+  // The two lines `grep -m2 -E '^(events|summary|totals):'` takes from a real output file (runner, PostgreSQL, 256 KB LL).
+  const simulated = 'events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw\nsummary: 3688757575 1043075910 558253238 29855826 25356636 6913553 21809103 15202014 5457456\n';
+
+  it('reads each event by the name the events line gives it', () => {
+    const t = eventTotals(simulated);
+    expect(t.Ir).toBe(3688757575);
+    expect(t.ILmr).toBe(21809103);
+    expect(t.DLmw).toBe(5457456);
+    expect(eventTotals('events: Ir\ntotals: 1234\n')).toEqual({ Ir: 1234 });
+  });
+
+  it('counts last-level misses as the lines not held: instruction misses as code, data read and write misses as data', () => {
+    expect(lastLevelMisses(eventTotals(simulated))).toEqual({ code: 21809103, data: 15202014 + 5457456 });
+    // Without --cache-sim there is nothing to count.
+    expect(lastLevelMisses(eventTotals('events: Ir\nsummary: 10\n'))).toEqual({ code: 0, data: 0 });
+  });
+
+  it('refuses an output without its events or summary line', () => {
+    expect(() => eventTotals('summary: 10\n')).toThrow(/no events or summary/);
+    expect(() => eventTotals('events: Ir\n')).toThrow(/no events or summary/);
   });
 });
