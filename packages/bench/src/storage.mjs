@@ -112,15 +112,15 @@ export function prefillSqlite(path, driver, rows) {
       // fill inserts in creation order and packs pages as a real history does. (Until the tenth round row x was
       // created x ms before: the fill went backwards and left the table's pages half full, 900 MB for 1M rows.)
       const ledgerTable = t === 'retrysafe_operations';
-      const createdAt = `one."created_at" - (${rows - have + 1} - x)`;
+      const age = `(${rows - have + 1} - x)`;
       const select = cols.map((c) => {
         if (c.pk > 0 && pks.length === 1 && /^INTEGER$/i.test(c.type)) return 'NULL';
         if ((c.pk > 0 && /TEXT/i.test(c.type)) || (c.name === 'id' && pks.length === 0)) return SQLITE_FILL_ID(`one."${c.name}"`);
-        if (ledgerTable && (c.name === 'created_at' || c.name === 'updated_at')) return `one."${c.name}" - (${rows - have + 1} - x)`;
+        if (ledgerTable && (c.name === 'created_at' || c.name === 'updated_at')) return `one."${c.name}" - ${age}`;
         return `"${c.name}"`;
       });
       const names = cols.map((c) => `"${c.name}"`);
-      if (ledgerTable) (names.push('rowid'), select.push(`(${createdAt}) * 1048576`));
+      if (ledgerTable) (names.push('rowid'), select.push(`(one."created_at" - ${age}) * 1048576`));
       db.exec(`WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < ${rows - have})
         INSERT INTO "${t}" (${names.join(', ')}) SELECT ${select.join(', ')} FROM n, (SELECT * FROM "${t}" LIMIT 1) one`);
     }
