@@ -34,7 +34,7 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MIGRATIONS } from '../dist/index.js';
-import { selfByFunction } from '../../bench/src/instructions.mjs';
+import { eventTotals, selfByFunction } from '../../bench/src/instructions.mjs';
 import { POSTGRES_STATEMENTS, TABLE_SQL } from '../../bench/src/powertools-persistence.mjs';
 
 const args = process.argv.slice(2);
@@ -232,8 +232,14 @@ function singleUser(dir, data) {
   });
 }
 
-/** The instructions a callgrind profile counted in all (its `totals:` line). */
-const profileTotal = (file) => Number(/^(?:totals|summary): (\d+)/m.exec(readFileSync(file, 'utf8'))?.[1]);
+/** The instructions a callgrind profile counted in all; NaN while callgrind has not yet written its totals. */
+const profileTotal = (file) => {
+  try {
+    return eventTotals(readFileSync(file, 'utf8')).Ir;
+  } catch {
+    return NaN;
+  }
+};
 
 /** A server under callgrind and the bench's workload against it, each length in a schema of its own and a backend of its own. */
 async function viaServer(dir, data) {
