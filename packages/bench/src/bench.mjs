@@ -27,7 +27,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { postgresBytesPerOp, prefillPostgres, prefillSqlite, sqliteBytesPerOp } from './storage.mjs';
 import { printWalFloor, runWalFloor } from './wal-floor.mjs';
-import { availableSqliteDrivers, defaultSqliteDriver, dropPostgres, postgresCheckpoint, postgresServerCpu, postgresSettings, preparePostgres, prepareSqlite, setupWorkload, SQLITE_PRAGMAS } from './workloads.mjs';
+import { availableSqliteDrivers, defaultSqliteDriver, dropPostgres, POSTGRES_ONLY, postgresCheckpoint, postgresServerCpu, postgresSettings, preparePostgres, prepareSqlite, setupWorkload, SQLITE_PRAGMAS } from './workloads.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => {
   const [k, v] = a.replace(/^--/, '').split('=');
@@ -43,7 +43,9 @@ const warmupOps = Number(args.warmup ?? 200);
 if (!(Number.isInteger(warmupOps) && warmupOps >= 0)) throw new Error(`--warmup must be a whole number of ops ≥ 0, got ${args.warmup}`);
 process.env.BENCH_WARMUP_OPS = String(warmupOps);
 const rssOps = Number(args['rss-ops'] ?? (quick ? 50_000 : 1_000_000));
-const MODES = (args.modes ?? 'raw,hand,runner,strict,powertools').split(',');
+const MODES = (args.modes ?? 'raw,hand,layout,runner,strict,powertools').split(',');
+/** The modes measured on SQLite (and the memory ledger): all but the PostgreSQL-only ones (`layout`). */
+const SQLITE_MODES = MODES.filter((m) => !POSTGRES_ONLY.has(m));
 const scaleRows = (args.scale ?? (quick ? '1000,100000' : '1000,100000,1000000')).split(',').map(Number);
 const bytesOps = Number(args['bytes-ops'] ?? (quick ? 1000 : 5000));
 const here = (f) => fileURLToPath(new URL(f, import.meta.url));
@@ -151,7 +153,7 @@ async function scenario(store, workers, driver = null, modes = MODES, rows = 0, 
   }]));
   return {
     store: driver ? `${store} (${driver})` : store, driver, workers, rows, opsPerSec: m, perOp, runs,
-    ratio: { runnerToRaw: m.runner / m.raw, handToRaw: m.hand / m.raw, runnerToHand: m.runner / m.hand, powertoolsToRaw: m.powertools / m.raw, runnerToPowertools: m.runner / m.powertools, strictToPowertools: m.strict / m.powertools, strictToRaw: m.strict / m.raw },
+    ratio: { layoutToPowertools: m.layout / m.powertools, runnerToLayout: m.runner / m.layout, runnerToRaw: m.runner / m.raw, handToRaw: m.hand / m.raw, runnerToHand: m.runner / m.hand, powertoolsToRaw: m.powertools / m.raw, runnerToPowertools: m.runner / m.powertools, strictToPowertools: m.strict / m.powertools, strictToRaw: m.strict / m.raw },
   };
 }
 
@@ -162,7 +164,9 @@ const rows = [];
 console.log(`retrysafe bench — node ${process.version}, ${seconds}s per measurement after ${warmupOps} warm-up ops per worker, median of ${reps}, modes interleaved`);
 console.log(`raw = INSERT claim + UPDATE complete (two transactions: the floor); hand = the ledger's content (record + receipt) written by hand in the same two statements;`);
 console.log(`runner = runner.run + no-op adapter on the retrysafe ledger; powertools = makeIdempotent + no-op on the same store, payload validation on`);
-console.log(`hand/raw = what storing the ledger's content costs; runner/hand = what the runner's code and the ledger's layout cost on top`);
+console.log(`layout (PostgreSQL) = the same content in the ledger's own table, by the two statements the ledger sends, driven by hand (no runner code)`);
+console.log(`hand/raw = what storing the ledger's content costs; runner/hand = what the runner's code and the ledger's layout cost on top;`);
+console.log(`layout/powertools = what the ledger's layout leaves the runner against Powertools; runner/layout = what the runner's own code costs`);
 const load = () => loadavg().map((l) => l.toFixed(1)).join(' ');
 console.log(`SQLite (all three sides): driver ${await defaultSqliteDriver()}, ${SQLITE_PRAGMAS.join(", ")}`);
 if (only.has('postgres')) console.log(`PostgreSQL: ${await postgresSettings(databaseUrl)}`);
@@ -170,7 +174,7 @@ console.log(`machine: ${cpus().length} cores, load average ${load()} at start\n`
 const sqliteDriver = await defaultSqliteDriver();
 // The PostgreSQL server's CPU (its postmaster's children: backends, WAL writer, checkpointer …), when it runs here.
 const serverCpu = only.has('postgres') ? await postgresServerCpu(databaseUrl) : null;
-if (only.has('sqlite')) rows.push(await scenario('sqlite', 1, sqliteDriver));
+if (only.has('sqlite')) rows.push(await scenario('sqlite', 1, sqliteDriver, SQLITE_MODES));
 if (only.has('postgres')) for (const w of pgWorkers) rows.push(await scenario('postgres', w));
 
 function printTable(head, body) {
@@ -178,9 +182,9 @@ function printTable(head, body) {
   const widths = head.map((_, i) => Math.max(...table.map((row) => row[i].length)));
   for (const row of table) console.log(row.map((c, i) => c.padEnd(widths[i])).join('  '));
 }
-const throughputRow = (r) => [r.store, String(r.workers), ...(r.rows ? [fmt(r.rows)] : []), fmt(r.opsPerSec.raw ?? NaN), fmt(r.opsPerSec.hand ?? NaN), fmt(r.opsPerSec.runner ?? NaN), fmt(r.opsPerSec.strict ?? NaN), fmt(r.opsPerSec.powertools ?? NaN),
-  x(r.ratio.runnerToRaw), x(r.ratio.handToRaw), x(r.ratio.runnerToHand), x(r.ratio.powertoolsToRaw), x(r.ratio.runnerToPowertools), x(r.ratio.strictToRaw), x(r.ratio.strictToPowertools)];
-const THROUGHPUT_HEAD = ['raw ops/s', 'hand ops/s', 'runner ops/s', 'strict ops/s', 'powertools ops/s', 'runner/raw', 'hand/raw', 'runner/hand', 'powertools/raw', 'runner/powertools', 'strict/raw', 'strict/powertools'];
+const throughputRow = (r) => [r.store, String(r.workers), ...(r.rows ? [fmt(r.rows)] : []), fmt(r.opsPerSec.raw ?? NaN), fmt(r.opsPerSec.hand ?? NaN), fmt(r.opsPerSec.layout ?? NaN), fmt(r.opsPerSec.runner ?? NaN), fmt(r.opsPerSec.strict ?? NaN), fmt(r.opsPerSec.powertools ?? NaN),
+  x(r.ratio.runnerToRaw), x(r.ratio.handToRaw), x(r.ratio.runnerToHand), x(r.ratio.layoutToPowertools), x(r.ratio.runnerToLayout), x(r.ratio.powertoolsToRaw), x(r.ratio.runnerToPowertools), x(r.ratio.strictToRaw), x(r.ratio.strictToPowertools)];
+const THROUGHPUT_HEAD = ['raw ops/s', 'hand ops/s', 'layout ops/s', 'runner ops/s', 'strict ops/s', 'powertools ops/s', 'runner/raw', 'hand/raw', 'runner/hand', 'layout/powertools', 'runner/layout', 'powertools/raw', 'runner/powertools', 'strict/raw', 'strict/powertools'];
 if (rows.length) printTable(['store', 'workers', ...THROUGHPUT_HEAD], rows.map(throughputRow));
 // With BENCH_BASELINE and --modes=…,before: the runner on this build against the baseline build, interleaved.
 for (const r of rows) if (r.opsPerSec.before) console.log(`${r.store}, ${r.workers} worker(s): runner ${fmt(r.opsPerSec.runner)} ops/s, baseline build ${fmt(r.opsPerSec.before)} ops/s: ${x(r.opsPerSec.runner / r.opsPerSec.before)}`);
@@ -200,9 +204,9 @@ let bytes = null;
 if (only.has('bytes')) {
   console.log(`\nBytes per op (${fmt(bytesOps)} ops after ${200} warm-up; SQLite: file growth after a TRUNCATE checkpoint; PostgreSQL: WAL bytes after a CHECKPOINT, and table+index growth)`);
   bytes = { sqlite: {}, postgres: {} };
-  for (const mode of MODES) bytes.sqlite[mode] = await sqliteBytesPerOp(mode, bytesOps, sqliteDriver);
+  for (const mode of SQLITE_MODES) bytes.sqlite[mode] = await sqliteBytesPerOp(mode, bytesOps, sqliteDriver);
   if (databaseUrl) for (const mode of MODES) bytes.postgres[mode] = await postgresBytesPerOp(mode, bytesOps, databaseUrl);
-  const body = [['SQLite file bytes/op', ...MODES.map((m) => fmt(bytes.sqlite[m]))]];
+  const body = [['SQLite file bytes/op', ...MODES.map((m) => (m in bytes.sqlite ? fmt(bytes.sqlite[m]) : '-'))]];
   if (databaseUrl) {
     body.push(['PostgreSQL WAL bytes/op', ...MODES.map((m) => fmt(bytes.postgres[m].walPerOp))]);
     body.push(['PostgreSQL table+index bytes/op', ...MODES.map((m) => fmt(bytes.postgres[m].tablePerOp))]);
@@ -225,13 +229,15 @@ if (only.has('scale')) {
   scale = [];
   // Each round pre-fills a fresh store per mode (1M rows take a while): not Powertools, --scale-reps rounds (default 1).
   // rawid (raw's two statements under content-derived ids) is the floor the bound below is read from.
-  const scaleModes = MODES.filter((m) => m !== 'powertools').flatMap((m) => (m === 'raw' && !args.modes ? ['raw', 'rawid'] : [m]));
+  // layout only when asked for (--modes): PostgreSQL only, and each mode's pre-fill takes minutes.
+  const scaleModes = MODES.filter((m) => m !== 'powertools' && (m !== 'layout' || args.modes)).flatMap((m) => (m === 'raw' && !args.modes ? ['raw', 'rawid'] : [m]));
   const scaleReps = Number(args['scale-reps'] ?? 1);
   // Each row is printed as it is measured (a 1M pre-fill takes minutes), the table again at the end.
   const step = async (store, driver, n) => {
-    const r = await scenario(store, 1, driver, scaleModes, n, scaleReps);
+    const modes = scaleModes.filter((m) => store === 'postgres' || !POSTGRES_ONLY.has(m));
+    const r = await scenario(store, 1, driver, modes, n, scaleReps);
     scale.push(r);
-    console.log(`  ${r.store} with ${fmt(n)} stored: ${scaleModes.map((m) => `${m} ${fmt(r.opsPerSec[m])}`).join(', ')} ops/s (load ${load()})`);
+    console.log(`  ${r.store} with ${fmt(n)} stored: ${modes.map((m) => `${m} ${fmt(r.opsPerSec[m])}`).join(', ')} ops/s (load ${load()})`);
   };
   const scaleStores = (args['scale-stores'] ?? 'sqlite,postgres').split(',');
   if (scaleStores.includes('sqlite')) for (const n of scaleRows) await step('sqlite', sqliteDriver, n);
@@ -241,7 +247,7 @@ if (only.has('scale')) {
   const per = (v, digits) => (v === null || v === undefined ? 'n/a' : v.toFixed(digits));
   console.log('\nWork per op (this process: CPU µs user + system; read / write system calls from /proc/self/io)');
   printTable(['store', 'stored', ...scaleModes.flatMap((m) => [`${m} CPU µs`, `${m} reads`, `${m} writes`])],
-    scale.map((r) => [r.store, fmt(r.rows), ...scaleModes.flatMap((m) => [per(r.perOp[m].cpuUs, 0), per(r.perOp[m].reads, 2), per(r.perOp[m].writes, 2)])]));
+    scale.map((r) => [r.store, fmt(r.rows), ...scaleModes.flatMap((m) => [per(r.perOp[m]?.cpuUs, 0), per(r.perOp[m]?.reads, 2), per(r.perOp[m]?.writes, 2)])]));
   for (const store of new Set(scale.map((r) => r.store))) {
     const mine = scale.filter((r) => r.store === store);
     const first = mine[0], last = mine.at(-1);
@@ -249,7 +255,7 @@ if (only.has('scale')) {
     // What grows, in µs: the hand-written side stores the same content under the same content-derived ids
     // in two statements, so its growth is what those ids cost without the runner's code (raw's ids are sequential).
     const total = (p) => p.cpuUs + (p.serverUs ?? 0);
-    const grown = scaleModes.map((m) => `${m} ${signed(total(last.perOp[m]) - total(first.perOp[m]))}`).join(', ');
+    const grown = scaleModes.filter((m) => first.perOp[m] && last.perOp[m]).map((m) => `${m} ${signed(total(last.perOp[m]) - total(first.perOp[m]))}`).join(', ');
     console.log(`${store}: CPU µs per op (this process${first.perOp.runner.serverUs !== null ? ' + server' : ''}) at ${fmt(last.rows)} rows − at ${fmt(first.rows)}: ${grown}`);
     if (first.opsPerSec.rawid && last.opsPerSec.rawid) console.log(`${store}: ${floorBound(first, last)}`);
   }

@@ -20,6 +20,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { POSTGRES_ONLY } from './workloads.mjs';
 
 const here = (f) => fileURLToPath(new URL(f, import.meta.url));
 
@@ -127,7 +128,7 @@ export async function runInstructions({ quick = false, modes = ['raw', 'hand', '
   // The runner also on the memory ledger (no storage at all: its own code), and the baseline build's when asked (`before`).
   if (lines !== undefined && !(Number.isInteger(lines) && lines >= 65536 && (lines & (lines - 1)) === 0)) throw new Error(`--lines needs a cache size in bytes, a power of two ≥ 65536, got ${lines}`);
   if (stores.includes('postgres') && !process.env.DATABASE_URL) throw new Error('--instr-stores=postgres needs DATABASE_URL');
-  const cases = [...stores.flatMap((store) => modes.map((mode) => ({ store, mode }))), ...modes.filter((m) => m === 'runner' || m === 'before').map((mode) => ({ store: 'memory', mode }))];
+  const cases = [...stores.flatMap((store) => modes.filter((mode) => store === 'postgres' || !POSTGRES_ONLY.has(mode)).map((mode) => ({ store, mode }))), ...modes.filter((m) => m === 'runner' || m === 'before').map((mode) => ({ store: 'memory', mode }))];
   const out = [];
   for (const c of cases) {
     const dir = mkdtempSync(join(tmpdir(), 'retrysafe-cg-'));

@@ -5,6 +5,9 @@
 //   hand        "same content, hand-written": what the retrysafe ledger stores per op (the operation record
 //               and its receipt, the same fields and sizes) with the fewest statements — INSERT the claim
 //               row with its record, then one UPDATE that writes the final record and the receipt into it
+//   layout      PostgreSQL only: the retrysafe ledger's own table and the two statements it sends for a clean
+//               op (src/ledger-statements.mjs), with the hand-written side's content: what the ledger's layout
+//               costs without the runner's code (runner/layout is then what the runner's code costs)
 //   powertools  AWS Powertools' makeIdempotent around the same no-op function, persisted on the same store,
 //               with payload validation on (the runner always fingerprints the params)
 //   strict      the runner with the ledger's `deferrableWrites: 'sync'`: every commit waits for the disk,
@@ -15,6 +18,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import pg from 'pg';
+import { LEDGER_STATEMENTS } from './ledger-statements.mjs';
 import { createNoopAdapter } from './noop-adapter.mjs';
 import { PostgresPersistenceLayer, SqlitePersistenceLayer } from './powertools-persistence.mjs';
 
@@ -80,12 +84,16 @@ function baselineDir() {
 }
 const core = (mode) => (mode === 'before' ? import(`${baselineDir()}/core-dist/index.bundle.js`) : import('@retrysafe/core'));
 
+/** Modes with no SQLite or memory-ledger form (the bench leaves them out of those stores' measurements). */
+export const POSTGRES_ONLY = new Set(['layout']);
+
 /**
  * @param {{ store: 'sqlite' | 'postgres', mode: 'raw' | 'runner' | 'powertools', sqlitePath?: string, databaseUrl?: string, schema?: string, worker: number }} cfg
  * @returns {Promise<{ op(i: number): Promise<void> | void, close(): Promise<void> }>}
  */
 export async function setupWorkload(cfg) {
   const tag = `w${cfg.worker}`;
+  if (POSTGRES_ONLY.has(cfg.mode) && cfg.store !== 'postgres') throw new Error(`mode ${cfg.mode} runs on PostgreSQL only, not on ${cfg.store}`);
   if (cfg.store === 'memory') {
     const { createRunner, createMemoryLedger } = await core(cfg.mode);
     return runnerWorkload(createRunner, createMemoryLedger(), tag);
@@ -169,6 +177,31 @@ export async function setupWorkload(cfg) {
       },
     };
   }
+  if (cfg.mode === 'layout') {
+    // The ledger's own table (migrated by the ledger) and the two statements it sends for a clean op, with
+    // the hand-written side's content: what the ledger's layout costs the server and pg, with none of the
+    // runner's code (no canonical JSON, fingerprints, receipts sealed, card or decision).
+    const client = new pg.Client({ connectionString: cfg.databaseUrl });
+    await client.connect();
+    const ops = `"${cfg.schema}".retrysafe_operations`;
+    const claim = LEDGER_STATEMENTS.claim(ops);
+    const complete = LEDGER_STATEMENTS.complete(ops);
+    const owner = `bench:${process.pid}:${tag}`;
+    return {
+      async op(i) {
+        const c = handContent(tag, i);
+        const now = Date.now();
+        const claimed = await client.query({ name: 'layout-claim', text: claim, values: [c.id, 'noop', 'noop.orders.create', c.intentFingerprint, c.paramsFingerprint, c.params, c.id, owner, LEASE_MS, now] });
+        if (claimed.rowCount !== 1) throw new Error(`layout: the claim of ${c.id} wrote no row`);
+        const done = Date.now();
+        const completed = await client.query({ name: 'layout-complete', text: complete, values: ['succeeded', done, 'succeeded', `{"id":"${c.ref}"}`, c.ref, c.id, 1, 1, c.receipt(now, done), c.hash, claimed.rows[0].xmin] });
+        if (completed.rowCount !== 1) throw new Error(`layout: the completion of ${c.id} wrote no row`);
+      },
+      async close() {
+        await client.end();
+      },
+    };
+  }
   if (cfg.mode === 'powertools') {
     const client = new pg.Client({ connectionString: cfg.databaseUrl });
     await client.connect();
@@ -233,6 +266,11 @@ export function handContent(tag, i) {
   const base = `{"businessOperationId":"${id}","provider":"noop","operation":"noop.orders.create","intentFingerprint":"${intent}","paramsFingerprint":"${fp}","params":${params},"providerKey":"${id}"`;
   return {
     id,
+    params,
+    paramsFingerprint: fp,
+    intentFingerprint: intent,
+    ref,
+    hash,
     claimed: (now) => `${base},"state":"dispatched","fence":1,"leaseOwner":"bench:${tag}","leaseExpiresAt":${now + LEASE_MS},"updatedAt":${now},"createdAt":${now},"firstDispatchedAt":${now},"attemptCount":1,"lastOutcome":null,"result":null,"providerRef":null,"statusRef":null,"handoff":null,"resolution":null,"receiptChain":{"head":null,"length":0}}`,
     succeeded: (now, done) => `${base},"state":"succeeded","fence":1,"leaseOwner":null,"leaseExpiresAt":null,"updatedAt":${done},"createdAt":${now},"firstDispatchedAt":${now},"attemptCount":1,"lastOutcome":"succeeded","result":{"id":"${ref}"},"providerRef":"${ref}","statusRef":null,"handoff":null,"resolution":null,"receiptChain":{"head":"${hash}","length":1}}`,
     receipt: (now, done) => `{"businessOperationId":"${id}","seq":1,"runId":"run_${randomUUID()}","attemptId":"att_${randomUUID()}","provider":"noop","operation":"noop.orders.create","kind":"dispatch","startedAt":"${new Date(now).toISOString()}","finishedAt":"${new Date(done).toISOString()}","outcome":"succeeded","decision":{"action":"complete","reason":"the provider performed it"},"providerKey":"${id}","providerRef":"${ref}","requestFingerprint":"${fp}","prevHash":null,"hash":"${hash}"}`,

@@ -35,6 +35,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MIGRATIONS } from '../dist/index.js';
 import { eventTotals, selfByFunction } from '../../bench/src/instructions.mjs';
+import { LEDGER_STATEMENTS, withoutRowVersion } from '../../bench/src/ledger-statements.mjs';
 import { POSTGRES_STATEMENTS, TABLE_SQL } from '../../bench/src/powertools-persistence.mjs';
 
 const args = process.argv.slice(2);
@@ -147,11 +148,9 @@ function retrysafeScript(n) {
          lease_owner = NULL, lease_expires_at = NULL, receipts = coalesce(left(receipts, -1) || ',', '[') || $14::text || ']', receipt_head = $15, receipt_count = $13
        WHERE business_operation_id = $11 AND fence = $12 AND ${guard} AND receipt_count + 1 = $13::integer RETURNING xmin, set_config('synchronous_commit', 'off', true) AS deferred_commit`);
   } else {
-    q(`PREPARE claim AS INSERT INTO ${T} (${cols}) VALUES ($1, $2, $3, $4, $5, $6::json, $7, 'dispatched', 1, $8, ${leaseEnd}, $10, $10, 1, $10)
-       ON CONFLICT (business_operation_id) DO NOTHING RETURNING lease_expires_at, xmin`);
-    q(`PREPARE complete AS UPDATE ${T} SET state = $1, updated_at = $2, last_outcome = $3, result = $4::json, provider_ref = $5,
-         lease_owner = NULL, lease_expires_at = NULL, receipts = coalesce(left(receipts, -1) || ',', '[') || $9::text || ']', receipt_head = $10, receipt_count = $8
-       WHERE business_operation_id = $6 AND fence = $7 AND ${guard} AND receipt_count + 1 = $8::integer RETURNING xmin, set_config('synchronous_commit', 'off', true) AS deferred_commit`);
+    // The ledger's statements as it sends them (kept equal to them by packages/bench/test/ledger-statements.test.ts).
+    q(`PREPARE claim AS ${LEDGER_STATEMENTS.claim(T)}`);
+    q(`PREPARE complete AS ${withoutRowVersion(LEDGER_STATEMENTS.complete(T))}`);
   }
   for (let i = 0; i < n; i++) {
     const id = `noop.orders.create:${h(i).slice(0, 32)}`;
