@@ -46,14 +46,26 @@ export function categorize(name) {
   return 'node/v8 runtime';
 }
 
-/** Self (or, with `inclusive`, inclusive) instructions per function of a callgrind output file (callgrind_annotate, whole program). */
-export function selfByFunction(file, { inclusive = false } = {}) {
-  const text = execFileSync('callgrind_annotate', ['--threshold=100', `--inclusive=${inclusive ? 'yes' : 'no'}`, file], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+/**
+ * Self (or, with `inclusive`, inclusive) counts per function of a callgrind output file (callgrind_annotate,
+ * whole program): of `events` summed (default the instructions, Ir; with --cache-sim also e.g. ILmr, or
+ * DLmr and DLmw together).
+ */
+export function selfByFunction(file, { inclusive = false, events = ['Ir'] } = {}) {
+  const text = execFileSync('callgrind_annotate', ['--threshold=100', `--inclusive=${inclusive ? 'yes' : 'no'}`, `--show=${events.join(',')}`, file], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024, stdio: ['ignore', 'pipe', 'ignore'] });
+  return parseAnnotated(text);
+}
+
+/**
+ * callgrind_annotate's per-function lines, `count (percent)` per shown event (`.` for none) then the
+ * function: the counts summed, per function (a function listed twice adds up).
+ */
+export function parseAnnotated(text) {
   const out = new Map();
   for (const line of text.split('\n')) {
-    const m = /^\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(\S.*)$/.exec(line);
+    const m = /^\s*((?:(?:[\d,]+(?:\s+\(\s*[\d.]+%\))?|\.)\s+)+)(\S.*)$/.exec(line);
     if (!m || m[2].includes('PROGRAM TOTALS')) continue;
-    const n = Number(m[1].replaceAll(',', ''));
+    const n = m[1].replace(/\([^)]*\)/g, ' ').trim().split(/\s+/).reduce((sum, c) => sum + (c === '.' ? 0 : Number(c.replaceAll(',', ''))), 0);
     if (Number.isFinite(n)) out.set(m[2], (out.get(m[2]) ?? 0) + n);
   }
   return out;
@@ -102,19 +114,25 @@ function where(a, b, ops) {
   return splitByCategory(selfByFunction(a.file), selfByFunction(b.file), ops);
 }
 
+/** With a simulated cache (`--lines`): the steady window's lines not held per op, code and data, by category. */
+function whereLines(a, b, ops) {
+  const by = (events) => splitByCategory(selfByFunction(a.file, { events }), selfByFunction(b.file, { events }), ops, 10);
+  return { code: by(['ILmr']), data: by(['DLmr', 'DLmw']) };
+}
+
 /**
  * Per category, (self after - self before) / ops summed over every function of either run. A function
  * of one run only counts too: JIT-compiled code has another address in each run (`???:0x…`), so the
  * shorter run's code is a function the longer run does not have (leaving it out added the shorter run's
  * JIT instructions to the window: the split summed to ~25k per op more than the total).
  */
-export function splitByCategory(before, after, ops) {
+export function splitByCategory(before, after, ops, min = 500) {
   const sums = new Map();
   for (const fn of new Set([...before.keys(), ...after.keys()])) {
     const cat = categorize(fn);
     sums.set(cat, (sums.get(cat) ?? 0) + ((after.get(fn) ?? 0) - (before.get(fn) ?? 0)) / ops);
   }
-  return Object.fromEntries([...sums].filter(([, v]) => Math.abs(v) >= 500).sort((x, y) => y[1] - x[1]).map(([k, v]) => [k, Math.round(v)]));
+  return Object.fromEntries([...sums].filter(([, v]) => Math.abs(v) >= min).sort((x, y) => y[1] - x[1]).map(([k, v]) => [k, Math.round(v)]));
 }
 
 export async function runInstructions({ quick = false, modes = ['raw', 'hand', 'runner', 'powertools'], stores = ['sqlite'], driver, windows, breakdown = false, lines } = {}) {
@@ -141,6 +159,7 @@ export async function runInstructions({ quick = false, modes = ['raw', 'hand', '
         perOp: (d.total - b.total) / (n2 - n1),
         ...(lines ? { lines, missesPerOp: { code: (d.misses.code - b.misses.code) / (n2 - n1), data: (d.misses.data - b.misses.data) / (n2 - n1) } } : {}),
         ...(breakdown ? { where: where(b, d, n2 - n1) } : {}),
+        ...(breakdown && lines ? { whereLines: whereLines(b, d, n2 - n1) } : {}),
       });
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -170,6 +189,11 @@ export function printInstructions(rows) {
     if (r.where) {
       console.log(`${''.padEnd(20)}   ${Object.entries(r.where).map(([cat, v]) => `${cat} ${k(v)}`).join(' · ')}`);
       console.log(`${''.padEnd(20)}   without gc, compiler and start-up: ${k(withoutGcAndCompiler(r.where))} (compare builds on this)`);
+    }
+    if (r.whereLines) {
+      const lines = (split) => Object.entries(split).map(([cat, v]) => `${cat} ${v.toLocaleString('en-US')}`).join(' · ');
+      console.log(`${''.padEnd(20)}   code lines not held, by where: ${lines(r.whereLines.code)}`);
+      console.log(`${''.padEnd(20)}   data lines not held, by where: ${lines(r.whereLines.data)}`);
     }
   }
 }

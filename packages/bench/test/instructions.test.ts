@@ -1,7 +1,7 @@
 // `--part=instructions --where` sorts callgrind's native function names into a few places the
 // instructions go; a wrong bucket would send the next person optimising the wrong thing.
 import { describe, expect, it } from 'vitest';
-import { categorize, eventTotals, lastLevelMisses, splitByCategory, withoutGcAndCompiler } from '../src/instructions.mjs';
+import { categorize, eventTotals, lastLevelMisses, parseAnnotated, splitByCategory, withoutGcAndCompiler } from '../src/instructions.mjs';
 
 describe('instructions --where: where a native function counts', () => {
   it.each([
@@ -68,5 +68,41 @@ describe('instructions --lines: the footprint from callgrind --cache-sim', () =>
   it('refuses an output without its events or summary line', () => {
     expect(() => eventTotals('summary: 10\n')).toThrow(/no events or summary/);
     expect(() => eventTotals('events: Ir\n')).toThrow(/no events or summary/);
+  });
+});
+
+describe('instructions --where with --lines: callgrind_annotate lines of one or more events', () => {
+  // As `callgrind_annotate --show=DLmr,DLmw` prints them (`.` where a function has none of an event).
+  const twoEvents = [
+    '--------------------------------------------------------------------------------',
+    '15,167,993 (100.0%) 5,479,988 (100.0%)  PROGRAM TOTALS',
+    'DLmr               DLmw              file:function',
+    '1,531,918 (10.10%)   8,175 ( 0.15%)  ???:Builtins_LoadIC [/usr/bin/node]',
+    '   10,418 ( 0.07%)   8,794 ( 0.16%)  ???:v8::internal::Scanner::Next() [/usr/bin/node]',
+    '        .                .           ???:ossl_tolower [/usr/bin/node]',
+    '        .              255 ( 0.00%)  ???:0x000000000d153080 [???]',
+    '      360 ( 0.00%)       .           ???:0x000000000d153080 [???]',
+  ].join('\n');
+
+  it('sums the shown events per function, a listed-twice function adds up, and skips the totals', () => {
+    const m = parseAnnotated(twoEvents);
+    expect(m.get('???:Builtins_LoadIC [/usr/bin/node]')).toBe(1_531_918 + 8_175);
+    expect(m.get('???:v8::internal::Scanner::Next() [/usr/bin/node]')).toBe(10_418 + 8_794);
+    expect(m.get('???:ossl_tolower [/usr/bin/node]')).toBe(0);
+    expect(m.get('???:0x000000000d153080 [???]')).toBe(255 + 360);
+    expect([...m.keys()].some((k) => k.includes('TOTALS') || k.includes('file:function'))).toBe(false);
+  });
+
+  it('reads one event as before (instructions: no percentages in a whole-program listing)', () => {
+    const m = parseAnnotated('84,735,687  ???:sha256_block_data_order_avx2 [/usr/bin/node]\n4,761,450 ( 0.10%)  ???:Builtins_LoadIC [/usr/bin/node]\n');
+    expect(m.get('???:sha256_block_data_order_avx2 [/usr/bin/node]')).toBe(84_735_687);
+    expect(m.get('???:Builtins_LoadIC [/usr/bin/node]')).toBe(4_761_450);
+  });
+
+  it('keeps the categories of lines down to a few per op (instructions: 500)', () => {
+    const before = new Map([['???:Builtins_LoadIC [/usr/bin/node]', 10_000]]);
+    const after = new Map([['???:Builtins_LoadIC [/usr/bin/node]', 40_000]]);
+    expect(splitByCategory(before, after, 1000, 10)).toEqual({ builtins: 30 });
+    expect(splitByCategory(before, after, 1000)).toEqual({});
   });
 });
