@@ -117,6 +117,20 @@ CREATE INDEX retrysafe_operations_open_idx ON {{schema}}.retrysafe_operations (s
     sql: `DROP INDEX {{schema}}.retrysafe_operations_open_idx;
 CREATE INDEX retrysafe_operations_open_idx ON {{schema}}.retrysafe_operations (created_at) WHERE state NOT IN ('succeeded', 'rejected', 'abandoned')`,
   },
+  // The lease rule in a domain over a composite column (owner, expires_at) instead of a table CHECK on two
+  // columns: PostgreSQL keeps a domain's check compiled in its type cache, where it reads a table CHECK back
+  // from its stored text for every statement. Same rule (an owner exactly when an expiry), any writer.
+  'lease-domain': {
+    sql: `CREATE TYPE {{schema}}.retrysafe_lease_pair AS (owner text, expires_at bigint);
+CREATE DOMAIN {{schema}}.retrysafe_lease AS {{schema}}.retrysafe_lease_pair CHECK (((VALUE).owner IS NULL) = ((VALUE).expires_at IS NULL));
+ALTER TABLE {{schema}}.retrysafe_operations DROP CONSTRAINT retrysafe_operations_check, DROP COLUMN lease_owner, DROP COLUMN lease_expires_at,
+  ADD COLUMN lease {{schema}}.retrysafe_lease`,
+    statement: (x) => x
+      .replace('state, fence, lease_owner, lease_expires_at, created_at', 'state, fence, lease, created_at')
+      .replace('$8, (extract(epoch from now()) * 1000)::bigint + $9::bigint', `ROW($8, (extract(epoch from now()) * 1000)::bigint + $9::bigint)::${S}.retrysafe_lease`)
+      .replace('RETURNING lease_expires_at, xmin', 'RETURNING (lease).expires_at AS lease_expires_at, xmin')
+      .replace('lease_owner = NULL, lease_expires_at = NULL', 'lease = NULL'),
+  },
   // The primary key's text in the "C" collation (the replay's cluster is C already: shows only the DDL works).
   'pk-collate-c': { sql: `ALTER TABLE {{schema}}.retrysafe_operations ALTER COLUMN business_operation_id TYPE text COLLATE "C"` },
 };
