@@ -187,7 +187,7 @@ const throughputRow = (r) => [r.store, String(r.workers), ...(r.rows ? [fmt(r.ro
   x(r.ratio.runnerToRaw), x(r.ratio.handToRaw), x(r.ratio.runnerToHand), x(r.ratio.layoutToPowertools), x(r.ratio.runnerToLayout), x(r.ratio.powertoolsToRaw), x(r.ratio.runnerToPowertools), x(r.ratio.strictToRaw), x(r.ratio.strictToPowertools)];
 const THROUGHPUT_HEAD = ['raw ops/s', 'hand ops/s', 'layout ops/s', 'runner ops/s', 'strict ops/s', 'powertools ops/s', 'runner/raw', 'hand/raw', 'runner/hand', 'layout/powertools', 'runner/layout', 'powertools/raw', 'runner/powertools', 'strict/raw', 'strict/powertools'];
 if (rows.length) printTable(['store', 'workers', ...THROUGHPUT_HEAD], rows.map(throughputRow));
-// What the ledger's layout leaves for the runner's code against Powertools (PostgreSQL, with layout and powertools measured).
+// What the ledger's layout leaves for the runner's code against Powertools and 0.7× raw (PostgreSQL, with layout, runner and powertools measured).
 for (const r of rows) if (r.opsPerSec.layout && r.opsPerSec.powertools && r.opsPerSec.runner) console.log(`${r.store}, ${r.workers} worker(s): ${layoutHeadroom(r)}`);
 // With BENCH_BASELINE and --modes=…,before: the runner on this build against the baseline build, interleaved.
 for (const r of rows) if (r.opsPerSec.before) console.log(`${r.store}, ${r.workers} worker(s): runner ${fmt(r.opsPerSec.runner)} ops/s, baseline build ${fmt(r.opsPerSec.before)} ops/s: ${x(r.opsPerSec.runner / r.opsPerSec.before)}`);
