@@ -13,7 +13,9 @@ import { listWorkspacePackages, repoRoot } from '../scripts/workspace.mjs';
 
 const run = promisify(execFile);
 const temps: string[] = [];
-afterAll(() => { for (const d of temps) rmSync(d, { recursive: true, force: true }); });
+afterAll(() => {
+  for (const d of temps) rmSync(d, { recursive: true, force: true });
+});
 
 function tempDir(prefix: string): string {
   const d = mkdtempSync(join(tmpdir(), prefix));
@@ -30,7 +32,13 @@ function blockAfter(markdown: string, name: string): string {
   return m[1]!;
 }
 
-interface Manifest { name: string; dependencies?: Record<string, string>; optionalDependencies?: Record<string, string>; peerDependencies?: Record<string, string>; peerDependenciesMeta?: Record<string, { optional?: boolean }> }
+interface Manifest {
+  name: string;
+  dependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+}
 
 /** What npm installs for a package: dependencies, optional ones, and peers that are not optional. */
 function runtimeDeps(m: Manifest): string[] {
@@ -66,9 +74,19 @@ async function packClosure(names: string[], out: string): Promise<string[]> {
     // pnpm pack writes workspace:^ as the exact versions, as a publish does.
     if (ours) await run('pnpm', ['pack', '--pack-destination', out], { cwd: dir });
     // An installed third-party package already holds just its published files; npm unpacks any top folder as `package/`.
-    else await run('tar', ['-czf', join(out, `${name.replace('/', '-')}.tgz`), '--exclude=./node_modules', '-C', dir, '.']);
+    else
+      await run('tar', [
+        '-czf',
+        join(out, `${name.replace('/', '-')}.tgz`),
+        '--exclude=./node_modules',
+        '-C',
+        dir,
+        '.',
+      ]);
   }
-  return readdirSync(out).filter((f) => f.endsWith('.tgz')).map((f) => join(out, f));
+  return readdirSync(out)
+    .filter((f) => f.endsWith('.tgz'))
+    .map((f) => join(out, f));
 }
 
 it('getting started shows the same first example as the README', () => {
@@ -90,7 +108,21 @@ it('the README first example runs in a fresh folder as pasted and prints what th
   const tarballs = await packClosure(packages, tempDir('rs-first-packs-'));
   const project = tempDir('rs-first-');
   await run('npm', ['init', '-y'], { cwd: project });
-  await run('npm', ['install', '--offline', '--cache', join(project, '.npm-cache'), '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error', ...tarballs], { cwd: project });
+  await run(
+    'npm',
+    [
+      'install',
+      '--offline',
+      '--cache',
+      join(project, '.npm-cache'),
+      '--no-audit',
+      '--no-fund',
+      '--ignore-scripts',
+      '--loglevel=error',
+      ...tarballs,
+    ],
+    { cwd: project },
+  );
   writeFileSync(join(project, fileName!), blockAfter(readme, 'first-example'));
 
   const { stdout } = await run(process.execPath, [fileName!], { cwd: project, env: { PATH: process.env.PATH ?? '' } });

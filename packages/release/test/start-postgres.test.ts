@@ -12,7 +12,11 @@ import { repoRoot } from '../scripts/workspace.mjs';
 const startScript = join(repoRoot, '.ci/start-postgres.sh');
 const stopScript = join(repoRoot, '.ci/stop-postgres.sh');
 
-interface Started { url: string; dir: string; answer: string }
+interface Started {
+  url: string;
+  dir: string;
+  answer: string;
+}
 
 /** Sources the script in a bash that prints what it got and then waits until `release()` closes its stdin. */
 function startInShell(): { started: Promise<Started>; release: () => void; exited: Promise<number | null> } {
