@@ -1,0 +1,120 @@
+// Every `retrysafe …` command the docs show must exist as written: the (sub)command, and each option
+// it uses, as the built CLI's own --help lists them. Catches `retrysafe resolve` for
+// `retrysafe ledger resolve`, an option renamed in the CLI but not on the page, and the like.
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { repoRoot } from '../scripts/workspace.mjs';
+
+const bin = join(repoRoot, 'packages/cli/dist/bin.js');
+
+interface Help {
+  commands: string[];
+  options: string[];
+}
+const helps = new Map<string, Help>();
+
+/** Subcommands and options of `retrysafe <path…>`, read from its --help. */
+function help(path: string[]): Help {
+  const key = path.join(' ');
+  const known = helps.get(key);
+  if (known) return known;
+  const text = execFileSync(process.execPath, [bin, ...path, '--help'], {
+    encoding: 'utf8',
+    env: { ...process.env, NO_COLOR: '1' },
+  });
+  const section = (title: string) => {
+    const m = new RegExp(`^${title}:\\n((?:  .*\\n?|\\s*\\n)*)`, 'm').exec(text);
+    return (m?.[1] ?? '').split('\n').filter((l) => /^ {2}\S/.test(l));
+  };
+  const commands = section('Commands')
+    .map((l) => l.trim().split(/\s+/)[0]!)
+    .filter((c) => c !== 'help');
+  const options = section('Options').flatMap((l) =>
+    [...l.matchAll(/(?:^|[\s,])(--?[a-zA-Z][\w-]*)/g)].map((m) => m[1]!),
+  );
+  const parsed = { commands, options };
+  helps.set(key, parsed);
+  return parsed;
+}
+
+/** `retrysafe …` commands in a page: lines of its shell blocks, and its inline code spans. */
+function commandsIn(markdown: string): string[] {
+  const found: string[] = [];
+  let fence: string | undefined;
+  for (const line of markdown.split('\n')) {
+    const open = /^\s*```(\w*)/.exec(line);
+    if (open) {
+      fence = fence === undefined ? open[1] : undefined;
+      continue;
+    }
+    if (fence === undefined) found.push(...[...line.matchAll(/`([^`]+)`/g)].map((m) => m[1]!));
+    // In a console block only `$ ` lines are commands; the rest is what they print.
+    else if (fence === 'console') found.push(...(line.startsWith('$ ') ? [line.slice(2)] : []));
+    else if (['sh', 'bash', 'shell', ''].includes(fence)) found.push(line);
+  }
+  return (
+    found
+      .map((l) => l.replace(/\s+#.*$/, '').trim())
+      // A command, maybe after `&&`, variables set for it, npx or pnpm; a pipe into another program ends it.
+      .flatMap((l) => l.split(/\s*(?:&&|\|\||;|\|(?=\s+[a-z]))\s*/))
+      .map((l) => /^(?:[A-Z_]+=\S*\s+)*(?:npx |pnpm )?(retrysafe\s.*)$/.exec(l)?.[1])
+      .filter((c): c is string => c !== undefined)
+  );
+}
+
+/** What is wrong with one command, or undefined. `a|b` in a command's place names two commands. */
+function problemOf(command: string): string | undefined {
+  const words = command.split(/\s+/).slice(1);
+  const path: string[] = [];
+  for (const word of words) {
+    if (!/^[a-z]/.test(word)) break;
+    const { commands } = help(path);
+    if (commands.length === 0) break;
+    const [first, ...others] = word.split(/[|/]/);
+    for (const alt of others) {
+      const problem = problemOf(`retrysafe ${[...path, alt].join(' ')} ${words.slice(path.length + 1).join(' ')}`);
+      if (problem) return problem;
+    }
+    if (!commands.includes(first!))
+      return `"${[...path, first].join(' ')}" is not a command (retrysafe ${path.join(' ')} has ${commands.join(', ')})`;
+    path.push(first!);
+  }
+  const { options } = help(path);
+  for (const word of words) {
+    const name = /^\[?(--?[a-zA-Z][\w-]*)/.exec(word)?.[1];
+    if (name && !options.includes(name)) return `retrysafe ${path.join(' ')} has no option ${name}`;
+  }
+  return undefined;
+}
+
+const markdownUnder = (dir: string) =>
+  readdirSync(join(repoRoot, dir), { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.md') && !f.includes('node_modules') && !f.startsWith('decisions'))
+    .map((f) => `${dir}/${f}`);
+const readmes = ['packages', 'adapters'].flatMap((group) =>
+  readdirSync(join(repoRoot, group)).map((d) => `${group}/${d}/README.md`),
+);
+const pages = ['README.md', ...markdownUnder('docs'), ...readmes].filter((p) => existsSync(join(repoRoot, p)));
+
+describe('the retrysafe commands the docs show exist as written', () => {
+  it('reads commands from the pages named in the issue', () => {
+    for (const page of ['README.md', 'docs/getting-started.md', 'docs/runbook.md']) {
+      expect(commandsIn(readFileSync(join(repoRoot, page), 'utf8')).length, page).toBeGreaterThan(0);
+    }
+  });
+  it('catches a command that does not exist and an option that does not', () => {
+    expect(problemOf('retrysafe resolve x --resume')).toMatch(/"resolve" is not a command/);
+    expect(problemOf('retrysafe ledger ls --ledger x.db')).toMatch(/has no option --ledger/);
+    expect(problemOf('retrysafe ledger resolve <id> --resend-with fixed.json --config c.json')).toBeUndefined();
+  });
+  for (const page of pages) {
+    it(page, () => {
+      const problems = commandsIn(readFileSync(join(repoRoot, page), 'utf8'))
+        .map((c) => [c, problemOf(c)])
+        .filter(([, p]) => p !== undefined);
+      expect(problems).toEqual([]);
+    });
+  }
+});
