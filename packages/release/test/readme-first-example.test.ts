@@ -12,6 +12,7 @@ import { afterAll, expect, it } from 'vitest';
 import { listWorkspacePackages, repoRoot } from '../scripts/workspace.mjs';
 
 const run = promisify(execFile);
+const cli = join(repoRoot, 'packages/cli/dist/bin.js');
 const temps: string[] = [];
 afterAll(() => {
   for (const d of temps) rmSync(d, { recursive: true, force: true });
@@ -127,4 +128,22 @@ it('the README first example runs in a fresh folder as pasted and prints what th
 
   const { stdout } = await run(process.execPath, [fileName!], { cwd: project, env: { PATH: process.env.PATH ?? '' } });
   expect(stdout).toBe(blockAfter(readme, 'first-example-output'));
+
+  // Getting started then reads that ledger with the CLI (the workspace's build stands in for `npx retrysafe`).
+  const page = readFileSync(join(repoRoot, 'docs/getting-started.md'), 'utf8');
+  const commands = blockAfter(page, 'look-at-the-ledger')
+    .split('\n')
+    .filter((l) => l.startsWith('npx retrysafe '));
+  expect(commands.length).toBeGreaterThan(1);
+  for (const command of commands) {
+    const args = [...command.slice('npx retrysafe '.length).matchAll(/'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2]!);
+    const shown = await run(process.execPath, [cli, ...args], {
+      cwd: project,
+      env: { PATH: process.env.PATH ?? '', NO_COLOR: '1' },
+    });
+    expect(shown.stdout, command).toMatch(/succeeded[\s\S]*rec_0001|rec_0001[\s\S]*succeeded/);
+    // What the page says `ledger show` prints: the first send unknown, the re-send replayed.
+    if (args.includes('show'))
+      expect(shown.stdout, command).toMatch(/unknown[\s\S]*HTTP 500[\s\S]*replayed[\s\S]*HTTP 201/);
+  }
 }, 240_000);
