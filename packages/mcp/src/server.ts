@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { AdapterV1, Ledger } from '@retrysafe/contract';
 import { createHttpGuard, type HttpGuard, type HttpGuardOptions } from './http-guard.js';
 
@@ -13,7 +13,7 @@ export interface McpServerOptions {
   readonly runner: Runner;
   readonly ledger: Ledger;
   readonly adapters: readonly AdapterV1[];
-  /** Operations to expose, by tool name (`stripe_paymentIntents_create`) or `<provider>.<operation>`; default all. */
+  /** Operations to expose, by tool name (`stripe_paymentIntents_create`) or as the config names them (`<provider>.<operation>`); default all. */
   readonly operations?: readonly string[];
   readonly name?: string;
   readonly version?: string;
@@ -41,8 +41,7 @@ function reply(structured: Record<string, unknown>, isError = false) {
 /** An MCP server whose tools are retrysafe operations (plus status and handoff lookups). */
 export function createRetrysafeMcpServer(options: McpServerOptions): Server {
   const tools = agentTools(options.adapters, options.operations);
-  // Listed under the safe name; a call by the older dotted name (`<provider>.<operation>`) still works.
-  const byName = new Map<string, AgentToolDefinition>(tools.flatMap((t) => [[t.qualifiedName, t], [t.name, t]] as const));
+  const byName = new Map<string, AgentToolDefinition>(tools.map((t) => [t.name, t]));
   const server = new Server({ name: options.name ?? 'retrysafe', version: options.version ?? '0.1.0' }, { capabilities: { tools: {} } });
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
@@ -78,7 +77,8 @@ export function createRetrysafeMcpServer(options: McpServerOptions): Server {
     }
     if (name === HANDOFFS_TOOL) return reply({ handoffs: await pendingHandoffs(options.ledger) });
     const tool = byName.get(name);
-    if (!tool) return reply({ status: 'invalid-input', message: `unknown tool ${name}` }, true);
+    // The spec's answer to an unknown tool is a protocol error, not a tool result.
+    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
     const result = await callAgentTool(options.runner, tool, args);
     return reply(result as unknown as Record<string, unknown>, result.status === 'conflict' || result.status === 'invalid-input');
   });

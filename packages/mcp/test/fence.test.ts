@@ -252,8 +252,8 @@ describe('shared state: two fence processes on one PostgreSQL ledger behind one 
       upstream.on('exit', () => reject(new Error(`orders server exited: ${err}`)));
     });
     const file = fenceFile({ ledger: url });
-    const a = await wrapped(file, ['--upstream-url', upstreamUrl]);
-    const b = await wrapped(file, ['--upstream-url', upstreamUrl]);
+    const a = await wrapped(file, ['--url', upstreamUrl]);
+    const b = await wrapped(file, ['--url', upstreamUrl]);
     const ref = `PO-${randomBytes(3).toString('hex')}`;
     const args = { customer: 'cus_pg', ref, sku: 'sku_1', quantity: 1 };
     // The host's call through proxy A times out on the host; the host re-issues it through proxy B.

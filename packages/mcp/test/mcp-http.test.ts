@@ -26,7 +26,7 @@ describe('retrysafe MCP server over streamable HTTP', () => {
       expect(tools.map((t) => t.name).sort()).toEqual(['retrysafe_handoffs', 'retrysafe_status', 'stripe_customers_create']);
       const args = { customerRef: 'user-77', email: 'u77@example.test' };
       const a = (await client.callTool({ name: 'stripe_customers_create', arguments: args })).structuredContent as { status: string; providerRef: string; adopted: boolean };
-      const b = (await client.callTool({ name: 'stripe.customers.create', arguments: { email: 'u77@example.test', customerRef: 'user-77' } })).structuredContent as { status: string; providerRef: string; adopted: boolean };
+      const b = (await client.callTool({ name: 'stripe_customers_create', arguments: { email: 'u77@example.test', customerRef: 'user-77' } })).structuredContent as { status: string; providerRef: string; adopted: boolean };
       expect(a).toMatchObject({ status: 'done', adopted: false });
       expect(b).toMatchObject({ status: 'done', adopted: true, providerRef: a.providerRef });
       expect(sandbox.count('customer')).toBe(1);
@@ -39,7 +39,7 @@ describe('retrysafe MCP server over streamable HTTP', () => {
 
   describe('refuses a browser page, a rebinding name and a caller without the token, before any tool runs', () => {
     const TOKEN = 'test-token-0123456789abcdef';
-    const callBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'stripe.customers.create', arguments: { customerRef: 'evil-1', email: 'evil@example.test' } } });
+    const callBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'stripe_customers_create', arguments: { customerRef: 'evil-1', email: 'evil@example.test' } } });
     const post = (url: string, headers: Record<string, string | undefined>, body = callBody) =>
       new Promise<{ status: number; body: string }>((resolve, reject) => {
         const u = new URL(url);
