@@ -5,3 +5,4 @@ export type { AgentToolDefinition, AgentToolResult, HandoffSummary } from '@retr
 export * from './fence/index.js';
 export { runProbe, runWrap } from './fence/fence-cli.js';
 export { UsageError } from './cli-options.js';
+export { createCoalescer, requestedWait, WAIT_META_KEY, type Coalescer } from './coalesce.js';

@@ -2,6 +2,7 @@ import { createAdapters, exposedOperations, loadConfig, openLedger } from '@retr
 import { createRunner, jsonlHandoffSink } from '@retrysafe/core';
 import { list, num, parseOptions, text, UsageError } from './cli-options.js';
 import { SERVE_COMMAND } from './commands.js';
+import { createCoalescer } from './coalesce.js';
 import { ledgerWithEnvKeys, receiptKeyFromEnv } from './env-keys.js';
 import { createRetrysafeMcpServer, serveHttp, serveStdio } from './server.js';
 
@@ -23,7 +24,8 @@ export async function runServe(argv: readonly string[], log: (line: string) => v
     ...(config.redact ? { redact: { fields: [...(config.redact.fields ?? [])] } } : {}),
     ...receiptKeyFromEnv(),
   });
-  const make = () => createRetrysafeMcpServer({ runner, ledger, adapters, ...(operations ? { operations } : {}) });
+  const coalescer = createCoalescer(ledger);
+  const make = () => createRetrysafeMcpServer({ runner, ledger, adapters, coalescer, ...(operations ? { operations } : {}), ...(config.policy?.waitForOtherMs !== undefined ? { waitMs: config.policy.waitForOtherMs } : {}) });
   if (!p.values.has('--http')) return serveStdio(make());
   const configured = process.env.RETRYSAFE_MCP_TOKEN;
   const h = await serveHttp(make, { port: num(p, '--port') ?? 0, allowedHosts: list(p, '--allow-host'), allowedOrigins: list(p, '--allow-origin'), ...(configured ? { token: configured } : {}) });

@@ -5,6 +5,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { AdapterV1, Ledger } from '@retrysafe/contract';
+import { createCoalescer, requestedWait, type Coalescer } from './coalesce.js';
 import { createHttpGuard, type HttpGuard, type HttpGuardOptions } from './http-guard.js';
 
 import { agentTools, callAgentTool, operationStatus, pendingHandoffs, type AgentToolDefinition, type Runner } from '@retrysafe/core';
@@ -17,6 +18,10 @@ export interface McpServerOptions {
   readonly operations?: readonly string[];
   readonly name?: string;
   readonly version?: string;
+  /** Shared by every server of one process (HTTP builds one per request), so duplicates in flight find each other. */
+  readonly coalescer?: Coalescer;
+  /** How long a duplicate of a call in flight waits for the first one, ms, unless the call's `_meta` sets it (default 30 000). */
+  readonly waitMs?: number;
 }
 
 const STATUS_TOOL = 'retrysafe_status';
@@ -42,6 +47,7 @@ function reply(structured: Record<string, unknown>, isError = false) {
 export function createRetrysafeMcpServer(options: McpServerOptions): Server {
   const tools = agentTools(options.adapters, options.operations);
   const byName = new Map<string, AgentToolDefinition>(tools.map((t) => [t.name, t]));
+  const coalescer = options.coalescer ?? createCoalescer(options.ledger);
   const server = new Server({ name: options.name ?? 'retrysafe', version: options.version ?? '0.1.0' }, { capabilities: { tools: {} } });
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
@@ -79,7 +85,8 @@ export function createRetrysafeMcpServer(options: McpServerOptions): Server {
     const tool = byName.get(name);
     // The spec's answer to an unknown tool is a protocol error, not a tool result.
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
-    const result = await callAgentTool(options.runner, tool, args);
+    const params = args ?? {};
+    const result = await coalescer.call(name, params, requestedWait(req.params._meta, options.waitMs ?? 30_000), () => callAgentTool(options.runner, tool, params));
     return reply(result as unknown as Record<string, unknown>, result.status === 'conflict' || result.status === 'invalid-input');
   });
   return server;

@@ -4,6 +4,7 @@ import { openLedger } from '@retrysafe/config';
 import { createRunner, jsonlHandoffSink } from '@retrysafe/core';
 import { json, list, num, parseOptions, text, UsageError, type ParsedOptions } from '../cli-options.js';
 import { PROBE_COMMAND, WRAP_COMMAND } from '../commands.js';
+import { createCoalescer } from '../coalesce.js';
 import { ledgerWithEnvKeys, receiptKeyFromEnv } from '../env-keys.js';
 import { serveHttp, serveStdio } from '../server.js';
 import { createFenceAdapter } from './fence-adapter.js';
@@ -44,7 +45,8 @@ export async function runWrap(argv: readonly string[], log: (line: string) => vo
     ...(config.policy ? { policy: config.policy } : {}),
     ...receiptKeyFromEnv(),
   });
-  const make = () => createFenceServer({ runner, ledger, adapter, upstream });
+  const coalescer = createCoalescer(ledger);
+  const make = () => createFenceServer({ runner, ledger, adapter, upstream, coalescer, ...(config.policy?.waitForOtherMs !== undefined ? { waitMs: config.policy.waitForOtherMs } : {}) });
   const fenced = Object.keys(config.tools);
   const passed = upstream.tools.map((t) => t.name).filter((n) => !fenced.includes(n));
   log(`retrysafe fence: ${fenced.length} fenced (${fenced.join(', ')}), ${passed.length} passed through${passed.length ? ` (${passed.join(', ')})` : ''}`);

@@ -24,6 +24,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { validateCard, type AdapterV1, type Ledger } from '@retrysafe/contract';
 import { callAgentTool, idempotentByCard, operationStatus, pendingHandoffs, type AgentToolDefinition, type Runner } from '@retrysafe/core';
+import { createCoalescer, requestedWait, type Coalescer } from '../coalesce.js';
 import { fencedOutputSchema, fencedReply, outputChecker } from './fence-output.js';
 import { UpstreamUnavailableError, type ResultSchema, type Upstream } from './upstream.js';
 import type { UpstreamTool } from './fence-adapter.js';
@@ -35,6 +36,10 @@ export interface FenceServerOptions {
   readonly adapter: AdapterV1;
   readonly upstream: Upstream;
   readonly name?: string;
+  /** Shared by every server of one fence (HTTP builds one per request), so duplicates in flight find each other. */
+  readonly coalescer?: Coalescer;
+  /** How long a duplicate of a call in flight waits for the first one, ms, unless the call's `_meta` sets it (default 30 000). */
+  readonly waitMs?: number;
 }
 
 export const FENCE_STATUS_TOOL = 'retrysafe_status';
@@ -123,6 +128,7 @@ export function createFenceServer(options: FenceServerOptions): Server {
   const capabilities = { ...passedCapabilities(upstream.capabilities), tools: { listChanged: true } };
   const server = new Server({ name: options.name ?? `retrysafe-fence(${adapter.provider})`, version: '0.1.0' }, { capabilities });
   const check = outputChecker();
+  const coalescer = options.coalescer ?? createCoalescer(ledger);
   const listed = (name: string) => upstream.tools.find((t) => t.name === name);
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
@@ -149,7 +155,8 @@ export function createFenceServer(options: FenceServerOptions): Server {
       const key = keyArgument(adapter, name);
       const params = key ? withoutPath(args ?? {}, key) : (args ?? {});
       const schema = tool.outputSchema as Record<string, unknown> | undefined;
-      const result = await callAgentTool(runner, { adapter, operation: name } as unknown as AgentToolDefinition, params);
+      const definition = { adapter, operation: name } as unknown as AgentToolDefinition;
+      const result = await coalescer.call(name, params, requestedWait(req.params._meta, options.waitMs ?? 30_000), () => callAgentTool(runner, definition, params));
       return fencedReply(result, schema ? (v) => v !== undefined && check(schema, v) : () => true);
     }
     // Pass-through: unchanged, with the caller's cancellation.
