@@ -102,6 +102,8 @@ describe('fence file', () => {
     expect(() => parseFenceConfig(tool({ key: { argument: 'k', retention: 'a day' } }))).toThrow(/key\.retention must be a duration/);
     expect(() => parseFenceConfig(tool({ rejectWhen: ['('] }))).toThrow(/not a valid regular expression/);
     expect(() => parseFenceConfig({ ...base, tools: {} })).toThrow(FenceConfigError);
+    expect(() => parseFenceConfig(tool({ intent: ['ref', 'request_id'], key: { argument: 'request_id' } }))).toThrow(/intent cannot name the key argument request_id/);
+    expect(() => parseFenceConfig({ ...base, env: { TOKEN: 3 } })).toThrow(/env\.TOKEN must be a string \(set it\) or null \(remove it\)/);
   });
 
   it('a fenced tool the upstream does not list is refused at start, with the tools it has', () => {
@@ -202,6 +204,28 @@ describe('retrysafe-mcp wrap', () => {
     const again = (await client.callTool({ name: 'create_order', arguments: { ref, customer: 'cus_3', sku: 'sku_1', quantity: 1 } })) as Answer;
     expect(again._meta?.retrysafe?.status).toBe('needs-human');
     expect((await orders(client, 'cus_3')).filter((o) => o.ref === ref)).toHaveLength(1);
+  });
+});
+
+describe('ids never come from the model', () => {
+  it('the key argument is the fence\'s: hidden from the listing, a fresh or "null" one from the model neither splits nor merges operations', async () => {
+    const file = fenceFile({}, { key: { argument: 'request_id' } });
+    const client = await wrapped(file, ['--', process.execPath, ordersServer, '--request-id']);
+    const create = (await client.listTools()).tools.find((t) => t.name === 'create_order')!;
+    expect(Object.keys(create.inputSchema.properties ?? {})).not.toContain('request_id');
+    const ref = `PO-${randomBytes(3).toString('hex')}`;
+    const args = { customer: 'cus_id', ref, sku: 'sku_1', quantity: 1 };
+    const a = (await client.callTool({ name: 'create_order', arguments: { ...args, request_id: 'attempt-1' } })) as Answer;
+    const b = (await client.callTool({ name: 'create_order', arguments: { ...args, request_id: 'attempt-2' } })) as Answer;
+    expect(a._meta?.retrysafe?.status).toBe('done');
+    expect(b._meta?.retrysafe).toMatchObject({ status: 'done', businessOperationId: a._meta?.retrysafe?.businessOperationId });
+    const c = (await client.callTool({ name: 'create_order', arguments: { ...args, ref: `${ref}-2`, request_id: 'null' } })) as Answer;
+    const d = (await client.callTool({ name: 'create_order', arguments: { ...args, ref: `${ref}-3`, request_id: 'null' } })) as Answer;
+    expect(c._meta?.retrysafe?.businessOperationId).not.toBe(d._meta?.retrysafe?.businessOperationId);
+    const made = (await orders(client, 'cus_id')) as (Order & { requestId?: string })[];
+    expect(made.map((o) => o.ref).sort()).toEqual([ref, `${ref}-2`, `${ref}-3`]);
+    // the upstream got the fence's key, derived from the intent, never the model's
+    for (const o of made) expect(o.requestId).toMatch(/^rs-/);
   });
 });
 

@@ -208,6 +208,8 @@ function parseTool(where: string, raw: unknown): FenceToolConfig {
     if (k.concurrency !== undefined) key.concurrency = oneOf(`${where}.key.concurrency`, k.concurrency, ['rejects-in-progress', 'waits-then-replays', 'duplicates'] as const);
     if (k.parameterMatching !== undefined) key.parameterMatching = oneOf(`${where}.key.parameterMatching`, k.parameterMatching, ['mismatch-error', 'replay-anyway', 'none'] as const);
     if (k.source !== undefined) key.source = str(`${where}.key.source`, k.source);
+    // The fence sets the key argument and drops the caller's: an intent cannot be made of it.
+    if (intent.some((p) => p === key.argument || p.startsWith(`${key.argument}.`) || (key.argument as string).startsWith(`${p}.`))) throw new FenceConfigError(`${where}.intent cannot name the key argument ${key.argument}: the fence sets it, the caller's value is dropped`);
     out.key = key;
   }
   if (t.lookup !== undefined) {
