@@ -132,7 +132,14 @@ export async function serveHttp(makeServer: () => Server, opts: ServeHttpOptions
     await server.connect(transport);
     await transport.handleRequest(req, res);
   });
-  await new Promise<void>((resolve) => http.listen(opts.port ?? 0, host, resolve));
+  // A port in use is an error of this call, not an unhandled 'error' event that kills the process.
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', reject);
+    http.listen(opts.port ?? 0, host, () => {
+      http.off('error', reject);
+      resolve();
+    });
+  });
   const { port } = http.address() as AddressInfo;
   guard = createHttpGuard(port, opts);
   return { url: `http://${host === '::1' ? '[::1]' : host}:${port}/mcp`, token: guard.token, http, close: () => new Promise((resolve) => http.close(() => resolve())) };

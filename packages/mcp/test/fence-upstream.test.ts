@@ -4,7 +4,7 @@
  * tool list and its changes) passes through; an unknown tool is the protocol error the spec lists.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { LoggingMessageNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -99,14 +99,11 @@ describe('what the fence does not fence passes through', () => {
 
 describe('the upstream environment', () => {
   it('a variable set for the wrap process reaches the upstream; the fence file sets or removes one', async () => {
-    const dir = tempDir('retrysafe-env-');
     const env = async (fenceEnv?: Record<string, string | null>) => {
+      const dir = tempDir('retrysafe-env-');
       const client = await wrapped(ordersFence(dir, fenceEnv ? { env: fenceEnv } : {}), ['--', process.execPath, ordersServer, '--echo-env', 'ORDERS_TOKEN'], { ORDERS_TOKEN: 'from-host' });
       return ((await call(client, 'list_orders', {})).structuredContent as { env: string | null }).env;
     };
-    expect(await env()).toBe('from-host');
-    expect(await env({ ORDERS_TOKEN: 'from-fence' })).toBe('from-fence');
-    expect(await env({ ORDERS_TOKEN: null })).toBe(null);
-    expect(existsSync(join(dir, 'fence.json'))).toBe(true);
+    expect(await Promise.all([env(), env({ ORDERS_TOKEN: 'from-fence' }), env({ ORDERS_TOKEN: null })])).toEqual(['from-host', 'from-fence', null]);
   });
 });

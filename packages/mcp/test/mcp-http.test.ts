@@ -12,6 +12,15 @@ describe('retrysafe MCP server over streamable HTTP', () => {
     await expect(serveHttp(() => { throw new Error('unused'); }, { host: '0.0.0.0' })).rejects.toThrow(/loopback only/);
   });
 
+  it('a port in use is a rejected call, not a crash', async () => {
+    const first = await serveHttp(() => { throw new Error('unused'); });
+    try {
+      await expect(serveHttp(() => { throw new Error('unused'); }, { port: Number(new URL(first.url).port) })).rejects.toMatchObject({ code: 'EADDRINUSE' });
+    } finally {
+      await first.close();
+    }
+  });
+
   it('serves the operation tools on 127.0.0.1: a repeated call is the same charge', async () => {
     const sandbox = await startStripeSandbox({ port: 0 });
     const ledger = createMemoryLedger();
