@@ -7,32 +7,13 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { UnknownOperationError } from '@retrysafe/contract';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createFenceAdapter, FenceConfigError, parseFenceConfig, runProbe, UNFENCED_NOTE, type ProbeReceipt } from '../src/index.js';
-
-const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
-const ordersServer = fileURLToPath(new URL('./fixtures/orders-server.mjs', import.meta.url));
-const cleanups: (() => Promise<unknown> | unknown)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!();
-});
-
-type Order = { id: string; customer: string; ref: string; sku: string; quantity: number };
-type Answer = { isError?: boolean; structuredContent?: unknown; content?: { type: string; text?: string }[]; _meta?: { retrysafe?: { status: string; businessOperationId?: string; adopted?: boolean } } };
-
-/** A temp dir, removed after the test once the cleanups registered after it (the clients, whose fence child processes write into it) have run. */
-function tempDir(prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+import { bin, connect, onCleanup, ordersServer, tempDir, wrapped, type Answer } from './fence-helpers.js';
 
 function fenceFile(overrides: Record<string, unknown> = {}, tool: Record<string, unknown> = {}): string {
   const dir = tempDir('retrysafe-fence-');
@@ -61,14 +42,6 @@ function fenceFile(overrides: Record<string, unknown> = {}, tool: Record<string,
   return file;
 }
 
-async function connect(command: string, args: string[], env: Record<string, string> = {}): Promise<Client> {
-  const client = new Client({ name: 'scripted-agent', version: '1.0.0' });
-  await client.connect(new StdioClientTransport({ command, args, env: { PATH: process.env.PATH ?? '', ...env }, stderr: 'ignore' }));
-  cleanups.push(() => client.close());
-  return client;
-}
-
-const wrapped = (fence: string, upstream: string[], env: Record<string, string> = {}) => connect(process.execPath, [bin, 'wrap', '--config', fence, ...upstream], env);
 const orders = async (client: Client, customer?: string) => ((await client.callTool({ name: 'list_orders', arguments: customer ? { customer } : {} })).structuredContent as { orders: Order[] }).orders;
 
 /** The agent's pattern: call; on a timeout or "in-progress", call again (new call id, re-formatted args), bounded. */
@@ -265,7 +238,7 @@ describe('shared state: two fence processes on one PostgreSQL ledger behind one 
     const url = process.env.DATABASE_URL;
     if (!url) throw new Error('DATABASE_URL is not set: this test needs the PostgreSQL that .ci/test-env.sh starts');
     const upstream: ChildProcess = spawn(process.execPath, [ordersServer, '--http', '0', '--reply-delay-ms', '600'], { stdio: ['ignore', 'ignore', 'pipe'] });
-    cleanups.push(() => upstream.kill());
+    onCleanup(() => upstream.kill());
     const upstreamUrl = await new Promise<string>((resolve, reject) => {
       let err = '';
       upstream.stderr!.on('data', (d) => {
