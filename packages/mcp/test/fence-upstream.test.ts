@@ -4,7 +4,7 @@
  * tool list and its changes) passes through; an unknown tool is the protocol error the spec lists.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { LoggingMessageNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -49,6 +49,21 @@ describe('a dead stdio upstream', () => {
     expect(next._meta?.retrysafe).toMatchObject({ status: 'done', adopted: false });
     expect((await orders(client)).map((o) => o.ref).sort()).toEqual([ref, `${ref}-2`]);
     expect(await handoffs(client)).toEqual([]);
+  });
+
+  it('killed mid-call after it committed: the call is unknown, reconciled by the lookup on the restarted upstream — done, one order', async () => {
+    const dir = tempDir('retrysafe-midcall-');
+    const pidFile = join(dir, 'pid');
+    const store = join(dir, 'orders.json');
+    const client = await wrapped(ordersFence(dir), ['--', process.execPath, ordersServer, '--store', store, '--pid-file', pidFile, '--reply-delay-ms', '1500']);
+    const ref = `PO-${randomBytes(3).toString('hex')}`;
+    const pending = call(client, 'create_order', { customer: 'cus_m', ref, sku: 'sku_1', quantity: 1 });
+    // the order is stored before the server answers: kill it while the answer is still on its way
+    while (!(existsSync(store) && readFileSync(store, 'utf8').includes(ref))) await new Promise((r) => setTimeout(r, 20));
+    await killAndWait(pidFile);
+    const answer = await pending;
+    expect(answer._meta?.retrysafe).toMatchObject({ status: 'done', adopted: true });
+    expect((await orders(client)).filter((o) => o.ref === ref)).toHaveLength(1);
   });
 
   it('that cannot be restarted: a call is refused as not sent (a protocol error), never claimed nor handed off', async () => {
