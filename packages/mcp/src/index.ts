@@ -3,4 +3,6 @@ export { createHttpGuard, generateToken, tokensEqual, type HttpGuard, type HttpG
 export { agentTools, callAgentTool, toAgentResult, idempotentByCard, operationStatus, pendingHandoffs, summarizeHandoff } from '@retrysafe/core';
 export type { AgentToolDefinition, AgentToolResult, HandoffSummary } from '@retrysafe/core';
 export * from './fence/index.js';
-export { runProbe, runWrap, UsageError } from './fence/fence-cli.js';
+export { runProbe, runWrap } from './fence/fence-cli.js';
+export { UsageError } from './cli-options.js';
+export { createCoalescer, requestedWait, WAIT_META_KEY, type Coalescer } from './coalesce.js';

@@ -3,8 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { AdapterV1, Ledger } from '@retrysafe/contract';
+import { createCoalescer, requestedWait, type Coalescer } from './coalesce.js';
 import { createHttpGuard, type HttpGuard, type HttpGuardOptions } from './http-guard.js';
 
 import { agentTools, callAgentTool, operationStatus, pendingHandoffs, type AgentToolDefinition, type Runner } from '@retrysafe/core';
@@ -13,10 +14,14 @@ export interface McpServerOptions {
   readonly runner: Runner;
   readonly ledger: Ledger;
   readonly adapters: readonly AdapterV1[];
-  /** Operations to expose, by tool name (`stripe_paymentIntents_create`) or `<provider>.<operation>`; default all. */
+  /** Operations to expose, by tool name (`stripe_paymentIntents_create`) or as the config names them (`<provider>.<operation>`); default all. */
   readonly operations?: readonly string[];
   readonly name?: string;
   readonly version?: string;
+  /** Shared by every server of one process (HTTP builds one per request), so duplicates in flight find each other. */
+  readonly coalescer?: Coalescer;
+  /** How long a duplicate of a call in flight waits for the first one, ms, unless the call's `_meta` sets it (default 30 000). */
+  readonly waitMs?: number;
 }
 
 const STATUS_TOOL = 'retrysafe_status';
@@ -41,8 +46,8 @@ function reply(structured: Record<string, unknown>, isError = false) {
 /** An MCP server whose tools are retrysafe operations (plus status and handoff lookups). */
 export function createRetrysafeMcpServer(options: McpServerOptions): Server {
   const tools = agentTools(options.adapters, options.operations);
-  // Listed under the safe name; a call by the older dotted name (`<provider>.<operation>`) still works.
-  const byName = new Map<string, AgentToolDefinition>(tools.flatMap((t) => [[t.qualifiedName, t], [t.name, t]] as const));
+  const byName = new Map<string, AgentToolDefinition>(tools.map((t) => [t.name, t]));
+  const coalescer = options.coalescer ?? createCoalescer(options.ledger);
   const server = new Server({ name: options.name ?? 'retrysafe', version: options.version ?? '0.1.0' }, { capabilities: { tools: {} } });
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
@@ -78,8 +83,10 @@ export function createRetrysafeMcpServer(options: McpServerOptions): Server {
     }
     if (name === HANDOFFS_TOOL) return reply({ handoffs: await pendingHandoffs(options.ledger) });
     const tool = byName.get(name);
-    if (!tool) return reply({ status: 'invalid-input', message: `unknown tool ${name}` }, true);
-    const result = await callAgentTool(options.runner, tool, args);
+    // The spec's answer to an unknown tool is a protocol error, not a tool result.
+    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    const params = args ?? {};
+    const result = await coalescer.call(name, params, requestedWait(req.params._meta, options.waitMs ?? 30_000), () => callAgentTool(options.runner, tool, params));
     return reply(result as unknown as Record<string, unknown>, result.status === 'conflict' || result.status === 'invalid-input');
   });
   return server;
@@ -125,7 +132,14 @@ export async function serveHttp(makeServer: () => Server, opts: ServeHttpOptions
     await server.connect(transport);
     await transport.handleRequest(req, res);
   });
-  await new Promise<void>((resolve) => http.listen(opts.port ?? 0, host, resolve));
+  // A port in use is an error of this call, not an unhandled 'error' event that kills the process.
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', reject);
+    http.listen(opts.port ?? 0, host, () => {
+      http.off('error', reject);
+      resolve();
+    });
+  });
   const { port } = http.address() as AddressInfo;
   guard = createHttpGuard(port, opts);
   return { url: `http://${host === '::1' ? '[::1]' : host}:${port}/mcp`, token: guard.token, http, close: () => new Promise((resolve) => http.close(() => resolve())) };

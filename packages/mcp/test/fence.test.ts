@@ -7,32 +7,13 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { UnknownOperationError } from '@retrysafe/contract';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createFenceAdapter, FenceConfigError, parseFenceConfig, runProbe, UNFENCED_NOTE, type ProbeReceipt } from '../src/index.js';
-
-const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
-const ordersServer = fileURLToPath(new URL('./fixtures/orders-server.mjs', import.meta.url));
-const cleanups: (() => Promise<unknown> | unknown)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!();
-});
-
-type Order = { id: string; customer: string; ref: string; sku: string; quantity: number };
-type Answer = { isError?: boolean; structuredContent?: unknown; content?: { type: string; text?: string }[]; _meta?: { retrysafe?: { status: string; businessOperationId?: string; adopted?: boolean } } };
-
-/** A temp dir, removed after the test once the cleanups registered after it (the clients, whose fence child processes write into it) have run. */
-function tempDir(prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+import { bin, connect, onCleanup, ordersServer, tempDir, wrapped, type Answer } from './fence-helpers.js';
 
 function fenceFile(overrides: Record<string, unknown> = {}, tool: Record<string, unknown> = {}): string {
   const dir = tempDir('retrysafe-fence-');
@@ -61,14 +42,6 @@ function fenceFile(overrides: Record<string, unknown> = {}, tool: Record<string,
   return file;
 }
 
-async function connect(command: string, args: string[], env: Record<string, string> = {}): Promise<Client> {
-  const client = new Client({ name: 'scripted-agent', version: '1.0.0' });
-  await client.connect(new StdioClientTransport({ command, args, env: { PATH: process.env.PATH ?? '', ...env }, stderr: 'ignore' }));
-  cleanups.push(() => client.close());
-  return client;
-}
-
-const wrapped = (fence: string, upstream: string[], env: Record<string, string> = {}) => connect(process.execPath, [bin, 'wrap', '--config', fence, ...upstream], env);
 const orders = async (client: Client, customer?: string) => ((await client.callTool({ name: 'list_orders', arguments: customer ? { customer } : {} })).structuredContent as { orders: Order[] }).orders;
 
 /** The agent's pattern: call; on a timeout or "in-progress", call again (new call id, re-formatted args), bounded. */
@@ -102,6 +75,8 @@ describe('fence file', () => {
     expect(() => parseFenceConfig(tool({ key: { argument: 'k', retention: 'a day' } }))).toThrow(/key\.retention must be a duration/);
     expect(() => parseFenceConfig(tool({ rejectWhen: ['('] }))).toThrow(/not a valid regular expression/);
     expect(() => parseFenceConfig({ ...base, tools: {} })).toThrow(FenceConfigError);
+    expect(() => parseFenceConfig(tool({ intent: ['ref', 'request_id'], key: { argument: 'request_id' } }))).toThrow(/intent cannot name the key argument request_id/);
+    expect(() => parseFenceConfig({ ...base, env: { TOKEN: 3 } })).toThrow(/env\.TOKEN must be a string \(set it\) or null \(remove it\)/);
   });
 
   it('a fenced tool the upstream does not list is refused at start, with the tools it has', () => {
@@ -205,6 +180,28 @@ describe('retrysafe-mcp wrap', () => {
   });
 });
 
+describe('ids never come from the model', () => {
+  it('the key argument is the fence\'s: hidden from the listing, a fresh or "null" one from the model neither splits nor merges operations', async () => {
+    const file = fenceFile({}, { key: { argument: 'request_id' } });
+    const client = await wrapped(file, ['--', process.execPath, ordersServer, '--request-id']);
+    const create = (await client.listTools()).tools.find((t) => t.name === 'create_order')!;
+    expect(Object.keys(create.inputSchema.properties ?? {})).not.toContain('request_id');
+    const ref = `PO-${randomBytes(3).toString('hex')}`;
+    const args = { customer: 'cus_id', ref, sku: 'sku_1', quantity: 1 };
+    const a = (await client.callTool({ name: 'create_order', arguments: { ...args, request_id: 'attempt-1' } })) as Answer;
+    const b = (await client.callTool({ name: 'create_order', arguments: { ...args, request_id: 'attempt-2' } })) as Answer;
+    expect(a._meta?.retrysafe?.status).toBe('done');
+    expect(b._meta?.retrysafe).toMatchObject({ status: 'done', businessOperationId: a._meta?.retrysafe?.businessOperationId });
+    const c = (await client.callTool({ name: 'create_order', arguments: { ...args, ref: `${ref}-2`, request_id: 'null' } })) as Answer;
+    const d = (await client.callTool({ name: 'create_order', arguments: { ...args, ref: `${ref}-3`, request_id: 'null' } })) as Answer;
+    expect(c._meta?.retrysafe?.businessOperationId).not.toBe(d._meta?.retrysafe?.businessOperationId);
+    const made = (await orders(client, 'cus_id')) as (Order & { requestId?: string })[];
+    expect(made.map((o) => o.ref).sort()).toEqual([ref, `${ref}-2`, `${ref}-3`]);
+    // the upstream got the fence's key, derived from the intent, never the model's
+    for (const o of made) expect(o.requestId).toMatch(/^rs-/);
+  });
+});
+
 describe('retrysafe probe', () => {
   const probe = async (upstream: string[]) => {
     const dir = tempDir('retrysafe-probe-');
@@ -241,7 +238,7 @@ describe('shared state: two fence processes on one PostgreSQL ledger behind one 
     const url = process.env.DATABASE_URL;
     if (!url) throw new Error('DATABASE_URL is not set: this test needs the PostgreSQL that .ci/test-env.sh starts');
     const upstream: ChildProcess = spawn(process.execPath, [ordersServer, '--http', '0', '--reply-delay-ms', '600'], { stdio: ['ignore', 'ignore', 'pipe'] });
-    cleanups.push(() => upstream.kill());
+    onCleanup(() => upstream.kill());
     const upstreamUrl = await new Promise<string>((resolve, reject) => {
       let err = '';
       upstream.stderr!.on('data', (d) => {
@@ -252,8 +249,8 @@ describe('shared state: two fence processes on one PostgreSQL ledger behind one 
       upstream.on('exit', () => reject(new Error(`orders server exited: ${err}`)));
     });
     const file = fenceFile({ ledger: url });
-    const a = await wrapped(file, ['--upstream-url', upstreamUrl]);
-    const b = await wrapped(file, ['--upstream-url', upstreamUrl]);
+    const a = await wrapped(file, ['--url', upstreamUrl]);
+    const b = await wrapped(file, ['--url', upstreamUrl]);
     const ref = `PO-${randomBytes(3).toString('hex')}`;
     const args = { customer: 'cus_pg', ref, sku: 'sku_1', quantity: 1 };
     // The host's call through proxy A times out on the host; the host re-issues it through proxy B.

@@ -54,7 +54,7 @@ describe('retrysafe-mcp --http (the bin)', () => {
     expect(h.sandbox.count('customers.create')).toBe(0);
     const client = new Client({ name: 'agent', version: '1' });
     await client.connect(new StreamableHTTPClientTransport(new URL(h.url), { requestInit: { headers: { authorization: `Bearer ${h.token}` } } }));
-    const r = (await client.callTool({ name: 'stripe.customers.create', arguments: { customerRef: 'bin-1', email: 'bin1@example.test' } })).structuredContent as { status: string };
+    const r = (await client.callTool({ name: 'stripe_customers_create', arguments: { customerRef: 'bin-1', email: 'bin1@example.test' } })).structuredContent as { status: string };
     expect(r.status).toBe('done');
     expect(h.sandbox.count('customers.create')).toBe(1);
     await client.close();

@@ -5,11 +5,20 @@ import { createStripeAdapter } from '@retrysafe/stripe';
 import { startStripeSandbox } from '@retrysafe/stripe/sandbox';
 import { request } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { createRetrysafeMcpServer, serveHttp } from '../src/index.js';
+import { createCoalescer, createRetrysafeMcpServer, serveHttp } from '../src/index.js';
 
 describe('retrysafe MCP server over streamable HTTP', () => {
   it('binds to loopback only', async () => {
     await expect(serveHttp(() => { throw new Error('unused'); }, { host: '0.0.0.0' })).rejects.toThrow(/loopback only/);
+  });
+
+  it('a port in use is a rejected call, not a crash', async () => {
+    const first = await serveHttp(() => { throw new Error('unused'); });
+    try {
+      await expect(serveHttp(() => { throw new Error('unused'); }, { port: Number(new URL(first.url).port) })).rejects.toMatchObject({ code: 'EADDRINUSE' });
+    } finally {
+      await first.close();
+    }
   });
 
   it('serves the operation tools on 127.0.0.1: a repeated call is the same charge', async () => {
@@ -26,7 +35,7 @@ describe('retrysafe MCP server over streamable HTTP', () => {
       expect(tools.map((t) => t.name).sort()).toEqual(['retrysafe_handoffs', 'retrysafe_status', 'stripe_customers_create']);
       const args = { customerRef: 'user-77', email: 'u77@example.test' };
       const a = (await client.callTool({ name: 'stripe_customers_create', arguments: args })).structuredContent as { status: string; providerRef: string; adopted: boolean };
-      const b = (await client.callTool({ name: 'stripe.customers.create', arguments: { email: 'u77@example.test', customerRef: 'user-77' } })).structuredContent as { status: string; providerRef: string; adopted: boolean };
+      const b = (await client.callTool({ name: 'stripe_customers_create', arguments: { email: 'u77@example.test', customerRef: 'user-77' } })).structuredContent as { status: string; providerRef: string; adopted: boolean };
       expect(a).toMatchObject({ status: 'done', adopted: false });
       expect(b).toMatchObject({ status: 'done', adopted: true, providerRef: a.providerRef });
       expect(sandbox.count('customer')).toBe(1);
@@ -37,9 +46,32 @@ describe('retrysafe MCP server over streamable HTTP', () => {
     }
   });
 
+  it('two identical calls at once (one HTTP server per request): both answer done with the same customer, one created', async () => {
+    const sandbox = await startStripeSandbox({ port: 0, processingMs: 600 });
+    const ledger = createMemoryLedger();
+    // The runner's own wait for another worker is short; the caller asks for a longer one on its call.
+    const runner = createRunner({ ledger, policy: { waitForOtherMs: 50 } });
+    const adapter = createStripeAdapter({ apiKey: 'sk_test_mcp_coalesce', baseUrl: sandbox.url, timeoutMs: 5000 });
+    const coalescer = createCoalescer(ledger);
+    const http = await serveHttp(() => createRetrysafeMcpServer({ runner, ledger, adapters: [adapter], coalescer }));
+    const client = new Client({ name: 'http-agent', version: '1.0.0' });
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL(http.url), { requestInit: { headers: { authorization: `Bearer ${http.token}` } } }));
+      const call = () => client.callTool({ name: 'stripe_customers_create', arguments: { customerRef: 'twice-1', email: 't1@example.test' }, _meta: { 'retrysafe/waitMs': 10_000 } });
+      const [a, b] = (await Promise.all([call(), call()])).map((r) => r.structuredContent as { status: string; providerRef: string });
+      expect(a).toMatchObject({ status: 'done' });
+      expect(b).toMatchObject({ status: 'done', providerRef: a!.providerRef });
+      expect(sandbox.count('customer')).toBe(1);
+    } finally {
+      await client.close();
+      await http.close();
+      await sandbox.close();
+    }
+  });
+
   describe('refuses a browser page, a rebinding name and a caller without the token, before any tool runs', () => {
     const TOKEN = 'test-token-0123456789abcdef';
-    const callBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'stripe.customers.create', arguments: { customerRef: 'evil-1', email: 'evil@example.test' } } });
+    const callBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'stripe_customers_create', arguments: { customerRef: 'evil-1', email: 'evil@example.test' } } });
     const post = (url: string, headers: Record<string, string | undefined>, body = callBody) =>
       new Promise<{ status: number; body: string }>((resolve, reject) => {
         const u = new URL(url);

@@ -92,9 +92,9 @@ describe('retrysafe MCP server over stdio', () => {
     // the first request reaches Stripe and commits, but its answer is held past every timeout
     nextFaults = [{ kind: 'delay', ms: 3_000 }];
     const args = { customer: 'cus_fixture', amount: 1500, currency: 'eur', orderRef: 'A-17' };
-    await expect(call('stripe.paymentIntents.create', args, 250)).rejects.toThrow(/timed out|timeout/i);
+    await expect(call('stripe_paymentIntents_create', args, 250)).rejects.toThrow(/timed out|timeout/i);
     // the agent tries again: a new JSON-RPC request, keys in another order, the amount written as 1.5e3
-    const again = await call('stripe.paymentIntents.create', JSON.parse('{"orderRef":"A-17","currency":"eur","amount":1.5e3,"customer":"cus_fixture"}'));
+    const again = await call('stripe_paymentIntents_create', JSON.parse('{"orderRef":"A-17","currency":"eur","amount":1.5e3,"customer":"cus_fixture"}'));
     expect(again.status).toBe('done');
     expect(again.adopted).toBe(true);
     expect(paymentIntents()).toHaveLength(1);
@@ -104,14 +104,14 @@ describe('retrysafe MCP server over stdio', () => {
     expect(keys.size).toBe(1);
     // and a third identical call is answered from the ledger without calling Stripe
     const before = proxy.requests.length;
-    const third = await call('stripe.paymentIntents.create', args);
+    const third = await call('stripe_paymentIntents_create', args);
     expect(third).toMatchObject({ status: 'done', adopted: true, providerRef: again.providerRef });
     expect(proxy.requests.length).toBe(before);
   });
 
   it('the same intent with a changed amount ⇒ a structured conflict, not a second charge', async () => {
     const before = proxy.requests.length;
-    const r = await call('stripe.paymentIntents.create', { customer: 'cus_fixture', amount: 9900, currency: 'eur', orderRef: 'A-17' });
+    const r = await call('stripe_paymentIntents_create', { customer: 'cus_fixture', amount: 9900, currency: 'eur', orderRef: 'A-17' });
     expect(r.status).toBe('conflict');
     expect(r.paths).toEqual(['amount']);
     expect(r.message.match(/nothing was sent/gi)).toHaveLength(1);
@@ -122,7 +122,7 @@ describe('retrysafe MCP server over stdio', () => {
 
   it('a permanent error ⇒ needs-human with the packet, and retrysafe_status shows it', async () => {
     nextFaults = [{ kind: 'status', status: 400, body: { error: { type: 'invalid_request_error', code: 'parameter_invalid', param: 'currency', message: 'Invalid currency: zzz' } } }];
-    const r = await call('stripe.paymentIntents.create', { customer: 'cus_fixture', amount: 700, currency: 'zzz', orderRef: 'B-9' });
+    const r = await call('stripe_paymentIntents_create', { customer: 'cus_fixture', amount: 700, currency: 'zzz', orderRef: 'B-9' });
     expect(r.status).toBe('needs-human');
     expect(r.handoff?.reason).toBe('rejected');
     // the provider's field errors reach the agent, so it can correct itself

@@ -18,6 +18,7 @@ import {
 } from '@retrysafe/contract';
 import { classifyTransportFailure } from '@retrysafe/contract';
 import type { FenceConfig, FenceToolConfig } from './fence-config.js';
+import { UpstreamUnavailableError } from './upstream.js';
 
 /** What the fence needs of an MCP client to the upstream server (the SDK's `Client` has this shape). */
 export interface UpstreamClient {
@@ -180,6 +181,8 @@ export function classifyToolAnswer(t: FenceToolConfig, answer: unknown): Outcome
 export function classifyToolError(error: unknown): Outcome {
   const code = (error as { code?: unknown } | null)?.code;
   const message = clip(error instanceof Error ? error.message : String(error));
+  // Refused before sending: the upstream is down and could not be restarted, or the client had no connection.
+  if (error instanceof UpstreamUnavailableError || (error instanceof Error && code === undefined && error.message === 'Not connected')) return { kind: 'not-applied', message: `upstream not reached: ${message}`, code: 'not-connected' };
   if (code === MCP_INVALID_PARAMS) return { kind: 'rejected', reason: 'validation', message, code: 'invalid-params' };
   if (code === MCP_METHOD_NOT_FOUND) return { kind: 'rejected', reason: 'configuration', message, code: 'method-not-found' };
   if (code === MCP_REQUEST_TIMEOUT) return { kind: 'unknown', cause: 'timeout', message: `no answer within the timeout: ${message}`, code: 'timeout' };

@@ -2,6 +2,9 @@ import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { openLedger } from '@retrysafe/config';
 import { createRunner, jsonlHandoffSink } from '@retrysafe/core';
+import { json, list, num, parseOptions, text, UsageError, type ParsedOptions } from '../cli-options.js';
+import { PROBE_COMMAND, WRAP_COMMAND } from '../commands.js';
+import { createCoalescer } from '../coalesce.js';
 import { ledgerWithEnvKeys, receiptKeyFromEnv } from '../env-keys.js';
 import { serveHttp, serveStdio } from '../server.js';
 import { createFenceAdapter } from './fence-adapter.js';
@@ -10,73 +13,30 @@ import { createFenceServer } from './fence-server.js';
 import { probeTool } from './probe.js';
 import { connectUpstream, type UpstreamTarget } from './upstream.js';
 
-/** Thrown for bad command-line use: printed as one line, exit 2. */
-export class UsageError extends Error {
-  override readonly name = 'UsageError';
-}
-
-interface Parsed {
-  readonly flags: Map<string, string | true>;
-  readonly rest: readonly string[];
-}
-
-function parse(argv: readonly string[], valued: readonly string[]): Parsed {
-  const flags = new Map<string, string | true>();
-  const dashdash = argv.indexOf('--');
-  const head = dashdash >= 0 ? argv.slice(0, dashdash) : argv;
-  for (let i = 0; i < head.length; i++) {
-    const a = head[i]!;
-    if (!a.startsWith('--')) throw new UsageError(`unexpected argument ${JSON.stringify(a)}`);
-    if (valued.includes(a)) {
-      const v = head[i + 1];
-      if (v === undefined) throw new UsageError(`${a} needs a value`);
-      flags.set(a, v);
-      i++;
-    } else flags.set(a, true);
-  }
-  return { flags, rest: dashdash >= 0 ? argv.slice(dashdash + 1) : [] };
-}
-
-function target(p: Parsed): UpstreamTarget {
-  const url = p.flags.get('--upstream-url') ?? p.flags.get('--url');
-  if (typeof url === 'string') {
-    const u = new URL(url);
-    if (!['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname) && u.protocol !== 'https:') throw new UsageError('an upstream URL must be https, or http on loopback');
+function target(p: ParsedOptions, env?: Readonly<Record<string, string | null>>): UpstreamTarget {
+  const url = text(p, '--url');
+  if (url !== undefined) {
+    let u: URL;
+    try {
+      u = new URL(url);
+    } catch {
+      throw new UsageError(`--url ${url} is not a URL`);
+    }
+    if (!['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname) && u.protocol !== 'https:') throw new UsageError('a server URL must be https, or http on loopback');
     return { url };
   }
-  if (p.rest.length === 0) throw new UsageError('name the upstream: -- <command …> (stdio) or --upstream-url URL (streamable HTTP)');
-  return { command: p.rest[0]!, args: p.rest.slice(1) };
+  if (p.rest.length === 0) throw new UsageError('name the server: -- <command …> (stdio) or --url URL (streamable HTTP)');
+  return { command: p.rest[0]!, args: p.rest.slice(1), ...(env ? { env } : {}) };
 }
 
-function jsonFlag(p: Parsed, flag: string): Record<string, unknown> | undefined {
-  const v = p.flags.get(flag);
-  if (v === undefined) return undefined;
-  if (typeof v !== 'string') throw new UsageError(`${flag} needs a JSON object`);
-  try {
-    const o = JSON.parse(v) as unknown;
-    if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new Error('not an object');
-    return o as Record<string, unknown>;
-  } catch {
-    throw new UsageError(`${flag} must be a JSON object`);
-  }
-}
-
-const num = (p: Parsed, flag: string): number | undefined => {
-  const v = p.flags.get(flag);
-  if (v === undefined) return undefined;
-  const n = Number(v);
-  if (typeof v !== 'string' || !Number.isFinite(n) || n < 0) throw new UsageError(`${flag} must be a non-negative number`);
-  return n;
-};
-
-/** `retrysafe-mcp wrap --config fence.yaml [--http [--port N] [--allow-host H] [--allow-origin O]] (-- <upstream command…> | --upstream-url URL)` */
+/** `retrysafe-mcp wrap …` (WRAP_COMMAND). */
 export async function runWrap(argv: readonly string[], log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Promise<void> {
-  const p = parse(argv, ['--config', '--port', '--upstream-url', '--allow-host', '--allow-origin']);
-  const configPath = p.flags.get('--config');
-  if (typeof configPath !== 'string') throw new UsageError('wrap needs --config <fence.yaml>');
+  const p = parseOptions(argv, WRAP_COMMAND);
+  const configPath = text(p, '--config');
+  if (configPath === undefined) throw new UsageError('wrap needs --config <fence.yaml>');
   const config = loadFenceConfig(configPath);
-  const upstream = await connectUpstream(target(p));
-  const adapter = createFenceAdapter({ config, client: upstream.client, tools: upstream.tools });
+  const upstream = await connectUpstream(target(p, config.env));
+  const adapter = createFenceAdapter({ config, client: upstream, tools: upstream.tools });
   // The same keys as the retrysafe MCP server: params encrypted at rest, receipts HMAC-sealed.
   const ledger = ledgerWithEnvKeys(await openLedger(config.ledger, config.baseDir));
   const runner = createRunner({
@@ -85,58 +45,33 @@ export async function runWrap(argv: readonly string[], log: (line: string) => vo
     ...(config.policy ? { policy: config.policy } : {}),
     ...receiptKeyFromEnv(),
   });
-  const make = () => createFenceServer({ runner, ledger, adapter, upstream });
+  const coalescer = createCoalescer(ledger);
+  const make = () => createFenceServer({ runner, ledger, adapter, upstream, coalescer, ...(config.policy?.waitForOtherMs !== undefined ? { waitMs: config.policy.waitForOtherMs } : {}) });
   const fenced = Object.keys(config.tools);
   const passed = upstream.tools.map((t) => t.name).filter((n) => !fenced.includes(n));
   log(`retrysafe fence: ${fenced.length} fenced (${fenced.join(', ')}), ${passed.length} passed through${passed.length ? ` (${passed.join(', ')})` : ''}`);
-  if (p.flags.has('--http')) {
-    // The same guard as the retrysafe MCP server: loopback Host/Origin allow-lists and a bearer token.
-    const list = (flag: string) => {
-      const v = p.flags.get(flag);
-      return typeof v === 'string' ? v.split(',').map((x) => x.trim()).filter(Boolean) : [];
-    };
-    const configured = process.env.RETRYSAFE_MCP_TOKEN;
-    const h = await serveHttp(make, { port: num(p, '--port') ?? 0, allowedHosts: list('--allow-host'), allowedOrigins: list('--allow-origin'), ...(configured ? { token: configured } : {}) });
-    log(`retrysafe fence on ${h.url}`);
-    log(configured ? 'bearer token: from RETRYSAFE_MCP_TOKEN' : `bearer token (send as "Authorization: Bearer <token>"): ${h.token}`);
-  } else {
-    await serveStdio(make());
-  }
+  if (!p.values.has('--http')) return serveStdio(make());
+  // The same guard as the retrysafe MCP server: loopback Host/Origin allow-lists and a bearer token.
+  const configured = process.env.RETRYSAFE_MCP_TOKEN;
+  const h = await serveHttp(make, { port: num(p, '--port') ?? 0, allowedHosts: list(p, '--allow-host'), allowedOrigins: list(p, '--allow-origin'), ...(configured ? { token: configured } : {}) });
+  log(`retrysafe fence on ${h.url}`);
+  log(configured ? 'bearer token: from RETRYSAFE_MCP_TOKEN' : `bearer token (send as "Authorization: Bearer <token>"): ${h.token}`);
 }
 
-/**
- * `retrysafe probe --tool T --args JSON --count-tool T --count-path P [--count-args JSON] [--match JSON]
- *  [--concurrent N] [--timeout-ms N] [--settle-ms N] [--receipt FILE] (-- <command…> | --url URL)`
- * Exit 0: at most once; 1: duplicates; 3: no effect seen.
- */
+/** `retrysafe-mcp probe …` (PROBE_COMMAND). Exit 0: at most once; 1: duplicates; 3: no effect seen. */
 export async function runProbe(argv: readonly string[], out: (line: string) => void = (l) => process.stdout.write(l + '\n')): Promise<number> {
-  const p = parse(argv, ['--tool', '--args', '--count-tool', '--count-args', '--count-path', '--match', '--concurrent', '--timeout-ms', '--settle-ms', '--receipt', '--url']);
-  const tool = p.flags.get('--tool');
-  const countTool = p.flags.get('--count-tool');
-  const countPath = p.flags.get('--count-path');
-  if (typeof tool !== 'string' || typeof countTool !== 'string' || typeof countPath !== 'string') throw new UsageError('probe needs --tool, --count-tool and --count-path');
-  const args = jsonFlag(p, '--args') ?? {};
-  const upstream = await connectUpstream(target(p), 'retrysafe-probe');
+  const p = parseOptions(argv, PROBE_COMMAND);
+  const tool = text(p, '--tool');
+  const countTool = text(p, '--count-tool');
+  const countPath = text(p, '--count-path');
+  if (tool === undefined || countTool === undefined || countPath === undefined) throw new UsageError('probe needs --tool, --count-tool and --count-path');
+  const upstream = await connectUpstream(target(p), { name: 'retrysafe-probe' });
   try {
-    const countArgs = jsonFlag(p, '--count-args');
-    const match = jsonFlag(p, '--match');
-    const concurrent = num(p, '--concurrent');
-    const timeoutMs = num(p, '--timeout-ms');
-    const settleMs = num(p, '--settle-ms');
-    const receipt = await probeTool({
-      client: upstream.client,
-      tool,
-      args,
-      countTool,
-      countPath,
-      ...(countArgs ? { countArgs } : {}),
-      ...(match ? { match } : {}),
-      ...(concurrent !== undefined ? { concurrent } : {}),
-      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-      ...(settleMs !== undefined ? { settleMs } : {}),
-    });
-    const file = p.flags.get('--receipt');
-    if (typeof file === 'string') writeFileSync(file, JSON.stringify(receipt, null, 2) + '\n');
+    const optional = { countArgs: json(p, '--count-args'), match: json(p, '--match'), concurrent: num(p, '--concurrent'), timeoutMs: num(p, '--timeout-ms'), settleMs: num(p, '--settle-ms') };
+    const defined = Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== undefined));
+    const receipt = await probeTool({ client: upstream, tool, args: json(p, '--args') ?? {}, countTool, countPath, ...defined });
+    const file = text(p, '--receipt');
+    if (file !== undefined) writeFileSync(file, JSON.stringify(receipt, null, 2) + '\n');
     out(receipt.summary);
     out(`calls: ${receipt.calls.map((c) => `${c.phase}=${c.answer}`).join(' ')}; effects counted by ${countTool}: ${receipt.before} → ${receipt.after}`);
     return receipt.verdict === 'at-most-once' ? 0 : receipt.verdict === 'duplicates' ? 1 : 3;
@@ -144,3 +79,5 @@ export async function runProbe(argv: readonly string[], out: (line: string) => v
     await upstream.close();
   }
 }
+
+export { UsageError };

@@ -17,6 +17,11 @@ export interface FenceConfig {
   readonly timeoutMs: number;
   readonly policy?: FencePolicy;
   readonly tools: Readonly<Record<string, FenceToolConfig>>;
+  /**
+   * Changes to the environment a stdio upstream starts with (it gets the fence's own environment): a string
+   * sets the variable, `null` removes it.
+   */
+  readonly env?: Readonly<Record<string, string | null>>;
   /** Folder the file was read from (relative paths resolve against it). */
   readonly baseDir: string;
 }
@@ -90,7 +95,7 @@ export class FenceConfigError extends Error {
   readonly code = 'RETRYSAFE_FENCE_CONFIG';
 }
 
-const TOP = ['name', 'ledger', 'handoffs', 'timeoutMs', 'policy', 'tools'] as const;
+const TOP = ['name', 'ledger', 'handoffs', 'timeoutMs', 'policy', 'tools', 'env'] as const;
 const POLICY = ['maxAttempts', 'maxElapsedMs', 'baseMs', 'capMs', 'lookupWindowMs', 'leaseMs', 'waitForOtherMs'] as const;
 const TOOL = ['kind', 'idempotentByNature', 'intent', 'key', 'lookup', 'toolErrors', 'rejectWhen', 'resultRef', 'source'] as const;
 const KEY = ['argument', 'maxLength', 'semantics', 'retention', 'concurrency', 'parameterMatching', 'source'] as const;
@@ -152,7 +157,17 @@ export function parseFenceConfig(raw: unknown, baseDir = process.cwd()): FenceCo
   if (Object.keys(toolsRaw).length === 0) throw new FenceConfigError('tools: name at least one upstream tool to fence');
   const tools: Record<string, FenceToolConfig> = {};
   for (const [toolName, t] of Object.entries(toolsRaw)) tools[toolName] = parseTool(`tools.${toolName}`, t);
-  return Object.freeze({ name, ledger, ...(top.handoffs !== undefined ? { handoffs: str('handoffs', top.handoffs) } : {}), timeoutMs, ...(policy ? { policy } : {}), tools, baseDir });
+  const env = top.env === undefined ? undefined : parseEnv(top.env);
+  return Object.freeze({ name, ledger, ...(top.handoffs !== undefined ? { handoffs: str('handoffs', top.handoffs) } : {}), timeoutMs, ...(policy ? { policy } : {}), tools, ...(env ? { env } : {}), baseDir });
+}
+
+function parseEnv(raw: unknown): Record<string, string | null> {
+  const env = strict('env', raw, Object.keys((raw as object | null) ?? {}));
+  for (const [k, v] of Object.entries(env)) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) throw new FenceConfigError(`env: "${k}" is not a variable name`);
+    if (v !== null && typeof v !== 'string') throw new FenceConfigError(`env.${k} must be a string (set it) or null (remove it)`);
+  }
+  return env as Record<string, string | null>;
 }
 
 function parseTool(where: string, raw: unknown): FenceToolConfig {
@@ -193,6 +208,8 @@ function parseTool(where: string, raw: unknown): FenceToolConfig {
     if (k.concurrency !== undefined) key.concurrency = oneOf(`${where}.key.concurrency`, k.concurrency, ['rejects-in-progress', 'waits-then-replays', 'duplicates'] as const);
     if (k.parameterMatching !== undefined) key.parameterMatching = oneOf(`${where}.key.parameterMatching`, k.parameterMatching, ['mismatch-error', 'replay-anyway', 'none'] as const);
     if (k.source !== undefined) key.source = str(`${where}.key.source`, k.source);
+    // The fence sets the key argument and drops the caller's: an intent cannot be made of it.
+    if (intent.some((p) => p === key.argument || p.startsWith(`${key.argument}.`) || (key.argument as string).startsWith(`${p}.`))) throw new FenceConfigError(`${where}.intent cannot name the key argument ${key.argument}: the fence sets it, the caller's value is dropped`);
     out.key = key;
   }
   if (t.lookup !== undefined) {

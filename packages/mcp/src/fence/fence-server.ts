@@ -1,8 +1,33 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  CompleteRequestSchema,
+  CompleteResultSchema,
+  EmptyResultSchema,
+  ErrorCode,
+  GetPromptRequestSchema,
+  GetPromptResultSchema,
+  ListPromptsRequestSchema,
+  ListPromptsResultSchema,
+  ListResourcesRequestSchema,
+  ListResourcesResultSchema,
+  ListResourceTemplatesRequestSchema,
+  ListResourceTemplatesResultSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  ReadResourceResultSchema,
+  SetLevelRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
+  type ServerCapabilities,
+} from '@modelcontextprotocol/sdk/types.js';
 import { validateCard, type AdapterV1, type Ledger } from '@retrysafe/contract';
-import { callAgentTool, idempotentByCard, operationStatus, pendingHandoffs, type AgentToolDefinition, type AgentToolResult, type Runner } from '@retrysafe/core';
-import type { Upstream } from './upstream.js';
+import { callAgentTool, idempotentByCard, operationStatus, pendingHandoffs, type AgentToolDefinition, type Runner } from '@retrysafe/core';
+import { createCoalescer, requestedWait, type Coalescer } from '../coalesce.js';
+import { fencedOutputSchema, fencedReply, outputChecker } from './fence-output.js';
+import { UpstreamUnavailableError, type ResultSchema, type Upstream } from './upstream.js';
+import type { UpstreamTool } from './fence-adapter.js';
 
 export interface FenceServerOptions {
   readonly runner: Runner;
@@ -11,11 +36,30 @@ export interface FenceServerOptions {
   readonly adapter: AdapterV1;
   readonly upstream: Upstream;
   readonly name?: string;
+  /** Shared by every server of one fence (HTTP builds one per request), so duplicates in flight find each other. */
+  readonly coalescer?: Coalescer;
+  /** How long a duplicate of a call in flight waits for the first one, ms, unless the call's `_meta` sets it (default 30 000). */
+  readonly waitMs?: number;
 }
 
 export const FENCE_STATUS_TOOL = 'retrysafe_status';
 export const FENCE_HANDOFFS_TOOL = 'retrysafe_handoffs';
 export const UNFENCED_NOTE = '[not fenced by retrysafe: a re-issued call may repeat its effect]';
+
+const STATUS_TOOLS = [
+  {
+    name: FENCE_STATUS_TOOL,
+    description: 'Looks up one business operation by its id (from a fenced tool\'s _meta.retrysafe): its state, result, or the handoff a person must resolve.',
+    inputSchema: { type: 'object' as const, properties: { businessOperationId: { type: 'string' } }, required: ['businessOperationId'] },
+    annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false },
+  },
+  {
+    name: FENCE_HANDOFFS_TOOL,
+    description: 'Lists fenced operations waiting for a person, with why they stopped and which next actions are safe.',
+    inputSchema: { type: 'object' as const, properties: {} },
+    annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false },
+  },
+];
 
 function fencedDescription(adapter: AdapterV1, name: string, upstreamDescription: string | undefined): string {
   const spec = adapter.operations[name]!;
@@ -28,51 +72,67 @@ function fencedDescription(adapter: AdapterV1, name: string, upstreamDescription
   ].filter(Boolean).join('\n');
 }
 
-/** What a fenced call answers: the upstream's own content when done, otherwise retrysafe's structured answer as an error result. */
-function fencedReply(r: AgentToolResult) {
-  const meta = { retrysafe: { status: r.status, ...('businessOperationId' in r ? { businessOperationId: r.businessOperationId } : {}), ...(r.status === 'done' ? { adopted: r.adopted } : {}) } };
-  if (r.status === 'done') {
-    const stored = (r.result ?? {}) as { content?: unknown[]; structuredContent?: unknown };
-    return { content: stored.content ?? [], ...(stored.structuredContent !== undefined ? { structuredContent: stored.structuredContent } : {}), _meta: meta };
-  }
-  return { content: [{ type: 'text' as const, text: JSON.stringify(r, null, 2) }], isError: true, _meta: meta };
+/** The argument that carries the fence's provider key: the fence sets it, so the model never does. */
+const keyArgument = (adapter: AdapterV1, name: string): string | null => {
+  const value = adapter.operations[name]?.card.providerKey.name.value;
+  return typeof value === 'string' ? value : null;
+};
+
+function withoutPath(value: Record<string, unknown>, path: string): Record<string, unknown> {
+  const [head, ...rest] = path.split('.');
+  if (!head || !Object.hasOwn(value, head)) return value;
+  const { [head]: inner, ...others } = value;
+  if (rest.length === 0) return others;
+  if (inner === null || typeof inner !== 'object' || Array.isArray(inner)) return value;
+  return { ...others, [head]: withoutPath(inner as Record<string, unknown>, rest.join('.')) };
+}
+
+/** A fenced tool as the fence lists it: the fence's description and hints, the key argument hidden, the output schema widened to the fence's answer. */
+function fencedListing(adapter: AdapterV1, t: UpstreamTool) {
+  const card = adapter.operations[t.name]!.card;
+  const key = keyArgument(adapter, t.name);
+  const input = key && !key.includes('.') ? hideProperty(t.inputSchema, key) : t.inputSchema;
+  // Through the fence a re-issued call with the same intent is the same operation: that is the hint's meaning
+  // for the caller. Whether the upstream itself folds re-sends is the card's business (shown in _meta).
+  const annotations = { ...((t.annotations as object | undefined) ?? {}), idempotentHint: true };
+  const meta = { ...((t._meta as object | undefined) ?? {}), retrysafe: { fenced: true, operation: card.operation, intentFields: card.businessOperationId.intentFields, upstreamFoldsResends: idempotentByCard(card), undeclared: validateCard(card).unknowns } };
+  const output = t.outputSchema ? { outputSchema: fencedOutputSchema(t.outputSchema as Record<string, unknown>) } : {};
+  return { ...t, description: fencedDescription(adapter, t.name, t.description), inputSchema: input, ...output, annotations, _meta: meta };
+}
+
+function hideProperty(schema: UpstreamTool['inputSchema'], name: string): UpstreamTool['inputSchema'] {
+  const properties = { ...((schema.properties as Record<string, unknown> | undefined) ?? {}) };
+  delete properties[name];
+  const required = Array.isArray(schema.required) ? { required: (schema.required as string[]).filter((r) => r !== name) } : {};
+  return { ...schema, properties, ...required };
 }
 
 const json = (v: unknown, isError = false) => ({ content: [{ type: 'text' as const, text: JSON.stringify(v, null, 2) }], structuredContent: v as Record<string, unknown>, ...(isError ? { isError: true } : {}) });
+const unavailable = (e: unknown) => (e instanceof UpstreamUnavailableError ? new McpError(ErrorCode.InternalError, `${e.message}; nothing was sent: call again later`) : e);
+
+/** What the fence forwards besides tools: the upstream's own capabilities for them. */
+function passedCapabilities(upstream: ServerCapabilities): ServerCapabilities {
+  const { resources, prompts, completions, logging } = upstream;
+  return { ...(resources ? { resources } : {}), ...(prompts ? { prompts } : {}), ...(completions ? { completions } : {}), ...(logging ? { logging } : {}) };
+}
 
 /**
  * The fence: an MCP server that lists the upstream's tools and forwards calls. A tool the fence file names runs
  * through the runner with its card (one effect per intent, a lookup before any re-send, a handoff when unsure);
- * every other tool passes through unchanged and says so in its description.
+ * every other tool passes through unchanged and says so in its description. Resources, prompts, completions and
+ * logging pass through as the upstream offers them; its notifications are forwarded.
  */
 export function createFenceServer(options: FenceServerOptions): Server {
   const { adapter, upstream, runner, ledger } = options;
   const fenced = new Set(Object.keys(adapter.operations));
-  const server = new Server({ name: options.name ?? `retrysafe-fence(${adapter.provider})`, version: '0.1.0' }, { capabilities: { tools: {} } });
+  const capabilities = { ...passedCapabilities(upstream.capabilities), tools: { listChanged: true } };
+  const server = new Server({ name: options.name ?? `retrysafe-fence(${adapter.provider})`, version: '0.1.0' }, { capabilities });
+  const check = outputChecker();
+  const coalescer = options.coalescer ?? createCoalescer(ledger);
+  const listed = (name: string) => upstream.tools.find((t) => t.name === name);
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: [
-      ...upstream.tools.map((t) => {
-        if (!fenced.has(t.name)) return { ...t, description: `${UNFENCED_NOTE} ${t.description ?? ''}`.trim() };
-        const card = adapter.operations[t.name]!.card;
-        // Through the fence a re-issued call with the same intent is the same operation: that is the hint's meaning
-        // for the caller. Whether the upstream itself folds re-sends is the card's business (shown in _meta).
-        const annotations = { ...((t.annotations as object | undefined) ?? {}), idempotentHint: true };
-        return { ...t, description: fencedDescription(adapter, t.name, t.description), annotations, _meta: { ...((t._meta as object | undefined) ?? {}), retrysafe: { fenced: true, operation: card.operation, intentFields: card.businessOperationId.intentFields, upstreamFoldsResends: idempotentByCard(card), undeclared: validateCard(card).unknowns } } };
-      }),
-      {
-        name: FENCE_STATUS_TOOL,
-        description: 'Looks up one business operation by its id (from a fenced tool\'s _meta.retrysafe): its state, result, or the handoff a person must resolve.',
-        inputSchema: { type: 'object' as const, properties: { businessOperationId: { type: 'string' } }, required: ['businessOperationId'] },
-        annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false },
-      },
-      {
-        name: FENCE_HANDOFFS_TOOL,
-        description: 'Lists fenced operations waiting for a person, with why they stopped and which next actions are safe.',
-        inputSchema: { type: 'object' as const, properties: {} },
-        annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false },
-      },
-    ],
+    tools: [...upstream.tools.map((t) => (fenced.has(t.name) ? fencedListing(adapter, t) : { ...t, description: `${UNFENCED_NOTE} ${t.description ?? ''}`.trim() })), ...STATUS_TOOLS],
   }));
 
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
@@ -87,12 +147,55 @@ export function createFenceServer(options: FenceServerOptions): Server {
       }
     }
     if (name === FENCE_HANDOFFS_TOOL) return json({ handoffs: await pendingHandoffs(ledger) });
+    const tool = listed(name);
+    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    // A call that cannot be sent is refused before anything is claimed: it is never handed off.
+    await upstream.ready().catch((e: unknown) => Promise.reject(unavailable(e)));
     if (fenced.has(name)) {
-      const tool = { adapter, operation: name } as unknown as AgentToolDefinition;
-      return fencedReply(await callAgentTool(runner, tool, args ?? {}));
+      const key = keyArgument(adapter, name);
+      const params = key ? withoutPath(args ?? {}, key) : (args ?? {});
+      const schema = tool.outputSchema as Record<string, unknown> | undefined;
+      const definition = { adapter, operation: name } as unknown as AgentToolDefinition;
+      const result = await coalescer.call(name, params, requestedWait(req.params._meta, options.waitMs ?? 30_000), () => callAgentTool(runner, definition, params));
+      return fencedReply(result, schema ? (v) => v !== undefined && check(schema, v) : () => true);
     }
     // Pass-through: unchanged, with the caller's cancellation.
-    return (await upstream.client.callTool({ name, ...(args ? { arguments: args } : {}) }, undefined, { signal: extra.signal })) as Record<string, unknown>;
+    return (await upstream.callTool({ name, ...(args ? { arguments: args } : {}) }, undefined, { signal: extra.signal }).catch((e: unknown) => Promise.reject(unavailable(e)))) as Record<string, unknown>;
   });
+
+  forwardRequests(server, upstream, capabilities);
+  const unsubscribe = upstream.onNotification((n) => void server.notification(n).catch(() => undefined));
+  const onclose = server.onclose;
+  server.onclose = () => {
+    unsubscribe();
+    onclose?.();
+  };
   return server;
+}
+
+/** Registers a forwarding handler for each request kind the upstream's capabilities offer. */
+function forwardRequests(server: Server, upstream: Upstream, caps: ServerCapabilities): void {
+  const forward =
+    (schema: ResultSchema) =>
+    async (req: { method: string; params?: unknown }, extra: { signal: AbortSignal }) =>
+      upstream.request({ method: req.method, ...(req.params !== undefined ? { params: req.params as Record<string, unknown> } : {}) }, schema, { signal: extra.signal }).catch((e: unknown) => Promise.reject(unavailable(e)));
+  if (caps.resources) {
+    server.setRequestHandler(ListResourcesRequestSchema, forward(ListResourcesResultSchema));
+    server.setRequestHandler(ListResourceTemplatesRequestSchema, forward(ListResourceTemplatesResultSchema));
+    server.setRequestHandler(ReadResourceRequestSchema, forward(ReadResourceResultSchema));
+    if (caps.resources.subscribe) {
+      server.setRequestHandler(SubscribeRequestSchema, forward(EmptyResultSchema));
+      server.setRequestHandler(UnsubscribeRequestSchema, forward(EmptyResultSchema));
+    }
+  }
+  if (caps.prompts) {
+    server.setRequestHandler(ListPromptsRequestSchema, forward(ListPromptsResultSchema));
+    server.setRequestHandler(GetPromptRequestSchema, forward(GetPromptResultSchema));
+  }
+  if (caps.completions) server.setRequestHandler(CompleteRequestSchema, forward(CompleteResultSchema));
+  if (caps.logging) {
+    // The SDK answers logging/setLevel itself when logging is declared; the upstream is the one that logs.
+    server.removeRequestHandler('logging/setLevel');
+    server.setRequestHandler(SetLevelRequestSchema, forward(EmptyResultSchema));
+  }
 }

@@ -1,25 +1,62 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { UpstreamTool } from './fence-adapter.js';
+import { CallToolResultSchema, type Notification, type Request, type ServerCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import type { UpstreamClient, UpstreamTool } from './fence-adapter.js';
 
-/** Where the upstream MCP server is: a command to spawn (stdio) or a streamable HTTP URL. */
-export type UpstreamTarget = { readonly command: string; readonly args?: readonly string[]; readonly env?: Record<string, string> } | { readonly url: string };
+/**
+ * Where the upstream MCP server is: a command to spawn (stdio) or a streamable HTTP URL. A stdio upstream gets
+ * the fence's own environment, with `env` applied on top: a string sets a variable, `null` removes it.
+ */
+export type UpstreamTarget =
+  | { readonly command: string; readonly args?: readonly string[]; readonly env?: Readonly<Record<string, string | null>> }
+  | { readonly url: string };
 
-export interface Upstream {
-  readonly client: Client;
+/** Restarts of a dead upstream: tries, and the first delay (doubled each try). */
+export interface RestartPolicy {
+  readonly tries: number;
+  readonly baseMs: number;
+}
+
+/** The result schema of a request, as the SDK client takes it. */
+export type ResultSchema = Parameters<Client['request']>[1];
+
+export interface Upstream extends UpstreamClient {
+  /** The upstream's tools as last listed (re-listed when it says its list changed, and after a restart). */
   readonly tools: readonly UpstreamTool[];
+  readonly capabilities: ServerCapabilities;
+  /** Any other request, forwarded as is (resources, prompts, completions, logging). */
+  request(request: Request, schema: ResultSchema, options?: { signal?: AbortSignal }): Promise<Record<string, unknown>>;
+  /** Resolves once the upstream is connected, restarting it if it died; throws UpstreamUnavailableError if it cannot. */
+  ready(): Promise<void>;
+  /** Every notification the upstream sends (after the fence has acted on a tool list change). */
+  onNotification(listener: (n: Notification) => void): () => void;
   close(): Promise<void>;
 }
 
-/** Connects to the upstream with the real MCP client and reads its whole tool list (all pages). */
-export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-fence'): Promise<Upstream> {
-  const client = new Client({ name, version: '0.1.0' });
-  const transport =
-    'url' in target
-      ? new StreamableHTTPClientTransport(new URL(target.url))
-      : new StdioClientTransport({ command: target.command, args: [...(target.args ?? [])], ...(target.env ? { env: target.env } : {}), stderr: 'inherit' });
-  await client.connect(transport);
+/** The upstream is not connected and could not be restarted: nothing was sent. */
+export class UpstreamUnavailableError extends Error {
+  override readonly name = 'UpstreamUnavailableError';
+  readonly code = 'RETRYSAFE_UPSTREAM_UNAVAILABLE';
+  /** Read by classifyTransportFailure's callers: the request never left the fence. */
+  readonly sent = 'never';
+}
+
+const DEFAULT_RESTART: RestartPolicy = { tries: 5, baseMs: 100 };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The fence's own environment with the fence file's changes applied. */
+export function upstreamEnv(changes: Readonly<Record<string, string | null>> = {}, base: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(base)) if (v !== undefined) env[k] = v;
+  for (const [k, v] of Object.entries(changes)) {
+    if (v === null) delete env[k];
+    else env[k] = v;
+  }
+  return env;
+}
+
+async function listAllTools(client: Client): Promise<UpstreamTool[]> {
   const tools: UpstreamTool[] = [];
   let cursor: string | undefined;
   do {
@@ -27,5 +64,98 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
     tools.push(...(page.tools as unknown as UpstreamTool[]));
     cursor = page.nextCursor;
   } while (cursor);
-  return { client, tools, close: () => client.close() };
+  return tools;
+}
+
+/**
+ * Connects to the upstream with the real MCP client and reads its whole tool list. When a stdio upstream exits,
+ * it is restarted (bounded: `restart.tries`, backoff from `restart.baseMs`); a call that arrives while it is down
+ * waits for the restart, and one that cannot be sent fails with UpstreamUnavailableError — known not sent.
+ */
+export async function connectUpstream(target: UpstreamTarget, options: { name?: string; restart?: RestartPolicy } = {}): Promise<Upstream> {
+  const restart = options.restart ?? DEFAULT_RESTART;
+  const listeners = new Set<(n: Notification) => void>();
+  let client: Client | undefined;
+  let tools: UpstreamTool[] = [];
+  let capabilities: ServerCapabilities = {};
+  let closing = false;
+  let starting: Promise<void> | undefined;
+
+  const emit = (n: Notification) => {
+    for (const l of listeners) l(n);
+  };
+  const start = async (): Promise<void> => {
+    const c = new Client({ name: options.name ?? 'retrysafe-fence', version: '0.1.0' });
+    const transport =
+      'url' in target
+        ? new StreamableHTTPClientTransport(new URL(target.url))
+        : new StdioClientTransport({ command: target.command, args: [...(target.args ?? [])], env: upstreamEnv(target.env), stderr: 'inherit' });
+    c.fallbackNotificationHandler = async (n) => {
+      if (n.method === 'notifications/tools/list_changed') tools = await listAllTools(c).catch(() => tools);
+      emit(n);
+    };
+    c.onclose = () => {
+      if (client !== c || closing) return;
+      client = undefined;
+      void ready().catch(() => undefined); // restart now, so notifications flow again before the next call
+    };
+    await c.connect(transport);
+    tools = await listAllTools(c);
+    capabilities = c.getServerCapabilities() ?? {};
+    client = c;
+  };
+  const startWithBackoff = async (): Promise<void> => {
+    let last: unknown;
+    for (let i = 0; i < restart.tries; i++) {
+      if (i > 0) await sleep(restart.baseMs * 2 ** (i - 1));
+      try {
+        return await start();
+      } catch (e) {
+        last = e;
+      }
+    }
+    throw new UpstreamUnavailableError(`the upstream MCP server could not be (re)started after ${restart.tries} tries: ${(last as Error)?.message ?? last}`);
+  };
+  const ready = async (): Promise<void> => {
+    if (client) return;
+    if (closing) throw new UpstreamUnavailableError('the fence is closing');
+    starting ??= startWithBackoff().finally(() => {
+      starting = undefined;
+    });
+    return starting;
+  };
+  // The client to send on now: absent means the request would never leave, so it is refused as not sent.
+  const connected = async (): Promise<Client> => {
+    await ready();
+    if (!client?.transport) throw new UpstreamUnavailableError('the upstream MCP server is not connected');
+    return client;
+  };
+
+  await start();
+  return {
+    get tools() {
+      return tools;
+    },
+    get capabilities() {
+      return capabilities;
+    },
+    ready,
+    // No client-side output validation here: an applied call must never turn into an error on its way back.
+    async callTool(params, _schema, opts) {
+      const c = await connected();
+      return c.request({ method: 'tools/call', params }, CallToolResultSchema, opts);
+    },
+    async request(request, schema, opts) {
+      const c = await connected();
+      return (await c.request(request, schema, opts)) as Record<string, unknown>;
+    },
+    onNotification(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    async close() {
+      closing = true;
+      await client?.close();
+    },
+  };
 }

@@ -1,0 +1,67 @@
+import { asBusinessOperationId, TERMINAL_STATES, type Ledger } from '@retrysafe/contract';
+import type { AgentToolResult } from '@retrysafe/core';
+
+/** The `_meta` key of a tools/call request with which the caller sets how long a duplicate may wait, ms. */
+export const WAIT_META_KEY = 'retrysafe/waitMs';
+const MAX_WAIT_MS = 600_000;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v !== null && typeof v === 'object') return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(',')}}`;
+  return JSON.stringify(v);
+}
+
+/** The caller's wait from the request's `_meta`, else `fallback`; a bad value is ignored. */
+export function requestedWait(meta: unknown, fallback: number): number {
+  const v = (meta as Record<string, unknown> | undefined)?.[WAIT_META_KEY];
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? Math.min(v, MAX_WAIT_MS) : fallback;
+}
+
+export interface Coalescer {
+  /**
+   * Runs `run` once per identical call in flight: a duplicate (same tool, same arguments) started in this process
+   * while the first runs waits up to `waitMs` for the first one's result and returns it. An `in-progress` answer
+   * (another process holds the operation) is followed through the ledger: its record is polled until it ends or
+   * `waitMs` is spent, then `run` answers from the ended record.
+   */
+  call(tool: string, args: unknown, waitMs: number, run: () => Promise<AgentToolResult>): Promise<AgentToolResult>;
+}
+
+export function createCoalescer(ledger: Ledger): Coalescer {
+  const inflight = new Map<string, Promise<AgentToolResult>>();
+
+  const untilEnded = async (r: AgentToolResult, deadline: number, run: () => Promise<AgentToolResult>): Promise<AgentToolResult> => {
+    if (r.status !== 'in-progress') return r;
+    const id = asBusinessOperationId(r.businessOperationId);
+    for (let delay = 20; Date.now() < deadline; delay = Math.min(delay * 2, 500)) {
+      await sleep(Math.min(delay, Math.max(1, deadline - Date.now())));
+      const record = await ledger.get(id);
+      if (record && TERMINAL_STATES.includes(record.state)) return run();
+    }
+    return r;
+  };
+
+  return {
+    async call(tool, args, waitMs, run) {
+      const deadline = Date.now() + waitMs;
+      const key = `${tool}\n${canonical(args)}`;
+      const first = inflight.get(key);
+      if (first) {
+        let timer: NodeJS.Timeout | undefined;
+        const timedOut = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), waitMs)));
+        const r = await Promise.race([first, timedOut]).finally(() => clearTimeout(timer));
+        // Still running after the caller's wait: the runner answers in-progress for it (the first holds the claim).
+        return r ?? run();
+      }
+      const p = run().then((r) => untilEnded(r, deadline, run));
+      inflight.set(key, p);
+      try {
+        return await p;
+      } finally {
+        inflight.delete(key);
+      }
+    },
+  };
+}

@@ -1,0 +1,74 @@
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import type { AgentToolResult } from '@retrysafe/core';
+import { answerValue } from './fence-adapter.js';
+
+type Schema = { readonly [k: string]: unknown };
+
+/**
+ * What the fence answers for a fenced tool when the upstream's own answer is not what it has: the outcome was
+ * settled by a lookup (the matched read item), or the call did not end `done`. `retrysafe` carries the fence's
+ * answer (status, businessOperationId, message, …); `result` the value the fence has.
+ */
+export const FENCE_ANSWER_SCHEMA = {
+  type: 'object',
+  properties: {
+    retrysafe: {
+      type: 'object',
+      properties: {
+        status: { type: 'string', enum: ['done', 'in-progress', 'needs-human', 'conflict', 'invalid-input'] },
+        businessOperationId: { type: ['string', 'null'] },
+        message: { type: 'string' },
+      },
+      required: ['status', 'message'],
+    },
+    result: {},
+  },
+  required: ['retrysafe'],
+} as const;
+
+/**
+ * The outputSchema the fence lists for a fenced tool whose upstream declares one: the upstream's answer, or the
+ * fence's own (FENCE_ANSWER_SCHEMA). Definitions and `$schema` move to the root so the upstream's `#/…`
+ * references still resolve.
+ */
+export function fencedOutputSchema(upstream: Schema): Schema {
+  const { $schema, $defs, definitions, ...own } = upstream;
+  return {
+    ...($schema !== undefined ? { $schema } : {}),
+    type: 'object',
+    anyOf: [own, FENCE_ANSWER_SCHEMA],
+    ...($defs !== undefined ? { $defs } : {}),
+    ...(definitions !== undefined ? { definitions } : {}),
+  };
+}
+
+/** Checks a value against an upstream outputSchema with the validator the official SDK client uses; compiled once per schema. */
+export function outputChecker(): (schema: Schema, value: unknown) => boolean {
+  const validator = new AjvJsonSchemaValidator();
+  const compiled = new WeakMap<Schema, (v: unknown) => boolean>();
+  return (schema, value) => {
+    let check = compiled.get(schema);
+    if (!check) {
+      const v = validator.getValidator(schema as never);
+      check = (x) => v(x).valid;
+      compiled.set(schema, check);
+    }
+    return check(value);
+  };
+}
+
+/**
+ * A fenced call's answer. `done` with an upstream answer whose structured content `fits` (the upstream's schema;
+ * anything when it declares none): that answer, unchanged. Any other `done` (a lookup's item, or an answer that does not fit): the fence's
+ * answer with the value under `result`. Every other status: the fence's answer, as an error result.
+ */
+export function fencedReply(r: AgentToolResult, fits: (value: unknown) => boolean) {
+  const retrysafe = { status: r.status, businessOperationId: r.businessOperationId, ...(r.status === 'done' ? { adopted: r.adopted } : {}) };
+  const _meta = { retrysafe };
+  if (r.status !== 'done') return { content: [{ type: 'text' as const, text: JSON.stringify(r, null, 2) }], structuredContent: { retrysafe: r }, isError: true, _meta };
+  const stored = (r.result ?? {}) as { content?: { type: string; text?: string }[]; structuredContent?: unknown };
+  const content = stored.content ?? [];
+  if (fits(stored.structuredContent)) return { content, ...(stored.structuredContent !== undefined ? { structuredContent: stored.structuredContent } : {}), _meta };
+  const answer = { retrysafe: { ...retrysafe, providerRef: r.providerRef, message: r.message }, result: answerValue(stored) };
+  return { content: [{ type: 'text' as const, text: JSON.stringify(answer, null, 2) }], structuredContent: answer, _meta };
+}

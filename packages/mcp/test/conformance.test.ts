@@ -1,0 +1,83 @@
+/**
+ * The official MCP conformance suite (@modelcontextprotocol/conformance, server mode) against `retrysafe-mcp --http`
+ * and against the fence (`wrap --http`) in front of the orders server with its extras. Only the scenarios that
+ * apply run here: the others call the suite's reference server's own tools, resources and prompts (README lists them).
+ * The suite sends no Authorization header; a loopback relay in this test adds the bearer token.
+ */
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { bin, onCleanup, ordersServer, tempDir } from './fence-helpers.js';
+
+const TOKEN = 'conformance-token-0123456789';
+const require = createRequire(import.meta.url);
+const suite = join(dirname(require.resolve('@modelcontextprotocol/conformance/package.json')), 'dist/index.js');
+
+/** Starts `retrysafe-mcp …args` over HTTP and answers the URL it prints. */
+async function serve(args: string[], env: Record<string, string> = {}): Promise<string> {
+  const child = spawn(process.execPath, [bin, ...args], { env: { PATH: process.env.PATH ?? '', RETRYSAFE_MCP_TOKEN: TOKEN, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  onCleanup(() => new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : (child.once('exit', resolve), child.kill()))));
+  return new Promise((resolve, reject) => {
+    let err = '';
+    child.stderr.on('data', (d) => {
+      err += String(d);
+      const m = /on (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(err);
+      if (m) resolve(m[1]!);
+    });
+    child.on('exit', (code) => reject(new Error(`retrysafe-mcp exited ${code}: ${err}`)));
+  });
+}
+
+/** A loopback relay that adds the bearer token; a loopback Host/Origin is pointed at the target, a foreign one kept. */
+async function withToken(target: string): Promise<string> {
+  const t = new URL(target);
+  const relay = createServer((req, res) => {
+    const headers = { ...req.headers, authorization: `Bearer ${TOKEN}` };
+    if (/^(127\.0\.0\.1|localhost)(:\d+)?$/.test(req.headers.host ?? '')) headers.host = t.host;
+    if (req.headers.origin && /^http:\/\/(127\.0\.0\.1|localhost)(:\d+)?$/.test(req.headers.origin)) headers.origin = `http://${t.host}`;
+    const up = request({ host: t.hostname, port: t.port, path: req.url, method: req.method, headers }, (r) => {
+      res.writeHead(r.statusCode ?? 502, r.headers);
+      r.pipe(res);
+    });
+    up.on('error', () => res.writeHead(502).end());
+    req.pipe(up);
+  });
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  onCleanup(() => new Promise((resolve) => relay.close(resolve)));
+  return `http://127.0.0.1:${(relay.address() as AddressInfo).port}/mcp`;
+}
+
+/** Runs one scenario (not spawnSync: the relay lives in this process) and answers the status of each of its checks. */
+async function scenario(url: string, name: string): Promise<string[]> {
+  const out = tempDir('retrysafe-conformance-');
+  const run = spawn(process.execPath, [suite, 'server', '--url', url, '--scenario', name, '-o', out], { stdio: 'ignore' });
+  await new Promise((resolve) => run.once('exit', resolve));
+  const dir = readdirSync(out).find((d) => d.includes(name));
+  if (!dir) throw new Error(`conformance: no result for ${name}`);
+  return (JSON.parse(readFileSync(join(out, dir, 'checks.json'), 'utf8')) as { id: string; status: string }[]).map((c) => `${c.id}: ${c.status}`);
+}
+
+const passes = (checks: string[]) => expect(checks.length).toBeGreaterThan(0) && expect(checks.filter((c) => !c.endsWith(': SUCCESS'))).toEqual([]);
+
+describe('MCP conformance suite, applicable server scenarios', () => {
+  it('retrysafe-mcp --http: initialize, ping, tools/list, DNS-rebinding protection', async () => {
+    const dir = tempDir('retrysafe-conformance-server-');
+    const config = join(dir, 'retrysafe.json');
+    writeFileSync(config, JSON.stringify({ ledger: './ledger.db', adapters: { stripe: { apiKeyEnv: 'RS_STRIPE_KEY', baseUrl: 'http://127.0.0.1:9' } }, operations: ['stripe.customers.create'] }));
+    const url = await withToken(await serve(['--config', config, '--http'], { RS_STRIPE_KEY: 'sk_test_conformance' }));
+    for (const checks of await Promise.all(['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection'].map((name) => scenario(url, name)))) passes(checks);
+  });
+
+  it('the fence (wrap --http): initialize, ping, tools/list, logging, completion, prompts, DNS-rebinding protection', async () => {
+    const dir = tempDir('retrysafe-conformance-fence-');
+    const fence = join(dir, 'fence.json');
+    writeFileSync(fence, JSON.stringify({ name: 'orders', ledger: './fence.db', tools: { create_order: { kind: 'create', intent: ['customer', 'ref'] } } }));
+    const url = await withToken(await serve(['wrap', '--config', fence, '--http', '--', process.execPath, ordersServer, '--extras']));
+    const names = ['server-initialize', 'ping', 'tools-list', 'logging-set-level', 'completion-complete', 'prompts-list', 'prompts-get-simple', 'dns-rebinding-protection'];
+    for (const checks of await Promise.all(names.map((name) => scenario(url, name)))) passes(checks);
+  });
+});

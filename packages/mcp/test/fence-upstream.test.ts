@@ -1,0 +1,124 @@
+/**
+ * The fence and its upstream's life: a stdio upstream that dies is restarted, and a call it could not send is
+ * never claimed nor handed off; what the fence does not fence (resources, prompts, completions, logging, the
+ * tool list and its changes) passes through; an unknown tool is the protocol error the spec lists.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { LoggingMessageNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { describe, expect, it } from 'vitest';
+import { memoryServer, ordersServer, tempDir, wrapped, writeFence, type Answer } from './fence-helpers.js';
+
+const ordersTool = {
+  kind: 'create',
+  intent: ['customer', 'ref'],
+  resultRef: 'id',
+  toolErrors: 'rejected',
+  lookup: { tool: 'list_orders', arguments: { customer: '{{customer}}' }, items: 'orders', match: { customer: 'customer', ref: 'ref' }, consistencyDelay: 0, lateApplyBound: '1s' },
+};
+const ordersFence = (dir: string, extra: Record<string, unknown> = {}) =>
+  writeFence(dir, { name: 'orders', timeoutMs: 2000, policy: { lookupWindowMs: 3000, waitForOtherMs: 10_000, baseMs: 10, capMs: 50 }, tools: { create_order: ordersTool }, ...extra });
+const call = (client: Client, name: string, args: Record<string, unknown>) => client.callTool({ name, arguments: args }, undefined, { timeout: 30_000 }) as Promise<Answer>;
+const orders = async (client: Client) => ((await call(client, 'list_orders', {})).structuredContent as { orders: { ref: string }[] }).orders;
+const handoffs = async (client: Client) => ((await call(client, 'retrysafe_handoffs', {})).structuredContent as { handoffs: unknown[] }).handoffs;
+
+async function killAndWait(pidFile: string): Promise<void> {
+  const pid = Number(readFileSync(pidFile, 'utf8'));
+  process.kill(pid, 'SIGKILL');
+  for (;;) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('a dead stdio upstream', () => {
+  it('is restarted: a new intent after the kill is answered normally, and nothing is handed off', async () => {
+    const dir = tempDir('retrysafe-restart-');
+    const pidFile = join(dir, 'pid');
+    const client = await wrapped(ordersFence(dir), ['--', process.execPath, ordersServer, '--store', join(dir, 'orders.json'), '--pid-file', pidFile]);
+    const ref = `PO-${randomBytes(3).toString('hex')}`;
+    expect((await call(client, 'create_order', { customer: 'cus_r', ref, sku: 'sku_1', quantity: 1 }))._meta?.retrysafe?.status).toBe('done');
+    await killAndWait(pidFile);
+    const next = await call(client, 'create_order', { customer: 'cus_r', ref: `${ref}-2`, sku: 'sku_1', quantity: 1 });
+    expect(next._meta?.retrysafe).toMatchObject({ status: 'done', adopted: false });
+    expect((await orders(client)).map((o) => o.ref).sort()).toEqual([ref, `${ref}-2`]);
+    expect(await handoffs(client)).toEqual([]);
+  });
+
+  it('killed mid-call after it committed: the call is unknown, reconciled by the lookup on the restarted upstream — done, one order', async () => {
+    const dir = tempDir('retrysafe-midcall-');
+    const pidFile = join(dir, 'pid');
+    const store = join(dir, 'orders.json');
+    const client = await wrapped(ordersFence(dir), ['--', process.execPath, ordersServer, '--store', store, '--pid-file', pidFile, '--reply-delay-ms', '1500']);
+    const ref = `PO-${randomBytes(3).toString('hex')}`;
+    const pending = call(client, 'create_order', { customer: 'cus_m', ref, sku: 'sku_1', quantity: 1 });
+    // the order is stored before the server answers: kill it while the answer is still on its way
+    while (!(existsSync(store) && readFileSync(store, 'utf8').includes(ref))) await new Promise((r) => setTimeout(r, 20));
+    await killAndWait(pidFile);
+    const answer = await pending;
+    expect(answer._meta?.retrysafe).toMatchObject({ status: 'done', adopted: true });
+    expect((await orders(client)).filter((o) => o.ref === ref)).toHaveLength(1);
+  });
+
+  it('that cannot be restarted: a call is refused as not sent (a protocol error), never claimed nor handed off', async () => {
+    const dir = tempDir('retrysafe-norestart-');
+    const pidFile = join(dir, 'pid');
+    const client = await wrapped(ordersFence(dir), ['--', process.execPath, ordersServer, '--pid-file', pidFile, '--start-once', join(dir, 'started')]);
+    await killAndWait(pidFile);
+    const ref = `PO-${randomBytes(3).toString('hex')}`;
+    await expect(call(client, 'create_order', { customer: 'cus_n', ref, sku: 'sku_1', quantity: 1 })).rejects.toMatchObject({ code: -32603, message: expect.stringMatching(/nothing was sent/) });
+    expect(await handoffs(client)).toEqual([]);
+  });
+});
+
+describe('what the fence does not fence passes through', () => {
+  it('resources of server-memory, and an unknown tool is -32602', async () => {
+    const dir = tempDir('retrysafe-passthrough-');
+    const fence = writeFence(dir, { name: 'memory', tools: { create_entities: { kind: 'create', intent: ['entities'] } } });
+    const client = await wrapped(fence, ['--', process.execPath, memoryServer], { MEMORY_FILE_PATH: join(dir, 'memory.jsonl') });
+    const { resources } = await client.listResources();
+    expect(resources.map((r) => r.uri)).toContain('memory://knowledge-graph');
+    const read = await client.readResource({ uri: 'memory://knowledge-graph' });
+    expect(read.contents[0]?.uri).toBe('memory://knowledge-graph');
+    await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toMatchObject({ code: -32602 });
+  });
+
+  it('prompts, completions, logging, and a changed tool list (followed, and announced to the host)', async () => {
+    const dir = tempDir('retrysafe-extras-');
+    const client = await wrapped(ordersFence(dir), ['--', process.execPath, ordersServer, '--extras']);
+    expect((await client.listPrompts()).prompts.map((p) => p.name)).toEqual(['order_summary']);
+    const prompt = await client.getPrompt({ name: 'order_summary', arguments: { customer: 'cus_1' } });
+    expect(JSON.stringify(prompt.messages)).toContain('cus_1');
+    const done = await client.complete({ ref: { type: 'ref/prompt', name: 'order_summary' }, argument: { name: 'customer', value: 'cus_' } });
+    expect(done.completion.values).toEqual(['cus_1', 'cus_2']);
+    const logs: unknown[] = [];
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push(n.params.data));
+    await client.setLoggingLevel('info');
+    let changed = 0;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed++);
+    await call(client, 'create_order', { customer: 'cus_l', ref: 'PO-log', sku: 'sku_1', quantity: 1 });
+    await call(client, 'enable_refunds', {});
+    for (let i = 0; i < 100 && (changed === 0 || logs.length === 0); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(changed).toBeGreaterThan(0);
+    expect(logs).toEqual([expect.stringMatching(/^created ord_/)]);
+    expect((await client.listTools()).tools.map((t) => t.name)).toContain('refund_order');
+    expect((await call(client, 'refund_order', { id: 'ord_1' })).content).toEqual([{ type: 'text', text: 'refunded ord_1' }]);
+  });
+});
+
+describe('the upstream environment', () => {
+  it('a variable set for the wrap process reaches the upstream; the fence file sets or removes one', async () => {
+    const env = async (fenceEnv?: Record<string, string | null>) => {
+      const dir = tempDir('retrysafe-env-');
+      const client = await wrapped(ordersFence(dir, fenceEnv ? { env: fenceEnv } : {}), ['--', process.execPath, ordersServer, '--echo-env', 'ORDERS_TOKEN'], { ORDERS_TOKEN: 'from-host' });
+      return ((await call(client, 'list_orders', {})).structuredContent as { env: string | null }).env;
+    };
+    expect(await Promise.all([env(), env({ ORDERS_TOKEN: 'from-fence' }), env({ ORDERS_TOKEN: null })])).toEqual(['from-host', 'from-fence', null]);
+  });
+});
