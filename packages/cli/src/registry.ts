@@ -5,6 +5,7 @@ import type { ConformanceOptions } from '@retrysafe/testkit';
 import type { AdapterV1, RetrySafetyCard } from '@retrysafe/contract';
 import type { HttpAdapterConfig } from '@retrysafe/config';
 import type { HttpOperationDeclaration } from '@retrysafe/http';
+import { UsageError } from './errors.js';
 
 /** One adapter package as the CLI sees it: its drill setups (one per provider/sandbox) and its cards. */
 export interface AdapterEntry {
@@ -137,9 +138,4 @@ function selectNames(names: readonly string[] | undefined): readonly string[] {
   const unknown = names.filter((n) => !ADAPTER_NAMES.includes(n));
   if (unknown.length) throw new UsageError(`unknown adapter ${unknown.map((n) => `'${n}'`).join(', ')} (known: ${ADAPTER_NAMES.join(', ')})`);
   return names;
-}
-
-/** Bad command-line input: exit code 2. */
-export class UsageError extends Error {
-  override name = 'UsageError';
 }

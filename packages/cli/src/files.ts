@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { parseCard, type RetrySafetyCard } from '@retrysafe/contract';
 import { parse as parseYaml } from 'yaml';
-import { UsageError } from './registry.js';
+import { UsageError } from './errors.js';
 
 /** Parses a JSON or YAML file (by extension; `.yaml`/`.yml` are YAML, everything else JSON) into plain data. */
 export function readDataFile(path: string): unknown {
