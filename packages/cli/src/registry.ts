@@ -59,7 +59,7 @@ export async function loadAdapters(names?: readonly string[], modules: readonly 
   for (const file of modules) {
     const path = resolve(file);
     if (!existsSync(path)) throw new UsageError(`--module ${file}: no such file`);
-    const mod = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+    const mod = await importModule(file, path);
     const drillNames = Array.isArray(mod.drills) ? [...new Set(mod.drills.map((d) => (isDrill(d) ? d.name : '')).filter(Boolean))] : [];
     const name = typeof mod.name === 'string' && mod.name ? mod.name : drillNames.length ? drillNames.join('+') : basename(path).replace(/\.[cm]?js$/, '');
     const entry = entryFrom(name, file, mod);
@@ -67,6 +67,15 @@ export async function loadAdapters(names?: readonly string[], modules: readonly 
     own.push(entry);
   }
   return [...builtIn, ...own, ...(config ? await configEntries(config) : [])];
+}
+
+/** A `--module` file, or a usage error saying why it cannot be imported (a folder, a syntax error). */
+async function importModule(file: string, path: string): Promise<Record<string, unknown>> {
+  try {
+    return (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+  } catch (e) {
+    throw new UsageError(`--module ${file}: cannot import it: ${(e as Error).message.split('\n')[0]}`);
+  }
 }
 
 /**

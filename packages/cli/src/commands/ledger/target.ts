@@ -31,7 +31,12 @@ export async function openTarget(target: LedgerTarget, given?: RetrysafeConfig |
   const path = isAbsolute(location) ? location : resolve(base, location);
   // Opening a SQLite path creates the file: a mistyped path would show "No operations" and leave an empty ledger behind.
   if (!existsSync(path)) throw new UsageError(`no SQLite ledger at ${path} (pass --db <file> or a postgres:// URL, or --config naming the ledger)`);
-  return createSqliteLedger({ path });
+  try {
+    return createSqliteLedger({ path });
+  } catch (e) {
+    // A folder, a file that is not SQLite, a file that cannot be opened: the path given is wrong (exit 2).
+    throw new UsageError(`${path}: cannot open it as a SQLite ledger (${(e as Error).message.replace(/^cannot open SQLite ledger at [^:]*: /, '')})`);
+  }
 }
 
 export async function withLedger<T>(target: LedgerTarget, fn: (ledger: Ledger) => Promise<T>, config?: RetrysafeConfig | null): Promise<T> {

@@ -32,5 +32,5 @@ export function handoffsText(rows: readonly HandoffRow[], color = false): string
       `  safe: ${r.safeNextActions.filter((a) => a.safe).map((a) => a.action).join(', ') || 'none known — verify at the provider'}${r.safeNextActions.some((a) => !a.safe) ? paint('dim', `   not safe: ${r.safeNextActions.filter((a) => !a.safe).map((a) => a.action).join(', ')}`, color) : ''}`,
     ].join('\n'),
   );
-  return `${rows.length} operation${rows.length === 1 ? '' : 's'} waiting for a person (see docs/runbook.md):\n\n${blocks.join('\n\n')}\n\nInspect one with: retrysafe ledger show <id>`;
+  return `${rows.length} operation${rows.length === 1 ? '' : 's'} waiting for a person (the runbook: retrysafe help runbook):\n\n${blocks.join('\n\n')}\n\nInspect one with: retrysafe ledger show <id>`;
 }

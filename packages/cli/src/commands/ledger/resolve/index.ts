@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { createRunner, jsonlHandoffSink, type ResolveResult } from '@retrysafe/core';
 import { createAdapters, loadConfigFile } from '@retrysafe/config';
-import { UnsafeResumeError, asBusinessOperationId } from '@retrysafe/contract';
+import { InvalidStateError, UnsafeResumeError, asBusinessOperationId, type HandoffReason } from '@retrysafe/contract';
 import { RefusedError, UsageError } from '../../../errors.js';
 import { paint } from '../../../output.js';
 import { receiptKeysFromEnv, verifyChains, withParamsKeys } from '../chain.js';
@@ -50,14 +50,18 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
         const [chain] = await verifyChains(ledger, [id], { allowUnkeyed: true }).catch(() => []);
         if (chain && !chain.ok) throw new RefusedError(`not resolving ${id}: its receipt chain is broken at receipt #${(chain.index ?? 0) + 1} (${chain.reason}); nothing was sent. Find out who edited the ledger (retrysafe ledger verify --all) before acting on it.`);
         const by = opts.by ?? process.env.USER ?? 'operator';
+        const reason = (await ledger.get(asBusinessOperationId(id)))?.handoff?.reason;
         if (opts.resume) {
           // The runner refuses an unsafe resume (one rule, one owner); the CLI only words it for the command line.
           return await runner.resolve(id, { action: 'resume', ...(opts.force ? { force: true } : {}) }, { adapters, by }).catch((err: unknown) => {
-            if (!UnsafeResumeError.isInstance(err)) throw err;
-            throw new RefusedError(`not resuming ${id}: the handoff packet marks resume as not safe — ${err.why}. Check at the provider first; then --mark-done <providerRef> if the effect exists, or --resume --force if you are sure it does not.`);
+            throw UnsafeResumeError.isInstance(err) ? resumeRefusal(id, err.why, reason) : err;
           });
         }
-        if (corrected !== undefined) return runner.resolve(id, { action: 'resend-with', params: corrected.params }, { adapters, by });
+        if (corrected !== undefined) {
+          return await runner.resolve(id, { action: 'resend-with', params: corrected.params }, { adapters, by }).catch((err: unknown) => {
+            throw InvalidStateError.isInstance(err) && /differ from the stored/.test(err.message) ? sameParams(id, reason) : err;
+          });
+        }
         if (opts.markDone !== undefined) return runner.resolve(id, { action: 'mark-done', providerRef: opts.markDone.trim() }, { by });
         return runner.resolve(id, { action: 'abandon' }, { by });
       },
@@ -66,6 +70,20 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
   } finally {
     for (const a of adapters) await a.close?.();
   }
+}
+
+/** A refused resume, with the step that works: a rejected request goes out as is only once its cause is fixed. */
+function resumeRefusal(id: string, why: string, reason: HandoffReason | undefined): RefusedError {
+  if (reason === 'rejected') {
+    return new RefusedError(`not resuming ${id}: ${why}; nothing was sent. If you fixed the cause outside the request (the account, a setting at the provider), send it again as is: --resume --force. To send corrected params instead: --resend-with <params.json>.`);
+  }
+  return new RefusedError(`not resuming ${id}: the handoff packet marks resume as not safe — ${why}. Check at the provider first; then --mark-done <providerRef> if the effect exists, or --resume --force if you are sure it does not.`);
+}
+
+/** `--resend-with` of the params the operation already has: a resume, which for a rejected request means --force. */
+function sameParams(id: string, reason: HandoffReason | undefined): RefusedError {
+  const resume = reason === 'rejected' ? '--resume --force (the packet marks resume not safe only because the request as it was got rejected)' : '--resume';
+  return new RefusedError(`not re-sending ${id}: these are the params it already has; nothing was sent. To send the same request again after fixing the cause outside it: ${resume}.`);
 }
 
 /** The corrected params of `--resend-with`: a JSON object in a file. */
