@@ -1,3 +1,4 @@
+import { FileLimitError } from '@retrysafe/config';
 import { CardValidationError, validateCard, type CardProblem } from '@retrysafe/contract';
 import { readCardFile } from '../../../files.js';
 import { UsageError } from '../../../errors.js';
@@ -22,7 +23,7 @@ export function validateCardFiles(files: readonly string[]): CardFileResult[] {
       return { file, ok: true, operation: card.operation, problems: [], unknowns: validateCard(card).unknowns, refusals: refusals(card) };
     } catch (e) {
       if (CardValidationError.isInstance(e)) return { file, ok: false, problems: e.problems, unknowns: [], refusals: [] };
-      if (e instanceof UsageError) return { file, ok: false, problems: [{ path: '(file)', message: e.message }], unknowns: [], refusals: [], unreadable: true };
+      if (e instanceof UsageError || FileLimitError.isInstance(e)) return { file, ok: false, problems: [{ path: '(file)', message: (e as Error).message }], unknowns: [], refusals: [], unreadable: true };
       throw e;
     }
   });

@@ -1,9 +1,9 @@
-import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { createRunner, jsonlHandoffSink, type ResolveResult } from '@retrysafe/core';
 import { createAdapters, loadConfigFile } from '@retrysafe/config';
 import { InvalidStateError, UnsafeResumeError, asBusinessOperationId, type HandoffReason } from '@retrysafe/contract';
 import { RefusedError, UsageError } from '../../../errors.js';
+import { readDataFile } from '../../../files.js';
 import { paint } from '../../../output.js';
 import { receiptKeysFromEnv, verifyChains, withParamsKeys } from '../chain.js';
 import { packetText } from '../packet-text.js';
@@ -86,19 +86,13 @@ function sameParams(id: string, reason: HandoffReason | undefined): RefusedError
   return new RefusedError(`not re-sending ${id}: these are the params it already has; nothing was sent. To send the same request again after fixing the cause outside it: ${resume}.`);
 }
 
-/** The corrected params of `--resend-with`: a JSON object in a file. */
+/** The corrected params of `--resend-with`: a JSON object in a file, within the file limits. */
 function readParams(file: string): { params: Record<string, unknown> } {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new UsageError(`--resend-with: cannot read ${file}: ${(err as Error).message}`);
-  }
   let params: unknown;
   try {
-    params = JSON.parse(text);
+    params = readDataFile(file);
   } catch (err) {
-    throw new UsageError(`--resend-with: ${file} is not JSON: ${(err as Error).message}`);
+    throw err instanceof UsageError ? new UsageError(`--resend-with: ${err.message}`) : err;
   }
   if (typeof params !== 'object' || params === null || Array.isArray(params)) throw new UsageError(`--resend-with: ${file} must hold a JSON object of params`);
   return { params: params as Record<string, unknown> };
