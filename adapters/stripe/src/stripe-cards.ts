@@ -132,7 +132,7 @@ function stripeCard(spec: {
     reconciler: spec.reconciler,
     handoff: {
       condition: 'rejected (validation, card, auth, permission, key mismatch); retry budget exhausted; unknown with no safe re-send (key past retention and no authoritative lookup answer, or a stored 5xx that the key replays)',
-      destination: 'the runner\'s handoff sink (JSONL file or callback); resolved with `retrysafe resolve`',
+      destination: 'the runner\'s handoff sink (JSONL file or callback); resolved with `retrysafe ledger resolve`',
     },
     duplicateTest: 'real stripe SDK → testkit fault proxy → loopback Stripe sandbox (@retrysafe/stripe/sandbox); records and requests counted at the sandbox',
     receipts: 'the runner\'s ledger (one receipt per attempt and lookup, redacted), exportable as JSONL',
