@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { SCENARIOS } from '@retrysafe/testkit';
 import { COMMANDS } from '../src/cli-config.js';
 import { cardsOf, loadAdapters } from '../src/registry.js';
-import { REPO } from './helpers.js';
+import { cli, REPO, tempDir } from './helpers.js';
 
 const readme = readFileSync(join(REPO, 'packages/cli/README.md'), 'utf8');
 const runbook = readFileSync(join(REPO, 'docs/runbook.md'), 'utf8');
@@ -36,6 +36,17 @@ describe('the CLI says what is true', () => {
   it('every `retrysafe …` command in the README and the runbook exists', () => {
     expect(unknownCommands(readme)).toEqual([]);
     expect(unknownCommands(runbook)).toEqual([]);
+  });
+
+  it('the demo speaks of "the same key" only where a key travels', async () => {
+    const dir = tempDir('demo-key');
+    const r = await cli(['demo', '--db', join(dir, 'demo.db'), '--json'], { timeoutMs: 120_000 });
+    expect(r.code).toBe(0);
+    const steps = JSON.parse(r.stdout).steps as { operation: string; providerKey: string | null; timeline: string[] }[];
+    const keyless = steps.filter((s) => s.providerKey === null);
+    expect(keyless.map((s) => s.operation)).toContain('contacts.update');
+    for (const s of keyless) expect(s.timeline.join('\n'), s.operation).not.toMatch(/same key/);
+    expect(steps.find((s) => s.operation === 'invoices.create')!.timeline.join('\n')).toMatch(/same key/);
   });
 
   it('every `retrysafe …` command a shipped card names exists', async () => {

@@ -75,7 +75,7 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
 /** A refused resume, with the step that works: a rejected request goes out as is only once its cause is fixed. */
 function resumeRefusal(id: string, why: string, reason: HandoffReason | undefined): RefusedError {
   if (reason === 'rejected') {
-    return new RefusedError(`not resuming ${id}: ${why}; nothing was sent. If you fixed the cause outside the request (the account, a setting at the provider), send it again as is: --resume --force. To send corrected params instead: --resend-with <params.json>.`);
+    return new RefusedError(`not resuming ${id}: the handoff packet marks resume as not safe — ${why}; nothing was sent. If you fixed the cause outside the request (the account, a setting at the provider), send it again as is: --resume --force. To send corrected params instead: --resend-with <params.json>; if the effect exists at the provider after all: --mark-done <providerRef>.`);
   }
   return new RefusedError(`not resuming ${id}: the handoff packet marks resume as not safe — ${why}. Check at the provider first; then --mark-done <providerRef> if the effect exists, or --resume --force if you are sure it does not.`);
 }
