@@ -21,6 +21,8 @@ export interface CliOptions {
   readonly cwd?: string;
   /** The bound after which the child is killed and the run fails: the CLI must never wait forever. */
   readonly timeoutMs?: number;
+  /** Run as this user (root only: an operator without write permission). */
+  readonly user?: { readonly uid: number; readonly gid: number };
 }
 
 /** A running `retrysafe` child: its output so far, and its end. */
@@ -35,7 +37,7 @@ export function startCli(args: readonly string[], opts: CliOptions = {}): CliChi
   if (!existsSync(BIN)) throw new Error(`${BIN} is missing: build first (pnpm exec tsc -b packages/cli)`);
   const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: undefined, FORCE_COLOR: undefined, ...opts.env };
   for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: opts.cwd ?? REPO, env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: opts.cwd ?? REPO, env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'], ...(opts.user ?? {}) });
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));

@@ -1,7 +1,8 @@
 // Issue 44 item 3: the CLI never waits forever on an error path and keeps the promises its help makes.
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
 import { createRunner, createSqliteLedger } from '@retrysafe/core';
 import { createDrillClock, startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
 import { createSandboxAdapter, createSandboxProvider, startSandboxServer, REPLAYING_BEHAVIOUR, type SandboxProvider } from '@retrysafe/sandbox';
@@ -96,8 +97,38 @@ describe('help runbook: the runbook the handoff list points to ships with the CL
   });
 
   it('the text printed lives in the package (copied from docs/ at build)', async () => {
-    const { readFileSync } = await import('node:fs');
     expect(readFileSync(join(REPO, 'packages/cli/dist/runbook.md'), 'utf8')).toBe(readFileSync(join(REPO, 'docs/runbook.md'), 'utf8'));
+  });
+});
+
+describe('a ledger the operator may only read is listed and verified, read-only', () => {
+  const dir = tempDir('read-only');
+  const db = join(dir, 'retrysafe.db');
+  // root writes anywhere: the CLI then runs as nobody; any other user loses the write permission itself
+  const asRoot = process.getuid?.() === 0;
+  const user = asRoot ? { uid: 65534, gid: 65534 } : undefined;
+
+  beforeAll(async () => {
+    const ledger = createSqliteLedger({ path: db });
+    await ledger.claim({ businessOperationId: asBusinessOperationId('ro-1'), provider: 'sandbox', operation: 'sandbox.records.create', intentFingerprint: 'i', paramsFingerprint: 'p', params: { ref: 'x' }, providerKey: 'k' as ProviderKey, owner: 'w', leaseMs: 1000, now: Date.now() });
+    await ledger.close();
+    chmodSync(db, 0o444);
+    chmodSync(dir, asRoot ? 0o755 : 0o555);
+  });
+  afterAll(() => chmodSync(dir, 0o755));
+
+  it('ls, show, handoffs, verify and export read it; nothing is written beside it', async () => {
+    const before = readFileSync(db);
+    const opts = { ...BOUND, ...(user ? { user } : {}) };
+    const ls = await cli(['ledger', 'ls', '--db', db, '--json'], opts);
+    expect(ls.stderr).toBe('');
+    expect(JSON.parse(ls.stdout).map((r: { businessOperationId: string }) => r.businessOperationId)).toEqual(['ro-1']);
+    for (const args of [['show', 'ro-1'], ['handoffs'], ['verify', '--all'], ['export']]) {
+      const r = await cli(['ledger', ...args, '--db', db], opts);
+      expect(r.code, `ledger ${args.join(' ')}: ${r.stderr}`).toBe(0);
+    }
+    expect(readdirSync(dir)).toEqual(['retrysafe.db']);
+    expect(readFileSync(db).equals(before)).toBe(true);
   });
 });
 

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createSqliteLedger } from '@retrysafe/core';
 import { loadConfigFile, type RetrysafeConfig } from '@retrysafe/config';
 import { LedgerError, type Ledger, type OperationRecord, type OperationState } from '@retrysafe/contract';
@@ -18,8 +19,31 @@ export const STATES: readonly OperationState[] = ['claimed', 'dispatched', 'unkn
 
 const isPostgres = (location: string) => /^postgres(ql)?:\/\//.test(location);
 
+export interface OpenOptions {
+  /** The config already read, or null for none (default: read target.config). */
+  readonly config?: RetrysafeConfig | null;
+  /** The command only reads: a SQLite file in a folder the operator may not write is opened read-only. */
+  readonly readOnly?: boolean;
+}
+
+/**
+ * A SQLite ledger SQLite itself can only open read-only: where the folder does not let it make its
+ * `-shm` file, it is read as an immutable file — with no `-wal` beside it, nobody is writing to it.
+ * (Opened the ordinary way first: that way a writable folder keeps no `-shm`/`-wal` behind.)
+ */
+function openSqlite(path: string, readOnly: boolean): Ledger {
+  try {
+    return createSqliteLedger({ path });
+  } catch (e) {
+    if (!readOnly || !/read-?only/i.test((e as Error).message)) throw e;
+    const uri = pathToFileURL(path).href;
+    return createSqliteLedger({ path: existsSync(`${path}-wal`) ? `${uri}?mode=ro` : `${uri}?immutable=1` });
+  }
+}
+
 /** Opens the ledger the target names. A postgres:// URL needs the schema migrated (done on first use). */
-export async function openTarget(target: LedgerTarget, given?: RetrysafeConfig | null): Promise<Ledger> {
+export async function openTarget(target: LedgerTarget, options: OpenOptions = {}): Promise<Ledger> {
+  const given = options.config;
   const config = given !== undefined ? given : target.config ? await loadConfigFile(target.config) : null;
   const location = target.db ?? config?.ledger ?? './retrysafe.db';
   if (isPostgres(location)) {
@@ -32,15 +56,15 @@ export async function openTarget(target: LedgerTarget, given?: RetrysafeConfig |
   // Opening a SQLite path creates the file: a mistyped path would show "No operations" and leave an empty ledger behind.
   if (!existsSync(path)) throw new UsageError(`no SQLite ledger at ${path} (pass --db <file> or a postgres:// URL, or --config naming the ledger)`);
   try {
-    return createSqliteLedger({ path });
+    return openSqlite(path, options.readOnly === true);
   } catch (e) {
     // A folder, a file that is not SQLite, a file that cannot be opened: the path given is wrong (exit 2).
     throw new UsageError(`${path}: cannot open it as a SQLite ledger (${(e as Error).message.replace(/^cannot open SQLite ledger at [^:]*: /, '')})`);
   }
 }
 
-export async function withLedger<T>(target: LedgerTarget, fn: (ledger: Ledger) => Promise<T>, config?: RetrysafeConfig | null): Promise<T> {
-  const ledger = await openTarget(target, config).catch((err: unknown) => Promise.reject(unreadable(err)));
+export async function withLedger<T>(target: LedgerTarget, fn: (ledger: Ledger) => Promise<T>, options: OpenOptions = {}): Promise<T> {
+  const ledger = await openTarget(target, options).catch((err: unknown) => Promise.reject(unreadable(err)));
   try {
     return await fn(ledger);
   } catch (err) {

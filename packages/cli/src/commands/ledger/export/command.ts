@@ -11,7 +11,7 @@ export const ledgerExportCommand = defineCommand<LedgerTarget & { out?: string; 
     state: { argument: '<state>', parse: 'list', description: `only these states (${STATES.join(', ')})` },
   },
   async run({ io }, o) {
-    const r = await withLedger(o, (l) => exportChains(l, { ...(o.out ? { out: o.out } : {}), ...(o.state ? { states: o.state as never } : {}) }));
+    const r = await withLedger(o, (l) => exportChains(l, { ...(o.out ? { out: o.out } : {}), ...(o.state ? { states: o.state as never } : {}) }), { readOnly: true });
     if (o.out) io.err(`wrote ${r.operations} operation${r.operations === 1 ? '' : 's'} to ${o.out}`);
     else if (r.text) io.out(r.text.trimEnd());
     return EXIT.ok;

@@ -19,7 +19,7 @@ export async function ledgerHandoffs(target: LedgerTarget): Promise<HandoffRow[]
       const chain = chains.get(r.businessOperationId);
       return { ...summarize(r), explanation: r.handoff?.explanation ?? '', safeNextActions: r.handoff?.safeNextActions ?? [], lastKnown: r.handoff?.lastKnown ?? null, ...(chain && !chain.ok ? { chainBroken: chain.reason ?? 'broken' } : {}) };
     });
-  });
+  }, { readOnly: true });
 }
 
 export function handoffsText(rows: readonly HandoffRow[], color = false): string {

@@ -8,7 +8,7 @@ export async function ledgerLs(target: LedgerTarget & { state?: string[]; limit?
   return withLedger(target, async (ledger) => {
     const rows = await ledger.list({ ...(target.state?.length ? { states: target.state as OperationState[] } : {}), limit: target.limit ?? 100, newestFirst: true });
     return rows.map(summarize);
-  });
+  }, { readOnly: true });
 }
 
 export function lsTable(rows: readonly OperationSummary[]): string {

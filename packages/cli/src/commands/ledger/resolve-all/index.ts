@@ -59,7 +59,7 @@ export async function ledgerResolveAll(opts: ResolveAllOptions): Promise<Resolve
       (await ledger.list({ states: ['handed-off'] })).filter(
         (r) => (!opts.operation?.length || opts.operation.includes(r.operation)) && (!opts.reason?.length || opts.reason.includes(r.handoff?.reason ?? '')) && (!opts.id?.length || opts.id.includes(r.businessOperationId)),
       ),
-    config,
+    { config },
   );
   const planned = matched.map((r) => {
     const a = r.handoff?.safeNextActions.find((x) => x.action === action);

@@ -65,7 +65,7 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
         if (opts.markDone !== undefined) return runner.resolve(id, { action: 'mark-done', providerRef: opts.markDone.trim() }, { by });
         return runner.resolve(id, { action: 'abandon' }, { by });
       },
-      config,
+      { config },
     );
   } finally {
     for (const a of adapters) await a.close?.();

@@ -42,7 +42,7 @@ export async function ledgerShow(target: LedgerTarget & { readonly showBy?: bool
       // Unkeyed chains from before a key was set pass here (a keyed-then-unkeyed chain never does); `verify` is the strict check.
       chain: (await verifyChains(ledger, [bid], { allowUnkeyed: true }))[0]!,
     };
-  });
+  }, { readOnly: true });
 }
 
 const kv = (pairs: readonly (readonly [string, unknown])[]) => pairs.map(([k, v]) => `${k.padEnd(20)} ${v === null || v === undefined ? '—' : String(v)}`).join('\n');

@@ -24,7 +24,7 @@ export const ledgerVerifyCommand = defineCommand<Flags, [string | undefined]>({
   async run({ io, json, color }, o, [id]) {
     if ([id !== undefined, o.all === true, o.file !== undefined].filter(Boolean).length !== 1) throw new UsageError('choose one of <id>, --all, --file <export.jsonl>');
     const keys = { ...(o.allowUnkeyed ? { allowUnkeyed: true } : {}) };
-    const rows = o.file ? verifyExportFile(o.file, keys) : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], keys));
+    const rows = o.file ? verifyExportFile(o.file, keys) : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], keys), { readOnly: true });
     if (o.json) json({ ok: rows.every((r) => r.ok), operations: rows });
     else io.out(verifyText(rows, color));
     return rows.every((r) => r.ok) ? EXIT.ok : EXIT.failed;
