@@ -1,5 +1,5 @@
 import { defineCommand } from '../../command.js';
-import { probeCommand, type ProbeOptions } from './index.js';
+import { probeCommand, probeJson, type ProbeOptions } from './index.js';
 
 export const probe = defineCommand<ProbeOptions, [string[]]>({
   name: 'probe',
@@ -17,7 +17,8 @@ export const probe = defineCommand<ProbeOptions, [string[]]>({
     timeoutMs: { argument: '<n>', parse: 'integer', default: 200, description: 'client timeout of the call that is abandoned and re-issued' },
     settleMs: { argument: '<n>', parse: 'integer', default: 1500, description: 'wait for late effects before counting' },
     receipt: { argument: '<file>', description: 'write the probe receipt (JSON) here' },
+    json: { description: 'print the probe receipt as JSON' },
   },
   helpAfter: '\nExit codes: 0 at most once · 1 duplicates · 3 no effect seen (does the read tool list what the tool creates?) · 2 bad usage.',
-  run: ({ io }, o, [server]) => probeCommand(o, server, (l) => io.out(l)),
+  run: ({ io, json }, o, [server]) => (o.json ? probeJson(o, server, json) : probeCommand(o, server, (l) => io.out(l))),
 });

@@ -1,3 +1,6 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { EXIT } from '../../command.js';
 import { UsageError } from '../../errors.js';
 
@@ -13,10 +16,24 @@ export interface ProbeOptions {
   readonly timeoutMs: number;
   readonly settleMs: number;
   readonly receipt?: string;
+  readonly json?: boolean;
 }
 
 /** The MCP probe's exit codes (0 at most once, 1 duplicates, 3 no effect seen) as the CLI's. */
 const VERDICTS: Readonly<Record<number, number>> = { 0: EXIT.ok, 1: EXIT.failed, 3: EXIT.noEffect };
+
+/** The probe with `--json`: the receipt (written to `--receipt`, or to a temp file) is the answer on stdout. */
+export async function probeJson(o: ProbeOptions, server: readonly string[], json: (value: unknown) => void): Promise<number> {
+  const dir = o.receipt ? null : mkdtempSync(join(tmpdir(), 'retrysafe-probe-'));
+  const receipt = o.receipt ?? join(dir!, 'probe.json');
+  try {
+    const code = await probeCommand({ ...o, receipt }, server, () => {});
+    json(JSON.parse(readFileSync(receipt, 'utf8')));
+    return code;
+  } finally {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 /**
  * `retrysafe probe`: the MCP package's probe with the CLI's exit codes. "No effect seen" is its own
