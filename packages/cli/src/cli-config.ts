@@ -39,7 +39,7 @@ export const COMMANDS: readonly CommandConfig[] = [
 export const DESCRIPTION = 'Perform state-changing operations at most once: drill the adapters, read their cards, inspect the ledger and resolve handoffs.';
 
 export const HELP_AFTER = `
-Exit codes: 0 ok · 1 a drill, check or step failed · 2 bad usage (or a file that cannot be read or written) · 3 probe saw no effect.
+Exit codes: 0 ok · 1 a drill, check or step failed · 2 bad usage (or a file that cannot be read or written) · 3 probe saw no effect · 130 stopped by Ctrl-C.
 Colour only on a terminal and never with NO_COLOR set. Every command takes --json.
 
 Start with:  retrysafe demo     (a scripted agent flow on a SQLite ledger)
