@@ -24,7 +24,7 @@ describe('retrysafe never waits forever', () => {
     const tmp = tempDir('sigint');
     const run = startCli(['drill', '--adapter', 'sandbox', '--out', join(tmp, 'out')], { ...BOUND, env: { TMPDIR: tmp } });
     // one scenario finished (a progress line), so the drill's ledgers folder exists
-    while (!/\[\s*1\//.test(run.stderr())) await new Promise((r) => setTimeout(r, 50));
+    while (!/\[\s*1\//.test(run.stderr()) && run.child.exitCode === null) await new Promise((r) => setTimeout(r, 50));
     expect(readdirSync(tmp).filter((f) => f.startsWith('retrysafe-drill-ledgers-'))).not.toHaveLength(0);
     run.child.kill('SIGINT');
     const r = await run.done;
