@@ -5,6 +5,7 @@ import type { ConformanceOptions } from '@retrysafe/testkit';
 import type { AdapterV1, RetrySafetyCard } from '@retrysafe/contract';
 import type { HttpAdapterConfig } from '@retrysafe/config';
 import type { HttpOperationDeclaration } from '@retrysafe/http';
+import { UsageError } from './errors.js';
 
 /** One adapter package as the CLI sees it: its drill setups (one per provider/sandbox) and its cards. */
 export interface AdapterEntry {
@@ -58,7 +59,7 @@ export async function loadAdapters(names?: readonly string[], modules: readonly 
   for (const file of modules) {
     const path = resolve(file);
     if (!existsSync(path)) throw new UsageError(`--module ${file}: no such file`);
-    const mod = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+    const mod = await importModule(file, path);
     const drillNames = Array.isArray(mod.drills) ? [...new Set(mod.drills.map((d) => (isDrill(d) ? d.name : '')).filter(Boolean))] : [];
     const name = typeof mod.name === 'string' && mod.name ? mod.name : drillNames.length ? drillNames.join('+') : basename(path).replace(/\.[cm]?js$/, '');
     const entry = entryFrom(name, file, mod);
@@ -66,6 +67,15 @@ export async function loadAdapters(names?: readonly string[], modules: readonly 
     own.push(entry);
   }
   return [...builtIn, ...own, ...(config ? await configEntries(config) : [])];
+}
+
+/** A `--module` file, or a usage error saying why it cannot be imported (a folder, a syntax error). */
+async function importModule(file: string, path: string): Promise<Record<string, unknown>> {
+  try {
+    return (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+  } catch (e) {
+    throw new UsageError(`--module ${file}: cannot import it: ${(e as Error).message.split('\n')[0]}`);
+  }
 }
 
 /**
@@ -137,9 +147,4 @@ function selectNames(names: readonly string[] | undefined): readonly string[] {
   const unknown = names.filter((n) => !ADAPTER_NAMES.includes(n));
   if (unknown.length) throw new UsageError(`unknown adapter ${unknown.map((n) => `'${n}'`).join(', ')} (known: ${ADAPTER_NAMES.join(', ')})`);
   return names;
-}
-
-/** Bad command-line input: exit code 2. */
-export class UsageError extends Error {
-  override name = 'UsageError';
 }

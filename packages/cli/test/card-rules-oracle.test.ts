@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { cardMargin, durationMs, lateApplyAllowanceMs, lookupAvailable, notFoundIsAuthoritative, resendSafety, validateCard, type Duration, type RetrySafetyCard } from '@retrysafe/contract';
 import { oracleAbsenceProvenAfterMs, oracleResendSafe, readCard } from '@retrysafe/testkit';
-import { readCardFile } from '../src/card-file.js';
+import { readCardFile } from '../src/files.js';
 import { cardsOf, loadAdapters } from '../src/registry.js';
 import { REPO } from './helpers.js';
 

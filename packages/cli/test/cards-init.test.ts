@@ -5,8 +5,9 @@ import { Readable } from 'node:stream';
 import { CardValidationError, validateCard } from '@retrysafe/contract';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readCardFile } from '../src/card-file.js';
-import { cardsInit, refusals } from '../src/commands/cards-init.js';
+import { readCardFile } from '../src/files.js';
+import { cardsInit } from '../src/commands/cards/init/index.js';
+import { refusals } from '../src/commands/cards/refusals.js';
 import { cardsOf, loadAdapters } from '../src/registry.js';
 import { cli, REPO } from './helpers.js';
 
@@ -122,7 +123,7 @@ describe('retrysafe cards init (interactive)', () => {
   it('asks field by field; an empty answer leaves a fact unknown, a wrong answer is asked again, a fact needs its source', async () => {
     const prompts: string[] = [];
     // the order is the schema's, with intent fields first: read it from the leaves
-    const { cardLeaves } = await import('../src/commands/cards-init.js');
+    const { cardLeaves } = await import('../src/commands/cards/init/index.js');
     const order = cardLeaves().map((l) => l.path);
     const script: Record<string, string[]> = {
       'businessOperationId.intentFields': ['ticketRef'],

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,34 +16,58 @@ export interface CliRun {
   readonly stderr: string;
 }
 
+export interface CliOptions {
+  readonly env?: Record<string, string | undefined>;
+  readonly cwd?: string;
+  /** The bound after which the child is killed and the run fails: the CLI must never wait forever. */
+  readonly timeoutMs?: number;
+  /** Run as this user (root only: an operator without write permission). */
+  readonly user?: { readonly uid: number; readonly gid: number };
+}
+
+/** A running `retrysafe` child: its output so far, and its end. */
+export interface CliChild {
+  readonly child: ChildProcess;
+  readonly stderr: () => string;
+  readonly done: Promise<CliRun & { readonly signal: NodeJS.Signals | null }>;
+}
+
+/** Starts `node dist/bin.js …args`; `done` rejects when the child had to be killed after `timeoutMs`. */
+export function startCli(args: readonly string[], opts: CliOptions = {}): CliChild {
+  if (!existsSync(BIN)) throw new Error(`${BIN} is missing: build first (pnpm exec tsc -b packages/cli)`);
+  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: undefined, FORCE_COLOR: undefined, ...opts.env };
+  for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: opts.cwd ?? REPO, env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'], ...(opts.user ?? {}) });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const bound = opts.timeoutMs ?? 240_000;
+  const done = new Promise<CliRun & { signal: NodeJS.Signals | null }>((resolve, reject) => {
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, bound);
+    child.on('error', reject);
+    // Settles once the child has exited, so a test's temp dir is never removed under a running child.
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      if (timedOut) reject(new Error(`retrysafe ${args.join(' ')} did not finish in ${bound} ms: killed\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+      else resolve({ code, signal, stdout, stderr });
+    });
+  });
+  return { child, stderr: () => stderr, done };
+}
+
 /**
  * Runs `node dist/bin.js …args` as a child process: exit codes, stdout/stderr separation and
  * environment variables (NO_COLOR) are only real across the process boundary. NO_COLOR and
  * FORCE_COLOR are cleared unless the caller sets them.
  */
-export function cli(args: readonly string[], opts: { env?: Record<string, string | undefined>; cwd?: string; timeoutMs?: number } = {}): Promise<CliRun> {
-  if (!existsSync(BIN)) throw new Error(`${BIN} is missing: build first (pnpm exec tsc -b packages/cli)`);
-  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: undefined, FORCE_COLOR: undefined, ...opts.env };
-  for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: opts.cwd ?? REPO, env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.kill('SIGKILL');
-    }, opts.timeoutMs ?? 240_000);
-    child.on('error', reject);
-    // Settles once the child has exited, so a test's temp dir is never removed under a running child.
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      if (timedOut) reject(new Error(`retrysafe ${args.join(' ')} did not finish in ${opts.timeoutMs ?? 240_000} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`));
-      else resolve({ code, stdout, stderr });
-    });
-  });
+export async function cli(args: readonly string[], opts: CliOptions = {}): Promise<CliRun> {
+  const { code, stdout, stderr } = await startCli(args, opts).done;
+  return { code, stdout, stderr };
 }
 
 const tempDirs: string[] = [];

@@ -18,6 +18,18 @@ describe('retrysafe probe', () => {
     expect(written.effects).toBeGreaterThan(1);
   });
 
+  it('says apart "no effect seen" (exit 3) from duplicates (exit 1)', async () => {
+    const r = await cli(['probe', '--tool', 'create_order', '--args', '{"customer":"c","ref":"PO-8","sku":"sku_1","quantity":1}', '--count-tool', 'list_orders', '--count-path', 'orders', '--match', '{"ref":"nothing-has-this"}', '--settle-ms', '200', '--', process.execPath, orders]);
+    expect(r.stdout).toMatch(/no effect seen/);
+    expect(r.code).toBe(3);
+  });
+
+  it('--json prints the receipt as JSON, with the same exit code', async () => {
+    const r = await cli(['probe', '--tool', 'create_order', '--args', '{"customer":"c","ref":"PO-9","sku":"sku_1","quantity":1}', '--count-tool', 'list_orders', '--count-path', 'orders', '--match', '{"ref":"nothing-has-this"}', '--settle-ms', '200', '--json', '--', process.execPath, orders]);
+    expect(JSON.parse(r.stdout)).toMatchObject({ verdict: 'no-effect-seen', effects: 0 });
+    expect(r.code).toBe(3);
+  });
+
   it('refuses bad JSON in one line, exit 2', async () => {
     const r = await cli(['probe', '--tool', 'x', '--count-tool', 'y', '--count-path', 'z', '--args', '[1', '--', process.execPath, orders]);
     expect(r.code).toBe(2);

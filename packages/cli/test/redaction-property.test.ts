@@ -6,7 +6,9 @@ import type { AdapterV1, DrillFault } from '@retrysafe/contract';
 import { createRunner, createSqliteLedger, exportReceiptsJsonl, jsonlHandoffSink, type LogEntry } from '@retrysafe/core';
 import { createDrillClock, startFaultProxy } from '@retrysafe/testkit';
 import { loadAdapters } from '../src/registry.js';
-import { handoffsText, ledgerHandoffs, ledgerLs, ledgerShow, lsTable, showText } from '../src/commands/ledger.js';
+import { handoffsText, ledgerHandoffs } from '../src/commands/ledger/handoffs/index.js';
+import { ledgerLs, lsTable } from '../src/commands/ledger/ls/index.js';
+import { ledgerShow, showText } from '../src/commands/ledger/show/index.js';
 import { tempDir } from './helpers.js';
 
 // The redaction property (issue 18): a canary of any detected kind, placed anywhere a caller, a

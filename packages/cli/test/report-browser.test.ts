@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { ScenarioResult } from '@retrysafe/testkit';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { drillCommand } from '../src/commands/drill.js';
+import { drillCommand } from '../src/commands/drill/index.js';
 import { renderHtmlReport } from '../src/report/html.js';
 import { tempDir } from './helpers.js';
 

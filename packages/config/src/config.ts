@@ -1,13 +1,13 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parse as parseYaml } from 'yaml';
 import { RetrysafeError, type AdapterV1, type Ledger } from '@retrysafe/contract';
 import type { PolicyOverrides } from '@retrysafe/core';
 import { findInlineCredentials, looksLikeEnvName, safeMessage } from './credentials.js';
 import type { HttpAdapterDeclaration } from '@retrysafe/http';
 import { checkConfig, DEFAULT_LEDGER, ledgerKind } from './validate.js';
 import { suggest } from './schema-check.js';
+import { FileLimitError, parseDataText, readTextFile } from './read-file.js';
 
 const marker = Symbol.for('retrysafe.error.ConfigError');
 
@@ -153,14 +153,16 @@ export function loadConfig(file: string): RetrysafeConfig {
   if (MODULE_CONFIG.test(file)) throw new ConfigError(file, 'a JavaScript/TypeScript config is read with loadConfigFile() (async)');
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readTextFile(file);
   } catch (e) {
+    if (FileLimitError.isInstance(e)) throw e;
     throw new ConfigError(file, `cannot read: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
   }
   let raw: unknown;
   try {
-    raw = /\.ya?ml$/i.test(file) ? parseYaml(text) : JSON.parse(text);
+    raw = parseDataText(text, { path: file, yaml: /\.ya?ml$/i.test(file) });
   } catch (e) {
+    if (FileLimitError.isInstance(e)) throw e;
     throw new ConfigError(file, `not valid ${/\.ya?ml$/i.test(file) ? 'YAML' : 'JSON'}: ${safeMessage((e as Error).message)}`);
   }
   return parseConfig(raw, dirname(resolve(file)), file);
@@ -261,13 +263,15 @@ function readCardFile(file: string, baseDir: string, where: string): unknown {
   const path = isAbsolute(file) ? file : resolve(baseDir, file);
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    text = readTextFile(path);
   } catch (e) {
+    if (FileLimitError.isInstance(e)) throw e;
     throw new ConfigError(where, `cannot read card file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
   try {
-    return /\.ya?ml$/i.test(file) ? parseYaml(text) : JSON.parse(text);
+    return parseDataText(text, { path, yaml: /\.ya?ml$/i.test(file) });
   } catch (e) {
+    if (FileLimitError.isInstance(e)) throw e;
     throw new ConfigError(where, `card file ${file} is not valid ${/\.ya?ml$/i.test(file) ? 'YAML' : 'JSON'}: ${(e as Error).message}`);
   }
 }

@@ -168,7 +168,7 @@ export function decide(card: RetrySafetyCard, state: DecisionState, observation:
       return { action: 'handoff', reason: 'rejected', why: `rejected by the provider (${observation.reason}): not applied and will not succeed as is` };
     case 'not-applied':
       if (state.maybeApplied) return afterUnknown(card, state, budget, observation.retryAfterMs);
-      return retryNotApplied(state, budget, observation.retryAfterMs, 'definitely not applied (transient)');
+      return retryNotApplied(card, state, budget, observation.retryAfterMs, 'definitely not applied (transient)');
     case 'in-progress':
       return inProgress(card, state, budget, observation.retryAfterMs, 'the provider has it in progress: never a second work item');
     case 'unknown':
@@ -193,7 +193,7 @@ export function decide(card: RetrySafetyCard, state: DecisionState, observation:
         const late = card.lookup.lateApplyBound?.value;
         return keepLooking(card, state, budget, Math.max(1, verdict.at - state.now), `lookup found nothing, but it asked before the last attempt could no longer land and show (last dispatch + late-apply bound ${String(late)} + consistency delay ${String(card.lookup.consistencyDelay.value)})`);
       }
-      return retryNotApplied(state, budget, undefined, 'authoritative lookup found nothing: the effect was not applied');
+      return retryNotApplied(card, state, budget, undefined, 'authoritative lookup found nothing: the effect was not applied');
     }
     case 'cannot-tell':
       return keepLooking(card, state, budget, observation.retryAfterMs, `lookup cannot tell yet (${observation.reason})`);
@@ -207,9 +207,11 @@ function honoured(state: DecisionState, retryAfterMs: number | undefined): numbe
   return ms > 0 ? ms : undefined;
 }
 
-function retryNotApplied(state: DecisionState, budget: Budget, retryAfterMs: number | undefined, what: string): Decision {
+function retryNotApplied(card: RetrySafetyCard, state: DecisionState, budget: Budget, retryAfterMs: number | undefined, what: string): Decision {
   const plan = planRetry({ attemptsMade: state.runAttempts, startedAt: state.runStartedAt, now: state.now, retryAfterMs: honoured(state, retryAfterMs) }, budget.policy, budget.random);
-  if (plan.retry) return { action: 'send', delayMs: plan.delayMs, why: `${what}: bounded retry with the same key` };
+  // Receipts say what was sent: "the same key" only where a key travels.
+  const key = card.providerKey.travels.value === 'none' ? '' : ' with the same key';
+  if (plan.retry) return { action: 'send', delayMs: plan.delayMs, why: `${what}: bounded retry${key}` };
   return { action: 'handoff', reason: 'retry-exhausted', why: `${what}, but the budget is spent: ${plan.detail}` };
 }
 

@@ -1,7 +1,8 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { renderCard, validateCard, type RetrySafetyCard } from '@retrysafe/contract';
-import { cardsOf, loadAdapters, UsageError, type NamedCard } from '../registry.js';
+import { UsageError } from '../../errors.js';
+import { cardsOf, loadAdapters, type NamedCard } from '../../registry.js';
 
 export interface CardsCommandOptions {
   readonly adapter?: string[];

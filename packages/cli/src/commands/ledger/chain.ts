@@ -1,9 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
-import { encryptParams, exportReceiptsJsonl, parseReceiptKeys, verifyOperation, verifyReceiptsJsonl, type ChainCheck, type ReceiptKey, type ReceiptKeyring } from '@retrysafe/core';
+import { encryptParams, parseReceiptKeys, verifyOperation, type ChainCheck, type ReceiptKey, type ReceiptKeyring } from '@retrysafe/core';
 import { asBusinessOperationId, type Ledger, type OperationState } from '@retrysafe/contract';
-import { paint } from '../output.js';
-import { UsageError } from '../registry.js';
+import { UsageError } from '../../errors.js';
 
 /**
  * Receipt-chain commands (issue 18): `ledger verify` and `ledger export`, and the check `show` and
@@ -62,7 +59,7 @@ export interface VerifyOptions {
   readonly env?: NodeJS.ProcessEnv;
 }
 
-const rowOf = (id: string, state: OperationState | undefined, receipts: number, check: ChainCheck): VerifyRow => ({
+export const rowOf = (id: string, state: OperationState | undefined, receipts: number, check: ChainCheck): VerifyRow => ({
   businessOperationId: id,
   ...(state ? { state } : {}),
   receipts,
@@ -83,40 +80,4 @@ export async function verifyChains(ledger: Ledger, ids: readonly string[] | 'all
     out.push(rowOf(id, record.state, (await ledger.receipts(id)).length, check));
   }
   return out;
-}
-
-/** Verifies an export written by `ledger export` (receipts plus head lines), without the ledger. */
-export function verifyExportFile(file: string, options: VerifyOptions = {}): VerifyRow[] {
-  const { keyring } = receiptKeysFromEnv(options.env);
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    throw new UsageError(`cannot read ${file}: ${(e as Error).message}`);
-  }
-  try {
-    return verifyReceiptsJsonl(text, { ...(keyring ? { keys: keyring } : {}), ...(options.allowUnkeyed ? { allowUnkeyed: true } : {}) }).map((x) => rowOf(x.businessOperationId, undefined, x.receipts, x.check));
-  } catch (e) {
-    throw new UsageError(`${file}: ${(e as Error).message}`);
-  }
-}
-
-/** Receipts as JSONL with one chain-head line per operation (offline-verifiable with `ledger verify --file`). */
-export async function exportChains(ledger: Ledger, options: { readonly out?: string; readonly states?: readonly OperationState[] } = {}): Promise<{ text: string; operations: number }> {
-  const ids = (await ledger.list(options.states?.length ? { states: options.states } : {})).map((r) => r.businessOperationId);
-  const text = await exportReceiptsJsonl(ledger, { ids, heads: true });
-  if (options.out) await writeFile(options.out, text, 'utf8');
-  return { text, operations: ids.length };
-}
-
-export function verifyText(rows: readonly VerifyRow[], color = false): string {
-  if (rows.length === 0) return 'No operations.';
-  const bad = rows.filter((r) => !r.ok);
-  const lines = rows.map((r) =>
-    r.ok
-      ? `${paint('green', '✓', color)} ${r.businessOperationId}  ${r.receipts} receipt${r.receipts === 1 ? '' : 's'}${r.warnings ? paint('dim', `  (${r.warnings.join('; ')})`, color) : ''}`
-      : `${paint('red', '✗', color)} ${r.businessOperationId}  broken at receipt #${(r.index ?? 0) + 1}: ${r.reason}`,
-  );
-  lines.push('', bad.length ? `${bad.length} of ${rows.length} chain${rows.length === 1 ? '' : 's'} broken: the ledger was edited outside retrysafe (see docs/security.md)` : `${rows.length} chain${rows.length === 1 ? '' : 's'} intact`);
-  return lines.join('\n');
 }

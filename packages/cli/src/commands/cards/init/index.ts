@@ -1,5 +1,4 @@
 import { writeFileSync } from 'node:fs';
-import type { Command } from 'commander';
 import { extname } from 'node:path';
 import { createInterface } from 'node:readline';
 import {
@@ -7,16 +6,15 @@ import {
   CARD_SCHEMA_VERSION,
   cardFieldLabel,
   cardJsonSchema,
-  CardValidationError,
   UNKNOWN,
   validateCard,
   type CardProblem,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
-import { lookupAvailable, notFoundIsAuthoritative, resendSafety, type DecisionState } from '@retrysafe/core';
 import { stringify as toYaml } from 'yaml';
-import { readCardFile, readDataFile } from '../card-file.js';
-import { UsageError } from '../registry.js';
+import { readDataFile } from '../../../files.js';
+import { UsageError } from '../../../errors.js';
+import { refusals } from '../refusals.js';
 
 /** One field of the card as `cards init` fills it. */
 interface Leaf {
@@ -116,21 +114,6 @@ function hint(leaf: Leaf): string {
   if (main.type === 'array') return 'comma-separated';
   if (typeof main.pattern === 'string' && main.pattern.includes('ms|s|m|h|d')) return `duration, e.g. 30s, 24h${nullable}`;
   return `text${nullable}`;
-}
-
-/** What the runner will not do because of the card's unknowns, in the runner's own words (core's decision rules). */
-export function refusals(card: RetrySafetyCard): string[] {
-  const out: string[] = [];
-  const resend = resendSafety(card, null, 0);
-  if (!resend.safe) out.push(`no re-send after an unknown outcome (timeout, reset, 5xx): ${resend.why}`);
-  if (!lookupAvailable(card)) {
-    out.push(`no lookup of what the provider stored (card lookup.method = ${String(card.lookup.method.value)}): ${resend.safe ? 'after an unknown outcome it only re-sends with the same key, inside the retention' : 'every unknown outcome goes to a person'}`);
-  } else {
-    const late = { ledgerState: 'unknown', now: Number.MAX_SAFE_INTEGER, observedAt: Number.MAX_SAFE_INTEGER, firstDispatchedAt: 0, lastDispatchedAt: 0, runAttempts: 1, runStartedAt: 0, windowStartedAt: 0 } as unknown as DecisionState;
-    if (!notFoundIsAuthoritative(card, late)) out.push(`a lookup's "not found" is never taken as "not applied" (card lookup.consistencyDelay = ${String(card.lookup.consistencyDelay.value)}): it keeps looking for limits.lookupWindow, then hands off`);
-  }
-  if (card.sideEffect.kind.value === UNKNOWN) out.push('agent tools mark the operation destructive (card sideEffect.kind = unknown)');
-  return out;
 }
 
 export interface CardsInitOptions {
@@ -294,67 +277,4 @@ async function askLeaf(ask: LineReader, leaf: Leaf, label: string, fallback: unk
       if (source.trim()) return { kind: 'fact', value: parsed.value, source: source.trim() };
     }
   }
-}
-
-/** `retrysafe cards validate <file…>`: each JSON/YAML card file read as the runner would, with what it will refuse. */
-export function validateCardFiles(files: readonly string[]): { file: string; ok: boolean; operation?: string; problems: readonly CardProblem[]; unknowns: readonly string[]; refusals: readonly string[] }[] {
-  return files.map((file) => {
-    try {
-      const card = readCardFile(file);
-      return { file, ok: true, operation: card.operation, problems: [], unknowns: validateCard(card).unknowns, refusals: refusals(card) };
-    } catch (e) {
-      if (CardValidationError.isInstance(e)) return { file, ok: false, problems: e.problems, unknowns: [], refusals: [] };
-      if (e instanceof UsageError) return { file, ok: false, problems: [{ path: '(file)', message: e.message }], unknowns: [], refusals: [] };
-      throw e;
-    }
-  });
-}
-
-/** Adds `retrysafe cards init` under the `cards` command. */
-export function registerCardsInit(
-  cards: Command,
-  ctx: { readonly out: (t: string) => void; readonly err: (t: string) => void; readonly json: (v: unknown) => void; readonly setCode: (code: number) => void },
-): void {
-  cards
-    .command('init')
-    .description('fill a new retry safety card field by field (asks, or --from a partial JSON/YAML card); what it cannot fill stays unknown, and it shows what the runner will refuse because of that')
-    .option('--from <file>', 'a partial card (JSON or YAML) to start from; no questions asked')
-    .option('--out <file>', 'write the card here (.yaml/.yml: YAML, else JSON); default: print it')
-    .option('--interactive', 'ask for the fields --from leaves out')
-    .option('--json', 'print { card, unknowns, defaulted, refusals } as JSON')
-    .action(async (o: { from?: string; out?: string; interactive?: boolean; json?: boolean }) => {
-      const r = await cardsInit({ ...(o.from !== undefined ? { from: o.from } : {}), ...(o.out !== undefined ? { out: o.out } : {}), ...(o.interactive ? { interactive: true } : {}) });
-      if (o.json) ctx.json({ ok: true, card: r.card, unknowns: r.unknowns, defaulted: r.defaulted, refusals: r.refusals, written: r.written });
-      else {
-        if (!r.written) ctx.out(r.text);
-        const report = [
-          r.written ? `wrote ${r.written}` : '',
-          `${r.unknowns.length} fact(s) left unknown${r.unknowns.length ? `: ${r.unknowns.join(', ')}` : ''} (listed in unverified[])`,
-          r.defaulted.length ? `${r.defaulted.length} field(s) took retrysafe's defaults: ${r.defaulted.join(', ')}` : '',
-          r.refusals.length ? `Because of that, the runner will refuse:\n${r.refusals.map((x) => `  - ${x}`).join('\n')}` : 'The runner relies on nothing unknown in this card.',
-        ].filter(Boolean).join('\n');
-        (r.written ? ctx.out : ctx.err)(report);
-      }
-      ctx.setCode(0);
-    });
-
-  cards
-    .command('validate')
-    .description('read retry safety card files (JSON or YAML) as the runner would: every problem with its field, the unknowns, and what the runner will refuse')
-    .argument('<file...>', 'card files')
-    .option('--json', 'print the results as JSON')
-    .action((files: string[], o: { json?: boolean }) => {
-      const results = validateCardFiles(files);
-      if (o.json) ctx.json({ ok: results.every((r) => r.ok), results });
-      else {
-        for (const r of results) {
-          if (!r.ok) {
-            ctx.err(`✗ ${r.file}: ${r.problems.length} problem(s)\n${r.problems.map((p) => `  - ${p.path}: ${p.message}`).join('\n')}`);
-            continue;
-          }
-          ctx.out(`✓ ${r.file}: ${r.operation} (${r.unknowns.length} unknown fact(s))${r.refusals.length ? `\n  the runner will refuse:\n${r.refusals.map((x) => `  - ${x}`).join('\n')}` : ''}`);
-        }
-      }
-      ctx.setCode(results.every((r) => r.ok) ? 0 : 1);
-    });
 }

@@ -1,0 +1,47 @@
+import type { CommandConfig } from './command.js';
+import { cards } from './commands/cards/command.js';
+import { cardsInitCommand } from './commands/cards/init/command.js';
+import { cardsValidate } from './commands/cards/validate/command.js';
+import { demo } from './commands/demo/command.js';
+import { drill } from './commands/drill/command.js';
+import { help } from './commands/help/command.js';
+import { ledger } from './commands/ledger/command.js';
+import { ledgerExportCommand } from './commands/ledger/export/command.js';
+import { ledgerHandoffsCommand } from './commands/ledger/handoffs/command.js';
+import { ledgerLsCommand } from './commands/ledger/ls/command.js';
+import { ledgerPruneCommand } from './commands/ledger/prune/command.js';
+import { ledgerResolveAllCommand } from './commands/ledger/resolve-all/command.js';
+import { ledgerResolveCommand } from './commands/ledger/resolve/command.js';
+import { ledgerShowCommand } from './commands/ledger/show/command.js';
+import { ledgerVerifyCommand } from './commands/ledger/verify/command.js';
+import { probe } from './commands/probe/command.js';
+
+/** Every command, in the order `--help` lists them; a group comes before the commands it holds. */
+export const COMMANDS: readonly CommandConfig[] = [
+  drill,
+  cards,
+  cardsInitCommand,
+  cardsValidate,
+  ledger,
+  ledgerLsCommand,
+  ledgerShowCommand,
+  ledgerVerifyCommand,
+  ledgerExportCommand,
+  ledgerPruneCommand,
+  ledgerHandoffsCommand,
+  ledgerResolveCommand,
+  ledgerResolveAllCommand,
+  probe,
+  demo,
+  help,
+];
+
+export const DESCRIPTION = 'Perform state-changing operations at most once: drill the adapters, read their cards, inspect the ledger and resolve handoffs.';
+
+export const HELP_AFTER = `
+Exit codes: 0 ok · 1 a drill, check or step failed · 2 bad usage (or a file that cannot be read or written) · 3 probe saw no effect · 130 stopped by Ctrl-C.
+Colour only on a terminal and never with NO_COLOR set. Every command takes --json.
+
+Start with:  retrysafe demo     (a scripted agent flow on a SQLite ledger)
+             retrysafe drill    (every adapter through lost responses, races and errors)
+Handoffs:    retrysafe help runbook`;

@@ -1,0 +1,105 @@
+import { InvalidArgumentError, Option, type Command } from 'commander';
+
+/**
+ * 0: everything held · 1: a drill/check/step failed or the command could not complete · 2: bad command
+ * line (or a file that cannot be read or written) · 3: `probe` saw no effect at all (nothing to judge) ·
+ * 130: stopped by Ctrl-C (SIGINT), as shells count it.
+ */
+export const EXIT = { ok: 0, failed: 1, usage: 2, noEffect: 3, interrupted: 130 } as const;
+
+export interface Io {
+  readonly out: (text: string) => void;
+  readonly err: (text: string) => void;
+  /** Whether stderr is a terminal (progress is redrawn in place there). Default: process.stderr.isTTY. */
+  readonly errIsTTY?: boolean;
+  /** Colour on stdout. Default: a TTY and NO_COLOR unset (FORCE_COLOR forces it). */
+  readonly color?: boolean;
+}
+
+/** What every command's `run` gets: where to print, and whether in colour. */
+export interface Context {
+  readonly io: Io;
+  readonly color: boolean;
+  readonly errColor: boolean;
+  readonly errTTY: boolean;
+  /** Prints a value as JSON on stdout. */
+  readonly json: (value: unknown) => void;
+  /** Prints the help of the command these words name (the program's for none); false when there is none. */
+  readonly help: (words: readonly string[]) => boolean;
+}
+
+/** One option, as data (the flag is the key in kebab case: `markDone` is `--mark-done`). */
+export interface OptionConfig {
+  readonly description: string;
+  /** `<value>` for an option that takes a value; absent for a flag. */
+  readonly argument?: string;
+  /** `list`: repeatable or comma-separated; `integer`: a non-negative integer. */
+  readonly parse?: 'list' | 'integer';
+  readonly choices?: readonly string[];
+  readonly default?: string | number;
+  readonly required?: boolean;
+}
+
+export type Options = Readonly<Record<string, OptionConfig>>;
+
+/** One command: its words, its arguments and options as data, and the plain function that runs it. */
+export interface CommandConfig<O = never> {
+  /** `drill`, `ledger ls`: a command is placed under the one its earlier words name. */
+  readonly name: string;
+  readonly description: string;
+  /** `<id>`, `[id]`, `[server...]` with their descriptions. */
+  readonly arguments?: readonly (readonly [name: string, description: string])[];
+  readonly options?: Options;
+  readonly helpAfter?: string;
+  /** Absent for a group (`ledger`), which only holds commands. Returns the exit code. */
+  readonly run?: (ctx: Context, options: O, args: readonly never[]) => Promise<number>;
+}
+
+/** Types a command's options and positional arguments at its definition. */
+export function defineCommand<O, A extends readonly unknown[] = []>(c: Omit<CommandConfig, 'run'> & { readonly run?: (ctx: Context, options: O, args: A) => Promise<number> }): CommandConfig {
+  return c as CommandConfig;
+}
+
+const collect = (v: string, prev: string[] = []) => [...prev, ...v.split(',').map((s) => s.trim()).filter(Boolean)];
+
+function integer(v: string): number {
+  if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v))) throw new InvalidArgumentError('expected a non-negative integer.');
+  return Number(v);
+}
+
+/** A value that is itself an option (`--mark-done --db x`) means the value was left out. */
+function value(v: string): string {
+  if (v.startsWith('--')) throw new InvalidArgumentError(`it needs a value, but the next word is the option ${v}.`);
+  return v;
+}
+
+const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+function toOption(key: string, o: OptionConfig): Option {
+  const option = new Option(`--${kebab(key)}${o.argument ? ` ${o.argument}` : ''}`, o.description);
+  if (o.parse === 'list') option.argParser((v: string, prev: string[] | undefined) => collect(value(v), prev));
+  else if (o.parse === 'integer') option.argParser((v: string) => integer(value(v)));
+  else if (o.argument) option.argParser(value);
+  if (o.choices) option.choices(o.choices);
+  if (o.default !== undefined) option.default(o.default);
+  if (o.required) option.makeOptionMandatory();
+  return option;
+}
+
+/** Adds `c` to the commander tree under `root`; its action stores the exit code through `setCode`. */
+export function register(root: Command, c: CommandConfig, ctx: Context, setCode: (code: number) => void): void {
+  const words = c.name.split(' ');
+  let parent = root;
+  for (const w of words.slice(0, -1)) parent = parent.commands.find((x) => x.name() === w) ?? parent.command(w);
+  const cmd = parent.command(words.at(-1)!).description(c.description);
+  for (const [name, description] of c.arguments ?? []) cmd.argument(name, description);
+  for (const [key, o] of Object.entries(c.options ?? {})) cmd.addOption(toOption(key, o));
+  if (c.helpAfter) cmd.addHelpText('after', c.helpAfter);
+  const run = c.run;
+  if (run) {
+    cmd.action(async (...given: unknown[]) => {
+      const options = given.at(-2) as never;
+      setCode(await run(ctx, options, given.slice(0, -2) as never[]));
+    });
+  }
+}

@@ -1,0 +1,248 @@
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { createRunner, createSqliteLedger, callbackHandoffSink, type RunResult } from '@retrysafe/core';
+import { createDrillClock, DEFAULT_DRILL_TIMEOUT_MS, seededRandom, startFaultProxy, type ConformanceOptions, type FaultProxy, type FaultScript } from '@retrysafe/testkit';
+import type { AdapterV1, HandoffPacket, Ledger } from '@retrysafe/contract';
+import { UsageError } from '../../errors.js';
+import { loadAdapters } from '../../registry.js';
+import { paint } from '../../output.js';
+
+type DrillOperation = ConformanceOptions['operations'][string];
+
+interface Step {
+  readonly title: string;
+  /** The fault and why the outcome is what it is, in words. */
+  readonly why: string;
+  readonly adapter: string;
+  readonly operation: string;
+  /** Faults for the calls reaching the provider, in order (then everything passes). */
+  readonly faults: (d: DrillOperation) => FaultScript;
+  /** Whether the agent calls the tool a second time (it never saw an answer it trusted). */
+  readonly agentRetries: boolean;
+  /** What must hold afterwards. */
+  readonly expect: { readonly records: number; readonly status: readonly RunResult['status'][] };
+}
+
+const STEPS: readonly Step[] = [
+  {
+    title: 'Send a mail (Microsoft Graph sendMail)',
+    why: 'the 202 is lost after Graph accepted the mail. sendMail has no idempotency key, so a resend could deliver it twice: retrysafe looks for the mail in Sent Items (it tagged it with the business-operation id) instead of resending.',
+    adapter: 'msgraph',
+    operation: 'mail.send',
+    faults: () => ['drop-response'],
+    agentRetries: true,
+    expect: { records: 1, status: ['done', 'handed-off'] },
+  },
+  {
+    title: 'Update a CRM contact (HubSpot PATCH)',
+    why: 'HubSpot answers 429 with Retry-After. The request was refused before processing, and a set-value PATCH is idempotent by nature: the runner waits as told, then retries.',
+    adapter: 'hubspot',
+    operation: 'contacts.update',
+    faults: (d) => [d.faults.rateLimited ?? { kind: 'status', status: 429, retryAfterS: 2 }],
+    agentRetries: false,
+    expect: { records: 1, status: ['done'] },
+  },
+  {
+    title: 'Open a support ticket (HubSpot tickets.create)',
+    why: 'the create response is lost. Ticket creation has no idempotency key; retrysafe reconciles through the unique property that carries the business-operation id rather than creating a second ticket.',
+    adapter: 'hubspot',
+    operation: 'tickets.create',
+    faults: () => ['drop-response'],
+    agentRetries: true,
+    expect: { records: 1, status: ['done', 'handed-off'] },
+  },
+  {
+    title: 'Create an invoice (Stripe invoices.create)',
+    why: 'the response is lost after Stripe committed. The resend carries the same Idempotency-Key (derived from the business-operation id), so Stripe replays the stored invoice.',
+    adapter: 'stripe',
+    operation: 'invoices.create',
+    faults: () => ['drop-response'],
+    agentRetries: true,
+    expect: { records: 1, status: ['done'] },
+  },
+  {
+    title: 'Charge with a bad parameter (Stripe paymentIntents.create)',
+    why: 'Stripe rejects the request as invalid. A rejection is never retried: the operation is handed to a person with a packet saying what is safe next.',
+    adapter: 'stripe',
+    operation: 'paymentIntents.create',
+    faults: (d) => [d.faults.permanent],
+    agentRetries: false,
+    expect: { records: 0, status: ['handed-off'] },
+  },
+];
+
+export interface DemoStepReport {
+  readonly title: string;
+  readonly why: string;
+  readonly operation: string;
+  readonly businessOperationId: string;
+  readonly providerKey: string | null;
+  readonly status: RunResult['status'];
+  readonly adopted: boolean | null;
+  readonly providerRef: string | null;
+  /** Records the sandbox holds for the operation afterwards (the business effect). */
+  readonly providerRecords: number;
+  readonly expectedRecords: number;
+  /** Requests that reached the sandbox, in all (dispatches, resends, lookups). */
+  readonly requestsAtProvider: number;
+  readonly agentCalls: number;
+  /** The agent's second call got the same business operation (and result) back, without a new effect. */
+  readonly sameResultOnRetry: boolean | null;
+  readonly requestsOnRetry: number | null;
+  readonly timeline: readonly string[];
+  readonly handoff: Pick<HandoffPacket, 'reason' | 'explanation' | 'safeNextActions'> | null;
+  readonly ok: boolean;
+}
+
+export interface DemoReport {
+  readonly ok: boolean;
+  readonly ledger: string;
+  readonly steps: readonly DemoStepReport[];
+}
+
+/** The same object with its keys in reverse order, recursively: what an agent's re-issued tool call may look like. */
+function reorderKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(reorderKeys);
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).reverse().map(([k, v]) => [k, reorderKeys(v)]));
+  return value;
+}
+
+const sameOperation = (a: RunResult, b: RunResult) =>
+  a.businessOperationId === b.businessOperationId && a.status === b.status && (a.status !== 'done' || b.status !== 'done' || JSON.stringify(a.result) === JSON.stringify(b.result));
+
+/** Opens the demo's ledger, or says why the path cannot hold one (exit 2), before any server starts. */
+function openLedger(dbPath: string): Ledger {
+  try {
+    mkdirSync(dirname(dbPath), { recursive: true });
+    return createSqliteLedger({ path: dbPath });
+  } catch (e) {
+    throw new UsageError(`--db ${dbPath}: cannot hold a SQLite ledger there (${(e as Error).message})`);
+  }
+}
+
+/** What the timeline shows for each receipt: time since the first, kind, outcome and the runner's reason. */
+function timelineOf(result: RunResult): string[] {
+  const receipts = result.status === 'in-progress' ? [] : result.receipts;
+  const t0 = receipts.length ? Date.parse(receipts[0]!.startedAt) : 0;
+  return receipts.map((r) => {
+    const extra = [r.status ? `HTTP ${r.status}` : '', r.code ?? '', r.decision.delayMs ? `wait ${r.decision.delayMs} ms` : ''].filter(Boolean).join(', ');
+    return `+${String(Date.parse(r.startedAt) - t0).padStart(5)} ms  ${r.kind.padEnd(8)} → ${(r.outcome ?? '—').padEnd(11)} ${r.decision.action}: ${r.decision.reason}${extra ? ` (${extra})` : ''}`;
+  });
+}
+
+function verdictOf(first: RunResult): string {
+  if (first.status === 'done') return `done${first.adopted ? ' — result adopted from the provider, not created again' : ''}${first.providerRef ? ` (${first.providerRef})` : ''}`;
+  return first.status === 'handed-off' ? `handed off to a person: ${first.packet.reason}` : 'still in progress at the provider';
+}
+
+interface StepRun {
+  readonly step: Step;
+  readonly drill: ConformanceOptions;
+  readonly ledger: Ledger;
+  readonly dbPath: string;
+  readonly index: number;
+  readonly log: (line: string) => void;
+  readonly color: boolean;
+}
+
+/** One step: the real adapter → fault proxy → sandbox; every server it starts is closed again, whatever happens. */
+async function runStep({ step, drill, ledger, dbPath, index, log, color }: StepRun): Promise<DemoStepReport> {
+  const op = drill.operations[step.operation]!;
+  const clock = createDrillClock();
+  const sandbox = await drill.startSandbox({ clock });
+  let proxy: FaultProxy | undefined;
+  let adapter: AdapterV1 | undefined;
+  try {
+    proxy = await startFaultProxy({ target: sandbox.url, faults: step.faults(op), ...(drill.recordHeaders ? { recordHeaders: drill.recordHeaders } : {}) });
+    adapter = await drill.createAdapter({ baseUrl: proxy.url, timeoutMs: drill.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS });
+    const runner = createRunner({ ledger, clock, random: seededRandom(7), handoff: callbackHandoffSink(() => {}), ...(drill.policy ? { policy: drill.policy } : {}) });
+    const params = op.params(1000 + index);
+    const first = await runner.run(adapter, step.operation, { params });
+    let second: RunResult | null = null;
+    let requestsOnRetry: number | null = null;
+    if (step.agentRetries) {
+      // The agent never saw an answer it trusted and calls the tool again: a new run id, the arguments in another order.
+      const before = proxy.requests.length;
+      second = await runner.run(adapter, step.operation, { params: reorderKeys(params) });
+      requestsOnRetry = proxy.requests.length - before;
+    }
+    const records = await sandbox.count(step.operation);
+    const timeline = timelineOf(first);
+    const record = await ledger.get(first.businessOperationId);
+    const same = second ? sameOperation(first, second) : null;
+    const packet = first.status === 'handed-off' ? first.packet : null;
+    const ok = records === step.expect.records && step.expect.status.includes(first.status) && same !== false;
+    log(`   business-operation id ${first.businessOperationId}`);
+    log(`   provider key          ${record?.providerKey ?? '(none travels: this provider has no idempotency key)'}`);
+    for (const line of timeline) log(`   ${paint('dim', line, color)}`);
+    log(`   ⇒ ${verdictOf(first)}`);
+    log(`   business effects at the provider: ${records} (expected ${step.expect.records}); requests that reached it: ${proxy.requests.length}`);
+    if (second) log(`   the agent called the tool again: ${same ? `same operation back (${second.status}${second.status === 'done' && second.adopted ? ', adopted' : ''}), ${requestsOnRetry} new request${requestsOnRetry === 1 ? '' : 's'} to the provider` : paint('red', 'a DIFFERENT result', color)}`);
+    if (packet) {
+      log(`   handoff: ${packet.explanation}`);
+      log(`   safe next actions: ${packet.safeNextActions.filter((a) => a.safe).map((a) => a.action).join(', ') || 'none known'} — see \`retrysafe ledger handoffs --db ${dbPath}\``);
+    }
+    log(`   ${ok ? paint('green', '✓ held', color) : paint('red', '✗ did not hold', color)}`);
+    return {
+      title: step.title,
+      why: step.why,
+      operation: step.operation,
+      businessOperationId: first.businessOperationId,
+      providerKey: record?.providerKey ?? null,
+      status: first.status,
+      adopted: first.status === 'done' ? first.adopted : null,
+      providerRef: first.status === 'done' ? first.providerRef : null,
+      providerRecords: records,
+      expectedRecords: step.expect.records,
+      requestsAtProvider: proxy.requests.length,
+      agentCalls: second ? 2 : 1,
+      sameResultOnRetry: same,
+      requestsOnRetry,
+      timeline,
+      handoff: packet ? { reason: packet.reason, explanation: packet.explanation, safeNextActions: packet.safeNextActions } : null,
+      ok,
+    };
+  } finally {
+    await adapter?.close?.().catch(() => {});
+    await proxy?.close();
+    await sandbox.close();
+  }
+}
+
+/**
+ * `retrysafe demo`: a scripted agent flow against the loopback sandboxes with faults, on a SQLite
+ * ledger. Each step runs the real adapter (real vendor SDK) → fault proxy → sandbox, on a virtual
+ * clock so waits cost no time, and prints what happened and why.
+ */
+export async function demoCommand(opts: { db?: string }, log: (line: string) => void, color = false): Promise<DemoReport> {
+  const dbPath = opts.db ? resolve(opts.db) : join(mkdtempSync(join(tmpdir(), 'retrysafe-demo-')), 'demo.db');
+  const ledger = openLedger(dbPath);
+  try {
+    const entries = await loadAdapters([...new Set(STEPS.map((s) => s.adapter))]);
+    const steps: DemoStepReport[] = [];
+    log(paint('bold', 'retrysafe demo', color) + ` — an agent performs five state-changing operations while the network misbehaves.\nEverything runs on loopback sandboxes with the vendors' real SDKs; the ledger is SQLite (${dbPath}).`);
+    for (const [n, step] of STEPS.entries()) {
+      const entry = entries.find((a) => a.name === step.adapter);
+      const drill = entry?.drills.find((d) => step.operation in d.operations);
+      if (!drill) throw new Error(`demo: the ${step.adapter} adapter offers no drill setup for ${step.operation}${entry?.missing ? ` (${entry.missing})` : ''}`);
+      log(`\n${paint('bold', `${n + 1}. ${step.title}`, color)}\n   ${step.why}`);
+      steps.push(await runStep({ step, drill, ledger, dbPath, index: n, log, color }));
+    }
+    return { ok: steps.every((s) => s.ok), ledger: dbPath, steps };
+  } finally {
+    await ledger.close();
+  }
+}
+
+export function demoSummary(r: DemoReport, color = false): string {
+  const held = r.steps.filter((s) => s.ok).length;
+  const lines = [''];
+  lines.push(
+    r.ok
+      ? paint('green', `All ${r.steps.length} steps held: every business action happened exactly once, or was handed to a person with nothing sent twice.`, color)
+      : paint('red', `${r.steps.length - held} of ${r.steps.length} steps did not hold: see above.`, color),
+  );
+  lines.push(`Ledger: ${r.ledger}`, `  retrysafe ledger ls --db ${r.ledger}`, `  retrysafe ledger handoffs --db ${r.ledger}`);
+  return lines.join('\n');
+}

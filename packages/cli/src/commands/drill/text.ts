@@ -1,0 +1,113 @@
+import type { CountCriterion } from '@retrysafe/testkit';
+import { humanMs, paint, table } from '../../output.js';
+import type { DrillCommandReport, DrillRow } from './index.js';
+
+/** `=1`, `≤4`, `2–4`, `≥1`: a count criterion in a table cell. */
+export function showCount(c: CountCriterion): string {
+  if ('exact' in c) return `=${c.exact}`;
+  if (c.min !== undefined && c.min > 0) return c.min === c.max ? `=${c.max}` : `${c.min}–${c.max}`;
+  return `≤${c.max}`;
+}
+
+/**
+ * What `retrysafe drill` prints. A passing drill: one line per drill and operation with its counts,
+ * then the totals. A failing drill, or `details`: the table of every scenario × operation as well
+ * (failing ones only, unless `details`).
+ */
+export function drillText(report: DrillCommandReport, color = false, details = false): string {
+  if (details) return drillTable(report, color);
+  const failing = report.rows.filter((r) => r.status === 'failed');
+  const groups = new Map<string, DrillRow[]>();
+  for (const r of report.rows) groups.set(`${r.drill}\u0000${r.operation}`, [...(groups.get(`${r.drill}\u0000${r.operation}`) ?? []), r]);
+  const summary = table(
+    ['adapter', 'operation', 'passed', 'failed', 'skipped', 'result'],
+    [...groups.values()].map((rows) => {
+      const n = (s: DrillRow['status']) => rows.filter((r) => r.status === s).length;
+      return [rows[0]!.drill, rows[0]!.operation, String(n('passed')), String(n('failed')), String(n('skipped')), n('failed') ? paint('red', 'FAIL', color) : paint('green', 'pass', color)];
+    }),
+    { right: [2, 3, 4] },
+  );
+  const parts = [summary, '', paint('dim', `scenarios: ${report.scenarios.join(', ')}`, color)];
+  if (failing.length) parts.push('', drillTable({ ...report, rows: failing }, color, false));
+  parts.push('', footer(report, color));
+  if (!failing.length) parts.push(paint('dim', 'every row: retrysafe drill --details, or the report', color));
+  return parts.join('\n');
+}
+
+function footer(report: DrillCommandReport, color: boolean): string {
+  const t = report.totals;
+  const lines: string[] = [];
+  for (const p of report.problems) lines.push(`${paint('red', '✗', color)} ${p}`);
+  lines.push(
+    `${paint(t.failed || report.problems.length ? 'red' : 'green', `${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped`, color)} (${t.scenarios} scenario runs in ${humanMs(report.durationMs)}, seed ${report.seed})`,
+    `receipts: ${report.outDir}`,
+    `report:   ${report.html}`,
+  );
+  return lines.join('\n');
+}
+
+/** The full table: one line per scenario × operation, observed count next to what the card made the drill expect. */
+export function drillTable(report: DrillCommandReport, color = false, withFooter = true): string {
+  const breaks: number[] = [];
+  report.rows.forEach((r, i) => {
+    const prev = report.rows[i - 1];
+    if (prev && (prev.drill !== r.drill || prev.operation !== r.operation)) breaks.push(i);
+  });
+  const body = table(
+    ['adapter', 'operation', 'scenario', 'records', 'attempts', 'outcome', 'handoffs', 'result'],
+    report.rows.map((r) => {
+      const e = r.expected;
+      const result = r.status === 'passed' ? paint('green', 'pass', color) : r.status === 'failed' ? paint('red', 'FAIL', color) : paint('yellow', 'skip', color);
+      return [
+        r.drill,
+        r.operation,
+        r.scenario,
+        r.providerRecords === null ? '—' : `${r.providerRecords}${e ? paint('dim', ` (=${e.providerRecords})`, color) : ''}`,
+        r.attemptsAtProxy === null ? '—' : `${r.attemptsAtProxy}${e ? paint('dim', ` (${showCount(e.attemptsAtProxy)})`, color) : ''}`,
+        r.outcome ?? (r.skip ? paint('dim', `card: ${r.skip.cardField}`, color) : '—'),
+        r.handoffs === null ? '—' : String(r.handoffs),
+        result,
+      ];
+    }),
+    { right: [3, 4, 6], breaks },
+  );
+  const lines = [body, ''];
+  if (report.rows.some((r) => r.expected)) lines.push(paint('dim', 'records / attempts: observed (expected from the card, written before the run)', color), '');
+  const failed = report.rows.filter((r) => r.status === 'failed');
+  if (failed.length) {
+    lines.push(paint('red', 'Failures:', color));
+    for (const r of failed) for (const f of r.failures) lines.push(`  ${f}`);
+    lines.push('');
+  }
+  if (withFooter) lines.push(footer(report, color));
+  return lines.join('\n').trimEnd();
+}
+
+const xml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!).replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, '');
+
+/** JUnit XML (one testsuite per drill, one testcase per operation × scenario) for CI test views. */
+export function drillJunit(report: DrillCommandReport): string {
+  const suites = new Map<string, DrillRow[]>();
+  for (const r of report.rows) suites.set(r.drill, [...(suites.get(r.drill) ?? []), r]);
+  const t = report.totals;
+  const secs = (ms: number) => (ms / 1000).toFixed(3);
+  const out = ['<?xml version="1.0" encoding="UTF-8"?>', `<testsuites name="retrysafe drill" tests="${t.scenarios}" failures="${t.failed}" skipped="${t.skipped}" errors="${report.problems.length}" time="${secs(report.durationMs)}">`];
+  for (const [drill, rows] of suites) {
+    const n = (s: DrillRow['status']) => rows.filter((r) => r.status === s).length;
+    out.push(`  <testsuite name="${xml(drill)}" tests="${rows.length}" failures="${n('failed')}" skipped="${n('skipped')}" errors="0" time="${secs(rows.reduce((a, r) => a + r.durationMs, 0))}">`);
+    for (const r of rows) {
+      const open = `    <testcase classname="${xml(`${drill}.${r.operation}`)}" name="${xml(`${r.scenario}: ${r.title}`)}" time="${secs(r.durationMs)}"`;
+      if (r.status === 'passed') out.push(`${open}/>`);
+      else if (r.status === 'skipped') out.push(`${open}>`, `      <skipped message="${xml(r.skip ? `card ${r.skip.cardField}: ${r.skip.reason}` : 'skipped')}"/>`, '    </testcase>');
+      else out.push(`${open}>`, `      <failure message="${xml(r.failures[0] ?? 'failed')}" type="drill">${xml(r.failures.join('\n'))}</failure>`, `      <system-out>${xml(`receipts: ${r.receiptFile}`)}</system-out>`, '    </testcase>');
+    }
+    out.push('  </testsuite>');
+  }
+  if (report.problems.length) {
+    out.push(`  <testsuite name="setup" tests="${report.problems.length}" failures="0" skipped="0" errors="${report.problems.length}">`);
+    for (const p of report.problems) out.push(`    <testcase classname="setup" name="${xml(p)}">`, `      <error message="${xml(p)}"/>`, '    </testcase>');
+    out.push('  </testsuite>');
+  }
+  out.push('</testsuites>');
+  return out.join('\n') + '\n';
+}

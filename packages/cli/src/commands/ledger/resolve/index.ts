@@ -1,0 +1,112 @@
+import { isAbsolute, resolve } from 'node:path';
+import { createRunner, jsonlHandoffSink, type ResolveResult } from '@retrysafe/core';
+import { createAdapters, loadConfigFile } from '@retrysafe/config';
+import { InvalidStateError, UnsafeResumeError, asBusinessOperationId, type HandoffReason } from '@retrysafe/contract';
+import { RefusedError, UsageError } from '../../../errors.js';
+import { readDataFile } from '../../../files.js';
+import { paint } from '../../../output.js';
+import { receiptKeysFromEnv, verifyChains, withParamsKeys } from '../chain.js';
+import { packetText } from '../packet-text.js';
+import { withLedger, type LedgerTarget } from '../target.js';
+
+export interface ResolveOptions extends LedgerTarget {
+  readonly resume?: boolean;
+  readonly markDone?: string;
+  readonly abandon?: boolean;
+  /** A JSON file with corrected params: a new revision of an operation none of whose attempts was applied. */
+  readonly resendWith?: string;
+  readonly by?: string;
+  /** Resume even though the packet marks resume as not safe (you checked at the provider). */
+  readonly force?: boolean;
+}
+
+/**
+ * Resolves a handed-off operation. `--resume` re-sends with the SAME provider key through the adapter
+ * the config names (credentials from environment variables), with a fresh budget; `--mark-done`
+ * records the provider reference a person verified; `--abandon` gives it up. Nothing else is sent.
+ */
+export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<ResolveResult> {
+  const chosen = [opts.resume === true, opts.markDone !== undefined, opts.abandon === true, opts.resendWith !== undefined].filter(Boolean).length;
+  if (chosen !== 1) throw new UsageError('choose exactly one of --resume, --mark-done <providerRef>, --abandon, --resend-with <params.json>');
+  if (opts.resendWith !== undefined && !opts.config) throw new UsageError('--resend-with sends through the adapter: pass --config <file> naming it (credentials come from environment variables)');
+  const corrected = opts.resendWith !== undefined ? readParams(opts.resendWith) : undefined;
+  if (opts.markDone !== undefined && !opts.markDone.trim()) throw new UsageError('--mark-done needs the provider reference of the effect you verified (e.g. pi_123)');
+  if (opts.resume && !opts.config) throw new UsageError('--resume re-sends through the adapter: pass --config <file> naming it (credentials come from environment variables)');
+  asBusinessOperationId(id);
+  const config = opts.config ? await loadConfigFile(opts.config) : null;
+  const adapters = config && (opts.resume || corrected !== undefined) ? Object.values(await createAdapters(config)) : [];
+  try {
+    return await withLedger(
+      opts,
+      async (ledger) => {
+        const runner = createRunner({
+          ledger: withParamsKeys(ledger),
+          ...(config?.handoffs ? { handoff: jsonlHandoffSink(isAbsolute(config.handoffs) ? config.handoffs : resolve(config.baseDir, config.handoffs)) } : {}),
+          ...(config?.policy ? { policy: config.policy } : {}),
+          ...(config?.redact?.fields ? { redact: { fields: [...config.redact.fields] } } : {}),
+          ...(receiptKeysFromEnv().current ? { receiptKey: receiptKeysFromEnv().current! } : {}),
+        });
+        // Appending to a chain that was edited outside retrysafe would bury the break: refuse, send nothing.
+        const [chain] = await verifyChains(ledger, [id], { allowUnkeyed: true }).catch(() => []);
+        if (chain && !chain.ok) throw new RefusedError(`not resolving ${id}: its receipt chain is broken at receipt #${(chain.index ?? 0) + 1} (${chain.reason}); nothing was sent. Find out who edited the ledger (retrysafe ledger verify --all) before acting on it.`);
+        const by = opts.by ?? process.env.USER ?? 'operator';
+        const reason = (await ledger.get(asBusinessOperationId(id)))?.handoff?.reason;
+        if (opts.resume) {
+          // The runner refuses an unsafe resume (one rule, one owner); the CLI only words it for the command line.
+          return await runner.resolve(id, { action: 'resume', ...(opts.force ? { force: true } : {}) }, { adapters, by }).catch((err: unknown) => {
+            throw UnsafeResumeError.isInstance(err) ? resumeRefusal(id, err.why, reason) : err;
+          });
+        }
+        if (corrected !== undefined) {
+          return await runner.resolve(id, { action: 'resend-with', params: corrected.params }, { adapters, by }).catch((err: unknown) => {
+            throw InvalidStateError.isInstance(err) && /differ from the stored/.test(err.message) ? sameParams(id, reason) : err;
+          });
+        }
+        if (opts.markDone !== undefined) return runner.resolve(id, { action: 'mark-done', providerRef: opts.markDone.trim() }, { by });
+        return runner.resolve(id, { action: 'abandon' }, { by });
+      },
+      { config },
+    );
+  } finally {
+    for (const a of adapters) await a.close?.();
+  }
+}
+
+/** A refused resume, with the step that works: a rejected request goes out as is only once its cause is fixed. */
+function resumeRefusal(id: string, why: string, reason: HandoffReason | undefined): RefusedError {
+  if (reason === 'rejected') {
+    return new RefusedError(`not resuming ${id}: the handoff packet marks resume as not safe — ${why}; nothing was sent. If you fixed the cause outside the request (the account, a setting at the provider), send it again as is: --resume --force. To send corrected params instead: --resend-with <params.json>; if the effect exists at the provider after all: --mark-done <providerRef>.`);
+  }
+  return new RefusedError(`not resuming ${id}: the handoff packet marks resume as not safe — ${why}. Check at the provider first; then --mark-done <providerRef> if the effect exists, or --resume --force if you are sure it does not.`);
+}
+
+/** `--resend-with` of the params the operation already has: a resume, which for a rejected request means --force. */
+function sameParams(id: string, reason: HandoffReason | undefined): RefusedError {
+  const resume = reason === 'rejected' ? '--resume --force (the packet marks resume not safe only because the request as it was got rejected)' : '--resume';
+  return new RefusedError(`not re-sending ${id}: these are the params it already has; nothing was sent. To send the same request again after fixing the cause outside it: ${resume}.`);
+}
+
+/** The corrected params of `--resend-with`: a JSON object in a file, within the file limits. */
+function readParams(file: string): { params: Record<string, unknown> } {
+  let params: unknown;
+  try {
+    params = readDataFile(file);
+  } catch (err) {
+    throw err instanceof UsageError ? new UsageError(`--resend-with: ${err.message}`) : err;
+  }
+  if (typeof params !== 'object' || params === null || Array.isArray(params)) throw new UsageError(`--resend-with: ${file} must hold a JSON object of params`);
+  return { params: params as Record<string, unknown> };
+}
+
+export function resolveText(r: ResolveResult, color = false): string {
+  switch (r.status) {
+    case 'resolved':
+      return `${paint('green', '✓', color)} ${r.businessOperationId}: ${r.state}${r.providerRef ? ` (provider ref ${r.providerRef})` : ''}`;
+    case 'done':
+      return `${paint('green', '✓', color)} ${r.businessOperationId}: resumed and done${r.adopted ? ' (the provider already had it: result adopted, nothing created twice)' : ''}; provider ref ${r.providerRef ?? '—'} after ${r.attempts} attempt${r.attempts === 1 ? '' : 's'} in all`;
+    case 'in-progress':
+      return `${paint('yellow', '…', color)} ${r.businessOperationId}: another worker holds it${r.statusRef ? ` (status ${r.statusRef})` : ''}; try again in ${Math.ceil(r.retryAfterMs / 1000)} s`;
+    case 'handed-off':
+      return `${paint('red', '✗', color)} ${r.businessOperationId}: resumed, but handed off again\n${packetText(r.packet, color)}`;
+  }
+}

@@ -1,0 +1,108 @@
+import { existsSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { createSqliteLedger } from '@retrysafe/core';
+import { loadConfigFile, type RetrysafeConfig } from '@retrysafe/config';
+import { LedgerError, type Ledger, type OperationRecord, type OperationState } from '@retrysafe/contract';
+import type { Options } from '../../command.js';
+import { UsageError } from '../../errors.js';
+
+export interface LedgerTarget {
+  /** SQLite file or postgres:// URL; default: the config's ledger, else ./retrysafe.db */
+  readonly db?: string;
+  /** PostgreSQL schema (default public). */
+  readonly schema?: string;
+  readonly config?: string;
+}
+
+export const STATES: readonly OperationState[] = ['claimed', 'dispatched', 'unknown', 'in-progress', 'reconciling', 'succeeded', 'rejected', 'handed-off', 'abandoned'];
+
+const isPostgres = (location: string) => /^postgres(ql)?:\/\//.test(location);
+
+export interface OpenOptions {
+  /** The config already read, or null for none (default: read target.config). */
+  readonly config?: RetrysafeConfig | null;
+  /** The command only reads: a SQLite file in a folder the operator may not write is opened read-only. */
+  readonly readOnly?: boolean;
+}
+
+/**
+ * A SQLite ledger SQLite itself can only open read-only: where the folder does not let it make its
+ * `-shm` file, it is read as an immutable file — with no `-wal` beside it, nobody is writing to it.
+ * (Opened the ordinary way first: that way a writable folder keeps no `-shm`/`-wal` behind.)
+ */
+function openSqlite(path: string, readOnly: boolean): Ledger {
+  try {
+    return createSqliteLedger({ path });
+  } catch (e) {
+    if (!readOnly || !/read-?only/i.test((e as Error).message)) throw e;
+    const uri = pathToFileURL(path).href;
+    return createSqliteLedger({ path: existsSync(`${path}-wal`) ? `${uri}?mode=ro` : `${uri}?immutable=1` });
+  }
+}
+
+/** Opens the ledger the target names. A postgres:// URL needs the schema migrated (done on first use). */
+export async function openTarget(target: LedgerTarget, options: OpenOptions = {}): Promise<Ledger> {
+  const given = options.config;
+  const config = given !== undefined ? given : target.config ? await loadConfigFile(target.config) : null;
+  const location = target.db ?? config?.ledger ?? './retrysafe.db';
+  if (isPostgres(location)) {
+    const { createPostgresLedger } = await import('@retrysafe/ledger-postgres');
+    return createPostgresLedger({ connectionString: location, ...(target.schema ? { schema: target.schema } : {}) });
+  }
+  if (target.schema) throw new UsageError('--schema applies to a postgres:// ledger only');
+  const base = target.db ? process.cwd() : (config?.baseDir ?? process.cwd());
+  const path = isAbsolute(location) ? location : resolve(base, location);
+  // Opening a SQLite path creates the file: a mistyped path would show "No operations" and leave an empty ledger behind.
+  if (!existsSync(path)) throw new UsageError(`no SQLite ledger at ${path} (pass --db <file> or a postgres:// URL, or --config naming the ledger)`);
+  try {
+    return openSqlite(path, options.readOnly === true);
+  } catch (e) {
+    // A folder, a file that is not SQLite, a file that cannot be opened: the path given is wrong (exit 2).
+    throw new UsageError(`${path}: cannot open it as a SQLite ledger (${(e as Error).message.replace(/^cannot open SQLite ledger at [^:]*: /, '')})`);
+  }
+}
+
+export async function withLedger<T>(target: LedgerTarget, fn: (ledger: Ledger) => Promise<T>, options: OpenOptions = {}): Promise<T> {
+  const ledger = await openTarget(target, options).catch((err: unknown) => Promise.reject(unreadable(err)));
+  try {
+    return await fn(ledger);
+  } catch (err) {
+    throw unreadable(err);
+  } finally {
+    await ledger.close().catch(() => undefined);
+  }
+}
+
+/** A ledger file or record the driver cannot read (cut JSON, a corrupt SQLite file) is a typed LedgerError, not a raw stack. */
+function unreadable(err: unknown): unknown {
+  const e = err as { name?: unknown; code?: unknown; message?: unknown } | null;
+  const raw = err instanceof SyntaxError || e?.name === 'SqliteError' || (typeof e?.code === 'string' && e.code.startsWith('SQLITE_'));
+  return raw ? new LedgerError(`the ledger cannot be read: ${String(e?.message ?? err)}`, { cause: err }) : err;
+}
+
+/** A record as shown to an operator: no params (they may hold PII), no stored result body. */
+export function summarize(r: OperationRecord) {
+  return {
+    businessOperationId: r.businessOperationId,
+    provider: r.provider,
+    operation: r.operation,
+    state: r.state,
+    attempts: r.attemptCount,
+    lastOutcome: r.lastOutcome,
+    providerRef: r.providerRef,
+    providerKey: r.providerKey,
+    createdAt: new Date(r.createdAt).toISOString(),
+    updatedAt: new Date(r.updatedAt).toISOString(),
+    handoffReason: r.handoff?.reason ?? null,
+  };
+}
+export type OperationSummary = ReturnType<typeof summarize>;
+
+/** The options every ledger command takes to name its ledger. */
+export const TARGET_OPTIONS = {
+  db: { argument: '<path|url>', description: "SQLite file or postgres:// URL (default: the config's ledger, else ./retrysafe.db)" },
+  schema: { argument: '<name>', description: 'PostgreSQL schema (default public)' },
+  config: { argument: '<file>', description: 'retrysafe config (JSON or YAML)' },
+  json: { description: 'JSON output' },
+} as const satisfies Options;

@@ -1,0 +1,82 @@
+import { CommanderError } from 'commander';
+import { RetrysafeError } from '@retrysafe/contract';
+import { createRedactor } from '@retrysafe/core';
+import { EXIT, type Io } from './command.js';
+
+/** Bad command-line input: exit code 2. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+/** A person asked for something the handoff packet marks as not safe, without --force. Exit 1, nothing sent. */
+export class RefusedError extends Error {
+  override name = 'RefusedError';
+}
+
+/** Ctrl-C (SIGINT) stopped the command; what it created for itself is removed (exit 130). */
+export class InterruptedError extends Error {
+  override name = 'InterruptedError';
+}
+
+/** Codes of contract errors that mean "the input on the command line is wrong, or its file cannot be read" (exit 2). */
+const USAGE_CODES = ['RETRYSAFE_INVALID_ID', 'RETRYSAFE_CONFIG', 'RETRYSAFE_FILE_LIMIT'];
+
+const FS_WORDS: Readonly<Record<string, string>> = {
+  ENOENT: 'no such file or directory',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  ENOTDIR: 'a part of the path is a file, not a directory',
+  EISDIR: 'is a directory',
+  EEXIST: 'already exists',
+  ENOSPC: 'no space left on the device',
+  EROFS: 'read-only file system',
+};
+
+/** A file-system error (ENOENT, EACCES, ENOTDIR…) as one line naming the path, or null for anything else. */
+export function fileSystemError(e: unknown): string | null {
+  const x = e as NodeJS.ErrnoException | null;
+  // a path is what makes it a file-system error (a refused connection has a syscall and a code, but no path)
+  if (!x || typeof x !== 'object' || typeof x.code !== 'string' || !/^E[A-Z]+$/.test(x.code) || typeof x.syscall !== 'string' || typeof x.path !== 'string') return null;
+  return `cannot ${x.syscall} ${x.path}: ${FS_WORDS[x.code] ?? x.code} (${x.code})`;
+}
+
+const errorScrub = createRedactor();
+
+/** The code in a `--json` error answer. */
+function jsonCode(e: unknown, fsError: string | null, usage: boolean): string {
+  if (fsError) return 'FILE_SYSTEM';
+  if (usage) return 'USAGE';
+  if (RetrysafeError.isInstance(e)) return e.code;
+  return e instanceof RefusedError ? 'REFUSED' : 'ERROR';
+}
+
+/** Prints what went wrong (on stderr; as JSON on stdout too with `--json`) and returns the exit code. */
+export function reportError(e: unknown, io: Io, json: ((value: unknown) => void) | null): number {
+  if (e instanceof CommanderError) {
+    if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version') return EXIT.ok;
+    if (e.code === 'commander.help' && e.exitCode === 0) return EXIT.ok; // `retrysafe ledger help resolve`
+    // commander prints its own message; a bare `retrysafe ledger` (help for a missing subcommand) is usage too.
+    return EXIT.usage;
+  }
+  if (e instanceof InterruptedError) {
+    json?.({ ok: false, error: { code: 'INTERRUPTED', message: e.message } });
+    io.err(`retrysafe: ${e.message}`);
+    return EXIT.interrupted;
+  }
+  const fsError = fileSystemError(e);
+  const usage = fsError !== null || e instanceof UsageError || (RetrysafeError.isInstance(e) && USAGE_CODES.includes(e.code));
+  // A driver's or the system's message may quote a credential or an address: scrubbed like receipts.
+  const message = errorScrub.text(fsError ?? (e instanceof Error ? e.message : String(e)));
+  json?.({ ok: false, error: { code: jsonCode(e, fsError, usage), message } });
+  if (fsError) {
+    io.err(`retrysafe: ${message}`);
+    return EXIT.usage;
+  }
+  if (usage) {
+    io.err(`retrysafe: ${message}\n(run with --help for usage)`);
+    return EXIT.usage;
+  }
+  // Typed errors carry a message written for the reader; anything else is a bug: show the stack.
+  io.err(`retrysafe: ${RetrysafeError.isInstance(e) || e instanceof RefusedError ? message : e instanceof Error ? errorScrub.text(e.stack ?? message) : message}`);
+  return EXIT.failed;
+}

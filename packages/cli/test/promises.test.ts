@@ -1,0 +1,179 @@
+// Issue 44 item 3: the CLI never waits forever on an error path and keeps the promises its help makes.
+import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
+import { createRunner, createSqliteLedger } from '@retrysafe/core';
+import { createDrillClock, startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
+import { createSandboxAdapter, createSandboxProvider, startSandboxServer, REPLAYING_BEHAVIOUR, type SandboxProvider } from '@retrysafe/sandbox';
+import { handoffsText } from '../src/commands/ledger/handoffs/index.js';
+import { cli, REPO, startCli, tempDir } from './helpers.js';
+
+/** Every error path below must end by itself well inside this; the helper kills the CLI and fails the test past it. */
+const BOUND = { timeoutMs: 30_000 };
+
+describe('retrysafe never waits forever', () => {
+  it('demo --db <a path that cannot hold a ledger> prints why and exits 2', async () => {
+    const dir = tempDir('demo-db');
+    const r = await cli(['demo', '--db', dir], BOUND);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(new RegExp(`--db ${dir}: cannot hold a SQLite ledger there`));
+  });
+
+  it('Ctrl-C in a drill prints a line, removes its temporary ledgers and exits 130', async () => {
+    const tmp = tempDir('sigint');
+    const run = startCli(['drill', '--adapter', 'sandbox', '--out', join(tmp, 'out')], { ...BOUND, env: { TMPDIR: tmp } });
+    // one scenario finished (a progress line), so the drill's ledgers folder exists
+    while (!/\[\s*1\//.test(run.stderr()) && run.child.exitCode === null) await new Promise((r) => setTimeout(r, 50));
+    expect(readdirSync(tmp).filter((f) => f.startsWith('retrysafe-drill-ledgers-'))).not.toHaveLength(0);
+    run.child.kill('SIGINT');
+    const r = await run.done;
+    expect(r.code).toBe(130);
+    expect(r.stderr).toMatch(/interrupted/);
+    expect(readdirSync(tmp).filter((f) => f.startsWith('retrysafe-drill-ledgers-'))).toEqual([]);
+  });
+});
+
+describe('--json everywhere the help promises it', () => {
+  it('cards validate --json prints JSON on stdout', async () => {
+    const r = await cli(['cards', 'validate', 'packages/cli/test/fixtures/no-such-card.yaml', '--json'], BOUND);
+    const body = JSON.parse(r.stdout);
+    expect(body).toMatchObject({ ok: false, results: [{ file: 'packages/cli/test/fixtures/no-such-card.yaml', ok: false }] });
+  });
+
+  it('cards init --json prints { card, unknowns, … } as JSON', async () => {
+    const dir = tempDir('init-json');
+    const from = join(dir, 'partial.json');
+    writeFileSync(from, JSON.stringify({ operation: 'acme.orders.create', provider: 'acme', businessOperationId: { intentFields: ['ref'] } }));
+    const r = await cli(['cards', 'init', '--from', from, '--json'], BOUND);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, card: { operation: 'acme.orders.create' }, unknowns: expect.any(Array) });
+  });
+});
+
+describe('exit code 2 for a file that cannot be read (as the help says)', () => {
+  const dir = tempDir('unreadable');
+  const folder = join(dir, 'a-folder');
+  mkdirSync(folder);
+  const notALedger = join(dir, 'notes.db');
+  writeFileSync(notALedger, 'not a database\n'.repeat(100));
+
+  it.each([
+    ['cards validate <missing file>', ['cards', 'validate', join(dir, 'missing.yaml')], /cannot read/],
+    ['ledger ls --db <a folder>', ['ledger', 'ls', '--db', folder], /cannot open it as a SQLite ledger/],
+    ['ledger ls --db <not a SQLite file>', ['ledger', 'ls', '--db', notALedger], /cannot open it as a SQLite ledger/],
+    ['drill --module <a folder>', ['drill', '--module', folder, '--out', join(dir, 'out')], /--module .*cannot import it/],
+  ] as const)('%s', async (_name, args, message) => {
+    const r = await cli(args, BOUND);
+    expect(r.stderr).toMatch(message);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(r.code).toBe(2);
+  });
+});
+
+describe('an option that needs a value says so', () => {
+  it('--mark-done followed by another option', async () => {
+    const r = await cli(['ledger', 'resolve', 'op-1', '--mark-done', '--db', 'x.db'], BOUND);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--mark-done <providerRef>.*needs a value/);
+    expect(r.stderr).not.toMatch(/too many arguments/);
+  });
+});
+
+describe('help runbook: the runbook the handoff list points to ships with the CLI', () => {
+  it('prints the runbook, and the handoff list names the command', async () => {
+    const r = await cli(['help', 'runbook'], BOUND);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^# Operator's runbook/);
+    const row = { businessOperationId: 'op-1', operation: 'sandbox.records.create', handoffReason: 'rejected', attempts: 1, updatedAt: '', explanation: 'rejected', safeNextActions: [] };
+    const list = handoffsText([row as unknown as Parameters<typeof handoffsText>[0][number]]);
+    expect(list).toContain('retrysafe help runbook');
+    expect(list).not.toContain('docs/runbook.md');
+    const help = await cli(['help', 'ledger', 'resolve'], BOUND);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('--resend-with');
+    const unknown = await cli(['help', 'nothing'], BOUND);
+    expect(unknown.code).toBe(2);
+  });
+
+  it('the text printed lives in the package (copied from docs/ at build)', async () => {
+    expect(readFileSync(join(REPO, 'packages/cli/dist/runbook.md'), 'utf8')).toBe(readFileSync(join(REPO, 'docs/runbook.md'), 'utf8'));
+  });
+});
+
+describe('a ledger the operator may only read is listed and verified, read-only', () => {
+  const dir = tempDir('read-only');
+  const db = join(dir, 'retrysafe.db');
+  // root writes anywhere: the CLI then runs as nobody; any other user loses the write permission itself
+  const asRoot = process.getuid?.() === 0;
+  const user = asRoot ? { uid: 65534, gid: 65534 } : undefined;
+
+  beforeAll(async () => {
+    const ledger = createSqliteLedger({ path: db });
+    await ledger.claim({ businessOperationId: asBusinessOperationId('ro-1'), provider: 'sandbox', operation: 'sandbox.records.create', intentFingerprint: 'i', paramsFingerprint: 'p', params: { ref: 'x' }, providerKey: 'k' as ProviderKey, owner: 'w', leaseMs: 1000, now: Date.now() });
+    await ledger.close();
+    chmodSync(db, 0o444);
+    chmodSync(dir, asRoot ? 0o755 : 0o555);
+  });
+  afterAll(() => chmodSync(dir, 0o755));
+
+  it('ls, show, handoffs, verify and export read it; nothing is written beside it', async () => {
+    const before = readFileSync(db);
+    const opts = { ...BOUND, ...(user ? { user } : {}) };
+    const ls = await cli(['ledger', 'ls', '--db', db, '--json'], opts);
+    expect(ls.stderr).toBe('');
+    expect(JSON.parse(ls.stdout).map((r: { businessOperationId: string }) => r.businessOperationId)).toEqual(['ro-1']);
+    for (const args of [['show', 'ro-1'], ['handoffs'], ['verify', '--all'], ['export']]) {
+      const r = await cli(['ledger', ...args, '--db', db], opts);
+      expect(r.code, `ledger ${args.join(' ')}: ${r.stderr}`).toBe(0);
+    }
+    expect(readdirSync(dir)).toEqual(['retrysafe.db']);
+    expect(readFileSync(db).equals(before)).toBe(true);
+  });
+});
+
+describe('after fixing the cause of a rejection, the next step the CLI gives works', () => {
+  const dir = tempDir('next-step');
+  const db = join(dir, 'retrysafe.db');
+  const config = join(dir, 'retrysafe.json');
+  let provider: SandboxProvider;
+  let server: { url: string; close(): Promise<void> };
+  let proxy: FaultProxy;
+  let reject = true;
+  let id = '';
+
+  beforeAll(async () => {
+    provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
+    server = await startSandboxServer({ provider, port: 0 });
+    proxy = await startFaultProxy({ target: server.url, faults: () => (reject ? { kind: 'status', status: 400, body: { error: { code: 'invalid_request', message: 'activate the account first' } } } : 'pass') });
+    const ledger = createSqliteLedger({ path: db });
+    const adapter = createSandboxAdapter({ baseUrl: proxy.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR });
+    const r = await createRunner({ ledger, clock: createDrillClock() }).run(adapter, 'records.create', { params: { ref: 'order-A', amount: 5 } });
+    expect(r.status).toBe('handed-off');
+    id = r.businessOperationId;
+    await ledger.close();
+    writeFileSync(config, JSON.stringify({ ledger: db, adapters: { sandbox: { baseUrl: proxy.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR } } }));
+    writeFileSync(join(dir, 'same.json'), JSON.stringify({ ref: 'order-A', amount: 5 }));
+    reject = false; // the operator activated the account: the cause is fixed, the request itself was fine
+  }, 120_000);
+
+  afterAll(async () => {
+    await proxy?.close();
+    await server?.close();
+  });
+
+  it('--resend-with the same params and --resume both point to --resume --force, which completes it', async () => {
+    const same = await cli(['ledger', 'resolve', id, '--resend-with', join(dir, 'same.json'), '--config', config], { ...BOUND, cwd: dir });
+    expect(same.code).toBe(1);
+    expect(same.stderr).toMatch(/--resume --force/);
+    expect(same.stderr).not.toMatch(/use resume/);
+    const resume = await cli(['ledger', 'resolve', id, '--resume', '--config', config], { ...BOUND, cwd: dir });
+    expect(resume.code).toBe(1);
+    expect(resume.stderr).toMatch(/fixed the cause.*--resume --force/s);
+    expect(provider.count()).toBe(0);
+    const forced = await cli(['ledger', 'resolve', id, '--resume', '--force', '--config', config, '--json'], { ...BOUND, cwd: dir });
+    expect(forced.code).toBe(0);
+    expect(JSON.parse(forced.stdout)).toMatchObject({ status: 'done' });
+    expect(provider.count()).toBe(1);
+  });
+});

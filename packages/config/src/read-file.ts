@@ -1,0 +1,160 @@
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { parseDocument } from 'yaml';
+import { RetrysafeError } from '@retrysafe/contract';
+
+/**
+ * What a file retrysafe reads (a config, a card, the params of `--resend-with`) may hold. Far above
+ * what such a file needs; low enough that a wrong or hostile file is refused before it costs memory.
+ */
+export const FILE_LIMITS = {
+  /** Bytes of the file. */
+  maxBytes: 1024 * 1024,
+  /** YAML aliases resolved, counted by the nodes they stand for (the `yaml` package's own measure). */
+  maxAliasCount: 100,
+  /** Objects and arrays nested inside each other. */
+  maxDepth: 64,
+} as const;
+
+export type FileLimits = { readonly [K in keyof typeof FILE_LIMITS]: number };
+export type FileLimitName = keyof typeof FILE_LIMITS;
+
+const marker = Symbol.for('retrysafe.error.FileLimitError');
+
+/** A file is over one of the limits: nothing of it is used. `limit` names which, `max` its value. */
+export class FileLimitError extends RetrysafeError {
+  readonly [marker] = true;
+  readonly path: string;
+  readonly limit: FileLimitName;
+  readonly max: number;
+  constructor(path: string, limit: FileLimitName, max: number, what: string) {
+    super('RETRYSAFE_FILE_LIMIT', `${path}: ${what}, over the limit ${limit} = ${max}`);
+    this.path = path;
+    this.limit = limit;
+    this.max = max;
+  }
+  static override isInstance = (v: unknown): v is FileLimitError => typeof v === 'object' && v !== null && (v as Record<symbol, unknown>)[marker] === true;
+}
+
+const CHUNK = 64 * 1024;
+
+/**
+ * Reads a UTF-8 text file of at most `maxBytes`. A larger file is refused from its size, unread; a file
+ * whose size says nothing (a pipe, a device) is read only up to the limit. File-system errors are thrown
+ * as they are (ENOENT, EACCES… with the path).
+ */
+export function readTextFile(path: string, limits: Pick<FileLimits, 'maxBytes'> = FILE_LIMITS): string {
+  const max = limits.maxBytes;
+  const fd = openSync(path, 'r');
+  try {
+    const size = fstatSync(fd).size;
+    if (size > max) throw new FileLimitError(path, 'maxBytes', max, `the file has ${size} bytes`);
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const chunk = Buffer.alloc(CHUNK);
+      const n = readSync(fd, chunk, 0, CHUNK, null);
+      if (n === 0) break;
+      total += n;
+      if (total > max) throw new FileLimitError(path, 'maxBytes', max, `the file has more than ${max} bytes`);
+      chunks.push(chunk.subarray(0, n));
+    }
+    return Buffer.concat(chunks, total).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Whether `value` nests objects and arrays deeper than `max` (shared nodes, as YAML aliases make, are measured once). */
+function tooDeep(value: unknown, max: number): boolean {
+  const heights = new Map<object, number>();
+  // The walk stops below `max` levels, so it never recurses deeper than the limit it checks.
+  const height = (v: unknown, level: number): number => {
+    if (v === null || typeof v !== 'object') return 0;
+    if (level >= max) return Infinity;
+    const known = heights.get(v);
+    if (known !== undefined) return known;
+    let h = 1;
+    for (const child of Object.values(v)) {
+      h = Math.max(h, 1 + height(child, level + 1));
+      if (h === Infinity) return h;
+    }
+    heights.set(v, h);
+    return h;
+  };
+  return height(value, 0) > max;
+}
+
+/**
+ * The deepest nesting of YAML flow collections (`[`, `{`) in the text, outside quoted scalars and
+ * comments: checked before parsing, because the parser spends seconds on a deep file before its
+ * stack gives out. A bracket inside a plain scalar counts too, so this errs only towards refusing.
+ */
+function flowDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    const after = i === 0 || /[\s[{,:]/.test(text[i - 1]!);
+    if (c === '#' && (i === 0 || /\s/.test(text[i - 1]!))) {
+      const end = text.indexOf('\n', i);
+      i = end === -1 ? text.length : end;
+    } else if ((c === '"' || c === "'") && after) i = closingQuote(text, i);
+    else if (c === '[' || c === '{') deepest = Math.max(deepest, ++depth);
+    else if ((c === ']' || c === '}') && depth > 0) depth--;
+  }
+  return deepest;
+}
+
+/** Where the quoted scalar opened at `start` ends (`\"` escapes in double quotes, `''` in single). */
+function closingQuote(text: string, start: number): number {
+  const q = text[start]!;
+  for (let i = start + 1; i < text.length; i++) {
+    if (q === '"' && text[i] === '\\') i++;
+    else if (text[i] === q) {
+      if (q === "'" && text[i + 1] === "'") i++;
+      else return i;
+    }
+  }
+  return text.length;
+}
+
+/** A parse error of the text itself (the caller words it as "not valid YAML/JSON"). */
+export class DataSyntaxError extends Error {
+  override name = 'DataSyntaxError';
+}
+
+/**
+ * Parses JSON or YAML text into plain data within the limits: YAML with at most `maxAliasCount`
+ * alias resolutions and unique keys, both with at most `maxDepth` levels of nesting. Throws
+ * FileLimitError over a limit, DataSyntaxError for text that does not parse.
+ */
+export function parseDataText(text: string, options: { readonly path: string; readonly yaml: boolean; readonly limits?: FileLimits }): unknown {
+  const { path, yaml } = options;
+  const limits = options.limits ?? FILE_LIMITS;
+  let value: unknown;
+  try {
+    if (yaml) {
+      if (flowDepth(text) > limits.maxDepth) throw new FileLimitError(path, 'maxDepth', limits.maxDepth, `it nests objects and arrays more than ${limits.maxDepth} levels deep`);
+      const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
+      const error = doc.errors[0];
+      // Nesting deep enough to exhaust the parser's stack (in block style) is over any depth limit
+      if (error && /call stack/i.test(error.message)) throw new FileLimitError(path, 'maxDepth', limits.maxDepth, 'it nests too deep to parse');
+      if (error) throw new DataSyntaxError(error.message);
+      value = doc.toJS({ maxAliasCount: limits.maxAliasCount });
+    } else value = JSON.parse(text);
+  } catch (e) {
+    if (e instanceof DataSyntaxError || FileLimitError.isInstance(e)) throw e;
+    // The `yaml` package's words for too many alias resolutions
+    if (e instanceof ReferenceError && /alias count/i.test(e.message)) throw new FileLimitError(path, 'maxAliasCount', limits.maxAliasCount, 'its aliases expand too far');
+    // Nesting deep enough to exhaust the parser's stack is over any depth limit
+    if (e instanceof RangeError) throw new FileLimitError(path, 'maxDepth', limits.maxDepth, 'it nests too deep to parse');
+    throw new DataSyntaxError((e as Error).message);
+  }
+  if (tooDeep(value, limits.maxDepth)) throw new FileLimitError(path, 'maxDepth', limits.maxDepth, `it nests objects and arrays more than ${limits.maxDepth} levels deep`);
+  return value;
+}
+
+/** Reads and parses a JSON or YAML file within the limits (`.yaml`/`.yml` are YAML, everything else JSON). */
+export function readDataFile(path: string, limits: FileLimits = FILE_LIMITS): unknown {
+  return parseDataText(readTextFile(path, limits), { path, yaml: /\.ya?ml$/i.test(path), limits });
+}
