@@ -1,0 +1,77 @@
+import {
+  AdapterConfigurationError,
+  checkBaseUrl,
+  defineAdapter,
+  operationParamsErrors,
+  resendSafety,
+  type Outcome,
+  type TypedAdapter,
+} from '@retrysafe/contract';
+import { Resend } from 'resend';
+import { classifyAnswer, lookupFromOutcome } from './resend-errors.js';
+import { resendOperations, type ResendOperation, type ResendOperationTypes } from './resend-operations.js';
+
+export interface ResendAdapterOptions {
+  /** A Resend API key (`re_…`). Required: the SDK's fallback to RESEND_API_KEY is not used. */
+  readonly apiKey: string;
+  /** Where the API lives, e.g. `http://127.0.0.1:4242` for a loopback sandbox. Default https://api.resend.com (RESEND_BASE_URL is not read). */
+  readonly baseUrl?: string;
+  /** Client timeout per attempt. Default 30 000 ms (the SDK has none). A timeout after sending is an unknown outcome. */
+  readonly timeoutMs?: number;
+}
+
+/** Typed: `runner.run(resend, 'emails.send', { params })` is checked against ResendOperationTypes. */
+export interface ResendAdapter extends TypedAdapter<ResendOperationTypes> {
+  readonly provider: 'resend';
+}
+
+const PROVIDER = 'resend';
+const DEFAULT_BASE_URL = 'https://api.resend.com';
+const DEFAULT_TIMEOUT_MS = 30_000;
+
+/**
+ * The retrysafe adapter for Resend: `emails.send` and `batch.send`. Every send carries an
+ * Idempotency-Key derived from the business-operation id; an unknown outcome is reconciled by re-sending
+ * the same request with the same key inside Resend's 24 h retention, and handed off after it. The SDK
+ * has no retries of its own, so each attempt is exactly one request.
+ */
+export function createResendAdapter(options: ResendAdapterOptions): ResendAdapter {
+  if (typeof options !== 'object' || options === null) throw new AdapterConfigurationError(PROVIDER, 'options are required');
+  if (typeof options.apiKey !== 'string' || options.apiKey.length === 0) throw new AdapterConfigurationError(PROVIDER, 'apiKey is required');
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) throw new AdapterConfigurationError(PROVIDER, `timeoutMs must be a positive integer, got ${String(options.timeoutMs)}`);
+  // https, or plain http only to a loopback sandbox: the API key never travels in clear.
+  const baseUrl = checkBaseUrl(PROVIDER, options.baseUrl ?? DEFAULT_BASE_URL).href.replace(/\/$/, '');
+  const client = new Resend(options.apiKey, { baseUrl });
+
+  /** One SDK call (one request), classified. The timeout and the caller's signal both cancel the fetch. */
+  async function send(op: ResendOperation, params: unknown, key: string, signal: AbortSignal): Promise<Outcome> {
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const answer = await op.send(client, params as Record<string, unknown>, { idempotencyKey: key, signal: AbortSignal.any([signal, timeout]) });
+    return classifyAnswer(answer, op.read, timeout.aborted);
+  }
+
+  return defineAdapter({
+    provider: PROVIDER,
+    operations: resendOperations,
+
+    execute: (op, params, ctx) => send(op, params, ctx.providerKey!, ctx.signal),
+
+    async lookup(op, ctx) {
+      if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Resend' };
+      const reusable = ctx.keyReusable ?? resendSafety(op.card, ctx.firstDispatchedAt, ctx.now).safe;
+      if (!reusable) {
+        return {
+          kind: 'cannot-tell',
+          reason: "the key is past Resend's 24 h retention, so a re-send would send again; Resend finds an email only by the id the lost answer carried: hand off",
+        };
+      }
+      const problems = operationParamsErrors(op, ctx.params);
+      if (problems.length > 0) return { kind: 'cannot-tell', reason: `the recorded params are not valid now (${problems.map((f) => `${f.path} ${f.message}`).join('; ')}), so they cannot be re-sent` };
+      // Inside retention: the identical request with the same key gets the stored answer (the same email id), never a second email.
+      return lookupFromOutcome(await send(op, ctx.params, ctx.providerKey!, ctx.signal));
+    },
+
+    // close: the SDK uses the global fetch and holds nothing of its own.
+  }) as ResendAdapter;
+}
