@@ -80,6 +80,8 @@ export interface ResendSandbox {
   failNext(fault: SandboxFault, times?: number): void;
   /** Holds every send that reaches execution (its key stays in progress) until the returned function is called. */
   hold(): () => void;
+  /** Resolves once `predicate` holds for the request log (for tests that wait on the sandbox). */
+  waitFor(predicate: (requests: readonly SandboxRequest[]) => boolean): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -210,6 +212,7 @@ export async function startResendSandbox(options: ResendSandboxOptions = {}): Pr
         release();
       };
     },
+    waitFor: (predicate) => log.waitFor(predicate),
     close: () => server.close(),
   };
 }
