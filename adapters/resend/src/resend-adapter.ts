@@ -1,14 +1,6 @@
-import {
-  AdapterConfigurationError,
-  checkBaseUrl,
-  defineAdapter,
-  operationParamsErrors,
-  resendSafety,
-  type Outcome,
-  type TypedAdapter,
-} from '@retrysafe/contract';
+import { AdapterConfigurationError, checkBaseUrl, defineAdapter, type Outcome, type TypedAdapter } from '@retrysafe/contract';
 import { Resend } from 'resend';
-import { classifyAnswer, lookupFromOutcome } from './resend-errors.js';
+import { classifyAnswer } from './resend-errors.js';
 import { resendOperations, type ResendOperation, type ResendOperationTypes } from './resend-operations.js';
 
 export interface ResendAdapterOptions {
@@ -31,8 +23,8 @@ const DEFAULT_TIMEOUT_MS = 30_000;
 
 /**
  * The retrysafe adapter for Resend: `emails.send` and `batch.send`. Every send carries an
- * Idempotency-Key derived from the business-operation id; an unknown outcome is reconciled by re-sending
- * the same request with the same key inside Resend's 24 h retention, and handed off after it. The SDK
+ * Idempotency-Key derived from the business-operation id; after an unknown outcome the runner re-sends
+ * the same request with the same key inside Resend's 24 h retention (the card's rule), and hands off after it. The SDK
  * has no retries of its own, so each attempt is exactly one request.
  */
 export function createResendAdapter(options: ResendAdapterOptions): ResendAdapter {
@@ -57,20 +49,9 @@ export function createResendAdapter(options: ResendAdapterOptions): ResendAdapte
 
     execute: (op, params, ctx) => send(op, params, ctx.providerKey!, ctx.signal),
 
-    async lookup(op, ctx) {
-      if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Resend' };
-      const reusable = ctx.keyReusable ?? resendSafety(op.card, ctx.firstDispatchedAt, ctx.now).safe;
-      if (!reusable) {
-        return {
-          kind: 'cannot-tell',
-          reason: "the key is past Resend's 24 h retention, so a re-send would send again; Resend finds an email only by the id the lost answer carried: hand off",
-        };
-      }
-      const problems = operationParamsErrors(op, ctx.params);
-      if (problems.length > 0) return { kind: 'cannot-tell', reason: `the recorded params are not valid now (${problems.map((f) => `${f.path} ${f.message}`).join('; ')}), so they cannot be re-sent` };
-      // Inside retention: the identical request with the same key gets the stored answer (the same email id), never a second email.
-      return lookupFromOutcome(await send(op, ctx.params, ctx.providerKey!, ctx.signal));
-    },
+    // The card says lookup.method none, so the frame refuses doLookup before this is reached: an unknown
+    // outcome is reconciled by the runner re-sending with the same key inside retention, or handed off.
+    lookup: async () => ({ kind: 'cannot-tell', reason: 'Resend has no lookup without the email id' }),
 
     // close: the SDK uses the global fetch and holds nothing of its own.
   }) as ResendAdapter;

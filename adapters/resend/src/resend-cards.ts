@@ -67,10 +67,10 @@ function resendCard(spec: { operation: string; kindSource: string; intentField: 
     },
     lookup: {
       method: fact(
-        'resend-same-key',
-        `${S.idempotency}: inside retention doLookup re-sends the identical request with the same key and adopts the stored answer. Past retention there is no lookup: ${S.retrieveEmail} reads an email only by the id the lost answer carried, and nothing else finds it, so the runner hands off`,
+        'none',
+        `Resend has no lookup by key or by a value of ours: ${S.retrieveEmail} reads an email only by the id the lost answer carried. Inside retention the runner re-sends the identical request with the same key instead (${S.idempotency}: the same answer, the same email id, nothing sent again); past it, it hands off`,
       ),
-      consistencyDelay: fact(null, `${S.idempotency}: the re-send with the same key is answered from the key store, not from a delayed index`),
+      consistencyDelay: fact(null, `no lookup; a re-send with the same key is answered from the key store (${S.idempotency})`),
       lateApplyBound: fact<Duration>('unknown', `${S.idempotency} and ${S.errors} state the key's retention and the conflict answers, not how long Resend may still process a request after the client gave up`),
     },
     retention: { minimum: fact(RESEND_KEY_RETENTION, `${S.idempotency}: "We keep idempotency keys in our system for 24 hours"`) },
@@ -103,7 +103,7 @@ function resendCard(spec: { operation: string; kindSource: string; intentField: 
       how: `the resend SDK has no retry of its own (${S.sdk}): one fetch per call, every error returned as { error }, never thrown; the adapter sends each attempt as one SDK call with its own timeout signal, and the drill counts requests at the sandbox`,
     },
     reconciler:
-      "the runner, through doLookup: while the runner says the key is reusable (younger than 24 h minus twice the policy's clock-skew margin of 10 min) it re-sends the same request with the same Idempotency-Key and adopts the answer (the same email id); past that it never relies on the key and hands off, since Resend offers no lookup without the email id",
+      "the runner, by re-sending: while the key is reusable (younger than 24 h minus twice the policy's clock-skew margin of 10 min) it re-sends the same request with the same Idempotency-Key and adopts the answer (the same email id); past that it never relies on the key and hands off, since Resend offers no lookup without the email id",
     handoff: {
       condition: 'rejected (validation, auth, key reused with another payload, quota); retry budget exhausted; unknown past the key\'s retention (no lookup without the email id)',
       destination: 'the runner\'s handoff sink (JSONL file or callback); resolved with `retrysafe ledger resolve`',

@@ -1,4 +1,4 @@
-import type { FieldError, LookupResult, Outcome, RejectReason } from '@retrysafe/contract';
+import type { FieldError, Outcome, RejectReason } from '@retrysafe/contract';
 import type { ResendAnswer } from './resend-operations.js';
 
 /**
@@ -66,21 +66,4 @@ export function classifyAnswer(answer: ResendAnswer, read: (data: unknown) => { 
   }
   const fields = fieldsOf(error.message);
   return { kind: 'rejected', reason: rejectReason(status, code), status, code, message, ...(fields.length > 0 ? { fields } : {}) };
-}
-
-/** What a same-key re-send during a lookup tells about the first request. */
-export function lookupFromOutcome(o: Outcome): LookupResult {
-  switch (o.kind) {
-    case 'succeeded':
-    case 'replayed':
-    case 'in-progress':
-    case 'rejected':
-      return { kind: 'found', outcome: o };
-    case 'not-applied':
-    case 'unknown': {
-      const { kind: _kind, message, ...refs } = o as Extract<Outcome, { kind: 'not-applied' }>;
-      const { cause: _cause, ...rest } = refs as typeof refs & { cause?: string };
-      return { kind: 'cannot-tell', reason: `re-send with the same key: ${message}`, ...rest };
-    }
-  }
 }

@@ -1,4 +1,4 @@
-import { asBusinessOperationId } from '@retrysafe/contract';
+import { asBusinessOperationId, UnsupportedCapabilityError } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { startFaultProxy } from '@retrysafe/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -107,19 +107,14 @@ describe("Resend's key store", () => {
     expect(sandbox.count('emails.send')).toBe(1);
   });
 
-  it('inside retention the lookup re-sends with the same key and finds the same id; past it, it cannot tell and sends nothing', async () => {
+  it('there is no lookup (Resend finds an email only by its id): doLookup is refused and sends nothing', async () => {
     const { sandbox, adapter } = await setup();
-    const id = asBusinessOperationId('lookup-window');
-    const params = emailParams('lookup-window');
-    const first = await adapter.doExecute('emails.send', params, execCtx(adapter, 'emails.send', id));
+    const id = asBusinessOperationId('no-lookup');
     const now = Date.now();
-    const inside = await adapter.doLookup('emails.send', lookupCtx(adapter, 'emails.send', id, params, { firstDispatchedAt: now - 60_000, now }));
-    expect(inside).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: (first as { providerRef: string }).providerRef } });
-    const posts = sandbox.requestCount({ method: 'POST' });
-    const past = await adapter.doLookup('emails.send', lookupCtx(adapter, 'emails.send', id, params, { firstDispatchedAt: now - RESEND_RETENTION_MS, now }));
-    expect(past).toMatchObject({ kind: 'cannot-tell' });
-    expect(sandbox.requestCount({ method: 'POST' })).toBe(posts);
-    expect(sandbox.count('emails.send')).toBe(1);
+    await expect(adapter.doLookup('emails.send', lookupCtx(adapter, 'emails.send', id, emailParams('no-lookup'), { firstDispatchedAt: now - 60_000, now }))).rejects.toSatisfy(
+      (e: unknown) => UnsupportedCapabilityError.isInstance(e),
+    );
+    expect(sandbox.requestCount()).toBe(0);
   });
 
   it('the sandbox forgets a key after 24 h: the same key then sends again (why the adapter never relies on it past retention)', async () => {
