@@ -10,3 +10,13 @@ it('README.md shows exactly the cards the root entry exports', () => {
   const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
   expect(readCardSection(readme)).toBe(String(renderedCards()).trim());
 });
+
+it('shows the unknown facts as unknown', () => {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  expect(readme).toMatch(/\| Provider key scope \| \*\*⚠ unknown\*\* \|/);
+});
+
+it('has the install line', () => {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  expect(readme).toContain('pnpm add @retrysafe/resend');
+});
