@@ -74,8 +74,7 @@ describe('permanent errors are rejections naming the field', () => {
 
   it('params the schema refuses never reach Resend: the frame names the field', async () => {
     const { sandbox, adapter } = await setup();
-    const noBody = emailParams('no-body');
-    delete noBody.text;
+    const { text: _text, ...noBody } = emailParams('no-body');
     const out = await adapter.doExecute('emails.send', noBody, execCtx(adapter, 'emails.send', 'no-body'));
     expect(out).toMatchObject({ kind: 'rejected', code: 'retrysafe_invalid_params', fields: [{ path: 'html', message: 'html or text is required' }] });
     const extra = await adapter.doExecute('emails.send', emailParams('extra', { attachments: [] }), execCtx(adapter, 'emails.send', 'extra'));
