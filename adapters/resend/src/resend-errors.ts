@@ -1,4 +1,4 @@
-import type { FieldError, Outcome, RejectReason } from '@retrysafe/contract';
+import { parseRetryAfter, type FieldError, type Outcome, type RejectReason } from '@retrysafe/contract';
 import type { ResendAnswer } from './resend-operations.js';
 
 /**
@@ -16,14 +16,9 @@ export function fieldsOf(message: string): FieldError[] {
   return [...new Set(names)].map((path) => ({ path, message }));
 }
 
-/** Milliseconds to wait: `retry-after` (seconds), else `ratelimit-reset` (seconds until the window resets). */
+/** Milliseconds to wait: `retry-after`, else `ratelimit-reset` (seconds until the window resets), read by the contract's one parser. */
 export function retryAfterMsOf(headers: ResendAnswer['headers']): number | undefined {
-  for (const name of ['retry-after', 'ratelimit-reset']) {
-    const raw = headers?.[name];
-    const s = raw === undefined ? Number.NaN : Number(raw);
-    if (Number.isFinite(s) && s >= 0) return Math.round(s * 1000);
-  }
-  return undefined;
+  return parseRetryAfter(headers?.['retry-after']) ?? parseRetryAfter(headers?.['ratelimit-reset']);
 }
 
 function rejectReason(status: number, name: string): RejectReason {
