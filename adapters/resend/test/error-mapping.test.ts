@@ -69,7 +69,7 @@ describe('permanent errors are rejections naming the field', () => {
   it('a bad API key ⇒ rejected (authentication)', async () => {
     const { adapter } = await setup('not-a-resend-key');
     const out = await adapter.doExecute('emails.send', emailParams('auth'), execCtx(adapter, 'emails.send', 'auth'));
-    expect(out).toMatchObject({ kind: 'rejected', reason: 'authentication', status: 401, code: 'missing_api_key' });
+    expect(out).toMatchObject({ kind: 'rejected', reason: 'authentication', status: 403, code: 'invalid_api_key' });
   });
 
   it('params the schema refuses never reach Resend: the frame names the field', async () => {

@@ -182,7 +182,8 @@ export async function startResendSandbox(options: ResendSandboxOptions = {}): Pr
     const auth = req.headers.authorization;
     let reply: Reply;
     const fault = req.method === 'POST' ? faults.take() : undefined;
-    if (typeof auth !== 'string' || !/^Bearer re_\S+$/.test(auth)) reply = error(401, 'missing_api_key', 'Missing API key in the authorization header.');
+    if (typeof auth !== 'string' || !auth.startsWith('Bearer ')) reply = error(401, 'missing_api_key', 'Missing API key in the authorization header.');
+    else if (!/^Bearer re_\S+$/.test(auth)) reply = error(403, 'invalid_api_key', 'API key is invalid.');
     else if (fault) reply = error(fault.status, fault.name, fault.message ?? fault.name, fault.retryAfterS !== undefined ? { 'retry-after': String(fault.retryAfterS) } : undefined);
     else {
       const routed = routeRequest(routes, req);
