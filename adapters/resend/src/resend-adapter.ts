@@ -1,7 +1,13 @@
-import { AdapterConfigurationError, checkBaseUrl, defineAdapter, type Outcome, type TypedAdapter } from '@retrysafe/contract';
+import {
+  AdapterConfigurationError,
+  checkBaseUrl,
+  defineAdapter,
+  type Outcome,
+  type TypedAdapter,
+} from '@retrysafe/contract';
 import { Resend } from 'resend';
 import { classifyAnswer } from './resend-errors.js';
-import { resendOperations, type ResendOperation, type ResendOperationTypes } from './resend-operations.js';
+import { type ResendOperation, type ResendOperationTypes, resendOperations } from './resend-operations.js';
 
 export interface ResendAdapterOptions {
   /** A Resend API key (`re_…`). Required: the SDK's fallback to RESEND_API_KEY is not used. */
@@ -28,10 +34,16 @@ const DEFAULT_TIMEOUT_MS = 30_000;
  * has no retries of its own, so each attempt is exactly one request.
  */
 export function createResendAdapter(options: ResendAdapterOptions): ResendAdapter {
-  if (typeof options !== 'object' || options === null) throw new AdapterConfigurationError(PROVIDER, 'options are required');
-  if (typeof options.apiKey !== 'string' || options.apiKey.length === 0) throw new AdapterConfigurationError(PROVIDER, 'apiKey is required');
+  if (typeof options !== 'object' || options === null)
+    throw new AdapterConfigurationError(PROVIDER, 'options are required');
+  if (typeof options.apiKey !== 'string' || options.apiKey.length === 0)
+    throw new AdapterConfigurationError(PROVIDER, 'apiKey is required');
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) throw new AdapterConfigurationError(PROVIDER, `timeoutMs must be a positive integer, got ${String(options.timeoutMs)}`);
+  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0)
+    throw new AdapterConfigurationError(
+      PROVIDER,
+      `timeoutMs must be a positive integer, got ${String(options.timeoutMs)}`,
+    );
   // https, or plain http only to a loopback sandbox: the API key never travels in clear.
   const baseUrl = checkBaseUrl(PROVIDER, options.baseUrl ?? DEFAULT_BASE_URL).href.replace(/\/$/, '');
   const client = new Resend(options.apiKey, { baseUrl });
@@ -39,7 +51,10 @@ export function createResendAdapter(options: ResendAdapterOptions): ResendAdapte
   /** One SDK call (one request), classified. The timeout and the caller's signal both cancel the fetch. */
   async function send(op: ResendOperation, params: unknown, key: string, signal: AbortSignal): Promise<Outcome> {
     const timeout = AbortSignal.timeout(timeoutMs);
-    const answer = await op.send(client, params as Record<string, unknown>, { idempotencyKey: key, signal: AbortSignal.any([signal, timeout]) });
+    const answer = await op.send(client, params as Record<string, unknown>, {
+      idempotencyKey: key,
+      signal: AbortSignal.any([signal, timeout]),
+    });
     return classifyAnswer(answer, op.read, timeout.aborted);
   }
 

@@ -20,7 +20,7 @@ describe('resend cards', () => {
     });
   }
 
-  it('keeps the two endpoints\' keys apart and within 256 characters', () => {
+  it("keeps the two endpoints' keys apart and within 256 characters", () => {
     expect(EMAILS_SEND_KEY_RULE.prefix).not.toBe(BATCH_SEND_KEY_RULE.prefix);
     expect(EMAILS_SEND_KEY_RULE.maxLength).toBe(256);
     expect(BATCH_SEND_KEY_RULE.maxLength).toBe(256);

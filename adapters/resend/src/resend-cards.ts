@@ -1,4 +1,4 @@
-import { defineCard, fact, type Duration, type ProviderKeyRule, type RetrySafetyCard } from '@retrysafe/contract';
+import { type Duration, defineCard, fact, type ProviderKeyRule, type RetrySafetyCard } from '@retrysafe/contract';
 
 /**
  * The retry safety cards of the Resend operations. Every provider fact cites a public Resend page or
@@ -30,7 +30,12 @@ export const BATCH_SEND_KEY_RULE: ProviderKeyRule = { maxLength: 256, charset: '
 const S = RESEND_SOURCES;
 
 /** The facts both sends share; the operation-specific ones are filled in per card. */
-function resendCard(spec: { operation: string; kindSource: string; intentField: string; intentRule: string }): RetrySafetyCard {
+function resendCard(spec: {
+  operation: string;
+  kindSource: string;
+  intentField: string;
+  intentRule: string;
+}): RetrySafetyCard {
   return {
     cardVersion: 1,
     provider: 'resend',
@@ -46,35 +51,73 @@ function resendCard(spec: { operation: string; kindSource: string; intentField: 
     ids: {
       run: 'receipts only (never sent to Resend)',
       attempt: 'receipts only (never sent to Resend)',
-      request: fact('unknown', `${S.errors} and ${S.sendEmail} name no request-id header; the email id of the answer is kept as the provider reference`),
+      request: fact(
+        'unknown',
+        `${S.errors} and ${S.sendEmail} name no request-id header; the email id of the answer is kept as the provider reference`,
+      ),
     },
     providerKey: {
-      travels: fact('header', `${S.idempotency}; SDK request option { idempotencyKey } sets the Idempotency-Key header (${S.sdk})`),
+      travels: fact(
+        'header',
+        `${S.idempotency}; SDK request option { idempotencyKey } sets the Idempotency-Key header (${S.sdk})`,
+      ),
       name: fact('Idempotency-Key', S.idempotency),
-      maxLength: fact(256, `${S.idempotency}: "up to 256 characters"; ${S.errors}: invalid_idempotency_key, "between 1-256 chars"`),
-      charset: fact('A-Za-z0-9._:/-', `retrysafe choice: Resend documents only the length (${S.idempotency}); the key is a per-endpoint prefix + the business-operation id, or a SHA-256 digest of it`),
-      scope: fact('unknown', `${S.idempotency} says a key "should be unique per API request" and names both endpoints, not whether one key is shared between them or scoped per team`),
+      maxLength: fact(
+        256,
+        `${S.idempotency}: "up to 256 characters"; ${S.errors}: invalid_idempotency_key, "between 1-256 chars"`,
+      ),
+      charset: fact(
+        'A-Za-z0-9._:/-',
+        `retrysafe choice: Resend documents only the length (${S.idempotency}); the key is a per-endpoint prefix + the business-operation id, or a SHA-256 digest of it`,
+      ),
+      scope: fact(
+        'unknown',
+        `${S.idempotency} says a key "should be unique per API request" and names both endpoints, not whether one key is shared between them or scoped per team`,
+      ),
     },
     keyReuse: fact(
-      'only to re-send the identical request (same endpoint, same payload) while its outcome is unknown and the key is younger than 24 h minus twice the policy\'s clock-skew margin (limits.clockSkewMargin, 10 min: once for clock skew, once for a late apply, which Resend does not bound); never past retention (a forgotten key sends the email again)',
+      "only to re-send the identical request (same endpoint, same payload) while its outcome is unknown and the key is younger than 24 h minus twice the policy's clock-skew margin (limits.clockSkewMargin, 10 min: once for clock skew, once for a late apply, which Resend does not bound); never past retention (a forgotten key sends the email again)",
       S.idempotency,
     ),
-    parameterMatching: fact('mismatch-error', `${S.idempotency}; ${S.errors}: 409 invalid_idempotent_request, "Same idempotency key used with a different request payload"`),
+    parameterMatching: fact(
+      'mismatch-error',
+      `${S.idempotency}; ${S.errors}: 409 invalid_idempotent_request, "Same idempotency key used with a different request payload"`,
+    ),
     storedResult: {
-      semantics: fact('replays', `${S.idempotency}: "you can make the same request and our API will give the same response, without actually sending the email again"; a successful response returns the email id of the sent email`),
-      includesErrors: fact<boolean>('unknown', `${S.idempotency} describes the replay of a sent email only; whether an error answer is stored under the key is not stated`),
-      replayIndicator: fact(null, `${S.idempotency} names no header marking a replay: the replayed answer is the first one (same email id)`),
+      semantics: fact(
+        'replays',
+        `${S.idempotency}: "you can make the same request and our API will give the same response, without actually sending the email again"; a successful response returns the email id of the sent email`,
+      ),
+      includesErrors: fact<boolean>(
+        'unknown',
+        `${S.idempotency} describes the replay of a sent email only; whether an error answer is stored under the key is not stated`,
+      ),
+      replayIndicator: fact(
+        null,
+        `${S.idempotency} names no header marking a replay: the replayed answer is the first one (same email id)`,
+      ),
     },
     lookup: {
       method: fact(
         'none',
         `Resend has no lookup by key or by a value of ours: ${S.retrieveEmail} reads an email only by the id the lost answer carried. Inside retention the runner re-sends the identical request with the same key instead (${S.idempotency}: the same answer, the same email id, nothing sent again); past it, it hands off`,
       ),
-      consistencyDelay: fact(null, `no lookup; a re-send with the same key is answered from the key store (${S.idempotency})`),
-      lateApplyBound: fact<Duration>('unknown', `${S.idempotency} and ${S.errors} state the key's retention and the conflict answers, not how long Resend may still process a request after the client gave up`),
+      consistencyDelay: fact(
+        null,
+        `no lookup; a re-send with the same key is answered from the key store (${S.idempotency})`,
+      ),
+      lateApplyBound: fact<Duration>(
+        'unknown',
+        `${S.idempotency} and ${S.errors} state the key's retention and the conflict answers, not how long Resend may still process a request after the client gave up`,
+      ),
     },
-    retention: { minimum: fact(RESEND_KEY_RETENTION, `${S.idempotency}: "We keep idempotency keys in our system for 24 hours"`) },
-    concurrency: fact('rejects-in-progress', `${S.idempotency}; ${S.errors}: 409 concurrent_idempotent_requests, "Same idempotency key used while original request is still in progress", "Try the request again later"`),
+    retention: {
+      minimum: fact(RESEND_KEY_RETENTION, `${S.idempotency}: "We keep idempotency keys in our system for 24 hours"`),
+    },
+    concurrency: fact(
+      'rejects-in-progress',
+      `${S.idempotency}; ${S.errors}: 409 concurrent_idempotent_requests, "Same idempotency key used while original request is still in progress", "Try the request again later"`,
+    ),
     retryableErrors: fact(
       [
         '429 rate_limit_exceeded: bounded retry with the same key, retry-after (else ratelimit-reset) honoured',
@@ -105,17 +148,42 @@ function resendCard(spec: { operation: string; kindSource: string; intentField: 
     reconciler:
       "the runner, by re-sending: while the key is reusable (younger than 24 h minus twice the policy's clock-skew margin of 10 min) it re-sends the same request with the same Idempotency-Key and adopts the answer (the same email id); past that it never relies on the key and hands off, since Resend offers no lookup without the email id",
     handoff: {
-      condition: 'rejected (validation, auth, key reused with another payload, quota); retry budget exhausted; unknown past the key\'s retention (no lookup without the email id)',
-      destination: 'the runner\'s handoff sink (JSONL file or callback); resolved with `retrysafe ledger resolve`',
+      condition:
+        "rejected (validation, auth, key reused with another payload, quota); retry budget exhausted; unknown past the key's retention (no lookup without the email id)",
+      destination: "the runner's handoff sink (JSONL file or callback); resolved with `retrysafe ledger resolve`",
     },
-    duplicateTest: 'real resend SDK → testkit fault proxy → loopback Resend sandbox (@retrysafe/resend/sandbox); emails and requests counted at the sandbox',
-    receipts: 'the runner\'s ledger (one receipt per attempt and lookup, redacted), exportable as JSONL',
+    duplicateTest:
+      'real resend SDK → testkit fault proxy → loopback Resend sandbox (@retrysafe/resend/sandbox); emails and requests counted at the sandbox',
+    receipts: "the runner's ledger (one receipt per attempt and lookup, redacted), exportable as JSONL",
     unverified: [
-      { field: 'ids.request', condition: 'whether Resend answers with a request id (none is documented)', source: S.errors },
-      { field: 'providerKey.scope', condition: 'whether a key is shared between POST /emails and POST /emails/batch, and per team or per API key (the adapter prefixes each endpoint\'s keys differently)', source: S.idempotency },
-      { field: 'providerKey.charset', condition: 'which characters Resend accepts in Idempotency-Key (undocumented; the adapter sends only A-Za-z0-9._:/-)', source: S.idempotency },
-      { field: 'storedResult.includesErrors', condition: 'whether an error answer is stored and replayed under the key, or the key is released', source: S.idempotency },
-      { field: 'lookup.lateApplyBound', condition: 'how long after a client timeout Resend may still send the email; inside retention the same key folds a late request into the first, past it nothing can tell', source: S.idempotency },
+      {
+        field: 'ids.request',
+        condition: 'whether Resend answers with a request id (none is documented)',
+        source: S.errors,
+      },
+      {
+        field: 'providerKey.scope',
+        condition:
+          "whether a key is shared between POST /emails and POST /emails/batch, and per team or per API key (the adapter prefixes each endpoint's keys differently)",
+        source: S.idempotency,
+      },
+      {
+        field: 'providerKey.charset',
+        condition:
+          'which characters Resend accepts in Idempotency-Key (undocumented; the adapter sends only A-Za-z0-9._:/-)',
+        source: S.idempotency,
+      },
+      {
+        field: 'storedResult.includesErrors',
+        condition: 'whether an error answer is stored and replayed under the key, or the key is released',
+        source: S.idempotency,
+      },
+      {
+        field: 'lookup.lateApplyBound',
+        condition:
+          'how long after a client timeout Resend may still send the email; inside retention the same key folds a late request into the first, past it nothing can tell',
+        source: S.idempotency,
+      },
     ],
   };
 }
@@ -125,7 +193,8 @@ export const emailsSendCard = defineCard(
     operation: 'emails.send',
     kindSource: S.sendEmail,
     intentField: 'emailRef',
-    intentRule: "derived from intent field emailRef (the caller's own name for this email, e.g. welcome-user/123, the <event-type>/<entity-id> form Resend suggests for keys), or supplied by the caller; never sent to Resend except inside the key",
+    intentRule:
+      "derived from intent field emailRef (the caller's own name for this email, e.g. welcome-user/123, the <event-type>/<entity-id> form Resend suggests for keys), or supplied by the caller; never sent to Resend except inside the key",
   }),
 );
 
@@ -134,7 +203,8 @@ export const batchSendCard = defineCard(
     operation: 'batch.send',
     kindSource: S.sendBatch,
     intentField: 'batchRef',
-    intentRule: "derived from intent field batchRef (the caller's own name for the whole batch, as Resend suggests a key that represents the batch), or supplied by the caller; never sent to Resend except inside the key",
+    intentRule:
+      "derived from intent field batchRef (the caller's own name for the whole batch, as Resend suggests a key that represents the batch), or supplied by the caller; never sent to Resend except inside the key",
   }),
 );
 

@@ -1,4 +1,4 @@
-import { parseRetryAfter, type FieldError, type Outcome, type RejectReason } from '@retrysafe/contract';
+import { type FieldError, type Outcome, parseRetryAfter, type RejectReason } from '@retrysafe/contract';
 import type { ResendAnswer } from './resend-operations.js';
 
 /**
@@ -24,7 +24,8 @@ export function retryAfterMsOf(headers: ResendAnswer['headers']): number | undef
 function rejectReason(status: number, name: string): RejectReason {
   if (name === 'invalid_idempotent_request') return 'conflict';
   if (status === 401 || name === 'invalid_api_key') return 'authentication';
-  if (status === 403) return name === 'validation_error' || name === 'invalid_from_address' ? 'validation' : 'permission';
+  if (status === 403)
+    return name === 'validation_error' || name === 'invalid_from_address' ? 'validation' : 'permission';
   if (status === 404) return 'not-found';
   if (status === 400 || status === 422) return name === 'invalid_idempotency_key' ? 'configuration' : 'validation';
   if (status === 405) return 'configuration';
@@ -35,30 +36,57 @@ function rejectReason(status: number, name: string): RejectReason {
  * One answer as an outcome. `timedOut`: the adapter's own timeout fired, so a missing answer is a
  * timeout rather than some other lost connection.
  */
-export function classifyAnswer(answer: ResendAnswer, read: (data: unknown) => { result: unknown; providerRef: string } | null, timedOut: boolean): Outcome {
+export function classifyAnswer(
+  answer: ResendAnswer,
+  read: (data: unknown) => { result: unknown; providerRef: string } | null,
+  timedOut: boolean,
+): Outcome {
   const { error } = answer;
   if (error === null) {
     const ok = read(answer.data);
     if (ok) return { kind: 'succeeded', result: ok.result, providerRef: ok.providerRef };
-    return { kind: 'unknown', cause: 'truncated-response', message: 'Resend answered 2xx without the email id: it was sent, but which email it is was lost' };
+    return {
+      kind: 'unknown',
+      cause: 'truncated-response',
+      message: 'Resend answered 2xx without the email id: it was sent, but which email it is was lost',
+    };
   }
   const status = error.statusCode;
   const code = typeof error.name === 'string' ? error.name : 'unknown_error';
   const message = `${code}: ${error.message}`;
   if (status === null) {
-    return { kind: 'unknown', cause: timedOut ? 'timeout' : 'other', code, message: `no answer from Resend (${timedOut ? 'timed out' : error.message}): the email may have been sent` };
+    return {
+      kind: 'unknown',
+      cause: timedOut ? 'timeout' : 'other',
+      code,
+      message: `no answer from Resend (${timedOut ? 'timed out' : error.message}): the email may have been sent`,
+    };
   }
   const retryAfterMs = retryAfterMsOf(answer.headers);
   const wait = retryAfterMs !== undefined ? { retryAfterMs } : {};
-  if (status === 409 && code === 'concurrent_idempotent_requests') return { kind: 'in-progress', status, code, message, ...wait };
+  if (status === 409 && code === 'concurrent_idempotent_requests')
+    return { kind: 'in-progress', status, code, message, ...wait };
   if (status === 429 && code !== 'daily_quota_exceeded' && code !== 'monthly_quota_exceeded') {
     // Refused by the rate limiter; and a re-send carries the same key, so even a 429 that had sent folds into it.
     return { kind: 'not-applied', status, code, message, ...wait };
   }
   if (status >= 500) return { kind: 'unknown', cause: 'server-error', status, code, message };
   if (status === 409 && code === 'invalid_idempotent_request') {
-    return { kind: 'rejected', reason: 'conflict', status, code, message: `${message} (the key was first used with another payload, and that request may have sent an email)` };
+    return {
+      kind: 'rejected',
+      reason: 'conflict',
+      status,
+      code,
+      message: `${message} (the key was first used with another payload, and that request may have sent an email)`,
+    };
   }
   const fields = fieldsOf(error.message);
-  return { kind: 'rejected', reason: rejectReason(status, code), status, code, message, ...(fields.length > 0 ? { fields } : {}) };
+  return {
+    kind: 'rejected',
+    reason: rejectReason(status, code),
+    status,
+    code,
+    message,
+    ...(fields.length > 0 ? { fields } : {}),
+  };
 }

@@ -1,6 +1,6 @@
 import type { FieldError, FrameOperation, JsonSchema } from '@retrysafe/contract';
 import type { CreateBatchOptions, CreateEmailOptions, Resend } from 'resend';
-import { BATCH_SEND_KEY_RULE, EMAILS_SEND_KEY_RULE, batchSendCard, emailsSendCard } from './resend-cards.js';
+import { BATCH_SEND_KEY_RULE, batchSendCard, EMAILS_SEND_KEY_RULE, emailsSendCard } from './resend-cards.js';
 
 /** One email as this adapter accepts it: the fields of Resend's send-email body it passes on. */
 export interface EmailFields {
@@ -48,7 +48,11 @@ export interface ResendAnswer {
 
 /** An operation as the adapter runs it: the frame's spec plus the SDK call and how to read its data. */
 export interface ResendOperation extends FrameOperation {
-  send(client: Resend, params: Record<string, unknown>, options: { idempotencyKey: string; signal: AbortSignal }): Promise<ResendAnswer>;
+  send(
+    client: Resend,
+    params: Record<string, unknown>,
+    options: { idempotencyKey: string; signal: AbortSignal },
+  ): Promise<ResendAnswer>;
   /** The result and the provider reference of a 2xx answer, or null when the body is not what Resend documents. */
   read(data: unknown): { readonly result: unknown; readonly providerRef: string } | null;
 }
@@ -70,11 +74,18 @@ const emailProperties = {
   headers: { type: 'object', additionalProperties: { type: 'string' } },
 } as const;
 
-const emailSchema: JsonSchema = { type: 'object', required: ['from', 'to', 'subject'], additionalProperties: false, properties: emailProperties };
+const emailSchema: JsonSchema = {
+  type: 'object',
+  required: ['from', 'to', 'subject'],
+  additionalProperties: false,
+  properties: emailProperties,
+};
 
 /** A body is required: Resend's SDK types require html, text, react or a template, and this adapter passes html or text. */
 function bodyErrors(email: Record<string, unknown>, at: string): FieldError[] {
-  return email.html === undefined && email.text === undefined ? [{ path: at ? `${at}.html` : 'html', message: 'html or text is required' }] : [];
+  return email.html === undefined && email.text === undefined
+    ? [{ path: at ? `${at}.html` : 'html', message: 'html or text is required' }]
+    : [];
 }
 
 /** The SDK's camelCase email (it maps replyTo to reply_to itself). */
@@ -93,11 +104,16 @@ export const emailsSend: ResendOperation = {
   card: emailsSendCard,
   intentFields: emailsSendCard.businessOperationId.intentFields,
   sensitiveFields: ['to', 'cc', 'bcc', 'replyTo', 'subject', 'html', 'text', 'headers'],
-  paramsSchema: { ...emailSchema, required: ['emailRef', 'from', 'to', 'subject'], properties: { emailRef: ref, ...emailProperties } },
+  paramsSchema: {
+    ...emailSchema,
+    required: ['emailRef', 'from', 'to', 'subject'],
+    properties: { emailRef: ref, ...emailProperties },
+  },
   checkParams: (params) => (isObj(params) ? bodyErrors(params, '') : []),
   keyRule: EMAILS_SEND_KEY_RULE,
   send: (client, params, options) => client.emails.send(toEmail(params), options) as Promise<ResendAnswer>,
-  read: (data) => (isObj(data) && typeof data.id === 'string' ? { result: { id: data.id }, providerRef: data.id } : null),
+  read: (data) =>
+    isObj(data) && typeof data.id === 'string' ? { result: { id: data.id }, providerRef: data.id } : null,
 };
 
 export const batchSend: ResendOperation = {
@@ -113,13 +129,20 @@ export const batchSend: ResendOperation = {
     additionalProperties: false,
     properties: { batchRef: ref, emails: { type: 'array', items: emailSchema, minItems: 1, maxItems: 100 } },
   },
-  checkParams: (params) => (isObj(params) && Array.isArray(params.emails) ? params.emails.flatMap((e, i) => (isObj(e) ? bodyErrors(e, `emails[${i}]`) : [])) : []),
+  checkParams: (params) =>
+    isObj(params) && Array.isArray(params.emails)
+      ? params.emails.flatMap((e, i) => (isObj(e) ? bodyErrors(e, `emails[${i}]`) : []))
+      : [],
   keyRule: BATCH_SEND_KEY_RULE,
   send: (client, params, options) =>
-    client.batch.send((params.emails as Record<string, unknown>[]).map(toEmail) as CreateBatchOptions, { ...options, batchValidation: 'strict' }) as Promise<ResendAnswer>,
+    client.batch.send((params.emails as Record<string, unknown>[]).map(toEmail) as CreateBatchOptions, {
+      ...options,
+      batchValidation: 'strict',
+    }) as Promise<ResendAnswer>,
   read(data) {
     const list = isObj(data) ? data.data : undefined;
-    if (!Array.isArray(list) || list.length === 0 || !list.every((e) => isObj(e) && typeof e.id === 'string')) return null;
+    if (!Array.isArray(list) || list.length === 0 || !list.every((e) => isObj(e) && typeof e.id === 'string'))
+      return null;
     const ids = list.map((e) => (e as { id: string }).id);
     return { result: { ids }, providerRef: ids[0]! };
   },

@@ -40,7 +40,11 @@ describe('resend as agent tools', () => {
     const first = await callAgentTool(runner, tools[0]!, emailParams('agent/2'));
     const again = await callAgentTool(runner, tools[0]!, emailParams('agent/2'));
     expect(first).toMatchObject({ status: 'done', adopted: false });
-    expect(again).toMatchObject({ status: 'done', adopted: true, providerRef: (first as { providerRef: string }).providerRef });
+    expect(again).toMatchObject({
+      status: 'done',
+      adopted: true,
+      providerRef: (first as { providerRef: string }).providerRef,
+    });
     expect(sandbox.count('emails.send')).toBe(1);
   });
 

@@ -24,7 +24,12 @@ async function lostFirstAnswer() {
   return { sandbox, proxy };
 }
 
-const email = { from: 'Acme <billing@acme.test>', to: ['customer@example.test'], subject: 'Invoice A-17', text: 'Please find your invoice attached.' };
+const email = {
+  from: 'Acme <billing@acme.test>',
+  to: ['customer@example.test'],
+  subject: 'Invoice A-17',
+  text: 'Please find your invoice attached.',
+};
 
 describe('negative control: a lost answer without the key', () => {
   it('plain SDK, no key, sent again after the lost answer ⇒ 2 emails for one intent', async () => {
@@ -53,8 +58,17 @@ describe('negative control in the explorer', () => {
   // The same operation with the key and the lookup removed: what a plain SDK call is.
   const control = {
     ...card,
-    providerKey: { ...card.providerKey, travels: { value: 'none', source: 'control' }, name: { value: null, source: 'control' }, maxLength: { value: null, source: 'control' }, charset: { value: null, source: 'control' } },
-    storedResult: { semantics: { value: 'none', source: 'control' }, includesErrors: { value: false, source: 'control' } },
+    providerKey: {
+      ...card.providerKey,
+      travels: { value: 'none', source: 'control' },
+      name: { value: null, source: 'control' },
+      maxLength: { value: null, source: 'control' },
+      charset: { value: null, source: 'control' },
+    },
+    storedResult: {
+      semantics: { value: 'none', source: 'control' },
+      includesErrors: { value: false, source: 'control' },
+    },
     retention: { minimum: { value: null, source: 'control' } },
     concurrency: { value: 'duplicates', source: 'control' },
     lookup: { ...card.lookup, method: { value: 'none', source: 'control' } },

@@ -18,7 +18,11 @@ async function setup(faults: Parameters<typeof startFaultProxy>[0]['faults'] = [
   const proxy = await startFaultProxy({ target: sandbox.url, faults });
   closers.push(() => proxy.close());
   const adapter = createResendAdapter({ apiKey: API_KEY, baseUrl: proxy.url, timeoutMs: 1000 });
-  const runner = createRunner({ ledger: createMemoryLedger(), clock: createVirtualClock(Date.UTC(2026, 11, 4)), random: () => 0.5 });
+  const runner = createRunner({
+    ledger: createMemoryLedger(),
+    clock: createVirtualClock(Date.UTC(2026, 11, 4)),
+    random: () => 0.5,
+  });
   return { sandbox, proxy, adapter, runner };
 }
 
@@ -32,7 +36,9 @@ describe('a lost answer through the real resend SDK', () => {
     expect(result.providerRef).toBe(sandbox.emails()[0]!.id);
     // one dispatch (answer lost) + one re-send with the same key, which Resend answers from its key store
     expect(proxy.requests).toHaveLength(2);
-    expect(new Set(proxy.requests.map((r) => r.headers['idempotency-key']))).toEqual(new Set(['rs-email-' + result.businessOperationId]));
+    expect(new Set(proxy.requests.map((r) => r.headers['idempotency-key']))).toEqual(
+      new Set(['rs-email-' + result.businessOperationId]),
+    );
     expect(sandbox.requests().map((r) => r.result)).toEqual(['executed', 'replayed']);
   });
 
@@ -61,14 +67,22 @@ describe('one request per attempt: the SDK never retries', () => {
   it('a 500 from Resend: one request, outcome unknown (the email may be out), nothing re-sent by the SDK', async () => {
     const { sandbox, adapter } = await setup();
     sandbox.failNext({ status: 500, name: 'internal_server_error', message: 'Unexpected error' });
-    const out = await adapter.doExecute('emails.send', emailParams('five-hundred/1'), execCtx(adapter, 'emails.send', 'five-hundred-1'));
+    const out = await adapter.doExecute(
+      'emails.send',
+      emailParams('five-hundred/1'),
+      execCtx(adapter, 'emails.send', 'five-hundred-1'),
+    );
     expect(out).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 500, code: 'internal_server_error' });
     expect(sandbox.requestCount({ method: 'POST' })).toBe(1);
   });
 
   it('a reset before anything arrived: the SDK answers statusCode null, one request, outcome unknown', async () => {
     const { sandbox, proxy, adapter } = await setup(['reset-before']);
-    const out = await adapter.doExecute('emails.send', emailParams('reset/1'), execCtx(adapter, 'emails.send', 'reset-1'));
+    const out = await adapter.doExecute(
+      'emails.send',
+      emailParams('reset/1'),
+      execCtx(adapter, 'emails.send', 'reset-1'),
+    );
     expect(out).toMatchObject({ kind: 'unknown', cause: 'other', code: 'application_error' });
     expect(proxy.requests).toHaveLength(1);
     expect(sandbox.requestCount()).toBe(0);
@@ -84,8 +98,12 @@ describe("Resend's key store", () => {
     const policy = { baseMs: 20, capMs: 100, lookupWindowMs: 30_000 };
     const params = emailParams('two-workers/1');
     const runs = Promise.all([
-      createRunner({ ledger: createMemoryLedger(), policy, owner: 'machine-a' }).run(adapter, 'emails.send', { params }),
-      createRunner({ ledger: createMemoryLedger(), policy, owner: 'machine-b' }).run(adapter, 'emails.send', { params }),
+      createRunner({ ledger: createMemoryLedger(), policy, owner: 'machine-a' }).run(adapter, 'emails.send', {
+        params,
+      }),
+      createRunner({ ledger: createMemoryLedger(), policy, owner: 'machine-b' }).run(adapter, 'emails.send', {
+        params,
+      }),
     ]);
     await sandbox.waitFor((log) => log.some((r) => r.result === 'in-flight'));
     release();
@@ -103,7 +121,12 @@ describe("Resend's key store", () => {
     const ctx = execCtx(adapter, 'emails.send', 'reused-key');
     expect((await adapter.doExecute('emails.send', emailParams('reused'), ctx)).kind).toBe('succeeded');
     const out = await adapter.doExecute('emails.send', emailParams('reused', { subject: 'another subject' }), ctx);
-    expect(out).toMatchObject({ kind: 'rejected', reason: 'conflict', status: 409, code: 'invalid_idempotent_request' });
+    expect(out).toMatchObject({
+      kind: 'rejected',
+      reason: 'conflict',
+      status: 409,
+      code: 'invalid_idempotent_request',
+    });
     expect(sandbox.count('emails.send')).toBe(1);
   });
 
@@ -111,9 +134,12 @@ describe("Resend's key store", () => {
     const { sandbox, adapter } = await setup();
     const id = asBusinessOperationId('no-lookup');
     const now = Date.now();
-    await expect(adapter.doLookup('emails.send', lookupCtx(adapter, 'emails.send', id, emailParams('no-lookup'), { firstDispatchedAt: now - 60_000, now }))).rejects.toSatisfy(
-      (e: unknown) => UnsupportedCapabilityError.isInstance(e),
-    );
+    await expect(
+      adapter.doLookup(
+        'emails.send',
+        lookupCtx(adapter, 'emails.send', id, emailParams('no-lookup'), { firstDispatchedAt: now - 60_000, now }),
+      ),
+    ).rejects.toSatisfy((e: unknown) => UnsupportedCapabilityError.isInstance(e));
     expect(sandbox.requestCount()).toBe(0);
   });
 

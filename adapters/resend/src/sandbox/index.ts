@@ -1,11 +1,19 @@
 export {
-  startResendSandbox,
+  drills,
+  type ResendDrill,
+  type ResendDrillOperation,
+  resendDrill,
+  resendDrillFaults,
+  resendDrillOperations,
+  startResendDrillSandbox,
+} from './resend-drills.js';
+export {
   RESEND_RETENTION_MS,
+  type ResendOperationName,
   type ResendSandbox,
   type ResendSandboxOptions,
-  type ResendOperationName,
-  type SentEmail,
-  type SandboxRequest,
   type SandboxFault,
+  type SandboxRequest,
+  type SentEmail,
+  startResendSandbox,
 } from './resend-sandbox.js';
-export { drills, resendDrill, resendDrillOperations, resendDrillFaults, startResendDrillSandbox, type ResendDrill, type ResendDrillOperation } from './resend-drills.js';

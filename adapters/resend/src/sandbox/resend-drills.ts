@@ -19,15 +19,35 @@ export const resendDrillFaults: ResendDrillOperation['faults'] = {
   permanent: resendError(422, 'validation_error', 'Invalid `to` field (drill).'),
   transient: resendError(429, 'rate_limit_exceeded', 'Too many requests (drill).'),
   rateLimited: resendError(429, 'rate_limit_exceeded', 'Too many requests (drill).', 2),
-  inProgress: resendError(409, 'concurrent_idempotent_requests', 'Same idempotency key used while original request is still in progress (drill).'),
+  inProgress: resendError(
+    409,
+    'concurrent_idempotent_requests',
+    'Same idempotency key used while original request is still in progress (drill).',
+  ),
 };
 
-const change = (field: string) => (p: unknown) => ({ ...(p as Record<string, unknown>), [field]: `${String((p as Record<string, unknown>)[field])}-changed` });
-const email = (i: number, n: number) => ({ from: 'Acme <billing@acme.test>', to: [`user-${i}-${n}@example.test`], subject: `Invoice ${i}`, text: `Your invoice ${i}.` });
+const change = (field: string) => (p: unknown) => ({
+  ...(p as Record<string, unknown>),
+  [field]: `${String((p as Record<string, unknown>)[field])}-changed`,
+});
+const email = (i: number, n: number) => ({
+  from: 'Acme <billing@acme.test>',
+  to: [`user-${i}-${n}@example.test`],
+  subject: `Invoice ${i}`,
+  text: `Your invoice ${i}.`,
+});
 
 export const resendDrillOperations: Readonly<Record<string, ResendDrillOperation>> = {
-  'emails.send': { params: (i) => ({ emailRef: `invoice-ready/${i}`, ...email(i, 0) }), changeIntent: change('emailRef'), faults: resendDrillFaults },
-  'batch.send': { params: (i) => ({ batchRef: `invoices/${i}`, emails: [email(i, 0), email(i, 1)] }), changeIntent: change('batchRef'), faults: resendDrillFaults },
+  'emails.send': {
+    params: (i) => ({ emailRef: `invoice-ready/${i}`, ...email(i, 0) }),
+    changeIntent: change('emailRef'),
+    faults: resendDrillFaults,
+  },
+  'batch.send': {
+    params: (i) => ({ batchRef: `invoices/${i}`, emails: [email(i, 0), email(i, 1)] }),
+    changeIntent: change('batchRef'),
+    faults: resendDrillFaults,
+  },
 };
 
 /** A fresh sandbox on the runner's clock, as the drill wants it. */

@@ -1,18 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import {
+  type ClockSource,
   createFaultQueue,
   createKeyStore,
   createRequestLog,
   createSandboxClock,
   isPlainObject,
-  parseJsonBody,
-  routeRequest,
-  startLoopbackServer,
-  type ClockSource,
   type KeyedResult,
   type LoopbackRequest,
-  type Route,
+  parseJsonBody,
   type SandboxReply as Reply,
+  type Route,
+  routeRequest,
+  startLoopbackServer,
 } from '@retrysafe/sandbox-kit';
 
 /**
@@ -94,7 +94,11 @@ const error = (statusCode: number, name: string, message: string, headers?: Reco
 });
 
 const asList = (v: unknown): string[] | null =>
-  typeof v === 'string' ? [v] : Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string') ? (v as string[]) : null;
+  typeof v === 'string'
+    ? [v]
+    : Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string')
+      ? (v as string[])
+      : null;
 
 /** Resend's checks on one email body; the answer names the field as Resend does, in backticks. */
 function emailProblem(body: unknown, at: string): Reply | null {
@@ -102,9 +106,15 @@ function emailProblem(body: unknown, at: string): Reply | null {
   for (const field of ['from', 'to', 'subject']) {
     if (body[field] === undefined) return error(422, 'missing_required_field', `${at}Missing \`${field}\` field.`);
   }
-  if (typeof body.from !== 'string' || !body.from.includes('@')) return error(422, 'validation_error', `${at}Invalid \`from\` field. The email address needs to follow the \`email@example.com\` or \`Name <email@example.com>\` format.`);
+  if (typeof body.from !== 'string' || !body.from.includes('@'))
+    return error(
+      422,
+      'validation_error',
+      `${at}Invalid \`from\` field. The email address needs to follow the \`email@example.com\` or \`Name <email@example.com>\` format.`,
+    );
   const to = asList(body.to);
-  if (!to || to.length > 50 || !to.every((a) => a.includes('@'))) return error(422, 'validation_error', `${at}Invalid \`to\` field. Up to 50 addresses, each \`email@example.com\`.`);
+  if (!to || to.length > 50 || !to.every((a) => a.includes('@')))
+    return error(422, 'validation_error', `${at}Invalid \`to\` field. Up to 50 addresses, each \`email@example.com\`.`);
   if (typeof body.subject !== 'string') return error(422, 'validation_error', `${at}Invalid \`subject\` field.`);
   return null;
 }
@@ -117,7 +127,11 @@ export async function startResendSandbox(options: ResendSandboxOptions = {}): Pr
     retentionMs: options.retentionMs ?? RESEND_RETENTION_MS,
     clock,
     answers: {
-      inFlight: error(409, 'concurrent_idempotent_requests', 'Same idempotency key used while original request is still in progress.'),
+      inFlight: error(
+        409,
+        'concurrent_idempotent_requests',
+        'Same idempotency key used while original request is still in progress.',
+      ),
       mismatch: error(409, 'invalid_idempotent_request', 'Same idempotency key used with a different request payload.'),
       stores: (reply) => reply.status >= 200 && reply.status < 300,
     },
@@ -127,7 +141,15 @@ export async function startResendSandbox(options: ResendSandboxOptions = {}): Pr
   let held: Promise<void> | null = null;
 
   function record(via: ResendOperationName, batch: number | null, body: Record<string, unknown>): string {
-    const email: SentEmail = { id: randomUUID(), via, batch, from: String(body.from), to: asList(body.to)!, subject: String(body.subject), createdAt: clock.now() };
+    const email: SentEmail = {
+      id: randomUUID(),
+      via,
+      batch,
+      from: String(body.from),
+      to: asList(body.to)!,
+      subject: String(body.subject),
+      createdAt: clock.now(),
+    };
     sent.push(email);
     return email.id;
   }
@@ -140,23 +162,43 @@ export async function startResendSandbox(options: ResendSandboxOptions = {}): Pr
   }
 
   async function sendBatch(body: unknown): Promise<Reply> {
-    if (!Array.isArray(body) || body.length === 0 || body.length > 100) return error(422, 'validation_error', 'The batch must be an array of 1 to 100 emails.');
+    if (!Array.isArray(body) || body.length === 0 || body.length > 100)
+      return error(422, 'validation_error', 'The batch must be an array of 1 to 100 emails.');
     for (const [i, email] of body.entries()) {
       const problem = emailProblem(email, `emails[${i}]: `);
       if (problem) return problem; // strict validation: one bad email refuses the whole batch
     }
     await held;
     const batch = ++batches;
-    return { status: 200, body: { data: body.map((email) => ({ id: record('batch.send', batch, email as Record<string, unknown>) })) } };
+    return {
+      status: 200,
+      body: { data: body.map((email) => ({ id: record('batch.send', batch, email as Record<string, unknown>) })) },
+    };
   }
 
   function getEmail(id: string): Reply {
     const email = sent.find((e) => e.id === id);
-    return email ? { status: 200, body: { object: 'email', id: email.id, from: email.from, to: email.to, subject: email.subject, created_at: new Date(email.createdAt).toISOString() } } : error(404, 'not_found', 'Email not found');
+    return email
+      ? {
+          status: 200,
+          body: {
+            object: 'email',
+            id: email.id,
+            from: email.from,
+            to: email.to,
+            subject: email.subject,
+            created_at: new Date(email.createdAt).toISOString(),
+          },
+        }
+      : error(404, 'not_found', 'Email not found');
   }
 
   /** A keyed send: the key store answers repeats, `execute` runs once per key. */
-  async function keyed(req: LoopbackRequest, entry: SandboxRequest, execute: (body: unknown) => Promise<Reply>): Promise<Reply> {
+  async function keyed(
+    req: LoopbackRequest,
+    entry: SandboxRequest,
+    execute: (body: unknown) => Promise<Reply>,
+  ): Promise<Reply> {
     const parsed = parseJsonBody(req.rawBody);
     if (!parsed.ok) return error(422, 'validation_error', 'The body is not valid JSON.');
     const key = entry.idempotencyKey;
@@ -164,8 +206,11 @@ export async function startResendSandbox(options: ResendSandboxOptions = {}): Pr
       entry.result = 'no-key';
       return execute(parsed.value);
     }
-    if (key.length < 1 || key.length > 256) return error(400, 'invalid_idempotency_key', 'The key must be between 1-256 chars.');
-    const { reply, result } = await keys.run(key, { fingerprint: `${req.path} ${JSON.stringify(parsed.value)}` }, () => execute(parsed.value));
+    if (key.length < 1 || key.length > 256)
+      return error(400, 'invalid_idempotency_key', 'The key must be between 1-256 chars.');
+    const { reply, result } = await keys.run(key, { fingerprint: `${req.path} ${JSON.stringify(parsed.value)}` }, () =>
+      execute(parsed.value),
+    );
     entry.result = result;
     return reply;
   }
@@ -178,13 +223,26 @@ export async function startResendSandbox(options: ResendSandboxOptions = {}): Pr
 
   async function handle(req: LoopbackRequest): Promise<Reply> {
     const header = req.headers['idempotency-key'];
-    const entry = log.record({ method: req.method, path: req.path, idempotencyKey: typeof header === 'string' ? header : null, status: 0, result: 'refused' });
+    const entry = log.record({
+      method: req.method,
+      path: req.path,
+      idempotencyKey: typeof header === 'string' ? header : null,
+      status: 0,
+      result: 'refused',
+    });
     const auth = req.headers.authorization;
     let reply: Reply;
     const fault = req.method === 'POST' ? faults.take() : undefined;
-    if (typeof auth !== 'string' || !auth.startsWith('Bearer ')) reply = error(401, 'missing_api_key', 'Missing API key in the authorization header.');
+    if (typeof auth !== 'string' || !auth.startsWith('Bearer '))
+      reply = error(401, 'missing_api_key', 'Missing API key in the authorization header.');
     else if (!/^Bearer re_\S+$/.test(auth)) reply = error(403, 'invalid_api_key', 'API key is invalid.');
-    else if (fault) reply = error(fault.status, fault.name, fault.message ?? fault.name, fault.retryAfterS !== undefined ? { 'retry-after': String(fault.retryAfterS) } : undefined);
+    else if (fault)
+      reply = error(
+        fault.status,
+        fault.name,
+        fault.message ?? fault.name,
+        fault.retryAfterS !== undefined ? { 'retry-after': String(fault.retryAfterS) } : undefined,
+      );
     else {
       const routed = routeRequest(routes, req);
       reply = routed ? await routed.value(entry) : error(404, 'not_found', 'The requested endpoint does not exist.');
@@ -197,10 +255,14 @@ export async function startResendSandbox(options: ResendSandboxOptions = {}): Pr
 
   return {
     url: server.url,
-    count: (operation) => (operation === 'batch.send' ? batches : sent.filter((e) => operation === undefined || e.via === operation).length),
+    count: (operation) =>
+      operation === 'batch.send' ? batches : sent.filter((e) => operation === undefined || e.via === operation).length,
     emails: () => [...sent],
     requests: () => [...log.entries],
-    requestCount: (f = {}) => log.count((r) => (f.method === undefined || r.method === f.method) && (f.path === undefined || r.path === f.path)),
+    requestCount: (f = {}) =>
+      log.count(
+        (r) => (f.method === undefined || r.method === f.method) && (f.path === undefined || r.path === f.path),
+      ),
     keys: () => keys.keys(),
     advance: (ms) => clock.advance(ms),
     expireKeys: () => keys.expire(),
