@@ -18,6 +18,8 @@ import { outcomeFromNetworkError as hubspotNetwork, rateLimitWaitMs } from '../.
 import { outcomeFromNetworkError as graphNetwork, parseRetryAfter as graphRetryAfter } from '../../../adapters/msgraph/src/msgraph-errors.js';
 import { classifyNetworkError as sandboxNetwork } from '../../../adapters/sandbox/src/sandbox-adapter.js';
 import { classifyStripeError, retryAfterMs as stripeRetryAfter } from '../../../adapters/stripe/src/stripe-errors.js';
+import { retryAfterMsOf as resendRetryAfter } from '../../../adapters/resend/src/resend-errors.js';
+import { createResendAdapter } from '@retrysafe/resend';
 import { describe, expect, it } from 'vitest';
 
 const netErr = (code: string) => new TypeError('fetch failed', { cause: Object.assign(new Error(`connect ${code}`), { code }) });
@@ -35,6 +37,7 @@ const retryAfterReaders: Record<string, (v: string) => number | undefined> = {
   sandbox: (v) => sandboxRetryAfter(v),
   msgraph: (v) => graphRetryAfter(v),
   stripe: (v) => stripeRetryAfter({ 'retry-after': v }), // stripe-node's headers are a plain object
+  resend: (v) => resendRetryAfter({ 'retry-after': v }), // the resend SDK's headers are a plain object too
 };
 
 describe('"never sent" network codes: one list, every adapter', () => {
@@ -69,6 +72,7 @@ describe('base URL: https, or plain http only to loopback, for every adapter', (
     hubspot: (baseUrl) => createHubSpotAdapter({ accessToken: 'pat-canary', baseUrl }),
     http: (baseUrl) => createHttpAdapter({ provider: 'acme', baseUrl, timeoutMs: 1000, operations: { 'orders.create': ietfOrdersCreate('acme') } }),
     sandbox: (baseUrl) => createSandboxAdapter({ baseUrl, behaviour: FORGETFUL_BEHAVIOUR }),
+    resend: (baseUrl) => createResendAdapter({ apiKey: 're_canary', baseUrl }),
   };
   const refusal = (f: () => unknown) => {
     try {

@@ -64,6 +64,7 @@ export const configSchema = {
         stripe: { $ref: '#/$defs/stripe' },
         msgraph: { $ref: '#/$defs/msgraph' },
         hubspot: { $ref: '#/$defs/hubspot' },
+        resend: { $ref: '#/$defs/resend' },
         sandbox: { $ref: '#/$defs/sandbox' },
       },
       additionalProperties: { oneOf: [{ $ref: '#/$defs/moduleAdapter' }, { $ref: '#/$defs/httpAdapter' }] },
@@ -97,6 +98,12 @@ export const configSchema = {
         timeoutMs,
         searchSettleMs: { type: ['number', 'null'], minimum: 0, description: 'how long a HubSpot search may lag a write' },
       },
+    },
+    resend: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['apiKeyEnv'],
+      properties: { apiKeyEnv: envVar('environment variable holding the Resend API key'), baseUrl, timeoutMs },
     },
     sandbox: {
       type: 'object',

@@ -41,6 +41,15 @@ describe('config', () => {
     expect(Object.keys(adapters.stripe!.operations)).toContain('paymentIntents.create');
   });
 
+  it('builds the resend adapter from its API key variable (the MCP server and agent tools read adapters from here)', async () => {
+    const cfg = parseConfig({ ledger: 'x.db', adapters: { resend: { apiKeyEnv: 'RS_TEST_RESEND', baseUrl: 'http://127.0.0.1:9' } } }, dir);
+    await expect(createAdapters(cfg, {})).rejects.toThrow(/RS_TEST_RESEND is not set/);
+    const adapters = await createAdapters(cfg, { RS_TEST_RESEND: 're_test_env' });
+    expect(adapters.resend?.provider).toBe('resend');
+    expect(Object.keys(adapters.resend!.operations)).toEqual(['emails.send', 'batch.send']);
+    expect(() => parseConfig({ adapters: { resend: { apiKeyEnv: 'K', apiKey: 're_inline' } } })).toThrow(/adapters\.resend\.apiKey/);
+  });
+
   it('opens a SQLite ledger for a path', async () => {
     const ledger = await openLedger('ledger.db', dir);
     expect(await ledger.list()).toEqual([]);

@@ -1,0 +1,171 @@
+import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createResendAdapter } from '../src/index.js';
+import { classifyAnswer, fieldsOf } from '../src/resend-errors.js';
+import { startResendSandbox } from '../src/sandbox/index.js';
+import { API_KEY, emailParams, execCtx } from './helpers.js';
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  while (closers.length) await closers.pop()!();
+});
+
+async function setup(apiKey = API_KEY) {
+  const sandbox = await startResendSandbox();
+  closers.push(() => sandbox.close());
+  const clock = createVirtualClock(Date.UTC(2026, 11, 4));
+  const adapter = createResendAdapter({ apiKey, baseUrl: sandbox.url, timeoutMs: 2000 });
+  const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5 });
+  return { sandbox, clock, adapter, runner };
+}
+
+describe('rate limit: retried by the runner only', () => {
+  it('429 rate_limit_exceeded with Retry-After 3 ⇒ not-applied, the runner waits at least 3 s, one more request, one email', async () => {
+    const { sandbox, clock, adapter, runner } = await setup();
+    sandbox.failNext({ status: 429, name: 'rate_limit_exceeded', message: 'Too many requests.', retryAfterS: 3 });
+    const direct = await adapter.doExecute('emails.send', emailParams('rl/0'), execCtx(adapter, 'emails.send', 'rl-0'));
+    expect(direct).toMatchObject({ kind: 'not-applied', status: 429, code: 'rate_limit_exceeded', retryAfterMs: 3000 });
+    expect(sandbox.requestCount({ method: 'POST' })).toBe(1); // the SDK did not retry it
+
+    sandbox.failNext({ status: 429, name: 'rate_limit_exceeded', message: 'Too many requests.', retryAfterS: 3 });
+    const start = clock.now();
+    const result = await runner.run(adapter, 'emails.send', { params: emailParams('rl/1') });
+    expect(result.status).toBe('done');
+    expect(clock.now() - start).toBeGreaterThanOrEqual(3000);
+    expect(sandbox.requestCount({ method: 'POST' })).toBe(3); // the direct call, then exactly two attempts
+    expect(sandbox.count('emails.send')).toBe(1);
+  });
+
+  it('a daily quota 429 is a rejection (it resets after hours, not within the retry budget): one request, handed off', async () => {
+    const { sandbox, runner, adapter } = await setup();
+    sandbox.failNext({
+      status: 429,
+      name: 'daily_quota_exceeded',
+      message: 'You have reached your daily email sending quota.',
+    });
+    const result = await runner.run(adapter, 'emails.send', { params: emailParams('quota/1') });
+    expect(result.status).toBe('handed-off');
+    expect(sandbox.requestCount({ method: 'POST' })).toBe(1);
+  });
+});
+
+describe('permanent errors are rejections naming the field', () => {
+  it('Resend refuses the `to` address ⇒ rejected (validation) with the field `to`, one request, handed off', async () => {
+    const { sandbox, runner, adapter } = await setup();
+    const out = await adapter.doExecute(
+      'emails.send',
+      emailParams('bad-to', { to: 'nobody' }),
+      execCtx(adapter, 'emails.send', 'bad-to'),
+    );
+    expect(out).toMatchObject({ kind: 'rejected', reason: 'validation', status: 422, code: 'validation_error' });
+    expect((out as { fields?: { path: string }[] }).fields?.map((f) => f.path)).toEqual(['to']);
+    const result = await runner.run(adapter, 'emails.send', { params: emailParams('bad-to/2', { to: 'nobody' }) });
+    expect(result.status).toBe('handed-off');
+    expect(sandbox.requestCount({ method: 'POST' })).toBe(2);
+    expect(sandbox.count()).toBe(0);
+  });
+
+  it('a batch with one bad email is refused whole (strict validation), naming that email', async () => {
+    const { sandbox, adapter } = await setup();
+    const params = {
+      batchRef: 'bad-batch',
+      emails: [emailParams('x'), { ...emailParams('y'), to: 'nobody' }].map(({ emailRef: _r, ...e }) => e),
+    };
+    const out = await adapter.doExecute('batch.send', params, execCtx(adapter, 'batch.send', 'bad-batch'));
+    expect(out).toMatchObject({ kind: 'rejected', reason: 'validation', status: 422 });
+    expect((out as { message: string }).message).toContain('emails[1]');
+    expect(sandbox.count()).toBe(0);
+  });
+
+  it('a bad API key ⇒ rejected (authentication)', async () => {
+    const { adapter } = await setup('not-a-resend-key');
+    const out = await adapter.doExecute('emails.send', emailParams('auth'), execCtx(adapter, 'emails.send', 'auth'));
+    expect(out).toMatchObject({ kind: 'rejected', reason: 'authentication', status: 403, code: 'invalid_api_key' });
+  });
+
+  it('params the schema refuses never reach Resend: the frame names the field', async () => {
+    const { sandbox, adapter } = await setup();
+    const { text: _text, ...noBody } = emailParams('no-body');
+    const out = await adapter.doExecute('emails.send', noBody, execCtx(adapter, 'emails.send', 'no-body'));
+    expect(out).toMatchObject({
+      kind: 'rejected',
+      code: 'retrysafe_invalid_params',
+      fields: [{ path: 'html', message: 'html or text is required' }],
+    });
+    const extra = await adapter.doExecute(
+      'emails.send',
+      emailParams('extra', { attachments: [] }),
+      execCtx(adapter, 'emails.send', 'extra'),
+    );
+    expect(extra).toMatchObject({ kind: 'rejected', fields: [{ path: 'attachments' }] });
+    expect(sandbox.requestCount()).toBe(0);
+  });
+});
+
+describe('classifyAnswer', () => {
+  const read = (d: unknown) =>
+    d && typeof (d as { id?: unknown }).id === 'string' ? { result: d, providerRef: (d as { id: string }).id } : null;
+  const err = (statusCode: number | null, name: string, headers: Record<string, string> | null = null) => ({
+    data: null,
+    error: { statusCode, name, message: `${name} message` },
+    headers,
+  });
+
+  it('maps every documented answer to one outcome', () => {
+    expect(classifyAnswer({ data: { id: 'e1' }, error: null, headers: {} }, read, false)).toMatchObject({
+      kind: 'succeeded',
+      providerRef: 'e1',
+    });
+    expect(classifyAnswer({ data: {}, error: null, headers: {} }, read, false)).toMatchObject({
+      kind: 'unknown',
+      cause: 'truncated-response',
+    });
+    expect(classifyAnswer(err(null, 'application_error'), read, true)).toMatchObject({
+      kind: 'unknown',
+      cause: 'timeout',
+    });
+    expect(classifyAnswer(err(null, 'application_error'), read, false)).toMatchObject({
+      kind: 'unknown',
+      cause: 'other',
+    });
+    expect(
+      classifyAnswer(err(409, 'concurrent_idempotent_requests', { 'retry-after': '1' }), read, false),
+    ).toMatchObject({ kind: 'in-progress', retryAfterMs: 1000 });
+    expect(classifyAnswer(err(409, 'invalid_idempotent_request'), read, false)).toMatchObject({
+      kind: 'rejected',
+      reason: 'conflict',
+    });
+    expect(classifyAnswer(err(429, 'rate_limit_exceeded', { 'ratelimit-reset': '2' }), read, false)).toMatchObject({
+      kind: 'not-applied',
+      retryAfterMs: 2000,
+    });
+    expect(classifyAnswer(err(429, 'monthly_quota_exceeded'), read, false)).toMatchObject({ kind: 'rejected' });
+    expect(classifyAnswer(err(400, 'invalid_idempotency_key'), read, false)).toMatchObject({
+      kind: 'rejected',
+      reason: 'configuration',
+    });
+    expect(classifyAnswer(err(403, 'invalid_api_key'), read, false)).toMatchObject({
+      kind: 'rejected',
+      reason: 'authentication',
+    });
+    expect(classifyAnswer(err(403, 'invalid_from_address'), read, false)).toMatchObject({
+      kind: 'rejected',
+      reason: 'validation',
+    });
+    expect(classifyAnswer(err(404, 'not_found'), read, false)).toMatchObject({ kind: 'rejected', reason: 'not-found' });
+    expect(classifyAnswer(err(500, 'internal_server_error'), read, false)).toMatchObject({
+      kind: 'unknown',
+      cause: 'server-error',
+    });
+    expect(classifyAnswer(err(502, 'application_error'), read, false)).toMatchObject({
+      kind: 'unknown',
+      cause: 'server-error',
+    });
+  });
+
+  it("reads the fields Resend names in backticks, in this adapter's spelling", () => {
+    expect(fieldsOf('Invalid `reply_to` field.').map((f) => f.path)).toEqual(['replyTo']);
+    expect(fieldsOf('Missing `from` field.').map((f) => f.path)).toEqual(['from']);
+    expect(fieldsOf('Something went wrong.')).toEqual([]);
+  });
+});

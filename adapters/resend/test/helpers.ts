@@ -1,0 +1,64 @@
+import {
+  type AdapterV1,
+  asBusinessOperationId,
+  type BusinessOperationId,
+  type ExecuteContext,
+  type LookupContext,
+  newAttemptId,
+  newRunId,
+} from '@retrysafe/contract';
+import type { BatchSendParams, EmailsSendParams } from '../src/index.js';
+
+export const API_KEY = 're_test_sandbox';
+
+/** Valid params, or invalid ones through `overrides` (typed as the operation's params, as a caller would pass them). */
+export function emailParams(ref: string, overrides: Record<string, unknown> = {}): EmailsSendParams {
+  return {
+    emailRef: ref,
+    from: 'Acme <billing@acme.test>',
+    to: ['customer@example.test'],
+    subject: `Invoice ${ref}`,
+    text: 'Please find your invoice attached.',
+    ...overrides,
+  } as EmailsSendParams;
+}
+
+export function batchParams(ref: string): BatchSendParams {
+  const email = (n: number) => ({
+    from: 'Acme <billing@acme.test>',
+    to: [`c${n}@example.test`],
+    subject: `Invoice ${ref}/${n}`,
+    text: 'Please find your invoice attached.',
+  });
+  return { batchRef: ref, emails: [email(1), email(2)] };
+}
+
+export function execCtx(adapter: AdapterV1, operation: string, id: string): ExecuteContext {
+  const boid = asBusinessOperationId(id);
+  return {
+    businessOperationId: boid,
+    providerKey: adapter.deriveProviderKey(operation, boid),
+    runId: newRunId(),
+    attemptId: newAttemptId(),
+    attempt: 1,
+    statusRef: null,
+  };
+}
+
+export function lookupCtx(
+  adapter: AdapterV1,
+  operation: string,
+  id: BusinessOperationId,
+  params: unknown,
+  at: { firstDispatchedAt: number | null; now: number },
+): LookupContext {
+  return {
+    businessOperationId: id,
+    providerKey: adapter.deriveProviderKey(operation, id),
+    params,
+    runId: newRunId(),
+    attemptId: newAttemptId(),
+    statusRef: null,
+    ...at,
+  };
+}

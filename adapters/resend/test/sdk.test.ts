@@ -1,0 +1,154 @@
+import { asBusinessOperationId, UnsupportedCapabilityError } from '@retrysafe/contract';
+import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { startFaultProxy } from '@retrysafe/testkit';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createResendAdapter } from '../src/index.js';
+import { RESEND_RETENTION_MS, startResendSandbox } from '../src/sandbox/index.js';
+import { API_KEY, batchParams, emailParams, execCtx, lookupCtx } from './helpers.js';
+
+// The runner (@retrysafe/core) + the real resend SDK + the fault proxy + the loopback sandbox.
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  while (closers.length) await closers.pop()!();
+});
+
+async function setup(faults: Parameters<typeof startFaultProxy>[0]['faults'] = []) {
+  const sandbox = await startResendSandbox();
+  closers.push(() => sandbox.close());
+  const proxy = await startFaultProxy({ target: sandbox.url, faults });
+  closers.push(() => proxy.close());
+  const adapter = createResendAdapter({ apiKey: API_KEY, baseUrl: proxy.url, timeoutMs: 1000 });
+  const runner = createRunner({
+    ledger: createMemoryLedger(),
+    clock: createVirtualClock(Date.UTC(2026, 11, 4)),
+    random: () => 0.5,
+  });
+  return { sandbox, proxy, adapter, runner };
+}
+
+describe('a lost answer through the real resend SDK', () => {
+  it('emails.send: the answer is dropped after Resend sent the email ⇒ one email, adopted by a same-key re-send', async () => {
+    const { sandbox, proxy, adapter, runner } = await setup(['drop-response']);
+    const result = await runner.run(adapter, 'emails.send', { params: emailParams('invoice-ready/A-17') });
+    expect(result.status).toBe('done');
+    if (result.status !== 'done') return;
+    expect(sandbox.count('emails.send')).toBe(1);
+    expect(result.providerRef).toBe(sandbox.emails()[0]!.id);
+    // one dispatch (answer lost) + one re-send with the same key, which Resend answers from its key store
+    expect(proxy.requests).toHaveLength(2);
+    expect(new Set(proxy.requests.map((r) => r.headers['idempotency-key']))).toEqual(
+      new Set(['rs-email-' + result.businessOperationId]),
+    );
+    expect(sandbox.requests().map((r) => r.result)).toEqual(['executed', 'replayed']);
+  });
+
+  it('batch.send: the answer is dropped ⇒ one batch of two emails, the same ids adopted', async () => {
+    const { sandbox, proxy, adapter, runner } = await setup(['drop-response']);
+    const result = await runner.run(adapter, 'batch.send', { params: batchParams('invoices/2026-12') });
+    expect(result.status).toBe('done');
+    if (result.status !== 'done') return;
+    expect(sandbox.count('batch.send')).toBe(1);
+    expect(sandbox.emails()).toHaveLength(2);
+    expect(result.result).toEqual({ ids: sandbox.emails().map((e) => e.id) });
+    expect(proxy.requests).toHaveLength(2);
+  });
+
+  it('the client times out while Resend sends ⇒ unknown (timeout) after one request, then one email in the end', async () => {
+    const { sandbox, proxy, adapter, runner } = await setup([{ kind: 'delay', ms: 3000 }]);
+    const result = await runner.run(adapter, 'emails.send', { params: emailParams('timeout/1') });
+    expect(result.status).toBe('done');
+    expect(sandbox.count('emails.send')).toBe(1);
+    expect(proxy.requests[0]!.clientGaveUp).toBe(true);
+    expect(sandbox.requests().map((r) => r.result)).toEqual(['executed', 'replayed']);
+  });
+});
+
+describe('one request per attempt: the SDK never retries', () => {
+  it('a 500 from Resend: one request, outcome unknown (the email may be out), nothing re-sent by the SDK', async () => {
+    const { sandbox, adapter } = await setup();
+    sandbox.failNext({ status: 500, name: 'internal_server_error', message: 'Unexpected error' });
+    const out = await adapter.doExecute(
+      'emails.send',
+      emailParams('five-hundred/1'),
+      execCtx(adapter, 'emails.send', 'five-hundred-1'),
+    );
+    expect(out).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 500, code: 'internal_server_error' });
+    expect(sandbox.requestCount({ method: 'POST' })).toBe(1);
+  });
+
+  it('a reset before anything arrived: the SDK answers statusCode null, one request, outcome unknown', async () => {
+    const { sandbox, proxy, adapter } = await setup(['reset-before']);
+    const out = await adapter.doExecute(
+      'emails.send',
+      emailParams('reset/1'),
+      execCtx(adapter, 'emails.send', 'reset-1'),
+    );
+    expect(out).toMatchObject({ kind: 'unknown', cause: 'other', code: 'application_error' });
+    expect(proxy.requests).toHaveLength(1);
+    expect(sandbox.requestCount()).toBe(0);
+  });
+});
+
+describe("Resend's key store", () => {
+  it('two workers without a shared ledger: the second gets 409 concurrent_idempotent_requests, re-sends later and adopts the same email', async () => {
+    const sandbox = await startResendSandbox();
+    closers.push(() => sandbox.close());
+    const release = sandbox.hold();
+    const adapter = createResendAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 5000 });
+    const policy = { baseMs: 20, capMs: 100, lookupWindowMs: 30_000 };
+    const params = emailParams('two-workers/1');
+    const runs = Promise.all([
+      createRunner({ ledger: createMemoryLedger(), policy, owner: 'machine-a' }).run(adapter, 'emails.send', {
+        params,
+      }),
+      createRunner({ ledger: createMemoryLedger(), policy, owner: 'machine-b' }).run(adapter, 'emails.send', {
+        params,
+      }),
+    ]);
+    await sandbox.waitFor((log) => log.some((r) => r.result === 'in-flight'));
+    release();
+    const [a, b] = await runs;
+    expect(a.status).toBe('done');
+    expect(b.status).toBe('done');
+    if (a.status !== 'done' || b.status !== 'done') return;
+    expect(a.providerRef).toBe(b.providerRef);
+    expect(sandbox.count('emails.send')).toBe(1);
+    expect(sandbox.requests().filter((r) => r.result === 'executed')).toHaveLength(1);
+  });
+
+  it('the same key with another payload: 409 invalid_idempotent_request is a rejection (conflict), no second email', async () => {
+    const { sandbox, adapter } = await setup();
+    const ctx = execCtx(adapter, 'emails.send', 'reused-key');
+    expect((await adapter.doExecute('emails.send', emailParams('reused'), ctx)).kind).toBe('succeeded');
+    const out = await adapter.doExecute('emails.send', emailParams('reused', { subject: 'another subject' }), ctx);
+    expect(out).toMatchObject({
+      kind: 'rejected',
+      reason: 'conflict',
+      status: 409,
+      code: 'invalid_idempotent_request',
+    });
+    expect(sandbox.count('emails.send')).toBe(1);
+  });
+
+  it('there is no lookup (Resend finds an email only by its id): doLookup is refused and sends nothing', async () => {
+    const { sandbox, adapter } = await setup();
+    const id = asBusinessOperationId('no-lookup');
+    const now = Date.now();
+    await expect(
+      adapter.doLookup(
+        'emails.send',
+        lookupCtx(adapter, 'emails.send', id, emailParams('no-lookup'), { firstDispatchedAt: now - 60_000, now }),
+      ),
+    ).rejects.toSatisfy((e: unknown) => UnsupportedCapabilityError.isInstance(e));
+    expect(sandbox.requestCount()).toBe(0);
+  });
+
+  it('the sandbox forgets a key after 24 h: the same key then sends again (why the adapter never relies on it past retention)', async () => {
+    const { sandbox, adapter } = await setup();
+    const ctx = execCtx(adapter, 'emails.send', 'forgotten');
+    await adapter.doExecute('emails.send', emailParams('forgotten'), ctx);
+    sandbox.advance(RESEND_RETENTION_MS);
+    await adapter.doExecute('emails.send', emailParams('forgotten'), ctx);
+    expect(sandbox.count('emails.send')).toBe(2);
+  });
+});
