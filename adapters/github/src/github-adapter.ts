@@ -127,7 +127,8 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
 }
 
 function found(op: GitHubOperation, matches: readonly ListedItem[]): LookupResult | null {
-  const sorted = [...matches].sort((a, b) => Date.parse(String(a.created_at)) - Date.parse(String(b.created_at)));
+  // The first request's item: the oldest (GitHub's timestamps have whole seconds; ids grow).
+  const sorted = [...matches].sort((a, b) => Date.parse(String(a.created_at)) - Date.parse(String(b.created_at)) || Number(a.id) - Number(b.id));
   const read = sorted.map((m) => op.read(m)).find((r) => r !== null);
   if (!read) return null;
   const result = matches.length > 1 ? { ...read.result, matches: matches.length } : read.result;

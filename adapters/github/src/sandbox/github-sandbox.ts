@@ -84,6 +84,8 @@ export interface GitHubSandbox {
   requests(): readonly SandboxRequest[];
   issues(): readonly SandboxIssue[];
   comments(): readonly SandboxComment[];
+  /** Marks an issue updated now (a label or an edit by someone else): `since` filters on updated_at, not creation. */
+  touch(owner: string, repo: string, number: number): void;
   /** A pull request in the repository (GitHub lists pull requests among issues). */
   addPullRequest(owner: string, repo: string, title: string, body: string): SandboxIssue;
   setFaults(kind: SandboxKind, script: FaultScript | undefined): void;
@@ -112,6 +114,8 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
   const log = createRequestLog<{ -readonly [K in keyof SandboxRequest]: SandboxRequest[K] }>('github sandbox');
   const issues: SandboxIssue[] = [];
   const comments: SandboxComment[] = [];
+  /** updated_at per issue id, when it differs from created_at. */
+  const updatedAt = new Map<number, number>();
   let nextId = 1000;
   for (const s of options.seed ?? []) addIssue(`${s.owner}/${s.repo}`, 'seeded', s.title, '');
 
@@ -124,7 +128,7 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
 
   function issueJson(i: SandboxIssue) {
     const url = `https://github.test/${i.repo}/${i.kind === 'pull-request' ? 'pull' : 'issues'}/${i.number}`;
-    return { id: i.id, number: i.number, title: i.title, body: i.body, state: 'open', html_url: url, created_at: iso(i.createdAt), updated_at: iso(i.createdAt), ...(i.kind === 'pull-request' ? { pull_request: { html_url: url } } : {}) };
+    return { id: i.id, number: i.number, title: i.title, body: i.body, state: 'open', html_url: url, created_at: iso(i.createdAt), updated_at: iso(updatedAt.get(i.id) ?? i.createdAt), ...(i.kind === 'pull-request' ? { pull_request: { html_url: url } } : {}) };
   }
   function commentJson(c: SandboxComment) {
     return { id: c.id, body: c.body, html_url: `https://github.test/${c.repo}/issues/${c.issueNumber}#issuecomment-${c.id}`, created_at: iso(c.createdAt), updated_at: iso(c.createdAt) };
@@ -174,8 +178,8 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
       const state = q.get('state') ?? 'open';
       const since = sinceOf(q);
       const asc = q.get('direction') === 'asc';
-      // Every sandbox issue is open; `since` is on updated_at, which here equals created_at.
-      const list = issues.filter((i) => i.repo === repoOf(m) && (state === 'open' || state === 'all') && secondOf(i.createdAt) >= since);
+      // Every sandbox issue is open; `since` is on updated_at; `sort` is by creation (ids grow with it).
+      const list = issues.filter((i) => i.repo === repoOf(m) && (state === 'open' || state === 'all') && secondOf(updatedAt.get(i.id) ?? i.createdAt) >= since);
       const sorted = [...list].sort((a, b) => (asc ? a.id - b.id : b.id - a.id));
       return { status: 200, body: page(sorted, q).map(issueJson) };
     },
@@ -248,6 +252,10 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
     requests: () => log.entries.map((r) => ({ ...r })),
     issues: () => [...issues],
     comments: () => [...comments],
+    touch: (owner, repo, number) => {
+      const issue = issues.find((i) => i.repo === `${owner}/${repo}` && i.number === number);
+      if (issue) updatedAt.set(issue.id, clock.now());
+    },
     addPullRequest: (owner, repo, title, body) => addIssue(`${owner}/${repo}`, 'pull-request', title, body),
     setFaults: (kind, script) => faults.set(kind, script),
     advance: clock.advance,
