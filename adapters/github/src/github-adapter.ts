@@ -106,7 +106,8 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
         if (!Array.isArray(answer.data)) return { kind: 'cannot-tell', reason: `${what}: HTTP ${answer.status} without a list`, ...refsOf(answer) };
         items = answer.data as ListedItem[];
       } catch (error) {
-        return cannotTell(error, what);
+        // A match on an earlier page is the answer already; a failed page only proves nothing about the rest.
+        return found(op, matches) ?? cannotTell(error, what);
       }
       matches.push(...items.filter((i) => i.pull_request === undefined && carriesMarker(i, ctx.businessOperationId)));
       const older = op.newestFirst && items.some((i) => typeof i.created_at === 'string' && Date.parse(i.created_at) < cutoff);

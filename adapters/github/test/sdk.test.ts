@@ -47,6 +47,14 @@ describe('a lost answer, through the runner and the real SDK', () => {
     expect(rig.sandbox.requestCount('comments.list')).toBeGreaterThan(0);
   });
 
+  it('the 201 is cut off mid-body ⇒ unknown (applied, number lost) ⇒ the lookup adopts it: one issue', async () => {
+    rig = await startRig(['truncate-response']);
+    const r = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(5) });
+    expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1, result: { number: 2 } });
+    expect(rig.sandbox.count('issues.create')).toBe(1);
+    expect(rig.sandbox.requestCount('issues.create')).toBe(1);
+  });
+
   it('the request is reset before it arrives ⇒ nothing found, never resent blindly: one POST, no issue, a handoff', async () => {
     rig = await startRig(['reset-before']);
     const r = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(2) });
@@ -80,6 +88,12 @@ describe('the SDK sends one request per attempt', () => {
     expect(out).toMatchObject({ kind: 'unknown', cause: 'connection-reset' });
     expect(out.status).toBeUndefined();
     expect(rig.sandbox.requestCount('issues.create')).toBe(1);
+  });
+
+  it('a 201 cut off mid-body reaches the adapter with its status and no object: unknown (truncated-response)', async () => {
+    rig = await startRig(['truncate-response']);
+    const out = await rig.adapter.doExecute('issues.create', issueParams(6), execCtx('op-cut'));
+    expect(out).toMatchObject({ kind: 'unknown', cause: 'truncated-response', status: 201 });
   });
 
   it('refuses an Octokit built with a retry or throttling plugin, and one built from @octokit/rest alone is accepted', () => {
