@@ -1,18 +1,26 @@
 import { Octokit } from '@octokit/rest';
 import {
   AdapterConfigurationError,
+  type BusinessOperationId,
   cardMargin,
   checkBaseUrl,
   defineAdapter,
-  type BusinessOperationId,
   type FramedLookupContext,
   type LookupResult,
+  type OperationSpec,
   type Outcome,
   type TypedAdapter,
-  type OperationSpec,
 } from '@retrysafe/contract';
 import { cannotTell, outcomeFromError, refsOf } from './github-errors.js';
-import { carriesMarker, gitHubOperations, PER_PAGE, type CallOptions, type GitHubOperation, type GitHubOperationTypes, type ListedItem } from './github-operations.js';
+import {
+  type CallOptions,
+  carriesMarker,
+  type GitHubOperation,
+  type GitHubOperationTypes,
+  gitHubOperations,
+  type ListedItem,
+  PER_PAGE,
+} from './github-operations.js';
 
 export interface GitHubAdapterOptions {
   /** A token (personal access token, GitHub App installation token). Required unless `octokit` is given. */
@@ -44,17 +52,22 @@ export function assertNoSdkRetries(octokit: Octokit): void {
   const plugins = (octokit.constructor as { plugins?: readonly { name?: string }[] }).plugins ?? [];
   const found = plugins.map((p) => p.name ?? '').filter((n) => RETRYING_PLUGINS.has(n));
   if (found.length > 0 || 'retry' in octokit) {
-    throw new AdapterConfigurationError(PROVIDER, `the injected Octokit has a plugin that resends requests (${found.join(', ') || 'retry'}); build it from @octokit/rest alone`);
+    throw new AdapterConfigurationError(
+      PROVIDER,
+      `the injected Octokit has a plugin that resends requests (${found.join(', ') || 'retry'}); build it from @octokit/rest alone`,
+    );
   }
 }
 
 function buildOctokit(options: GitHubAdapterOptions): Octokit {
   if (options.octokit) {
-    if (options.auth !== undefined || options.baseUrl !== undefined) throw new AdapterConfigurationError(PROVIDER, 'pass either octokit, or auth/baseUrl to build one, not both');
+    if (options.auth !== undefined || options.baseUrl !== undefined)
+      throw new AdapterConfigurationError(PROVIDER, 'pass either octokit, or auth/baseUrl to build one, not both');
     assertNoSdkRetries(options.octokit);
     return options.octokit;
   }
-  if (typeof options.auth !== 'string' || options.auth === '') throw new AdapterConfigurationError(PROVIDER, 'auth (a token) is required when no octokit is given');
+  if (typeof options.auth !== 'string' || options.auth === '')
+    throw new AdapterConfigurationError(PROVIDER, 'auth (a token) is required when no octokit is given');
   const baseUrl = options.baseUrl ?? 'https://api.github.com';
   checkBaseUrl(PROVIDER, baseUrl);
   return new Octokit({ auth: options.auth, baseUrl: baseUrl.replace(/\/+$/, ''), log: SILENT });
@@ -67,14 +80,29 @@ function buildOctokit(options: GitHubAdapterOptions): Octokit {
  */
 export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapter {
   const timeoutMs = options.timeoutMs ?? 30_000;
-  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new AdapterConfigurationError(PROVIDER, `timeoutMs must be a positive number, got ${String(options.timeoutMs)}`);
+  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
+    throw new AdapterConfigurationError(
+      PROVIDER,
+      `timeoutMs must be a positive number, got ${String(options.timeoutMs)}`,
+    );
   const lookupPages = options.lookupPages ?? 5;
-  if (!Number.isInteger(lookupPages) || lookupPages < 1) throw new AdapterConfigurationError(PROVIDER, `lookupPages must be a positive integer, got ${String(options.lookupPages)}`);
+  if (!Number.isInteger(lookupPages) || lookupPages < 1)
+    throw new AdapterConfigurationError(
+      PROVIDER,
+      `lookupPages must be a positive integer, got ${String(options.lookupPages)}`,
+    );
   const octokit = buildOctokit(options);
 
-  const callOptions = (signal: AbortSignal): CallOptions => ({ request: { signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) } });
+  const callOptions = (signal: AbortSignal): CallOptions => ({
+    request: { signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) },
+  });
 
-  async function execute(op: GitHubOperation, params: unknown, id: BusinessOperationId, signal: AbortSignal): Promise<Outcome> {
+  async function execute(
+    op: GitHubOperation,
+    params: unknown,
+    id: BusinessOperationId,
+    signal: AbortSignal,
+  ): Promise<Outcome> {
     let answer: Awaited<ReturnType<GitHubOperation['create']>>;
     try {
       answer = await op.create(octokit, params, id, callOptions(signal));
@@ -84,7 +112,13 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
     const read = op.read(answer.data);
     const refs = refsOf(answer);
     // The status line arrived but not the object (a body cut off): applied, its id lost.
-    if (!read) return { kind: 'unknown', cause: 'truncated-response', message: `HTTP ${answer.status} without the created object`, ...refs };
+    if (!read)
+      return {
+        kind: 'unknown',
+        cause: 'truncated-response',
+        message: `HTTP ${answer.status} without the created object`,
+        ...refs,
+      };
     return { kind: 'succeeded', result: read.result, ...refs, providerRef: read.providerRef };
   }
 
@@ -95,7 +129,8 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
    */
   async function lookup(op: GitHubOperation, ctx: FramedLookupContext): Promise<LookupResult> {
     const what = `${op.name} lookup`;
-    if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched: nothing was sent to GitHub' };
+    if (ctx.firstDispatchedAt === null)
+      return { kind: 'not-found', reason: 'never dispatched: nothing was sent to GitHub' };
     const cutoff = ctx.firstDispatchedAt - cardMargin(op.card);
     const since = new Date(cutoff).toISOString();
     const matches: ListedItem[] = [];
@@ -103,17 +138,30 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
       let items: ListedItem[];
       try {
         const answer = await op.list(octokit, ctx.params, since, page, callOptions(ctx.signal));
-        if (!Array.isArray(answer.data)) return { kind: 'cannot-tell', reason: `${what}: HTTP ${answer.status} without a list`, ...refsOf(answer) };
+        if (!Array.isArray(answer.data))
+          return { kind: 'cannot-tell', reason: `${what}: HTTP ${answer.status} without a list`, ...refsOf(answer) };
         items = answer.data as ListedItem[];
       } catch (error) {
         // A match on an earlier page is the answer already; a failed page only proves nothing about the rest.
         return found(op, matches) ?? cannotTell(error, what);
       }
       matches.push(...items.filter((i) => i.pull_request === undefined && carriesMarker(i, ctx.businessOperationId)));
-      const older = op.newestFirst && items.some((i) => typeof i.created_at === 'string' && Date.parse(i.created_at) < cutoff);
-      if (items.length < PER_PAGE || older) return found(op, matches) ?? { kind: 'not-found', reason: `${what}: no item since ${since} carries the marker of this business operation` };
+      const older =
+        op.newestFirst && items.some((i) => typeof i.created_at === 'string' && Date.parse(i.created_at) < cutoff);
+      if (items.length < PER_PAGE || older)
+        return (
+          found(op, matches) ?? {
+            kind: 'not-found',
+            reason: `${what}: no item since ${since} carries the marker of this business operation`,
+          }
+        );
     }
-    return found(op, matches) ?? { kind: 'cannot-tell', reason: `${what}: ${lookupPages} pages read without reaching ${since}` };
+    return (
+      found(op, matches) ?? {
+        kind: 'cannot-tell',
+        reason: `${what}: ${lookupPages} pages read without reaching ${since}`,
+      }
+    );
   }
 
   return defineAdapter(
@@ -129,7 +177,9 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
 
 function found(op: GitHubOperation, matches: readonly ListedItem[]): LookupResult | null {
   // The first request's item: the oldest (GitHub's timestamps have whole seconds; ids grow).
-  const sorted = [...matches].sort((a, b) => Date.parse(String(a.created_at)) - Date.parse(String(b.created_at)) || Number(a.id) - Number(b.id));
+  const sorted = [...matches].sort(
+    (a, b) => Date.parse(String(a.created_at)) - Date.parse(String(b.created_at)) || Number(a.id) - Number(b.id),
+  );
   const read = sorted.map((m) => op.read(m)).find((r) => r !== null);
   if (!read) return null;
   const result = matches.length > 1 ? { ...read.result, matches: matches.length } : read.result;

@@ -1,4 +1,4 @@
-import { defineCard, fact, type Duration, type RetrySafetyCard } from '@retrysafe/contract';
+import { type Duration, defineCard, fact, type RetrySafetyCard } from '@retrysafe/contract';
 
 /** Where the facts come from: GitHub's public REST documentation, and the installed SDK's source. */
 export const SOURCES = {
@@ -21,8 +21,7 @@ const REQUEST_ID = fact('x-github-request-id response header', SOURCES.troublesh
 const RETRY_LAYER = {
   layer: 'runner',
   sdkRetries: 'disabled',
-  how:
-    'the plain @octokit/rest Octokit, which has no retry or throttling plugin (an injected client with a retry or throttling plugin is refused with AdapterConfigurationError); a failed fetch comes back as a RequestError without a response, which the adapter maps to unknown. The drill and the SDK test count one POST per attempt at the loopback sandbox.',
+  how: 'the plain @octokit/rest Octokit, which has no retry or throttling plugin (an injected client with a retry or throttling plugin is refused with AdapterConfigurationError); a failed fetch comes back as a RequestError without a response, which the adapter maps to unknown. The drill and the SDK test count one POST per attempt at the loopback sandbox.',
 } as const;
 
 const RETRYABLE = fact(
@@ -49,7 +48,8 @@ const NON_RETRYABLE = (what: string) =>
 
 const BACKOFF = { strategy: 'exponential-full-jitter', base: '1s', cap: '30s', retryAfterCap: '2m' } as const;
 const HANDOFF_DESTINATION = 'the runner handoff sink (JSONL file or callback), resolved by a person from the CLI';
-const RECEIPTS = 'the runner ledger, exported as JSONL; titles and bodies are sensitive fields and never reach receipts or packets';
+const RECEIPTS =
+  'the runner ledger, exported as JSONL; titles and bodies are sensitive fields and never reach receipts or packets';
 const DUPLICATE_TEST =
   'loopback GitHub sandbox (@retrysafe/github/sandbox) with the real @octokit/rest pointed at it (baseUrl), behind the testkit fault proxy; the sandbox counts the issues and comments it holds and the POSTs it received, and its search endpoint lags behind writes';
 const LIMITS = { maxAttempts: 3, maxElapsed: '10m', lookupWindow: '2m' } as const;
@@ -59,7 +59,10 @@ const NO_KEY = (source: string) => ({
   name: fact(null, source),
   maxLength: fact(null, source),
   charset: fact(null, source),
-  scope: fact('none: the business-operation id travels only as a hidden HTML comment in the body (<!-- retrysafe:op=<id> -->), a lookup tag', source),
+  scope: fact(
+    'none: the business-operation id travels only as a hidden HTML comment in the body (<!-- retrysafe:op=<id> -->), a lookup tag',
+    source,
+  ),
 });
 
 export const issuesCreateCard = defineCard({
@@ -87,8 +90,14 @@ export const issuesCreateCard = defineCard({
       'search',
       `${SOURCES.listIssues}: GET /repos/{owner}/{repo}/issues?state=all&sort=created&direction=desc (a list, not the search API, whose index lags: ${SOURCES.search}); pull requests are in the list too and are skipped`,
     ),
-    consistencyDelay: fact<Duration | null>('unknown', `${SOURCES.listIssues}: no delay between a create and the list is documented`),
-    lateApplyBound: fact<Duration>('unknown', `${SOURCES.troubleshooting}: GitHub ends a request that takes more than 10 seconds, but does not say whether a create cut off that way was applied`),
+    consistencyDelay: fact<Duration | null>(
+      'unknown',
+      `${SOURCES.listIssues}: no delay between a create and the list is documented`,
+    ),
+    lateApplyBound: fact<Duration>(
+      'unknown',
+      `${SOURCES.troubleshooting}: GitHub ends a request that takes more than 10 seconds, but does not say whether a create cut off that way was applied`,
+    ),
   },
   retention: { minimum: fact(null, `${SOURCES.createIssue}: nothing is stored for a re-send`) },
   concurrency: fact('duplicates', `${SOURCES.createIssue}: no key, each POST is a new issue`),
@@ -107,8 +116,16 @@ export const issuesCreateCard = defineCard({
   duplicateTest: DUPLICATE_TEST,
   receipts: RECEIPTS,
   unverified: [
-    { field: 'lookup.consistencyDelay', condition: 'how soon a created issue shows in the repository issue list (the loopback sandbox shows it at once)', source: SOURCES.listIssues },
-    { field: 'lookup.lateApplyBound', condition: 'whether GitHub may still create the issue after the client gave up, and for how long', source: SOURCES.troubleshooting },
+    {
+      field: 'lookup.consistencyDelay',
+      condition: 'how soon a created issue shows in the repository issue list (the loopback sandbox shows it at once)',
+      source: SOURCES.listIssues,
+    },
+    {
+      field: 'lookup.lateApplyBound',
+      condition: 'whether GitHub may still create the issue after the client gave up, and for how long',
+      source: SOURCES.troubleshooting,
+    },
   ],
 } as const satisfies RetrySafetyCard);
 
@@ -133,9 +150,18 @@ export const issuesCreateCommentCard = defineCard({
     includesErrors: fact(false, SOURCES.createComment),
   },
   lookup: {
-    method: fact('search', `${SOURCES.listComments}: GET /repos/{owner}/{repo}/issues/{issue_number}/comments?since=… (a list ordered by ascending id, not the search API)`),
-    consistencyDelay: fact<Duration | null>('unknown', `${SOURCES.listComments}: no delay between a create and the list is documented`),
-    lateApplyBound: fact<Duration>('unknown', `${SOURCES.troubleshooting}: GitHub ends a request that takes more than 10 seconds, but does not say whether a create cut off that way was applied`),
+    method: fact(
+      'search',
+      `${SOURCES.listComments}: GET /repos/{owner}/{repo}/issues/{issue_number}/comments?since=… (a list ordered by ascending id, not the search API)`,
+    ),
+    consistencyDelay: fact<Duration | null>(
+      'unknown',
+      `${SOURCES.listComments}: no delay between a create and the list is documented`,
+    ),
+    lateApplyBound: fact<Duration>(
+      'unknown',
+      `${SOURCES.troubleshooting}: GitHub ends a request that takes more than 10 seconds, but does not say whether a create cut off that way was applied`,
+    ),
   },
   retention: { minimum: fact(null, `${SOURCES.createComment}: nothing is stored for a re-send`) },
   concurrency: fact('duplicates', `${SOURCES.createComment}: no key, each POST is a new comment`),
@@ -147,14 +173,23 @@ export const issuesCreateCommentCard = defineCard({
   reconciler:
     'the runner, through doLookup: GET /repos/{owner}/{repo}/issues/{issue_number}/comments?since=<first dispatch − clock-skew margin>&per_page=100 (since filters on updated_at, which is never before created_at), a bounded number of pages; a comment whose body carries the marker is adopted; none is "not found", which proves nothing while the consistency delay and late-apply bound are unknown',
   handoff: {
-    condition: 'rejected; or an unknown outcome whose comment is not found within the lookup window — never resent blindly; or not-applied beyond max attempts / max elapsed',
+    condition:
+      'rejected; or an unknown outcome whose comment is not found within the lookup window — never resent blindly; or not-applied beyond max attempts / max elapsed',
     destination: HANDOFF_DESTINATION,
   },
   duplicateTest: DUPLICATE_TEST,
   receipts: RECEIPTS,
   unverified: [
-    { field: 'lookup.consistencyDelay', condition: "how soon a created comment shows in the issue's comment list (the loopback sandbox shows it at once)", source: SOURCES.listComments },
-    { field: 'lookup.lateApplyBound', condition: 'whether GitHub may still create the comment after the client gave up, and for how long', source: SOURCES.troubleshooting },
+    {
+      field: 'lookup.consistencyDelay',
+      condition: "how soon a created comment shows in the issue's comment list (the loopback sandbox shows it at once)",
+      source: SOURCES.listComments,
+    },
+    {
+      field: 'lookup.lateApplyBound',
+      condition: 'whether GitHub may still create the comment after the client gave up, and for how long',
+      source: SOURCES.troubleshooting,
+    },
   ],
 } as const satisfies RetrySafetyCard);
 

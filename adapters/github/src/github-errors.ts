@@ -1,4 +1,12 @@
-import { classifyTransportFailure, errorCodes, parseRetryAfter, type FieldError, type LookupResult, type Outcome, type ProviderRefs } from '@retrysafe/contract';
+import {
+  classifyTransportFailure,
+  errorCodes,
+  type FieldError,
+  type LookupResult,
+  type Outcome,
+  type ProviderRefs,
+  parseRetryAfter,
+} from '@retrysafe/contract';
 
 /**
  * Maps every GitHub answer and every transport failure into exactly one Outcome, keeping the HTTP
@@ -81,12 +89,19 @@ export function outcomeFromAnswer(a: GitHubAnswer, now: number = Date.now()): Ou
   const refs = refsOf(a);
   const message = messageOf(a);
   const wait = rateLimitWaitMs(a, now);
-  if (wait !== undefined) return { kind: 'not-applied', message: `rate limited: ${message}`, retryAfterMs: wait, ...refs };
+  if (wait !== undefined)
+    return { kind: 'not-applied', message: `rate limited: ${message}`, retryAfterMs: wait, ...refs };
   const s = a.status;
   if (s === 422) {
     const fields = fieldErrors(a);
     const named = fields.length > 0 ? ` (${fields.map((f) => `${f.path}: ${f.message}`).join('; ')})` : '';
-    return { kind: 'rejected', reason: 'validation', message: `${message}${named}`, ...(fields.length > 0 ? { fields } : {}), ...refs };
+    return {
+      kind: 'rejected',
+      reason: 'validation',
+      message: `${message}${named}`,
+      ...(fields.length > 0 ? { fields } : {}),
+      ...refs,
+    };
   }
   if (s === 400) return { kind: 'rejected', reason: 'validation', message, ...refs };
   if (s === 401) return { kind: 'rejected', reason: 'authentication', message, ...refs };

@@ -56,9 +56,20 @@ export interface CallOptions {
 /** An operation as the adapter runs it: the contract spec plus its SDK call, its lookup list and how to read them. */
 export interface GitHubOperation extends FrameOperation {
   /** Sends the create through the SDK with the marker in the body. */
-  create(octokit: Octokit, params: unknown, id: BusinessOperationId, options: CallOptions): Promise<{ status: number; headers: Record<string, unknown>; data: unknown }>;
+  create(
+    octokit: Octokit,
+    params: unknown,
+    id: BusinessOperationId,
+    options: CallOptions,
+  ): Promise<{ status: number; headers: Record<string, unknown>; data: unknown }>;
   /** One page of the lookup list: items updated at or after `since`, newest first when `newestFirst`. */
-  list(octokit: Octokit, params: unknown, since: string, page: number, options: CallOptions): Promise<{ status: number; headers: Record<string, unknown>; data: unknown }>;
+  list(
+    octokit: Octokit,
+    params: unknown,
+    since: string,
+    page: number,
+    options: CallOptions,
+  ): Promise<{ status: number; headers: Record<string, unknown>; data: unknown }>;
   /** True when the list is sorted by creation, newest first (the walk stops at the first item created before the cutoff). */
   readonly newestFirst: boolean;
   /** Reads a created item (a 201 body or a lookup match); null when it is not one. */
@@ -85,17 +96,22 @@ const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 
 const name: JsonSchema = { type: 'string', minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9_.-]+$' };
-const body: JsonSchema = { type: 'string', description: 'Markdown; a hidden marker carrying the business-operation id is appended' };
+const body: JsonSchema = {
+  type: 'string',
+  description: 'Markdown; a hidden marker carrying the business-operation id is appended',
+};
 
 /** A body that already holds a marker would make two operations look alike to the lookup. */
 function markerInBody(params: unknown) {
-  return isObj(params) && typeof params.body === 'string' && params.body.includes(MARKER_PREFIX) ? [{ path: 'body', message: 'must not contain a retrysafe marker (<!-- retrysafe:op=…): the adapter adds its own' }] : [];
+  return isObj(params) && typeof params.body === 'string' && params.body.includes(MARKER_PREFIX)
+    ? [{ path: 'body', message: 'must not contain a retrysafe marker (<!-- retrysafe:op=…): the adapter adds its own' }]
+    : [];
 }
 
 export const issuesCreate: GitHubOperation = {
   name: 'issues.create',
   description:
-    'Open an issue in a GitHub repository (POST /repos/{owner}/{repo}/issues). No provider idempotency: the body carries a hidden marker with the business-operation id, and an unknown outcome is reconciled by listing the repository\'s newest issues — never resent blindly.',
+    "Open an issue in a GitHub repository (POST /repos/{owner}/{repo}/issues). No provider idempotency: the body carries a hidden marker with the business-operation id, and an unknown outcome is reconciled by listing the repository's newest issues — never resent blindly.",
   card: issuesCreateCard,
   intentFields: issuesCreateCard.businessOperationId.intentFields,
   sensitiveFields: ['title', 'body'],
@@ -131,11 +147,26 @@ export const issuesCreate: GitHubOperation = {
   },
   list(octokit, params, since, page, options) {
     const p = params as IssuesCreateParams;
-    return octokit.rest.issues.listForRepo({ owner: p.owner, repo: p.repo, state: 'all', sort: 'created', direction: 'desc', since, per_page: PER_PAGE, page, ...options });
+    return octokit.rest.issues.listForRepo({
+      owner: p.owner,
+      repo: p.repo,
+      state: 'all',
+      sort: 'created',
+      direction: 'desc',
+      since,
+      per_page: PER_PAGE,
+      page,
+      ...options,
+    });
   },
   read(item) {
     if (!isObj(item) || typeof item.number !== 'number' || typeof item.id !== 'number') return null;
-    const result: IssueResult = { number: item.number, id: item.id, htmlUrl: str(item.html_url), createdAt: str(item.created_at) };
+    const result: IssueResult = {
+      number: item.number,
+      id: item.id,
+      htmlUrl: str(item.html_url),
+      createdAt: str(item.created_at),
+    };
     return { result, providerRef: String(item.number) };
   },
 };
@@ -143,7 +174,7 @@ export const issuesCreate: GitHubOperation = {
 export const issuesCreateComment: GitHubOperation = {
   name: 'issues.createComment',
   description:
-    'Comment on a GitHub issue or pull request (POST /repos/{owner}/{repo}/issues/{issue_number}/comments). No provider idempotency: the body carries a hidden marker with the business-operation id, and an unknown outcome is reconciled by listing the issue\'s comments since the first dispatch — never resent blindly.',
+    "Comment on a GitHub issue or pull request (POST /repos/{owner}/{repo}/issues/{issue_number}/comments). No provider idempotency: the body carries a hidden marker with the business-operation id, and an unknown outcome is reconciled by listing the issue's comments since the first dispatch — never resent blindly.",
   card: issuesCreateCommentCard,
   intentFields: issuesCreateCommentCard.businessOperationId.intentFields,
   sensitiveFields: ['body'],
@@ -152,17 +183,36 @@ export const issuesCreateComment: GitHubOperation = {
     type: 'object',
     required: ['owner', 'repo', 'issue_number', 'body'],
     additionalProperties: false,
-    properties: { owner: name, repo: name, issue_number: { type: 'integer', minimum: 1 }, body: { ...body, minLength: 1 } },
+    properties: {
+      owner: name,
+      repo: name,
+      issue_number: { type: 'integer', minimum: 1 },
+      body: { ...body, minLength: 1 },
+    },
   },
   checkParams: markerInBody,
   newestFirst: false,
   create(octokit, params, id, options) {
     const p = params as IssuesCreateCommentParams;
-    return octokit.rest.issues.createComment({ owner: p.owner, repo: p.repo, issue_number: p.issue_number, body: withMarker(p.body, id), ...options });
+    return octokit.rest.issues.createComment({
+      owner: p.owner,
+      repo: p.repo,
+      issue_number: p.issue_number,
+      body: withMarker(p.body, id),
+      ...options,
+    });
   },
   list(octokit, params, since, page, options) {
     const p = params as IssuesCreateCommentParams;
-    return octokit.rest.issues.listComments({ owner: p.owner, repo: p.repo, issue_number: p.issue_number, since, per_page: PER_PAGE, page, ...options });
+    return octokit.rest.issues.listComments({
+      owner: p.owner,
+      repo: p.repo,
+      issue_number: p.issue_number,
+      since,
+      per_page: PER_PAGE,
+      page,
+      ...options,
+    });
   },
   read(item) {
     if (!isObj(item) || typeof item.id !== 'number') return null;

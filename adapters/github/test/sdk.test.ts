@@ -4,10 +4,10 @@
 import { Octokit } from '@octokit/rest';
 import { AdapterConfigurationError } from '@retrysafe/contract';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createGitHubAdapter } from '../src/index.js';
 import { markerFor } from '../src/github-operations.js';
-import { startGitHubSandbox, type GitHubSandbox } from '../src/sandbox/index.js';
-import { commentParams, execCtx, issueParams, OWNER, REPO, SEED, startRig, TOKEN, type Rig } from './helpers.js';
+import { createGitHubAdapter } from '../src/index.js';
+import { type GitHubSandbox, startGitHubSandbox } from '../src/sandbox/index.js';
+import { commentParams, execCtx, issueParams, OWNER, REPO, type Rig, SEED, startRig, TOKEN } from './helpers.js';
 
 let rig: Rig | undefined;
 let sandbox: GitHubSandbox | undefined;
@@ -29,7 +29,10 @@ describe('a lost answer, through the runner and the real SDK', () => {
 
     // The same moment, asked through GitHub's search: not indexed yet, so "not found" there proves nothing.
     const octokit = new Octokit({ auth: TOKEN, baseUrl: rig.sandbox.url });
-    const id = rig.sandbox.issues().find((i) => i.kind === 'issue')!.body.match(/retrysafe:op=(\S+)/)![1]!;
+    const id = rig.sandbox
+      .issues()
+      .find((i) => i.kind === 'issue')!
+      .body.match(/retrysafe:op=(\S+)/)![1]!;
     expect(id).toBe(r.businessOperationId);
     const q = `"${markerFor(id as never)}" repo:${OWNER}/${REPO} in:body`;
     const search = await octokit.request('GET /search/issues', { q });
@@ -66,15 +69,27 @@ describe('a lost answer, through the runner and the real SDK', () => {
 
 describe('the SDK sends one request per attempt', () => {
   it('plain @octokit/rest on a 502: one request, the RequestError carries the answer', async () => {
-    sandbox = await startGitHubSandbox({ seed: SEED, faults: { 'issues.create': [{ kind: 'status', status: 502, commit: true }] } });
-    const octokit = new Octokit({ auth: TOKEN, baseUrl: sandbox.url, log: { debug() {}, info() {}, warn() {}, error() {} } });
-    const error = await octokit.rest.issues.create({ owner: OWNER, repo: REPO, title: 't', body: 'b' }).catch((e: unknown) => e);
+    sandbox = await startGitHubSandbox({
+      seed: SEED,
+      faults: { 'issues.create': [{ kind: 'status', status: 502, commit: true }] },
+    });
+    const octokit = new Octokit({
+      auth: TOKEN,
+      baseUrl: sandbox.url,
+      log: { debug() {}, info() {}, warn() {}, error() {} },
+    });
+    const error = await octokit.rest.issues
+      .create({ owner: OWNER, repo: REPO, title: 't', body: 'b' })
+      .catch((e: unknown) => e);
     expect(error).toMatchObject({ status: 502, response: { status: 502 } });
     expect(sandbox.requestCount('issues.create')).toBe(1);
   });
 
   it('through the adapter: a 502 after the create is unknown, one request, one issue', async () => {
-    sandbox = await startGitHubSandbox({ seed: SEED, faults: { 'issues.create': [{ kind: 'status', status: 502, commit: true }] } });
+    sandbox = await startGitHubSandbox({
+      seed: SEED,
+      faults: { 'issues.create': [{ kind: 'status', status: 502, commit: true }] },
+    });
     const adapter = createGitHubAdapter({ auth: TOKEN, baseUrl: sandbox.url });
     const out = await adapter.doExecute('issues.create', issueParams(3), execCtx('op-502'));
     expect(out).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 502 });
@@ -101,7 +116,9 @@ describe('the SDK sends one request per attempt', () => {
     Object.defineProperty(retry, 'name', { value: 'retry' });
     const WithRetry = Octokit.plugin(retry as never);
     expect(() => createGitHubAdapter({ octokit: new WithRetry({ auth: TOKEN }) })).toThrow(AdapterConfigurationError);
-    expect(() => createGitHubAdapter({ octokit: new WithRetry({ auth: TOKEN }) })).toThrow(/resends requests \(retry\)/);
+    expect(() => createGitHubAdapter({ octokit: new WithRetry({ auth: TOKEN }) })).toThrow(
+      /resends requests \(retry\)/,
+    );
     expect(createGitHubAdapter({ octokit: new Octokit({ auth: TOKEN }) }).specificationVersion).toBe('v1');
   });
 

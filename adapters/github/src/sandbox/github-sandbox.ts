@@ -1,17 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import {
+  type CallScript,
+  type ClockSource,
   createFaultScripts,
   createRequestLog,
   createSandboxClock,
   isPlainObject as isObj,
-  parseJsonBody,
-  routeRequest,
-  startLoopbackServer,
-  type CallScript,
-  type ClockSource,
   type LoopbackRequest,
+  parseJsonBody,
   type Route,
+  routeRequest,
   type SandboxReply,
+  startLoopbackServer,
 } from '@retrysafe/sandbox-kit';
 
 /**
@@ -29,7 +29,12 @@ export type SandboxKind = 'issues.create' | 'issues.createComment' | 'issues.lis
 export type SandboxFault =
   | 'pass'
   /** A rate-limited answer before anything is applied: `retry-after` when `retryAfterS`, else remaining 0 and a reset `resetInS` ahead, else neither (a "secondary rate limit" message only). */
-  | { readonly kind: 'rate-limited'; readonly status: 403 | 429; readonly retryAfterS?: number; readonly resetInS?: number }
+  | {
+      readonly kind: 'rate-limited';
+      readonly status: 403 | 429;
+      readonly retryAfterS?: number;
+      readonly resetInS?: number;
+    }
   /** This status with a GitHub error body; `commit: true` applies the create first (a 5xx after the effect). */
   | { readonly kind: 'status'; readonly status: number; readonly commit?: boolean };
 
@@ -97,7 +102,11 @@ const DOCS = 'https://docs.github.com/rest';
 const REPO = '([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)';
 
 class HttpError extends Error {
-  constructor(readonly status: number, message: string, readonly errors?: readonly unknown[]) {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly errors?: readonly unknown[],
+  ) {
     super(message);
   }
 }
@@ -128,10 +137,26 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
 
   function issueJson(i: SandboxIssue) {
     const url = `https://github.test/${i.repo}/${i.kind === 'pull-request' ? 'pull' : 'issues'}/${i.number}`;
-    return { id: i.id, number: i.number, title: i.title, body: i.body, state: 'open', html_url: url, created_at: iso(i.createdAt), updated_at: iso(updatedAt.get(i.id) ?? i.createdAt), ...(i.kind === 'pull-request' ? { pull_request: { html_url: url } } : {}) };
+    return {
+      id: i.id,
+      number: i.number,
+      title: i.title,
+      body: i.body,
+      state: 'open',
+      html_url: url,
+      created_at: iso(i.createdAt),
+      updated_at: iso(updatedAt.get(i.id) ?? i.createdAt),
+      ...(i.kind === 'pull-request' ? { pull_request: { html_url: url } } : {}),
+    };
   }
   function commentJson(c: SandboxComment) {
-    return { id: c.id, body: c.body, html_url: `https://github.test/${c.repo}/issues/${c.issueNumber}#issuecomment-${c.id}`, created_at: iso(c.createdAt), updated_at: iso(c.createdAt) };
+    return {
+      id: c.id,
+      body: c.body,
+      html_url: `https://github.test/${c.repo}/issues/${c.issueNumber}#issuecomment-${c.id}`,
+      created_at: iso(c.createdAt),
+      updated_at: iso(c.createdAt),
+    };
   }
 
   function readBody(req: LoopbackRequest): Record<string, unknown> {
@@ -139,7 +164,8 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
     if (!parsed.ok || !isObj(parsed.value)) throw new HttpError(400, 'Problems parsing JSON');
     return parsed.value;
   }
-  const missing = (resource: string, field: string) => new HttpError(422, 'Validation Failed', [{ resource, code: 'missing_field', field }]);
+  const missing = (resource: string, field: string) =>
+    new HttpError(422, 'Validation Failed', [{ resource, code: 'missing_field', field }]);
 
   function findIssue(repo: string, number: string): SandboxIssue {
     const issue = issues.find((i) => i.repo === repo && String(i.number) === number);
@@ -169,7 +195,13 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
       const issue = findIssue(repoOf(m), m[3]!);
       const b = readBody(req);
       if (typeof b.body !== 'string' || b.body === '') throw missing('IssueComment', 'body');
-      const c: SandboxComment = { repo: issue.repo, issueNumber: issue.number, id: nextId++, body: b.body, createdAt: clock.now() };
+      const c: SandboxComment = {
+        repo: issue.repo,
+        issueNumber: issue.number,
+        id: nextId++,
+        body: b.body,
+        createdAt: clock.now(),
+      };
       comments.push(c);
       return { status: 201, body: commentJson(c) };
     },
@@ -179,26 +211,52 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
       const since = sinceOf(q);
       const asc = q.get('direction') === 'asc';
       // Every sandbox issue is open; `since` is on updated_at; `sort` is by creation (ids grow with it).
-      const list = issues.filter((i) => i.repo === repoOf(m) && (state === 'open' || state === 'all') && secondOf(updatedAt.get(i.id) ?? i.createdAt) >= since);
+      const list = issues.filter(
+        (i) =>
+          i.repo === repoOf(m) &&
+          (state === 'open' || state === 'all') &&
+          secondOf(updatedAt.get(i.id) ?? i.createdAt) >= since,
+      );
       const sorted = [...list].sort((a, b) => (asc ? a.id - b.id : b.id - a.id));
       return { status: 200, body: page(sorted, q).map(issueJson) };
     },
     'comments.list': (req, m) => {
       const issue = findIssue(repoOf(m), m[3]!);
       const since = sinceOf(req.query);
-      const list = comments.filter((c) => c.repo === issue.repo && c.issueNumber === issue.number && secondOf(c.createdAt) >= since);
+      const list = comments.filter(
+        (c) => c.repo === issue.repo && c.issueNumber === issue.number && secondOf(c.createdAt) >= since,
+      );
       return { status: 200, body: page(list, req.query).map(commentJson) };
     },
     'search.issues': (req) => {
       // The search index lags behind writes: only items older than the lag are found.
-      const terms = (req.query.get('q') ?? '').split(/\s+/).filter((t) => t && !t.includes(':')).map((t) => t.replace(/^"|"$/g, ''));
+      const terms = (req.query.get('q') ?? '')
+        .split(/\s+/)
+        .filter((t) => t && !t.includes(':'))
+        .map((t) => t.replace(/^"|"$/g, ''));
       const repo = /repo:(\S+)/.exec(req.query.get('q') ?? '')?.[1];
-      const visible = issues.filter((i) => clock.now() - i.createdAt >= searchLagMs && (!repo || i.repo === repo) && terms.every((t) => i.body.includes(t) || i.title.includes(t)));
-      return { status: 200, body: { total_count: visible.length, incomplete_results: false, items: page(visible, req.query).map(issueJson) } };
+      const visible = issues.filter(
+        (i) =>
+          clock.now() - i.createdAt >= searchLagMs &&
+          (!repo || i.repo === repo) &&
+          terms.every((t) => i.body.includes(t) || i.title.includes(t)),
+      );
+      return {
+        status: 200,
+        body: {
+          total_count: visible.length,
+          incomplete_results: false,
+          items: page(visible, req.query).map(issueJson),
+        },
+      };
     },
   };
 
-  const route = (method: string, re: string, kind: SandboxKind): Route<{ kind: SandboxKind; m: RegExpExecArray }> => ({ method, path: new RegExp(`^${re}$`), handle: (_req, m) => ({ kind, m: m! }) });
+  const route = (method: string, re: string, kind: SandboxKind): Route<{ kind: SandboxKind; m: RegExpExecArray }> => ({
+    method,
+    path: new RegExp(`^${re}$`),
+    handle: (_req, m) => ({ kind, m: m! }),
+  });
   const routes = [
     route('POST', `/repos/${REPO}/issues`, 'issues.create'),
     route('GET', `/repos/${REPO}/issues`, 'issues.list'),
@@ -210,44 +268,73 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
   function rateLimited(f: Extract<SandboxFault, { kind: 'rate-limited' }>): SandboxReply {
     const headers: Record<string, string> = {};
     if (f.retryAfterS !== undefined) headers['retry-after'] = String(f.retryAfterS);
-    else if (f.resetInS !== undefined) Object.assign(headers, { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(Math.ceil(clock.now() / 1000) + f.resetInS) });
-    const body = { message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.', documentation_url: `${DOCS}/using-the-rest-api/rate-limits-for-the-rest-api` };
+    else if (f.resetInS !== undefined)
+      Object.assign(headers, {
+        'x-ratelimit-remaining': '0',
+        'x-ratelimit-reset': String(Math.ceil(clock.now() / 1000) + f.resetInS),
+      });
+    const body = {
+      message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.',
+      documentation_url: `${DOCS}/using-the-rest-api/rate-limits-for-the-rest-api`,
+    };
     return { status: f.status, headers, body };
   }
 
   function serve(req: LoopbackRequest): SandboxReply {
     const matched = routeRequest(routes, req)?.value;
-    const entry = log.record({ kind: matched?.kind ?? 'other', method: req.method, path: req.path, query: req.search, status: null });
+    const entry = log.record({
+      kind: matched?.kind ?? 'other',
+      method: req.method,
+      path: req.path,
+      query: req.search,
+      status: null,
+    });
     const answer = (reply: SandboxReply): SandboxReply => {
       entry.status = reply.status;
       return reply;
     };
     if (!matched) return answer({ status: 404, body: { message: 'Not Found', documentation_url: DOCS } });
     const auth = req.headers.authorization;
-    if (options.token !== undefined && auth !== `token ${options.token}` && auth !== `Bearer ${options.token}`) return answer({ status: 401, body: { message: 'Bad credentials', documentation_url: DOCS } });
+    if (options.token !== undefined && auth !== `token ${options.token}` && auth !== `Bearer ${options.token}`)
+      return answer({ status: 401, body: { message: 'Bad credentials', documentation_url: DOCS } });
     const { fault } = faults.take(matched.kind);
     try {
       if (typeof fault === 'object' && fault.kind === 'rate-limited') return answer(rateLimited(fault));
       if (typeof fault === 'object' && fault.kind === 'status') {
         if (fault.commit) handlers[matched.kind](req, matched.m, fault);
-        return answer({ status: fault.status, body: { message: `Sandbox scripted HTTP ${fault.status}`, documentation_url: DOCS } });
+        return answer({
+          status: fault.status,
+          body: { message: `Sandbox scripted HTTP ${fault.status}`, documentation_url: DOCS },
+        });
       }
       return answer(handlers[matched.kind](req, matched.m, fault));
     } catch (error) {
       if (!(error instanceof HttpError)) throw error;
-      return answer({ status: error.status, body: { message: error.message, ...(error.errors ? { errors: error.errors } : {}), documentation_url: DOCS } });
+      return answer({
+        status: error.status,
+        body: { message: error.message, ...(error.errors ? { errors: error.errors } : {}), documentation_url: DOCS },
+      });
     }
   }
 
   const server = await startLoopbackServer({
     port: options.port ?? 0,
     handle: serve,
-    headers: () => ({ 'x-github-request-id': randomUUID().toUpperCase(), 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': '4999' }),
+    headers: () => ({
+      'x-github-request-id': randomUUID().toUpperCase(),
+      'x-ratelimit-limit': '5000',
+      'x-ratelimit-remaining': '4999',
+    }),
   });
 
   return {
     url: server.url,
-    count: (kind) => (kind === 'issues.create' ? issues.filter((i) => i.kind === 'issue').length : kind === 'issues.createComment' ? comments.length : 0),
+    count: (kind) =>
+      kind === 'issues.create'
+        ? issues.filter((i) => i.kind === 'issue').length
+        : kind === 'issues.createComment'
+          ? comments.length
+          : 0,
     requestCount: (kind) => log.count((r) => r.kind === kind),
     requests: () => log.entries.map((r) => ({ ...r })),
     issues: () => [...issues],

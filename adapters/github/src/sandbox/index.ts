@@ -1,5 +1,15 @@
 export {
-  startGitHubSandbox,
+  DRILL_OWNER,
+  DRILL_REPO,
+  DRILL_TOKEN,
+  drillCommentParams,
+  drillIssueParams,
+  drills,
+  type GitHubDrill,
+  gitHubDrill,
+  gitHubDrillFaults,
+} from './github-drills.js';
+export {
   type FaultScript,
   type GitHubSandbox,
   type GitHubSandboxOptions,
@@ -8,5 +18,5 @@ export {
   type SandboxIssue,
   type SandboxKind,
   type SandboxRequest,
+  startGitHubSandbox,
 } from './github-sandbox.js';
-export { gitHubDrill, drills, gitHubDrillFaults, DRILL_TOKEN, DRILL_OWNER, DRILL_REPO, drillIssueParams, drillCommentParams, type GitHubDrill } from './github-drills.js';
