@@ -30,6 +30,7 @@ const SOURCES: readonly { readonly name: string; readonly from: string; readonly
   { name: 'hubspot', from: '@retrysafe/hubspot/sandbox', load: () => import('@retrysafe/hubspot/sandbox') },
   { name: 'http', from: '@retrysafe/http/sandbox', load: () => import('@retrysafe/http/sandbox') },
   { name: 'resend', from: '@retrysafe/resend/sandbox', load: () => import('@retrysafe/resend/sandbox') },
+  { name: 'github', from: '@retrysafe/github/sandbox', load: () => import('@retrysafe/github/sandbox') },
 ];
 
 export const ADAPTER_NAMES: readonly string[] = SOURCES.map((s) => s.name);
