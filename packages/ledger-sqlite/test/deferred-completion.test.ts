@@ -5,14 +5,14 @@
 // right after it would leave — costs no second effect: the next run looks the operation up and adopts it.
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { asBusinessOperationId, completionRecoverable, LedgerError, type ClaimInput, type ProviderKey } from '@retrysafe/contract';
-import { createRunner, createSqliteLedger, RunnerConfigurationError, verifyReceiptChain } from '@retrysafe/core';
-import { resolveDriver } from '../src/ledger/sqlite-driver.js';
+import { DatabaseSync } from 'node:sqlite';
+import { createRunner, verifyReceiptChain } from '@retrysafe/core';
+import { createSqliteLedger } from '../src/index.js';
 import { createSandboxAdapter, createSandboxProvider, startSandboxServer, type SandboxBehaviour } from '@retrysafe/sandbox';
 
 const WORKER = fileURLToPath(new URL('./fixtures/fsync-worker.mjs', import.meta.url));
@@ -109,16 +109,15 @@ describe('SQLite ledger at synchronous=FULL: deferrable completions', () => {
     }
   });
 
-  it('deferrableWrites other than defer or sync is a configuration error, and nothing is opened', () => {
+  it('deferrableWrites other than defer or sync is a typed error, and nothing is opened', () => {
     const path = join(dir, 'bad-option.db');
-    expect(() => createSqliteLedger({ path, deferrableWrites: 'sometimes' as 'defer' })).toThrow(RunnerConfigurationError);
+    expect(() => createSqliteLedger({ path, deferrableWrites: 'sometimes' as 'defer' })).toThrow(LedgerError);
     expect(existsSync(path)).toBe(false);
   });
 });
 
 describe('SQLite ledger: a deferred write on a connection that breaks', () => {
-  // The driver this runtime's ledger uses (node:sqlite from Node 22.13, else better-sqlite3) made to fail
-  // below the ledger: its write with an I/O error, its restoring
+  // node:sqlite made to fail below the ledger: its write with an I/O error, its restoring
   // `PRAGMA synchronous = FULL` too, as on a connection whose file went away. The error must say what broke.
   const claimInput = (id: string): ClaimInput => ({
     businessOperationId: asBusinessOperationId(id),
@@ -134,16 +133,8 @@ describe('SQLite ledger: a deferred write on a connection that breaks', () => {
     dispatch: true,
   });
   type Proto = { exec(this: unknown, sql: string): unknown; prepare(this: unknown, sql: string): { run(...a: unknown[]): unknown } };
-  // The driver the ledger loads (the same module instance: require's cache), its class patched below the ledger.
-  const resolved = resolveDriver('auto');
-  if (!('driver' in resolved)) throw new Error(`no SQLite driver here: ${resolved.reasons.join('; ')}`);
-  const driver = resolved.driver;
-  // The class the ledger opens its connection with (the same module instance: the builtin, or require's cache).
-  const proto = (
-    driver === 'node:sqlite'
-      ? ((process as unknown as { getBuiltinModule(id: string): { DatabaseSync: { prototype: unknown } } }).getBuiltinModule('node:sqlite').DatabaseSync)
-      : (createRequire(import.meta.url)('better-sqlite3') as { prototype: unknown })
-  ).prototype as Proto;
+  // The class the ledger opens its connection with, patched below the ledger.
+  const proto = DatabaseSync.prototype as unknown as Proto;
 
   /**
    * Opens a ledger whose driver fails once `arm` is called: its next write (when `begin`) — a BEGIN
@@ -185,7 +176,7 @@ describe('SQLite ledger: a deferred write on a connection that breaks', () => {
       };
     };
     try {
-      const ledger = createSqliteLedger({ path, driver });
+      const ledger = createSqliteLedger({ path });
       return await fn(ledger, () => (armed = true), path);
     } finally {
       proto.exec = exec;
@@ -198,7 +189,7 @@ describe('SQLite ledger: a deferred write on a connection that breaks', () => {
    * reads the row in BEGIN IMMEDIATE first.
    */
   const finish = (id: string, known = true) => async (ledger: ReturnType<typeof createSqliteLedger>, arm: () => void, path: string) => {
-    const claimer = known ? ledger : createSqliteLedger({ path, driver });
+    const claimer = known ? ledger : createSqliteLedger({ path });
     const c = await claimer.claim(claimInput(id));
     if (!known) await claimer.close();
     if (c.kind !== 'claimed') throw new Error(c.kind);
@@ -219,7 +210,7 @@ describe('SQLite ledger: a deferred write on a connection that breaks', () => {
     expect(e.message).toMatch(/synchronous = FULL could not be restored \(the database connection is not open\): the ledger is closed/);
     expect((e.cause as { code?: string }).code).toBe('SQLITE_IOERR');
     // The claim stands as it was: the operation is still dispatched, reconcilable by the next run.
-    const again = createSqliteLedger({ path, driver });
+    const again = createSqliteLedger({ path });
     try {
       expect(await again.get(asBusinessOperationId('begin'))).toMatchObject({ state: 'dispatched', fence: 1 });
     } finally {
@@ -232,7 +223,7 @@ describe('SQLite ledger: a deferred write on a connection that breaks', () => {
     const err = await broken(path, false, finish('restore'));
     expect(err).toBeInstanceOf(LedgerError);
     expect((err as Error).message).toMatch(/\(the write is committed\); then synchronous = FULL could not be restored/);
-    const again = createSqliteLedger({ path, driver });
+    const again = createSqliteLedger({ path });
     try {
       expect(await again.get(asBusinessOperationId('restore'))).toMatchObject({ state: 'succeeded' });
     } finally {

@@ -1,39 +1,22 @@
 import { closeSync, mkdtempSync, openSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterAll, describe, expect, it } from 'vitest';
 import { editStored } from './sqlite-tamper.js';
-import { decodeBody, encodeBody } from '../src/ledger/sqlite-layout.js';
 import { asBusinessOperationId, LedgerError, LeaseLostError, RetrysafeError, type ClaimInput, type Ledger, type ProviderKey } from '@retrysafe/contract';
-import { createRunner, createSqliteLedger, RunnerConfigurationError, sqliteDrivers, type SqliteDriverName, type SqliteLedger } from '@retrysafe/core';
-import { ledgerSuite } from '@retrysafe/core/ledger-suite';
+import { createRunner } from '@retrysafe/core';
+import { ledgerSuite } from '@retrysafe/testkit/ledger';
+import { createSqliteLedger } from '../src/index.js';
+
+type SqliteLedger = ReturnType<typeof createSqliteLedger>;
 
 const dir = mkdtempSync(join(tmpdir(), 'retrysafe-sqlite-'));
 let n = 0;
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-// better-sqlite3 12.11.1 built for Node 24 aborted the process now and then (a native assertion in its
-// Database destructor during GC; docs/decisions/2026-12-01-node-sqlite-ledger.md): on Node >= 24 it is
-// shown as skipped, and node:sqlite is what `auto` uses there anyway.
-const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
-const drivers = sqliteDrivers().map((d) =>
-  d.driver === 'better-sqlite3' && d.available && NODE_MAJOR >= 24 ? { ...d, available: false, reason: 'better-sqlite3 12.11.1 is not run on Node >= 24 (aborts in a native destructor; see the decision record)' } : d,
-);
-const available = drivers.filter((d) => d.available).map((d) => d.driver);
-
 /** A second, raw connection to a ledger file (what another process, or a person with sqlite3, would hold). */
-type RawStatement = { get(...p: unknown[]): unknown; run(...p: unknown[]): unknown };
-function raw(driver: SqliteDriverName, path: string): { exec(sql: string): void; prepare(sql: string): RawStatement; close(): void } {
-  if (driver === 'node:sqlite') {
-    const { DatabaseSync } = process.getBuiltinModule('node:sqlite') as { DatabaseSync: new (path: string) => { exec(sql: string): void; prepare(sql: string): unknown; close(): void } };
-    const db = new DatabaseSync(path);
-    return { exec: (sql) => db.exec(sql), prepare: (sql) => db.prepare(sql) as unknown as RawStatement, close: () => db.close() };
-  }
-  const Database = createRequire(import.meta.url)('better-sqlite3') as new (p: string) => { exec(sql: string): void; prepare(sql: string): RawStatement; close(): void };
-  const db = new Database(path);
-  return { exec: (sql) => void db.exec(sql), prepare: (sql) => db.prepare(sql), close: () => db.close() };
-}
+const raw = (path: string) => new DatabaseSync(path);
 
 const claim = (name: string, over: Partial<ClaimInput> = {}): ClaimInput => ({
   businessOperationId: asBusinessOperationId(name),
@@ -52,46 +35,44 @@ const claim = (name: string, over: Partial<ClaimInput> = {}): ClaimInput => ({
 /** A driver error escaping the ledger (SqliteError, node:sqlite's ERR_SQLITE_ERROR, a SyntaxError) is not typed. */
 const typedLedgerError = (err: unknown) => LedgerError.isInstance(err) && RetrysafeError.isInstance(err);
 
-for (const d of drivers) {
-  describe.skipIf(!d.available)(`sqlite ledger on ${d.driver}${d.available ? '' : ` (skipped: ${d.reason})`}`, () => {
-    const driver = d.driver;
-    const file = (name: string) => join(dir, `${driver.replace(':', '-')}-${name}-${++n}.db`);
+{
+  describe('sqlite ledger', () => {
+    const file = (name: string) => join(dir, `${name}-${++n}.db`);
 
-    ledgerSuite({ name: `sqlite (${driver})`, create: () => createSqliteLedger({ path: file('suite'), driver }) });
+    ledgerSuite({ name: 'sqlite', create: () => createSqliteLedger({ path: file('suite') }) });
 
     it('keeps records and receipts across close and reopen (durable file, WAL)', async () => {
       const path = file('reopen');
-      const a = createSqliteLedger({ path, driver });
-      expect(a.driver).toBe(driver);
+      const a = createSqliteLedger({ path });
       const id = asBusinessOperationId('reopen-1');
       const c = await a.claim(claim('reopen-1', { params: { x: 1 } }));
       if (c.kind !== 'claimed') throw new Error('claim failed');
       await a.markDispatched({ businessOperationId: id, fence: 1 }, 2);
       await a.close();
-      const b = createSqliteLedger({ path, driver });
+      const b = createSqliteLedger({ path });
       expect(await b.get(id)).toMatchObject({ state: 'dispatched', attemptCount: 1, firstDispatchedAt: 2, params: { x: 1 } });
       expect((await b.recoverCandidates(5000)).map((r) => r.businessOperationId)).toEqual([id]);
       await b.close();
     });
 
     it('bad options and unopenable files are typed errors', () => {
-      expect(() => createSqliteLedger({ path: '', driver })).toThrow(RunnerConfigurationError);
-      expect(() => createSqliteLedger({ path: file('x'), driver, synchronous: 'OFF' as 'FULL' })).toThrow(RunnerConfigurationError);
-      expect(() => createSqliteLedger({ path: join(dir, 'no', 'such', 'dir', 'x.db'), driver })).toThrow(LedgerError);
+      expect(() => createSqliteLedger({ path: '' })).toThrow(LedgerError);
+      expect(() => createSqliteLedger({ path: file('x'), synchronous: 'OFF' as 'FULL' })).toThrow(LedgerError);
+      expect(() => createSqliteLedger({ path: join(dir, 'no', 'such', 'dir', 'x.db') })).toThrow(LedgerError);
     });
 
     it.skipIf(!existsProcFd())('a failed open closes its file: 50 failed opens leave no descriptor behind', () => {
       const path = file('not-a-db');
       writeFileSync(path, 'this is not an SQLite database, only text. '.repeat(200));
       const before = openFds(path);
-      for (let i = 0; i < 50; i++) expect(() => createSqliteLedger({ path, driver })).toThrow(LedgerError);
+      for (let i = 0; i < 50; i++) expect(() => createSqliteLedger({ path })).toThrow(LedgerError);
       expect(openFds(path)).toBe(before);
     });
 
     it('waits for another connection\'s write lock asynchronously: the event loop runs, the claim then succeeds', async () => {
       const path = file('busy');
-      const ledger = createSqliteLedger({ path, driver, busyTimeoutMs: 30_000 });
-      const other = raw(driver, path);
+      const ledger = createSqliteLedger({ path, busyTimeoutMs: 30_000 });
+      const other = raw(path);
       other.exec('BEGIN IMMEDIATE');
       let released = false;
       let ticks = 0;
@@ -115,8 +96,8 @@ for (const d of drivers) {
 
     it('a known row\'s write waits for another connection\'s lock asynchronously, then stores; past busyTimeoutMs it is a LedgerError with nothing written', async () => {
       const path = file('busy-known');
-      const ledger = createSqliteLedger({ path, driver, busyTimeoutMs: 30_000 });
-      const other = raw(driver, path);
+      const ledger = createSqliteLedger({ path, busyTimeoutMs: 30_000 });
+      const other = raw(path);
       try {
         const c = await ledger.claim(claim('busy-k1', { dispatch: true }));
         if (c.kind !== 'claimed') throw new Error(c.kind);
@@ -132,8 +113,8 @@ for (const d of drivers) {
           clearInterval(ticker);
         }
         // Past a short busyTimeoutMs: the ledger that knows the row (its lone UPDATE) and one that reads it first.
-        const quick = createSqliteLedger({ path, driver, busyTimeoutMs: 40 });
-        const reader = createSqliteLedger({ path, driver, busyTimeoutMs: 40 });
+        const quick = createSqliteLedger({ path, busyTimeoutMs: 40 });
+        const reader = createSqliteLedger({ path, busyTimeoutMs: 40 });
         const c2 = await quick.claim(claim('busy-k2', { dispatch: true }));
         if (c2.kind !== 'claimed') throw new Error(c2.kind);
         other.exec('BEGIN IMMEDIATE');
@@ -157,11 +138,7 @@ for (const d of drivers) {
 
     it('a clean operation runs two write statements, each its own transaction (no BEGIN, COMMIT or read), and its deferred completion two pragmas around the second', async () => {
       type Proto = { exec(this: unknown, sql: string): unknown; prepare(this: unknown, sql: string): Record<string, (...a: unknown[]) => unknown> };
-      const proto = (
-        driver === 'node:sqlite'
-          ? (process.getBuiltinModule('node:sqlite') as { DatabaseSync: { prototype: unknown } }).DatabaseSync
-          : (createRequire(import.meta.url)('better-sqlite3') as { prototype: unknown })
-      ).prototype as Proto;
+      const proto = DatabaseSync.prototype as unknown as Proto;
       const { exec, prepare } = proto;
       const ran: string[] = [];
       proto.exec = function (sql) {
@@ -176,7 +153,7 @@ for (const d of drivers) {
       };
       let ledger: SqliteLedger | undefined;
       try {
-        ledger = createSqliteLedger({ path: file('statements'), driver });
+        ledger = createSqliteLedger({ path: file('statements') });
         ran.length = 0;
         const c = await ledger.claim(claim('st-1', { dispatch: true }));
         if (c.kind !== 'claimed') throw new Error(c.kind);
@@ -189,49 +166,31 @@ for (const d of drivers) {
       expect(ran).toEqual(['run: INSERT INTO retrysafe_operations', 'PRAGMA synchronous = NORMAL', 'run: UPDATE retrysafe_operations SET', 'PRAGMA synchronous = FULL']);
     });
 
-    it('every write of a new row stores body format 3 (open and finished operations); rows in formats 0 and 1 (earlier releases) read back, and their next write is format 2 with the receipts\' text unchanged', async () => {
-      const path = file('body-format');
-      const ledger = createSqliteLedger({ path, driver });
-      const format = (id: string) => {
-        const other = raw(driver, path);
+    it('stores the record and its receipts as JSON text: what get and receipts answer, and the searchable columns beside them', async () => {
+      const path = file('json');
+      const ledger = createSqliteLedger({ path });
+      const stored = (id: string) => {
+        const other = raw(path);
         try {
-          const row = other.prepare('SELECT body FROM retrysafe_operations WHERE id = ?').get(id) as { body: Uint8Array };
-          return row.body[0];
+          return other.prepare('SELECT state, fence, lease_expires_at, record, receipts FROM retrysafe_operations WHERE id = ?').get(id) as { state: string; fence: number; lease_expires_at: number | null; record: string; receipts: string | null };
         } finally {
           other.close();
         }
       };
-      const receipt = (r: { businessOperationId: string; fence: number }, seq: number, prevHash: string | null) =>
+      const receipt = (r: { businessOperationId: string }, seq: number, prevHash: string | null) =>
         ({ businessOperationId: r.businessOperationId, seq, runId: 'run_1', attemptId: 'att_1', provider: 'p', operation: 'p.op', kind: 'dispatch', startedAt: '2026-12-01T12:00:00.000Z', finishedAt: '2026-12-01T12:00:00.001Z', outcome: 'unknown', decision: { action: 'lookup', reason: 'é \ud800 1e21' }, providerKey: null, requestFingerprint: 'sha256:' + 'a'.repeat(64), prevHash, hash: `${seq}`.repeat(64) }) as never;
       try {
-        const c = await ledger.claim(claim('fmt-1', { dispatch: true }));
+        const c = await ledger.claim(claim('json-1', { dispatch: true }));
         if (c.kind !== 'claimed') throw new Error(c.kind);
-        expect(format('fmt-1')).toBe(3);
-        expect(await ledger.get(asBusinessOperationId('fmt-1'))).toEqual(c.record);
-        const done = await ledger.setState(c.record, { state: 'succeeded', lastOutcome: 'succeeded', result: { id: 'r1', pad: 'y'.repeat(200) }, providerRef: 'r1', now: 2 });
-        expect(format('fmt-1')).toBe(3);
-        expect(await ledger.get(asBusinessOperationId('fmt-1'))).toEqual(done);
-
-        for (const [id, deflate] of [['fmt-0', false], ['fmt-1b', true]] as const) {
-          const o = await ledger.claim(claim(id, { dispatch: true }));
-          if (o.kind !== 'claimed') throw new Error(o.kind);
-          await ledger.appendReceipt(o.record, receipt(o.record, 1, null));
-          // Rewritten as the current release writes it (format 0 open, format 1 deflated).
-          const other = raw(driver, path);
-          const before = decodeBody((other.prepare('SELECT body FROM retrysafe_operations WHERE id = ?').get(id) as { body: Uint8Array }).body);
-          other.prepare('UPDATE retrysafe_operations SET body = ? WHERE id = ?').run(encodeBody(before, deflate), id);
-          other.close();
-          expect(format(id)).toBe(deflate ? 1 : 0);
-          expect(await ledger.get(asBusinessOperationId(id))).toEqual(JSON.parse(before.record));
-          expect((await ledger.receipts(asBusinessOperationId(id))).map((r) => JSON.stringify(r))).toEqual(before.receipts);
-          await ledger.appendReceipt(o.record, receipt(o.record, 2, '1'.repeat(64)));
-          expect(format(id)).toBe(2);
-          const after = raw(driver, path);
-          const lines = decodeBody((after.prepare('SELECT body FROM retrysafe_operations WHERE id = ?').get(id) as { body: Uint8Array }).body);
-          after.close();
-          expect(lines.receipts.slice(0, 1)).toEqual(before.receipts);
-          expect(lines.receipts[1]).toBe(JSON.stringify(receipt(o.record, 2, '1'.repeat(64))));
-        }
+        expect(stored('json-1')).toMatchObject({ state: 'dispatched', fence: 1, lease_expires_at: c.record.leaseExpiresAt, receipts: null });
+        expect(JSON.parse(stored('json-1').record)).toEqual(await ledger.get(asBusinessOperationId('json-1')));
+        await ledger.appendReceipt(c.record, receipt(c.record, 1, null));
+        const done = await ledger.setState(c.record, { state: 'succeeded', lastOutcome: 'succeeded', result: { id: 'r1', pad: 'y'.repeat(200) }, providerRef: 'r1', now: 2, receipt: receipt(c.record, 2, '1'.repeat(64)) });
+        const row = stored('json-1');
+        expect(row).toMatchObject({ state: 'succeeded', lease_expires_at: null });
+        expect(JSON.parse(row.record)).toEqual(done);
+        expect(row.receipts).toBe(JSON.stringify([receipt(c.record, 1, null), receipt(c.record, 2, '1'.repeat(64))]));
+        expect(await ledger.receipts(asBusinessOperationId('json-1'))).toEqual(JSON.parse(row.receipts!));
       } finally {
         await ledger.close();
       }
@@ -239,7 +198,7 @@ for (const d of drivers) {
 
     it('fenced writes answer promises, never throw: a patch that cannot be read is a rejection; a completion answers the record it stored', async () => {
       const path = file('promises');
-      const ledger = createSqliteLedger({ path, driver });
+      const ledger = createSqliteLedger({ path });
       try {
         const c = await ledger.claim(claim('prom-1', { dispatch: true }));
         if (c.kind !== 'claimed') throw new Error(c.kind);
@@ -257,17 +216,16 @@ for (const d of drivers) {
       }
     });
 
-    it('a format 3 body with a byte changed: get, list and writes give LedgerError, not a wrong record', async () => {
+    it('a stored record with a byte changed: get, list and writes give LedgerError, not a wrong record', async () => {
       const path = file('flip');
-      const ledger = createSqliteLedger({ path, driver });
+      const ledger = createSqliteLedger({ path });
       try {
         const c = await ledger.claim(claim('flip-1', { dispatch: true }));
         if (c.kind !== 'claimed') throw new Error(c.kind);
-        const other = raw(driver, path);
-        const { body } = other.prepare('SELECT body FROM retrysafe_operations WHERE id = ?').get('flip-1') as { body: Uint8Array };
-        const flipped = Buffer.from(body);
-        flipped[20]! ^= 0x04;
-        other.prepare('UPDATE retrysafe_operations SET body = ? WHERE id = ?').run(flipped, 'flip-1');
+        const other = raw(path);
+        const { record } = other.prepare('SELECT record FROM retrysafe_operations WHERE id = ?').get('flip-1') as { record: string };
+        // The quote that opens the first key becomes another character.
+        other.prepare('UPDATE retrysafe_operations SET record = ? WHERE id = ?').run(`{'${record.slice(2)}`, 'flip-1');
         other.close();
         const errors = await Promise.all([
           ledger.get(asBusinessOperationId('flip-1')).catch((e: unknown) => e),
@@ -285,8 +243,8 @@ for (const d of drivers) {
 
     it('a lock held past busyTimeoutMs is a LedgerError, and nothing was written', async () => {
       const path = file('busy-timeout');
-      const ledger = createSqliteLedger({ path, driver, busyTimeoutMs: 40 });
-      const other = raw(driver, path);
+      const ledger = createSqliteLedger({ path, busyTimeoutMs: 40 });
+      const other = raw(path);
       other.exec('BEGIN IMMEDIATE');
       try {
         let turns = 0;
@@ -307,7 +265,7 @@ for (const d of drivers) {
 
     it('a corrupt file: recover() and every read give LedgerError, not the driver\'s error', async () => {
       const path = file('corrupt');
-      const a = createSqliteLedger({ path, driver });
+      const a = createSqliteLedger({ path });
       for (let i = 0; i < 60; i++) await a.claim(claim(`corrupt-${i}`, { dispatch: true }));
       await a.close();
       // Keep page 1 (header and schema), overwrite the table and index pages with garbage.
@@ -316,7 +274,7 @@ for (const d of drivers) {
       const fd = openSync(path, 'r+');
       writeSync(fd, Buffer.alloc(size - 4096, 0xa5), 0, size - 4096, 4096);
       closeSync(fd);
-      const b = createSqliteLedger({ path, driver });
+      const b = createSqliteLedger({ path });
       const errors = await Promise.all([
         b.recoverCandidates(10_000).catch((e: unknown) => e),
         b.get(asBusinessOperationId('corrupt-1')).catch((e: unknown) => e),
@@ -330,11 +288,11 @@ for (const d of drivers) {
 
     it('a record whose JSON is cut: get, list, recover and writes give LedgerError, not SyntaxError', async () => {
       const path = file('cut');
-      const a = createSqliteLedger({ path, driver });
+      const a = createSqliteLedger({ path });
       const id = asBusinessOperationId('cut-1');
       await a.claim(claim('cut-1'));
-      const other = raw(driver, path);
-      // The stored record's JSON cut at 40 characters (layout 3 keeps it inside the row's body).
+      const other = raw(path);
+      // The stored record's JSON cut at 40 characters.
       editStored(other, 'cut-1', (l) => ({ ...l, record: l.record.slice(0, 40) }));
       other.exec(`UPDATE retrysafe_operations SET lease_expires_at = NULL WHERE id = 'cut-1'`);
       other.close();
@@ -351,15 +309,15 @@ for (const d of drivers) {
       await a.close();
     });
 
-    // Issue 23, third round: a claim tries the INSERT first, and a fenced write computes on the row
-    // this connection last stored, written only WHERE body = those bytes (else the row is read, as before).
+    // A claim tries the INSERT first, and a fenced write computes on the row this connection last stored,
+    // written only while the row holds that text (else the row is read first).
     const id = asBusinessOperationId;
     const done = (now: number) => ({ state: 'succeeded' as const, lastOutcome: 'succeeded' as const, result: { id: 'r' }, providerRef: 'r', now });
     const seal = (name: string, seq: number) =>
       ({ businessOperationId: name, seq, runId: 'run_1', attemptId: 'att_1', provider: 'p', operation: 'p.op', kind: 'dispatch', startedAt: '2026-12-01T12:00:00.000Z', finishedAt: '2026-12-01T12:00:00.001Z', outcome: 'unknown', decision: { action: 'lookup', reason: 'r' }, providerKey: null, requestFingerprint: 'sha256:' + 'a'.repeat(64), prevHash: null, hash: `${seq}`.repeat(64) }) as never;
 
     it('a claim of an id that has a row answers what that row says, even when the new claim could not be stored (its params throw)', async () => {
-      const ledger = createSqliteLedger({ path: file('claim-first'), driver });
+      const ledger = createSqliteLedger({ path: file('claim-first') });
       try {
         expect((await ledger.claim(claim('cf-1'))).kind).toBe('claimed');
         const unstorable = { n: 10n } as unknown as ClaimInput['params'];
@@ -381,8 +339,8 @@ for (const d of drivers) {
     /** Two ledgers (two connections) on one new file, closed after `body`. */
     const twoLedgers = async (name: string, body: (a: SqliteLedger, b: SqliteLedger, path: string) => Promise<void>) => {
       const path = file(name);
-      const a = createSqliteLedger({ path, driver });
-      const b = createSqliteLedger({ path, driver });
+      const a = createSqliteLedger({ path });
+      const b = createSqliteLedger({ path });
       try {
         await body(a, b, path);
       } finally {
@@ -416,8 +374,8 @@ for (const d of drivers) {
         await expect(a.appendReceipt(ref, seal('ks-1', 1))).rejects.toSatisfy(LedgerError.isInstance);
         expect((await a.receipts(id('ks-1'))).map((r) => r.seq)).toEqual([1]);
         await a.markDispatched(ref, 7);
-        // An operator's edit with sqlite3 (a format 1 body, columns untouched).
-        const other = raw(driver, path);
+        // An operator's edit with sqlite3 (the record's JSON, columns untouched).
+        const other = raw(path);
         editStored(other, 'ks-1', (l) => ({ ...l, record: JSON.stringify({ ...JSON.parse(l.record), attemptCount: 40 }) }));
         other.close();
         const m = await a.markDispatched(ref, 8);
@@ -428,7 +386,7 @@ for (const d of drivers) {
 
     it('records it hands out are the caller\'s: changing them, or the claim\'s params, changes nothing stored or computed next', async () => {
       const path = file('known-alias');
-      const a = createSqliteLedger({ path, driver });
+      const a = createSqliteLedger({ path });
       const ref = { businessOperationId: id('al-1'), fence: 1 };
       try {
         const input = claim('al-1', { dispatch: true, params: { x: 1, nested: { y: [1, 2] } } });
@@ -444,7 +402,7 @@ for (const d of drivers) {
         expect(r).toBeUndefined();
         const s = await a.setState(ref, done(5));
         expect(s).toMatchObject({ state: 'succeeded', fence: 1, attemptCount: 2, params: { x: 1, nested: { y: [1, 2] } } });
-        const fresh = createSqliteLedger({ path, driver });
+        const fresh = createSqliteLedger({ path });
         expect(await fresh.get(id('al-1'))).toEqual(s);
         await fresh.close();
       } finally {
@@ -454,10 +412,10 @@ for (const d of drivers) {
 
     it('every call answers and stores exactly what a connection that keeps nothing (a fresh one per call) answers and stores', async () => {
       const keptPath = file('known-same');
-      const kept = createSqliteLedger({ path: keptPath, driver });
+      const kept = createSqliteLedger({ path: keptPath });
       const freshPath = file('known-fresh');
       const each = async <T>(call: (l: Ledger) => Promise<T>): Promise<T> => {
-        const l = createSqliteLedger({ path: freshPath, driver });
+        const l = createSqliteLedger({ path: freshPath });
         try {
           return await call(l);
         } finally {
@@ -495,9 +453,9 @@ for (const d of drivers) {
         await kept.close();
       }
       const bodies = (path: string) => {
-        const other = raw(driver, path);
+        const other = raw(path);
         try {
-          return ['eq-plain', 'eq-odd'].map((k) => Buffer.from((other.prepare('SELECT body FROM retrysafe_operations WHERE id = ?').get(k) as { body: Uint8Array }).body).toString('hex'));
+          return ['eq-plain', 'eq-odd'].map((k) => other.prepare('SELECT state, fence, lease_expires_at, created_at, updated_at, record, receipts FROM retrysafe_operations WHERE id = ?').get(k));
         } finally {
           other.close();
         }
@@ -506,34 +464,6 @@ for (const d of drivers) {
     });
   });
 }
-
-describe('sqlite driver choice', () => {
-  it('auto takes node:sqlite when the runtime has it, else better-sqlite3', async () => {
-    expect(available.length).toBeGreaterThan(0);
-    const l = createSqliteLedger({ path: join(dir, `auto-${++n}.db`) });
-    expect(l.driver).toBe(available[0]);
-    if (typeof process.getBuiltinModule === 'function' && process.getBuiltinModule('node:sqlite')) expect(l.driver).toBe('node:sqlite');
-    await l.close();
-  });
-
-  it('an unknown driver, or one this runtime cannot load, is a RunnerConfigurationError that says why', () => {
-    expect(() => createSqliteLedger({ path: join(dir, 'x.db'), driver: 'sqlite3' as 'auto' })).toThrow(RunnerConfigurationError);
-    for (const d of drivers.filter((x) => !x.available)) {
-      expect(() => createSqliteLedger({ path: join(dir, 'x.db'), driver: d.driver })).toThrow(d.reason);
-    }
-  });
-
-  it.skipIf(available.length < 2)('one file, both drivers: what one writes the other reads and continues', async () => {
-    const path = join(dir, `both-${++n}.db`);
-    const a = createSqliteLedger({ path, driver: 'better-sqlite3' });
-    await a.claim(claim('both-1'));
-    await a.close();
-    const b = createSqliteLedger({ path, driver: 'node:sqlite' });
-    const rec = await b.markDispatched({ businessOperationId: asBusinessOperationId('both-1'), fence: 1 }, 2);
-    expect(rec).toMatchObject({ state: 'dispatched', attemptCount: 1 });
-    await b.close();
-  });
-});
 
 function existsProcFd(): boolean {
   try {

@@ -13,7 +13,7 @@ import {
   type ProviderKey,
   type Receipt,
 } from '@retrysafe/contract';
-import { sealReceipt, verifyReceiptChain } from '../receipts.js';
+import { sealReceipt, verifyReceiptChain } from '@retrysafe/core';
 
 export interface LedgerSuiteOptions {
   /** Shown in the describe block, e.g. `sqlite`. */

@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ClaimInput, HandoffPacket, Ledger, Receipt, StatePatch } from '@retrysafe/contract';
-import { createMemoryLedger, createRunner, createSqliteLedger, createVirtualClock, verifyReceiptChain } from '@retrysafe/core';
+import { createMemoryLedger, createRunner, createVirtualClock, verifyReceiptChain } from '@retrysafe/core';
+import { createSqliteLedger } from '../src/index.js';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
 import { REPLAYING } from './helpers.js';
 
