@@ -1,4 +1,4 @@
-import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import type { DatabaseSync } from 'node:sqlite';
 import { PRUNABLE_STATES, RECOVERABLE_STATES, type ListFilter } from '@retrysafe/contract';
 import { OPEN_STATES_SQL } from './schema.js';
 

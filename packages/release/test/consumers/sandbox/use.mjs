@@ -1,6 +1,7 @@
 // What a JavaScript user of @retrysafe/core + @retrysafe/sandbox writes: a create whose response is
 // lost after the provider committed it, then the same intent again. Prints one JSON line.
-import { createRunner, createSqliteLedger } from '@retrysafe/core';
+import { createRunner } from '@retrysafe/core';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createSandboxAdapter, createSandboxProvider, startSandboxServer } from '@retrysafe/sandbox';
 
 const behaviour = { replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' };

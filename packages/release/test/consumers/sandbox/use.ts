@@ -1,6 +1,7 @@
 // What a TypeScript user of @retrysafe/core + @retrysafe/sandbox writes (strict, NodeNext, lib check
 // on): the same scenario as use.mjs, typed against the published declarations.
-import { createRunner, createSqliteLedger, type RunResult } from '@retrysafe/core';
+import { createRunner, type RunResult } from '@retrysafe/core';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createSandboxAdapter, createSandboxProvider, startSandboxServer, type SandboxBehaviour } from '@retrysafe/sandbox';
 
 const behaviour: SandboxBehaviour = { replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' };

@@ -1,6 +1,7 @@
 // What a JavaScript user of @retrysafe/core + @retrysafe/stripe writes, against the adapter's
 // loopback Stripe sandbox (the real stripe SDK talks to it): one payment intent, asked for twice.
-import { createRunner, createSqliteLedger } from '@retrysafe/core';
+import { createRunner } from '@retrysafe/core';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createStripeAdapter } from '@retrysafe/stripe';
 import { startStripeSandbox } from '@retrysafe/stripe/sandbox';
 

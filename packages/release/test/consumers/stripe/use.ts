@@ -1,6 +1,7 @@
 // What a TypeScript user of @retrysafe/core + @retrysafe/stripe writes (strict, NodeNext, lib check
 // on): the same scenario as use.mjs, typed against the published declarations.
-import { createRunner, createSqliteLedger, type RunResult } from '@retrysafe/core';
+import { createRunner, type RunResult } from '@retrysafe/core';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createStripeAdapter, type StripeAdapter } from '@retrysafe/stripe';
 import { startStripeSandbox, type StripeSandbox } from '@retrysafe/stripe/sandbox';
 
