@@ -45,11 +45,11 @@ const versionOf = (db: DatabaseSync): number => Number((db.prepare('PRAGMA user_
 
 /**
  * Brings the file to SCHEMA_VERSION under BEGIN IMMEDIATE, re-checked inside, so concurrent openers
- * migrate once. Refuses a file from a newer version rather than guess at it.
+ * migrate once. Refuses a file of a version it does not know rather than guess at it.
  */
 export function migrate(db: DatabaseSync, path: string): void {
   const seen = versionOf(db);
-  if (seen > SCHEMA_VERSION) throw new LedgerError(`cannot open SQLite ledger at ${path}: its schema version ${seen} is newer than this @retrysafe/ledger-sqlite knows (${SCHEMA_VERSION}): upgrade`);
+  if (seen > SCHEMA_VERSION) throw new LedgerError(`cannot open SQLite ledger at ${path}: its schema version ${seen} is not one this @retrysafe/ledger-sqlite knows (up to ${SCHEMA_VERSION}): it was written by another version`);
   if (seen === SCHEMA_VERSION) return;
   db.exec('BEGIN IMMEDIATE');
   try {

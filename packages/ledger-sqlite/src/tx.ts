@@ -1,4 +1,4 @@
-import { DatabaseSync } from 'node:sqlite';
+import type { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LedgerError, RetrysafeError } from '@retrysafe/contract';
 import { migrate } from './schema.js';
@@ -10,6 +10,25 @@ const SYNC_BUSY_MS = 20;
 export function isBusy(err: unknown): boolean {
   const code = (err as { errcode?: unknown } | null)?.errcode;
   return typeof code === 'number' && (code & 0xff) === 5;
+}
+
+/**
+ * node:sqlite, loaded when a ledger is opened (a process that opens none loads no SQLite). Node 22
+ * announces the module with an ExperimentalWarning on stderr; the embedded ledger is the default, so
+ * that line would follow every command of a user who never chose an experimental feature. Only that
+ * warning, and only while loading, is left out.
+ */
+function loadSqlite(): typeof import('node:sqlite') {
+  const emit = process.emitWarning;
+  process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
+    if (String(typeof warning === 'string' ? warning : warning?.message).startsWith('SQLite is an experimental feature')) return;
+    (emit as (...args: unknown[]) => void).call(process, warning, ...rest);
+  }) as typeof process.emitWarning;
+  try {
+    return process.getBuiltinModule('node:sqlite') as typeof import('node:sqlite');
+  } finally {
+    process.emitWarning = emit;
+  }
 }
 
 export interface Connection {
@@ -31,6 +50,7 @@ export interface Connection {
 export function openConnection(path: string, busyMs: number, synchronous: 'FULL' | 'NORMAL', defers: boolean): Connection {
   let db: DatabaseSync | undefined;
   try {
+    const { DatabaseSync } = loadSqlite();
     db = new DatabaseSync(path);
     db.exec(`PRAGMA busy_timeout = ${busyMs}`);
     const deadline = Date.now() + busyMs;
