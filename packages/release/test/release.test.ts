@@ -8,7 +8,6 @@
 // Nothing here publishes from the real working tree or to any registry but the loopback one.
 import { execFile, execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,6 +23,8 @@ import { listPublicPackages, listWorkspacePackages, repoRoot, runtimeDependencyN
 const run = promisify(execFile);
 const consumersDir = join(dirname(fileURLToPath(import.meta.url)), 'consumers');
 const CORE = '@retrysafe/core';
+/** The embedded ledger the consumers' samples open: core's user adds this one package. */
+const SQLITE = '@retrysafe/ledger-sqlite';
 const SAMPLE_SENTENCE = 'Release check: this sentence is the changelog entry a user reads for this version.';
 
 /** One adapter leg: the adapter installed next to core, and what must (not) come along with it. */
@@ -41,13 +42,6 @@ interface Leg {
 const OTHER_SDKS = ['@microsoft/microsoft-graph-client', '@hubspot/api-client', 'axios', 'pg'];
 /** Test tooling an adapter's production install must never bring (its ./sandbox entry needs only @retrysafe/sandbox-kit). */
 const TEST_TOOLING = ['@retrysafe/testkit', 'vitest'];
-/**
- * The SQLite ledger runs on node:sqlite where the runtime has it (Node >= 22.13); better-sqlite3 is an
- * optional peer of core. So a consumer asks for it only on a Node without node:sqlite, and otherwise
- * must not get it (no native addon comes along with core).
- */
-const NODE_SQLITE = typeof process.getBuiltinModule === 'function' && !!(process.getBuiltinModule('node:sqlite') as { DatabaseSync?: unknown } | undefined)?.DatabaseSync;
-const SQLITE_ADDON: string[] = NODE_SQLITE ? [] : ['better-sqlite3'];
 const LEGS: Leg[] = [
   // The first create's response is lost after the sandbox committed it: still one record.
   { adapter: '@retrysafe/sandbox', scenario: 'sandbox', mustHave: [], mustNotHave: ['stripe', ...OTHER_SDKS, ...TEST_TOOLING], expect: {} },
@@ -109,46 +103,25 @@ function consumerEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-/**
- * Native builds for a consumer installed with --ignore-scripts. better-sqlite3 (asked for on a Node without node:sqlite)
- * compiles sqlite from source here — no prebuilt binary can be downloaded — which measured 90 s on an
- * idle machine and 214 s on a busy one, per project. When the workspace holds the same version,
- * already built for this Node, its binary is reused; any other package with an install script is
- * rebuilt for real with `npm rebuild`.
- */
+/** Native builds for a consumer installed with --ignore-scripts: any package with an install script is rebuilt with `npm rebuild`. */
 async function provideNativeBuilds(dir: string): Promise<string[]> {
   const lock = JSON.parse(readFileSync(join(dir, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string; hasInstallScript?: boolean }> };
   const done: string[] = [];
   for (const [path, entry] of Object.entries(lock.packages)) {
     if (!entry.hasInstallScript || !path) continue;
     const name = path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length);
-    const built = name === 'better-sqlite3' ? workspaceBetterSqlite() : null;
-    if (built && built.version === entry.version) {
-      cpSync(built.binary, join(dir, path, 'build', 'Release', 'better_sqlite3.node'));
-      done.push(`${name}@${entry.version}: reused the workspace build`);
-    } else {
-      await run('npm', ['rebuild', name], { cwd: dir, env: consumerEnv(), maxBuffer: 64 * 1024 * 1024 });
-      done.push(`${name}@${entry.version}: npm rebuild`);
-    }
+    await run('npm', ['rebuild', name], { cwd: dir, env: consumerEnv(), maxBuffer: 64 * 1024 * 1024 });
+    done.push(`${name}@${entry.version}: npm rebuild`);
   }
   return done;
 }
 
-function workspaceBetterSqlite(): { version: string; binary: string } | null {
-  try {
-    const pj = createRequire(join(repoRoot, 'packages', 'core', 'package.json')).resolve('better-sqlite3/package.json');
-    const binary = join(dirname(pj), 'build', 'Release', 'better_sqlite3.node');
-    return existsSync(binary) ? { version: JSON.parse(readFileSync(pj, 'utf8')).version, binary } : null;
-  } catch { return null; }
-}
-
-/** Runs `npm install @retrysafe/core @retrysafe/<adapter>` in a new project outside the workspace. */
+/** Runs `npm install @retrysafe/core @retrysafe/ledger-sqlite @retrysafe/<adapter>` in a new project outside the workspace. */
 async function install(leg: Leg): Promise<{ dir: string; ms: number; native: string[] }> {
   const dir = tempDir(`retrysafe-consumer-${leg.scenario}-`);
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `consumer-${leg.scenario}`, version: '1.0.0', private: true, type: 'module' }, null, 2));
   writeFileSync(join(dir, '.npmrc'), `registry=${registry.url}\n`);
-  const specs = [CORE, leg.adapter].map((n) => `${n}@${published.get(n)!.version}`);
-  for (const n of SQLITE_ADDON) specs.push(`${n}@${workspaceBetterSqlite()?.version ?? JSON.parse(readFileSync(join(repoRoot, 'packages', 'core', 'package.json'), 'utf8')).peerDependencies[n]}`);
+  const specs = [CORE, SQLITE, leg.adapter].map((n) => `${n}@${published.get(n)!.version}`);
   const t0 = Date.now();
   try {
     await run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--ignore-scripts', ...specs], { cwd: dir, env: consumerEnv(), maxBuffer: 64 * 1024 * 1024 });
@@ -252,7 +225,7 @@ beforeAll(async () => {
     if (m) published.set(p.name, m);
   }
   // Both legs install side by side.
-  for (const leg of LEGS) if (published.has(leg.adapter) && published.has(CORE)) installs.set(leg.adapter, install(leg));
+  for (const leg of LEGS) if (published.has(leg.adapter) && published.has(CORE) && published.has(SQLITE)) installs.set(leg.adapter, install(leg));
 }, 900_000);
 
 afterAll(async () => {
@@ -366,12 +339,12 @@ describe('publishing every public package', () => {
 });
 
 for (const leg of LEGS) {
-  describe(`a fresh npm project with only ${CORE} + ${leg.adapter}`, () => {
+  describe(`a fresh npm project with only ${CORE} + ${SQLITE} + ${leg.adapter}`, () => {
     let dir: string;
     let tree: LsNode;
     const project = async () => {
       const p = installs.get(leg.adapter);
-      if (!p) throw new Error(`${leg.adapter} or ${CORE} was not published (is it built and public?)`);
+      if (!p) throw new Error(`${leg.adapter}, ${CORE} or ${SQLITE} was not published (is it built and public?)`);
       dir ??= (await p).dir;
       return dir;
     };
@@ -395,36 +368,33 @@ for (const leg of LEGS) {
     it('npm ls shows exactly the packages the published manifests call for', () => {
       expect(tree, 'install step failed').toBeDefined();
       // At the top: what the project asked for, and nothing else.
-      expect(Object.keys(tree.dependencies ?? {}).sort()).toEqual([CORE, leg.adapter, ...SQLITE_ADDON].sort());
+      expect(Object.keys(tree.dependencies ?? {}).sort()).toEqual([CORE, SQLITE, leg.adapter].sort());
       // Anywhere below: exactly the @retrysafe packages the published manifests call for.
       expect([...new Set(walk(tree).map(([n]) => n).filter((n) => n.startsWith('@retrysafe/')))].sort())
-        .toEqual([...closure([CORE, leg.adapter])].sort());
+        .toEqual([...closure([CORE, SQLITE, leg.adapter])].sort());
       // Each @retrysafe package's children are exactly its declared runtime dependencies, at the released versions.
       for (const [name, node] of walk(tree).filter(([n]) => n.startsWith('@retrysafe/'))) {
         expect(node.version, name).toBe(published.get(name)!.version);
-        // npm also lists an optional peer the project installed itself (better-sqlite3 on a Node without node:sqlite).
         const m = published.get(name)!;
-        const askedPeers = Object.keys(m.peerDependencies ?? {}).filter((p) => m.peerDependenciesMeta?.[p]?.optional && SQLITE_ADDON.includes(p));
-        if (node.dependencies) expect(Object.entries(node.dependencies).filter(([, c]) => c.version).map(([k]) => k).sort(), `${name}'s dependencies`).toEqual([...requiredDeps(m), ...askedPeers].sort());
+        if (node.dependencies) expect(Object.entries(node.dependencies).filter(([, c]) => c.version).map(([k]) => k).sort(), `${name}'s dependencies`).toEqual(requiredDeps(m).sort());
       }
     });
 
     it(`brings ${leg.mustHave.length ? leg.mustHave.join(', ') : 'no vendor SDK'} and no other adapter or vendor SDK`, () => {
       expect(tree, 'install step failed').toBeDefined();
       const installed = new Set(walk(tree).map(([n]) => n));
-      const wanted = closure([CORE, leg.adapter]);
+      const wanted = closure([CORE, SQLITE, leg.adapter]);
       for (const sdk of leg.mustHave) expect(installed.has(sdk), sdk).toBe(true);
       const wantedVendor = new Set([...wanted].flatMap((n) => requiredDeps(published.get(n)!)));
       // Every other public package, and every vendor SDK only they depend on, must be absent.
       const others = [...published.keys()].filter((n) => !wanted.has(n));
       const theirVendors = others.flatMap((n) => runtimeDependencyNames(published.get(n)!)).filter((d) => !d.startsWith('@retrysafe/') && !wantedVendor.has(d));
-      // better-sqlite3 is core's optional peer: present only when the project asked for it.
-      const forbidden = new Set([...others, ...theirVendors, ...leg.mustNotHave, ...(SQLITE_ADDON.length ? [] : ['better-sqlite3'])]);
+      const forbidden = new Set([...others, ...theirVendors, ...leg.mustNotHave]);
       expect([...installed].filter((n) => forbidden.has(n)), `unexpected packages next to ${leg.adapter}`).toEqual([]);
     });
 
     it('ships built code only (no sources, tests or build info) in every @retrysafe package', () => {
-      for (const name of closure([CORE, leg.adapter])) {
+      for (const name of closure([CORE, SQLITE, leg.adapter])) {
         const files = readdirSync(join(dir, 'node_modules', name), { recursive: true }).map(String);
         expect(files, name).toContain('package.json');
         expect(files.filter((f) => /(^|\/)src\/|\.test\.|\.tsbuildinfo$|(^|\/)test\//.test(f)), name).toEqual([]);
