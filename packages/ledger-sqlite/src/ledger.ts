@@ -90,8 +90,9 @@ function newRow(input: ClaimInput) {
 }
 
 /**
- * Retention: closed rows older than `before`, in rowid pages, each page handed to onPrune and then
- * deleted in one transaction that checks the state and age again (an operation may be superseded meanwhile).
+ * Retention: closed rows older than `before`, in pages in creation order, each page handed to onPrune
+ * and then deleted in one transaction that checks the state and age again (an operation may be
+ * superseded meanwhile).
  */
 async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<PruneReport> {
   const states = pruneStates(options);
@@ -99,19 +100,21 @@ async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<
   const byState: Partial<Record<OperationState, number>> = {};
   const count = (s: OperationState) => (byState[s] = (byState[s] ?? 0) + 1);
   let pruned = 0;
-  for (let after = 0; ; ) {
+  // Keyset pages: after the last row of the previous page (the first page: after every row).
+  for (let after: [number, string] = [-Number.MAX_VALUE, '']; ; ) {
     const page = rows.prepared(sql.page);
-    const found = await read(c, 'prune', () => page.all(after, options.before, ...states, options.batchSize ?? PRUNE_BATCH) as unknown as Array<StoredText & { n: number }>);
+    const found = await read(c, 'prune', () => page.all(options.before, ...after, options.before, ...states, options.batchSize ?? PRUNE_BATCH) as unknown as Array<StoredText & { id: string }>);
     if (found.length === 0) break;
-    after = found[found.length - 1]!.n;
     const records = found.map((row) => toRecord(row.record, c.path));
+    // The record's createdAt, not the column: a time past 2^53 reads back as a number only from the JSON.
+    after = [records[records.length - 1]!.createdAt, found[found.length - 1]!.id];
     if (options.dryRun) {
       for (const r of records) (pruned++, count(r.state));
       continue;
     }
     if (options.onPrune) for (const [i, r] of records.entries()) await options.onPrune(r, toReceipts(found[i]!, c.path));
     await tx(c, 'prune', () => {
-      for (const [i, r] of records.entries()) if (Number(rows.prepared(sql.remove).run(found[i]!.n, options.before, ...states).changes) > 0) (pruned++, count(r.state));
+      for (const [i, r] of records.entries()) if (Number(rows.prepared(sql.remove).run(found[i]!.id, options.before, ...states).changes) > 0) (pruned++, count(r.state));
     });
   }
   return { pruned, byState, dryRun: options.dryRun === true };

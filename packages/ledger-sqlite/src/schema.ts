@@ -35,7 +35,9 @@ CREATE TABLE retrysafe_operations (
   record TEXT NOT NULL,
   receipts TEXT
 );
-CREATE INDEX retrysafe_operations_open ON retrysafe_operations (state, updated_at) WHERE ${OPEN_STATES_SQL};`,
+CREATE INDEX retrysafe_operations_open ON retrysafe_operations (state, updated_at) WHERE ${OPEN_STATES_SQL};
+-- Listings (newest first, with a limit) and retention walk creation order without reading the table.
+CREATE INDEX retrysafe_operations_created ON retrysafe_operations (created_at, id);`,
   },
 ];
 

@@ -49,11 +49,15 @@ export function recoverSql(limit: boolean): string {
     AND (lease_expires_at IS NULL OR lease_expires_at <= ?) ORDER BY updated_at${limit ? ' LIMIT ?' : ''}`;
 }
 
-/** Retention: one page of closed rows older than `before` after a rowid, and the delete that re-checks them. */
+/**
+ * Retention: one page of closed rows older than `before`, in creation order after (created_at, id),
+ * and the delete that re-checks each. created_at <= updated_at, so the walk reads old rows only.
+ */
 export function pruneSql(states: number): { page: string; remove: string } {
   const closed = `updated_at < ? AND state IN (${marks(states)})`;
   return {
-    page: `SELECT rowid AS n, record, receipts FROM retrysafe_operations WHERE rowid > ? AND ${closed} ORDER BY rowid LIMIT ?`,
-    remove: `DELETE FROM retrysafe_operations WHERE rowid = ? AND ${closed}`,
+    page: `SELECT id, record, receipts FROM retrysafe_operations
+      WHERE created_at < ? AND (created_at, id) > (?, ?) AND ${closed} ORDER BY created_at, id LIMIT ?`,
+    remove: `DELETE FROM retrysafe_operations WHERE id = ? AND ${closed}`,
   };
 }
