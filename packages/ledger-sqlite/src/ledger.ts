@@ -98,9 +98,12 @@ async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<
   const states = pruneStates(options);
   const sql = pruneSql(states.length);
   const byState: Partial<Record<OperationState, number>> = {};
-  const count = (s: OperationState) => (byState[s] = (byState[s] ?? 0) + 1);
   let pruned = 0;
-  // Keyset pages: after the last row of the previous page (the first page: after every row).
+  const count = (s: OperationState) => {
+    pruned++;
+    byState[s] = (byState[s] ?? 0) + 1;
+  };
+  // Keyset pages: each starts after the last row of the one before (the first, before every row).
   for (let after: [number, string] = [-Number.MAX_VALUE, '']; ; ) {
     const page = rows.prepared(sql.page);
     const found = await read(c, 'prune', () => page.all(options.before, ...after, options.before, ...states, options.batchSize ?? PRUNE_BATCH) as unknown as Array<StoredText & { id: string }>);
@@ -109,12 +112,14 @@ async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<
     // The record's createdAt, not the column: a time past 2^53 reads back as a number only from the JSON.
     after = [records[records.length - 1]!.createdAt, found[found.length - 1]!.id];
     if (options.dryRun) {
-      for (const r of records) (pruned++, count(r.state));
+      for (const r of records) count(r.state);
       continue;
     }
     if (options.onPrune) for (const [i, r] of records.entries()) await options.onPrune(r, toReceipts(found[i]!, c.path));
     await tx(c, 'prune', () => {
-      for (const [i, r] of records.entries()) if (Number(rows.prepared(sql.remove).run(found[i]!.id, options.before, ...states).changes) > 0) (pruned++, count(r.state));
+      for (const [i, r] of records.entries()) {
+        if (Number(rows.prepared(sql.remove).run(found[i]!.id, options.before, ...states).changes) > 0) count(r.state);
+      }
     });
   }
   return { pruned, byState, dryRun: options.dryRun === true };

@@ -97,7 +97,10 @@ export function createRows(c: Connection) {
       let r = next(current);
       // A no-op or a refusal: the row must say which.
       if (r === current && receipt === undefined) return undefined;
-      if (receipt !== undefined) (checkReceipt(ref, receipt, k.lastSeq), (r = chainedTransition(r, receipt)));
+      if (receipt !== undefined) {
+        checkReceipt(ref, receipt, k.lastSeq);
+        r = chainedTransition(r, receipt);
+      }
       const text = { record: JSON.stringify(r), receipts: appendReceipt(k.receipts, receipt) };
       const record = r;
       const run = () => {

@@ -35,11 +35,20 @@ export function listSql(filter: ListFilter): { sql: string; args: Array<string |
     where.push(`state IN (${marks(filter.states.length)})`);
     args.push(...filter.states);
   }
-  if (filter.provider) (where.push('provider = ?'), args.push(filter.provider));
-  if (filter.operation) (where.push('operation = ?'), args.push(filter.operation));
+  if (filter.provider) {
+    where.push('provider = ?');
+    args.push(filter.provider);
+  }
+  if (filter.operation) {
+    where.push('operation = ?');
+    args.push(filter.operation);
+  }
   const dir = filter.newestFirst ? 'DESC' : 'ASC';
   let sql = `SELECT record FROM retrysafe_operations ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at ${dir}, id ${dir}`;
-  if (filter.limit !== undefined) (sql += ' LIMIT ?'), args.push(filter.limit);
+  if (filter.limit !== undefined) {
+    sql += ' LIMIT ?';
+    args.push(filter.limit);
+  }
   return { sql, args };
 }
 

@@ -76,7 +76,9 @@ export function openConnection(path: string, busyMs: number, synchronous: 'FULL'
   const opened = db;
   let open = true;
   const close = () => {
-    if (open) (open = false), closeQuietly(opened);
+    if (!open) return;
+    open = false;
+    closeQuietly(opened);
   };
   return { db: opened, path, busyMs, defers, isOpen: () => open, close };
 }
@@ -123,7 +125,10 @@ function attempt<T>(c: Connection, what: string, fn: () => T, relax: boolean, al
   try {
     // The safety level may not change inside a transaction: set before it, restored after it.
     if (relax) c.db.exec('PRAGMA synchronous = NORMAL');
-    if (!alone) (c.db.exec('BEGIN IMMEDIATE'), (locked = true));
+    if (!alone) {
+      c.db.exec('BEGIN IMMEDIATE');
+      locked = true;
+    }
     const out = fn();
     if (!alone) c.db.exec('COMMIT');
     if (relax) restoreSync(c, what, null);
