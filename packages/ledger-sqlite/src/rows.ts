@@ -59,7 +59,15 @@ export function createRows(c: Connection) {
     throw new LedgerError(`cannot open SQLite ledger at ${c.path}: ${(cause as Error).message}`, { cause });
   }
   const cached = new Map<string, StatementSync>();
-  const prepared = (sql: string): StatementSync => cached.get(sql) ?? cached.set(sql, c.db.prepare(sql)).get(sql)!;
+  /** A statement whose text depends on its arguments (listings, retention), prepared once per text. */
+  const prepared = (sql: string): StatementSync => {
+    let statement = cached.get(sql);
+    if (statement === undefined) {
+      statement = c.db.prepare(sql);
+      cached.set(sql, statement);
+    }
+    return statement;
+  };
   const known = new Map<string, StoredText & { readonly lastSeq: number }>();
 
   const remember = (r: OperationRecord, text: StoredText, lastSeq: number) => {
