@@ -35,7 +35,7 @@ function toRecord(row) {
   });
 }
 
-/** Powertools persistence on better-sqlite3 (same file and pragmas as the SQLite ledger under test). */
+/** Powertools persistence on node:sqlite (same file and pragmas as the SQLite ledger under test). */
 export class SqlitePersistenceLayer extends BasePersistenceLayer {
   #put;
   #get;

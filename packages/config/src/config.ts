@@ -336,7 +336,7 @@ export async function openLedger(location: string, baseDir = process.cwd()): Pro
   const path = isAbsolute(location) ? location : resolve(baseDir, location);
   if (!existsSync(dirname(path))) throw new ConfigError('ledger', `the directory of ${path} does not exist (a SQLite ledger file is created, its directory is not)`);
   if (existsSync(path) && statSync(path).isDirectory()) throw new ConfigError('ledger', `${path} is a directory, not a SQLite file`);
-  const { createSqliteLedger } = await import('@retrysafe/core');
+  const { createSqliteLedger } = await import('@retrysafe/ledger-sqlite');
   try {
     return createSqliteLedger({ path });
   } catch (e) {

@@ -7,10 +7,6 @@ export type { Decision, DecisionState, Budget, Observation, ResendSafety } from 
 export { resolvePolicy, validatePolicy, backoffMs, planRetry, planPoll } from './retry-policy.js';
 export type { RetryPolicy, PolicyOverrides, RetryPlan, RetryInput, PollPlan, PollInput } from './retry-policy.js';
 export { createMemoryLedger } from './ledger/memory-ledger.js';
-export { createSqliteLedger } from './ledger/sqlite-ledger.js';
-export type { SqliteLedger, SqliteLedgerOptions } from './ledger/sqlite-ledger.js';
-export { sqliteDrivers } from './ledger/sqlite-driver.js';
-export type { SqliteDriverName, SqliteDriverAvailability } from './ledger/sqlite-driver.js';
 export * as ledgerTransitions from './ledger/transitions.js';
 export { pruneLedger, retentionFloor, type PruneLedgerOptions, type PruneLedgerReport } from './ledger/retention.js';
 export { encryptParams } from './ledger/encrypted-params.js';
@@ -25,18 +21,6 @@ export { systemClock, createVirtualClock } from './clock.js';
 export type { Clock, VirtualClock } from './clock.js';
 export { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 
-import type { LedgerSuiteOptions } from './ledger/ledger-suite.js';
-export type { LedgerSuiteOptions };
-
-/**
- * The shared ledger suite (vitest). Loaded lazily so importing `@retrysafe/core` never loads vitest;
- * call it at the top level of a test file: `await ledgerSuite({ name, create })`, or import it
- * directly from `@retrysafe/core/ledger-suite`.
- */
-export async function ledgerSuite(options: LedgerSuiteOptions): Promise<void> {
-  const m = await import('./ledger/ledger-suite.js');
-  m.ledgerSuite(options);
-}
 export { agentTools, callAgentTool, toAgentResult, idempotentByCard, operationStatus, pendingHandoffs, summarizeHandoff, safeToolName, SAFE_TOOL_NAME } from './agent-tools.js';
 export { assertParams, paramsErrors, identityOf, comparisonFor, supersedeCheck } from './intake/index.js';
 export type { Comparison, Identity } from './intake/index.js';

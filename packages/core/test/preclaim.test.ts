@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PAYLOAD_LIMITS, PayloadLimitError, RetrysafeError, type Ledger } from '@retrysafe/contract';
-import { createMemoryLedger, createRunner, createSqliteLedger } from '@retrysafe/core';
+import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
 import { REPLAYING } from './helpers.js';
 

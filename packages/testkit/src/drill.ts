@@ -11,7 +11,8 @@ import {
   type Receipt,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
-import { callbackHandoffSink, createMemoryLedger, createRunner, createSqliteLedger } from '@retrysafe/core';
+import { callbackHandoffSink, createMemoryLedger, createRunner } from '@retrysafe/core';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { criteriaFor, readCard, skipReason } from './criteria.js';
 import { createDrillClock, realClock, seededRandom, type DrillClock } from './drill-clock.js';
 import type {
