@@ -23,10 +23,22 @@ for (let i = 0; i < total; i++) {
   if (res.status !== 'done') throw new Error(`runner returned ${res.status} at ${i}`);
   if ((i + 1) % step === 0) {
     samples.push({ ops: i + 1, rssMb: mb() });
-    process.stderr.write(`rss: ${i + 1} ops, ${mb()} MB, ${Math.round(((i + 1) / (performance.now() - t0)) * 1000)} ops/s\n`);
+    process.stderr.write(
+      `rss: ${i + 1} ops, ${mb()} MB, ${Math.round(((i + 1) / (performance.now() - t0)) * 1000)} ops/s\n`,
+    );
   }
 }
 const seconds = (performance.now() - t0) / 1000;
 await ledger.close();
 rmSync(dir, { recursive: true, force: true });
-console.log(JSON.stringify({ ops: total, synchronous: SYNC, seconds: Math.round(seconds), opsPerSec: Math.round(total / seconds), samples, finalRssMb: samples.at(-1)?.rssMb, maxRssMb: Math.max(...samples.map((s) => s.rssMb)) }));
+console.log(
+  JSON.stringify({
+    ops: total,
+    synchronous: SYNC,
+    seconds: Math.round(seconds),
+    opsPerSec: Math.round(total / seconds),
+    samples,
+    finalRssMb: samples.at(-1)?.rssMb,
+    maxRssMb: Math.max(...samples.map((s) => s.rssMb)),
+  }),
+);

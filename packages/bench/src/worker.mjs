@@ -1,20 +1,9 @@
 // One benchmark worker process. Protocol (IPC): parent sends the config; the worker sets up, warms
 // up, answers { ready }; parent sends { go, until } (epoch ms); the worker runs ops until then and
-// answers { done, ops, startedAt, endedAt, cpuUs, io }, then on { close } closes and answers { closed }: the CPU time this process used in the window
-// (user + system, µs) and its read/write system calls (Linux /proc/self/io, else null) — per-op work
-// that does not depend on how busy the machine is, unlike ops/s.
-import { readFileSync } from 'node:fs';
+// answers { done, ops, startedAt, endedAt, cpuUs }, then on { close } closes and answers { closed }.
+// cpuUs is the CPU time this process used in the window (user + system): per-op work that does not
+// depend on how busy the machine is, unlike ops/s.
 import { setupWorkload } from './workloads.mjs';
-
-/** Read and write system calls so far (pread64/pwrite64/fsync's writes land here), or null off Linux. */
-function io() {
-  try {
-    const text = readFileSync('/proc/self/io', 'utf8');
-    return { reads: Number(/^syscr: (\d+)/m.exec(text)[1]), writes: Number(/^syscw: (\d+)/m.exec(text)[1]) };
-  } catch {
-    return null;
-  }
-}
 
 // Set by bench.mjs (--warmup); 200 when the worker runs on its own.
 const WARMUP_OPS = Number(process.env.BENCH_WARMUP_OPS ?? 200);
@@ -26,7 +15,6 @@ process.once('message', async (cfg) => {
     for (; i < WARMUP_OPS; i++) await w.op(i);
     process.send({ ready: true });
     const go = await new Promise((resolve) => process.once('message', resolve));
-    const io0 = io();
     const cpu0 = process.cpuUsage();
     const startedAt = performance.timeOrigin + performance.now();
     let ops = 0;
@@ -36,11 +24,9 @@ process.once('message', async (cfg) => {
     }
     const endedAt = performance.timeOrigin + performance.now();
     const cpu = process.cpuUsage(cpu0);
-    const io1 = io();
-    const ioDone = io0 && io1 ? { reads: io1.reads - io0.reads, writes: io1.writes - io0.writes } : null;
     // Reported before closing: the parent reads the PostgreSQL server's CPU while this worker's backends
     // still run (a backend that exits takes its counters with it), then says close.
-    process.send({ done: true, ops, startedAt, endedAt, cpuUs: cpu.user + cpu.system, io: ioDone });
+    process.send({ done: true, ops, startedAt, endedAt, cpuUs: cpu.user + cpu.system });
     await new Promise((resolve) => process.once('message', resolve));
     await w.close();
     process.send({ closed: true }, () => process.exit(0));
