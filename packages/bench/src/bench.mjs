@@ -152,12 +152,19 @@ async function scenario(store, workers, serverCpu = null) {
       },
     ]),
   );
+  // The same ratio within each round (modes measured minutes apart, not tens of minutes): steadier on a
+  // machine whose load swings between rounds.
+  const perRound = Object.fromEntries(
+    RATIOS.map(([a, b]) => [`${a}/${b}`, runs[a].map((r, i) => r.opsPerSec / runs[b][i].opsPerSec)]),
+  );
   return {
     store,
     workers,
     opsPerSec,
     perOp,
+    perRound,
     runs: Object.fromEntries(MODES.map((m) => [m, runs[m].map((r) => Math.round(r.opsPerSec))])),
+    cpuUs: Object.fromEntries(MODES.map((m) => [m, runs[m].map((r) => Math.round(r.cpuUsPerOp))])),
   };
 }
 
@@ -203,6 +210,18 @@ async function throughput() {
       String(r.workers),
       ...MODES.map((m) => fmt(r.opsPerSec[m])),
       ...RATIOS.map(([a, b]) => x(r.opsPerSec[a] / r.opsPerSec[b])),
+    ]),
+  );
+  console.log(`\nRatios within each round: median [lowest – highest] of ${reps}`);
+  printTable(
+    ['store', 'workers', ...RATIOS.map(([a, b]) => `${a}/${b}`)],
+    rows.map((r) => [
+      r.store,
+      String(r.workers),
+      ...RATIOS.map(([a, b]) => {
+        const xs = r.perRound[`${a}/${b}`];
+        return `${x(median(xs))} [${x(Math.min(...xs))} – ${x(Math.max(...xs))}]`;
+      }),
     ]),
   );
   const per = (v) => (v === null || v === undefined ? 'n/a' : fmt(v));
