@@ -107,10 +107,10 @@ describe('replay indicator and intent normalisation on the Stripe cards (issue 1
     expect(classifyStripeResult(replay, stripeCards['paymentIntents.create'].storedResult.replayIndicator!.value as { header: string; value: string }).kind).toBe('replayed');
     expect(classifyStripeResult(replay, null).kind).toBe('succeeded');
   });
-  it('the caller’s …Ref intent fields are normalised (NFKC, trim, white space), Stripe ids stay exact, with a public source', () => {
+  it('the caller’s …Ref intent fields are trimmed only (Stripe keeps compatibility forms, case and inner white space apart), Stripe ids stay exact, with a public source', () => {
     for (const card of Object.values(stripeCards)) {
       const bo = card.businessOperationId;
-      expect(bo.idRule).toBe('v2');
+      for (const n of bo.normalize ?? []) expect(n.steps).toEqual(['trim']);
       expect(bo.normalize?.map((n) => n.field)).toEqual(bo.intentFields.filter((f) => f.endsWith('Ref')));
       for (const n of bo.normalize ?? []) expect(n.source).toMatch(/^https:\/\/docs\.stripe\.com\/api\/metadata/);
     }

@@ -27,7 +27,7 @@ interface Leaf {
 }
 type Schema = { readonly [k: string]: unknown };
 
-const HAND_WRITTEN = ['businessOperationId.idRule', 'businessOperationId.normalize', 'paramComparison', 'storedResult.replayIndicator'];
+const HAND_WRITTEN = ['businessOperationId.normalize', 'paramComparison', 'storedResult.replayIndicator'];
 
 /** Every fillable field of the card, in schema order (derived from the published schema, so new fields appear by themselves). */
 export function cardLeaves(): Leaf[] {

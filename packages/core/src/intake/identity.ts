@@ -89,7 +89,7 @@ export interface Identity {
 export function identityOf(spec: OperationSpec, input: { params: unknown; businessOperationId?: string; intent?: Record<string, unknown> }): Identity {
   const card = spec.card;
   const raw = input.intent ?? pickIntent(input.params, spec.intentFields);
-  const v2 = card.businessOperationId.idRule === 'v2';
+  const v2 = (card.businessOperationId.normalize?.length ?? 0) > 0;
   const intent = v2 ? normalizeIntent(raw, card.businessOperationId.normalize) : raw;
   // One canonical text and one digest of { operation, intent }: the fingerprint and the derived id are both of it.
   const intentJson = canonicalJson({ operation: card.operation, intent });
