@@ -1,4 +1,5 @@
-import { defineCard, fact, formatDuration, type Duration, type RetrySafetyCard } from '@retrysafe/contract';
+import { defineCard, fact, type Duration, type RetrySafetyCard } from '@retrysafe/contract';
+import { formatDuration } from '@retrysafe/contract/rules';
 
 /** Where each provider fact comes from. */
 export const SOURCES = {

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { durationMs, validateCard } from '@retrysafe/contract';
+import { validateCard } from '@retrysafe/contract';
+import { durationMs } from '@retrysafe/contract/rules';
 import { describe, expect, it } from 'vitest';
 import { STRIPE_KEY_RULE, STRIPE_SEARCH_DELAY_MS, stripeCards } from './stripe-cards.js';
 

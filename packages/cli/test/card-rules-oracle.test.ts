@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { cardMargin, durationMs, lateApplyAllowanceMs, lookupAvailable, notFoundIsAuthoritative, resendSafety, type Duration, type RetrySafetyCard } from '@retrysafe/contract';
+import type { Duration, RetrySafetyCard } from '@retrysafe/contract';
+import { cardMargin, durationMs, lateApplyAllowanceMs, lookupAvailable, notFoundIsAuthoritative, resendSafety } from '@retrysafe/contract/rules';
 import { oracleAbsenceProvenAfterMs, oracleResendSafe, readCard } from '@retrysafe/testkit';
 import { shippedCards } from './shipped-cards.js';
 

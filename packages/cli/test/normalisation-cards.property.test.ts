@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { businessOperationId, normalizeIntent, pickIntent, validateCard, type RetrySafetyCard } from '@retrysafe/contract';
+import { businessOperationId, pickIntent, validateCard, type RetrySafetyCard } from '@retrysafe/contract';
+import { normalizeIntent } from '@retrysafe/contract/rules';
 import { REPO } from './helpers.js';
 import { shippedCards } from './shipped-cards.js';
 

@@ -3,7 +3,8 @@
 // seventh round); every record must get the copy the generic walk gives: the same JSON text, no object shared with the
 // original, and null whenever the body would not read back as the same value.
 import { describe, expect, it } from 'vitest';
-import { claimTransition, setStateTransition, asBusinessOperationId, type OperationRecord, type ProviderKey } from '@retrysafe/contract';
+import { asBusinessOperationId, type OperationRecord, type ProviderKey } from '@retrysafe/contract';
+import { claimTransition, setStateTransition } from '@retrysafe/contract/ledger';
 import { jsonCopy } from '../src/ledger/sqlite-ledger.js';
 
 const claimed = (params: Record<string, unknown> = { orderRef: 'w0-1', amount: 1, nested: { list: [1, 'x', null] } }): OperationRecord =>

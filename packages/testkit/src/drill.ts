@@ -4,13 +4,13 @@ import { join } from 'node:path';
 import {
   AdapterConfigurationError,
   ConflictError,
-  durationMs,
   type AdapterV1,
   type HandoffPacket,
   type Ledger,
   type Receipt,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
+import { durationMs } from '@retrysafe/contract/rules';
 import { callbackHandoffSink, createMemoryLedger, createRunner, createSqliteLedger } from '@retrysafe/core';
 import { criteriaFor, readCard, skipReason } from './criteria.js';
 import { createDrillClock, realClock, seededRandom, type DrillClock } from './drill-clock.js';

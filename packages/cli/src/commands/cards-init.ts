@@ -3,9 +3,7 @@ import type { Command } from 'commander';
 import { extname } from 'node:path';
 import { createInterface } from 'node:readline';
 import {
-  DEFAULT_CLOCK_SKEW_MARGIN,
   CARD_SCHEMA_VERSION,
-  cardFieldLabel,
   cardJsonSchema,
   CardValidationError,
   UNKNOWN,
@@ -13,6 +11,8 @@ import {
   type CardProblem,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
+import { cardFieldLabel } from '@retrysafe/contract/render';
+import { DEFAULT_CLOCK_SKEW_MARGIN } from '@retrysafe/contract/rules';
 import { lookupAvailable, notFoundIsAuthoritative, resendSafety, type DecisionState } from '@retrysafe/core';
 import { stringify as toYaml } from 'yaml';
 import { readCardFile, readDataFile } from '../card-file.js';

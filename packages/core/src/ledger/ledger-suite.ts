@@ -4,7 +4,6 @@ import {
   LeaseLostError,
   LedgerError,
   asBusinessOperationId,
-  claimTransition,
   type ClaimInput,
   type ClaimResult,
   type Fenced,
@@ -13,6 +12,7 @@ import {
   type ProviderKey,
   type Receipt,
 } from '@retrysafe/contract';
+import { claimTransition } from '@retrysafe/contract/ledger';
 import { sealReceipt, verifyReceiptChain } from '../receipts.js';
 
 export interface LedgerSuiteOptions {

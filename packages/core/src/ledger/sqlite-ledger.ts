@@ -1,8 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   LedgerError,
-  PRUNABLE_STATES,
-  RECOVERABLE_STATES,
   RetrysafeError,
   type BusinessOperationId,
   type ClaimInput,
@@ -17,6 +15,7 @@ import {
   type Receipt,
   type StatePatch,
 } from '@retrysafe/contract';
+import { PRUNABLE_STATES, RECOVERABLE_STATES } from '@retrysafe/contract/ledger';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import { BODY_BINARY_2, BODY_BINARY_3, decodeBinaryBody, encodeBody2, encodeBody3, type StoredReceipts } from './sqlite-body2.js';
 import { decodeBody, encodeBody } from './sqlite-layout.js';
@@ -27,7 +26,7 @@ import {
   claimTransition,
   dispatchedTransition,
   handOffTransition,
-  pruneStates,
+  checkPruneOptions,
   releaseTransition,
   renewTransition,
   resolveTransition,
@@ -853,7 +852,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): SqliteLedger {
       return (await guard('recoverCandidates', () => (listed(sql).all(...args) as Row[]).map(parseRecord))).filter((r) => r.leaseOwner === null || r.leaseExpiresAt === null || r.leaseExpiresAt <= now);
     },
     async prune(options: PruneOptions): Promise<PruneReport> {
-      const states = pruneStates(options);
+      const states = checkPruneOptions(options);
       const batch = options.batchSize ?? PRUNE_BATCH;
       const byState: Partial<Record<OperationState, number>> = {};
       let pruned = 0;
