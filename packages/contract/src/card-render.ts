@@ -78,7 +78,7 @@ export interface CardRow {
 export function cardRows(card: RetrySafetyCard): CardRow[] {
   const rows: CardRow[] = LABELS.map(([path, label]) => {
     const declared = get(card, path);
-    // Fields added after cardVersion 1 shipped: say what an absent one means.
+    // Optional fields: say what an absent one means.
     const raw =
       declared !== undefined ? declared
       : path === 'lookup.lateApplyBound' ? { value: UNKNOWN, source: 'not declared on this card: treated as unknown (a not-found never proves absence)' }

@@ -76,7 +76,7 @@ const SHAPE: Shape = {
   }),
 };
 
-/** Fields added after cardVersion 1 shipped: absent means unknown (lateApplyBound) or the default (clockSkewMargin). */
+/** Optional fields: absent means unknown (lateApplyBound) or the default (clockSkewMargin). */
 const OPTIONAL: ReadonlySet<string> = new Set(['lookup.lateApplyBound', 'limits.clockSkewMargin']);
 
 function isFactShape(s: unknown): s is FactShape {
@@ -306,7 +306,7 @@ function withOptionalFields(body: { properties: Record<string, unknown> } & Reco
       },
     },
   };
-  // Fields added after cardVersion 1 shipped are optional: an absent one means unknown / the default.
+  // Optional fields: an absent one means unknown / the default.
   for (const [section, field] of [['lookup', 'lateApplyBound'], ['limits', 'clockSkewMargin']] as const) {
     const sec = body.properties[section] as Obj;
     if (Array.isArray(sec.required)) sec.required = (sec.required as string[]).filter((f) => f !== field);
