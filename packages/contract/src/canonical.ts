@@ -9,50 +9,79 @@ import { InvalidIntentError } from './errors/invalid-intent-error.js';
  * `undefined` object members are dropped (as JSON does); `undefined` array items are an error.
  */
 export function canonicalJson(value: unknown): string {
-  return write(value, '', new Set());
+  return write(value, new Set());
 }
 
-function write(value: unknown, path: string, seen: Set<object>): string {
+function write(value: unknown, seen: Set<object>): string {
   if (value === null) return 'null';
   switch (typeof value) {
     case 'string':
-      return JSON.stringify(value.normalize('NFC'));
+      return stringText(value);
     case 'boolean':
       return value ? 'true' : 'false';
     case 'number':
       // ECMAScript's shortest round trip; `-0` is written `0`.
-      if (!Number.isFinite(value)) throw new InvalidIntentError(path, `number ${value} is not representable in JSON`);
+      if (!Number.isFinite(value)) throw new InvalidIntentError('', `number ${value} is not representable in JSON`);
       return String(value);
     case 'object':
       break;
     default:
-      throw new InvalidIntentError(path, `a ${typeof value} cannot be part of an intent`);
+      throw new InvalidIntentError('', `a ${typeof value} cannot be part of an intent`);
   }
   const obj = value as object;
   if (obj instanceof Date) {
-    if (Number.isNaN(obj.getTime())) throw new InvalidIntentError(path, 'invalid Date');
+    if (Number.isNaN(obj.getTime())) throw new InvalidIntentError('', 'invalid Date');
     return JSON.stringify(obj.toISOString());
   }
-  if (seen.has(obj)) throw new InvalidIntentError(path, 'cycle');
+  if (seen.has(obj)) throw new InvalidIntentError('', 'cycle');
   seen.add(obj);
   try {
     if (Array.isArray(obj)) {
-      return '[' + obj.map((item, i) => {
-        if (item === undefined) throw new InvalidIntentError(`${path}[${i}]`, 'undefined array item');
-        return write(item, `${path}[${i}]`, seen);
-      }).join(',') + ']';
+      // A hole reads as undefined and is refused like an undefined item (never written as `[1,,3]`).
+      let out = '[';
+      for (let i = 0; i < obj.length; i++) out += (i === 0 ? '' : ',') + member(`[${i}]`, obj[i], seen);
+      return out + ']';
     }
     const proto = Object.getPrototypeOf(obj);
     if (proto !== Object.prototype && proto !== null) {
-      throw new InvalidIntentError(path, `${proto?.constructor?.name ?? 'exotic'} objects cannot be part of an intent`);
+      throw new InvalidIntentError('', `${proto?.constructor?.name ?? 'exotic'} objects cannot be part of an intent`);
     }
     const record = obj as Record<string, unknown>;
-    const keys = Object.keys(record).filter((k) => record[k] !== undefined).sort();
-    // Keys are written as given (not normalised): they are names, not values.
-    return '{' + keys.map((k) => JSON.stringify(k) + ':' + write(record[k], path ? `${path}.${k}` : k, seen)).join(',') + '}';
+    // Keys are written as given (not normalised): they are names, not values. Undefined members are left out.
+    let out = '{';
+    for (const k of Object.keys(record).sort()) {
+      const v = record[k];
+      if (v !== undefined) out += (out === '{' ? '' : ',') + stringKey(k) + ':' + member(k, v, seen);
+    }
+    return out + '}';
   } finally {
     seen.delete(obj);
   }
+}
+
+/** One member's text; an error beneath it gets the member's name in front of its path (paths are built only on errors). */
+function member(name: string, value: unknown, seen: Set<object>): string {
+  if (value === undefined) throw new InvalidIntentError(name, 'undefined array item');
+  try {
+    return write(value, seen);
+  } catch (err) {
+    if (!InvalidIntentError.isInstance(err)) throw err;
+    const below = err.path === '' ? '' : err.path.startsWith('[') ? err.path : `.${err.path}`;
+    throw new InvalidIntentError(name + below, err.reason);
+  }
+}
+
+/** Printable ASCII without a quote or backslash: its own NFC form, and its JSON text is itself in quotes. */
+const PLAIN = /^[ !#-[\]-~]*$/;
+
+/** A string's canonical text: JSON of its NFC form. Plain ASCII (most ids, times and hashes) is already both. */
+function stringText(s: string): string {
+  return PLAIN.test(s) ? `"${s}"` : JSON.stringify(s.normalize('NFC'));
+}
+
+/** A key's text: JSON of the key as given. */
+function stringKey(k: string): string {
+  return PLAIN.test(k) ? `"${k}"` : JSON.stringify(k);
 }
 
 /** SHA-256 of a UTF-8 string, lowercase hex. */
