@@ -1,16 +1,7 @@
 import { Octokit } from '@octokit/rest';
-import {
-  AdapterConfigurationError,
-  type BusinessOperationId,
-  cardMargin,
-  checkBaseUrl,
-  defineAdapter,
-  type FramedLookupContext,
-  type LookupResult,
-  type OperationSpec,
-  type Outcome,
-  type TypedAdapter,
-} from '@retrysafe/contract';
+import { AdapterConfigurationError, type BusinessOperationId, defineAdapter, type FramedLookupContext, type LookupResult, type OperationSpec, type Outcome, type TypedAdapter } from '@retrysafe/contract';
+import { cardMargin } from '@retrysafe/contract/rules';
+import { checkBaseUrl } from '@retrysafe/contract/provider';
 import { cannotTell, outcomeFromError, refsOf } from './github-errors.js';
 import {
   type CallOptions,
