@@ -1,12 +1,5 @@
-import {
-  classifyTransportFailure,
-  errorCodes,
-  type FieldError,
-  type LookupResult,
-  type Outcome,
-  type ProviderRefs,
-  parseRetryAfter,
-} from '@retrysafe/contract';
+import { type FieldError, type LookupResult, type Outcome, type ProviderRefs } from '@retrysafe/contract';
+import { classifyTransportFailure, errorCodes, parseRetryAfter } from '@retrysafe/contract/provider';
 
 /**
  * Maps every GitHub answer and every transport failure into exactly one Outcome, keeping the HTTP

@@ -1,5 +1,5 @@
 import type { Outcome, ProviderRefs } from '@retrysafe/contract';
-import { classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract';
+import { classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract/provider';
 import { readPath, type HttpErrorRule, type HttpOperationSpec, type StatusMatcher } from './http-operations.js';
 
 /** The part of an HTTP response the classifier reads. */

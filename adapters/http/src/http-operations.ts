@@ -1,7 +1,6 @@
 import {
   AdapterConfigurationError,
   InvalidIntentError,
-  durationMs,
   validateCard,
   CardValidationError,
   type BusinessOperationId,
@@ -14,6 +13,7 @@ import {
   type RetrySafetyCard,
   type UnknownCause,
 } from '@retrysafe/contract';
+import { durationMs } from '@retrysafe/contract/rules';
 
 /** HTTP methods a state-changing operation may use. */
 export type HttpMethod = 'POST' | 'PUT' | 'PATCH' | 'DELETE';

@@ -3,7 +3,7 @@
 // fails when README.md and the cards drift apart.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { entryCards, renderCards, replaceCardSection } from '@retrysafe/contract';
+import { entryCards, renderCards, replaceCardSection } from '@retrysafe/contract/render';
 import * as entry from '../dist/index.js';
 
 export const renderedCards = () => renderCards(entryCards(entry));

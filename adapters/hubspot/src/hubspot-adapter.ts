@@ -1,5 +1,5 @@
 import { AdapterConfigurationError, defineAdapter, type FrameOperation, type OperationSpec, type TypedAdapter } from '@retrysafe/contract';
-import { checkBaseUrl } from '@retrysafe/contract';
+import { checkBaseUrl } from '@retrysafe/contract/provider';
 import { hubSpotCardsFor, type HubSpotOperationName } from './hubspot-cards.js';
 import type { CallSettings } from './hubspot-http.js';
 import {

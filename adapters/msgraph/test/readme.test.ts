@@ -1,7 +1,7 @@
 // The same test in every adapter: README.md's card section is what scripts/render-cards.mjs renders
 // from the root entry's cards (regenerate: `pnpm cards` in the adapter's folder).
 import { readFileSync } from 'node:fs';
-import { readCardSection } from '@retrysafe/contract';
+import { readCardSection } from '@retrysafe/contract/render';
 import { expect, it } from 'vitest';
 // @ts-expect-error: a plain .mjs script without types
 import { renderedCards } from '../scripts/render-cards.mjs';

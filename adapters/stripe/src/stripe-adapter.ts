@@ -1,7 +1,5 @@
 import {
   defineAdapter,
-  resendSafety,
-  operationParamsErrors,
   AdapterConfigurationError,
   type BusinessOperationId,
   type FrameOperation,
@@ -11,13 +9,15 @@ import {
   type ProviderKey,
   type TypedAdapter,
 } from '@retrysafe/contract';
+import { operationParamsErrors } from '@retrysafe/contract/provider';
+import { resendSafety } from '@retrysafe/contract/rules';
 import Stripe from 'stripe';
 import {
   STRIPE_KEY_RETENTION_MS,
   STRIPE_KEY_RULE,
   STRIPE_SEARCH_DELAY_MS,
 } from './stripe-cards.js';
-import { checkBaseUrl } from '@retrysafe/contract';
+import { checkBaseUrl } from '@retrysafe/contract/provider';
 import { classifyStripeError, classifyStripeResult, isReplayedHeaders } from './stripe-errors.js';
 import { ClosedConnectionGuard } from './stripe-http-client.js';
 import { metadataQuery, stripeOperations, type StripeObject, type StripeOperation, type StripeOperationTypes } from './stripe-operations.js';

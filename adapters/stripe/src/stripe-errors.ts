@@ -1,5 +1,5 @@
 import type { Outcome, ProviderRefs } from '@retrysafe/contract';
-import { NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract';
+import { NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider';
 import { CONNECTION_CLOSED_CODE } from './stripe-http-client.js';
 
 /**

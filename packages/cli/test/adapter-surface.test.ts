@@ -13,7 +13,8 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { entryCards, validateCard } from '@retrysafe/contract';
+import { validateCard } from '@retrysafe/contract';
+import { entryCards } from '@retrysafe/contract/render';
 import { describe, expect, it } from 'vitest';
 
 const root = resolve(import.meta.dirname, '..', '..', '..', 'adapters');

@@ -5,7 +5,8 @@
  */
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { AdapterConfigurationError, parseRetryAfter as sandboxRetryAfter, type Outcome } from '@retrysafe/contract';
+import { AdapterConfigurationError, type Outcome } from '@retrysafe/contract';
+import { parseRetryAfter as sandboxRetryAfter } from '@retrysafe/contract/provider';
 import { createHttpAdapter, ietfOrdersCreate } from '@retrysafe/http';
 import { createHubSpotAdapter } from '@retrysafe/hubspot';
 import { createMsGraphAdapter } from '@retrysafe/msgraph';

@@ -1,5 +1,5 @@
 import type { Duration } from './duration.js';
-import type { FieldNormalization, IdRuleVersion, ParamComparison } from './normalize.js';
+import type { FieldNormalization, ParamComparison } from './normalize.js';
 
 /** The explicit "we do not know" value. A decision that needs an unknown fact never auto-resends. */
 export const UNKNOWN = 'unknown' as const;
@@ -65,11 +65,9 @@ export interface RetrySafetyCard {
     readonly rule: string;
     readonly intentFields: readonly string[];
     /**
-     * Optional (absent = `v1`, every intent field exact). `v2`: the intent is normalised per
-     * `normalize` before the id is derived. See IdRuleVersion.
+     * Optional, per intent field (dot path, also covering what is beneath it): the steps under which the
+     * provider treats values as the same. The id is the digest of the intent after these steps.
      */
-    readonly idRule?: IdRuleVersion;
-    /** Per intent field (dot path, also covering what is beneath it): the steps under which the provider treats values as the same. */
     readonly normalize?: readonly FieldNormalization[];
   };
   /**

@@ -46,7 +46,3 @@ export type LookupResult =
   | ({ readonly kind: 'not-found'; readonly reason: string } & ProviderRefs)
   /** Cannot tell (inside the consistency delay, lookup throttled or failing): neither absent nor present. */
   | ({ readonly kind: 'cannot-tell'; readonly reason: string; readonly retryAfterMs?: number } & ProviderRefs);
-
-export function isTerminalSuccess(o: Outcome): o is Extract<Outcome, { kind: 'succeeded' | 'replayed' }> {
-  return o.kind === 'succeeded' || o.kind === 'replayed';
-}

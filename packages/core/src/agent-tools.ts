@@ -1,6 +1,7 @@
 /** Agent tool definitions and structured answers, shared by @retrysafe/mcp and @retrysafe/ai-sdk. */
 import { createHash } from 'node:crypto';
-import { ConflictError, InvalidIdError, InvalidIntentError, InvalidParamsError, RetrysafeError, agentIdempotentHint, describeNormalization, validateCard, type AdapterV1, type FieldError, type HandoffPacket, type JsonSchema, type Ledger, type OperationSpec, type RetrySafetyCard } from '@retrysafe/contract';
+import { ConflictError, InvalidIdError, InvalidIntentError, InvalidParamsError, RetrysafeError, validateCard, type AdapterV1, type FieldError, type HandoffPacket, type JsonSchema, type Ledger, type OperationSpec, type RetrySafetyCard } from '@retrysafe/contract';
+import { agentIdempotentHint, describeNormalization } from '@retrysafe/contract/rules';
 import { identityOf, paramsErrors } from './intake/index.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { cardToolMeta, type CardToolMeta } from './card-meta.js';

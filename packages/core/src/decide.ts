@@ -1,8 +1,9 @@
-import { absenceProvenFrom, cardMargin, keyFoldsResends, lookupAvailable, resendSafety, type HandoffReason, type LookupResult, type OperationState, type Outcome, type RetrySafetyCard, type StatePatch } from '@retrysafe/contract';
+import type { HandoffReason, LookupResult, OperationState, Outcome, RetrySafetyCard, StatePatch } from '@retrysafe/contract';
+import { absenceProvenFrom, cardMargin, keyFoldsResends, lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
 import { planPoll, planRetry, type RetryPolicy } from './retry-policy.js';
 
 // The card rules live in the contract (card-rules.ts, one owner); core keeps exporting them under their old names.
-export { absenceProvenFrom, cardMargin, lookupAvailable, notFoundIsAuthoritative, resendSafety, type ResendSafety } from '@retrysafe/contract';
+export { absenceProvenFrom, cardMargin, lookupAvailable, notFoundIsAuthoritative, resendSafety, type ResendSafety } from '@retrysafe/contract/rules';
 
 /** What the runner knows about the operation when it decides. All times epoch ms. */
 export interface DecisionState {

@@ -1,4 +1,5 @@
-import { InvalidIntentError, PAYLOAD_LIMITS, PayloadLimitError, RetrysafeError, canonicalJson, flatConcat, sha256Hex } from '@retrysafe/contract';
+import { InvalidIntentError, PayloadLimitError, RetrysafeError, canonicalJson, sha256Hex } from '@retrysafe/contract';
+import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
 import type { Redactor } from './redact.js';
 
 /**
@@ -45,9 +46,9 @@ export function preclaim(params: unknown, intent: unknown, makeRedactor: () => R
     if (RetrysafeError.isInstance(err) && !InvalidIntentError.isInstance(err)) throw err;
     throw new InvalidIntentError('(params)', `the redacted copy of the params cannot be canonicalised (${err instanceof Error ? err.message : String(err)}); nothing claimed, nothing sent`);
   }
-  const paramsFingerprint = flatConcat('sha256:', sha256Hex(json));
+  const paramsFingerprint = 'sha256:' + sha256Hex(json);
   // Nothing redacted (the usual case): the same text, so the same digest, without hashing it twice.
-  return { paramsFingerprint, requestFingerprint: redactedJson === json ? paramsFingerprint : flatConcat('sha256:', sha256Hex(redactedJson)), redactor };
+  return { paramsFingerprint, requestFingerprint: redactedJson === json ? paramsFingerprint : 'sha256:' + sha256Hex(redactedJson), redactor };
 }
 
 /**

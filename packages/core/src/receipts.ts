@@ -1,7 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { canonicalJson, sha256Hex, type BusinessOperationId, type Ledger, type ListFilter, type OperationRecord, type Receipt } from '@retrysafe/contract';
-import { receiptText } from './receipt-text.js';
 
 export type UnsealedReceipt = Omit<Receipt, 'hash'>;
 
@@ -48,9 +47,8 @@ export function parseReceiptKeys(text: string): { readonly current: ReceiptKey; 
  */
 export function receiptHash(body: UnsealedReceipt, key?: ReceiptKey): string {
   const prev = body.prevHash ?? '';
-  // Written for the receipt's shape (canonicalJson's answer for any body, see receipt-text.ts); a
-  // prevHash that is not a string (an edited receipt) is added as `+` adds it.
-  const text = typeof prev === 'string' ? receiptText(prev, body) : prev + canonicalJson(body);
+  // A prevHash that is not a string (an edited receipt) is added as `+` adds it.
+  const text = prev + canonicalJson(body);
   if (key === undefined) return sha256Hex(text);
   checkKey(key);
   return `hmac-sha256:${key.id}:${createHmac('sha256', key.secret).update(text, 'utf8').digest('hex')}`;

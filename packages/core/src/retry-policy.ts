@@ -1,4 +1,5 @@
-import { cardMargin, durationMs, lookupAvailable, lookupSettleMs, type RetrySafetyCard } from '@retrysafe/contract';
+import type { RetrySafetyCard } from '@retrysafe/contract';
+import { cardMargin, durationMs, lookupAvailable, lookupSettleMs } from '@retrysafe/contract/rules';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 
 /** Limits of one run. Card values are the defaults; the caller may tighten or loosen them. */

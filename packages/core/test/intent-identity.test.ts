@@ -21,14 +21,14 @@ function declared(
   const spec = adapter.operations[OP]!;
   const card: RetrySafetyCard = {
     ...spec.card,
-    businessOperationId: { ...spec.card.businessOperationId, ...(decl.normalize ? { idRule: 'v2' as const, normalize: decl.normalize } : {}) },
+    businessOperationId: { ...spec.card.businessOperationId, ...(decl.normalize ? { normalize: decl.normalize } : {}) },
     ...(decl.paramComparison ? { paramComparison: decl.paramComparison } : {}),
     storedResult: { ...spec.card.storedResult, ...(decl.includesErrors !== undefined ? { includesErrors: { value: decl.includesErrors, source: 'test: the provider stores rejections' } } : {}) },
   };
   return { ...adapter, operations: { ...adapter.operations, [OP]: { ...spec, card, ...(decl.schema ? { paramsSchema: decl.schema } : {}) } } } as AdapterV1;
 }
 
-const REF_RULE: FieldNormalization = { field: 'ref', steps: ['nfkc', 'trim', 'collapse-whitespace', 'case-fold'], source: 'test: the provider compares references case-insensitively, ignoring white space' };
+const REF_RULE: FieldNormalization = { field: 'ref', steps: ['nfkc', 'trim', 'collapse-whitespace', 'case-fold'], source: 'test: the provider compares references case-insensitively, ignoring white space', evidence: 'https://provider.example/docs/references' };
 
 describe('declared intent normalisation (issue 16)', () => {
   it('a trailing space, full-width characters, inner white space or another case is the same business operation: one effect', async () => {
@@ -71,7 +71,7 @@ describe('declared intent normalisation (issue 16)', () => {
   it('params compared per declaration: a re-formatted note is the same request, a changed one a conflict naming the path', async () => {
     const { provider, adapter, runner } = setup();
     const a = declared(adapter, {
-      paramComparison: [{ field: 'note', compare: 'normalized', steps: ['trim', 'collapse-whitespace'], source: 'test: free text, white space ignored' }],
+      paramComparison: [{ field: 'note', compare: 'normalized', steps: ['trim', 'collapse-whitespace'], source: 'test: free text, white space ignored', evidence: 'https://provider.example/docs/notes' }],
     });
     await runner.run(a, OP, { params: { ref: 'o-1', note: 'leave at  door', amount: 5 } });
     const same = await runner.run(a, OP, { params: { ref: 'o-1', note: ' leave at door ', amount: 5 } });

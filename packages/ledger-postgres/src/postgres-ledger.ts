@@ -2,19 +2,7 @@ import {
   ClockSkewError,
   LeaseLostError,
   LedgerError,
-  PRUNABLE_STATES,
-  RECOVERABLE_STATES,
-  chainedTransition,
-  checkPruneOptions,
-  claimTransition,
-  dispatchedTransition,
-  handOffTransition,
-  isTerminal,
-  renewTransition,
-  resolveTransition,
-  setStateTransition,
   RetrysafeError,
-  TERMINAL_STATES,
   type BusinessOperationId,
   type ClaimInput,
   type ClaimResult,
@@ -29,6 +17,20 @@ import {
   type Receipt,
   type StatePatch,
 } from '@retrysafe/contract';
+import {
+  PRUNABLE_STATES,
+  RECOVERABLE_STATES,
+  chainedTransition,
+  checkPruneOptions,
+  claimTransition,
+  dispatchedTransition,
+  handOffTransition,
+  isTerminal,
+  renewTransition,
+  resolveTransition,
+  setStateTransition,
+  TERMINAL_STATES,
+} from '@retrysafe/contract/ledger';
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { Connections, type Conn, type Statement } from './connections.js';

@@ -1,16 +1,5 @@
 import {
   LedgerError,
-  chainedTransition,
-  checkFence,
-  checkReceipt,
-  claimTransition,
-  dispatchedTransition,
-  handOffTransition,
-  pruneStates,
-  releaseTransition,
-  renewTransition,
-  resolveTransition,
-  setStateTransition,
   type ClaimInput,
   type Fenced,
   type Ledger,
@@ -20,6 +9,19 @@ import {
   type PruneReport,
   type Receipt,
 } from '@retrysafe/contract';
+import {
+  chainedTransition,
+  checkFence,
+  checkPruneOptions,
+  checkReceipt,
+  claimTransition,
+  dispatchedTransition,
+  handOffTransition,
+  releaseTransition,
+  renewTransition,
+  resolveTransition,
+  setStateTransition,
+} from '@retrysafe/contract/ledger';
 import { createRows, toReceipts, toRecord, type Rows, type StoredText } from './rows.js';
 import { listSql, pruneSql, recoverSql } from './statements.js';
 import { openConnection, read, tx, type Connection } from './tx.js';
@@ -95,7 +97,7 @@ function newRow(input: ClaimInput) {
  * superseded meanwhile).
  */
 async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<PruneReport> {
-  const states = pruneStates(options);
+  const states = checkPruneOptions(options);
   const sql = pruneSql(states.length);
   const byState: Partial<Record<OperationState, number>> = {};
   let pruned = 0;

@@ -1,5 +1,6 @@
 import type { StatementSync } from 'node:sqlite';
-import { LedgerError, chainedTransition, checkFence, checkReceipt, isTerminal, type Fenced, type OperationRecord, type Receipt } from '@retrysafe/contract';
+import { LedgerError, type Fenced, type OperationRecord, type Receipt } from '@retrysafe/contract';
+import { chainedTransition, checkFence, checkReceipt, isTerminal } from '@retrysafe/contract/ledger';
 import { prepareStatements } from './statements.js';
 import type { Connection } from './tx.js';
 

@@ -1,5 +1,6 @@
 import type { DatabaseSync } from 'node:sqlite';
-import { PRUNABLE_STATES, RECOVERABLE_STATES, type ListFilter } from '@retrysafe/contract';
+import type { ListFilter } from '@retrysafe/contract';
+import { PRUNABLE_STATES, RECOVERABLE_STATES } from '@retrysafe/contract/ledger';
 import { OPEN_STATES_SQL } from './schema.js';
 
 const COLUMNS = 'state = ?, fence = ?, lease_expires_at = ?, updated_at = ?, record = ?, receipts = ?';

@@ -1,4 +1,5 @@
-import { asBusinessOperationId, TERMINAL_STATES, type Ledger } from '@retrysafe/contract';
+import { asBusinessOperationId, type Ledger } from '@retrysafe/contract';
+import { TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import type { AgentToolResult } from '@retrysafe/core';
 
 /** The `_meta` key of a tools/call request with which the caller sets how long a duplicate may wait, ms. */

@@ -1,4 +1,5 @@
-import { durationMs, type Duration, type RetrySafetyCard } from '@retrysafe/contract';
+import type { Duration, RetrySafetyCard } from '@retrysafe/contract';
+import { durationMs } from '@retrysafe/contract/rules';
 import type { DrillPolicy, PassCriteria, ScenarioId, ScenarioSkip } from './drill-types.js';
 
 /*

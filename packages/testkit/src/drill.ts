@@ -4,13 +4,13 @@ import { join } from 'node:path';
 import {
   AdapterConfigurationError,
   ConflictError,
-  durationMs,
   type AdapterV1,
   type HandoffPacket,
   type Ledger,
   type Receipt,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
+import { durationMs } from '@retrysafe/contract/rules';
 import { callbackHandoffSink, createMemoryLedger, createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { criteriaFor, readCard, skipReason } from './criteria.js';

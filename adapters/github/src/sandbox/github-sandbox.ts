@@ -179,7 +179,7 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
     const n = Math.max(1, Number(q.get('page') ?? '1') || 1);
     return items.slice((n - 1) * per, n * per);
   }
-  const sinceOf = (q: URLSearchParams) => (q.get('since') ? Date.parse(q.get('since')!) : -Infinity);
+  const sinceOf = (q: URLSearchParams) => (q.get('since') ? new Date(q.get('since')!).getTime() : -Infinity);
 
   type Handler = (req: LoopbackRequest, m: RegExpExecArray, fault: SandboxFault) => SandboxReply;
   const repoOf = (m: RegExpExecArray) => `${m[1]}/${m[2]}`;

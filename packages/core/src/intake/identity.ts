@@ -1,12 +1,8 @@
 import {
   businessOperationId as deriveV1,
   canonicalJson,
-  flatConcat,
   sha256Hex,
-  differingPaths,
   fingerprint,
-  normalizeIntent,
-  normalizeParams,
   pickIntent,
   asBusinessOperationId,
   type BusinessOperationId,
@@ -14,6 +10,7 @@ import {
   type OperationSpec,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
+import { differingPaths, normalizeIntent, normalizeParams } from '@retrysafe/contract/rules';
 
 /**
  * How one operation's declaration decides identity and comparison: the intent's normalisation
@@ -89,12 +86,12 @@ export interface Identity {
 export function identityOf(spec: OperationSpec, input: { params: unknown; businessOperationId?: string; intent?: Record<string, unknown> }): Identity {
   const card = spec.card;
   const raw = input.intent ?? pickIntent(input.params, spec.intentFields);
-  const v2 = card.businessOperationId.idRule === 'v2';
+  const v2 = (card.businessOperationId.normalize?.length ?? 0) > 0;
   const intent = v2 ? normalizeIntent(raw, card.businessOperationId.normalize) : raw;
   // One canonical text and one digest of { operation, intent }: the fingerprint and the derived id are both of it.
   const intentJson = canonicalJson({ operation: card.operation, intent });
   const digest = sha256Hex(intentJson);
-  const intentFingerprint = flatConcat('sha256:', digest);
+  const intentFingerprint = 'sha256:' + digest;
   const given = input.businessOperationId !== undefined ? asBusinessOperationId(input.businessOperationId) : undefined;
   const id = given ?? idFromDigest(card.operation, intent, digest);
   // v1, or nothing normalised (no rule applied: the same object): the intent as written is this one.
@@ -120,5 +117,5 @@ function idFromDigest(operation: string, intent: Record<string, unknown>, digest
     acceptedOperations.add(operation);
     return id;
   }
-  return asBusinessOperationId(flatConcat(`${operation}:`, digest.slice(0, 32)));
+  return asBusinessOperationId(`${operation}:${digest.slice(0, 32)}`);
 }

@@ -1,20 +1,19 @@
-import {
-  RECOVERABLE_STATES,
-  type BusinessOperationId,
-  type ClaimInput,
-  type ClaimResult,
-  type Fenced,
-  type HandoffPacket,
-  type Ledger,
-  type ListFilter,
-  type OperationRecord,
-  type OperationState,
-  type PruneOptions,
-  type PruneReport,
-  type Receipt,
-  type StatePatch,
+import type {
+  BusinessOperationId,
+  ClaimInput,
+  ClaimResult,
+  Fenced,
+  HandoffPacket,
+  Ledger,
+  ListFilter,
+  OperationRecord,
+  OperationState,
+  PruneOptions,
+  PruneReport,
+  Receipt,
+  StatePatch,
 } from '@retrysafe/contract';
-import { prototypePolluted } from '@retrysafe/contract/internal';
+import { RECOVERABLE_STATES } from '@retrysafe/contract/ledger';
 import {
   checkFence,
   chainedTransition,
@@ -24,7 +23,7 @@ import {
   handOffTransition,
   isPrunable,
   leaseLive,
-  pruneStates,
+  checkPruneOptions,
   releaseTransition,
   renewTransition,
   resolveTransition,
@@ -86,6 +85,12 @@ export function clone<T>(v: T): T {
     if (err === NOT_PLAIN) return structuredClone(v);
     throw err;
   }
+}
+
+/** Whether Object.prototype has gained an enumerable key (copyPlain's for-in would then see it). */
+function prototypePolluted(): boolean {
+  for (const _ in {}) return true;
+  return false;
 }
 
 /** A ledger in this process's memory: for tests and single-process scripts. Lost when the process exits. */
@@ -193,7 +198,7 @@ export function createMemoryLedger(): Ledger {
     },
     async prune(options: PruneOptions): Promise<PruneReport> {
       open();
-      const states = pruneStates(options);
+      const states = checkPruneOptions(options);
       const byState: Partial<Record<OperationState, number>> = {};
       let pruned = 0;
       for (const r of [...records.values()]) {

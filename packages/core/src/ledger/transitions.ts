@@ -1,5 +1,5 @@
 /**
- * The ledger's transition rules. They are owned by the contract (`@retrysafe/contract`,
+ * The ledger's transition rules. They are owned by the contract (`@retrysafe/contract/ledger`,
  * ledger-transitions.ts) so the PostgreSQL ledger, which depends only on the contract, applies the
  * same rules as the memory and SQLite ledgers; re-exported here so core's imports and its
  * `ledgerTransitions` namespace stay as they were.
@@ -18,6 +18,6 @@ export {
   resolveTransition,
   chainedTransition,
   checkReceipt,
-  pruneStates,
+  checkPruneOptions,
   isPrunable,
-} from '@retrysafe/contract';
+} from '@retrysafe/contract/ledger';

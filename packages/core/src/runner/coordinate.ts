@@ -2,7 +2,8 @@
  * Claim and coordination: the claim and what its answer means (drive it, wait for the worker that holds
  * it, answer from its terminal state, or write a new revision), and the run of one claimed operation.
  */
-import { ClockSkewError, ConflictError, InvalidStateError, LeaseLostError, TERMINAL_STATES, newAttemptId, type ClaimInput, type Fenced, type OperationRecord, type OperationState, type Receipt } from '@retrysafe/contract';
+import { ClockSkewError, ConflictError, InvalidStateError, LeaseLostError, newAttemptId, type ClaimInput, type Fenced, type OperationRecord, type OperationState, type Receipt } from '@retrysafe/contract';
+import { TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import { decide } from '../decide.js';
 import { needsFreshKey, nextRevision, revisionKeySource, supersedeCheck, SUPERSEDE_ACTION } from '../intake/index.js';
 import { leaseLive } from '../ledger/transitions.js';

@@ -1,5 +1,6 @@
 /** Terminal writes: a result recorded, an operation handed to a person, or an answer from what another worker finished. */
-import { InvalidStateError, RetryExhaustedError, completionRecoverable, type OperationRecord } from '@retrysafe/contract';
+import { InvalidStateError, RetryExhaustedError, type OperationRecord } from '@retrysafe/contract';
+import { completionRecoverable } from '@retrysafe/contract/rules';
 import { resendSafety, type Decision, type Observation } from '../decide.js';
 import { buildPacket } from '../handoff.js';
 import { supersedeCheck } from '../intake/index.js';

@@ -1,6 +1,5 @@
 import {
   asBusinessOperationId,
-  durationMs,
   type ClaimInput,
   type HandoffPacket,
   type LookupResult,
@@ -9,6 +8,7 @@ import {
   type RetrySafetyCard,
   type StatePatch,
 } from '@retrysafe/contract';
+import { durationMs } from '@retrysafe/contract/rules';
 import { decide as realDecide, ledgerTransitions as T, resendSafety, resolvePolicy, type Decision, type DecisionState, type PolicyOverrides, type RetryPolicy } from '@retrysafe/core';
 import {
   ALL_FATES,

@@ -1,4 +1,5 @@
-import { durationMs, type LookupResult, type OperationRecord, type Outcome, type RetrySafetyCard } from '@retrysafe/contract';
+import type { LookupResult, OperationRecord, Outcome, RetrySafetyCard } from '@retrysafe/contract';
+import { durationMs } from '@retrysafe/contract/rules';
 import type { decide as realDecide, Decision } from '@retrysafe/core';
 
 /**

@@ -1,6 +1,7 @@
 // The claim decision table of the ledger suite.
 import { expect, it } from 'vitest';
-import { LedgerError, claimTransition, type ClaimInput, type ClaimResult, type Fenced, type ProviderKey } from '@retrysafe/contract';
+import { LedgerError, type ClaimInput, type ClaimResult, type Fenced, type ProviderKey } from '@retrysafe/contract';
+import { claimTransition } from '@retrysafe/contract/ledger';
 import { claimed, claimInput, id, packet, T0, type Suite } from './fixtures.js';
 
 /** The claim decision table. */
