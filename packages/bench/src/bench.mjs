@@ -90,6 +90,13 @@ async function measure(cfgFor, workers, serverCpu = null) {
     const closed = children.map(next);
     for (const c of children) c.send({ close: true });
     await Promise.all(closed);
+    // One process running several workloads in turns: each one's ops over its own share of the time.
+    if (results[0].spent)
+      return results[0].spent.map((r) => ({
+        opsPerSec: r.ops / (r.ms / 1000),
+        cpuUsPerOp: r.cpuUs / r.ops,
+        serverUsPerOp: null,
+      }));
     const ops = results.reduce((n, r) => n + r.ops, 0);
     const window = (Math.max(...results.map((r) => r.endedAt)) - Math.min(...results.map((r) => r.startedAt))) / 1000;
     const sum = (f) => results.reduce((n, r) => n + f(r), 0);
@@ -108,24 +115,29 @@ const load = () =>
     .map((l) => l.toFixed(1))
     .join(' ');
 
-/** One measurement of `mode` on a fresh store (a new SQLite file, a new PostgreSQL schema). */
-async function measureOnce(store, workers, mode, serverCpu) {
-  if (store === 'sqlite') {
-    const dir = mkdtempSync(join(tmpdir(), 'retrysafe-bench-'));
-    try {
-      const sqlitePath = join(dir, 'bench.db');
+/** SQLite: every mode in one process, in turns, each on a fresh file of its own; results in `modes` order. */
+async function sqliteRound(modes) {
+  const dir = mkdtempSync(join(tmpdir(), 'retrysafe-bench-'));
+  try {
+    const mix = modes.map((mode) => {
+      const sqlitePath = join(dir, `${mode}.db`);
       prepareSqlite(sqlitePath);
-      return await measure((w) => ({ store, mode, sqlitePath, worker: w }), workers);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+      return { store: 'sqlite', mode, sqlitePath, worker: 0 };
+    });
+    return await measure(() => ({ mix }), 1);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** PostgreSQL: one measurement of `mode` on a fresh schema, `workers` processes. */
+async function postgresOnce(workers, mode, serverCpu) {
   const schema = `rs_bench_${randomBytes(4).toString('hex')}`;
   await preparePostgres(databaseUrl, schema, mode);
   try {
     // What the previous measurement left dirty is written out now, not during this one.
     await postgresCheckpoint(databaseUrl);
-    return await measure((w) => ({ store, mode, databaseUrl, schema, worker: w }), workers, serverCpu);
+    return await measure((w) => ({ store: 'postgres', mode, databaseUrl, schema, worker: w }), workers, serverCpu);
   } finally {
     await dropPostgres(databaseUrl, schema);
   }
@@ -138,8 +150,13 @@ async function scenario(store, workers, serverCpu = null) {
     // Interleaved so drift (page cache, WAL size, the machine's other work) hits every mode alike. The
     // order turns one place per round, so each mode follows each other one as often: the mode after the
     // heaviest writer pays for its WAL and dropped schema.
-    for (const mode of MODES.map((_, i) => MODES[(i + rep) % MODES.length]))
-      runs[mode].push(await measureOnce(store, workers, mode, serverCpu));
+    const order = MODES.map((_, i) => MODES[(i + rep) % MODES.length]);
+    if (store === 'sqlite') {
+      const results = await sqliteRound(order);
+      for (const [i, mode] of order.entries()) runs[mode].push(results[i]);
+    } else {
+      for (const mode of order) runs[mode].push(await postgresOnce(workers, mode, serverCpu));
+    }
   }
   const opsPerSec = Object.fromEntries(MODES.map((m) => [m, median(runs[m].map((r) => r.opsPerSec))]));
   // CPU µs per op does not swing with the machine's load as ops/s does.
