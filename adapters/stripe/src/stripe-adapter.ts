@@ -118,7 +118,7 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
       const result = await op.create(client, op.toStripe(params, id), { idempotencyKey: key, maxNetworkRetries: 0, timeout: timeoutMs });
       return classifyStripeResult(result, op.card.storedResult.replayIndicator?.value ?? null);
     } catch (error) {
-      const outcome = classifyStripeError(error);
+      const outcome = classifyStripeError(error, op.object);
       if (outcome.kind === 'unknown' && outcome.cause === 'server-error' && isReplayedHeaders((error as { headers?: Record<string, string> }).headers)) {
         if (replaysServerError.size > 10_000) replaysServerError.clear();
         replaysServerError.add(key);

@@ -22,6 +22,8 @@ export type PastRetentionLookup =
 export interface StripeOperation {
   readonly name: keyof typeof stripeCards;
   readonly description: string;
+  /** The Stripe object type it creates (`payment_intent`): a rejection whose body carries one says it was created. */
+  readonly object: string;
   readonly card: RetrySafetyCard;
   readonly intentFields: readonly string[];
   readonly sensitiveFields: readonly string[];
@@ -107,6 +109,7 @@ const asObjects = (list: { data: unknown[] }): StripeObject[] => list.data as St
 
 export const customersCreate: StripeOperation = {
   name: 'customers.create',
+  object: 'customer',
   description: 'Create a Stripe customer (POST /v1/customers) once per customerRef.',
   card: stripeCards['customers.create'],
   intentFields: ['customerRef'],
@@ -130,6 +133,7 @@ export const customersCreate: StripeOperation = {
 
 export const paymentIntentsCreate: StripeOperation = {
   name: 'paymentIntents.create',
+  object: 'payment_intent',
   description: 'Create (and optionally confirm) a PaymentIntent (POST /v1/payment_intents) once per customer and orderRef; the same order with another amount or currency is a conflict, not a second charge.',
   card: stripeCards['paymentIntents.create'],
   intentFields: ['customer', 'orderRef'],
@@ -183,6 +187,7 @@ export const paymentIntentsCreate: StripeOperation = {
 
 export const invoicesCreate: StripeOperation = {
   name: 'invoices.create',
+  object: 'invoice',
   description: 'Create a draft invoice for a customer (POST /v1/invoices) once per customer and invoiceRef.',
   card: stripeCards['invoices.create'],
   intentFields: ['customer', 'invoiceRef'],
@@ -219,6 +224,7 @@ export const invoicesCreate: StripeOperation = {
 
 export const refundsCreate: StripeOperation = {
   name: 'refunds.create',
+  object: 'refund',
   description: 'Refund a PaymentIntent (POST /v1/refunds) once per paymentIntent and refundRef.',
   card: stripeCards['refunds.create'],
   intentFields: ['paymentIntent', 'refundRef'],

@@ -241,18 +241,18 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
       case 'payment_intents': {
         if (p.customer !== undefined && byId.get(String(p.customer))?.kind !== 'customer') return missingObject('customer', p.customer, 'customer');
         const confirm = p.confirm === 'true';
-        if (confirm && p.payment_method === 'pm_card_chargeDeclined') {
-          return err(402, 'card_error', 'Your card was declined.', { code: 'card_declined', decline_code: 'generic_decline' });
-        }
-        const status = confirm && p.payment_method ? (p.capture_method === 'manual' ? 'requires_capture' : 'succeeded') : p.payment_method ? 'requires_confirmation' : 'requires_payment_method';
-        return {
-          status: 200,
-          body: add('payment_intent', {
-            id: newId('pi_'), object: 'payment_intent', created, amount: Number(p.amount), amount_received: status === 'succeeded' ? Number(p.amount) : 0,
-            currency: p.currency, customer: p.customer ?? null, description: p.description ?? null, payment_method: p.payment_method ?? null,
-            capture_method: p.capture_method ?? 'automatic', status, metadata, livemode: false,
-          }),
-        };
+        // A declined create+confirm still creates the PaymentIntent: it stays in requires_payment_method
+        // and the 402's error body carries it (https://docs.stripe.com/api/errors, payment_intent).
+        const declined = confirm && p.payment_method === 'pm_card_chargeDeclined';
+        const status = declined ? 'requires_payment_method' : confirm && p.payment_method ? (p.capture_method === 'manual' ? 'requires_capture' : 'succeeded') : p.payment_method ? 'requires_confirmation' : 'requires_payment_method';
+        const decline = { type: 'card_error', code: 'card_declined', decline_code: 'generic_decline', message: 'Your card was declined.' };
+        const pi = add('payment_intent', {
+          id: newId('pi_'), object: 'payment_intent', created, amount: Number(p.amount), amount_received: status === 'succeeded' ? Number(p.amount) : 0,
+          currency: p.currency, customer: p.customer ?? null, description: p.description ?? null, payment_method: declined ? null : (p.payment_method ?? null),
+          capture_method: p.capture_method ?? 'automatic', status, last_payment_error: declined ? { ...decline, payment_method: { id: p.payment_method } } : null, metadata, livemode: false,
+        });
+        if (declined) return err(402, 'card_error', decline.message, { code: decline.code, decline_code: decline.decline_code, payment_intent: pi });
+        return { status: 200, body: pi };
       }
       case 'invoices': {
         if (byId.get(String(p.customer))?.kind !== 'customer') return missingObject('customer', p.customer, 'customer');
