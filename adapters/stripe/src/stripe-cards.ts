@@ -56,6 +56,7 @@ function stripeCard(spec: {
   unverified?: RetrySafetyCard['unverified'];
   rejectionMayCreate?: RetrySafetyCard['sideEffect']['rejectionMayCreate'];
 }): RetrySafetyCard {
+  const rejectionMayCreate = spec.rejectionMayCreate ?? fact(false, `${S.errors}: of the objects these operations create, only a PaymentIntent is returned in an error body (payment_intent); a rejected create of any other leaves nothing`);
   return {
     cardVersion: 1,
     provider: 'stripe',
@@ -63,7 +64,7 @@ function stripeCard(spec: {
     sideEffect: {
       kind: fact(spec.kind, spec.kindSource),
       idempotentByNature: fact(false, `${S.idempotency} (a second POST without the same key creates a second object)`),
-      ...(spec.rejectionMayCreate ? { rejectionMayCreate: spec.rejectionMayCreate } : {}),
+      rejectionMayCreate,
     },
     businessOperationId: {
       rule: spec.intentRule,

@@ -51,6 +51,7 @@ export const SCENARIO_TITLES: Readonly<Record<ScenarioId, string>> = {
   'in-progress': 'in progress at the provider ⇒ polled, one work item',
   'crash-after-dispatch': 'crash after dispatch ⇒ recover() reconciles to one record',
   'late-commit': 'late commit: the provider applies the request after the client timed out ⇒ one record',
+  'rejection-left-object': 'a rejection that left an object, then a corrected request ⇒ still one object, the packet names it',
 };
 
 /** The client timeout of the late-commit scenario (the request is held until the client gives up). */
@@ -274,6 +275,45 @@ export function lateApplyMs(card: RetrySafetyCard): number {
   return 10 * 60_000;
 }
 
+/**
+ * The provider rejects the call but keeps what it created (a declined create+confirm); the packet must
+ * name it, and neither a corrected call of the same intent nor `resend-with` may send anything.
+ */
+async function rejectionLeftObject(
+  h: Harness,
+  operation: string,
+  params: unknown,
+  corrected: unknown,
+  out: { label: string; outcomes: DrillOutcome[]; failures: string[]; notes: string[]; errors: string[] },
+): Promise<void> {
+  const runner = h.makeRunner(h.makeLedger());
+  const first = await runner.run(h.adapter, operation, { params }).catch((err: unknown) => err as Error);
+  if (first instanceof Error) {
+    out.errors.push(`${first.name}: ${first.message}`);
+    out.outcomes.push('error');
+    return;
+  }
+  out.outcomes.push(outcomeOf(first));
+  const created = h.packets.at(-1)?.lastKnown.created;
+  if (created === undefined) out.failures.push(`${out.label}: the handoff packet does not name the object the rejected call left (lastKnown.created)`);
+  else out.notes.push(`the rejected call left ${created}`);
+  const attempts: [string, () => Promise<unknown>][] = [
+    ['a corrected call', () => runner.run(h.adapter, operation, { params: corrected })],
+    ['resend-with', () => runner.resolve(first.businessOperationId, { action: 'resend-with', params: corrected }, { adapters: [h.adapter] })],
+  ];
+  for (const [what, call] of attempts) {
+    try {
+      const r = (await call()) as { status: string };
+      out.outcomes.push(outcomeOf(r));
+      out.notes.push(`${what}: ${r.status}`);
+    } catch (err) {
+      out.outcomes.push(ConflictError.isInstance(err) ? 'conflict' : 'error');
+      if (!ConflictError.isInstance(err)) out.errors.push(`${what}: ${(err as Error).name}: ${(err as Error).message}`);
+      else out.notes.push(`${what}: refused (${(err as Error).message})`);
+    }
+  }
+}
+
 /** Runs one scenario for one operation, writes its receipt file, and returns the result. Never throws for drill failures. */
 export async function runScenario(ctx: DrillContext, operation: string, scenario: ScenarioId): Promise<ScenarioResult> {
   const o = ctx.options;
@@ -320,7 +360,11 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
   };
 
   const i = ctx.nextIndex++;
-  const params = op.params(i);
+  if (scenario === 'rejection-left-object' && !op.rejectedCreates) {
+    failures.push(`${label}: operations['${operation}'].rejectedCreates is required: the card says a rejected call can leave an object (sideEffect.rejectionMayCreate)`);
+    return finish({ status: 'failed', criteria, failures, runnerReceipts: [], handoffPackets: [], proxyRequests: [], notes });
+  }
+  const params = scenario === 'rejection-left-object' ? op.rejectedCreates!.params(i) : op.params(i);
   let script: FaultScript = [];
   const timeoutMs = o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS;
   switch (scenario) {
@@ -412,6 +456,8 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
       outcomes.push(await run(runner, op.changeIntent(params), id));
       const sent = h.proxy.requests.length - requestsBefore;
       if (sent !== 0) failures.push(`${label}: the conflicting call sent ${sent} request(s) to the provider; expected none`);
+    } else if (scenario === 'rejection-left-object') {
+      await rejectionLeftObject(h, operation, params, op.rejectedCreates!.corrected(params), { label, outcomes, failures, notes, errors });
     } else if (scenario === 'crash-after-dispatch' || scenario === 'key-past-retention') {
       // Worker A dispatches; the provider commits; A dies before recording the outcome.
       const ledgerA = h.makeLedger();
