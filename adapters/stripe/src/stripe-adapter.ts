@@ -94,16 +94,8 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
   if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) throw new AdapterConfigurationError(PROVIDER, `timeoutMs must be a positive integer, got ${String(options.timeoutMs)}`);
   const client = buildClient(options, timeoutMs);
 
-  /** The adapter's own checks, run by the runner before the claim and by the frame on every attempt ("field: why" → field error). */
-  const checkParams = (op: StripeOperation) => (params: unknown) =>
-    typeof params !== 'object' || params === null || Array.isArray(params)
-      ? [{ path: '(root)', message: 'must be an object' }]
-      : op.validate(params as Record<string, unknown>).map((p) => {
-          const at = p.indexOf(': ');
-          return at > 0 ? { path: p.slice(0, at), message: p.slice(at + 2) } : { path: '(root)', message: p };
-        });
   const operations: Record<string, StripeOperation & FrameOperation> = {};
-  for (const op of Object.values(stripeOperations)) operations[op.name] = { ...op, keyRule: STRIPE_KEY_RULE, checkParams: checkParams(op) };
+  for (const op of Object.values(stripeOperations)) operations[op.name] = { ...op, keyRule: STRIPE_KEY_RULE };
 
   /**
    * Keys Stripe has answered with a REPLAYED 5xx: for the rest of the retention that key can only replay
