@@ -2,6 +2,7 @@ import { ResponseType, type Client } from '@microsoft/microsoft-graph-client';
 import {
   AdapterConfigurationError,
   defineAdapter,
+  operationParamsErrors,
   type TypedAdapter,
   type BusinessOperationId,
   type FrameOperation,
@@ -159,7 +160,7 @@ export function createMsGraphAdapter(options: MsGraphAdapterOptions): MsGraphAda
 
     async lookup(o, ctx): Promise<LookupResult> {
       const what = `${o.name} lookup`;
-      if (o.validate(ctx.params) !== null) {
+      if (operationParamsErrors(o, ctx.params).length > 0) {
         return { kind: 'cannot-tell', reason: `${what}: the recorded params are not valid for this operation, so there is nothing to search by` };
       }
       const q = o.lookup(ctx.params, buildContext(ctx.businessOperationId, ctx.providerKey));
