@@ -141,6 +141,12 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
     }
     if (found.length > 0) {
       const oldest = [...found].sort((a, b) => (a.created ?? 0) - (b.created ?? 0))[0]!;
+      // A PaymentIntent whose confirmation failed is the rejection it was (402), not a success to adopt.
+      const failed = oldest.last_payment_error as { code?: string; message?: string } | null | undefined;
+      if (failed && typeof oldest.id === 'string') {
+        const code = typeof failed.code === 'string' ? { code: failed.code } : {};
+        return { kind: 'found', outcome: { kind: 'rejected', reason: 'card-declined', message: failed.message ?? 'the payment failed', created: oldest.id, ...code } };
+      }
       const outcome = classifyStripeResult(oldest, op.card.storedResult.replayIndicator?.value ?? null);
       return { kind: 'found', outcome: { ...(outcome as Extract<Outcome, { kind: 'succeeded' }>), kind: 'succeeded' } };
     }
