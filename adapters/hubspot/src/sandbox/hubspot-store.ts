@@ -46,7 +46,6 @@ export interface TypeStore {
 const BATCH_MAX = 100;
 const SEARCH_PAGE_MAX = 200;
 
-
 /** The records of every object type, and what the objects API does to them. */
 export interface CrmStore {
   /** The type a path names (any of its names), or undefined. */
@@ -71,70 +70,7 @@ export function createCrmStore(types: readonly SandboxObjectType[], now: () => n
   let indexingDelayMs = indexingDelay;
   let nextId = 1001;
 
-  function toJson(rec: StoredRecord, select: readonly string[] | null) {
-    const all = systemProperties(rec);
-    const properties: Record<string, string | null> = {};
-    const names = select ?? Object.keys(all);
-    for (const name of names) properties[name] = all[name] ?? null;
-    return {
-      id: rec.id,
-      properties,
-      createdAt: new Date(rec.createdAt).toISOString(),
-      updatedAt: new Date(rec.updatedAt).toISOString(),
-      archived: false,
-    };
-  }
-
-  function systemProperties(rec: StoredRecord): Record<string, string> {
-    return {
-      ...rec.properties,
-      hs_object_id: rec.id,
-      createdate: new Date(rec.createdAt).toISOString(),
-      hs_lastmodifieddate: new Date(rec.updatedAt).toISOString(),
-    };
-  }
-
-  function findByUnique(store: TypeStore, property: string, value: string, except?: string): StoredRecord | undefined {
-    for (const rec of store.records.values()) {
-      if (rec.id !== except && rec.properties[property] === value) return rec;
-    }
-    return undefined;
-  }
-
-  function checkProperties(store: TypeStore, props: unknown, forCreate: boolean): Checked<Record<string, string>> {
-    if (typeof props !== 'object' || props === null || Array.isArray(props)) return refuse({ status: 400, body: validationError('Invalid input JSON: "properties" must be an object') });
-    const problems: PropertyProblem[] = [];
-    const out: Record<string, string> = {};
-    for (const [name, value] of Object.entries(props as Record<string, unknown>)) {
-      if (!store.type.properties.includes(name)) {
-        problems.push({ name, error: 'PROPERTY_DOESNT_EXIST', message: `Property "${name}" does not exist` });
-        continue;
-      }
-      if (value === null || typeof value === 'object') {
-        problems.push({ name, error: 'INVALID_PROPERTY_VALUE', message: `Property "${name}" must be a string, number or boolean` });
-        continue;
-      }
-      out[name] = String(value);
-    }
-    if (forCreate) {
-      for (const name of store.type.required ?? []) {
-        if (out[name] === undefined || out[name] === '') problems.push({ name, error: 'REQUIRED_PROPERTY', message: `Property "${name}" is required` });
-      }
-    }
-    if (problems.length) return refuse({ status: 400, body: propertyValidationError(problems) });
-    return { ok: true, value: out };
-  }
-
   /** A conflict with another record holding one of the unique values, or null. */
-  function uniqueConflict(store: TypeStore, props: Record<string, string>, except?: string): Reply | null {
-    for (const property of store.type.unique) {
-      const value = props[property];
-      if (value === undefined || value === '') continue;
-      const other = findByUnique(store, property, value, except);
-      if (other) return { status: 409, body: conflictError(store.type.label, other.id) };
-    }
-    return null;
-  }
 
   function write(store: TypeStore, rec: StoredRecord | null, props: Record<string, string>): StoredRecord {
     const t = now();
@@ -150,12 +86,6 @@ export function createCrmStore(types: readonly SandboxObjectType[], now: () => n
     rec.versions.push({ visibleAt: t + indexingDelayMs, properties: { ...systemProperties(rec) } });
     store.writes++;
     return rec;
-  }
-
-  function locate(store: TypeStore, id: string, idProp: string | null): Checked<StoredRecord | undefined> {
-    if (idProp === null || idProp === 'hs_object_id') return { ok: true, value: store.records.get(id) };
-    if (!store.type.unique.includes(idProp)) return refuse({ status: 400, body: validationError(`${idProp} is not a unique identifier property for this object type`) });
-    return { ok: true, value: findByUnique(store, idProp, id) };
   }
 
   function create(store: TypeStore, body: Record<string, unknown>): Reply {
@@ -242,7 +172,6 @@ export function createCrmStore(types: readonly SandboxObjectType[], now: () => n
     return { status: 200, body: { total: visible.length, results, ...(Object.keys(next).length ? { paging: next } : {}) } };
   }
 
-
   return {
     typeOf: (name) => stores.get(name),
     types: () => [...new Set(stores.values())],
@@ -262,6 +191,76 @@ export function createCrmStore(types: readonly SandboxObjectType[], now: () => n
       indexingDelayMs = ms;
     },
   };
+}
+
+function toJson(rec: StoredRecord, select: readonly string[] | null) {
+  const all = systemProperties(rec);
+  const properties: Record<string, string | null> = {};
+  const names = select ?? Object.keys(all);
+  for (const name of names) properties[name] = all[name] ?? null;
+  return {
+    id: rec.id,
+    properties,
+    createdAt: new Date(rec.createdAt).toISOString(),
+    updatedAt: new Date(rec.updatedAt).toISOString(),
+    archived: false,
+  };
+}
+
+function systemProperties(rec: StoredRecord): Record<string, string> {
+  return {
+    ...rec.properties,
+    hs_object_id: rec.id,
+    createdate: new Date(rec.createdAt).toISOString(),
+    hs_lastmodifieddate: new Date(rec.updatedAt).toISOString(),
+  };
+}
+
+function findByUnique(store: TypeStore, property: string, value: string, except?: string): StoredRecord | undefined {
+  for (const rec of store.records.values()) {
+    if (rec.id !== except && rec.properties[property] === value) return rec;
+  }
+  return undefined;
+}
+
+function checkProperties(store: TypeStore, props: unknown, forCreate: boolean): Checked<Record<string, string>> {
+  if (typeof props !== 'object' || props === null || Array.isArray(props)) return refuse({ status: 400, body: validationError('Invalid input JSON: "properties" must be an object') });
+  const problems: PropertyProblem[] = [];
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(props as Record<string, unknown>)) {
+    if (!store.type.properties.includes(name)) {
+      problems.push({ name, error: 'PROPERTY_DOESNT_EXIST', message: `Property "${name}" does not exist` });
+      continue;
+    }
+    if (value === null || typeof value === 'object') {
+      problems.push({ name, error: 'INVALID_PROPERTY_VALUE', message: `Property "${name}" must be a string, number or boolean` });
+      continue;
+    }
+    out[name] = String(value);
+  }
+  if (forCreate) {
+    for (const name of store.type.required ?? []) {
+      if (out[name] === undefined || out[name] === '') problems.push({ name, error: 'REQUIRED_PROPERTY', message: `Property "${name}" is required` });
+    }
+  }
+  if (problems.length) return refuse({ status: 400, body: propertyValidationError(problems) });
+  return { ok: true, value: out };
+}
+
+function uniqueConflict(store: TypeStore, props: Record<string, string>, except?: string): Reply | null {
+  for (const property of store.type.unique) {
+    const value = props[property];
+    if (value === undefined || value === '') continue;
+    const other = findByUnique(store, property, value, except);
+    if (other) return { status: 409, body: conflictError(store.type.label, other.id) };
+  }
+  return null;
+}
+
+function locate(store: TypeStore, id: string, idProp: string | null): Checked<StoredRecord | undefined> {
+  if (idProp === null || idProp === 'hs_object_id') return { ok: true, value: store.records.get(id) };
+  if (!store.type.unique.includes(idProp)) return refuse({ status: 400, body: validationError(`${idProp} is not a unique identifier property for this object type`) });
+  return { ok: true, value: findByUnique(store, idProp, id) };
 }
 
 type Checked<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly reply: Reply };

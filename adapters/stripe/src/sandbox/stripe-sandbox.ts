@@ -6,6 +6,7 @@ import {
   createSandboxClock,
   routeRequest,
   startLoopbackServer,
+  type KeyAnswers,
   type LoopbackRequest,
   type Route,
   type SandboxReply as Reply,
@@ -130,6 +131,20 @@ const OPERATION_KIND: Record<string, StripeRecordKind> = {
   'refunds.create': 'refund',
 };
 
+/** What Stripe's idempotency layer answers besides the stored response. */
+const KEY_ANSWERS: KeyAnswers<{ path: string }> = {
+  inFlight: err(409, 'idempotency_error', 'There is currently another in-progress request using this Idempotency-Key. Please try again later.', { code: 'idempotency_key_in_use' }),
+  mismatch: (first, request) =>
+    err(
+      400,
+      'idempotency_error',
+      first.meta.path !== request.meta!.path
+        ? `Keys for idempotent requests can only be used for the same endpoint they were first used for ('${first.meta.path}' vs '${request.meta!.path}').`
+        : `Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '${first.key}' if you meant to execute a different request.`,
+    ),
+  replayHeaders: { 'idempotent-replayed': 'true' },
+};
+
 export async function startStripeSandbox(options: StripeSandboxOptions = {}): Promise<StripeSandbox> {
   const clock = createSandboxClock(options.now, 'stripe sandbox');
   const now = clock.now;
@@ -141,22 +156,7 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
 
   const store = createStripeStore(now, options.fixtures !== false);
   const records = store.records;
-  const keys = createKeyStore<{ path: string }>({
-    retentionMs,
-    clock,
-    answers: {
-      inFlight: err(409, 'idempotency_error', 'There is currently another in-progress request using this Idempotency-Key. Please try again later.', { code: 'idempotency_key_in_use' }),
-      mismatch: (first, request) =>
-        err(
-          400,
-          'idempotency_error',
-          first.meta.path !== request.meta!.path
-            ? `Keys for idempotent requests can only be used for the same endpoint they were first used for ('${first.meta.path}' vs '${request.meta!.path}').`
-            : `Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '${first.key}' if you meant to execute a different request.`,
-        ),
-      replayHeaders: { 'idempotent-replayed': 'true' },
-    },
-  });
+  const keys = createKeyStore<{ path: string }>({ retentionMs, clock, answers: KEY_ANSWERS });
   const log = createRequestLog<SandboxRequest>('sandbox');
   /** 429s, taken at the door by the next matching request. */
   const rateLimits = createFaultQueue<'POST' | 'GET' | 'ANY'>('stripe sandbox');

@@ -55,44 +55,6 @@ export function createStripeStore(now: () => number, fixtures: boolean): StripeS
     add('payment_intent', { id: 'pi_fixture', object: 'payment_intent', created, amount: 10_000, amount_received: 10_000, currency: 'eur', customer: 'cus_fixture', status: 'succeeded', metadata: {}, livemode: false }, true);
   }
 
-  // ---- parameter validation (before the idempotency layer: nothing stored) ----
-  function validate(resource: string, p: Record<string, unknown>): Reply | null {
-    const allowed: Record<string, string[]> = {
-      customers: ['email', 'name', 'phone', 'description', 'metadata'],
-      payment_intents: ['amount', 'currency', 'customer', 'description', 'payment_method', 'payment_method_types', 'confirm', 'capture_method', 'metadata'],
-      invoices: ['customer', 'description', 'collection_method', 'days_until_due', 'auto_advance', 'currency', 'metadata'],
-      refunds: ['payment_intent', 'amount', 'reason', 'metadata'],
-    };
-    const invalid = (param: string, message: string) => err(400, 'invalid_request_error', message, { code: 'parameter_invalid', param });
-    for (const k of Object.keys(p)) if (!allowed[resource]!.includes(k)) return err(400, 'invalid_request_error', `Received unknown parameter: ${k}`, { code: 'parameter_unknown', param: k });
-    if (p.metadata !== undefined) {
-      if (typeof p.metadata !== 'object' || p.metadata === null || Array.isArray(p.metadata)) return invalid('metadata', 'Invalid metadata');
-      const entries = Object.entries(p.metadata);
-      if (entries.length > 50) return invalid('metadata', 'Metadata can have at most 50 keys');
-      for (const [k, v] of entries) {
-        if (k.length > 40) return invalid(`metadata[${k}]`, 'Metadata keys can be at most 40 characters');
-        if (typeof v !== 'string' || v.length > 500) return invalid(`metadata[${k}]`, 'Metadata values can be at most 500 characters');
-      }
-    }
-    const missing = (param: string) => err(400, 'invalid_request_error', `Missing required param: ${param}.`, { code: 'parameter_missing', param });
-    if (resource === 'payment_intents') {
-      if (p.amount === undefined) return missing('amount');
-      if (!isIntString(p.amount) || Number(p.amount) < 1) return invalid('amount', 'Invalid integer: amount');
-      if (p.currency === undefined) return missing('currency');
-      if (typeof p.currency !== 'string' || !/^[a-z]{3}$/.test(p.currency)) return invalid('currency', `Invalid currency: ${String(p.currency)}`);
-      if (p.confirm !== undefined && p.confirm !== 'true' && p.confirm !== 'false') return invalid('confirm', 'Invalid boolean: confirm');
-    }
-    if (resource === 'invoices') {
-      if (p.customer === undefined) return missing('customer');
-      if (p.collection_method === 'send_invoice' && p.days_until_due === undefined) return missing('days_until_due');
-    }
-    if (resource === 'refunds') {
-      if (p.payment_intent === undefined) return missing('payment_intent');
-      if (p.amount !== undefined && (!isIntString(p.amount) || Number(p.amount) < 1)) return invalid('amount', 'Invalid integer: amount');
-    }
-    return null;
-  }
-
   // ---- endpoint execution (stored for the key) ----
   function execute(resource: string, p: Record<string, unknown>): Reply {
     const created = Math.floor(now() / 1000);
@@ -192,4 +154,42 @@ export function createStripeStore(now: () => number, fixtures: boolean): StripeS
   }
 
   return { records, validate, execute, read };
+}
+
+/** Parameter validation (before the idempotency layer: nothing stored), or null when the params pass. */
+function validate(resource: string, p: Record<string, unknown>): Reply | null {
+  const allowed: Record<string, string[]> = {
+    customers: ['email', 'name', 'phone', 'description', 'metadata'],
+    payment_intents: ['amount', 'currency', 'customer', 'description', 'payment_method', 'payment_method_types', 'confirm', 'capture_method', 'metadata'],
+    invoices: ['customer', 'description', 'collection_method', 'days_until_due', 'auto_advance', 'currency', 'metadata'],
+    refunds: ['payment_intent', 'amount', 'reason', 'metadata'],
+  };
+  const invalid = (param: string, message: string) => err(400, 'invalid_request_error', message, { code: 'parameter_invalid', param });
+  for (const k of Object.keys(p)) if (!allowed[resource]!.includes(k)) return err(400, 'invalid_request_error', `Received unknown parameter: ${k}`, { code: 'parameter_unknown', param: k });
+  if (p.metadata !== undefined) {
+    if (typeof p.metadata !== 'object' || p.metadata === null || Array.isArray(p.metadata)) return invalid('metadata', 'Invalid metadata');
+    const entries = Object.entries(p.metadata);
+    if (entries.length > 50) return invalid('metadata', 'Metadata can have at most 50 keys');
+    for (const [k, v] of entries) {
+      if (k.length > 40) return invalid(`metadata[${k}]`, 'Metadata keys can be at most 40 characters');
+      if (typeof v !== 'string' || v.length > 500) return invalid(`metadata[${k}]`, 'Metadata values can be at most 500 characters');
+    }
+  }
+  const missing = (param: string) => err(400, 'invalid_request_error', `Missing required param: ${param}.`, { code: 'parameter_missing', param });
+  if (resource === 'payment_intents') {
+    if (p.amount === undefined) return missing('amount');
+    if (!isIntString(p.amount) || Number(p.amount) < 1) return invalid('amount', 'Invalid integer: amount');
+    if (p.currency === undefined) return missing('currency');
+    if (typeof p.currency !== 'string' || !/^[a-z]{3}$/.test(p.currency)) return invalid('currency', `Invalid currency: ${String(p.currency)}`);
+    if (p.confirm !== undefined && p.confirm !== 'true' && p.confirm !== 'false') return invalid('confirm', 'Invalid boolean: confirm');
+  }
+  if (resource === 'invoices') {
+    if (p.customer === undefined) return missing('customer');
+    if (p.collection_method === 'send_invoice' && p.days_until_due === undefined) return missing('days_until_due');
+  }
+  if (resource === 'refunds') {
+    if (p.payment_intent === undefined) return missing('payment_intent');
+    if (p.amount !== undefined && (!isIntString(p.amount) || Number(p.amount) < 1)) return invalid('amount', 'Invalid integer: amount');
+  }
+  return null;
 }
