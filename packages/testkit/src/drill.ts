@@ -30,6 +30,7 @@ import type {
 } from './drill-types.js';
 import { SCENARIOS } from './drill-types.js';
 import { startFaultProxy, type Fault, type FaultProxy, type FaultScript, type ProxyRequest } from './fault-proxy.js';
+import { outcomeOf, rejectionLeftObject } from './drill-rejection.js';
 
 /**
  * The client timeout a drill hands to createAdapter unless the setup says otherwise. Generous on
@@ -247,10 +248,6 @@ async function startHarness(ctx: DrillContext, faults: FaultScript, timeoutOverr
   }
 }
 
-function outcomeOf(result: { status: string }): DrillOutcome {
-  if (result.status === 'done' || result.status === 'handed-off' || result.status === 'in-progress') return result.status;
-  return 'error';
-}
 
 function safeName(s: string): string {
   return s.replace(/[^A-Za-z0-9._-]+/g, '_');
@@ -273,45 +270,6 @@ export function lateApplyMs(card: RetrySafetyCard): number {
     }
   }
   return 10 * 60_000;
-}
-
-/**
- * The provider rejects the call but keeps what it created (a declined create+confirm); the packet must
- * name it, and neither a corrected call of the same intent nor `resend-with` may send anything.
- */
-async function rejectionLeftObject(
-  h: Harness,
-  operation: string,
-  params: unknown,
-  corrected: unknown,
-  out: { label: string; outcomes: DrillOutcome[]; failures: string[]; notes: string[]; errors: string[] },
-): Promise<void> {
-  const runner = h.makeRunner(h.makeLedger());
-  const first = await runner.run(h.adapter, operation, { params }).catch((err: unknown) => err as Error);
-  if (first instanceof Error) {
-    out.errors.push(`${first.name}: ${first.message}`);
-    out.outcomes.push('error');
-    return;
-  }
-  out.outcomes.push(outcomeOf(first));
-  const created = h.packets.at(-1)?.lastKnown.created;
-  if (created === undefined) out.failures.push(`${out.label}: the handoff packet does not name the object the rejected call left (lastKnown.created)`);
-  else out.notes.push(`the rejected call left ${created}`);
-  const attempts: [string, () => Promise<unknown>][] = [
-    ['a corrected call', () => runner.run(h.adapter, operation, { params: corrected })],
-    ['resend-with', () => runner.resolve(first.businessOperationId, { action: 'resend-with', params: corrected }, { adapters: [h.adapter] })],
-  ];
-  for (const [what, call] of attempts) {
-    try {
-      const r = (await call()) as { status: string };
-      out.outcomes.push(outcomeOf(r));
-      out.notes.push(`${what}: ${r.status}`);
-    } catch (err) {
-      out.outcomes.push(ConflictError.isInstance(err) ? 'conflict' : 'error');
-      if (!ConflictError.isInstance(err)) out.errors.push(`${what}: ${(err as Error).name}: ${(err as Error).message}`);
-      else out.notes.push(`${what}: refused (${(err as Error).message})`);
-    }
-  }
 }
 
 /** Runs one scenario for one operation, writes its receipt file, and returns the result. Never throws for drill failures. */
