@@ -42,6 +42,7 @@ export function seal(
   if (typeof refs.requestId === 'string') body.requestId = redactor.text(refs.requestId);
   if (typeof message === 'string') body.message = redactor.text(message);
   if (inner?.kind === 'rejected') body.rejectReason = inner.reason;
+  if (inner?.kind === 'rejected' && typeof inner.created === 'string') body.created = redactor.text(inner.created);
   if (Array.isArray(refs.fields) && refs.fields.length) body.fields = providerFieldErrors(refs.fields, redactor);
   return sealNew(body, ctx.options.receiptKey);
 }
