@@ -136,6 +136,7 @@ export const updateCard = defineCard({
   lookup: {
     method: fact('none', `${SOURCES.update}: idempotent by nature, an unknown outcome is settled by re-sending the same content`),
     consistencyDelay: fact<Duration | null>(null, SOURCES.update),
+    lateApplyBound: fact<Duration>('unknown', `${SOURCES.update}: no server-side request deadline is documented`),
   },
   retention: { minimum: fact(null, SOURCES.update) },
   concurrency: fact('last-write-wins', `${SOURCES.update}: each call replaces the content; the last one stays`),
@@ -160,7 +161,7 @@ export const updateCard = defineCard({
   },
   duplicateTest: DUPLICATE_TEST,
   receipts: RECEIPTS,
-  unverified: [],
+  unverified: [{ field: 'lookup.lateApplyBound', condition: 'how long after the client gave up Slack may still apply the edit (the same content again is harmless)', source: SOURCES.update }],
 } as const satisfies RetrySafetyCard);
 
 export const slackCards = {
