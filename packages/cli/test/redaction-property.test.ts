@@ -106,7 +106,7 @@ let runNo = 0;
 
 describe('redaction property: canaries never reach an artefact, over every adapter sandbox', () => {
   it('covers every adapter', () => {
-    expect(new Set(entries.map((e) => e.name))).toEqual(new Set(['sandbox', 'stripe', 'msgraph', 'hubspot', 'http']));
+    expect(new Set(entries.map((e) => e.name))).toEqual(new Set(['sandbox', 'stripe', 'msgraph', 'hubspot', 'slack', 'http']));
     expect(cases.length).toBeGreaterThanOrEqual(8);
   });
 
