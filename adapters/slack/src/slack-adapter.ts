@@ -87,7 +87,10 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
     const params = ctx.params as { channel: string };
     if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Slack' };
     const margin = durationMs(slackOperations['chat.postMessage'].card.limits.clockSkewMargin ?? DEFAULT_CLOCK_SKEW_MARGIN);
+    // A post answered within the client timeout carries a ts inside this window; a narrow window keeps the
+    // lookup to one page under the history limit. A post applied later is missed: cannot tell, then handoff.
     const oldest = slackTs(ctx.firstDispatchedAt - margin);
+    const latest = slackTs((ctx.lastDispatchedAt ?? ctx.firstDispatchedAt) + timeoutMs + margin);
     const found: string[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < lookupPages; page++) {
@@ -96,6 +99,7 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
         answer = (await client.conversations.history({
           channel: params.channel,
           oldest,
+          latest,
           inclusive: true,
           include_all_metadata: true,
           limit: HISTORY_PAGE,
@@ -116,7 +120,7 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
       return { kind: 'found', outcome: { kind: 'succeeded', result, providerRef: ts } };
     }
     const why = cursor
-      ? `more than ${lookupPages * HISTORY_PAGE} messages since ${oldest}: the lookup stops at its page bound`
+      ? `more than ${lookupPages * HISTORY_PAGE} messages between ${oldest} and ${latest}: the lookup stops at its page bound`
       : 'no message in the channel history carries this business-operation id yet';
     // Slack documents no delay before a post shows in history, so absence proves nothing: ask again in a minute.
     return { kind: 'cannot-tell', reason: why, retryAfterMs: HISTORY_POLL_MS };

@@ -45,7 +45,8 @@ export interface SlackOperation extends FrameOperation {
   args(params: Record<string, unknown>, id: BusinessOperationId, eventType: string): Record<string, unknown>;
 }
 
-const channel: JsonSchema = { type: 'string', minLength: 1, description: 'Conversation id, e.g. C0123456789' };
+// An id, not a #name: the lookup reads conversations.history, which takes ids only.
+const channel: JsonSchema = { type: 'string', pattern: '^[CDG][A-Z0-9]{2,}$', description: 'Conversation id (C…, G… or D…), e.g. C0123456789' };
 const text: JsonSchema = { type: 'string', minLength: 1, description: 'Message text (also the notification fallback when blocks are given)' };
 const blocks: JsonSchema = { type: 'array', items: { type: 'object' }, description: 'Block Kit blocks' };
 // Slack message timestamps look like 1700000000.123456.

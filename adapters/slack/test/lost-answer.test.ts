@@ -5,7 +5,7 @@ import { startFaultProxy } from '@retrysafe/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSlackAdapter } from '../src/index.js';
 import { startSlackSandbox, type SlackSandboxOptions } from '../src/sandbox/index.js';
-import { CHANNEL, TOKEN, postParams } from './helpers.js';
+import { CHANNEL, TOKEN, execCtx, lookupCtx, postParams } from './helpers.js';
 
 const MIN = 60_000;
 const closers: (() => Promise<void>)[] = [];
@@ -68,5 +68,39 @@ describe('a lost answer to chat.postMessage', () => {
     const ours = sandbox.messages().find((m) => m.metadata?.event_payload.op === 'ours')!;
     expect(result.providerRef).toBe(ours.ts);
     expect(sandbox.count('chat.postMessage')).toBe(2);
+  });
+});
+
+describe('the history lookup window and its page bound', () => {
+  async function busyChannel(others: number) {
+    const clock = createVirtualClock(Date.UTC(2026, 11, 4));
+    const sandbox = await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], now: clock.now });
+    closers.push(() => sandbox.close());
+    const direct = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+    const t0 = clock.now();
+    await direct.doExecute('chat.postMessage', postParams(9), execCtx('ours'));
+    for (let i = 0; i < others; i++) await direct.doExecute('chat.postMessage', postParams(100 + i), execCtx(`other-${i}`));
+    return { clock, sandbox, t0 };
+  }
+
+  it('ours under 20 newer messages: found on the second page of 15', async () => {
+    const { clock, sandbox, t0 } = await busyChannel(20);
+    const out = await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }).doLookup('chat.postMessage', lookupCtx('ours', postParams(9), t0, clock.now()));
+    expect(out).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: sandbox.messages()[0]!.ts } });
+    expect(sandbox.calls('conversations.history')).toBe(2);
+  });
+
+  it('more messages than the page bound: cannot tell (never not-found), asking again in a minute', async () => {
+    const { clock, sandbox, t0 } = await busyChannel(20);
+    const out = await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url, lookupPages: 1 }).doLookup('chat.postMessage', lookupCtx('ours', postParams(9), t0, clock.now()));
+    expect(out).toMatchObject({ kind: 'cannot-tell', retryAfterMs: MIN });
+    expect(sandbox.calls('conversations.history')).toBe(1);
+  });
+
+  it('a post applied long after the last dispatch is outside the window: cannot tell, never not-found', async () => {
+    const { clock, sandbox } = await busyChannel(0);
+    const dispatchedAt = clock.now() - 60 * MIN;
+    const out = await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }).doLookup('chat.postMessage', lookupCtx('ours', postParams(9), dispatchedAt, clock.now()));
+    expect(out.kind).toBe('cannot-tell');
   });
 });
