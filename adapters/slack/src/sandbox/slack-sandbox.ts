@@ -8,6 +8,7 @@ import {
   type ClockSource,
   type LoopbackRequest,
   type Route,
+  type SandboxClock,
   type SandboxReply as Reply,
 } from '@retrysafe/sandbox-kit';
 
@@ -84,7 +85,18 @@ export interface SlackSandbox {
 
 const MAX_TEXT = 40_000;
 type Args = Record<string, unknown>;
-type State = { readonly messages: SandboxMessage[]; lastTs: number; historyWindow: { start: number; calls: number } };
+
+/** What the sandbox holds: the conversations, their messages, the clock and the history limit's window. */
+interface State {
+  readonly channels: ReadonlySet<string>;
+  readonly messages: SandboxMessage[];
+  readonly clock: SandboxClock;
+  readonly delayMs: number;
+  readonly pageMax: number;
+  readonly historyCallsPerMinute: number | undefined;
+  lastTs: number;
+  historyWindow: { start: number; calls: number };
+}
 
 /** Slack's methods accept form-encoded or JSON bodies; the SDK sends forms whose objects are JSON strings. */
 function readArgs(req: LoopbackRequest): Args {
@@ -95,131 +107,154 @@ function readArgs(req: LoopbackRequest): Args {
   return args;
 }
 
+const INVALID = Symbol('invalid JSON');
 function jsonField(v: unknown): unknown {
   if (typeof v !== 'string') return v;
   try {
     return JSON.parse(v);
   } catch {
-    return Symbol.for('invalid');
+    return INVALID;
   }
 }
 
+const flag = (v: unknown) => v === true || v === 'true' || v === '1';
 const ok = (body: Args): Reply => ({ status: 200, body: { ok: true, ...body } });
 const fail = (error: string): Reply => ({ status: 200, body: { ok: false, error } });
+const rateLimited = (retryAfterS: number): Reply => ({ status: 429, headers: { 'retry-after': String(retryAfterS) }, body: { ok: false, error: 'ratelimited' } });
+
+/** A unique, increasing message timestamp from the sandbox clock (Slack's `ts` is the message id). */
+function nextTs(state: State): string {
+  const micros = Math.max(state.clock.now() * 1000, state.lastTs + 1);
+  state.lastTs = micros;
+  return (micros / 1_000_000).toFixed(6);
+}
+
+function contentProblem(args: Args): string | null {
+  const text = typeof args.text === 'string' ? args.text : '';
+  if (text === '' && args.blocks === undefined) return 'no_text';
+  if (text.length > MAX_TEXT) return 'msg_too_long';
+  if (args.blocks !== undefined && !Array.isArray(jsonField(args.blocks))) return 'invalid_blocks';
+  return null;
+}
+
+function readMetadata(raw: unknown): SandboxMessage['metadata'] | string {
+  if (raw === undefined) return null;
+  const m = jsonField(raw) as { event_type?: unknown; event_payload?: unknown };
+  if (typeof m !== 'object' || m === null) return 'invalid_metadata_format';
+  if (typeof m.event_type !== 'string' || typeof m.event_payload !== 'object' || m.event_payload === null) return 'invalid_metadata_schema';
+  return { event_type: m.event_type, event_payload: m.event_payload as Record<string, unknown> };
+}
+
+function postMessage(state: State, args: Args): Reply {
+  const channel = String(args.channel ?? '');
+  if (!state.channels.has(channel)) return fail('channel_not_found');
+  const problem = contentProblem(args);
+  if (problem) return fail(problem);
+  const metadata = readMetadata(args.metadata);
+  if (typeof metadata === 'string') return fail(metadata);
+  const ts = nextTs(state);
+  const message: SandboxMessage = { channel, ts, text: String(args.text ?? ''), blocks: jsonField(args.blocks) ?? null, metadata, postedAt: state.clock.now(), seeded: false, edited: false };
+  state.messages.push(message);
+  return ok({ channel, ts, message: { type: 'message', text: message.text, ts, ...(metadata ? { metadata } : {}) } });
+}
+
+function update(state: State, args: Args): Reply {
+  const channel = String(args.channel ?? '');
+  if (!state.channels.has(channel)) return fail('channel_not_found');
+  const message = state.messages.find((m) => m.channel === channel && m.ts === args.ts);
+  if (!message) return fail('message_not_found');
+  const problem = contentProblem(args);
+  if (problem) return fail(problem);
+  message.text = String(args.text ?? '');
+  if (args.blocks !== undefined) message.blocks = jsonField(args.blocks);
+  message.edited = true;
+  return ok({ channel, ts: message.ts, text: message.text });
+}
+
+/** Newest first inside [oldest, latest), a cursor over the rest; metadata only when asked for. */
+function history(state: State, args: Args): Reply {
+  const channel = String(args.channel ?? '');
+  if (!state.channels.has(channel)) return fail('channel_not_found');
+  const limit = Math.min(Number(args.limit ?? state.pageMax) || state.pageMax, state.pageMax);
+  const inclusive = flag(args.inclusive);
+  const oldest = Number(args.oldest ?? 0);
+  const latest = args.latest === undefined ? Infinity : Number(args.latest);
+  const inWindow = (ts: number) => (inclusive ? ts >= oldest && ts <= latest : ts > oldest && ts < latest);
+  const now = state.clock.now();
+  const visible = state.messages
+    .filter((m) => m.channel === channel && (m.seeded || m.postedAt + state.delayMs <= now) && inWindow(Number(m.ts)))
+    .sort((a, b) => Number(b.ts) - Number(a.ts));
+  const offset = typeof args.cursor === 'string' && args.cursor ? Number(Buffer.from(args.cursor, 'base64url').toString()) : 0;
+  const more = offset + limit < visible.length;
+  const withMetadata = flag(args.include_all_metadata);
+  const messages = visible.slice(offset, offset + limit).map((m) => ({
+    type: 'message',
+    ts: m.ts,
+    text: m.text,
+    ...(withMetadata && m.metadata ? { metadata: m.metadata } : {}),
+    ...(m.edited ? { edited: { ts: m.ts } } : {}),
+  }));
+  return ok({ messages, has_more: more, response_metadata: { next_cursor: more ? Buffer.from(String(offset + limit)).toString('base64url') : '' } });
+}
+
+/** Slack's history limit for non-Marketplace apps: so many calls a minute, then a 429 until the minute is over. */
+function historyLimited(state: State): Reply | null {
+  if (state.historyCallsPerMinute === undefined) return null;
+  const now = state.clock.now();
+  if (now - state.historyWindow.start >= 60_000) state.historyWindow = { start: now, calls: 0 };
+  if (state.historyWindow.calls < state.historyCallsPerMinute) {
+    state.historyWindow.calls++;
+    return null;
+  }
+  return rateLimited(Math.max(1, Math.ceil((state.historyWindow.start + 60_000 - now) / 1000)));
+}
+
+const METHODS: Readonly<Record<SlackMethod, (state: State, args: Args) => Reply>> = {
+  'chat.postMessage': postMessage,
+  'chat.update': update,
+  'conversations.history': history,
+};
+
+function createState(options: SlackSandboxOptions): State {
+  const state: State = {
+    channels: new Set(options.channels ?? ['C0SANDBOX1']),
+    messages: [],
+    clock: createSandboxClock(options.now, 'slack sandbox'),
+    delayMs: options.historyDelayMs ?? 0,
+    pageMax: options.historyPageMax ?? 15,
+    historyCallsPerMinute: options.historyCallsPerMinute,
+    lastTs: 0,
+    historyWindow: { start: 0, calls: 0 },
+  };
+  for (const s of options.seed ?? []) state.messages.push({ ...s, blocks: null, metadata: null, postedAt: 0, seeded: true, edited: false });
+  return state;
+}
 
 export async function startSlackSandbox(options: SlackSandboxOptions = {}): Promise<SlackSandbox> {
   const token = options.token ?? 'xoxb-sandbox';
-  const channels = new Set(options.channels ?? ['C0SANDBOX1']);
-  const clock = createSandboxClock(options.now, 'slack sandbox');
-  const delayMs = options.historyDelayMs ?? 0;
-  const pageMax = options.historyPageMax ?? 15;
+  const state = createState(options);
   const faults = createFaultScripts<SlackMethod, SandboxFault>('pass', options.faults ?? {});
   const log = createRequestLog<SandboxCall>('slack sandbox');
-  const state: State = { messages: [], lastTs: 0, historyWindow: { start: 0, calls: 0 } };
-  for (const s of options.seed ?? []) state.messages.push({ ...s, blocks: null, metadata: null, postedAt: 0, seeded: true, edited: false });
 
-  /** A unique, increasing message timestamp from the sandbox clock (Slack's `ts` is the message id). */
-  function nextTs(): string {
-    const micros = Math.max(clock.now() * 1000, state.lastTs + 1);
-    state.lastTs = micros;
-    return (micros / 1_000_000).toFixed(6);
-  }
-
-  function checkContent(args: Args): string | null {
-    const text = typeof args.text === 'string' ? args.text : '';
-    if (text === '' && args.blocks === undefined) return 'no_text';
-    if (text.length > MAX_TEXT) return 'msg_too_long';
-    if (args.blocks !== undefined && !Array.isArray(jsonField(args.blocks))) return 'invalid_blocks';
-    return null;
-  }
-
-  function postMessage(args: Args): Reply {
-    const channel = String(args.channel ?? '');
-    if (!channels.has(channel)) return fail('channel_not_found');
-    const problem = checkContent(args);
-    if (problem) return fail(problem);
-    let metadata: SandboxMessage['metadata'] = null;
-    if (args.metadata !== undefined) {
-      const m = jsonField(args.metadata) as { event_type?: unknown; event_payload?: unknown };
-      if (typeof m !== 'object' || m === null) return fail('invalid_metadata_format');
-      if (typeof m.event_type !== 'string' || typeof m.event_payload !== 'object' || m.event_payload === null) return fail('invalid_metadata_schema');
-      metadata = { event_type: m.event_type, event_payload: m.event_payload as Record<string, unknown> };
-    }
-    const message: SandboxMessage = { channel, ts: nextTs(), text: String(args.text ?? ''), blocks: jsonField(args.blocks) ?? null, metadata, postedAt: clock.now(), seeded: false, edited: false };
-    state.messages.push(message);
-    return ok({ channel, ts: message.ts, message: { type: 'message', text: message.text, ts: message.ts, ...(metadata ? { metadata } : {}) } });
-  }
-
-  function update(args: Args): Reply {
-    const channel = String(args.channel ?? '');
-    if (!channels.has(channel)) return fail('channel_not_found');
-    const message = state.messages.find((m) => m.channel === channel && m.ts === args.ts);
-    if (!message) return fail('message_not_found');
-    const problem = checkContent(args);
-    if (problem) return fail(problem);
-    message.text = String(args.text ?? '');
-    if (args.blocks !== undefined) message.blocks = jsonField(args.blocks);
-    message.edited = true;
-    return ok({ channel, ts: message.ts, text: message.text });
-  }
-
-  function history(args: Args): Reply {
-    const channel = String(args.channel ?? '');
-    if (!channels.has(channel)) return fail('channel_not_found');
-    const limit = Math.min(Number(args.limit ?? pageMax) || pageMax, pageMax);
-    const inclusive = args.inclusive === 'true' || args.inclusive === true || args.inclusive === '1';
-    const oldest = Number(args.oldest ?? 0);
-    const latest = args.latest === undefined ? Infinity : Number(args.latest);
-    const withMetadata = args.include_all_metadata === 'true' || args.include_all_metadata === true || args.include_all_metadata === '1';
-    const now = clock.now();
-    const visible = state.messages
-      .filter((m) => m.channel === channel && (m.seeded || m.postedAt + delayMs <= now))
-      .filter((m) => (inclusive ? Number(m.ts) >= oldest : Number(m.ts) > oldest) && Number(m.ts) < latest)
-      .sort((a, b) => Number(b.ts) - Number(a.ts));
-    const offset = typeof args.cursor === 'string' && args.cursor ? Number(Buffer.from(args.cursor, 'base64url').toString()) : 0;
-    const page = visible.slice(offset, offset + limit);
-    const more = offset + limit < visible.length;
-    const messages = page.map((m) => ({ type: 'message', ts: m.ts, text: m.text, ...(withMetadata && m.metadata ? { metadata: m.metadata } : {}), ...(m.edited ? { edited: { ts: m.ts } } : {}) }));
-    return ok({ messages, has_more: more, response_metadata: { next_cursor: more ? Buffer.from(String(offset + limit)).toString('base64url') : '' } });
-  }
-
-  /** Slack's non-Marketplace history limit: so many calls a minute, then a 429 until the minute is over. */
-  function historyLimited(): Reply | null {
-    const perMinute = options.historyCallsPerMinute;
-    if (perMinute === undefined) return null;
-    const now = clock.now();
-    if (now - state.historyWindow.start >= 60_000) state.historyWindow = { start: now, calls: 0 };
-    if (state.historyWindow.calls < perMinute) {
-      state.historyWindow.calls++;
-      return null;
-    }
-    const waitS = Math.max(1, Math.ceil((state.historyWindow.start + 60_000 - now) / 1000));
-    return { status: 429, headers: { 'retry-after': String(waitS) }, body: { ok: false, error: 'ratelimited' } };
-  }
-
-  const methods: Readonly<Record<SlackMethod, (args: Args) => Reply>> = { 'chat.postMessage': postMessage, 'chat.update': update, 'conversations.history': history };
-
+  // Slack's order: authentication, rate limits, then the method; a scripted fault may apply the call first.
   function call(method: SlackMethod, req: LoopbackRequest): Reply {
     if (req.headers.authorization !== `Bearer ${token}`) return fail('invalid_auth');
     const { fault } = faults.take(method);
-    if (fault !== 'pass' && fault.kind === 'ratelimited') return { status: 429, headers: { 'retry-after': String(fault.retryAfterS) }, body: { ok: false, error: 'ratelimited' } };
-    if (method === 'conversations.history') {
-      const limited = historyLimited();
-      if (limited) return limited;
-    }
+    if (fault !== 'pass' && fault.kind === 'ratelimited') return rateLimited(fault.retryAfterS);
+    const limited = method === 'conversations.history' ? historyLimited(state) : null;
+    if (limited) return limited;
     let args: Args;
     try {
       args = readArgs(req);
     } catch {
       return fail('invalid_arguments');
     }
-    if (fault === 'pass') return methods[method](args);
-    if (fault.commit) methods[method](args);
+    if (fault === 'pass') return METHODS[method](state, args);
+    if (fault.commit) METHODS[method](state, args);
     return fault.kind === 'error' ? fail(fault.error) : { status: fault.status, body: { ok: false, error: 'internal_error' } };
   }
 
-  const routes: readonly Route<Reply>[] = (Object.keys(methods) as SlackMethod[]).map((m) => ({ method: 'POST', path: `/api/${m}`, handle: (req) => call(m, req) }));
-
+  const routes: readonly Route<Reply>[] = (Object.keys(METHODS) as SlackMethod[]).map((m) => ({ method: 'POST', path: `/api/${m}`, handle: (req) => call(m, req) }));
   const server = await startLoopbackServer({
     port: options.port ?? 0,
     handle: (req) => routeRequest(routes, req)?.value ?? { status: 404, body: { ok: false, error: 'unknown_method' } },
@@ -232,13 +267,12 @@ export async function startSlackSandbox(options: SlackSandboxOptions = {}): Prom
 
   return {
     url: server.url,
-    count: (method) =>
-      method === 'chat.update' ? state.messages.filter((m) => m.edited).length : state.messages.filter((m) => !m.seeded && method === 'chat.postMessage').length,
+    count: (method) => state.messages.filter((m) => (method === 'chat.update' ? m.edited : method === 'chat.postMessage' && !m.seeded)).length,
     calls: (method) => log.count((e) => e.method === method),
     messages: () => state.messages,
     requests: () => log.entries,
     setFaults: (method, script) => faults.set(method, script),
-    advance: (ms) => clock.advance(ms),
+    advance: (ms) => state.clock.advance(ms),
     close: () => server.close(),
   };
 }
