@@ -11,7 +11,9 @@ export const SOURCES = {
     '@slack/web-api 8.2.0 dist/WebClient.js makeRequest (p-retry with retryConfig, default tenRetriesInAboutThirtyMinutes: 10 re-POSTs; a 429 pauses the queue and retries unless rejectRateLimitedCalls)',
 } as const;
 
-const REQUEST_ID = fact('x-slack-req-id response header', SOURCES.rateLimits);
+// Slack answers carry an x-slack-req-id header, but no public page documents it as a request id.
+const REQUEST_ID = fact<string>('unknown', `${SOURCES.rateLimits}: no request id documented (the adapter keeps x-slack-req-id when an HTTP error carries it)`);
+const REQUEST_ID_UNVERIFIED = { field: 'ids.request', condition: 'whether the x-slack-req-id response header is a stable request id Slack support can trace', source: SOURCES.rateLimits } as const;
 
 const RETRY_LAYER = {
   layer: 'runner',
@@ -96,6 +98,7 @@ export const postMessageCard = defineCard({
   duplicateTest: DUPLICATE_TEST,
   receipts: RECEIPTS,
   unverified: [
+    REQUEST_ID_UNVERIFIED,
     { field: 'lookup.consistencyDelay', condition: 'how long after chat.postMessage answers ok the message is returned by conversations.history', source: SOURCES.history },
     { field: 'lookup.lateApplyBound', condition: 'how long after the client gave up Slack may still post the message', source: SOURCES.postMessage },
     {
@@ -161,7 +164,7 @@ export const updateCard = defineCard({
   },
   duplicateTest: DUPLICATE_TEST,
   receipts: RECEIPTS,
-  unverified: [{ field: 'lookup.lateApplyBound', condition: 'how long after the client gave up Slack may still apply the edit (the same content again is harmless)', source: SOURCES.update }],
+  unverified: [REQUEST_ID_UNVERIFIED, { field: 'lookup.lateApplyBound', condition: 'how long after the client gave up Slack may still apply the edit (the same content again is harmless)', source: SOURCES.update }],
 } as const satisfies RetrySafetyCard);
 
 export const slackCards = {
