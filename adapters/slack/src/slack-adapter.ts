@@ -11,7 +11,13 @@ import {
 } from '@retrysafe/contract';
 import { LogLevel, WebClient } from '@slack/web-api';
 import { cannotTellFrom, outcomeFromCode, outcomeFromError } from './slack-errors.js';
-import { DEFAULT_EVENT_TYPE, slackOperations, slackTs, type SlackOperation, type SlackOperationTypes } from './slack-operations.js';
+import {
+  DEFAULT_EVENT_TYPE,
+  type SlackOperation,
+  type SlackOperationTypes,
+  slackOperations,
+  slackTs,
+} from './slack-operations.js';
 
 export interface SlackAdapterOptions {
   /** Bot or user token with chat:write (and channels:history for the lookup). */
@@ -61,13 +67,26 @@ export function createSlackClient(token: string, baseUrl: string | undefined, ti
  * history with metadata since the first dispatch.
  */
 export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
-  if (typeof options?.token !== 'string' || options.token === '') throw new AdapterConfigurationError(PROVIDER, 'token is required');
+  if (typeof options?.token !== 'string' || options.token === '')
+    throw new AdapterConfigurationError(PROVIDER, 'token is required');
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) throw new AdapterConfigurationError(PROVIDER, `timeoutMs must be a positive integer, got ${String(options.timeoutMs)}`);
+  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0)
+    throw new AdapterConfigurationError(
+      PROVIDER,
+      `timeoutMs must be a positive integer, got ${String(options.timeoutMs)}`,
+    );
   const lookupPages = options.lookupPages ?? 4;
-  if (!Number.isInteger(lookupPages) || lookupPages < 1) throw new AdapterConfigurationError(PROVIDER, `lookupPages must be a positive integer, got ${String(options.lookupPages)}`);
+  if (!Number.isInteger(lookupPages) || lookupPages < 1)
+    throw new AdapterConfigurationError(
+      PROVIDER,
+      `lookupPages must be a positive integer, got ${String(options.lookupPages)}`,
+    );
   const eventType = options.eventType ?? DEFAULT_EVENT_TYPE;
-  if (!/^[a-z0-9_]{1,64}$/.test(eventType)) throw new AdapterConfigurationError(PROVIDER, `eventType must be lower-case letters, digits and _, got ${JSON.stringify(eventType)}`);
+  if (!/^[a-z0-9_]{1,64}$/.test(eventType))
+    throw new AdapterConfigurationError(
+      PROVIDER,
+      `eventType must be lower-case letters, digits and _, got ${JSON.stringify(eventType)}`,
+    );
   const client = createSlackClient(options.token, options.baseUrl, timeoutMs);
 
   async function send(op: SlackOperation, args: Record<string, unknown>): Promise<Outcome> {
@@ -77,7 +96,8 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
     } catch (error) {
       return outcomeFromError(error);
     }
-    if (answer.ok !== true || typeof answer.ts !== 'string') return outcomeFromCode(answer.error ?? 'unreadable_response');
+    if (answer.ok !== true || typeof answer.ts !== 'string')
+      return outcomeFromCode(answer.error ?? 'unreadable_response');
     const channel = answer.channel ?? String(args.channel);
     return { kind: 'succeeded', result: { channel, ts: answer.ts }, providerRef: answer.ts };
   }
@@ -85,8 +105,11 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
   /** Reads the channel's history since the first dispatch (bounded pages) for the message tagged with this id. */
   async function findTagged(ctx: FramedLookupContext): Promise<LookupResult> {
     const params = ctx.params as { channel: string };
-    if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Slack' };
-    const margin = durationMs(slackOperations['chat.postMessage'].card.limits.clockSkewMargin ?? DEFAULT_CLOCK_SKEW_MARGIN);
+    if (ctx.firstDispatchedAt === null)
+      return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Slack' };
+    const margin = durationMs(
+      slackOperations['chat.postMessage'].card.limits.clockSkewMargin ?? DEFAULT_CLOCK_SKEW_MARGIN,
+    );
     // A post answered within the client timeout carries a ts inside this window; a narrow window keeps the
     // lookup to one page under the history limit. A post applied later is missed: cannot tell, then handoff.
     const oldest = slackTs(ctx.firstDispatchedAt - margin);
@@ -109,7 +132,12 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
         return cannotTellFrom(error, 'conversations.history');
       }
       for (const m of answer.messages ?? []) {
-        if (m.metadata?.event_type === eventType && m.metadata.event_payload?.op === ctx.businessOperationId && typeof m.ts === 'string') found.push(m.ts);
+        if (
+          m.metadata?.event_type === eventType &&
+          m.metadata.event_payload?.op === ctx.businessOperationId &&
+          typeof m.ts === 'string'
+        )
+          found.push(m.ts);
       }
       cursor = answer.has_more ? answer.response_metadata?.next_cursor : undefined;
       if (!cursor) break;

@@ -1,4 +1,4 @@
-import { defineCard, fact, type Duration, type RetrySafetyCard } from '@retrysafe/contract';
+import { type Duration, defineCard, fact, type RetrySafetyCard } from '@retrysafe/contract';
 
 /** Where the facts come from: Slack's public documentation, and the SDK source for its retries. */
 export const SOURCES = {
@@ -12,24 +12,34 @@ export const SOURCES = {
 } as const;
 
 // Slack answers carry an x-slack-req-id header, but no public page documents it as a request id.
-const REQUEST_ID = fact<string>('unknown', `${SOURCES.rateLimits}: no request id documented (the adapter keeps x-slack-req-id when an HTTP error carries it)`);
-const REQUEST_ID_UNVERIFIED = { field: 'ids.request', condition: 'whether the x-slack-req-id response header is a stable request id Slack support can trace', source: SOURCES.rateLimits } as const;
+const REQUEST_ID = fact<string>(
+  'unknown',
+  `${SOURCES.rateLimits}: no request id documented (the adapter keeps x-slack-req-id when an HTTP error carries it)`,
+);
+const REQUEST_ID_UNVERIFIED = {
+  field: 'ids.request',
+  condition: 'whether the x-slack-req-id response header is a stable request id Slack support can trace',
+  source: SOURCES.rateLimits,
+} as const;
 
 const RETRY_LAYER = {
   layer: 'runner',
   sdkRetries: 'disabled',
-  how:
-    'new WebClient(token, { retryConfig: { retries: 0 }, rejectRateLimitedCalls: true }): no p-retry re-POST and no queue pause on 429. The drill counts requests at the loopback sandbox; a negative control shows the SDK default re-posting chat.postMessage after a lost answer.',
+  how: 'new WebClient(token, { retryConfig: { retries: 0 }, rejectRateLimitedCalls: true }): no p-retry re-POST and no queue pause on 429. The drill counts requests at the loopback sandbox; a negative control shows the SDK default re-posting chat.postMessage after a lost answer.',
 } as const;
 
 const RETRYABLE = fact(
-  ['HTTP 429 ratelimited with Retry-After (Retry-After honoured by the runner)', 'connection refused / DNS failure (never sent)'],
+  [
+    'HTTP 429 ratelimited with Retry-After (Retry-After honoured by the runner)',
+    'connection refused / DNS failure (never sent)',
+  ],
   SOURCES.rateLimits,
 );
 
 const BACKOFF = { strategy: 'exponential-full-jitter', base: '1s', cap: '30s', retryAfterCap: '2m' } as const;
 const HANDOFF_DESTINATION = 'the runner handoff sink (JSONL file or callback), resolved by a person from the CLI';
-const RECEIPTS = 'the runner ledger, exported as JSONL; message text and blocks are sensitive fields and never reach receipts or packets';
+const RECEIPTS =
+  'the runner ledger, exported as JSONL; message text and blocks are sensitive fields and never reach receipts or packets';
 const DUPLICATE_TEST =
   'loopback Slack Web API sandbox (@retrysafe/slack/sandbox) with the real @slack/web-api WebClient pointed at it, behind the testkit fault proxy; the sandbox counts the messages it holds and the calls it received';
 
@@ -69,11 +79,17 @@ export const postMessageCard = defineCard({
       'search',
       `${SOURCES.history}: include_all_metadata=true returns each message's metadata, oldest bounds the window; ${SOURCES.metadata}: metadata posted with the message`,
     ),
-    consistencyDelay: fact<Duration | null>('unknown', `${SOURCES.history}: no delay between posting and appearing in history is documented`),
+    consistencyDelay: fact<Duration | null>(
+      'unknown',
+      `${SOURCES.history}: no delay between posting and appearing in history is documented`,
+    ),
     lateApplyBound: fact<Duration>('unknown', `${SOURCES.postMessage}: no server-side request deadline is documented`),
   },
   retention: { minimum: fact(null, `${SOURCES.postMessage}: nothing is stored for a re-post`) },
-  concurrency: fact('duplicates', `${SOURCES.postMessage}: no idempotency key, so concurrent posts are separate messages`),
+  concurrency: fact(
+    'duplicates',
+    `${SOURCES.postMessage}: no idempotency key, so concurrent posts are separate messages`,
+  ),
   retryableErrors: RETRYABLE,
   nonRetryableErrors: fact(
     [
@@ -99,8 +115,16 @@ export const postMessageCard = defineCard({
   receipts: RECEIPTS,
   unverified: [
     REQUEST_ID_UNVERIFIED,
-    { field: 'lookup.consistencyDelay', condition: 'how long after chat.postMessage answers ok the message is returned by conversations.history', source: SOURCES.history },
-    { field: 'lookup.lateApplyBound', condition: 'how long after the client gave up Slack may still post the message', source: SOURCES.postMessage },
+    {
+      field: 'lookup.consistencyDelay',
+      condition: 'how long after chat.postMessage answers ok the message is returned by conversations.history',
+      source: SOURCES.history,
+    },
+    {
+      field: 'lookup.lateApplyBound',
+      condition: 'how long after the client gave up Slack may still post the message',
+      source: SOURCES.postMessage,
+    },
     {
       field: 'lookup.method',
       condition: 'the history lookup by metadata is exercised against the loopback sandbox only, not a live workspace',
@@ -115,7 +139,10 @@ export const updateCard = defineCard({
   operation: 'slack.chat.update',
   sideEffect: {
     kind: fact('set', SOURCES.update),
-    idempotentByNature: fact(true, `${SOURCES.update}: replaces the message's text and blocks with the given ones; a second identical call leaves the same content`),
+    idempotentByNature: fact(
+      true,
+      `${SOURCES.update}: replaces the message's text and blocks with the given ones; a second identical call leaves the same content`,
+    ),
   },
   businessOperationId: {
     rule: 'derived from intent fields channel, ts and text (one content for one message), or given by the caller',
@@ -128,7 +155,10 @@ export const updateCard = defineCard({
     name: fact(null, SOURCES.update),
     maxLength: fact(null, SOURCES.update),
     charset: fact(null, SOURCES.update),
-    scope: fact('none: the message (channel, ts) is the identity; setting the same content twice is the same message', SOURCES.update),
+    scope: fact(
+      'none: the message (channel, ts) is the identity; setting the same content twice is the same message',
+      SOURCES.update,
+    ),
   },
   keyReuse: fact('no key: a re-send sets the same content on the same message', SOURCES.update),
   parameterMatching: fact('none', SOURCES.update),
@@ -137,7 +167,10 @@ export const updateCard = defineCard({
     includesErrors: fact(false, SOURCES.update),
   },
   lookup: {
-    method: fact('none', `${SOURCES.update}: idempotent by nature, an unknown outcome is settled by re-sending the same content`),
+    method: fact(
+      'none',
+      `${SOURCES.update}: idempotent by nature, an unknown outcome is settled by re-sending the same content`,
+    ),
     consistencyDelay: fact<Duration | null>(null, SOURCES.update),
     lateApplyBound: fact<Duration>('unknown', `${SOURCES.update}: no server-side request deadline is documented`),
   },
@@ -164,7 +197,15 @@ export const updateCard = defineCard({
   },
   duplicateTest: DUPLICATE_TEST,
   receipts: RECEIPTS,
-  unverified: [REQUEST_ID_UNVERIFIED, { field: 'lookup.lateApplyBound', condition: 'how long after the client gave up Slack may still apply the edit (the same content again is harmless)', source: SOURCES.update }],
+  unverified: [
+    REQUEST_ID_UNVERIFIED,
+    {
+      field: 'lookup.lateApplyBound',
+      condition:
+        'how long after the client gave up Slack may still apply the edit (the same content again is harmless)',
+      source: SOURCES.update,
+    },
+  ],
 } as const satisfies RetrySafetyCard);
 
 export const slackCards = {

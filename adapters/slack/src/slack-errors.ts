@@ -78,10 +78,27 @@ export function outcomeFromCode(code: string): Outcome {
   const refusal = REFUSALS[code];
   if (refusal) {
     const fields = refusal.field ? [{ path: refusal.field, message: `refused by Slack: ${code}` }] : undefined;
-    return { kind: 'rejected', reason: refusal.reason, code, message: refusal.field ? `${code} (field ${refusal.field})` : code, ...(fields ? { fields } : {}) };
+    return {
+      kind: 'rejected',
+      reason: refusal.reason,
+      code,
+      message: refusal.field ? `${code} (field ${refusal.field})` : code,
+      ...(fields ? { fields } : {}),
+    };
   }
-  if (SERVER_SIDE.has(code)) return { kind: 'unknown', cause: 'server-error', code, message: `${code}: Slack documents that part of the operation may have happened` };
-  return { kind: 'unknown', cause: 'other', code, message: `${code}: not a refusal Slack documents for this method; it may have been applied` };
+  if (SERVER_SIDE.has(code))
+    return {
+      kind: 'unknown',
+      cause: 'server-error',
+      code,
+      message: `${code}: Slack documents that part of the operation may have happened`,
+    };
+  return {
+    kind: 'unknown',
+    cause: 'other',
+    code,
+    message: `${code}: not a refusal Slack documents for this method; it may have been applied`,
+  };
 }
 
 /** Classifies whatever the SDK threw for one call. */
@@ -90,7 +107,13 @@ export function outcomeFromError(error: unknown): Outcome {
   switch (e?.code) {
     case ErrorCode.RateLimitedError: {
       const seconds = typeof e.retryAfter === 'number' ? e.retryAfter : undefined;
-      return { kind: 'not-applied', status: 429, code: 'ratelimited', message: 'rate limited (HTTP 429)', ...(seconds !== undefined ? { retryAfterMs: seconds * 1000 } : {}) };
+      return {
+        kind: 'not-applied',
+        status: 429,
+        code: 'ratelimited',
+        message: 'rate limited (HTTP 429)',
+        ...(seconds !== undefined ? { retryAfterMs: seconds * 1000 } : {}),
+      };
     }
     case ErrorCode.PlatformError:
       return outcomeFromCode(codeOf(e));
@@ -104,7 +127,13 @@ export function outcomeFromError(error: unknown): Outcome {
     case ErrorCode.RequestError:
       return outcomeFromTransport(e.original ?? e);
   }
-  if (e instanceof Error && NO_RETRY_HEADER.test(e.message)) return { kind: 'not-applied', status: 429, code: 'ratelimited', message: 'rate limited (HTTP 429 without a readable Retry-After)' };
+  if (e instanceof Error && NO_RETRY_HEADER.test(e.message))
+    return {
+      kind: 'not-applied',
+      status: 429,
+      code: 'ratelimited',
+      message: 'rate limited (HTTP 429 without a readable Retry-After)',
+    };
   // Not an SDK error: the body failed mid-read, or something below fetch.
   return outcomeFromTransport(error);
 }
@@ -112,7 +141,8 @@ export function outcomeFromError(error: unknown): Outcome {
 function outcomeFromTransport(error: unknown): Outcome {
   const message = error instanceof Error ? error.message : String(error);
   const t = classifyTransportFailure(error);
-  if (t.sent === 'never') return { kind: 'not-applied', code: t.code, message: `connection not established: ${message}` };
+  if (t.sent === 'never')
+    return { kind: 'not-applied', code: t.code, message: `connection not established: ${message}` };
   return { kind: 'unknown', cause: t.cause, ...(t.code ? { code: t.code } : {}), message: `no answer: ${message}` };
 }
 

@@ -46,11 +46,23 @@ export interface SlackOperation extends FrameOperation {
 }
 
 // An id, not a #name: the lookup reads conversations.history, which takes ids only.
-const channel: JsonSchema = { type: 'string', pattern: '^[CDG][A-Z0-9]{2,}$', description: 'Conversation id (C…, G… or D…), e.g. C0123456789' };
-const text: JsonSchema = { type: 'string', minLength: 1, description: 'Message text (also the notification fallback when blocks are given)' };
+const channel: JsonSchema = {
+  type: 'string',
+  pattern: '^[CDG][A-Z0-9]{2,}$',
+  description: 'Conversation id (C…, G… or D…), e.g. C0123456789',
+};
+const text: JsonSchema = {
+  type: 'string',
+  minLength: 1,
+  description: 'Message text (also the notification fallback when blocks are given)',
+};
 const blocks: JsonSchema = { type: 'array', items: { type: 'object' }, description: 'Block Kit blocks' };
 // Slack message timestamps look like 1700000000.123456.
-const ts: JsonSchema = { type: 'string', pattern: '^[0-9]+\\.[0-9]+$', description: 'Timestamp of the message to update' };
+const ts: JsonSchema = {
+  type: 'string',
+  pattern: '^[0-9]+\\.[0-9]+$',
+  description: 'Timestamp of the message to update',
+};
 
 export function operationMetadata(id: BusinessOperationId, eventType: string): OperationMetadata {
   return { event_type: eventType, event_payload: { op: id } };
@@ -59,7 +71,8 @@ export function operationMetadata(id: BusinessOperationId, eventType: string): O
 export const postMessage: SlackOperation = {
   name: 'chat.postMessage',
   method: 'chat.postMessage',
-  description: 'Post a message to a Slack conversation (tagged with the business-operation id in its metadata, so a lost answer is found in the history, never re-posted).',
+  description:
+    'Post a message to a Slack conversation (tagged with the business-operation id in its metadata, so a lost answer is found in the history, never re-posted).',
   card: postMessageCard,
   intentFields: postMessageCard.businessOperationId.intentFields,
   sensitiveFields: ['text', 'blocks'],

@@ -3,8 +3,8 @@
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSlackAdapter } from '../src/index.js';
-import { startSlackSandbox, type SandboxFault, type SlackSandbox } from '../src/sandbox/index.js';
-import { CHANNEL, TOKEN, execCtx, lookupCtx, postParams } from './helpers.js';
+import { type SandboxFault, type SlackSandbox, startSlackSandbox } from '../src/sandbox/index.js';
+import { CHANNEL, execCtx, lookupCtx, postParams, TOKEN } from './helpers.js';
 
 let sandbox: SlackSandbox;
 afterEach(async () => {
@@ -41,16 +41,27 @@ describe('refusals are rejected outcomes that name the field', () => {
   it('the sandbox itself refuses an unknown channel and a wrong token the same way', async () => {
     sandbox = await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] });
     const good = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
-    expect(await good.doExecute('chat.postMessage', { channel: 'C0NOPE', text: 'hi' }, execCtx('a'))).toMatchObject({ kind: 'rejected', reason: 'not-found', fields: [{ path: 'channel' }] });
+    expect(await good.doExecute('chat.postMessage', { channel: 'C0NOPE', text: 'hi' }, execCtx('a'))).toMatchObject({
+      kind: 'rejected',
+      reason: 'not-found',
+      fields: [{ path: 'channel' }],
+    });
     const bad = createSlackAdapter({ token: 'xoxb-wrong', baseUrl: sandbox.url });
-    expect(await bad.doExecute('chat.postMessage', postParams(1), execCtx('b'))).toMatchObject({ kind: 'rejected', reason: 'authentication' });
+    expect(await bad.doExecute('chat.postMessage', postParams(1), execCtx('b'))).toMatchObject({
+      kind: 'rejected',
+      reason: 'authentication',
+    });
     expect(sandbox.count('chat.postMessage')).toBe(0);
   });
 
   it('params the schema refuses are rejected by the frame, naming the field, and nothing is sent', async () => {
     const out = await postWith('pass', { channel: CHANNEL, text: '' });
     expect(out).toMatchObject({ kind: 'rejected', reason: 'validation', fields: [{ path: 'text' }] });
-    const extra = await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }).doExecute('chat.postMessage', { ...postParams(1), metadata: {} }, execCtx('c'));
+    const extra = await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }).doExecute(
+      'chat.postMessage',
+      { ...postParams(1), metadata: {} },
+      execCtx('c'),
+    );
     expect(extra).toMatchObject({ kind: 'rejected', fields: [{ path: 'metadata' }] });
     expect(sandbox.calls('chat.postMessage')).toBe(0);
   });
@@ -77,7 +88,11 @@ describe('what may have happened is unknown, never rejected', () => {
     sandbox = await startSlackSandbox({ token: TOKEN });
     const url = sandbox.url;
     await sandbox.close();
-    const out = await createSlackAdapter({ token: TOKEN, baseUrl: url }).doExecute('chat.postMessage', postParams(1), execCtx('d'));
+    const out = await createSlackAdapter({ token: TOKEN, baseUrl: url }).doExecute(
+      'chat.postMessage',
+      postParams(1),
+      execCtx('d'),
+    );
     expect(out.kind).toBe('not-applied');
   });
 });
@@ -92,7 +107,12 @@ describe('rate limits: the runner is the only retrying layer', () => {
 
   it('the runner waits the Retry-After and sends once more: two requests, one per attempt, one message', async () => {
     const clock = createVirtualClock(Date.UTC(2026, 11, 4));
-    sandbox = await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], now: clock.now, faults: { 'chat.postMessage': [{ kind: 'ratelimited', retryAfterS: 3 }] } });
+    sandbox = await startSlackSandbox({
+      token: TOKEN,
+      channels: [CHANNEL],
+      now: clock.now,
+      faults: { 'chat.postMessage': [{ kind: 'ratelimited', retryAfterS: 3 }] },
+    });
     const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
     const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5 });
     const t0 = clock.now();
@@ -106,7 +126,11 @@ describe('rate limits: the runner is the only retrying layer', () => {
   });
 
   it('a rate-limited history call is "cannot tell" with its Retry-After, never "not found"', async () => {
-    sandbox = await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], faults: { 'conversations.history': [{ kind: 'ratelimited', retryAfterS: 60 }] } });
+    sandbox = await startSlackSandbox({
+      token: TOKEN,
+      channels: [CHANNEL],
+      faults: { 'conversations.history': [{ kind: 'ratelimited', retryAfterS: 60 }] },
+    });
     const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
     const out = await adapter.doLookup('chat.postMessage', lookupCtx('op-1', postParams(1), Date.now() - 1000));
     expect(out).toMatchObject({ kind: 'cannot-tell', status: 429, retryAfterMs: 60_000 });
@@ -115,10 +139,18 @@ describe('rate limits: the runner is the only retrying layer', () => {
 
 describe('chat.update', () => {
   it('sets the content; the same call again leaves one edited message with that content', async () => {
-    sandbox = await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], seed: [{ channel: CHANNEL, ts: '1700000000.000001', text: 'old' }] });
+    sandbox = await startSlackSandbox({
+      token: TOKEN,
+      channels: [CHANNEL],
+      seed: [{ channel: CHANNEL, ts: '1700000000.000001', text: 'old' }],
+    });
     const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
     const params = { channel: CHANNEL, ts: '1700000000.000001', text: 'new' };
-    for (let i = 0; i < 2; i++) expect(await adapter.doExecute('chat.update', params, execCtx('u'))).toMatchObject({ kind: 'succeeded', result: { channel: CHANNEL, ts: '1700000000.000001' } });
+    for (let i = 0; i < 2; i++)
+      expect(await adapter.doExecute('chat.update', params, execCtx('u'))).toMatchObject({
+        kind: 'succeeded',
+        result: { channel: CHANNEL, ts: '1700000000.000001' },
+      });
     expect(sandbox.count('chat.update')).toBe(1);
     expect(sandbox.messages()[0]!.text).toBe('new');
   });

@@ -1,4 +1,10 @@
-import { asAttemptId, asBusinessOperationId, asRunId, type ExecuteContext, type LookupContext } from '@retrysafe/contract';
+import {
+  asAttemptId,
+  asBusinessOperationId,
+  asRunId,
+  type ExecuteContext,
+  type LookupContext,
+} from '@retrysafe/contract';
 
 export const TOKEN = 'xoxb-test-token-not-a-secret';
 export const CHANNEL = 'C0TEST0001';
@@ -6,10 +12,22 @@ export const CHANNEL = 'C0TEST0001';
 export const postParams = (i = 0) => ({ channel: CHANNEL, text: `Deploy ${i} finished` });
 
 export function execCtx(id: string): ExecuteContext {
-  return { businessOperationId: asBusinessOperationId(id), providerKey: null, runId: asRunId('run_test'), attemptId: asAttemptId('att_test'), attempt: 1, statusRef: null };
+  return {
+    businessOperationId: asBusinessOperationId(id),
+    providerKey: null,
+    runId: asRunId('run_test'),
+    attemptId: asAttemptId('att_test'),
+    attempt: 1,
+    statusRef: null,
+  };
 }
 
-export function lookupCtx(id: string, params: unknown, firstDispatchedAt: number | null, now = Date.now()): LookupContext {
+export function lookupCtx(
+  id: string,
+  params: unknown,
+  firstDispatchedAt: number | null,
+  now = Date.now(),
+): LookupContext {
   return {
     businessOperationId: asBusinessOperationId(id),
     providerKey: null,

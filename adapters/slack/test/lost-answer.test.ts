@@ -4,8 +4,8 @@ import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe
 import { startFaultProxy } from '@retrysafe/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSlackAdapter } from '../src/index.js';
-import { startSlackSandbox, type SlackSandboxOptions } from '../src/sandbox/index.js';
-import { CHANNEL, TOKEN, execCtx, lookupCtx, postParams } from './helpers.js';
+import { type SlackSandboxOptions, startSlackSandbox } from '../src/sandbox/index.js';
+import { CHANNEL, execCtx, lookupCtx, postParams, TOKEN } from './helpers.js';
 
 const MIN = 60_000;
 const closers: (() => Promise<void>)[] = [];
@@ -26,7 +26,10 @@ async function setup(sandboxOptions: SlackSandboxOptions = {}) {
 
 describe('a lost answer to chat.postMessage', () => {
   it('the post is not in history yet: the runner waits a minute per lookup (the history limit) and adopts it: one message, one post', async () => {
-    const { clock, sandbox, proxy, adapter, runner } = await setup({ historyDelayMs: 2 * MIN, historyCallsPerMinute: 1 });
+    const { clock, sandbox, proxy, adapter, runner } = await setup({
+      historyDelayMs: 2 * MIN,
+      historyCallsPerMinute: 1,
+    });
     const t0 = clock.now();
     const result = await runner.run(adapter, 'chat.postMessage', { params: postParams(1) });
     expect(result.status).toBe('done');
@@ -40,7 +43,10 @@ describe('a lost answer to chat.postMessage', () => {
     expect(sandbox.requests().filter((r) => r.method === 'conversations.history' && r.status === 429)).toHaveLength(0);
     expect(clock.now() - t0).toBeGreaterThanOrEqual(2 * MIN);
     expect(result.providerRef).toBe(sandbox.messages()[0]!.ts);
-    expect(sandbox.messages()[0]!.metadata).toEqual({ event_type: 'retrysafe_operation', event_payload: { op: result.businessOperationId } });
+    expect(sandbox.messages()[0]!.metadata).toEqual({
+      event_type: 'retrysafe_operation',
+      event_payload: { op: result.businessOperationId },
+    });
   });
 
   it('the post never shows within the lookup window: handed off, still one message, never re-posted', async () => {
@@ -62,7 +68,10 @@ describe('a lost answer to chat.postMessage', () => {
       attempt: 1,
       statusRef: null,
     });
-    const result = await runner.run(adapter, 'chat.postMessage', { params: postParams(3), businessOperationId: 'ours' });
+    const result = await runner.run(adapter, 'chat.postMessage', {
+      params: postParams(3),
+      businessOperationId: 'ours',
+    });
     expect(result.status).toBe('done');
     if (result.status !== 'done') return;
     const ours = sandbox.messages().find((m) => m.metadata?.event_payload.op === 'ours')!;
@@ -79,20 +88,30 @@ describe('the history lookup window and its page bound', () => {
     const direct = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
     const t0 = clock.now();
     await direct.doExecute('chat.postMessage', postParams(9), execCtx('ours'));
-    for (let i = 0; i < others; i++) await direct.doExecute('chat.postMessage', postParams(100 + i), execCtx(`other-${i}`));
+    for (let i = 0; i < others; i++)
+      await direct.doExecute('chat.postMessage', postParams(100 + i), execCtx(`other-${i}`));
     return { clock, sandbox, t0 };
   }
 
   it('ours under 20 newer messages: found on the second page of 15', async () => {
     const { clock, sandbox, t0 } = await busyChannel(20);
-    const out = await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }).doLookup('chat.postMessage', lookupCtx('ours', postParams(9), t0, clock.now()));
-    expect(out).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: sandbox.messages()[0]!.ts } });
+    const out = await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }).doLookup(
+      'chat.postMessage',
+      lookupCtx('ours', postParams(9), t0, clock.now()),
+    );
+    expect(out).toMatchObject({
+      kind: 'found',
+      outcome: { kind: 'succeeded', providerRef: sandbox.messages()[0]!.ts },
+    });
     expect(sandbox.calls('conversations.history')).toBe(2);
   });
 
   it('more messages than the page bound: cannot tell (never not-found), asking again in a minute', async () => {
     const { clock, sandbox, t0 } = await busyChannel(20);
-    const out = await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url, lookupPages: 1 }).doLookup('chat.postMessage', lookupCtx('ours', postParams(9), t0, clock.now()));
+    const out = await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url, lookupPages: 1 }).doLookup(
+      'chat.postMessage',
+      lookupCtx('ours', postParams(9), t0, clock.now()),
+    );
     expect(out).toMatchObject({ kind: 'cannot-tell', retryAfterMs: MIN });
     expect(sandbox.calls('conversations.history')).toBe(1);
   });
@@ -100,7 +119,10 @@ describe('the history lookup window and its page bound', () => {
   it('a post applied long after the last dispatch is outside the window: cannot tell, never not-found', async () => {
     const { clock, sandbox } = await busyChannel(0);
     const dispatchedAt = clock.now() - 60 * MIN;
-    const out = await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }).doLookup('chat.postMessage', lookupCtx('ours', postParams(9), dispatchedAt, clock.now()));
+    const out = await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }).doLookup(
+      'chat.postMessage',
+      lookupCtx('ours', postParams(9), dispatchedAt, clock.now()),
+    );
     expect(out.kind).toBe('cannot-tell');
   });
 });

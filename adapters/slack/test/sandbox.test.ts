@@ -1,8 +1,8 @@
 // The sandbox answers as Slack documents, seen through the real WebClient (retries off).
-import { WebClient } from '@slack/web-api';
+import type { WebClient } from '@slack/web-api';
 import { afterEach, expect, it } from 'vitest';
 import { createSlackClient } from '../src/index.js';
-import { startSlackSandbox, type SlackSandbox } from '../src/sandbox/index.js';
+import { type SlackSandbox, startSlackSandbox } from '../src/sandbox/index.js';
 import { CHANNEL, TOKEN } from './helpers.js';
 
 let sandbox: SlackSandbox;
@@ -19,7 +19,7 @@ async function posted(options: Parameters<typeof startSlackSandbox>[0] = {}): Pr
   return client;
 }
 
-it('history returns a message\'s metadata only with include_all_metadata', async () => {
+it("history returns a message's metadata only with include_all_metadata", async () => {
   const client = await posted();
   const without = await client.conversations.history({ channel: CHANNEL });
   expect(without.messages?.[0]).not.toHaveProperty('metadata');
@@ -37,7 +37,10 @@ it('a post shows in history only after historyDelayMs', async () => {
 it('the history limit: a second call in the same minute is HTTP 429 with Retry-After, the next minute is fine', async () => {
   const client = await posted({ historyCallsPerMinute: 1 });
   await client.conversations.history({ channel: CHANNEL });
-  await expect(client.conversations.history({ channel: CHANNEL })).rejects.toMatchObject({ code: 'slack_webapi_rate_limited_error', retryAfter: 60 });
+  await expect(client.conversations.history({ channel: CHANNEL })).rejects.toMatchObject({
+    code: 'slack_webapi_rate_limited_error',
+    retryAfter: 60,
+  });
   sandbox.advance(60_000);
   expect((await client.conversations.history({ channel: CHANNEL })).ok).toBe(true);
   expect(sandbox.requests().map((r) => r.status)).toEqual([200, 200, 429, 200]);
@@ -45,6 +48,9 @@ it('the history limit: a second call in the same minute is HTTP 429 with Retry-A
 
 it('refusals are HTTP 200 with ok: false', async () => {
   const client = await posted();
-  await expect(client.chat.postMessage({ channel: 'C0UNKNOWN', text: 'x' })).rejects.toMatchObject({ code: 'slack_webapi_platform_error', data: { ok: false, error: 'channel_not_found' } });
+  await expect(client.chat.postMessage({ channel: 'C0UNKNOWN', text: 'x' })).rejects.toMatchObject({
+    code: 'slack_webapi_platform_error',
+    data: { ok: false, error: 'channel_not_found' },
+  });
   expect(sandbox.requests().at(-1)).toMatchObject({ status: 200, error: 'channel_not_found' });
 });

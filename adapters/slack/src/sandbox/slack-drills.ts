@@ -25,7 +25,11 @@ export const slackDrillFaults: DrillOperation['faults'] = {
 };
 
 export const drillPostParams = (i: number) => ({ channel: DRILL_CHANNEL, text: `Deploy ${i} finished` });
-export const drillUpdateParams = (i: number) => ({ channel: DRILL_CHANNEL, ts: seededTs(i), text: `Deploy ${i} rolled back` });
+export const drillUpdateParams = (i: number) => ({
+  channel: DRILL_CHANNEL,
+  ts: seededTs(i),
+  text: `Deploy ${i} rolled back`,
+});
 
 export const slackDrill: SlackDrill = {
   name: 'slack',
@@ -33,13 +37,31 @@ export const slackDrill: SlackDrill = {
   timeoutMs: 2_000,
   createAdapter: ({ baseUrl, timeoutMs }) => createSlackAdapter({ token: DRILL_TOKEN, baseUrl, timeoutMs }),
   startSandbox: async ({ clock }) => {
-    const seed = Array.from({ length: SEEDED }, (_, i) => ({ channel: DRILL_CHANNEL, ts: seededTs(i), text: `Deploy ${i} started` }));
-    const s = await startSlackSandbox({ token: DRILL_TOKEN, channels: [DRILL_CHANNEL], seed, historyDelayMs: DRILL_HISTORY_DELAY_MS, now: () => clock.now() });
+    const seed = Array.from({ length: SEEDED }, (_, i) => ({
+      channel: DRILL_CHANNEL,
+      ts: seededTs(i),
+      text: `Deploy ${i} started`,
+    }));
+    const s = await startSlackSandbox({
+      token: DRILL_TOKEN,
+      channels: [DRILL_CHANNEL],
+      seed,
+      historyDelayMs: DRILL_HISTORY_DELAY_MS,
+      now: () => clock.now(),
+    });
     return { url: s.url, count: (op) => s.count(op), close: () => s.close() };
   },
   operations: {
-    'chat.postMessage': { params: drillPostParams, changeIntent: (p) => ({ ...(p as object), text: 'changed' }), faults: slackDrillFaults },
-    'chat.update': { params: drillUpdateParams, changeIntent: (p) => ({ ...(p as object), text: 'changed' }), faults: slackDrillFaults },
+    'chat.postMessage': {
+      params: drillPostParams,
+      changeIntent: (p) => ({ ...(p as object), text: 'changed' }),
+      faults: slackDrillFaults,
+    },
+    'chat.update': {
+      params: drillUpdateParams,
+      changeIntent: (p) => ({ ...(p as object), text: 'changed' }),
+      faults: slackDrillFaults,
+    },
   },
 };
 

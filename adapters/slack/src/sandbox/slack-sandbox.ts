@@ -1,15 +1,15 @@
 import {
+  type CallScript,
+  type ClockSource,
   createFaultScripts,
   createRequestLog,
   createSandboxClock,
-  routeRequest,
-  startLoopbackServer,
-  type CallScript,
-  type ClockSource,
   type LoopbackRequest,
-  type Route,
-  type SandboxClock,
   type SandboxReply as Reply,
+  type Route,
+  routeRequest,
+  type SandboxClock,
+  startLoopbackServer,
 } from '@retrysafe/sandbox-kit';
 
 /**
@@ -120,7 +120,11 @@ function jsonField(v: unknown): unknown {
 const flag = (v: unknown) => v === true || v === 'true' || v === '1';
 const ok = (body: Args): Reply => ({ status: 200, body: { ok: true, ...body } });
 const fail = (error: string): Reply => ({ status: 200, body: { ok: false, error } });
-const rateLimited = (retryAfterS: number): Reply => ({ status: 429, headers: { 'retry-after': String(retryAfterS) }, body: { ok: false, error: 'ratelimited' } });
+const rateLimited = (retryAfterS: number): Reply => ({
+  status: 429,
+  headers: { 'retry-after': String(retryAfterS) },
+  body: { ok: false, error: 'ratelimited' },
+});
 
 /** A unique, increasing message timestamp from the sandbox clock (Slack's `ts` is the message id). */
 function nextTs(state: State): string {
@@ -141,7 +145,8 @@ function readMetadata(raw: unknown): SandboxMessage['metadata'] | string {
   if (raw === undefined) return null;
   const m = jsonField(raw) as { event_type?: unknown; event_payload?: unknown };
   if (typeof m !== 'object' || m === null) return 'invalid_metadata_format';
-  if (typeof m.event_type !== 'string' || typeof m.event_payload !== 'object' || m.event_payload === null) return 'invalid_metadata_schema';
+  if (typeof m.event_type !== 'string' || typeof m.event_payload !== 'object' || m.event_payload === null)
+    return 'invalid_metadata_schema';
   return { event_type: m.event_type, event_payload: m.event_payload as Record<string, unknown> };
 }
 
@@ -153,7 +158,16 @@ function postMessage(state: State, args: Args): Reply {
   const metadata = readMetadata(args.metadata);
   if (typeof metadata === 'string') return fail(metadata);
   const ts = nextTs(state);
-  const message: SandboxMessage = { channel, ts, text: String(args.text ?? ''), blocks: jsonField(args.blocks) ?? null, metadata, postedAt: state.clock.now(), seeded: false, edited: false };
+  const message: SandboxMessage = {
+    channel,
+    ts,
+    text: String(args.text ?? ''),
+    blocks: jsonField(args.blocks) ?? null,
+    metadata,
+    postedAt: state.clock.now(),
+    seeded: false,
+    edited: false,
+  };
   state.messages.push(message);
   return ok({ channel, ts, message: { type: 'message', text: message.text, ts, ...(metadata ? { metadata } : {}) } });
 }
@@ -184,7 +198,8 @@ function history(state: State, args: Args): Reply {
   const visible = state.messages
     .filter((m) => m.channel === channel && (m.seeded || m.postedAt + state.delayMs <= now) && inWindow(Number(m.ts)))
     .sort((a, b) => Number(b.ts) - Number(a.ts));
-  const offset = typeof args.cursor === 'string' && args.cursor ? Number(Buffer.from(args.cursor, 'base64url').toString()) : 0;
+  const offset =
+    typeof args.cursor === 'string' && args.cursor ? Number(Buffer.from(args.cursor, 'base64url').toString()) : 0;
   const more = offset + limit < visible.length;
   const withMetadata = flag(args.include_all_metadata);
   const messages = visible.slice(offset, offset + limit).map((m) => ({
@@ -194,7 +209,11 @@ function history(state: State, args: Args): Reply {
     ...(withMetadata && m.metadata ? { metadata: m.metadata } : {}),
     ...(m.edited ? { edited: { ts: m.ts } } : {}),
   }));
-  return ok({ messages, has_more: more, response_metadata: { next_cursor: more ? Buffer.from(String(offset + limit)).toString('base64url') : '' } });
+  return ok({
+    messages,
+    has_more: more,
+    response_metadata: { next_cursor: more ? Buffer.from(String(offset + limit)).toString('base64url') : '' },
+  });
 }
 
 /** Slack's history limit for non-Marketplace apps: so many calls a minute, then a 429 until the minute is over. */
@@ -226,7 +245,8 @@ function createState(options: SlackSandboxOptions): State {
     lastTs: 0,
     historyWindow: { start: 0, calls: 0 },
   };
-  for (const s of options.seed ?? []) state.messages.push({ ...s, blocks: null, metadata: null, postedAt: 0, seeded: true, edited: false });
+  for (const s of options.seed ?? [])
+    state.messages.push({ ...s, blocks: null, metadata: null, postedAt: 0, seeded: true, edited: false });
   return state;
 }
 
@@ -251,23 +271,35 @@ export async function startSlackSandbox(options: SlackSandboxOptions = {}): Prom
     }
     if (fault === 'pass') return METHODS[method](state, args);
     if (fault.commit) METHODS[method](state, args);
-    return fault.kind === 'error' ? fail(fault.error) : { status: fault.status, body: { ok: false, error: 'internal_error' } };
+    return fault.kind === 'error'
+      ? fail(fault.error)
+      : { status: fault.status, body: { ok: false, error: 'internal_error' } };
   }
 
-  const routes: readonly Route<Reply>[] = (Object.keys(METHODS) as SlackMethod[]).map((m) => ({ method: 'POST', path: `/api/${m}`, handle: (req) => call(m, req) }));
+  const routes: readonly Route<Reply>[] = (Object.keys(METHODS) as SlackMethod[]).map((m) => ({
+    method: 'POST',
+    path: `/api/${m}`,
+    handle: (req) => call(m, req),
+  }));
   const server = await startLoopbackServer({
     port: options.port ?? 0,
     handle: (req) => routeRequest(routes, req)?.value ?? { status: 404, body: { ok: false, error: 'unknown_method' } },
     headers: () => ({ 'x-slack-req-id': `sandbox-${log.entries.length + 1}` }),
     onReply: (req, reply) => {
       const body = reply.body as { error?: unknown } | undefined;
-      log.record({ method: req.path.replace(/^\/api\//, ''), status: reply.status, error: typeof body?.error === 'string' ? body.error : null });
+      log.record({
+        method: req.path.replace(/^\/api\//, ''),
+        status: reply.status,
+        error: typeof body?.error === 'string' ? body.error : null,
+      });
     },
   });
 
   return {
     url: server.url,
-    count: (method) => state.messages.filter((m) => (method === 'chat.update' ? m.edited : method === 'chat.postMessage' && !m.seeded)).length,
+    count: (method) =>
+      state.messages.filter((m) => (method === 'chat.update' ? m.edited : method === 'chat.postMessage' && !m.seeded))
+        .length,
     calls: (method) => log.count((e) => e.method === method),
     messages: () => state.messages,
     requests: () => log.entries,
