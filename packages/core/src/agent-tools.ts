@@ -39,15 +39,6 @@ export interface HandoffSummary {
   readonly safeNextActions: HandoffPacket['safeNextActions'];
 }
 
-/**
- * The tool's `idempotentHint`: the card rule `agentIdempotentHint` (contract card-rules.ts, where what an agent is
- * told is documented): the provider folds a same-key re-send, counting the retention against the clock-skew margin
- * and the late-apply allowance, and a duplicate that arrives while the first still runs.
- */
-export function idempotentByCard(card: RetrySafetyCard): boolean {
-  return agentIdempotentHint(card);
-}
-
 const DESTRUCTIVE = new Set(['send', 'charge', 'delete', 'create', 'async-job', 'set', 'upsert']);
 
 /** Function/tool names every big model API and MCP client accepts. */
@@ -105,7 +96,7 @@ export function agentTools(adapters: readonly AdapterV1[], only?: readonly strin
         description,
         inputSchema: spec.paramsSchema,
         _meta: cardToolMeta(card),
-        annotations: { title: `${adapter.provider}: ${name}`, readOnlyHint: false, destructiveHint: DESTRUCTIVE.has(String(card.sideEffect.kind.value)) || card.sideEffect.kind.value === 'unknown', idempotentHint: idempotentByCard(card), openWorldHint: true },
+        annotations: { title: `${adapter.provider}: ${name}`, readOnlyHint: false, destructiveHint: DESTRUCTIVE.has(String(card.sideEffect.kind.value)) || card.sideEffect.kind.value === 'unknown', idempotentHint: agentIdempotentHint(card), openWorldHint: true },
       });
     }
   }

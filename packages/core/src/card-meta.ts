@@ -1,5 +1,4 @@
-import { fingerprint, validateCard, type RetrySafetyCard } from '@retrysafe/contract';
-import { lookupAvailable, resendSafety } from './decide.js';
+import { fingerprint, lookupAvailable, resendSafety, validateCard, type RetrySafetyCard } from '@retrysafe/contract';
 
 /** The `_meta` key under which an agent-tool listing carries the operation's card facts. */
 export const CARD_META_KEY = 'retrysafe/card';

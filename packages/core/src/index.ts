@@ -2,8 +2,8 @@ export { createRunner } from './runner/index.js';
 export type { Runner, RunnerOptions, RunInput, RunResult, RecoverReport, Resolution, ResolveOptions, ResolveResult, LogEntry } from './runner/index.js';
 export type { RunFunction, TypedRunInput, TypedRunResult } from './typed-run.js';
 export { createTelemetry, TELEMETRY, type EventFields, type Telemetry, type TelemetryOptions } from './telemetry.js';
-export { decide, resendSafety, lookupAvailable, notFoundIsAuthoritative, absenceProvenFrom, cardMargin } from './decide.js';
-export type { Decision, DecisionState, Budget, Observation, ResendSafety } from './decide.js';
+export { decide } from './decide.js';
+export type { Decision, DecisionState, Budget, Observation } from './decide.js';
 export { resolvePolicy, validatePolicy, backoffMs, planRetry, planPoll } from './retry-policy.js';
 export type { RetryPolicy, PolicyOverrides, RetryPlan, RetryInput, PollPlan, PollInput } from './retry-policy.js';
 export { createMemoryLedger } from './ledger/memory-ledger.js';
@@ -11,7 +11,6 @@ export { createSqliteLedger } from './ledger/sqlite-ledger.js';
 export type { SqliteLedger, SqliteLedgerOptions } from './ledger/sqlite-ledger.js';
 export { sqliteDrivers } from './ledger/sqlite-driver.js';
 export type { SqliteDriverName, SqliteDriverAvailability } from './ledger/sqlite-driver.js';
-export * as ledgerTransitions from './ledger/transitions.js';
 export { pruneLedger, retentionFloor, type PruneLedgerOptions, type PruneLedgerReport } from './ledger/retention.js';
 export { encryptParams } from './ledger/encrypted-params.js';
 export type { EncryptParamsOptions, ParamsKey } from './ledger/encrypted-params.js';
@@ -37,7 +36,7 @@ export async function ledgerSuite(options: LedgerSuiteOptions): Promise<void> {
   const m = await import('./ledger/ledger-suite.js');
   m.ledgerSuite(options);
 }
-export { agentTools, callAgentTool, toAgentResult, idempotentByCard, operationStatus, pendingHandoffs, summarizeHandoff, safeToolName, SAFE_TOOL_NAME } from './agent-tools.js';
+export { agentTools, callAgentTool, toAgentResult, operationStatus, pendingHandoffs, summarizeHandoff, safeToolName, SAFE_TOOL_NAME } from './agent-tools.js';
 export { assertParams, paramsErrors, identityOf, comparisonFor, supersedeCheck } from './intake/index.js';
 export type { Comparison, Identity } from './intake/index.js';
 export type { AgentToolDefinition, AgentToolResult, HandoffSummary } from './agent-tools.js';

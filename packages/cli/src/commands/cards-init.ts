@@ -13,7 +13,8 @@ import {
   type CardProblem,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
-import { lookupAvailable, notFoundIsAuthoritative, resendSafety, type DecisionState } from '@retrysafe/core';
+import { lookupAvailable, notFoundIsAuthoritative, resendSafety } from '@retrysafe/contract';
+import type { DecisionState } from '@retrysafe/core';
 import { stringify as toYaml } from 'yaml';
 import { readCardFile, readDataFile } from '../card-file.js';
 import { UsageError } from '../registry.js';

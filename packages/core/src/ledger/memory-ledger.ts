@@ -29,7 +29,7 @@ import {
   renewTransition,
   resolveTransition,
   setStateTransition,
-} from './transitions.js';
+} from '@retrysafe/contract';
 
 /** Thrown inside copyPlain when a value is not plain data: the whole value is then copied by structuredClone. */
 const NOT_PLAIN: unique symbol = Symbol('not plain');

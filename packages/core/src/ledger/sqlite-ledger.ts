@@ -33,7 +33,7 @@ import {
   resolveTransition,
   setStateTransition,
   isTerminal,
-} from './transitions.js';
+} from '@retrysafe/contract';
 import { isBusy, resolveDriver, type SqliteConnection, type SqliteDriverName, type SqliteStatement } from './sqlite-driver.js';
 
 export interface SqliteLedgerOptions {

@@ -1,6 +1,6 @@
 /** The adapter boundary during a run: one provider call or one lookup, its answer checked and classified. */
 import type { AttemptId, ExecuteContext, LookupResult, Outcome } from '@retrysafe/contract';
-import { resendSafety } from '../decide.js';
+import { resendSafety } from '@retrysafe/contract';
 import type { Mutable, Op, RunnerContext } from './context.js';
 import { errText, isLookupResult, isOutcome } from './guards.js';
 import { checkOwnLease, renew, withHeartbeat } from './lease.js';

@@ -52,8 +52,6 @@ export interface Op {
   readonly signal: AbortSignal | undefined;
   /** How params are compared with the stored ones (the card's declaration). */
   readonly comparison: Comparison;
-  /** Fingerprints the same params may be stored under (before the declaration normalised them). */
-  readonly paramsAliases: readonly string[];
   /** The revision the provider key was derived for (1 unless superseded with a fresh key). */
   readonly keyRevision: number;
   readonly attemptIds: (() => string) | undefined;
@@ -90,7 +88,7 @@ export interface Op {
 }
 
 /** What an operation is before it is claimed: everything of Op that does not come from the ledger. */
-export type OpBase = Pick<Op, 'adapter' | 'opName' | 'card' | 'policy' | 'redactor' | 'id' | 'providerKey' | 'runId' | 'params' | 'requestFingerprint' | 'signal' | 'comparison' | 'paramsAliases' | 'attemptIds' | 'scope'>;
+export type OpBase = Pick<Op, 'adapter' | 'opName' | 'card' | 'policy' | 'redactor' | 'id' | 'providerKey' | 'runId' | 'params' | 'requestFingerprint' | 'signal' | 'comparison' | 'attemptIds' | 'scope'>;
 
 /** The day (epoch-ms / 86 400 000) whose `YYYY-MM-DDT` iso() has at hand, and that text: one entry, for the day it runs in. */
 let isoDay = Number.NaN;

@@ -5,7 +5,7 @@
 import { ClockSkewError, ConflictError, InvalidStateError, LeaseLostError, TERMINAL_STATES, newAttemptId, type ClaimInput, type Fenced, type OperationRecord, type OperationState, type Receipt } from '@retrysafe/contract';
 import { decide } from '../decide.js';
 import { needsFreshKey, nextRevision, revisionKeySource, supersedeCheck, SUPERSEDE_ACTION } from '../intake/index.js';
-import { leaseLive } from '../ledger/transitions.js';
+import { leaseLive } from '@retrysafe/contract';
 import type { Mutable, OpBase, RunnerContext } from './context.js';
 import { paramsConflict, rebased } from './intake.js';
 import { drive, mayHaveCalled, startOp, stateOf } from './loop.js';
@@ -44,8 +44,6 @@ export async function claimAndDrive(ctx: RunnerContext, base: OpBase, claimInput
     if (ClockSkewError.isInstance(err)) log('warn', 'clock-skew', `claim refused: ${err.message}`, base);
     throw err;
   });
-  // Stored before the declaration normalised these params: the same params, under their old fingerprint.
-  if (claim.record.paramsFingerprint !== paramsFingerprint && base.paramsAliases.includes(claim.record.paramsFingerprint)) paramsFingerprint = claim.record.paramsFingerprint;
   switch (claim.kind) {
     case 'conflict':
       log('warn', 'conflict', `same id, different ${claim.field}: nothing sent`, { ...base });

@@ -3,7 +3,7 @@
  * stored operation (recover, resolve, resend-with), and the claim that asks the ledger for it.
  */
 import { ConflictError, InvalidIntentError, asRunId, newRunId, type AdapterV1, type ClaimInput, type OperationRecord, type OperationSpec, type ProviderKey, type RunId } from '@retrysafe/contract';
-import { comparisonFor, intakeNow, type Comparison, type Intake } from '../intake/index.js';
+import { comparisonFor, intake, type Comparison, type Intake } from '../intake/index.js';
 import { preclaim, type PreclaimChecked } from '../preclaim.js';
 import { createRedactor, type Redactor } from '../redact.js';
 import { cachedPolicy } from '../retry-policy.js';
@@ -38,7 +38,6 @@ interface BaseFields {
   readonly checked: Pick<PreclaimChecked, 'redactor' | 'requestFingerprint'>;
   readonly signal: AbortSignal | undefined;
   readonly comparison: Comparison;
-  readonly paramsAliases: readonly string[];
   readonly attemptIds: (() => string) | undefined;
 }
 
@@ -57,7 +56,6 @@ export function opBase(ctx: RunnerContext, adapter: AdapterV1, opName: string, s
     requestFingerprint: f.checked.requestFingerprint,
     signal: f.signal,
     comparison: f.comparison,
-    paramsAliases: f.paramsAliases,
     attemptIds: f.attemptIds,
     scope: undefined,
   };
@@ -113,28 +111,24 @@ export interface RunIntake {
   readonly claimInput: ClaimInput;
 }
 
-/**
- * A new call: everything that can refuse it before anything is claimed (a refusal throws), then its base
- * and its claim. Synchronous unless the intent is not in normal form (intakeNow's one ledger read): the
- * caller awaits either; the clean path has no coroutine of its own here.
- */
-export function intakeRun(ctx: RunnerContext, adapter: AdapterV1, operation: string, input: RunInput): RunIntake | Promise<RunIntake> {
+/** A new call: everything that can refuse it before anything is claimed (a refusal throws), then its base and its claim. */
+export function intakeRun(ctx: RunnerContext, adapter: AdapterV1, operation: string, input: RunInput): RunIntake {
   const spec = checkAdapter(adapter, operation);
   if (typeof input !== 'object' || input === null) throw new InvalidIntentError('', 'run input must be an object with params');
   // Everything that can refuse the operation, before anything is claimed: the payload limits every ledger
   // can store and the redacted copy (preclaim.ts), then the schema, the intent's normalisation and the id (intake/).
   const params = input.params ?? null;
   const checked = checkedParams(ctx, spec, params, input.intent ?? null, [input.params]);
-  const found = intakeNow(ctx.ledger, spec, input, checked.paramsFingerprint);
-  return found instanceof Promise ? found.then((f) => runIntake(ctx, adapter, operation, spec, input, params, checked, f)) : runIntake(ctx, adapter, operation, spec, input, params, checked, found);
+  const found = intake(spec, input, checked.paramsFingerprint);
+  return runIntake(ctx, adapter, operation, spec, input, params, checked, found);
 }
 
 function runIntake(ctx: RunnerContext, adapter: AdapterV1, operation: string, spec: OperationSpec, input: RunInput, params: unknown, checked: PreclaimChecked, found: Intake): RunIntake {
-  const { id, intentFingerprint, paramsFingerprint, paramsAliases, comparison } = found;
+  const { id, intentFingerprint, paramsFingerprint, comparison } = found;
   const providerKey = adapter.deriveProviderKey(operation, id);
   const runId = input.runId !== undefined ? asRunId(input.runId) : newRunId();
   const attemptIds = callerAttemptIds(input.attemptIds);
-  const base = opBase(ctx, adapter, operation, spec, { id, providerKey, runId, params, checked, signal: input.signal, comparison, paramsAliases, attemptIds });
+  const base = opBase(ctx, adapter, operation, spec, { id, providerKey, runId, params, checked, signal: input.signal, comparison, attemptIds });
   return { spec, base, claimInput: claimFor(ctx, base, { intentFingerprint, paramsFingerprint }) };
 }
 
@@ -150,7 +144,6 @@ export function intakeRecord(ctx: RunnerContext, adapter: AdapterV1, opName: str
     checked,
     signal: undefined,
     comparison: comparisonFor(spec.card),
-    paramsAliases: [],
     attemptIds,
   });
   return { base, claimInput: claimOf(ctx, record, base.policy.leaseMs) };

@@ -1,6 +1,7 @@
 /** The attempt loop: decide, wait, send or look up, write what it means, until complete or handoff. */
 import { LedgerError, RetrysafeError, newAttemptId, type AttemptId, type ClaimInput, type Fenced, type LookupResult, type OperationRecord, type Outcome, type Receipt, type ReceiptKind } from '@retrysafe/contract';
-import { MAYBE_APPLIED_STATES, decide, observationPatch, resendSafety, type Decision, type DecisionState, type Observation } from '../decide.js';
+import { resendSafety } from '@retrysafe/contract';
+import { MAYBE_APPLIED_STATES, decide, observationPatch, type Decision, type DecisionState, type Observation } from '../decide.js';
 import { currentRevisionNumber, needsFreshKey } from '../intake/index.js';
 import type { Op, OpBase, RunnerContext } from './context.js';
 import { lookup, send } from './adapter-call.js';
@@ -28,7 +29,6 @@ export function startOp(ctx: RunnerContext, base: OpBase, record: OperationRecor
     requestFingerprint: base.requestFingerprint,
     signal: base.signal,
     comparison: base.comparison,
-    paramsAliases: base.paramsAliases,
     attemptIds: base.attemptIds,
     scope: base.scope,
     keyRevision: needsFreshKey(base.card) ? currentRevisionNumber(prior) : 1,

@@ -121,7 +121,7 @@ async function resendWith(ctx: RunnerContext, record: OperationRecord, params: u
   assertParams(spec, params);
   const { base: fromRecord, claimInput } = intakeRecord(ctx, found.adapter, found.opName, record, newRunId());
   const base: OpBase = { ...fromRecord, params, redactor: checked.redactor, requestFingerprint: checked.requestFingerprint };
-  const next = await intake(ledger, spec, { params, businessOperationId: record.businessOperationId });
+  const next = intake(spec, { params, businessOperationId: record.businessOperationId });
   if (next.intentFingerprint !== record.intentFingerprint) throw new ConflictError(record.businessOperationId, 'intent', 'the corrected params name another intent: run them as a new operation instead');
   if (next.paramsFingerprint === record.paramsFingerprint) throw new InvalidStateError(record.businessOperationId, record.state, 'resend-with needs params that differ from the stored ones (use resume to re-send the same request)');
   const receipts = await ledger.receipts(record.businessOperationId);

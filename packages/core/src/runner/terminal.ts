@@ -1,6 +1,7 @@
 /** Terminal writes: a result recorded, an operation handed to a person, or an answer from what another worker finished. */
 import { InvalidStateError, RetryExhaustedError, completionRecoverable, type OperationRecord } from '@retrysafe/contract';
-import { resendSafety, type Decision, type Observation } from '../decide.js';
+import { resendSafety } from '@retrysafe/contract';
+import type { Decision, Observation } from '../decide.js';
 import { buildPacket } from '../handoff.js';
 import { supersedeCheck } from '../intake/index.js';
 import type { Op, RunnerContext } from './context.js';

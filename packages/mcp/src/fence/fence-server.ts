@@ -1,7 +1,7 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { validateCard, type AdapterV1, type Ledger } from '@retrysafe/contract';
-import { callAgentTool, idempotentByCard, operationStatus, pendingHandoffs, type AgentToolDefinition, type AgentToolResult, type Runner } from '@retrysafe/core';
+import { agentIdempotentHint, validateCard, type AdapterV1, type Ledger } from '@retrysafe/contract';
+import { callAgentTool, operationStatus, pendingHandoffs, type AgentToolDefinition, type AgentToolResult, type Runner } from '@retrysafe/core';
 import type { Upstream } from './upstream.js';
 
 export interface FenceServerOptions {
@@ -58,7 +58,7 @@ export function createFenceServer(options: FenceServerOptions): Server {
         // Through the fence a re-issued call with the same intent is the same operation: that is the hint's meaning
         // for the caller. Whether the upstream itself folds re-sends is the card's business (shown in _meta).
         const annotations = { ...((t.annotations as object | undefined) ?? {}), idempotentHint: true };
-        return { ...t, description: fencedDescription(adapter, t.name, t.description), annotations, _meta: { ...((t._meta as object | undefined) ?? {}), retrysafe: { fenced: true, operation: card.operation, intentFields: card.businessOperationId.intentFields, upstreamFoldsResends: idempotentByCard(card), undeclared: validateCard(card).unknowns } } };
+        return { ...t, description: fencedDescription(adapter, t.name, t.description), annotations, _meta: { ...((t._meta as object | undefined) ?? {}), retrysafe: { fenced: true, operation: card.operation, intentFields: card.businessOperationId.intentFields, upstreamFoldsResends: agentIdempotentHint(card), undeclared: validateCard(card).unknowns } } };
       }),
       {
         name: FENCE_STATUS_TOOL,

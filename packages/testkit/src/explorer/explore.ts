@@ -9,7 +9,9 @@ import {
   type RetrySafetyCard,
   type StatePatch,
 } from '@retrysafe/contract';
-import { decide as realDecide, ledgerTransitions as T, resendSafety, resolvePolicy, type Decision, type DecisionState, type PolicyOverrides, type RetryPolicy } from '@retrysafe/core';
+import * as T from '@retrysafe/contract';
+import { resendSafety } from '@retrysafe/contract';
+import { decide as realDecide, resolvePolicy, type Decision, type DecisionState, type PolicyOverrides, type RetryPolicy } from '@retrysafe/core';
 import {
   ALL_FATES,
   liveKey,
