@@ -14,7 +14,6 @@ import {
   type Receipt,
   type StatePatch,
 } from '@retrysafe/contract';
-import { prototypePolluted } from '@retrysafe/contract/internal';
 import {
   checkFence,
   chainedTransition,
@@ -31,62 +30,8 @@ import {
   setStateTransition,
 } from '@retrysafe/contract';
 
-/** Thrown inside copyPlain when a value is not plain data: the whole value is then copied by structuredClone. */
-const NOT_PLAIN: unique symbol = Symbol('not plain');
-
-/**
- * A deep copy of plain data (primitives, plain objects, dense arrays) that gives what structuredClone
- * gives, without its serialise-and-parse round trip (the memory ledger copies on every call: it was a
- * quarter of a clean operation's time). Anything else — a Date, Map, class instance, function, symbol,
- * sparse array or array with extra keys, an own `__proto__` key, or an object reached twice (a cycle
- * or a shared reference, which structuredClone keeps shared) — hands the whole value to structuredClone,
- * so its answer (or its DataCloneError) is exactly structuredClone's.
- */
-function copyPlain(v: unknown, seen: Set<object>): unknown {
-  if (typeof v !== 'object') {
-    if (typeof v === 'function' || typeof v === 'symbol') throw NOT_PLAIN;
-    return v;
-  }
-  if (v === null) return v;
-  if (seen.has(v)) throw NOT_PLAIN;
-  seen.add(v);
-  const proto = Object.getPrototypeOf(v);
-  if (proto === Array.prototype) {
-    const a = v as unknown[];
-    const n = a.length;
-    const out = new Array<unknown>(n);
-    for (let i = 0; i < n; i++) {
-      if (!(i in a)) throw NOT_PLAIN;
-      out[i] = copyPlain(a[i], seen);
-    }
-    // Dense, so its own keys are its indices plus any extra ones: only then are there more than n.
-    if (Object.keys(a).length !== n) throw NOT_PLAIN;
-    return out;
-  }
-  if (proto !== Object.prototype && proto !== null) throw NOT_PLAIN;
-  const o = v as Record<string, unknown>;
-  const out: Record<string, unknown> = {};
-  // for-in: the own enumerable string keys in order (what structuredClone copies; symbol keys are not
-  // visited, and Object.prototype has no enumerable ones: checked in clone), its loads through the
-  // object's enumeration cache.
-  for (const k in o) {
-    // Assigning to `__proto__` would set the prototype: structuredClone keeps it a key.
-    if (k === '__proto__') throw NOT_PLAIN;
-    out[k] = copyPlain(o[k], seen);
-  }
-  return out;
-}
-
-/** What the ledger hands out or keeps: a copy nobody else holds (structuredClone's answer, cheaper for plain data). */
-export function clone<T>(v: T): T {
-  if (typeof v !== 'object' || v === null || prototypePolluted()) return structuredClone(v);
-  try {
-    return copyPlain(v, new Set()) as T;
-  } catch (err) {
-    if (err === NOT_PLAIN) return structuredClone(v);
-    throw err;
-  }
-}
+/** What the ledger hands out or keeps: a copy nobody else holds. */
+const clone = <T>(v: T): T => structuredClone(v);
 
 /** A ledger in this process's memory: for tests and single-process scripts. Lost when the process exits. */
 export function createMemoryLedger(): Ledger {
@@ -97,9 +42,7 @@ export function createMemoryLedger(): Ledger {
     if (closed) throw new Error('memory ledger is closed');
   };
   const fenced = (ref: Fenced) => checkFence(records.get(ref.businessOperationId) ?? null, ref);
-  // The copy is what stays and the transition's own object is handed out (nobody else holds it): the same
-  // two objects either way, but what lives on is never an object literal's allocation, so V8 does not
-  // learn to pretenure the transitions' literals (which deoptimised the runner code they are inlined into).
+  // The copy is what stays; the transition's own object, which nobody else holds, is handed out.
   const put = (r: OperationRecord) => {
     records.set(r.businessOperationId, clone(r));
     return r;
@@ -112,10 +55,7 @@ export function createMemoryLedger(): Ledger {
     const copy = clone(receipt);
     return () => {
       if (list !== undefined) list.push(copy);
-      // A new list is made with its first receipt in it (an empty one would take an object on its first push,
-      // a change of its elements kind that deoptimised this step), and by Array.of rather than a literal: the
-      // lists live on, and V8 would learn to pretenure a literal's allocation site (see put).
-      else receipts.set(ref.businessOperationId, Array.of(copy));
+      else receipts.set(ref.businessOperationId, [copy]);
     };
   };
 
@@ -139,8 +79,7 @@ export function createMemoryLedger(): Ledger {
     },
     async setState(ref, patch: StatePatch) {
       open();
-      // The fields the transition reads, in one literal (a rest pattern takes V8's slow copy), copied.
-      const fields: StatePatch = { state: patch.state, lastOutcome: patch.lastOutcome, result: patch.result, providerRef: patch.providerRef, statusRef: patch.statusRef, now: patch.now };
+      const { receipt: _receipt, durability: _durability, ...fields } = patch;
       const next = setStateTransition(fenced(ref), clone(fields));
       receiptStep(ref, patch.receipt)();
       return put(chainedTransition(next, patch.receipt));

@@ -12,19 +12,18 @@ import {
   newRunId,
   type AdapterV1,
   type AttemptId,
+  type ClaimInput,
   type OperationRecord,
   type RetrySafetyCard,
   type RunId,
 } from '@retrysafe/contract';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import { buildPacket } from '../handoff.js';
-import { assertParams, intake, supersedeCheck } from '../intake/index.js';
+import { callerAttemptIds, checkAdapterShape, correctedOperation, findAdapter, paramsConflict, storedOperation, supersedeCheck } from '../intake/index.js';
 import { personRef } from '../redact.js';
 import { DEFAULT_LEASE_MS } from '../retry-policy.js';
-import type { OpBase, RunnerContext } from './context.js';
-import { execute, supersede } from './coordinate.js';
-import { callerAttemptIds, checkAdapter, checkAdapterShape, errText, findAdapter } from './guards.js';
-import { checkedParams, claimOf, intakeRecord, paramsConflict } from './intake.js';
+import { claimInput, execute, supersede } from './claim.js';
+import { errText, type RunnerContext } from './context.js';
 import { resolveReceipt } from './receipt-chain.js';
 import { fromTerminal } from './terminal.js';
 import type { RecoverReport, Resolution, ResolveOptions, ResolveResult, RunResult } from './types.js';
@@ -54,8 +53,9 @@ async function recoverOne(ctx: RunnerContext, record: OperationRecord, adapters:
     reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: record.state, action: 'skipped-no-adapter' });
     return;
   }
-  const { base, claimInput } = intakeRecord(ctx, found.adapter, found.opName, record, runId);
-  const claim = await ledger.claim(claimInput);
+  const op = storedOperation(ctx, found.adapter, found.opName, record, runId);
+  const claimedAt = ctx.clock.now();
+  const claim = await ledger.claim(claimInput(ctx, op, claimedAt));
   if (claim.kind === 'busy' || claim.kind === 'conflict') {
     reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: claim.record.state, action: 'skipped-busy' });
     return;
@@ -64,8 +64,8 @@ async function recoverOne(ctx: RunnerContext, record: OperationRecord, adapters:
     reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: claim.record.state, action: 'already-terminal' });
     return;
   }
-  log('info', 'recover', `reconciling from ${claim.record.state}`, base);
-  const result = await execute(ctx, base, claim.record, { businessOperationId: record.businessOperationId, fence: claim.record.fence }, record.paramsFingerprint, claimInput, claim.takenOver);
+  log('info', 'recover', `reconciling from ${claim.record.state}`, op);
+  const result = await execute(ctx, op, { record: claim.record, claimedAt, takenOver: claim.takenOver, dispatchWritten: false });
   const after = await ledger.get(record.businessOperationId);
   const action: RecoverReport['action'] = result.status === 'done' ? (result.adopted ? 'adopted' : 'completed') : result.status;
   reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: after?.state ?? record.state, action, result });
@@ -90,7 +90,7 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
   const logAs = { id, card: { operation: record.operation } as RetrySafetyCard, redactor };
   log('warn', 'recover-failed', `could not drive it: ${error.name}: ${error.message}`, logAs);
   try {
-    const claim = await ledger.claim(claimOf(ctx, record, ctx.options.policy?.leaseMs ?? DEFAULT_LEASE_MS));
+    const claim = await ledger.claim(storedClaim(ctx, record, ctx.options.policy?.leaseMs ?? DEFAULT_LEASE_MS));
     if (claim.kind !== 'claimed') return { businessOperationId: id, from: record.state, to: claim.record.state, action: claim.kind === 'terminal' ? 'already-terminal' : 'skipped-busy', error };
     const now = clock.now();
     const packet = buildPacket({
@@ -110,24 +110,31 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
   }
 }
 
+/** A claim of a stored operation as it is stored, for a record that cannot be driven (no adapter needed). */
+function storedClaim(ctx: RunnerContext, record: OperationRecord, leaseMs: number): ClaimInput {
+  return {
+    businessOperationId: record.businessOperationId,
+    provider: record.provider,
+    operation: record.operation,
+    intentFingerprint: record.intentFingerprint,
+    paramsFingerprint: record.paramsFingerprint,
+    params: record.params,
+    providerKey: record.providerKey,
+    owner: ctx.owner,
+    leaseMs,
+    now: ctx.clock.now(),
+  };
+}
+
 /** A person's `resend-with`: the corrected params, same intent, as a new revision (never while an attempt may have been applied). */
 async function resendWith(ctx: RunnerContext, record: OperationRecord, params: unknown, adapters: readonly AdapterV1[], by: string): Promise<RunResult> {
-  const { ledger } = ctx;
   const found = findAdapter(adapters, record);
   if (!found) throw new RunnerConfigurationError('resolve', `resend-with needs the adapter for ${record.operation} in { adapters }`);
-  const spec = checkAdapter(found.adapter, found.opName);
-  // The corrected params pass the same pre-claim checks as a new call (limits, redaction), then the schema.
-  const checked = checkedParams(ctx, spec, params, null, [params, record.params]);
-  assertParams(spec, params);
-  const { base: fromRecord, claimInput } = intakeRecord(ctx, found.adapter, found.opName, record, newRunId());
-  const base: OpBase = { ...fromRecord, params, redactor: checked.redactor, requestFingerprint: checked.requestFingerprint };
-  const next = intake(spec, { params, businessOperationId: record.businessOperationId });
-  if (next.intentFingerprint !== record.intentFingerprint) throw new ConflictError(record.businessOperationId, 'intent', 'the corrected params name another intent: run them as a new operation instead');
-  if (next.paramsFingerprint === record.paramsFingerprint) throw new InvalidStateError(record.businessOperationId, record.state, 'resend-with needs params that differ from the stored ones (use resume to re-send the same request)');
-  const receipts = await ledger.receipts(record.businessOperationId);
+  const op = correctedOperation(ctx, found.adapter, found.opName, record, params);
+  const receipts = await ctx.ledger.receipts(record.businessOperationId);
   const check = supersedeCheck(record, receipts);
-  if (!check.ok) throw paramsConflict(base, record, `a new revision is not allowed: ${check.why}`);
-  return supersede(ctx, base, { ...claimInput, params, paramsFingerprint: next.paramsFingerprint }, record, receipts, `resend-with by ${by}`);
+  if (!check.ok) throw paramsConflict(op, record, `a new revision is not allowed: ${check.why}`);
+  return supersede(ctx, op, record, receipts, `resend-with by ${by}`);
 }
 
 export async function resolve(ctx: RunnerContext, rawId: string, resolution: Resolution, opts: ResolveOptions = {}): Promise<ResolveResult> {
@@ -150,29 +157,30 @@ export async function resolve(ctx: RunnerContext, rawId: string, resolution: Res
     for (const a of opts.adapters ?? []) checkAdapterShape(a);
     const found = findAdapter(opts.adapters ?? [], record);
     if (!found) throw new RunnerConfigurationError('resolve', `resume needs the adapter for ${record.operation} in { adapters }`);
-    const { base, claimInput } = intakeRecord(ctx, found.adapter, found.opName, record, runId, attemptIds);
-    const claim = await ledger.claim({ ...claimInput, resume: true });
+    const op = storedOperation(ctx, found.adapter, found.opName, record, runId, attemptIds);
+    const claimedAt = clock.now();
+    const claim = await ledger.claim({ ...claimInput(ctx, op, claimedAt), resume: true });
     if (claim.kind === 'busy') return { status: 'in-progress', businessOperationId: id, statusRef: claim.record.statusRef, retryAfterMs: Math.max(0, (claim.record.leaseExpiresAt ?? 0) - clock.now()) };
-    if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, base);
-    log('info', 'resume', `a person resumed it (${personRef(by)})${resolution.force === true && resumeAction && !resumeAction.safe ? ', forced past an unsafe packet' : ''}: re-sending with the same key`, base);
+    if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, op);
+    log('info', 'resume', `a person resumed it (${personRef(by)})${resolution.force === true && resumeAction && !resumeAction.safe ? ', forced past an unsafe packet' : ''}: re-sending with the same key`, op);
     const ref = { businessOperationId: id, fence: claim.record.fence };
     const prior = await ledger.receipts(id);
     const receipt = resolveReceipt(
       {
         record,
         last: prior[prior.length - 1],
-        runId: base.runId,
+        runId: op.runId,
         attemptId: nextAttemptId(),
         action: 'resume',
-        reason: base.redactor.text(`a person (${by}) chose resume: same provider key, fresh budget`),
+        reason: op.redactor.text(`a person (${by}) chose resume: same provider key, fresh budget`),
         providerKey: record.providerKey,
-        requestFingerprint: base.requestFingerprint,
+        requestFingerprint: op.requestFingerprint,
         now: clock.now(),
       },
       ctx.options.receiptKey,
     );
     await ledger.appendReceipt(ref, receipt);
-    return execute(ctx, base, claim.record, ref, record.paramsFingerprint, claimInput, false);
+    return execute(ctx, op, { record: claim.record, claimedAt, takenOver: false, dispatchWritten: false });
   }
   if (resolution?.action !== 'mark-done' && resolution?.action !== 'abandon') throw new InvalidStateError(id, record.state, `unknown resolution ${JSON.stringify((resolution as { action?: unknown })?.action)}`);
   const providerRef = resolution.action === 'mark-done' ? resolution.providerRef : undefined;

@@ -1,23 +1,22 @@
-/** The adapter boundary: what the runner checks of an adapter before using it, and of what it answers. */
+/** The adapter before the claim: what the runner checks of an adapter and its operation before using them. */
 import {
   AdapterConfigurationError,
   CardValidationError,
-  OUTCOME_KINDS,
   SPECIFICATION_VERSION,
   UnknownOperationError,
   UnsupportedSpecificationVersionError,
   asAttemptId,
   validateCard,
   type AdapterV1,
-  type LookupResult,
+  type BusinessOperationId,
   type OperationRecord,
   type OperationSpec,
-  type Outcome,
+  type ProviderKey,
 } from '@retrysafe/contract';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
-import type { Redactor } from '../redact.js';
 
-const validatedCards = new WeakMap<object, true>();
+// A card is validated once per card object: cards do not change.
+const validatedCards = new WeakSet<object>();
 
 /** The shape the runner relies on, checked before anything else, so a garbage adapter is a typed error and never a TypeError. */
 export function checkAdapterShape(adapter: AdapterV1): void {
@@ -37,7 +36,7 @@ export function checkAdapter(adapter: AdapterV1, operation: string): OperationSp
   if (!validatedCards.has(spec.card)) {
     const v = validateCard(spec.card);
     if (!v.ok) throw new CardValidationError(String(spec.card?.operation ?? operation), v.problems);
-    validatedCards.set(spec.card, true);
+    validatedCards.add(spec.card);
   }
   return spec;
 }
@@ -49,17 +48,6 @@ export function findAdapter(adapters: readonly AdapterV1[], record: OperationRec
     for (const [opName, spec] of Object.entries(adapter.operations)) if ((spec as OperationSpec | null)?.card?.operation === record.operation) return { adapter, opName };
   }
   return null;
-}
-
-export function isOutcome(o: unknown): o is Outcome {
-  return typeof o === 'object' && o !== null && OUTCOME_KINDS.includes((o as Outcome).kind);
-}
-
-export function isLookupResult(o: unknown): o is LookupResult {
-  if (typeof o !== 'object' || o === null) return false;
-  const k = (o as LookupResult).kind;
-  if (k === 'found') return isOutcome((o as { outcome: unknown }).outcome) && ['succeeded', 'replayed', 'in-progress', 'rejected'].includes((o as { outcome: Outcome }).outcome.kind);
-  return k === 'not-found' || k === 'cannot-tell';
 }
 
 /** Caller-supplied attempt ids (RunInput.attemptIds): the first is drawn and validated before anything is written. */
@@ -75,12 +63,7 @@ export function callerAttemptIds(fn: (() => string) | undefined): (() => string)
   };
 }
 
-/** A provider's field errors as receipts keep them: path and message only, redacted, at most 20. */
-export function providerFieldErrors(fields: readonly unknown[], redactor: Redactor): { path: string; message: string }[] {
-  return fields.slice(0, 20).flatMap((f) => {
-    const r = (f ?? {}) as { path?: unknown; message?: unknown };
-    return typeof r.path === 'string' ? [{ path: redactor.text(r.path), message: redactor.text(typeof r.message === 'string' ? r.message : 'invalid') }] : [];
-  });
+/** The provider key the adapter derives for an operation id. */
+export function derivedProviderKey(adapter: AdapterV1, opName: string, source: BusinessOperationId): ProviderKey | null {
+  return adapter.deriveProviderKey(opName, source);
 }
-
-export const errText = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
