@@ -1,4 +1,4 @@
-import { paramsErrors } from '@retrysafe/core';
+import { paramsErrors } from '@retrysafe/core/internal';
 import { describe, expect, it } from 'vitest';
 import { stripeOperations } from '../src/stripe-operations.js';
 

@@ -1,6 +1,7 @@
 import { jsonSchema, tool, type Tool } from 'ai';
 import type { AdapterV1 } from '@retrysafe/contract';
-import { agentTools, callAgentTool, type AgentToolResult, type Runner } from '@retrysafe/core';
+import { type Runner } from '@retrysafe/core';
+import { agentTools, callAgentTool, type AgentToolResult } from '@retrysafe/core/agent';
 
 export interface RetrysafeToolsOptions {
   readonly runner: Runner;

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { RetrysafeError } from '@retrysafe/contract';
-import { createRedactor } from '@retrysafe/core';
+import { createRedactor } from '@retrysafe/core/internal';
 import { cardsCommand } from './commands/cards.js';
 import { registerCardsInit } from './commands/cards-init.js';
 import { demoCommand, demoSummary } from './commands/demo.js';

@@ -182,7 +182,7 @@ describe('supersede: a corrected request after a rejection nothing applied (issu
 
 describe('the provider’s field errors reach the packet and the agent, redacted (issue 16)', () => {
   it('a rejection naming fields: packet.lastKnown.fields and the needs-human answer carry them, sensitive values blanked', async () => {
-    const { toAgentResult } = await import('@retrysafe/core');
+    const { toAgentResult } = await import('@retrysafe/core/agent');
     const { provider, adapter, runner } = setup({}, {}, { sensitiveFields: ['email'] });
     provider.failNext({ kind: 'rejected', fields: [{ path: 'email', message: 'jane@example.test is not deliverable' }, { path: 'amount', message: 'must be positive' }] });
     const r = await runner.run(adapter, OP, { params: { ref: 'o-8', email: 'jane@example.test', amount: -1 } });

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import { createRunner, createSqliteLedger, jsonlHandoffSink, personRef, pruneLedger, RunnerConfigurationError, type PruneLedgerReport, type ResolveResult } from '@retrysafe/core';
+import { createRunner, createSqliteLedger, jsonlHandoffSink, pruneLedger, RunnerConfigurationError, type PruneLedgerReport, type ResolveResult } from '@retrysafe/core';
+import { personRef } from '@retrysafe/core/internal';
 import { createAdapters, loadConfigFile, type RetrysafeConfig } from '@retrysafe/config';
 import { LedgerError, PRUNABLE_STATES, UnsafeResumeError, asBusinessOperationId, type Duration, type HandoffPacket, type Ledger, type OperationRecord, type OperationState, type Receipt, type RetrySafetyCard } from '@retrysafe/contract';
 import { paint, table } from '../output.js';

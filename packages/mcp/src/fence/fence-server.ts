@@ -1,7 +1,8 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { agentIdempotentHint, validateCard, type AdapterV1, type Ledger } from '@retrysafe/contract';
-import { callAgentTool, operationStatus, pendingHandoffs, type AgentToolDefinition, type AgentToolResult, type Runner } from '@retrysafe/core';
+import { type Runner } from '@retrysafe/core';
+import { callAgentTool, operationStatus, pendingHandoffs, type AgentToolDefinition, type AgentToolResult } from '@retrysafe/core/agent';
 import type { Upstream } from './upstream.js';
 
 export interface FenceServerOptions {

@@ -11,7 +11,8 @@ import {
 } from '@retrysafe/contract';
 import * as T from '@retrysafe/contract';
 import { resendSafety } from '@retrysafe/contract';
-import { decide as realDecide, resolvePolicy, type Decision, type DecisionState, type PolicyOverrides, type RetryPolicy } from '@retrysafe/core';
+import { type Decision, type DecisionState, type PolicyOverrides, type RetryPolicy } from '@retrysafe/core';
+import { decide as realDecide, resolvePolicy } from '@retrysafe/core/internal';
 import {
   ALL_FATES,
   liveKey,

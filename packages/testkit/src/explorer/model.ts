@@ -1,5 +1,6 @@
 import { durationMs, type LookupResult, type OperationRecord, type Outcome, type RetrySafetyCard } from '@retrysafe/contract';
-import type { decide as realDecide, Decision } from '@retrysafe/core';
+import type { Decision } from '@retrysafe/core';
+import type { decide as realDecide } from '@retrysafe/core/internal';
 
 /**
  * The bounded world the explorer enumerates. Everything here is abstract (the provider, the network, the
