@@ -14,6 +14,7 @@ export { exportReceiptsJsonl, verifyReceiptChain, verifyOperation, verifyReceipt
 export type { ExportReceiptsOptions, ChainCheck, ReceiptKey, ReceiptKeyring, ReceiptChainAnchor, VerifyChainOptions, ExportCheck } from './receipts.js';
 export { systemClock, createVirtualClock, type Clock, type VirtualClock } from './clock.js';
 export { RunnerConfigurationError } from './errors/runner-configuration-error.js';
+export { BrokenReceiptChainError } from './errors/broken-receipt-chain-error.js';
 
 // The embedded ledger and the ledger suite (moving to @retrysafe/ledger-sqlite and @retrysafe/testkit/ledger).
 export { createSqliteLedger } from './ledger/sqlite-ledger.js';

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import { createRunner, createSqliteLedger, jsonlHandoffSink, pruneLedger, RunnerConfigurationError, type PruneLedgerReport, type ResolveResult } from '@retrysafe/core';
+import { createRunner, createSqliteLedger, jsonlHandoffSink, pruneLedger, RunnerConfigurationError, BrokenReceiptChainError, type PruneLedgerReport, type Resolution, type ResolveResult } from '@retrysafe/core';
 import { personRef } from '@retrysafe/core/internal';
 import { createAdapters, loadConfigFile, type RetrysafeConfig } from '@retrysafe/config';
 import { LedgerError, PRUNABLE_STATES, UnsafeResumeError, asBusinessOperationId, type Duration, type HandoffPacket, type Ledger, type OperationRecord, type OperationState, type Receipt, type RetrySafetyCard } from '@retrysafe/contract';
@@ -180,21 +180,16 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
           ...(config?.policy ? { policy: config.policy } : {}),
           ...(config?.redact?.fields ? { redact: { fields: [...config.redact.fields] } } : {}),
           ...(receiptKeysFromEnv().current ? { receiptKey: receiptKeysFromEnv().current! } : {}),
+          ...(receiptKeysFromEnv().keyring ? { receiptKeyring: receiptKeysFromEnv().keyring! } : {}),
         });
-        // Appending to a chain that was edited outside retrysafe would bury the break: refuse, send nothing.
-        const [chain] = await verifyChains(ledger, [id], { allowUnkeyed: true }).catch(() => []);
-        if (chain && !chain.ok) throw new RefusedError(`not resolving ${id}: its receipt chain is broken at receipt #${(chain.index ?? 0) + 1} (${chain.reason}); nothing was sent. Find out who edited the ledger (retrysafe ledger verify --all) before acting on it.`);
         const by = opts.by ?? process.env.USER ?? 'operator';
-        if (opts.resume) {
-          // The runner refuses an unsafe resume (one rule, one owner); the CLI only words it for the command line.
-          return await runner.resolve(id, { action: 'resume', ...(opts.force ? { force: true } : {}) }, { adapters, by }).catch((err: unknown) => {
-            if (!UnsafeResumeError.isInstance(err)) throw err;
-            throw new RefusedError(`not resuming ${id}: the handoff packet marks resume as not safe — ${err.why}. Check at the provider first; then --mark-done <providerRef> if the effect exists, or --resume --force if you are sure it does not.`);
-          });
-        }
-        if (corrected !== undefined) return runner.resolve(id, { action: 'resend-with', params: corrected.params }, { adapters, by });
-        if (opts.markDone !== undefined) return runner.resolve(id, { action: 'mark-done', providerRef: opts.markDone.trim() }, { by });
-        return runner.resolve(id, { action: 'abandon' }, { by });
+        const resolution: Resolution = opts.resume ? { action: 'resume', ...(opts.force ? { force: true } : {}) } : corrected !== undefined ? { action: 'resend-with', params: corrected.params } : opts.markDone !== undefined ? { action: 'mark-done', providerRef: opts.markDone.trim() } : { action: 'abandon' };
+        // The runner owns the rules (broken chain, unsafe resume, resend-with); the CLI only words its refusals for the command line.
+        return await runner.resolve(id, resolution, { adapters, by }).catch((err: unknown) => {
+          if (BrokenReceiptChainError.isInstance(err)) throw new RefusedError(`not resolving ${id}: its receipt chain is broken at receipt #${err.index + 1} (${err.reason}); nothing was sent. Find out who edited the ledger (retrysafe ledger verify --all) before acting on it.`);
+          if (UnsafeResumeError.isInstance(err)) throw new RefusedError(`not resuming ${id}: the handoff packet marks resume as not safe — ${err.why}. Check at the provider first; then --mark-done <providerRef> if the effect exists, or --resume --force if you are sure it does not.`);
+          throw err;
+        });
       },
       config,
     );
