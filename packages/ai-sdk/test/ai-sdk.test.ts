@@ -78,6 +78,25 @@ describe('retrysafeTools for the Vercel AI SDK', () => {
     expect(typeof (r as { businessOperationId: unknown }).businessOperationId).toBe('string');
     expect(proxy.requests).toHaveLength(0);
   });
+
+  it('an argument larger than every ledger stores goes nowhere: invalid-input naming the limit, nothing claimed or sent (issue 40)', async () => {
+    const ledger = createMemoryLedger();
+    const runner = createRunner({ ledger, policy: { baseMs: 1, capMs: 5 } });
+    const adapter = createStripeAdapter({ apiKey: 'sk_test_ai_sdk', baseUrl: proxy.url, timeoutMs: 500 });
+    const tools = retrysafeTools({ runner, adapters: [adapter], operations: ['stripe_paymentIntents_create'] });
+    // Valid by the schema (paymentMethodTypes has no maxItems), over PAYLOAD_LIMITS.maxBytes as canonical JSON.
+    const oversize = { customer: 'cus_fixture', amount: 2500, currency: 'eur', orderRef: 'AI-3', paymentMethodTypes: Array.from({ length: 60_000 }, (_, i) => `card_${i}_xxxxxxxxxx`) };
+    const model = new MockLanguageModelV2({
+      doGenerate: [toolStep('call_1', 'stripe_paymentIntents_create', oversize), { content: [{ type: 'text' as const, text: 'Too big.' }], finishReason: 'stop' as const, usage, warnings: [] }],
+    });
+    const out = await generateText({ model, tools, prompt: 'charge order AI-3', stopWhen: stepCountIs(3) });
+    const [r] = out.steps.flatMap((s) => s.toolResults).map((x) => x.output as AgentToolResult);
+    expect(r).toMatchObject({ status: 'invalid-input', fields: [{ path: '(params)' }] });
+    expect((r as { message: string }).message).toMatch(/bytes/);
+    expect(typeof (r as { businessOperationId: unknown }).businessOperationId).toBe('string');
+    expect(proxy.requests).toHaveLength(0);
+    expect(await ledger.list()).toEqual([]);
+  });
 });
 
 describe('peer range', () => {

@@ -2,3 +2,4 @@
 export { agentTools, callAgentTool, toAgentResult, operationStatus, pendingHandoffs, summarizeHandoff, safeToolName, SAFE_TOOL_NAME } from './agent-tools.js';
 export type { AgentToolDefinition, AgentToolResult, HandoffSummary } from './agent-tools.js';
 export { cardToolMeta, CARD_META_KEY, type CardToolMeta } from './card-meta.js';
+export { preClaimRefusal, refusalAnswer, type PreClaimRefusal, type RefusalAnswer } from './agent-refusal.js';
