@@ -4,6 +4,7 @@
  * @retrysafe/ai-sdk. Exhaustive: a refusal added to REFUSALS without its answer does not compile.
  */
 import { ConflictError, InvalidIdError, InvalidIntentError, InvalidParamsError, PayloadLimitError, type FieldError } from '@retrysafe/contract';
+import { AdapterContractError } from './errors/adapter-contract-error.js';
 
 /** Every refusal an agent's arguments can meet before the claim, by kind. */
 const REFUSALS = {
@@ -12,6 +13,7 @@ const REFUSALS = {
   'invalid-intent': InvalidIntentError,
   'invalid-id': InvalidIdError,
   conflict: ConflictError,
+  'adapter-contract': AdapterContractError,
 } as const;
 
 type RefusalKind = keyof typeof REFUSALS;
@@ -49,6 +51,8 @@ export function refusalAnswer(r: PreClaimRefusal, businessOperationId: string | 
       return invalid([], r.error.message);
     case 'conflict':
       return { status: 'conflict', businessOperationId: r.error.businessOperationId, field: r.error.field, paths: r.error.paths, message: `${r.error.message}. If you meant a different operation, change an intent field; otherwise call again with the original arguments.` };
+    case 'adapter-contract':
+      return invalid([], `${r.error.message}. The tool cannot take these arguments as it is set up; a person must fix the adapter.`);
     default:
       return unreachable(r);
   }

@@ -15,6 +15,7 @@ export type { ExportReceiptsOptions, ChainCheck, ReceiptKey, ReceiptKeyring, Rec
 export { systemClock, createVirtualClock, type Clock, type VirtualClock } from './clock.js';
 export { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 export { BrokenReceiptChainError } from './errors/broken-receipt-chain-error.js';
+export { AdapterContractError } from './errors/adapter-contract-error.js';
 
 // The embedded ledger and the ledger suite (moving to @retrysafe/ledger-sqlite and @retrysafe/testkit/ledger).
 export { createSqliteLedger } from './ledger/sqlite-ledger.js';

@@ -4,6 +4,7 @@ import {
   CardValidationError,
   SPECIFICATION_VERSION,
   UnknownOperationError,
+  RetrysafeError,
   UnsupportedSpecificationVersionError,
   asAttemptId,
   validateCard,
@@ -12,7 +13,9 @@ import {
   type OperationRecord,
   type OperationSpec,
   type ProviderKey,
+  type RetrySafetyCard,
 } from '@retrysafe/contract';
+import { AdapterContractError } from '../errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 
 // A card is validated once per card object: cards do not change.
@@ -63,7 +66,27 @@ export function callerAttemptIds(fn: (() => string) | undefined): (() => string)
   };
 }
 
-/** The provider key the adapter derives for an operation id. */
-export function derivedProviderKey(adapter: AdapterV1, opName: string, source: BusinessOperationId): ProviderKey | null {
-  return adapter.deriveProviderKey(opName, source);
+/**
+ * The provider key the adapter derives for an operation id, checked like user input: a non-empty
+ * string within the card's maxLength, or null only when the card does not say the key travels.
+ * A derivation that throws (other than a typed retrysafe error) is an AdapterContractError.
+ */
+export function derivedProviderKey(adapter: AdapterV1, opName: string, card: RetrySafetyCard, source: BusinessOperationId): ProviderKey | null {
+  const broken = (problem: string, cause?: unknown) => new AdapterContractError(adapter.provider, opName, problem, cause === undefined ? undefined : { cause });
+  let key: unknown;
+  try {
+    key = adapter.deriveProviderKey(opName, source);
+  } catch (err) {
+    if (RetrysafeError.isInstance(err)) throw err;
+    throw broken(`deriveProviderKey threw (${err instanceof Error ? `${err.name}: ${err.message}` : String(err)})`, err);
+  }
+  const travels = card.providerKey.travels.value;
+  if (key === null) {
+    if (travels === 'none' || travels === 'unknown') return null;
+    throw broken(`deriveProviderKey returned null, but the card says the key travels in the ${String(travels)}`);
+  }
+  if (typeof key !== 'string' || key.length === 0) throw broken(`deriveProviderKey returned ${typeof key === 'string' ? 'an empty string' : typeof key}, not a provider key (a non-empty string, or null)`);
+  const max = card.providerKey.maxLength.value;
+  if (typeof max === 'number' && key.length > max) throw broken(`deriveProviderKey returned a key of ${key.length} characters, over the card's maxLength ${max}`);
+  return key as ProviderKey;
 }

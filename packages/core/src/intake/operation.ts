@@ -102,7 +102,7 @@ export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: str
     redactor: payload.redactor,
     comparison: found.comparison,
     id: found.id,
-    providerKey: derivedProviderKey(adapter, opName, found.id),
+    providerKey: derivedProviderKey(adapter, opName, spec.card, found.id),
     runId: input.runId !== undefined ? asRunId(input.runId) : newRunId(),
     params,
     intentFingerprint: found.intentFingerprint,

@@ -4,8 +4,26 @@ import type { Operation } from '../intake/index.js';
 import { errText, type Lease, type RunnerContext } from './context.js';
 import { withHeartbeat } from './lease.js';
 
+const REJECT_REASONS: readonly string[] = ['validation', 'permission', 'authentication', 'configuration', 'conflict', 'not-found', 'card-declined', 'other'];
+const UNKNOWN_CAUSES: readonly string[] = ['timeout', 'connection-reset', 'server-error', 'truncated-response', 'other'];
+
+/** Why `o` is not an outcome the runner can act on (its kind's required fields, the provider refs' types), or null when it is one. */
+export function outcomeProblem(o: unknown): string | null {
+  if (typeof o !== 'object' || o === null) return `${o === null ? 'null' : typeof o} is not an outcome`;
+  const x = o as Record<string, unknown>;
+  if (!OUTCOME_KINDS.includes(x.kind as Outcome['kind'])) return `kind ${JSON.stringify(x.kind)} is not an outcome kind`;
+  if (x.kind === 'rejected' && !REJECT_REASONS.includes(x.reason as string)) return `a rejection's reason must be one of ${REJECT_REASONS.join(', ')}`;
+  if (x.kind === 'unknown' && !UNKNOWN_CAUSES.includes(x.cause as string)) return `an unknown outcome's cause must be one of ${UNKNOWN_CAUSES.join(', ')}`;
+  if ((x.kind === 'rejected' || x.kind === 'not-applied' || x.kind === 'unknown') && typeof x.message !== 'string') return `a ${x.kind} outcome needs a message`;
+  if (x.retryAfterMs !== undefined && !(typeof x.retryAfterMs === 'number' && Number.isFinite(x.retryAfterMs) && x.retryAfterMs >= 0)) return 'retryAfterMs must be a finite number ≥ 0';
+  if (x.status !== undefined && !Number.isInteger(x.status)) return 'status must be an integer';
+  for (const k of ['code', 'requestId', 'providerRef', 'statusRef'] as const) if (x[k] !== undefined && typeof x[k] !== 'string') return `${k} must be a string`;
+  if (x.fields !== undefined && !Array.isArray(x.fields)) return 'fields must be an array';
+  return null;
+}
+
 export function isOutcome(o: unknown): o is Outcome {
-  return typeof o === 'object' && o !== null && OUTCOME_KINDS.includes((o as Outcome).kind);
+  return outcomeProblem(o) === null;
 }
 
 export function isLookupResult(o: unknown): o is LookupResult {
@@ -39,7 +57,10 @@ export async function callProvider(ctx: RunnerContext, op: Operation, c: CallInp
   let outcome: Outcome;
   try {
     const answer: unknown = await withHeartbeat(ctx, c.lease, () => op.adapter.doExecute(op.opName, op.params, callCtx));
-    outcome = isOutcome(answer) ? answer : { kind: 'unknown', cause: 'other', message: 'adapter returned something that is not an outcome' };
+    // Sent already: an answer the runner cannot read means the effect may exist (unknown, looked up first).
+    const problem = outcomeProblem(answer);
+    if (problem !== null) ctx.log('warn', 'adapter-contract', `adapter answer is not an outcome: ${problem}`, op);
+    outcome = problem === null ? (answer as Outcome) : { kind: 'unknown', cause: 'other', message: 'adapter returned something that is not an outcome' };
   } catch (err) {
     outcome = { kind: 'unknown', cause: 'other', message: `adapter threw instead of classifying: ${errText(err)}` };
   }

@@ -111,7 +111,7 @@ export async function supersede(ctx: RunnerContext, op: Operation, record: Opera
   const { clock, ledger, log } = ctx;
   const revision = nextRevision(receipts);
   const freshKey = needsFreshKey(op.card);
-  const providerKey = freshKey ? derivedProviderKey(op.adapter, op.opName, revisionKeySource(record.businessOperationId, revision)) : record.providerKey;
+  const providerKey = freshKey ? derivedProviderKey(op.adapter, op.opName, op.card, revisionKeySource(record.businessOperationId, revision)) : record.providerKey;
   const revised = withProviderKey(op, providerKey);
   const claimedAt = clock.now();
   const claim = await ledger.claim({ ...claimInput(ctx, revised, claimedAt), supersede: { fence: record.fence, revision } });
