@@ -5,7 +5,7 @@ import { createStripeAdapter } from '@retrysafe/stripe';
 import { startStripeSandbox, type StripeSandbox } from '@retrysafe/stripe/sandbox';
 import { startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { aiToolName, retrysafeTools, type AgentToolResult } from '../src/index.js';
+import { retrysafeTools, type AgentToolResult } from '../src/index.js';
 
 // An AI SDK agent loop (generateText with tools) whose model is scripted: it calls the charge tool,
 // then — as models do — calls it again with a new tool-call id and the arguments re-ordered.
@@ -29,7 +29,7 @@ describe('retrysafeTools for the Vercel AI SDK', () => {
     const runner = createRunner({ ledger: createMemoryLedger(), policy: { baseMs: 1, capMs: 5 } });
     const adapter = createStripeAdapter({ apiKey: 'sk_test_ai_sdk', baseUrl: proxy.url, timeoutMs: 500 });
     const tools = retrysafeTools({ runner, adapters: [adapter], operations: ['stripe.paymentIntents.create'] });
-    const name = aiToolName('stripe.paymentIntents.create');
+    const name = 'stripe_paymentIntents_create';
     expect(Object.keys(tools)).toEqual([name]);
 
     const model = new MockLanguageModelV2({
