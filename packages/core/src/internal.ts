@@ -3,7 +3,8 @@
  * the testkit's explorer) and for tests. Not a user API: it changes with the runner.
  */
 export { decide, observationPatch, MAYBE_APPLIED_STATES, type Budget, type Observation } from './decide.js';
-export { resolvePolicy, validatePolicy, backoffMs, planRetry, planPoll, type RetryPlan, type RetryInput, type PollPlan, type PollInput } from './retry-policy.js';
+export { backoffMs, planRetry, planPoll, type RetryPlan, type RetryInput, type PollPlan, type PollInput } from './retry-policy.js';
+export { resolvePolicy, validatePolicy } from './intake/index.js';
 export { assertParams, paramsErrors, identityOf, comparisonFor, supersedeCheck, type Comparison, type Identity } from './intake/index.js';
 export { sealReceipt, receiptHash, anchorOf, checkReceiptKey, type UnsealedReceipt } from './receipts.js';
 export { buildPacket, safeNextActions, type PacketInput } from './handoff.js';

@@ -17,7 +17,8 @@ import {
   type RunId,
 } from '@retrysafe/contract';
 import { createRedactor, type RedactOptions, type Redactor } from '../redact.js';
-import { cachedPolicy, type PolicyOverrides, type RetryPolicy } from '../retry-policy.js';
+import type { PolicyOverrides, RetryPolicy } from '../retry-policy.js';
+import { cachedPolicy } from './policy.js';
 import type { RunScope } from '../telemetry.js';
 import { callerAttemptIds, checkAdapter, derivedProviderKey } from './adapter.js';
 import { comparisonFor, identityOf, type Comparison } from './identity.js';

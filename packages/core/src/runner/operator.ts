@@ -24,7 +24,7 @@ import { buildPacket } from '../handoff.js';
 import { callerAttemptIds, checkAdapterShape, correctedOperation, findAdapter, paramsConflict, storedOperation, supersedeCheck } from '../intake/index.js';
 import { verifyOperation } from '../receipts.js';
 import { personRef } from '../redact.js';
-import { DEFAULT_LEASE_MS } from '../retry-policy.js';
+import { DEFAULT_LEASE_MS } from '../intake/index.js';
 import { claimInput, execute, supersede } from './claim.js';
 import { errText, type RunnerContext } from './context.js';
 import { resolveReceipt } from './receipt-chain.js';
