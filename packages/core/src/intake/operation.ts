@@ -116,7 +116,8 @@ export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: str
 }
 
 /** A stored operation driven again (recover, resume): its params as stored, its recorded provider key. */
-export function storedOperation(ctx: IntakeContext, adapter: AdapterV1, opName: string, record: OperationRecord, runId: RunId, attemptIds?: () => string): Operation {
+export function storedOperation(ctx: IntakeContext, found: { readonly adapter: AdapterV1; readonly opName: string }, record: OperationRecord, run: { readonly runId: RunId; readonly attemptIds?: (() => string) | undefined }): Operation {
+  const { adapter, opName } = found;
   const spec = checkAdapter(adapter, opName);
   const payload = payloadOf(ctx, spec, record.params, null, [record.params]);
   return {
@@ -128,13 +129,13 @@ export function storedOperation(ctx: IntakeContext, adapter: AdapterV1, opName: 
     comparison: comparisonFor(spec.card),
     id: record.businessOperationId,
     providerKey: record.providerKey,
-    runId,
+    runId: run.runId,
     params: record.params,
     intentFingerprint: record.intentFingerprint,
     paramsFingerprint: record.paramsFingerprint,
     requestFingerprint: payload.requestFingerprint,
     signal: undefined,
-    attemptIds,
+    attemptIds: run.attemptIds,
     scope: undefined,
   };
 }
@@ -143,13 +144,13 @@ export function storedOperation(ctx: IntakeContext, adapter: AdapterV1, opName: 
  * A person's corrected request for a stored operation (resolve resend-with): the same pre-claim checks
  * as a new call, the same intent, and params that differ from the stored ones.
  */
-export function correctedOperation(ctx: IntakeContext, adapter: AdapterV1, opName: string, record: OperationRecord, params: unknown): Operation {
-  const spec = checkAdapter(adapter, opName);
+export function correctedOperation(ctx: IntakeContext, found: { readonly adapter: AdapterV1; readonly opName: string }, record: OperationRecord, params: unknown): Operation {
+  const spec = checkAdapter(found.adapter, found.opName);
   const payload = payloadOf(ctx, spec, params, null, [params, record.params]);
   const next = identify(spec, { params, businessOperationId: record.businessOperationId });
   if (next.intentFingerprint !== record.intentFingerprint) throw new ConflictError(record.businessOperationId, 'intent', 'the corrected params name another intent: run them as a new operation instead');
   if (next.paramsFingerprint === record.paramsFingerprint) throw new InvalidStateError(record.businessOperationId, record.state, 'resend-with needs params that differ from the stored ones (use resume to re-send the same request)');
-  return { ...storedOperation(ctx, adapter, opName, record, newRunId()), params, paramsFingerprint: next.paramsFingerprint, redactor: payload.redactor, requestFingerprint: payload.requestFingerprint };
+  return { ...storedOperation(ctx, found, record, { runId: newRunId() }), params, paramsFingerprint: next.paramsFingerprint, redactor: payload.redactor, requestFingerprint: payload.requestFingerprint };
 }
 
 /** The operation with another provider key (the one recorded, or a new revision's). */

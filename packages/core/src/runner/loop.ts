@@ -44,8 +44,8 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
   let decision = decide(op.card, decisionState(ctx, s), null, budget);
   for (;;) {
     ctx.log('info', 'decision', () => `${decision.action}${'delayMs' in decision ? ` in ${decision.delayMs} ms` : ''}: ${decision.why}`, op, 'delayMs' in decision ? { decision: decision.action, delayMs: decision.delayMs } : { decision: decision.action });
-    if (decision.action === 'complete') return complete(ctx, op, s, obs, decision.adopted, pending);
-    if (decision.action === 'handoff') return handOff(ctx, op, s, decision, pending);
+    if (decision.action === 'complete') return complete(ctx, op, s, { obs, adopted: decision.adopted, pending });
+    if (decision.action === 'handoff') return handOff(ctx, op, s, { decided: decision, pending });
     if (op.signal?.aborted) {
       // drive() releases the lease.
       ctx.log('warn', 'aborted', `the caller aborted; state ${s.record.state} is kept for a later run or recover()`, op);

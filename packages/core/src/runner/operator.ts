@@ -56,7 +56,7 @@ async function recoverOne(ctx: RunnerContext, record: OperationRecord, adapters:
     reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: record.state, action: 'skipped-no-adapter' });
     return;
   }
-  const op = storedOperation(ctx, found.adapter, found.opName, record, runId);
+  const op = storedOperation(ctx, found, record, { runId });
   const claimedAt = ctx.clock.now();
   const claim = await ledger.claim(claimInput(ctx, op, claimedAt));
   if (claim.kind === 'busy' || claim.kind === 'conflict') {
@@ -133,7 +133,7 @@ function storedClaim(ctx: RunnerContext, record: OperationRecord, leaseMs: numbe
 async function resendWith(ctx: RunnerContext, record: OperationRecord, params: unknown, adapters: readonly AdapterV1[], by: string): Promise<RunResult> {
   const found = findAdapter(adapters, record);
   if (!found) throw new RunnerConfigurationError('resolve', `resend-with needs the adapter for ${record.operation} in { adapters }`);
-  const op = correctedOperation(ctx, found.adapter, found.opName, record, params);
+  const op = correctedOperation(ctx, found, record, params);
   const receipts = await ctx.ledger.receipts(record.businessOperationId);
   const check = supersedeCheck(record, receipts);
   if (!check.ok) throw paramsConflict(op, record, `a new revision is not allowed: ${check.why}`);
@@ -189,7 +189,7 @@ async function resume(ctx: RunnerContext, record: OperationRecord, force: boolea
   for (const a of adapters) checkAdapterShape(a);
   const found = findAdapter(adapters, record);
   if (!found) throw new RunnerConfigurationError('resolve', `resume needs the adapter for ${record.operation} in { adapters }`);
-  const op = storedOperation(ctx, found.adapter, found.opName, record, p.runId, p.attemptIds);
+  const op = storedOperation(ctx, found, record, p);
   const claimedAt = clock.now();
   const claim = await ledger.claim({ ...claimInput(ctx, op, claimedAt), resume: true });
   if (claim.kind === 'busy') return { status: 'in-progress', businessOperationId: id, statusRef: claim.record.statusRef, retryAfterMs: Math.max(0, (claim.record.leaseExpiresAt ?? 0) - clock.now()) };

@@ -11,7 +11,8 @@ import type { RunResult } from './types.js';
  * The operation succeeded: its result written (with the attempt's `pending` receipt, in one transaction
  * when the ledger can), then the answer.
  */
-export async function complete(ctx: RunnerContext, op: Operation, s: Readonly<DriveState>, obs: Observation, adopted: boolean, pending: Receipt | null): Promise<RunResult> {
+export async function complete(ctx: RunnerContext, op: Operation, s: Readonly<DriveState>, end: { readonly obs: Observation; readonly adopted: boolean; readonly pending: Receipt | null }): Promise<RunResult> {
+  const { obs, adopted, pending } = end;
   const src = obs === null ? null : obs.kind === 'found' ? obs.outcome : obs;
   let result: unknown = s.record.result;
   let providerRef = s.record.providerRef;
@@ -40,7 +41,8 @@ export async function complete(ctx: RunnerContext, op: Operation, s: Readonly<Dr
 }
 
 /** The operation goes to a person: a packet built from the receipts, written (with the `pending` receipt), and sent to the sink. */
-export async function handOff(ctx: RunnerContext, op: Operation, s: Readonly<DriveState>, decided: Extract<Decision, { action: 'handoff' }>, pending: Receipt | null): Promise<RunResult> {
+export async function handOff(ctx: RunnerContext, op: Operation, s: Readonly<DriveState>, end: { readonly decided: Extract<Decision, { action: 'handoff' }>; readonly pending: Receipt | null }): Promise<RunResult> {
+  const { decided, pending } = end;
   const { clock, ledger, log, sink } = ctx;
   const now = clock.now();
   const decision = s.recovering && decided.reason === 'unknown-no-safe-resend' ? { ...decided, reason: 'crash-recovery-inconclusive' as const, why: `a worker stopped after dispatching; ${decided.why}` } : decided;
