@@ -1,5 +1,5 @@
 import { operationParamsErrors } from '@retrysafe/contract/provider';
-import { paramsErrors } from '@retrysafe/core';
+import { paramsErrors } from '@retrysafe/core/internal';
 import { describe, expect, it } from 'vitest';
 import { adapter } from './helpers.js';
 

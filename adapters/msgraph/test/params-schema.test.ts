@@ -1,5 +1,5 @@
 import { schemaErrors } from '@retrysafe/contract/provider';
-import { paramsErrors } from '@retrysafe/core';
+import { paramsErrors } from '@retrysafe/core/internal';
 import { describe, expect, it } from 'vitest';
 import { msGraphOperations } from '../src/msgraph-operations.js';
 import { eventParams, mailParams, taskParams } from './helpers.js';

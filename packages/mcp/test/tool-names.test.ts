@@ -1,7 +1,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { AdapterV1 } from '@retrysafe/contract';
-import { SAFE_TOOL_NAME, agentTools, createMemoryLedger, createRunner, safeToolName } from '@retrysafe/core';
+import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import { SAFE_TOOL_NAME, agentTools, safeToolName } from '@retrysafe/core/agent';
 import { asyncExportsCreate, clientTokenInstancesRun, createHttpAdapter, etagDocumentsUpdate, ietfOrdersCreate } from '@retrysafe/http';
 import { createHubSpotAdapter } from '@retrysafe/hubspot';
 import { createMsGraphAdapter } from '@retrysafe/msgraph';

@@ -1,23 +1,25 @@
-/** The adapter boundary: what the runner checks of an adapter before using it, and of what it answers. */
+/** The adapter before the claim: what the runner checks of an adapter and its operation before using them. */
 import {
   AdapterConfigurationError,
   CardValidationError,
-  OUTCOME_KINDS,
   SPECIFICATION_VERSION,
   UnknownOperationError,
+  RetrysafeError,
   UnsupportedSpecificationVersionError,
   asAttemptId,
   validateCard,
   type AdapterV1,
-  type LookupResult,
+  type BusinessOperationId,
   type OperationRecord,
   type OperationSpec,
-  type Outcome,
+  type ProviderKey,
+  type RetrySafetyCard,
 } from '@retrysafe/contract';
+import { AdapterContractError } from '../errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
-import type { Redactor } from '../redact.js';
 
-const validatedCards = new WeakMap<object, true>();
+// A card is validated once per card object: cards do not change.
+const validatedCards = new WeakSet<object>();
 
 /** The shape the runner relies on, checked before anything else, so a garbage adapter is a typed error and never a TypeError. */
 export function checkAdapterShape(adapter: AdapterV1): void {
@@ -37,7 +39,7 @@ export function checkAdapter(adapter: AdapterV1, operation: string): OperationSp
   if (!validatedCards.has(spec.card)) {
     const v = validateCard(spec.card);
     if (!v.ok) throw new CardValidationError(String(spec.card?.operation ?? operation), v.problems);
-    validatedCards.set(spec.card, true);
+    validatedCards.add(spec.card);
   }
   return spec;
 }
@@ -49,17 +51,6 @@ export function findAdapter(adapters: readonly AdapterV1[], record: OperationRec
     for (const [opName, spec] of Object.entries(adapter.operations)) if ((spec as OperationSpec | null)?.card?.operation === record.operation) return { adapter, opName };
   }
   return null;
-}
-
-export function isOutcome(o: unknown): o is Outcome {
-  return typeof o === 'object' && o !== null && OUTCOME_KINDS.includes((o as Outcome).kind);
-}
-
-export function isLookupResult(o: unknown): o is LookupResult {
-  if (typeof o !== 'object' || o === null) return false;
-  const k = (o as LookupResult).kind;
-  if (k === 'found') return isOutcome((o as { outcome: unknown }).outcome) && ['succeeded', 'replayed', 'in-progress', 'rejected'].includes((o as { outcome: Outcome }).outcome.kind);
-  return k === 'not-found' || k === 'cannot-tell';
 }
 
 /** Caller-supplied attempt ids (RunInput.attemptIds): the first is drawn and validated before anything is written. */
@@ -75,12 +66,27 @@ export function callerAttemptIds(fn: (() => string) | undefined): (() => string)
   };
 }
 
-/** A provider's field errors as receipts keep them: path and message only, redacted, at most 20. */
-export function providerFieldErrors(fields: readonly unknown[], redactor: Redactor): { path: string; message: string }[] {
-  return fields.slice(0, 20).flatMap((f) => {
-    const r = (f ?? {}) as { path?: unknown; message?: unknown };
-    return typeof r.path === 'string' ? [{ path: redactor.text(r.path), message: redactor.text(typeof r.message === 'string' ? r.message : 'invalid') }] : [];
-  });
+/**
+ * The provider key the adapter derives for an operation id, checked like user input: a non-empty
+ * string within the card's maxLength, or null only when the card does not say the key travels.
+ * A derivation that throws (other than a typed retrysafe error) is an AdapterContractError.
+ */
+export function derivedProviderKey(adapter: AdapterV1, opName: string, card: RetrySafetyCard, source: BusinessOperationId): ProviderKey | null {
+  const broken = (problem: string, cause?: unknown) => new AdapterContractError(adapter.provider, opName, problem, cause === undefined ? undefined : { cause });
+  let key: unknown;
+  try {
+    key = adapter.deriveProviderKey(opName, source);
+  } catch (err) {
+    if (RetrysafeError.isInstance(err)) throw err;
+    throw broken(`deriveProviderKey threw (${err instanceof Error ? `${err.name}: ${err.message}` : String(err)})`, err);
+  }
+  const travels = card.providerKey.travels.value;
+  if (key === null) {
+    if (travels === 'none' || travels === 'unknown') return null;
+    throw broken(`deriveProviderKey returned null, but the card says the key travels in the ${String(travels)}`);
+  }
+  if (typeof key !== 'string' || key.length === 0) throw broken(`deriveProviderKey returned ${typeof key === 'string' ? 'an empty string' : typeof key}, not a provider key (a non-empty string, or null)`);
+  const max = card.providerKey.maxLength.value;
+  if (typeof max === 'number' && key.length > max) throw broken(`deriveProviderKey returned a key of ${key.length} characters, over the card's maxLength ${max}`);
+  return key as ProviderKey;
 }
-
-export const errText = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));

@@ -1,25 +1,23 @@
 import { InvalidIntentError, PayloadLimitError, RetrysafeError, canonicalJson, sha256Hex } from '@retrysafe/contract';
 import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
-import type { Redactor } from './redact.js';
+import type { Redactor } from '../redact.js';
 
 /**
- * Everything that can refuse an operation, done BEFORE the ledger claim (issue 15 item 4): once a row is
- * claimed, a refusal leaves an operation that never finishes. So a refusal here is a typed error with no
- * row written and no provider call.
- *
- * - the depth and size limits every ledger can store and patch (`PAYLOAD_LIMITS`), measured without
- *   recursion, so a params object nested 100 000 deep is a `PayloadLimitError`, not a `RangeError`;
+ * The payload checks before the claim: once a row is claimed, a refusal leaves an operation that never
+ * finishes, so these throw a typed error with no row written and no provider call.
+ * - the depth and size limits every ledger can store (`PAYLOAD_LIMITS`), measured without deep
+ *   recursion, so params nested 100 000 deep are a `PayloadLimitError`, not a `RangeError`;
  * - canonical JSON of the params and the intent (`InvalidIntentError` naming the path);
  * - the redacted copy that receipts fingerprint: redaction must not be able to throw after the claim.
  */
-export interface PreclaimChecked {
+export interface CheckedPayload {
   readonly paramsFingerprint: string;
   /** Fingerprint of the redacted params, as receipts carry it. */
   readonly requestFingerprint: string;
   readonly redactor: Redactor;
 }
 
-/** The limits every ledger can store (`PAYLOAD_LIMITS`), then canonical JSON; returns that JSON. */
+/** The limits every ledger can store, then canonical JSON; returns that JSON. */
 export function checkPayload(part: 'params' | 'intent', value: unknown): string {
   const depth = depthOver(value, PAYLOAD_LIMITS.maxDepth);
   if (depth !== null) throw new PayloadLimitError(part, 'depth', depth, PAYLOAD_LIMITS.maxDepth);
@@ -30,25 +28,22 @@ export function checkPayload(part: 'params' | 'intent', value: unknown): string 
 }
 
 /**
- * Runs every pre-claim check on an operation's params and intent (intent: null when it is not derived
- * here); builds the operation's redactor only once the params are known to be within the limits.
+ * Every payload check of an operation's params and intent (intent: null when it is not derived
+ * here); the redactor is built only once the params are known to be within the limits.
  */
-export function preclaim(params: unknown, intent: unknown, makeRedactor: () => Redactor): PreclaimChecked {
+export function checkedPayload(params: unknown, intent: unknown, makeRedactor: () => Redactor): CheckedPayload {
   if (intent !== null) checkPayload('intent', intent);
   const json = checkPayload('params', params);
   let redactor: Redactor;
   let redactedJson: string;
   try {
     redactor = makeRedactor();
-    // Nothing to blank (the usual case): the redacted copy's JSON is the params' own, so neither is built again.
     redactedJson = redactor.changes(params) ? canonicalJson(redactor.params(params)) : json;
   } catch (err) {
     if (RetrysafeError.isInstance(err) && !InvalidIntentError.isInstance(err)) throw err;
     throw new InvalidIntentError('(params)', `the redacted copy of the params cannot be canonicalised (${err instanceof Error ? err.message : String(err)}); nothing claimed, nothing sent`);
   }
-  const paramsFingerprint = 'sha256:' + sha256Hex(json);
-  // Nothing redacted (the usual case): the same text, so the same digest, without hashing it twice.
-  return { paramsFingerprint, requestFingerprint: redactedJson === json ? paramsFingerprint : 'sha256:' + sha256Hex(redactedJson), redactor };
+  return { paramsFingerprint: `sha256:${sha256Hex(json)}`, requestFingerprint: `sha256:${sha256Hex(redactedJson)}`, redactor };
 }
 
 /**
@@ -62,17 +57,8 @@ function depthOver(value: unknown, max: number): number | null {
     if (level > max) return level;
     ancestors.add(v);
     try {
-      // Index loops over the array or the own keys (no array of children built per object).
-      if (Array.isArray(v)) {
-        for (let i = 0; i < v.length; i++) {
-          const over = visit(v[i], level + 1);
-          if (over !== null) return over;
-        }
-        return null;
-      }
-      const keys = Object.keys(v);
-      for (let i = 0; i < keys.length; i++) {
-        const over = visit((v as Record<string, unknown>)[keys[i]!], level + 1);
+      for (const child of Array.isArray(v) ? v : Object.values(v)) {
+        const over = visit(child, level + 1);
         if (over !== null) return over;
       }
       return null;
