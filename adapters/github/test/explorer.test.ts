@@ -1,7 +1,7 @@
 // The testkit explorer over both GitHub cards: no interleaving of lost answers and late applies gives a
 // second issue or comment; they end in "done" or a handoff. The control — the same card with a rule that
 // trusts "not found" right after a lost answer, as a lookup on GitHub's lagging search would — is caught.
-import { decide } from '@retrysafe/core';
+import { decide } from '@retrysafe/core/internal';
 import { type DecideFn, explore } from '@retrysafe/testkit/explorer';
 import { describe, expect, it } from 'vitest';
 import { gitHubCards } from '../src/index.js';

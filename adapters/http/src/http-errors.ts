@@ -121,7 +121,9 @@ export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView,
     switch (rule.outcome) {
       case 'rejected': {
         const fields = namedFields(res.data);
-        return { kind: 'rejected', reason: rule.reason, message: label, ...base, ...(fields.length ? { fields } : {}) };
+        const left = spec.errors.createdPath === undefined ? undefined : readPath(res.data, spec.errors.createdPath);
+        const created = typeof left === 'string' || typeof left === 'number' ? { created: String(left) } : {};
+        return { kind: 'rejected', reason: rule.reason, message: label, ...base, ...(fields.length ? { fields } : {}), ...created };
       }
       case 'not-applied':
         return { kind: 'not-applied', message: label, ...base, ...ra };

@@ -53,7 +53,9 @@ function stripeCard(spec: {
   lookup: { delay: '1h' | null; delaySource: string };
   reconciler: string;
   unverified?: RetrySafetyCard['unverified'];
+  rejectionMayCreate?: RetrySafetyCard['sideEffect']['rejectionMayCreate'];
 }): RetrySafetyCard {
+  const rejectionMayCreate = spec.rejectionMayCreate ?? fact(false, `${S.errors}: of the objects these operations create, only a PaymentIntent is returned in an error body (payment_intent); a rejected create of any other leaves nothing`);
   return {
     cardVersion: 1,
     provider: 'stripe',
@@ -61,6 +63,7 @@ function stripeCard(spec: {
     sideEffect: {
       kind: fact(spec.kind, spec.kindSource),
       idempotentByNature: fact(false, `${S.idempotency} (a second POST without the same key creates a second object)`),
+      rejectionMayCreate,
     },
     businessOperationId: {
       rule: spec.intentRule,
@@ -187,6 +190,10 @@ export const paymentIntentsCreateCard = defineCard(
     intentFields: ['customer', 'orderRef'],
     intentRule: 'derived from intent fields customer and orderRef (the order names the payment; amount and currency are its parameters, so a changed amount for the same order is a conflict, never a second charge), or supplied by the caller; written to metadata.retrysafe_operation_id',
     ...searchLookup('paymentIntents'),
+    rejectionMayCreate: fact(
+      true,
+      `${S.errors}: the error's payment_intent is "the PaymentIntent object for errors returned on a request involving a PaymentIntent"; https://docs.stripe.com/payments/paymentintents/lifecycle: a failed confirmation leaves the PaymentIntent in requires_payment_method`,
+    ),
   }),
 );
 

@@ -107,7 +107,7 @@ let runNo = 0;
 
 describe('redaction property: canaries never reach an artefact, over every adapter sandbox', () => {
   it('covers every adapter', () => {
-    expect(new Set(entries.map((e) => e.name))).toEqual(new Set(['sandbox', 'stripe', 'msgraph', 'hubspot', 'http', 'resend', 'github']));
+    expect(new Set(entries.map((e) => e.name))).toEqual(new Set(['sandbox', 'stripe', 'msgraph', 'hubspot', 'http', 'resend', 'github', 'slack']));
     expect(cases.length).toBeGreaterThanOrEqual(8);
   });
 

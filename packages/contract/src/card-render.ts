@@ -102,6 +102,9 @@ export function cardRows(card: RetrySafetyCard): CardRow[] {
   rows.splice(at < 0 ? rows.length : at, 0, ...extra.filter((r) => r.path !== 'storedResult.replayIndicator'));
   const ri2 = extra.find((r) => r.path === 'storedResult.replayIndicator');
   if (ri2) rows.splice(rows.findIndex((r) => r.path === 'storedResult.includesErrors') + 1, 0, ri2);
+  const rc = card.sideEffect.rejectionMayCreate;
+  if (rc !== undefined)
+    rows.splice(rows.findIndex((r) => r.path === 'sideEffect.idempotentByNature') + 1, 0, { path: 'sideEffect.rejectionMayCreate', label: 'A rejected call can leave an object', value: rc.value, unknown: rc.value === UNKNOWN, source: rc.source });
   return rows;
 }
 

@@ -40,6 +40,7 @@ const SHAPE: Shape = {
   sideEffect: {
     kind: f(oneOf('create', 'send', 'set', 'upsert', 'delete', 'charge', 'async-job', 'none')),
     idempotentByNature: f(bool),
+    rejectionMayCreate: f(bool),
   },
   businessOperationId: { rule: str, intentFields: nonEmptyStrings },
   ids: { run: str, attempt: str, request: f(str) },
@@ -76,8 +77,8 @@ const SHAPE: Shape = {
   }),
 };
 
-/** Optional fields: absent means unknown (lateApplyBound) or the default (clockSkewMargin). */
-const OPTIONAL: ReadonlySet<string> = new Set(['lookup.lateApplyBound', 'limits.clockSkewMargin']);
+/** Optional fields: absent means unknown (lateApplyBound), false (rejectionMayCreate) or the default (clockSkewMargin). */
+const OPTIONAL: ReadonlySet<string> = new Set(['sideEffect.rejectionMayCreate', 'lookup.lateApplyBound', 'limits.clockSkewMargin']);
 
 function isFactShape(s: unknown): s is FactShape {
   return typeof s === 'object' && s !== null && FACT in s;
@@ -307,7 +308,7 @@ function withOptionalFields(body: { properties: Record<string, unknown> } & Reco
     },
   };
   // Optional fields: an absent one means unknown / the default.
-  for (const [section, field] of [['lookup', 'lateApplyBound'], ['limits', 'clockSkewMargin']] as const) {
+  for (const [section, field] of [['sideEffect', 'rejectionMayCreate'], ['lookup', 'lateApplyBound'], ['limits', 'clockSkewMargin']] as const) {
     const sec = body.properties[section] as Obj;
     if (Array.isArray(sec.required)) sec.required = (sec.required as string[]).filter((f) => f !== field);
   }

@@ -59,6 +59,12 @@ export interface RetrySafetyCard {
     readonly kind: Fact<SideEffectKind>;
     /** True when performing the operation twice has the effect of performing it once (set-value PATCH, upsert by unique id). */
     readonly idempotentByNature: Fact<boolean>;
+    /**
+     * Optional: whether a call the provider rejects can still leave an object behind (a declined
+     * create+confirm leaves a PaymentIntent). Absent = not declared. The drill then checks that a
+     * corrected request never makes a second object.
+     */
+    readonly rejectionMayCreate?: Fact<boolean>;
   };
   readonly businessOperationId: {
     /** In words, e.g. "derived from intent fields customer, amount, currency, orderRef". */

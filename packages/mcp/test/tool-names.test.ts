@@ -1,11 +1,13 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { AdapterV1 } from '@retrysafe/contract';
-import { SAFE_TOOL_NAME, agentTools, createMemoryLedger, createRunner, safeToolName } from '@retrysafe/core';
+import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import { SAFE_TOOL_NAME, agentTools, safeToolName } from '@retrysafe/core/agent';
 import { asyncExportsCreate, clientTokenInstancesRun, createHttpAdapter, etagDocumentsUpdate, ietfOrdersCreate } from '@retrysafe/http';
 import { createHubSpotAdapter } from '@retrysafe/hubspot';
 import { createMsGraphAdapter } from '@retrysafe/msgraph';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { createSlackAdapter } from '@retrysafe/slack';
 import { createStripeAdapter } from '@retrysafe/stripe';
 import { describe, expect, it } from 'vitest';
 import { createRetrysafeMcpServer } from '../src/index.js';
@@ -16,6 +18,7 @@ function shipped(): AdapterV1[] {
     createStripeAdapter({ apiKey: 'sk_test_names', baseUrl: 'http://127.0.0.1:9' }),
     createHubSpotAdapter({ accessToken: 'pat-names', baseUrl: 'http://127.0.0.1:9' } as Parameters<typeof createHubSpotAdapter>[0]),
     createMsGraphAdapter({ accessToken: () => 'tok', baseUrl: 'http://127.0.0.1:9/' } as Parameters<typeof createMsGraphAdapter>[0]),
+    createSlackAdapter({ token: 'xoxb-names', baseUrl: 'http://127.0.0.1:9' }),
     createHttpAdapter({
       provider: 'acme',
       baseUrl: 'http://127.0.0.1:9',
