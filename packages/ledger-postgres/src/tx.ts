@@ -46,13 +46,20 @@ export function createDb(options: DbOptions): Db {
   pool?.on('error', onPoolError);
   let closed = false;
   let readyPromise: Promise<MigrateReport | null> | null = null;
+  let migrated = !options.migrate;
 
   const ready = (): Promise<MigrateReport | null> => {
     readyPromise ??= options.migrate
-      ? migrateOnce().catch((err: unknown) => {
-          readyPromise = null; // a database that was down may be back next time
-          throw err;
-        })
+      ? migrateOnce().then(
+          (report) => {
+            migrated = true;
+            return report;
+          },
+          (err: unknown) => {
+            readyPromise = null; // a database that was down may be back next time
+            throw err;
+          },
+        )
       : Promise.resolve(null);
     return readyPromise;
   };
@@ -85,7 +92,7 @@ export function createDb(options: DbOptions): Db {
   async function query<R extends pg.QueryResultRow>(what: string, sql: Sql, values: unknown[]): Promise<pg.QueryResult<R>> {
     if (closed) throw new LedgerError(`ledger is closed (${what})`);
     try {
-      await ready();
+      if (!migrated) await ready();
       const config = configOf(sql, values);
       for (let stale = 0; ; stale++) {
         try {
@@ -106,7 +113,7 @@ export function createDb(options: DbOptions): Db {
     if (closed) throw new LedgerError(`ledger is closed (${what})`);
     let client: TxClient;
     try {
-      await ready();
+      if (!migrated) await ready();
       client = own !== null ? ownClient(own, await own.acquire()) : await pool!.connect();
     } catch (err) {
       throw asLedgerError(err, what);
