@@ -7,6 +7,7 @@ export interface Sql {
   readonly text: string;
 }
 
+const named = (name: string, text: string): Sql => ({ name, text });
 const sqlList = (states: readonly string[]) => states.map((s) => `'${s}'`).join(', ');
 /** The predicate of the partial index of open rows; repeated in a query so the planner can use the index. */
 const OPEN_STATES = `state NOT IN (${sqlList(PRUNABLE_STATES)})`;
@@ -101,46 +102,31 @@ export function createStatements(ops: string, dbClock: boolean) {
   const fencedCache = new Map<string, FencedTexts>();
 
   return {
-    clockProbe: { name: 'clock-probe', text: `SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS db` } as Sql,
-    get: { name: 'get', text: `SELECT ${RECORD_COLUMNS} FROM ${ops} WHERE business_operation_id = $1` } as Sql,
-    receipts: { name: 'receipts', text: `SELECT receipts FROM ${ops} WHERE business_operation_id = $1` } as Sql,
+    clockProbe: named('clock-probe', `SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS db`),
+    get: named('get', `SELECT ${RECORD_COLUMNS} FROM ${ops} WHERE business_operation_id = $1`),
+    receipts: named('receipts', `SELECT receipts FROM ${ops} WHERE business_operation_id = $1`),
     claimInsert: claimInsert(false),
     claimInsertDispatched: claimInsert(true),
     /** $1 id, $2 database clock?, $3 caller's now: the row locked, with the lease clock read in the same statement. */
-    claimLock: { name: 'claim-lock-clock', text: `SELECT ${RECORD_COLUMNS}, ${clock('$2', '$3')} AS lease_now FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE` } as Sql,
-    resolveLock: { name: 'lock', text: `SELECT ${RECORD_COLUMNS} FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE` } as Sql,
+    claimLock: named('claim-lock-clock', `SELECT ${RECORD_COLUMNS}, ${clock('$2', '$3')} AS lease_now FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE`),
+    resolveLock: named('lock', `SELECT ${RECORD_COLUMNS} FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE`),
     /** Every column a transition may change, for a row this transaction holds FOR UPDATE ($2: the fence read under the lock). */
-    writeLocked: {
-      name: 'write-locked',
-      text: `UPDATE ${ops} SET params = $3::json, params_fingerprint = $4, provider_key = $5, state = $6, fence = $7, lease_owner = $8,
+    writeLocked: named('write-locked', `UPDATE ${ops} SET params = $3::json, params_fingerprint = $4, provider_key = $5, state = $6, fence = $7, lease_owner = $8,
          lease_expires_at = $9, updated_at = $10, first_dispatched_at = $11, attempt_count = $12, last_outcome = $13, result = $14::json,
          provider_ref = $15, status_ref = $16, handoff = $17::json, resolution = $18::json
-       WHERE business_operation_id = $1 AND fence = $2 ${returning}`,
-    } as Sql,
+       WHERE business_operation_id = $1 AND fence = $2 ${returning}`),
     /** RENEW of a remembered row version ($4 id, $5 fence, $6 xmin). */
-    renewKnown: {
-      name: 'renew:known',
-      text: `UPDATE ${ops} SET ${RENEW.set} WHERE business_operation_id = $4 AND fence = $5 AND ${RENEW.guard} AND xmin = $6::xid RETURNING lease_expires_at, xmin`,
-    } as Sql,
+    renewKnown: named('renew:known', `UPDATE ${ops} SET ${RENEW.set} WHERE business_operation_id = $4 AND fence = $5 AND ${RENEW.guard} AND xmin = $6::xid RETURNING lease_expires_at, xmin`),
     /** $1 id, $2 fence, $3 seq, $4 receipt, $5 hash: applies only when the receipt is the next of the row's chain. */
-    appendReceipt: {
-      name: 'receipt',
-      text: `UPDATE ${ops} SET ${appendReceipt('$4')}, receipt_head = $5, receipt_count = $3
+    appendReceipt: named('receipt', `UPDATE ${ops} SET ${appendReceipt('$4')}, receipt_head = $5, receipt_count = $3
          WHERE business_operation_id = $1 AND fence = $2 AND receipt_count + 1 = $3::integer
-         RETURNING receipt_count AS seq`,
-    } as Sql,
-    receiptCheck: { name: 'receipt-check', text: `SELECT fence, receipt_count AS seq FROM ${ops} WHERE business_operation_id = $1` } as Sql,
+         RETURNING receipt_count AS seq`),
+    receiptCheck: named('receipt-check', `SELECT fence, receipt_count AS seq FROM ${ops} WHERE business_operation_id = $1`),
     /** $1 caller's now, $2 limit, $3 database clock?: served by the partial index of open rows. */
-    recover: {
-      name: 'recover',
-      text: `SELECT ${RECORD_COLUMNS} FROM ${ops}
+    recover: named('recover', `SELECT ${RECORD_COLUMNS} FROM ${ops}
          WHERE state IN (${sqlList(RECOVERABLE_STATES)}) AND ${OPEN_STATES} AND coalesce(lease_expires_at, 0) <= ${clock('$3', '$1')}
-         ORDER BY updated_at, business_operation_id LIMIT $2`,
-    } as Sql,
-    pruneCount: {
-      name: 'prune-count',
-      text: `SELECT state, count(*) AS n FROM ${ops} WHERE state = ANY($1::text[]) AND created_at < $2 AND updated_at < $2 GROUP BY state`,
-    } as Sql,
+         ORDER BY updated_at, business_operation_id LIMIT $2`),
+    pruneCount: named('prune-count', `SELECT state, count(*) AS n FROM ${ops} WHERE state = ANY($1::text[]) AND created_at < $2 AND updated_at < $2 GROUP BY state`),
     /** One keyset page of a state's old rows ($1 state, $2 before, $3/$4 after (created_at, id), $5 size), with their receipts or not. */
     prunePage: (withReceipts: boolean): Sql => ({
       name: withReceipts ? 'prune-page-receipts' : 'prune-page',
@@ -148,10 +134,7 @@ export function createStatements(ops: string, dbClock: boolean) {
              ORDER BY created_at, business_operation_id LIMIT $5`,
     }),
     /** The rows that are still closed and old (a rejected one may have been superseded meanwhile). */
-    pruneDelete: {
-      name: 'prune-delete',
-      text: `DELETE FROM ${ops} WHERE business_operation_id = ANY($1::text[]) AND state = ANY($2::text[]) AND updated_at < $3 RETURNING state`,
-    } as Sql,
+    pruneDelete: named('prune-delete', `DELETE FROM ${ops} WHERE business_operation_id = ANY($1::text[]) AND state = ANY($2::text[]) AND updated_at < $3 RETURNING state`),
     list: (filter: ListFilter) => listStatement(ops, filter),
     /**
      * A fenced write's statements: `write.set` guarded by the fence ($n+1 id, $n+2 fence) and its guard;
