@@ -28,11 +28,15 @@ export function createSkewCheck(db: Db, st: Statements, maxSkew: number) {
   return async function checkSkew(now: number, claimOf: string): Promise<void> {
     const entry = Date.now();
     if (entry - probedAt >= PROBE_EVERY_MS || entry < probedAt) await probe();
-    // The caller's clock may differ from this process's: add that difference.
-    const caller = now - entry;
+    skewWithin(now, entry, claimOf);
+  };
+
+  /** The caller's `now` (passed when this process's clock read `entry`) against the database's clock. */
+  function skewWithin(now: number, entry: number, claimOf: string): void {
+    const caller = now - entry; // the caller's clock may differ from this process's
     const lo = offset.lo + caller;
     const hi = offset.hi + caller;
     if (lo > maxSkew) throw new ClockSkewError(Math.round(lo), maxSkew, `claim of ${claimOf}`);
     if (hi < -maxSkew) throw new ClockSkewError(Math.round(hi), maxSkew, `claim of ${claimOf}`);
-  };
+  }
 }

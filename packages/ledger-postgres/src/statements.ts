@@ -66,6 +66,14 @@ export const SET_STATE_FIELDS = [
  * server evaluates no CASE. A terminal state holds no lease.
  */
 export function setStateWrite(fields: readonly string[], terminal: boolean): FencedWrite {
+  const key = `${fields.join()}|${terminal}`;
+  let write = setStateWrites.get(key);
+  if (write === undefined) setStateWrites.set(key, (write = buildSetStateWrite(fields, terminal)));
+  return write;
+}
+const setStateWrites = new Map<string, FencedWrite>();
+
+function buildSetStateWrite(fields: readonly string[], terminal: boolean): FencedWrite {
   let set = 'state = $1, updated_at = $2';
   let letters = '';
   let n = 2;
