@@ -1,16 +1,13 @@
-// Clean operations through runner.run on the PostgreSQL ledger (issue 23): what one op costs.
-//   DATABASE_URL=... node packages/ledger-postgres/scripts/per-op.mjs [N=2000] [--mode=runner|raw|hand|powertools]
-//        [--async-commit] [--caller-clock] [--waldump=<PGDATA>/pg_wal] [--pgdata=<PGDATA>] [--keep]     (RETRYSAFE_PG=<dist/index.js>: another build)
-// Prints per op: wall time, the Node process's CPU, the server's CPU (every process of the cluster whose
-// PGDATA is given, read from /proc), the statements the ledger sent (by name, counted on its pool's
-// clients; runner mode), and the WAL bytes, measured after a CHECKPOINT so the first touch of each page
-// pays its full-page image as it would in production. --waldump: pg_waldump's statistics per record type
-// of exactly that window. --async-commit: synchronous_commit=off on the ledger's connections, so the
-// loop is bound by CPU rather than by the WAL flush (runner mode). Other modes are the bench's workloads.
-// --caller-clock: leaseClock 'caller' (under valgrind, where the runner's `now` is seconds old by the time it claims).
-// For a profile of the Node side: node --cpu-prof --cpu-prof-dir=/tmp/prof <this script> 20000 --async-commit
-// Instructions per op of the Node side (deterministic, unlike CPU time on a shared machine): callgrind at two
-// lengths, `valgrind --tool=callgrind node --single-threaded <this script> N --caller-clock`, N = 1000 and 2500, difference / 1500.
+// What one clean operation costs on PostgreSQL: N operations through runner.run on the PostgreSQL ledger
+// (or one of the bench's other workloads), then per op: wall time, the Node process's CPU, the server's
+// CPU (the cluster whose PGDATA is given, read from /proc), the statements the ledger sent (runner mode),
+// the WAL bytes (after a CHECKPOINT, so first page touches pay their full-page images) and the bytes of
+// table and indexes.
+//   DATABASE_URL=... node packages/bench/src/per-op.mjs [N=2000] [--mode=runner|raw|hand|powertools]
+//        [--async-commit] [--caller-clock] [--waldump=<PGDATA>/pg_wal] [--pgdata=<PGDATA>] [--keep]
+// RETRYSAFE_PG=<another build's dist/index.js>: measure that build instead (before/after, interleaved).
+// --waldump: pg_waldump's statistics per record type of the same window. --async-commit: the ledger's
+// connections commit without waiting for the WAL flush (CPU-bound loop). --caller-clock: leaseClock 'caller'.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -18,10 +15,9 @@ import pg from 'pg';
 import { createRunner } from '@retrysafe/core';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { createNoopAdapter } from '../../bench/src/noop-adapter.mjs';
-import { preparePostgres, setupWorkload } from '../../bench/src/workloads.mjs';
+import { createNoopAdapter } from './noop-adapter.mjs';
+import { preparePostgres, setupWorkload } from './workloads.mjs';
 
-// RETRYSAFE_PG=<path of another build's dist/index.js>: measure that build of the ledger (before/after, interleaved).
 const { createPostgresLedger, migrate } = await import(process.env.RETRYSAFE_PG ? pathToFileURL(resolve(process.env.RETRYSAFE_PG)).href : '@retrysafe/ledger-postgres');
 const args = process.argv.slice(2);
 const opt = (name) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
@@ -42,8 +38,6 @@ let op;
 let close;
 if (mode === 'runner') {
   await migrate(admin, schema);
-  // --fillfactor=N: try another page fill on the operations table (an experiment; the migration sets its own).
-  if (opt('fillfactor')) await admin.query(`ALTER TABLE "${schema}".retrysafe_operations SET (fillfactor = ${Number(opt('fillfactor'))})`);
   const pool = new pg.Pool({ connectionString: url, max: 2, ...(asyncCommit ? { options: '-c synchronous_commit=off' } : {}) });
   pool.on('connect', (client) => {
     const q = client.query.bind(client);
