@@ -3,7 +3,7 @@
 // Absolute numbers vary between machines: read the ratios.
 //
 //   node src/bench.mjs [--only=sqlite,postgres,bytes,dbos,rss,footprint] [--modes=raw,hand,runner,powertools]
-//                      [--seconds=3] [--reps=3] [--workers=1,8] [--warmup=200] [--bytes-ops=5000]
+//                      [--seconds=3] [--reps=3] [--workers=1,8] [--warmup=200] [--slice-ms=500] [--bytes-ops=5000]
 //                      [--rss-ops=1000000] [--quick]
 //
 // BENCH_BASELINE=<a built checkout of another commit> adds the mode `before`: the runner and ledgers of
@@ -18,7 +18,6 @@ import { postgresBytesPerOp, sqliteBytesPerOp } from './storage.mjs';
 import {
   dropPostgres,
   postgresCheckpoint,
-  postgresServerCpu,
   postgresSettings,
   preparePostgres,
   prepareSqlite,
@@ -44,6 +43,8 @@ process.env.BENCH_WARMUP_OPS = String(warmupOps);
 const rssOps = Number(args['rss-ops'] ?? (quick ? 50_000 : 1_000_000));
 const MODES = (args.modes ?? `raw,hand,runner,${process.env.BENCH_BASELINE ? 'before,' : ''}powertools`).split(',');
 const bytesOps = Number(args['bytes-ops'] ?? (quick ? 1000 : 5000));
+// The modes take turns of this many ms (src/worker.mjs).
+const sliceMs = Number(args['slice-ms'] ?? 500);
 const here = (f) => fileURLToPath(new URL(f, import.meta.url));
 
 const databaseUrl = process.env.DATABASE_URL;
@@ -62,10 +63,11 @@ if (only.has('postgres') || only.has('dbos')) {
 }
 
 /**
- * Runs `workers` processes of one workload for `seconds`, started together; returns ops/s, and the CPU µs
- * (user + system) per op of all workers and of the PostgreSQL server.
+ * Runs `workers` processes, each with every workload of `mix`, for `seconds` per workload, started
+ * together and taking turns by the wall clock (src/worker.mjs); returns per workload, in `mix` order, its
+ * ops/s (all workers' ops over the time the workers spent in it) and CPU µs per op of the workers.
  */
-async function measure(cfgFor, workers, serverCpu = null) {
+async function measure(mix, workers) {
   const children = Array.from({ length: workers }, () =>
     fork(here('./worker.mjs'), [], {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -79,29 +81,20 @@ async function measure(cfgFor, workers, serverCpu = null) {
     });
   try {
     const ready = children.map(next);
-    for (const [w, c] of children.entries()) c.send(cfgFor(w));
+    for (const [w, c] of children.entries()) c.send({ mix: mix.map((cfg) => ({ ...cfg, worker: w })), sliceMs });
     await Promise.all(ready);
     const done = children.map(next);
-    const until = Date.now() + seconds * 1000;
-    const server0 = serverCpu?.();
-    for (const c of children) c.send({ go: true, until });
+    const start = Date.now();
+    for (const c of children) c.send({ go: true, start, until: start + seconds * 1000 * mix.length });
     const results = await Promise.all(done);
-    const server1 = serverCpu?.();
     const closed = children.map(next);
     for (const c of children) c.send({ close: true });
     await Promise.all(closed);
-    // One process running several workloads in turns: each one's ops over its own share of the time.
-    if (results[0].spent)
-      return results[0].spent.map((r) => ({
-        opsPerSec: r.ops / (r.ms / 1000),
-        cpuUsPerOp: r.cpuUs / r.ops,
-        serverUsPerOp: null,
-      }));
-    const ops = results.reduce((n, r) => n + r.ops, 0);
-    const window = (Math.max(...results.map((r) => r.endedAt)) - Math.min(...results.map((r) => r.startedAt))) / 1000;
-    const sum = (f) => results.reduce((n, r) => n + f(r), 0);
-    const serverUsPerOp = server0 != null && server1 != null ? (server1 - server0) / ops : null;
-    return { opsPerSec: ops / window, cpuUsPerOp: sum((r) => r.cpuUs) / ops, serverUsPerOp };
+    return mix.map((_, k) => {
+      const sum = (f) => results.reduce((n, r) => n + f(r.spent[k]), 0);
+      const ops = sum((s) => s.ops);
+      return { opsPerSec: ops / (sum((s) => s.ms) / workers / 1000), cpuUsPerOp: sum((s) => s.cpuUs) / ops };
+    });
   } finally {
     for (const c of children) if (c.exitCode === null) c.kill();
   }
@@ -115,62 +108,43 @@ const load = () =>
     .map((l) => l.toFixed(1))
     .join(' ');
 
-/** SQLite: every mode in one process, in turns, each on a fresh file of its own; results in `modes` order. */
-async function sqliteRound(modes) {
-  const dir = mkdtempSync(join(tmpdir(), 'retrysafe-bench-'));
-  try {
-    const mix = modes.map((mode) => {
-      const sqlitePath = join(dir, `${mode}.db`);
-      prepareSqlite(sqlitePath);
-      return { store: 'sqlite', mode, sqlitePath, worker: 0 };
-    });
-    return await measure(() => ({ mix }), 1);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+/** One round: every mode in `order` on a fresh store of its own (a SQLite file, a PostgreSQL schema). */
+async function round(store, workers, order) {
+  if (store === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'retrysafe-bench-'));
+    try {
+      const mix = order.map((mode) => ({ store, mode, sqlitePath: join(dir, `${mode}.db`) }));
+      for (const cfg of mix) prepareSqlite(cfg.sqlitePath);
+      return await measure(mix, workers);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }
-}
-
-/** PostgreSQL: one measurement of `mode` on a fresh schema, `workers` processes. */
-async function postgresOnce(workers, mode, serverCpu) {
-  const schema = `rs_bench_${randomBytes(4).toString('hex')}`;
-  await preparePostgres(databaseUrl, schema, mode);
+  const mix = order.map((mode) => ({ store, mode, databaseUrl, schema: `rs_bench_${randomBytes(4).toString('hex')}` }));
   try {
-    // What the previous measurement left dirty is written out now, not during this one.
+    for (const cfg of mix) await preparePostgres(databaseUrl, cfg.schema, cfg.mode);
+    // What the previous round left dirty is written out now, not during this one.
     await postgresCheckpoint(databaseUrl);
-    return await measure((w) => ({ store: 'postgres', mode, databaseUrl, schema, worker: w }), workers, serverCpu);
+    return await measure(mix, workers);
   } finally {
-    await dropPostgres(databaseUrl, schema);
+    for (const cfg of mix) await dropPostgres(databaseUrl, cfg.schema);
   }
 }
 
 /** Every mode `reps` times, interleaved; medians of ops/s and of the work per op. */
-async function scenario(store, workers, serverCpu = null) {
+async function scenario(store, workers) {
   const runs = Object.fromEntries(MODES.map((m) => [m, []]));
   for (let rep = 0; rep < reps; rep++) {
-    // Interleaved so drift (page cache, WAL size, the machine's other work) hits every mode alike. The
-    // order turns one place per round, so each mode follows each other one as often: the mode after the
-    // heaviest writer pays for its WAL and dropped schema.
+    // The order turns one place per round, so each mode follows each other one as often.
     const order = MODES.map((_, i) => MODES[(i + rep) % MODES.length]);
-    if (store === 'sqlite') {
-      const results = await sqliteRound(order);
-      for (const [i, mode] of order.entries()) runs[mode].push(results[i]);
-    } else {
-      for (const mode of order) runs[mode].push(await postgresOnce(workers, mode, serverCpu));
-    }
+    const results = await round(store, workers, order);
+    for (const [i, mode] of order.entries()) runs[mode].push(results[i]);
   }
   const opsPerSec = Object.fromEntries(MODES.map((m) => [m, median(runs[m].map((r) => r.opsPerSec))]));
   // CPU µs per op does not swing with the machine's load as ops/s does.
-  const perOp = Object.fromEntries(
-    MODES.map((m) => [
-      m,
-      {
-        cpuUs: median(runs[m].map((r) => r.cpuUsPerOp)),
-        serverUs: runs[m].every((r) => r.serverUsPerOp !== null) ? median(runs[m].map((r) => r.serverUsPerOp)) : null,
-      },
-    ]),
-  );
-  // The same ratio within each round (modes measured minutes apart, not tens of minutes): steadier on a
-  // machine whose load swings between rounds.
+  const cpuUs = Object.fromEntries(MODES.map((m) => [m, median(runs[m].map((r) => r.cpuUsPerOp))]));
+  // The same ratio within each round (modes measured in the same seconds): steadier on a machine whose
+  // load swings between rounds.
   const perRound = Object.fromEntries(
     RATIOS.map(([a, b]) => [`${a}/${b}`, runs[a].map((r, i) => r.opsPerSec / runs[b][i].opsPerSec)]),
   );
@@ -178,10 +152,10 @@ async function scenario(store, workers, serverCpu = null) {
     store,
     workers,
     opsPerSec,
-    perOp,
+    cpuUs,
     perRound,
     runs: Object.fromEntries(MODES.map((m) => [m, runs[m].map((r) => Math.round(r.opsPerSec))])),
-    cpuUs: Object.fromEntries(MODES.map((m) => [m, runs[m].map((r) => Math.round(r.cpuUsPerOp))])),
+    cpuUsRuns: Object.fromEntries(MODES.map((m) => [m, runs[m].map((r) => Math.round(r.cpuUsPerOp))])),
   };
 }
 
@@ -215,11 +189,9 @@ async function throughput() {
   console.log(`SQLite (every side): node:sqlite, ${SQLITE_PRAGMAS.join(', ')}`);
   if (only.has('postgres')) console.log(`PostgreSQL: ${await postgresSettings(databaseUrl)}`);
   console.log(`machine: ${cpus().length} cores, load average ${load()} at start\n`);
-  // The PostgreSQL server's CPU (its postmaster's children: backends, WAL writer, checkpointer …), when it runs here.
-  const serverCpu = only.has('postgres') ? await postgresServerCpu(databaseUrl) : null;
   const rows = [];
   if (only.has('sqlite')) rows.push(await scenario('sqlite', 1));
-  if (only.has('postgres')) for (const w of pgWorkers) rows.push(await scenario('postgres', w, serverCpu));
+  if (only.has('postgres')) for (const w of pgWorkers) rows.push(await scenario('postgres', w));
   printTable(
     ['store', 'workers', ...MODES.map((m) => `${m} ops/s`), ...RATIOS.map(([a, b]) => `${a}/${b}`)],
     rows.map((r) => [
@@ -241,17 +213,10 @@ async function throughput() {
       }),
     ]),
   );
-  const per = (v) => (v === null || v === undefined ? 'n/a' : fmt(v));
-  console.log(
-    `\nCPU per op, µs (workers: user + system of all worker processes; server: the PostgreSQL server's processes, from /proc, ${serverCpu ? 'read around each window' : 'n/a'})`,
-  );
+  console.log('\nCPU per op of the workers, µs (user + system), median');
   printTable(
-    ['store', 'workers', ...MODES.flatMap((m) => [`${m} workers`, `${m} server`])],
-    rows.map((r) => [
-      r.store,
-      String(r.workers),
-      ...MODES.flatMap((m) => [per(r.perOp[m].cpuUs), r.store === 'postgres' ? per(r.perOp[m].serverUs) : '-']),
-    ]),
+    ['store', 'workers', ...MODES],
+    rows.map((r) => [r.store, String(r.workers), ...MODES.map((m) => fmt(r.cpuUs[m]))]),
   );
   console.log(`load average ${load()} at the end of the throughput runs`);
   return rows;

@@ -7,9 +7,7 @@
 //   before      `runner` on the baseline build named by BENCH_BASELINE (its runner and its ledgers)
 //   powertools  AWS Powertools' makeIdempotent around the same no-op function, persisted on the same store,
 //               with payload validation on (the runner always fingerprints the params)
-import { execFileSync } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { pathToFileURL } from 'node:url';
@@ -301,60 +299,6 @@ export async function dropPostgres(databaseUrl, schema) {
     await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   } finally {
     await client.end();
-  }
-}
-
-/**
- * A reader of the CPU time (µs, user + system) the PostgreSQL server at `databaseUrl` has used so far: its
- * postmaster's own and its children's (backends, WAL writer, checkpointer …), live ones from
- * /proc/<pid>/stat and exited ones from the postmaster's reaped-children counters. null when the server
- * is not a process of this machine (or /proc cannot be read): the bench then prints n/a.
- */
-export async function postgresServerCpu(databaseUrl) {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  const stat = (pid) => {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return { ppid: Number(f[1]), own: Number(f[11]) + Number(f[12]), reaped: Number(f[13]) + Number(f[14]) };
-  };
-  // The backend serving this connection is a child of the postmaster: read while it is alive.
-  let postmaster;
-  try {
-    postmaster = stat(Number((await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid)).ppid;
-    stat(postmaster);
-  } catch {
-    return null;
-  } finally {
-    await client.end();
-  }
-  const tickUs = 1e6 / clockTicks();
-  return () => {
-    let ticks = 0;
-    try {
-      const pm = stat(postmaster);
-      ticks += pm.own + pm.reaped;
-    } catch {
-      return null;
-    }
-    for (const name of readdirSync('/proc')) {
-      if (!/^\d+$/.test(name)) continue;
-      try {
-        const s = stat(name);
-        if (s.ppid === postmaster) ticks += s.own;
-      } catch {
-        /* gone meanwhile */
-      }
-    }
-    return ticks * tickUs;
-  };
-}
-function clockTicks() {
-  try {
-    const n = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
-    return Number.isFinite(n) && n > 0 ? n : 100;
-  } catch {
-    return 100;
   }
 }
 
