@@ -23,15 +23,17 @@ export const projectDefaults = {
 // fresh clone has no timings from an earlier run).
 const slowFirst = [
   'packages/dbos/test/crash-recovery.test.ts',
-  'packages/mcp/test/fence.test.ts',
   'packages/testkit/test/crash-drill.test.ts',
+  'packages/mcp/test/fence.test.ts',
+  'packages/testkit/test/crash-slow-network.test.ts',
   'packages/ledger-postgres/test/multi-process.test.ts',
   'packages/release/test/release.test.ts',
-  'packages/testkit/test/crash-slow-network.test.ts',
   'packages/dbos/test/concurrent-executions.test.ts',
+  'packages/mcp/test/fence-upstream.test.ts',
   'packages/bench/test/wal-floor.test.ts',
   'packages/cli/test/fixes.test.ts',
   'packages/testkit/test/explorer/shipped-cards.test.ts',
+  'packages/cli/test/drill.test.ts',
 ];
 
 class SlowFirstSequencer extends BaseSequencer {
