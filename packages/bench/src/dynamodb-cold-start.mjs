@@ -6,8 +6,8 @@
 //
 //   node src/dynamodb-cold-start.mjs [--runs=7]
 import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { startDynalite } from './dynamodb.mjs';
 
 const runs = Number(/--runs=(\d+)/.exec(process.argv.join(' '))?.[1] ?? 7);
@@ -41,12 +41,20 @@ try {
   const samples = [];
   for (let i = 0; i < runs; i++) {
     // Asynchronous: dynalite answers from this process's event loop.
-    const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', handler(dynamo.endpoint, table)], { cwd: here('.'), encoding: 'utf8' });
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--input-type=module', '-e', handler(dynamo.endpoint, table)],
+      { cwd: here('.'), encoding: 'utf8' },
+    );
     samples.push(JSON.parse(stdout));
   }
   const m = (k) => median(samples.map((s) => s[k])).toFixed(0);
-  console.log(`DynamoDB ledger cold start, node ${process.version}, median of ${runs} fresh processes (dynalite on loopback):`);
-  console.log(`  import ${m('importMs')} ms, create runner + ledger ${m('createMs')} ms, first operation ${m('firstOpMs')} ms (the next one ${m('secondOpMs')} ms)`);
+  console.log(
+    `DynamoDB ledger cold start, node ${process.version}, median of ${runs} fresh processes (dynalite on loopback):`,
+  );
+  console.log(
+    `  import ${m('importMs')} ms, create runner + ledger ${m('createMs')} ms, first operation ${m('firstOpMs')} ms (the next one ${m('secondOpMs')} ms)`,
+  );
 } finally {
   await dynamo.close();
 }

@@ -4,7 +4,8 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createDynamoDbLedger, ensureTable } from '@retrysafe/ledger-dynamodb';
 import dynalite from 'dynalite';
 
-const client = (endpoint) => new DynamoDBClient({ endpoint, region: 'local', credentials: { accessKeyId: 'bench', secretAccessKey: 'bench' } });
+const client = (endpoint) =>
+  new DynamoDBClient({ endpoint, region: 'local', credentials: { accessKeyId: 'bench', secretAccessKey: 'bench' } });
 
 export async function startDynalite() {
   const server = dynalite({ createTableMs: 0 });

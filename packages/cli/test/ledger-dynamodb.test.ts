@@ -21,15 +21,26 @@ const ids: string[] = [];
 beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const client = new DynamoDBClient({ endpoint, region: 'local', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
+  const client = new DynamoDBClient({
+    endpoint,
+    region: 'local',
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+  });
   await ensureTable(client, 'retrysafe-cli');
   const ledger = createDynamoDbLedger({ table: 'retrysafe-cli', client });
   const adapter = createSandboxAdapter({ provider: createSandboxProvider({ ...REPLAYING_BEHAVIOUR }) });
   const runner = createRunner({ ledger, owner: 'cli-test' });
-  for (const ref of ['order-1', 'order-2']) ids.push((await runner.run(adapter, 'records.create', { params: { ref, amount: 5 } })).businessOperationId);
+  for (const ref of ['order-1', 'order-2'])
+    ids.push((await runner.run(adapter, 'records.create', { params: { ref, amount: 5 } })).businessOperationId);
   await ledger.close();
   client.destroy();
-  writeFileSync(config, JSON.stringify({ ledger: { dynamodb: { table: 'retrysafe-cli', region: 'local', endpoint } }, adapters: { sandbox: { baseUrl: 'http://127.0.0.1:9/', timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR } } }));
+  writeFileSync(
+    config,
+    JSON.stringify({
+      ledger: { dynamodb: { table: 'retrysafe-cli', region: 'local', endpoint } },
+      adapters: { sandbox: { baseUrl: 'http://127.0.0.1:9/', timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR } },
+    }),
+  );
 });
 afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 

@@ -15,16 +15,37 @@ const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
 it('opens { ledger: { dynamodb } } from a config as the DynamoDB ledger', async () => {
-  const admin = new DynamoDBClient({ endpoint, region: 'local', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
+  const admin = new DynamoDBClient({
+    endpoint,
+    region: 'local',
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+  });
   await ensureTable(admin, 'retrysafe-config');
   admin.destroy();
-  const config = parseConfig({ ledger: { dynamodb: { table: 'retrysafe-config', region: 'local', endpoint } }, adapters: { stripe: { apiKeyEnv: 'STRIPE_KEY' } } }, '/tmp');
+  const config = parseConfig(
+    {
+      ledger: { dynamodb: { table: 'retrysafe-config', region: 'local', endpoint } },
+      adapters: { stripe: { apiKeyEnv: 'STRIPE_KEY' } },
+    },
+    '/tmp',
+  );
   process.env.AWS_ACCESS_KEY_ID = 'test';
   process.env.AWS_SECRET_ACCESS_KEY = 'test';
   const ledger = await openLedger(config.ledger, config.baseDir);
   try {
     const id = asBusinessOperationId('config-dynamodb-1');
-    const claim = await ledger.claim({ businessOperationId: id, provider: 'sandbox', operation: 'sandbox.records.create', intentFingerprint: 'i', paramsFingerprint: 'p', params: {}, providerKey: 'k' as ProviderKey, owner: 'w', leaseMs: 1000, now: Date.now() });
+    const claim = await ledger.claim({
+      businessOperationId: id,
+      provider: 'sandbox',
+      operation: 'sandbox.records.create',
+      intentFingerprint: 'i',
+      paramsFingerprint: 'p',
+      params: {},
+      providerKey: 'k' as ProviderKey,
+      owner: 'w',
+      leaseMs: 1000,
+      now: Date.now(),
+    });
     expect(claim.kind).toBe('claimed');
     expect((await ledger.list()).map((r) => r.businessOperationId)).toEqual([id]);
   } finally {

@@ -1,2 +1,2 @@
 export { createDynamoDbLedger, type DynamoDbLedgerOptions } from './ledger.js';
-export { ensureTable, tableDefinition, type EnsureTableReport } from './schema.js';
+export { type EnsureTableReport, ensureTable, tableDefinition } from './schema.js';

@@ -1,31 +1,43 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
-  LedgerError,
-  RECOVERABLE_STATES,
-  PRUNABLE_STATES,
+  type ClaimInput,
+  type ClaimResult,
   chainedTransition,
   checkFence,
   checkPruneOptions,
   checkReceipt,
   claimTransition,
   dispatchedTransition,
+  type Fenced,
   handOffTransition,
+  type Ledger,
+  LedgerError,
+  type ListFilter,
+  type OperationRecord,
+  type OperationState,
+  PRUNABLE_STATES,
+  type PruneOptions,
+  type PruneReport,
+  RECOVERABLE_STATES,
+  type Receipt,
   releaseTransition,
   renewTransition,
   resolveTransition,
   setStateTransition,
-  type ClaimInput,
-  type ClaimResult,
-  type Fenced,
-  type Ledger,
-  type ListFilter,
-  type OperationRecord,
-  type OperationState,
-  type PruneOptions,
-  type PruneReport,
-  type Receipt,
 } from '@retrysafe/contract';
-import { MAX_ITEM_BYTES, MAX_NEW_ITEM_BYTES, checkSize, createKnown, expired, fromItem, nextStored, toItem, toReceipts, type Item, type Stored } from './rows.js';
+import {
+  checkSize,
+  createKnown,
+  expired,
+  fromItem,
+  type Item,
+  MAX_ITEM_BYTES,
+  MAX_NEW_ITEM_BYTES,
+  nextStored,
+  type Stored,
+  toItem,
+  toReceipts,
+} from './rows.js';
 import { createTable, optimistic, type Table } from './tx.js';
 
 export interface DynamoDbLedgerOptions {
@@ -47,17 +59,22 @@ export interface DynamoDbLedgerOptions {
 const PRUNE_BATCH = 500;
 
 function checkOptions(options: DynamoDbLedgerOptions) {
-  if (typeof options?.table !== 'string' || options.table.length < 3) throw new LedgerError('createDynamoDbLedger needs { table } (a DynamoDB table name, 3 characters or more)');
+  if (typeof options?.table !== 'string' || options.table.length < 3)
+    throw new LedgerError('createDynamoDbLedger needs { table } (a DynamoDB table name, 3 characters or more)');
   const retention = options.retentionMs ?? null;
-  if (retention !== null && !(Number.isFinite(retention) && retention > 0)) throw new LedgerError(`retentionMs must be a number > 0, got ${String(options.retentionMs)}`);
+  if (retention !== null && !(Number.isFinite(retention) && retention > 0))
+    throw new LedgerError(`retentionMs must be a number > 0, got ${String(options.retentionMs)}`);
   return { table: options.table, retentionMs: retention };
 }
 
 /** Newest or oldest first by creation, the id breaking ties (the other ledgers' order). */
-const byCreation = (a: OperationRecord, b: OperationRecord) => a.createdAt - b.createdAt || (a.businessOperationId < b.businessOperationId ? -1 : a.businessOperationId > b.businessOperationId ? 1 : 0);
+const byCreation = (a: OperationRecord, b: OperationRecord) =>
+  a.createdAt - b.createdAt ||
+  (a.businessOperationId < b.businessOperationId ? -1 : a.businessOperationId > b.businessOperationId ? 1 : 0);
 
 /** The stored records of `items`, those past their TTL left out. */
-const live = (items: Item[], table: string, now: number) => items.filter((item) => !expired(item, now)).map((item) => fromItem(item, table));
+const live = (items: Item[], table: string, now: number) =>
+  items.filter((item) => !expired(item, now)).map((item) => fromItem(item, table));
 
 const isOpen = (s: OperationState) => !PRUNABLE_STATES.includes(s);
 
@@ -67,14 +84,17 @@ const isOpen = (s: OperationState) => !PRUNABLE_STATES.includes(s);
  */
 async function prune(t: Table, table: string, options: PruneOptions): Promise<PruneReport> {
   const states = checkPruneOptions(options);
-  const found = (await t.scan('prune')).map((item) => fromItem(item, table)).filter((st) => states.includes(st.record.state) && st.record.updatedAt < options.before);
+  const found = (await t.scan('prune'))
+    .map((item) => fromItem(item, table))
+    .filter((st) => states.includes(st.record.state) && st.record.updatedAt < options.before);
   found.sort((a, b) => byCreation(a.record, b.record));
   const byState: Partial<Record<OperationState, number>> = {};
   let pruned = 0;
   const size = options.batchSize ?? PRUNE_BATCH;
   for (let i = 0; i < found.length; i += size) {
     const batch = found.slice(i, i + size);
-    if (options.onPrune && !options.dryRun) for (const st of batch) await options.onPrune(st.record, toReceipts(st, table));
+    if (options.onPrune && !options.dryRun)
+      for (const st of batch) await options.onPrune(st.record, toReceipts(st, table));
     for (const st of batch) {
       if (!options.dryRun && !(await t.remove(st.record.businessOperationId, st.version))) continue;
       pruned++;
@@ -94,7 +114,12 @@ async function prune(t: Table, table: string, options: PruneOptions): Promise<Pr
 export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
   const o = checkOptions(options);
   const own = options.client === undefined;
-  const client = options.client ?? new DynamoDBClient({ ...(options.region ? { region: options.region } : {}), ...(options.endpoint ? { endpoint: options.endpoint } : {}) });
+  const client =
+    options.client ??
+    new DynamoDBClient({
+      ...(options.region ? { region: options.region } : {}),
+      ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+    });
   const t = createTable(client, o.table);
   const known = createKnown();
   const item = (st: Stored) => toItem(st, o.retentionMs);
@@ -107,18 +132,34 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
   }
 
   /** A fenced write: `next` applied to the operation at the caller's fence, with `receipt` appended. */
-  async function fenced(ref: Fenced, what: string, next: (r: OperationRecord) => OperationRecord, receipt?: Receipt): Promise<OperationRecord> {
+  async function fenced(
+    ref: Fenced,
+    what: string,
+    next: (r: OperationRecord) => OperationRecord,
+    receipt?: Receipt,
+  ): Promise<OperationRecord> {
     const id = ref.businessOperationId;
     const cached = known.get(id);
     const start = cached ? { current: cached, known: true } : { current: await t.load(id, what), known: false };
-    const { answer, written } = await optimistic(t, id, what, start, (current) => {
-      const record = checkFence(current?.record ?? null, ref);
-      const updated = next(record);
-      if (receipt === undefined && updated === record) return { answer: record };
-      if (receipt !== undefined) checkReceipt(ref, receipt, current!.lastSeq);
-      const write = nextStored(receipt === undefined ? updated : chainedTransition(updated, receipt), current, receipt);
-      return { write, answer: write.record };
-    }, (write, current) => store(what, write, current, Date.now()));
+    const { answer, written } = await optimistic(
+      t,
+      id,
+      what,
+      start,
+      (current) => {
+        const record = checkFence(current?.record ?? null, ref);
+        const updated = next(record);
+        if (receipt === undefined && updated === record) return { answer: record };
+        if (receipt !== undefined) checkReceipt(ref, receipt, current!.lastSeq);
+        const write = nextStored(
+          receipt === undefined ? updated : chainedTransition(updated, receipt),
+          current,
+          receipt,
+        );
+        return { write, answer: write.record };
+      },
+      (write, current) => store(what, write, current, Date.now()),
+    );
     if (written) known.remember(written);
     return answer;
   }
@@ -128,21 +169,39 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
     const cached = known.get(id);
     // A new id is the common case: try the new item first, read only when one is there.
     const start = { current: cached ?? null, known: true };
-    const { answer, written } = await optimistic(t, id, 'claim', start, (current) => {
-      const { result, write } = claimTransition(current?.record ?? null, input);
-      return write === null ? { answer: result } : { write: nextStored(write, current), answer: result };
-    }, (write, current) => store('claim', write, current, input.now));
+    const { answer, written } = await optimistic(
+      t,
+      id,
+      'claim',
+      start,
+      (current) => {
+        const { result, write } = claimTransition(current?.record ?? null, input);
+        return write === null ? { answer: result } : { write: nextStored(write, current), answer: result };
+      },
+      (write, current) => store('claim', write, current, input.now),
+    );
     if (written) known.remember(written);
     else known.forget(id);
     return answer;
   }
 
-  async function resolve(id: OperationRecord['businessOperationId'], resolution: Parameters<Ledger['resolve']>[1], now: number): Promise<OperationRecord> {
+  async function resolve(
+    id: OperationRecord['businessOperationId'],
+    resolution: Parameters<Ledger['resolve']>[1],
+    now: number,
+  ): Promise<OperationRecord> {
     const start = { current: await t.load(id, 'resolve'), known: false };
-    const { answer } = await optimistic(t, id, 'resolve', start, (current) => {
-      const write = nextStored(resolveTransition(current?.record ?? null, id, resolution, now), current);
-      return { write, answer: write.record };
-    }, (write, current) => store('resolve', write, current, now));
+    const { answer } = await optimistic(
+      t,
+      id,
+      'resolve',
+      start,
+      (current) => {
+        const write = nextStored(resolveTransition(current?.record ?? null, id, resolution, now), current);
+        return { write, answer: write.record };
+      },
+      (write, current) => store('resolve', write, current, now),
+    );
     known.forget(id);
     return answer;
   }
@@ -151,10 +210,17 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
     if (filter.states?.length === 0) return [];
     const now = Date.now();
     // Only open states: the sparse index holds them, the history is not read.
-    const items = filter.states?.every(isOpen) ? (await Promise.all(filter.states.map((s) => t.open(s, 'list')))).flat() : await t.scan('list');
+    const items = filter.states?.every(isOpen)
+      ? (await Promise.all(filter.states.map((s) => t.open(s, 'list')))).flat()
+      : await t.scan('list');
     const found = live(items, o.table, now)
       .map((st) => st.record)
-      .filter((r) => (!filter.states || filter.states.includes(r.state)) && (!filter.provider || r.provider === filter.provider) && (!filter.operation || r.operation === filter.operation));
+      .filter(
+        (r) =>
+          (!filter.states || filter.states.includes(r.state)) &&
+          (!filter.provider || r.provider === filter.provider) &&
+          (!filter.operation || r.operation === filter.operation),
+      );
     found.sort(byCreation);
     if (filter.newestFirst) found.reverse();
     return filter.limit === undefined ? found : found.slice(0, filter.limit);
@@ -164,7 +230,11 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
     const items = (await Promise.all(RECOVERABLE_STATES.map((s) => t.open(s, 'recoverCandidates')))).flat();
     const found = live(items, o.table, Date.now())
       .map((st) => st.record)
-      .filter((r) => RECOVERABLE_STATES.includes(r.state) && (r.leaseOwner === null || r.leaseExpiresAt === null || r.leaseExpiresAt <= now));
+      .filter(
+        (r) =>
+          RECOVERABLE_STATES.includes(r.state) &&
+          (r.leaseOwner === null || r.leaseExpiresAt === null || r.leaseExpiresAt <= now),
+      );
     found.sort((a, b) => a.updatedAt - b.updatedAt);
     return limit === undefined ? found : found.slice(0, limit);
   }

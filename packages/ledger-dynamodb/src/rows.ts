@@ -1,5 +1,5 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { LedgerError, PRUNABLE_STATES, isTerminal, type OperationRecord, type Receipt } from '@retrysafe/contract';
+import { isTerminal, LedgerError, type OperationRecord, PRUNABLE_STATES, type Receipt } from '@retrysafe/contract';
 import { TTL_ATTRIBUTE } from './schema.js';
 
 export type Item = Record<string, AttributeValue>;
@@ -73,13 +73,17 @@ function parse<T>(text: string, what: string, table: string): T {
   try {
     return JSON.parse(text) as T;
   } catch (cause) {
-    throw new LedgerError(`DynamoDB ledger table ${table}: ${what} is not valid JSON (cut or corrupt): ${(cause as Error).message}`, { cause });
+    throw new LedgerError(
+      `DynamoDB ledger table ${table}: ${what} is not valid JSON (cut or corrupt): ${(cause as Error).message}`,
+      { cause },
+    );
   }
 }
 
 export function fromItem(item: Item, table: string): Stored {
   const recordText = item.record?.S;
-  if (recordText === undefined) throw new LedgerError(`DynamoDB ledger table ${table}: item ${item.id?.S} has no record`);
+  if (recordText === undefined)
+    throw new LedgerError(`DynamoDB ledger table ${table}: item ${item.id?.S} has no record`);
   return {
     record: parse<OperationRecord>(recordText, 'a stored record', table),
     recordText,
@@ -89,15 +93,18 @@ export function fromItem(item: Item, table: string): Stored {
   };
 }
 
-export const toReceipts = (st: Stored, table: string): Receipt[] => (st.receipts === null ? [] : parse<Receipt[]>(st.receipts, `the receipts of ${st.record.businessOperationId}`, table));
+export const toReceipts = (st: Stored, table: string): Receipt[] =>
+  st.receipts === null ? [] : parse<Receipt[]>(st.receipts, `the receipts of ${st.record.businessOperationId}`, table);
 
 /** Past its TTL: DynamoDB deletes it some time later; reads treat it as gone already. */
-export const expired = (item: Item, nowMs: number) => item[TTL_ATTRIBUTE]?.N !== undefined && Number(item[TTL_ATTRIBUTE].N) * 1000 <= nowMs;
+export const expired = (item: Item, nowMs: number) =>
+  item[TTL_ATTRIBUTE]?.N !== undefined && Number(item[TTL_ATTRIBUTE].N) * 1000 <= nowMs;
 
 /** The item's size as DynamoDB counts it: names and values in UTF-8, a number at most 21 bytes. */
 export function itemBytes(item: Item): number {
   let bytes = 0;
-  for (const [name, v] of Object.entries(item)) bytes += Buffer.byteLength(name) + (v.S !== undefined ? Buffer.byteLength(v.S) : 21);
+  for (const [name, v] of Object.entries(item))
+    bytes += Buffer.byteLength(name) + (v.S !== undefined ? Buffer.byteLength(v.S) : 21);
   return bytes;
 }
 
@@ -111,7 +118,8 @@ export function checkSize(item: Item, max: number, what: string): void {
 }
 
 /** Whether what is stored is exactly `st`: a write whose answer was lost but which was applied. */
-export const isSame = (seen: Stored | null, st: Stored) => seen !== null && seen.version === st.version && seen.recordText === st.recordText && seen.receipts === st.receipts;
+export const isSame = (seen: Stored | null, st: Stored) =>
+  seen !== null && seen.version === st.version && seen.recordText === st.recordText && seen.receipts === st.receipts;
 
 /** Open operations whose last stored state this process keeps (a runner has a few in flight). */
 const KNOWN_MAX = 256;

@@ -1,12 +1,12 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   CreateTableCommand,
+  type CreateTableCommandInput,
   DescribeTableCommand,
   DescribeTimeToLiveCommand,
-  UpdateTimeToLiveCommand,
-  type CreateTableCommandInput,
   type DynamoDBClient,
+  UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { LedgerError } from '@retrysafe/contract';
 
 /** The sparse index of open operations: only items that carry `openState` are in it. */
@@ -64,7 +64,8 @@ async function waitActive(client: DynamoDBClient, table: string, timeoutMs: numb
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const t = await describe(client, table);
-    if (t?.TableStatus === 'ACTIVE' && (t.GlobalSecondaryIndexes ?? []).every((i) => i.IndexStatus === 'ACTIVE')) return;
+    if (t?.TableStatus === 'ACTIVE' && (t.GlobalSecondaryIndexes ?? []).every((i) => i.IndexStatus === 'ACTIVE'))
+      return;
     if (Date.now() >= deadline) throw new LedgerError(`DynamoDB table ${table} is not ACTIVE after ${timeoutMs} ms`);
     await sleep(100);
   }
@@ -76,7 +77,12 @@ async function enableTtl(client: DynamoDBClient, table: string): Promise<EnsureT
     const seen = await client.send(new DescribeTimeToLiveCommand({ TableName: table }));
     const status = seen.TimeToLiveDescription?.TimeToLiveStatus;
     if (status === 'ENABLED' || status === 'ENABLING') return 'enabled';
-    await client.send(new UpdateTimeToLiveCommand({ TableName: table, TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true } }));
+    await client.send(
+      new UpdateTimeToLiveCommand({
+        TableName: table,
+        TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true },
+      }),
+    );
     return 'enabled';
   } catch (err) {
     if (errorName(err) === 'UnknownOperationException') return 'unsupported';
@@ -89,7 +95,11 @@ async function enableTtl(client: DynamoDBClient, table: string): Promise<EnsureT
  * both are ACTIVE, and turns on TTL for `expiresAt`. Needs dynamodb:CreateTable, DescribeTable,
  * DescribeTimeToLive and UpdateTimeToLive; the ledger itself needs none of them.
  */
-export async function ensureTable(client: DynamoDBClient, table: string, options: { readonly timeoutMs?: number } = {}): Promise<EnsureTableReport> {
+export async function ensureTable(
+  client: DynamoDBClient,
+  table: string,
+  options: { readonly timeoutMs?: number } = {},
+): Promise<EnsureTableReport> {
   let created = false;
   try {
     if ((await describe(client, table)) === null) {

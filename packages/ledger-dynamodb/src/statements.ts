@@ -1,5 +1,12 @@
-import type { DeleteItemCommandInput, GetItemCommandInput, PutItemCommandInput, QueryCommandInput, ScanCommandInput, UpdateItemCommandInput } from '@aws-sdk/client-dynamodb';
-import { OPTIONAL_ATTRIBUTES, type Item } from './rows.js';
+import type {
+  DeleteItemCommandInput,
+  GetItemCommandInput,
+  PutItemCommandInput,
+  QueryCommandInput,
+  ScanCommandInput,
+  UpdateItemCommandInput,
+} from '@aws-sdk/client-dynamodb';
+import { type Item, OPTIONAL_ATTRIBUTES } from './rows.js';
 import { OPEN_INDEX, TTL_ATTRIBUTE } from './schema.js';
 
 /** Every request the ledger sends, as plain inputs. Names go through placeholders (several are reserved words). */

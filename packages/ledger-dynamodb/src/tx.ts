@@ -1,14 +1,14 @@
 import {
   DeleteItemCommand,
+  type DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
   QueryCommand,
   ScanCommand,
   UpdateItemCommand,
-  type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import { LedgerError, RetrysafeError } from '@retrysafe/contract';
-import { expired, fromItem, isSame, type Item, type Stored } from './rows.js';
+import { expired, fromItem, type Item, isSame, type Stored } from './rows.js';
 import { deleteAt, getItem, putNew, queryOpen, scanPage, updateAt } from './statements.js';
 
 /** How often a write is tried again when the item changed between its read and its write. */
@@ -26,7 +26,10 @@ export function createTable(client: DynamoDBClient, table: string) {
       return await run();
     } catch (err) {
       if (RetrysafeError.isInstance(err)) throw err;
-      throw new LedgerError(`DynamoDB ledger ${what} on table ${table} failed: ${(err as Error)?.name}: ${(err as Error)?.message}`, { cause: err });
+      throw new LedgerError(
+        `DynamoDB ledger ${what} on table ${table} failed: ${(err as Error)?.name}: ${(err as Error)?.message}`,
+        { cause: err },
+      );
     }
   }
   async function conditional(what: string, run: () => Promise<unknown>): Promise<boolean> {
@@ -36,11 +39,17 @@ export function createTable(client: DynamoDBClient, table: string) {
     } catch (err) {
       if (conditionFailed(err)) return false;
       if (RetrysafeError.isInstance(err)) throw err;
-      throw new LedgerError(`DynamoDB ledger ${what} on table ${table} failed: ${(err as Error)?.name}: ${(err as Error)?.message}`, { cause: err });
+      throw new LedgerError(
+        `DynamoDB ledger ${what} on table ${table} failed: ${(err as Error)?.name}: ${(err as Error)?.message}`,
+        { cause: err },
+      );
     }
   }
   /** Pages of a query or scan, followed to the end. */
-  async function all(what: string, page: (start?: Item) => Promise<{ Items?: Item[]; LastEvaluatedKey?: Item }>): Promise<Item[]> {
+  async function all(
+    what: string,
+    page: (start?: Item) => Promise<{ Items?: Item[]; LastEvaluatedKey?: Item }>,
+  ): Promise<Item[]> {
     const items: Item[] = [];
     let start: Item | undefined;
     do {
@@ -57,17 +66,23 @@ export function createTable(client: DynamoDBClient, table: string) {
       const out = await send(what, () => client.send(new GetItemCommand(getItem(table, id))));
       return out.Item && !expired(out.Item, Date.now()) ? fromItem(out.Item, table) : null;
     },
-    putNew: (what: string, item: Item, nowMs: number) => conditional(what, () => client.send(new PutItemCommand(putNew(table, item, nowMs)))),
-    update: (what: string, item: Item, fence: number, version: number) => conditional(what, () => client.send(new UpdateItemCommand(updateAt(table, item, fence, version)))),
-    remove: (id: string, version: number) => conditional('prune', () => client.send(new DeleteItemCommand(deleteAt(table, id, version)))),
-    open: (state: string, what: string) => all(what, (start) => client.send(new QueryCommand(queryOpen(table, state, start)))),
+    putNew: (what: string, item: Item, nowMs: number) =>
+      conditional(what, () => client.send(new PutItemCommand(putNew(table, item, nowMs)))),
+    update: (what: string, item: Item, fence: number, version: number) =>
+      conditional(what, () => client.send(new UpdateItemCommand(updateAt(table, item, fence, version)))),
+    remove: (id: string, version: number) =>
+      conditional('prune', () => client.send(new DeleteItemCommand(deleteAt(table, id, version)))),
+    open: (state: string, what: string) =>
+      all(what, (start) => client.send(new QueryCommand(queryOpen(table, state, start)))),
     scan: (what: string) => all(what, (start) => client.send(new ScanCommand(scanPage(table, start)))),
   };
 }
 export type Table = ReturnType<typeof createTable>;
 
 /** One step of an optimistic write: what to store over `current`, or a final answer with nothing to write. */
-export type Plan<T> = { readonly write: Stored; readonly answer: T } | { readonly answer: T; readonly write?: undefined };
+export type Plan<T> =
+  | { readonly write: Stored; readonly answer: T }
+  | { readonly answer: T; readonly write?: undefined };
 
 /**
  * An optimistic transaction on one item: plan the write from `current`, write it conditioned on the
@@ -109,5 +124,7 @@ export async function optimistic<T>(
     current = seen;
     known = false;
   }
-  throw new LedgerError(`DynamoDB ledger ${what} of ${id}: the item changed under each of ${MAX_TRIES} tries; nothing written`);
+  throw new LedgerError(
+    `DynamoDB ledger ${what} of ${id}: the item changed under each of ${MAX_TRIES} tries; nothing written`,
+  );
 }

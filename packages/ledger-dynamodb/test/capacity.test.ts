@@ -18,7 +18,8 @@ function metered(client: DynamoDBClient) {
     (next, context) => async (args) => {
       (args.input as { ReturnConsumedCapacity?: string }).ReturnConsumedCapacity = 'TOTAL';
       const out = await next(args);
-      const units = (out.output as { ConsumedCapacity?: { CapacityUnits?: number } }).ConsumedCapacity?.CapacityUnits ?? 0;
+      const units =
+        (out.output as { ConsumedCapacity?: { CapacityUnits?: number } }).ConsumedCapacity?.CapacityUnits ?? 0;
       used.push({ command: context.commandName ?? '?', units });
       return out;
     },
@@ -31,16 +32,26 @@ it('a clean operation is one PutItem and one UpdateItem, no read: its write unit
   const client = db.client();
   const used = metered(client);
   const ledger = createDynamoDbLedger({ table: await db.table('capacity'), client });
-  const provider = createSandboxProvider({ replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' });
+  const provider = createSandboxProvider({
+    replays: true,
+    retentionMs: 86_400_000,
+    parameterMatching: 'mismatch-error',
+    concurrency: 'rejects-in-progress',
+    lookup: 'get-by-key',
+  });
   const runner = createRunner({ ledger, owner: 'w-clean' });
-  const r = await runner.run(createSandboxAdapter({ provider }), 'records.create', { params: { ref: 'order-1001', amount: 4200, currency: 'eur' } });
+  const r = await runner.run(createSandboxAdapter({ provider }), 'records.create', {
+    params: { ref: 'order-1001', amount: 4200, currency: 'eur' },
+  });
   expect(r.status).toBe('done');
   expect(used.map((u) => u.command)).toEqual(['PutItemCommand', 'UpdateItemCommand']);
   const writeUnits = used.reduce((sum, u) => sum + u.units, 0);
   // The number the README states: the claim's item is under 1 KB, the final one (with its receipt) under 2 KB.
   expect(used.map((u) => u.units)).toEqual([1, 2]);
   expect(writeUnits).toBe(3);
-  console.log(`dynamodb clean operation: ${used.map((u) => `${u.command} ${u.units} WCU`).join(', ')}; ${writeUnits} write units, 0 read units`);
+  console.log(
+    `dynamodb clean operation: ${used.map((u) => `${u.command} ${u.units} WCU`).join(', ')}; ${writeUnits} write units, 0 read units`,
+  );
   await ledger.close();
   client.destroy();
 });

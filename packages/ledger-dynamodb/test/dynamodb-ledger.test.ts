@@ -2,7 +2,14 @@
 // size limit, leases and fences across ledger instances (each starts its writes from what it last
 // wrote), a write whose answer is lost, TTL retention and the sparse index of open operations.
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { LeaseLostError, LedgerError, type BusinessOperationId, type ClaimInput, type HandoffPacket, type ProviderKey } from '@retrysafe/contract';
+import {
+  type BusinessOperationId,
+  type ClaimInput,
+  type HandoffPacket,
+  LeaseLostError,
+  LedgerError,
+  type ProviderKey,
+} from '@retrysafe/contract';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDynamoDbLedger } from '../src/index.js';
 import { startDynalite } from './dynalite.js';
@@ -53,7 +60,8 @@ async function ledgers(count: number, options: { retentionMs?: number } = {}) {
 async function rawItem(table: string, id: string) {
   const client = db.client();
   try {
-    return (await client.send(new GetItemCommand({ TableName: table, Key: { id: { S: id } }, ConsistentRead: true }))).Item;
+    return (await client.send(new GetItemCommand({ TableName: table, Key: { id: { S: id } }, ConsistentRead: true })))
+      .Item;
   } finally {
     client.destroy();
   }
@@ -63,10 +71,14 @@ describe('the DynamoDB ledger', () => {
   it('16 racing claims of a new operation from 16 clients: one wins; 16 racing takeovers after expiry: one wins, fence 2', async () => {
     const l = await ledgers(16);
     const id = newId('race');
-    const first = await Promise.all(l.all.map((ledger, w) => ledger.claim(input({ businessOperationId: id, owner: `w${w}` }))));
+    const first = await Promise.all(
+      l.all.map((ledger, w) => ledger.claim(input({ businessOperationId: id, owner: `w${w}` }))),
+    );
     expect(first.filter((r) => r.kind === 'claimed')).toHaveLength(1);
     expect(first.filter((r) => r.kind === 'busy')).toHaveLength(15);
-    const second = await Promise.all(l.all.map((ledger, w) => ledger.claim(input({ businessOperationId: id, owner: `x${w}`, now: T0 + 5_000 }))));
+    const second = await Promise.all(
+      l.all.map((ledger, w) => ledger.claim(input({ businessOperationId: id, owner: `x${w}`, now: T0 + 5_000 }))),
+    );
     const winners = second.filter((r) => r.kind === 'claimed');
     expect(winners).toHaveLength(1);
     expect(winners[0]!.record.fence).toBe(2);
@@ -83,11 +95,15 @@ describe('the DynamoDB ledger', () => {
     const taken = await b.claim(input({ businessOperationId: id, owner: 'w2', now: T0 + 1_000 }));
     expect(taken).toMatchObject({ kind: 'claimed', takenOver: true, record: { fence: 2, state: 'dispatched' } });
     const stale = { businessOperationId: id, fence: 1 };
-    await expect(a.setState(stale, { state: 'succeeded', now: T0 + 1_001 })).rejects.toSatisfy(LeaseLostError.isInstance);
+    await expect(a.setState(stale, { state: 'succeeded', now: T0 + 1_001 })).rejects.toSatisfy(
+      LeaseLostError.isInstance,
+    );
     await expect(a.renewLease(stale, 1_000, T0 + 1_001)).rejects.toSatisfy(LeaseLostError.isInstance);
     expect(await a.get(id)).toEqual((taken as { record: unknown }).record);
     // The new holder writes from the item as stored; the old one's cache never misleads it.
-    expect(await b.setState({ businessOperationId: id, fence: 2 }, { state: 'succeeded', now: T0 + 1_002 })).toMatchObject({ state: 'succeeded', fence: 2 });
+    expect(
+      await b.setState({ businessOperationId: id, fence: 2 }, { state: 'succeeded', now: T0 + 1_002 }),
+    ).toMatchObject({ state: 'succeeded', fence: 2 });
     await l.close();
   });
 
@@ -99,7 +115,10 @@ describe('the DynamoDB ledger', () => {
     const ref = { businessOperationId: id, fence: 1 };
     // The second instance stands for a stale view of the same holder: it read the item before the final state.
     expect(await l.all[1]!.get(id)).toMatchObject({ state: 'dispatched' });
-    await Promise.all([l.first.setState(ref, { state: 'succeeded', now: T0 + 10 }), l.all[1]!.renewLease(ref, 1_000, T0 + 10)]);
+    await Promise.all([
+      l.first.setState(ref, { state: 'succeeded', now: T0 + 10 }),
+      l.all[1]!.renewLease(ref, 1_000, T0 + 10),
+    ]);
     expect(await l.first.get(id)).toMatchObject({ state: 'succeeded', leaseOwner: null });
     await l.close();
   });
@@ -108,7 +127,9 @@ describe('the DynamoDB ledger', () => {
     const l = await ledgers(1);
     const id = newId('large');
     const huge = { ref: id, blob: 'x'.repeat(300 * 1024) };
-    const err = await l.first.claim(input({ businessOperationId: id, params: huge, dispatch: true })).catch((e: unknown) => e);
+    const err = await l.first
+      .claim(input({ businessOperationId: id, params: huge, dispatch: true }))
+      .catch((e: unknown) => e);
     expect(LedgerError.isInstance(err)).toBe(true);
     expect((err as LedgerError).providerMayHaveBeenCalled).toBe(false);
     expect((err as Error).message).toMatch(/bytes, more than the \d+ this DynamoDB ledger writes/);
@@ -120,14 +141,20 @@ describe('the DynamoDB ledger', () => {
   it('refuses a later write that would outgrow the item, writing nothing of it (never a half-written item)', async () => {
     const l = await ledgers(1);
     const id = newId('large-result');
-    const c = await l.first.claim(input({ businessOperationId: id, params: { ref: id, blob: 'y'.repeat(200 * 1024) }, dispatch: true }));
+    const c = await l.first.claim(
+      input({ businessOperationId: id, params: { ref: id, blob: 'y'.repeat(200 * 1024) }, dispatch: true }),
+    );
     expect(c.kind).toBe('claimed');
     const ref = { businessOperationId: id, fence: 1 };
     const before = await rawItem(l.table, id);
-    await expect(l.first.setState(ref, { state: 'succeeded', result: { body: 'z'.repeat(200 * 1024) }, now: T0 + 1 })).rejects.toSatisfy(LedgerError.isInstance);
+    await expect(
+      l.first.setState(ref, { state: 'succeeded', result: { body: 'z'.repeat(200 * 1024) }, now: T0 + 1 }),
+    ).rejects.toSatisfy(LedgerError.isInstance);
     expect(await rawItem(l.table, id)).toEqual(before);
     // The operation carries on within the limit.
-    expect(await l.first.setState(ref, { state: 'succeeded', result: { id: 'rec_1' }, now: T0 + 2 })).toMatchObject({ state: 'succeeded' });
+    expect(await l.first.setState(ref, { state: 'succeeded', result: { id: 'rec_1' }, now: T0 + 2 })).toMatchObject({
+      state: 'succeeded',
+    });
     await l.close();
   });
 
@@ -177,7 +204,10 @@ describe('the DynamoDB ledger', () => {
     const old = newId('ttl-old');
     const fresh = newId('ttl-fresh');
     const handed = newId('ttl-handed');
-    for (const [id, at] of [[old, now - 120_000], [fresh, now]] as const) {
+    for (const [id, at] of [
+      [old, now - 120_000],
+      [fresh, now],
+    ] as const) {
       await l.first.claim(input({ businessOperationId: id, dispatch: true, now: at }));
       await l.first.setState({ businessOperationId: id, fence: 1 }, { state: 'succeeded', now: at + 1 });
     }
@@ -190,7 +220,11 @@ describe('the DynamoDB ledger', () => {
     expect(await l.first.get(fresh)).toMatchObject({ state: 'succeeded' });
     expect((await l.first.list()).map((r) => r.businessOperationId).sort()).toEqual([fresh, handed].sort());
     // An expired id is forgotten: a claim starts it afresh, over the item DynamoDB has not deleted yet.
-    expect(await l.first.claim(input({ businessOperationId: old, now }))).toMatchObject({ kind: 'claimed', takenOver: false, record: { fence: 1 } });
+    expect(await l.first.claim(input({ businessOperationId: old, now }))).toMatchObject({
+      kind: 'claimed',
+      takenOver: false,
+      record: { fence: 1 },
+    });
     await l.close();
   });
 });
