@@ -104,6 +104,41 @@ async function prune(t: Table, table: string, options: PruneOptions): Promise<Pr
   return { pruned, byState, dryRun: options.dryRun === true };
 }
 
+/** A listing: the sparse index when only open states are asked for, else a consistent scan. */
+async function list(t: Table, table: string, filter: ListFilter = {}): Promise<OperationRecord[]> {
+  if (filter.states?.length === 0) return [];
+  const now = Date.now();
+  // Only open states: the sparse index holds them, the history is not read.
+  const items = filter.states?.every(isOpen)
+    ? (await Promise.all(filter.states.map((s) => t.open(s, 'list')))).flat()
+    : await t.scan('list');
+  const found = live(items, table, now)
+    .map((st) => st.record)
+    .filter(
+      (r) =>
+        (!filter.states || filter.states.includes(r.state)) &&
+        (!filter.provider || r.provider === filter.provider) &&
+        (!filter.operation || r.operation === filter.operation),
+    );
+  found.sort(byCreation);
+  if (filter.newestFirst) found.reverse();
+  return filter.limit === undefined ? found : found.slice(0, filter.limit);
+}
+
+/** Open operations with no live lease at `now`, from the sparse index, oldest change first. */
+async function recoverCandidates(t: Table, table: string, now: number, limit?: number): Promise<OperationRecord[]> {
+  const items = (await Promise.all(RECOVERABLE_STATES.map((s) => t.open(s, 'recoverCandidates')))).flat();
+  const found = live(items, table, Date.now())
+    .map((st) => st.record)
+    .filter(
+      (r) =>
+        RECOVERABLE_STATES.includes(r.state) &&
+        (r.leaseOwner === null || r.leaseExpiresAt === null || r.leaseExpiresAt <= now),
+    );
+  found.sort((a, b) => a.updatedAt - b.updatedAt);
+  return limit === undefined ? found : found.slice(0, limit);
+}
+
 /**
  * The ledger on DynamoDB, with single-item conditional writes only: a new operation is a PutItem where
  * no item is; every later write is an UpdateItem conditioned on the fence and on the item's version
@@ -206,39 +241,6 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
     return answer;
   }
 
-  async function list(filter: ListFilter = {}): Promise<OperationRecord[]> {
-    if (filter.states?.length === 0) return [];
-    const now = Date.now();
-    // Only open states: the sparse index holds them, the history is not read.
-    const items = filter.states?.every(isOpen)
-      ? (await Promise.all(filter.states.map((s) => t.open(s, 'list')))).flat()
-      : await t.scan('list');
-    const found = live(items, o.table, now)
-      .map((st) => st.record)
-      .filter(
-        (r) =>
-          (!filter.states || filter.states.includes(r.state)) &&
-          (!filter.provider || r.provider === filter.provider) &&
-          (!filter.operation || r.operation === filter.operation),
-      );
-    found.sort(byCreation);
-    if (filter.newestFirst) found.reverse();
-    return filter.limit === undefined ? found : found.slice(0, filter.limit);
-  }
-
-  async function recoverCandidates(now: number, limit?: number): Promise<OperationRecord[]> {
-    const items = (await Promise.all(RECOVERABLE_STATES.map((s) => t.open(s, 'recoverCandidates')))).flat();
-    const found = live(items, o.table, Date.now())
-      .map((st) => st.record)
-      .filter(
-        (r) =>
-          RECOVERABLE_STATES.includes(r.state) &&
-          (r.leaseOwner === null || r.leaseExpiresAt === null || r.leaseExpiresAt <= now),
-      );
-    found.sort((a, b) => a.updatedAt - b.updatedAt);
-    return limit === undefined ? found : found.slice(0, limit);
-  }
-
   return {
     capabilities: { claimDispatch: true, receiptWithState: true },
     claim,
@@ -257,12 +259,12 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
     },
     resolve,
     get: async (id) => (await t.load(id, 'get'))?.record ?? null,
-    list,
+    list: (filter) => list(t, o.table, filter),
     async receipts(id) {
       const st = await t.load(id, 'receipts');
       return st ? toReceipts(st, o.table) : [];
     },
-    recoverCandidates,
+    recoverCandidates: (now, limit) => recoverCandidates(t, o.table, now, limit),
     prune: (options) => prune(t, o.table, options),
     async close() {
       known.clear();
