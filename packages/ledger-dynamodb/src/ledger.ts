@@ -159,11 +159,16 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
   const known = createKnown();
   const item = (st: Stored) => toItem(st, o.retentionMs);
 
-  /** Writes `next` over `current` (null: a new item); refused before sending when it is too large. */
-  async function store(what: string, next: Stored, current: Stored | null, now: number): Promise<boolean> {
+  /**
+   * Writes `next` over `current` (null: a new item, also over one past its TTL as this process's
+   * clock reads it, like every read); refused before sending when it is too large.
+   */
+  async function store(what: string, next: Stored, current: Stored | null): Promise<boolean> {
     const it = item(next);
     checkSize(it, current === null ? MAX_NEW_ITEM_BYTES : MAX_ITEM_BYTES, what);
-    return current === null ? t.putNew(what, it, now) : t.update(what, it, current.record.fence, current.version);
+    return current === null
+      ? t.putNew(what, it, Date.now())
+      : t.update(what, it, current.record.fence, current.version);
   }
 
   /** A fenced write: `next` applied to the operation at the caller's fence, with `receipt` appended. */
@@ -193,7 +198,7 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
         );
         return { write, answer: write.record };
       },
-      (write, current) => store(what, write, current, Date.now()),
+      (write, current) => store(what, write, current),
     );
     if (written) known.remember(written);
     return answer;
@@ -213,7 +218,7 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
         const { result, write } = claimTransition(current?.record ?? null, input);
         return write === null ? { answer: result } : { write: nextStored(write, current), answer: result };
       },
-      (write, current) => store('claim', write, current, input.now),
+      (write, current) => store('claim', write, current),
     );
     if (written) known.remember(written);
     else known.forget(id);
@@ -235,7 +240,7 @@ export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
         const write = nextStored(resolveTransition(current?.record ?? null, id, resolution, now), current);
         return { write, answer: write.record };
       },
-      (write, current) => store('resolve', write, current, now),
+      (write, current) => store('resolve', write, current),
     );
     known.forget(id);
     return answer;
