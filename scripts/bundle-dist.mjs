@@ -1,8 +1,7 @@
 // Bundles a package's built entry (dist/index.js, emitted by tsc) into one ES module,
 // dist/index.bundle.js (+ a .d.ts re-exporting tsc's), which package.json's "." export points at. One file instead of a few dozen:
 // most of a cold import is resolving and linking small modules (contract: ~28 files).
-// Dependencies, peers and node: builtins stay external; so do dynamic imports of other dist files
-// (core's lazily loaded ledger suite), which keep working because the bundle sits in dist/ too.
+// Dependencies, peers and node: builtins stay external.
 // Run from the package directory after `tsc -b`: `node ../../scripts/bundle-dist.mjs`.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { rolldown } from 'rolldown';
@@ -21,7 +20,7 @@ const bundle = await rolldown({
   input: 'dist/index.js',
   platform: 'node',
   logLevel: 'warn',
-  external: (id, _importer, isResolved) => id.startsWith('node:') || isDep(id) || (!isResolved && /ledger-suite\.js$/.test(id)),
+  external: (id) => id.startsWith('node:') || isDep(id),
 });
 try {
   await bundle.write({ file: 'dist/index.bundle.js', format: 'esm' });

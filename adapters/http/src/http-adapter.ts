@@ -5,7 +5,6 @@ import {
   AdapterConfigurationError,
   InvalidIntentError,
   defineAdapter,
-  resendSafety,
   type AdapterV1,
   type TypedAdapter,
   type BusinessOperationId,
@@ -14,7 +13,8 @@ import {
   type Outcome,
   type ProviderKey,
 } from '@retrysafe/contract';
-import { checkBaseUrl, lookupFromOutcome } from '@retrysafe/contract';
+import { resendSafety } from '@retrysafe/contract/rules';
+import { checkBaseUrl, lookupFromOutcome } from '@retrysafe/contract/provider';
 import { absoluteLocation, classifyNetworkError, classifyResponse, parseRetryAfter, readHeader, type HttpResponseView } from './http-errors.js';
 import {
   buildOperation,

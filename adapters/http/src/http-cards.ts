@@ -63,9 +63,8 @@ export function ordersCreateCard(provider: string): RetrySafetyCard {
     businessOperationId: {
       rule: 'derived from intent fields customer, sku, quantity, orderRef (the caller’s order reference)',
       intentFields: ['customer', 'sku', 'quantity', 'orderRef'],
-      idRule: 'v2',
       normalize: [
-        { field: 'orderRef', steps: ['nfkc', 'trim', 'collapse-whitespace'], source: 'retrysafe policy: the caller’s own order reference; white space and Unicode compatibility forms an agent adds are not another order (docs/decisions/2026-12-01-intent-identity.md)' },
+        { field: 'orderRef', steps: ['trim'], source: 'retrysafe policy: the caller’s own order reference; surrounding white space is formatting, while compatibility forms, case and inner white space are kept apart as the provider keeps them (docs/concepts.md, Normalisation)' },
       ],
     },
     ids: { run: 'receipts only', attempt: 'receipts only', request: fact('x-request-id response header', SOURCES.ietfSandbox) },
@@ -103,7 +102,7 @@ export function exportsCreateCard(provider: string): RetrySafetyCard {
     provider,
     operation: `${provider}.exports.create`,
     sideEffect: { kind: fact('async-job', SOURCES.azure), idempotentByNature: fact(false, `${SOURCES.azure}: each POST enqueues a work item unless an Idempotency-Key folds it`) },
-    businessOperationId: { rule: 'derived from intent fields dataset, format, requestRef (the caller’s request reference)', intentFields: ['dataset', 'format', 'requestRef'], idRule: 'v2', normalize: [{ field: 'requestRef', steps: ['nfkc', 'trim', 'collapse-whitespace'], source: 'retrysafe policy: the caller’s own reference; white space and Unicode compatibility forms an agent adds are not another request, case is kept (docs/decisions/2026-12-01-intent-identity.md)' }] },
+    businessOperationId: { rule: 'derived from intent fields dataset, format, requestRef (the caller’s request reference)', intentFields: ['dataset', 'format', 'requestRef'], normalize: [{ field: 'requestRef', steps: ['trim'], source: 'retrysafe policy: the caller’s own reference; surrounding white space is formatting, while compatibility forms, case and inner white space are kept apart as the provider keeps them (docs/concepts.md, Normalisation)' }] },
     ids: { run: 'receipts only', attempt: 'receipts only', request: fact('x-ms-request-id response header', SOURCES.asyncSandbox) },
     providerKey: {
       travels: fact('header', `${SOURCES.azure}: "with an Idempotency-Key a duplicate returns the existing status resource"`),
@@ -146,7 +145,7 @@ export function documentsUpdateCard(provider: string): RetrySafetyCard {
     provider,
     operation: `${provider}.documents.update`,
     sideEffect: { kind: fact('set', SOURCES.etagSandbox), idempotentByNature: fact(false, `${SOURCES.gcsRetry}: conditionally idempotent — only with a precondition`) },
-    businessOperationId: { rule: 'derived from intent fields id, etag, title, body: the precondition is part of the intent, so every re-send carries the same If-Match', intentFields: ['id', 'etag', 'title', 'body'], idRule: 'v1' },
+    businessOperationId: { rule: 'derived from intent fields id, etag, title, body: the precondition is part of the intent, so every re-send carries the same If-Match', intentFields: ['id', 'etag', 'title', 'body'] },
     ids: { run: 'receipts only', attempt: 'receipts only', request: fact('x-guploader-uploadid response header', SOURCES.etagSandbox) },
     providerKey: {
       travels: fact('none', `${SOURCES.gcsPreconditions}: no key; the If-Match / ifGenerationMatch precondition makes the write safe to repeat`),
@@ -188,7 +187,7 @@ export function instancesRunCard(provider: string): RetrySafetyCard {
     provider,
     operation: `${provider}.instances.run`,
     sideEffect: { kind: fact('create', SOURCES.ec2Idempotency), idempotentByNature: fact(false, SOURCES.ec2Idempotency) },
-    businessOperationId: { rule: 'derived from intent fields imageId, instanceType, launchRef (the caller’s launch reference)', intentFields: ['imageId', 'instanceType', 'launchRef'], idRule: 'v2', normalize: [{ field: 'launchRef', steps: ['nfkc', 'trim', 'collapse-whitespace'], source: 'retrysafe policy: the caller’s own reference; white space and Unicode compatibility forms an agent adds are not another request, case is kept (docs/decisions/2026-12-01-intent-identity.md)' }] },
+    businessOperationId: { rule: 'derived from intent fields imageId, instanceType, launchRef (the caller’s launch reference)', intentFields: ['imageId', 'instanceType', 'launchRef'], normalize: [{ field: 'launchRef', steps: ['trim'], source: 'retrysafe policy: the caller’s own reference; surrounding white space is formatting, while compatibility forms, case and inner white space are kept apart as the provider keeps them (docs/concepts.md, Normalisation)' }] },
     ids: { run: 'receipts only', attempt: 'receipts only', request: fact('x-amzn-RequestId response header', SOURCES.tokenSandbox) },
     providerKey: {
       travels: fact('body', `${SOURCES.ec2Idempotency}: ClientToken request parameter`),

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { fact } from '@retrysafe/contract';
 import { classifyNetworkError, classifyResponse, parseRetryAfter } from './http-errors.js';
+import { buildOperation } from './http-operations.js';
 import { etagDocumentsUpdate, ietfOrdersCreate } from './http-patterns.js';
 
 const ietf = ietfOrdersCreate('acme-orders');
@@ -22,6 +24,16 @@ describe('classifyResponse: only what the operation declares', () => {
     expect(classifyResponse(ietf, res(409, { type: 'https://retrysafe.invalid/problems/request-in-flight' }), 1)).toMatchObject({ kind: 'in-progress' });
     expect(classifyResponse(ietf, res(409, { type: 'https://retrysafe.invalid/problems/out-of-stock' }), 1)).toMatchObject({ kind: 'rejected', reason: 'other' });
     expect(classifyResponse(ietf, res(409, {}), 1)).toMatchObject({ kind: 'unknown' });
+  });
+
+  it('a rejection names what it created only where the operation declares errors.createdPath, and the card must say a rejection can create', () => {
+    const declined = res(402, { error: { code: 'payment_declined', order: { id: 'ord_7' } } });
+    const rules = [...ietf.errors.rules, { status: 402, outcome: 'rejected' as const, reason: 'card-declined' as const }];
+    expect(classifyResponse({ ...ietf, errors: { ...ietf.errors, rules } }, declined, 1)).not.toHaveProperty('created');
+    const card = { ...ietf.card, sideEffect: { ...ietf.card.sideEffect, rejectionMayCreate: fact(true, 'test') } };
+    const keeping = { ...ietf, card, errors: { ...ietf.errors, rules, createdPath: 'error.order.id' } };
+    expect(classifyResponse(keeping, declined, 1)).toMatchObject({ kind: 'rejected', reason: 'card-declined', created: 'ord_7' });
+    expect(() => buildOperation('acme-orders', 'orders.create', { ...keeping, card: ietf.card })).toThrow(/rejectionMayCreate/);
   });
 
   it('messages carry status and code only, never the provider text (it may echo PII)', () => {

@@ -1,5 +1,5 @@
 import type { Outcome, ProviderRefs } from '@retrysafe/contract';
-import { classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract';
+import { classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract/provider';
 import { readPath, type HttpErrorRule, type HttpOperationSpec, type StatusMatcher } from './http-operations.js';
 
 /** The part of an HTTP response the classifier reads. */
@@ -121,7 +121,9 @@ export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView,
     switch (rule.outcome) {
       case 'rejected': {
         const fields = namedFields(res.data);
-        return { kind: 'rejected', reason: rule.reason, message: label, ...base, ...(fields.length ? { fields } : {}) };
+        const left = spec.errors.createdPath === undefined ? undefined : readPath(res.data, spec.errors.createdPath);
+        const created = typeof left === 'string' || typeof left === 'number' ? { created: String(left) } : {};
+        return { kind: 'rejected', reason: rule.reason, message: label, ...base, ...(fields.length ? { fields } : {}), ...created };
       }
       case 'not-applied':
         return { kind: 'not-applied', message: label, ...base, ...ra };

@@ -1,7 +1,6 @@
 import {
   AdapterConfigurationError,
   InvalidIntentError,
-  durationMs,
   validateCard,
   CardValidationError,
   type BusinessOperationId,
@@ -14,6 +13,7 @@ import {
   type RetrySafetyCard,
   type UnknownCause,
 } from '@retrysafe/contract';
+import { durationMs } from '@retrysafe/contract/rules';
 
 /** HTTP methods a state-changing operation may use. */
 export type HttpMethod = 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -55,6 +55,11 @@ export interface HttpErrorSpec {
   readonly codePath?: string;
   /** Rows tried in order. A non-2xx response no row matches is `unknown` (never a licence to resend). */
   readonly rules: readonly HttpErrorRule[];
+  /**
+   * Dot path, in a rejection's JSON body, of the id of an object the rejected request still created
+   * (an order kept though its payment was declined). The card must then say sideEffect.rejectionMayCreate.
+   */
+  readonly createdPath?: string;
 }
 
 /** Reads a status resource (async request-reply). */
@@ -271,6 +276,8 @@ export function buildOperation(provider: string, name: string, spec: HttpOperati
     if (!intentFields.includes(pc.param)) fail(`precondition.param ${pc.param} must be one of the card's intent fields, so every re-send carries the same precondition`);
     if (!('header' in pc) && !('query' in pc)) fail('precondition needs a header (e.g. If-Match) or a query parameter (e.g. ifGenerationMatch)');
   }
+  if (spec.errors.createdPath !== undefined && card.sideEffect.rejectionMayCreate?.value !== true)
+    fail('errors.createdPath names what a rejection created: the card must say so (sideEffect.rejectionMayCreate true), so the drill checks it');
   for (const [i, rule] of spec.errors.rules.entries()) {
     if (rule.code !== undefined && !spec.errors.codePath) fail(`errors.rules[${i}] matches a code but errors.codePath is not declared`);
   }

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { notFoundIsAuthoritative } from '@retrysafe/core';
+import { notFoundIsAuthoritative } from '@retrysafe/contract/rules';
 import { createHttpAdapter, ietfOrdersCreate, type HttpAdapter } from '../src/index.js';
 import { ordersCreateCard } from '../src/http-cards.js';
 import { startIetfKeySandbox, type IetfKeySandbox } from '../src/sandbox/index.js';

@@ -1,5 +1,5 @@
 import { AdapterConfigurationError, defineAdapter, type FrameOperation, type OperationSpec, type TypedAdapter } from '@retrysafe/contract';
-import { checkBaseUrl } from '@retrysafe/contract';
+import { checkBaseUrl, operationParamsErrors } from '@retrysafe/contract/provider';
 import { hubSpotCardsFor, type HubSpotOperationName } from './hubspot-cards.js';
 import type { CallSettings } from './hubspot-http.js';
 import {
@@ -10,7 +10,7 @@ import {
   lookupContactsUpdate,
   KEY_RULE,
   PARAMS_SCHEMAS,
-  problemWithParams,
+  reservedPropertyProblem,
   type ContactsUpdateParams,
   type HubSpotOperationTypes,
   type ObjectsUpsertParams,
@@ -110,10 +110,10 @@ export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAda
     sensitiveFields: SENSITIVE[name],
     paramsSchema: PARAMS_SCHEMAS[name],
     keyRule: name === 'contacts.update' ? null : KEY_RULE,
-    // The adapter's own checks (they depend on the idProperty option), run by the runner before the claim and by the frame on every attempt.
+    // The id property depends on an option: its rule is the adapter's own check (run where the schema is).
     checkParams: (params: unknown) => {
-      const problem = problemWithParams(name, params, o.idProperty);
-      return problem ? [{ path: '(params)', message: problem }] : [];
+      const problem = reservedPropertyProblem(name, params, o.idProperty);
+      return problem ? [{ path: `properties.${o.idProperty}`, message: problem }] : [];
     },
   });
 
@@ -134,8 +134,8 @@ export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAda
 
     async lookup(op, ctx) {
       const name = op.name as HubSpotOperationName;
-      const problem = problemWithParams(name, ctx.params, o.idProperty);
-      if (problem) return { kind: 'cannot-tell', reason: `${name}: the recorded params are not valid (${problem}), so there is nothing to look up by` };
+      const problems = operationParamsErrors(op, ctx.params);
+      if (problems.length > 0) return { kind: 'cannot-tell', reason: `${name}: the recorded params are not valid (${problems.map((f) => `${f.path} ${f.message}`).join('; ')}), so there is nothing to look up by` };
       if (name === 'contacts.update') return lookupContactsUpdate(runtime, ctx.params as ContactsUpdateParams, ctx);
       return lookupBySearch(runtime, name, ctx.params, ctx);
     },

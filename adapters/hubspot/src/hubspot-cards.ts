@@ -1,4 +1,5 @@
-import { defineCard, fact, formatDuration, type Duration, type RetrySafetyCard } from '@retrysafe/contract';
+import { defineCard, fact, type Duration, type RetrySafetyCard } from '@retrysafe/contract';
+import { formatDuration } from '@retrysafe/contract/rules';
 
 /** Where each provider fact comes from. */
 export const SOURCES = {
@@ -114,7 +115,6 @@ export function hubSpotCardsFor(o: HubSpotCardOptions) {
       rule: 'derived from intent fields contactId and properties: the contact and the values it is set to',
       intentFields: ['contactId', 'properties'],
       // Exact: HubSpot stores property values as written, so another spelling is another value.
-      idRule: 'v1',
     },
     ids: {
       run: 'receipts only (never sent to HubSpot)',
@@ -172,7 +172,6 @@ export function hubSpotCardsFor(o: HubSpotCardOptions) {
     businessOperationId: {
       rule: 'derived from intent fields objectType and properties: the record this operation writes; its id is the value of the unique id property',
       intentFields: ['objectType', 'properties'],
-      idRule: 'v1',
     },
     ids: {
       run: 'receipts only (never sent to HubSpot)',
@@ -225,12 +224,11 @@ export function hubSpotCardsFor(o: HubSpotCardOptions) {
     businessOperationId: {
       rule: 'derived from intent fields ref (the caller’s reference for what the ticket is about) and properties.hs_pipeline; subject and content are payload, so re-worded text is not a second ticket',
       intentFields: ['ref', 'properties.hs_pipeline'],
-      idRule: 'v2',
       normalize: [
         {
           field: 'ref',
-          steps: ['nfkc', 'trim', 'collapse-whitespace'],
-          source: `${SOURCES.properties}: the unique-value property holds the business-operation id, not the ref, so the ref's equality is retrysafe's: white space and Unicode compatibility forms are folded, case is kept (docs/decisions/2026-12-01-intent-identity.md)`,
+          steps: ['trim'],
+          source: `${SOURCES.properties}: the unique-value property holds the business-operation id, not the ref, so the ref's equality is retrysafe's: surrounding white space is formatting; compatibility forms, case and inner white space are kept apart (docs/concepts.md, Normalisation)`,
         },
       ],
     },

@@ -1,5 +1,5 @@
 import type { LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
-import { NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract';
+import { NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider';
 import { NotSentError, type WireRecord } from './hubspot-http.js';
 
 /**

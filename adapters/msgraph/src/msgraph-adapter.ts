@@ -1,15 +1,6 @@
 import { ResponseType, type Client } from '@microsoft/microsoft-graph-client';
-import {
-  AdapterConfigurationError,
-  defineAdapter,
-  type TypedAdapter,
-  type BusinessOperationId,
-  type FrameOperation,
-  type LookupResult,
-  type OperationSpec,
-  type Outcome,
-  type ProviderKey,
-} from '@retrysafe/contract';
+import { AdapterConfigurationError, defineAdapter, type TypedAdapter, type BusinessOperationId, type FrameOperation, type LookupResult, type OperationSpec, type Outcome, type ProviderKey } from '@retrysafe/contract';
+import { operationParamsErrors } from '@retrysafe/contract/provider';
 import { TransportProbe, assertNoSdkRetries, createGraphClient, type TokenProvider } from './msgraph-client.js';
 import {
   cannotTellFromAnswer,
@@ -159,7 +150,7 @@ export function createMsGraphAdapter(options: MsGraphAdapterOptions): MsGraphAda
 
     async lookup(o, ctx): Promise<LookupResult> {
       const what = `${o.name} lookup`;
-      if (o.validate(ctx.params) !== null) {
+      if (operationParamsErrors(o, ctx.params).length > 0) {
         return { kind: 'cannot-tell', reason: `${what}: the recorded params are not valid for this operation, so there is nothing to search by` };
       }
       const q = o.lookup(ctx.params, buildContext(ctx.businessOperationId, ctx.providerKey));

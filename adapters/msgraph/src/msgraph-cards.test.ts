@@ -2,7 +2,8 @@
 // facts against the installed @microsoft/microsoft-graph-client source.
 import { describe, expect, it } from 'vitest';
 import { RetryHandler, RetryHandlerOptions } from '@microsoft/microsoft-graph-client';
-import { cardRows, validateCard } from '@retrysafe/contract';
+import { validateCard } from '@retrysafe/contract';
+import { cardRows } from '@retrysafe/contract/render';
 import { eventsCreateCard, mailSendCard, msGraphCards, todoTasksCreateCard } from './msgraph-cards.js';
 import { msGraphOperations } from './msgraph-operations.js';
 

@@ -57,7 +57,6 @@ export const mailSendCard = defineCard({
     rule: 'derived from intent fields mailbox and message (the whole message: recipients, subject, body, …), or given by the caller',
     intentFields: ['mailbox', 'message'],
     // Exact: the message is what is delivered; another spelling is another mail.
-    idRule: 'v1',
   },
   ids: { run: 'receipts only', attempt: 'receipts only', request: REQUEST_ID },
   providerKey: {
@@ -132,7 +131,6 @@ export const eventsCreateCard = defineCard({
   businessOperationId: {
     rule: 'derived from intent fields mailbox, event.subject, event.start, event.end (one meeting slot with one subject in one calendar), or given by the caller',
     intentFields: ['mailbox', 'event.subject', 'event.start', 'event.end'],
-    idRule: 'v1',
   },
   ids: { run: 'receipts only', attempt: 'receipts only', request: REQUEST_ID },
   providerKey: {
@@ -205,12 +203,11 @@ export const todoTasksCreateCard = defineCard({
   businessOperationId: {
     rule: 'derived from intent fields mailbox, listId, task.title (one task of one title in one list), or given by the caller',
     intentFields: ['mailbox', 'listId', 'task.title'],
-    idRule: 'v2',
     normalize: [
       {
         field: 'task.title',
-        steps: ['nfkc', 'trim', 'collapse-whitespace'],
-        source: `${SOURCES.createTask}: Graph keeps the title as given and does not deduplicate tasks, so the title's equality is retrysafe's: white space and Unicode compatibility forms an agent adds are not another task (docs/decisions/2026-12-01-intent-identity.md)`,
+        steps: ['trim'],
+        source: `${SOURCES.createTask}: Graph keeps the title as given and does not deduplicate tasks, so the title's equality is retrysafe's: surrounding white space an agent adds is not another task; compatibility forms, case and inner white space are kept apart, as Graph keeps them (docs/concepts.md, Normalisation)`,
       },
     ],
   },

@@ -7,7 +7,7 @@ import {
   type MiddlewareOptions,
 } from '@microsoft/microsoft-graph-client';
 import { AdapterConfigurationError } from '@retrysafe/contract';
-import { checkBaseUrl, isLoopbackHost } from '@retrysafe/contract';
+import { checkBaseUrl, isLoopbackHost } from '@retrysafe/contract/provider';
 
 /** A bearer token, or a function that returns one (called once per request, so it may refresh). */
 export type TokenProvider = string | (() => string | Promise<string>);

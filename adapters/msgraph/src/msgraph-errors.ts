@@ -1,5 +1,5 @@
 import type { LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
-import { classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract';
+import { classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract/provider';
 
 /**
  * Maps every Graph response and every transport failure into exactly one Outcome

@@ -121,8 +121,6 @@ export interface BuildContext {
 
 /** An operation as the adapter runs it: the contract spec plus how to build, read and look up. */
 export interface GraphOperation extends OperationSpec {
-  /** Null when params are valid, else what is wrong (nothing is sent). */
-  validate(params: unknown): string | null;
   build(params: unknown, ctx: BuildContext): GraphPost;
   /** Reads a 2xx answer (body already parsed; null for 202/204). */
   readSuccess(status: number, body: unknown): { result: unknown; providerRef?: string };
@@ -135,39 +133,7 @@ export interface GraphOperation extends OperationSpec {
   deriveKey(id: BusinessOperationId): ProviderKey | null;
 }
 
-// ---------------------------------------------------------------------------------------------
-// validation helpers
-
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const nonEmpty = (v: unknown): v is string => typeof v === 'string' && v.trim().length > 0;
-
-function checkMailbox(p: Record<string, unknown>): string | null {
-  if (!nonEmpty(p.mailbox)) return 'mailbox must be "me" or a user id / userPrincipalName';
-  if (/[/?#\s]/.test(p.mailbox)) return 'mailbox must not contain "/", "?", "#" or spaces';
-  return null;
-}
-
-function checkBody(v: unknown, path: string): string | null {
-  if (v === undefined) return null;
-  if (!isObj(v) || (v.contentType !== 'text' && v.contentType !== 'html') || typeof v.content !== 'string') {
-    return `${path} must be { contentType: "text" | "html", content: string }`;
-  }
-  return null;
-}
-
-function checkRecipients(v: unknown, path: string, required: boolean): string | null {
-  if (v === undefined && !required) return null;
-  if (!Array.isArray(v) || (required && v.length === 0)) return `${path} must be a${required ? ' non-empty' : 'n'} array of { emailAddress: { address } }`;
-  for (const [i, r] of v.entries()) {
-    if (!isObj(r) || !isObj(r.emailAddress) || !nonEmpty(r.emailAddress.address)) return `${path}[${i}].emailAddress.address is required`;
-  }
-  return null;
-}
-
-function checkDateTime(v: unknown, path: string): string | null {
-  if (!isObj(v) || !nonEmpty(v.dateTime) || !nonEmpty(v.timeZone)) return `${path} must be { dateTime, timeZone }`;
-  return null;
-}
 
 function mailboxPath(mailbox: string): string {
   return mailbox === 'me' ? '/me' : `/users/${encodeURIComponent(mailbox)}`;
@@ -192,14 +158,22 @@ function withTag(existing: unknown, tag: SingleValueExtendedProperty): SingleVal
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 
 // ---------------------------------------------------------------------------------------------
-// JSON Schemas (for agent tool definitions)
+// JSON Schemas: the one definition of each operation's params (the runner checks it before the claim,
+// the frame on every attempt, agents read it as the tool's input schema)
+
+/** A string with something besides white space in it. */
+const text: JsonSchema = { type: 'string', pattern: '\\S' };
+/** A path segment Graph gets as is: no "/", "?", "#" or white space. */
+const segment = (description: string): JsonSchema => ({ type: 'string', pattern: '^[^/?#\\s]+$', description });
+/** A field the adapter owns: setting it is refused. */
+const owned = (description: string): JsonSchema => ({ not: {}, description });
 
 const recipientsSchema: JsonSchema = {
   type: 'array',
   items: {
     type: 'object',
     required: ['emailAddress'],
-    properties: { emailAddress: { type: 'object', required: ['address'], properties: { address: { type: 'string' }, name: { type: 'string' } } } },
+    properties: { emailAddress: { type: 'object', required: ['address'], properties: { address: text, name: { type: 'string' } } } },
   },
 };
 const itemBodySchema: JsonSchema = {
@@ -210,9 +184,9 @@ const itemBodySchema: JsonSchema = {
 const dateTimeSchema: JsonSchema = {
   type: 'object',
   required: ['dateTime', 'timeZone'],
-  properties: { dateTime: { type: 'string' }, timeZone: { type: 'string' } },
+  properties: { dateTime: text, timeZone: text },
 };
-const mailboxSchema: JsonSchema = { type: 'string', description: '"me" or a user id / userPrincipalName' };
+const mailboxSchema = segment('"me" or a user id / userPrincipalName');
 
 // ---------------------------------------------------------------------------------------------
 // mail.send
@@ -232,27 +206,12 @@ export const mailSend: GraphOperation = {
       message: {
         type: 'object',
         required: ['subject', 'body', 'toRecipients'],
-        properties: { subject: { type: 'string' }, body: itemBodySchema, toRecipients: recipientsSchema, ccRecipients: recipientsSchema, bccRecipients: recipientsSchema },
+        properties: { subject: { type: 'string' }, body: itemBodySchema, toRecipients: { ...recipientsSchema, minItems: 1 }, ccRecipients: recipientsSchema, bccRecipients: recipientsSchema },
       },
+      saveToSentItems: owned('always true: the Sent Items copy is how an unknown outcome is reconciled'),
     },
   },
   conflictMayMeanApplied: false,
-  validate(params) {
-    if (!isObj(params)) return 'params must be an object { mailbox, message }';
-    const m = checkMailbox(params);
-    if (m) return m;
-    const msg = params.message;
-    if (!isObj(msg)) return 'message must be an object';
-    if (typeof msg.subject !== 'string') return 'message.subject must be a string';
-    return (
-      checkBody(msg.body, 'message.body') ??
-      (msg.body === undefined ? 'message.body is required' : null) ??
-      checkRecipients(msg.toRecipients, 'message.toRecipients', true) ??
-      checkRecipients(msg.ccRecipients, 'message.ccRecipients', false) ??
-      checkRecipients(msg.bccRecipients, 'message.bccRecipients', false) ??
-      ('saveToSentItems' in params ? 'saveToSentItems is always true: the Sent Items copy is how an unknown outcome is reconciled' : null)
-    );
-  },
   build(params, ctx) {
     const p = params as MailSendParams;
     const tag = { id: ctx.extendedPropertyId, value: ctx.businessOperationId };
@@ -317,21 +276,18 @@ export const eventsCreate: GraphOperation = {
       event: {
         type: 'object',
         required: ['subject', 'start', 'end'],
-        properties: { subject: { type: 'string' }, start: dateTimeSchema, end: dateTimeSchema, body: itemBodySchema, attendees: { type: 'array' } },
+        properties: {
+          subject: text,
+          start: dateTimeSchema,
+          end: dateTimeSchema,
+          body: itemBodySchema,
+          attendees: { type: 'array' },
+          transactionId: owned('derived from the business-operation id; do not set it'),
+        },
       },
     },
   },
   conflictMayMeanApplied: true,
-  validate(params) {
-    if (!isObj(params)) return 'params must be an object { mailbox, event }';
-    const m = checkMailbox(params);
-    if (m) return m;
-    const ev = params.event;
-    if (!isObj(ev)) return 'event must be an object';
-    if (!nonEmpty(ev.subject)) return 'event.subject must be a non-empty string';
-    if ('transactionId' in ev) return 'event.transactionId is derived from the business-operation id; do not set it';
-    return checkDateTime(ev.start, 'event.start') ?? checkDateTime(ev.end, 'event.end') ?? checkBody(ev.body, 'event.body');
-  },
   build(params, ctx) {
     const p = params as EventsCreateParams;
     const tag = { id: ctx.extendedPropertyId, value: ctx.businessOperationId };
@@ -376,25 +332,11 @@ export const todoTasksCreate: GraphOperation = {
     required: ['mailbox', 'listId', 'task'],
     properties: {
       mailbox: mailboxSchema,
-      listId: { type: 'string' },
-      task: { type: 'object', required: ['title'], properties: { title: { type: 'string' }, body: itemBodySchema, dueDateTime: dateTimeSchema } },
+      listId: segment('a To Do list id'),
+      task: { type: 'object', required: ['title'], properties: { title: text, body: itemBodySchema, dueDateTime: dateTimeSchema } },
     },
   },
   conflictMayMeanApplied: false,
-  validate(params) {
-    if (!isObj(params)) return 'params must be an object { mailbox, listId, task }';
-    const m = checkMailbox(params);
-    if (m) return m;
-    if (!nonEmpty(params.listId) || /[/?#\s]/.test(params.listId)) return 'listId must be a To Do list id';
-    const t = params.task;
-    if (!isObj(t)) return 'task must be an object';
-    if (!nonEmpty(t.title)) return 'task.title must be a non-empty string';
-    if (t.dueDateTime !== undefined) {
-      const d = checkDateTime(t.dueDateTime, 'task.dueDateTime');
-      if (d) return d;
-    }
-    return checkBody(t.body, 'task.body');
-  },
   build(params, ctx) {
     const p = params as TodoTasksCreateParams;
     const existing = Array.isArray(p.task.linkedResources) ? (p.task.linkedResources as unknown[]) : [];
@@ -419,19 +361,8 @@ export const todoTasksCreate: GraphOperation = {
   deriveKey: () => null,
 };
 
-/** The operation with its own `validate` exposed as the contract's checkParams, so the runner runs it before the claim. */
-function withCheck(op: GraphOperation): GraphOperation {
-  return {
-    ...op,
-    checkParams: (params: unknown) => {
-      const problem = op.validate(params);
-      return problem ? [{ path: '(params)', message: problem }] : [];
-    },
-  };
-}
-
 export const msGraphOperations: Readonly<Record<string, GraphOperation>> = {
-  [mailSend.name]: withCheck(mailSend),
-  [eventsCreate.name]: withCheck(eventsCreate),
-  [todoTasksCreate.name]: withCheck(todoTasksCreate),
+  [mailSend.name]: mailSend,
+  [eventsCreate.name]: eventsCreate,
+  [todoTasksCreate.name]: todoTasksCreate,
 };

@@ -1,10 +1,5 @@
-import {
-  AdapterConfigurationError,
-  checkBaseUrl,
-  defineAdapter,
-  type Outcome,
-  type TypedAdapter,
-} from '@retrysafe/contract';
+import { AdapterConfigurationError, defineAdapter, type Outcome, type TypedAdapter } from '@retrysafe/contract';
+import { checkBaseUrl } from '@retrysafe/contract/provider';
 import { Resend } from 'resend';
 import { classifyAnswer } from './resend-errors.js';
 import { type ResendOperation, type ResendOperationTypes, resendOperations } from './resend-operations.js';

@@ -1,4 +1,5 @@
-import { agentTools, callAgentTool, createMemoryLedger, createRunner } from '@retrysafe/core';
+import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import { agentTools, callAgentTool } from '@retrysafe/core/agent';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createResendAdapter } from '../src/index.js';
 import { startResendSandbox } from '../src/sandbox/index.js';

@@ -8,7 +8,7 @@ import {
   type LookupResult,
   type Outcome,
 } from '@retrysafe/contract';
-import { checkBaseUrl, classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract';
+import { checkBaseUrl, classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract/provider';
 import { SANDBOX_KEY_RULE, SANDBOX_PROVIDER, sandboxCreateCard, type SandboxLimits } from './sandbox-cards.js';
 import type { SandboxBehaviour, SandboxProvider, SandboxRecord, SandboxResponse } from './sandbox-provider.js';
 

@@ -1,4 +1,5 @@
-import { defineCard, fact, formatDuration, type Duration, type RetrySafetyCard } from '@retrysafe/contract';
+import { defineCard, fact, type Duration, type RetrySafetyCard } from '@retrysafe/contract';
+import { formatDuration } from '@retrysafe/contract/rules';
 import type { SandboxBehaviour } from './sandbox-provider.js';
 
 export const SANDBOX_PROVIDER = 'sandbox';

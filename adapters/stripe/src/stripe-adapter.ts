@@ -1,7 +1,5 @@
 import {
   defineAdapter,
-  resendSafety,
-  operationParamsErrors,
   AdapterConfigurationError,
   type BusinessOperationId,
   type FrameOperation,
@@ -11,13 +9,15 @@ import {
   type ProviderKey,
   type TypedAdapter,
 } from '@retrysafe/contract';
+import { operationParamsErrors } from '@retrysafe/contract/provider';
+import { resendSafety } from '@retrysafe/contract/rules';
 import Stripe from 'stripe';
 import {
   STRIPE_KEY_RETENTION_MS,
   STRIPE_KEY_RULE,
   STRIPE_SEARCH_DELAY_MS,
 } from './stripe-cards.js';
-import { checkBaseUrl } from '@retrysafe/contract';
+import { checkBaseUrl } from '@retrysafe/contract/provider';
 import { classifyStripeError, classifyStripeResult, isReplayedHeaders } from './stripe-errors.js';
 import { ClosedConnectionGuard } from './stripe-http-client.js';
 import { metadataQuery, stripeOperations, type StripeObject, type StripeOperation, type StripeOperationTypes } from './stripe-operations.js';
@@ -94,16 +94,8 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
   if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) throw new AdapterConfigurationError(PROVIDER, `timeoutMs must be a positive integer, got ${String(options.timeoutMs)}`);
   const client = buildClient(options, timeoutMs);
 
-  /** The adapter's own checks, run by the runner before the claim and by the frame on every attempt ("field: why" → field error). */
-  const checkParams = (op: StripeOperation) => (params: unknown) =>
-    typeof params !== 'object' || params === null || Array.isArray(params)
-      ? [{ path: '(root)', message: 'must be an object' }]
-      : op.validate(params as Record<string, unknown>).map((p) => {
-          const at = p.indexOf(': ');
-          return at > 0 ? { path: p.slice(0, at), message: p.slice(at + 2) } : { path: '(root)', message: p };
-        });
   const operations: Record<string, StripeOperation & FrameOperation> = {};
-  for (const op of Object.values(stripeOperations)) operations[op.name] = { ...op, keyRule: STRIPE_KEY_RULE, checkParams: checkParams(op) };
+  for (const op of Object.values(stripeOperations)) operations[op.name] = { ...op, keyRule: STRIPE_KEY_RULE };
 
   /**
    * Keys Stripe has answered with a REPLAYED 5xx: for the rest of the retention that key can only replay
@@ -118,7 +110,7 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
       const result = await op.create(client, op.toStripe(params, id), { idempotencyKey: key, maxNetworkRetries: 0, timeout: timeoutMs });
       return classifyStripeResult(result, op.card.storedResult.replayIndicator?.value ?? null);
     } catch (error) {
-      const outcome = classifyStripeError(error);
+      const outcome = classifyStripeError(error, op.object);
       if (outcome.kind === 'unknown' && outcome.cause === 'server-error' && isReplayedHeaders((error as { headers?: Record<string, string> }).headers)) {
         if (replaysServerError.size > 10_000) replaysServerError.clear();
         replaysServerError.add(key);
@@ -149,6 +141,12 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
     }
     if (found.length > 0) {
       const oldest = [...found].sort((a, b) => (a.created ?? 0) - (b.created ?? 0))[0]!;
+      // A PaymentIntent whose confirmation failed is the rejection it was (402), not a success to adopt.
+      const failed = oldest.last_payment_error as { code?: string; message?: string } | null | undefined;
+      if (failed && typeof oldest.id === 'string') {
+        const code = typeof failed.code === 'string' ? { code: failed.code } : {};
+        return { kind: 'found', outcome: { kind: 'rejected', reason: 'card-declined', message: failed.message ?? 'the payment failed', created: oldest.id, ...code } };
+      }
       const outcome = classifyStripeResult(oldest, op.card.storedResult.replayIndicator?.value ?? null);
       return { kind: 'found', outcome: { ...(outcome as Extract<Outcome, { kind: 'succeeded' }>), kind: 'succeeded' } };
     }

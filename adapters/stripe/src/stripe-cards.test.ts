@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { durationMs, validateCard } from '@retrysafe/contract';
+import { validateCard } from '@retrysafe/contract';
+import { durationMs } from '@retrysafe/contract/rules';
 import { describe, expect, it } from 'vitest';
 import { STRIPE_KEY_RULE, STRIPE_SEARCH_DELAY_MS, stripeCards } from './stripe-cards.js';
 
@@ -107,10 +108,10 @@ describe('replay indicator and intent normalisation on the Stripe cards (issue 1
     expect(classifyStripeResult(replay, stripeCards['paymentIntents.create'].storedResult.replayIndicator!.value as { header: string; value: string }).kind).toBe('replayed');
     expect(classifyStripeResult(replay, null).kind).toBe('succeeded');
   });
-  it('the caller’s …Ref intent fields are normalised (NFKC, trim, white space), Stripe ids stay exact, with a public source', () => {
+  it('the caller’s …Ref intent fields are trimmed only (Stripe keeps compatibility forms, case and inner white space apart), Stripe ids stay exact, with a public source', () => {
     for (const card of Object.values(stripeCards)) {
       const bo = card.businessOperationId;
-      expect(bo.idRule).toBe('v2');
+      for (const n of bo.normalize ?? []) expect(n.steps).toEqual(['trim']);
       expect(bo.normalize?.map((n) => n.field)).toEqual(bo.intentFields.filter((f) => f.endsWith('Ref')));
       for (const n of bo.normalize ?? []) expect(n.source).toMatch(/^https:\/\/docs\.stripe\.com\/api\/metadata/);
     }

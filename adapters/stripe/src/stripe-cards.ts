@@ -37,12 +37,11 @@ export const STRIPE_KEY_RULE: ProviderKeyRule = { maxLength: 255, charset: 'A-Za
 const S = STRIPE_SOURCES;
 
 /**
- * Why the caller's reference is compared after NFKC, trim and white-space folding: Stripe stores
- * metadata values as given and compares nothing itself (${S.metadata}); the reference is the caller's
- * own name for the order, and an agent's re-formatting of it (a trailing space, a full-width digit)
- * is not another order. Case is kept: a reference may be case-sensitive in the caller's system.
+ * Why the caller's reference is compared after trimming only: Stripe stores metadata values as given
+ * and compares nothing itself (${S.metadata}), so `INV-10²` and `INV-102`, or `Ref` and `ref`, are two
+ * values to it; surrounding white space an agent adds is formatting, not another order.
  */
-const REF_NORMALIZATION_SOURCE = `${S.metadata}: metadata values are stored as given, Stripe applies no equality of its own; retrysafe folds white space and Unicode compatibility forms of the caller's reference, keeps case (docs/decisions/2026-12-01-intent-identity.md)`;
+const REF_NORMALIZATION_SOURCE = `${S.metadata}: metadata values are stored as given, Stripe applies no equality of its own; surrounding white space is formatting, compatibility forms, case and inner white space are kept apart (docs/concepts.md, Normalisation)`;
 
 /** The facts every Stripe v1 create shares; operation-specific fields are filled in per card. */
 function stripeCard(spec: {
@@ -54,7 +53,9 @@ function stripeCard(spec: {
   lookup: { delay: '1h' | null; delaySource: string };
   reconciler: string;
   unverified?: RetrySafetyCard['unverified'];
+  rejectionMayCreate?: RetrySafetyCard['sideEffect']['rejectionMayCreate'];
 }): RetrySafetyCard {
+  const rejectionMayCreate = spec.rejectionMayCreate ?? fact(false, `${S.errors}: of the objects these operations create, only a PaymentIntent is returned in an error body (payment_intent); a rejected create of any other leaves nothing`);
   return {
     cardVersion: 1,
     provider: 'stripe',
@@ -62,13 +63,13 @@ function stripeCard(spec: {
     sideEffect: {
       kind: fact(spec.kind, spec.kindSource),
       idempotentByNature: fact(false, `${S.idempotency} (a second POST without the same key creates a second object)`),
+      rejectionMayCreate,
     },
     businessOperationId: {
       rule: spec.intentRule,
       intentFields: spec.intentFields,
       // The caller's own reference (…Ref) is folded; Stripe ids (cus_, pi_) stay exact.
-      idRule: 'v2',
-      normalize: spec.intentFields.filter((f) => f.endsWith('Ref')).map((field) => ({ field, steps: ['nfkc', 'trim', 'collapse-whitespace'] as const, source: REF_NORMALIZATION_SOURCE })),
+      normalize: spec.intentFields.filter((f) => f.endsWith('Ref')).map((field) => ({ field, steps: ['trim'] as const, source: REF_NORMALIZATION_SOURCE })),
     },
     ids: {
       run: 'receipts only (never sent to Stripe)',
@@ -189,6 +190,10 @@ export const paymentIntentsCreateCard = defineCard(
     intentFields: ['customer', 'orderRef'],
     intentRule: 'derived from intent fields customer and orderRef (the order names the payment; amount and currency are its parameters, so a changed amount for the same order is a conflict, never a second charge), or supplied by the caller; written to metadata.retrysafe_operation_id',
     ...searchLookup('paymentIntents'),
+    rejectionMayCreate: fact(
+      true,
+      `${S.errors}: the error's payment_intent is "the PaymentIntent object for errors returned on a request involving a PaymentIntent"; https://docs.stripe.com/payments/paymentintents/lifecycle: a failed confirmation leaves the PaymentIntent in requires_payment_method`,
+    ),
   }),
 );
 

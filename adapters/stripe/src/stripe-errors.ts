@@ -1,5 +1,5 @@
 import type { Outcome, ProviderRefs } from '@retrysafe/contract';
-import { NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract';
+import { NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider';
 import { CONNECTION_CLOSED_CODE } from './stripe-http-client.js';
 
 /**
@@ -19,6 +19,7 @@ import { CONNECTION_CLOSED_CODE } from './stripe-http-client.js';
  * | 5xx (stored and replayed by the key) | unknown / server-error |
  * | 400/404 invalid_request_error | rejected / validation, not-found |
  * | 401, 402, 403 | rejected / authentication, card-declined, permission |
+ * | any rejection whose body carries the object the operation creates (402 `payment_intent`) | rejected, `created` = its id |
  */
 
 /** Header Stripe sets on a response replayed from the idempotency layer. */
@@ -37,6 +38,8 @@ interface StripeErrorLike {
   detail?: unknown;
   /** The request parameter Stripe names in an invalid_request_error, e.g. `amount`. */
   param?: string;
+  /** The PaymentIntent (or SetupIntent…) an error concerns, as Stripe puts it in the error body. */
+  [object: string]: unknown;
 }
 
 function header(headers: Headers | undefined, name: string): string | undefined {
@@ -98,8 +101,12 @@ function connectionCode(e: StripeErrorLike): string | undefined {
 }
 
 
-/** Any error stripe-node (or our code around it) threw for one attempt. Never throws. */
-export function classifyStripeError(error: unknown): Outcome {
+/**
+ * Any error stripe-node (or our code around it) threw for one attempt. Never throws. `creates` is the
+ * object type the operation creates (`payment_intent`): when the error body carries one (a declined
+ * create+confirm leaves its PaymentIntent in `requires_payment_method`), the rejection names it as created.
+ */
+export function classifyStripeError(error: unknown, creates?: string): Outcome {
   const e = (typeof error === 'object' && error !== null ? error : { message: String(error) }) as StripeErrorLike;
   const r = refs(e);
   const status = e.statusCode;
@@ -153,7 +160,9 @@ export function classifyStripeError(error: unknown): Outcome {
   const reason = status === 401 ? 'authentication' : status === 402 ? 'card-declined' : status === 403 ? 'permission' : status === 404 ? 'not-found' : status === 400 ? 'validation' : 'other';
   // Stripe names the offending parameter (error.param): passed on so a caller (or an agent) can correct it.
   const fields = typeof e.param === 'string' && e.param.length > 0 ? { fields: [{ path: e.param, message: e.code ?? `rejected (${reason})` }] } : {};
-  return { kind: 'rejected', reason, message: short(e.message, `HTTP ${status}`), ...r, ...fields };
+  const left = creates === undefined ? undefined : (e[creates] as { id?: unknown } | undefined)?.id;
+  const created = typeof left === 'string' && left.length > 0 ? { created: left } : {};
+  return { kind: 'rejected', reason, message: short(e.message, `HTTP ${status}`), ...r, ...fields, ...created };
 }
 
 /** True when an `unknown` outcome came from a 5xx that Stripe replayed from its idempotency layer. */

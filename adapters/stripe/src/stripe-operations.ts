@@ -22,63 +22,24 @@ export type PastRetentionLookup =
 export interface StripeOperation {
   readonly name: keyof typeof stripeCards;
   readonly description: string;
+  /** The Stripe object type it creates (`payment_intent`): a rejection whose body carries one says it was created. */
+  readonly object: string;
   readonly card: RetrySafetyCard;
   readonly intentFields: readonly string[];
   readonly sensitiveFields: readonly string[];
   readonly paramsSchema: JsonSchema;
-  /** Problems with the params, each naming the field; empty when valid. */
-  validate(params: Record<string, unknown>): string[];
   /** The Stripe create params, with the business-operation id written to metadata. */
   toStripe(params: Record<string, unknown>, id: BusinessOperationId): Record<string, unknown>;
   create(client: Stripe, stripeParams: Record<string, unknown>, options: WriteOptions): Promise<StripeObject>;
   readonly pastRetention: PastRetentionLookup;
 }
 
-// ---- small validators: every message names the field ----
-type Rule = (v: unknown) => string | null;
-const str: Rule = (v) => (typeof v === 'string' && v.length > 0 && v.length <= 500 ? null : 'must be a non-empty string of at most 500 characters');
-const id = (prefix: string): Rule => (v) => (typeof v === 'string' && v.startsWith(prefix) && v.length <= 255 ? null : `must be a Stripe id starting with "${prefix}"`);
-const posInt: Rule = (v) => (typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? null : 'must be a positive integer in the smallest currency unit');
-const currency: Rule = (v) => (typeof v === 'string' && /^[a-z]{3}$/.test(v) ? null : 'must be a three-letter lowercase ISO currency code');
-const bool: Rule = (v) => (typeof v === 'boolean' ? null : 'must be true or false');
-const oneOf = (...values: string[]): Rule => (v) => (typeof v === 'string' && values.includes(v) ? null : `must be one of ${values.join(', ')}`);
-const metadata: Rule = (v) => {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return 'must be an object of string values';
-  const entries = Object.entries(v);
-  if (entries.length > 49) return 'may hold at most 49 keys (Stripe allows 50, one is retrysafe_operation_id)';
-  for (const [k, val] of entries) {
-    if (k === STRIPE_OPERATION_METADATA_KEY) return `must not set ${STRIPE_OPERATION_METADATA_KEY}: the adapter writes it`;
-    if (k.length > 40 || typeof val !== 'string' || val.length > 500) return `entry ${JSON.stringify(k.slice(0, 40))}: keys ≤ 40 chars, string values ≤ 500 chars`;
-  }
-  return null;
-};
-
-function check(params: Record<string, unknown>, required: Record<string, Rule>, optional: Record<string, Rule>): string[] {
-  const problems: string[] = [];
-  for (const [field, rule] of Object.entries(required)) {
-    if (params[field] === undefined) problems.push(`${field}: required`);
-    else {
-      const m = rule(params[field]);
-      if (m) problems.push(`${field}: ${m}`);
-    }
-  }
-  for (const [field, rule] of Object.entries(optional)) {
-    if (params[field] === undefined) continue;
-    const m = rule(params[field]);
-    if (m) problems.push(`${field}: ${m}`);
-  }
-  for (const field of Object.keys(params)) {
-    if (!(field in required) && !(field in optional)) problems.push(`${field}: unknown parameter`);
-  }
-  return problems;
-}
-
 function schema(required: Record<string, JsonSchema>, optional: Record<string, JsonSchema>): JsonSchema {
   return { type: 'object', additionalProperties: false, required: Object.keys(required), properties: { ...required, ...optional } };
 }
 
-// The schemas say what `validate` checks, so the runner refuses bad params before the claim (nothing
-// claimed, nothing sent); `validate` stays as the adapter's own backstop.
+// The one definition of each operation's params: the runner checks it before the claim (nothing claimed,
+// nothing sent) and the frame on every attempt.
 const S_STRING = { type: 'string', minLength: 1, maxLength: 500 };
 const S_METADATA = {
   type: 'object',
@@ -107,15 +68,15 @@ const asObjects = (list: { data: unknown[] }): StripeObject[] => list.data as St
 
 export const customersCreate: StripeOperation = {
   name: 'customers.create',
+  object: 'customer',
   description: 'Create a Stripe customer (POST /v1/customers) once per customerRef.',
   card: stripeCards['customers.create'],
   intentFields: ['customerRef'],
   sensitiveFields: ['email', 'name', 'phone'],
   paramsSchema: schema(
     { customerRef: { ...S_STRING, description: 'your own id for this customer; names the intent' } },
-    { email: { type: 'string', format: 'email' }, name: S_STRING, phone: S_STRING, description: S_STRING, metadata: S_METADATA },
+    { email: { type: 'string', format: 'email', minLength: 1, maxLength: 500 }, name: S_STRING, phone: S_STRING, description: S_STRING, metadata: S_METADATA },
   ),
-  validate: (p) => check(p, { customerRef: str }, { email: str, name: str, phone: str, description: str, metadata }),
   toStripe(p, id) {
     const out: Record<string, unknown> = { metadata: withMeta(p, id, { customer_ref: String(p.customerRef) }) };
     put(out, 'email', p.email);
@@ -130,6 +91,7 @@ export const customersCreate: StripeOperation = {
 
 export const paymentIntentsCreate: StripeOperation = {
   name: 'paymentIntents.create',
+  object: 'payment_intent',
   description: 'Create (and optionally confirm) a PaymentIntent (POST /v1/payment_intents) once per customer and orderRef; the same order with another amount or currency is a conflict, not a second charge.',
   card: stripeCards['paymentIntents.create'],
   intentFields: ['customer', 'orderRef'],
@@ -150,19 +112,6 @@ export const paymentIntentsCreate: StripeOperation = {
       metadata: S_METADATA,
     },
   ),
-  validate: (p) =>
-    check(
-      p,
-      { customer: id('cus_'), amount: posInt, currency, orderRef: str },
-      {
-        description: str,
-        paymentMethod: id('pm_'),
-        paymentMethodTypes: (v) => (Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string') ? null : 'must be a non-empty array of strings'),
-        confirm: bool,
-        captureMethod: oneOf('automatic', 'manual'),
-        metadata,
-      },
-    ),
   toStripe(p, id) {
     const out: Record<string, unknown> = {
       customer: p.customer,
@@ -183,6 +132,7 @@ export const paymentIntentsCreate: StripeOperation = {
 
 export const invoicesCreate: StripeOperation = {
   name: 'invoices.create',
+  object: 'invoice',
   description: 'Create a draft invoice for a customer (POST /v1/invoices) once per customer and invoiceRef.',
   card: stripeCards['invoices.create'],
   intentFields: ['customer', 'invoiceRef'],
@@ -198,12 +148,6 @@ export const invoicesCreate: StripeOperation = {
       metadata: S_METADATA,
     },
   ),
-  validate: (p) =>
-    check(
-      p,
-      { customer: id('cus_'), invoiceRef: str },
-      { description: str, collectionMethod: oneOf('charge_automatically', 'send_invoice'), daysUntilDue: posInt, autoAdvance: bool, currency, metadata },
-    ),
   toStripe(p, id) {
     const out: Record<string, unknown> = { customer: p.customer, metadata: withMeta(p, id, { invoice_ref: String(p.invoiceRef) }) };
     put(out, 'description', p.description);
@@ -219,6 +163,7 @@ export const invoicesCreate: StripeOperation = {
 
 export const refundsCreate: StripeOperation = {
   name: 'refunds.create',
+  object: 'refund',
   description: 'Refund a PaymentIntent (POST /v1/refunds) once per paymentIntent and refundRef.',
   card: stripeCards['refunds.create'],
   intentFields: ['paymentIntent', 'refundRef'],
@@ -231,7 +176,6 @@ export const refundsCreate: StripeOperation = {
       metadata: S_METADATA,
     },
   ),
-  validate: (p) => check(p, { paymentIntent: id('pi_'), refundRef: str }, { amount: posInt, reason: oneOf('duplicate', 'fraudulent', 'requested_by_customer'), metadata }),
   toStripe(p, id) {
     const out: Record<string, unknown> = { payment_intent: p.paymentIntent, metadata: withMeta(p, id, { refund_ref: String(p.refundRef) }) };
     put(out, 'amount', p.amount);

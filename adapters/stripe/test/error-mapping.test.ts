@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createStripeAdapter, type StripeAdapter } from '../src/index.js';
 import { STRIPE_OPERATION_METADATA_KEY } from '../src/stripe-cards.js';
+import { classifyStripeError } from '../src/stripe-errors.js';
 import { startStripeSandbox, type StripeSandbox } from '../src/sandbox/index.js';
 import { API_KEY, execCtx, idFor, startScriptedServer } from './helpers.js';
 
@@ -107,8 +108,19 @@ describe('rejections (card, validation, auth, permission)', () => {
     const params = pi('A-7', { paymentMethod: 'pm_card_chargeDeclined', confirm: true });
     const { outcome } = await execute('paymentIntents.create', params);
     expect(outcome).toMatchObject({ kind: 'rejected', reason: 'card-declined', status: 402, code: 'card_declined' });
+    // the declined PaymentIntent exists (requires_payment_method) and the rejection names it
+    const [left] = sandbox.records('payment_intent').filter((r) => !r.fixture);
+    expect(left?.object.status).toBe('requires_payment_method');
+    expect(outcome.kind === 'rejected' && outcome.created).toBe(left?.id);
     await execute('paymentIntents.create', params);
+    expect(sandbox.count('paymentIntents.create')).toBe(1);
     expect(sandbox.requests().map((r) => r.result)).toEqual(['executed', 'replayed']);
+  });
+
+  it('only the object the operation creates counts as created (a refund error naming its PaymentIntent created nothing)', () => {
+    const error = { type: 'StripeInvalidRequestError', rawType: 'invalid_request_error', statusCode: 400, code: 'charge_not_refundable', payment_intent: { id: 'pi_given' } };
+    expect(classifyStripeError(error, 'refund')).not.toHaveProperty('created');
+    expect(classifyStripeError(error, 'payment_intent')).toMatchObject({ kind: 'rejected', created: 'pi_given' });
   });
 
   it('400 invalid_request_error ⇒ rejected / validation (not stored)', async () => {

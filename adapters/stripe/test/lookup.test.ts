@@ -148,3 +148,26 @@ describe('past retention: never rely on the key', () => {
     expect(result).toMatchObject({ kind: 'cannot-tell', status: 429 });
   });
 });
+
+describe('a declined create+confirm is found as the rejection it was, naming the PaymentIntent it left', () => {
+  const declined = { customer: 'cus_fixture', amount: 700, currency: 'eur', orderRef: 'D-1', confirm: true, paymentMethod: 'pm_card_chargeDeclined' };
+
+  it('inside retention: the same key replays the 402 with its PaymentIntent', async () => {
+    const { id, outcome } = await dispatch('paymentIntents.create', declined);
+    const left = outcome.kind === 'rejected' ? outcome.created : undefined;
+    expect(left).toMatch(/^pi_/);
+    const result = await adapter.doLookup('paymentIntents.create', lookupCtx(adapter, 'paymentIntents.create', id, declined, { firstDispatchedAt: t0, now: t0 + HOUR }));
+    expect(result).toMatchObject({ kind: 'found', outcome: { kind: 'rejected', reason: 'card-declined', created: left } });
+    expect(sandbox.count('paymentIntents.create')).toBe(1);
+  });
+
+  it('past retention: the metadata search finds a PaymentIntent whose payment failed ⇒ rejected, never adopted as a success', async () => {
+    const { id, outcome } = await dispatch('paymentIntents.create', declined);
+    const left = outcome.kind === 'rejected' ? outcome.created : undefined;
+    const later = t0 + STRIPE_KEY_RETENTION_MS + STRIPE_SEARCH_DELAY_MS + HOUR;
+    sandbox.advance(later - t0);
+    const result = await adapter.doLookup('paymentIntents.create', lookupCtx(adapter, 'paymentIntents.create', id, declined, { firstDispatchedAt: t0, now: later }));
+    expect(result).toMatchObject({ kind: 'found', outcome: { kind: 'rejected', reason: 'card-declined', code: 'card_declined', created: left } });
+    expect(sandbox.count('paymentIntents.create')).toBe(1);
+  });
+});

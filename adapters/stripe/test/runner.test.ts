@@ -174,21 +174,44 @@ describe('key past retention (crash, then recovery a day later)', () => {
   });
 });
 
-describe('a corrected request after a stored rejection (issue 16)', () => {
-  it('402 card_declined is stored under the key: the corrected request is a new revision with its own key, one PaymentIntent', async () => {
+describe('a corrected request after a rejection', () => {
+  const base = { customer: 'cus_fixture', amount: 1500, currency: 'eur', orderRef: 'PO-1001', confirm: true };
+
+  it('a declined create+confirm left its PaymentIntent: the corrected request makes no second one, the packet names it', async () => {
     const { clock, sandbox, ledger } = await setup();
     const adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 2000 });
     const runner = createRunner({ ledger, clock, random: () => 0.5 });
-    const base = { customer: 'cus_fixture', amount: 1500, currency: 'eur', orderRef: 'PO-1001', confirm: true };
     const declined = await runner.run(adapter, 'paymentIntents.create', { params: { ...base, paymentMethod: 'pm_card_chargeDeclined' } });
     expect(declined.status).toBe('handed-off');
-    // an agent's re-formatted reference is the same order, and the corrected card supersedes the declined one
-    const fixed = await runner.run(adapter, 'paymentIntents.create', { params: { ...base, orderRef: 'PO-1001 ', paymentMethod: 'pm_card_ok' } });
-    expect(fixed.status).toBe('done');
-    expect(fixed.businessOperationId).toBe(declined.businessOperationId);
+    if (declined.status !== 'handed-off') return;
+    const [left] = sandbox.records('payment_intent').filter((r) => !r.fixture);
+    expect(left?.object.status).toBe('requires_payment_method');
+    expect(declined.packet.lastKnown.created).toBe(left?.id);
+    expect(declined.packet.safeNextActions.map((a) => a.action)).not.toContain('resend-with');
+    expect(declined.packet.safeNextActions.find((a) => a.action === 'resume')).toMatchObject({ safe: false });
+
+    // an agent's correction (the same order, another card) and an operator's resend-with are both refused, naming the PaymentIntent
+    const corrected = { ...base, orderRef: 'PO-1001 ', paymentMethod: 'pm_card_ok' };
+    const again = await runner.run(adapter, 'paymentIntents.create', { params: corrected }).catch((e: unknown) => e);
+    expect(ConflictError.isInstance(again)).toBe(true);
+    expect((again as Error).message).toContain(left!.id);
+    const resent = await runner.resolve(declined.businessOperationId, { action: 'resend-with', params: corrected }, { adapters: [adapter] }).catch((e: unknown) => e);
+    expect(ConflictError.isInstance(resent)).toBe(true);
     expect(sandbox.count('paymentIntents.create')).toBe(1);
-    const keys = sandbox.requests().map((r) => r.idempotencyKey);
-    expect(new Set(keys).size).toBe(2);
-    expect(sandbox.requests().map((r) => r.status)).toEqual([402, 200]);
+    expect(sandbox.requests().map((r) => r.status)).toEqual([402]);
+  });
+
+  it('a rejection that created nothing (400 before the idempotency layer): the corrected request is a new revision, one invoice', async () => {
+    const { clock, sandbox, ledger } = await setup();
+    const adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 2000 });
+    const runner = createRunner({ ledger, clock, random: () => 0.5 });
+    const params = { customer: 'cus_fixture', invoiceRef: 'INV-9', collectionMethod: 'send_invoice' as const };
+    const rejected = await runner.run(adapter, 'invoices.create', { params });
+    expect(rejected.status).toBe('handed-off');
+    const fixed = await runner.run(adapter, 'invoices.create', { params: { ...params, daysUntilDue: 30 } });
+    expect(fixed.status).toBe('done');
+    expect(fixed.businessOperationId).toBe(rejected.businessOperationId);
+    expect(sandbox.count('invoices.create')).toBe(1);
+    expect(sandbox.requests().map((r) => r.status)).toEqual([400, 200]);
   });
 });

@@ -1,6 +1,7 @@
 import { jsonSchema, tool, type Tool } from 'ai';
 import type { AdapterV1 } from '@retrysafe/contract';
-import { agentTools, callAgentTool, type AgentToolResult, type Runner } from '@retrysafe/core';
+import { type Runner } from '@retrysafe/core';
+import { agentTools, callAgentTool, type AgentToolResult } from '@retrysafe/core/agent';
 
 export interface RetrysafeToolsOptions {
   readonly runner: Runner;
@@ -26,15 +27,6 @@ export function stepRetriesOff<F extends (...args: never[]) => unknown>(step: F)
 }
 
 /**
- * AI SDK tool names allow only `[A-Za-z0-9_-]`: `stripe.paymentIntents.create` becomes
- * `stripe_paymentIntents_create`. The tool definitions already carry this name (the same one MCP
- * lists, see safeToolName in @retrysafe/core); this maps an older dotted name.
- */
-export function aiToolName(name: string): string {
-  return name.replace(/[^A-Za-z0-9_-]/g, '_');
-}
-
-/**
  * Vercel AI SDK tool definitions for retrysafe operations. Each tool runs through the runner, so a
  * model that re-issues a tool call (new tool-call id, re-ordered or re-formatted arguments) gets the
  * same business operation back instead of a second effect. Results are the structured answers
@@ -44,7 +36,8 @@ export function aiToolName(name: string): string {
 export function retrysafeTools(options: RetrysafeToolsOptions): Record<string, Tool<unknown, AgentToolResult>> {
   const out: Record<string, Tool<unknown, AgentToolResult>> = {};
   for (const def of agentTools(options.adapters, options.operations)) {
-    const toolName = aiToolName(def.name);
+    // The definition's name is already one every model API accepts (safeToolName in @retrysafe/core/agent).
+    const toolName = def.name;
     out[toolName] = tool<unknown, AgentToolResult>({
       description: def.description,
       inputSchema: jsonSchema<unknown>(def.inputSchema as Parameters<typeof jsonSchema>[0]),

@@ -5,7 +5,7 @@ import { createStripeAdapter } from '@retrysafe/stripe';
 import { startStripeSandbox, type StripeSandbox } from '@retrysafe/stripe/sandbox';
 import { startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { aiToolName, retrysafeTools, type AgentToolResult } from '../src/index.js';
+import { retrysafeTools, type AgentToolResult } from '../src/index.js';
 
 // An AI SDK agent loop (generateText with tools) whose model is scripted: it calls the charge tool,
 // then — as models do — calls it again with a new tool-call id and the arguments re-ordered.
@@ -29,7 +29,7 @@ describe('retrysafeTools for the Vercel AI SDK', () => {
     const runner = createRunner({ ledger: createMemoryLedger(), policy: { baseMs: 1, capMs: 5 } });
     const adapter = createStripeAdapter({ apiKey: 'sk_test_ai_sdk', baseUrl: proxy.url, timeoutMs: 500 });
     const tools = retrysafeTools({ runner, adapters: [adapter], operations: ['stripe.paymentIntents.create'] });
-    const name = aiToolName('stripe.paymentIntents.create');
+    const name = 'stripe_paymentIntents_create';
     expect(Object.keys(tools)).toEqual([name]);
 
     const model = new MockLanguageModelV2({
@@ -77,6 +77,25 @@ describe('retrysafeTools for the Vercel AI SDK', () => {
     expect(r).toMatchObject({ status: 'invalid-input', fields: [{ path: 'amount', message: 'must be integer' }] });
     expect(typeof (r as { businessOperationId: unknown }).businessOperationId).toBe('string');
     expect(proxy.requests).toHaveLength(0);
+  });
+
+  it('an argument larger than every ledger stores goes nowhere: invalid-input naming the limit, nothing claimed or sent (issue 40)', async () => {
+    const ledger = createMemoryLedger();
+    const runner = createRunner({ ledger, policy: { baseMs: 1, capMs: 5 } });
+    const adapter = createStripeAdapter({ apiKey: 'sk_test_ai_sdk', baseUrl: proxy.url, timeoutMs: 500 });
+    const tools = retrysafeTools({ runner, adapters: [adapter], operations: ['stripe_paymentIntents_create'] });
+    // Valid by the schema (paymentMethodTypes has no maxItems), over PAYLOAD_LIMITS.maxBytes as canonical JSON.
+    const oversize = { customer: 'cus_fixture', amount: 2500, currency: 'eur', orderRef: 'AI-3', paymentMethodTypes: Array.from({ length: 60_000 }, (_, i) => `card_${i}_xxxxxxxxxx`) };
+    const model = new MockLanguageModelV2({
+      doGenerate: [toolStep('call_1', 'stripe_paymentIntents_create', oversize), { content: [{ type: 'text' as const, text: 'Too big.' }], finishReason: 'stop' as const, usage, warnings: [] }],
+    });
+    const out = await generateText({ model, tools, prompt: 'charge order AI-3', stopWhen: stepCountIs(3) });
+    const [r] = out.steps.flatMap((s) => s.toolResults).map((x) => x.output as AgentToolResult);
+    expect(r).toMatchObject({ status: 'invalid-input', fields: [{ path: '(params)' }] });
+    expect((r as { message: string }).message).toMatch(/bytes/);
+    expect(typeof (r as { businessOperationId: unknown }).businessOperationId).toBe('string');
+    expect(proxy.requests).toHaveLength(0);
+    expect(await ledger.list()).toEqual([]);
   });
 });
 

@@ -33,7 +33,7 @@ function scriptedModel(aiTest: AiTest, spec: 'v2' | 'v3', steps: Array<{ calls?:
  * answer adopted, one idempotency key.
  */
 export async function reissuedToolCall(ai: AiModule, aiTest: AiTest, spec: 'v2' | 'v3', version: string): Promise<void> {
-  const { aiToolName, retrysafeTools } = await import('../src/index.js');
+  const { retrysafeTools } = await import('../src/index.js');
   // src/ sees this major: 'ai' is the alias under test, not the workspace's default devDependency.
   expect((await import('ai')).generateText).toBe(ai.generateText);
   const sandbox = await startStripeSandbox({ port: 0 });
@@ -42,7 +42,7 @@ export async function reissuedToolCall(ai: AiModule, aiTest: AiTest, spec: 'v2' 
     const runner = createRunner({ ledger: createMemoryLedger(), policy: { baseMs: 1, capMs: 5 } });
     const adapter = createStripeAdapter({ apiKey: 'sk_test_ai_sdk', baseUrl: proxy.url, timeoutMs: 500 });
     const tools = retrysafeTools({ runner, adapters: [adapter], operations: ['stripe.paymentIntents.create'] });
-    const name = aiToolName('stripe.paymentIntents.create');
+    const name = 'stripe_paymentIntents_create';
     const model = scriptedModel(aiTest, spec, [
       { calls: [{ id: 'call_1', name, input: { customer: 'cus_fixture', amount: 2500, currency: 'eur', orderRef: `AI-${version}` } }] },
       { calls: [{ id: 'call_2', name, input: { orderRef: `AI-${version}`, currency: 'eur', amount: 2500, customer: 'cus_fixture' } }] },
@@ -75,7 +75,7 @@ export function peerMajors(range: string): number[] {
  * was recorded — is played by calling the step function twice; everything below it is real.
  */
 export async function workflowStepRecipe(): Promise<void> {
-  const { aiToolName, retrysafeTools, stepRetriesOff } = await import('../src/index.js');
+  const { retrysafeTools, stepRetriesOff } = await import('../src/index.js');
   const sandbox = await startStripeSandbox({ port: 0 });
   const proxy = await startFaultProxy({ target: sandbox.url, faults: ['drop-response'] });
   try {
@@ -84,7 +84,7 @@ export async function workflowStepRecipe(): Promise<void> {
     const adapter = createStripeAdapter({ apiKey: 'sk_test_ai_sdk', baseUrl: proxy.url, timeoutMs: 500 });
     let stepId = 'step_01JWORKFLOWSTEPA';
     const tools = retrysafeTools({ runner, adapters: [adapter], operations: ['stripe.paymentIntents.create'], runId: () => stepId });
-    const name = aiToolName('stripe.paymentIntents.create');
+    const name = 'stripe_paymentIntents_create';
     const execute = tools[name]!.execute!;
     const charge = stepRetriesOff(async (input: unknown, opts: { toolCallId: string; messages: [] }) => execute(input, opts as never) as Promise<{ status: string; adopted?: boolean; businessOperationId?: string; providerRef?: string }>);
     expect(charge.maxRetries).toBe(0);

@@ -14,8 +14,7 @@
 // op under callgrind, differences of run lengths so start-up cancels, a warm and a steady window
 // (src/instructions.mjs); `--where` splits the steady window by where the instructions go.
 //
-// `drivers`: raw pattern and runner on each SQLite driver this Node can load, side by side (both need
-// Node >= 22.13 and a better-sqlite3 built for it). `footprint`: install size, package count and cold
+// `drivers`: raw pattern and runner on node:sqlite, the ledger's one driver. `footprint`: install size, package count and cold
 // import time of core + an adapter, core + PostgreSQL and the CLI (src/footprint.mjs).
 //
 // PostgreSQL needs DATABASE_URL (`source .ci/start-postgres.sh` starts one on 127.0.0.1).
@@ -325,7 +324,7 @@ if (only.has('drivers')) {
     const n = drivers['node:sqlite'], b = drivers['better-sqlite3'];
     console.log(`node:sqlite / better-sqlite3: runner ${x(n.runner / b.runner)}, raw ${x(n.raw / b.raw)}`);
   } else {
-    console.log('only one driver loads here: the side-by-side ratio needs Node >= 22.13 with better-sqlite3 built for it');
+    console.log('one driver: the ledger runs on node:sqlite only');
   }
 }
 

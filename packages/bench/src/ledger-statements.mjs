@@ -3,8 +3,7 @@
 // remembered row version, with the operation's one receipt and the deferred commit (11 parameters).
 // `test/ledger-statements.test.ts` captures what the ledger really sends and compares (whitespace aside),
 // so a change to the ledger's statements fails there until this copy follows.
-// Used by the bench's `layout` mode (the ledger's table and statements driven by hand, content prebuilt)
-// and by packages/ledger-postgres/scripts/server-replay.mjs.
+// Used by the bench's `layout` mode (the ledger's table and statements driven by hand, content prebuilt).
 
 const COLUMNS = `business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, params, provider_key,
            state, fence, lease_owner, lease_expires_at, created_at, updated_at, attempt_count, first_dispatched_at`;
@@ -19,6 +18,3 @@ export const LEDGER_STATEMENTS = {
   complete: (ops) => `UPDATE ${ops} SET state = $1, updated_at = $2, last_outcome = $3, result = $4::json, provider_ref = $5, lease_owner = NULL, lease_expires_at = NULL, receipts = coalesce(left(receipts, -1) || ',', '[') || $9::text || ']', receipt_head = $10, receipt_count = $8
        WHERE business_operation_id = $6 AND fence = $7 AND state NOT IN ('succeeded', 'rejected', 'handed-off', 'abandoned') AND receipt_count + 1 = $8::integer AND xmin = $11::xid RETURNING xmin, set_config('synchronous_commit', 'off', true) AS deferred_commit`,
 };
-
-/** The completion without the remembered-row guard, for a replay that cannot pass the xmin the claim returned (10 parameters). */
-export const withoutRowVersion = (text) => text.replace(' AND xmin = $11::xid', '');

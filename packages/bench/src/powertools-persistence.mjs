@@ -10,8 +10,7 @@ export const TABLE_SQL = (name) => `CREATE TABLE IF NOT EXISTS ${name} (
   id TEXT PRIMARY KEY, status TEXT NOT NULL, expiration BIGINT, in_progress_expiration BIGINT, data TEXT, validation TEXT)`;
 
 /**
- * The PostgreSQL layer's two statements of a clean call (also replayed by ledger-postgres's
- * scripts/server-replay.mjs --schema=powertools): put the INPROGRESS record ($1 id, $2 status, $3 expiry s,
+ * The PostgreSQL layer's two statements of a clean call: put the INPROGRESS record ($1 id, $2 status, $3 expiry s,
  * $4 in-progress expiry ms, $5 payload hash, $6 now s, $7 now ms), then store the response ($1 id, $2 status,
  * $3 data, $4 expiry s).
  */
@@ -35,7 +34,7 @@ function toRecord(row) {
   });
 }
 
-/** Powertools persistence on better-sqlite3 (same file and pragmas as the SQLite ledger under test). */
+/** Powertools persistence on node:sqlite (same file and pragmas as the SQLite ledger under test). */
 export class SqlitePersistenceLayer extends BasePersistenceLayer {
   #put;
   #get;

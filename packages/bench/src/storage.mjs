@@ -107,10 +107,8 @@ export function prefillSqlite(path, driver, rows) {
       if (have === 0 || have >= rows) continue;
       const cols = db.prepare(`PRAGMA table_info("${t}")`).all();
       const pks = cols.filter((c) => c.pk > 0);
-      // The ledger's table (SQLite layout 5) keeps rows in creation order by rowid: filled row x of n is created
-      // n + 1 - x ms before the template, with the rowid of that millisecond (core's sqlite-ledger.ts), so the
-      // fill inserts in creation order and packs pages as a real history does. (Until the tenth round row x was
-      // created x ms before: the fill went backwards and left the table's pages half full, 900 MB for 1M rows.)
+      // Filled row x of n is created n + 1 - x ms before the template, so the fill inserts in creation order
+      // and packs pages as a real history does.
       const ledgerTable = t === 'retrysafe_operations';
       const age = `(${rows - have + 1} - x)`;
       const select = cols.map((c) => {
@@ -120,7 +118,6 @@ export function prefillSqlite(path, driver, rows) {
         return `"${c.name}"`;
       });
       const names = cols.map((c) => `"${c.name}"`);
-      if (ledgerTable) (names.push('rowid'), select.push(`(one."created_at" - ${age}) * 1048576`));
       db.exec(`WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < ${rows - have})
         INSERT INTO "${t}" (${names.join(', ')}) SELECT ${select.join(', ')} FROM n, (SELECT * FROM "${t}" LIMIT 1) one`);
     }

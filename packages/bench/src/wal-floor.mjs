@@ -5,8 +5,8 @@
 // CHECKPOINT, one process, sequential):
 //
 //   compact      the SQLite ledger's layout on PostgreSQL: the searchable fields in columns, everything
-//                else in one binary body exactly as SQLite stores it (body format 3 since layout 6: ~3-5x smaller than
-//                the JSON the PostgreSQL ledger keeps), with the indexes listing, retention and recovery
+//                else in one body: the record's and receipts' JSON exactly as SQLite stores them, with the
+//                indexes listing, retention and recovery
 //                need at 10M rows (created_at; the open operations, partial)
 //   pk-only      the same rows with the primary key alone (no listing, no recovery scan: not a ledger
 //                anyone could run at 10M rows; the floor below the indexes)
@@ -37,7 +37,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { defaultSqliteDriver, openSqlite } from './workloads.mjs';
+import { openSqlite } from './workloads.mjs';
 import { createNoopAdapter } from './noop-adapter.mjs';
 
 const WARMUP = 200;
@@ -112,14 +112,13 @@ export const LAYOUTS = {
 
 /** One clean operation on the SQLite ledger: its row as the claim left it and as the completion did. */
 export async function sampleCleanOperation() {
-  const { createRunner, createSqliteLedger } = await import('@retrysafe/core');
+  const { createRunner } = await import('@retrysafe/core');
+  const { createSqliteLedger } = await import('@retrysafe/ledger-sqlite');
   const dir = mkdtempSync(join(tmpdir(), 'retrysafe-walfloor-'));
   const path = join(dir, 'ledger.db');
-  const ROW = `SELECT id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, body FROM retrysafe_operations`;
-  // The driver the ledger picks in this runtime (node:sqlite on Node >= 22.13): the other may not be built for it.
-  const driver = await defaultSqliteDriver();
+  const ROW = `SELECT id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, CAST(record || char(10) || coalesce(receipts, '') AS BLOB) AS body FROM retrysafe_operations`;
   const read = () => {
-    const db = openSqlite(path, driver);
+    const db = openSqlite(path);
     try {
       const r = db.prepare(ROW).get();
       return { ...r, body: Buffer.from(r.body) };
@@ -127,7 +126,7 @@ export async function sampleCleanOperation() {
       db.close();
     }
   };
-  const ledger = createSqliteLedger({ path, driver });
+  const ledger = createSqliteLedger({ path });
   try {
     const inner = createNoopAdapter();
     let claimed;

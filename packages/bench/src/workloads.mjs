@@ -15,14 +15,13 @@
 import { execFileSync } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { DatabaseSync } from 'node:sqlite';
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import pg from 'pg';
 import { LEDGER_STATEMENTS } from './ledger-statements.mjs';
 import { createNoopAdapter } from './noop-adapter.mjs';
 import { PostgresPersistenceLayer, SqlitePersistenceLayer } from './powertools-persistence.mjs';
 
-const require = createRequire(import.meta.url);
 const LEASE_MS = 30_000;
 
 /**
@@ -33,28 +32,19 @@ export const SQLITE_SYNC = (process.env.BENCH_SQLITE_SYNC ?? 'FULL').toUpperCase
 if (SQLITE_SYNC !== 'FULL' && SQLITE_SYNC !== 'NORMAL') throw new Error(`BENCH_SQLITE_SYNC must be FULL or NORMAL, got ${SQLITE_SYNC}`);
 export const SQLITE_PRAGMAS = ['journal_mode = WAL', `synchronous = ${SQLITE_SYNC}`, 'busy_timeout = 10000'];
 
-/** The SQLite driver the ledger's `auto` picks in this runtime (node:sqlite on Node >= 22.13). */
+/** The SQLite driver every side runs on: the ledger's, node:sqlite. */
 export async function defaultSqliteDriver() {
-  const { sqliteDrivers } = await import('@retrysafe/core');
-  return sqliteDrivers().find((d) => d.available)?.driver ?? 'better-sqlite3';
+  return 'node:sqlite';
 }
 
-/** Drivers this process can load (both on Node >= 22.13 with a better-sqlite3 built for it). */
+/** The drivers to compare side by side: the ledger runs on node:sqlite only. */
 export async function availableSqliteDrivers() {
-  const { sqliteDrivers } = await import('@retrysafe/core');
-  return sqliteDrivers().filter((d) => d.available).map((d) => d.driver);
+  return ['node:sqlite'];
 }
 
-/** A raw connection on `driver`: both bindings share exec/prepare/run/get/close, which is all the raw and Powertools sides use. */
-export function openSqlite(path, driver = 'better-sqlite3') {
-  let db;
-  if (driver === 'node:sqlite') {
-    const { DatabaseSync } = process.getBuiltinModule('node:sqlite');
-    db = new DatabaseSync(path);
-  } else {
-    const Database = require('better-sqlite3');
-    db = new Database(path);
-  }
+/** A raw node:sqlite connection with the ledger's pragmas (what the raw and Powertools sides use). */
+export function openSqlite(path) {
+  const db = new DatabaseSync(path);
   for (const p of SQLITE_PRAGMAS) db.exec(`PRAGMA ${p}`);
   return db;
 }
@@ -144,8 +134,10 @@ export async function setupWorkload(cfg) {
       const fn = makeIdempotent(noop, { persistenceStore: new SqlitePersistenceLayer(db), config: powertoolsConfig() });
       return { op: (i) => fn({ orderRef: `${tag}-${i}`, amount: 1 }), async close() { db.close(); } };
     }
-    const { createRunner, createSqliteLedger } = await core(cfg.mode);
-    const ledger = createSqliteLedger({ path: cfg.sqlitePath, synchronous: SQLITE_SYNC, driver: cfg.driver ?? 'auto', ...deferrable(cfg.mode) });
+    const { createRunner, ...baseline } = await core(cfg.mode);
+    // A baseline build from before the ledger had its own package has it in core.
+    const createSqliteLedger = baseline.createSqliteLedger ?? (await import('@retrysafe/ledger-sqlite')).createSqliteLedger;
+    const ledger = createSqliteLedger({ path: cfg.sqlitePath, synchronous: SQLITE_SYNC, ...deferrable(cfg.mode) });
     return runnerWorkload(createRunner, ledger, tag);
   }
 

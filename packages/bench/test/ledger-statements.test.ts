@@ -4,7 +4,7 @@
 // what `layout` writes is a row the ledger reads back as a finished operation of the same sizes.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LEDGER_STATEMENTS, withoutRowVersion } from '../src/ledger-statements.mjs';
+import { LEDGER_STATEMENTS } from '../src/ledger-statements.mjs';
 import { createNoopAdapter } from '../src/noop-adapter.mjs';
 import { dropPostgres, preparePostgres, setupWorkload } from '../src/workloads.mjs';
 
@@ -93,11 +93,5 @@ describe('the layout mode', () => {
 
   it('refuses to run on a store it has no form for', async () => {
     await expect(setupWorkload({ store: 'sqlite', mode: 'layout', sqlitePath: '/nonexistent/x.db', worker: 0 })).rejects.toThrow(/PostgreSQL only/);
-  });
-
-  it('leaves out only the remembered-row guard for a replay', () => {
-    const text = LEDGER_STATEMENTS.complete(ops);
-    expect(withoutRowVersion(text)).not.toContain('xmin = $11');
-    expect(withoutRowVersion(text).length).toBe(text.length - ' AND xmin = $11::xid'.length);
   });
 });

@@ -2,7 +2,6 @@
 // Powertools' own (DynamoDB) layer: the function runs once per key, a repeat gets the stored result,
 // a call while the first is in flight is refused as in progress, and a failed call leaves the key free.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { IdempotencyAlreadyInProgressError, IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
@@ -10,7 +9,6 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresPersistenceLayer, SqlitePersistenceLayer } from '../src/powertools-persistence.mjs';
 
-const require = createRequire(import.meta.url);
 const dir = mkdtempSync(join(tmpdir(), 'rs-bench-pt-'));
 const url = process.env.DATABASE_URL;
 if (!url) throw new Error('DATABASE_URL is not set: these tests need a PostgreSQL (`source .ci/start-postgres.sh`)');
@@ -23,16 +21,9 @@ beforeAll(async () => {
   await client.connect();
   await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
   await PostgresPersistenceLayer.createTable(client, `"${schema}".pt`);
-  // The SQLite driver the ledger's `auto` uses here (node:sqlite on Node >= 22.13, else better-sqlite3).
-  const { sqliteDrivers } = await import('@retrysafe/core');
-  const driver = sqliteDrivers().find((d) => d.available)?.driver;
-  if (driver === 'node:sqlite') {
-    const { DatabaseSync } = process.getBuiltinModule('node:sqlite') as typeof import('node:sqlite');
-    db = new DatabaseSync(join(dir, 'pt.db'));
-  } else {
-    const Database = require('better-sqlite3');
-    db = new Database(join(dir, 'pt.db'));
-  }
+  // node:sqlite, as the ledger.
+  const { DatabaseSync } = await import('node:sqlite');
+  db = new DatabaseSync(join(dir, 'pt.db'));
 });
 afterAll(async () => {
   db?.close();

@@ -1,6 +1,6 @@
 import { CommanderError } from 'commander';
 import { RetrysafeError } from '@retrysafe/contract';
-import { createRedactor } from '@retrysafe/core';
+import { createRedactor } from '@retrysafe/core/internal';
 import { EXIT, type Io } from './command.js';
 
 /** Bad command-line input: exit code 2. */

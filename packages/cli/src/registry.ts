@@ -28,8 +28,10 @@ const SOURCES: readonly { readonly name: string; readonly from: string; readonly
   { name: 'stripe', from: '@retrysafe/stripe/sandbox', load: () => import('@retrysafe/stripe/sandbox') },
   { name: 'msgraph', from: '@retrysafe/msgraph/sandbox', load: () => import('@retrysafe/msgraph/sandbox') },
   { name: 'hubspot', from: '@retrysafe/hubspot/sandbox', load: () => import('@retrysafe/hubspot/sandbox') },
+  { name: 'slack', from: '@retrysafe/slack/sandbox', load: () => import('@retrysafe/slack/sandbox') },
   { name: 'http', from: '@retrysafe/http/sandbox', load: () => import('@retrysafe/http/sandbox') },
   { name: 'resend', from: '@retrysafe/resend/sandbox', load: () => import('@retrysafe/resend/sandbox') },
+  { name: 'github', from: '@retrysafe/github/sandbox', load: () => import('@retrysafe/github/sandbox') },
 ];
 
 export const ADAPTER_NAMES: readonly string[] = SOURCES.map((s) => s.name);

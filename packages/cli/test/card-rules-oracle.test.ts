@@ -1,49 +1,11 @@
-import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { cardMargin, durationMs, lateApplyAllowanceMs, lookupAvailable, notFoundIsAuthoritative, resendSafety, validateCard, type Duration, type RetrySafetyCard } from '@retrysafe/contract';
+import type { Duration, RetrySafetyCard } from '@retrysafe/contract';
+import { cardMargin, durationMs, lateApplyAllowanceMs, lookupAvailable, notFoundIsAuthoritative, resendSafety } from '@retrysafe/contract/rules';
 import { oracleAbsenceProvenAfterMs, oracleResendSafe, readCard } from '@retrysafe/testkit';
-import { readCardFile } from '../src/files.js';
-import { cardsOf, loadAdapters } from '../src/registry.js';
-import { REPO } from './helpers.js';
+import { shippedCards } from './shipped-cards.js';
 
 // The drill criteria (testkit criteria.ts) are an independent oracle on purpose; the card rules (contract
 // card-rules.ts) are what decide and the runner use. They must agree on every card the project ships.
-
-const isCard = (v: unknown): v is RetrySafetyCard => typeof v === 'object' && v !== null && (v as { cardVersion?: unknown }).cardVersion === 1 && validateCard(v).problems.length === 0;
-
-/** Every card shipped: the exports of adapters/*\/src/*-cards.ts (cards, maps of cards, card builders of a provider name), the drills' variants, docs/examples. */
-async function shippedCards(): Promise<[string, RetrySafetyCard][]> {
-  const out = new Map<string, { card: RetrySafetyCard; where: string[] }>(); // by content: a card shipped twice is walked once, under every place
-  const add = (where: string, c: unknown) => {
-    if (!isCard(c)) return;
-    const seen = out.get(JSON.stringify(c));
-    if (seen) seen.where.push(where);
-    else out.set(JSON.stringify(c), { card: c, where: [where] });
-  };
-  for (const adapter of readdirSync(join(REPO, 'adapters'))) {
-    const src = join(REPO, 'adapters', adapter, 'src');
-    for (const file of readdirSync(src).filter((f) => f.endsWith('-cards.ts'))) {
-      const mod = (await import(pathToFileURL(join(src, file)).href)) as Record<string, unknown>;
-      for (const [name, v] of Object.entries(mod)) {
-        const where = `adapters/${adapter}/src/${file}#${name}`;
-        if (typeof v === 'function' && v.length === 1) {
-          try {
-            add(where, (v as (p: string) => unknown)('acme'));
-          } catch {
-            /* a builder of something other than a provider name */
-          }
-        } else if (isCard(v)) add(where, v);
-        else if (typeof v === 'object' && v !== null) for (const c of Object.values(v)) add(where, c);
-      }
-    }
-  }
-  for (const entry of await loadAdapters()) for (const c of await cardsOf(entry)) add(`drill ${entry.name}`, c.card);
-  const examples = join(REPO, 'docs/examples/http-api');
-  for (const f of readdirSync(examples).filter((f) => f.endsWith('.card.yaml'))) add(`docs/examples/http-api/${f}`, readCardFile(join(examples, f)));
-  return [...out.values()].map(({ card, where }) => [`${card.operation} (${where.join(', ')})`, card]);
-}
 
 /** No shipped card states a late-apply bound yet (all unknown): each is walked as shipped and with one stated, so both branches of the timing rules are compared. */
 const withLate = (card: RetrySafetyCard, late: Duration): RetrySafetyCard => ({ ...card, lookup: { ...card.lookup, lateApplyBound: { value: late, source: 'test variant' } } });

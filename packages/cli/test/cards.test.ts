@@ -19,7 +19,7 @@ describe('retrysafe cards --write / --check', () => {
     expect(files).toEqual([...written.json.cards.map((c: string) => `${c}.md`), 'README.md'].sort());
     // every adapter contributes a section of cards to the index
     const index = readFileSync(join(dir, 'README.md'), 'utf8');
-    for (const adapter of ['sandbox', 'stripe', 'msgraph', 'hubspot', 'http', 'resend']) expect(index, adapter).toMatch(new RegExp(`## ${adapter}\\n\\n\\| card[^\\n]*\\n\\|---[^\\n]*\\n\\| \\[`));
+    for (const adapter of ['sandbox', 'stripe', 'msgraph', 'hubspot', 'http', 'resend', 'github']) expect(index, adapter).toMatch(new RegExp(`## ${adapter}\\n\\n\\| card[^\\n]*\\n\\|---[^\\n]*\\n\\| \\[`));
     const stripe = readFileSync(join(dir, 'stripe.paymentIntents.create.md'), 'utf8');
     expect(stripe).toContain('Do not edit by hand');
     expect(stripe).toContain('| Provider key name | Idempotency-Key |');

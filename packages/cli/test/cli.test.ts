@@ -22,7 +22,7 @@ describe('retrysafe: exit codes and usage errors', () => {
     [['drill', '--bogus'], /unknown option '--bogus'/],
     [['drill', '--seed', 'abc'], /--seed <n>.*expected a non-negative integer/],
     [['drill', '--scenario', 'nope'], /unknown scenario 'nope' \(known: lost-response/],
-    [['drill', '--adapter', 'paypal'], /unknown adapter 'paypal' \(known: sandbox, stripe, msgraph, hubspot, http\)/],
+    [['drill', '--adapter', 'paypal'], /unknown adapter 'paypal' \(known: sandbox, stripe, msgraph, hubspot, slack, http, resend, github\)/],
     [['drill', '--adapter', 'sandbox', '--operation', 'nope.create'], /unknown operation 'nope.create'.*known: records.create/],
     [['drill', '--module', '/no/such/drills.mjs'], /--module \/no\/such\/drills.mjs: no such file/],
     [['cards', '--format', 'xml'], /argument 'xml' is invalid/],

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { DatabaseSync } from 'node:sqlite';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll } from 'vitest';
@@ -95,16 +96,7 @@ export interface RawSqlite {
   close(): void;
 }
 
-/**
- * Opens a ledger file with the driver the ledger itself would pick: node:sqlite where the runtime has it
- * (better-sqlite3 stays built for the machine's Node and does not load on the Node 24 CI leg), else
- * better-sqlite3 from core's dev dependencies.
- */
+/** Opens a ledger file with node:sqlite, as someone with sqlite3 would (outside retrysafe). */
 export function openRawSqlite(path: string, opts: { readonly?: boolean } = {}): RawSqlite {
-  const nodeSqlite = (process as unknown as { getBuiltinModule?: (id: string) => unknown }).getBuiltinModule?.('node:sqlite') as
-    | { DatabaseSync?: new (path: string, o?: { readOnly?: boolean }) => RawSqlite }
-    | undefined;
-  if (nodeSqlite?.DatabaseSync) return new nodeSqlite.DatabaseSync(path, { readOnly: opts.readonly === true });
-  const Database = createRequire(join(REPO, 'packages/core/package.json'))('better-sqlite3') as new (path: string, o?: { readonly?: boolean }) => RawSqlite;
-  return new Database(path, { readonly: opts.readonly === true });
+  return new DatabaseSync(path, { readOnly: opts.readonly === true }) as unknown as RawSqlite;
 }

@@ -1,12 +1,13 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRunner, createSqliteLedger } from '@retrysafe/core';
+import { createRunner } from '@retrysafe/core';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock, startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
 import { createSandboxAdapter, createSandboxProvider, startSandboxServer, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
-import { editStored, readStored } from '../../core/test/sqlite-tamper.js';
+import { editStored, readStored } from '../../ledger-sqlite/test/sqlite-tamper.js';
 import { cli, openRawSqlite, tempDir } from './helpers.js';
 
-// The SQLite driver the core ledger uses, to edit the file as an attacker would (outside retrysafe).
+// node:sqlite, to edit the file as an attacker would (outside retrysafe).
 
 // Issue 18, item 4: a ledger edited outside retrysafe. On main, after an in-place edit of one
 // receipt, `ledger show`, `ls`, `handoffs` and `resolve` all exit 0 and resolve appends to the broken
@@ -33,7 +34,7 @@ beforeAll(async () => {
   await ledger.close();
   const raw = openRawSqlite(db);
   // An in-place edit of the first receipt of `edited` (its outcome), and the last receipt of `cut` deleted.
-  // (Layout 3 keeps an operation's receipts inside its row's body: editStored rewrites it as sqlite3 would.)
+  // (editStored rewrites the row's receipts JSON as sqlite3 would.)
   editStored(raw, ids.edited, (l) => ({ ...l, receipts: [JSON.stringify({ ...JSON.parse(l.receipts[0]!), outcome: 'succeeded' }), ...l.receipts.slice(1)] }));
   editStored(raw, ids.cut, (l) => ({ ...l, receipts: l.receipts.slice(0, -1) }));
   raw.close();

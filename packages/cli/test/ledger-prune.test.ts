@@ -3,7 +3,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { asBusinessOperationId, type ClaimInput, type ProviderKey } from '@retrysafe/contract';
-import { createSqliteLedger, sealReceipt } from '@retrysafe/core';
+import { sealReceipt } from '@retrysafe/core/internal';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { cli, tempDir } from './helpers.js';
 
 const dir = tempDir('ledger-prune');

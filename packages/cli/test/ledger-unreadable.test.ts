@@ -2,8 +2,8 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
-import { createSqliteLedger } from '@retrysafe/core';
-import { editStored } from '../../core/test/sqlite-tamper.js';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
+import { editStored } from '../../ledger-sqlite/test/sqlite-tamper.js';
 import { cli, openRawSqlite, tempDir } from './helpers.js';
 
 describe('retrysafe ledger on a record it cannot read', () => {

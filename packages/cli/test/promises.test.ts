@@ -3,7 +3,8 @@ import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from '
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
-import { createRunner, createSqliteLedger } from '@retrysafe/core';
+import { createRunner } from '@retrysafe/core';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock, startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
 import { createSandboxAdapter, createSandboxProvider, startSandboxServer, REPLAYING_BEHAVIOUR, type SandboxProvider } from '@retrysafe/sandbox';
 import { handoffsText } from '../src/commands/ledger/handoffs/index.js';

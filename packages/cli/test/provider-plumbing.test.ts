@@ -5,11 +5,13 @@
  */
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { AdapterConfigurationError, parseRetryAfter as sandboxRetryAfter, type Outcome } from '@retrysafe/contract';
+import { AdapterConfigurationError, type Outcome } from '@retrysafe/contract';
+import { parseRetryAfter as sandboxRetryAfter } from '@retrysafe/contract/provider';
 import { createHttpAdapter, ietfOrdersCreate } from '@retrysafe/http';
 import { createHubSpotAdapter } from '@retrysafe/hubspot';
 import { createMsGraphAdapter } from '@retrysafe/msgraph';
 import { createSandboxAdapter, FORGETFUL_BEHAVIOUR } from '@retrysafe/sandbox';
+import { createSlackAdapter } from '@retrysafe/slack';
 import { createStripeAdapter } from '@retrysafe/stripe';
 // Each adapter's own classifier, read from source: the root entries export only what a user needs
 // (factory, options, cards), not these internals. The sandbox reads Retry-After with the contract's parser itself.
@@ -17,6 +19,7 @@ import { classifyNetworkError as httpNetwork, parseRetryAfter as httpRetryAfter 
 import { outcomeFromNetworkError as hubspotNetwork, rateLimitWaitMs } from '../../../adapters/hubspot/src/hubspot-errors.js';
 import { outcomeFromNetworkError as graphNetwork, parseRetryAfter as graphRetryAfter } from '../../../adapters/msgraph/src/msgraph-errors.js';
 import { classifyNetworkError as sandboxNetwork } from '../../../adapters/sandbox/src/sandbox-adapter.js';
+import { outcomeFromError as slackError } from '../../../adapters/slack/src/slack-errors.js';
 import { classifyStripeError, retryAfterMs as stripeRetryAfter } from '../../../adapters/stripe/src/stripe-errors.js';
 import { retryAfterMsOf as resendRetryAfter } from '../../../adapters/resend/src/resend-errors.js';
 import { createResendAdapter } from '@retrysafe/resend';
@@ -29,6 +32,8 @@ const classifiers: Record<string, (code: string) => Outcome> = {
   sandbox: (code) => sandboxNetwork(netErr(code)),
   msgraph: (code) => graphNetwork(netErr(code)),
   hubspot: (code) => hubspotNetwork(netErr(code), { started: true }),
+  // @slack/web-api wraps the fetch error as a WebAPIRequestError with the cause in `original`.
+  slack: (code) => slackError(Object.assign(new Error('A request error occurred'), { code: 'slack_webapi_request_error', original: netErr(code) })),
   stripe: (code) => classifyStripeError({ type: 'StripeConnectionError', message: 'An error occurred with our connection to Stripe.', detail: Object.assign(new Error(code), { code }) }),
 };
 
@@ -70,6 +75,7 @@ describe('base URL: https, or plain http only to loopback, for every adapter', (
     stripe: (baseUrl) => createStripeAdapter({ apiKey: 'sk_test_canary', baseUrl }),
     msgraph: (baseUrl) => createMsGraphAdapter({ accessToken: 'canary-token', baseUrl }),
     hubspot: (baseUrl) => createHubSpotAdapter({ accessToken: 'pat-canary', baseUrl }),
+    slack: (baseUrl) => createSlackAdapter({ token: 'xoxb-canary', baseUrl }),
     http: (baseUrl) => createHttpAdapter({ provider: 'acme', baseUrl, timeoutMs: 1000, operations: { 'orders.create': ietfOrdersCreate('acme') } }),
     sandbox: (baseUrl) => createSandboxAdapter({ baseUrl, behaviour: FORGETFUL_BEHAVIOUR }),
     resend: (baseUrl) => createResendAdapter({ apiKey: 're_canary', baseUrl }),

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { AdapterV1, DrillFault } from '@retrysafe/contract';
-import { createRunner, createSqliteLedger, exportReceiptsJsonl, jsonlHandoffSink, type LogEntry } from '@retrysafe/core';
+import { createRunner, exportReceiptsJsonl, jsonlHandoffSink, type LogEntry } from '@retrysafe/core';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock, startFaultProxy } from '@retrysafe/testkit';
 import { loadAdapters } from '../src/registry.js';
 import { handoffsText, ledgerHandoffs } from '../src/commands/ledger/handoffs/index.js';
@@ -106,7 +107,7 @@ let runNo = 0;
 
 describe('redaction property: canaries never reach an artefact, over every adapter sandbox', () => {
   it('covers every adapter', () => {
-    expect(new Set(entries.map((e) => e.name))).toEqual(new Set(['sandbox', 'stripe', 'msgraph', 'hubspot', 'http', 'resend']));
+    expect(new Set(entries.map((e) => e.name))).toEqual(new Set(['sandbox', 'stripe', 'msgraph', 'hubspot', 'http', 'resend', 'github', 'slack']));
     expect(cases.length).toBeGreaterThanOrEqual(8);
   });
 

@@ -68,6 +68,7 @@ export const configSchema = {
         msgraph: { $ref: '#/$defs/msgraph' },
         hubspot: { $ref: '#/$defs/hubspot' },
         resend: { $ref: '#/$defs/resend' },
+        github: { $ref: '#/$defs/github' },
         sandbox: { $ref: '#/$defs/sandbox' },
       },
       additionalProperties: { oneOf: [{ $ref: '#/$defs/moduleAdapter' }, { $ref: '#/$defs/httpAdapter' }] },
@@ -108,6 +109,12 @@ export const configSchema = {
       additionalProperties: false,
       required: ['accessTokenEnv'],
       properties: { accessTokenEnv: envVar('environment variable holding the Graph access token'), baseUrl, timeoutMs },
+    },
+    github: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['tokenEnv'],
+      properties: { tokenEnv: envVar('environment variable holding the GitHub token'), baseUrl, timeoutMs },
     },
     hubspot: {
       type: 'object',

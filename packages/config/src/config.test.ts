@@ -50,6 +50,15 @@ describe('config', () => {
     expect(() => parseConfig({ adapters: { resend: { apiKeyEnv: 'K', apiKey: 're_inline' } } })).toThrow(/adapters\.resend\.apiKey/);
   });
 
+  it('builds the github adapter from its token variable (the MCP server and the AI SDK tools get it this way)', async () => {
+    expect(() => parseConfig({ adapters: { github: {} } })).toThrow(/adapters\.github\.tokenEnv/);
+    const cfg = parseConfig({ ledger: 'x.db', adapters: { github: { tokenEnv: 'RS_TEST_GITHUB', baseUrl: 'http://127.0.0.1:9' } } }, dir);
+    await expect(createAdapters(cfg, {})).rejects.toThrow(/RS_TEST_GITHUB is not set/);
+    const adapters = await createAdapters(cfg, { RS_TEST_GITHUB: 'ghp_test_env' });
+    expect(adapters.github?.provider).toBe('github');
+    expect(Object.keys(adapters.github!.operations)).toEqual(['issues.create', 'issues.createComment']);
+  });
+
   it('opens a SQLite ledger for a path', async () => {
     const ledger = await openLedger('ledger.db', dir);
     expect(await ledger.list()).toEqual([]);

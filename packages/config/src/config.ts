@@ -24,6 +24,7 @@ export class ConfigError extends RetrysafeError {
 
 export interface StripeConfig { readonly baseUrl?: string; readonly apiKeyEnv: string; readonly timeoutMs?: number }
 export interface MsGraphConfig { readonly baseUrl?: string; readonly accessTokenEnv: string; readonly timeoutMs?: number }
+export interface GitHubConfig { readonly baseUrl?: string; readonly tokenEnv: string; readonly timeoutMs?: number }
 export interface HubSpotConfig { readonly baseUrl?: string; readonly accessTokenEnv: string; readonly timeoutMs?: number; readonly searchSettleMs?: number | null }
 export interface ResendConfig { readonly baseUrl?: string; readonly apiKeyEnv: string; readonly timeoutMs?: number }
 export interface SandboxConfig { readonly baseUrl: string; readonly timeoutMs?: number; readonly behaviour?: Record<string, unknown> }
@@ -85,7 +86,7 @@ export interface HttpDeclarationData {
   readonly headers?: Readonly<Record<string, string>>;
   readonly operations: Readonly<Record<string, Omit<HttpOperationConfig, 'card'> & { readonly card: Readonly<Record<string, unknown>> }>>;
 }
-export type AdapterConfig = StripeConfig | MsGraphConfig | HubSpotConfig | ResendConfig | SandboxConfig | ModuleAdapterConfig | HttpAdapterConfig;
+export type AdapterConfig = StripeConfig | MsGraphConfig | HubSpotConfig | ResendConfig | GitHubConfig | SandboxConfig | ModuleAdapterConfig | HttpAdapterConfig;
 
 /** A DynamoDB ledger's table; credentials come from the environment or the AWS SDK's default chain. */
 export interface DynamoDbLedgerConfig {
@@ -109,6 +110,7 @@ export interface RetrysafeConfig {
     readonly msgraph?: MsGraphConfig;
     readonly hubspot?: HubSpotConfig;
     readonly resend?: ResendConfig;
+    readonly github?: GitHubConfig;
     readonly sandbox?: SandboxConfig;
     readonly [name: string]: AdapterConfig | undefined;
   };
@@ -209,6 +211,10 @@ export async function createAdapters(config: RetrysafeConfig, environment: NodeJ
       const s = c as ResendConfig;
       const { createResendAdapter } = await import('@retrysafe/resend');
       out[name] = createResendAdapter({ apiKey: env(s.apiKeyEnv, path, environment), ...(s.baseUrl ? { baseUrl: s.baseUrl } : {}), ...(s.timeoutMs ? { timeoutMs: s.timeoutMs } : {}) });
+    } else if (name === 'github') {
+      const s = c as GitHubConfig;
+      const { createGitHubAdapter } = await import('@retrysafe/github');
+      out[name] = createGitHubAdapter({ auth: env(s.tokenEnv, path, environment), ...(s.baseUrl ? { baseUrl: s.baseUrl } : {}), ...(s.timeoutMs ? { timeoutMs: s.timeoutMs } : {}) });
     } else if (name === 'sandbox') {
       const s = c as SandboxConfig;
       const { createSandboxAdapter } = await import('@retrysafe/sandbox');
@@ -346,7 +352,7 @@ export async function openLedger(location: LedgerLocation, baseDir = process.cwd
   const path = isAbsolute(location) ? location : resolve(baseDir, location);
   if (!existsSync(dirname(path))) throw new ConfigError('ledger', `the directory of ${path} does not exist (a SQLite ledger file is created, its directory is not)`);
   if (existsSync(path) && statSync(path).isDirectory()) throw new ConfigError('ledger', `${path} is a directory, not a SQLite file`);
-  const { createSqliteLedger } = await import('@retrysafe/core');
+  const { createSqliteLedger } = await import('@retrysafe/ledger-sqlite');
   try {
     return createSqliteLedger({ path });
   } catch (e) {

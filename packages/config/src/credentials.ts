@@ -1,4 +1,4 @@
-import { createRedactor, detectSensitive, isSecretKey, keyParts } from '@retrysafe/core';
+import { createRedactor, detectSensitive, isSecretKey, keyParts } from '@retrysafe/core/internal';
 
 /**
  * The config's inline-credential refusal. A config file is committed, copied and pasted into tickets,

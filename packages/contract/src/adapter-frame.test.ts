@@ -11,8 +11,6 @@ import {
   fact,
   newAttemptId,
   newRunId,
-  providerKeyShapeProblem,
-  schemaErrors,
   type ExecuteContext,
   type FrameOperation,
   type FramedExecuteContext,
@@ -21,6 +19,7 @@ import {
   type ProviderKey,
   type RetrySafetyCard,
 } from './index.js';
+import { providerKeyShapeProblem, schemaErrors } from './provider/index.js';
 
 const RULE = { maxLength: 40, charset: 'A-Za-z0-9_:.-', prefix: 'k-' };
 const schema = { type: 'object', required: ['customer', 'sku', 'quantity'], properties: { customer: { type: 'string', minLength: 1 }, sku: { type: 'string' }, quantity: { type: 'integer', minimum: 1 } }, additionalProperties: false };

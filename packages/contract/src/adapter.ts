@@ -92,5 +92,3 @@ export interface AdapterV1 {
   /** Releases clients/sockets. */
   close?(): Promise<void>;
 }
-
-export type Adapter = AdapterV1;

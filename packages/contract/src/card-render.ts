@@ -78,7 +78,7 @@ export interface CardRow {
 export function cardRows(card: RetrySafetyCard): CardRow[] {
   const rows: CardRow[] = LABELS.map(([path, label]) => {
     const declared = get(card, path);
-    // Fields added after cardVersion 1 shipped: say what an absent one means.
+    // Optional fields: say what an absent one means.
     const raw =
       declared !== undefined ? declared
       : path === 'lookup.lateApplyBound' ? { value: UNKNOWN, source: 'not declared on this card: treated as unknown (a not-found never proves absence)' }
@@ -91,10 +91,8 @@ export function cardRows(card: RetrySafetyCard): CardRow[] {
   // Optional sections: shown only when the card declares them (cards without them render as before).
   const extra: CardRow[] = [];
   const bo = card.businessOperationId;
-  if (bo.idRule !== undefined || bo.normalize !== undefined) {
-    extra.push({ path: 'businessOperationId.idRule', label: 'Id rule version', value: bo.idRule ?? 'v1', unknown: false, source: null });
+  if (bo.normalize !== undefined)
     extra.push({ path: 'businessOperationId.normalize', label: 'Intent normalisation', value: describeNormalization(bo.normalize), unknown: false, source: sources(bo.normalize) });
-  }
   if (card.paramComparison !== undefined)
     extra.push({ path: 'paramComparison', label: 'Param comparison (others exact)', value: describeNormalization(card.paramComparison), unknown: false, source: sources(card.paramComparison) });
   const ri = card.storedResult.replayIndicator;
@@ -104,12 +102,15 @@ export function cardRows(card: RetrySafetyCard): CardRow[] {
   rows.splice(at < 0 ? rows.length : at, 0, ...extra.filter((r) => r.path !== 'storedResult.replayIndicator'));
   const ri2 = extra.find((r) => r.path === 'storedResult.replayIndicator');
   if (ri2) rows.splice(rows.findIndex((r) => r.path === 'storedResult.includesErrors') + 1, 0, ri2);
+  const rc = card.sideEffect.rejectionMayCreate;
+  if (rc !== undefined)
+    rows.splice(rows.findIndex((r) => r.path === 'sideEffect.idempotentByNature') + 1, 0, { path: 'sideEffect.rejectionMayCreate', label: 'A rejected call can leave an object', value: rc.value, unknown: rc.value === UNKNOWN, source: rc.source });
   return rows;
 }
 
-function sources(rules: readonly { field: string; source: string }[] | undefined): string | null {
+function sources(rules: readonly { field: string; source: string; evidence?: string }[] | undefined): string | null {
   if (!rules || rules.length === 0) return null;
-  return [...new Set(rules.map((r) => r.source))].join('; ');
+  return [...new Set(rules.flatMap((r) => (r.evidence ? [r.source, `evidence: ${r.evidence}`] : [r.source])))].join('; ');
 }
 
 /**

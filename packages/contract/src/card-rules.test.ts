@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { sampleCard } from './__fixtures__/sample-card.js';
+import { fact, type Duration, type RetrySafetyCard } from './index.js';
 import {
   absenceProvenFrom,
   agentIdempotentHint,
   cardMargin,
-  fact,
   keyFoldsResends,
   lateApplyAllowanceMs,
   lookupAvailable,
@@ -12,9 +12,7 @@ import {
   notFoundIsAuthoritative,
   resendSafety,
   retentionPassed,
-  type Duration,
-  type RetrySafetyCard,
-} from './index.js';
+} from './entry-rules.js';
 
 const T0 = Date.UTC(2026, 11, 1, 10);
 const S = 1000;

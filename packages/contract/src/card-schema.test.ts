@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { sampleCard } from './__fixtures__/sample-card.js';
-import { CARD_SCHEMA_ID, CARD_SCHEMA_VERSION, cardJsonSchema, cardRows, CardValidationError, parseCard, type RetrySafetyCard } from './index.js';
+import { CARD_SCHEMA_VERSION, cardJsonSchema, CardValidationError, parseCard, type RetrySafetyCard } from './index.js';
+import { CARD_SCHEMA_ID } from './card-validate.js';
+import { cardRows } from './entry-render.js';
 
 const validCard = () => sampleCard as unknown as RetrySafetyCard;
 

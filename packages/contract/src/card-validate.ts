@@ -1,7 +1,7 @@
 import { isDuration } from './duration.js';
 import { UNKNOWN, type RetrySafetyCard } from './card.js';
 import { CardValidationError } from './errors/card-validation-error.js';
-import { NORMALIZATION_STEPS } from './normalize.js';
+import { MERGING_STEPS, NORMALIZATION_STEPS } from './normalize.js';
 
 export interface CardProblem {
   /** Dotted path of the field, e.g. `lookup.consistencyDelay.value`. */
@@ -40,6 +40,7 @@ const SHAPE: Shape = {
   sideEffect: {
     kind: f(oneOf('create', 'send', 'set', 'upsert', 'delete', 'charge', 'async-job', 'none')),
     idempotentByNature: f(bool),
+    rejectionMayCreate: f(bool),
   },
   businessOperationId: { rule: str, intentFields: nonEmptyStrings },
   ids: { run: str, attempt: str, request: f(str) },
@@ -76,8 +77,8 @@ const SHAPE: Shape = {
   }),
 };
 
-/** Fields added after cardVersion 1 shipped: absent means unknown (lateApplyBound) or the default (clockSkewMargin). */
-const OPTIONAL: ReadonlySet<string> = new Set(['lookup.lateApplyBound', 'limits.clockSkewMargin']);
+/** Optional fields: absent means unknown (lateApplyBound), false (rejectionMayCreate) or the default (clockSkewMargin). */
+const OPTIONAL: ReadonlySet<string> = new Set(['sideEffect.rejectionMayCreate', 'lookup.lateApplyBound', 'limits.clockSkewMargin']);
 
 function isFactShape(s: unknown): s is FactShape {
   return typeof s === 'object' && s !== null && FACT in s;
@@ -169,7 +170,7 @@ function withoutOptional(card: unknown): unknown {
   const out: Record<string, unknown> = rest;
   const bo = out.businessOperationId;
   if (typeof bo === 'object' && bo !== null && !Array.isArray(bo)) {
-    const { idRule: _r, normalize: _n, ...b } = bo as Record<string, unknown>;
+    const { normalize: _n, ...b } = bo as Record<string, unknown>;
     out.businessOperationId = b;
   }
   const sr = out.storedResult;
@@ -181,16 +182,23 @@ function withoutOptional(card: unknown): unknown {
 }
 
 const isSteps = (v: unknown) => Array.isArray(v) && v.every((s) => (NORMALIZATION_STEPS as readonly unknown[]).includes(s));
+const EVIDENCE = /^https:\/\/\S+$/;
 
-/** Optional sections (added after cardVersion 1 shipped; absent means the old behaviour): id rule, normalisation, param comparison, replay indicator. */
+/** A step that can merge values the provider keeps apart is declared only with the provider's evidence (an https page), never by default. */
+function checkEvidence(r: Record<string, unknown>, p: string, problems: CardProblem[]): void {
+  const merging = Array.isArray(r.steps) ? r.steps.filter((s) => (MERGING_STEPS as readonly unknown[]).includes(s)) : [];
+  if (merging.length > 0 && !(typeof r.evidence === 'string' && EVIDENCE.test(r.evidence)))
+    problems.push({ path: `${p}.evidence`, message: `${merging.join(', ')} can merge values the provider keeps apart: cite the provider's page (https) that treats them as one` });
+  else if (r.evidence !== undefined && (typeof r.evidence !== 'string' || !EVIDENCE.test(r.evidence))) problems.push({ path: `${p}.evidence`, message: 'expected an https URL' });
+}
+
+/** Optional sections: normalisation, param comparison, replay indicator. */
 function checkOptional(obj: Record<string, unknown>, problems: CardProblem[], unknowns: string[]): void {
   const bo = (obj.businessOperationId ?? {}) as Record<string, unknown>;
   const intentFields = Array.isArray(bo.intentFields) ? (bo.intentFields as unknown[]) : [];
-  if (bo.idRule !== undefined && bo.idRule !== 'v1' && bo.idRule !== 'v2') problems.push({ path: 'businessOperationId.idRule', message: 'expected "v1" or "v2"' });
   if (bo.normalize !== undefined) {
     if (!Array.isArray(bo.normalize)) problems.push({ path: 'businessOperationId.normalize', message: 'expected an array of { field, steps, source }' });
     else {
-      if (bo.normalize.length > 0 && bo.idRule !== 'v2') problems.push({ path: 'businessOperationId.idRule', message: 'a card that normalises intent fields must say idRule "v2" (the v1 rule digests the intent as written)' });
       bo.normalize.forEach((n: unknown, i: number) => {
         const p = `businessOperationId.normalize[${i}]`;
         const r = (n ?? {}) as Record<string, unknown>;
@@ -198,6 +206,7 @@ function checkOptional(obj: Record<string, unknown>, problems: CardProblem[], un
           problems.push({ path: `${p}.field`, message: 'expected one of the intent fields (or a path beneath one)' });
         if (!isSteps(r.steps) || (r.steps as unknown[]).length === 0) problems.push({ path: `${p}.steps`, message: `expected a non-empty list of ${NORMALIZATION_STEPS.join(', ')}` });
         if (str(r.source)) problems.push({ path: `${p}.source`, message: 'every normalisation cites why the provider treats these values as the same' });
+        checkEvidence(r, p, problems);
       });
     }
   }
@@ -211,6 +220,7 @@ function checkOptional(obj: Record<string, unknown>, problems: CardProblem[], un
         if (r.compare !== 'exact' && r.compare !== 'normalized') problems.push({ path: `${p}.compare`, message: 'expected "exact" or "normalized"' });
         if (r.compare === 'normalized' && (!isSteps(r.steps) || (r.steps as unknown[]).length === 0)) problems.push({ path: `${p}.steps`, message: `a normalized comparison lists its steps (${NORMALIZATION_STEPS.join(', ')})` });
         if (str(r.source)) problems.push({ path: `${p}.source`, message: 'every comparison rule cites its source' });
+        checkEvidence(r, p, problems);
       });
   }
   const sr = (obj.storedResult ?? {}) as Record<string, unknown>;
@@ -272,13 +282,15 @@ function schemaOf(shape: Shape | Check | FactShape): Record<string, unknown> {
 function withOptionalFields(body: { properties: Record<string, unknown> } & Record<string, unknown>): typeof body {
   type Obj = { properties: Record<string, unknown> } & Record<string, unknown>;
   const steps = { type: 'array', items: { enum: [...NORMALIZATION_STEPS] }, description: 'applied in order to every string at or below the field' };
+  const evidence = { type: 'string', pattern: '^https://\\S+$', description: "the provider's page that treats the values a merging step folds as one" };
+  // A merging step (compatibility forms, case, inner white space, number spellings) needs the provider's evidence.
+  const needsEvidence = { if: { required: ['steps'], properties: { steps: { type: 'array', contains: { enum: [...MERGING_STEPS] } } } }, then: { required: ['evidence'], properties: { evidence } } };
   const bo = body.properties.businessOperationId as Obj;
   bo.properties = {
     ...bo.properties,
-    idRule: { enum: ['v1', 'v2'], description: 'v1: the digest of the intent as written; v2: of the normalised intent (required once anything is normalised)' },
     normalize: {
       type: 'array',
-      items: { type: 'object', additionalProperties: false, required: ['field', 'steps', 'source'], properties: { field: { type: 'string', minLength: 1 }, steps, source: { type: 'string', minLength: 1 } } },
+      items: { type: 'object', additionalProperties: false, required: ['field', 'steps', 'source'], properties: { field: { type: 'string', minLength: 1 }, steps, source: { type: 'string', minLength: 1 }, evidence }, ...needsEvidence },
     },
   };
   const sr = body.properties.storedResult as Obj;
@@ -295,15 +307,15 @@ function withOptionalFields(body: { properties: Record<string, unknown> } & Reco
       },
     },
   };
-  // Fields added after cardVersion 1 shipped are optional: an absent one means unknown / the default.
-  for (const [section, field] of [['lookup', 'lateApplyBound'], ['limits', 'clockSkewMargin']] as const) {
+  // Optional fields: an absent one means unknown / the default.
+  for (const [section, field] of [['sideEffect', 'rejectionMayCreate'], ['lookup', 'lateApplyBound'], ['limits', 'clockSkewMargin']] as const) {
     const sec = body.properties[section] as Obj;
     if (Array.isArray(sec.required)) sec.required = (sec.required as string[]).filter((f) => f !== field);
   }
   body.properties.paramComparison = {
     type: 'array',
     description: 'how params other than the intent are compared with the stored ones (default exact)',
-    items: { type: 'object', additionalProperties: false, required: ['field', 'compare', 'source'], properties: { field: { type: 'string', minLength: 1 }, compare: { enum: ['exact', 'normalized'] }, steps, source: { type: 'string', minLength: 1 } } },
+    items: { type: 'object', additionalProperties: false, required: ['field', 'compare', 'source'], properties: { field: { type: 'string', minLength: 1 }, compare: { enum: ['exact', 'normalized'] }, steps, source: { type: 'string', minLength: 1 }, evidence }, ...needsEvidence },
   };
   return body;
 }

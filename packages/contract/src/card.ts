@@ -1,5 +1,5 @@
 import type { Duration } from './duration.js';
-import type { FieldNormalization, IdRuleVersion, ParamComparison } from './normalize.js';
+import type { FieldNormalization, ParamComparison } from './normalize.js';
 
 /** The explicit "we do not know" value. A decision that needs an unknown fact never auto-resends. */
 export const UNKNOWN = 'unknown' as const;
@@ -59,17 +59,21 @@ export interface RetrySafetyCard {
     readonly kind: Fact<SideEffectKind>;
     /** True when performing the operation twice has the effect of performing it once (set-value PATCH, upsert by unique id). */
     readonly idempotentByNature: Fact<boolean>;
+    /**
+     * Optional: whether a call the provider rejects can still leave an object behind (a declined
+     * create+confirm leaves a PaymentIntent). Absent = not declared. The drill then checks that a
+     * corrected request never makes a second object.
+     */
+    readonly rejectionMayCreate?: Fact<boolean>;
   };
   readonly businessOperationId: {
     /** In words, e.g. "derived from intent fields customer, amount, currency, orderRef". */
     readonly rule: string;
     readonly intentFields: readonly string[];
     /**
-     * Optional (absent = `v1`, every intent field exact). `v2`: the intent is normalised per
-     * `normalize` before the id is derived. See IdRuleVersion.
+     * Optional, per intent field (dot path, also covering what is beneath it): the steps under which the
+     * provider treats values as the same. The id is the digest of the intent after these steps.
      */
-    readonly idRule?: IdRuleVersion;
-    /** Per intent field (dot path, also covering what is beneath it): the steps under which the provider treats values as the same. */
     readonly normalize?: readonly FieldNormalization[];
   };
   /**

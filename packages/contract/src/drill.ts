@@ -63,6 +63,12 @@ export interface DrillOperation {
     /** Classified as `in-progress`. */
     readonly inProgress?: DrillFault;
   };
+  /**
+   * Required when the card says a rejected call can leave an object (sideEffect.rejectionMayCreate):
+   * params of the i-th operation that the provider rejects after creating something (a declined
+   * create+confirm), and the same intent corrected (another card) — which must not make a second object.
+   */
+  readonly rejectedCreates?: { params(i: number): unknown; corrected(params: unknown): unknown };
 }
 
 /**

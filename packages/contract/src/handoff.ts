@@ -34,6 +34,8 @@ export interface HandoffAttempt {
   readonly code?: string;
   readonly providerRef?: string;
   readonly requestId?: string;
+  /** What this rejected attempt still created at the provider. */
+  readonly created?: string;
 }
 
 /** Everything a person needs to finish the operation by hand. No secrets, no PII. */
@@ -55,6 +57,8 @@ export interface HandoffPacket {
     readonly message?: string;
     /** The provider's field errors of the last rejection (redacted): what a corrected request must change. */
     readonly fields?: readonly FieldError[];
+    /** The object a rejected attempt left at the provider: finish or cancel it there; a corrected request is not sent as a new one. */
+    readonly created?: string;
   };
   readonly safeNextActions: readonly SafeAction[];
   readonly createdAt: string;

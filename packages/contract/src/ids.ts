@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { canonicalJson, flatConcat, sha256Hex } from './canonical.js';
+import { canonicalJson, sha256Hex } from './canonical.js';
 import { InvalidIdError } from './errors/invalid-id-error.js';
 import { InvalidIntentError } from './errors/invalid-intent-error.js';
 
@@ -40,7 +40,7 @@ export function businessOperationId(operation: string, intent: Record<string, un
   if (typeof intent !== 'object' || intent === null || Array.isArray(intent)) throw new InvalidIntentError('', 'intent must be a plain object of the declared intent fields');
   if (Object.keys(intent).length === 0) throw new InvalidIntentError('', 'intent is empty: an id derived from no fields would fold every call into one operation');
   const digest = sha256Hex(canonicalJson({ operation, intent }));
-  return asBusinessOperationId(flatConcat(`${operation}:`, digest.slice(0, 32)));
+  return asBusinessOperationId(`${operation}:${digest.slice(0, 32)}`);
 }
 
 /**
@@ -51,12 +51,7 @@ export function pickIntent(params: unknown, fields: readonly string[]): Record<s
   const out: Record<string, unknown> = {};
   for (const field of fields) {
     let cur: unknown = params;
-    // A plain name (the usual field) is its one part: no split array per call (its iteration
-    // deoptimised this function in a long-running process). A dot path is walked part by part.
-    const parts = field.includes('.') ? field.split('.') : null;
-    const n = parts === null ? 1 : parts.length;
-    for (let i = 0; i < n; i++) {
-      const part = parts === null ? field : parts[i]!;
+    for (const part of field.split('.')) {
       if (typeof cur !== 'object' || cur === null || !(part in (cur as object))) throw new InvalidIntentError(field, 'declared intent field is missing from params');
       cur = (cur as Record<string, unknown>)[part];
     }
@@ -67,11 +62,11 @@ export function pickIntent(params: unknown, fields: readonly string[]): Record<s
 }
 
 export function newRunId(): RunId {
-  return flatConcat('run_', randomUUID()) as RunId;
+  return `run_${randomUUID()}` as RunId;
 }
 
 export function newAttemptId(): AttemptId {
-  return flatConcat('att_', randomUUID()) as AttemptId;
+  return `att_${randomUUID()}` as AttemptId;
 }
 
 export function asRunId(value: string): RunId {

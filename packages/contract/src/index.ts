@@ -1,22 +1,49 @@
-export * from './ids.js';
-export * from './canonical.js';
-export * from './normalize.js';
-export * from './duration.js';
-export * from './card.js';
-export * from './card-validate.js';
-export * from './card-parse.js';
-export * from './card-render.js';
-export * from './card-rules.js';
-export * from './outcome.js';
-export * from './adapter.js';
-export * from './adapter-frame.js';
-export { schemaErrors } from './adapter-params.js';
-export * from './adapter-entry.js';
-export * from './typed-operations.js';
-export * from './ledger.js';
-export * from './ledger-transitions.js';
-export * from './receipt.js';
-export * from './handoff.js';
-export * from './drill.js';
-export * from './errors/index.js';
-export * from './provider/index.js';
+// The contract's root: what a user of retrysafe, an adapter or a card calls. Authors' plumbing is on
+// subpaths: ./provider (adapters), ./ledger (ledgers), ./rules (what a card implies), ./render (card pages).
+export { SPECIFICATION_VERSION } from './adapter.js';
+export type * from './adapter.js';
+export { defineAdapter } from './adapter-frame.js';
+export type { AdapterDefinition, FrameOperation, FramedAdapter, FramedExecuteContext, FramedLookupContext } from './adapter-frame.js';
+export type * from './typed-operations.js';
+
+export { UNKNOWN, fact, isUnknown } from './card.js';
+export type * from './card.js';
+export { CARD_SCHEMA_VERSION, cardJsonSchema, defineCard, validateCard } from './card-validate.js';
+export type { CardProblem, CardValidation } from './card-validate.js';
+export { parseCard } from './card-parse.js';
+export type { FieldNormalization, NormalizationStep, ParamComparison } from './normalize.js';
+export type { Duration } from './duration.js';
+
+export { asAttemptId, asBusinessOperationId, asProviderKey, asRunId, businessOperationId, deriveProviderKey, newAttemptId, newRunId, pickIntent, revisionKeySource } from './ids.js';
+export type * from './ids.js';
+export { canonicalJson, fingerprint, sha256Hex } from './canonical.js';
+
+export { OUTCOME_KINDS } from './outcome.js';
+export type * from './outcome.js';
+export type * from './ledger.js';
+export type * from './receipt.js';
+export type * from './handoff.js';
+export type * from './drill.js';
+
+export {
+  AdapterConfigurationError,
+  CardValidationError,
+  ClockSkewError,
+  ConflictError,
+  InvalidIdError,
+  InvalidIntentError,
+  InvalidParamsError,
+  InvalidStateError,
+  LeaseExpiredError,
+  LeaseLostError,
+  LedgerError,
+  OperationInProgressError,
+  PayloadLimitError,
+  RetryExhaustedError,
+  RetrysafeError,
+  UnknownOperationError,
+  UnsafeResumeError,
+  UnsupportedCapabilityError,
+  UnsupportedSpecificationVersionError,
+} from './errors/index.js';
+export type * from './errors/index.js';

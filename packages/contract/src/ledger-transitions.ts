@@ -219,9 +219,6 @@ export function checkReceipt(ref: Fenced, receipt: Receipt, lastSeq: number): vo
   if (receipt.seq !== lastSeq + 1) throw new LedgerError(`receipt seq ${receipt.seq} for ${ref.businessOperationId}: expected ${lastSeq + 1}`);
 }
 
-/** The states a prune deletes, after checking its options (the rule is the contract's, next to PruneOptions). */
-export const pruneStates = checkPruneOptions;
-
 /** Whether a prune with these states and cutoff deletes `record`. */
 export function isPrunable(record: OperationRecord, states: readonly OperationState[], before: number): boolean {
   return states.includes(record.state) && record.updatedAt < before;

@@ -1,10 +1,11 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { sampleCard } from './__fixtures__/sample-card.js';
 import { cardRows, renderCard } from './card-render.js';
 import { validateCard } from './card-validate.js';
 import type { RetrySafetyCard } from './card.js';
 import { businessOperationId } from './ids.js';
-import { describeNormalization, differingPaths, normalizeIntent, normalizeParams } from './normalize.js';
+import { canonicalDecimal, describeNormalization, differingPaths, normalizeIntent, normalizeParams } from './normalize.js';
 
 const base = sampleCard as unknown as RetrySafetyCard;
 const withBo = (bo: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
@@ -17,7 +18,7 @@ describe('normalisation steps (issue 16)', () => {
     expect(normalizeIntent({ ref: '  ＰＯ－１００１ \u00a0 a ' }, rules)).toEqual({ ref: 'po-1001 a' });
     expect(normalizeIntent({ ref: 'Straße' }, rules)).toEqual({ ref: 'strasse' });
     const n = [{ field: 'q', steps: ['canonical-number'] as const, source: 't' }];
-    for (const v of ['1500', '1.5e3', ' 1500.0 ', 1500]) expect(normalizeIntent({ q: v }, n)).toEqual({ q: 1500 });
+    for (const v of ['1500', '1.5e3', ' 1500.0 ', 1500, '+01500.000', '15000e-1']) expect(normalizeIntent({ q: v }, n)).toEqual({ q: '1500' });
     expect(normalizeIntent({ q: '15 00' }, n)).toEqual({ q: '15 00' });
     // a field without a rule is untouched; nested values beneath a declared field are normalised
     expect(normalizeIntent({ other: ' x ', ref: { a: [' b '] } }, [{ field: 'ref', steps: ['trim'], source: 't' }])).toEqual({ other: ' x ', ref: { a: ['b'] } });
@@ -33,7 +34,51 @@ describe('normalisation steps (issue 16)', () => {
     expect(differingPaths([1], [1, 2])).toEqual(['(root)']);
   });
 
-  it('the v2 id of an intent in normal form is the v1 id', () => {
+  it('canonical-number compares exact decimals: no float merges neighbours', () => {
+    const n = [{ field: 'q', steps: ['canonical-number'] as const, source: 't' }];
+    const id = (q: unknown) => businessOperationId('a.b', normalizeIntent({ q }, n));
+    expect(id('12345678901234567')).not.toBe(id('12345678901234568'));
+    expect(id('12345678901234567890')).not.toBe(id('12345678901234567891'));
+    expect(id('0.1')).not.toBe(id('0.10000000000000001'));
+    expect(id('1e400')).not.toBe(id('1e401'));
+    expect(id('0.1')).toBe(id(0.1));
+    expect(id('1e21')).toBe(id(1e21));
+    for (const [text, canonical] of [['-0', '0'], ['-0.0e5', '0'], ['.5', '0.5'], ['5.', '5'], ['-00.0500', '-0.05'], ['1.5e-3', '0.0015'], ['1e50', '1e50'], ['123e-60', '123e-60'], ['+7', '7']])
+      expect(canonicalDecimal(text), text).toBe(canonical);
+    for (const text of ['', '.', 'e5', '1e', '0x10', '1_000', 'NaN', 'Infinity', '1,5']) expect(canonicalDecimal(text), text).toBeNull();
+  });
+
+  it('canonical-number: two numerals are one exactly when they spell one decimal (property, against BigInt rationals)', () => {
+    // The value of a numeral as an exact fraction mantissa / 10^scale, independently of canonicalDecimal.
+    const exact = (sign: string, whole: string, frac: string, exp: number) => {
+      const m = BigInt((sign === '-' ? '-' : '') + (whole + frac || '0'));
+      const scale = frac.length - exp;
+      return { m, scale };
+    };
+    const equal = (a: { m: bigint; scale: number }, b: { m: bigint; scale: number }) => {
+      const s = Math.max(a.scale, b.scale);
+      return a.m * 10n ** BigInt(s - a.scale) === b.m * 10n ** BigInt(s - b.scale);
+    };
+    const digits = (max: number) => fc.string({ unit: fc.constantFrom('0', '0', '1', '9', '5'), maxLength: max });
+    const numeral = fc.record({ sign: fc.constantFrom('', '+', '-'), whole: digits(22), frac: digits(22), exp: fc.integer({ min: -60, max: 60 }), e: fc.boolean() }).filter((r) => r.whole + r.frac !== '');
+    const text = (r: { sign: string; whole: string; frac: string; exp: number; e: boolean }) => `${r.sign}${r.whole}${r.frac ? '.' + r.frac : ''}${r.e ? 'e' + r.exp : ''}`;
+    const value = (r: { sign: string; whole: string; frac: string; exp: number; e: boolean }) => exact(r.sign, r.whole, r.frac, r.e ? r.exp : 0);
+    fc.assert(
+      fc.property(numeral, numeral, (a, b) => {
+        expect(canonicalDecimal(text(a)) === canonicalDecimal(text(b))).toBe(equal(value(a), value(b)));
+      }),
+      { numRuns: 3000 },
+    );
+    // The same value spelled another way always meets: scale a numeral by moving its exponent.
+    fc.assert(
+      fc.property(numeral, fc.integer({ min: 0, max: 30 }), (a, k) => {
+        const shifted = `${a.sign}${a.whole}${a.frac}${'0'.repeat(k)}e${(a.e ? a.exp : 0) - a.frac.length - k}`;
+        expect(canonicalDecimal(shifted)).toBe(canonicalDecimal(text(a)));
+      }),
+    );
+  });
+
+  it('the id of an intent in normal form is the id of the intent as written', () => {
     const rules = [{ field: 'ref', steps: ['trim'] as const, source: 't' }];
     expect(businessOperationId('a.b', normalizeIntent({ ref: 'x ' }, rules))).toBe(businessOperationId('a.b', { ref: 'x' }));
   });
@@ -42,9 +87,9 @@ describe('normalisation steps (issue 16)', () => {
 describe('the optional card sections (issue 16)', () => {
   it('accepts a declared normalisation, comparison and replay indicator, and renders them', () => {
     const card = withBo(
-      { idRule: 'v2', normalize: [{ field, steps: ['trim'], source: 'https://example.test/docs' }] },
+      { normalize: [{ field, steps: ['trim'], source: 'https://example.test/docs' }] },
       {
-        paramComparison: [{ field: 'note', compare: 'normalized', steps: ['collapse-whitespace'], source: 'https://example.test/notes' }],
+        paramComparison: [{ field: 'note', compare: 'normalized', steps: ['collapse-whitespace'], source: 'https://example.test/notes', evidence: 'https://example.test/notes' }],
         storedResult: { ...base.storedResult, replayIndicator: { value: { header: 'Idempotent-Replayed', value: 'true' }, source: 'https://example.test/replay' } },
       },
     );
@@ -57,15 +102,25 @@ describe('the optional card sections (issue 16)', () => {
     expect(cardRows(base).some((r) => r.path === 'businessOperationId.normalize')).toBe(false);
   });
 
-  it('refuses a normalisation without id rule v2, an unknown step, a field that is not an intent field, a missing source', () => {
+  it('refuses an unknown step, a field that is not an intent field, a missing source, an id rule field', () => {
     const problems = (c: RetrySafetyCard) => validateCard(c).problems.map((p) => p.path);
-    expect(problems(withBo({ normalize: [{ field, steps: ['trim'], source: 's' }] }))).toContain('businessOperationId.idRule');
-    expect(problems(withBo({ idRule: 'v2', normalize: [{ field, steps: ['shout'], source: 's' }] }))).toContain('businessOperationId.normalize[0].steps');
-    expect(problems(withBo({ idRule: 'v2', normalize: [{ field: 'nope', steps: ['trim'], source: 's' }] }))).toContain('businessOperationId.normalize[0].field');
-    expect(problems(withBo({ idRule: 'v2', normalize: [{ field, steps: ['trim'], source: '' }] }))).toContain('businessOperationId.normalize[0].source');
-    expect(problems(withBo({ idRule: 'v3' }))).toContain('businessOperationId.idRule');
+    expect(problems(withBo({ normalize: [{ field, steps: ['trim'], source: 's' }] }))).toEqual([]);
+    expect(problems(withBo({ normalize: [{ field, steps: ['shout'], source: 's' }] }))).toContain('businessOperationId.normalize[0].steps');
+    expect(problems(withBo({ normalize: [{ field: 'nope', steps: ['trim'], source: 's' }] }))).toContain('businessOperationId.normalize[0].field');
+    expect(problems(withBo({ normalize: [{ field, steps: ['trim'], source: '' }] }))).toContain('businessOperationId.normalize[0].source');
+    expect(problems(withBo({ idRule: 'v2' }))).toContain('businessOperationId.idRule');
     expect(problems(withBo({}, { paramComparison: [{ field: 'note', compare: 'normalized', source: 's' }] }))).toContain('paramComparison[0].steps');
     expect(problems(withBo({}, { storedResult: { ...base.storedResult, replayIndicator: { value: { header: '' }, source: 's' } } }))).toContain('storedResult.replayIndicator.value');
+  });
+
+  it('refuses a step that can merge distinct values (nfkc, case, inner white space, numbers) without the provider’s https evidence', () => {
+    const problems = (c: RetrySafetyCard) => validateCard(c).problems.map((p) => p.path);
+    for (const step of ['nfkc', 'case-fold', 'collapse-whitespace', 'canonical-number']) {
+      expect(problems(withBo({ normalize: [{ field, steps: ['trim', step], source: 'retrysafe policy' }] })), step).toContain('businessOperationId.normalize[0].evidence');
+      expect(problems(withBo({ normalize: [{ field, steps: [step], source: 's', evidence: 'docs/policy.md' }] })), step).toContain('businessOperationId.normalize[0].evidence');
+      expect(problems(withBo({ normalize: [{ field, steps: [step], source: 's', evidence: 'https://provider.example/docs#case' }] })), step).toEqual([]);
+      expect(problems(withBo({}, { paramComparison: [{ field: 'note', compare: 'normalized', steps: [step], source: 's' }] })), step).toContain('paramComparison[0].evidence');
+    }
   });
 
   it('describes rules for tool descriptions', () => {

@@ -3,30 +3,39 @@ import { InvalidIntentError } from './errors/invalid-intent-error.js';
 
 /**
  * One declared normalisation step for an intent field or a compared param. Steps run in the order
- * the declaration lists them, on every string (and, for `canonical-number`, every numeric string)
- * at or below the declared path. They decide identity and comparison only: the params sent to the
- * provider are the caller's, unchanged.
+ * the declaration lists them, on every string (and, for `canonical-number`, every number) at or
+ * below the declared path. They decide identity and comparison only: the params sent to the
+ * provider are the caller's, unchanged. NFC needs no step: canonical JSON writes every string in it.
  */
 export type NormalizationStep =
-  /** Leading and trailing white space removed (the provider ignores it). */
+  /** Leading and trailing white space removed: mere formatting, declared with a source. */
   | 'trim'
-  /** Every run of inner white space becomes one space. */
+  /** Every run of inner white space becomes one space (merges values: needs the provider's evidence). */
   | 'collapse-whitespace'
-  /** Unicode compatibility composition (NFKC): full-width digits, ligatures, non-breaking spaces… fold to their plain forms. */
+  /** Unicode compatibility forms (NFKC): `²` is `2`, `①` is `1` (merges values: needs the provider's evidence). */
   | 'nfkc'
-  /** Case-insensitive at the provider: compared in one case (full Unicode case folding via upper then lower). */
+  /** Compared in one case (full Unicode case folding via upper then lower; merges values: needs the provider's evidence). */
   | 'case-fold'
-  /** A string that spells a finite number (`"1500"`, `"1.5e3"`, `" 1500.0 "`) is the number. */
+  /** A number, or a string that spells one, is its exact decimal: `"1500"`, `"1.5e3"`, `1500` (merges spellings: needs the provider's evidence). */
   | 'canonical-number';
 
 export const NORMALIZATION_STEPS: readonly NormalizationStep[] = ['trim', 'collapse-whitespace', 'nfkc', 'case-fold', 'canonical-number'];
 
-/** The declaration for one field (dot path into params): its steps and where the provider documents that they do not matter. */
+/**
+ * The steps that can merge values a provider may keep apart (`INV-10²` and `INV-102`, `Ref` and
+ * `ref`, `1.0` and `1`). A declaration lists one only with `evidence`: the provider's page saying the
+ * values are one to it. Never a default.
+ */
+export const MERGING_STEPS: readonly NormalizationStep[] = ['collapse-whitespace', 'nfkc', 'case-fold', 'canonical-number'];
+
+/** The declaration for one field (dot path into params): its steps and why they do not matter. */
 export interface FieldNormalization {
   readonly field: string;
   readonly steps: readonly NormalizationStep[];
-  /** Why these steps are safe: the provider's public page, or a shipped evidence page. */
+  /** Why these steps are safe for this field (a public page or a shipped document). */
   readonly source: string;
+  /** Required when a step is one of MERGING_STEPS: the provider's https page that treats such values as one. */
+  readonly evidence?: string;
 }
 
 /**
@@ -39,19 +48,40 @@ export interface ParamComparison {
   readonly compare: 'exact' | 'normalized';
   readonly steps?: readonly NormalizationStep[];
   readonly source: string;
+  /** Required when a step is one of MERGING_STEPS, as for FieldNormalization. */
+  readonly evidence?: string;
 }
 
+const DECIMAL = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/;
+/** Exponents within this reach are written out in plain digits; beyond it the canonical text keeps `e`. */
+const PLAIN_REACH = 40n;
+
 /**
- * The business-operation id rule. `v1`: digest of the intent as written (canonical JSON). `v2`: digest
- * of the intent after the card's declared normalisation; for an intent already in normal form it is
- * the v1 id, so existing ledgers keep matching, and the runner also looks up the v1 id of an intent
- * that is not (see docs/concepts.md, "Intent fields, normalisation, revisions").
+ * The exact decimal a numeral spells, in one canonical text (`"1.50"`, `"+1.5e0"` and `"15e-1"` are
+ * `"1.5"`; `"-0"` is `"0"`), or null when the text is not a decimal numeral. No float on the way:
+ * `"12345678901234567"` and `"12345678901234568"`, or `"0.1"` and `"0.10000000000000001"`, stay apart.
  */
-export type IdRuleVersion = 'v1' | 'v2';
+export function canonicalDecimal(text: string): string | null {
+  const m = DECIMAL.exec(text.trim());
+  if (m === null) return null;
+  const [, sign, whole = '', fraction = '', exponent = '0'] = m;
+  if (whole === '' && fraction === '') return null;
+  const all = (whole + fraction).replace(/^0+/, '');
+  if (all === '') return '0';
+  const digits = all.replace(/0+$/, '');
+  // value = digits × 10^exp
+  const exp = BigInt(exponent) - BigInt(fraction.length) + BigInt(all.length - digits.length);
+  const neg = sign === '-' ? '-' : '';
+  if (exp >= 0n && exp <= PLAIN_REACH) return neg + digits + '0'.repeat(Number(exp));
+  const point = BigInt(digits.length) + exp; // digits before the decimal point
+  if (exp < 0n && point > -PLAIN_REACH) {
+    if (point > 0n) return neg + digits.slice(0, Number(point)) + '.' + digits.slice(Number(point));
+    return neg + '0.' + '0'.repeat(Number(-point)) + digits;
+  }
+  return `${neg}${digits}e${exp}`;
+}
 
-const NUMBER_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
-
-function stepString(s: string, steps: readonly NormalizationStep[]): string | number {
+function stepString(s: string, steps: readonly NormalizationStep[]): string {
   let out: string = s;
   for (const step of steps) {
     switch (step) {
@@ -67,14 +97,9 @@ function stepString(s: string, steps: readonly NormalizationStep[]): string | nu
       case 'case-fold':
         out = out.toUpperCase().toLowerCase();
         break;
-      case 'canonical-number': {
-        const t = out.trim();
-        if (NUMBER_TEXT.test(t)) {
-          const n = Number(t);
-          if (Number.isFinite(n)) return Object.is(n, -0) ? 0 : n;
-        }
+      case 'canonical-number':
+        out = canonicalDecimal(out) ?? out;
         break;
-      }
       default:
         throw new InvalidIntentError('', `unknown normalisation step ${JSON.stringify(step)}`);
     }
@@ -84,7 +109,8 @@ function stepString(s: string, steps: readonly NormalizationStep[]): string | nu
 
 function applySteps(value: unknown, steps: readonly NormalizationStep[]): unknown {
   if (typeof value === 'string') return stepString(value, steps);
-  if (typeof value === 'number') return Object.is(value, -0) ? 0 : value;
+  // A number is its shortest round-trip text (what canonical JSON writes), then exact from there.
+  if (typeof value === 'number') return steps.includes('canonical-number') && Number.isFinite(value) ? stepString(String(value), ['canonical-number']) : value;
   if (Array.isArray(value)) return value.map((v) => applySteps(v, steps));
   if (typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype) {
     const out: Record<string, unknown> = {};

@@ -29,6 +29,12 @@ export type Outcome =
       readonly message: string;
       /** The provider's per-field errors, when it names them (e.g. Stripe `param`, problem+json `invalid-params`): what to correct. */
       readonly fields?: readonly FieldError[];
+      /**
+       * The provider's reference of an object this rejected call still created (e.g. the PaymentIntent a
+       * declined create+confirm leaves in `requires_payment_method`, named in Stripe's error body).
+       * Absent: the adapter knows of nothing created. A corrected request must not make a second one.
+       */
+      readonly created?: string;
     } & ProviderRefs)
   /** Definitely not applied, transient: safe to retry within the budget. */
   | ({ readonly kind: 'not-applied'; readonly message: string; readonly retryAfterMs?: number } & ProviderRefs)
@@ -46,7 +52,3 @@ export type LookupResult =
   | ({ readonly kind: 'not-found'; readonly reason: string } & ProviderRefs)
   /** Cannot tell (inside the consistency delay, lookup throttled or failing): neither absent nor present. */
   | ({ readonly kind: 'cannot-tell'; readonly reason: string; readonly retryAfterMs?: number } & ProviderRefs);
-
-export function isTerminalSuccess(o: Outcome): o is Extract<Outcome, { kind: 'succeeded' | 'replayed' }> {
-  return o.kind === 'succeeded' || o.kind === 'replayed';
-}

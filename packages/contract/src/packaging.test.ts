@@ -45,6 +45,27 @@ describe('@retrysafe/contract as installed from its tarball', () => {
     expect(out.err).toBe(true);
   });
 
+  it('has a small root (at most 45 values) and the authors’ subpaths, sharing one set of error classes', () => {
+    writeFileSync(join(project, 'subpaths.mjs'), `
+      import * as root from '@retrysafe/contract';
+      import { checkBaseUrl } from '@retrysafe/contract/provider';
+      import { checkFence } from '@retrysafe/contract/ledger';
+      import { normalizeIntent } from '@retrysafe/contract/rules';
+      import { renderCard } from '@retrysafe/contract/render';
+      const thrown = (f) => { try { f(); } catch (e) { return e; } };
+      console.log(JSON.stringify({
+        values: Object.keys(root).length,
+        render: typeof renderCard,
+        provider: thrown(() => checkBaseUrl('acme', 'ftp://x')) instanceof root.AdapterConfigurationError,
+        ledger: thrown(() => checkFence(null, { businessOperationId: 'a:1', fence: 1 })) instanceof root.RetrysafeError,
+        rules: thrown(() => normalizeIntent({ a: 'x' }, [{ field: 'a', steps: ['nope'], source: 's' }])) instanceof root.InvalidIntentError,
+      }));
+    `);
+    const out = JSON.parse(execFileSync(process.execPath, ['subpaths.mjs'], { cwd: project, encoding: 'utf8' }));
+    expect(out.values).toBeLessThanOrEqual(45);
+    expect(out).toMatchObject({ render: 'function', provider: true, ledger: true, rules: true });
+  });
+
   it('type-checks a TypeScript consumer, and its types still keep ids apart', () => {
     writeFileSync(join(project, 'use.ts'), `
       import { businessOperationId, newRunId, type BusinessOperationId, type RetrySafetyCard } from '@retrysafe/contract';

@@ -30,6 +30,8 @@ export interface Receipt {
   readonly message?: string;
   /** Why the provider rejected the attempt (outcome `rejected`). `conflict` means the key is stored with other params: something was applied under it. */
   readonly rejectReason?: RejectReason;
+  /** What a rejected attempt still created at the provider (its reference): a corrected request may not go out as a new one. */
+  readonly created?: string;
   /** The provider's field errors of a rejection (redacted). */
   readonly fields?: readonly FieldError[];
   /** `sha256:` of the canonical, redacted request params. */

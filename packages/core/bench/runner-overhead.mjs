@@ -5,8 +5,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
-import { createMemoryLedger, createRunner, createSqliteLedger } from '@retrysafe/core';
+import { DatabaseSync } from 'node:sqlite';
+import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
 
 const N = Number(process.argv[2] ?? 2000);
@@ -27,16 +28,16 @@ async function viaRunner(makeLedger) {
 }
 
 function rawSqlite(sync) {
-  const db = new Database(join(dir, `raw-${++seq}.db`));
-  db.pragma('journal_mode = WAL');
-  db.pragma(`synchronous = ${sync}`);
+  const db = new DatabaseSync(join(dir, `raw-${++seq}.db`));
+  db.exec('PRAGMA journal_mode = WAL');
+  db.exec(`PRAGMA synchronous = ${sync}`);
   db.exec('CREATE TABLE t (id TEXT PRIMARY KEY, state TEXT, v TEXT)');
   const ins = db.prepare('INSERT INTO t VALUES (?, ?, ?)');
   const up = db.prepare('UPDATE t SET state = ? WHERE id = ?');
   const t = performance.now();
   for (let i = 0; i < N; i++) {
-    db.transaction(() => ins.run(`k${i}`, 'claimed', '{}')).immediate();
-    db.transaction(() => up.run('done', `k${i}`)).immediate();
+    ins.run(`k${i}`, 'claimed', '{}');
+    up.run('done', `k${i}`);
   }
   const ops = N / ((performance.now() - t) / 1000);
   db.close();

@@ -1,7 +1,9 @@
 /** Agent tool definitions and structured answers, shared by @retrysafe/mcp and @retrysafe/ai-sdk. */
 import { createHash } from 'node:crypto';
-import { ConflictError, InvalidIdError, InvalidIntentError, InvalidParamsError, RetrysafeError, agentIdempotentHint, describeNormalization, validateCard, type AdapterV1, type FieldError, type HandoffPacket, type JsonSchema, type Ledger, type OperationSpec, type RetrySafetyCard } from '@retrysafe/contract';
-import { identityOf, paramsErrors } from './intake/index.js';
+import { asBusinessOperationId, validateCard, type AdapterV1, type HandoffPacket, type JsonSchema, type Ledger, type OperationSpec, type RetrySafetyCard } from '@retrysafe/contract';
+import { agentIdempotentHint, describeNormalization } from '@retrysafe/contract/rules';
+import { preClaimRefusal, refusalAnswer, type RefusalAnswer } from './agent-refusal.js';
+import { identityOf } from './intake/index.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { cardToolMeta, type CardToolMeta } from './card-meta.js';
 import type { Runner, RunResult } from './runner/index.js';
@@ -27,9 +29,8 @@ export type AgentToolResult =
   | { readonly status: 'done'; readonly businessOperationId: string; readonly providerRef: string | null; readonly adopted: boolean; readonly attempts: number; readonly result: unknown; readonly message: string }
   | { readonly status: 'in-progress'; readonly businessOperationId: string; readonly retryAfterMs: number; readonly message: string }
   | { readonly status: 'needs-human'; readonly businessOperationId: string; readonly handoff: HandoffSummary; readonly message: string }
-  | { readonly status: 'conflict'; readonly businessOperationId: string; readonly field: string; readonly paths: readonly string[]; readonly message: string }
-  /** Refused before anything was claimed or sent. `businessOperationId` is the id these arguments would have (null when the intent fields themselves are missing or invalid). */
-  | { readonly status: 'invalid-input'; readonly businessOperationId: string | null; readonly fields: readonly FieldError[]; readonly message: string };
+  /** Refused before anything was claimed or sent (agent-refusal.ts). */
+  | RefusalAnswer;
 
 export interface HandoffSummary {
   readonly reason: HandoffPacket['reason'];
@@ -37,15 +38,6 @@ export interface HandoffSummary {
   readonly attempts: number;
   readonly lastKnown: HandoffPacket['lastKnown'];
   readonly safeNextActions: HandoffPacket['safeNextActions'];
-}
-
-/**
- * The tool's `idempotentHint`: the card rule `agentIdempotentHint` (contract card-rules.ts, where what an agent is
- * told is documented): the provider folds a same-key re-send, counting the retention against the clock-skew margin
- * and the late-apply allowance, and a duplicate that arrives while the first still runs.
- */
-export function idempotentByCard(card: RetrySafetyCard): boolean {
-  return agentIdempotentHint(card);
 }
 
 const DESTRUCTIVE = new Set(['send', 'charge', 'delete', 'create', 'async-job', 'set', 'upsert']);
@@ -105,7 +97,7 @@ export function agentTools(adapters: readonly AdapterV1[], only?: readonly strin
         description,
         inputSchema: spec.paramsSchema,
         _meta: cardToolMeta(card),
-        annotations: { title: `${adapter.provider}: ${name}`, readOnlyHint: false, destructiveHint: DESTRUCTIVE.has(String(card.sideEffect.kind.value)) || card.sideEffect.kind.value === 'unknown', idempotentHint: idempotentByCard(card), openWorldHint: true },
+        annotations: { title: `${adapter.provider}: ${name}`, readOnlyHint: false, destructiveHint: DESTRUCTIVE.has(String(card.sideEffect.kind.value)) || card.sideEffect.kind.value === 'unknown', idempotentHint: agentIdempotentHint(card), openWorldHint: true },
       });
     }
   }
@@ -140,31 +132,24 @@ function idOf(spec: OperationSpec, args: unknown): string | null {
 }
 
 /**
- * Runs one tool call through the runner and maps every answer (including typed input errors) to a
- * structured result. The arguments are validated against the operation's JSON Schema first (ajv):
- * an invalid call is answered `invalid-input` with the field errors, and nothing is claimed or sent.
+ * Runs one tool call through the runner and maps every answer to a structured result: a typed refusal
+ * before the claim (the arguments' size, schema, intent or id, or a conflict) is answered through
+ * refusalAnswer, the one mapping, and nothing was claimed or sent.
  */
 export async function callAgentTool(runner: Runner, tool: AgentToolDefinition, args: unknown, call: { readonly runId?: string } = {}): Promise<AgentToolResult> {
   const params = args ?? {};
-  const spec = tool.adapter.operations[tool.operation]!;
-  const invalid = (fields: readonly FieldError[], message: string): AgentToolResult => ({ status: 'invalid-input', businessOperationId: idOf(spec, params), fields, message });
-  const errors = paramsErrors(spec, params);
-  if (errors.length) return invalid(errors, `${new InvalidParamsError(spec.card.operation, errors).message}. Correct the named fields and call again.`);
   try {
     return toAgentResult(await runner.run(tool.adapter, tool.operation, { params, ...(call.runId !== undefined ? { runId: call.runId } : {}) }));
   } catch (e) {
-    if (ConflictError.isInstance(e))
-      return { status: 'conflict', businessOperationId: e.businessOperationId, field: e.field, paths: e.paths, message: `${e.message}. If you meant a different operation, change an intent field; otherwise call again with the original arguments.` };
-    if (InvalidParamsError.isInstance(e)) return invalid(e.fields, e.message);
-    if (InvalidIntentError.isInstance(e)) return invalid([{ path: e.path || '(root)', message: 'cannot be part of an intent' }], e.message);
-    if (InvalidIdError.isInstance(e)) return invalid([], (e as RetrysafeError).message);
-    throw e;
+    const refusal = preClaimRefusal(e);
+    if (refusal === null) throw e;
+    const spec = tool.adapter.operations[tool.operation]!;
+    return refusalAnswer(refusal, refusal.kind === 'invalid-intent' || refusal.kind === 'conflict' ? null : idOf(spec, params));
   }
 }
 
 /** The `retrysafe_status` answer for one operation, from the ledger. */
 export async function operationStatus(ledger: Ledger, id: string) {
-  const { asBusinessOperationId } = await import('@retrysafe/contract');
   const r = await ledger.get(asBusinessOperationId(id));
   if (!r) return { found: false as const, businessOperationId: id };
   return {

@@ -1,5 +1,5 @@
 import { fingerprint, validateCard, type RetrySafetyCard } from '@retrysafe/contract';
-import { lookupAvailable, resendSafety } from './decide.js';
+import { lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
 
 /** The `_meta` key under which an agent-tool listing carries the operation's card facts. */
 export const CARD_META_KEY = 'retrysafe/card';

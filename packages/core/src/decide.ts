@@ -1,8 +1,7 @@
-import { absenceProvenFrom, cardMargin, keyFoldsResends, lookupAvailable, resendSafety, type HandoffReason, type LookupResult, type OperationState, type Outcome, type RetrySafetyCard, type StatePatch } from '@retrysafe/contract';
+import type { HandoffReason, LookupResult, OperationState, Outcome, RetrySafetyCard, StatePatch } from '@retrysafe/contract';
+import { absenceProvenFrom, cardMargin, keyFoldsResends, lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
 import { planPoll, planRetry, type RetryPolicy } from './retry-policy.js';
 
-// The card rules live in the contract (card-rules.ts, one owner); core keeps exporting them under their old names.
-export { absenceProvenFrom, cardMargin, lookupAvailable, notFoundIsAuthoritative, resendSafety, type ResendSafety } from '@retrysafe/contract';
 
 /** What the runner knows about the operation when it decides. All times epoch ms. */
 export interface DecisionState {
@@ -126,11 +125,6 @@ function storedError(card: RetrySafetyCard, o: Outcome): boolean {
   return o.kind === 'unknown' && o.cause === 'server-error' && card.storedResult.includesErrors.value === true && keyFoldsResends(card);
 }
 
-/** The policy's margin; a policy built before the field existed gets the card's. */
-function margin(card: RetrySafetyCard, budget: Budget): number {
-  const m = (budget.policy as Partial<RetryPolicy>).clockSkewMarginMs;
-  return typeof m === 'number' && Number.isFinite(m) && m >= 0 ? m : cardMargin(card);
-}
 
 const UNKNOWN_FROM_LEDGER: Outcome = { kind: 'unknown', cause: 'other', message: 'dispatched earlier; no outcome recorded' };
 
@@ -187,7 +181,7 @@ export function decide(card: RetrySafetyCard, state: DecisionState, observation:
     }
     case 'not-found': {
       // The late-apply row: absence is proven only once the last attempt can no longer land and would show.
-      const verdict = notFoundVerdict(card, state, margin(card, budget));
+      const verdict = notFoundVerdict(card, state, budget.policy.clockSkewMarginMs);
       if ('never' in verdict) return keepLooking(card, state, budget, undefined, `lookup found nothing, but ${verdict.never}: an absent result proves nothing`);
       if ('at' in verdict) {
         const late = card.lookup.lateApplyBound?.value;
@@ -216,13 +210,13 @@ function retryNotApplied(card: RetrySafetyCard, state: DecisionState, budget: Bu
 }
 
 function afterUnknown(card: RetrySafetyCard, state: DecisionState, budget: Budget, retryAfterMs: number | undefined): Decision {
-  let safety = resendSafety(card, state.firstDispatchedAt, state.now, margin(card, budget));
+  let safety = resendSafety(card, state.firstDispatchedAt, state.now, budget.policy.clockSkewMarginMs);
   let budgetNote = '';
   if (safety.safe) {
     const plan = planRetry({ attemptsMade: state.runAttempts, startedAt: state.runStartedAt, now: state.now, retryAfterMs: honoured(state, retryAfterMs) }, budget.policy, budget.random);
     if (plan.retry) {
       // The key must still be inside its retention when the re-send actually goes out, after the wait.
-      const atSend = resendSafety(card, state.firstDispatchedAt, state.now + plan.delayMs, margin(card, budget));
+      const atSend = resendSafety(card, state.firstDispatchedAt, state.now + plan.delayMs, budget.policy.clockSkewMarginMs);
       if (atSend.safe) return { action: 'send', delayMs: plan.delayMs, why: `outcome unknown; re-send is safe: ${safety.why}` };
       safety = atSend;
     } else {
@@ -244,7 +238,7 @@ function keepLooking(card: RetrySafetyCard, state: DecisionState, budget: Budget
     budget.random,
   );
   if (plan.poll) return { action: 'lookup', delayMs: plan.delayMs, why: what };
-  const safety = resendSafety(card, state.firstDispatchedAt, state.now, margin(card, budget));
+  const safety = resendSafety(card, state.firstDispatchedAt, state.now, budget.policy.clockSkewMarginMs);
   const reason: HandoffReason = safety.pastRetention && state.polls === 0 ? 'key-past-retention' : 'lookup-window-exhausted';
   return { action: 'handoff', reason, why: `${what}; ${plan.detail}` };
 }
@@ -260,7 +254,7 @@ function inProgress(card: RetrySafetyCard, state: DecisionState, budget: Budget,
   if (!plan.poll) return { action: 'handoff', reason: 'in-progress-window-exhausted', why: `${what}; ${plan.detail}` };
   const delayMs = plan.delayMs;
   if (lookupAvailable(card)) return { action: 'lookup', delayMs, why: `${what}: poll its status` };
-  const safety = resendSafety(card, state.firstDispatchedAt, state.now, margin(card, budget));
+  const safety = resendSafety(card, state.firstDispatchedAt, state.now, budget.policy.clockSkewMarginMs);
   if (!safety.safe) return { action: 'handoff', reason: 'in-progress-window-exhausted', why: `${what}, but there is no lookup and ${safety.why}: nothing safe to poll with` };
   if (state.runAttempts >= budget.policy.maxAttempts) return { action: 'handoff', reason: 'retry-exhausted', why: `${what}; polling by re-send would exceed ${budget.policy.maxAttempts} attempts` };
   // A re-send is a provider call: it never goes out before the provider's Retry-After, nor past the budget.

@@ -28,6 +28,7 @@ function attemptOf(r: Receipt): HandoffAttempt {
     ...(r.code !== undefined ? { code: r.code } : {}),
     ...(r.providerRef !== undefined ? { providerRef: r.providerRef } : {}),
     ...(r.requestId !== undefined ? { requestId: r.requestId } : {}),
+    ...(r.created !== undefined ? { created: r.created } : {}),
   };
 }
 
@@ -51,11 +52,22 @@ export function safeNextActions(reason: HandoffReason, record: OperationRecord, 
   ];
 }
 
+/** When a rejected attempt left an object at the provider, the actions say to continue on it there: any new request makes a second one. */
+function leftBehind(actions: SafeAction[], created: string | undefined): SafeAction[] {
+  if (created === undefined) return actions;
+  return actions.map((a) => {
+    if (a.action === 'resume') return { ...a, safe: false, why: `the rejected attempt left ${created} at the provider: a new request (corrected or not) would make a second one — continue on ${created} there` };
+    if (a.action === 'mark-done') return { ...a, why: `once ${created} is finished at the provider (or another reference you confirmed there); record it` };
+    return a;
+  });
+}
+
 /** A handoff packet (docs/concepts.md, "Handoff and receipts"): built from receipts only, so no params, secrets or PII. */
 export function buildPacket(input: PacketInput): HandoffPacket {
   const { record, receipts } = input;
   const last = receipts[receipts.length - 1];
   const lastRef = [...receipts].reverse().find((r) => r.providerRef !== undefined)?.providerRef ?? record.providerRef ?? undefined;
+  const created = [...receipts].reverse().find((r) => r.created !== undefined)?.created;
   return {
     businessOperationId: record.businessOperationId,
     provider: record.provider,
@@ -72,8 +84,9 @@ export function buildPacket(input: PacketInput): HandoffPacket {
       ...(lastRef !== undefined ? { providerRef: lastRef } : {}),
       ...(last?.message !== undefined ? { message: last.message } : {}),
       ...(last?.fields !== undefined ? { fields: last.fields } : {}),
+      ...(created !== undefined ? { created } : {}),
     },
-    safeNextActions: safeNextActions(input.reason, record, input.resendSafe, (input.reason === 'rejected' || input.reason === 'retry-exhausted') && everyAttemptNotApplied(receipts).ok, input.resumeNote),
+    safeNextActions: leftBehind(safeNextActions(input.reason, record, input.resendSafe, (input.reason === 'rejected' || input.reason === 'retry-exhausted') && everyAttemptNotApplied(receipts).ok, input.resumeNote), created),
     createdAt: new Date(input.now).toISOString(),
   };
 }

@@ -1,7 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { canonicalJson, sha256Hex, type BusinessOperationId, type Ledger, type ListFilter, type OperationRecord, type Receipt } from '@retrysafe/contract';
-import { receiptText } from './receipt-text.js';
 
 export type UnsealedReceipt = Omit<Receipt, 'hash'>;
 
@@ -47,10 +46,7 @@ export function parseReceiptKeys(text: string): { readonly current: ReceiptKey; 
  * key, `hmac-sha256:<id>:` + HMAC-SHA256 of the same text.
  */
 export function receiptHash(body: UnsealedReceipt, key?: ReceiptKey): string {
-  const prev = body.prevHash ?? '';
-  // Written for the receipt's shape (canonicalJson's answer for any body, see receipt-text.ts); a
-  // prevHash that is not a string (an edited receipt) is added as `+` adds it.
-  const text = typeof prev === 'string' ? receiptText(prev, body) : prev + canonicalJson(body);
+  const text = (body.prevHash ?? '') + canonicalJson(body);
   if (key === undefined) return sha256Hex(text);
   checkKey(key);
   return `hmac-sha256:${key.id}:${createHmac('sha256', key.secret).update(text, 'utf8').digest('hex')}`;
@@ -59,16 +55,6 @@ export function receiptHash(body: UnsealedReceipt, key?: ReceiptKey): string {
 export function sealReceipt(body: UnsealedReceipt, key?: ReceiptKey): Receipt {
   const { hash: _drop, ...rest } = body as Receipt;
   return { ...rest, hash: receiptHash(rest, key) };
-}
-
-/**
- * sealReceipt for a body the caller has just built and hands over (it has no `hash`, and nobody else
- * holds it): the hash is added to that object instead of a copy. Same hash, same receipt.
- */
-export function sealNew(body: UnsealedReceipt, key?: ReceiptKey): Receipt {
-  const hash = receiptHash(body, key);
-  (body as { hash?: string }).hash = hash;
-  return body as Receipt;
 }
 
 /** What the operation row records about its receipts (head hash and length), written with each receipt. */

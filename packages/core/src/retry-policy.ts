@@ -1,6 +1,3 @@
-import { cardMargin, durationMs, lookupAvailable, lookupSettleMs, type RetrySafetyCard } from '@retrysafe/contract';
-import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
-
 /** Limits of one run. Card values are the defaults; the caller may tighten or loosen them. */
 export interface RetryPolicy {
   /** Provider calls (dispatches and resends) per run. */
@@ -25,81 +22,6 @@ export interface RetryPolicy {
 }
 
 export type PolicyOverrides = Partial<RetryPolicy>;
-
-/** A worker's lease when the policy names none. */
-export const DEFAULT_LEASE_MS = 30_000;
-
-const POSITIVE: readonly (keyof RetryPolicy)[] = ['maxAttempts', 'maxElapsedMs', 'leaseMs'];
-
-/** The policy for one operation: the card's backoff and limits, overridden field by field. */
-export function resolvePolicy(card: RetrySafetyCard, overrides: PolicyOverrides = {}): RetryPolicy {
-  const p: RetryPolicy = {
-    maxAttempts: card.limits.maxAttempts,
-    maxElapsedMs: durationMs(card.limits.maxElapsed),
-    baseMs: durationMs(card.backoff.base),
-    capMs: durationMs(card.backoff.cap),
-    retryAfterCapMs: durationMs(card.backoff.retryAfterCap),
-    lookupWindowMs: durationMs(card.limits.lookupWindow),
-    leaseMs: DEFAULT_LEASE_MS,
-    waitForOtherMs: 30_000,
-    clockSkewMarginMs: cardMargin(card),
-    ...stripUndefined(overrides),
-  };
-  validatePolicy(p);
-  checkAgainstCard(card, p);
-  return p;
-}
-
-const NO_OVERRIDES: PolicyOverrides = Object.freeze({});
-const resolved = new WeakMap<RetrySafetyCard, WeakMap<PolicyOverrides, RetryPolicy>>();
-
-/**
- * resolvePolicy, once per card object and overrides object (a runner's policy is fixed when it is
- * created; cards do not change): the same frozen policy for every operation of that card. A policy
- * that is refused is refused every time (nothing is cached then).
- */
-export function cachedPolicy(card: RetrySafetyCard, overrides: PolicyOverrides | undefined): RetryPolicy {
-  const key = overrides ?? NO_OVERRIDES;
-  let byOverrides = resolved.get(card);
-  let p = byOverrides?.get(key);
-  if (p === undefined) {
-    p = Object.freeze(resolvePolicy(card, overrides));
-    if (byOverrides === undefined) resolved.set(card, (byOverrides = new WeakMap()));
-    byOverrides.set(key, p);
-  }
-  return p;
-}
-
-/**
- * A policy and a card that cannot work together are refused before anything is claimed or sent (issue 15
- * item 8): when the card bounds both the lookup's consistency delay and its late-apply window, a lookup
- * window shorter than their sum can never see a "not found" that proves absence, so every lost answer
- * would end in a handoff after wasted lookups. (Unknown bounds never prove absence at all; that is the
- * card's statement, not a policy mistake.)
- */
-function checkAgainstCard(card: RetrySafetyCard, p: RetryPolicy): void {
-  if (!lookupAvailable(card)) return;
-  const needed = lookupSettleMs(card);
-  if (needed === null) return;
-  if (p.lookupWindowMs < needed)
-    throw new RunnerConfigurationError(
-      'policy.lookupWindowMs',
-      `${p.lookupWindowMs} ms is shorter than ${card.operation}'s lookup.consistencyDelay (${String(card.lookup.consistencyDelay.value)}) + lookup.lateApplyBound (${String(card.lookup.lateApplyBound?.value)}) = ${needed} ms: a lookup could never prove the effect absent; give a lookup window of at least ${needed} ms`,
-    );
-}
-
-function stripUndefined(o: PolicyOverrides): PolicyOverrides {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as PolicyOverrides;
-}
-
-export function validatePolicy(p: RetryPolicy): void {
-  for (const [k, v] of Object.entries(p) as [keyof RetryPolicy, number][]) {
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new RunnerConfigurationError(`policy.${k}`, `expected a finite number ≥ 0, got ${String(v)}`);
-    if (POSITIVE.includes(k) && v <= 0) throw new RunnerConfigurationError(`policy.${k}`, 'must be greater than 0');
-  }
-  if (!Number.isInteger(p.maxAttempts)) throw new RunnerConfigurationError('policy.maxAttempts', 'must be a whole number');
-  if (p.capMs < p.baseMs) throw new RunnerConfigurationError('policy.capMs', `cap (${p.capMs}) is below base (${p.baseMs})`);
-}
 
 /** Full-jitter backoff before the retry that follows the `failures`-th failure: random() · min(cap, base · 2^(failures−1)). */
 export function backoffMs(failures: number, policy: Pick<RetryPolicy, 'baseMs' | 'capMs'>, random: () => number): number {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { AdapterV1, LookupContext, Outcome } from '@retrysafe/contract';
-import { agentTools } from '@retrysafe/core';
+import { agentTools } from '@retrysafe/core/agent';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
 import { REPLAYING, setup } from './helpers.js';
 

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { fact, type Outcome, type RetrySafetyCard } from '@retrysafe/contract';
-import { decide, notFoundIsAuthoritative, resendSafety, resolvePolicy, type DecisionState } from '@retrysafe/core';
+import { notFoundIsAuthoritative, resendSafety } from '@retrysafe/contract/rules';
+import { type DecisionState } from '@retrysafe/core';
+import { decide, resolvePolicy } from '@retrysafe/core/internal';
 import { sandboxCreateCard } from '@retrysafe/sandbox';
 
 // Issue 15 items 1 (decision row), 2 and 8 (stored errors). Every test here fails on the parent of this change.

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { fact, type Outcome, type RetrySafetyCard, type LookupResult } from '@retrysafe/contract';
-import { decide, resolvePolicy, type DecisionState } from '@retrysafe/core';
+import { type DecisionState } from '@retrysafe/core';
+import { decide, resolvePolicy } from '@retrysafe/core/internal';
 import { sandboxCreateCard } from '@retrysafe/sandbox';
 
 const T0 = Date.UTC(2026, 0, 1);

@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { InvalidIdError, InvalidIntentError, businessOperationId, fingerprint, type OperationSpec } from '@retrysafe/contract';
-import { identityOf } from '@retrysafe/core';
+import { identityOf } from '@retrysafe/core/internal';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
 
 const spec = createSandboxAdapter({ provider: createSandboxProvider({ replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' }) }).operations['records.create'] as OperationSpec;

@@ -15,12 +15,11 @@ function declaredAdapter(provider: ReturnType<typeof createSandboxProvider>): Ad
     ...spec.card,
     businessOperationId: {
       ...spec.card.businessOperationId,
-      idRule: 'v2',
-      normalize: [{ field: 'ref', steps: ['nfkc', 'trim', 'collapse-whitespace', 'case-fold'], source: 'property test: references are case-insensitive, white space is not part of them' }],
+      normalize: [{ field: 'ref', steps: ['nfkc', 'trim', 'collapse-whitespace', 'case-fold'], source: 'property test: references are case-insensitive, white space is not part of them', evidence: 'https://provider.example/docs/references' }],
     },
     paramComparison: [
-      { field: 'note', compare: 'normalized', steps: ['nfkc', 'trim', 'collapse-whitespace'], source: 'property test: free text, white space ignored' },
-      { field: 'amount', compare: 'normalized', steps: ['canonical-number'], source: 'property test: the provider parses numbers' },
+      { field: 'note', compare: 'normalized', steps: ['nfkc', 'trim', 'collapse-whitespace'], source: 'property test: free text, white space ignored', evidence: 'https://provider.example/docs/notes' },
+      { field: 'amount', compare: 'normalized', steps: ['canonical-number'], source: 'property test: the provider parses numbers', evidence: 'https://provider.example/docs/numbers' },
     ],
   };
   return { ...adapter, operations: { ...adapter.operations, [OP]: { ...spec, card } } } as AdapterV1;

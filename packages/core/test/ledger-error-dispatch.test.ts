@@ -96,24 +96,21 @@ describe('garbage adapters are typed errors, not TypeErrors', () => {
 });
 
 describe('a SQLite write that fails after the provider call (the write lock held by another process past busyTimeoutMs)', () => {
-  // Layout 2 failed here on a result nested deeper than SQLite's json_set could patch; layout 3 (issue 23)
-  // stores the record as one JSON document and takes such a result, so the failure is now a lock that does
-  // not come free in time, as another process holding the file would cause.
+  // The record is one JSON document, so a deeply nested result is stored too; the failure is a lock
+  // that does not come free in time, as another process holding the file would cause.
   it('is a LedgerError with providerMayHaveBeenCalled, not a raw SqliteError', async () => {
     const { mkdtempSync, rmSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
     const { join } = await import('node:path');
-    const { createSqliteLedger } = await import('@retrysafe/core');
-    const { resolveDriver } = await import('../src/ledger/sqlite-driver.js');
+    const { createSqliteLedger } = await import('@retrysafe/ledger-sqlite');
+    const { DatabaseSync } = await import('node:sqlite');
     const dir = mkdtempSync(join(tmpdir(), 'retrysafe-locked-'));
     try {
       const path = join(dir, 'locked.db');
-      const found = resolveDriver('auto');
-      if ('reasons' in found) throw new Error(found.reasons.join('; '));
       const provider = createSandboxProvider(REPLAYING);
       const base = createSandboxAdapter({ provider });
       const ledger = createSqliteLedger({ path, busyTimeoutMs: 50 });
-      const other = found.open(path);
+      const other = new DatabaseSync(path);
       // The provider performs the create; then another connection takes the write lock and keeps it.
       const adapter = { ...base, doExecute: async (...args: Parameters<typeof base.doExecute>) => {
         const out = await base.doExecute(...args);
@@ -126,7 +123,7 @@ describe('a SQLite write that fails after the provider call (the write lock held
       expect(LedgerError.isInstance(err), String(err)).toBe(true);
       expect((err as LedgerError).providerMayHaveBeenCalled).toBe(true);
       expect(provider.count()).toBe(1);
-      // The deep result layout 2 could not store is stored now.
+      // A deeply nested result is stored.
       let deep: Record<string, unknown> = { leaf: 1 };
       for (let i = 0; i < 1200; i++) deep = { a: deep };
       const deepAdapter = { ...base, doExecute: async (...args: Parameters<typeof base.doExecute>) => ({ ...(await base.doExecute(...args)), result: deep }) } as typeof base;

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createSqliteLedger, verifyReceiptChain } from '@retrysafe/core';
+import { verifyReceiptChain } from '@retrysafe/core';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createSandboxProvider, startSandboxServer, type SandboxBehaviour } from '@retrysafe/sandbox';
 
 const WORKER = fileURLToPath(new URL('./fixtures/worker.mjs', import.meta.url));

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { OperationSpec } from '@retrysafe/contract';
-import { RunnerConfigurationError, assertParams, paramsErrors } from '@retrysafe/core';
+import { RunnerConfigurationError } from '@retrysafe/core';
+import { assertParams, paramsErrors } from '@retrysafe/core/internal';
 
 const spec = (paramsSchema: Record<string, unknown>) => ({ card: { operation: 'acme.orders.create' }, paramsSchema }) as unknown as OperationSpec;
 const schema = { type: 'object', additionalProperties: false, required: ['qty'], properties: { qty: { type: 'integer' }, email: { type: 'string', format: 'email' }, items: { type: 'array', items: { type: 'object', required: ['sku'] } } } };

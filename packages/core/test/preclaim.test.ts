@@ -5,8 +5,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PAYLOAD_LIMITS, PayloadLimitError, RetrysafeError, type Ledger } from '@retrysafe/contract';
-import { createMemoryLedger, createRunner, createSqliteLedger } from '@retrysafe/core';
+import { PayloadLimitError, RetrysafeError, type Ledger } from '@retrysafe/contract';
+import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
+import { createMemoryLedger, createRunner } from '@retrysafe/core';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
 import { REPLAYING } from './helpers.js';
 

@@ -2,7 +2,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createRedactor, detectSensitive, exportReceiptsJsonl, isSecretKey, jsonlHandoffSink, type LogEntry } from '@retrysafe/core';
+import { exportReceiptsJsonl, jsonlHandoffSink, type LogEntry } from '@retrysafe/core';
+import { createRedactor, detectSensitive, isSecretKey } from '@retrysafe/core/internal';
 import { setup } from './helpers.js';
 
 const SECRET = 'sk_live_51Hq9ZsEcReTvAlUe0xyz';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { backoffMs, planRetry, resolvePolicy, RunnerConfigurationError, type RetryPolicy } from '@retrysafe/core';
+import { RunnerConfigurationError, type RetryPolicy } from '@retrysafe/core';
+import { backoffMs, planRetry, resolvePolicy } from '@retrysafe/core/internal';
 import { sandboxCreateCard } from '@retrysafe/sandbox';
 
 const card = sandboxCreateCard({ replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' });

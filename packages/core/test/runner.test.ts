@@ -224,6 +224,22 @@ describe('runner.run: typed errors, nothing sent', () => {
     expect(provider.calls()).toBe(3);
   });
 
+  it('a rejection that says it created something is never superseded: the corrected request is a conflict naming the object, the packet names it too', async () => {
+    const { provider, adapter, runner, packets } = setup();
+    // Any adapter's rejection may say what the provider kept (Stripe: a declined create+confirm leaves its PaymentIntent).
+    const leaving: AdapterV1 = { ...adapter, doExecute: async (op, p, ctx) => ({ ...(await adapter.doExecute(op, p, ctx)), kind: 'rejected', reason: 'card-declined', message: 'declined', created: 'obj_left' }) };
+    const first = await runner.run(leaving, OP, { params: params('a', { note: 'x' }) });
+    expectStatus(first, 'handed-off');
+    expect(first.packet.lastKnown.created).toBe('obj_left');
+    expect(first.packet.safeNextActions.map((a) => a.action)).not.toContain('resend-with');
+    expect(first.receipts.at(-1)?.created).toBe('obj_left');
+    expect(verifyReceiptChain(first.receipts).ok).toBe(true); // `created` is sealed into the receipt's hash
+    const corrected = await runner.run(adapter, OP, { params: params('a', { note: 'y' }) }).catch((e) => e);
+    expect(ConflictError.isInstance(corrected) && corrected.message).toMatch(/obj_left/);
+    expect(provider.calls()).toBe(1);
+    expect(packets).toHaveLength(1);
+  });
+
   it('bad input: unknown operation, bad id, missing intent field, unknown spec version', async () => {
     const { provider, adapter, runner } = setup();
     await expect(runner.run(adapter, 'records.delete' as string as typeof OP, { params: params() })).rejects.toSatisfy(UnknownOperationError.isInstance);

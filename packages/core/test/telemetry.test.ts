@@ -2,7 +2,8 @@ import { metrics, trace } from '@opentelemetry/api';
 import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createTelemetry, TELEMETRY, type LogEntry } from '@retrysafe/core';
+import { TELEMETRY, type LogEntry } from '@retrysafe/core';
+import { createTelemetry } from '@retrysafe/core/internal';
 import { setup } from './helpers.js';
 
 // Spans and metrics read back through the OpenTelemetry SDK's in-memory exporters; the runner only

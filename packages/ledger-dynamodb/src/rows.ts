@@ -1,5 +1,6 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { isTerminal, LedgerError, type OperationRecord, PRUNABLE_STATES, type Receipt } from '@retrysafe/contract';
+import { LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
+import { isTerminal, PRUNABLE_STATES } from '@retrysafe/contract/ledger';
 import { TTL_ATTRIBUTE } from './schema.js';
 
 export type Item = Record<string, AttributeValue>;

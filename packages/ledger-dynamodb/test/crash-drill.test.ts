@@ -7,7 +7,7 @@
 // nothing stuck and no duplicate: exactly one record per operation.
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { RECOVERABLE_STATES } from '@retrysafe/contract';
+import { RECOVERABLE_STATES } from '@retrysafe/contract/ledger';
 import { createRunner } from '@retrysafe/core';
 import {
   createSandboxAdapter,

@@ -2,23 +2,18 @@ import pg from 'pg';
 
 /**
  * The connections of a ledger that opens its own (`connectionString`, no `pool`): at most `max`
- * `pg.Client`s, handed out most recently used first, with ONE timer for all of them.
- *
- * pg.Pool with the ledger's settings armed and cleared timers on every query: the checkout's
- * connection timeout, the client's `query_timeout` and, on every release, the idle timeout (three
- * `setTimeout`s and three `clearTimeout`s per statement, 30–50 µs of CPU per clean operation
- * measured). Here a watchdog ticks every `period` ms while any connection is open, and each query,
- * each wait for a free connection and each idle connection carries the tick it must end by:
+ * `pg.Client`s, handed out most recently used first, with ONE timer for all of them instead of
+ * pg.Pool's timers armed and cleared around every statement. A watchdog ticks every `period` ms while
+ * any connection is open, and each query, each wait for a free connection and each idle connection
+ * carries the tick it must end by:
  * - a query that has not answered `timeoutMs` after it was sent fails (fail closed: the caller sees an
- *   error, so the runner does not dispatch) and its connection is closed (pg destroys the socket of a
- *   client whose query is still running), so it is never reused mid-protocol; the statement may still
- *   commit on the server, as after any lost answer;
+ *   error, so the runner does not dispatch) and its connection is closed, so it is never reused
+ *   mid-protocol; the statement may still commit on the server, as after any lost answer;
  * - a wait for a free connection that lasts `timeoutMs` fails, and its query is never sent;
  * - a connection unused for `idleMs` is closed.
- * (0 for either: no limit.)
- * A deadline is checked on a tick, so it fires between `timeoutMs` and `timeoutMs + period` late.
- * Opening a connection is limited by pg's own `connectionTimeoutMillis` (a timer per connect, rare).
- * A query that fails (any error) closes its connection, as pg.Pool's `query` does.
+ * (0 for either: no limit.) A deadline fires between `timeoutMs` and `timeoutMs + period` late.
+ * Opening a connection is limited by pg's own `connectionTimeoutMillis`. A query that fails (any
+ * error) closes its connection, as pg.Pool's `query` does.
  */
 export class Connections {
   private readonly idle: Conn[] = [];
@@ -69,17 +64,17 @@ export class Connections {
         open = false;
         reject(err);
       };
-      // A Query made from the text, its name set after: pg copies a config object's property descriptors
-      // (cloneQueryConfig) for every query, not a text; a submittable Query it sends as it is.
-      const query = new pg.Query<R>(config.text, config.values, (err: Error | undefined, res: unknown) => {
+      const done = (err: Error | undefined, res?: pg.QueryResult<R>) => {
         if (!open) return; // timed out: already answered, and the connection is closed
         open = false;
         conn.until = 0;
         conn.fail = null;
         if (release) this.release(conn, err);
         if (err) reject(err);
-        else resolve(res as pg.QueryResult<R>);
-      });
+        else resolve(res!);
+      };
+      // pg copies a config object property by property on every query, a Query it sends as it is (bench: instructions).
+      const query = new pg.Query<R>(config.text, config.values, (err: Error | undefined, res: unknown) => done(err, res as pg.QueryResult<R>));
       if (config.name !== undefined) (query as unknown as { name: string }).name = config.name;
       conn.client.query(query);
     });

@@ -1,2 +1,2 @@
-export { createPostgresLedger, type PostgresLedger, type PostgresLedgerOptions } from './postgres-ledger.js';
-export { migrate, MIGRATIONS, quoteSchema, type Migration, type MigrateReport } from './migrations.js';
+export { createPostgresLedger, type PostgresLedger, type PostgresLedgerOptions } from './ledger.js';
+export { migrate, type MigrateReport } from './schema.js';

@@ -1,8 +1,8 @@
 import { LedgerError, type BusinessOperationId, type HandoffPacket, type OperationRecord, type OperationState, type ProviderKey, type Receipt } from '@retrysafe/contract';
 
 /**
- * The columns a record is read from: every column but `receipts` (migration 5), which only
- * `receipts()` and an exporting prune read. Reads and write-backs name them instead of `*`.
+ * The columns a record is read from: every column but `receipts`, which only `receipts()` and an
+ * exporting prune read. Reads and write-backs name them instead of `*`.
  */
 export const RECORD_COLUMNS = [
   'business_operation_id', 'provider', 'operation', 'intent_fingerprint', 'params_fingerprint', 'params', 'provider_key', 'state',
@@ -33,9 +33,8 @@ export interface OperationRow {
   status_ref: string | null;
   handoff: unknown;
   resolution: unknown;
-  /** Since migration 3. */
-  receipt_head?: string | null;
-  receipt_count?: number;
+  receipt_head: string | null;
+  receipt_count: number;
 }
 
 const num = (v: string | number): number => (typeof v === 'number' ? v : Number(v));
@@ -64,16 +63,8 @@ export function toRecord(row: OperationRow): OperationRecord {
     statusRef: row.status_ref,
     handoff: (row.handoff ?? null) as HandoffPacket | null,
     resolution: (row.resolution ?? null) as OperationRecord['resolution'],
-    ...(typeof row.receipt_count === 'number' ? { receiptChain: { head: row.receipt_head ?? null, length: row.receipt_count } } : {}),
+    receiptChain: { head: row.receipt_head, length: row.receipt_count },
   };
-}
-
-/**
- * SQL that appends one receipt (the JSON text in parameter `param`) to the row's `receipts`, a JSON
- * array kept as text: `[r1,r2]` becomes `[r1,r2,r3]` without the server parsing either.
- */
-export function appendReceiptSql(param: string): string {
-  return `receipts = coalesce(left(receipts, -1) || ',', '[') || ${param}::text || ']'`;
 }
 
 /** The receipts of a row, in seq order (NULL: none yet). */
@@ -89,4 +80,33 @@ export function toReceipts(text: string | null, id: string): Receipt[] {
 /** JSON text for a json column; undefined stays SQL NULL. Arrays must not reach pg unstringified (it would send a PostgreSQL array). */
 export function jsonParam(value: unknown): string | null {
   return value === undefined ? null : JSON.stringify(value);
+}
+
+export const parseJson = (text: string | null | undefined): unknown => (text == null ? null : JSON.parse(text));
+
+/** The json columns of a record, as the text the column holds (null: SQL NULL or JSON null, both read back as null). */
+export interface JsonTexts {
+  readonly params: string | null;
+  readonly result: string | null;
+  readonly handoff: string | null;
+  readonly resolution: string | null;
+}
+
+export const jsonTextsOf = (record: OperationRecord): JsonTexts => ({
+  params: jsonParam(record.params),
+  result: jsonParam(record.result),
+  handoff: jsonParam(record.handoff),
+  resolution: jsonParam(record.resolution),
+});
+
+/** A record as a read of its row would give it: its own json values and chain anchor, shared with nobody. */
+export function handOut(record: OperationRecord, json: JsonTexts): OperationRecord {
+  return {
+    ...record,
+    params: parseJson(json.params),
+    result: parseJson(json.result),
+    handoff: parseJson(json.handoff) as OperationRecord['handoff'],
+    resolution: parseJson(json.resolution) as OperationRecord['resolution'],
+    ...(record.receiptChain ? { receiptChain: { ...record.receiptChain } } : {}),
+  };
 }

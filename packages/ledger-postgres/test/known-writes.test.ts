@@ -2,7 +2,7 @@
 // guarded by the row version's xmin and reads back only the new xmin; the record it returns is the
 // contract's transition of the remembered one. These tests hold that record to the row itself
 // (`get()`), and show that a row written meanwhile by anyone else is written and read back in full.
-import { sealReceipt } from '@retrysafe/core';
+import { sealReceipt } from '@retrysafe/core/internal';
 import { asBusinessOperationId, LeaseLostError, type ClaimInput, type HandoffPacket, type ProviderKey, type Receipt } from '@retrysafe/contract';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';

@@ -1,6 +1,6 @@
-// The shared ledger suite from @retrysafe/core, run against a real PostgreSQL: one fresh schema per
+// The shared ledger suite from @retrysafe/testkit/ledger, run against a real PostgreSQL: one fresh schema per
 // test (the suite asks for an empty ledger each time), all dropped at the end.
-import { ledgerSuite } from '@retrysafe/core/ledger-suite';
+import { ledgerSuite } from '@retrysafe/testkit/ledger';
 import { afterAll } from 'vitest';
 import { createPostgresLedger } from '../src/index.js';
 import { databaseUrl, dropSchema, freshSchema } from './pg-test-db.js';

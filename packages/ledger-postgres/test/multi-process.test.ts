@@ -8,7 +8,8 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createRunner } from '@retrysafe/core';
-import { RECOVERABLE_STATES, type BusinessOperationId } from '@retrysafe/contract';
+import type { BusinessOperationId } from '@retrysafe/contract';
+import { RECOVERABLE_STATES } from '@retrysafe/contract/ledger';
 import { createSandboxAdapter, createSandboxProvider, startSandboxServer, type SandboxBehaviour, type SandboxServer } from '@retrysafe/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresLedger, type PostgresLedger } from '../src/index.js';

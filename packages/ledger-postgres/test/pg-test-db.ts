@@ -1,9 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import pg from 'pg';
-import type { OperationRecord, Receipt } from '@retrysafe/contract';
-import { migrate, MIGRATIONS } from '../src/index.js';
 
 /**
  * The tests need a real PostgreSQL: `.ci/run` starts one and exports DATABASE_URL
@@ -85,39 +82,4 @@ export async function startPgRelay(target: string): Promise<{ url: string; cut()
       await new Promise<void>((r) => server.close(() => r()));
     },
   };
-}
-
-/** What a migration-4 build wrote (fixtures/legacy/make-legacy-pg.mjs): its rows as text, and what it read back. */
-export interface LegacyFixture {
-  tables: Record<'retrysafe_operations' | 'retrysafe_receipts', Array<Record<string, string | null>>>;
-  expected: Record<string, { record: OperationRecord; receipts: Receipt[] }>;
-}
-export const LEGACY_V4 = JSON.parse(readFileSync(new URL('./fixtures/legacy/ledger-v4.json', import.meta.url), 'utf8')) as LegacyFixture;
-
-/** Inserts the fixture's rows into a schema migrated to 3 or 4 (the tables are the same), byte for byte: PostgreSQL casts each text to its column's type. */
-export async function loadLegacyRows(pool: pg.Pool | pg.Client, schema: string): Promise<void> {
-  for (const table of ['retrysafe_operations', 'retrysafe_receipts'] as const) {
-    for (const row of LEGACY_V4.tables[table]) {
-      const cols = Object.keys(row);
-      await pool.query(`INSERT INTO "${schema}".${table} (${cols.join(', ')}) VALUES (${cols.map((_, i) => `$${i + 1}`).join(', ')})`, Object.values(row));
-    }
-  }
-}
-
-/**
- * Runs `fn` on a fresh schema holding the fixture's rows (loaded at migration 4, as that build wrote them),
- * then migrated up to `version`, with a pool of its own; the schema is dropped afterwards.
- */
-export async function withLegacySchema(label: string, version: number, fn: (pool: pg.Pool, schema: string) => Promise<void>): Promise<void> {
-  const schema = freshSchema(label);
-  const pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
-  try {
-    await migrate(pool, schema, MIGRATIONS.filter((m) => m.version <= 4));
-    await loadLegacyRows(pool, schema);
-    await migrate(pool, schema, MIGRATIONS.filter((m) => m.version <= version));
-    await fn(pool, schema);
-  } finally {
-    await pool.end();
-    await dropSchema(schema);
-  }
 }

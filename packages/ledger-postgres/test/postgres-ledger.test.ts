@@ -10,7 +10,7 @@ import {
 } from '@retrysafe/contract';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresLedger, migrate, MIGRATIONS, type PostgresLedger } from '../src/index.js';
+import { createPostgresLedger, migrate, type PostgresLedger } from '../src/index.js';
 import { databaseUrl, dropSchema, freshSchema, startPgRelay } from './pg-test-db.js';
 
 const url = databaseUrl();
@@ -75,14 +75,43 @@ describe('migrations', () => {
     const s = freshSchema('migrate');
     try {
       const reports = await Promise.all([1, 2, 3, 4, 5].map(() => migrate(pool, s)));
-      expect(reports.flatMap((r) => r.applied).sort()).toEqual(MIGRATIONS.map((m) => m.version).sort());
+      expect(reports.flatMap((r) => r.applied)).toEqual([1]);
       expect((await migrate(pool, s)).applied).toEqual([]);
       const { rows } = await pool.query(`SELECT version FROM "${s}".retrysafe_schema_migrations ORDER BY version`);
-      expect(rows.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
+      expect(rows.map((r) => r.version)).toEqual([1]);
       const idx = await pool.query(`SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname`, [s]);
-      // Migration 4 (issue 23) replaced the full state and provider/operation indexes with a created_at one and a partial index of open rows;
-      // migration 5 dropped the recoverable rows' index (the open rows' one serves recovery) with the receipts table.
+      // A created_at index for listings and retention, and a partial index of open rows (recovery, the handoff queue).
       expect(idx.rows.map((r) => r.indexname)).toEqual(['retrysafe_operations_created_idx', 'retrysafe_operations_open_idx', 'retrysafe_operations_pkey', 'retrysafe_schema_migrations_pkey']);
+    } finally {
+      await pool.end();
+      await dropSchema(s);
+    }
+  });
+
+  it('a hand-written statement cannot store a state no rule knows, a fence below 1 or half a lease', async () => {
+    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    const s = freshSchema('rules');
+    try {
+      await migrate(pool, s);
+      const t = `"${s}".retrysafe_operations`;
+      await pool.query(`INSERT INTO ${t} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, state, fence, lease_owner, lease_expires_at, created_at, updated_at)
+        VALUES ('open', 'p', 'o', 'i', 'f', 'claimed', 1, 'w', 10, 1, 1)`);
+      const refused = async (sql: string) => (await pool.query(sql).catch((e: { code?: string }) => e)) as { code?: string };
+      for (const sql of [
+        `UPDATE ${t} SET state = 'done' WHERE business_operation_id = 'open'`,
+        `UPDATE ${t} SET state = NULL WHERE business_operation_id = 'open'`,
+        `UPDATE ${t} SET fence = 0 WHERE business_operation_id = 'open'`,
+        `UPDATE ${t} SET lease_owner = NULL WHERE business_operation_id = 'open'`,
+        `UPDATE ${t} SET lease_expires_at = NULL WHERE business_operation_id = 'open'`,
+        `INSERT INTO ${t} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, state, fence, created_at, updated_at) VALUES ('x', 'p', 'o', 'i', 'f', 'Claimed', 1, 1, 1)`,
+        `INSERT INTO ${t} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, state, fence, created_at, updated_at) VALUES ('x', 'p', 'o', 'i', 'f', 'claimed', -1, 1, 1)`,
+        `INSERT INTO ${t} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, state, fence, lease_owner, created_at, updated_at) VALUES ('x', 'p', 'o', 'i', 'f', 'claimed', 1, 'w', 1, 1)`,
+      ]) {
+        // 23514 check_violation (23502 not_null_violation for a NULL state).
+        expect((await refused(sql)).code, sql).toBe(sql.includes('state = NULL') ? '23502' : '23514');
+      }
+      expect((await pool.query(`SELECT count(*) AS n FROM ${t} WHERE business_operation_id = 'x'`)).rows[0].n).toBe('0');
+      expect((await pool.query(`SELECT state, fence, lease_owner FROM ${t}`)).rows).toEqual([{ state: 'claimed', fence: '1', lease_owner: 'w' }]);
     } finally {
       await pool.end();
       await dropSchema(s);

@@ -1,6 +1,7 @@
 // Issue 15 item 4 on PostgreSQL: a refusal before the claim writes no row and calls no provider.
 import { createRunner } from '@retrysafe/core';
-import { PAYLOAD_LIMITS, PayloadLimitError, RetrysafeError } from '@retrysafe/contract';
+import { PayloadLimitError, RetrysafeError } from '@retrysafe/contract';
+import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresLedger, type PostgresLedger } from '../src/index.js';

@@ -1,11 +1,11 @@
-// Issue 23: retention (prune) and the index layout of migration 4 on a real PostgreSQL, and a schema
-// at migration 3 (what the previous release left) upgraded with its rows.
+// Issue 23: retention (prune) and the index layout on a real PostgreSQL.
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
 import { createRunner, pruneLedger, verifyOperation } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
-import { createPostgresLedger, migrate, MIGRATIONS } from '../src/index.js';
-import { databaseUrl, dropSchema, freshSchema, LEGACY_V4, loadLegacyRows } from './pg-test-db.js';
+import { createPostgresLedger, migrate, type PostgresLedger } from '../src/index.js';
+import { databaseUrl, dropSchema, freshSchema } from './pg-test-db.js';
 
 const schemas: string[] = [];
 afterAll(async () => {
@@ -13,34 +13,34 @@ afterAll(async () => {
 });
 
 describe('PostgreSQL retention and index layout', () => {
-  it('a schema at migration 3 with operations and receipts upgrades to 4 (and 5) and keeps working: runs, verifies, prunes', async () => {
-    const schema = freshSchema('upgrade4');
+  it('prune keeps what the key retention protects unless forced, then deletes closed operations with their receipts', async () => {
+    const schema = freshSchema('retention');
     schemas.push(schema);
     const pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
     try {
-      await migrate(pool, schema, MIGRATIONS.filter((m) => m.version <= 3));
-      // The rows the previous release wrote (receipts in their own table; the tables are the same at 3 and 4).
-      await loadLegacyRows(pool, schema);
-      const old = LEGACY_V4.expected['legacy-ok']!;
-      expect((await migrate(pool, schema)).applied).toEqual([4, 5, 6]);
       const ledger = createPostgresLedger({ pool, schema });
-      const oldId = old.record.businessOperationId;
-      expect(JSON.stringify(await ledger.receipts(oldId))).toBe(JSON.stringify(old.receipts));
-      expect(await verifyOperation(ledger, oldId)).toEqual({ ok: true });
       const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
       const adapter = createSandboxAdapter({ provider });
-      const next = await createRunner({ ledger }).run(adapter, 'records.create', { params: { ref: 'after-4', amount: 1 } });
+      const first = await createRunner({ ledger }).run(adapter, 'records.create', { params: { ref: 'kept-1', amount: 1 } });
+      expect(first.status).toBe('done');
+      // A rejected, a handed-off and an open operation beside it.
+      await closeBy(ledger, 'op-rejected', (ref) => ledger.setState(ref, { state: 'rejected', lastOutcome: 'rejected', now: Date.now() }));
+      await closeBy(ledger, 'op-handed-off', (ref) => ledger.handOff(ref, { reason: 'retry-exhausted' } as never, Date.now()));
+      await closeBy(ledger, 'op-open', async () => undefined);
+      const next = await createRunner({ ledger }).run(adapter, 'records.create', { params: { ref: 'after', amount: 1 } });
       expect(next.status).toBe('done');
+      expect(await verifyOperation(ledger, first.businessOperationId)).toEqual({ ok: true });
       expect((await ledger.list({ newestFirst: true, limit: 1 }))[0]!.businessOperationId).toBe(next.businessOperationId);
       // The new one is younger than the sandbox card's key retention: refused without force; with it, every closed one goes.
       const cards = Object.values(adapter.operations).map((o) => o.card);
       await expect(pruneLedger(ledger, { olderThan: 0, cards, now: Date.now() + 1000 })).rejects.toThrow(/key retention/);
       const report = await pruneLedger(ledger, { olderThan: 0, cards, force: true, now: Date.now() + 1000 });
       expect(report).toMatchObject({ pruned: 3, byState: { succeeded: 2, rejected: 1 }, floor: { forced: true } });
-      expect(await ledger.get(oldId)).toBeNull();
+      expect(await ledger.get(first.businessOperationId)).toBeNull();
+      expect(await ledger.receipts(first.businessOperationId)).toEqual([]);
       // Their receipts went with their rows; the handed-off and the open operation stay.
       const { rows } = await pool.query(`SELECT business_operation_id AS id FROM "${schema}".retrysafe_operations ORDER BY id`);
-      expect(rows.map((r) => r.id)).toEqual(['legacy-open', 'legacy-two']);
+      expect(rows.map((r) => r.id)).toEqual(['op-handed-off', 'op-open']);
       await ledger.close();
     } finally {
       await pool.end();
@@ -66,7 +66,7 @@ describe('PostgreSQL retention and index layout', () => {
       noSeq(await plan(`SELECT * FROM ${t} WHERE business_operation_id = 'op-7'`));
       noSeq(await plan(`SELECT * FROM ${t} WHERE state IN ('claimed', 'dispatched', 'unknown', 'in-progress', 'reconciling') ORDER BY updated_at, business_operation_id LIMIT 10`));
       noSeq(await plan(`SELECT * FROM ${t} WHERE state = 'succeeded' AND created_at < 100 AND updated_at < 100 AND (created_at, business_operation_id) > (-1, '') ORDER BY created_at, business_operation_id LIMIT 500`));
-      // A later page starts where the last one ended: created_at bounds the index scan (migration 5's created_at index holds no id).
+      // A later page starts where the last one ended: created_at bounds the index scan (the created_at index holds no id).
       expect(await plan(`SELECT * FROM ${t} WHERE state = 'succeeded' AND created_at < 15000 AND updated_at < 15000 AND (created_at, business_operation_id) > (10000, 'op-10000') ORDER BY created_at, business_operation_id LIMIT 500`))
         .toMatch(/Index Cond: .*created_at >= 10000/);
     } finally {
@@ -74,3 +74,13 @@ describe('PostgreSQL retention and index layout', () => {
     }
   });
 });
+
+/** Claims `id` (a lease of an hour) and lets `then` move it on. */
+async function closeBy(ledger: PostgresLedger, id: string, then: (ref: { businessOperationId: ReturnType<typeof asBusinessOperationId>; fence: number }) => Promise<unknown>): Promise<void> {
+  const c = await ledger.claim({
+    businessOperationId: asBusinessOperationId(id), provider: 'sandbox', operation: 'sandbox.records.create', intentFingerprint: `i-${id}`,
+    paramsFingerprint: `p-${id}`, params: { ref: id }, providerKey: `k-${id}` as ProviderKey, owner: 'w', leaseMs: 3_600_000, now: Date.now(),
+  });
+  if (c.kind !== 'claimed') throw new Error(c.kind);
+  await then({ businessOperationId: c.record.businessOperationId, fence: c.record.fence });
+}

@@ -1,5 +1,6 @@
-import { asBusinessOperationId, TERMINAL_STATES, type Ledger } from '@retrysafe/contract';
-import type { AgentToolResult } from '@retrysafe/core';
+import { asBusinessOperationId, type Ledger } from '@retrysafe/contract';
+import { TERMINAL_STATES } from '@retrysafe/contract/ledger';
+import type { AgentToolResult } from '@retrysafe/core/agent';
 
 /** The `_meta` key of a tools/call request with which the caller sets how long a duplicate may wait, ms. */
 export const WAIT_META_KEY = 'retrysafe/waitMs';

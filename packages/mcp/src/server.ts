@@ -8,7 +8,8 @@ import type { AdapterV1, Ledger } from '@retrysafe/contract';
 import { createCoalescer, requestedWait, type Coalescer } from './coalesce.js';
 import { createHttpGuard, type HttpGuard, type HttpGuardOptions } from './http-guard.js';
 
-import { agentTools, callAgentTool, operationStatus, pendingHandoffs, type AgentToolDefinition, type Runner } from '@retrysafe/core';
+import { type Runner } from '@retrysafe/core';
+import { agentTools, callAgentTool, operationStatus, pendingHandoffs, type AgentToolDefinition } from '@retrysafe/core/agent';
 
 export interface McpServerOptions {
   readonly runner: Runner;

@@ -23,6 +23,8 @@ import { listPublicPackages, listWorkspacePackages, repoRoot, runtimeDependencyN
 const run = promisify(execFile);
 const consumersDir = join(dirname(fileURLToPath(import.meta.url)), 'consumers');
 const CORE = '@retrysafe/core';
+/** The embedded ledger the consumers' samples open: core's user adds this one package. */
+const SQLITE = '@retrysafe/ledger-sqlite';
 const SAMPLE_SENTENCE = 'Release check: this sentence is the changelog entry a user reads for this version.';
 
 /** One adapter leg: the adapter installed next to core, and what must (not) come along with it. */
@@ -41,7 +43,7 @@ const OTHER_SDKS = ['@microsoft/microsoft-graph-client', '@hubspot/api-client', 
 /** Test tooling an adapter's production install must never bring (its ./sandbox entry needs only @retrysafe/sandbox-kit). */
 const TEST_TOOLING = ['@retrysafe/testkit', 'vitest'];
 /** What every leg installs besides its adapter: the runner and the embedded ledger (node:sqlite, no native build). */
-const BASE = [CORE, '@retrysafe/ledger-sqlite'];
+const BASE = [CORE, SQLITE];
 const LEGS: Leg[] = [
   // The first create's response is lost after the sandbox committed it: still one record.
   { adapter: '@retrysafe/sandbox', scenario: 'sandbox', mustHave: [], mustNotHave: ['stripe', ...OTHER_SDKS, ...TEST_TOOLING], expect: {} },

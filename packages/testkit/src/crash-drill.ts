@@ -51,8 +51,6 @@ export interface CrashDrillOptions {
   readonly policy?: DrillPolicy;
   /** Where the report goes (JSON); default a temp dir. */
   readonly outFile?: string;
-  /** SQLite driver of every process's ledger (default `auto`: node:sqlite where the runtime has it). */
-  readonly sqliteDriver?: 'auto' | 'node:sqlite' | 'better-sqlite3';
   /**
    * Slow network: a loopback fault proxy sits between the workers and the sandbox and holds a seeded
    * `share` (0–1) of the business operations' first create requests past the client timeout and the
@@ -217,7 +215,7 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
     for (let b = 0; b < plan.length; b += batchSize) {
       const batch = plan.slice(b, b + batchSize);
       const ledgerPath = join(work, `ledger-${b / batchSize}.db`);
-      const base = { adapterModule: options.adapterModule, adapterOptions: options.adapterOptions, baseUrl: upstreamUrl, timeoutMs, ledgerPath, operation: options.operation, leaseMs, ...(options.policy ? { policy: options.policy } : {}), ...(options.sqliteDriver ? { sqliteDriver: options.sqliteDriver } : {}) };
+      const base = { adapterModule: options.adapterModule, adapterOptions: options.adapterOptions, baseUrl: upstreamUrl, timeoutMs, ledgerPath, operation: options.operation, leaseMs, ...(options.policy ? { policy: options.policy } : {}) };
       const runs = new Map<number, { killed: boolean; exit: string; businessOperationId: string | null }>();
 
       // Phase 1: worker processes, each running `perProcess` jobs concurrently; once every job in a

@@ -13,7 +13,6 @@ export interface CrashWorkerConfig {
   readonly baseUrl: string;
   readonly timeoutMs: number;
   readonly ledgerPath: string;
-  readonly sqliteDriver?: 'auto' | 'node:sqlite' | 'better-sqlite3';
   readonly operation: string;
   /** mode `run`: every job runs concurrently (distinct business operations) and stops at its own point. */
   readonly jobs: readonly { readonly index: number; readonly params: unknown; readonly businessOperationId: string; readonly point: CrashPoint | null }[];

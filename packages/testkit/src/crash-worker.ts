@@ -8,7 +8,8 @@
  */
 import { pathToFileURL } from 'node:url';
 import type { AdapterV1, Ledger } from '@retrysafe/contract';
-import { createRunner, createSqliteLedger } from '@retrysafe/core';
+import { createRunner } from '@retrysafe/core';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import type { CrashPoint, CrashWorkerConfig, CrashWorkerMessage } from './crash-types.js';
 
 function send(msg: CrashWorkerMessage): Promise<void> {
@@ -104,7 +105,7 @@ function main(): Promise<void> {
     const adapter = await mod.createAdapter({ baseUrl: cfg.baseUrl, timeoutMs: cfg.timeoutMs, options: cfg.adapterOptions });
     const skew = cfg.clockSkewMs ?? 0;
     const clock = { now: () => Date.now() + skew, sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms))) };
-    const baseLedger = createSqliteLedger({ path: cfg.ledgerPath, ...(cfg.sqliteDriver ? { driver: cfg.sqliteDriver } : {}) });
+    const baseLedger = createSqliteLedger({ path: cfg.ledgerPath });
     const runner = createRunner({ ledger: hookLedger(baseLedger), clock, policy: { leaseMs: cfg.leaseMs, ...(cfg.policy ?? {}) }, owner: `crash-${cfg.mode}-${process.pid}` });
 
     if (cfg.mode === 'run') {

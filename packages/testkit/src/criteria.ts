@@ -1,4 +1,5 @@
-import { durationMs, type Duration, type RetrySafetyCard } from '@retrysafe/contract';
+import type { Duration, RetrySafetyCard } from '@retrysafe/contract';
+import { durationMs } from '@retrysafe/contract/rules';
 import type { DrillPolicy, PassCriteria, ScenarioId, ScenarioSkip } from './drill-types.js';
 
 /*
@@ -131,6 +132,11 @@ export function skipReason(scenario: ScenarioId, card: RetrySafetyCard): Scenari
         return { cardField: 'retention.minimum', reason: 'the provider stores no key (retention null), so no key can age past it' };
       }
       return null;
+    case 'rejection-left-object': {
+      const v = card.sideEffect.rejectionMayCreate?.value;
+      if (v !== true) return { cardField: 'sideEffect.rejectionMayCreate', reason: v === undefined ? 'the card does not say a rejected call can leave an object' : `sideEffect.rejectionMayCreate=${String(v)}` };
+      return null;
+    }
     case 'in-progress': {
       const c = card.concurrency.value;
       if (c !== 'rejects-in-progress' && card.lookup.method.value !== 'status-url' && card.sideEffect.kind.value !== 'async-job') {
@@ -195,6 +201,9 @@ export function criteriaFor(scenario: ScenarioId, card: RetrySafetyCard, a: Card
     case 'changed-intent':
       why.push('same business-operation id, changed intent ⇒ ConflictError before anything is sent; the first run made the only request');
       return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['conflict'], handoff: false, why };
+    case 'rejection-left-object':
+      why.push('sideEffect.rejectionMayCreate=true: rejected but the object exists ⇒ one request, a handoff naming it; the corrected call and resend-with are conflicts that send nothing: 1 record');
+      return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['handed-off', 'conflict'], handoff: true, why };
     case 'permanent-error':
       why.push('rejected ⇒ stop after exactly one request and hand off');
       return { ...base, providerRecords: 0, attemptsAtProxy: { exact: 1 }, outcome: ['handed-off'], handoff: true, why };

@@ -47,6 +47,7 @@ export const SCENARIOS = [
   'in-progress',
   'crash-after-dispatch',
   'late-commit',
+  'rejection-left-object',
 ] as const;
 export type ScenarioId = (typeof SCENARIOS)[number];
 

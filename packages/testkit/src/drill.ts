@@ -4,14 +4,15 @@ import { join } from 'node:path';
 import {
   AdapterConfigurationError,
   ConflictError,
-  durationMs,
   type AdapterV1,
   type HandoffPacket,
   type Ledger,
   type Receipt,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
-import { callbackHandoffSink, createMemoryLedger, createRunner, createSqliteLedger } from '@retrysafe/core';
+import { durationMs } from '@retrysafe/contract/rules';
+import { callbackHandoffSink, createMemoryLedger, createRunner } from '@retrysafe/core';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { criteriaFor, readCard, skipReason } from './criteria.js';
 import { createDrillClock, realClock, seededRandom, type DrillClock } from './drill-clock.js';
 import type {
@@ -30,6 +31,7 @@ import type {
 } from './drill-types.js';
 import { SCENARIOS } from './drill-types.js';
 import { startFaultProxy, type Fault, type FaultProxy, type FaultScript, type ProxyRequest } from './fault-proxy.js';
+import { outcomeOf, rejectionLeftObject } from './drill-rejection.js';
 
 /**
  * The client timeout a drill hands to createAdapter unless the setup says otherwise. Generous on
@@ -51,6 +53,7 @@ export const SCENARIO_TITLES: Readonly<Record<ScenarioId, string>> = {
   'in-progress': 'in progress at the provider ⇒ polled, one work item',
   'crash-after-dispatch': 'crash after dispatch ⇒ recover() reconciles to one record',
   'late-commit': 'late commit: the provider applies the request after the client timed out ⇒ one record',
+  'rejection-left-object': 'a rejection that left an object, then a corrected request ⇒ still one object, the packet names it',
 };
 
 /** The client timeout of the late-commit scenario (the request is held until the client gives up). */
@@ -246,10 +249,6 @@ async function startHarness(ctx: DrillContext, faults: FaultScript, timeoutOverr
   }
 }
 
-function outcomeOf(result: { status: string }): DrillOutcome {
-  if (result.status === 'done' || result.status === 'handed-off' || result.status === 'in-progress') return result.status;
-  return 'error';
-}
 
 function safeName(s: string): string {
   return s.replace(/[^A-Za-z0-9._-]+/g, '_');
@@ -320,7 +319,11 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
   };
 
   const i = ctx.nextIndex++;
-  const params = op.params(i);
+  if (scenario === 'rejection-left-object' && !op.rejectedCreates) {
+    failures.push(`${label}: operations['${operation}'].rejectedCreates is required: the card says a rejected call can leave an object (sideEffect.rejectionMayCreate)`);
+    return finish({ status: 'failed', criteria, failures, runnerReceipts: [], handoffPackets: [], proxyRequests: [], notes });
+  }
+  const params = scenario === 'rejection-left-object' ? op.rejectedCreates!.params(i) : op.params(i);
   let script: FaultScript = [];
   const timeoutMs = o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS;
   switch (scenario) {
@@ -412,6 +415,8 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
       outcomes.push(await run(runner, op.changeIntent(params), id));
       const sent = h.proxy.requests.length - requestsBefore;
       if (sent !== 0) failures.push(`${label}: the conflicting call sent ${sent} request(s) to the provider; expected none`);
+    } else if (scenario === 'rejection-left-object') {
+      await rejectionLeftObject(h, operation, params, op.rejectedCreates!.corrected(params), { label, outcomes, failures, notes, errors });
     } else if (scenario === 'crash-after-dispatch' || scenario === 'key-past-retention') {
       // Worker A dispatches; the provider commits; A dies before recording the outcome.
       const ledgerA = h.makeLedger();

@@ -26,7 +26,7 @@ describe('drill receipts', () => {
       const r = JSON.parse(readFileSync(join(outDir, `${scenario}--records.create.json`), 'utf8'));
       expect(r).toMatchObject({ drill: 'receipts', operation: 'records.create', scenario });
       if (r.status === 'skipped') {
-        expect(r.skip.cardField).toMatch(/^(retention\.minimum|concurrency)$/);
+        expect(r.skip.cardField).toMatch(/^(retention\.minimum|concurrency|sideEffect\.rejectionMayCreate)$/);
         continue;
       }
       expect(r.status).toBe('passed');
@@ -44,10 +44,11 @@ describe('drill receipts', () => {
       }
     }
     const summary = JSON.parse(readFileSync(join(outDir, 'summary.json'), 'utf8'));
-    expect(summary).toMatchObject({ drill: 'receipts', total: SCENARIOS.length, failed: 0, skipped: 2 });
+    expect(summary).toMatchObject({ drill: 'receipts', total: SCENARIOS.length, failed: 0, skipped: 3 });
     expect(summary.skips).toEqual([
       expect.objectContaining({ scenario: 'key-past-retention', cardField: 'retention.minimum' }),
       expect.objectContaining({ scenario: 'in-progress', cardField: 'concurrency' }),
+      expect.objectContaining({ scenario: 'rejection-left-object', cardField: 'sideEffect.rejectionMayCreate' }),
     ]);
   });
 });
@@ -55,6 +56,13 @@ describe('drill receipts', () => {
 describe('pass criteria come from the card', () => {
   const replayCard = sandboxCreateCard(replaying);
   const forgetCard = sandboxCreateCard(forgetful);
+
+  it('a rejection that left an object: drilled only when the card says a rejected call can create, then one record and a handoff', () => {
+    expect(skipReason('rejection-left-object', replayCard)).toMatchObject({ cardField: 'sideEffect.rejectionMayCreate' });
+    const creates: RetrySafetyCard = { ...replayCard, sideEffect: { ...replayCard.sideEffect, rejectionMayCreate: fact(true, 'test') } };
+    expect(skipReason('rejection-left-object', creates)).toBeNull();
+    expect(criteriaFor('rejection-left-object', creates, readCard(creates))).toMatchObject({ providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['handed-off', 'conflict'], handoff: true });
+  });
 
   it('a lost response: one adopted record when the provider replays, a handoff after one request when nothing can find it', () => {
     expect(criteriaFor('lost-response', replayCard, readCard(replayCard))).toMatchObject({ providerRecords: 1, outcome: ['done'], handoff: false });

@@ -39,7 +39,7 @@ const withSandboxEntry = readdirSync(adapters)
 
 describe('adapter entries and the sandbox kit', () => {
   it('finds the adapters with a ./sandbox entry', () => {
-    expect(withSandboxEntry.map((a) => a.manifest.name).sort()).toEqual(['@retrysafe/http', '@retrysafe/hubspot', '@retrysafe/msgraph', '@retrysafe/resend', '@retrysafe/stripe']);
+    expect(withSandboxEntry.map((a) => a.manifest.name).sort()).toEqual(['@retrysafe/github', '@retrysafe/http', '@retrysafe/hubspot', '@retrysafe/msgraph', '@retrysafe/resend', '@retrysafe/slack', '@retrysafe/stripe']);
   });
 
   it.each(withSandboxEntry.map((a) => [a.manifest.name, a] as const))('%s: the root entry reaches only the contract, its SDK and node builtins; ./sandbox adds only the kit', (_name, { dir, manifest }) => {
@@ -64,7 +64,7 @@ describe('adapter entries and the sandbox kit', () => {
     expect(manifest.dependencies).toEqual({ '@retrysafe/contract': 'workspace:^', [KIT]: 'workspace:^' });
     const root = [...reached(join(dir, (manifest.exports['.'] as { default: string }).default))].filter((s) => !s.startsWith('node:'));
     expect(root).toContain(KIT);
-    for (const spec of root) expect(['@retrysafe/contract', KIT], `@retrysafe/sandbox imports ${spec}`).toContain(spec);
+    for (const spec of root) expect(['@retrysafe/contract', KIT], `@retrysafe/sandbox imports ${spec}`).toContain(packageOf(spec));
   });
 
   it('the kit itself needs nothing but node builtins (no core, no vitest) and declares no dependencies', () => {

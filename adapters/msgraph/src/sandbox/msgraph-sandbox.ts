@@ -5,8 +5,10 @@ import {
   createSandboxClock,
   isPlainObject as isObj,
   parseJsonBody,
+  routeRequest,
   startLoopbackServer,
   type CallScript,
+  type Route as KitRoute,
   type SandboxReply,
 } from '@retrysafe/sandbox-kit';
 
@@ -135,7 +137,8 @@ interface Route {
 
 const V = '(?:v1\\.0|beta)';
 const MAILBOX = '(me|users/([^/]+))';
-const ROUTES: readonly { method: string; re: RegExp; kind: SandboxKind }[] = [
+/** The Graph endpoints the adapter uses, each with its sandbox kind (faults and counts are per kind). */
+const ENDPOINTS: readonly { method: string; re: RegExp; kind: SandboxKind }[] = [
   { method: 'POST', re: new RegExp(`^/${V}/${MAILBOX}/sendMail$`, 'i'), kind: 'mail.send' },
   { method: 'GET', re: new RegExp(`^/${V}/${MAILBOX}/mailFolders/sentitems/messages$`, 'i'), kind: 'mail.lookup' },
   { method: 'POST', re: new RegExp(`^/${V}/${MAILBOX}/events$`, 'i'), kind: 'events.create' },
@@ -143,6 +146,8 @@ const ROUTES: readonly { method: string; re: RegExp; kind: SandboxKind }[] = [
   { method: 'POST', re: new RegExp(`^/${V}/${MAILBOX}/todo/lists/([^/]+)/tasks$`, 'i'), kind: 'todo.tasks.create' },
   { method: 'GET', re: new RegExp(`^/${V}/${MAILBOX}/todo/lists/([^/]+)/tasks$`, 'i'), kind: 'todo.tasks.lookup' },
 ];
+/** The endpoints as the sandbox kit's route table. */
+const ROUTES: readonly KitRoute<{ kind: SandboxKind; m: RegExpExecArray }>[] = ENDPOINTS.map((e) => ({ method: e.method, path: e.re, handle: (_req, m) => ({ kind: e.kind, m: m! }) }));
 
 /**
  * The sandbox kind of a request (`path` with or without its query), or null for one the sandbox does
@@ -150,7 +155,7 @@ const ROUTES: readonly { method: string; re: RegExp; kind: SandboxKind }[] = [
  */
 export function graphRequestKind(method: string, path: string): SandboxKind | null {
   const bare = path.split('?')[0]!;
-  return ROUTES.find((r) => r.method === method.toUpperCase() && r.re.test(bare))?.kind ?? null;
+  return ENDPOINTS.find((r) => r.method === method.toUpperCase() && r.re.test(bare))?.kind ?? null;
 }
 
 const EXT_FILTER = /^singleValueExtendedProperties\/Any\(\s*(\w+)\s*:\s*\1\/id eq '((?:[^']|'')*)' and \1\/value eq '((?:[^']|'')*)'\s*\)$/i;
@@ -163,19 +168,194 @@ class HttpError extends Error {
   }
 }
 
+/** What the sandbox holds: the records, and the settings the endpoints read. */
+interface GraphState {
+  readonly records: SandboxRecord[];
+  readonly now: () => number;
+  sentItemsDelayMs: number;
+  readonly duplicateTx: DuplicateTransactionBehaviour;
+  /** Events created before the last expireKeys(): their transactionId no longer folds a resend. */
+  readonly expired: Set<SandboxEvent>;
+  readonly todoLists: ReadonlySet<string>;
+}
+
+/** Validates and applies a create; returns the status and body of a normal answer. */
+function apply(state: GraphState, route: Route, body: unknown): { status: number; body: unknown } {
+  if (!isObj(body)) throw new HttpError(400, 'BadRequest', 'Empty or non-object payload.');
+  const t = state.now();
+  if (route.kind === 'mail.send') {
+    const msg = body.message;
+    if (!isObj(msg)) throw new HttpError(400, 'ErrorInvalidParameter', "The value of the parameter 'Message' is empty.");
+    const to = recipients(msg.toRecipients, true);
+    recipients(msg.ccRecipients, false);
+    recipients(msg.bccRecipients, false);
+    const props = extProps(msg.singleValueExtendedProperties);
+    const saved = body.saveToSentItems !== false;
+    const rec: SandboxMessage = {
+      kind: 'mail.send',
+      id: `AAMkMsg${randomUUID().replace(/-/g, '')}`,
+      mailbox: route.mailbox,
+      internetMessageId: `<${randomUUID()}@sandbox.graph.test>`,
+      subject: typeof msg.subject === 'string' ? msg.subject : null,
+      toRecipients: to,
+      extendedProperties: props,
+      sentAt: t,
+      visibleAt: saved ? t + state.sentItemsDelayMs : Number.POSITIVE_INFINITY,
+    };
+    state.records.push(rec);
+    return { status: 202, body: undefined };
+  }
+  if (route.kind === 'events.create') {
+    if (typeof body.subject !== 'string') throw new HttpError(400, 'ErrorInvalidRequest', 'subject is required.');
+    for (const f of ['start', 'end'] as const) {
+      const v = body[f];
+      if (!isObj(v) || typeof v.dateTime !== 'string' || typeof v.timeZone !== 'string') throw new HttpError(400, 'ErrorInvalidRequest', `${f} must be a dateTimeTimeZone.`);
+    }
+    const props = extProps(body.singleValueExtendedProperties);
+    const tx = typeof body.transactionId === 'string' ? body.transactionId : null;
+    if (tx !== null && state.duplicateTx !== 'create-new') {
+      const existing = state.records.find((r): r is SandboxEvent => r.kind === 'events.create' && r.mailbox === route.mailbox && r.transactionId === tx && !state.expired.has(r));
+      if (existing) {
+        if (state.duplicateTx === 'conflict') throw new HttpError(409, 'ErrorDuplicateTransactionId', 'An event with this transactionId already exists.');
+        return { status: 201, body: eventJson(existing) };
+      }
+    }
+    const rec: SandboxEvent = {
+      kind: 'events.create',
+      id: `AAMkEvt${randomUUID().replace(/-/g, '')}`,
+      mailbox: route.mailbox,
+      iCalUId: `040000008200E00074C5B7101A82E008${randomUUID().replace(/-/g, '').toUpperCase()}`,
+      transactionId: tx,
+      subject: body.subject,
+      start: body.start,
+      end: body.end,
+      extendedProperties: props,
+      createdAt: t,
+    };
+    state.records.push(rec);
+    return { status: 201, body: eventJson(rec) };
+  }
+  // todo.tasks.create
+  if (!route.listId || !state.todoLists.has(route.listId)) throw new HttpError(404, 'ErrorItemNotFound', 'The specified object was not found in the store.');
+  if (typeof body.title !== 'string' || body.title.trim() === '') throw new HttpError(400, 'invalidRequest', 'title is required.');
+  const links = body.linkedResources === undefined ? [] : body.linkedResources;
+  if (!Array.isArray(links) || !links.every(isObj)) throw new HttpError(400, 'invalidRequest', 'linkedResources must be an array of objects.');
+  const rec: SandboxTask = {
+    kind: 'todo.tasks.create',
+    id: `AAMkTask${randomUUID().replace(/-/g, '')}`,
+    mailbox: route.mailbox,
+    listId: route.listId,
+    title: body.title,
+    linkedResources: links.map((l) => ({
+      ...(typeof l.applicationName === 'string' ? { applicationName: l.applicationName } : {}),
+      ...(typeof l.displayName === 'string' ? { displayName: l.displayName } : {}),
+      ...(typeof l.externalId === 'string' ? { externalId: l.externalId } : {}),
+    })),
+    createdAt: t,
+  };
+  state.records.push(rec);
+  return { status: 201, body: taskJson(rec) };
+}
+
+function lookup(state: GraphState, route: Route, query: URLSearchParams): { status: number; body: unknown } {
+  const filter = query.get('$filter');
+  const fields = query.get('$select');
+  const top = Number(query.get('$top') ?? '10');
+  if (!filter) throw new HttpError(400, 'BadRequest', 'This sandbox only answers filtered lookups.');
+  let items: Record<string, unknown>[];
+  if (route.kind === 'mail.lookup' || route.kind === 'events.lookup') {
+    const m = EXT_FILTER.exec(filter.trim());
+    if (!m) throw new HttpError(400, 'ErrorInvalidUrlQueryFilter', `Unsupported $filter: ${filter}`);
+    const id = unquote(m[2]!).toLowerCase();
+    const value = unquote(m[3]!);
+    const tagged = (props: readonly { id: string; value: string }[]) => props.some((p) => p.id.toLowerCase() === id && p.value === value);
+    if (route.kind === 'mail.lookup') {
+      const t = state.now();
+      items = state.records
+        .filter((r): r is SandboxMessage => r.kind === 'mail.send' && r.mailbox === route.mailbox && r.visibleAt <= t && tagged(r.extendedProperties))
+        .map(messageJson);
+    } else {
+      items = state.records.filter((r): r is SandboxEvent => r.kind === 'events.create' && r.mailbox === route.mailbox && tagged(r.extendedProperties)).map(eventJson);
+    }
+  } else {
+    if (!route.listId || !state.todoLists.has(route.listId)) throw new HttpError(404, 'ErrorItemNotFound', 'The specified object was not found in the store.');
+    const m = LINK_FILTER.exec(filter.trim());
+    if (!m) throw new HttpError(400, 'invalidRequest', `Unsupported $filter: ${filter}`);
+    const externalId = unquote(m[2]!);
+    items = state.records
+      .filter((r): r is SandboxTask => r.kind === 'todo.tasks.create' && r.mailbox === route.mailbox && r.listId === route.listId && r.linkedResources.some((l) => l.externalId === externalId))
+      .map(taskJson);
+  }
+  return { status: 200, body: { value: items.slice(0, Number.isFinite(top) && top > 0 ? top : 10).map((i) => select(i, fields)) } };
+}
+
+function readJson(raw: string): unknown {
+  const parsed = parseJsonBody(raw);
+  if (!parsed.ok) throw new HttpError(400, 'BadRequest', 'Unable to read JSON request payload.');
+  return parsed.value;
+}
+
+function extProps(v: unknown): { id: string; value: string }[] {
+  if (v === undefined) return [];
+  if (!Array.isArray(v) || !v.every((p) => isObj(p) && typeof p.id === 'string' && typeof p.value === 'string')) {
+    throw new HttpError(400, 'ErrorInvalidExtendedProperty', 'singleValueExtendedProperties must be [{ id, value }].');
+  }
+  return v.map((p) => ({ id: p.id as string, value: p.value as string }));
+}
+
+function recipients(v: unknown, required: boolean): string[] {
+  if (v === undefined && !required) return [];
+  if (!Array.isArray(v) || (required && v.length === 0)) throw new HttpError(400, 'ErrorInvalidRecipients', 'At least one recipient is not valid.');
+  return v.map((r) => {
+    const address = isObj(r) && isObj(r.emailAddress) ? r.emailAddress.address : undefined;
+    if (typeof address !== 'string' || !/^[^@\s]+@[^@\s]+$/.test(address)) throw new HttpError(400, 'ErrorInvalidRecipients', 'At least one recipient is not valid.');
+    return address;
+  });
+}
+
+function eventJson(e: SandboxEvent) {
+  return {
+    id: e.id,
+    iCalUId: e.iCalUId,
+    transactionId: e.transactionId,
+    subject: e.subject,
+    start: e.start,
+    end: e.end,
+    createdDateTime: new Date(e.createdAt).toISOString(),
+    webLink: `https://outlook.sandbox.test/owa/?itemid=${e.id}`,
+  };
+}
+
+function taskJson(t: SandboxTask) {
+  return { id: t.id, title: t.title, status: 'notStarted', createdDateTime: new Date(t.createdAt).toISOString(), linkedResources: t.linkedResources };
+}
+
+function messageJson(m: SandboxMessage) {
+  return { id: m.id, internetMessageId: m.internetMessageId, subject: m.subject, sentDateTime: new Date(m.sentAt).toISOString() };
+}
+
+function select<T extends Record<string, unknown>>(item: T, fields: string | null): Record<string, unknown> {
+  if (!fields) return item;
+  const keep = new Set(fields.split(',').map((f) => f.trim()).filter(Boolean));
+  return Object.fromEntries(Object.entries(item).filter(([k]) => keep.has(k) || k === 'id'));
+}
+
 /** Starts the sandbox on 127.0.0.1 (port 0 = any free port). */
 export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): Promise<MsGraphSandbox> {
   const clock = createSandboxClock(options.now, 'msgraph sandbox');
   const now = clock.now;
-  let sentItemsDelayMs = options.sentItemsDelayMs ?? 0;
   const faults = createFaultScripts<SandboxKind, SandboxFault>('pass', options.faults);
-  const records: SandboxRecord[] = [];
   const log = createRequestLog<{ -readonly [K in keyof SandboxRequest]: SandboxRequest[K] }>('msgraph sandbox');
-  const todoLists = new Set(options.todoLists ?? ['tasks']);
   const users = options.users ? new Set(options.users.map((u) => u.toLowerCase())) : null;
-  const duplicateTx = options.duplicateTransactionId ?? 'return-existing';
-  /** transactionIds of events created before the last expireKeys(): no longer folded. */
-  const expired = new Set<SandboxEvent>();
+  const state: GraphState = {
+    records: [],
+    now,
+    sentItemsDelayMs: options.sentItemsDelayMs ?? 0,
+    duplicateTx: options.duplicateTransactionId ?? 'return-existing',
+    expired: new Set(),
+    todoLists: new Set(options.todoLists ?? ['tasks']),
+  };
+  const records = state.records;
 
   function reply(status: number, body: unknown, requestId: string, extra: Record<string, string> = {}): SandboxReply {
     return { status, body, headers: { 'request-id': requestId, 'client-request-id': requestId, ...extra } };
@@ -193,179 +373,14 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
     return id.toLowerCase();
   }
 
-  function readJson(raw: string): unknown {
-    const parsed = parseJsonBody(raw);
-    if (!parsed.ok) throw new HttpError(400, 'BadRequest', 'Unable to read JSON request payload.');
-    return parsed.value;
-  }
-
-  function extProps(v: unknown): { id: string; value: string }[] {
-    if (v === undefined) return [];
-    if (!Array.isArray(v) || !v.every((p) => isObj(p) && typeof p.id === 'string' && typeof p.value === 'string')) {
-      throw new HttpError(400, 'ErrorInvalidExtendedProperty', 'singleValueExtendedProperties must be [{ id, value }].');
-    }
-    return v.map((p) => ({ id: p.id as string, value: p.value as string }));
-  }
-
-  function recipients(v: unknown, required: boolean): string[] {
-    if (v === undefined && !required) return [];
-    if (!Array.isArray(v) || (required && v.length === 0)) throw new HttpError(400, 'ErrorInvalidRecipients', 'At least one recipient is not valid.');
-    return v.map((r) => {
-      const address = isObj(r) && isObj(r.emailAddress) ? r.emailAddress.address : undefined;
-      if (typeof address !== 'string' || !/^[^@\s]+@[^@\s]+$/.test(address)) throw new HttpError(400, 'ErrorInvalidRecipients', 'At least one recipient is not valid.');
-      return address;
-    });
-  }
-
-  /** Validates and applies a create; returns the status and body of a normal answer. */
-  function apply(route: Route, body: unknown): { status: number; body: unknown } {
-    if (!isObj(body)) throw new HttpError(400, 'BadRequest', 'Empty or non-object payload.');
-    const t = now();
-    if (route.kind === 'mail.send') {
-      const msg = body.message;
-      if (!isObj(msg)) throw new HttpError(400, 'ErrorInvalidParameter', "The value of the parameter 'Message' is empty.");
-      const to = recipients(msg.toRecipients, true);
-      recipients(msg.ccRecipients, false);
-      recipients(msg.bccRecipients, false);
-      const props = extProps(msg.singleValueExtendedProperties);
-      const saved = body.saveToSentItems !== false;
-      const rec: SandboxMessage = {
-        kind: 'mail.send',
-        id: `AAMkMsg${randomUUID().replace(/-/g, '')}`,
-        mailbox: route.mailbox,
-        internetMessageId: `<${randomUUID()}@sandbox.graph.test>`,
-        subject: typeof msg.subject === 'string' ? msg.subject : null,
-        toRecipients: to,
-        extendedProperties: props,
-        sentAt: t,
-        visibleAt: saved ? t + sentItemsDelayMs : Number.POSITIVE_INFINITY,
-      };
-      records.push(rec);
-      return { status: 202, body: undefined };
-    }
-    if (route.kind === 'events.create') {
-      if (typeof body.subject !== 'string') throw new HttpError(400, 'ErrorInvalidRequest', 'subject is required.');
-      for (const f of ['start', 'end'] as const) {
-        const v = body[f];
-        if (!isObj(v) || typeof v.dateTime !== 'string' || typeof v.timeZone !== 'string') throw new HttpError(400, 'ErrorInvalidRequest', `${f} must be a dateTimeTimeZone.`);
-      }
-      const props = extProps(body.singleValueExtendedProperties);
-      const tx = typeof body.transactionId === 'string' ? body.transactionId : null;
-      if (tx !== null && duplicateTx !== 'create-new') {
-        const existing = records.find((r): r is SandboxEvent => r.kind === 'events.create' && r.mailbox === route.mailbox && r.transactionId === tx && !expired.has(r));
-        if (existing) {
-          if (duplicateTx === 'conflict') throw new HttpError(409, 'ErrorDuplicateTransactionId', 'An event with this transactionId already exists.');
-          return { status: 201, body: eventJson(existing) };
-        }
-      }
-      const rec: SandboxEvent = {
-        kind: 'events.create',
-        id: `AAMkEvt${randomUUID().replace(/-/g, '')}`,
-        mailbox: route.mailbox,
-        iCalUId: `040000008200E00074C5B7101A82E008${randomUUID().replace(/-/g, '').toUpperCase()}`,
-        transactionId: tx,
-        subject: body.subject,
-        start: body.start,
-        end: body.end,
-        extendedProperties: props,
-        createdAt: t,
-      };
-      records.push(rec);
-      return { status: 201, body: eventJson(rec) };
-    }
-    // todo.tasks.create
-    if (!route.listId || !todoLists.has(route.listId)) throw new HttpError(404, 'ErrorItemNotFound', 'The specified object was not found in the store.');
-    if (typeof body.title !== 'string' || body.title.trim() === '') throw new HttpError(400, 'invalidRequest', 'title is required.');
-    const links = body.linkedResources === undefined ? [] : body.linkedResources;
-    if (!Array.isArray(links) || !links.every(isObj)) throw new HttpError(400, 'invalidRequest', 'linkedResources must be an array of objects.');
-    const rec: SandboxTask = {
-      kind: 'todo.tasks.create',
-      id: `AAMkTask${randomUUID().replace(/-/g, '')}`,
-      mailbox: route.mailbox,
-      listId: route.listId,
-      title: body.title,
-      linkedResources: links.map((l) => ({
-        ...(typeof l.applicationName === 'string' ? { applicationName: l.applicationName } : {}),
-        ...(typeof l.displayName === 'string' ? { displayName: l.displayName } : {}),
-        ...(typeof l.externalId === 'string' ? { externalId: l.externalId } : {}),
-      })),
-      createdAt: t,
-    };
-    records.push(rec);
-    return { status: 201, body: taskJson(rec) };
-  }
-
-  function eventJson(e: SandboxEvent) {
-    return {
-      id: e.id,
-      iCalUId: e.iCalUId,
-      transactionId: e.transactionId,
-      subject: e.subject,
-      start: e.start,
-      end: e.end,
-      createdDateTime: new Date(e.createdAt).toISOString(),
-      webLink: `https://outlook.sandbox.test/owa/?itemid=${e.id}`,
-    };
-  }
-  function taskJson(t: SandboxTask) {
-    return { id: t.id, title: t.title, status: 'notStarted', createdDateTime: new Date(t.createdAt).toISOString(), linkedResources: t.linkedResources };
-  }
-  function messageJson(m: SandboxMessage) {
-    return { id: m.id, internetMessageId: m.internetMessageId, subject: m.subject, sentDateTime: new Date(m.sentAt).toISOString() };
-  }
-
-  function select<T extends Record<string, unknown>>(item: T, fields: string | null): Record<string, unknown> {
-    if (!fields) return item;
-    const keep = new Set(fields.split(',').map((f) => f.trim()).filter(Boolean));
-    return Object.fromEntries(Object.entries(item).filter(([k]) => keep.has(k) || k === 'id'));
-  }
-
-  function lookup(route: Route, query: URLSearchParams): { status: number; body: unknown } {
-    const filter = query.get('$filter');
-    const fields = query.get('$select');
-    const top = Number(query.get('$top') ?? '10');
-    if (!filter) throw new HttpError(400, 'BadRequest', 'This sandbox only answers filtered lookups.');
-    let items: Record<string, unknown>[];
-    if (route.kind === 'mail.lookup' || route.kind === 'events.lookup') {
-      const m = EXT_FILTER.exec(filter.trim());
-      if (!m) throw new HttpError(400, 'ErrorInvalidUrlQueryFilter', `Unsupported $filter: ${filter}`);
-      const id = unquote(m[2]!).toLowerCase();
-      const value = unquote(m[3]!);
-      const tagged = (props: readonly { id: string; value: string }[]) => props.some((p) => p.id.toLowerCase() === id && p.value === value);
-      if (route.kind === 'mail.lookup') {
-        const t = now();
-        items = records
-          .filter((r): r is SandboxMessage => r.kind === 'mail.send' && r.mailbox === route.mailbox && r.visibleAt <= t && tagged(r.extendedProperties))
-          .map(messageJson);
-      } else {
-        items = records.filter((r): r is SandboxEvent => r.kind === 'events.create' && r.mailbox === route.mailbox && tagged(r.extendedProperties)).map(eventJson);
-      }
-    } else {
-      if (!route.listId || !todoLists.has(route.listId)) throw new HttpError(404, 'ErrorItemNotFound', 'The specified object was not found in the store.');
-      const m = LINK_FILTER.exec(filter.trim());
-      if (!m) throw new HttpError(400, 'invalidRequest', `Unsupported $filter: ${filter}`);
-      const externalId = unquote(m[2]!);
-      items = records
-        .filter((r): r is SandboxTask => r.kind === 'todo.tasks.create' && r.mailbox === route.mailbox && r.listId === route.listId && r.linkedResources.some((l) => l.externalId === externalId))
-        .map(taskJson);
-    }
-    return { status: 200, body: { value: items.slice(0, Number.isFinite(top) && top > 0 ? top : 10).map((i) => select(i, fields)) } };
-  }
-
   const server = await startLoopbackServer({
     port: options.port ?? 0,
     trailingSlash: true,
     keepAliveTimeoutMs: 5_000, // Node's default, which this sandbox always had (the kit defaults to 1 s)
-    handle: async ({ method, path, search, query, headers, rawBody }) => {
+    handle: async (req) => {
+      const { method, path, search, query, headers, rawBody } = req;
       const requestId = randomUUID();
-      let matched: { kind: SandboxKind; m: RegExpExecArray } | null = null;
-      for (const r of ROUTES) {
-        const m = r.method === method ? r.re.exec(path) : null;
-        if (m) {
-          matched = { kind: r.kind, m };
-          break;
-        }
-      }
+      const matched = routeRequest(ROUTES, req)?.value ?? null;
       const entry = { method, path, query: search, retryAttempt: (headers['retry-attempt'] as string | undefined) ?? null };
       if (!matched) {
         log.record({ ...entry, kind: 'other', call: 0, fault: 'pass', status: 404 });
@@ -386,12 +401,12 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
         const route: Route = { kind, mailbox: mailboxOf(matched.m), ...(matched.m[3] !== undefined ? { listId: decodeURIComponent(matched.m[3]) } : {}) };
         const isCreate = method === 'POST';
         if (typeof fault === 'object' && fault.kind === 'status') {
-          if (fault.commit && isCreate) apply(route, body);
+          if (fault.commit && isCreate) apply(state, route, body);
           const extra: Record<string, string> = fault.retryAfterS !== undefined ? { 'retry-after': String(fault.retryAfterS) } : {};
           const code = fault.code ?? (fault.status === 429 ? 'TooManyRequests' : fault.status === 503 ? 'ServiceNotAvailable' : fault.status === 504 ? 'GatewayTimeout' : 'generalException');
           return answer(fault.status, errorBody(code, `Sandbox scripted HTTP ${fault.status}.`, requestId), extra);
         }
-        const result = isCreate ? apply(route, body) : lookup(route, query);
+        const result = isCreate ? apply(state, route, body) : lookup(state, route, query);
         const extra: Record<string, string> =
           typeof fault === 'object' && fault.kind === 'accepted-with-retry-after' ? { 'retry-after': String(fault.retryAfterS) } : {};
         return answer(result.status, result.body, extra);
@@ -414,11 +429,11 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
     },
     setFaults: (kind, script) => faults.set(kind, script),
     setSentItemsDelay: (ms) => {
-      sentItemsDelayMs = ms;
+      state.sentItemsDelayMs = ms;
     },
     advance: clock.advance,
     expireKeys: () => {
-      for (const r of records) if (r.kind === 'events.create') expired.add(r);
+      for (const r of records) if (r.kind === 'events.create') state.expired.add(r);
     },
     close: server.close,
   };

@@ -30,7 +30,16 @@ const change = (field: string) => (p: unknown) => ({ ...(p as Record<string, unk
 /** Params per operation (the sandbox's fixtures `cus_fixture` and `pi_fixture` are what they point at). */
 export const stripeDrillOperations: Readonly<Record<string, StripeDrillOperation>> = {
   'customers.create': { params: (i) => ({ customerRef: `user-${i}`, email: `c${i}@example.test` }), changeIntent: change('customerRef'), faults: stripeDrillFaults },
-  'paymentIntents.create': { params: (i) => ({ customer: 'cus_fixture', amount: 1000 + i, currency: 'eur', orderRef: `order-${i}` }), changeIntent: change('orderRef'), faults: stripeDrillFaults },
+  'paymentIntents.create': {
+    params: (i) => ({ customer: 'cus_fixture', amount: 1000 + i, currency: 'eur', orderRef: `order-${i}` }),
+    changeIntent: change('orderRef'),
+    faults: stripeDrillFaults,
+    // The sandbox declines this card in a create+confirm and keeps the PaymentIntent, as Stripe does.
+    rejectedCreates: {
+      params: (i) => ({ customer: 'cus_fixture', amount: 1000 + i, currency: 'eur', orderRef: `declined-${i}`, confirm: true, paymentMethod: 'pm_card_chargeDeclined' }),
+      corrected: (p) => ({ ...(p as Record<string, unknown>), paymentMethod: 'pm_card_visa' }),
+    },
+  },
   'invoices.create': { params: (i) => ({ customer: 'cus_fixture', invoiceRef: `inv-${i}` }), changeIntent: change('invoiceRef'), faults: stripeDrillFaults },
   'refunds.create': { params: (i) => ({ paymentIntent: 'pi_fixture', refundRef: `rf-${i}`, amount: 100 }), changeIntent: change('refundRef'), faults: stripeDrillFaults },
 };

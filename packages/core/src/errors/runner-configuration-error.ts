@@ -1,4 +1,5 @@
-import { RetrysafeError, markerGuard } from '@retrysafe/contract';
+import { RetrysafeError } from '@retrysafe/contract';
+import { markerGuard } from '@retrysafe/contract/provider';
 
 const marker = Symbol.for('retrysafe.error.RunnerConfigurationError');
 
@@ -11,4 +12,8 @@ export class RunnerConfigurationError extends RetrysafeError {
     this.option = option;
   }
   static override isInstance = markerGuard<RunnerConfigurationError>(marker);
+  /** `instanceof` by the marker too: the bundled root and the ./agent and ./internal entries each hold a copy of this class. */
+  static [Symbol.hasInstance](value: unknown): boolean {
+    return RunnerConfigurationError.isInstance(value);
+  }
 }

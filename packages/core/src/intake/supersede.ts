@@ -37,6 +37,10 @@ export function everyAttemptNotApplied(receipts: readonly Receipt[]): { ok: true
     // A `conflict` rejection (same key, other params: Stripe idempotency_error, IETF 422) says the key is
     // already stored with something else — an effect may exist under it. A rejection of unknown reason
     // (a receipt written before reasons were kept) proves nothing either.
+    // A rejection that still created something (a declined create+confirm leaves its PaymentIntent): a
+    // corrected request under a new key would make a second one. Finish or cancel it at the provider.
+    if (r.created !== undefined)
+      return { ok: false, why: `attempt ${r.attemptId} was rejected but left ${r.created} at the provider: a corrected request would make a second one (finish or cancel ${r.created} there, then mark-done or abandon)` };
     if (r.outcome === 'rejected' && (r.rejectReason === undefined || r.rejectReason === 'conflict'))
       return { ok: false, why: `attempt ${r.attemptId} was rejected ${r.rejectReason === 'conflict' ? 'as a conflict with what the provider already holds under the key' : 'for a reason not on record'}: an effect may exist` };
   }

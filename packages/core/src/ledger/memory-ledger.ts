@@ -1,43 +1,13 @@
-import {
-  RECOVERABLE_STATES,
-  type BusinessOperationId,
-  type ClaimInput,
-  type ClaimResult,
-  type Fenced,
-  type HandoffPacket,
-  type Ledger,
-  type ListFilter,
-  type OperationRecord,
-  type OperationState,
-  type PruneOptions,
-  type PruneReport,
-  type Receipt,
-  type StatePatch,
-} from '@retrysafe/contract';
-import { prototypePolluted } from '@retrysafe/contract/internal';
-import {
-  checkFence,
-  chainedTransition,
-  checkReceipt,
-  claimTransition,
-  dispatchedTransition,
-  handOffTransition,
-  isPrunable,
-  leaseLive,
-  pruneStates,
-  releaseTransition,
-  renewTransition,
-  resolveTransition,
-  setStateTransition,
-} from './transitions.js';
+import type { BusinessOperationId, ClaimInput, ClaimResult, Fenced, HandoffPacket, Ledger, ListFilter, OperationRecord, OperationState, PruneOptions, PruneReport, Receipt, StatePatch } from '@retrysafe/contract';
+import { checkFence, chainedTransition, checkReceipt, claimTransition, dispatchedTransition, handOffTransition, isPrunable, leaseLive, checkPruneOptions, releaseTransition, renewTransition, resolveTransition, setStateTransition } from '@retrysafe/contract/ledger';
+import { RECOVERABLE_STATES } from '@retrysafe/contract/ledger';
 
 /** Thrown inside copyPlain when a value is not plain data: the whole value is then copied by structuredClone. */
 const NOT_PLAIN: unique symbol = Symbol('not plain');
 
 /**
  * A deep copy of plain data (primitives, plain objects, dense arrays) that gives what structuredClone
- * gives, without its serialise-and-parse round trip (the memory ledger copies on every call: it was a
- * quarter of a clean operation's time). Anything else — a Date, Map, class instance, function, symbol,
+ * gives, without its serialise-and-parse round trip (the memory ledger copies on every call). Anything else — a Date, Map, class instance, function, symbol,
  * sparse array or array with extra keys, an own `__proto__` key, or an object reached twice (a cycle
  * or a shared reference, which structuredClone keeps shared) — hands the whole value to structuredClone,
  * so its answer (or its DataCloneError) is exactly structuredClone's.
@@ -67,8 +37,7 @@ function copyPlain(v: unknown, seen: Set<object>): unknown {
   const o = v as Record<string, unknown>;
   const out: Record<string, unknown> = {};
   // for-in: the own enumerable string keys in order (what structuredClone copies; symbol keys are not
-  // visited, and Object.prototype has no enumerable ones: checked in clone), its loads through the
-  // object's enumeration cache.
+  // visited, and Object.prototype has no enumerable ones: checked in clone).
   for (const k in o) {
     // Assigning to `__proto__` would set the prototype: structuredClone keeps it a key.
     if (k === '__proto__') throw NOT_PLAIN;
@@ -88,6 +57,12 @@ export function clone<T>(v: T): T {
   }
 }
 
+/** Whether Object.prototype has gained an enumerable key (copyPlain's for-in would then see it). */
+function prototypePolluted(): boolean {
+  for (const _ in {}) return true;
+  return false;
+}
+
 /** A ledger in this process's memory: for tests and single-process scripts. Lost when the process exits. */
 export function createMemoryLedger(): Ledger {
   const records = new Map<string, OperationRecord>();
@@ -97,9 +72,7 @@ export function createMemoryLedger(): Ledger {
     if (closed) throw new Error('memory ledger is closed');
   };
   const fenced = (ref: Fenced) => checkFence(records.get(ref.businessOperationId) ?? null, ref);
-  // The copy is what stays and the transition's own object is handed out (nobody else holds it): the same
-  // two objects either way, but what lives on is never an object literal's allocation, so V8 does not
-  // learn to pretenure the transitions' literals (which deoptimised the runner code they are inlined into).
+  // The copy is what stays; the transition's own object, which nobody else holds, is handed out.
   const put = (r: OperationRecord) => {
     records.set(r.businessOperationId, clone(r));
     return r;
@@ -112,10 +85,7 @@ export function createMemoryLedger(): Ledger {
     const copy = clone(receipt);
     return () => {
       if (list !== undefined) list.push(copy);
-      // A new list is made with its first receipt in it (an empty one would take an object on its first push,
-      // a change of its elements kind that deoptimised this step), and by Array.of rather than a literal: the
-      // lists live on, and V8 would learn to pretenure a literal's allocation site (see put).
-      else receipts.set(ref.businessOperationId, Array.of(copy));
+      else receipts.set(ref.businessOperationId, [copy]);
     };
   };
 
@@ -139,8 +109,7 @@ export function createMemoryLedger(): Ledger {
     },
     async setState(ref, patch: StatePatch) {
       open();
-      // The fields the transition reads, in one literal (a rest pattern takes V8's slow copy), copied.
-      const fields: StatePatch = { state: patch.state, lastOutcome: patch.lastOutcome, result: patch.result, providerRef: patch.providerRef, statusRef: patch.statusRef, now: patch.now };
+      const { receipt: _receipt, durability: _durability, ...fields } = patch;
       const next = setStateTransition(fenced(ref), clone(fields));
       receiptStep(ref, patch.receipt)();
       return put(chainedTransition(next, patch.receipt));
@@ -193,7 +162,7 @@ export function createMemoryLedger(): Ledger {
     },
     async prune(options: PruneOptions): Promise<PruneReport> {
       open();
-      const states = pruneStates(options);
+      const states = checkPruneOptions(options);
       const byState: Partial<Record<OperationState, number>> = {};
       let pruned = 0;
       for (const r of [...records.values()]) {

@@ -1,6 +1,6 @@
 import { appendFileSync } from 'node:fs';
-import { durationMs, formatDuration, LedgerError, type Duration, type Ledger, type OperationRecord, type OperationState, type PruneReport, type Receipt, type RetrySafetyCard } from '@retrysafe/contract';
-import { cardMargin } from '../decide.js';
+import { LedgerError, type Duration, type Ledger, type OperationRecord, type OperationState, type PruneReport, type Receipt, type RetrySafetyCard } from '@retrysafe/contract';
+import { cardMargin, durationMs, formatDuration } from '@retrysafe/contract/rules';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import { exportReceiptsJsonl } from '../receipts.js';
 

@@ -1,93 +1,101 @@
-/** The adapter boundary during a run: one provider call or one lookup, its answer checked and classified. */
-import type { AttemptId, ExecuteContext, LookupResult, Outcome } from '@retrysafe/contract';
-import { resendSafety } from '../decide.js';
-import type { Mutable, Op, RunnerContext } from './context.js';
-import { errText, isLookupResult, isOutcome } from './guards.js';
-import { checkOwnLease, renew, withHeartbeat } from './lease.js';
+/** The adapter during a run: one provider call or one lookup, its answer checked and classified. Never a throw from the adapter. */
+import { OUTCOME_KINDS, type AttemptId, type ExecuteContext, type LookupResult, type OperationRecord, type Outcome } from '@retrysafe/contract';
+import { resendSafety } from '@retrysafe/contract/rules';
+import type { Operation } from '../intake/index.js';
+import { errText, type Lease, type RunnerContext } from './context.js';
+import { withHeartbeat } from './lease.js';
 
-/**
- * One provider call. Not an async function: a clean run's call (its claim already wrote `dispatched`)
- * is the adapter's promise and two continuations, so its optimised code carries no coroutine; a
- * re-send first renews and writes `dispatched` (dispatchAndCall). Whatever throws comes back as a
- * rejection, as from an async function.
- */
-export function send(ctx: RunnerContext, op: Op, attemptId: AttemptId): Promise<Outcome> {
-  if (!op.dispatchWritten) return dispatchAndCall(ctx, op, attemptId);
-  // The claim itself durably created the operation as `dispatched` (fresh lease, attempt 1).
-  op.dispatchWritten = false;
+const REJECT_REASONS: readonly string[] = ['validation', 'permission', 'authentication', 'configuration', 'conflict', 'not-found', 'card-declined', 'other'];
+const UNKNOWN_CAUSES: readonly string[] = ['timeout', 'connection-reset', 'server-error', 'truncated-response', 'other'];
+
+/** Why `o` is not an outcome the runner can act on (its kind's required fields, the provider refs' types), or null when it is one. */
+export function outcomeProblem(o: unknown): string | null {
+  if (typeof o !== 'object' || o === null) return `${o === null ? 'null' : typeof o} is not an outcome`;
+  const x = o as Record<string, unknown>;
+  if (!OUTCOME_KINDS.includes(x.kind as Outcome['kind'])) return `kind ${JSON.stringify(x.kind)} is not an outcome kind`;
+  if (x.kind === 'rejected' && !REJECT_REASONS.includes(x.reason as string)) return `a rejection's reason must be one of ${REJECT_REASONS.join(', ')}`;
+  if (x.kind === 'unknown' && !UNKNOWN_CAUSES.includes(x.cause as string)) return `an unknown outcome's cause must be one of ${UNKNOWN_CAUSES.join(', ')}`;
+  if ((x.kind === 'rejected' || x.kind === 'not-applied' || x.kind === 'unknown') && typeof x.message !== 'string') return `a ${x.kind} outcome needs a message`;
+  if (x.retryAfterMs !== undefined && !(typeof x.retryAfterMs === 'number' && Number.isFinite(x.retryAfterMs) && x.retryAfterMs >= 0)) return 'retryAfterMs must be a finite number ≥ 0';
+  if (x.status !== undefined && !Number.isInteger(x.status)) return 'status must be an integer';
+  for (const k of ['code', 'requestId', 'providerRef', 'statusRef'] as const) if (x[k] !== undefined && typeof x[k] !== 'string') return `${k} must be a string`;
+  if (x.fields !== undefined && !Array.isArray(x.fields)) return 'fields must be an array';
+  return null;
+}
+
+export function isOutcome(o: unknown): o is Outcome {
+  return outcomeProblem(o) === null;
+}
+
+export function isLookupResult(o: unknown): o is LookupResult {
+  if (typeof o !== 'object' || o === null) return false;
+  const k = (o as LookupResult).kind;
+  if (k === 'found') return isOutcome((o as { outcome: unknown }).outcome) && ['succeeded', 'replayed', 'in-progress', 'rejected'].includes((o as { outcome: Outcome }).outcome.kind);
+  return k === 'not-found' || k === 'cannot-tell';
+}
+
+/** What one call needs of the operation's current state. */
+export interface CallInput {
+  readonly attemptId: AttemptId;
+  readonly record: OperationRecord;
+  readonly keyRevision: number;
+  readonly lastDispatchedAt: number | null;
+  readonly lease: Lease;
+}
+
+/** The request itself, once the operation is durably `dispatched`: its answer classified. */
+export async function callProvider(ctx: RunnerContext, op: Operation, c: CallInput): Promise<Outcome> {
+  const callCtx: ExecuteContext = {
+    businessOperationId: op.id,
+    providerKey: op.providerKey,
+    runId: op.runId,
+    attemptId: c.attemptId,
+    attempt: c.record.attemptCount,
+    statusRef: c.record.statusRef,
+    ...(c.keyRevision > 1 ? { keyRevision: c.keyRevision } : {}),
+    ...(op.signal ? { signal: op.signal } : {}),
+  };
+  let outcome: Outcome;
   try {
-    return call(ctx, op, attemptId);
+    const answer: unknown = await withHeartbeat(ctx, c.lease, () => op.adapter.doExecute(op.opName, op.params, callCtx));
+    // Sent already: an answer the runner cannot read means the effect may exist (unknown, looked up first).
+    const problem = outcomeProblem(answer);
+    if (problem !== null) ctx.log('warn', 'adapter-contract', `adapter answer is not an outcome: ${problem}`, op);
+    outcome = problem === null ? (answer as Outcome) : { kind: 'unknown', cause: 'other', message: 'adapter returned something that is not an outcome' };
   } catch (err) {
-    return Promise.reject(err);
+    outcome = { kind: 'unknown', cause: 'other', message: `adapter threw instead of classifying: ${errText(err)}` };
   }
+  const attempt = c.record.attemptCount;
+  const message = 'message' in outcome && outcome.message ? `: ${outcome.message}` : '';
+  ctx.log('info', 'outcome', () => `${outcome.kind}${outcome.status !== undefined ? ` (${outcome.status})` : ''}${message}`, op, outcome.status !== undefined ? { attempt, outcome: outcome.kind, status: outcome.status } : { attempt, outcome: outcome.kind });
+  return outcome;
 }
 
-async function dispatchAndCall(ctx: RunnerContext, op: Op, attemptId: AttemptId): Promise<Outcome> {
-  await renew(ctx, op);
-  // Durably `dispatched` BEFORE the provider is called: a crash from here on is found and reconciled.
-  op.record = await ctx.ledger.markDispatched(op.ref, ctx.clock.now());
-  return call(ctx, op, attemptId);
-}
-
-/** The request itself, once the operation is durably `dispatched`: its answer classified, never a throw from the adapter. */
-function call(ctx: RunnerContext, op: Op, attemptId: AttemptId): Promise<Outcome> {
-  const { clock, log } = ctx;
-  checkOwnLease(ctx, op);
-  // The late-apply window runs from the moment the request goes out, not from the write before it.
-  op.lastDispatchedAt = Math.max(op.record.updatedAt, clock.now());
-  op.runAttempts++;
-  log('info', 'dispatch', () => `provider call ${op.record.attemptCount} (run attempt ${op.runAttempts}) with key ${op.providerKey ?? '(none)'}`, op, { attempt: op.record.attemptCount });
-  let answer: Promise<Outcome>;
-  try {
-    const callCtx: Mutable<ExecuteContext> = { businessOperationId: op.id, providerKey: op.providerKey, runId: op.runId, attemptId, attempt: op.record.attemptCount, statusRef: op.record.statusRef };
-    if (op.keyRevision > 1) callCtx.keyRevision = op.keyRevision;
-    if (op.signal) callCtx.signal = op.signal;
-    answer = withHeartbeat(ctx, op, () => op.adapter.doExecute(op.opName, op.params, callCtx)).then((o) => {
-      try {
-        return isOutcome(o) ? o : notAnOutcome();
-      } catch (err) {
-        return threw(err);
-      }
-    }, threw);
-  } catch (err) {
-    answer = Promise.resolve(threw(err));
-  }
-  return answer.then((o) => {
-    const attempt = op.record.attemptCount;
-    log('info', 'outcome', () => `${o.kind}${o.status !== undefined ? ` (${o.status})` : ''}${'message' in o && o.message ? `: ${o.message}` : ''}`, op, o.status !== undefined ? { attempt, outcome: o.kind, status: o.status } : { attempt, outcome: o.kind });
-    return o;
-  });
-}
-
-const notAnOutcome = (): Outcome => ({ kind: 'unknown', cause: 'other', message: 'adapter returned something that is not an outcome' });
-const threw = (err: unknown): Outcome => ({ kind: 'unknown', cause: 'other', message: `adapter threw instead of classifying: ${errText(err)}` });
-
-export async function lookup(ctx: RunnerContext, op: Op, attemptId: AttemptId): Promise<LookupResult> {
-  const { clock, ledger, log } = ctx;
-  await renew(ctx, op);
-  if (op.record.state !== 'reconciling' && op.record.state !== 'in-progress') {
-    op.record = await ledger.setState(op.ref, { state: 'reconciling', now: clock.now() });
-  }
+/** One lookup of what the provider stored. */
+export async function lookupProvider(ctx: RunnerContext, op: Operation, c: CallInput): Promise<LookupResult> {
+  const now = ctx.clock.now();
   let result: LookupResult;
   try {
-    const r = await withHeartbeat(ctx, op, () => op.adapter.doLookup(op.opName, {
-      businessOperationId: op.id,
-      providerKey: op.providerKey,
-      ...(op.keyRevision > 1 ? { keyRevision: op.keyRevision } : {}),
-      params: op.params,
-      runId: op.runId,
-      attemptId,
-      statusRef: op.record.statusRef,
-      firstDispatchedAt: op.record.firstDispatchedAt,
-      lastDispatchedAt: op.lastDispatchedAt,
-      now: clock.now(),
-      keyReusable: resendSafety(op.card, op.record.firstDispatchedAt, clock.now(), op.policy.clockSkewMarginMs).safe,
-      ...(op.signal ? { signal: op.signal } : {}),
-    }));
-    result = isLookupResult(r) ? r : { kind: 'cannot-tell', reason: 'adapter returned something that is not a lookup result' };
+    const answer: unknown = await withHeartbeat(ctx, c.lease, () =>
+      op.adapter.doLookup(op.opName, {
+        businessOperationId: op.id,
+        providerKey: op.providerKey,
+        ...(c.keyRevision > 1 ? { keyRevision: c.keyRevision } : {}),
+        params: op.params,
+        runId: op.runId,
+        attemptId: c.attemptId,
+        statusRef: c.record.statusRef,
+        firstDispatchedAt: c.record.firstDispatchedAt,
+        lastDispatchedAt: c.lastDispatchedAt,
+        now,
+        keyReusable: resendSafety(op.card, c.record.firstDispatchedAt, now, op.policy.clockSkewMarginMs).safe,
+        ...(op.signal ? { signal: op.signal } : {}),
+      }),
+    );
+    result = isLookupResult(answer) ? answer : { kind: 'cannot-tell', reason: 'adapter returned something that is not a lookup result' };
   } catch (err) {
     result = { kind: 'cannot-tell', reason: `lookup failed: ${errText(err)}` };
   }
-  log('info', 'lookup', `${result.kind}${result.kind === 'found' ? ` (${result.outcome.kind})` : ` (${result.reason})`}`, op, { outcome: result.kind });
+  ctx.log('info', 'lookup', `${result.kind}${result.kind === 'found' ? ` (${result.outcome.kind})` : ` (${result.reason})`}`, op, { outcome: result.kind });
   return result;
 }

@@ -1,20 +1,20 @@
 /**
  * The runner (docs/concepts.md): claim, dispatch once, reconcile, retry within bounds, or hand off.
- * Its rooms, each plain functions over the worker's RunnerContext (context.ts):
- *   intake.ts        what an operation is before its claim (a new call, or a stored operation)
- *   coordinate.ts    the claim and what its answer means; the run of one claimed operation; revisions
+ *   ../intake/       everything that can refuse an operation before its claim, and the operation object
+ *   claim.ts         the claim and what its answer means; waiting for another worker; revisions
+ *   state.ts         what the attempt loop knows of a claimed operation (owned by loop.ts)
  *   loop.ts          the attempt loop around decide() and observationPatch() (../decide.ts)
+ *   adapter-call.ts  one provider call or lookup through the adapter, its answer checked
  *   lease.ts         lease keeping; heartbeat.ts the one timer that renews the leases of calls in flight
- *   adapter-call.ts  one provider call or lookup through the adapter; guards.ts checks adapters and answers
- *   receipt-chain.ts receipts sealed onto the chain, written with their state
+ *   receipt-chain.ts receipts sealed onto the chain
  *   terminal.ts      succeeded, handed off, or answered from a terminal state
  *   operator.ts      recover() and resolve()
  */
 import type { AdapterV1 } from '@retrysafe/contract';
+import { newOperation } from '../intake/index.js';
 import type { RunFunction } from '../typed-run.js';
+import { claimAndDrive } from './claim.js';
 import { createContext } from './context.js';
-import { claimAndDrive } from './coordinate.js';
-import { intakeRun, rebased } from './intake.js';
 import { recover, resolve } from './operator.js';
 import type { RecoverReport, Resolution, ResolveOptions, ResolveResult, RunInput, RunnerOptions, RunResult } from './types.js';
 
@@ -29,13 +29,12 @@ export interface Runner {
   resolve(id: string, resolution: Resolution, options?: ResolveOptions): Promise<ResolveResult>;
 }
 
-/** The runner (docs/concepts.md): claim, dispatch once, reconcile, retry within bounds, or hand off. */
 export function createRunner(options: RunnerOptions): Runner {
   const ctx = createContext(options);
   async function run(adapter: AdapterV1, operation: string, input: RunInput): Promise<RunResult> {
-    const { base, claimInput } = await intakeRun(ctx, adapter, operation, input);
-    // The run's telemetry scope travels with the operation (no AsyncLocalStorage on the hot path).
-    return ctx.tele.run({ operation: base.card.operation, provider: adapter.provider, businessOperationId: base.id }, (scope) => claimAndDrive(ctx, rebased(base, base.providerKey, scope), claimInput, claimInput.paramsFingerprint));
+    const op = newOperation(ctx, adapter, operation, input);
+    // The run's telemetry scope travels with the operation.
+    return ctx.tele.run({ operation: op.card.operation, provider: adapter.provider, businessOperationId: op.id }, (scope) => claimAndDrive(ctx, { ...op, scope }));
   }
   return {
     run: run as RunFunction,

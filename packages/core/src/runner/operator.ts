@@ -12,19 +12,21 @@ import {
   newRunId,
   type AdapterV1,
   type AttemptId,
+  type BusinessOperationId,
+  type ClaimInput,
   type OperationRecord,
   type RetrySafetyCard,
   type RunId,
 } from '@retrysafe/contract';
+import { BrokenReceiptChainError } from '../errors/broken-receipt-chain-error.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import { buildPacket } from '../handoff.js';
-import { assertParams, intake, supersedeCheck } from '../intake/index.js';
+import { callerAttemptIds, checkAdapterShape, correctedOperation, findAdapter, paramsConflict, storedOperation, supersedeCheck } from '../intake/index.js';
+import { verifyOperation } from '../receipts.js';
 import { personRef } from '../redact.js';
-import { DEFAULT_LEASE_MS } from '../retry-policy.js';
-import type { OpBase, RunnerContext } from './context.js';
-import { execute, supersede } from './coordinate.js';
-import { callerAttemptIds, checkAdapter, checkAdapterShape, errText, findAdapter } from './guards.js';
-import { checkedParams, claimOf, intakeRecord, paramsConflict } from './intake.js';
+import { DEFAULT_LEASE_MS } from '../intake/index.js';
+import { claimInput, execute, supersede } from './claim.js';
+import { errText, type RunnerContext } from './context.js';
 import { resolveReceipt } from './receipt-chain.js';
 import { fromTerminal } from './terminal.js';
 import type { RecoverReport, Resolution, ResolveOptions, ResolveResult, RunResult } from './types.js';
@@ -54,8 +56,9 @@ async function recoverOne(ctx: RunnerContext, record: OperationRecord, adapters:
     reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: record.state, action: 'skipped-no-adapter' });
     return;
   }
-  const { base, claimInput } = intakeRecord(ctx, found.adapter, found.opName, record, runId);
-  const claim = await ledger.claim(claimInput);
+  const op = storedOperation(ctx, found, record, { runId });
+  const claimedAt = ctx.clock.now();
+  const claim = await ledger.claim(claimInput(ctx, op, claimedAt));
   if (claim.kind === 'busy' || claim.kind === 'conflict') {
     reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: claim.record.state, action: 'skipped-busy' });
     return;
@@ -64,8 +67,8 @@ async function recoverOne(ctx: RunnerContext, record: OperationRecord, adapters:
     reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: claim.record.state, action: 'already-terminal' });
     return;
   }
-  log('info', 'recover', `reconciling from ${claim.record.state}`, base);
-  const result = await execute(ctx, base, claim.record, { businessOperationId: record.businessOperationId, fence: claim.record.fence }, record.paramsFingerprint, claimInput, claim.takenOver);
+  log('info', 'recover', `reconciling from ${claim.record.state}`, op);
+  const result = await execute(ctx, op, { record: claim.record, claimedAt, takenOver: claim.takenOver, dispatchWritten: false });
   const after = await ledger.get(record.businessOperationId);
   const action: RecoverReport['action'] = result.status === 'done' ? (result.adopted ? 'adopted' : 'completed') : result.status;
   reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: after?.state ?? record.state, action, result });
@@ -90,7 +93,7 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
   const logAs = { id, card: { operation: record.operation } as RetrySafetyCard, redactor };
   log('warn', 'recover-failed', `could not drive it: ${error.name}: ${error.message}`, logAs);
   try {
-    const claim = await ledger.claim(claimOf(ctx, record, ctx.options.policy?.leaseMs ?? DEFAULT_LEASE_MS));
+    const claim = await ledger.claim(storedClaim(ctx, record, ctx.options.policy?.leaseMs ?? DEFAULT_LEASE_MS));
     if (claim.kind !== 'claimed') return { businessOperationId: id, from: record.state, to: claim.record.state, action: claim.kind === 'terminal' ? 'already-terminal' : 'skipped-busy', error };
     const now = clock.now();
     const packet = buildPacket({
@@ -110,95 +113,134 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
   }
 }
 
-/** A person's `resend-with`: the corrected params, same intent, as a new revision (never while an attempt may have been applied). */
-async function resendWith(ctx: RunnerContext, record: OperationRecord, params: unknown, adapters: readonly AdapterV1[], by: string): Promise<RunResult> {
-  const { ledger } = ctx;
-  const found = findAdapter(adapters, record);
-  if (!found) throw new RunnerConfigurationError('resolve', `resend-with needs the adapter for ${record.operation} in { adapters }`);
-  const spec = checkAdapter(found.adapter, found.opName);
-  // The corrected params pass the same pre-claim checks as a new call (limits, redaction), then the schema.
-  const checked = checkedParams(ctx, spec, params, null, [params, record.params]);
-  assertParams(spec, params);
-  const { base: fromRecord, claimInput } = intakeRecord(ctx, found.adapter, found.opName, record, newRunId());
-  const base: OpBase = { ...fromRecord, params, redactor: checked.redactor, requestFingerprint: checked.requestFingerprint };
-  const next = await intake(ledger, spec, { params, businessOperationId: record.businessOperationId });
-  if (next.intentFingerprint !== record.intentFingerprint) throw new ConflictError(record.businessOperationId, 'intent', 'the corrected params name another intent: run them as a new operation instead');
-  if (next.paramsFingerprint === record.paramsFingerprint) throw new InvalidStateError(record.businessOperationId, record.state, 'resend-with needs params that differ from the stored ones (use resume to re-send the same request)');
-  const receipts = await ledger.receipts(record.businessOperationId);
-  const check = supersedeCheck(record, receipts);
-  if (!check.ok) throw paramsConflict(base, record, `a new revision is not allowed: ${check.why}`);
-  return supersede(ctx, base, { ...claimInput, params, paramsFingerprint: next.paramsFingerprint }, record, receipts, `resend-with by ${by}`);
+/** A claim of a stored operation as it is stored, for a record that cannot be driven (no adapter needed). */
+function storedClaim(ctx: RunnerContext, record: OperationRecord, leaseMs: number): ClaimInput {
+  return {
+    businessOperationId: record.businessOperationId,
+    provider: record.provider,
+    operation: record.operation,
+    intentFingerprint: record.intentFingerprint,
+    paramsFingerprint: record.paramsFingerprint,
+    params: record.params,
+    providerKey: record.providerKey,
+    owner: ctx.owner,
+    leaseMs,
+    now: ctx.clock.now(),
+  };
 }
 
+/** A person's `resend-with`: the corrected params, same intent, as a new revision (never while an attempt may have been applied). */
+async function resendWith(ctx: RunnerContext, record: OperationRecord, params: unknown, adapters: readonly AdapterV1[], by: string): Promise<RunResult> {
+  const found = findAdapter(adapters, record);
+  if (!found) throw new RunnerConfigurationError('resolve', `resend-with needs the adapter for ${record.operation} in { adapters }`);
+  const op = correctedOperation(ctx, found, record, params);
+  const receipts = await ctx.ledger.receipts(record.businessOperationId);
+  const check = supersedeCheck(record, receipts);
+  if (!check.ok) throw paramsConflict(op, record, `a new revision is not allowed: ${check.why}`);
+  return supersede(ctx, op, record, receipts, `resend-with by ${by}`);
+}
+
+/**
+ * A person's decision on a handed-off operation — the one owner of the operator's rules, for code and
+ * the CLI alike: a broken receipt chain is refused first (BrokenReceiptChainError), then resend-with's
+ * rules (correctedOperation, supersedeCheck), the unsafe-resume rule (UnsafeResumeError unless force).
+ */
 export async function resolve(ctx: RunnerContext, rawId: string, resolution: Resolution, opts: ResolveOptions = {}): Promise<ResolveResult> {
-  const { baseRedactor, clock, ledger, log, owner } = ctx;
   const id = asBusinessOperationId(rawId);
-  const record = await ledger.get(id);
+  const record = await ctx.ledger.get(id);
   if (!record) throw new InvalidStateError(id, 'absent', 'no such operation in the ledger');
-  if (resolution?.action === 'resend-with') return resendWith(ctx, record, resolution.params, opts.adapters ?? [], opts.by ?? owner);
+  await checkChain(ctx, id);
+  const by = opts.by ?? ctx.owner;
+  if (resolution?.action === 'resend-with') return resendWith(ctx, record, resolution.params, opts.adapters ?? [], by);
   if (record.state !== 'handed-off') throw new InvalidStateError(id, record.state, `only a handed-off operation can be resolved (${resolution?.action})`);
-  const by = opts.by ?? owner;
   const runId = opts.runId !== undefined ? asRunId(opts.runId) : newRunId();
   const attemptIds = callerAttemptIds(opts.attemptIds);
-  const nextAttemptId = () => (attemptIds ? (attemptIds() as AttemptId) : newAttemptId());
-  if (resolution?.action === 'resume') {
-    const resumeAction = record.handoff?.safeNextActions.find((a) => a.action === 'resume');
-    if (resumeAction && !resumeAction.safe && resolution.force !== true) {
-      log('warn', 'resume-refused', `resume refused: the packet marks it not safe (${resumeAction.why})`);
-      throw new UnsafeResumeError(id, resumeAction.why);
-    }
-    for (const a of opts.adapters ?? []) checkAdapterShape(a);
-    const found = findAdapter(opts.adapters ?? [], record);
-    if (!found) throw new RunnerConfigurationError('resolve', `resume needs the adapter for ${record.operation} in { adapters }`);
-    const { base, claimInput } = intakeRecord(ctx, found.adapter, found.opName, record, runId, attemptIds);
-    const claim = await ledger.claim({ ...claimInput, resume: true });
-    if (claim.kind === 'busy') return { status: 'in-progress', businessOperationId: id, statusRef: claim.record.statusRef, retryAfterMs: Math.max(0, (claim.record.leaseExpiresAt ?? 0) - clock.now()) };
-    if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, base);
-    log('info', 'resume', `a person resumed it (${personRef(by)})${resolution.force === true && resumeAction && !resumeAction.safe ? ', forced past an unsafe packet' : ''}: re-sending with the same key`, base);
-    const ref = { businessOperationId: id, fence: claim.record.fence };
-    const prior = await ledger.receipts(id);
-    const receipt = resolveReceipt(
-      {
-        record,
-        last: prior[prior.length - 1],
-        runId: base.runId,
-        attemptId: nextAttemptId(),
-        action: 'resume',
-        reason: base.redactor.text(`a person (${by}) chose resume: same provider key, fresh budget`),
-        providerKey: record.providerKey,
-        requestFingerprint: base.requestFingerprint,
-        now: clock.now(),
-      },
-      ctx.options.receiptKey,
-    );
-    await ledger.appendReceipt(ref, receipt);
-    return execute(ctx, base, claim.record, ref, record.paramsFingerprint, claimInput, false);
-  }
+  if (resolution?.action === 'resume') return resume(ctx, record, resolution.force === true, opts.adapters ?? [], { by, runId, attemptIds });
   if (resolution?.action !== 'mark-done' && resolution?.action !== 'abandon') throw new InvalidStateError(id, record.state, `unknown resolution ${JSON.stringify((resolution as { action?: unknown })?.action)}`);
+  return close(ctx, record, resolution, { by, runId, attemptIds });
+}
+
+/** Acting on a chain edited outside retrysafe would bury the break: refused before anything is sent or written. */
+async function checkChain(ctx: RunnerContext, id: BusinessOperationId): Promise<void> {
+  const key = ctx.options.receiptKey;
+  const keys = { ...ctx.options.receiptKeyring, ...(key ? { [key.id]: key.secret } : {}) };
+  // Chains written before a key was set pass (a keyed-then-unkeyed chain never does).
+  const check = await verifyOperation(ctx.ledger, id, { ...(Object.keys(keys).length > 0 ? { keys } : {}), allowUnkeyed: true });
+  if (check === null || check.ok) return;
+  ctx.log('warn', 'resolve-refused', `the receipt chain is broken at receipt #${check.index + 1} (${check.reason}): not resolving`);
+  throw new BrokenReceiptChainError(id, check.index, check.reason);
+}
+
+interface PersonRun {
+  readonly by: string;
+  readonly runId: RunId;
+  readonly attemptIds: (() => string) | undefined;
+}
+
+/** `resume`: re-sends with the SAME provider key and a fresh budget, unless the packet marks it unsafe and `force` is not set. */
+async function resume(ctx: RunnerContext, record: OperationRecord, force: boolean, adapters: readonly AdapterV1[], p: PersonRun): Promise<RunResult> {
+  const { clock, ledger, log } = ctx;
+  const id = record.businessOperationId;
+  const resumeAction = record.handoff?.safeNextActions.find((a) => a.action === 'resume');
+  if (resumeAction && !resumeAction.safe && !force) {
+    log('warn', 'resume-refused', `resume refused: the packet marks it not safe (${resumeAction.why})`);
+    throw new UnsafeResumeError(id, resumeAction.why);
+  }
+  for (const a of adapters) checkAdapterShape(a);
+  const found = findAdapter(adapters, record);
+  if (!found) throw new RunnerConfigurationError('resolve', `resume needs the adapter for ${record.operation} in { adapters }`);
+  const op = storedOperation(ctx, found, record, p);
+  const claimedAt = clock.now();
+  const claim = await ledger.claim({ ...claimInput(ctx, op, claimedAt), resume: true });
+  if (claim.kind === 'busy') return { status: 'in-progress', businessOperationId: id, statusRef: claim.record.statusRef, retryAfterMs: Math.max(0, (claim.record.leaseExpiresAt ?? 0) - clock.now()) };
+  if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, op);
+  log('info', 'resume', `a person resumed it (${personRef(p.by)})${force && resumeAction && !resumeAction.safe ? ', forced past an unsafe packet' : ''}: re-sending with the same key`, op);
+  const ref = { businessOperationId: id, fence: claim.record.fence };
+  const prior = await ledger.receipts(id);
+  const receipt = resolveReceipt(
+    {
+      record,
+      last: prior[prior.length - 1],
+      runId: op.runId,
+      attemptId: p.attemptIds ? (p.attemptIds() as AttemptId) : newAttemptId(),
+      action: 'resume',
+      reason: op.redactor.text(`a person (${p.by}) chose resume: same provider key, fresh budget`),
+      providerKey: record.providerKey,
+      requestFingerprint: op.requestFingerprint,
+      now: clock.now(),
+    },
+    ctx.options.receiptKey,
+  );
+  await ledger.appendReceipt(ref, receipt);
+  return execute(ctx, op, { record: claim.record, claimedAt, takenOver: false, dispatchWritten: false });
+}
+
+/** `mark-done` (with the provider reference a person verified) or `abandon`: the operation closed, with a receipt. */
+async function close(ctx: RunnerContext, record: OperationRecord, resolution: Extract<Resolution, { action: 'mark-done' | 'abandon' }>, p: PersonRun): Promise<ResolveResult> {
+  const { baseRedactor, clock, ledger, log } = ctx;
+  const id = record.businessOperationId;
   const providerRef = resolution.action === 'mark-done' ? resolution.providerRef : undefined;
   const now = clock.now();
-  const after = await ledger.resolve(id, { action: resolution.action, ...(providerRef !== undefined ? { providerRef } : {}), by }, now);
+  const after = await ledger.resolve(id, { action: resolution.action, ...(providerRef !== undefined ? { providerRef } : {}), by: p.by }, now);
   const prior = await ledger.receipts(id);
   const last = prior[prior.length - 1];
   const redactor = baseRedactor.withValuesFrom(record.params);
-  await ledger.appendReceipt(
-    { businessOperationId: id, fence: after.fence },
-    resolveReceipt(
-      {
-        record,
-        last,
-        runId,
-        attemptId: nextAttemptId(),
-        action: resolution.action,
-        reason: redactor.text(`resolved by a person (${personRef(by)})`),
-        providerKey: record.providerKey,
-        ...(providerRef !== undefined ? { providerRef: redactor.text(providerRef) } : {}),
-        requestFingerprint: last?.requestFingerprint ?? fingerprint(redactor.params(record.params)),
-        now,
-      },
-      ctx.options.receiptKey,
-    ),
+  const receipt = resolveReceipt(
+    {
+      record,
+      last,
+      runId: p.runId,
+      attemptId: p.attemptIds ? (p.attemptIds() as AttemptId) : newAttemptId(),
+      action: resolution.action,
+      reason: redactor.text(`resolved by a person (${personRef(p.by)})`),
+      providerKey: record.providerKey,
+      ...(providerRef !== undefined ? { providerRef: redactor.text(providerRef) } : {}),
+      requestFingerprint: last?.requestFingerprint ?? fingerprint(redactor.params(record.params)),
+      now,
+    },
+    ctx.options.receiptKey,
   );
-  log('info', 'resolve', `${resolution.action} by ${personRef(by)}`);
+  await ledger.appendReceipt({ businessOperationId: id, fence: after.fence }, receipt);
+  log('info', 'resolve', `${resolution.action} by ${personRef(p.by)}`);
   return { status: 'resolved', businessOperationId: id, state: after.state as 'succeeded' | 'abandoned', providerRef: after.providerRef };
 }

@@ -1,49 +1,61 @@
-/** The receipt chain: each attempt's receipt sealed onto the one before it, and written with its state when the ledger can. */
-import type { AttemptId, OperationRecord, ProviderKey, Receipt, ReceiptKind, RunId, StatePatch } from '@retrysafe/contract';
+/** The receipt chain: each receipt sealed onto the one before it. */
+import type { AttemptId, OperationRecord, ProviderKey, Receipt, ReceiptKind, RunId } from '@retrysafe/contract';
 import type { Decision, Observation } from '../decide.js';
-import { sealNew, type ReceiptKey, type UnsealedReceipt } from '../receipts.js';
+import type { Operation } from '../intake/index.js';
+import { sealReceipt, type ReceiptKey, type UnsealedReceipt } from '../receipts.js';
+import type { Redactor } from '../redact.js';
 
+/** A provider's field errors as receipts keep them: path and message only, redacted, at most 20. */
+function providerFieldErrors(fields: readonly unknown[], redactor: Redactor): { path: string; message: string }[] {
+  return fields.slice(0, 20).flatMap((f) => {
+    const r = (f ?? {}) as { path?: unknown; message?: unknown };
+    return typeof r.path === 'string' ? [{ path: redactor.text(r.path), message: redactor.text(typeof r.message === 'string' ? r.message : 'invalid') }] : [];
+  });
+}
 
-import { iso, type Mutable, type Op, type RunnerContext } from './context.js';
-import { providerFieldErrors } from './guards.js';
+export interface AttemptReceipt {
+  readonly kind: ReceiptKind;
+  readonly attemptId: AttemptId;
+  readonly startedAt: number;
+  readonly finishedAt: number;
+  readonly obs: Observation;
+  readonly decision: Decision;
+}
 
-/** The attempt's receipt, sealed into the operation's hash chain (written by the caller). */
-export function seal(
-  ctx: RunnerContext,
-  op: Op,
-  r: { kind: ReceiptKind; attemptId: string; startedAt: number; finishedAt: number; obs: Observation; decision: Decision | { action: string; why: string } },
-): Receipt {
+/** An attempt's receipt, sealed after `last` (the operation's latest receipt). */
+export function attemptReceipt(op: Operation, last: Receipt | undefined, r: AttemptReceipt, key: ReceiptKey | undefined): Receipt {
   const inner = r.obs === null ? null : r.obs.kind === 'found' ? r.obs.outcome : r.obs;
-  const refs = (inner ?? {}) as { status?: number; code?: string; providerRef?: string; requestId?: string; message?: string; reason?: string; fields?: unknown };
-  const message = refs.message ?? (r.obs && r.obs.kind !== 'found' && 'reason' in r.obs && typeof r.obs.reason === 'string' ? r.obs.reason : undefined);
+  const refs = (inner ?? {}) as { status?: unknown; code?: unknown; providerRef?: unknown; requestId?: unknown; message?: unknown; fields?: unknown };
+  const reasonOfObs = r.obs !== null && r.obs.kind !== 'found' && 'reason' in r.obs && typeof r.obs.reason === 'string' ? r.obs.reason : undefined;
+  const message = typeof refs.message === 'string' ? refs.message : reasonOfObs;
   const d = r.decision;
-  const reason = d.action === 'handoff' && 'reason' in d ? `${d.reason}: ${d.why}` : d.why;
-  const redactor = op.redactor;
-  // Plain literals; the optional fields are added only when present (a receipt has no undefined keys).
-  const body: Mutable<UnsealedReceipt> = {
+  const reason = op.redactor.text(d.action === 'handoff' ? `${d.reason}: ${d.why}` : d.why);
+  const redact = (v: unknown) => (typeof v === 'string' ? op.redactor.text(v) : undefined);
+  const body: UnsealedReceipt = {
     businessOperationId: op.id,
-    seq: op.lastSeq + 1,
+    seq: (last?.seq ?? 0) + 1,
     runId: op.runId,
-    attemptId: r.attemptId as Receipt['attemptId'],
+    attemptId: r.attemptId,
     provider: op.adapter.provider,
     operation: op.card.operation,
     kind: r.kind,
-    startedAt: iso(r.startedAt),
-    finishedAt: iso(r.finishedAt),
+    startedAt: new Date(r.startedAt).toISOString(),
+    finishedAt: new Date(r.finishedAt).toISOString(),
     outcome: r.obs === null ? null : r.obs.kind,
-    decision: 'delayMs' in d && typeof d.delayMs === 'number' ? { action: d.action, reason: redactor.text(reason), delayMs: d.delayMs } : { action: d.action, reason: redactor.text(reason) },
+    decision: 'delayMs' in d ? { action: d.action, reason, delayMs: d.delayMs } : { action: d.action, reason },
     providerKey: op.providerKey,
     requestFingerprint: op.requestFingerprint,
-    prevHash: op.lastHash,
+    prevHash: last?.hash ?? null,
+    ...(typeof refs.status === 'number' ? { status: refs.status } : {}),
+    ...(typeof refs.code === 'string' ? { code: redact(refs.code)! } : {}),
+    ...(typeof refs.providerRef === 'string' ? { providerRef: redact(refs.providerRef)! } : {}),
+    ...(typeof refs.requestId === 'string' ? { requestId: redact(refs.requestId)! } : {}),
+    ...(message !== undefined ? { message: op.redactor.text(message) } : {}),
+    ...(inner?.kind === 'rejected' ? { rejectReason: inner.reason } : {}),
+    ...(inner?.kind === 'rejected' && typeof inner.created === 'string' ? { created: op.redactor.text(inner.created) } : {}),
+    ...(Array.isArray(refs.fields) && refs.fields.length > 0 ? { fields: providerFieldErrors(refs.fields, op.redactor) } : {}),
   };
-  if (typeof refs.status === 'number') body.status = refs.status;
-  if (typeof refs.code === 'string') body.code = redactor.text(refs.code);
-  if (typeof refs.providerRef === 'string') body.providerRef = redactor.text(refs.providerRef);
-  if (typeof refs.requestId === 'string') body.requestId = redactor.text(refs.requestId);
-  if (typeof message === 'string') body.message = redactor.text(message);
-  if (inner?.kind === 'rejected') body.rejectReason = inner.reason;
-  if (Array.isArray(refs.fields) && refs.fields.length) body.fields = providerFieldErrors(refs.fields, redactor);
-  return sealNew(body, ctx.options.receiptKey);
+  return sealReceipt(body, key);
 }
 
 /**
@@ -65,46 +77,25 @@ export function resolveReceipt(
   },
   key: ReceiptKey | undefined,
 ): Receipt {
-  const body: Mutable<UnsealedReceipt> = {
-    businessOperationId: r.record.businessOperationId,
-    seq: (r.last?.seq ?? 0) + 1,
-    runId: r.runId,
-    attemptId: r.attemptId,
-    provider: r.record.provider,
-    operation: r.record.operation,
-    kind: 'resolve',
-    startedAt: iso(r.now),
-    finishedAt: iso(r.now),
-    outcome: null,
-    decision: { action: r.action, reason: r.reason },
-    providerKey: r.providerKey,
-    requestFingerprint: r.requestFingerprint,
-    prevHash: r.last?.hash ?? null,
-  };
-  if (r.providerRef !== undefined) body.providerRef = r.providerRef;
-  return sealNew(body, key);
-}
-
-/** A state and the receipt of the attempt that led to it: one transaction when the ledger can, else state then receipt. */
-export async function writeState(ctx: RunnerContext, op: Op, patch: Omit<StatePatch, 'receipt'>, sealed: Receipt | null): Promise<void> {
-  if (sealed !== null && ctx.receiptWithState) {
-    const withReceipt: StatePatch = { state: patch.state, lastOutcome: patch.lastOutcome, result: patch.result, providerRef: patch.providerRef, statusRef: patch.statusRef, now: patch.now, receipt: sealed, durability: patch.durability };
-    op.record = await ctx.ledger.setState(op.ref, withReceipt);
-    recorded(op, sealed);
-    return;
-  }
-  op.record = await ctx.ledger.setState(op.ref, patch);
-  if (sealed !== null) await appendReceipt(ctx, op, sealed);
-}
-
-export async function appendReceipt(ctx: RunnerContext, op: Op, sealed: Receipt): Promise<void> {
-  await ctx.ledger.appendReceipt(op.ref, sealed);
-  recorded(op, sealed);
-}
-
-/** Bookkeeping once a receipt is durably written: the next one chains from it. */
-export function recorded(op: Op, sealed: Receipt): void {
-  op.lastSeq = sealed.seq;
-  op.lastHash = sealed.hash;
-  op.receipts.push(sealed);
+  const at = new Date(r.now).toISOString();
+  return sealReceipt(
+    {
+      businessOperationId: r.record.businessOperationId,
+      seq: (r.last?.seq ?? 0) + 1,
+      runId: r.runId,
+      attemptId: r.attemptId,
+      provider: r.record.provider,
+      operation: r.record.operation,
+      kind: 'resolve',
+      startedAt: at,
+      finishedAt: at,
+      outcome: null,
+      decision: { action: r.action, reason: r.reason },
+      providerKey: r.providerKey,
+      requestFingerprint: r.requestFingerprint,
+      prevHash: r.last?.hash ?? null,
+      ...(r.providerRef !== undefined ? { providerRef: r.providerRef } : {}),
+    },
+    key,
+  );
 }

@@ -1,75 +1,64 @@
 /** Terminal writes: a result recorded, an operation handed to a person, or an answer from what another worker finished. */
-import { InvalidStateError, RetryExhaustedError, completionRecoverable, type OperationRecord } from '@retrysafe/contract';
-import { resendSafety, type Decision, type Observation } from '../decide.js';
+import { InvalidStateError, RetryExhaustedError, type OperationRecord, type Receipt } from '@retrysafe/contract';
+import { completionRecoverable, resendSafety } from '@retrysafe/contract/rules';
+import type { Decision, Observation } from '../decide.js';
 import { buildPacket } from '../handoff.js';
-import { supersedeCheck } from '../intake/index.js';
-import type { Op, RunnerContext } from './context.js';
-import { errText } from './guards.js';
-import { paramsConflict } from './intake.js';
-import { appendReceipt, recorded, writeState } from './receipt-chain.js';
+import { paramsConflict, supersedeCheck, type Operation } from '../intake/index.js';
+import { errText, type RunnerContext } from './context.js';
+import type { DriveState } from './state.js';
 import type { RunResult } from './types.js';
 
 /**
- * The operation succeeded: its result (and the attempt's pending receipt) written, then the answer. Not
- * an async function: one write and one continuation, so the optimised code carries no coroutine.
- * Whatever throws comes back as a rejection, as from an async function.
+ * The operation succeeded: its result written (with the attempt's `pending` receipt, in one transaction
+ * when the ledger can), then the answer.
  */
-export function complete(ctx: RunnerContext, op: Op, obs: Observation, adopted: boolean): Promise<RunResult> {
-  try {
-    const src = obs === null ? null : obs.kind === 'found' ? obs.outcome : obs;
-    let result: unknown = op.record.result;
-    let providerRef: string | null = op.record.providerRef;
-    if (src && (src.kind === 'succeeded' || src.kind === 'replayed')) {
-      result = src.result ?? null;
-      providerRef = src.providerRef ?? providerRef;
-    }
-    const pending = op.pendingReceipt;
-    op.pendingReceipt = null;
-    let written: Promise<void> | null = null;
-    if (op.record.state !== 'succeeded') {
-      // The attempt's receipt (if pending) lands in the same transaction as the result it led to. Deferrable
-      // where the card lets a lost write be looked up again (completionRecoverable): the claim before the
-      // send was durable, and it is what a crash here would leave behind anyway.
-      const durability = completionRecoverable(op.card) ? 'deferrable' : undefined;
-      written = writeState(ctx, op, { state: 'succeeded', lastOutcome: obs === null ? op.record.lastOutcome : obs.kind, result, providerRef, now: ctx.clock.now(), durability }, pending);
-    } else if (pending !== null) {
-      written = appendReceipt(ctx, op, pending);
-    }
-    if (written === null) return Promise.resolve(completed(ctx, op, result, providerRef, adopted));
-    return written.then(() => completed(ctx, op, result, providerRef, adopted));
-  } catch (err) {
-    return Promise.reject(err);
+export async function complete(ctx: RunnerContext, op: Operation, s: Readonly<DriveState>, end: { readonly obs: Observation; readonly adopted: boolean; readonly pending: Receipt | null }): Promise<RunResult> {
+  const { obs, adopted, pending } = end;
+  const src = obs === null ? null : obs.kind === 'found' ? obs.outcome : obs;
+  let result: unknown = s.record.result;
+  let providerRef = s.record.providerRef;
+  if (src && (src.kind === 'succeeded' || src.kind === 'replayed')) {
+    result = src.result ?? null;
+    providerRef = src.providerRef ?? providerRef;
   }
-}
-
-/** The answer once the result is written. */
-function completed(ctx: RunnerContext, op: Op, result: unknown, providerRef: string | null, adopted: boolean): RunResult {
-  const attempts = op.record.attemptCount;
+  let record = s.record;
+  const receipts = pending === null ? [...s.receipts] : [...s.receipts, pending];
+  if (record.state !== 'succeeded') {
+    // Deferrable where the card lets a lost write be looked up again (completionRecoverable): the claim
+    // before the send was durable, and it is what a crash here would leave behind anyway.
+    const patch = { state: 'succeeded' as const, lastOutcome: obs === null ? record.lastOutcome : obs.kind, result, providerRef, now: ctx.clock.now(), ...(completionRecoverable(op.card) ? { durability: 'deferrable' as const } : {}) };
+    if (pending !== null && ctx.receiptWithState) {
+      record = await ctx.ledger.setState(s.lease.ref, { ...patch, receipt: pending });
+    } else {
+      record = await ctx.ledger.setState(s.lease.ref, patch);
+      if (pending !== null) await ctx.ledger.appendReceipt(s.lease.ref, pending);
+    }
+  } else if (pending !== null) {
+    await ctx.ledger.appendReceipt(s.lease.ref, pending);
+  }
+  const attempts = record.attemptCount;
   ctx.log('info', 'done', () => `succeeded${adopted ? ' (adopted)' : ''} after ${attempts} provider call(s)${providerRef ? `, ref ${providerRef}` : ''}`, op, { attempt: attempts, adopted });
-  return { status: 'done', businessOperationId: op.id, result, providerRef, adopted, attempts: op.record.attemptCount, receipts: [...op.receipts] };
+  return { status: 'done', businessOperationId: op.id, result, providerRef, adopted, attempts, receipts };
 }
 
-export async function handOff(ctx: RunnerContext, op: Op, decided: Extract<Decision, { action: 'handoff' }>): Promise<RunResult> {
+/** The operation goes to a person: a packet built from the receipts, written (with the `pending` receipt), and sent to the sink. */
+export async function handOff(ctx: RunnerContext, op: Operation, s: Readonly<DriveState>, end: { readonly decided: Extract<Decision, { action: 'handoff' }>; readonly pending: Receipt | null }): Promise<RunResult> {
+  const { decided, pending } = end;
   const { clock, ledger, log, sink } = ctx;
   const now = clock.now();
-  const decision =
-    op.recovering && decided.reason === 'unknown-no-safe-resend'
-      ? { ...decided, reason: 'crash-recovery-inconclusive' as const, why: `a worker stopped after dispatching; ${decided.why}` }
-      : decided;
-  const pending = op.pendingReceipt;
-  op.pendingReceipt = null;
-  // The attempt's receipt (if pending) is part of the packet and lands in the handoff's transaction.
-  const receipts = pending !== null ? [...op.receipts, pending] : [...op.receipts];
-  const error = decision.reason === 'retry-exhausted' ? new RetryExhaustedError(op.redactor.text(decision.why), receipts.filter((r) => r.kind === 'dispatch' || r.kind === 'resend').map((r) => r.attemptId)) : undefined;
+  const decision = s.recovering && decided.reason === 'unknown-no-safe-resend' ? { ...decided, reason: 'crash-recovery-inconclusive' as const, why: `a worker stopped after dispatching; ${decided.why}` } : decided;
+  const receipts = pending === null ? [...s.receipts] : [...s.receipts, pending];
+  const sends = receipts.filter((r) => r.kind === 'dispatch' || r.kind === 'resend');
+  const error = decision.reason === 'retry-exhausted' ? new RetryExhaustedError(op.redactor.text(decision.why), sends.map((r) => r.attemptId)) : undefined;
   const explanation = op.redactor.text(error ? error.message : decision.why);
-  const safety = resendSafety(op.card, op.record.firstDispatchedAt, now, op.policy.clockSkewMarginMs);
+  const safety = resendSafety(op.card, s.record.firstDispatchedAt, now, op.policy.clockSkewMarginMs);
   // A key that holds a stored error only replays it: a resume cannot succeed until the key expires.
-  const lastSend = [...receipts].reverse().find((r) => r.kind === 'dispatch' || r.kind === 'resend');
+  const lastSend = sends[sends.length - 1];
   const replaysError = op.card.storedResult.includesErrors.value === true && lastSend?.outcome === 'unknown' && typeof lastSend.status === 'number' && lastSend.status >= 500;
-  const packet = buildPacket({ record: op.record, reason: decision.reason, explanation, receipts, resendSafe: safety.safe && !replaysError, ...(replaysError && safety.safe ? { resumeNote: `a resume re-sends with the same key, which holds the provider's stored ${lastSend.status}: it would only replay that error until the key expires (${String(op.card.retention.minimum.value)} after the first dispatch)` } : {}), now });
-  op.record = pending !== null ? await ledger.handOff(op.ref, packet, now, pending) : await ledger.handOff(op.ref, packet, now);
-  if (pending !== null) recorded(op, pending);
-  log('warn', 'handoff', `${decision.reason}: ${explanation}`, op, { handoffReason: decision.reason, attempt: op.record.attemptCount });
+  const resumeNote = replaysError && safety.safe ? `a resume re-sends with the same key, which holds the provider's stored ${lastSend.status}: it would only replay that error until the key expires (${String(op.card.retention.minimum.value)} after the first dispatch)` : undefined;
+  const packet = buildPacket({ record: s.record, reason: decision.reason, explanation, receipts, resendSafe: safety.safe && !replaysError, ...(resumeNote !== undefined ? { resumeNote } : {}), now });
+  const record = pending !== null ? await ledger.handOff(s.lease.ref, packet, now, pending) : await ledger.handOff(s.lease.ref, packet, now);
+  log('warn', 'handoff', `${decision.reason}: ${explanation}`, op, { handoffReason: decision.reason, attempt: record.attemptCount });
   if (sink) {
     try {
       await sink.send(packet);
@@ -77,31 +66,24 @@ export async function handOff(ctx: RunnerContext, op: Op, decided: Extract<Decis
       log('warn', 'handoff-sink-failed', `the packet is in the ledger; the sink failed: ${errText(err)}`, op);
     }
   }
-  return { status: 'handed-off', businessOperationId: op.id, packet, attempts: op.record.attemptCount, receipts, ...(error ? { error } : {}) };
+  return { status: 'handed-off', businessOperationId: op.id, packet, attempts: record.attemptCount, receipts, ...(error ? { error } : {}) };
 }
 
-/** The answer for an operation already at rest (this worker's earlier run, or another's). */
-export async function fromTerminal(ctx: RunnerContext, record: OperationRecord, paramsFingerprint: string | null, base: Pick<Op, 'id' | 'card' | 'redactor' | 'comparison' | 'params'>): Promise<RunResult> {
+/** The answer for an operation already at rest (this worker's earlier run, or another's). `paramsFingerprint`: null to answer whatever its params. */
+export async function fromTerminal(ctx: RunnerContext, record: OperationRecord, paramsFingerprint: string | null, op: Operation): Promise<RunResult> {
   const { ledger, log } = ctx;
   // Other params under the same intent are a conflict even once it succeeded: adopting would tell the
   // caller that *their* request (say, another amount for the same order) was performed.
   if (paramsFingerprint !== null && record.paramsFingerprint !== paramsFingerprint) {
-    const why = record.state === 'succeeded' ? 'it succeeded' : supersedeCheck(record, await ledger.receipts(record.businessOperationId));
-    const detail = typeof why === 'string' || why.ok ? `the operation is ${record.state} with other params` : `the operation is ${record.state} with other params and cannot be superseded: ${why.why}`;
-    throw paramsConflict(base, record, detail);
+    const check = record.state === 'succeeded' ? null : supersedeCheck(record, await ledger.receipts(record.businessOperationId));
+    const detail = check === null || check.ok ? `the operation is ${record.state} with other params` : `the operation is ${record.state} with other params and cannot be superseded: ${check.why}`;
+    throw paramsConflict(op, record, detail);
   }
+  const receipts = await ledger.receipts(record.businessOperationId);
   if (record.state === 'succeeded') {
-    log('info', 'adopt', 'already succeeded: adopting the stored result, nothing sent', base);
-    return {
-      status: 'done',
-      businessOperationId: record.businessOperationId,
-      result: record.result,
-      providerRef: record.providerRef,
-      adopted: true,
-      attempts: record.attemptCount,
-      receipts: await ledger.receipts(record.businessOperationId),
-    };
+    log('info', 'adopt', 'already succeeded: adopting the stored result, nothing sent', op);
+    return { status: 'done', businessOperationId: record.businessOperationId, result: record.result, providerRef: record.providerRef, adopted: true, attempts: record.attemptCount, receipts };
   }
   if (!record.handoff) throw new InvalidStateError(record.businessOperationId, record.state, 'terminal without a handoff packet');
-  return { status: 'handed-off', businessOperationId: record.businessOperationId, packet: record.handoff, attempts: record.attemptCount, receipts: await ledger.receipts(record.businessOperationId) };
+  return { status: 'handed-off', businessOperationId: record.businessOperationId, packet: record.handoff, attempts: record.attemptCount, receipts };
 }

@@ -1,7 +1,7 @@
 /** The runner's public types (re-exported from the package root). */
 import type { AdapterV1, BusinessOperationId, HandoffPacket, HandoffSink, Ledger, OperationState, Receipt, RetryExhaustedError } from '@retrysafe/contract';
 import type { Clock } from '../clock.js';
-import type { ReceiptKey } from '../receipts.js';
+import type { ReceiptKey, ReceiptKeyring } from '../receipts.js';
 import type { RedactOptions } from '../redact.js';
 import type { PolicyOverrides } from '../retry-policy.js';
 import type { EventFields, TelemetryOptions } from '../telemetry.js';
@@ -33,6 +33,8 @@ export interface RunnerOptions {
   readonly logger?: (entry: LogEntry) => void;
   /** HMAC key for receipt hashes (`hmac-sha256:<id>:…`): without it, someone who can write the ledger can re-seal an edited chain unnoticed. See docs/security.md. */
   readonly receiptKey?: ReceiptKey;
+  /** Keys that sealed earlier receipts (after a rotation): resolve() checks the operation's chain with these and `receiptKey`. */
+  readonly receiptKeyring?: ReceiptKeyring;
   /** OpenTelemetry providers for spans and metrics (default: the global ones, a no-op without an SDK). */
   readonly telemetry?: TelemetryOptions;
 }

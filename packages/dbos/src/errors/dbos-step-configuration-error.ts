@@ -1,4 +1,5 @@
-import { RetrysafeError, markerGuard } from '@retrysafe/contract';
+import { RetrysafeError } from '@retrysafe/contract';
+import { markerGuard } from '@retrysafe/contract/provider';
 
 const marker = Symbol.for('retrysafe.error.DbosStepConfigurationError');
 

@@ -16,7 +16,7 @@ import {
   type ProviderKeyRule,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
-import { classifyTransportFailure } from '@retrysafe/contract';
+import { classifyTransportFailure } from '@retrysafe/contract/provider';
 import type { FenceConfig, FenceToolConfig } from './fence-config.js';
 import { UpstreamUnavailableError } from './upstream.js';
 

@@ -1,5 +1,5 @@
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
-import type { AgentToolResult } from '@retrysafe/core';
+import type { AgentToolResult } from '@retrysafe/core/agent';
 import { answerValue } from './fence-adapter.js';
 
 type Schema = { readonly [k: string]: unknown };

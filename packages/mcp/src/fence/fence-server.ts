@@ -23,7 +23,9 @@ import {
   type ServerCapabilities,
 } from '@modelcontextprotocol/sdk/types.js';
 import { validateCard, type AdapterV1, type Ledger } from '@retrysafe/contract';
-import { callAgentTool, idempotentByCard, operationStatus, pendingHandoffs, type AgentToolDefinition, type Runner } from '@retrysafe/core';
+import { agentIdempotentHint } from '@retrysafe/contract/rules';
+import type { Runner } from '@retrysafe/core';
+import { callAgentTool, operationStatus, pendingHandoffs, type AgentToolDefinition } from '@retrysafe/core/agent';
 import { createCoalescer, requestedWait, type Coalescer } from '../coalesce.js';
 import { fencedOutputSchema, fencedReply, outputChecker } from './fence-output.js';
 import { UpstreamUnavailableError, type ResultSchema, type Upstream } from './upstream.js';
@@ -95,7 +97,7 @@ function fencedListing(adapter: AdapterV1, t: UpstreamTool) {
   // Through the fence a re-issued call with the same intent is the same operation: that is the hint's meaning
   // for the caller. Whether the upstream itself folds re-sends is the card's business (shown in _meta).
   const annotations = { ...((t.annotations as object | undefined) ?? {}), idempotentHint: true };
-  const meta = { ...((t._meta as object | undefined) ?? {}), retrysafe: { fenced: true, operation: card.operation, intentFields: card.businessOperationId.intentFields, upstreamFoldsResends: idempotentByCard(card), undeclared: validateCard(card).unknowns } };
+  const meta = { ...((t._meta as object | undefined) ?? {}), retrysafe: { fenced: true, operation: card.operation, intentFields: card.businessOperationId.intentFields, upstreamFoldsResends: agentIdempotentHint(card), undeclared: validateCard(card).unknowns } };
   const output = t.outputSchema ? { outputSchema: fencedOutputSchema(t.outputSchema as Record<string, unknown>) } : {};
   return { ...t, description: fencedDescription(adapter, t.name, t.description), inputSchema: input, ...output, annotations, _meta: meta };
 }

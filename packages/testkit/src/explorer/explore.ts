@@ -1,6 +1,5 @@
 import {
   asBusinessOperationId,
-  durationMs,
   type ClaimInput,
   type HandoffPacket,
   type LookupResult,
@@ -9,7 +8,10 @@ import {
   type RetrySafetyCard,
   type StatePatch,
 } from '@retrysafe/contract';
-import { decide as realDecide, ledgerTransitions as T, resendSafety, resolvePolicy, type Decision, type DecisionState, type PolicyOverrides, type RetryPolicy } from '@retrysafe/core';
+import * as T from '@retrysafe/contract/ledger';
+import { durationMs, resendSafety } from '@retrysafe/contract/rules';
+import { type Decision, type DecisionState, type PolicyOverrides, type RetryPolicy } from '@retrysafe/core';
+import { decide as realDecide, resolvePolicy } from '@retrysafe/core/internal';
 import {
   ALL_FATES,
   liveKey,

@@ -1,5 +1,7 @@
-import { durationMs, type LookupResult, type OperationRecord, type Outcome, type RetrySafetyCard } from '@retrysafe/contract';
-import type { decide as realDecide, Decision } from '@retrysafe/core';
+import type { LookupResult, OperationRecord, Outcome, RetrySafetyCard } from '@retrysafe/contract';
+import { durationMs } from '@retrysafe/contract/rules';
+import type { Decision } from '@retrysafe/core';
+import type { decide as realDecide } from '@retrysafe/core/internal';
 
 /**
  * The bounded world the explorer enumerates. Everything here is abstract (the provider, the network, the

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { decide, type DecisionState } from '@retrysafe/core';
+import { type DecisionState } from '@retrysafe/core';
+import { decide } from '@retrysafe/core/internal';
 import { explore, type DecideFn } from '@retrysafe/testkit/explorer';
 import { REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
 

@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { renderCard, validateCard, type RetrySafetyCard } from '@retrysafe/contract';
+import { validateCard, type RetrySafetyCard } from '@retrysafe/contract';
+import { renderCard } from '@retrysafe/contract/render';
 import { UsageError } from '../../errors.js';
 import { cardsOf, loadAdapters, type NamedCard } from '../../registry.js';
 

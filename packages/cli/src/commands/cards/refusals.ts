@@ -1,5 +1,6 @@
 import { UNKNOWN, type RetrySafetyCard } from '@retrysafe/contract';
-import { lookupAvailable, notFoundIsAuthoritative, resendSafety, type DecisionState } from '@retrysafe/core';
+import { lookupAvailable, notFoundIsAuthoritative, resendSafety } from '@retrysafe/contract/rules';
+import type { DecisionState } from '@retrysafe/core';
 
 /** What the runner will not do because of the card's unknowns, in the runner's own words (core's decision rules). */
 export function refusals(card: RetrySafetyCard): string[] {

@@ -1,7 +1,8 @@
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { createRunner, createSqliteLedger, callbackHandoffSink, type RunResult } from '@retrysafe/core';
+import { createRunner, callbackHandoffSink, type RunResult } from '@retrysafe/core';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock, DEFAULT_DRILL_TIMEOUT_MS, seededRandom, startFaultProxy, type ConformanceOptions, type FaultProxy, type FaultScript } from '@retrysafe/testkit';
 import type { AdapterV1, HandoffPacket, Ledger } from '@retrysafe/contract';
 import { UsageError } from '../../errors.js';

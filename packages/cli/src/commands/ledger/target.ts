@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { createSqliteLedger } from '@retrysafe/core';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { loadConfigFile, openLedger, type RetrysafeConfig } from '@retrysafe/config';
 import { LedgerError, type Ledger, type OperationRecord, type OperationState } from '@retrysafe/contract';
 import type { Options } from '../../command.js';

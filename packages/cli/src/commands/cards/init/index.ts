@@ -2,15 +2,15 @@ import { writeFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { createInterface } from 'node:readline';
 import {
-  DEFAULT_CLOCK_SKEW_MARGIN,
   CARD_SCHEMA_VERSION,
-  cardFieldLabel,
   cardJsonSchema,
   UNKNOWN,
   validateCard,
   type CardProblem,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
+import { cardFieldLabel } from '@retrysafe/contract/render';
+import { DEFAULT_CLOCK_SKEW_MARGIN } from '@retrysafe/contract/rules';
 import { stringify as toYaml } from 'yaml';
 import { readDataFile } from '../../../files.js';
 import { UsageError } from '../../../errors.js';
@@ -25,7 +25,7 @@ interface Leaf {
 }
 type Schema = { readonly [k: string]: unknown };
 
-const HAND_WRITTEN = ['businessOperationId.idRule', 'businessOperationId.normalize', 'paramComparison', 'storedResult.replayIndicator'];
+const HAND_WRITTEN = ['businessOperationId.normalize', 'paramComparison', 'storedResult.replayIndicator'];
 
 /** Every fillable field of the card, in schema order (derived from the published schema, so new fields appear by themselves). */
 export function cardLeaves(): Leaf[] {

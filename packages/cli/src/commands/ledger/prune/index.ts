@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { pruneLedger, RunnerConfigurationError, type PruneLedgerReport } from '@retrysafe/core';
-import { PRUNABLE_STATES, type Duration, type OperationState, type RetrySafetyCard } from '@retrysafe/contract';
+import { type Duration, type OperationState, type RetrySafetyCard } from '@retrysafe/contract';
+import { PRUNABLE_STATES } from '@retrysafe/contract/ledger';
 import { UsageError } from '../../../errors.js';
 import { cardsOf, loadAdapters } from '../../../registry.js';
 import { withLedger, type LedgerTarget } from '../target.js';

@@ -1,11 +1,11 @@
 import { isAbsolute, resolve } from 'node:path';
-import { createRunner, jsonlHandoffSink, type ResolveResult } from '@retrysafe/core';
+import { BrokenReceiptChainError, createRunner, jsonlHandoffSink, type Resolution, type ResolveResult } from '@retrysafe/core';
 import { createAdapters, loadConfigFile } from '@retrysafe/config';
 import { InvalidStateError, UnsafeResumeError, asBusinessOperationId, type HandoffReason } from '@retrysafe/contract';
 import { RefusedError, UsageError } from '../../../errors.js';
 import { readDataFile } from '../../../files.js';
 import { paint } from '../../../output.js';
-import { receiptKeysFromEnv, verifyChains, withParamsKeys } from '../chain.js';
+import { receiptKeysFromEnv, withParamsKeys } from '../chain.js';
 import { packetText } from '../packet-text.js';
 import { withLedger, type LedgerTarget } from '../target.js';
 
@@ -45,25 +45,24 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
           ...(config?.policy ? { policy: config.policy } : {}),
           ...(config?.redact?.fields ? { redact: { fields: [...config.redact.fields] } } : {}),
           ...(receiptKeysFromEnv().current ? { receiptKey: receiptKeysFromEnv().current! } : {}),
+          ...(receiptKeysFromEnv().keyring ? { receiptKeyring: receiptKeysFromEnv().keyring! } : {}),
         });
-        // Appending to a chain that was edited outside retrysafe would bury the break: refuse, send nothing.
-        const [chain] = await verifyChains(ledger, [id], { allowUnkeyed: true }).catch(() => []);
-        if (chain && !chain.ok) throw new RefusedError(`not resolving ${id}: its receipt chain is broken at receipt #${(chain.index ?? 0) + 1} (${chain.reason}); nothing was sent. Find out who edited the ledger (retrysafe ledger verify --all) before acting on it.`);
         const by = opts.by ?? process.env.USER ?? 'operator';
         const reason = (await ledger.get(asBusinessOperationId(id)))?.handoff?.reason;
-        if (opts.resume) {
-          // The runner refuses an unsafe resume (one rule, one owner); the CLI only words it for the command line.
-          return await runner.resolve(id, { action: 'resume', ...(opts.force ? { force: true } : {}) }, { adapters, by }).catch((err: unknown) => {
-            throw UnsafeResumeError.isInstance(err) ? resumeRefusal(id, err.why, reason) : err;
-          });
-        }
-        if (corrected !== undefined) {
-          return await runner.resolve(id, { action: 'resend-with', params: corrected.params }, { adapters, by }).catch((err: unknown) => {
-            throw InvalidStateError.isInstance(err) && /differ from the stored/.test(err.message) ? sameParams(id, reason) : err;
-          });
-        }
-        if (opts.markDone !== undefined) return runner.resolve(id, { action: 'mark-done', providerRef: opts.markDone.trim() }, { by });
-        return runner.resolve(id, { action: 'abandon' }, { by });
+        const resolution: Resolution = opts.resume
+          ? { action: 'resume', ...(opts.force ? { force: true } : {}) }
+          : corrected !== undefined
+            ? { action: 'resend-with', params: corrected.params }
+            : opts.markDone !== undefined
+              ? { action: 'mark-done', providerRef: opts.markDone.trim() }
+              : { action: 'abandon' };
+        // The runner owns the rules (broken chain, unsafe resume, resend-with); the CLI only words its refusals.
+        return await runner.resolve(id, resolution, { adapters, by }).catch((err: unknown) => {
+          if (BrokenReceiptChainError.isInstance(err)) throw new RefusedError(`not resolving ${id}: its receipt chain is broken at receipt #${err.index + 1} (${err.reason}); nothing was sent. Find out who edited the ledger (retrysafe ledger verify --all) before acting on it.`);
+          if (UnsafeResumeError.isInstance(err)) throw resumeRefusal(id, err.why, reason);
+          if (InvalidStateError.isInstance(err) && /differ from the stored/.test(err.message)) throw sameParams(id, reason);
+          throw err;
+        });
       },
       { config },
     );

@@ -1,4 +1,4 @@
-import { personRef } from '@retrysafe/core';
+import { personRef } from '@retrysafe/core/internal';
 import { asBusinessOperationId, type HandoffPacket, type OperationRecord, type Receipt } from '@retrysafe/contract';
 import { paint } from '../../../output.js';
 import { verifyChains, type VerifyRow } from '../chain.js';

@@ -1,0 +1,178 @@
+import { Octokit } from '@octokit/rest';
+import { AdapterConfigurationError, type BusinessOperationId, defineAdapter, type FramedLookupContext, type LookupResult, type OperationSpec, type Outcome, type TypedAdapter } from '@retrysafe/contract';
+import { cardMargin } from '@retrysafe/contract/rules';
+import { checkBaseUrl } from '@retrysafe/contract/provider';
+import { cannotTell, outcomeFromError, refsOf } from './github-errors.js';
+import {
+  type CallOptions,
+  carriesMarker,
+  type GitHubOperation,
+  type GitHubOperationTypes,
+  gitHubOperations,
+  type ListedItem,
+  PER_PAGE,
+} from './github-operations.js';
+
+export interface GitHubAdapterOptions {
+  /** A token (personal access token, GitHub App installation token). Required unless `octokit` is given. */
+  readonly auth?: string;
+  /** API root, default `https://api.github.com`; the sandbox URL in tests. */
+  readonly baseUrl?: string;
+  /** Per-request timeout in ms (default 30 000). A timeout after sending is an unknown outcome. */
+  readonly timeoutMs?: number;
+  /** An Octokit you built. One with the retry or throttling plugin is refused: the runner is the one retrying layer. */
+  readonly octokit?: Octokit;
+  /** Pages of 100 items a lookup reads at most before it says "cannot tell" (default 5). */
+  readonly lookupPages?: number;
+}
+
+export interface GitHubAdapter extends TypedAdapter<GitHubOperationTypes> {
+  readonly provider: 'github';
+  readonly operations: Readonly<Record<string, OperationSpec>>;
+  /** The Octokit in use (no retry or throttling plugin). */
+  readonly octokit: Octokit;
+}
+
+const PROVIDER = 'github';
+/** Plugins that resend requests on their own (@octokit/plugin-retry, @octokit/plugin-throttling). */
+const RETRYING_PLUGINS = new Set(['retry', 'throttling']);
+const SILENT = { debug: () => {}, info: () => {}, warn: console.warn, error: () => {} };
+
+/** Refuses an Octokit built with a plugin that resends: with plugin-retry a lost answer becomes a second issue. */
+export function assertNoSdkRetries(octokit: Octokit): void {
+  const plugins = (octokit.constructor as { plugins?: readonly { name?: string }[] }).plugins ?? [];
+  const found = plugins.map((p) => p.name ?? '').filter((n) => RETRYING_PLUGINS.has(n));
+  if (found.length > 0 || 'retry' in octokit) {
+    throw new AdapterConfigurationError(
+      PROVIDER,
+      `the injected Octokit has a plugin that resends requests (${found.join(', ') || 'retry'}); build it from @octokit/rest alone`,
+    );
+  }
+}
+
+function buildOctokit(options: GitHubAdapterOptions): Octokit {
+  if (options.octokit) {
+    if (options.auth !== undefined || options.baseUrl !== undefined)
+      throw new AdapterConfigurationError(PROVIDER, 'pass either octokit, or auth/baseUrl to build one, not both');
+    assertNoSdkRetries(options.octokit);
+    return options.octokit;
+  }
+  if (typeof options.auth !== 'string' || options.auth === '')
+    throw new AdapterConfigurationError(PROVIDER, 'auth (a token) is required when no octokit is given');
+  const baseUrl = options.baseUrl ?? 'https://api.github.com';
+  checkBaseUrl(PROVIDER, baseUrl);
+  return new Octokit({ auth: options.auth, baseUrl: baseUrl.replace(/\/+$/, ''), log: SILENT });
+}
+
+/**
+ * GitHub adapter: `issues.create` and `issues.createComment` on the official @octokit/rest, which never
+ * retries on its own. No idempotency key exists: the body carries a hidden marker with the
+ * business-operation id, and an unknown outcome is reconciled by listing, never by GitHub's search.
+ */
+export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapter {
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
+    throw new AdapterConfigurationError(
+      PROVIDER,
+      `timeoutMs must be a positive number, got ${String(options.timeoutMs)}`,
+    );
+  const lookupPages = options.lookupPages ?? 5;
+  if (!Number.isInteger(lookupPages) || lookupPages < 1)
+    throw new AdapterConfigurationError(
+      PROVIDER,
+      `lookupPages must be a positive integer, got ${String(options.lookupPages)}`,
+    );
+  const octokit = buildOctokit(options);
+
+  const callOptions = (signal: AbortSignal): CallOptions => ({
+    request: { signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) },
+  });
+
+  async function execute(
+    op: GitHubOperation,
+    params: unknown,
+    id: BusinessOperationId,
+    signal: AbortSignal,
+  ): Promise<Outcome> {
+    let answer: Awaited<ReturnType<GitHubOperation['create']>>;
+    try {
+      answer = await op.create(octokit, params, id, callOptions(signal));
+    } catch (error) {
+      return outcomeFromError(error);
+    }
+    const read = op.read(answer.data);
+    const refs = refsOf(answer);
+    // The status line arrived but not the object (a body cut off): applied, its id lost.
+    if (!read)
+      return {
+        kind: 'unknown',
+        cause: 'truncated-response',
+        message: `HTTP ${answer.status} without the created object`,
+        ...refs,
+      };
+    return { kind: 'succeeded', result: read.result, ...refs, providerRef: read.providerRef };
+  }
+
+  /**
+   * Walks the list from the newest item back to the first dispatch minus the clock-skew margin, a bounded
+   * number of pages. A match is adopted (the oldest, the first request's); none is `not-found`, which the
+   * runner weighs against the card (it proves nothing while the consistency delay is unknown).
+   */
+  async function lookup(op: GitHubOperation, ctx: FramedLookupContext): Promise<LookupResult> {
+    const what = `${op.name} lookup`;
+    if (ctx.firstDispatchedAt === null)
+      return { kind: 'not-found', reason: 'never dispatched: nothing was sent to GitHub' };
+    const cutoff = ctx.firstDispatchedAt - cardMargin(op.card);
+    const since = new Date(cutoff).toISOString();
+    const matches: ListedItem[] = [];
+    for (let page = 1; page <= lookupPages; page++) {
+      let items: ListedItem[];
+      try {
+        const answer = await op.list(octokit, ctx.params, since, page, callOptions(ctx.signal));
+        if (!Array.isArray(answer.data))
+          return { kind: 'cannot-tell', reason: `${what}: HTTP ${answer.status} without a list`, ...refsOf(answer) };
+        items = answer.data as ListedItem[];
+      } catch (error) {
+        // A match on an earlier page is the answer already; a failed page only proves nothing about the rest.
+        return found(op, matches) ?? cannotTell(error, what);
+      }
+      matches.push(...items.filter((i) => i.pull_request === undefined && carriesMarker(i, ctx.businessOperationId)));
+      const older =
+        op.newestFirst && items.some((i) => typeof i.created_at === 'string' && new Date(i.created_at).getTime() < cutoff);
+      if (items.length < PER_PAGE || older)
+        return (
+          found(op, matches) ?? {
+            kind: 'not-found',
+            reason: `${what}: no item since ${since} carries the marker of this business operation`,
+          }
+        );
+    }
+    return (
+      found(op, matches) ?? {
+        kind: 'cannot-tell',
+        reason: `${what}: ${lookupPages} pages read without reaching ${since}`,
+      }
+    );
+  }
+
+  return defineAdapter(
+    {
+      provider: PROVIDER,
+      operations: gitHubOperations,
+      execute: (op, params, ctx) => execute(op, params, ctx.businessOperationId, ctx.signal),
+      lookup,
+    },
+    { octokit },
+  ) as GitHubAdapter;
+}
+
+function found(op: GitHubOperation, matches: readonly ListedItem[]): LookupResult | null {
+  // The first request's item: the oldest (GitHub's timestamps have whole seconds; ids grow).
+  const sorted = [...matches].sort(
+    (a, b) => new Date(String(a.created_at)).getTime() - new Date(String(b.created_at)).getTime() || Number(a.id) - Number(b.id),
+  );
+  const read = sorted.map((m) => op.read(m)).find((r) => r !== null);
+  if (!read) return null;
+  const result = matches.length > 1 ? { ...read.result, matches: matches.length } : read.result;
+  return { kind: 'found', outcome: { kind: 'succeeded', result, providerRef: read.providerRef } };
+}

@@ -1,0 +1,145 @@
+import { type FieldError, type LookupResult, type Outcome, type ProviderRefs } from '@retrysafe/contract';
+import { classifyTransportFailure, errorCodes, parseRetryAfter } from '@retrysafe/contract/provider';
+
+/**
+ * Maps every GitHub answer and every transport failure into exactly one Outcome, keeping the HTTP
+ * status and the `x-github-request-id`. Sources: docs.github.com troubleshooting, rate limits and
+ * best-practices pages (see github-cards.ts).
+ *
+ * | seen                                                            | outcome                                      |
+ * |-----------------------------------------------------------------|----------------------------------------------|
+ * | 2xx with the created object                                     | succeeded                                    |
+ * | 2xx whose body was cut off                                      | unknown (truncated-response)                 |
+ * | 429; 403 with retry-after, x-ratelimit-remaining 0 or a "rate limit" message | not-applied, the documented wait kept |
+ * | 422                                                             | rejected (validation), errors[].field named  |
+ * | 400                                                             | rejected (validation)                        |
+ * | 401                                                             | rejected (authentication)                    |
+ * | 403 otherwise                                                   | rejected (permission)                        |
+ * | 404                                                             | rejected (not-found)                         |
+ * | 410 and other 4xx                                               | rejected (other)                             |
+ * | 5xx                                                             | unknown (server-error)                       |
+ * | connection refused / DNS failure                                | not-applied                                  |
+ * | timeout, reset, anything else without an answer                 | unknown                                      |
+ */
+
+/** What the SDK threw or returned: a RequestError carries `status` and, when GitHub answered, `response`. */
+export interface GitHubAnswer {
+  readonly status: number;
+  readonly headers: Record<string, unknown>;
+  readonly data: unknown;
+}
+
+/** Without a documented wait, GitHub asks for at least a minute before retrying a rate-limited request. */
+export const DEFAULT_RATE_LIMIT_WAIT_MS = 60_000;
+const MAX_MESSAGE = 300;
+
+const header = (a: GitHubAnswer, name: string): string | undefined => {
+  const v = a.headers[name];
+  return typeof v === 'string' ? v : typeof v === 'number' ? String(v) : undefined;
+};
+
+export function refsOf(a: GitHubAnswer): ProviderRefs {
+  const requestId = header(a, 'x-github-request-id');
+  return { status: a.status, ...(requestId ? { requestId } : {}) };
+}
+
+function messageOf(a: GitHubAnswer): string {
+  const m = typeof a.data === 'object' && a.data !== null ? (a.data as { message?: unknown }).message : undefined;
+  const text = typeof m === 'string' && m ? m : `HTTP ${a.status}`;
+  return text.length > MAX_MESSAGE ? `${text.slice(0, MAX_MESSAGE)}…` : text;
+}
+
+/**
+ * The wait a rate-limited answer asks for, or undefined when it is no rate limit: retry-after first,
+ * then x-ratelimit-reset when x-ratelimit-remaining is 0, else a minute (a 429, or a 403 whose message
+ * says it is a rate limit). A 403 with none of these is a permission refusal.
+ */
+export function rateLimitWaitMs(a: GitHubAnswer, now: number = Date.now()): number | undefined {
+  if (a.status !== 403 && a.status !== 429) return undefined;
+  const retryAfter = parseRetryAfter(header(a, 'retry-after'), now);
+  if (retryAfter !== undefined) return retryAfter;
+  const reset = Number(header(a, 'x-ratelimit-reset'));
+  if (header(a, 'x-ratelimit-remaining') === '0' && Number.isFinite(reset)) return Math.max(0, reset * 1000 - now);
+  if (a.status === 429 || /rate limit/i.test(messageOf(a))) return DEFAULT_RATE_LIMIT_WAIT_MS;
+  return undefined;
+}
+
+/** GitHub's 422 `errors[]`: each names a `field` (and `resource`, `code`, sometimes a `message`). */
+export function fieldErrors(a: GitHubAnswer): FieldError[] {
+  const errors = typeof a.data === 'object' && a.data !== null ? (a.data as { errors?: unknown }).errors : undefined;
+  if (!Array.isArray(errors)) return [];
+  return errors.map((e) => {
+    if (typeof e === 'string') return { path: '(params)', message: e };
+    const o = (typeof e === 'object' && e !== null ? e : {}) as Record<string, unknown>;
+    const path = typeof o.field === 'string' ? o.field : '(params)';
+    const detail = [o.code, o.message].filter((x): x is string => typeof x === 'string' && x.length > 0).join(': ');
+    return { path, message: detail || 'invalid' };
+  });
+}
+
+/** Classifies a non-2xx answer. */
+export function outcomeFromAnswer(a: GitHubAnswer, now: number = Date.now()): Outcome {
+  const refs = refsOf(a);
+  const message = messageOf(a);
+  const wait = rateLimitWaitMs(a, now);
+  if (wait !== undefined)
+    return { kind: 'not-applied', message: `rate limited: ${message}`, retryAfterMs: wait, ...refs };
+  const s = a.status;
+  if (s === 422) {
+    const fields = fieldErrors(a);
+    const named = fields.length > 0 ? ` (${fields.map((f) => `${f.path}: ${f.message}`).join('; ')})` : '';
+    return {
+      kind: 'rejected',
+      reason: 'validation',
+      message: `${message}${named}`,
+      ...(fields.length > 0 ? { fields } : {}),
+      ...refs,
+    };
+  }
+  if (s === 400) return { kind: 'rejected', reason: 'validation', message, ...refs };
+  if (s === 401) return { kind: 'rejected', reason: 'authentication', message, ...refs };
+  if (s === 403) return { kind: 'rejected', reason: 'permission', message, ...refs };
+  if (s === 404) return { kind: 'rejected', reason: 'not-found', message, ...refs };
+  if (s >= 400 && s < 500) return { kind: 'rejected', reason: 'other', message, ...refs };
+  if (s >= 500) return { kind: 'unknown', cause: 'server-error', message, ...refs };
+  return { kind: 'unknown', cause: 'other', message: `unexpected HTTP ${s}`, ...refs };
+}
+
+/** A failure with no answer: the SDK's RequestError (status 500, no response) keeps the fetch error as `cause`. */
+export function outcomeFromNetworkError(error: unknown): Outcome {
+  const raw = (error as { cause?: unknown } | null)?.cause ?? error;
+  const codes = errorCodes(raw);
+  const text = raw instanceof Error ? raw.message : String(raw);
+  const detail = `${text}${codes.length ? ` (${codes.join(', ')})` : ''}`.slice(0, MAX_MESSAGE);
+  const t = classifyTransportFailure(raw);
+  if (t.sent === 'never') return { kind: 'not-applied', message: `connection not established: ${detail}` };
+  return { kind: 'unknown', cause: t.cause, message: `no answer: ${detail}` };
+}
+
+/** The answer of a thrown SDK error, or null when GitHub never answered. */
+export function answerOf(error: unknown): GitHubAnswer | null {
+  const e = error as { status?: unknown; response?: { status?: unknown; headers?: unknown; data?: unknown } } | null;
+  const r = e?.response;
+  if (!r || typeof r.status !== 'number') return null;
+  return { status: r.status, headers: (r.headers ?? {}) as Record<string, unknown>, data: r.data };
+}
+
+/** Every thrown SDK error as one outcome. */
+export function outcomeFromError(error: unknown, now: number = Date.now()): Outcome {
+  const answer = answerOf(error);
+  return answer ? outcomeFromAnswer(answer, now) : outcomeFromNetworkError(error);
+}
+
+/** A lookup call that failed: never "not found" (a failed list proves nothing). */
+export function cannotTell(error: unknown, what: string, now: number = Date.now()): LookupResult {
+  const o = outcomeFromError(error, now);
+  const message = 'message' in o ? o.message : o.kind;
+  const wait = 'retryAfterMs' in o ? o.retryAfterMs : undefined;
+  return {
+    kind: 'cannot-tell',
+    reason: `${what}: ${message}`,
+    ...(wait !== undefined ? { retryAfterMs: wait } : {}),
+    ...(o.status !== undefined ? { status: o.status } : {}),
+    ...(o.requestId !== undefined ? { requestId: o.requestId } : {}),
+  };
+}

@@ -1,0 +1,227 @@
+import type { Octokit } from '@octokit/rest';
+import type { BusinessOperationId, FrameOperation, JsonSchema } from '@retrysafe/contract';
+import { issuesCreateCard, issuesCreateCommentCard } from './github-cards.js';
+
+/** `issues.create` params: the repository and the issue's text, plus optional labels and assignees. */
+export interface IssuesCreateParams {
+  readonly owner: string;
+  readonly repo: string;
+  readonly title: string;
+  readonly body: string;
+  readonly labels?: readonly string[];
+  readonly assignees?: readonly string[];
+  readonly milestone?: number;
+}
+
+/** `issues.createComment` params: one comment on one issue or pull request. */
+export interface IssuesCreateCommentParams {
+  readonly owner: string;
+  readonly repo: string;
+  readonly issue_number: number;
+  readonly body: string;
+}
+
+export interface IssueResult {
+  readonly number: number;
+  readonly id: number;
+  readonly htmlUrl: string | null;
+  readonly createdAt: string | null;
+}
+
+export interface CommentResult {
+  readonly id: number;
+  readonly htmlUrl: string | null;
+  readonly createdAt: string | null;
+}
+
+/** Each GitHub operation's params and what a `done` result holds (runner.run checks a call against them). */
+export type GitHubOperationTypes = {
+  readonly 'issues.create': { readonly params: IssuesCreateParams; readonly result: IssueResult };
+  readonly 'issues.createComment': { readonly params: IssuesCreateCommentParams; readonly result: CommentResult };
+};
+
+/** One item of a lookup page, as GitHub lists it. */
+export interface ListedItem {
+  readonly body?: string | null;
+  readonly created_at?: string;
+  readonly pull_request?: unknown;
+  readonly [field: string]: unknown;
+}
+
+/** The request options the adapter passes on every SDK call (the abort signal). */
+export interface CallOptions {
+  readonly request: { readonly signal: AbortSignal };
+}
+
+/** An operation as the adapter runs it: the contract spec plus its SDK call, its lookup list and how to read them. */
+export interface GitHubOperation extends FrameOperation {
+  /** Sends the create through the SDK with the marker in the body. */
+  create(
+    octokit: Octokit,
+    params: unknown,
+    id: BusinessOperationId,
+    options: CallOptions,
+  ): Promise<{ status: number; headers: Record<string, unknown>; data: unknown }>;
+  /** One page of the lookup list: items updated at or after `since`, newest first when `newestFirst`. */
+  list(
+    octokit: Octokit,
+    params: unknown,
+    since: string,
+    page: number,
+    options: CallOptions,
+  ): Promise<{ status: number; headers: Record<string, unknown>; data: unknown }>;
+  /** True when the list is sorted by creation, newest first (the walk stops at the first item created before the cutoff). */
+  readonly newestFirst: boolean;
+  /** Reads a created item (a 201 body or a lookup match); null when it is not one. */
+  read(item: unknown): { result: IssueResult | CommentResult; providerRef: string } | null;
+}
+
+export const PER_PAGE = 100;
+
+/** The hidden marker: an HTML comment GitHub keeps in the body and does not render. Ids never contain `>`, so it cannot close early. */
+export function markerFor(id: BusinessOperationId): string {
+  return `<!-- retrysafe:op=${id} -->`;
+}
+
+export function withMarker(body: string, id: BusinessOperationId): string {
+  return body.length > 0 ? `${body}\n\n${markerFor(id)}` : markerFor(id);
+}
+
+export function carriesMarker(item: ListedItem, id: BusinessOperationId): boolean {
+  return typeof item.body === 'string' && item.body.includes(markerFor(id));
+}
+
+const MARKER_PREFIX = '<!-- retrysafe:op=';
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+
+const name: JsonSchema = { type: 'string', minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9_.-]+$' };
+const body: JsonSchema = {
+  type: 'string',
+  description: 'Markdown; a hidden marker carrying the business-operation id is appended',
+};
+
+/** A body that already holds a marker would make two operations look alike to the lookup. */
+function markerInBody(params: unknown) {
+  return isObj(params) && typeof params.body === 'string' && params.body.includes(MARKER_PREFIX)
+    ? [{ path: 'body', message: 'must not contain a retrysafe marker (<!-- retrysafe:op=…): the adapter adds its own' }]
+    : [];
+}
+
+export const issuesCreate: GitHubOperation = {
+  name: 'issues.create',
+  description:
+    "Open an issue in a GitHub repository (POST /repos/{owner}/{repo}/issues). No provider idempotency: the body carries a hidden marker with the business-operation id, and an unknown outcome is reconciled by listing the repository's newest issues — never resent blindly.",
+  card: issuesCreateCard,
+  intentFields: issuesCreateCard.businessOperationId.intentFields,
+  sensitiveFields: ['title', 'body'],
+  keyRule: null,
+  paramsSchema: {
+    type: 'object',
+    required: ['owner', 'repo', 'title', 'body'],
+    additionalProperties: false,
+    properties: {
+      owner: name,
+      repo: name,
+      title: { type: 'string', minLength: 1 },
+      body,
+      labels: { type: 'array', items: { type: 'string', minLength: 1 } },
+      assignees: { type: 'array', items: { type: 'string', minLength: 1 } },
+      milestone: { type: 'integer', minimum: 1 },
+    },
+  },
+  checkParams: markerInBody,
+  newestFirst: true,
+  create(octokit, params, id, options) {
+    const p = params as IssuesCreateParams;
+    return octokit.rest.issues.create({
+      owner: p.owner,
+      repo: p.repo,
+      title: p.title,
+      body: withMarker(p.body, id),
+      ...(p.labels ? { labels: [...p.labels] } : {}),
+      ...(p.assignees ? { assignees: [...p.assignees] } : {}),
+      ...(p.milestone !== undefined ? { milestone: p.milestone } : {}),
+      ...options,
+    });
+  },
+  list(octokit, params, since, page, options) {
+    const p = params as IssuesCreateParams;
+    return octokit.rest.issues.listForRepo({
+      owner: p.owner,
+      repo: p.repo,
+      state: 'all',
+      sort: 'created',
+      direction: 'desc',
+      since,
+      per_page: PER_PAGE,
+      page,
+      ...options,
+    });
+  },
+  read(item) {
+    if (!isObj(item) || typeof item.number !== 'number' || typeof item.id !== 'number') return null;
+    const result: IssueResult = {
+      number: item.number,
+      id: item.id,
+      htmlUrl: str(item.html_url),
+      createdAt: str(item.created_at),
+    };
+    return { result, providerRef: String(item.number) };
+  },
+};
+
+export const issuesCreateComment: GitHubOperation = {
+  name: 'issues.createComment',
+  description:
+    "Comment on a GitHub issue or pull request (POST /repos/{owner}/{repo}/issues/{issue_number}/comments). No provider idempotency: the body carries a hidden marker with the business-operation id, and an unknown outcome is reconciled by listing the issue's comments since the first dispatch — never resent blindly.",
+  card: issuesCreateCommentCard,
+  intentFields: issuesCreateCommentCard.businessOperationId.intentFields,
+  sensitiveFields: ['body'],
+  keyRule: null,
+  paramsSchema: {
+    type: 'object',
+    required: ['owner', 'repo', 'issue_number', 'body'],
+    additionalProperties: false,
+    properties: {
+      owner: name,
+      repo: name,
+      issue_number: { type: 'integer', minimum: 1 },
+      body: { ...body, minLength: 1 },
+    },
+  },
+  checkParams: markerInBody,
+  newestFirst: false,
+  create(octokit, params, id, options) {
+    const p = params as IssuesCreateCommentParams;
+    return octokit.rest.issues.createComment({
+      owner: p.owner,
+      repo: p.repo,
+      issue_number: p.issue_number,
+      body: withMarker(p.body, id),
+      ...options,
+    });
+  },
+  list(octokit, params, since, page, options) {
+    const p = params as IssuesCreateCommentParams;
+    return octokit.rest.issues.listComments({
+      owner: p.owner,
+      repo: p.repo,
+      issue_number: p.issue_number,
+      since,
+      per_page: PER_PAGE,
+      page,
+      ...options,
+    });
+  },
+  read(item) {
+    if (!isObj(item) || typeof item.id !== 'number') return null;
+    const result: CommentResult = { id: item.id, htmlUrl: str(item.html_url), createdAt: str(item.created_at) };
+    return { result, providerRef: String(item.id) };
+  },
+};
+
+export const gitHubOperations: Readonly<Record<string, GitHubOperation>> = {
+  [issuesCreate.name]: issuesCreate,
+  [issuesCreateComment.name]: issuesCreateComment,
+};

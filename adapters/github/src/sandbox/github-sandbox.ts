@@ -1,0 +1,351 @@
+import { randomUUID } from 'node:crypto';
+import {
+  type CallScript,
+  type ClockSource,
+  createFaultScripts,
+  createRequestLog,
+  createSandboxClock,
+  isPlainObject as isObj,
+  type LoopbackRequest,
+  parseJsonBody,
+  type Route,
+  routeRequest,
+  type SandboxReply,
+  startLoopbackServer,
+} from '@retrysafe/sandbox-kit';
+
+/**
+ * A loopback emulation of the GitHub REST endpoints the adapter uses, as docs.github.com documents
+ * them: creating an issue or a comment answers 201 with the object and keeps no idempotency key;
+ * the repository's issue list (pull requests included, `state`, `sort`, `direction`, `since` on
+ * updated_at, pages) and an issue's comment list show a new item at once; the search endpoint lags
+ * behind writes (`searchLagMs`), so a search right after a lost answer misses the issue; scripted
+ * rate limits answer 403/429 with `retry-after` or `x-ratelimit-remaining: 0` + `x-ratelimit-reset`,
+ * before anything is applied. Network faults are the testkit's fault proxy's, in front of it.
+ */
+
+export type SandboxKind = 'issues.create' | 'issues.createComment' | 'issues.list' | 'comments.list' | 'search.issues';
+
+export type SandboxFault =
+  | 'pass'
+  /** A rate-limited answer before anything is applied: `retry-after` when `retryAfterS`, else remaining 0 and a reset `resetInS` ahead, else neither (a "secondary rate limit" message only). */
+  | {
+      readonly kind: 'rate-limited';
+      readonly status: 403 | 429;
+      readonly retryAfterS?: number;
+      readonly resetInS?: number;
+    }
+  /** This status with a GitHub error body; `commit: true` applies the create first (a 5xx after the effect). */
+  | { readonly kind: 'status'; readonly status: number; readonly commit?: boolean };
+
+export type FaultScript = CallScript<SandboxFault>;
+
+export interface GitHubSandboxOptions {
+  readonly port?: number;
+  /** When set, requests without this token (`token …` or `Bearer …`) get 401 Bad credentials. */
+  readonly token?: string;
+  /** How long after a write the search endpoint shows it (default 60 000 ms). */
+  readonly searchLagMs?: number;
+  readonly faults?: Partial<Record<SandboxKind, FaultScript>>;
+  readonly now?: ClockSource;
+  /** Issues that exist before the test (to comment on); `count('issues.create')` leaves them out. */
+  readonly seed?: readonly { readonly owner: string; readonly repo: string; readonly title: string }[];
+}
+
+export interface SandboxIssue {
+  readonly kind: 'issue' | 'pull-request' | 'seeded';
+  readonly repo: string;
+  readonly id: number;
+  readonly number: number;
+  readonly title: string;
+  readonly body: string;
+  readonly createdAt: number;
+}
+
+export interface SandboxComment {
+  readonly repo: string;
+  readonly issueNumber: number;
+  readonly id: number;
+  readonly body: string;
+  readonly createdAt: number;
+}
+
+export interface SandboxRequest {
+  readonly n: number;
+  readonly kind: SandboxKind | 'other';
+  readonly method: string;
+  readonly path: string;
+  readonly query: string;
+  readonly status: number | null;
+}
+
+export interface GitHubSandbox {
+  /** The API root for Octokit's baseUrl, e.g. `http://127.0.0.1:PORT`. */
+  readonly url: string;
+  /** Records held: `issues.create` counts issues (not pull requests), `issues.createComment` comments. */
+  count(kind: string): number;
+  /** Requests received of a kind. */
+  requestCount(kind: SandboxKind): number;
+  requests(): readonly SandboxRequest[];
+  issues(): readonly SandboxIssue[];
+  comments(): readonly SandboxComment[];
+  /** Marks an issue updated now (a label or an edit by someone else): `since` filters on updated_at, not creation. */
+  touch(owner: string, repo: string, number: number): void;
+  /** A pull request in the repository (GitHub lists pull requests among issues). */
+  addPullRequest(owner: string, repo: string, title: string, body: string): SandboxIssue;
+  setFaults(kind: SandboxKind, script: FaultScript | undefined): void;
+  advance(ms: number): void;
+  close(): Promise<void>;
+}
+
+const DOCS = 'https://docs.github.com/rest';
+const REPO = '([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)';
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly errors?: readonly unknown[],
+  ) {
+    super(message);
+  }
+}
+
+/** GitHub's timestamps have whole seconds. */
+const secondOf = (ms: number) => Math.floor(ms / 1000) * 1000;
+const iso = (ms: number) => new Date(secondOf(ms)).toISOString().replace('.000Z', 'Z');
+
+/** Starts the sandbox on 127.0.0.1 (port 0 = any free port). */
+export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Promise<GitHubSandbox> {
+  const clock = createSandboxClock(options.now, 'github sandbox');
+  const searchLagMs = options.searchLagMs ?? 60_000;
+  const faults = createFaultScripts<SandboxKind, SandboxFault>('pass', options.faults);
+  const log = createRequestLog<{ -readonly [K in keyof SandboxRequest]: SandboxRequest[K] }>('github sandbox');
+  const issues: SandboxIssue[] = [];
+  const comments: SandboxComment[] = [];
+  /** updated_at per issue id, when it differs from created_at. */
+  const updatedAt = new Map<number, number>();
+  let nextId = 1000;
+  for (const s of options.seed ?? []) addIssue(`${s.owner}/${s.repo}`, 'seeded', s.title, '');
+
+  function addIssue(repo: string, kind: SandboxIssue['kind'], title: string, body: string): SandboxIssue {
+    const number = issues.filter((i) => i.repo === repo).length + 1;
+    const issue: SandboxIssue = { kind, repo, id: nextId++, number, title, body, createdAt: clock.now() };
+    issues.push(issue);
+    return issue;
+  }
+
+  function issueJson(i: SandboxIssue) {
+    const url = `https://github.test/${i.repo}/${i.kind === 'pull-request' ? 'pull' : 'issues'}/${i.number}`;
+    return {
+      id: i.id,
+      number: i.number,
+      title: i.title,
+      body: i.body,
+      state: 'open',
+      html_url: url,
+      created_at: iso(i.createdAt),
+      updated_at: iso(updatedAt.get(i.id) ?? i.createdAt),
+      ...(i.kind === 'pull-request' ? { pull_request: { html_url: url } } : {}),
+    };
+  }
+  function commentJson(c: SandboxComment) {
+    return {
+      id: c.id,
+      body: c.body,
+      html_url: `https://github.test/${c.repo}/issues/${c.issueNumber}#issuecomment-${c.id}`,
+      created_at: iso(c.createdAt),
+      updated_at: iso(c.createdAt),
+    };
+  }
+
+  function readBody(req: LoopbackRequest): Record<string, unknown> {
+    const parsed = parseJsonBody(req.rawBody);
+    if (!parsed.ok || !isObj(parsed.value)) throw new HttpError(400, 'Problems parsing JSON');
+    return parsed.value;
+  }
+  const missing = (resource: string, field: string) =>
+    new HttpError(422, 'Validation Failed', [{ resource, code: 'missing_field', field }]);
+
+  function findIssue(repo: string, number: string): SandboxIssue {
+    const issue = issues.find((i) => i.repo === repo && String(i.number) === number);
+    if (!issue) throw new HttpError(404, 'Not Found');
+    return issue;
+  }
+
+  /** One page of a list, GitHub's `page` / `per_page` (max 100). */
+  function page<T>(items: readonly T[], q: URLSearchParams): T[] {
+    const per = Math.min(100, Math.max(1, Number(q.get('per_page') ?? '30') || 30));
+    const n = Math.max(1, Number(q.get('page') ?? '1') || 1);
+    return items.slice((n - 1) * per, n * per);
+  }
+  const sinceOf = (q: URLSearchParams) => (q.get('since') ? new Date(q.get('since')!).getTime() : -Infinity);
+
+  type Handler = (req: LoopbackRequest, m: RegExpExecArray, fault: SandboxFault) => SandboxReply;
+  const repoOf = (m: RegExpExecArray) => `${m[1]}/${m[2]}`;
+
+  const handlers: Record<SandboxKind, Handler> = {
+    'issues.create': (req, m) => {
+      const b = readBody(req);
+      if (typeof b.title !== 'string' || b.title === '') throw missing('Issue', 'title');
+      const issue = addIssue(repoOf(m), 'issue', b.title, typeof b.body === 'string' ? b.body : '');
+      return { status: 201, body: issueJson(issue) };
+    },
+    'issues.createComment': (req, m) => {
+      const issue = findIssue(repoOf(m), m[3]!);
+      const b = readBody(req);
+      if (typeof b.body !== 'string' || b.body === '') throw missing('IssueComment', 'body');
+      const c: SandboxComment = {
+        repo: issue.repo,
+        issueNumber: issue.number,
+        id: nextId++,
+        body: b.body,
+        createdAt: clock.now(),
+      };
+      comments.push(c);
+      return { status: 201, body: commentJson(c) };
+    },
+    'issues.list': (req, m) => {
+      const q = req.query;
+      const state = q.get('state') ?? 'open';
+      const since = sinceOf(q);
+      const asc = q.get('direction') === 'asc';
+      // Every sandbox issue is open; `since` is on updated_at; `sort` is by creation (ids grow with it).
+      const list = issues.filter(
+        (i) =>
+          i.repo === repoOf(m) &&
+          (state === 'open' || state === 'all') &&
+          secondOf(updatedAt.get(i.id) ?? i.createdAt) >= since,
+      );
+      const sorted = [...list].sort((a, b) => (asc ? a.id - b.id : b.id - a.id));
+      return { status: 200, body: page(sorted, q).map(issueJson) };
+    },
+    'comments.list': (req, m) => {
+      const issue = findIssue(repoOf(m), m[3]!);
+      const since = sinceOf(req.query);
+      const list = comments.filter(
+        (c) => c.repo === issue.repo && c.issueNumber === issue.number && secondOf(c.createdAt) >= since,
+      );
+      return { status: 200, body: page(list, req.query).map(commentJson) };
+    },
+    'search.issues': (req) => {
+      // The search index lags behind writes: only items older than the lag are found.
+      const terms = (req.query.get('q') ?? '')
+        .split(/\s+/)
+        .filter((t) => t && !t.includes(':'))
+        .map((t) => t.replace(/^"|"$/g, ''));
+      const repo = /repo:(\S+)/.exec(req.query.get('q') ?? '')?.[1];
+      const visible = issues.filter(
+        (i) =>
+          clock.now() - i.createdAt >= searchLagMs &&
+          (!repo || i.repo === repo) &&
+          terms.every((t) => i.body.includes(t) || i.title.includes(t)),
+      );
+      return {
+        status: 200,
+        body: {
+          total_count: visible.length,
+          incomplete_results: false,
+          items: page(visible, req.query).map(issueJson),
+        },
+      };
+    },
+  };
+
+  const route = (method: string, re: string, kind: SandboxKind): Route<{ kind: SandboxKind; m: RegExpExecArray }> => ({
+    method,
+    path: new RegExp(`^${re}$`),
+    handle: (_req, m) => ({ kind, m: m! }),
+  });
+  const routes = [
+    route('POST', `/repos/${REPO}/issues`, 'issues.create'),
+    route('GET', `/repos/${REPO}/issues`, 'issues.list'),
+    route('POST', `/repos/${REPO}/issues/(\\d+)/comments`, 'issues.createComment'),
+    route('GET', `/repos/${REPO}/issues/(\\d+)/comments`, 'comments.list'),
+    route('GET', '/search/issues', 'search.issues'),
+  ];
+
+  function rateLimited(f: Extract<SandboxFault, { kind: 'rate-limited' }>): SandboxReply {
+    const headers: Record<string, string> = {};
+    if (f.retryAfterS !== undefined) headers['retry-after'] = String(f.retryAfterS);
+    else if (f.resetInS !== undefined)
+      Object.assign(headers, {
+        'x-ratelimit-remaining': '0',
+        'x-ratelimit-reset': String(Math.ceil(clock.now() / 1000) + f.resetInS),
+      });
+    const body = {
+      message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.',
+      documentation_url: `${DOCS}/using-the-rest-api/rate-limits-for-the-rest-api`,
+    };
+    return { status: f.status, headers, body };
+  }
+
+  function serve(req: LoopbackRequest): SandboxReply {
+    const matched = routeRequest(routes, req)?.value;
+    const entry = log.record({
+      kind: matched?.kind ?? 'other',
+      method: req.method,
+      path: req.path,
+      query: req.search,
+      status: null,
+    });
+    const answer = (reply: SandboxReply): SandboxReply => {
+      entry.status = reply.status;
+      return reply;
+    };
+    if (!matched) return answer({ status: 404, body: { message: 'Not Found', documentation_url: DOCS } });
+    const auth = req.headers.authorization;
+    if (options.token !== undefined && auth !== `token ${options.token}` && auth !== `Bearer ${options.token}`)
+      return answer({ status: 401, body: { message: 'Bad credentials', documentation_url: DOCS } });
+    const { fault } = faults.take(matched.kind);
+    try {
+      if (typeof fault === 'object' && fault.kind === 'rate-limited') return answer(rateLimited(fault));
+      if (typeof fault === 'object' && fault.kind === 'status') {
+        if (fault.commit) handlers[matched.kind](req, matched.m, fault);
+        return answer({
+          status: fault.status,
+          body: { message: `Sandbox scripted HTTP ${fault.status}`, documentation_url: DOCS },
+        });
+      }
+      return answer(handlers[matched.kind](req, matched.m, fault));
+    } catch (error) {
+      if (!(error instanceof HttpError)) throw error;
+      return answer({
+        status: error.status,
+        body: { message: error.message, ...(error.errors ? { errors: error.errors } : {}), documentation_url: DOCS },
+      });
+    }
+  }
+
+  const server = await startLoopbackServer({
+    port: options.port ?? 0,
+    handle: serve,
+    headers: () => ({
+      'x-github-request-id': randomUUID().toUpperCase(),
+      'x-ratelimit-limit': '5000',
+      'x-ratelimit-remaining': '4999',
+    }),
+  });
+
+  return {
+    url: server.url,
+    count: (kind) =>
+      kind === 'issues.create'
+        ? issues.filter((i) => i.kind === 'issue').length
+        : kind === 'issues.createComment'
+          ? comments.length
+          : 0,
+    requestCount: (kind) => log.count((r) => r.kind === kind),
+    requests: () => log.entries.map((r) => ({ ...r })),
+    issues: () => [...issues],
+    comments: () => [...comments],
+    touch: (owner, repo, number) => {
+      const issue = issues.find((i) => i.repo === `${owner}/${repo}` && i.number === number);
+      if (issue) updatedAt.set(issue.id, clock.now());
+    },
+    addPullRequest: (owner, repo, title, body) => addIssue(`${owner}/${repo}`, 'pull-request', title, body),
+    setFaults: (kind, script) => faults.set(kind, script),
+    advance: clock.advance,
+    close: server.close,
+  };
+}

@@ -1,0 +1,132 @@
+// The real @octokit/rest against the loopback sandbox: a lost answer ends as one issue / one comment
+// (found by the list lookup, while GitHub's lagging search would not show it yet), and the SDK sends
+// exactly one request per attempt (it has no retry of its own).
+import { Octokit } from '@octokit/rest';
+import { AdapterConfigurationError } from '@retrysafe/contract';
+import { afterEach, describe, expect, it } from 'vitest';
+import { markerFor } from '../src/github-operations.js';
+import { createGitHubAdapter } from '../src/index.js';
+import { type GitHubSandbox, startGitHubSandbox } from '../src/sandbox/index.js';
+import { commentParams, execCtx, issueParams, OWNER, REPO, type Rig, SEED, startRig, TOKEN } from './helpers.js';
+
+let rig: Rig | undefined;
+let sandbox: GitHubSandbox | undefined;
+afterEach(async () => {
+  await rig?.close();
+  await sandbox?.close();
+  rig = sandbox = undefined;
+});
+
+describe('a lost answer, through the runner and the real SDK', () => {
+  it('issues.create: the 201 is lost ⇒ the list lookup finds the issue ⇒ done, one POST, one issue; search would not have shown it', async () => {
+    rig = await startRig(['drop-response']);
+    const r = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(1) });
+    expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1, result: { number: 2 } });
+    expect(rig.sandbox.requestCount('issues.create')).toBe(1);
+    expect(rig.sandbox.count('issues.create')).toBe(1);
+    expect(rig.sandbox.requestCount('issues.list')).toBeGreaterThan(0);
+    expect(rig.packets).toHaveLength(0);
+
+    // The same moment, asked through GitHub's search: not indexed yet, so "not found" there proves nothing.
+    const octokit = new Octokit({ auth: TOKEN, baseUrl: rig.sandbox.url });
+    const id = rig.sandbox
+      .issues()
+      .find((i) => i.kind === 'issue')!
+      .body.match(/retrysafe:op=(\S+)/)![1]!;
+    expect(id).toBe(r.businessOperationId);
+    const q = `"${markerFor(id as never)}" repo:${OWNER}/${REPO} in:body`;
+    const search = await octokit.request('GET /search/issues', { q });
+    expect(search.data.total_count).toBe(0);
+    rig.clock.advance(60_000);
+    expect((await octokit.request('GET /search/issues', { q })).data.total_count).toBe(1);
+  });
+
+  it('issues.createComment: the 201 is lost ⇒ the comment list since the first dispatch finds it ⇒ one comment', async () => {
+    rig = await startRig(['drop-response']);
+    const r = await rig.runner.run(rig.adapter, 'issues.createComment', { params: commentParams(1) });
+    expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1 });
+    expect(rig.sandbox.requestCount('issues.createComment')).toBe(1);
+    expect(rig.sandbox.count('issues.createComment')).toBe(1);
+    expect(rig.sandbox.requestCount('comments.list')).toBeGreaterThan(0);
+  });
+
+  it('the 201 is cut off mid-body ⇒ unknown (applied, number lost) ⇒ the lookup adopts it: one issue', async () => {
+    rig = await startRig(['truncate-response']);
+    const r = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(5) });
+    expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1, result: { number: 2 } });
+    expect(rig.sandbox.count('issues.create')).toBe(1);
+    expect(rig.sandbox.requestCount('issues.create')).toBe(1);
+  });
+
+  it('the request is reset before it arrives ⇒ nothing found, never resent blindly: one POST, no issue, a handoff', async () => {
+    rig = await startRig(['reset-before']);
+    const r = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(2) });
+    expect(r.status).toBe('handed-off');
+    expect(rig.sandbox.count('issues.create')).toBe(0);
+    expect(rig.packets).toHaveLength(1);
+  });
+});
+
+describe('the SDK sends one request per attempt', () => {
+  it('plain @octokit/rest on a 502: one request, the RequestError carries the answer', async () => {
+    sandbox = await startGitHubSandbox({
+      seed: SEED,
+      faults: { 'issues.create': [{ kind: 'status', status: 502, commit: true }] },
+    });
+    const octokit = new Octokit({
+      auth: TOKEN,
+      baseUrl: sandbox.url,
+      log: { debug() {}, info() {}, warn() {}, error() {} },
+    });
+    const error = await octokit.rest.issues
+      .create({ owner: OWNER, repo: REPO, title: 't', body: 'b' })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ status: 502, response: { status: 502 } });
+    expect(sandbox.requestCount('issues.create')).toBe(1);
+  });
+
+  it('through the adapter: a 502 after the create is unknown, one request, one issue', async () => {
+    sandbox = await startGitHubSandbox({
+      seed: SEED,
+      faults: { 'issues.create': [{ kind: 'status', status: 502, commit: true }] },
+    });
+    const adapter = createGitHubAdapter({ auth: TOKEN, baseUrl: sandbox.url });
+    const out = await adapter.doExecute('issues.create', issueParams(3), execCtx('op-502'));
+    expect(out).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 502 });
+    expect(sandbox.requestCount('issues.create')).toBe(1);
+    expect(sandbox.count('issues.create')).toBe(1);
+  });
+
+  it('a lost answer reaches the adapter as a RequestError without a response (status 500 made up by the SDK) and maps to unknown', async () => {
+    rig = await startRig(['drop-response']);
+    const out = await rig.adapter.doExecute('issues.create', issueParams(4), execCtx('op-lost'));
+    expect(out).toMatchObject({ kind: 'unknown', cause: 'connection-reset' });
+    expect(out.status).toBeUndefined();
+    expect(rig.sandbox.requestCount('issues.create')).toBe(1);
+  });
+
+  it('a 201 cut off mid-body reaches the adapter with its status and no object: unknown (truncated-response)', async () => {
+    rig = await startRig(['truncate-response']);
+    const out = await rig.adapter.doExecute('issues.create', issueParams(6), execCtx('op-cut'));
+    expect(out).toMatchObject({ kind: 'unknown', cause: 'truncated-response', status: 201 });
+  });
+
+  it('refuses an Octokit built with a retry or throttling plugin, and one built from @octokit/rest alone is accepted', () => {
+    const retry = Object.assign(() => ({}), {});
+    Object.defineProperty(retry, 'name', { value: 'retry' });
+    const WithRetry = Octokit.plugin(retry as never);
+    expect(() => createGitHubAdapter({ octokit: new WithRetry({ auth: TOKEN }) })).toThrow(AdapterConfigurationError);
+    expect(() => createGitHubAdapter({ octokit: new WithRetry({ auth: TOKEN }) })).toThrow(
+      /resends requests \(retry\)/,
+    );
+    expect(createGitHubAdapter({ octokit: new Octokit({ auth: TOKEN }) }).specificationVersion).toBe('v1');
+  });
+
+  it('configuration errors are typed', () => {
+    expect(() => createGitHubAdapter({})).toThrow(/auth/);
+    expect(() => createGitHubAdapter({ auth: TOKEN, timeoutMs: 0 })).toThrow(/timeoutMs/);
+    expect(() => createGitHubAdapter({ auth: TOKEN, baseUrl: 'http://api.example.com' })).toThrow(/loopback/);
+    expect(() => createGitHubAdapter({ auth: TOKEN, lookupPages: 0 })).toThrow(/lookupPages/);
+    expect(() => createGitHubAdapter({ octokit: new Octokit(), auth: TOKEN })).toThrow(/either octokit/);
+  });
+});

@@ -1,0 +1,164 @@
+import { AdapterConfigurationError, defineAdapter, type FramedLookupContext, type LookupResult, type Outcome, type TypedAdapter } from '@retrysafe/contract';
+import { checkBaseUrl } from '@retrysafe/contract/provider';
+import { DEFAULT_CLOCK_SKEW_MARGIN, durationMs } from '@retrysafe/contract/rules';
+import { LogLevel, WebClient } from '@slack/web-api';
+import { cannotTellFrom, outcomeFromCode, outcomeFromError } from './slack-errors.js';
+import {
+  DEFAULT_EVENT_TYPE,
+  type SlackOperation,
+  type SlackOperationTypes,
+  slackOperations,
+  slackTs,
+} from './slack-operations.js';
+
+export interface SlackAdapterOptions {
+  /** Bot or user token with chat:write (and channels:history for the lookup). */
+  readonly token: string;
+  /** Where the Web API lives, e.g. `http://127.0.0.1:PORT` for the loopback sandbox. Default https://slack.com. */
+  readonly baseUrl?: string;
+  /** Client timeout per call. Default 30 000 ms; a timeout after sending is an unknown outcome. */
+  readonly timeoutMs?: number;
+  /** The metadata event_type that tags a posted message with its business-operation id. */
+  readonly eventType?: string;
+  /**
+   * History pages (15 messages each, the non-Marketplace maximum) one lookup reads at most. Default 4.
+   * Each page is one conversations.history call, which non-Marketplace apps may make once a minute.
+   */
+  readonly lookupPages?: number;
+}
+
+export interface SlackAdapter extends TypedAdapter<SlackOperationTypes> {
+  readonly provider: 'slack';
+}
+
+const PROVIDER = 'slack';
+const DEFAULT_TIMEOUT_MS = 30_000;
+// The non-Marketplace history limits: 15 messages a page, one call a minute.
+const HISTORY_PAGE = 15;
+const HISTORY_POLL_MS = 60_000;
+
+type HistoryMessage = { ts?: unknown; metadata?: { event_type?: unknown; event_payload?: { op?: unknown } } };
+type HistoryPage = { messages?: HistoryMessage[]; has_more?: boolean; response_metadata?: { next_cursor?: string } };
+
+/** The SDK client with its own retries off: the runner is the one retrying layer. */
+export function createSlackClient(token: string, baseUrl: string | undefined, timeoutMs: number): WebClient {
+  const root = baseUrl === undefined ? 'https://slack.com' : checkBaseUrl(PROVIDER, baseUrl).href.replace(/\/$/, '');
+  return new WebClient(token, {
+    slackApiUrl: `${root}/api/`,
+    timeout: timeoutMs,
+    // The SDK default re-POSTs a failed call up to 10 times, and on a 429 pauses its queue and retries.
+    retryConfig: { retries: 0 },
+    rejectRateLimitedCalls: true,
+    logLevel: LogLevel.ERROR,
+  });
+}
+
+/**
+ * Slack adapter: `chat.postMessage` and `chat.update` through @slack/web-api. No key travels: a post
+ * carries the business-operation id in its message metadata, and the lookup reads the channel's
+ * history with metadata since the first dispatch.
+ */
+export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
+  if (typeof options?.token !== 'string' || options.token === '')
+    throw new AdapterConfigurationError(PROVIDER, 'token is required');
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0)
+    throw new AdapterConfigurationError(
+      PROVIDER,
+      `timeoutMs must be a positive integer, got ${String(options.timeoutMs)}`,
+    );
+  const lookupPages = options.lookupPages ?? 4;
+  if (!Number.isInteger(lookupPages) || lookupPages < 1)
+    throw new AdapterConfigurationError(
+      PROVIDER,
+      `lookupPages must be a positive integer, got ${String(options.lookupPages)}`,
+    );
+  const eventType = options.eventType ?? DEFAULT_EVENT_TYPE;
+  if (!/^[a-z0-9_]{1,64}$/.test(eventType))
+    throw new AdapterConfigurationError(
+      PROVIDER,
+      `eventType must be lower-case letters, digits and _, got ${JSON.stringify(eventType)}`,
+    );
+  const client = createSlackClient(options.token, options.baseUrl, timeoutMs);
+
+  async function send(op: SlackOperation, args: Record<string, unknown>): Promise<Outcome> {
+    let answer: { ok?: boolean; error?: string; channel?: string; ts?: string };
+    try {
+      answer = await client.apiCall(op.method, args);
+    } catch (error) {
+      return outcomeFromError(error);
+    }
+    if (answer.ok !== true || typeof answer.ts !== 'string')
+      return outcomeFromCode(answer.error ?? 'unreadable_response');
+    const channel = answer.channel ?? String(args.channel);
+    return { kind: 'succeeded', result: { channel, ts: answer.ts }, providerRef: answer.ts };
+  }
+
+  /** Reads the channel's history since the first dispatch (bounded pages) for the message tagged with this id. */
+  async function findTagged(ctx: FramedLookupContext): Promise<LookupResult> {
+    const params = ctx.params as { channel: string };
+    if (ctx.firstDispatchedAt === null)
+      return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Slack' };
+    const margin = durationMs(
+      slackOperations['chat.postMessage'].card.limits.clockSkewMargin ?? DEFAULT_CLOCK_SKEW_MARGIN,
+    );
+    // A post answered within the client timeout carries a ts inside this window; a narrow window keeps the
+    // lookup to one page under the history limit. A post applied later is missed: cannot tell, then handoff.
+    const oldest = slackTs(ctx.firstDispatchedAt - margin);
+    const latest = slackTs((ctx.lastDispatchedAt ?? ctx.firstDispatchedAt) + timeoutMs + margin);
+    const found: string[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < lookupPages; page++) {
+      let answer: HistoryPage;
+      try {
+        answer = (await client.conversations.history({
+          channel: params.channel,
+          oldest,
+          latest,
+          inclusive: true,
+          include_all_metadata: true,
+          limit: HISTORY_PAGE,
+          ...(cursor ? { cursor } : {}),
+        })) as HistoryPage;
+      } catch (error) {
+        return cannotTellFrom(error, 'conversations.history');
+      }
+      for (const m of answer.messages ?? []) {
+        if (
+          m.metadata?.event_type === eventType &&
+          m.metadata.event_payload?.op === ctx.businessOperationId &&
+          typeof m.ts === 'string'
+        )
+          found.push(m.ts);
+      }
+      cursor = answer.has_more ? answer.response_metadata?.next_cursor : undefined;
+      if (!cursor) break;
+    }
+    if (found.length > 0) {
+      const ts = found.sort((a, b) => Number(a) - Number(b))[0]!;
+      const result = { channel: params.channel, ts, ...(found.length > 1 ? { matches: found.length } : {}) };
+      return { kind: 'found', outcome: { kind: 'succeeded', result, providerRef: ts } };
+    }
+    const why = cursor
+      ? `more than ${lookupPages * HISTORY_PAGE} messages between ${oldest} and ${latest}: the lookup stops at its page bound`
+      : 'no message in the channel history carries this business-operation id yet';
+    // Slack documents no delay before a post shows in history, so absence proves nothing: ask again in a minute.
+    return { kind: 'cannot-tell', reason: why, retryAfterMs: HISTORY_POLL_MS };
+  }
+
+  return defineAdapter(
+    {
+      provider: PROVIDER,
+      operations: slackOperations,
+      async execute(op, params, ctx) {
+        return send(op, op.args(params as Record<string, unknown>, ctx.businessOperationId, eventType));
+      },
+      async lookup(op, ctx) {
+        if (op.method !== 'chat.postMessage') return { kind: 'cannot-tell', reason: `${op.name} has no lookup` };
+        return findTagged(ctx);
+      },
+      // close: the WebClient holds no sockets of its own (global fetch); nothing to release.
+    },
+    { client },
+  );
+}

@@ -1,0 +1,212 @@
+import { type Duration, defineCard, fact, type RetrySafetyCard } from '@retrysafe/contract';
+
+/** Where the facts come from: Slack's public documentation, and the SDK source for its retries. */
+export const SOURCES = {
+  postMessage: 'https://docs.slack.dev/reference/methods/chat.postMessage',
+  update: 'https://docs.slack.dev/reference/methods/chat.update',
+  metadata: 'https://docs.slack.dev/messaging/message-metadata',
+  history: 'https://docs.slack.dev/reference/methods/conversations.history',
+  rateLimits: 'https://docs.slack.dev/apis/web-api/rate-limits',
+  sdkRetries:
+    '@slack/web-api 8.2.0 dist/WebClient.js makeRequest (p-retry with retryConfig, default tenRetriesInAboutThirtyMinutes: 10 re-POSTs; a 429 pauses the queue and retries unless rejectRateLimitedCalls)',
+} as const;
+
+// Slack answers carry an x-slack-req-id header, but no public page documents it as a request id.
+const REQUEST_ID = fact<string>(
+  'unknown',
+  `${SOURCES.rateLimits}: no request id documented (the adapter keeps x-slack-req-id when an HTTP error carries it)`,
+);
+const REQUEST_ID_UNVERIFIED = {
+  field: 'ids.request',
+  condition: 'whether the x-slack-req-id response header is a stable request id Slack support can trace',
+  source: SOURCES.rateLimits,
+} as const;
+
+const RETRY_LAYER = {
+  layer: 'runner',
+  sdkRetries: 'disabled',
+  how: 'new WebClient(token, { retryConfig: { retries: 0 }, rejectRateLimitedCalls: true }): no p-retry re-POST and no queue pause on 429. The drill counts requests at the loopback sandbox; a negative control shows the SDK default re-posting chat.postMessage after a lost answer.',
+} as const;
+
+const RETRYABLE = fact(
+  [
+    'HTTP 429 ratelimited with Retry-After (Retry-After honoured by the runner)',
+    'connection refused / DNS failure (never sent)',
+  ],
+  SOURCES.rateLimits,
+);
+
+const BACKOFF = { strategy: 'exponential-full-jitter', base: '1s', cap: '30s', retryAfterCap: '2m' } as const;
+const HANDOFF_DESTINATION = 'the runner handoff sink (JSONL file or callback), resolved by a person from the CLI';
+const RECEIPTS =
+  'the runner ledger, exported as JSONL; message text and blocks are sensitive fields and never reach receipts or packets';
+const DUPLICATE_TEST =
+  'loopback Slack Web API sandbox (@retrysafe/slack/sandbox) with the real @slack/web-api WebClient pointed at it, behind the testkit fault proxy; the sandbox counts the messages it holds and the calls it received';
+
+export const postMessageCard = defineCard({
+  cardVersion: 1,
+  provider: 'slack',
+  operation: 'slack.chat.postMessage',
+  sideEffect: {
+    kind: fact('send', SOURCES.postMessage),
+    idempotentByNature: fact(false, `${SOURCES.postMessage}: every call sends one more message`),
+  },
+  businessOperationId: {
+    rule: 'derived from intent fields channel and text (one text in one conversation), or given by the caller',
+    intentFields: ['channel', 'text'],
+    // Exact: the text is what people read; another spelling is another message.
+  },
+  ids: { run: 'receipts only', attempt: 'receipts only', request: REQUEST_ID },
+  providerKey: {
+    travels: fact('none', `${SOURCES.postMessage}: the method takes no idempotency key or client id`),
+    name: fact(null, SOURCES.postMessage),
+    maxLength: fact(null, SOURCES.postMessage),
+    charset: fact(null, SOURCES.postMessage),
+    scope: fact(
+      'none: Slack folds no re-posts; the business-operation id travels only as a lookup tag (message metadata event_type retrysafe_operation, event_payload.op)',
+      SOURCES.metadata,
+    ),
+  },
+  keyReuse: fact('no key exists: every chat.postMessage that reaches Slack is one more message', SOURCES.postMessage),
+  parameterMatching: fact('none', SOURCES.postMessage),
+  storedResult: {
+    semantics: fact('none', SOURCES.postMessage),
+    includesErrors: fact(false, SOURCES.postMessage),
+  },
+  lookup: {
+    method: fact(
+      'search',
+      `${SOURCES.history}: include_all_metadata=true returns each message's metadata, oldest bounds the window; ${SOURCES.metadata}: metadata posted with the message`,
+    ),
+    consistencyDelay: fact<Duration | null>(
+      'unknown',
+      `${SOURCES.history}: no delay between posting and appearing in history is documented`,
+    ),
+    lateApplyBound: fact<Duration>('unknown', `${SOURCES.postMessage}: no server-side request deadline is documented`),
+  },
+  retention: { minimum: fact(null, `${SOURCES.postMessage}: nothing is stored for a re-post`) },
+  concurrency: fact(
+    'duplicates',
+    `${SOURCES.postMessage}: no idempotency key, so concurrent posts are separate messages`,
+  ),
+  retryableErrors: RETRYABLE,
+  nonRetryableErrors: fact(
+    [
+      'channel_not_found, not_in_channel, is_archived (field channel)',
+      'msg_too_long, no_text (field text); invalid_blocks (field blocks); invalid_metadata_format, invalid_metadata_schema, metadata_too_large (field metadata)',
+      'invalid_auth, not_authed, account_inactive, token_revoked, token_expired (authentication); missing_scope, restricted_action (permission)',
+      'internal_error, fatal_error, service_unavailable, request_timeout, HTTP 5xx, timeout, reset, unreadable body: unknown ⇒ history lookup, never re-posted ("it is possible some aspect of the operation succeeded")',
+    ],
+    SOURCES.postMessage,
+  ),
+  backoff: BACKOFF,
+  // The lookup window covers several once-a-minute history calls (the non-Marketplace limit).
+  limits: { maxAttempts: 3, maxElapsed: '10m', lookupWindow: '5m', clockSkewMargin: '1m' },
+  retryLayer: RETRY_LAYER,
+  reconciler:
+    'the runner, through doLookup: conversations.history of the channel with include_all_metadata=true, from the first dispatch minus the clock-skew margin to the last dispatch plus the client timeout and the margin, limit 15, a bounded number of pages, at most one lookup a minute (non-Marketplace apps: 1 call/min, 15 messages a page); a message whose metadata carries this business-operation id is adopted (the oldest, if several); an empty answer is "cannot tell", never "not sent"',
+  handoff: {
+    condition:
+      'rejected; or an unknown outcome (timeout, reset, internal_error, 5xx, lost answer) whose message is not found in the channel history within the lookup window — the runner never re-posts blindly; or not-applied beyond max attempts / max elapsed',
+    destination: HANDOFF_DESTINATION,
+  },
+  duplicateTest: DUPLICATE_TEST,
+  receipts: RECEIPTS,
+  unverified: [
+    REQUEST_ID_UNVERIFIED,
+    {
+      field: 'lookup.consistencyDelay',
+      condition: 'how long after chat.postMessage answers ok the message is returned by conversations.history',
+      source: SOURCES.history,
+    },
+    {
+      field: 'lookup.lateApplyBound',
+      condition: 'how long after the client gave up Slack may still post the message',
+      source: SOURCES.postMessage,
+    },
+    {
+      field: 'lookup.method',
+      condition: 'the history lookup by metadata is exercised against the loopback sandbox only, not a live workspace',
+      source: SOURCES.history,
+    },
+  ],
+} as const satisfies RetrySafetyCard);
+
+export const updateCard = defineCard({
+  cardVersion: 1,
+  provider: 'slack',
+  operation: 'slack.chat.update',
+  sideEffect: {
+    kind: fact('set', SOURCES.update),
+    idempotentByNature: fact(
+      true,
+      `${SOURCES.update}: replaces the message's text and blocks with the given ones; a second identical call leaves the same content`,
+    ),
+  },
+  businessOperationId: {
+    rule: 'derived from intent fields channel, ts and text (one content for one message), or given by the caller',
+    intentFields: ['channel', 'ts', 'text'],
+  },
+  ids: { run: 'receipts only', attempt: 'receipts only', request: REQUEST_ID },
+  providerKey: {
+    travels: fact('none', `${SOURCES.update}: the method takes no idempotency key`),
+    name: fact(null, SOURCES.update),
+    maxLength: fact(null, SOURCES.update),
+    charset: fact(null, SOURCES.update),
+    scope: fact(
+      'none: the message (channel, ts) is the identity; setting the same content twice is the same message',
+      SOURCES.update,
+    ),
+  },
+  keyReuse: fact('no key: a re-send sets the same content on the same message', SOURCES.update),
+  parameterMatching: fact('none', SOURCES.update),
+  storedResult: {
+    semantics: fact('none', SOURCES.update),
+    includesErrors: fact(false, SOURCES.update),
+  },
+  lookup: {
+    method: fact(
+      'none',
+      `${SOURCES.update}: idempotent by nature, an unknown outcome is settled by re-sending the same content`,
+    ),
+    consistencyDelay: fact<Duration | null>(null, SOURCES.update),
+    lateApplyBound: fact<Duration>('unknown', `${SOURCES.update}: no server-side request deadline is documented`),
+  },
+  retention: { minimum: fact(null, SOURCES.update) },
+  concurrency: fact('last-write-wins', `${SOURCES.update}: each call replaces the content; the last one stays`),
+  retryableErrors: RETRYABLE,
+  nonRetryableErrors: fact(
+    [
+      'channel_not_found (field channel)',
+      'message_not_found, cant_update_message, edit_window_closed (field ts)',
+      'msg_too_long, no_text (field text); invalid_blocks (field blocks)',
+      'invalid_auth, not_authed, account_inactive, token_revoked, token_expired (authentication); missing_scope (permission)',
+      'internal_error, fatal_error, HTTP 5xx, timeout, reset: unknown ⇒ re-sent (the same content again is harmless)',
+    ],
+    SOURCES.update,
+  ),
+  backoff: BACKOFF,
+  limits: { maxAttempts: 3, maxElapsed: '5m', lookupWindow: '2m' },
+  retryLayer: RETRY_LAYER,
+  reconciler: 'the runner re-sends the same content (idempotent by nature); no lookup',
+  handoff: {
+    condition: 'rejected; or not-applied / unknown beyond max attempts or max elapsed',
+    destination: HANDOFF_DESTINATION,
+  },
+  duplicateTest: DUPLICATE_TEST,
+  receipts: RECEIPTS,
+  unverified: [
+    REQUEST_ID_UNVERIFIED,
+    {
+      field: 'lookup.lateApplyBound',
+      condition:
+        'how long after the client gave up Slack may still apply the edit (the same content again is harmless)',
+      source: SOURCES.update,
+    },
+  ],
+} as const satisfies RetrySafetyCard);
+
+export const slackCards = {
+  'chat.postMessage': postMessageCard,
+  'chat.update': updateCard,
+} as const;

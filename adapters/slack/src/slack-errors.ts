@@ -1,0 +1,162 @@
+import { type LookupResult, type Outcome, type RejectReason } from '@retrysafe/contract';
+import { classifyTransportFailure } from '@retrysafe/contract/provider';
+import { ErrorCode } from '@slack/web-api';
+
+/**
+ * Maps every @slack/web-api result and error into exactly one Outcome (docs/concepts.md, "Outcomes and
+ * the decision table"). Slack answers most errors as HTTP 200 `{ ok: false, error }`; the SDK throws them
+ * as platform errors. A rate limit is HTTP 429 with Retry-After (thrown as a rate-limited error because
+ * the client is built with `rejectRateLimitedCalls`).
+ *
+ * | seen                                                   | outcome                                             |
+ * |--------------------------------------------------------|-----------------------------------------------------|
+ * | ok: true                                               | succeeded (channel, ts)                             |
+ * | 429 ratelimited (with or without Retry-After)          | not-applied, Retry-After kept                       |
+ * | ratelimited / rate_limited in a 200 body               | not-applied                                         |
+ * | a refusal code below                                   | rejected, naming the field                          |
+ * | internal_error, fatal_error, service_unavailable, …    | unknown (server-error): Slack says part may have happened |
+ * | any other error code (or an unreadable body)           | unknown (other): never re-posted blindly            |
+ * | HTTP 5xx                                               | unknown (server-error)                              |
+ * | other HTTP status                                      | rejected (other)                                    |
+ * | connection refused / DNS failure                       | not-applied (the request never left)                |
+ * | timeout, reset, truncated answer                       | unknown                                             |
+ */
+
+interface Refusal {
+  readonly reason: RejectReason;
+  /** The param to correct; absent when the fault is not in the params (a token, a scope). */
+  readonly field?: string;
+}
+
+const REFUSALS: Readonly<Record<string, Refusal>> = {
+  channel_not_found: { reason: 'not-found', field: 'channel' },
+  not_in_channel: { reason: 'permission', field: 'channel' },
+  is_archived: { reason: 'permission', field: 'channel' },
+  restricted_action: { reason: 'permission', field: 'channel' },
+  msg_too_long: { reason: 'validation', field: 'text' },
+  no_text: { reason: 'validation', field: 'text' },
+  invalid_blocks: { reason: 'validation', field: 'blocks' },
+  invalid_blocks_format: { reason: 'validation', field: 'blocks' },
+  invalid_metadata_format: { reason: 'validation', field: 'metadata' },
+  invalid_metadata_schema: { reason: 'validation', field: 'metadata' },
+  metadata_too_large: { reason: 'validation', field: 'metadata' },
+  message_not_found: { reason: 'not-found', field: 'ts' },
+  cant_update_message: { reason: 'permission', field: 'ts' },
+  edit_window_closed: { reason: 'permission', field: 'ts' },
+  invalid_arguments: { reason: 'validation' },
+  invalid_auth: { reason: 'authentication' },
+  not_authed: { reason: 'authentication' },
+  account_inactive: { reason: 'authentication' },
+  token_revoked: { reason: 'authentication' },
+  token_expired: { reason: 'authentication' },
+  missing_scope: { reason: 'permission' },
+  no_permission: { reason: 'permission' },
+};
+
+const RATE_LIMITED = new Set(['ratelimited', 'rate_limited']);
+const SERVER_SIDE = new Set(['internal_error', 'fatal_error', 'service_unavailable', 'request_timeout']);
+// The SDK's words for a 429 whose Retry-After it could not read (it throws a plain Error, no code).
+const NO_RETRY_HEADER = /^Retry header did not contain a valid timeout/;
+
+type SdkError = Error & {
+  code?: unknown;
+  data?: { error?: unknown; response_metadata?: unknown };
+  retryAfter?: unknown;
+  statusCode?: unknown;
+  headers?: Record<string, string>;
+  original?: unknown;
+};
+
+/** Slack's error code, cut short: an unreadable body comes back from the SDK as its raw text. */
+function codeOf(error: SdkError): string {
+  const raw = typeof error.data?.error === 'string' ? error.data.error : 'unknown_error';
+  return /^[a-z_]{1,64}$/.test(raw) ? raw : 'unreadable_response';
+}
+
+/** One outcome for a Slack error code (an ok:false answer). */
+export function outcomeFromCode(code: string): Outcome {
+  if (RATE_LIMITED.has(code)) return { kind: 'not-applied', code, message: `rate limited: ${code}` };
+  const refusal = REFUSALS[code];
+  if (refusal) {
+    const fields = refusal.field ? [{ path: refusal.field, message: `refused by Slack: ${code}` }] : undefined;
+    return {
+      kind: 'rejected',
+      reason: refusal.reason,
+      code,
+      message: refusal.field ? `${code} (field ${refusal.field})` : code,
+      ...(fields ? { fields } : {}),
+    };
+  }
+  if (SERVER_SIDE.has(code))
+    return {
+      kind: 'unknown',
+      cause: 'server-error',
+      code,
+      message: `${code}: Slack documents that part of the operation may have happened`,
+    };
+  return {
+    kind: 'unknown',
+    cause: 'other',
+    code,
+    message: `${code}: not a refusal Slack documents for this method; it may have been applied`,
+  };
+}
+
+/** Classifies whatever the SDK threw for one call. */
+export function outcomeFromError(error: unknown): Outcome {
+  const e = error as SdkError;
+  switch (e?.code) {
+    case ErrorCode.RateLimitedError: {
+      const seconds = typeof e.retryAfter === 'number' ? e.retryAfter : undefined;
+      return {
+        kind: 'not-applied',
+        status: 429,
+        code: 'ratelimited',
+        message: 'rate limited (HTTP 429)',
+        ...(seconds !== undefined ? { retryAfterMs: seconds * 1000 } : {}),
+      };
+    }
+    case ErrorCode.PlatformError:
+      return outcomeFromCode(codeOf(e));
+    case ErrorCode.HTTPError: {
+      const status = typeof e.statusCode === 'number' ? e.statusCode : 0;
+      const requestId = e.headers?.['x-slack-req-id'];
+      const refs = { status, ...(requestId ? { requestId } : {}) };
+      if (status >= 500) return { kind: 'unknown', cause: 'server-error', message: `HTTP ${status}`, ...refs };
+      return { kind: 'rejected', reason: 'other', message: `HTTP ${status}`, ...refs };
+    }
+    case ErrorCode.RequestError:
+      return outcomeFromTransport(e.original ?? e);
+  }
+  if (e instanceof Error && NO_RETRY_HEADER.test(e.message))
+    return {
+      kind: 'not-applied',
+      status: 429,
+      code: 'ratelimited',
+      message: 'rate limited (HTTP 429 without a readable Retry-After)',
+    };
+  // Not an SDK error: the body failed mid-read, or something below fetch.
+  return outcomeFromTransport(error);
+}
+
+function outcomeFromTransport(error: unknown): Outcome {
+  const message = error instanceof Error ? error.message : String(error);
+  const t = classifyTransportFailure(error);
+  if (t.sent === 'never')
+    return { kind: 'not-applied', code: t.code, message: `connection not established: ${message}` };
+  return { kind: 'unknown', cause: t.cause, ...(t.code ? { code: t.code } : {}), message: `no answer: ${message}` };
+}
+
+/** A lookup call that failed: never "not found" (absence proves nothing here). */
+export function cannotTellFrom(error: unknown, what: string): LookupResult {
+  const o = outcomeFromError(error);
+  const retryAfterMs = 'retryAfterMs' in o ? o.retryAfterMs : undefined;
+  const message = 'message' in o ? o.message : o.kind;
+  return {
+    kind: 'cannot-tell',
+    reason: `${what} failed: ${message}`,
+    ...(o.status !== undefined ? { status: o.status } : {}),
+    ...(o.code !== undefined ? { code: o.code } : {}),
+    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+  };
+}

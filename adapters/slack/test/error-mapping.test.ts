@@ -1,0 +1,164 @@
+// Every Slack answer the adapter can get, through the real WebClient against the sandbox, mapped into
+// one outcome: refusals name the field, a 429 is retried by the runner only, one request per attempt.
+import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createSlackAdapter } from '../src/index.js';
+import { type SandboxFault, type SlackSandbox, startSlackSandbox } from '../src/sandbox/index.js';
+import { CHANNEL, execCtx, lookupCtx, postParams, TOKEN } from './helpers.js';
+
+let sandbox: SlackSandbox;
+afterEach(async () => {
+  await sandbox?.close();
+});
+
+async function postWith(fault: SandboxFault, params: unknown = postParams(1)) {
+  sandbox = await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], faults: { 'chat.postMessage': [fault] } });
+  const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url, timeoutMs: 2000 });
+  return adapter.doExecute('chat.postMessage', params, execCtx('op-1'));
+}
+
+describe('refusals are rejected outcomes that name the field', () => {
+  const cases: [string, string, string | undefined][] = [
+    ['channel_not_found', 'not-found', 'channel'],
+    ['not_in_channel', 'permission', 'channel'],
+    ['is_archived', 'permission', 'channel'],
+    ['msg_too_long', 'validation', 'text'],
+    ['no_text', 'validation', 'text'],
+    ['invalid_blocks', 'validation', 'blocks'],
+    ['invalid_auth', 'authentication', undefined],
+    ['missing_scope', 'permission', undefined],
+  ];
+  for (const [error, reason, field] of cases) {
+    it(`${error} ⇒ rejected (${reason})${field ? `, field ${field}` : ''}; one request`, async () => {
+      const out = await postWith({ kind: 'error', error });
+      expect(out).toMatchObject({ kind: 'rejected', reason, code: error });
+      if (out.kind !== 'rejected') return;
+      expect(out.fields?.map((f) => f.path)).toEqual(field ? [field] : undefined);
+      expect(sandbox.calls('chat.postMessage')).toBe(1);
+    });
+  }
+
+  it('the sandbox itself refuses an unknown channel and a wrong token the same way', async () => {
+    sandbox = await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] });
+    const good = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+    expect(await good.doExecute('chat.postMessage', { channel: 'C0NOPE', text: 'hi' }, execCtx('a'))).toMatchObject({
+      kind: 'rejected',
+      reason: 'not-found',
+      fields: [{ path: 'channel' }],
+    });
+    const bad = createSlackAdapter({ token: 'xoxb-wrong', baseUrl: sandbox.url });
+    expect(await bad.doExecute('chat.postMessage', postParams(1), execCtx('b'))).toMatchObject({
+      kind: 'rejected',
+      reason: 'authentication',
+    });
+    expect(sandbox.count('chat.postMessage')).toBe(0);
+  });
+
+  it('params the schema refuses are rejected by the frame, naming the field, and nothing is sent', async () => {
+    const out = await postWith('pass', { channel: CHANNEL, text: '' });
+    expect(out).toMatchObject({ kind: 'rejected', reason: 'validation', fields: [{ path: 'text' }] });
+    const extra = await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }).doExecute(
+      'chat.postMessage',
+      { ...postParams(1), metadata: {} },
+      execCtx('c'),
+    );
+    expect(extra).toMatchObject({ kind: 'rejected', fields: [{ path: 'metadata' }] });
+    expect(sandbox.calls('chat.postMessage')).toBe(0);
+  });
+});
+
+describe('what may have happened is unknown, never rejected', () => {
+  it('internal_error after Slack posted ⇒ unknown (server-error); the message exists', async () => {
+    const out = await postWith({ kind: 'error', error: 'internal_error', commit: true });
+    expect(out).toMatchObject({ kind: 'unknown', cause: 'server-error', code: 'internal_error' });
+    expect(sandbox.count('chat.postMessage')).toBe(1);
+  });
+
+  it('HTTP 503 ⇒ unknown (server-error) with the status', async () => {
+    const out = await postWith({ kind: 'status', status: 503 });
+    expect(out).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 503 });
+  });
+
+  it('an error code Slack does not document for the method ⇒ unknown, so the lookup decides', async () => {
+    const out = await postWith({ kind: 'error', error: 'something_new' });
+    expect(out).toMatchObject({ kind: 'unknown', cause: 'other', code: 'something_new' });
+  });
+
+  it('connection refused ⇒ not-applied (nothing left the machine)', async () => {
+    sandbox = await startSlackSandbox({ token: TOKEN });
+    const url = sandbox.url;
+    await sandbox.close();
+    const out = await createSlackAdapter({ token: TOKEN, baseUrl: url }).doExecute(
+      'chat.postMessage',
+      postParams(1),
+      execCtx('d'),
+    );
+    expect(out.kind).toBe('not-applied');
+  });
+});
+
+describe('rate limits: the runner is the only retrying layer', () => {
+  it('HTTP 429 ratelimited with Retry-After ⇒ not-applied with retryAfterMs, exactly one request (the SDK neither retries nor pauses)', async () => {
+    const out = await postWith({ kind: 'ratelimited', retryAfterS: 7 });
+    expect(out).toMatchObject({ kind: 'not-applied', status: 429, code: 'ratelimited', retryAfterMs: 7000 });
+    expect(sandbox.calls('chat.postMessage')).toBe(1);
+    expect(sandbox.count('chat.postMessage')).toBe(0);
+  });
+
+  it('the runner waits the Retry-After and sends once more: two requests, one per attempt, one message', async () => {
+    const clock = createVirtualClock(Date.UTC(2026, 11, 4));
+    sandbox = await startSlackSandbox({
+      token: TOKEN,
+      channels: [CHANNEL],
+      now: clock.now,
+      faults: { 'chat.postMessage': [{ kind: 'ratelimited', retryAfterS: 3 }] },
+    });
+    const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+    const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5 });
+    const t0 = clock.now();
+    const result = await runner.run(adapter, 'chat.postMessage', { params: postParams(4) });
+    expect(result.status).toBe('done');
+    if (result.status !== 'done') return;
+    expect(result.attempts).toBe(2);
+    expect(sandbox.calls('chat.postMessage')).toBe(2);
+    expect(sandbox.count('chat.postMessage')).toBe(1);
+    expect(clock.now() - t0).toBeGreaterThanOrEqual(3000);
+  });
+
+  it('a rate-limited history call is "cannot tell" with its Retry-After, never "not found"', async () => {
+    sandbox = await startSlackSandbox({
+      token: TOKEN,
+      channels: [CHANNEL],
+      faults: { 'conversations.history': [{ kind: 'ratelimited', retryAfterS: 60 }] },
+    });
+    const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+    const out = await adapter.doLookup('chat.postMessage', lookupCtx('op-1', postParams(1), Date.now() - 1000));
+    expect(out).toMatchObject({ kind: 'cannot-tell', status: 429, retryAfterMs: 60_000 });
+  });
+});
+
+describe('chat.update', () => {
+  it('sets the content; the same call again leaves one edited message with that content', async () => {
+    sandbox = await startSlackSandbox({
+      token: TOKEN,
+      channels: [CHANNEL],
+      seed: [{ channel: CHANNEL, ts: '1700000000.000001', text: 'old' }],
+    });
+    const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+    const params = { channel: CHANNEL, ts: '1700000000.000001', text: 'new' };
+    for (let i = 0; i < 2; i++)
+      expect(await adapter.doExecute('chat.update', params, execCtx('u'))).toMatchObject({
+        kind: 'succeeded',
+        result: { channel: CHANNEL, ts: '1700000000.000001' },
+      });
+    expect(sandbox.count('chat.update')).toBe(1);
+    expect(sandbox.messages()[0]!.text).toBe('new');
+  });
+
+  it('message_not_found ⇒ rejected, naming ts', async () => {
+    sandbox = await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] });
+    const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+    const out = await adapter.doExecute('chat.update', { channel: CHANNEL, ts: '1.000001', text: 'x' }, execCtx('v'));
+    expect(out).toMatchObject({ kind: 'rejected', reason: 'not-found', fields: [{ path: 'ts' }] });
+  });
+});

@@ -1,0 +1,128 @@
+// The real @slack/web-api WebClient (inside the adapter) → the testkit fault proxy → the loopback Slack
+// sandbox, driven by the runner on one virtual clock: a lost answer ends with exactly one message.
+import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { startFaultProxy } from '@retrysafe/testkit';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createSlackAdapter } from '../src/index.js';
+import { type SlackSandboxOptions, startSlackSandbox } from '../src/sandbox/index.js';
+import { CHANNEL, execCtx, lookupCtx, postParams, TOKEN } from './helpers.js';
+
+const MIN = 60_000;
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  while (closers.length) await closers.pop()!();
+});
+
+async function setup(sandboxOptions: SlackSandboxOptions = {}) {
+  const clock = createVirtualClock(Date.UTC(2026, 11, 4));
+  const sandbox = await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], now: clock.now, ...sandboxOptions });
+  closers.push(() => sandbox.close());
+  const proxy = await startFaultProxy({ target: sandbox.url, faults: ['drop-response'] });
+  closers.push(() => proxy.close());
+  const adapter = createSlackAdapter({ token: TOKEN, baseUrl: proxy.url, timeoutMs: 2000 });
+  const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5 });
+  return { clock, sandbox, proxy, adapter, runner };
+}
+
+describe('a lost answer to chat.postMessage', () => {
+  it('the post is not in history yet: the runner waits a minute per lookup (the history limit) and adopts it: one message, one post', async () => {
+    const { clock, sandbox, proxy, adapter, runner } = await setup({
+      historyDelayMs: 2 * MIN,
+      historyCallsPerMinute: 1,
+    });
+    const t0 = clock.now();
+    const result = await runner.run(adapter, 'chat.postMessage', { params: postParams(1) });
+    expect(result.status).toBe('done');
+    if (result.status !== 'done') return;
+    expect(result.adopted).toBe(true);
+    expect(sandbox.count('chat.postMessage')).toBe(1);
+    expect(sandbox.calls('chat.postMessage')).toBe(1);
+    expect(proxy.requests.filter((r) => r.path.endsWith('/chat.postMessage'))).toHaveLength(1);
+    // "not found yet" answers came first; the post was adopted only once history showed it
+    expect(sandbox.calls('conversations.history')).toBeGreaterThanOrEqual(2);
+    expect(sandbox.requests().filter((r) => r.method === 'conversations.history' && r.status === 429)).toHaveLength(0);
+    expect(clock.now() - t0).toBeGreaterThanOrEqual(2 * MIN);
+    expect(result.providerRef).toBe(sandbox.messages()[0]!.ts);
+    expect(sandbox.messages()[0]!.metadata).toEqual({
+      event_type: 'retrysafe_operation',
+      event_payload: { op: result.businessOperationId },
+    });
+  });
+
+  it('the post never shows within the lookup window: handed off, still one message, never re-posted', async () => {
+    const { sandbox, adapter, runner } = await setup({ historyDelayMs: 60 * MIN });
+    const result = await runner.run(adapter, 'chat.postMessage', { params: postParams(2) });
+    expect(result.status).toBe('handed-off');
+    expect(sandbox.count('chat.postMessage')).toBe(1);
+    expect(sandbox.calls('chat.postMessage')).toBe(1);
+  });
+
+  it('another message in the channel (other metadata, none at all) is not taken for this one', async () => {
+    const { sandbox, adapter, runner } = await setup({ historyDelayMs: 0 });
+    // someone else's message before ours, with and without metadata
+    await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }).doExecute('chat.postMessage', postParams(3), {
+      businessOperationId: 'someone-else' as never,
+      providerKey: null,
+      runId: 'run_x' as never,
+      attemptId: 'att_x' as never,
+      attempt: 1,
+      statusRef: null,
+    });
+    const result = await runner.run(adapter, 'chat.postMessage', {
+      params: postParams(3),
+      businessOperationId: 'ours',
+    });
+    expect(result.status).toBe('done');
+    if (result.status !== 'done') return;
+    const ours = sandbox.messages().find((m) => m.metadata?.event_payload.op === 'ours')!;
+    expect(result.providerRef).toBe(ours.ts);
+    expect(sandbox.count('chat.postMessage')).toBe(2);
+  });
+});
+
+describe('the history lookup window and its page bound', () => {
+  async function busyChannel(others: number) {
+    const clock = createVirtualClock(Date.UTC(2026, 11, 4));
+    const sandbox = await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], now: clock.now });
+    closers.push(() => sandbox.close());
+    const direct = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+    const t0 = clock.now();
+    await direct.doExecute('chat.postMessage', postParams(9), execCtx('ours'));
+    for (let i = 0; i < others; i++)
+      await direct.doExecute('chat.postMessage', postParams(100 + i), execCtx(`other-${i}`));
+    return { clock, sandbox, t0 };
+  }
+
+  it('ours under 20 newer messages: found on the second page of 15', async () => {
+    const { clock, sandbox, t0 } = await busyChannel(20);
+    const out = await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }).doLookup(
+      'chat.postMessage',
+      lookupCtx('ours', postParams(9), t0, clock.now()),
+    );
+    expect(out).toMatchObject({
+      kind: 'found',
+      outcome: { kind: 'succeeded', providerRef: sandbox.messages()[0]!.ts },
+    });
+    expect(sandbox.calls('conversations.history')).toBe(2);
+  });
+
+  it('more messages than the page bound: cannot tell (never not-found), asking again in a minute', async () => {
+    const { clock, sandbox, t0 } = await busyChannel(20);
+    const out = await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url, lookupPages: 1 }).doLookup(
+      'chat.postMessage',
+      lookupCtx('ours', postParams(9), t0, clock.now()),
+    );
+    expect(out).toMatchObject({ kind: 'cannot-tell', retryAfterMs: MIN });
+    expect(sandbox.calls('conversations.history')).toBe(1);
+  });
+
+  it('a post applied long after the last dispatch is outside the window: cannot tell, never not-found', async () => {
+    const { clock, sandbox } = await busyChannel(0);
+    const dispatchedAt = clock.now() - 60 * MIN;
+    const out = await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }).doLookup(
+      'chat.postMessage',
+      lookupCtx('ours', postParams(9), dispatchedAt, clock.now()),
+    );
+    expect(out.kind).toBe('cannot-tell');
+  });
+});

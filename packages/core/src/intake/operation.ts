@@ -1,0 +1,165 @@
+/**
+ * The operation object: everything the runner knows about one operation before it is claimed, built
+ * once here (for a new call, a stored operation, or a corrected request) and never changed after.
+ */
+import {
+  ConflictError,
+  InvalidIntentError,
+  InvalidStateError,
+  asRunId,
+  newRunId,
+  type AdapterV1,
+  type BusinessOperationId,
+  type OperationRecord,
+  type OperationSpec,
+  type ProviderKey,
+  type RetrySafetyCard,
+  type RunId,
+} from '@retrysafe/contract';
+import { createRedactor, type RedactOptions, type Redactor } from '../redact.js';
+import type { PolicyOverrides, RetryPolicy } from '../retry-policy.js';
+import { cachedPolicy } from './policy.js';
+import type { RunScope } from '../telemetry.js';
+import { callerAttemptIds, checkAdapter, derivedProviderKey } from './adapter.js';
+import { comparisonFor, identityOf, type Comparison } from './identity.js';
+import { assertParams } from './params-schema.js';
+import { checkedPayload, type CheckedPayload } from './payload.js';
+
+export interface Operation {
+  readonly adapter: AdapterV1;
+  readonly opName: string;
+  readonly card: RetrySafetyCard;
+  readonly policy: RetryPolicy;
+  readonly redactor: Redactor;
+  /** How params are compared with the stored ones (the card's declaration). */
+  readonly comparison: Comparison;
+  readonly id: BusinessOperationId;
+  readonly providerKey: ProviderKey | null;
+  readonly runId: RunId;
+  readonly params: unknown;
+  readonly intentFingerprint: string;
+  readonly paramsFingerprint: string;
+  /** Fingerprint of the redacted params, as receipts carry it. */
+  readonly requestFingerprint: string;
+  readonly signal: AbortSignal | undefined;
+  readonly attemptIds: (() => string) | undefined;
+  /** The telemetry scope of the run() driving it (none for recover and resolve). */
+  readonly scope: RunScope | undefined;
+}
+
+/** What intake needs of the runner: its options and its cache of redactors per operation spec. */
+export interface IntakeContext {
+  readonly options: { readonly redact?: RedactOptions | undefined; readonly policy?: PolicyOverrides | undefined };
+  readonly redactors: WeakMap<OperationSpec, Redactor>;
+}
+
+/** What a caller hands to run(). */
+export interface OperationInput {
+  readonly params: unknown;
+  readonly businessOperationId?: string;
+  readonly intent?: Record<string, unknown>;
+  readonly runId?: string;
+  readonly attemptIds?: () => string;
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * The params checked against the schema, the intent normalised and its id derived, and the params'
+ * fingerprint as compared (`rawParamsFingerprint`, of the params as written, unless the card normalises params).
+ */
+function identify(spec: OperationSpec, input: Pick<OperationInput, 'params' | 'businessOperationId' | 'intent'>, rawParamsFingerprint?: string) {
+  assertParams(spec, input.params);
+  const identity = identityOf(spec, input);
+  const comparison = comparisonFor(spec.card);
+  const paramsFingerprint = rawParamsFingerprint !== undefined && !comparison.normalizes ? rawParamsFingerprint : comparison.paramsFingerprint(input.params);
+  return { ...identity, paramsFingerprint, comparison };
+}
+
+/** The caller's redaction options plus the operation's sensitive fields, also blanking the sensitive values held in `valuesFrom`. */
+function payloadOf(ctx: IntakeContext, spec: OperationSpec, params: unknown, intent: unknown, valuesFrom: readonly unknown[]): CheckedPayload {
+  return checkedPayload(params, intent, () => {
+    let redactor = ctx.redactors.get(spec);
+    if (redactor === undefined) {
+      redactor = createRedactor(ctx.options.redact ?? {}, spec.sensitiveFields ?? []);
+      ctx.redactors.set(spec, redactor);
+    }
+    for (const v of valuesFrom) redactor = redactor.withValuesFrom(v);
+    return redactor;
+  });
+}
+
+/** A new call: every check that can refuse it before anything is claimed (a refusal throws), then the operation. */
+export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: string, input: OperationInput): Operation {
+  const spec = checkAdapter(adapter, opName);
+  if (typeof input !== 'object' || input === null) throw new InvalidIntentError('', 'run input must be an object with params');
+  const params = input.params ?? null;
+  const payload = payloadOf(ctx, spec, params, input.intent ?? null, [input.params]);
+  const found = identify(spec, input, payload.paramsFingerprint);
+  return {
+    adapter,
+    opName,
+    card: spec.card,
+    policy: cachedPolicy(spec.card, ctx.options.policy),
+    redactor: payload.redactor,
+    comparison: found.comparison,
+    id: found.id,
+    providerKey: derivedProviderKey(adapter, opName, spec.card, found.id),
+    runId: input.runId !== undefined ? asRunId(input.runId) : newRunId(),
+    params,
+    intentFingerprint: found.intentFingerprint,
+    paramsFingerprint: found.paramsFingerprint,
+    requestFingerprint: payload.requestFingerprint,
+    signal: input.signal,
+    attemptIds: callerAttemptIds(input.attemptIds),
+    scope: undefined,
+  };
+}
+
+/** A stored operation driven again (recover, resume): its params as stored, its recorded provider key. */
+export function storedOperation(ctx: IntakeContext, found: { readonly adapter: AdapterV1; readonly opName: string }, record: OperationRecord, run: { readonly runId: RunId; readonly attemptIds?: (() => string) | undefined }): Operation {
+  const { adapter, opName } = found;
+  const spec = checkAdapter(adapter, opName);
+  const payload = payloadOf(ctx, spec, record.params, null, [record.params]);
+  return {
+    adapter,
+    opName,
+    card: spec.card,
+    policy: cachedPolicy(spec.card, ctx.options.policy),
+    redactor: payload.redactor,
+    comparison: comparisonFor(spec.card),
+    id: record.businessOperationId,
+    providerKey: record.providerKey,
+    runId: run.runId,
+    params: record.params,
+    intentFingerprint: record.intentFingerprint,
+    paramsFingerprint: record.paramsFingerprint,
+    requestFingerprint: payload.requestFingerprint,
+    signal: undefined,
+    attemptIds: run.attemptIds,
+    scope: undefined,
+  };
+}
+
+/**
+ * A person's corrected request for a stored operation (resolve resend-with): the same pre-claim checks
+ * as a new call, the same intent, and params that differ from the stored ones.
+ */
+export function correctedOperation(ctx: IntakeContext, found: { readonly adapter: AdapterV1; readonly opName: string }, record: OperationRecord, params: unknown): Operation {
+  const spec = checkAdapter(found.adapter, found.opName);
+  const payload = payloadOf(ctx, spec, params, null, [params, record.params]);
+  const next = identify(spec, { params, businessOperationId: record.businessOperationId });
+  if (next.intentFingerprint !== record.intentFingerprint) throw new ConflictError(record.businessOperationId, 'intent', 'the corrected params name another intent: run them as a new operation instead');
+  if (next.paramsFingerprint === record.paramsFingerprint) throw new InvalidStateError(record.businessOperationId, record.state, 'resend-with needs params that differ from the stored ones (use resume to re-send the same request)');
+  return { ...storedOperation(ctx, found, record, { runId: newRunId() }), params, paramsFingerprint: next.paramsFingerprint, redactor: payload.redactor, requestFingerprint: payload.requestFingerprint };
+}
+
+/** The operation with another provider key (the one recorded, or a new revision's). */
+export function withProviderKey(op: Operation, providerKey: ProviderKey | null): Operation {
+  return op.providerKey === providerKey ? op : { ...op, providerKey };
+}
+
+/** Other params than stored, where the declaration compares them: a conflict naming the differing paths (never the values). */
+export function paramsConflict(op: Pick<Operation, 'comparison' | 'redactor' | 'params'>, record: OperationRecord, detail: string): ConflictError {
+  const paths = op.comparison.differences(record.params, op.params).map((p) => op.redactor.text(p));
+  return new ConflictError(record.businessOperationId, 'params', detail, paths);
+}

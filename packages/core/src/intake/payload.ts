@@ -1,0 +1,70 @@
+import { InvalidIntentError, PayloadLimitError, RetrysafeError, canonicalJson, sha256Hex } from '@retrysafe/contract';
+import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
+import type { Redactor } from '../redact.js';
+
+/**
+ * The payload checks before the claim: once a row is claimed, a refusal leaves an operation that never
+ * finishes, so these throw a typed error with no row written and no provider call.
+ * - the depth and size limits every ledger can store (`PAYLOAD_LIMITS`), measured without deep
+ *   recursion, so params nested 100 000 deep are a `PayloadLimitError`, not a `RangeError`;
+ * - canonical JSON of the params and the intent (`InvalidIntentError` naming the path);
+ * - the redacted copy that receipts fingerprint: redaction must not be able to throw after the claim.
+ */
+export interface CheckedPayload {
+  readonly paramsFingerprint: string;
+  /** Fingerprint of the redacted params, as receipts carry it. */
+  readonly requestFingerprint: string;
+  readonly redactor: Redactor;
+}
+
+/** The limits every ledger can store, then canonical JSON; returns that JSON. */
+export function checkPayload(part: 'params' | 'intent', value: unknown): string {
+  const depth = depthOver(value, PAYLOAD_LIMITS.maxDepth);
+  if (depth !== null) throw new PayloadLimitError(part, 'depth', depth, PAYLOAD_LIMITS.maxDepth);
+  const json = canonicalJson(value);
+  const bytes = Buffer.byteLength(json, 'utf8');
+  if (bytes > PAYLOAD_LIMITS.maxBytes) throw new PayloadLimitError(part, 'bytes', bytes, PAYLOAD_LIMITS.maxBytes);
+  return json;
+}
+
+/**
+ * Every payload check of an operation's params and intent (intent: null when it is not derived
+ * here); the redactor is built only once the params are known to be within the limits.
+ */
+export function checkedPayload(params: unknown, intent: unknown, makeRedactor: () => Redactor): CheckedPayload {
+  if (intent !== null) checkPayload('intent', intent);
+  const json = checkPayload('params', params);
+  let redactor: Redactor;
+  let redactedJson: string;
+  try {
+    redactor = makeRedactor();
+    redactedJson = redactor.changes(params) ? canonicalJson(redactor.params(params)) : json;
+  } catch (err) {
+    if (RetrysafeError.isInstance(err) && !InvalidIntentError.isInstance(err)) throw err;
+    throw new InvalidIntentError('(params)', `the redacted copy of the params cannot be canonicalised (${err instanceof Error ? err.message : String(err)}); nothing claimed, nothing sent`);
+  }
+  return { paramsFingerprint: `sha256:${sha256Hex(json)}`, requestFingerprint: `sha256:${sha256Hex(redactedJson)}`, redactor };
+}
+
+/**
+ * The first nesting level above `max`, or null when within it. Recursion stops at `max + 1`, so even a
+ * value nested 100 000 deep costs at most that many frames. A cycle is left to canonicalJson (it names it).
+ */
+function depthOver(value: unknown, max: number): number | null {
+  const ancestors = new Set<object>();
+  const visit = (v: unknown, level: number): number | null => {
+    if (typeof v !== 'object' || v === null || v instanceof Date || ancestors.has(v)) return null;
+    if (level > max) return level;
+    ancestors.add(v);
+    try {
+      for (const child of Array.isArray(v) ? v : Object.values(v)) {
+        const over = visit(child, level + 1);
+        if (over !== null) return over;
+      }
+      return null;
+    } finally {
+      ancestors.delete(v);
+    }
+  };
+  return visit(value, 1);
+}

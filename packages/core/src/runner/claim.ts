@@ -1,0 +1,144 @@
+/**
+ * The claim and what its answer means: drive the operation, wait for the worker that holds it, answer
+ * from its terminal state, or write a new revision.
+ */
+import { ClockSkewError, ConflictError, InvalidStateError, LeaseLostError, newAttemptId, type ClaimInput, type OperationRecord, type Receipt } from '@retrysafe/contract';
+import { TERMINAL_STATES, leaseLive } from '@retrysafe/contract/ledger';
+import { SUPERSEDE_ACTION, derivedProviderKey, needsFreshKey, nextRevision, paramsConflict, revisionKeySource, supersedeCheck, withProviderKey, type Operation } from '../intake/index.js';
+import type { RunnerContext } from './context.js';
+import { drive } from './loop.js';
+import { resolveReceipt } from './receipt-chain.js';
+import type { Claimed } from './state.js';
+import { fromTerminal } from './terminal.js';
+import type { RunResult } from './types.js';
+
+/** This worker's claim of the operation as of `now`. */
+export function claimInput(ctx: RunnerContext, op: Operation, now: number): ClaimInput {
+  return {
+    businessOperationId: op.id,
+    provider: op.adapter.provider,
+    operation: op.card.operation,
+    intentFingerprint: op.intentFingerprint,
+    paramsFingerprint: op.paramsFingerprint,
+    params: op.params,
+    providerKey: op.providerKey,
+    owner: ctx.owner,
+    leaseMs: op.policy.leaseMs,
+    now,
+  };
+}
+
+export async function claimAndDrive(ctx: RunnerContext, op: Operation): Promise<RunResult> {
+  const { clock, ledger, log } = ctx;
+  // A new operation's first decision is always "send now" (decide: claimed, nothing observed), so the
+  // claim may create it already `dispatched`. An existing one is claimed as before and decided from its state.
+  // A ledger without the capability never sees the field.
+  const dispatch = ctx.claimDispatches && !op.signal?.aborted;
+  const claimedAt = clock.now();
+  const claim = await ledger.claim({ ...claimInput(ctx, op, claimedAt), ...(dispatch ? { dispatch: true } : {}) }).catch((err: unknown) => {
+    if (ClockSkewError.isInstance(err)) log('warn', 'clock-skew', `claim refused: ${err.message}`, op);
+    throw err;
+  });
+  const record = claim.record;
+  switch (claim.kind) {
+    case 'conflict':
+      log('warn', 'conflict', `same id, different ${claim.field}: nothing sent`, op);
+      throw new ConflictError(op.id, claim.field, `stored ${claim.field === 'intent' ? record.intentFingerprint : record.operation}`);
+    case 'terminal':
+      if (record.paramsFingerprint !== op.paramsFingerprint) {
+        // A corrected request for an operation none of whose attempts was applied: a new revision.
+        const receipts = await ledger.receipts(record.businessOperationId);
+        if (supersedeCheck(record, receipts).ok) return supersede(ctx, op, record, receipts, 'a corrected request');
+      }
+      return fromTerminal(ctx, record, op.paramsFingerprint, op);
+    case 'busy':
+      if (record.paramsFingerprint !== op.paramsFingerprint) throw paramsConflict(op, record, 'another worker is performing this operation with other params');
+      log('info', 'busy', `another worker (${record.leaseOwner}) holds the operation: waiting for its result`, op);
+      return waitForOther(ctx, op);
+    case 'claimed': {
+      if (record.paramsFingerprint !== op.paramsFingerprint) {
+        await ledger.release({ businessOperationId: record.businessOperationId, fence: record.fence }).catch(() => undefined);
+        throw paramsConflict(op, record, 'a re-send with the same key and other params would be a different request');
+      }
+      if (claim.takenOver) log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, op);
+      // The key that may already be at the provider is the one recorded: keep using it.
+      const dispatchWritten = dispatch && !claim.takenOver && record.state === 'dispatched';
+      return execute(ctx, withProviderKey(op, record.providerKey), { record, claimedAt, takenOver: claim.takenOver, dispatchWritten });
+    }
+  }
+}
+
+/** Drives one claimed operation to its end; a lost lease turns into waiting for the worker that took it. */
+export async function execute(ctx: RunnerContext, op: Operation, claimed: Omit<Claimed, 'receipts'>): Promise<RunResult> {
+  const { record } = claimed;
+  // A brand-new claim has no receipts yet: no read.
+  const brandNew = claimed.dispatchWritten || (record.fence === 1 && record.attemptCount === 0 && !claimed.takenOver);
+  const receipts = brandNew ? [] : await ctx.ledger.receipts(op.id);
+  try {
+    return await drive(ctx, op, { ...claimed, receipts });
+  } catch (err) {
+    if (!LeaseLostError.isInstance(err)) throw err;
+    ctx.log('warn', 'lease-lost', 'another worker took the operation over: stopping, waiting for its result', op);
+    return waitForOther(ctx, op);
+  }
+}
+
+/** Waits (bounded) for the worker that holds the operation: its result, or the claim once its lease has run out. */
+export async function waitForOther(ctx: RunnerContext, op: Operation): Promise<RunResult> {
+  const { clock, ledger, log } = ctx;
+  const deadline = clock.now() + op.policy.waitForOtherMs;
+  let delay = Math.min(20, op.policy.baseMs || 20);
+  for (;;) {
+    const rec = await ledger.get(op.id);
+    if (!rec) throw new InvalidStateError(op.id, 'absent', 'the operation disappeared from the ledger');
+    if (TERMINAL_STATES.includes(rec.state)) return fromTerminal(ctx, rec, op.paramsFingerprint, op);
+    const now = clock.now();
+    if (!leaseLive(rec, now)) return claimAndDrive(ctx, op);
+    if (now >= deadline) {
+      log('info', 'in-progress', `another worker still holds it after ${op.policy.waitForOtherMs} ms`, op);
+      return { status: 'in-progress', businessOperationId: op.id, statusRef: rec.statusRef, retryAfterMs: Math.max(0, (rec.leaseExpiresAt ?? now) - now) };
+    }
+    await clock.sleep(Math.max(1, Math.min(delay, deadline - now)));
+    delay = Math.min(delay * 2, 500);
+  }
+}
+
+/**
+ * Re-opens an operation whose every attempt is known not applied (supersedeCheck) with the corrected
+ * request `op`: a new revision in the same ledger row, with a `supersede` receipt, and a provider key
+ * of its own unless the card says the provider stores no errors.
+ */
+export async function supersede(ctx: RunnerContext, op: Operation, record: OperationRecord, receipts: readonly Receipt[], by: string): Promise<RunResult> {
+  const { clock, ledger, log } = ctx;
+  const revision = nextRevision(receipts);
+  const freshKey = needsFreshKey(op.card);
+  const providerKey = freshKey ? derivedProviderKey(op.adapter, op.opName, op.card, revisionKeySource(record.businessOperationId, revision)) : record.providerKey;
+  const revised = withProviderKey(op, providerKey);
+  const claimedAt = clock.now();
+  const claim = await ledger.claim({ ...claimInput(ctx, revised, claimedAt), supersede: { fence: record.fence, revision } });
+  if (claim.kind !== 'claimed') {
+    // Someone else changed it between the check and the claim: answer from what is there now.
+    if (claim.kind === 'terminal') return fromTerminal(ctx, claim.record, op.paramsFingerprint, op);
+    throw paramsConflict(op, claim.record, `the operation changed while a new revision was being written (${claim.record.state})`);
+  }
+  const ref = { businessOperationId: record.businessOperationId, fence: claim.record.fence };
+  const paths = op.comparison.differences(record.params, op.params);
+  const why = `revision ${revision} (${by}) replaces revision ${revision - 1}, whose every attempt was known not applied; changed: ${paths.join(', ') || '(none)'}; ${freshKey ? 'new provider key (the provider may have stored the rejection under the old one)' : 'same provider key (the provider stores no errors)'}`;
+  const receipt = resolveReceipt(
+    {
+      record,
+      last: receipts[receipts.length - 1],
+      runId: op.runId,
+      attemptId: newAttemptId(),
+      action: SUPERSEDE_ACTION,
+      reason: op.redactor.text(why),
+      providerKey,
+      requestFingerprint: op.requestFingerprint,
+      now: clock.now(),
+    },
+    ctx.options.receiptKey,
+  );
+  await ledger.appendReceipt(ref, receipt);
+  log('info', 'supersede', why, op);
+  return execute(ctx, revised, { record: claim.record, claimedAt, takenOver: false, dispatchWritten: false });
+}

@@ -1,0 +1,86 @@
+/** What the attempt loop knows of one claimed operation as it drives it: its mutable state, owned by loop.ts. */
+import type { OperationRecord, Receipt } from '@retrysafe/contract';
+import { MAYBE_APPLIED_STATES, type DecisionState } from '../decide.js';
+import { currentRevisionNumber, needsFreshKey, type Operation } from '../intake/index.js';
+import type { Lease, RunnerContext } from './context.js';
+
+/** A claimed operation as the claim left it. */
+export interface Claimed {
+  readonly record: OperationRecord;
+  /** The operation's receipts written before this claim (read when the claim is not brand new). */
+  readonly receipts: readonly Receipt[];
+  /** When this worker asked for the claim (its lease runs from there, on its own clock). */
+  readonly claimedAt: number;
+  /** Taken over from a worker whose lease expired. */
+  readonly takenOver: boolean;
+  /**
+   * The claim created the operation already `dispatched` for this first send (ClaimInput.dispatch), and
+   * the provider has not been called yet: the first send writes nothing more, and until then the
+   * decisions see it as the fresh claim it is.
+   */
+  readonly dispatchWritten: boolean;
+}
+
+export interface DriveState {
+  record: OperationRecord;
+  /** The operation's receipts as written (earlier ones, then this worker's own). */
+  readonly receipts: Receipt[];
+  readonly lease: Lease;
+  dispatchWritten: boolean;
+  /** Latest dispatch, or an upper bound of it when taken over (see DecisionState.lastDispatchedAt). */
+  lastDispatchedAt: number | null;
+  /** An earlier attempt may have been applied (see DecisionState.maybeApplied). */
+  maybeApplied: boolean;
+  /** The provider's last Retry-After as epoch ms (see DecisionState.notBefore). */
+  notBefore: number | undefined;
+  runAttempts: number;
+  windowStartedAt: number | null;
+  polls: number;
+  /** The revision the provider key was derived for (1 unless superseded with a fresh key). */
+  readonly keyRevision: number;
+  /** Taken over from a worker that died after dispatching: an inconclusive end is a crash-recovery handoff. */
+  readonly recovering: boolean;
+  readonly startedAt: number;
+}
+
+export function startState(ctx: RunnerContext, op: Operation, c: Claimed): DriveState {
+  const { record } = c;
+  const maybeApplied = MAYBE_APPLIED_STATES.includes(record.state);
+  return {
+    record,
+    receipts: [...c.receipts],
+    // This worker's own view of its lease, measured on its own clock from before it asked: never later than the
+    // ledger's (which may judge on its own clock, e.g. PostgreSQL's), whatever the offset between the two clocks.
+    lease: { ref: { businessOperationId: record.businessOperationId, fence: record.fence }, leaseMs: op.policy.leaseMs, expiresAt: Math.min(record.leaseExpiresAt ?? 0, c.claimedAt + op.policy.leaseMs) },
+    dispatchWritten: c.dispatchWritten,
+    // Taken over: the dead owner could send until its lease ended (never after: checkOwnLease), and this
+    // claim's write (record.updatedAt) happened once that lease had run out, so it bounds the dead owner's
+    // last dispatch from above. Otherwise: the last write.
+    lastDispatchedAt: c.dispatchWritten || record.firstDispatchedAt === null ? null : Math.max(record.firstDispatchedAt, record.updatedAt),
+    maybeApplied: !c.dispatchWritten && maybeApplied,
+    notBefore: undefined,
+    runAttempts: 0,
+    windowStartedAt: null,
+    polls: 0,
+    keyRevision: needsFreshKey(op.card) ? currentRevisionNumber(c.receipts) : 1,
+    recovering: c.takenOver && maybeApplied,
+    startedAt: ctx.clock.now(),
+  };
+}
+
+export function decisionState(ctx: RunnerContext, s: DriveState, observedAt?: number): DecisionState {
+  return {
+    ...(observedAt !== undefined ? { observedAt } : {}),
+    // Dispatched by the claim but not sent yet: still the fresh claim it was.
+    ledgerState: s.dispatchWritten ? 'claimed' : s.record.state,
+    now: ctx.clock.now(),
+    firstDispatchedAt: s.dispatchWritten ? null : s.record.firstDispatchedAt,
+    lastDispatchedAt: s.lastDispatchedAt,
+    maybeApplied: s.maybeApplied,
+    ...(s.notBefore !== undefined ? { notBefore: s.notBefore } : {}),
+    runAttempts: s.runAttempts,
+    runStartedAt: s.startedAt,
+    windowStartedAt: s.windowStartedAt,
+    polls: s.polls,
+  };
+}

@@ -1,0 +1,59 @@
+// Issue 40 item 4: every typed refusal before the claim reaches an agent as a structured answer
+// (invalid-input, or conflict), through the one mapping (src/agent-refusal.ts) that callAgentTool —
+// and so MCP, its fence and the AI SDK — uses. Before, a PayloadLimitError escaped the tool call.
+import { describe, expect, it } from 'vitest';
+import { ConflictError, InvalidIdError, InvalidIntentError, InvalidParamsError, PayloadLimitError } from '@retrysafe/contract';
+import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
+import { agentTools, callAgentTool, preClaimRefusal, refusalAnswer } from '@retrysafe/core/agent';
+import { setup } from './helpers.js';
+
+function nested(depth: number): unknown {
+  let v: unknown = 'leaf';
+  for (let i = 0; i < depth; i++) v = { v };
+  return v;
+}
+
+const cases: readonly (readonly [string, Record<string, unknown>, { status: string; path?: string }])[] = [
+  ['too deep', { ref: 'deep', extra: nested(PAYLOAD_LIMITS.maxDepth + 5) }, { status: 'invalid-input', path: '(params)' }],
+  ['too large', { ref: 'large', extra: 'x'.repeat(PAYLOAD_LIMITS.maxBytes + 10) }, { status: 'invalid-input', path: '(params)' }],
+  ['against the schema', { ref: 5 }, { status: 'invalid-input', path: 'ref' }],
+  ['not JSON', { ref: 'nan', amount: Number.NaN }, { status: 'invalid-input' }],
+];
+
+describe('callAgentTool: refusals before the claim are structured answers, nothing claimed or sent', () => {
+  it.each(cases)('%s', async (_name, args, expected) => {
+    const { provider, adapter, ledger, runner } = setup();
+    const [tool] = agentTools([adapter], ['sandbox_records_create']);
+    const answer = await callAgentTool(runner, tool!, args);
+    expect(answer.status).toBe(expected.status);
+    if (expected.path !== undefined) expect(answer).toMatchObject({ fields: [{ path: expected.path }] });
+    expect(provider.calls()).toBe(0);
+    expect(await ledger.list()).toEqual([]);
+  });
+
+  it('a conflict is answered as one, naming the paths', async () => {
+    const { provider, adapter, runner } = setup();
+    const [tool] = agentTools([adapter], ['sandbox_records_create']);
+    expect((await callAgentTool(runner, tool!, { ref: 'c-1', amount: 1 })).status).toBe('done');
+    expect(await callAgentTool(runner, tool!, { ref: 'c-1', amount: 2 })).toMatchObject({ status: 'conflict', field: 'params', paths: ['amount'] });
+    expect(provider.count()).toBe(1);
+  });
+});
+
+describe('the refusal mapping', () => {
+  it('answers every refusal type, and nothing else', () => {
+    const refusals = [
+      new PayloadLimitError('params', 'bytes', 2, 1),
+      new InvalidParamsError('x.op', [{ path: 'a', message: 'is required' }]),
+      new InvalidIntentError('a', 'not JSON'),
+      new InvalidIdError('business-operation id', 'bad id', 'too long'),
+      new ConflictError('x.op:1', 'params', 'other params', ['a']),
+    ];
+    for (const e of refusals) {
+      const r = preClaimRefusal(e);
+      expect(r, e.name).not.toBeNull();
+      expect(['invalid-input', 'conflict']).toContain(refusalAnswer(r!, null).status);
+    }
+    expect(preClaimRefusal(new Error('ledger down'))).toBeNull();
+  });
+});

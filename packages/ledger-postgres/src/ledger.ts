@@ -1,0 +1,331 @@
+import { LeaseLostError, LedgerError, type BusinessOperationId, type ClaimInput, type ClaimResult, type Fenced, type HandoffPacket, type Ledger, type ListFilter, type OperationRecord, type OperationState, type PruneOptions, type PruneReport, type Receipt, type StatePatch } from '@retrysafe/contract';
+import { claimTransition, checkPruneOptions, dispatchedTransition, handOffTransition, isTerminal, renewTransition, resolveTransition, setStateTransition, TERMINAL_STATES } from '@retrysafe/contract/ledger';
+import type pg from 'pg';
+import { ALL_STATES, checkClaim, checkNumber, checkRef, checkReceiptShape, numberOption, oneOf } from './checks.js';
+import { createSkewCheck } from './clock.js';
+import { jsonParam, parseJson, toReceipts, toRecord, type OperationRow } from './rows.js';
+import { quoteSchema, type MigrateReport } from './schema.js';
+import { createStatements, type Statements, DISPATCHED, HAND_OFF, RELEASE, RENEW, SET_STATE_FIELDS, setStateWrite } from './statements.js';
+import { createDb, type Db } from './tx.js';
+import { createWrites, ruleBlocks } from './writes.js';
+
+export interface PostgresLedgerOptions {
+  /** e.g. `postgres://user@127.0.0.1:5432/db`. Either this or `pool`. */
+  readonly connectionString?: string;
+  /** Your own pool; `close()` leaves it open. */
+  readonly pool?: pg.Pool;
+  /** Schema holding the tables (created if missing). Default `public`. */
+  readonly schema?: string;
+  /** Run the shipped migrations before the first query (default true). Set false when a deploy step runs `migrate()`. */
+  readonly migrate?: boolean;
+  /** How many connections the ledger opens at most, when it opens its own (default 10). */
+  readonly poolSize?: number;
+  /**
+   * Client-side limit on one query, in ms (default 15 000), when the ledger opens its own connections
+   * (with `pool`, your pool's settings apply). A query that does not answer in time fails with
+   * LedgerError, so the runner does not dispatch (fail closed), and its connection is closed; so does a
+   * wait for a free connection that lasts this long (its query is then never sent), and opening one.
+   * Checked by one timer per ledger, so it fires up to an eighth of it (at most 1 s) late. 0: no limit.
+   */
+  readonly queryTimeoutMs?: number;
+  /** When the ledger opens its own connections: how long (ms) one may stay unused before it is closed (default 10 000; 0: never). */
+  readonly idleTimeoutMs?: number;
+  /**
+   * Whose clock judges lease expiry and takeover. `database` (default): PostgreSQL's `now()`, inside the
+   * same statement that claims, renews or lists recoverable operations, so workers on machines whose
+   * clocks disagree never both hold a lease. `caller`: the `now` each call passes in (simulated time in
+   * tests; a single machine).
+   */
+  readonly leaseClock?: 'database' | 'caller';
+  /**
+   * With `leaseClock: 'database'`: how far (ms) a worker's clock may be from the database's before its
+   * claims are refused with ClockSkewError (default 1000). Keep it below the runner's send margin (a
+   * tenth of the lease, at most 2 s): a worker checks its own lease on its own clock before it sends.
+   */
+  readonly maxClockSkewMs?: number;
+  /**
+   * What a write the runner marks deferrable costs (StatePatch.durability: an operation's final
+   * `succeeded`, for a card with a lookup). `defer` (default): its transaction commits with
+   * `synchronous_commit = off` for that transaction alone, so it does not wait for the WAL flush; the
+   * server flushes it within a few hundred ms. A server crash before that, or a failover to a standby it
+   * had not reached, leaves the operation `dispatched`, which the next run or recover() looks up and
+   * adopts, never sends again. `sync`: every commit waits. Commits already asynchronous on the server
+   * stay so either way.
+   */
+  readonly deferrableWrites?: 'defer' | 'sync';
+}
+
+export interface PostgresLedger extends Ledger {
+  /** Resolves once the schema is migrated (also awaited by every method). */
+  ready(): Promise<MigrateReport | null>;
+  readonly schema: string;
+}
+
+/**
+ * The retrysafe ledger on PostgreSQL, for many workers on many machines. Claims hold a lease with an
+ * expiry and a fencing token that grows on every claim; every write carries the token and is refused
+ * (`LeaseLostError`) once another worker has taken the operation over. Every method is durable when
+ * its promise resolves; any database or connection failure rejects with `LedgerError`, so a
+ * `markDispatched` that did not commit never lets the runner call the provider.
+ */
+export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLedger {
+  if (!options || (!options.connectionString && !options.pool)) {
+    throw new LedgerError('createPostgresLedger needs a connectionString or a pool');
+  }
+  const dbClock = oneOf(options.leaseClock, ['database', 'caller'], 'leaseClock') === 'database';
+  const defers = oneOf(options.deferrableWrites, ['defer', 'sync'], 'deferrableWrites') === 'defer';
+  const maxSkew = numberOption(options.maxClockSkewMs, 1000, 'maxClockSkewMs', 0);
+  const schema = options.schema ?? 'public';
+  const st = createStatements(`${quoteSchema(schema)}.retrysafe_operations`, dbClock);
+  const db = createDb({
+    connectionString: options.connectionString,
+    pool: options.pool ?? null,
+    schema,
+    migrate: options.migrate !== false,
+    poolSize: numberOption(options.poolSize, 10, 'poolSize', 1, true),
+    timeoutMs: numberOption(options.queryTimeoutMs, 15_000, 'queryTimeoutMs', 0),
+    idleMs: numberOption(options.idleTimeoutMs, 10_000, 'idleTimeoutMs', 0),
+  });
+  const c: Parts = { db, st, dbClock, writes: createWrites(db, st, defers), checkSkew: createSkewCheck(db, st, maxSkew) };
+  return {
+    schema,
+    ready: db.ready,
+    capabilities: { claimDispatch: true, receiptWithState: true },
+    claim: (input) => claim(c, input),
+    renewLease: (ref, leaseMs, now) => renewLease(c, ref, leaseMs, now),
+    markDispatched: (ref, now) => markDispatched(c, ref, now),
+    setState: (ref, patch) => setState(c, ref, patch),
+    handOff: (ref, packet, now, receipt) => handOff(c, ref, packet, now, receipt),
+    appendReceipt: (ref, receipt) => appendReceipt(c, ref, receipt),
+    release: (ref) => release(c, ref),
+    resolve: (id, resolution, now) => resolve(c, id, resolution, now),
+    get: (id) => get(c, id),
+    list: (filter) => list(c, filter),
+    receipts: (id) => receipts(c, id),
+    recoverCandidates: (now, limit) => recoverCandidates(c, now, limit),
+    prune: (opts) => prune(c, opts),
+    close: db.close,
+  };
+}
+
+/** What the ledger's methods work with. */
+interface Parts {
+  readonly db: Db;
+  readonly st: Statements;
+  readonly dbClock: boolean;
+  readonly writes: ReturnType<typeof createWrites>;
+  readonly checkSkew: ReturnType<typeof createSkewCheck>;
+}
+
+/**
+ * A new operation is one INSERT, atomic under the primary key; with `dispatch` it is born `dispatched`,
+ * so the clean path needs no second write. The new row holds exactly what was sent, so its record is
+ * the contract's new-operation record, with the lease's end the database wrote; not read back.
+ */
+async function claim(c: Parts, input: ClaimInput): Promise<ClaimResult> {
+  checkClaim(input);
+  if (c.dbClock) await c.checkSkew(input.now, input.businessOperationId);
+  const params = jsonParam(input.params);
+  const { rows } = await c.db.query<{ lease_expires_at: string; xmin: string }>('claim', input.dispatch === true ? c.st.claimInsertDispatched : c.st.claimInsert, [
+    input.businessOperationId, input.provider, input.operation, input.intentFingerprint, input.paramsFingerprint,
+    params, input.providerKey, input.owner, input.leaseMs, input.now,
+  ]);
+  if (rows.length === 0) return claimExisting(c, input);
+  const stored = { ...input, params: parseJson(params), providerKey: input.providerKey ?? null };
+  const claimed = claimTransition(null, stored, Number(rows[0]!.lease_expires_at) - input.leaseMs).result;
+  c.writes.remember(claimed.record, rows[0]!.xmin, { params, result: null, handoff: null, resolution: null });
+  return claimed;
+}
+
+/**
+ * It exists: decided under a row lock by the contract's claimTransition, so two workers never both take
+ * it over; the lease is judged on the ledger's clock, read in the same statement as the lock.
+ */
+function claimExisting(c: Parts, input: ClaimInput): Promise<ClaimResult> {
+  return c.db.tx('claim', async (run) => {
+    const { rows } = await run<OperationRow & { lease_now: string }>('claim', c.st.claimLock, [input.businessOperationId, c.dbClock, input.now]);
+    if (rows.length === 0) throw new LedgerError(`claim: ${input.businessOperationId} was neither inserted nor found; nothing written`);
+    const { result, write } = claimTransition(toRecord(rows[0]!), input, Number(rows[0]!.lease_now));
+    if (write === null) return result;
+    const record = await c.writes.writeLocked(run, 'claim', rows[0]!, write);
+    return { ...result, record } as ClaimResult;
+  });
+}
+
+/**
+ * A terminal operation holds no lease: renewing it is a no-op; a released lease stays released. A
+ * remembered operation is renewed on its remembered row version and stays remembered.
+ */
+async function renewLease(c: Parts, ref: Fenced, leaseMs: number, now: number): Promise<void> {
+  checkNumber(leaseMs, 'leaseMs', 'renewLease', 1);
+  checkNumber(now, 'now', 'renewLease');
+  checkRef(ref, 'renewLease');
+  const k = c.writes.recall(ref.businessOperationId);
+  const renewed = k === undefined ? undefined : ruleOrUndefined(() => renewTransition(k.record, ref, leaseMs, now));
+  if (k !== undefined && renewed !== undefined && renewed !== k.record) {
+    const { rows } = await c.db.query<{ lease_expires_at: string; xmin: string }>('renewLease', c.st.renewKnown, [now, leaseMs, c.dbClock, ref.businessOperationId, ref.fence, k.xmin]);
+    if (rows.length === 1) {
+      c.writes.remember({ ...renewed, leaseExpiresAt: Number(rows[0]!.lease_expires_at) }, rows[0]!.xmin, k.json);
+      return;
+    }
+  }
+  await c.writes.fenced(ref, {
+    what: 'renewLease',
+    write: RENEW,
+    values: [now, leaseMs, c.dbClock],
+    blocked: (r) => (isTerminal(r) ? 'no-op' : ruleBlocks((x) => renewTransition(x, ref, leaseMs, now))(r)),
+  });
+}
+
+async function markDispatched(c: Parts, ref: Fenced, now: number): Promise<OperationRecord> {
+  checkNumber(now, 'now', 'markDispatched');
+  const record = await c.writes.fenced(ref, {
+    what: 'markDispatched',
+    write: DISPATCHED,
+    values: [now],
+    blocked: ruleBlocks((r) => dispatchedTransition(r, now)),
+    next: (r, json) => ({ record: dispatchedTransition(r, now), json }),
+  });
+  return record!;
+}
+
+/** One statement per shape of patch: a column per field it carries. */
+async function setState(c: Parts, ref: Fenced, patch: StatePatch): Promise<OperationRecord> {
+  checkPatch(patch);
+  // The result's json text, as the column will hold it (undefined: the patch keeps the result).
+  const result = patch.result === undefined ? undefined : jsonParam(patch.result);
+  const fields = SET_STATE_FIELDS.map(([field]) => field).filter((f) => patch[f] !== undefined);
+  const values = [patch.state, patch.now, ...fields.map((f) => (f === 'result' ? result : patch[f]))];
+  const record = await c.writes.fenced(ref, {
+    what: 'setState',
+    write: setStateWrite(fields, TERMINAL_STATES.includes(patch.state)),
+    values,
+    blocked: ruleBlocks((r) => setStateTransition(r, patch)),
+    receipt: patch.receipt,
+    next: (r, json) => ({ record: setStateTransition(r, patch), json: result === undefined ? json : { ...json, result } }),
+    deferred: patch.durability === 'deferrable',
+  });
+  return record!;
+}
+
+/** The packet's last known outcome and provider reference become the record's, when it has them. */
+async function handOff(c: Parts, ref: Fenced, packet: HandoffPacket, now: number, receipt?: Receipt): Promise<OperationRecord> {
+  if (!packet || typeof packet !== 'object') throw new LedgerError('handOff: a handoff packet is required');
+  checkNumber(now, 'now', 'handOff');
+  const handoff = jsonParam(packet);
+  const record = await c.writes.fenced(ref, {
+    what: 'handOff',
+    write: HAND_OFF,
+    values: [handoff, now, packet.lastKnown?.outcome ?? null, packet.lastKnown?.providerRef ?? null],
+    blocked: ruleBlocks((r) => handOffTransition(r, packet, now)),
+    receipt,
+    next: (r, json) => ({ record: handOffTransition(r, packet, now), json: { ...json, handoff } }),
+  });
+  return record!;
+}
+
+/** One UPDATE of the operation's row: the receipt, the chain anchor and the next-seq check, under its row lock. */
+async function appendReceipt(c: Parts, ref: Fenced, receipt: Receipt): Promise<void> {
+  checkRef(ref, 'appendReceipt');
+  checkReceiptShape(ref, receipt, 'appendReceipt');
+  c.writes.forget(ref.businessOperationId); // the row becomes another version
+  const { rows } = await c.db.query('appendReceipt', c.st.appendReceipt, [ref.businessOperationId, ref.fence, receipt.seq, jsonParam(receipt), receipt.hash]);
+  if (rows.length === 1) return;
+  const check = await c.db.query<{ fence: string; seq: number }>('appendReceipt', c.st.receiptCheck, [ref.businessOperationId]);
+  const row = check.rows[0];
+  if (!row) throw new LedgerError(`no operation ${ref.businessOperationId} in the ledger`);
+  if (Number(row.fence) !== ref.fence) throw new LeaseLostError(ref.businessOperationId, ref.fence);
+  throw new LedgerError(`appendReceipt: receipt seq ${receipt.seq} for ${ref.businessOperationId} is not the next one (expected ${row.seq + 1})`);
+}
+
+async function release(c: Parts, ref: Fenced): Promise<void> {
+  await c.writes.fenced(ref, { what: 'release', write: RELEASE, values: [] });
+}
+
+/** A person's decision: the state becomes terminal, so a worker still holding an old token cannot overwrite it. */
+async function resolve(c: Parts, id: BusinessOperationId, resolution: Parameters<Ledger['resolve']>[1], now: number): Promise<OperationRecord> {
+  if (!resolution || (resolution.action !== 'mark-done' && resolution.action !== 'abandon')) {
+    throw new LedgerError(`resolve: action must be 'mark-done' or 'abandon' ('resume' goes through claim({ resume: true }))`);
+  }
+  checkNumber(now, 'now', 'resolve');
+  return c.db.tx('resolve', async (run) => {
+    const { rows } = await run<OperationRow>('resolve', c.st.resolveLock, [id]);
+    const next = resolveTransition(rows[0] ? toRecord(rows[0]) : null, id, resolution, now);
+    return c.writes.writeLocked(run, 'resolve', rows[0]!, next);
+  });
+}
+
+async function get(c: Parts, id: string): Promise<OperationRecord | null> {
+  const { rows } = await c.db.query<OperationRow>('get', c.st.get, [id]);
+  return rows[0] ? toRecord(rows[0]) : null;
+}
+
+async function list(c: Parts, filter: ListFilter = {}): Promise<OperationRecord[]> {
+  for (const s of filter.states ?? []) if (!ALL_STATES.has(s)) throw new LedgerError(`list: unknown state ${JSON.stringify(s)}`);
+  if (filter.limit !== undefined) checkNumber(filter.limit, 'limit', 'list', 0);
+  const { sql, values } = c.st.list(filter);
+  const { rows } = await c.db.query<OperationRow>('list', sql, values);
+  return rows.map(toRecord);
+}
+
+async function receipts(c: Parts, id: string): Promise<Receipt[]> {
+  const { rows } = await c.db.query<{ receipts: string | null }>('receipts', c.st.receipts, [id]);
+  return rows[0] ? toReceipts(rows[0].receipts, id) : [];
+}
+
+async function recoverCandidates(c: Parts, now: number, limit?: number): Promise<OperationRecord[]> {
+  checkNumber(now, 'now', 'recoverCandidates');
+  if (limit !== undefined) checkNumber(limit, 'limit', 'recoverCandidates', 0);
+  const { rows } = await c.db.query<OperationRow>('recoverCandidates', c.st.recover, [now, limit ?? null, c.dbClock]);
+  return rows.map(toRecord);
+}
+
+/** Which states may go is the contract's rule, shared by every ledger (never open or handed-off). */
+async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
+  const states = [...checkPruneOptions(options)];
+  const byState: Partial<Record<OperationState, number>> = {};
+  const count = (state: string, n: number) => (byState[state as OperationState] = (byState[state as OperationState] ?? 0) + n);
+  if (options.dryRun) {
+    const { rows } = await c.db.query<{ state: string; n: string }>('prune', c.st.pruneCount, [states, options.before]);
+    for (const r of rows) count(r.state, Number(r.n));
+  } else {
+    for (const state of states) for (const gone of await pruneState(c, state, states, options)) count(gone, 1);
+  }
+  const pruned = Object.values(byState).reduce((a, b) => a + b, 0);
+  return { pruned, byState, dryRun: options.dryRun === true };
+}
+
+/** One state's old rows, a keyset page at a time by (created_at, id): exported if asked, then deleted. The states deleted. */
+async function pruneState(c: Parts, state: string, states: string[], options: PruneOptions): Promise<string[]> {
+  const deleted: string[] = [];
+  const page = c.st.prunePage(options.onPrune !== undefined);
+  for (let after: [number, string] = [-1, '']; ; ) {
+    const { rows } = await c.db.query<OperationRow & { receipts?: string | null }>('prune', page, [state, options.before, after[0], after[1], options.batchSize ?? 500]);
+    if (rows.length === 0) return deleted;
+    const last = rows[rows.length - 1]!;
+    after = [Number(last.created_at), last.business_operation_id];
+    if (options.onPrune) {
+      for (const row of rows) await options.onPrune(toRecord(row), toReceipts(row.receipts ?? null, row.business_operation_id));
+    }
+    const ids = rows.map((r) => r.business_operation_id);
+    const { rows: gone } = await c.db.query<{ state: string }>('prune', c.st.pruneDelete, [ids, states, options.before]);
+    deleted.push(...gone.map((g) => g.state));
+  }
+}
+
+/** The rule's answer, or undefined when it refuses (the full write then says why). */
+function ruleOrUndefined<T>(rule: () => T): T | undefined {
+  try {
+    return rule();
+  } catch {
+    return undefined;
+  }
+}
+
+function checkPatch(patch: StatePatch): void {
+  if (!patch || typeof patch.state !== 'string') throw new LedgerError('setState: patch.state is required');
+  if (patch.state === 'handed-off') throw new LedgerError('setState cannot hand off: use handOff(ref, packet)');
+  if (patch.state === 'abandoned') throw new LedgerError('setState cannot abandon: a person does that through resolve()');
+  if (!ALL_STATES.has(patch.state)) throw new LedgerError(`setState: unknown state ${JSON.stringify(patch.state)}`);
+  checkNumber(patch.now, 'now', 'setState');
+}

@@ -1,0 +1,131 @@
+import { LedgerError } from '@retrysafe/contract';
+import type pg from 'pg';
+
+/**
+ * A schema migration. Each runs once per schema, in order, inside one transaction that holds an
+ * advisory lock, and is recorded in `retrysafe_schema_migrations`. Never edit a released migration:
+ * add the next version.
+ */
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  /** SQL with `{{schema}}` standing for the quoted schema name. */
+  readonly sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = Object.freeze([
+  {
+    version: 1,
+    name: 'operations',
+    sql: `
+-- The state and fence rules are domains: PostgreSQL caches a domain's check with the statement's plan,
+-- while a table's CHECK is re-read for every row written.
+CREATE DOMAIN {{schema}}.retrysafe_state AS text CONSTRAINT retrysafe_state_check
+  CHECK (VALUE IN ('claimed', 'dispatched', 'unknown', 'in-progress', 'reconciling', 'succeeded', 'rejected', 'handed-off', 'abandoned'));
+CREATE DOMAIN {{schema}}.retrysafe_fence AS bigint CONSTRAINT retrysafe_fence_check CHECK (VALUE >= 1);
+-- One row per operation: the searchable fields as columns, the record's values and its receipts as JSON.
+-- The receipts are one JSON array kept as text, appended in the same UPDATE as the state it records;
+-- receipt_head and receipt_count anchor the chain, so a deleted or re-sealed tail is seen.
+CREATE TABLE {{schema}}.retrysafe_operations (
+  business_operation_id text PRIMARY KEY,
+  provider text NOT NULL,
+  operation text NOT NULL,
+  intent_fingerprint text NOT NULL,
+  params_fingerprint text NOT NULL,
+  params json,
+  provider_key text,
+  state {{schema}}.retrysafe_state NOT NULL,
+  fence {{schema}}.retrysafe_fence NOT NULL,
+  lease_owner text,
+  lease_expires_at bigint,
+  created_at bigint NOT NULL,
+  updated_at bigint NOT NULL,
+  first_dispatched_at bigint,
+  attempt_count integer NOT NULL DEFAULT 0,
+  last_outcome text,
+  result json,
+  provider_ref text,
+  status_ref text,
+  handoff json,
+  resolution json,
+  receipt_head text,
+  receipt_count integer NOT NULL DEFAULT 0,
+  receipts text,
+  CHECK ((lease_owner IS NULL) = (lease_expires_at IS NULL))
+);
+-- Listings (newest first) and retention walk created_at; the id only breaks ties.
+CREATE INDEX retrysafe_operations_created_idx ON {{schema}}.retrysafe_operations (created_at);
+-- Open operations only (the handoff queue, recovery, stuck operations): small however long the history grows.
+CREATE INDEX retrysafe_operations_open_idx ON {{schema}}.retrysafe_operations (state, created_at)
+  WHERE state NOT IN ('succeeded', 'rejected', 'abandoned');`,
+  },
+]);
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** Validates a schema name (lowercase identifier, ≤63 chars) and returns it quoted for SQL. */
+export function quoteSchema(schema: string): string {
+  if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
+    throw new LedgerError(`invalid PostgreSQL schema name ${JSON.stringify(String(schema))}: expected a lowercase identifier of 1–63 chars (a-z 0-9 _, not starting with a digit)`);
+  }
+  return `"${schema}"`;
+}
+
+export interface MigrateReport {
+  readonly schema: string;
+  /** Versions applied by this call (empty when the schema was already current). */
+  readonly applied: readonly number[];
+  readonly current: number;
+}
+
+/**
+ * Brings `schema` up to the newest migration. Safe to run concurrently from many workers (advisory
+ * lock) and repeatedly (recorded versions are skipped). Refuses a schema written by a newer version
+ * of this package.
+ */
+export async function migrate(pool: pg.Pool | pg.Client, schema = 'public'): Promise<MigrateReport> {
+  const quoted = quoteSchema(schema);
+  const isPool = typeof (pool as pg.Pool).connect === 'function' && 'totalCount' in pool;
+  const client = isPool ? await (pool as pg.Pool).connect() : (pool as pg.Client);
+  let broken: Error | undefined;
+  try {
+    await client.query('BEGIN');
+    try {
+      const report = await applyMigrations(client, schema, quoted);
+      await client.query('COMMIT');
+      return report;
+    } catch (err) {
+      await client.query('ROLLBACK').catch((e: Error) => {
+        broken = e;
+      });
+      throw err;
+    }
+  } catch (err) {
+    if (LedgerError.isInstance(err)) throw err;
+    throw new LedgerError(`migrating schema ${schema} failed: ${(err as Error).message}`, { cause: err });
+  } finally {
+    if (isPool) (client as pg.PoolClient).release(broken);
+  }
+}
+
+async function applyMigrations(client: pg.Pool | pg.Client | pg.PoolClient, schema: string, quoted: string): Promise<MigrateReport> {
+  await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`retrysafe.migrate:${schema}`]);
+  await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoted}`);
+  await client.query(`CREATE TABLE IF NOT EXISTS ${quoted}.retrysafe_schema_migrations (
+    version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+  const { rows } = await client.query<{ version: number }>(`SELECT version FROM ${quoted}.retrysafe_schema_migrations ORDER BY version`);
+  const done = new Set(rows.map((r) => r.version));
+  const newest = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);
+  const beyond = rows.filter((r) => r.version > newest);
+  if (beyond.length > 0) {
+    throw new LedgerError(`schema ${schema} has migration ${beyond[beyond.length - 1]!.version}, newer than this @retrysafe/ledger-postgres knows (${newest}): upgrade the package`);
+  }
+  const applied: number[] = [];
+  for (const m of MIGRATIONS) {
+    if (done.has(m.version)) continue;
+    await client.query(m.sql.replaceAll('{{schema}}', quoted));
+    await client.query(`INSERT INTO ${quoted}.retrysafe_schema_migrations (version, name) VALUES ($1, $2)`, [m.version, m.name]);
+    applied.push(m.version);
+  }
+  return { schema, applied, current: newest };
+}

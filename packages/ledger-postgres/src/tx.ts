@@ -1,0 +1,177 @@
+import { LedgerError, RetrysafeError } from '@retrysafe/contract';
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+import { Connections, type Conn, type Statement } from './connections.js';
+import { migrate, type MigrateReport } from './schema.js';
+import type { Sql } from './statements.js';
+
+/** Runs one statement; inside `tx` it runs on the transaction's connection. */
+export type Run = <R extends pg.QueryResultRow>(what: string, sql: Sql, values: unknown[]) => Promise<pg.QueryResult<R>>;
+
+export interface Db {
+  readonly query: Run;
+  /** `fn` inside BEGIN … COMMIT on one connection; any failure rolls back and rejects with LedgerError. */
+  tx<T>(what: string, fn: (run: Run) => Promise<T>): Promise<T>;
+  ready(): Promise<MigrateReport | null>;
+  close(): Promise<void>;
+}
+
+export interface DbOptions {
+  readonly connectionString?: string | undefined;
+  readonly pool: pg.Pool | null;
+  readonly schema: string;
+  readonly migrate: boolean;
+  readonly poolSize: number;
+  readonly timeoutMs: number;
+  readonly idleMs: number;
+}
+
+/** A connection held for a transaction: a client of your pool, or one of the ledger's own. */
+interface TxClient {
+  query<R extends pg.QueryResultRow>(config: Statement): Promise<pg.QueryResult<R>>;
+  release(err?: Error): void;
+}
+
+/**
+ * The ledger's connection to PostgreSQL: your pool as it is, or connections of its own (one timer per
+ * ledger, see Connections). Every failure is a LedgerError, so a write that did not commit never lets
+ * the runner call the provider. The schema is migrated before the first statement.
+ */
+export function createDb(options: DbOptions): Db {
+  const pool = options.pool;
+  const own = pool === null ? new Connections({ connectionString: options.connectionString, max: options.poolSize, timeoutMs: options.timeoutMs, idleMs: options.idleMs }) : null;
+  // An idle client losing its connection emits 'error' on the pool; unhandled, it would kill the
+  // process. The pool drops that client; the next query gets a fresh one or fails with LedgerError.
+  const onPoolError = () => undefined;
+  pool?.on('error', onPoolError);
+  let closed = false;
+  let readyPromise: Promise<MigrateReport | null> | null = null;
+  let migrated = !options.migrate;
+
+  const ready = (): Promise<MigrateReport | null> => {
+    readyPromise ??= options.migrate
+      ? migrateOnce().then(
+          (report) => {
+            migrated = true;
+            return report;
+          },
+          (err: unknown) => {
+            readyPromise = null; // a database that was down may be back next time
+            throw err;
+          },
+        )
+      : Promise.resolve(null);
+    return readyPromise;
+  };
+
+  /** Migrates on your pool, or on a connection of its own with the ledger's time limit on each statement. */
+  async function migrateOnce(): Promise<MigrateReport> {
+    if (pool !== null) return migrate(pool, options.schema);
+    const { connectionString, timeoutMs } = options;
+    const client = new pg.Client({ connectionString, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
+    client.on('error', () => undefined); // the statement running on a broken connection fails with it
+    try {
+      await client.connect();
+      return await migrate(client, options.schema);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
+
+  // Statement names are per connection; the schema is part of the text, so it is part of the name.
+  const names = new Map<string, string>();
+  const configOf = (sql: Sql, values: unknown[]): Statement => {
+    if (sql.name === null) return { text: sql.text, values };
+    let name = names.get(sql.name);
+    if (name === undefined) names.set(sql.name, (name = statementName(options.schema, sql.name)));
+    return { name, text: sql.text, values };
+  };
+
+  const send = <R extends pg.QueryResultRow>(config: Statement) => (own !== null ? own.query<R>(config) : pool!.query<R>(config));
+
+  async function query<R extends pg.QueryResultRow>(what: string, sql: Sql, values: unknown[]): Promise<pg.QueryResult<R>> {
+    if (closed) throw new LedgerError(`ledger is closed (${what})`);
+    try {
+      if (!migrated) await ready();
+      const config = configOf(sql, values);
+      for (let stale = 0; ; stale++) {
+        try {
+          return await send<R>(config);
+        } catch (err) {
+          // A statement prepared on a connection before a column it returns changed type is refused before
+          // it runs (0A000, "cached plan must not change result type"). A failed query closes its
+          // connection (here and in pg.Pool), so on another one it is prepared anew.
+          if ((err as { code?: unknown }).code !== '0A000' || stale >= options.poolSize) throw err;
+        }
+      }
+    } catch (err) {
+      throw asLedgerError(err, what);
+    }
+  }
+
+  async function tx<T>(what: string, fn: (run: Run) => Promise<T>): Promise<T> {
+    if (closed) throw new LedgerError(`ledger is closed (${what})`);
+    let client: TxClient;
+    try {
+      if (!migrated) await ready();
+      client = own !== null ? ownClient(own, await own.acquire()) : await pool!.connect();
+    } catch (err) {
+      throw asLedgerError(err, what);
+    }
+    const run: Run = async (w, sql, values) => {
+      try {
+        return await client.query(configOf(sql, values));
+      } catch (err) {
+        throw asLedgerError(err, w);
+      }
+    };
+    let broken: Error | undefined;
+    try {
+      await client.query({ text: 'BEGIN' });
+      const out = await fn(run);
+      await client.query({ text: 'COMMIT' });
+      return out;
+    } catch (err) {
+      await client.query({ text: 'ROLLBACK' }).catch((e: Error) => {
+        broken = e;
+      });
+      throw asLedgerError(err, what);
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  async function close(): Promise<void> {
+    if (closed) return;
+    closed = true;
+    pool?.off('error', onPoolError);
+    await own?.end();
+  }
+
+  return { query, tx, ready, close };
+}
+
+const ownClient = (own: Connections, conn: Conn): TxClient => ({
+  query: <R extends pg.QueryResultRow>(config: Statement) => own.send<R>(conn, config, false),
+  release: (err?: Error) => own.release(conn, err),
+});
+
+/**
+ * The prepared statement's name of statement `name` in `schema`: `rs:<schema>:<name>`, or, when that is
+ * longer than the 63 bytes PostgreSQL keeps of a name (the rest is cut, so two long names alike in their
+ * first 63 bytes would be one statement to the server), `rs:<name>#<12 hex digits of the schema's SHA-256>`.
+ * Schema names hold no `#`, so the two forms never meet.
+ */
+function statementName(schema: string, name: string): string {
+  const full = `rs:${schema}:${name}`;
+  if (full.length <= 63) return full;
+  const short = `rs:${name}#${createHash('sha256').update(schema).digest('hex').slice(0, 12)}`;
+  if (short.length > 63) throw new LedgerError(`statement name ${name} is too long for PostgreSQL`);
+  return short;
+}
+
+export function asLedgerError(err: unknown, what: string): RetrysafeError {
+  if (RetrysafeError.isInstance(err)) return err;
+  const e = err as { message?: string; code?: string };
+  return new LedgerError(`${what} failed in PostgreSQL${e?.code ? ` (${e.code})` : ''}: ${e?.message ?? String(err)}`, { cause: err });
+}

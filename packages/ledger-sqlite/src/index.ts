@@ -1,0 +1,1 @@
+export { createSqliteLedger, type SqliteLedgerOptions } from './ledger.js';

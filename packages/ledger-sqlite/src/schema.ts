@@ -1,0 +1,72 @@
+import type { DatabaseSync } from 'node:sqlite';
+import { LedgerError } from '@retrysafe/contract';
+
+/**
+ * The terms of "still open" (not closed for good): the partial index's, and every query that wants
+ * the index to serve it must repeat them exactly. Open operations are few (in flight, stuck, handed
+ * off), so the index stays small however long the history grows.
+ */
+export const OPEN_STATES_SQL = `state <> 'succeeded' AND state <> 'rejected' AND state <> 'abandoned'`;
+
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+/**
+ * One row per operation: the record and its receipts as JSON text, the fields queries search beside
+ * them. Never edit a released migration: add the next version.
+ */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'operations',
+    sql: `
+CREATE TABLE retrysafe_operations (
+  id TEXT NOT NULL UNIQUE,
+  provider TEXT NOT NULL,
+  operation TEXT NOT NULL,
+  state TEXT NOT NULL,
+  fence INTEGER NOT NULL,
+  lease_expires_at INTEGER,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  record TEXT NOT NULL,
+  receipts TEXT
+);
+CREATE INDEX retrysafe_operations_open ON retrysafe_operations (state, updated_at) WHERE ${OPEN_STATES_SQL};
+-- Listings (newest first, with a limit) and retention walk creation order without reading the table.
+CREATE INDEX retrysafe_operations_created ON retrysafe_operations (created_at, id);`,
+  },
+];
+
+export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
+
+const versionOf = (db: DatabaseSync): number => Number((db.prepare('PRAGMA user_version').get() as { user_version?: number } | undefined)?.user_version ?? 0);
+
+/**
+ * Brings the file to SCHEMA_VERSION under BEGIN IMMEDIATE, re-checked inside, so concurrent openers
+ * migrate once. Refuses a file of a version it does not know rather than guess at it.
+ */
+export function migrate(db: DatabaseSync, path: string): void {
+  const seen = versionOf(db);
+  if (seen > SCHEMA_VERSION) throw new LedgerError(`cannot open SQLite ledger at ${path}: its schema version ${seen} is not one this @retrysafe/ledger-sqlite knows (up to ${SCHEMA_VERSION}): it was written by another version`);
+  if (seen === SCHEMA_VERSION) return;
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    for (const m of MIGRATIONS) {
+      if (m.version <= versionOf(db)) continue;
+      db.exec(m.sql);
+      db.exec(`PRAGMA user_version = ${m.version}`);
+    }
+    db.exec('COMMIT');
+  } catch (err) {
+    try {
+      db.exec('ROLLBACK');
+    } catch {
+      /* nothing to roll back */
+    }
+    throw err;
+  }
+}

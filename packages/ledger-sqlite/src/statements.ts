@@ -1,0 +1,73 @@
+import type { DatabaseSync } from 'node:sqlite';
+import type { ListFilter } from '@retrysafe/contract';
+import { PRUNABLE_STATES, RECOVERABLE_STATES } from '@retrysafe/contract/ledger';
+import { OPEN_STATES_SQL } from './schema.js';
+
+const COLUMNS = 'state = ?, fence = ?, lease_expires_at = ?, updated_at = ?, record = ?, receipts = ?';
+
+/** Every fixed statement of the ledger, prepared once per connection. Writes bind positional parameters. */
+export function prepareStatements(db: DatabaseSync) {
+  return {
+    select: db.prepare('SELECT record, receipts FROM retrysafe_operations WHERE id = ?'),
+    /** The row a fenced write starts from, with its last receipt's seq. */
+    selectForWrite: db.prepare(`SELECT record, receipts, json_extract(receipts, '$[#-1].seq') AS last_seq FROM retrysafe_operations WHERE id = ?`),
+    /** A new operation; does nothing when the id has a row (the claim then reads it). */
+    insert: db.prepare(
+      `INSERT INTO retrysafe_operations (id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, record, receipts)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+    ),
+    update: db.prepare(`UPDATE retrysafe_operations SET ${COLUMNS} WHERE id = ?`),
+    /** The write on a row this connection stored: only while the row still holds what it stored. */
+    updateKnown: db.prepare(`UPDATE retrysafe_operations SET ${COLUMNS} WHERE id = ? AND record = ? AND receipts IS ?`),
+  };
+}
+export type Statements = ReturnType<typeof prepareStatements>;
+
+const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
+
+/** The listing of `filter` (its arguments in order); null when nothing can match. */
+export function listSql(filter: ListFilter): { sql: string; args: Array<string | number> } | null {
+  const where: string[] = [];
+  const args: Array<string | number> = [];
+  if (filter.states) {
+    if (filter.states.length === 0) return null;
+    // Only open states: the partial index's own term, so the index serves the listing (the handoff queue).
+    if (filter.states.every((s) => !PRUNABLE_STATES.includes(s))) where.push(OPEN_STATES_SQL);
+    where.push(`state IN (${marks(filter.states.length)})`);
+    args.push(...filter.states);
+  }
+  if (filter.provider) {
+    where.push('provider = ?');
+    args.push(filter.provider);
+  }
+  if (filter.operation) {
+    where.push('operation = ?');
+    args.push(filter.operation);
+  }
+  const dir = filter.newestFirst ? 'DESC' : 'ASC';
+  let sql = `SELECT record FROM retrysafe_operations ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at ${dir}, id ${dir}`;
+  if (filter.limit !== undefined) {
+    sql += ' LIMIT ?';
+    args.push(filter.limit);
+  }
+  return { sql, args };
+}
+
+/** Open operations whose lease is absent or expired at the first parameter, oldest change first. */
+export function recoverSql(limit: boolean): string {
+  return `SELECT record FROM retrysafe_operations WHERE ${OPEN_STATES_SQL} AND state IN (${RECOVERABLE_STATES.map((s) => `'${s}'`).join(', ')})
+    AND (lease_expires_at IS NULL OR lease_expires_at <= ?) ORDER BY updated_at${limit ? ' LIMIT ?' : ''}`;
+}
+
+/**
+ * Retention: one page of closed rows older than `before`, in creation order after (created_at, id),
+ * and the delete that re-checks each. created_at <= updated_at, so the walk reads old rows only.
+ */
+export function pruneSql(states: number): { page: string; remove: string } {
+  const closed = `updated_at < ? AND state IN (${marks(states)})`;
+  return {
+    page: `SELECT id, record, receipts FROM retrysafe_operations
+      WHERE created_at < ? AND (created_at, id) > (?, ?) AND ${closed} ORDER BY created_at, id LIMIT ?`,
+    remove: `DELETE FROM retrysafe_operations WHERE id = ? AND ${closed}`,
+  };
+}

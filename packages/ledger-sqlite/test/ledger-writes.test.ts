@@ -1,0 +1,213 @@
+// How many durable ledger writes the runner makes, and which: a clean run is two (the claim that
+// creates the operation already dispatched, then the result with its receipt), on every ledger that
+// declares the capabilities; a ledger without them gets the separate writes it always had.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { ClaimInput, HandoffPacket, Ledger, Receipt, StatePatch } from '@retrysafe/contract';
+import { createMemoryLedger, createRunner, createVirtualClock, verifyReceiptChain } from '@retrysafe/core';
+import { createSqliteLedger } from '../src/index.js';
+import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { REPLAYING } from './helpers.js';
+
+const OP = 'records.create';
+const WRITES = new Set(['claim', 'renewLease', 'markDispatched', 'setState', 'handOff', 'appendReceipt', 'release', 'resolve']);
+
+interface Write {
+  readonly method: string;
+  readonly dispatch?: boolean;
+  readonly state?: string;
+  readonly receiptSeq?: number;
+}
+
+/** The ledger seen through a recorder of its write calls; `legacy` hides its capabilities (a ledger from before them). */
+function recording(inner: Ledger, legacy: boolean): { ledger: Ledger; writes: Write[] } {
+  const writes: Write[] = [];
+  const ledger = new Proxy(inner, {
+    get(target, prop) {
+      if (prop === 'capabilities') return legacy ? undefined : target.capabilities;
+      const v = Reflect.get(target, prop) as unknown;
+      if (typeof v !== 'function') return v;
+      const fn = v as (...a: unknown[]) => unknown;
+      if (!WRITES.has(String(prop))) return fn.bind(target);
+      return (...args: unknown[]) => {
+        const method = String(prop);
+        if (method === 'claim') writes.push({ method, ...((args[0] as ClaimInput).dispatch !== undefined ? { dispatch: (args[0] as ClaimInput).dispatch! } : {}) });
+        else if (method === 'setState') {
+          const p = args[1] as StatePatch;
+          writes.push({ method, state: p.state, ...(p.receipt ? { receiptSeq: p.receipt.seq } : {}) });
+        } else if (method === 'handOff') {
+          const r = args[3] as Receipt | undefined;
+          writes.push({ method, state: 'handed-off', ...(r ? { receiptSeq: r.seq } : {}) });
+        } else if (method === 'appendReceipt') writes.push({ method, receiptSeq: (args[1] as Receipt).seq });
+        else writes.push({ method });
+        return fn.apply(target, args);
+      };
+    },
+  });
+  return { ledger, writes };
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'rs-writes-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let files = 0;
+
+const ledgers: ReadonlyArray<readonly [string, () => Ledger]> = [
+  ['memory', () => createMemoryLedger()],
+  ['sqlite', () => createSqliteLedger({ path: join(dir, `ledger-${++files}.db`) })],
+];
+
+function setup(make: () => Ledger, legacy: boolean) {
+  const clock = createVirtualClock();
+  const provider = createSandboxProvider({ ...REPLAYING, clock: clock.now, sleep: clock.sleep });
+  const adapter = createSandboxAdapter({ provider });
+  const base = make();
+  const { ledger, writes } = recording(base, legacy);
+  const runner = createRunner({ ledger, clock, random: () => 0.5 });
+  return { provider, adapter, base, runner, writes };
+}
+
+for (const [name, make] of ledgers) {
+  describe(`runner writes on the ${name} ledger`, () => {
+    it('a clean run is two writes: claim born dispatched, then succeeded with its receipt', async () => {
+      const { provider, adapter, base, runner, writes } = setup(make, false);
+      try {
+        const r = await runner.run(adapter, OP, { params: { ref: 'clean-1', amount: 1 } });
+        expect(r.status).toBe('done');
+        if (r.status !== 'done') return;
+        expect(writes).toEqual([
+          { method: 'claim', dispatch: true },
+          { method: 'setState', state: 'succeeded', receiptSeq: 1 },
+        ]);
+        expect(provider.count()).toBe(1);
+        expect(r.attempts).toBe(1);
+        expect(await base.get(r.businessOperationId)).toMatchObject({ state: 'succeeded', attemptCount: 1, providerRef: r.providerRef, leaseOwner: null });
+        const stored = await base.receipts(r.businessOperationId);
+        expect(stored).toEqual(r.receipts);
+        expect(stored.map((x) => [x.seq, x.kind, x.outcome])).toEqual([[1, 'dispatch', 'succeeded']]);
+        expect(verifyReceiptChain(stored)).toEqual({ ok: true });
+      } finally {
+        await base.close();
+      }
+    });
+
+    it('a ledger without the capabilities gets the separate writes, with the same result and receipts', async () => {
+      const { provider, adapter, base, runner, writes } = setup(make, true);
+      try {
+        const r = await runner.run(adapter, OP, { params: { ref: 'legacy-1', amount: 1 } });
+        expect(r.status).toBe('done');
+        if (r.status !== 'done') return;
+        expect(writes).toEqual([{ method: 'claim' }, { method: 'markDispatched' }, { method: 'appendReceipt', receiptSeq: 1 }, { method: 'setState', state: 'succeeded' }]);
+        expect(provider.count()).toBe(1);
+        expect(await base.get(r.businessOperationId)).toMatchObject({ state: 'succeeded', attemptCount: 1 });
+        expect((await base.receipts(r.businessOperationId)).map((x) => [x.seq, x.kind, x.outcome])).toEqual([[1, 'dispatch', 'succeeded']]);
+      } finally {
+        await base.close();
+      }
+    });
+
+    it('a rejected request is two writes too: the handoff carries the attempt receipt it lists', async () => {
+      const { provider, adapter, base, runner, writes } = setup(make, false);
+      try {
+        provider.failNext({ kind: 'rejected', message: 'amount must be positive' });
+        const r = await runner.run(adapter, OP, { params: { ref: 'rejected-1', amount: -1 } });
+        expect(r.status).toBe('handed-off');
+        if (r.status !== 'handed-off') return;
+        expect(writes).toEqual([{ method: 'claim', dispatch: true }, { method: 'handOff', state: 'handed-off', receiptSeq: 1 }]);
+        const stored = await base.receipts(r.businessOperationId);
+        expect(stored.map((x) => [x.seq, x.kind, x.outcome])).toEqual([[1, 'dispatch', 'rejected']]);
+        expect(r.receipts).toEqual(stored);
+        const packet = (await base.get(r.businessOperationId))!.handoff as HandoffPacket;
+        expect(packet.reason).toBe('rejected');
+        expect(packet.attempts.map((a) => a.attemptId)).toEqual([stored[0]!.attemptId]);
+      } finally {
+        await base.close();
+      }
+    });
+
+    it('a lost response: each observed state is written with its receipt, and dispatched is written before every provider call', async () => {
+      const { provider, adapter, base, runner, writes } = setup(make, false);
+      try {
+        provider.failNext({ kind: 'unknown-after-commit' });
+        const r = await runner.run(adapter, OP, { params: { ref: 'lost-1', amount: 1 } });
+        expect(r.status).toBe('done');
+        if (r.status !== 'done') return;
+        expect(writes).toEqual([
+          { method: 'claim', dispatch: true },
+          { method: 'setState', state: 'unknown', receiptSeq: 1 },
+          { method: 'markDispatched' },
+          { method: 'setState', state: 'succeeded', receiptSeq: 2 },
+        ]);
+        expect(provider.count()).toBe(1);
+        expect(provider.calls()).toBe(2);
+        expect((await base.receipts(r.businessOperationId)).map((x) => [x.seq, x.kind, x.outcome])).toEqual([[1, 'dispatch', 'unknown'], [2, 'resend', 'replayed']]);
+        expect(await base.get(r.businessOperationId)).toMatchObject({ state: 'succeeded', attemptCount: 2 });
+      } finally {
+        await base.close();
+      }
+    });
+
+    it('a caller that aborted before the claim: the operation is claimed, never dispatched, and nothing is sent', async () => {
+      const { provider, adapter, base, runner, writes } = setup(make, false);
+      try {
+        const controller = new AbortController();
+        controller.abort(new Error('caller gave up'));
+        await expect(runner.run(adapter, OP, { params: { ref: 'aborted-1', amount: 1 }, signal: controller.signal })).rejects.toThrow('caller gave up');
+        // a plain claim (no dispatch), then only lease releases
+        expect(writes[0]).toEqual({ method: 'claim' });
+        expect(writes.slice(1).every((w) => w.method === 'release')).toBe(true);
+        expect(provider.calls()).toBe(0);
+        const [rec] = await base.list();
+        expect(rec).toMatchObject({ state: 'claimed', attemptCount: 0, firstDispatchedAt: null, leaseOwner: null });
+      } finally {
+        await base.close();
+      }
+    });
+  });
+}
+
+describe('what a dying worker leaves behind', () => {
+  // Found by the at-most-once property (seed -1487528568): a "not found" asked inside the lookup's
+  // consistency delay of the last dispatch was written as `claimed`, so a worker dying at its next
+  // write left an operation that recovery re-sent although the provider had applied it.
+  // The sandbox adapter counts its lookup delay from the LAST dispatch and answers cannot-tell inside it
+  // (state reconciling). An adapter that counts from the first dispatch answers not-found there: decide must
+  // not believe it (state stays unknown). Either way the operation stays maybe-applied and is never re-created.
+  it.each([
+    ['an adapter that counts from the first dispatch (not-found: decide keeps it unknown)', true, 'unknown'],
+    ['the sandbox adapter, counting from the last dispatch (cannot-tell: reconciling)', false, 'reconciling'],
+  ] as const)('a lookup inside the consistency delay keeps the operation maybe-applied: recovery looks again and never re-creates it — %s', async (_, fromFirst, leftState) => {
+    const clock = createVirtualClock();
+    const provider = createSandboxProvider({ replays: false, retentionMs: null, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key', lookupDelayMs: 3000, lateApplyMs: 0, processingMs: 0, clock: clock.now, sleep: clock.sleep });
+    provider.failNext({ kind: 'unknown-before-commit' });
+    provider.failNext({ kind: 'unknown-after-commit' });
+    const sandbox = createSandboxAdapter({ provider });
+    const adapter = fromFirst
+      ? Object.create(sandbox, { doLookup: { value: (name: string, ctx: Parameters<typeof sandbox.doLookup>[1]) => sandbox.doLookup(name as never, { ...ctx, lastDispatchedAt: undefined }) } }) as typeof sandbox
+      : sandbox;
+    const ledger = createMemoryLedger();
+    const policy = { maxAttempts: 2, maxElapsedMs: 3700, retryAfterCapMs: 1500, lookupWindowMs: 3700, leaseMs: 5000 };
+    // The worker's handoff never lands (the process is gone from there on).
+    const dying = new Proxy(ledger, {
+      get(target, prop) {
+        const v = Reflect.get(target, prop) as unknown;
+        if (prop === 'handOff') return () => new Promise(() => {});
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    let stopped!: () => void;
+    const gone = new Promise<void>((r) => (stopped = r));
+    const watched = new Proxy(dying, { get: (t, p) => (p === 'handOff' ? () => (stopped(), new Promise(() => {})) : Reflect.get(t, p)) });
+    await Promise.race([createRunner({ ledger: watched, clock, random: () => 0.5, policy }).run(adapter, OP, { params: { ref: 'delay-1' } }), gone]);
+    expect(provider.count()).toBe(1); // the second send was applied; its answer was lost
+    const [left] = await ledger.list();
+    expect(left).toMatchObject({ state: leftState, attemptCount: 2 });
+    clock.advance(5001);
+    const rescuer = createRunner({ ledger, clock, random: () => 0.5, policy });
+    await rescuer.recover({ adapters: [adapter] });
+    const after = await rescuer.run(adapter, OP, { params: { ref: 'delay-1' } });
+    expect(after.status).toBe('done');
+    expect(provider.count()).toBe(1);
+  });
+});

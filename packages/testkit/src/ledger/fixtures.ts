@@ -1,0 +1,68 @@
+// What the ledger suite's tests are made of: claim inputs, packets and sealed receipts of one shape.
+import { asBusinessOperationId, type ClaimInput, type HandoffPacket, type Ledger, type ProviderKey, type Receipt } from '@retrysafe/contract';
+import { sealReceipt } from '@retrysafe/core/internal';
+
+export const T0 = Date.UTC(2026, 0, 1);
+export const id = (s: string) => asBusinessOperationId(`suite-${s}`);
+
+export function claimInput(name: string, over: Partial<ClaimInput> = {}): ClaimInput {
+  return {
+    businessOperationId: id(name),
+    provider: 'sandbox',
+    operation: 'sandbox.records.create',
+    intentFingerprint: 'sha256:intent-a',
+    paramsFingerprint: 'sha256:params-a',
+    params: { ref: name, nested: { n: 1 } },
+    providerKey: `rs-${name}` as ProviderKey,
+    owner: 'worker-1',
+    leaseMs: 1000,
+    now: T0,
+    ...over,
+  };
+}
+
+export function packet(name: string): HandoffPacket {
+  return {
+    businessOperationId: id(name),
+    provider: 'sandbox',
+    operation: 'sandbox.records.create',
+    intentFingerprint: 'sha256:intent-a',
+    providerKey: `rs-${name}` as ProviderKey,
+    reason: 'unknown-no-safe-resend',
+    explanation: 'suite',
+    attempts: [],
+    lastKnown: { outcome: 'unknown', status: 504 },
+    safeNextActions: [{ action: 'abandon', safe: true, why: 'suite' }],
+    createdAt: new Date(T0).toISOString(),
+  };
+}
+
+export function receipt(name: string, seq: number, prevHash: string | null): Receipt {
+  return sealReceipt({
+    businessOperationId: id(name),
+    seq,
+    runId: 'run_suite' as Receipt['runId'],
+    attemptId: `att_${seq}` as Receipt['attemptId'],
+    provider: 'sandbox',
+    operation: 'sandbox.records.create',
+    kind: seq === 1 ? 'dispatch' : 'resend',
+    startedAt: new Date(T0).toISOString(),
+    finishedAt: new Date(T0 + 1).toISOString(),
+    outcome: 'unknown',
+    decision: { action: 'send', reason: 'suite', delayMs: 5 },
+    providerKey: `rs-${name}` as ProviderKey,
+    requestFingerprint: 'sha256:req',
+    prevHash,
+  });
+}
+
+export async function claimed(ledger: Ledger, name: string, over: Partial<ClaimInput> = {}) {
+  const r = await ledger.claim(claimInput(name, over));
+  if (r.kind !== 'claimed') throw new Error(`expected claimed, got ${r.kind}`);
+  return { ref: { businessOperationId: r.record.businessOperationId, fence: r.record.fence }, record: r.record };
+}
+
+/** The ledger under test, fresh for each test. */
+export interface Suite {
+  ledger: Ledger;
+}

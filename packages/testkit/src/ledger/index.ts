@@ -1,0 +1,415 @@
+import { describe, expect, it, beforeEach, afterEach } from 'vitest';
+import { InvalidStateError, LeaseLostError, LedgerError, type ClaimInput, type Fenced, type Ledger, type ProviderKey } from '@retrysafe/contract';
+import { verifyReceiptChain } from '@retrysafe/core';
+import { claimTableCases } from './claim-table.js';
+import { claimed, claimInput, id, packet, receipt, T0, type Suite } from './fixtures.js';
+
+/** The ledger conformance suite (vitest): every Ledger implementation runs it, unchanged. */
+export interface LedgerSuiteOptions {
+  /** Shown in the describe block, e.g. `sqlite`. */
+  readonly name: string;
+  /** A fresh, empty ledger per test. */
+  readonly create: () => Promise<Ledger> | Ledger;
+}
+
+/** Claims, leases and takeovers. */
+function claimCases(ctx: Suite): void {
+  it('creates a new operation as claimed, fence 1, with the lease and the params kept', async () => {
+    const r = await ctx.ledger.claim(claimInput('new'));
+    expect(r.kind).toBe('claimed');
+    if (r.kind !== 'claimed') return;
+    expect(r.takenOver).toBe(false);
+    expect(r.record).toMatchObject({ state: 'claimed', fence: 1, leaseOwner: 'worker-1', leaseExpiresAt: T0 + 1000, attemptCount: 0, firstDispatchedAt: null, providerKey: 'rs-new' });
+    expect(r.record.params).toEqual({ ref: 'new', nested: { n: 1 } });
+    expect(await ctx.ledger.get(id('new'))).toMatchObject({ state: 'claimed', fence: 1 });
+  });
+
+  it('answers busy to a second claim while the lease is live, without changing the record', async () => {
+    await claimed(ctx.ledger, 'busy');
+    const second = await ctx.ledger.claim(claimInput('busy', { owner: 'worker-2', now: T0 + 999 }));
+    expect(second.kind).toBe('busy');
+    expect((await ctx.ledger.get(id('busy')))!.fence).toBe(1);
+  });
+
+  it('lets exactly one of many simultaneous claims win', async () => {
+    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => ctx.ledger.claim(claimInput('race', { owner: `w${i}` }))));
+    expect(results.filter((r) => r.kind === 'claimed')).toHaveLength(1);
+    expect(results.filter((r) => r.kind === 'busy')).toHaveLength(7);
+  });
+
+  it('reports a conflict for the same id with another intent or operation, writing nothing', async () => {
+    await claimed(ctx.ledger, 'conflict');
+    const a = await ctx.ledger.claim(claimInput('conflict', { intentFingerprint: 'sha256:intent-b', now: T0 + 5000 }));
+    expect(a.kind === 'conflict' && a.field).toBe('intent');
+    const b = await ctx.ledger.claim(claimInput('conflict', { operation: 'sandbox.other', now: T0 + 5000 }));
+    expect(b.kind === 'conflict' && b.field).toBe('operation');
+    expect((await ctx.ledger.get(id('conflict')))!.fence).toBe(1);
+  });
+
+  it('takes over an expired lease with fence + 1, and the old fence is refused (LeaseLostError)', async () => {
+    const first = await claimed(ctx.ledger, 'takeover');
+    await ctx.ledger.markDispatched(first.ref, T0 + 10);
+    const second = await ctx.ledger.claim(claimInput('takeover', { owner: 'worker-2', now: T0 + 1000 }));
+    expect(second.kind).toBe('claimed');
+    if (second.kind !== 'claimed') return;
+    expect(second.takenOver).toBe(true);
+    expect(second.record).toMatchObject({ fence: 2, state: 'dispatched', leaseOwner: 'worker-2', attemptCount: 1 });
+    await expect(ctx.ledger.markDispatched(first.ref, T0 + 1001)).rejects.toSatisfy(LeaseLostError.isInstance);
+    await expect(ctx.ledger.setState(first.ref, { state: 'succeeded', now: T0 + 1001 })).rejects.toSatisfy(LeaseLostError.isInstance);
+    await expect(ctx.ledger.appendReceipt(first.ref, receipt('takeover', 1, null))).rejects.toSatisfy(LeaseLostError.isInstance);
+    expect((await ctx.ledger.get(id('takeover')))!.attemptCount).toBe(1);
+  });
+
+  it('renews a lease so a second claim stays busy past the first expiry', async () => {
+    const { ref } = await claimed(ctx.ledger, 'renew');
+    await ctx.ledger.renewLease(ref, 1000, T0 + 900);
+    expect((await ctx.ledger.claim(claimInput('renew', { owner: 'w2', now: T0 + 1500 }))).kind).toBe('busy');
+    expect((await ctx.ledger.get(id('renew')))!.leaseExpiresAt).toBe(T0 + 1900);
+  });
+
+  it('refuses to renew a released lease (claim again), and renewing a terminal operation is a no-op', async () => {
+    const { ref } = await claimed(ctx.ledger, 'renew-released');
+    await ctx.ledger.release(ref);
+    const before = await ctx.ledger.get(id('renew-released'));
+    await expect(ctx.ledger.renewLease(ref, 1000, T0 + 900)).rejects.toSatisfy(LeaseLostError.isInstance);
+    expect(await ctx.ledger.get(id('renew-released'))).toEqual(before);
+    const done = await claimed(ctx.ledger, 'renew-done');
+    await ctx.ledger.setState(done.ref, { state: 'succeeded', now: T0 + 2 });
+    const after = await ctx.ledger.get(id('renew-done'));
+    await ctx.ledger.renewLease(done.ref, 1000, T0 + 900);
+    expect(await ctx.ledger.get(id('renew-done'))).toEqual(after);
+  });
+}
+
+/** Fenced writes, handoffs, receipts and listings. */
+function writeCases(ctx: Suite): void {
+  it('markDispatched counts attempts and sets firstDispatchedAt once', async () => {
+    const { ref } = await claimed(ctx.ledger, 'dispatch');
+    const a = await ctx.ledger.markDispatched(ref, T0 + 5);
+    expect(a).toMatchObject({ state: 'dispatched', attemptCount: 1, firstDispatchedAt: T0 + 5 });
+    await ctx.ledger.setState(ref, { state: 'unknown', lastOutcome: 'unknown', now: T0 + 6 });
+    const b = await ctx.ledger.markDispatched(ref, T0 + 50);
+    expect(b).toMatchObject({ state: 'dispatched', attemptCount: 2, firstDispatchedAt: T0 + 5 });
+  });
+
+  it('setState stores result, refs and releases the lease on a terminal state; a terminal record answers terminal', async () => {
+    const { ref } = await claimed(ctx.ledger, 'done');
+    await ctx.ledger.markDispatched(ref, T0 + 1);
+    await ctx.ledger.setState(ref, { state: 'in-progress', statusRef: '/status/1', lastOutcome: 'in-progress', now: T0 + 2 });
+    const done = await ctx.ledger.setState(ref, { state: 'succeeded', result: { id: 'rec_1', deep: [1, 2] }, providerRef: 'rec_1', lastOutcome: 'succeeded', now: T0 + 3 });
+    expect(done).toMatchObject({ state: 'succeeded', providerRef: 'rec_1', statusRef: '/status/1', leaseOwner: null, leaseExpiresAt: null });
+    expect(done.result).toEqual({ id: 'rec_1', deep: [1, 2] });
+    const again = await ctx.ledger.claim(claimInput('done', { owner: 'w2', now: T0 + 4 }));
+    expect(again.kind).toBe('terminal');
+    await expect(ctx.ledger.setState(ref, { state: 'unknown', now: T0 + 5 })).rejects.toSatisfy(InvalidStateError.isInstance);
+  });
+
+  it('hands off with the packet, releases the lease, and can be resumed (fence + 1) or resolved', async () => {
+    const { ref } = await claimed(ctx.ledger, 'handoff');
+    await ctx.ledger.markDispatched(ref, T0 + 1);
+    const h = await ctx.ledger.handOff(ref, packet('handoff'), T0 + 2);
+    expect(h).toMatchObject({ state: 'handed-off', leaseOwner: null, lastOutcome: 'unknown' });
+    expect(h.handoff?.reason).toBe('unknown-no-safe-resend');
+    expect((await ctx.ledger.claim(claimInput('handoff', { now: T0 + 3 }))).kind).toBe('terminal');
+    const resumed = await ctx.ledger.claim(claimInput('handoff', { now: T0 + 3, resume: true }));
+    expect(resumed.kind).toBe('claimed');
+    if (resumed.kind !== 'claimed') return;
+    expect(resumed.record).toMatchObject({ state: 'claimed', fence: 2, attemptCount: 1 });
+    expect(resumed.record.resolution?.action).toBe('resume');
+  });
+
+  it('resolves a handed-off operation: mark-done needs a provider ref; abandon; anything else is refused', async () => {
+    const a = await claimed(ctx.ledger, 'mark');
+    await expect(ctx.ledger.resolve(id('mark'), { action: 'abandon' }, T0)).rejects.toSatisfy(InvalidStateError.isInstance);
+    await ctx.ledger.handOff(a.ref, packet('mark'), T0 + 1);
+    await expect(ctx.ledger.resolve(id('mark'), { action: 'mark-done' }, T0 + 2)).rejects.toSatisfy(InvalidStateError.isInstance);
+    const done = await ctx.ledger.resolve(id('mark'), { action: 'mark-done', providerRef: 'rec_9', by: 'alice' }, T0 + 2);
+    expect(done).toMatchObject({ state: 'succeeded', providerRef: 'rec_9' });
+    expect(done.resolution).toMatchObject({ action: 'mark-done', providerRef: 'rec_9', by: 'alice', at: T0 + 2 });
+    const b = await claimed(ctx.ledger, 'abandon');
+    await ctx.ledger.handOff(b.ref, packet('abandon'), T0 + 1);
+    expect((await ctx.ledger.resolve(id('abandon'), { action: 'abandon' }, T0 + 3)).state).toBe('abandoned');
+    await expect(ctx.ledger.resolve(id('missing'), { action: 'abandon' }, T0)).rejects.toSatisfy((e: unknown) => LedgerError.isInstance(e) || InvalidStateError.isInstance(e));
+  });
+
+  it('appends receipts in seq order only, and returns them in order', async () => {
+    const { ref } = await claimed(ctx.ledger, 'receipts');
+    const r1 = receipt('receipts', 1, null);
+    const r2 = receipt('receipts', 2, r1.hash);
+    await ctx.ledger.appendReceipt(ref, r1);
+    await expect(ctx.ledger.appendReceipt(ref, receipt('receipts', 3, r1.hash))).rejects.toSatisfy(LedgerError.isInstance);
+    await expect(ctx.ledger.appendReceipt(ref, r1)).rejects.toSatisfy(LedgerError.isInstance);
+    await ctx.ledger.appendReceipt(ref, r2);
+    expect(await ctx.ledger.receipts(id('receipts'))).toEqual([r1, r2]);
+    expect(await ctx.ledger.receipts(id('nothing'))).toEqual([]);
+  });
+
+  it('the fence, not the lease, guards writes: after handoff and resolve a receipt with the current fence is accepted', async () => {
+    const { ref } = await claimed(ctx.ledger, 'after-resolve');
+    await ctx.ledger.handOff(ref, packet('after-resolve'), T0 + 1);
+    const done = await ctx.ledger.resolve(id('after-resolve'), { action: 'abandon' }, T0 + 2);
+    expect(done.fence).toBe(ref.fence);
+    await ctx.ledger.appendReceipt({ businessOperationId: id('after-resolve'), fence: done.fence }, receipt('after-resolve', 1, null));
+    expect(await ctx.ledger.receipts(id('after-resolve'))).toHaveLength(1);
+    await expect(ctx.ledger.appendReceipt({ businessOperationId: id('after-resolve'), fence: done.fence + 1 }, receipt('after-resolve', 2, null))).rejects.toSatisfy(LeaseLostError.isInstance);
+  });
+
+  it('lists recover candidates: non-terminal with no live lease, never terminal ones', async () => {
+    const live = await claimed(ctx.ledger, 'live');
+    await ctx.ledger.markDispatched(live.ref, T0 + 1);
+    const expired = await claimed(ctx.ledger, 'expired');
+    await ctx.ledger.markDispatched(expired.ref, T0 + 1);
+    const released = await claimed(ctx.ledger, 'released');
+    await ctx.ledger.setState(released.ref, { state: 'unknown', now: T0 + 2 });
+    await ctx.ledger.release(released.ref);
+    const done = await claimed(ctx.ledger, 'finished');
+    await ctx.ledger.setState(done.ref, { state: 'succeeded', now: T0 + 2 });
+    await ctx.ledger.renewLease(live.ref, 10_000, T0 + 2);
+    const ids = (await ctx.ledger.recoverCandidates(T0 + 5000)).map((r) => r.businessOperationId).sort();
+    expect(ids).toEqual([id('expired'), id('released')].sort());
+    expect(await ctx.ledger.recoverCandidates(T0 + 5000, 1)).toHaveLength(1);
+  });
+
+  it('lists with filters', async () => {
+    await claimed(ctx.ledger, 'l1');
+    const b = await claimed(ctx.ledger, 'l2', { now: T0 + 1 });
+    await ctx.ledger.setState(b.ref, { state: 'succeeded', now: T0 + 2 });
+    await claimed(ctx.ledger, 'l3', { operation: 'sandbox.other', now: T0 + 2 });
+    expect((await ctx.ledger.list()).map((r) => r.businessOperationId)).toEqual([id('l1'), id('l2'), id('l3')]);
+    expect((await ctx.ledger.list({ states: ['succeeded'] })).map((r) => r.businessOperationId)).toEqual([id('l2')]);
+    expect((await ctx.ledger.list({ operation: 'sandbox.other' })).map((r) => r.businessOperationId)).toEqual([id('l3')]);
+    expect(await ctx.ledger.list({ provider: 'nobody' })).toEqual([]);
+    expect(await ctx.ledger.list({ limit: 2 })).toHaveLength(2);
+    expect((await ctx.ledger.list({ newestFirst: true, limit: 2 })).map((r) => r.businessOperationId)).toEqual([id('l3'), id('l2')]);
+    expect(await ctx.ledger.get(id('absent'))).toBeNull();
+  });
+}
+
+/** The combined writes of a two-write clean run, and supersede. */
+function combinedWriteCases(ctx: Suite): void {
+  it('declares the combined writes the runner uses for a two-write clean run', () => {
+    expect(ctx.ledger.capabilities).toMatchObject({ claimDispatch: true, receiptWithState: true });
+  });
+
+  it('claim with dispatch creates a new operation already dispatched (attempt 1, firstDispatchedAt = now), durably, in one write', async () => {
+    const r = await ctx.ledger.claim(claimInput('born-dispatched', { dispatch: true, now: T0 + 7 }));
+    expect(r.kind).toBe('claimed');
+    if (r.kind !== 'claimed') return;
+    expect(r.takenOver).toBe(false);
+    const want = { state: 'dispatched', fence: 1, attemptCount: 1, firstDispatchedAt: T0 + 7, leaseOwner: 'worker-1', leaseExpiresAt: T0 + 1007, createdAt: T0 + 7, updatedAt: T0 + 7 };
+    expect(r.record).toMatchObject(want);
+    expect(await ctx.ledger.get(id('born-dispatched'))).toMatchObject(want);
+    // It is an ordinary dispatched operation from here on: a second dispatch counts attempt 2, the first time stays.
+    const ref = { businessOperationId: r.record.businessOperationId, fence: r.record.fence };
+    await ctx.ledger.setState(ref, { state: 'unknown', lastOutcome: 'unknown', now: T0 + 8 });
+    expect(await ctx.ledger.markDispatched(ref, T0 + 9)).toMatchObject({ state: 'dispatched', attemptCount: 2, firstDispatchedAt: T0 + 7 });
+    // and a dead worker's dispatched operation is a recover candidate once its lease is gone
+    await ctx.ledger.release(ref);
+    expect((await ctx.ledger.recoverCandidates(T0 + 10)).map((x) => x.businessOperationId)).toEqual([id('born-dispatched')]);
+  });
+
+  it('claim with dispatch changes nothing else: busy, conflict, terminal and takeovers behave as without it', async () => {
+    const first = await claimed(ctx.ledger, 'dispatch-existing');
+    const busy = await ctx.ledger.claim(claimInput('dispatch-existing', { owner: 'w2', dispatch: true, now: T0 + 10 }));
+    expect(busy.kind).toBe('busy');
+    const conflict = await ctx.ledger.claim(claimInput('dispatch-existing', { intentFingerprint: 'sha256:intent-b', dispatch: true, now: T0 + 5000 }));
+    expect(conflict.kind).toBe('conflict');
+    expect(await ctx.ledger.get(id('dispatch-existing'))).toMatchObject({ state: 'claimed', fence: 1, attemptCount: 0, firstDispatchedAt: null });
+    // An expired claim taken over with dispatch: the state stays as it was (the taker decides from it).
+    const taken = await ctx.ledger.claim(claimInput('dispatch-existing', { owner: 'w2', dispatch: true, now: T0 + 5000 }));
+    expect(taken.kind).toBe('claimed');
+    if (taken.kind !== 'claimed') return;
+    expect(taken.takenOver).toBe(true);
+    expect(taken.record).toMatchObject({ state: 'claimed', fence: 2, attemptCount: 0, firstDispatchedAt: null, leaseOwner: 'w2' });
+    await expect(ctx.ledger.markDispatched(first.ref, T0 + 5001)).rejects.toSatisfy(LeaseLostError.isInstance);
+    const ref = { businessOperationId: taken.record.businessOperationId, fence: taken.record.fence };
+    await ctx.ledger.setState(ref, { state: 'succeeded', now: T0 + 5002 });
+    const terminal = await ctx.ledger.claim(claimInput('dispatch-existing', { owner: 'w3', dispatch: true, now: T0 + 5003 }));
+    expect(terminal.kind).toBe('terminal');
+    expect(await ctx.ledger.get(id('dispatch-existing'))).toMatchObject({ state: 'succeeded', fence: 2, attemptCount: 0 });
+  });
+
+  it('setState with a receipt writes the state and the receipt together', async () => {
+    const c = await ctx.ledger.claim(claimInput('state-receipt', { dispatch: true }));
+    if (c.kind !== 'claimed') throw new Error(c.kind);
+    const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
+    const r1 = receipt('state-receipt', 1, null);
+    const u = await ctx.ledger.setState(ref, { state: 'unknown', lastOutcome: 'unknown', now: T0 + 1, receipt: r1 });
+    expect(u).toMatchObject({ state: 'unknown', lastOutcome: 'unknown', updatedAt: T0 + 1 });
+    expect(u).not.toHaveProperty('receipt');
+    const r2 = receipt('state-receipt', 2, r1.hash);
+    const done = await ctx.ledger.setState(ref, { state: 'succeeded', result: { id: 'rec_2' }, providerRef: 'rec_2', lastOutcome: 'succeeded', now: T0 + 2, receipt: r2 });
+    expect(done).toMatchObject({ state: 'succeeded', providerRef: 'rec_2', leaseOwner: null, leaseExpiresAt: null });
+    expect(await ctx.ledger.get(id('state-receipt'))).toMatchObject({ state: 'succeeded', result: { id: 'rec_2' } });
+    expect(await ctx.ledger.receipts(id('state-receipt'))).toEqual([r1, r2]);
+  });
+
+  it('setState with a receipt writes neither when the fence is stale, the receipt is not the next seq, or the state may not change', async () => {
+    const first = await claimed(ctx.ledger, 'atomic');
+    await ctx.ledger.markDispatched(first.ref, T0 + 1);
+    const second = await claimed(ctx.ledger, 'atomic', { owner: 'worker-2', now: T0 + 1000 });
+    const before = await ctx.ledger.get(id('atomic'));
+    // stale fence
+    await expect(ctx.ledger.setState(first.ref, { state: 'succeeded', result: { id: 'x' }, now: T0 + 1001, receipt: receipt('atomic', 1, null) })).rejects.toSatisfy(LeaseLostError.isInstance);
+    // current fence, wrong seq
+    await expect(ctx.ledger.setState(second.ref, { state: 'succeeded', result: { id: 'x' }, now: T0 + 1002, receipt: receipt('atomic', 2, null) })).rejects.toSatisfy(LedgerError.isInstance);
+    // current fence, a receipt of another operation
+    await expect(ctx.ledger.setState(second.ref, { state: 'unknown', now: T0 + 1003, receipt: receipt('other', 1, null) })).rejects.toSatisfy(LedgerError.isInstance);
+    expect(await ctx.ledger.get(id('atomic'))).toEqual(before);
+    expect(await ctx.ledger.receipts(id('atomic'))).toEqual([]);
+    // a state the operation may not leave: the receipt is not written either
+    const r1 = receipt('atomic', 1, null);
+    await ctx.ledger.setState(second.ref, { state: 'succeeded', now: T0 + 1004, receipt: r1 });
+    await expect(ctx.ledger.setState(second.ref, { state: 'unknown', now: T0 + 1005, receipt: receipt('atomic', 2, r1.hash) })).rejects.toSatisfy(InvalidStateError.isInstance);
+    expect(await ctx.ledger.receipts(id('atomic'))).toEqual([r1]);
+    expect(await ctx.ledger.get(id('atomic'))).toMatchObject({ state: 'succeeded', updatedAt: T0 + 1004 });
+  });
+
+  it('handOff with a receipt writes the handoff and the receipt together, or neither', async () => {
+    const first = await claimed(ctx.ledger, 'handoff-receipt');
+    await ctx.ledger.markDispatched(first.ref, T0 + 1);
+    const r1 = receipt('handoff-receipt', 1, null);
+    await ctx.ledger.appendReceipt(first.ref, r1);
+    const r2 = receipt('handoff-receipt', 2, r1.hash);
+    // wrong seq, then a stale fence: nothing written
+    await expect(ctx.ledger.handOff(first.ref, packet('handoff-receipt'), T0 + 2, receipt('handoff-receipt', 3, r1.hash))).rejects.toSatisfy(LedgerError.isInstance);
+    const second = await claimed(ctx.ledger, 'handoff-receipt', { owner: 'worker-2', now: T0 + 1000 });
+    await expect(ctx.ledger.handOff(first.ref, packet('handoff-receipt'), T0 + 1001, r2)).rejects.toSatisfy(LeaseLostError.isInstance);
+    expect(await ctx.ledger.get(id('handoff-receipt'))).toMatchObject({ state: 'dispatched', handoff: null, fence: 2 });
+    expect(await ctx.ledger.receipts(id('handoff-receipt'))).toEqual([r1]);
+    const h = await ctx.ledger.handOff(second.ref, packet('handoff-receipt'), T0 + 1002, r2);
+    expect(h).toMatchObject({ state: 'handed-off', leaseOwner: null, lastOutcome: 'unknown', updatedAt: T0 + 1002 });
+    expect(h.handoff?.reason).toBe('unknown-no-safe-resend');
+    expect(await ctx.ledger.receipts(id('handoff-receipt'))).toEqual([r1, r2]);
+    // already handed off: refused, and the receipt with it
+    await expect(ctx.ledger.handOff(second.ref, packet('handoff-receipt'), T0 + 1003, receipt('handoff-receipt', 3, r2.hash))).rejects.toSatisfy(InvalidStateError.isInstance);
+    expect(await ctx.ledger.receipts(id('handoff-receipt'))).toEqual([r1, r2]);
+  });
+
+  it('supersede re-opens a rejected or handed-off operation as a new revision (params, key, no attempts), only at the fence the caller checked', async () => {
+    const { ref } = await claimed(ctx.ledger, 'supersede');
+    await ctx.ledger.markDispatched(ref, T0 + 1);
+    await ctx.ledger.setState(ref, { state: 'rejected', lastOutcome: 'rejected', now: T0 + 2 });
+    const next = { params: { ref: 'supersede', fixed: true }, paramsFingerprint: 'sha256:params-b', providerKey: 'rs-supersede-r2' as ProviderKey };
+    // a stale fence (someone changed it since the check) answers as without supersede: nothing written
+    const stale = await ctx.ledger.claim(claimInput('supersede', { ...next, now: T0 + 3, supersede: { fence: ref.fence + 7, revision: 2 } }));
+    expect(stale.kind).toBe('terminal');
+    expect((await ctx.ledger.get(id('supersede')))?.paramsFingerprint).toBe('sha256:params-a');
+    const s = await ctx.ledger.claim(claimInput('supersede', { ...next, owner: 'w2', now: T0 + 3, supersede: { fence: ref.fence, revision: 2 } }));
+    expect(s.kind).toBe('claimed');
+    if (s.kind !== 'claimed') return;
+    expect(s.record).toMatchObject({ state: 'claimed', fence: ref.fence + 1, attemptCount: 0, firstDispatchedAt: null, lastOutcome: null, handoff: null, ...next, leaseOwner: 'w2' });
+    expect(s.record.resolution).toMatchObject({ action: 'supersede', revision: 2, at: T0 + 3 });
+    expect(await ctx.ledger.get(id('supersede'))).toEqual(s.record);
+    await expect(ctx.ledger.markDispatched(ref, T0 + 4)).rejects.toSatisfy(LeaseLostError.isInstance);
+    // never on a live or succeeded operation
+    const live = await claimed(ctx.ledger, 'supersede-live');
+    expect((await ctx.ledger.claim(claimInput('supersede-live', { ...next, owner: 'w2', supersede: { fence: live.ref.fence, revision: 2 } }))).kind).toBe('busy');
+    await ctx.ledger.setState(live.ref, { state: 'succeeded', now: T0 + 1 });
+    expect((await ctx.ledger.claim(claimInput('supersede-live', { ...next, owner: 'w2', now: T0 + 2, supersede: { fence: live.ref.fence, revision: 2 } }))).kind).toBe('terminal');
+  });
+}
+
+/** The receipt chain anchor and retention. */
+function chainAndPruneCases(ctx: Suite): void {
+  it('anchors the receipt chain on the row in the same write as each receipt (head hash and length), and verifies against it', async () => {
+    const { ref } = await claimed(ctx.ledger, 'anchor');
+    expect((await ctx.ledger.get(id('anchor')))!.receiptChain).toEqual({ head: null, length: 0 });
+    const r1 = receipt('anchor', 1, null);
+    await ctx.ledger.appendReceipt(ref, r1);
+    expect((await ctx.ledger.get(id('anchor')))!.receiptChain).toEqual({ head: r1.hash, length: 1 });
+    const r2 = receipt('anchor', 2, r1.hash);
+    const s = await ctx.ledger.setState(ref, { state: 'unknown', now: T0 + 1, ...(ctx.ledger.capabilities?.receiptWithState ? { receipt: r2 } : {}) });
+    if (!ctx.ledger.capabilities?.receiptWithState) await ctx.ledger.appendReceipt(ref, r2);
+    else expect(s.receiptChain).toEqual({ head: r2.hash, length: 2 });
+    const r3 = receipt('anchor', 3, r2.hash);
+    await (ctx.ledger.capabilities?.receiptWithState ? ctx.ledger.handOff(ref, packet('anchor'), T0 + 2, r3) : ctx.ledger.appendReceipt(ref, r3).then(() => ctx.ledger.handOff(ref, packet('anchor'), T0 + 2)));
+    const row = (await ctx.ledger.get(id('anchor')))!;
+    expect(row.receiptChain).toEqual({ head: r3.hash, length: 3 });
+    // A refused receipt moves nothing.
+    await expect(ctx.ledger.appendReceipt(ref, receipt('anchor', 5, r3.hash))).rejects.toSatisfy(LedgerError.isInstance);
+    expect((await ctx.ledger.get(id('anchor')))!.receiptChain).toEqual({ head: r3.hash, length: 3 });
+    // Resolving keeps the anchor; the resolve receipt moves it.
+    const done = await ctx.ledger.resolve(id('anchor'), { action: 'abandon' }, T0 + 3);
+    expect(done.receiptChain).toEqual({ head: r3.hash, length: 3 });
+    const r4 = receipt('anchor', 4, r3.hash);
+    await ctx.ledger.appendReceipt({ businessOperationId: id('anchor'), fence: done.fence }, r4);
+    const receipts = await ctx.ledger.receipts(id('anchor'));
+    const anchor = (await ctx.ledger.get(id('anchor')))!.receiptChain!;
+    expect(anchor).toEqual({ head: r4.hash, length: 4 });
+    expect(verifyReceiptChain(receipts, { anchor })).toEqual({ ok: true });
+    // Against the anchor, a deleted tail (or every receipt deleted) is a break, though the rest still chains.
+    expect(verifyReceiptChain(receipts.slice(0, 3))).toEqual({ ok: true });
+    expect(verifyReceiptChain(receipts.slice(0, 3), { anchor })).toMatchObject({ ok: false });
+    expect(verifyReceiptChain([], { anchor })).toMatchObject({ ok: false });
+  });
+
+  it('prune (retention, optional): deletes closed operations older than the cutoff with their receipts, never open or handed-off ones', async () => {
+    if (typeof ctx.ledger.prune !== 'function') return; // optional: a ctx.ledger without retention keeps everything
+    const done = async (name: string, state: 'succeeded' | 'rejected', at: number) => {
+      const { ref } = await claimed(ctx.ledger, name, { dispatch: true } as Partial<ClaimInput>);
+      const r1 = receipt(name, 1, null);
+      if (ctx.ledger.capabilities?.receiptWithState) await ctx.ledger.setState(ref, { state, now: at, receipt: r1 });
+      else (await ctx.ledger.appendReceipt(ref, r1), await ctx.ledger.setState(ref, { state, now: at }));
+    };
+    await done('p-ok', 'succeeded', T0 + 10);
+    await done('p-rej', 'rejected', T0 + 11);
+    await done('p-new', 'succeeded', T0 + 500);
+    const handed = await claimed(ctx.ledger, 'p-handed');
+    await ctx.ledger.handOff(handed.ref, packet('p-handed'), T0 + 12);
+    const gone = await claimed(ctx.ledger, 'p-abandoned');
+    await ctx.ledger.handOff(gone.ref, packet('p-abandoned'), T0 + 13);
+    await ctx.ledger.resolve(id('p-abandoned'), { action: 'abandon' }, T0 + 14);
+    await claimed(ctx.ledger, 'p-open'); // claimed at T0, lease expired long before the cutoff: still open
+    const d = await claimed(ctx.ledger, 'p-dispatched');
+    await ctx.ledger.markDispatched(d.ref, T0 + 15);
+    const before = T0 + 100;
+
+    const dry = await ctx.ledger.prune({ before, dryRun: true });
+    expect(dry).toEqual({ pruned: 3, byState: { succeeded: 1, rejected: 1, abandoned: 1 }, dryRun: true });
+    expect(await ctx.ledger.get(id('p-ok'))).not.toBeNull();
+
+    await expect(ctx.ledger.prune({ before, states: ['handed-off'] })).rejects.toSatisfy(LedgerError.isInstance);
+    await expect(ctx.ledger.prune({ before, states: ['claimed'] })).rejects.toSatisfy(LedgerError.isInstance);
+    // A failing export stops the prune before that batch is deleted.
+    await expect(ctx.ledger.prune({ before, onPrune: () => Promise.reject(new Error('disk full')) })).rejects.toThrow('disk full');
+    expect(await ctx.ledger.get(id('p-ok'))).not.toBeNull();
+
+    const seen: Array<[string, number]> = [];
+    const report = await ctx.ledger.prune({ before, batchSize: 2, onPrune: (r, rs) => void seen.push([r.businessOperationId, rs.length]) });
+    expect(report).toEqual({ pruned: 3, byState: { succeeded: 1, rejected: 1, abandoned: 1 }, dryRun: false });
+    expect(seen.sort()).toEqual([[id('p-abandoned'), 0], [id('p-ok'), 1], [id('p-rej'), 1]]);
+    for (const name of ['p-ok', 'p-rej', 'p-abandoned']) {
+      expect(await ctx.ledger.get(id(name))).toBeNull();
+      expect(await ctx.ledger.receipts(id(name))).toEqual([]);
+    }
+    for (const name of ['p-new', 'p-handed', 'p-open', 'p-dispatched']) expect(await ctx.ledger.get(id(name))).not.toBeNull();
+    expect((await ctx.ledger.receipts(id('p-new'))).length).toBe(1);
+    expect((await ctx.ledger.list()).map((r) => r.businessOperationId).sort()).toEqual(['p-dispatched', 'p-handed', 'p-new', 'p-open'].map(id).sort());
+    expect((await ctx.ledger.recoverCandidates(T0 + 10_000)).map((r) => r.businessOperationId).sort()).toEqual([id('p-dispatched'), id('p-open')].sort());
+    expect(await ctx.ledger.prune({ before })).toEqual({ pruned: 0, byState: {}, dryRun: false });
+    // A pruned id is forgotten: a claim starts it afresh.
+    expect(await ctx.ledger.claim(claimInput('p-ok', { now: T0 + 20_000 }))).toMatchObject({ kind: 'claimed', takenOver: false, record: { fence: 1 } });
+  });
+}
+
+/**
+ * The shared ledger suite (vitest): every Ledger implementation must pass it unchanged.
+ * Usage: `ledgerSuite({ name: 'postgres', create: () => createPostgresLedger(...) })`.
+ */
+export function ledgerSuite(options: LedgerSuiteOptions): void {
+  describe(`ledger suite: ${options.name}`, () => {
+    const ctx = {} as Suite;
+    beforeEach(async () => {
+      ctx.ledger = await options.create();
+    });
+    afterEach(async () => {
+      await ctx.ledger.close();
+    });
+    claimCases(ctx);
+    writeCases(ctx);
+    combinedWriteCases(ctx);
+    chainAndPruneCases(ctx);
+    claimTableCases(ctx);
+  });
+}
