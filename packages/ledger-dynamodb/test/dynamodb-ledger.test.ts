@@ -11,7 +11,7 @@ import {
   type ProviderKey,
 } from '@retrysafe/contract';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createDynamoDbLedger } from '../src/index.js';
+import { createDynamoDbLedger, ensureTable } from '../src/index.js';
 import { startDynalite } from './dynalite.js';
 
 const db = await startDynalite();
@@ -68,6 +68,17 @@ async function rawItem(table: string, id: string) {
 }
 
 describe('the DynamoDB ledger', () => {
+  it('ensureTable creates the table and its index once, and says when the service has no TTL API (dynalite)', async () => {
+    const client = db.client();
+    const table = `ensure-${++n}`;
+    expect(await ensureTable(client, table)).toEqual({ created: true, ttl: 'unsupported' });
+    expect(await ensureTable(client, table)).toEqual({ created: false, ttl: 'unsupported' });
+    const ledger = createDynamoDbLedger({ table, client });
+    expect((await ledger.claim(input({ businessOperationId: newId('ensure') }))).kind).toBe('claimed');
+    await ledger.close();
+    client.destroy();
+  });
+
   it('16 racing claims of a new operation from 16 clients: one wins; 16 racing takeovers after expiry: one wins, fence 2', async () => {
     const l = await ledgers(16);
     const id = newId('race');
