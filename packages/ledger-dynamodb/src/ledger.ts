@@ -69,7 +69,7 @@ function checkOptions(options: DynamoDbLedgerOptions) {
   return { table: options.table, retentionMs: retention };
 }
 
-/** Newest or oldest first by creation, the id breaking ties (the other ledgers' order). */
+/** Oldest first by creation, the id breaking ties (the other ledgers' order). */
 const byCreation = (a: OperationRecord, b: OperationRecord) =>
   a.createdAt - b.createdAt ||
   (a.businessOperationId < b.businessOperationId ? -1 : a.businessOperationId > b.businessOperationId ? 1 : 0);
