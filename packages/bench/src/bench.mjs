@@ -2,7 +2,7 @@
 // against AWS Powertools idempotency on the same store; then RSS after 1M operations on the SQLite
 // ledger. Absolute numbers vary between machines: read the ratios.
 //
-//   node src/bench.mjs [--only=sqlite,postgres,bytes,wal-floor,scale,drivers,dbos,rss,footprint] [--part=instructions] [--seconds=3] [--reps=3]
+//   node src/bench.mjs [--only=sqlite,postgres,dynamodb,bytes,wal-floor,scale,drivers,dbos,rss,footprint] [--part=instructions] [--seconds=3] [--reps=3]
 //                      [--workers=1,8] [--rss-ops=1000000] [--scale=1000,100000,1000000] [--quick]
 //                      [--windows=1200,3200,6200] [--where] [--lines=262144] [--instr-stores=sqlite,postgres]   (with --part=instructions)
 //                      [--warmup=200]   (ops each worker runs before its window: 200 keeps a short-lived
@@ -18,6 +18,8 @@
 // import time of core + an adapter, core + PostgreSQL and the CLI (src/footprint.mjs).
 //
 // PostgreSQL needs DATABASE_URL (`source .ci/start-postgres.sh` starts one on 127.0.0.1).
+// `dynamodb`: the runner on the DynamoDB ledger against dynalite (in memory, in this process, on loopback),
+// one worker: a JavaScript stand-in for DynamoDB, so the figure is the ledger's and runner's cost, not AWS's.
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -25,6 +27,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { postgresBytesPerOp, prefillPostgres, prefillSqlite, sqliteBytesPerOp } from './storage.mjs';
+import { startDynalite } from './dynamodb.mjs';
 import { layoutHeadroom } from './report.mjs';
 import { printWalFloor, runWalFloor } from './wal-floor.mjs';
 import { availableSqliteDrivers, defaultSqliteDriver, dropPostgres, POSTGRES_ONLY, postgresCheckpoint, postgresServerCpu, postgresSettings, preparePostgres, prepareSqlite, setupWorkload, SQLITE_PRAGMAS } from './workloads.mjs';
@@ -34,7 +37,7 @@ const args = Object.fromEntries(process.argv.slice(2).map((a) => {
   return [k, v ?? 'true'];
 }));
 const quick = args.quick === 'true';
-const only = new Set((args.only ?? args.part ?? 'sqlite,postgres,bytes,wal-floor,scale,drivers,dbos,rss,footprint').split(','));
+const only = new Set((args.only ?? args.part ?? 'sqlite,postgres,dynamodb,bytes,wal-floor,scale,drivers,dbos,rss,footprint').split(','));
 const seconds = Number(args.seconds ?? (quick ? 1 : 3));
 const reps = Number(args.reps ?? (quick ? 1 : 3));
 const pgWorkers = (args.workers ?? '1,8').split(',').map(Number);
@@ -119,7 +122,10 @@ async function scenario(store, workers, driver = null, modes = MODES, rows = 0, 
     // order the mode after the heaviest writer paid for its WAL and dropped schema (PostgreSQL, 8
     // workers: runner ÷ before read 0.86× in one order and 1.01× in the other, same builds).
     for (const mode of modes.map((_, i) => modes[(i + rep) % modes.length])) {
-      if (store === 'sqlite') {
+      const table = store === 'dynamodb' ? await dynamo.table() : null;
+      if (store === 'dynamodb') {
+        take(mode, await measure((w) => ({ store, mode, endpoint: dynamo.endpoint, table, worker: w }), workers));
+      } else if (store === 'sqlite') {
         const dir = mkdtempSync(join(tmpdir(), 'retrysafe-bench-'));
         try {
           const sqlitePath = join(dir, 'bench.db');
@@ -176,6 +182,9 @@ const sqliteDriver = await defaultSqliteDriver();
 const serverCpu = only.has('postgres') ? await postgresServerCpu(databaseUrl) : null;
 if (only.has('sqlite')) rows.push(await scenario('sqlite', 1, sqliteDriver, SQLITE_MODES));
 if (only.has('postgres')) for (const w of pgWorkers) rows.push(await scenario('postgres', w));
+const dynamo = only.has('dynamodb') ? await startDynalite() : null;
+if (dynamo) rows.push(await scenario('dynamodb', 1, null, ['runner']));
+await dynamo?.close();
 
 function printTable(head, body) {
   const table = [head, ...body];

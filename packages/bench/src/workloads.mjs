@@ -88,6 +88,12 @@ export async function setupWorkload(cfg) {
     const { createRunner, createMemoryLedger } = await core(cfg.mode);
     return runnerWorkload(createRunner, createMemoryLedger(), tag);
   }
+  if (cfg.store === 'dynamodb') {
+    // The runner only: raw, hand and Powertools sides are SQL (or Powertools' own DynamoDB layer, not measured here).
+    if (cfg.mode !== 'runner') throw new Error(`mode ${cfg.mode} is not measured on DynamoDB`);
+    const [{ createRunner }, { dynamoDbLedger }] = await Promise.all([core(cfg.mode), import('./dynamodb.mjs')]);
+    return runnerWorkload(createRunner, dynamoDbLedger(cfg), tag);
+  }
   if (cfg.store === 'sqlite') {
     if (cfg.mode === 'raw' || cfg.mode === 'rawid') {
       const idFor = rawIds(cfg.mode, tag);

@@ -88,9 +88,19 @@ export interface HttpDeclarationData {
 }
 export type AdapterConfig = StripeConfig | MsGraphConfig | HubSpotConfig | ResendConfig | GitHubConfig | SandboxConfig | ModuleAdapterConfig | HttpAdapterConfig;
 
+/** A DynamoDB ledger's table; credentials come from the environment or the AWS SDK's default chain. */
+export interface DynamoDbLedgerConfig {
+  readonly table: string;
+  readonly region?: string;
+  readonly endpoint?: string;
+}
+
+/** Where the ledger is: a SQLite file path, a `postgres://` URL, or a DynamoDB table. */
+export type LedgerLocation = string | { readonly dynamodb: DynamoDbLedgerConfig };
+
 export interface RetrysafeConfig {
-  /** A SQLite file path (default `./retrysafe.db`) or a `postgres://` URL. */
-  readonly ledger: string;
+  /** A SQLite file path (default `./retrysafe.db`), a `postgres://` URL or `{ dynamodb: { table } }`. */
+  readonly ledger: LedgerLocation;
   /** JSONL file for handoff packets (optional). */
   readonly handoffs?: string;
   readonly policy?: PolicyOverrides;
@@ -120,11 +130,11 @@ export function parseConfig(raw: unknown, baseDir = process.cwd(), source = 'con
   problems.push(...checkConfig(o));
   if (problems.length) throw new ConfigError(source, problems.join('; '));
   const { $schema: _schema, ...rest } = o;
-  return { ...rest, ledger: (o.ledger as string | undefined) ?? DEFAULT_LEDGER, adapters: o.adapters as RetrysafeConfig['adapters'], baseDir } as RetrysafeConfig;
+  return { ...rest, ledger: (o.ledger as LedgerLocation | undefined) ?? DEFAULT_LEDGER, adapters: o.adapters as RetrysafeConfig['adapters'], baseDir } as RetrysafeConfig;
 }
 
 /** What a config file (or a TypeScript config) holds: `RetrysafeConfig` before it is read (no baseDir; ledger optional). */
-export type RetrysafeConfigInput = Omit<RetrysafeConfig, 'baseDir' | 'ledger'> & { readonly ledger?: string; readonly $schema?: string };
+export type RetrysafeConfigInput = Omit<RetrysafeConfig, 'baseDir' | 'ledger'> & { readonly ledger?: LedgerLocation; readonly $schema?: string };
 
 /**
  * Types a config written in TypeScript (`retrysafe.config.ts`: `export default defineConfig({ … })`).
@@ -322,11 +332,17 @@ async function importOptional<T>(pkg: string, where: string, load: () => Promise
 }
 
 /**
- * Opens the configured ledger: `postgres://…` ⇒ PostgreSQL, a file path ⇒ SQLite. A ledger that is
- * named but cannot be used (another URL scheme, a missing directory, a missing driver package, a file
- * that is not a ledger) is a ConfigError — never a fresh default ledger in its place.
+ * Opens the configured ledger: `postgres://…` ⇒ PostgreSQL, `{ dynamodb }` ⇒ DynamoDB, a file path ⇒
+ * SQLite. A ledger that is named but cannot be used (another URL scheme, a missing directory, a
+ * missing driver package, a file that is not a ledger) is a ConfigError — never a fresh default ledger
+ * in its place.
  */
-export async function openLedger(location: string, baseDir = process.cwd()): Promise<Ledger> {
+export async function openLedger(location: LedgerLocation, baseDir = process.cwd()): Promise<Ledger> {
+  if (typeof location !== 'string') {
+    const { createDynamoDbLedger } = await importOptional<typeof import('@retrysafe/ledger-dynamodb')>('@retrysafe/ledger-dynamodb', 'ledger', () => import('@retrysafe/ledger-dynamodb'));
+    const { table, region, endpoint } = location.dynamodb;
+    return createDynamoDbLedger({ table, ...(region ? { region } : {}), ...(endpoint ? { endpoint } : {}) });
+  }
   const kind = ledgerKind(location);
   if (kind.kind === 'unusable') throw new ConfigError('ledger', kind.reason);
   if (kind.kind === 'postgres') {
