@@ -189,36 +189,52 @@ function env(name: string, path: string, environment: NodeJS.ProcessEnv): string
   return v;
 }
 
+/** The connection options every first-party adapter takes the same way. */
+const connection = (s: { readonly baseUrl?: string; readonly timeoutMs?: number }) => ({ ...(s.baseUrl ? { baseUrl: s.baseUrl } : {}), ...(s.timeoutMs ? { timeoutMs: s.timeoutMs } : {}) });
+
+/** The first-party adapters by config key: each package is imported only when configured; `secret` reads a named environment variable. */
+const BUILT_IN: Record<string, (c: unknown, secret: (variable: string) => string) => Promise<AdapterV1>> = {
+  async stripe(c, secret) {
+    const s = c as StripeConfig;
+    const { createStripeAdapter } = await import('@retrysafe/stripe');
+    return createStripeAdapter({ apiKey: secret(s.apiKeyEnv), ...connection(s) });
+  },
+  async msgraph(c, secret) {
+    const s = c as MsGraphConfig;
+    const { createMsGraphAdapter } = await import('@retrysafe/msgraph');
+    return createMsGraphAdapter({ accessToken: secret(s.accessTokenEnv), ...connection(s) });
+  },
+  async hubspot(c, secret) {
+    const s = c as HubSpotConfig;
+    const { createHubSpotAdapter } = await import('@retrysafe/hubspot');
+    return createHubSpotAdapter({ accessToken: secret(s.accessTokenEnv), ...connection(s), ...(s.searchSettleMs !== undefined ? { searchSettleMs: s.searchSettleMs } : {}) });
+  },
+  async resend(c, secret) {
+    const s = c as ResendConfig;
+    const { createResendAdapter } = await import('@retrysafe/resend');
+    return createResendAdapter({ apiKey: secret(s.apiKeyEnv), ...connection(s) });
+  },
+  async github(c, secret) {
+    const s = c as GitHubConfig;
+    const { createGitHubAdapter } = await import('@retrysafe/github');
+    return createGitHubAdapter({ auth: secret(s.tokenEnv), ...connection(s) });
+  },
+  async sandbox(c) {
+    const s = c as SandboxConfig;
+    const { createSandboxAdapter } = await import('@retrysafe/sandbox');
+    return createSandboxAdapter({ baseUrl: s.baseUrl, timeoutMs: s.timeoutMs ?? 5000, behaviour: (s.behaviour ?? { replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' }) as never });
+  },
+};
+
 /** Builds the configured adapters (each adapter package is imported only when configured). */
 export async function createAdapters(config: RetrysafeConfig, environment: NodeJS.ProcessEnv = process.env): Promise<Record<string, AdapterV1>> {
   const out: Record<string, AdapterV1> = {};
   for (const [name, c] of Object.entries(config.adapters)) {
     if (!c) continue;
     const path = `adapters.${name}`;
-    if (name === 'stripe') {
-      const s = c as StripeConfig;
-      const { createStripeAdapter } = await import('@retrysafe/stripe');
-      out[name] = createStripeAdapter({ apiKey: env(s.apiKeyEnv, path, environment), ...(s.baseUrl ? { baseUrl: s.baseUrl } : {}), ...(s.timeoutMs ? { timeoutMs: s.timeoutMs } : {}) });
-    } else if (name === 'msgraph') {
-      const s = c as MsGraphConfig;
-      const { createMsGraphAdapter } = await import('@retrysafe/msgraph');
-      out[name] = createMsGraphAdapter({ accessToken: env(s.accessTokenEnv, path, environment), ...(s.baseUrl ? { baseUrl: s.baseUrl } : {}), ...(s.timeoutMs ? { timeoutMs: s.timeoutMs } : {}) });
-    } else if (name === 'hubspot') {
-      const s = c as HubSpotConfig;
-      const { createHubSpotAdapter } = await import('@retrysafe/hubspot');
-      out[name] = createHubSpotAdapter({ accessToken: env(s.accessTokenEnv, path, environment), ...(s.baseUrl ? { baseUrl: s.baseUrl } : {}), ...(s.timeoutMs ? { timeoutMs: s.timeoutMs } : {}), ...(s.searchSettleMs !== undefined ? { searchSettleMs: s.searchSettleMs } : {}) });
-    } else if (name === 'resend') {
-      const s = c as ResendConfig;
-      const { createResendAdapter } = await import('@retrysafe/resend');
-      out[name] = createResendAdapter({ apiKey: env(s.apiKeyEnv, path, environment), ...(s.baseUrl ? { baseUrl: s.baseUrl } : {}), ...(s.timeoutMs ? { timeoutMs: s.timeoutMs } : {}) });
-    } else if (name === 'github') {
-      const s = c as GitHubConfig;
-      const { createGitHubAdapter } = await import('@retrysafe/github');
-      out[name] = createGitHubAdapter({ auth: env(s.tokenEnv, path, environment), ...(s.baseUrl ? { baseUrl: s.baseUrl } : {}), ...(s.timeoutMs ? { timeoutMs: s.timeoutMs } : {}) });
-    } else if (name === 'sandbox') {
-      const s = c as SandboxConfig;
-      const { createSandboxAdapter } = await import('@retrysafe/sandbox');
-      out[name] = createSandboxAdapter({ baseUrl: s.baseUrl, timeoutMs: s.timeoutMs ?? 5000, behaviour: (s.behaviour ?? { replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' }) as never });
+    const builtIn = Object.hasOwn(BUILT_IN, name) ? BUILT_IN[name] : undefined;
+    if (builtIn) {
+      out[name] = await builtIn(c, (variable) => env(variable, path, environment));
     } else if ((c as HttpAdapterConfig).type === 'http') {
       out[name] = await createDeclaredHttpAdapter(name, c as HttpAdapterConfig, config.baseDir, environment);
     } else {
