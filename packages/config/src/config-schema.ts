@@ -69,6 +69,7 @@ export const configSchema = {
         hubspot: { $ref: '#/$defs/hubspot' },
         resend: { $ref: '#/$defs/resend' },
         github: { $ref: '#/$defs/github' },
+        slack: { $ref: '#/$defs/slack' },
         sandbox: { $ref: '#/$defs/sandbox' },
       },
       additionalProperties: { oneOf: [{ $ref: '#/$defs/moduleAdapter' }, { $ref: '#/$defs/httpAdapter' }] },
@@ -109,6 +110,12 @@ export const configSchema = {
       additionalProperties: false,
       required: ['accessTokenEnv'],
       properties: { accessTokenEnv: envVar('environment variable holding the Graph access token'), baseUrl, timeoutMs },
+    },
+    slack: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['tokenEnv'],
+      properties: { tokenEnv: envVar('environment variable holding the Slack bot token'), baseUrl, timeoutMs },
     },
     github: {
       type: 'object',

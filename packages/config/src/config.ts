@@ -25,6 +25,7 @@ export class ConfigError extends RetrysafeError {
 export interface StripeConfig { readonly baseUrl?: string; readonly apiKeyEnv: string; readonly timeoutMs?: number }
 export interface MsGraphConfig { readonly baseUrl?: string; readonly accessTokenEnv: string; readonly timeoutMs?: number }
 export interface GitHubConfig { readonly baseUrl?: string; readonly tokenEnv: string; readonly timeoutMs?: number }
+export interface SlackConfig { readonly baseUrl?: string; readonly tokenEnv: string; readonly timeoutMs?: number }
 export interface HubSpotConfig { readonly baseUrl?: string; readonly accessTokenEnv: string; readonly timeoutMs?: number; readonly searchSettleMs?: number | null }
 export interface ResendConfig { readonly baseUrl?: string; readonly apiKeyEnv: string; readonly timeoutMs?: number }
 export interface SandboxConfig { readonly baseUrl: string; readonly timeoutMs?: number; readonly behaviour?: Record<string, unknown> }
@@ -86,7 +87,7 @@ export interface HttpDeclarationData {
   readonly headers?: Readonly<Record<string, string>>;
   readonly operations: Readonly<Record<string, Omit<HttpOperationConfig, 'card'> & { readonly card: Readonly<Record<string, unknown>> }>>;
 }
-export type AdapterConfig = StripeConfig | MsGraphConfig | HubSpotConfig | ResendConfig | GitHubConfig | SandboxConfig | ModuleAdapterConfig | HttpAdapterConfig;
+export type AdapterConfig = StripeConfig | MsGraphConfig | HubSpotConfig | ResendConfig | GitHubConfig | SlackConfig | SandboxConfig | ModuleAdapterConfig | HttpAdapterConfig;
 
 /** A DynamoDB ledger's table; credentials come from the environment or the AWS SDK's default chain. */
 export interface DynamoDbLedgerConfig {
@@ -111,6 +112,7 @@ export interface RetrysafeConfig {
     readonly hubspot?: HubSpotConfig;
     readonly resend?: ResendConfig;
     readonly github?: GitHubConfig;
+    readonly slack?: SlackConfig;
     readonly sandbox?: SandboxConfig;
     readonly [name: string]: AdapterConfig | undefined;
   };
@@ -213,6 +215,11 @@ const BUILT_IN: Record<string, (c: unknown, secret: (variable: string) => string
     const s = c as ResendConfig;
     const { createResendAdapter } = await import('@retrysafe/resend');
     return createResendAdapter({ apiKey: secret(s.apiKeyEnv), ...connection(s) });
+  },
+  async slack(c, secret) {
+    const s = c as SlackConfig;
+    const { createSlackAdapter } = await import('@retrysafe/slack');
+    return createSlackAdapter({ token: secret(s.tokenEnv), ...connection(s) });
   },
   async github(c, secret) {
     const s = c as GitHubConfig;
