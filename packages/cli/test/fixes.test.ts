@@ -4,38 +4,29 @@ import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createRunner, type RunResult } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
-import { createDrillClock, startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
-import { createSandboxAdapter, createSandboxProvider, startSandboxServer, REPLAYING_BEHAVIOUR, type SandboxProvider } from '@retrysafe/sandbox';
+import { createDrillClock } from '@retrysafe/testkit';
 import { main } from '../src/cli.js';
-import { ANSI, cli, REPO, tempDir } from './helpers.js';
+import { ANSI, cli, cliJson, REPO, tempDir } from './helpers.js';
+import { startFaultySandbox, type Fault, type FaultySandbox } from './faulty-sandbox.js';
 
 // Five operations, one second apart on the drill clock: R1..R3 rejected (handed off, resume not safe),
 // L lost (handed off after lookups, resume safe), P passed.
 const dir = tempDir('fixes');
 const db = join(dir, 'retrysafe.db');
 const config = join(dir, 'retrysafe.json');
-let provider: SandboxProvider;
-let server: { url: string; close(): Promise<void> };
-let proxy: FaultProxy;
-let phase: 'lose' | 'reject' | 'pass' = 'reject';
+let sandbox: FaultySandbox;
 const order: string[] = [];
 const byName = {} as Record<'R1' | 'R2' | 'R3' | 'L' | 'P', string>;
 
 beforeAll(async () => {
-  provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
-  server = await startSandboxServer({ provider, port: 0 });
-  proxy = await startFaultProxy({
-    target: server.url,
-    faults: () => (phase === 'lose' ? 'drop-response' : phase === 'reject' ? { kind: 'status', status: 400, body: { error: { code: 'invalid_request', message: 'amount must be positive' } } } : 'pass'),
-  });
+  sandbox = await startFaultySandbox('reject');
   const clock = createDrillClock(Date.UTC(2026, 10, 1));
   const ledger = createSqliteLedger({ path: db });
   const runner = createRunner({ ledger, clock });
-  const adapter = createSandboxAdapter({ baseUrl: proxy.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR });
-  const run = async (name: keyof typeof byName, p: typeof phase): Promise<RunResult> => {
-    phase = p;
+  const run = async (name: keyof typeof byName, fault: Fault): Promise<RunResult> => {
+    sandbox.setFault(fault);
     clock.advance(60_000);
-    const r = await runner.run(adapter, 'records.create', { params: { ref: `order-${name}`, amount: 5 } });
+    const r = await runner.run(sandbox.adapter, 'records.create', { params: { ref: `order-${name}`, amount: 5 } });
     order.push(r.businessOperationId);
     byName[name] = r.businessOperationId;
     return r;
@@ -44,20 +35,16 @@ beforeAll(async () => {
   expect((await run('L', 'lose')).status).toBe('handed-off');
   expect((await run('R3', 'reject')).status).toBe('handed-off');
   expect((await run('P', 'pass')).status).toBe('done');
-  phase = 'pass';
+  sandbox.setFault('pass');
   await ledger.close();
-  writeFileSync(config, JSON.stringify({ ledger: db, adapters: { sandbox: { baseUrl: proxy.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR } } }, null, 2));
+  sandbox.writeConfig(config, db);
 }, 120_000);
 
 afterAll(async () => {
-  await proxy?.close();
-  await server?.close();
+  await sandbox?.close();
 });
 
-const json = async (args: string[]) => {
-  const r = await cli([...args, '--json'], { cwd: dir });
-  return { ...r, body: r.stdout ? JSON.parse(r.stdout) : null };
-};
+const json = (args: string[]) => cliJson(args, dir);
 
 describe('ledger ls (fails on main: it listed oldest first and --limit kept the oldest)', () => {
   it('lists newest first, and --limit keeps the newest', async () => {
@@ -83,7 +70,7 @@ describe('--config takes a JavaScript config too (loadConfigFile)', () => {
 
 describe('ledger resolve-all: bulk resolution with filters and a dry run (new)', () => {
   it('--dry-run lists what would be done and changes nothing; an action the packet marks not safe is refused', async () => {
-    const before = proxy.requests.length;
+    const before = sandbox.proxy.requests.length;
     const dry = await json(['ledger', 'resolve-all', '--db', db, '--abandon', '--reason', 'rejected', '--dry-run']);
     expect(dry.code).toBe(0);
     expect(dry.body).toMatchObject({ dryRun: true, action: 'abandon', matched: 3, ok: true });
@@ -97,7 +84,7 @@ describe('ledger resolve-all: bulk resolution with filters and a dry run (new)',
     expect(refused.body.rows.every((r: { plan: string }) => r.plan === 'refused')).toBe(true);
     const handoffs = await json(['ledger', 'handoffs', '--db', db]);
     expect(handoffs.body).toHaveLength(4);
-    expect(proxy.requests.length).toBe(before);
+    expect(sandbox.proxy.requests.length).toBe(before);
   });
 
   it('abandons exactly the filtered operations, with who did it in each receipt', async () => {

@@ -6,11 +6,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRunner, type RunResult } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createPostgresLedger } from '@retrysafe/ledger-postgres';
-import { createDrillClock, startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
-import { createSandboxAdapter, createSandboxProvider, startSandboxServer, REPLAYING_BEHAVIOUR, type SandboxProvider } from '@retrysafe/sandbox';
+import { createDrillClock, startFaultProxy } from '@retrysafe/testkit';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { createStripeAdapter } from '@retrysafe/stripe';
 import { startStripeSandbox } from '@retrysafe/stripe/sandbox';
-import { cli, REPO, tempDir } from './helpers.js';
+import { cli, cliJson, REPO, tempDir } from './helpers.js';
+import { startFaultySandbox, type FaultySandbox } from './faulty-sandbox.js';
 
 // A SQLite ledger with four operations, made by the real runner against the loopback sandbox through
 // the fault proxy: A's responses are all lost (the provider HAS the record; lookups fail too) so it is
@@ -18,50 +19,37 @@ import { cli, REPO, tempDir } from './helpers.js';
 const dir = tempDir('ledger');
 const db = join(dir, 'retrysafe.db');
 const config = join(dir, 'retrysafe.json');
-let provider: SandboxProvider;
-let server: { url: string; close(): Promise<void> };
-let proxy: FaultProxy;
-let phase: 'lose' | 'reject' | 'pass' = 'lose';
+let sandbox: FaultySandbox;
 const ids: Record<'A' | 'B' | 'C' | 'D', string> = { A: '', B: '', C: '', D: '' };
 let keyA = '';
 
 beforeAll(async () => {
-  provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
-  server = await startSandboxServer({ provider, port: 0 });
-  proxy = await startFaultProxy({
-    target: server.url,
-    faults: () => (phase === 'lose' ? 'drop-response' : phase === 'reject' ? { kind: 'status', status: 400, body: { error: { code: 'invalid_request', message: 'amount must be positive' } } } : 'pass'),
-  });
+  sandbox = await startFaultySandbox('lose');
   const ledger = createSqliteLedger({ path: db });
   const runner = createRunner({ ledger, clock: createDrillClock() });
-  const adapter = createSandboxAdapter({ baseUrl: proxy.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR });
-  const run = (ref: string): Promise<RunResult> => runner.run(adapter, 'records.create', { params: { ref, amount: 5 } });
+  const run = (ref: string): Promise<RunResult> => runner.run(sandbox.adapter, 'records.create', { params: { ref, amount: 5 } });
   const a = await run('order-A');
   expect(a.status).toBe('handed-off');
-  expect(provider.count()).toBe(1); // committed at the provider, the answer never arrived
-  phase = 'reject';
+  expect(sandbox.provider.count()).toBe(1); // committed at the provider, the answer never arrived
+  sandbox.setFault('reject');
   const b = await run('order-B');
   const c = await run('order-C');
   expect([b.status, c.status]).toEqual(['handed-off', 'handed-off']);
-  phase = 'pass';
+  sandbox.setFault('pass');
   const d = await run('order-D');
   expect(d.status).toBe('done');
   Object.assign(ids, { A: a.businessOperationId, B: b.businessOperationId, C: c.businessOperationId, D: d.businessOperationId });
   keyA = (await ledger.get(a.businessOperationId))!.providerKey!;
   await ledger.close();
   // What `--resume` builds its adapter from: the same sandbox adapter, through the proxy (now passing).
-  writeFileSync(config, JSON.stringify({ ledger: db, adapters: { sandbox: { baseUrl: proxy.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR } } }, null, 2));
+  sandbox.writeConfig(config, db);
 }, 120_000);
 
 afterAll(async () => {
-  await proxy?.close();
-  await server?.close();
+  await sandbox?.close();
 });
 
-const json = async (args: string[]) => {
-  const r = await cli([...args, '--json'], { cwd: dir });
-  return { ...r, body: r.stdout ? JSON.parse(r.stdout) : null };
-};
+const json = (args: string[]) => cliJson(args, dir);
 
 describe('retrysafe ledger on a SQLite file', () => {
   it('ls lists every operation with its state; --state filters', async () => {
@@ -117,12 +105,12 @@ describe('retrysafe ledger on a SQLite file', () => {
   });
 
   it('resolve --resume completes a handed-off operation with the SAME provider key (no second record)', async () => {
-    const before = proxy.requests.length;
+    const before = sandbox.proxy.requests.length;
     const r = await json(['ledger', 'resolve', ids.A, '--resume', '--config', config, '--by', 'ops-test']);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.body).toMatchObject({ status: 'done', businessOperationId: ids.A });
-    const after = proxy.requests.slice(before);
+    const after = sandbox.proxy.requests.slice(before);
     expect(after.length).toBeGreaterThan(0);
     // every request the resume made carried A's key: the POST in its header, a lookup in its query
     for (const q of after) {
@@ -131,20 +119,20 @@ describe('retrysafe ledger on a SQLite file', () => {
     }
     expect(after.some((q) => q.method === 'POST')).toBe(true);
     // the provider folded the re-send into the record it already had: A + D, nothing more
-    expect(provider.count()).toBe(2);
+    expect(sandbox.provider.count()).toBe(2);
     const shown = await json(['ledger', 'show', ids.A, '--db', db]);
     expect(shown.body.record).toMatchObject({ state: 'succeeded', providerKey: keyA });
     expect(shown.body.receipts.some((x: any) => x.kind === 'resolve' && x.decision.action === 'resume')).toBe(true);
   });
 
   it('resume is refused (exit 1, nothing sent) when the packet marks it not safe: a rejected request would be rejected again', async () => {
-    const before = proxy.requests.length;
+    const before = sandbox.proxy.requests.length;
     const r = await json(['ledger', 'resolve', ids.B, '--resume', '--config', config]);
     expect(r.code).toBe(1);
     expect(r.body.error.code).toBe('REFUSED');
     expect(r.stderr).toContain('the handoff packet marks resume as not safe');
     expect(r.stderr).toContain('--mark-done <providerRef>');
-    expect(proxy.requests.length).toBe(before);
+    expect(sandbox.proxy.requests.length).toBe(before);
     const still = await json(['ledger', 'show', ids.B, '--db', db]);
     expect(still.body.record.state).toBe('handed-off');
   });
@@ -156,14 +144,14 @@ describe('retrysafe ledger on a SQLite file', () => {
   });
 
   it('resolve --mark-done records the provider reference a person verified; --abandon gives up; neither calls the provider', async () => {
-    const before = proxy.requests.length;
+    const before = sandbox.proxy.requests.length;
     const done = await json(['ledger', 'resolve', ids.B, '--mark-done', 'rec_verified_1', '--by', 'Dana Operator <dana@example.test>', '--db', db]);
     expect(done.code).toBe(0);
     expect(done.body).toEqual({ status: 'resolved', businessOperationId: ids.B, state: 'succeeded', providerRef: 'rec_verified_1' });
     const gone = await json(['ledger', 'resolve', ids.C, '--abandon', '--db', db]);
     expect(gone.code).toBe(0);
     expect(gone.body).toMatchObject({ status: 'resolved', state: 'abandoned' });
-    expect(proxy.requests.length).toBe(before);
+    expect(sandbox.proxy.requests.length).toBe(before);
     const handoffs = await json(['ledger', 'handoffs', '--db', db]);
     expect(handoffs.body).toEqual([]);
     const shownB = await json(['ledger', 'show', ids.B, '--db', db]);

@@ -1,0 +1,45 @@
+import { writeFileSync } from 'node:fs';
+import { startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
+import { createSandboxAdapter, createSandboxProvider, startSandboxServer, REPLAYING_BEHAVIOUR, type SandboxProvider } from '@retrysafe/sandbox';
+
+/** What the proxy does to the next request: a 400 rejection, a lost response, or nothing. */
+export type Fault = 'reject' | 'lose' | 'pass';
+
+export interface FaultySandbox {
+  readonly provider: SandboxProvider;
+  readonly proxy: FaultProxy;
+  /** The sandbox adapter, pointed at the proxy. */
+  readonly adapter: ReturnType<typeof createSandboxAdapter>;
+  setFault(fault: Fault): void;
+  /** Writes the config file `--resume` builds its adapter from: the same adapter, through the proxy. */
+  writeConfig(path: string, ledger: string): void;
+  close(): Promise<void>;
+}
+
+/**
+ * The loopback sandbox behind a fault proxy whose fault a test switches between runs, so a ledger
+ * can be filled with rejected, lost and passed operations by the real runner.
+ */
+export async function startFaultySandbox(fault: Fault, rejection = 'amount must be positive'): Promise<FaultySandbox> {
+  const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
+  const server = await startSandboxServer({ provider, port: 0 });
+  let current = fault;
+  const proxy = await startFaultProxy({
+    target: server.url,
+    faults: () => (current === 'reject' ? { kind: 'status', status: 400, body: { error: { code: 'invalid_request', message: rejection } } } : current === 'lose' ? 'drop-response' : 'pass'),
+  });
+  const settings = { baseUrl: proxy.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR };
+  return {
+    provider,
+    proxy,
+    adapter: createSandboxAdapter(settings),
+    setFault: (next) => {
+      current = next;
+    },
+    writeConfig: (path, ledger) => writeFileSync(path, JSON.stringify({ ledger, adapters: { sandbox: settings } }, null, 2)),
+    close: async () => {
+      await proxy.close();
+      await server.close();
+    },
+  };
+}
