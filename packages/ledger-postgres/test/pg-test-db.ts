@@ -49,6 +49,18 @@ export async function readyLedger(schema: string, options: Partial<PostgresLedge
   return ledger;
 }
 
+/** A pool of `max` connections and a fresh schema for one test; the pool ended and the schema dropped after. */
+export async function withSchemaPool(label: string, max: number, test: (pool: pg.Pool, schema: string) => Promise<void>): Promise<void> {
+  const pool = new pg.Pool({ connectionString: databaseUrl(), max });
+  const schema = freshSchema(label);
+  try {
+    await test(pool, schema);
+  } finally {
+    await pool.end();
+    await dropSchema(schema);
+  }
+}
+
 export async function dropSchema(schema: string): Promise<void> {
   const client = new pg.Client({ connectionString: databaseUrl() });
   await client.connect();
