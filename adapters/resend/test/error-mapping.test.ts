@@ -1,18 +1,14 @@
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createResendAdapter } from '../src/index.js';
 import { classifyAnswer, fieldsOf } from '../src/resend-errors.js';
 import { startResendSandbox } from '../src/sandbox/index.js';
-import { API_KEY, emailParams, execCtx } from './helpers.js';
+import { API_KEY, emailParams, execCtx, closeAfterTest } from './helpers.js';
 
-const closers: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  while (closers.length) await closers.pop()!();
-});
 
 async function setup(apiKey = API_KEY) {
   const sandbox = await startResendSandbox();
-  closers.push(() => sandbox.close());
+  closeAfterTest(sandbox);
   const clock = createVirtualClock(Date.UTC(2026, 11, 4));
   const adapter = createResendAdapter({ apiKey, baseUrl: sandbox.url, timeoutMs: 2000 });
   const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5 });
