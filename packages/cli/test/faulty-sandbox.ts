@@ -1,4 +1,5 @@
 import { writeFileSync } from 'node:fs';
+import { afterAll } from 'vitest';
 import { startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
 import { createSandboxAdapter, createSandboxProvider, startSandboxServer, REPLAYING_BEHAVIOUR, type SandboxProvider } from '@retrysafe/sandbox';
 
@@ -16,9 +17,16 @@ export interface FaultySandbox {
   close(): Promise<void>;
 }
 
+const started: FaultySandbox[] = [];
+// Registered when a test file imports this module, so it runs after that file's own afterAll hooks.
+afterAll(async () => {
+  for (const sandbox of started.splice(0)) await sandbox.close();
+});
+
 /**
  * The loopback sandbox behind a fault proxy whose fault a test switches between runs, so a ledger
- * can be filled with rejected, lost and passed operations by the real runner.
+ * can be filled with rejected, lost and passed operations by the real runner. Closed after the test
+ * file's last test.
  */
 export async function startFaultySandbox(fault: Fault, rejection = 'amount must be positive'): Promise<FaultySandbox> {
   const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
@@ -29,7 +37,7 @@ export async function startFaultySandbox(fault: Fault, rejection = 'amount must 
     faults: () => (current === 'reject' ? { kind: 'status', status: 400, body: { error: { code: 'invalid_request', message: rejection } } } : current === 'lose' ? 'drop-response' : 'pass'),
   });
   const settings = { baseUrl: proxy.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR };
-  return {
+  const sandbox: FaultySandbox = {
     provider,
     proxy,
     adapter: createSandboxAdapter(settings),
@@ -37,9 +45,11 @@ export async function startFaultySandbox(fault: Fault, rejection = 'amount must 
       current = next;
     },
     writeConfig: (path, ledger) => writeFileSync(path, JSON.stringify({ ledger, adapters: { sandbox: settings } }, null, 2)),
-    close: async () => {
+    async close() {
       await proxy.close();
       await server.close();
     },
   };
+  started.push(sandbox);
+  return sandbox;
 }

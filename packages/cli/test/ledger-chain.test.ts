@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock } from '@retrysafe/testkit';
@@ -35,10 +35,6 @@ beforeAll(async () => {
   editStored(raw, ids.cut, (l) => ({ ...l, receipts: l.receipts.slice(0, -1) }));
   raw.close();
 }, 60_000);
-
-afterAll(async () => {
-  await sandbox?.close();
-});
 
 describe('retrysafe ledger verify / export, and show and resolve on a broken chain', () => {
   it('verify <id> and --all exit 1 on a break, naming where; --json says the same; an intact chain exits 0', async () => {

@@ -45,22 +45,16 @@ beforeAll(async () => {
   sandbox.writeConfig(config, db);
 }, 120_000);
 
-afterAll(async () => {
-  await sandbox?.close();
-});
-
-const json = (args: string[]) => cliJson(args, dir);
-
 describe('retrysafe ledger on a SQLite file', () => {
   it('ls lists every operation with its state; --state filters', async () => {
-    const all = await json(['ledger', 'ls', '--db', db]);
+    const all = await cliJson(['ledger', 'ls', '--db', db], dir);
     expect(all.code).toBe(0);
     const byId = Object.fromEntries(all.body.map((r: any) => [r.businessOperationId, r]));
     expect(byId[ids.A]).toMatchObject({ state: 'handed-off', operation: 'sandbox.records.create', handoffReason: 'lookup-window-exhausted', providerKey: keyA });
     expect(byId[ids.B]).toMatchObject({ state: 'handed-off', handoffReason: 'rejected', attempts: 1 });
     expect(byId[ids.D]).toMatchObject({ state: 'succeeded', lastOutcome: 'succeeded' });
     expect(all.body).toHaveLength(4);
-    const handedOff = await json(['ledger', 'ls', '--db', db, '--state', 'handed-off']);
+    const handedOff = await cliJson(['ledger', 'ls', '--db', db, '--state', 'handed-off'], dir);
     expect(handedOff.body.map((r: any) => r.businessOperationId).sort()).toEqual([ids.A, ids.B, ids.C].sort());
     const text = await cli(['ledger', 'ls', '--db', db], { cwd: dir });
     expect(text.stdout).toMatch(/business-operation id\s+state\s+attempts/);
@@ -68,13 +62,13 @@ describe('retrysafe ledger on a SQLite file', () => {
   });
 
   it('the default ledger is ./retrysafe.db in the working directory', async () => {
-    const r = await json(['ledger', 'ls']);
+    const r = await cliJson(['ledger', 'ls'], dir);
     expect(r.code).toBe(0);
     expect(r.body).toHaveLength(4);
   });
 
   it('show prints the record, the handoff packet and the receipts — never the params', async () => {
-    const r = await json(['ledger', 'show', ids.A, '--db', db]);
+    const r = await cliJson(['ledger', 'show', ids.A, '--db', db], dir);
     expect(r.code).toBe(0);
     expect(r.body.record).toMatchObject({ businessOperationId: ids.A, state: 'handed-off', providerKey: keyA });
     expect(r.body.record.handoff.reason).toBe('lookup-window-exhausted');
@@ -95,7 +89,7 @@ describe('retrysafe ledger on a SQLite file', () => {
   });
 
   it('handoffs lists the three operations waiting for a person with their safe actions', async () => {
-    const r = await json(['ledger', 'handoffs', '--db', db]);
+    const r = await cliJson(['ledger', 'handoffs', '--db', db], dir);
     expect(r.code).toBe(0);
     expect(r.body.map((x: any) => x.businessOperationId).sort()).toEqual([ids.A, ids.B, ids.C].sort());
     const b = r.body.find((x: any) => x.businessOperationId === ids.B);
@@ -106,7 +100,7 @@ describe('retrysafe ledger on a SQLite file', () => {
 
   it('resolve --resume completes a handed-off operation with the SAME provider key (no second record)', async () => {
     const before = sandbox.proxy.requests.length;
-    const r = await json(['ledger', 'resolve', ids.A, '--resume', '--config', config, '--by', 'ops-test']);
+    const r = await cliJson(['ledger', 'resolve', ids.A, '--resume', '--config', config, '--by', 'ops-test'], dir);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.body).toMatchObject({ status: 'done', businessOperationId: ids.A });
@@ -120,20 +114,20 @@ describe('retrysafe ledger on a SQLite file', () => {
     expect(after.some((q) => q.method === 'POST')).toBe(true);
     // the provider folded the re-send into the record it already had: A + D, nothing more
     expect(sandbox.provider.count()).toBe(2);
-    const shown = await json(['ledger', 'show', ids.A, '--db', db]);
+    const shown = await cliJson(['ledger', 'show', ids.A, '--db', db], dir);
     expect(shown.body.record).toMatchObject({ state: 'succeeded', providerKey: keyA });
     expect(shown.body.receipts.some((x: any) => x.kind === 'resolve' && x.decision.action === 'resume')).toBe(true);
   });
 
   it('resume is refused (exit 1, nothing sent) when the packet marks it not safe: a rejected request would be rejected again', async () => {
     const before = sandbox.proxy.requests.length;
-    const r = await json(['ledger', 'resolve', ids.B, '--resume', '--config', config]);
+    const r = await cliJson(['ledger', 'resolve', ids.B, '--resume', '--config', config], dir);
     expect(r.code).toBe(1);
     expect(r.body.error.code).toBe('REFUSED');
     expect(r.stderr).toContain('the handoff packet marks resume as not safe');
     expect(r.stderr).toContain('--mark-done <providerRef>');
     expect(sandbox.proxy.requests.length).toBe(before);
-    const still = await json(['ledger', 'show', ids.B, '--db', db]);
+    const still = await cliJson(['ledger', 'show', ids.B, '--db', db], dir);
     expect(still.body.record.state).toBe('handed-off');
   });
 
@@ -145,23 +139,23 @@ describe('retrysafe ledger on a SQLite file', () => {
 
   it('resolve --mark-done records the provider reference a person verified; --abandon gives up; neither calls the provider', async () => {
     const before = sandbox.proxy.requests.length;
-    const done = await json(['ledger', 'resolve', ids.B, '--mark-done', 'rec_verified_1', '--by', 'Dana Operator <dana@example.test>', '--db', db]);
+    const done = await cliJson(['ledger', 'resolve', ids.B, '--mark-done', 'rec_verified_1', '--by', 'Dana Operator <dana@example.test>', '--db', db], dir);
     expect(done.code).toBe(0);
     expect(done.body).toEqual({ status: 'resolved', businessOperationId: ids.B, state: 'succeeded', providerRef: 'rec_verified_1' });
-    const gone = await json(['ledger', 'resolve', ids.C, '--abandon', '--db', db]);
+    const gone = await cliJson(['ledger', 'resolve', ids.C, '--abandon', '--db', db], dir);
     expect(gone.code).toBe(0);
     expect(gone.body).toMatchObject({ status: 'resolved', state: 'abandoned' });
     expect(sandbox.proxy.requests.length).toBe(before);
-    const handoffs = await json(['ledger', 'handoffs', '--db', db]);
+    const handoffs = await cliJson(['ledger', 'handoffs', '--db', db], dir);
     expect(handoffs.body).toEqual([]);
-    const shownB = await json(['ledger', 'show', ids.B, '--db', db]);
+    const shownB = await cliJson(['ledger', 'show', ids.B, '--db', db], dir);
     expect(shownB.body.record.resolution).toMatchObject({ action: 'mark-done', providerRef: 'rec_verified_1' });
     // `--by` is stored as given, shown (and written into receipts and logs) as a pseudonym unless asked.
     expect(shownB.body.record.resolution.by).toMatch(/^person#[0-9a-f]{12}$/);
     const shownText = await cli(['ledger', 'show', ids.B, '--db', db]);
     expect(shownText.stdout).not.toContain('Dana');
     expect(shownText.stdout).toContain(shownB.body.record.resolution.by);
-    const revealed = await json(['ledger', 'show', ids.B, '--db', db, '--show-by']);
+    const revealed = await cliJson(['ledger', 'show', ids.B, '--db', db, '--show-by'], dir);
     expect(revealed.body.record.resolution.by).toBe('Dana Operator <dana@example.test>');
   });
 });
@@ -232,13 +226,13 @@ describe('retrysafe ledger on PostgreSQL', () => {
   });
 
   it('ls --db postgres://… --schema lists the operation', async () => {
-    const r = await json(['ledger', 'ls', '--db', url!, '--schema', schema]);
+    const r = await cliJson(['ledger', 'ls', '--db', url!, '--schema', schema], dir);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.body).toEqual([expect.objectContaining({ businessOperationId: id, state: 'succeeded', operation: 'sandbox.records.create' })]);
-    const shown = await json(['ledger', 'show', id, '--db', url!, '--schema', schema]);
+    const shown = await cliJson(['ledger', 'show', id, '--db', url!, '--schema', schema], dir);
     expect(shown.body.receipts.length).toBeGreaterThan(0);
-    const h = await json(['ledger', 'handoffs', '--db', url!, '--schema', schema]);
+    const h = await cliJson(['ledger', 'handoffs', '--db', url!, '--schema', schema], dir);
     expect(h.body).toEqual([]);
   });
 });

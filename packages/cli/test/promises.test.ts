@@ -152,10 +152,6 @@ describe('after fixing the cause of a rejection, the next step the CLI gives wor
     sandbox.setFault('pass'); // the operator activated the account: the cause is fixed, the request itself was fine
   }, 120_000);
 
-  afterAll(async () => {
-    await sandbox?.close();
-  });
-
   it('--resend-with the same params and --resume both point to --resume --force, which completes it', async () => {
     const same = await cli(['ledger', 'resolve', id, '--resend-with', join(dir, 'same.json'), '--config', config], { ...BOUND, cwd: dir });
     expect(same.code).toBe(1);

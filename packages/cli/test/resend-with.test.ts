@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock } from '@retrysafe/testkit';
@@ -30,10 +30,6 @@ beforeAll(async () => {
   sandbox.setFault('pass');
   sandbox.writeConfig(config, db);
 }, 120_000);
-
-afterAll(async () => {
-  await sandbox?.close();
-});
 
 describe('retrysafe ledger resolve --resend-with', () => {
   it('the rejected operation’s packet names --resend-with as safe; the lost one’s does not', async () => {
