@@ -71,6 +71,12 @@ export async function cli(args: readonly string[], opts: CliOptions = {}): Promi
   return { code, stdout, stderr };
 }
 
+/** Runs the CLI with `--json` in `cwd`, and parses what it printed. */
+export async function cliJson(args: readonly string[], cwd: string): Promise<CliRun & { readonly body: any }> {
+  const r = await cli([...args, '--json'], { cwd });
+  return { ...r, body: r.stdout ? JSON.parse(r.stdout) : null };
+}
+
 const tempDirs: string[] = [];
 
 /** A new dir under os.tmpdir(), removed after the test file's last test and its own afterAll hooks. */
