@@ -105,22 +105,21 @@ describe('help runbook: the runbook the handoff list points to ships with the CL
 describe('a ledger the operator may only read is listed and verified, read-only', () => {
   const dir = tempDir('read-only');
   const db = join(dir, 'retrysafe.db');
-  // root writes anywhere: the CLI then runs as nobody; any other user loses the write permission itself
+  // root writes anywhere: the CLI then runs without the capabilities that override file permissions
   const asRoot = process.getuid?.() === 0;
-  const user = asRoot ? { uid: 65534, gid: 65534 } : undefined;
 
   beforeAll(async () => {
     const ledger = createSqliteLedger({ path: db });
     await ledger.claim({ businessOperationId: asBusinessOperationId('ro-1'), provider: 'sandbox', operation: 'sandbox.records.create', intentFingerprint: 'i', paramsFingerprint: 'p', params: { ref: 'x' }, providerKey: 'k' as ProviderKey, owner: 'w', leaseMs: 1000, now: Date.now() });
     await ledger.close();
     chmodSync(db, 0o444);
-    chmodSync(dir, asRoot ? 0o755 : 0o555);
+    chmodSync(dir, 0o555);
   });
   afterAll(() => chmodSync(dir, 0o755));
 
   it('ls, show, handoffs, verify and export read it; nothing is written beside it', async () => {
     const before = readFileSync(db);
-    const opts = { ...BOUND, ...(user ? { user } : {}) };
+    const opts = { ...BOUND, withoutDacOverride: asRoot };
     const ls = await cli(['ledger', 'ls', '--db', db, '--json'], opts);
     expect(ls.stderr).toBe('');
     expect(JSON.parse(ls.stdout).map((r: { businessOperationId: string }) => r.businessOperationId)).toEqual(['ro-1']);
