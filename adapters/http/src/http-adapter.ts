@@ -82,134 +82,14 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
     headers: { Accept: 'application/json', ...(options.headers ?? {}) },
   });
 
-  function asParams(params: unknown): Record<string, unknown> {
-    if (typeof params !== 'object' || params === null || Array.isArray(params)) throw new InvalidIntentError('', 'params must be a plain object');
-    return params as Record<string, unknown>;
-  }
-
-  function view(res: AxiosResponse, fallbackUrl: string): HttpResponseView {
-    const url = new URL(res.config.url ?? fallbackUrl, baseURL + '/').toString();
-    return { status: res.status, headers: res.headers as Record<string, unknown>, data: res.data, url };
-  }
-
-  /** One request for the operation. Throws only for bad input (typed, nothing sent). */
-  async function send(o: HttpOperation, params: Record<string, unknown>, ids: Ids, attempt: number, signal?: AbortSignal): Promise<Outcome> {
-    const spec = o.http;
-    const path = fillPath(spec.path, params, ids);
-    const headers: Record<string, string> = {};
-    const query: Record<string, string> = {};
-    let body: unknown = undefined;
-    if (spec.method !== 'DELETE') body = spec.body ? spec.body(params, ids) : defaultBody(spec, params);
-    const k = spec.key;
-    if (k.travels !== 'none') {
-      const key = ids.providerKey!;
-      if (k.travels === 'header') headers[k.name] = k.encoding === 'sf-string' ? sfString(key) : key;
-      else if (k.travels === 'query') query[k.name] = key;
-      else {
-        if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new AdapterConfigurationError(provider, `operation ${o.name}: the key travels in body field ${k.name} but the body is not a JSON object`);
-        body = { ...(body as Record<string, unknown>), [k.name]: key };
-      }
-    }
-    const pc = spec.precondition;
-    if (pc) {
-      const v = params[pc.param];
-      if (typeof v !== 'string' && typeof v !== 'number') throw new InvalidIntentError(pc.param, 'the precondition value must be a string or number; an operation declared with a precondition is never sent without it');
-      if ('header' in pc) headers[pc.header] = String(v);
-      else query[pc.query] = String(v);
-    }
-    try {
-      const res = await client.request({ method: spec.method, url: path, params: query, data: body, headers, ...(signal ? { signal } : {}) });
-      return classifyResponse(spec, view(res, path), attempt);
-    } catch (err) {
-      return classifyNetworkError(err);
-    }
-  }
-
-  async function get(url: string, signal?: AbortSignal): Promise<HttpResponseView | { error: Outcome }> {
-    try {
-      const res = await client.request({ method: 'GET', url, ...(signal ? { signal } : {}) });
-      return view(res, url);
-    } catch (err) {
-      return { error: classifyNetworkError(err) };
-    }
-  }
-
-  /** Whether re-sending with the same key is safe (the card rule resendSafety). Returns a reason when it is not. */
-  function outsideRetention(o: HttpOperation, ctx: LookupContext): string | null {
-    // The runner's judgement (the rule with the policy's clock-skew margin) wins; without it (a direct call) the same
-    // rule with the card's margin. Either way the reason comes from the rule.
-    const own = resendSafety(o.card, ctx.firstDispatchedAt, ctx.now);
-    if (ctx.keyReusable === undefined ? own.safe : ctx.keyReusable) return null;
-    return own.safe ? 'the key is too old to rely on (past its retention, counting the policy\'s clock-skew margin)' : own.why;
-  }
-
-  function cannotTell(res: HttpResponseView, reason: string): LookupResult {
-    const retryAfterMs = parseRetryAfter(readHeader(res.headers, 'retry-after'));
-    return { kind: 'cannot-tell', reason, status: res.status, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
-  }
-
-  async function resendSameKey(o: HttpOperation, ctx: LookupContext, params: Record<string, unknown>, ids: Ids): Promise<LookupResult> {
-    const why = outsideRetention(o, ctx);
-    if (why) return { kind: 'cannot-tell', reason: `no re-send with the same key: ${why}` };
-    if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched' };
-    return lookupFromOutcome(await send(o, params, ids, 2, ctx.signal), 're-send with the same key');
-  }
-
-  function sameOrigin(url: string): boolean {
-    try {
-      return new URL(url).origin === base.origin;
-    } catch {
-      return false;
-    }
-  }
-
-  async function pollStatus(o: HttpOperation, statusRef: string, signal?: AbortSignal): Promise<LookupResult> {
-    const spec = o.http;
-    if (spec.lookup.method !== 'status-url') throw new Error('unreachable');
-    const reading = spec.lookup.status;
-    // A status URL on another origin would receive this adapter's headers (credentials).
-    if (!sameOrigin(statusRef)) return { kind: 'cannot-tell', reason: `status URL ${new URL(statusRef, baseURL).origin} is not on ${base.origin}; not polled with this adapter's credentials` };
-    const res = await get(statusRef, signal);
-    if ('error' in res) return lookupFromOutcome(res.error, 'status poll');
-    const retryAfterMs = parseRetryAfter(readHeader(res.headers, 'retry-after'));
-    const ra = retryAfterMs !== undefined ? { retryAfterMs } : {};
-    const requestId = spec.requestIdHeader ? readHeader(res.headers, spec.requestIdHeader) : undefined;
-    const rid = requestId !== undefined ? { requestId } : {};
-    if (res.status === 303) {
-      const target = absoluteLocation(res);
-      if (!target || !sameOrigin(target)) return cannotTell(res, '303 See Other without a same-origin Location');
-      const done = await get(target, signal);
-      if ('error' in done) return lookupFromOutcome(done.error, 'fetching the finished resource');
-      if (done.status !== 200) return cannotTell(done, `finished resource answered HTTP ${done.status}`);
-      const ref = spec.refPath ? readPath(done.data, spec.refPath) : undefined;
-      return { kind: 'found', outcome: { kind: 'succeeded', result: done.data, status: 200, ...rid, ...(typeof ref === 'string' || typeof ref === 'number' ? { providerRef: String(ref) } : {}) } };
-    }
-    if (res.status === 200) {
-      const state = readPath(res.data, reading.field);
-      const s = typeof state === 'string' ? state : undefined;
-      if (s !== undefined && reading.pending.includes(s)) return { kind: 'found', outcome: { kind: 'in-progress', statusRef, status: 200, ...rid, ...ra, message: `status ${s}` } };
-      if (s !== undefined && reading.done.includes(s)) {
-        const ref = spec.refPath ? readPath(res.data, spec.refPath) : undefined;
-        return { kind: 'found', outcome: { kind: 'succeeded', result: res.data, status: 200, ...rid, ...(typeof ref === 'string' || typeof ref === 'number' ? { providerRef: String(ref) } : {}) } };
-      }
-      if (s !== undefined && reading.failed?.includes(s)) return { kind: 'found', outcome: { kind: 'rejected', reason: 'other', message: `status ${s}`, status: 200, ...rid } };
-      return cannotTell(res, `status field ${reading.field} is ${JSON.stringify(state)}, not a declared value`);
-    }
-    if (res.status >= 400 && res.status < 500 && res.status !== 404 && res.status !== 408 && res.status !== 429) {
-      // An error persisted at the status resource: the work item failed for good.
-      const outcome = classifyResponse(spec, res, 1);
-      const reason = outcome.kind === 'rejected' ? outcome.reason : 'other';
-      return { kind: 'found', outcome: { kind: 'rejected', reason, message: `persisted ${'message' in outcome && outcome.message ? outcome.message : 'HTTP ' + res.status}`, status: res.status, ...(outcome.code !== undefined ? { code: outcome.code } : {}), ...rid } };
-    }
-    return cannotTell(res, `status resource answered HTTP ${res.status}`);
-  }
+  const c: Conn = { provider, client, base, baseURL };
 
   return defineAdapter({
     provider,
     operations,
 
     async execute(o, params, ctx): Promise<Outcome> {
-      return send(o, params as Record<string, unknown>, { businessOperationId: ctx.businessOperationId, providerKey: ctx.providerKey }, ctx.attempt, ctx.signal);
+      return send(c, o, params as Record<string, unknown>, { businessOperationId: ctx.businessOperationId, providerKey: ctx.providerKey }, ctx.attempt, ctx.signal);
     },
 
     async lookup(o, ctx): Promise<LookupResult> {
@@ -220,14 +100,14 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
       const ids: Ids = { businessOperationId: ctx.businessOperationId, providerKey: ctx.providerKey };
       const readCtx: LookupReadContext = { ...ids, params };
 
-      if (lookup.method === 'resend-same-key') return resendSameKey(o, ctx, params, ids);
+      if (lookup.method === 'resend-same-key') return resendSameKey(c, o, ctx, params, ids);
 
       if (lookup.method === 'status-url') {
-        if (ctx.statusRef) return pollStatus(o, ctx.statusRef, ctx.signal);
+        if (ctx.statusRef) return pollStatus(c, o, ctx.statusRef, ctx.signal);
         const fallback = lookup.withoutStatusRef;
-        if (fallback === 'resend-same-key') return resendSameKey(o, ctx, params, ids);
+        if (fallback === 'resend-same-key') return resendSameKey(c, o, ctx, params, ids);
         if (typeof fallback === 'object') {
-          const res = await get(fillPath(fallback.path, params, ids), ctx.signal);
+          const res = await get(c, fillPath(fallback.path, params, ids), ctx.signal);
           if ('error' in res) return lookupFromOutcome(res.error, 'status search');
           if (res.status !== 200) return cannotTell(res, `status search answered HTTP ${res.status}`);
           const match = fallback.match(res.data, readCtx);
@@ -237,13 +117,13 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
           }
           const url = readPath(match, fallback.statusUrlPath);
           if (typeof url !== 'string') return cannotTell(res, `the matched work item has no status URL at ${fallback.statusUrlPath}`);
-          return pollStatus(o, new URL(url, res.url).toString(), ctx.signal);
+          return pollStatus(c, o, new URL(url, res.url).toString(), ctx.signal);
         }
         return { kind: 'cannot-tell', reason: 'no status URL is known (the 202 response was lost) and the operation declares no other way to find it' };
       }
 
       const url = fillPath(lookup.path, params, ids);
-      const res = await get(url, ctx.signal);
+      const res = await get(c, url, ctx.signal);
       if ('error' in res) return lookupFromOutcome(res.error, 'lookup request');
       // An absence is reported as it is seen; decide's not-found row judges when it proves anything.
       const absent = (reason: string): LookupResult => ({ kind: 'not-found', reason, status: res.status });
@@ -286,4 +166,134 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
       httpsAgent.destroy();
     },
   });
+}
+
+/** What the adapter's requests go through: one axios client on the base URL, no redirects, the caller's timeout. */
+interface Conn {
+  readonly provider: string;
+  readonly client: AxiosInstance;
+  readonly base: URL;
+  readonly baseURL: string;
+}
+
+function asParams(params: unknown): Record<string, unknown> {
+  if (typeof params !== 'object' || params === null || Array.isArray(params)) throw new InvalidIntentError('', 'params must be a plain object');
+  return params as Record<string, unknown>;
+}
+
+function view(c: Conn, res: AxiosResponse, fallbackUrl: string): HttpResponseView {
+  const url = new URL(res.config.url ?? fallbackUrl, c.baseURL + '/').toString();
+  return { status: res.status, headers: res.headers as Record<string, unknown>, data: res.data, url };
+}
+
+/** One request for the operation. Throws only for bad input (typed, nothing sent). */
+async function send(c: Conn, o: HttpOperation, params: Record<string, unknown>, ids: Ids, attempt: number, signal?: AbortSignal): Promise<Outcome> {
+  const spec = o.http;
+  const path = fillPath(spec.path, params, ids);
+  const headers: Record<string, string> = {};
+  const query: Record<string, string> = {};
+  let body: unknown = undefined;
+  if (spec.method !== 'DELETE') body = spec.body ? spec.body(params, ids) : defaultBody(spec, params);
+  const k = spec.key;
+  if (k.travels !== 'none') {
+    const key = ids.providerKey!;
+    if (k.travels === 'header') headers[k.name] = k.encoding === 'sf-string' ? sfString(key) : key;
+    else if (k.travels === 'query') query[k.name] = key;
+    else {
+      if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new AdapterConfigurationError(c.provider, `operation ${o.name}: the key travels in body field ${k.name} but the body is not a JSON object`);
+      body = { ...(body as Record<string, unknown>), [k.name]: key };
+    }
+  }
+  const pc = spec.precondition;
+  if (pc) {
+    const v = params[pc.param];
+    if (typeof v !== 'string' && typeof v !== 'number') throw new InvalidIntentError(pc.param, 'the precondition value must be a string or number; an operation declared with a precondition is never sent without it');
+    if ('header' in pc) headers[pc.header] = String(v);
+    else query[pc.query] = String(v);
+  }
+  try {
+    const res = await c.client.request({ method: spec.method, url: path, params: query, data: body, headers, ...(signal ? { signal } : {}) });
+    return classifyResponse(spec, view(c, res, path), attempt);
+  } catch (err) {
+    return classifyNetworkError(err);
+  }
+}
+
+async function get(c: Conn, url: string, signal?: AbortSignal): Promise<HttpResponseView | { error: Outcome }> {
+  try {
+    const res = await c.client.request({ method: 'GET', url, ...(signal ? { signal } : {}) });
+    return view(c, res, url);
+  } catch (err) {
+    return { error: classifyNetworkError(err) };
+  }
+}
+
+/** Whether re-sending with the same key is safe (the card rule resendSafety). Returns a reason when it is not. */
+function outsideRetention(o: HttpOperation, ctx: LookupContext): string | null {
+  // The runner's judgement (the rule with the policy's clock-skew margin) wins; without it (a direct call) the same
+  // rule with the card's margin. Either way the reason comes from the rule.
+  const own = resendSafety(o.card, ctx.firstDispatchedAt, ctx.now);
+  if (ctx.keyReusable === undefined ? own.safe : ctx.keyReusable) return null;
+  return own.safe ? 'the key is too old to rely on (past its retention, counting the policy\'s clock-skew margin)' : own.why;
+}
+
+function cannotTell(res: HttpResponseView, reason: string): LookupResult {
+  const retryAfterMs = parseRetryAfter(readHeader(res.headers, 'retry-after'));
+  return { kind: 'cannot-tell', reason, status: res.status, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+}
+
+async function resendSameKey(c: Conn, o: HttpOperation, ctx: LookupContext, params: Record<string, unknown>, ids: Ids): Promise<LookupResult> {
+  const why = outsideRetention(o, ctx);
+  if (why) return { kind: 'cannot-tell', reason: `no re-send with the same key: ${why}` };
+  if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched' };
+  return lookupFromOutcome(await send(c, o, params, ids, 2, ctx.signal), 're-send with the same key');
+}
+
+function sameOrigin(c: Conn, url: string): boolean {
+  try {
+    return new URL(url).origin === c.base.origin;
+  } catch {
+    return false;
+  }
+}
+
+async function pollStatus(c: Conn, o: HttpOperation, statusRef: string, signal?: AbortSignal): Promise<LookupResult> {
+  const spec = o.http;
+  if (spec.lookup.method !== 'status-url') throw new Error('unreachable');
+  const reading = spec.lookup.status;
+  // A status URL on another origin would receive this adapter's headers (credentials).
+  if (!sameOrigin(c, statusRef)) return { kind: 'cannot-tell', reason: `status URL ${new URL(statusRef, c.baseURL).origin} is not on ${c.base.origin}; not polled with this adapter's credentials` };
+  const res = await get(c, statusRef, signal);
+  if ('error' in res) return lookupFromOutcome(res.error, 'status poll');
+  const retryAfterMs = parseRetryAfter(readHeader(res.headers, 'retry-after'));
+  const ra = retryAfterMs !== undefined ? { retryAfterMs } : {};
+  const requestId = spec.requestIdHeader ? readHeader(res.headers, spec.requestIdHeader) : undefined;
+  const rid = requestId !== undefined ? { requestId } : {};
+  if (res.status === 303) {
+    const target = absoluteLocation(res);
+    if (!target || !sameOrigin(c, target)) return cannotTell(res, '303 See Other without a same-origin Location');
+    const done = await get(c, target, signal);
+    if ('error' in done) return lookupFromOutcome(done.error, 'fetching the finished resource');
+    if (done.status !== 200) return cannotTell(done, `finished resource answered HTTP ${done.status}`);
+    const ref = spec.refPath ? readPath(done.data, spec.refPath) : undefined;
+    return { kind: 'found', outcome: { kind: 'succeeded', result: done.data, status: 200, ...rid, ...(typeof ref === 'string' || typeof ref === 'number' ? { providerRef: String(ref) } : {}) } };
+  }
+  if (res.status === 200) {
+    const state = readPath(res.data, reading.field);
+    const s = typeof state === 'string' ? state : undefined;
+    if (s !== undefined && reading.pending.includes(s)) return { kind: 'found', outcome: { kind: 'in-progress', statusRef, status: 200, ...rid, ...ra, message: `status ${s}` } };
+    if (s !== undefined && reading.done.includes(s)) {
+      const ref = spec.refPath ? readPath(res.data, spec.refPath) : undefined;
+      return { kind: 'found', outcome: { kind: 'succeeded', result: res.data, status: 200, ...rid, ...(typeof ref === 'string' || typeof ref === 'number' ? { providerRef: String(ref) } : {}) } };
+    }
+    if (s !== undefined && reading.failed?.includes(s)) return { kind: 'found', outcome: { kind: 'rejected', reason: 'other', message: `status ${s}`, status: 200, ...rid } };
+    return cannotTell(res, `status field ${reading.field} is ${JSON.stringify(state)}, not a declared value`);
+  }
+  if (res.status >= 400 && res.status < 500 && res.status !== 404 && res.status !== 408 && res.status !== 429) {
+    // An error persisted at the status resource: the work item failed for good.
+    const outcome = classifyResponse(spec, res, 1);
+    const reason = outcome.kind === 'rejected' ? outcome.reason : 'other';
+    return { kind: 'found', outcome: { kind: 'rejected', reason, message: `persisted ${'message' in outcome && outcome.message ? outcome.message : 'HTTP ' + res.status}`, status: res.status, ...(outcome.code !== undefined ? { code: outcome.code } : {}), ...rid } };
+  }
+  return cannotTell(res, `status resource answered HTTP ${res.status}`);
 }

@@ -1,89 +1,80 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { asyncExportsCreate, createHttpAdapter, type HttpAdapter } from '../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { asyncExportsCreate, createHttpAdapter } from '../src/index.js';
 import { exportsCreateCard } from '../src/http-cards.js';
-import { startAsyncReplySandbox, type AsyncReplySandbox } from '../src/sandbox/index.js';
-import { execCtx, lookupCtx } from './helpers.js';
+import { startAsyncReplySandbox } from '../src/sandbox/index.js';
+import { execCtx, lookupCtx, sandboxPerTest } from './helpers.js';
 
 const OP = 'exports.create';
 const job = (over: Record<string, unknown> = {}) => ({ dataset: 'sales-2026', format: 'csv', requestRef: 'R-1', ...over });
 
 describe('async request-reply: SDK → sandbox', () => {
-  let sb: AsyncReplySandbox;
-  let adapter: HttpAdapter;
-  beforeEach(async () => {
-    sb = await startAsyncReplySandbox({ port: 0, pollsUntilDone: 1, retryAfterS: 2 });
-    adapter = createHttpAdapter({ provider: 'acme-exports', baseUrl: sb.url, timeoutMs: 2000, operations: { [OP]: asyncExportsCreate('acme-exports') } });
-  });
-  afterEach(async () => {
-    await adapter.close();
-    await sb.close();
-  });
+  const env = sandboxPerTest(() => startAsyncReplySandbox({ port: 0, pollsUntilDone: 1, retryAfterS: 2 }), 'acme-exports', OP, asyncExportsCreate);
 
   it('202 + Location + Retry-After ⇒ in-progress with the absolute status URL; polling: 200 running ⇒ in-progress, then 303 ⇒ GET the resource ⇒ succeeded; never a second POST', async () => {
-    const ctx = execCtx(adapter, OP, job());
-    const out = await adapter.doExecute(OP, job(), ctx);
-    expect(out).toMatchObject({ kind: 'in-progress', status: 202, statusRef: `${sb.url}/exports/status/exp_1`, retryAfterMs: 2000, requestId: 'req_1' });
+    const ctx = execCtx(env.adapter, OP, job());
+    const out = await env.adapter.doExecute(OP, job(), ctx);
+    expect(out).toMatchObject({ kind: 'in-progress', status: 202, statusRef: `${env.sb.url}/exports/status/exp_1`, retryAfterMs: 2000, requestId: 'req_1' });
     const statusRef = (out as { statusRef: string }).statusRef;
-    const poll1 = await adapter.doLookup(OP, lookupCtx(adapter, OP, job(), { statusRef }));
+    const poll1 = await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, job(), { statusRef }));
     expect(poll1).toMatchObject({ kind: 'found', outcome: { kind: 'in-progress', statusRef, retryAfterMs: 2000 } });
-    const poll2 = await adapter.doLookup(OP, lookupCtx(adapter, OP, job(), { statusRef }));
+    const poll2 = await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, job(), { statusRef }));
     expect(poll2).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: 'exp_1', result: { id: 'exp_1', status: 'succeeded', rows: 42 } } });
-    expect(sb.count(OP)).toBe(1);
-    expect(sb.requests.filter((r) => r.method === 'POST')).toHaveLength(1);
-    expect(sb.requests.map((r) => `${r.method} ${r.status}`)).toEqual(['POST 202', 'GET 200', 'GET 303', 'GET 200']);
+    expect(env.sb.count(OP)).toBe(1);
+    expect(env.sb.requests.filter((r) => r.method === 'POST')).toHaveLength(1);
+    expect(env.sb.requests.map((r) => `${r.method} ${r.status}`)).toEqual(['POST 202', 'GET 200', 'GET 303', 'GET 200']);
   });
 
   it('invalid request ⇒ validated before acceptance ⇒ 400 ⇒ rejected (validation), no work item', async () => {
     const bad = job({ format: 'xml' });
     // The declared schema refuses it before anything is sent…
-    expect(await adapter.doExecute(OP, bad, execCtx(adapter, OP, bad))).toMatchObject({ kind: 'rejected', reason: 'validation', code: 'retrysafe_invalid_params' });
-    expect(sb.requests).toHaveLength(0);
+    expect(await env.adapter.doExecute(OP, bad, execCtx(env.adapter, OP, bad))).toMatchObject({ kind: 'rejected', reason: 'validation', code: 'retrysafe_invalid_params' });
+    expect(env.sb.requests).toHaveLength(0);
     // …and a provider-side 400 (a schema that lets it through) is classified the same way.
-    const loose = createHttpAdapter({ provider: 'acme-exports', baseUrl: sb.url, timeoutMs: 2000, operations: { [OP]: { ...asyncExportsCreate('acme-exports'), paramsSchema: { type: 'object' } } } });
+    const loose = createHttpAdapter({ provider: 'acme-exports', baseUrl: env.sb.url, timeoutMs: 2000, operations: { [OP]: { ...asyncExportsCreate('acme-exports'), paramsSchema: { type: 'object' } } } });
     try {
       expect(await loose.doExecute(OP, bad, execCtx(loose, OP, bad))).toMatchObject({ kind: 'rejected', reason: 'validation', status: 400, code: 'InvalidRequest' });
     } finally {
       await loose.close();
     }
-    expect(sb.count(OP)).toBe(0);
+    expect(env.sb.count(OP)).toBe(0);
   });
 
   it('same Idempotency-Key ⇒ 202 with the EXISTING status URL, one work item; other payload ⇒ 422 ⇒ rejected (conflict)', async () => {
-    const ctx = execCtx(adapter, OP, job());
-    const a = await adapter.doExecute(OP, job(), ctx);
-    const b = await adapter.doExecute(OP, job(), { ...ctx, attempt: 2 });
+    const ctx = execCtx(env.adapter, OP, job());
+    const a = await env.adapter.doExecute(OP, job(), ctx);
+    const b = await env.adapter.doExecute(OP, job(), { ...ctx, attempt: 2 });
     expect((b as { statusRef: string }).statusRef).toBe((a as { statusRef: string }).statusRef);
-    expect(await adapter.doExecute(OP, job({ format: 'json' }), { ...ctx, attempt: 3 })).toMatchObject({ kind: 'rejected', reason: 'conflict', status: 422 });
-    expect(sb.count(OP)).toBe(1);
+    expect(await env.adapter.doExecute(OP, job({ format: 'json' }), { ...ctx, attempt: 3 })).toMatchObject({ kind: 'rejected', reason: 'conflict', status: 422 });
+    expect(env.sb.count(OP)).toBe(1);
   });
 
   it('an error persisted at the status URL ⇒ found rejected, the same on every read', async () => {
     const broken = job({ dataset: 'broken-1' });
-    const out = await adapter.doExecute(OP, broken, execCtx(adapter, OP, broken));
+    const out = await env.adapter.doExecute(OP, broken, execCtx(env.adapter, OP, broken));
     const statusRef = (out as { statusRef: string }).statusRef;
-    await adapter.doLookup(OP, lookupCtx(adapter, OP, broken, { statusRef }));
+    await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, broken, { statusRef }));
     for (let i = 0; i < 2; i++) {
-      expect(await adapter.doLookup(OP, lookupCtx(adapter, OP, broken, { statusRef }))).toMatchObject({ kind: 'found', outcome: { kind: 'rejected', reason: 'other', status: 422, code: 'ExportFailed' } });
+      expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, broken, { statusRef }))).toMatchObject({ kind: 'found', outcome: { kind: 'rejected', reason: 'other', status: 422, code: 'ExportFailed' } });
     }
   });
 
   it('the 202 was lost (no status URL): lookup finds the work item by clientRequestId and polls its status URL — no POST, one work item', async () => {
-    const ctx = execCtx(adapter, OP, job());
-    await adapter.doExecute(OP, job(), ctx); // pretend this response never arrived
-    const posts = () => sb.requests.filter((r) => r.method === 'POST').length;
-    const found = await adapter.doLookup(OP, lookupCtx(adapter, OP, job()));
-    expect(found).toMatchObject({ kind: 'found', outcome: { kind: 'in-progress', statusRef: `${sb.url}/exports/status/exp_1` } });
+    const ctx = execCtx(env.adapter, OP, job());
+    await env.adapter.doExecute(OP, job(), ctx); // pretend this response never arrived
+    const posts = () => env.sb.requests.filter((r) => r.method === 'POST').length;
+    const found = await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, job()));
+    expect(found).toMatchObject({ kind: 'found', outcome: { kind: 'in-progress', statusRef: `${env.sb.url}/exports/status/exp_1` } });
     expect(posts()).toBe(1);
-    expect(sb.records()[0]!.clientRequestId).toBe(ctx.businessOperationId);
-    expect(await adapter.doLookup(OP, lookupCtx(adapter, OP, job({ requestRef: 'never-sent' })))).toMatchObject({ kind: 'not-found' });
-    expect(sb.count(OP)).toBe(1);
+    expect(env.sb.records()[0]!.clientRequestId).toBe(ctx.businessOperationId);
+    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, job({ requestRef: 'never-sent' })))).toMatchObject({ kind: 'not-found' });
+    expect(env.sb.count(OP)).toBe(1);
   });
 
   describe('fallback "resend-same-key" (an API without a list endpoint)', () => {
     const resendVariant = (card = exportsCreateCard('acme-exports')) =>
       createHttpAdapter({
         provider: 'acme-exports',
-        baseUrl: sb.url,
+        baseUrl: env.sb.url,
         timeoutMs: 2000,
         operations: { [OP]: { ...asyncExportsCreate('acme-exports'), card, lookup: { method: 'status-url', status: { field: 'status', pending: ['running'], done: ['succeeded'] }, withoutStatusRef: 'resend-same-key' } } },
       });
@@ -95,8 +86,8 @@ describe('async request-reply: SDK → sandbox', () => {
         const first = await a.doExecute(OP, job(), ctx); // lost
         const found = await a.doLookup(OP, lookupCtx(a, OP, job()));
         expect(found).toMatchObject({ kind: 'found', outcome: { kind: 'in-progress', statusRef: (first as { statusRef: string }).statusRef } });
-        expect(sb.requests.filter((r) => r.method === 'POST')).toHaveLength(2);
-        expect(sb.count(OP)).toBe(1);
+        expect(env.sb.requests.filter((r) => r.method === 'POST')).toHaveLength(2);
+        expect(env.sb.count(OP)).toBe(1);
       } finally {
         await a.close();
       }
@@ -106,12 +97,12 @@ describe('async request-reply: SDK → sandbox', () => {
       const a = resendVariant();
       try {
         await a.doExecute(OP, job(), execCtx(a, OP, job()));
-        const before = sb.requests.length;
+        const before = env.sb.requests.length;
         const now = Date.now();
         const res = await a.doLookup(OP, lookupCtx(a, OP, job(), { firstDispatchedAt: now - 25 * 3_600_000, now }));
         expect(res).toMatchObject({ kind: 'cannot-tell' });
         expect((res as { reason: string }).reason).toMatch(/past the provider's 24h retention/);
-        expect(sb.requests.length).toBe(before);
+        expect(env.sb.requests.length).toBe(before);
       } finally {
         await a.close();
       }
@@ -128,7 +119,7 @@ describe('async request-reply: SDK → sandbox', () => {
         const res = await a.doLookup(OP, lookupCtx(a, OP, job()));
         expect(res).toMatchObject({ kind: 'cannot-tell' });
         expect((res as { reason: string }).reason).toMatch(/retention is not known \(card retention\.minimum = unknown\)/);
-        expect(sb.requests).toHaveLength(0);
+        expect(env.sb.requests).toHaveLength(0);
       } finally {
         await a.close();
       }
@@ -136,17 +127,17 @@ describe('async request-reply: SDK → sandbox', () => {
   });
 
   it('DELETE on the status URL cancels a pending job; the status then reads "cancelled", which the declaration maps to rejected', async () => {
-    const out = await adapter.doExecute(OP, job(), execCtx(adapter, OP, job()));
+    const out = await env.adapter.doExecute(OP, job(), execCtx(env.adapter, OP, job()));
     const statusRef = (out as { statusRef: string }).statusRef;
     const del = await fetch(statusRef, { method: 'DELETE' });
     expect(await del.json()).toMatchObject({ status: 'cancelled' });
-    expect(await adapter.doLookup(OP, lookupCtx(adapter, OP, job(), { statusRef }))).toMatchObject({ kind: 'found', outcome: { kind: 'rejected', message: 'status cancelled' } });
-    expect(sb.records()[0]!.state).toBe('cancelled');
+    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, job(), { statusRef }))).toMatchObject({ kind: 'found', outcome: { kind: 'rejected', message: 'status cancelled' } });
+    expect(env.sb.records()[0]!.state).toBe('cancelled');
   });
 
   it('a status URL on another origin is not polled with this adapter’s headers', async () => {
-    const res = await adapter.doLookup(OP, lookupCtx(adapter, OP, job(), { statusRef: 'http://127.0.0.2:9/exports/status/exp_1' }));
+    const res = await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, job(), { statusRef: 'http://127.0.0.2:9/exports/status/exp_1' }));
     expect(res).toMatchObject({ kind: 'cannot-tell' });
-    expect(sb.requests).toHaveLength(0);
+    expect(env.sb.requests).toHaveLength(0);
   });
 });

@@ -1,63 +1,54 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { asBusinessOperationId } from '@retrysafe/contract';
-import { clientTokenInstancesRun, createHttpAdapter, type HttpAdapter } from '../src/index.js';
-import { startClientTokenSandbox, type ClientTokenSandbox } from '../src/sandbox/index.js';
-import { execCtx, lookupCtx } from './helpers.js';
+import { clientTokenInstancesRun, createHttpAdapter } from '../src/index.js';
+import { startClientTokenSandbox } from '../src/sandbox/index.js';
+import { execCtx, lookupCtx, sandboxPerTest } from './helpers.js';
 
 const OP = 'instances.run';
 const launch = (over: Record<string, unknown> = {}) => ({ imageId: 'ami-0abcdef12', instanceType: 't3.micro', launchRef: 'L-1', ...over });
 
 describe('AWS-style ClientToken: SDK → sandbox', () => {
-  let sb: ClientTokenSandbox;
-  let adapter: HttpAdapter;
-  beforeEach(async () => {
-    sb = await startClientTokenSandbox({ port: 0 });
-    adapter = createHttpAdapter({ provider: 'acme-compute', baseUrl: sb.url, timeoutMs: 2000, operations: { [OP]: clientTokenInstancesRun('acme-compute') } });
-  });
-  afterEach(async () => {
-    await adapter.close();
-    await sb.close();
-  });
+  const env = sandboxPerTest(() => startClientTokenSandbox({ port: 0 }), 'acme-compute', OP, clientTokenInstancesRun);
 
   it('200 ⇒ succeeded with the instance id; the token travels in the body field ClientToken', async () => {
-    const ctx = execCtx(adapter, OP, launch());
-    expect(await adapter.doExecute(OP, launch(), ctx)).toMatchObject({ kind: 'succeeded', status: 200, providerRef: 'i-00000000000000001', requestId: 'rq-1' });
-    expect(sb.records()[0]!.ClientToken).toBe(ctx.providerKey);
+    const ctx = execCtx(env.adapter, OP, launch());
+    expect(await env.adapter.doExecute(OP, launch(), ctx)).toMatchObject({ kind: 'succeeded', status: 200, providerRef: 'i-00000000000000001', requestId: 'rq-1' });
+    expect(env.sb.records()[0]!.ClientToken).toBe(ctx.providerKey);
   });
 
   it('same token, same params ⇒ the identical first response even after the instance changed; one instance', async () => {
-    const ctx = execCtx(adapter, OP, launch());
-    const a = await adapter.doExecute(OP, launch(), ctx);
-    sb.terminate('i-00000000000000001');
-    const b = await adapter.doExecute(OP, launch(), { ...ctx, attempt: 2 });
+    const ctx = execCtx(env.adapter, OP, launch());
+    const a = await env.adapter.doExecute(OP, launch(), ctx);
+    env.sb.terminate('i-00000000000000001');
+    const b = await env.adapter.doExecute(OP, launch(), { ...ctx, attempt: 2 });
     expect((b as { result: unknown }).result).toEqual((a as { result: unknown }).result);
-    expect(sb.count(OP)).toBe(1);
+    expect(env.sb.count(OP)).toBe(1);
   });
 
   it('same token, changed params ⇒ IdempotentParameterMismatch ⇒ rejected (conflict)', async () => {
-    const ctx = execCtx(adapter, OP, launch());
-    await adapter.doExecute(OP, launch(), ctx);
-    expect(await adapter.doExecute(OP, launch({ instanceType: 't3.small' }), { ...ctx, attempt: 2 })).toMatchObject({ kind: 'rejected', reason: 'conflict', status: 400, code: 'IdempotentParameterMismatch' });
-    expect(sb.count(OP)).toBe(1);
+    const ctx = execCtx(env.adapter, OP, launch());
+    await env.adapter.doExecute(OP, launch(), ctx);
+    expect(await env.adapter.doExecute(OP, launch({ instanceType: 't3.small' }), { ...ctx, attempt: 2 })).toMatchObject({ kind: 'rejected', reason: 'conflict', status: 400, code: 'IdempotentParameterMismatch' });
+    expect(env.sb.count(OP)).toBe(1);
   });
 
   it('validation ⇒ rejected (validation); RequestLimitExceeded 503 ⇒ not-applied (throttled before processing)', async () => {
     const bad = launch({ imageId: 'nope' });
-    expect(await adapter.doExecute(OP, bad, execCtx(adapter, OP, bad))).toMatchObject({ kind: 'rejected', reason: 'validation', code: 'InvalidAMIID.Malformed' });
-    sb.throttleNext(1);
-    expect(await adapter.doExecute(OP, launch(), execCtx(adapter, OP, launch()))).toMatchObject({ kind: 'not-applied', status: 503, code: 'RequestLimitExceeded' });
-    expect(sb.count(OP)).toBe(0);
+    expect(await env.adapter.doExecute(OP, bad, execCtx(env.adapter, OP, bad))).toMatchObject({ kind: 'rejected', reason: 'validation', code: 'InvalidAMIID.Malformed' });
+    env.sb.throttleNext(1);
+    expect(await env.adapter.doExecute(OP, launch(), execCtx(env.adapter, OP, launch()))).toMatchObject({ kind: 'not-applied', status: 503, code: 'RequestLimitExceeded' });
+    expect(env.sb.count(OP)).toBe(0);
   });
 
   it('a long caller-supplied business-operation id still gives a token within 64 ASCII characters', () => {
-    const key = adapter.deriveProviderKey(OP, asBusinessOperationId(`launch/${'x'.repeat(150)}`))!;
+    const key = env.adapter.deriveProviderKey(OP, asBusinessOperationId(`launch/${'x'.repeat(150)}`))!;
     expect(key.length).toBeLessThanOrEqual(64);
     expect(key.startsWith('rs-')).toBe(true);
   });
 
   it('lookup by token: found with the instance id after a launch, not-found before', async () => {
-    expect(await adapter.doLookup(OP, lookupCtx(adapter, OP, launch()))).toMatchObject({ kind: 'not-found' });
-    await adapter.doExecute(OP, launch(), execCtx(adapter, OP, launch()));
-    expect(await adapter.doLookup(OP, lookupCtx(adapter, OP, launch()))).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: 'i-00000000000000001' } });
+    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, launch()))).toMatchObject({ kind: 'not-found' });
+    await env.adapter.doExecute(OP, launch(), execCtx(env.adapter, OP, launch()));
+    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, launch()))).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: 'i-00000000000000001' } });
   });
 });

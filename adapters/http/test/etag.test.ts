@@ -1,66 +1,57 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createHttpAdapter, etagDocumentsUpdate, type HttpAdapter } from '../src/index.js';
-import { startEtagSandbox, type EtagSandbox } from '../src/sandbox/index.js';
-import { execCtx, lookupCtx } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { createHttpAdapter, etagDocumentsUpdate } from '../src/index.js';
+import { startEtagSandbox } from '../src/sandbox/index.js';
+import { execCtx, lookupCtx, sandboxPerTest } from './helpers.js';
 
 const OP = 'documents.update';
 
 describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
-  let sb: EtagSandbox;
-  let adapter: HttpAdapter;
-  const edit = (over: Record<string, unknown> = {}) => ({ id: 'doc-1', etag: sb.etag('doc-1'), title: 'Final', body: 'Signed.', ...over });
-  beforeEach(async () => {
-    sb = await startEtagSandbox({ port: 0 });
-    adapter = createHttpAdapter({ provider: 'acme-docs', baseUrl: sb.url, timeoutMs: 2000, operations: { [OP]: etagDocumentsUpdate('acme-docs') } });
-  });
-  afterEach(async () => {
-    await adapter.close();
-    await sb.close();
-  });
+  const env = sandboxPerTest(() => startEtagSandbox({ port: 0 }), 'acme-docs', OP, etagDocumentsUpdate);
+  const edit = (over: Record<string, unknown> = {}) => ({ id: 'doc-1', etag: env.sb.etag('doc-1'), title: 'Final', body: 'Signed.', ...over });
 
   it('matching If-Match ⇒ 200 ⇒ succeeded; no key travels; the precondition is sent as declared', async () => {
     const p = edit();
-    expect(adapter.deriveProviderKey(OP, execCtx(adapter, OP, p).businessOperationId)).toBeNull();
-    expect(await adapter.doExecute(OP, p, execCtx(adapter, OP, p))).toMatchObject({ kind: 'succeeded', status: 200, providerRef: 'doc-1', requestId: 'up_1' });
-    expect(sb.requests[0]!.headers['if-match']).toBe('"g1"');
-    expect(sb.records()[0]).toMatchObject({ title: 'Final', generation: 2 });
+    expect(env.adapter.deriveProviderKey(OP, execCtx(env.adapter, OP, p).businessOperationId)).toBeNull();
+    expect(await env.adapter.doExecute(OP, p, execCtx(env.adapter, OP, p))).toMatchObject({ kind: 'succeeded', status: 200, providerRef: 'doc-1', requestId: 'up_1' });
+    expect(env.sb.requests[0]!.headers['if-match']).toBe('"g1"');
+    expect(env.sb.records()[0]).toMatchObject({ title: 'Final', generation: 2 });
   });
 
   it('412 on the first attempt ⇒ rejected (conflict): the caller read a stale ETag, nothing applied', async () => {
     const p = edit();
-    sb.writeAsOther('doc-1', { title: 'Theirs' });
-    expect(await adapter.doExecute(OP, p, execCtx(adapter, OP, p))).toMatchObject({ kind: 'rejected', reason: 'conflict', status: 412, code: 'conditionNotMet' });
-    expect(sb.count(OP)).toBe(0);
+    env.sb.writeAsOther('doc-1', { title: 'Theirs' });
+    expect(await env.adapter.doExecute(OP, p, execCtx(env.adapter, OP, p))).toMatchObject({ kind: 'rejected', reason: 'conflict', status: 412, code: 'conditionNotMet' });
+    expect(env.sb.count(OP)).toBe(0);
   });
 
   it('412 on a re-send ⇒ unknown, then the lookup recognises our own earlier write ⇒ found succeeded; one write', async () => {
     const p = edit();
-    await adapter.doExecute(OP, p, execCtx(adapter, OP, p)); // response "lost"
-    const resend = await adapter.doExecute(OP, p, execCtx(adapter, OP, p, 2));
+    await env.adapter.doExecute(OP, p, execCtx(env.adapter, OP, p)); // response "lost"
+    const resend = await env.adapter.doExecute(OP, p, execCtx(env.adapter, OP, p, 2));
     expect(resend).toMatchObject({ kind: 'unknown', status: 412 });
-    expect(await adapter.doLookup(OP, lookupCtx(adapter, OP, p))).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', result: { title: 'Final', generation: 2 } } });
-    expect(sb.count(OP)).toBe(1);
+    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, p))).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', result: { title: 'Final', generation: 2 } } });
+    expect(env.sb.count(OP)).toBe(1);
   });
 
   it('lookup: the ETag still current ⇒ not-found (authoritative: nothing was written); another writer ⇒ found rejected (conflict)', async () => {
     const p = edit();
-    expect(await adapter.doLookup(OP, lookupCtx(adapter, OP, p))).toMatchObject({ kind: 'not-found' });
-    sb.writeAsOther('doc-1', { title: 'Theirs' });
-    expect(await adapter.doLookup(OP, lookupCtx(adapter, OP, p))).toMatchObject({ kind: 'found', outcome: { kind: 'rejected', reason: 'conflict' } });
+    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, p))).toMatchObject({ kind: 'not-found' });
+    env.sb.writeAsOther('doc-1', { title: 'Theirs' });
+    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, p))).toMatchObject({ kind: 'found', outcome: { kind: 'rejected', reason: 'conflict' } });
   });
 
   it('validation 400 ⇒ rejected; unknown document 404 ⇒ rejected (not-found)', async () => {
     const bad = edit({ title: 7 });
-    expect(await adapter.doExecute(OP, bad, execCtx(adapter, OP, bad))).toMatchObject({ kind: 'rejected', reason: 'validation', code: 'retrysafe_invalid_params' });
-    expect(sb.requests).toHaveLength(0);
-    const loose = createHttpAdapter({ provider: 'acme-docs', baseUrl: sb.url, timeoutMs: 2000, operations: { [OP]: { ...etagDocumentsUpdate('acme-docs'), paramsSchema: { type: 'object' } } } });
+    expect(await env.adapter.doExecute(OP, bad, execCtx(env.adapter, OP, bad))).toMatchObject({ kind: 'rejected', reason: 'validation', code: 'retrysafe_invalid_params' });
+    expect(env.sb.requests).toHaveLength(0);
+    const loose = createHttpAdapter({ provider: 'acme-docs', baseUrl: env.sb.url, timeoutMs: 2000, operations: { [OP]: { ...etagDocumentsUpdate('acme-docs'), paramsSchema: { type: 'object' } } } });
     try {
       expect(await loose.doExecute(OP, bad, execCtx(loose, OP, bad))).toMatchObject({ kind: 'rejected', reason: 'validation', status: 400 });
     } finally {
       await loose.close();
     }
     const missing = edit({ id: 'doc-404' });
-    expect(await adapter.doExecute(OP, missing, execCtx(adapter, OP, missing))).toMatchObject({ kind: 'rejected', reason: 'not-found', status: 404 });
+    expect(await env.adapter.doExecute(OP, missing, execCtx(env.adapter, OP, missing))).toMatchObject({ kind: 'rejected', reason: 'not-found', status: 404 });
   });
 
   it('the precondition must be an intent field, so no re-send can carry another one', () => {
@@ -69,7 +60,7 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
     expect(() =>
       createHttpAdapter({
         provider: 'acme-docs',
-        baseUrl: sb.url,
+        baseUrl: env.sb.url,
         timeoutMs: 1000,
         operations: { [OP]: { ...spec, card: { ...card, businessOperationId: { rule: 'id, title, body', intentFields: ['id', 'title', 'body'] } } } },
       }),
@@ -81,7 +72,7 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
     const card = spec.card;
     const gen = createHttpAdapter({
       provider: 'acme-docs',
-      baseUrl: sb.url,
+      baseUrl: env.sb.url,
       timeoutMs: 2000,
       operations: {
         [OP]: {
@@ -96,10 +87,10 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
       const p = { id: 'doc-1', generation: 1, title: 'Final', body: 'Signed.' };
       expect(await gen.doLookup(OP, lookupCtx(gen, OP, p))).toMatchObject({ kind: 'not-found' });
       expect(await gen.doExecute(OP, p, execCtx(gen, OP, p))).toMatchObject({ kind: 'succeeded' });
-      expect(sb.requests.at(-1)!.path).toBe('/documents/doc-1?ifGenerationMatch=1');
+      expect(env.sb.requests.at(-1)!.path).toBe('/documents/doc-1?ifGenerationMatch=1');
       expect(await gen.doExecute(OP, p, execCtx(gen, OP, p, 2))).toMatchObject({ kind: 'unknown', status: 412 });
       expect(await gen.doLookup(OP, lookupCtx(gen, OP, p))).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded' } });
-      expect(sb.count(OP)).toBe(1);
+      expect(env.sb.count(OP)).toBe(1);
     } finally {
       await gen.close();
     }

@@ -1,6 +1,29 @@
 import net from 'node:net';
+import { afterEach, beforeEach } from 'vitest';
 import { businessOperationId, newAttemptId, newRunId, pickIntent, type ExecuteContext, type LookupContext } from '@retrysafe/contract';
-import type { HttpAdapter } from '../src/index.js';
+import { createHttpAdapter, type HttpAdapter, type HttpOperationSpec } from '../src/index.js';
+
+/**
+ * For each test of the calling describe: a fresh sandbox and the HTTP adapter of one operation pointed
+ * at it, both closed after the test (the adapter first).
+ */
+export function sandboxPerTest<S extends { readonly url: string; close(): Promise<void> }>(
+  start: () => Promise<S>,
+  provider: string,
+  operation: string,
+  spec: (provider: string) => HttpOperationSpec,
+): { sb: S; adapter: HttpAdapter } {
+  const env = {} as { sb: S; adapter: HttpAdapter };
+  beforeEach(async () => {
+    env.sb = await start();
+    env.adapter = createHttpAdapter({ provider, baseUrl: env.sb.url, timeoutMs: 2000, operations: { [operation]: spec(provider) } });
+  });
+  afterEach(async () => {
+    await env.adapter.close();
+    await env.sb.close();
+  });
+  return env;
+}
 
 /** The ids the runner would hand the adapter for these params. */
 export function idsFor(adapter: HttpAdapter, operation: string, params: Record<string, unknown>) {

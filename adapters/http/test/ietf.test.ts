@@ -1,49 +1,40 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { notFoundIsAuthoritative } from '@retrysafe/contract/rules';
-import { createHttpAdapter, ietfOrdersCreate, type HttpAdapter } from '../src/index.js';
+import { createHttpAdapter, ietfOrdersCreate } from '../src/index.js';
 import { ordersCreateCard } from '../src/http-cards.js';
-import { startIetfKeySandbox, type IetfKeySandbox } from '../src/sandbox/index.js';
-import { closedPort, execCtx, lookupCtx, startSilentServer } from './helpers.js';
+import { startIetfKeySandbox } from '../src/sandbox/index.js';
+import { closedPort, execCtx, lookupCtx, startSilentServer, sandboxPerTest } from './helpers.js';
 
 const OP = 'orders.create';
 const order = (over: Record<string, unknown> = {}) => ({ customer: 'cus_1', sku: 'sku_1', quantity: 2, orderRef: 'A-17', ...over });
 
 describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
-  let sb: IetfKeySandbox;
-  let adapter: HttpAdapter;
-  beforeEach(async () => {
-    sb = await startIetfKeySandbox({ port: 0 });
-    adapter = createHttpAdapter({ provider: 'acme-orders', baseUrl: sb.url, timeoutMs: 2000, operations: { [OP]: ietfOrdersCreate('acme-orders') } });
-  });
-  afterEach(async () => {
-    await adapter.close();
-    await sb.close();
-  });
+  const env = sandboxPerTest(() => startIetfKeySandbox({ port: 0 }), 'acme-orders', OP, ietfOrdersCreate);
 
   it('201 ⇒ succeeded with the order id and request id; the key travels as a Structured Field string derived from the business-operation id', async () => {
-    const ctx = execCtx(adapter, OP, order());
-    const out = await adapter.doExecute(OP, order(), ctx);
+    const ctx = execCtx(env.adapter, OP, order());
+    const out = await env.adapter.doExecute(OP, order(), ctx);
     expect(out).toMatchObject({ kind: 'succeeded', status: 201, providerRef: 'ord_1', requestId: 'req_1' });
-    expect(sb.requests[0]!.headers['idempotency-key']).toBe(`"${ctx.providerKey}"`);
+    expect(env.sb.requests[0]!.headers['idempotency-key']).toBe(`"${ctx.providerKey}"`);
     expect(ctx.providerKey).toBe(`rs-${ctx.businessOperationId}`);
-    expect(sb.records()[0]!.reference).toBe(ctx.businessOperationId);
+    expect(env.sb.records()[0]!.reference).toBe(ctx.businessOperationId);
   });
 
   it('same key, same payload after completion ⇒ the stored result is replayed: one order', async () => {
-    const ctx = execCtx(adapter, OP, order());
-    const a = await adapter.doExecute(OP, order(), ctx);
-    const b = await adapter.doExecute(OP, order(), { ...ctx, attempt: 2 });
+    const ctx = execCtx(env.adapter, OP, order());
+    const a = await env.adapter.doExecute(OP, order(), ctx);
+    const b = await env.adapter.doExecute(OP, order(), { ...ctx, attempt: 2 });
     expect(b).toMatchObject({ kind: 'succeeded', providerRef: 'ord_1' });
     expect((b as { result: unknown }).result).toEqual((a as { result: unknown }).result);
-    expect(sb.count(OP)).toBe(1);
+    expect(env.sb.count(OP)).toBe(1);
   });
 
   it('same key, other payload ⇒ 422 ⇒ rejected (conflict), nothing created', async () => {
-    const ctx = execCtx(adapter, OP, order());
-    await adapter.doExecute(OP, order(), ctx);
-    const out = await adapter.doExecute(OP, order({ quantity: 3 }), { ...ctx, attempt: 2 });
+    const ctx = execCtx(env.adapter, OP, order());
+    await env.adapter.doExecute(OP, order(), ctx);
+    const out = await env.adapter.doExecute(OP, order({ quantity: 3 }), { ...ctx, attempt: 2 });
     expect(out).toMatchObject({ kind: 'rejected', reason: 'conflict', status: 422, code: 'https://retrysafe.invalid/problems/idempotency-key-reused' });
-    expect(sb.count(OP)).toBe(1);
+    expect(env.sb.count(OP)).toBe(1);
   });
 
   it('same key while the first is in flight ⇒ 409 ⇒ in-progress with Retry-After; one order', async () => {
@@ -67,7 +58,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     const card = ordersCreateCard('acme-orders');
     const noKey = createHttpAdapter({
       provider: 'acme-orders',
-      baseUrl: sb.url,
+      baseUrl: env.sb.url,
       timeoutMs: 2000,
       operations: {
         [OP]: {
@@ -80,7 +71,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     try {
       const out = await noKey.doExecute(OP, order(), execCtx(noKey, OP, order()));
       expect(out).toMatchObject({ kind: 'rejected', reason: 'configuration', status: 400, code: 'https://retrysafe.invalid/problems/idempotency-key-missing' });
-      expect(sb.count(OP)).toBe(0);
+      expect(env.sb.count(OP)).toBe(0);
     } finally {
       await noKey.close();
     }
@@ -88,11 +79,11 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
 
   it('an unquoted key ⇒ 400 malformed ⇒ rejected (configuration): the draft requires an sf-string', async () => {
     const spec = ietfOrdersCreate('acme-orders');
-    const raw = createHttpAdapter({ provider: 'acme-orders', baseUrl: sb.url, timeoutMs: 2000, operations: { [OP]: { ...spec, key: { travels: 'header', name: 'Idempotency-Key', rule: { maxLength: 64, prefix: 'rs-' } } } } });
+    const raw = createHttpAdapter({ provider: 'acme-orders', baseUrl: env.sb.url, timeoutMs: 2000, operations: { [OP]: { ...spec, key: { travels: 'header', name: 'Idempotency-Key', rule: { maxLength: 64, prefix: 'rs-' } } } } });
     try {
       const out = await raw.doExecute(OP, order(), execCtx(raw, OP, order()));
       expect(out).toMatchObject({ kind: 'rejected', reason: 'configuration', status: 400 });
-      expect(sb.count(OP)).toBe(0);
+      expect(env.sb.count(OP)).toBe(0);
     } finally {
       await raw.close();
     }
@@ -101,10 +92,10 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
   it('invalid order ⇒ 400 ⇒ rejected (validation); the stored error is replayed on the same key', async () => {
     const bad = order({ quantity: 0 });
     // The declared schema (quantity ≥ 1) refuses it before anything is sent…
-    expect(await adapter.doExecute(OP, bad, execCtx(adapter, OP, bad))).toMatchObject({ kind: 'rejected', reason: 'validation', code: 'retrysafe_invalid_params' });
-    expect(sb.requests).toHaveLength(0);
+    expect(await env.adapter.doExecute(OP, bad, execCtx(env.adapter, OP, bad))).toMatchObject({ kind: 'rejected', reason: 'validation', code: 'retrysafe_invalid_params' });
+    expect(env.sb.requests).toHaveLength(0);
     // …and with a schema that lets it through, the provider's 400 is rejected and replayed on the same key.
-    const loose = createHttpAdapter({ provider: 'acme-orders', baseUrl: sb.url, timeoutMs: 2000, operations: { [OP]: { ...ietfOrdersCreate('acme-orders'), paramsSchema: { type: 'object' } } } });
+    const loose = createHttpAdapter({ provider: 'acme-orders', baseUrl: env.sb.url, timeoutMs: 2000, operations: { [OP]: { ...ietfOrdersCreate('acme-orders'), paramsSchema: { type: 'object' } } } });
     try {
       const ctx = execCtx(loose, OP, bad);
       expect(await loose.doExecute(OP, bad, ctx)).toMatchObject({ kind: 'rejected', reason: 'validation', status: 400 });
@@ -112,35 +103,35 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     } finally {
       await loose.close();
     }
-    expect(sb.count(OP)).toBe(0);
+    expect(env.sb.count(OP)).toBe(0);
   });
 
   it('a 409 that is not "in flight" (out of stock) ⇒ rejected, not in-progress: the body code decides, not the status', async () => {
-    const out = await adapter.doExecute(OP, order({ sku: 'oos-1' }), execCtx(adapter, OP, order({ sku: 'oos-1' })));
+    const out = await env.adapter.doExecute(OP, order({ sku: 'oos-1' }), execCtx(env.adapter, OP, order({ sku: 'oos-1' })));
     expect(out).toMatchObject({ kind: 'rejected', reason: 'other', status: 409, code: 'https://retrysafe.invalid/problems/out-of-stock' });
   });
 
   it('a stored 500 ⇒ unknown (server-error), and the same key replays the 500 without creating anything', async () => {
-    sb.failNext(1);
-    const ctx = execCtx(adapter, OP, order());
-    expect(await adapter.doExecute(OP, order(), ctx)).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 500 });
-    expect(await adapter.doExecute(OP, order(), { ...ctx, attempt: 2 })).toMatchObject({ kind: 'unknown', status: 500 });
-    expect(sb.count(OP)).toBe(0);
+    env.sb.failNext(1);
+    const ctx = execCtx(env.adapter, OP, order());
+    expect(await env.adapter.doExecute(OP, order(), ctx)).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 500 });
+    expect(await env.adapter.doExecute(OP, order(), { ...ctx, attempt: 2 })).toMatchObject({ kind: 'unknown', status: 500 });
+    expect(env.sb.count(OP)).toBe(0);
   });
 
   it('past the published expiry the same key is a new request: a second order (why the card states retention)', async () => {
-    const ctx = execCtx(adapter, OP, order());
-    await adapter.doExecute(OP, order(), ctx);
-    sb.advance(sb.retentionMs);
-    await adapter.doExecute(OP, order(), { ...ctx, attempt: 2 });
-    expect(sb.count(OP)).toBe(2);
+    const ctx = execCtx(env.adapter, OP, order());
+    await env.adapter.doExecute(OP, order(), ctx);
+    env.sb.advance(env.sb.retentionMs);
+    await env.adapter.doExecute(OP, order(), { ...ctx, attempt: 2 });
+    expect(env.sb.count(OP)).toBe(2);
   });
 
   it('lookup searches by business-operation id: found after a dispatch, not-found (authoritative) before', async () => {
-    expect(await adapter.doLookup(OP, lookupCtx(adapter, OP, order()))).toMatchObject({ kind: 'not-found' });
-    await adapter.doExecute(OP, order(), execCtx(adapter, OP, order()));
-    expect(await adapter.doLookup(OP, lookupCtx(adapter, OP, order()))).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: 'ord_1' } });
-    expect(await adapter.doLookup(OP, lookupCtx(adapter, OP, order({ orderRef: 'other' })))).toMatchObject({ kind: 'not-found' });
+    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, order()))).toMatchObject({ kind: 'not-found' });
+    await env.adapter.doExecute(OP, order(), execCtx(env.adapter, OP, order()));
+    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, order()))).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: 'ord_1' } });
+    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, order({ orderRef: 'other' })))).toMatchObject({ kind: 'not-found' });
   });
 
   it('the adapter reports an absence as not-found, whatever the delay: whether it proves anything is decide\'s row (late-apply bound + consistency delay), not the adapter\'s', async () => {
@@ -149,7 +140,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     const withDelay = (value: '1m' | 'unknown') =>
       createHttpAdapter({
         provider: 'acme-orders',
-        baseUrl: sb.url,
+        baseUrl: env.sb.url,
         timeoutMs: 2000,
         operations: {
           [OP]: {

@@ -59,6 +59,12 @@ const REQUEST_ID_NOTE = {
   source: SOURCES.errors,
 };
 
+const IDS = {
+  run: 'receipts only (never sent to HubSpot)',
+  attempt: 'receipts only (never sent to HubSpot)',
+  request: fact('correlationId of the error body, else the X-HubSpot-Correlation-Id response header', SOURCES.errors),
+};
+
 const RATE_LIMITED = 'HubSpot answers 429 from its rate limiters (policyName TEN_SECONDLY_ROLLING, SECONDLY, DAILY; X-HubSpot-RateLimit-* headers)';
 
 function lookupDelay(o: HubSpotCardOptions) {
@@ -103,7 +109,15 @@ function keyUnverified(o: HubSpotCardOptions) {
 
 /** The three cards, computed once from the adapter's options. */
 export function hubSpotCardsFor(o: HubSpotCardOptions) {
-  const contactsUpdate = defineCard({
+  return {
+    'contacts.update': contactsUpdateCard(o),
+    'objects.upsert': objectsUpsertCard(o),
+    'tickets.create': ticketsCreateCard(o),
+  } as const;
+}
+
+function contactsUpdateCard(o: HubSpotCardOptions) {
+  return defineCard({
     cardVersion: 1,
     provider: 'hubspot',
     operation: 'hubspot.contacts.update',
@@ -116,11 +130,7 @@ export function hubSpotCardsFor(o: HubSpotCardOptions) {
       intentFields: ['contactId', 'properties'],
       // Exact: HubSpot stores property values as written, so another spelling is another value.
     },
-    ids: {
-      run: 'receipts only (never sent to HubSpot)',
-      attempt: 'receipts only (never sent to HubSpot)',
-      request: fact('correlationId of the error body, else the X-HubSpot-Correlation-Id response header', SOURCES.errors),
-    },
+    ids: IDS,
     providerKey: {
       travels: fact('none', `${SOURCES.providers}: no idempotency key`),
       name: fact(null, `${SOURCES.providers}: no idempotency key`),
@@ -160,8 +170,10 @@ export function hubSpotCardsFor(o: HubSpotCardOptions) {
       },
     ],
   } as const satisfies RetrySafetyCard);
+}
 
-  const objectsUpsert = defineCard({
+function objectsUpsertCard(o: HubSpotCardOptions) {
+  return defineCard({
     cardVersion: 1,
     provider: 'hubspot',
     operation: 'hubspot.objects.upsert',
@@ -173,11 +185,7 @@ export function hubSpotCardsFor(o: HubSpotCardOptions) {
       rule: 'derived from intent fields objectType and properties: the record this operation writes; its id is the value of the unique id property',
       intentFields: ['objectType', 'properties'],
     },
-    ids: {
-      run: 'receipts only (never sent to HubSpot)',
-      attempt: 'receipts only (never sent to HubSpot)',
-      request: fact('correlationId of the error body, else the X-HubSpot-Correlation-Id response header', SOURCES.errors),
-    },
+    ids: IDS,
     providerKey: keyShape(o, `inputs[].id with inputs[].idProperty = ${o.idProperty}`),
     keyReuse: fact('every attempt of the operation sends the same value; a re-send updates the record holding it (new: false) instead of creating one', SOURCES.providers),
     parameterMatching: fact('none', `${SOURCES.providers}: the upsert matches on the id property only; other properties are written as sent (the runner refuses a changed intent before sending)`),
@@ -212,8 +220,10 @@ export function hubSpotCardsFor(o: HubSpotCardOptions) {
       },
     ],
   } as const satisfies RetrySafetyCard);
+}
 
-  const ticketsCreate = defineCard({
+function ticketsCreateCard(o: HubSpotCardOptions) {
+  return defineCard({
     cardVersion: 1,
     provider: 'hubspot',
     operation: 'hubspot.tickets.create',
@@ -232,11 +242,7 @@ export function hubSpotCardsFor(o: HubSpotCardOptions) {
         },
       ],
     },
-    ids: {
-      run: 'receipts only (never sent to HubSpot)',
-      attempt: 'receipts only (never sent to HubSpot)',
-      request: fact('correlationId of the error body, else the X-HubSpot-Correlation-Id response header', SOURCES.errors),
-    },
+    ids: IDS,
     providerKey: keyShape(o, `properties.${o.idProperty}`),
     keyReuse: fact('every attempt of the operation sends the same value; HubSpot refuses a second ticket with it while the first exists', SOURCES.providers),
     parameterMatching: fact('none', `${SOURCES.providers}: only the unique property is compared; a re-send with other properties is refused as a duplicate all the same`),
@@ -281,12 +287,6 @@ export function hubSpotCardsFor(o: HubSpotCardOptions) {
       },
     ],
   } as const satisfies RetrySafetyCard);
-
-  return {
-    'contacts.update': contactsUpdate,
-    'objects.upsert': objectsUpsert,
-    'tickets.create': ticketsCreate,
-  } as const;
 }
 
 export type HubSpotOperationName = keyof ReturnType<typeof hubSpotCardsFor>;

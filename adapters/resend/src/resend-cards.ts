@@ -29,6 +29,59 @@ export const BATCH_SEND_KEY_RULE: ProviderKeyRule = { maxLength: 256, charset: '
 
 const S = RESEND_SOURCES;
 
+/** The Idempotency-Key as Resend documents it (the same for both sends). */
+const PROVIDER_KEY = {
+  travels: fact(
+    'header',
+    `${S.idempotency}; SDK request option { idempotencyKey } sets the Idempotency-Key header (${S.sdk})`,
+  ),
+  name: fact('Idempotency-Key', S.idempotency),
+  maxLength: fact(
+    256,
+    `${S.idempotency}: "up to 256 characters"; ${S.errors}: invalid_idempotency_key, "between 1-256 chars"`,
+  ),
+  charset: fact(
+    'A-Za-z0-9._:/-',
+    `retrysafe choice: Resend documents only the length (${S.idempotency}); the key is a per-endpoint prefix + the business-operation id, or a SHA-256 digest of it`,
+  ),
+  scope: fact(
+    'unknown',
+    `${S.idempotency} says a key "should be unique per API request" and names both endpoints, not whether one key is shared between them or scoped per team`,
+  ),
+} satisfies RetrySafetyCard['providerKey'];
+
+/** What Resend's pages leave open, for both sends. */
+const UNVERIFIED = [
+  {
+    field: 'ids.request',
+    condition: 'whether Resend answers with a request id (none is documented)',
+    source: S.errors,
+  },
+  {
+    field: 'providerKey.scope',
+    condition:
+      "whether a key is shared between POST /emails and POST /emails/batch, and per team or per API key (the adapter prefixes each endpoint's keys differently)",
+    source: S.idempotency,
+  },
+  {
+    field: 'providerKey.charset',
+    condition:
+      'which characters Resend accepts in Idempotency-Key (undocumented; the adapter sends only A-Za-z0-9._:/-)',
+    source: S.idempotency,
+  },
+  {
+    field: 'storedResult.includesErrors',
+    condition: 'whether an error answer is stored and replayed under the key, or the key is released',
+    source: S.idempotency,
+  },
+  {
+    field: 'lookup.lateApplyBound',
+    condition:
+      'how long after a client timeout Resend may still send the email; inside retention the same key folds a late request into the first, past it nothing can tell',
+    source: S.idempotency,
+  },
+] satisfies RetrySafetyCard['unverified'];
+
 /** The facts both sends share; the operation-specific ones are filled in per card. */
 function resendCard(spec: {
   operation: string;
@@ -56,25 +109,7 @@ function resendCard(spec: {
         `${S.errors} and ${S.sendEmail} name no request-id header; the email id of the answer is kept as the provider reference`,
       ),
     },
-    providerKey: {
-      travels: fact(
-        'header',
-        `${S.idempotency}; SDK request option { idempotencyKey } sets the Idempotency-Key header (${S.sdk})`,
-      ),
-      name: fact('Idempotency-Key', S.idempotency),
-      maxLength: fact(
-        256,
-        `${S.idempotency}: "up to 256 characters"; ${S.errors}: invalid_idempotency_key, "between 1-256 chars"`,
-      ),
-      charset: fact(
-        'A-Za-z0-9._:/-',
-        `retrysafe choice: Resend documents only the length (${S.idempotency}); the key is a per-endpoint prefix + the business-operation id, or a SHA-256 digest of it`,
-      ),
-      scope: fact(
-        'unknown',
-        `${S.idempotency} says a key "should be unique per API request" and names both endpoints, not whether one key is shared between them or scoped per team`,
-      ),
-    },
+    providerKey: PROVIDER_KEY,
     keyReuse: fact(
       "only to re-send the identical request (same endpoint, same payload) while its outcome is unknown and the key is younger than 24 h minus twice the policy's clock-skew margin (limits.clockSkewMargin, 10 min: once for clock skew, once for a late apply, which Resend does not bound); never past retention (a forgotten key sends the email again)",
       S.idempotency,
@@ -155,36 +190,7 @@ function resendCard(spec: {
     duplicateTest:
       'real resend SDK → testkit fault proxy → loopback Resend sandbox (@retrysafe/resend/sandbox); emails and requests counted at the sandbox',
     receipts: "the runner's ledger (one receipt per attempt and lookup, redacted), exportable as JSONL",
-    unverified: [
-      {
-        field: 'ids.request',
-        condition: 'whether Resend answers with a request id (none is documented)',
-        source: S.errors,
-      },
-      {
-        field: 'providerKey.scope',
-        condition:
-          "whether a key is shared between POST /emails and POST /emails/batch, and per team or per API key (the adapter prefixes each endpoint's keys differently)",
-        source: S.idempotency,
-      },
-      {
-        field: 'providerKey.charset',
-        condition:
-          'which characters Resend accepts in Idempotency-Key (undocumented; the adapter sends only A-Za-z0-9._:/-)',
-        source: S.idempotency,
-      },
-      {
-        field: 'storedResult.includesErrors',
-        condition: 'whether an error answer is stored and replayed under the key, or the key is released',
-        source: S.idempotency,
-      },
-      {
-        field: 'lookup.lateApplyBound',
-        condition:
-          'how long after a client timeout Resend may still send the email; inside retention the same key folds a late request into the first, past it nothing can tell',
-        source: S.idempotency,
-      },
-    ],
+    unverified: UNVERIFIED,
   };
 }
 

@@ -1,20 +1,16 @@
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { agentTools, callAgentTool } from '@retrysafe/core/agent';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createResendAdapter } from '../src/index.js';
 import { startResendSandbox } from '../src/sandbox/index.js';
-import { API_KEY, emailParams } from './helpers.js';
+import { API_KEY, emailParams, closeAfterTest } from './helpers.js';
 
 // The agent surface (MCP server and AI SDK tools are built from core's agentTools): tool names, the schema
 // the model sees and the field errors it gets, as for every other adapter.
-const closers: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  while (closers.length) await closers.pop()!();
-});
 
 async function setup() {
   const sandbox = await startResendSandbox();
-  closers.push(() => sandbox.close());
+  closeAfterTest(sandbox);
   const adapter = createResendAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 2000 });
   return { sandbox, adapter, tools: agentTools([adapter]), runner: createRunner({ ledger: createMemoryLedger() }) };
 }

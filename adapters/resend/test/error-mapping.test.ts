@@ -1,18 +1,14 @@
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createResendAdapter } from '../src/index.js';
 import { classifyAnswer, fieldsOf } from '../src/resend-errors.js';
 import { startResendSandbox } from '../src/sandbox/index.js';
-import { API_KEY, emailParams, execCtx } from './helpers.js';
+import { API_KEY, emailParams, execCtx, closeAfterTest } from './helpers.js';
 
-const closers: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  while (closers.length) await closers.pop()!();
-});
 
 async function setup(apiKey = API_KEY) {
   const sandbox = await startResendSandbox();
-  closers.push(() => sandbox.close());
+  closeAfterTest(sandbox);
   const clock = createVirtualClock(Date.UTC(2026, 11, 4));
   const adapter = createResendAdapter({ apiKey, baseUrl: sandbox.url, timeoutMs: 2000 });
   const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5 });
@@ -111,56 +107,23 @@ describe('classifyAnswer', () => {
     headers,
   });
 
-  it('maps every documented answer to one outcome', () => {
-    expect(classifyAnswer({ data: { id: 'e1' }, error: null, headers: {} }, read, false)).toMatchObject({
-      kind: 'succeeded',
-      providerRef: 'e1',
-    });
-    expect(classifyAnswer({ data: {}, error: null, headers: {} }, read, false)).toMatchObject({
-      kind: 'unknown',
-      cause: 'truncated-response',
-    });
-    expect(classifyAnswer(err(null, 'application_error'), read, true)).toMatchObject({
-      kind: 'unknown',
-      cause: 'timeout',
-    });
-    expect(classifyAnswer(err(null, 'application_error'), read, false)).toMatchObject({
-      kind: 'unknown',
-      cause: 'other',
-    });
-    expect(
-      classifyAnswer(err(409, 'concurrent_idempotent_requests', { 'retry-after': '1' }), read, false),
-    ).toMatchObject({ kind: 'in-progress', retryAfterMs: 1000 });
-    expect(classifyAnswer(err(409, 'invalid_idempotent_request'), read, false)).toMatchObject({
-      kind: 'rejected',
-      reason: 'conflict',
-    });
-    expect(classifyAnswer(err(429, 'rate_limit_exceeded', { 'ratelimit-reset': '2' }), read, false)).toMatchObject({
-      kind: 'not-applied',
-      retryAfterMs: 2000,
-    });
-    expect(classifyAnswer(err(429, 'monthly_quota_exceeded'), read, false)).toMatchObject({ kind: 'rejected' });
-    expect(classifyAnswer(err(400, 'invalid_idempotency_key'), read, false)).toMatchObject({
-      kind: 'rejected',
-      reason: 'configuration',
-    });
-    expect(classifyAnswer(err(403, 'invalid_api_key'), read, false)).toMatchObject({
-      kind: 'rejected',
-      reason: 'authentication',
-    });
-    expect(classifyAnswer(err(403, 'invalid_from_address'), read, false)).toMatchObject({
-      kind: 'rejected',
-      reason: 'validation',
-    });
-    expect(classifyAnswer(err(404, 'not_found'), read, false)).toMatchObject({ kind: 'rejected', reason: 'not-found' });
-    expect(classifyAnswer(err(500, 'internal_server_error'), read, false)).toMatchObject({
-      kind: 'unknown',
-      cause: 'server-error',
-    });
-    expect(classifyAnswer(err(502, 'application_error'), read, false)).toMatchObject({
-      kind: 'unknown',
-      cause: 'server-error',
-    });
+  it.each<[Parameters<typeof classifyAnswer>[0], boolean, Record<string, unknown>]>([
+    [{ data: { id: 'e1' }, error: null, headers: {} }, false, { kind: 'succeeded', providerRef: 'e1' }],
+    [{ data: {}, error: null, headers: {} }, false, { kind: 'unknown', cause: 'truncated-response' }],
+    [err(null, 'application_error'), true, { kind: 'unknown', cause: 'timeout' }],
+    [err(null, 'application_error'), false, { kind: 'unknown', cause: 'other' }],
+    [err(409, 'concurrent_idempotent_requests', { 'retry-after': '1' }), false, { kind: 'in-progress', retryAfterMs: 1000 }],
+    [err(409, 'invalid_idempotent_request'), false, { kind: 'rejected', reason: 'conflict' }],
+    [err(429, 'rate_limit_exceeded', { 'ratelimit-reset': '2' }), false, { kind: 'not-applied', retryAfterMs: 2000 }],
+    [err(429, 'monthly_quota_exceeded'), false, { kind: 'rejected' }],
+    [err(400, 'invalid_idempotency_key'), false, { kind: 'rejected', reason: 'configuration' }],
+    [err(403, 'invalid_api_key'), false, { kind: 'rejected', reason: 'authentication' }],
+    [err(403, 'invalid_from_address'), false, { kind: 'rejected', reason: 'validation' }],
+    [err(404, 'not_found'), false, { kind: 'rejected', reason: 'not-found' }],
+    [err(500, 'internal_server_error'), false, { kind: 'unknown', cause: 'server-error' }],
+    [err(502, 'application_error'), false, { kind: 'unknown', cause: 'server-error' }],
+  ])('maps every documented answer to one outcome: %j (timed out: %s)', (answer, timedOut, outcome) => {
+    expect(classifyAnswer(answer, read, timedOut)).toMatchObject(outcome);
   });
 
   it("reads the fields Resend names in backticks, in this adapter's spelling", () => {

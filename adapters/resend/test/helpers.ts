@@ -1,3 +1,4 @@
+import { afterEach } from 'vitest';
 import {
   type AdapterV1,
   asBusinessOperationId,
@@ -8,6 +9,18 @@ import {
   newRunId,
 } from '@retrysafe/contract';
 import type { BatchSendParams, EmailsSendParams } from '../src/index.js';
+
+const open: { close(): Promise<unknown> }[] = [];
+// Registered in each test file that imports this module.
+afterEach(async () => {
+  while (open.length) await open.pop()!.close();
+});
+
+/** Closed after the test that opened it, the last opened first. */
+export function closeAfterTest<T extends { close(): Promise<unknown> }>(thing: T): T {
+  open.push(thing);
+  return thing;
+}
 
 export const API_KEY = 're_test_sandbox';
 

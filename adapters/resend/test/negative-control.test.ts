@@ -6,21 +6,17 @@
 import { startFaultProxy } from '@retrysafe/testkit';
 import { explore } from '@retrysafe/testkit/explorer';
 import { Resend } from 'resend';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createResendAdapter, resendCards } from '../src/index.js';
 import { startResendSandbox } from '../src/sandbox/index.js';
-import { API_KEY, emailParams, execCtx } from './helpers.js';
+import { API_KEY, emailParams, execCtx, closeAfterTest } from './helpers.js';
 
-const closers: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  while (closers.length) await closers.pop()!();
-});
 
 async function lostFirstAnswer() {
   const sandbox = await startResendSandbox();
-  closers.push(() => sandbox.close());
+  closeAfterTest(sandbox);
   const proxy = await startFaultProxy({ target: sandbox.url, faults: ['drop-response'] });
-  closers.push(() => proxy.close());
+  closeAfterTest(proxy);
   return { sandbox, proxy };
 }
 

@@ -1,22 +1,18 @@
 import { asBusinessOperationId, UnsupportedCapabilityError } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { startFaultProxy } from '@retrysafe/testkit';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createResendAdapter } from '../src/index.js';
 import { RESEND_RETENTION_MS, startResendSandbox } from '../src/sandbox/index.js';
-import { API_KEY, batchParams, emailParams, execCtx, lookupCtx } from './helpers.js';
+import { API_KEY, batchParams, emailParams, execCtx, lookupCtx, closeAfterTest } from './helpers.js';
 
 // The runner (@retrysafe/core) + the real resend SDK + the fault proxy + the loopback sandbox.
-const closers: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  while (closers.length) await closers.pop()!();
-});
 
 async function setup(faults: Parameters<typeof startFaultProxy>[0]['faults'] = []) {
   const sandbox = await startResendSandbox();
-  closers.push(() => sandbox.close());
+  closeAfterTest(sandbox);
   const proxy = await startFaultProxy({ target: sandbox.url, faults });
-  closers.push(() => proxy.close());
+  closeAfterTest(proxy);
   const adapter = createResendAdapter({ apiKey: API_KEY, baseUrl: proxy.url, timeoutMs: 1000 });
   const runner = createRunner({
     ledger: createMemoryLedger(),
@@ -92,7 +88,7 @@ describe('one request per attempt: the SDK never retries', () => {
 describe("Resend's key store", () => {
   it('two workers without a shared ledger: the second gets 409 concurrent_idempotent_requests, re-sends later and adopts the same email', async () => {
     const sandbox = await startResendSandbox();
-    closers.push(() => sandbox.close());
+    closeAfterTest(sandbox);
     const release = sandbox.hold();
     const adapter = createResendAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 5000 });
     const policy = { baseMs: 20, capMs: 100, lookupWindowMs: 30_000 };

@@ -77,13 +77,12 @@ describe('negative control: the same operation with the lookup removed', () => {
     });
   }
 
+  /** A runner on a memory ledger and a virtual clock, so the lost answer's retry waits no real time. */
+  const memoryRunner = () => createRunner({ ledger: createMemoryLedger(), clock: createVirtualClock(Date.now()), random: () => 0.5 });
+
   it('the runner re-posts after the lost answer: two messages for one intent', async () => {
     const { sandbox, url } = await behindLostAnswer();
-    const runner = createRunner({
-      ledger: createMemoryLedger(),
-      clock: createVirtualClock(Date.now()),
-      random: () => 0.5,
-    });
+    const runner = memoryRunner();
     const result = await runner.run(controlAdapter(url), 'chat.postMessage', { params: postParams(1) });
     expect(result.status).toBe('done');
     expect(sandbox.calls('chat.postMessage')).toBe(2);
@@ -92,11 +91,7 @@ describe('negative control: the same operation with the lookup removed', () => {
 
   it('the shipped card on the same lost answer: one message (found in history)', async () => {
     const { sandbox, url } = await behindLostAnswer();
-    const runner = createRunner({
-      ledger: createMemoryLedger(),
-      clock: createVirtualClock(Date.now()),
-      random: () => 0.5,
-    });
+    const runner = memoryRunner();
     const result = await runner.run(
       createSlackAdapter({ token: TOKEN, baseUrl: url, timeoutMs: 2000 }),
       'chat.postMessage',

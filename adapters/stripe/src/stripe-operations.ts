@@ -55,8 +55,9 @@ function withMeta(params: Record<string, unknown>, id: BusinessOperationId, own:
   return { ...((params.metadata as Record<string, string> | undefined) ?? {}), ...own, [STRIPE_OPERATION_METADATA_KEY]: id };
 }
 
-function put(target: Record<string, unknown>, key: string, value: unknown): void {
-  if (value !== undefined) target[key] = value;
+/** The optional params that are set, under Stripe's names ({ ourName: 'stripe_name' }). */
+function putOptional(target: Record<string, unknown>, p: Record<string, unknown>, names: Readonly<Record<string, string>>): void {
+  for (const [ours, stripe] of Object.entries(names)) if (p[ours] !== undefined) target[stripe] = p[ours];
 }
 
 /** `metadata['retrysafe_operation_id']:'<id>'` in Stripe's search query language. */
@@ -79,10 +80,7 @@ export const customersCreate: StripeOperation = {
   ),
   toStripe(p, id) {
     const out: Record<string, unknown> = { metadata: withMeta(p, id, { customer_ref: String(p.customerRef) }) };
-    put(out, 'email', p.email);
-    put(out, 'name', p.name);
-    put(out, 'phone', p.phone);
-    put(out, 'description', p.description);
+    putOptional(out, p, { email: 'email', name: 'name', phone: 'phone', description: 'description' });
     return out;
   },
   create: (client, params, options) => client.customers.create(params, options) as unknown as Promise<StripeObject>,
@@ -119,11 +117,7 @@ export const paymentIntentsCreate: StripeOperation = {
       currency: p.currency,
       metadata: withMeta(p, id, { order_ref: String(p.orderRef) }),
     };
-    put(out, 'description', p.description);
-    put(out, 'payment_method', p.paymentMethod);
-    put(out, 'payment_method_types', p.paymentMethodTypes);
-    put(out, 'confirm', p.confirm);
-    put(out, 'capture_method', p.captureMethod);
+    putOptional(out, p, { description: 'description', paymentMethod: 'payment_method', paymentMethodTypes: 'payment_method_types', confirm: 'confirm', captureMethod: 'capture_method' });
     return out;
   },
   create: (client, params, options) => client.paymentIntents.create(params as never, options) as unknown as Promise<StripeObject>,
@@ -150,11 +144,7 @@ export const invoicesCreate: StripeOperation = {
   ),
   toStripe(p, id) {
     const out: Record<string, unknown> = { customer: p.customer, metadata: withMeta(p, id, { invoice_ref: String(p.invoiceRef) }) };
-    put(out, 'description', p.description);
-    put(out, 'collection_method', p.collectionMethod);
-    put(out, 'days_until_due', p.daysUntilDue);
-    put(out, 'auto_advance', p.autoAdvance);
-    put(out, 'currency', p.currency);
+    putOptional(out, p, { description: 'description', collectionMethod: 'collection_method', daysUntilDue: 'days_until_due', autoAdvance: 'auto_advance', currency: 'currency' });
     return out;
   },
   create: (client, params, options) => client.invoices.create(params as never, options) as unknown as Promise<StripeObject>,
@@ -178,8 +168,7 @@ export const refundsCreate: StripeOperation = {
   ),
   toStripe(p, id) {
     const out: Record<string, unknown> = { payment_intent: p.paymentIntent, metadata: withMeta(p, id, { refund_ref: String(p.refundRef) }) };
-    put(out, 'amount', p.amount);
-    put(out, 'reason', p.reason);
+    putOptional(out, p, { amount: 'amount', reason: 'reason' });
     return out;
   },
   create: (client, params, options) => client.refunds.create(params as never, options) as unknown as Promise<StripeObject>,

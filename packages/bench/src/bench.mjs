@@ -2,18 +2,21 @@
 // store, measured in one run, interleaved; bytes per op; DBOS; RSS over a million operations; footprint.
 // Absolute numbers vary between machines: read the ratios.
 //
-//   node src/bench.mjs [--only=sqlite,postgres,bytes,dbos,rss,footprint] [--modes=raw,hand,runner,powertools]
+//   node src/bench.mjs [--only=sqlite,postgres,dynamodb,bytes,dbos,rss,footprint] [--modes=raw,hand,runner,powertools]
 //                      [--seconds=3] [--reps=3] [--workers=1,8] [--warmup=200] [--slice-ms=500] [--bytes-ops=5000]
 //                      [--rss-ops=1000000] [--quick]
 //
 // BENCH_BASELINE=<a built checkout of another commit> adds the mode `before`: the runner and ledgers of
 // that build, interleaved with this one's. PostgreSQL needs DATABASE_URL (`source .ci/test-env.sh`).
+// `dynamodb`: the runner on the DynamoDB ledger against dynalite (in memory, in this process, on loopback),
+// one worker: a JavaScript stand-in for DynamoDB, so the figure is the ledger's and runner's cost, not AWS's.
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startDynalite } from './dynamodb.mjs';
 import { postgresBytesPerOp, sqliteBytesPerOp } from './storage.mjs';
 import {
   dropPostgres,
@@ -31,7 +34,7 @@ const args = Object.fromEntries(
   }),
 );
 const quick = args.quick === 'true';
-const only = new Set((args.only ?? 'sqlite,postgres,bytes,dbos,rss,footprint').split(','));
+const only = new Set((args.only ?? 'sqlite,postgres,dynamodb,bytes,dbos,rss,footprint').split(','));
 const seconds = Number(args.seconds ?? (quick ? 1 : 3));
 const reps = Number(args.reps ?? (quick ? 1 : 3));
 const pgWorkers = (args.workers ?? '1,8').split(',').map(Number);
@@ -108,8 +111,16 @@ const load = () =>
     .map((l) => l.toFixed(1))
     .join(' ');
 
-/** One round: every mode in `order` on a fresh store of its own (a SQLite file, a PostgreSQL schema). */
-async function round(store, workers, order) {
+/**
+ * One round: every mode in `order` on a fresh store of its own (a SQLite file, a PostgreSQL schema, a table
+ * of `dynamo`, the dynalite server of the DynamoDB rounds).
+ */
+async function round(store, workers, order, dynamo) {
+  if (store === 'dynamodb') {
+    const mix = [];
+    for (const mode of order) mix.push({ store, mode, endpoint: dynamo.endpoint, table: await dynamo.table() });
+    return measure(mix, workers);
+  }
   if (store === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'retrysafe-bench-'));
     try {
@@ -132,21 +143,24 @@ async function round(store, workers, order) {
 }
 
 /** Every mode `reps` times, interleaved; medians of ops/s and of the work per op. */
-async function scenario(store, workers) {
-  const runs = Object.fromEntries(MODES.map((m) => [m, []]));
+async function scenario(store, workers, modes = MODES, dynamo = null) {
+  const runs = Object.fromEntries(modes.map((m) => [m, []]));
   for (let rep = 0; rep < reps; rep++) {
     // The order turns one place per round, so each mode follows each other one as often.
-    const order = MODES.map((_, i) => MODES[(i + rep) % MODES.length]);
-    const results = await round(store, workers, order);
+    const order = modes.map((_, i) => modes[(i + rep) % modes.length]);
+    const results = await round(store, workers, order, dynamo);
     for (const [i, mode] of order.entries()) runs[mode].push(results[i]);
   }
-  const opsPerSec = Object.fromEntries(MODES.map((m) => [m, median(runs[m].map((r) => r.opsPerSec))]));
+  const opsPerSec = Object.fromEntries(modes.map((m) => [m, median(runs[m].map((r) => r.opsPerSec))]));
   // CPU µs per op does not swing with the machine's load as ops/s does.
-  const cpuUs = Object.fromEntries(MODES.map((m) => [m, median(runs[m].map((r) => r.cpuUsPerOp))]));
+  const cpuUs = Object.fromEntries(modes.map((m) => [m, median(runs[m].map((r) => r.cpuUsPerOp))]));
   // The same ratio within each round (modes measured in the same seconds): steadier on a machine whose
   // load swings between rounds.
   const perRound = Object.fromEntries(
-    RATIOS.map(([a, b]) => [`${a}/${b}`, runs[a].map((r, i) => r.opsPerSec / runs[b][i].opsPerSec)]),
+    RATIOS.filter(([a, b]) => runs[a] && runs[b]).map(([a, b]) => [
+      `${a}/${b}`,
+      runs[a].map((r, i) => r.opsPerSec / runs[b][i].opsPerSec),
+    ]),
   );
   return {
     store,
@@ -154,8 +168,8 @@ async function scenario(store, workers) {
     opsPerSec,
     cpuUs,
     perRound,
-    runs: Object.fromEntries(MODES.map((m) => [m, runs[m].map((r) => Math.round(r.opsPerSec))])),
-    cpuUsRuns: Object.fromEntries(MODES.map((m) => [m, runs[m].map((r) => Math.round(r.cpuUsPerOp))])),
+    runs: Object.fromEntries(modes.map((m) => [m, runs[m].map((r) => Math.round(r.opsPerSec))])),
+    cpuUsRuns: Object.fromEntries(modes.map((m) => [m, runs[m].map((r) => Math.round(r.cpuUsPerOp))])),
   };
 }
 
@@ -192,6 +206,11 @@ async function throughput() {
   const rows = [];
   if (only.has('sqlite')) rows.push(await scenario('sqlite', 1));
   if (only.has('postgres')) for (const w of pgWorkers) rows.push(await scenario('postgres', w));
+  if (only.has('dynamodb')) {
+    const dynamo = await startDynalite();
+    rows.push(await scenario('dynamodb', 1, ['runner'], dynamo));
+    await dynamo.close();
+  }
   printTable(
     ['store', 'workers', ...MODES.map((m) => `${m} ops/s`), ...RATIOS.map(([a, b]) => `${a}/${b}`)],
     rows.map((r) => [
@@ -209,6 +228,7 @@ async function throughput() {
       String(r.workers),
       ...RATIOS.map(([a, b]) => {
         const xs = r.perRound[`${a}/${b}`];
+        if (!xs) return '-';
         return `${x(median(xs))} [${x(Math.min(...xs))} – ${x(Math.max(...xs))}]`;
       }),
     ]),
@@ -284,7 +304,7 @@ async function footprint() {
 }
 
 const result = {
-  rows: only.has('sqlite') || only.has('postgres') ? await throughput() : null,
+  rows: only.has('sqlite') || only.has('postgres') || only.has('dynamodb') ? await throughput() : null,
   bytes: only.has('bytes') ? await bytes() : null,
   dbos: only.has('dbos') ? await dbos() : null,
   rss: only.has('rss') ? await rss() : null,

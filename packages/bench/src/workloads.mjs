@@ -78,11 +78,20 @@ async function postgresLedger(mode, connectionString, schema) {
 }
 
 /**
- * @param {{ store: 'sqlite' | 'postgres', mode: 'raw' | 'hand' | 'runner' | 'before' | 'powertools', sqlitePath?: string, databaseUrl?: string, schema?: string, worker: number | string }} cfg
+ * @param {{ store: 'sqlite' | 'postgres' | 'dynamodb', mode: 'raw' | 'hand' | 'runner' | 'before' | 'powertools', sqlitePath?: string, databaseUrl?: string, schema?: string, worker: number | string }} cfg
  * @returns {Promise<{ op(i: number): Promise<void> | void, close(): Promise<void> }>}
  */
 export async function setupWorkload(cfg) {
   const tag = `w${cfg.worker}`;
+  if (cfg.store === 'dynamodb') {
+    // The runner only: raw, hand and Powertools sides are SQL (or Powertools' own DynamoDB layer, not measured here).
+    if (cfg.mode !== 'runner') throw new Error(`mode ${cfg.mode} is not measured on DynamoDB`);
+    const [{ createRunner }, { dynamoDbLedger }] = await Promise.all([
+      import('@retrysafe/core'),
+      import('./dynamodb.mjs'),
+    ]);
+    return runnerWorkload(createRunner, dynamoDbLedger(cfg), tag);
+  }
   if (cfg.mode === 'runner' || cfg.mode === 'before') {
     const { createRunner, ledger } =
       cfg.store === 'sqlite'

@@ -1,11 +1,12 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCENARIOS } from '@retrysafe/testkit';
 import { drills as sandboxDrills } from '@retrysafe/sandbox';
 import { drills as stripeDrills } from '@retrysafe/stripe/sandbox';
 import { ANSI, cli, tempDir } from './helpers.js';
+import { launchChromium } from './chromium.js';
 
 // The sandbox adapter plus one provider adapter (Stripe), every scenario: what CI can afford on every
 // run. The whole drill over every adapter is `retrysafe drill` (timed in the package README).
@@ -78,12 +79,7 @@ describe('retrysafe drill --json (sandbox + stripe)', () => {
 describe('report.html in headless Chromium', () => {
   let browser: Browser;
   beforeAll(async () => {
-    // No skip when the browser is missing: the launch fails and so does the suite.
-    if (!existsSync('/usr/bin/chromium')) throw new Error('/usr/bin/chromium is missing: apt-get install -y chromium (see .ci/run)');
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
   }, 120_000);
   afterAll(async () => {
     await browser?.close();

@@ -1,41 +1,32 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { createRunner, type RunResult } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
-import { createDrillClock, startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
-import { createSandboxAdapter, createSandboxProvider, startSandboxServer, REPLAYING_BEHAVIOUR, type SandboxProvider } from '@retrysafe/sandbox';
+import { createDrillClock } from '@retrysafe/testkit';
 import { main } from '../src/cli.js';
-import { ANSI, cli, REPO, tempDir } from './helpers.js';
+import { ANSI, cli, cliJson, REPO, tempDir } from './helpers.js';
+import { startFaultySandbox, type Fault, type FaultySandbox } from './faulty-sandbox.js';
 
 // Five operations, one second apart on the drill clock: R1..R3 rejected (handed off, resume not safe),
 // L lost (handed off after lookups, resume safe), P passed.
 const dir = tempDir('fixes');
 const db = join(dir, 'retrysafe.db');
 const config = join(dir, 'retrysafe.json');
-let provider: SandboxProvider;
-let server: { url: string; close(): Promise<void> };
-let proxy: FaultProxy;
-let phase: 'lose' | 'reject' | 'pass' = 'reject';
+let sandbox: FaultySandbox;
 const order: string[] = [];
 const byName = {} as Record<'R1' | 'R2' | 'R3' | 'L' | 'P', string>;
 
 beforeAll(async () => {
-  provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
-  server = await startSandboxServer({ provider, port: 0 });
-  proxy = await startFaultProxy({
-    target: server.url,
-    faults: () => (phase === 'lose' ? 'drop-response' : phase === 'reject' ? { kind: 'status', status: 400, body: { error: { code: 'invalid_request', message: 'amount must be positive' } } } : 'pass'),
-  });
+  sandbox = await startFaultySandbox('reject');
   const clock = createDrillClock(Date.UTC(2026, 10, 1));
   const ledger = createSqliteLedger({ path: db });
   const runner = createRunner({ ledger, clock });
-  const adapter = createSandboxAdapter({ baseUrl: proxy.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR });
-  const run = async (name: keyof typeof byName, p: typeof phase): Promise<RunResult> => {
-    phase = p;
+  const run = async (name: keyof typeof byName, fault: Fault): Promise<RunResult> => {
+    sandbox.setFault(fault);
     clock.advance(60_000);
-    const r = await runner.run(adapter, 'records.create', { params: { ref: `order-${name}`, amount: 5 } });
+    const r = await runner.run(sandbox.adapter, 'records.create', { params: { ref: `order-${name}`, amount: 5 } });
     order.push(r.businessOperationId);
     byName[name] = r.businessOperationId;
     return r;
@@ -44,26 +35,16 @@ beforeAll(async () => {
   expect((await run('L', 'lose')).status).toBe('handed-off');
   expect((await run('R3', 'reject')).status).toBe('handed-off');
   expect((await run('P', 'pass')).status).toBe('done');
-  phase = 'pass';
+  sandbox.setFault('pass');
   await ledger.close();
-  writeFileSync(config, JSON.stringify({ ledger: db, adapters: { sandbox: { baseUrl: proxy.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR } } }, null, 2));
+  sandbox.writeConfig(config, db);
 }, 120_000);
-
-afterAll(async () => {
-  await proxy?.close();
-  await server?.close();
-});
-
-const json = async (args: string[]) => {
-  const r = await cli([...args, '--json'], { cwd: dir });
-  return { ...r, body: r.stdout ? JSON.parse(r.stdout) : null };
-};
 
 describe('ledger ls (fails on main: it listed oldest first and --limit kept the oldest)', () => {
   it('lists newest first, and --limit keeps the newest', async () => {
-    const all = await json(['ledger', 'ls', '--db', db]);
+    const all = await cliJson(['ledger', 'ls', '--db', db], dir);
     expect(all.body.map((r: { businessOperationId: string }) => r.businessOperationId)).toEqual([...order].reverse());
-    const two = await json(['ledger', 'ls', '--db', db, '--limit', '2']);
+    const two = await cliJson(['ledger', 'ls', '--db', db, '--limit', '2'], dir);
     expect(two.body.map((r: { businessOperationId: string }) => r.businessOperationId)).toEqual([byName.P, byName.R3]);
     const text = await cli(['ledger', 'ls', '--db', db, '--limit', '1'], { cwd: dir });
     expect(text.stdout).toContain(byName.P);
@@ -75,7 +56,7 @@ describe('--config takes a JavaScript config too (loadConfigFile)', () => {
   it('ledger ls --config retrysafe.config.mjs reads its ledger', async () => {
     const file = join(dir, 'retrysafe.config.mjs');
     writeFileSync(file, `export default ${JSON.stringify({ ledger: db, adapters: { sandbox: { baseUrl: 'http://127.0.0.1:9' } } })};\n`);
-    const r = await json(['ledger', 'ls', '--config', file, '--limit', '1']);
+    const r = await cliJson(['ledger', 'ls', '--config', file, '--limit', '1'], dir);
     expect(r.code).toBe(0);
     expect(r.body.map((x: { businessOperationId: string }) => x.businessOperationId)).toEqual([byName.P]);
   });
@@ -83,8 +64,8 @@ describe('--config takes a JavaScript config too (loadConfigFile)', () => {
 
 describe('ledger resolve-all: bulk resolution with filters and a dry run (new)', () => {
   it('--dry-run lists what would be done and changes nothing; an action the packet marks not safe is refused', async () => {
-    const before = proxy.requests.length;
-    const dry = await json(['ledger', 'resolve-all', '--db', db, '--abandon', '--reason', 'rejected', '--dry-run']);
+    const before = sandbox.proxy.requests.length;
+    const dry = await cliJson(['ledger', 'resolve-all', '--db', db, '--abandon', '--reason', 'rejected', '--dry-run'], dir);
     expect(dry.code).toBe(0);
     expect(dry.body).toMatchObject({ dryRun: true, action: 'abandon', matched: 3, ok: true });
     expect(dry.body.rows.map((r: { businessOperationId: string }) => r.businessOperationId).sort()).toEqual([byName.R1, byName.R2, byName.R3].sort());
@@ -92,24 +73,24 @@ describe('ledger resolve-all: bulk resolution with filters and a dry run (new)',
     const text = await cli(['ledger', 'resolve-all', '--db', db, '--abandon', '--reason', 'rejected', '--dry-run'], { cwd: dir });
     expect(text.stdout).toContain('Dry run: 3 of 3 handed-off operations would be abandoned; nothing was sent or written.');
     // resume of a rejected request is not safe: refused, reported, exit 1 — still nothing sent
-    const refused = await json(['ledger', 'resolve-all', '--db', db, '--resume', '--reason', 'rejected', '--dry-run']);
+    const refused = await cliJson(['ledger', 'resolve-all', '--db', db, '--resume', '--reason', 'rejected', '--dry-run'], dir);
     expect(refused.code).toBe(1);
     expect(refused.body.rows.every((r: { plan: string }) => r.plan === 'refused')).toBe(true);
-    const handoffs = await json(['ledger', 'handoffs', '--db', db]);
+    const handoffs = await cliJson(['ledger', 'handoffs', '--db', db], dir);
     expect(handoffs.body).toHaveLength(4);
-    expect(proxy.requests.length).toBe(before);
+    expect(sandbox.proxy.requests.length).toBe(before);
   });
 
   it('abandons exactly the filtered operations, with who did it in each receipt', async () => {
-    const r = await json(['ledger', 'resolve-all', '--db', db, '--abandon', '--reason', 'rejected', '--id', `${byName.R1},${byName.R2}`, '--by', 'bulk-ops']);
+    const r = await cliJson(['ledger', 'resolve-all', '--db', db, '--abandon', '--reason', 'rejected', '--id', `${byName.R1},${byName.R2}`, '--by', 'bulk-ops'], dir);
     expect(r.code).toBe(0);
     expect(r.body.rows.map((x: { result: { state: string } }) => x.result.state)).toEqual(['abandoned', 'abandoned']);
-    const left = await json(['ledger', 'handoffs', '--db', db]);
+    const left = await cliJson(['ledger', 'handoffs', '--db', db], dir);
     expect(left.body.map((x: { businessOperationId: string }) => x.businessOperationId).sort()).toEqual([byName.L, byName.R3].sort());
     // Stored as given; `show` pseudonymises it unless asked (issue 18).
-    const shown = await json(['ledger', 'show', byName.R1, '--db', db, '--show-by']);
+    const shown = await cliJson(['ledger', 'show', byName.R1, '--db', db, '--show-by'], dir);
     expect(shown.body.record.resolution).toMatchObject({ action: 'abandon', by: 'bulk-ops' });
-    const masked = await json(['ledger', 'show', byName.R1, '--db', db]);
+    const masked = await cliJson(['ledger', 'show', byName.R1, '--db', db], dir);
     expect(masked.body.record.resolution.by).toMatch(/^person#[0-9a-f]{12}$/);
     const none = await cli(['ledger', 'resolve-all', '--db', db, '--abandon', '--operation', 'nobody.nothing'], { cwd: dir });
     expect(none.code).toBe(0);
@@ -121,10 +102,10 @@ describe('ledger resolve-all: bulk resolution with filters and a dry run (new)',
 
 describe('ledger resolve --resume --by (fails on main: the resume receipt did not say who)', () => {
   it('records the person in the resume receipt', async () => {
-    const r = await json(['ledger', 'resolve', byName.L, '--resume', '--config', config, '--by', 'alice']);
+    const r = await cliJson(['ledger', 'resolve', byName.L, '--resume', '--config', config, '--by', 'alice'], dir);
     expect(r.code).toBe(0);
     expect(r.body).toMatchObject({ status: 'done' });
-    const shown = await json(['ledger', 'show', byName.L, '--db', db]);
+    const shown = await cliJson(['ledger', 'show', byName.L, '--db', db], dir);
     const resume = shown.body.receipts.find((x: { kind: string; decision: { action: string } }) => x.kind === 'resolve' && x.decision.action === 'resume');
     expect(resume.decision.reason).toContain('alice');
   });

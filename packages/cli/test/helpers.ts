@@ -22,8 +22,11 @@ export interface CliOptions {
   readonly cwd?: string;
   /** The bound after which the child is killed and the run fails: the CLI must never wait forever. */
   readonly timeoutMs?: number;
-  /** Run as this user (root only: an operator without write permission). */
-  readonly user?: { readonly uid: number; readonly gid: number };
+  /**
+   * Run without the capabilities that let root ignore file permissions (root only: an operator without
+   * write permission). Dropping them keeps root's own files readable wherever the checkout and Node live.
+   */
+  readonly withoutDacOverride?: boolean;
 }
 
 /** A running `retrysafe` child: its output so far, and its end. */
@@ -38,7 +41,10 @@ export function startCli(args: readonly string[], opts: CliOptions = {}): CliChi
   if (!existsSync(BIN)) throw new Error(`${BIN} is missing: build first (pnpm exec tsc -b packages/cli)`);
   const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: undefined, FORCE_COLOR: undefined, ...opts.env };
   for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: opts.cwd ?? REPO, env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'], ...(opts.user ?? {}) });
+  const [command, argv] = opts.withoutDacOverride
+    ? ['setpriv', ['--bounding-set', '-dac_override,-dac_read_search,-fowner', '--', process.execPath, BIN, ...args]]
+    : [process.execPath, [BIN, ...args]];
+  const child = spawn(command, argv, { cwd: opts.cwd ?? REPO, env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -69,6 +75,12 @@ export function startCli(args: readonly string[], opts: CliOptions = {}): CliChi
 export async function cli(args: readonly string[], opts: CliOptions = {}): Promise<CliRun> {
   const { code, stdout, stderr } = await startCli(args, opts).done;
   return { code, stdout, stderr };
+}
+
+/** Runs the CLI with `--json` in `cwd`, and parses what it printed. */
+export async function cliJson(args: readonly string[], cwd: string): Promise<CliRun & { readonly body: any }> {
+  const r = await cli([...args, '--json'], { cwd });
+  return { ...r, body: r.stdout ? JSON.parse(r.stdout) : null };
 }
 
 const tempDirs: string[] = [];

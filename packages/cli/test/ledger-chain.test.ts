@@ -1,11 +1,11 @@
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
-import { createDrillClock, startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
-import { createSandboxAdapter, createSandboxProvider, startSandboxServer, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
+import { createDrillClock } from '@retrysafe/testkit';
 import { editStored, readStored } from '../../ledger-sqlite/test/sqlite-tamper.js';
 import { cli, openRawSqlite, tempDir } from './helpers.js';
+import { startFaultySandbox, type FaultySandbox } from './faulty-sandbox.js';
 
 // node:sqlite, to edit the file as an attacker would (outside retrysafe).
 
@@ -14,20 +14,16 @@ import { cli, openRawSqlite, tempDir } from './helpers.js';
 // chain; a deleted tail passes everything.
 const dir = tempDir('ledger-chain');
 const db = join(dir, 'retrysafe.db');
-let server: { url: string; close(): Promise<void> };
-let proxy: FaultProxy;
+let sandbox: FaultySandbox;
 const ids = { edited: '', cut: '', intact: '' };
 const KEYS = 'k1:0123456789abcdef0123';
 
 beforeAll(async () => {
-  const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
-  server = await startSandboxServer({ provider, port: 0 });
-  proxy = await startFaultProxy({ target: server.url, faults: () => ({ kind: 'status', status: 400, body: { error: { code: 'invalid_request', message: 'amount must be positive' } } }) });
+  sandbox = await startFaultySandbox('reject');
   const ledger = createSqliteLedger({ path: db });
   const runner = createRunner({ ledger, clock: createDrillClock() });
-  const adapter = createSandboxAdapter({ baseUrl: proxy.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR });
   for (const k of ['edited', 'cut', 'intact'] as const) {
-    const r = await runner.run(adapter, 'records.create', { params: { ref: `chain-${k}`, amount: -1 } });
+    const r = await runner.run(sandbox.adapter, 'records.create', { params: { ref: `chain-${k}`, amount: -1 } });
     expect(r.status).toBe('handed-off');
     ids[k] = r.businessOperationId;
   }
@@ -39,11 +35,6 @@ beforeAll(async () => {
   editStored(raw, ids.cut, (l) => ({ ...l, receipts: l.receipts.slice(0, -1) }));
   raw.close();
 }, 60_000);
-
-afterAll(async () => {
-  await proxy?.close();
-  await server?.close();
-});
 
 describe('retrysafe ledger verify / export, and show and resolve on a broken chain', () => {
   it('verify <id> and --all exit 1 on a break, naming where; --json says the same; an intact chain exits 0', async () => {

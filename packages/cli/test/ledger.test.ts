@@ -6,11 +6,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRunner, type RunResult } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createPostgresLedger } from '@retrysafe/ledger-postgres';
-import { createDrillClock, startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
-import { createSandboxAdapter, createSandboxProvider, startSandboxServer, REPLAYING_BEHAVIOUR, type SandboxProvider } from '@retrysafe/sandbox';
+import { createDrillClock, startFaultProxy } from '@retrysafe/testkit';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { createStripeAdapter } from '@retrysafe/stripe';
 import { startStripeSandbox } from '@retrysafe/stripe/sandbox';
-import { cli, REPO, tempDir } from './helpers.js';
+import { cli, cliJson, REPO, tempDir } from './helpers.js';
+import { startFaultySandbox, type FaultySandbox } from './faulty-sandbox.js';
 
 // A SQLite ledger with four operations, made by the real runner against the loopback sandbox through
 // the fault proxy: A's responses are all lost (the provider HAS the record; lookups fail too) so it is
@@ -18,61 +19,42 @@ import { cli, REPO, tempDir } from './helpers.js';
 const dir = tempDir('ledger');
 const db = join(dir, 'retrysafe.db');
 const config = join(dir, 'retrysafe.json');
-let provider: SandboxProvider;
-let server: { url: string; close(): Promise<void> };
-let proxy: FaultProxy;
-let phase: 'lose' | 'reject' | 'pass' = 'lose';
+let sandbox: FaultySandbox;
 const ids: Record<'A' | 'B' | 'C' | 'D', string> = { A: '', B: '', C: '', D: '' };
 let keyA = '';
 
 beforeAll(async () => {
-  provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
-  server = await startSandboxServer({ provider, port: 0 });
-  proxy = await startFaultProxy({
-    target: server.url,
-    faults: () => (phase === 'lose' ? 'drop-response' : phase === 'reject' ? { kind: 'status', status: 400, body: { error: { code: 'invalid_request', message: 'amount must be positive' } } } : 'pass'),
-  });
+  sandbox = await startFaultySandbox('lose');
   const ledger = createSqliteLedger({ path: db });
   const runner = createRunner({ ledger, clock: createDrillClock() });
-  const adapter = createSandboxAdapter({ baseUrl: proxy.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR });
-  const run = (ref: string): Promise<RunResult> => runner.run(adapter, 'records.create', { params: { ref, amount: 5 } });
+  const run = (ref: string): Promise<RunResult> => runner.run(sandbox.adapter, 'records.create', { params: { ref, amount: 5 } });
   const a = await run('order-A');
   expect(a.status).toBe('handed-off');
-  expect(provider.count()).toBe(1); // committed at the provider, the answer never arrived
-  phase = 'reject';
+  expect(sandbox.provider.count()).toBe(1); // committed at the provider, the answer never arrived
+  sandbox.setFault('reject');
   const b = await run('order-B');
   const c = await run('order-C');
   expect([b.status, c.status]).toEqual(['handed-off', 'handed-off']);
-  phase = 'pass';
+  sandbox.setFault('pass');
   const d = await run('order-D');
   expect(d.status).toBe('done');
   Object.assign(ids, { A: a.businessOperationId, B: b.businessOperationId, C: c.businessOperationId, D: d.businessOperationId });
   keyA = (await ledger.get(a.businessOperationId))!.providerKey!;
   await ledger.close();
   // What `--resume` builds its adapter from: the same sandbox adapter, through the proxy (now passing).
-  writeFileSync(config, JSON.stringify({ ledger: db, adapters: { sandbox: { baseUrl: proxy.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR } } }, null, 2));
+  sandbox.writeConfig(config, db);
 }, 120_000);
-
-afterAll(async () => {
-  await proxy?.close();
-  await server?.close();
-});
-
-const json = async (args: string[]) => {
-  const r = await cli([...args, '--json'], { cwd: dir });
-  return { ...r, body: r.stdout ? JSON.parse(r.stdout) : null };
-};
 
 describe('retrysafe ledger on a SQLite file', () => {
   it('ls lists every operation with its state; --state filters', async () => {
-    const all = await json(['ledger', 'ls', '--db', db]);
+    const all = await cliJson(['ledger', 'ls', '--db', db], dir);
     expect(all.code).toBe(0);
     const byId = Object.fromEntries(all.body.map((r: any) => [r.businessOperationId, r]));
     expect(byId[ids.A]).toMatchObject({ state: 'handed-off', operation: 'sandbox.records.create', handoffReason: 'lookup-window-exhausted', providerKey: keyA });
     expect(byId[ids.B]).toMatchObject({ state: 'handed-off', handoffReason: 'rejected', attempts: 1 });
     expect(byId[ids.D]).toMatchObject({ state: 'succeeded', lastOutcome: 'succeeded' });
     expect(all.body).toHaveLength(4);
-    const handedOff = await json(['ledger', 'ls', '--db', db, '--state', 'handed-off']);
+    const handedOff = await cliJson(['ledger', 'ls', '--db', db, '--state', 'handed-off'], dir);
     expect(handedOff.body.map((r: any) => r.businessOperationId).sort()).toEqual([ids.A, ids.B, ids.C].sort());
     const text = await cli(['ledger', 'ls', '--db', db], { cwd: dir });
     expect(text.stdout).toMatch(/business-operation id\s+state\s+attempts/);
@@ -80,13 +62,13 @@ describe('retrysafe ledger on a SQLite file', () => {
   });
 
   it('the default ledger is ./retrysafe.db in the working directory', async () => {
-    const r = await json(['ledger', 'ls']);
+    const r = await cliJson(['ledger', 'ls'], dir);
     expect(r.code).toBe(0);
     expect(r.body).toHaveLength(4);
   });
 
   it('show prints the record, the handoff packet and the receipts — never the params', async () => {
-    const r = await json(['ledger', 'show', ids.A, '--db', db]);
+    const r = await cliJson(['ledger', 'show', ids.A, '--db', db], dir);
     expect(r.code).toBe(0);
     expect(r.body.record).toMatchObject({ businessOperationId: ids.A, state: 'handed-off', providerKey: keyA });
     expect(r.body.record.handoff.reason).toBe('lookup-window-exhausted');
@@ -107,7 +89,7 @@ describe('retrysafe ledger on a SQLite file', () => {
   });
 
   it('handoffs lists the three operations waiting for a person with their safe actions', async () => {
-    const r = await json(['ledger', 'handoffs', '--db', db]);
+    const r = await cliJson(['ledger', 'handoffs', '--db', db], dir);
     expect(r.code).toBe(0);
     expect(r.body.map((x: any) => x.businessOperationId).sort()).toEqual([ids.A, ids.B, ids.C].sort());
     const b = r.body.find((x: any) => x.businessOperationId === ids.B);
@@ -117,12 +99,12 @@ describe('retrysafe ledger on a SQLite file', () => {
   });
 
   it('resolve --resume completes a handed-off operation with the SAME provider key (no second record)', async () => {
-    const before = proxy.requests.length;
-    const r = await json(['ledger', 'resolve', ids.A, '--resume', '--config', config, '--by', 'ops-test']);
+    const before = sandbox.proxy.requests.length;
+    const r = await cliJson(['ledger', 'resolve', ids.A, '--resume', '--config', config, '--by', 'ops-test'], dir);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.body).toMatchObject({ status: 'done', businessOperationId: ids.A });
-    const after = proxy.requests.slice(before);
+    const after = sandbox.proxy.requests.slice(before);
     expect(after.length).toBeGreaterThan(0);
     // every request the resume made carried A's key: the POST in its header, a lookup in its query
     for (const q of after) {
@@ -131,21 +113,21 @@ describe('retrysafe ledger on a SQLite file', () => {
     }
     expect(after.some((q) => q.method === 'POST')).toBe(true);
     // the provider folded the re-send into the record it already had: A + D, nothing more
-    expect(provider.count()).toBe(2);
-    const shown = await json(['ledger', 'show', ids.A, '--db', db]);
+    expect(sandbox.provider.count()).toBe(2);
+    const shown = await cliJson(['ledger', 'show', ids.A, '--db', db], dir);
     expect(shown.body.record).toMatchObject({ state: 'succeeded', providerKey: keyA });
     expect(shown.body.receipts.some((x: any) => x.kind === 'resolve' && x.decision.action === 'resume')).toBe(true);
   });
 
   it('resume is refused (exit 1, nothing sent) when the packet marks it not safe: a rejected request would be rejected again', async () => {
-    const before = proxy.requests.length;
-    const r = await json(['ledger', 'resolve', ids.B, '--resume', '--config', config]);
+    const before = sandbox.proxy.requests.length;
+    const r = await cliJson(['ledger', 'resolve', ids.B, '--resume', '--config', config], dir);
     expect(r.code).toBe(1);
     expect(r.body.error.code).toBe('REFUSED');
     expect(r.stderr).toContain('the handoff packet marks resume as not safe');
     expect(r.stderr).toContain('--mark-done <providerRef>');
-    expect(proxy.requests.length).toBe(before);
-    const still = await json(['ledger', 'show', ids.B, '--db', db]);
+    expect(sandbox.proxy.requests.length).toBe(before);
+    const still = await cliJson(['ledger', 'show', ids.B, '--db', db], dir);
     expect(still.body.record.state).toBe('handed-off');
   });
 
@@ -156,24 +138,24 @@ describe('retrysafe ledger on a SQLite file', () => {
   });
 
   it('resolve --mark-done records the provider reference a person verified; --abandon gives up; neither calls the provider', async () => {
-    const before = proxy.requests.length;
-    const done = await json(['ledger', 'resolve', ids.B, '--mark-done', 'rec_verified_1', '--by', 'Dana Operator <dana@example.test>', '--db', db]);
+    const before = sandbox.proxy.requests.length;
+    const done = await cliJson(['ledger', 'resolve', ids.B, '--mark-done', 'rec_verified_1', '--by', 'Dana Operator <dana@example.test>', '--db', db], dir);
     expect(done.code).toBe(0);
     expect(done.body).toEqual({ status: 'resolved', businessOperationId: ids.B, state: 'succeeded', providerRef: 'rec_verified_1' });
-    const gone = await json(['ledger', 'resolve', ids.C, '--abandon', '--db', db]);
+    const gone = await cliJson(['ledger', 'resolve', ids.C, '--abandon', '--db', db], dir);
     expect(gone.code).toBe(0);
     expect(gone.body).toMatchObject({ status: 'resolved', state: 'abandoned' });
-    expect(proxy.requests.length).toBe(before);
-    const handoffs = await json(['ledger', 'handoffs', '--db', db]);
+    expect(sandbox.proxy.requests.length).toBe(before);
+    const handoffs = await cliJson(['ledger', 'handoffs', '--db', db], dir);
     expect(handoffs.body).toEqual([]);
-    const shownB = await json(['ledger', 'show', ids.B, '--db', db]);
+    const shownB = await cliJson(['ledger', 'show', ids.B, '--db', db], dir);
     expect(shownB.body.record.resolution).toMatchObject({ action: 'mark-done', providerRef: 'rec_verified_1' });
     // `--by` is stored as given, shown (and written into receipts and logs) as a pseudonym unless asked.
     expect(shownB.body.record.resolution.by).toMatch(/^person#[0-9a-f]{12}$/);
     const shownText = await cli(['ledger', 'show', ids.B, '--db', db]);
     expect(shownText.stdout).not.toContain('Dana');
     expect(shownText.stdout).toContain(shownB.body.record.resolution.by);
-    const revealed = await json(['ledger', 'show', ids.B, '--db', db, '--show-by']);
+    const revealed = await cliJson(['ledger', 'show', ids.B, '--db', db, '--show-by'], dir);
     expect(revealed.body.record.resolution.by).toBe('Dana Operator <dana@example.test>');
   });
 });
@@ -244,13 +226,13 @@ describe('retrysafe ledger on PostgreSQL', () => {
   });
 
   it('ls --db postgres://… --schema lists the operation', async () => {
-    const r = await json(['ledger', 'ls', '--db', url!, '--schema', schema]);
+    const r = await cliJson(['ledger', 'ls', '--db', url!, '--schema', schema], dir);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.body).toEqual([expect.objectContaining({ businessOperationId: id, state: 'succeeded', operation: 'sandbox.records.create' })]);
-    const shown = await json(['ledger', 'show', id, '--db', url!, '--schema', schema]);
+    const shown = await cliJson(['ledger', 'show', id, '--db', url!, '--schema', schema], dir);
     expect(shown.body.receipts.length).toBeGreaterThan(0);
-    const h = await json(['ledger', 'handoffs', '--db', url!, '--schema', schema]);
+    const h = await cliJson(['ledger', 'handoffs', '--db', url!, '--schema', schema], dir);
     expect(h.body).toEqual([]);
   });
 });

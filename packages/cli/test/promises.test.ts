@@ -5,10 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
 import { createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
-import { createDrillClock, startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
-import { createSandboxAdapter, createSandboxProvider, startSandboxServer, REPLAYING_BEHAVIOUR, type SandboxProvider } from '@retrysafe/sandbox';
+import { createDrillClock } from '@retrysafe/testkit';
 import { handoffsText } from '../src/commands/ledger/handoffs/index.js';
 import { cli, REPO, startCli, tempDir } from './helpers.js';
+import { startFaultySandbox, type FaultySandbox } from './faulty-sandbox.js';
 
 /** Every error path below must end by itself well inside this; the helper kills the CLI and fails the test past it. */
 const BOUND = { timeoutMs: 30_000 };
@@ -105,22 +105,21 @@ describe('help runbook: the runbook the handoff list points to ships with the CL
 describe('a ledger the operator may only read is listed and verified, read-only', () => {
   const dir = tempDir('read-only');
   const db = join(dir, 'retrysafe.db');
-  // root writes anywhere: the CLI then runs as nobody; any other user loses the write permission itself
+  // root writes anywhere: the CLI then runs without the capabilities that override file permissions
   const asRoot = process.getuid?.() === 0;
-  const user = asRoot ? { uid: 65534, gid: 65534 } : undefined;
 
   beforeAll(async () => {
     const ledger = createSqliteLedger({ path: db });
     await ledger.claim({ businessOperationId: asBusinessOperationId('ro-1'), provider: 'sandbox', operation: 'sandbox.records.create', intentFingerprint: 'i', paramsFingerprint: 'p', params: { ref: 'x' }, providerKey: 'k' as ProviderKey, owner: 'w', leaseMs: 1000, now: Date.now() });
     await ledger.close();
     chmodSync(db, 0o444);
-    chmodSync(dir, asRoot ? 0o755 : 0o555);
+    chmodSync(dir, 0o555);
   });
   afterAll(() => chmodSync(dir, 0o755));
 
   it('ls, show, handoffs, verify and export read it; nothing is written beside it', async () => {
     const before = readFileSync(db);
-    const opts = { ...BOUND, ...(user ? { user } : {}) };
+    const opts = { ...BOUND, withoutDacOverride: asRoot };
     const ls = await cli(['ledger', 'ls', '--db', db, '--json'], opts);
     expect(ls.stderr).toBe('');
     expect(JSON.parse(ls.stdout).map((r: { businessOperationId: string }) => r.businessOperationId)).toEqual(['ro-1']);
@@ -137,31 +136,20 @@ describe('after fixing the cause of a rejection, the next step the CLI gives wor
   const dir = tempDir('next-step');
   const db = join(dir, 'retrysafe.db');
   const config = join(dir, 'retrysafe.json');
-  let provider: SandboxProvider;
-  let server: { url: string; close(): Promise<void> };
-  let proxy: FaultProxy;
-  let reject = true;
+  let sandbox: FaultySandbox;
   let id = '';
 
   beforeAll(async () => {
-    provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
-    server = await startSandboxServer({ provider, port: 0 });
-    proxy = await startFaultProxy({ target: server.url, faults: () => (reject ? { kind: 'status', status: 400, body: { error: { code: 'invalid_request', message: 'activate the account first' } } } : 'pass') });
+    sandbox = await startFaultySandbox('reject', 'activate the account first');
     const ledger = createSqliteLedger({ path: db });
-    const adapter = createSandboxAdapter({ baseUrl: proxy.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR });
-    const r = await createRunner({ ledger, clock: createDrillClock() }).run(adapter, 'records.create', { params: { ref: 'order-A', amount: 5 } });
+    const r = await createRunner({ ledger, clock: createDrillClock() }).run(sandbox.adapter, 'records.create', { params: { ref: 'order-A', amount: 5 } });
     expect(r.status).toBe('handed-off');
     id = r.businessOperationId;
     await ledger.close();
-    writeFileSync(config, JSON.stringify({ ledger: db, adapters: { sandbox: { baseUrl: proxy.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR } } }));
+    sandbox.writeConfig(config, db);
     writeFileSync(join(dir, 'same.json'), JSON.stringify({ ref: 'order-A', amount: 5 }));
-    reject = false; // the operator activated the account: the cause is fixed, the request itself was fine
+    sandbox.setFault('pass'); // the operator activated the account: the cause is fixed, the request itself was fine
   }, 120_000);
-
-  afterAll(async () => {
-    await proxy?.close();
-    await server?.close();
-  });
 
   it('--resend-with the same params and --resume both point to --resume --force, which completes it', async () => {
     const same = await cli(['ledger', 'resolve', id, '--resend-with', join(dir, 'same.json'), '--config', config], { ...BOUND, cwd: dir });
@@ -171,10 +159,10 @@ describe('after fixing the cause of a rejection, the next step the CLI gives wor
     const resume = await cli(['ledger', 'resolve', id, '--resume', '--config', config], { ...BOUND, cwd: dir });
     expect(resume.code).toBe(1);
     expect(resume.stderr).toMatch(/fixed the cause.*--resume --force/s);
-    expect(provider.count()).toBe(0);
+    expect(sandbox.provider.count()).toBe(0);
     const forced = await cli(['ledger', 'resolve', id, '--resume', '--force', '--config', config, '--json'], { ...BOUND, cwd: dir });
     expect(forced.code).toBe(0);
     expect(JSON.parse(forced.stdout)).toMatchObject({ status: 'done' });
-    expect(provider.count()).toBe(1);
+    expect(sandbox.provider.count()).toBe(1);
   });
 });

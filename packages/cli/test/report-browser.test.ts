@@ -1,11 +1,12 @@
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ScenarioResult } from '@retrysafe/testkit';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { drillCommand } from '../src/commands/drill/index.js';
 import { renderHtmlReport } from '../src/report/html.js';
 import { tempDir } from './helpers.js';
+import { launchChromium } from './chromium.js';
 
 // The HTML report of a real drill (Microsoft Graph and the generic HTTP adapter: long $filter URLs, keys
 // in the body and in the query, the crash scenario), in headless Chromium at a desktop and a phone
@@ -28,11 +29,7 @@ beforeAll(async () => {
   };
   const totals = { passed: results.filter((x) => x.result.status === 'passed').length, failed: 1, skipped: 0 };
   writeFileSync(html, renderHtmlReport({ generatedAt: '2026-12-01T08:00:00.000Z', seed: 1, totals, results }));
-  if (!existsSync('/usr/bin/chromium')) throw new Error('/usr/bin/chromium is missing: apt-get install -y chromium (see .ci/run)');
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchChromium();
 }, 240_000);
 afterAll(async () => {
   await browser?.close();

@@ -35,7 +35,10 @@ export const configSchema = {
   required: ['adapters'],
   properties: {
     $schema: { type: 'string', description: 'this schema, for editor completion' },
-    ledger: str('a SQLite file path (relative to this file; default ./retrysafe.db when the key is absent) or a postgres:// URL. A ledger named here that cannot be used is an error, never a fallback.'),
+    ledger: {
+      description: 'a SQLite file path (relative to this file; default ./retrysafe.db when the key is absent), a postgres:// URL, or { dynamodb: { table } }. A ledger named here that cannot be used is an error, never a fallback.',
+      oneOf: [str('a SQLite file path or a postgres:// URL'), { $ref: '#/$defs/dynamodbLedger' }],
+    },
     handoffs: str('JSONL file the handoff packets are appended to'),
     policy: {
       type: 'object',
@@ -66,6 +69,7 @@ export const configSchema = {
         hubspot: { $ref: '#/$defs/hubspot' },
         resend: { $ref: '#/$defs/resend' },
         github: { $ref: '#/$defs/github' },
+        slack: { $ref: '#/$defs/slack' },
         sandbox: { $ref: '#/$defs/sandbox' },
       },
       additionalProperties: { oneOf: [{ $ref: '#/$defs/moduleAdapter' }, { $ref: '#/$defs/httpAdapter' }] },
@@ -77,6 +81,24 @@ export const configSchema = {
     },
   },
   $defs: {
+    dynamodbLedger: {
+      type: 'object',
+      description: 'a DynamoDB table (create it with ensureTable from @retrysafe/ledger-dynamodb); credentials come from the environment or the AWS SDK\'s default chain, never from this file',
+      additionalProperties: false,
+      required: ['dynamodb'],
+      properties: {
+        dynamodb: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['table'],
+          properties: {
+            table: str('the table name', { minLength: 3 }),
+            region: str('AWS region (default: the SDK\'s, e.g. AWS_REGION)'),
+            endpoint: str('another endpoint, e.g. a local DynamoDB at http://127.0.0.1:8000', { pattern: '^https?://' }),
+          },
+        },
+      },
+    },
     stripe: {
       type: 'object',
       additionalProperties: false,
@@ -88,6 +110,12 @@ export const configSchema = {
       additionalProperties: false,
       required: ['accessTokenEnv'],
       properties: { accessTokenEnv: envVar('environment variable holding the Graph access token'), baseUrl, timeoutMs },
+    },
+    slack: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['tokenEnv'],
+      properties: { tokenEnv: envVar('environment variable holding the Slack bot token'), baseUrl, timeoutMs },
     },
     github: {
       type: 'object',

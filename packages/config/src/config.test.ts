@@ -50,6 +50,15 @@ describe('config', () => {
     expect(() => parseConfig({ adapters: { resend: { apiKeyEnv: 'K', apiKey: 're_inline' } } })).toThrow(/adapters\.resend\.apiKey/);
   });
 
+  it('builds the slack adapter from its token variable (the MCP server and the AI SDK tools get it this way)', async () => {
+    expect(() => parseConfig({ adapters: { slack: {} } })).toThrow(/adapters\.slack\.tokenEnv/);
+    const cfg = parseConfig({ ledger: 'x.db', adapters: { slack: { tokenEnv: 'RS_TEST_SLACK', baseUrl: 'http://127.0.0.1:9' } } }, dir);
+    await expect(createAdapters(cfg, {})).rejects.toThrow(/RS_TEST_SLACK is not set/);
+    const adapters = await createAdapters(cfg, { RS_TEST_SLACK: 'xoxb-test-env' });
+    expect(adapters.slack?.provider).toBe('slack');
+    expect(Object.keys(adapters.slack!.operations)).toEqual(['chat.postMessage', 'chat.update']);
+  });
+
   it('builds the github adapter from its token variable (the MCP server and the AI SDK tools get it this way)', async () => {
     expect(() => parseConfig({ adapters: { github: {} } })).toThrow(/adapters\.github\.tokenEnv/);
     const cfg = parseConfig({ ledger: 'x.db', adapters: { github: { tokenEnv: 'RS_TEST_GITHUB', baseUrl: 'http://127.0.0.1:9' } } }, dir);

@@ -25,6 +25,7 @@ export class ConfigError extends RetrysafeError {
 export interface StripeConfig { readonly baseUrl?: string; readonly apiKeyEnv: string; readonly timeoutMs?: number }
 export interface MsGraphConfig { readonly baseUrl?: string; readonly accessTokenEnv: string; readonly timeoutMs?: number }
 export interface GitHubConfig { readonly baseUrl?: string; readonly tokenEnv: string; readonly timeoutMs?: number }
+export interface SlackConfig { readonly baseUrl?: string; readonly tokenEnv: string; readonly timeoutMs?: number }
 export interface HubSpotConfig { readonly baseUrl?: string; readonly accessTokenEnv: string; readonly timeoutMs?: number; readonly searchSettleMs?: number | null }
 export interface ResendConfig { readonly baseUrl?: string; readonly apiKeyEnv: string; readonly timeoutMs?: number }
 export interface SandboxConfig { readonly baseUrl: string; readonly timeoutMs?: number; readonly behaviour?: Record<string, unknown> }
@@ -86,11 +87,21 @@ export interface HttpDeclarationData {
   readonly headers?: Readonly<Record<string, string>>;
   readonly operations: Readonly<Record<string, Omit<HttpOperationConfig, 'card'> & { readonly card: Readonly<Record<string, unknown>> }>>;
 }
-export type AdapterConfig = StripeConfig | MsGraphConfig | HubSpotConfig | ResendConfig | GitHubConfig | SandboxConfig | ModuleAdapterConfig | HttpAdapterConfig;
+export type AdapterConfig = StripeConfig | MsGraphConfig | HubSpotConfig | ResendConfig | GitHubConfig | SlackConfig | SandboxConfig | ModuleAdapterConfig | HttpAdapterConfig;
+
+/** A DynamoDB ledger's table; credentials come from the environment or the AWS SDK's default chain. */
+export interface DynamoDbLedgerConfig {
+  readonly table: string;
+  readonly region?: string;
+  readonly endpoint?: string;
+}
+
+/** Where the ledger is: a SQLite file path, a `postgres://` URL, or a DynamoDB table. */
+export type LedgerLocation = string | { readonly dynamodb: DynamoDbLedgerConfig };
 
 export interface RetrysafeConfig {
-  /** A SQLite file path (default `./retrysafe.db`) or a `postgres://` URL. */
-  readonly ledger: string;
+  /** A SQLite file path (default `./retrysafe.db`), a `postgres://` URL or `{ dynamodb: { table } }`. */
+  readonly ledger: LedgerLocation;
   /** JSONL file for handoff packets (optional). */
   readonly handoffs?: string;
   readonly policy?: PolicyOverrides;
@@ -101,6 +112,7 @@ export interface RetrysafeConfig {
     readonly hubspot?: HubSpotConfig;
     readonly resend?: ResendConfig;
     readonly github?: GitHubConfig;
+    readonly slack?: SlackConfig;
     readonly sandbox?: SandboxConfig;
     readonly [name: string]: AdapterConfig | undefined;
   };
@@ -120,11 +132,11 @@ export function parseConfig(raw: unknown, baseDir = process.cwd(), source = 'con
   problems.push(...checkConfig(o));
   if (problems.length) throw new ConfigError(source, problems.join('; '));
   const { $schema: _schema, ...rest } = o;
-  return { ...rest, ledger: (o.ledger as string | undefined) ?? DEFAULT_LEDGER, adapters: o.adapters as RetrysafeConfig['adapters'], baseDir } as RetrysafeConfig;
+  return { ...rest, ledger: (o.ledger as LedgerLocation | undefined) ?? DEFAULT_LEDGER, adapters: o.adapters as RetrysafeConfig['adapters'], baseDir } as RetrysafeConfig;
 }
 
 /** What a config file (or a TypeScript config) holds: `RetrysafeConfig` before it is read (no baseDir; ledger optional). */
-export type RetrysafeConfigInput = Omit<RetrysafeConfig, 'baseDir' | 'ledger'> & { readonly ledger?: string; readonly $schema?: string };
+export type RetrysafeConfigInput = Omit<RetrysafeConfig, 'baseDir' | 'ledger'> & { readonly ledger?: LedgerLocation; readonly $schema?: string };
 
 /**
  * Types a config written in TypeScript (`retrysafe.config.ts`: `export default defineConfig({ … })`).
@@ -179,36 +191,57 @@ function env(name: string, path: string, environment: NodeJS.ProcessEnv): string
   return v;
 }
 
+/** The connection options every first-party adapter takes the same way. */
+const connection = (s: { readonly baseUrl?: string; readonly timeoutMs?: number }) => ({ ...(s.baseUrl ? { baseUrl: s.baseUrl } : {}), ...(s.timeoutMs ? { timeoutMs: s.timeoutMs } : {}) });
+
+/** The first-party adapters by config key: each package is imported only when configured; `secret` reads a named environment variable. */
+const BUILT_IN: Record<string, (c: unknown, secret: (variable: string) => string) => Promise<AdapterV1>> = {
+  async stripe(c, secret) {
+    const s = c as StripeConfig;
+    const { createStripeAdapter } = await import('@retrysafe/stripe');
+    return createStripeAdapter({ apiKey: secret(s.apiKeyEnv), ...connection(s) });
+  },
+  async msgraph(c, secret) {
+    const s = c as MsGraphConfig;
+    const { createMsGraphAdapter } = await import('@retrysafe/msgraph');
+    return createMsGraphAdapter({ accessToken: secret(s.accessTokenEnv), ...connection(s) });
+  },
+  async hubspot(c, secret) {
+    const s = c as HubSpotConfig;
+    const { createHubSpotAdapter } = await import('@retrysafe/hubspot');
+    return createHubSpotAdapter({ accessToken: secret(s.accessTokenEnv), ...connection(s), ...(s.searchSettleMs !== undefined ? { searchSettleMs: s.searchSettleMs } : {}) });
+  },
+  async resend(c, secret) {
+    const s = c as ResendConfig;
+    const { createResendAdapter } = await import('@retrysafe/resend');
+    return createResendAdapter({ apiKey: secret(s.apiKeyEnv), ...connection(s) });
+  },
+  async slack(c, secret) {
+    const s = c as SlackConfig;
+    const { createSlackAdapter } = await import('@retrysafe/slack');
+    return createSlackAdapter({ token: secret(s.tokenEnv), ...connection(s) });
+  },
+  async github(c, secret) {
+    const s = c as GitHubConfig;
+    const { createGitHubAdapter } = await import('@retrysafe/github');
+    return createGitHubAdapter({ auth: secret(s.tokenEnv), ...connection(s) });
+  },
+  async sandbox(c) {
+    const s = c as SandboxConfig;
+    const { createSandboxAdapter } = await import('@retrysafe/sandbox');
+    return createSandboxAdapter({ baseUrl: s.baseUrl, timeoutMs: s.timeoutMs ?? 5000, behaviour: (s.behaviour ?? { replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' }) as never });
+  },
+};
+
 /** Builds the configured adapters (each adapter package is imported only when configured). */
 export async function createAdapters(config: RetrysafeConfig, environment: NodeJS.ProcessEnv = process.env): Promise<Record<string, AdapterV1>> {
   const out: Record<string, AdapterV1> = {};
   for (const [name, c] of Object.entries(config.adapters)) {
     if (!c) continue;
     const path = `adapters.${name}`;
-    if (name === 'stripe') {
-      const s = c as StripeConfig;
-      const { createStripeAdapter } = await import('@retrysafe/stripe');
-      out[name] = createStripeAdapter({ apiKey: env(s.apiKeyEnv, path, environment), ...(s.baseUrl ? { baseUrl: s.baseUrl } : {}), ...(s.timeoutMs ? { timeoutMs: s.timeoutMs } : {}) });
-    } else if (name === 'msgraph') {
-      const s = c as MsGraphConfig;
-      const { createMsGraphAdapter } = await import('@retrysafe/msgraph');
-      out[name] = createMsGraphAdapter({ accessToken: env(s.accessTokenEnv, path, environment), ...(s.baseUrl ? { baseUrl: s.baseUrl } : {}), ...(s.timeoutMs ? { timeoutMs: s.timeoutMs } : {}) });
-    } else if (name === 'hubspot') {
-      const s = c as HubSpotConfig;
-      const { createHubSpotAdapter } = await import('@retrysafe/hubspot');
-      out[name] = createHubSpotAdapter({ accessToken: env(s.accessTokenEnv, path, environment), ...(s.baseUrl ? { baseUrl: s.baseUrl } : {}), ...(s.timeoutMs ? { timeoutMs: s.timeoutMs } : {}), ...(s.searchSettleMs !== undefined ? { searchSettleMs: s.searchSettleMs } : {}) });
-    } else if (name === 'resend') {
-      const s = c as ResendConfig;
-      const { createResendAdapter } = await import('@retrysafe/resend');
-      out[name] = createResendAdapter({ apiKey: env(s.apiKeyEnv, path, environment), ...(s.baseUrl ? { baseUrl: s.baseUrl } : {}), ...(s.timeoutMs ? { timeoutMs: s.timeoutMs } : {}) });
-    } else if (name === 'github') {
-      const s = c as GitHubConfig;
-      const { createGitHubAdapter } = await import('@retrysafe/github');
-      out[name] = createGitHubAdapter({ auth: env(s.tokenEnv, path, environment), ...(s.baseUrl ? { baseUrl: s.baseUrl } : {}), ...(s.timeoutMs ? { timeoutMs: s.timeoutMs } : {}) });
-    } else if (name === 'sandbox') {
-      const s = c as SandboxConfig;
-      const { createSandboxAdapter } = await import('@retrysafe/sandbox');
-      out[name] = createSandboxAdapter({ baseUrl: s.baseUrl, timeoutMs: s.timeoutMs ?? 5000, behaviour: (s.behaviour ?? { replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' }) as never });
+    const builtIn = Object.hasOwn(BUILT_IN, name) ? BUILT_IN[name] : undefined;
+    if (builtIn) {
+      out[name] = await builtIn(c, (variable) => env(variable, path, environment));
     } else if ((c as HttpAdapterConfig).type === 'http') {
       out[name] = await createDeclaredHttpAdapter(name, c as HttpAdapterConfig, config.baseDir, environment);
     } else {
@@ -322,11 +355,17 @@ async function importOptional<T>(pkg: string, where: string, load: () => Promise
 }
 
 /**
- * Opens the configured ledger: `postgres://…` ⇒ PostgreSQL, a file path ⇒ SQLite. A ledger that is
- * named but cannot be used (another URL scheme, a missing directory, a missing driver package, a file
- * that is not a ledger) is a ConfigError — never a fresh default ledger in its place.
+ * Opens the configured ledger: `postgres://…` ⇒ PostgreSQL, `{ dynamodb }` ⇒ DynamoDB, a file path ⇒
+ * SQLite. A ledger that is named but cannot be used (another URL scheme, a missing directory, a
+ * missing driver package, a file that is not a ledger) is a ConfigError — never a fresh default ledger
+ * in its place.
  */
-export async function openLedger(location: string, baseDir = process.cwd()): Promise<Ledger> {
+export async function openLedger(location: LedgerLocation, baseDir = process.cwd()): Promise<Ledger> {
+  if (typeof location !== 'string') {
+    const { createDynamoDbLedger } = await importOptional<typeof import('@retrysafe/ledger-dynamodb')>('@retrysafe/ledger-dynamodb', 'ledger', () => import('@retrysafe/ledger-dynamodb'));
+    const { table, region, endpoint } = location.dynamodb;
+    return createDynamoDbLedger({ table, ...(region ? { region } : {}), ...(endpoint ? { endpoint } : {}) });
+  }
   const kind = ledgerKind(location);
   if (kind.kind === 'unusable') throw new ConfigError('ledger', kind.reason);
   if (kind.kind === 'postgres') {

@@ -19,10 +19,16 @@ const valid: [string, unknown][] = [
   ['the docs example (four http operations)', example],
   ['the README example', parseYaml(readmeYaml)],
   ['a minimal config', { adapters: { stripe: { apiKeyEnv: 'STRIPE_KEY' } } }],
+  ['dynamodb ledger', { ledger: { dynamodb: { table: 'retrysafe', region: 'eu-west-1' } }, adapters: { stripe: { apiKeyEnv: 'STRIPE_KEY' } } }],
+  ['dynamodb ledger on a local endpoint', { ledger: { dynamodb: { table: 'retrysafe', endpoint: 'http://127.0.0.1:8000' } }, adapters: { stripe: { apiKeyEnv: 'STRIPE_KEY' } } }],
   ['postgres ledger, policy, redact, $schema', { $schema: './schema.json', ledger: 'postgres://db/rs', policy: { maxAttempts: 3, baseMs: 0, capMs: 10 }, redact: { fields: ['email'] }, adapters: { hubspot: { accessTokenEnv: 'H', searchSettleMs: null } } }],
 ];
 const invalid: [string, unknown][] = [
   ['ledgr', { ledgr: 'x', adapters: {} }],
+  ['dynamodb ledger without a table', { ledger: { dynamodb: { region: 'eu-west-1' } }, adapters: {} }],
+  ['dynamodb ledger with credentials in the file', { ledger: { dynamodb: { table: 'retrysafe', accessKeyId: 'AKIA' } }, adapters: {} }],
+  ['dynamodb ledger endpoint not a URL', { ledger: { dynamodb: { table: 'retrysafe', endpoint: 'localhost:8000' } }, adapters: {} }],
+  ['a ledger of another store', { ledger: { redis: { url: 'redis://x' } }, adapters: {} }],
   ['adapter typo', { adapters: { stripe: { apiKeyEnv: 'K', timoutMs: 1 } } }],
   ['maxAttempts 0', { adapters: {}, policy: { maxAttempts: 0 } }],
   ['negative delay', { adapters: {}, policy: { baseMs: -1 } }],

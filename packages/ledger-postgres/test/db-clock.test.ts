@@ -6,21 +6,18 @@ import { createRunner, type Clock, type LogEntry } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresLedger, type PostgresLedger } from '../src/index.js';
-import { databaseUrl, dropSchema, freshSchema } from './pg-test-db.js';
+import { databaseUrl, readyLedger, testSchema } from './pg-test-db.js';
 
-const schema = freshSchema('db_clock');
+const schema = testSchema('db_clock');
 let lenient: PostgresLedger; // database clock, skew bound large enough to let a far-off worker reach the lease judgement
 let strict: PostgresLedger; // database clock, default bound (1 s)
 beforeAll(async () => {
-  lenient = createPostgresLedger({ connectionString: databaseUrl(), schema, poolSize: 2, maxClockSkewMs: 120_000 });
-  await lenient.ready();
-  strict = createPostgresLedger({ connectionString: databaseUrl(), schema, poolSize: 2 });
-  await strict.ready();
+  lenient = await readyLedger(schema, { maxClockSkewMs: 120_000 });
+  strict = await readyLedger(schema);
 });
 afterAll(async () => {
   await lenient?.close();
   await strict?.close();
-  await dropSchema(schema);
 });
 
 const input = (id: string, owner: string, now: number, leaseMs = 30_000): ClaimInput => ({

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import pg from 'pg';
+import { afterAll } from 'vitest';
+import { createPostgresLedger, type PostgresLedger, type PostgresLedgerOptions } from '../src/index.js';
 
 /**
  * The tests need a real PostgreSQL: `.ci/run` starts one and exports DATABASE_URL
@@ -23,6 +25,40 @@ export function databaseUrl(): string {
 /** A fresh schema name per test file (and per call), so test files never see each other's rows. */
 export function freshSchema(label: string): string {
   return `rs_t_${label.replace(/[^a-z0-9_]/g, '_').slice(0, 30)}_${randomBytes(4).toString('hex')}`;
+}
+
+const testSchemas: string[] = [];
+
+/** A fresh schema, dropped after the test file's last test. */
+export function testSchema(label: string): string {
+  const schema = freshSchema(label);
+  testSchemas.push(schema);
+  return schema;
+}
+
+// Registered when a test file imports this module, so it runs after that file's own afterAll hooks
+// have closed the ledgers that use the schemas.
+afterAll(async () => {
+  for (const s of testSchemas.splice(0)) await dropSchema(s);
+});
+
+/** A ledger on `schema` with a pool of two, its schema migrated. */
+export async function readyLedger(schema: string, options: Partial<PostgresLedgerOptions> = {}): Promise<PostgresLedger> {
+  const ledger = createPostgresLedger({ connectionString: databaseUrl(), schema, poolSize: 2, ...options });
+  await ledger.ready();
+  return ledger;
+}
+
+/** A pool of `max` connections and a fresh schema for one test; the pool ended and the schema dropped after. */
+export async function withSchemaPool(label: string, max: number, test: (pool: pg.Pool, schema: string) => Promise<void>): Promise<void> {
+  const pool = new pg.Pool({ connectionString: databaseUrl(), max });
+  const schema = freshSchema(label);
+  try {
+    await test(pool, schema);
+  } finally {
+    await pool.end();
+    await dropSchema(schema);
+  }
 }
 
 export async function dropSchema(schema: string): Promise<void> {

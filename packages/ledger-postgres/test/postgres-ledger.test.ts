@@ -11,7 +11,7 @@ import {
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresLedger, migrate, type PostgresLedger } from '../src/index.js';
-import { databaseUrl, dropSchema, freshSchema, startPgRelay } from './pg-test-db.js';
+import { databaseUrl, dropSchema, freshSchema, startPgRelay, withSchemaPool } from './pg-test-db.js';
 
 const url = databaseUrl();
 const schema = freshSchema('ledger');
@@ -71,9 +71,7 @@ async function claimed(over: Partial<ClaimInput> = {}) {
 
 describe('migrations', () => {
   it('are recorded once per version and re-running them (even concurrently) applies nothing', async () => {
-    const pool = new pg.Pool({ connectionString: url, max: 6 });
-    const s = freshSchema('migrate');
-    try {
+    await withSchemaPool('migrate', 6, async (pool, s) => {
       const reports = await Promise.all([1, 2, 3, 4, 5].map(() => migrate(pool, s)));
       expect(reports.flatMap((r) => r.applied)).toEqual([1]);
       expect((await migrate(pool, s)).applied).toEqual([]);
@@ -82,16 +80,11 @@ describe('migrations', () => {
       const idx = await pool.query(`SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname`, [s]);
       // A created_at index for listings and retention, and a partial index of open rows (recovery, the handoff queue).
       expect(idx.rows.map((r) => r.indexname)).toEqual(['retrysafe_operations_created_idx', 'retrysafe_operations_open_idx', 'retrysafe_operations_pkey', 'retrysafe_schema_migrations_pkey']);
-    } finally {
-      await pool.end();
-      await dropSchema(s);
-    }
+    });
   });
 
   it('a hand-written statement cannot store a state no rule knows, a fence below 1 or half a lease', async () => {
-    const pool = new pg.Pool({ connectionString: url, max: 2 });
-    const s = freshSchema('rules');
-    try {
+    await withSchemaPool('rules', 2, async (pool, s) => {
       await migrate(pool, s);
       const t = `"${s}".retrysafe_operations`;
       await pool.query(`INSERT INTO ${t} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, state, fence, lease_owner, lease_expires_at, created_at, updated_at)
@@ -112,25 +105,17 @@ describe('migrations', () => {
       }
       expect((await pool.query(`SELECT count(*) AS n FROM ${t} WHERE business_operation_id = 'x'`)).rows[0].n).toBe('0');
       expect((await pool.query(`SELECT state, fence, lease_owner FROM ${t}`)).rows).toEqual([{ state: 'claimed', fence: '1', lease_owner: 'w' }]);
-    } finally {
-      await pool.end();
-      await dropSchema(s);
-    }
+    });
   });
 
   it('refuses a schema written by a newer package version', async () => {
-    const pool = new pg.Pool({ connectionString: url, max: 2 });
-    const s = freshSchema('newer');
-    try {
+    await withSchemaPool('newer', 2, async (pool, s) => {
       await migrate(pool, s);
       await pool.query(`INSERT INTO "${s}".retrysafe_schema_migrations (version, name) VALUES (999, 'from the future')`);
       const err = await migrate(pool, s).catch((e) => e);
       expect(LedgerError.isInstance(err)).toBe(true);
       expect(err.message).toMatch(/999.*upgrade/);
-    } finally {
-      await pool.end();
-      await dropSchema(s);
-    }
+    });
   });
 
   it('rejects a schema name that is not a plain identifier', () => {

@@ -4,18 +4,16 @@ import { PayloadLimitError, RetrysafeError } from '@retrysafe/contract';
 import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresLedger, type PostgresLedger } from '../src/index.js';
-import { databaseUrl, dropSchema, freshSchema } from './pg-test-db.js';
+import type { PostgresLedger } from '../src/index.js';
+import { readyLedger, testSchema } from './pg-test-db.js';
 
-const schema = freshSchema('preclaim');
+const schema = testSchema('preclaim');
 let ledger: PostgresLedger;
 beforeAll(async () => {
-  ledger = createPostgresLedger({ connectionString: databaseUrl(), schema, poolSize: 2 });
-  await ledger.ready();
+  ledger = await readyLedger(schema);
 });
 afterAll(async () => {
   await ledger?.close();
-  await dropSchema(schema);
 });
 
 function nested(levels: number): Record<string, unknown> {

@@ -1,21 +1,16 @@
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRunner, verifyOperation } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, startSandboxServer, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { createPostgresLedger } from '../src/index.js';
-import { databaseUrl, dropSchema, freshSchema } from './pg-test-db.js';
+import { databaseUrl, testSchema } from './pg-test-db.js';
 
 // Issue 18: every receipt write moves the row's chain anchor (head hash and length) in the same
 // statement, so a deleted tail (or every receipt deleted) is a break that verifyOperation reports.
-const schemas: string[] = [];
-afterAll(async () => {
-  for (const s of schemas) await dropSchema(s);
-});
 
 describe('receipt chain anchor on PostgreSQL', () => {
   it('the anchor follows every receipt; a deleted receipt is then caught', async () => {
-    const schema = freshSchema('anchor');
-    schemas.push(schema);
+    const schema = testSchema('anchor');
     const pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
     const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
     const server = await startSandboxServer({ provider, port: 0 });

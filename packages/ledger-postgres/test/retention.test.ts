@@ -1,21 +1,16 @@
 // Issue 23: retention (prune) and the index layout on a real PostgreSQL.
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
 import { createRunner, pruneLedger, verifyOperation } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { createPostgresLedger, migrate, type PostgresLedger } from '../src/index.js';
-import { databaseUrl, dropSchema, freshSchema } from './pg-test-db.js';
+import { databaseUrl, testSchema } from './pg-test-db.js';
 
-const schemas: string[] = [];
-afterAll(async () => {
-  for (const s of schemas) await dropSchema(s);
-});
 
 describe('PostgreSQL retention and index layout', () => {
   it('prune keeps what the key retention protects unless forced, then deletes closed operations with their receipts', async () => {
-    const schema = freshSchema('retention');
-    schemas.push(schema);
+    const schema = testSchema('retention');
     const pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
     try {
       const ledger = createPostgresLedger({ pool, schema });
@@ -48,8 +43,7 @@ describe('PostgreSQL retention and index layout', () => {
   });
 
   it('listings, lookups, recovery and prune are served by indexes (plans with sequential scans off, on 20k rows)', async () => {
-    const schema = freshSchema('plans');
-    schemas.push(schema);
+    const schema = testSchema('plans');
     const client = new pg.Client({ connectionString: databaseUrl() });
     await client.connect();
     try {

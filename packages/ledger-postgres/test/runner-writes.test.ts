@@ -4,19 +4,17 @@ import { createRunner, verifyReceiptChain } from '@retrysafe/core';
 import type { ClaimInput, Ledger, StatePatch } from '@retrysafe/contract';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresLedger, type PostgresLedger } from '../src/index.js';
-import { databaseUrl, dropSchema, freshSchema } from './pg-test-db.js';
+import type { PostgresLedger } from '../src/index.js';
+import { readyLedger, testSchema } from './pg-test-db.js';
 
-const schema = freshSchema('runner_writes');
+const schema = testSchema('runner_writes');
 let ledger: PostgresLedger;
 
 beforeAll(async () => {
-  ledger = createPostgresLedger({ connectionString: databaseUrl(), schema, poolSize: 2 });
-  await ledger.ready();
+  ledger = await readyLedger(schema);
 });
 afterAll(async () => {
   await ledger?.close();
-  await dropSchema(schema);
 });
 
 function recording(inner: Ledger) {

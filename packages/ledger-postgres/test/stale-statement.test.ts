@@ -5,22 +5,20 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
-import { createPostgresLedger, type PostgresLedger } from '../src/index.js';
-import { databaseUrl, dropSchema, freshSchema } from './pg-test-db.js';
+import type { PostgresLedger } from '../src/index.js';
+import { databaseUrl, readyLedger, testSchema } from './pg-test-db.js';
 
-const schema = freshSchema('stale_stmt');
+const schema = testSchema('stale_stmt');
 let ledger: PostgresLedger;
 let admin: pg.Client;
 beforeAll(async () => {
-  ledger = createPostgresLedger({ connectionString: databaseUrl(), schema, poolSize: 2 });
-  await ledger.ready();
+  ledger = await readyLedger(schema);
   admin = new pg.Client({ connectionString: databaseUrl() });
   await admin.connect();
 });
 afterAll(async () => {
   await ledger?.close();
   await admin?.end();
-  await dropSchema(schema);
 });
 
 describe('a prepared statement whose result type changed', () => {

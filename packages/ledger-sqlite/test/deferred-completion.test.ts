@@ -9,12 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { asBusinessOperationId, LedgerError, type ClaimInput, type ProviderKey } from '@retrysafe/contract';
+import { asBusinessOperationId, LedgerError } from '@retrysafe/contract';
 import { completionRecoverable } from '@retrysafe/contract/rules';
 import { DatabaseSync } from 'node:sqlite';
 import { createRunner, verifyReceiptChain } from '@retrysafe/core';
 import { createSqliteLedger } from '../src/index.js';
 import { createSandboxAdapter, createSandboxProvider, startSandboxServer, type SandboxBehaviour } from '@retrysafe/sandbox';
+import { claimInput } from './helpers.js';
 
 const WORKER = fileURLToPath(new URL('./fixtures/fsync-worker.mjs', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'retrysafe-deferred-'));
@@ -120,19 +121,6 @@ describe('SQLite ledger at synchronous=FULL: deferrable completions', () => {
 describe('SQLite ledger: a deferred write on a connection that breaks', () => {
   // node:sqlite made to fail below the ledger: its write with an I/O error, its restoring
   // `PRAGMA synchronous = FULL` too, as on a connection whose file went away. The error must say what broke.
-  const claimInput = (id: string): ClaimInput => ({
-    businessOperationId: asBusinessOperationId(id),
-    provider: 'sandbox',
-    operation: 'records.create',
-    intentFingerprint: `sha256:intent-${id}`,
-    paramsFingerprint: `sha256:params-${id}`,
-    params: { ref: id },
-    providerKey: `key-${id}` as ProviderKey,
-    owner: 'worker-1',
-    leaseMs: 10_000,
-    now: 1_000,
-    dispatch: true,
-  });
   type Proto = { exec(this: unknown, sql: string): unknown; prepare(this: unknown, sql: string): { run(...a: unknown[]): unknown } };
   // The class the ledger opens its connection with, patched below the ledger.
   const proto = DatabaseSync.prototype as unknown as Proto;

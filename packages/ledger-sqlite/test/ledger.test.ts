@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, describe, expect, it } from 'vitest';
 import { editStored } from './sqlite-tamper.js';
-import { asBusinessOperationId, LedgerError, LeaseLostError, RetrysafeError, type ClaimInput, type Ledger, type ProviderKey } from '@retrysafe/contract';
+import { asBusinessOperationId, LedgerError, LeaseLostError, RetrysafeError, type ClaimInput, type Ledger, type OperationRecord, type ProviderKey } from '@retrysafe/contract';
 import { createRunner } from '@retrysafe/core';
 import { ledgerSuite } from '@retrysafe/testkit/ledger';
 import { createSqliteLedger } from '../src/index.js';
@@ -37,6 +37,18 @@ const typedLedgerError = (err: unknown) => LedgerError.isInstance(err) && Retrys
 
 describe('sqlite ledger', () => {
   const file = (name: string) => join(dir, `${name}-${++n}.db`);
+  /** A ledger on a new file with `id` claimed and dispatched; the ledger is closed after `test`. */
+  const withClaimed = async (name: string, id: string, test: (ledger: Ledger, claimed: OperationRecord, path: string) => Promise<void>) => {
+    const path = file(name);
+    const ledger = createSqliteLedger({ path });
+    try {
+      const c = await ledger.claim(claim(id, { dispatch: true }));
+      if (c.kind !== 'claimed') throw new Error(c.kind);
+      await test(ledger, c.record, path);
+    } finally {
+      await ledger.close();
+    }
+  };
 
   ledgerSuite({ name: 'sqlite', create: () => createSqliteLedger({ path: file('suite') }) });
 
@@ -196,31 +208,21 @@ describe('sqlite ledger', () => {
   });
 
   it('fenced writes answer promises, never throw: a patch that cannot be read is a rejection; a completion answers the record it stored', async () => {
-    const path = file('promises');
-    const ledger = createSqliteLedger({ path });
-    try {
-      const c = await ledger.claim(claim('prom-1', { dispatch: true }));
-      if (c.kind !== 'claimed') throw new Error(c.kind);
-      const bad = ledger.setState(c.record, null as never);
+    await withClaimed('promises', 'prom-1', async (ledger, claimed) => {
+      const bad = ledger.setState(claimed, null as never);
       expect(bad).toBeInstanceOf(Promise);
       await expect(bad).rejects.toThrow(TypeError);
       const odd = ledger.markDispatched(null as never, 1);
       expect(odd).toBeInstanceOf(Promise);
       await expect(odd).rejects.toThrow();
-      const done = ledger.setState(c.record, { state: 'succeeded', lastOutcome: 'succeeded', result: { id: 'r1' }, providerRef: 'r1', now: 2, durability: 'deferrable' });
+      const done = ledger.setState(claimed, { state: 'succeeded', lastOutcome: 'succeeded', result: { id: 'r1' }, providerRef: 'r1', now: 2, durability: 'deferrable' });
       expect(done).toBeInstanceOf(Promise);
       expect(await done).toEqual(await ledger.get(asBusinessOperationId('prom-1')));
-    } finally {
-      await ledger.close();
-    }
+    });
   });
 
   it('a stored record with a byte changed: get, list and writes give LedgerError, not a wrong record', async () => {
-    const path = file('flip');
-    const ledger = createSqliteLedger({ path });
-    try {
-      const c = await ledger.claim(claim('flip-1', { dispatch: true }));
-      if (c.kind !== 'claimed') throw new Error(c.kind);
+    await withClaimed('flip', 'flip-1', async (ledger, claimed, path) => {
       const other = raw(path);
       const { record } = other.prepare('SELECT record FROM retrysafe_operations WHERE id = ?').get('flip-1') as { record: string };
       // The quote that opens the first key becomes another character.
@@ -229,15 +231,13 @@ describe('sqlite ledger', () => {
       const errors = await Promise.all([
         ledger.get(asBusinessOperationId('flip-1')).catch((e: unknown) => e),
         ledger.list().catch((e: unknown) => e),
-        ledger.markDispatched(c.record, 3).catch((e: unknown) => e),
+        ledger.markDispatched(claimed, 3).catch((e: unknown) => e),
       ]);
       for (const e of errors) {
         expect(typedLedgerError(e)).toBe(true);
         expect((e as Error).message).toMatch(/cut or corrupt/);
       }
-    } finally {
-      await ledger.close();
-    }
+    });
   });
 
   it('a lock held past busyTimeoutMs is a LedgerError, and nothing was written', async () => {

@@ -3,25 +3,13 @@
 // claims whose clocks go back.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { asBusinessOperationId, type ClaimInput, type Ledger, type ListFilter, type OperationState, type ProviderKey } from '@retrysafe/contract';
+import type { Ledger, ListFilter, OperationState } from '@retrysafe/contract';
 import { createMemoryLedger } from '@retrysafe/core';
 import { createSqliteLedger } from '../src/index.js';
+import { claimInput } from './helpers.js';
 
 const T = Date.UTC(2026, 11, 1);
 
-const claimInput = (id: string, now: number, operation: string): ClaimInput => ({
-  businessOperationId: asBusinessOperationId(id),
-  provider: 'sandbox',
-  operation,
-  intentFingerprint: `sha256:intent-${id}`,
-  paramsFingerprint: `sha256:params-${id}`,
-  params: { ref: id },
-  providerKey: `key-${id}` as ProviderKey,
-  owner: 'worker-1',
-  leaseMs: 1000,
-  now,
-  dispatch: true,
-});
 
 interface Op {
   readonly label: string;
@@ -59,7 +47,7 @@ const filterArb: fc.Arbitrary<ListFilter> = fc.record(
 
 async function fill(ledger: Ledger, ops: readonly Op[]): Promise<void> {
   for (const op of ops) {
-    const c = await ledger.claim(claimInput(`op-${op.label}`, op.at, op.operation));
+    const c = await ledger.claim(claimInput(`op-${op.label}`, { now: op.at, operation: op.operation, leaseMs: 1000 }));
     if (c.kind !== 'claimed') throw new Error(`expected claimed, got ${c.kind}`);
     if (op.close) await ledger.setState({ businessOperationId: c.record.businessOperationId, fence: c.record.fence }, { state: op.close.state, now: op.at + op.close.after });
   }

@@ -208,14 +208,14 @@ describe('type-export diagnostics', () => {
     const out = [
       "../../../work/x/node_modules/.pnpm/@vendor+p@1.0.0/node_modules/@vendor/p/dist/index.d.ts(1,29): error TS7016: Could not find a declaration file for module 'json-schema'.",
       '  Try `npm i --save-dev @types/json-schema`',
-      "../packages/core/dist/index.d.ts(3,1): error TS2307: Cannot find module '@types/better-sqlite3'.",
+      "../packages/core/dist/index.d.ts(3,1): error TS2307: Cannot find module '@types/some-driver'.",
       "../packages/core/node_modules/x/index.d.ts(1,1): error TS1005: ';' expected.",
       "check.ts(1,20): error TS2307: Cannot find module '@retrysafe/stripe/sandbox'.",
       "error TS2318: Cannot find global type 'Array'.",
     ].join('\n');
     const { ours, theirs } = splitDiagnostics(out, '/tmp/copy/.typetest-exports', ['/tmp/copy/packages/core']);
     expect(ours).toEqual([
-      "../packages/core/dist/index.d.ts(3,1): error TS2307: Cannot find module '@types/better-sqlite3'.",
+      "../packages/core/dist/index.d.ts(3,1): error TS2307: Cannot find module '@types/some-driver'.",
       "check.ts(1,20): error TS2307: Cannot find module '@retrysafe/stripe/sandbox'.",
       "error TS2318: Cannot find global type 'Array'.",
     ]);

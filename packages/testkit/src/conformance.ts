@@ -10,13 +10,15 @@ import {
   type ProviderKey,
 } from '@retrysafe/contract';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createDrillContext, disposeDrillContext, runScenario, SCENARIO_TITLES, writeSummary, type DrillContext } from './drill.js';
+import { disposeDrillContext, runScenario, SCENARIO_TITLES, writeSummary } from './drill.js';
+import { createDrillContext, type DrillContext } from './drill-harness.js';
 import { createDrillClock } from './drill-clock.js';
 import { SCENARIOS, type ConformanceOptions } from './drill-types.js';
 import { startFaultProxy, type FaultScript } from './fault-proxy.js';
 
-export { runDrill, runScenario, createDrillContext, writeSummary, disposeDrillContext, SCENARIO_TITLES, DEFAULT_DRILL_TIMEOUT_MS } from './drill.js';
-export type { DrillContext } from './drill.js';
+export { runDrill, runScenario, writeSummary, disposeDrillContext, SCENARIO_TITLES } from './drill.js';
+export { createDrillContext, DEFAULT_DRILL_TIMEOUT_MS } from './drill-harness.js';
+export type { DrillContext } from './drill-harness.js';
 export { criteriaFor, readCard, skipReason } from './criteria.js';
 export type { CardAbilities } from './criteria.js';
 export * from './drill-types.js';

@@ -150,6 +150,36 @@ async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Prom
   await Promise.all(workers);
 }
 
+type PlannedRun = { readonly index: number; readonly point: CrashPoint; readonly params: unknown; readonly businessOperationId: string };
+type RunEnd = { killed: boolean; exit: string; businessOperationId: string | null };
+
+/**
+ * One worker process runs the group's jobs concurrently; once every job has stopped at its own point
+ * (or finished), the process is SIGKILLed. Records each job's end in `runs`; true when the kill landed.
+ */
+async function runGroupToItsPoints(base: Omit<CrashWorkerConfig, 'mode' | 'jobs'>, group: readonly PlannedRun[], runs: Map<number, RunEnd>, problems: string[]): Promise<boolean> {
+  const reached = new Map<number, string>();
+  const finished = new Set<number>();
+  let killed = false;
+  const w = spawnWorker({ ...base, mode: 'run', jobs: group.map((j) => ({ index: j.index, params: j.params, businessOperationId: j.businessOperationId, point: j.point })) }, (m, child) => {
+    if (m.type === 'at') reached.set(m.index, m.point);
+    if (m.type === 'finished') finished.add(m.index);
+    if (!killed && reached.size + finished.size === group.length && reached.size > 0) killed = child.kill('SIGKILL');
+  });
+  const exit = await w.exit;
+  const err = w.messages.find((m): m is Extract<CrashWorkerMessage, { type: 'error' }> => m.type === 'error');
+  if (err) problems.push(`worker for runs ${group[0]!.index}–${group.at(-1)!.index}: ${err.message.split('\n')[0]}`);
+  if (killed && exit.signal !== 'SIGKILL') problems.push(`worker for runs ${group[0]!.index}–${group.at(-1)!.index}: expected SIGKILL, got ${exit.signal ?? `exit ${exit.code}`}`);
+  if (!killed && exit.code !== 0) problems.push(`worker for runs ${group[0]!.index}–${group.at(-1)!.index} exited ${exit.signal ?? exit.code}: ${w.stderr.split('\n')[0] ?? ''}`);
+  for (const job of group) {
+    const at = reached.get(job.index);
+    if (at !== undefined && at !== job.point) problems.push(`run ${job.index}: stopped at ${at}, planned ${job.point}`);
+    if (at === undefined) problems.push(`run ${job.index}: never reached ${job.point}${finished.has(job.index) ? ' (finished first)' : ''}`);
+    runs.set(job.index, { killed: at === job.point && exit.signal === 'SIGKILL', exit: exit.signal ?? `exit ${exit.code}`, businessOperationId: job.businessOperationId });
+  }
+  return killed && exit.signal === 'SIGKILL';
+}
+
 /**
  * The crash drill: each run executes the operation in a child process, which is SIGKILLed at a
  * seeded, named point (after claim, after dispatched, after the provider committed, after the result
@@ -216,7 +246,7 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
       const batch = plan.slice(b, b + batchSize);
       const ledgerPath = join(work, `ledger-${b / batchSize}.db`);
       const base = { adapterModule: options.adapterModule, adapterOptions: options.adapterOptions, baseUrl: upstreamUrl, timeoutMs, ledgerPath, operation: options.operation, leaseMs, ...(options.policy ? { policy: options.policy } : {}) };
-      const runs = new Map<number, { killed: boolean; exit: string; businessOperationId: string | null }>();
+      const runs = new Map<number, RunEnd>();
 
       // Phase 1: worker processes, each running `perProcess` jobs concurrently; once every job in a
       // process has stopped at its own point, the process is SIGKILLed.
@@ -224,26 +254,7 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
       const groups: (typeof batch)[] = [];
       for (let g = 0; g < batch.length; g += perProcess) groups.push(batch.slice(g, g + perProcess));
       await pool(groups, options.parallel ?? 2, async (group) => {
-        const reached = new Map<number, string>();
-        const finished = new Set<number>();
-        let killed = false;
-        const w = spawnWorker({ ...base, mode: 'run', jobs: group.map((j) => ({ index: j.index, params: j.params, businessOperationId: j.businessOperationId, point: j.point })) }, (m, child) => {
-          if (m.type === 'at') reached.set(m.index, m.point);
-          if (m.type === 'finished') finished.add(m.index);
-          if (!killed && reached.size + finished.size === group.length && reached.size > 0) killed = child.kill('SIGKILL');
-        });
-        const exit = await w.exit;
-        if (killed && exit.signal === 'SIGKILL') workersKilled += 1;
-        const err = w.messages.find((m): m is Extract<CrashWorkerMessage, { type: 'error' }> => m.type === 'error');
-        if (err) problems.push(`worker for runs ${group[0]!.index}–${group.at(-1)!.index}: ${err.message.split('\n')[0]}`);
-        if (killed && exit.signal !== 'SIGKILL') problems.push(`worker for runs ${group[0]!.index}–${group.at(-1)!.index}: expected SIGKILL, got ${exit.signal ?? `exit ${exit.code}`}`);
-        if (!killed && exit.code !== 0) problems.push(`worker for runs ${group[0]!.index}–${group.at(-1)!.index} exited ${exit.signal ?? exit.code}: ${w.stderr.split('\n')[0] ?? ''}`);
-        for (const job of group) {
-          const at = reached.get(job.index);
-          if (at !== undefined && at !== job.point) problems.push(`run ${job.index}: stopped at ${at}, planned ${job.point}`);
-          if (at === undefined) problems.push(`run ${job.index}: never reached ${job.point}${finished.has(job.index) ? ' (finished first)' : ''}`);
-          runs.set(job.index, { killed: at === job.point && exit.signal === 'SIGKILL', exit: exit.signal ?? `exit ${exit.code}`, businessOperationId: job.businessOperationId });
-        }
+        if (await runGroupToItsPoints(base, group, runs, problems)) workersKilled += 1;
       });
 
       // Phase 2: a fresh process, its clock past the dead workers' leases, recovers and re-runs.

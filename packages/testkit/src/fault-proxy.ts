@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { DrillFault } from '@retrysafe/contract';
 
@@ -158,29 +158,151 @@ function resetSocket(socket: Socket): void {
   else socket.destroy();
 }
 
-/**
- * Starts a loopback HTTP proxy between an SDK and a sandbox server that injects faults per request
- * and records every request. Real TCP: the SDK sees real resets, timeouts and status codes.
- */
-export async function startFaultProxy(options: FaultProxyOptions): Promise<FaultProxy> {
-  const target = assertLoopbackTarget(options.target);
-  const basePath = target.pathname.replace(/\/$/, '');
-  let script: FaultScript = options.faults ?? [];
-  validateScript(script);
-  const recordHeaders = new Set(['idempotency-key', ...(options.recordHeaders ?? []).map((h) => h.toLowerCase())]);
+type Upstream = { status: number; headers: IncomingHttpHeaders; body: Buffer };
+
+/** Sends the request on to the sandbox and reads its whole answer. */
+function forwardTo(up: { target: URL; basePath: string; agent: Agent }, req: IncomingMessage, body: Buffer): Promise<Upstream> {
+  const headers: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(req.headers)) {
+    if (v === undefined || HOP_BY_HOP.has(k) || k === 'host' || k === 'content-length') continue;
+    headers[k] = v;
+  }
+  headers['host'] = up.target.host;
+  headers['content-length'] = String(body.length);
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(
+      { hostname: up.target.hostname.replace(/^\[|\]$/g, ''), port: up.target.port || 80, method: req.method, path: up.basePath + (req.url ?? '/'), headers, agent: up.agent },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 502, headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on('error', reject);
+      },
+    );
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+function relay(res: ServerResponse, upstream: Upstream): void {
+  const headers: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(upstream.headers)) {
+    if (v === undefined || HOP_BY_HOP.has(k) || k === 'content-length') continue;
+    headers[k] = v;
+  }
+  headers['content-length'] = String(upstream.body.length);
+  res.writeHead(upstream.status, headers);
+  res.end(upstream.body);
+}
+
+/** The fault's own answer (status, headers, body) in place of the provider's. */
+function answerWithStatus(res: ServerResponse, fault: Extract<Fault, { kind: 'status' }>): void {
+  const headers: Record<string, string> = { ...(fault.headers ?? {}) };
+  if (fault.retryAfterS !== undefined) headers['retry-after'] = String(fault.retryAfterS);
+  let payload = '';
+  if (fault.body !== undefined) {
+    payload = typeof fault.body === 'string' ? fault.body : JSON.stringify(fault.body);
+    if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
+      headers['content-type'] = typeof fault.body === 'string' ? 'text/plain' : 'application/json';
+    }
+  }
+  headers['content-length'] = String(Buffer.byteLength(payload));
+  res.writeHead(fault.status, headers);
+  res.end(payload);
+}
+
+function truncateResponse(req: IncomingMessage, res: ServerResponse, upstream: Upstream): void {
+  if (req.socket.destroyed) return;
+  const headers: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(upstream.headers)) if (v !== undefined && !HOP_BY_HOP.has(k) && k !== 'content-length') headers[k] = v;
+  // A body is cut to its first half under its full content-length; an empty one is announced as a
+  // chunked body that never ends (there is nothing to cut): either way the client cannot finish reading.
+  if (upstream.body.length > 0) headers['content-length'] = String(upstream.body.length);
+  res.writeHead(upstream.status, headers);
+  res.write(upstream.body.subarray(0, Math.floor(upstream.body.length / 2)), () => resetSocket(req.socket));
+}
+
+/** Holds the request until its client gives up (true) or `ms` pass (false); `onStop` gets a way to end the hold early. */
+function holdUntilClientGivesUp(req: IncomingMessage, ms: number, timers: Set<NodeJS.Timeout>, onStop?: (stop: () => void) => void): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    if (req.socket.destroyed) return resolve(true);
+    const t = setTimeout(() => {
+      timers.delete(t);
+      resolve(false);
+    }, ms);
+    timers.add(t);
+    onStop?.(() => {
+      clearTimeout(t);
+      timers.delete(t);
+      resolve(req.socket.destroyed);
+    });
+    req.socket.once('close', () => {
+      clearTimeout(t);
+      timers.delete(t);
+      resolve(true);
+    });
+  });
+}
+
+/** The record of one request as the proxy saw it, before its fault is played. */
+function requestEntry(n: number, info: FaultRequestInfo, recordHeaders: ReadonlySet<string>, body: Buffer, fault: Fault, label: string | undefined): ProxyRequest {
+  const recorded: Record<string, string> = {};
+  for (const name of recordHeaders) {
+    const v = info.headers[name];
+    if (v !== undefined) recorded[name] = Array.isArray(v) ? v.join(', ') : v;
+  }
+  return {
+    n,
+    method: info.method,
+    path: info.path,
+    headers: recorded,
+    bodyHash: body.length === 0 ? EMPTY_SHA : 'sha256:' + createHash('sha256').update(body).digest('hex'),
+    bodyBytes: body.length,
+    fault,
+    forwarded: fault !== 'reset-before' && (typeof fault === 'string' || (fault.kind !== 'status' && fault.kind !== 'late-commit') || (fault.kind === 'status' && fault.forward === true)),
+    at: Date.now(),
+    ...(label !== undefined ? { label } : {}),
+  };
+}
+
+/** The requests the proxy saw, in arrival order; a clear starts a new generation, so late updates to the old ones are dropped. */
+function createRequestLog() {
   const requests: ProxyRequest[] = [];
-  const scriptErrors: string[] = [];
   const waiters: { count: number; resolve: () => void }[] = [];
-  const sockets = new Set<Socket>();
-  const timers = new Set<NodeJS.Timeout>();
-  const upstreamAgent = new Agent({ keepAlive: true });
-  let counter = 0;
   let generation = 0;
-  let closed = false;
-  const clock = options.clock ?? { now: () => Date.now() };
-  /** late-commit: requests held, applied in arrival order once due (or on flush). */
+  return {
+    requests,
+    generation: () => generation,
+    clear(): void {
+      requests.length = 0;
+      generation += 1;
+    },
+    record(entry: ProxyRequest): void {
+      requests.push(entry);
+      for (let i = waiters.length - 1; i >= 0; i -= 1) {
+        const w = waiters[i]!;
+        if (requests.length >= w.count) {
+          waiters.splice(i, 1);
+          w.resolve();
+        }
+      }
+    },
+    update(index: number, gen: number, patch: Partial<ProxyRequest>): void {
+      if (gen !== generation) return;
+      const current = requests[index];
+      if (current) requests[index] = { ...current, ...patch };
+    },
+    waitFor(count: number): Promise<void> {
+      if (requests.length >= count) return Promise.resolve();
+      return new Promise((resolve) => waiters.push({ count, resolve }));
+    },
+  };
+}
+
+/** late-commit: requests held until their client gives up, then applied in arrival order once due (or on flush). */
+function createLateQueue(clock: { now(): number }) {
   const held: { readonly dueAt: number; readonly apply: () => Promise<void> }[] = [];
-  /** late-commit requests still waiting for the client to give up: flushLate ends that wait. */
+  /** Requests still waiting for the client to give up: a flush ends that wait. */
   const holding = new Set<{ readonly stop: () => void; readonly queued: Promise<void> }>();
   async function applyDue(all: boolean): Promise<void> {
     if (all) {
@@ -191,6 +313,60 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     const now = clock.now();
     while (held.length > 0 && (all || held[0]!.dueAt <= now)) await held.shift()!.apply();
   }
+  /** Holds the request; the client times out (or, if its timeout does not work, is reset after a long hold). */
+  async function hold(req: IncomingMessage, afterMs: number, timers: Set<NodeJS.Timeout>, onGaveUp: (gaveUp: boolean) => void, apply: () => Promise<void>): Promise<void> {
+    const arrivedAt = clock.now();
+    let stop: () => void = () => undefined;
+    let queuedDone: () => void = () => undefined;
+    const entry = { stop: () => stop(), queued: new Promise<void>((r) => (queuedDone = r)) };
+    holding.add(entry);
+    onGaveUp(await holdUntilClientGivesUp(req, 30_000, timers, (end) => (stop = end)));
+    resetSocket(req.socket);
+    holding.delete(entry);
+    queuedDone();
+    held.push({ dueAt: arrivedAt + afterMs, apply });
+  }
+  return { held, applyDue, hold };
+}
+
+/** A loopback server that keeps track of its sockets (close destroys them). */
+async function listen(port: number, sockets: Set<Socket>, handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<Server> {
+  const server = createServer(handler);
+  server.keepAliveTimeout = 5_000;
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve());
+  });
+  return server;
+}
+
+/**
+ * Starts a loopback HTTP proxy between an SDK and a sandbox server that injects faults per request
+ * and records every request. Real TCP: the SDK sees real resets, timeouts and status codes.
+ */
+export async function startFaultProxy(options: FaultProxyOptions): Promise<FaultProxy> {
+  const target = assertLoopbackTarget(options.target);
+  const basePath = target.pathname.replace(/\/$/, '');
+  let script: FaultScript = options.faults ?? [];
+  validateScript(script);
+  const recordHeaders = new Set(['idempotency-key', ...(options.recordHeaders ?? []).map((h) => h.toLowerCase())]);
+  const log = createRequestLog();
+  const { requests, record, update } = log;
+  const scriptErrors: string[] = [];
+  const sockets = new Set<Socket>();
+  const timers = new Set<NodeJS.Timeout>();
+  const upstreamAgent = new Agent({ keepAlive: true });
+  const upstreamOf = { target, basePath, agent: upstreamAgent };
+  const forward = (req: IncomingMessage, body: Buffer) => forwardTo(upstreamOf, req, body);
+  let counter = 0;
+  let closed = false;
+  const clock = options.clock ?? { now: () => Date.now() };
+  const late = createLateQueue(clock);
+  const applyDue = late.applyDue;
 
   const proxy: FaultProxy = {
     url: '',
@@ -206,19 +382,17 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     reset(next) {
       if (next !== undefined) validateScript(next);
       script = next ?? [];
-      requests.length = 0;
+      log.clear();
       scriptErrors.length = 0;
       counter = 0;
-      generation += 1;
     },
     label: undefined,
     waitForRequests(count) {
-      if (requests.length >= count) return Promise.resolve();
-      return new Promise((resolve) => waiters.push({ count, resolve }));
+      return log.waitFor(count);
     },
     flushLate: () => applyDue(true),
     get heldLate() {
-      return held.length;
+      return late.held.length;
     },
     async close() {
       if (closed) return;
@@ -231,57 +405,6 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     },
   };
 
-  function record(entry: ProxyRequest): void {
-    requests.push(entry);
-    for (let i = waiters.length - 1; i >= 0; i -= 1) {
-      const w = waiters[i]!;
-      if (requests.length >= w.count) {
-        waiters.splice(i, 1);
-        w.resolve();
-      }
-    }
-  }
-
-  function update(index: number, gen: number, patch: Partial<ProxyRequest>): void {
-    if (gen !== generation) return;
-    const current = requests[index];
-    if (current) requests[index] = { ...current, ...patch };
-  }
-
-  function forward(req: IncomingMessage, body: Buffer): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
-    const headers: Record<string, string | string[]> = {};
-    for (const [k, v] of Object.entries(req.headers)) {
-      if (v === undefined || HOP_BY_HOP.has(k) || k === 'host' || k === 'content-length') continue;
-      headers[k] = v;
-    }
-    headers['host'] = target.host;
-    headers['content-length'] = String(body.length);
-    return new Promise((resolve, reject) => {
-      const up = httpRequest(
-        { hostname: target.hostname.replace(/^\[|\]$/g, ''), port: target.port || 80, method: req.method, path: basePath + (req.url ?? '/'), headers, agent: upstreamAgent },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 502, headers: res.headers, body: Buffer.concat(chunks) }));
-          res.on('error', reject);
-        },
-      );
-      up.on('error', reject);
-      up.end(body);
-    });
-  }
-
-  function relay(res: ServerResponse, upstream: { status: number; headers: IncomingHttpHeaders; body: Buffer }): void {
-    const headers: Record<string, string | string[]> = {};
-    for (const [k, v] of Object.entries(upstream.headers)) {
-      if (v === undefined || HOP_BY_HOP.has(k) || k === 'content-length') continue;
-      headers[k] = v;
-    }
-    headers['content-length'] = String(upstream.body.length);
-    res.writeHead(upstream.status, headers);
-    res.end(upstream.body);
-  }
-
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
@@ -290,13 +413,8 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     await applyDue(false).catch(() => undefined);
     counter += 1;
     const n = counter;
-    const gen = generation;
+    const gen = log.generation();
     const info: FaultRequestInfo = { method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers };
-    const recorded: Record<string, string> = {};
-    for (const name of recordHeaders) {
-      const v = req.headers[name];
-      if (v !== undefined) recorded[name] = Array.isArray(v) ? v.join(', ') : v;
-    }
     let fault: Fault;
     try {
       fault = pick(script, n, info);
@@ -308,19 +426,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       return;
     }
     const index = requests.length;
-    const label = proxy.label;
-    record({
-      n,
-      method: info.method,
-      path: info.path,
-      headers: recorded,
-      bodyHash: body.length === 0 ? EMPTY_SHA : 'sha256:' + createHash('sha256').update(body).digest('hex'),
-      bodyBytes: body.length,
-      fault,
-      forwarded: fault !== 'reset-before' && (typeof fault === 'string' || (fault.kind !== 'status' && fault.kind !== 'late-commit') || (fault.kind === 'status' && fault.forward === true)),
-      at: Date.now(),
-      ...(label !== undefined ? { label } : {}),
-    });
+    record(requestEntry(n, info, recordHeaders, body, fault, proxy.label));
 
     if (fault === 'reset-before') {
       resetSocket(req.socket);
@@ -336,63 +442,22 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
         }
         if (req.socket.destroyed) return;
       }
-      const headers: Record<string, string> = { ...(fault.headers ?? {}) };
-      if (fault.retryAfterS !== undefined) headers['retry-after'] = String(fault.retryAfterS);
-      let payload = '';
-      if (fault.body !== undefined) {
-        payload = typeof fault.body === 'string' ? fault.body : JSON.stringify(fault.body);
-        if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
-          headers['content-type'] = typeof fault.body === 'string' ? 'text/plain' : 'application/json';
-        }
-      }
-      headers['content-length'] = String(Buffer.byteLength(payload));
-      res.writeHead(fault.status, headers);
-      res.end(payload);
+      answerWithStatus(res, fault);
       return;
     }
     if (typeof fault === 'object' && fault.kind === 'late-commit') {
-      const arrivedAt = clock.now();
-      let stop: () => void = () => undefined;
-      let queuedDone: () => void = () => undefined;
-      const entry = { stop: () => stop(), queued: new Promise<void>((r) => (queuedDone = r)) };
-      holding.add(entry);
-      // Hold it; the client times out (or, if its timeout does not work, is reset after a long hold).
-      const gaveUp = await new Promise<boolean>((resolve) => {
-        if (req.socket.destroyed) return resolve(true);
-        const t = setTimeout(() => {
-          timers.delete(t);
-          resolve(false);
-        }, 30_000);
-        timers.add(t);
-        stop = () => {
-          clearTimeout(t);
-          timers.delete(t);
-          resolve(req.socket.destroyed);
-        };
-        req.socket.once('close', () => {
-          clearTimeout(t);
-          timers.delete(t);
-          resolve(true);
-        });
-      });
-      update(index, gen, { clientGaveUp: gaveUp });
-      resetSocket(req.socket);
-      holding.delete(entry);
-      queuedDone();
-      held.push({
-        dueAt: arrivedAt + fault.afterMs,
-        apply: async () => {
-          try {
-            const upstream = await forward(req, body);
-            update(index, gen, { forwarded: true, upstreamStatus: upstream.status });
-          } catch {
-            update(index, gen, { forwarded: false });
-          }
-        },
+      const onGaveUp = (clientGaveUp: boolean) => update(index, gen, { clientGaveUp });
+      await late.hold(req, fault.afterMs, timers, onGaveUp, async () => {
+        try {
+          const upstream = await forward(req, body);
+          update(index, gen, { forwarded: true, upstreamStatus: upstream.status });
+        } catch {
+          update(index, gen, { forwarded: false });
+        }
       });
       return;
     }
-    let upstream: { status: number; headers: IncomingHttpHeaders; body: Buffer };
+    let upstream: Upstream;
     try {
       upstream = await forward(req, body);
     } catch (err) {
@@ -413,47 +478,19 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       return;
     }
     if (fault === 'truncate-response') {
-      if (req.socket.destroyed) return;
-      const headers: Record<string, string | string[]> = {};
-      for (const [k, v] of Object.entries(upstream.headers)) if (v !== undefined && !HOP_BY_HOP.has(k) && k !== 'content-length') headers[k] = v;
-      // A body is cut to its first half under its full content-length; an empty one is announced as a
-      // chunked body that never ends (there is nothing to cut): either way the client cannot finish reading.
-      if (upstream.body.length > 0) headers['content-length'] = String(upstream.body.length);
-      res.writeHead(upstream.status, headers);
-      res.write(upstream.body.subarray(0, Math.floor(upstream.body.length / 2)), () => resetSocket(req.socket));
+      truncateResponse(req, res, upstream);
       return;
     }
     // delay: the provider committed; hold the answer past the client's timeout, then drop it.
-    const gaveUp = await new Promise<boolean>((resolve) => {
-      if (req.socket.destroyed) return resolve(true);
-      const t = setTimeout(() => {
-        timers.delete(t);
-        resolve(false);
-      }, fault.ms);
-      timers.add(t);
-      req.socket.once('close', () => {
-        clearTimeout(t);
-        timers.delete(t);
-        resolve(true);
-      });
-    });
+    const gaveUp = await holdUntilClientGivesUp(req, fault.ms, timers);
     update(index, gen, { clientGaveUp: gaveUp });
     resetSocket(req.socket);
   }
 
-  const server = createServer((req, res) => {
+  const server = await listen(options.port ?? 0, sockets, (req, res) => {
     handle(req, res).catch(() => {
       if (!req.socket.destroyed) resetSocket(req.socket);
     });
-  });
-  server.keepAliveTimeout = 5_000;
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
   Object.assign(proxy, { url: `http://127.0.0.1:${port}`, port });

@@ -5,8 +5,9 @@ export type { CrashDrillOptions, CrashDrillReport, CrashDrillSandbox, CrashRunRe
 export { createDrillClock, seededRandom } from './drill-clock.js';
 export type { DrillClock } from './drill-clock.js';
 // The drill without vitest (for the CLI's `retrysafe drill` and scripts); `./conformance` adds runConformance.
-export { runDrill, runScenario, createDrillContext, writeSummary, disposeDrillContext, SCENARIO_TITLES, DEFAULT_DRILL_TIMEOUT_MS } from './drill.js';
-export type { DrillContext } from './drill.js';
+export { runDrill, runScenario, writeSummary, disposeDrillContext, SCENARIO_TITLES } from './drill.js';
+export { createDrillContext, DEFAULT_DRILL_TIMEOUT_MS } from './drill-harness.js';
+export type { DrillContext } from './drill-harness.js';
 export { criteriaFor, oracleAbsenceProvenAfterMs, oracleResendSafe, readCard, skipReason } from './criteria.js';
 export type { CardAbilities } from './criteria.js';
 export { SCENARIOS } from './drill-types.js';

@@ -5,9 +5,11 @@ import {
   createFaultScripts,
   createRequestLog,
   createSandboxClock,
+  type FaultScripts,
   isPlainObject as isObj,
   type LoopbackRequest,
   parseJsonBody,
+  type RequestLog,
   type Route,
   routeRequest,
   type SandboxReply,
@@ -115,12 +117,116 @@ class HttpError extends Error {
 const secondOf = (ms: number) => Math.floor(ms / 1000) * 1000;
 const iso = (ms: number) => new Date(secondOf(ms)).toISOString().replace('.000Z', 'Z');
 
+function commentJson(c: SandboxComment) {
+  return {
+    id: c.id,
+    body: c.body,
+    html_url: `https://github.test/${c.repo}/issues/${c.issueNumber}#issuecomment-${c.id}`,
+    created_at: iso(c.createdAt),
+    updated_at: iso(c.createdAt),
+  };
+}
+
+function readBody(req: LoopbackRequest): Record<string, unknown> {
+  const parsed = parseJsonBody(req.rawBody);
+  if (!parsed.ok || !isObj(parsed.value)) throw new HttpError(400, 'Problems parsing JSON');
+  return parsed.value;
+}
+const missing = (resource: string, field: string) =>
+  new HttpError(422, 'Validation Failed', [{ resource, code: 'missing_field', field }]);
+
+/** One page of a list, GitHub's `page` / `per_page` (max 100). */
+function page<T>(items: readonly T[], q: URLSearchParams): T[] {
+  const per = Math.min(100, Math.max(1, Number(q.get('per_page') ?? '30') || 30));
+  const n = Math.max(1, Number(q.get('page') ?? '1') || 1);
+  return items.slice((n - 1) * per, n * per);
+}
+const sinceOf = (q: URLSearchParams) => (q.get('since') ? new Date(q.get('since')!).getTime() : -Infinity);
+
+type LoggedRequest = { -readonly [K in keyof SandboxRequest]: SandboxRequest[K] };
+type Handler = (req: LoopbackRequest, m: RegExpExecArray, fault: SandboxFault) => SandboxReply;
+const repoOf = (m: RegExpExecArray) => `${m[1]}/${m[2]}`;
+
+const route = (method: string, re: string, kind: SandboxKind): Route<{ kind: SandboxKind; m: RegExpExecArray }> => ({
+  method,
+  path: new RegExp(`^${re}$`),
+  handle: (_req, m) => ({ kind, m: m! }),
+});
+const ROUTES = [
+  route('POST', `/repos/${REPO}/issues`, 'issues.create'),
+  route('GET', `/repos/${REPO}/issues`, 'issues.list'),
+  route('POST', `/repos/${REPO}/issues/(\\d+)/comments`, 'issues.createComment'),
+  route('GET', `/repos/${REPO}/issues/(\\d+)/comments`, 'comments.list'),
+  route('GET', '/search/issues', 'search.issues'),
+];
+
+function rateLimited(f: Extract<SandboxFault, { kind: 'rate-limited' }>, nowMs: number): SandboxReply {
+  const headers: Record<string, string> = {};
+  if (f.retryAfterS !== undefined) headers['retry-after'] = String(f.retryAfterS);
+  else if (f.resetInS !== undefined)
+    Object.assign(headers, {
+      'x-ratelimit-remaining': '0',
+      'x-ratelimit-reset': String(Math.ceil(nowMs / 1000) + f.resetInS),
+    });
+  const body = {
+    message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.',
+    documentation_url: `${DOCS}/using-the-rest-api/rate-limits-for-the-rest-api`,
+  };
+  return { status: f.status, headers, body };
+}
+
+interface Serving {
+  readonly token: string | undefined;
+  readonly now: () => number;
+  readonly log: RequestLog<LoggedRequest>;
+  readonly faults: FaultScripts<SandboxKind, SandboxFault>;
+  readonly handlers: Record<SandboxKind, Handler>;
+}
+
+/** Routes and authenticates the request, plays its kind's scripted fault, else its handler; every request is logged. */
+function serve(req: LoopbackRequest, s: Serving): SandboxReply {
+  const matched = routeRequest(ROUTES, req)?.value;
+  const entry = s.log.record({
+    kind: matched?.kind ?? 'other',
+    method: req.method,
+    path: req.path,
+    query: req.search,
+    status: null,
+  });
+  const answer = (reply: SandboxReply): SandboxReply => {
+    entry.status = reply.status;
+    return reply;
+  };
+  if (!matched) return answer({ status: 404, body: { message: 'Not Found', documentation_url: DOCS } });
+  const auth = req.headers.authorization;
+  if (s.token !== undefined && auth !== `token ${s.token}` && auth !== `Bearer ${s.token}`)
+    return answer({ status: 401, body: { message: 'Bad credentials', documentation_url: DOCS } });
+  const { fault } = s.faults.take(matched.kind);
+  try {
+    if (typeof fault === 'object' && fault.kind === 'rate-limited') return answer(rateLimited(fault, s.now()));
+    if (typeof fault === 'object' && fault.kind === 'status') {
+      if (fault.commit) s.handlers[matched.kind](req, matched.m, fault);
+      return answer({
+        status: fault.status,
+        body: { message: `Sandbox scripted HTTP ${fault.status}`, documentation_url: DOCS },
+      });
+    }
+    return answer(s.handlers[matched.kind](req, matched.m, fault));
+  } catch (error) {
+    if (!(error instanceof HttpError)) throw error;
+    return answer({
+      status: error.status,
+      body: { message: error.message, ...(error.errors ? { errors: error.errors } : {}), documentation_url: DOCS },
+    });
+  }
+}
+
 /** Starts the sandbox on 127.0.0.1 (port 0 = any free port). */
 export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Promise<GitHubSandbox> {
   const clock = createSandboxClock(options.now, 'github sandbox');
   const searchLagMs = options.searchLagMs ?? 60_000;
   const faults = createFaultScripts<SandboxKind, SandboxFault>('pass', options.faults);
-  const log = createRequestLog<{ -readonly [K in keyof SandboxRequest]: SandboxRequest[K] }>('github sandbox');
+  const log = createRequestLog<LoggedRequest>('github sandbox');
   const issues: SandboxIssue[] = [];
   const comments: SandboxComment[] = [];
   /** updated_at per issue id, when it differs from created_at. */
@@ -149,40 +255,12 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
       ...(i.kind === 'pull-request' ? { pull_request: { html_url: url } } : {}),
     };
   }
-  function commentJson(c: SandboxComment) {
-    return {
-      id: c.id,
-      body: c.body,
-      html_url: `https://github.test/${c.repo}/issues/${c.issueNumber}#issuecomment-${c.id}`,
-      created_at: iso(c.createdAt),
-      updated_at: iso(c.createdAt),
-    };
-  }
-
-  function readBody(req: LoopbackRequest): Record<string, unknown> {
-    const parsed = parseJsonBody(req.rawBody);
-    if (!parsed.ok || !isObj(parsed.value)) throw new HttpError(400, 'Problems parsing JSON');
-    return parsed.value;
-  }
-  const missing = (resource: string, field: string) =>
-    new HttpError(422, 'Validation Failed', [{ resource, code: 'missing_field', field }]);
 
   function findIssue(repo: string, number: string): SandboxIssue {
     const issue = issues.find((i) => i.repo === repo && String(i.number) === number);
     if (!issue) throw new HttpError(404, 'Not Found');
     return issue;
   }
-
-  /** One page of a list, GitHub's `page` / `per_page` (max 100). */
-  function page<T>(items: readonly T[], q: URLSearchParams): T[] {
-    const per = Math.min(100, Math.max(1, Number(q.get('per_page') ?? '30') || 30));
-    const n = Math.max(1, Number(q.get('page') ?? '1') || 1);
-    return items.slice((n - 1) * per, n * per);
-  }
-  const sinceOf = (q: URLSearchParams) => (q.get('since') ? new Date(q.get('since')!).getTime() : -Infinity);
-
-  type Handler = (req: LoopbackRequest, m: RegExpExecArray, fault: SandboxFault) => SandboxReply;
-  const repoOf = (m: RegExpExecArray) => `${m[1]}/${m[2]}`;
 
   const handlers: Record<SandboxKind, Handler> = {
     'issues.create': (req, m) => {
@@ -252,74 +330,9 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
     },
   };
 
-  const route = (method: string, re: string, kind: SandboxKind): Route<{ kind: SandboxKind; m: RegExpExecArray }> => ({
-    method,
-    path: new RegExp(`^${re}$`),
-    handle: (_req, m) => ({ kind, m: m! }),
-  });
-  const routes = [
-    route('POST', `/repos/${REPO}/issues`, 'issues.create'),
-    route('GET', `/repos/${REPO}/issues`, 'issues.list'),
-    route('POST', `/repos/${REPO}/issues/(\\d+)/comments`, 'issues.createComment'),
-    route('GET', `/repos/${REPO}/issues/(\\d+)/comments`, 'comments.list'),
-    route('GET', '/search/issues', 'search.issues'),
-  ];
-
-  function rateLimited(f: Extract<SandboxFault, { kind: 'rate-limited' }>): SandboxReply {
-    const headers: Record<string, string> = {};
-    if (f.retryAfterS !== undefined) headers['retry-after'] = String(f.retryAfterS);
-    else if (f.resetInS !== undefined)
-      Object.assign(headers, {
-        'x-ratelimit-remaining': '0',
-        'x-ratelimit-reset': String(Math.ceil(clock.now() / 1000) + f.resetInS),
-      });
-    const body = {
-      message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.',
-      documentation_url: `${DOCS}/using-the-rest-api/rate-limits-for-the-rest-api`,
-    };
-    return { status: f.status, headers, body };
-  }
-
-  function serve(req: LoopbackRequest): SandboxReply {
-    const matched = routeRequest(routes, req)?.value;
-    const entry = log.record({
-      kind: matched?.kind ?? 'other',
-      method: req.method,
-      path: req.path,
-      query: req.search,
-      status: null,
-    });
-    const answer = (reply: SandboxReply): SandboxReply => {
-      entry.status = reply.status;
-      return reply;
-    };
-    if (!matched) return answer({ status: 404, body: { message: 'Not Found', documentation_url: DOCS } });
-    const auth = req.headers.authorization;
-    if (options.token !== undefined && auth !== `token ${options.token}` && auth !== `Bearer ${options.token}`)
-      return answer({ status: 401, body: { message: 'Bad credentials', documentation_url: DOCS } });
-    const { fault } = faults.take(matched.kind);
-    try {
-      if (typeof fault === 'object' && fault.kind === 'rate-limited') return answer(rateLimited(fault));
-      if (typeof fault === 'object' && fault.kind === 'status') {
-        if (fault.commit) handlers[matched.kind](req, matched.m, fault);
-        return answer({
-          status: fault.status,
-          body: { message: `Sandbox scripted HTTP ${fault.status}`, documentation_url: DOCS },
-        });
-      }
-      return answer(handlers[matched.kind](req, matched.m, fault));
-    } catch (error) {
-      if (!(error instanceof HttpError)) throw error;
-      return answer({
-        status: error.status,
-        body: { message: error.message, ...(error.errors ? { errors: error.errors } : {}), documentation_url: DOCS },
-      });
-    }
-  }
-
   const server = await startLoopbackServer({
     port: options.port ?? 0,
-    handle: serve,
+    handle: (req) => serve(req, { token: options.token, now: () => clock.now(), log, faults, handlers }),
     headers: () => ({
       'x-github-request-id': randomUUID().toUpperCase(),
       'x-ratelimit-limit': '5000',

@@ -119,6 +119,39 @@ function emailProblem(body: unknown, at: string): Reply | null {
   return null;
 }
 
+function getEmail(sent: readonly SentEmail[], id: string): Reply {
+  const email = sent.find((e) => e.id === id);
+  return email
+    ? {
+        status: 200,
+        body: {
+          object: 'email',
+          id: email.id,
+          from: email.from,
+          to: email.to,
+          subject: email.subject,
+          created_at: new Date(email.createdAt).toISOString(),
+        },
+      }
+    : error(404, 'not_found', 'Email not found');
+}
+
+/** The answer given before routing: a missing or malformed API key, else the scripted fault; null lets the request in. */
+function atTheDoor(req: LoopbackRequest, fault: SandboxFault | undefined): Reply | null {
+  const auth = req.headers.authorization;
+  if (typeof auth !== 'string' || !auth.startsWith('Bearer '))
+    return error(401, 'missing_api_key', 'Missing API key in the authorization header.');
+  if (!/^Bearer re_\S+$/.test(auth)) return error(403, 'invalid_api_key', 'API key is invalid.');
+  if (fault)
+    return error(
+      fault.status,
+      fault.name,
+      fault.message ?? fault.name,
+      fault.retryAfterS !== undefined ? { 'retry-after': String(fault.retryAfterS) } : undefined,
+    );
+  return null;
+}
+
 export async function startResendSandbox(options: ResendSandboxOptions = {}): Promise<ResendSandbox> {
   const clock = createSandboxClock(options.now, 'resend sandbox');
   const sent: SentEmail[] = [];
@@ -176,23 +209,6 @@ export async function startResendSandbox(options: ResendSandboxOptions = {}): Pr
     };
   }
 
-  function getEmail(id: string): Reply {
-    const email = sent.find((e) => e.id === id);
-    return email
-      ? {
-          status: 200,
-          body: {
-            object: 'email',
-            id: email.id,
-            from: email.from,
-            to: email.to,
-            subject: email.subject,
-            created_at: new Date(email.createdAt).toISOString(),
-          },
-        }
-      : error(404, 'not_found', 'Email not found');
-  }
-
   /** A keyed send: the key store answers repeats, `execute` runs once per key. */
   async function keyed(
     req: LoopbackRequest,
@@ -218,7 +234,11 @@ export async function startResendSandbox(options: ResendSandboxOptions = {}): Pr
   const routes: Route<(entry: SandboxRequest) => Reply | Promise<Reply>>[] = [
     { method: 'POST', path: '/emails', handle: (req) => (entry) => keyed(req, entry, sendEmail) },
     { method: 'POST', path: '/emails/batch', handle: (req) => (entry) => keyed(req, entry, sendBatch) },
-    { method: 'GET', path: /^\/emails\/([^/]+)$/, handle: (_req, m) => () => getEmail(decodeURIComponent(m![1]!)) },
+    {
+      method: 'GET',
+      path: /^\/emails\/([^/]+)$/,
+      handle: (_req, m) => () => getEmail(sent, decodeURIComponent(m![1]!)),
+    },
   ];
 
   async function handle(req: LoopbackRequest): Promise<Reply> {
@@ -230,20 +250,8 @@ export async function startResendSandbox(options: ResendSandboxOptions = {}): Pr
       status: 0,
       result: 'refused',
     });
-    const auth = req.headers.authorization;
-    let reply: Reply;
-    const fault = req.method === 'POST' ? faults.take() : undefined;
-    if (typeof auth !== 'string' || !auth.startsWith('Bearer '))
-      reply = error(401, 'missing_api_key', 'Missing API key in the authorization header.');
-    else if (!/^Bearer re_\S+$/.test(auth)) reply = error(403, 'invalid_api_key', 'API key is invalid.');
-    else if (fault)
-      reply = error(
-        fault.status,
-        fault.name,
-        fault.message ?? fault.name,
-        fault.retryAfterS !== undefined ? { 'retry-after': String(fault.retryAfterS) } : undefined,
-      );
-    else {
+    let reply = atTheDoor(req, req.method === 'POST' ? faults.take() : undefined);
+    if (!reply) {
       const routed = routeRequest(routes, req);
       reply = routed ? await routed.value(entry) : error(404, 'not_found', 'The requested endpoint does not exist.');
     }

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
-import { loadConfigFile, type RetrysafeConfig } from '@retrysafe/config';
+import { loadConfigFile, openLedger, type RetrysafeConfig } from '@retrysafe/config';
 import { LedgerError, type Ledger, type OperationRecord, type OperationState } from '@retrysafe/contract';
 import type { Options } from '../../command.js';
 import { UsageError } from '../../errors.js';
@@ -46,6 +46,11 @@ export async function openTarget(target: LedgerTarget, options: OpenOptions = {}
   const given = options.config;
   const config = given !== undefined ? given : target.config ? await loadConfigFile(target.config) : null;
   const location = target.db ?? config?.ledger ?? './retrysafe.db';
+  // A DynamoDB table is named in a config file only: the config opens it.
+  if (typeof location !== 'string') {
+    if (target.schema) throw new UsageError('--schema applies to a postgres:// ledger only');
+    return openLedger(location);
+  }
   if (isPostgres(location)) {
     const { createPostgresLedger } = await import('@retrysafe/ledger-postgres');
     return createPostgresLedger({ connectionString: location, ...(target.schema ? { schema: target.schema } : {}) });

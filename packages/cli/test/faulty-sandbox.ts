@@ -1,0 +1,55 @@
+import { writeFileSync } from 'node:fs';
+import { afterAll } from 'vitest';
+import { startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
+import { createSandboxAdapter, createSandboxProvider, startSandboxServer, REPLAYING_BEHAVIOUR, type SandboxProvider } from '@retrysafe/sandbox';
+
+/** What the proxy does to the next request: a 400 rejection, a lost response, or nothing. */
+export type Fault = 'reject' | 'lose' | 'pass';
+
+export interface FaultySandbox {
+  readonly provider: SandboxProvider;
+  readonly proxy: FaultProxy;
+  /** The sandbox adapter, pointed at the proxy. */
+  readonly adapter: ReturnType<typeof createSandboxAdapter>;
+  setFault(fault: Fault): void;
+  /** Writes the config file `--resume` builds its adapter from: the same adapter, through the proxy. */
+  writeConfig(path: string, ledger: string): void;
+  close(): Promise<void>;
+}
+
+const started: FaultySandbox[] = [];
+// Registered when a test file imports this module, so it runs after that file's own afterAll hooks.
+afterAll(async () => {
+  for (const sandbox of started.splice(0)) await sandbox.close();
+});
+
+/**
+ * The loopback sandbox behind a fault proxy whose fault a test switches between runs, so a ledger
+ * can be filled with rejected, lost and passed operations by the real runner. Closed after the test
+ * file's last test.
+ */
+export async function startFaultySandbox(fault: Fault, rejection = 'amount must be positive'): Promise<FaultySandbox> {
+  const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
+  const server = await startSandboxServer({ provider, port: 0 });
+  let current = fault;
+  const proxy = await startFaultProxy({
+    target: server.url,
+    faults: () => (current === 'reject' ? { kind: 'status', status: 400, body: { error: { code: 'invalid_request', message: rejection } } } : current === 'lose' ? 'drop-response' : 'pass'),
+  });
+  const settings = { baseUrl: proxy.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR };
+  const sandbox: FaultySandbox = {
+    provider,
+    proxy,
+    adapter: createSandboxAdapter(settings),
+    setFault: (next) => {
+      current = next;
+    },
+    writeConfig: (path, ledger) => writeFileSync(path, JSON.stringify({ ledger, adapters: { sandbox: settings } }, null, 2)),
+    async close() {
+      await proxy.close();
+      await server.close();
+    },
+  };
+  started.push(sandbox);
+  return sandbox;
+}

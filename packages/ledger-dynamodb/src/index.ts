@@ -1,0 +1,2 @@
+export { createDynamoDbLedger, type DynamoDbLedgerOptions } from './ledger.js';
+export { type EnsureTableReport, ensureTable, tableDefinition } from './schema.js';

@@ -1,0 +1,281 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  type ClaimInput,
+  type ClaimResult,
+  type Fenced,
+  type Ledger,
+  LedgerError,
+  type ListFilter,
+  type OperationRecord,
+  type OperationState,
+  type PruneOptions,
+  type PruneReport,
+  type Receipt,
+} from '@retrysafe/contract';
+import {
+  chainedTransition,
+  checkFence,
+  checkPruneOptions,
+  checkReceipt,
+  claimTransition,
+  dispatchedTransition,
+  handOffTransition,
+  PRUNABLE_STATES,
+  RECOVERABLE_STATES,
+  releaseTransition,
+  renewTransition,
+  resolveTransition,
+  setStateTransition,
+} from '@retrysafe/contract/ledger';
+import {
+  checkSize,
+  createKnown,
+  expired,
+  fromItem,
+  type Item,
+  MAX_ITEM_BYTES,
+  MAX_NEW_ITEM_BYTES,
+  nextStored,
+  type Stored,
+  toItem,
+  toReceipts,
+} from './rows.js';
+import { createTable, optimistic, type Table } from './tx.js';
+
+export interface DynamoDbLedgerOptions {
+  /** The table (create it with `ensureTable`). */
+  readonly table: string;
+  /** A client of your own (credentials, retries, region). Without one, a client is made from `region` and `endpoint` with the SDK's default credential chain. */
+  readonly client?: DynamoDBClient;
+  readonly region?: string;
+  /** E.g. a local DynamoDB implementation: `http://127.0.0.1:8000`. */
+  readonly endpoint?: string;
+  /**
+   * How long a closed operation (succeeded, rejected, abandoned) is kept after its last change: its
+   * item gets the TTL attribute, DynamoDB deletes it later, and reads treat it as gone from then on.
+   * Absent: kept until `prune`. A handed-off operation waits for a person and never expires.
+   */
+  readonly retentionMs?: number;
+}
+
+const PRUNE_BATCH = 500;
+
+function checkOptions(options: DynamoDbLedgerOptions) {
+  if (typeof options?.table !== 'string' || options.table.length < 3)
+    throw new LedgerError('createDynamoDbLedger needs { table } (a DynamoDB table name, 3 characters or more)');
+  const retention = options.retentionMs ?? null;
+  if (retention !== null && !(Number.isFinite(retention) && retention > 0))
+    throw new LedgerError(`retentionMs must be a number > 0, got ${String(options.retentionMs)}`);
+  return { table: options.table, retentionMs: retention };
+}
+
+/** Oldest first by creation, the id breaking ties (the other ledgers' order). */
+const byCreation = (a: OperationRecord, b: OperationRecord) =>
+  a.createdAt - b.createdAt ||
+  (a.businessOperationId < b.businessOperationId ? -1 : a.businessOperationId > b.businessOperationId ? 1 : 0);
+
+/** The stored records of `items`, those past their TTL left out. */
+const live = (items: Item[], table: string, now: number) =>
+  items.filter((item) => !expired(item, now)).map((item) => fromItem(item, table));
+
+const isOpen = (s: OperationState) => !PRUNABLE_STATES.includes(s);
+
+/**
+ * Retention without TTL: closed items older than `before` (one consistent scan), in batches handed to
+ * onPrune and then deleted one by one, each only while it is the version that was read.
+ */
+async function prune(t: Table, table: string, options: PruneOptions): Promise<PruneReport> {
+  const states = checkPruneOptions(options);
+  const found = (await t.scan('prune'))
+    .map((item) => fromItem(item, table))
+    .filter((st) => states.includes(st.record.state) && st.record.updatedAt < options.before);
+  found.sort((a, b) => byCreation(a.record, b.record));
+  const byState: Partial<Record<OperationState, number>> = {};
+  let pruned = 0;
+  const size = options.batchSize ?? PRUNE_BATCH;
+  for (let i = 0; i < found.length; i += size) {
+    const batch = found.slice(i, i + size);
+    if (options.onPrune && !options.dryRun)
+      for (const st of batch) await options.onPrune(st.record, toReceipts(st, table));
+    for (const st of batch) {
+      if (!options.dryRun && !(await t.remove(st.record.businessOperationId, st.version))) continue;
+      pruned++;
+      byState[st.record.state] = (byState[st.record.state] ?? 0) + 1;
+    }
+  }
+  return { pruned, byState, dryRun: options.dryRun === true };
+}
+
+/** A listing: the sparse index when only open states are asked for, else a consistent scan. */
+async function list(t: Table, table: string, filter: ListFilter = {}): Promise<OperationRecord[]> {
+  if (filter.states?.length === 0) return [];
+  const now = Date.now();
+  // Only open states: the sparse index holds them, the history is not read.
+  const items = filter.states?.every(isOpen)
+    ? (await Promise.all(filter.states.map((s) => t.open(s, 'list')))).flat()
+    : await t.scan('list');
+  const found = live(items, table, now)
+    .map((st) => st.record)
+    .filter(
+      (r) =>
+        (!filter.states || filter.states.includes(r.state)) &&
+        (!filter.provider || r.provider === filter.provider) &&
+        (!filter.operation || r.operation === filter.operation),
+    );
+  found.sort(byCreation);
+  if (filter.newestFirst) found.reverse();
+  return filter.limit === undefined ? found : found.slice(0, filter.limit);
+}
+
+/** Open operations with no live lease at `now`, from the sparse index, oldest change first. */
+async function recoverCandidates(t: Table, table: string, now: number, limit?: number): Promise<OperationRecord[]> {
+  const items = (await Promise.all(RECOVERABLE_STATES.map((s) => t.open(s, 'recoverCandidates')))).flat();
+  const found = live(items, table, Date.now())
+    .map((st) => st.record)
+    .filter(
+      (r) =>
+        RECOVERABLE_STATES.includes(r.state) &&
+        (r.leaseOwner === null || r.leaseExpiresAt === null || r.leaseExpiresAt <= now),
+    );
+  found.sort((a, b) => a.updatedAt - b.updatedAt);
+  return limit === undefined ? found : found.slice(0, limit);
+}
+
+/**
+ * The ledger on DynamoDB, with single-item conditional writes only: a new operation is a PutItem where
+ * no item is; every later write is an UpdateItem conditioned on the fence and on the item's version
+ * (which every write moves), so a worker that lost its lease, or any write computed on an outdated
+ * item, changes nothing. Leases are judged on the callers' clocks (the `now` each write carries). A
+ * clean operation is two writes and no read: this process starts each write from what it last wrote.
+ */
+export function createDynamoDbLedger(options: DynamoDbLedgerOptions): Ledger {
+  const o = checkOptions(options);
+  const own = options.client === undefined;
+  const client =
+    options.client ??
+    new DynamoDBClient({
+      ...(options.region ? { region: options.region } : {}),
+      ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+    });
+  const t = createTable(client, o.table);
+  const known = createKnown();
+  const item = (st: Stored) => toItem(st, o.retentionMs);
+
+  /**
+   * Writes `next` over `current` (null: a new item, also over one past its TTL as this process's
+   * clock reads it, like every read); refused before sending when it is too large.
+   */
+  async function store(what: string, next: Stored, current: Stored | null): Promise<boolean> {
+    const it = item(next);
+    checkSize(it, current === null ? MAX_NEW_ITEM_BYTES : MAX_ITEM_BYTES, what);
+    return current === null
+      ? t.putNew(what, it, Date.now())
+      : t.update(what, it, current.record.fence, current.version);
+  }
+
+  /** A fenced write: `next` applied to the operation at the caller's fence, with `receipt` appended. */
+  async function fenced(
+    ref: Fenced,
+    what: string,
+    next: (r: OperationRecord) => OperationRecord,
+    receipt?: Receipt,
+  ): Promise<OperationRecord> {
+    const id = ref.businessOperationId;
+    const cached = known.get(id);
+    const start = cached ? { current: cached, known: true } : { current: await t.load(id, what), known: false };
+    const { answer, written } = await optimistic(
+      t,
+      id,
+      what,
+      start,
+      (current) => {
+        const record = checkFence(current?.record ?? null, ref);
+        const updated = next(record);
+        if (receipt === undefined && updated === record) return { answer: record };
+        if (receipt !== undefined) checkReceipt(ref, receipt, current!.lastSeq);
+        const write = nextStored(
+          receipt === undefined ? updated : chainedTransition(updated, receipt),
+          current,
+          receipt,
+        );
+        return { write, answer: write.record };
+      },
+      (write, current) => store(what, write, current),
+    );
+    if (written) known.remember(written);
+    return answer;
+  }
+
+  async function claim(input: ClaimInput): Promise<ClaimResult> {
+    const id = input.businessOperationId;
+    const cached = known.get(id);
+    // A new id is the common case: try the new item first, read only when one is there.
+    const start = { current: cached ?? null, known: true };
+    const { answer, written } = await optimistic(
+      t,
+      id,
+      'claim',
+      start,
+      (current) => {
+        const { result, write } = claimTransition(current?.record ?? null, input);
+        return write === null ? { answer: result } : { write: nextStored(write, current), answer: result };
+      },
+      (write, current) => store('claim', write, current),
+    );
+    if (written) known.remember(written);
+    else known.forget(id);
+    return answer;
+  }
+
+  async function resolve(
+    id: OperationRecord['businessOperationId'],
+    resolution: Parameters<Ledger['resolve']>[1],
+    now: number,
+  ): Promise<OperationRecord> {
+    const start = { current: await t.load(id, 'resolve'), known: false };
+    const { answer } = await optimistic(
+      t,
+      id,
+      'resolve',
+      start,
+      (current) => {
+        const write = nextStored(resolveTransition(current?.record ?? null, id, resolution, now), current);
+        return { write, answer: write.record };
+      },
+      (write, current) => store('resolve', write, current),
+    );
+    known.forget(id);
+    return answer;
+  }
+
+  return {
+    capabilities: { claimDispatch: true, receiptWithState: true },
+    claim,
+    async renewLease(ref, leaseMs, now) {
+      // A terminal operation holds no lease: renewing it is a no-op (renewTransition returns it unchanged).
+      await fenced(ref, 'renewLease', (r) => renewTransition(r, ref, leaseMs, now));
+    },
+    markDispatched: (ref, now) => fenced(ref, 'markDispatched', (r) => dispatchedTransition(r, now)),
+    setState: (ref, patch) => fenced(ref, 'setState', (r) => setStateTransition(r, patch), patch.receipt),
+    handOff: (ref, packet, now, receipt) => fenced(ref, 'handOff', (r) => handOffTransition(r, packet, now), receipt),
+    async appendReceipt(ref, receipt) {
+      await fenced(ref, 'appendReceipt', (r) => r, receipt);
+    },
+    async release(ref) {
+      await fenced(ref, 'release', (r) => releaseTransition(r));
+    },
+    resolve,
+    get: async (id) => (await t.load(id, 'get'))?.record ?? null,
+    list: (filter) => list(t, o.table, filter),
+    async receipts(id) {
+      const st = await t.load(id, 'receipts');
+      return st ? toReceipts(st, o.table) : [];
+    },
+    recoverCandidates: (now, limit) => recoverCandidates(t, o.table, now, limit),
+    prune: (options) => prune(t, o.table, options),
+    async close() {
+      known.clear();
+      if (own) client.destroy();
+    },
+  };
+}

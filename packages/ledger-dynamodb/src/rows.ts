@@ -1,0 +1,143 @@
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
+import { isTerminal, PRUNABLE_STATES } from '@retrysafe/contract/ledger';
+import { TTL_ATTRIBUTE } from './schema.js';
+
+export type Item = Record<string, AttributeValue>;
+
+/** An operation as stored: the record, its receipts' JSON array (null: none yet) and the item's version. */
+export interface Stored {
+  readonly record: OperationRecord;
+  readonly recordText: string;
+  readonly receipts: string | null;
+  readonly lastSeq: number;
+  /** Goes up by one on every write: each write is conditioned on the version it started from. */
+  readonly version: number;
+}
+
+/**
+ * DynamoDB refuses an item over 400 KB. A later write (a receipt, the provider's result) must still
+ * fit, so a new operation gets less room than any write may use.
+ */
+export const MAX_ITEM_BYTES = 350 * 1024;
+export const MAX_NEW_ITEM_BYTES = 256 * 1024;
+
+/** The optional attributes: absent (REMOVEd) when the record has no value for them. */
+export const OPTIONAL_ATTRIBUTES = ['leaseExpiresAt', 'receipts', 'openState', TTL_ATTRIBUTE] as const;
+
+const s = (v: string): AttributeValue => ({ S: v });
+const n = (v: number): AttributeValue => ({ N: String(v) });
+
+/** The receipts' JSON with `added` appended, the stored ones kept as they are (not parsed). */
+function appendReceipt(receipts: string | null, added: Receipt | undefined): string | null {
+  if (added === undefined) return receipts;
+  const text = JSON.stringify(added);
+  return receipts === null ? `[${text}]` : `${receipts.slice(0, -1)},${text}]`;
+}
+
+/** What `record` (with `added` after the receipts of `before`) stores as. */
+export function nextStored(record: OperationRecord, before: Stored | null, added?: Receipt): Stored {
+  return {
+    record,
+    recordText: JSON.stringify(record),
+    receipts: appendReceipt(before?.receipts ?? null, added),
+    lastSeq: added?.seq ?? before?.lastSeq ?? 0,
+    version: (before?.version ?? 0) + 1,
+  };
+}
+
+/** Closed for good (prunable): out of the open index, and expires after the retention when one is set. */
+const closed = (r: OperationRecord) => PRUNABLE_STATES.includes(r.state);
+
+export function toItem(st: Stored, retentionMs: number | null): Item {
+  const r = st.record;
+  const item: Item = {
+    id: s(r.businessOperationId),
+    provider: s(r.provider),
+    operation: s(r.operation),
+    state: s(r.state),
+    fence: n(r.fence),
+    version: n(st.version),
+    lastSeq: n(st.lastSeq),
+    createdAt: n(r.createdAt),
+    updatedAt: n(r.updatedAt),
+    record: s(st.recordText),
+  };
+  if (r.leaseExpiresAt !== null) item.leaseExpiresAt = n(r.leaseExpiresAt);
+  if (st.receipts !== null) item.receipts = s(st.receipts);
+  if (!closed(r)) item.openState = s(r.state);
+  else if (retentionMs !== null) item[TTL_ATTRIBUTE] = n(Math.ceil((r.updatedAt + retentionMs) / 1000));
+  return item;
+}
+
+function parse<T>(text: string, what: string, table: string): T {
+  try {
+    return JSON.parse(text) as T;
+  } catch (cause) {
+    throw new LedgerError(
+      `DynamoDB ledger table ${table}: ${what} is not valid JSON (cut or corrupt): ${(cause as Error).message}`,
+      { cause },
+    );
+  }
+}
+
+export function fromItem(item: Item, table: string): Stored {
+  const recordText = item.record?.S;
+  if (recordText === undefined)
+    throw new LedgerError(`DynamoDB ledger table ${table}: item ${item.id?.S} has no record`);
+  return {
+    record: parse<OperationRecord>(recordText, 'a stored record', table),
+    recordText,
+    receipts: item.receipts?.S ?? null,
+    lastSeq: Number(item.lastSeq?.N ?? 0),
+    version: Number(item.version?.N ?? 0),
+  };
+}
+
+export const toReceipts = (st: Stored, table: string): Receipt[] =>
+  st.receipts === null ? [] : parse<Receipt[]>(st.receipts, `the receipts of ${st.record.businessOperationId}`, table);
+
+/** Past its TTL: DynamoDB deletes it some time later; reads treat it as gone already. */
+export const expired = (item: Item, nowMs: number) =>
+  item[TTL_ATTRIBUTE]?.N !== undefined && Number(item[TTL_ATTRIBUTE].N) * 1000 <= nowMs;
+
+/** The item's size as DynamoDB counts it: names and values in UTF-8, a number at most 21 bytes. */
+export function itemBytes(item: Item): number {
+  let bytes = 0;
+  for (const [name, v] of Object.entries(item))
+    bytes += Buffer.byteLength(name) + (v.S !== undefined ? Buffer.byteLength(v.S) : 21);
+  return bytes;
+}
+
+/** Refuses, before anything is written, an item DynamoDB would refuse or that leaves no room to finish. */
+export function checkSize(item: Item, max: number, what: string): void {
+  const bytes = itemBytes(item);
+  if (bytes <= max) return;
+  throw new LedgerError(
+    `${what} of ${item.id?.S}: the operation's item would be ${bytes} bytes, more than the ${max} this DynamoDB ledger writes (the item limit is 400 KB); nothing written`,
+  );
+}
+
+/** Whether what is stored is exactly `st`: a write whose answer was lost but which was applied. */
+export const isSame = (seen: Stored | null, st: Stored) =>
+  seen !== null && seen.version === st.version && seen.recordText === st.recordText && seen.receipts === st.receipts;
+
+/** Open operations whose last stored state this process keeps (a runner has a few in flight). */
+const KNOWN_MAX = 256;
+
+/** What this process last wrote of each open operation: its next write starts there, without a read. */
+export function createKnown() {
+  const known = new Map<string, Stored>();
+  return {
+    get: (id: string) => known.get(id),
+    forget: (id: string) => known.delete(id),
+    remember(st: Stored) {
+      const id = st.record.businessOperationId;
+      known.delete(id);
+      if (isTerminal(st.record)) return;
+      if (known.size >= KNOWN_MAX) known.delete(known.keys().next().value!);
+      known.set(id, st);
+    },
+    clear: () => known.clear(),
+  };
+}

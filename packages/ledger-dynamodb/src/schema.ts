@@ -1,0 +1,120 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  CreateTableCommand,
+  type CreateTableCommandInput,
+  DescribeTableCommand,
+  DescribeTimeToLiveCommand,
+  type DynamoDBClient,
+  UpdateTimeToLiveCommand,
+} from '@aws-sdk/client-dynamodb';
+import { LedgerError } from '@retrysafe/contract';
+
+/** The sparse index of open operations: only items that carry `openState` are in it. */
+export const OPEN_INDEX = 'open';
+/** The TTL attribute: epoch seconds, set when an operation closes (succeeded, rejected, abandoned). */
+export const TTL_ATTRIBUTE = 'expiresAt';
+
+/**
+ * One item per operation, keyed by its business-operation id. The record and receipts are JSON
+ * strings beside the attributes that conditions and queries read. `openState` (the state, while the
+ * operation is open or handed off) keys the sparse index: handoff listings and recovery query it and
+ * never scan the history.
+ */
+export function tableDefinition(table: string): CreateTableCommandInput {
+  return {
+    TableName: table,
+    BillingMode: 'PAY_PER_REQUEST',
+    AttributeDefinitions: [
+      { AttributeName: 'id', AttributeType: 'S' },
+      { AttributeName: 'openState', AttributeType: 'S' },
+      { AttributeName: 'createdAt', AttributeType: 'N' },
+    ],
+    KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+    GlobalSecondaryIndexes: [
+      {
+        IndexName: OPEN_INDEX,
+        KeySchema: [
+          { AttributeName: 'openState', KeyType: 'HASH' },
+          { AttributeName: 'createdAt', KeyType: 'RANGE' },
+        ],
+        Projection: { ProjectionType: 'ALL' },
+      },
+    ],
+  };
+}
+
+export interface EnsureTableReport {
+  readonly created: boolean;
+  /** `unsupported`: the service has no TTL API (a local implementation): closed operations stay until pruned. */
+  readonly ttl: 'enabled' | 'unsupported';
+}
+
+const errorName = (err: unknown) => (err as { name?: string } | null)?.name;
+
+async function describe(client: DynamoDBClient, table: string) {
+  try {
+    return (await client.send(new DescribeTableCommand({ TableName: table }))).Table ?? null;
+  } catch (err) {
+    if (errorName(err) === 'ResourceNotFoundException') return null;
+    throw err;
+  }
+}
+
+async function waitActive(client: DynamoDBClient, table: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const t = await describe(client, table);
+    if (t?.TableStatus === 'ACTIVE' && (t.GlobalSecondaryIndexes ?? []).every((i) => i.IndexStatus === 'ACTIVE'))
+      return;
+    if (Date.now() >= deadline) throw new LedgerError(`DynamoDB table ${table} is not ACTIVE after ${timeoutMs} ms`);
+    await sleep(100);
+  }
+}
+
+/** Turns TTL on for the table; a service without the TTL API (dynalite) answers that it does not know it. */
+async function enableTtl(client: DynamoDBClient, table: string): Promise<EnsureTableReport['ttl']> {
+  try {
+    const seen = await client.send(new DescribeTimeToLiveCommand({ TableName: table }));
+    const status = seen.TimeToLiveDescription?.TimeToLiveStatus;
+    if (status === 'ENABLED' || status === 'ENABLING') return 'enabled';
+    await client.send(
+      new UpdateTimeToLiveCommand({
+        TableName: table,
+        TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true },
+      }),
+    );
+    return 'enabled';
+  } catch (err) {
+    if (errorName(err) === 'UnknownOperationException') return 'unsupported';
+    throw err;
+  }
+}
+
+/**
+ * Creates the ledger's table and its index (on-demand capacity) unless the table exists, waits until
+ * both are ACTIVE, and turns on TTL for `expiresAt`. Needs dynamodb:CreateTable, DescribeTable,
+ * DescribeTimeToLive and UpdateTimeToLive; the ledger itself needs none of them.
+ */
+export async function ensureTable(
+  client: DynamoDBClient,
+  table: string,
+  options: { readonly timeoutMs?: number } = {},
+): Promise<EnsureTableReport> {
+  let created = false;
+  try {
+    if ((await describe(client, table)) === null) {
+      try {
+        await client.send(new CreateTableCommand(tableDefinition(table)));
+        created = true;
+      } catch (err) {
+        // Another process created it meanwhile: wait for it like any other.
+        if (errorName(err) !== 'ResourceInUseException') throw err;
+      }
+    }
+    await waitActive(client, table, options.timeoutMs ?? 300_000);
+    return { created, ttl: await enableTtl(client, table) };
+  } catch (cause) {
+    if (LedgerError.isInstance(cause)) throw cause;
+    throw new LedgerError(`cannot set up DynamoDB table ${table}: ${(cause as Error).message}`, { cause });
+  }
+}

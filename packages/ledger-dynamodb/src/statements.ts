@@ -1,0 +1,86 @@
+import type {
+  DeleteItemCommandInput,
+  GetItemCommandInput,
+  PutItemCommandInput,
+  QueryCommandInput,
+  ScanCommandInput,
+  UpdateItemCommandInput,
+} from '@aws-sdk/client-dynamodb';
+import { type Item, OPTIONAL_ATTRIBUTES } from './rows.js';
+import { OPEN_INDEX, TTL_ATTRIBUTE } from './schema.js';
+
+/** Every request the ledger sends, as plain inputs. Names go through placeholders (several are reserved words). */
+
+type Key = Item;
+const keyOf = (id: string): Key => ({ id: { S: id } });
+
+export function getItem(table: string, id: string): GetItemCommandInput {
+  return { TableName: table, Key: keyOf(id), ConsistentRead: true };
+}
+
+/** A new operation: only where no item is, or where one is past its TTL (gone to every read). */
+export function putNew(table: string, item: Item, nowMs: number): PutItemCommandInput {
+  return {
+    TableName: table,
+    Item: item,
+    ConditionExpression: 'attribute_not_exists(#id) OR #ttl <= :now',
+    ExpressionAttributeNames: { '#id': 'id', '#ttl': TTL_ATTRIBUTE },
+    ExpressionAttributeValues: { ':now': { N: String(Math.floor(nowMs / 1000)) } },
+  };
+}
+
+/**
+ * Every later write: the whole item's attributes, applied only while the item still carries the fence
+ * and the version this write started from (any other write since, by anyone, moved the version).
+ */
+export function updateAt(table: string, item: Item, fence: number, version: number): UpdateItemCommandInput {
+  const names: Record<string, string> = { '#fence': 'fence', '#version': 'version' };
+  const values: Item = { ':fence0': { N: String(fence) }, ':version0': { N: String(version) } };
+  const set: string[] = [];
+  for (const [i, [name, value]] of Object.entries(item).entries()) {
+    if (name === 'id') continue;
+    names[`#a${i}`] = name;
+    values[`:a${i}`] = value;
+    set.push(`#a${i} = :a${i}`);
+  }
+  const remove = OPTIONAL_ATTRIBUTES.filter((name) => item[name] === undefined).map((name, i) => {
+    names[`#r${i}`] = name;
+    return `#r${i}`;
+  });
+  return {
+    TableName: table,
+    Key: keyOf(item.id!.S!),
+    UpdateExpression: `SET ${set.join(', ')}${remove.length ? ` REMOVE ${remove.join(', ')}` : ''}`,
+    ConditionExpression: '#fence = :fence0 AND #version = :version0',
+    ExpressionAttributeNames: names,
+    ExpressionAttributeValues: values,
+  };
+}
+
+/** Retention: deletes the item only while it is the version the prune read. */
+export function deleteAt(table: string, id: string, version: number): DeleteItemCommandInput {
+  return {
+    TableName: table,
+    Key: keyOf(id),
+    ConditionExpression: '#version = :version',
+    ExpressionAttributeNames: { '#version': 'version' },
+    ExpressionAttributeValues: { ':version': { N: String(version) } },
+  };
+}
+
+/** One page of the open operations in `state`, oldest first (the sparse index). */
+export function queryOpen(table: string, state: string, start?: Key): QueryCommandInput {
+  return {
+    TableName: table,
+    IndexName: OPEN_INDEX,
+    KeyConditionExpression: '#open = :state',
+    ExpressionAttributeNames: { '#open': 'openState' },
+    ExpressionAttributeValues: { ':state': { S: state } },
+    ...(start ? { ExclusiveStartKey: start } : {}),
+  };
+}
+
+/** One page of the whole table (listings without an open-state filter, retention). */
+export function scanPage(table: string, start?: Key): ScanCommandInput {
+  return { TableName: table, ConsistentRead: true, ...(start ? { ExclusiveStartKey: start } : {}) };
+}

@@ -1,0 +1,130 @@
+import {
+  DeleteItemCommand,
+  type DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+  ScanCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import { LedgerError, RetrysafeError } from '@retrysafe/contract';
+import { expired, fromItem, type Item, isSame, type Stored } from './rows.js';
+import { deleteAt, getItem, putNew, queryOpen, scanPage, updateAt } from './statements.js';
+
+/** How often a write is tried again when the item changed between its read and its write. */
+const MAX_TRIES = 8;
+
+const conditionFailed = (err: unknown) => (err as { name?: string } | null)?.name === 'ConditionalCheckFailedException';
+
+/**
+ * The ledger's requests to one table. A refused condition is an answer (false), every other failure a
+ * LedgerError naming the request; retrysafe's own errors pass through.
+ */
+export function createTable(client: DynamoDBClient, table: string) {
+  async function send<T>(what: string, run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (err) {
+      if (RetrysafeError.isInstance(err)) throw err;
+      throw new LedgerError(
+        `DynamoDB ledger ${what} on table ${table} failed: ${(err as Error)?.name}: ${(err as Error)?.message}`,
+        { cause: err },
+      );
+    }
+  }
+  async function conditional(what: string, run: () => Promise<unknown>): Promise<boolean> {
+    try {
+      await run();
+      return true;
+    } catch (err) {
+      if (conditionFailed(err)) return false;
+      if (RetrysafeError.isInstance(err)) throw err;
+      throw new LedgerError(
+        `DynamoDB ledger ${what} on table ${table} failed: ${(err as Error)?.name}: ${(err as Error)?.message}`,
+        { cause: err },
+      );
+    }
+  }
+  /** Pages of a query or scan, followed to the end. */
+  async function all(
+    what: string,
+    page: (start?: Item) => Promise<{ Items?: Item[]; LastEvaluatedKey?: Item }>,
+  ): Promise<Item[]> {
+    const items: Item[] = [];
+    let start: Item | undefined;
+    do {
+      const out = await send(what, () => page(start));
+      items.push(...(out.Items ?? []));
+      start = out.LastEvaluatedKey;
+    } while (start !== undefined);
+    return items;
+  }
+
+  return {
+    /** The operation as stored, or null (absent, or past its TTL). */
+    async load(id: string, what: string): Promise<Stored | null> {
+      const out = await send(what, () => client.send(new GetItemCommand(getItem(table, id))));
+      return out.Item && !expired(out.Item, Date.now()) ? fromItem(out.Item, table) : null;
+    },
+    putNew: (what: string, item: Item, nowMs: number) =>
+      conditional(what, () => client.send(new PutItemCommand(putNew(table, item, nowMs)))),
+    update: (what: string, item: Item, fence: number, version: number) =>
+      conditional(what, () => client.send(new UpdateItemCommand(updateAt(table, item, fence, version)))),
+    remove: (id: string, version: number) =>
+      conditional('prune', () => client.send(new DeleteItemCommand(deleteAt(table, id, version)))),
+    open: (state: string, what: string) =>
+      all(what, (start) => client.send(new QueryCommand(queryOpen(table, state, start)))),
+    scan: (what: string) => all(what, (start) => client.send(new ScanCommand(scanPage(table, start)))),
+  };
+}
+export type Table = ReturnType<typeof createTable>;
+
+/** One step of an optimistic write: what to store over `current`, or a final answer with nothing to write. */
+export type Plan<T> =
+  | { readonly write: Stored; readonly answer: T }
+  | { readonly answer: T; readonly write?: undefined };
+
+/**
+ * An optimistic transaction on one item: plan the write from `current`, write it conditioned on the
+ * version it started from; when another write got there first, read the item and plan again. A write
+ * whose answer was lost but which was applied is recognised on that read (the item is exactly it).
+ * `current` may come from what this process last wrote: a plan that fails on it is planned again on
+ * the item as read, so a stale start never decides anything.
+ */
+export async function optimistic<T>(
+  table: Table,
+  id: string,
+  what: string,
+  start: { readonly current: Stored | null; readonly known: boolean },
+  plan: (current: Stored | null) => Plan<T>,
+  write: (next: Stored, current: Stored | null) => Promise<boolean>,
+): Promise<{ answer: T; written: Stored | null }> {
+  let current = start.current;
+  let known = start.known;
+  for (let tries = 0; tries < MAX_TRIES; tries++) {
+    let p: Plan<T>;
+    try {
+      p = plan(current);
+    } catch (err) {
+      if (!known) throw err;
+      current = await table.load(id, what);
+      known = false;
+      continue;
+    }
+    if (p.write === undefined) {
+      if (!known) return { answer: p.answer, written: null };
+      // Nothing to write, judged on what this process wrote: judge it on the item as stored.
+      current = await table.load(id, what);
+      known = false;
+      continue;
+    }
+    if (await write(p.write, current)) return { answer: p.answer, written: p.write };
+    const seen = await table.load(id, what);
+    if (isSame(seen, p.write)) return { answer: p.answer, written: p.write };
+    current = seen;
+    known = false;
+  }
+  throw new LedgerError(
+    `DynamoDB ledger ${what} of ${id}: the item changed under each of ${MAX_TRIES} tries; nothing written`,
+  );
+}

@@ -1,0 +1,39 @@
+// dynalite (a DynamoDB implementation in JavaScript, in memory) on a random loopback port, and the
+// official client pointed at it. Credentials are dummies: nothing leaves the machine.
+import type { AddressInfo } from 'node:net';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+// @ts-expect-error dynalite ships no types
+import dynalite from 'dynalite';
+import { ensureTable } from '../src/index.js';
+
+export interface Dynalite {
+  readonly endpoint: string;
+  client(): DynamoDBClient;
+  /** A new empty table with the ledger's index. */
+  table(prefix: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+export const TEST_CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
+
+export async function startDynalite(): Promise<Dynalite> {
+  const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const client = () => new DynamoDBClient({ endpoint, region: 'local', credentials: TEST_CREDENTIALS });
+  const admin = client();
+  let n = 0;
+  return {
+    endpoint,
+    client,
+    async table(prefix) {
+      const name = `${prefix}-${process.pid}-${++n}`;
+      await ensureTable(admin, name);
+      return name;
+    },
+    async close() {
+      admin.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

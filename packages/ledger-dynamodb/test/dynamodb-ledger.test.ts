@@ -1,0 +1,241 @@
+// What the DynamoDB ledger adds to the shared suite: many processes' clients racing one item, the item
+// size limit, leases and fences across ledger instances (each starts its writes from what it last
+// wrote), a write whose answer is lost, TTL retention and the sparse index of open operations.
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import {
+  type BusinessOperationId,
+  type ClaimInput,
+  type HandoffPacket,
+  LeaseLostError,
+  LedgerError,
+  type ProviderKey,
+} from '@retrysafe/contract';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createDynamoDbLedger, ensureTable } from '../src/index.js';
+import { startDynalite } from './dynalite.js';
+
+const db = await startDynalite();
+afterAll(() => db.close());
+
+const T0 = Date.UTC(2026, 0, 1);
+let n = 0;
+const newId = (what: string) => `${what}-${++n}` as BusinessOperationId;
+
+function input(over: Partial<ClaimInput> & { businessOperationId: BusinessOperationId }): ClaimInput {
+  return {
+    provider: 'sandbox',
+    operation: 'sandbox.records.create',
+    intentFingerprint: 'sha256:intent',
+    paramsFingerprint: 'sha256:params',
+    params: { ref: over.businessOperationId },
+    providerKey: `rs-${over.businessOperationId}` as ProviderKey,
+    owner: 'w1',
+    leaseMs: 1_000,
+    now: T0,
+    ...over,
+  };
+}
+
+const packet = (id: BusinessOperationId): HandoffPacket => ({
+  businessOperationId: id,
+  provider: 'sandbox',
+  operation: 'sandbox.records.create',
+  intentFingerprint: 'sha256:intent',
+  providerKey: null,
+  reason: 'unknown-no-safe-resend',
+  explanation: 'test',
+  attempts: [],
+  lastKnown: { outcome: 'unknown' },
+  safeNextActions: [{ action: 'abandon', safe: true, why: 'test' }],
+  createdAt: new Date(T0).toISOString(),
+});
+
+/** `count` ledgers on one table, each with its own client (as separate processes would be). */
+async function ledgers(count: number, options: { retentionMs?: number } = {}) {
+  const table = await db.table('ledger');
+  const all = Array.from({ length: count }, () => createDynamoDbLedger({ table, client: db.client(), ...options }));
+  return { table, all, first: all[0]!, close: () => Promise.all(all.map((l) => l.close())) };
+}
+
+async function rawItem(table: string, id: string) {
+  const client = db.client();
+  try {
+    return (await client.send(new GetItemCommand({ TableName: table, Key: { id: { S: id } }, ConsistentRead: true })))
+      .Item;
+  } finally {
+    client.destroy();
+  }
+}
+
+describe('the DynamoDB ledger', () => {
+  it('ensureTable creates the table and its index once, and says when the service has no TTL API (dynalite)', async () => {
+    const client = db.client();
+    const table = `ensure-${++n}`;
+    expect(await ensureTable(client, table)).toEqual({ created: true, ttl: 'unsupported' });
+    expect(await ensureTable(client, table)).toEqual({ created: false, ttl: 'unsupported' });
+    const ledger = createDynamoDbLedger({ table, client });
+    expect((await ledger.claim(input({ businessOperationId: newId('ensure') }))).kind).toBe('claimed');
+    await ledger.close();
+    client.destroy();
+  });
+
+  it('16 racing claims of a new operation from 16 clients: one wins; 16 racing takeovers after expiry: one wins, fence 2', async () => {
+    const l = await ledgers(16);
+    const id = newId('race');
+    const first = await Promise.all(
+      l.all.map((ledger, w) => ledger.claim(input({ businessOperationId: id, owner: `w${w}` }))),
+    );
+    expect(first.filter((r) => r.kind === 'claimed')).toHaveLength(1);
+    expect(first.filter((r) => r.kind === 'busy')).toHaveLength(15);
+    const second = await Promise.all(
+      l.all.map((ledger, w) => ledger.claim(input({ businessOperationId: id, owner: `x${w}`, now: T0 + 5_000 }))),
+    );
+    const winners = second.filter((r) => r.kind === 'claimed');
+    expect(winners).toHaveLength(1);
+    expect(winners[0]!.record.fence).toBe(2);
+    expect(await l.first.get(id)).toEqual(winners[0]!.record);
+    await l.close();
+  });
+
+  it('a worker that lost its lease cannot write, though it starts from what it wrote itself', async () => {
+    const l = await ledgers(2);
+    const [a, b] = l.all as [typeof l.first, typeof l.first];
+    const id = newId('fence');
+    const mine = await a.claim(input({ businessOperationId: id, dispatch: true }));
+    if (mine.kind !== 'claimed') throw new Error(mine.kind);
+    const taken = await b.claim(input({ businessOperationId: id, owner: 'w2', now: T0 + 1_000 }));
+    expect(taken).toMatchObject({ kind: 'claimed', takenOver: true, record: { fence: 2, state: 'dispatched' } });
+    const stale = { businessOperationId: id, fence: 1 };
+    await expect(a.setState(stale, { state: 'succeeded', now: T0 + 1_001 })).rejects.toSatisfy(
+      LeaseLostError.isInstance,
+    );
+    await expect(a.renewLease(stale, 1_000, T0 + 1_001)).rejects.toSatisfy(LeaseLostError.isInstance);
+    expect(await a.get(id)).toEqual((taken as { record: unknown }).record);
+    // The new holder writes from the item as stored; the old one's cache never misleads it.
+    expect(
+      await b.setState({ businessOperationId: id, fence: 2 }, { state: 'succeeded', now: T0 + 1_002 }),
+    ).toMatchObject({ state: 'succeeded', fence: 2 });
+    await l.close();
+  });
+
+  it('two writes of the same holder racing (a lease renewal and the final state) never lose the final state', async () => {
+    const l = await ledgers(2);
+    const id = newId('same-holder');
+    const c = await l.first.claim(input({ businessOperationId: id, dispatch: true }));
+    if (c.kind !== 'claimed') throw new Error(c.kind);
+    const ref = { businessOperationId: id, fence: 1 };
+    // The second instance stands for a stale view of the same holder: it read the item before the final state.
+    expect(await l.all[1]!.get(id)).toMatchObject({ state: 'dispatched' });
+    await Promise.all([
+      l.first.setState(ref, { state: 'succeeded', now: T0 + 10 }),
+      l.all[1]!.renewLease(ref, 1_000, T0 + 10),
+    ]);
+    expect(await l.first.get(id)).toMatchObject({ state: 'succeeded', leaseOwner: null });
+    await l.close();
+  });
+
+  it('refuses, before the claim, an operation whose item would be too large: a typed error and nothing written', async () => {
+    const l = await ledgers(1);
+    const id = newId('large');
+    const huge = { ref: id, blob: 'x'.repeat(300 * 1024) };
+    const err = await l.first
+      .claim(input({ businessOperationId: id, params: huge, dispatch: true }))
+      .catch((e: unknown) => e);
+    expect(LedgerError.isInstance(err)).toBe(true);
+    expect((err as LedgerError).providerMayHaveBeenCalled).toBe(false);
+    expect((err as Error).message).toMatch(/bytes, more than the \d+ this DynamoDB ledger writes/);
+    expect(await rawItem(l.table, id)).toBeUndefined();
+    expect(await l.first.list()).toEqual([]);
+    await l.close();
+  });
+
+  it('refuses a later write that would outgrow the item, writing nothing of it (never a half-written item)', async () => {
+    const l = await ledgers(1);
+    const id = newId('large-result');
+    const c = await l.first.claim(
+      input({ businessOperationId: id, params: { ref: id, blob: 'y'.repeat(200 * 1024) }, dispatch: true }),
+    );
+    expect(c.kind).toBe('claimed');
+    const ref = { businessOperationId: id, fence: 1 };
+    const before = await rawItem(l.table, id);
+    await expect(
+      l.first.setState(ref, { state: 'succeeded', result: { body: 'z'.repeat(200 * 1024) }, now: T0 + 1 }),
+    ).rejects.toSatisfy(LedgerError.isInstance);
+    expect(await rawItem(l.table, id)).toEqual(before);
+    // The operation carries on within the limit.
+    expect(await l.first.setState(ref, { state: 'succeeded', result: { id: 'rec_1' }, now: T0 + 2 })).toMatchObject({
+      state: 'succeeded',
+    });
+    await l.close();
+  });
+
+  it('a write applied whose answer was lost is recognised on the read that follows, not claimed twice', async () => {
+    const table = await db.table('lost');
+    const client = db.client();
+    let drop = 1;
+    // After DynamoDB applied the first PutItem, its answer is lost and the client sends it again.
+    client.middlewareStack.add(
+      (next) => async (args) => {
+        const out = await next(args);
+        if ((args.input as { Item?: unknown }).Item !== undefined && drop-- > 0) return next(args);
+        return out;
+      },
+      { step: 'initialize', name: 'loseOneAnswer' },
+    );
+    const ledger = createDynamoDbLedger({ table, client });
+    const id = newId('lost');
+    const r = await ledger.claim(input({ businessOperationId: id, dispatch: true }));
+    expect(r).toMatchObject({ kind: 'claimed', takenOver: false, record: { fence: 1, state: 'dispatched' } });
+    expect(drop).toBe(0);
+    await ledger.close();
+    client.destroy();
+  });
+
+  it('keeps open and handed-off operations in the sparse index only while they are open', async () => {
+    const l = await ledgers(1);
+    const open = newId('open');
+    const done = newId('done');
+    const handed = newId('handed');
+    await l.first.claim(input({ businessOperationId: open, dispatch: true }));
+    await l.first.claim(input({ businessOperationId: done, dispatch: true }));
+    await l.first.setState({ businessOperationId: done, fence: 1 }, { state: 'succeeded', now: T0 + 1 });
+    await l.first.claim(input({ businessOperationId: handed, dispatch: true }));
+    await l.first.handOff({ businessOperationId: handed, fence: 1 }, packet(handed), T0 + 2);
+    expect((await rawItem(l.table, open))?.openState).toEqual({ S: 'dispatched' });
+    expect((await rawItem(l.table, handed))?.openState).toEqual({ S: 'handed-off' });
+    expect((await rawItem(l.table, done))?.openState).toBeUndefined();
+    expect((await l.first.list({ states: ['handed-off'] })).map((r) => r.businessOperationId)).toEqual([handed]);
+    expect((await l.first.recoverCandidates(T0 + 5_000)).map((r) => r.businessOperationId)).toEqual([open]);
+    await l.close();
+  });
+
+  it('with a retention, a closed operation gets the TTL attribute and reads treat it as gone once it passes; a handed-off one never expires', async () => {
+    const l = await ledgers(1, { retentionMs: 60_000 });
+    const now = Date.now();
+    const old = newId('ttl-old');
+    const fresh = newId('ttl-fresh');
+    const handed = newId('ttl-handed');
+    for (const [id, at] of [
+      [old, now - 120_000],
+      [fresh, now],
+    ] as const) {
+      await l.first.claim(input({ businessOperationId: id, dispatch: true, now: at }));
+      await l.first.setState({ businessOperationId: id, fence: 1 }, { state: 'succeeded', now: at + 1 });
+    }
+    await l.first.claim(input({ businessOperationId: handed, dispatch: true, now: now - 120_000 }));
+    await l.first.handOff({ businessOperationId: handed, fence: 1 }, packet(handed), now - 119_000);
+    expect((await rawItem(l.table, fresh))?.expiresAt).toEqual({ N: String(Math.ceil((now + 1 + 60_000) / 1000)) });
+    expect((await rawItem(l.table, handed))?.expiresAt).toBeUndefined();
+    expect(await l.first.get(old)).toBeNull();
+    expect(await l.first.receipts(old)).toEqual([]);
+    expect(await l.first.get(fresh)).toMatchObject({ state: 'succeeded' });
+    expect((await l.first.list()).map((r) => r.businessOperationId).sort()).toEqual([fresh, handed].sort());
+    // An expired id is forgotten: a claim starts it afresh, over the item DynamoDB has not deleted yet.
+    expect(await l.first.claim(input({ businessOperationId: old, now }))).toMatchObject({
+      kind: 'claimed',
+      takenOver: false,
+      record: { fence: 1 },
+    });
+    await l.close();
+  });
+});

@@ -1,0 +1,188 @@
+/** How each drill scenario drives the runner against the harness, and what it saw while doing so. */
+import { ConflictError, type Receipt, type RetrySafetyCard } from '@retrysafe/contract';
+import { durationMs } from '@retrysafe/contract/rules';
+import type { createRunner } from '@retrysafe/core';
+import { realClock } from './drill-clock.js';
+import type { Harness } from './drill-harness.js';
+import { outcomeOf, rejectionLeftObject } from './drill-rejection.js';
+import type { DrillOperation, DrillOutcome, ScenarioId } from './drill-types.js';
+
+/** What a scenario's run left to check: filled in while it runs. */
+export interface Drive {
+  readonly outcomes: DrillOutcome[];
+  readonly errors: string[];
+  readonly failures: string[];
+  readonly notes: string[];
+  runnerReceipts: Receipt[];
+  waitedMs?: number;
+  executeCallsBeforeRecovery: number;
+  requestsBeforeRecovery: number;
+}
+
+export interface DriveInput {
+  readonly scenario: ScenarioId;
+  readonly operation: string;
+  readonly op: DrillOperation;
+  readonly card: RetrySafetyCard;
+  readonly params: unknown;
+  readonly label: string;
+  readonly businessOperationId: string;
+  readonly leaseMs: number;
+  readonly concurrency: number;
+}
+
+type Runner = ReturnType<typeof createRunner>;
+
+/** Runs the scenario, then reads the receipts of every operation the drill's ledger holds. Never throws. */
+export async function driveScenario(h: Harness, input: DriveInput, d: Drive): Promise<void> {
+  const { scenario, operation, params, label } = input;
+  try {
+    if (scenario === 'concurrent-duplicates') {
+      await runConcurrent(h, input, d);
+    } else if (scenario === 'changed-intent') {
+      const runner = h.makeRunner(h.makeLedger());
+      const id = input.businessOperationId;
+      const first = await runOnce(h, runner, operation, params, d, id);
+      d.notes.push(`first run with businessOperationId ${id}: ${first}`);
+      if (first !== 'done') d.failures.push(`${label}: setup run should finish 'done' but was '${first}'`);
+      const requestsBefore = h.proxy.requests.length;
+      d.outcomes.push(await runOnce(h, runner, operation, input.op.changeIntent(params), d, id));
+      const sent = h.proxy.requests.length - requestsBefore;
+      if (sent !== 0)
+        d.failures.push(`${label}: the conflicting call sent ${sent} request(s) to the provider; expected none`);
+    } else if (scenario === 'rejection-left-object') {
+      await rejectionLeftObject(h, operation, params, input.op.rejectedCreates!.corrected(params), { label, ...d });
+    } else if (scenario === 'crash-after-dispatch' || scenario === 'key-past-retention') {
+      await crashAndRecover(h, input, d);
+    } else {
+      const runner = h.makeRunner(h.makeLedger());
+      d.outcomes.push(await runOnce(h, runner, operation, params, d));
+      if (scenario === 'rate-limited') {
+        const [a, b] = h.tracker.executeSpans;
+        if (a?.end !== undefined && b) d.waitedMs = b.start - a.end;
+      }
+    }
+
+    // A late commit still held is applied now: the provider does apply it in the end.
+    if (scenario === 'late-commit') {
+      d.notes.push(`late commit: ${h.proxy.heldLate} request(s) still held when the run ended; applied now`);
+      await h.proxy.flushLate();
+    }
+    // Receipts of every operation the drill's ledger holds.
+    const reader = h.ledgers[h.ledgers.length - 1]!;
+    const records = await reader.list();
+    d.runnerReceipts = (await Promise.all(records.map((r) => reader.receipts(r.businessOperationId)))).flat();
+  } catch (err) {
+    d.errors.push(`drill error: ${(err as Error).stack ?? String(err)}`);
+  }
+}
+
+async function runOnce(
+  h: Harness,
+  runner: Runner,
+  operation: string,
+  p: unknown,
+  d: Drive,
+  businessOperationId?: string,
+): Promise<DrillOutcome> {
+  try {
+    const r = await runner.run(h.adapter, operation, {
+      params: p,
+      ...(businessOperationId ? { businessOperationId } : {}),
+    });
+    return outcomeOf(r);
+  } catch (err) {
+    if (ConflictError.isInstance(err)) return 'conflict';
+    d.errors.push(`${(err as Error).name}: ${(err as Error).message}`);
+    return 'error';
+  }
+}
+
+async function runConcurrent(h: Harness, input: DriveInput, d: Drive): Promise<void> {
+  const { operation, params, label, concurrency } = input;
+  const ledger = h.makeLedger();
+  const runners = Array.from({ length: concurrency }, (_, k) => h.makeRunner(ledger, realClock, `drill-worker-${k}`));
+  const results = await Promise.all(
+    runners.map(async (runner) => {
+      try {
+        return await runner.run(h.adapter, operation, { params });
+      } catch (err) {
+        d.errors.push(`${(err as Error).name}: ${(err as Error).message}`);
+        return null;
+      }
+    }),
+  );
+  for (const r of results) d.outcomes.push(r ? outcomeOf(r) : 'error');
+  const refs = new Set(
+    results
+      .filter((r): r is NonNullable<typeof r> & { status: 'done' } => r?.status === 'done')
+      .map((r) => JSON.stringify((r as { providerRef?: unknown }).providerRef ?? null)),
+  );
+  if (!d.outcomes.includes('done'))
+    d.failures.push(
+      `${label}: none of the ${concurrency} concurrent runs finished (outcomes: ${d.outcomes.join(', ')})`,
+    );
+  if (refs.size > 1)
+    d.failures.push(
+      `${label}: concurrent runs finished with ${refs.size} different provider references: ${[...refs].join(', ')}`,
+    );
+}
+
+/** Worker A dispatches; the provider commits; A dies before recording the outcome; worker B recovers. */
+async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise<void> {
+  const { scenario, operation, params, card, label, leaseMs } = input;
+  const ledgerA = h.makeLedger();
+  const runnerA = h.makeRunner(ledgerA, h.clock, 'drill-worker-A');
+  h.tracker.dieAfterExecute = true;
+  void runnerA.run(h.adapter, operation, { params }).catch(() => {});
+  // wait until the adapter has the provider's answer (A then hangs for ever: it "died")
+  for (let waited = 0; !h.tracker.died && waited < 20_000; waited += 5) await new Promise((r) => setTimeout(r, 5));
+  if (!h.tracker.died) throw new Error('worker A never reached the provider');
+  h.tracker.dieAfterExecute = false;
+  d.executeCallsBeforeRecovery = h.tracker.executeCalls;
+  d.requestsBeforeRecovery = h.proxy.requests.length;
+  if (scenario === 'key-past-retention') {
+    const retention = card.retention.minimum.value;
+    // unknown retention: a week, well past any retention providers publish
+    const retentionMs = retention === 'unknown' || retention === null ? 7 * 86_400_000 : durationMs(retention);
+    h.clock.advance(retentionMs + leaseMs + 1000);
+    if (h.sandbox.expireKeys) await h.sandbox.expireKeys();
+    else
+      d.notes.push(
+        "the sandbox has no expireKeys(): the provider still holds the key, so only the runner's clock is past retention",
+      );
+  } else {
+    h.clock.advance(leaseMs + 1000);
+  }
+  // Worker B: a fresh runner on a fresh ledger connection (SQLite: same file) recovers.
+  const runnerB = h.makeRunner(h.makeLedger(), h.clock, 'drill-worker-B');
+  try {
+    const reports = await runnerB.recover({ adapters: [h.adapter] });
+    d.notes.push(
+      `recover(): ${JSON.stringify(reports.map((r: { from: string; to: string; action: string }) => ({ from: r.from, to: r.to, action: r.action })))}`,
+    );
+    if (reports.length === 0) d.outcomes.push('error'), d.errors.push('recover() found nothing to recover');
+    for (const r of reports as { to: string }[])
+      d.outcomes.push(
+        r.to === 'succeeded'
+          ? 'done'
+          : r.to === 'handed-off'
+            ? 'handed-off'
+            : r.to === 'in-progress'
+              ? 'in-progress'
+              : 'error',
+      );
+  } catch (err) {
+    d.errors.push(`recover() threw ${(err as Error).name}: ${(err as Error).message}`);
+    d.outcomes.push('error');
+  }
+  if (
+    scenario === 'key-past-retention' &&
+    card.sideEffect.idempotentByNature.value !== true &&
+    h.tracker.executeCalls > d.executeCallsBeforeRecovery
+  ) {
+    d.failures.push(
+      `${label}: recovery resent the request ${h.tracker.executeCalls - d.executeCallsBeforeRecovery} time(s) on a key past retention.minimum; expected lookup or handoff only`,
+    );
+  }
+}

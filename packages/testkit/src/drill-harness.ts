@@ -1,0 +1,188 @@
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AdapterV1, HandoffPacket, Ledger } from '@retrysafe/contract';
+import { callbackHandoffSink, createMemoryLedger, createRunner } from '@retrysafe/core';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
+import { createDrillClock, seededRandom, type DrillClock } from './drill-clock.js';
+import type { ConformanceOptions, DrillSandbox, ScenarioResult } from './drill-types.js';
+import { startFaultProxy, type FaultProxy, type FaultScript } from './fault-proxy.js';
+
+/**
+ * The client timeout a drill hands to createAdapter unless the setup says otherwise. Generous on
+ * purpose: on a loaded 2-core machine a 400 ms timeout made lookups time out and "cannot tell";
+ * the delay fault holds its response past whatever timeout is used.
+ */
+export const DEFAULT_DRILL_TIMEOUT_MS = 1500;
+
+/** Wraps the adapter to see every doExecute/doLookup call and attribute proxy requests to them. */
+export interface Tracker {
+  executeCalls: number;
+  lookupCalls: number;
+  activeExecute: number;
+  activeLookup: number;
+  /** Virtual-clock times of each doExecute call: [start, end]. */
+  executeSpans: { start: number; end?: number }[];
+  /** After the provider answered, never return (the worker "dies" before recording the outcome). */
+  dieAfterExecute: boolean;
+  /** Set when a doExecute call "died" after the provider answered. */
+  died: boolean;
+}
+
+function instrument(inner: AdapterV1, proxy: FaultProxy, clock: { now(): number }, t: Tracker): AdapterV1 {
+  const relabel = () => {
+    if (t.activeExecute > 0 && t.activeLookup > 0) proxy.label = 'ambiguous';
+    else if (t.activeExecute === 1) proxy.label = `execute#${t.executeCalls}`;
+    else if (t.activeExecute > 1) proxy.label = 'execute*';
+    else if (t.activeLookup > 0) proxy.label = 'lookup';
+    else proxy.label = undefined;
+  };
+  const wrapped: AdapterV1 = {
+    specificationVersion: inner.specificationVersion,
+    provider: inner.provider,
+    operations: inner.operations,
+    deriveProviderKey: (op, id) => inner.deriveProviderKey(op, id),
+    async doExecute(op, params, ctx) {
+      t.executeCalls += 1;
+      t.activeExecute += 1;
+      const span: { start: number; end?: number } = { start: clock.now() };
+      t.executeSpans.push(span);
+      relabel();
+      const leave = () => {
+        span.end = clock.now();
+        t.activeExecute -= 1;
+        relabel();
+      };
+      let outcome;
+      try {
+        outcome = await inner.doExecute(op, params, ctx);
+      } finally {
+        leave();
+      }
+      if (t.dieAfterExecute) {
+        // The worker "dies" here: the provider answered, the runner never hears of it.
+        t.died = true;
+        return await new Promise<never>(() => {});
+      }
+      return outcome;
+    },
+    async doLookup(op, ctx) {
+      t.lookupCalls += 1;
+      t.activeLookup += 1;
+      relabel();
+      try {
+        return await inner.doLookup(op, ctx);
+      } finally {
+        t.activeLookup -= 1;
+        relabel();
+      }
+    },
+  };
+  if (inner.close) wrapped.close = () => inner.close!();
+  return wrapped;
+}
+
+export interface Harness {
+  sandbox: DrillSandbox;
+  proxy: FaultProxy;
+  adapter: AdapterV1;
+  inner: AdapterV1;
+  tracker: Tracker;
+  clock: DrillClock;
+  packets: HandoffPacket[];
+  ledgers: Ledger[];
+  ledgerPath: string | null;
+  makeLedger(): Ledger;
+  makeRunner(ledger: Ledger, clock?: { now(): number; sleep(ms: number): Promise<void> }, owner?: string): ReturnType<typeof createRunner>;
+  close(): Promise<void>;
+}
+
+/** Shared state of one drill: where receipts go, which index of params is next, the results so far. */
+export interface DrillContext {
+  readonly options: ConformanceOptions;
+  readonly outDir: string;
+  readonly workDir: string;
+  nextIndex: number;
+  readonly results: ScenarioResult[];
+}
+
+export function createDrillContext(options: ConformanceOptions): DrillContext {
+  if (!options || typeof options !== 'object') throw new TypeError('runConformance/runDrill: options required');
+  if (typeof options.name !== 'string' || !/^[A-Za-z0-9._-]+$/.test(options.name)) throw new TypeError('name must be a short identifier (letters, digits, . _ -)');
+  if (typeof options.createAdapter !== 'function') throw new TypeError('createAdapter must be a function ({ baseUrl, timeoutMs }) => AdapterV1');
+  if (typeof options.startSandbox !== 'function') throw new TypeError('startSandbox must be a function returning { url, count, close }');
+  if (!options.operations || Object.keys(options.operations).length === 0) throw new TypeError('operations must declare at least one operation to drill');
+  for (const [op, d] of Object.entries(options.operations)) {
+    if (typeof d.params !== 'function' || typeof d.changeIntent !== 'function') throw new TypeError(`operations['${op}']: params(i) and changeIntent(params) are required`);
+    if (!d.faults || d.faults.permanent === undefined) throw new TypeError(`operations['${op}'].faults.permanent is required (an answer the adapter classifies as rejected)`);
+  }
+  const outDir = options.outDir ?? mkdtempSync(join(tmpdir(), `retrysafe-drill-${options.name}-`));
+  mkdirSync(outDir, { recursive: true });
+  const workDir = mkdtempSync(join(tmpdir(), `retrysafe-drill-ledgers-`));
+  return { options, outDir, workDir, nextIndex: 0, results: [] };
+}
+
+export async function startHarness(ctx: DrillContext, faults: FaultScript, timeoutOverrideMs?: number): Promise<Harness> {
+  const o = ctx.options;
+  const clock = createDrillClock();
+  const sandbox = await o.startSandbox({ clock });
+  let proxy: FaultProxy | undefined;
+  try {
+    proxy = await startFaultProxy({ target: sandbox.url, faults, clock, ...(o.recordHeaders ? { recordHeaders: o.recordHeaders } : {}) });
+    const inner = await o.createAdapter({ baseUrl: proxy.url, timeoutMs: timeoutOverrideMs ?? o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS });
+    const tracker: Tracker = { executeCalls: 0, lookupCalls: 0, activeExecute: 0, activeLookup: 0, executeSpans: [], dieAfterExecute: false, died: false };
+    const adapter = instrument(inner, proxy, clock, tracker);
+    const packets: HandoffPacket[] = [];
+    const ledgers: Ledger[] = [];
+    const ledgerPath = (o.ledger ?? 'sqlite') === 'sqlite' ? join(ctx.workDir, `ledger-${ctx.nextIndex}-${Date.now()}.db`) : null;
+    let memory: Ledger | null = null;
+    const p = proxy;
+    const h: Harness = {
+      sandbox,
+      proxy: p,
+      adapter,
+      inner,
+      tracker,
+      clock,
+      packets,
+      ledgers,
+      ledgerPath,
+      makeLedger() {
+        // SQLite: a new connection to the same file (a fresh process would open it the same way).
+        // Memory: the one store, shared (it stands for the durable store).
+        if (ledgerPath === null) {
+          memory ??= createMemoryLedger();
+          if (!ledgers.includes(memory)) ledgers.push(memory);
+          return memory;
+        }
+        const l = createSqliteLedger({ path: ledgerPath });
+        ledgers.push(l);
+        return l;
+      },
+      makeRunner(ledger, runClock = clock, owner) {
+        return createRunner({
+          ledger,
+          handoff: callbackHandoffSink((packet: HandoffPacket) => {
+            packets.push(packet);
+          }),
+          ...(o.policy ? { policy: o.policy } : {}),
+          clock: runClock,
+          random: seededRandom(o.seed ?? 1),
+          ...(owner ? { owner } : {}),
+        });
+      },
+      async close() {
+        for (const l of ledgers) await l.close().catch(() => {});
+        await inner.close?.().catch(() => {});
+        await p.close();
+        await sandbox.close();
+      },
+    };
+    return h;
+  } catch (err) {
+    await proxy?.close();
+    await sandbox.close();
+    throw err;
+  }
+}
+
