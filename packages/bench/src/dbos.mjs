@@ -12,10 +12,12 @@ import { createDbosRetrysafe } from '@retrysafe/dbos';
 import pg from 'pg';
 import { createNoopAdapter } from './noop-adapter.mjs';
 
-const args = Object.fromEntries(process.argv.slice(2).map((a) => {
-  const [k, v] = a.replace(/^--/, '').split('=');
-  return [k, v ?? 'true'];
-}));
+const args = Object.fromEntries(
+  process.argv.slice(2).map((a) => {
+    const [k, v] = a.replace(/^--/, '').split('=');
+    return [k, v ?? 'true'];
+  }),
+);
 const seconds = Number(args.seconds ?? 3);
 const reps = Number(args.reps ?? 3);
 const concurrency = Number(args.concurrency ?? 16);
@@ -37,7 +39,10 @@ const rs = createDbosRetrysafe({ databaseUrl: url, ledgerSchema });
 
 // Without retrysafe: the provider call as a plain DBOS step (DBOS's checkpoint is the only record).
 const plain = DBOS.registerWorkflow(
-  async (orderRef) => DBOS.runStep(async () => (await adapter.doExecute('orders.create', { orderRef, amount: 1 }, {})).providerRef, { name: 'create' }),
+  async (orderRef) =>
+    DBOS.runStep(async () => (await adapter.doExecute('orders.create', { orderRef, amount: 1 }, {})).providerRef, {
+      name: 'create',
+    }),
   { name: 'plain' },
 );
 // With retrysafe: the same call through @retrysafe/dbos (one DBOS step, retries off, ledger writes inside).
@@ -50,7 +55,13 @@ const wrapped = DBOS.registerWorkflow(
   { name: 'wrapped' },
 );
 
-DBOS.setConfig({ name: `bench-${tag}`, ...rs.dbosConfig(), systemDatabaseSchemaName: dbosSchema, systemDatabasePoolSize: 20, logLevel: 'error' });
+DBOS.setConfig({
+  name: `bench-${tag}`,
+  ...rs.dbosConfig(),
+  systemDatabaseSchemaName: dbosSchema,
+  systemDatabasePoolSize: 20,
+  logLevel: 'error',
+});
 await DBOS.launch();
 
 let n = 0;

@@ -52,7 +52,11 @@ export function createNoopAdapter({ remember = true } = {}) {
         description: 'does nothing and succeeds',
         card: noopCard,
         intentFields: ['orderRef'],
-        paramsSchema: { type: 'object', properties: { orderRef: { type: 'string' }, amount: { type: 'number' } }, required: ['orderRef'] },
+        paramsSchema: {
+          type: 'object',
+          properties: { orderRef: { type: 'string' }, amount: { type: 'number' } },
+          required: ['orderRef'],
+        },
       },
     },
     deriveProviderKey(_operation, id) {

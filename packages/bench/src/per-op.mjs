@@ -11,14 +11,16 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import pg from 'pg';
-import { createRunner } from '@retrysafe/core';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { createRunner } from '@retrysafe/core';
+import pg from 'pg';
 import { createNoopAdapter } from './noop-adapter.mjs';
 import { preparePostgres, setupWorkload } from './workloads.mjs';
 
-const { createPostgresLedger, migrate } = await import(process.env.RETRYSAFE_PG ? pathToFileURL(resolve(process.env.RETRYSAFE_PG)).href : '@retrysafe/ledger-postgres');
+const { createPostgresLedger, migrate } = await import(
+  process.env.RETRYSAFE_PG ? pathToFileURL(resolve(process.env.RETRYSAFE_PG)).href : '@retrysafe/ledger-postgres'
+);
 const args = process.argv.slice(2);
 const opt = (name) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const n = Number(args.find((a) => /^\d+$/.test(a)) ?? 2000);
@@ -38,18 +40,30 @@ let op;
 let close;
 if (mode === 'runner') {
   await migrate(admin, schema);
-  const pool = new pg.Pool({ connectionString: url, max: 2, ...(asyncCommit ? { options: '-c synchronous_commit=off' } : {}) });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 2,
+    ...(asyncCommit ? { options: '-c synchronous_commit=off' } : {}),
+  });
   pool.on('connect', (client) => {
     const q = client.query.bind(client);
     client.query = (config, ...rest) => {
       if (counting) {
-        const name = typeof config === 'string' ? config.split(/\s+/).slice(0, 2).join(' ') : config.name ?? config.text.trim().split(/\s+/).slice(0, 2).join(' ');
+        const name =
+          typeof config === 'string'
+            ? config.split(/\s+/).slice(0, 2).join(' ')
+            : (config.name ?? config.text.trim().split(/\s+/).slice(0, 2).join(' '));
         counts.set(name, (counts.get(name) ?? 0) + 1);
       }
       return q(config, ...rest);
     };
   });
-  const ledger = createPostgresLedger({ pool, schema, migrate: false, ...(args.includes('--caller-clock') ? { leaseClock: 'caller' } : {}) });
+  const ledger = createPostgresLedger({
+    pool,
+    schema,
+    migrate: false,
+    ...(args.includes('--caller-clock') ? { leaseClock: 'caller' } : {}),
+  });
   const adapter = createNoopAdapter({ remember: false });
   const runner = createRunner({ ledger, owner: 'perop:1', policy: { leaseMs: 30_000 } });
   const tag = randomBytes(3).toString('hex');
@@ -102,7 +116,14 @@ const s1 = serverTicks();
 counting = false;
 const lsn1 = (await admin.query('SELECT pg_current_wal_lsn() AS l')).rows[0].l;
 const wal = Number((await admin.query('SELECT pg_wal_lsn_diff($1, $2) AS d', [lsn1, lsn0])).rows[0].d);
-const size = Number((await admin.query(`SELECT coalesce(sum(pg_total_relation_size(format('%I.%I', schemaname, tablename))), 0)::bigint AS n FROM pg_tables WHERE schemaname = $1`, [schema])).rows[0].n);
+const size = Number(
+  (
+    await admin.query(
+      `SELECT coalesce(sum(pg_total_relation_size(format('%I.%I', schemaname, tablename))), 0)::bigint AS n FROM pg_tables WHERE schemaname = $1`,
+      [schema],
+    )
+  ).rows[0].n,
+);
 const perOp = [...counts].map(([k, v]) => `${k.replace(`rs:${schema}:`, '')}=${(v / n).toFixed(2)}`).join(' ');
 const trips = [...counts.values()].reduce((a, b) => a + b, 0) / n;
 console.log(
@@ -113,7 +134,9 @@ console.log(
 await close();
 if (waldump) {
   await admin.query('SELECT pg_switch_wal()');
-  console.log(execFileSync(waldumpBin(), ['-p', waldump, '-s', lsn0, '-e', lsn1, '--stats=record'], { encoding: 'utf8' }));
+  console.log(
+    execFileSync(waldumpBin(), ['-p', waldump, '-s', lsn0, '-e', lsn1, '--stats=record'], { encoding: 'utf8' }),
+  );
 }
 if (!args.includes('--keep')) await admin.query(`DROP SCHEMA "${schema}" CASCADE`);
 else console.log(`kept schema ${schema}`);
@@ -123,6 +146,8 @@ await admin.end();
 function waldumpBin() {
   const root = '/usr/lib/postgresql';
   if (!existsSync(root)) return 'pg_waldump';
-  const v = readdirSync(root).sort((a, b) => Number(b) - Number(a)).find((d) => existsSync(`${root}/${d}/bin/pg_waldump`));
+  const v = readdirSync(root)
+    .sort((a, b) => Number(b) - Number(a))
+    .find((d) => existsSync(`${root}/${d}/bin/pg_waldump`));
   return v ? `${root}/${v}/bin/pg_waldump` : 'pg_waldump';
 }

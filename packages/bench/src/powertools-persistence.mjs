@@ -15,7 +15,9 @@ export const TABLE_SQL = (name) => `CREATE TABLE IF NOT EXISTS ${name} (
  * $3 data, $4 expiry s).
  */
 export const POSTGRES_STATEMENTS = Object.freeze({
-  put: (t) => `INSERT INTO ${t} AS t (id, status, expiration, in_progress_expiration, validation) VALUES ($1, $2, $3, $4, $5)
+  put: (
+    t,
+  ) => `INSERT INTO ${t} AS t (id, status, expiration, in_progress_expiration, validation) VALUES ($1, $2, $3, $4, $5)
         ON CONFLICT (id) DO UPDATE SET status = excluded.status, expiration = excluded.expiration,
           in_progress_expiration = excluded.in_progress_expiration, validation = excluded.validation, data = NULL
         WHERE t.expiration < $6 OR (t.status = 'INPROGRESS' AND t.in_progress_expiration IS NOT NULL AND t.in_progress_expiration < $7)
@@ -49,7 +51,9 @@ export class SqlitePersistenceLayer extends BasePersistenceLayer {
         in_progress_expiration = excluded.in_progress_expiration, validation = excluded.validation, data = NULL
       WHERE ${table}.expiration < @nowS OR (${table}.status = 'INPROGRESS' AND ${table}.in_progress_expiration IS NOT NULL AND ${table}.in_progress_expiration < @nowMs)`);
     this.#get = db.prepare(`SELECT * FROM ${table} WHERE id = ?`);
-    this.#update = db.prepare(`UPDATE ${table} SET status = @status, data = @data, expiration = @expiration WHERE id = @id`);
+    this.#update = db.prepare(
+      `UPDATE ${table} SET status = @status, data = @data, expiration = @expiration WHERE id = @id`,
+    );
     this.#delete = db.prepare(`DELETE FROM ${table} WHERE id = ?`);
   }
   async _putRecord(record) {
@@ -59,13 +63,16 @@ export class SqlitePersistenceLayer extends BasePersistenceLayer {
       status: record.getStatus(),
       expiration: record.expiryTimestamp ?? null,
       inProgressExpiration: record.inProgressExpiryTimestamp ?? null,
-      validation: this.isPayloadValidationEnabled() ? record.payloadHash ?? null : null,
+      validation: this.isPayloadValidationEnabled() ? (record.payloadHash ?? null) : null,
       nowS: now / 1000,
       nowMs: now,
     });
     if (info.changes === 0) {
       const row = this.#get.get(record.idempotencyKey);
-      throw new IdempotencyItemAlreadyExistsError(`Failed to put record for already existing idempotency key: ${record.idempotencyKey}`, row ? toRecord(row) : undefined);
+      throw new IdempotencyItemAlreadyExistsError(
+        `Failed to put record for already existing idempotency key: ${record.idempotencyKey}`,
+        row ? toRecord(row) : undefined,
+      );
     }
   }
   async _getRecord(key) {
@@ -74,7 +81,12 @@ export class SqlitePersistenceLayer extends BasePersistenceLayer {
     return toRecord(row);
   }
   async _updateRecord(record) {
-    this.#update.run({ id: record.idempotencyKey, status: record.getStatus(), data: record.responseData === undefined ? null : JSON.stringify(record.responseData), expiration: record.expiryTimestamp ?? null });
+    this.#update.run({
+      id: record.idempotencyKey,
+      status: record.getStatus(),
+      data: record.responseData === undefined ? null : JSON.stringify(record.responseData),
+      expiration: record.expiryTimestamp ?? null,
+    });
   }
   async _deleteRecord(record) {
     this.#delete.run(record.idempotencyKey);
@@ -99,17 +111,35 @@ export class PostgresPersistenceLayer extends BasePersistenceLayer {
     const res = await this.#client.query({
       name: `pt-put:${t}`,
       text: POSTGRES_STATEMENTS.put(t),
-      values: [record.idempotencyKey, record.getStatus(), record.expiryTimestamp ?? null, record.inProgressExpiryTimestamp ?? null,
-        this.isPayloadValidationEnabled() ? record.payloadHash ?? null : null, Math.floor(now / 1000), now],
+      values: [
+        record.idempotencyKey,
+        record.getStatus(),
+        record.expiryTimestamp ?? null,
+        record.inProgressExpiryTimestamp ?? null,
+        this.isPayloadValidationEnabled() ? (record.payloadHash ?? null) : null,
+        Math.floor(now / 1000),
+        now,
+      ],
     });
     if (res.rowCount === 0) {
-      const existing = await this.#client.query({ name: `pt-get:${t}`, text: `SELECT * FROM ${t} WHERE id = $1`, values: [record.idempotencyKey] });
-      throw new IdempotencyItemAlreadyExistsError(`Failed to put record for already existing idempotency key: ${record.idempotencyKey}`, existing.rows[0] ? toRecord(existing.rows[0]) : undefined);
+      const existing = await this.#client.query({
+        name: `pt-get:${t}`,
+        text: `SELECT * FROM ${t} WHERE id = $1`,
+        values: [record.idempotencyKey],
+      });
+      throw new IdempotencyItemAlreadyExistsError(
+        `Failed to put record for already existing idempotency key: ${record.idempotencyKey}`,
+        existing.rows[0] ? toRecord(existing.rows[0]) : undefined,
+      );
     }
   }
   async _getRecord(key) {
     const t = this.#table;
-    const res = await this.#client.query({ name: `pt-get:${t}`, text: `SELECT * FROM ${t} WHERE id = $1`, values: [key] });
+    const res = await this.#client.query({
+      name: `pt-get:${t}`,
+      text: `SELECT * FROM ${t} WHERE id = $1`,
+      values: [key],
+    });
     if (!res.rows[0]) throw new IdempotencyItemNotFoundError('Item does not exist in persistence store');
     return toRecord(res.rows[0]);
   }
@@ -118,11 +148,20 @@ export class PostgresPersistenceLayer extends BasePersistenceLayer {
     await this.#client.query({
       name: `pt-update:${t}`,
       text: POSTGRES_STATEMENTS.update(t),
-      values: [record.idempotencyKey, record.getStatus(), record.responseData === undefined ? null : JSON.stringify(record.responseData), record.expiryTimestamp ?? null],
+      values: [
+        record.idempotencyKey,
+        record.getStatus(),
+        record.responseData === undefined ? null : JSON.stringify(record.responseData),
+        record.expiryTimestamp ?? null,
+      ],
     });
   }
   async _deleteRecord(record) {
     const t = this.#table;
-    await this.#client.query({ name: `pt-delete:${t}`, text: `DELETE FROM ${t} WHERE id = $1`, values: [record.idempotencyKey] });
+    await this.#client.query({
+      name: `pt-delete:${t}`,
+      text: `DELETE FROM ${t} WHERE id = $1`,
+      values: [record.idempotencyKey],
+    });
   }
 }

@@ -4,7 +4,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { IdempotencyAlreadyInProgressError, IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
+import {
+  IdempotencyAlreadyInProgressError,
+  IdempotencyConfig,
+  makeIdempotent,
+} from '@aws-lambda-powertools/idempotency';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresPersistenceLayer, SqlitePersistenceLayer } from '../src/powertools-persistence.mjs';
@@ -32,7 +36,11 @@ afterAll(async () => {
   await client?.end();
 });
 
-const config = () => new IdempotencyConfig({ eventKeyJmesPath: 'orderRef', lambdaContext: { getRemainingTimeInMillis: () => 30_000 } as never });
+const config = () =>
+  new IdempotencyConfig({
+    eventKeyJmesPath: 'orderRef',
+    lambdaContext: { getRemainingTimeInMillis: () => 30_000 } as never,
+  });
 
 const layers = {
   sqlite: () => new SqlitePersistenceLayer(db as never),
@@ -42,7 +50,10 @@ const layers = {
 describe.each(Object.keys(layers) as (keyof typeof layers)[])('Powertools on %s', (name) => {
   it('runs the function once per key and replays the stored result', async () => {
     let calls = 0;
-    const fn = makeIdempotent(async (p: { orderRef: string }) => ({ id: `ord_${p.orderRef}`, n: ++calls }), { persistenceStore: layers[name](), config: config() });
+    const fn = makeIdempotent(async (p: { orderRef: string }) => ({ id: `ord_${p.orderRef}`, n: ++calls }), {
+      persistenceStore: layers[name](),
+      config: config(),
+    });
     const first = await fn({ orderRef: `${name}-a` });
     const again = await fn({ orderRef: `${name}-a` });
     const other = await fn({ orderRef: `${name}-b` });
@@ -56,12 +67,15 @@ describe.each(Object.keys(layers) as (keyof typeof layers)[])('Powertools on %s'
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     let calls = 0;
-    const fn = makeIdempotent(async (p: { orderRef: string; fail?: boolean }) => {
-      calls++;
-      if (p.fail) throw new Error('boom');
-      await gate;
-      return { id: p.orderRef };
-    }, { persistenceStore: layers[name](), config: config() });
+    const fn = makeIdempotent(
+      async (p: { orderRef: string; fail?: boolean }) => {
+        calls++;
+        if (p.fail) throw new Error('boom');
+        await gate;
+        return { id: p.orderRef };
+      },
+      { persistenceStore: layers[name](), config: config() },
+    );
     const slow = fn({ orderRef: `${name}-slow` });
     await new Promise((r) => setTimeout(r, 50));
     await expect(fn({ orderRef: `${name}-slow` })).rejects.toBeInstanceOf(IdempotencyAlreadyInProgressError);
