@@ -1,7 +1,16 @@
 import { Octokit } from '@octokit/rest';
-import { AdapterConfigurationError, type BusinessOperationId, defineAdapter, type FramedLookupContext, type LookupResult, type OperationSpec, type Outcome, type TypedAdapter } from '@retrysafe/contract';
-import { cardMargin } from '@retrysafe/contract/rules';
+import {
+  AdapterConfigurationError,
+  type BusinessOperationId,
+  defineAdapter,
+  type FramedLookupContext,
+  type LookupResult,
+  type OperationSpec,
+  type Outcome,
+  type TypedAdapter,
+} from '@retrysafe/contract';
 import { checkBaseUrl } from '@retrysafe/contract/provider';
+import { cardMargin } from '@retrysafe/contract/rules';
 import { cannotTell, outcomeFromError, refsOf } from './github-errors.js';
 import {
   type CallOptions,
@@ -138,7 +147,8 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
       }
       matches.push(...items.filter((i) => i.pull_request === undefined && carriesMarker(i, ctx.businessOperationId)));
       const older =
-        op.newestFirst && items.some((i) => typeof i.created_at === 'string' && new Date(i.created_at).getTime() < cutoff);
+        op.newestFirst &&
+        items.some((i) => typeof i.created_at === 'string' && new Date(i.created_at).getTime() < cutoff);
       if (items.length < PER_PAGE || older)
         return (
           found(op, matches) ?? {
@@ -169,7 +179,9 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
 function found(op: GitHubOperation, matches: readonly ListedItem[]): LookupResult | null {
   // The first request's item: the oldest (GitHub's timestamps have whole seconds; ids grow).
   const sorted = [...matches].sort(
-    (a, b) => new Date(String(a.created_at)).getTime() - new Date(String(b.created_at)).getTime() || Number(a.id) - Number(b.id),
+    (a, b) =>
+      new Date(String(a.created_at)).getTime() - new Date(String(b.created_at)).getTime() ||
+      Number(a.id) - Number(b.id),
   );
   const read = sorted.map((m) => op.read(m)).find((r) => r !== null);
   if (!read) return null;

@@ -1,4 +1,4 @@
-import { type FieldError, type LookupResult, type Outcome, type ProviderRefs } from '@retrysafe/contract';
+import type { FieldError, LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
 import { classifyTransportFailure, errorCodes, parseRetryAfter } from '@retrysafe/contract/provider';
 
 /**

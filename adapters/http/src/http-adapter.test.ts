@@ -1,7 +1,16 @@
+import {
+  AdapterConfigurationError,
+  asBusinessOperationId,
+  CardValidationError,
+  newAttemptId,
+  newRunId,
+  type RetrySafetyCard,
+  UnknownOperationError,
+  UnsupportedCapabilityError,
+} from '@retrysafe/contract';
 import { describe, expect, it } from 'vitest';
-import { AdapterConfigurationError, CardValidationError, UnknownOperationError, UnsupportedCapabilityError, asBusinessOperationId, newAttemptId, newRunId, type RetrySafetyCard } from '@retrysafe/contract';
-import { createHttpAdapter, etagDocumentsUpdate, ietfOrdersCreate, type HttpOperationSpec } from './index.js';
 import { ordersCreateCard } from './http-cards.js';
+import { createHttpAdapter, etagDocumentsUpdate, type HttpOperationSpec, ietfOrdersCreate } from './index.js';
 
 const base = { provider: 'acme-orders', baseUrl: 'http://127.0.0.1:9', timeoutMs: 1000 };
 const withOp = (spec: HttpOperationSpec) => ({ ...base, operations: { 'orders.create': spec } });
@@ -20,14 +29,53 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
     ['a bad baseUrl', { ...withOp(spec), baseUrl: 'not a url' }, /not an absolute URL/],
     ['a non-http baseUrl', { ...withOp(spec), baseUrl: 'ftp://127.0.0.1' }, /must be http/],
     ['no operations', { ...base, operations: {} }, /at least one operation/],
-    ['a card of another provider', { ...base, provider: 'other', operations: { 'orders.create': spec } }, /card.provider/],
-    ['the key in a different header than the card', withOp({ ...spec, key: { travels: 'header', name: 'X-Request-Key', encoding: 'sf-string', rule: { maxLength: 64 } } }), /card.providerKey.name/],
-    ['the key in the body while the card says header', withOp({ ...spec, key: { travels: 'body', name: 'Idempotency-Key', rule: { maxLength: 64 } } }), /card.providerKey.travels says header/],
-    ['a key rule longer than the card allows', withOp({ ...spec, card: { ...card, providerKey: { ...card.providerKey, maxLength: { value: 32, source: 'test' } } }, key: { travels: 'header', name: 'Idempotency-Key', rule: { maxLength: 64 } } }), /exceeds card.providerKey.maxLength 32/],
-    ['an unknown max length with no declared rule', withOp({ ...spec, key: { travels: 'header', name: 'Idempotency-Key' } }), /maxLength is unknown: declare key.rule.maxLength/],
-    ['a lookup other than the card’s', withOp({ ...spec, lookup: { method: 'resend-same-key' } }), /card.lookup.method says search/],
-    ['a path placeholder outside the intent', withOp({ ...spec, path: '/tenants/{tenant}/orders' }), /placeholder \{tenant\}/],
-    ['a code rule without codePath', withOp({ ...spec, errors: { rules: [{ status: 409, code: 'x', outcome: 'in-progress' }] } }), /codePath is not declared/],
+    [
+      'a card of another provider',
+      { ...base, provider: 'other', operations: { 'orders.create': spec } },
+      /card.provider/,
+    ],
+    [
+      'the key in a different header than the card',
+      withOp({
+        ...spec,
+        key: { travels: 'header', name: 'X-Request-Key', encoding: 'sf-string', rule: { maxLength: 64 } },
+      }),
+      /card.providerKey.name/,
+    ],
+    [
+      'the key in the body while the card says header',
+      withOp({ ...spec, key: { travels: 'body', name: 'Idempotency-Key', rule: { maxLength: 64 } } }),
+      /card.providerKey.travels says header/,
+    ],
+    [
+      'a key rule longer than the card allows',
+      withOp({
+        ...spec,
+        card: { ...card, providerKey: { ...card.providerKey, maxLength: { value: 32, source: 'test' } } },
+        key: { travels: 'header', name: 'Idempotency-Key', rule: { maxLength: 64 } },
+      }),
+      /exceeds card.providerKey.maxLength 32/,
+    ],
+    [
+      'an unknown max length with no declared rule',
+      withOp({ ...spec, key: { travels: 'header', name: 'Idempotency-Key' } }),
+      /maxLength is unknown: declare key.rule.maxLength/,
+    ],
+    [
+      'a lookup other than the card’s',
+      withOp({ ...spec, lookup: { method: 'resend-same-key' } }),
+      /card.lookup.method says search/,
+    ],
+    [
+      'a path placeholder outside the intent',
+      withOp({ ...spec, path: '/tenants/{tenant}/orders' }),
+      /placeholder \{tenant\}/,
+    ],
+    [
+      'a code rule without codePath',
+      withOp({ ...spec, errors: { rules: [{ status: 409, code: 'x', outcome: 'in-progress' }] } }),
+      /codePath is not declared/,
+    ],
   ] as const)('refuses %s', (_name, options, message) => {
     expect(() => createHttpAdapter(options as never)).toThrow(AdapterConfigurationError);
     expect(() => createHttpAdapter(options as never)).toThrow(message);
@@ -40,7 +88,11 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
   });
 
   it('a card with unknown travels forbids sending a key', () => {
-    const c = { ...card, providerKey: { ...card.providerKey, travels: { value: 'unknown', source: 'x' } }, unverified: [...card.unverified, { field: 'providerKey.travels', condition: 'x', source: 'x' }] } as RetrySafetyCard;
+    const c = {
+      ...card,
+      providerKey: { ...card.providerKey, travels: { value: 'unknown', source: 'x' } },
+      unverified: [...card.unverified, { field: 'providerKey.travels', condition: 'x', source: 'x' }],
+    } as RetrySafetyCard;
     expect(() => createHttpAdapter(withOp({ ...spec, card: c }))).toThrow(/travels is unknown/);
   });
 
@@ -48,7 +100,16 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
     const c = { ...card, lookup: { ...card.lookup, method: { value: 'none', source: 'test' } } } as RetrySafetyCard;
     const a = createHttpAdapter(withOp({ ...spec, card: c, lookup: { method: 'none' } }));
     const id = asBusinessOperationId('order-1');
-    const ctx = { businessOperationId: id, providerKey: a.deriveProviderKey('orders.create', id), params: {}, runId: newRunId(), attemptId: newAttemptId(), statusRef: null, firstDispatchedAt: null, now: 0 };
+    const ctx = {
+      businessOperationId: id,
+      providerKey: a.deriveProviderKey('orders.create', id),
+      params: {},
+      runId: newRunId(),
+      attemptId: newAttemptId(),
+      statusRef: null,
+      firstDispatchedAt: null,
+      now: 0,
+    };
     await expect(a.doLookup('orders.create', ctx)).rejects.toThrow(UnsupportedCapabilityError);
     await expect(a.doLookup('orders.nope', ctx)).rejects.toThrow(UnknownOperationError);
     expect(() => a.deriveProviderKey('orders.nope', id)).toThrow(UnknownOperationError);
@@ -64,14 +125,37 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
   });
 
   it('a precondition operation never sends without its precondition value (rejected, nothing sent: never a throw the runner would read as unknown)', async () => {
-    const a = createHttpAdapter({ ...base, provider: 'acme-docs', operations: { 'documents.update': etagDocumentsUpdate('acme-docs') } });
+    const a = createHttpAdapter({
+      ...base,
+      provider: 'acme-docs',
+      operations: { 'documents.update': etagDocumentsUpdate('acme-docs') },
+    });
     const id = asBusinessOperationId('doc-edit-1');
-    const ctx = { businessOperationId: id, providerKey: null, runId: newRunId(), attemptId: newAttemptId(), attempt: 1, statusRef: null };
+    const ctx = {
+      businessOperationId: id,
+      providerKey: null,
+      runId: newRunId(),
+      attemptId: newAttemptId(),
+      attempt: 1,
+      statusRef: null,
+    };
     // The schema requires etag; with a schema that does not, the operation's own check still refuses it.
-    expect(await a.doExecute('documents.update', { id: 'doc-1', title: 't', body: 'b' }, ctx)).toMatchObject({ kind: 'rejected', reason: 'validation', code: 'retrysafe_invalid_params' });
+    expect(await a.doExecute('documents.update', { id: 'doc-1', title: 't', body: 'b' }, ctx)).toMatchObject({
+      kind: 'rejected',
+      reason: 'validation',
+      code: 'retrysafe_invalid_params',
+    });
     const spec = etagDocumentsUpdate('acme-docs');
-    const loose = createHttpAdapter({ ...base, provider: 'acme-docs', operations: { 'documents.update': { ...spec, paramsSchema: { type: 'object' } } } });
+    const loose = createHttpAdapter({
+      ...base,
+      provider: 'acme-docs',
+      operations: { 'documents.update': { ...spec, paramsSchema: { type: 'object' } } },
+    });
     const o = await loose.doExecute('documents.update', { id: 'doc-1', title: 't', body: 'b' }, ctx);
-    expect(o).toMatchObject({ kind: 'rejected', reason: 'validation', fields: [{ path: 'etag', message: expect.stringMatching(/precondition value/) }] });
+    expect(o).toMatchObject({
+      kind: 'rejected',
+      reason: 'validation',
+      fields: [{ path: 'etag', message: expect.stringMatching(/precondition value/) }],
+    });
   });
 });

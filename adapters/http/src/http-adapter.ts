@@ -1,30 +1,37 @@
 import http from 'node:http';
 import https from 'node:https';
-import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
 import {
   AdapterConfigurationError,
-  InvalidIntentError,
-  defineAdapter,
   type AdapterV1,
-  type TypedAdapter,
   type BusinessOperationId,
+  defineAdapter,
+  InvalidIntentError,
   type LookupContext,
   type LookupResult,
   type Outcome,
   type ProviderKey,
+  type TypedAdapter,
 } from '@retrysafe/contract';
-import { resendSafety } from '@retrysafe/contract/rules';
 import { checkBaseUrl, lookupFromOutcome } from '@retrysafe/contract/provider';
-import { absoluteLocation, classifyNetworkError, classifyResponse, parseRetryAfter, readHeader, type HttpResponseView } from './http-errors.js';
+import { resendSafety } from '@retrysafe/contract/rules';
+import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
+import {
+  absoluteLocation,
+  classifyNetworkError,
+  classifyResponse,
+  type HttpResponseView,
+  parseRetryAfter,
+  readHeader,
+} from './http-errors.js';
 import {
   buildOperation,
   defaultBody,
   fillPath,
-  readPath,
-  sfString,
   type HttpOperation,
   type HttpOperationSpec,
   type LookupReadContext,
+  readPath,
+  sfString,
 } from './http-operations.js';
 
 export interface HttpAdapterOptions {
@@ -44,7 +51,9 @@ export interface HttpAdapter extends AdapterV1 {
 }
 
 /** The declared operation names, typed for `runner.run` (params are the declared body's object; results are the API's JSON). */
-export type TypedHttpOperations<O> = TypedAdapter<{ readonly [K in keyof O & string]: { readonly params: Readonly<Record<string, unknown>>; readonly result: unknown } }>;
+export type TypedHttpOperations<O> = TypedAdapter<{
+  readonly [K in keyof O & string]: { readonly params: Readonly<Record<string, unknown>>; readonly result: unknown };
+}>;
 
 type Ids = { businessOperationId: BusinessOperationId; providerKey: ProviderKey | null };
 
@@ -53,20 +62,30 @@ type Ids = { businessOperationId: BusinessOperationId; providerKey: ProviderKey 
  * never follows redirects (a followed 307/308 re-sends a POST body: a hidden second retrying layer)
  * and ignores proxy environment variables; the runner is the only layer that re-sends.
  */
-export function createHttpAdapter<const O extends Readonly<Record<string, HttpOperationSpec>>>(options: HttpAdapterOptions & { readonly operations: O }): HttpAdapter & TypedHttpOperations<O>;
+export function createHttpAdapter<const O extends Readonly<Record<string, HttpOperationSpec>>>(
+  options: HttpAdapterOptions & { readonly operations: O },
+): HttpAdapter & TypedHttpOperations<O>;
 export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
   const provider = options?.provider;
   if (typeof provider !== 'string' || !/^[A-Za-z][A-Za-z0-9_-]*$/.test(provider)) {
-    throw new AdapterConfigurationError(String(provider), 'provider must be an identifier such as "acme" (letters, digits, _ and -)');
+    throw new AdapterConfigurationError(
+      String(provider),
+      'provider must be an identifier such as "acme" (letters, digits, _ and -)',
+    );
   }
   const base = checkBaseUrl(provider, options?.baseUrl);
   if (typeof options.timeoutMs !== 'number' || !Number.isFinite(options.timeoutMs) || options.timeoutMs <= 0) {
-    throw new AdapterConfigurationError(provider, 'timeoutMs must be a positive number (axios has no timeout by default, so a lost response would hang forever)');
+    throw new AdapterConfigurationError(
+      provider,
+      'timeoutMs must be a positive number (axios has no timeout by default, so a lost response would hang forever)',
+    );
   }
-  if (!options.operations || Object.keys(options.operations).length === 0) throw new AdapterConfigurationError(provider, 'declare at least one operation');
+  if (!options.operations || Object.keys(options.operations).length === 0)
+    throw new AdapterConfigurationError(provider, 'declare at least one operation');
 
   const operations: Record<string, HttpOperation> = {};
-  for (const [name, spec] of Object.entries(options.operations)) operations[name] = buildOperation(provider, name, spec);
+  for (const [name, spec] of Object.entries(options.operations))
+    operations[name] = buildOperation(provider, name, spec);
 
   const baseURL = base.toString().replace(/\/$/, '');
   const httpAgent = new http.Agent({ keepAlive: false });
@@ -89,7 +108,14 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
     operations,
 
     async execute(o, params, ctx): Promise<Outcome> {
-      return send(c, o, params as Record<string, unknown>, { businessOperationId: ctx.businessOperationId, providerKey: ctx.providerKey }, ctx.attempt, ctx.signal);
+      return send(
+        c,
+        o,
+        params as Record<string, unknown>,
+        { businessOperationId: ctx.businessOperationId, providerKey: ctx.providerKey },
+        ctx.attempt,
+        ctx.signal,
+      );
     },
 
     async lookup(o, ctx): Promise<LookupResult> {
@@ -113,13 +139,22 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
           const match = fallback.match(res.data, readCtx);
           if (match === undefined || match === null) {
             // Whether this absence proves anything (late apply, consistency delay) is decide's judgement, not the adapter's.
-            return { kind: 'not-found', reason: 'no work item carries this operation in the status search', status: res.status };
+            return {
+              kind: 'not-found',
+              reason: 'no work item carries this operation in the status search',
+              status: res.status,
+            };
           }
           const url = readPath(match, fallback.statusUrlPath);
-          if (typeof url !== 'string') return cannotTell(res, `the matched work item has no status URL at ${fallback.statusUrlPath}`);
+          if (typeof url !== 'string')
+            return cannotTell(res, `the matched work item has no status URL at ${fallback.statusUrlPath}`);
           return pollStatus(c, o, new URL(url, res.url).toString(), ctx.signal);
         }
-        return { kind: 'cannot-tell', reason: 'no status URL is known (the 202 response was lost) and the operation declares no other way to find it' };
+        return {
+          kind: 'cannot-tell',
+          reason:
+            'no status URL is known (the 202 response was lost) and the operation declares no other way to find it',
+        };
       }
 
       const url = fillPath(lookup.path, params, ids);
@@ -147,18 +182,46 @@ export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
       if (res.status !== 200) return cannotTell(res, `lookup answered HTTP ${res.status}`);
       const pc = spec.precondition;
       if (pc) {
-        const current = pc.validatorHeader ? readHeader(res.headers, pc.validatorHeader) : pc.validatorField ? readPath(res.data, pc.validatorField) : undefined;
-        if (current === undefined) return cannotTell(res, 'the resource carries no validator to compare with the precondition');
+        const current = pc.validatorHeader
+          ? readHeader(res.headers, pc.validatorHeader)
+          : pc.validatorField
+            ? readPath(res.data, pc.validatorField)
+            : undefined;
+        if (current === undefined)
+          return cannotTell(res, 'the resource carries no validator to compare with the precondition');
         if (String(current) === String(params[pc.param])) {
           // Still the validator this operation required: nothing (ours or anyone's) has been written.
-          return absent('the resource still carries the validator this operation was conditioned on, so the write has not applied');
+          return absent(
+            'the resource still carries the validator this operation was conditioned on, so the write has not applied',
+          );
         }
-        if (!lookup.applied) return cannotTell(res, 'the validator moved on and the operation declares no way (lookup.applied) to recognise its own write');
-        if (lookup.applied(res.data, readCtx)) return { kind: 'found', outcome: { kind: 'succeeded', result: res.data, status: 200, ...rid, ...refOf(res.data) } };
-        return { kind: 'found', outcome: { kind: 'rejected', reason: 'conflict', message: 'the validator moved on and the resource does not show this write: another writer changed it', status: 200, ...rid } };
+        if (!lookup.applied)
+          return cannotTell(
+            res,
+            'the validator moved on and the operation declares no way (lookup.applied) to recognise its own write',
+          );
+        if (lookup.applied(res.data, readCtx))
+          return {
+            kind: 'found',
+            outcome: { kind: 'succeeded', result: res.data, status: 200, ...rid, ...refOf(res.data) },
+          };
+        return {
+          kind: 'found',
+          outcome: {
+            kind: 'rejected',
+            reason: 'conflict',
+            message: 'the validator moved on and the resource does not show this write: another writer changed it',
+            status: 200,
+            ...rid,
+          },
+        };
       }
-      if (lookup.applied && !lookup.applied(res.data, readCtx)) return absent('the resource does not show this operation');
-      return { kind: 'found', outcome: { kind: 'succeeded', result: res.data, status: 200, ...rid, ...refOf(res.data) } };
+      if (lookup.applied && !lookup.applied(res.data, readCtx))
+        return absent('the resource does not show this operation');
+      return {
+        kind: 'found',
+        outcome: { kind: 'succeeded', result: res.data, status: 200, ...rid, ...refOf(res.data) },
+      };
     },
 
     async close(): Promise<void> {
@@ -177,7 +240,8 @@ interface Conn {
 }
 
 function asParams(params: unknown): Record<string, unknown> {
-  if (typeof params !== 'object' || params === null || Array.isArray(params)) throw new InvalidIntentError('', 'params must be a plain object');
+  if (typeof params !== 'object' || params === null || Array.isArray(params))
+    throw new InvalidIntentError('', 'params must be a plain object');
   return params as Record<string, unknown>;
 }
 
@@ -187,12 +251,19 @@ function view(c: Conn, res: AxiosResponse, fallbackUrl: string): HttpResponseVie
 }
 
 /** One request for the operation. Throws only for bad input (typed, nothing sent). */
-async function send(c: Conn, o: HttpOperation, params: Record<string, unknown>, ids: Ids, attempt: number, signal?: AbortSignal): Promise<Outcome> {
+async function send(
+  c: Conn,
+  o: HttpOperation,
+  params: Record<string, unknown>,
+  ids: Ids,
+  attempt: number,
+  signal?: AbortSignal,
+): Promise<Outcome> {
   const spec = o.http;
   const path = fillPath(spec.path, params, ids);
   const headers: Record<string, string> = {};
   const query: Record<string, string> = {};
-  let body: unknown = undefined;
+  let body: unknown;
   if (spec.method !== 'DELETE') body = spec.body ? spec.body(params, ids) : defaultBody(spec, params);
   const k = spec.key;
   if (k.travels !== 'none') {
@@ -200,19 +271,34 @@ async function send(c: Conn, o: HttpOperation, params: Record<string, unknown>, 
     if (k.travels === 'header') headers[k.name] = k.encoding === 'sf-string' ? sfString(key) : key;
     else if (k.travels === 'query') query[k.name] = key;
     else {
-      if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new AdapterConfigurationError(c.provider, `operation ${o.name}: the key travels in body field ${k.name} but the body is not a JSON object`);
+      if (typeof body !== 'object' || body === null || Array.isArray(body))
+        throw new AdapterConfigurationError(
+          c.provider,
+          `operation ${o.name}: the key travels in body field ${k.name} but the body is not a JSON object`,
+        );
       body = { ...(body as Record<string, unknown>), [k.name]: key };
     }
   }
   const pc = spec.precondition;
   if (pc) {
     const v = params[pc.param];
-    if (typeof v !== 'string' && typeof v !== 'number') throw new InvalidIntentError(pc.param, 'the precondition value must be a string or number; an operation declared with a precondition is never sent without it');
+    if (typeof v !== 'string' && typeof v !== 'number')
+      throw new InvalidIntentError(
+        pc.param,
+        'the precondition value must be a string or number; an operation declared with a precondition is never sent without it',
+      );
     if ('header' in pc) headers[pc.header] = String(v);
     else query[pc.query] = String(v);
   }
   try {
-    const res = await c.client.request({ method: spec.method, url: path, params: query, data: body, headers, ...(signal ? { signal } : {}) });
+    const res = await c.client.request({
+      method: spec.method,
+      url: path,
+      params: query,
+      data: body,
+      headers,
+      ...(signal ? { signal } : {}),
+    });
     return classifyResponse(spec, view(c, res, path), attempt);
   } catch (err) {
     return classifyNetworkError(err);
@@ -234,7 +320,9 @@ function outsideRetention(o: HttpOperation, ctx: LookupContext): string | null {
   // rule with the card's margin. Either way the reason comes from the rule.
   const own = resendSafety(o.card, ctx.firstDispatchedAt, ctx.now);
   if (ctx.keyReusable === undefined ? own.safe : ctx.keyReusable) return null;
-  return own.safe ? 'the key is too old to rely on (past its retention, counting the policy\'s clock-skew margin)' : own.why;
+  return own.safe
+    ? "the key is too old to rely on (past its retention, counting the policy's clock-skew margin)"
+    : own.why;
 }
 
 function cannotTell(res: HttpResponseView, reason: string): LookupResult {
@@ -242,7 +330,13 @@ function cannotTell(res: HttpResponseView, reason: string): LookupResult {
   return { kind: 'cannot-tell', reason, status: res.status, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
 }
 
-async function resendSameKey(c: Conn, o: HttpOperation, ctx: LookupContext, params: Record<string, unknown>, ids: Ids): Promise<LookupResult> {
+async function resendSameKey(
+  c: Conn,
+  o: HttpOperation,
+  ctx: LookupContext,
+  params: Record<string, unknown>,
+  ids: Ids,
+): Promise<LookupResult> {
   const why = outsideRetention(o, ctx);
   if (why) return { kind: 'cannot-tell', reason: `no re-send with the same key: ${why}` };
   if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched' };
@@ -262,7 +356,11 @@ async function pollStatus(c: Conn, o: HttpOperation, statusRef: string, signal?:
   if (spec.lookup.method !== 'status-url') throw new Error('unreachable');
   const reading = spec.lookup.status;
   // A status URL on another origin would receive this adapter's headers (credentials).
-  if (!sameOrigin(c, statusRef)) return { kind: 'cannot-tell', reason: `status URL ${new URL(statusRef, c.baseURL).origin} is not on ${c.base.origin}; not polled with this adapter's credentials` };
+  if (!sameOrigin(c, statusRef))
+    return {
+      kind: 'cannot-tell',
+      reason: `status URL ${new URL(statusRef, c.baseURL).origin} is not on ${c.base.origin}; not polled with this adapter's credentials`,
+    };
   const res = await get(c, statusRef, signal);
   if ('error' in res) return lookupFromOutcome(res.error, 'status poll');
   const retryAfterMs = parseRetryAfter(readHeader(res.headers, 'retry-after'));
@@ -276,24 +374,60 @@ async function pollStatus(c: Conn, o: HttpOperation, statusRef: string, signal?:
     if ('error' in done) return lookupFromOutcome(done.error, 'fetching the finished resource');
     if (done.status !== 200) return cannotTell(done, `finished resource answered HTTP ${done.status}`);
     const ref = spec.refPath ? readPath(done.data, spec.refPath) : undefined;
-    return { kind: 'found', outcome: { kind: 'succeeded', result: done.data, status: 200, ...rid, ...(typeof ref === 'string' || typeof ref === 'number' ? { providerRef: String(ref) } : {}) } };
+    return {
+      kind: 'found',
+      outcome: {
+        kind: 'succeeded',
+        result: done.data,
+        status: 200,
+        ...rid,
+        ...(typeof ref === 'string' || typeof ref === 'number' ? { providerRef: String(ref) } : {}),
+      },
+    };
   }
   if (res.status === 200) {
     const state = readPath(res.data, reading.field);
     const s = typeof state === 'string' ? state : undefined;
-    if (s !== undefined && reading.pending.includes(s)) return { kind: 'found', outcome: { kind: 'in-progress', statusRef, status: 200, ...rid, ...ra, message: `status ${s}` } };
+    if (s !== undefined && reading.pending.includes(s))
+      return {
+        kind: 'found',
+        outcome: { kind: 'in-progress', statusRef, status: 200, ...rid, ...ra, message: `status ${s}` },
+      };
     if (s !== undefined && reading.done.includes(s)) {
       const ref = spec.refPath ? readPath(res.data, spec.refPath) : undefined;
-      return { kind: 'found', outcome: { kind: 'succeeded', result: res.data, status: 200, ...rid, ...(typeof ref === 'string' || typeof ref === 'number' ? { providerRef: String(ref) } : {}) } };
+      return {
+        kind: 'found',
+        outcome: {
+          kind: 'succeeded',
+          result: res.data,
+          status: 200,
+          ...rid,
+          ...(typeof ref === 'string' || typeof ref === 'number' ? { providerRef: String(ref) } : {}),
+        },
+      };
     }
-    if (s !== undefined && reading.failed?.includes(s)) return { kind: 'found', outcome: { kind: 'rejected', reason: 'other', message: `status ${s}`, status: 200, ...rid } };
+    if (s !== undefined && reading.failed?.includes(s))
+      return {
+        kind: 'found',
+        outcome: { kind: 'rejected', reason: 'other', message: `status ${s}`, status: 200, ...rid },
+      };
     return cannotTell(res, `status field ${reading.field} is ${JSON.stringify(state)}, not a declared value`);
   }
   if (res.status >= 400 && res.status < 500 && res.status !== 404 && res.status !== 408 && res.status !== 429) {
     // An error persisted at the status resource: the work item failed for good.
     const outcome = classifyResponse(spec, res, 1);
     const reason = outcome.kind === 'rejected' ? outcome.reason : 'other';
-    return { kind: 'found', outcome: { kind: 'rejected', reason, message: `persisted ${'message' in outcome && outcome.message ? outcome.message : 'HTTP ' + res.status}`, status: res.status, ...(outcome.code !== undefined ? { code: outcome.code } : {}), ...rid } };
+    return {
+      kind: 'found',
+      outcome: {
+        kind: 'rejected',
+        reason,
+        message: `persisted ${'message' in outcome && outcome.message ? outcome.message : 'HTTP ' + res.status}`,
+        status: res.status,
+        ...(outcome.code !== undefined ? { code: outcome.code } : {}),
+        ...rid,
+      },
+    };
   }
   return cannotTell(res, `status resource answered HTTP ${res.status}`);
 }

@@ -1,5 +1,5 @@
+import { type RetrySafetyCard, validateCard } from '@retrysafe/contract';
 import { describe, expect, it } from 'vitest';
-import { validateCard, type RetrySafetyCard } from '@retrysafe/contract';
 import { documentsUpdateCard, exportsCreateCard, instancesRunCard, ordersCreateCard } from './http-cards.js';
 import { classifyResponse } from './http-errors.js';
 import { asyncExportsCreate, clientTokenInstancesRun, ietfOrdersCreate } from './http-patterns.js';
@@ -8,7 +8,12 @@ const v = <T>(f: { value: T | 'unknown' }) => f.value;
 const res = (status: number, data: unknown) => ({ status, data, headers: {}, url: 'http://127.0.0.1:1/' });
 
 describe('reference cards match shared/providers.md, fact for fact', () => {
-  const cards: RetrySafetyCard[] = [ordersCreateCard('p'), exportsCreateCard('p'), documentsUpdateCard('p'), instancesRunCard('p')];
+  const cards: RetrySafetyCard[] = [
+    ordersCreateCard('p'),
+    exportsCreateCard('p'),
+    documentsUpdateCard('p'),
+    instancesRunCard('p'),
+  ];
 
   it('every card validates, cites a source for every fact, lists every unknown in unverified, and makes the runner the only retrying layer', () => {
     for (const card of cards) {
@@ -30,8 +35,14 @@ describe('reference cards match shared/providers.md, fact for fact', () => {
     expect(v(c.providerKey.maxLength)).toBe('unknown'); // the draft sets no maximum
     const op = ietfOrdersCreate('p');
     const P = 'https://retrysafe.invalid/problems/';
-    expect(classifyResponse(op, res(400, { type: `${P}idempotency-key-missing` }), 1)).toMatchObject({ kind: 'rejected', reason: 'configuration' });
-    expect(classifyResponse(op, res(422, { type: `${P}idempotency-key-reused` }), 1)).toMatchObject({ kind: 'rejected', reason: 'conflict' });
+    expect(classifyResponse(op, res(400, { type: `${P}idempotency-key-missing` }), 1)).toMatchObject({
+      kind: 'rejected',
+      reason: 'configuration',
+    });
+    expect(classifyResponse(op, res(422, { type: `${P}idempotency-key-reused` }), 1)).toMatchObject({
+      kind: 'rejected',
+      reason: 'conflict',
+    });
     expect(classifyResponse(op, res(409, { type: `${P}request-in-flight` }), 1)).toMatchObject({ kind: 'in-progress' });
   });
 
@@ -42,7 +53,9 @@ describe('reference cards match shared/providers.md, fact for fact', () => {
     expect([v(c.storedResult.semantics), v(c.storedResult.includesErrors)]).toEqual(['replays', true]);
     expect(c.nonRetryableErrors.value).toContain('400 InvalidRequest (validation, before acceptance)');
     const op = asyncExportsCreate('p');
-    expect(classifyResponse(op, { ...res(202, {}), headers: { location: '/exports/status/1', 'retry-after': '5' } }, 1)).toMatchObject({ kind: 'in-progress', retryAfterMs: 5000 });
+    expect(
+      classifyResponse(op, { ...res(202, {}), headers: { location: '/exports/status/1', 'retry-after': '5' } }, 1),
+    ).toMatchObject({ kind: 'in-progress', retryAfterMs: 5000 });
   });
 
   it('GCS: conditionally idempotent (preconditions), retry 408/429/5xx/timeouts/disconnects only with a precondition', () => {
@@ -57,10 +70,16 @@ describe('reference cards match shared/providers.md, fact for fact', () => {
 
   it('AWS: ClientToken ≤ 64 ASCII, same token + changed params ⇒ IdempotentParameterMismatch, ≥ 24 h, identical first response', () => {
     const c = instancesRunCard('p');
-    expect([v(c.providerKey.travels), v(c.providerKey.name), v(c.providerKey.maxLength)]).toEqual(['body', 'ClientToken', 64]);
+    expect([v(c.providerKey.travels), v(c.providerKey.name), v(c.providerKey.maxLength)]).toEqual([
+      'body',
+      'ClientToken',
+      64,
+    ]);
     expect(v(c.parameterMatching)).toBe('mismatch-error');
     expect(v(c.retention.minimum)).toBe('24h');
     expect(v(c.storedResult.semantics)).toBe('replays');
-    expect(classifyResponse(clientTokenInstancesRun('p'), res(400, { __type: 'IdempotentParameterMismatch' }), 1)).toMatchObject({ kind: 'rejected', reason: 'conflict' });
+    expect(
+      classifyResponse(clientTokenInstancesRun('p'), res(400, { __type: 'IdempotentParameterMismatch' }), 1),
+    ).toMatchObject({ kind: 'rejected', reason: 'conflict' });
   });
 });

@@ -1,4 +1,4 @@
-import { defineCard, fact, type ConcurrencyBehaviour, type Duration, type RetrySafetyCard } from '@retrysafe/contract';
+import { type ConcurrencyBehaviour, type Duration, defineCard, fact, type RetrySafetyCard } from '@retrysafe/contract';
 
 /**
  * Reference cards: one per pattern, each describing the pattern as its public specification or
@@ -10,13 +10,19 @@ import { defineCard, fact, type ConcurrencyBehaviour, type Duration, type RetryS
 export const SOURCES = {
   ietf: 'draft-ietf-httpapi-idempotency-key-header-06 (https://datatracker.ietf.org/doc/draft-ietf-httpapi-idempotency-key-header/)',
   rfc8941: 'RFC 8941 §3.3.3 sf-string (https://www.rfc-editor.org/rfc/rfc8941#section-3.3.3)',
-  azure: 'Azure Architecture Center, Asynchronous Request-Reply pattern (https://learn.microsoft.com/azure/architecture/patterns/async-request-reply)',
+  azure:
+    'Azure Architecture Center, Asynchronous Request-Reply pattern (https://learn.microsoft.com/azure/architecture/patterns/async-request-reply)',
   gcsRetry: 'Google Cloud Storage retry strategy (https://cloud.google.com/storage/docs/retry-strategy)',
-  gcsPreconditions: 'Google Cloud Storage request preconditions (https://cloud.google.com/storage/docs/request-preconditions)',
-  gcsConsistency: 'Google Cloud Storage consistency: strong read-after-write (https://cloud.google.com/storage/docs/consistency)',
-  ec2Idempotency: 'Amazon EC2 API idempotency, ClientToken (https://docs.aws.amazon.com/ec2/latest/devguide/ec2-api-idempotency.html)',
-  awsRel04: 'AWS Well-Architected REL04-BP04 (https://docs.aws.amazon.com/wellarchitected/latest/reliability-pillar/rel_prevent_interaction_failure_idempotent.html)',
-  awsRel05: 'AWS Well-Architected REL05-BP03 (https://docs.aws.amazon.com/wellarchitected/latest/reliability-pillar/rel_mitigate_interaction_failure_limit_retries.html)',
+  gcsPreconditions:
+    'Google Cloud Storage request preconditions (https://cloud.google.com/storage/docs/request-preconditions)',
+  gcsConsistency:
+    'Google Cloud Storage consistency: strong read-after-write (https://cloud.google.com/storage/docs/consistency)',
+  ec2Idempotency:
+    'Amazon EC2 API idempotency, ClientToken (https://docs.aws.amazon.com/ec2/latest/devguide/ec2-api-idempotency.html)',
+  awsRel04:
+    'AWS Well-Architected REL04-BP04 (https://docs.aws.amazon.com/wellarchitected/latest/reliability-pillar/rel_prevent_interaction_failure_idempotent.html)',
+  awsRel05:
+    'AWS Well-Architected REL05-BP03 (https://docs.aws.amazon.com/wellarchitected/latest/reliability-pillar/rel_mitigate_interaction_failure_limit_retries.html)',
   ec2Errors: 'Amazon EC2 API error codes (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html)',
   axios: 'axios 1.x lib/adapters/http.js (maxRedirects, proxy, timeout) — no built-in retry',
   ietfSandbox: 'retrysafe IETF sandbox: adapters/http/src/sandbox/ietf-key-sandbox.ts',
@@ -33,7 +39,8 @@ export const SOURCES = {
 const LATE_APPLY_SOURCE = `${SOURCES.ietf} and ${SOURCES.azure} define no server-side processing deadline; the loopback sandboxes apply a request whenever it arrives`;
 const LATE_APPLY_UNVERIFIED = {
   field: 'lookup.lateApplyBound',
-  condition: 'how long after the client gave up the server may still apply the request; a real API\'s documented request timeout goes here',
+  condition:
+    "how long after the client gave up the server may still apply the request; a real API's documented request timeout goes here",
   source: SOURCES.ietf,
 } as const;
 
@@ -47,7 +54,8 @@ const POLICY = {
   backoff: { strategy: 'exponential-full-jitter', base: '200ms', cap: '10s', retryAfterCap: '60s' },
   limits: { maxAttempts: 4, maxElapsed: '2m', lookupWindow: '30s' },
   handoff: {
-    condition: 'rejected; attempts or elapsed budget exhausted; unknown outcome with no safe re-send (lookup cannot tell, key past or without retention)',
+    condition:
+      'rejected; attempts or elapsed budget exhausted; unknown outcome with no safe re-send (lookup cannot tell, key past or without retention)',
     destination: 'the runner handoff sink (JSONL file or callback), resolved from the CLI',
   },
   receipts: 'the runner ledger, exported as JSONL (redacted: no headers, no bodies)',
@@ -59,39 +67,90 @@ export function ordersCreateCard(provider: string): RetrySafetyCard {
     cardVersion: 1,
     provider,
     operation: `${provider}.orders.create`,
-    sideEffect: { kind: fact('create', SOURCES.ietfSandbox), idempotentByNature: fact(false, `${SOURCES.ietf} §1: POST is not idempotent`) },
+    sideEffect: {
+      kind: fact('create', SOURCES.ietfSandbox),
+      idempotentByNature: fact(false, `${SOURCES.ietf} §1: POST is not idempotent`),
+    },
     businessOperationId: {
       rule: 'derived from intent fields customer, sku, quantity, orderRef (the caller’s order reference)',
       intentFields: ['customer', 'sku', 'quantity', 'orderRef'],
       normalize: [
-        { field: 'orderRef', steps: ['trim'], source: 'retrysafe policy: the caller’s own order reference; surrounding white space is formatting, while compatibility forms, case and inner white space are kept apart as the provider keeps them (docs/concepts.md, Normalisation)' },
+        {
+          field: 'orderRef',
+          steps: ['trim'],
+          source:
+            'retrysafe policy: the caller’s own order reference; surrounding white space is formatting, while compatibility forms, case and inner white space are kept apart as the provider keeps them (docs/concepts.md, Normalisation)',
+        },
       ],
     },
-    ids: { run: 'receipts only', attempt: 'receipts only', request: fact('x-request-id response header', SOURCES.ietfSandbox) },
+    ids: {
+      run: 'receipts only',
+      attempt: 'receipts only',
+      request: fact('x-request-id response header', SOURCES.ietfSandbox),
+    },
     providerKey: {
       travels: fact('header', `${SOURCES.ietf} §2`),
       name: fact('Idempotency-Key', `${SOURCES.ietf} §2`),
       maxLength: fact<number>('unknown', `${SOURCES.ietf} §2.1 defines no maximum length`),
       charset: fact('\\x20-\\x7e', `${SOURCES.rfc8941}: printable ASCII, sent quoted`),
-      scope: fact('per method and path (POST /orders)', `${SOURCES.ietfSandbox}; the draft (§2.2) leaves the scope to the resource server`),
+      scope: fact(
+        'per method and path (POST /orders)',
+        `${SOURCES.ietfSandbox}; the draft (§2.2) leaves the scope to the resource server`,
+      ),
     },
-    keyReuse: fact('the same request with the same payload, while the key is within the published expiry', `${SOURCES.ietf} §2.3, §2.6`),
+    keyReuse: fact(
+      'the same request with the same payload, while the key is within the published expiry',
+      `${SOURCES.ietf} §2.3, §2.6`,
+    ),
     parameterMatching: fact('mismatch-error', `${SOURCES.ietf} §2.7: same key, different payload ⇒ 422`),
     storedResult: {
       semantics: fact('replays', `${SOURCES.ietf} §2.6: after completion the stored result is returned`),
       includesErrors: fact(true, `${SOURCES.ietf} §2.6: the stored result, success or error, is replayed`),
       replayIndicator: fact(null, `${SOURCES.ietf} §2.6 defines no response header that marks a replay`),
     },
-    lookup: { method: fact('search', `GET /orders?reference=<business-operation id>: ${SOURCES.ietfSandbox}`), consistencyDelay: fact(null, SOURCES.ietfSandbox), lateApplyBound: fact<Duration>('unknown', LATE_APPLY_SOURCE) },
-    retention: { minimum: fact('24h', `${SOURCES.ietfSandbox} (published expiry, retentionMs); ${SOURCES.ietf} §2.3 requires a published expiry policy`) },
+    lookup: {
+      method: fact('search', `GET /orders?reference=<business-operation id>: ${SOURCES.ietfSandbox}`),
+      consistencyDelay: fact(null, SOURCES.ietfSandbox),
+      lateApplyBound: fact<Duration>('unknown', LATE_APPLY_SOURCE),
+    },
+    retention: {
+      minimum: fact(
+        '24h',
+        `${SOURCES.ietfSandbox} (published expiry, retentionMs); ${SOURCES.ietf} §2.3 requires a published expiry policy`,
+      ),
+    },
     concurrency: fact('rejects-in-progress', `${SOURCES.ietf} §2.7: retried while the original is in flight ⇒ 409`),
-    retryableErrors: fact(['409 request-in-flight (in-progress: wait, then same key)', '429 (not-applied; a re-send carries the same key)', 'ECONNREFUSED (not-applied)', 'timeout, reset, 5xx (unknown: look up first, then same key)'], `${SOURCES.ietf} §2.7; ${SOURCES.ietfSandbox}`),
-    nonRetryableErrors: fact(['400 idempotency-key-missing / -malformed (configuration)', '400 invalid-order (validation)', '409 out-of-stock (other)', '422 idempotency-key-reused (conflict)'], `${SOURCES.ietf} §2.7; ${SOURCES.ietfSandbox}`),
+    retryableErrors: fact(
+      [
+        '409 request-in-flight (in-progress: wait, then same key)',
+        '429 (not-applied; a re-send carries the same key)',
+        'ECONNREFUSED (not-applied)',
+        'timeout, reset, 5xx (unknown: look up first, then same key)',
+      ],
+      `${SOURCES.ietf} §2.7; ${SOURCES.ietfSandbox}`,
+    ),
+    nonRetryableErrors: fact(
+      [
+        '400 idempotency-key-missing / -malformed (configuration)',
+        '400 invalid-order (validation)',
+        '409 out-of-stock (other)',
+        '422 idempotency-key-reused (conflict)',
+      ],
+      `${SOURCES.ietf} §2.7; ${SOURCES.ietfSandbox}`,
+    ),
     ...POLICY,
     retryLayer: RETRY_LAYER,
-    reconciler: 'the runner, through doLookup: GET /orders?reference=<business-operation id> (the id travels in the order’s reference field)',
+    reconciler:
+      'the runner, through doLookup: GET /orders?reference=<business-operation id> (the id travels in the order’s reference field)',
     duplicateTest: `${SOURCES.ietfSandbox}, behind the testkit fault proxy`,
-    unverified: [LATE_APPLY_UNVERIFIED, { field: 'providerKey.maxLength', condition: 'the draft sets no maximum; the adapter derives keys of at most 64 characters', source: `${SOURCES.ietf} §2.1` }],
+    unverified: [
+      LATE_APPLY_UNVERIFIED,
+      {
+        field: 'providerKey.maxLength',
+        condition: 'the draft sets no maximum; the adapter derives keys of at most 64 characters',
+        source: `${SOURCES.ietf} §2.1`,
+      },
+    ],
   });
 }
 
@@ -101,39 +160,100 @@ export function exportsCreateCard(provider: string): RetrySafetyCard {
     cardVersion: 1,
     provider,
     operation: `${provider}.exports.create`,
-    sideEffect: { kind: fact('async-job', SOURCES.azure), idempotentByNature: fact(false, `${SOURCES.azure}: each POST enqueues a work item unless an Idempotency-Key folds it`) },
-    businessOperationId: { rule: 'derived from intent fields dataset, format, requestRef (the caller’s request reference)', intentFields: ['dataset', 'format', 'requestRef'], normalize: [{ field: 'requestRef', steps: ['trim'], source: 'retrysafe policy: the caller’s own reference; surrounding white space is formatting, while compatibility forms, case and inner white space are kept apart as the provider keeps them (docs/concepts.md, Normalisation)' }] },
-    ids: { run: 'receipts only', attempt: 'receipts only', request: fact('x-ms-request-id response header', SOURCES.asyncSandbox) },
+    sideEffect: {
+      kind: fact('async-job', SOURCES.azure),
+      idempotentByNature: fact(
+        false,
+        `${SOURCES.azure}: each POST enqueues a work item unless an Idempotency-Key folds it`,
+      ),
+    },
+    businessOperationId: {
+      rule: 'derived from intent fields dataset, format, requestRef (the caller’s request reference)',
+      intentFields: ['dataset', 'format', 'requestRef'],
+      normalize: [
+        {
+          field: 'requestRef',
+          steps: ['trim'],
+          source:
+            'retrysafe policy: the caller’s own reference; surrounding white space is formatting, while compatibility forms, case and inner white space are kept apart as the provider keeps them (docs/concepts.md, Normalisation)',
+        },
+      ],
+    },
+    ids: {
+      run: 'receipts only',
+      attempt: 'receipts only',
+      request: fact('x-ms-request-id response header', SOURCES.asyncSandbox),
+    },
     providerKey: {
-      travels: fact('header', `${SOURCES.azure}: "with an Idempotency-Key a duplicate returns the existing status resource"`),
+      travels: fact(
+        'header',
+        `${SOURCES.azure}: "with an Idempotency-Key a duplicate returns the existing status resource"`,
+      ),
       name: fact('Idempotency-Key', SOURCES.azure),
       maxLength: fact<number>('unknown', `${SOURCES.azure} does not define the key format`),
       charset: fact('unknown', `${SOURCES.azure} does not define the key format`),
       scope: fact('per server (all POST /exports)', SOURCES.asyncSandbox),
     },
     keyReuse: fact('the same request with the same payload, while the key is kept (24 h)', SOURCES.asyncSandbox),
-    parameterMatching: fact('mismatch-error', `${SOURCES.asyncSandbox}: same key, other payload ⇒ 422 IdempotencyKeyReused (the pattern itself does not say)`),
+    parameterMatching: fact(
+      'mismatch-error',
+      `${SOURCES.asyncSandbox}: same key, other payload ⇒ 422 IdempotencyKeyReused (the pattern itself does not say)`,
+    ),
     storedResult: {
-      semantics: fact('replays', `${SOURCES.azure}: a duplicate returns the existing status resource instead of enqueuing a second work item`),
+      semantics: fact(
+        'replays',
+        `${SOURCES.azure}: a duplicate returns the existing status resource instead of enqueuing a second work item`,
+      ),
       includesErrors: fact(true, `${SOURCES.azure}: errors are persisted at the status URL`),
     },
     lookup: {
-      method: fact('status-url', `${SOURCES.azure}: 200 while pending, 303 See Other when done; without a status URL: GET /exports?clientRequestId=… (${SOURCES.asyncSandbox})`),
+      method: fact(
+        'status-url',
+        `${SOURCES.azure}: 200 while pending, 303 See Other when done; without a status URL: GET /exports?clientRequestId=… (${SOURCES.asyncSandbox})`,
+      ),
       consistencyDelay: fact(null, SOURCES.asyncSandbox),
       lateApplyBound: fact<Duration>('unknown', LATE_APPLY_SOURCE),
     },
     retention: { minimum: fact('24h', `${SOURCES.asyncSandbox} (retentionMs)`) },
-    concurrency: fact('rejects-in-progress', `${SOURCES.azure}: a duplicate gets 202 and the existing status URL, an in-progress answer`),
-    retryableErrors: fact(['202 + Location (in-progress: poll, honour Retry-After)', '429 (not-applied; a re-send carries the same key)', 'ECONNREFUSED (not-applied)', 'timeout, reset, 5xx (unknown: re-send with the same key returns the existing status resource)'], `${SOURCES.azure}; ${SOURCES.asyncSandbox}`),
-    nonRetryableErrors: fact(['400 InvalidRequest (validation, before acceptance)', '400 IdempotencyKeyMissing (configuration)', '422 IdempotencyKeyReused (conflict)', 'persisted 4xx at the status URL (rejected)'], `${SOURCES.azure}; ${SOURCES.asyncSandbox}`),
+    concurrency: fact(
+      'rejects-in-progress',
+      `${SOURCES.azure}: a duplicate gets 202 and the existing status URL, an in-progress answer`,
+    ),
+    retryableErrors: fact(
+      [
+        '202 + Location (in-progress: poll, honour Retry-After)',
+        '429 (not-applied; a re-send carries the same key)',
+        'ECONNREFUSED (not-applied)',
+        'timeout, reset, 5xx (unknown: re-send with the same key returns the existing status resource)',
+      ],
+      `${SOURCES.azure}; ${SOURCES.asyncSandbox}`,
+    ),
+    nonRetryableErrors: fact(
+      [
+        '400 InvalidRequest (validation, before acceptance)',
+        '400 IdempotencyKeyMissing (configuration)',
+        '422 IdempotencyKeyReused (conflict)',
+        'persisted 4xx at the status URL (rejected)',
+      ],
+      `${SOURCES.azure}; ${SOURCES.asyncSandbox}`,
+    ),
     ...POLICY,
     retryLayer: RETRY_LAYER,
-    reconciler: 'the runner, through doLookup: GET the status URL; without one (the 202 was lost) GET /exports?clientRequestId=<business-operation id> finds the work item and its status URL; a re-send with the same key, inside retention, also returns the existing status resource',
+    reconciler:
+      'the runner, through doLookup: GET the status URL; without one (the 202 was lost) GET /exports?clientRequestId=<business-operation id> finds the work item and its status URL; a re-send with the same key, inside retention, also returns the existing status resource',
     duplicateTest: `${SOURCES.asyncSandbox}, behind the testkit fault proxy`,
     unverified: [
       LATE_APPLY_UNVERIFIED,
-      { field: 'providerKey.maxLength', condition: 'the pattern defines no key format; the adapter derives keys of at most 64 characters', source: SOURCES.azure },
-      { field: 'providerKey.charset', condition: 'the pattern defines no key format; the adapter uses A-Za-z0-9._:- only', source: SOURCES.azure },
+      {
+        field: 'providerKey.maxLength',
+        condition: 'the pattern defines no key format; the adapter derives keys of at most 64 characters',
+        source: SOURCES.azure,
+      },
+      {
+        field: 'providerKey.charset',
+        condition: 'the pattern defines no key format; the adapter uses A-Za-z0-9._:- only',
+        source: SOURCES.azure,
+      },
     ],
   });
 }
@@ -144,36 +264,86 @@ export function documentsUpdateCard(provider: string): RetrySafetyCard {
     cardVersion: 1,
     provider,
     operation: `${provider}.documents.update`,
-    sideEffect: { kind: fact('set', SOURCES.etagSandbox), idempotentByNature: fact(false, `${SOURCES.gcsRetry}: conditionally idempotent — only with a precondition`) },
-    businessOperationId: { rule: 'derived from intent fields id, etag, title, body: the precondition is part of the intent, so every re-send carries the same If-Match', intentFields: ['id', 'etag', 'title', 'body'] },
-    ids: { run: 'receipts only', attempt: 'receipts only', request: fact('x-guploader-uploadid response header', SOURCES.etagSandbox) },
+    sideEffect: {
+      kind: fact('set', SOURCES.etagSandbox),
+      idempotentByNature: fact(false, `${SOURCES.gcsRetry}: conditionally idempotent — only with a precondition`),
+    },
+    businessOperationId: {
+      rule: 'derived from intent fields id, etag, title, body: the precondition is part of the intent, so every re-send carries the same If-Match',
+      intentFields: ['id', 'etag', 'title', 'body'],
+    },
+    ids: {
+      run: 'receipts only',
+      attempt: 'receipts only',
+      request: fact('x-guploader-uploadid response header', SOURCES.etagSandbox),
+    },
     providerKey: {
-      travels: fact('none', `${SOURCES.gcsPreconditions}: no key; the If-Match / ifGenerationMatch precondition makes the write safe to repeat`),
+      travels: fact(
+        'none',
+        `${SOURCES.gcsPreconditions}: no key; the If-Match / ifGenerationMatch precondition makes the write safe to repeat`,
+      ),
       name: fact(null, SOURCES.gcsPreconditions),
       maxLength: fact(null, SOURCES.gcsPreconditions),
       charset: fact(null, SOURCES.gcsPreconditions),
       scope: fact('none (the precondition names one version of one resource)', SOURCES.gcsPreconditions),
     },
-    keyReuse: fact('no key; a re-send carries the same precondition and is refused (412) once any write has moved the validator', SOURCES.gcsPreconditions),
+    keyReuse: fact(
+      'no key; a re-send carries the same precondition and is refused (412) once any write has moved the validator',
+      SOURCES.gcsPreconditions,
+    ),
     parameterMatching: fact('none', SOURCES.gcsPreconditions),
     storedResult: {
-      semantics: fact('rejects-duplicate', `${SOURCES.gcsPreconditions}: a repeated conditional write fails its precondition (412)`),
+      semantics: fact(
+        'rejects-duplicate',
+        `${SOURCES.gcsPreconditions}: a repeated conditional write fails its precondition (412)`,
+      ),
       includesErrors: fact(false, SOURCES.gcsPreconditions),
     },
-    lookup: { method: fact('get-by-key', `GET /documents/{id}, compare ETag with the sent If-Match: ${SOURCES.etagSandbox}`), consistencyDelay: fact(null, SOURCES.gcsConsistency), lateApplyBound: fact<Duration>('unknown', LATE_APPLY_SOURCE) },
-    retention: { minimum: fact(null, `${SOURCES.gcsPreconditions}: nothing is stored; the validator guards the write as long as the resource is not changed`) },
-    concurrency: fact<ConcurrencyBehaviour>('unknown', `${SOURCES.gcsPreconditions}: of two writes with the same precondition one applies and the other gets 412 — a behaviour the card vocabulary has no value for`),
-    retryableErrors: fact(['429 (not-applied; a re-send carries the same precondition)', '408', '5xx', 'socket timeouts', 'TCP disconnects (unknown: look up, then same precondition)'], `${SOURCES.gcsRetry}: retried only for conditionally idempotent operations with a precondition`),
-    nonRetryableErrors: fact(['400 invalid', '404 notFound', '412 conditionNotMet on the first attempt (conflict)', '428 preconditionRequired (configuration)'], `${SOURCES.gcsRetry}; ${SOURCES.etagSandbox}`),
+    lookup: {
+      method: fact('get-by-key', `GET /documents/{id}, compare ETag with the sent If-Match: ${SOURCES.etagSandbox}`),
+      consistencyDelay: fact(null, SOURCES.gcsConsistency),
+      lateApplyBound: fact<Duration>('unknown', LATE_APPLY_SOURCE),
+    },
+    retention: {
+      minimum: fact(
+        null,
+        `${SOURCES.gcsPreconditions}: nothing is stored; the validator guards the write as long as the resource is not changed`,
+      ),
+    },
+    concurrency: fact<ConcurrencyBehaviour>(
+      'unknown',
+      `${SOURCES.gcsPreconditions}: of two writes with the same precondition one applies and the other gets 412 — a behaviour the card vocabulary has no value for`,
+    ),
+    retryableErrors: fact(
+      [
+        '429 (not-applied; a re-send carries the same precondition)',
+        '408',
+        '5xx',
+        'socket timeouts',
+        'TCP disconnects (unknown: look up, then same precondition)',
+      ],
+      `${SOURCES.gcsRetry}: retried only for conditionally idempotent operations with a precondition`,
+    ),
+    nonRetryableErrors: fact(
+      [
+        '400 invalid',
+        '404 notFound',
+        '412 conditionNotMet on the first attempt (conflict)',
+        '428 preconditionRequired (configuration)',
+      ],
+      `${SOURCES.gcsRetry}; ${SOURCES.etagSandbox}`,
+    ),
     ...POLICY,
     retryLayer: RETRY_LAYER,
-    reconciler: 'the runner, through doLookup: GET /documents/{id}; the sent ETag still current ⇒ not applied; moved on and showing this write ⇒ applied; moved on otherwise ⇒ another writer (rejected, handoff)',
+    reconciler:
+      'the runner, through doLookup: GET /documents/{id}; the sent ETag still current ⇒ not applied; moved on and showing this write ⇒ applied; moved on otherwise ⇒ another writer (rejected, handoff)',
     duplicateTest: `${SOURCES.etagSandbox}, behind the testkit fault proxy`,
     unverified: [
       LATE_APPLY_UNVERIFIED,
       {
         field: 'concurrency',
-        condition: 'known (one conditional write applies, the duplicate gets 412) but not expressible: ConcurrencyBehaviour has no "rejects-duplicate" value, so the card says unknown rather than a wrong value',
+        condition:
+          'known (one conditional write applies, the duplicate gets 412) but not expressible: ConcurrencyBehaviour has no "rejects-duplicate" value, so the card says unknown rather than a wrong value',
         source: SOURCES.gcsPreconditions,
       },
     ],
@@ -186,32 +356,92 @@ export function instancesRunCard(provider: string): RetrySafetyCard {
     cardVersion: 1,
     provider,
     operation: `${provider}.instances.run`,
-    sideEffect: { kind: fact('create', SOURCES.ec2Idempotency), idempotentByNature: fact(false, SOURCES.ec2Idempotency) },
-    businessOperationId: { rule: 'derived from intent fields imageId, instanceType, launchRef (the caller’s launch reference)', intentFields: ['imageId', 'instanceType', 'launchRef'], normalize: [{ field: 'launchRef', steps: ['trim'], source: 'retrysafe policy: the caller’s own reference; surrounding white space is formatting, while compatibility forms, case and inner white space are kept apart as the provider keeps them (docs/concepts.md, Normalisation)' }] },
-    ids: { run: 'receipts only', attempt: 'receipts only', request: fact('x-amzn-RequestId response header', SOURCES.tokenSandbox) },
+    sideEffect: {
+      kind: fact('create', SOURCES.ec2Idempotency),
+      idempotentByNature: fact(false, SOURCES.ec2Idempotency),
+    },
+    businessOperationId: {
+      rule: 'derived from intent fields imageId, instanceType, launchRef (the caller’s launch reference)',
+      intentFields: ['imageId', 'instanceType', 'launchRef'],
+      normalize: [
+        {
+          field: 'launchRef',
+          steps: ['trim'],
+          source:
+            'retrysafe policy: the caller’s own reference; surrounding white space is formatting, while compatibility forms, case and inner white space are kept apart as the provider keeps them (docs/concepts.md, Normalisation)',
+        },
+      ],
+    },
+    ids: {
+      run: 'receipts only',
+      attempt: 'receipts only',
+      request: fact('x-amzn-RequestId response header', SOURCES.tokenSandbox),
+    },
     providerKey: {
       travels: fact('body', `${SOURCES.ec2Idempotency}: ClientToken request parameter`),
       name: fact('ClientToken', SOURCES.ec2Idempotency),
       maxLength: fact(64, `${SOURCES.ec2Idempotency}: up to 64 ASCII characters`),
       charset: fact('\\x20-\\x7e', `${SOURCES.ec2Idempotency}: ASCII characters`),
-      scope: fact('per sandbox server', `${SOURCES.tokenSandbox}; EC2 scopes tokens to the account and Region (not verified here)`),
+      scope: fact(
+        'per sandbox server',
+        `${SOURCES.tokenSandbox}; EC2 scopes tokens to the account and Region (not verified here)`,
+      ),
     },
-    keyReuse: fact('the same parameters, while the token is kept (at least 24 h after the instance terminates)', SOURCES.ec2Idempotency),
-    parameterMatching: fact('mismatch-error', `${SOURCES.ec2Idempotency}: same token, changed params ⇒ IdempotentParameterMismatch`),
+    keyReuse: fact(
+      'the same parameters, while the token is kept (at least 24 h after the instance terminates)',
+      SOURCES.ec2Idempotency,
+    ),
+    parameterMatching: fact(
+      'mismatch-error',
+      `${SOURCES.ec2Idempotency}: same token, changed params ⇒ IdempotentParameterMismatch`,
+    ),
     storedResult: {
       semantics: fact('replays', `${SOURCES.awsRel04}: return the identical first response even if state changed`),
       includesErrors: fact(false, `${SOURCES.tokenSandbox}: only launches are remembered; validation errors are not`),
     },
-    lookup: { method: fact('search', `GET /instances?clientToken=<key> (DescribeInstances filter client-token): ${SOURCES.tokenSandbox}`), consistencyDelay: fact(null, `${SOURCES.tokenSandbox}; real EC2 is eventually consistent (delay not stated)`), lateApplyBound: fact<Duration>('unknown', LATE_APPLY_SOURCE) },
-    retention: { minimum: fact('24h', `${SOURCES.ec2Idempotency}: valid at least 24 h after the instance is terminated`) },
-    concurrency: fact<ConcurrencyBehaviour>('unknown', `${SOURCES.ec2Idempotency} does not say what a concurrent request with the same token gets`),
-    retryableErrors: fact(['503 RequestLimitExceeded (not-applied: throttled before processing)', 'ECONNREFUSED (not-applied)', 'timeout, reset, 5xx (unknown: look up, then same token)'], `${SOURCES.awsRel05}; ${SOURCES.ec2Errors}`),
-    nonRetryableErrors: fact(['400 IdempotentParameterMismatch (conflict)', '400 InvalidParameterValue (validation)', '400 InvalidAMIID.Malformed (validation)'], SOURCES.ec2Errors),
+    lookup: {
+      method: fact(
+        'search',
+        `GET /instances?clientToken=<key> (DescribeInstances filter client-token): ${SOURCES.tokenSandbox}`,
+      ),
+      consistencyDelay: fact(null, `${SOURCES.tokenSandbox}; real EC2 is eventually consistent (delay not stated)`),
+      lateApplyBound: fact<Duration>('unknown', LATE_APPLY_SOURCE),
+    },
+    retention: {
+      minimum: fact('24h', `${SOURCES.ec2Idempotency}: valid at least 24 h after the instance is terminated`),
+    },
+    concurrency: fact<ConcurrencyBehaviour>(
+      'unknown',
+      `${SOURCES.ec2Idempotency} does not say what a concurrent request with the same token gets`,
+    ),
+    retryableErrors: fact(
+      [
+        '503 RequestLimitExceeded (not-applied: throttled before processing)',
+        'ECONNREFUSED (not-applied)',
+        'timeout, reset, 5xx (unknown: look up, then same token)',
+      ],
+      `${SOURCES.awsRel05}; ${SOURCES.ec2Errors}`,
+    ),
+    nonRetryableErrors: fact(
+      [
+        '400 IdempotentParameterMismatch (conflict)',
+        '400 InvalidParameterValue (validation)',
+        '400 InvalidAMIID.Malformed (validation)',
+      ],
+      SOURCES.ec2Errors,
+    ),
     ...POLICY,
     retryLayer: RETRY_LAYER,
     reconciler: 'the runner, through doLookup: GET /instances?clientToken=<key>',
     duplicateTest: `${SOURCES.tokenSandbox}, behind the testkit fault proxy`,
-    unverified: [LATE_APPLY_UNVERIFIED, { field: 'concurrency', condition: 'what a concurrent RunInstances with the same ClientToken returns is not documented', source: SOURCES.ec2Idempotency }],
+    unverified: [
+      LATE_APPLY_UNVERIFIED,
+      {
+        field: 'concurrency',
+        condition: 'what a concurrent RunInstances with the same ClientToken returns is not documented',
+        source: SOURCES.ec2Idempotency,
+      },
+    ],
   });
 }
 

@@ -1,14 +1,34 @@
-import { describe, expect, it } from 'vitest';
 import type { BusinessOperationId, ProviderKey } from '@retrysafe/contract';
-import { fillTemplate, operationFromDeclaration, type HttpOperationDeclaration } from './http-declaration.js';
+import { describe, expect, it } from 'vitest';
 import { ordersCreateCard } from './http-cards.js';
+import { fillTemplate, type HttpOperationDeclaration, operationFromDeclaration } from './http-declaration.js';
 
-const ids = { businessOperationId: 'acme.orders.create:abc' as BusinessOperationId, providerKey: 'rs-abc' as ProviderKey };
+const ids = {
+  businessOperationId: 'acme.orders.create:abc' as BusinessOperationId,
+  providerKey: 'rs-abc' as ProviderKey,
+};
 
 describe('data declarations', () => {
   it('a whole-string placeholder keeps the value’s type; inside a string it is interpolated; a missing value is left out', () => {
-    const body = fillTemplate({ qty: '{quantity}', ref: 'order {orderRef} / {businessOperationId}', nested: ['{customer.id}', { k: '{key}' }], gone: '{nothing}', n: 3, b: false }, { quantity: 2, orderRef: 'A-1', customer: { id: 'cus_1' } }, ids);
-    expect(body).toEqual({ qty: 2, ref: 'order A-1 / acme.orders.create:abc', nested: ['cus_1', { k: 'rs-abc' }], n: 3, b: false });
+    const body = fillTemplate(
+      {
+        qty: '{quantity}',
+        ref: 'order {orderRef} / {businessOperationId}',
+        nested: ['{customer.id}', { k: '{key}' }],
+        gone: '{nothing}',
+        n: 3,
+        b: false,
+      },
+      { quantity: 2, orderRef: 'A-1', customer: { id: 'cus_1' } },
+      ids,
+    );
+    expect(body).toEqual({
+      qty: 2,
+      ref: 'order A-1 / acme.orders.create:abc',
+      nested: ['cus_1', { k: 'rs-abc' }],
+      n: 3,
+      b: false,
+    });
   });
 
   it('a search match compares every `where` path and needs at least one', () => {
@@ -18,17 +38,31 @@ describe('data declarations', () => {
       path: '/orders',
       key: { travels: 'header', name: 'Idempotency-Key', rule: { maxLength: 64 } },
       card: ordersCreateCard('acme'),
-      lookup: { method: 'search', path: '/orders', match: { items: 'data', where: { reference: '{businessOperationId}', sku: '{sku}' } } },
+      lookup: {
+        method: 'search',
+        path: '/orders',
+        match: { items: 'data', where: { reference: '{businessOperationId}', sku: '{sku}' } },
+      },
       errors: { rules: [] },
     };
     const spec = operationFromDeclaration('acme', 'orders.create', decl);
     if (spec.lookup.method !== 'search') throw new Error('expected search');
     const ctx = { ...ids, params: { sku: 'sku_1' } };
-    const body = { data: [{ reference: ids.businessOperationId, sku: 'other' }, { reference: ids.businessOperationId, sku: 'sku_1', id: 'ord_2' }] };
+    const body = {
+      data: [
+        { reference: ids.businessOperationId, sku: 'other' },
+        { reference: ids.businessOperationId, sku: 'sku_1', id: 'ord_2' },
+      ],
+    };
     expect(spec.lookup.match(body, ctx)).toEqual({ reference: ids.businessOperationId, sku: 'sku_1', id: 'ord_2' });
     expect(spec.lookup.match({ data: [] }, ctx)).toBeUndefined();
     expect(spec.lookup.match({ data: 'not a list' }, ctx)).toBeUndefined();
-    expect(() => operationFromDeclaration('acme', 'orders.create', { ...decl, lookup: { method: 'search', path: '/orders', match: { where: {} } } })).toThrow(/needs at least one `where` comparison/);
+    expect(() =>
+      operationFromDeclaration('acme', 'orders.create', {
+        ...decl,
+        lookup: { method: 'search', path: '/orders', match: { where: {} } },
+      }),
+    ).toThrow(/needs at least one `where` comparison/);
   });
 });
 
@@ -41,7 +75,11 @@ describe('drills for a declaration', () => {
       path: '/orders',
       key: { travels: 'header', name: 'Idempotency-Key', rule: { maxLength: 64 } },
       card: ordersCreateCard('acme'),
-      lookup: { method: 'search', path: '/orders', match: { items: 'data', where: { reference: '{businessOperationId}' } } },
+      lookup: {
+        method: 'search',
+        path: '/orders',
+        match: { items: 'data', where: { reference: '{businessOperationId}' } },
+      },
       errors: { rules: [] },
     };
     expect(patternOf(base)).toBe('ietf-idempotency-key');
@@ -49,11 +87,32 @@ describe('drills for a declaration', () => {
     expect(patternOf({ ...base, precondition: { param: 'etag', header: 'If-Match' } })).toBe('etag');
     expect(patternOf({ ...base, asyncReply: true })).toBe('async-request-reply');
     expect(patternOf({ ...base, drill: { pattern: 'etag' } })).toBe('etag');
-    const [d] = drillsForDeclaration({ name: 'acme', provider: 'acme', operations: { 'orders.create': { ...base, drill: { params: { customer: 'cus_{i}', sku: 'sku_1', quantity: 2, orderRef: 'R-{i}' } } } } });
+    const [d] = drillsForDeclaration({
+      name: 'acme',
+      provider: 'acme',
+      operations: {
+        'orders.create': {
+          ...base,
+          drill: { params: { customer: 'cus_{i}', sku: 'sku_1', quantity: 2, orderRef: 'R-{i}' } },
+        },
+      },
+    });
     expect(d!.name).toBe('acme--ietf-idempotency-key');
-    expect(d!.operations['orders.create']!.params(7)).toEqual({ customer: 'cus_7', sku: 'sku_1', quantity: 2, orderRef: 'R-7' });
+    expect(d!.operations['orders.create']!.params(7)).toEqual({
+      customer: 'cus_7',
+      sku: 'sku_1',
+      quantity: 2,
+      orderRef: 'R-7',
+    });
     expect(d!.operations['orders.create']!.changeIntent!({ orderRef: 'R-7' })).toEqual({ orderRef: 'R-7-changed' });
-    const two = drillsForDeclaration({ name: 'acme', provider: 'acme', operations: { 'orders.create': base, 'orders.again': base } });
-    expect(two.map((x) => x.name)).toEqual(['acme--ietf-idempotency-key--orders.create', 'acme--ietf-idempotency-key--orders.again']);
+    const two = drillsForDeclaration({
+      name: 'acme',
+      provider: 'acme',
+      operations: { 'orders.create': base, 'orders.again': base },
+    });
+    expect(two.map((x) => x.name)).toEqual([
+      'acme--ietf-idempotency-key--orders.create',
+      'acme--ietf-idempotency-key--orders.again',
+    ]);
   });
 });

@@ -1,6 +1,22 @@
-import { AdapterConfigurationError, type BusinessOperationId, type JsonSchema, type ProviderKey, type RetrySafetyCard } from '@retrysafe/contract';
+import {
+  AdapterConfigurationError,
+  type BusinessOperationId,
+  type JsonSchema,
+  type ProviderKey,
+  type RetrySafetyCard,
+} from '@retrysafe/contract';
 import { createHttpAdapter, type HttpAdapter } from './http-adapter.js';
-import { readPath, type HttpErrorSpec, type HttpKeySpec, type HttpLookupSpec, type HttpMethod, type HttpOperationSpec, type HttpPreconditionSpec, type LookupReadContext, type StatusReading } from './http-operations.js';
+import {
+  type HttpErrorSpec,
+  type HttpKeySpec,
+  type HttpLookupSpec,
+  type HttpMethod,
+  type HttpOperationSpec,
+  type HttpPreconditionSpec,
+  type LookupReadContext,
+  readPath,
+  type StatusReading,
+} from './http-operations.js';
 
 /**
  * An HTTP operation declared as plain data (JSON/YAML), no functions: the parts that are code in an
@@ -24,11 +40,18 @@ export interface MatchDeclaration {
 }
 
 export type HttpLookupDeclaration =
-  | { readonly method: 'get-by-key'; readonly path: string; readonly applied?: { readonly where: Readonly<Record<string, Template>> } }
+  | {
+      readonly method: 'get-by-key';
+      readonly path: string;
+      readonly applied?: { readonly where: Readonly<Record<string, Template>> };
+    }
   | {
       readonly method: 'status-url';
       readonly status: StatusReading;
-      readonly withoutStatusRef?: 'resend-same-key' | 'cannot-tell' | { readonly path: string; readonly match: MatchDeclaration; readonly statusUrlPath: string };
+      readonly withoutStatusRef?:
+        | 'resend-same-key'
+        | 'cannot-tell'
+        | { readonly path: string; readonly match: MatchDeclaration; readonly statusUrlPath: string };
     }
   | { readonly method: 'search'; readonly path: string; readonly match: MatchDeclaration; readonly refPath?: string }
   | { readonly method: 'resend-same-key' }
@@ -54,7 +77,11 @@ export interface HttpOperationDeclaration {
   readonly paramsSchema?: JsonSchema;
   readonly sensitiveFields?: readonly string[];
   /** For the drill: the pattern sandbox to run against, params of drill operation i, the intent field to change. */
-  readonly drill?: { readonly pattern?: HttpPattern; readonly params?: Readonly<Record<string, Template>>; readonly changeIntent?: string };
+  readonly drill?: {
+    readonly pattern?: HttpPattern;
+    readonly params?: Readonly<Record<string, Template>>;
+    readonly changeIntent?: string;
+  };
 }
 
 export interface HttpAdapterDeclaration {
@@ -106,7 +133,8 @@ export function templateNames(t: Template | undefined): string[] {
   return [];
 }
 
-const same = (a: unknown, b: unknown) => (typeof a === 'number' || typeof b === 'number' ? String(a) === String(b) : JSON.stringify(a) === JSON.stringify(b));
+const same = (a: unknown, b: unknown) =>
+  typeof a === 'number' || typeof b === 'number' ? String(a) === String(b) : JSON.stringify(a) === JSON.stringify(b);
 
 function whereHolds(item: unknown, where: Readonly<Record<string, Template>>, ctx: LookupReadContext): boolean {
   return Object.entries(where).every(([path, t]) => {
@@ -126,14 +154,24 @@ function lookupSpec(l: HttpLookupDeclaration): HttpLookupSpec {
   switch (l.method) {
     case 'get-by-key': {
       const applied = l.applied;
-      return { method: 'get-by-key', path: l.path, ...(applied ? { applied: (resource: unknown, ctx: LookupReadContext) => whereHolds(resource, applied.where, ctx) } : {}) };
+      return {
+        method: 'get-by-key',
+        path: l.path,
+        ...(applied
+          ? { applied: (resource: unknown, ctx: LookupReadContext) => whereHolds(resource, applied.where, ctx) }
+          : {}),
+      };
     }
     case 'status-url': {
       const w = l.withoutStatusRef;
       return {
         method: 'status-url',
         status: l.status,
-        ...(w === undefined ? {} : typeof w === 'string' ? { withoutStatusRef: w } : { withoutStatusRef: { path: w.path, match: matcher(w.match), statusUrlPath: w.statusUrlPath } }),
+        ...(w === undefined
+          ? {}
+          : typeof w === 'string'
+            ? { withoutStatusRef: w }
+            : { withoutStatusRef: { path: w.path, match: matcher(w.match), statusUrlPath: w.statusUrlPath } }),
       };
     }
     case 'search':
@@ -144,18 +182,39 @@ function lookupSpec(l: HttpLookupDeclaration): HttpLookupSpec {
 }
 
 /** Turns one data declaration into the `HttpOperationSpec` `createHttpAdapter` takes. */
-export function operationFromDeclaration(provider: string, name: string, d: HttpOperationDeclaration): HttpOperationSpec {
+export function operationFromDeclaration(
+  provider: string,
+  name: string,
+  d: HttpOperationDeclaration,
+): HttpOperationSpec {
   const fail = (msg: string): never => {
     throw new AdapterConfigurationError(provider, `operation ${name}: ${msg}`);
   };
   if (!d || typeof d !== 'object') fail('expected an object');
   const intent = new Set(d.card?.businessOperationId?.intentFields ?? []);
-  const allowed = (n: string) => n === 'key' || n === 'businessOperationId' || intent.has(n.split('.')[0]!) || Object.prototype.hasOwnProperty.call((d.paramsSchema as { properties?: object } | undefined)?.properties ?? {}, n.split('.')[0]!);
-  for (const n of templateNames(d.body)) if (!allowed(n)) fail(`body template {${n}} is neither an intent field, a declared param (paramsSchema.properties), {key} nor {businessOperationId}`);
-  const wheres = [d.lookup?.method === 'search' ? d.lookup.match.where : undefined, d.lookup?.method === 'get-by-key' ? d.lookup.applied?.where : undefined, d.lookup?.method === 'status-url' && typeof d.lookup.withoutStatusRef === 'object' ? d.lookup.withoutStatusRef.match.where : undefined];
+  const allowed = (n: string) =>
+    n === 'key' ||
+    n === 'businessOperationId' ||
+    intent.has(n.split('.')[0]!) ||
+    Object.hasOwn((d.paramsSchema as { properties?: object } | undefined)?.properties ?? {}, n.split('.')[0]!);
+  for (const n of templateNames(d.body))
+    if (!allowed(n))
+      fail(
+        `body template {${n}} is neither an intent field, a declared param (paramsSchema.properties), {key} nor {businessOperationId}`,
+      );
+  const wheres = [
+    d.lookup?.method === 'search' ? d.lookup.match.where : undefined,
+    d.lookup?.method === 'get-by-key' ? d.lookup.applied?.where : undefined,
+    d.lookup?.method === 'status-url' && typeof d.lookup.withoutStatusRef === 'object'
+      ? d.lookup.withoutStatusRef.match.where
+      : undefined,
+  ];
   for (const w of wheres) {
-    if (w && Object.keys(w).length === 0) fail('a lookup match needs at least one `where` comparison (an empty one would match any item)');
-    for (const n of templateNames(w as Template | undefined)) if (!allowed(n)) fail(`lookup template {${n}} is neither an intent field, a declared param, {key} nor {businessOperationId}`);
+    if (w && Object.keys(w).length === 0)
+      fail('a lookup match needs at least one `where` comparison (an empty one would match any item)');
+    for (const n of templateNames(w as Template | undefined))
+      if (!allowed(n))
+        fail(`lookup template {${n}} is neither an intent field, a declared param, {key} nor {businessOperationId}`);
   }
   const body = d.body;
   return {
@@ -168,7 +227,9 @@ export function operationFromDeclaration(provider: string, name: string, d: Http
     ...(d.precondition ? { precondition: d.precondition } : {}),
     errors: d.errors,
     ...(d.asyncReply !== undefined ? { asyncReply: d.asyncReply } : {}),
-    ...(body !== undefined ? { body: (params: Record<string, unknown>, ids: Ids) => fillTemplate(body, params, ids) } : {}),
+    ...(body !== undefined
+      ? { body: (params: Record<string, unknown>, ids: Ids) => fillTemplate(body, params, ids) }
+      : {}),
     ...(d.refPath ? { refPath: d.refPath } : {}),
     ...(d.requestIdHeader ? { requestIdHeader: d.requestIdHeader } : {}),
     ...(d.paramsSchema ? { paramsSchema: d.paramsSchema } : {}),
@@ -179,6 +240,13 @@ export function operationFromDeclaration(provider: string, name: string, d: Http
 /** An adapter built from a data declaration (a config file's `type: http` adapter). */
 export function createHttpAdapterFromDeclaration(d: HttpAdapterDeclaration): HttpAdapter {
   const operations: Record<string, HttpOperationSpec> = {};
-  for (const [name, op] of Object.entries(d.operations ?? {})) operations[name] = operationFromDeclaration(d.provider, name, op);
-  return createHttpAdapter({ provider: d.provider, baseUrl: d.baseUrl, timeoutMs: d.timeoutMs, ...(d.headers ? { headers: d.headers } : {}), operations });
+  for (const [name, op] of Object.entries(d.operations ?? {}))
+    operations[name] = operationFromDeclaration(d.provider, name, op);
+  return createHttpAdapter({
+    provider: d.provider,
+    baseUrl: d.baseUrl,
+    timeoutMs: d.timeoutMs,
+    ...(d.headers ? { headers: d.headers } : {}),
+    operations,
+  });
 }

@@ -1,6 +1,6 @@
 import type { Outcome, ProviderRefs } from '@retrysafe/contract';
 import { classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract/provider';
-import { readPath, type HttpErrorRule, type HttpOperationSpec, type StatusMatcher } from './http-operations.js';
+import { type HttpErrorRule, type HttpOperationSpec, readPath, type StatusMatcher } from './http-operations.js';
 
 /** The part of an HTTP response the classifier reads. */
 export interface HttpResponseView {
@@ -14,13 +14,13 @@ export interface HttpResponseView {
 function header(headers: Readonly<Record<string, unknown>>, name: string): string | undefined {
   const want = name.toLowerCase();
   for (const [k, v] of Object.entries(headers)) {
-    if (k.toLowerCase() === want) return Array.isArray(v) ? String(v[0]) : v === undefined || v === null ? undefined : String(v);
+    if (k.toLowerCase() === want)
+      return Array.isArray(v) ? String(v[0]) : v === undefined || v === null ? undefined : String(v);
   }
   return undefined;
 }
-export { header as readHeader };
 
-export { parseRetryAfter };
+export { header as readHeader, parseRetryAfter };
 
 function statusMatches(m: StatusMatcher, status: number): boolean {
   if (typeof m === 'number') return m === status;
@@ -45,7 +45,11 @@ export function errorCode(spec: HttpOperationSpec, data: unknown): string | unde
 
 function refs(spec: HttpOperationSpec, res: HttpResponseView, code: string | undefined): ProviderRefs {
   const requestId = spec.requestIdHeader ? header(res.headers, spec.requestIdHeader) : undefined;
-  return { status: res.status, ...(code !== undefined ? { code } : {}), ...(requestId !== undefined ? { requestId } : {}) };
+  return {
+    status: res.status,
+    ...(code !== undefined ? { code } : {}),
+    ...(requestId !== undefined ? { requestId } : {}),
+  };
 }
 
 function providerRef(spec: HttpOperationSpec, data: unknown): { providerRef?: string } {
@@ -77,9 +81,16 @@ export function namedFields(data: unknown): { path: string; message: string }[] 
   const out: { path: string; message: string }[] = [];
   for (const item of list.slice(0, 20)) {
     const r = (item ?? {}) as Record<string, unknown>;
-    const raw = [r.name, r.field, r.path, r.pointer].find((v) => typeof v === 'string' && v.length > 0) as string | undefined;
+    const raw = [r.name, r.field, r.path, r.pointer].find((v) => typeof v === 'string' && v.length > 0) as
+      | string
+      | undefined;
     if (!raw) continue;
-    const path = raw.replace(/^#?\//, '').split('/').map((p) => (/^\d+$/.test(p) ? `[${p}]` : p)).join('.').replace(/\.\[/g, '[');
+    const path = raw
+      .replace(/^#?\//, '')
+      .split('/')
+      .map((p) => (/^\d+$/.test(p) ? `[${p}]` : p))
+      .join('.')
+      .replace(/\.\[/g, '[');
     if (path) out.push({ path, message: 'named by the provider as invalid' });
   }
   return out;
@@ -89,7 +100,12 @@ export function namedFields(data: unknown): { path: string; message: string }[] 
  * Maps one HTTP response to exactly one Outcome, by the operation's declaration only.
  * Messages carry the status and code, never the provider's message text (it may echo PII).
  */
-export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView, attempt: number, now: number = Date.now()): Outcome {
+export function classifyResponse(
+  spec: HttpOperationSpec,
+  res: HttpResponseView,
+  attempt: number,
+  now: number = Date.now(),
+): Outcome {
   const code = res.status >= 300 ? errorCode(spec, res.data) : undefined;
   const base = refs(spec, res, code);
   const retryAfterMs = parseRetryAfter(header(res.headers, 'retry-after'), now);
@@ -98,11 +114,20 @@ export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView,
   if (res.status >= 200 && res.status < 300) {
     if (res.status === 202 && spec.asyncReply) {
       const statusRef = absoluteLocation(res);
-      return { kind: 'in-progress', ...base, ...ra, ...(statusRef ? { statusRef } : {}), message: statusRef ? 'accepted; status resource at Location' : 'accepted without a Location header' };
+      return {
+        kind: 'in-progress',
+        ...base,
+        ...ra,
+        ...(statusRef ? { statusRef } : {}),
+        message: statusRef ? 'accepted; status resource at Location' : 'accepted without a Location header',
+      };
     }
     // The card's replay indicator (e.g. `Idempotent-Replayed: true`): the provider answered from its stored result.
     const ri = spec.card.storedResult.replayIndicator?.value;
-    const replayed = typeof ri === 'object' && ri !== null && header(res.headers, ri.header.toLowerCase())?.toLowerCase() === ri.value.toLowerCase();
+    const replayed =
+      typeof ri === 'object' &&
+      ri !== null &&
+      header(res.headers, ri.header.toLowerCase())?.toLowerCase() === ri.value.toLowerCase();
     return { kind: replayed ? 'replayed' : 'succeeded', result: res.data, ...base, ...providerRef(spec, res.data) };
   }
 
@@ -112,8 +137,20 @@ export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView,
     // On the first attempt the caller's validator was stale: nothing of ours was applied. On a
     // re-send after an unknown outcome our own earlier attempt may be what moved the validator on,
     // so the runner must look up instead of concluding anything.
-    if (attempt <= 1) return { kind: 'rejected', reason: 'conflict', message: `${label}: precondition failed (the resource changed since the validator was read)`, ...base };
-    return { kind: 'unknown', cause: 'other', message: `${label}: precondition failed on a re-send; an earlier attempt may have applied`, ...base, ...ra };
+    if (attempt <= 1)
+      return {
+        kind: 'rejected',
+        reason: 'conflict',
+        message: `${label}: precondition failed (the resource changed since the validator was read)`,
+        ...base,
+      };
+    return {
+      kind: 'unknown',
+      cause: 'other',
+      message: `${label}: precondition failed on a re-send; an earlier attempt may have applied`,
+      ...base,
+      ...ra,
+    };
   }
 
   const rule = spec.errors.rules.find((r) => ruleMatches(r, res.status, code));
@@ -123,17 +160,36 @@ export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView,
         const fields = namedFields(res.data);
         const left = spec.errors.createdPath === undefined ? undefined : readPath(res.data, spec.errors.createdPath);
         const created = typeof left === 'string' || typeof left === 'number' ? { created: String(left) } : {};
-        return { kind: 'rejected', reason: rule.reason, message: label, ...base, ...(fields.length ? { fields } : {}), ...created };
+        return {
+          kind: 'rejected',
+          reason: rule.reason,
+          message: label,
+          ...base,
+          ...(fields.length ? { fields } : {}),
+          ...created,
+        };
       }
       case 'not-applied':
         return { kind: 'not-applied', message: label, ...base, ...ra };
       case 'in-progress':
         return { kind: 'in-progress', message: label, ...base, ...ra };
       case 'unknown':
-        return { kind: 'unknown', cause: rule.cause ?? (res.status >= 500 ? 'server-error' : 'other'), message: label, ...base, ...ra };
+        return {
+          kind: 'unknown',
+          cause: rule.cause ?? (res.status >= 500 ? 'server-error' : 'other'),
+          message: label,
+          ...base,
+          ...ra,
+        };
     }
   }
-  return { kind: 'unknown', cause: res.status >= 500 ? 'server-error' : 'other', message: `${label} (not in the operation's error mapping)`, ...base, ...ra };
+  return {
+    kind: 'unknown',
+    cause: res.status >= 500 ? 'server-error' : 'other',
+    message: `${label} (not in the operation's error mapping)`,
+    ...base,
+    ...ra,
+  };
 }
 
 /**
@@ -143,5 +199,10 @@ export function classifyResponse(spec: HttpOperationSpec, res: HttpResponseView,
 export function classifyNetworkError(err: unknown): Outcome {
   const t = classifyTransportFailure(err);
   if (t.sent === 'never') return { kind: 'not-applied', code: t.code, message: `${t.code}: the request was not sent` };
-  return { kind: 'unknown', cause: t.cause, ...(t.code ? { code: t.code } : {}), message: `${t.code ?? 'network error'}: the request may have been applied` };
+  return {
+    kind: 'unknown',
+    cause: t.cause,
+    ...(t.code ? { code: t.code } : {}),
+    message: `${t.code ?? 'network error'}: the request may have been applied`,
+  };
 }

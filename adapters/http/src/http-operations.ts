@@ -1,10 +1,9 @@
 import {
   AdapterConfigurationError,
-  InvalidIntentError,
-  validateCard,
-  CardValidationError,
   type BusinessOperationId,
+  CardValidationError,
   type FieldError,
+  InvalidIntentError,
   type JsonSchema,
   type OperationSpec,
   type ProviderKey,
@@ -12,6 +11,7 @@ import {
   type RejectReason,
   type RetrySafetyCard,
   type UnknownCause,
+  validateCard,
 } from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
 
@@ -31,7 +31,11 @@ export type HttpKeySpec =
       readonly encoding?: 'raw' | 'sf-string';
       readonly rule?: Partial<ProviderKeyRule>;
     }
-  | { readonly travels: 'body'; /** Top-level JSON body field, e.g. `ClientToken`. */ readonly name: string; readonly rule?: Partial<ProviderKeyRule> }
+  | {
+      readonly travels: 'body' /** Top-level JSON body field, e.g. `ClientToken`. */;
+      readonly name: string;
+      readonly rule?: Partial<ProviderKeyRule>;
+    }
   | { readonly travels: 'query'; readonly name: string; readonly rule?: Partial<ProviderKeyRule> }
   | { readonly travels: 'none' };
 
@@ -161,7 +165,10 @@ export interface HttpOperationSpec {
   /** A 202 with a `Location` header is in-progress with that status URL (async request-reply). Default false: a 202 is success. */
   readonly asyncReply?: boolean;
   /** Builds the JSON body. Default: the params minus path placeholders and the precondition param. DELETE sends no body. */
-  readonly body?: (params: Record<string, unknown>, ctx: { businessOperationId: BusinessOperationId; providerKey: ProviderKey | null }) => unknown;
+  readonly body?: (
+    params: Record<string, unknown>,
+    ctx: { businessOperationId: BusinessOperationId; providerKey: ProviderKey | null },
+  ) => unknown;
   /** Dot path of the provider's object id in a success body (kept as providerRef), e.g. `id`. */
   readonly refPath?: string;
   /** Response header with the provider's request id, e.g. `x-request-id`. */
@@ -214,7 +221,8 @@ export function fillPath(
 
 /** Structured Field string (RFC 8941 §3.3.3): quoted, with `\` and `"` escaped; printable ASCII only. */
 export function sfString(value: string): string {
-  if (!/^[\x20-\x7e]*$/.test(value)) throw new InvalidIntentError('providerKey', 'a Structured Field string carries printable ASCII only');
+  if (!/^[\x20-\x7e]*$/.test(value))
+    throw new InvalidIntentError('providerKey', 'a Structured Field string carries printable ASCII only');
   return `"${value.replace(/[\\"]/g, (c) => '\\' + c)}"`;
 }
 
@@ -229,57 +237,92 @@ export function buildOperation(provider: string, name: string, spec: HttpOperati
   };
   const card = spec.card;
   const validation = validateCard(card);
-  if (!validation.ok) throw new CardValidationError(String((card as { operation?: unknown })?.operation ?? name), validation.problems);
-  if (card.provider !== provider) fail(`card.provider is ${JSON.stringify(card.provider)}, adapter provider is ${JSON.stringify(provider)}`);
-  if (card.operation !== `${provider}.${name}`) fail(`card.operation must be ${provider}.${name}, got ${card.operation}`);
-  if (!['POST', 'PUT', 'PATCH', 'DELETE'].includes(spec.method)) fail(`method ${String(spec.method)} is not a state-changing method`);
+  if (!validation.ok)
+    throw new CardValidationError(String((card as { operation?: unknown })?.operation ?? name), validation.problems);
+  if (card.provider !== provider)
+    fail(`card.provider is ${JSON.stringify(card.provider)}, adapter provider is ${JSON.stringify(provider)}`);
+  if (card.operation !== `${provider}.${name}`)
+    fail(`card.operation must be ${provider}.${name}, got ${card.operation}`);
+  if (!['POST', 'PUT', 'PATCH', 'DELETE'].includes(spec.method))
+    fail(`method ${String(spec.method)} is not a state-changing method`);
   if (typeof spec.path !== 'string' || !spec.path.startsWith('/')) fail('path must be a template starting with /');
 
   // The key declaration and the card must say the same thing.
   const k = spec.key;
   const travels = card.providerKey.travels.value;
-  if (travels !== 'unknown' && travels !== k.travels) fail(`key travels in ${k.travels} but card.providerKey.travels says ${travels}`);
-  if (travels === 'unknown' && k.travels !== 'none') fail('card.providerKey.travels is unknown: a key cannot be sent where the card does not know it travels; declare key { travels: "none" }');
+  if (travels !== 'unknown' && travels !== k.travels)
+    fail(`key travels in ${k.travels} but card.providerKey.travels says ${travels}`);
+  if (travels === 'unknown' && k.travels !== 'none')
+    fail(
+      'card.providerKey.travels is unknown: a key cannot be sent where the card does not know it travels; declare key { travels: "none" }',
+    );
   let keyRule: ProviderKeyRule | null = null;
   if (k.travels !== 'none') {
     const cardName = card.providerKey.name.value;
-    if (cardName !== 'unknown' && (cardName ?? '').toLowerCase() !== k.name.toLowerCase()) fail(`key name ${k.name} but card.providerKey.name says ${String(cardName)}`);
+    if (cardName !== 'unknown' && (cardName ?? '').toLowerCase() !== k.name.toLowerCase())
+      fail(`key name ${k.name} but card.providerKey.name says ${String(cardName)}`);
     const cardMax = card.providerKey.maxLength.value;
     const cardCharset = card.providerKey.charset.value;
     const maxLength = k.rule?.maxLength ?? (typeof cardMax === 'number' ? cardMax : undefined);
-    const charset = k.rule?.charset ?? (typeof cardCharset === 'string' && cardCharset !== 'unknown' ? cardCharset : undefined);
-    if (maxLength === undefined) fail('card.providerKey.maxLength is unknown: declare key.rule.maxLength (a conservative length the provider surely accepts)');
-    if (charset === undefined) fail('card.providerKey.charset is unknown: declare key.rule.charset (a conservative character set)');
-    if (typeof cardMax === 'number' && maxLength! > cardMax) fail(`key.rule.maxLength ${maxLength} exceeds card.providerKey.maxLength ${cardMax}`);
-    if (typeof cardCharset === 'string' && cardCharset !== 'unknown' && charset !== cardCharset) fail(`key.rule.charset [${charset}] differs from card.providerKey.charset [${cardCharset}]`);
-    keyRule = { maxLength: maxLength!, charset: charset!, ...(k.rule?.prefix !== undefined ? { prefix: k.rule.prefix } : {}) };
+    const charset =
+      k.rule?.charset ?? (typeof cardCharset === 'string' && cardCharset !== 'unknown' ? cardCharset : undefined);
+    if (maxLength === undefined)
+      fail(
+        'card.providerKey.maxLength is unknown: declare key.rule.maxLength (a conservative length the provider surely accepts)',
+      );
+    if (charset === undefined)
+      fail('card.providerKey.charset is unknown: declare key.rule.charset (a conservative character set)');
+    if (typeof cardMax === 'number' && maxLength! > cardMax)
+      fail(`key.rule.maxLength ${maxLength} exceeds card.providerKey.maxLength ${cardMax}`);
+    if (typeof cardCharset === 'string' && cardCharset !== 'unknown' && charset !== cardCharset)
+      fail(`key.rule.charset [${charset}] differs from card.providerKey.charset [${cardCharset}]`);
+    keyRule = {
+      maxLength: maxLength!,
+      charset: charset!,
+      ...(k.rule?.prefix !== undefined ? { prefix: k.rule.prefix } : {}),
+    };
   }
 
   // Lookup declaration and card.
   const cardLookup = card.lookup.method.value;
-  if (cardLookup !== 'unknown' && cardLookup !== spec.lookup.method) fail(`lookup.method ${spec.lookup.method} but card.lookup.method says ${cardLookup}`);
-  if (cardLookup === 'unknown' && spec.lookup.method !== 'none') fail('card.lookup.method is unknown: declare lookup { method: "none" }');
-  if ((spec.lookup.method === 'resend-same-key' || (spec.lookup.method === 'status-url' && spec.lookup.withoutStatusRef === 'resend-same-key')) && k.travels === 'none') {
+  if (cardLookup !== 'unknown' && cardLookup !== spec.lookup.method)
+    fail(`lookup.method ${spec.lookup.method} but card.lookup.method says ${cardLookup}`);
+  if (cardLookup === 'unknown' && spec.lookup.method !== 'none')
+    fail('card.lookup.method is unknown: declare lookup { method: "none" }');
+  if (
+    (spec.lookup.method === 'resend-same-key' ||
+      (spec.lookup.method === 'status-url' && spec.lookup.withoutStatusRef === 'resend-same-key')) &&
+    k.travels === 'none'
+  ) {
     fail('a lookup that re-sends with the same key needs a key that travels');
   }
-  if (spec.lookup.method === 'status-url' && !spec.asyncReply) fail('lookup.method status-url needs asyncReply: true (the status URL comes from the 202 Location)');
+  if (spec.lookup.method === 'status-url' && !spec.asyncReply)
+    fail('lookup.method status-url needs asyncReply: true (the status URL comes from the 202 Location)');
 
   // Path placeholders must come from intent fields: a placeholder outside the intent would let two
   // different targets share one business-operation id.
   const intentFields = card.businessOperationId.intentFields;
   for (const p of placeholders(spec.path)) {
-    if (!RESERVED_PLACEHOLDERS.has(p) && !intentFields.includes(p)) fail(`path placeholder {${p}} must be one of the card's intent fields (${intentFields.join(', ')})`);
+    if (!RESERVED_PLACEHOLDERS.has(p) && !intentFields.includes(p))
+      fail(`path placeholder {${p}} must be one of the card's intent fields (${intentFields.join(', ')})`);
     if (p === 'key' && k.travels === 'none') fail('path uses {key} but no key travels');
   }
   if (spec.precondition) {
     const pc = spec.precondition;
-    if (!intentFields.includes(pc.param)) fail(`precondition.param ${pc.param} must be one of the card's intent fields, so every re-send carries the same precondition`);
-    if (!('header' in pc) && !('query' in pc)) fail('precondition needs a header (e.g. If-Match) or a query parameter (e.g. ifGenerationMatch)');
+    if (!intentFields.includes(pc.param))
+      fail(
+        `precondition.param ${pc.param} must be one of the card's intent fields, so every re-send carries the same precondition`,
+      );
+    if (!('header' in pc) && !('query' in pc))
+      fail('precondition needs a header (e.g. If-Match) or a query parameter (e.g. ifGenerationMatch)');
   }
   if (spec.errors.createdPath !== undefined && card.sideEffect.rejectionMayCreate?.value !== true)
-    fail('errors.createdPath names what a rejection created: the card must say so (sideEffect.rejectionMayCreate true), so the drill checks it');
+    fail(
+      'errors.createdPath names what a rejection created: the card must say so (sideEffect.rejectionMayCreate true), so the drill checks it',
+    );
   for (const [i, rule] of spec.errors.rules.entries()) {
-    if (rule.code !== undefined && !spec.errors.codePath) fail(`errors.rules[${i}] matches a code but errors.codePath is not declared`);
+    if (rule.code !== undefined && !spec.errors.codePath)
+      fail(`errors.rules[${i}] matches a code but errors.codePath is not declared`);
   }
   const retention = card.retention.minimum.value;
   if (retention !== null && retention !== 'unknown') durationMs(retention); // validated by the card already; parse to be sure
@@ -303,14 +346,17 @@ export function buildOperation(provider: string, name: string, spec: HttpOperati
  * without it). Run by the runner before the claim and by the frame on every attempt.
  */
 function requestProblems(spec: HttpOperationSpec, params: unknown): FieldError[] {
-  if (typeof params !== 'object' || params === null || Array.isArray(params)) return [{ path: '(root)', message: 'must be an object' }];
+  if (typeof params !== 'object' || params === null || Array.isArray(params))
+    return [{ path: '(root)', message: 'must be an object' }];
   const scalar = (v: unknown) => typeof v === 'string' || typeof v === 'number';
   const out: FieldError[] = [];
   for (const p of placeholders(spec.path)) {
-    if (!RESERVED_PLACEHOLDERS.has(p) && !scalar(readPath(params, p))) out.push({ path: p, message: `is needed by the path ${spec.path} as a string or number` });
+    if (!RESERVED_PLACEHOLDERS.has(p) && !scalar(readPath(params, p)))
+      out.push({ path: p, message: `is needed by the path ${spec.path} as a string or number` });
   }
   const pc = spec.precondition;
-  if (pc && !scalar((params as Record<string, unknown>)[pc.param])) out.push({ path: pc.param, message: 'is the precondition value and must be a string or number' });
+  if (pc && !scalar((params as Record<string, unknown>)[pc.param]))
+    out.push({ path: pc.param, message: 'is the precondition value and must be a string or number' });
   return out;
 }
 

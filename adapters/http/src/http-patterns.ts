@@ -21,12 +21,18 @@ export function ietfOrdersCreate(provider: string): HttpOperationSpec {
     lookup: {
       method: 'search',
       path: '/orders?reference={businessOperationId}',
-      match: (body, ctx) => (body as { data?: { reference?: string }[] })?.data?.find((o) => o.reference === ctx.businessOperationId),
+      match: (body, ctx) =>
+        (body as { data?: { reference?: string }[] })?.data?.find((o) => o.reference === ctx.businessOperationId),
     },
     errors: {
       codePath: 'type',
       rules: [
-        { status: 400, code: [`${P}idempotency-key-missing`, `${P}idempotency-key-malformed`], outcome: 'rejected', reason: 'configuration' },
+        {
+          status: 400,
+          code: [`${P}idempotency-key-missing`, `${P}idempotency-key-malformed`],
+          outcome: 'rejected',
+          reason: 'configuration',
+        },
         { status: 400, outcome: 'rejected', reason: 'validation' },
         { status: 409, code: `${P}request-in-flight`, outcome: 'in-progress' },
         { status: 409, code: `${P}out-of-stock`, outcome: 'rejected', reason: 'other' },
@@ -40,7 +46,12 @@ export function ietfOrdersCreate(provider: string): HttpOperationSpec {
     paramsSchema: {
       type: 'object',
       required: ['customer', 'sku', 'quantity', 'orderRef'],
-      properties: { customer: { type: 'string' }, sku: { type: 'string' }, quantity: { type: 'integer', minimum: 1 }, orderRef: { type: 'string' } },
+      properties: {
+        customer: { type: 'string' },
+        sku: { type: 'string' },
+        quantity: { type: 'integer', minimum: 1 },
+        orderRef: { type: 'string' },
+      },
     },
   };
 }
@@ -51,7 +62,11 @@ export function asyncExportsCreate(provider: string): HttpOperationSpec {
     description: 'Start an export job (202 + Location + Retry-After, Idempotency-Key)',
     method: 'POST',
     path: '/exports',
-    key: { travels: 'header', name: 'Idempotency-Key', rule: { maxLength: 64, charset: 'A-Za-z0-9._:-', prefix: 'rs-' } },
+    key: {
+      travels: 'header',
+      name: 'Idempotency-Key',
+      rule: { maxLength: 64, charset: 'A-Za-z0-9._:-', prefix: 'rs-' },
+    },
     card: exportsCreateCard(provider),
     asyncReply: true,
     // The business-operation id travels as clientRequestId so a lost 202 can be found without the key.
@@ -61,7 +76,10 @@ export function asyncExportsCreate(provider: string): HttpOperationSpec {
       status: { field: 'status', pending: ['running', 'queued'], done: ['succeeded'], failed: ['failed', 'cancelled'] },
       withoutStatusRef: {
         path: '/exports?clientRequestId={businessOperationId}',
-        match: (body, ctx) => (body as { data?: { clientRequestId?: string }[] })?.data?.find((j) => j.clientRequestId === ctx.businessOperationId),
+        match: (body, ctx) =>
+          (body as { data?: { clientRequestId?: string }[] })?.data?.find(
+            (j) => j.clientRequestId === ctx.businessOperationId,
+          ),
         statusUrlPath: 'statusUrl',
       },
     },
@@ -118,7 +136,12 @@ export function etagDocumentsUpdate(provider: string): HttpOperationSpec {
     paramsSchema: {
       type: 'object',
       required: ['id', 'etag', 'title', 'body'],
-      properties: { id: { type: 'string' }, etag: { type: 'string' }, title: { type: 'string' }, body: { type: 'string' } },
+      properties: {
+        id: { type: 'string' },
+        etag: { type: 'string' },
+        title: { type: 'string' },
+        body: { type: 'string' },
+      },
     },
   };
 }
@@ -135,7 +158,8 @@ export function clientTokenInstancesRun(provider: string): HttpOperationSpec {
     lookup: {
       method: 'search',
       path: '/instances?clientToken={key}',
-      match: (body, ctx) => (body as { Instances?: { ClientToken?: string }[] })?.Instances?.find((i) => i.ClientToken === ctx.providerKey),
+      match: (body, ctx) =>
+        (body as { Instances?: { ClientToken?: string }[] })?.Instances?.find((i) => i.ClientToken === ctx.providerKey),
       refPath: 'InstanceId',
     },
     errors: {

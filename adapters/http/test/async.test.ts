@@ -1,38 +1,76 @@
 import { describe, expect, it } from 'vitest';
-import { asyncExportsCreate, createHttpAdapter } from '../src/index.js';
 import { exportsCreateCard } from '../src/http-cards.js';
+import { asyncExportsCreate, createHttpAdapter } from '../src/index.js';
 import { startAsyncReplySandbox } from '../src/sandbox/index.js';
 import { execCtx, lookupCtx, sandboxPerTest } from './helpers.js';
 
 const OP = 'exports.create';
-const job = (over: Record<string, unknown> = {}) => ({ dataset: 'sales-2026', format: 'csv', requestRef: 'R-1', ...over });
+const job = (over: Record<string, unknown> = {}) => ({
+  dataset: 'sales-2026',
+  format: 'csv',
+  requestRef: 'R-1',
+  ...over,
+});
 
 describe('async request-reply: SDK → sandbox', () => {
-  const env = sandboxPerTest(() => startAsyncReplySandbox({ port: 0, pollsUntilDone: 1, retryAfterS: 2 }), 'acme-exports', OP, asyncExportsCreate);
+  const env = sandboxPerTest(
+    () => startAsyncReplySandbox({ port: 0, pollsUntilDone: 1, retryAfterS: 2 }),
+    'acme-exports',
+    OP,
+    asyncExportsCreate,
+  );
 
   it('202 + Location + Retry-After ⇒ in-progress with the absolute status URL; polling: 200 running ⇒ in-progress, then 303 ⇒ GET the resource ⇒ succeeded; never a second POST', async () => {
     const ctx = execCtx(env.adapter, OP, job());
     const out = await env.adapter.doExecute(OP, job(), ctx);
-    expect(out).toMatchObject({ kind: 'in-progress', status: 202, statusRef: `${env.sb.url}/exports/status/exp_1`, retryAfterMs: 2000, requestId: 'req_1' });
+    expect(out).toMatchObject({
+      kind: 'in-progress',
+      status: 202,
+      statusRef: `${env.sb.url}/exports/status/exp_1`,
+      retryAfterMs: 2000,
+      requestId: 'req_1',
+    });
     const statusRef = (out as { statusRef: string }).statusRef;
     const poll1 = await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, job(), { statusRef }));
     expect(poll1).toMatchObject({ kind: 'found', outcome: { kind: 'in-progress', statusRef, retryAfterMs: 2000 } });
     const poll2 = await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, job(), { statusRef }));
-    expect(poll2).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: 'exp_1', result: { id: 'exp_1', status: 'succeeded', rows: 42 } } });
+    expect(poll2).toMatchObject({
+      kind: 'found',
+      outcome: { kind: 'succeeded', providerRef: 'exp_1', result: { id: 'exp_1', status: 'succeeded', rows: 42 } },
+    });
     expect(env.sb.count(OP)).toBe(1);
     expect(env.sb.requests.filter((r) => r.method === 'POST')).toHaveLength(1);
-    expect(env.sb.requests.map((r) => `${r.method} ${r.status}`)).toEqual(['POST 202', 'GET 200', 'GET 303', 'GET 200']);
+    expect(env.sb.requests.map((r) => `${r.method} ${r.status}`)).toEqual([
+      'POST 202',
+      'GET 200',
+      'GET 303',
+      'GET 200',
+    ]);
   });
 
   it('invalid request ⇒ validated before acceptance ⇒ 400 ⇒ rejected (validation), no work item', async () => {
     const bad = job({ format: 'xml' });
     // The declared schema refuses it before anything is sent…
-    expect(await env.adapter.doExecute(OP, bad, execCtx(env.adapter, OP, bad))).toMatchObject({ kind: 'rejected', reason: 'validation', code: 'retrysafe_invalid_params' });
+    expect(await env.adapter.doExecute(OP, bad, execCtx(env.adapter, OP, bad))).toMatchObject({
+      kind: 'rejected',
+      reason: 'validation',
+      code: 'retrysafe_invalid_params',
+    });
     expect(env.sb.requests).toHaveLength(0);
     // …and a provider-side 400 (a schema that lets it through) is classified the same way.
-    const loose = createHttpAdapter({ provider: 'acme-exports', baseUrl: env.sb.url, timeoutMs: 2000, operations: { [OP]: { ...asyncExportsCreate('acme-exports'), paramsSchema: { type: 'object' } } } });
+    const loose = createHttpAdapter({
+      provider: 'acme-exports',
+      baseUrl: env.sb.url,
+      timeoutMs: 2000,
+      operations: { [OP]: { ...asyncExportsCreate('acme-exports'), paramsSchema: { type: 'object' } } },
+    });
     try {
-      expect(await loose.doExecute(OP, bad, execCtx(loose, OP, bad))).toMatchObject({ kind: 'rejected', reason: 'validation', status: 400, code: 'InvalidRequest' });
+      expect(await loose.doExecute(OP, bad, execCtx(loose, OP, bad))).toMatchObject({
+        kind: 'rejected',
+        reason: 'validation',
+        status: 400,
+        code: 'InvalidRequest',
+      });
     } finally {
       await loose.close();
     }
@@ -44,7 +82,11 @@ describe('async request-reply: SDK → sandbox', () => {
     const a = await env.adapter.doExecute(OP, job(), ctx);
     const b = await env.adapter.doExecute(OP, job(), { ...ctx, attempt: 2 });
     expect((b as { statusRef: string }).statusRef).toBe((a as { statusRef: string }).statusRef);
-    expect(await env.adapter.doExecute(OP, job({ format: 'json' }), { ...ctx, attempt: 3 })).toMatchObject({ kind: 'rejected', reason: 'conflict', status: 422 });
+    expect(await env.adapter.doExecute(OP, job({ format: 'json' }), { ...ctx, attempt: 3 })).toMatchObject({
+      kind: 'rejected',
+      reason: 'conflict',
+      status: 422,
+    });
     expect(env.sb.count(OP)).toBe(1);
   });
 
@@ -54,7 +96,10 @@ describe('async request-reply: SDK → sandbox', () => {
     const statusRef = (out as { statusRef: string }).statusRef;
     await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, broken, { statusRef }));
     for (let i = 0; i < 2; i++) {
-      expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, broken, { statusRef }))).toMatchObject({ kind: 'found', outcome: { kind: 'rejected', reason: 'other', status: 422, code: 'ExportFailed' } });
+      expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, broken, { statusRef }))).toMatchObject({
+        kind: 'found',
+        outcome: { kind: 'rejected', reason: 'other', status: 422, code: 'ExportFailed' },
+      });
     }
   });
 
@@ -63,10 +108,15 @@ describe('async request-reply: SDK → sandbox', () => {
     await env.adapter.doExecute(OP, job(), ctx); // pretend this response never arrived
     const posts = () => env.sb.requests.filter((r) => r.method === 'POST').length;
     const found = await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, job()));
-    expect(found).toMatchObject({ kind: 'found', outcome: { kind: 'in-progress', statusRef: `${env.sb.url}/exports/status/exp_1` } });
+    expect(found).toMatchObject({
+      kind: 'found',
+      outcome: { kind: 'in-progress', statusRef: `${env.sb.url}/exports/status/exp_1` },
+    });
     expect(posts()).toBe(1);
     expect(env.sb.records()[0]!.clientRequestId).toBe(ctx.businessOperationId);
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, job({ requestRef: 'never-sent' })))).toMatchObject({ kind: 'not-found' });
+    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, job({ requestRef: 'never-sent' })))).toMatchObject(
+      { kind: 'not-found' },
+    );
     expect(env.sb.count(OP)).toBe(1);
   });
 
@@ -76,7 +126,17 @@ describe('async request-reply: SDK → sandbox', () => {
         provider: 'acme-exports',
         baseUrl: env.sb.url,
         timeoutMs: 2000,
-        operations: { [OP]: { ...asyncExportsCreate('acme-exports'), card, lookup: { method: 'status-url', status: { field: 'status', pending: ['running'], done: ['succeeded'] }, withoutStatusRef: 'resend-same-key' } } },
+        operations: {
+          [OP]: {
+            ...asyncExportsCreate('acme-exports'),
+            card,
+            lookup: {
+              method: 'status-url',
+              status: { field: 'status', pending: ['running'], done: ['succeeded'] },
+              withoutStatusRef: 'resend-same-key',
+            },
+          },
+        },
       });
 
     it('inside retention: the re-send with the same key returns the EXISTING status resource — one work item', async () => {
@@ -85,7 +145,10 @@ describe('async request-reply: SDK → sandbox', () => {
         const ctx = execCtx(a, OP, job());
         const first = await a.doExecute(OP, job(), ctx); // lost
         const found = await a.doLookup(OP, lookupCtx(a, OP, job()));
-        expect(found).toMatchObject({ kind: 'found', outcome: { kind: 'in-progress', statusRef: (first as { statusRef: string }).statusRef } });
+        expect(found).toMatchObject({
+          kind: 'found',
+          outcome: { kind: 'in-progress', statusRef: (first as { statusRef: string }).statusRef },
+        });
         expect(env.sb.requests.filter((r) => r.method === 'POST')).toHaveLength(2);
         expect(env.sb.count(OP)).toBe(1);
       } finally {
@@ -113,12 +176,17 @@ describe('async request-reply: SDK → sandbox', () => {
       const a = resendVariant({
         ...card,
         retention: { minimum: { value: 'unknown', source: 'test: not published' } },
-        unverified: [...card.unverified, { field: 'retention.minimum', condition: 'expiry not published', source: 'test' }],
+        unverified: [
+          ...card.unverified,
+          { field: 'retention.minimum', condition: 'expiry not published', source: 'test' },
+        ],
       });
       try {
         const res = await a.doLookup(OP, lookupCtx(a, OP, job()));
         expect(res).toMatchObject({ kind: 'cannot-tell' });
-        expect((res as { reason: string }).reason).toMatch(/retention is not known \(card retention\.minimum = unknown\)/);
+        expect((res as { reason: string }).reason).toMatch(
+          /retention is not known \(card retention\.minimum = unknown\)/,
+        );
         expect(env.sb.requests).toHaveLength(0);
       } finally {
         await a.close();
@@ -131,12 +199,18 @@ describe('async request-reply: SDK → sandbox', () => {
     const statusRef = (out as { statusRef: string }).statusRef;
     const del = await fetch(statusRef, { method: 'DELETE' });
     expect(await del.json()).toMatchObject({ status: 'cancelled' });
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, job(), { statusRef }))).toMatchObject({ kind: 'found', outcome: { kind: 'rejected', message: 'status cancelled' } });
+    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, job(), { statusRef }))).toMatchObject({
+      kind: 'found',
+      outcome: { kind: 'rejected', message: 'status cancelled' },
+    });
     expect(env.sb.records()[0]!.state).toBe('cancelled');
   });
 
   it('a status URL on another origin is not polled with this adapter’s headers', async () => {
-    const res = await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, job(), { statusRef: 'http://127.0.0.2:9/exports/status/exp_1' }));
+    const res = await env.adapter.doLookup(
+      OP,
+      lookupCtx(env.adapter, OP, job(), { statusRef: 'http://127.0.0.2:9/exports/status/exp_1' }),
+    );
     expect(res).toMatchObject({ kind: 'cannot-tell' });
     expect(env.sb.requests).toHaveLength(0);
   });

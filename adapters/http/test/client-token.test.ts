@@ -1,18 +1,28 @@
-import { describe, expect, it } from 'vitest';
 import { asBusinessOperationId } from '@retrysafe/contract';
+import { describe, expect, it } from 'vitest';
 import { clientTokenInstancesRun, createHttpAdapter } from '../src/index.js';
 import { startClientTokenSandbox } from '../src/sandbox/index.js';
 import { execCtx, lookupCtx, sandboxPerTest } from './helpers.js';
 
 const OP = 'instances.run';
-const launch = (over: Record<string, unknown> = {}) => ({ imageId: 'ami-0abcdef12', instanceType: 't3.micro', launchRef: 'L-1', ...over });
+const launch = (over: Record<string, unknown> = {}) => ({
+  imageId: 'ami-0abcdef12',
+  instanceType: 't3.micro',
+  launchRef: 'L-1',
+  ...over,
+});
 
 describe('AWS-style ClientToken: SDK → sandbox', () => {
   const env = sandboxPerTest(() => startClientTokenSandbox({ port: 0 }), 'acme-compute', OP, clientTokenInstancesRun);
 
   it('200 ⇒ succeeded with the instance id; the token travels in the body field ClientToken', async () => {
     const ctx = execCtx(env.adapter, OP, launch());
-    expect(await env.adapter.doExecute(OP, launch(), ctx)).toMatchObject({ kind: 'succeeded', status: 200, providerRef: 'i-00000000000000001', requestId: 'rq-1' });
+    expect(await env.adapter.doExecute(OP, launch(), ctx)).toMatchObject({
+      kind: 'succeeded',
+      status: 200,
+      providerRef: 'i-00000000000000001',
+      requestId: 'rq-1',
+    });
     expect(env.sb.records()[0]!.ClientToken).toBe(ctx.providerKey);
   });
 
@@ -28,15 +38,25 @@ describe('AWS-style ClientToken: SDK → sandbox', () => {
   it('same token, changed params ⇒ IdempotentParameterMismatch ⇒ rejected (conflict)', async () => {
     const ctx = execCtx(env.adapter, OP, launch());
     await env.adapter.doExecute(OP, launch(), ctx);
-    expect(await env.adapter.doExecute(OP, launch({ instanceType: 't3.small' }), { ...ctx, attempt: 2 })).toMatchObject({ kind: 'rejected', reason: 'conflict', status: 400, code: 'IdempotentParameterMismatch' });
+    expect(await env.adapter.doExecute(OP, launch({ instanceType: 't3.small' }), { ...ctx, attempt: 2 })).toMatchObject(
+      { kind: 'rejected', reason: 'conflict', status: 400, code: 'IdempotentParameterMismatch' },
+    );
     expect(env.sb.count(OP)).toBe(1);
   });
 
   it('validation ⇒ rejected (validation); RequestLimitExceeded 503 ⇒ not-applied (throttled before processing)', async () => {
     const bad = launch({ imageId: 'nope' });
-    expect(await env.adapter.doExecute(OP, bad, execCtx(env.adapter, OP, bad))).toMatchObject({ kind: 'rejected', reason: 'validation', code: 'InvalidAMIID.Malformed' });
+    expect(await env.adapter.doExecute(OP, bad, execCtx(env.adapter, OP, bad))).toMatchObject({
+      kind: 'rejected',
+      reason: 'validation',
+      code: 'InvalidAMIID.Malformed',
+    });
     env.sb.throttleNext(1);
-    expect(await env.adapter.doExecute(OP, launch(), execCtx(env.adapter, OP, launch()))).toMatchObject({ kind: 'not-applied', status: 503, code: 'RequestLimitExceeded' });
+    expect(await env.adapter.doExecute(OP, launch(), execCtx(env.adapter, OP, launch()))).toMatchObject({
+      kind: 'not-applied',
+      status: 503,
+      code: 'RequestLimitExceeded',
+    });
     expect(env.sb.count(OP)).toBe(0);
   });
 
@@ -49,6 +69,9 @@ describe('AWS-style ClientToken: SDK → sandbox', () => {
   it('lookup by token: found with the instance id after a launch, not-found before', async () => {
     expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, launch()))).toMatchObject({ kind: 'not-found' });
     await env.adapter.doExecute(OP, launch(), execCtx(env.adapter, OP, launch()));
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, launch()))).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: 'i-00000000000000001' } });
+    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, launch()))).toMatchObject({
+      kind: 'found',
+      outcome: { kind: 'succeeded', providerRef: 'i-00000000000000001' },
+    });
   });
 });

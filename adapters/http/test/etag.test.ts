@@ -7,12 +7,23 @@ const OP = 'documents.update';
 
 describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
   const env = sandboxPerTest(() => startEtagSandbox({ port: 0 }), 'acme-docs', OP, etagDocumentsUpdate);
-  const edit = (over: Record<string, unknown> = {}) => ({ id: 'doc-1', etag: env.sb.etag('doc-1'), title: 'Final', body: 'Signed.', ...over });
+  const edit = (over: Record<string, unknown> = {}) => ({
+    id: 'doc-1',
+    etag: env.sb.etag('doc-1'),
+    title: 'Final',
+    body: 'Signed.',
+    ...over,
+  });
 
   it('matching If-Match ⇒ 200 ⇒ succeeded; no key travels; the precondition is sent as declared', async () => {
     const p = edit();
     expect(env.adapter.deriveProviderKey(OP, execCtx(env.adapter, OP, p).businessOperationId)).toBeNull();
-    expect(await env.adapter.doExecute(OP, p, execCtx(env.adapter, OP, p))).toMatchObject({ kind: 'succeeded', status: 200, providerRef: 'doc-1', requestId: 'up_1' });
+    expect(await env.adapter.doExecute(OP, p, execCtx(env.adapter, OP, p))).toMatchObject({
+      kind: 'succeeded',
+      status: 200,
+      providerRef: 'doc-1',
+      requestId: 'up_1',
+    });
     expect(env.sb.requests[0]!.headers['if-match']).toBe('"g1"');
     expect(env.sb.records()[0]).toMatchObject({ title: 'Final', generation: 2 });
   });
@@ -20,7 +31,12 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
   it('412 on the first attempt ⇒ rejected (conflict): the caller read a stale ETag, nothing applied', async () => {
     const p = edit();
     env.sb.writeAsOther('doc-1', { title: 'Theirs' });
-    expect(await env.adapter.doExecute(OP, p, execCtx(env.adapter, OP, p))).toMatchObject({ kind: 'rejected', reason: 'conflict', status: 412, code: 'conditionNotMet' });
+    expect(await env.adapter.doExecute(OP, p, execCtx(env.adapter, OP, p))).toMatchObject({
+      kind: 'rejected',
+      reason: 'conflict',
+      status: 412,
+      code: 'conditionNotMet',
+    });
     expect(env.sb.count(OP)).toBe(0);
   });
 
@@ -29,7 +45,10 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
     await env.adapter.doExecute(OP, p, execCtx(env.adapter, OP, p)); // response "lost"
     const resend = await env.adapter.doExecute(OP, p, execCtx(env.adapter, OP, p, 2));
     expect(resend).toMatchObject({ kind: 'unknown', status: 412 });
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, p))).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', result: { title: 'Final', generation: 2 } } });
+    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, p))).toMatchObject({
+      kind: 'found',
+      outcome: { kind: 'succeeded', result: { title: 'Final', generation: 2 } },
+    });
     expect(env.sb.count(OP)).toBe(1);
   });
 
@@ -37,21 +56,41 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
     const p = edit();
     expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, p))).toMatchObject({ kind: 'not-found' });
     env.sb.writeAsOther('doc-1', { title: 'Theirs' });
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, p))).toMatchObject({ kind: 'found', outcome: { kind: 'rejected', reason: 'conflict' } });
+    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, p))).toMatchObject({
+      kind: 'found',
+      outcome: { kind: 'rejected', reason: 'conflict' },
+    });
   });
 
   it('validation 400 ⇒ rejected; unknown document 404 ⇒ rejected (not-found)', async () => {
     const bad = edit({ title: 7 });
-    expect(await env.adapter.doExecute(OP, bad, execCtx(env.adapter, OP, bad))).toMatchObject({ kind: 'rejected', reason: 'validation', code: 'retrysafe_invalid_params' });
+    expect(await env.adapter.doExecute(OP, bad, execCtx(env.adapter, OP, bad))).toMatchObject({
+      kind: 'rejected',
+      reason: 'validation',
+      code: 'retrysafe_invalid_params',
+    });
     expect(env.sb.requests).toHaveLength(0);
-    const loose = createHttpAdapter({ provider: 'acme-docs', baseUrl: env.sb.url, timeoutMs: 2000, operations: { [OP]: { ...etagDocumentsUpdate('acme-docs'), paramsSchema: { type: 'object' } } } });
+    const loose = createHttpAdapter({
+      provider: 'acme-docs',
+      baseUrl: env.sb.url,
+      timeoutMs: 2000,
+      operations: { [OP]: { ...etagDocumentsUpdate('acme-docs'), paramsSchema: { type: 'object' } } },
+    });
     try {
-      expect(await loose.doExecute(OP, bad, execCtx(loose, OP, bad))).toMatchObject({ kind: 'rejected', reason: 'validation', status: 400 });
+      expect(await loose.doExecute(OP, bad, execCtx(loose, OP, bad))).toMatchObject({
+        kind: 'rejected',
+        reason: 'validation',
+        status: 400,
+      });
     } finally {
       await loose.close();
     }
     const missing = edit({ id: 'doc-404' });
-    expect(await env.adapter.doExecute(OP, missing, execCtx(env.adapter, OP, missing))).toMatchObject({ kind: 'rejected', reason: 'not-found', status: 404 });
+    expect(await env.adapter.doExecute(OP, missing, execCtx(env.adapter, OP, missing))).toMatchObject({
+      kind: 'rejected',
+      reason: 'not-found',
+      status: 404,
+    });
   });
 
   it('the precondition must be an intent field, so no re-send can carry another one', () => {
@@ -62,7 +101,12 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
         provider: 'acme-docs',
         baseUrl: env.sb.url,
         timeoutMs: 1000,
-        operations: { [OP]: { ...spec, card: { ...card, businessOperationId: { rule: 'id, title, body', intentFields: ['id', 'title', 'body'] } } } },
+        operations: {
+          [OP]: {
+            ...spec,
+            card: { ...card, businessOperationId: { rule: 'id, title, body', intentFields: ['id', 'title', 'body'] } },
+          },
+        },
       }),
     ).toThrow(/precondition.param etag must be one of the card's intent fields/);
   });
@@ -77,8 +121,23 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
       operations: {
         [OP]: {
           ...spec,
-          card: { ...card, businessOperationId: { rule: 'id, generation, title, body', intentFields: ['id', 'generation', 'title', 'body'] } },
-          paramsSchema: { type: 'object', required: ['id', 'generation', 'title', 'body'], properties: { id: { type: 'string' }, generation: { type: 'integer' }, title: { type: 'string' }, body: { type: 'string' } } },
+          card: {
+            ...card,
+            businessOperationId: {
+              rule: 'id, generation, title, body',
+              intentFields: ['id', 'generation', 'title', 'body'],
+            },
+          },
+          paramsSchema: {
+            type: 'object',
+            required: ['id', 'generation', 'title', 'body'],
+            properties: {
+              id: { type: 'string' },
+              generation: { type: 'integer' },
+              title: { type: 'string' },
+              body: { type: 'string' },
+            },
+          },
           precondition: { param: 'generation', query: 'ifGenerationMatch', validatorField: 'generation' },
         },
       },
@@ -89,7 +148,10 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
       expect(await gen.doExecute(OP, p, execCtx(gen, OP, p))).toMatchObject({ kind: 'succeeded' });
       expect(env.sb.requests.at(-1)!.path).toBe('/documents/doc-1?ifGenerationMatch=1');
       expect(await gen.doExecute(OP, p, execCtx(gen, OP, p, 2))).toMatchObject({ kind: 'unknown', status: 412 });
-      expect(await gen.doLookup(OP, lookupCtx(gen, OP, p))).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded' } });
+      expect(await gen.doLookup(OP, lookupCtx(gen, OP, p))).toMatchObject({
+        kind: 'found',
+        outcome: { kind: 'succeeded' },
+      });
       expect(env.sb.count(OP)).toBe(1);
     } finally {
       await gen.close();

@@ -1,6 +1,13 @@
 import net from 'node:net';
+import {
+  businessOperationId,
+  type ExecuteContext,
+  type LookupContext,
+  newAttemptId,
+  newRunId,
+  pickIntent,
+} from '@retrysafe/contract';
 import { afterEach, beforeEach } from 'vitest';
-import { businessOperationId, newAttemptId, newRunId, pickIntent, type ExecuteContext, type LookupContext } from '@retrysafe/contract';
 import { createHttpAdapter, type HttpAdapter, type HttpOperationSpec } from '../src/index.js';
 
 /**
@@ -16,7 +23,12 @@ export function sandboxPerTest<S extends { readonly url: string; close(): Promis
   const env = {} as { sb: S; adapter: HttpAdapter };
   beforeEach(async () => {
     env.sb = await start();
-    env.adapter = createHttpAdapter({ provider, baseUrl: env.sb.url, timeoutMs: 2000, operations: { [operation]: spec(provider) } });
+    env.adapter = createHttpAdapter({
+      provider,
+      baseUrl: env.sb.url,
+      timeoutMs: 2000,
+      operations: { [operation]: spec(provider) },
+    });
   });
   afterEach(async () => {
     await env.adapter.close();
@@ -32,17 +44,46 @@ export function idsFor(adapter: HttpAdapter, operation: string, params: Record<s
   return { businessOperationId: id, providerKey: adapter.deriveProviderKey(operation, id) };
 }
 
-export function execCtx(adapter: HttpAdapter, operation: string, params: Record<string, unknown>, attempt = 1, overrides: Partial<ExecuteContext> = {}): ExecuteContext {
-  return { ...idsFor(adapter, operation, params), runId: newRunId(), attemptId: newAttemptId(), attempt, statusRef: null, ...overrides };
+export function execCtx(
+  adapter: HttpAdapter,
+  operation: string,
+  params: Record<string, unknown>,
+  attempt = 1,
+  overrides: Partial<ExecuteContext> = {},
+): ExecuteContext {
+  return {
+    ...idsFor(adapter, operation, params),
+    runId: newRunId(),
+    attemptId: newAttemptId(),
+    attempt,
+    statusRef: null,
+    ...overrides,
+  };
 }
 
-export function lookupCtx(adapter: HttpAdapter, operation: string, params: Record<string, unknown>, overrides: Partial<LookupContext> = {}): LookupContext {
+export function lookupCtx(
+  adapter: HttpAdapter,
+  operation: string,
+  params: Record<string, unknown>,
+  overrides: Partial<LookupContext> = {},
+): LookupContext {
   const now = Date.now();
-  return { ...idsFor(adapter, operation, params), params, runId: newRunId(), attemptId: newAttemptId(), statusRef: null, firstDispatchedAt: now, now, ...overrides };
+  return {
+    ...idsFor(adapter, operation, params),
+    params,
+    runId: newRunId(),
+    attemptId: newAttemptId(),
+    statusRef: null,
+    firstDispatchedAt: now,
+    now,
+    ...overrides,
+  };
 }
 
 /** A loopback TCP server that accepts and reads but never answers (client timeout) or resets after reading (reset). */
-export async function startSilentServer(mode: 'hang' | 'reset'): Promise<{ url: string; received: () => number; close: () => Promise<void> }> {
+export async function startSilentServer(
+  mode: 'hang' | 'reset',
+): Promise<{ url: string; received: () => number; close: () => Promise<void> }> {
   const sockets = new Set<net.Socket>();
   let received = 0;
   const server = net.createServer((s) => {
@@ -58,7 +99,11 @@ export async function startSilentServer(mode: 'hang' | 'reset'): Promise<{ url: 
   return {
     url: `http://127.0.0.1:${port}`,
     received: () => received,
-    close: () => new Promise<void>((r) => { for (const s of sockets) s.destroy(); server.close(() => r()); }),
+    close: () =>
+      new Promise<void>((r) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => r());
+      }),
   };
 }
 

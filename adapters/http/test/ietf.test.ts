@@ -1,12 +1,18 @@
-import { describe, expect, it } from 'vitest';
 import { notFoundIsAuthoritative } from '@retrysafe/contract/rules';
-import { createHttpAdapter, ietfOrdersCreate } from '../src/index.js';
+import { describe, expect, it } from 'vitest';
 import { ordersCreateCard } from '../src/http-cards.js';
+import { createHttpAdapter, ietfOrdersCreate } from '../src/index.js';
 import { startIetfKeySandbox } from '../src/sandbox/index.js';
-import { closedPort, execCtx, lookupCtx, startSilentServer, sandboxPerTest } from './helpers.js';
+import { closedPort, execCtx, lookupCtx, sandboxPerTest, startSilentServer } from './helpers.js';
 
 const OP = 'orders.create';
-const order = (over: Record<string, unknown> = {}) => ({ customer: 'cus_1', sku: 'sku_1', quantity: 2, orderRef: 'A-17', ...over });
+const order = (over: Record<string, unknown> = {}) => ({
+  customer: 'cus_1',
+  sku: 'sku_1',
+  quantity: 2,
+  orderRef: 'A-17',
+  ...over,
+});
 
 describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
   const env = sandboxPerTest(() => startIetfKeySandbox({ port: 0 }), 'acme-orders', OP, ietfOrdersCreate);
@@ -33,13 +39,23 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     const ctx = execCtx(env.adapter, OP, order());
     await env.adapter.doExecute(OP, order(), ctx);
     const out = await env.adapter.doExecute(OP, order({ quantity: 3 }), { ...ctx, attempt: 2 });
-    expect(out).toMatchObject({ kind: 'rejected', reason: 'conflict', status: 422, code: 'https://retrysafe.invalid/problems/idempotency-key-reused' });
+    expect(out).toMatchObject({
+      kind: 'rejected',
+      reason: 'conflict',
+      status: 422,
+      code: 'https://retrysafe.invalid/problems/idempotency-key-reused',
+    });
     expect(env.sb.count(OP)).toBe(1);
   });
 
   it('same key while the first is in flight ⇒ 409 ⇒ in-progress with Retry-After; one order', async () => {
     const slow = await startIetfKeySandbox({ port: 0, processingMs: 300 });
-    const a2 = createHttpAdapter({ provider: 'acme-orders', baseUrl: slow.url, timeoutMs: 5000, operations: { [OP]: ietfOrdersCreate('acme-orders') } });
+    const a2 = createHttpAdapter({
+      provider: 'acme-orders',
+      baseUrl: slow.url,
+      timeoutMs: 5000,
+      operations: { [OP]: ietfOrdersCreate('acme-orders') },
+    });
     try {
       const ctx = execCtx(a2, OP, order());
       const first = a2.doExecute(OP, order(), ctx);
@@ -64,13 +80,24 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
         [OP]: {
           ...ietfOrdersCreate('acme-orders'),
           key: { travels: 'none' },
-          card: { ...card, providerKey: { ...card.providerKey, travels: { value: 'none', source: 'test: a client that forgot the key' } } },
+          card: {
+            ...card,
+            providerKey: {
+              ...card.providerKey,
+              travels: { value: 'none', source: 'test: a client that forgot the key' },
+            },
+          },
         },
       },
     });
     try {
       const out = await noKey.doExecute(OP, order(), execCtx(noKey, OP, order()));
-      expect(out).toMatchObject({ kind: 'rejected', reason: 'configuration', status: 400, code: 'https://retrysafe.invalid/problems/idempotency-key-missing' });
+      expect(out).toMatchObject({
+        kind: 'rejected',
+        reason: 'configuration',
+        status: 400,
+        code: 'https://retrysafe.invalid/problems/idempotency-key-missing',
+      });
       expect(env.sb.count(OP)).toBe(0);
     } finally {
       await noKey.close();
@@ -79,7 +106,14 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
 
   it('an unquoted key ⇒ 400 malformed ⇒ rejected (configuration): the draft requires an sf-string', async () => {
     const spec = ietfOrdersCreate('acme-orders');
-    const raw = createHttpAdapter({ provider: 'acme-orders', baseUrl: env.sb.url, timeoutMs: 2000, operations: { [OP]: { ...spec, key: { travels: 'header', name: 'Idempotency-Key', rule: { maxLength: 64, prefix: 'rs-' } } } } });
+    const raw = createHttpAdapter({
+      provider: 'acme-orders',
+      baseUrl: env.sb.url,
+      timeoutMs: 2000,
+      operations: {
+        [OP]: { ...spec, key: { travels: 'header', name: 'Idempotency-Key', rule: { maxLength: 64, prefix: 'rs-' } } },
+      },
+    });
     try {
       const out = await raw.doExecute(OP, order(), execCtx(raw, OP, order()));
       expect(out).toMatchObject({ kind: 'rejected', reason: 'configuration', status: 400 });
@@ -92,14 +126,31 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
   it('invalid order ⇒ 400 ⇒ rejected (validation); the stored error is replayed on the same key', async () => {
     const bad = order({ quantity: 0 });
     // The declared schema (quantity ≥ 1) refuses it before anything is sent…
-    expect(await env.adapter.doExecute(OP, bad, execCtx(env.adapter, OP, bad))).toMatchObject({ kind: 'rejected', reason: 'validation', code: 'retrysafe_invalid_params' });
+    expect(await env.adapter.doExecute(OP, bad, execCtx(env.adapter, OP, bad))).toMatchObject({
+      kind: 'rejected',
+      reason: 'validation',
+      code: 'retrysafe_invalid_params',
+    });
     expect(env.sb.requests).toHaveLength(0);
     // …and with a schema that lets it through, the provider's 400 is rejected and replayed on the same key.
-    const loose = createHttpAdapter({ provider: 'acme-orders', baseUrl: env.sb.url, timeoutMs: 2000, operations: { [OP]: { ...ietfOrdersCreate('acme-orders'), paramsSchema: { type: 'object' } } } });
+    const loose = createHttpAdapter({
+      provider: 'acme-orders',
+      baseUrl: env.sb.url,
+      timeoutMs: 2000,
+      operations: { [OP]: { ...ietfOrdersCreate('acme-orders'), paramsSchema: { type: 'object' } } },
+    });
     try {
       const ctx = execCtx(loose, OP, bad);
-      expect(await loose.doExecute(OP, bad, ctx)).toMatchObject({ kind: 'rejected', reason: 'validation', status: 400 });
-      expect(await loose.doExecute(OP, bad, { ...ctx, attempt: 2 })).toMatchObject({ kind: 'rejected', reason: 'validation', status: 400 });
+      expect(await loose.doExecute(OP, bad, ctx)).toMatchObject({
+        kind: 'rejected',
+        reason: 'validation',
+        status: 400,
+      });
+      expect(await loose.doExecute(OP, bad, { ...ctx, attempt: 2 })).toMatchObject({
+        kind: 'rejected',
+        reason: 'validation',
+        status: 400,
+      });
     } finally {
       await loose.close();
     }
@@ -107,15 +158,31 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
   });
 
   it('a 409 that is not "in flight" (out of stock) ⇒ rejected, not in-progress: the body code decides, not the status', async () => {
-    const out = await env.adapter.doExecute(OP, order({ sku: 'oos-1' }), execCtx(env.adapter, OP, order({ sku: 'oos-1' })));
-    expect(out).toMatchObject({ kind: 'rejected', reason: 'other', status: 409, code: 'https://retrysafe.invalid/problems/out-of-stock' });
+    const out = await env.adapter.doExecute(
+      OP,
+      order({ sku: 'oos-1' }),
+      execCtx(env.adapter, OP, order({ sku: 'oos-1' })),
+    );
+    expect(out).toMatchObject({
+      kind: 'rejected',
+      reason: 'other',
+      status: 409,
+      code: 'https://retrysafe.invalid/problems/out-of-stock',
+    });
   });
 
   it('a stored 500 ⇒ unknown (server-error), and the same key replays the 500 without creating anything', async () => {
     env.sb.failNext(1);
     const ctx = execCtx(env.adapter, OP, order());
-    expect(await env.adapter.doExecute(OP, order(), ctx)).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 500 });
-    expect(await env.adapter.doExecute(OP, order(), { ...ctx, attempt: 2 })).toMatchObject({ kind: 'unknown', status: 500 });
+    expect(await env.adapter.doExecute(OP, order(), ctx)).toMatchObject({
+      kind: 'unknown',
+      cause: 'server-error',
+      status: 500,
+    });
+    expect(await env.adapter.doExecute(OP, order(), { ...ctx, attempt: 2 })).toMatchObject({
+      kind: 'unknown',
+      status: 500,
+    });
     expect(env.sb.count(OP)).toBe(0);
   });
 
@@ -130,11 +197,16 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
   it('lookup searches by business-operation id: found after a dispatch, not-found (authoritative) before', async () => {
     expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, order()))).toMatchObject({ kind: 'not-found' });
     await env.adapter.doExecute(OP, order(), execCtx(env.adapter, OP, order()));
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, order()))).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: 'ord_1' } });
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, order({ orderRef: 'other' })))).toMatchObject({ kind: 'not-found' });
+    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, order()))).toMatchObject({
+      kind: 'found',
+      outcome: { kind: 'succeeded', providerRef: 'ord_1' },
+    });
+    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, order({ orderRef: 'other' })))).toMatchObject({
+      kind: 'not-found',
+    });
   });
 
-  it('the adapter reports an absence as not-found, whatever the delay: whether it proves anything is decide\'s row (late-apply bound + consistency delay), not the adapter\'s', async () => {
+  it("the adapter reports an absence as not-found, whatever the delay: whether it proves anything is decide's row (late-apply bound + consistency delay), not the adapter's", async () => {
     const spec = ietfOrdersCreate('acme-orders');
     const card = ordersCreateCard('acme-orders');
     const withDelay = (value: '1m' | 'unknown') =>
@@ -159,12 +231,28 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     try {
       const early = await a.doLookup(OP, lookupCtx(a, OP, order(), { firstDispatchedAt: now - 10_000, now }));
       expect(early).toMatchObject({ kind: 'not-found' });
-      expect(await u.doLookup(OP, lookupCtx(u, OP, order(), { firstDispatchedAt: now - 86_400_000, now }))).toMatchObject({ kind: 'not-found' });
+      expect(
+        await u.doLookup(OP, lookupCtx(u, OP, order(), { firstDispatchedAt: now - 86_400_000, now })),
+      ).toMatchObject({ kind: 'not-found' });
       // decide judges it: inside the delay (and with the card's late-apply bound unknown) it proves nothing.
       const c = a.operations[OP]!.card;
-      const st = { ledgerState: 'reconciling' as const, now, firstDispatchedAt: now - 10_000, maybeApplied: true, runAttempts: 1, runStartedAt: now - 10_000, windowStartedAt: now, polls: 1 };
+      const st = {
+        ledgerState: 'reconciling' as const,
+        now,
+        firstDispatchedAt: now - 10_000,
+        maybeApplied: true,
+        runAttempts: 1,
+        runStartedAt: now - 10_000,
+        windowStartedAt: now,
+        polls: 1,
+      };
       expect(notFoundIsAuthoritative(c, st)).toBe(false);
-      expect(notFoundIsAuthoritative({ ...c, lookup: { ...c.lookup, lateApplyBound: { value: '0s', source: 'test' } } }, { ...st, now: now + 60_000 })).toBe(true);
+      expect(
+        notFoundIsAuthoritative(
+          { ...c, lookup: { ...c.lookup, lateApplyBound: { value: '0s', source: 'test' } } },
+          { ...st, now: now + 60_000 },
+        ),
+      ).toBe(true);
     } finally {
       await a.close();
       await u.close();
@@ -172,11 +260,27 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
   });
 
   it('network: refused ⇒ not-applied; timeout ⇒ unknown (timeout); reset after send ⇒ unknown (connection-reset)', async () => {
-    const refused = createHttpAdapter({ provider: 'acme-orders', baseUrl: await closedPort(), timeoutMs: 2000, operations: { [OP]: ietfOrdersCreate('acme-orders') } });
-    expect(await refused.doExecute(OP, order(), execCtx(refused, OP, order()))).toMatchObject({ kind: 'not-applied', code: 'ECONNREFUSED' });
-    for (const [mode, cause] of [['hang', 'timeout'], ['reset', 'connection-reset']] as const) {
+    const refused = createHttpAdapter({
+      provider: 'acme-orders',
+      baseUrl: await closedPort(),
+      timeoutMs: 2000,
+      operations: { [OP]: ietfOrdersCreate('acme-orders') },
+    });
+    expect(await refused.doExecute(OP, order(), execCtx(refused, OP, order()))).toMatchObject({
+      kind: 'not-applied',
+      code: 'ECONNREFUSED',
+    });
+    for (const [mode, cause] of [
+      ['hang', 'timeout'],
+      ['reset', 'connection-reset'],
+    ] as const) {
       const srv = await startSilentServer(mode);
-      const a = createHttpAdapter({ provider: 'acme-orders', baseUrl: srv.url, timeoutMs: 300, operations: { [OP]: ietfOrdersCreate('acme-orders') } });
+      const a = createHttpAdapter({
+        provider: 'acme-orders',
+        baseUrl: srv.url,
+        timeoutMs: 300,
+        operations: { [OP]: ietfOrdersCreate('acme-orders') },
+      });
       try {
         expect(await a.doExecute(OP, order(), execCtx(a, OP, order()))).toMatchObject({ kind: 'unknown', cause });
         expect(srv.received()).toBe(1);

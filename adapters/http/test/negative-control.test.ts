@@ -17,11 +17,16 @@ async function movedEndpointServer() {
     req.on('end', () => {
       if (req.method === 'POST') posts.push(req.url ?? '');
       if (req.url === '/orders') res.writeHead(307, { location: '/v2/orders', 'content-length': '0' }).end();
-      else res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ id: `ord_${posts.length}` }));
+      else
+        res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ id: `ord_${posts.length}` }));
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, posts, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    posts,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 }
 
 describe('negative control: the SDK default would have re-sent', () => {
@@ -38,7 +43,12 @@ describe('negative control: the SDK default would have re-sent', () => {
     expect(srv.posts).toEqual(['/orders', '/v2/orders']); // two business actions from one call
 
     srv.posts.length = 0;
-    const adapter = createHttpAdapter({ provider: 'acme-orders', baseUrl: srv.url, timeoutMs: 2000, operations: { 'orders.create': ietfOrdersCreate('acme-orders') } });
+    const adapter = createHttpAdapter({
+      provider: 'acme-orders',
+      baseUrl: srv.url,
+      timeoutMs: 2000,
+      operations: { 'orders.create': ietfOrdersCreate('acme-orders') },
+    });
     closers.push(() => adapter.close());
     const params = { customer: 'cus_1', sku: 'sku_1', quantity: 1, orderRef: 'A-1' };
     const out = await adapter.doExecute('orders.create', params, execCtx(adapter, 'orders.create', params));
@@ -48,6 +58,13 @@ describe('negative control: the SDK default would have re-sent', () => {
 
   it('default axios has no timeout (0): the adapter refuses to be built without one', () => {
     expect(axios.defaults.timeout).toBe(0);
-    expect(() => createHttpAdapter({ provider: 'acme-orders', baseUrl: 'http://127.0.0.1:9', timeoutMs: 0, operations: { 'orders.create': ietfOrdersCreate('acme-orders') } })).toThrow(/timeoutMs must be a positive number/);
+    expect(() =>
+      createHttpAdapter({
+        provider: 'acme-orders',
+        baseUrl: 'http://127.0.0.1:9',
+        timeoutMs: 0,
+        operations: { 'orders.create': ietfOrdersCreate('acme-orders') },
+      }),
+    ).toThrow(/timeoutMs must be a positive number/);
   });
 });

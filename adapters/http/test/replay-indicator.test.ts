@@ -1,7 +1,7 @@
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
-import { createSandboxProvider, startSandboxServer, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
+import { createSandboxProvider, REPLAYING_BEHAVIOUR, startSandboxServer } from '@retrysafe/sandbox';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHttpAdapter, ietfOrdersCreate, type HttpOperationSpec } from '../src/index.js';
+import { createHttpAdapter, type HttpOperationSpec, ietfOrdersCreate } from '../src/index.js';
 
 // A provider that marks replays with a header (the retrysafe sandbox: `Idempotent-Replayed: true`),
 // reached through the generic HTTP adapter. Two workers with ledgers of their own send the same
@@ -17,7 +17,16 @@ function recordsSpec(indicator: { header: string; value: string } | null): HttpO
     ...base,
     path: '/records',
     body: (p) => ({ ref: p.orderRef, customer: p.customer, sku: p.sku, quantity: p.quantity }),
-    card: { ...base.card, storedResult: { ...base.card.storedResult, replayIndicator: { value: indicator, source: 'retrysafe sandbox: adapters/sandbox/src/sandbox-server.ts (replays carry Idempotent-Replayed: true)' } } },
+    card: {
+      ...base.card,
+      storedResult: {
+        ...base.card.storedResult,
+        replayIndicator: {
+          value: indicator,
+          source: 'retrysafe sandbox: adapters/sandbox/src/sandbox-server.ts (replays carry Idempotent-Replayed: true)',
+        },
+      },
+    },
     refPath: 'record.id',
   };
 }
@@ -26,7 +35,12 @@ async function twoWorkers(indicator: { header: string; value: string } | null) {
   const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
   const server = await startSandboxServer({ provider, port: 0 });
   closers.push(() => server.close());
-  const adapter = createHttpAdapter({ provider: 'acme', baseUrl: server.url, timeoutMs: 2000, operations: { 'orders.create': recordsSpec(indicator) } });
+  const adapter = createHttpAdapter({
+    provider: 'acme',
+    baseUrl: server.url,
+    timeoutMs: 2000,
+    operations: { 'orders.create': recordsSpec(indicator) },
+  });
   const params = { customer: 'cus_1', sku: 'sku_1', quantity: 1, orderRef: 'R-1' };
   const a = await createRunner({ ledger: createMemoryLedger() }).run(adapter, 'orders.create', { params });
   const b = await createRunner({ ledger: createMemoryLedger() }).run(adapter, 'orders.create', { params });

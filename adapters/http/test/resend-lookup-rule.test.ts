@@ -1,8 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fact, type RetrySafetyCard } from '@retrysafe/contract';
-import { createHttpAdapter, ietfOrdersCreate, type HttpOperationSpec } from '../src/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHttpAdapter, type HttpOperationSpec, ietfOrdersCreate } from '../src/index.js';
 import { lookupCtx } from './helpers.js';
 
 // A lookup that re-sends with the same key asks the card rule resendSafety (contract card-rules.ts), the rule
@@ -31,7 +31,12 @@ function adapterWith(edit: (c: RetrySafetyCard) => RetrySafetyCard = (c) => c) {
   const spec = ietfOrdersCreate('acme-orders');
   const card = edit({ ...spec.card, lookup: { ...spec.card.lookup, method: fact('resend-same-key', 'test') } });
   const op: HttpOperationSpec = { ...spec, card, lookup: { method: 'resend-same-key' } };
-  return createHttpAdapter({ provider: 'acme-orders', baseUrl: url, timeoutMs: 2000, operations: { 'orders.create': op } });
+  return createHttpAdapter({
+    provider: 'acme-orders',
+    baseUrl: url,
+    timeoutMs: 2000,
+    operations: { 'orders.create': op },
+  });
 }
 
 async function lookupCounting(a: ReturnType<typeof adapterWith>, over: Parameters<typeof lookupCtx>[3]) {
@@ -48,7 +53,7 @@ describe('http resend-same-key lookup: the card rule decides whether the key may
     expect(r).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded' } });
   });
 
-  it('past 24 h − margin − late allowance (card margin 1 min, late-apply unknown = one more): nothing sent, the rule\'s reason', async () => {
+  it("past 24 h − margin − late allowance (card margin 1 min, late-apply unknown = one more): nothing sent, the rule's reason", async () => {
     const now = Date.now();
     const { r, sent } = await lookupCounting(adapterWith(), { firstDispatchedAt: now - 24 * H + 90_000, now });
     expect(sent).toBe(0);
@@ -58,18 +63,25 @@ describe('http resend-same-key lookup: the card rule decides whether the key may
 
   it('a card whose provider processes concurrent duplicates: never re-sent, even with a fresh key (the old check read only semantics and retention)', async () => {
     const now = Date.now();
-    const { r, sent } = await lookupCounting(adapterWith((c) => ({ ...c, concurrency: fact('duplicates', 'test') })), { firstDispatchedAt: now - 1000, now });
+    const { r, sent } = await lookupCounting(
+      adapterWith((c) => ({ ...c, concurrency: fact('duplicates', 'test') })),
+      { firstDispatchedAt: now - 1000, now },
+    );
     expect(sent).toBe(0);
     expect(r.kind === 'cannot-tell' && r.reason).toMatch(/concurrency = duplicates/);
   });
 
-  it('the runner\'s judgement (keyReusable, with the policy\'s margin) wins either way', async () => {
+  it("the runner's judgement (keyReusable, with the policy's margin) wins either way", async () => {
     const now = Date.now();
     const no = await lookupCounting(adapterWith(), { firstDispatchedAt: now - H, now, keyReusable: false });
     expect(no.sent).toBe(0);
     expect(no.r.kind === 'cannot-tell' && no.r.reason).toMatch(/too old to rely on/);
     // A policy margin of 0 keeps a key the card's 1 min margin would drop.
-    const yes = await lookupCounting(adapterWith(), { firstDispatchedAt: now - 24 * H + 90_000, now, keyReusable: true });
+    const yes = await lookupCounting(adapterWith(), {
+      firstDispatchedAt: now - 24 * H + 90_000,
+      now,
+      keyReusable: true,
+    });
     expect(yes.sent).toBe(1);
   });
 });

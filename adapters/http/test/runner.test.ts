@@ -1,9 +1,16 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { type HandoffPacket, InvalidParamsError, type RetrySafetyCard, UnsafeResumeError } from '@retrysafe/contract';
 import { callbackHandoffSink, createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
-import { startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
-import { InvalidParamsError, UnsafeResumeError, type HandoffPacket, type RetrySafetyCard } from '@retrysafe/contract';
-import { asyncExportsCreate, createHttpAdapter, etagDocumentsUpdate, ietfOrdersCreate, type HttpAdapter, type HttpOperationSpec } from '../src/index.js';
+import { type FaultProxy, startFaultProxy } from '@retrysafe/testkit';
+import { afterEach, describe, expect, it } from 'vitest';
 import { ordersCreateCard } from '../src/http-cards.js';
+import {
+  asyncExportsCreate,
+  createHttpAdapter,
+  etagDocumentsUpdate,
+  type HttpAdapter,
+  type HttpOperationSpec,
+  ietfOrdersCreate,
+} from '../src/index.js';
 import { startAsyncReplySandbox, startEtagSandbox, startIetfKeySandbox } from '../src/sandbox/index.js';
 
 /** Everything one scenario starts, closed afterwards. */
@@ -12,14 +19,30 @@ afterEach(async () => {
   while (open.length) await open.pop()!.close();
 });
 
-async function harness(provider: string, op: string, spec: HttpOperationSpec, sandbox: { url: string; close(): Promise<void> }, timeoutMs = 1000) {
+async function harness(
+  provider: string,
+  op: string,
+  spec: HttpOperationSpec,
+  sandbox: { url: string; close(): Promise<void> },
+  timeoutMs = 1000,
+) {
   open.push(sandbox);
   const proxy: FaultProxy = await startFaultProxy({ target: sandbox.url, recordHeaders: ['if-match'] });
   open.push(proxy);
-  const adapter: HttpAdapter = createHttpAdapter({ provider, baseUrl: proxy.url, timeoutMs, operations: { [op]: spec } });
+  const adapter: HttpAdapter = createHttpAdapter({
+    provider,
+    baseUrl: proxy.url,
+    timeoutMs,
+    operations: { [op]: spec },
+  });
   open.push(adapter);
   const packets: HandoffPacket[] = [];
-  const runner = createRunner({ ledger: createMemoryLedger(), clock: createVirtualClock(), random: () => 0.5, handoff: callbackHandoffSink((p) => void packets.push(p)) });
+  const runner = createRunner({
+    ledger: createMemoryLedger(),
+    clock: createVirtualClock(),
+    random: () => 0.5,
+    handoff: callbackHandoffSink((p) => void packets.push(p)),
+  });
   return { proxy, adapter, runner, packets };
 }
 
@@ -33,19 +56,31 @@ describe('runner + sandbox + fault proxy', () => {
   it('a params typo the schema lets through (no precondition value) is refused before the claim: nothing sent, no receipts, no handoff (it threw inside doExecute: unknown, re-sends, lookups, a handoff)', async () => {
     const sb = await startEtagSandbox({ port: 0 });
     const spec = etagDocumentsUpdate('acme-docs');
-    const { proxy, adapter, runner, packets } = await harness('acme-docs', 'documents.update', { ...spec, paramsSchema: { type: 'object' } }, sb);
-    await expect(runner.run(adapter, 'documents.update', { params: { id: 'doc-1', title: 'T', body: 'B' } })).rejects.toSatisfy(
-      (e) => InvalidParamsError.isInstance(e) && e.fields.some((f) => f.path === 'etag'),
+    const { proxy, adapter, runner, packets } = await harness(
+      'acme-docs',
+      'documents.update',
+      { ...spec, paramsSchema: { type: 'object' } },
+      sb,
     );
+    await expect(
+      runner.run(adapter, 'documents.update', { params: { id: 'doc-1', title: 'T', body: 'B' } }),
+    ).rejects.toSatisfy((e) => InvalidParamsError.isInstance(e) && e.fields.some((f) => f.path === 'etag'));
     expect(proxy.requests).toHaveLength(0);
     expect(packets).toHaveLength(0);
   });
 
   it('async request-reply: the 202 is lost; the retry with the same key gets the EXISTING status resource, which is polled to done — one work item', async () => {
     const sb = await startAsyncReplySandbox({ port: 0, pollsUntilDone: 1, retryAfterS: 1 });
-    const { proxy, adapter, runner } = await harness('acme-exports', 'exports.create', asyncExportsCreate('acme-exports'), sb);
+    const { proxy, adapter, runner } = await harness(
+      'acme-exports',
+      'exports.create',
+      asyncExportsCreate('acme-exports'),
+      sb,
+    );
     proxy.setFaults(['drop-response']);
-    const res = await runner.run(adapter, 'exports.create', { params: { dataset: 'sales-2026', format: 'csv', requestRef: 'R-9' } });
+    const res = await runner.run(adapter, 'exports.create', {
+      params: { dataset: 'sales-2026', format: 'csv', requestRef: 'R-9' },
+    });
     expect(res).toMatchObject({ status: 'done', providerRef: 'exp_1', result: { id: 'exp_1', status: 'succeeded' } });
     expect(sb.count('exports.create')).toBe(1);
     const posts = sb.requests.filter((r) => r.method === 'POST');
@@ -62,10 +97,21 @@ describe('runner + sandbox + fault proxy', () => {
       const sb = await startIetfKeySandbox({ port: 0 });
       const spec = ietfOrdersCreate('acme-orders');
       const card = withUnknownRetention(ordersCreateCard('acme-orders'));
-      const noLookup: RetrySafetyCard = { ...card, lookup: { ...card.lookup, method: { value: 'none', source: 'test: no search endpoint' } } };
-      const { proxy, adapter, runner, packets } = await harness('acme-orders', 'orders.create', { ...spec, card: noLookup, lookup: { method: 'none' } }, sb, 500);
+      const noLookup: RetrySafetyCard = {
+        ...card,
+        lookup: { ...card.lookup, method: { value: 'none', source: 'test: no search endpoint' } },
+      };
+      const { proxy, adapter, runner, packets } = await harness(
+        'acme-orders',
+        'orders.create',
+        { ...spec, card: noLookup, lookup: { method: 'none' } },
+        sb,
+        500,
+      );
       proxy.setFaults([fault]);
-      const res = await runner.run(adapter, 'orders.create', { params: { customer: 'cus_1', sku: 'sku_1', quantity: 1, orderRef: 'A-1' } });
+      const res = await runner.run(adapter, 'orders.create', {
+        params: { customer: 'cus_1', sku: 'sku_1', quantity: 1, orderRef: 'A-1' },
+      });
       await new Promise((r) => setTimeout(r, 1100)); // let the delayed request finish upstream before counting
       expect(res.status).toBe('handed-off');
       expect(packets).toHaveLength(1);
@@ -79,9 +125,16 @@ describe('runner + sandbox + fault proxy', () => {
   it('retention: unknown with a search lookup ⇒ the lost order is found and adopted, never re-sent', async () => {
     const sb = await startIetfKeySandbox({ port: 0 });
     const spec = ietfOrdersCreate('acme-orders');
-    const { proxy, adapter, runner } = await harness('acme-orders', 'orders.create', { ...spec, card: withUnknownRetention(spec.card) }, sb);
+    const { proxy, adapter, runner } = await harness(
+      'acme-orders',
+      'orders.create',
+      { ...spec, card: withUnknownRetention(spec.card) },
+      sb,
+    );
     proxy.setFaults(['drop-response']);
-    const res = await runner.run(adapter, 'orders.create', { params: { customer: 'cus_1', sku: 'sku_1', quantity: 1, orderRef: 'A-2' } });
+    const res = await runner.run(adapter, 'orders.create', {
+      params: { customer: 'cus_1', sku: 'sku_1', quantity: 1, orderRef: 'A-2' },
+    });
     expect(res).toMatchObject({ status: 'done', adopted: true, providerRef: 'ord_1' });
     expect(sb.requests.map((r) => r.method)).toEqual(['POST', 'GET']);
     expect(sb.count('orders.create')).toBe(1);
@@ -89,9 +142,16 @@ describe('runner + sandbox + fault proxy', () => {
 
   it('IETF key inside retention: a lost response is re-sent with the same key and the stored result replayed — one order', async () => {
     const sb = await startIetfKeySandbox({ port: 0 });
-    const { proxy, adapter, runner } = await harness('acme-orders', 'orders.create', ietfOrdersCreate('acme-orders'), sb);
+    const { proxy, adapter, runner } = await harness(
+      'acme-orders',
+      'orders.create',
+      ietfOrdersCreate('acme-orders'),
+      sb,
+    );
     proxy.setFaults(['drop-response']);
-    const res = await runner.run(adapter, 'orders.create', { params: { customer: 'cus_1', sku: 'sku_1', quantity: 1, orderRef: 'A-3' } });
+    const res = await runner.run(adapter, 'orders.create', {
+      params: { customer: 'cus_1', sku: 'sku_1', quantity: 1, orderRef: 'A-3' },
+    });
     expect(res).toMatchObject({ status: 'done', providerRef: 'ord_1' });
     const posts = sb.requests.filter((r) => r.method === 'POST');
     expect(posts).toHaveLength(2);
@@ -101,10 +161,19 @@ describe('runner + sandbox + fault proxy', () => {
 
   it('precondition: a 412 on a re-send after an unknown outcome triggers a lookup that recognises the earlier write — one write', async () => {
     const sb = await startEtagSandbox({ port: 0 });
-    const { proxy, adapter, runner } = await harness('acme-docs', 'documents.update', etagDocumentsUpdate('acme-docs'), sb);
+    const { proxy, adapter, runner } = await harness(
+      'acme-docs',
+      'documents.update',
+      etagDocumentsUpdate('acme-docs'),
+      sb,
+    );
     const params = { id: 'doc-1', etag: sb.etag('doc-1'), title: 'Final', body: 'Signed.' };
     // The PUT commits but its response is lost; every lookup GET fails, so the runner hands off.
-    proxy.setFaults((_call, req) => (req.method === 'PUT' ? 'drop-response' : { kind: 'status', status: 503, body: { error: { code: 'backendError' } } }));
+    proxy.setFaults((_call, req) =>
+      req.method === 'PUT'
+        ? 'drop-response'
+        : { kind: 'status', status: 503, body: { error: { code: 'backendError' } } },
+    );
     const first = await runner.run(adapter, 'documents.update', { params });
     expect(first.status).toBe('handed-off');
     expect(sb.count('documents.update')).toBe(1);
@@ -112,11 +181,20 @@ describe('runner + sandbox + fault proxy', () => {
     // The packet marks a resume unsafe (no key folds re-sends), so the runner wants force: the person
     // checked that the If-Match makes a second write impossible.
     proxy.setFaults(() => 'pass');
-    await expect(runner.resolve(first.businessOperationId, { action: 'resume' }, { adapters: [adapter] })).rejects.toSatisfy(UnsafeResumeError.isInstance);
-    const resumed = await runner.resolve(first.businessOperationId, { action: 'resume', force: true }, { adapters: [adapter] });
+    await expect(
+      runner.resolve(first.businessOperationId, { action: 'resume' }, { adapters: [adapter] }),
+    ).rejects.toSatisfy(UnsafeResumeError.isInstance);
+    const resumed = await runner.resolve(
+      first.businessOperationId,
+      { action: 'resume', force: true },
+      { adapters: [adapter] },
+    );
     expect(resumed).toMatchObject({ status: 'done', adopted: true, result: { title: 'Final', generation: 2 } });
     const puts = sb.requests.filter((r) => r.method === 'PUT');
-    expect(puts.map((r) => [r.status, r.headers['if-match']])).toEqual([[200, '"g1"'], [412, '"g1"']]);
+    expect(puts.map((r) => [r.status, r.headers['if-match']])).toEqual([
+      [200, '"g1"'],
+      [412, '"g1"'],
+    ]);
     expect(sb.requests.at(-1)!.method).toBe('GET');
     expect(sb.count('documents.update')).toBe(1);
   });

@@ -1,20 +1,26 @@
-import { AdapterConfigurationError, defineAdapter, type FrameOperation, type OperationSpec, type TypedAdapter } from '@retrysafe/contract';
+import {
+  AdapterConfigurationError,
+  defineAdapter,
+  type FrameOperation,
+  type OperationSpec,
+  type TypedAdapter,
+} from '@retrysafe/contract';
 import { checkBaseUrl, operationParamsErrors } from '@retrysafe/contract/provider';
-import { hubSpotCardsFor, type HubSpotOperationName } from './hubspot-cards.js';
+import { type HubSpotOperationName, hubSpotCardsFor } from './hubspot-cards.js';
 import type { CallSettings } from './hubspot-http.js';
 import {
+  type ContactsUpdateParams,
   executeContactsUpdate,
   executeObjectsUpsert,
   executeTicketsCreate,
+  type HubSpotOperationTypes,
+  KEY_RULE,
   lookupBySearch,
   lookupContactsUpdate,
-  KEY_RULE,
-  PARAMS_SCHEMAS,
-  reservedPropertyProblem,
-  type ContactsUpdateParams,
-  type HubSpotOperationTypes,
   type ObjectsUpsertParams,
+  PARAMS_SCHEMAS,
   type Runtime,
+  reservedPropertyProblem,
   type TicketsCreateParams,
 } from './hubspot-operations.js';
 
@@ -57,8 +63,10 @@ const PROPERTY_NAME = /^[a-z][a-z0-9_]*$/;
 
 const DESCRIPTIONS: Record<HubSpotOperationName, string> = {
   'contacts.update': 'Set property values on a HubSpot contact (PATCH; sending it twice sets the same values).',
-  'objects.upsert': 'Create or update one CRM record, keyed by a unique property that holds the business-operation id (batch upsert).',
-  'tickets.create': 'Create a HubSpot ticket once: the business-operation id goes into a unique-value property, so a re-send is refused and the existing ticket adopted.',
+  'objects.upsert':
+    'Create or update one CRM record, keyed by a unique property that holds the business-operation id (batch upsert).',
+  'tickets.create':
+    'Create a HubSpot ticket once: the business-operation id goes into a unique-value property, so a re-send is refused and the existing ticket adopted.',
 };
 
 const SENSITIVE: Record<HubSpotOperationName, readonly string[]> = {
@@ -73,18 +81,25 @@ function configError(message: string): never {
 
 function checkOptions(options: HubSpotAdapterOptions) {
   if (typeof options !== 'object' || options === null) configError('options must be an object');
-  if (typeof options.accessToken !== 'string' || options.accessToken.trim() === '') configError('accessToken must be a non-empty string');
+  if (typeof options.accessToken !== 'string' || options.accessToken.trim() === '')
+    configError('accessToken must be a non-empty string');
   const baseUrl = (options.baseUrl ?? DEFAULT_BASE_URL).replace(/\/+$/, '');
   // https, or plain http only to a loopback sandbox: the token never travels in clear (the contract's one rule).
   checkBaseUrl(PROVIDER, baseUrl);
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMEOUT_MS) configError(`timeoutMs must be in (0, ${MAX_TIMEOUT_MS}], got ${timeoutMs}`);
+  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMEOUT_MS)
+    configError(`timeoutMs must be in (0, ${MAX_TIMEOUT_MS}], got ${timeoutMs}`);
   const idProperty = options.idProperty ?? 'retrysafe_operation_id';
-  if (typeof idProperty !== 'string' || !PROPERTY_NAME.test(idProperty)) configError(`idProperty must be a HubSpot internal property name (lower-case letters, digits, underscores), got ${JSON.stringify(idProperty)}`);
+  if (typeof idProperty !== 'string' || !PROPERTY_NAME.test(idProperty))
+    configError(
+      `idProperty must be a HubSpot internal property name (lower-case letters, digits, underscores), got ${JSON.stringify(idProperty)}`,
+    );
   const searchSettleMs = options.searchSettleMs ?? null;
-  if (searchSettleMs !== null && (!Number.isFinite(searchSettleMs) || searchSettleMs < 0)) configError(`searchSettleMs must be null or a non-negative number, got ${searchSettleMs}`);
+  if (searchSettleMs !== null && (!Number.isFinite(searchSettleMs) || searchSettleMs < 0))
+    configError(`searchSettleMs must be null or a non-negative number, got ${searchSettleMs}`);
   const lateApplyMs = options.lateApplyMs ?? null;
-  if (lateApplyMs !== null && (!Number.isFinite(lateApplyMs) || lateApplyMs < 0)) configError(`lateApplyMs must be null or a non-negative number, got ${lateApplyMs}`);
+  if (lateApplyMs !== null && (!Number.isFinite(lateApplyMs) || lateApplyMs < 0))
+    configError(`lateApplyMs must be null or a non-negative number, got ${lateApplyMs}`);
   return { accessToken: options.accessToken, baseUrl, timeoutMs, idProperty, searchSettleMs, lateApplyMs };
 }
 
@@ -95,11 +110,20 @@ function checkOptions(options: HubSpotAdapterOptions) {
  */
 export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAdapter {
   const o = checkOptions(options);
-  const cards = hubSpotCardsFor({ idProperty: o.idProperty, searchSettleMs: o.searchSettleMs, lateApplyMs: o.lateApplyMs });
+  const cards = hubSpotCardsFor({
+    idProperty: o.idProperty,
+    searchSettleMs: o.searchSettleMs,
+    lateApplyMs: o.lateApplyMs,
+  });
   const runtime: Runtime = {
     idProperty: o.idProperty,
     searchSettleMs: o.searchSettleMs,
-    settings: (signal?: AbortSignal): CallSettings => ({ baseUrl: o.baseUrl, accessToken: o.accessToken, timeoutMs: o.timeoutMs, signal }),
+    settings: (signal?: AbortSignal): CallSettings => ({
+      baseUrl: o.baseUrl,
+      accessToken: o.accessToken,
+      timeoutMs: o.timeoutMs,
+      signal,
+    }),
   };
 
   const spec = (name: HubSpotOperationName): FrameOperation => ({
@@ -119,7 +143,11 @@ export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAda
 
   return defineAdapter({
     provider: PROVIDER,
-    operations: { 'contacts.update': spec('contacts.update'), 'objects.upsert': spec('objects.upsert'), 'tickets.create': spec('tickets.create') },
+    operations: {
+      'contacts.update': spec('contacts.update'),
+      'objects.upsert': spec('objects.upsert'),
+      'tickets.create': spec('tickets.create'),
+    },
 
     async execute(op, params, ctx) {
       switch (op.name as HubSpotOperationName) {
@@ -135,7 +163,11 @@ export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAda
     async lookup(op, ctx) {
       const name = op.name as HubSpotOperationName;
       const problems = operationParamsErrors(op, ctx.params);
-      if (problems.length > 0) return { kind: 'cannot-tell', reason: `${name}: the recorded params are not valid (${problems.map((f) => `${f.path} ${f.message}`).join('; ')}), so there is nothing to look up by` };
+      if (problems.length > 0)
+        return {
+          kind: 'cannot-tell',
+          reason: `${name}: the recorded params are not valid (${problems.map((f) => `${f.path} ${f.message}`).join('; ')}), so there is nothing to look up by`,
+        };
       if (name === 'contacts.update') return lookupContactsUpdate(runtime, ctx.params as ContactsUpdateParams, ctx);
       return lookupBySearch(runtime, name, ctx.params, ctx);
     },

@@ -12,12 +12,17 @@ const PROVIDERS_MD = fileURLToPath(new URL('../../../../shared/providers.md', im
 
 const QUOTES = {
   noKey: 'No idempotency key.',
-  upsert: 'Idempotent write: batch upsert `crm.<object>.batchApi.upsert` (`POST /crm/v3/objects/<object>/batch/upsert`) with `idProperty` = a unique-value property; result `new: true|false`.',
+  upsert:
+    'Idempotent write: batch upsert `crm.<object>.batchApi.upsert` (`POST /crm/v3/objects/<object>/batch/upsert`) with `idProperty` = a unique-value property; result `new: true|false`.',
   patch: 'Contact update `basicApi.update` = PATCH set-values (naturally idempotent, no precondition/ETag).',
-  ticket: 'Ticket create `POST /crm/v3/objects/tickets`: NOT idempotent; a unique-value custom property holding the business-operation id lets the provider reject a duplicate (status for tickets: unknown; 409 is documented for contact email collision).',
-  errors: 'Errors: 429 (body `policyName`/`errorType`), 5xx retryable; shape `{status:\'error\', message, correlationId, category, errors?}`',
-  sdkRetry: 'Decorators are a PROCESS-WIDE singleton: one client\'s retry setting leaks into later clients. The adapter must not rely on it.',
-  search: 'CRM search has an indexing delay ("a few moments", exact figure unknown), 5 req/s per account, 200/page, excludes archived.',
+  ticket:
+    'Ticket create `POST /crm/v3/objects/tickets`: NOT idempotent; a unique-value custom property holding the business-operation id lets the provider reject a duplicate (status for tickets: unknown; 409 is documented for contact email collision).',
+  errors:
+    "Errors: 429 (body `policyName`/`errorType`), 5xx retryable; shape `{status:'error', message, correlationId, category, errors?}`",
+  sdkRetry:
+    "Decorators are a PROCESS-WIDE singleton: one client's retry setting leaks into later clients. The adapter must not rely on it.",
+  search:
+    'CRM search has an indexing delay ("a few moments", exact figure unknown), 5 req/s per account, 200/page, excludes archived.',
 };
 
 const cards = Object.entries(hubSpotCards);

@@ -1,4 +1,4 @@
-import { defineCard, fact, type Duration, type RetrySafetyCard } from '@retrysafe/contract';
+import { type Duration, defineCard, fact, type RetrySafetyCard } from '@retrysafe/contract';
 import { formatDuration } from '@retrysafe/contract/rules';
 
 /** Where each provider fact comes from. */
@@ -13,7 +13,8 @@ export const SOURCES = {
   limits: 'https://developers.hubspot.com/docs/api/usage-details',
   contactConflict: 'https://github.com/stape-io/hubspot-tag/issues/7',
   sdkRetry: 'https://unpkg.com/@hubspot/api-client@14.0.1/lib/src/services/decorators/RetryDecorator.js',
-  sdkDecorators: 'https://unpkg.com/@hubspot/api-client@14.0.1/lib/src/services/ApiDecoratorService.js, https://unpkg.com/@hubspot/api-client@14.0.1/lib/src/client.js',
+  sdkDecorators:
+    'https://unpkg.com/@hubspot/api-client@14.0.1/lib/src/services/ApiDecoratorService.js, https://unpkg.com/@hubspot/api-client@14.0.1/lib/src/client.js',
 } as const;
 
 export interface HubSpotCardOptions {
@@ -26,36 +27,48 @@ export interface HubSpotCardOptions {
 }
 
 /** HubSpot documents request limits and errors, not how long a request may still be applied after the client gave up. */
-const LATE_APPLY = fact<Duration>('unknown', `${SOURCES.errors} and ${SOURCES.limits} document errors and rate limits, not a server-side request deadline`);
+const LATE_APPLY = fact<Duration>(
+  'unknown',
+  `${SOURCES.errors} and ${SOURCES.limits} document errors and rate limits, not a server-side request deadline`,
+);
 const LATE_APPLY_NOTE = {
   field: 'lookup.lateApplyBound',
-  condition: 'how long after a client timeout HubSpot may still apply the request; until known, a lookup miss never proves absence',
+  condition:
+    'how long after a client timeout HubSpot may still apply the request; until known, a lookup miss never proves absence',
   source: SOURCES.errors,
 } as const;
 const lateApply = (o: HubSpotCardOptions) =>
-  o.lateApplyMs === undefined || o.lateApplyMs === null ? LATE_APPLY : fact<Duration>(formatDuration(o.lateApplyMs), `adapter option lateApplyMs, set by the caller; ${SOURCES.errors} gives no figure`);
-const lateApplyNote = (o: HubSpotCardOptions) => (o.lateApplyMs === undefined || o.lateApplyMs === null ? [LATE_APPLY_NOTE] : []);
+  o.lateApplyMs === undefined || o.lateApplyMs === null
+    ? LATE_APPLY
+    : fact<Duration>(
+        formatDuration(o.lateApplyMs),
+        `adapter option lateApplyMs, set by the caller; ${SOURCES.errors} gives no figure`,
+      );
+const lateApplyNote = (o: HubSpotCardOptions) =>
+  o.lateApplyMs === undefined || o.lateApplyMs === null ? [LATE_APPLY_NOTE] : [];
 
 const POLICY = {
   backoff: { strategy: 'exponential-full-jitter', base: '200ms', cap: '10s', retryAfterCap: '60s' },
   handoff: {
-    condition: 'rejected; or the attempt/elapsed budget is spent; or an unknown outcome the lookup cannot settle within the lookup window',
+    condition:
+      'rejected; or the attempt/elapsed budget is spent; or an unknown outcome the lookup cannot settle within the lookup window',
     destination: "the runner's handoff sink (JSONL file or callback)",
   },
-  receipts: "runner ledger receipts (JSONL export): HTTP status, HubSpot category or policyName, correlationId, record id and HubSpot's message (clipped to 300 characters; a validation message may quote a value, so list PII patterns in the runner's redact option); never the token or the request body",
+  receipts:
+    "runner ledger receipts (JSONL export): HTTP status, HubSpot category or policyName, correlationId, record id and HubSpot's message (clipped to 300 characters; a validation message may quote a value, so list PII patterns in the runner's redact option); never the token or the request body",
   duplicateTest:
     'loopback HubSpot sandbox (@retrysafe/hubspot/sandbox: unique-value properties, batch upsert new: true|false, search with an indexing delay, 429 with X-HubSpot-RateLimit-* headers, record counts) behind the @retrysafe/testkit fault proxy; request counts at the sandbox',
   retryLayer: {
     layer: 'runner',
     sdkRetries: 'disabled',
-    how:
-      "the adapter never constructs @hubspot/api-client's Client, whose retry decorator (numberOfApiCallRetries) lives in a process-wide singleton that the last new Client() sets; it builds the SDK's generated API classes (lib/codegen/crm/*) per call with its own configuration and fetch transport, which no decorator wraps. Tests: one request per attempt at the sandbox on 5xx and 429, also with a second Client({ numberOfApiCallRetries: 6 }) in the process",
+    how: "the adapter never constructs @hubspot/api-client's Client, whose retry decorator (numberOfApiCallRetries) lives in a process-wide singleton that the last new Client() sets; it builds the SDK's generated API classes (lib/codegen/crm/*) per call with its own configuration and fetch transport, which no decorator wraps. Tests: one request per attempt at the sandbox on 5xx and 429, also with a second Client({ numberOfApiCallRetries: 6 }) in the process",
   },
 } as const;
 
 const REQUEST_ID_NOTE = {
   field: 'ids.request',
-  condition: 'error bodies carry correlationId (documented); the X-HubSpot-Correlation-Id header the adapter reads on successful answers is not documented (docs/evidence/hubspot.md)',
+  condition:
+    'error bodies carry correlationId (documented); the X-HubSpot-Correlation-Id header the adapter reads on successful answers is not documented (docs/evidence/hubspot.md)',
   source: SOURCES.errors,
 };
 
@@ -65,21 +78,34 @@ const IDS = {
   request: fact('correlationId of the error body, else the X-HubSpot-Correlation-Id response header', SOURCES.errors),
 };
 
-const RATE_LIMITED = 'HubSpot answers 429 from its rate limiters (policyName TEN_SECONDLY_ROLLING, SECONDLY, DAILY; X-HubSpot-RateLimit-* headers)';
+const RATE_LIMITED =
+  'HubSpot answers 429 from its rate limiters (policyName TEN_SECONDLY_ROLLING, SECONDLY, DAILY; X-HubSpot-RateLimit-* headers)';
 
 function lookupDelay(o: HubSpotCardOptions) {
   return o.searchSettleMs === null
     ? fact<null>('unknown', `${SOURCES.search}: CRM search has an indexing delay ("a few moments"), no figure given`)
-    : fact(formatDuration(o.searchSettleMs), `adapter option searchSettleMs, set by the caller; ${SOURCES.search} gives no figure`);
+    : fact(
+        formatDuration(o.searchSettleMs),
+        `adapter option searchSettleMs, set by the caller; ${SOURCES.search} gives no figure`,
+      );
 }
 
 function keyShape(o: HubSpotCardOptions, where: string) {
   return {
-    travels: fact('body' as const, `${SOURCES.providers}: no idempotency key; the business-operation id travels as the value of a unique-value property`),
-    name: fact(where, `adapter option idProperty (default retrysafe_operation_id): a property the account defines with hasUniqueValue: true (${SOURCES.properties})`),
+    travels: fact(
+      'body' as const,
+      `${SOURCES.providers}: no idempotency key; the business-operation id travels as the value of a unique-value property`,
+    ),
+    name: fact(
+      where,
+      `adapter option idProperty (default retrysafe_operation_id): a property the account defines with hasUniqueValue: true (${SOURCES.properties})`,
+    ),
     maxLength: fact<number>('unknown', `${SOURCES.providers} gives no limit for a unique-value property's value`),
     charset: fact<string>('unknown', `${SOURCES.providers} gives no charset for a unique-value property's value`),
-    scope: fact('one object type in one HubSpot account: a unique-value property is unique among that object type’s records', SOURCES.properties),
+    scope: fact(
+      'one object type in one HubSpot account: a unique-value property is unique among that object type’s records',
+      SOURCES.properties,
+    ),
   };
 }
 
@@ -90,7 +116,11 @@ function keyUnverified(o: HubSpotCardOptions) {
       condition: `the longest value HubSpot accepts in a unique-value property; the adapter keeps keys within 100 characters of A-Z a-z 0-9 . _ : / - (longer ids become a 64-hex digest)`,
       source: SOURCES.providers,
     },
-    { field: 'providerKey.charset', condition: 'characters HubSpot accepts in a unique-value property; the adapter sends only A-Z a-z 0-9 . _ : / -', source: SOURCES.providers },
+    {
+      field: 'providerKey.charset',
+      condition: 'characters HubSpot accepts in a unique-value property; the adapter sends only A-Z a-z 0-9 . _ : / -',
+      source: SOURCES.providers,
+    },
     {
       field: 'retention.minimum',
       condition: `the value is reserved while the record holding ${o.idProperty} exists; no minimum is documented, and whether an archived (deleted) record still reserves it is not documented`,
@@ -100,7 +130,8 @@ function keyUnverified(o: HubSpotCardOptions) {
   if (o.searchSettleMs === null) {
     items.push({
       field: 'lookup.consistencyDelay',
-      condition: 'how long after a write CRM search shows it ("a few moments"); until then a miss is reported as cannot-tell, never as absent',
+      condition:
+        'how long after a write CRM search shows it ("a few moments"); until then a miss is reported as cannot-tell, never as absent',
       source: SOURCES.search,
     });
   }
@@ -122,8 +153,14 @@ function contactsUpdateCard(o: HubSpotCardOptions) {
     provider: 'hubspot',
     operation: 'hubspot.contacts.update',
     sideEffect: {
-      kind: fact('set', `${SOURCES.contacts}: PATCH /crm/v3/objects/contacts/{contactId} sets the given property values`),
-      idempotentByNature: fact(true, `${SOURCES.providers}: basicApi.update = PATCH set-values, naturally idempotent, no precondition/ETag`),
+      kind: fact(
+        'set',
+        `${SOURCES.contacts}: PATCH /crm/v3/objects/contacts/{contactId} sets the given property values`,
+      ),
+      idempotentByNature: fact(
+        true,
+        `${SOURCES.providers}: basicApi.update = PATCH set-values, naturally idempotent, no precondition/ETag`,
+      ),
     },
     businessOperationId: {
       rule: 'derived from intent fields contactId and properties: the contact and the values it is set to',
@@ -136,23 +173,38 @@ function contactsUpdateCard(o: HubSpotCardOptions) {
       name: fact(null, `${SOURCES.providers}: no idempotency key`),
       maxLength: fact(null, `${SOURCES.providers}: no idempotency key`),
       charset: fact(null, `${SOURCES.providers}: no idempotency key`),
-      scope: fact('no key: the PATCH sets values, so sending it twice has the effect of sending it once', SOURCES.providers),
+      scope: fact(
+        'no key: the PATCH sets values, so sending it twice has the effect of sending it once',
+        SOURCES.providers,
+      ),
     },
-    keyReuse: fact('no key; the same PATCH may be sent again: it sets the same values (a newer write by someone else in between is overwritten)', SOURCES.providers),
+    keyReuse: fact(
+      'no key; the same PATCH may be sent again: it sets the same values (a newer write by someone else in between is overwritten)',
+      SOURCES.providers,
+    ),
     parameterMatching: fact('none', `${SOURCES.providers}: no key, nothing to match`),
     storedResult: {
       semantics: fact('none', `${SOURCES.providers}: nothing is stored per request`),
       includesErrors: fact(false, `${SOURCES.providers}: nothing is stored per request`),
     },
     lookup: {
-      method: fact('get-by-key', `${SOURCES.contacts}: GET /crm/v3/objects/contacts/{contactId}?properties=… (basicApi.getById); the adapter compares the values, and reports a mismatch as not-found because re-sending a set-value PATCH is harmless`),
+      method: fact(
+        'get-by-key',
+        `${SOURCES.contacts}: GET /crm/v3/objects/contacts/{contactId}?properties=… (basicApi.getById); the adapter compares the values, and reports a mismatch as not-found because re-sending a set-value PATCH is harmless`,
+      ),
       consistencyDelay: fact<null>('unknown', `${SOURCES.contacts} does not say how soon GET by id reflects a PATCH`),
       lateApplyBound: lateApply(o),
     },
     retention: { minimum: fact(null, `${SOURCES.providers}: nothing is stored per request`) },
     concurrency: fact('last-write-wins', `${SOURCES.providers}: PATCH set-values with no precondition/ETag`),
-    retryableErrors: fact(['429', '5xx', 'timeout', 'connection reset', 'connection refused'], `${SOURCES.providers} (429, 5xx retryable); ${SOURCES.limits}`),
-    nonRetryableErrors: fact(['400', '401', '403', '404', '409 (a unique value such as email is held by another contact)'], `${SOURCES.errors}; 409 body: ${SOURCES.contactConflict}`),
+    retryableErrors: fact(
+      ['429', '5xx', 'timeout', 'connection reset', 'connection refused'],
+      `${SOURCES.providers} (429, 5xx retryable); ${SOURCES.limits}`,
+    ),
+    nonRetryableErrors: fact(
+      ['400', '401', '403', '404', '409 (a unique value such as email is held by another contact)'],
+      `${SOURCES.errors}; 409 body: ${SOURCES.contactConflict}`,
+    ),
     backoff: POLICY.backoff,
     limits: { maxAttempts: 4, maxElapsed: '2m', lookupWindow: '30s' },
     retryLayer: POLICY.retryLayer,
@@ -178,8 +230,14 @@ function objectsUpsertCard(o: HubSpotCardOptions) {
     provider: 'hubspot',
     operation: 'hubspot.objects.upsert',
     sideEffect: {
-      kind: fact('upsert', `${SOURCES.providers}: POST /crm/v3/objects/<object>/batch/upsert (batchApi.upsert) with idProperty = a unique-value property`),
-      idempotentByNature: fact(true, `${SOURCES.providers}: batch upsert by a unique-value idProperty is the idempotent write; result new: true|false`),
+      kind: fact(
+        'upsert',
+        `${SOURCES.providers}: POST /crm/v3/objects/<object>/batch/upsert (batchApi.upsert) with idProperty = a unique-value property`,
+      ),
+      idempotentByNature: fact(
+        true,
+        `${SOURCES.providers}: batch upsert by a unique-value idProperty is the idempotent write; result new: true|false`,
+      ),
     },
     businessOperationId: {
       rule: 'derived from intent fields objectType and properties: the record this operation writes; its id is the value of the unique id property',
@@ -187,25 +245,46 @@ function objectsUpsertCard(o: HubSpotCardOptions) {
     },
     ids: IDS,
     providerKey: keyShape(o, `inputs[].id with inputs[].idProperty = ${o.idProperty}`),
-    keyReuse: fact('every attempt of the operation sends the same value; a re-send updates the record holding it (new: false) instead of creating one', SOURCES.providers),
-    parameterMatching: fact('none', `${SOURCES.providers}: the upsert matches on the id property only; other properties are written as sent (the runner refuses a changed intent before sending)`),
+    keyReuse: fact(
+      'every attempt of the operation sends the same value; a re-send updates the record holding it (new: false) instead of creating one',
+      SOURCES.providers,
+    ),
+    parameterMatching: fact(
+      'none',
+      `${SOURCES.providers}: the upsert matches on the id property only; other properties are written as sent (the runner refuses a changed intent before sending)`,
+    ),
     storedResult: {
-      semantics: fact('replays', `${SOURCES.providers}: a re-sent upsert with the same id property value folds into the existing record and answers new: false`),
+      semantics: fact(
+        'replays',
+        `${SOURCES.providers}: a re-sent upsert with the same id property value folds into the existing record and answers new: false`,
+      ),
       includesErrors: fact(false, `${SOURCES.providers}: errors are not stored`),
     },
     lookup: {
-      method: fact('search', `${SOURCES.search}: POST /crm/v3/objects/<object>/search, filter <idProperty> EQ <key> (searchApi.doSearch); 5 req/s per account, excludes archived`),
+      method: fact(
+        'search',
+        `${SOURCES.search}: POST /crm/v3/objects/<object>/search, filter <idProperty> EQ <key> (searchApi.doSearch); 5 req/s per account, excludes archived`,
+      ),
       consistencyDelay: lookupDelay(o),
       lateApplyBound: lateApply(o),
     },
-    retention: { minimum: fact<null>('unknown', `${SOURCES.properties}: no retention documented for unique-value properties`) },
-    concurrency: fact<'last-write-wins'>('unknown', `${SOURCES.providers} does not say what two concurrent upserts of one new id value do`),
-    retryableErrors: fact(['429', '5xx', 'timeout', 'connection reset', 'connection refused'], `${SOURCES.providers} (429, 5xx retryable); ${RATE_LIMITED}: ${SOURCES.limits}`),
+    retention: {
+      minimum: fact<null>('unknown', `${SOURCES.properties}: no retention documented for unique-value properties`),
+    },
+    concurrency: fact<'last-write-wins'>(
+      'unknown',
+      `${SOURCES.providers} does not say what two concurrent upserts of one new id value do`,
+    ),
+    retryableErrors: fact(
+      ['429', '5xx', 'timeout', 'connection reset', 'connection refused'],
+      `${SOURCES.providers} (429, 5xx retryable); ${RATE_LIMITED}: ${SOURCES.limits}`,
+    ),
     nonRetryableErrors: fact(['400', '401', '403', '404', '409 (another unique property collides)'], SOURCES.errors),
     backoff: POLICY.backoff,
     limits: { maxAttempts: 4, maxElapsed: '2m', lookupWindow: '1m' },
     retryLayer: POLICY.retryLayer,
-    reconciler: 'the runner, through doLookup: CRM search for the id property value; re-sending the upsert with the same value is safe',
+    reconciler:
+      'the runner, through doLookup: CRM search for the id property value; re-sending the upsert with the same value is safe',
     handoff: POLICY.handoff,
     duplicateTest: POLICY.duplicateTest,
     receipts: POLICY.receipts,
@@ -215,7 +294,8 @@ function objectsUpsertCard(o: HubSpotCardOptions) {
       ...keyUnverified(o),
       {
         field: 'concurrency',
-        condition: 'whether two concurrent upserts of one new id value can both create a record; the runner’s lease keeps one dispatch per operation in flight',
+        condition:
+          'whether two concurrent upserts of one new id value can both create a record; the runner’s lease keeps one dispatch per operation in flight',
         source: SOURCES.providers,
       },
     ],
@@ -244,21 +324,42 @@ function ticketsCreateCard(o: HubSpotCardOptions) {
     },
     ids: IDS,
     providerKey: keyShape(o, `properties.${o.idProperty}`),
-    keyReuse: fact('every attempt of the operation sends the same value; HubSpot refuses a second ticket with it while the first exists', SOURCES.providers),
-    parameterMatching: fact('none', `${SOURCES.providers}: only the unique property is compared; a re-send with other properties is refused as a duplicate all the same`),
+    keyReuse: fact(
+      'every attempt of the operation sends the same value; HubSpot refuses a second ticket with it while the first exists',
+      SOURCES.providers,
+    ),
+    parameterMatching: fact(
+      'none',
+      `${SOURCES.providers}: only the unique property is compared; a re-send with other properties is refused as a duplicate all the same`,
+    ),
     storedResult: {
-      semantics: fact('rejects-duplicate', `${SOURCES.providers}: a unique-value custom property holding the business-operation id lets the provider reject a duplicate`),
+      semantics: fact(
+        'rejects-duplicate',
+        `${SOURCES.providers}: a unique-value custom property holding the business-operation id lets the provider reject a duplicate`,
+      ),
       includesErrors: fact(false, `${SOURCES.providers}: errors are not stored`),
     },
     lookup: {
-      method: fact('search', `${SOURCES.search}: POST /crm/v3/objects/tickets/search, filter <idProperty> EQ <key> (searchApi.doSearch); 5 req/s per account, excludes archived`),
+      method: fact(
+        'search',
+        `${SOURCES.search}: POST /crm/v3/objects/tickets/search, filter <idProperty> EQ <key> (searchApi.doSearch); 5 req/s per account, excludes archived`,
+      ),
       consistencyDelay: lookupDelay(o),
       lateApplyBound: lateApply(o),
     },
-    retention: { minimum: fact<null>('unknown', `${SOURCES.properties}: no retention documented for unique-value properties`) },
-    concurrency: fact<'duplicates'>('unknown', `${SOURCES.providers} does not say what two concurrent creates with one unique value do`),
+    retention: {
+      minimum: fact<null>('unknown', `${SOURCES.properties}: no retention documented for unique-value properties`),
+    },
+    concurrency: fact<'duplicates'>(
+      'unknown',
+      `${SOURCES.providers} does not say what two concurrent creates with one unique value do`,
+    ),
     retryableErrors: fact(
-      ['429', 'connection refused', '5xx, timeout, connection reset: unknown, so lookup first; a re-send carries the same unique value'],
+      [
+        '429',
+        'connection refused',
+        '5xx, timeout, connection reset: unknown, so lookup first; a re-send carries the same unique value',
+      ],
       `${SOURCES.providers} (429, 5xx retryable; create not idempotent); ${RATE_LIMITED}: ${SOURCES.limits}`,
     ),
     nonRetryableErrors: fact(['400', '401', '403', '404', '409 on another unique property'], SOURCES.errors),
@@ -282,7 +383,8 @@ function ticketsCreateCard(o: HubSpotCardOptions) {
       },
       {
         field: 'concurrency',
-        condition: 'whether two concurrent creates with one unique value can both succeed; the runner’s lease keeps one dispatch per operation in flight',
+        condition:
+          'whether two concurrent creates with one unique value can both succeed; the runner’s lease keeps one dispatch per operation in flight',
         source: SOURCES.providers,
       },
     ],

@@ -72,7 +72,8 @@ function refs(res: HubSpotResponse, code?: string): ProviderRefs {
 }
 
 function messageOf(res: HubSpotResponse): string {
-  const m = field(res.body, 'message') ?? (typeof res.body === 'string' && res.body.length ? res.body : `HTTP ${res.status}`);
+  const m =
+    field(res.body, 'message') ?? (typeof res.body === 'string' && res.body.length ? res.body : `HTTP ${res.status}`);
   return clip(m);
 }
 
@@ -83,7 +84,8 @@ export function rateLimitWaitMs(res: HubSpotResponse): number {
   const interval = Number(res.headers['x-hubspot-ratelimit-interval-milliseconds']);
   const policy = field(res.body, 'policyName');
   const message = field(res.body, 'message') ?? '';
-  if (policy === 'DAILY' || /daily limit/i.test(message)) return Number.isFinite(interval) && interval >= DAY_MS ? interval : DAY_MS;
+  if (policy === 'DAILY' || /daily limit/i.test(message))
+    return Number.isFinite(interval) && interval >= DAY_MS ? interval : DAY_MS;
   if (policy === 'SECONDLY' || /secondly limit/i.test(message)) return 1000;
   return Number.isFinite(interval) && interval > 0 ? interval : 10_000;
 }
@@ -109,7 +111,13 @@ export function outcomeFromResponse(res: HubSpotResponse): Outcome {
   }
   const conflict = uniqueConflictOf(res);
   if (conflict) {
-    return { kind: 'rejected', reason: 'conflict', message, ...refs(res, category ?? 'CONFLICT'), ...(conflict.existingId ? { providerRef: conflict.existingId } : {}) };
+    return {
+      kind: 'rejected',
+      reason: 'conflict',
+      message,
+      ...refs(res, category ?? 'CONFLICT'),
+      ...(conflict.existingId ? { providerRef: conflict.existingId } : {}),
+    };
   }
   if (s === 400) return { kind: 'rejected', reason: 'validation', message, ...refs(res, category) };
   if (s === 401) return { kind: 'rejected', reason: 'authentication', message, ...refs(res, category) };
@@ -135,17 +143,41 @@ const RESET = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED'
 export function outcomeFromNetworkError(err: unknown, wire: WireRecord): Outcome {
   const name = err instanceof Error ? err.name : '';
   const code = errorCode(err);
-  if (err instanceof NotSentError) return { kind: 'not-applied', message: clip(err.message), code: 'ABORTED_BEFORE_SEND' };
+  if (err instanceof NotSentError)
+    return { kind: 'not-applied', message: clip(err.message), code: 'ABORTED_BEFORE_SEND' };
   if (!wire.started) {
     // The SDK refused to build the request (serializer, missing argument): nothing was sent, and
     // sending the same input again would fail the same way.
-    return { kind: 'rejected', reason: 'validation', message: clip(`the SDK could not build the request: ${err instanceof Error ? err.message : String(err)}`) };
+    return {
+      kind: 'rejected',
+      reason: 'validation',
+      message: clip(`the SDK could not build the request: ${err instanceof Error ? err.message : String(err)}`),
+    };
   }
-  if (name === 'TimeoutError') return { kind: 'unknown', cause: 'timeout', message: 'no answer from HubSpot within the timeout', code: 'TIMEOUT' };
-  if (code && NEVER_SENT_CODES.has(code)) return { kind: 'not-applied', message: `connection not established (${code})`, code };
-  if (name === 'AbortError') return { kind: 'unknown', cause: 'other', message: 'aborted by the caller after the request was sent', code: 'ABORTED' };
-  if (code && RESET.has(code)) return { kind: 'unknown', cause: 'connection-reset', message: `connection closed before the answer (${code})`, code };
-  return { kind: 'unknown', cause: 'other', message: clip(err instanceof Error ? `${err.message}${code ? ` (${code})` : ''}` : String(err)), ...(code ? { code } : {}) };
+  if (name === 'TimeoutError')
+    return { kind: 'unknown', cause: 'timeout', message: 'no answer from HubSpot within the timeout', code: 'TIMEOUT' };
+  if (code && NEVER_SENT_CODES.has(code))
+    return { kind: 'not-applied', message: `connection not established (${code})`, code };
+  if (name === 'AbortError')
+    return {
+      kind: 'unknown',
+      cause: 'other',
+      message: 'aborted by the caller after the request was sent',
+      code: 'ABORTED',
+    };
+  if (code && RESET.has(code))
+    return {
+      kind: 'unknown',
+      cause: 'connection-reset',
+      message: `connection closed before the answer (${code})`,
+      code,
+    };
+  return {
+    kind: 'unknown',
+    cause: 'other',
+    message: clip(err instanceof Error ? `${err.message}${code ? ` (${code})` : ''}` : String(err)),
+    ...(code ? { code } : {}),
+  };
 }
 
 function parseBody(text: string | undefined, contentType: string | undefined): unknown {
@@ -179,13 +211,26 @@ export function responseOf(err: unknown, wire: WireRecord): HubSpotResponse | nu
  */
 export function outcomeFromFailure(err: unknown, wire: WireRecord): Outcome {
   if (wire.status !== undefined && wire.bodyError !== undefined) {
-    return { kind: 'unknown', cause: 'truncated-response', message: 'the answer broke off while its body was read', status: wire.status };
+    return {
+      kind: 'unknown',
+      cause: 'truncated-response',
+      message: 'the answer broke off while its body was read',
+      status: wire.status,
+    };
   }
   const res = responseOf(err, wire);
   if (res) {
     if (res.status >= 200 && res.status < 300) {
       const requestId = requestIdOf(res);
-      return { kind: 'unknown', cause: 'truncated-response', message: clip(`HubSpot answered ${res.status} but the SDK could not read it: ${err instanceof Error ? err.message : String(err)}`), status: res.status, ...(requestId ? { requestId } : {}) };
+      return {
+        kind: 'unknown',
+        cause: 'truncated-response',
+        message: clip(
+          `HubSpot answered ${res.status} but the SDK could not read it: ${err instanceof Error ? err.message : String(err)}`,
+        ),
+        status: res.status,
+        ...(requestId ? { requestId } : {}),
+      };
     }
     return outcomeFromResponse(res);
   }
@@ -193,7 +238,11 @@ export function outcomeFromFailure(err: unknown, wire: WireRecord): Outcome {
 }
 
 /** A lookup that failed: never "absent", only "cannot tell", keeping the wait a 429 implies. */
-export function cannotTellFromFailure(err: unknown, wire: WireRecord, what: string): Extract<LookupResult, { kind: 'cannot-tell' }> {
+export function cannotTellFromFailure(
+  err: unknown,
+  wire: WireRecord,
+  what: string,
+): Extract<LookupResult, { kind: 'cannot-tell' }> {
   const o = outcomeFromFailure(err, wire);
   const { kind: _kind, ...rest } = o;
   const retryAfterMs = 'retryAfterMs' in o ? o.retryAfterMs : undefined;

@@ -65,7 +65,9 @@ interface ResponseBody {
 }
 
 function transport(wire: WireRecord, settings: CallSettings) {
-  return async (request: RequestLike): Promise<{ status: number; headers: Record<string, string>; body: ResponseBody }> => {
+  return async (
+    request: RequestLike,
+  ): Promise<{ status: number; headers: Record<string, string>; body: ResponseBody }> => {
     if (settings.signal?.aborted) throw new NotSentError('aborted by the caller before the request was sent');
     const timeout = AbortSignal.timeout(settings.timeoutMs);
     const signal = settings.signal ? AbortSignal.any([settings.signal, timeout]) : timeout;
@@ -97,7 +99,11 @@ function transport(wire: WireRecord, settings: CallSettings) {
 
 /** The parts of one generated SDK package the adapter uses to build a configuration. */
 interface SdkPackage<C> {
-  createConfiguration(conf: { baseServer: unknown; httpApi: unknown; authMethods: { oauth2: { accessToken: string } } }): C;
+  createConfiguration(conf: {
+    baseServer: unknown;
+    httpApi: unknown;
+    authMethods: { oauth2: { accessToken: string } };
+  }): C;
   ServerConfiguration: new (url: string, variables: {}) => unknown;
   wrapHttpLibrary(lib: { send(request: RequestLike): Promise<unknown> }): unknown;
   ResponseContext: new (status: number, headers: { [key: string]: string }, body: ResponseBody) => unknown;

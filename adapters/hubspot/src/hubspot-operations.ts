@@ -1,6 +1,6 @@
 import {
-  deriveProviderKey,
   type BusinessOperationId,
+  deriveProviderKey,
   type ExecuteContext,
   type JsonSchema,
   type LookupContext,
@@ -9,8 +9,22 @@ import {
   type ProviderKey,
   type ProviderKeyRule,
 } from '@retrysafe/contract';
-import { cannotTellFromFailure, outcomeFromFailure, requestIdOf, responseOf, uniqueConflictOf, type HubSpotResponse } from './hubspot-errors.js';
-import { contactsApi, FilterOperator, objectsApi, ticketsApi, type CallSettings, type WireRecord } from './hubspot-http.js';
+import {
+  cannotTellFromFailure,
+  type HubSpotResponse,
+  outcomeFromFailure,
+  requestIdOf,
+  responseOf,
+  uniqueConflictOf,
+} from './hubspot-errors.js';
+import {
+  type CallSettings,
+  contactsApi,
+  FilterOperator,
+  objectsApi,
+  ticketsApi,
+  type WireRecord,
+} from './hubspot-http.js';
 
 /** HubSpot property values are strings on the wire; numbers and booleans are sent as their string form. */
 export type PropertyValue = string | number | boolean;
@@ -34,7 +48,12 @@ export interface ObjectsUpsertParams {
 export interface TicketsCreateParams {
   /** The caller's reference for what the ticket is about (an order, a conversation…). Names the intent; not sent to HubSpot. */
   readonly ref: string;
-  readonly properties: Readonly<{ subject: string; hs_pipeline: string; hs_pipeline_stage: string; content?: string } & Record<string, PropertyValue>>;
+  readonly properties: Readonly<
+    { subject: string; hs_pipeline: string; hs_pipeline_stage: string; content?: string } & Record<
+      string,
+      PropertyValue
+    >
+  >;
 }
 
 /** Each HubSpot operation's params and the record a `done` result holds (runner.run checks a call against them). */
@@ -74,7 +93,11 @@ export const PARAMS_SCHEMAS = {
     properties: {
       contactId: { ...text, description: 'Contact record id, or the value of idProperty' },
       properties: { ...propertiesSchema, description: 'Property values to set; an empty string clears one' },
-      idProperty: { type: 'string', pattern: PROPERTY_NAME.source, description: 'Unique property to find the contact by, e.g. email' },
+      idProperty: {
+        type: 'string',
+        pattern: PROPERTY_NAME.source,
+        description: 'Unique property to find the contact by, e.g. email',
+      },
     },
   },
   'objects.upsert': {
@@ -82,7 +105,12 @@ export const PARAMS_SCHEMAS = {
     required: ['objectType', 'properties'],
     additionalProperties: false,
     properties: {
-      objectType: { type: 'string', minLength: 1, pattern: '^(?=.*\\S)[^/]+$', description: 'Object type id or name, e.g. 2-1234567 or p1234567_orders' },
+      objectType: {
+        type: 'string',
+        minLength: 1,
+        pattern: '^(?=.*\\S)[^/]+$',
+        description: 'Object type id or name, e.g. 2-1234567 or p1234567_orders',
+      },
       properties: { ...propertiesSchema, description: 'The record’s properties' },
     },
   },
@@ -139,15 +167,27 @@ export interface HubSpotRecord {
 }
 
 function plain(r: SdkRecord): HubSpotRecord {
-  const iso = (d: unknown) => (d instanceof Date && !Number.isNaN(d.getTime()) ? d.toISOString() : typeof d === 'string' ? d : null);
-  return { id: String(r.id), properties: { ...r.properties }, createdAt: iso(r.createdAt), updatedAt: iso(r.updatedAt), archived: r.archived === true };
+  const iso = (d: unknown) =>
+    d instanceof Date && !Number.isNaN(d.getTime()) ? d.toISOString() : typeof d === 'string' ? d : null;
+  return {
+    id: String(r.id),
+    properties: { ...r.properties },
+    createdAt: iso(r.createdAt),
+    updatedAt: iso(r.updatedAt),
+    archived: r.archived === true,
+  };
 }
 
 /** A 2xx without a record id: HubSpot applied something, but what cannot be read. */
 function unreadable(r: unknown, wire: WireRecord): Outcome | null {
   const id = (r as { id?: unknown } | null | undefined)?.id;
   if (typeof id === 'string' && id.length > 0) return null;
-  return { kind: 'unknown', cause: 'truncated-response', message: 'HubSpot answered without a record id', ...wireRefs(wire) };
+  return {
+    kind: 'unknown',
+    cause: 'truncated-response',
+    message: 'HubSpot answered without a record id',
+    ...wireRefs(wire),
+  };
 }
 
 function newWire(): WireRecord {
@@ -165,10 +205,18 @@ export function providerKeyFor(operation: string, id: BusinessOperationId): Prov
 
 // ---------------------------------------------------------------- contacts.update
 
-export async function executeContactsUpdate(rt: Runtime, p: ContactsUpdateParams, ctx: ExecuteContext): Promise<Outcome> {
+export async function executeContactsUpdate(
+  rt: Runtime,
+  p: ContactsUpdateParams,
+  ctx: ExecuteContext,
+): Promise<Outcome> {
   const wire = newWire();
   try {
-    const r = await contactsApi(rt.settings(ctx.signal), wire).basic.update(p.contactId, { properties: asStrings(p.properties) }, p.idProperty);
+    const r = await contactsApi(rt.settings(ctx.signal), wire).basic.update(
+      p.contactId,
+      { properties: asStrings(p.properties) },
+      p.idProperty,
+    );
     const bad = unreadable(r, wire);
     if (bad) return bad;
     return { kind: 'succeeded', result: plain(r), providerRef: String(r.id), ...wireRefs(wire) };
@@ -177,19 +225,36 @@ export async function executeContactsUpdate(rt: Runtime, p: ContactsUpdateParams
   }
 }
 
-export async function lookupContactsUpdate(rt: Runtime, p: ContactsUpdateParams, ctx: LookupContext): Promise<LookupResult> {
+export async function lookupContactsUpdate(
+  rt: Runtime,
+  p: ContactsUpdateParams,
+  ctx: LookupContext,
+): Promise<LookupResult> {
   const wire = newWire();
   const wanted = asStrings(p.properties);
   let r: SdkRecord;
   try {
-    r = await contactsApi(rt.settings(ctx.signal), wire).basic.getById(p.contactId, Object.keys(wanted), undefined, undefined, false, p.idProperty);
+    r = await contactsApi(rt.settings(ctx.signal), wire).basic.getById(
+      p.contactId,
+      Object.keys(wanted),
+      undefined,
+      undefined,
+      false,
+      p.idProperty,
+    );
   } catch (err) {
     const outcome = outcomeFromFailure(err, wire);
     if (outcome.kind === 'rejected' && outcome.reason === 'not-found') return { kind: 'found', outcome };
     return cannotTellFromFailure(err, wire, 'GET contact');
   }
-  const differing = Object.entries(wanted).filter(([name, value]) => (r.properties[name] ?? '') !== value).map(([name]) => name);
-  if (differing.length === 0) return { kind: 'found', outcome: { kind: 'succeeded', result: plain(r), providerRef: String(r.id), ...wireRefs(wire) } };
+  const differing = Object.entries(wanted)
+    .filter(([name, value]) => (r.properties[name] ?? '') !== value)
+    .map(([name]) => name);
+  if (differing.length === 0)
+    return {
+      kind: 'found',
+      outcome: { kind: 'succeeded', result: plain(r), providerRef: String(r.id), ...wireRefs(wire) },
+    };
   return {
     kind: 'not-found',
     reason: `contact ${r.id} does not hold the requested values of ${differing.join(', ')}; re-sending the set-value PATCH is safe`,
@@ -200,7 +265,10 @@ export async function lookupContactsUpdate(rt: Runtime, p: ContactsUpdateParams,
 
 // ---------------------------------------------------------------- objects.upsert
 
-function keyOf(operation: string, ctx: { providerKey: ProviderKey | null; businessOperationId: BusinessOperationId }): ProviderKey {
+function keyOf(
+  operation: string,
+  ctx: { providerKey: ProviderKey | null; businessOperationId: BusinessOperationId },
+): ProviderKey {
   return ctx.providerKey ?? (providerKeyFor(operation, ctx.businessOperationId) as ProviderKey);
 }
 
@@ -211,7 +279,13 @@ export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, 
     const r = await objectsApi(rt.settings(ctx.signal), wire).batch.upsert(p.objectType, {
       inputs: [{ id: key, idProperty: rt.idProperty, properties: asStrings(p.properties) }],
     });
-    if (!Array.isArray(r?.results)) return { kind: 'unknown', cause: 'truncated-response', message: 'HubSpot answered the upsert without results', ...wireRefs(wire) };
+    if (!Array.isArray(r?.results))
+      return {
+        kind: 'unknown',
+        cause: 'truncated-response',
+        message: 'HubSpot answered the upsert without results',
+        ...wireRefs(wire),
+      };
     const item = r.results.find((x) => x.properties?.[rt.idProperty] === key) ?? r.results[0];
     if (!item || unreadable(item, wire)) {
       // 207 multi-status: the one input failed, and its error says why. Only a validation error
@@ -219,7 +293,8 @@ export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, 
       const e = 'errors' in r && Array.isArray(r.errors) ? r.errors[0] : undefined;
       const message = e?.message ?? 'HubSpot answered the upsert without a result for this input';
       const code = e?.category;
-      if (code === 'VALIDATION_ERROR') return { kind: 'rejected', reason: 'validation', message, code, ...wireRefs(wire) };
+      if (code === 'VALIDATION_ERROR')
+        return { kind: 'rejected', reason: 'validation', message, code, ...wireRefs(wire) };
       return { kind: 'unknown', cause: 'other', message, ...(code ? { code } : {}), ...wireRefs(wire) };
     }
     const result = { ...plain(item), new: item._new === true };
@@ -239,7 +314,10 @@ export async function executeTicketsCreate(rt: Runtime, p: TicketsCreateParams, 
   const key = keyOf('tickets.create', ctx);
   const wire = newWire();
   try {
-    const r = await ticketsApi(rt.settings(ctx.signal), wire).basic.create({ properties: { ...asStrings(p.properties), [rt.idProperty]: key }, associations: [] });
+    const r = await ticketsApi(rt.settings(ctx.signal), wire).basic.create({
+      properties: { ...asStrings(p.properties), [rt.idProperty]: key },
+      associations: [],
+    });
     const bad = unreadable(r, wire);
     if (bad) return bad;
     return { kind: 'succeeded', result: plain(r), providerRef: String(r.id), ...wireRefs(wire) };
@@ -255,18 +333,38 @@ export async function executeTicketsCreate(rt: Runtime, p: TicketsCreateParams, 
  * HubSpot refused the ticket because a unique value is taken. Adopt the existing ticket only when a
  * GET shows it holds this operation's key; a collision on another unique property is a conflict.
  */
-async function adoptDuplicateTicket(rt: Runtime, key: ProviderKey, res: HubSpotResponse, existingId: string | null, signal?: AbortSignal): Promise<Outcome> {
+async function adoptDuplicateTicket(
+  rt: Runtime,
+  key: ProviderKey,
+  res: HubSpotResponse,
+  existingId: string | null,
+  signal?: AbortSignal,
+): Promise<Outcome> {
   const requestId = requestIdOf(res);
   const base = { status: res.status, code: 'CONFLICT', ...(requestId ? { requestId } : {}) };
   if (existingId === null) {
-    return { kind: 'unknown', cause: 'other', message: 'HubSpot refused the ticket as a duplicate without naming the existing one: look it up', ...base };
+    return {
+      kind: 'unknown',
+      cause: 'other',
+      message: 'HubSpot refused the ticket as a duplicate without naming the existing one: look it up',
+      ...base,
+    };
   }
   const wire = newWire();
   let existing: SdkRecord;
   try {
-    existing = await ticketsApi(rt.settings(signal), wire).basic.getById(existingId, [rt.idProperty, ...TICKET_PROPERTIES]);
+    existing = await ticketsApi(rt.settings(signal), wire).basic.getById(existingId, [
+      rt.idProperty,
+      ...TICKET_PROPERTIES,
+    ]);
   } catch {
-    return { kind: 'unknown', cause: 'other', message: `HubSpot refused the ticket as a duplicate of ${existingId}, which could not be read back: look it up`, providerRef: existingId, ...base };
+    return {
+      kind: 'unknown',
+      cause: 'other',
+      message: `HubSpot refused the ticket as a duplicate of ${existingId}, which could not be read back: look it up`,
+      providerRef: existingId,
+      ...base,
+    };
   }
   if (existing.properties[rt.idProperty] === key) {
     return { kind: 'replayed', result: plain(existing), providerRef: existingId, ...base };
@@ -282,11 +380,17 @@ async function adoptDuplicateTicket(rt: Runtime, key: ProviderKey, res: HubSpotR
 
 // ---------------------------------------------------------------- search lookups (objects.upsert, tickets.create)
 
-export async function lookupBySearch(rt: Runtime, operation: 'objects.upsert' | 'tickets.create', params: unknown, ctx: LookupContext): Promise<LookupResult> {
+export async function lookupBySearch(
+  rt: Runtime,
+  operation: 'objects.upsert' | 'tickets.create',
+  params: unknown,
+  ctx: LookupContext,
+): Promise<LookupResult> {
   const key = keyOf(operation, ctx);
   const wire = newWire();
   const objectType = operation === 'tickets.create' ? 'tickets' : (params as ObjectsUpsertParams).objectType;
-  const shown = operation === 'tickets.create' ? TICKET_PROPERTIES : Object.keys((params as ObjectsUpsertParams).properties);
+  const shown =
+    operation === 'tickets.create' ? TICKET_PROPERTIES : Object.keys((params as ObjectsUpsertParams).properties);
   const request = {
     filterGroups: [{ filters: [{ propertyName: rt.idProperty, operator: FilterOperator.Eq, value: key }] }],
     properties: [rt.idProperty, ...shown],
@@ -295,18 +399,29 @@ export async function lookupBySearch(rt: Runtime, operation: 'objects.upsert' | 
   let results: SdkRecord[];
   try {
     const settings = rt.settings(ctx.signal);
-    const page = operation === 'tickets.create' ? await ticketsApi(settings, wire).search.doSearch(request) : await objectsApi(settings, wire).search.doSearch(objectType, request);
+    const page =
+      operation === 'tickets.create'
+        ? await ticketsApi(settings, wire).search.doSearch(request)
+        : await objectsApi(settings, wire).search.doSearch(objectType, request);
     results = page.results;
   } catch (err) {
     return cannotTellFromFailure(err, wire, `CRM search in ${objectType}`);
   }
   const hit = results.find((r) => r.properties[rt.idProperty] === key);
-  if (hit) return { kind: 'found', outcome: { kind: 'succeeded', result: plain(hit), providerRef: String(hit.id), ...wireRefs(wire) } };
+  if (hit)
+    return {
+      kind: 'found',
+      outcome: { kind: 'succeeded', result: plain(hit), providerRef: String(hit.id), ...wireRefs(wire) },
+    };
   if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched', ...wireRefs(wire) };
   // Measured from the LAST dispatch: a later re-send is the request whose record may not be indexed yet.
   const age = ctx.now - (ctx.lastDispatchedAt ?? ctx.firstDispatchedAt);
   if (rt.searchSettleMs !== null && age >= rt.searchSettleMs) {
-    return { kind: 'not-found', reason: `no ${objectType} record with ${rt.idProperty}=${key} ${age} ms after the last dispatch (search settle time ${rt.searchSettleMs} ms)`, ...wireRefs(wire) };
+    return {
+      kind: 'not-found',
+      reason: `no ${objectType} record with ${rt.idProperty}=${key} ${age} ms after the last dispatch (search settle time ${rt.searchSettleMs} ms)`,
+      ...wireRefs(wire),
+    };
   }
   return {
     kind: 'cannot-tell',

@@ -1,5 +1,5 @@
 import { createMemoryLedger, createRunner, createVirtualClock, type RunResult } from '@retrysafe/core';
-import { startFaultProxy, type Fault, type FaultProxy } from '@retrysafe/testkit';
+import { type Fault, type FaultProxy, startFaultProxy } from '@retrysafe/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HubSpotAdapterOptions } from '../src/index.js';
 import type { HubSpotSandbox, HubSpotSandboxOptions } from '../src/sandbox/index.js';
@@ -13,7 +13,11 @@ afterEach(async () => {
   while (open.length) await open.pop()!.close();
 });
 
-async function rig(faults: Fault[], sandboxOptions: HubSpotSandboxOptions = {}, adapterOptions: Partial<HubSpotAdapterOptions> = {}) {
+async function rig(
+  faults: Fault[],
+  sandboxOptions: HubSpotSandboxOptions = {},
+  adapterOptions: Partial<HubSpotAdapterOptions> = {},
+) {
   const clock = createVirtualClock(Date.now());
   const s: HubSpotSandbox = await sandbox({ clock, ...sandboxOptions });
   open.push(s);
@@ -58,7 +62,11 @@ describe('tickets.create', () => {
 
   it('request never arrived, search settle time set ⇒ not-found after it ⇒ one re-send ⇒ one ticket', async () => {
     // lateApplyMs 0: this rig's proxy resets or drops, it never holds a request for later.
-    const { s, a, runner } = await rig(['reset-before'], { searchIndexingDelayMs: 1000 }, { searchSettleMs: 5000, lateApplyMs: 0 });
+    const { s, a, runner } = await rig(
+      ['reset-before'],
+      { searchIndexingDelayMs: 1000 },
+      { searchSettleMs: 5000, lateApplyMs: 0 },
+    );
     const r = await runner.run(a, 'tickets.create', { params: ticket('drill-never') });
     expect(r).toMatchObject({ status: 'done', adopted: false });
     expect(s.count('tickets')).toBe(1);
@@ -77,7 +85,11 @@ describe('tickets.create', () => {
   it('a resend that meets the unique property (search stale past the settle time) adopts the existing ticket ⇒ still one', async () => {
     // the first create committed but its response was lost; the index lags longer than the claimed settle time,
     // so the lookup wrongly says "absent" and the runner re-sends: HubSpot refuses the duplicate, the adapter adopts it.
-    const { s, a, runner } = await rig(['drop-response'], { searchIndexingDelayMs: 60_000 }, { searchSettleMs: 1000, lateApplyMs: 0 });
+    const { s, a, runner } = await rig(
+      ['drop-response'],
+      { searchIndexingDelayMs: 60_000 },
+      { searchSettleMs: 1000, lateApplyMs: 0 },
+    );
     const r = await runner.run(a, 'tickets.create', { params: ticket('drill-stale') });
     expect(r).toMatchObject({ status: 'done', adopted: true });
     expect(s.count('tickets')).toBe(1);
@@ -117,7 +129,9 @@ describe('contacts.update', () => {
   it('lost response ⇒ re-sent PATCH sets the same values ⇒ done, the contact holds them', async () => {
     const { s, a, runner } = await rig(['drop-response']);
     const c = s.seed('contacts', { email: 'ada@example.test' });
-    const r = await runner.run(a, 'contacts.update', { params: { contactId: c.id, properties: { contract_date: '2026-08-05' } } });
+    const r = await runner.run(a, 'contacts.update', {
+      params: { contactId: c.id, properties: { contract_date: '2026-08-05' } },
+    });
     expect(r.status).toBe('done');
     expect(s.records('contacts')[0]!.properties.contract_date).toBe('2026-08-05');
     expect(s.count('contacts')).toBe(1);

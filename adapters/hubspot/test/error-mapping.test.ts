@@ -1,10 +1,10 @@
 import { createServer } from 'node:net';
 import { AdapterConfigurationError, UnknownOperationError } from '@retrysafe/contract';
-import { startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
+import { type FaultProxy, startFaultProxy } from '@retrysafe/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHubSpotAdapter } from '../src/index.js';
 import type { HubSpotSandbox } from '../src/sandbox/index.js';
-import { adapter, execCtx, order, sandbox, seen, ticket, TOKEN } from './helpers.js';
+import { adapter, execCtx, order, sandbox, seen, TOKEN, ticket } from './helpers.js';
 
 // Every row of the error table in src/hubspot-errors.ts, through the real SDK (generated API classes)
 // against the loopback sandbox, directly through doExecute — no runner in between.
@@ -31,7 +31,12 @@ describe('2xx', () => {
     const a = adapter(s.url);
     const params = { contactId: c.id, properties: { contract_date: '2026-08-05' } };
     const o = await a.doExecute('contacts.update', params, execCtx(a, 'contacts.update', params));
-    expect(o).toMatchObject({ kind: 'succeeded', status: 200, providerRef: c.id, result: { id: c.id, properties: { contract_date: '2026-08-05' } } });
+    expect(o).toMatchObject({
+      kind: 'succeeded',
+      status: 200,
+      providerRef: c.id,
+      result: { id: c.id, properties: { contract_date: '2026-08-05' } },
+    });
     expect(o.requestId).toMatch(/^[0-9a-f-]{36}$/);
     expect(s.records('contacts')[0]!.properties.contract_date).toBe('2026-08-05');
   });
@@ -43,8 +48,17 @@ describe('2xx', () => {
     const ctx = execCtx(a, 'objects.upsert', params);
     const first = await a.doExecute('objects.upsert', params, ctx);
     const second = await a.doExecute('objects.upsert', params, ctx);
-    expect(first).toMatchObject({ kind: 'succeeded', status: 200, result: { new: true, properties: { retrysafe_operation_id: ctx.providerKey } } });
-    expect(second).toMatchObject({ kind: 'replayed', status: 200, providerRef: first.providerRef, result: { new: false } });
+    expect(first).toMatchObject({
+      kind: 'succeeded',
+      status: 200,
+      result: { new: true, properties: { retrysafe_operation_id: ctx.providerKey } },
+    });
+    expect(second).toMatchObject({
+      kind: 'replayed',
+      status: 200,
+      providerRef: first.providerRef,
+      result: { new: false },
+    });
     expect(s.count('objects.upsert')).toBe(1);
   });
 
@@ -55,26 +69,58 @@ describe('2xx', () => {
     const ctx = execCtx(a, 'tickets.create', params);
     const o = await a.doExecute('tickets.create', params, ctx);
     expect(o).toMatchObject({ kind: 'succeeded', status: 201 });
-    expect(s.records('tickets')).toEqual([expect.objectContaining({ properties: expect.objectContaining({ retrysafe_operation_id: ctx.providerKey, subject: 'Parcel damaged (order-A-17)' }) })]);
+    expect(s.records('tickets')).toEqual([
+      expect.objectContaining({
+        properties: expect.objectContaining({
+          retrysafe_operation_id: ctx.providerKey,
+          subject: 'Parcel damaged (order-A-17)',
+        }),
+      }),
+    ]);
   });
 
   it('a 2xx the SDK cannot read ⇒ unknown / truncated-response (applied, result unreadable)', async () => {
     const s = await sb();
-    const p = await proxy(s.url, [{ kind: 'status', status: 201, body: '{"id":', headers: { 'content-type': 'application/json' } }]);
+    const p = await proxy(s.url, [
+      { kind: 'status', status: 201, body: '{"id":', headers: { 'content-type': 'application/json' } },
+    ]);
     const a = adapter(p.url);
     const params = ticket('t-garbled');
-    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'unknown', cause: 'truncated-response', status: 201 });
+    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({
+      kind: 'unknown',
+      cause: 'truncated-response',
+      status: 201,
+    });
   });
 
   it('upsert 207 whose one input failed validation ⇒ rejected / validation; failed otherwise ⇒ unknown', async () => {
     const s = await sb();
-    const multi = (category: string) => ({ kind: 'status' as const, status: 207, body: { status: 'COMPLETE', results: [], errors: [{ status: 'error', category, message: `input failed: ${category}` }], startedAt: '2026-11-30T00:00:00Z', completedAt: '2026-11-30T00:00:01Z' } });
+    const multi = (category: string) => ({
+      kind: 'status' as const,
+      status: 207,
+      body: {
+        status: 'COMPLETE',
+        results: [],
+        errors: [{ status: 'error', category, message: `input failed: ${category}` }],
+        startedAt: '2026-11-30T00:00:00Z',
+        completedAt: '2026-11-30T00:00:01Z',
+      },
+    });
     const p = await proxy(s.url, [multi('VALIDATION_ERROR'), multi('INTERNAL_ERROR')]);
     const a = adapter(p.url);
     const params = order('A-207');
     const ctx = execCtx(a, 'objects.upsert', params);
-    expect(await a.doExecute('objects.upsert', params, ctx)).toMatchObject({ kind: 'rejected', reason: 'validation', status: 207, code: 'VALIDATION_ERROR' });
-    expect(await a.doExecute('objects.upsert', params, ctx)).toMatchObject({ kind: 'unknown', status: 207, code: 'INTERNAL_ERROR' });
+    expect(await a.doExecute('objects.upsert', params, ctx)).toMatchObject({
+      kind: 'rejected',
+      reason: 'validation',
+      status: 207,
+      code: 'VALIDATION_ERROR',
+    });
+    expect(await a.doExecute('objects.upsert', params, ctx)).toMatchObject({
+      kind: 'unknown',
+      status: 207,
+      code: 'INTERNAL_ERROR',
+    });
   });
 
   it('a 2xx without a record id ⇒ unknown / truncated-response', async () => {
@@ -82,7 +128,10 @@ describe('2xx', () => {
     const p = await proxy(s.url, [{ kind: 'status', status: 201, body: { properties: {} } }]);
     const a = adapter(p.url);
     const params = ticket('t-no-id');
-    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'unknown', cause: 'truncated-response' });
+    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({
+      kind: 'unknown',
+      cause: 'truncated-response',
+    });
   });
 });
 
@@ -103,7 +152,11 @@ describe('429 ⇒ not-applied with the wait the headers and the policy imply', (
     s.throttle(1, 'DAILY');
     const a = adapter(s.url);
     const params = order('A-429d');
-    expect(await a.doExecute('objects.upsert', params, execCtx(a, 'objects.upsert', params))).toMatchObject({ kind: 'not-applied', code: 'DAILY', retryAfterMs: 86_400_000 });
+    expect(await a.doExecute('objects.upsert', params, execCtx(a, 'objects.upsert', params))).toMatchObject({
+      kind: 'not-applied',
+      code: 'DAILY',
+      retryAfterMs: 86_400_000,
+    });
   });
 
   it('the real rolling limiter of the sandbox: request 3 of a 2-per-10 s budget ⇒ not-applied, 10 s', async () => {
@@ -120,10 +173,27 @@ describe('429 ⇒ not-applied with the wait the headers and the policy imply', (
 
   it('Retry-After, when sent, wins over the policy', async () => {
     const s = await sb();
-    const p = await proxy(s.url, [{ kind: 'status', status: 429, retryAfterS: 3, body: { status: 'error', message: 'You have reached your ten_secondly_rolling limit.', errorType: 'RATE_LIMIT', correlationId: 'c-1', policyName: 'TEN_SECONDLY_ROLLING' } }]);
+    const p = await proxy(s.url, [
+      {
+        kind: 'status',
+        status: 429,
+        retryAfterS: 3,
+        body: {
+          status: 'error',
+          message: 'You have reached your ten_secondly_rolling limit.',
+          errorType: 'RATE_LIMIT',
+          correlationId: 'c-1',
+          policyName: 'TEN_SECONDLY_ROLLING',
+        },
+      },
+    ]);
     const a = adapter(p.url);
     const params = ticket('t-ra');
-    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'not-applied', retryAfterMs: 3000, requestId: 'c-1' });
+    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({
+      kind: 'not-applied',
+      retryAfterMs: 3000,
+      requestId: 'c-1',
+    });
   });
 });
 
@@ -141,7 +211,12 @@ describe('4xx ⇒ rejected', () => {
     const s = await sb();
     const a = createHubSpotAdapter({ accessToken: 'pat-wrong', baseUrl: s.url });
     const params = order('A-401');
-    expect(await a.doExecute('objects.upsert', params, execCtx(a, 'objects.upsert', params))).toMatchObject({ kind: 'rejected', reason: 'authentication', status: 401, code: 'INVALID_AUTHENTICATION' });
+    expect(await a.doExecute('objects.upsert', params, execCtx(a, 'objects.upsert', params))).toMatchObject({
+      kind: 'rejected',
+      reason: 'authentication',
+      status: 401,
+      code: 'INVALID_AUTHENTICATION',
+    });
   });
 
   it('403 missing scope ⇒ rejected / permission', async () => {
@@ -149,14 +224,24 @@ describe('4xx ⇒ rejected', () => {
     s.denyScope('tickets');
     const a = adapter(s.url);
     const params = ticket('t-403');
-    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'rejected', reason: 'permission', status: 403, code: 'MISSING_SCOPES' });
+    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({
+      kind: 'rejected',
+      reason: 'permission',
+      status: 403,
+      code: 'MISSING_SCOPES',
+    });
   });
 
   it('404 unknown contact ⇒ rejected / not-found', async () => {
     const s = await sb();
     const a = adapter(s.url);
     const params = { contactId: '999999', properties: { firstname: 'Ada' } };
-    expect(await a.doExecute('contacts.update', params, execCtx(a, 'contacts.update', params))).toMatchObject({ kind: 'rejected', reason: 'not-found', status: 404, code: 'OBJECT_NOT_FOUND' });
+    expect(await a.doExecute('contacts.update', params, execCtx(a, 'contacts.update', params))).toMatchObject({
+      kind: 'rejected',
+      reason: 'not-found',
+      status: 404,
+      code: 'OBJECT_NOT_FOUND',
+    });
   });
 
   it('409 on contacts.update (email held by another contact) ⇒ rejected / conflict naming the other contact', async () => {
@@ -165,7 +250,13 @@ describe('4xx ⇒ rejected', () => {
     const c = s.seed('contacts', { email: 'free@example.test' });
     const a = adapter(s.url);
     const params = { contactId: c.id, properties: { email: 'taken@example.test' } };
-    expect(await a.doExecute('contacts.update', params, execCtx(a, 'contacts.update', params))).toMatchObject({ kind: 'rejected', reason: 'conflict', status: 409, code: 'CONFLICT', providerRef: taken.id });
+    expect(await a.doExecute('contacts.update', params, execCtx(a, 'contacts.update', params))).toMatchObject({
+      kind: 'rejected',
+      reason: 'conflict',
+      status: 409,
+      code: 'CONFLICT',
+      providerRef: taken.id,
+    });
   });
 });
 
@@ -177,14 +268,39 @@ describe('409 unique-value conflict on tickets.create', () => {
     const ctx = execCtx(a, 'tickets.create', params);
     const first = await a.doExecute('tickets.create', params, ctx);
     const second = await a.doExecute('tickets.create', params, { ...ctx, attempt: 2 });
-    expect(second).toMatchObject({ kind: 'replayed', status: 409, code: 'CONFLICT', providerRef: first.providerRef, result: { id: first.providerRef } });
+    expect(second).toMatchObject({
+      kind: 'replayed',
+      status: 409,
+      code: 'CONFLICT',
+      providerRef: first.providerRef,
+      result: { id: first.providerRef },
+    });
     expect(s.count('tickets')).toBe(1);
-    expect(s.requests.map((r) => `${r.method} ${r.kind} ${r.status}`)).toEqual(['POST create 201', 'POST create 409', 'GET read 200']);
+    expect(s.requests.map((r) => `${r.method} ${r.kind} ${r.status}`)).toEqual([
+      'POST create 201',
+      'POST create 409',
+      'GET read 200',
+    ]);
   });
 
   it('a collision on ANOTHER unique property ⇒ rejected / conflict, never adopted', async () => {
     const s = await sb({
-      objectTypes: [{ names: ['tickets'], label: 'Ticket', properties: ['subject', 'content', 'hs_pipeline', 'hs_pipeline_stage', 'external_ref', 'retrysafe_operation_id'], unique: ['retrysafe_operation_id', 'external_ref'], scope: 'tickets' }],
+      objectTypes: [
+        {
+          names: ['tickets'],
+          label: 'Ticket',
+          properties: [
+            'subject',
+            'content',
+            'hs_pipeline',
+            'hs_pipeline_stage',
+            'external_ref',
+            'retrysafe_operation_id',
+          ],
+          unique: ['retrysafe_operation_id', 'external_ref'],
+          scope: 'tickets',
+        },
+      ],
     });
     const a = adapter(s.url);
     const one = ticket('t-one', { external_ref: 'EXT-1' });
@@ -197,10 +313,21 @@ describe('409 unique-value conflict on tickets.create', () => {
 
   it('a conflict body without "Existing ID" ⇒ unknown (the runner looks it up), not adopted blindly', async () => {
     const s = await sb();
-    const p = await proxy(s.url, [{ kind: 'status', status: 409, body: { status: 'error', message: 'duplicate value', correlationId: 'c-9', category: 'CONFLICT' } }]);
+    const p = await proxy(s.url, [
+      {
+        kind: 'status',
+        status: 409,
+        body: { status: 'error', message: 'duplicate value', correlationId: 'c-9', category: 'CONFLICT' },
+      },
+    ]);
     const a = adapter(p.url);
     const params = ticket('t-409-noid');
-    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'unknown', status: 409, code: 'CONFLICT', requestId: 'c-9' });
+    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({
+      kind: 'unknown',
+      status: 409,
+      code: 'CONFLICT',
+      requestId: 'c-9',
+    });
   });
 });
 
@@ -211,7 +338,11 @@ describe('5xx and network ⇒ unknown, not-applied only when it provably never a
       s.failNext(1, { status });
       const a = adapter(s.url);
       const params = ticket(`t-${status}`);
-      expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'unknown', cause: 'server-error', status });
+      expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({
+        kind: 'unknown',
+        cause: 'server-error',
+        status,
+      });
     });
   }
 
@@ -220,7 +351,10 @@ describe('5xx and network ⇒ unknown, not-applied only when it provably never a
     s.failNext(1, { status: 500, commit: true });
     const a = adapter(s.url);
     const params = ticket('t-500c');
-    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'unknown', cause: 'server-error' });
+    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({
+      kind: 'unknown',
+      cause: 'server-error',
+    });
     expect(s.count('tickets')).toBe(1);
   });
 
@@ -229,7 +363,11 @@ describe('5xx and network ⇒ unknown, not-applied only when it provably never a
     const p = await proxy(s.url, [{ kind: 'status', status: 502, body: '<html>Bad Gateway</html>' }]);
     const a = adapter(p.url);
     const params = order('A-502');
-    expect(await a.doExecute('objects.upsert', params, execCtx(a, 'objects.upsert', params))).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 502 });
+    expect(await a.doExecute('objects.upsert', params, execCtx(a, 'objects.upsert', params))).toMatchObject({
+      kind: 'unknown',
+      cause: 'server-error',
+      status: 502,
+    });
   });
 
   it('response dropped after the commit ⇒ unknown / connection-reset; the ticket exists', async () => {
@@ -237,7 +375,10 @@ describe('5xx and network ⇒ unknown, not-applied only when it provably never a
     const p = await proxy(s.url, ['drop-response']);
     const a = adapter(p.url);
     const params = ticket('t-drop');
-    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'unknown', cause: 'connection-reset' });
+    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({
+      kind: 'unknown',
+      cause: 'connection-reset',
+    });
     expect(s.count('tickets')).toBe(1);
   });
 
@@ -246,7 +387,10 @@ describe('5xx and network ⇒ unknown, not-applied only when it provably never a
     const p = await proxy(s.url, [{ kind: 'delay', ms: 3000 }]);
     const a = adapter(p.url, { timeoutMs: 300 });
     const params = ticket('t-slow');
-    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'unknown', cause: 'timeout' });
+    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({
+      kind: 'unknown',
+      cause: 'timeout',
+    });
   });
 
   it('reset before the request reached HubSpot ⇒ still unknown: a reset cannot prove it never arrived', async () => {
@@ -254,7 +398,10 @@ describe('5xx and network ⇒ unknown, not-applied only when it provably never a
     const p = await proxy(s.url, ['reset-before']);
     const a = adapter(p.url);
     const params = ticket('t-reset');
-    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'unknown', cause: 'connection-reset' });
+    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({
+      kind: 'unknown',
+      cause: 'connection-reset',
+    });
     expect(s.count('tickets')).toBe(0);
   });
 
@@ -268,14 +415,20 @@ describe('5xx and network ⇒ unknown, not-applied only when it provably never a
     });
     const a = adapter(`http://127.0.0.1:${port}`);
     const params = ticket('t-refused');
-    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'not-applied', code: 'ECONNREFUSED' });
+    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({
+      kind: 'not-applied',
+      code: 'ECONNREFUSED',
+    });
   });
 
   it("the caller's signal aborted before sending ⇒ not-applied, nothing reaches the sandbox", async () => {
     const s = await sb();
     const a = adapter(s.url);
     const params = ticket('t-abort');
-    const o = await a.doExecute('tickets.create', params, { ...execCtx(a, 'tickets.create', params), signal: AbortSignal.abort() });
+    const o = await a.doExecute('tickets.create', params, {
+      ...execCtx(a, 'tickets.create', params),
+      signal: AbortSignal.abort(),
+    });
     expect(o).toMatchObject({ kind: 'not-applied', code: 'ABORTED_BEFORE_SEND' });
     expect(s.requests).toHaveLength(0);
   });
@@ -285,16 +438,41 @@ describe('bad input gets a typed answer and sends nothing', () => {
   it.each([
     ['tickets.create', { ref: 'x', properties: { subject: 's', hs_pipeline: '0' } }, /hs_pipeline_stage is required/],
     // The frame checks the schema first (the same order as the runner's intake), so these read as the schema's field errors.
-    ['tickets.create', { ref: '', properties: { subject: 's', hs_pipeline: '0', hs_pipeline_stage: '1' } }, /ref must NOT have fewer than 1 characters/],
-    ['tickets.create', { ref: 'x', properties: { subject: 's', hs_pipeline: '0', hs_pipeline_stage: '1', retrysafe_operation_id: 'mine' } }, /adapter's id property/],
-    ['objects.upsert', { objectType: '2-100', properties: { amount: { nested: 1 } } }, /properties\.amount must be string or number or boolean/],
+    [
+      'tickets.create',
+      { ref: '', properties: { subject: 's', hs_pipeline: '0', hs_pipeline_stage: '1' } },
+      /ref must NOT have fewer than 1 characters/,
+    ],
+    [
+      'tickets.create',
+      {
+        ref: 'x',
+        properties: { subject: 's', hs_pipeline: '0', hs_pipeline_stage: '1', retrysafe_operation_id: 'mine' },
+      },
+      /adapter's id property/,
+    ],
+    [
+      'objects.upsert',
+      { objectType: '2-100', properties: { amount: { nested: 1 } } },
+      /properties\.amount must be string or number or boolean/,
+    ],
     ['objects.upsert', { objectType: '2-100', properties: {} }, /properties must NOT have fewer than 1 properties/],
-    ['contacts.update', { contactId: '1', properties: { 'bad name': 'x' } }, /properties\.bad name is not an allowed property name/],
-    ['contacts.update', { contactId: '1', properties: { firstname: 'x' }, extra: true }, /extra is not a field of this operation/],
+    [
+      'contacts.update',
+      { contactId: '1', properties: { 'bad name': 'x' } },
+      /properties\.bad name is not an allowed property name/,
+    ],
+    [
+      'contacts.update',
+      { contactId: '1', properties: { firstname: 'x' }, extra: true },
+      /extra is not a field of this operation/,
+    ],
   ] as const)('%s %j ⇒ rejected / validation', async (op, params, message) => {
     const s = await sb();
     const a = adapter(s.url);
-    const o = await a.doExecute(op, params, { ...execCtx(a, 'contacts.update', { contactId: '1', properties: { x: 1 } }) });
+    const o = await a.doExecute(op, params, {
+      ...execCtx(a, 'contacts.update', { contactId: '1', properties: { x: 1 } }),
+    });
     expect(o).toMatchObject({ kind: 'rejected', reason: 'validation' });
     expect(o.kind === 'rejected' && o.message).toMatch(message);
     expect(s.requests).toHaveLength(0);

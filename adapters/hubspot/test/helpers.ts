@@ -1,6 +1,13 @@
-import { businessOperationId, pickIntent, type AttemptId, type ExecuteContext, type LookupContext, type RunId } from '@retrysafe/contract';
+import {
+  type AttemptId,
+  businessOperationId,
+  type ExecuteContext,
+  type LookupContext,
+  pickIntent,
+  type RunId,
+} from '@retrysafe/contract';
 import { createHubSpotAdapter, type HubSpotAdapter, type HubSpotAdapterOptions } from '../src/index.js';
-import { startHubSpotSandbox, type HubSpotSandbox, type HubSpotSandboxOptions } from '../src/sandbox/index.js';
+import { type HubSpotSandbox, type HubSpotSandboxOptions, startHubSpotSandbox } from '../src/sandbox/index.js';
 
 export const TOKEN = 'pat-na1-test-token';
 
@@ -13,7 +20,12 @@ export function adapter(baseUrl: string, options: Partial<HubSpotAdapterOptions>
 }
 
 /** The ExecuteContext the runner would build: id derived from the operation's intent fields, key from the adapter. */
-export function execCtx(a: HubSpotAdapter, operation: keyof HubSpotAdapter['operations'], params: unknown, extra: Partial<ExecuteContext> = {}): ExecuteContext {
+export function execCtx(
+  a: HubSpotAdapter,
+  operation: keyof HubSpotAdapter['operations'],
+  params: unknown,
+  extra: Partial<ExecuteContext> = {},
+): ExecuteContext {
   const spec = a.operations[operation];
   const id = businessOperationId(spec.card.operation, pickIntent(params, spec.intentFields));
   return {
@@ -27,17 +39,41 @@ export function execCtx(a: HubSpotAdapter, operation: keyof HubSpotAdapter['oper
   };
 }
 
-export function lookupCtx(a: HubSpotAdapter, operation: keyof HubSpotAdapter['operations'], params: unknown, extra: Partial<LookupContext> = {}): LookupContext {
+export function lookupCtx(
+  a: HubSpotAdapter,
+  operation: keyof HubSpotAdapter['operations'],
+  params: unknown,
+  extra: Partial<LookupContext> = {},
+): LookupContext {
   const e = execCtx(a, operation, params);
-  return { businessOperationId: e.businessOperationId, providerKey: e.providerKey, params, runId: e.runId, attemptId: e.attemptId, statusRef: null, firstDispatchedAt: Date.now(), now: Date.now(), ...extra };
+  return {
+    businessOperationId: e.businessOperationId,
+    providerKey: e.providerKey,
+    params,
+    runId: e.runId,
+    attemptId: e.attemptId,
+    statusRef: null,
+    firstDispatchedAt: Date.now(),
+    now: Date.now(),
+    ...extra,
+  };
 }
 
 export const ticket = (ref: string, extra: Record<string, string> = {}) => ({
   ref,
-  properties: { subject: `Parcel damaged (${ref})`, content: 'The customer reports a damaged parcel.', hs_pipeline: '0', hs_pipeline_stage: '1', ...extra },
+  properties: {
+    subject: `Parcel damaged (${ref})`,
+    content: 'The customer reports a damaged parcel.',
+    hs_pipeline: '0',
+    hs_pipeline_stage: '1',
+    ...extra,
+  },
 });
 
-export const order = (ref: string) => ({ objectType: '2-100', properties: { name: `Order ${ref}`, order_ref: ref, amount: 1250 } });
+export const order = (ref: string) => ({
+  objectType: '2-100',
+  properties: { name: `Order ${ref}`, order_ref: ref, amount: 1250 },
+});
 
 /** Requests the sandbox saw of one kind on one object type. */
 export function seen(s: HubSpotSandbox, kind: string, objectType?: string): number {

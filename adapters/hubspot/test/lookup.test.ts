@@ -22,7 +22,14 @@ describe('tickets.create lookup: CRM search on the id property', () => {
     const params = ticket('lk-1');
     const created = await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params));
     const r = await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', params));
-    expect(r).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: created.providerRef, result: { properties: { subject: 'Parcel damaged (lk-1)' } } } });
+    expect(r).toMatchObject({
+      kind: 'found',
+      outcome: {
+        kind: 'succeeded',
+        providerRef: created.providerRef,
+        result: { properties: { subject: 'Parcel damaged (lk-1)' } },
+      },
+    });
   });
 
   it('inside the indexing delay a miss is cannot-tell (no settle time configured), then found after it', async () => {
@@ -43,9 +50,15 @@ describe('tickets.create lookup: CRM search on the id property', () => {
     const a = adapter(s.url, { searchSettleMs: 2000 });
     const params = ticket('lk-3');
     const now = Date.now();
-    const inside = await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', params, { firstDispatchedAt: now - 500, now }));
+    const inside = await a.doLookup(
+      'tickets.create',
+      lookupCtx(a, 'tickets.create', params, { firstDispatchedAt: now - 500, now }),
+    );
     expect(inside).toMatchObject({ kind: 'cannot-tell', retryAfterMs: 1500 });
-    const after = await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', params, { firstDispatchedAt: now - 2500, now }));
+    const after = await a.doLookup(
+      'tickets.create',
+      lookupCtx(a, 'tickets.create', params, { firstDispatchedAt: now - 2500, now }),
+    );
     expect(after).toMatchObject({ kind: 'not-found' });
     expect(a.operations['tickets.create'].card.lookup.consistencyDelay.value).toBe('2s');
   });
@@ -55,9 +68,15 @@ describe('tickets.create lookup: CRM search on the id property', () => {
     const a = adapter(s.url, { searchSettleMs: 2000 });
     const params = ticket('lk-3b');
     const now = Date.now();
-    const resent = await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', params, { firstDispatchedAt: now - 60_000, lastDispatchedAt: now - 500, now }));
+    const resent = await a.doLookup(
+      'tickets.create',
+      lookupCtx(a, 'tickets.create', params, { firstDispatchedAt: now - 60_000, lastDispatchedAt: now - 500, now }),
+    );
     expect(resent).toMatchObject({ kind: 'cannot-tell', retryAfterMs: 1500 });
-    const settled = await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', params, { firstDispatchedAt: now - 60_000, lastDispatchedAt: now - 2500, now }));
+    const settled = await a.doLookup(
+      'tickets.create',
+      lookupCtx(a, 'tickets.create', params, { firstDispatchedAt: now - 60_000, lastDispatchedAt: now - 2500, now }),
+    );
     expect(settled).toMatchObject({ kind: 'not-found' });
   });
 
@@ -65,7 +84,9 @@ describe('tickets.create lookup: CRM search on the id property', () => {
     const s = await sb();
     const a = adapter(s.url);
     const params = ticket('lk-4');
-    expect(await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', params, { firstDispatchedAt: null }))).toMatchObject({ kind: 'not-found', reason: 'never dispatched' });
+    expect(
+      await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', params, { firstDispatchedAt: null })),
+    ).toMatchObject({ kind: 'not-found', reason: 'never dispatched' });
   });
 
   it('another operation’s ticket is not a match', async () => {
@@ -74,7 +95,9 @@ describe('tickets.create lookup: CRM search on the id property', () => {
     const mine = ticket('lk-mine');
     const other = ticket('lk-other');
     await a.doExecute('tickets.create', other, execCtx(a, 'tickets.create', other));
-    expect(await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', mine))).toMatchObject({ kind: 'not-found' });
+    expect(await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', mine))).toMatchObject({
+      kind: 'not-found',
+    });
   });
 
   it('search throttled (5 req/s per account) ⇒ cannot-tell with a 1 s wait and the SECONDLY policy', async () => {
@@ -82,7 +105,12 @@ describe('tickets.create lookup: CRM search on the id property', () => {
     const a = adapter(s.url);
     const params = ticket('lk-5');
     await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', params));
-    expect(await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'cannot-tell', status: 429, code: 'SECONDLY', retryAfterMs: 1000 });
+    expect(await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', params))).toMatchObject({
+      kind: 'cannot-tell',
+      status: 429,
+      code: 'SECONDLY',
+      retryAfterMs: 1000,
+    });
   });
 
   it('search failing (403) ⇒ cannot-tell, never not-found', async () => {
@@ -90,7 +118,9 @@ describe('tickets.create lookup: CRM search on the id property', () => {
     s.denyScope('tickets');
     const a = adapter(s.url, { searchSettleMs: 0 });
     const params = ticket('lk-6');
-    expect(await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', params, { firstDispatchedAt: 0 }))).toMatchObject({ kind: 'cannot-tell', status: 403 });
+    expect(
+      await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', params, { firstDispatchedAt: 0 })),
+    ).toMatchObject({ kind: 'cannot-tell', status: 403 });
   });
 });
 
@@ -100,7 +130,10 @@ describe('objects.upsert lookup', () => {
     const a = adapter(s.url);
     const params = order('lk-A');
     const done = await a.doExecute('objects.upsert', params, execCtx(a, 'objects.upsert', params));
-    expect(await a.doLookup('objects.upsert', lookupCtx(a, 'objects.upsert', params))).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: done.providerRef } });
+    expect(await a.doLookup('objects.upsert', lookupCtx(a, 'objects.upsert', params))).toMatchObject({
+      kind: 'found',
+      outcome: { kind: 'succeeded', providerRef: done.providerRef },
+    });
   });
 });
 
@@ -110,7 +143,10 @@ describe('contacts.update lookup: GET the contact and compare the values', () =>
     const c = s.seed('contacts', { email: 'ada@example.test', contract_date: '2026-08-05' });
     const a = adapter(s.url);
     const params = { contactId: c.id, properties: { contract_date: '2026-08-05' } };
-    expect(await a.doLookup('contacts.update', lookupCtx(a, 'contacts.update', params))).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: c.id } });
+    expect(await a.doLookup('contacts.update', lookupCtx(a, 'contacts.update', params))).toMatchObject({
+      kind: 'found',
+      outcome: { kind: 'succeeded', providerRef: c.id },
+    });
   });
 
   it('values differ ⇒ not-found (re-sending the set-value PATCH is safe)', async () => {
@@ -128,14 +164,20 @@ describe('contacts.update lookup: GET the contact and compare the values', () =>
     const c = s.seed('contacts', { email: 'ada@example.test', firstname: 'Ada' });
     const a = adapter(s.url);
     const params = { contactId: 'ada@example.test', idProperty: 'email', properties: { firstname: 'Ada' } };
-    expect(await a.doLookup('contacts.update', lookupCtx(a, 'contacts.update', params))).toMatchObject({ kind: 'found', outcome: { providerRef: c.id } });
+    expect(await a.doLookup('contacts.update', lookupCtx(a, 'contacts.update', params))).toMatchObject({
+      kind: 'found',
+      outcome: { providerRef: c.id },
+    });
   });
 
   it('contact gone ⇒ found / rejected not-found (the PATCH would fail the same way)', async () => {
     const s = await sb();
     const a = adapter(s.url);
     const params = { contactId: '424242', properties: { firstname: 'Ada' } };
-    expect(await a.doLookup('contacts.update', lookupCtx(a, 'contacts.update', params))).toMatchObject({ kind: 'found', outcome: { kind: 'rejected', reason: 'not-found', status: 404 } });
+    expect(await a.doLookup('contacts.update', lookupCtx(a, 'contacts.update', params))).toMatchObject({
+      kind: 'found',
+      outcome: { kind: 'rejected', reason: 'not-found', status: 404 },
+    });
   });
 
   it('throttled ⇒ cannot-tell with the 10 s the policy implies', async () => {
@@ -144,6 +186,10 @@ describe('contacts.update lookup: GET the contact and compare the values', () =>
     s.throttle(1);
     const a = adapter(s.url);
     const params = { contactId: c.id, properties: { firstname: 'Ada' } };
-    expect(await a.doLookup('contacts.update', lookupCtx(a, 'contacts.update', params))).toMatchObject({ kind: 'cannot-tell', status: 429, retryAfterMs: 10_000 });
+    expect(await a.doLookup('contacts.update', lookupCtx(a, 'contacts.update', params))).toMatchObject({
+      kind: 'cannot-tell',
+      status: 429,
+      retryAfterMs: 10_000,
+    });
   });
 });

@@ -22,11 +22,19 @@ const cases: [operation: keyof typeof valid, why: string, params: unknown][] = [
   ['objects.upsert', 'object type with a path', { objectType: '2-100/x', properties: { amount: 3 } }],
   ['objects.upsert', 'blank object type', { objectType: ' ', properties: { amount: 3 } }],
   ['objects.upsert', 'a nested property value', { objectType: '2-100', properties: { amount: { n: 1 } } }],
-  ['objects.upsert', "the adapter's id property", { objectType: '2-100', properties: { retrysafe_operation_id: 'mine' } }],
+  [
+    'objects.upsert',
+    "the adapter's id property",
+    { objectType: '2-100', properties: { retrysafe_operation_id: 'mine' } },
+  ],
   ['tickets.create', 'blank ref', { ref: ' ', properties: ticketProps }],
   ['tickets.create', 'no pipeline stage', { ref: 'x', properties: { subject: 's', hs_pipeline: '0' } }],
   ['tickets.create', 'blank subject', { ref: 'x', properties: { ...ticketProps, subject: ' ' } }],
-  ['tickets.create', "the adapter's id property", { ref: 'x', properties: { ...ticketProps, retrysafe_operation_id: 'mine' } }],
+  [
+    'tickets.create',
+    "the adapter's id property",
+    { ref: 'x', properties: { ...ticketProps, retrysafe_operation_id: 'mine' } },
+  ],
 ];
 
 describe('HubSpot params schemas', () => {

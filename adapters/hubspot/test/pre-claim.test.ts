@@ -1,8 +1,8 @@
 import { InvalidParamsError } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import { adapter, sandbox, ticket } from './helpers.js';
 import type { HubSpotSandbox } from '../src/sandbox/index.js';
+import { adapter, sandbox, ticket } from './helpers.js';
 
 // The adapter's own checks (here: the id property is the adapter's, set from the business-operation
 // id) run before the claim through OperationSpec.checkParams: no row, no request (issue 16).

@@ -2,7 +2,7 @@ import { Client } from '@hubspot/api-client';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { HubSpotSandbox } from '../src/sandbox/index.js';
-import { adapter, execCtx, sandbox, seen, ticket, TOKEN } from './helpers.js';
+import { adapter, execCtx, sandbox, seen, TOKEN, ticket } from './helpers.js';
 
 // @hubspot/api-client 14.0.1 keeps its retry decorator in a process-wide singleton
 // (lib/src/services/ApiDecoratorService.js): every `new Client()` replaces it, and a client's API
@@ -21,7 +21,10 @@ afterEach(async () => {
   await s.close();
 });
 
-const rawTicket = (subject: string) => ({ properties: { subject, hs_pipeline: '0', hs_pipeline_stage: '1' }, associations: [] });
+const rawTicket = (subject: string) => ({
+  properties: { subject, hs_pipeline: '0', hs_pipeline_stage: '1' },
+  associations: [],
+});
 
 describe('negative controls: what the SDK does on its own', () => {
   it('numberOfApiCallRetries: 3 re-sends a POST create after a 500 that committed ⇒ 3 tickets for one call', async () => {
@@ -73,13 +76,19 @@ describe('the adapter is immune to the process-wide retry setting', () => {
 
     s.failNext(10, { status: 500 });
     const p1 = ticket('immune-500');
-    expect(await a.doExecute('tickets.create', p1, execCtx(a, 'tickets.create', p1))).toMatchObject({ kind: 'unknown', status: 500 });
+    expect(await a.doExecute('tickets.create', p1, execCtx(a, 'tickets.create', p1))).toMatchObject({
+      kind: 'unknown',
+      status: 500,
+    });
     expect(seen(s, 'create', 'tickets')).toBe(1);
 
     s.failNext(0);
     s.throttle(10, 'TEN_SECONDLY_ROLLING');
     const p2 = ticket('immune-429');
-    expect(await a.doExecute('tickets.create', p2, execCtx(a, 'tickets.create', p2))).toMatchObject({ kind: 'not-applied', status: 429 });
+    expect(await a.doExecute('tickets.create', p2, execCtx(a, 'tickets.create', p2))).toMatchObject({
+      kind: 'not-applied',
+      status: 429,
+    });
     expect(seen(s, 'create', 'tickets')).toBe(2);
 
     // positive control: the retry setting really is live in this process

@@ -3,4 +3,12 @@ export { createMsGraphAdapter, type MsGraphAdapter, type MsGraphAdapterOptions }
 export { msGraphCards } from './msgraph-cards.js';
 // For the `client` option: a Graph client with no RetryHandler in its chain.
 export { createGraphClient, type GraphClientOptions, type TokenProvider } from './msgraph-client.js';
-export type { MsGraphOperationTypes, MailSendParams, MailSendResult, EventsCreateParams, EventResult, TodoTasksCreateParams, TaskResult } from './msgraph-operations.js';
+export type {
+  EventResult,
+  EventsCreateParams,
+  MailSendParams,
+  MailSendResult,
+  MsGraphOperationTypes,
+  TaskResult,
+  TodoTasksCreateParams,
+} from './msgraph-operations.js';

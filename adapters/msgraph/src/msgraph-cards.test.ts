@@ -1,36 +1,43 @@
 // The cards against what shared/providers.md § Microsoft Graph states, fact by fact, and the SDK
 // facts against the installed @microsoft/microsoft-graph-client source.
-import { describe, expect, it } from 'vitest';
+
 import { RetryHandler, RetryHandlerOptions } from '@microsoft/microsoft-graph-client';
 import { validateCard } from '@retrysafe/contract';
 import { cardRows } from '@retrysafe/contract/render';
+import { describe, expect, it } from 'vitest';
 import { eventsCreateCard, mailSendCard, msGraphCards, todoTasksCreateCard } from './msgraph-cards.js';
 import { msGraphOperations } from './msgraph-operations.js';
 
 describe('every card', () => {
-  it.each(Object.entries(msGraphCards))('%s validates, lists every unknown in unverified, and matches its operation', (name, card) => {
-    const v = validateCard(card);
-    expect(v.problems).toEqual([]);
-    const listed = new Set<string>(card.unverified.map((u) => u.field));
-    for (const path of v.unknowns) expect(listed.has(path)).toBe(true);
-    expect(card.operation).toBe(`msgraph.${name}`);
-    expect(msGraphOperations[name]?.card).toBe(card);
-    expect(msGraphOperations[name]?.intentFields).toEqual(card.businessOperationId.intentFields);
-    expect(Object.isFrozen(card)).toBe(true);
-  });
+  it.each(Object.entries(msGraphCards))(
+    '%s validates, lists every unknown in unverified, and matches its operation',
+    (name, card) => {
+      const v = validateCard(card);
+      expect(v.problems).toEqual([]);
+      const listed = new Set<string>(card.unverified.map((u) => u.field));
+      for (const path of v.unknowns) expect(listed.has(path)).toBe(true);
+      expect(card.operation).toBe(`msgraph.${name}`);
+      expect(msGraphOperations[name]?.card).toBe(card);
+      expect(msGraphOperations[name]?.intentFields).toEqual(card.businessOperationId.intentFields);
+      expect(Object.isFrozen(card)).toBe(true);
+    },
+  );
 
-  it.each(Object.entries(msGraphCards))('%s: the runner is the one retrying layer; 429 retryable (Retry-After honoured); 503/504 never resent', (_name, card) => {
-    expect(card.retryLayer).toMatchObject({ layer: 'runner', sdkRetries: 'disabled' });
-    expect(card.retryLayer.how).toMatch(/no RetryHandler/);
-    // providers.md: "Throttling: 429 + Retry-After (honour it …)"
-    const retryable = card.retryableErrors.value as readonly string[];
-    const nonRetryable = card.nonRetryableErrors.value as readonly string[];
-    expect(retryable.some((e) => e.startsWith('429'))).toBe(true);
-    // providers.md: "Graph's 503/504 on sendMail have delivered mail" ⇒ not retryable, unknown
-    expect(retryable.join(' ')).not.toMatch(/503|504/);
-    expect(nonRetryable.join(' ')).toMatch(/503\/504.*unknown/);
-    expect(card.sideEffect.idempotentByNature.value).toBe(false);
-  });
+  it.each(Object.entries(msGraphCards))(
+    '%s: the runner is the one retrying layer; 429 retryable (Retry-After honoured); 503/504 never resent',
+    (_name, card) => {
+      expect(card.retryLayer).toMatchObject({ layer: 'runner', sdkRetries: 'disabled' });
+      expect(card.retryLayer.how).toMatch(/no RetryHandler/);
+      // providers.md: "Throttling: 429 + Retry-After (honour it …)"
+      const retryable = card.retryableErrors.value as readonly string[];
+      const nonRetryable = card.nonRetryableErrors.value as readonly string[];
+      expect(retryable.some((e) => e.startsWith('429'))).toBe(true);
+      // providers.md: "Graph's 503/504 on sendMail have delivered mail" ⇒ not retryable, unknown
+      expect(retryable.join(' ')).not.toMatch(/503|504/);
+      expect(nonRetryable.join(' ')).toMatch(/503\/504.*unknown/);
+      expect(card.sideEffect.idempotentByNature.value).toBe(false);
+    },
+  );
 });
 
 describe('msgraph.mail.send vs providers.md', () => {
@@ -44,7 +51,9 @@ describe('msgraph.mail.send vs providers.md', () => {
   });
   it('"tag the message with a singleValueExtendedProperties entry … GET /me/mailFolders/sentitems/messages?$filter=…": lookup is a search', () => {
     expect(mailSendCard.lookup.method.value).toBe('search');
-    expect(mailSendCard.reconciler).toContain('mailFolders/sentitems/messages?$filter=singleValueExtendedProperties/Any');
+    expect(mailSendCard.reconciler).toContain(
+      'mailFolders/sentitems/messages?$filter=singleValueExtendedProperties/Any',
+    );
   });
   it('"Delay before it appears: unknown" ⇒ consistencyDelay unknown, shown as unknown and listed as unverified', () => {
     expect(mailSendCard.lookup.consistencyDelay.value).toBe('unknown');
@@ -66,7 +75,13 @@ describe('msgraph.events.create vs providers.md', () => {
   it('"what a duplicate returns and how long it is remembered: unknown"', () => {
     expect(eventsCreateCard.storedResult.semantics.value).toBe('unknown');
     expect(eventsCreateCard.retention.minimum.value).toBe('unknown');
-    for (const f of ['storedResult.semantics', 'retention.minimum', 'parameterMatching', 'concurrency', 'providerKey.scope']) {
+    for (const f of [
+      'storedResult.semantics',
+      'retention.minimum',
+      'parameterMatching',
+      'concurrency',
+      'providerKey.scope',
+    ]) {
       expect(eventsCreateCard.unverified.map((u) => u.field)).toContain(f);
     }
   });

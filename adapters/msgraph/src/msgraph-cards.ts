@@ -1,8 +1,8 @@
 import {
-  defineCard,
-  fact,
   type ConcurrencyBehaviour,
   type Duration,
+  defineCard,
+  fact,
   type ParameterMatching,
   type RetrySafetyCard,
   type StoredResultSemantics,
@@ -20,16 +20,19 @@ export const SOURCES = {
   listTasks: 'https://learn.microsoft.com/en-us/graph/api/todotasklist-list-tasks',
   throttling: 'https://learn.microsoft.com/en-us/graph/throttling',
   errors: 'https://learn.microsoft.com/en-us/graph/errors',
-  retryHandler: '@microsoft/microsoft-graph-client 3.0.7 lib/src/middleware/RetryHandler.js (RETRY_STATUS_CODES 429, 503, 504; any method)',
+  retryHandler:
+    '@microsoft/microsoft-graph-client 3.0.7 lib/src/middleware/RetryHandler.js (RETRY_STATUS_CODES 429, 503, 504; any method)',
 } as const;
 
-const REQUEST_ID = fact('request-id response header (else error.innerError["request-id"] in the error body)', SOURCES.errors);
+const REQUEST_ID = fact(
+  'request-id response header (else error.innerError["request-id"] in the error body)',
+  SOURCES.errors,
+);
 
 const RETRY_LAYER = {
   layer: 'runner',
   sdkRetries: 'disabled',
-  how:
-    'Client.initWithMiddleware with the chain BearerAuthMiddleware → HTTPMessageHandler and no RetryHandler; an injected client whose chain holds a RetryHandler is refused with AdapterConfigurationError. The drill counts deliveries at the loopback sandbox; a negative control shows the SDK default chain resending sendMail on 503/504.',
+  how: 'Client.initWithMiddleware with the chain BearerAuthMiddleware → HTTPMessageHandler and no RetryHandler; an injected client whose chain holds a RetryHandler is refused with AdapterConfigurationError. The drill counts deliveries at the loopback sandbox; a negative control shows the SDK default chain resending sendMail on 503/504.',
 } as const;
 
 const RETRYABLE = fact(
@@ -41,7 +44,8 @@ const RETRYABLE = fact(
 const REFUSED = ['400/405/413/415/422 validation', '401 authentication', '403 permission'] as const;
 const BACKOFF = { strategy: 'exponential-full-jitter', base: '1s', cap: '30s', retryAfterCap: '2m' } as const;
 const HANDOFF_DESTINATION = 'the runner handoff sink (JSONL file or callback), resolved by a person from the CLI';
-const RECEIPTS = 'the runner ledger, exported as JSONL; message bodies, recipients and attendees are sensitive fields and never reach receipts or packets';
+const RECEIPTS =
+  'the runner ledger, exported as JSONL; message bodies, recipients and attendees are sensitive fields and never reach receipts or packets';
 const DUPLICATE_TEST =
   'loopback Graph sandbox (@retrysafe/msgraph/sandbox) with the real SDK pointed at it, behind the testkit fault proxy; the sandbox counts the records it holds and the POSTs it received';
 
@@ -76,9 +80,15 @@ export const mailSendCard = defineCard({
     includesErrors: fact(false, SOURCES.providers),
   },
   lookup: {
-    method: fact('search', `${SOURCES.providers}: Sent Items $filter on singleValueExtendedProperties; ${SOURCES.extendedPropertyFilter}`),
+    method: fact(
+      'search',
+      `${SOURCES.providers}: Sent Items $filter on singleValueExtendedProperties; ${SOURCES.extendedPropertyFilter}`,
+    ),
     consistencyDelay: fact<Duration | null>('unknown', `${SOURCES.providers}: "Delay before it appears: unknown"`),
-    lateApplyBound: fact<Duration>('unknown', `${SOURCES.sendMail}: sendMail answers 202 Accepted and the message is processed asynchronously; no deadline for saving it to Sent Items is documented`),
+    lateApplyBound: fact<Duration>(
+      'unknown',
+      `${SOURCES.sendMail}: sendMail answers 202 Accepted and the message is processed asynchronously; no deadline for saving it to Sent Items is documented`,
+    ),
   },
   retention: { minimum: fact(null, `${SOURCES.providers}: nothing is stored for a re-send`) },
   concurrency: fact('duplicates', `${SOURCES.providers}: no idempotency key`),
@@ -97,7 +107,7 @@ export const mailSendCard = defineCard({
   limits: { maxAttempts: 3, maxElapsed: '10m', lookupWindow: '5m' },
   retryLayer: RETRY_LAYER,
   reconciler:
-    "the runner, through doLookup: GET /{mailbox}/mailFolders/sentitems/messages?$filter=singleValueExtendedProperties/Any(ep: ep/id eq '<tag>' and ep/value eq '<business-operation id>'); a match is adopted, an empty answer is \"cannot tell\" (never \"not sent\") because the delay is unknown",
+    'the runner, through doLookup: GET /{mailbox}/mailFolders/sentitems/messages?$filter=singleValueExtendedProperties/Any(ep: ep/id eq \'<tag>\' and ep/value eq \'<business-operation id>\'); a match is adopted, an empty answer is "cannot tell" (never "not sent") because the delay is unknown',
   handoff: {
     condition:
       'rejected; or an unknown outcome (timeout, reset, 5xx, lost 202) whose mail is not found in Sent Items within the lookup window — the runner never resends blindly; or not-applied beyond max attempts / max elapsed',
@@ -106,15 +116,21 @@ export const mailSendCard = defineCard({
   duplicateTest: DUPLICATE_TEST,
   receipts: RECEIPTS,
   unverified: [
-    { field: 'lookup.lateApplyBound', condition: 'how long after the client gave up Graph may still send and save the message', source: SOURCES.sendMail },
+    {
+      field: 'lookup.lateApplyBound',
+      condition: 'how long after the client gave up Graph may still send and save the message',
+      source: SOURCES.sendMail,
+    },
     {
       field: 'lookup.consistencyDelay',
-      condition: 'how long after a 202 the mail appears in Sent Items (202 = accepted, not delivered; it reaches Sent Items after transport)',
+      condition:
+        'how long after a 202 the mail appears in Sent Items (202 = accepted, not delivered; it reaches Sent Items after transport)',
       source: SOURCES.providers,
     },
     {
       field: 'lookup.method',
-      condition: 'the Sent Items $filter on the extended property is exercised against the loopback sandbox only, not a live tenant',
+      condition:
+        'the Sent Items $filter on the extended property is exercised against the loopback sandbox only, not a live tenant',
       source: SOURCES.extendedPropertyFilter,
     },
   ],
@@ -136,7 +152,10 @@ export const eventsCreateCard = defineCard({
   providerKey: {
     travels: fact('body', `${SOURCES.event}; ${SOURCES.providers}`),
     name: fact('transactionId', SOURCES.event),
-    maxLength: fact<number | null>('unknown', `${SOURCES.event}: no limit documented (the adapter sends at most 64 chars: rs- + the id when it fits A-Za-z0-9-, else rs- + a hex digest of it)`),
+    maxLength: fact<number | null>(
+      'unknown',
+      `${SOURCES.event}: no limit documented (the adapter sends at most 64 chars: rs- + the id when it fits A-Za-z0-9-, else rs- + a hex digest of it)`,
+    ),
     charset: fact<string | null>('unknown', `${SOURCES.event}: not documented (the adapter sends only A-Za-z0-9-)`),
     scope: fact('unknown', `${SOURCES.providers}`),
   },
@@ -154,7 +173,9 @@ export const eventsCreateCard = defineCard({
     consistencyDelay: fact<Duration | null>('unknown', `${SOURCES.createEvent}: not documented`),
     lateApplyBound: fact<Duration>('unknown', `${SOURCES.createEvent} documents no server-side request deadline`),
   },
-  retention: { minimum: fact<Duration | null>('unknown', `${SOURCES.providers}: "how long it is remembered: unknown"`) },
+  retention: {
+    minimum: fact<Duration | null>('unknown', `${SOURCES.providers}: "how long it is remembered: unknown"`),
+  },
   concurrency: fact<ConcurrencyBehaviour>('unknown', SOURCES.providers),
   retryableErrors: RETRYABLE,
   nonRetryableErrors: fact(
@@ -179,16 +200,44 @@ export const eventsCreateCard = defineCard({
   duplicateTest: DUPLICATE_TEST,
   receipts: RECEIPTS,
   unverified: [
-    { field: 'lookup.lateApplyBound', condition: 'how long after the client gave up Graph may still create the event', source: SOURCES.createEvent },
+    {
+      field: 'lookup.lateApplyBound',
+      condition: 'how long after the client gave up Graph may still create the event',
+      source: SOURCES.createEvent,
+    },
     { field: 'providerKey.maxLength', condition: 'maximum transactionId length', source: SOURCES.event },
     { field: 'providerKey.charset', condition: 'characters allowed in transactionId', source: SOURCES.event },
-    { field: 'providerKey.scope', condition: 'whether transactionId is unique per mailbox, per calendar or per app', source: SOURCES.providers },
-    { field: 'parameterMatching', condition: 'what a second POST with the same transactionId and other fields does', source: SOURCES.providers },
-    { field: 'storedResult.semantics', condition: 'what a duplicate POST with the same transactionId returns', source: SOURCES.providers },
-    { field: 'storedResult.includesErrors', condition: 'whether an error for the first POST is remembered for the transactionId', source: SOURCES.providers },
-    { field: 'lookup.consistencyDelay', condition: 'how soon a created event is visible to an $filter query on /events', source: SOURCES.createEvent },
+    {
+      field: 'providerKey.scope',
+      condition: 'whether transactionId is unique per mailbox, per calendar or per app',
+      source: SOURCES.providers,
+    },
+    {
+      field: 'parameterMatching',
+      condition: 'what a second POST with the same transactionId and other fields does',
+      source: SOURCES.providers,
+    },
+    {
+      field: 'storedResult.semantics',
+      condition: 'what a duplicate POST with the same transactionId returns',
+      source: SOURCES.providers,
+    },
+    {
+      field: 'storedResult.includesErrors',
+      condition: 'whether an error for the first POST is remembered for the transactionId',
+      source: SOURCES.providers,
+    },
+    {
+      field: 'lookup.consistencyDelay',
+      condition: 'how soon a created event is visible to an $filter query on /events',
+      source: SOURCES.createEvent,
+    },
     { field: 'retention.minimum', condition: 'how long Graph remembers a transactionId', source: SOURCES.providers },
-    { field: 'concurrency', condition: 'what two concurrent POSTs with one transactionId do', source: SOURCES.providers },
+    {
+      field: 'concurrency',
+      condition: 'what two concurrent POSTs with one transactionId do',
+      source: SOURCES.providers,
+    },
   ],
 } as const satisfies RetrySafetyCard);
 
@@ -229,7 +278,10 @@ export const todoTasksCreateCard = defineCard({
     includesErrors: fact(false, SOURCES.createTask),
   },
   lookup: {
-    method: fact('search', `${SOURCES.listTasks} with $filter=linkedResources/any(r: r/externalId eq '<business-operation id>')`),
+    method: fact(
+      'search',
+      `${SOURCES.listTasks} with $filter=linkedResources/any(r: r/externalId eq '<business-operation id>')`,
+    ),
     consistencyDelay: fact<Duration | null>('unknown', `${SOURCES.listTasks}: not documented`),
     lateApplyBound: fact<Duration>('unknown', `${SOURCES.createTask} documents no server-side request deadline`),
   },
@@ -249,16 +301,25 @@ export const todoTasksCreateCard = defineCard({
   limits: { maxAttempts: 3, maxElapsed: '5m', lookupWindow: '2m' },
   retryLayer: RETRY_LAYER,
   reconciler:
-    "the runner, through doLookup: GET /{mailbox}/todo/lists/{listId}/tasks?$filter=linkedResources/any(r: r/externalId eq '<business-operation id>'); a match is adopted; an empty or refused answer is \"cannot tell\"",
+    'the runner, through doLookup: GET /{mailbox}/todo/lists/{listId}/tasks?$filter=linkedResources/any(r: r/externalId eq \'<business-operation id>\'); a match is adopted; an empty or refused answer is "cannot tell"',
   handoff: {
-    condition: 'rejected; or an unknown outcome whose task is not found within the lookup window; or not-applied beyond max attempts / max elapsed',
+    condition:
+      'rejected; or an unknown outcome whose task is not found within the lookup window; or not-applied beyond max attempts / max elapsed',
     destination: HANDOFF_DESTINATION,
   },
   duplicateTest: DUPLICATE_TEST,
   receipts: RECEIPTS,
   unverified: [
-    { field: 'lookup.lateApplyBound', condition: 'how long after the client gave up Graph may still create the task', source: SOURCES.createTask },
-    { field: 'lookup.consistencyDelay', condition: 'how soon a created task is visible to a list query', source: SOURCES.listTasks },
+    {
+      field: 'lookup.lateApplyBound',
+      condition: 'how long after the client gave up Graph may still create the task',
+      source: SOURCES.createTask,
+    },
+    {
+      field: 'lookup.consistencyDelay',
+      condition: 'how soon a created task is visible to a list query',
+      source: SOURCES.listTasks,
+    },
     {
       field: 'lookup.method',
       condition:

@@ -1,10 +1,10 @@
 import {
   Client,
-  HTTPMessageHandler,
-  RetryHandler,
   type Context,
+  HTTPMessageHandler,
   type Middleware,
   type MiddlewareOptions,
+  RetryHandler,
 } from '@microsoft/microsoft-graph-client';
 import { AdapterConfigurationError } from '@retrysafe/contract';
 import { checkBaseUrl, isLoopbackHost } from '@retrysafe/contract/provider';
@@ -51,7 +51,10 @@ export class BearerAuthMiddleware implements Middleware {
     // this also covers absolute URLs the SDK follows, such as an @odata.nextLink).
     const target = requestUrl(context.request);
     if (target && target.protocol !== 'https:' && !(target.protocol === 'http:' && isLoopbackHost(target.hostname))) {
-      const error = new AdapterConfigurationError('msgraph', `refusing to send the bearer token to a ${target.protocol} URL that is not a loopback sandbox`);
+      const error = new AdapterConfigurationError(
+        'msgraph',
+        `refusing to send the bearer token to a ${target.protocol} URL that is not a loopback sandbox`,
+      );
       if (probe) {
         probe.error = error;
         probe.stage = 'token';
@@ -133,7 +136,10 @@ export function middlewareChain(client: Client): unknown[] {
 export function assertNoSdkRetries(client: Client): void {
   const chain = middlewareChain(client);
   if (chain.length === 0) {
-    throw new AdapterConfigurationError('msgraph', 'cannot inspect the injected client middleware chain; build it with createGraphClient() or Client.initWithMiddleware({ middleware: [...] })');
+    throw new AdapterConfigurationError(
+      'msgraph',
+      'cannot inspect the injected client middleware chain; build it with createGraphClient() or Client.initWithMiddleware({ middleware: [...] })',
+    );
   }
   if (chain.some((m) => m instanceof RetryHandler)) {
     throw new AdapterConfigurationError(

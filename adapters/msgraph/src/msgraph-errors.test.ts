@@ -1,26 +1,51 @@
 // Unit checks of the classification functions over the whole status range and the edge inputs.
 import { describe, expect, it } from 'vitest';
-import { errorCodes, outcomeFromErrorAnswer, outcomeFromNetworkError, parseRetryAfter, scrubMessage } from './msgraph-errors.js';
+import {
+  errorCodes,
+  outcomeFromErrorAnswer,
+  outcomeFromNetworkError,
+  parseRetryAfter,
+  scrubMessage,
+} from './msgraph-errors.js';
 
-const answer = (status: number, headers: Record<string, string> = {}, body: unknown = null) => ({ status, headers: new Headers(headers), body });
+const answer = (status: number, headers: Record<string, string> = {}, body: unknown = null) => ({
+  status,
+  headers: new Headers(headers),
+  body,
+});
 
 describe('outcomeFromErrorAnswer over every non-2xx status', () => {
-  const statuses = [...Array.from({ length: 100 }, (_, i) => 300 + i), ...Array.from({ length: 200 }, (_, i) => 400 + i)];
+  const statuses = [
+    ...Array.from({ length: 100 }, (_, i) => 300 + i),
+    ...Array.from({ length: 200 }, (_, i) => 400 + i),
+  ];
 
-  it.each([false, true])('no 5xx is ever not-applied or rejected; only 429 is not-applied (conflictMayMeanApplied=%s)', (conflictMayMeanApplied) => {
-    for (const s of statuses) {
-      const o = outcomeFromErrorAnswer(answer(s), { conflictMayMeanApplied });
-      expect(o.status).toBe(s);
-      if (s >= 500) expect(o.kind, `HTTP ${s}`).toBe(s === 507 ? 'rejected' : 'unknown');
-      if (o.kind === 'not-applied') expect(s).toBe(429);
-      expect(['succeeded', 'replayed', 'in-progress']).not.toContain(o.kind);
-    }
-  });
+  it.each([false, true])(
+    'no 5xx is ever not-applied or rejected; only 429 is not-applied (conflictMayMeanApplied=%s)',
+    (conflictMayMeanApplied) => {
+      for (const s of statuses) {
+        const o = outcomeFromErrorAnswer(answer(s), { conflictMayMeanApplied });
+        expect(o.status).toBe(s);
+        if (s >= 500) expect(o.kind, `HTTP ${s}`).toBe(s === 507 ? 'rejected' : 'unknown');
+        if (o.kind === 'not-applied') expect(s).toBe(429);
+        expect(['succeeded', 'replayed', 'in-progress']).not.toContain(o.kind);
+      }
+    },
+  );
 
   it('keeps the Graph code and the request id (header first, else innerError)', () => {
-    const body = { error: { code: 'ErrorAccessDenied', message: 'Access is denied.', innerError: { 'request-id': 'from-body' } } };
-    expect(outcomeFromErrorAnswer(answer(403, {}, body))).toMatchObject({ kind: 'rejected', reason: 'permission', code: 'ErrorAccessDenied', requestId: 'from-body' });
-    expect(outcomeFromErrorAnswer(answer(403, { 'request-id': 'from-header' }, body))).toMatchObject({ requestId: 'from-header' });
+    const body = {
+      error: { code: 'ErrorAccessDenied', message: 'Access is denied.', innerError: { 'request-id': 'from-body' } },
+    };
+    expect(outcomeFromErrorAnswer(answer(403, {}, body))).toMatchObject({
+      kind: 'rejected',
+      reason: 'permission',
+      code: 'ErrorAccessDenied',
+      requestId: 'from-body',
+    });
+    expect(outcomeFromErrorAnswer(answer(403, { 'request-id': 'from-header' }, body))).toMatchObject({
+      requestId: 'from-header',
+    });
   });
 });
 
@@ -36,7 +61,8 @@ describe('parseRetryAfter', () => {
 });
 
 describe('outcomeFromNetworkError', () => {
-  const fetchFailed = (code: string) => Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error(code.toLowerCase()), { code }) });
+  const fetchFailed = (code: string) =>
+    Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error(code.toLowerCase()), { code }) });
   it.each([
     ['ECONNREFUSED', 'not-applied'],
     ['ENOTFOUND', 'not-applied'],
@@ -49,7 +75,9 @@ describe('outcomeFromNetworkError', () => {
     expect(outcomeFromNetworkError(fetchFailed(code)).kind).toBe(kind);
   });
   it('a timeout signal ⇒ unknown (timeout)', () => {
-    expect(outcomeFromNetworkError(new DOMException('The operation was aborted due to timeout', 'TimeoutError'))).toMatchObject({ kind: 'unknown', cause: 'timeout' });
+    expect(
+      outcomeFromNetworkError(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
+    ).toMatchObject({ kind: 'unknown', cause: 'timeout' });
   });
   it('walks the cause chain', () => {
     expect(errorCodes(fetchFailed('ECONNRESET')).codes).toEqual(['ECONNRESET']);
@@ -58,7 +86,9 @@ describe('outcomeFromNetworkError', () => {
 
 describe('scrubMessage', () => {
   it('replaces email addresses and cuts long text', () => {
-    expect(scrubMessage("The requested user 'alice@contoso.com' is invalid.")).toBe("The requested user '[email]' is invalid.");
+    expect(scrubMessage("The requested user 'alice@contoso.com' is invalid.")).toBe(
+      "The requested user '[email]' is invalid.",
+    );
     expect(scrubMessage('to <bob.smith+x@example.org>, ok')).toBe('to <[email]>, ok');
     expect(scrubMessage('x'.repeat(400))).toHaveLength(301);
   });

@@ -84,9 +84,16 @@ export function outcomeFromErrorAnswer(answer: GraphHttpAnswer, options: Classif
   const s = answer.status;
   if (s === 429) return { kind: 'not-applied', message: `throttled: ${message}`, ...ra, ...refs };
   if (s === 409 && options.conflictMayMeanApplied) {
-    return { kind: 'unknown', cause: 'other', message: `409 may mean the first request already created it: ${message}`, ...ra, ...refs };
+    return {
+      kind: 'unknown',
+      cause: 'other',
+      message: `409 may mean the first request already created it: ${message}`,
+      ...ra,
+      ...refs,
+    };
   }
-  if (s === 400 || s === 405 || s === 413 || s === 415 || s === 422) return { kind: 'rejected', reason: 'validation', message, ...refs };
+  if (s === 400 || s === 405 || s === 413 || s === 415 || s === 422)
+    return { kind: 'rejected', reason: 'validation', message, ...refs };
   if (s === 401) return { kind: 'rejected', reason: 'authentication', message, ...refs };
   if (s === 403) return { kind: 'rejected', reason: 'permission', message, ...refs };
   if (s === 404) return { kind: 'rejected', reason: 'not-found', message, ...refs };
@@ -97,7 +104,6 @@ export function outcomeFromErrorAnswer(answer: GraphHttpAnswer, options: Classif
   // 1xx/3xx reaching here (redirects are not followed for POST by this chain): cannot tell.
   return { kind: 'unknown', cause: 'other', message: `unexpected HTTP ${s}`, ...ra, ...refs };
 }
-
 
 /** Error codes and names along an error's `cause` chain (fetch wraps the socket error as `cause`). */
 export function errorCodes(error: unknown): { codes: string[]; names: string[]; messages: string[] } {
@@ -118,7 +124,10 @@ export function errorCodes(error: unknown): { codes: string[]; names: string[]; 
 /** Nothing was sent: the token provider failed or returned no token. */
 export function outcomeFromTokenError(error: unknown): Outcome {
   const { messages } = errorCodes(error);
-  return { kind: 'not-applied', message: `no access token, nothing was sent: ${trim(messages.join(': ') || String(error))}` };
+  return {
+    kind: 'not-applied',
+    message: `no access token, nothing was sent: ${trim(messages.join(': ') || String(error))}`,
+  };
 }
 
 /** Classifies a failure with no HTTP answer (the raw fetch error, or the SDK's GraphError when that is all there is). */
@@ -149,7 +158,11 @@ export function cannotTellFromAnswer(answer: GraphHttpAnswer, what: string): Loo
   };
 }
 
-export function cannotTellFromNetworkError(error: unknown, what: string, stage: 'token' | 'transport' | undefined = 'transport'): LookupResult {
+export function cannotTellFromNetworkError(
+  error: unknown,
+  what: string,
+  stage: 'token' | 'transport' | undefined = 'transport',
+): LookupResult {
   const o = stage === 'token' ? outcomeFromTokenError(error) : outcomeFromNetworkError(error);
   return { kind: 'cannot-tell', reason: `${what} got no answer: ${'message' in o ? o.message : ''}` };
 }

@@ -1,6 +1,6 @@
 import {
-  deriveProviderKey,
   type BusinessOperationId,
+  deriveProviderKey,
   type JsonSchema,
   type OperationSpec,
   type ProviderKey,
@@ -12,7 +12,8 @@ import { eventsCreateCard, mailSendCard, todoTasksCreateCard } from './msgraph-c
  * The single-value extended property that carries the business-operation id on messages and
  * events (a named String property in retrysafe's own property set). Lookups `$filter` on it.
  */
-export const DEFAULT_EXTENDED_PROPERTY_ID = 'String {4b7f0c1e-9a2d-4e3f-8c61-5d2a9e7b3f10} Name retrysafeBusinessOperationId';
+export const DEFAULT_EXTENDED_PROPERTY_ID =
+  'String {4b7f0c1e-9a2d-4e3f-8c61-5d2a9e7b3f10} Name retrysafeBusinessOperationId';
 /** `applicationName` of the linkedResource that tags To Do tasks. */
 export const DEFAULT_APPLICATION_NAME = 'retrysafe';
 
@@ -150,7 +151,9 @@ function extendedPropertyFilter(propertyId: string, value: string): string {
 
 function withTag(existing: unknown, tag: SingleValueExtendedProperty): SingleValueExtendedProperty[] {
   const others = Array.isArray(existing)
-    ? (existing as SingleValueExtendedProperty[]).filter((p) => !(isObj(p) && typeof p.id === 'string' && p.id.toLowerCase() === tag.id.toLowerCase()))
+    ? (existing as SingleValueExtendedProperty[]).filter(
+        (p) => !(isObj(p) && typeof p.id === 'string' && p.id.toLowerCase() === tag.id.toLowerCase()),
+      )
     : [];
   return [...others, tag];
 }
@@ -173,7 +176,9 @@ const recipientsSchema: JsonSchema = {
   items: {
     type: 'object',
     required: ['emailAddress'],
-    properties: { emailAddress: { type: 'object', required: ['address'], properties: { address: text, name: { type: 'string' } } } },
+    properties: {
+      emailAddress: { type: 'object', required: ['address'], properties: { address: text, name: { type: 'string' } } },
+    },
   },
 };
 const itemBodySchema: JsonSchema = {
@@ -197,7 +202,13 @@ export const mailSend: GraphOperation = {
     'Send an email from a mailbox (POST /me/sendMail or /users/{id}/sendMail). No provider idempotency: the message is tagged with the business-operation id and reconciled from Sent Items; never resent after an unknown outcome.',
   card: mailSendCard,
   intentFields: mailSendCard.businessOperationId.intentFields,
-  sensitiveFields: ['message.body', 'message.toRecipients', 'message.ccRecipients', 'message.bccRecipients', 'message.subject'],
+  sensitiveFields: [
+    'message.body',
+    'message.toRecipients',
+    'message.ccRecipients',
+    'message.bccRecipients',
+    'message.subject',
+  ],
   paramsSchema: {
     type: 'object',
     required: ['mailbox', 'message'],
@@ -206,7 +217,13 @@ export const mailSend: GraphOperation = {
       message: {
         type: 'object',
         required: ['subject', 'body', 'toRecipients'],
-        properties: { subject: { type: 'string' }, body: itemBodySchema, toRecipients: { ...recipientsSchema, minItems: 1 }, ccRecipients: recipientsSchema, bccRecipients: recipientsSchema },
+        properties: {
+          subject: { type: 'string' },
+          body: itemBodySchema,
+          toRecipients: { ...recipientsSchema, minItems: 1 },
+          ccRecipients: recipientsSchema,
+          bccRecipients: recipientsSchema,
+        },
       },
       saveToSentItems: owned('always true: the Sent Items copy is how an unknown outcome is reconciled'),
     },
@@ -294,7 +311,11 @@ export const eventsCreate: GraphOperation = {
     const transactionId = ctx.providerKey ?? deriveProviderKey(ctx.businessOperationId, TRANSACTION_ID_RULE);
     return {
       path: `${mailboxPath(p.mailbox)}/events`,
-      body: { ...p.event, transactionId, singleValueExtendedProperties: withTag(p.event.singleValueExtendedProperties, tag) },
+      body: {
+        ...p.event,
+        transactionId,
+        singleValueExtendedProperties: withTag(p.event.singleValueExtendedProperties, tag),
+      },
     };
   },
   readSuccess(_status, body) {
@@ -316,7 +337,11 @@ export const eventsCreate: GraphOperation = {
 // todo.tasks.create
 
 function taskResult(item: Record<string, unknown>): { result: TaskResult; providerRef?: string } {
-  const result: TaskResult = { id: str(item.id) ?? '', status: str(item.status), createdDateTime: str(item.createdDateTime) };
+  const result: TaskResult = {
+    id: str(item.id) ?? '',
+    status: str(item.status),
+    createdDateTime: str(item.createdDateTime),
+  };
   return { result, ...(result.id ? { providerRef: result.id } : {}) };
 }
 
@@ -333,14 +358,22 @@ export const todoTasksCreate: GraphOperation = {
     properties: {
       mailbox: mailboxSchema,
       listId: segment('a To Do list id'),
-      task: { type: 'object', required: ['title'], properties: { title: text, body: itemBodySchema, dueDateTime: dateTimeSchema } },
+      task: {
+        type: 'object',
+        required: ['title'],
+        properties: { title: text, body: itemBodySchema, dueDateTime: dateTimeSchema },
+      },
     },
   },
   conflictMayMeanApplied: false,
   build(params, ctx) {
     const p = params as TodoTasksCreateParams;
     const existing = Array.isArray(p.task.linkedResources) ? (p.task.linkedResources as unknown[]) : [];
-    const link = { applicationName: ctx.applicationName, displayName: 'retrysafe business operation', externalId: ctx.businessOperationId };
+    const link = {
+      applicationName: ctx.applicationName,
+      displayName: 'retrysafe business operation',
+      externalId: ctx.businessOperationId,
+    };
     return {
       path: `${mailboxPath(p.mailbox)}/todo/lists/${encodeURIComponent(p.listId)}/tasks`,
       body: { ...p.task, linkedResources: [...existing, link] },

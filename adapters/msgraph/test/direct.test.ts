@@ -1,12 +1,22 @@
 // The real Graph SDK → the loopback sandbox, straight through doExecute/doLookup: one test per
 // row of the error-mapping table in src/msgraph-errors.ts, for each operation.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { UnknownOperationError, businessOperationId } from '@retrysafe/contract';
+
+import { businessOperationId, UnknownOperationError } from '@retrysafe/contract';
 import { startFaultProxy } from '@retrysafe/testkit';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createMsGraphAdapter, type MsGraphAdapter } from '../src/index.js';
 import { DEFAULT_EXTENDED_PROPERTY_ID } from '../src/msgraph-operations.js';
-import { startMsGraphSandbox, type MsGraphSandbox, type SandboxFault, type SandboxKind } from '../src/sandbox/index.js';
-import { TOKEN, closedPortUrl, eventParams, execCtx, lookupCtx, mailParams, startGraphFaultProxy, taskParams } from './helpers.js';
+import { type MsGraphSandbox, type SandboxFault, type SandboxKind, startMsGraphSandbox } from '../src/sandbox/index.js';
+import {
+  closedPortUrl,
+  eventParams,
+  execCtx,
+  lookupCtx,
+  mailParams,
+  startGraphFaultProxy,
+  TOKEN,
+  taskParams,
+} from './helpers.js';
 
 let sandbox: MsGraphSandbox;
 let adapter: MsGraphAdapter;
@@ -36,7 +46,11 @@ describe('success', () => {
     expect(out).toMatchObject({ kind: 'succeeded', status: 202, result: { state: 'accepted', messageId: null } });
     expect(out.requestId).toMatch(/^[0-9a-f-]{36}$/);
     const [msg] = sandbox.records();
-    expect(msg).toMatchObject({ kind: 'mail.send', mailbox: 'me', extendedProperties: [{ id: DEFAULT_EXTENDED_PROPERTY_ID, value: 'order-17-reminder' }] });
+    expect(msg).toMatchObject({
+      kind: 'mail.send',
+      mailbox: 'me',
+      extendedProperties: [{ id: DEFAULT_EXTENDED_PROPERTY_ID, value: 'order-17-reminder' }],
+    });
     expect(sandbox.count('mail.send')).toBe(1);
   });
 
@@ -53,7 +67,9 @@ describe('success', () => {
     expect(key).toBe('rs-meeting-42'); // fits the rule: readable
     const derived = businessOperationId('msgraph.events.create', { subject: 'Review 1' }); // has '.' and ':' ⇒ digest
     expect(adapter.deriveProviderKey('events.create', derived)).toMatch(/^rs-[0-9a-f]{61}$/);
-    expect(adapter.deriveProviderKey('events.create', derived)).toBe(adapter.deriveProviderKey('events.create', derived));
+    expect(adapter.deriveProviderKey('events.create', derived)).toBe(
+      adapter.deriveProviderKey('events.create', derived),
+    );
     const out = await adapter.doExecute('events.create', eventParams(1), execCtx(id, key));
     expect(out).toMatchObject({ kind: 'succeeded', status: 201, result: { transactionId: key } });
     expect(out.providerRef).toBe((out as { result: { id: string } }).result.id);
@@ -62,7 +78,9 @@ describe('success', () => {
   it('todo.tasks.create: 201 ⇒ succeeded; the task carries a linkedResource whose externalId is the business-operation id', async () => {
     const out = await exec('todo.tasks.create', taskParams(1), 'ticket-9-followup');
     expect(out).toMatchObject({ kind: 'succeeded', status: 201, result: { status: 'notStarted' } });
-    expect(sandbox.records()[0]).toMatchObject({ linkedResources: [{ applicationName: 'retrysafe', externalId: 'ticket-9-followup' }] });
+    expect(sandbox.records()[0]).toMatchObject({
+      linkedResources: [{ applicationName: 'retrysafe', externalId: 'ticket-9-followup' }],
+    });
   });
 
   it('mail.send and todo.tasks.create derive no provider key (none travels)', () => {
@@ -94,101 +112,151 @@ const STATUS_ROWS: readonly [number, Record<string, unknown>, boolean][] = [
   [507, { kind: 'rejected', reason: 'other' }, false],
 ];
 
-describe.each(OPS)('$op: every HTTP status row maps to one outcome, with status, code and request id kept', ({ op, kind, params }) => {
-  it.each(STATUS_ROWS)('HTTP %i', async (status, expected, commit) => {
-    const fault: SandboxFault = { kind: 'status', status, retryAfterS: 7, code: `Code${status}`, commit };
-    sandbox.setFaults(kind as SandboxKind, [fault]);
-    const out = await exec(op, params());
-    expect(out).toMatchObject({ ...expected, status, code: `Code${status}` });
-    expect(out.requestId).toMatch(/^[0-9a-f-]{36}$/);
-    expect(sandbox.requestCount(kind as SandboxKind)).toBe(1);
-    expect(sandbox.count(kind)).toBe(commit ? 1 : 0);
-  });
+describe.each(OPS)(
+  '$op: every HTTP status row maps to one outcome, with status, code and request id kept',
+  ({ op, kind, params }) => {
+    it.each(STATUS_ROWS)('HTTP %i', async (status, expected, commit) => {
+      const fault: SandboxFault = { kind: 'status', status, retryAfterS: 7, code: `Code${status}`, commit };
+      sandbox.setFaults(kind as SandboxKind, [fault]);
+      const out = await exec(op, params());
+      expect(out).toMatchObject({ ...expected, status, code: `Code${status}` });
+      expect(out.requestId).toMatch(/^[0-9a-f-]{36}$/);
+      expect(sandbox.requestCount(kind as SandboxKind)).toBe(1);
+      expect(sandbox.count(kind)).toBe(commit ? 1 : 0);
+    });
 
-  it('HTTP 409: rejected (conflict) — except events, where it may mean the transactionId already created it ⇒ unknown', async () => {
-    sandbox.setFaults(kind as SandboxKind, [{ kind: 'status', status: 409, code: 'Conflict' }]);
-    const out = await exec(op, params());
-    if (op === 'events.create') expect(out).toMatchObject({ kind: 'unknown', status: 409 });
-    else expect(out).toMatchObject({ kind: 'rejected', reason: 'conflict', status: 409 });
-  });
+    it('HTTP 409: rejected (conflict) — except events, where it may mean the transactionId already created it ⇒ unknown', async () => {
+      sandbox.setFaults(kind as SandboxKind, [{ kind: 'status', status: 409, code: 'Conflict' }]);
+      const out = await exec(op, params());
+      if (op === 'events.create') expect(out).toMatchObject({ kind: 'unknown', status: 409 });
+      else expect(out).toMatchObject({ kind: 'rejected', reason: 'conflict', status: 409 });
+    });
 
-  it('401 from a wrong token ⇒ rejected (authentication)', async () => {
-    const wrong = createMsGraphAdapter({ accessToken: () => 'wrong', baseUrl: sandbox.url, timeoutMs: 5_000 });
-    const out = await wrong.doExecute(op, params(), execCtx('auth-1', wrong.deriveProviderKey(op, execCtx('auth-1').businessOperationId)));
-    expect(out).toMatchObject({ kind: 'rejected', reason: 'authentication', status: 401, code: 'InvalidAuthenticationToken' });
-    expect(sandbox.count(kind)).toBe(0);
-  });
+    it('401 from a wrong token ⇒ rejected (authentication)', async () => {
+      const wrong = createMsGraphAdapter({ accessToken: () => 'wrong', baseUrl: sandbox.url, timeoutMs: 5_000 });
+      const out = await wrong.doExecute(
+        op,
+        params(),
+        execCtx('auth-1', wrong.deriveProviderKey(op, execCtx('auth-1').businessOperationId)),
+      );
+      expect(out).toMatchObject({
+        kind: 'rejected',
+        reason: 'authentication',
+        status: 401,
+        code: 'InvalidAuthenticationToken',
+      });
+      expect(sandbox.count(kind)).toBe(0);
+    });
 
-  it('lost response (effect applied, socket reset) ⇒ unknown (connection-reset), one record', async () => {
-    // A network fault: the fault proxy forwards the request, waits for Graph's answer, then resets the connection.
-    const proxy = await startGraphFaultProxy(sandbox.url, { [kind]: ['drop-response'] });
-    try {
-      const lost = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: `${proxy.url}/`, timeoutMs: 5_000 });
-      const out = await lost.doExecute(op, params(), execCtx('lost-1', lost.deriveProviderKey(op, execCtx('lost-1').businessOperationId)));
-      expect(out).toMatchObject({ kind: 'unknown', cause: 'connection-reset' });
-      expect(proxy.requests[0]).toMatchObject({ fault: 'drop-response', forwarded: true, upstreamStatus: op === 'mail.send' ? 202 : 201 });
-      expect(sandbox.count(kind)).toBe(1);
-    } finally {
-      await proxy.close();
-    }
-  });
+    it('lost response (effect applied, socket reset) ⇒ unknown (connection-reset), one record', async () => {
+      // A network fault: the fault proxy forwards the request, waits for Graph's answer, then resets the connection.
+      const proxy = await startGraphFaultProxy(sandbox.url, { [kind]: ['drop-response'] });
+      try {
+        const lost = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: `${proxy.url}/`, timeoutMs: 5_000 });
+        const out = await lost.doExecute(
+          op,
+          params(),
+          execCtx('lost-1', lost.deriveProviderKey(op, execCtx('lost-1').businessOperationId)),
+        );
+        expect(out).toMatchObject({ kind: 'unknown', cause: 'connection-reset' });
+        expect(proxy.requests[0]).toMatchObject({
+          fault: 'drop-response',
+          forwarded: true,
+          upstreamStatus: op === 'mail.send' ? 202 : 201,
+        });
+        expect(sandbox.count(kind)).toBe(1);
+      } finally {
+        await proxy.close();
+      }
+    });
 
-  it('status line arrives, body cut off ⇒ unknown (truncated-response), one record', async () => {
-    // A network fault: the fault proxy cuts the sandbox's answer after its status line.
-    const proxy = await startFaultProxy({ target: sandbox.url, faults: ['truncate-response'] });
-    try {
-      const cut = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: `${proxy.url}/`, timeoutMs: 5_000 });
-      const out = await cut.doExecute(op, params(), execCtx('cut-1', cut.deriveProviderKey(op, execCtx('cut-1').businessOperationId)));
-      expect(out).toMatchObject({ kind: 'unknown', cause: 'truncated-response', status: op === 'mail.send' ? 202 : 201 });
-      expect(proxy.requests[0]).toMatchObject({ fault: 'truncate-response', forwarded: true });
-      expect(sandbox.count(kind)).toBe(1);
-    } finally {
-      await proxy.close();
-    }
-  });
+    it('status line arrives, body cut off ⇒ unknown (truncated-response), one record', async () => {
+      // A network fault: the fault proxy cuts the sandbox's answer after its status line.
+      const proxy = await startFaultProxy({ target: sandbox.url, faults: ['truncate-response'] });
+      try {
+        const cut = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: `${proxy.url}/`, timeoutMs: 5_000 });
+        const out = await cut.doExecute(
+          op,
+          params(),
+          execCtx('cut-1', cut.deriveProviderKey(op, execCtx('cut-1').businessOperationId)),
+        );
+        expect(out).toMatchObject({
+          kind: 'unknown',
+          cause: 'truncated-response',
+          status: op === 'mail.send' ? 202 : 201,
+        });
+        expect(proxy.requests[0]).toMatchObject({ fault: 'truncate-response', forwarded: true });
+        expect(sandbox.count(kind)).toBe(1);
+      } finally {
+        await proxy.close();
+      }
+    });
 
-  it('answer held past the client timeout ⇒ unknown (timeout), one record', async () => {
-    const proxy = await startGraphFaultProxy(sandbox.url, { [kind]: [{ kind: 'delay', ms: 3_000 }] });
-    try {
-      const fast = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: `${proxy.url}/`, timeoutMs: 150 });
-      const out = await fast.doExecute(op, params(), execCtx('slow-1', fast.deriveProviderKey(op, execCtx('slow-1').businessOperationId)));
-      expect(out).toMatchObject({ kind: 'unknown', cause: 'timeout' });
-      expect(sandbox.count(kind)).toBe(1);
-    } finally {
-      await proxy.close();
-    }
-  });
+    it('answer held past the client timeout ⇒ unknown (timeout), one record', async () => {
+      const proxy = await startGraphFaultProxy(sandbox.url, { [kind]: [{ kind: 'delay', ms: 3_000 }] });
+      try {
+        const fast = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: `${proxy.url}/`, timeoutMs: 150 });
+        const out = await fast.doExecute(
+          op,
+          params(),
+          execCtx('slow-1', fast.deriveProviderKey(op, execCtx('slow-1').businessOperationId)),
+        );
+        expect(out).toMatchObject({ kind: 'unknown', cause: 'timeout' });
+        expect(sandbox.count(kind)).toBe(1);
+      } finally {
+        await proxy.close();
+      }
+    });
 
-  it('connection refused ⇒ not-applied (the request never left)', async () => {
-    const nowhere = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: await closedPortUrl(), timeoutMs: 5_000 });
-    const out = await nowhere.doExecute(op, params(), execCtx('refused-1', nowhere.deriveProviderKey(op, execCtx('refused-1').businessOperationId)));
-    expect(out).toMatchObject({ kind: 'not-applied' });
-    expect((out as { message: string }).message).toContain('ECONNREFUSED');
-  });
+    it('connection refused ⇒ not-applied (the request never left)', async () => {
+      const nowhere = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: await closedPortUrl(), timeoutMs: 5_000 });
+      const out = await nowhere.doExecute(
+        op,
+        params(),
+        execCtx('refused-1', nowhere.deriveProviderKey(op, execCtx('refused-1').businessOperationId)),
+      );
+      expect(out).toMatchObject({ kind: 'not-applied' });
+      expect((out as { message: string }).message).toContain('ECONNREFUSED');
+    });
 
-  it('invalid params ⇒ rejected (validation) with nothing sent', async () => {
-    const out = await exec(op, { mailbox: 'me' });
-    expect(out).toMatchObject({ kind: 'rejected', reason: 'validation' });
-    expect((out as { message: string }).message).toContain('nothing was sent');
-    expect(sandbox.requests()).toHaveLength(0);
-  });
-});
+    it('invalid params ⇒ rejected (validation) with nothing sent', async () => {
+      const out = await exec(op, { mailbox: 'me' });
+      expect(out).toMatchObject({ kind: 'rejected', reason: 'validation' });
+      expect((out as { message: string }).message).toContain('nothing was sent');
+      expect(sandbox.requests()).toHaveLength(0);
+    });
+  },
+);
 
 describe('provider validation errors come back as rejected with the Graph code', () => {
   it('mail.send to a malformed address ⇒ 400 ErrorInvalidRecipients', async () => {
     const p = mailParams(1);
     const bad = { ...p, message: { ...p.message, toRecipients: [{ emailAddress: { address: 'not-an-address' } }] } };
-    expect(await exec('mail.send', bad)).toMatchObject({ kind: 'rejected', reason: 'validation', status: 400, code: 'ErrorInvalidRecipients' });
+    expect(await exec('mail.send', bad)).toMatchObject({
+      kind: 'rejected',
+      reason: 'validation',
+      status: 400,
+      code: 'ErrorInvalidRecipients',
+    });
   });
   it('an unknown user mailbox ⇒ 404 ErrorInvalidUser ⇒ rejected (not-found)', async () => {
-    expect(await exec('mail.send', mailParams(1, 'nobody@contoso.test'))).toMatchObject({ kind: 'rejected', reason: 'not-found', status: 404, code: 'ErrorInvalidUser' });
+    expect(await exec('mail.send', mailParams(1, 'nobody@contoso.test'))).toMatchObject({
+      kind: 'rejected',
+      reason: 'not-found',
+      status: 404,
+      code: 'ErrorInvalidUser',
+    });
   });
   it('Graph messages that echo an email address are scrubbed before they reach receipts', async () => {
     const out = await exec('mail.send', mailParams(1, 'nobody@contoso.test'));
     expect((out as { message: string }).message).toBe("The requested user '[email]' is invalid.");
   });
   it('an unknown To Do list ⇒ 404 ⇒ rejected (not-found)', async () => {
-    expect(await exec('todo.tasks.create', taskParams(1, 'no-such-list'))).toMatchObject({ kind: 'rejected', reason: 'not-found', status: 404 });
+    expect(await exec('todo.tasks.create', taskParams(1, 'no-such-list'))).toMatchObject({
+      kind: 'rejected',
+      reason: 'not-found',
+      status: 404,
+    });
   });
   it('saveToSentItems cannot be turned off (it is how mail is reconciled)', async () => {
     const out = await exec('mail.send', { ...mailParams(1), saveToSentItems: false });
@@ -201,14 +269,21 @@ describe('provider validation errors come back as rejected with the Graph code',
     expect(out).toMatchObject({ kind: 'rejected', reason: 'validation' });
   });
   it('an unknown operation throws UnknownOperationError', async () => {
-    await expect(adapter.doExecute('mail.delete', mailParams(1), execCtx('x'))).rejects.toSatisfy((e) => UnknownOperationError.isInstance(e));
+    await expect(adapter.doExecute('mail.delete', mailParams(1), execCtx('x'))).rejects.toSatisfy((e) =>
+      UnknownOperationError.isInstance(e),
+    );
     expect(() => adapter.deriveProviderKey('nope', execCtx('x').businessOperationId)).toThrow(/no operation "nope"/);
   });
 });
 
 describe('access token', () => {
   it('a token provider that fails ⇒ not-applied (nothing was sent), no request reaches Graph', async () => {
-    const broken = createMsGraphAdapter({ accessToken: async () => { throw new Error('token endpoint unreachable'); }, baseUrl: sandbox.url });
+    const broken = createMsGraphAdapter({
+      accessToken: async () => {
+        throw new Error('token endpoint unreachable');
+      },
+      baseUrl: sandbox.url,
+    });
     const out = await broken.doExecute('mail.send', mailParams(1), execCtx('tok-1'));
     expect(out).toMatchObject({ kind: 'not-applied' });
     expect((out as { message: string }).message).toMatch(/nothing was sent: token endpoint unreachable/);
@@ -236,7 +311,7 @@ describe('lookup', () => {
     expect(after.outcome.providerRef).toMatch(/^AAMkMsg/);
   });
 
-  it('mail: another operation\'s mail is not a match', async () => {
+  it("mail: another operation's mail is not a match", async () => {
     await exec('mail.send', mailParams(1), 'mail-a');
     expect((await adapter.doLookup('mail.send', lookupCtx('mail-b', mailParams(1)))).kind).toBe('cannot-tell');
   });
@@ -244,8 +319,14 @@ describe('lookup', () => {
   it('events and tasks: found by their tag', async () => {
     await exec('events.create', eventParams(1), 'ev-1');
     await exec('todo.tasks.create', taskParams(1), 'task-1');
-    expect(await adapter.doLookup('events.create', lookupCtx('ev-1', eventParams(1)))).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded' } });
-    expect(await adapter.doLookup('todo.tasks.create', lookupCtx('task-1', taskParams(1)))).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded' } });
+    expect(await adapter.doLookup('events.create', lookupCtx('ev-1', eventParams(1)))).toMatchObject({
+      kind: 'found',
+      outcome: { kind: 'succeeded' },
+    });
+    expect(await adapter.doLookup('todo.tasks.create', lookupCtx('task-1', taskParams(1)))).toMatchObject({
+      kind: 'found',
+      outcome: { kind: 'succeeded' },
+    });
     expect((await adapter.doLookup('todo.tasks.create', lookupCtx('task-2', taskParams(1)))).kind).toBe('cannot-tell');
   });
 
@@ -261,11 +342,14 @@ describe('lookup', () => {
     [503, 'events.lookup', 'events.create', eventParams(1)],
     [400, 'todo.tasks.lookup', 'todo.tasks.create', taskParams(1)],
     [403, 'mail.lookup', 'mail.send', mailParams(1)],
-  ] as const)('lookup answered %i (%s) ⇒ cannot-tell, with status and Retry-After kept', async (status, kind, op, params) => {
-    sandbox.setFaults(kind, [{ kind: 'status', status, retryAfterS: 3 }]);
-    const out = await adapter.doLookup(op, lookupCtx('l-1', params));
-    expect(out).toMatchObject({ kind: 'cannot-tell', status, retryAfterMs: 3_000 });
-  });
+  ] as const)(
+    'lookup answered %i (%s) ⇒ cannot-tell, with status and Retry-After kept',
+    async (status, kind, op, params) => {
+      sandbox.setFaults(kind, [{ kind: 'status', status, retryAfterS: 3 }]);
+      const out = await adapter.doLookup(op, lookupCtx('l-1', params));
+      expect(out).toMatchObject({ kind: 'cannot-tell', status, retryAfterMs: 3_000 });
+    },
+  );
 
   it('lookup with no answer (connection refused) ⇒ cannot-tell', async () => {
     const nowhere = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: await closedPortUrl() });
@@ -277,7 +361,9 @@ describe('lookup', () => {
     const req = sandbox.requests().at(-1);
     expect(req?.path).toBe('/v1.0/me/mailFolders/sentitems/messages');
     const q = new URLSearchParams(req?.query ?? '');
-    expect(q.get('$filter')).toBe(`singleValueExtendedProperties/Any(ep: ep/id eq '${DEFAULT_EXTENDED_PROPERTY_ID}' and ep/value eq 'order-1')`);
+    expect(q.get('$filter')).toBe(
+      `singleValueExtendedProperties/Any(ep: ep/id eq '${DEFAULT_EXTENDED_PROPERTY_ID}' and ep/value eq 'order-1')`,
+    );
     expect(q.get('$select')).toBe('id,internetMessageId,sentDateTime');
   });
 });

@@ -1,13 +1,20 @@
 // The runner (@retrysafe/core) + the real Graph SDK + the loopback sandbox: lost responses, bounded
 // reconciliation, handoff. The runner and the sandbox share a virtual clock, so the lookup window
 // and the Sent Items delay cost no wall time.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createMemoryLedger, createRunner, createVirtualClock, type PolicyOverrides, type VirtualClock } from '@retrysafe/core';
+
 import type { HandoffPacket } from '@retrysafe/contract';
-import { createMsGraphAdapter, type MsGraphAdapter } from '../src/index.js';
-import { startMsGraphSandbox, type MsGraphSandbox, type MsGraphSandboxOptions } from '../src/sandbox/index.js';
+import {
+  createMemoryLedger,
+  createRunner,
+  createVirtualClock,
+  type PolicyOverrides,
+  type VirtualClock,
+} from '@retrysafe/core';
 import type { FaultProxy } from '@retrysafe/testkit';
-import { TOKEN, eventParams, mailParams, startGraphFaultProxy, taskParams, type NetworkFaults } from './helpers.js';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createMsGraphAdapter, type MsGraphAdapter } from '../src/index.js';
+import { type MsGraphSandbox, type MsGraphSandboxOptions, startMsGraphSandbox } from '../src/sandbox/index.js';
+import { eventParams, mailParams, type NetworkFaults, startGraphFaultProxy, TOKEN, taskParams } from './helpers.js';
 
 let clock: VirtualClock;
 let sandbox: MsGraphSandbox;
@@ -62,7 +69,10 @@ describe('mail.send: lost sendMail response', () => {
   });
 
   it('the mail is not visible within the bounded window ⇒ handoff packet, no resend', async () => {
-    const runner = await setup({ sentItemsDelayMs: 3_600_000, network: { 'mail.send': ['drop-response'] } }, { lookupWindowMs: 30_000 });
+    const runner = await setup(
+      { sentItemsDelayMs: 3_600_000, network: { 'mail.send': ['drop-response'] } },
+      { lookupWindowMs: 30_000 },
+    );
     const r = await runner.run(adapter, 'mail.send', { params: mailParams(3) });
     expect(r.status).toBe('handed-off');
     expect(sandbox.requestCount('mail.send')).toBe(1); // 0 resends
@@ -77,11 +87,15 @@ describe('mail.send: lost sendMail response', () => {
     expect(packet.providerKey).toBeNull();
     // no PII in the packet: neither the recipient nor the subject nor the body
     const text = JSON.stringify(packet);
-    for (const pii of ['customer3@example.test', 'Invoice 3 reminder', 'Please pay invoice 3']) expect(text).not.toContain(pii);
+    for (const pii of ['customer3@example.test', 'Invoice 3 reminder', 'Please pay invoice 3'])
+      expect(text).not.toContain(pii);
   });
 
   it('the Sent Items search is throttled (429 + Retry-After) ⇒ the runner waits and searches again, then adopts; 0 resends', async () => {
-    const runner = await setup({ network: { 'mail.send': ['drop-response'] }, faults: { 'mail.lookup': [{ kind: 'status', status: 429, retryAfterS: 5 }] } });
+    const runner = await setup({
+      network: { 'mail.send': ['drop-response'] },
+      faults: { 'mail.lookup': [{ kind: 'status', status: 429, retryAfterS: 5 }] },
+    });
     const r = await runner.run(adapter, 'mail.send', { params: mailParams(11) });
     expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1 });
     expect(sandbox.requestCount('mail.lookup')).toBe(2);
@@ -98,7 +112,9 @@ describe('mail.send: lost sendMail response', () => {
   });
 
   it('503 after Graph accepted the mail ⇒ unknown ⇒ found by lookup, 0 resends (where the SDK default would have resent)', async () => {
-    const runner = await setup({ faults: { 'mail.send': [{ kind: 'status', status: 503, retryAfterS: 1, commit: true }] } });
+    const runner = await setup({
+      faults: { 'mail.send': [{ kind: 'status', status: 503, retryAfterS: 1, commit: true }] },
+    });
     const r = await runner.run(adapter, 'mail.send', { params: mailParams(5) });
     expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1 });
     expect(sandbox.requestCount('mail.send')).toBe(1);
@@ -117,7 +133,10 @@ describe('mail.send: definite answers', () => {
   });
 
   it('429 on every try ⇒ exactly maxAttempts POSTs, then handoff, no mail', async () => {
-    const runner = await setup({ faults: { 'mail.send': () => ({ kind: 'status', status: 429, retryAfterS: 1 }) } }, { maxAttempts: 3 });
+    const runner = await setup(
+      { faults: { 'mail.send': () => ({ kind: 'status', status: 429, retryAfterS: 1 }) } },
+      { maxAttempts: 3 },
+    );
     const r = await runner.run(adapter, 'mail.send', { params: mailParams(7) });
     expect(r.status).toBe('handed-off');
     expect(sandbox.requestCount('mail.send')).toBe(3);
@@ -127,7 +146,9 @@ describe('mail.send: definite answers', () => {
   it('400 from Graph ⇒ one attempt, handed off as rejected', async () => {
     const p = mailParams(8);
     const runner = await setup();
-    const r = await runner.run(adapter, 'mail.send', { params: { ...p, message: { ...p.message, toRecipients: [{ emailAddress: { address: 'nope' } }] } } });
+    const r = await runner.run(adapter, 'mail.send', {
+      params: { ...p, message: { ...p.message, toRecipients: [{ emailAddress: { address: 'nope' } }] } },
+    });
     expect(r.status).toBe('handed-off');
     expect(sandbox.requestCount('mail.send')).toBe(1);
     expect(packets[0]?.reason).toBe('rejected');
@@ -149,13 +170,17 @@ describe('mail.send: definite answers', () => {
     if (r.status !== 'done') throw new Error(`expected done, got ${r.status}`);
     const text = JSON.stringify(r.receipts);
     expect(r.receipts.length).toBeGreaterThan(1);
-    for (const pii of ['customer10@example.test', 'Invoice 10 reminder', 'Please pay invoice 10']) expect(text).not.toContain(pii);
+    for (const pii of ['customer10@example.test', 'Invoice 10 reminder', 'Please pay invoice 10'])
+      expect(text).not.toContain(pii);
   });
 });
 
 describe('events.create and todo.tasks.create: lost responses', () => {
   it('events: lost 201 ⇒ lookup finds the event ⇒ exactly one event, no resend relying on transactionId', async () => {
-    const runner = await setup({ network: { 'events.create': ['drop-response'] }, duplicateTransactionId: 'create-new' });
+    const runner = await setup({
+      network: { 'events.create': ['drop-response'] },
+      duplicateTransactionId: 'create-new',
+    });
     const r = await runner.run(adapter, 'events.create', { params: eventParams(1) });
     expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1 });
     expect(sandbox.requestCount('events.create')).toBe(1);
@@ -163,7 +188,10 @@ describe('events.create and todo.tasks.create: lost responses', () => {
   });
 
   it('events: the POST never arrived (503 before processing) and the lookup cannot tell ⇒ handoff, not a resend on an unknown transactionId contract', async () => {
-    const runner = await setup({ faults: { 'events.create': [{ kind: 'status', status: 503 }] } }, { lookupWindowMs: 10_000 });
+    const runner = await setup(
+      { faults: { 'events.create': [{ kind: 'status', status: 503 }] } },
+      { lookupWindowMs: 10_000 },
+    );
     const r = await runner.run(adapter, 'events.create', { params: eventParams(2) });
     expect(r.status).toBe('handed-off');
     expect(sandbox.requestCount('events.create')).toBe(1);
@@ -179,7 +207,13 @@ describe('events.create and todo.tasks.create: lost responses', () => {
   });
 
   it('tasks: the tenant refuses the lookup filter (400) ⇒ cannot tell ⇒ handoff, never a resend', async () => {
-    const runner = await setup({ network: { 'todo.tasks.create': ['drop-response'] }, faults: { 'todo.tasks.lookup': () => ({ kind: 'status', status: 400, code: 'invalidRequest' }) } }, { lookupWindowMs: 10_000 });
+    const runner = await setup(
+      {
+        network: { 'todo.tasks.create': ['drop-response'] },
+        faults: { 'todo.tasks.lookup': () => ({ kind: 'status', status: 400, code: 'invalidRequest' }) },
+      },
+      { lookupWindowMs: 10_000 },
+    );
     const r = await runner.run(adapter, 'todo.tasks.create', { params: taskParams(2) });
     expect(r.status).toBe('handed-off');
     expect(sandbox.requestCount('todo.tasks.create')).toBe(1);

@@ -1,5 +1,5 @@
-import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
 import {
   asAttemptId,
   asBusinessOperationId,
@@ -8,7 +8,7 @@ import {
   type LookupContext,
   type ProviderKey,
 } from '@retrysafe/contract';
-import { startFaultProxy, type Fault, type FaultProxy } from '@retrysafe/testkit';
+import { type Fault, type FaultProxy, startFaultProxy } from '@retrysafe/testkit';
 import { graphRequestKind, type SandboxKind } from '../src/sandbox/index.js';
 
 export const TOKEN = 'test-token-not-a-secret';

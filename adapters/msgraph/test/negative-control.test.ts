@@ -1,14 +1,15 @@
 // Negative control: the same sendMail through the SDK's DEFAULT middleware chain (RetryHandler on)
 // is resent on 503/504, and every resend is one more delivered mail. Through the adapter's chain
 // (no RetryHandler) the same answers give one request and one mail.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
 import { Client, RetryHandler } from '@microsoft/microsoft-graph-client';
 import { AdapterConfigurationError, asBusinessOperationId } from '@retrysafe/contract';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createGraphClient, createMsGraphAdapter } from '../src/index.js';
-import { DEFAULT_APPLICATION_NAME, DEFAULT_EXTENDED_PROPERTY_ID, mailSend } from '../src/msgraph-operations.js';
 import { middlewareChain } from '../src/msgraph-client.js';
-import { startMsGraphSandbox, type MsGraphSandbox, type SandboxFault } from '../src/sandbox/index.js';
-import { TOKEN, execCtx, mailParams } from './helpers.js';
+import { DEFAULT_APPLICATION_NAME, DEFAULT_EXTENDED_PROPERTY_ID, mailSend } from '../src/msgraph-operations.js';
+import { type MsGraphSandbox, type SandboxFault, startMsGraphSandbox } from '../src/sandbox/index.js';
+import { execCtx, mailParams, TOKEN } from './helpers.js';
 
 // Graph answered 503/504 after it had already accepted the mail (docs/evidence/msgraph.md, "Retrying
 // is NOT safe"). Retry-After: 0 keeps the SDK's own wait at zero.
@@ -34,12 +35,19 @@ function defaultClient(baseUrl: string): Client {
 describe('negative control: the SDK default RetryHandler resends sendMail', () => {
   it('the default chain holds a RetryHandler; the adapter chain does not', () => {
     expect(middlewareChain(defaultClient(sandbox.url)).some((m) => m instanceof RetryHandler)).toBe(true);
-    expect(middlewareChain(createGraphClient({ token: TOKEN, baseUrl: sandbox.url })).some((m) => m instanceof RetryHandler)).toBe(false);
+    expect(
+      middlewareChain(createGraphClient({ token: TOKEN, baseUrl: sandbox.url })).some((m) => m instanceof RetryHandler),
+    ).toBe(false);
   });
 
   it('default chain: 503, 504, 504 after sending ⇒ 4 POSTs and 4 delivered mails for one intent', async () => {
     const id = asBusinessOperationId('invoice-17-reminder');
-    const req = mailSend.build(mailParams(1), { businessOperationId: id, providerKey: null, extendedPropertyId: DEFAULT_EXTENDED_PROPERTY_ID, applicationName: DEFAULT_APPLICATION_NAME });
+    const req = mailSend.build(mailParams(1), {
+      businessOperationId: id,
+      providerKey: null,
+      extendedPropertyId: DEFAULT_EXTENDED_PROPERTY_ID,
+      applicationName: DEFAULT_APPLICATION_NAME,
+    });
     await defaultClient(sandbox.url).api(req.path).post(req.body); // the 4th try is answered 202
     expect(sandbox.requestCount('mail.send')).toBe(4);
     expect(sandbox.count('mail.send')).toBe(4);
@@ -71,7 +79,11 @@ describe('negative control: the SDK default RetryHandler resends sendMail', () =
   it('configuration errors are typed', () => {
     expect(() => createMsGraphAdapter({})).toThrow(/accessToken/);
     expect(() => createMsGraphAdapter({ accessToken: TOKEN, timeoutMs: 0 })).toThrow(/timeoutMs/);
-    expect(() => createMsGraphAdapter({ accessToken: TOKEN, extendedPropertyId: 'retrysafe' })).toThrow(/extendedPropertyId/);
-    expect(() => createMsGraphAdapter({ client: createGraphClient({ token: TOKEN }), accessToken: TOKEN })).toThrow(/either client/);
+    expect(() => createMsGraphAdapter({ accessToken: TOKEN, extendedPropertyId: 'retrysafe' })).toThrow(
+      /extendedPropertyId/,
+    );
+    expect(() => createMsGraphAdapter({ client: createGraphClient({ token: TOKEN }), accessToken: TOKEN })).toThrow(
+      /either client/,
+    );
   });
 });

@@ -16,22 +16,42 @@ const cases: [operation: string, why: string, params: unknown][] = [
   ['mail.send', 'mailbox with a space', { ...mail, mailbox: 'a b' }],
   ['mail.send', 'subject not a string', { ...mail, message: { ...mail.message, subject: 1 } }],
   ['mail.send', 'body missing', { ...mail, message: { ...mail.message, body: undefined } }],
-  ['mail.send', 'body of another type', { ...mail, message: { ...mail.message, body: { contentType: 'rtf', content: 'x' } } }],
+  [
+    'mail.send',
+    'body of another type',
+    { ...mail, message: { ...mail.message, body: { contentType: 'rtf', content: 'x' } } },
+  ],
   ['mail.send', 'no recipients', { ...mail, message: { ...mail.message, toRecipients: [] } }],
-  ['mail.send', 'a recipient without an address', { ...mail, message: { ...mail.message, toRecipients: [{ emailAddress: { address: ' ' } }] } }],
+  [
+    'mail.send',
+    'a recipient without an address',
+    { ...mail, message: { ...mail.message, toRecipients: [{ emailAddress: { address: ' ' } }] } },
+  ],
   ['mail.send', 'cc not an array', { ...mail, message: { ...mail.message, ccRecipients: 'a@example.test' } }],
   ['mail.send', 'saveToSentItems set', { ...mail, saveToSentItems: true }],
   ['events.create', 'blank subject', { ...event, event: { ...event.event, subject: '  ' } }],
   ['events.create', 'a caller-set transactionId', { ...event, event: { ...event.event, transactionId: 'mine' } }],
-  ['events.create', 'start without a time zone', { ...event, event: { ...event.event, start: { dateTime: '2026-12-01T10:00:00' } } }],
+  [
+    'events.create',
+    'start without a time zone',
+    { ...event, event: { ...event.event, start: { dateTime: '2026-12-01T10:00:00' } } },
+  ],
   ['events.create', 'blank end time', { ...event, event: { ...event.event, end: { dateTime: '', timeZone: 'UTC' } } }],
   ['todo.tasks.create', 'list id with a path', { ...task, listId: 'a/b' }],
   ['todo.tasks.create', 'blank title', { ...task, task: { title: ' ' } }],
-  ['todo.tasks.create', 'due date without a time zone', { ...task, task: { ...task.task, dueDateTime: { dateTime: '2026-12-01' } } }],
+  [
+    'todo.tasks.create',
+    'due date without a time zone',
+    { ...task, task: { ...task.task, dueDateTime: { dateTime: '2026-12-01' } } },
+  ],
 ];
 
 describe('Graph params schemas', () => {
-  it.each([['mail.send', mail], ['events.create', event], ['todo.tasks.create', task]] as const)('%s accepts valid params', (name, params) => {
+  it.each([
+    ['mail.send', mail],
+    ['events.create', event],
+    ['todo.tasks.create', task],
+  ] as const)('%s accepts valid params', (name, params) => {
     const op = msGraphOperations[name]!;
     expect(paramsErrors(op, params)).toEqual([]);
     expect(schemaErrors(op.paramsSchema, params)).toEqual([]);

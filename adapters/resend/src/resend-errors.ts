@@ -1,4 +1,4 @@
-import { type FieldError, type Outcome, type RejectReason } from '@retrysafe/contract';
+import type { FieldError, Outcome, RejectReason } from '@retrysafe/contract';
 import { parseRetryAfter } from '@retrysafe/contract/provider';
 import type { ResendAnswer } from './resend-operations.js';
 

@@ -3,7 +3,7 @@ import { agentTools, callAgentTool } from '@retrysafe/core/agent';
 import { describe, expect, it } from 'vitest';
 import { createResendAdapter } from '../src/index.js';
 import { startResendSandbox } from '../src/sandbox/index.js';
-import { API_KEY, emailParams, closeAfterTest } from './helpers.js';
+import { API_KEY, closeAfterTest, emailParams } from './helpers.js';
 
 // The agent surface (MCP server and AI SDK tools are built from core's agentTools): tool names, the schema
 // the model sees and the field errors it gets, as for every other adapter.

@@ -3,8 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createResendAdapter } from '../src/index.js';
 import { classifyAnswer, fieldsOf } from '../src/resend-errors.js';
 import { startResendSandbox } from '../src/sandbox/index.js';
-import { API_KEY, emailParams, execCtx, closeAfterTest } from './helpers.js';
-
+import { API_KEY, closeAfterTest, emailParams, execCtx } from './helpers.js';
 
 async function setup(apiKey = API_KEY) {
   const sandbox = await startResendSandbox();
@@ -112,7 +111,11 @@ describe('classifyAnswer', () => {
     [{ data: {}, error: null, headers: {} }, false, { kind: 'unknown', cause: 'truncated-response' }],
     [err(null, 'application_error'), true, { kind: 'unknown', cause: 'timeout' }],
     [err(null, 'application_error'), false, { kind: 'unknown', cause: 'other' }],
-    [err(409, 'concurrent_idempotent_requests', { 'retry-after': '1' }), false, { kind: 'in-progress', retryAfterMs: 1000 }],
+    [
+      err(409, 'concurrent_idempotent_requests', { 'retry-after': '1' }),
+      false,
+      { kind: 'in-progress', retryAfterMs: 1000 },
+    ],
     [err(409, 'invalid_idempotent_request'), false, { kind: 'rejected', reason: 'conflict' }],
     [err(429, 'rate_limit_exceeded', { 'ratelimit-reset': '2' }), false, { kind: 'not-applied', retryAfterMs: 2000 }],
     [err(429, 'monthly_quota_exceeded'), false, { kind: 'rejected' }],

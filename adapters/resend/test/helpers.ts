@@ -1,4 +1,3 @@
-import { afterEach } from 'vitest';
 import {
   type AdapterV1,
   asBusinessOperationId,
@@ -8,6 +7,7 @@ import {
   newAttemptId,
   newRunId,
 } from '@retrysafe/contract';
+import { afterEach } from 'vitest';
 import type { BatchSendParams, EmailsSendParams } from '../src/index.js';
 
 const open: { close(): Promise<unknown> }[] = [];

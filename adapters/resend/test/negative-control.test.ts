@@ -9,8 +9,7 @@ import { Resend } from 'resend';
 import { describe, expect, it } from 'vitest';
 import { createResendAdapter, resendCards } from '../src/index.js';
 import { startResendSandbox } from '../src/sandbox/index.js';
-import { API_KEY, emailParams, execCtx, closeAfterTest } from './helpers.js';
-
+import { API_KEY, closeAfterTest, emailParams, execCtx } from './helpers.js';
 
 async function lostFirstAnswer() {
   const sandbox = await startResendSandbox();

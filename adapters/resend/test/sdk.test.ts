@@ -4,7 +4,7 @@ import { startFaultProxy } from '@retrysafe/testkit';
 import { describe, expect, it } from 'vitest';
 import { createResendAdapter } from '../src/index.js';
 import { RESEND_RETENTION_MS, startResendSandbox } from '../src/sandbox/index.js';
-import { API_KEY, batchParams, emailParams, execCtx, lookupCtx, closeAfterTest } from './helpers.js';
+import { API_KEY, batchParams, closeAfterTest, emailParams, execCtx, lookupCtx } from './helpers.js';
 
 // The runner (@retrysafe/core) + the real resend SDK + the fault proxy + the loopback sandbox.
 

@@ -2,12 +2,33 @@
 import { sandboxCreateCard } from './sandbox-cards.js';
 import { FORGETFUL_BEHAVIOUR, REPLAYING_BEHAVIOUR } from './sandbox-drills.js';
 
-export { createSandboxAdapter, type SandboxAdapter, type SandboxAdapterOptions, type SandboxParams, type SandboxResult } from './sandbox-adapter.js';
-export { sandboxCreateCard, type SandboxLimits } from './sandbox-cards.js';
+export {
+  createSandboxAdapter,
+  type SandboxAdapter,
+  type SandboxAdapterOptions,
+  type SandboxParams,
+  type SandboxResult,
+} from './sandbox-adapter.js';
+export { type SandboxLimits, sandboxCreateCard } from './sandbox-cards.js';
+export {
+  drills,
+  FORGETFUL_BEHAVIOUR,
+  REPLAYING_BEHAVIOUR,
+  type SandboxDrill,
+  type SandboxDrillOperation,
+  sandboxDrill,
+} from './sandbox-drills.js';
+export type {
+  SandboxBehaviour,
+  SandboxExecuteRequest,
+  SandboxFault,
+  SandboxLookupResponse,
+  SandboxProvider,
+  SandboxRecord,
+  SandboxResponse,
+} from './sandbox-provider.js';
 export { createSandboxProvider } from './sandbox-provider.js';
-export type { SandboxBehaviour, SandboxFault, SandboxProvider, SandboxRecord, SandboxResponse, SandboxExecuteRequest, SandboxLookupResponse } from './sandbox-provider.js';
-export { startSandboxServer, type SandboxServer, type SandboxServerOptions } from './sandbox-server.js';
-export { drills, sandboxDrill, REPLAYING_BEHAVIOUR, FORGETFUL_BEHAVIOUR, type SandboxDrill, type SandboxDrillOperation } from './sandbox-drills.js';
+export { type SandboxServer, type SandboxServerOptions, startSandboxServer } from './sandbox-server.js';
 
 /** The cards of the two behaviours the drills use (`sandboxCreateCard(behaviour)` gives the card of any other). */
 export const sandboxCards = {

@@ -1,15 +1,15 @@
 import {
   AdapterConfigurationError,
   defineAdapter,
-  type TypedAdapter,
   type ExecuteContext,
   type FrameOperation,
   type LookupContext,
   type LookupResult,
   type Outcome,
+  type TypedAdapter,
 } from '@retrysafe/contract';
 import { checkBaseUrl, classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract/provider';
-import { SANDBOX_KEY_RULE, SANDBOX_PROVIDER, sandboxCreateCard, type SandboxLimits } from './sandbox-cards.js';
+import { SANDBOX_KEY_RULE, SANDBOX_PROVIDER, type SandboxLimits, sandboxCreateCard } from './sandbox-cards.js';
 import type { SandboxBehaviour, SandboxProvider, SandboxRecord, SandboxResponse } from './sandbox-provider.js';
 
 interface CommonOptions {
@@ -43,7 +43,9 @@ export interface SandboxParams {
 }
 
 /** The sandbox adapter, typed: `runner.run(sandbox, 'records.create', { params })`. */
-export type SandboxAdapter = TypedAdapter<{ readonly 'records.create': { readonly params: SandboxParams; readonly result: SandboxResult } }>;
+export type SandboxAdapter = TypedAdapter<{
+  readonly 'records.create': { readonly params: SandboxParams; readonly result: SandboxResult };
+}>;
 
 const toResult = (r: SandboxRecord): SandboxResult => ({ id: r.id, status: r.status, createdAt: r.createdAt });
 
@@ -57,15 +59,46 @@ export function classifySandboxResponse(res: SandboxResponse): Outcome {
         ? { kind: 'in-progress', statusRef: `/records/${res.record.id}`, providerRef: res.record.id, status: 202 }
         : { kind: 'replayed', result: toResult(res.record), providerRef: res.record.id, status: 201 };
     case 'accepted':
-      return { kind: 'in-progress', statusRef: `/records/${res.record.id}`, retryAfterMs: res.retryAfterMs, providerRef: res.record.id, status: 202 };
+      return {
+        kind: 'in-progress',
+        statusRef: `/records/${res.record.id}`,
+        retryAfterMs: res.retryAfterMs,
+        providerRef: res.record.id,
+        status: 202,
+      };
     case 'in-progress':
-      return { kind: 'in-progress', retryAfterMs: res.retryAfterMs, status: 409, code: 'idempotency_key_in_use', message: 'a request with this key is still processing' };
+      return {
+        kind: 'in-progress',
+        retryAfterMs: res.retryAfterMs,
+        status: 409,
+        code: 'idempotency_key_in_use',
+        message: 'a request with this key is still processing',
+      };
     case 'mismatch':
-      return { kind: 'rejected', reason: 'conflict', message: res.message, status: 422, code: 'idempotency_key_mismatch' };
+      return {
+        kind: 'rejected',
+        reason: 'conflict',
+        message: res.message,
+        status: 422,
+        code: 'idempotency_key_mismatch',
+      };
     case 'rejected':
-      return { kind: 'rejected', reason: 'validation', message: res.message, status: 400, code: 'invalid_request', ...(res.fields ? { fields: res.fields } : {}) };
+      return {
+        kind: 'rejected',
+        reason: 'validation',
+        message: res.message,
+        status: 400,
+        code: 'invalid_request',
+        ...(res.fields ? { fields: res.fields } : {}),
+      };
     case 'throttled':
-      return { kind: 'not-applied', message: 'rate limited before processing', retryAfterMs: res.retryAfterMs, status: 429, code: 'rate_limited' };
+      return {
+        kind: 'not-applied',
+        message: 'rate limited before processing',
+        retryAfterMs: res.retryAfterMs,
+        status: 429,
+        code: 'rate_limited',
+      };
     case 'server-error':
       return { kind: 'unknown', cause: 'server-error', message: `sandbox answered ${res.status}`, status: res.status };
   }
@@ -84,16 +117,52 @@ function classifyHttp(status: number, headers: Headers, body: unknown): Outcome 
       ? { kind: 'replayed', result: toResult(rec), providerRef: rec.id, ...base }
       : { kind: 'succeeded', result: toResult(rec), providerRef: rec.id, ...base };
   }
-  if (status === 202 && rec) return { kind: 'in-progress', statusRef: headers.get('location') ?? `/records/${rec.id}`, providerRef: rec.id, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), ...base };
-  if (status === 409) return { kind: 'in-progress', message, code: errCode?.code ?? 'conflict', ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), ...base };
-  if (status === 422) return { kind: 'rejected', reason: 'conflict', message, code: errCode?.code ?? 'unprocessable', ...base };
-  if (status === 429) return { kind: 'not-applied', message, code: errCode?.code ?? 'rate_limited', ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), ...base };
-  if (status === 401 || status === 403) return { kind: 'rejected', reason: status === 401 ? 'authentication' : 'permission', message, ...base };
-  if (status >= 400 && status < 500) return { kind: 'rejected', reason: 'validation', message, ...(errCode?.code ? { code: errCode.code } : {}), ...base };
-  if (status >= 200 && status < 300) return { kind: 'unknown', cause: 'truncated-response', message: `HTTP ${status} without a record`, ...base };
-  return { kind: 'unknown', cause: 'server-error', message, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), ...base };
+  if (status === 202 && rec)
+    return {
+      kind: 'in-progress',
+      statusRef: headers.get('location') ?? `/records/${rec.id}`,
+      providerRef: rec.id,
+      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+      ...base,
+    };
+  if (status === 409)
+    return {
+      kind: 'in-progress',
+      message,
+      code: errCode?.code ?? 'conflict',
+      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+      ...base,
+    };
+  if (status === 422)
+    return { kind: 'rejected', reason: 'conflict', message, code: errCode?.code ?? 'unprocessable', ...base };
+  if (status === 429)
+    return {
+      kind: 'not-applied',
+      message,
+      code: errCode?.code ?? 'rate_limited',
+      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+      ...base,
+    };
+  if (status === 401 || status === 403)
+    return { kind: 'rejected', reason: status === 401 ? 'authentication' : 'permission', message, ...base };
+  if (status >= 400 && status < 500)
+    return {
+      kind: 'rejected',
+      reason: 'validation',
+      message,
+      ...(errCode?.code ? { code: errCode.code } : {}),
+      ...base,
+    };
+  if (status >= 200 && status < 300)
+    return { kind: 'unknown', cause: 'truncated-response', message: `HTTP ${status} without a record`, ...base };
+  return {
+    kind: 'unknown',
+    cause: 'server-error',
+    message,
+    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+    ...base,
+  };
 }
-
 
 /**
  * Network errors, by the contract's one classifier: a connection that was never made means the request
@@ -101,10 +170,28 @@ function classifyHttp(status: number, headers: Headers, body: unknown): Outcome 
  */
 export function classifyNetworkError(err: unknown): Outcome {
   const t = classifyTransportFailure(err);
-  if (t.sent === 'never') return { kind: 'not-applied', message: `connection not established (${t.code})`, code: t.code };
-  if (t.cause === 'timeout') return { kind: 'unknown', cause: 'timeout', message: 'no response before the client timeout', code: t.code ?? 'timeout' };
-  if (t.cause === 'connection-reset') return { kind: 'unknown', cause: 'connection-reset', message: `connection closed after the request was sent${t.code ? ` (${t.code})` : ''}`, ...(t.code ? { code: t.code } : {}) };
-  return { kind: 'unknown', cause: t.cause, message: 'network error after the request may have been sent', ...(t.code ? { code: t.code } : {}) };
+  if (t.sent === 'never')
+    return { kind: 'not-applied', message: `connection not established (${t.code})`, code: t.code };
+  if (t.cause === 'timeout')
+    return {
+      kind: 'unknown',
+      cause: 'timeout',
+      message: 'no response before the client timeout',
+      code: t.code ?? 'timeout',
+    };
+  if (t.cause === 'connection-reset')
+    return {
+      kind: 'unknown',
+      cause: 'connection-reset',
+      message: `connection closed after the request was sent${t.code ? ` (${t.code})` : ''}`,
+      ...(t.code ? { code: t.code } : {}),
+    };
+  return {
+    kind: 'unknown',
+    cause: t.cause,
+    message: 'network error after the request may have been sent',
+    ...(t.code ? { code: t.code } : {}),
+  };
 }
 
 /**
@@ -122,7 +209,11 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
     card,
     intentFields,
     sensitiveFields: options.sensitiveFields ?? [],
-    paramsSchema: { type: 'object', properties: { ref: { type: 'string' } }, required: [...intentFields].filter((f) => !f.includes('.')) },
+    paramsSchema: {
+      type: 'object',
+      properties: { ref: { type: 'string' } },
+      required: [...intentFields].filter((f) => !f.includes('.')),
+    },
     keyRule: SANDBOX_KEY_RULE,
   };
   const lookupDelayMs = behaviour.lookupDelayMs ?? 0;
@@ -135,10 +226,23 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
     const since = sinceLastDispatch(ctx);
     if (rec === null) {
       return since !== null && since < lookupDelayMs
-        ? { kind: 'cannot-tell', reason: `inside the lookup consistency delay (${lookupDelayMs} ms)`, retryAfterMs: lookupDelayMs - since }
+        ? {
+            kind: 'cannot-tell',
+            reason: `inside the lookup consistency delay (${lookupDelayMs} ms)`,
+            retryAfterMs: lookupDelayMs - since,
+          }
         : { kind: 'not-found', reason: 'no record holds this key', ...(requestId ? { requestId } : {}) };
     }
-    if (rec.status === 'processing') return { kind: 'found', outcome: { kind: 'in-progress', statusRef: `/records/${rec.id}`, providerRef: rec.id, retryAfterMs: Math.max(0, rec.completesAt - ctx.now) } };
+    if (rec.status === 'processing')
+      return {
+        kind: 'found',
+        outcome: {
+          kind: 'in-progress',
+          statusRef: `/records/${rec.id}`,
+          providerRef: rec.id,
+          retryAfterMs: Math.max(0, rec.completesAt - ctx.now),
+        },
+      };
     return { kind: 'found', outcome: { kind: 'succeeded', result: toResult(rec), providerRef: rec.id } };
   };
 
@@ -150,7 +254,13 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
     execute = async (params, ctx) => classifySandboxResponse(await provider.execute({ key: ctx.providerKey, params }));
     lookup = async (ctx) => {
       const answer = provider.answerLookup(ctx.providerKey!);
-      if (answer.type === 'unavailable') return { kind: 'cannot-tell', reason: 'lookup unavailable (503)', status: 503, retryAfterMs: answer.retryAfterMs };
+      if (answer.type === 'unavailable')
+        return {
+          kind: 'cannot-tell',
+          reason: 'lookup unavailable (503)',
+          status: 503,
+          retryAfterMs: answer.retryAfterMs,
+        };
       return fromRecord(answer.type === 'found' ? answer.record : null, ctx);
     };
   } else {
@@ -162,9 +272,14 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
       try {
         res = await fetch(url('records'), {
           method: 'POST',
-          headers: { 'content-type': 'application/json', ...(ctx.providerKey ? { 'idempotency-key': ctx.providerKey } : {}) },
+          headers: {
+            'content-type': 'application/json',
+            ...(ctx.providerKey ? { 'idempotency-key': ctx.providerKey } : {}),
+          },
           body: JSON.stringify(params ?? null),
-          signal: ctx.signal ? AbortSignal.any([ctx.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs),
+          signal: ctx.signal
+            ? AbortSignal.any([ctx.signal, AbortSignal.timeout(timeoutMs)])
+            : AbortSignal.timeout(timeoutMs),
         });
       } catch (err) {
         return classifyNetworkError(err);
@@ -175,7 +290,14 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
         body = text ? JSON.parse(text) : null;
       } catch (err) {
         const o = classifyNetworkError(err);
-        return o.kind === 'unknown' ? o : { kind: 'unknown', cause: 'truncated-response', message: 'response body cut off or unreadable', status: res.status };
+        return o.kind === 'unknown'
+          ? o
+          : {
+              kind: 'unknown',
+              cause: 'truncated-response',
+              message: 'response body cut off or unreadable',
+              status: res.status,
+            };
       }
       return classifyHttp(res.status, res.headers, body);
     };
@@ -183,16 +305,31 @@ export function createSandboxAdapter(options: SandboxAdapterOptions): SandboxAda
       let res: Response;
       let body: unknown;
       try {
-        res = await fetch(url(`records?key=${encodeURIComponent(ctx.providerKey!)}`), { signal: ctx.signal ? AbortSignal.any([ctx.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs) });
+        res = await fetch(url(`records?key=${encodeURIComponent(ctx.providerKey!)}`), {
+          signal: ctx.signal
+            ? AbortSignal.any([ctx.signal, AbortSignal.timeout(timeoutMs)])
+            : AbortSignal.timeout(timeoutMs),
+        });
         const text = await res.text();
         body = text ? JSON.parse(text) : null;
       } catch (err) {
-        return { kind: 'cannot-tell', reason: `lookup failed: ${classifyNetworkError(err).kind === 'not-applied' ? 'connection refused' : 'network error'}` };
+        return {
+          kind: 'cannot-tell',
+          reason: `lookup failed: ${classifyNetworkError(err).kind === 'not-applied' ? 'connection refused' : 'network error'}`,
+        };
       }
       const requestId = res.headers.get('x-request-id') ?? undefined;
       if (res.status === 200) return fromRecord((body as { record: SandboxRecord }).record, ctx, requestId);
       if (res.status === 404) return fromRecord(null, ctx, requestId);
-      return { kind: 'cannot-tell', reason: `lookup answered ${res.status}`, status: res.status, ...(requestId ? { requestId } : {}), ...(parseRetryAfter(res.headers.get('retry-after')) !== undefined ? { retryAfterMs: parseRetryAfter(res.headers.get('retry-after'))! } : {}) };
+      return {
+        kind: 'cannot-tell',
+        reason: `lookup answered ${res.status}`,
+        status: res.status,
+        ...(requestId ? { requestId } : {}),
+        ...(parseRetryAfter(res.headers.get('retry-after')) !== undefined
+          ? { retryAfterMs: parseRetryAfter(res.headers.get('retry-after'))! }
+          : {}),
+      };
     };
   }
 

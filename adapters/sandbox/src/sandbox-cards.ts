@@ -1,4 +1,4 @@
-import { defineCard, fact, type Duration, type RetrySafetyCard } from '@retrysafe/contract';
+import { type Duration, defineCard, fact, type RetrySafetyCard } from '@retrysafe/contract';
 import { formatDuration } from '@retrysafe/contract/rules';
 import type { SandboxBehaviour } from './sandbox-provider.js';
 
@@ -14,28 +14,52 @@ export interface SandboxLimits {
   readonly retryAfterCap?: Duration;
 }
 
-const src = (option: string, value: unknown) => `sandbox behaviour option ${option}=${JSON.stringify(value)} (adapters/sandbox/src/sandbox-provider.ts)`;
+const src = (option: string, value: unknown) =>
+  `sandbox behaviour option ${option}=${JSON.stringify(value)} (adapters/sandbox/src/sandbox-provider.ts)`;
 
 /**
  * The card of `sandbox.records.create`, computed from the behaviour the sandbox was given: a sandbox
  * set to "no replay" gets a card saying storedResult none, and so on. The runner reads only this.
  */
-export function sandboxCreateCard(b: SandboxBehaviour, limits: SandboxLimits = {}, intentFields: readonly string[] = ['ref']): RetrySafetyCard {
+export function sandboxCreateCard(
+  b: SandboxBehaviour,
+  limits: SandboxLimits = {},
+  intentFields: readonly string[] = ['ref'],
+): RetrySafetyCard {
   const retention: Duration | null = b.replays && b.retentionMs !== null ? formatDuration(b.retentionMs) : null;
   const delay: Duration | null = b.lookupDelayMs ? formatDuration(b.lookupDelayMs) : null;
   // The sandbox applies a request whenever it reaches it: a request held in the network (the fault proxy
   // can hold one past the client's timeout) lands late, with no bound unless the behaviour states one.
-  const late = b.lateApplyMs !== undefined ? fact<Duration>(formatDuration(b.lateApplyMs), src('lateApplyMs', b.lateApplyMs)) : fact<Duration>('unknown', `${src('lateApplyMs', undefined)}: not set, and a request held in the network may land at any time`);
+  const late =
+    b.lateApplyMs !== undefined
+      ? fact<Duration>(formatDuration(b.lateApplyMs), src('lateApplyMs', b.lateApplyMs))
+      : fact<Duration>(
+          'unknown',
+          `${src('lateApplyMs', undefined)}: not set, and a request held in the network may land at any time`,
+        );
   return defineCard({
     cardVersion: 1,
     provider: SANDBOX_PROVIDER,
     operation: `${SANDBOX_PROVIDER}.records.create`,
     sideEffect: {
-      kind: fact('create', 'adapters/sandbox/src/sandbox-provider.ts: POST /records creates one record per processed request'),
-      idempotentByNature: fact(false, 'adapters/sandbox/src/sandbox-provider.ts: POST /records creates one record per processed request'),
+      kind: fact(
+        'create',
+        'adapters/sandbox/src/sandbox-provider.ts: POST /records creates one record per processed request',
+      ),
+      idempotentByNature: fact(
+        false,
+        'adapters/sandbox/src/sandbox-provider.ts: POST /records creates one record per processed request',
+      ),
     },
-    businessOperationId: { rule: `derived from intent fields ${intentFields.join(', ')}`, intentFields: [...intentFields] },
-    ids: { run: 'receipts only', attempt: 'receipts only', request: fact('x-request-id response header', 'adapters/sandbox/src/sandbox-server.ts') },
+    businessOperationId: {
+      rule: `derived from intent fields ${intentFields.join(', ')}`,
+      intentFields: [...intentFields],
+    },
+    ids: {
+      run: 'receipts only',
+      attempt: 'receipts only',
+      request: fact('x-request-id response header', 'adapters/sandbox/src/sandbox-server.ts'),
+    },
     providerKey: {
       travels: fact('header', 'adapters/sandbox/src/sandbox-server.ts'),
       name: fact('Idempotency-Key', 'adapters/sandbox/src/sandbox-server.ts'),
@@ -43,7 +67,10 @@ export function sandboxCreateCard(b: SandboxBehaviour, limits: SandboxLimits = {
       charset: fact(SANDBOX_KEY_RULE.charset, 'adapters/sandbox/src/sandbox-cards.ts (SANDBOX_KEY_RULE)'),
       scope: fact('one sandbox provider instance', 'adapters/sandbox/src/sandbox-provider.ts'),
     },
-    keyReuse: fact(b.replays ? 'same request, same params, while the key is retained' : 'never relied on: nothing is stored', src('replays', b.replays)),
+    keyReuse: fact(
+      b.replays ? 'same request, same params, while the key is retained' : 'never relied on: nothing is stored',
+      src('replays', b.replays),
+    ),
     parameterMatching: fact(b.parameterMatching, src('parameterMatching', b.parameterMatching)),
     storedResult: {
       semantics: fact(b.replays ? 'replays' : 'none', src('replays', b.replays)),
@@ -58,13 +85,41 @@ export function sandboxCreateCard(b: SandboxBehaviour, limits: SandboxLimits = {
     concurrency: fact(b.concurrency, src('concurrency', b.concurrency)),
     retryableErrors: fact(['429', 'connection refused'], 'adapters/sandbox/src/sandbox-adapter.ts (classify)'),
     nonRetryableErrors: fact(['400', '422'], 'adapters/sandbox/src/sandbox-adapter.ts (classify)'),
-    backoff: { strategy: 'exponential-full-jitter', base: limits.base ?? '200ms', cap: limits.cap ?? '10s', retryAfterCap: limits.retryAfterCap ?? '60s' },
-    limits: { maxAttempts: limits.maxAttempts ?? 4, maxElapsed: limits.maxElapsed ?? '2m', lookupWindow: limits.lookupWindow ?? '30s' },
-    retryLayer: { layer: 'runner', sdkRetries: 'disabled', how: 'no SDK: in-process calls or one fetch per attempt, no retry wrapper' },
-    reconciler: b.lookup === 'get-by-key' ? 'the runner, through doLookup (GET /records?key=…)' : 'the runner by same-key resend when the card allows, else a person',
-    handoff: { condition: 'rejected, budget exhausted, or unknown with no safe resend', destination: 'the runner\'s handoff sink' },
+    backoff: {
+      strategy: 'exponential-full-jitter',
+      base: limits.base ?? '200ms',
+      cap: limits.cap ?? '10s',
+      retryAfterCap: limits.retryAfterCap ?? '60s',
+    },
+    limits: {
+      maxAttempts: limits.maxAttempts ?? 4,
+      maxElapsed: limits.maxElapsed ?? '2m',
+      lookupWindow: limits.lookupWindow ?? '30s',
+    },
+    retryLayer: {
+      layer: 'runner',
+      sdkRetries: 'disabled',
+      how: 'no SDK: in-process calls or one fetch per attempt, no retry wrapper',
+    },
+    reconciler:
+      b.lookup === 'get-by-key'
+        ? 'the runner, through doLookup (GET /records?key=…)'
+        : 'the runner by same-key resend when the card allows, else a person',
+    handoff: {
+      condition: 'rejected, budget exhausted, or unknown with no safe resend',
+      destination: "the runner's handoff sink",
+    },
     duplicateTest: 'this package is the duplicate test: provider.count() is the number of records held',
-    receipts: 'the runner\'s ledger; JSONL export',
-    unverified: b.lateApplyMs !== undefined ? [] : [{ field: 'lookup.lateApplyBound', condition: 'no bound on when a held request reaches the sandbox (set behaviour lateApplyMs to state one)', source: 'adapters/sandbox/src/sandbox-provider.ts' }],
+    receipts: "the runner's ledger; JSONL export",
+    unverified:
+      b.lateApplyMs !== undefined
+        ? []
+        : [
+            {
+              field: 'lookup.lateApplyBound',
+              condition: 'no bound on when a held request reaches the sandbox (set behaviour lateApplyMs to state one)',
+              source: 'adapters/sandbox/src/sandbox-provider.ts',
+            },
+          ],
   });
 }

@@ -12,9 +12,21 @@ export type SandboxDrillOperation = DrillOperation;
 type StatusFault = Extract<DrillFault, { kind: 'status' }>;
 
 /** The sandbox as an IETF Idempotency-Key provider: replays for 24 h, 422 on mismatch, 409 while in flight, lookup by key. */
-export const REPLAYING_BEHAVIOUR: SandboxBehaviour = Object.freeze({ replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' });
+export const REPLAYING_BEHAVIOUR: SandboxBehaviour = Object.freeze({
+  replays: true,
+  retentionMs: 86_400_000,
+  parameterMatching: 'mismatch-error',
+  concurrency: 'rejects-in-progress',
+  lookup: 'get-by-key',
+});
 /** The sandbox as a provider that stores nothing and offers no lookup: every re-send is a new record. */
-export const FORGETFUL_BEHAVIOUR: SandboxBehaviour = Object.freeze({ replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'none' });
+export const FORGETFUL_BEHAVIOUR: SandboxBehaviour = Object.freeze({
+  replays: false,
+  retentionMs: null,
+  parameterMatching: 'none',
+  concurrency: 'duplicates',
+  lookup: 'none',
+});
 
 const intentFields = ['ref', 'amount'] as const;
 
@@ -22,10 +34,24 @@ export const sandboxDrillOperation: SandboxDrillOperation = {
   params: (i) => ({ ref: `order-${i}`, amount: 100 + i }),
   changeIntent: (p) => ({ ...(p as Record<string, unknown>), amount: Number((p as { amount: number }).amount) + 1 }),
   faults: {
-    permanent: { kind: 'status', status: 400, body: { error: { code: 'invalid_request', message: 'amount must be positive' } } },
+    permanent: {
+      kind: 'status',
+      status: 400,
+      body: { error: { code: 'invalid_request', message: 'amount must be positive' } },
+    },
     transient: { kind: 'status', status: 429, body: { error: { code: 'rate_limited', message: 'slow down' } } },
-    rateLimited: { kind: 'status', status: 429, retryAfterS: 2, body: { error: { code: 'rate_limited', message: 'slow down' } } },
-    inProgress: { kind: 'status', status: 409, retryAfterS: 1, body: { error: { code: 'idempotency_key_in_use', message: 'in flight' } } },
+    rateLimited: {
+      kind: 'status',
+      status: 429,
+      retryAfterS: 2,
+      body: { error: { code: 'rate_limited', message: 'slow down' } },
+    },
+    inProgress: {
+      kind: 'status',
+      status: 409,
+      retryAfterS: 1,
+      body: { error: { code: 'idempotency_key_in_use', message: 'in flight' } },
+    },
   },
 };
 
@@ -49,4 +75,7 @@ export function sandboxDrill(name: string, behaviour: SandboxBehaviour): Sandbox
 }
 
 /** What `retrysafe drill --adapter sandbox` runs: a replaying provider and a forgetful one. */
-export const drills: readonly SandboxDrill[] = [sandboxDrill('sandbox-replaying', REPLAYING_BEHAVIOUR), sandboxDrill('sandbox-forgetful', FORGETFUL_BEHAVIOUR)];
+export const drills: readonly SandboxDrill[] = [
+  sandboxDrill('sandbox-replaying', REPLAYING_BEHAVIOUR),
+  sandboxDrill('sandbox-forgetful', FORGETFUL_BEHAVIOUR),
+];

@@ -36,7 +36,11 @@ export type SandboxFault =
   /** Refused before anything was stored (a rate limiter in front of the idempotency layer): 429 + Retry-After. */
   | { readonly kind: 'not-applied'; readonly retryAfterMs?: number }
   /** Validation error: 400. Nothing stored. */
-  | { readonly kind: 'rejected'; readonly message?: string; /** Field errors the provider names (path, message). */ readonly fields?: readonly { path: string; message: string }[] }
+  | {
+      readonly kind: 'rejected';
+      readonly message?: string /** Field errors the provider names (path, message). */;
+      readonly fields?: readonly { path: string; message: string }[];
+    }
   /** The record IS created and the key stored, but the caller gets a 500 (in process: an unknown outcome). The "lost response". */
   | { readonly kind: 'unknown-after-commit' }
   /** Nothing is created, but the caller gets a 503 it cannot tell from a commit. */
@@ -63,7 +67,11 @@ export type SandboxResponse =
   | { readonly type: 'accepted'; readonly record: SandboxRecord; readonly retryAfterMs: number }
   | { readonly type: 'in-progress'; readonly retryAfterMs: number }
   | { readonly type: 'mismatch'; readonly message: string }
-  | { readonly type: 'rejected'; readonly message: string; readonly fields?: readonly { path: string; message: string }[] }
+  | {
+      readonly type: 'rejected';
+      readonly message: string;
+      readonly fields?: readonly { path: string; message: string }[];
+    }
   | { readonly type: 'throttled'; readonly retryAfterMs: number }
   | { readonly type: 'server-error'; readonly status: 500 | 503; readonly committed: boolean };
 
@@ -119,9 +127,12 @@ function checkBehaviour(b: SandboxBehaviour): void {
   };
   if (typeof b !== 'object' || b === null) bad('expected an object');
   if (typeof b.replays !== 'boolean') bad('replays must be true or false');
-  if (b.retentionMs !== null && !(Number.isFinite(b.retentionMs) && b.retentionMs > 0)) bad('retentionMs must be a positive number or null');
-  if (!['mismatch-error', 'replay-anyway', 'none'].includes(b.parameterMatching)) bad('parameterMatching must be mismatch-error, replay-anyway or none');
-  if (!['rejects-in-progress', 'waits-then-replays', 'duplicates'].includes(b.concurrency)) bad('concurrency must be rejects-in-progress, waits-then-replays or duplicates');
+  if (b.retentionMs !== null && !(Number.isFinite(b.retentionMs) && b.retentionMs > 0))
+    bad('retentionMs must be a positive number or null');
+  if (!['mismatch-error', 'replay-anyway', 'none'].includes(b.parameterMatching))
+    bad('parameterMatching must be mismatch-error, replay-anyway or none');
+  if (!['rejects-in-progress', 'waits-then-replays', 'duplicates'].includes(b.concurrency))
+    bad('concurrency must be rejects-in-progress, waits-then-replays or duplicates');
   if (!['get-by-key', 'none'].includes(b.lookup)) bad('lookup must be get-by-key or none');
   for (const k of ['lookupDelayMs', 'processingMs'] as const) {
     const v = b[k];
@@ -172,7 +183,9 @@ export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvi
 
   function fresh(rec: SandboxRecord): SandboxResponse {
     const v = view(rec);
-    return v.status === 'processing' ? { type: 'accepted', record: v, retryAfterMs: v.completesAt - now() } : { type: 'created', record: v };
+    return v.status === 'processing'
+      ? { type: 'accepted', record: v, retryAfterMs: v.completesAt - now() }
+      : { type: 'created', record: v };
   }
 
   const late: { readonly dueAt: number; readonly req: SandboxExecuteRequest }[] = [];
@@ -187,7 +200,12 @@ export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvi
     counts.bump('execute');
     const fault = faults.take();
     if (fault?.kind === 'not-applied') return { type: 'throttled', retryAfterMs: fault.retryAfterMs ?? 1000 };
-    if (fault?.kind === 'rejected') return { type: 'rejected', message: fault.message ?? 'validation failed', ...(fault.fields ? { fields: fault.fields } : {}) };
+    if (fault?.kind === 'rejected')
+      return {
+        type: 'rejected',
+        message: fault.message ?? 'validation failed',
+        ...(fault.fields ? { fields: fault.fields } : {}),
+      };
     if (fault?.kind === 'unknown-before-commit') return { type: 'server-error', status: 503, committed: false };
     if (fault?.kind === 'late-commit') {
       late.push({ dueAt: now() + Math.max(0, fault.afterMs), req });
@@ -220,9 +238,13 @@ export function createSandboxProvider(behaviour: SandboxBehaviour): SandboxProvi
       } else if (mismatch && b.parameterMatching === 'none') {
         response = fresh(create(key, fp));
       } else if (first.status === 'processing') {
-        if (b.concurrency === 'rejects-in-progress') response = { type: 'in-progress', retryAfterMs: first.completesAt - now() };
+        if (b.concurrency === 'rejects-in-progress')
+          response = { type: 'in-progress', retryAfterMs: first.completesAt - now() };
         else if (b.concurrency === 'duplicates') response = fresh(create(key, fp));
-        else return sleep(Math.max(0, first.completesAt - now())).then((): SandboxResponse => ({ type: 'replayed', record: view(first) }));
+        else
+          return sleep(Math.max(0, first.completesAt - now())).then(
+            (): SandboxResponse => ({ type: 'replayed', record: view(first) }),
+          );
       } else {
         response = { type: 'replayed', record: first };
       }

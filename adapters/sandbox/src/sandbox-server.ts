@@ -1,4 +1,4 @@
-import { parseJsonBody, startLoopbackServer, type LoopbackRequest, type SandboxReply } from '@retrysafe/sandbox-kit';
+import { type LoopbackRequest, parseJsonBody, type SandboxReply, startLoopbackServer } from '@retrysafe/sandbox-kit';
 import type { SandboxProvider, SandboxRecord } from './sandbox-provider.js';
 
 export interface SandboxServerOptions {
@@ -18,8 +18,10 @@ export interface SandboxServer {
 }
 
 const retryAfter = (ms: number) => String(Math.max(0, Math.ceil(ms / 1000)));
-const reply = (status: number, body: unknown, headers?: Record<string, string>): SandboxReply => (headers ? { status, body, headers } : { status, body });
-const error = (status: number, code: string, message: string, headers?: Record<string, string>) => reply(status, { error: { code, message } }, headers);
+const reply = (status: number, body: unknown, headers?: Record<string, string>): SandboxReply =>
+  headers ? { status, body, headers } : { status, body };
+const error = (status: number, code: string, message: string, headers?: Record<string, string>) =>
+  reply(status, { error: { code, message } }, headers);
 
 /**
  * Serves a sandbox provider over loopback HTTP, the way an IETF Idempotency-Key API does:
@@ -49,9 +51,15 @@ export async function startSandboxServer(options: SandboxServerOptions): Promise
         case 'replayed':
           return reply(201, { record: r.record }, { 'idempotent-replayed': 'true' });
         case 'accepted':
-          return reply(202, { record: r.record }, { location: `/records/${r.record.id}`, 'retry-after': retryAfter(r.retryAfterMs) });
+          return reply(
+            202,
+            { record: r.record },
+            { location: `/records/${r.record.id}`, 'retry-after': retryAfter(r.retryAfterMs) },
+          );
         case 'in-progress':
-          return error(409, 'idempotency_key_in_use', 'a request with this key is still processing', { 'retry-after': retryAfter(r.retryAfterMs) });
+          return error(409, 'idempotency_key_in_use', 'a request with this key is still processing', {
+            'retry-after': retryAfter(r.retryAfterMs),
+          });
         case 'mismatch':
           return error(422, 'idempotency_key_mismatch', r.message);
         case 'rejected':
@@ -67,15 +75,19 @@ export async function startSandboxServer(options: SandboxServerOptions): Promise
       if (provider.behaviour.lookup === 'none') return error(501, 'no_lookup', 'lookup by key is not offered');
       if (!key) return error(400, 'missing_key', 'key query parameter required');
       const answer = provider.answerLookup(key);
-      if (answer.type === 'unavailable') return error(503, 'unavailable', 'try again later', { 'retry-after': retryAfter(answer.retryAfterMs) });
-      return answer.type === 'found' ? reply(200, { record: answer.record }) : error(404, 'not_found', 'no record with this key');
+      if (answer.type === 'unavailable')
+        return error(503, 'unavailable', 'try again later', { 'retry-after': retryAfter(answer.retryAfterMs) });
+      return answer.type === 'found'
+        ? reply(200, { record: answer.record })
+        : error(404, 'not_found', 'no record with this key');
     }
     const m = /^\/records\/([A-Za-z0-9_]+)$/.exec(path);
     if (req.method === 'GET' && m) {
       const rec: SandboxRecord | undefined = provider.records().find((r) => r.id === m[1]);
       return rec ? reply(200, { record: rec }) : error(404, 'not_found', 'no such record');
     }
-    if (req.method === 'GET' && path === '/_sandbox/count') return reply(200, { count: provider.count(), calls: provider.calls() });
+    if (req.method === 'GET' && path === '/_sandbox/count')
+      return reply(200, { count: provider.count(), calls: provider.calls() });
     return error(404, 'no_route', `${req.method} ${path}`);
   }
 

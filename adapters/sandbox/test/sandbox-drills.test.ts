@@ -1,6 +1,6 @@
-import { describe, expect, it } from 'vitest';
 import { asBusinessOperationId, newAttemptId, newRunId, pickIntent } from '@retrysafe/contract';
 import { drills } from '@retrysafe/sandbox';
+import { describe, expect, it } from 'vitest';
 
 describe('drill setups exported for the CLI and the testkit', () => {
   it('start a loopback sandbox, build an adapter for it, count records and expire keys', async () => {
@@ -13,7 +13,14 @@ describe('drill setups exported for the CLI and the testkit', () => {
         const op = drill.operations['records.create']!;
         const params = op.params(3);
         const id = asBusinessOperationId('drill-1');
-        const ctx = { businessOperationId: id, providerKey: adapter.deriveProviderKey('records.create', id), runId: newRunId(), attemptId: newAttemptId(), attempt: 1, statusRef: null };
+        const ctx = {
+          businessOperationId: id,
+          providerKey: adapter.deriveProviderKey('records.create', id),
+          runId: newRunId(),
+          attemptId: newAttemptId(),
+          attempt: 1,
+          statusRef: null,
+        };
         expect((await adapter.doExecute('records.create', params, ctx)).kind).toBe('succeeded');
         const again = await adapter.doExecute('records.create', params, ctx);
         expect(again.kind).toBe(drill.name === 'sandbox-replaying' ? 'replayed' : 'succeeded');

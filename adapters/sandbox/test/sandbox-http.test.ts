@@ -1,9 +1,28 @@
 import { createServer } from 'node:net';
+import {
+  type AdapterV1,
+  asBusinessOperationId,
+  newAttemptId,
+  newRunId,
+  type Outcome,
+  UnsupportedCapabilityError,
+} from '@retrysafe/contract';
+import {
+  createSandboxAdapter,
+  createSandboxProvider,
+  type SandboxBehaviour,
+  type SandboxServer,
+  startSandboxServer,
+} from '@retrysafe/sandbox';
 import { afterEach, describe, expect, it } from 'vitest';
-import { asBusinessOperationId, newAttemptId, newRunId, UnsupportedCapabilityError, type AdapterV1, type Outcome } from '@retrysafe/contract';
-import { createSandboxAdapter, createSandboxProvider, startSandboxServer, type SandboxBehaviour, type SandboxServer } from '@retrysafe/sandbox';
 
-const behaviour: SandboxBehaviour = { replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' };
+const behaviour: SandboxBehaviour = {
+  replays: true,
+  retentionMs: 86_400_000,
+  parameterMatching: 'mismatch-error',
+  concurrency: 'rejects-in-progress',
+  lookup: 'get-by-key',
+};
 const id = asBusinessOperationId('http-op-1');
 let server: SandboxServer | null = null;
 afterEach(async () => {
@@ -11,8 +30,19 @@ afterEach(async () => {
   server = null;
 });
 
-function exec(adapter: AdapterV1, params: unknown, key = adapter.deriveProviderKey('records.create', id)): Promise<Outcome> {
-  return adapter.doExecute('records.create', params, { businessOperationId: id, providerKey: key, runId: newRunId(), attemptId: newAttemptId(), attempt: 1, statusRef: null });
+function exec(
+  adapter: AdapterV1,
+  params: unknown,
+  key = adapter.deriveProviderKey('records.create', id),
+): Promise<Outcome> {
+  return adapter.doExecute('records.create', params, {
+    businessOperationId: id,
+    providerKey: key,
+    runId: newRunId(),
+    attemptId: newAttemptId(),
+    attempt: 1,
+    statusRef: null,
+  });
 }
 
 describe('sandbox over loopback HTTP', () => {
@@ -21,7 +51,12 @@ describe('sandbox over loopback HTTP', () => {
     server = await startSandboxServer({ provider });
     expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
     const adapter = createSandboxAdapter({ baseUrl: server.url, behaviour });
-    expect(await exec(adapter, { ref: 'a' })).toMatchObject({ kind: 'succeeded', status: 201, providerRef: 'rec_0001', requestId: 'req_1' });
+    expect(await exec(adapter, { ref: 'a' })).toMatchObject({
+      kind: 'succeeded',
+      status: 201,
+      providerRef: 'rec_0001',
+      requestId: 'req_1',
+    });
     expect(await exec(adapter, { ref: 'a' })).toMatchObject({ kind: 'replayed', status: 201, providerRef: 'rec_0001' });
     expect(await exec(adapter, { ref: 'b' })).toMatchObject({ kind: 'rejected', reason: 'conflict', status: 422 });
     provider.failNext({ kind: 'rejected' });
@@ -29,7 +64,11 @@ describe('sandbox over loopback HTTP', () => {
     provider.failNext({ kind: 'not-applied', retryAfterMs: 2000 });
     expect(await exec(adapter, { ref: 'a' })).toMatchObject({ kind: 'not-applied', status: 429, retryAfterMs: 2000 });
     provider.failNext({ kind: 'unknown-after-commit' });
-    expect(await exec(adapter, { ref: 'z' }, 'rs-other' as never)).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 500 });
+    expect(await exec(adapter, { ref: 'z' }, 'rs-other' as never)).toMatchObject({
+      kind: 'unknown',
+      cause: 'server-error',
+      status: 500,
+    });
     provider.failNext({ kind: 'unknown-before-commit' });
     expect(await exec(adapter, { ref: 'y' }, 'rs-third' as never)).toMatchObject({ kind: 'unknown', status: 503 });
     expect(provider.count()).toBe(2);
@@ -39,15 +78,45 @@ describe('sandbox over loopback HTTP', () => {
     const provider = createSandboxProvider({ ...behaviour, processingMs: 60_000 });
     server = await startSandboxServer({ provider });
     const adapter = createSandboxAdapter({ baseUrl: server.url, behaviour: provider.behaviour });
-    expect(await exec(adapter, { ref: 'a' })).toMatchObject({ kind: 'in-progress', status: 202, statusRef: '/records/rec_0001' });
-    expect(await exec(adapter, { ref: 'a' })).toMatchObject({ kind: 'in-progress', status: 409, code: 'idempotency_key_in_use', retryAfterMs: 60_000 });
-    const ctx = { businessOperationId: id, providerKey: adapter.deriveProviderKey('records.create', id), params: { ref: 'a' }, runId: newRunId(), attemptId: newAttemptId(), statusRef: null, firstDispatchedAt: Date.now(), now: Date.now() };
-    expect(await adapter.doLookup('records.create', ctx)).toMatchObject({ kind: 'found', outcome: { kind: 'in-progress' } });
+    expect(await exec(adapter, { ref: 'a' })).toMatchObject({
+      kind: 'in-progress',
+      status: 202,
+      statusRef: '/records/rec_0001',
+    });
+    expect(await exec(adapter, { ref: 'a' })).toMatchObject({
+      kind: 'in-progress',
+      status: 409,
+      code: 'idempotency_key_in_use',
+      retryAfterMs: 60_000,
+    });
+    const ctx = {
+      businessOperationId: id,
+      providerKey: adapter.deriveProviderKey('records.create', id),
+      params: { ref: 'a' },
+      runId: newRunId(),
+      attemptId: newAttemptId(),
+      statusRef: null,
+      firstDispatchedAt: Date.now(),
+      now: Date.now(),
+    };
+    expect(await adapter.doLookup('records.create', ctx)).toMatchObject({
+      kind: 'found',
+      outcome: { kind: 'in-progress' },
+    });
     provider.advance(60_000);
-    expect(await adapter.doLookup('records.create', ctx)).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: 'rec_0001' } });
-    expect(await adapter.doLookup('records.create', { ...ctx, providerKey: 'rs-nothing' as never })).toMatchObject({ kind: 'not-found' });
+    expect(await adapter.doLookup('records.create', ctx)).toMatchObject({
+      kind: 'found',
+      outcome: { kind: 'succeeded', providerRef: 'rec_0001' },
+    });
+    expect(await adapter.doLookup('records.create', { ...ctx, providerKey: 'rs-nothing' as never })).toMatchObject({
+      kind: 'not-found',
+    });
     provider.failNextLookup(1, 3000);
-    expect(await adapter.doLookup('records.create', ctx)).toMatchObject({ kind: 'cannot-tell', status: 503, retryAfterMs: 3000 });
+    expect(await adapter.doLookup('records.create', ctx)).toMatchObject({
+      kind: 'cannot-tell',
+      status: 503,
+      retryAfterMs: 3000,
+    });
     expect(provider.count()).toBe(1);
   });
 
@@ -57,10 +126,24 @@ describe('sandbox over loopback HTTP', () => {
     server = await startSandboxServer({ provider });
     const adapter = createSandboxAdapter({ baseUrl: server.url, behaviour: delayed });
     const now = Date.now();
-    const ctx = { businessOperationId: id, providerKey: 'rs-missing' as never, params: { ref: 'a' }, runId: newRunId(), attemptId: newAttemptId(), statusRef: null, firstDispatchedAt: now - 60_000, now };
+    const ctx = {
+      businessOperationId: id,
+      providerKey: 'rs-missing' as never,
+      params: { ref: 'a' },
+      runId: newRunId(),
+      attemptId: newAttemptId(),
+      statusRef: null,
+      firstDispatchedAt: now - 60_000,
+      now,
+    };
     // The first dispatch is long past, but a re-send went out 500 ms ago: it may not show yet.
-    expect(await adapter.doLookup('records.create', { ...ctx, lastDispatchedAt: now - 500 })).toMatchObject({ kind: 'cannot-tell', retryAfterMs: 1500 });
-    expect(await adapter.doLookup('records.create', { ...ctx, lastDispatchedAt: now - 2500 })).toMatchObject({ kind: 'not-found' });
+    expect(await adapter.doLookup('records.create', { ...ctx, lastDispatchedAt: now - 500 })).toMatchObject({
+      kind: 'cannot-tell',
+      retryAfterMs: 1500,
+    });
+    expect(await adapter.doLookup('records.create', { ...ctx, lastDispatchedAt: now - 2500 })).toMatchObject({
+      kind: 'not-found',
+    });
     expect(await adapter.doLookup('records.create', ctx)).toMatchObject({ kind: 'not-found' });
   });
 
@@ -78,12 +161,19 @@ describe('sandbox over loopback HTTP', () => {
     const sockets: import('node:net').Socket[] = [];
     const silent = createServer((s) => void sockets.push(s));
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
-    const slow = createSandboxAdapter({ baseUrl: `http://127.0.0.1:${(silent.address() as { port: number }).port}/`, behaviour, timeoutMs: 200 });
+    const slow = createSandboxAdapter({
+      baseUrl: `http://127.0.0.1:${(silent.address() as { port: number }).port}/`,
+      behaviour,
+      timeoutMs: 200,
+    });
     expect(await exec(slow, { ref: 'a' })).toMatchObject({ kind: 'unknown', cause: 'timeout' });
     // A server that resets the connection after reading the request.
     const resetter = createServer((s) => s.once('data', () => s.resetAndDestroy()));
     await new Promise<void>((r) => resetter.listen(0, '127.0.0.1', r));
-    const reset = createSandboxAdapter({ baseUrl: `http://127.0.0.1:${(resetter.address() as { port: number }).port}/`, behaviour });
+    const reset = createSandboxAdapter({
+      baseUrl: `http://127.0.0.1:${(resetter.address() as { port: number }).port}/`,
+      behaviour,
+    });
     expect(await exec(reset, { ref: 'a' })).toMatchObject({ kind: 'unknown' });
     for (const s of sockets) s.destroy();
     await new Promise((r) => silent.close(r));
@@ -93,8 +183,18 @@ describe('sandbox over loopback HTTP', () => {
   it('a sandbox without lookup says so with a typed error; the server refuses non-loopback hosts', async () => {
     const provider = createSandboxProvider({ ...behaviour, lookup: 'none' });
     const adapter = createSandboxAdapter({ provider });
-    await expect(adapter.doLookup('records.create', { businessOperationId: id, providerKey: 'k' as never, params: {}, runId: newRunId(), attemptId: newAttemptId(), statusRef: null, firstDispatchedAt: null, now: 0 }))
-      .rejects.toSatisfy(UnsupportedCapabilityError.isInstance);
+    await expect(
+      adapter.doLookup('records.create', {
+        businessOperationId: id,
+        providerKey: 'k' as never,
+        params: {},
+        runId: newRunId(),
+        attemptId: newAttemptId(),
+        statusRef: null,
+        firstDispatchedAt: null,
+        now: 0,
+      }),
+    ).rejects.toSatisfy(UnsupportedCapabilityError.isInstance);
     await expect(startSandboxServer({ provider, host: '0.0.0.0' })).rejects.toThrow(/loopback/);
   });
 });

@@ -1,8 +1,19 @@
-import { describe, expect, it } from 'vitest';
 import { validateCard } from '@retrysafe/contract';
-import { createSandboxAdapter, createSandboxProvider, sandboxCreateCard, type SandboxBehaviour } from '@retrysafe/sandbox';
+import {
+  createSandboxAdapter,
+  createSandboxProvider,
+  type SandboxBehaviour,
+  sandboxCreateCard,
+} from '@retrysafe/sandbox';
+import { describe, expect, it } from 'vitest';
 
-const base: SandboxBehaviour = { replays: true, retentionMs: 60_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' };
+const base: SandboxBehaviour = {
+  replays: true,
+  retentionMs: 60_000,
+  parameterMatching: 'mismatch-error',
+  concurrency: 'rejects-in-progress',
+  lookup: 'get-by-key',
+};
 function make(b: Partial<SandboxBehaviour> = {}) {
   let t = 1_000_000;
   const clock = () => t;
@@ -37,7 +48,11 @@ describe('sandbox provider behaviour', () => {
   });
 
   it('parameter matching: mismatch-error ⇒ 422-like; replay-anyway ⇒ stored; none ⇒ new record', async () => {
-    for (const [pm, type, count] of [['mismatch-error', 'mismatch', 1], ['replay-anyway', 'replayed', 1], ['none', 'created', 2]] as const) {
+    for (const [pm, type, count] of [
+      ['mismatch-error', 'mismatch', 1],
+      ['replay-anyway', 'replayed', 1],
+      ['none', 'created', 2],
+    ] as const) {
       const { provider } = make({ parameterMatching: pm });
       await provider.execute({ key: 'k', params: { ref: 'a' } });
       expect((await provider.execute({ key: 'k', params: { ref: 'b' } })).type).toBe(type);
@@ -46,7 +61,11 @@ describe('sandbox provider behaviour', () => {
   });
 
   it('concurrency while processing: rejects-in-progress ⇒ 409-like; waits-then-replays ⇒ replay after waiting; duplicates ⇒ second record', async () => {
-    for (const [c, type, count] of [['rejects-in-progress', 'in-progress', 1], ['waits-then-replays', 'replayed', 1], ['duplicates', 'accepted', 2]] as const) {
+    for (const [c, type, count] of [
+      ['rejects-in-progress', 'in-progress', 1],
+      ['waits-then-replays', 'replayed', 1],
+      ['duplicates', 'accepted', 2],
+    ] as const) {
       const { provider } = make({ concurrency: c, processingMs: 5000 });
       expect((await provider.execute({ key: 'k', params: { ref: 'a' } })).type).toBe('accepted');
       expect((await provider.execute({ key: 'k', params: { ref: 'a' } })).type).toBe(type);
@@ -78,9 +97,17 @@ describe('sandbox provider behaviour', () => {
     provider.failNext({ kind: 'unknown-after-commit' });
     expect(await provider.execute({ key: 'k', params: {} })).toEqual({ type: 'throttled', retryAfterMs: 3000 });
     expect((await provider.execute({ key: 'k', params: {} })).type).toBe('rejected');
-    expect(await provider.execute({ key: 'k', params: {} })).toEqual({ type: 'server-error', status: 503, committed: false });
+    expect(await provider.execute({ key: 'k', params: {} })).toEqual({
+      type: 'server-error',
+      status: 503,
+      committed: false,
+    });
     expect(provider.count()).toBe(0);
-    expect(await provider.execute({ key: 'k', params: {} })).toEqual({ type: 'server-error', status: 500, committed: true });
+    expect(await provider.execute({ key: 'k', params: {} })).toEqual({
+      type: 'server-error',
+      status: 500,
+      committed: true,
+    });
     expect(provider.count()).toBe(1);
     expect((await provider.execute({ key: 'k', params: {} })).type).toBe('replayed');
   });
@@ -97,7 +124,14 @@ describe('the card is computed from the behaviour', () => {
     expect(validateCard(replaying).ok).toBe(true);
     expect(replaying.storedResult.semantics.value).toBe('replays');
     expect(replaying.retention.minimum.value).toBe('1m');
-    const plain = sandboxCreateCard({ replays: false, retentionMs: 60_000, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'none', lookupDelayMs: 1500 });
+    const plain = sandboxCreateCard({
+      replays: false,
+      retentionMs: 60_000,
+      parameterMatching: 'none',
+      concurrency: 'duplicates',
+      lookup: 'none',
+      lookupDelayMs: 1500,
+    });
     expect(validateCard(plain).ok).toBe(true);
     expect(plain.storedResult.semantics.value).toBe('none');
     expect(plain.retention.minimum.value).toBeNull();

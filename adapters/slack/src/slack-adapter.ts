@@ -1,4 +1,11 @@
-import { AdapterConfigurationError, defineAdapter, type FramedLookupContext, type LookupResult, type Outcome, type TypedAdapter } from '@retrysafe/contract';
+import {
+  AdapterConfigurationError,
+  defineAdapter,
+  type FramedLookupContext,
+  type LookupResult,
+  type Outcome,
+  type TypedAdapter,
+} from '@retrysafe/contract';
 import { checkBaseUrl } from '@retrysafe/contract/provider';
 import { DEFAULT_CLOCK_SKEW_MARGIN, durationMs } from '@retrysafe/contract/rules';
 import { LogLevel, WebClient } from '@slack/web-api';

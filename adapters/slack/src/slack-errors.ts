@@ -1,4 +1,4 @@
-import { type LookupResult, type Outcome, type RejectReason } from '@retrysafe/contract';
+import type { LookupResult, Outcome, RejectReason } from '@retrysafe/contract';
 import { classifyTransportFailure } from '@retrysafe/contract/provider';
 import { ErrorCode } from '@slack/web-api';
 

@@ -78,7 +78,8 @@ describe('negative control: the same operation with the lookup removed', () => {
   }
 
   /** A runner on a memory ledger and a virtual clock, so the lost answer's retry waits no real time. */
-  const memoryRunner = () => createRunner({ ledger: createMemoryLedger(), clock: createVirtualClock(Date.now()), random: () => 0.5 });
+  const memoryRunner = () =>
+    createRunner({ ledger: createMemoryLedger(), clock: createVirtualClock(Date.now()), random: () => 0.5 });
 
   it('the runner re-posts after the lost answer: two messages for one intent', async () => {
     const { sandbox, url } = await behindLostAnswer();

@@ -3,4 +3,10 @@ export { createStripeAdapter, type StripeAdapter, type StripeAdapterOptions } fr
 export { stripeCards } from './stripe-cards.js';
 // For the `client` option: a stripe-node client of your own must use this transport (no closed-connection retry).
 export { createGuardedHttpClient } from './stripe-http-client.js';
-export type { StripeOperationTypes, CustomersCreateParams, PaymentIntentsCreateParams, InvoicesCreateParams, RefundsCreateParams } from './stripe-operations.js';
+export type {
+  CustomersCreateParams,
+  InvoicesCreateParams,
+  PaymentIntentsCreateParams,
+  RefundsCreateParams,
+  StripeOperationTypes,
+} from './stripe-operations.js';

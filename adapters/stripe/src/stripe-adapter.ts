@@ -1,7 +1,7 @@
 import {
-  defineAdapter,
   AdapterConfigurationError,
   type BusinessOperationId,
+  defineAdapter,
   type FrameOperation,
   type LookupContext,
   type LookupResult,
@@ -9,18 +9,19 @@ import {
   type ProviderKey,
   type TypedAdapter,
 } from '@retrysafe/contract';
-import { operationParamsErrors } from '@retrysafe/contract/provider';
+import { checkBaseUrl, operationParamsErrors } from '@retrysafe/contract/provider';
 import { resendSafety } from '@retrysafe/contract/rules';
 import Stripe from 'stripe';
-import {
-  STRIPE_KEY_RETENTION_MS,
-  STRIPE_KEY_RULE,
-  STRIPE_SEARCH_DELAY_MS,
-} from './stripe-cards.js';
-import { checkBaseUrl } from '@retrysafe/contract/provider';
+import { STRIPE_KEY_RETENTION_MS, STRIPE_KEY_RULE, STRIPE_SEARCH_DELAY_MS } from './stripe-cards.js';
 import { classifyStripeError, classifyStripeResult, isReplayedHeaders } from './stripe-errors.js';
 import { ClosedConnectionGuard } from './stripe-http-client.js';
-import { metadataQuery, stripeOperations, type StripeObject, type StripeOperation, type StripeOperationTypes } from './stripe-operations.js';
+import {
+  metadataQuery,
+  type StripeObject,
+  type StripeOperation,
+  type StripeOperationTypes,
+  stripeOperations,
+} from './stripe-operations.js';
 
 export interface StripeAdapterOptions {
   /** Secret or restricted key. Required unless `client` is given. */
@@ -51,7 +52,8 @@ const SEARCH_POLL_MS = 60_000;
 function buildClient(options: StripeAdapterOptions, timeoutMs: number): Stripe {
   if (options.client) {
     const client = options.client;
-    if (typeof client.getMaxNetworkRetries !== 'function') throw new AdapterConfigurationError(PROVIDER, '`client` is not a stripe-node client');
+    if (typeof client.getMaxNetworkRetries !== 'function')
+      throw new AdapterConfigurationError(PROVIDER, '`client` is not a stripe-node client');
     const retries = client.getMaxNetworkRetries();
     if (retries !== 0) {
       throw new AdapterConfigurationError(
@@ -70,12 +72,18 @@ function buildClient(options: StripeAdapterOptions, timeoutMs: number): Stripe {
   if (typeof options.apiKey !== 'string' || options.apiKey.length === 0) {
     throw new AdapterConfigurationError(PROVIDER, 'apiKey is required when no client is given');
   }
-  const config: Stripe.StripeConfig = { maxNetworkRetries: 0, timeout: timeoutMs, httpClient: new ClosedConnectionGuard(), telemetry: false };
+  const config: Stripe.StripeConfig = {
+    maxNetworkRetries: 0,
+    timeout: timeoutMs,
+    httpClient: new ClosedConnectionGuard(),
+    telemetry: false,
+  };
   if (options.apiVersion) (config as { apiVersion?: string }).apiVersion = options.apiVersion;
   if (options.baseUrl !== undefined) {
     // https, or plain http only to a loopback sandbox: the secret key never travels in clear.
     const url = checkBaseUrl(PROVIDER, options.baseUrl);
-    if (url.pathname !== '/' && url.pathname !== '') throw new AdapterConfigurationError(PROVIDER, 'baseUrl must not carry a path (the SDK adds /v1/…)');
+    if (url.pathname !== '/' && url.pathname !== '')
+      throw new AdapterConfigurationError(PROVIDER, 'baseUrl must not carry a path (the SDK adds /v1/…)');
     config.host = url.hostname;
     config.protocol = url.protocol === 'http:' ? 'http' : 'https';
     config.port = url.port || (url.protocol === 'http:' ? '80' : '443');
@@ -89,9 +97,14 @@ function buildClient(options: StripeAdapterOptions, timeoutMs: number): Stripe {
  * writes that id to `metadata.retrysafe_operation_id`; the SDK never retries on its own.
  */
 export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapter {
-  if (typeof options !== 'object' || options === null) throw new AdapterConfigurationError(PROVIDER, 'options are required');
+  if (typeof options !== 'object' || options === null)
+    throw new AdapterConfigurationError(PROVIDER, 'options are required');
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) throw new AdapterConfigurationError(PROVIDER, `timeoutMs must be a positive integer, got ${String(options.timeoutMs)}`);
+  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0)
+    throw new AdapterConfigurationError(
+      PROVIDER,
+      `timeoutMs must be a positive integer, got ${String(options.timeoutMs)}`,
+    );
   const client = buildClient(options, timeoutMs);
 
   const operations: Record<string, StripeOperation & FrameOperation> = {};
@@ -105,13 +118,26 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
   const replaysServerError = new Set<string>();
 
   /** One POST with the key; classified, never thrown. The SDK has no abort option: the frame races the signal. */
-  async function send(op: StripeOperation, params: Record<string, unknown>, id: BusinessOperationId, key: ProviderKey): Promise<Outcome> {
+  async function send(
+    op: StripeOperation,
+    params: Record<string, unknown>,
+    id: BusinessOperationId,
+    key: ProviderKey,
+  ): Promise<Outcome> {
     try {
-      const result = await op.create(client, op.toStripe(params, id), { idempotencyKey: key, maxNetworkRetries: 0, timeout: timeoutMs });
+      const result = await op.create(client, op.toStripe(params, id), {
+        idempotencyKey: key,
+        maxNetworkRetries: 0,
+        timeout: timeoutMs,
+      });
       return classifyStripeResult(result, op.card.storedResult.replayIndicator?.value ?? null);
     } catch (error) {
       const outcome = classifyStripeError(error, op.object);
-      if (outcome.kind === 'unknown' && outcome.cause === 'server-error' && isReplayedHeaders((error as { headers?: Record<string, string> }).headers)) {
+      if (
+        outcome.kind === 'unknown' &&
+        outcome.cause === 'server-error' &&
+        isReplayedHeaders((error as { headers?: Record<string, string> }).headers)
+      ) {
         if (replaysServerError.size > 10_000) replaysServerError.clear();
         replaysServerError.add(key);
       }
@@ -120,7 +146,12 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
   }
 
   /** Past the key's retention: find the object by the business-operation id in its metadata. */
-  async function findByMetadata(op: StripeOperation, ctx: LookupContext, why: string, missIsCannotTell: boolean): Promise<LookupResult> {
+  async function findByMetadata(
+    op: StripeOperation,
+    ctx: LookupContext,
+    why: string,
+    missIsCannotTell: boolean,
+  ): Promise<LookupResult> {
     let found: StripeObject[];
     try {
       found =
@@ -145,16 +176,32 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
       const failed = oldest.last_payment_error as { code?: string; message?: string } | null | undefined;
       if (failed && typeof oldest.id === 'string') {
         const code = typeof failed.code === 'string' ? { code: failed.code } : {};
-        return { kind: 'found', outcome: { kind: 'rejected', reason: 'card-declined', message: failed.message ?? 'the payment failed', created: oldest.id, ...code } };
+        return {
+          kind: 'found',
+          outcome: {
+            kind: 'rejected',
+            reason: 'card-declined',
+            message: failed.message ?? 'the payment failed',
+            created: oldest.id,
+            ...code,
+          },
+        };
       }
       const outcome = classifyStripeResult(oldest, op.card.storedResult.replayIndicator?.value ?? null);
       return { kind: 'found', outcome: { ...(outcome as Extract<Outcome, { kind: 'succeeded' }>), kind: 'succeeded' } };
     }
     if (missIsCannotTell) {
       // The Search API is normally < 1 min behind: ask again in about a minute rather than hammering it.
-      return { kind: 'cannot-tell', reason: `${why}; not found by metadata ${op.pastRetention.kind}`, retryAfterMs: SEARCH_POLL_MS };
+      return {
+        kind: 'cannot-tell',
+        reason: `${why}; not found by metadata ${op.pastRetention.kind}`,
+        retryAfterMs: SEARCH_POLL_MS,
+      };
     }
-    return { kind: 'not-found', reason: `${why}; no ${op.name.split('.')[0]} carries metadata.retrysafe_operation_id = this id (${op.pastRetention.kind} is past its consistency delay)` };
+    return {
+      kind: 'not-found',
+      reason: `${why}; no ${op.name.split('.')[0]} carries metadata.retrysafe_operation_id = this id (${op.pastRetention.kind} is past its consistency delay)`,
+    };
   }
 
   return defineAdapter({
@@ -167,7 +214,8 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
 
     async lookup(op, ctx) {
       const key = ctx.providerKey!;
-      if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Stripe' };
+      if (ctx.firstDispatchedAt === null)
+        return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Stripe' };
       const age = ctx.now - ctx.firstDispatchedAt;
       // Whether the key is still safe to rely on is the card rule (retention minus the clock-skew margin and the
       // late-apply allowance): the runner's answer with its policy's margin, else the rule with the card's margin.
@@ -179,7 +227,11 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
       if (keyReusable) {
         // Inside retention: re-send the identical request with the same key; Stripe replays what it stored.
         const problems = operationParamsErrors(op, ctx.params);
-        if (problems.length > 0) return { kind: 'cannot-tell', reason: `the recorded params are not valid now (${problems.map((f) => `${f.path} ${f.message}`).join('; ')}), so they cannot be re-sent` };
+        if (problems.length > 0)
+          return {
+            kind: 'cannot-tell',
+            reason: `the recorded params are not valid now (${problems.map((f) => `${f.path} ${f.message}`).join('; ')}), so they cannot be re-sent`,
+          };
         const o = await send(op, ctx.params as Record<string, unknown>, ctx.businessOperationId, key);
         switch (o.kind) {
           case 'succeeded':

@@ -12,10 +12,14 @@ const PROVIDERS_MD = fileURLToPath(new URL('../../../../shared/providers.md', im
 
 const QUOTES = {
   key: 'Key: `Idempotency-Key` header on POST; max 255 chars',
-  retention: 'Retention: keys may be pruned once at least 24 h old; a pruned key creates a NEW request. Scope (account/endpoint): unknown.',
-  mismatch: 'Parameter mismatch (same key, different params): error type `idempotency_error` → SDK `StripeIdempotencyError` (400). Not retried.',
-  stored: 'Stored: status code + body of the first request once endpoint execution began, including 500s. Replays carry `Idempotent-Replayed: true`.',
-  notStored: 'NOT stored: requests that fail validation, or conflict with a concurrent request; 429 and most 400s come from layers before the idempotency layer',
+  retention:
+    'Retention: keys may be pruned once at least 24 h old; a pruned key creates a NEW request. Scope (account/endpoint): unknown.',
+  mismatch:
+    'Parameter mismatch (same key, different params): error type `idempotency_error` → SDK `StripeIdempotencyError` (400). Not retried.',
+  stored:
+    'Stored: status code + body of the first request once endpoint execution began, including 500s. Replays carry `Idempotent-Replayed: true`.',
+  notStored:
+    'NOT stored: requests that fail validation, or conflict with a concurrent request; 429 and most 400s come from layers before the idempotency layer',
   concurrent: 'Concurrent same key: 409 `idempotency_error` (code `idempotency_key_in_use`)',
   search: 'normally < 1 min behind, up to 1 h in outages; list APIs are not delayed',
 };
@@ -90,7 +94,14 @@ describe('stripe cards match shared/providers.md', () => {
       });
 
       it('every fact cites a source', () => {
-        const facts = [card.sideEffect.kind, card.providerKey.name, card.retention.minimum, card.lookup.method, card.concurrency, card.ids.request];
+        const facts = [
+          card.sideEffect.kind,
+          card.providerKey.name,
+          card.retention.minimum,
+          card.lookup.method,
+          card.concurrency,
+          card.ids.request,
+        ];
         for (const f of facts) expect(f.source.length).toBeGreaterThan(10);
       });
     });
@@ -105,7 +116,12 @@ describe('replay indicator and intent normalisation on the Stripe cards (issue 1
       expect(card.storedResult.replayIndicator?.source).toMatch(/^https:\/\/docs\.stripe\.com\//);
     }
     const replay = { id: 'pi_1', lastResponse: { headers: { 'idempotent-replayed': 'true' }, statusCode: 200 } };
-    expect(classifyStripeResult(replay, stripeCards['paymentIntents.create'].storedResult.replayIndicator!.value as { header: string; value: string }).kind).toBe('replayed');
+    expect(
+      classifyStripeResult(
+        replay,
+        stripeCards['paymentIntents.create'].storedResult.replayIndicator!.value as { header: string; value: string },
+      ).kind,
+    ).toBe('replayed');
     expect(classifyStripeResult(replay, null).kind).toBe('succeeded');
   });
   it('the caller’s …Ref intent fields are trimmed only (Stripe keeps compatibility forms, case and inner white space apart), Stripe ids stay exact, with a public source', () => {

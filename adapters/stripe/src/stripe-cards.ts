@@ -1,4 +1,4 @@
-import { defineCard, fact, type Duration, type ProviderKeyRule, type RetrySafetyCard } from '@retrysafe/contract';
+import { type Duration, defineCard, fact, type ProviderKeyRule, type RetrySafetyCard } from '@retrysafe/contract';
 
 /**
  * The retry safety cards of the Stripe operations. Every provider fact comes from
@@ -55,7 +55,12 @@ function stripeCard(spec: {
   unverified?: RetrySafetyCard['unverified'];
   rejectionMayCreate?: RetrySafetyCard['sideEffect']['rejectionMayCreate'];
 }): RetrySafetyCard {
-  const rejectionMayCreate = spec.rejectionMayCreate ?? fact(false, `${S.errors}: of the objects these operations create, only a PaymentIntent is returned in an error body (payment_intent); a rejected create of any other leaves nothing`);
+  const rejectionMayCreate =
+    spec.rejectionMayCreate ??
+    fact(
+      false,
+      `${S.errors}: of the objects these operations create, only a PaymentIntent is returned in an error body (payment_intent); a rejected create of any other leaves nothing`,
+    );
   return {
     cardVersion: 1,
     provider: 'stripe',
@@ -69,7 +74,9 @@ function stripeCard(spec: {
       rule: spec.intentRule,
       intentFields: spec.intentFields,
       // The caller's own reference (…Ref) is folded; Stripe ids (cus_, pi_) stay exact.
-      normalize: spec.intentFields.filter((f) => f.endsWith('Ref')).map((field) => ({ field, steps: ['trim'] as const, source: REF_NORMALIZATION_SOURCE })),
+      normalize: spec.intentFields
+        .filter((f) => f.endsWith('Ref'))
+        .map((field) => ({ field, steps: ['trim'] as const, source: REF_NORMALIZATION_SOURCE })),
     },
     ids: {
       run: 'receipts only (never sent to Stripe)',
@@ -80,18 +87,33 @@ function stripeCard(spec: {
       travels: fact('header', `${S.idempotency}; SDK request option { idempotencyKey } (${S.sdkRequestSender})`),
       name: fact('Idempotency-Key', S.idempotency),
       maxLength: fact(255, S.idempotency),
-      charset: fact('A-Za-z0-9._:/-', `retrysafe choice: Stripe documents only the 255-character limit (${S.idempotency}); the key is 'rs-' + the business-operation id, or a SHA-256 digest of it`),
+      charset: fact(
+        'A-Za-z0-9._:/-',
+        `retrysafe choice: Stripe documents only the 255-character limit (${S.idempotency}); the key is 'rs-' + the business-operation id, or a SHA-256 digest of it`,
+      ),
       scope: fact('unknown', `${S.providersMd}: "Scope (account/endpoint): unknown"`),
     },
     keyReuse: fact(
-      'only to re-send the identical request (same endpoint, same params) while its outcome is unknown and the key is younger than 24 h minus twice the policy\'s clock-skew margin (limits.clockSkewMargin, 10 min: once for clock skew, once for a late apply, which Stripe does not bound); never the SDK\'s auto key (stripe-node-retry-<uuid>), never past retention (a pruned key creates a NEW object)',
+      "only to re-send the identical request (same endpoint, same params) while its outcome is unknown and the key is younger than 24 h minus twice the policy's clock-skew margin (limits.clockSkewMargin, 10 min: once for clock skew, once for a late apply, which Stripe does not bound); never the SDK's auto key (stripe-node-retry-<uuid>), never past retention (a pruned key creates a NEW object)",
       `${S.idempotency}; ${S.sdkRequestSender}`,
     ),
-    parameterMatching: fact('mismatch-error', `${S.idempotency}: same key with other params → 400 idempotency_error (SDK StripeIdempotencyError, ${S.sdkErrors})`),
+    parameterMatching: fact(
+      'mismatch-error',
+      `${S.idempotency}: same key with other params → 400 idempotency_error (SDK StripeIdempotencyError, ${S.sdkErrors})`,
+    ),
     storedResult: {
-      semantics: fact('replays', `${S.idempotency}: status code and body of the first request, replays carry Idempotent-Replayed: true`),
-      includesErrors: fact(true, `${S.idempotency}: "including 500 errors", once endpoint execution began; validation failures, concurrent conflicts and 429s are not stored (${S.lowLevelErrors})`),
-      replayIndicator: fact({ header: 'Idempotent-Replayed', value: 'true' }, `${S.idempotency}: a replayed response carries the Idempotent-Replayed: true header`),
+      semantics: fact(
+        'replays',
+        `${S.idempotency}: status code and body of the first request, replays carry Idempotent-Replayed: true`,
+      ),
+      includesErrors: fact(
+        true,
+        `${S.idempotency}: "including 500 errors", once endpoint execution began; validation failures, concurrent conflicts and 429s are not stored (${S.lowLevelErrors})`,
+      ),
+      replayIndicator: fact(
+        { header: 'Idempotent-Replayed', value: 'true' },
+        `${S.idempotency}: a replayed response carries the Idempotent-Replayed: true header`,
+      ),
     },
     lookup: {
       method: fact(
@@ -99,10 +121,21 @@ function stripeCard(spec: {
         `past retention: ${spec.lookup.delaySource}. Inside retention doLookup re-sends the identical request with the same key instead (Stripe has no read-by-key; it replays the stored response and never makes a second object: ${S.idempotency})`,
       ),
       consistencyDelay: fact(spec.lookup.delay, spec.lookup.delaySource),
-      lateApplyBound: fact<Duration>('unknown', `${S.idempotency} and ${S.errorHandling} document the key's retention and what a retry gets, not how long Stripe may still process a request after the client disconnected`),
+      lateApplyBound: fact<Duration>(
+        'unknown',
+        `${S.idempotency} and ${S.errorHandling} document the key's retention and what a retry gets, not how long Stripe may still process a request after the client disconnected`,
+      ),
     },
-    retention: { minimum: fact('24h', `${S.idempotency}: keys may be pruned once they are at least 24 hours old; a pruned key creates a new request`) },
-    concurrency: fact('rejects-in-progress', `${S.lowLevelErrors}: 409 idempotency_error code idempotency_key_in_use (SDK: StripeAPIError statusCode 409, ${S.sdkErrors})`),
+    retention: {
+      minimum: fact(
+        '24h',
+        `${S.idempotency}: keys may be pruned once they are at least 24 hours old; a pruned key creates a new request`,
+      ),
+    },
+    concurrency: fact(
+      'rejects-in-progress',
+      `${S.lowLevelErrors}: 409 idempotency_error code idempotency_key_in_use (SDK: StripeAPIError statusCode 409, ${S.sdkErrors})`,
+    ),
     retryableErrors: fact(
       [
         '429 rate_limit (answered before the idempotency layer, not stored): bounded retry, Retry-After honoured',
@@ -132,15 +165,31 @@ function stripeCard(spec: {
     },
     reconciler: spec.reconciler,
     handoff: {
-      condition: 'rejected (validation, card, auth, permission, key mismatch); retry budget exhausted; unknown with no safe re-send (key past retention and no authoritative lookup answer, or a stored 5xx that the key replays)',
-      destination: 'the runner\'s handoff sink (JSONL file or callback); resolved with `retrysafe ledger resolve`',
+      condition:
+        'rejected (validation, card, auth, permission, key mismatch); retry budget exhausted; unknown with no safe re-send (key past retention and no authoritative lookup answer, or a stored 5xx that the key replays)',
+      destination: "the runner's handoff sink (JSONL file or callback); resolved with `retrysafe ledger resolve`",
     },
-    duplicateTest: 'real stripe SDK → testkit fault proxy → loopback Stripe sandbox (@retrysafe/stripe/sandbox); records and requests counted at the sandbox',
-    receipts: 'the runner\'s ledger (one receipt per attempt and lookup, redacted), exportable as JSONL',
+    duplicateTest:
+      'real stripe SDK → testkit fault proxy → loopback Stripe sandbox (@retrysafe/stripe/sandbox); records and requests counted at the sandbox',
+    receipts: "the runner's ledger (one receipt per attempt and lookup, redacted), exportable as JSONL",
     unverified: [
-      { field: 'providerKey.scope', condition: 'whether a key is unique per account or per account and endpoint', source: `${S.providersMd}: "Scope (account/endpoint): unknown"` },
-      { field: 'providerKey.charset', condition: 'which characters Stripe accepts in Idempotency-Key (undocumented; the adapter sends only A-Za-z0-9._:/-)', source: S.idempotency },
-      { field: 'lookup.lateApplyBound', condition: 'how long after a client timeout Stripe may still execute the request (no server-side deadline is documented); inside retention the same key folds a late request into the first, past retention a metadata miss never proves absence', source: S.errorHandling },
+      {
+        field: 'providerKey.scope',
+        condition: 'whether a key is unique per account or per account and endpoint',
+        source: `${S.providersMd}: "Scope (account/endpoint): unknown"`,
+      },
+      {
+        field: 'providerKey.charset',
+        condition:
+          'which characters Stripe accepts in Idempotency-Key (undocumented; the adapter sends only A-Za-z0-9._:/-)',
+        source: S.idempotency,
+      },
+      {
+        field: 'lookup.lateApplyBound',
+        condition:
+          'how long after a client timeout Stripe may still execute the request (no server-side deadline is documented); inside retention the same key folds a late request into the first, past retention a metadata miss never proves absence',
+        source: S.errorHandling,
+      },
       ...(spec.unverified ?? []),
     ],
   };
@@ -150,7 +199,8 @@ function stripeCard(spec: {
 const SEARCH_OUTAGE_BOUND = [
   {
     field: 'lookup.consistencyDelay',
-    condition: 'the 1 h outage bound is retrysafe’s own working assumption (docs/evidence/stripe.md); the Search page as read for this adapter says data is searchable "in under 1 minute" normally and "could be delayed during an outage", with no stated bound',
+    condition:
+      'the 1 h outage bound is retrysafe’s own working assumption (docs/evidence/stripe.md); the Search page as read for this adapter says data is searchable "in under 1 minute" normally and "could be delayed during an outage", with no stated bound',
     source: S.search,
   },
 ] as const;
@@ -166,7 +216,9 @@ const reconcileByKeyThen = (past: string) =>
 function searchLookup(resource: string) {
   return {
     lookup: { delay: '1h', delaySource: SEARCH_DELAY_SOURCE },
-    reconciler: reconcileByKeyThen(`runs ${resource}.search with metadata['${STRIPE_OPERATION_METADATA_KEY}']:'<business-operation id>'`),
+    reconciler: reconcileByKeyThen(
+      `runs ${resource}.search with metadata['${STRIPE_OPERATION_METADATA_KEY}']:'<business-operation id>'`,
+    ),
     unverified: SEARCH_OUTAGE_BOUND,
   } as const;
 }
@@ -177,7 +229,8 @@ export const customersCreateCard = defineCard(
     kind: 'create',
     kindSource: 'https://docs.stripe.com/api/customers/create',
     intentFields: ['customerRef'],
-    intentRule: 'derived from intent field customerRef (the caller\'s own id for the customer), or supplied by the caller; written to metadata.retrysafe_operation_id',
+    intentRule:
+      "derived from intent field customerRef (the caller's own id for the customer), or supplied by the caller; written to metadata.retrysafe_operation_id",
     ...searchLookup('customers'),
   }),
 );
@@ -188,7 +241,8 @@ export const paymentIntentsCreateCard = defineCard(
     kind: 'charge',
     kindSource: 'https://docs.stripe.com/api/payment_intents/create',
     intentFields: ['customer', 'orderRef'],
-    intentRule: 'derived from intent fields customer and orderRef (the order names the payment; amount and currency are its parameters, so a changed amount for the same order is a conflict, never a second charge), or supplied by the caller; written to metadata.retrysafe_operation_id',
+    intentRule:
+      'derived from intent fields customer and orderRef (the order names the payment; amount and currency are its parameters, so a changed amount for the same order is a conflict, never a second charge), or supplied by the caller; written to metadata.retrysafe_operation_id',
     ...searchLookup('paymentIntents'),
     rejectionMayCreate: fact(
       true,
@@ -203,7 +257,8 @@ export const invoicesCreateCard = defineCard(
     kind: 'create',
     kindSource: 'https://docs.stripe.com/api/invoices/create',
     intentFields: ['customer', 'invoiceRef'],
-    intentRule: 'derived from intent fields customer, invoiceRef, or supplied by the caller; written to metadata.retrysafe_operation_id',
+    intentRule:
+      'derived from intent fields customer, invoiceRef, or supplied by the caller; written to metadata.retrysafe_operation_id',
     ...searchLookup('invoices'),
   }),
 );
@@ -214,9 +269,12 @@ export const refundsCreateCard = defineCard(
     kind: 'charge',
     kindSource: 'https://docs.stripe.com/api/refunds/create',
     intentFields: ['paymentIntent', 'refundRef'],
-    intentRule: 'derived from intent fields paymentIntent, refundRef, or supplied by the caller; written to metadata.retrysafe_operation_id',
+    intentRule:
+      'derived from intent fields paymentIntent, refundRef, or supplied by the caller; written to metadata.retrysafe_operation_id',
     lookup: { delay: null, delaySource: LIST_SOURCE },
-    reconciler: reconcileByKeyThen(`lists refunds.list({ payment_intent }) and matches metadata['${STRIPE_OPERATION_METADATA_KEY}'] (no Search API for refunds; lists are not delayed)`),
+    reconciler: reconcileByKeyThen(
+      `lists refunds.list({ payment_intent }) and matches metadata['${STRIPE_OPERATION_METADATA_KEY}'] (no Search API for refunds; lists are not delayed)`,
+    ),
   }),
 );
 

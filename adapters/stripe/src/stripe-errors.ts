@@ -79,7 +79,10 @@ function short(text: string | undefined, fallback: string): string {
  */
 export function classifyStripeResult(
   result: { id?: unknown; lastResponse?: { headers?: Headers; requestId?: string; statusCode?: number } },
-  indicator: { readonly header: string; readonly value: string } | null | 'unknown' = { header: REPLAYED_HEADER, value: 'true' },
+  indicator: { readonly header: string; readonly value: string } | null | 'unknown' = {
+    header: REPLAYED_HEADER,
+    value: 'true',
+  },
 ): Outcome {
   const last = result.lastResponse;
   const plain = JSON.parse(JSON.stringify(result)) as unknown;
@@ -88,18 +91,22 @@ export function classifyStripeResult(
   const requestId = last?.requestId ?? header(last?.headers, 'request-id');
   if (requestId) out.requestId = requestId;
   if (typeof result.id === 'string') out.providerRef = result.id;
-  const replayed = typeof indicator === 'object' && indicator !== null && header(last?.headers, indicator.header.toLowerCase())?.toLowerCase() === indicator.value.toLowerCase();
+  const replayed =
+    typeof indicator === 'object' &&
+    indicator !== null &&
+    header(last?.headers, indicator.header.toLowerCase())?.toLowerCase() === indicator.value.toLowerCase();
   return { kind: replayed ? 'replayed' : 'succeeded', result: plain, ...out };
 }
 
 /** True when the error is one stripe-node raised for a transport failure (no usable response). */
 function connectionCode(e: StripeErrorLike): string | undefined {
-  const detail = e.detail as { code?: unknown; exception?: { code?: unknown }; name?: unknown; constructor?: { name?: string } } | undefined;
+  const detail = e.detail as
+    | { code?: unknown; exception?: { code?: unknown }; name?: unknown; constructor?: { name?: string } }
+    | undefined;
   if (typeof detail?.code === 'string') return detail.code;
   if (detail && detail.constructor?.name === 'HttpClientResponseBodyError') return 'BODY';
   return undefined;
 }
-
 
 /**
  * Any error stripe-node (or our code around it) threw for one attempt. Never throws. `creates` is the
@@ -114,35 +121,83 @@ export function classifyStripeError(error: unknown, creates?: string): Outcome {
   const rawType = e.rawType;
   const replayed = isReplayedHeaders(e.headers);
 
-  if (type === 'StripeConnectionError' || (status === undefined && e.detail !== undefined && type?.startsWith('Stripe'))) {
+  if (
+    type === 'StripeConnectionError' ||
+    (status === undefined && e.detail !== undefined && type?.startsWith('Stripe'))
+  ) {
     const code = connectionCode(e);
     if (code && NEVER_SENT_CODES.has(code)) {
       return { kind: 'not-applied', message: `connection failed before the request was sent (${code})`, ...r, code };
     }
-    if (code === 'ETIMEDOUT') return { kind: 'unknown', cause: 'timeout', message: short(e.message, 'request timed out after it was sent'), ...r, code };
+    if (code === 'ETIMEDOUT')
+      return {
+        kind: 'unknown',
+        cause: 'timeout',
+        message: short(e.message, 'request timed out after it was sent'),
+        ...r,
+        code,
+      };
     if (code === CONNECTION_CLOSED_CODE || code === 'ECONNRESET' || code === 'EPIPE') {
-      return { kind: 'unknown', cause: 'connection-reset', message: 'connection closed after the request may have been sent', ...r, code: 'connection_closed' };
+      return {
+        kind: 'unknown',
+        cause: 'connection-reset',
+        message: 'connection closed after the request may have been sent',
+        ...r,
+        code: 'connection_closed',
+      };
     }
     if (code === 'BODY' || /body/i.test(String((e.detail as { message?: unknown })?.message ?? ''))) {
-      return { kind: 'unknown', cause: 'truncated-response', message: 'response body cut off after the headers arrived', ...r };
+      return {
+        kind: 'unknown',
+        cause: 'truncated-response',
+        message: 'response body cut off after the headers arrived',
+        ...r,
+      };
     }
-    return { kind: 'unknown', cause: 'other', message: short(e.message, 'connection error'), ...r, ...(code ? { code } : {}) };
+    return {
+      kind: 'unknown',
+      cause: 'other',
+      message: short(e.message, 'connection error'),
+      ...r,
+      ...(code ? { code } : {}),
+    };
   }
 
   if (status === undefined) {
     // Invalid JSON from the API, an HttpClientRuntimeError, or a bug around the SDK: the request may have been sent.
-    return { kind: 'unknown', cause: type === 'StripeAPIError' ? 'truncated-response' : 'other', message: short(e.message, 'unclassified error'), ...r };
+    return {
+      kind: 'unknown',
+      cause: type === 'StripeAPIError' ? 'truncated-response' : 'other',
+      message: short(e.message, 'unclassified error'),
+      ...r,
+    };
   }
 
   if (rawType === 'idempotency_error' && status === 409) {
-    return { kind: 'in-progress', message: short(e.message, 'another request with this key is in progress'), ...r, code: e.code ?? 'idempotency_key_in_use' };
+    return {
+      kind: 'in-progress',
+      message: short(e.message, 'another request with this key is in progress'),
+      ...r,
+      code: e.code ?? 'idempotency_key_in_use',
+    };
   }
   if (type === 'StripeIdempotencyError' || (rawType === 'idempotency_error' && status === 400)) {
-    return { kind: 'rejected', reason: 'conflict', message: short(e.message, 'idempotency key reused with different parameters'), ...r, code: e.code ?? 'idempotency_error' };
+    return {
+      kind: 'rejected',
+      reason: 'conflict',
+      message: short(e.message, 'idempotency key reused with different parameters'),
+      ...r,
+      code: e.code ?? 'idempotency_error',
+    };
   }
   if (status === 429 || type === 'StripeRateLimitError') {
     const wait = retryAfterMs(e.headers);
-    return { kind: 'not-applied', message: short(e.message, 'rate limited before the idempotency layer'), ...r, ...(wait !== undefined ? { retryAfterMs: wait } : {}) };
+    return {
+      kind: 'not-applied',
+      message: short(e.message, 'rate limited before the idempotency layer'),
+      ...r,
+      ...(wait !== undefined ? { retryAfterMs: wait } : {}),
+    };
   }
   if (status === 409) {
     return { kind: 'unknown', cause: 'other', message: short(e.message, 'conflict'), ...r };
@@ -157,9 +212,23 @@ export function classifyStripeError(error: unknown, creates?: string): Outcome {
       ...(wait !== undefined ? { retryAfterMs: wait } : {}),
     };
   }
-  const reason = status === 401 ? 'authentication' : status === 402 ? 'card-declined' : status === 403 ? 'permission' : status === 404 ? 'not-found' : status === 400 ? 'validation' : 'other';
+  const reason =
+    status === 401
+      ? 'authentication'
+      : status === 402
+        ? 'card-declined'
+        : status === 403
+          ? 'permission'
+          : status === 404
+            ? 'not-found'
+            : status === 400
+              ? 'validation'
+              : 'other';
   // Stripe names the offending parameter (error.param): passed on so a caller (or an agent) can correct it.
-  const fields = typeof e.param === 'string' && e.param.length > 0 ? { fields: [{ path: e.param, message: e.code ?? `rejected (${reason})` }] } : {};
+  const fields =
+    typeof e.param === 'string' && e.param.length > 0
+      ? { fields: [{ path: e.param, message: e.code ?? `rejected (${reason})` }] }
+      : {};
   const left = creates === undefined ? undefined : (e[creates] as { id?: unknown } | undefined)?.id;
   const created = typeof left === 'string' && left.length > 0 ? { created: left } : {};
   return { kind: 'rejected', reason, message: short(e.message, `HTTP ${status}`), ...r, ...fields, ...created };

@@ -1,6 +1,6 @@
 import Stripe from 'stripe';
 import { describe, expect, it } from 'vitest';
-import { CONNECTION_CLOSED_CODE, ClosedConnectionGuard } from './stripe-http-client.js';
+import { ClosedConnectionGuard, CONNECTION_CLOSED_CODE } from './stripe-http-client.js';
 
 // The guard's contract with stripe-node: the codes RequestSender._shouldRetry re-sends on are re-coded;
 // everything else passes through untouched.
@@ -24,7 +24,9 @@ describe('ClosedConnectionGuard', () => {
   for (const code of ['ECONNRESET', 'EPIPE']) {
     it(`re-codes ${code} so the SDK does not re-send, keeping the original code and cause`, async () => {
       const guard = new ClosedConnectionGuard(new FailingClient(code));
-      const error = await guard.makeRequest('127.0.0.1', '1', '/v1/x', 'POST', {}, '', 'http', 1000).catch((e: unknown) => e);
+      const error = await guard
+        .makeRequest('127.0.0.1', '1', '/v1/x', 'POST', {}, '', 'http', 1000)
+        .catch((e: unknown) => e);
       expect(error).toMatchObject({ code: CONNECTION_CLOSED_CODE, originalCode: code });
       expect(Stripe.HttpClient.CONNECTION_CLOSED_ERROR_CODES).not.toContain((error as { code: string }).code);
       expect((error as Error).cause).toMatchObject({ code });
@@ -33,7 +35,9 @@ describe('ClosedConnectionGuard', () => {
 
   it('passes other errors through unchanged (ECONNREFUSED stays "never sent", ETIMEDOUT stays a timeout)', async () => {
     for (const code of ['ECONNREFUSED', 'ETIMEDOUT']) {
-      const error = await new ClosedConnectionGuard(new FailingClient(code)).makeRequest('127.0.0.1', '1', '/', 'POST', {}, '', 'http', 1).catch((e: unknown) => e);
+      const error = await new ClosedConnectionGuard(new FailingClient(code))
+        .makeRequest('127.0.0.1', '1', '/', 'POST', {}, '', 'http', 1)
+        .catch((e: unknown) => e);
       expect((error as { code: string }).code).toBe(code);
     }
   });

@@ -38,7 +38,10 @@ export class ClosedConnectionGuard extends Stripe.HttpClient {
     return this.#inner.makeRequest(...args).catch((error: unknown) => {
       const code = (error as { code?: unknown } | null)?.code;
       if (typeof code === 'string' && Stripe.HttpClient.CONNECTION_CLOSED_ERROR_CODES.includes(code)) {
-        const recoded = new Error(`connection closed (${code}) after the request may have been sent; not retried by the SDK`, { cause: error }) as ConnectionClosedError;
+        const recoded = new Error(
+          `connection closed (${code}) after the request may have been sent; not retried by the SDK`,
+          { cause: error },
+        ) as ConnectionClosedError;
         recoded.code = CONNECTION_CLOSED_CODE;
         recoded.originalCode = code;
         throw recoded;

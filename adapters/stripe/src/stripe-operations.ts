@@ -3,7 +3,10 @@ import type Stripe from 'stripe';
 import { STRIPE_OPERATION_METADATA_KEY, stripeCards } from './stripe-cards.js';
 
 /** A Stripe object as the SDK returns it (with its non-enumerable `lastResponse`). */
-export type StripeObject = { id?: string; metadata?: Record<string, string> | null; created?: number } & Record<string, unknown>;
+export type StripeObject = { id?: string; metadata?: Record<string, string> | null; created?: number } & Record<
+  string,
+  unknown
+>;
 
 /** Options sent with every write: the key derived from the business operation, and no SDK retries. */
 export interface WriteOptions {
@@ -17,7 +20,10 @@ export type PastRetentionLookup =
   /** Search API by metadata: delayed (normally < 1 min, up to 1 h). */
   | { kind: 'search'; find: (client: Stripe, query: string) => Promise<StripeObject[]> }
   /** List API filtered by a parent, then matched on metadata: not delayed. */
-  | { kind: 'list'; find: (client: Stripe, params: Record<string, unknown>, id: BusinessOperationId) => Promise<StripeObject[]> };
+  | {
+      kind: 'list';
+      find: (client: Stripe, params: Record<string, unknown>, id: BusinessOperationId) => Promise<StripeObject[]>;
+    };
 
 export interface StripeOperation {
   readonly name: keyof typeof stripeCards;
@@ -35,7 +41,12 @@ export interface StripeOperation {
 }
 
 function schema(required: Record<string, JsonSchema>, optional: Record<string, JsonSchema>): JsonSchema {
-  return { type: 'object', additionalProperties: false, required: Object.keys(required), properties: { ...required, ...optional } };
+  return {
+    type: 'object',
+    additionalProperties: false,
+    required: Object.keys(required),
+    properties: { ...required, ...optional },
+  };
 }
 
 // The one definition of each operation's params: the runner checks it before the claim (nothing claimed,
@@ -51,12 +62,24 @@ const S_METADATA = {
 const S_ID = (prefix: string) => ({ type: 'string', pattern: `^${prefix}`, maxLength: 255 });
 const S_POS_INT = { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER };
 
-function withMeta(params: Record<string, unknown>, id: BusinessOperationId, own: Record<string, string>): Record<string, string> {
-  return { ...((params.metadata as Record<string, string> | undefined) ?? {}), ...own, [STRIPE_OPERATION_METADATA_KEY]: id };
+function withMeta(
+  params: Record<string, unknown>,
+  id: BusinessOperationId,
+  own: Record<string, string>,
+): Record<string, string> {
+  return {
+    ...((params.metadata as Record<string, string> | undefined) ?? {}),
+    ...own,
+    [STRIPE_OPERATION_METADATA_KEY]: id,
+  };
 }
 
 /** The optional params that are set, under Stripe's names ({ ourName: 'stripe_name' }). */
-function putOptional(target: Record<string, unknown>, p: Record<string, unknown>, names: Readonly<Record<string, string>>): void {
+function putOptional(
+  target: Record<string, unknown>,
+  p: Record<string, unknown>,
+  names: Readonly<Record<string, string>>,
+): void {
   for (const [ours, stripe] of Object.entries(names)) if (p[ours] !== undefined) target[stripe] = p[ours];
 }
 
@@ -76,7 +99,13 @@ export const customersCreate: StripeOperation = {
   sensitiveFields: ['email', 'name', 'phone'],
   paramsSchema: schema(
     { customerRef: { ...S_STRING, description: 'your own id for this customer; names the intent' } },
-    { email: { type: 'string', format: 'email', minLength: 1, maxLength: 500 }, name: S_STRING, phone: S_STRING, description: S_STRING, metadata: S_METADATA },
+    {
+      email: { type: 'string', format: 'email', minLength: 1, maxLength: 500 },
+      name: S_STRING,
+      phone: S_STRING,
+      description: S_STRING,
+      metadata: S_METADATA,
+    },
   ),
   toStripe(p, id) {
     const out: Record<string, unknown> = { metadata: withMeta(p, id, { customer_ref: String(p.customerRef) }) };
@@ -84,13 +113,17 @@ export const customersCreate: StripeOperation = {
     return out;
   },
   create: (client, params, options) => client.customers.create(params, options) as unknown as Promise<StripeObject>,
-  pastRetention: { kind: 'search', find: async (client, query) => asObjects(await client.customers.search({ query, limit: 10 })) },
+  pastRetention: {
+    kind: 'search',
+    find: async (client, query) => asObjects(await client.customers.search({ query, limit: 10 })),
+  },
 };
 
 export const paymentIntentsCreate: StripeOperation = {
   name: 'paymentIntents.create',
   object: 'payment_intent',
-  description: 'Create (and optionally confirm) a PaymentIntent (POST /v1/payment_intents) once per customer and orderRef; the same order with another amount or currency is a conflict, not a second charge.',
+  description:
+    'Create (and optionally confirm) a PaymentIntent (POST /v1/payment_intents) once per customer and orderRef; the same order with another amount or currency is a conflict, not a second charge.',
   card: stripeCards['paymentIntents.create'],
   intentFields: ['customer', 'orderRef'],
   sensitiveFields: ['paymentMethod'],
@@ -117,11 +150,21 @@ export const paymentIntentsCreate: StripeOperation = {
       currency: p.currency,
       metadata: withMeta(p, id, { order_ref: String(p.orderRef) }),
     };
-    putOptional(out, p, { description: 'description', paymentMethod: 'payment_method', paymentMethodTypes: 'payment_method_types', confirm: 'confirm', captureMethod: 'capture_method' });
+    putOptional(out, p, {
+      description: 'description',
+      paymentMethod: 'payment_method',
+      paymentMethodTypes: 'payment_method_types',
+      confirm: 'confirm',
+      captureMethod: 'capture_method',
+    });
     return out;
   },
-  create: (client, params, options) => client.paymentIntents.create(params as never, options) as unknown as Promise<StripeObject>,
-  pastRetention: { kind: 'search', find: async (client, query) => asObjects(await client.paymentIntents.search({ query, limit: 10 })) },
+  create: (client, params, options) =>
+    client.paymentIntents.create(params as never, options) as unknown as Promise<StripeObject>,
+  pastRetention: {
+    kind: 'search',
+    find: async (client, query) => asObjects(await client.paymentIntents.search({ query, limit: 10 })),
+  },
 };
 
 export const invoicesCreate: StripeOperation = {
@@ -143,12 +186,25 @@ export const invoicesCreate: StripeOperation = {
     },
   ),
   toStripe(p, id) {
-    const out: Record<string, unknown> = { customer: p.customer, metadata: withMeta(p, id, { invoice_ref: String(p.invoiceRef) }) };
-    putOptional(out, p, { description: 'description', collectionMethod: 'collection_method', daysUntilDue: 'days_until_due', autoAdvance: 'auto_advance', currency: 'currency' });
+    const out: Record<string, unknown> = {
+      customer: p.customer,
+      metadata: withMeta(p, id, { invoice_ref: String(p.invoiceRef) }),
+    };
+    putOptional(out, p, {
+      description: 'description',
+      collectionMethod: 'collection_method',
+      daysUntilDue: 'days_until_due',
+      autoAdvance: 'auto_advance',
+      currency: 'currency',
+    });
     return out;
   },
-  create: (client, params, options) => client.invoices.create(params as never, options) as unknown as Promise<StripeObject>,
-  pastRetention: { kind: 'search', find: async (client, query) => asObjects(await client.invoices.search({ query, limit: 10 })) },
+  create: (client, params, options) =>
+    client.invoices.create(params as never, options) as unknown as Promise<StripeObject>,
+  pastRetention: {
+    kind: 'search',
+    find: async (client, query) => asObjects(await client.invoices.search({ query, limit: 10 })),
+  },
 };
 
 export const refundsCreate: StripeOperation = {
@@ -167,11 +223,15 @@ export const refundsCreate: StripeOperation = {
     },
   ),
   toStripe(p, id) {
-    const out: Record<string, unknown> = { payment_intent: p.paymentIntent, metadata: withMeta(p, id, { refund_ref: String(p.refundRef) }) };
+    const out: Record<string, unknown> = {
+      payment_intent: p.paymentIntent,
+      metadata: withMeta(p, id, { refund_ref: String(p.refundRef) }),
+    };
     putOptional(out, p, { amount: 'amount', reason: 'reason' });
     return out;
   },
-  create: (client, params, options) => client.refunds.create(params as never, options) as unknown as Promise<StripeObject>,
+  create: (client, params, options) =>
+    client.refunds.create(params as never, options) as unknown as Promise<StripeObject>,
   pastRetention: {
     kind: 'list',
     async find(client, params, id) {
@@ -251,7 +311,10 @@ export interface RefundsCreateParams {
 /** Each Stripe operation's params and the Stripe object a `done` result holds (as JSON). */
 export type StripeOperationTypes = {
   readonly 'customers.create': { readonly params: CustomersCreateParams; readonly result: Stripe.Customer };
-  readonly 'paymentIntents.create': { readonly params: PaymentIntentsCreateParams; readonly result: Stripe.PaymentIntent };
+  readonly 'paymentIntents.create': {
+    readonly params: PaymentIntentsCreateParams;
+    readonly result: Stripe.PaymentIntent;
+  };
   readonly 'invoices.create': { readonly params: InvoicesCreateParams; readonly result: Stripe.Invoice };
   readonly 'refunds.create': { readonly params: RefundsCreateParams; readonly result: Stripe.Refund };
 };

@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createStripeAdapter, type StripeAdapter } from '../src/index.js';
+import { type StripeSandbox, startStripeSandbox } from '../src/sandbox/index.js';
 import { STRIPE_OPERATION_METADATA_KEY } from '../src/stripe-cards.js';
 import { classifyStripeError } from '../src/stripe-errors.js';
-import { startStripeSandbox, type StripeSandbox } from '../src/sandbox/index.js';
 import { API_KEY, execCtx, idFor, startScriptedServer } from './helpers.js';
 
 // Every row of the error-mapping table, through the real stripe SDK against the loopback sandbox.
@@ -18,7 +18,13 @@ afterEach(async () => {
   await sandbox.close();
 });
 
-const pi = (orderRef: string, extra: Record<string, unknown> = {}) => ({ customer: 'cus_fixture', amount: 1200, currency: 'eur', orderRef, ...extra });
+const pi = (orderRef: string, extra: Record<string, unknown> = {}) => ({
+  customer: 'cus_fixture',
+  amount: 1200,
+  currency: 'eur',
+  orderRef,
+  ...extra,
+});
 
 async function execute(operation: string, params: Record<string, unknown>, a: StripeAdapter = adapter) {
   const id = idFor(a, operation, params);
@@ -44,7 +50,9 @@ describe('2xx', () => {
     const first = await execute('paymentIntents.create', params);
     const second = await execute('paymentIntents.create', params);
     expect(second.outcome.kind).toBe('replayed');
-    expect(second.outcome.kind === 'replayed' && second.outcome.providerRef).toBe(first.outcome.kind === 'succeeded' && first.outcome.providerRef);
+    expect(second.outcome.kind === 'replayed' && second.outcome.providerRef).toBe(
+      first.outcome.kind === 'succeeded' && first.outcome.providerRef,
+    );
     expect(sandbox.count('paymentIntents.create')).toBe(1);
   });
 
@@ -53,7 +61,11 @@ describe('2xx', () => {
     const key = adapter.deriveProviderKey('customers.create', long as never);
     expect(key).toBe(`rs-${long}`);
     expect(key!.length).toBeLessThanOrEqual(255);
-    const outcome = await adapter.doExecute('customers.create', { customerRef: 'u-long' }, execCtx(adapter, 'customers.create', long));
+    const outcome = await adapter.doExecute(
+      'customers.create',
+      { customerRef: 'u-long' },
+      execCtx(adapter, 'customers.create', long),
+    );
     expect(outcome.kind).toBe('succeeded');
     expect(sandbox.requests()[0]?.idempotencyKey).toBe(key);
   });
@@ -63,7 +75,11 @@ describe('idempotency layer', () => {
   it('StripeIdempotencyError (same key, other params) ⇒ rejected / conflict, not stored as a second object', async () => {
     const params = pi('A-3');
     const { id } = await execute('paymentIntents.create', params);
-    const outcome = await adapter.doExecute('paymentIntents.create', { ...params, description: 'changed' }, execCtx(adapter, 'paymentIntents.create', id));
+    const outcome = await adapter.doExecute(
+      'paymentIntents.create',
+      { ...params, description: 'changed' },
+      execCtx(adapter, 'paymentIntents.create', id),
+    );
     expect(outcome).toMatchObject({ kind: 'rejected', reason: 'conflict', status: 400, code: 'idempotency_error' });
     expect(sandbox.count('paymentIntents.create')).toBe(1);
   });
@@ -74,7 +90,11 @@ describe('idempotency layer', () => {
     const id = idFor(adapter, 'paymentIntents.create', params);
     const first = adapter.doExecute('paymentIntents.create', params, execCtx(adapter, 'paymentIntents.create', id));
     await sandbox.waitFor((_log, s) => s.keys().length === 1); // the first is inside endpoint execution
-    const second = await adapter.doExecute('paymentIntents.create', params, execCtx(adapter, 'paymentIntents.create', id, 2));
+    const second = await adapter.doExecute(
+      'paymentIntents.create',
+      params,
+      execCtx(adapter, 'paymentIntents.create', id, 2),
+    );
     expect(second).toMatchObject({ kind: 'in-progress', status: 409, code: 'idempotency_key_in_use' });
     release();
     expect((await first).kind).toBe('succeeded');
@@ -118,13 +138,23 @@ describe('rejections (card, validation, auth, permission)', () => {
   });
 
   it('only the object the operation creates counts as created (a refund error naming its PaymentIntent created nothing)', () => {
-    const error = { type: 'StripeInvalidRequestError', rawType: 'invalid_request_error', statusCode: 400, code: 'charge_not_refundable', payment_intent: { id: 'pi_given' } };
+    const error = {
+      type: 'StripeInvalidRequestError',
+      rawType: 'invalid_request_error',
+      statusCode: 400,
+      code: 'charge_not_refundable',
+      payment_intent: { id: 'pi_given' },
+    };
     expect(classifyStripeError(error, 'refund')).not.toHaveProperty('created');
     expect(classifyStripeError(error, 'payment_intent')).toMatchObject({ kind: 'rejected', created: 'pi_given' });
   });
 
   it('400 invalid_request_error ⇒ rejected / validation (not stored)', async () => {
-    const { outcome } = await execute('invoices.create', { customer: 'cus_fixture', invoiceRef: 'INV-1', collectionMethod: 'send_invoice' });
+    const { outcome } = await execute('invoices.create', {
+      customer: 'cus_fixture',
+      invoiceRef: 'INV-1',
+      collectionMethod: 'send_invoice',
+    });
     expect(outcome).toMatchObject({ kind: 'rejected', reason: 'validation', status: 400, code: 'parameter_missing' });
     expect(sandbox.keys()).toEqual([]);
   });
@@ -146,8 +176,12 @@ describe('rejections (card, validation, auth, permission)', () => {
     expect(outcome).toMatchObject({ kind: 'rejected', reason: 'permission', status: 403 });
   });
 
-  it('params that fail the adapter\'s own checks ⇒ rejected / validation with every field named, and nothing is sent', async () => {
-    const outcome = await adapter.doExecute('paymentIntents.create', { customer: 'x', amount: -1, orderRef: 'A', extra: 1 }, execCtx(adapter, 'paymentIntents.create', 'op-invalid'));
+  it("params that fail the adapter's own checks ⇒ rejected / validation with every field named, and nothing is sent", async () => {
+    const outcome = await adapter.doExecute(
+      'paymentIntents.create',
+      { customer: 'x', amount: -1, orderRef: 'A', extra: 1 },
+      execCtx(adapter, 'paymentIntents.create', 'op-invalid'),
+    );
     expect(outcome).toMatchObject({ kind: 'rejected', reason: 'validation', code: 'retrysafe_invalid_params' });
     const message = outcome.kind === 'rejected' ? outcome.message : '';
     for (const field of ['customer', 'amount', 'currency', 'extra']) expect(message).toContain(field);
@@ -175,7 +209,7 @@ describe('transport', () => {
     await sandbox.waitFor((_log, s) => s.count('customers.create') === 1);
   });
 
-  it('connection reset after sending ⇒ unknown / connection-reset, with exactly ONE request (the SDK\'s closed-connection retry is owned)', async () => {
+  it("connection reset after sending ⇒ unknown / connection-reset, with exactly ONE request (the SDK's closed-connection retry is owned)", async () => {
     const server = await startScriptedServer((req) => req.socket.destroy());
     const a = createStripeAdapter({ apiKey: API_KEY, baseUrl: server.url, timeoutMs: 1000 });
     const { outcome } = await execute('customers.create', { customerRef: 'u-5' }, a);
@@ -193,7 +227,9 @@ describe('transport', () => {
     const a = createStripeAdapter({ apiKey: API_KEY, baseUrl: server.url, timeoutMs: 1000 });
     const { outcome } = await execute('customers.create', { customerRef: 'u-6' }, a);
     expect(outcome.kind).toBe('unknown');
-    expect(['truncated-response', 'connection-reset']).toContain(outcome.kind === 'unknown' ? outcome.cause : outcome.kind);
+    expect(['truncated-response', 'connection-reset']).toContain(
+      outcome.kind === 'unknown' ? outcome.cause : outcome.kind,
+    );
     expect(server.count()).toBe(1);
     await server.close();
   });
@@ -216,12 +252,20 @@ describe('transport', () => {
         res.end(JSON.stringify({ error: { type: 'api_error', message: 'unavailable' } }));
       } else {
         res.writeHead(409, { 'content-type': 'application/json', 'request-id': 'req_409' });
-        res.end(JSON.stringify({ error: { type: 'invalid_request_error', code: 'resource_conflict', message: 'conflict' } }));
+        res.end(
+          JSON.stringify({ error: { type: 'invalid_request_error', code: 'resource_conflict', message: 'conflict' } }),
+        );
       }
     });
     const a = createStripeAdapter({ apiKey: API_KEY, baseUrl: server.url });
     const first = await execute('customers.create', { customerRef: 'u-8' }, a);
-    expect(first.outcome).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 503, retryAfterMs: 3000, requestId: 'req_503' });
+    expect(first.outcome).toMatchObject({
+      kind: 'unknown',
+      cause: 'server-error',
+      status: 503,
+      retryAfterMs: 3000,
+      requestId: 'req_503',
+    });
     const second = await execute('customers.create', { customerRef: 'u-8' }, a);
     expect(second.outcome).toMatchObject({ kind: 'unknown', status: 409, code: 'resource_conflict' });
     expect(server.count()).toBe(2);

@@ -1,15 +1,15 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
+  type AdapterV1,
   asBusinessOperationId,
+  type BusinessOperationId,
   businessOperationId,
+  type ExecuteContext,
+  type LookupContext,
   newAttemptId,
   newRunId,
   pickIntent,
-  type AdapterV1,
-  type BusinessOperationId,
-  type ExecuteContext,
-  type LookupContext,
 } from '@retrysafe/contract';
 
 export const API_KEY = 'sk_test_retrysafe';
@@ -20,7 +20,12 @@ export function idFor(adapter: AdapterV1, operation: string, params: Record<stri
   return businessOperationId(spec.card.operation, pickIntent(params, spec.intentFields));
 }
 
-export function execCtx(adapter: AdapterV1, operation: string, id: BusinessOperationId | string, attempt = 1): ExecuteContext {
+export function execCtx(
+  adapter: AdapterV1,
+  operation: string,
+  id: BusinessOperationId | string,
+  attempt = 1,
+): ExecuteContext {
   const boid = typeof id === 'string' ? asBusinessOperationId(id) : id;
   return {
     businessOperationId: boid,

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createStripeAdapter, type StripeAdapter } from '../src/index.js';
+import { type StripeSandbox, startStripeSandbox } from '../src/sandbox/index.js';
 import { STRIPE_KEY_RETENTION_MS, STRIPE_SEARCH_DELAY_MS } from '../src/stripe-cards.js';
-import { startStripeSandbox, type StripeSandbox } from '../src/sandbox/index.js';
 import { API_KEY, execCtx, idFor, lookupCtx } from './helpers.js';
 
 // doLookup through the real SDK against the sandbox, on the sandbox's clock.
@@ -32,7 +32,10 @@ describe('inside retention: re-send with the same key', () => {
   it('finds the stored result as replayed, without creating a second object', async () => {
     const { id } = await dispatch('customers.create', customer);
     sandbox.advance(2 * HOUR);
-    const result = await adapter.doLookup('customers.create', lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: t0 + 2 * HOUR }));
+    const result = await adapter.doLookup(
+      'customers.create',
+      lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: t0 + 2 * HOUR }),
+    );
     expect(result).toMatchObject({ kind: 'found', outcome: { kind: 'replayed' } });
     expect(sandbox.count('customers.create')).toBe(1);
     expect(sandbox.requests().map((r) => r.result)).toEqual(['executed', 'replayed']);
@@ -40,7 +43,10 @@ describe('inside retention: re-send with the same key', () => {
 
   it('never dispatched ⇒ not-found without calling Stripe', async () => {
     const id = idFor(adapter, 'customers.create', customer);
-    const result = await adapter.doLookup('customers.create', lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: null, now: t0 }));
+    const result = await adapter.doLookup(
+      'customers.create',
+      lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: null, now: t0 }),
+    );
     expect(result.kind).toBe('not-found');
     expect(sandbox.requests()).toEqual([]);
   });
@@ -50,7 +56,10 @@ describe('inside retention: re-send with the same key', () => {
     const { id, outcome } = await dispatch('customers.create', customer);
     expect(outcome).toMatchObject({ kind: 'unknown', cause: 'server-error' });
     sandbox.advance(60_000);
-    const result = await adapter.doLookup('customers.create', lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: t0 + 60_000 }));
+    const result = await adapter.doLookup(
+      'customers.create',
+      lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: t0 + 60_000 }),
+    );
     expect(result).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded' } });
     expect(sandbox.count('customers.create')).toBe(1);
   });
@@ -59,7 +68,10 @@ describe('inside retention: re-send with the same key', () => {
     sandbox.failNext('server-error');
     const { id } = await dispatch('customers.create', customer);
     sandbox.advance(2 * HOUR);
-    const result = await adapter.doLookup('customers.create', lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: t0 + 2 * HOUR }));
+    const result = await adapter.doLookup(
+      'customers.create',
+      lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: t0 + 2 * HOUR }),
+    );
     expect(result.kind).toBe('cannot-tell');
     expect(sandbox.count('customers.create')).toBe(0);
   });
@@ -69,7 +81,10 @@ describe('inside retention: re-send with the same key', () => {
     const id = idFor(adapter, 'customers.create', customer);
     const first = adapter.doExecute('customers.create', customer, execCtx(adapter, 'customers.create', id));
     await sandbox.waitFor((_log, s) => s.keys().length === 1);
-    const result = await adapter.doLookup('customers.create', lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: t0 }));
+    const result = await adapter.doLookup(
+      'customers.create',
+      lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: t0 }),
+    );
     expect(result).toMatchObject({ kind: 'found', outcome: { kind: 'in-progress', status: 409 } });
     release();
     expect((await first).kind).toBe('succeeded');
@@ -90,8 +105,14 @@ describe('past retention: never rely on the key', () => {
     const at = t0 + STRIPE_KEY_RETENTION_MS + STRIPE_SEARCH_DELAY_MS + HOUR;
     sandbox.advance(at - t0);
     const posts = sandbox.requestCount({ method: 'POST' });
-    const result = await adapter.doLookup('customers.create', lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: at }));
-    expect(result).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef: outcome.kind === 'succeeded' ? outcome.providerRef : 'x' } });
+    const result = await adapter.doLookup(
+      'customers.create',
+      lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: at }),
+    );
+    expect(result).toMatchObject({
+      kind: 'found',
+      outcome: { kind: 'succeeded', providerRef: outcome.kind === 'succeeded' ? outcome.providerRef : 'x' },
+    });
     expect(sandbox.requestCount({ method: 'POST' })).toBe(posts);
     expect(sandbox.requests().at(-1)?.path).toBe('/v1/customers/search');
     expect(sandbox.count('customers.create')).toBe(1);
@@ -106,10 +127,16 @@ describe('past retention: never rely on the key', () => {
     await adapter.doExecute('paymentIntents.create', params, execCtx(adapter, 'paymentIntents.create', id, 2));
     sandbox.advance(20 * 60 * 1000);
     const now1 = sandbox.now();
-    const early = await adapter.doLookup('paymentIntents.create', lookupCtx(adapter, 'paymentIntents.create', id, params, { firstDispatchedAt: t0, now: now1 }));
+    const early = await adapter.doLookup(
+      'paymentIntents.create',
+      lookupCtx(adapter, 'paymentIntents.create', id, params, { firstDispatchedAt: t0, now: now1 }),
+    );
     expect(early.kind).toBe('cannot-tell');
     sandbox.advance(40 * 60 * 1000);
-    const late = await adapter.doLookup('paymentIntents.create', lookupCtx(adapter, 'paymentIntents.create', id, params, { firstDispatchedAt: t0, now: sandbox.now() }));
+    const late = await adapter.doLookup(
+      'paymentIntents.create',
+      lookupCtx(adapter, 'paymentIntents.create', id, params, { firstDispatchedAt: t0, now: sandbox.now() }),
+    );
     expect(late).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded' } });
     expect(sandbox.count('paymentIntents.create')).toBe(1);
     expect(sandbox.requests().filter((r) => r.method === 'POST')).toHaveLength(1);
@@ -118,9 +145,21 @@ describe('past retention: never rely on the key', () => {
   it('nothing there: cannot-tell inside 24 h + 1 h of the first dispatch, not-found after it', async () => {
     const params = { customer: 'cus_fixture', invoiceRef: 'INV-9' };
     const id = idFor(adapter, 'invoices.create', params);
-    const inside = await adapter.doLookup('invoices.create', lookupCtx(adapter, 'invoices.create', id, params, { firstDispatchedAt: t0, now: t0 + STRIPE_KEY_RETENTION_MS + 30 * 60 * 1000 }));
+    const inside = await adapter.doLookup(
+      'invoices.create',
+      lookupCtx(adapter, 'invoices.create', id, params, {
+        firstDispatchedAt: t0,
+        now: t0 + STRIPE_KEY_RETENTION_MS + 30 * 60 * 1000,
+      }),
+    );
     expect(inside.kind).toBe('cannot-tell');
-    const after = await adapter.doLookup('invoices.create', lookupCtx(adapter, 'invoices.create', id, params, { firstDispatchedAt: t0, now: t0 + STRIPE_KEY_RETENTION_MS + STRIPE_SEARCH_DELAY_MS }));
+    const after = await adapter.doLookup(
+      'invoices.create',
+      lookupCtx(adapter, 'invoices.create', id, params, {
+        firstDispatchedAt: t0,
+        now: t0 + STRIPE_KEY_RETENTION_MS + STRIPE_SEARCH_DELAY_MS,
+      }),
+    );
     expect(after.kind).toBe('not-found');
     expect(sandbox.requestCount({ method: 'POST' })).toBe(0);
   });
@@ -132,11 +171,23 @@ describe('past retention: never rely on the key', () => {
     await dispatch('refunds.create', other);
     const at = t0 + STRIPE_KEY_RETENTION_MS + 1000;
     sandbox.advance(at - t0);
-    const found = await adapter.doLookup('refunds.create', lookupCtx(adapter, 'refunds.create', id, params, { firstDispatchedAt: t0, now: at }));
+    const found = await adapter.doLookup(
+      'refunds.create',
+      lookupCtx(adapter, 'refunds.create', id, params, { firstDispatchedAt: t0, now: at }),
+    );
     expect(found).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', result: { amount: 300 } } });
     expect(sandbox.requests().at(-1)?.path).toBe('/v1/refunds');
     const missingId = idFor(adapter, 'refunds.create', { paymentIntent: 'pi_fixture', refundRef: 'RF-3' });
-    const missing = await adapter.doLookup('refunds.create', lookupCtx(adapter, 'refunds.create', missingId, { paymentIntent: 'pi_fixture', refundRef: 'RF-3' }, { firstDispatchedAt: t0, now: at }));
+    const missing = await adapter.doLookup(
+      'refunds.create',
+      lookupCtx(
+        adapter,
+        'refunds.create',
+        missingId,
+        { paymentIntent: 'pi_fixture', refundRef: 'RF-3' },
+        { firstDispatchedAt: t0, now: at },
+      ),
+    );
     expect(missing.kind).toBe('not-found');
     expect(sandbox.count('refunds.create')).toBe(2);
   });
@@ -144,20 +195,39 @@ describe('past retention: never rely on the key', () => {
   it('a throttled search ⇒ cannot-tell (never "absent")', async () => {
     const id = idFor(adapter, 'customers.create', customer);
     sandbox.failNext('rate-limit', { method: 'GET' });
-    const result = await adapter.doLookup('customers.create', lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: t0 + 3 * STRIPE_KEY_RETENTION_MS }));
+    const result = await adapter.doLookup(
+      'customers.create',
+      lookupCtx(adapter, 'customers.create', id, customer, {
+        firstDispatchedAt: t0,
+        now: t0 + 3 * STRIPE_KEY_RETENTION_MS,
+      }),
+    );
     expect(result).toMatchObject({ kind: 'cannot-tell', status: 429 });
   });
 });
 
 describe('a declined create+confirm is found as the rejection it was, naming the PaymentIntent it left', () => {
-  const declined = { customer: 'cus_fixture', amount: 700, currency: 'eur', orderRef: 'D-1', confirm: true, paymentMethod: 'pm_card_chargeDeclined' };
+  const declined = {
+    customer: 'cus_fixture',
+    amount: 700,
+    currency: 'eur',
+    orderRef: 'D-1',
+    confirm: true,
+    paymentMethod: 'pm_card_chargeDeclined',
+  };
 
   it('inside retention: the same key replays the 402 with its PaymentIntent', async () => {
     const { id, outcome } = await dispatch('paymentIntents.create', declined);
     const left = outcome.kind === 'rejected' ? outcome.created : undefined;
     expect(left).toMatch(/^pi_/);
-    const result = await adapter.doLookup('paymentIntents.create', lookupCtx(adapter, 'paymentIntents.create', id, declined, { firstDispatchedAt: t0, now: t0 + HOUR }));
-    expect(result).toMatchObject({ kind: 'found', outcome: { kind: 'rejected', reason: 'card-declined', created: left } });
+    const result = await adapter.doLookup(
+      'paymentIntents.create',
+      lookupCtx(adapter, 'paymentIntents.create', id, declined, { firstDispatchedAt: t0, now: t0 + HOUR }),
+    );
+    expect(result).toMatchObject({
+      kind: 'found',
+      outcome: { kind: 'rejected', reason: 'card-declined', created: left },
+    });
     expect(sandbox.count('paymentIntents.create')).toBe(1);
   });
 
@@ -166,8 +236,14 @@ describe('a declined create+confirm is found as the rejection it was, naming the
     const left = outcome.kind === 'rejected' ? outcome.created : undefined;
     const later = t0 + STRIPE_KEY_RETENTION_MS + STRIPE_SEARCH_DELAY_MS + HOUR;
     sandbox.advance(later - t0);
-    const result = await adapter.doLookup('paymentIntents.create', lookupCtx(adapter, 'paymentIntents.create', id, declined, { firstDispatchedAt: t0, now: later }));
-    expect(result).toMatchObject({ kind: 'found', outcome: { kind: 'rejected', reason: 'card-declined', code: 'card_declined', created: left } });
+    const result = await adapter.doLookup(
+      'paymentIntents.create',
+      lookupCtx(adapter, 'paymentIntents.create', id, declined, { firstDispatchedAt: t0, now: later }),
+    );
+    expect(result).toMatchObject({
+      kind: 'found',
+      outcome: { kind: 'rejected', reason: 'card-declined', code: 'card_declined', created: left },
+    });
     expect(sandbox.count('paymentIntents.create')).toBe(1);
   });
 });

@@ -6,9 +6,12 @@ import { runDrill } from '@retrysafe/testkit/conformance';
 import Stripe from 'stripe';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createStripeAdapter } from '../src/index.js';
+import {
+  stripeDrillOperations as drillOperations,
+  startStripeDrillSandbox as startDrillSandbox,
+} from '../src/sandbox/index.js';
 import { classifyStripeError, classifyStripeResult } from '../src/stripe-errors.js';
 import { stripeOperations } from '../src/stripe-operations.js';
-import { startStripeDrillSandbox as startDrillSandbox, stripeDrillOperations as drillOperations } from '../src/sandbox/index.js';
 
 // Negative control: the same operations and error mapping, but the SDK client left as stripe-node
 // builds it (maxNetworkRetries 2, its own closed-connection retry). The drill must notice the extra
@@ -16,13 +19,23 @@ import { startStripeDrillSandbox as startDrillSandbox, stripeDrillOperations as 
 function adapterWithSdkRetries(baseUrl: string, timeoutMs: number, config: Stripe.StripeConfig): AdapterV1 {
   const safe = createStripeAdapter({ apiKey: 'sk_test_drill', baseUrl, timeoutMs });
   const u = new URL(baseUrl);
-  const client = new Stripe('sk_test_drill', { host: u.hostname, port: u.port, protocol: 'http', timeout: timeoutMs, ...config });
+  const client = new Stripe('sk_test_drill', {
+    host: u.hostname,
+    port: u.port,
+    protocol: 'http',
+    timeout: timeoutMs,
+    ...config,
+  });
   return {
     ...safe,
     async doExecute(operation, params, ctx) {
       const op = stripeOperations[operation]!;
       try {
-        return classifyStripeResult(await op.create(client, op.toStripe(params as Record<string, unknown>, ctx.businessOperationId), { idempotencyKey: ctx.providerKey! } as never));
+        return classifyStripeResult(
+          await op.create(client, op.toStripe(params as Record<string, unknown>, ctx.businessOperationId), {
+            idempotencyKey: ctx.providerKey!,
+          } as never),
+        );
       } catch (e) {
         return classifyStripeError(e);
       }

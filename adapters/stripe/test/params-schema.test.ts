@@ -17,8 +17,22 @@ const breakers: ((p: Record<string, unknown>, name: string) => Record<string, un
   (p) => ({ ...p, metadata: { retrysafe_operation_id: 'mine' } }),
   (p) => ({ ...p, metadata: { k: 'v'.repeat(501) } }),
   (p) => ({ ...p, unknownField: 1 }),
-  (p, n) => (n === 'paymentIntents.create' ? { ...p, amount: 0 } : n === 'refunds.create' ? { ...p, amount: 1.5 } : n === 'invoices.create' ? { ...p, daysUntilDue: 0 } : { ...p, email: '' }),
-  (p, n) => (n === 'paymentIntents.create' ? { ...p, customer: `cus_${'x'.repeat(300)}` } : n === 'refunds.create' ? { ...p, paymentIntent: 'ch_1' } : n === 'invoices.create' ? { ...p, customer: 'acct_1' } : { ...p, customerRef: '' }),
+  (p, n) =>
+    n === 'paymentIntents.create'
+      ? { ...p, amount: 0 }
+      : n === 'refunds.create'
+        ? { ...p, amount: 1.5 }
+        : n === 'invoices.create'
+          ? { ...p, daysUntilDue: 0 }
+          : { ...p, email: '' },
+  (p, n) =>
+    n === 'paymentIntents.create'
+      ? { ...p, customer: `cus_${'x'.repeat(300)}` }
+      : n === 'refunds.create'
+        ? { ...p, paymentIntent: 'ch_1' }
+        : n === 'invoices.create'
+          ? { ...p, customer: 'acct_1' }
+          : { ...p, customerRef: '' },
   (p, n) => (n === 'paymentIntents.create' ? { ...p, paymentMethodTypes: [] } : p),
 ];
 
@@ -32,7 +46,9 @@ describe('Stripe params schemas refuse what Stripe would', () => {
         const bad = b(ok[name]!, name);
         if (bad === ok[name]) continue;
         expect(paramsErrors(spec, bad), `${name}: ${JSON.stringify(bad).slice(0, 80)}`).not.toEqual([]);
-        expect(schemaErrors(op.paramsSchema, bad), `frame, ${name}: ${JSON.stringify(bad).slice(0, 80)}`).not.toEqual([]);
+        expect(schemaErrors(op.paramsSchema, bad), `frame, ${name}: ${JSON.stringify(bad).slice(0, 80)}`).not.toEqual(
+          [],
+        );
       }
     });
   }

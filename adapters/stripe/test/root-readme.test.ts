@@ -9,7 +9,10 @@ import { API_KEY } from './helpers.js';
 // the sandbox: a user who points the example at `@retrysafe/stripe/sandbox` gets a charge, not a 400
 // for an unknown customer.
 let close: (() => Promise<void>) | undefined;
-afterEach(async () => { await close?.(); close = undefined; });
+afterEach(async () => {
+  await close?.();
+  close = undefined;
+});
 
 function readmeParams(): Record<string, unknown> {
   const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');

@@ -5,7 +5,8 @@ typeTestSuite(import.meta.url, {
   file: 'test/run-types.test-d.ts',
   title: 'typed runner.run',
   compiles: 'the right calls compile and every @ts-expect-error is a real error',
-  withoutDirectives: 'without the directives, each wrong call is an error of its own (name, missing intent field, param type, …)',
+  withoutDirectives:
+    'without the directives, each wrong call is an error of its own (name, missing intent field, param type, …)',
   errors: 6,
   mentions: [/"paymentIntent\.create"/, /orderRef/],
 });

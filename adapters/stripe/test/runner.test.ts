@@ -3,8 +3,8 @@ import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe
 import { startFaultProxy } from '@retrysafe/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createStripeAdapter } from '../src/index.js';
-import { STRIPE_KEY_RETENTION_MS } from '../src/stripe-cards.js';
 import { startStripeSandbox } from '../src/sandbox/index.js';
+import { STRIPE_KEY_RETENTION_MS } from '../src/stripe-cards.js';
 import { API_KEY, execCtx, idFor } from './helpers.js';
 
 // The runner (@retrysafe/core) + the real SDK + the sandbox, on one virtual clock.
@@ -29,7 +29,9 @@ describe('lost response', () => {
     closers.push(() => proxy.close());
     const adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: proxy.url, timeoutMs: 2000 });
     const runner = createRunner({ ledger, clock, random: () => 0.5 });
-    const result = await runner.run(adapter, 'paymentIntents.create', { params: { customer: 'cus_fixture', amount: 900, currency: 'eur', orderRef: 'lost-1' } });
+    const result = await runner.run(adapter, 'paymentIntents.create', {
+      params: { customer: 'cus_fixture', amount: 900, currency: 'eur', orderRef: 'lost-1' },
+    });
     expect(result.status).toBe('done');
     if (result.status !== 'done') return;
     expect(result.adopted).toBe(true);
@@ -43,7 +45,7 @@ describe('lost response', () => {
 });
 
 describe('two workers without a shared ledger', () => {
-  it('Stripe\'s key is the last line: the second gets 409 idempotency_key_in_use, polls with the same key and adopts the first one\'s object', async () => {
+  it("Stripe's key is the last line: the second gets 409 idempotency_key_in_use, polls with the same key and adopts the first one's object", async () => {
     const sandbox = await startStripeSandbox();
     closers.push(() => sandbox.close());
     const release = sandbox.hold(); // the first request stays inside endpoint execution until released
@@ -51,8 +53,12 @@ describe('two workers without a shared ledger', () => {
     const params = { customer: 'cus_fixture', amount: 4200, currency: 'eur', orderRef: 'two-workers' };
     const policy = { baseMs: 50, capMs: 200, lookupWindowMs: 30_000 };
     const runs = Promise.all([
-      createRunner({ ledger: createMemoryLedger(), policy, owner: 'machine-a' }).run(adapter, 'paymentIntents.create', { params }),
-      createRunner({ ledger: createMemoryLedger(), policy, owner: 'machine-b' }).run(adapter, 'paymentIntents.create', { params }),
+      createRunner({ ledger: createMemoryLedger(), policy, owner: 'machine-a' }).run(adapter, 'paymentIntents.create', {
+        params,
+      }),
+      createRunner({ ledger: createMemoryLedger(), policy, owner: 'machine-b' }).run(adapter, 'paymentIntents.create', {
+        params,
+      }),
     ]);
     await sandbox.waitFor((log) => log.some((r) => r.result === 'in-progress'));
     release();
@@ -74,25 +80,34 @@ describe('the order names the payment', () => {
     const { clock, sandbox, ledger } = await setup();
     const adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 2000 });
     const runner = createRunner({ ledger, clock });
-    const first = await runner.run(adapter, 'paymentIntents.create', { params: { customer: 'cus_fixture', amount: 1500, currency: 'eur', orderRef: 'A-17' } });
+    const first = await runner.run(adapter, 'paymentIntents.create', {
+      params: { customer: 'cus_fixture', amount: 1500, currency: 'eur', orderRef: 'A-17' },
+    });
     expect(first.status).toBe('done');
     const posts = sandbox.requestCount({ method: 'POST' });
     const second = await runner
-      .run(adapter, 'paymentIntents.create', { params: { customer: 'cus_fixture', amount: 9900, currency: 'eur', orderRef: 'A-17' } })
+      .run(adapter, 'paymentIntents.create', {
+        params: { customer: 'cus_fixture', amount: 9900, currency: 'eur', orderRef: 'A-17' },
+      })
       .catch((e: unknown) => e);
     // the runner refuses it (ConflictError) or hands back the existing payment; either way the same business operation
-    expect(ConflictError.isInstance(second) || (second as { businessOperationId?: string }).businessOperationId === first.businessOperationId).toBe(true);
+    expect(
+      ConflictError.isInstance(second) ||
+        (second as { businessOperationId?: string }).businessOperationId === first.businessOperationId,
+    ).toBe(true);
     expect(sandbox.requestCount({ method: 'POST' })).toBe(posts);
     expect(sandbox.count('paymentIntents.create')).toBe(1);
   });
 });
 
 describe('receipts', () => {
-  it('carry the key, status and Request-Id, but neither the API key nor the customer\'s email', async () => {
+  it("carry the key, status and Request-Id, but neither the API key nor the customer's email", async () => {
     const { clock, sandbox, ledger } = await setup();
     const adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 2000 });
     const runner = createRunner({ ledger, clock, redact: { patterns: [/sk_(test|live)_\w+/g] } });
-    const result = await runner.run(adapter, 'customers.create', { params: { customerRef: 'pii-1', email: 'jane.doe@example.test', name: 'Jane Doe' } });
+    const result = await runner.run(adapter, 'customers.create', {
+      params: { customerRef: 'pii-1', email: 'jane.doe@example.test', name: 'Jane Doe' },
+    });
     expect(result.status).toBe('done');
     const text = JSON.stringify(await ledger.receipts(result.businessOperationId));
     expect(text).toContain('rs-stripe.customers.create:');
@@ -119,7 +134,12 @@ describe('a stored 500', () => {
     // its budget on them (the parent made 4 POSTs: 3 replays). The dispatch, then one lookup re-send that
     // learns the key replays the 5xx; from there lookups only search.
     expect(posts).toHaveLength(2);
-    expect(sandbox.requests().filter((r) => r.method === 'GET').every((r) => r.path === '/v1/customers/search')).toBe(true);
+    expect(
+      sandbox
+        .requests()
+        .filter((r) => r.method === 'GET')
+        .every((r) => r.path === '/v1/customers/search'),
+    ).toBe(true);
     if (result.status === 'handed-off') {
       expect(result.packet.reason).toBe('lookup-window-exhausted');
       // And the packet says what a resume would actually do: replay the stored 500.
@@ -141,10 +161,16 @@ describe('key past retention (crash, then recovery a day later)', () => {
     // Worker A claims and writes `dispatched` at t0; its first request never reached Stripe.
     const t0 = clock.now();
     const claim = await ledger.claim({
-      businessOperationId: id, provider: 'stripe', operation: card.operation,
+      businessOperationId: id,
+      provider: 'stripe',
+      operation: card.operation,
       intentFingerprint: fingerprint({ operation: card.operation, intent: pickIntent(params, ['customerRef']) }),
-      paramsFingerprint: fingerprint(params), params, providerKey: adapter.deriveProviderKey('customers.create', id),
-      owner: 'worker-A', leaseMs: 30_000, now: t0,
+      paramsFingerprint: fingerprint(params),
+      params,
+      providerKey: adapter.deriveProviderKey('customers.create', id),
+      owner: 'worker-A',
+      leaseMs: 30_000,
+      now: t0,
     });
     if (claim.kind !== 'claimed') throw new Error(`unexpected claim ${claim.kind}`);
     await ledger.markDispatched({ businessOperationId: id, fence: claim.record.fence }, t0);
@@ -159,7 +185,12 @@ describe('key past retention (crash, then recovery a day later)', () => {
     clock.advance(20 * MIN);
     expect(sandbox.expireKeys()).toBe(1);
     const postsBefore = sandbox.requestCount({ method: 'POST' });
-    const runner = createRunner({ ledger, clock, random: () => 0.5, policy: { lookupWindowMs: 2 * 60 * MIN, maxElapsedMs: 3 * 60 * MIN } });
+    const runner = createRunner({
+      ledger,
+      clock,
+      random: () => 0.5,
+      policy: { lookupWindowMs: 2 * 60 * MIN, maxElapsedMs: 3 * 60 * MIN },
+    });
     const [report] = await runner.recover({ adapters: [adapter] });
 
     expect(report).toMatchObject({ businessOperationId: id, to: 'succeeded', action: 'adopted' });
@@ -181,7 +212,9 @@ describe('a corrected request after a rejection', () => {
     const { clock, sandbox, ledger } = await setup();
     const adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 2000 });
     const runner = createRunner({ ledger, clock, random: () => 0.5 });
-    const declined = await runner.run(adapter, 'paymentIntents.create', { params: { ...base, paymentMethod: 'pm_card_chargeDeclined' } });
+    const declined = await runner.run(adapter, 'paymentIntents.create', {
+      params: { ...base, paymentMethod: 'pm_card_chargeDeclined' },
+    });
     expect(declined.status).toBe('handed-off');
     if (declined.status !== 'handed-off') return;
     const [left] = sandbox.records('payment_intent').filter((r) => !r.fixture);
@@ -195,7 +228,9 @@ describe('a corrected request after a rejection', () => {
     const again = await runner.run(adapter, 'paymentIntents.create', { params: corrected }).catch((e: unknown) => e);
     expect(ConflictError.isInstance(again)).toBe(true);
     expect((again as Error).message).toContain(left!.id);
-    const resent = await runner.resolve(declined.businessOperationId, { action: 'resend-with', params: corrected }, { adapters: [adapter] }).catch((e: unknown) => e);
+    const resent = await runner
+      .resolve(declined.businessOperationId, { action: 'resend-with', params: corrected }, { adapters: [adapter] })
+      .catch((e: unknown) => e);
     expect(ConflictError.isInstance(resent)).toBe(true);
     expect(sandbox.count('paymentIntents.create')).toBe(1);
     expect(sandbox.requests().map((r) => r.status)).toEqual([402]);

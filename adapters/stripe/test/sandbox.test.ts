@@ -1,12 +1,16 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { parseForm, paramsFingerprint } from '../src/sandbox/form.js';
-import { parseSearchQuery, SearchQueryError, startStripeSandbox, type StripeSandbox } from '../src/sandbox/index.js';
+import { paramsFingerprint, parseForm } from '../src/sandbox/form.js';
+import { parseSearchQuery, SearchQueryError, type StripeSandbox, startStripeSandbox } from '../src/sandbox/index.js';
 
 // The sandbox on its own, over plain HTTP (no SDK): the documented behaviour it emulates.
 
 describe('form encoding', () => {
   it('nests brackets, turns digit keys into arrays and decodes', () => {
-    expect(parseForm('amount=100&metadata[order_ref]=A%2017&payment_method_types[0]=card&payment_method_types[1]=sepa_debit&x=a+b')).toEqual({
+    expect(
+      parseForm(
+        'amount=100&metadata[order_ref]=A%2017&payment_method_types[0]=card&payment_method_types[1]=sepa_debit&x=a+b',
+      ),
+    ).toEqual({
       amount: '100',
       metadata: { order_ref: 'A 17' },
       payment_method_types: ['card', 'sepa_debit'],
@@ -23,7 +27,10 @@ describe('search query language', () => {
   it('exact-match clauses on fields and metadata, joined by AND or OR, with escaped quotes', () => {
     expect(parseSearchQuery(`metadata['retrysafe_operation_id']:'op:1' AND email:"a@b.test"`)).toEqual({
       join: 'AND',
-      clauses: [{ field: 'metadata.retrysafe_operation_id', value: 'op:1' }, { field: 'email', value: 'a@b.test' }],
+      clauses: [
+        { field: 'metadata.retrysafe_operation_id', value: 'op:1' },
+        { field: 'email', value: 'a@b.test' },
+      ],
     });
     expect(parseSearchQuery(`name:'O\\'Brien' OR name:'x'`).clauses[0]!.value).toBe("O'Brien");
   });
@@ -48,10 +55,15 @@ describe('over HTTP', () => {
   const post = (path: string, body: string, key?: string, auth = 'Bearer sk_test_1') =>
     fetch(`${sandbox.url}${path}`, {
       method: 'POST',
-      headers: { authorization: auth, 'content-type': 'application/x-www-form-urlencoded', ...(key ? { 'idempotency-key': key } : {}) },
+      headers: {
+        authorization: auth,
+        'content-type': 'application/x-www-form-urlencoded',
+        ...(key ? { 'idempotency-key': key } : {}),
+      },
       body,
     });
-  const get = (path: string) => fetch(`${sandbox.url}${path}`, { headers: { authorization: 'Bearer sk_test_1', 'idempotency-key': 'ignored' } });
+  const get = (path: string) =>
+    fetch(`${sandbox.url}${path}`, { headers: { authorization: 'Bearer sk_test_1', 'idempotency-key': 'ignored' } });
 
   it('the same key on another endpoint is an idempotency_error; GET ignores keys', async () => {
     expect((await post('/v1/customers', 'name=a', 'k1')).status).toBe(200);
@@ -87,7 +99,9 @@ describe('over HTTP', () => {
     expect(((await (await get(q)).json()) as { data: unknown[] }).data).toHaveLength(0);
     t += 10_000;
     expect(((await (await get(q)).json()) as { data: unknown[] }).data).toHaveLength(1);
-    const list = (await (await get('/v1/refunds?payment_intent=pi_fixture')).json()) as { data: { metadata: Record<string, string> }[] };
+    const list = (await (await get('/v1/refunds?payment_intent=pi_fixture')).json()) as {
+      data: { metadata: Record<string, string> }[];
+    };
     expect(list.data.map((r) => r.metadata.k)).toEqual(['v']);
     expect(sandbox.count()).toBe(2);
     expect(sandbox.count('refunds.create')).toBe(1);

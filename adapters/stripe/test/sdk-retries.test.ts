@@ -25,7 +25,9 @@ describe('negative controls: what stripe-node does on its own', () => {
     sandbox.failNext('server-error');
     const client = new Stripe(API_KEY, { ...loopback(sandbox.url) });
     expect(client.getMaxNetworkRetries()).toBe(2);
-    await expect(client.customers.create({ metadata: { a: 'b' } }, { idempotencyKey: 'k-default' })).rejects.toMatchObject({ statusCode: 500 });
+    await expect(
+      client.customers.create({ metadata: { a: 'b' } }, { idempotencyKey: 'k-default' }),
+    ).rejects.toMatchObject({ statusCode: 500 });
     expect(sandbox.requestCount({ method: 'POST' })).toBe(3);
     expect(sandbox.requests().map((r) => r.result)).toEqual(['executed', 'replayed', 'replayed']);
   });
@@ -42,7 +44,9 @@ describe('negative controls: what stripe-node does on its own', () => {
     const server = await startScriptedServer((req) => req.socket.destroy());
     closers.push(() => server.close());
     const client = new Stripe(API_KEY, { ...loopback(server.url), maxNetworkRetries: 0 });
-    await expect(client.customers.create({}, { idempotencyKey: 'k-reset' })).rejects.toMatchObject({ type: 'StripeConnectionError' });
+    await expect(client.customers.create({}, { idempotencyKey: 'k-reset' })).rejects.toMatchObject({
+      type: 'StripeConnectionError',
+    });
     expect(server.count()).toBe(2);
   });
 });
@@ -54,7 +58,11 @@ describe('the adapter owns both retry layers', () => {
     sandbox.failNext('server-error');
     const adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url });
     const params = { customerRef: 'u-1' };
-    const outcome = await adapter.doExecute('customers.create', params, execCtx(adapter, 'customers.create', idFor(adapter, 'customers.create', params)));
+    const outcome = await adapter.doExecute(
+      'customers.create',
+      params,
+      execCtx(adapter, 'customers.create', idFor(adapter, 'customers.create', params)),
+    );
     expect(outcome).toMatchObject({ kind: 'unknown', cause: 'server-error' });
     expect(sandbox.requestCount({ method: 'POST' })).toBe(1);
   });
@@ -63,7 +71,11 @@ describe('the adapter owns both retry layers', () => {
     const server = await startScriptedServer((req) => req.socket.destroy());
     closers.push(() => server.close());
     const adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: server.url });
-    const outcome = await adapter.doExecute('customers.create', { customerRef: 'u-2' }, execCtx(adapter, 'customers.create', 'op-reset'));
+    const outcome = await adapter.doExecute(
+      'customers.create',
+      { customerRef: 'u-2' },
+      execCtx(adapter, 'customers.create', 'op-reset'),
+    );
     expect(outcome).toMatchObject({ kind: 'unknown', cause: 'connection-reset' });
     expect(server.count()).toBe(1);
   });
@@ -84,9 +96,17 @@ describe('a client you bring', () => {
   it('is used when built with maxNetworkRetries 0 and the guarded httpClient: one request on a reset', async () => {
     const server = await startScriptedServer((req) => req.socket.destroy());
     closers.push(() => server.close());
-    const client = new Stripe(API_KEY, { ...loopback(server.url), maxNetworkRetries: 0, httpClient: createGuardedHttpClient() });
+    const client = new Stripe(API_KEY, {
+      ...loopback(server.url),
+      maxNetworkRetries: 0,
+      httpClient: createGuardedHttpClient(),
+    });
     const adapter = createStripeAdapter({ client });
-    const outcome = await adapter.doExecute('customers.create', { customerRef: 'u-3' }, execCtx(adapter, 'customers.create', 'op-own-client'));
+    const outcome = await adapter.doExecute(
+      'customers.create',
+      { customerRef: 'u-3' },
+      execCtx(adapter, 'customers.create', 'op-own-client'),
+    );
     expect(outcome.kind).toBe('unknown');
     expect(server.count()).toBe(1);
   });
@@ -96,12 +116,21 @@ describe('configuration errors are typed', () => {
   it('missing apiKey, bad baseUrl, bad timeout, unknown operation', () => {
     expect(() => createStripeAdapter({})).toThrow(AdapterConfigurationError);
     expect(() => createStripeAdapter({ apiKey: API_KEY, baseUrl: 'not a url' })).toThrow(AdapterConfigurationError);
-    expect(() => createStripeAdapter({ apiKey: API_KEY, baseUrl: 'ftp://127.0.0.1:1' })).toThrow(AdapterConfigurationError);
-    expect(() => createStripeAdapter({ apiKey: API_KEY, baseUrl: 'http://127.0.0.1:1/v1' })).toThrow(AdapterConfigurationError);
+    expect(() => createStripeAdapter({ apiKey: API_KEY, baseUrl: 'ftp://127.0.0.1:1' })).toThrow(
+      AdapterConfigurationError,
+    );
+    expect(() => createStripeAdapter({ apiKey: API_KEY, baseUrl: 'http://127.0.0.1:1/v1' })).toThrow(
+      AdapterConfigurationError,
+    );
     expect(() => createStripeAdapter({ apiKey: API_KEY, timeoutMs: 0 })).toThrow(AdapterConfigurationError);
     const adapter = createStripeAdapter({ apiKey: API_KEY });
     expect(() => adapter.deriveProviderKey('charges.create', 'x' as never)).toThrow(UnknownOperationError);
     expect(adapter.specificationVersion).toBe('v1');
-    expect(Object.keys(adapter.operations).sort()).toEqual(['customers.create', 'invoices.create', 'paymentIntents.create', 'refunds.create']);
+    expect(Object.keys(adapter.operations).sort()).toEqual([
+      'customers.create',
+      'invoices.create',
+      'paymentIntents.create',
+      'refunds.create',
+    ]);
   });
 });

@@ -1,7 +1,7 @@
-import { jsonSchema, tool, type Tool } from 'ai';
 import type { AdapterV1 } from '@retrysafe/contract';
-import { type Runner } from '@retrysafe/core';
-import { agentTools, callAgentTool, type AgentToolResult } from '@retrysafe/core/agent';
+import type { Runner } from '@retrysafe/core';
+import { type AgentToolResult, agentTools, callAgentTool } from '@retrysafe/core/agent';
+import { jsonSchema, type Tool, tool } from 'ai';
 
 export interface RetrysafeToolsOptions {
   readonly runner: Runner;
@@ -42,7 +42,10 @@ export function retrysafeTools(options: RetrysafeToolsOptions): Record<string, T
       description: def.description,
       inputSchema: jsonSchema<unknown>(def.inputSchema as Parameters<typeof jsonSchema>[0]),
       execute: async (args, ctx) => {
-        const runId = options.runId?.({ toolName, toolCallId: (ctx as { toolCallId?: string } | undefined)?.toolCallId });
+        const runId = options.runId?.({
+          toolName,
+          toolCallId: (ctx as { toolCallId?: string } | undefined)?.toolCallId,
+        });
         return callAgentTool(options.runner, def, args, runId !== undefined ? { runId } : {});
       },
     });

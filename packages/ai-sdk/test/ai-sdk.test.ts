@@ -1,11 +1,11 @@
-import { generateText, stepCountIs } from 'ai';
-import { MockLanguageModelV2 } from 'ai/test';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { createStripeAdapter } from '@retrysafe/stripe';
-import { startStripeSandbox, type StripeSandbox } from '@retrysafe/stripe/sandbox';
-import { startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
+import { type StripeSandbox, startStripeSandbox } from '@retrysafe/stripe/sandbox';
+import { type FaultProxy, startFaultProxy } from '@retrysafe/testkit';
+import { generateText, stepCountIs } from 'ai';
+import { MockLanguageModelV2 } from 'ai/test';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { retrysafeTools, type AgentToolResult } from '../src/index.js';
+import { type AgentToolResult, retrysafeTools } from '../src/index.js';
 
 // An AI SDK agent loop (generateText with tools) whose model is scripted: it calls the charge tool,
 // then — as models do — calls it again with a new tool-call id and the arguments re-ordered.
@@ -22,7 +22,12 @@ afterEach(async () => {
 });
 
 const usage = { inputTokens: 1, outputTokens: 1, totalTokens: 2 };
-const toolStep = (id: string, name: string, input: unknown) => ({ content: [{ type: 'tool-call' as const, toolCallId: id, toolName: name, input: JSON.stringify(input) }], finishReason: 'tool-calls' as const, usage, warnings: [] });
+const toolStep = (id: string, name: string, input: unknown) => ({
+  content: [{ type: 'tool-call' as const, toolCallId: id, toolName: name, input: JSON.stringify(input) }],
+  finishReason: 'tool-calls' as const,
+  usage,
+  warnings: [],
+});
 
 describe('retrysafeTools for the Vercel AI SDK', () => {
   it('a re-issued tool call maps to the same business operation: one charge, the same result', async () => {
@@ -36,13 +41,21 @@ describe('retrysafeTools for the Vercel AI SDK', () => {
       doGenerate: [
         toolStep('call_1', name, { customer: 'cus_fixture', amount: 2500, currency: 'eur', orderRef: 'AI-1' }),
         toolStep('call_2', name, { orderRef: 'AI-1', currency: 'eur', amount: 2500, customer: 'cus_fixture' }),
-        { content: [{ type: 'text' as const, text: 'Charged once.' }], finishReason: 'stop' as const, usage, warnings: [] },
+        {
+          content: [{ type: 'text' as const, text: 'Charged once.' }],
+          finishReason: 'stop' as const,
+          usage,
+          warnings: [],
+        },
       ],
     });
     const out = await generateText({ model, tools, prompt: 'charge order AI-1', stopWhen: stepCountIs(5) });
     const results = out.steps.flatMap((s) => s.toolResults).map((r) => r.output as AgentToolResult);
     expect(results).toHaveLength(2);
-    const [first, second] = results as [Extract<AgentToolResult, { status: 'done' }>, Extract<AgentToolResult, { status: 'done' }>];
+    const [first, second] = results as [
+      Extract<AgentToolResult, { status: 'done' }>,
+      Extract<AgentToolResult, { status: 'done' }>,
+    ];
     expect(first.status).toBe('done');
     expect(second.status).toBe('done');
     expect(second.adopted).toBe(true);
@@ -58,7 +71,12 @@ describe('retrysafeTools for the Vercel AI SDK', () => {
     const runner = createRunner({ ledger: createMemoryLedger() });
     const adapter = createStripeAdapter({ apiKey: 'sk_test_ai_sdk', baseUrl: 'http://127.0.0.1:9', timeoutMs: 500 });
     const tools = retrysafeTools({ runner, adapters: [adapter] });
-    expect(Object.keys(tools).sort()).toEqual(['stripe_customers_create', 'stripe_invoices_create', 'stripe_paymentIntents_create', 'stripe_refunds_create']);
+    expect(Object.keys(tools).sort()).toEqual([
+      'stripe_customers_create',
+      'stripe_invoices_create',
+      'stripe_paymentIntents_create',
+      'stripe_refunds_create',
+    ]);
     expect(tools.stripe_refunds_create!.description).toMatch(/call again with the same arguments/);
   });
 
@@ -68,7 +86,12 @@ describe('retrysafeTools for the Vercel AI SDK', () => {
     const tools = retrysafeTools({ runner, adapters: [adapter], operations: ['stripe_paymentIntents_create'] });
     const model = new MockLanguageModelV2({
       doGenerate: [
-        toolStep('call_1', 'stripe_paymentIntents_create', { customer: 'cus_fixture', amount: '2500', currency: 'eur', orderRef: 'AI-2' }),
+        toolStep('call_1', 'stripe_paymentIntents_create', {
+          customer: 'cus_fixture',
+          amount: '2500',
+          currency: 'eur',
+          orderRef: 'AI-2',
+        }),
         { content: [{ type: 'text' as const, text: 'Fixing.' }], finishReason: 'stop' as const, usage, warnings: [] },
       ],
     });
@@ -85,9 +108,18 @@ describe('retrysafeTools for the Vercel AI SDK', () => {
     const adapter = createStripeAdapter({ apiKey: 'sk_test_ai_sdk', baseUrl: proxy.url, timeoutMs: 500 });
     const tools = retrysafeTools({ runner, adapters: [adapter], operations: ['stripe_paymentIntents_create'] });
     // Valid by the schema (paymentMethodTypes has no maxItems), over PAYLOAD_LIMITS.maxBytes as canonical JSON.
-    const oversize = { customer: 'cus_fixture', amount: 2500, currency: 'eur', orderRef: 'AI-3', paymentMethodTypes: Array.from({ length: 60_000 }, (_, i) => `card_${i}_xxxxxxxxxx`) };
+    const oversize = {
+      customer: 'cus_fixture',
+      amount: 2500,
+      currency: 'eur',
+      orderRef: 'AI-3',
+      paymentMethodTypes: Array.from({ length: 60_000 }, (_, i) => `card_${i}_xxxxxxxxxx`),
+    };
     const model = new MockLanguageModelV2({
-      doGenerate: [toolStep('call_1', 'stripe_paymentIntents_create', oversize), { content: [{ type: 'text' as const, text: 'Too big.' }], finishReason: 'stop' as const, usage, warnings: [] }],
+      doGenerate: [
+        toolStep('call_1', 'stripe_paymentIntents_create', oversize),
+        { content: [{ type: 'text' as const, text: 'Too big.' }], finishReason: 'stop' as const, usage, warnings: [] },
+      ],
     });
     const out = await generateText({ model, tools, prompt: 'charge order AI-3', stopWhen: stepCountIs(3) });
     const [r] = out.steps.flatMap((s) => s.toolResults).map((x) => x.output as AgentToolResult);
@@ -103,7 +135,10 @@ describe('peer range', () => {
   it('admits every AI SDK major the tests run against (5, 6, 7), so `npm i ai` (7) next to this package installs cleanly', async () => {
     const { readFileSync } = await import('node:fs');
     const { peerMajors } = await import('./ai-versions.js');
-    const pj = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { peerDependencies: Record<string, string>; devDependencies: Record<string, string> };
+    const pj = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+      peerDependencies: Record<string, string>;
+      devDependencies: Record<string, string>;
+    };
     expect(peerMajors(pj.peerDependencies.ai!)).toEqual([5, 6, 7]);
     for (const alias of ['ai5', 'ai6', 'ai7']) expect(pj.devDependencies[alias], alias).toMatch(/^npm:ai@\^\d+\.0\.0$/);
   });

@@ -7,21 +7,41 @@ import { startStripeSandbox } from '@retrysafe/stripe/sandbox';
 import { startFaultProxy } from '@retrysafe/testkit';
 import { expect } from 'vitest';
 
-type AiModule = { generateText: (o: Record<string, unknown>) => Promise<{ steps: Array<{ toolResults: Array<{ output: unknown }> }> }>; stepCountIs: (n: number) => unknown };
+type AiModule = {
+  generateText: (o: Record<string, unknown>) => Promise<{ steps: Array<{ toolResults: Array<{ output: unknown }> }> }>;
+  stepCountIs: (n: number) => unknown;
+};
 type AiTest = Record<string, new (o: { doGenerate: unknown[] }) => unknown>;
 
 /** A scripted model of the newest spec this major's `ai/test` offers that `generateText` takes. */
-function scriptedModel(aiTest: AiTest, spec: 'v2' | 'v3', steps: Array<{ calls?: Array<{ id: string; name: string; input: unknown }>; text?: string }>) {
+function scriptedModel(
+  aiTest: AiTest,
+  spec: 'v2' | 'v3',
+  steps: Array<{ calls?: Array<{ id: string; name: string; input: unknown }>; text?: string }>,
+) {
   const usage =
     spec === 'v2'
       ? { inputTokens: 1, outputTokens: 1, totalTokens: 2 }
-      : { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
+      : {
+          inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
+          outputTokens: { total: 1, text: 1, reasoning: 0 },
+        };
   const finish = (r: 'tool-calls' | 'stop') => (spec === 'v2' ? r : { unified: r, raw: r });
   const Mock = spec === 'v2' ? aiTest.MockLanguageModelV2! : aiTest.MockLanguageModelV3!;
   return new Mock({
     doGenerate: steps.map((s) =>
       s.calls
-        ? { content: s.calls.map((c) => ({ type: 'tool-call', toolCallId: c.id, toolName: c.name, input: JSON.stringify(c.input) })), finishReason: finish('tool-calls'), usage, warnings: [] }
+        ? {
+            content: s.calls.map((c) => ({
+              type: 'tool-call',
+              toolCallId: c.id,
+              toolName: c.name,
+              input: JSON.stringify(c.input),
+            })),
+            finishReason: finish('tool-calls'),
+            usage,
+            warnings: [],
+          }
         : { content: [{ type: 'text', text: s.text ?? '' }], finishReason: finish('stop'), usage, warnings: [] },
     ),
   });
@@ -32,7 +52,12 @@ function scriptedModel(aiTest: AiTest, spec: 'v2' | 'v3', steps: Array<{ calls?:
  * re-ordered; the first response is dropped after Stripe committed. One PaymentIntent, the second
  * answer adopted, one idempotency key.
  */
-export async function reissuedToolCall(ai: AiModule, aiTest: AiTest, spec: 'v2' | 'v3', version: string): Promise<void> {
+export async function reissuedToolCall(
+  ai: AiModule,
+  aiTest: AiTest,
+  spec: 'v2' | 'v3',
+  version: string,
+): Promise<void> {
   const { retrysafeTools } = await import('../src/index.js');
   // src/ sees this major: 'ai' is the alias under test, not the workspace's default devDependency.
   expect((await import('ai')).generateText).toBe(ai.generateText);
@@ -44,12 +69,32 @@ export async function reissuedToolCall(ai: AiModule, aiTest: AiTest, spec: 'v2' 
     const tools = retrysafeTools({ runner, adapters: [adapter], operations: ['stripe.paymentIntents.create'] });
     const name = 'stripe_paymentIntents_create';
     const model = scriptedModel(aiTest, spec, [
-      { calls: [{ id: 'call_1', name, input: { customer: 'cus_fixture', amount: 2500, currency: 'eur', orderRef: `AI-${version}` } }] },
-      { calls: [{ id: 'call_2', name, input: { orderRef: `AI-${version}`, currency: 'eur', amount: 2500, customer: 'cus_fixture' } }] },
+      {
+        calls: [
+          {
+            id: 'call_1',
+            name,
+            input: { customer: 'cus_fixture', amount: 2500, currency: 'eur', orderRef: `AI-${version}` },
+          },
+        ],
+      },
+      {
+        calls: [
+          {
+            id: 'call_2',
+            name,
+            input: { orderRef: `AI-${version}`, currency: 'eur', amount: 2500, customer: 'cus_fixture' },
+          },
+        ],
+      },
       { text: 'Charged once.' },
     ]);
     const out = await ai.generateText({ model, tools, prompt: 'charge the order', stopWhen: ai.stepCountIs(5) });
-    const results = out.steps.flatMap((s) => s.toolResults).map((r) => r.output as { status: string; adopted?: boolean; providerRef?: string; businessOperationId?: string });
+    const results = out.steps
+      .flatMap((s) => s.toolResults)
+      .map(
+        (r) => r.output as { status: string; adopted?: boolean; providerRef?: string; businessOperationId?: string },
+      );
     expect(results).toHaveLength(2);
     expect(results.map((r) => r.status)).toEqual(['done', 'done']);
     expect(results[1]!.adopted).toBe(true);
@@ -83,17 +128,35 @@ export async function workflowStepRecipe(): Promise<void> {
     const runner = createRunner({ ledger, policy: { baseMs: 1, capMs: 5 } });
     const adapter = createStripeAdapter({ apiKey: 'sk_test_ai_sdk', baseUrl: proxy.url, timeoutMs: 500 });
     let stepId = 'step_01JWORKFLOWSTEPA';
-    const tools = retrysafeTools({ runner, adapters: [adapter], operations: ['stripe.paymentIntents.create'], runId: () => stepId });
+    const tools = retrysafeTools({
+      runner,
+      adapters: [adapter],
+      operations: ['stripe.paymentIntents.create'],
+      runId: () => stepId,
+    });
     const name = 'stripe_paymentIntents_create';
     const execute = tools[name]!.execute!;
-    const charge = stepRetriesOff(async (input: unknown, opts: { toolCallId: string; messages: [] }) => execute(input, opts as never) as Promise<{ status: string; adopted?: boolean; businessOperationId?: string; providerRef?: string }>);
+    const charge = stepRetriesOff(
+      async (input: unknown, opts: { toolCallId: string; messages: [] }) =>
+        execute(input, opts as never) as Promise<{
+          status: string;
+          adopted?: boolean;
+          businessOperationId?: string;
+          providerRef?: string;
+        }>,
+    );
     expect(charge.maxRetries).toBe(0);
 
     const input = { customer: 'cus_fixture', amount: 900, currency: 'eur', orderRef: 'WF-1' };
     const first = await charge(input, { toolCallId: 'call_1', messages: [] });
     const again = await charge(input, { toolCallId: 'call_1', messages: [] }); // the runtime re-executes the same step
     expect(first).toMatchObject({ status: 'done' });
-    expect(again).toMatchObject({ status: 'done', adopted: true, businessOperationId: first.businessOperationId, providerRef: first.providerRef });
+    expect(again).toMatchObject({
+      status: 'done',
+      adopted: true,
+      businessOperationId: first.businessOperationId,
+      providerRef: first.providerRef,
+    });
     expect(sandbox.count('payment_intent')).toBe(1);
     const receipts = await ledger.receipts(first.businessOperationId as never);
     expect(receipts.length).toBeGreaterThan(0);

@@ -10,8 +10,8 @@ import { ledgerExportCommand } from './commands/ledger/export/command.js';
 import { ledgerHandoffsCommand } from './commands/ledger/handoffs/command.js';
 import { ledgerLsCommand } from './commands/ledger/ls/command.js';
 import { ledgerPruneCommand } from './commands/ledger/prune/command.js';
-import { ledgerResolveAllCommand } from './commands/ledger/resolve-all/command.js';
 import { ledgerResolveCommand } from './commands/ledger/resolve/command.js';
+import { ledgerResolveAllCommand } from './commands/ledger/resolve-all/command.js';
 import { ledgerShowCommand } from './commands/ledger/show/command.js';
 import { ledgerVerifyCommand } from './commands/ledger/verify/command.js';
 import { probe } from './commands/probe/command.js';
@@ -36,7 +36,8 @@ export const COMMANDS: readonly CommandConfig[] = [
   help,
 ];
 
-export const DESCRIPTION = 'Perform state-changing operations at most once: drill the adapters, read their cards, inspect the ledger and resolve handoffs.';
+export const DESCRIPTION =
+  'Perform state-changing operations at most once: drill the adapters, read their cards, inspect the ledger and resolve handoffs.';
 
 export const HELP_AFTER = `
 Exit codes: 0 ok · 1 a drill, check or step failed · 2 bad usage (or a file that cannot be read or written) · 3 probe saw no effect · 130 stopped by Ctrl-C.

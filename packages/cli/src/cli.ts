@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { COMMANDS, DESCRIPTION, HELP_AFTER } from './cli-config.js';
-import { EXIT, register, type Context, type Io } from './command.js';
+import { type Context, EXIT, type Io, register } from './command.js';
 import { reportError } from './errors.js';
 import { useColor } from './output.js';
 
@@ -12,7 +12,8 @@ const defaultIo: Io = { out: (t) => process.stdout.write(line(t)), err: (t) => p
 
 function version(): string {
   try {
-    return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
+      .version;
   } catch {
     return '0.0.0';
   }

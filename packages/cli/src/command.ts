@@ -1,4 +1,4 @@
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 
 /**
  * 0: everything held · 1: a drill/check/step failed or the command could not complete · 2: bad command
@@ -56,14 +56,23 @@ export interface CommandConfig<O = never> {
 }
 
 /** Types a command's options and positional arguments at its definition. */
-export function defineCommand<O, A extends readonly unknown[] = []>(c: Omit<CommandConfig, 'run'> & { readonly run?: (ctx: Context, options: O, args: A) => Promise<number> }): CommandConfig {
+export function defineCommand<O, A extends readonly unknown[] = []>(
+  c: Omit<CommandConfig, 'run'> & { readonly run?: (ctx: Context, options: O, args: A) => Promise<number> },
+): CommandConfig {
   return c as CommandConfig;
 }
 
-const collect = (v: string, prev: string[] = []) => [...prev, ...v.split(',').map((s) => s.trim()).filter(Boolean)];
+const collect = (v: string, prev: string[] = []) => [
+  ...prev,
+  ...v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
+];
 
 function integer(v: string): number {
-  if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v))) throw new InvalidArgumentError('expected a non-negative integer.');
+  if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)))
+    throw new InvalidArgumentError('expected a non-negative integer.');
   return Number(v);
 }
 

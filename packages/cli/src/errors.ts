@@ -1,6 +1,6 @@
-import { CommanderError } from 'commander';
 import { RetrysafeError } from '@retrysafe/contract';
 import { createRedactor } from '@retrysafe/core/internal';
+import { CommanderError } from 'commander';
 import { EXIT, type Io } from './command.js';
 
 /** Bad command-line input: exit code 2. */
@@ -36,7 +36,15 @@ const FS_WORDS: Readonly<Record<string, string>> = {
 export function fileSystemError(e: unknown): string | null {
   const x = e as NodeJS.ErrnoException | null;
   // a path is what makes it a file-system error (a refused connection has a syscall and a code, but no path)
-  if (!x || typeof x !== 'object' || typeof x.code !== 'string' || !/^E[A-Z]+$/.test(x.code) || typeof x.syscall !== 'string' || typeof x.path !== 'string') return null;
+  if (
+    !x ||
+    typeof x !== 'object' ||
+    typeof x.code !== 'string' ||
+    !/^E[A-Z]+$/.test(x.code) ||
+    typeof x.syscall !== 'string' ||
+    typeof x.path !== 'string'
+  )
+    return null;
   return `cannot ${x.syscall} ${x.path}: ${FS_WORDS[x.code] ?? x.code} (${x.code})`;
 }
 
@@ -64,7 +72,8 @@ export function reportError(e: unknown, io: Io, json: ((value: unknown) => void)
     return EXIT.interrupted;
   }
   const fsError = fileSystemError(e);
-  const usage = fsError !== null || e instanceof UsageError || (RetrysafeError.isInstance(e) && USAGE_CODES.includes(e.code));
+  const usage =
+    fsError !== null || e instanceof UsageError || (RetrysafeError.isInstance(e) && USAGE_CODES.includes(e.code));
   // A driver's or the system's message may quote a credential or an address: scrubbed like receipts.
   const message = errorScrub.text(fsError ?? (e instanceof Error ? e.message : String(e)));
   json?.({ ok: false, error: { code: jsonCode(e, fsError, usage), message } });
@@ -77,6 +86,8 @@ export function reportError(e: unknown, io: Io, json: ((value: unknown) => void)
     return EXIT.usage;
   }
   // Typed errors carry a message written for the reader; anything else is a bug: show the stack.
-  io.err(`retrysafe: ${RetrysafeError.isInstance(e) || e instanceof RefusedError ? message : e instanceof Error ? errorScrub.text(e.stack ?? message) : message}`);
+  io.err(
+    `retrysafe: ${RetrysafeError.isInstance(e) || e instanceof RefusedError ? message : e instanceof Error ? errorScrub.text(e.stack ?? message) : message}`,
+  );
   return EXIT.failed;
 }

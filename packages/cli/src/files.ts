@@ -13,7 +13,10 @@ export function readDataFile(path: string): unknown {
     return readLimited(path);
   } catch (e) {
     if (FileLimitError.isInstance(e)) throw e;
-    if (e instanceof DataSyntaxError) throw new UsageError(`${path}: not valid ${['.yaml', '.yml'].includes(extname(path).toLowerCase()) ? 'YAML' : 'JSON'}: ${e.message.split('\n')[0]}`);
+    if (e instanceof DataSyntaxError)
+      throw new UsageError(
+        `${path}: not valid ${['.yaml', '.yml'].includes(extname(path).toLowerCase()) ? 'YAML' : 'JSON'}: ${e.message.split('\n')[0]}`,
+      );
     throw new UsageError(`${path}: cannot read it (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
   }
 }

@@ -1,7 +1,8 @@
 /** Terminal output helpers: colour only on a TTY and never when NO_COLOR is set (https://no-color.org). */
 export function useColor(stream: { readonly isTTY?: boolean } = process.stdout): boolean {
   if (process.env.NO_COLOR !== undefined && process.env.NO_COLOR !== '') return false;
-  if (process.env.FORCE_COLOR !== undefined && process.env.FORCE_COLOR !== '' && process.env.FORCE_COLOR !== '0') return true;
+  if (process.env.FORCE_COLOR !== undefined && process.env.FORCE_COLOR !== '' && process.env.FORCE_COLOR !== '0')
+    return true;
   return Boolean(stream.isTTY);
 }
 
@@ -25,7 +26,11 @@ export interface TableOptions {
 }
 
 /** A plain-text table with padded columns and a rule under the header. */
-export function table(headers: readonly string[], rows: readonly (readonly string[])[], options: TableOptions = {}): string {
+export function table(
+  headers: readonly string[],
+  rows: readonly (readonly string[])[],
+  options: TableOptions = {},
+): string {
   const widths = headers.map((h, i) => Math.max(visibleLength(h), ...rows.map((r) => visibleLength(r[i] ?? ''))));
   const right = new Set(options.right ?? []);
   const line = (cells: readonly string[]) =>
@@ -61,7 +66,12 @@ export interface Progress {
  * customers.create · lost-response`), with failures and notes printed above it. Elsewhere (CI logs,
  * pipes): one plain line per finished unit, nothing redrawn.
  */
-export function createProgress(total: number, write: (text: string) => void, tty: boolean, color = tty && useColor({ isTTY: tty })): Progress {
+export function createProgress(
+  total: number,
+  write: (text: string) => void,
+  tty: boolean,
+  color = tty && useColor({ isTTY: tty }),
+): Progress {
   let finished = 0;
   let current = '';
   const width = String(total).length;

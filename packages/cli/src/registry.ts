@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { ConformanceOptions } from '@retrysafe/testkit';
-import type { AdapterV1, RetrySafetyCard } from '@retrysafe/contract';
 import type { HttpAdapterConfig } from '@retrysafe/config';
+import type { AdapterV1, RetrySafetyCard } from '@retrysafe/contract';
 import type { HttpOperationDeclaration } from '@retrysafe/http';
+import type { ConformanceOptions } from '@retrysafe/testkit';
 import { UsageError } from './errors.js';
 
 /** One adapter package as the CLI sees it: its drill setups (one per provider/sandbox) and its cards. */
@@ -23,7 +23,11 @@ export interface AdapterEntry {
  * test runs — so `retrysafe drill` runs exactly what the adapter's tests run. The CLI never branches on
  * a provider name beyond this list of where to find them.
  */
-const SOURCES: readonly { readonly name: string; readonly from: string; readonly load: () => Promise<Record<string, unknown>> }[] = [
+const SOURCES: readonly {
+  readonly name: string;
+  readonly from: string;
+  readonly load: () => Promise<Record<string, unknown>>;
+}[] = [
   { name: 'sandbox', from: '@retrysafe/sandbox', load: () => import('@retrysafe/sandbox') },
   { name: 'stripe', from: '@retrysafe/stripe/sandbox', load: () => import('@retrysafe/stripe/sandbox') },
   { name: 'msgraph', from: '@retrysafe/msgraph/sandbox', load: () => import('@retrysafe/msgraph/sandbox') },
@@ -39,14 +43,32 @@ export const ADAPTER_NAMES: readonly string[] = SOURCES.map((s) => s.name);
 function isDrill(value: unknown): value is ConformanceOptions {
   if (typeof value !== 'object' || value === null) return false;
   const d = value as Record<string, unknown>;
-  return typeof d.name === 'string' && typeof d.createAdapter === 'function' && typeof d.startSandbox === 'function' && typeof d.operations === 'object' && d.operations !== null;
+  return (
+    typeof d.name === 'string' &&
+    typeof d.createAdapter === 'function' &&
+    typeof d.startSandbox === 'function' &&
+    typeof d.operations === 'object' &&
+    d.operations !== null
+  );
 }
 
 function entryFrom(name: string, from: string, mod: Record<string, unknown>): AdapterEntry {
   const drills = mod.drills;
-  if (!Array.isArray(drills)) return { name, from, drills: [], missing: `${from} does not export \`drills\` (the drill setups its conformance test runs)` };
+  if (!Array.isArray(drills))
+    return {
+      name,
+      from,
+      drills: [],
+      missing: `${from} does not export \`drills\` (the drill setups its conformance test runs)`,
+    };
   const bad = drills.findIndex((d) => !isDrill(d));
-  if (bad >= 0) return { name, from, drills: [], missing: `${from} drills[${bad}] is not a drill setup { name, createAdapter, startSandbox, operations }` };
+  if (bad >= 0)
+    return {
+      name,
+      from,
+      drills: [],
+      missing: `${from} drills[${bad}] is not a drill setup { name, createAdapter, startSandbox, operations }`,
+    };
   return { name, from, drills: drills as ConformanceOptions[], missing: null };
 }
 
@@ -55,16 +77,29 @@ function entryFrom(name: string, from: string, mod: Record<string, unknown>): Ad
  * Only the selected packages are imported. `modules` are files of your own (e.g. a new adapter's
  * `./dist/sandbox/index.js`) exporting `drills` in the same shape, and optionally a `name`.
  */
-export async function loadAdapters(names?: readonly string[], modules: readonly string[] = [], config?: string): Promise<AdapterEntry[]> {
+export async function loadAdapters(
+  names?: readonly string[],
+  modules: readonly string[] = [],
+  config?: string,
+): Promise<AdapterEntry[]> {
   const chosen = (modules.length || config) && !names?.length ? [] : selectNames(names);
-  const builtIn = await Promise.all(SOURCES.filter((s) => chosen.includes(s.name)).map(async (s) => entryFrom(s.name, s.from, await s.load())));
+  const builtIn = await Promise.all(
+    SOURCES.filter((s) => chosen.includes(s.name)).map(async (s) => entryFrom(s.name, s.from, await s.load())),
+  );
   const own: AdapterEntry[] = [];
   for (const file of modules) {
     const path = resolve(file);
     if (!existsSync(path)) throw new UsageError(`--module ${file}: no such file`);
     const mod = await importModule(file, path);
-    const drillNames = Array.isArray(mod.drills) ? [...new Set(mod.drills.map((d) => (isDrill(d) ? d.name : '')).filter(Boolean))] : [];
-    const name = typeof mod.name === 'string' && mod.name ? mod.name : drillNames.length ? drillNames.join('+') : basename(path).replace(/\.[cm]?js$/, '');
+    const drillNames = Array.isArray(mod.drills)
+      ? [...new Set(mod.drills.map((d) => (isDrill(d) ? d.name : '')).filter(Boolean))]
+      : [];
+    const name =
+      typeof mod.name === 'string' && mod.name
+        ? mod.name
+        : drillNames.length
+          ? drillNames.join('+')
+          : basename(path).replace(/\.[cm]?js$/, '');
     const entry = entryFrom(name, file, mod);
     if (entry.missing) throw new UsageError(`--module ${entry.missing}`);
     own.push(entry);
@@ -96,7 +131,12 @@ async function configEntries(file: string): Promise<AdapterEntry[]> {
     const { headersFromEnv: _skipped, ...http } = c as HttpAdapterConfig;
     const declaration = httpDeclarationOf(name, http, config.baseDir, {});
     try {
-      const drills = drillsForDeclaration({ name, provider: declaration.provider, ...(declaration.headers ? { headers: declaration.headers } : {}), operations: declaration.operations as unknown as Record<string, HttpOperationDeclaration> });
+      const drills = drillsForDeclaration({
+        name,
+        provider: declaration.provider,
+        ...(declaration.headers ? { headers: declaration.headers } : {}),
+        operations: declaration.operations as unknown as Record<string, HttpOperationDeclaration>,
+      });
       // Build each once now, so a declaration the adapter refuses is a usage error before anything runs.
       for (const d of drills) await (await adapterFor(d)).close?.();
       out.push({ name, from: `${file} (adapters.${name})`, drills, missing: null });
@@ -104,7 +144,10 @@ async function configEntries(file: string): Promise<AdapterEntry[]> {
       throw new UsageError(`--config ${file}: adapters.${name}: ${(e as Error).message}`);
     }
   }
-  if (out.length === 0) throw new UsageError(`--config ${file}: no adapter of type http to drill (the built-in adapters are drilled with --adapter)`);
+  if (out.length === 0)
+    throw new UsageError(
+      `--config ${file}: no adapter of type http to drill (the built-in adapters are drilled with --adapter)`,
+    );
   return out;
 }
 
@@ -148,6 +191,9 @@ export async function cardsOf(entry: AdapterEntry): Promise<NamedCard[]> {
 function selectNames(names: readonly string[] | undefined): readonly string[] {
   if (!names || names.length === 0) return ADAPTER_NAMES;
   const unknown = names.filter((n) => !ADAPTER_NAMES.includes(n));
-  if (unknown.length) throw new UsageError(`unknown adapter ${unknown.map((n) => `'${n}'`).join(', ')} (known: ${ADAPTER_NAMES.join(', ')})`);
+  if (unknown.length)
+    throw new UsageError(
+      `unknown adapter ${unknown.map((n) => `'${n}'`).join(', ')} (known: ${ADAPTER_NAMES.join(', ')})`,
+    );
   return names;
 }

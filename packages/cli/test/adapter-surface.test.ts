@@ -9,11 +9,11 @@
  * the package that is itself a sandbox (`SELF_SANDBOX`): its root entry is what `./sandbox` is
  * elsewhere, so its root entry may reach the kit; it has no vendor SDK.
  */
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { validateCard, type RetrySafetyCard } from '@retrysafe/contract';
+import { type RetrySafetyCard, validateCard } from '@retrysafe/contract';
 import { entryCards, readCardSection } from '@retrysafe/contract/render';
 import { describe, expect, it } from 'vitest';
 
@@ -33,8 +33,16 @@ const read = (...p: string[]) => readFileSync(join(root, ...p), 'utf8');
 const readmes: Promise<{ adapter: string; text: string; rendered: string; cards: RetrySafetyCard[] }[]> = import(
   pathToFileURL(join(root, '..', 'scripts', 'render-cards.mjs')).href
 ).then((m: { adapterReadmes(): Promise<never[]> }) => m.adapterReadmes());
-const pkgOf = (a: string) => JSON.parse(read(a, 'package.json')) as { name: string; exports: Record<string, unknown>; dependencies?: Record<string, string>; devDependencies?: Record<string, string>; scripts?: Record<string, string> };
-const importEntry = (a: string, sub: string) => import(pathToFileURL(join(root, a, 'dist', sub, 'index.js')).href) as Promise<Record<string, unknown>>;
+const pkgOf = (a: string) =>
+  JSON.parse(read(a, 'package.json')) as {
+    name: string;
+    exports: Record<string, unknown>;
+    dependencies?: Record<string, string>;
+    devDependencies?: Record<string, string>;
+    scripts?: Record<string, string>;
+  };
+const importEntry = (a: string, sub: string) =>
+  import(pathToFileURL(join(root, a, 'dist', sub, 'index.js')).href) as Promise<Record<string, unknown>>;
 
 /** Bare specifiers reachable from a source file through its relative imports (type-only imports included: they must resolve too). */
 function bareImports(file: string, seen = new Set<string>()): Set<string> {
@@ -42,7 +50,9 @@ function bareImports(file: string, seen = new Set<string>()): Set<string> {
   if (seen.has(file)) return out;
   seen.add(file);
   const text = readFileSync(file, 'utf8');
-  for (const m of text.matchAll(/(?:import|export)\s[^'"]*?from\s*'([^']+)'|import\s*\(\s*'([^']+)'\s*\)|import\s*'([^']+)'/g)) {
+  for (const m of text.matchAll(
+    /(?:import|export)\s[^'"]*?from\s*'([^']+)'|import\s*\(\s*'([^']+)'\s*\)|import\s*'([^']+)'/g,
+  )) {
     const spec = m[1] ?? m[2] ?? m[3]!;
     if (spec.startsWith('.')) {
       const target = resolve(dirname(file), spec.replace(/\.js$/, '.ts'));
@@ -61,7 +71,9 @@ describe('every adapter has the same pieces', () => {
   for (const a of adapters) {
     describe(a, () => {
       const pkg = pkgOf(a);
-      const sdkDeps = Object.entries(pkg.dependencies ?? {}).filter(([name]) => name !== '@retrysafe/contract' && name !== SANDBOX_KIT);
+      const sdkDeps = Object.entries(pkg.dependencies ?? {}).filter(
+        ([name]) => name !== '@retrysafe/contract' && name !== SANDBOX_KIT,
+      );
 
       it('package: @retrysafe/<folder>, depends on the contract, at most one vendor SDK pinned to an exact version, and the sandbox kit only for ./sandbox', () => {
         expect(pkg.name).toBe(`@retrysafe/${a}`);
@@ -72,24 +84,37 @@ describe('every adapter has the same pieces', () => {
           expect(pkg.dependencies[SANDBOX_KIT], `${SANDBOX_KIT} like the contract`).toBe('workspace:^');
         }
         expect(sdkDeps.length).toBeLessThanOrEqual(1);
-        for (const [name, version] of sdkDeps) expect(version, `${name} must be pinned like every other SDK`).toMatch(/^\d+\.\d+\.\d+$/);
-        expect(pkg.scripts?.cards, 'README cards come from the one scripts/render-cards.mjs at the root').toBeUndefined();
+        for (const [name, version] of sdkDeps)
+          expect(version, `${name} must be pinned like every other SDK`).toMatch(/^\d+\.\d+\.\d+$/);
+        expect(
+          pkg.scripts?.cards,
+          'README cards come from the one scripts/render-cards.mjs at the root',
+        ).toBeUndefined();
       });
 
       it('files: <folder>-adapter.ts, <folder>-cards.ts and index.ts in src; conformance and readme tests', () => {
         // The sandbox adapter's conformance test lives in the testkit (core's tests use the sandbox and
         // the testkit depends on core: beside the adapter it would make a package cycle).
-        const conformance = a === SELF_SANDBOX ? join(root, '..', 'packages', 'testkit', 'test', 'sandbox-conformance.test.ts') : join(root, a, 'test', 'conformance.test.ts');
+        const conformance =
+          a === SELF_SANDBOX
+            ? join(root, '..', 'packages', 'testkit', 'test', 'sandbox-conformance.test.ts')
+            : join(root, a, 'test', 'conformance.test.ts');
         for (const f of [`src/${a}-adapter.ts`, `src/${a}-cards.ts`, 'src/index.ts', 'README.md']) {
           expect(existsSync(join(root, a, f)), `adapters/${a}/${f}`).toBe(true);
         }
         expect(existsSync(conformance), conformance).toBe(true);
         if (a === SELF_SANDBOX) {
-          expect(existsSync(join(root, a, 'test', 'conformance.test.ts')), 'the sandbox adapter needs no testkit').toBe(false);
-          expect(readFileSync(conformance, 'utf8')).toMatch(/from '@retrysafe\/sandbox'[\s\S]*from '\.\.\/src\/conformance\.js'[\s\S]*runConformance\(drill\)/);
+          expect(existsSync(join(root, a, 'test', 'conformance.test.ts')), 'the sandbox adapter needs no testkit').toBe(
+            false,
+          );
+          expect(readFileSync(conformance, 'utf8')).toMatch(
+            /from '@retrysafe\/sandbox'[\s\S]*from '\.\.\/src\/conformance\.js'[\s\S]*runConformance\(drill\)/,
+          );
           expect(pkg.devDependencies?.['@retrysafe/testkit'], 'no package cycle through the testkit').toBeUndefined();
         } else {
-          expect(readFileSync(conformance, 'utf8')).toMatch(/from '@retrysafe\/testkit\/conformance'[\s\S]*runConformance\(/);
+          expect(readFileSync(conformance, 'utf8')).toMatch(
+            /from '@retrysafe\/testkit\/conformance'[\s\S]*runConformance\(/,
+          );
         }
       });
 
@@ -97,7 +122,9 @@ describe('every adapter has the same pieces', () => {
         const entry = await importEntry(a, '');
         const values = Object.keys(entry);
         const factories = values.filter((n) => /^create[A-Z][A-Za-z]*Adapter$/.test(n));
-        const vendor = factories.map((n) => n.slice('create'.length, -'Adapter'.length)).find((v) => v.toLowerCase() === a.toLowerCase());
+        const vendor = factories
+          .map((n) => n.slice('create'.length, -'Adapter'.length))
+          .find((v) => v.toLowerCase() === a.toLowerCase());
         expect(vendor, `create<Vendor>Adapter for ${a} among ${values.join(', ')}`).toBeDefined();
         const cardsName = `${vendor![0]!.toLowerCase()}${vendor!.slice(1)}Cards`;
         expect(values.filter((n) => /Cards$/.test(n))).toEqual([cardsName]);
@@ -105,17 +132,27 @@ describe('every adapter has the same pieces', () => {
         expect(cards.length).toBeGreaterThan(0);
         for (const c of cards) expect(validateCard(c).ok, c.operation).toBe(true);
         // No other spelling of the vendor (HUBSPOT_…, hubspot…) next to the chosen one.
-        for (const n of values) if (n.toLowerCase().includes(a.toLowerCase())) expect(n, `${n} spells ${a} as ${vendor}`).toMatch(new RegExp(`${vendor}|${vendor![0]!.toLowerCase()}${vendor!.slice(1)}`));
+        for (const n of values)
+          if (n.toLowerCase().includes(a.toLowerCase()))
+            expect(n, `${n} spells ${a} as ${vendor}`).toMatch(
+              new RegExp(`${vendor}|${vendor![0]!.toLowerCase()}${vendor!.slice(1)}`),
+            );
         expect(values.length, `root values: ${values.join(', ')}`).toBeLessThanOrEqual(MAX_ROOT_VALUES);
       });
 
       it('root entry reaches only the contract, the vendor SDK and node built-ins (never the sandbox)', () => {
         // The self-sandbox's root entry is its sandbox, so it alone may reach the kit from there.
-        const allowed = new Set(['@retrysafe/contract', ...sdkDeps.map(([n]) => n), ...(a === SELF_SANDBOX ? [SANDBOX_KIT] : [])]);
+        const allowed = new Set([
+          '@retrysafe/contract',
+          ...sdkDeps.map(([n]) => n),
+          ...(a === SELF_SANDBOX ? [SANDBOX_KIT] : []),
+        ]);
         const builtins = new Set(builtinModules);
         for (const spec of bareImports(join(root, a, 'src', 'index.ts'))) {
           if (spec.startsWith('./')) {
-            expect(spec, 'the root entry must not reach src/sandbox/').not.toMatch(new RegExp(`^\\./${a}/src/sandbox/`));
+            expect(spec, 'the root entry must not reach src/sandbox/').not.toMatch(
+              new RegExp(`^\\./${a}/src/sandbox/`),
+            );
             continue;
           }
           const pkgName = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!;
@@ -133,15 +170,23 @@ describe('every adapter has the same pieces', () => {
           expect(typeof d.createAdapter, d.name).toBe('function');
           expect(typeof d.startSandbox, d.name).toBe('function');
         }
-        expect(Object.keys(entry).some((n) => /^start[A-Za-z]*Sandbox[A-Za-z]*$/.test(n)), 'a start…Sandbox export').toBe(true);
+        expect(
+          Object.keys(entry).some((n) => /^start[A-Za-z]*Sandbox[A-Za-z]*$/.test(n)),
+          'a start…Sandbox export',
+        ).toBe(true);
       });
 
       it('README: the card section under "## Retry safety cards" is what the one script renders from the root entry\'s cards', async () => {
         const readme = (await readmes).find((r) => r.adapter === a)!;
-        expect(readme.text).toMatch(/## Retry safety cards\n[\s\S]*?<!-- cards:start \(generated by scripts\/render-cards\.mjs; do not edit\) -->[\s\S]*<!-- cards:end -->/);
-        expect(readCardSection(readme.text), 'regenerate: node scripts/render-cards.mjs').toBe(readCardSection(readme.rendered));
+        expect(readme.text).toMatch(
+          /## Retry safety cards\n[\s\S]*?<!-- cards:start \(generated by scripts\/render-cards\.mjs; do not edit\) -->[\s\S]*<!-- cards:end -->/,
+        );
+        expect(readCardSection(readme.text), 'regenerate: node scripts/render-cards.mjs').toBe(
+          readCardSection(readme.rendered),
+        );
         // Unknown facts are shown as unknown, and a vendor's adapter says how to install it.
-        if (readme.cards.some((c: RetrySafetyCard) => validateCard(c).unknowns.length > 0)) expect(readme.text).toContain('| **⚠ unknown** |');
+        if (readme.cards.some((c: RetrySafetyCard) => validateCard(c).unknowns.length > 0))
+          expect(readme.text).toContain('| **⚠ unknown** |');
         if (a !== SELF_SANDBOX) expect(readme.text).toContain(`pnpm add ${pkg.name}`);
       });
     });

@@ -1,22 +1,46 @@
-import { describe, expect, it } from 'vitest';
 import type { Duration, RetrySafetyCard } from '@retrysafe/contract';
-import { cardMargin, durationMs, lateApplyAllowanceMs, lookupAvailable, notFoundIsAuthoritative, resendSafety } from '@retrysafe/contract/rules';
+import {
+  cardMargin,
+  durationMs,
+  lateApplyAllowanceMs,
+  lookupAvailable,
+  notFoundIsAuthoritative,
+  resendSafety,
+} from '@retrysafe/contract/rules';
 import { oracleAbsenceProvenAfterMs, oracleResendSafe, readCard } from '@retrysafe/testkit';
+import { describe, expect, it } from 'vitest';
 import { shippedCards } from './shipped-cards.js';
 
 // The drill criteria (testkit criteria.ts) are an independent oracle on purpose; the card rules (contract
 // card-rules.ts) are what decide and the runner use. They must agree on every card the project ships.
 
 /** No shipped card states a late-apply bound yet (all unknown): each is walked as shipped and with one stated, so both branches of the timing rules are compared. */
-const withLate = (card: RetrySafetyCard, late: Duration): RetrySafetyCard => ({ ...card, lookup: { ...card.lookup, lateApplyBound: { value: late, source: 'test variant' } } });
+const withLate = (card: RetrySafetyCard, late: Duration): RetrySafetyCard => ({
+  ...card,
+  lookup: { ...card.lookup, lateApplyBound: { value: late, source: 'test variant' } },
+});
 const shipped = await shippedCards();
-const cards: [string, RetrySafetyCard][] = shipped.flatMap(([name, card]) => [[name, card], [`${name} + lateApplyBound 30s`, withLate(card, '30s')]] as [string, RetrySafetyCard][]);
+const cards: [string, RetrySafetyCard][] = shipped.flatMap(
+  ([name, card]) =>
+    [
+      [name, card],
+      [`${name} + lateApplyBound 30s`, withLate(card, '30s')],
+    ] as [string, RetrySafetyCard][],
+);
 const T0 = Date.UTC(2026, 11, 1, 10);
 
 describe('oracle (testkit criteria) and rule (contract card-rules) agree on every shipped card', () => {
   it('walks the shipped cards: every adapter, the drill variants, the docs examples', () => {
     const names = shipped.map(([n]) => n).join('\n');
-    for (const where of ['adapters/stripe/', 'adapters/msgraph/', 'adapters/hubspot/', 'adapters/http/', 'drill sandbox', 'docs/examples/http-api/orders.card.yaml']) expect(names).toContain(where);
+    for (const where of [
+      'adapters/stripe/',
+      'adapters/msgraph/',
+      'adapters/hubspot/',
+      'adapters/http/',
+      'drill sandbox',
+      'docs/examples/http-api/orders.card.yaml',
+    ])
+      expect(names).toContain(where);
     expect(shipped.length).toBeGreaterThanOrEqual(16);
     // Some cards fold re-sends and some do not, some prove absence and some never: the comparison sees both sides.
     expect(new Set(cards.map(([, c]) => oracleResendSafe(c, 0, 0))).size).toBe(2);
@@ -29,9 +53,26 @@ describe('oracle (testkit criteria) and rule (contract card-rules) agree on ever
     for (const margin of [0, cardMargin(card), 10 * 60_000]) {
       const late = lateApplyAllowanceMs(card, margin);
       // before / at / after retention, with and without the margin and the late-apply allowance
-      const ages = [0, 1, R - margin - late - 1, R - margin - late, R - margin - late + 1, R - late - 1, R - late, R - 1, R, R + 1, 2 * R].filter((a) => a >= 0);
-      for (const age of ages) expect(resendSafety(card, T0, T0 + age, margin).safe, `age ${age} ms, margin ${margin} ms`).toBe(oracleResendSafe(card, age, margin));
-      expect(resendSafety(card, null, T0, margin).safe, `never dispatched, margin ${margin}`).toBe(oracleResendSafe(card, null, margin));
+      const ages = [
+        0,
+        1,
+        R - margin - late - 1,
+        R - margin - late,
+        R - margin - late + 1,
+        R - late - 1,
+        R - late,
+        R - 1,
+        R,
+        R + 1,
+        2 * R,
+      ].filter((a) => a >= 0);
+      for (const age of ages)
+        expect(resendSafety(card, T0, T0 + age, margin).safe, `age ${age} ms, margin ${margin} ms`).toBe(
+          oracleResendSafe(card, age, margin),
+        );
+      expect(resendSafety(card, null, T0, margin).safe, `never dispatched, margin ${margin}`).toBe(
+        oracleResendSafe(card, null, margin),
+      );
     }
     expect(readCard(card).safeResend).toBe(resendSafety(card, null, 0).safe);
   });
@@ -42,8 +83,15 @@ describe('oracle (testkit criteria) and rule (contract card-rules) agree on ever
     for (const margin of [0, cardMargin(card)]) {
       for (const after of [0, S - 1, S, S + 1, 10 * S + 3_600_000].filter((a) => a >= 0)) {
         // The first dispatch an hour before the last: only the last counts.
-        const timing = { firstDispatchedAt: T0 - 3_600_000, lastDispatchedAt: T0, now: T0 + after + 1000, observedAt: T0 + after };
-        expect(notFoundIsAuthoritative(card, timing, margin), `${after} ms after the last dispatch`).toBe(settle !== null && after >= settle);
+        const timing = {
+          firstDispatchedAt: T0 - 3_600_000,
+          lastDispatchedAt: T0,
+          now: T0 + after + 1000,
+          observedAt: T0 + after,
+        };
+        expect(notFoundIsAuthoritative(card, timing, margin), `${after} ms after the last dispatch`).toBe(
+          settle !== null && after >= settle,
+        );
       }
     }
     const a = readCard(card);

@@ -5,17 +5,21 @@ import { Readable } from 'node:stream';
 import { CardValidationError, validateCard } from '@retrysafe/contract';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readCardFile } from '../src/files.js';
 import { cardsInit } from '../src/commands/cards/init/index.js';
 import { refusals } from '../src/commands/cards/refusals.js';
+import { readCardFile } from '../src/files.js';
 import { cardsOf, loadAdapters } from '../src/registry.js';
 import { cli, REPO } from './helpers.js';
 
 const schemaFile = join(REPO, 'packages/contract/schema/retry-safety-card.v1.schema.json');
-const validate = new Ajv2020({ allErrors: true, strict: true }).compile(JSON.parse(readFileSync(schemaFile, 'utf8')) as object);
+const validate = new Ajv2020({ allErrors: true, strict: true }).compile(
+  JSON.parse(readFileSync(schemaFile, 'utf8')) as object,
+);
 
 let dir: string;
-beforeEach(() => { dir = mkdtempSync(join(tmpdir(), 'rs-cards-init-')); });
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'rs-cards-init-'));
+});
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 const PARTIAL = `provider: acme
@@ -38,7 +42,10 @@ describe('the published JSON Schema, read by a real validator (ajv, draft 2020-1
     for (const entry of await loadAdapters()) {
       for (const c of await cardsOf(entry)) {
         n++;
-        expect(validate(JSON.parse(JSON.stringify(c.card))), `${c.card.operation}: ${JSON.stringify(validate.errors)}`).toBe(true);
+        expect(
+          validate(JSON.parse(JSON.stringify(c.card))),
+          `${c.card.operation}: ${JSON.stringify(validate.errors)}`,
+        ).toBe(true);
       }
     }
     expect(n).toBeGreaterThanOrEqual(16);
@@ -46,10 +53,18 @@ describe('the published JSON Schema, read by a real validator (ajv, draft 2020-1
 
   it('rejects a misspelled field, a bad enum value and a fact without its source', async () => {
     const [entry] = await loadAdapters(['stripe']);
-    const card = JSON.parse(JSON.stringify((await cardsOf(entry!))[0]!.card)) as Record<string, Record<string, unknown>>;
+    const card = JSON.parse(JSON.stringify((await cardsOf(entry!))[0]!.card)) as Record<
+      string,
+      Record<string, unknown>
+    >;
     const typo = { ...card, lookup: { methd: card.lookup!.method, consistencyDelay: card.lookup!.consistencyDelay } };
     expect(validate(typo)).toBe(false);
-    expect(validate.errors!.map((e) => e.instancePath + ' ' + e.message)).toEqual(expect.arrayContaining(['/lookup must have required property \'method\'', '/lookup must NOT have additional properties']));
+    expect(validate.errors!.map((e) => e.instancePath + ' ' + e.message)).toEqual(
+      expect.arrayContaining([
+        "/lookup must have required property 'method'",
+        '/lookup must NOT have additional properties',
+      ]),
+    );
     expect(validate({ ...card, concurrency: { value: 'sometimes', source: 'x' } })).toBe(false);
     expect(validate({ ...card, keyReuse: { value: 'never' } })).toBe(false);
   });
@@ -63,11 +78,21 @@ describe('retrysafe cards init --from', () => {
     expect(validateCard(r.card).problems).toEqual([]);
     expect(r.card.providerKey.name.value).toBe('Idempotency-Key');
     expect(r.card.lookup.method.value).toBe('unknown');
-    expect(r.unknowns).toEqual(expect.arrayContaining(['retention.minimum', 'lookup.method', 'lookup.consistencyDelay', 'concurrency', 'parameterMatching']));
+    expect(r.unknowns).toEqual(
+      expect.arrayContaining([
+        'retention.minimum',
+        'lookup.method',
+        'lookup.consistencyDelay',
+        'concurrency',
+        'parameterMatching',
+      ]),
+    );
     expect(r.card.unverified.map((u) => u.field).sort()).toEqual([...r.unknowns].sort());
     expect(r.defaulted).toContain('limits.maxAttempts');
     expect(r.refusals.join('\n')).toMatch(/no re-send after an unknown outcome.*retention\.minimum = unknown/);
-    expect(r.refusals.join('\n')).toMatch(/no lookup .*lookup\.method = unknown.*every unknown outcome goes to a person/);
+    expect(r.refusals.join('\n')).toMatch(
+      /no lookup .*lookup\.method = unknown.*every unknown outcome goes to a person/,
+    );
     // the written file is a card the loader and the schema accept
     const loaded = readCardFile(join(dir, 'card.yaml'));
     expect(loaded).toEqual(r.card);
@@ -79,7 +104,11 @@ describe('retrysafe cards init --from', () => {
     const [entry] = await loadAdapters(['stripe']);
     const shipped = (await cardsOf(entry!)).find((c) => c.card.operation === 'stripe.refunds.create')!.card;
     // The shipped card leaves the late-apply bound unknown (no public source states it): known here, so every fact is.
-    const stripe = { ...shipped, lookup: { ...shipped.lookup, lateApplyBound: { value: '10m' as const, source: 'test: a known bound' } }, unverified: shipped.unverified.filter((u) => u.field !== 'lookup.lateApplyBound') };
+    const stripe = {
+      ...shipped,
+      lookup: { ...shipped.lookup, lateApplyBound: { value: '10m' as const, source: 'test: a known bound' } },
+      unverified: shipped.unverified.filter((u) => u.field !== 'lookup.lateApplyBound'),
+    };
     expect(refusals(stripe)).toEqual([]);
     const from = join(dir, 'almost.json');
     const { unverified: _u, ...rest } = JSON.parse(JSON.stringify(stripe)) as Record<string, unknown>;
@@ -88,7 +117,9 @@ describe('retrysafe cards init --from', () => {
     writeFileSync(from, JSON.stringify(rest));
     const r = await cardsInit({ from });
     expect(r.unknowns).toEqual(['providerKey.scope', 'lookup.consistencyDelay']); // the first was unknown in the file already
-    expect(r.refusals).toEqual([expect.stringMatching(/"not found" is never taken as "not applied" \(card lookup\.consistencyDelay = unknown\)/)]);
+    expect(r.refusals).toEqual([
+      expect.stringMatching(/"not found" is never taken as "not applied" \(card lookup\.consistencyDelay = unknown\)/),
+    ]);
   });
 
   it('through the CLI: prints the card on stdout and the refusals on stderr; a file missing the operation is refused (exit 2), nothing written', async () => {
@@ -97,8 +128,11 @@ describe('retrysafe cards init --from', () => {
     const ok = await cli(['cards', 'init', '--from', from]);
     expect(ok.code).toBe(0);
     expect(ok.stdout).toMatch(/operation: acme\.orders\.create/);
-    expect(ok.stderr).toMatch(/the runner will refuse:\n  - no re-send/);
-    writeFileSync(from, PARTIAL.replace('operation: acme.orders.create\n', '').replace('kind: { value: create', 'kind: { value: creat'));
+    expect(ok.stderr).toMatch(/the runner will refuse:\n {2}- no re-send/);
+    writeFileSync(
+      from,
+      PARTIAL.replace('operation: acme.orders.create\n', '').replace('kind: { value: create', 'kind: { value: creat'),
+    );
     const out = join(dir, 'never.json');
     const bad = await cli(['cards', 'init', '--from', from, '--out', out]);
     expect(bad.code).toBe(2);
@@ -152,8 +186,10 @@ describe('retrysafe cards validate', () => {
     writeFileSync(join(dir, 'bad.json'), JSON.stringify({ ...readCardFile(join(dir, 'good.yaml')), concurency: 'x' }));
     const r = await cli(['cards', 'validate', join(dir, 'good.yaml'), join(dir, 'bad.json')]);
     expect(r.code).toBe(1);
-    expect(r.stdout).toMatch(/✓ .*good\.yaml: acme\.orders\.create \(\d+ unknown fact\(s\)\)\n  the runner will refuse:/);
-    expect(r.stderr).toMatch(/✗ .*bad\.json: 1 problem\(s\)\n  - concurency: unexpected field/);
+    expect(r.stdout).toMatch(
+      /✓ .*good\.yaml: acme\.orders\.create \(\d+ unknown fact\(s\)\)\n {2}the runner will refuse:/,
+    );
+    expect(r.stderr).toMatch(/✗ .*bad\.json: 1 problem\(s\)\n {2}- concurency: unexpected field/);
   });
 });
 
@@ -166,7 +202,9 @@ describe('readCardFile', () => {
       expect.unreachable();
     } catch (e) {
       expect(CardValidationError.isInstance(e)).toBe(true);
-      expect((e as CardValidationError).problems.map((p) => p.path)).toEqual(expect.arrayContaining(['sideEffect', 'sideEfect']));
+      expect((e as CardValidationError).problems.map((p) => p.path)).toEqual(
+        expect.arrayContaining(['sideEffect', 'sideEfect']),
+      );
     }
   });
 });

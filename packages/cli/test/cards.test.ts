@@ -19,7 +19,8 @@ describe('retrysafe cards --write / --check', () => {
     expect(files).toEqual([...written.json.cards.map((c: string) => `${c}.md`), 'README.md'].sort());
     // every adapter contributes a section of cards to the index
     const index = readFileSync(join(dir, 'README.md'), 'utf8');
-    for (const adapter of ['sandbox', 'stripe', 'msgraph', 'hubspot', 'http', 'resend', 'github']) expect(index, adapter).toMatch(new RegExp(`## ${adapter}\\n\\n\\| card[^\\n]*\\n\\|---[^\\n]*\\n\\| \\[`));
+    for (const adapter of ['sandbox', 'stripe', 'msgraph', 'hubspot', 'http', 'resend', 'github'])
+      expect(index, adapter).toMatch(new RegExp(`## ${adapter}\\n\\n\\| card[^\\n]*\\n\\|---[^\\n]*\\n\\| \\[`));
     const stripe = readFileSync(join(dir, 'stripe.paymentIntents.create.md'), 'utf8');
     expect(stripe).toContain('Do not edit by hand');
     expect(stripe).toContain('| Provider key name | Idempotency-Key |');
@@ -44,7 +45,9 @@ describe('retrysafe cards --write / --check', () => {
     expect(r.code).toBe(1);
     const res = JSON.parse(r.stdout);
     expect(res.ok).toBe(false);
-    expect(res.problems).toEqual([{ file: 'stripe.customers.create.md', problem: expect.stringContaining('differs from the card object') }]);
+    expect(res.problems).toEqual([
+      { file: 'stripe.customers.create.md', problem: expect.stringContaining('differs from the card object') },
+    ]);
   });
 
   it('--check fails when a page is missing or a stale page no adapter declares is left behind', async () => {
@@ -69,7 +72,8 @@ describe('retrysafe cards --write / --check', () => {
     expect(r.code).toBe(1);
     expect(JSON.parse(r.stdout).problems).toContainEqual({
       file: 'sandbox.records.create.md',
-      problem: 'lookup.consistencyDelay: value is "unknown" but the field is not listed in unverified[] with its source',
+      problem:
+        'lookup.consistencyDelay: value is "unknown" but the field is not listed in unverified[] with its source',
     });
   });
 
@@ -94,7 +98,12 @@ describe('retrysafe cards (printing)', () => {
       const r = await cli(['cards', '--adapter', 'stripe', ...flag]);
       expect(r.code).toBe(0);
       const cards = JSON.parse(r.stdout) as { operation: string; provider: string }[];
-      expect(cards.map((c) => c.operation).sort()).toEqual(['stripe.customers.create', 'stripe.invoices.create', 'stripe.paymentIntents.create', 'stripe.refunds.create']);
+      expect(cards.map((c) => c.operation).sort()).toEqual([
+        'stripe.customers.create',
+        'stripe.invoices.create',
+        'stripe.paymentIntents.create',
+        'stripe.refunds.create',
+      ]);
       expect(cards.every((c) => c.provider === 'stripe')).toBe(true);
     }
   });

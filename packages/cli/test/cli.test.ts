@@ -22,8 +22,14 @@ describe('retrysafe: exit codes and usage errors', () => {
     [['drill', '--bogus'], /unknown option '--bogus'/],
     [['drill', '--seed', 'abc'], /--seed <n>.*expected a non-negative integer/],
     [['drill', '--scenario', 'nope'], /unknown scenario 'nope' \(known: lost-response/],
-    [['drill', '--adapter', 'paypal'], /unknown adapter 'paypal' \(known: sandbox, stripe, msgraph, hubspot, slack, http, resend, github\)/],
-    [['drill', '--adapter', 'sandbox', '--operation', 'nope.create'], /unknown operation 'nope.create'.*known: records.create/],
+    [
+      ['drill', '--adapter', 'paypal'],
+      /unknown adapter 'paypal' \(known: sandbox, stripe, msgraph, hubspot, slack, http, resend, github\)/,
+    ],
+    [
+      ['drill', '--adapter', 'sandbox', '--operation', 'nope.create'],
+      /unknown operation 'nope.create'.*known: records.create/,
+    ],
     [['drill', '--module', '/no/such/drills.mjs'], /--module \/no\/such\/drills.mjs: no such file/],
     [['cards', '--format', 'xml'], /argument 'xml' is invalid/],
     [['cards', '--check', '--write'], /choose one of --check and --write/],
@@ -34,7 +40,10 @@ describe('retrysafe: exit codes and usage errors', () => {
     [['ledger', 'resolve', 'op-1', '--resume', '--abandon'], /choose exactly one/],
     [['ledger', 'resolve', 'op-1', '--resume'], /--resume re-sends through the adapter: pass --config <file>/],
     [['ledger', 'ls', '--config', '/no/such/retrysafe.json'], /cannot read/],
-    [['ledger', 'ls', '--db', '/tmp/no-such-dir-retrysafe/ledger.db'], /no SQLite ledger at \/tmp\/no-such-dir-retrysafe\/ledger.db/],
+    [
+      ['ledger', 'ls', '--db', '/tmp/no-such-dir-retrysafe/ledger.db'],
+      /no SQLite ledger at \/tmp\/no-such-dir-retrysafe\/ledger.db/,
+    ],
     [['ledger', 'handoffs'], /no SQLite ledger at .*retrysafe\.db/],
   ] as const)('retrysafe %j exits 2 with a clear message', async (args, message) => {
     const r = await cli(args, { cwd: tempDir('usage') });
@@ -45,18 +54,35 @@ describe('retrysafe: exit codes and usage errors', () => {
   it('--json turns a usage error into a JSON error on stdout as well', async () => {
     const r = await cli(['drill', '--scenario', 'nope', '--json']);
     expect(r.code).toBe(2);
-    expect(JSON.parse(r.stdout)).toEqual({ ok: false, error: { code: 'USAGE', message: expect.stringContaining("unknown scenario 'nope'") } });
+    expect(JSON.parse(r.stdout)).toEqual({
+      ok: false,
+      error: { code: 'USAGE', message: expect.stringContaining("unknown scenario 'nope'") },
+    });
   });
 
   it('a failing drill exits 1 and names the scenario and the counts (an adapter whose card lies)', async () => {
     const out = tempDir('lying');
-    const r = await cli(['drill', '--module', 'packages/cli/test/fixtures/lying-drill.mjs', '--scenario', 'lost-response,permanent-error', '--out', out, '--json']);
+    const r = await cli([
+      'drill',
+      '--module',
+      'packages/cli/test/fixtures/lying-drill.mjs',
+      '--scenario',
+      'lost-response,permanent-error',
+      '--out',
+      out,
+      '--json',
+    ]);
     expect(r.code).toBe(1);
     const report = JSON.parse(r.stdout);
     expect(report.ok).toBe(false);
     expect(report.totals).toMatchObject({ scenarios: 2, passed: 1, failed: 1 });
     const lost = report.rows.find((x: { scenario: string }) => x.scenario === 'lost-response');
-    expect(lost).toMatchObject({ drill: 'lying-sandbox', status: 'failed', providerRecords: 2, expected: { providerRecords: 1 } });
+    expect(lost).toMatchObject({
+      drill: 'lying-sandbox',
+      status: 'failed',
+      providerRecords: 2,
+      expected: { providerRecords: 1 },
+    });
     expect(lost.failures.join('\n')).toContain('lost-response: providerRecords expected 1, observed 2');
   });
 });

@@ -10,7 +10,14 @@ describe('retrysafe demo', () => {
     const r = await cli(['demo'], { cwd: dir, env: { TMPDIR: dir } });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    for (const title of ['Send a mail', 'Update a CRM contact', 'Open a support ticket', 'Create an invoice', 'Charge with a bad parameter']) expect(r.stdout).toContain(title);
+    for (const title of [
+      'Send a mail',
+      'Update a CRM contact',
+      'Open a support ticket',
+      'Create an invoice',
+      'Charge with a bad parameter',
+    ])
+      expect(r.stdout).toContain(title);
     expect(r.stdout).toContain('All 5 steps held');
     expect(r.stdout.match(/✓ held/g)).toHaveLength(5);
   });
@@ -24,19 +31,32 @@ describe('retrysafe demo', () => {
     expect(report).toMatchObject({ ok: true, ledger: db });
     expect(existsSync(db)).toBe(true);
     const by = Object.fromEntries(report.steps.map((s: any) => [s.operation, s]));
-    expect(Object.keys(by)).toEqual(['mail.send', 'contacts.update', 'tickets.create', 'invoices.create', 'paymentIntents.create']);
+    expect(Object.keys(by)).toEqual([
+      'mail.send',
+      'contacts.update',
+      'tickets.create',
+      'invoices.create',
+      'paymentIntents.create',
+    ]);
     for (const op of ['mail.send', 'contacts.update', 'tickets.create', 'invoices.create']) {
       expect(by[op], op).toMatchObject({ ok: true, providerRecords: 1, expectedRecords: 1 });
     }
     // a lost response, then the agent calls again: the same operation comes back and nothing new is sent
-    for (const op of ['mail.send', 'tickets.create', 'invoices.create']) expect(by[op], op).toMatchObject({ agentCalls: 2, sameResultOnRetry: true, requestsOnRetry: 0 });
+    for (const op of ['mail.send', 'tickets.create', 'invoices.create'])
+      expect(by[op], op).toMatchObject({ agentCalls: 2, sameResultOnRetry: true, requestsOnRetry: 0 });
     // Stripe's lost invoice: the resend carried the same key and was replayed
     expect(by['invoices.create'].timeline.join('\n')).toMatch(/resend\s+→ replayed/);
     expect(by['invoices.create'].providerKey).toMatch(/^rs-stripe\.invoices\.create:/);
     // mail has no key: reconciled by lookup, never resent
     expect(by['mail.send'].providerKey).toBeNull();
     expect(by['mail.send'].timeline.join('\n')).not.toMatch(/resend/);
-    expect(by['paymentIntents.create']).toMatchObject({ ok: true, status: 'handed-off', providerRecords: 0, requestsAtProvider: 1, handoff: { reason: 'rejected' } });
+    expect(by['paymentIntents.create']).toMatchObject({
+      ok: true,
+      status: 'handed-off',
+      providerRecords: 0,
+      requestsAtProvider: 1,
+      handoff: { reason: 'rejected' },
+    });
 
     const ls = await cli(['ledger', 'ls', '--db', db, '--json']);
     const states = Object.fromEntries(JSON.parse(ls.stdout).map((x: any) => [x.operation, x.state]));
@@ -48,6 +68,8 @@ describe('retrysafe demo', () => {
       'stripe.paymentIntents.create': 'handed-off',
     });
     const handoffs = await cli(['ledger', 'handoffs', '--db', db, '--json']);
-    expect(JSON.parse(handoffs.stdout).map((h: any) => h.businessOperationId)).toEqual([by['paymentIntents.create'].businessOperationId]);
+    expect(JSON.parse(handoffs.stdout).map((h: any) => h.businessOperationId)).toEqual([
+      by['paymentIntents.create'].businessOperationId,
+    ]);
   });
 });

@@ -20,7 +20,12 @@ function markdownFiles(dir: string): string[] {
 }
 const DOCS = ['README.md', ...markdownFiles('docs')];
 
-interface Block { readonly file: string; readonly line: number; readonly info: string; readonly code: string }
+interface Block {
+  readonly file: string;
+  readonly line: number;
+  readonly info: string;
+  readonly code: string;
+}
 
 /** Fenced blocks of a Markdown file, with their info string (` ```ts nocheck ` → `ts nocheck`). */
 export function codeBlocks(file: string, text: string): Block[] {
@@ -43,7 +48,10 @@ const flags = (b: Block) => new Set(b.info.split(/\s+/).slice(1));
 
 function typecheck(project: string): { ok: boolean; output: string } {
   try {
-    return { ok: true, output: execFileSync(process.execPath, [tsc, '-p', project], { cwd: cliDir, encoding: 'utf8' }) };
+    return {
+      ok: true,
+      output: execFileSync(process.execPath, [tsc, '-p', project], { cwd: cliDir, encoding: 'utf8' }),
+    };
   } catch (e) {
     const err = e as { stdout?: string; stderr?: string };
     return { ok: false, output: `${err.stdout ?? ''}${err.stderr ?? ''}` };
@@ -68,24 +76,44 @@ function compileBlocks(blocks: readonly Block[]): { errors: string[]; files: num
     for (const u of units) {
       let offset = 0;
       const ranges: { block: Block; offset: number }[] = [];
-      const text = u.parts.map((p) => { ranges.push({ block: p, offset }); offset += p.code.split('\n').length; return p.code; }).join('\n');
+      const text = u.parts
+        .map((p) => {
+          ranges.push({ block: p, offset });
+          offset += p.code.split('\n').length;
+          return p.code;
+        })
+        .join('\n');
       origin.set(u.name, ranges);
       writeFileSync(join(dir, u.name), `${text}\nexport {};\n`);
     }
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module', private: true }));
-    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
-      extends: '../../../tsconfig.base.json',
-      compilerOptions: { noEmit: true, composite: false, declaration: false, declarationMap: false, sourceMap: false, noUncheckedIndexedAccess: false, rootDir: '.' },
-      files: units.map((u) => u.name),
-    }));
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({
+        extends: '../../../tsconfig.base.json',
+        compilerOptions: {
+          noEmit: true,
+          composite: false,
+          declaration: false,
+          declarationMap: false,
+          sourceMap: false,
+          noUncheckedIndexedAccess: false,
+          rootDir: '.',
+        },
+        files: units.map((u) => u.name),
+      }),
+    );
     const result = typecheck(join(dir, 'tsconfig.json'));
-    const errors = result.output.split('\n').filter((l) => l.includes('error TS')).map((l) => {
-      const m = /(block\d+\.ts)\((\d+),(\d+)\)/.exec(l);
-      if (!m) return l;
-      const line = Number(m[2]) - 1;
-      const r = [...origin.get(m[1]!)!].reverse().find((x) => x.offset <= line)!;
-      return `${r.block.file}:${r.block.line + 1 + line - r.offset}: ${l.slice(l.indexOf('error TS'))}`;
-    });
+    const errors = result.output
+      .split('\n')
+      .filter((l) => l.includes('error TS'))
+      .map((l) => {
+        const m = /(block\d+\.ts)\((\d+),(\d+)\)/.exec(l);
+        if (!m) return l;
+        const line = Number(m[2]) - 1;
+        const r = [...origin.get(m[1]!)!].reverse().find((x) => x.offset <= line)!;
+        return `${r.block.file}:${r.block.line + 1 + line - r.offset}: ${l.slice(l.indexOf('error TS'))}`;
+      });
     if (!result.ok && errors.length === 0) errors.push(result.output);
     return { errors, files: units.length };
   } finally {
@@ -109,12 +137,16 @@ describe('code blocks in README.md and docs/', () => {
   });
 
   it('the card example of docs/writing-an-adapter.md is a card defineCard accepts when it runs', async () => {
-    const block = allBlocks.find((b) => b.file.endsWith('writing-an-adapter.md') && b.code.includes('export const ordersCreateCard = defineCard('));
+    const block = allBlocks.find(
+      (b) => b.file.endsWith('writing-an-adapter.md') && b.code.includes('export const ordersCreateCard = defineCard('),
+    );
     expect(block).toBeDefined();
     const dir = mkdtempSync(join(cliDir, '.docs-check-'));
     try {
       writeFileSync(join(dir, 'card.ts'), block!.code);
-      const mod = (await import(join(dir, 'card.ts'))) as { ordersCreateCard: { operation: string; unverified: unknown[] } };
+      const mod = (await import(join(dir, 'card.ts'))) as {
+        ordersCreateCard: { operation: string; unverified: unknown[] };
+      };
       expect(mod.ordersCreateCard.operation).toBe('acme.orders.create');
       expect(Object.isFrozen(mod.ordersCreateCard)).toBe(true);
     } finally {
@@ -123,7 +155,12 @@ describe('code blocks in README.md and docs/', () => {
   });
 
   it('the check itself fails on a block that does not compile', () => {
-    const bad: Block = { file: 'x.md', line: 1, info: 'ts', code: "import { createRunner } from '@retrysafe/core';\nconst n: number = createRunner;" };
+    const bad: Block = {
+      file: 'x.md',
+      line: 1,
+      info: 'ts',
+      code: "import { createRunner } from '@retrysafe/core';\nconst n: number = createRunner;",
+    };
     const { errors } = compileBlocks([bad]);
     expect(errors).toHaveLength(1);
     expect(errors[0]).toMatch(/^x\.md:3: error TS2322/);
@@ -133,7 +170,10 @@ describe('code blocks in README.md and docs/', () => {
 /** Every `source` string of a card: the facts' and the unverified entries'. */
 function sourcesOf(value: unknown, path = ''): { path: string; source: string }[] {
   if (typeof value !== 'object' || value === null) return [];
-  const own = 'source' in value && typeof (value as { source: unknown }).source === 'string' ? [{ path, source: (value as { source: string }).source }] : [];
+  const own =
+    'source' in value && typeof (value as { source: unknown }).source === 'string'
+      ? [{ path, source: (value as { source: string }).source }]
+      : [];
   return [...own, ...Object.entries(value).flatMap(([k, v]) => sourcesOf(v, path ? `${path}.${k}` : k))];
 }
 
@@ -143,8 +183,19 @@ const FILE_RE = /(?<![\w/.:-])((?:docs|adapters|packages)\/[\w./-]+\.\w+)(#[\w-]
 
 /** GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens. */
 function anchorsOf(markdown: string): Set<string> {
-  return new Set(markdown.split('\n').filter((l) => /^#{1,6} /.test(l)).map((l) =>
-    l.replace(/^#+ /, '').trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, '').replace(/ /g, '-')));
+  return new Set(
+    markdown
+      .split('\n')
+      .filter((l) => /^#{1,6} /.test(l))
+      .map((l) =>
+        l
+          .replace(/^#+ /, '')
+          .trim()
+          .toLowerCase()
+          .replace(/[^\p{L}\p{N} _-]/gu, '')
+          .replace(/ /g, '-'),
+      ),
+  );
 }
 
 /** What is wrong with one source string (empty when it cites a URL or a shipped file, correctly). */
@@ -152,19 +203,27 @@ export function sourceProblems(source: string): string[] {
   const problems: string[] = [];
   const urls = source.match(URL_RE) ?? [];
   const files = [...source.matchAll(FILE_RE)];
-  if (/providers\.md|shared\//.test(source.replace(URL_RE, ''))) problems.push('cites a file outside the project (shared/…)');
+  if (/providers\.md|shared\//.test(source.replace(URL_RE, '')))
+    problems.push('cites a file outside the project (shared/…)');
   if (urls.length === 0 && files.length === 0) problems.push('cites neither a URL nor a file of the project');
   for (const [, file, anchor] of files) {
     const abs = join(repo, file!);
-    if (!existsSync(abs)) { problems.push(`cites ${file}, which does not exist`); continue; }
+    if (!existsSync(abs)) {
+      problems.push(`cites ${file}, which does not exist`);
+      continue;
+    }
     if (!file!.endsWith('.md')) continue;
     const text = readFileSync(abs, 'utf8');
-    if (anchor && !anchorsOf(text).has(anchor.slice(1))) problems.push(`cites ${file}${anchor}, but no heading there has that anchor`);
+    if (anchor && !anchorsOf(text).has(anchor.slice(1)))
+      problems.push(`cites ${file}${anchor}, but no heading there has that anchor`);
     // `docs/evidence/x.md: "a quotation"`: the page must say it (an ellipsis joins separate parts).
-    const quoted = new RegExp(`${file!.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?:#[\\w-]+)?: "([^"]+)"`).exec(source)?.[1];
+    const quoted = new RegExp(`${file!.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?:#[\\w-]+)?: "([^"]+)"`).exec(
+      source,
+    )?.[1];
     const flat = text.replace(/\s+/g, ' ').toLowerCase();
     for (const part of quoted?.split('…') ?? []) {
-      if (part.trim() && !flat.includes(part.trim().toLowerCase())) problems.push(`quotes "${part.trim()}", which ${file} does not say`);
+      if (part.trim() && !flat.includes(part.trim().toLowerCase()))
+        problems.push(`quotes "${part.trim()}", which ${file} does not say`);
     }
   }
   return problems;
@@ -179,7 +238,8 @@ describe('card sources', () => {
       for (const c of await cardsOf(entry)) {
         for (const { path, source } of sourcesOf(c.card)) {
           count++;
-          for (const p of sourceProblems(source)) problems.push(`${c.card.operation} ${path}: ${p} — "${source.slice(0, 120)}"`);
+          for (const p of sourceProblems(source))
+            problems.push(`${c.card.operation} ${path}: ${p} — "${source.slice(0, 120)}"`);
         }
       }
     }
@@ -188,23 +248,36 @@ describe('card sources', () => {
   });
 
   it('the check refuses what it should', () => {
-    expect(sourceProblems('shared/providers.md (Stripe): "Scope (account/endpoint): unknown"')).toContain('cites a file outside the project (shared/…)');
+    expect(sourceProblems('shared/providers.md (Stripe): "Scope (account/endpoint): unknown"')).toContain(
+      'cites a file outside the project (shared/…)',
+    );
     expect(sourceProblems('not documented')).toEqual(['cites neither a URL nor a file of the project']);
-    expect(sourceProblems('docs/evidence/nowhere.md')).toEqual(['cites docs/evidence/nowhere.md, which does not exist']);
+    expect(sourceProblems('docs/evidence/nowhere.md')).toEqual([
+      'cites docs/evidence/nowhere.md, which does not exist',
+    ]);
     expect(sourceProblems('docs/evidence/stripe.md#no-such-heading')[0]).toMatch(/no heading there/);
     expect(sourceProblems('docs/evidence/stripe.md: "keys live forever"')[0]).toMatch(/does not say/);
-    expect(sourceProblems('docs/evidence/stripe.md#retention-and-scope: "Scope (account/endpoint): unknown"')).toEqual([]);
+    expect(sourceProblems('docs/evidence/stripe.md#retention-and-scope: "Scope (account/endpoint): unknown"')).toEqual(
+      [],
+    );
     expect(sourceProblems('https://docs.stripe.com/api/idempotent_requests')).toEqual([]);
   });
 });
 
 describe('references', () => {
-  const shipped = execFileSync('git', ['ls-files', '*.md', '*.ts', '*.mjs'], { cwd: repo, encoding: 'utf8' }).split('\n').filter(Boolean);
+  const shipped = execFileSync('git', ['ls-files', '*.md', '*.ts', '*.mjs'], { cwd: repo, encoding: 'utf8' })
+    .split('\n')
+    .filter(Boolean);
 
   it('nothing that ships refers to DESIGN.md or shared/providers.md (neither ships with the project)', () => {
     const self = relative(repo, fileURLToPath(import.meta.url));
-    const hits = shipped.filter((f) => f !== self && !f.includes('.test.') && !f.startsWith('.changeset/'))
-      .flatMap((f) => readFileSync(join(repo, f), 'utf8').split('\n').map((l, i) => ({ f, i, l })))
+    const hits = shipped
+      .filter((f) => f !== self && !f.includes('.test.') && !f.startsWith('.changeset/'))
+      .flatMap((f) =>
+        readFileSync(join(repo, f), 'utf8')
+          .split('\n')
+          .map((l, i) => ({ f, i, l })),
+      )
       .filter(({ l }) => /DESIGN\.md|shared\/providers\.md/.test(l))
       .map(({ f, i }) => `${f}:${i + 1}`);
     expect(hits).toEqual([]);
@@ -233,7 +306,10 @@ describe('the root README', () => {
     for (const group of ['packages', 'adapters']) {
       for (const d of readdirSync(join(repo, group))) {
         const pkg = join(repo, group, d, 'package.json');
-        if (existsSync(pkg)) { const j = JSON.parse(readFileSync(pkg, 'utf8')) as { name: string; private?: boolean }; published.set(j.name, !j.private); }
+        if (existsSync(pkg)) {
+          const j = JSON.parse(readFileSync(pkg, 'utf8')) as { name: string; private?: boolean };
+          published.set(j.name, !j.private);
+        }
       }
     }
     for (const n of names) expect(published.get(n), n).toBe(true);

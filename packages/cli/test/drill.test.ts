@@ -1,12 +1,12 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SCENARIOS } from '@retrysafe/testkit';
 import { drills as sandboxDrills } from '@retrysafe/sandbox';
 import { drills as stripeDrills } from '@retrysafe/stripe/sandbox';
-import { ANSI, cli, tempDir } from './helpers.js';
+import { SCENARIOS } from '@retrysafe/testkit';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from './chromium.js';
+import { ANSI, cli, tempDir } from './helpers.js';
 
 // The sandbox adapter plus one provider adapter (Stripe), every scenario: what CI can afford on every
 // run. The whole drill over every adapter is `retrysafe drill` (timed in the package README).
@@ -14,7 +14,9 @@ const out = tempDir('drill');
 let run: Awaited<ReturnType<typeof cli>>;
 let report: any;
 
-const expectedPairs = [...sandboxDrills, ...stripeDrills].flatMap((d) => Object.keys(d.operations).flatMap((op) => SCENARIOS.map((s) => `${d.name} ${op} ${s}`)));
+const expectedPairs = [...sandboxDrills, ...stripeDrills].flatMap((d) =>
+  Object.keys(d.operations).flatMap((op) => SCENARIOS.map((s) => `${d.name} ${op} ${s}`)),
+);
 
 beforeAll(async () => {
   run = await cli(['drill', '--adapter', 'sandbox,stripe', '--out', out, '--json']);
@@ -35,7 +37,9 @@ describe('retrysafe drill --json (sandbox + stripe)', () => {
     expect(report.totals.scenarios).toBe(expectedPairs.length);
     expect(report.totals.passed + report.totals.skipped).toBe(expectedPairs.length);
     expect(report.adapters.map((a: any) => a.name)).toEqual(['sandbox', 'stripe']);
-    expect(report.adapters.find((a: any) => a.name === 'stripe').operations).toEqual(Object.keys(stripeDrills[0]!.operations));
+    expect(report.adapters.find((a: any) => a.name === 'stripe').operations).toEqual(
+      Object.keys(stripeDrills[0]!.operations),
+    );
   });
 
   it('gives observed counts for every scenario that ran, matching what the card made it expect', () => {
@@ -59,9 +63,12 @@ describe('retrysafe drill --json (sandbox + stripe)', () => {
     expect(lost).toHaveLength(4);
     for (const r of lost) expect(r).toMatchObject({ status: 'passed', providerRecords: 1, outcome: 'done' });
     const permanent = report.rows.filter((r: any) => r.drill === 'stripe' && r.scenario === 'permanent-error');
-    for (const r of permanent) expect(r).toMatchObject({ providerRecords: 0, attemptsAtProxy: 1, handoffs: 1, outcome: 'handed-off' });
+    for (const r of permanent)
+      expect(r).toMatchObject({ providerRecords: 0, attemptsAtProxy: 1, handoffs: 1, outcome: 'handed-off' });
     // the forgetful sandbox stores nothing: it cannot offer key-past-retention, and says which card field says so
-    const skipped = report.rows.find((r: any) => r.drill === 'sandbox-forgetful' && r.scenario === 'key-past-retention');
+    const skipped = report.rows.find(
+      (r: any) => r.drill === 'sandbox-forgetful' && r.scenario === 'key-past-retention',
+    );
     expect(skipped.skip.cardField).toBe('retention.minimum');
   });
 
@@ -70,7 +77,8 @@ describe('retrysafe drill --json (sandbox + stripe)', () => {
       expect(existsSync(r.receiptFile), r.receiptFile).toBe(true);
       expect(JSON.parse(readFileSync(r.receiptFile, 'utf8')).status).toBe(r.status);
     }
-    for (const d of ['sandbox-replaying', 'sandbox-forgetful', 'stripe']) expect(existsSync(join(out, d, 'summary.json'))).toBe(true);
+    for (const d of ['sandbox-replaying', 'sandbox-forgetful', 'stripe'])
+      expect(existsSync(join(out, d, 'summary.json'))).toBe(true);
     expect(JSON.parse(readFileSync(join(out, 'drill.json'), 'utf8'))).toEqual(report);
     expect(report.html).toBe(join(out, 'report.html'));
   });
@@ -99,18 +107,29 @@ describe('report.html in headless Chromium', () => {
 
     const rows = page.locator('#results tr.result');
     expect(await rows.count()).toBe(expectedPairs.length);
-    const keys = await rows.evaluateAll((trs) => trs.map((tr) => `${tr.getAttribute('data-drill')} ${tr.getAttribute('data-operation')} ${tr.getAttribute('data-scenario')}`));
+    const keys = await rows.evaluateAll((trs) =>
+      trs.map(
+        (tr) =>
+          `${tr.getAttribute('data-drill')} ${tr.getAttribute('data-operation')} ${tr.getAttribute('data-scenario')}`,
+      ),
+    );
     expect(keys.sort()).toEqual([...expectedPairs].sort());
     expect(await page.locator('#matrix td.cell').count()).toBe(expectedPairs.length);
 
     // Stripe's transient-beyond-limit: four resends with the same key, then a handoff, drawn as four lanes.
-    const row = page.locator('tr.result[data-drill="stripe"][data-operation="customers.create"][data-scenario="transient-beyond-limit"]');
+    const row = page.locator(
+      'tr.result[data-drill="stripe"][data-operation="customers.create"][data-scenario="transient-beyond-limit"]',
+    );
     expect(await row.locator('td.status').innerText()).toBe('pass');
     const details = row.locator('xpath=following-sibling::tr[1]');
     await details.locator('summary').click();
     const lanes = details.locator('svg.timeline g.attempt');
     expect(await lanes.count()).toBe(4);
-    expect(await lanes.evaluateAll((gs) => gs.map((g) => `${g.getAttribute('data-kind')}:${g.getAttribute('data-outcome')}`))).toEqual(['dispatch:not-applied', 'resend:not-applied', 'resend:not-applied', 'resend:not-applied']);
+    expect(
+      await lanes.evaluateAll((gs) =>
+        gs.map((g) => `${g.getAttribute('data-kind')}:${g.getAttribute('data-outcome')}`),
+      ),
+    ).toEqual(['dispatch:not-applied', 'resend:not-applied', 'resend:not-applied', 'resend:not-applied']);
     expect(await details.locator('svg.timeline rect').first().isVisible()).toBe(true);
     const wireKeys = await details.locator('table.wire tbody tr td:nth-child(4)').allInnerTexts();
     expect(wireKeys).toHaveLength(4);

@@ -1,7 +1,13 @@
 import { writeFileSync } from 'node:fs';
+import {
+  createSandboxAdapter,
+  createSandboxProvider,
+  REPLAYING_BEHAVIOUR,
+  type SandboxProvider,
+  startSandboxServer,
+} from '@retrysafe/sandbox';
+import { type FaultProxy, startFaultProxy } from '@retrysafe/testkit';
 import { afterAll } from 'vitest';
-import { startFaultProxy, type FaultProxy } from '@retrysafe/testkit';
-import { createSandboxAdapter, createSandboxProvider, startSandboxServer, REPLAYING_BEHAVIOUR, type SandboxProvider } from '@retrysafe/sandbox';
 
 /** What the proxy does to the next request: a 400 rejection, a lost response, or nothing. */
 export type Fault = 'reject' | 'lose' | 'pass';
@@ -34,7 +40,12 @@ export async function startFaultySandbox(fault: Fault, rejection = 'amount must 
   let current = fault;
   const proxy = await startFaultProxy({
     target: server.url,
-    faults: () => (current === 'reject' ? { kind: 'status', status: 400, body: { error: { code: 'invalid_request', message: rejection } } } : current === 'lose' ? 'drop-response' : 'pass'),
+    faults: () =>
+      current === 'reject'
+        ? { kind: 'status', status: 400, body: { error: { code: 'invalid_request', message: rejection } } }
+        : current === 'lose'
+          ? 'drop-response'
+          : 'pass',
   });
   const settings = { baseUrl: proxy.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR };
   const sandbox: FaultySandbox = {
@@ -44,7 +55,8 @@ export async function startFaultySandbox(fault: Fault, rejection = 'amount must 
     setFault: (next) => {
       current = next;
     },
-    writeConfig: (path, ledger) => writeFileSync(path, JSON.stringify({ ledger, adapters: { sandbox: settings } }, null, 2)),
+    writeConfig: (path, ledger) =>
+      writeFileSync(path, JSON.stringify({ ledger, adapters: { sandbox: settings } }, null, 2)),
     async close() {
       await proxy.close();
       await server.close();

@@ -19,10 +19,17 @@ function big(name: string, head: string, mb: number): string {
 
 describe('file limits in the CLI', () => {
   it('ledger ls --config <a 50 MB YAML file>: exit 2, naming the limit', async () => {
-    const config = big('retrysafe.yaml', 'ledger: ./retrysafe.db\nadapters:\n  sandbox: { baseUrl: "http://127.0.0.1:9" }\n', 50);
+    const config = big(
+      'retrysafe.yaml',
+      'ledger: ./retrysafe.db\nadapters:\n  sandbox: { baseUrl: "http://127.0.0.1:9" }\n',
+      50,
+    );
     const r = await cli(['ledger', 'ls', '--config', config, '--json'], { timeoutMs: 30_000 });
     expect(r.code).toBe(2);
-    expect(JSON.parse(r.stdout)).toMatchObject({ ok: false, error: { code: 'USAGE', message: expect.stringMatching(/over the limit maxBytes = 1048576/) } });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      ok: false,
+      error: { code: 'USAGE', message: expect.stringMatching(/over the limit maxBytes = 1048576/) },
+    });
   });
 
   it('cards validate <a card nested too deep>: exit 2, naming the limit', async () => {
@@ -35,7 +42,9 @@ describe('file limits in the CLI', () => {
 
   it('ledger resolve --resend-with <a params file over the size limit>: exit 2 before anything is opened', async () => {
     const params = big('params.json', '', 2);
-    const r = await cli(['ledger', 'resolve', 'op-1', '--resend-with', params, '--config', join(dir, 'unread.json')], { timeoutMs: 30_000 });
+    const r = await cli(['ledger', 'resolve', 'op-1', '--resend-with', params, '--config', join(dir, 'unread.json')], {
+      timeoutMs: 30_000,
+    });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/params\.json: the file has \d+ bytes, over the limit maxBytes/);
   });

@@ -1,13 +1,13 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parse as parseYaml, stringify as toYaml } from 'yaml';
-import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { createRunner, type RunResult } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock } from '@retrysafe/testkit';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { main } from '../src/cli.js';
+import { type Fault, type FaultySandbox, startFaultySandbox } from './faulty-sandbox.js';
 import { ANSI, cli, cliJson, REPO, tempDir } from './helpers.js';
-import { startFaultySandbox, type Fault, type FaultySandbox } from './faulty-sandbox.js';
 
 // Five operations, one second apart on the drill clock: R1..R3 rejected (handed off, resume not safe),
 // L lost (handed off after lookups, resume safe), P passed.
@@ -55,7 +55,10 @@ describe('ledger ls (fails on main: it listed oldest first and --limit kept the 
 describe('--config takes a JavaScript config too (loadConfigFile)', () => {
   it('ledger ls --config retrysafe.config.mjs reads its ledger', async () => {
     const file = join(dir, 'retrysafe.config.mjs');
-    writeFileSync(file, `export default ${JSON.stringify({ ledger: db, adapters: { sandbox: { baseUrl: 'http://127.0.0.1:9' } } })};\n`);
+    writeFileSync(
+      file,
+      `export default ${JSON.stringify({ ledger: db, adapters: { sandbox: { baseUrl: 'http://127.0.0.1:9' } } })};\n`,
+    );
     const r = await cliJson(['ledger', 'ls', '--config', file, '--limit', '1'], dir);
     expect(r.code).toBe(0);
     expect(r.body.map((x: { businessOperationId: string }) => x.businessOperationId)).toEqual([byName.P]);
@@ -65,15 +68,29 @@ describe('--config takes a JavaScript config too (loadConfigFile)', () => {
 describe('ledger resolve-all: bulk resolution with filters and a dry run (new)', () => {
   it('--dry-run lists what would be done and changes nothing; an action the packet marks not safe is refused', async () => {
     const before = sandbox.proxy.requests.length;
-    const dry = await cliJson(['ledger', 'resolve-all', '--db', db, '--abandon', '--reason', 'rejected', '--dry-run'], dir);
+    const dry = await cliJson(
+      ['ledger', 'resolve-all', '--db', db, '--abandon', '--reason', 'rejected', '--dry-run'],
+      dir,
+    );
     expect(dry.code).toBe(0);
     expect(dry.body).toMatchObject({ dryRun: true, action: 'abandon', matched: 3, ok: true });
-    expect(dry.body.rows.map((r: { businessOperationId: string }) => r.businessOperationId).sort()).toEqual([byName.R1, byName.R2, byName.R3].sort());
-    expect(dry.body.rows.every((r: { plan: string; result: unknown }) => r.plan === 'abandon' && r.result === null)).toBe(true);
-    const text = await cli(['ledger', 'resolve-all', '--db', db, '--abandon', '--reason', 'rejected', '--dry-run'], { cwd: dir });
-    expect(text.stdout).toContain('Dry run: 3 of 3 handed-off operations would be abandoned; nothing was sent or written.');
+    expect(dry.body.rows.map((r: { businessOperationId: string }) => r.businessOperationId).sort()).toEqual(
+      [byName.R1, byName.R2, byName.R3].sort(),
+    );
+    expect(
+      dry.body.rows.every((r: { plan: string; result: unknown }) => r.plan === 'abandon' && r.result === null),
+    ).toBe(true);
+    const text = await cli(['ledger', 'resolve-all', '--db', db, '--abandon', '--reason', 'rejected', '--dry-run'], {
+      cwd: dir,
+    });
+    expect(text.stdout).toContain(
+      'Dry run: 3 of 3 handed-off operations would be abandoned; nothing was sent or written.',
+    );
     // resume of a rejected request is not safe: refused, reported, exit 1 — still nothing sent
-    const refused = await cliJson(['ledger', 'resolve-all', '--db', db, '--resume', '--reason', 'rejected', '--dry-run'], dir);
+    const refused = await cliJson(
+      ['ledger', 'resolve-all', '--db', db, '--resume', '--reason', 'rejected', '--dry-run'],
+      dir,
+    );
     expect(refused.code).toBe(1);
     expect(refused.body.rows.every((r: { plan: string }) => r.plan === 'refused')).toBe(true);
     const handoffs = await cliJson(['ledger', 'handoffs', '--db', db], dir);
@@ -82,17 +99,36 @@ describe('ledger resolve-all: bulk resolution with filters and a dry run (new)',
   });
 
   it('abandons exactly the filtered operations, with who did it in each receipt', async () => {
-    const r = await cliJson(['ledger', 'resolve-all', '--db', db, '--abandon', '--reason', 'rejected', '--id', `${byName.R1},${byName.R2}`, '--by', 'bulk-ops'], dir);
+    const r = await cliJson(
+      [
+        'ledger',
+        'resolve-all',
+        '--db',
+        db,
+        '--abandon',
+        '--reason',
+        'rejected',
+        '--id',
+        `${byName.R1},${byName.R2}`,
+        '--by',
+        'bulk-ops',
+      ],
+      dir,
+    );
     expect(r.code).toBe(0);
     expect(r.body.rows.map((x: { result: { state: string } }) => x.result.state)).toEqual(['abandoned', 'abandoned']);
     const left = await cliJson(['ledger', 'handoffs', '--db', db], dir);
-    expect(left.body.map((x: { businessOperationId: string }) => x.businessOperationId).sort()).toEqual([byName.L, byName.R3].sort());
+    expect(left.body.map((x: { businessOperationId: string }) => x.businessOperationId).sort()).toEqual(
+      [byName.L, byName.R3].sort(),
+    );
     // Stored as given; `show` pseudonymises it unless asked (issue 18).
     const shown = await cliJson(['ledger', 'show', byName.R1, '--db', db, '--show-by'], dir);
     expect(shown.body.record.resolution).toMatchObject({ action: 'abandon', by: 'bulk-ops' });
     const masked = await cliJson(['ledger', 'show', byName.R1, '--db', db], dir);
     expect(masked.body.record.resolution.by).toMatch(/^person#[0-9a-f]{12}$/);
-    const none = await cli(['ledger', 'resolve-all', '--db', db, '--abandon', '--operation', 'nobody.nothing'], { cwd: dir });
+    const none = await cli(['ledger', 'resolve-all', '--db', db, '--abandon', '--operation', 'nobody.nothing'], {
+      cwd: dir,
+    });
     expect(none.code).toBe(0);
     expect(none.stdout).toContain('No handed-off operation matches');
     const markDone = await cli(['ledger', 'resolve-all', '--db', db, '--mark-done', 'x'], { cwd: dir });
@@ -106,7 +142,9 @@ describe('ledger resolve --resume --by (fails on main: the resume receipt did no
     expect(r.code).toBe(0);
     expect(r.body).toMatchObject({ status: 'done' });
     const shown = await cliJson(['ledger', 'show', byName.L, '--db', db], dir);
-    const resume = shown.body.receipts.find((x: { kind: string; decision: { action: string } }) => x.kind === 'resolve' && x.decision.action === 'resume');
+    const resume = shown.body.receipts.find(
+      (x: { kind: string; decision: { action: string } }) => x.kind === 'resolve' && x.decision.action === 'resume',
+    );
     expect(resume.decision.reason).toContain('alice');
   });
 });
@@ -117,8 +155,19 @@ describe('file-system errors (fails on main: a stack trace and exit 1)', () => {
     writeFileSync(file, 'x');
     const r = await cli(['drill', '--adapter', 'sandbox', '--scenario', 'permanent-error', '--out', join(file, 'sub')]);
     expect(r.code).toBe(2);
-    expect(r.stderr.trim().split('\n')).toEqual([`retrysafe: cannot mkdir ${join(file, 'sub')}: a part of the path is a file, not a directory (ENOTDIR)`]);
-    const j = await cli(['drill', '--adapter', 'sandbox', '--scenario', 'permanent-error', '--out', join(file, 'sub'), '--json']);
+    expect(r.stderr.trim().split('\n')).toEqual([
+      `retrysafe: cannot mkdir ${join(file, 'sub')}: a part of the path is a file, not a directory (ENOTDIR)`,
+    ]);
+    const j = await cli([
+      'drill',
+      '--adapter',
+      'sandbox',
+      '--scenario',
+      'permanent-error',
+      '--out',
+      join(file, 'sub'),
+      '--json',
+    ]);
     expect(JSON.parse(j.stdout).error.code).toBe('FILE_SYSTEM');
   });
 });
@@ -131,12 +180,29 @@ describe('drill output', () => {
     expect(r.stdout).toMatch(/sandbox-replaying\s+records\.create\s+2\s+0\s+0\s+pass/);
     expect(r.stdout).toContain('scenarios: lost-response, permanent-error');
     expect(r.stdout).not.toMatch(/records\.create\s+lost-response/); // no per-scenario row
-    const d = await cli(['drill', '--adapter', 'sandbox', '--scenario', 'lost-response,permanent-error', '--out', out, '--details']);
+    const d = await cli([
+      'drill',
+      '--adapter',
+      'sandbox',
+      '--scenario',
+      'lost-response,permanent-error',
+      '--out',
+      out,
+      '--details',
+    ]);
     expect(d.stdout).toMatch(/sandbox-replaying\s+records\.create\s+lost-response\s+1/);
   });
 
   it('a failing drill shows the failing rows and why, without the passing ones', async () => {
-    const r = await cli(['drill', '--module', 'packages/cli/test/fixtures/lying-drill.mjs', '--scenario', 'lost-response,permanent-error', '--out', tempDir('lying-text')]);
+    const r = await cli([
+      'drill',
+      '--module',
+      'packages/cli/test/fixtures/lying-drill.mjs',
+      '--scenario',
+      'lost-response,permanent-error',
+      '--out',
+      tempDir('lying-text'),
+    ]);
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/lying-sandbox\s+records\.create\s+lost-response\s+2/);
     expect(r.stdout).not.toMatch(/records\.create\s+permanent-error/);
@@ -146,24 +212,47 @@ describe('drill output', () => {
 
   it('--reporter junit prints JUnit XML (one testcase per scenario × operation, failures with the reason) and writes junit.xml (new)', async () => {
     const out = tempDir('junit');
-    const r = await cli(['drill', '--module', 'packages/cli/test/fixtures/lying-drill.mjs', '--scenario', 'lost-response,permanent-error', '--out', out, '--reporter', 'junit']);
+    const r = await cli([
+      'drill',
+      '--module',
+      'packages/cli/test/fixtures/lying-drill.mjs',
+      '--scenario',
+      'lost-response,permanent-error',
+      '--out',
+      out,
+      '--reporter',
+      'junit',
+    ]);
     expect(r.code).toBe(1);
-    expect(r.stdout.startsWith('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="retrysafe drill" tests="2" failures="1" skipped="0"')).toBe(true);
+    expect(
+      r.stdout.startsWith(
+        '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="retrysafe drill" tests="2" failures="1" skipped="0"',
+      ),
+    ).toBe(true);
     expect(r.stdout.match(/<testcase /g)).toHaveLength(2);
-    expect(r.stdout).toMatch(/<testcase classname="lying-sandbox\.records\.create" name="lost-response: [^"]+" time="[\d.]+">\n\s+<failure message="[^"]*providerRecords expected 1, observed 2/);
-    expect(r.stdout).toMatch(/<testcase classname="lying-sandbox\.records\.create" name="permanent-error: [^"]+" time="[\d.]+"\/>/);
+    expect(r.stdout).toMatch(
+      /<testcase classname="lying-sandbox\.records\.create" name="lost-response: [^"]+" time="[\d.]+">\n\s+<failure message="[^"]*providerRecords expected 1, observed 2/,
+    );
+    expect(r.stdout).toMatch(
+      /<testcase classname="lying-sandbox\.records\.create" name="permanent-error: [^"]+" time="[\d.]+"\/>/,
+    );
     expect(r.stdout).toContain('</testsuites>');
     expect(readFileSync(join(out, 'junit.xml'), 'utf8')).toBe(r.stdout);
   });
 
   it('progress lines on a terminal carry no colour under NO_COLOR (fails on main)', async () => {
     const written: string[] = [];
-    const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => (written.push(String(chunk)), true));
+    const spy = vi
+      .spyOn(process.stderr, 'write')
+      .mockImplementation((chunk: string | Uint8Array) => (written.push(String(chunk)), true));
     const prev = { NO_COLOR: process.env.NO_COLOR, FORCE_COLOR: process.env.FORCE_COLOR };
     process.env.NO_COLOR = '1';
     delete process.env.FORCE_COLOR;
     try {
-      const code = await main(['drill', '--adapter', 'sandbox', '--scenario', 'permanent-error', '--out', tempDir('tty')], { out: () => {}, err: (t) => written.push(t), errIsTTY: true, color: false });
+      const code = await main(
+        ['drill', '--adapter', 'sandbox', '--scenario', 'permanent-error', '--out', tempDir('tty')],
+        { out: () => {}, err: (t) => written.push(t), errIsTTY: true, color: false },
+      );
       expect(code).toBe(0);
     } finally {
       spy.mockRestore();
@@ -185,7 +274,9 @@ describe('retrysafe drill --config: an HTTP API declared in YAML, drilled agains
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const report = JSON.parse(r.stdout);
-    expect(report.adapters.map((a: { drills: string[] }) => a.drills)).toEqual([['acme--ietf-idempotency-key', 'acme--async-request-reply', 'acme--etag', 'acme--client-token']]);
+    expect(report.adapters.map((a: { drills: string[] }) => a.drills)).toEqual([
+      ['acme--ietf-idempotency-key', 'acme--async-request-reply', 'acme--etag', 'acme--client-token'],
+    ]);
     expect(report.totals.failed).toBe(0);
     const lost = report.rows.filter((x: { scenario: string }) => x.scenario === 'lost-response');
     expect(lost.map((x: { operation: string; providerRecords: number }) => [x.operation, x.providerRecords])).toEqual([
@@ -198,31 +289,60 @@ describe('retrysafe drill --config: an HTTP API declared in YAML, drilled agains
 
   it('catches a declaration mistake: a body that drops the reference the lookup searches by duplicates the order once the key has expired', async () => {
     const d = tempDir('config-bad');
-    const raw = parseYaml(readFileSync(example, 'utf8')) as { adapters: { acme: { operations: Record<string, Record<string, unknown>> } } };
+    const raw = parseYaml(readFileSync(example, 'utf8')) as {
+      adapters: { acme: { operations: Record<string, Record<string, unknown>> } };
+    };
     const op = raw.adapters.acme.operations['orders.create']!;
     op.body = { customer: '{customer}', sku: '{sku}', quantity: '{quantity}' };
-    for (const o of Object.values(raw.adapters.acme.operations)) o.card = join(REPO, 'docs/examples/http-api', String(o.card));
+    for (const o of Object.values(raw.adapters.acme.operations))
+      o.card = join(REPO, 'docs/examples/http-api', String(o.card));
     // The example card leaves the late-apply bound unknown, so a lookup miss never proves absence and the
     // runner hands off instead: declare the sandbox's bound (it applies a request as it arrives) so the
     // mistake shows as what it is in an API that does state its bound.
-    const card = parseYaml(readFileSync(String(op.card), 'utf8')) as { lookup: Record<string, unknown>; unverified: { field: string }[] };
+    const card = parseYaml(readFileSync(String(op.card), 'utf8')) as {
+      lookup: Record<string, unknown>;
+      unverified: { field: string }[];
+    };
     card.lookup.lateApplyBound = { value: '1s', source: 'test: the loopback sandbox applies a request as it arrives' };
     card.unverified = card.unverified.filter((u) => u.field !== 'lookup.lateApplyBound');
     op.card = join(d, 'orders.card.yaml');
     writeFileSync(String(op.card), toYaml(card));
     writeFileSync(join(d, 'bad.yaml'), toYaml(raw));
-    const r = await cli(['drill', '--config', join(d, 'bad.yaml'), '--operation', 'orders.create', '--scenario', 'key-past-retention', '--out', join(d, 'out'), '--json']);
+    const r = await cli([
+      'drill',
+      '--config',
+      join(d, 'bad.yaml'),
+      '--operation',
+      'orders.create',
+      '--scenario',
+      'key-past-retention',
+      '--out',
+      join(d, 'out'),
+      '--json',
+    ]);
     expect(r.code).toBe(1);
     const row = JSON.parse(r.stdout).rows[0];
-    expect(row).toMatchObject({ operation: 'orders.create', scenario: 'key-past-retention', status: 'failed', providerRecords: 2 });
+    expect(row).toMatchObject({
+      operation: 'orders.create',
+      scenario: 'key-past-retention',
+      status: 'failed',
+      providerRecords: 2,
+    });
   });
 
   it('cards --config prints the cards the config declares; an invalid card is a usage error naming it', async () => {
     const r = await cli(['cards', '--config', example, '--json']);
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout).map((c: { operation: string }) => c.operation)).toEqual(['acme.documents.update', 'acme.exports.create', 'acme.instances.run', 'acme.orders.create']);
+    expect(JSON.parse(r.stdout).map((c: { operation: string }) => c.operation)).toEqual([
+      'acme.documents.update',
+      'acme.exports.create',
+      'acme.instances.run',
+      'acme.orders.create',
+    ]);
     const d = tempDir('config-card');
-    const raw = parseYaml(readFileSync(example, 'utf8')) as { adapters: { acme: { operations: Record<string, Record<string, unknown>> } } };
+    const raw = parseYaml(readFileSync(example, 'utf8')) as {
+      adapters: { acme: { operations: Record<string, Record<string, unknown>> } };
+    };
     const ops = raw.adapters.acme.operations;
     for (const o of Object.values(ops)) o.card = join(REPO, 'docs/examples/http-api', String(o.card));
     const card = parseYaml(readFileSync(String(ops['orders.create']!.card), 'utf8')) as Record<string, unknown>;
@@ -236,7 +356,10 @@ describe('retrysafe drill --config: an HTTP API declared in YAML, drilled agains
 
   it('a config with a typo is a usage error naming it', async () => {
     const d = tempDir('config-typo');
-    writeFileSync(join(d, 'typo.yaml'), 'adapters:\n  acme:\n    type: http\n    baseUrl: http://127.0.0.1:9\n    timeoutMs: 1000\n    operation: {}\n');
+    writeFileSync(
+      join(d, 'typo.yaml'),
+      'adapters:\n  acme:\n    type: http\n    baseUrl: http://127.0.0.1:9\n    timeoutMs: 1000\n    operation: {}\n',
+    );
     const r = await cli(['drill', '--config', join(d, 'typo.yaml')]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('adapters.acme.operation: unknown key (did you mean "operations"?)');

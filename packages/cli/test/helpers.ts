@@ -1,9 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createRequire } from 'node:module';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { DatabaseSync } from 'node:sqlite';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
 import { afterAll } from 'vitest';
 
@@ -39,12 +39,21 @@ export interface CliChild {
 /** Starts `node dist/bin.js …args`; `done` rejects when the child had to be killed after `timeoutMs`. */
 export function startCli(args: readonly string[], opts: CliOptions = {}): CliChild {
   if (!existsSync(BIN)) throw new Error(`${BIN} is missing: build first (pnpm exec tsc -b packages/cli)`);
-  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: undefined, FORCE_COLOR: undefined, ...opts.env };
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    NO_COLOR: undefined,
+    FORCE_COLOR: undefined,
+    ...opts.env,
+  };
   for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
   const [command, argv] = opts.withoutDacOverride
     ? ['setpriv', ['--bounding-set', '-dac_override,-dac_read_search,-fowner', '--', process.execPath, BIN, ...args]]
     : [process.execPath, [BIN, ...args]];
-  const child = spawn(command, argv, { cwd: opts.cwd ?? REPO, env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, argv, {
+    cwd: opts.cwd ?? REPO,
+    env: env as NodeJS.ProcessEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -60,7 +69,12 @@ export function startCli(args: readonly string[], opts: CliOptions = {}): CliChi
     // Settles once the child has exited, so a test's temp dir is never removed under a running child.
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      if (timedOut) reject(new Error(`retrysafe ${args.join(' ')} did not finish in ${bound} ms: killed\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+      if (timedOut)
+        reject(
+          new Error(
+            `retrysafe ${args.join(' ')} did not finish in ${bound} ms: killed\nstdout:\n${stdout}\nstderr:\n${stderr}`,
+          ),
+        );
       else resolve({ code, signal, stdout, stderr });
     });
   });

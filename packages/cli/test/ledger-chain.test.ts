@@ -1,11 +1,11 @@
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
 import { createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock } from '@retrysafe/testkit';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { editStored, readStored } from '../../ledger-sqlite/test/sqlite-tamper.js';
+import { type FaultySandbox, startFaultySandbox } from './faulty-sandbox.js';
 import { cli, openRawSqlite, tempDir } from './helpers.js';
-import { startFaultySandbox, type FaultySandbox } from './faulty-sandbox.js';
 
 // node:sqlite, to edit the file as an attacker would (outside retrysafe).
 
@@ -31,7 +31,10 @@ beforeAll(async () => {
   const raw = openRawSqlite(db);
   // An in-place edit of the first receipt of `edited` (its outcome), and the last receipt of `cut` deleted.
   // (editStored rewrites the row's receipts JSON as sqlite3 would.)
-  editStored(raw, ids.edited, (l) => ({ ...l, receipts: [JSON.stringify({ ...JSON.parse(l.receipts[0]!), outcome: 'succeeded' }), ...l.receipts.slice(1)] }));
+  editStored(raw, ids.edited, (l) => ({
+    ...l,
+    receipts: [JSON.stringify({ ...JSON.parse(l.receipts[0]!), outcome: 'succeeded' }), ...l.receipts.slice(1)],
+  }));
   editStored(raw, ids.cut, (l) => ({ ...l, receipts: l.receipts.slice(0, -1) }));
   raw.close();
 }, 60_000);
@@ -43,11 +46,17 @@ describe('retrysafe ledger verify / export, and show and resolve on a broken cha
     expect(one.stdout).toMatch(/✗ .* broken at receipt #1: content does not match its hash/);
     const all = await cli(['ledger', 'verify', '--all', '--db', db, '--json']);
     expect(all.code).toBe(1);
-    const body = JSON.parse(all.stdout) as { ok: boolean; operations: { businessOperationId: string; ok: boolean; reason?: string }[] };
+    const body = JSON.parse(all.stdout) as {
+      ok: boolean;
+      operations: { businessOperationId: string; ok: boolean; reason?: string }[];
+    };
     expect(body.ok).toBe(false);
     const byId = Object.fromEntries(body.operations.map((o) => [o.businessOperationId, o]));
     expect(byId[ids.edited]).toMatchObject({ ok: false });
-    expect(byId[ids.cut]).toMatchObject({ ok: false, reason: expect.stringMatching(/the row anchors \d+ receipt\(s\), the ledger holds \d+/) });
+    expect(byId[ids.cut]).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/the row anchors \d+ receipt\(s\), the ledger holds \d+/),
+    });
     expect(byId[ids.intact]).toMatchObject({ ok: true });
     const intact = await cli(['ledger', 'verify', ids.intact, '--db', db]);
     expect(intact.code).toBe(0);
@@ -68,7 +77,11 @@ describe('retrysafe ledger verify / export, and show and resolve on a broken cha
     const h = await cli(['ledger', 'handoffs', '--db', db, '--json']);
     expect(h.code).toBe(1);
     const rows = JSON.parse(h.stdout) as { businessOperationId: string; chainBroken?: string }[];
-    expect(Object.fromEntries(rows.map((r) => [r.businessOperationId, r.chainBroken !== undefined]))).toEqual({ [ids.edited]: true, [ids.cut]: true, [ids.intact]: false });
+    expect(Object.fromEntries(rows.map((r) => [r.businessOperationId, r.chainBroken !== undefined]))).toEqual({
+      [ids.edited]: true,
+      [ids.cut]: true,
+      [ids.intact]: false,
+    });
     expect((await cli(['ledger', 'handoffs', '--db', db])).stdout).toMatch(/receipt chain broken/);
   });
 
@@ -97,8 +110,13 @@ describe('retrysafe ledger verify / export, and show and resolve on a broken cha
     expect(ex.code).toBe(0);
     const offline = await cli(['ledger', 'verify', '--file', out, '--json']);
     expect(offline.code).toBe(1);
-    const rows = (JSON.parse(offline.stdout) as { operations: { businessOperationId: string; ok: boolean }[] }).operations;
-    expect(Object.fromEntries(rows.map((x) => [x.businessOperationId, x.ok]))).toEqual({ [ids.edited]: false, [ids.cut]: false, [ids.intact]: true });
+    const rows = (JSON.parse(offline.stdout) as { operations: { businessOperationId: string; ok: boolean }[] })
+      .operations;
+    expect(Object.fromEntries(rows.map((x) => [x.businessOperationId, x.ok]))).toEqual({
+      [ids.edited]: false,
+      [ids.cut]: false,
+      [ids.intact]: true,
+    });
     const stdout = await cli(['ledger', 'export', '--db', db, '--state', 'abandoned']);
     const lines = stdout.stdout.trim().split('\n');
     expect(lines[lines.length - 1]).toContain('"chainHead"');
@@ -114,10 +132,20 @@ describe('retrysafe ledger verify / export, and show and resolve on a broken cha
     const keyed = await cli(['ledger', 'verify', ids.intact, '--db', db], { env: { RETRYSAFE_RECEIPT_KEYS: KEYS } });
     expect(keyed.code).toBe(1);
     expect(keyed.stdout).toMatch(/not keyed/);
-    expect((await cli(['ledger', 'verify', ids.intact, '--db', db, '--allow-unkeyed'], { env: { RETRYSAFE_RECEIPT_KEYS: KEYS } })).code).toBe(0);
+    expect(
+      (
+        await cli(['ledger', 'verify', ids.intact, '--db', db, '--allow-unkeyed'], {
+          env: { RETRYSAFE_RECEIPT_KEYS: KEYS },
+        })
+      ).code,
+    ).toBe(0);
     // show (and resolve) accept chains from before the key; verify is the strict one.
-    expect((await cli(['ledger', 'show', ids.intact, '--db', db], { env: { RETRYSAFE_RECEIPT_KEYS: KEYS } })).code).toBe(0);
-    const bad = await cli(['ledger', 'verify', ids.intact, '--db', db], { env: { RETRYSAFE_RECEIPT_KEYS: 'k1:tooShortSecret' } });
+    expect(
+      (await cli(['ledger', 'show', ids.intact, '--db', db], { env: { RETRYSAFE_RECEIPT_KEYS: KEYS } })).code,
+    ).toBe(0);
+    const bad = await cli(['ledger', 'verify', ids.intact, '--db', db], {
+      env: { RETRYSAFE_RECEIPT_KEYS: 'k1:tooShortSecret' },
+    });
     expect(bad.code).toBe(2);
     expect(bad.stderr).not.toContain('tooShortSecret');
   });

@@ -1,10 +1,10 @@
 // Issue 23: `retrysafe ledger prune` — retention of closed operations, on a real SQLite ledger file.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
 import { asBusinessOperationId, type ClaimInput, type ProviderKey } from '@retrysafe/contract';
 import { sealReceipt } from '@retrysafe/core/internal';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { cli, tempDir } from './helpers.js';
 
 const dir = tempDir('ledger-prune');
@@ -12,8 +12,17 @@ const db = join(dir, 'retrysafe.db');
 const DAY = 86_400_000;
 const now = Date.now();
 const claim = (name: string, at: number, over: Partial<ClaimInput> = {}): ClaimInput => ({
-  businessOperationId: asBusinessOperationId(name), provider: 'sandbox', operation: 'sandbox.records.create', intentFingerprint: `sha256:i-${name}`,
-  paramsFingerprint: `sha256:p-${name}`, params: { ref: name }, providerKey: `k-${name}` as ProviderKey, owner: 'w', leaseMs: 1000, now: at, ...over,
+  businessOperationId: asBusinessOperationId(name),
+  provider: 'sandbox',
+  operation: 'sandbox.records.create',
+  intentFingerprint: `sha256:i-${name}`,
+  paramsFingerprint: `sha256:p-${name}`,
+  params: { ref: name },
+  providerKey: `k-${name}` as ProviderKey,
+  owner: 'w',
+  leaseMs: 1000,
+  now: at,
+  ...over,
 });
 
 beforeAll(async () => {
@@ -22,20 +31,47 @@ beforeAll(async () => {
     const c = await ledger.claim(claim(name, at, { dispatch: true }));
     if (c.kind !== 'claimed') throw new Error(c.kind);
     const receipt = sealReceipt({
-      businessOperationId: asBusinessOperationId(name), seq: 1, runId: 'run_x' as never, attemptId: 'att_x' as never, provider: 'sandbox', operation: 'sandbox.records.create',
-      kind: 'dispatch', startedAt: new Date(at).toISOString(), finishedAt: new Date(at).toISOString(), outcome: 'succeeded', decision: { action: 'complete', reason: 'ok' },
-      providerKey: `k-${name}` as ProviderKey, requestFingerprint: `sha256:p-${name}`, prevHash: null,
+      businessOperationId: asBusinessOperationId(name),
+      seq: 1,
+      runId: 'run_x' as never,
+      attemptId: 'att_x' as never,
+      provider: 'sandbox',
+      operation: 'sandbox.records.create',
+      kind: 'dispatch',
+      startedAt: new Date(at).toISOString(),
+      finishedAt: new Date(at).toISOString(),
+      outcome: 'succeeded',
+      decision: { action: 'complete', reason: 'ok' },
+      providerKey: `k-${name}` as ProviderKey,
+      requestFingerprint: `sha256:p-${name}`,
+      prevHash: null,
     });
-    await ledger.setState({ businessOperationId: c.record.businessOperationId, fence: c.record.fence }, { state: 'succeeded', lastOutcome: 'succeeded', providerRef: `ref-${name}`, now: at, receipt });
+    await ledger.setState(
+      { businessOperationId: c.record.businessOperationId, fence: c.record.fence },
+      { state: 'succeeded', lastOutcome: 'succeeded', providerRef: `ref-${name}`, now: at, receipt },
+    );
   };
   await succeed('old-done', now - 40 * DAY);
   await succeed('recent-done', now - 2 * 3_600_000);
   const h = await ledger.claim(claim('old-handed', now - 40 * DAY));
   if (h.kind !== 'claimed') throw new Error(h.kind);
-  await ledger.handOff({ businessOperationId: h.record.businessOperationId, fence: 1 }, {
-    businessOperationId: h.record.businessOperationId, provider: 'sandbox', operation: 'sandbox.records.create', intentFingerprint: 'sha256:i-old-handed', providerKey: 'k-old-handed' as ProviderKey,
-    reason: 'unknown-no-safe-resend', explanation: 'test', attempts: [], lastKnown: { outcome: 'unknown' }, safeNextActions: [], createdAt: new Date(now - 40 * DAY).toISOString(),
-  }, now - 40 * DAY);
+  await ledger.handOff(
+    { businessOperationId: h.record.businessOperationId, fence: 1 },
+    {
+      businessOperationId: h.record.businessOperationId,
+      provider: 'sandbox',
+      operation: 'sandbox.records.create',
+      intentFingerprint: 'sha256:i-old-handed',
+      providerKey: 'k-old-handed' as ProviderKey,
+      reason: 'unknown-no-safe-resend',
+      explanation: 'test',
+      attempts: [],
+      lastKnown: { outcome: 'unknown' },
+      safeNextActions: [],
+      createdAt: new Date(now - 40 * DAY).toISOString(),
+    },
+    now - 40 * DAY,
+  );
   await ledger.claim(claim('old-open', now - 40 * DAY)); // claimed 40 days ago, lease long expired: open, never pruned
   await ledger.close();
 }, 60_000);

@@ -1,17 +1,17 @@
+import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRunner, type RunResult } from '@retrysafe/core';
-import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createPostgresLedger } from '@retrysafe/ledger-postgres';
-import { createDrillClock, startFaultProxy } from '@retrysafe/testkit';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { createStripeAdapter } from '@retrysafe/stripe';
 import { startStripeSandbox } from '@retrysafe/stripe/sandbox';
+import { createDrillClock, startFaultProxy } from '@retrysafe/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FaultySandbox, startFaultySandbox } from './faulty-sandbox.js';
 import { cli, cliJson, REPO, tempDir } from './helpers.js';
-import { startFaultySandbox, type FaultySandbox } from './faulty-sandbox.js';
 
 // A SQLite ledger with four operations, made by the real runner against the loopback sandbox through
 // the fault proxy: A's responses are all lost (the provider HAS the record; lookups fail too) so it is
@@ -27,7 +27,8 @@ beforeAll(async () => {
   sandbox = await startFaultySandbox('lose');
   const ledger = createSqliteLedger({ path: db });
   const runner = createRunner({ ledger, clock: createDrillClock() });
-  const run = (ref: string): Promise<RunResult> => runner.run(sandbox.adapter, 'records.create', { params: { ref, amount: 5 } });
+  const run = (ref: string): Promise<RunResult> =>
+    runner.run(sandbox.adapter, 'records.create', { params: { ref, amount: 5 } });
   const a = await run('order-A');
   expect(a.status).toBe('handed-off');
   expect(sandbox.provider.count()).toBe(1); // committed at the provider, the answer never arrived
@@ -38,7 +39,12 @@ beforeAll(async () => {
   sandbox.setFault('pass');
   const d = await run('order-D');
   expect(d.status).toBe('done');
-  Object.assign(ids, { A: a.businessOperationId, B: b.businessOperationId, C: c.businessOperationId, D: d.businessOperationId });
+  Object.assign(ids, {
+    A: a.businessOperationId,
+    B: b.businessOperationId,
+    C: c.businessOperationId,
+    D: d.businessOperationId,
+  });
   keyA = (await ledger.get(a.businessOperationId))!.providerKey!;
   await ledger.close();
   // What `--resume` builds its adapter from: the same sandbox adapter, through the proxy (now passing).
@@ -50,7 +56,12 @@ describe('retrysafe ledger on a SQLite file', () => {
     const all = await cliJson(['ledger', 'ls', '--db', db], dir);
     expect(all.code).toBe(0);
     const byId = Object.fromEntries(all.body.map((r: any) => [r.businessOperationId, r]));
-    expect(byId[ids.A]).toMatchObject({ state: 'handed-off', operation: 'sandbox.records.create', handoffReason: 'lookup-window-exhausted', providerKey: keyA });
+    expect(byId[ids.A]).toMatchObject({
+      state: 'handed-off',
+      operation: 'sandbox.records.create',
+      handoffReason: 'lookup-window-exhausted',
+      providerKey: keyA,
+    });
     expect(byId[ids.B]).toMatchObject({ state: 'handed-off', handoffReason: 'rejected', attempts: 1 });
     expect(byId[ids.D]).toMatchObject({ state: 'succeeded', lastOutcome: 'succeeded' });
     expect(all.body).toHaveLength(4);
@@ -139,9 +150,27 @@ describe('retrysafe ledger on a SQLite file', () => {
 
   it('resolve --mark-done records the provider reference a person verified; --abandon gives up; neither calls the provider', async () => {
     const before = sandbox.proxy.requests.length;
-    const done = await cliJson(['ledger', 'resolve', ids.B, '--mark-done', 'rec_verified_1', '--by', 'Dana Operator <dana@example.test>', '--db', db], dir);
+    const done = await cliJson(
+      [
+        'ledger',
+        'resolve',
+        ids.B,
+        '--mark-done',
+        'rec_verified_1',
+        '--by',
+        'Dana Operator <dana@example.test>',
+        '--db',
+        db,
+      ],
+      dir,
+    );
     expect(done.code).toBe(0);
-    expect(done.body).toEqual({ status: 'resolved', businessOperationId: ids.B, state: 'succeeded', providerRef: 'rec_verified_1' });
+    expect(done.body).toEqual({
+      status: 'resolved',
+      businessOperationId: ids.B,
+      state: 'succeeded',
+      providerRef: 'rec_verified_1',
+    });
     const gone = await cliJson(['ledger', 'resolve', ids.C, '--abandon', '--db', db], dir);
     expect(gone.code).toBe(0);
     expect(gone.body).toMatchObject({ status: 'resolved', state: 'abandoned' });
@@ -170,7 +199,9 @@ describe('retrysafe ledger resolve --resume with the real Stripe SDK', () => {
     try {
       const ledger = createSqliteLedger({ path: sdb });
       const adapter = createStripeAdapter({ apiKey: 'sk_test_cli', baseUrl: sproxy.url, timeoutMs: 2000 });
-      const first = await createRunner({ ledger, clock: createDrillClock() }).run(adapter, 'invoices.create', { params: { customer: 'cus_fixture', invoiceRef: 'inv-cli-1' } });
+      const first = await createRunner({ ledger, clock: createDrillClock() }).run(adapter, 'invoices.create', {
+        params: { customer: 'cus_fixture', invoiceRef: 'inv-cli-1' },
+      });
       const key = (await ledger.get(first.businessOperationId))!.providerKey!;
       await ledger.close();
       expect(first.status).toBe('handed-off');
@@ -180,11 +211,24 @@ describe('retrysafe ledger resolve --resume with the real Stripe SDK', () => {
       lose = false;
       const before = sproxy.requests.length;
       const config = join(sdir, 'retrysafe.json');
-      writeFileSync(config, JSON.stringify({ ledger: './retrysafe.db', adapters: { stripe: { apiKeyEnv: 'RS_CLI_TEST_STRIPE_KEY', baseUrl: sproxy.url, timeoutMs: 2000 } } }));
-      const r = await cli(['ledger', 'resolve', first.businessOperationId, '--resume', '--config', config, '--json'], { cwd: sdir, env: { RS_CLI_TEST_STRIPE_KEY: 'sk_test_cli' } });
+      writeFileSync(
+        config,
+        JSON.stringify({
+          ledger: './retrysafe.db',
+          adapters: { stripe: { apiKeyEnv: 'RS_CLI_TEST_STRIPE_KEY', baseUrl: sproxy.url, timeoutMs: 2000 } },
+        }),
+      );
+      const r = await cli(['ledger', 'resolve', first.businessOperationId, '--resume', '--config', config, '--json'], {
+        cwd: sdir,
+        env: { RS_CLI_TEST_STRIPE_KEY: 'sk_test_cli' },
+      });
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
-      expect(JSON.parse(r.stdout)).toMatchObject({ status: 'done', adopted: true, providerRef: expect.stringMatching(/^in_/) });
+      expect(JSON.parse(r.stdout)).toMatchObject({
+        status: 'done',
+        adopted: true,
+        providerRef: expect.stringMatching(/^in_/),
+      });
       const resent = sproxy.requests.slice(before);
       expect(resent.length).toBeGreaterThan(0);
       for (const q of resent) expect(q.headers['idempotency-key']).toBe(key);
@@ -203,12 +247,17 @@ describe('retrysafe ledger on PostgreSQL', () => {
 
   beforeAll(async () => {
     // Like @retrysafe/ledger-postgres's own tests: a real PostgreSQL is required (.ci/run starts one), never skipped.
-    if (!url) throw new Error('DATABASE_URL is not set: `source .ci/start-postgres.sh` starts a loopback PostgreSQL and exports it');
+    if (!url)
+      throw new Error(
+        'DATABASE_URL is not set: `source .ci/start-postgres.sh` starts a loopback PostgreSQL and exports it',
+      );
     expect(['127.0.0.1', 'localhost', '::1']).toContain(new URL(url).hostname);
     const ledger = createPostgresLedger({ connectionString: url, schema });
     try {
       const p = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
-      const r = await createRunner({ ledger }).run(createSandboxAdapter({ provider: p }), 'records.create', { params: { ref: 'pg-1' } });
+      const r = await createRunner({ ledger }).run(createSandboxAdapter({ provider: p }), 'records.create', {
+        params: { ref: 'pg-1' },
+      });
       expect(r.status).toBe('done');
       id = r.businessOperationId;
     } finally {
@@ -229,7 +278,9 @@ describe('retrysafe ledger on PostgreSQL', () => {
     const r = await cliJson(['ledger', 'ls', '--db', url!, '--schema', schema], dir);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect(r.body).toEqual([expect.objectContaining({ businessOperationId: id, state: 'succeeded', operation: 'sandbox.records.create' })]);
+    expect(r.body).toEqual([
+      expect.objectContaining({ businessOperationId: id, state: 'succeeded', operation: 'sandbox.records.create' }),
+    ]);
     const shown = await cliJson(['ledger', 'show', id, '--db', url!, '--schema', schema], dir);
     expect(shown.body.receipts.length).toBeGreaterThan(0);
     const h = await cliJson(['ledger', 'handoffs', '--db', url!, '--schema', schema], dir);

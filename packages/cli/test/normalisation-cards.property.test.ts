@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { businessOperationId, pickIntent, type RetrySafetyCard, validateCard } from '@retrysafe/contract';
+import { normalizeIntent } from '@retrysafe/contract/rules';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { businessOperationId, pickIntent, validateCard, type RetrySafetyCard } from '@retrysafe/contract';
-import { normalizeIntent } from '@retrysafe/contract/rules';
 import { REPO } from './helpers.js';
 import { shippedCards } from './shipped-cards.js';
 
@@ -21,7 +21,8 @@ function decimal(text: string): string | null {
   if (!m || (m[2] === '' && (m[3] ?? '') === '')) return null;
   const digits = (m[2]! + (m[3] ?? '')).replace(/^0+/, '');
   if (digits === '') return '0';
-  const exp = BigInt(m[4] ?? '0') - BigInt((m[3] ?? '').length) + BigInt(digits.length - digits.replace(/0+$/, '').length);
+  const exp =
+    BigInt(m[4] ?? '0') - BigInt((m[3] ?? '').length) + BigInt(digits.length - digits.replace(/0+$/, '').length);
   return `${m[1] === '-' ? '-' : ''}${digits.replace(/0+$/, '')}e${exp}`;
 }
 
@@ -36,8 +37,12 @@ function oracleStep(s: string, step: string): string {
 
 /** The steps under which the provider treats two values of `field` as one: formatting always, a merge only with evidence. */
 function providerSteps(card: RetrySafetyCard, field: string): string[] {
-  const rules = (card.businessOperationId.normalize ?? []).filter((r) => field === r.field || field.startsWith(r.field + '.'));
-  return rules.flatMap((r) => r.steps.filter((s) => !MERGING.has(s) || /^https:\/\/\S+$/.test((r as { evidence?: string }).evidence ?? '')));
+  const rules = (card.businessOperationId.normalize ?? []).filter(
+    (r) => field === r.field || field.startsWith(r.field + '.'),
+  );
+  return rules.flatMap((r) =>
+    r.steps.filter((s) => !MERGING.has(s) || /^https:\/\/\S+$/.test((r as { evidence?: string }).evidence ?? '')),
+  );
 }
 
 const providerSame = (card: RetrySafetyCard, field: string, a: string, b: string) => {
@@ -66,8 +71,42 @@ const idOf = (card: RetrySafetyCard, params: unknown) => {
 
 // Values a provider keeps apart although a careless fold would merge them: compatibility forms,
 // case, inner white space, numerals beyond a double's precision.
-const TRICKY = ['INV-102', 'INV-10²', 'lot 1', 'lot ①', 'ﬁle', 'file', 'Ａ1', 'A1', 'a1', 'Straße', 'STRASSE', 'strasse', 'a  b', 'a b', 'a\u00a0b', 'K', '\u212a', '12345678901234567', '12345678901234568', '0.1', '0.10000000000000001', '1e2', '100', '100.0', '-0', '0', 'e\u0301', '\u00e9'];
-const piece = fc.oneof(fc.constantFrom(...TRICKY), fc.string({ maxLength: 6 }), fc.string({ unit: 'grapheme', maxLength: 4 }), fc.bigInt().map(String));
+const TRICKY = [
+  'INV-102',
+  'INV-10²',
+  'lot 1',
+  'lot ①',
+  'ﬁle',
+  'file',
+  'Ａ1',
+  'A1',
+  'a1',
+  'Straße',
+  'STRASSE',
+  'strasse',
+  'a  b',
+  'a b',
+  'a\u00a0b',
+  'K',
+  '\u212a',
+  '12345678901234567',
+  '12345678901234568',
+  '0.1',
+  '0.10000000000000001',
+  '1e2',
+  '100',
+  '100.0',
+  '-0',
+  '0',
+  'e\u0301',
+  '\u00e9',
+];
+const piece = fc.oneof(
+  fc.constantFrom(...TRICKY),
+  fc.string({ maxLength: 6 }),
+  fc.string({ unit: 'grapheme', maxLength: 4 }),
+  fc.bigInt().map(String),
+);
 const value = fc.array(piece, { minLength: 1, maxLength: 3 }).map((p) => p.join(''));
 const space = fc.constantFrom('', ' ', '  ', '\t', '\n', '\u00a0', '\u3000');
 
@@ -76,17 +115,33 @@ const shipped = await shippedCards();
 describe('normalisation never merges what the provider keeps apart (every shipped card)', () => {
   it('walks every adapter’s cards, and each validates', () => {
     const names = shipped.map(([n]) => n).join('\n');
-    for (const where of ['adapters/stripe/', 'adapters/msgraph/', 'adapters/hubspot/', 'adapters/http/', 'drill sandbox']) expect(names).toContain(where);
+    for (const where of [
+      'adapters/stripe/',
+      'adapters/msgraph/',
+      'adapters/hubspot/',
+      'adapters/http/',
+      'drill sandbox',
+    ])
+      expect(names).toContain(where);
     for (const [name, card] of shipped) expect(validateCard(card).problems, name).toEqual([]);
   });
 
   it('the published JSON Schema accepts every shipped card and refuses a merging step without the provider’s evidence', () => {
-    const schema = JSON.parse(readFileSync(join(REPO, 'packages/contract/schema/retry-safety-card.v1.schema.json'), 'utf8')) as object;
+    const schema = JSON.parse(
+      readFileSync(join(REPO, 'packages/contract/schema/retry-safety-card.v1.schema.json'), 'utf8'),
+    ) as object;
     const validate = new Ajv2020({ allErrors: true, strict: true }).compile(schema);
-    for (const [name, card] of shipped) expect(validate(JSON.parse(JSON.stringify(card))), `${name}: ${JSON.stringify(validate.errors)}`).toBe(true);
+    for (const [name, card] of shipped)
+      expect(validate(JSON.parse(JSON.stringify(card))), `${name}: ${JSON.stringify(validate.errors)}`).toBe(true);
     const [, card] = shipped.find(([, c]) => c.businessOperationId.normalize?.length)!;
     const field = card.businessOperationId.normalize![0]!.field;
-    const withSteps = (steps: string[], evidence?: string) => ({ ...card, businessOperationId: { ...card.businessOperationId, normalize: [{ field, steps, source: 'retrysafe policy', ...(evidence ? { evidence } : {}) }] } });
+    const withSteps = (steps: string[], evidence?: string) => ({
+      ...card,
+      businessOperationId: {
+        ...card.businessOperationId,
+        normalize: [{ field, steps, source: 'retrysafe policy', ...(evidence ? { evidence } : {}) }],
+      },
+    });
     for (const step of ['nfkc', 'case-fold', 'collapse-whitespace', 'canonical-number']) {
       expect(validate(withSteps(['trim', step])), step).toBe(false);
       expect(validate(withSteps([step], 'docs/policy.md')), step).toBe(false);
@@ -99,8 +154,14 @@ describe('normalisation never merges what the provider keeps apart (every shippe
     fc.assert(
       fc.property(fc.constantFrom(...fields), value, value, fc.constantFrom(...TRICKY), (field, base, a, b) => {
         fc.pre(!providerSame(card, field, a, b));
-        const idA = idOf(card, paramsWith(card, (f) => (f === field ? a : base)));
-        const idB = idOf(card, paramsWith(card, (f) => (f === field ? b : base)));
+        const idA = idOf(
+          card,
+          paramsWith(card, (f) => (f === field ? a : base)),
+        );
+        const idB = idOf(
+          card,
+          paramsWith(card, (f) => (f === field ? b : base)),
+        );
         expect(idA).not.toBe(idB);
       }),
       { numRuns: 300 },
@@ -110,7 +171,18 @@ describe('normalisation never merges what the provider keeps apart (every shippe
       for (const a of TRICKY)
         for (const b of TRICKY) {
           if (providerSame(card, field, a, b)) continue;
-          expect(idOf(card, paramsWith(card, (f) => (f === field ? a : 'x'))), `${field}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`).not.toBe(idOf(card, paramsWith(card, (f) => (f === field ? b : 'x'))));
+          expect(
+            idOf(
+              card,
+              paramsWith(card, (f) => (f === field ? a : 'x')),
+            ),
+            `${field}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`,
+          ).not.toBe(
+            idOf(
+              card,
+              paramsWith(card, (f) => (f === field ? b : 'x')),
+            ),
+          );
         }
   });
 
@@ -122,7 +194,12 @@ describe('normalisation never merges what the provider keeps apart (every shippe
           const nfd = base.normalize('NFD');
           return providerSteps(card, f).includes('trim') ? before + nfd + after : nfd;
         };
-        expect(idOf(card, paramsWith(card, formatted))).toBe(idOf(card, paramsWith(card, () => base)));
+        expect(idOf(card, paramsWith(card, formatted))).toBe(
+          idOf(
+            card,
+            paramsWith(card, () => base),
+          ),
+        );
       }),
       { numRuns: 200 },
     );

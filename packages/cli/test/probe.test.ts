@@ -10,7 +10,26 @@ const orders = join(REPO, 'packages/mcp/test/fixtures/orders-server.mjs');
 describe('retrysafe probe', () => {
   it('reports the duplicates of an unfenced server (exit 1) and writes a receipt', async () => {
     const receipt = join(tempDir('probe'), 'probe.json');
-    const r = await cli(['probe', '--tool', 'create_order', '--args', '{"customer":"c","ref":"PO-7","sku":"sku_1","quantity":1}', '--count-tool', 'list_orders', '--count-path', 'orders', '--settle-ms', '200', '--receipt', receipt, '--', process.execPath, orders, '--reply-delay-ms', '300']);
+    const r = await cli([
+      'probe',
+      '--tool',
+      'create_order',
+      '--args',
+      '{"customer":"c","ref":"PO-7","sku":"sku_1","quantity":1}',
+      '--count-tool',
+      'list_orders',
+      '--count-path',
+      'orders',
+      '--settle-ms',
+      '200',
+      '--receipt',
+      receipt,
+      '--',
+      process.execPath,
+      orders,
+      '--reply-delay-ms',
+      '300',
+    ]);
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/DUPLICATES: \d+ effects for one intent/);
     const written = JSON.parse(readFileSync(receipt, 'utf8')) as { verdict: string; effects: number };
@@ -19,19 +38,67 @@ describe('retrysafe probe', () => {
   });
 
   it('says apart "no effect seen" (exit 3) from duplicates (exit 1)', async () => {
-    const r = await cli(['probe', '--tool', 'create_order', '--args', '{"customer":"c","ref":"PO-8","sku":"sku_1","quantity":1}', '--count-tool', 'list_orders', '--count-path', 'orders', '--match', '{"ref":"nothing-has-this"}', '--settle-ms', '200', '--', process.execPath, orders]);
+    const r = await cli([
+      'probe',
+      '--tool',
+      'create_order',
+      '--args',
+      '{"customer":"c","ref":"PO-8","sku":"sku_1","quantity":1}',
+      '--count-tool',
+      'list_orders',
+      '--count-path',
+      'orders',
+      '--match',
+      '{"ref":"nothing-has-this"}',
+      '--settle-ms',
+      '200',
+      '--',
+      process.execPath,
+      orders,
+    ]);
     expect(r.stdout).toMatch(/no effect seen/);
     expect(r.code).toBe(3);
   });
 
   it('--json prints the receipt as JSON, with the same exit code', async () => {
-    const r = await cli(['probe', '--tool', 'create_order', '--args', '{"customer":"c","ref":"PO-9","sku":"sku_1","quantity":1}', '--count-tool', 'list_orders', '--count-path', 'orders', '--match', '{"ref":"nothing-has-this"}', '--settle-ms', '200', '--json', '--', process.execPath, orders]);
+    const r = await cli([
+      'probe',
+      '--tool',
+      'create_order',
+      '--args',
+      '{"customer":"c","ref":"PO-9","sku":"sku_1","quantity":1}',
+      '--count-tool',
+      'list_orders',
+      '--count-path',
+      'orders',
+      '--match',
+      '{"ref":"nothing-has-this"}',
+      '--settle-ms',
+      '200',
+      '--json',
+      '--',
+      process.execPath,
+      orders,
+    ]);
     expect(JSON.parse(r.stdout)).toMatchObject({ verdict: 'no-effect-seen', effects: 0 });
     expect(r.code).toBe(3);
   });
 
   it('refuses bad JSON in one line, exit 2', async () => {
-    const r = await cli(['probe', '--tool', 'x', '--count-tool', 'y', '--count-path', 'z', '--args', '[1', '--', process.execPath, orders]);
+    const r = await cli([
+      'probe',
+      '--tool',
+      'x',
+      '--count-tool',
+      'y',
+      '--count-path',
+      'z',
+      '--args',
+      '[1',
+      '--',
+      process.execPath,
+      orders,
+    ]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--args must be a JSON object/);
     expect(r.stderr).not.toMatch(/\n\s+at /);

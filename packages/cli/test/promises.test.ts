@@ -1,14 +1,14 @@
 // Issue 44 item 3: the CLI never waits forever on an error path and keeps the promises its help makes.
 import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
 import { createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock } from '@retrysafe/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handoffsText } from '../src/commands/ledger/handoffs/index.js';
+import { type FaultySandbox, startFaultySandbox } from './faulty-sandbox.js';
 import { cli, REPO, startCli, tempDir } from './helpers.js';
-import { startFaultySandbox, type FaultySandbox } from './faulty-sandbox.js';
 
 /** Every error path below must end by itself well inside this; the helper kills the CLI and fails the test past it. */
 const BOUND = { timeoutMs: 30_000 };
@@ -23,7 +23,10 @@ describe('retrysafe never waits forever', () => {
 
   it('Ctrl-C in a drill prints a line, removes its temporary ledgers and exits 130', async () => {
     const tmp = tempDir('sigint');
-    const run = startCli(['drill', '--adapter', 'sandbox', '--out', join(tmp, 'out')], { ...BOUND, env: { TMPDIR: tmp } });
+    const run = startCli(['drill', '--adapter', 'sandbox', '--out', join(tmp, 'out')], {
+      ...BOUND,
+      env: { TMPDIR: tmp },
+    });
     // one scenario finished (a progress line), so the drill's ledgers folder exists
     while (!/\[\s*1\//.test(run.stderr()) && run.child.exitCode === null) await new Promise((r) => setTimeout(r, 50));
     expect(readdirSync(tmp).filter((f) => f.startsWith('retrysafe-drill-ledgers-'))).not.toHaveLength(0);
@@ -39,16 +42,30 @@ describe('--json everywhere the help promises it', () => {
   it('cards validate --json prints JSON on stdout', async () => {
     const r = await cli(['cards', 'validate', 'packages/cli/test/fixtures/no-such-card.yaml', '--json'], BOUND);
     const body = JSON.parse(r.stdout);
-    expect(body).toMatchObject({ ok: false, results: [{ file: 'packages/cli/test/fixtures/no-such-card.yaml', ok: false }] });
+    expect(body).toMatchObject({
+      ok: false,
+      results: [{ file: 'packages/cli/test/fixtures/no-such-card.yaml', ok: false }],
+    });
   });
 
   it('cards init --json prints { card, unknowns, … } as JSON', async () => {
     const dir = tempDir('init-json');
     const from = join(dir, 'partial.json');
-    writeFileSync(from, JSON.stringify({ operation: 'acme.orders.create', provider: 'acme', businessOperationId: { intentFields: ['ref'] } }));
+    writeFileSync(
+      from,
+      JSON.stringify({
+        operation: 'acme.orders.create',
+        provider: 'acme',
+        businessOperationId: { intentFields: ['ref'] },
+      }),
+    );
     const r = await cli(['cards', 'init', '--from', from, '--json'], BOUND);
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, card: { operation: 'acme.orders.create' }, unknowns: expect.any(Array) });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      ok: true,
+      card: { operation: 'acme.orders.create' },
+      unknowns: expect.any(Array),
+    });
   });
 });
 
@@ -63,7 +80,11 @@ describe('exit code 2 for a file that cannot be read (as the help says)', () => 
     ['cards validate <missing file>', ['cards', 'validate', join(dir, 'missing.yaml')], /cannot read/],
     ['ledger ls --db <a folder>', ['ledger', 'ls', '--db', folder], /cannot open it as a SQLite ledger/],
     ['ledger ls --db <not a SQLite file>', ['ledger', 'ls', '--db', notALedger], /cannot open it as a SQLite ledger/],
-    ['drill --module <a folder>', ['drill', '--module', folder, '--out', join(dir, 'out')], /--module .*cannot import it/],
+    [
+      'drill --module <a folder>',
+      ['drill', '--module', folder, '--out', join(dir, 'out')],
+      /--module .*cannot import it/,
+    ],
   ] as const)('%s', async (_name, args, message) => {
     const r = await cli(args, BOUND);
     expect(r.stderr).toMatch(message);
@@ -86,7 +107,15 @@ describe('help runbook: the runbook the handoff list points to ships with the CL
     const r = await cli(['help', 'runbook'], BOUND);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^# Operator's runbook/);
-    const row = { businessOperationId: 'op-1', operation: 'sandbox.records.create', handoffReason: 'rejected', attempts: 1, updatedAt: '', explanation: 'rejected', safeNextActions: [] };
+    const row = {
+      businessOperationId: 'op-1',
+      operation: 'sandbox.records.create',
+      handoffReason: 'rejected',
+      attempts: 1,
+      updatedAt: '',
+      explanation: 'rejected',
+      safeNextActions: [],
+    };
     const list = handoffsText([row as unknown as Parameters<typeof handoffsText>[0][number]]);
     expect(list).toContain('retrysafe help runbook');
     expect(list).not.toContain('docs/runbook.md');
@@ -98,7 +127,9 @@ describe('help runbook: the runbook the handoff list points to ships with the CL
   });
 
   it('the text printed lives in the package (copied from docs/ at build)', async () => {
-    expect(readFileSync(join(REPO, 'packages/cli/dist/runbook.md'), 'utf8')).toBe(readFileSync(join(REPO, 'docs/runbook.md'), 'utf8'));
+    expect(readFileSync(join(REPO, 'packages/cli/dist/runbook.md'), 'utf8')).toBe(
+      readFileSync(join(REPO, 'docs/runbook.md'), 'utf8'),
+    );
   });
 });
 
@@ -110,7 +141,18 @@ describe('a ledger the operator may only read is listed and verified, read-only'
 
   beforeAll(async () => {
     const ledger = createSqliteLedger({ path: db });
-    await ledger.claim({ businessOperationId: asBusinessOperationId('ro-1'), provider: 'sandbox', operation: 'sandbox.records.create', intentFingerprint: 'i', paramsFingerprint: 'p', params: { ref: 'x' }, providerKey: 'k' as ProviderKey, owner: 'w', leaseMs: 1000, now: Date.now() });
+    await ledger.claim({
+      businessOperationId: asBusinessOperationId('ro-1'),
+      provider: 'sandbox',
+      operation: 'sandbox.records.create',
+      intentFingerprint: 'i',
+      paramsFingerprint: 'p',
+      params: { ref: 'x' },
+      providerKey: 'k' as ProviderKey,
+      owner: 'w',
+      leaseMs: 1000,
+      now: Date.now(),
+    });
     await ledger.close();
     chmodSync(db, 0o444);
     chmodSync(dir, 0o555);
@@ -142,7 +184,9 @@ describe('after fixing the cause of a rejection, the next step the CLI gives wor
   beforeAll(async () => {
     sandbox = await startFaultySandbox('reject', 'activate the account first');
     const ledger = createSqliteLedger({ path: db });
-    const r = await createRunner({ ledger, clock: createDrillClock() }).run(sandbox.adapter, 'records.create', { params: { ref: 'order-A', amount: 5 } });
+    const r = await createRunner({ ledger, clock: createDrillClock() }).run(sandbox.adapter, 'records.create', {
+      params: { ref: 'order-A', amount: 5 },
+    });
     expect(r.status).toBe('handed-off');
     id = r.businessOperationId;
     await ledger.close();
@@ -152,7 +196,10 @@ describe('after fixing the cause of a rejection, the next step the CLI gives wor
   }, 120_000);
 
   it('--resend-with the same params and --resume both point to --resume --force, which completes it', async () => {
-    const same = await cli(['ledger', 'resolve', id, '--resend-with', join(dir, 'same.json'), '--config', config], { ...BOUND, cwd: dir });
+    const same = await cli(['ledger', 'resolve', id, '--resend-with', join(dir, 'same.json'), '--config', config], {
+      ...BOUND,
+      cwd: dir,
+    });
     expect(same.code).toBe(1);
     expect(same.stderr).toMatch(/--resume --force/);
     expect(same.stderr).not.toMatch(/use resume/);
@@ -160,7 +207,10 @@ describe('after fixing the cause of a rejection, the next step the CLI gives wor
     expect(resume.code).toBe(1);
     expect(resume.stderr).toMatch(/fixed the cause.*--resume --force/s);
     expect(sandbox.provider.count()).toBe(0);
-    const forced = await cli(['ledger', 'resolve', id, '--resume', '--force', '--config', config, '--json'], { ...BOUND, cwd: dir });
+    const forced = await cli(['ledger', 'resolve', id, '--resume', '--force', '--config', config, '--json'], {
+      ...BOUND,
+      cwd: dir,
+    });
     expect(forced.code).toBe(0);
     expect(JSON.parse(forced.stdout)).toMatchObject({ status: 'done' });
     expect(sandbox.provider.count()).toBe(1);

@@ -3,29 +3,39 @@
  * adapter goes through the contract's provider module for Retry-After, "never sent" network codes and the
  * base-URL rule, so the same input gets the same answer whichever provider it is.
  */
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { AdapterConfigurationError, type Outcome } from '@retrysafe/contract';
 import { parseRetryAfter as sandboxRetryAfter } from '@retrysafe/contract/provider';
 import { createHttpAdapter, ietfOrdersCreate } from '@retrysafe/http';
 import { createHubSpotAdapter } from '@retrysafe/hubspot';
 import { createMsGraphAdapter } from '@retrysafe/msgraph';
+import { createResendAdapter } from '@retrysafe/resend';
 import { createSandboxAdapter, FORGETFUL_BEHAVIOUR } from '@retrysafe/sandbox';
 import { createSlackAdapter } from '@retrysafe/slack';
 import { createStripeAdapter } from '@retrysafe/stripe';
+import { describe, expect, it } from 'vitest';
 // Each adapter's own classifier, read from source: the root entries export only what a user needs
 // (factory, options, cards), not these internals. The sandbox reads Retry-After with the contract's parser itself.
-import { classifyNetworkError as httpNetwork, parseRetryAfter as httpRetryAfter } from '../../../adapters/http/src/http-errors.js';
-import { outcomeFromNetworkError as hubspotNetwork, rateLimitWaitMs } from '../../../adapters/hubspot/src/hubspot-errors.js';
-import { outcomeFromNetworkError as graphNetwork, parseRetryAfter as graphRetryAfter } from '../../../adapters/msgraph/src/msgraph-errors.js';
+import {
+  classifyNetworkError as httpNetwork,
+  parseRetryAfter as httpRetryAfter,
+} from '../../../adapters/http/src/http-errors.js';
+import {
+  outcomeFromNetworkError as hubspotNetwork,
+  rateLimitWaitMs,
+} from '../../../adapters/hubspot/src/hubspot-errors.js';
+import {
+  outcomeFromNetworkError as graphNetwork,
+  parseRetryAfter as graphRetryAfter,
+} from '../../../adapters/msgraph/src/msgraph-errors.js';
+import { retryAfterMsOf as resendRetryAfter } from '../../../adapters/resend/src/resend-errors.js';
 import { classifyNetworkError as sandboxNetwork } from '../../../adapters/sandbox/src/sandbox-adapter.js';
 import { outcomeFromError as slackError } from '../../../adapters/slack/src/slack-errors.js';
 import { classifyStripeError, retryAfterMs as stripeRetryAfter } from '../../../adapters/stripe/src/stripe-errors.js';
-import { retryAfterMsOf as resendRetryAfter } from '../../../adapters/resend/src/resend-errors.js';
-import { createResendAdapter } from '@retrysafe/resend';
-import { describe, expect, it } from 'vitest';
 
-const netErr = (code: string) => new TypeError('fetch failed', { cause: Object.assign(new Error(`connect ${code}`), { code }) });
+const netErr = (code: string) =>
+  new TypeError('fetch failed', { cause: Object.assign(new Error(`connect ${code}`), { code }) });
 
 const classifiers: Record<string, (code: string) => Outcome> = {
   http: (code) => httpNetwork(netErr(code)),
@@ -33,8 +43,19 @@ const classifiers: Record<string, (code: string) => Outcome> = {
   msgraph: (code) => graphNetwork(netErr(code)),
   hubspot: (code) => hubspotNetwork(netErr(code), { started: true }),
   // @slack/web-api wraps the fetch error as a WebAPIRequestError with the cause in `original`.
-  slack: (code) => slackError(Object.assign(new Error('A request error occurred'), { code: 'slack_webapi_request_error', original: netErr(code) })),
-  stripe: (code) => classifyStripeError({ type: 'StripeConnectionError', message: 'An error occurred with our connection to Stripe.', detail: Object.assign(new Error(code), { code }) }),
+  slack: (code) =>
+    slackError(
+      Object.assign(new Error('A request error occurred'), {
+        code: 'slack_webapi_request_error',
+        original: netErr(code),
+      }),
+    ),
+  stripe: (code) =>
+    classifyStripeError({
+      type: 'StripeConnectionError',
+      message: 'An error occurred with our connection to Stripe.',
+      detail: Object.assign(new Error(code), { code }),
+    }),
 };
 
 const retryAfterReaders: Record<string, (v: string) => number | undefined> = {
@@ -47,9 +68,12 @@ const retryAfterReaders: Record<string, (v: string) => number | undefined> = {
 
 describe('"never sent" network codes: one list, every adapter', () => {
   for (const [adapter, classify] of Object.entries(classifiers)) {
-    it.each(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'ENOTFOUND', 'EADDRNOTAVAIL'])(`${adapter}: %s ⇒ not-applied`, (code) => {
-      expect(classify(code).kind).toBe('not-applied');
-    });
+    it.each(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'ENOTFOUND', 'EADDRNOTAVAIL'])(
+      `${adapter}: %s ⇒ not-applied`,
+      (code) => {
+        expect(classify(code).kind).toBe('not-applied');
+      },
+    );
     it.each(['ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'UND_ERR_SOCKET'])(`${adapter}: %s ⇒ unknown`, (code) => {
       expect(classify(code).kind).toBe('unknown');
     });
@@ -66,7 +90,13 @@ describe('Retry-After: one reading, every adapter', () => {
   }
   it('hubspot: a 429 honours Retry-After 1.5 as 1500 ms, and -1 is no hint (the rate-limit headers decide)', () => {
     expect(rateLimitWaitMs({ status: 429, headers: { 'retry-after': '1.5' }, body: {} })).toBe(1500);
-    expect(rateLimitWaitMs({ status: 429, headers: { 'retry-after': '-1', 'x-hubspot-ratelimit-interval-milliseconds': '10000' }, body: {} })).toBe(10_000);
+    expect(
+      rateLimitWaitMs({
+        status: 429,
+        headers: { 'retry-after': '-1', 'x-hubspot-ratelimit-interval-milliseconds': '10000' },
+        body: {},
+      }),
+    ).toBe(10_000);
   });
 });
 
@@ -76,7 +106,13 @@ describe('base URL: https, or plain http only to loopback, for every adapter', (
     msgraph: (baseUrl) => createMsGraphAdapter({ accessToken: 'canary-token', baseUrl }),
     hubspot: (baseUrl) => createHubSpotAdapter({ accessToken: 'pat-canary', baseUrl }),
     slack: (baseUrl) => createSlackAdapter({ token: 'xoxb-canary', baseUrl }),
-    http: (baseUrl) => createHttpAdapter({ provider: 'acme', baseUrl, timeoutMs: 1000, operations: { 'orders.create': ietfOrdersCreate('acme') } }),
+    http: (baseUrl) =>
+      createHttpAdapter({
+        provider: 'acme',
+        baseUrl,
+        timeoutMs: 1000,
+        operations: { 'orders.create': ietfOrdersCreate('acme') },
+      }),
     sandbox: (baseUrl) => createSandboxAdapter({ baseUrl, behaviour: FORGETFUL_BEHAVIOUR }),
     resend: (baseUrl) => createResendAdapter({ apiKey: 're_canary', baseUrl }),
   };
@@ -112,9 +148,12 @@ describe('one owner: no adapter keeps a private copy of the generic rules', () =
   it('reads every adapter', () => {
     expect(sources.length).toBeGreaterThan(20);
   });
-  it.each(sources.map((p) => [p.slice(root.length + 1), p]))('%s has no own Retry-After parser or never-sent code set', (_name, path) => {
-    const text = readFileSync(path, 'utf8');
-    expect(text).not.toMatch(/Date\.parse\(/);
-    expect(text).not.toMatch(/new Set\(\[[^\]]*'(ECONNREFUSED|EHOSTUNREACH|ENOTFOUND)'/);
-  });
+  it.each(sources.map((p) => [p.slice(root.length + 1), p]))(
+    '%s has no own Retry-After parser or never-sent code set',
+    (_name, path) => {
+      const text = readFileSync(path, 'utf8');
+      expect(text).not.toMatch(/Date\.parse\(/);
+      expect(text).not.toMatch(/new Set\(\[[^\]]*'(ECONNREFUSED|EHOSTUNREACH|ENOTFOUND)'/);
+    },
+  );
 });

@@ -1,11 +1,11 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
 import { createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock } from '@retrysafe/testkit';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type FaultySandbox, startFaultySandbox } from './faulty-sandbox.js';
 import { cli, tempDir } from './helpers.js';
-import { startFaultySandbox, type FaultySandbox } from './faulty-sandbox.js';
 
 // `retrysafe ledger resolve <id> --resend-with <params.json>` (issue 16): an operator sends the
 // corrected request of an operation the provider rejected — never of one that may have been applied.
@@ -44,7 +44,9 @@ describe('retrysafe ledger resolve --resend-with', () => {
     expect(noConfig.code).not.toBe(0);
     expect(noConfig.stderr).toMatch(/--resend-with sends through the adapter: pass --config/);
     writeFileSync(join(dir, 'bad.json'), '[1]');
-    const bad = await cli(['ledger', 'resolve', rejected, '--resend-with', join(dir, 'bad.json'), '--config', config], { cwd: dir });
+    const bad = await cli(['ledger', 'resolve', rejected, '--resend-with', join(dir, 'bad.json'), '--config', config], {
+      cwd: dir,
+    });
     expect(bad.stderr).toMatch(/must hold a JSON object of params/);
   });
 
@@ -63,7 +65,10 @@ describe('retrysafe ledger resolve --resend-with', () => {
     const file = join(dir, 'fixed.json');
     writeFileSync(file, JSON.stringify({ ref: 'order-R', amount: 5 }));
     const countBefore = sandbox.provider.count();
-    const r = await cli(['ledger', 'resolve', rejected, '--resend-with', file, '--config', config, '--by', 'ops-test', '--json'], { cwd: dir });
+    const r = await cli(
+      ['ledger', 'resolve', rejected, '--resend-with', file, '--config', config, '--by', 'ops-test', '--json'],
+      { cwd: dir },
+    );
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ status: 'done', businessOperationId: rejected, adopted: false });

@@ -2,8 +2,8 @@
 // command matches the command.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
 import { SCENARIOS } from '@retrysafe/testkit';
+import { describe, expect, it } from 'vitest';
 import { COMMANDS } from '../src/cli-config.js';
 import { cardsOf, loadAdapters } from '../src/registry.js';
 import { cli, REPO, tempDir } from './helpers.js';
@@ -21,7 +21,9 @@ function unknownCommands(text: string): string[] {
   const bad: string[] = [];
   for (const m of text.matchAll(/(?:`|^\$ |\n\$ )retrysafe ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?/g)) {
     const [first, second] = [m[1]!, m[2]];
-    const ok = groups.has(first) ? second === undefined || runs.has(`${first} ${second}`) : runs.has(`${first} ${second}`) || runs.has(first);
+    const ok = groups.has(first)
+      ? second === undefined || runs.has(`${first} ${second}`)
+      : runs.has(`${first} ${second}`) || runs.has(first);
     if (!ok) bad.push(m[0].trim());
   }
   return bad;

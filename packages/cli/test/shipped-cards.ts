@@ -7,7 +7,11 @@ import { cardsOf, loadAdapters } from '../src/registry.js';
 import { REPO } from './helpers.js';
 
 // By shape, not by validateCard: a shipped card that stopped validating must show up (and fail), not drop out of the walk.
-const isCard = (v: unknown): v is RetrySafetyCard => typeof v === 'object' && v !== null && (v as { cardVersion?: unknown }).cardVersion === 1 && typeof (v as { operation?: unknown }).operation === 'string';
+const isCard = (v: unknown): v is RetrySafetyCard =>
+  typeof v === 'object' &&
+  v !== null &&
+  (v as { cardVersion?: unknown }).cardVersion === 1 &&
+  typeof (v as { operation?: unknown }).operation === 'string';
 
 /** Every card shipped: the exports of adapters/*\/src/*-cards.ts (cards, maps of cards, card builders of a provider name), the drills' variants, docs/examples. */
 export async function shippedCards(): Promise<[string, RetrySafetyCard][]> {
@@ -37,7 +41,7 @@ export async function shippedCards(): Promise<[string, RetrySafetyCard][]> {
   }
   for (const entry of await loadAdapters()) for (const c of await cardsOf(entry)) add(`drill ${entry.name}`, c.card);
   const examples = join(REPO, 'docs/examples/http-api');
-  for (const f of readdirSync(examples).filter((f) => f.endsWith('.card.yaml'))) add(`docs/examples/http-api/${f}`, readCardFile(join(examples, f)));
+  for (const f of readdirSync(examples).filter((f) => f.endsWith('.card.yaml')))
+    add(`docs/examples/http-api/${f}`, readCardFile(join(examples, f)));
   return [...out.values()].map(({ card, where }) => [`${card.operation} (${where.join(', ')})`, card]);
 }
-

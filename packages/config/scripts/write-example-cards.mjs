@@ -2,8 +2,8 @@
 // so the no-code example cites what the package's own cards cite. Run after `pnpm build`:
 //   node packages/config/scripts/write-example-cards.mjs
 import { writeFileSync } from 'node:fs';
-import { stringify } from 'yaml';
 import { asyncExportsCreate, clientTokenInstancesRun, etagDocumentsUpdate, ietfOrdersCreate } from '@retrysafe/http';
+import { stringify } from 'yaml';
 
 // Each pattern's operation declaration carries its card, for any provider name.
 export const EXAMPLE_CARDS = {
@@ -16,5 +16,6 @@ export const HEADER = '# A retry safety card as data: every fact is { value, sou
 export const render = (card) => HEADER + stringify(JSON.parse(JSON.stringify(card)), { lineWidth: 0 });
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  for (const [file, make] of Object.entries(EXAMPLE_CARDS)) writeFileSync(new URL(`../../../docs/examples/http-api/${file}`, import.meta.url), render(make('acme')));
+  for (const [file, make] of Object.entries(EXAMPLE_CARDS))
+    writeFileSync(new URL(`../../../docs/examples/http-api/${file}`, import.meta.url), render(make('acme')));
 }

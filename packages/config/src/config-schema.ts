@@ -7,21 +7,42 @@ import type { SchemaNode } from './schema-check.js';
  * adapter's own options), `paramsSchema` and `card` (checked by the contract's `validateCard`).
  */
 
-const str = (description: string, extra: Partial<SchemaNode> = {}): SchemaNode => ({ type: 'string', minLength: 1, description, ...extra });
+const str = (description: string, extra: Partial<SchemaNode> = {}): SchemaNode => ({
+  type: 'string',
+  minLength: 1,
+  description,
+  ...extra,
+});
 const ENV_NAME = '^[A-Za-z_][A-Za-z0-9_]*$';
 const envVar = (description: string): SchemaNode => str(description, { pattern: ENV_NAME });
-const ms = (description: string, min: 'zero' | 'positive' = 'zero'): SchemaNode => ({ type: 'number', description, ...(min === 'zero' ? { minimum: 0 } : { exclusiveMinimum: 0 }) });
+const ms = (description: string, min: 'zero' | 'positive' = 'zero'): SchemaNode => ({
+  type: 'number',
+  description,
+  ...(min === 'zero' ? { minimum: 0 } : { exclusiveMinimum: 0 }),
+});
 const strings: SchemaNode = { type: 'array', items: { type: 'string', minLength: 1 } };
 
 const timeoutMs = ms('client timeout per request, in milliseconds', 'positive');
-const baseUrl = str('origin (and optional base path) of the API, e.g. https://api.example.com/v1', { pattern: '^https?://' });
+const baseUrl = str('origin (and optional base path) of the API, e.g. https://api.example.com/v1', {
+  pattern: '^https?://',
+});
 
 export const HTTP_PATTERNS = ['ietf-idempotency-key', 'async-request-reply', 'etag', 'client-token'] as const;
-export const POLICY_KEYS = ['maxAttempts', 'maxElapsedMs', 'baseMs', 'capMs', 'retryAfterCapMs', 'lookupWindowMs', 'leaseMs', 'waitForOtherMs'] as const;
+export const POLICY_KEYS = [
+  'maxAttempts',
+  'maxElapsedMs',
+  'baseMs',
+  'capMs',
+  'retryAfterCapMs',
+  'lookupWindowMs',
+  'leaseMs',
+  'waitForOtherMs',
+] as const;
 
 const where: SchemaNode = {
   type: 'object',
-  description: 'dot path in the item ⇒ expected value; `{name}` is a param, `{key}` the provider key, `{businessOperationId}` the id',
+  description:
+    'dot path in the item ⇒ expected value; `{name}` is a param, `{key}` the provider key, `{businessOperationId}` the id',
   additionalProperties: true,
 };
 
@@ -29,14 +50,16 @@ export const configSchema = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
   $id: 'https://unpkg.com/@retrysafe/config/schema.json',
   title: 'retrysafe config',
-  description: 'The ledger, the adapters and the operations retrysafe exposes. Credentials come from environment variables only.',
+  description:
+    'The ledger, the adapters and the operations retrysafe exposes. Credentials come from environment variables only.',
   type: 'object',
   additionalProperties: false,
   required: ['adapters'],
   properties: {
     $schema: { type: 'string', description: 'this schema, for editor completion' },
     ledger: {
-      description: 'a SQLite file path (relative to this file; default ./retrysafe.db when the key is absent), a postgres:// URL, or { dynamodb: { table } }. A ledger named here that cannot be used is an error, never a fallback.',
+      description:
+        'a SQLite file path (relative to this file; default ./retrysafe.db when the key is absent), a postgres:// URL, or { dynamodb: { table } }. A ledger named here that cannot be used is an error, never a fallback.',
       oneOf: [str('a SQLite file path or a postgres:// URL'), { $ref: '#/$defs/dynamodbLedger' }],
     },
     handoffs: str('JSONL file the handoff packets are appended to'),
@@ -76,14 +99,20 @@ export const configSchema = {
     },
     operations: {
       type: 'array',
-      description: 'operations to expose, as "<adapter name>.<operation>" (e.g. stripe.paymentIntents.create); default: all of every configured adapter. An entry that names no operation is an error.',
-      items: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_-]*\\.[A-Za-z0-9_.-]+$', description: '<adapter name>.<operation>' },
+      description:
+        'operations to expose, as "<adapter name>.<operation>" (e.g. stripe.paymentIntents.create); default: all of every configured adapter. An entry that names no operation is an error.',
+      items: {
+        type: 'string',
+        pattern: '^[A-Za-z][A-Za-z0-9_-]*\\.[A-Za-z0-9_.-]+$',
+        description: '<adapter name>.<operation>',
+      },
     },
   },
   $defs: {
     dynamodbLedger: {
       type: 'object',
-      description: 'a DynamoDB table (create it with ensureTable from @retrysafe/ledger-dynamodb); credentials come from the environment or the AWS SDK\'s default chain, never from this file',
+      description:
+        "a DynamoDB table (create it with ensureTable from @retrysafe/ledger-dynamodb); credentials come from the environment or the AWS SDK's default chain, never from this file",
       additionalProperties: false,
       required: ['dynamodb'],
       properties: {
@@ -93,8 +122,10 @@ export const configSchema = {
           required: ['table'],
           properties: {
             table: str('the table name', { minLength: 3 }),
-            region: str('AWS region (default: the SDK\'s, e.g. AWS_REGION)'),
-            endpoint: str('another endpoint, e.g. a local DynamoDB at http://127.0.0.1:8000', { pattern: '^https?://' }),
+            region: str("AWS region (default: the SDK's, e.g. AWS_REGION)"),
+            endpoint: str('another endpoint, e.g. a local DynamoDB at http://127.0.0.1:8000', {
+              pattern: '^https?://',
+            }),
           },
         },
       },
@@ -131,7 +162,11 @@ export const configSchema = {
         accessTokenEnv: envVar('environment variable holding the HubSpot private-app token'),
         baseUrl,
         timeoutMs,
-        searchSettleMs: { type: ['number', 'null'], minimum: 0, description: 'how long a HubSpot search may lag a write' },
+        searchSettleMs: {
+          type: ['number', 'null'],
+          minimum: 0,
+          description: 'how long a HubSpot search may lag a write',
+        },
       },
     },
     resend: {
@@ -144,7 +179,11 @@ export const configSchema = {
       type: 'object',
       additionalProperties: false,
       required: ['baseUrl'],
-      properties: { baseUrl, timeoutMs, behaviour: { type: 'object', description: 'the sandbox behaviour the card describes' } },
+      properties: {
+        baseUrl,
+        timeoutMs,
+        behaviour: { type: 'object', description: 'the sandbox behaviour the card describes' },
+      },
     },
     moduleAdapter: {
       type: 'object',
@@ -170,11 +209,21 @@ export const configSchema = {
       required: ['type', 'baseUrl', 'timeoutMs', 'operations'],
       properties: {
         type: { const: 'http' },
-        provider: str('provider name in cards and tool names (default: the adapter name)', { pattern: '^[A-Za-z][A-Za-z0-9_-]*$' }),
+        provider: str('provider name in cards and tool names (default: the adapter name)', {
+          pattern: '^[A-Za-z][A-Za-z0-9_-]*$',
+        }),
         baseUrl,
         timeoutMs,
-        headers: { type: 'object', description: 'static headers that are not credentials', additionalProperties: { type: 'string' } },
-        headersFromEnv: { type: 'object', description: 'header ⇒ environment variable holding its value (e.g. Authorization: ACME_AUTH)', additionalProperties: envVar('environment variable name') },
+        headers: {
+          type: 'object',
+          description: 'static headers that are not credentials',
+          additionalProperties: { type: 'string' },
+        },
+        headersFromEnv: {
+          type: 'object',
+          description: 'header ⇒ environment variable holding its value (e.g. Authorization: ACME_AUTH)',
+          additionalProperties: envVar('environment variable name'),
+        },
         operations: { type: 'object', additionalProperties: { $ref: '#/$defs/httpOperation' } },
       },
     },
@@ -192,7 +241,11 @@ export const configSchema = {
         precondition: { $ref: '#/$defs/httpPrecondition' },
         errors: { $ref: '#/$defs/httpErrors' },
         asyncReply: { type: 'boolean', description: 'a 202 with Location is in-progress with that status URL' },
-        body: { type: ['object', 'array'], description: 'JSON body template: a string "{param}" is replaced by the value (any type), "{key}", "{businessOperationId}" too; default: the params minus path placeholders' },
+        body: {
+          type: ['object', 'array'],
+          description:
+            'JSON body template: a string "{param}" is replaced by the value (any type), "{key}", "{businessOperationId}" too; default: the params minus path placeholders',
+        },
         refPath: str('dot path of the provider object id in a success body'),
         requestIdHeader: str('response header with the provider request id'),
         paramsSchema: { type: 'object', description: 'JSON Schema of the params' },
@@ -206,23 +259,57 @@ export const configSchema = {
           type: 'object',
           additionalProperties: false,
           required: ['travels', 'name'],
-          properties: { travels: { const: 'header' }, name: str('header name, e.g. Idempotency-Key'), encoding: { enum: ['raw', 'sf-string'] }, rule: { $ref: '#/$defs/keyRule' } },
+          properties: {
+            travels: { const: 'header' },
+            name: str('header name, e.g. Idempotency-Key'),
+            encoding: { enum: ['raw', 'sf-string'] },
+            rule: { $ref: '#/$defs/keyRule' },
+          },
         },
-        { type: 'object', additionalProperties: false, required: ['travels', 'name'], properties: { travels: { const: 'body' }, name: str('top-level body field'), rule: { $ref: '#/$defs/keyRule' } } },
-        { type: 'object', additionalProperties: false, required: ['travels', 'name'], properties: { travels: { const: 'query' }, name: str('query parameter'), rule: { $ref: '#/$defs/keyRule' } } },
-        { type: 'object', additionalProperties: false, required: ['travels'], properties: { travels: { const: 'none' } } },
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['travels', 'name'],
+          properties: {
+            travels: { const: 'body' },
+            name: str('top-level body field'),
+            rule: { $ref: '#/$defs/keyRule' },
+          },
+        },
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['travels', 'name'],
+          properties: { travels: { const: 'query' }, name: str('query parameter'), rule: { $ref: '#/$defs/keyRule' } },
+        },
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['travels'],
+          properties: { travels: { const: 'none' } },
+        },
       ],
     },
     keyRule: {
       type: 'object',
       additionalProperties: false,
-      properties: { maxLength: { type: 'integer', minimum: 1 }, charset: str('character class body, e.g. A-Za-z0-9_-'), prefix: { type: 'string' } },
+      properties: {
+        maxLength: { type: 'integer', minimum: 1 },
+        charset: str('character class body, e.g. A-Za-z0-9_-'),
+        prefix: { type: 'string' },
+      },
     },
     match: {
       type: 'object',
       additionalProperties: false,
       required: ['where'],
-      properties: { items: { type: 'string', description: 'dot path of the list in the response body (omit when the body is the list)' }, where },
+      properties: {
+        items: {
+          type: 'string',
+          description: 'dot path of the list in the response body (omit when the body is the list)',
+        },
+        where,
+      },
     },
     httpLookup: {
       oneOf: [
@@ -233,7 +320,13 @@ export const configSchema = {
           properties: {
             method: { const: 'get-by-key' },
             path: str('GET path template', { pattern: '^/' }),
-            applied: { type: 'object', additionalProperties: false, required: ['where'], properties: { where }, description: 'when the resource shows this operation' },
+            applied: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['where'],
+              properties: { where },
+              description: 'when the resource shows this operation',
+            },
           },
         },
         {
@@ -246,7 +339,12 @@ export const configSchema = {
               type: 'object',
               additionalProperties: false,
               required: ['field', 'pending', 'done'],
-              properties: { field: str('dot path of the status field'), pending: strings, done: strings, failed: strings },
+              properties: {
+                field: str('dot path of the status field'),
+                pending: strings,
+                done: strings,
+                failed: strings,
+              },
             },
             withoutStatusRef: {
               anyOf: [
@@ -255,7 +353,11 @@ export const configSchema = {
                   type: 'object',
                   additionalProperties: false,
                   required: ['path', 'match', 'statusUrlPath'],
-                  properties: { path: str('list path template', { pattern: '^/' }), match: { $ref: '#/$defs/match' }, statusUrlPath: str('dot path of the status URL in the match') },
+                  properties: {
+                    path: str('list path template', { pattern: '^/' }),
+                    match: { $ref: '#/$defs/match' },
+                    statusUrlPath: str('dot path of the status URL in the match'),
+                  },
                 },
               ],
             },
@@ -265,10 +367,25 @@ export const configSchema = {
           type: 'object',
           additionalProperties: false,
           required: ['method', 'path', 'match'],
-          properties: { method: { const: 'search' }, path: str('search path template', { pattern: '^/' }), match: { $ref: '#/$defs/match' }, refPath: str('dot path of the object id in the match') },
+          properties: {
+            method: { const: 'search' },
+            path: str('search path template', { pattern: '^/' }),
+            match: { $ref: '#/$defs/match' },
+            refPath: str('dot path of the object id in the match'),
+          },
         },
-        { type: 'object', additionalProperties: false, required: ['method'], properties: { method: { const: 'resend-same-key' } } },
-        { type: 'object', additionalProperties: false, required: ['method'], properties: { method: { const: 'none' } } },
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['method'],
+          properties: { method: { const: 'resend-same-key' } },
+        },
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['method'],
+          properties: { method: { const: 'none' } },
+        },
       ],
     },
     httpPrecondition: {
@@ -297,10 +414,27 @@ export const configSchema = {
             additionalProperties: false,
             required: ['status', 'outcome'],
             properties: {
-              status: { anyOf: [{ type: 'integer', minimum: 100 }, { type: 'array', items: { type: 'integer', minimum: 100 } }, { enum: ['4xx', '5xx'] }] },
+              status: {
+                anyOf: [
+                  { type: 'integer', minimum: 100 },
+                  { type: 'array', items: { type: 'integer', minimum: 100 } },
+                  { enum: ['4xx', '5xx'] },
+                ],
+              },
               code: { anyOf: [{ type: 'string' }, strings] },
               outcome: { enum: ['rejected', 'not-applied', 'in-progress', 'unknown'] },
-              reason: { enum: ['validation', 'permission', 'authentication', 'configuration', 'conflict', 'not-found', 'card-declined', 'other'] },
+              reason: {
+                enum: [
+                  'validation',
+                  'permission',
+                  'authentication',
+                  'configuration',
+                  'conflict',
+                  'not-found',
+                  'card-declined',
+                  'other',
+                ],
+              },
               cause: { enum: ['timeout', 'connection-reset', 'server-error', 'truncated-response', 'other'] },
             },
           },
@@ -313,13 +447,18 @@ export const configSchema = {
       additionalProperties: false,
       properties: {
         pattern: { enum: [...HTTP_PATTERNS] },
-        params: { type: 'object', description: 'params of drill operation i; "{i}" in a string is replaced by i (default: the pattern reference params)' },
+        params: {
+          type: 'object',
+          description:
+            'params of drill operation i; "{i}" in a string is replaced by i (default: the pattern reference params)',
+        },
         changeIntent: str('intent field the drill changes to make a different operation'),
       },
     },
     card: {
       type: 'object',
-      description: 'a retry safety card (cardVersion 1); every fact is { value, source } and value may be "unknown". Checked in full by validateCard.',
+      description:
+        'a retry safety card (cardVersion 1); every fact is { value, source } and value may be "unknown". Checked in full by validateCard.',
       required: ['cardVersion', 'provider', 'operation'],
       properties: { cardVersion: { const: 1 }, provider: { type: 'string' }, operation: { type: 'string' } },
     },

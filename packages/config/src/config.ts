@@ -1,13 +1,13 @@
 import { existsSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { RetrysafeError, type AdapterV1, type Ledger } from '@retrysafe/contract';
+import { type AdapterV1, type Ledger, RetrysafeError } from '@retrysafe/contract';
 import type { PolicyOverrides } from '@retrysafe/core';
-import { findInlineCredentials, looksLikeEnvName, safeMessage } from './credentials.js';
 import type { HttpAdapterDeclaration } from '@retrysafe/http';
-import { checkConfig, DEFAULT_LEDGER, ledgerKind } from './validate.js';
-import { suggest } from './schema-check.js';
+import { findInlineCredentials, looksLikeEnvName, safeMessage } from './credentials.js';
 import { FileLimitError, parseDataText, readTextFile } from './read-file.js';
+import { suggest } from './schema-check.js';
+import { checkConfig, DEFAULT_LEDGER, ledgerKind } from './validate.js';
 
 const marker = Symbol.for('retrysafe.error.ConfigError');
 
@@ -19,16 +19,46 @@ export class ConfigError extends RetrysafeError {
     super('RETRYSAFE_CONFIG', `${path ? path + ': ' : ''}${message}`);
     this.path = path;
   }
-  static override isInstance = (v: unknown): v is ConfigError => typeof v === 'object' && v !== null && (v as Record<symbol, unknown>)[marker] === true;
+  static override isInstance = (v: unknown): v is ConfigError =>
+    typeof v === 'object' && v !== null && (v as Record<symbol, unknown>)[marker] === true;
 }
 
-export interface StripeConfig { readonly baseUrl?: string; readonly apiKeyEnv: string; readonly timeoutMs?: number }
-export interface MsGraphConfig { readonly baseUrl?: string; readonly accessTokenEnv: string; readonly timeoutMs?: number }
-export interface GitHubConfig { readonly baseUrl?: string; readonly tokenEnv: string; readonly timeoutMs?: number }
-export interface SlackConfig { readonly baseUrl?: string; readonly tokenEnv: string; readonly timeoutMs?: number }
-export interface HubSpotConfig { readonly baseUrl?: string; readonly accessTokenEnv: string; readonly timeoutMs?: number; readonly searchSettleMs?: number | null }
-export interface ResendConfig { readonly baseUrl?: string; readonly apiKeyEnv: string; readonly timeoutMs?: number }
-export interface SandboxConfig { readonly baseUrl: string; readonly timeoutMs?: number; readonly behaviour?: Record<string, unknown> }
+export interface StripeConfig {
+  readonly baseUrl?: string;
+  readonly apiKeyEnv: string;
+  readonly timeoutMs?: number;
+}
+export interface MsGraphConfig {
+  readonly baseUrl?: string;
+  readonly accessTokenEnv: string;
+  readonly timeoutMs?: number;
+}
+export interface GitHubConfig {
+  readonly baseUrl?: string;
+  readonly tokenEnv: string;
+  readonly timeoutMs?: number;
+}
+export interface SlackConfig {
+  readonly baseUrl?: string;
+  readonly tokenEnv: string;
+  readonly timeoutMs?: number;
+}
+export interface HubSpotConfig {
+  readonly baseUrl?: string;
+  readonly accessTokenEnv: string;
+  readonly timeoutMs?: number;
+  readonly searchSettleMs?: number | null;
+}
+export interface ResendConfig {
+  readonly baseUrl?: string;
+  readonly apiKeyEnv: string;
+  readonly timeoutMs?: number;
+}
+export interface SandboxConfig {
+  readonly baseUrl: string;
+  readonly timeoutMs?: number;
+  readonly behaviour?: Record<string, unknown>;
+}
 /** Any other adapter: a module exporting a factory `(options) => AdapterV1`. */
 export interface ModuleAdapterConfig {
   readonly type?: 'module';
@@ -62,12 +92,36 @@ export interface HttpOperationConfig {
   readonly method: 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** `{param}`, `{key}`, `{businessOperationId}` placeholders. */
   readonly path: string;
-  readonly key: { readonly travels: 'header' | 'body' | 'query' | 'none'; readonly name?: string; readonly encoding?: 'raw' | 'sf-string'; readonly rule?: { readonly maxLength?: number; readonly charset?: string; readonly prefix?: string } };
+  readonly key: {
+    readonly travels: 'header' | 'body' | 'query' | 'none';
+    readonly name?: string;
+    readonly encoding?: 'raw' | 'sf-string';
+    readonly rule?: { readonly maxLength?: number; readonly charset?: string; readonly prefix?: string };
+  };
   /** The retry safety card inline, or a JSON/YAML file path relative to the config file. */
   readonly card: string | Readonly<Record<string, unknown>>;
-  readonly lookup: { readonly method: 'get-by-key' | 'status-url' | 'search' | 'resend-same-key' | 'none'; readonly [field: string]: unknown };
-  readonly precondition?: { readonly param: string; readonly header?: string; readonly query?: string; readonly failedStatus?: number; readonly validatorHeader?: string; readonly validatorField?: string };
-  readonly errors: { readonly codePath?: string; readonly rules: readonly { readonly status: number | readonly number[] | '4xx' | '5xx'; readonly code?: string | readonly string[]; readonly outcome: 'rejected' | 'not-applied' | 'in-progress' | 'unknown'; readonly reason?: string; readonly cause?: string }[] };
+  readonly lookup: {
+    readonly method: 'get-by-key' | 'status-url' | 'search' | 'resend-same-key' | 'none';
+    readonly [field: string]: unknown;
+  };
+  readonly precondition?: {
+    readonly param: string;
+    readonly header?: string;
+    readonly query?: string;
+    readonly failedStatus?: number;
+    readonly validatorHeader?: string;
+    readonly validatorField?: string;
+  };
+  readonly errors: {
+    readonly codePath?: string;
+    readonly rules: readonly {
+      readonly status: number | readonly number[] | '4xx' | '5xx';
+      readonly code?: string | readonly string[];
+      readonly outcome: 'rejected' | 'not-applied' | 'in-progress' | 'unknown';
+      readonly reason?: string;
+      readonly cause?: string;
+    }[];
+  };
   readonly asyncReply?: boolean;
   /** JSON body template (`"{param}"` keeps the value's type). */
   readonly body?: unknown;
@@ -76,7 +130,11 @@ export interface HttpOperationConfig {
   readonly paramsSchema?: Readonly<Record<string, unknown>>;
   readonly sensitiveFields?: readonly string[];
   /** For `retrysafe drill --config`. */
-  readonly drill?: { readonly pattern?: 'ietf-idempotency-key' | 'async-request-reply' | 'etag' | 'client-token'; readonly params?: Readonly<Record<string, unknown>>; readonly changeIntent?: string };
+  readonly drill?: {
+    readonly pattern?: 'ietf-idempotency-key' | 'async-request-reply' | 'etag' | 'client-token';
+    readonly params?: Readonly<Record<string, unknown>>;
+    readonly changeIntent?: string;
+  };
 }
 
 /** A `type: http` entry resolved for `@retrysafe/http`'s createHttpAdapterFromDeclaration: cards read, header credentials from the environment. */
@@ -85,9 +143,20 @@ export interface HttpDeclarationData {
   readonly baseUrl: string;
   readonly timeoutMs: number;
   readonly headers?: Readonly<Record<string, string>>;
-  readonly operations: Readonly<Record<string, Omit<HttpOperationConfig, 'card'> & { readonly card: Readonly<Record<string, unknown>> }>>;
+  readonly operations: Readonly<
+    Record<string, Omit<HttpOperationConfig, 'card'> & { readonly card: Readonly<Record<string, unknown>> }>
+  >;
 }
-export type AdapterConfig = StripeConfig | MsGraphConfig | HubSpotConfig | ResendConfig | GitHubConfig | SlackConfig | SandboxConfig | ModuleAdapterConfig | HttpAdapterConfig;
+export type AdapterConfig =
+  | StripeConfig
+  | MsGraphConfig
+  | HubSpotConfig
+  | ResendConfig
+  | GitHubConfig
+  | SlackConfig
+  | SandboxConfig
+  | ModuleAdapterConfig
+  | HttpAdapterConfig;
 
 /** A DynamoDB ledger's table; credentials come from the environment or the AWS SDK's default chain. */
 export interface DynamoDbLedgerConfig {
@@ -125,18 +194,27 @@ export interface RetrysafeConfig {
 /** Parses and checks a config object against the published schema; every problem is reported at once. */
 export function parseConfig(raw: unknown, baseDir = process.cwd(), source = 'config'): RetrysafeConfig {
   const problems: string[] = [];
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError(source, 'expected an object with { ledger, adapters }');
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw))
+    throw new ConfigError(source, 'expected an object with { ledger, adapters }');
   const o = raw as Record<string, unknown>;
   // Inline credentials (by key parts, by value, inside URLs; never echoed), then the published schema.
   problems.push(...findInlineCredentials(o));
   problems.push(...checkConfig(o));
   if (problems.length) throw new ConfigError(source, problems.join('; '));
   const { $schema: _schema, ...rest } = o;
-  return { ...rest, ledger: (o.ledger as LedgerLocation | undefined) ?? DEFAULT_LEDGER, adapters: o.adapters as RetrysafeConfig['adapters'], baseDir } as RetrysafeConfig;
+  return {
+    ...rest,
+    ledger: (o.ledger as LedgerLocation | undefined) ?? DEFAULT_LEDGER,
+    adapters: o.adapters as RetrysafeConfig['adapters'],
+    baseDir,
+  } as RetrysafeConfig;
 }
 
 /** What a config file (or a TypeScript config) holds: `RetrysafeConfig` before it is read (no baseDir; ledger optional). */
-export type RetrysafeConfigInput = Omit<RetrysafeConfig, 'baseDir' | 'ledger'> & { readonly ledger?: LedgerLocation; readonly $schema?: string };
+export type RetrysafeConfigInput = Omit<RetrysafeConfig, 'baseDir' | 'ledger'> & {
+  readonly ledger?: LedgerLocation;
+  readonly $schema?: string;
+};
 
 /**
  * Types a config written in TypeScript (`retrysafe.config.ts`: `export default defineConfig({ … })`).
@@ -158,7 +236,9 @@ export async function loadConfigFile(file: string): Promise<RetrysafeConfig> {
   try {
     mod = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
   } catch (e) {
-    const hint = /\.[mc]?ts$/i.test(file) ? ' (this Node cannot import TypeScript directly: compile it, or run under a loader such as tsx, or Node ≥ 22.18)' : '';
+    const hint = /\.[mc]?ts$/i.test(file)
+      ? ' (this Node cannot import TypeScript directly: compile it, or run under a loader such as tsx, or Node ≥ 22.18)'
+      : '';
     throw new ConfigError(file, `cannot import: ${(e as Error).message}${hint}`);
   }
   return parseConfig(mod.default ?? mod.config, dirname(path), file);
@@ -166,33 +246,44 @@ export async function loadConfigFile(file: string): Promise<RetrysafeConfig> {
 
 /** Reads a `.json`, `.yaml` or `.yml` config file (see `loadConfigFile` for TypeScript and JavaScript configs). */
 export function loadConfig(file: string): RetrysafeConfig {
-  if (MODULE_CONFIG.test(file)) throw new ConfigError(file, 'a JavaScript/TypeScript config is read with loadConfigFile() (async)');
+  if (MODULE_CONFIG.test(file))
+    throw new ConfigError(file, 'a JavaScript/TypeScript config is read with loadConfigFile() (async)');
   let text: string;
   try {
     text = readTextFile(file);
   } catch (e) {
     if (FileLimitError.isInstance(e)) throw e;
-    throw new ConfigError(file, `cannot read: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
+    throw new ConfigError(
+      file,
+      `cannot read: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`,
+    );
   }
   let raw: unknown;
   try {
     raw = parseDataText(text, { path: file, yaml: /\.ya?ml$/i.test(file) });
   } catch (e) {
     if (FileLimitError.isInstance(e)) throw e;
-    throw new ConfigError(file, `not valid ${/\.ya?ml$/i.test(file) ? 'YAML' : 'JSON'}: ${safeMessage((e as Error).message)}`);
+    throw new ConfigError(
+      file,
+      `not valid ${/\.ya?ml$/i.test(file) ? 'YAML' : 'JSON'}: ${safeMessage((e as Error).message)}`,
+    );
   }
   return parseConfig(raw, dirname(resolve(file)), file);
 }
 
 function env(name: string, path: string, environment: NodeJS.ProcessEnv): string {
-  if (!looksLikeEnvName(name)) throw new ConfigError(path, 'expected the NAME of an environment variable (the value given is not shown)');
+  if (!looksLikeEnvName(name))
+    throw new ConfigError(path, 'expected the NAME of an environment variable (the value given is not shown)');
   const v = environment[name];
   if (!v) throw new ConfigError(path, `environment variable ${name} is not set`);
   return v;
 }
 
 /** The connection options every first-party adapter takes the same way. */
-const connection = (s: { readonly baseUrl?: string; readonly timeoutMs?: number }) => ({ ...(s.baseUrl ? { baseUrl: s.baseUrl } : {}), ...(s.timeoutMs ? { timeoutMs: s.timeoutMs } : {}) });
+const connection = (s: { readonly baseUrl?: string; readonly timeoutMs?: number }) => ({
+  ...(s.baseUrl ? { baseUrl: s.baseUrl } : {}),
+  ...(s.timeoutMs ? { timeoutMs: s.timeoutMs } : {}),
+});
 
 /** The first-party adapters by config key: each package is imported only when configured; `secret` reads a named environment variable. */
 const BUILT_IN: Record<string, (c: unknown, secret: (variable: string) => string) => Promise<AdapterV1>> = {
@@ -209,7 +300,11 @@ const BUILT_IN: Record<string, (c: unknown, secret: (variable: string) => string
   async hubspot(c, secret) {
     const s = c as HubSpotConfig;
     const { createHubSpotAdapter } = await import('@retrysafe/hubspot');
-    return createHubSpotAdapter({ accessToken: secret(s.accessTokenEnv), ...connection(s), ...(s.searchSettleMs !== undefined ? { searchSettleMs: s.searchSettleMs } : {}) });
+    return createHubSpotAdapter({
+      accessToken: secret(s.accessTokenEnv),
+      ...connection(s),
+      ...(s.searchSettleMs !== undefined ? { searchSettleMs: s.searchSettleMs } : {}),
+    });
   },
   async resend(c, secret) {
     const s = c as ResendConfig;
@@ -229,12 +324,25 @@ const BUILT_IN: Record<string, (c: unknown, secret: (variable: string) => string
   async sandbox(c) {
     const s = c as SandboxConfig;
     const { createSandboxAdapter } = await import('@retrysafe/sandbox');
-    return createSandboxAdapter({ baseUrl: s.baseUrl, timeoutMs: s.timeoutMs ?? 5000, behaviour: (s.behaviour ?? { replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' }) as never });
+    return createSandboxAdapter({
+      baseUrl: s.baseUrl,
+      timeoutMs: s.timeoutMs ?? 5000,
+      behaviour: (s.behaviour ?? {
+        replays: true,
+        retentionMs: 86_400_000,
+        parameterMatching: 'mismatch-error',
+        concurrency: 'rejects-in-progress',
+        lookup: 'get-by-key',
+      }) as never,
+    });
   },
 };
 
 /** Builds the configured adapters (each adapter package is imported only when configured). */
-export async function createAdapters(config: RetrysafeConfig, environment: NodeJS.ProcessEnv = process.env): Promise<Record<string, AdapterV1>> {
+export async function createAdapters(
+  config: RetrysafeConfig,
+  environment: NodeJS.ProcessEnv = process.env,
+): Promise<Record<string, AdapterV1>> {
   const out: Record<string, AdapterV1> = {};
   for (const [name, c] of Object.entries(config.adapters)) {
     if (!c) continue;
@@ -249,9 +357,16 @@ export async function createAdapters(config: RetrysafeConfig, environment: NodeJ
       const spec = isAbsolute(m.module) || m.module.startsWith('.') ? resolve(config.baseDir, m.module) : m.module;
       const mod = (await import(spec)) as Record<string, unknown>;
       const factory = mod[m.export ?? 'default'];
-      if (typeof factory !== 'function') throw new ConfigError(path, `${m.module} does not export a factory named ${m.export ?? 'default'}`);
+      if (typeof factory !== 'function')
+        throw new ConfigError(path, `${m.module} does not export a factory named ${m.export ?? 'default'}`);
       const options = structuredClone(m.options ?? {}) as Record<string, unknown>;
-      for (const [option, variable] of Object.entries(m.secretsFromEnv ?? {})) setPath(options, option, env(variable, `${path}.secretsFromEnv.${option}`, environment), `${path}.secretsFromEnv`);
+      for (const [option, variable] of Object.entries(m.secretsFromEnv ?? {}))
+        setPath(
+          options,
+          option,
+          env(variable, `${path}.secretsFromEnv.${option}`, environment),
+          `${path}.secretsFromEnv`,
+        );
       out[name] = (await factory(options)) as AdapterV1;
     }
   }
@@ -262,14 +377,15 @@ export async function createAdapters(config: RetrysafeConfig, environment: NodeJ
 /** Sets `a.b.c` inside `target`, creating objects on the way; refuses to walk through a non-object or a prototype key. */
 function setPath(target: Record<string, unknown>, dotted: string, value: string, where: string): void {
   const parts = dotted.split('.');
-  if (parts.some((p) => !p || p === '__proto__' || p === 'constructor' || p === 'prototype')) throw new ConfigError(where, `${JSON.stringify(dotted)} is not an option path`);
+  if (parts.some((p) => !p || p === '__proto__' || p === 'constructor' || p === 'prototype'))
+    throw new ConfigError(where, `${JSON.stringify(dotted)} is not an option path`);
   let cur = target;
   for (const [i, p] of parts.entries()) {
     if (i === parts.length - 1) {
       cur[p] = value;
       return;
     }
-    const next = Object.prototype.hasOwnProperty.call(cur, p) ? cur[p] : undefined;
+    const next = Object.hasOwn(cur, p) ? cur[p] : undefined;
     if (next === undefined) cur = cur[p] = {} as Record<string, unknown>;
     else if (next && typeof next === 'object' && !Array.isArray(next)) cur = next as Record<string, unknown>;
     else throw new ConfigError(where, `${dotted}: options.${parts.slice(0, i + 1).join('.')} is not an object`);
@@ -285,7 +401,10 @@ function checkOperations(config: RetrysafeConfig, adapters: Record<string, Adapt
     if (!adapter) return; // parseConfig reported it
     const op = entry.slice(name.length + 1);
     const known = Object.keys(adapter.operations);
-    if (!known.includes(op)) problems.push(`operations[${i}]: ${name} has no operation "${op}"${suggest(op, known)} (known: ${known.join(', ')})`);
+    if (!known.includes(op))
+      problems.push(
+        `operations[${i}]: ${name} has no operation "${op}"${suggest(op, known)} (known: ${known.join(', ')})`,
+      );
   });
   if (problems.length) throw new ConfigError('operations', problems.join('; '));
 }
@@ -311,31 +430,63 @@ function readCardFile(file: string, baseDir: string, where: string): unknown {
     text = readTextFile(path);
   } catch (e) {
     if (FileLimitError.isInstance(e)) throw e;
-    throw new ConfigError(where, `cannot read card file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new ConfigError(
+      where,
+      `cannot read card file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+    );
   }
   try {
     return parseDataText(text, { path, yaml: /\.ya?ml$/i.test(file) });
   } catch (e) {
     if (FileLimitError.isInstance(e)) throw e;
-    throw new ConfigError(where, `card file ${file} is not valid ${/\.ya?ml$/i.test(file) ? 'YAML' : 'JSON'}: ${(e as Error).message}`);
+    throw new ConfigError(
+      where,
+      `card file ${file} is not valid ${/\.ya?ml$/i.test(file) ? 'YAML' : 'JSON'}: ${(e as Error).message}`,
+    );
   }
 }
 
 /** The declaration `@retrysafe/http` takes, from a `type: http` config entry: cards read, header credentials from the environment. */
-export function httpDeclarationOf(name: string, c: HttpAdapterConfig, baseDir: string, environment: NodeJS.ProcessEnv = process.env): HttpDeclarationData {
+export function httpDeclarationOf(
+  name: string,
+  c: HttpAdapterConfig,
+  baseDir: string,
+  environment: NodeJS.ProcessEnv = process.env,
+): HttpDeclarationData {
   const path = `adapters.${name}`;
   const headers: Record<string, string> = { ...(c.headers ?? {}) };
-  for (const [header, variable] of Object.entries(c.headersFromEnv ?? {})) headers[header] = env(variable, `${path}.headersFromEnv.${header}`, environment);
+  for (const [header, variable] of Object.entries(c.headersFromEnv ?? {}))
+    headers[header] = env(variable, `${path}.headersFromEnv.${header}`, environment);
   const operations: Record<string, HttpDeclarationData['operations'][string]> = {};
   for (const [op, d] of Object.entries(c.operations)) {
-    operations[op] = { ...d, card: (typeof d.card === 'string' ? readCardFile(d.card, baseDir, `${path}.operations.${op}.card`) : d.card) as Readonly<Record<string, unknown>> };
+    operations[op] = {
+      ...d,
+      card: (typeof d.card === 'string'
+        ? readCardFile(d.card, baseDir, `${path}.operations.${op}.card`)
+        : d.card) as Readonly<Record<string, unknown>>,
+    };
   }
-  return { provider: c.provider ?? name, baseUrl: c.baseUrl, timeoutMs: c.timeoutMs, ...(Object.keys(headers).length ? { headers } : {}), operations };
+  return {
+    provider: c.provider ?? name,
+    baseUrl: c.baseUrl,
+    timeoutMs: c.timeoutMs,
+    ...(Object.keys(headers).length ? { headers } : {}),
+    operations,
+  };
 }
 
-async function createDeclaredHttpAdapter(name: string, c: HttpAdapterConfig, baseDir: string, environment: NodeJS.ProcessEnv): Promise<AdapterV1> {
+async function createDeclaredHttpAdapter(
+  name: string,
+  c: HttpAdapterConfig,
+  baseDir: string,
+  environment: NodeJS.ProcessEnv,
+): Promise<AdapterV1> {
   const declaration = httpDeclarationOf(name, c, baseDir, environment);
-  const { createHttpAdapterFromDeclaration } = await importOptional<typeof import('@retrysafe/http')>('@retrysafe/http', `adapters.${name}`, () => import('@retrysafe/http'));
+  const { createHttpAdapterFromDeclaration } = await importOptional<typeof import('@retrysafe/http')>(
+    '@retrysafe/http',
+    `adapters.${name}`,
+    () => import('@retrysafe/http'),
+  );
   try {
     return createHttpAdapterFromDeclaration(declaration as unknown as HttpAdapterDeclaration);
   } catch (e) {
@@ -349,7 +500,8 @@ async function importOptional<T>(pkg: string, where: string, load: () => Promise
   try {
     return (await load()) as T;
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && String((e as Error).message).includes(pkg)) throw new ConfigError(where, `needs ${pkg}: install it next to @retrysafe/config`);
+    if ((e as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && String((e as Error).message).includes(pkg))
+      throw new ConfigError(where, `needs ${pkg}: install it next to @retrysafe/config`);
     throw e;
   }
 }
@@ -362,19 +514,32 @@ async function importOptional<T>(pkg: string, where: string, load: () => Promise
  */
 export async function openLedger(location: LedgerLocation, baseDir = process.cwd()): Promise<Ledger> {
   if (typeof location !== 'string') {
-    const { createDynamoDbLedger } = await importOptional<typeof import('@retrysafe/ledger-dynamodb')>('@retrysafe/ledger-dynamodb', 'ledger', () => import('@retrysafe/ledger-dynamodb'));
+    const { createDynamoDbLedger } = await importOptional<typeof import('@retrysafe/ledger-dynamodb')>(
+      '@retrysafe/ledger-dynamodb',
+      'ledger',
+      () => import('@retrysafe/ledger-dynamodb'),
+    );
     const { table, region, endpoint } = location.dynamodb;
     return createDynamoDbLedger({ table, ...(region ? { region } : {}), ...(endpoint ? { endpoint } : {}) });
   }
   const kind = ledgerKind(location);
   if (kind.kind === 'unusable') throw new ConfigError('ledger', kind.reason);
   if (kind.kind === 'postgres') {
-    const { createPostgresLedger } = await importOptional<typeof import('@retrysafe/ledger-postgres')>('@retrysafe/ledger-postgres', 'ledger', () => import('@retrysafe/ledger-postgres'));
+    const { createPostgresLedger } = await importOptional<typeof import('@retrysafe/ledger-postgres')>(
+      '@retrysafe/ledger-postgres',
+      'ledger',
+      () => import('@retrysafe/ledger-postgres'),
+    );
     return createPostgresLedger({ connectionString: location });
   }
   const path = isAbsolute(location) ? location : resolve(baseDir, location);
-  if (!existsSync(dirname(path))) throw new ConfigError('ledger', `the directory of ${path} does not exist (a SQLite ledger file is created, its directory is not)`);
-  if (existsSync(path) && statSync(path).isDirectory()) throw new ConfigError('ledger', `${path} is a directory, not a SQLite file`);
+  if (!existsSync(dirname(path)))
+    throw new ConfigError(
+      'ledger',
+      `the directory of ${path} does not exist (a SQLite ledger file is created, its directory is not)`,
+    );
+  if (existsSync(path) && statSync(path).isDirectory())
+    throw new ConfigError('ledger', `${path} is a directory, not a SQLite file`);
   const { createSqliteLedger } = await import('@retrysafe/ledger-sqlite');
   try {
     return createSqliteLedger({ path });

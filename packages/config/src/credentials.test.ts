@@ -6,7 +6,10 @@ import { ConfigError, createAdapters, loadConfig, parseConfig } from './index.js
 
 const dir = mkdtempSync(join(tmpdir(), 'retrysafe-config-cred-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const mod = (options: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ ledger: 'x.db', adapters: { custom: { module: './adapter.js', options, ...extra } } });
+const mod = (options: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+  ledger: 'x.db',
+  adapters: { custom: { module: './adapter.js', options, ...extra } },
+});
 
 /** The ConfigError parseConfig throws for `raw` (fails the test when it does not throw). */
 function refusal(raw: unknown): string {
@@ -22,22 +25,65 @@ function refusal(raw: unknown): string {
 describe('config: inline credentials are refused by key, by value and inside URLs, never echoed', () => {
   const SECRET = 'hunter2-Zq8vLw';
   it.each<[string, unknown, RegExp]>([
-    ['apiToken', mod({ apiToken: SECRET }), /adapters\.custom\.options\.apiToken: credentials come from environment variables/],
+    [
+      'apiToken',
+      mod({ apiToken: SECRET }),
+      /adapters\.custom\.options\.apiToken: credentials come from environment variables/,
+    ],
     ['bearerToken', mod({ bearerToken: SECRET }), /options\.bearerToken/],
     ['privateKey', mod({ privateKey: SECRET }), /options\.privateKey/],
     ['auth', mod({ auth: { user: 'u', pass: SECRET } }), /options\.auth/],
     ['credentials.pass', mod({ credentials: { pass: SECRET } }), /options\.credentials/],
     ['"apiKey " with a trailing space', mod({ 'apiKey ': SECRET }), /options\["apiKey "\]/],
     ['headers["X-Api-Key"]', mod({ headers: { 'X-Api-Key': SECRET } }), /options\.headers\["X-Api-Key"\]/],
-    ['a Stripe key under an innocent name', mod({ label: `sk_live_${SECRET}` }), /options\.label: looks like a credential \(Stripe key/],
-    ['an AWS key id', mod({ region: 'eu', id: `AKIA${'ABCDEFGHIJKLMNOP'}` }), /options\.id: looks like a credential \(AWS/],
-    ['a postgres URL with a password', { ledger: `postgres://app:${SECRET}@db.internal/rs`, adapters: { stripe: { apiKeyEnv: 'STRIPE_KEY' } } }, /ledger: the URL carries a password: .*PGPASSWORD/],
-    ['a baseUrl with user:pass', { ledger: 'x.db', adapters: { stripe: { apiKeyEnv: 'STRIPE_KEY', baseUrl: `https://u:${SECRET}@api.example/` } } }, /adapters\.stripe\.baseUrl: the URL carries user:password/],
-    ['a baseUrl with ?key=', { ledger: 'x.db', adapters: { sandbox: { baseUrl: `https://api.example/v1?key=${SECRET}` } } }, /adapters\.sandbox\.baseUrl: the URL's query parameter 'key' carries a credential/],
-    ['a baseUrl with ?access_token=', mod({ baseUrl: `https://api.example/?a=1&access_token=${SECRET}` }), /query parameter 'access_token'/],
-    ['a secret typed where an env-var name belongs', { ledger: 'x.db', adapters: { stripe: { apiKeyEnv: `sk_live_${SECRET}` } } }, /apiKeyEnv: expected the NAME of an environment variable .*looks like a credential/],
-    ['a non-name in accessTokenEnv', { ledger: 'x.db', adapters: { hubspot: { accessTokenEnv: `pat ${SECRET}` } } }, /accessTokenEnv: expected the NAME of an environment variable/],
-    ['a non-name in secretsFromEnv', mod({}, { secretsFromEnv: { apiToken: `Bearer ${SECRET}` } }), /secretsFromEnv\.apiToken: expected the NAME/],
+    [
+      'a Stripe key under an innocent name',
+      mod({ label: `sk_live_${SECRET}` }),
+      /options\.label: looks like a credential \(Stripe key/,
+    ],
+    [
+      'an AWS key id',
+      mod({ region: 'eu', id: `AKIA${'ABCDEFGHIJKLMNOP'}` }),
+      /options\.id: looks like a credential \(AWS/,
+    ],
+    [
+      'a postgres URL with a password',
+      { ledger: `postgres://app:${SECRET}@db.internal/rs`, adapters: { stripe: { apiKeyEnv: 'STRIPE_KEY' } } },
+      /ledger: the URL carries a password: .*PGPASSWORD/,
+    ],
+    [
+      'a baseUrl with user:pass',
+      {
+        ledger: 'x.db',
+        adapters: { stripe: { apiKeyEnv: 'STRIPE_KEY', baseUrl: `https://u:${SECRET}@api.example/` } },
+      },
+      /adapters\.stripe\.baseUrl: the URL carries user:password/,
+    ],
+    [
+      'a baseUrl with ?key=',
+      { ledger: 'x.db', adapters: { sandbox: { baseUrl: `https://api.example/v1?key=${SECRET}` } } },
+      /adapters\.sandbox\.baseUrl: the URL's query parameter 'key' carries a credential/,
+    ],
+    [
+      'a baseUrl with ?access_token=',
+      mod({ baseUrl: `https://api.example/?a=1&access_token=${SECRET}` }),
+      /query parameter 'access_token'/,
+    ],
+    [
+      'a secret typed where an env-var name belongs',
+      { ledger: 'x.db', adapters: { stripe: { apiKeyEnv: `sk_live_${SECRET}` } } },
+      /apiKeyEnv: expected the NAME of an environment variable .*looks like a credential/,
+    ],
+    [
+      'a non-name in accessTokenEnv',
+      { ledger: 'x.db', adapters: { hubspot: { accessTokenEnv: `pat ${SECRET}` } } },
+      /accessTokenEnv: expected the NAME of an environment variable/,
+    ],
+    [
+      'a non-name in secretsFromEnv',
+      mod({}, { secretsFromEnv: { apiToken: `Bearer ${SECRET}` } }),
+      /secretsFromEnv\.apiToken: expected the NAME/,
+    ],
   ])('%s', (_label, raw, expected) => {
     const message = refusal(raw);
     expect(message).toMatch(expected);
@@ -50,7 +96,14 @@ describe('config: inline credentials are refused by key, by value and inside URL
       {
         ledger: 'postgres://postgres@127.0.0.1:54329/retrysafe',
         redact: { fields: ['password', 'customer.email'] },
-        adapters: { stripe: { apiKeyEnv: 'STRIPE_API_KEY', baseUrl: 'http://127.0.0.1:12111/v1?mode=test' }, custom: { module: './a.js', options: { region: 'eu', pageSize: 50 }, secretsFromEnv: { apiToken: 'ACME_TOKEN' } } },
+        adapters: {
+          stripe: { apiKeyEnv: 'STRIPE_API_KEY', baseUrl: 'http://127.0.0.1:12111/v1?mode=test' },
+          custom: {
+            module: './a.js',
+            options: { region: 'eu', pageSize: 50 },
+            secretsFromEnv: { apiToken: 'ACME_TOKEN' },
+          },
+        },
       },
       dir,
     );

@@ -27,7 +27,12 @@ function isEnvNameKey(key: string): boolean {
   return parts[parts.length - 1] === 'env';
 }
 
-const pathOf = (base: string, key: string) => (/^[A-Za-z_$][\w$]*$/.test(key) ? (base ? `${base}.${key}` : key) : `${base}[${JSON.stringify(key.replace(/[^\w .-]/g, '?'))}]`);
+const pathOf = (base: string, key: string) =>
+  /^[A-Za-z_$][\w$]*$/.test(key)
+    ? base
+      ? `${base}.${key}`
+      : key
+    : `${base}[${JSON.stringify(key.replace(/[^\w .-]/g, '?'))}]`;
 
 /** Problems of a string that is a URL (null when it is not one): user-info, secret query parameters, a credential elsewhere in it. */
 function urlProblems(value: string, path: string): string[] | null {
@@ -50,12 +55,17 @@ function urlProblems(value: string, path: string): string[] | null {
   }
   for (const k of new Set(url.searchParams.keys())) {
     if (isSecretKey(k) || SECRET_QUERY.test(k)) {
-      out.push(`${path}: the URL's query parameter '${k.replace(/[^\w.-]/g, '?')}' carries a credential: pass it through an environment variable (secretsFromEnv) instead`);
+      out.push(
+        `${path}: the URL's query parameter '${k.replace(/[^\w.-]/g, '?')}' carries a credential: pass it through an environment variable (secretsFromEnv) instead`,
+      );
     }
   }
   const rest = `${url.protocol}//${url.host}${url.pathname}${[...url.searchParams.values()].join(' ')}${url.hash}`;
   const kind = detectSensitive(decodeURIComponent(rest), { pii: false });
-  if (kind) out.push(`${path}: the URL holds what looks like a credential (${kind}; not shown): pass it through an environment variable instead`);
+  if (kind)
+    out.push(
+      `${path}: the URL holds what looks like a credential (${kind}; not shown): pass it through an environment variable instead`,
+    );
   return out;
 }
 
@@ -83,7 +93,10 @@ export function findInlineCredentials(raw: unknown): string[] {
         return;
       }
       const kind = detectSensitive(text, { pii: false });
-      if (kind) problems.push(`${path}: looks like a credential (${kind}; not shown): credentials come from environment variables only (an adapter's *Env option, or secretsFromEnv)`);
+      if (kind)
+        problems.push(
+          `${path}: looks like a credential (${kind}; not shown): credentials come from environment variables only (an adapter's *Env option, or secretsFromEnv)`,
+        );
       return;
     }
     if (Array.isArray(v)) {
@@ -105,7 +118,9 @@ export function findInlineCredentials(raw: unknown): string[] {
       // A JSON Schema of params names its fields (`password: { type: 'string' }`): keys there are not values.
       if (k === 'paramsSchema') continue;
       if (isSecretKey(k) && !(typeof x === 'string' && x.replace(TEMPLATE, '').trim() === '')) {
-        problems.push(`${p}: credentials come from environment variables only (use e.g. apiKeyEnv / accessTokenEnv naming the variable, or secretsFromEnv: { ${JSON.stringify(k.trim().replace(/[^\w-]/g, '') || 'option')}: "MY_VARIABLE" } for a module adapter)`);
+        problems.push(
+          `${p}: credentials come from environment variables only (use e.g. apiKeyEnv / accessTokenEnv naming the variable, or secretsFromEnv: { ${JSON.stringify(k.trim().replace(/[^\w-]/g, '') || 'option')}: "MY_VARIABLE" } for a module adapter)`,
+        );
         continue;
       }
       walk(x, p, k);

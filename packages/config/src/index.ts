@@ -1,7 +1,43 @@
-export { ConfigError, parseConfig, loadConfig, loadConfigFile, defineConfig, createAdapters, exposedOperations, httpDeclarationOf, openLedger } from './config.js';
-export type { RetrysafeConfig, RetrysafeConfigInput, LedgerLocation, DynamoDbLedgerConfig, AdapterConfig, StripeConfig, MsGraphConfig, HubSpotConfig, ResendConfig, GitHubConfig, SlackConfig, SandboxConfig, ModuleAdapterConfig, HttpAdapterConfig, HttpOperationConfig, HttpDeclarationData } from './config.js';
+export type {
+  AdapterConfig,
+  DynamoDbLedgerConfig,
+  GitHubConfig,
+  HttpAdapterConfig,
+  HttpDeclarationData,
+  HttpOperationConfig,
+  HubSpotConfig,
+  LedgerLocation,
+  ModuleAdapterConfig,
+  MsGraphConfig,
+  ResendConfig,
+  RetrysafeConfig,
+  RetrysafeConfigInput,
+  SandboxConfig,
+  SlackConfig,
+  StripeConfig,
+} from './config.js';
+export {
+  ConfigError,
+  createAdapters,
+  defineConfig,
+  exposedOperations,
+  httpDeclarationOf,
+  loadConfig,
+  loadConfigFile,
+  openLedger,
+  parseConfig,
+} from './config.js';
 export { configSchema, HTTP_PATTERNS, POLICY_KEYS } from './config-schema.js';
+export { findInlineCredentials, looksLikeEnvName } from './credentials.js';
+export {
+  DataSyntaxError,
+  FILE_LIMITS,
+  FileLimitError,
+  type FileLimitName,
+  type FileLimits,
+  parseDataText,
+  readDataFile,
+  readTextFile,
+} from './read-file.js';
 export { checkSchema, didYouMean, type SchemaNode } from './schema-check.js';
 export { DEFAULT_LEDGER, ledgerKind } from './validate.js';
-export { findInlineCredentials, looksLikeEnvName } from './credentials.js';
-export { FILE_LIMITS, FileLimitError, DataSyntaxError, parseDataText, readDataFile, readTextFile, type FileLimits, type FileLimitName } from './read-file.js';

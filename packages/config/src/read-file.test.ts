@@ -42,7 +42,9 @@ describe('file limits', () => {
     const file = bigYaml(50);
     const script = `import { loadConfig } from ${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)};
 try { loadConfig(${JSON.stringify(file)}); console.log('loaded'); } catch (e) { console.log(e.code + ' ' + e.limit); }`;
-    const r = spawnSync(process.execPath, ['--max-old-space-size=32', '--input-type=module', '-e', script], { encoding: 'utf8' });
+    const r = spawnSync(process.execPath, ['--max-old-space-size=32', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+    });
     expect(r.stderr).not.toMatch(/heap out of memory/);
     expect(r.stdout.trim()).toBe('RETRYSAFE_FILE_LIMIT maxBytes');
     expect(r.status).toBe(0);
@@ -56,7 +58,12 @@ try { loadConfig(${JSON.stringify(file)}); console.log('loaded'); } catch (e) { 
 
   it('YAML aliases that expand too far (a "billion laughs" file) are refused as maxAliasCount', () => {
     const levels = ['a: &a [x, x, x, x, x, x, x, x, x, x]'];
-    for (let i = 1; i < 9; i++) levels.push(`${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(10).fill(`*${String.fromCharCode(96 + i)}`).join(', ')}]`);
+    for (let i = 1; i < 9; i++)
+      levels.push(
+        `${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(10)
+          .fill(`*${String.fromCharCode(96 + i)}`)
+          .join(', ')}]`,
+      );
     const e = limitOf(() => parseDataText(levels.join('\n'), { path: 'laughs.yaml', yaml: true }));
     expect(e).toMatchObject({ limit: 'maxAliasCount', max: FILE_LIMITS.maxAliasCount, path: 'laughs.yaml' });
   });
@@ -66,22 +73,41 @@ try { loadConfig(${JSON.stringify(file)}); console.log('loaded'); } catch (e) { 
     ['JSON', false, (n: number) => `${'{"a":'.repeat(n)}1${'}'.repeat(n)}`],
   ] as const)('%s nested deeper than maxDepth is refused; at maxDepth it is read', (_kind, yaml, nest) => {
     expect(() => parseDataText(nest(FILE_LIMITS.maxDepth), { path: 'f', yaml })).not.toThrow();
-    expect(limitOf(() => parseDataText(nest(FILE_LIMITS.maxDepth + 1), { path: 'f', yaml }))).toMatchObject({ limit: 'maxDepth' });
+    expect(limitOf(() => parseDataText(nest(FILE_LIMITS.maxDepth + 1), { path: 'f', yaml }))).toMatchObject({
+      limit: 'maxDepth',
+    });
     // deep enough to exhaust a recursive parser's stack: still the typed error
     expect(limitOf(() => parseDataText(nest(200_000), { path: 'f', yaml }))).toMatchObject({ limit: 'maxDepth' });
   });
 
   it('brackets inside quoted YAML scalars and comments are text, not nesting', () => {
     const deep = '['.repeat(FILE_LIMITS.maxDepth + 10);
-    expect(parseDataText(`a: "${deep}"\nb: '${deep}'\n# ${deep}\nc: [1, [2]]\n`, { path: 'f.yaml', yaml: true })).toEqual({ a: deep, b: deep, c: [1, [2]] });
+    expect(
+      parseDataText(`a: "${deep}"\nb: '${deep}'\n# ${deep}\nc: [1, [2]]\n`, { path: 'f.yaml', yaml: true }),
+    ).toEqual({ a: deep, b: deep, c: [1, [2]] });
   });
 
   it('a config whose card file is over a limit names that file', () => {
     const card = join(dir, 'deep-card.json');
     writeFileSync(card, `${'['.repeat(100)}${']'.repeat(100)}`);
     const config = join(dir, 'with-card.json');
-    const op = { description: 'd', method: 'POST', path: '/x', key: { travels: 'none' }, card: 'deep-card.json', lookup: { method: 'none' }, errors: { rules: [] } };
-    writeFileSync(config, JSON.stringify({ adapters: { acme: { type: 'http', baseUrl: 'http://127.0.0.1:9', timeoutMs: 1000, operations: { 'x.create': op } } } }));
+    const op = {
+      description: 'd',
+      method: 'POST',
+      path: '/x',
+      key: { travels: 'none' },
+      card: 'deep-card.json',
+      lookup: { method: 'none' },
+      errors: { rules: [] },
+    };
+    writeFileSync(
+      config,
+      JSON.stringify({
+        adapters: {
+          acme: { type: 'http', baseUrl: 'http://127.0.0.1:9', timeoutMs: 1000, operations: { 'x.create': op } },
+        },
+      }),
+    );
     return import('./index.js').then(({ httpDeclarationOf }) => {
       const c = loadConfig(config);
       const e = limitOf(() => httpDeclarationOf('acme', c.adapters.acme as never, c.baseDir, {}));

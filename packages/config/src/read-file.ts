@@ -1,6 +1,6 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import { parseDocument } from 'yaml';
 import { RetrysafeError } from '@retrysafe/contract';
+import { parseDocument } from 'yaml';
 
 /**
  * What a file retrysafe reads (a config, a card, the params of `--resend-with`) may hold. Far above
@@ -32,7 +32,8 @@ export class FileLimitError extends RetrysafeError {
     this.limit = limit;
     this.max = max;
   }
-  static override isInstance = (v: unknown): v is FileLimitError => typeof v === 'object' && v !== null && (v as Record<symbol, unknown>)[marker] === true;
+  static override isInstance = (v: unknown): v is FileLimitError =>
+    typeof v === 'object' && v !== null && (v as Record<symbol, unknown>)[marker] === true;
 }
 
 const CHUNK = 64 * 1024;
@@ -128,29 +129,47 @@ export class DataSyntaxError extends Error {
  * alias resolutions and unique keys, both with at most `maxDepth` levels of nesting. Throws
  * FileLimitError over a limit, DataSyntaxError for text that does not parse.
  */
-export function parseDataText(text: string, options: { readonly path: string; readonly yaml: boolean; readonly limits?: FileLimits }): unknown {
+export function parseDataText(
+  text: string,
+  options: { readonly path: string; readonly yaml: boolean; readonly limits?: FileLimits },
+): unknown {
   const { path, yaml } = options;
   const limits = options.limits ?? FILE_LIMITS;
   let value: unknown;
   try {
     if (yaml) {
-      if (flowDepth(text) > limits.maxDepth) throw new FileLimitError(path, 'maxDepth', limits.maxDepth, `it nests objects and arrays more than ${limits.maxDepth} levels deep`);
+      if (flowDepth(text) > limits.maxDepth)
+        throw new FileLimitError(
+          path,
+          'maxDepth',
+          limits.maxDepth,
+          `it nests objects and arrays more than ${limits.maxDepth} levels deep`,
+        );
       const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
       const error = doc.errors[0];
       // Nesting deep enough to exhaust the parser's stack (in block style) is over any depth limit
-      if (error && /call stack/i.test(error.message)) throw new FileLimitError(path, 'maxDepth', limits.maxDepth, 'it nests too deep to parse');
+      if (error && /call stack/i.test(error.message))
+        throw new FileLimitError(path, 'maxDepth', limits.maxDepth, 'it nests too deep to parse');
       if (error) throw new DataSyntaxError(error.message);
       value = doc.toJS({ maxAliasCount: limits.maxAliasCount });
     } else value = JSON.parse(text);
   } catch (e) {
     if (e instanceof DataSyntaxError || FileLimitError.isInstance(e)) throw e;
     // The `yaml` package's words for too many alias resolutions
-    if (e instanceof ReferenceError && /alias count/i.test(e.message)) throw new FileLimitError(path, 'maxAliasCount', limits.maxAliasCount, 'its aliases expand too far');
+    if (e instanceof ReferenceError && /alias count/i.test(e.message))
+      throw new FileLimitError(path, 'maxAliasCount', limits.maxAliasCount, 'its aliases expand too far');
     // Nesting deep enough to exhaust the parser's stack is over any depth limit
-    if (e instanceof RangeError) throw new FileLimitError(path, 'maxDepth', limits.maxDepth, 'it nests too deep to parse');
+    if (e instanceof RangeError)
+      throw new FileLimitError(path, 'maxDepth', limits.maxDepth, 'it nests too deep to parse');
     throw new DataSyntaxError((e as Error).message);
   }
-  if (tooDeep(value, limits.maxDepth)) throw new FileLimitError(path, 'maxDepth', limits.maxDepth, `it nests objects and arrays more than ${limits.maxDepth} levels deep`);
+  if (tooDeep(value, limits.maxDepth))
+    throw new FileLimitError(
+      path,
+      'maxDepth',
+      limits.maxDepth,
+      `it nests objects and arrays more than ${limits.maxDepth} levels deep`,
+    );
   return value;
 }
 

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parse as parseYaml } from 'yaml';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { checkSchema, configSchema, didYouMean, type SchemaNode } from './index.js';
 
 // The published schema is checked by a real JSON Schema 2020-12 validator (what editors run) and by
@@ -12,35 +12,70 @@ const schemaFile = JSON.parse(readFileSync(new URL('../schema.json', import.meta
 const ajv = new Ajv2020({ allErrors: true, strict: false });
 const validate = ajv.compile(schemaFile);
 const root = dirname(fileURLToPath(import.meta.url));
-const example = parseYaml(readFileSync(join(root, '../../../docs/examples/http-api/retrysafe.yaml'), 'utf8')) as Record<string, unknown>;
+const example = parseYaml(readFileSync(join(root, '../../../docs/examples/http-api/retrysafe.yaml'), 'utf8')) as Record<
+  string,
+  unknown
+>;
 const readmeYaml = /```yaml\n([\s\S]*?)```/.exec(readFileSync(join(root, '../README.md'), 'utf8'))![1]!;
 
 const valid: [string, unknown][] = [
   ['the docs example (four http operations)', example],
   ['the README example', parseYaml(readmeYaml)],
   ['a minimal config', { adapters: { stripe: { apiKeyEnv: 'STRIPE_KEY' } } }],
-  ['dynamodb ledger', { ledger: { dynamodb: { table: 'retrysafe', region: 'eu-west-1' } }, adapters: { stripe: { apiKeyEnv: 'STRIPE_KEY' } } }],
-  ['dynamodb ledger on a local endpoint', { ledger: { dynamodb: { table: 'retrysafe', endpoint: 'http://127.0.0.1:8000' } }, adapters: { stripe: { apiKeyEnv: 'STRIPE_KEY' } } }],
-  ['postgres ledger, policy, redact, $schema', { $schema: './schema.json', ledger: 'postgres://db/rs', policy: { maxAttempts: 3, baseMs: 0, capMs: 10 }, redact: { fields: ['email'] }, adapters: { hubspot: { accessTokenEnv: 'H', searchSettleMs: null } } }],
+  [
+    'dynamodb ledger',
+    {
+      ledger: { dynamodb: { table: 'retrysafe', region: 'eu-west-1' } },
+      adapters: { stripe: { apiKeyEnv: 'STRIPE_KEY' } },
+    },
+  ],
+  [
+    'dynamodb ledger on a local endpoint',
+    {
+      ledger: { dynamodb: { table: 'retrysafe', endpoint: 'http://127.0.0.1:8000' } },
+      adapters: { stripe: { apiKeyEnv: 'STRIPE_KEY' } },
+    },
+  ],
+  [
+    'postgres ledger, policy, redact, $schema',
+    {
+      $schema: './schema.json',
+      ledger: 'postgres://db/rs',
+      policy: { maxAttempts: 3, baseMs: 0, capMs: 10 },
+      redact: { fields: ['email'] },
+      adapters: { hubspot: { accessTokenEnv: 'H', searchSettleMs: null } },
+    },
+  ],
 ];
 const invalid: [string, unknown][] = [
   ['ledgr', { ledgr: 'x', adapters: {} }],
   ['dynamodb ledger without a table', { ledger: { dynamodb: { region: 'eu-west-1' } }, adapters: {} }],
-  ['dynamodb ledger with credentials in the file', { ledger: { dynamodb: { table: 'retrysafe', accessKeyId: 'AKIA' } }, adapters: {} }],
-  ['dynamodb ledger endpoint not a URL', { ledger: { dynamodb: { table: 'retrysafe', endpoint: 'localhost:8000' } }, adapters: {} }],
+  [
+    'dynamodb ledger with credentials in the file',
+    { ledger: { dynamodb: { table: 'retrysafe', accessKeyId: 'AKIA' } }, adapters: {} },
+  ],
+  [
+    'dynamodb ledger endpoint not a URL',
+    { ledger: { dynamodb: { table: 'retrysafe', endpoint: 'localhost:8000' } }, adapters: {} },
+  ],
   ['a ledger of another store', { ledger: { redis: { url: 'redis://x' } }, adapters: {} }],
   ['adapter typo', { adapters: { stripe: { apiKeyEnv: 'K', timoutMs: 1 } } }],
   ['maxAttempts 0', { adapters: {}, policy: { maxAttempts: 0 } }],
   ['negative delay', { adapters: {}, policy: { baseMs: -1 } }],
   ['env var with a space', { adapters: { stripe: { apiKeyEnv: 'MY KEY' } } }],
   ['module adapter without module', { adapters: { acme: { export: 'x' } } }],
-  ['http adapter with a module key', { adapters: { acme: { type: 'http', baseUrl: 'http://x', timeoutMs: 1, operations: {}, module: 'x' } } }],
+  [
+    'http adapter with a module key',
+    { adapters: { acme: { type: 'http', baseUrl: 'http://x', timeoutMs: 1, operations: {}, module: 'x' } } },
+  ],
   ['unknown adapter type', { adapters: { acme: { type: 'grpc', module: 'x' } } }],
   ['operations not strings', { adapters: {}, operations: [1] }],
   ['operation without a dot', { adapters: {}, operations: ['stripe'] }],
 ];
 const mutate = (f: (o: Record<string, Record<string, unknown>>) => void): unknown => {
-  const copy = structuredClone(example) as { adapters: { acme: { operations: Record<string, Record<string, unknown>> } } };
+  const copy = structuredClone(example) as {
+    adapters: { acme: { operations: Record<string, Record<string, unknown>> } };
+  };
   f(copy.adapters.acme.operations);
   return copy;
 };
@@ -49,7 +84,12 @@ invalid.push(
   ['lookup without match', mutate((o) => void (o['orders.create']!.lookup = { method: 'search', path: '/o' }))],
   ['GET is not state-changing', mutate((o) => void (o['orders.create']!.method = 'GET'))],
   ['path without a slash', mutate((o) => void (o['orders.create']!.path = 'orders'))],
-  ['error rule outcome typo', mutate((o) => void ((o['orders.create']!.errors as { rules: Record<string, unknown>[] }).rules[0]!.outcome = 'rejectd'))],
+  [
+    'error rule outcome typo',
+    mutate(
+      (o) => void ((o['orders.create']!.errors as { rules: Record<string, unknown>[] }).rules[0]!.outcome = 'rejectd'),
+    ),
+  ],
   ['drill pattern typo', mutate((o) => void (o['orders.create']!.drill = { pattern: 'ietf' }))],
 );
 

@@ -2,7 +2,17 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, configSchema, createAdapters, defineConfig, exposedOperations, loadConfig, loadConfigFile, openLedger, parseConfig } from './index.js';
+import {
+  ConfigError,
+  configSchema,
+  createAdapters,
+  defineConfig,
+  exposedOperations,
+  loadConfig,
+  loadConfigFile,
+  openLedger,
+  parseConfig,
+} from './index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'retrysafe-config-strict-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -40,16 +50,24 @@ describe('strict config (fails on main: these were accepted or defaulted)', () =
     expect(m).toContain('policy.maxAttempts: must be ≥ 1');
     expect(m).toContain('policy.baseMs: must be ≥ 0');
     expect(m).toContain('policy.leaseMs: expected number, got string "long"');
-    expect(problems({ adapters: stripe, policy: { maxAttempts: 2.5 } })).toContain('policy.maxAttempts: expected integer');
-    expect(problems({ adapters: stripe, policy: { baseMs: 500, capMs: 100 } })).toContain('policy.capMs: the backoff cap (100) is below its base (500)');
+    expect(problems({ adapters: stripe, policy: { maxAttempts: 2.5 } })).toContain(
+      'policy.maxAttempts: expected integer',
+    );
+    expect(problems({ adapters: stripe, policy: { baseMs: 500, capMs: 100 } })).toContain(
+      'policy.capMs: the backoff cap (100) is below its base (500)',
+    );
   });
 
   it('a ledger that is named but unusable is refused, never replaced by ./retrysafe.db', async () => {
-    expect(problems({ ledger: 'mysql://db/retrysafe', adapters: stripe })).toMatch(/^config: ledger: "mysql:\/\/db\/retrysafe" is a mysql: URL/);
+    expect(problems({ ledger: 'mysql://db/retrysafe', adapters: stripe })).toMatch(
+      /^config: ledger: "mysql:\/\/db\/retrysafe" is a mysql: URL/,
+    );
     expect(problems({ ledger: 'postgress://db/retrysafe', adapters: stripe })).toContain('(did you mean "postgres"?)');
     expect(problems({ ledger: '', adapters: stripe })).toContain('ledger: must not be empty');
     expect(problems({ ledger: 42, adapters: stripe })).toContain('ledger: expected string');
-    await expect(openLedger('./no-such-dir/l.db', dir)).rejects.toThrow(/ledger: the directory of .*no-such-dir.* does not exist/);
+    await expect(openLedger('./no-such-dir/l.db', dir)).rejects.toThrow(
+      /ledger: the directory of .*no-such-dir.* does not exist/,
+    );
     mkdirSync(join(dir, 'a-dir'), { recursive: true });
     await expect(openLedger('a-dir', dir)).rejects.toThrow(/is a directory, not a SQLite file/);
     // Absent ⇒ the documented default.
@@ -57,12 +75,19 @@ describe('strict config (fails on main: these were accepted or defaulted)', () =
   });
 
   it('an operations entry must start with an adapter name from the file', () => {
-    expect(problems({ adapters: stripe, operations: ['strpe.paymentIntents.create'] })).toContain('operations[0]: "strpe.paymentIntents.create" starts with "strpe", which is not an adapter in this file (did you mean "stripe"?)');
+    expect(problems({ adapters: stripe, operations: ['strpe.paymentIntents.create'] })).toContain(
+      'operations[0]: "strpe.paymentIntents.create" starts with "strpe", which is not an adapter in this file (did you mean "stripe"?)',
+    );
   });
 
   it('a misspelled operation is an error (not 0 tools), matched against the config key the docs show', async () => {
-    const cfg = parseConfig({ adapters: { acme: { module: './acme.mjs' } }, operations: ['acme.tickets.create', 'acme.tikets.close'] }, dir);
-    await expect(createAdapters(cfg, {})).rejects.toThrow(/operations\[1\]: acme has no operation "tikets.close" \(did you mean "tickets.close"\?\)/);
+    const cfg = parseConfig(
+      { adapters: { acme: { module: './acme.mjs' } }, operations: ['acme.tickets.create', 'acme.tikets.close'] },
+      dir,
+    );
+    await expect(createAdapters(cfg, {})).rejects.toThrow(
+      /operations\[1\]: acme has no operation "tikets.close" \(did you mean "tickets.close"\?\)/,
+    );
     const ok = parseConfig({ adapters: { acme: { module: './acme.mjs' } }, operations: ['acme.tickets.create'] }, dir);
     const adapters = await createAdapters(ok, {});
     // the config says acme.…, the tools are named by the provider
@@ -70,31 +95,80 @@ describe('strict config (fails on main: these were accepted or defaulted)', () =
   });
 
   it('secretsFromEnv with a dotted key sets the nested option (fails on main: it set a key named "headers.Authorization")', async () => {
-    const cfg = parseConfig({ adapters: { acme: { module: './acme.mjs', options: { baseUrl: 'http://127.0.0.1:9', headers: { Accept: 'application/json' } }, secretsFromEnv: { 'headers.Authorization': 'ACME_AUTH', token: 'ACME_TOKEN' } } } }, dir);
-    const { acme } = (await createAdapters(cfg, { ACME_AUTH: 'Bearer from-env', ACME_TOKEN: 't' })) as unknown as { acme: { options: Record<string, unknown> } };
-    expect(acme.options).toEqual({ baseUrl: 'http://127.0.0.1:9', headers: { Accept: 'application/json', Authorization: 'Bearer from-env' }, token: 't' });
+    const cfg = parseConfig(
+      {
+        adapters: {
+          acme: {
+            module: './acme.mjs',
+            options: { baseUrl: 'http://127.0.0.1:9', headers: { Accept: 'application/json' } },
+            secretsFromEnv: { 'headers.Authorization': 'ACME_AUTH', token: 'ACME_TOKEN' },
+          },
+        },
+      },
+      dir,
+    );
+    const { acme } = (await createAdapters(cfg, { ACME_AUTH: 'Bearer from-env', ACME_TOKEN: 't' })) as unknown as {
+      acme: { options: Record<string, unknown> };
+    };
+    expect(acme.options).toEqual({
+      baseUrl: 'http://127.0.0.1:9',
+      headers: { Accept: 'application/json', Authorization: 'Bearer from-env' },
+      token: 't',
+    });
     expect(cfg.adapters.acme).toMatchObject({ options: { headers: { Accept: 'application/json' } } }); // the parsed config is not mutated
-    await expect(createAdapters(cfg, { ACME_TOKEN: 't' })).rejects.toThrow(/adapters\.acme\.secretsFromEnv\.headers\.Authorization: environment variable ACME_AUTH is not set/);
-    const bad = parseConfig({ adapters: { acme: { module: './acme.mjs', options: { headers: 'x' }, secretsFromEnv: { 'headers.Authorization': 'ACME_AUTH' } } } }, dir);
+    await expect(createAdapters(cfg, { ACME_TOKEN: 't' })).rejects.toThrow(
+      /adapters\.acme\.secretsFromEnv\.headers\.Authorization: environment variable ACME_AUTH is not set/,
+    );
+    const bad = parseConfig(
+      {
+        adapters: {
+          acme: {
+            module: './acme.mjs',
+            options: { headers: 'x' },
+            secretsFromEnv: { 'headers.Authorization': 'ACME_AUTH' },
+          },
+        },
+      },
+      dir,
+    );
     await expect(createAdapters(bad, { ACME_AUTH: 'a' })).rejects.toThrow(/options\.headers is not an object/);
-    const proto = parseConfig({ adapters: { acme: { module: './acme.mjs', secretsFromEnv: { '__proto__.polluted': 'ACME_AUTH' } } } }, dir);
+    const proto = parseConfig(
+      { adapters: { acme: { module: './acme.mjs', secretsFromEnv: { '__proto__.polluted': 'ACME_AUTH' } } } },
+      dir,
+    );
     await expect(createAdapters(proto, { ACME_AUTH: 'a' })).rejects.toThrow(/is not an option path/);
   });
 
   it('accepts $schema, and the published schema.json is the schema parseConfig checks', () => {
-    expect(() => parseConfig({ $schema: './node_modules/@retrysafe/config/schema.json', adapters: stripe }, dir)).not.toThrow();
+    expect(() =>
+      parseConfig({ $schema: './node_modules/@retrysafe/config/schema.json', adapters: stripe }, dir),
+    ).not.toThrow();
     const file = JSON.parse(readFileSync(new URL('../schema.json', import.meta.url), 'utf8')) as unknown;
-    expect(file, 'schema.json is stale: run pnpm --filter @retrysafe/config schema').toEqual(JSON.parse(JSON.stringify(configSchema)));
+    expect(file, 'schema.json is stale: run pnpm --filter @retrysafe/config schema').toEqual(
+      JSON.parse(JSON.stringify(configSchema)),
+    );
   });
 
   it('defineConfig types a TypeScript config, which loadConfigFile checks like any other', async () => {
-    const typed = defineConfig({ ledger: './l.db', adapters: { stripe: { apiKeyEnv: 'STRIPE_KEY' } }, policy: { maxAttempts: 3 } });
+    const typed = defineConfig({
+      ledger: './l.db',
+      adapters: { stripe: { apiKeyEnv: 'STRIPE_KEY' } },
+      policy: { maxAttempts: 3 },
+    });
     expect(parseConfig(typed, dir).policy).toEqual({ maxAttempts: 3 });
     // @ts-expect-error — a misspelled key fails to compile
     defineConfig({ ledgr: './l.db', adapters: {} });
-    writeFileSync(join(dir, 'retrysafe.config.ts'), `export default { ledger: './x.db', adapters: { stripe: { apiKeyEnv: 'K', timoutMs: 1 } } };\n`);
-    await expect(loadConfigFile(join(dir, 'retrysafe.config.ts'))).rejects.toThrow(/timoutMs: unknown key \(did you mean "timeoutMs"\?\)/);
-    writeFileSync(join(dir, 'retrysafe.config.mjs'), `export default { ledger: './x.db', adapters: { stripe: { apiKeyEnv: 'K' } } };\n`);
+    writeFileSync(
+      join(dir, 'retrysafe.config.ts'),
+      `export default { ledger: './x.db', adapters: { stripe: { apiKeyEnv: 'K', timoutMs: 1 } } };\n`,
+    );
+    await expect(loadConfigFile(join(dir, 'retrysafe.config.ts'))).rejects.toThrow(
+      /timoutMs: unknown key \(did you mean "timeoutMs"\?\)/,
+    );
+    writeFileSync(
+      join(dir, 'retrysafe.config.mjs'),
+      `export default { ledger: './x.db', adapters: { stripe: { apiKeyEnv: 'K' } } };\n`,
+    );
     expect((await loadConfigFile(join(dir, 'retrysafe.config.mjs'))).baseDir).toBe(dir);
     expect(() => loadConfig(join(dir, 'retrysafe.config.mjs'))).toThrow(/loadConfigFile/);
   });

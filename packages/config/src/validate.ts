@@ -1,11 +1,13 @@
 import { configSchema } from './config-schema.js';
-import { checkSchema, suggest, type SchemaNode } from './schema-check.js';
+import { checkSchema, type SchemaNode, suggest } from './schema-check.js';
 
 /** The ledger used when the file names none. A ledger the file does name is never replaced by it. */
 export const DEFAULT_LEDGER = './retrysafe.db';
 
 /** The form a ledger location takes: a postgres:// URL, or a SQLite file path. */
-export type LedgerKind = { readonly kind: 'postgres'; readonly url: string } | { readonly kind: 'sqlite'; readonly path: string };
+export type LedgerKind =
+  | { readonly kind: 'postgres'; readonly url: string }
+  | { readonly kind: 'sqlite'; readonly path: string };
 
 /** Classifies a ledger location; `null` plus a reason when it is neither a postgres:// URL nor a file path. */
 export function ledgerKind(location: string): LedgerKind | { readonly kind: 'unusable'; readonly reason: string } {
@@ -14,10 +16,14 @@ export function ledgerKind(location: string): LedgerKind | { readonly kind: 'unu
   // One letter before a colon is a Windows drive (C:\ledgers\a.db), not a scheme.
   if (scheme && scheme.length > 1) {
     const near = suggest(scheme.toLowerCase(), ['postgres', 'postgresql']);
-    return { kind: 'unusable', reason: `${JSON.stringify(location)} is a ${scheme}: URL; a ledger is a postgres:// URL or a SQLite file path${near}` };
+    return {
+      kind: 'unusable',
+      reason: `${JSON.stringify(location)} is a ${scheme}: URL; a ledger is a postgres:// URL or a SQLite file path${near}`,
+    };
   }
   if (!location.trim()) return { kind: 'unusable', reason: 'the ledger location is empty' };
-  if (/[\\/]$/.test(location)) return { kind: 'unusable', reason: `${JSON.stringify(location)} names a directory, not a SQLite file` };
+  if (/[\\/]$/.test(location))
+    return { kind: 'unusable', reason: `${JSON.stringify(location)} names a directory, not a SQLite file` };
   return { kind: 'sqlite', path: location };
 }
 
@@ -33,14 +39,19 @@ export function checkConfig(o: Record<string, unknown>): string[] {
     if (k.kind === 'unusable') problems.push(`ledger: ${k.reason}`);
   }
   const policy = o.policy as Record<string, unknown> | undefined;
-  if (policy && typeof policy.capMs === 'number' && typeof policy.baseMs === 'number' && policy.capMs < policy.baseMs) problems.push(`policy.capMs: the backoff cap (${policy.capMs}) is below its base (${policy.baseMs})`);
-  const adapters = o.adapters && typeof o.adapters === 'object' && !Array.isArray(o.adapters) ? Object.keys(o.adapters) : [];
+  if (policy && typeof policy.capMs === 'number' && typeof policy.baseMs === 'number' && policy.capMs < policy.baseMs)
+    problems.push(`policy.capMs: the backoff cap (${policy.capMs}) is below its base (${policy.baseMs})`);
+  const adapters =
+    o.adapters && typeof o.adapters === 'object' && !Array.isArray(o.adapters) ? Object.keys(o.adapters) : [];
   if (o.adapters !== undefined && adapters.length === 0) problems.push('adapters: name at least one adapter');
   if (Array.isArray(o.operations)) {
     o.operations.forEach((entry, i) => {
       if (typeof entry !== 'string') return;
       const name = entry.split('.')[0]!;
-      if (!adapters.includes(name)) problems.push(`operations[${i}]: "${entry}" starts with "${name}", which is not an adapter in this file${suggest(name, adapters)} (entries are "<adapter name>.<operation>"; adapters: ${adapters.join(', ') || 'none'})`);
+      if (!adapters.includes(name))
+        problems.push(
+          `operations[${i}]: "${entry}" starts with "${name}", which is not an adapter in this file${suggest(name, adapters)} (entries are "<adapter name>.<operation>"; adapters: ${adapters.join(', ') || 'none'})`,
+        );
     });
   }
   return problems;

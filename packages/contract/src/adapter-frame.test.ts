@@ -2,39 +2,75 @@ import { describe, expect, it } from 'vitest';
 import { sampleCard } from './__fixtures__/sample-card.js';
 import {
   AdapterConfigurationError,
-  InvalidIntentError,
-  UnknownOperationError,
-  UnsupportedCapabilityError,
   asBusinessOperationId,
   defineAdapter,
   deriveProviderKey,
+  type ExecuteContext,
+  type FramedExecuteContext,
+  type FrameOperation,
   fact,
+  InvalidIntentError,
+  type LookupContext,
   newAttemptId,
   newRunId,
-  type ExecuteContext,
-  type FrameOperation,
-  type FramedExecuteContext,
-  type LookupContext,
   type Outcome,
   type ProviderKey,
   type RetrySafetyCard,
+  UnknownOperationError,
+  UnsupportedCapabilityError,
 } from './index.js';
 import { providerKeyShapeProblem, schemaErrors } from './provider/index.js';
 
 const RULE = { maxLength: 40, charset: 'A-Za-z0-9_:.-', prefix: 'k-' };
-const schema = { type: 'object', required: ['customer', 'sku', 'quantity'], properties: { customer: { type: 'string', minLength: 1 }, sku: { type: 'string' }, quantity: { type: 'integer', minimum: 1 } }, additionalProperties: false };
-const op = (over: Partial<FrameOperation> = {}): FrameOperation => ({ name: 'orders.create', description: 'd', card: sampleCard as RetrySafetyCard, intentFields: sampleCard.businessOperationId.intentFields, paramsSchema: schema, keyRule: RULE, ...over });
+const schema = {
+  type: 'object',
+  required: ['customer', 'sku', 'quantity'],
+  properties: {
+    customer: { type: 'string', minLength: 1 },
+    sku: { type: 'string' },
+    quantity: { type: 'integer', minimum: 1 },
+  },
+  additionalProperties: false,
+};
+const op = (over: Partial<FrameOperation> = {}): FrameOperation => ({
+  name: 'orders.create',
+  description: 'd',
+  card: sampleCard as RetrySafetyCard,
+  intentFields: sampleCard.businessOperationId.intentFields,
+  paramsSchema: schema,
+  keyRule: RULE,
+  ...over,
+});
 const valid = { customer: 'c', sku: 's', quantity: 1 };
 const id = asBusinessOperationId('order-1');
-const ctx = (over: Partial<ExecuteContext> = {}): ExecuteContext => ({ businessOperationId: id, providerKey: null, runId: newRunId(), attemptId: newAttemptId(), attempt: 1, statusRef: null, ...over });
-const lctx = (over: Partial<LookupContext> = {}): LookupContext => ({ ...ctx(), params: valid, firstDispatchedAt: 1, now: 2, ...over });
+const ctx = (over: Partial<ExecuteContext> = {}): ExecuteContext => ({
+  businessOperationId: id,
+  providerKey: null,
+  runId: newRunId(),
+  attemptId: newAttemptId(),
+  attempt: 1,
+  statusRef: null,
+  ...over,
+});
+const lctx = (over: Partial<LookupContext> = {}): LookupContext => ({
+  ...ctx(),
+  params: valid,
+  firstDispatchedAt: 1,
+  now: 2,
+  ...over,
+});
 
-function framed(over: Partial<FrameOperation> = {}, execute?: (params: unknown, c: FramedExecuteContext) => Promise<Outcome>) {
+function framed(
+  over: Partial<FrameOperation> = {},
+  execute?: (params: unknown, c: FramedExecuteContext) => Promise<Outcome>,
+) {
   const calls: FramedExecuteContext[] = [];
   const adapter = defineAdapter({
     provider: 'example',
     operations: { 'orders.create': op(over) },
-    execute: async (_o, params, c) => (calls.push(c), execute ? execute(params, c) : { kind: 'succeeded', result: params }),
+    execute: async (_o, params, c) => (
+      calls.push(c), execute ? execute(params, c) : { kind: 'succeeded', result: params }
+    ),
     lookup: async () => ({ kind: 'not-found', reason: 'none' }),
   });
   return { adapter, calls };
@@ -53,14 +89,22 @@ describe('schemaErrors: the frame’s subset of JSON Schema', () => {
     expect(schemaErrors(schema, params)).toEqual(errors);
   });
   it('passes the keywords it does not read (never stricter than the runner’s full check)', () => {
-    expect(schemaErrors({ type: 'object', $ref: '#/x', if: { required: ['a'] }, then: { required: ['b'] } }, { a: 1 })).toEqual([]);
-    expect(schemaErrors({ type: 'object', patternProperties: { '^x': {} }, additionalProperties: false }, { xy: 1 })).toEqual([]);
+    expect(
+      schemaErrors({ type: 'object', $ref: '#/x', if: { required: ['a'] }, then: { required: ['b'] } }, { a: 1 }),
+    ).toEqual([]);
+    expect(
+      schemaErrors({ type: 'object', patternProperties: { '^x': {} }, additionalProperties: false }, { xy: 1 }),
+    ).toEqual([]);
   });
   it('reads enum, const, items, propertyNames, not, anyOf and oneOf', () => {
     expect(schemaErrors({ enum: ['a'] }, 'b')).toHaveLength(1);
     expect(schemaErrors({ const: 1 }, 1)).toEqual([]);
-    expect(schemaErrors({ type: 'array', items: { type: 'string' }, minItems: 1 }, [1])).toEqual([{ path: '[0]', message: 'must be string' }]);
-    expect(schemaErrors({ type: 'object', propertyNames: { pattern: '^[a-z]+$' } }, { 'Bad Name': 1 })).toEqual([{ path: 'Bad Name', message: 'is not an allowed property name' }]);
+    expect(schemaErrors({ type: 'array', items: { type: 'string' }, minItems: 1 }, [1])).toEqual([
+      { path: '[0]', message: 'must be string' },
+    ]);
+    expect(schemaErrors({ type: 'object', propertyNames: { pattern: '^[a-z]+$' } }, { 'Bad Name': 1 })).toEqual([
+      { path: 'Bad Name', message: 'is not an allowed property name' },
+    ]);
     expect(schemaErrors({ not: { type: 'null' } }, null)).toHaveLength(1);
     expect(schemaErrors({ anyOf: [{ type: 'string' }, { type: 'number' }] }, true)).toHaveLength(1);
     expect(schemaErrors({ oneOf: [{ type: 'number' }, { type: 'integer' }] }, 1)).toHaveLength(1);
@@ -88,9 +132,19 @@ describe('defineAdapter', () => {
   });
 
   it('params the schema or checkParams refuse are rejected with the field errors, and the adapter is not called', async () => {
-    const { adapter, calls } = framed({ checkParams: (p) => ((p as { sku: string }).sku === 'banned' ? [{ path: 'sku', message: 'is banned' }] : []) });
-    expect(await adapter.doExecute('orders.create', { ...valid, quantity: 0 }, ctx())).toMatchObject({ kind: 'rejected', reason: 'validation', code: 'retrysafe_invalid_params', fields: [{ path: 'quantity' }] });
-    expect(await adapter.doExecute('orders.create', { ...valid, sku: 'banned' }, ctx())).toMatchObject({ kind: 'rejected', fields: [{ path: 'sku', message: 'is banned' }] });
+    const { adapter, calls } = framed({
+      checkParams: (p) => ((p as { sku: string }).sku === 'banned' ? [{ path: 'sku', message: 'is banned' }] : []),
+    });
+    expect(await adapter.doExecute('orders.create', { ...valid, quantity: 0 }, ctx())).toMatchObject({
+      kind: 'rejected',
+      reason: 'validation',
+      code: 'retrysafe_invalid_params',
+      fields: [{ path: 'quantity' }],
+    });
+    expect(await adapter.doExecute('orders.create', { ...valid, sku: 'banned' }, ctx())).toMatchObject({
+      kind: 'rejected',
+      fields: [{ path: 'sku', message: 'is banned' }],
+    });
     expect(calls).toHaveLength(0);
   });
 
@@ -98,7 +152,11 @@ describe('defineAdapter', () => {
     const { adapter } = framed({}, async () => {
       throw new InvalidIntentError('sku', 'cannot be put in the path');
     });
-    expect(await adapter.doExecute('orders.create', valid, ctx())).toMatchObject({ kind: 'rejected', reason: 'validation', fields: [{ path: 'sku' }] });
+    expect(await adapter.doExecute('orders.create', valid, ctx())).toMatchObject({
+      kind: 'rejected',
+      reason: 'validation',
+      fields: [{ path: 'sku' }],
+    });
   });
 
   it('the key: derived when none is recorded; a recorded key of the right shape is sent as recorded; another shape is refused unsent', async () => {
@@ -112,8 +170,14 @@ describe('defineAdapter', () => {
     await adapter.doExecute('orders.create', valid, ctx({ providerKey: older }));
     expect(calls[1]!.providerKey).toBe(older);
     for (const bad of ['x'.repeat(41), 'has space', '']) {
-      expect(await adapter.doExecute('orders.create', valid, ctx({ providerKey: bad as ProviderKey }))).toMatchObject({ kind: 'rejected', code: 'retrysafe_provider_key_shape' });
-      expect(await adapter.doLookup('orders.create', lctx({ providerKey: bad as ProviderKey }))).toMatchObject({ kind: 'cannot-tell', code: 'retrysafe_provider_key_shape' });
+      expect(await adapter.doExecute('orders.create', valid, ctx({ providerKey: bad as ProviderKey }))).toMatchObject({
+        kind: 'rejected',
+        code: 'retrysafe_provider_key_shape',
+      });
+      expect(await adapter.doLookup('orders.create', lctx({ providerKey: bad as ProviderKey }))).toMatchObject({
+        kind: 'cannot-tell',
+        code: 'retrysafe_provider_key_shape',
+      });
     }
     expect(calls).toHaveLength(2);
     expect(providerKeyShapeProblem('ok-key', RULE)).toBeNull();
@@ -121,8 +185,14 @@ describe('defineAdapter', () => {
 
   it('abort: before sending ⇒ not-applied and the adapter is not called; mid-call ⇒ unknown at once, whatever the adapter does', async () => {
     let release!: () => void;
-    const { adapter, calls } = framed({}, () => new Promise<Outcome>((r) => (release = () => r({ kind: 'succeeded', result: 1 }))));
-    expect(await adapter.doExecute('orders.create', valid, ctx({ signal: AbortSignal.abort() }))).toMatchObject({ kind: 'not-applied', code: 'ABORTED_BEFORE_SEND' });
+    const { adapter, calls } = framed(
+      {},
+      () => new Promise<Outcome>((r) => (release = () => r({ kind: 'succeeded', result: 1 }))),
+    );
+    expect(await adapter.doExecute('orders.create', valid, ctx({ signal: AbortSignal.abort() }))).toMatchObject({
+      kind: 'not-applied',
+      code: 'ABORTED_BEFORE_SEND',
+    });
     expect(calls).toHaveLength(0);
     const controller = new AbortController();
     const pending = adapter.doExecute('orders.create', valid, ctx({ signal: controller.signal }));
@@ -146,8 +216,21 @@ describe('defineAdapter', () => {
   });
 
   it.each([
-    ['a card for another operation', { card: { ...sampleCard, operation: 'example.other' } as RetrySafetyCard }, /expected "example.orders.create"/],
-    ['a key rule the card does not declare', { card: { ...sampleCard, providerKey: { ...sampleCard.providerKey, travels: fact('none', 'x') } } as RetrySafetyCard }, /no key travels/],
+    [
+      'a card for another operation',
+      { card: { ...sampleCard, operation: 'example.other' } as RetrySafetyCard },
+      /expected "example.orders.create"/,
+    ],
+    [
+      'a key rule the card does not declare',
+      {
+        card: {
+          ...sampleCard,
+          providerKey: { ...sampleCard.providerKey, travels: fact('none', 'x') },
+        } as RetrySafetyCard,
+      },
+      /no key travels/,
+    ],
     ['no key rule for a card whose key travels', { keyRule: null }, /declares no key rule/],
     ['a key longer than the card allows', { keyRule: { ...RULE, maxLength: 300 } }, /allows 300/],
     ['intent fields other than the card’s', { intentFields: ['customer'] }, /intentFields/],

@@ -1,11 +1,23 @@
-import { SPECIFICATION_VERSION, type AdapterV1, type ExecuteContext, type LookupContext, type OperationSpec } from './adapter.js';
+import {
+  type AdapterV1,
+  type ExecuteContext,
+  type LookupContext,
+  type OperationSpec,
+  SPECIFICATION_VERSION,
+} from './adapter.js';
 import { schemaErrors } from './adapter-params.js';
 import { AdapterConfigurationError } from './errors/adapter-configuration-error.js';
 import { InvalidIntentError } from './errors/invalid-intent-error.js';
-import { InvalidParamsError, type FieldError } from './errors/invalid-params-error.js';
+import { type FieldError, InvalidParamsError } from './errors/invalid-params-error.js';
 import { UnknownOperationError } from './errors/unknown-operation-error.js';
 import { UnsupportedCapabilityError } from './errors/unsupported-capability-error.js';
-import { deriveProviderKey, revisionKeySource, type BusinessOperationId, type ProviderKey, type ProviderKeyRule } from './ids.js';
+import {
+  type BusinessOperationId,
+  deriveProviderKey,
+  type ProviderKey,
+  type ProviderKeyRule,
+  revisionKeySource,
+} from './ids.js';
 import type { LookupResult, Outcome } from './outcome.js';
 
 /** One operation as an adapter declares it to the frame: the public spec plus the provider's key rule. */
@@ -40,7 +52,10 @@ export interface AdapterDefinition<P extends string, O extends FrameOperation> {
 }
 
 /** An adapter built by `defineAdapter`: a frozen AdapterV1 whose `provider` is the literal given. */
-export type FramedAdapter<P extends string> = AdapterV1 & { readonly provider: P; readonly operations: Readonly<Record<string, OperationSpec>> };
+export type FramedAdapter<P extends string> = AdapterV1 & {
+  readonly provider: P;
+  readonly operations: Readonly<Record<string, OperationSpec>>;
+};
 
 /** Code of the `rejected` outcome for params the operation's schema or checks refuse (nothing was sent). */
 export const INVALID_PARAMS_CODE = 'retrysafe_invalid_params';
@@ -85,21 +100,32 @@ function checkDefinition(provider: string, operations: Readonly<Record<string, F
   const fail = (message: string): never => {
     throw new AdapterConfigurationError(provider, message);
   };
-  if (typeof provider !== 'string' || !/^[A-Za-z][A-Za-z0-9_-]*$/.test(provider)) fail('provider must be an identifier such as "acme" (letters, digits, _ and -)');
-  if (typeof operations !== 'object' || operations === null || Object.keys(operations).length === 0) fail('declare at least one operation');
+  if (typeof provider !== 'string' || !/^[A-Za-z][A-Za-z0-9_-]*$/.test(provider))
+    fail('provider must be an identifier such as "acme" (letters, digits, _ and -)');
+  if (typeof operations !== 'object' || operations === null || Object.keys(operations).length === 0)
+    fail('declare at least one operation');
   for (const [name, op] of Object.entries(operations)) {
     const card = op.card;
     if (op.name !== name) fail(`operation ${name} is named ${JSON.stringify(op.name)}`);
-    if (card.provider !== provider) fail(`operation ${name}: its card is for provider ${JSON.stringify(card.provider)}`);
-    if (card.operation !== `${provider}.${name}`) fail(`operation ${name}: its card is for ${JSON.stringify(card.operation)}, expected "${provider}.${name}"`);
-    if (typeof op.paramsSchema !== 'object' || op.paramsSchema === null) fail(`operation ${name}: paramsSchema must be a JSON Schema object`);
-    if (JSON.stringify(op.intentFields) !== JSON.stringify(card.businessOperationId.intentFields)) fail(`operation ${name}: intentFields ${JSON.stringify(op.intentFields)} differ from the card's ${JSON.stringify(card.businessOperationId.intentFields)}`);
+    if (card.provider !== provider)
+      fail(`operation ${name}: its card is for provider ${JSON.stringify(card.provider)}`);
+    if (card.operation !== `${provider}.${name}`)
+      fail(`operation ${name}: its card is for ${JSON.stringify(card.operation)}, expected "${provider}.${name}"`);
+    if (typeof op.paramsSchema !== 'object' || op.paramsSchema === null)
+      fail(`operation ${name}: paramsSchema must be a JSON Schema object`);
+    if (JSON.stringify(op.intentFields) !== JSON.stringify(card.businessOperationId.intentFields))
+      fail(
+        `operation ${name}: intentFields ${JSON.stringify(op.intentFields)} differ from the card's ${JSON.stringify(card.businessOperationId.intentFields)}`,
+      );
     // Capabilities: the adapter sends a key exactly when the card says one travels, within the card's length.
     const travels = card.providerKey.travels.value;
-    if (travels === 'none' && op.keyRule !== null) fail(`operation ${name}: the card says no key travels but the adapter declares a key rule`);
-    if (travels !== 'none' && op.keyRule === null) fail(`operation ${name}: the card says a key travels (${travels}) but the adapter declares no key rule`);
+    if (travels === 'none' && op.keyRule !== null)
+      fail(`operation ${name}: the card says no key travels but the adapter declares a key rule`);
+    if (travels !== 'none' && op.keyRule === null)
+      fail(`operation ${name}: the card says a key travels (${travels}) but the adapter declares no key rule`);
     const max = card.providerKey.maxLength.value;
-    if (op.keyRule && typeof max === 'number' && op.keyRule.maxLength > max) fail(`operation ${name}: the key rule allows ${op.keyRule.maxLength} characters, the card's provider ${max}`);
+    if (op.keyRule && typeof max === 'number' && op.keyRule.maxLength > max)
+      fail(`operation ${name}: the key rule allows ${op.keyRule.maxLength} characters, the card's provider ${max}`);
   }
 }
 
@@ -121,7 +147,10 @@ function checkDefinition(provider: string, operations: Readonly<Record<string, F
  *   `unknown` (the request may have left) from `doExecute`, `cannot-tell` from `doLookup`;
  * - the result is frozen (its operations too) and carries `specificationVersion`.
  */
-export function defineAdapter<const P extends string, O extends FrameOperation, X extends object = {}>(definition: AdapterDefinition<P, O>, extras?: X): FramedAdapter<P> & Readonly<X> {
+export function defineAdapter<const P extends string, O extends FrameOperation, X extends object = {}>(
+  definition: AdapterDefinition<P, O>,
+  extras?: X,
+): FramedAdapter<P> & Readonly<X> {
   const { provider, operations: declared } = definition;
   checkDefinition(provider, declared);
   const names = Object.keys(declared);
@@ -145,9 +174,15 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
   };
 
   /** The key to use, or why the recorded one cannot be sent. */
-  function keyFor(op: O, id: BusinessOperationId, recorded: ProviderKey | null, revision: number | undefined): { key: ProviderKey | null } | { problem: string } {
+  function keyFor(
+    op: O,
+    id: BusinessOperationId,
+    recorded: ProviderKey | null,
+    revision: number | undefined,
+  ): { key: ProviderKey | null } | { problem: string } {
     if (op.keyRule === null) return { key: null };
-    if (recorded === null || recorded === undefined) return { key: deriveProviderKey(revisionKeySource(id, revision), op.keyRule) };
+    if (recorded === null || recorded === undefined)
+      return { key: deriveProviderKey(revisionKeySource(id, revision), op.keyRule) };
     const problem = providerKeyShapeProblem(recorded, op.keyRule);
     return problem ? { problem: `the recorded provider key ${problem}` } : { key: recorded };
   }
@@ -167,30 +202,57 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
       const fields = operationParamsErrors(op, params);
       if (fields.length > 0) return invalid(op.name, fields);
       const k = keyFor(op, ctx.businessOperationId, ctx.providerKey, ctx.keyRevision);
-      if ('problem' in k) return { kind: 'rejected', reason: 'configuration', code: PROVIDER_KEY_SHAPE_CODE, message: `${op.name}: ${k.problem}; nothing was sent` };
+      if ('problem' in k)
+        return {
+          kind: 'rejected',
+          reason: 'configuration',
+          code: PROVIDER_KEY_SHAPE_CODE,
+          message: `${op.name}: ${k.problem}; nothing was sent`,
+        };
       const signal = ctx.signal ?? NEVER;
-      if (signal.aborted) return { kind: 'not-applied', code: ABORTED_BEFORE_SEND_CODE, message: `${op.name}: aborted by the caller before sending; nothing was sent` };
+      if (signal.aborted)
+        return {
+          kind: 'not-applied',
+          code: ABORTED_BEFORE_SEND_CODE,
+          message: `${op.name}: aborted by the caller before sending; nothing was sent`,
+        };
       try {
         return await raceAbort(
           () => definition.execute(op, params, { ...ctx, providerKey: k.key, signal }),
           signal,
-          () => ({ kind: 'unknown', cause: 'other', code: ABORTED_CODE, message: `${op.name}: aborted by the caller mid-call; the request may have reached ${provider}` }),
+          () => ({
+            kind: 'unknown',
+            cause: 'other',
+            code: ABORTED_CODE,
+            message: `${op.name}: aborted by the caller mid-call; the request may have reached ${provider}`,
+          }),
         );
       } catch (error) {
         // A typed input error the adapter found while building the request: nothing was sent.
         if (InvalidParamsError.isInstance(error)) return invalid(op.name, error.fields);
-        if (InvalidIntentError.isInstance(error)) return invalid(op.name, [{ path: error.path || '(root)', message: error.message }]);
+        if (InvalidIntentError.isInstance(error))
+          return invalid(op.name, [{ path: error.path || '(root)', message: error.message }]);
         throw error;
       }
     },
 
     async doLookup(operation: string, ctx: LookupContext): Promise<LookupResult> {
       const op = resolve(operation);
-      if (op.card.lookup.method.value === 'none') throw new UnsupportedCapabilityError(provider, `lookup for ${op.name}`, 'the card declares lookup.method none');
+      if (op.card.lookup.method.value === 'none')
+        throw new UnsupportedCapabilityError(provider, `lookup for ${op.name}`, 'the card declares lookup.method none');
       const k = keyFor(op, ctx.businessOperationId, ctx.providerKey, ctx.keyRevision);
-      if ('problem' in k) return { kind: 'cannot-tell', reason: `${op.name}: ${k.problem}; nothing was asked`, code: PROVIDER_KEY_SHAPE_CODE };
+      if ('problem' in k)
+        return {
+          kind: 'cannot-tell',
+          reason: `${op.name}: ${k.problem}; nothing was asked`,
+          code: PROVIDER_KEY_SHAPE_CODE,
+        };
       const signal = ctx.signal ?? NEVER;
-      const aborted = (): LookupResult => ({ kind: 'cannot-tell', code: ABORTED_CODE, reason: `${op.name}: lookup aborted by the caller` });
+      const aborted = (): LookupResult => ({
+        kind: 'cannot-tell',
+        code: ABORTED_CODE,
+        reason: `${op.name}: lookup aborted by the caller`,
+      });
       if (signal.aborted) return aborted();
       return raceAbort(() => definition.lookup(op, { ...ctx, providerKey: k.key, signal }), signal, aborted);
     },

@@ -1,6 +1,6 @@
 import type { RetrySafetyCard } from './card.js';
-import type { AttemptId, BusinessOperationId, ProviderKey, RunId } from './ids.js';
 import type { FieldError } from './errors/invalid-params-error.js';
+import type { AttemptId, BusinessOperationId, ProviderKey, RunId } from './ids.js';
 import type { LookupResult, Outcome } from './outcome.js';
 
 export const SPECIFICATION_VERSION = 'v1' as const;

@@ -5,7 +5,20 @@ describe('canonicalJson', () => {
   it('writes every string as JSON.stringify of its NFC form, and every key as JSON.stringify of itself', () => {
     // Every code unit 0..0x7f alone and inside text, plus quotes, backslashes, controls, U+2028/9, lone
     // surrogates and combining marks.
-    const samples = ['', 'order-1', 'a b', 'say "hi"', 'back\\slash', 'tab\tnew\nline', '\u007f', '\u2028\u2029', '\ud800', 'e\u0301', '\u00e9', '~!#$%&()*+,-./:;<=>?@[]^_`{|}'];
+    const samples = [
+      '',
+      'order-1',
+      'a b',
+      'say "hi"',
+      'back\\slash',
+      'tab\tnew\nline',
+      '\u007f',
+      '\u2028\u2029',
+      '\ud800',
+      'e\u0301',
+      '\u00e9',
+      '~!#$%&()*+,-./:;<=>?@[]^_`{|}',
+    ];
     for (let c = 0; c < 0x80; c++) samples.push(String.fromCharCode(c), `x${String.fromCharCode(c)}y`);
     for (const t of samples) {
       expect(canonicalJson(t)).toBe(JSON.stringify(t.normalize('NFC')));
@@ -13,7 +26,9 @@ describe('canonicalJson', () => {
     }
   });
   it('sorts keys, drops whitespace and undefined members, folds -0', () => {
-    expect(canonicalJson({ b: 1, a: [true, null, -0], c: undefined, d: { z: 'x', y: 1.5 } })).toBe('{"a":[true,null,0],"b":1,"d":{"y":1.5,"z":"x"}}');
+    expect(canonicalJson({ b: 1, a: [true, null, -0], c: undefined, d: { z: 'x', y: 1.5 } })).toBe(
+      '{"a":[true,null,0],"b":1,"d":{"y":1.5,"z":"x"}}',
+    );
   });
   it('normalises strings to NFC so the same text typed two ways is one value', () => {
     expect(canonicalJson('e\u0301')).toBe(canonicalJson('\u00e9'));
@@ -51,8 +66,16 @@ function reference(value: unknown, path = '', seen = new Set<object>()): string 
   seen.add(obj);
   try {
     if (Array.isArray(obj)) return '[' + obj.map((item, i) => reference(item, `${path}[${i}]`, seen)).join(',') + ']';
-    const keys = Object.keys(obj).filter((k) => (obj as Record<string, unknown>)[k] !== undefined).sort();
-    return '{' + keys.map((k) => JSON.stringify(k) + ':' + reference((obj as Record<string, unknown>)[k], `${path}.${k}`, seen)).join(',') + '}';
+    const keys = Object.keys(obj)
+      .filter((k) => (obj as Record<string, unknown>)[k] !== undefined)
+      .sort();
+    return (
+      '{' +
+      keys
+        .map((k) => JSON.stringify(k) + ':' + reference((obj as Record<string, unknown>)[k], `${path}.${k}`, seen))
+        .join(',') +
+      '}'
+    );
   } finally {
     seen.delete(obj);
   }
@@ -62,8 +85,46 @@ describe('canonicalJson against the reference writer', () => {
   // A small deterministic generator (no dependency): values of every kind the writer accepts.
   let state = 12345;
   const rnd = (n: number) => ((state = (state * 1103515245 + 12345) % 2147483648), state % n);
-  const strings = ['', 'a', 'b', 'B', '_', 'aa', 'a-b', '10', '2', '9', '__proto__', 'é', 'e\u0301', '\u00e9', 'say "x"', 'x\\y', 'tab\t', '\u2028', '\ud800', '😀', 'Z', 'zz', 'orders.create', 'sha256:' + 'f'.repeat(64)];
-  const numbers = [0, -0, 1, -1, 1.5, 1e21, 1e-7, 123456789012345680000, Number.MAX_SAFE_INTEGER, Number.MIN_VALUE, -1e-300, 0.1 + 0.2];
+  const strings = [
+    '',
+    'a',
+    'b',
+    'B',
+    '_',
+    'aa',
+    'a-b',
+    '10',
+    '2',
+    '9',
+    '__proto__',
+    'é',
+    'e\u0301',
+    '\u00e9',
+    'say "x"',
+    'x\\y',
+    'tab\t',
+    '\u2028',
+    '\ud800',
+    '😀',
+    'Z',
+    'zz',
+    'orders.create',
+    'sha256:' + 'f'.repeat(64),
+  ];
+  const numbers = [
+    0,
+    -0,
+    1,
+    -1,
+    1.5,
+    1e21,
+    1e-7,
+    123456789012345680000,
+    Number.MAX_SAFE_INTEGER,
+    Number.MIN_VALUE,
+    -1e-300,
+    0.1 + 0.2,
+  ];
   const gen = (depth: number): unknown => {
     const k = rnd(depth > 3 ? 5 : 9);
     if (k === 0) return null;
@@ -77,7 +138,8 @@ describe('canonicalJson against the reference writer', () => {
     for (let i = 0; i < n; i++) {
       const key = n > 20 ? `k${rnd(100)}` : strings[rnd(strings.length)]!;
       const v = rnd(6) === 0 ? undefined : gen(depth + 1);
-      if (key === '__proto__') Object.defineProperty(o, key, { value: v, enumerable: true, writable: true, configurable: true });
+      if (key === '__proto__')
+        Object.defineProperty(o, key, { value: v, enumerable: true, writable: true, configurable: true });
       else o[key] = v;
     }
     return o;
@@ -137,7 +199,8 @@ describe('sha256Hex', () => {
   it('is the SHA-256 of the UTF-8 text, lowercase hex (lone surrogates as U+FFFD, as Hash#update writes them)', async () => {
     const { createHash } = await import('node:crypto');
     const { sha256Hex } = await import('./canonical.js');
-    for (const t of ['', 'abc', 'é', '😀', '\ud800', 'x\udc00y', 'a'.repeat(100_000)]) expect(sha256Hex(t)).toBe(createHash('sha256').update(t, 'utf8').digest('hex'));
+    for (const t of ['', 'abc', 'é', '😀', '\ud800', 'x\udc00y', 'a'.repeat(100_000)])
+      expect(sha256Hex(t)).toBe(createHash('sha256').update(t, 'utf8').digest('hex'));
     expect(sha256Hex('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
   });
 });

@@ -14,7 +14,15 @@ export function parseCard(data: unknown, origin = '(card data)'): RetrySafetyCar
   const { $schema: _schema, ...rest } = data as Record<string, unknown>;
   const version = rest.cardVersion;
   if (version !== CARD_SCHEMA_VERSION) {
-    throw new CardValidationError(origin, [{ path: 'cardVersion', message: version === undefined ? `missing: write cardVersion: ${CARD_SCHEMA_VERSION}` : `cardVersion ${JSON.stringify(version)} is not supported here (this retrysafe reads version ${CARD_SCHEMA_VERSION})` }]);
+    throw new CardValidationError(origin, [
+      {
+        path: 'cardVersion',
+        message:
+          version === undefined
+            ? `missing: write cardVersion: ${CARD_SCHEMA_VERSION}`
+            : `cardVersion ${JSON.stringify(version)} is not supported here (this retrysafe reads version ${CARD_SCHEMA_VERSION})`,
+      },
+    ]);
   }
   const copy = structuredClone(rest) as unknown as RetrySafetyCard;
   const v = validateCard(copy);

@@ -1,4 +1,4 @@
-import { DEFAULT_CLOCK_SKEW_MARGIN, UNKNOWN, type RetrySafetyCard } from './card.js';
+import { DEFAULT_CLOCK_SKEW_MARGIN, type RetrySafetyCard, UNKNOWN } from './card.js';
 import { describeNormalization } from './normalize.js';
 
 /** Human labels for card fields, in the order of the card type (`RetrySafetyCard` in card.ts). */
@@ -80,37 +80,75 @@ export function cardRows(card: RetrySafetyCard): CardRow[] {
     const declared = get(card, path);
     // Optional fields: say what an absent one means.
     const raw =
-      declared !== undefined ? declared
-      : path === 'lookup.lateApplyBound' ? { value: UNKNOWN, source: 'not declared on this card: treated as unknown (a not-found never proves absence)' }
-      : path === 'limits.clockSkewMargin' ? `${DEFAULT_CLOCK_SKEW_MARGIN} (default)`
-      : declared;
+      declared !== undefined
+        ? declared
+        : path === 'lookup.lateApplyBound'
+          ? {
+              value: UNKNOWN,
+              source: 'not declared on this card: treated as unknown (a not-found never proves absence)',
+            }
+          : path === 'limits.clockSkewMargin'
+            ? `${DEFAULT_CLOCK_SKEW_MARGIN} (default)`
+            : declared;
     const isFact = typeof raw === 'object' && raw !== null && !Array.isArray(raw) && 'source' in raw && 'value' in raw;
     const value = isFact ? (raw as { value: unknown }).value : raw;
-    return { path, label, value, unknown: value === UNKNOWN, source: isFact ? (raw as { source: string }).source : null };
+    return {
+      path,
+      label,
+      value,
+      unknown: value === UNKNOWN,
+      source: isFact ? (raw as { source: string }).source : null,
+    };
   });
   // Optional sections: shown only when the card declares them (cards without them render as before).
   const extra: CardRow[] = [];
   const bo = card.businessOperationId;
   if (bo.normalize !== undefined)
-    extra.push({ path: 'businessOperationId.normalize', label: 'Intent normalisation', value: describeNormalization(bo.normalize), unknown: false, source: sources(bo.normalize) });
+    extra.push({
+      path: 'businessOperationId.normalize',
+      label: 'Intent normalisation',
+      value: describeNormalization(bo.normalize),
+      unknown: false,
+      source: sources(bo.normalize),
+    });
   if (card.paramComparison !== undefined)
-    extra.push({ path: 'paramComparison', label: 'Param comparison (others exact)', value: describeNormalization(card.paramComparison), unknown: false, source: sources(card.paramComparison) });
+    extra.push({
+      path: 'paramComparison',
+      label: 'Param comparison (others exact)',
+      value: describeNormalization(card.paramComparison),
+      unknown: false,
+      source: sources(card.paramComparison),
+    });
   const ri = card.storedResult.replayIndicator;
   if (ri !== undefined)
-    extra.push({ path: 'storedResult.replayIndicator', label: 'Replay indicator', value: ri.value === null ? 'none' : ri.value === UNKNOWN ? UNKNOWN : `${ri.value.header}: ${ri.value.value}`, unknown: ri.value === UNKNOWN, source: ri.source });
+    extra.push({
+      path: 'storedResult.replayIndicator',
+      label: 'Replay indicator',
+      value: ri.value === null ? 'none' : ri.value === UNKNOWN ? UNKNOWN : `${ri.value.header}: ${ri.value.value}`,
+      unknown: ri.value === UNKNOWN,
+      source: ri.source,
+    });
   const at = rows.findIndex((r) => r.path === 'ids.run');
   rows.splice(at < 0 ? rows.length : at, 0, ...extra.filter((r) => r.path !== 'storedResult.replayIndicator'));
   const ri2 = extra.find((r) => r.path === 'storedResult.replayIndicator');
   if (ri2) rows.splice(rows.findIndex((r) => r.path === 'storedResult.includesErrors') + 1, 0, ri2);
   const rc = card.sideEffect.rejectionMayCreate;
   if (rc !== undefined)
-    rows.splice(rows.findIndex((r) => r.path === 'sideEffect.idempotentByNature') + 1, 0, { path: 'sideEffect.rejectionMayCreate', label: 'A rejected call can leave an object', value: rc.value, unknown: rc.value === UNKNOWN, source: rc.source });
+    rows.splice(rows.findIndex((r) => r.path === 'sideEffect.idempotentByNature') + 1, 0, {
+      path: 'sideEffect.rejectionMayCreate',
+      label: 'A rejected call can leave an object',
+      value: rc.value,
+      unknown: rc.value === UNKNOWN,
+      source: rc.source,
+    });
   return rows;
 }
 
 function sources(rules: readonly { field: string; source: string; evidence?: string }[] | undefined): string | null {
   if (!rules || rules.length === 0) return null;
-  return [...new Set(rules.flatMap((r) => (r.evidence ? [r.source, `evidence: ${r.evidence}`] : [r.source])))].join('; ');
+  return [...new Set(rules.flatMap((r) => (r.evidence ? [r.source, `evidence: ${r.evidence}`] : [r.source])))].join(
+    '; ',
+  );
 }
 
 /**
@@ -149,7 +187,8 @@ function sectionBounds(text: string): { bodyStart: number; end: number } {
   const start = text.indexOf(SECTION_START);
   const end = text.indexOf(SECTION_END);
   const open = start < 0 ? -1 : text.indexOf('-->', start);
-  if (start < 0 || end < 0 || open < 0 || open > end) throw new RangeError(`no card section: expected a "${SECTION_START} … -->" marker and a later "${SECTION_END}"`);
+  if (start < 0 || end < 0 || open < 0 || open > end)
+    throw new RangeError(`no card section: expected a "${SECTION_START} … -->" marker and a later "${SECTION_END}"`);
   return { bodyStart: open + 3, end };
 }
 

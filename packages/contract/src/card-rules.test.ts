@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { sampleCard } from './__fixtures__/sample-card.js';
-import { fact, type Duration, type RetrySafetyCard } from './index.js';
 import {
   absenceProvenFrom,
   agentIdempotentHint,
@@ -13,6 +12,7 @@ import {
   resendSafety,
   retentionPassed,
 } from './entry-rules.js';
+import { type Duration, fact, type RetrySafetyCard } from './index.js';
 
 const T0 = Date.UTC(2026, 11, 1, 10);
 const S = 1000;
@@ -54,7 +54,7 @@ function card(e: Edit = {}): RetrySafetyCard {
 }
 
 describe('cardMargin, lookupAvailable, keyFoldsResends, lateApplyAllowanceMs, lookupSettleMs', () => {
-  it('cardMargin: the card\'s limits.clockSkewMargin, default 1m', () => {
+  it("cardMargin: the card's limits.clockSkewMargin, default 1m", () => {
     expect(cardMargin(card())).toBe(MIN);
     expect(cardMargin(card({ margin: '10m' }))).toBe(10 * MIN);
   });
@@ -84,7 +84,9 @@ describe('cardMargin, lookupAvailable, keyFoldsResends, lateApplyAllowanceMs, lo
     ['0s', MIN, 0],
     ['unknown', MIN, MIN], // nobody states it: one more margin, not zero
     ['absent', 10 * MIN, 10 * MIN],
-  ])('lateApplyAllowanceMs: lateApplyBound %s, margin %d → %d', (late, margin, want) => expect(lateApplyAllowanceMs(card({ late }), margin)).toBe(want));
+  ])('lateApplyAllowanceMs: lateApplyBound %s, margin %d → %d', (late, margin, want) =>
+    expect(lateApplyAllowanceMs(card({ late }), margin)).toBe(want),
+  );
 
   it.each<[Edit, number | null]>([
     [{ late: '30s', delay: null }, 30 * S],
@@ -96,7 +98,7 @@ describe('cardMargin, lookupAvailable, keyFoldsResends, lateApplyAllowanceMs, lo
   ])('lookupSettleMs %j → %s', (e, want) => expect(lookupSettleMs(card(e))).toBe(want));
 });
 
-describe('resendSafety and retentionPassed: the key\'s age from the FIRST dispatch, with the margin and the late-apply allowance', () => {
+describe("resendSafety and retentionPassed: the key's age from the FIRST dispatch, with the margin and the late-apply allowance", () => {
   // 24 h retention, late-apply bound 30 s: with margin M the last safe age is below 24 h − M − 30 s.
   const c = card({ late: '30s' });
   const R = 24 * H;
@@ -125,7 +127,7 @@ describe('resendSafety and retentionPassed: the key\'s age from the FIRST dispat
     expect(resendSafety(u, T0, T0 + R - 2 * MIN, MIN)).toMatchObject({ safe: false, pastRetention: true });
   });
 
-  it('the margin defaults to the card\'s limits.clockSkewMargin', () => {
+  it("the margin defaults to the card's limits.clockSkewMargin", () => {
     const ten = card({ late: '0s', margin: '10m' });
     expect(resendSafety(ten, T0, T0 + R - 9 * MIN).safe).toBe(false);
     expect(resendSafety(card({ late: '0s' }), T0, T0 + R - 9 * MIN).safe).toBe(true);
@@ -147,7 +149,10 @@ describe('resendSafety and retentionPassed: the key\'s age from the FIRST dispat
   });
 
   it('idempotent by nature: safe at any age, even with nothing stored', () => {
-    expect(resendSafety(card({ byNature: true, semantics: 'none', retention: null, travels: 'none' }), T0, T0 + 100 * R, MIN).safe).toBe(true);
+    expect(
+      resendSafety(card({ byNature: true, semantics: 'none', retention: null, travels: 'none' }), T0, T0 + 100 * R, MIN)
+        .safe,
+    ).toBe(true);
   });
 
   it('retentionPassed: unknown or no retention is always passed (nothing to rely on); a known one, not before the first dispatch', () => {
@@ -159,22 +164,47 @@ describe('resendSafety and retentionPassed: the key\'s age from the FIRST dispat
 
 describe('notFoundIsAuthoritative / absenceProvenFrom: measured from the LAST dispatch', () => {
   const c = card({ late: '30s', delay: '2s' }); // settles 32 s after the last dispatch
-  it.each<[string, { first: number | null; last?: number | null; leaseEnd?: number | null; askedAt: number }, number, boolean]>([
+  it.each<
+    [string, { first: number | null; last?: number | null; leaseEnd?: number | null; askedAt: number }, number, boolean]
+  >([
     ['never dispatched: any not-found counts', { first: null, askedAt: T0 }, MIN, true],
     ['before last + settle', { first: T0, last: T0, askedAt: T0 + 32 * S - 1 }, MIN, false],
     ['at last + settle', { first: T0, last: T0, askedAt: T0 + 32 * S }, MIN, true],
-    ['the first dispatch long settled, the last (a re-send) not yet', { first: T0 - H, last: T0, askedAt: T0 + 10 * S }, MIN, false],
+    [
+      'the first dispatch long settled, the last (a re-send) not yet',
+      { first: T0 - H, last: T0, askedAt: T0 + 10 * S },
+      MIN,
+      false,
+    ],
     ['no last dispatch given: the first', { first: T0, askedAt: T0 + 32 * S }, MIN, true],
-    ['taken over: the dead owner\'s lease end + margin + settle', { first: T0, last: T0, leaseEnd: T0 + 10 * S, askedAt: T0 + 10 * S + MIN + 32 * S - 1 }, MIN, false],
-    ['taken over, after lease end + margin + settle', { first: T0, last: T0, leaseEnd: T0 + 10 * S, askedAt: T0 + 10 * S + MIN + 32 * S }, MIN, true],
+    [
+      "taken over: the dead owner's lease end + margin + settle",
+      { first: T0, last: T0, leaseEnd: T0 + 10 * S, askedAt: T0 + 10 * S + MIN + 32 * S - 1 },
+      MIN,
+      false,
+    ],
+    [
+      'taken over, after lease end + margin + settle',
+      { first: T0, last: T0, leaseEnd: T0 + 10 * S, askedAt: T0 + 10 * S + MIN + 32 * S },
+      MIN,
+      true,
+    ],
     ['taken over, margin 0', { first: T0, last: T0, leaseEnd: T0 + 10 * S, askedAt: T0 + 42 * S }, 0, true],
   ])('%s', (_name, t, margin, want) => {
-    const timing = { firstDispatchedAt: t.first, ...(t.last !== undefined ? { lastDispatchedAt: t.last } : {}), ...(t.leaseEnd !== undefined ? { takenOverLeaseEnd: t.leaseEnd } : {}), now: t.askedAt + 5 * MIN, observedAt: t.askedAt };
+    const timing = {
+      firstDispatchedAt: t.first,
+      ...(t.last !== undefined ? { lastDispatchedAt: t.last } : {}),
+      ...(t.leaseEnd !== undefined ? { takenOverLeaseEnd: t.leaseEnd } : {}),
+      now: t.askedAt + 5 * MIN,
+      observedAt: t.askedAt,
+    };
     expect(notFoundIsAuthoritative(c, timing, margin)).toBe(want);
   });
 
   it('judged when the lookup was asked (observedAt), not when it is judged (now); now when no observedAt', () => {
-    expect(notFoundIsAuthoritative(c, { firstDispatchedAt: T0, lastDispatchedAt: T0, now: T0 + H, observedAt: T0 + S })).toBe(false);
+    expect(
+      notFoundIsAuthoritative(c, { firstDispatchedAt: T0, lastDispatchedAt: T0, now: T0 + H, observedAt: T0 + S }),
+    ).toBe(false);
     expect(notFoundIsAuthoritative(c, { firstDispatchedAt: T0, lastDispatchedAt: T0, now: T0 + H })).toBe(true);
   });
 
@@ -185,11 +215,23 @@ describe('notFoundIsAuthoritative / absenceProvenFrom: measured from the LAST di
   ])('never proven: %s', (_name, e, why) => {
     const proof = absenceProvenFrom(card(e), { firstDispatchedAt: T0, lastDispatchedAt: T0 });
     expect('never' in proof && proof.never).toMatch(why);
-    expect(notFoundIsAuthoritative(card(e), { firstDispatchedAt: T0, lastDispatchedAt: T0, now: T0 + 1000 * H })).toBe(false);
+    expect(notFoundIsAuthoritative(card(e), { firstDispatchedAt: T0, lastDispatchedAt: T0, now: T0 + 1000 * H })).toBe(
+      false,
+    );
   });
 
   it('a LookupContext is read as it is: its lastDispatchedAt counts', () => {
-    const ctx = { businessOperationId: 'x', providerKey: null, params: {}, runId: 'r', attemptId: 'a', statusRef: null, firstDispatchedAt: T0 - H, lastDispatchedAt: T0, now: T0 + 10 * S };
+    const ctx = {
+      businessOperationId: 'x',
+      providerKey: null,
+      params: {},
+      runId: 'r',
+      attemptId: 'a',
+      statusRef: null,
+      firstDispatchedAt: T0 - H,
+      lastDispatchedAt: T0,
+      now: T0 + 10 * S,
+    };
     expect(notFoundIsAuthoritative(c, ctx)).toBe(false);
     expect(notFoundIsAuthoritative(c, { ...ctx, now: T0 + 32 * S })).toBe(true);
   });
@@ -213,7 +255,7 @@ describe('agentIdempotentHint: the provider folds a same-key re-send of a key se
     expect(agentIdempotentHint(card(e))).toBe(want);
   });
 
-  it('the margin is the card\'s unless given', () => {
+  it("the margin is the card's unless given", () => {
     const c = card({ retention: '5m', late: '0s' });
     expect(agentIdempotentHint(c)).toBe(true);
     expect(agentIdempotentHint(card({ retention: '5m', late: '0s', margin: '5m' }))).toBe(false);

@@ -64,7 +64,12 @@ interface RetentionReading {
   readonly lateMs: number;
 }
 
-function readRetention(card: RetrySafetyCard, firstDispatchedAt: number | null, at: number, clockSkewMarginMs: number): RetentionReading {
+function readRetention(
+  card: RetrySafetyCard,
+  firstDispatchedAt: number | null,
+  at: number,
+  clockSkewMarginMs: number,
+): RetentionReading {
   const retention = card.retention.minimum.value;
   const lateMs = lateApplyAllowanceMs(card, clockSkewMarginMs);
   if (retention === 'unknown' || retention === null) return { passed: true, ageMs: 0, lateMs };
@@ -81,7 +86,12 @@ function readRetention(card: RetrySafetyCard, firstDispatchedAt: number | null, 
  * margin plus the late-apply allowance reaches retention.minimum. A retention that is unknown or none (the
  * provider stores nothing) is always passed: there is nothing to rely on. A key never dispatched has not aged.
  */
-export function retentionPassed(card: RetrySafetyCard, firstDispatchedAt: number | null, at: number, clockSkewMarginMs: number = cardMargin(card)): boolean {
+export function retentionPassed(
+  card: RetrySafetyCard,
+  firstDispatchedAt: number | null,
+  at: number,
+  clockSkewMarginMs: number = cardMargin(card),
+): boolean {
   return readRetention(card, firstDispatchedAt, at, clockSkewMarginMs).passed;
 }
 
@@ -98,25 +108,67 @@ export interface ResendSafety {
  * not passed — see retentionPassed —, parameter matching is known, and a duplicate that arrives while the first is
  * still running is refused or folded — concurrency `rejects-in-progress` / `waits-then-replays`).
  */
-export function resendSafety(card: RetrySafetyCard, firstDispatchedAt: number | null, now: number, clockSkewMarginMs: number = cardMargin(card)): ResendSafety {
-  if (card.sideEffect.idempotentByNature.value === true) return { safe: true, pastRetention: false, why: 'the operation is idempotent by nature (card sideEffect.idempotentByNature)' };
+export function resendSafety(
+  card: RetrySafetyCard,
+  firstDispatchedAt: number | null,
+  now: number,
+  clockSkewMarginMs: number = cardMargin(card),
+): ResendSafety {
+  if (card.sideEffect.idempotentByNature.value === true)
+    return {
+      safe: true,
+      pastRetention: false,
+      why: 'the operation is idempotent by nature (card sideEffect.idempotentByNature)',
+    };
   const travels = card.providerKey.travels.value;
-  if (travels === 'unknown' || travels === 'none') return { safe: false, pastRetention: false, why: `no provider key travels (card providerKey.travels = ${travels})` };
+  if (travels === 'unknown' || travels === 'none')
+    return {
+      safe: false,
+      pastRetention: false,
+      why: `no provider key travels (card providerKey.travels = ${travels})`,
+    };
   const sem = card.storedResult.semantics.value;
-  if (!keyFoldsResends(card)) return { safe: false, pastRetention: false, why: `the provider does not fold re-sends together (card storedResult.semantics = ${sem})` };
+  if (!keyFoldsResends(card))
+    return {
+      safe: false,
+      pastRetention: false,
+      why: `the provider does not fold re-sends together (card storedResult.semantics = ${sem})`,
+    };
   const retention = card.retention.minimum.value;
-  if (retention === 'unknown' || retention === null) return { safe: false, pastRetention: false, why: `the key's retention is not known (card retention.minimum = ${retention})` };
-  if (card.parameterMatching.value === 'unknown') return { safe: false, pastRetention: false, why: 'the provider\'s parameter matching is unknown (card parameterMatching)' };
+  if (retention === 'unknown' || retention === null)
+    return {
+      safe: false,
+      pastRetention: false,
+      why: `the key's retention is not known (card retention.minimum = ${retention})`,
+    };
+  if (card.parameterMatching.value === 'unknown')
+    return {
+      safe: false,
+      pastRetention: false,
+      why: "the provider's parameter matching is unknown (card parameterMatching)",
+    };
   // The first request may still be running: a same-key duplicate must be refused or folded, not processed again.
   const conc = card.concurrency.value;
   if (conc !== 'rejects-in-progress' && conc !== 'waits-then-replays')
-    return { safe: false, pastRetention: false, why: `a re-send while the first request may still be running is not folded (card concurrency = ${conc})` };
+    return {
+      safe: false,
+      pastRetention: false,
+      why: `a re-send while the first request may still be running is not folded (card concurrency = ${conc})`,
+    };
   const r = readRetention(card, firstDispatchedAt, now, clockSkewMarginMs);
   if (r.passed) {
     const late = card.lookup.lateApplyBound?.value ?? 'unknown';
-    return { safe: false, pastRetention: true, why: `the key is ${r.ageMs} ms old; with the ${clockSkewMarginMs} ms clock-skew margin and ${r.lateMs} ms for a late apply (lateApplyBound ${late}) that is past the provider's ${retention} retention: a re-send could be a new operation` };
+    return {
+      safe: false,
+      pastRetention: true,
+      why: `the key is ${r.ageMs} ms old; with the ${clockSkewMarginMs} ms clock-skew margin and ${r.lateMs} ms for a late apply (lateApplyBound ${late}) that is past the provider's ${retention} retention: a re-send could be a new operation`,
+    };
   }
-  return { safe: true, pastRetention: false, why: `same key, inside the ${retention} retention, provider ${sem === 'replays' ? 'replays its stored result' : 'rejects the duplicate'}` };
+  return {
+    safe: true,
+    pastRetention: false,
+    why: `same key, inside the ${retention} retention, provider ${sem === 'replays' ? 'replays its stored result' : 'rejects the duplicate'}`,
+  };
 }
 
 /**
@@ -146,13 +198,23 @@ export interface DispatchTimes {
  * lookup would show it. That is the last dispatch (for a takeover: the dead owner's lease end, plus the clock-skew
  * margin, since another clock wrote it) + lookupSettleMs. `never` when the card leaves a bound unknown.
  */
-export function absenceProvenFrom(card: RetrySafetyCard, times: DispatchTimes, clockSkewMarginMs: number = cardMargin(card)): { readonly at: number } | { readonly never: string } {
-  if (card.lookup.consistencyDelay.value === 'unknown') return { never: 'its consistency delay is unknown (card lookup.consistencyDelay)' };
+export function absenceProvenFrom(
+  card: RetrySafetyCard,
+  times: DispatchTimes,
+  clockSkewMarginMs: number = cardMargin(card),
+): { readonly at: number } | { readonly never: string } {
+  if (card.lookup.consistencyDelay.value === 'unknown')
+    return { never: 'its consistency delay is unknown (card lookup.consistencyDelay)' };
   let last = times.lastDispatchedAt ?? times.firstDispatchedAt;
-  if (times.takenOverLeaseEnd !== undefined && times.takenOverLeaseEnd !== null) last = Math.max(last ?? -Infinity, times.takenOverLeaseEnd + clockSkewMarginMs);
+  if (times.takenOverLeaseEnd !== undefined && times.takenOverLeaseEnd !== null)
+    last = Math.max(last ?? -Infinity, times.takenOverLeaseEnd + clockSkewMarginMs);
   if (last === null) return { at: -Infinity }; // never dispatched: nothing can land
   const settle = lookupSettleMs(card);
-  if (settle === null) return { never: 'the provider may still apply an earlier request for an unknown time after the client gave up (card lookup.lateApplyBound unknown)' };
+  if (settle === null)
+    return {
+      never:
+        'the provider may still apply an earlier request for an unknown time after the client gave up (card lookup.lateApplyBound unknown)',
+    };
   return { at: last + settle };
 }
 
@@ -163,7 +225,11 @@ export interface LookupTiming extends DispatchTimes {
 }
 
 /** Whether a lookup's "not found" proves the effect was not applied (see absenceProvenFrom); judged when the lookup was asked. */
-export function notFoundIsAuthoritative(card: RetrySafetyCard, timing: LookupTiming, clockSkewMarginMs: number = cardMargin(card)): boolean {
+export function notFoundIsAuthoritative(
+  card: RetrySafetyCard,
+  timing: LookupTiming,
+  clockSkewMarginMs: number = cardMargin(card),
+): boolean {
   const proof = absenceProvenFrom(card, timing, clockSkewMarginMs);
   return 'at' in proof && (timing.observedAt ?? timing.now) >= proof.at;
 }

@@ -1,5 +1,5 @@
+import { type RetrySafetyCard, UNKNOWN } from './card.js';
 import { isDuration } from './duration.js';
-import { UNKNOWN, type RetrySafetyCard } from './card.js';
 import { CardValidationError } from './errors/card-validation-error.js';
 import { MERGING_STEPS, NORMALIZATION_STEPS } from './normalize.js';
 
@@ -12,25 +12,47 @@ export interface CardProblem {
 type Check = ((v: unknown) => string | null) & { readonly schema?: Readonly<Record<string, unknown>> };
 
 /** A check together with the JSON Schema fragment that says the same (for the published card schema). */
-const withSchema = (c: (v: unknown) => string | null, schema: Readonly<Record<string, unknown>>): Check => Object.assign(c, { schema });
+const withSchema = (c: (v: unknown) => string | null, schema: Readonly<Record<string, unknown>>): Check =>
+  Object.assign(c, { schema });
 
-const str: Check = withSchema((v) => (typeof v === 'string' && v.trim().length > 0 ? null : 'expected a non-empty string'), { type: 'string', pattern: '\\S' });
+const str: Check = withSchema(
+  (v) => (typeof v === 'string' && v.trim().length > 0 ? null : 'expected a non-empty string'),
+  { type: 'string', pattern: '\\S' },
+);
 const oneOf = (...values: readonly unknown[]): Check =>
-  withSchema((v) => (values.includes(v) ? null : `expected one of ${values.map((x) => JSON.stringify(x)).join(', ')}`), values.length === 1 ? { const: values[0] } : { enum: values });
-const duration: Check = withSchema((v) => (isDuration(v) ? null : 'expected a duration such as 500ms, 30s, 5m, 24h, 7d'), { type: 'string', pattern: '^\\d+(\\.\\d+)?(ms|s|m|h|d)$' });
-const posInt: Check = withSchema((v) => (typeof v === 'number' && Number.isInteger(v) && v > 0 ? null : 'expected a positive integer'), { type: 'integer', minimum: 1 });
+  withSchema(
+    (v) => (values.includes(v) ? null : `expected one of ${values.map((x) => JSON.stringify(x)).join(', ')}`),
+    values.length === 1 ? { const: values[0] } : { enum: values },
+  );
+const duration: Check = withSchema(
+  (v) => (isDuration(v) ? null : 'expected a duration such as 500ms, 30s, 5m, 24h, 7d'),
+  { type: 'string', pattern: '^\\d+(\\.\\d+)?(ms|s|m|h|d)$' },
+);
+const posInt: Check = withSchema(
+  (v) => (typeof v === 'number' && Number.isInteger(v) && v > 0 ? null : 'expected a positive integer'),
+  { type: 'integer', minimum: 1 },
+);
 const bool: Check = withSchema((v) => (typeof v === 'boolean' ? null : 'expected true or false'), { type: 'boolean' });
-const nullable = (c: Check): Check => withSchema((v) => (v === null ? null : c(v)), { anyOf: [c.schema ?? {}, { type: 'null' }] });
+const nullable = (c: Check): Check =>
+  withSchema((v) => (v === null ? null : c(v)), { anyOf: [c.schema ?? {}, { type: 'null' }] });
 const strings: Check = withSchema(
-  (v) => (Array.isArray(v) && v.every((s) => typeof s === 'string' && s.length > 0) ? null : 'expected an array of non-empty strings'),
+  (v) =>
+    Array.isArray(v) && v.every((s) => typeof s === 'string' && s.length > 0)
+      ? null
+      : 'expected an array of non-empty strings',
   { type: 'array', items: { type: 'string', minLength: 1 } },
 );
-const nonEmptyStrings: Check = withSchema((v) => strings(v) ?? ((v as unknown[]).length > 0 ? null : 'expected at least one field'), { type: 'array', items: { type: 'string', minLength: 1 }, minItems: 1 });
+const nonEmptyStrings: Check = withSchema(
+  (v) => strings(v) ?? ((v as unknown[]).length > 0 ? null : 'expected at least one field'),
+  { type: 'array', items: { type: 'string', minLength: 1 }, minItems: 1 },
+);
 
 /** A provider fact: `{ value, source }` where value passes `c` or is 'unknown', and source is cited. */
 const FACT = Symbol('fact');
 type Shape = { [k: string]: Shape | Check | FactShape };
-interface FactShape { [FACT]: Check }
+interface FactShape {
+  [FACT]: Check;
+}
 const f = (c: Check): FactShape => ({ [FACT]: c });
 
 const SHAPE: Shape = {
@@ -73,12 +95,25 @@ const SHAPE: Shape = {
   // checked separately below (array of objects)
   unverified: withSchema(() => null, {
     type: 'array',
-    items: { type: 'object', additionalProperties: false, required: ['field', 'condition', 'source'], properties: { field: { type: 'string', pattern: '\\S' }, condition: { type: 'string', pattern: '\\S' }, source: { type: 'string', pattern: '\\S' } } },
+    items: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['field', 'condition', 'source'],
+      properties: {
+        field: { type: 'string', pattern: '\\S' },
+        condition: { type: 'string', pattern: '\\S' },
+        source: { type: 'string', pattern: '\\S' },
+      },
+    },
   }),
 };
 
 /** Optional fields: absent means unknown (lateApplyBound), false (rejectionMayCreate) or the default (clockSkewMargin). */
-const OPTIONAL: ReadonlySet<string> = new Set(['sideEffect.rejectionMayCreate', 'lookup.lateApplyBound', 'limits.clockSkewMargin']);
+const OPTIONAL: ReadonlySet<string> = new Set([
+  'sideEffect.rejectionMayCreate',
+  'lookup.lateApplyBound',
+  'limits.clockSkewMargin',
+]);
 
 function isFactShape(s: unknown): s is FactShape {
   return typeof s === 'object' && s !== null && FACT in s;
@@ -94,7 +129,10 @@ function walk(shape: Shape, value: unknown, path: string, problems: CardProblem[
     const p = path ? `${path}.${key}` : key;
     if (!(key in obj) || obj[key] === undefined) {
       if (OPTIONAL.has(p)) continue;
-      problems.push({ path: p, message: 'missing (every field is required; write "unknown" with a source when it is not known)' });
+      problems.push({
+        path: p,
+        message: 'missing (every field is required; write "unknown" with a source when it is not known)',
+      });
       continue;
     }
     const v = obj[key];
@@ -107,7 +145,8 @@ function walk(shape: Shape, value: unknown, path: string, problems: CardProblem[
         continue;
       }
       const fv = v as Record<string, unknown>;
-      if (!('value' in fv)) problems.push({ path: `${p}.value`, message: 'missing (use "unknown" when it is not known)' });
+      if (!('value' in fv))
+        problems.push({ path: `${p}.value`, message: 'missing (use "unknown" when it is not known)' });
       else if (fv.value === UNKNOWN) unknownPaths.push(p);
       else {
         const msg = sub[FACT](fv.value);
@@ -143,7 +182,8 @@ export function validateCard(card: unknown): CardValidation {
     if (!Array.isArray(unverified)) problems.push({ path: 'unverified', message: 'expected an array' });
     else
       unverified.forEach((u, i) => {
-        if (typeof u !== 'object' || u === null) return problems.push({ path: `unverified[${i}]`, message: 'expected { field, condition, source }' });
+        if (typeof u !== 'object' || u === null)
+          return problems.push({ path: `unverified[${i}]`, message: 'expected { field, condition, source }' });
         for (const k of ['field', 'condition', 'source'] as const) {
           const m = str((u as Record<string, unknown>)[k]);
           if (m) problems.push({ path: `unverified[${i}].${k}`, message: m });
@@ -152,12 +192,20 @@ export function validateCard(card: unknown): CardValidation {
     if (Array.isArray(unverified)) {
       const listed = new Set(unverified.map((u) => (u as { field?: unknown })?.field));
       for (const path of unknowns) {
-        if (!listed.has(path)) problems.push({ path, message: 'value is "unknown" but the field is not listed in unverified[] with its source' });
+        if (!listed.has(path))
+          problems.push({
+            path,
+            message: 'value is "unknown" but the field is not listed in unverified[] with its source',
+          });
       }
     }
   }
   const rawCard = obj as Partial<RetrySafetyCard>;
-  if (typeof rawCard.operation === 'string' && typeof rawCard.provider === 'string' && !rawCard.operation.startsWith(rawCard.provider + '.')) {
+  if (
+    typeof rawCard.operation === 'string' &&
+    typeof rawCard.provider === 'string' &&
+    !rawCard.operation.startsWith(rawCard.provider + '.')
+  ) {
     problems.push({ path: 'operation', message: `must start with the provider name "${rawCard.provider}."` });
   }
   return { ok: problems.length === 0, problems, unknowns };
@@ -181,15 +229,22 @@ function withoutOptional(card: unknown): unknown {
   return out;
 }
 
-const isSteps = (v: unknown) => Array.isArray(v) && v.every((s) => (NORMALIZATION_STEPS as readonly unknown[]).includes(s));
+const isSteps = (v: unknown) =>
+  Array.isArray(v) && v.every((s) => (NORMALIZATION_STEPS as readonly unknown[]).includes(s));
 const EVIDENCE = /^https:\/\/\S+$/;
 
 /** A step that can merge values the provider keeps apart is declared only with the provider's evidence (an https page), never by default. */
 function checkEvidence(r: Record<string, unknown>, p: string, problems: CardProblem[]): void {
-  const merging = Array.isArray(r.steps) ? r.steps.filter((s) => (MERGING_STEPS as readonly unknown[]).includes(s)) : [];
+  const merging = Array.isArray(r.steps)
+    ? r.steps.filter((s) => (MERGING_STEPS as readonly unknown[]).includes(s))
+    : [];
   if (merging.length > 0 && !(typeof r.evidence === 'string' && EVIDENCE.test(r.evidence)))
-    problems.push({ path: `${p}.evidence`, message: `${merging.join(', ')} can merge values the provider keeps apart: cite the provider's page (https) that treats them as one` });
-  else if (r.evidence !== undefined && (typeof r.evidence !== 'string' || !EVIDENCE.test(r.evidence))) problems.push({ path: `${p}.evidence`, message: 'expected an https URL' });
+    problems.push({
+      path: `${p}.evidence`,
+      message: `${merging.join(', ')} can merge values the provider keeps apart: cite the provider's page (https) that treats them as one`,
+    });
+  else if (r.evidence !== undefined && (typeof r.evidence !== 'string' || !EVIDENCE.test(r.evidence)))
+    problems.push({ path: `${p}.evidence`, message: 'expected an https URL' });
 }
 
 /** Optional sections: normalisation, param comparison, replay indicator. */
@@ -197,28 +252,49 @@ function checkOptional(obj: Record<string, unknown>, problems: CardProblem[], un
   const bo = (obj.businessOperationId ?? {}) as Record<string, unknown>;
   const intentFields = Array.isArray(bo.intentFields) ? (bo.intentFields as unknown[]) : [];
   if (bo.normalize !== undefined) {
-    if (!Array.isArray(bo.normalize)) problems.push({ path: 'businessOperationId.normalize', message: 'expected an array of { field, steps, source }' });
+    if (!Array.isArray(bo.normalize))
+      problems.push({
+        path: 'businessOperationId.normalize',
+        message: 'expected an array of { field, steps, source }',
+      });
     else {
       bo.normalize.forEach((n: unknown, i: number) => {
         const p = `businessOperationId.normalize[${i}]`;
         const r = (n ?? {}) as Record<string, unknown>;
-        if (typeof r.field !== 'string' || !intentFields.some((f) => r.field === f || (typeof f === 'string' && (r.field as string).startsWith(f + '.'))))
+        if (
+          typeof r.field !== 'string' ||
+          !intentFields.some((f) => r.field === f || (typeof f === 'string' && (r.field as string).startsWith(f + '.')))
+        )
           problems.push({ path: `${p}.field`, message: 'expected one of the intent fields (or a path beneath one)' });
-        if (!isSteps(r.steps) || (r.steps as unknown[]).length === 0) problems.push({ path: `${p}.steps`, message: `expected a non-empty list of ${NORMALIZATION_STEPS.join(', ')}` });
-        if (str(r.source)) problems.push({ path: `${p}.source`, message: 'every normalisation cites why the provider treats these values as the same' });
+        if (!isSteps(r.steps) || (r.steps as unknown[]).length === 0)
+          problems.push({
+            path: `${p}.steps`,
+            message: `expected a non-empty list of ${NORMALIZATION_STEPS.join(', ')}`,
+          });
+        if (str(r.source))
+          problems.push({
+            path: `${p}.source`,
+            message: 'every normalisation cites why the provider treats these values as the same',
+          });
         checkEvidence(r, p, problems);
       });
     }
   }
   if (obj.paramComparison !== undefined) {
-    if (!Array.isArray(obj.paramComparison)) problems.push({ path: 'paramComparison', message: 'expected an array of { field, compare, steps?, source }' });
+    if (!Array.isArray(obj.paramComparison))
+      problems.push({ path: 'paramComparison', message: 'expected an array of { field, compare, steps?, source }' });
     else
       obj.paramComparison.forEach((n: unknown, i: number) => {
         const p = `paramComparison[${i}]`;
         const r = (n ?? {}) as Record<string, unknown>;
         if (str(r.field)) problems.push({ path: `${p}.field`, message: 'expected a dot path into params' });
-        if (r.compare !== 'exact' && r.compare !== 'normalized') problems.push({ path: `${p}.compare`, message: 'expected "exact" or "normalized"' });
-        if (r.compare === 'normalized' && (!isSteps(r.steps) || (r.steps as unknown[]).length === 0)) problems.push({ path: `${p}.steps`, message: `a normalized comparison lists its steps (${NORMALIZATION_STEPS.join(', ')})` });
+        if (r.compare !== 'exact' && r.compare !== 'normalized')
+          problems.push({ path: `${p}.compare`, message: 'expected "exact" or "normalized"' });
+        if (r.compare === 'normalized' && (!isSteps(r.steps) || (r.steps as unknown[]).length === 0))
+          problems.push({
+            path: `${p}.steps`,
+            message: `a normalized comparison lists its steps (${NORMALIZATION_STEPS.join(', ')})`,
+          });
         if (str(r.source)) problems.push({ path: `${p}.source`, message: 'every comparison rule cites its source' });
         checkEvidence(r, p, problems);
       });
@@ -227,12 +303,14 @@ function checkOptional(obj: Record<string, unknown>, problems: CardProblem[], un
   if (sr.replayIndicator !== undefined) {
     const p = 'storedResult.replayIndicator';
     const f = sr.replayIndicator as Record<string, unknown> | null;
-    if (typeof f !== 'object' || f === null || !('value' in f)) problems.push({ path: p, message: 'expected a fact { value: { header, value } | null, source }' });
+    if (typeof f !== 'object' || f === null || !('value' in f))
+      problems.push({ path: p, message: 'expected a fact { value: { header, value } | null, source }' });
     else {
       if (f.value === UNKNOWN) unknowns.push(p);
       else if (f.value !== null) {
         const v = f.value as Record<string, unknown>;
-        if (typeof v !== 'object' || str(v.header) || str(v.value)) problems.push({ path: `${p}.value`, message: 'expected { header, value } or null' });
+        if (typeof v !== 'object' || str(v.header) || str(v.value))
+          problems.push({ path: `${p}.value`, message: 'expected { header, value } or null' });
       }
       if (str(f.source)) problems.push({ path: `${p}.source`, message: 'every fact cites its source' });
     }
@@ -242,7 +320,8 @@ function checkOptional(obj: Record<string, unknown>, problems: CardProblem[], un
 /** Validates and returns the card deep-frozen; throws CardValidationError listing every problem. */
 export function defineCard<const C extends RetrySafetyCard>(card: C): C {
   const result = validateCard(card);
-  if (!result.ok) throw new CardValidationError(String((card as { operation?: unknown }).operation ?? '(unnamed)'), result.problems);
+  if (!result.ok)
+    throw new CardValidationError(String((card as { operation?: unknown }).operation ?? '(unnamed)'), result.problems);
   return deepFreeze(card);
 }
 
@@ -264,13 +343,22 @@ function schemaOf(shape: Shape | Check | FactShape): Record<string, unknown> {
   if (isFactShape(shape)) {
     return {
       type: 'object',
-      description: 'A provider fact: its value (or "unknown", which must then be listed in unverified[]) and where it comes from.',
+      description:
+        'A provider fact: its value (or "unknown", which must then be listed in unverified[]) and where it comes from.',
       additionalProperties: false,
       required: ['value', 'source'],
-      properties: { value: { anyOf: [shape[FACT].schema ?? {}, { const: UNKNOWN }] }, source: { type: 'string', pattern: '\\S', description: 'a public URL or a file that ships with the project' } },
+      properties: {
+        value: { anyOf: [shape[FACT].schema ?? {}, { const: UNKNOWN }] },
+        source: { type: 'string', pattern: '\\S', description: 'a public URL or a file that ships with the project' },
+      },
     };
   }
-  return { type: 'object', additionalProperties: false, required: Object.keys(shape), properties: Object.fromEntries(Object.entries(shape).map(([k, v]) => [k, schemaOf(v)])) };
+  return {
+    type: 'object',
+    additionalProperties: false,
+    required: Object.keys(shape),
+    properties: Object.fromEntries(Object.entries(shape).map(([k, v]) => [k, schemaOf(v)])),
+  };
 }
 
 /**
@@ -281,16 +369,38 @@ function schemaOf(shape: Shape | Check | FactShape): Record<string, unknown> {
 /** The optional card fields validateCard checks on its own (intent normalisation, param comparison, replay indicator). */
 function withOptionalFields(body: { properties: Record<string, unknown> } & Record<string, unknown>): typeof body {
   type Obj = { properties: Record<string, unknown> } & Record<string, unknown>;
-  const steps = { type: 'array', items: { enum: [...NORMALIZATION_STEPS] }, description: 'applied in order to every string at or below the field' };
-  const evidence = { type: 'string', pattern: '^https://\\S+$', description: "the provider's page that treats the values a merging step folds as one" };
+  const steps = {
+    type: 'array',
+    items: { enum: [...NORMALIZATION_STEPS] },
+    description: 'applied in order to every string at or below the field',
+  };
+  const evidence = {
+    type: 'string',
+    pattern: '^https://\\S+$',
+    description: "the provider's page that treats the values a merging step folds as one",
+  };
   // A merging step (compatibility forms, case, inner white space, number spellings) needs the provider's evidence.
-  const needsEvidence = { if: { required: ['steps'], properties: { steps: { type: 'array', contains: { enum: [...MERGING_STEPS] } } } }, then: { required: ['evidence'], properties: { evidence } } };
+  const needsEvidence = {
+    if: { required: ['steps'], properties: { steps: { type: 'array', contains: { enum: [...MERGING_STEPS] } } } },
+    then: { required: ['evidence'], properties: { evidence } },
+  };
   const bo = body.properties.businessOperationId as Obj;
   bo.properties = {
     ...bo.properties,
     normalize: {
       type: 'array',
-      items: { type: 'object', additionalProperties: false, required: ['field', 'steps', 'source'], properties: { field: { type: 'string', minLength: 1 }, steps, source: { type: 'string', minLength: 1 }, evidence }, ...needsEvidence },
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['field', 'steps', 'source'],
+        properties: {
+          field: { type: 'string', minLength: 1 },
+          steps,
+          source: { type: 'string', minLength: 1 },
+          evidence,
+        },
+        ...needsEvidence,
+      },
     },
   };
   const sr = body.properties.storedResult as Obj;
@@ -302,20 +412,47 @@ function withOptionalFields(body: { properties: Record<string, unknown> } & Reco
       required: ['value', 'source'],
       description: 'how the provider marks a replayed answer (e.g. Idempotent-Replayed: true), null when it sends none',
       properties: {
-        value: { anyOf: [{ const: 'unknown' }, { type: 'null' }, { type: 'object', additionalProperties: false, required: ['header', 'value'], properties: { header: { type: 'string', minLength: 1 }, value: { type: 'string', minLength: 1 } } }] },
+        value: {
+          anyOf: [
+            { const: 'unknown' },
+            { type: 'null' },
+            {
+              type: 'object',
+              additionalProperties: false,
+              required: ['header', 'value'],
+              properties: { header: { type: 'string', minLength: 1 }, value: { type: 'string', minLength: 1 } },
+            },
+          ],
+        },
         source: { type: 'string', minLength: 1 },
       },
     },
   };
   // Optional fields: an absent one means unknown / the default.
-  for (const [section, field] of [['sideEffect', 'rejectionMayCreate'], ['lookup', 'lateApplyBound'], ['limits', 'clockSkewMargin']] as const) {
+  for (const [section, field] of [
+    ['sideEffect', 'rejectionMayCreate'],
+    ['lookup', 'lateApplyBound'],
+    ['limits', 'clockSkewMargin'],
+  ] as const) {
     const sec = body.properties[section] as Obj;
     if (Array.isArray(sec.required)) sec.required = (sec.required as string[]).filter((f) => f !== field);
   }
   body.properties.paramComparison = {
     type: 'array',
     description: 'how params other than the intent are compared with the stored ones (default exact)',
-    items: { type: 'object', additionalProperties: false, required: ['field', 'compare', 'source'], properties: { field: { type: 'string', minLength: 1 }, compare: { enum: ['exact', 'normalized'] }, steps, source: { type: 'string', minLength: 1 }, evidence }, ...needsEvidence },
+    items: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['field', 'compare', 'source'],
+      properties: {
+        field: { type: 'string', minLength: 1 },
+        compare: { enum: ['exact', 'normalized'] },
+        steps,
+        source: { type: 'string', minLength: 1 },
+        evidence,
+      },
+      ...needsEvidence,
+    },
   };
   return body;
 }
@@ -326,8 +463,12 @@ export function cardJsonSchema(): Readonly<Record<string, unknown>> {
     $schema: 'https://json-schema.org/draft/2020-12/schema',
     $id: CARD_SCHEMA_ID,
     title: `retrysafe retry safety card, version ${CARD_SCHEMA_VERSION}`,
-    description: 'What one provider operation guarantees about re-sends, as data. Every field is required; a provider fact may be "unknown" (listed in unverified[] with its source), and the runner then does not rely on it. Also checked by validateCard: every unknown fact is listed in unverified[], and operation starts with "<provider>.".',
+    description:
+      'What one provider operation guarantees about re-sends, as data. Every field is required; a provider fact may be "unknown" (listed in unverified[] with its source), and the runner then does not rely on it. Also checked by validateCard: every unknown fact is listed in unverified[], and operation starts with "<provider>.".',
     ...body,
-    properties: { $schema: { type: 'string', description: 'the schema this card follows (for editors); ignored by the loader' }, ...body.properties },
+    properties: {
+      $schema: { type: 'string', description: 'the schema this card follows (for editors); ignored by the loader' },
+      ...body.properties,
+    },
   };
 }

@@ -1,14 +1,34 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { CardValidationError, defineCard, validateCard, type RetrySafetyCard } from './index.js';
+import { sampleCard } from './__fixtures__/sample-card.js';
 import { renderCard } from './entry-render.js';
 import { durationMs, formatDuration } from './entry-rules.js';
-import { sampleCard } from './__fixtures__/sample-card.js';
+import { CardValidationError, defineCard, type RetrySafetyCard, validateCard } from './index.js';
 
 const REQUIRED_TOP_LEVEL = [
-  'cardVersion', 'provider', 'operation', 'sideEffect', 'businessOperationId', 'ids', 'providerKey', 'keyReuse',
-  'parameterMatching', 'storedResult', 'lookup', 'retention', 'concurrency', 'retryableErrors', 'nonRetryableErrors',
-  'backoff', 'limits', 'retryLayer', 'reconciler', 'handoff', 'duplicateTest', 'receipts', 'unverified',
+  'cardVersion',
+  'provider',
+  'operation',
+  'sideEffect',
+  'businessOperationId',
+  'ids',
+  'providerKey',
+  'keyReuse',
+  'parameterMatching',
+  'storedResult',
+  'lookup',
+  'retention',
+  'concurrency',
+  'retryableErrors',
+  'nonRetryableErrors',
+  'backoff',
+  'limits',
+  'retryLayer',
+  'reconciler',
+  'handoff',
+  'duplicateTest',
+  'receipts',
+  'unverified',
 ];
 
 describe('validateCard', () => {
@@ -29,7 +49,9 @@ describe('validateCard', () => {
     const { lookup: _l, ...rest } = sampleCard;
     const broken = { ...rest, lookup: {}, providerKey: { ...sampleCard.providerKey, maxLength: { value: 255 } } };
     const paths = validateCard(broken).problems.map((p) => p.path);
-    expect(paths).toEqual(expect.arrayContaining(['lookup.method', 'lookup.consistencyDelay', 'providerKey.maxLength.source']));
+    expect(paths).toEqual(
+      expect.arrayContaining(['lookup.method', 'lookup.consistencyDelay', 'providerKey.maxLength.source']),
+    );
     expect(paths).toHaveLength(3);
   });
 
@@ -65,7 +87,15 @@ describe('validateCard', () => {
       extra: 1,
     };
     const paths = validateCard(bad).problems.map((p) => p.path);
-    expect(paths).toEqual(expect.arrayContaining(['parameterMatching.value', 'retention.minimum.value', 'concurrency.source', 'lookup.consistencyDelay', 'extra']));
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        'parameterMatching.value',
+        'retention.minimum.value',
+        'concurrency.source',
+        'lookup.consistencyDelay',
+        'extra',
+      ]),
+    );
   });
 
   it('round-trips through JSON unchanged', () => {
@@ -114,7 +144,8 @@ describe('durations', () => {
 });
 
 describe('card sections in READMEs', () => {
-  const doc = (body: string) => `# Adapter\n\nintro\n\n<!-- cards:start (generated; do not edit) -->\n\n${body}\n\n<!-- cards:end -->\n\nafter\n`;
+  const doc = (body: string) =>
+    `# Adapter\n\nintro\n\n<!-- cards:start (generated; do not edit) -->\n\n${body}\n\n<!-- cards:end -->\n\nafter\n`;
   it('replaces only the section between the markers and reads it back', async () => {
     const { readCardSection, renderCards, replaceCardSection } = await import('./entry-render.js');
     const body = renderCards([sampleCard, sampleCard]);

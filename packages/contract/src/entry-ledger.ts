@@ -3,7 +3,9 @@
  * the state sets, each transition as a pure function of the stored record, prune options, and the
  * payload limits a stored operation keeps within.
  */
-export { PRUNABLE_STATES, RECOVERABLE_STATES, TERMINAL_STATES, checkPruneOptions } from './ledger.js';
+
+export { PAYLOAD_LIMITS } from './errors/payload-limit-error.js';
+export { checkPruneOptions, PRUNABLE_STATES, RECOVERABLE_STATES, TERMINAL_STATES } from './ledger.js';
 export {
   chainedTransition,
   checkFence,
@@ -20,4 +22,3 @@ export {
   setStateTransition,
   validateClaimInput,
 } from './ledger-transitions.js';
-export { PAYLOAD_LIMITS } from './errors/payload-limit-error.js';

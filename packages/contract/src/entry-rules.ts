@@ -3,22 +3,31 @@
  * agent tools and adapters that decide from a card: re-send and look-up timing, intent normalisation
  * and param comparison, durations.
  */
+
+export { DEFAULT_CLOCK_SKEW_MARGIN } from './card.js';
 export {
   absenceProvenFrom,
   agentIdempotentHint,
   cardMargin,
   completionRecoverable,
+  type DispatchTimes,
   keyFoldsResends,
+  type LookupTiming,
   lateApplyAllowanceMs,
   lookupAvailable,
   lookupSettleMs,
   notFoundIsAuthoritative,
+  type ResendSafety,
   resendSafety,
   retentionPassed,
-  type DispatchTimes,
-  type LookupTiming,
-  type ResendSafety,
 } from './card-rules.js';
-export { DEFAULT_CLOCK_SKEW_MARGIN } from './card.js';
-export { MERGING_STEPS, NORMALIZATION_STEPS, canonicalDecimal, describeNormalization, differingPaths, normalizeIntent, normalizeParams } from './normalize.js';
 export { durationMs, formatDuration, isDuration } from './duration.js';
+export {
+  canonicalDecimal,
+  describeNormalization,
+  differingPaths,
+  MERGING_STEPS,
+  NORMALIZATION_STEPS,
+  normalizeIntent,
+  normalizeParams,
+} from './normalize.js';

@@ -1,5 +1,5 @@
-import type { BusinessOperationId, ProviderKey } from './ids.js';
 import type { FieldError } from './errors/invalid-params-error.js';
+import type { BusinessOperationId, ProviderKey } from './ids.js';
 import type { OutcomeKind } from './outcome.js';
 import type { ReceiptKind } from './receipt.js';
 

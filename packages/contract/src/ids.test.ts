@@ -1,8 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  asBusinessOperationId, businessOperationId, deriveProviderKey, InvalidIdError, InvalidIntentError,
-  newAttemptId, newRunId, pickIntent,
+  asBusinessOperationId,
+  businessOperationId,
+  deriveProviderKey,
+  InvalidIdError,
+  InvalidIntentError,
+  newAttemptId,
+  newRunId,
+  pickIntent,
 } from './index.js';
 
 /** Rebuilds a JSON value with every object's keys in a shuffled order. */
@@ -28,7 +34,11 @@ const intentArb = fc.dictionary(
 
 describe('businessOperationId', () => {
   it('is readable: operation name then a 32-hex digest', () => {
-    const id = businessOperationId('stripe.paymentIntents.create', { customer: 'cus_1', amount: 1000, currency: 'eur' });
+    const id = businessOperationId('stripe.paymentIntents.create', {
+      customer: 'cus_1',
+      amount: 1000,
+      currency: 'eur',
+    });
     expect(id).toMatch(/^stripe\.paymentIntents\.create:[0-9a-f]{32}$/);
   });
 
@@ -48,10 +58,14 @@ describe('businessOperationId', () => {
         // the same number written differently in JSON text: exponent form, trailing zeros, whitespace
         const text = `{${ws}"amount"${ws}:${ws}${n.toExponential()}${ws}}`;
         const b = JSON.parse(text) as Record<string, unknown>;
-        expect(businessOperationId('op.create', b)).toBe(businessOperationId('op.create', Object.is(n, -0) ? { amount: 0 } : a));
+        expect(businessOperationId('op.create', b)).toBe(
+          businessOperationId('op.create', Object.is(n, -0) ? { amount: 0 } : a),
+        );
       }),
     );
-    expect(businessOperationId('op.create', JSON.parse('{"amount": 1000.0}'))).toBe(businessOperationId('op.create', JSON.parse('{"amount":1e3}')));
+    expect(businessOperationId('op.create', JSON.parse('{"amount": 1000.0}'))).toBe(
+      businessOperationId('op.create', JSON.parse('{"amount":1e3}')),
+    );
   });
 
   it('changes when any intent value changes (property)', () => {

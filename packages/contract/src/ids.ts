@@ -23,9 +23,20 @@ const OPERATION_PATTERN = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$/;
 
 /** Validates a caller-supplied business-operation id (1–200 chars of `A-Z a-z 0-9 . _ : - /`, starting alphanumeric). */
 export function asBusinessOperationId(value: string): BusinessOperationId {
-  if (typeof value !== 'string' || value.length === 0) throw new InvalidIdError('business-operation id', String(value), 'must be a non-empty string');
-  if (value.length > BUSINESS_OPERATION_ID_MAX_LENGTH) throw new InvalidIdError('business-operation id', value, `longer than ${BUSINESS_OPERATION_ID_MAX_LENGTH} characters`);
-  if (!BOID_PATTERN.test(value)) throw new InvalidIdError('business-operation id', value, 'only A-Z a-z 0-9 . _ : - / are allowed, starting with a letter or digit');
+  if (typeof value !== 'string' || value.length === 0)
+    throw new InvalidIdError('business-operation id', String(value), 'must be a non-empty string');
+  if (value.length > BUSINESS_OPERATION_ID_MAX_LENGTH)
+    throw new InvalidIdError(
+      'business-operation id',
+      value,
+      `longer than ${BUSINESS_OPERATION_ID_MAX_LENGTH} characters`,
+    );
+  if (!BOID_PATTERN.test(value))
+    throw new InvalidIdError(
+      'business-operation id',
+      value,
+      'only A-Z a-z 0-9 . _ : - / are allowed, starting with a letter or digit',
+    );
   return value as BusinessOperationId;
 }
 
@@ -36,9 +47,19 @@ export function asBusinessOperationId(value: string): BusinessOperationId {
  * any changed value does. Never derive it from an LLM tool-call id or a run id.
  */
 export function businessOperationId(operation: string, intent: Record<string, unknown>): BusinessOperationId {
-  if (!OPERATION_PATTERN.test(operation)) throw new InvalidIdError('operation name', operation, 'expected dotted identifiers such as stripe.paymentIntents.create');
-  if (typeof intent !== 'object' || intent === null || Array.isArray(intent)) throw new InvalidIntentError('', 'intent must be a plain object of the declared intent fields');
-  if (Object.keys(intent).length === 0) throw new InvalidIntentError('', 'intent is empty: an id derived from no fields would fold every call into one operation');
+  if (!OPERATION_PATTERN.test(operation))
+    throw new InvalidIdError(
+      'operation name',
+      operation,
+      'expected dotted identifiers such as stripe.paymentIntents.create',
+    );
+  if (typeof intent !== 'object' || intent === null || Array.isArray(intent))
+    throw new InvalidIntentError('', 'intent must be a plain object of the declared intent fields');
+  if (Object.keys(intent).length === 0)
+    throw new InvalidIntentError(
+      '',
+      'intent is empty: an id derived from no fields would fold every call into one operation',
+    );
   const digest = sha256Hex(canonicalJson({ operation, intent }));
   return asBusinessOperationId(`${operation}:${digest.slice(0, 32)}`);
 }
@@ -52,7 +73,8 @@ export function pickIntent(params: unknown, fields: readonly string[]): Record<s
   for (const field of fields) {
     let cur: unknown = params;
     for (const part of field.split('.')) {
-      if (typeof cur !== 'object' || cur === null || !(part in (cur as object))) throw new InvalidIntentError(field, 'declared intent field is missing from params');
+      if (typeof cur !== 'object' || cur === null || !(part in (cur as object)))
+        throw new InvalidIntentError(field, 'declared intent field is missing from params');
       cur = (cur as Record<string, unknown>)[part];
     }
     if (cur === undefined) throw new InvalidIntentError(field, 'declared intent field is undefined');
@@ -70,12 +92,14 @@ export function newAttemptId(): AttemptId {
 }
 
 export function asRunId(value: string): RunId {
-  if (typeof value !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(value)) throw new InvalidIdError('run id', String(value), 'expected 1–128 chars of A-Z a-z 0-9 . _ : -');
+  if (typeof value !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(value))
+    throw new InvalidIdError('run id', String(value), 'expected 1–128 chars of A-Z a-z 0-9 . _ : -');
   return value as RunId;
 }
 
 export function asAttemptId(value: string): AttemptId {
-  if (typeof value !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(value)) throw new InvalidIdError('attempt id', String(value), 'expected 1–128 chars of A-Z a-z 0-9 . _ : -');
+  if (typeof value !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(value))
+    throw new InvalidIdError('attempt id', String(value), 'expected 1–128 chars of A-Z a-z 0-9 . _ : -');
   return value as AttemptId;
 }
 
@@ -96,12 +120,18 @@ export interface ProviderKeyRule {
 export function deriveProviderKey(id: BusinessOperationId, rule: ProviderKeyRule): ProviderKey {
   const prefix = rule.prefix ?? '';
   const allowed = new RegExp(`^[${rule.charset}]*$`);
-  if (!allowed.test(prefix)) throw new InvalidIdError('provider key prefix', prefix, `not within charset [${rule.charset}]`);
+  if (!allowed.test(prefix))
+    throw new InvalidIdError('provider key prefix', prefix, `not within charset [${rule.charset}]`);
   const readable = prefix + id;
   if (readable.length <= rule.maxLength && allowed.test(readable)) return readable as ProviderKey;
   const digest = sha256Hex(id);
   const room = rule.maxLength - prefix.length;
-  if (room < 16) throw new InvalidIdError('provider key', readable, `maxLength ${rule.maxLength} leaves under 16 characters for the digest`);
+  if (room < 16)
+    throw new InvalidIdError(
+      'provider key',
+      readable,
+      `maxLength ${rule.maxLength} leaves under 16 characters for the digest`,
+    );
   const hexOk = allowed.test('0123456789abcdef');
   if (!hexOk) throw new InvalidIdError('provider key', readable, `charset [${rule.charset}] cannot carry a hex digest`);
   return (prefix + digest.slice(0, Math.min(room, 64))) as ProviderKey;
@@ -119,10 +149,12 @@ export function revisionKeySource(id: BusinessOperationId, revision = 1): Busine
 
 /** Marks a string that an adapter has already validated against its provider's key rules. */
 export function asProviderKey(value: string, rule?: ProviderKeyRule): ProviderKey {
-  if (typeof value !== 'string' || value.length === 0) throw new InvalidIdError('provider key', String(value), 'must be a non-empty string');
+  if (typeof value !== 'string' || value.length === 0)
+    throw new InvalidIdError('provider key', String(value), 'must be a non-empty string');
   if (rule) {
     if (value.length > rule.maxLength) throw new InvalidIdError('provider key', value, `longer than ${rule.maxLength}`);
-    if (!new RegExp(`^[${rule.charset}]*$`).test(value)) throw new InvalidIdError('provider key', value, `outside charset [${rule.charset}]`);
+    if (!new RegExp(`^[${rule.charset}]*$`).test(value))
+      throw new InvalidIdError('provider key', value, `outside charset [${rule.charset}]`);
   }
   return value as ProviderKey;
 }

@@ -1,30 +1,25 @@
 // The contract's root: what a user of retrysafe, an adapter or a card calls. Authors' plumbing is on
 // subpaths: ./provider (adapters), ./ledger (ledgers), ./rules (what a card implies), ./render (card pages).
-export { SPECIFICATION_VERSION } from './adapter.js';
+
 export type * from './adapter.js';
+export { SPECIFICATION_VERSION } from './adapter.js';
+export type {
+  AdapterDefinition,
+  FramedAdapter,
+  FramedExecuteContext,
+  FramedLookupContext,
+  FrameOperation,
+} from './adapter-frame.js';
 export { defineAdapter } from './adapter-frame.js';
-export type { AdapterDefinition, FrameOperation, FramedAdapter, FramedExecuteContext, FramedLookupContext } from './adapter-frame.js';
-export type * from './typed-operations.js';
-
-export { UNKNOWN, fact, isUnknown } from './card.js';
-export type * from './card.js';
-export { CARD_SCHEMA_VERSION, cardJsonSchema, defineCard, validateCard } from './card-validate.js';
-export type { CardProblem, CardValidation } from './card-validate.js';
-export { parseCard } from './card-parse.js';
-export type { FieldNormalization, NormalizationStep, ParamComparison } from './normalize.js';
-export type { Duration } from './duration.js';
-
-export { asAttemptId, asBusinessOperationId, asProviderKey, asRunId, businessOperationId, deriveProviderKey, newAttemptId, newRunId, pickIntent, revisionKeySource } from './ids.js';
-export type * from './ids.js';
 export { canonicalJson, fingerprint, sha256Hex } from './canonical.js';
-
-export { OUTCOME_KINDS } from './outcome.js';
-export type * from './outcome.js';
-export type * from './ledger.js';
-export type * from './receipt.js';
-export type * from './handoff.js';
+export type * from './card.js';
+export { fact, isUnknown, UNKNOWN } from './card.js';
+export { parseCard } from './card-parse.js';
+export type { CardProblem, CardValidation } from './card-validate.js';
+export { CARD_SCHEMA_VERSION, cardJsonSchema, defineCard, validateCard } from './card-validate.js';
 export type * from './drill.js';
-
+export type { Duration } from './duration.js';
+export type * from './errors/index.js';
 export {
   AdapterConfigurationError,
   CardValidationError,
@@ -46,4 +41,23 @@ export {
   UnsupportedCapabilityError,
   UnsupportedSpecificationVersionError,
 } from './errors/index.js';
-export type * from './errors/index.js';
+export type * from './handoff.js';
+export type * from './ids.js';
+export {
+  asAttemptId,
+  asBusinessOperationId,
+  asProviderKey,
+  asRunId,
+  businessOperationId,
+  deriveProviderKey,
+  newAttemptId,
+  newRunId,
+  pickIntent,
+  revisionKeySource,
+} from './ids.js';
+export type * from './ledger.js';
+export type { FieldNormalization, NormalizationStep, ParamComparison } from './normalize.js';
+export type * from './outcome.js';
+export { OUTCOME_KINDS } from './outcome.js';
+export type * from './receipt.js';
+export type * from './typed-operations.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { claimTransition, setStateTransition } from './ledger-transitions.js';
 import type { ClaimInput, OperationRecord, StatePatch } from './ledger.js';
+import { claimTransition, setStateTransition } from './ledger-transitions.js';
 
 // setStateTransition as it was written before its one-literal form (issue 23): the reference.
 function reference(record: OperationRecord, patch: StatePatch, terminal: boolean): OperationRecord {
@@ -18,10 +18,51 @@ function reference(record: OperationRecord, patch: StatePatch, terminal: boolean
 
 describe('claimTransition', () => {
   it('a new record has the lease fields where the lease spread put them', () => {
-    const input = { businessOperationId: 'a:1', provider: 'p', operation: 'a.b', intentFingerprint: 'sha256:' + 'a'.repeat(64), paramsFingerprint: 'sha256:' + 'b'.repeat(64), params: null, providerKey: null, owner: 'w', leaseMs: 10, now: 1000 } as ClaimInput;
+    const input = {
+      businessOperationId: 'a:1',
+      provider: 'p',
+      operation: 'a.b',
+      intentFingerprint: 'sha256:' + 'a'.repeat(64),
+      paramsFingerprint: 'sha256:' + 'b'.repeat(64),
+      params: null,
+      providerKey: null,
+      owner: 'w',
+      leaseMs: 10,
+      now: 1000,
+    } as ClaimInput;
     const record = claimTransition(null, input).write!;
-    expect(Object.keys(record)).toEqual(['businessOperationId', 'provider', 'operation', 'intentFingerprint', 'paramsFingerprint', 'params', 'providerKey', 'state', 'fence', 'leaseOwner', 'leaseExpiresAt', 'updatedAt', 'createdAt', 'firstDispatchedAt', 'attemptCount', 'lastOutcome', 'result', 'providerRef', 'statusRef', 'handoff', 'resolution', 'receiptChain']);
-    expect(record).toMatchObject({ leaseOwner: 'w', leaseExpiresAt: 1010, updatedAt: 1000, createdAt: 1000, state: 'claimed', fence: 1 });
+    expect(Object.keys(record)).toEqual([
+      'businessOperationId',
+      'provider',
+      'operation',
+      'intentFingerprint',
+      'paramsFingerprint',
+      'params',
+      'providerKey',
+      'state',
+      'fence',
+      'leaseOwner',
+      'leaseExpiresAt',
+      'updatedAt',
+      'createdAt',
+      'firstDispatchedAt',
+      'attemptCount',
+      'lastOutcome',
+      'result',
+      'providerRef',
+      'statusRef',
+      'handoff',
+      'resolution',
+      'receiptChain',
+    ]);
+    expect(record).toMatchObject({
+      leaseOwner: 'w',
+      leaseExpiresAt: 1010,
+      updatedAt: 1000,
+      createdAt: 1000,
+      state: 'claimed',
+      fence: 1,
+    });
   });
 });
 
@@ -40,10 +81,21 @@ describe('setStateTransition', () => {
     dispatch: true,
   } as ClaimInput;
   const record = claimTransition(null, input).write!;
-  const stored = { ...record, lastOutcome: 'unknown', result: { id: 'x' }, providerRef: 'ref-0', statusRef: 'st-0' } as OperationRecord;
+  const stored = {
+    ...record,
+    lastOutcome: 'unknown',
+    result: { id: 'x' },
+    providerRef: 'ref-0',
+    statusRef: 'st-0',
+  } as OperationRecord;
 
   it('gives the same record, keys in the same order, for every combination of patch fields', () => {
-    const states = [['succeeded', true], ['unknown', false], ['reconciling', false], ['rejected', true]] as const;
+    const states = [
+      ['succeeded', true],
+      ['unknown', false],
+      ['reconciling', false],
+      ['rejected', true],
+    ] as const;
     for (const base of [record, stored])
       for (const [state, terminal] of states)
         for (let mask = 0; mask < 16; mask++) {

@@ -1,19 +1,19 @@
-import type { HandoffPacket } from './handoff.js';
-import type { BusinessOperationId } from './ids.js';
-import type { Receipt } from './receipt.js';
 import { InvalidStateError } from './errors/invalid-state-error.js';
 import { LeaseLostError } from './errors/lease-lost-error.js';
 import { LedgerError } from './errors/ledger-error.js';
+import type { HandoffPacket } from './handoff.js';
+import type { BusinessOperationId } from './ids.js';
 import {
-  TERMINAL_STATES,
-  checkPruneOptions,
   type ClaimInput,
   type ClaimResult,
+  checkPruneOptions,
   type Fenced,
   type OperationRecord,
   type OperationState,
   type StatePatch,
+  TERMINAL_STATES,
 } from './ledger.js';
+import type { Receipt } from './receipt.js';
 
 /**
  * The ledger's state machine as pure functions on records, owned by the contract so every ledger
@@ -31,9 +31,11 @@ export function leaseLive(record: OperationRecord, now: number): boolean {
 }
 
 export function validateClaimInput(input: ClaimInput): void {
-  if (!Number.isFinite(input.leaseMs) || input.leaseMs <= 0) throw new LedgerError(`claim: leaseMs must be > 0, got ${input.leaseMs}`);
+  if (!Number.isFinite(input.leaseMs) || input.leaseMs <= 0)
+    throw new LedgerError(`claim: leaseMs must be > 0, got ${input.leaseMs}`);
   if (!Number.isFinite(input.now)) throw new LedgerError('claim: now must be epoch ms');
-  if (typeof input.owner !== 'string' || input.owner.length === 0) throw new LedgerError('claim: owner must be a non-empty string');
+  if (typeof input.owner !== 'string' || input.owner.length === 0)
+    throw new LedgerError('claim: owner must be a non-empty string');
 }
 
 /**
@@ -43,7 +45,11 @@ export function validateClaimInput(input: ClaimInput): void {
  * clock (PostgreSQL's `leaseClock: 'database'`) passes that clock's reading. Every other timestamp
  * (`updatedAt`, `createdAt`, `resolution.at`, `firstDispatchedAt`) is the caller's `input.now`.
  */
-export function claimTransition(existing: OperationRecord | null, input: ClaimInput, leaseNow: number = input.now): { result: ClaimResult; write: OperationRecord | null } {
+export function claimTransition(
+  existing: OperationRecord | null,
+  input: ClaimInput,
+  leaseNow: number = input.now,
+): { result: ClaimResult; write: OperationRecord | null } {
   validateClaimInput(input);
   if (!Number.isFinite(leaseNow)) throw new LedgerError('claim: the lease clock must be epoch ms');
   const lease = { leaseOwner: input.owner, leaseExpiresAt: leaseNow + input.leaseMs, updatedAt: input.now };
@@ -76,8 +82,10 @@ export function claimTransition(existing: OperationRecord | null, input: ClaimIn
     };
     return { result: { kind: 'claimed', record, takenOver: false }, write: record };
   }
-  if (existing.operation !== input.operation) return { result: { kind: 'conflict', record: existing, field: 'operation' }, write: null };
-  if (existing.intentFingerprint !== input.intentFingerprint) return { result: { kind: 'conflict', record: existing, field: 'intent' }, write: null };
+  if (existing.operation !== input.operation)
+    return { result: { kind: 'conflict', record: existing, field: 'operation' }, write: null };
+  if (existing.intentFingerprint !== input.intentFingerprint)
+    return { result: { kind: 'conflict', record: existing, field: 'intent' }, write: null };
   if (isTerminal(existing)) {
     if (input.resume && existing.state === 'handed-off') {
       const record: OperationRecord = {
@@ -89,7 +97,11 @@ export function claimTransition(existing: OperationRecord | null, input: ClaimIn
       };
       return { result: { kind: 'claimed', record, takenOver: true }, write: record };
     }
-    if (input.supersede && (existing.state === 'rejected' || existing.state === 'handed-off') && existing.fence === input.supersede.fence) {
+    if (
+      input.supersede &&
+      (existing.state === 'rejected' || existing.state === 'handed-off') &&
+      existing.fence === input.supersede.fence
+    ) {
       const record: OperationRecord = {
         ...existing,
         ...lease,
@@ -137,7 +149,8 @@ export function renewTransition(record: OperationRecord, ref: Fenced, leaseMs: n
 }
 
 export function dispatchedTransition(record: OperationRecord, now: number): OperationRecord {
-  if (isTerminal(record)) throw new InvalidStateError(record.businessOperationId, record.state, 'cannot dispatch a terminal operation');
+  if (isTerminal(record))
+    throw new InvalidStateError(record.businessOperationId, record.state, 'cannot dispatch a terminal operation');
   return {
     ...record,
     state: 'dispatched',
@@ -149,8 +162,14 @@ export function dispatchedTransition(record: OperationRecord, now: number): Oper
 
 export function setStateTransition(record: OperationRecord, patch: StatePatch): OperationRecord {
   if (patch.state === 'handed-off') throw new LedgerError('setState cannot hand off: use handOff(ref, packet)');
-  if (patch.state === 'abandoned') throw new LedgerError('setState cannot abandon: a person does that through resolve()');
-  if (isTerminal(record)) throw new InvalidStateError(record.businessOperationId, record.state, `cannot move a terminal operation to ${patch.state}`);
+  if (patch.state === 'abandoned')
+    throw new LedgerError('setState cannot abandon: a person does that through resolve()');
+  if (isTerminal(record))
+    throw new InvalidStateError(
+      record.businessOperationId,
+      record.state,
+      `cannot move a terminal operation to ${patch.state}`,
+    );
   const terminal = TERMINAL_STATES.includes(patch.state);
   // One literal over the record's own keys (a record has every one of them, so each keeps its place):
   // an unset patch field keeps the stored value. No small objects spread in one by one.
@@ -193,15 +212,25 @@ export function resolveTransition(
   now: number,
 ): OperationRecord {
   if (record === null) throw new LedgerError(`no operation ${id} in the ledger`);
-  if (resolution.action !== 'mark-done' && resolution.action !== 'abandon') throw new LedgerError(`unknown resolution ${JSON.stringify((resolution as { action: unknown }).action)}`);
-  if (record.state !== 'handed-off') throw new InvalidStateError(id, record.state, `only a handed-off operation can be resolved (${resolution.action})`);
-  if (resolution.action === 'mark-done' && (typeof resolution.providerRef !== 'string' || resolution.providerRef.length === 0))
+  if (resolution.action !== 'mark-done' && resolution.action !== 'abandon')
+    throw new LedgerError(`unknown resolution ${JSON.stringify((resolution as { action: unknown }).action)}`);
+  if (record.state !== 'handed-off')
+    throw new InvalidStateError(id, record.state, `only a handed-off operation can be resolved (${resolution.action})`);
+  if (
+    resolution.action === 'mark-done' &&
+    (typeof resolution.providerRef !== 'string' || resolution.providerRef.length === 0)
+  )
     throw new InvalidStateError(id, record.state, 'mark-done needs the provider reference of the effect you confirmed');
   return {
     ...record,
     state: resolution.action === 'mark-done' ? 'succeeded' : 'abandoned',
     providerRef: resolution.action === 'mark-done' ? resolution.providerRef! : record.providerRef,
-    resolution: { action: resolution.action, at: now, ...(resolution.providerRef ? { providerRef: resolution.providerRef } : {}), ...(resolution.by ? { by: resolution.by } : {}) },
+    resolution: {
+      action: resolution.action,
+      at: now,
+      ...(resolution.providerRef ? { providerRef: resolution.providerRef } : {}),
+      ...(resolution.by ? { by: resolution.by } : {}),
+    },
     leaseOwner: null,
     leaseExpiresAt: null,
     updatedAt: now,
@@ -215,8 +244,10 @@ export function chainedTransition(record: OperationRecord, receipt: Receipt | un
 
 /** A receipt may be appended only as the next seq of its own operation. */
 export function checkReceipt(ref: Fenced, receipt: Receipt, lastSeq: number): void {
-  if (receipt.businessOperationId !== ref.businessOperationId) throw new LedgerError(`receipt for ${receipt.businessOperationId} appended to ${ref.businessOperationId}`);
-  if (receipt.seq !== lastSeq + 1) throw new LedgerError(`receipt seq ${receipt.seq} for ${ref.businessOperationId}: expected ${lastSeq + 1}`);
+  if (receipt.businessOperationId !== ref.businessOperationId)
+    throw new LedgerError(`receipt for ${receipt.businessOperationId} appended to ${ref.businessOperationId}`);
+  if (receipt.seq !== lastSeq + 1)
+    throw new LedgerError(`receipt seq ${receipt.seq} for ${ref.businessOperationId}: expected ${lastSeq + 1}`);
 }
 
 /** Whether a prune with these states and cutoff deletes `record`. */

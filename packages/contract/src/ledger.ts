@@ -1,8 +1,8 @@
+import { LedgerError } from './errors/ledger-error.js';
 import type { HandoffPacket } from './handoff.js';
 import type { BusinessOperationId, ProviderKey } from './ids.js';
 import type { OutcomeKind } from './outcome.js';
 import type { Receipt } from './receipt.js';
-import { LedgerError } from './errors/ledger-error.js';
 
 /**
  * claimed → dispatched → succeeded | rejected | unknown | in-progress → reconciling → … | handed-off.
@@ -22,7 +22,13 @@ export type OperationState =
 
 export const TERMINAL_STATES: readonly OperationState[] = ['succeeded', 'rejected', 'handed-off', 'abandoned'];
 /** States in which a crashed worker may have left an effect at the provider. */
-export const RECOVERABLE_STATES: readonly OperationState[] = ['claimed', 'dispatched', 'unknown', 'in-progress', 'reconciling'];
+export const RECOVERABLE_STATES: readonly OperationState[] = [
+  'claimed',
+  'dispatched',
+  'unknown',
+  'in-progress',
+  'reconciling',
+];
 
 export interface OperationRecord {
   readonly businessOperationId: BusinessOperationId;
@@ -55,7 +61,13 @@ export interface OperationRecord {
   readonly statusRef: string | null;
   readonly handoff: HandoffPacket | null;
   /** How a person resolved it, if they did. */
-  readonly resolution: { readonly action: 'resume' | 'mark-done' | 'abandon' | 'supersede'; readonly providerRef?: string; readonly at: number; readonly by?: string; readonly revision?: number } | null;
+  readonly resolution: {
+    readonly action: 'resume' | 'mark-done' | 'abandon' | 'supersede';
+    readonly providerRef?: string;
+    readonly at: number;
+    readonly by?: string;
+    readonly revision?: number;
+  } | null;
   /**
    * The receipt chain's head hash and length, written in the same write as each receipt, so a
    * deleted or re-sealed tail is seen (`verifyReceiptChain(receipts, { anchor })`). Absent on a row
@@ -174,11 +186,16 @@ export interface PruneOptions {
  * prune starts here. Throws LedgerError on bad options.
  */
 export function checkPruneOptions(options: PruneOptions): readonly OperationState[] {
-  if (!options || typeof options.before !== 'number' || !Number.isFinite(options.before)) throw new LedgerError('prune: before must be epoch ms');
-  if (options.batchSize !== undefined && !(Number.isInteger(options.batchSize) && options.batchSize >= 1)) throw new LedgerError('prune: batchSize must be an integer ≥ 1');
+  if (!options || typeof options.before !== 'number' || !Number.isFinite(options.before))
+    throw new LedgerError('prune: before must be epoch ms');
+  if (options.batchSize !== undefined && !(Number.isInteger(options.batchSize) && options.batchSize >= 1))
+    throw new LedgerError('prune: batchSize must be an integer ≥ 1');
   const states = options.states ?? PRUNABLE_STATES;
   for (const st of states) {
-    if (!PRUNABLE_STATES.includes(st)) throw new LedgerError(`prune: ${JSON.stringify(st)} operations are never pruned (only ${PRUNABLE_STATES.join(', ')})`);
+    if (!PRUNABLE_STATES.includes(st))
+      throw new LedgerError(
+        `prune: ${JSON.stringify(st)} operations are never pruned (only ${PRUNABLE_STATES.join(', ')})`,
+      );
   }
   return states;
 }
@@ -222,7 +239,11 @@ export interface Ledger {
   /** Drops the lease without changing state. */
   release(ref: Fenced): Promise<void>;
   /** A person's resolution of a handed-off operation: mark-done (succeeded with providerRef) or abandon. `resume` is done through claim({ resume: true }). */
-  resolve(id: BusinessOperationId, resolution: { action: 'mark-done' | 'abandon'; providerRef?: string; by?: string }, now: number): Promise<OperationRecord>;
+  resolve(
+    id: BusinessOperationId,
+    resolution: { action: 'mark-done' | 'abandon'; providerRef?: string; by?: string },
+    now: number,
+  ): Promise<OperationRecord>;
   get(id: BusinessOperationId): Promise<OperationRecord | null>;
   list(filter?: ListFilter): Promise<OperationRecord[]>;
   receipts(id: BusinessOperationId): Promise<Receipt[]>;

@@ -1,11 +1,17 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { sampleCard } from './__fixtures__/sample-card.js';
+import type { RetrySafetyCard } from './card.js';
 import { cardRows, renderCard } from './card-render.js';
 import { validateCard } from './card-validate.js';
-import type { RetrySafetyCard } from './card.js';
 import { businessOperationId } from './ids.js';
-import { canonicalDecimal, describeNormalization, differingPaths, normalizeIntent, normalizeParams } from './normalize.js';
+import {
+  canonicalDecimal,
+  describeNormalization,
+  differingPaths,
+  normalizeIntent,
+  normalizeParams,
+} from './normalize.js';
 
 const base = sampleCard as unknown as RetrySafetyCard;
 const withBo = (bo: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
@@ -18,15 +24,21 @@ describe('normalisation steps (issue 16)', () => {
     expect(normalizeIntent({ ref: '  ＰＯ－１００１ \u00a0 a ' }, rules)).toEqual({ ref: 'po-1001 a' });
     expect(normalizeIntent({ ref: 'Straße' }, rules)).toEqual({ ref: 'strasse' });
     const n = [{ field: 'q', steps: ['canonical-number'] as const, source: 't' }];
-    for (const v of ['1500', '1.5e3', ' 1500.0 ', 1500, '+01500.000', '15000e-1']) expect(normalizeIntent({ q: v }, n)).toEqual({ q: '1500' });
+    for (const v of ['1500', '1.5e3', ' 1500.0 ', 1500, '+01500.000', '15000e-1'])
+      expect(normalizeIntent({ q: v }, n)).toEqual({ q: '1500' });
     expect(normalizeIntent({ q: '15 00' }, n)).toEqual({ q: '15 00' });
     // a field without a rule is untouched; nested values beneath a declared field are normalised
-    expect(normalizeIntent({ other: ' x ', ref: { a: [' b '] } }, [{ field: 'ref', steps: ['trim'], source: 't' }])).toEqual({ other: ' x ', ref: { a: ['b'] } });
+    expect(
+      normalizeIntent({ other: ' x ', ref: { a: [' b '] } }, [{ field: 'ref', steps: ['trim'], source: 't' }]),
+    ).toEqual({ other: ' x ', ref: { a: ['b'] } });
   });
 
   it('normalizeParams applies dot-path rules to a copy; differingPaths names paths, never values, ignoring key order and number spelling', () => {
     const p = { a: { note: ' hi ' }, n: 1 };
-    const out = normalizeParams(p, [{ field: 'a.note', steps: ['trim'] }, { field: 'missing.x', steps: ['trim'] }]);
+    const out = normalizeParams(p, [
+      { field: 'a.note', steps: ['trim'] },
+      { field: 'missing.x', steps: ['trim'] },
+    ]);
     expect(out).toEqual({ a: { note: 'hi' }, n: 1 });
     expect(p.a.note).toBe(' hi ');
     expect(differingPaths({ b: 1, a: [1, { c: 'x' }] }, { a: [1, { c: 'y' }], b: 1.0 })).toEqual(['a[1].c']);
@@ -43,9 +55,20 @@ describe('normalisation steps (issue 16)', () => {
     expect(id('1e400')).not.toBe(id('1e401'));
     expect(id('0.1')).toBe(id(0.1));
     expect(id('1e21')).toBe(id(1e21));
-    for (const [text, canonical] of [['-0', '0'], ['-0.0e5', '0'], ['.5', '0.5'], ['5.', '5'], ['-00.0500', '-0.05'], ['1.5e-3', '0.0015'], ['1e50', '1e50'], ['123e-60', '123e-60'], ['+7', '7']])
+    for (const [text, canonical] of [
+      ['-0', '0'],
+      ['-0.0e5', '0'],
+      ['.5', '0.5'],
+      ['5.', '5'],
+      ['-00.0500', '-0.05'],
+      ['1.5e-3', '0.0015'],
+      ['1e50', '1e50'],
+      ['123e-60', '123e-60'],
+      ['+7', '7'],
+    ])
       expect(canonicalDecimal(text), text).toBe(canonical);
-    for (const text of ['', '.', 'e5', '1e', '0x10', '1_000', 'NaN', 'Infinity', '1,5']) expect(canonicalDecimal(text), text).toBeNull();
+    for (const text of ['', '.', 'e5', '1e', '0x10', '1_000', 'NaN', 'Infinity', '1,5'])
+      expect(canonicalDecimal(text), text).toBeNull();
   });
 
   it('canonical-number: two numerals are one exactly when they spell one decimal (property, against BigInt rationals)', () => {
@@ -60,9 +83,19 @@ describe('normalisation steps (issue 16)', () => {
       return a.m * 10n ** BigInt(s - a.scale) === b.m * 10n ** BigInt(s - b.scale);
     };
     const digits = (max: number) => fc.string({ unit: fc.constantFrom('0', '0', '1', '9', '5'), maxLength: max });
-    const numeral = fc.record({ sign: fc.constantFrom('', '+', '-'), whole: digits(22), frac: digits(22), exp: fc.integer({ min: -60, max: 60 }), e: fc.boolean() }).filter((r) => r.whole + r.frac !== '');
-    const text = (r: { sign: string; whole: string; frac: string; exp: number; e: boolean }) => `${r.sign}${r.whole}${r.frac ? '.' + r.frac : ''}${r.e ? 'e' + r.exp : ''}`;
-    const value = (r: { sign: string; whole: string; frac: string; exp: number; e: boolean }) => exact(r.sign, r.whole, r.frac, r.e ? r.exp : 0);
+    const numeral = fc
+      .record({
+        sign: fc.constantFrom('', '+', '-'),
+        whole: digits(22),
+        frac: digits(22),
+        exp: fc.integer({ min: -60, max: 60 }),
+        e: fc.boolean(),
+      })
+      .filter((r) => r.whole + r.frac !== '');
+    const text = (r: { sign: string; whole: string; frac: string; exp: number; e: boolean }) =>
+      `${r.sign}${r.whole}${r.frac ? '.' + r.frac : ''}${r.e ? 'e' + r.exp : ''}`;
+    const value = (r: { sign: string; whole: string; frac: string; exp: number; e: boolean }) =>
+      exact(r.sign, r.whole, r.frac, r.e ? r.exp : 0);
     fc.assert(
       fc.property(numeral, numeral, (a, b) => {
         expect(canonicalDecimal(text(a)) === canonicalDecimal(text(b))).toBe(equal(value(a), value(b)));
@@ -80,7 +113,9 @@ describe('normalisation steps (issue 16)', () => {
 
   it('the id of an intent in normal form is the id of the intent as written', () => {
     const rules = [{ field: 'ref', steps: ['trim'] as const, source: 't' }];
-    expect(businessOperationId('a.b', normalizeIntent({ ref: 'x ' }, rules))).toBe(businessOperationId('a.b', { ref: 'x' }));
+    expect(businessOperationId('a.b', normalizeIntent({ ref: 'x ' }, rules))).toBe(
+      businessOperationId('a.b', { ref: 'x' }),
+    );
   });
 });
 
@@ -89,14 +124,33 @@ describe('the optional card sections (issue 16)', () => {
     const card = withBo(
       { normalize: [{ field, steps: ['trim'], source: 'https://example.test/docs' }] },
       {
-        paramComparison: [{ field: 'note', compare: 'normalized', steps: ['collapse-whitespace'], source: 'https://example.test/notes', evidence: 'https://example.test/notes' }],
-        storedResult: { ...base.storedResult, replayIndicator: { value: { header: 'Idempotent-Replayed', value: 'true' }, source: 'https://example.test/replay' } },
+        paramComparison: [
+          {
+            field: 'note',
+            compare: 'normalized',
+            steps: ['collapse-whitespace'],
+            source: 'https://example.test/notes',
+            evidence: 'https://example.test/notes',
+          },
+        ],
+        storedResult: {
+          ...base.storedResult,
+          replayIndicator: {
+            value: { header: 'Idempotent-Replayed', value: 'true' },
+            source: 'https://example.test/replay',
+          },
+        },
       },
     );
     expect(validateCard(card)).toMatchObject({ ok: true });
     const rows = cardRows(card);
-    expect(rows.find((r) => r.path === 'businessOperationId.normalize')).toMatchObject({ value: `${field}: trim`, source: 'https://example.test/docs' });
-    expect(rows.find((r) => r.path === 'storedResult.replayIndicator')).toMatchObject({ value: 'Idempotent-Replayed: true' });
+    expect(rows.find((r) => r.path === 'businessOperationId.normalize')).toMatchObject({
+      value: `${field}: trim`,
+      source: 'https://example.test/docs',
+    });
+    expect(rows.find((r) => r.path === 'storedResult.replayIndicator')).toMatchObject({
+      value: 'Idempotent-Replayed: true',
+    });
     expect(renderCard(card, 'markdown')).toContain('| Param comparison (others exact) | note: collapse-whitespace |');
     // a card without them renders as before
     expect(cardRows(base).some((r) => r.path === 'businessOperationId.normalize')).toBe(false);
@@ -105,26 +159,61 @@ describe('the optional card sections (issue 16)', () => {
   it('refuses an unknown step, a field that is not an intent field, a missing source, an id rule field', () => {
     const problems = (c: RetrySafetyCard) => validateCard(c).problems.map((p) => p.path);
     expect(problems(withBo({ normalize: [{ field, steps: ['trim'], source: 's' }] }))).toEqual([]);
-    expect(problems(withBo({ normalize: [{ field, steps: ['shout'], source: 's' }] }))).toContain('businessOperationId.normalize[0].steps');
-    expect(problems(withBo({ normalize: [{ field: 'nope', steps: ['trim'], source: 's' }] }))).toContain('businessOperationId.normalize[0].field');
-    expect(problems(withBo({ normalize: [{ field, steps: ['trim'], source: '' }] }))).toContain('businessOperationId.normalize[0].source');
+    expect(problems(withBo({ normalize: [{ field, steps: ['shout'], source: 's' }] }))).toContain(
+      'businessOperationId.normalize[0].steps',
+    );
+    expect(problems(withBo({ normalize: [{ field: 'nope', steps: ['trim'], source: 's' }] }))).toContain(
+      'businessOperationId.normalize[0].field',
+    );
+    expect(problems(withBo({ normalize: [{ field, steps: ['trim'], source: '' }] }))).toContain(
+      'businessOperationId.normalize[0].source',
+    );
     expect(problems(withBo({ idRule: 'v2' }))).toContain('businessOperationId.idRule');
-    expect(problems(withBo({}, { paramComparison: [{ field: 'note', compare: 'normalized', source: 's' }] }))).toContain('paramComparison[0].steps');
-    expect(problems(withBo({}, { storedResult: { ...base.storedResult, replayIndicator: { value: { header: '' }, source: 's' } } }))).toContain('storedResult.replayIndicator.value');
+    expect(
+      problems(withBo({}, { paramComparison: [{ field: 'note', compare: 'normalized', source: 's' }] })),
+    ).toContain('paramComparison[0].steps');
+    expect(
+      problems(
+        withBo({}, { storedResult: { ...base.storedResult, replayIndicator: { value: { header: '' }, source: 's' } } }),
+      ),
+    ).toContain('storedResult.replayIndicator.value');
   });
 
   it('refuses a step that can merge distinct values (nfkc, case, inner white space, numbers) without the provider’s https evidence', () => {
     const problems = (c: RetrySafetyCard) => validateCard(c).problems.map((p) => p.path);
     for (const step of ['nfkc', 'case-fold', 'collapse-whitespace', 'canonical-number']) {
-      expect(problems(withBo({ normalize: [{ field, steps: ['trim', step], source: 'retrysafe policy' }] })), step).toContain('businessOperationId.normalize[0].evidence');
-      expect(problems(withBo({ normalize: [{ field, steps: [step], source: 's', evidence: 'docs/policy.md' }] })), step).toContain('businessOperationId.normalize[0].evidence');
-      expect(problems(withBo({ normalize: [{ field, steps: [step], source: 's', evidence: 'https://provider.example/docs#case' }] })), step).toEqual([]);
-      expect(problems(withBo({}, { paramComparison: [{ field: 'note', compare: 'normalized', steps: [step], source: 's' }] })), step).toContain('paramComparison[0].evidence');
+      expect(
+        problems(withBo({ normalize: [{ field, steps: ['trim', step], source: 'retrysafe policy' }] })),
+        step,
+      ).toContain('businessOperationId.normalize[0].evidence');
+      expect(
+        problems(withBo({ normalize: [{ field, steps: [step], source: 's', evidence: 'docs/policy.md' }] })),
+        step,
+      ).toContain('businessOperationId.normalize[0].evidence');
+      expect(
+        problems(
+          withBo({
+            normalize: [{ field, steps: [step], source: 's', evidence: 'https://provider.example/docs#case' }],
+          }),
+        ),
+        step,
+      ).toEqual([]);
+      expect(
+        problems(
+          withBo({}, { paramComparison: [{ field: 'note', compare: 'normalized', steps: [step], source: 's' }] }),
+        ),
+        step,
+      ).toContain('paramComparison[0].evidence');
     }
   });
 
   it('describes rules for tool descriptions', () => {
     expect(describeNormalization(undefined)).toMatch(/exactly/);
-    expect(describeNormalization([{ field: 'a', steps: ['trim', 'nfkc'] }, { field: 'b', compare: 'exact' }])).toBe('a: trim, nfkc; b: exact');
+    expect(
+      describeNormalization([
+        { field: 'a', steps: ['trim', 'nfkc'] },
+        { field: 'b', compare: 'exact' },
+      ]),
+    ).toBe('a: trim, nfkc; b: exact');
   });
 });

@@ -19,14 +19,25 @@ export type NormalizationStep =
   /** A number, or a string that spells one, is its exact decimal: `"1500"`, `"1.5e3"`, `1500` (merges spellings: needs the provider's evidence). */
   | 'canonical-number';
 
-export const NORMALIZATION_STEPS: readonly NormalizationStep[] = ['trim', 'collapse-whitespace', 'nfkc', 'case-fold', 'canonical-number'];
+export const NORMALIZATION_STEPS: readonly NormalizationStep[] = [
+  'trim',
+  'collapse-whitespace',
+  'nfkc',
+  'case-fold',
+  'canonical-number',
+];
 
 /**
  * The steps that can merge values a provider may keep apart (`INV-10²` and `INV-102`, `Ref` and
  * `ref`, `1.0` and `1`). A declaration lists one only with `evidence`: the provider's page saying the
  * values are one to it. Never a default.
  */
-export const MERGING_STEPS: readonly NormalizationStep[] = ['collapse-whitespace', 'nfkc', 'case-fold', 'canonical-number'];
+export const MERGING_STEPS: readonly NormalizationStep[] = [
+  'collapse-whitespace',
+  'nfkc',
+  'case-fold',
+  'canonical-number',
+];
 
 /** The declaration for one field (dot path into params): its steps and why they do not matter. */
 export interface FieldNormalization {
@@ -110,7 +121,10 @@ function stepString(s: string, steps: readonly NormalizationStep[]): string {
 function applySteps(value: unknown, steps: readonly NormalizationStep[]): unknown {
   if (typeof value === 'string') return stepString(value, steps);
   // A number is its shortest round-trip text (what canonical JSON writes), then exact from there.
-  if (typeof value === 'number') return steps.includes('canonical-number') && Number.isFinite(value) ? stepString(String(value), ['canonical-number']) : value;
+  if (typeof value === 'number')
+    return steps.includes('canonical-number') && Number.isFinite(value)
+      ? stepString(String(value), ['canonical-number'])
+      : value;
   if (Array.isArray(value)) return value.map((v) => applySteps(v, steps));
   if (typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype) {
     const out: Record<string, unknown> = {};
@@ -121,7 +135,10 @@ function applySteps(value: unknown, steps: readonly NormalizationStep[]): unknow
 }
 
 /** The steps declared for `path`: its own and those of every declared ancestor (outermost first). */
-function stepsFor(path: string, rules: readonly { field: string; steps: readonly NormalizationStep[] }[]): NormalizationStep[] {
+function stepsFor(
+  path: string,
+  rules: readonly { field: string; steps: readonly NormalizationStep[] }[],
+): NormalizationStep[] {
   const out: NormalizationStep[] = [];
   for (const r of rules) if (path === r.field || path.startsWith(r.field + '.')) out.push(...r.steps);
   return out;
@@ -131,7 +148,10 @@ function stepsFor(path: string, rules: readonly { field: string; steps: readonly
  * Normalises the picked intent (`{ "<dot path>": value }`, as `pickIntent` returns it) per the
  * declaration. Fields without a declaration are returned as they are. Pure; never mutates.
  */
-export function normalizeIntent(intent: Record<string, unknown>, rules: readonly FieldNormalization[] | undefined): Record<string, unknown> {
+export function normalizeIntent(
+  intent: Record<string, unknown>,
+  rules: readonly FieldNormalization[] | undefined,
+): Record<string, unknown> {
   if (!rules || rules.length === 0) return intent;
   const out: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(intent)) {
@@ -146,7 +166,10 @@ export function normalizeIntent(intent: Record<string, unknown>, rules: readonly
  * `normalized` param comparisons) has its steps applied beneath it; everything else is compared
  * exactly. Returns a deep copy when anything applies.
  */
-export function normalizeParams(params: unknown, rules: readonly { field: string; steps: readonly NormalizationStep[] }[]): unknown {
+export function normalizeParams(
+  params: unknown,
+  rules: readonly { field: string; steps: readonly NormalizationStep[] }[],
+): unknown {
   if (rules.length === 0 || typeof params !== 'object' || params === null) return params;
   const root = structuredCloneJson(params);
   for (const rule of rules) {
@@ -190,10 +213,13 @@ export function differingPaths(a: unknown, b: unknown, path = ''): string[] {
   if (plain(a) && plain(b)) {
     const ao = a as Record<string, unknown>;
     const bo = b as Record<string, unknown>;
-    const keys = [...new Set([...Object.keys(ao), ...Object.keys(bo)])].filter((k) => ao[k] !== undefined || bo[k] !== undefined).sort();
+    const keys = [...new Set([...Object.keys(ao), ...Object.keys(bo)])]
+      .filter((k) => ao[k] !== undefined || bo[k] !== undefined)
+      .sort();
     return keys.flatMap((k) => differingPaths(ao[k], bo[k], path ? `${path}.${k}` : k));
   }
-  if (Array.isArray(a) && Array.isArray(b) && a.length === b.length) return a.flatMap((x, i) => differingPaths(x, b[i], `${path}[${i}]`));
+  if (Array.isArray(a) && Array.isArray(b) && a.length === b.length)
+    return a.flatMap((x, i) => differingPaths(x, b[i], `${path}[${i}]`));
   return same(a, b) ? [] : [path || '(root)'];
 }
 
@@ -206,7 +232,11 @@ function same(a: unknown, b: unknown): boolean {
 }
 
 /** A readable description of a declaration, for cards and tool descriptions: `orderRef: trim, collapse-whitespace`. */
-export function describeNormalization(rules: readonly { field: string; steps?: readonly NormalizationStep[]; compare?: string }[] | undefined): string {
+export function describeNormalization(
+  rules: readonly { field: string; steps?: readonly NormalizationStep[]; compare?: string }[] | undefined,
+): string {
   if (!rules || rules.length === 0) return 'none: compared exactly as written';
-  return rules.map((r) => `${r.field}: ${r.compare === 'exact' ? 'exact' : (r.steps ?? []).join(', ') || 'exact'}`).join('; ');
+  return rules
+    .map((r) => `${r.field}: ${r.compare === 'exact' ? 'exact' : (r.steps ?? []).join(', ') || 'exact'}`)
+    .join('; ');
 }

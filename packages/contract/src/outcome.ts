@@ -12,7 +12,15 @@ export interface ProviderRefs {
   readonly providerRef?: string;
 }
 
-export type RejectReason = 'validation' | 'permission' | 'authentication' | 'configuration' | 'conflict' | 'not-found' | 'card-declined' | 'other';
+export type RejectReason =
+  | 'validation'
+  | 'permission'
+  | 'authentication'
+  | 'configuration'
+  | 'conflict'
+  | 'not-found'
+  | 'card-declined'
+  | 'other';
 export type UnknownCause = 'timeout' | 'connection-reset' | 'server-error' | 'truncated-response' | 'other';
 
 /** Exactly one per attempt (docs/concepts.md, "Outcomes and the decision table"). */
@@ -21,7 +29,12 @@ export type Outcome =
   /** The provider returned its stored result for this key (e.g. `Idempotent-Replayed: true`). */
   | ({ readonly kind: 'replayed'; readonly result: unknown } & ProviderRefs)
   /** The provider has it and is still working: pending/running, 202 + status URL, 409 same key in flight. */
-  | ({ readonly kind: 'in-progress'; readonly statusRef?: string; readonly retryAfterMs?: number; readonly message?: string } & ProviderRefs)
+  | ({
+      readonly kind: 'in-progress';
+      readonly statusRef?: string;
+      readonly retryAfterMs?: number;
+      readonly message?: string;
+    } & ProviderRefs)
   /** Definitely not applied and will not succeed as is. Never retried automatically. */
   | ({
       readonly kind: 'rejected';
@@ -39,15 +52,30 @@ export type Outcome =
   /** Definitely not applied, transient: safe to retry within the budget. */
   | ({ readonly kind: 'not-applied'; readonly message: string; readonly retryAfterMs?: number } & ProviderRefs)
   /** May or may not have been applied: never a licence to resend blindly. */
-  | ({ readonly kind: 'unknown'; readonly cause: UnknownCause; readonly message: string; readonly retryAfterMs?: number } & ProviderRefs);
+  | ({
+      readonly kind: 'unknown';
+      readonly cause: UnknownCause;
+      readonly message: string;
+      readonly retryAfterMs?: number;
+    } & ProviderRefs);
 
 export type OutcomeKind = Outcome['kind'];
-export const OUTCOME_KINDS: readonly OutcomeKind[] = ['succeeded', 'replayed', 'in-progress', 'rejected', 'not-applied', 'unknown'];
+export const OUTCOME_KINDS: readonly OutcomeKind[] = [
+  'succeeded',
+  'replayed',
+  'in-progress',
+  'rejected',
+  'not-applied',
+  'unknown',
+];
 
 /** What `doLookup` learned about an earlier dispatch. */
 export type LookupResult =
   /** The provider holds a status or result for this operation: succeeded/replayed (adopt), in-progress (poll), rejected (persisted error). */
-  | { readonly kind: 'found'; readonly outcome: Extract<Outcome, { kind: 'succeeded' | 'replayed' | 'in-progress' | 'rejected' }> }
+  | {
+      readonly kind: 'found';
+      readonly outcome: Extract<Outcome, { kind: 'succeeded' | 'replayed' | 'in-progress' | 'rejected' }>;
+    }
   /** Definitively absent: the lookup is authoritative and past its consistency delay. Means "not applied". */
   | ({ readonly kind: 'not-found'; readonly reason: string } & ProviderRefs)
   /** Cannot tell (inside the consistency delay, lookup throttled or failing): neither absent nor present. */

@@ -18,7 +18,10 @@ beforeAll(() => {
   const tarball = readdirSync(project).find((f) => f.endsWith('.tgz'));
   if (!tarball) throw new Error('pnpm pack produced no tarball');
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
-  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--offline', `./${tarball}`], { cwd: project, stdio: 'pipe' });
+  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--offline', `./${tarball}`], {
+    cwd: project,
+    stdio: 'pipe',
+  });
 }, 120_000);
 
 afterAll(() => rmSync(project, { recursive: true, force: true }));
@@ -28,16 +31,19 @@ describe('@retrysafe/contract as installed from its tarball', () => {
     const files = readdirSync(join(project, 'node_modules/@retrysafe/contract/dist'), { recursive: true }).map(String);
     expect(files).toContain('index.js');
     expect(files).toContain('index.d.ts');
-    expect(files.filter((f) => f.includes('.test.') || f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
+    expect(files.filter((f) => f.includes('.test.') || (f.endsWith('.ts') && !f.endsWith('.d.ts')))).toEqual([]);
   });
 
   it('imports from ESM and works', () => {
-    writeFileSync(join(project, 'use.mjs'), `
+    writeFileSync(
+      join(project, 'use.mjs'),
+      `
       import { businessOperationId, validateCard, ConflictError } from '@retrysafe/contract';
       const id = businessOperationId('shop.orders.create', { b: 2, a: 1 });
       const same = businessOperationId('shop.orders.create', { a: 1, b: 2.0 });
       console.log(JSON.stringify({ id, same: id === same, missing: validateCard({}).problems.length, err: ConflictError.isInstance(new ConflictError('x', 'intent', 'y')) }));
-    `);
+    `,
+    );
     const out = JSON.parse(execFileSync(process.execPath, ['use.mjs'], { cwd: project, encoding: 'utf8' }));
     expect(out.id).toMatch(/^shop\.orders\.create:[0-9a-f]{32}$/);
     expect(out.same).toBe(true);
@@ -46,7 +52,9 @@ describe('@retrysafe/contract as installed from its tarball', () => {
   });
 
   it('has a small root (at most 45 values) and the authors’ subpaths, sharing one set of error classes', () => {
-    writeFileSync(join(project, 'subpaths.mjs'), `
+    writeFileSync(
+      join(project, 'subpaths.mjs'),
+      `
       import * as root from '@retrysafe/contract';
       import { checkBaseUrl } from '@retrysafe/contract/provider';
       import { checkFence } from '@retrysafe/contract/ledger';
@@ -60,28 +68,47 @@ describe('@retrysafe/contract as installed from its tarball', () => {
         ledger: thrown(() => checkFence(null, { businessOperationId: 'a:1', fence: 1 })) instanceof root.RetrysafeError,
         rules: thrown(() => normalizeIntent({ a: 'x' }, [{ field: 'a', steps: ['nope'], source: 's' }])) instanceof root.InvalidIntentError,
       }));
-    `);
+    `,
+    );
     const out = JSON.parse(execFileSync(process.execPath, ['subpaths.mjs'], { cwd: project, encoding: 'utf8' }));
     expect(out.values).toBeLessThanOrEqual(45);
     expect(out).toMatchObject({ render: 'function', provider: true, ledger: true, rules: true });
   });
 
   it('type-checks a TypeScript consumer, and its types still keep ids apart', () => {
-    writeFileSync(join(project, 'use.ts'), `
+    writeFileSync(
+      join(project, 'use.ts'),
+      `
       import { businessOperationId, newRunId, type BusinessOperationId, type RetrySafetyCard } from '@retrysafe/contract';
       const id: BusinessOperationId = businessOperationId('shop.orders.create', { a: 1 });
       // @ts-expect-error run ids are not business-operation ids
       const wrong: BusinessOperationId = newRunId();
       const field: keyof RetrySafetyCard = 'retention';
       export { id, wrong, field };
-    `);
-    writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({
-      compilerOptions: { strict: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', noEmit: true, types: [], skipLibCheck: false },
-      files: ['use.ts'],
-    }));
+    `,
+    );
+    writeFileSync(
+      join(project, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          target: 'ES2022',
+          noEmit: true,
+          types: [],
+          skipLibCheck: false,
+        },
+        files: ['use.ts'],
+      }),
+    );
     const out = (() => {
-      try { return execFileSync(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: project, encoding: 'utf8' }); }
-      catch (e) { const x = e as { stdout?: string }; return `FAILED ${x.stdout ?? ''}`; }
+      try {
+        return execFileSync(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: project, encoding: 'utf8' });
+      } catch (e) {
+        const x = e as { stdout?: string };
+        return `FAILED ${x.stdout ?? ''}`;
+      }
     })();
     expect(out).toBe('');
   });

@@ -1,5 +1,5 @@
-import type { AttemptId, BusinessOperationId, ProviderKey, RunId } from './ids.js';
 import type { FieldError } from './errors/invalid-params-error.js';
+import type { AttemptId, BusinessOperationId, ProviderKey, RunId } from './ids.js';
 import type { OutcomeKind, RejectReason } from './outcome.js';
 
 export type ReceiptKind = 'dispatch' | 'resend' | 'lookup' | 'poll' | 'resolve' | 'recover';

@@ -22,13 +22,25 @@ export interface TypedAdapter<Ops extends OperationTypeMap> extends AdapterV1 {
 }
 
 /** The operation types an adapter declares; `never` for an adapter that declares none. */
-export type OperationsOf<A> = A extends { readonly '~operations'?: infer O extends OperationTypeMap } ? (string extends keyof O ? never : O) : never;
+export type OperationsOf<A> = A extends { readonly '~operations'?: infer O extends OperationTypeMap }
+  ? string extends keyof O
+    ? never
+    : O
+  : never;
 
 /** The operation names a call may use: the declared literals, or any string for an untyped adapter. */
 export type OperationName<A> = [OperationsOf<A>] extends [never] ? string : Extract<keyof OperationsOf<A>, string>;
 
 /** The params of one operation (`unknown` for an untyped adapter). */
-export type OperationParams<A, N extends string> = [OperationsOf<A>] extends [never] ? unknown : N extends keyof OperationsOf<A> ? OperationsOf<A>[N]['params'] : never;
+export type OperationParams<A, N extends string> = [OperationsOf<A>] extends [never]
+  ? unknown
+  : N extends keyof OperationsOf<A>
+    ? OperationsOf<A>[N]['params']
+    : never;
 
 /** What a `done` result of one operation holds (`unknown` for an untyped adapter). */
-export type OperationResult<A, N extends string> = [OperationsOf<A>] extends [never] ? unknown : N extends keyof OperationsOf<A> ? OperationsOf<A>[N]['result'] : never;
+export type OperationResult<A, N extends string> = [OperationsOf<A>] extends [never]
+  ? unknown
+  : N extends keyof OperationsOf<A>
+    ? OperationsOf<A>[N]['result']
+    : never;

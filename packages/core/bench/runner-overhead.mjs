@@ -15,7 +15,13 @@ const dir = mkdtempSync(join(tmpdir(), 'retrysafe-bench-'));
 let seq = 0;
 
 async function viaRunner(makeLedger) {
-  const provider = createSandboxProvider({ replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' });
+  const provider = createSandboxProvider({
+    replays: true,
+    retentionMs: 86_400_000,
+    parameterMatching: 'mismatch-error',
+    concurrency: 'rejects-in-progress',
+    lookup: 'get-by-key',
+  });
   const adapter = createSandboxAdapter({ provider });
   const ledger = makeLedger();
   const runner = createRunner({ ledger });
@@ -47,7 +53,8 @@ function rawSqlite(sync) {
 const cases = {
   'runner + memory ledger': () => viaRunner(() => createMemoryLedger()),
   'runner + SQLite FULL': () => viaRunner(() => createSqliteLedger({ path: join(dir, `f${++seq}.db`) })),
-  'runner + SQLite NORMAL': () => viaRunner(() => createSqliteLedger({ path: join(dir, `n${++seq}.db`), synchronous: 'NORMAL' })),
+  'runner + SQLite NORMAL': () =>
+    viaRunner(() => createSqliteLedger({ path: join(dir, `n${++seq}.db`), synchronous: 'NORMAL' })),
   'raw SQLite FULL': async () => rawSqlite('FULL'),
   'raw SQLite NORMAL': async () => rawSqlite('NORMAL'),
 };
@@ -55,6 +62,10 @@ const results = {};
 for (let rep = 0; rep < 3; rep++) for (const [name, f] of Object.entries(cases)) (results[name] ??= []).push(await f());
 const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
 for (const [name, v] of Object.entries(results)) console.log(`${name.padEnd(24)} ${Math.round(median(v))} ops/s`);
-console.log(`runner/raw, FULL:   ${(median(results['runner + SQLite FULL']) / median(results['raw SQLite FULL'])).toFixed(2)}`);
-console.log(`runner/raw, NORMAL: ${(median(results['runner + SQLite NORMAL']) / median(results['raw SQLite NORMAL'])).toFixed(2)}`);
+console.log(
+  `runner/raw, FULL:   ${(median(results['runner + SQLite FULL']) / median(results['raw SQLite FULL'])).toFixed(2)}`,
+);
+console.log(
+  `runner/raw, NORMAL: ${(median(results['runner + SQLite NORMAL']) / median(results['raw SQLite NORMAL'])).toFixed(2)}`,
+);
 rmSync(dir, { recursive: true, force: true });

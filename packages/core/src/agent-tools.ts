@@ -1,11 +1,20 @@
 /** Agent tool definitions and structured answers, shared by @retrysafe/mcp and @retrysafe/ai-sdk. */
 import { createHash } from 'node:crypto';
-import { asBusinessOperationId, validateCard, type AdapterV1, type HandoffPacket, type JsonSchema, type Ledger, type OperationSpec, type RetrySafetyCard } from '@retrysafe/contract';
+import {
+  type AdapterV1,
+  asBusinessOperationId,
+  type HandoffPacket,
+  type JsonSchema,
+  type Ledger,
+  type OperationSpec,
+  type RetrySafetyCard,
+  validateCard,
+} from '@retrysafe/contract';
 import { agentIdempotentHint, describeNormalization } from '@retrysafe/contract/rules';
-import { preClaimRefusal, refusalAnswer, type RefusalAnswer } from './agent-refusal.js';
-import { identityOf } from './intake/index.js';
+import { preClaimRefusal, type RefusalAnswer, refusalAnswer } from './agent-refusal.js';
+import { type CardToolMeta, cardToolMeta } from './card-meta.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
-import { cardToolMeta, type CardToolMeta } from './card-meta.js';
+import { identityOf } from './intake/index.js';
 import type { Runner, RunResult } from './runner/index.js';
 
 /** What an agent sees of one operation: tool name, description, input schema and hints from the card. */
@@ -19,16 +28,40 @@ export interface AgentToolDefinition {
   readonly title: string;
   readonly description: string;
   readonly inputSchema: JsonSchema;
-  readonly annotations: { readonly title: string; readonly readOnlyHint: false; readonly destructiveHint: boolean; readonly idempotentHint: boolean; readonly openWorldHint: true };
+  readonly annotations: {
+    readonly title: string;
+    readonly readOnlyHint: false;
+    readonly destructiveHint: boolean;
+    readonly idempotentHint: boolean;
+    readonly openWorldHint: true;
+  };
   /** The card's digest and the facts that matter to a caller, under `retrysafe/card` (MCP tool `_meta`). */
   readonly _meta: { readonly 'retrysafe/card': CardToolMeta };
 }
 
 /** The structured answer of a tool call. */
 export type AgentToolResult =
-  | { readonly status: 'done'; readonly businessOperationId: string; readonly providerRef: string | null; readonly adopted: boolean; readonly attempts: number; readonly result: unknown; readonly message: string }
-  | { readonly status: 'in-progress'; readonly businessOperationId: string; readonly retryAfterMs: number; readonly message: string }
-  | { readonly status: 'needs-human'; readonly businessOperationId: string; readonly handoff: HandoffSummary; readonly message: string }
+  | {
+      readonly status: 'done';
+      readonly businessOperationId: string;
+      readonly providerRef: string | null;
+      readonly adopted: boolean;
+      readonly attempts: number;
+      readonly result: unknown;
+      readonly message: string;
+    }
+  | {
+      readonly status: 'in-progress';
+      readonly businessOperationId: string;
+      readonly retryAfterMs: number;
+      readonly message: string;
+    }
+  | {
+      readonly status: 'needs-human';
+      readonly businessOperationId: string;
+      readonly handoff: HandoffSummary;
+      readonly message: string;
+    }
   /** Refused before anything was claimed or sent (agent-refusal.ts). */
   | RefusalAnswer;
 
@@ -62,8 +95,12 @@ function normalisationText(card: RetrySafetyCard): string {
   const intent = card.businessOperationId.normalize;
   const params = card.paramComparison;
   const parts = [
-    intent?.length ? `Intent fields are compared after normalisation (${describeNormalization(intent)}): re-formatting them this way is the same operation.` : 'Intent fields are compared exactly as written.',
-    params?.length ? `Other arguments: ${describeNormalization(params)}; all others exactly.` : 'Other arguments are compared exactly.',
+    intent?.length
+      ? `Intent fields are compared after normalisation (${describeNormalization(intent)}): re-formatting them this way is the same operation.`
+      : 'Intent fields are compared exactly as written.',
+    params?.length
+      ? `Other arguments: ${describeNormalization(params)}; all others exactly.`
+      : 'Other arguments are compared exactly.',
   ];
   return parts.join(' ');
 }
@@ -76,7 +113,8 @@ export function agentTools(adapters: readonly AdapterV1[], only?: readonly strin
       const qualified = `${adapter.provider}.${name}`;
       const full = safeToolName(adapter.provider, name);
       if (only && !only.includes(full) && !only.includes(qualified)) continue;
-      if (tools.some((t) => t.name === full)) throw new RunnerConfigurationError('agentTools', `two operations map to the tool name ${full}`);
+      if (tools.some((t) => t.name === full))
+        throw new RunnerConfigurationError('agentTools', `two operations map to the tool name ${full}`);
       const card = spec.card;
       const unknowns = validateCard(card).unknowns;
       const description = [
@@ -86,8 +124,12 @@ export function agentTools(adapters: readonly AdapterV1[], only?: readonly strin
         normalisationText(card),
         'Every answer carries the businessOperationId; after a timeout of your own, calling again with the same arguments is the way back to it.',
         'Answers: status "done" (with the provider reference; adopted=true if it had already happened), "in-progress" (check back later with retrysafe_status), "needs-human" (a person must decide; do not retry as is), "conflict", "invalid-input" (with field errors; nothing was sent).',
-        unknowns.length ? `Provider facts not verified: ${unknowns.join(', ')} — retrysafe will not resend where they matter.` : '',
-      ].filter(Boolean).join('\n');
+        unknowns.length
+          ? `Provider facts not verified: ${unknowns.join(', ')} — retrysafe will not resend where they matter.`
+          : '',
+      ]
+        .filter(Boolean)
+        .join('\n');
       tools.push({
         name: full,
         qualifiedName: qualified,
@@ -97,7 +139,14 @@ export function agentTools(adapters: readonly AdapterV1[], only?: readonly strin
         description,
         inputSchema: spec.paramsSchema,
         _meta: cardToolMeta(card),
-        annotations: { title: `${adapter.provider}: ${name}`, readOnlyHint: false, destructiveHint: DESTRUCTIVE.has(String(card.sideEffect.kind.value)) || card.sideEffect.kind.value === 'unknown', idempotentHint: agentIdempotentHint(card), openWorldHint: true },
+        annotations: {
+          title: `${adapter.provider}: ${name}`,
+          readOnlyHint: false,
+          destructiveHint:
+            DESTRUCTIVE.has(String(card.sideEffect.kind.value)) || card.sideEffect.kind.value === 'unknown',
+          idempotentHint: agentIdempotentHint(card),
+          openWorldHint: true,
+        },
       });
     }
   }
@@ -105,19 +154,46 @@ export function agentTools(adapters: readonly AdapterV1[], only?: readonly strin
 }
 
 export function summarizeHandoff(p: HandoffPacket): HandoffSummary {
-  return { reason: p.reason, explanation: p.explanation, attempts: p.attempts.length, lastKnown: p.lastKnown, safeNextActions: p.safeNextActions };
+  return {
+    reason: p.reason,
+    explanation: p.explanation,
+    attempts: p.attempts.length,
+    lastKnown: p.lastKnown,
+    safeNextActions: p.safeNextActions,
+  };
 }
 
 export function toAgentResult(r: RunResult): AgentToolResult {
   switch (r.status) {
     case 'done':
-      return { status: 'done', businessOperationId: r.businessOperationId, providerRef: r.providerRef, adopted: r.adopted, attempts: r.attempts, result: r.result, message: r.adopted ? 'Already done earlier: this is the existing result, nothing was done twice.' : 'Done.' };
+      return {
+        status: 'done',
+        businessOperationId: r.businessOperationId,
+        providerRef: r.providerRef,
+        adopted: r.adopted,
+        attempts: r.attempts,
+        result: r.result,
+        message: r.adopted ? 'Already done earlier: this is the existing result, nothing was done twice.' : 'Done.',
+      };
     case 'in-progress':
-      return { status: 'in-progress', businessOperationId: r.businessOperationId, retryAfterMs: r.retryAfterMs, message: 'The operation is in progress elsewhere. Check back with retrysafe_status; do not start it another way.' };
+      return {
+        status: 'in-progress',
+        businessOperationId: r.businessOperationId,
+        retryAfterMs: r.retryAfterMs,
+        message:
+          'The operation is in progress elsewhere. Check back with retrysafe_status; do not start it another way.',
+      };
     case 'handed-off': {
       const fields = r.packet.lastKnown.fields;
-      const fix = fields?.length ? ` The provider named these fields: ${fields.map((f) => `${f.path} (${f.message})`).join(', ')}; a call with them corrected and the same intent is sent as a corrected request.` : '';
-      return { status: 'needs-human', businessOperationId: r.businessOperationId, handoff: summarizeHandoff(r.packet), message: `Handed to a person: ${r.packet.explanation} Do not retry this call as is.${fix}` };
+      const fix = fields?.length
+        ? ` The provider named these fields: ${fields.map((f) => `${f.path} (${f.message})`).join(', ')}; a call with them corrected and the same intent is sent as a corrected request.`
+        : '';
+      return {
+        status: 'needs-human',
+        businessOperationId: r.businessOperationId,
+        handoff: summarizeHandoff(r.packet),
+        message: `Handed to a person: ${r.packet.explanation} Do not retry this call as is.${fix}`,
+      };
     }
   }
 }
@@ -136,15 +212,28 @@ function idOf(spec: OperationSpec, args: unknown): string | null {
  * before the claim (the arguments' size, schema, intent or id, or a conflict) is answered through
  * refusalAnswer, the one mapping, and nothing was claimed or sent.
  */
-export async function callAgentTool(runner: Runner, tool: AgentToolDefinition, args: unknown, call: { readonly runId?: string } = {}): Promise<AgentToolResult> {
+export async function callAgentTool(
+  runner: Runner,
+  tool: AgentToolDefinition,
+  args: unknown,
+  call: { readonly runId?: string } = {},
+): Promise<AgentToolResult> {
   const params = args ?? {};
   try {
-    return toAgentResult(await runner.run(tool.adapter, tool.operation, { params, ...(call.runId !== undefined ? { runId: call.runId } : {}) }));
+    return toAgentResult(
+      await runner.run(tool.adapter, tool.operation, {
+        params,
+        ...(call.runId !== undefined ? { runId: call.runId } : {}),
+      }),
+    );
   } catch (e) {
     const refusal = preClaimRefusal(e);
     if (refusal === null) throw e;
     const spec = tool.adapter.operations[tool.operation]!;
-    return refusalAnswer(refusal, refusal.kind === 'invalid-intent' || refusal.kind === 'conflict' ? null : idOf(spec, params));
+    return refusalAnswer(
+      refusal,
+      refusal.kind === 'invalid-intent' || refusal.kind === 'conflict' ? null : idOf(spec, params),
+    );
   }
 }
 
@@ -166,5 +255,9 @@ export async function operationStatus(ledger: Ledger, id: string) {
 
 export async function pendingHandoffs(ledger: Ledger) {
   const rows = await ledger.list({ states: ['handed-off'], limit: 100 });
-  return rows.map((r) => ({ businessOperationId: r.businessOperationId, operation: r.operation, handoff: r.handoff ? summarizeHandoff(r.handoff) : null }));
+  return rows.map((r) => ({
+    businessOperationId: r.businessOperationId,
+    operation: r.operation,
+    handoff: r.handoff ? summarizeHandoff(r.handoff) : null,
+  }));
 }

@@ -1,4 +1,4 @@
-import { fingerprint, validateCard, type RetrySafetyCard } from '@retrysafe/contract';
+import { fingerprint, type RetrySafetyCard, validateCard } from '@retrysafe/contract';
 import { lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
 
 /** The `_meta` key under which an agent-tool listing carries the operation's card facts. */

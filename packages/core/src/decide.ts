@@ -1,7 +1,19 @@
-import type { HandoffReason, LookupResult, OperationState, Outcome, RetrySafetyCard, StatePatch } from '@retrysafe/contract';
-import { absenceProvenFrom, cardMargin, keyFoldsResends, lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
+import type {
+  HandoffReason,
+  LookupResult,
+  OperationState,
+  Outcome,
+  RetrySafetyCard,
+  StatePatch,
+} from '@retrysafe/contract';
+import {
+  absenceProvenFrom,
+  cardMargin,
+  keyFoldsResends,
+  lookupAvailable,
+  resendSafety,
+} from '@retrysafe/contract/rules';
 import { planPoll, planRetry, type RetryPolicy } from './retry-policy.js';
-
 
 /** What the runner knows about the operation when it decides. All times epoch ms. */
 export interface DecisionState {
@@ -67,7 +79,10 @@ export type Decision =
  * A lookup's "not found", judged when the lookup was asked (see absenceProvenFrom): proven, never
  * provable (why), or asked too early (from when it would be). The one reading of decide's not-found row.
  */
-type NotFoundVerdict = { readonly proven: true } | { readonly proven: false; readonly never: string } | { readonly proven: false; readonly at: number };
+type NotFoundVerdict =
+  | { readonly proven: true }
+  | { readonly proven: false; readonly never: string }
+  | { readonly proven: false; readonly at: number };
 
 function notFoundVerdict(card: RetrySafetyCard, state: DecisionState, clockSkewMarginMs: number): NotFoundVerdict {
   const proof = absenceProvenFrom(card, state, clockSkewMarginMs);
@@ -87,7 +102,12 @@ export type ObservedPatch = Pick<StatePatch, 'state' | 'lastOutcome' | 'statusRe
  * and the state to write now (`patch`; null: nothing to write, the terminal write follows).
  * `state` is the DecisionState the observation was judged in (its ledgerState, maybeApplied, observedAt).
  */
-export function observationPatch(card: RetrySafetyCard, state: DecisionState, obs: Exclude<Observation, null>, clockSkewMarginMs: number = cardMargin(card)): { readonly maybeApplied: boolean; readonly patch: ObservedPatch | null } {
+export function observationPatch(
+  card: RetrySafetyCard,
+  state: DecisionState,
+  obs: Exclude<Observation, null>,
+  clockSkewMarginMs: number = cardMargin(card),
+): { readonly maybeApplied: boolean; readonly patch: ObservedPatch | null } {
   const inner = obs.kind === 'found' ? obs.outcome : obs;
   let maybeApplied = state.maybeApplied ?? false;
   if (inner.kind === 'unknown' || inner.kind === 'in-progress') maybeApplied = true;
@@ -114,7 +134,13 @@ export function observationPatch(card: RetrySafetyCard, state: DecisionState, ob
       // attempt may have been applied, the operation stays unknown, so a recovery reconciles first.
       return { maybeApplied, patch: { state: maybeApplied ? 'unknown' : 'claimed', lastOutcome: inner.kind } };
     case 'cannot-tell':
-      return { maybeApplied, patch: { state: state.ledgerState === 'in-progress' ? 'in-progress' : 'reconciling', lastOutcome: 'cannot-tell' } };
+      return {
+        maybeApplied,
+        patch: {
+          state: state.ledgerState === 'in-progress' ? 'in-progress' : 'reconciling',
+          lastOutcome: 'cannot-tell',
+        },
+      };
     default:
       return { maybeApplied, patch: null }; // succeeded / replayed / rejected: the terminal state is written next
   }
@@ -122,23 +148,44 @@ export function observationPatch(card: RetrySafetyCard, state: DecisionState, ob
 
 /** The answer is a 5xx that the provider stored under the key (card storedResult.includesErrors): a same-key re-send only replays it. */
 function storedError(card: RetrySafetyCard, o: Outcome): boolean {
-  return o.kind === 'unknown' && o.cause === 'server-error' && card.storedResult.includesErrors.value === true && keyFoldsResends(card);
+  return (
+    o.kind === 'unknown' &&
+    o.cause === 'server-error' &&
+    card.storedResult.includesErrors.value === true &&
+    keyFoldsResends(card)
+  );
 }
 
-
-const UNKNOWN_FROM_LEDGER: Outcome = { kind: 'unknown', cause: 'other', message: 'dispatched earlier; no outcome recorded' };
+const UNKNOWN_FROM_LEDGER: Outcome = {
+  kind: 'unknown',
+  cause: 'other',
+  message: 'dispatched earlier; no outcome recorded',
+};
 
 /**
  * The decision table of docs/concepts.md, "Outcomes and the decision table", as one pure function of the card, what the ledger knows, the
  * latest observation and the budget. It never looks at which provider it is.
  */
-export function decide(card: RetrySafetyCard, state: DecisionState, observation: Observation, budget: Budget): Decision {
+export function decide(
+  card: RetrySafetyCard,
+  state: DecisionState,
+  observation: Observation,
+  budget: Budget,
+): Decision {
   if (observation === null) {
     switch (state.ledgerState) {
       case 'succeeded':
-        return { action: 'complete', adopted: true, why: 'stored result exists: adopt it, do not call the provider again' };
+        return {
+          action: 'complete',
+          adopted: true,
+          why: 'stored result exists: adopt it, do not call the provider again',
+        };
       case 'claimed':
-        return { action: 'send', delayMs: 0, why: state.firstDispatchedAt === null ? 'never dispatched: send' : 'last attempt was not applied: send again' };
+        return {
+          action: 'send',
+          delayMs: 0,
+          why: state.firstDispatchedAt === null ? 'never dispatched: send' : 'last attempt was not applied: send again',
+        };
       case 'in-progress':
         return inProgress(card, state, budget, undefined, 'the provider had it in progress');
       case 'dispatched':
@@ -149,7 +196,11 @@ export function decide(card: RetrySafetyCard, state: DecisionState, observation:
         return { action: 'handoff', reason: 'rejected', why: 'the provider rejected it earlier' };
       case 'handed-off':
       case 'abandoned':
-        return { action: 'handoff', reason: 'unknown-no-safe-resend', why: `already ${state.ledgerState}: a person decides` };
+        return {
+          action: 'handoff',
+          reason: 'unknown-no-safe-resend',
+          why: `already ${state.ledgerState}: a person decides`,
+        };
     }
   }
 
@@ -157,40 +208,88 @@ export function decide(card: RetrySafetyCard, state: DecisionState, observation:
     case 'succeeded':
       return { action: 'complete', adopted: state.ledgerState === 'succeeded', why: 'the provider performed it' };
     case 'replayed':
-      return { action: 'complete', adopted: true, why: 'the provider returned its stored result for this key: adopt it' };
+      return {
+        action: 'complete',
+        adopted: true,
+        why: 'the provider returned its stored result for this key: adopt it',
+      };
     case 'rejected':
-      return { action: 'handoff', reason: 'rejected', why: `rejected by the provider (${observation.reason}): not applied and will not succeed as is` };
+      return {
+        action: 'handoff',
+        reason: 'rejected',
+        why: `rejected by the provider (${observation.reason}): not applied and will not succeed as is`,
+      };
     case 'not-applied':
       if (state.maybeApplied) return afterUnknown(card, state, budget, observation.retryAfterMs);
       return retryNotApplied(card, state, budget, observation.retryAfterMs, 'definitely not applied (transient)');
     case 'in-progress':
-      return inProgress(card, state, budget, observation.retryAfterMs, 'the provider has it in progress: never a second work item');
+      return inProgress(
+        card,
+        state,
+        budget,
+        observation.retryAfterMs,
+        'the provider has it in progress: never a second work item',
+      );
     case 'unknown':
       if (storedError(card, observation)) {
         // A same-key re-send can only replay the stored error until the key expires: not an attempt worth making.
         const what = `the provider stored this ${observation.status ?? '5xx'} under the key (card storedResult.includesErrors): a same-key re-send would only replay it until the key expires`;
-        if (lookupAvailable(card)) return keepLooking(card, state, budget, observation.retryAfterMs, `${what}; look up the provider's stored status instead`);
+        if (lookupAvailable(card))
+          return keepLooking(
+            card,
+            state,
+            budget,
+            observation.retryAfterMs,
+            `${what}; look up the provider's stored status instead`,
+          );
         return { action: 'handoff', reason: 'unknown-no-safe-resend', why: `${what}, and the card offers no lookup` };
       }
       return afterUnknown(card, state, budget, observation.retryAfterMs);
     case 'found': {
       const o = observation.outcome;
-      if (o.kind === 'succeeded' || o.kind === 'replayed') return { action: 'complete', adopted: true, why: 'lookup found the provider\'s result: adopt it' };
-      if (o.kind === 'rejected') return { action: 'handoff', reason: 'rejected', why: `lookup found the request rejected (${o.reason})` };
+      if (o.kind === 'succeeded' || o.kind === 'replayed')
+        return { action: 'complete', adopted: true, why: "lookup found the provider's result: adopt it" };
+      if (o.kind === 'rejected')
+        return { action: 'handoff', reason: 'rejected', why: `lookup found the request rejected (${o.reason})` };
       return inProgress(card, state, budget, o.retryAfterMs, 'lookup found it in progress: keep polling');
     }
     case 'not-found': {
       // The late-apply row: absence is proven only once the last attempt can no longer land and would show.
       const verdict = notFoundVerdict(card, state, budget.policy.clockSkewMarginMs);
-      if ('never' in verdict) return keepLooking(card, state, budget, undefined, `lookup found nothing, but ${verdict.never}: an absent result proves nothing`);
+      if ('never' in verdict)
+        return keepLooking(
+          card,
+          state,
+          budget,
+          undefined,
+          `lookup found nothing, but ${verdict.never}: an absent result proves nothing`,
+        );
       if ('at' in verdict) {
         const late = card.lookup.lateApplyBound?.value;
-        return keepLooking(card, state, budget, Math.max(1, verdict.at - state.now), `lookup found nothing, but it asked before the last attempt could no longer land and show (last dispatch + late-apply bound ${String(late)} + consistency delay ${String(card.lookup.consistencyDelay.value)})`);
+        return keepLooking(
+          card,
+          state,
+          budget,
+          Math.max(1, verdict.at - state.now),
+          `lookup found nothing, but it asked before the last attempt could no longer land and show (last dispatch + late-apply bound ${String(late)} + consistency delay ${String(card.lookup.consistencyDelay.value)})`,
+        );
       }
-      return retryNotApplied(card, state, budget, undefined, 'authoritative lookup found nothing: the effect was not applied');
+      return retryNotApplied(
+        card,
+        state,
+        budget,
+        undefined,
+        'authoritative lookup found nothing: the effect was not applied',
+      );
     }
     case 'cannot-tell':
-      return keepLooking(card, state, budget, observation.retryAfterMs, `lookup cannot tell yet (${observation.reason})`);
+      return keepLooking(
+        card,
+        state,
+        budget,
+        observation.retryAfterMs,
+        `lookup cannot tell yet (${observation.reason})`,
+      );
   }
 }
 
@@ -201,53 +300,133 @@ function honoured(state: DecisionState, retryAfterMs: number | undefined): numbe
   return ms > 0 ? ms : undefined;
 }
 
-function retryNotApplied(card: RetrySafetyCard, state: DecisionState, budget: Budget, retryAfterMs: number | undefined, what: string): Decision {
-  const plan = planRetry({ attemptsMade: state.runAttempts, startedAt: state.runStartedAt, now: state.now, retryAfterMs: honoured(state, retryAfterMs) }, budget.policy, budget.random);
+function retryNotApplied(
+  card: RetrySafetyCard,
+  state: DecisionState,
+  budget: Budget,
+  retryAfterMs: number | undefined,
+  what: string,
+): Decision {
+  const plan = planRetry(
+    {
+      attemptsMade: state.runAttempts,
+      startedAt: state.runStartedAt,
+      now: state.now,
+      retryAfterMs: honoured(state, retryAfterMs),
+    },
+    budget.policy,
+    budget.random,
+  );
   // Receipts say what was sent: "the same key" only where a key travels.
   const key = card.providerKey.travels.value === 'none' ? '' : ' with the same key';
   if (plan.retry) return { action: 'send', delayMs: plan.delayMs, why: `${what}: bounded retry${key}` };
   return { action: 'handoff', reason: 'retry-exhausted', why: `${what}, but the budget is spent: ${plan.detail}` };
 }
 
-function afterUnknown(card: RetrySafetyCard, state: DecisionState, budget: Budget, retryAfterMs: number | undefined): Decision {
+function afterUnknown(
+  card: RetrySafetyCard,
+  state: DecisionState,
+  budget: Budget,
+  retryAfterMs: number | undefined,
+): Decision {
   let safety = resendSafety(card, state.firstDispatchedAt, state.now, budget.policy.clockSkewMarginMs);
   let budgetNote = '';
   if (safety.safe) {
-    const plan = planRetry({ attemptsMade: state.runAttempts, startedAt: state.runStartedAt, now: state.now, retryAfterMs: honoured(state, retryAfterMs) }, budget.policy, budget.random);
+    const plan = planRetry(
+      {
+        attemptsMade: state.runAttempts,
+        startedAt: state.runStartedAt,
+        now: state.now,
+        retryAfterMs: honoured(state, retryAfterMs),
+      },
+      budget.policy,
+      budget.random,
+    );
     if (plan.retry) {
       // The key must still be inside its retention when the re-send actually goes out, after the wait.
-      const atSend = resendSafety(card, state.firstDispatchedAt, state.now + plan.delayMs, budget.policy.clockSkewMarginMs);
-      if (atSend.safe) return { action: 'send', delayMs: plan.delayMs, why: `outcome unknown; re-send is safe: ${safety.why}` };
+      const atSend = resendSafety(
+        card,
+        state.firstDispatchedAt,
+        state.now + plan.delayMs,
+        budget.policy.clockSkewMarginMs,
+      );
+      if (atSend.safe)
+        return { action: 'send', delayMs: plan.delayMs, why: `outcome unknown; re-send is safe: ${safety.why}` };
       safety = atSend;
     } else {
       budgetNote = plan.detail;
     }
   }
   if (lookupAvailable(card)) {
-    return keepLooking(card, state, budget, undefined, `outcome unknown; ${safety.safe ? `re-send budget spent (${budgetNote})` : `no safe re-send (${safety.why})`}: look up the provider's stored status first`);
+    return keepLooking(
+      card,
+      state,
+      budget,
+      undefined,
+      `outcome unknown; ${safety.safe ? `re-send budget spent (${budgetNote})` : `no safe re-send (${safety.why})`}: look up the provider's stored status first`,
+    );
   }
-  if (safety.pastRetention) return { action: 'handoff', reason: 'key-past-retention', why: `outcome unknown and ${safety.why}; no lookup to reconcile with` };
-  if (safety.safe) return { action: 'handoff', reason: 'retry-exhausted', why: `outcome unknown, re-send would be safe but the budget is spent: ${budgetNote}` };
-  return { action: 'handoff', reason: 'unknown-no-safe-resend', why: `outcome unknown, ${safety.why}, and the card offers no lookup` };
+  if (safety.pastRetention)
+    return {
+      action: 'handoff',
+      reason: 'key-past-retention',
+      why: `outcome unknown and ${safety.why}; no lookup to reconcile with`,
+    };
+  if (safety.safe)
+    return {
+      action: 'handoff',
+      reason: 'retry-exhausted',
+      why: `outcome unknown, re-send would be safe but the budget is spent: ${budgetNote}`,
+    };
+  return {
+    action: 'handoff',
+    reason: 'unknown-no-safe-resend',
+    why: `outcome unknown, ${safety.why}, and the card offers no lookup`,
+  };
 }
 
-function keepLooking(card: RetrySafetyCard, state: DecisionState, budget: Budget, retryAfterMs: number | undefined, what: string): Decision {
+function keepLooking(
+  card: RetrySafetyCard,
+  state: DecisionState,
+  budget: Budget,
+  retryAfterMs: number | undefined,
+  what: string,
+): Decision {
   const plan = planPoll(
-    { polls: state.polls, windowStartedAt: state.windowStartedAt ?? state.now, startedAt: state.runStartedAt, now: state.now, retryAfterMs },
+    {
+      polls: state.polls,
+      windowStartedAt: state.windowStartedAt ?? state.now,
+      startedAt: state.runStartedAt,
+      now: state.now,
+      retryAfterMs,
+    },
     budget.policy,
     budget.random,
   );
   if (plan.poll) return { action: 'lookup', delayMs: plan.delayMs, why: what };
   const safety = resendSafety(card, state.firstDispatchedAt, state.now, budget.policy.clockSkewMarginMs);
-  const reason: HandoffReason = safety.pastRetention && state.polls === 0 ? 'key-past-retention' : 'lookup-window-exhausted';
+  const reason: HandoffReason =
+    safety.pastRetention && state.polls === 0 ? 'key-past-retention' : 'lookup-window-exhausted';
   return { action: 'handoff', reason, why: `${what}; ${plan.detail}` };
 }
 
-function inProgress(card: RetrySafetyCard, state: DecisionState, budget: Budget, retryAfterMs: number | undefined, what: string): Decision {
+function inProgress(
+  card: RetrySafetyCard,
+  state: DecisionState,
+  budget: Budget,
+  retryAfterMs: number | undefined,
+  what: string,
+): Decision {
   // Even the first poll after an in-progress answer waits: the provider's hint, else one base delay.
   const hint = retryAfterMs ?? (state.polls === 0 ? budget.policy.baseMs : undefined);
   const plan = planPoll(
-    { polls: state.polls, windowStartedAt: state.windowStartedAt ?? state.now, startedAt: state.runStartedAt, now: state.now, retryAfterMs: hint },
+    {
+      polls: state.polls,
+      windowStartedAt: state.windowStartedAt ?? state.now,
+      startedAt: state.runStartedAt,
+      now: state.now,
+      retryAfterMs: hint,
+    },
     budget.policy,
     budget.random,
   );
@@ -255,15 +434,36 @@ function inProgress(card: RetrySafetyCard, state: DecisionState, budget: Budget,
   const delayMs = plan.delayMs;
   if (lookupAvailable(card)) return { action: 'lookup', delayMs, why: `${what}: poll its status` };
   const safety = resendSafety(card, state.firstDispatchedAt, state.now, budget.policy.clockSkewMarginMs);
-  if (!safety.safe) return { action: 'handoff', reason: 'in-progress-window-exhausted', why: `${what}, but there is no lookup and ${safety.why}: nothing safe to poll with` };
-  if (state.runAttempts >= budget.policy.maxAttempts) return { action: 'handoff', reason: 'retry-exhausted', why: `${what}; polling by re-send would exceed ${budget.policy.maxAttempts} attempts` };
+  if (!safety.safe)
+    return {
+      action: 'handoff',
+      reason: 'in-progress-window-exhausted',
+      why: `${what}, but there is no lookup and ${safety.why}: nothing safe to poll with`,
+    };
+  if (state.runAttempts >= budget.policy.maxAttempts)
+    return {
+      action: 'handoff',
+      reason: 'retry-exhausted',
+      why: `${what}; polling by re-send would exceed ${budget.policy.maxAttempts} attempts`,
+    };
   // A re-send is a provider call: it never goes out before the provider's Retry-After, nor past the budget.
   const floor = honoured(state, retryAfterMs) ?? 0;
   if (floor > budget.policy.retryAfterCapMs)
-    return { action: 'handoff', reason: 'in-progress-window-exhausted', why: `${what}; the provider asks to wait ${floor} ms, more than the ${budget.policy.retryAfterCapMs} ms cap` };
+    return {
+      action: 'handoff',
+      reason: 'in-progress-window-exhausted',
+      why: `${what}; the provider asks to wait ${floor} ms, more than the ${budget.policy.retryAfterCapMs} ms cap`,
+    };
   const sendDelay = Math.max(delayMs, floor);
   const at = state.now + sendDelay;
-  if (at - (state.windowStartedAt ?? state.now) > budget.policy.lookupWindowMs || at - state.runStartedAt > budget.policy.maxElapsedMs)
-    return { action: 'handoff', reason: 'in-progress-window-exhausted', why: `${what}; waiting ${sendDelay} ms for the provider would outlast the window or the budget` };
+  if (
+    at - (state.windowStartedAt ?? state.now) > budget.policy.lookupWindowMs ||
+    at - state.runStartedAt > budget.policy.maxElapsedMs
+  )
+    return {
+      action: 'handoff',
+      reason: 'in-progress-window-exhausted',
+      why: `${what}; waiting ${sendDelay} ms for the provider would outlast the window or the budget`,
+    };
   return { action: 'send', delayMs: sendDelay, why: `${what}: poll by re-sending the same key (${safety.why})` };
 }

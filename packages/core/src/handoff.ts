@@ -1,6 +1,14 @@
 import { appendFile, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { HandoffAttempt, HandoffPacket, HandoffReason, HandoffSink, OperationRecord, Receipt, SafeAction } from '@retrysafe/contract';
+import type {
+  HandoffAttempt,
+  HandoffPacket,
+  HandoffReason,
+  HandoffSink,
+  OperationRecord,
+  Receipt,
+  SafeAction,
+} from '@retrysafe/contract';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { everyAttemptNotApplied } from './intake/supersede.js';
 
@@ -33,21 +41,53 @@ function attemptOf(r: Receipt): HandoffAttempt {
 }
 
 /** The safe next actions a person can take, each marked safe or not with the reason. */
-export function safeNextActions(reason: HandoffReason, record: OperationRecord, resendSafe: boolean, correctable = false, resumeNote?: string): SafeAction[] {
+export function safeNextActions(
+  reason: HandoffReason,
+  record: OperationRecord,
+  resendSafe: boolean,
+  correctable = false,
+  resumeNote?: string,
+): SafeAction[] {
   // `claimed` after dispatches is written only when every attempt so far is known not to have applied.
   const neverApplied = record.firstDispatchedAt === null || record.state === 'claimed';
   let resume: SafeAction;
-  if (reason === 'rejected') resume = { action: 'resume', safe: false, why: 'the provider rejected this request; sending it again as is will be rejected again — fix the cause (or start a new operation) first' };
+  if (reason === 'rejected')
+    resume = {
+      action: 'resume',
+      safe: false,
+      why: 'the provider rejected this request; sending it again as is will be rejected again — fix the cause (or start a new operation) first',
+    };
   else if (resumeNote !== undefined) resume = { action: 'resume', safe: false, why: resumeNote };
-  else if (resendSafe) resume = { action: 'resume', safe: true, why: 'a re-send with the same provider key cannot create a second effect (the provider folds it into the first)' };
-  else if (neverApplied) resume = { action: 'resume', safe: true, why: 'the last thing known is that the effect was not applied' };
-  else resume = { action: 'resume', safe: false, why: 'the effect may already exist and the provider does not fold re-sends together: check the provider before resuming, or it may happen twice' };
+  else if (resendSafe)
+    resume = {
+      action: 'resume',
+      safe: true,
+      why: 'a re-send with the same provider key cannot create a second effect (the provider folds it into the first)',
+    };
+  else if (neverApplied)
+    resume = { action: 'resume', safe: true, why: 'the last thing known is that the effect was not applied' };
+  else
+    resume = {
+      action: 'resume',
+      safe: false,
+      why: 'the effect may already exist and the provider does not fold re-sends together: check the provider before resuming, or it may happen twice',
+    };
   return [
     resume,
     ...(correctable
-      ? [{ action: 'resend-with' as const, safe: true, why: 'every attempt was rejected or not applied: corrected params under the same intent are sent as a new revision (--resend-with <params.json>, or the caller calls again with them)' }]
+      ? [
+          {
+            action: 'resend-with' as const,
+            safe: true,
+            why: 'every attempt was rejected or not applied: corrected params under the same intent are sent as a new revision (--resend-with <params.json>, or the caller calls again with them)',
+          },
+        ]
       : []),
-    { action: 'mark-done', safe: true, why: 'once you have confirmed at the provider that the effect exists; record its reference' },
+    {
+      action: 'mark-done',
+      safe: true,
+      why: 'once you have confirmed at the provider that the effect exists; record its reference',
+    },
     { action: 'abandon', safe: true, why: 'retrysafe stops; nothing at the provider is undone' },
   ];
 }
@@ -56,8 +96,17 @@ export function safeNextActions(reason: HandoffReason, record: OperationRecord, 
 function leftBehind(actions: SafeAction[], created: string | undefined): SafeAction[] {
   if (created === undefined) return actions;
   return actions.map((a) => {
-    if (a.action === 'resume') return { ...a, safe: false, why: `the rejected attempt left ${created} at the provider: a new request (corrected or not) would make a second one — continue on ${created} there` };
-    if (a.action === 'mark-done') return { ...a, why: `once ${created} is finished at the provider (or another reference you confirmed there); record it` };
+    if (a.action === 'resume')
+      return {
+        ...a,
+        safe: false,
+        why: `the rejected attempt left ${created} at the provider: a new request (corrected or not) would make a second one — continue on ${created} there`,
+      };
+    if (a.action === 'mark-done')
+      return {
+        ...a,
+        why: `once ${created} is finished at the provider (or another reference you confirmed there); record it`,
+      };
     return a;
   });
 }
@@ -66,7 +115,8 @@ function leftBehind(actions: SafeAction[], created: string | undefined): SafeAct
 export function buildPacket(input: PacketInput): HandoffPacket {
   const { record, receipts } = input;
   const last = receipts[receipts.length - 1];
-  const lastRef = [...receipts].reverse().find((r) => r.providerRef !== undefined)?.providerRef ?? record.providerRef ?? undefined;
+  const lastRef =
+    [...receipts].reverse().find((r) => r.providerRef !== undefined)?.providerRef ?? record.providerRef ?? undefined;
   const created = [...receipts].reverse().find((r) => r.created !== undefined)?.created;
   return {
     businessOperationId: record.businessOperationId,
@@ -86,20 +136,31 @@ export function buildPacket(input: PacketInput): HandoffPacket {
       ...(last?.fields !== undefined ? { fields: last.fields } : {}),
       ...(created !== undefined ? { created } : {}),
     },
-    safeNextActions: leftBehind(safeNextActions(input.reason, record, input.resendSafe, (input.reason === 'rejected' || input.reason === 'retry-exhausted') && everyAttemptNotApplied(receipts).ok, input.resumeNote), created),
+    safeNextActions: leftBehind(
+      safeNextActions(
+        input.reason,
+        record,
+        input.resendSafe,
+        (input.reason === 'rejected' || input.reason === 'retry-exhausted') && everyAttemptNotApplied(receipts).ok,
+        input.resumeNote,
+      ),
+      created,
+    ),
     createdAt: new Date(input.now).toISOString(),
   };
 }
 
 /** Hands packets to your function (e.g. open a ticket, page someone). */
 export function callbackHandoffSink(callback: (packet: HandoffPacket) => void | Promise<void>): HandoffSink {
-  if (typeof callback !== 'function') throw new RunnerConfigurationError('handoff', 'callbackHandoffSink needs a function');
+  if (typeof callback !== 'function')
+    throw new RunnerConfigurationError('handoff', 'callbackHandoffSink needs a function');
   return { send: (packet) => callback(packet) };
 }
 
 /** Appends each packet as one JSON line to `path` (directories created). */
 export function jsonlHandoffSink(path: string): HandoffSink {
-  if (typeof path !== 'string' || path.length === 0) throw new RunnerConfigurationError('handoff', 'jsonlHandoffSink needs a file path');
+  if (typeof path !== 'string' || path.length === 0)
+    throw new RunnerConfigurationError('handoff', 'jsonlHandoffSink needs a file path');
   return {
     async send(packet) {
       await mkdir(dirname(path), { recursive: true });

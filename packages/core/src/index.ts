@@ -1,19 +1,43 @@
 /** @retrysafe/core: the runner, the memory ledger, handoff sinks, clocks, errors, receipts and retention. */
-export { createRunner } from './runner/index.js';
-export type { Runner, RunnerOptions, RunInput, RunResult, RecoverReport, Resolution, ResolveOptions, ResolveResult, LogEntry } from './runner/index.js';
-export type { RunFunction, TypedRunInput, TypedRunResult } from './typed-run.js';
-export type { PolicyOverrides, RetryPolicy } from './retry-policy.js';
-export type { Decision, DecisionState } from './decide.js';
-export type { RedactOptions } from './redact.js';
-export { TELEMETRY, type EventFields, type TelemetryOptions } from './telemetry.js';
-export { createMemoryLedger } from './ledger/memory-ledger.js';
-export { pruneLedger, retentionFloor, type PruneLedgerOptions, type PruneLedgerReport } from './ledger/retention.js';
-export { encryptParams, type EncryptParamsOptions, type ParamsKey } from './ledger/encrypted-params.js';
-export { jsonlHandoffSink, callbackHandoffSink } from './handoff.js';
-export { exportReceiptsJsonl, verifyReceiptChain, verifyOperation, verifyReceiptsJsonl, parseReceiptKeys } from './receipts.js';
-export type { ExportReceiptsOptions, ChainCheck, ReceiptKey, ReceiptKeyring, ReceiptChainAnchor, VerifyChainOptions, ExportCheck } from './receipts.js';
-export { systemClock, createVirtualClock, type Clock, type VirtualClock } from './clock.js';
-export { RunnerConfigurationError } from './errors/runner-configuration-error.js';
-export { BrokenReceiptChainError } from './errors/broken-receipt-chain-error.js';
-export { AdapterContractError } from './errors/adapter-contract-error.js';
 
+export { type Clock, createVirtualClock, systemClock, type VirtualClock } from './clock.js';
+export type { Decision, DecisionState } from './decide.js';
+export { AdapterContractError } from './errors/adapter-contract-error.js';
+export { BrokenReceiptChainError } from './errors/broken-receipt-chain-error.js';
+export { RunnerConfigurationError } from './errors/runner-configuration-error.js';
+export { callbackHandoffSink, jsonlHandoffSink } from './handoff.js';
+export { type EncryptParamsOptions, encryptParams, type ParamsKey } from './ledger/encrypted-params.js';
+export { createMemoryLedger } from './ledger/memory-ledger.js';
+export { type PruneLedgerOptions, type PruneLedgerReport, pruneLedger, retentionFloor } from './ledger/retention.js';
+export type {
+  ChainCheck,
+  ExportCheck,
+  ExportReceiptsOptions,
+  ReceiptChainAnchor,
+  ReceiptKey,
+  ReceiptKeyring,
+  VerifyChainOptions,
+} from './receipts.js';
+export {
+  exportReceiptsJsonl,
+  parseReceiptKeys,
+  verifyOperation,
+  verifyReceiptChain,
+  verifyReceiptsJsonl,
+} from './receipts.js';
+export type { RedactOptions } from './redact.js';
+export type { PolicyOverrides, RetryPolicy } from './retry-policy.js';
+export type {
+  LogEntry,
+  RecoverReport,
+  Resolution,
+  ResolveOptions,
+  ResolveResult,
+  RunInput,
+  Runner,
+  RunnerOptions,
+  RunResult,
+} from './runner/index.js';
+export { createRunner } from './runner/index.js';
+export { type EventFields, TELEMETRY, type TelemetryOptions } from './telemetry.js';
+export type { RunFunction, TypedRunInput, TypedRunResult } from './typed-run.js';

@@ -2,11 +2,28 @@
  * @retrysafe/core/internal: the runner's parts, for the packages built on it (the CLI, the config,
  * the testkit's explorer) and for tests. Not a user API: it changes with the runner.
  */
-export { decide, observationPatch, MAYBE_APPLIED_STATES, type Budget, type Observation } from './decide.js';
-export { backoffMs, planRetry, planPoll, type RetryPlan, type RetryInput, type PollPlan, type PollInput } from './retry-policy.js';
-export { resolvePolicy, validatePolicy } from './intake/index.js';
-export { assertParams, paramsErrors, identityOf, comparisonFor, supersedeCheck, type Comparison, type Identity } from './intake/index.js';
-export { sealReceipt, receiptHash, anchorOf, checkReceiptKey, type UnsealedReceipt } from './receipts.js';
-export { buildPacket, safeNextActions, type PacketInput } from './handoff.js';
-export { createTelemetry, type Telemetry } from './telemetry.js';
+export { type Budget, decide, MAYBE_APPLIED_STATES, type Observation, observationPatch } from './decide.js';
+export { buildPacket, type PacketInput, safeNextActions } from './handoff.js';
+export {
+  assertParams,
+  type Comparison,
+  comparisonFor,
+  type Identity,
+  identityOf,
+  paramsErrors,
+  resolvePolicy,
+  supersedeCheck,
+  validatePolicy,
+} from './intake/index.js';
+export { anchorOf, checkReceiptKey, receiptHash, sealReceipt, type UnsealedReceipt } from './receipts.js';
 export { createRedactor, detectSensitive, isSecretKey, keyParts, personRef, type Redactor } from './redact.js';
+export {
+  backoffMs,
+  type PollInput,
+  type PollPlan,
+  planPoll,
+  planRetry,
+  type RetryInput,
+  type RetryPlan,
+} from './retry-policy.js';
+export { createTelemetry, type Telemetry } from './telemetry.js';

@@ -1,6 +1,14 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
-import { canonicalJson, sha256Hex, type BusinessOperationId, type Ledger, type ListFilter, type OperationRecord, type Receipt } from '@retrysafe/contract';
+import {
+  type BusinessOperationId,
+  canonicalJson,
+  type Ledger,
+  type ListFilter,
+  type OperationRecord,
+  type Receipt,
+  sha256Hex,
+} from '@retrysafe/contract';
 
 export type UnsealedReceipt = Omit<Receipt, 'hash'>;
 
@@ -21,8 +29,14 @@ const KEYED = /^hmac-sha256:([A-Za-z0-9_.-]{1,64}):([0-9a-f]{64})$/;
 
 /** Throws (a TypeError, or what `error` builds) when the key id or secret is unusable. Never echoes the secret. */
 export function checkReceiptKey(key: ReceiptKey, error: (why: string) => Error = (why) => new TypeError(why)): void {
-  if (!key || typeof key.id !== 'string' || !KEY_ID.test(key.id)) throw error('receipt key id: 1-64 characters of A-Z a-z 0-9 _ . -');
-  const len = typeof key.secret === 'string' ? Buffer.byteLength(key.secret) : key.secret instanceof Uint8Array ? key.secret.length : 0;
+  if (!key || typeof key.id !== 'string' || !KEY_ID.test(key.id))
+    throw error('receipt key id: 1-64 characters of A-Z a-z 0-9 _ . -');
+  const len =
+    typeof key.secret === 'string'
+      ? Buffer.byteLength(key.secret)
+      : key.secret instanceof Uint8Array
+        ? key.secret.length
+        : 0;
   if (len < 16) throw error('receipt key secret: at least 16 bytes');
 }
 const checkKey = (key: ReceiptKey) => checkReceiptKey(key);
@@ -30,7 +44,10 @@ const checkKey = (key: ReceiptKey) => checkReceiptKey(key);
 /** Parses `RETRYSAFE_RECEIPT_KEY`-style text: `id:secret` (one key, for writing) or `id:secret,id2:secret2` (a keyring). Never echoes a secret. */
 export function parseReceiptKeys(text: string): { readonly current: ReceiptKey; readonly keyring: ReceiptKeyring } {
   const keys: ReceiptKey[] = [];
-  for (const part of text.split(',').map((x) => x.trim()).filter(Boolean)) {
+  for (const part of text
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean)) {
     const at = part.indexOf(':');
     if (at <= 0) throw new TypeError('receipt keys: expected id:secret[,id:secret…]');
     const key = { id: part.slice(0, at), secret: part.slice(at + 1) };
@@ -98,22 +115,45 @@ export function verifyReceiptChain(receipts: readonly Receipt[], options: Verify
       keyedSeen = true;
       const secret = options.keys?.[keyed[1]!];
       if (secret !== undefined) {
-        if (!sameBytes(receiptHash(rest, { id: keyed[1]!, secret }), hash)) return { ok: false, index: i, reason: `content does not match its keyed hash (key ${keyed[1]})` };
-      } else if (options.keys) return { ok: false, index: i, reason: `sealed with key ${keyed[1]}, which is not in the keyring` };
+        if (!sameBytes(receiptHash(rest, { id: keyed[1]!, secret }), hash))
+          return { ok: false, index: i, reason: `content does not match its keyed hash (key ${keyed[1]})` };
+      } else if (options.keys)
+        return { ok: false, index: i, reason: `sealed with key ${keyed[1]}, which is not in the keyring` };
       else uncheckedKeyed++;
     } else {
-      if (keyedSeen) return { ok: false, index: i, reason: 'an unkeyed receipt after a keyed one (re-sealed without the key?)' };
-      if (options.keys && !options.allowUnkeyed) return { ok: false, index: i, reason: 'not keyed, but a key was given (re-sealed without the key, or written before the key was set: --allow-unkeyed)' };
+      if (keyedSeen)
+        return { ok: false, index: i, reason: 'an unkeyed receipt after a keyed one (re-sealed without the key?)' };
+      if (options.keys && !options.allowUnkeyed)
+        return {
+          ok: false,
+          index: i,
+          reason:
+            'not keyed, but a key was given (re-sealed without the key, or written before the key was set: --allow-unkeyed)',
+        };
       if (receiptHash(rest) !== hash) return { ok: false, index: i, reason: 'content does not match its hash' };
     }
     prev = hash;
   }
-  if (options.anchor === null) warnings.push('the operation row has no chain anchor (written before anchoring): a deleted tail would not be seen');
+  if (options.anchor === null)
+    warnings.push('the operation row has no chain anchor (written before anchoring): a deleted tail would not be seen');
   else if (options.anchor !== undefined) {
-    if (options.anchor.length !== receipts.length) return { ok: false, index: Math.min(options.anchor.length, receipts.length), reason: `the row anchors ${options.anchor.length} receipt(s), the ledger holds ${receipts.length}` };
-    if (options.anchor.head !== prev) return { ok: false, index: Math.max(0, receipts.length - 1), reason: 'the last receipt is not the head the row anchors' };
+    if (options.anchor.length !== receipts.length)
+      return {
+        ok: false,
+        index: Math.min(options.anchor.length, receipts.length),
+        reason: `the row anchors ${options.anchor.length} receipt(s), the ledger holds ${receipts.length}`,
+      };
+    if (options.anchor.head !== prev)
+      return {
+        ok: false,
+        index: Math.max(0, receipts.length - 1),
+        reason: 'the last receipt is not the head the row anchors',
+      };
   }
-  if (uncheckedKeyed > 0) warnings.push(`${uncheckedKeyed} keyed receipt(s) checked for order and linkage only: pass the key to check their content`);
+  if (uncheckedKeyed > 0)
+    warnings.push(
+      `${uncheckedKeyed} keyed receipt(s) checked for order and linkage only: pass the key to check their content`,
+    );
   return warnings.length ? { ok: true, warnings } : { ok: true };
 }
 
@@ -123,7 +163,11 @@ export function anchorOf(record: OperationRecord): ReceiptChainAnchor | null {
 }
 
 /** One operation's chain checked against its row. */
-export async function verifyOperation(ledger: Ledger, id: BusinessOperationId, options: Omit<VerifyChainOptions, 'anchor'> = {}): Promise<ChainCheck | null> {
+export async function verifyOperation(
+  ledger: Ledger,
+  id: BusinessOperationId,
+  options: Omit<VerifyChainOptions, 'anchor'> = {},
+): Promise<ChainCheck | null> {
   // The row and the receipts are two reads: a receipt written between them looks like a break, so an
   // anchor mismatch is read again (a real break stays one).
   let check: ChainCheck | null = null;
@@ -158,7 +202,12 @@ export async function exportReceiptsJsonl(ledger: Ledger, options: ExportReceipt
   for (const id of ids) {
     const record = options.heads ? await ledger.get(id) : null;
     for (const r of await ledger.receipts(id)) lines.push(JSON.stringify(r));
-    if (options.heads && record) lines.push(JSON.stringify({ chainHead: { businessOperationId: id, ...(record.receiptChain ?? { head: null, length: null }) } }));
+    if (options.heads && record)
+      lines.push(
+        JSON.stringify({
+          chainHead: { businessOperationId: id, ...(record.receiptChain ?? { head: null, length: null }) },
+        }),
+      );
   }
   const text = lines.length ? lines.join('\n') + '\n' : '';
   if (options.path) await writeFile(options.path, text, 'utf8');
@@ -193,8 +242,12 @@ export function verifyReceiptsJsonl(text: string, options: Omit<VerifyChainOptio
     }
     const head = (v as { chainHead?: { businessOperationId?: unknown; head?: unknown; length?: unknown } }).chainHead;
     if (head && typeof head.businessOperationId === 'string') {
-      entry(head.businessOperationId).anchor = typeof head.length === 'number' ? { head: typeof head.head === 'string' ? head.head : null, length: head.length } : null;
-    } else if (typeof (v as Receipt).businessOperationId === 'string') entry((v as Receipt).businessOperationId).receipts.push(v as Receipt);
+      entry(head.businessOperationId).anchor =
+        typeof head.length === 'number'
+          ? { head: typeof head.head === 'string' ? head.head : null, length: head.length }
+          : null;
+    } else if (typeof (v as Receipt).businessOperationId === 'string')
+      entry((v as Receipt).businessOperationId).receipts.push(v as Receipt);
     else throw new TypeError(`line ${n + 1}: neither a receipt nor a chain head`);
   });
   return [...byId].map(([id, e]) => ({

@@ -32,17 +32,122 @@ export function keyParts(key: string): string[] {
 
 /** One part is enough. */
 const SECRET_PARTS = new Set([
-  'password', 'passwd', 'pwd', 'pass', 'passphrase', 'passcode', 'secret', 'secrets', 'token', 'tokens', 'auth', 'authorization', 'authentication',
-  'bearer', 'credential', 'credentials', 'creds', 'cookie', 'cookies', 'apikey', 'privatekey', 'signature', 'pin', 'cvc', 'cvv', 'cvv2', 'csc', 'ssn',
-  'otp', 'mfa', 'totp', 'jwt', 'sessionid', 'pan', 'iban', 'sin',
+  'password',
+  'passwd',
+  'pwd',
+  'pass',
+  'passphrase',
+  'passcode',
+  'secret',
+  'secrets',
+  'token',
+  'tokens',
+  'auth',
+  'authorization',
+  'authentication',
+  'bearer',
+  'credential',
+  'credentials',
+  'creds',
+  'cookie',
+  'cookies',
+  'apikey',
+  'privatekey',
+  'signature',
+  'pin',
+  'cvc',
+  'cvv',
+  'cvv2',
+  'csc',
+  'ssn',
+  'otp',
+  'mfa',
+  'totp',
+  'jwt',
+  'sessionid',
+  'pan',
+  'iban',
+  'sin',
   // other languages
-  'passwort', 'kennwort', 'geheimnis', 'motdepasse', 'contraseña', 'contrasena', 'clave', 'senha', 'wachtwoord', 'lösenord', 'losenord', 'salasana',
-  'hasło', 'haslo', 'parola', 'heslo', 'jelszó', 'jelszo', 'пароль', 'секрет', 'токен', '密码', 'パスワード', '비밀번호',
+  'passwort',
+  'kennwort',
+  'geheimnis',
+  'motdepasse',
+  'contraseña',
+  'contrasena',
+  'clave',
+  'senha',
+  'wachtwoord',
+  'lösenord',
+  'losenord',
+  'salasana',
+  'hasło',
+  'haslo',
+  'parola',
+  'heslo',
+  'jelszó',
+  'jelszo',
+  'пароль',
+  'секрет',
+  'токен',
+  '密码',
+  'パスワード',
+  '비밀번호',
 ]);
 /** Two adjacent parts, joined. */
-const SECRET_PAIRS = new Set(['apikey', 'accesskey', 'privatekey', 'secretkey', 'signingkey', 'encryptionkey', 'masterkey', 'sessionkey', 'clientsecret', 'cardnumber', 'accountnumber', 'routingnumber', 'securitycode', 'sessionid', 'motdepasse', 'setcookie', 'socialsecurity']);
-const PII_PARTS = new Set(['email', 'emails', 'phone', 'mobile', 'telephone', 'tel', 'dob', 'birthdate', 'birthday', 'address', 'street', 'postcode', 'zip', 'passport', 'nationalid', 'taxid', 'ip']);
-const PII_PAIRS = new Set(['emailaddress', 'phonenumber', 'dateofbirth', 'birthdate', 'postalcode', 'zipcode', 'ipaddress', 'nationalid', 'taxid', 'lastname', 'firstname', 'fullname', 'surname']);
+const SECRET_PAIRS = new Set([
+  'apikey',
+  'accesskey',
+  'privatekey',
+  'secretkey',
+  'signingkey',
+  'encryptionkey',
+  'masterkey',
+  'sessionkey',
+  'clientsecret',
+  'cardnumber',
+  'accountnumber',
+  'routingnumber',
+  'securitycode',
+  'sessionid',
+  'motdepasse',
+  'setcookie',
+  'socialsecurity',
+]);
+const PII_PARTS = new Set([
+  'email',
+  'emails',
+  'phone',
+  'mobile',
+  'telephone',
+  'tel',
+  'dob',
+  'birthdate',
+  'birthday',
+  'address',
+  'street',
+  'postcode',
+  'zip',
+  'passport',
+  'nationalid',
+  'taxid',
+  'ip',
+]);
+const PII_PAIRS = new Set([
+  'emailaddress',
+  'phonenumber',
+  'dateofbirth',
+  'birthdate',
+  'postalcode',
+  'zipcode',
+  'ipaddress',
+  'nationalid',
+  'taxid',
+  'lastname',
+  'firstname',
+  'fullname',
+  'surname',
+]);
 
 function partsMatch(parts: readonly string[], singles: ReadonlySet<string>, pairs: ReadonlySet<string>): boolean {
   for (let i = 0; i < parts.length; i++) {
@@ -97,7 +202,10 @@ export interface Detector {
  * all in one pattern first: most texts (keys, ids, decision reasons) contain none, and then no
  * detector can apply. A hint without them is asked itself.
  */
-const hintParts = new WeakMap<(text: string) => boolean, { readonly parts: readonly string[]; readonly folded: boolean }>();
+const hintParts = new WeakMap<
+  (text: string) => boolean,
+  { readonly parts: readonly string[]; readonly folded: boolean }
+>();
 function hinted(parts: readonly string[], folded: boolean, hint: (text: string) => boolean): (text: string) => boolean {
   hintParts.set(hint, { parts, folded });
   return hint;
@@ -173,21 +281,83 @@ function redactSecretAssignments(s: string): string {
 
 /** The value detectors, in the order they run. Shared with the config's inline-credential refusal. */
 export const DETECTORS: readonly Detector[] = [
-  { kind: 'private key', pii: false, hint: has('PRIVATE KEY'), pattern: /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)/g },
-  { kind: 'URL user-info', pii: false, hint: hinted(['://'], false, (t) => t.includes('://') && t.includes('@')), pattern: /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]+@/gi, replace: (_m, scheme: string) => `${scheme}${REDACTED}@` },
+  {
+    kind: 'private key',
+    pii: false,
+    hint: has('PRIVATE KEY'),
+    pattern: /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)/g,
+  },
+  {
+    kind: 'URL user-info',
+    pii: false,
+    hint: hinted(['://'], false, (t) => t.includes('://') && t.includes('@')),
+    pattern: /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]+@/gi,
+    replace: (_m, scheme: string) => `${scheme}${REDACTED}@`,
+  },
   { kind: 'bearer token', pii: false, hint: hasI('bearer'), pattern: /\bBearer\s+[A-Za-z0-9\-._~+/]+=*/gi },
-  { kind: 'basic credentials', pii: false, hint: hasI('basic'), pattern: /\bBasic\s+[A-Za-z0-9+/]{4,}={0,2}/gi, accept: (m) => Buffer.from(m.replace(/^Basic\s+/i, ''), 'base64').toString('latin1').includes(':') },
-  { kind: 'Stripe key', pii: false, hint: has('_test_', '_live_', 'whsec_'), pattern: /\b(?:sk|rk|pk)_(?:test|live)_[A-Za-z0-9]{4,}|\bwhsec_[A-Za-z0-9]{8,}/g },
-  { kind: 'AWS access key id', pii: false, hint: has('AKIA', 'ASIA', 'AGPA', 'AIDA', 'AROA', 'ANPA'), pattern: /\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{16}\b/g },
+  {
+    kind: 'basic credentials',
+    pii: false,
+    hint: hasI('basic'),
+    pattern: /\bBasic\s+[A-Za-z0-9+/]{4,}={0,2}/gi,
+    accept: (m) =>
+      Buffer.from(m.replace(/^Basic\s+/i, ''), 'base64')
+        .toString('latin1')
+        .includes(':'),
+  },
+  {
+    kind: 'Stripe key',
+    pii: false,
+    hint: has('_test_', '_live_', 'whsec_'),
+    pattern: /\b(?:sk|rk|pk)_(?:test|live)_[A-Za-z0-9]{4,}|\bwhsec_[A-Za-z0-9]{8,}/g,
+  },
+  {
+    kind: 'AWS access key id',
+    pii: false,
+    hint: has('AKIA', 'ASIA', 'AGPA', 'AIDA', 'AROA', 'ANPA'),
+    pattern: /\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{16}\b/g,
+  },
   { kind: 'Google API key', pii: false, hint: has('AIza'), pattern: /\bAIza[0-9A-Za-z_-]{30,}/g },
-  { kind: 'JSON web token', pii: false, hint: has('eyJ'), pattern: /\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}/g },
-  { kind: 'GitHub or Slack token', pii: false, hint: has('gh', 'xox'), pattern: /\b(?:ghp|gho|ghs|ghu|github_pat|xox[abprs])[-_A-Za-z0-9]{10,}/g },
-  { kind: 'HubSpot private app token', pii: false, hint: hasI('pat-'), pattern: /\bpat-[a-z0-9]{2,4}-[0-9a-f-]{20,}/gi },
+  {
+    kind: 'JSON web token',
+    pii: false,
+    hint: has('eyJ'),
+    pattern: /\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}/g,
+  },
+  {
+    kind: 'GitHub or Slack token',
+    pii: false,
+    hint: has('gh', 'xox'),
+    pattern: /\b(?:ghp|gho|ghs|ghu|github_pat|xox[abprs])[-_A-Za-z0-9]{10,}/g,
+  },
+  {
+    kind: 'HubSpot private app token',
+    pii: false,
+    hint: hasI('pat-'),
+    pattern: /\bpat-[a-z0-9]{2,4}-[0-9a-f-]{20,}/gi,
+  },
   { kind: 'OpenAI or Anthropic key', pii: false, hint: has('sk-'), pattern: /\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}/g },
   // `password=…`, `"apiKey": "…"`, `?token=…`, `X-Auth-Token: …` in free text: the key decides.
-  { kind: 'secret-named value', pii: false, hint: hinted([':', '='], false, (t) => t.includes(':') || t.includes('=')), pattern: /[:=]/g, run: redactSecretAssignments },
-  { kind: 'card number', pii: false, hint: manyDigits, pattern: /(?<![\p{L}\p{N}_.])\d(?:[ -]?\d){12,18}(?![\p{L}\p{N}_.])/gu, accept: looksLikeCardNumber },
-  { kind: 'email address', pii: true, hint: has('@'), pattern: /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g },
+  {
+    kind: 'secret-named value',
+    pii: false,
+    hint: hinted([':', '='], false, (t) => t.includes(':') || t.includes('=')),
+    pattern: /[:=]/g,
+    run: redactSecretAssignments,
+  },
+  {
+    kind: 'card number',
+    pii: false,
+    hint: manyDigits,
+    pattern: /(?<![\p{L}\p{N}_.])\d(?:[ -]?\d){12,18}(?![\p{L}\p{N}_.])/gu,
+    accept: looksLikeCardNumber,
+  },
+  {
+    kind: 'email address',
+    pii: true,
+    hint: has('@'),
+    pattern: /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g,
+  },
 ];
 
 /** One test for "some detector's hint may pass": its hints' substrings in one case-insensitive pattern, plus the hints that have none. */
@@ -201,7 +371,13 @@ function hintGate(): typeof gate {
     const h = hintParts.get(d.hint);
     // A case-insensitive pattern finds every literal part, and a lower-cased one as long as no other
     // character lower-cases into it (U+212A into k; U+0130 into i + U+0307, harmless unless i ends the part).
-    const usable = h !== undefined && h.parts.length > 0 && h.parts.every((p) => /^[\x20-\x7e]+$/.test(p) && (!h.folded || (p === p.toLowerCase() && !p.includes('k') && !p.endsWith('i'))));
+    const usable =
+      h !== undefined &&
+      h.parts.length > 0 &&
+      h.parts.every(
+        (p) =>
+          /^[\x20-\x7e]+$/.test(p) && (!h.folded || (p === p.toLowerCase() && !p.includes('k') && !p.endsWith('i'))),
+      );
     if (usable) parts.push(...h.parts);
     else others.push(d.hint);
   }
@@ -247,7 +423,8 @@ export function detectSensitive(value: string, options: { readonly pii?: boolean
       continue;
     }
     d.pattern.lastIndex = 0;
-    for (const m of value.matchAll(new RegExp(d.pattern.source, d.pattern.flags))) if (!d.accept || d.accept(m[0])) return d.kind;
+    for (const m of value.matchAll(new RegExp(d.pattern.source, d.pattern.flags)))
+      if (!d.accept || d.accept(m[0])) return d.kind;
   }
   return null;
 }
@@ -269,7 +446,8 @@ function global(re: RegExp): RegExp {
 
 /** Sets an own data property, also for `__proto__` (a plain assignment would set the prototype). */
 function put(target: Record<string, unknown>, key: string, value: unknown): void {
-  if (key === '__proto__') Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  if (key === '__proto__')
+    Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
   else target[key] = value;
 }
 
@@ -296,15 +474,22 @@ export const TEXT_MEMO_MAX = 512;
 /** Builds the redactor from the caller's options plus an operation's declared sensitive fields. */
 export function createRedactor(options: RedactOptions = {}, sensitiveFields: readonly string[] = []): Redactor {
   const fields = [...(options.fields ?? []), ...sensitiveFields];
-  for (const f of fields) if (typeof f !== 'string' || f.length === 0) throw new TypeError('redact.fields: expected non-empty strings');
-  if (options.pii !== undefined && typeof options.pii !== 'boolean') throw new TypeError('redact.pii: expected a boolean');
+  for (const f of fields)
+    if (typeof f !== 'string' || f.length === 0) throw new TypeError('redact.fields: expected non-empty strings');
+  if (options.pii !== undefined && typeof options.pii !== 'boolean')
+    throw new TypeError('redact.pii: expected a boolean');
   const pii = options.pii ?? true;
   const patterns = (options.patterns ?? []).map(global);
   const exact = new Set(fields.filter((f) => f.includes('.')));
   const anywhere = new Set(fields.filter((f) => !f.includes('.')).map((f) => f.toLowerCase()));
   const isSensitive = (path: readonly string[]) => {
     const leaf = path[path.length - 1] ?? '';
-    return isSecretKey(leaf) || (pii && isPiiKey(leaf)) || (anywhere.size > 0 && anywhere.has(leaf.toLowerCase())) || (exact.size > 0 && exact.has(path.join('.')));
+    return (
+      isSecretKey(leaf) ||
+      (pii && isPiiKey(leaf)) ||
+      (anywhere.size > 0 && anywhere.has(leaf.toLowerCase())) ||
+      (exact.size > 0 && exact.has(path.join('.')))
+    );
   };
   return build([]);
 
@@ -313,7 +498,7 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
       let out = s;
       for (const v of values) out = out.split(v).join(REDACTED);
       out = applyDetectors(out, pii);
-      for (const p of patterns) out = out.replace((p.lastIndex = 0, p), REDACTED);
+      for (const p of patterns) out = out.replace(((p.lastIndex = 0), p), REDACTED);
       return out;
     };
     // What this redactor made of short texts it saw (its answer depends on the text alone): an operation's

@@ -24,7 +24,11 @@ export interface RetryPolicy {
 export type PolicyOverrides = Partial<RetryPolicy>;
 
 /** Full-jitter backoff before the retry that follows the `failures`-th failure: random() · min(cap, base · 2^(failures−1)). */
-export function backoffMs(failures: number, policy: Pick<RetryPolicy, 'baseMs' | 'capMs'>, random: () => number): number {
+export function backoffMs(
+  failures: number,
+  policy: Pick<RetryPolicy, 'baseMs' | 'capMs'>,
+  random: () => number,
+): number {
   const ceiling = Math.min(policy.capMs, policy.baseMs * 2 ** Math.max(0, failures - 1));
   return Math.floor(clamp01(random()) * ceiling);
 }
@@ -35,7 +39,11 @@ function clamp01(x: number): number {
 
 export type RetryPlan =
   | { readonly retry: true; readonly delayMs: number }
-  | { readonly retry: false; readonly reason: 'max-attempts' | 'max-elapsed' | 'retry-after-beyond-cap'; readonly detail: string };
+  | {
+      readonly retry: false;
+      readonly reason: 'max-attempts' | 'max-elapsed' | 'retry-after-beyond-cap';
+      readonly detail: string;
+    };
 
 export interface RetryInput {
   /** Provider calls made so far in this run. */
@@ -51,19 +59,36 @@ export interface RetryInput {
  * never a call after maxElapsed, never sooner than Retry-After (a Retry-After beyond its cap stops).
  */
 export function planRetry(input: RetryInput, policy: RetryPolicy, random: () => number): RetryPlan {
-  if (input.attemptsMade >= policy.maxAttempts) return { retry: false, reason: 'max-attempts', detail: `${input.attemptsMade} of ${policy.maxAttempts} attempts used` };
+  if (input.attemptsMade >= policy.maxAttempts)
+    return {
+      retry: false,
+      reason: 'max-attempts',
+      detail: `${input.attemptsMade} of ${policy.maxAttempts} attempts used`,
+    };
   let delay = backoffMs(Math.max(1, input.attemptsMade), policy, random);
   const ra = input.retryAfterMs;
   if (ra !== undefined && Number.isFinite(ra) && ra > 0) {
-    if (ra > policy.retryAfterCapMs) return { retry: false, reason: 'retry-after-beyond-cap', detail: `provider asked to wait ${ra} ms, more than the ${policy.retryAfterCapMs} ms cap` };
+    if (ra > policy.retryAfterCapMs)
+      return {
+        retry: false,
+        reason: 'retry-after-beyond-cap',
+        detail: `provider asked to wait ${ra} ms, more than the ${policy.retryAfterCapMs} ms cap`,
+      };
     delay = Math.max(delay, Math.ceil(ra));
   }
   const elapsedAtCall = input.now + delay - input.startedAt;
-  if (elapsedAtCall > policy.maxElapsedMs) return { retry: false, reason: 'max-elapsed', detail: `the next call would come ${elapsedAtCall} ms into a ${policy.maxElapsedMs} ms budget` };
+  if (elapsedAtCall > policy.maxElapsedMs)
+    return {
+      retry: false,
+      reason: 'max-elapsed',
+      detail: `the next call would come ${elapsedAtCall} ms into a ${policy.maxElapsedMs} ms budget`,
+    };
   return { retry: true, delayMs: delay };
 }
 
-export type PollPlan = { readonly poll: true; readonly delayMs: number } | { readonly poll: false; readonly reason: 'window' | 'max-elapsed'; readonly detail: string };
+export type PollPlan =
+  | { readonly poll: true; readonly delayMs: number }
+  | { readonly poll: false; readonly reason: 'window' | 'max-elapsed'; readonly detail: string };
 
 export interface PollInput {
   /** Lookups/polls made so far in this window. */
@@ -83,10 +108,21 @@ export function planPoll(input: PollInput, policy: RetryPolicy, random: () => nu
   const ceiling = Math.min(policy.capMs, policy.baseMs * 2 ** Math.max(0, input.polls - 1));
   let delay = Math.max(1, Math.floor(ceiling / 2 + (clamp01(random()) * ceiling) / 2));
   const ra = input.retryAfterMs;
-  if (ra !== undefined && Number.isFinite(ra) && ra > 0) delay = Math.max(delay, Math.min(Math.ceil(ra), policy.retryAfterCapMs));
+  if (ra !== undefined && Number.isFinite(ra) && ra > 0)
+    delay = Math.max(delay, Math.min(Math.ceil(ra), policy.retryAfterCapMs));
   const inWindow = input.now + delay - input.windowStartedAt;
-  if (inWindow > policy.lookupWindowMs) return { poll: false, reason: 'window', detail: `the next poll would come ${inWindow} ms into a ${policy.lookupWindowMs} ms window` };
+  if (inWindow > policy.lookupWindowMs)
+    return {
+      poll: false,
+      reason: 'window',
+      detail: `the next poll would come ${inWindow} ms into a ${policy.lookupWindowMs} ms window`,
+    };
   const elapsed = input.now + delay - input.startedAt;
-  if (elapsed > policy.maxElapsedMs) return { poll: false, reason: 'max-elapsed', detail: `the next poll would come ${elapsed} ms into a ${policy.maxElapsedMs} ms budget` };
+  if (elapsed > policy.maxElapsedMs)
+    return {
+      poll: false,
+      reason: 'max-elapsed',
+      detail: `the next poll would come ${elapsed} ms into a ${policy.maxElapsedMs} ms budget`,
+    };
   return { poll: true, delayMs: delay };
 }

@@ -66,9 +66,18 @@ export interface Telemetry {
    * parameter runs inside an AsyncLocalStorage instead, so its events find the scope themselves; that
    * costs a promise hook on every promise of the process while it runs.
    */
-  run<T extends { readonly status: string; readonly adopted?: boolean }>(info: { readonly operation: string; readonly provider: string; readonly businessOperationId: string }, fn: (scope: RunScope) => Promise<T>): Promise<T>;
+  run<T extends { readonly status: string; readonly adopted?: boolean }>(
+    info: { readonly operation: string; readonly provider: string; readonly businessOperationId: string },
+    fn: (scope: RunScope) => Promise<T>,
+  ): Promise<T>;
   /** One runner event (the same entry the logger gets). */
-  event(event: string, level: 'info' | 'warn', fields: EventFields | undefined, operation: string | undefined, scope?: RunScope): void;
+  event(
+    event: string,
+    level: 'info' | 'warn',
+    fields: EventFields | undefined,
+    operation: string | undefined,
+    scope?: RunScope,
+  ): void;
 }
 
 /** The operation's attributes plus `more`, without the undefined ones (a plain loop: it runs for every event). */
@@ -91,11 +100,20 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
   // active): such a run starts none. Asked at each run, as the proxy tracer itself asks at each span.
   const proxy = tracerProvider instanceof api.ProxyTracerProvider ? tracerProvider : null;
   const quietSpan = api.trace.wrapSpanContext(api.INVALID_SPAN_CONTEXT);
-  const operations = meter.createCounter(TELEMETRY.operations, { description: 'runner.run() calls, by how they ended (done, adopted, in-progress, handed-off, error)' });
-  const attempts = meter.createCounter(TELEMETRY.attempts, { description: 'provider calls (dispatches and same-key re-sends), by outcome' });
-  const lookups = meter.createCounter(TELEMETRY.lookups, { description: 'lookups of what the provider stored, by result' });
+  const operations = meter.createCounter(TELEMETRY.operations, {
+    description: 'runner.run() calls, by how they ended (done, adopted, in-progress, handed-off, error)',
+  });
+  const attempts = meter.createCounter(TELEMETRY.attempts, {
+    description: 'provider calls (dispatches and same-key re-sends), by outcome',
+  });
+  const lookups = meter.createCounter(TELEMETRY.lookups, {
+    description: 'lookups of what the provider stored, by result',
+  });
   const handoffs = meter.createCounter(TELEMETRY.handoffs, { description: 'operations handed to a person, by reason' });
-  const retryDelay = meter.createHistogram(TELEMETRY.retryDelay, { description: 'waits the runner chose before its next action', unit: 'ms' });
+  const retryDelay = meter.createHistogram(TELEMETRY.retryDelay, {
+    description: 'waits the runner chose before its next action',
+    unit: 'ms',
+  });
   const scope = new AsyncLocalStorage<RunScope>();
 
   return {
@@ -106,7 +124,10 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
         : tracer.startSpan(TELEMETRY.runSpan, {
             kind: api.SpanKind.INTERNAL,
             startTime: now(),
-            attributes: attrs(info.operation, { 'retrysafe.provider': info.provider, 'retrysafe.business_operation_id': info.businessOperationId }),
+            attributes: attrs(info.operation, {
+              'retrysafe.provider': info.provider,
+              'retrysafe.business_operation_id': info.businessOperationId,
+            }),
           });
       const s: RunScope = { span, operation: info.operation, attempt: null, quiet };
       try {
@@ -114,7 +135,8 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
         const status = result.status === 'done' && result.adopted ? 'adopted' : result.status;
         if (!quiet) {
           span.setAttribute('retrysafe.status', status);
-          if (result.status === 'handed-off') span.setStatus({ code: api.SpanStatusCode.ERROR, message: 'handed off to a person' });
+          if (result.status === 'handed-off')
+            span.setStatus({ code: api.SpanStatusCode.ERROR, message: 'handed off to a person' });
         }
         if (metered) operations.add(1, attrs(info.operation, { 'retrysafe.status': status }));
         return result;
@@ -144,14 +166,21 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
         case 'dispatch': {
           if (!s || s.quiet) break;
           s.attempt?.end(now());
-          s.attempt = tracer.startSpan(TELEMETRY.attemptSpan, { kind: api.SpanKind.CLIENT, startTime: now(), attributes: attrs(op, { 'retrysafe.attempt': f.attempt }) }, api.trace.setSpan(api.context.active(), s.span));
+          s.attempt = tracer.startSpan(
+            TELEMETRY.attemptSpan,
+            { kind: api.SpanKind.CLIENT, startTime: now(), attributes: attrs(op, { 'retrysafe.attempt': f.attempt }) },
+            api.trace.setSpan(api.context.active(), s.span),
+          );
           break;
         }
         case 'outcome': {
           if (metered) attempts.add(1, attrs(op, { 'retrysafe.outcome': f.outcome }));
           if (s?.attempt) {
-            s.attempt.setAttributes(attrs(op, { 'retrysafe.outcome': f.outcome, 'http.response.status_code': f.status }));
-            if (f.outcome === 'unknown' || f.outcome === 'rejected') s.attempt.setStatus({ code: api.SpanStatusCode.ERROR, message: f.outcome });
+            s.attempt.setAttributes(
+              attrs(op, { 'retrysafe.outcome': f.outcome, 'http.response.status_code': f.status }),
+            );
+            if (f.outcome === 'unknown' || f.outcome === 'rejected')
+              s.attempt.setStatus({ code: api.SpanStatusCode.ERROR, message: f.outcome });
             s.attempt.end(now());
             s.attempt = null;
           }
@@ -161,17 +190,20 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
           if (metered) lookups.add(1, attrs(op, { 'retrysafe.lookup.result': f.outcome }));
           break;
         case 'decision':
-          if (metered && f.delayMs !== undefined) retryDelay.record(f.delayMs, attrs(op, { 'retrysafe.decision': f.decision }));
+          if (metered && f.delayMs !== undefined)
+            retryDelay.record(f.delayMs, attrs(op, { 'retrysafe.decision': f.decision }));
           break;
         case 'handoff':
           if (metered) handoffs.add(1, attrs(op, { 'retrysafe.handoff.reason': f.handoffReason }));
-          if (s !== undefined && !s.quiet) s.span.setAttribute('retrysafe.handoff.reason', f.handoffReason ?? 'unknown');
+          if (s !== undefined && !s.quiet)
+            s.span.setAttribute('retrysafe.handoff.reason', f.handoffReason ?? 'unknown');
           break;
       }
       // A span that records nothing (no SDK, or not sampled) ignores events: build none for it.
       if (s && s.span.isRecording()) {
         const eventAttrs: Record<string, string | number | boolean | undefined> = { 'retrysafe.level': level };
-        for (const [k, v] of Object.entries(f)) eventAttrs[`retrysafe.${k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}`] = v;
+        for (const [k, v] of Object.entries(f))
+          eventAttrs[`retrysafe.${k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}`] = v;
         s.span.addEvent(`retrysafe.${event}`, attrs(op, eventAttrs), now());
       }
     },

@@ -2,8 +2,9 @@
 // a plain value instead of a promise, throws before returning one, or returns something that is no
 // outcome. The call is wrapped by the runner's heartbeat (lease.ts: not an async function), so each of
 // these must still reach the runner's classification and never escape as a TypeError or hang the run.
-import { describe, expect, it } from 'vitest';
+
 import type { AdapterV1, Outcome } from '@retrysafe/contract';
+import { describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
 
 const OP = 'records.create';
@@ -15,7 +16,15 @@ function wrapped(adapter: AdapterV1, doExecute: AdapterV1['doExecute']): Adapter
 describe('an adapter call that is not a promise of an outcome', () => {
   it('a plain outcome (no promise) is taken as the answer', async () => {
     const { adapter, runner } = setup();
-    const plain = wrapped(adapter, ((_op: string, params: { ref: string }) => ({ kind: 'succeeded', result: { id: `r_${params.ref}` }, providerRef: `r_${params.ref}` }) as Outcome) as unknown as AdapterV1['doExecute']);
+    const plain = wrapped(
+      adapter,
+      ((_op: string, params: { ref: string }) =>
+        ({
+          kind: 'succeeded',
+          result: { id: `r_${params.ref}` },
+          providerRef: `r_${params.ref}`,
+        }) as Outcome) as unknown as AdapterV1['doExecute'],
+    );
     const r = await runner.run(plain, OP, { params: { ref: 'plain-1' } });
     expect(r).toMatchObject({ status: 'done', providerRef: 'r_plain-1', adopted: false, attempts: 1 });
   });
@@ -42,6 +51,10 @@ describe('an adapter call that is not a promise of an outcome', () => {
     const r = await runner.run(garbage, OP, { params: { ref: 'garbage-1' } });
     expect(r.status).toBe('handed-off');
     if (r.status !== 'handed-off') throw new Error(r.status);
-    expect(r.receipts[0]).toMatchObject({ kind: 'dispatch', outcome: 'unknown', message: 'adapter returned something that is not an outcome' });
+    expect(r.receipts[0]).toMatchObject({
+      kind: 'dispatch',
+      outcome: 'unknown',
+      message: 'adapter returned something that is not an outcome',
+    });
   });
 });

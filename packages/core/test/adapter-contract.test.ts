@@ -3,21 +3,31 @@
 // travels, longer than the card allows) is an AdapterContractError before the claim: no row, no call.
 // An answer to a call that is not an outcome (the request went out) is an unknown outcome, looked up
 // before anything else: never a rejection or a handoff on the adapter's word alone.
-import { describe, expect, it } from 'vitest';
+
 import type { AdapterV1 } from '@retrysafe/contract';
 import { AdapterContractError } from '@retrysafe/core';
+import { describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
 
 const OP = 'records.create';
 
 /** The sandbox adapter with one method replaced (its other methods keep their `this`). */
-function withMethod(adapter: AdapterV1, name: 'deriveProviderKey' | 'doExecute', make: (original: (...a: never[]) => unknown) => (...a: never[]) => unknown): AdapterV1 {
+function withMethod(
+  adapter: AdapterV1,
+  name: 'deriveProviderKey' | 'doExecute',
+  make: (original: (...a: never[]) => unknown) => (...a: never[]) => unknown,
+): AdapterV1 {
   const original = (adapter[name] as (...a: never[]) => unknown).bind(adapter);
   return Object.create(adapter, { [name]: { value: make(original) } }) as AdapterV1;
 }
 
 const badKeys: readonly (readonly [string, (original: (...a: never[]) => unknown) => (...a: never[]) => unknown])[] = [
-  ['a derivation that throws', () => () => { throw new Error('key service down'); }],
+  [
+    'a derivation that throws',
+    () => () => {
+      throw new Error('key service down');
+    },
+  ],
   ['a number (42)', () => () => 42],
   ['an empty string', () => () => ''],
   ['an object', () => () => ({ key: 'k' })],
@@ -64,7 +74,11 @@ describe('an answer that is not an outcome, after the request went out', () => {
     const r = await runner.run(bad, OP, { params: { ref: 'answer-1', amount: 1 } });
     expect(r.status).toBe('done');
     expect(r.status === 'done' && r.adopted).toBe(true);
-    expect(r.status === 'done' && r.receipts[0]).toMatchObject({ kind: 'dispatch', outcome: 'unknown', message: 'adapter returned something that is not an outcome' });
+    expect(r.status === 'done' && r.receipts[0]).toMatchObject({
+      kind: 'dispatch',
+      outcome: 'unknown',
+      message: 'adapter returned something that is not an outcome',
+    });
     expect(provider.count()).toBe(1);
   });
 });

@@ -1,10 +1,17 @@
 // Issue 40 item 4: every typed refusal before the claim reaches an agent as a structured answer
 // (invalid-input, or conflict), through the one mapping (src/agent-refusal.ts) that callAgentTool —
 // and so MCP, its fence and the AI SDK — uses. Before, a PayloadLimitError escaped the tool call.
-import { describe, expect, it } from 'vitest';
-import { ConflictError, InvalidIdError, InvalidIntentError, InvalidParamsError, PayloadLimitError } from '@retrysafe/contract';
+
+import {
+  ConflictError,
+  InvalidIdError,
+  InvalidIntentError,
+  InvalidParamsError,
+  PayloadLimitError,
+} from '@retrysafe/contract';
 import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
 import { agentTools, callAgentTool, preClaimRefusal, refusalAnswer } from '@retrysafe/core/agent';
+import { describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
 
 function nested(depth: number): unknown {
@@ -14,8 +21,16 @@ function nested(depth: number): unknown {
 }
 
 const cases: readonly (readonly [string, Record<string, unknown>, { status: string; path?: string }])[] = [
-  ['too deep', { ref: 'deep', extra: nested(PAYLOAD_LIMITS.maxDepth + 5) }, { status: 'invalid-input', path: '(params)' }],
-  ['too large', { ref: 'large', extra: 'x'.repeat(PAYLOAD_LIMITS.maxBytes + 10) }, { status: 'invalid-input', path: '(params)' }],
+  [
+    'too deep',
+    { ref: 'deep', extra: nested(PAYLOAD_LIMITS.maxDepth + 5) },
+    { status: 'invalid-input', path: '(params)' },
+  ],
+  [
+    'too large',
+    { ref: 'large', extra: 'x'.repeat(PAYLOAD_LIMITS.maxBytes + 10) },
+    { status: 'invalid-input', path: '(params)' },
+  ],
   ['against the schema', { ref: 5 }, { status: 'invalid-input', path: 'ref' }],
   ['not JSON', { ref: 'nan', amount: Number.NaN }, { status: 'invalid-input' }],
 ];
@@ -35,7 +50,11 @@ describe('callAgentTool: refusals before the claim are structured answers, nothi
     const { provider, adapter, runner } = setup();
     const [tool] = agentTools([adapter], ['sandbox_records_create']);
     expect((await callAgentTool(runner, tool!, { ref: 'c-1', amount: 1 })).status).toBe('done');
-    expect(await callAgentTool(runner, tool!, { ref: 'c-1', amount: 2 })).toMatchObject({ status: 'conflict', field: 'params', paths: ['amount'] });
+    expect(await callAgentTool(runner, tool!, { ref: 'c-1', amount: 2 })).toMatchObject({
+      status: 'conflict',
+      field: 'params',
+      paths: ['amount'],
+    });
     expect(provider.count()).toBe(1);
   });
 });

@@ -1,18 +1,34 @@
-import { describe, expect, it } from 'vitest';
 import { fact, type Outcome, type RetrySafetyCard } from '@retrysafe/contract';
 import { notFoundIsAuthoritative, resendSafety } from '@retrysafe/contract/rules';
-import { type DecisionState } from '@retrysafe/core';
+import type { DecisionState } from '@retrysafe/core';
 import { decide, resolvePolicy } from '@retrysafe/core/internal';
 import { sandboxCreateCard } from '@retrysafe/sandbox';
+import { describe, expect, it } from 'vitest';
 
 // Issue 15 items 1 (decision row), 2 and 8 (stored errors). Every test here fails on the parent of this change.
 const T0 = Date.UTC(2026, 0, 1);
 const MIN = 60_000;
 const lookupOnly = (lateApplyMs?: number): RetrySafetyCard =>
-  sandboxCreateCard({ replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key', ...(lateApplyMs !== undefined ? { lateApplyMs } : {}) });
+  sandboxCreateCard({
+    replays: false,
+    retentionMs: null,
+    parameterMatching: 'none',
+    concurrency: 'duplicates',
+    lookup: 'get-by-key',
+    ...(lateApplyMs !== undefined ? { lateApplyMs } : {}),
+  });
 const budget = (card: RetrySafetyCard, over = {}) => ({ policy: resolvePolicy(card, over), random: () => 0.5 });
 const state = (over: Partial<DecisionState> = {}): DecisionState => ({
-  ledgerState: 'reconciling', now: T0 + 1000, firstDispatchedAt: T0, lastDispatchedAt: T0, maybeApplied: true, runAttempts: 1, runStartedAt: T0, windowStartedAt: T0 + 1000, polls: 1, ...over,
+  ledgerState: 'reconciling',
+  now: T0 + 1000,
+  firstDispatchedAt: T0,
+  lastDispatchedAt: T0,
+  maybeApplied: true,
+  runAttempts: 1,
+  runStartedAt: T0,
+  windowStartedAt: T0 + 1000,
+  polls: 1,
+  ...over,
 });
 const notFound = { kind: 'not-found', reason: 'no record' } as const;
 
@@ -21,10 +37,25 @@ describe('the late-apply row: a not-found proves absence only once the last atte
     const card = lookupOnly();
     expect(card.lookup.lateApplyBound?.value).toBe('unknown');
     // Long after the dispatch: still no proof.
-    const d = decide(card, state({ now: T0 + 10 * MIN, observedAt: T0 + 10 * MIN, runStartedAt: T0 + 10 * MIN - 1000, windowStartedAt: T0 + 10 * MIN - 1000 }), notFound, budget(card));
+    const d = decide(
+      card,
+      state({
+        now: T0 + 10 * MIN,
+        observedAt: T0 + 10 * MIN,
+        runStartedAt: T0 + 10 * MIN - 1000,
+        windowStartedAt: T0 + 10 * MIN - 1000,
+      }),
+      notFound,
+      budget(card),
+    );
     expect(d.action).toBe('lookup');
     expect(d.why).toMatch(/lateApplyBound unknown/);
-    const end = decide(card, state({ now: T0 + 10 * MIN, runStartedAt: T0 + 9 * MIN, windowStartedAt: T0 + 9 * MIN, polls: 6 }), notFound, budget(card));
+    const end = decide(
+      card,
+      state({ now: T0 + 10 * MIN, runStartedAt: T0 + 9 * MIN, windowStartedAt: T0 + 9 * MIN, polls: 6 }),
+      notFound,
+      budget(card),
+    );
     expect(end).toMatchObject({ action: 'handoff', reason: 'lookup-window-exhausted' });
     expect(notFoundIsAuthoritative(card, state({ now: T0 + 60 * MIN }))).toBe(false);
   });
@@ -34,7 +65,9 @@ describe('the late-apply row: a not-found proves absence only once the last atte
     const early = decide(card, state({ now: T0 + 15_000, observedAt: T0 + 15_000 }), notFound, budget(card));
     expect(early.action).toBe('lookup');
     expect(early.action === 'lookup' && early.delayMs).toBeGreaterThanOrEqual(5000);
-    expect(decide(card, state({ now: T0 + 20_000, observedAt: T0 + 20_000 }), notFound, budget(card)).action).toBe('send');
+    expect(decide(card, state({ now: T0 + 20_000, observedAt: T0 + 20_000 }), notFound, budget(card)).action).toBe(
+      'send',
+    );
   });
 
   it('after a takeover the dead owner could have sent until its lease end: that, plus the clock-skew margin, is the last dispatch', () => {
@@ -43,18 +76,43 @@ describe('the late-apply row: a not-found proves absence only once the last atte
     const margin = budget(card).policy.clockSkewMarginMs;
     expect(margin).toBe(MIN);
     const asked = leaseEnd + 5000; // past lastDispatchedAt + bound, but inside leaseEnd + margin + bound
-    const s = state({ now: asked, observedAt: asked, takenOverLeaseEnd: leaseEnd, runStartedAt: asked, windowStartedAt: asked });
+    const s = state({
+      now: asked,
+      observedAt: asked,
+      takenOverLeaseEnd: leaseEnd,
+      runStartedAt: asked,
+      windowStartedAt: asked,
+    });
     const wide = budget(card, { lookupWindowMs: 5 * MIN, maxElapsedMs: 10 * MIN });
     const d = decide(card, s, notFound, wide);
     expect(d.action).toBe('lookup');
     expect(d.action === 'lookup' && d.delayMs).toBeGreaterThanOrEqual(leaseEnd + margin + 1000 - asked);
     const later = leaseEnd + margin + 1000;
-    expect(decide(card, state({ now: later, observedAt: later, takenOverLeaseEnd: leaseEnd, runStartedAt: later, windowStartedAt: later }), notFound, wide).action).toBe('send');
+    expect(
+      decide(
+        card,
+        state({
+          now: later,
+          observedAt: later,
+          takenOverLeaseEnd: leaseEnd,
+          runStartedAt: later,
+          windowStartedAt: later,
+        }),
+        notFound,
+        wide,
+      ).action,
+    ).toBe('send');
   });
 });
 
-describe('one clock-skew margin wherever a key\'s age meets its retention', () => {
-  const replaying = sandboxCreateCard({ replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' });
+describe("one clock-skew margin wherever a key's age meets its retention", () => {
+  const replaying = sandboxCreateCard({
+    replays: true,
+    retentionMs: 86_400_000,
+    parameterMatching: 'mismatch-error',
+    concurrency: 'rejects-in-progress',
+    lookup: 'get-by-key',
+  });
   const unknown: Outcome = { kind: 'unknown', cause: 'timeout', message: 'timed out' };
 
   it('resendSafety counts the key as the margin older: at 24 h − 5 min with the 10 min margin it is past retention', () => {
@@ -67,41 +125,78 @@ describe('one clock-skew margin wherever a key\'s age meets its retention', () =
 
   it('decide does not re-send on a key inside the margin of its retention: it looks up instead', () => {
     const now = T0 + 24 * 60 * MIN - 5 * MIN;
-    const d = decide(replaying, state({ ledgerState: 'unknown', now, windowStartedAt: null, polls: 0 }), unknown, budget(replaying, { clockSkewMarginMs: 10 * MIN }));
+    const d = decide(
+      replaying,
+      state({ ledgerState: 'unknown', now, windowStartedAt: null, polls: 0 }),
+      unknown,
+      budget(replaying, { clockSkewMarginMs: 10 * MIN }),
+    );
     expect(d.action).toBe('lookup');
     expect(d.why).toMatch(/clock-skew margin/);
   });
 
   it('the policy carries the margin from the card (limits.clockSkewMargin), default 1 minute', () => {
     expect(resolvePolicy(replaying).clockSkewMarginMs).toBe(MIN);
-    expect(resolvePolicy({ ...replaying, limits: { ...replaying.limits, clockSkewMargin: '10m' } }).clockSkewMarginMs).toBe(10 * MIN);
+    expect(
+      resolvePolicy({ ...replaying, limits: { ...replaying.limits, clockSkewMargin: '10m' } }).clockSkewMarginMs,
+    ).toBe(10 * MIN);
   });
 });
 
 describe('stored errors (issue 15 item 8): a same-key re-send after a stored 5xx only replays it', () => {
-  const base = sandboxCreateCard({ replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' });
-  const storesErrors: RetrySafetyCard = { ...base, storedResult: { ...base.storedResult, includesErrors: fact(true, 'test: errors are stored') } };
+  const base = sandboxCreateCard({
+    replays: true,
+    retentionMs: 86_400_000,
+    parameterMatching: 'mismatch-error',
+    concurrency: 'rejects-in-progress',
+    lookup: 'get-by-key',
+  });
+  const storesErrors: RetrySafetyCard = {
+    ...base,
+    storedResult: { ...base.storedResult, includesErrors: fact(true, 'test: errors are stored') },
+  };
   const stored500: Outcome = { kind: 'unknown', cause: 'server-error', status: 500, message: 'internal error' };
 
   it('goes to the lookup instead of re-sending', () => {
-    const d = decide(storesErrors, state({ ledgerState: 'unknown', windowStartedAt: null, polls: 0 }), stored500, budget(storesErrors));
+    const d = decide(
+      storesErrors,
+      state({ ledgerState: 'unknown', windowStartedAt: null, polls: 0 }),
+      stored500,
+      budget(storesErrors),
+    );
     expect(d.action).toBe('lookup');
     expect(d.why).toMatch(/only replay it/);
   });
 
   it('without a lookup: hands off, saying why, instead of burning the budget on replays', () => {
-    const noLookup: RetrySafetyCard = { ...storesErrors, lookup: { ...storesErrors.lookup, method: fact('none', 'test') } };
-    expect(decide(noLookup, state({ ledgerState: 'unknown' }), stored500, budget(noLookup))).toMatchObject({ action: 'handoff', reason: 'unknown-no-safe-resend' });
+    const noLookup: RetrySafetyCard = {
+      ...storesErrors,
+      lookup: { ...storesErrors.lookup, method: fact('none', 'test') },
+    };
+    expect(decide(noLookup, state({ ledgerState: 'unknown' }), stored500, budget(noLookup))).toMatchObject({
+      action: 'handoff',
+      reason: 'unknown-no-safe-resend',
+    });
   });
 
   it('a provider that does not store errors: a 5xx is still an unknown that a same-key re-send may settle', () => {
-    expect(decide(base, state({ ledgerState: 'unknown', windowStartedAt: null, polls: 0 }), stored500, budget(base)).action).toBe('send');
+    expect(
+      decide(base, state({ ledgerState: 'unknown', windowStartedAt: null, polls: 0 }), stored500, budget(base)).action,
+    ).toBe('send');
   });
 });
 
-describe('a policy whose lookup window cannot outlast the card\'s bounds is refused before anything is claimed (issue 15 item 8)', () => {
-  it('resolvePolicy throws a RunnerConfigurationError naming the window and the bounds; a window long enough passes; unknown bounds are the card\'s statement, not refused', () => {
-    const slow = sandboxCreateCard({ replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key', lookupDelayMs: 60_000, lateApplyMs: 30_000 });
+describe("a policy whose lookup window cannot outlast the card's bounds is refused before anything is claimed (issue 15 item 8)", () => {
+  it("resolvePolicy throws a RunnerConfigurationError naming the window and the bounds; a window long enough passes; unknown bounds are the card's statement, not refused", () => {
+    const slow = sandboxCreateCard({
+      replays: false,
+      retentionMs: null,
+      parameterMatching: 'none',
+      concurrency: 'duplicates',
+      lookup: 'get-by-key',
+      lookupDelayMs: 60_000,
+      lateApplyMs: 30_000,
+    });
     expect(() => resolvePolicy(slow)).toThrow(/policy\.lookupWindowMs: 30000 ms is shorter than .*90000 ms/);
     expect(resolvePolicy(slow, { lookupWindowMs: 90_000 }).lookupWindowMs).toBe(90_000);
     expect(() => resolvePolicy(lookupOnly())).not.toThrow();
@@ -110,10 +205,20 @@ describe('a policy whose lookup window cannot outlast the card\'s bounds is refu
   it('run() refuses it with 0 rows and 0 provider calls', async () => {
     const { createMemoryLedger, createRunner, RunnerConfigurationError } = await import('@retrysafe/core');
     const { createSandboxAdapter, createSandboxProvider } = await import('@retrysafe/sandbox');
-    const provider = createSandboxProvider({ replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key', lookupDelayMs: 60_000, lateApplyMs: 30_000 });
+    const provider = createSandboxProvider({
+      replays: false,
+      retentionMs: null,
+      parameterMatching: 'none',
+      concurrency: 'duplicates',
+      lookup: 'get-by-key',
+      lookupDelayMs: 60_000,
+      lateApplyMs: 30_000,
+    });
     const ledger = createMemoryLedger();
     const runner = createRunner({ ledger });
-    const err = await runner.run(createSandboxAdapter({ provider }), 'records.create', { params: { ref: 'w-1' } }).catch((e: unknown) => e);
+    const err = await runner
+      .run(createSandboxAdapter({ provider }), 'records.create', { params: { ref: 'w-1' } })
+      .catch((e: unknown) => e);
     expect(RunnerConfigurationError.isInstance(err)).toBe(true);
     expect(await ledger.list()).toEqual([]);
     expect(provider.count()).toBe(0);

@@ -1,22 +1,54 @@
-import { describe, expect, it } from 'vitest';
-import { fact, type Outcome, type RetrySafetyCard, type LookupResult } from '@retrysafe/contract';
-import { type DecisionState } from '@retrysafe/core';
+import { fact, type LookupResult, type Outcome, type RetrySafetyCard } from '@retrysafe/contract';
+import type { DecisionState } from '@retrysafe/core';
 import { decide, resolvePolicy } from '@retrysafe/core/internal';
 import { sandboxCreateCard } from '@retrysafe/sandbox';
+import { describe, expect, it } from 'vitest';
 
 const T0 = Date.UTC(2026, 0, 1);
 /** An explicit 'unknown' fact, assignable to a fact of any type. */
 const UNK = { value: 'unknown', source: 'test: not known' } as const;
-const replaying = sandboxCreateCard({ replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' });
-const noReplayNoLookup = sandboxCreateCard({ replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'none' });
+const replaying = sandboxCreateCard({
+  replays: true,
+  retentionMs: 86_400_000,
+  parameterMatching: 'mismatch-error',
+  concurrency: 'rejects-in-progress',
+  lookup: 'get-by-key',
+});
+const noReplayNoLookup = sandboxCreateCard({
+  replays: false,
+  retentionMs: null,
+  parameterMatching: 'none',
+  concurrency: 'duplicates',
+  lookup: 'none',
+});
 // lateApplyMs 0: the in-process sandbox applies a request when it gets it, so nothing lands after the client gave up.
-const noReplayLookup = sandboxCreateCard({ replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key', lateApplyMs: 0 });
-const replayingNoLookup = sandboxCreateCard({ replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'none' });
+const noReplayLookup = sandboxCreateCard({
+  replays: false,
+  retentionMs: null,
+  parameterMatching: 'none',
+  concurrency: 'duplicates',
+  lookup: 'get-by-key',
+  lateApplyMs: 0,
+});
+const replayingNoLookup = sandboxCreateCard({
+  replays: true,
+  retentionMs: 86_400_000,
+  parameterMatching: 'mismatch-error',
+  concurrency: 'rejects-in-progress',
+  lookup: 'none',
+});
 const withCard = (card: RetrySafetyCard, patch: Partial<RetrySafetyCard>): RetrySafetyCard => ({ ...card, ...patch });
 
 const budget = (card: RetrySafetyCard, over = {}) => ({ policy: resolvePolicy(card, over), random: () => 0.5 });
 const state = (over: Partial<DecisionState> = {}): DecisionState => ({
-  ledgerState: 'unknown', now: T0 + 1000, firstDispatchedAt: T0, runAttempts: 1, runStartedAt: T0, windowStartedAt: null, polls: 0, ...over,
+  ledgerState: 'unknown',
+  now: T0 + 1000,
+  firstDispatchedAt: T0,
+  runAttempts: 1,
+  runStartedAt: T0,
+  windowStartedAt: null,
+  polls: 0,
+  ...over,
 });
 const unknown: Outcome = { kind: 'unknown', cause: 'timeout', message: 'timed out' };
 const inProgress: Outcome = { kind: 'in-progress', statusRef: '/records/rec_1', retryAfterMs: 2000 };
@@ -34,67 +66,108 @@ describe('decision table (docs/concepts.md, "Outcomes and the decision table"), 
   });
 
   it('unknown ⇒ hand off when there is neither a safe re-send nor a lookup', () => {
-    expect(decide(noReplayNoLookup, state(), unknown, budget(noReplayNoLookup))).toMatchObject({ action: 'handoff', reason: 'unknown-no-safe-resend' });
+    expect(decide(noReplayNoLookup, state(), unknown, budget(noReplayNoLookup))).toMatchObject({
+      action: 'handoff',
+      reason: 'unknown-no-safe-resend',
+    });
   });
 
   it('unknown ⇒ a needed card field that is unknown means no automatic re-send (lookup if possible, else hand off)', () => {
     const semUnknown = withCard(replaying, { storedResult: { semantics: UNK, includesErrors: fact(false, 'x') } });
     expect(decide(semUnknown, state(), unknown, budget(semUnknown)).action).toBe('lookup');
     const retUnknown = withCard(replayingNoLookup, { retention: { minimum: UNK } });
-    expect(decide(retUnknown, state(), unknown, budget(retUnknown))).toMatchObject({ action: 'handoff', reason: 'unknown-no-safe-resend' });
+    expect(decide(retUnknown, state(), unknown, budget(retUnknown))).toMatchObject({
+      action: 'handoff',
+      reason: 'unknown-no-safe-resend',
+    });
     const pmUnknown = withCard(replayingNoLookup, { parameterMatching: UNK });
     expect(decide(pmUnknown, state(), unknown, budget(pmUnknown))).toMatchObject({ action: 'handoff' });
     const travelsUnknown = withCard(replayingNoLookup, { providerKey: { ...replaying.providerKey, travels: UNK } });
     expect(decide(travelsUnknown, state(), unknown, budget(travelsUnknown))).toMatchObject({ action: 'handoff' });
     const lookupUnknown = withCard(noReplayLookup, { lookup: { method: UNK, consistencyDelay: fact(null, 'x') } });
-    expect(decide(lookupUnknown, state(), unknown, budget(lookupUnknown))).toMatchObject({ action: 'handoff', reason: 'unknown-no-safe-resend' });
+    expect(decide(lookupUnknown, state(), unknown, budget(lookupUnknown))).toMatchObject({
+      action: 'handoff',
+      reason: 'unknown-no-safe-resend',
+    });
   });
 
   it('unknown ⇒ no same-key re-send when a duplicate arriving while the first still runs would be processed (concurrency duplicates/unknown)', () => {
     const dup = withCard(replaying, { concurrency: fact('duplicates', 'x') });
     expect(decide(dup, state(), unknown, budget(dup)).action).toBe('lookup');
     const dupNoLookup = withCard(replayingNoLookup, { concurrency: UNK });
-    expect(decide(dupNoLookup, state(), unknown, budget(dupNoLookup))).toMatchObject({ action: 'handoff', reason: 'unknown-no-safe-resend' });
+    expect(decide(dupNoLookup, state(), unknown, budget(dupNoLookup))).toMatchObject({
+      action: 'handoff',
+      reason: 'unknown-no-safe-resend',
+    });
     const waits = withCard(replayingNoLookup, { concurrency: fact('waits-then-replays', 'x') });
     expect(decide(waits, state(), unknown, budget(waits)).action).toBe('send');
   });
 
   it('unknown ⇒ an operation idempotent by nature may be re-sent', () => {
-    const setValue = withCard(noReplayNoLookup, { sideEffect: { kind: fact('set', 'x'), idempotentByNature: fact(true, 'x') } });
+    const setValue = withCard(noReplayNoLookup, {
+      sideEffect: { kind: fact('set', 'x'), idempotentByNature: fact(true, 'x') },
+    });
     expect(decide(setValue, state(), unknown, budget(setValue)).action).toBe('send');
   });
 
   it('key older than the provider retention ⇒ never rely on it: lookup if possible, else hand off key-past-retention', () => {
     const old = state({ now: T0 + 86_400_000 + 1 });
     expect(decide(replaying, old, unknown, budget(replaying, { maxElapsedMs: 10 * 86_400_000 })).action).toBe('lookup');
-    expect(decide(replayingNoLookup, old, unknown, budget(replayingNoLookup))).toMatchObject({ action: 'handoff', reason: 'key-past-retention' });
+    expect(decide(replayingNoLookup, old, unknown, budget(replayingNoLookup))).toMatchObject({
+      action: 'handoff',
+      reason: 'key-past-retention',
+    });
   });
 
   it('in-progress ⇒ poll the status (honouring Retry-After), never a second work item', () => {
     const d = decide(replaying, state({ ledgerState: 'dispatched' }), inProgress, budget(replaying));
     expect(d.action).toBe('lookup');
     expect(d.action === 'lookup' && d.delayMs).toBeGreaterThanOrEqual(2000);
-    const noLookup = decide(noReplayNoLookup, state({ ledgerState: 'dispatched' }), inProgress, budget(noReplayNoLookup));
+    const noLookup = decide(
+      noReplayNoLookup,
+      state({ ledgerState: 'dispatched' }),
+      inProgress,
+      budget(noReplayNoLookup),
+    );
     expect(noLookup.action).toBe('handoff');
   });
 
   it('in-progress ⇒ past the lookup window: hand off in-progress-window-exhausted', () => {
     const s = state({ windowStartedAt: T0, now: T0 + 29_000, polls: 5 });
-    expect(decide(replaying, s, inProgress, budget(replaying))).toMatchObject({ action: 'handoff', reason: 'in-progress-window-exhausted' });
+    expect(decide(replaying, s, inProgress, budget(replaying))).toMatchObject({
+      action: 'handoff',
+      reason: 'in-progress-window-exhausted',
+    });
   });
 
   it('stored result exists ⇒ adopt it; do not call the provider again', () => {
-    expect(decide(replaying, state({ ledgerState: 'succeeded' }), null, budget(replaying))).toMatchObject({ action: 'complete', adopted: true });
-    expect(decide(replaying, state(), { kind: 'replayed', result: { id: 'r' } }, budget(replaying))).toMatchObject({ action: 'complete', adopted: true });
+    expect(decide(replaying, state({ ledgerState: 'succeeded' }), null, budget(replaying))).toMatchObject({
+      action: 'complete',
+      adopted: true,
+    });
+    expect(decide(replaying, state(), { kind: 'replayed', result: { id: 'r' } }, budget(replaying))).toMatchObject({
+      action: 'complete',
+      adopted: true,
+    });
     const found: LookupResult = { kind: 'found', outcome: { kind: 'succeeded', result: { id: 'r' } } };
-    expect(decide(noReplayLookup, state(), found, budget(noReplayLookup))).toMatchObject({ action: 'complete', adopted: true });
-    expect(decide(replaying, state({ ledgerState: 'dispatched' }), { kind: 'succeeded', result: 1 }, budget(replaying))).toMatchObject({ action: 'complete', adopted: false });
+    expect(decide(noReplayLookup, state(), found, budget(noReplayLookup))).toMatchObject({
+      action: 'complete',
+      adopted: true,
+    });
+    expect(
+      decide(replaying, state({ ledgerState: 'dispatched' }), { kind: 'succeeded', result: 1 }, budget(replaying)),
+    ).toMatchObject({ action: 'complete', adopted: false });
   });
 
   it('rejected ⇒ stop, record, hand off (also when a lookup finds the request rejected)', () => {
-    expect(decide(replaying, state(), { kind: 'rejected', reason: 'validation', message: 'bad' }, budget(replaying))).toMatchObject({ action: 'handoff', reason: 'rejected' });
+    expect(
+      decide(replaying, state(), { kind: 'rejected', reason: 'validation', message: 'bad' }, budget(replaying)),
+    ).toMatchObject({ action: 'handoff', reason: 'rejected' });
     const found: LookupResult = { kind: 'found', outcome: { kind: 'rejected', reason: 'validation', message: 'bad' } };
-    expect(decide(noReplayLookup, state(), found, budget(noReplayLookup))).toMatchObject({ action: 'handoff', reason: 'rejected' });
+    expect(decide(noReplayLookup, state(), found, budget(noReplayLookup))).toMatchObject({
+      action: 'handoff',
+      reason: 'rejected',
+    });
   });
 
   it('not-applied ⇒ bounded retry with backoff; at max attempts ⇒ hand off retry-exhausted', () => {
@@ -102,66 +175,124 @@ describe('decision table (docs/concepts.md, "Outcomes and the decision table"), 
     const d = decide(noReplayNoLookup, state({ runAttempts: 1 }), na, budget(noReplayNoLookup));
     expect(d.action).toBe('send');
     expect(d.action === 'send' && d.delayMs).toBeGreaterThanOrEqual(3000);
-    expect(decide(noReplayNoLookup, state({ runAttempts: 4 }), na, budget(noReplayNoLookup))).toMatchObject({ action: 'handoff', reason: 'retry-exhausted' });
-    expect(decide(noReplayNoLookup, state({ now: T0 + 119_999 }), na, budget(noReplayNoLookup))).toMatchObject({ action: 'handoff', reason: 'retry-exhausted' });
+    expect(decide(noReplayNoLookup, state({ runAttempts: 4 }), na, budget(noReplayNoLookup))).toMatchObject({
+      action: 'handoff',
+      reason: 'retry-exhausted',
+    });
+    expect(decide(noReplayNoLookup, state({ now: T0 + 119_999 }), na, budget(noReplayNoLookup))).toMatchObject({
+      action: 'handoff',
+      reason: 'retry-exhausted',
+    });
   });
 
   it('not-applied after an earlier attempt that may have been applied ⇒ still unknown: no plain retry', () => {
     const na: Outcome = { kind: 'not-applied', message: '429', retryAfterMs: 1000 };
-    expect(decide(noReplayNoLookup, state({ maybeApplied: true }), na, budget(noReplayNoLookup))).toMatchObject({ action: 'handoff', reason: 'unknown-no-safe-resend' });
+    expect(decide(noReplayNoLookup, state({ maybeApplied: true }), na, budget(noReplayNoLookup))).toMatchObject({
+      action: 'handoff',
+      reason: 'unknown-no-safe-resend',
+    });
     expect(decide(noReplayLookup, state({ maybeApplied: true }), na, budget(noReplayLookup)).action).toBe('lookup');
     expect(decide(replaying, state({ maybeApplied: true }), na, budget(replaying)).action).toBe('send');
   });
 
   it('lookup not-found (authoritative, past the consistency delay) ⇒ the effect was not applied: bounded retry', () => {
-    expect(decide(noReplayLookup, state(), { kind: 'not-found', reason: 'none' }, budget(noReplayLookup)).action).toBe('send');
-    const delayed = withCard(noReplayLookup, { lookup: { method: fact('get-by-key', 'x'), consistencyDelay: fact('10s', 'x'), lateApplyBound: fact('0s', 'x') } });
+    expect(decide(noReplayLookup, state(), { kind: 'not-found', reason: 'none' }, budget(noReplayLookup)).action).toBe(
+      'send',
+    );
+    const delayed = withCard(noReplayLookup, {
+      lookup: { method: fact('get-by-key', 'x'), consistencyDelay: fact('10s', 'x'), lateApplyBound: fact('0s', 'x') },
+    });
     const early = decide(delayed, state({ now: T0 + 5000 }), { kind: 'not-found', reason: 'none' }, budget(delayed));
     expect(early.action).toBe('lookup');
     expect(early.action === 'lookup' && early.delayMs).toBeGreaterThanOrEqual(5000);
-    expect(decide(delayed, state({ now: T0 + 10_000 }), { kind: 'not-found', reason: 'none' }, budget(delayed)).action).toBe('send');
+    expect(
+      decide(delayed, state({ now: T0 + 10_000 }), { kind: 'not-found', reason: 'none' }, budget(delayed)).action,
+    ).toBe('send');
     // A consistency delay longer than the lookup window cannot be waited out: hand off.
-    const slow = withCard(noReplayLookup, { lookup: { method: fact('search', 'x'), consistencyDelay: fact('1h', 'x'), lateApplyBound: fact('0s', 'x') } });
+    const slow = withCard(noReplayLookup, {
+      lookup: { method: fact('search', 'x'), consistencyDelay: fact('1h', 'x'), lateApplyBound: fact('0s', 'x') },
+    });
     // (resolvePolicy now refuses such a card with a 30 s window; decide still hands off for a policy built by hand.)
     expect(() => resolvePolicy(slow)).toThrow(/lookupWindowMs/);
-    expect(decide(slow, state({ now: T0 + 5000 }), { kind: 'not-found', reason: 'none' }, budget(noReplayLookup))).toMatchObject({ action: 'handoff', reason: 'lookup-window-exhausted' });
-    const delayUnknown = withCard(noReplayLookup, { lookup: { method: fact('search', 'x'), consistencyDelay: UNK, lateApplyBound: fact('0s', 'x') } });
-    expect(decide(delayUnknown, state(), { kind: 'not-found', reason: 'none' }, budget(delayUnknown)).action).toBe('lookup');
+    expect(
+      decide(slow, state({ now: T0 + 5000 }), { kind: 'not-found', reason: 'none' }, budget(noReplayLookup)),
+    ).toMatchObject({ action: 'handoff', reason: 'lookup-window-exhausted' });
+    const delayUnknown = withCard(noReplayLookup, {
+      lookup: { method: fact('search', 'x'), consistencyDelay: UNK, lateApplyBound: fact('0s', 'x') },
+    });
+    expect(decide(delayUnknown, state(), { kind: 'not-found', reason: 'none' }, budget(delayUnknown)).action).toBe(
+      'lookup',
+    );
   });
 
   it('lookup not-found asked inside the consistency delay of the LAST dispatch ⇒ not proof of absence: keep looking', () => {
-    const delayed = withCard(noReplayLookup, { lookup: { method: fact('get-by-key', 'x'), consistencyDelay: fact('10s', 'x'), lateApplyBound: fact('0s', 'x') } });
+    const delayed = withCard(noReplayLookup, {
+      lookup: { method: fact('get-by-key', 'x'), consistencyDelay: fact('10s', 'x'), lateApplyBound: fact('0s', 'x') },
+    });
     // A re-send at T0+20s; the lookup asked at T0+25s, the answer is judged at T0+40s: still inside the delay when asked.
-    const s = state({ firstDispatchedAt: T0, lastDispatchedAt: T0 + 20_000, observedAt: T0 + 25_000, now: T0 + 40_000, windowStartedAt: T0 + 39_000, polls: 1 });
+    const s = state({
+      firstDispatchedAt: T0,
+      lastDispatchedAt: T0 + 20_000,
+      observedAt: T0 + 25_000,
+      now: T0 + 40_000,
+      windowStartedAt: T0 + 39_000,
+      polls: 1,
+    });
     expect(decide(delayed, s, { kind: 'not-found', reason: 'none' }, budget(delayed)).action).toBe('lookup');
-    expect(decide(delayed, { ...s, observedAt: T0 + 30_000 }, { kind: 'not-found', reason: 'none' }, budget(delayed)).action).toBe('send');
+    expect(
+      decide(delayed, { ...s, observedAt: T0 + 30_000 }, { kind: 'not-found', reason: 'none' }, budget(delayed)).action,
+    ).toBe('send');
   });
 
   it('unknown ⇒ a re-send that would only go out after the key passed its retention is not a safe re-send', () => {
     // 59 s into a 1 m retention, the provider asks for 5 s: by the time of the re-send the key is too old.
     const shortRetention = withCard(replaying, { retention: { minimum: fact('1m', 'x') } });
     const late = state({ now: T0 + 59_000 });
-    const d = decide(shortRetention, late, { ...unknown, retryAfterMs: 5000 }, budget(shortRetention, { maxElapsedMs: 600_000 }));
+    const d = decide(
+      shortRetention,
+      late,
+      { ...unknown, retryAfterMs: 5000 },
+      budget(shortRetention, { maxElapsedMs: 600_000 }),
+    );
     expect(d.action).toBe('lookup');
   });
 
   it('lookup cannot tell ⇒ keep polling inside the window, then hand off lookup-window-exhausted', () => {
     const ct: LookupResult = { kind: 'cannot-tell', reason: 'throttled' };
-    expect(decide(noReplayLookup, state({ windowStartedAt: T0, polls: 1 }), ct, budget(noReplayLookup)).action).toBe('lookup');
-    expect(decide(noReplayLookup, state({ windowStartedAt: T0, now: T0 + 30_000, polls: 9 }), ct, budget(noReplayLookup))).toMatchObject({ action: 'handoff', reason: 'lookup-window-exhausted' });
+    expect(decide(noReplayLookup, state({ windowStartedAt: T0, polls: 1 }), ct, budget(noReplayLookup)).action).toBe(
+      'lookup',
+    );
+    expect(
+      decide(noReplayLookup, state({ windowStartedAt: T0, now: T0 + 30_000, polls: 9 }), ct, budget(noReplayLookup)),
+    ).toMatchObject({ action: 'handoff', reason: 'lookup-window-exhausted' });
   });
 
   it('recovered from the ledger: claimed ⇒ send; dispatched ⇒ treated as unknown; in-progress ⇒ poll', () => {
-    expect(decide(noReplayNoLookup, state({ ledgerState: 'claimed', firstDispatchedAt: null, runAttempts: 0 }), null, budget(noReplayNoLookup)).action).toBe('send');
-    expect(decide(noReplayNoLookup, state({ ledgerState: 'dispatched', runAttempts: 0 }), null, budget(noReplayNoLookup))).toMatchObject({ action: 'handoff', reason: 'unknown-no-safe-resend' });
-    expect(decide(noReplayLookup, state({ ledgerState: 'dispatched', runAttempts: 0 }), null, budget(noReplayLookup)).action).toBe('lookup');
-    expect(decide(replaying, state({ ledgerState: 'in-progress', runAttempts: 0 }), null, budget(replaying)).action).toBe('lookup');
+    expect(
+      decide(
+        noReplayNoLookup,
+        state({ ledgerState: 'claimed', firstDispatchedAt: null, runAttempts: 0 }),
+        null,
+        budget(noReplayNoLookup),
+      ).action,
+    ).toBe('send');
+    expect(
+      decide(noReplayNoLookup, state({ ledgerState: 'dispatched', runAttempts: 0 }), null, budget(noReplayNoLookup)),
+    ).toMatchObject({ action: 'handoff', reason: 'unknown-no-safe-resend' });
+    expect(
+      decide(noReplayLookup, state({ ledgerState: 'dispatched', runAttempts: 0 }), null, budget(noReplayLookup)).action,
+    ).toBe('lookup');
+    expect(
+      decide(replaying, state({ ledgerState: 'in-progress', runAttempts: 0 }), null, budget(replaying)).action,
+    ).toBe('lookup');
   });
 
   it('is pure: the same inputs always give the same decision, and it reads only the card (not the provider name)', () => {
     const renamed = withCard(replaying, { provider: 'stripe', operation: 'stripe.records.create' });
     for (const o of [unknown, inProgress, { kind: 'not-applied', message: 'x' } as Outcome]) {
-      expect(decide(replaying, state(), o, budget(replaying))).toEqual(decide(replaying, state(), o, budget(replaying)));
+      expect(decide(replaying, state(), o, budget(replaying))).toEqual(
+        decide(replaying, state(), o, budget(replaying)),
+      );
       expect(decide(renamed, state(), o, budget(renamed))).toEqual(decide(replaying, state(), o, budget(replaying)));
     }
   });

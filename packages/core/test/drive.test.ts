@@ -1,10 +1,11 @@
 // The attempt loop (src/runner/loop.ts) on the clean path, through run(): whatever throws after the
 // claim, before the send or after it, comes back as a rejection of run()'s promise; and the loop's
 // order holds: the decision is logged before the abort is checked, nothing is sent once aborted.
-import { describe, expect, it } from 'vitest';
+
 import type { Ledger } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock, type LogEntry } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { describe, expect, it } from 'vitest';
 import { REPLAYING } from './helpers.js';
 
 const OP = 'records.create';
@@ -31,7 +32,11 @@ function rigged(opts: { doExecute?: (original: (...a: never[]) => unknown) => (.
   };
   const provider = createSandboxProvider({ ...REPLAYING, clock: virtual.now, sleep: virtual.sleep });
   const sandbox = createSandboxAdapter({ provider });
-  const adapter = opts.doExecute ? (Object.create(sandbox, { doExecute: { value: opts.doExecute(sandbox.doExecute.bind(sandbox) as never) } }) as typeof sandbox) : sandbox;
+  const adapter = opts.doExecute
+    ? (Object.create(sandbox, {
+        doExecute: { value: opts.doExecute(sandbox.doExecute.bind(sandbox) as never) },
+      }) as typeof sandbox)
+    : sandbox;
   const inner = createMemoryLedger();
   const calls: string[] = [];
   const ledger = new Proxy(inner, {
@@ -62,7 +67,9 @@ describe('the attempt loop on the clean path', () => {
     expect(r).toMatchObject({ status: 'done', attempts: 1, adopted: false });
     expect(c.calls).toEqual(['setState']);
     expect(c.provider.count()).toBe(1);
-    expect((await c.inner.receipts(r.businessOperationId)).map((x) => [x.seq, x.kind, x.outcome])).toEqual([[1, 'dispatch', 'succeeded']]);
+    expect((await c.inner.receipts(r.businessOperationId)).map((x) => [x.seq, x.kind, x.outcome])).toEqual([
+      [1, 'dispatch', 'succeeded'],
+    ]);
   });
 
   it('a clock that throws before the send: a rejection, nothing sent', async () => {
@@ -76,7 +83,9 @@ describe('the attempt loop on the clean path', () => {
   it('a ledger whose completion write throws synchronously: a rejection after the one send, the lease released', async () => {
     const c = rigged();
     c.rig.ledgerThrow = { method: 'setState', error: new Error('ledger broke') };
-    await expect(c.runner.run(c.adapter, OP, { params: { ref: 'ledger', amount: 1 } })).rejects.toBe(c.rig.ledgerThrow.error);
+    await expect(c.runner.run(c.adapter, OP, { params: { ref: 'ledger', amount: 1 } })).rejects.toBe(
+      c.rig.ledgerThrow.error,
+    );
     expect(c.provider.count()).toBe(1);
     expect(c.calls).toEqual(['setState', 'release']);
   });
@@ -84,10 +93,12 @@ describe('the attempt loop on the clean path', () => {
   it('an adapter that throws synchronously: an unknown outcome, reconciled, never a throw', async () => {
     let n = 0;
     const c = rigged({
-      doExecute: (original) => (...a) => {
-        if (++n === 1) throw new Error('adapter broke before any promise');
-        return original(...a);
-      },
+      doExecute:
+        (original) =>
+        (...a) => {
+          if (++n === 1) throw new Error('adapter broke before any promise');
+          return original(...a);
+        },
     });
     const r = await c.runner.run(c.adapter, OP, { params: { ref: 'adapter', amount: 1 } });
     expect(r.status).toBe('done');
@@ -102,7 +113,9 @@ describe('the attempt loop on the clean path', () => {
     const controller = new AbortController();
     const reason = new Error('caller gave up');
     c.rig.afterClaim = () => controller.abort(reason);
-    await expect(c.runner.run(c.adapter, OP, { params: { ref: 'aborted', amount: 1 }, signal: controller.signal })).rejects.toBe(reason);
+    await expect(
+      c.runner.run(c.adapter, OP, { params: { ref: 'aborted', amount: 1 }, signal: controller.signal }),
+    ).rejects.toBe(reason);
     expect(c.calls).toEqual(['release']);
     expect(c.provider.calls()).toBe(0);
     const [record] = await c.inner.list();
@@ -123,7 +136,9 @@ describe('run() on the clean path', () => {
       if (e.event === 'decision') controller.abort(reason);
     };
     const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5, logger });
-    await expect(runner.run(adapter, OP, { params: { ref: 'abort-on-log', amount: 1 }, signal: controller.signal })).rejects.toBe(reason);
+    await expect(
+      runner.run(adapter, OP, { params: { ref: 'abort-on-log', amount: 1 }, signal: controller.signal }),
+    ).rejects.toBe(reason);
     expect(provider.calls()).toBe(0);
     // Nothing between the decision and the abort: no dispatch written, no provider call, no outcome.
     expect(events.slice(events.indexOf('decision'))).toEqual(['decision', 'aborted']);

@@ -1,12 +1,18 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
 import { DatabaseSync } from 'node:sqlite';
-import { createMemoryLedger, createRunner, createVirtualClock, encryptParams, RunnerConfigurationError } from '@retrysafe/core';
-import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { LedgerError } from '@retrysafe/contract';
+import {
+  createMemoryLedger,
+  createRunner,
+  createVirtualClock,
+  encryptParams,
+  RunnerConfigurationError,
+} from '@retrysafe/core';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { afterAll, describe, expect, it } from 'vitest';
 import { REPLAYING } from './helpers.js';
 
 // Issue 18: params are kept for resume and recovery; with encryptParams they are stored as
@@ -16,12 +22,20 @@ const KEY = { id: 'p1', secret: 'a-32-byte-secret-for-the-params!' };
 
 const dir = mkdtempSync(join(tmpdir(), 'retrysafe-enc-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const fileText = (d: string) => readdirSync(d).map((f) => readFileSync(join(d, f)).toString('latin1')).join('');
+const fileText = (d: string) =>
+  readdirSync(d)
+    .map((f) => readFileSync(join(d, f)).toString('latin1'))
+    .join('');
 /** What the file holds, as someone with sqlite3 would read it: its bytes and every row's record and receipts. */
 function storedText(d: string, path: string): string {
   const db = new DatabaseSync(path);
   try {
-    const rows = (db.prepare('SELECT record, receipts FROM retrysafe_operations').all() as Array<{ record: string; receipts: string | null }>).map((r) => `${r.record}\n${r.receipts ?? ''}`);
+    const rows = (
+      db.prepare('SELECT record, receipts FROM retrysafe_operations').all() as Array<{
+        record: string;
+        receipts: string | null;
+      }>
+    ).map((r) => `${r.record}\n${r.receipts ?? ''}`);
     return fileText(d) + rows.join('\n');
   } finally {
     db.close();
@@ -47,31 +61,48 @@ describe('params encrypted at rest', () => {
     expect(storedText(dir, path)).not.toContain(SECRET_PARAM);
     expect(storedText(dir, path)).toContain('aes-256-gcm/v1');
 
-    const wrong = encryptParams(createSqliteLedger({ path }), { key: { id: 'p1', secret: 'another-secret-of-enough-bytes!!' } });
-    await expect(wrong.get(r.businessOperationId)).rejects.toSatisfy((e: unknown) => LedgerError.isInstance(e) && /do not decrypt/.test((e as Error).message));
+    const wrong = encryptParams(createSqliteLedger({ path }), {
+      key: { id: 'p1', secret: 'another-secret-of-enough-bytes!!' },
+    });
+    await expect(wrong.get(r.businessOperationId)).rejects.toSatisfy(
+      (e: unknown) => LedgerError.isInstance(e) && /do not decrypt/.test((e as Error).message),
+    );
     await wrong.close();
-    const rotatedAway = encryptParams(createSqliteLedger({ path }), { key: { id: 'p2', secret: 'the-next-key-after-rotation-0000' } });
+    const rotatedAway = encryptParams(createSqliteLedger({ path }), {
+      key: { id: 'p2', secret: 'the-next-key-after-rotation-0000' },
+    });
     await expect(rotatedAway.get(r.businessOperationId)).rejects.toThrow(/key 'p1', which this process does not hold/);
     await rotatedAway.close();
 
     // After a rotation, with the old key kept as previous: the row reads, and resume re-sends the same params.
-    const rotated = encryptParams(createSqliteLedger({ path }), { key: { id: 'p2', secret: 'the-next-key-after-rotation-0000' }, previous: [KEY] });
+    const rotated = encryptParams(createSqliteLedger({ path }), {
+      key: { id: 'p2', secret: 'the-next-key-after-rotation-0000' },
+      previous: [KEY],
+    });
     const stored = await rotated.get(r.businessOperationId);
     expect(stored!.params).toEqual(params);
     expect(stored!.state).toBe('handed-off');
-    const resumed = await createRunner({ ledger: rotated, clock }).resolve(r.businessOperationId, { action: 'resume' }, { adapters: [adapter] });
+    const resumed = await createRunner({ ledger: rotated, clock }).resolve(
+      r.businessOperationId,
+      { action: 'resume' },
+      { adapters: [adapter] },
+    );
     expect(resumed).toMatchObject({ status: 'done', adopted: true });
     expect(provider.count()).toBe(1);
     await rotated.close();
   });
 
   it('refuses a short secret or a bad key id without showing the secret', () => {
-    expect(() => encryptParams(createMemoryLedger(), { key: { id: 'k', secret: 'short' } })).toThrow(RunnerConfigurationError);
+    expect(() => encryptParams(createMemoryLedger(), { key: { id: 'k', secret: 'short' } })).toThrow(
+      RunnerConfigurationError,
+    );
     try {
       encryptParams(createMemoryLedger(), { key: { id: 'k', secret: 'short' } });
     } catch (e) {
       expect((e as Error).message).not.toContain('short');
     }
-    expect(() => encryptParams(createMemoryLedger(), { key: { id: 'bad id', secret: '0123456789abcdef' } })).toThrow(RunnerConfigurationError);
+    expect(() => encryptParams(createMemoryLedger(), { key: { id: 'bad id', secret: '0123456789abcdef' } })).toThrow(
+      RunnerConfigurationError,
+    );
   });
 });

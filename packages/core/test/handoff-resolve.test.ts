@@ -1,9 +1,9 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { InvalidStateError, type HandoffPacket, type ProviderKey } from '@retrysafe/contract';
+import { type HandoffPacket, InvalidStateError, type ProviderKey } from '@retrysafe/contract';
 import { callbackHandoffSink, exportReceiptsJsonl, jsonlHandoffSink, verifyReceiptChain } from '@retrysafe/core';
+import { afterAll, describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'retrysafe-handoff-'));
@@ -13,12 +13,21 @@ const OP = 'records.create';
 describe('handoff packets and sinks', () => {
   it('a packet names the operation, key, attempts, last known status, why it stopped and the safe next actions', async () => {
     const got: HandoffPacket[] = [];
-    const { provider, adapter, runner } = setup({ replays: false, retentionMs: null, lookup: 'none' }, { handoff: callbackHandoffSink((p) => void got.push(p)) });
+    const { provider, adapter, runner } = setup(
+      { replays: false, retentionMs: null, lookup: 'none' },
+      { handoff: callbackHandoffSink((p) => void got.push(p)) },
+    );
     provider.failNext({ kind: 'unknown-after-commit' });
     const r = await runner.run(adapter, OP, { params: { ref: 'p-1' } });
     expect(got).toHaveLength(1);
     const p = got[0]!;
-    expect(p).toMatchObject({ businessOperationId: r.businessOperationId, provider: 'sandbox', operation: 'sandbox.records.create', reason: 'unknown-no-safe-resend', lastKnown: { outcome: 'unknown', status: 500 } });
+    expect(p).toMatchObject({
+      businessOperationId: r.businessOperationId,
+      provider: 'sandbox',
+      operation: 'sandbox.records.create',
+      reason: 'unknown-no-safe-resend',
+      lastKnown: { outcome: 'unknown', status: 500 },
+    });
     expect(p.providerKey).toMatch(/^rs-/);
     expect(p.intentFingerprint).toMatch(/^sha256:/);
     expect(p.attempts).toHaveLength(1);
@@ -44,12 +53,24 @@ describe('handoff packets and sinks', () => {
     provider.failNext({ kind: 'rejected' }, 2);
     await runner.run(adapter, OP, { params: { ref: 'j-1' } });
     await runner.run(adapter, OP, { params: { ref: 'j-2' } });
-    const lines = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as HandoffPacket);
+    const lines = readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as HandoffPacket);
     expect(lines.map((l) => l.reason)).toEqual(['rejected', 'rejected']);
   });
 
   it('a failing sink does not lose the packet: it is in the ledger', async () => {
-    const { provider, adapter, runner, ledger } = setup({}, { handoff: { send: () => { throw new Error('pager down'); } } });
+    const { provider, adapter, runner, ledger } = setup(
+      {},
+      {
+        handoff: {
+          send: () => {
+            throw new Error('pager down');
+          },
+        },
+      },
+    );
     provider.failNext({ kind: 'rejected' });
     const r = await runner.run(adapter, OP, { params: { ref: 's-1' } });
     expect(r.status).toBe('handed-off');
@@ -65,10 +86,16 @@ describe('runner.resolve', () => {
     expect(r.status).toBe('handed-off');
     expect(provider.count()).toBe(0);
     // The packet marks resume unsafe (the send may have applied): a person who checked says force (resolve-force.test.ts).
-    const resumed = await runner.resolve(r.businessOperationId, { action: 'resume', force: true }, { adapters: [adapter], by: 'alice' });
+    const resumed = await runner.resolve(
+      r.businessOperationId,
+      { action: 'resume', force: true },
+      { adapters: [adapter], by: 'alice' },
+    );
     expect(resumed.status).toBe('done');
     expect(provider.count()).toBe(1);
-    const keys = new Set((await ledger.receipts(r.businessOperationId)).map((x) => x.providerKey as ProviderKey | null));
+    const keys = new Set(
+      (await ledger.receipts(r.businessOperationId)).map((x) => x.providerKey as ProviderKey | null),
+    );
     expect(keys.size).toBe(1);
     const receipts = await ledger.receipts(r.businessOperationId);
     expect(receipts.map((x) => x.kind)).toEqual(['dispatch', 'resolve', 'resend']);
@@ -91,10 +118,17 @@ describe('runner.resolve', () => {
     const { provider, adapter, runner } = setup();
     provider.failNext({ kind: 'rejected' });
     const r = await runner.run(adapter, OP, { params: { ref: 'ab-1' } });
-    expect(await runner.resolve(r.businessOperationId, { action: 'abandon' })).toMatchObject({ status: 'resolved', state: 'abandoned' });
-    await expect(runner.resolve(r.businessOperationId, { action: 'abandon' })).rejects.toSatisfy(InvalidStateError.isInstance);
+    expect(await runner.resolve(r.businessOperationId, { action: 'abandon' })).toMatchObject({
+      status: 'resolved',
+      state: 'abandoned',
+    });
+    await expect(runner.resolve(r.businessOperationId, { action: 'abandon' })).rejects.toSatisfy(
+      InvalidStateError.isInstance,
+    );
     const ok = await runner.run(adapter, OP, { params: { ref: 'ab-2' } });
-    await expect(runner.resolve(ok.businessOperationId, { action: 'resume' }, { adapters: [adapter] })).rejects.toSatisfy(InvalidStateError.isInstance);
+    await expect(
+      runner.resolve(ok.businessOperationId, { action: 'resume' }, { adapters: [adapter] }),
+    ).rejects.toSatisfy(InvalidStateError.isInstance);
     await expect(runner.resolve('never-seen', { action: 'abandon' })).rejects.toSatisfy(InvalidStateError.isInstance);
   });
 });
@@ -120,8 +154,19 @@ describe('receipts', () => {
     const file = join(dir, 'receipts.jsonl');
     const text = await exportReceiptsJsonl(ledger, { path: file });
     expect(readFileSync(file, 'utf8')).toBe(text);
-    const [rec] = text.trim().split('\n').map((l) => JSON.parse(l));
-    expect(rec).toMatchObject({ businessOperationId: r.businessOperationId, seq: 1, kind: 'dispatch', outcome: 'succeeded', status: 201, provider: 'sandbox', decision: { action: 'complete' } });
+    const [rec] = text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(rec).toMatchObject({
+      businessOperationId: r.businessOperationId,
+      seq: 1,
+      kind: 'dispatch',
+      outcome: 'succeeded',
+      status: 201,
+      provider: 'sandbox',
+      decision: { action: 'complete' },
+    });
     expect(rec.runId).toMatch(/^run_/);
     expect(rec.attemptId).toMatch(/^att_/);
     expect(rec.requestFingerprint).toMatch(/^sha256:[0-9a-f]{64}$/);
@@ -139,14 +184,27 @@ describe('runner.recover (in process)', () => {
     const intent = { ref: 'rec-1' };
     const id = businessOperationId(spec.card.operation, intent);
     const key = adapter.deriveProviderKey('records.create', id);
-    const c = await ledger.claim({ businessOperationId: id, provider: 'sandbox', operation: spec.card.operation, intentFingerprint: fingerprint({ operation: spec.card.operation, intent }), paramsFingerprint: fingerprint({ ref: 'rec-1' }), params: { ref: 'rec-1' }, providerKey: key, owner: 'dead', leaseMs: 1000, now: clock.now() });
+    const c = await ledger.claim({
+      businessOperationId: id,
+      provider: 'sandbox',
+      operation: spec.card.operation,
+      intentFingerprint: fingerprint({ operation: spec.card.operation, intent }),
+      paramsFingerprint: fingerprint({ ref: 'rec-1' }),
+      params: { ref: 'rec-1' },
+      providerKey: key,
+      owner: 'dead',
+      leaseMs: 1000,
+      now: clock.now(),
+    });
     if (c.kind !== 'claimed') throw new Error('claim');
     await ledger.markDispatched({ businessOperationId: id, fence: 1 }, clock.now());
     await provider.execute({ key, params: { ref: 'rec-1' } });
     expect(await runner.recover({ adapters: [adapter] })).toEqual([]); // lease still live
     clock.advance(1001);
     const reports = await runner.recover({ adapters: [adapter] });
-    expect(reports).toMatchObject([{ businessOperationId: id, from: 'dispatched', to: 'succeeded', action: 'adopted' }]);
+    expect(reports).toMatchObject([
+      { businessOperationId: id, from: 'dispatched', to: 'succeeded', action: 'adopted' },
+    ]);
     expect(provider.count()).toBe(1);
     expect(provider.calls()).toBe(1);
     // The caller's own retry later adopts the recovered result.
@@ -154,14 +212,25 @@ describe('runner.recover (in process)', () => {
     expect(r).toMatchObject({ status: 'done', adopted: true, providerRef: provider.records()[0]!.id });
   });
 
-  it('a dead worker\'s dispatch that cannot be reconciled (no lookup, no replay) is handed off as crash-recovery-inconclusive, never re-sent', async () => {
+  it("a dead worker's dispatch that cannot be reconciled (no lookup, no replay) is handed off as crash-recovery-inconclusive, never re-sent", async () => {
     const { provider, adapter, runner, ledger, clock } = setup({ replays: false, retentionMs: null, lookup: 'none' });
     const { fingerprint, businessOperationId } = await import('@retrysafe/contract');
     const spec = adapter.operations['records.create']!;
     const intent = { ref: 'dead-2' };
     const id = businessOperationId(spec.card.operation, intent);
     const key = adapter.deriveProviderKey('records.create', id);
-    await ledger.claim({ businessOperationId: id, provider: 'sandbox', operation: spec.card.operation, intentFingerprint: fingerprint({ operation: spec.card.operation, intent }), paramsFingerprint: fingerprint(intent), params: intent, providerKey: key, owner: 'dead', leaseMs: 1000, now: clock.now() });
+    await ledger.claim({
+      businessOperationId: id,
+      provider: 'sandbox',
+      operation: spec.card.operation,
+      intentFingerprint: fingerprint({ operation: spec.card.operation, intent }),
+      paramsFingerprint: fingerprint(intent),
+      params: intent,
+      providerKey: key,
+      owner: 'dead',
+      leaseMs: 1000,
+      now: clock.now(),
+    });
     await ledger.markDispatched({ businessOperationId: id, fence: 1 }, clock.now());
     await provider.execute({ key, params: intent });
     clock.advance(1001);
@@ -174,9 +243,22 @@ describe('runner.recover (in process)', () => {
 
   it('skips operations whose adapter was not given', async () => {
     const { adapter, runner, ledger, clock } = setup();
-    const c = await ledger.claim({ businessOperationId: 'other-1' as never, provider: 'elsewhere', operation: 'elsewhere.x', intentFingerprint: 'i', paramsFingerprint: 'p', params: {}, providerKey: null, owner: 'dead', leaseMs: 10, now: clock.now() });
+    const c = await ledger.claim({
+      businessOperationId: 'other-1' as never,
+      provider: 'elsewhere',
+      operation: 'elsewhere.x',
+      intentFingerprint: 'i',
+      paramsFingerprint: 'p',
+      params: {},
+      providerKey: null,
+      owner: 'dead',
+      leaseMs: 10,
+      now: clock.now(),
+    });
     expect(c.kind).toBe('claimed');
     clock.advance(11);
-    expect(await runner.recover({ adapters: [adapter] })).toMatchObject([{ action: 'skipped-no-adapter', from: 'claimed' }]);
+    expect(await runner.recover({ adapters: [adapter] })).toMatchObject([
+      { action: 'skipped-no-adapter', from: 'claimed' },
+    ]);
   });
 });

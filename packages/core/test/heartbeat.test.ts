@@ -1,7 +1,7 @@
 // The worker's heartbeat (src/runner/heartbeat.ts): one timer renews the leases of all provider calls in
 // flight, each at least every `every` ms, instead of a timer armed and cleared per call.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createHeartbeat, type Beat } from '../src/runner/heartbeat.js';
+import { type Beat, createHeartbeat } from '../src/runner/heartbeat.js';
 
 beforeEach(() => {
   vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'performance'] });

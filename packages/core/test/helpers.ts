@@ -1,15 +1,31 @@
 import { createMemoryLedger, createRunner, createVirtualClock, type RunnerOptions } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, type SandboxBehaviour } from '@retrysafe/sandbox';
 
-export const REPLAYING: SandboxBehaviour = { replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' };
+export const REPLAYING: SandboxBehaviour = {
+  replays: true,
+  retentionMs: 86_400_000,
+  parameterMatching: 'mismatch-error',
+  concurrency: 'rejects-in-progress',
+  lookup: 'get-by-key',
+};
 
 /** A sandbox, its adapter, a memory ledger and a runner, all on one virtual clock. */
-export function setup(behaviour: Partial<SandboxBehaviour> = {}, runner: Partial<RunnerOptions> = {}, adapterOpts: { limits?: Record<string, unknown>; sensitiveFields?: string[] } = {}) {
+export function setup(
+  behaviour: Partial<SandboxBehaviour> = {},
+  runner: Partial<RunnerOptions> = {},
+  adapterOpts: { limits?: Record<string, unknown>; sensitiveFields?: string[] } = {},
+) {
   const clock = createVirtualClock();
   const provider = createSandboxProvider({ ...REPLAYING, ...behaviour, clock: clock.now, sleep: clock.sleep });
   const adapter = createSandboxAdapter({ provider, ...(adapterOpts as object) });
   const ledger = createMemoryLedger();
   const packets: unknown[] = [];
-  const r = createRunner({ ledger, clock, random: () => 0.5, handoff: { send: (p) => void packets.push(p) }, ...runner });
+  const r = createRunner({
+    ledger,
+    clock,
+    random: () => 0.5,
+    handoff: { send: (p) => void packets.push(p) },
+    ...runner,
+  });
   return { clock, provider, adapter, ledger, runner: r, packets };
 }

@@ -1,24 +1,46 @@
 // identityOf takes one digest of { operation, intent } for both the intent fingerprint and the derived
 // id: both must be exactly what the contract's own functions give, for any intent, and anything the
 // contract refuses stays refused with the contract's error.
-import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
-import { InvalidIdError, InvalidIntentError, businessOperationId, fingerprint, type OperationSpec } from '@retrysafe/contract';
+
+import {
+  businessOperationId,
+  fingerprint,
+  InvalidIdError,
+  InvalidIntentError,
+  type OperationSpec,
+} from '@retrysafe/contract';
 import { identityOf } from '@retrysafe/core/internal';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
 
-const spec = createSandboxAdapter({ provider: createSandboxProvider({ replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' }) }).operations['records.create'] as OperationSpec;
+const spec = createSandboxAdapter({
+  provider: createSandboxProvider({
+    replays: true,
+    retentionMs: 86_400_000,
+    parameterMatching: 'mismatch-error',
+    concurrency: 'rejects-in-progress',
+    lookup: 'get-by-key',
+  }),
+}).operations['records.create'] as OperationSpec;
 const withOperation = (operation: string): OperationSpec => ({ ...spec, card: { ...spec.card, operation } });
 
-describe('identityOf: one digest, the contract\'s id and fingerprint', () => {
+describe("identityOf: one digest, the contract's id and fingerprint", () => {
   it('for any intent, the id and fingerprint equal businessOperationId() and fingerprint() of the contract', () => {
     fc.assert(
-      fc.property(fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { minKeys: 1, maxKeys: 4 }), fc.constantFrom('sandbox.records.create', 'other.op', 'x'), (intent, operation) => {
-        const s = withOperation(operation);
-        const got = identityOf(s, { params: {}, intent: intent as Record<string, unknown> });
-        expect(got.id).toBe(businessOperationId(operation, intent as Record<string, unknown>));
-        expect(got.intentFingerprint).toBe(fingerprint({ operation, intent }));
-      }),
+      fc.property(
+        fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), {
+          minKeys: 1,
+          maxKeys: 4,
+        }),
+        fc.constantFrom('sandbox.records.create', 'other.op', 'x'),
+        (intent, operation) => {
+          const s = withOperation(operation);
+          const got = identityOf(s, { params: {}, intent: intent as Record<string, unknown> });
+          expect(got.id).toBe(businessOperationId(operation, intent as Record<string, unknown>));
+          expect(got.intentFingerprint).toBe(fingerprint({ operation, intent }));
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -57,7 +57,23 @@ describe('core import graph', () => {
 
   it('the check sees a cycle when there is one', () => {
     const [a, b, c] = [join(SRC, 'a.ts'), join(SRC, 'b.ts'), join(SRC, 'c.ts')];
-    expect(cycles(new Map([[a, [b]], [b, [c]], [c, []]]))).toEqual([]);
-    expect(cycles(new Map([[a, [b]], [b, [c]], [c, [a]]]))).toEqual([['a.ts', 'b.ts', 'c.ts', 'a.ts']]);
+    expect(
+      cycles(
+        new Map([
+          [a, [b]],
+          [b, [c]],
+          [c, []],
+        ]),
+      ),
+    ).toEqual([]);
+    expect(
+      cycles(
+        new Map([
+          [a, [b]],
+          [b, [c]],
+          [c, [a]],
+        ]),
+      ),
+    ).toEqual([['a.ts', 'b.ts', 'c.ts', 'a.ts']]);
   });
 });

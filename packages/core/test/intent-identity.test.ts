@@ -1,14 +1,14 @@
-import { describe, expect, it } from 'vitest';
 import {
-  ConflictError,
-  InvalidParamsError,
-  businessOperationId,
   type AdapterV1,
+  businessOperationId,
+  ConflictError,
   type FieldNormalization,
+  InvalidParamsError,
   type ParamComparison,
   type RetrySafetyCard,
 } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
+import { describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
 
 const OP = 'records.create';
@@ -16,19 +16,40 @@ const OP = 'records.create';
 /** The sandbox adapter with its card extended by a normalisation declaration (what an adapter author writes). */
 function declared(
   adapter: AdapterV1,
-  decl: { normalize?: FieldNormalization[]; paramComparison?: ParamComparison[]; includesErrors?: boolean; schema?: Record<string, unknown> },
+  decl: {
+    normalize?: FieldNormalization[];
+    paramComparison?: ParamComparison[];
+    includesErrors?: boolean;
+    schema?: Record<string, unknown>;
+  },
 ): AdapterV1 {
   const spec = adapter.operations[OP]!;
   const card: RetrySafetyCard = {
     ...spec.card,
     businessOperationId: { ...spec.card.businessOperationId, ...(decl.normalize ? { normalize: decl.normalize } : {}) },
     ...(decl.paramComparison ? { paramComparison: decl.paramComparison } : {}),
-    storedResult: { ...spec.card.storedResult, ...(decl.includesErrors !== undefined ? { includesErrors: { value: decl.includesErrors, source: 'test: the provider stores rejections' } } : {}) },
+    storedResult: {
+      ...spec.card.storedResult,
+      ...(decl.includesErrors !== undefined
+        ? { includesErrors: { value: decl.includesErrors, source: 'test: the provider stores rejections' } }
+        : {}),
+    },
   };
-  return { ...adapter, operations: { ...adapter.operations, [OP]: { ...spec, card, ...(decl.schema ? { paramsSchema: decl.schema } : {}) } } } as AdapterV1;
+  return {
+    ...adapter,
+    operations: {
+      ...adapter.operations,
+      [OP]: { ...spec, card, ...(decl.schema ? { paramsSchema: decl.schema } : {}) },
+    },
+  } as AdapterV1;
 }
 
-const REF_RULE: FieldNormalization = { field: 'ref', steps: ['nfkc', 'trim', 'collapse-whitespace', 'case-fold'], source: 'test: the provider compares references case-insensitively, ignoring white space', evidence: 'https://provider.example/docs/references' };
+const REF_RULE: FieldNormalization = {
+  field: 'ref',
+  steps: ['nfkc', 'trim', 'collapse-whitespace', 'case-fold'],
+  source: 'test: the provider compares references case-insensitively, ignoring white space',
+  evidence: 'https://provider.example/docs/references',
+};
 
 describe('declared intent normalisation (issue 16)', () => {
   it('a trailing space, full-width characters, inner white space or another case is the same business operation: one effect', async () => {
@@ -51,7 +72,7 @@ describe('declared intent normalisation (issue 16)', () => {
     expect(provider.count()).toBe(2);
   });
 
-  it('the id is the contract\'s digest of the intent, normalised as declared', async () => {
+  it("the id is the contract's digest of the intent, normalised as declared", async () => {
     const { adapter, runner } = setup();
     const clean = await runner.run(adapter, OP, { params: { ref: 'po-7' } });
     expect(clean.businessOperationId).toBe(businessOperationId('sandbox.records.create', { ref: 'po-7' }));
@@ -63,12 +84,22 @@ describe('declared intent normalisation (issue 16)', () => {
   it('params compared per declaration: a re-formatted note is the same request, a changed one a conflict naming the path', async () => {
     const { provider, adapter, runner } = setup();
     const a = declared(adapter, {
-      paramComparison: [{ field: 'note', compare: 'normalized', steps: ['trim', 'collapse-whitespace'], source: 'test: free text, white space ignored', evidence: 'https://provider.example/docs/notes' }],
+      paramComparison: [
+        {
+          field: 'note',
+          compare: 'normalized',
+          steps: ['trim', 'collapse-whitespace'],
+          source: 'test: free text, white space ignored',
+          evidence: 'https://provider.example/docs/notes',
+        },
+      ],
     });
     await runner.run(a, OP, { params: { ref: 'o-1', note: 'leave at  door', amount: 5 } });
     const same = await runner.run(a, OP, { params: { ref: 'o-1', note: ' leave at door ', amount: 5 } });
     expect(same.status === 'done' && same.adopted).toBe(true);
-    const err = await runner.run(a, OP, { params: { ref: 'o-1', note: 'leave with neighbour', amount: 6 } }).catch((e) => e);
+    const err = await runner
+      .run(a, OP, { params: { ref: 'o-1', note: 'leave with neighbour', amount: 6 } })
+      .catch((e) => e);
     expect(ConflictError.isInstance(err)).toBe(true);
     expect((err as ConflictError).paths).toEqual(['amount', 'note']);
     // values never appear, and the message says "nothing was sent" once
@@ -77,7 +108,9 @@ describe('declared intent normalisation (issue 16)', () => {
     // params not listed are compared exactly (default)
     const exact = declared(adapter, {});
     await runner.run(exact, OP, { params: { ref: 'o-2', note: 'a' } });
-    await expect(runner.run(exact, OP, { params: { ref: 'o-2', note: 'a ' } })).rejects.toSatisfy((e) => ConflictError.isInstance(e) && e.paths.join() === 'note');
+    await expect(runner.run(exact, OP, { params: { ref: 'o-2', note: 'a ' } })).rejects.toSatisfy(
+      (e) => ConflictError.isInstance(e) && e.paths.join() === 'note',
+    );
     expect(provider.count()).toBe(2);
   });
 });
@@ -86,7 +119,16 @@ describe('params validated against the schema before the claim (issue 16)', () =
   it('InvalidParamsError names each field and why; no row, no provider call', async () => {
     const { provider, adapter, ledger, runner } = setup();
     const a = declared(adapter, {
-      schema: { type: 'object', additionalProperties: false, required: ['ref', 'quantity'], properties: { ref: { type: 'string', minLength: 1 }, quantity: { type: 'integer', minimum: 1 }, note: { type: 'string' } } },
+      schema: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['ref', 'quantity'],
+        properties: {
+          ref: { type: 'string', minLength: 1 },
+          quantity: { type: 'integer', minimum: 1 },
+          note: { type: 'string' },
+        },
+      },
     });
     const err = await runner.run(a, OP, { params: { ref: 'o-9', quantity: '3', colour: 'red' } }).catch((e) => e);
     expect(InvalidParamsError.isInstance(err)).toBe(true);
@@ -111,7 +153,9 @@ describe('supersede: a corrected request after a rejection nothing applied (issu
     const first = await runner.run(a, OP, { params: { ref: 'o-3', note: 'x'.repeat(20) } });
     expect(first.status).toBe('handed-off');
     // the packet offers the correction as a safe next action
-    expect(first.status === 'handed-off' && first.packet.safeNextActions.find((x) => x.action === 'resend-with')?.safe).toBe(true);
+    expect(
+      first.status === 'handed-off' && first.packet.safeNextActions.find((x) => x.action === 'resend-with')?.safe,
+    ).toBe(true);
     const fixed = await runner.run(a, OP, { params: { ref: 'o-3', note: 'short' } });
     expect(fixed.status === 'done' && !fixed.adopted).toBe(true);
     expect(fixed.businessOperationId).toBe(first.businessOperationId);
@@ -126,7 +170,9 @@ describe('supersede: a corrected request after a rejection nothing applied (issu
     expect(rec?.resolution).toMatchObject({ action: 'supersede', revision: 2 });
     expect(rec?.attemptCount).toBe(1);
     // the corrected request is now the operation: the old params are a conflict, the new ones adopt
-    await expect(runner.run(a, OP, { params: { ref: 'o-3', note: 'x'.repeat(20) } })).rejects.toSatisfy(ConflictError.isInstance);
+    await expect(runner.run(a, OP, { params: { ref: 'o-3', note: 'x'.repeat(20) } })).rejects.toSatisfy(
+      ConflictError.isInstance,
+    );
     const again = await runner.run(a, OP, { params: { ref: 'o-3', note: 'short' } });
     expect(again.status === 'done' && again.adopted).toBe(true);
   });
@@ -136,7 +182,9 @@ describe('supersede: a corrected request after a rejection nothing applied (issu
     provider.failNext({ kind: 'rejected' });
     const first = await runner.run(adapter, OP, { params: { ref: 'o-4', note: 'a' } });
     await runner.run(adapter, OP, { params: { ref: 'o-4', note: 'b' } });
-    const keys = (await ledger.receipts(first.businessOperationId)).filter((r) => r.kind === 'dispatch').map((r) => r.providerKey);
+    const keys = (await ledger.receipts(first.businessOperationId))
+      .filter((r) => r.kind === 'dispatch')
+      .map((r) => r.providerKey);
     expect(keys).toHaveLength(2);
     expect(keys[0]).toBe(keys[1]);
   });
@@ -146,12 +194,22 @@ describe('supersede: a corrected request after a rejection nothing applied (issu
     provider.failNext({ kind: 'unknown-after-commit' });
     const first = await runner.run(adapter, OP, { params: { ref: 'o-5', note: 'a' } });
     expect(first.status).toBe('handed-off');
-    expect(first.status === 'handed-off' && first.packet.safeNextActions.map((x) => x.action)).toEqual(['resume', 'mark-done', 'abandon']);
+    expect(first.status === 'handed-off' && first.packet.safeNextActions.map((x) => x.action)).toEqual([
+      'resume',
+      'mark-done',
+      'abandon',
+    ]);
     const err = await runner.run(adapter, OP, { params: { ref: 'o-5', note: 'b' } }).catch((e) => e);
     expect(ConflictError.isInstance(err) && err.paths).toEqual(['note']);
     expect((err as Error).message).toMatch(/cannot be superseded/);
     expect(provider.count()).toBe(1);
-    await expect(runner.resolve(first.businessOperationId, { action: 'resend-with', params: { ref: 'o-5', note: 'b' } }, { adapters: [adapter] })).rejects.toSatisfy(ConflictError.isInstance);
+    await expect(
+      runner.resolve(
+        first.businessOperationId,
+        { action: 'resend-with', params: { ref: 'o-5', note: 'b' } },
+        { adapters: [adapter] },
+      ),
+    ).rejects.toSatisfy(ConflictError.isInstance);
     expect(provider.count()).toBe(1);
   });
 
@@ -172,9 +230,21 @@ describe('supersede: a corrected request after a rejection nothing applied (issu
     const { provider, adapter, runner } = setup();
     provider.failNext({ kind: 'rejected' });
     const first = await runner.run(adapter, OP, { params: { ref: 'o-6', note: 'bad' } });
-    await expect(runner.resolve(first.businessOperationId, { action: 'resend-with', params: { ref: 'o-7', note: 'good' } }, { adapters: [adapter] })).rejects.toSatisfy((e) => ConflictError.isInstance(e) && e.field === 'intent');
-    await expect(runner.resolve(first.businessOperationId, { action: 'resend-with', params: { ref: 5 } }, { adapters: [adapter] })).rejects.toSatisfy(InvalidParamsError.isInstance);
-    const r = await runner.resolve(first.businessOperationId, { action: 'resend-with', params: { ref: 'o-6', note: 'good' } }, { adapters: [adapter] });
+    await expect(
+      runner.resolve(
+        first.businessOperationId,
+        { action: 'resend-with', params: { ref: 'o-7', note: 'good' } },
+        { adapters: [adapter] },
+      ),
+    ).rejects.toSatisfy((e) => ConflictError.isInstance(e) && e.field === 'intent');
+    await expect(
+      runner.resolve(first.businessOperationId, { action: 'resend-with', params: { ref: 5 } }, { adapters: [adapter] }),
+    ).rejects.toSatisfy(InvalidParamsError.isInstance);
+    const r = await runner.resolve(
+      first.businessOperationId,
+      { action: 'resend-with', params: { ref: 'o-6', note: 'good' } },
+      { adapters: [adapter] },
+    );
     expect(r.status).toBe('done');
     expect(provider.count()).toBe(1);
   });
@@ -184,11 +254,20 @@ describe('the provider’s field errors reach the packet and the agent, redacted
   it('a rejection naming fields: packet.lastKnown.fields and the needs-human answer carry them, sensitive values blanked', async () => {
     const { toAgentResult } = await import('@retrysafe/core/agent');
     const { provider, adapter, runner } = setup({}, {}, { sensitiveFields: ['email'] });
-    provider.failNext({ kind: 'rejected', fields: [{ path: 'email', message: 'jane@example.test is not deliverable' }, { path: 'amount', message: 'must be positive' }] });
+    provider.failNext({
+      kind: 'rejected',
+      fields: [
+        { path: 'email', message: 'jane@example.test is not deliverable' },
+        { path: 'amount', message: 'must be positive' },
+      ],
+    });
     const r = await runner.run(adapter, OP, { params: { ref: 'o-8', email: 'jane@example.test', amount: -1 } });
     expect(r.status).toBe('handed-off');
     if (r.status !== 'handed-off') return;
-    expect(r.packet.lastKnown.fields).toEqual([{ path: 'email', message: '[redacted] is not deliverable' }, { path: 'amount', message: 'must be positive' }]);
+    expect(r.packet.lastKnown.fields).toEqual([
+      { path: 'email', message: '[redacted] is not deliverable' },
+      { path: 'amount', message: 'must be positive' },
+    ]);
     const answer = toAgentResult(r);
     expect(answer.status).toBe('needs-human');
     expect(JSON.stringify(answer)).not.toContain('jane@example.test');

@@ -1,8 +1,8 @@
-import { describe, expect, it } from 'vitest';
-import fc from 'fast-check';
-import { ConflictError, type AdapterV1, type RetrySafetyCard } from '@retrysafe/contract';
+import { type AdapterV1, ConflictError, type RetrySafetyCard } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
 import { REPLAYING } from './helpers.js';
 
 const OP = 'records.create';
@@ -15,11 +15,30 @@ function declaredAdapter(provider: ReturnType<typeof createSandboxProvider>): Ad
     ...spec.card,
     businessOperationId: {
       ...spec.card.businessOperationId,
-      normalize: [{ field: 'ref', steps: ['nfkc', 'trim', 'collapse-whitespace', 'case-fold'], source: 'property test: references are case-insensitive, white space is not part of them', evidence: 'https://provider.example/docs/references' }],
+      normalize: [
+        {
+          field: 'ref',
+          steps: ['nfkc', 'trim', 'collapse-whitespace', 'case-fold'],
+          source: 'property test: references are case-insensitive, white space is not part of them',
+          evidence: 'https://provider.example/docs/references',
+        },
+      ],
     },
     paramComparison: [
-      { field: 'note', compare: 'normalized', steps: ['nfkc', 'trim', 'collapse-whitespace'], source: 'property test: free text, white space ignored', evidence: 'https://provider.example/docs/notes' },
-      { field: 'amount', compare: 'normalized', steps: ['canonical-number'], source: 'property test: the provider parses numbers', evidence: 'https://provider.example/docs/numbers' },
+      {
+        field: 'note',
+        compare: 'normalized',
+        steps: ['nfkc', 'trim', 'collapse-whitespace'],
+        source: 'property test: free text, white space ignored',
+        evidence: 'https://provider.example/docs/notes',
+      },
+      {
+        field: 'amount',
+        compare: 'normalized',
+        steps: ['canonical-number'],
+        source: 'property test: the provider parses numbers',
+        evidence: 'https://provider.example/docs/numbers',
+      },
     ],
   };
   return { ...adapter, operations: { ...adapter.operations, [OP]: { ...spec, card } } } as AdapterV1;
@@ -31,7 +50,8 @@ const space = fc.constantFrom(' ', '  ', '\t', '\u00a0', '\u3000', ' \n ');
 const pad = fc.array(space, { maxLength: 2 }).map((a) => a.join(''));
 
 /** Full-width forms (NFKC folds them back): 'A' → 'Ａ', '1' → '１', '-' → '－'. */
-const fullWidth = (s: string) => [...s].map((c) => (c >= '!' && c <= '~' ? String.fromCharCode(c.charCodeAt(0) + 0xfee0) : c)).join('');
+const fullWidth = (s: string) =>
+  [...s].map((c) => (c >= '!' && c <= '~' ? String.fromCharCode(c.charCodeAt(0) + 0xfee0) : c)).join('');
 
 /** An equivalent spelling of a text under nfkc + trim + collapse-whitespace (and case, when allowed). */
 function reformatText(ws: readonly string[], caseToo: boolean): fc.Arbitrary<string> {
@@ -76,7 +96,12 @@ describe('intent and param normalisation under LLM-style re-formatting (fast-che
           fc.record({
             c: fc.constant(c),
             variants: fc.array(
-              fc.record({ ref: reformatText(c.ref, true), note: reformatText(c.note, false), amount: reformatAmount(c.amount), order: fc.shuffledSubarray([0, 1, 2], { minLength: 3, maxLength: 3 }) }),
+              fc.record({
+                ref: reformatText(c.ref, true),
+                note: reformatText(c.note, false),
+                amount: reformatAmount(c.amount),
+                order: fc.shuffledSubarray([0, 1, 2], { minLength: 3, maxLength: 3 }),
+              }),
               { minLength: 1, maxLength: 5 },
             ),
           }),
@@ -91,14 +116,19 @@ describe('intent and param normalisation under LLM-style re-formatting (fast-che
           const first = await runner.run(adapter, OP, { params: canonical });
           expect(first.status).toBe('done');
           for (const v of variants) {
-            const r = await runner.run(adapter, OP, { params: shuffled({ ref: v.ref, note: v.note, amount: v.amount }, v.order) });
+            const r = await runner.run(adapter, OP, {
+              params: shuffled({ ref: v.ref, note: v.note, amount: v.amount }, v.order),
+            });
             expect(r.status === 'done' && r.adopted).toBe(true);
             expect(r.businessOperationId).toBe(first.businessOperationId);
           }
           expect(provider.count()).toBe(1);
           // a material change of a compared param: a conflict that names it, and nothing sent
           const calls = provider.calls();
-          const changed = c.change === 'note' ? { ...canonical, note: `${canonical.note} x` } : { ...canonical, amount: c.amount + 1 };
+          const changed =
+            c.change === 'note'
+              ? { ...canonical, note: `${canonical.note} x` }
+              : { ...canonical, amount: c.amount + 1 };
           const err = await runner.run(adapter, OP, { params: changed }).catch((e: unknown) => e);
           expect(ConflictError.isInstance(err)).toBe(true);
           expect((err as ConflictError).paths).toEqual([c.change]);

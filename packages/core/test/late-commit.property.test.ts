@@ -3,14 +3,23 @@
 // The class "a lookup without key folding" can only be safe once decide() waits out the card's
 // lookup.lateApplyBound (h24); until the sandbox card declares that bound, the property searches every
 // other behaviour and the class is covered by the drills' negative controls.
-import { describe, expect, it } from 'vitest';
-import fc from 'fast-check';
+
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider, type SandboxBehaviour, type SandboxFault } from '@retrysafe/sandbox';
+import {
+  createSandboxAdapter,
+  createSandboxProvider,
+  type SandboxBehaviour,
+  type SandboxFault,
+} from '@retrysafe/sandbox';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
 import { sandboxBehaviourArb, sandboxOnVirtualClock } from './property-helpers.js';
 
 const faultArb: fc.Arbitrary<SandboxFault> = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('late-commit' as const), afterMs: fc.integer({ min: 0, max: 120_000 }) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({ kind: fc.constant('late-commit' as const), afterMs: fc.integer({ min: 0, max: 120_000 }) }),
+  },
   fc.record({ kind: fc.constant('not-applied' as const), retryAfterMs: fc.integer({ min: 0, max: 30_000 }) }),
   fc.constant({ kind: 'unknown-after-commit' as const }),
   fc.constant({ kind: 'unknown-before-commit' as const }),
@@ -34,22 +43,28 @@ function declaresLateApplyBound(behaviour: SandboxBehaviour): boolean {
  * the late-apply row.
  */
 const needsLateApplyRow = (b: SandboxBehaviour) =>
-  !declaresLateApplyBound(b) && ((b.lookup === 'get-by-key' && !b.replays) || (b.concurrency === 'duplicates' && (b.processingMs ?? 0) > 0));
+  !declaresLateApplyBound(b) &&
+  ((b.lookup === 'get-by-key' && !b.replays) || (b.concurrency === 'duplicates' && (b.processingMs ?? 0) > 0));
 
 describe('at most one record when the provider applies a request late (fast-check)', () => {
   it('one run, then the provider settles every late commit', async () => {
     let searched = 0;
     await fc.assert(
-      fc.asyncProperty(sandboxBehaviourArb, fc.array(faultArb, { minLength: 1, maxLength: 5 }), policyArb, async (behaviour, faults, policy) => {
-        fc.pre(!needsLateApplyRow(behaviour));
-        searched++;
-        const { clock, provider, adapter } = sandboxOnVirtualClock(behaviour, faults);
-        const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5, policy });
-        const r = await runner.run(adapter, 'records.create', { params: { ref: 'late-1' } });
-        await provider.settle();
-        expect(provider.count()).toBeLessThanOrEqual(1);
-        if (r.status === 'done') expect(provider.count()).toBe(1);
-      }),
+      fc.asyncProperty(
+        sandboxBehaviourArb,
+        fc.array(faultArb, { minLength: 1, maxLength: 5 }),
+        policyArb,
+        async (behaviour, faults, policy) => {
+          fc.pre(!needsLateApplyRow(behaviour));
+          searched++;
+          const { clock, provider, adapter } = sandboxOnVirtualClock(behaviour, faults);
+          const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5, policy });
+          const r = await runner.run(adapter, 'records.create', { params: { ref: 'late-1' } });
+          await provider.settle();
+          expect(provider.count()).toBeLessThanOrEqual(1);
+          if (r.status === 'done') expect(provider.count()).toBe(1);
+        },
+      ),
       { numRuns: 300, maxSkipsPerRun: 1000 },
     );
     expect(searched).toBe(300);
@@ -57,26 +72,43 @@ describe('at most one record when the provider applies a request late (fast-chec
 
   it('a worker dies with its request in flight (applied late), recover() takes over: at most one record', async () => {
     await fc.assert(
-      fc.asyncProperty(sandboxBehaviourArb, fc.integer({ min: 0, max: 120_000 }), policyArb, async (behaviour, afterMs, policy) => {
-        fc.pre(!needsLateApplyRow(behaviour));
-        const { clock, provider, adapter } = sandboxOnVirtualClock(behaviour, [{ kind: 'late-commit', afterMs }]);
-        const ledger = createMemoryLedger();
-        const leaseMs = 5000;
-        // The worker "dies" inside its first provider call: the request is in flight, the answer never comes back.
-        const inner = adapter.doExecute.bind(adapter);
-        let died!: () => void;
-        const dead = new Promise<void>((r) => (died = r));
-        const dying = { ...adapter, doExecute: async (...args: Parameters<typeof inner>) => { await inner(...args); died(); return new Promise<never>(() => {}); } };
-        const worker = createRunner({ ledger, clock, random: () => 0.5, policy: { ...policy, leaseMs } });
-        await Promise.race([worker.run(dying as typeof adapter, 'records.create', { params: { ref: 'late-crash' } }).catch(() => undefined), dead]);
-        clock.advance(leaseMs + 1);
-        const rescuer = createRunner({ ledger, clock, random: () => 0.5, policy: { ...policy, leaseMs } });
-        await rescuer.recover({ adapters: [adapter] });
-        const after = await rescuer.run(adapter, 'records.create', { params: { ref: 'late-crash' } });
-        await provider.settle();
-        expect(provider.count()).toBeLessThanOrEqual(1);
-        if (after.status === 'done') expect(provider.count()).toBe(1);
-      }),
+      fc.asyncProperty(
+        sandboxBehaviourArb,
+        fc.integer({ min: 0, max: 120_000 }),
+        policyArb,
+        async (behaviour, afterMs, policy) => {
+          fc.pre(!needsLateApplyRow(behaviour));
+          const { clock, provider, adapter } = sandboxOnVirtualClock(behaviour, [{ kind: 'late-commit', afterMs }]);
+          const ledger = createMemoryLedger();
+          const leaseMs = 5000;
+          // The worker "dies" inside its first provider call: the request is in flight, the answer never comes back.
+          const inner = adapter.doExecute.bind(adapter);
+          let died!: () => void;
+          const dead = new Promise<void>((r) => (died = r));
+          const dying = {
+            ...adapter,
+            doExecute: async (...args: Parameters<typeof inner>) => {
+              await inner(...args);
+              died();
+              return new Promise<never>(() => {});
+            },
+          };
+          const worker = createRunner({ ledger, clock, random: () => 0.5, policy: { ...policy, leaseMs } });
+          await Promise.race([
+            worker
+              .run(dying as typeof adapter, 'records.create', { params: { ref: 'late-crash' } })
+              .catch(() => undefined),
+            dead,
+          ]);
+          clock.advance(leaseMs + 1);
+          const rescuer = createRunner({ ledger, clock, random: () => 0.5, policy: { ...policy, leaseMs } });
+          await rescuer.recover({ adapters: [adapter] });
+          const after = await rescuer.run(adapter, 'records.create', { params: { ref: 'late-crash' } });
+          await provider.settle();
+          expect(provider.count()).toBeLessThanOrEqual(1);
+          if (after.status === 'done') expect(provider.count()).toBe(1);
+        },
+      ),
       { numRuns: 300, maxSkipsPerRun: 1000 },
     );
   });

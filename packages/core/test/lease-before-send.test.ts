@@ -1,10 +1,11 @@
 // Issue 15 item 1 (runner part): a worker checks its own lease immediately before every provider call
 // and never sends once it has run out — a paused worker (GC, suspended VM) whose operation another
 // worker may have taken over does not add a late second send.
-import { describe, expect, it } from 'vitest';
+
 import { LeaseExpiredError, type Ledger } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock, type LogEntry } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { describe, expect, it } from 'vitest';
 import { REPLAYING } from './helpers.js';
 
 /** The process "pauses" for `ms` right after the ledger answers the n-th call of `method`. */
@@ -30,7 +31,13 @@ describe('own lease checked before every provider call', () => {
     const adapter = createSandboxAdapter({ provider });
     const inner = createMemoryLedger();
     const logs: LogEntry[] = [];
-    const runner = createRunner({ ledger: pauseAfter(inner, 'claim', clock, 45_000), clock, random: () => 0.5, logger: (e) => void logs.push(e), policy: { leaseMs: 30_000 } });
+    const runner = createRunner({
+      ledger: pauseAfter(inner, 'claim', clock, 45_000),
+      clock,
+      random: () => 0.5,
+      logger: (e) => void logs.push(e),
+      policy: { leaseMs: 30_000 },
+    });
     const err = await runner.run(adapter, 'records.create', { params: { ref: 'paused-1' } }).catch((e: unknown) => e);
     expect(LeaseExpiredError.isInstance(err)).toBe(true);
     expect(err).toMatchObject({ code: 'RETRYSAFE_LEASE_EXPIRED' });
@@ -49,7 +56,9 @@ describe('own lease checked before every provider call', () => {
     const adapter = createSandboxAdapter({ provider });
     provider.failNext({ kind: 'not-applied', retryAfterMs: 1 });
     const ledger = pauseAfter(createMemoryLedger(), 'markDispatched', clock, 40_000);
-    const err = await createRunner({ ledger, clock, random: () => 0.5, policy: { leaseMs: 30_000 } }).run(adapter, 'records.create', { params: { ref: 'paused-2' } }).catch((e: unknown) => e);
+    const err = await createRunner({ ledger, clock, random: () => 0.5, policy: { leaseMs: 30_000 } })
+      .run(adapter, 'records.create', { params: { ref: 'paused-2' } })
+      .catch((e: unknown) => e);
     expect(LeaseExpiredError.isInstance(err)).toBe(true);
     expect(provider.calls()).toBe(1);
   });
@@ -59,7 +68,11 @@ describe('own lease checked before every provider call', () => {
     const provider = createSandboxProvider({ ...REPLAYING, clock: clock.now, sleep: clock.sleep });
     const adapter = createSandboxAdapter({ provider });
     const ledger = pauseAfter(createMemoryLedger(), 'claim', clock, 5_000);
-    const r = await createRunner({ ledger, clock, random: () => 0.5, policy: { leaseMs: 30_000 } }).run(adapter, 'records.create', { params: { ref: 'short' } });
+    const r = await createRunner({ ledger, clock, random: () => 0.5, policy: { leaseMs: 30_000 } }).run(
+      adapter,
+      'records.create',
+      { params: { ref: 'short' } },
+    );
     expect(r.status).toBe('done');
     expect(provider.count()).toBe(1);
   });

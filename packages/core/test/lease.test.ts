@@ -1,7 +1,7 @@
-import { describe, expect, it } from 'vitest';
 import type { AdapterV1, BusinessOperationId, ClaimResult } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { describe, expect, it } from 'vitest';
 import { REPLAYING } from './helpers.js';
 
 const OP = 'records.create';
@@ -25,7 +25,12 @@ describe('leases and fencing inside the runner', () => {
         seen.push(c.kind);
       },
     };
-    const runner = createRunner({ ledger, clock: intruderClock, random: () => 0.5, policy: { leaseMs: 3000, maxElapsedMs: 600_000 } });
+    const runner = createRunner({
+      ledger,
+      clock: intruderClock,
+      random: () => 0.5,
+      policy: { leaseMs: 3000, maxElapsedMs: 600_000 },
+    });
     provider.failNext({ kind: 'not-applied', retryAfterMs: 50_000 }, 2);
     const r = await runner.run(adapter, OP, { params: { ref: 'lease-1' } });
     expect(r.status).toBe('done');
@@ -37,7 +42,13 @@ describe('leases and fencing inside the runner', () => {
   it('a worker whose lease was taken over stops at its next write (LeaseLostError) and never dispatches again', async () => {
     const clock = createVirtualClock();
     const ledger = createMemoryLedger();
-    const provider = createSandboxProvider({ ...REPLAYING, lookup: 'none', replays: false, retentionMs: null, clock: clock.now });
+    const provider = createSandboxProvider({
+      ...REPLAYING,
+      lookup: 'none',
+      replays: false,
+      retentionMs: null,
+      clock: clock.now,
+    });
     const inner = createSandboxAdapter({ provider });
     // While the first worker's call is in flight, a second worker takes the operation over (its clock is later).
     const adapter: AdapterV1 = {
@@ -62,12 +73,27 @@ describe('leases and fencing inside the runner', () => {
   it('a second caller waits for the first and adopts its result; with a short wait it is told in-progress', async () => {
     const clock = createVirtualClock();
     const ledger = createMemoryLedger();
-    const provider = createSandboxProvider({ ...REPLAYING, processingMs: 10_000, clock: clock.now, sleep: clock.sleep });
+    const provider = createSandboxProvider({
+      ...REPLAYING,
+      processingMs: 10_000,
+      clock: clock.now,
+      sleep: clock.sleep,
+    });
     const adapter = createSandboxAdapter({ provider });
-    const patient = createRunner({ ledger, clock, random: () => 0.5, owner: 'patient', policy: { waitForOtherMs: 60_000 } });
+    const patient = createRunner({
+      ledger,
+      clock,
+      random: () => 0.5,
+      owner: 'patient',
+      policy: { waitForOtherMs: 60_000 },
+    });
     const hasty = createRunner({ ledger, clock, random: () => 0.5, owner: 'hasty', policy: { waitForOtherMs: 1 } });
     const first = patient.run(adapter, OP, { params: { ref: 'wait-1' } });
-    const [a, b, c] = await Promise.all([first, patient.run(adapter, OP, { params: { ref: 'wait-1' } }), hasty.run(adapter, OP, { params: { ref: 'wait-1' } })]);
+    const [a, b, c] = await Promise.all([
+      first,
+      patient.run(adapter, OP, { params: { ref: 'wait-1' } }),
+      hasty.run(adapter, OP, { params: { ref: 'wait-1' } }),
+    ]);
     expect(a).toMatchObject({ status: 'done', adopted: true }); // adopted through the status poll
     expect(b).toMatchObject({ status: 'done', adopted: true, providerRef: a.status === 'done' ? a.providerRef : '' });
     expect(c.status).toBe('in-progress');
@@ -81,10 +107,19 @@ describe('leases and fencing inside the runner', () => {
     const provider = createSandboxProvider({ ...REPLAYING, replays: false, retentionMs: null, clock: clock.now });
     const inner = createSandboxAdapter({ provider });
     const controller = new AbortController();
-    const adapter: AdapterV1 = { ...inner, doExecute: async (op, params, ctx) => { const o = await inner.doExecute(op, params, ctx); controller.abort(new Error('caller gave up')); return o; } };
+    const adapter: AdapterV1 = {
+      ...inner,
+      doExecute: async (op, params, ctx) => {
+        const o = await inner.doExecute(op, params, ctx);
+        controller.abort(new Error('caller gave up'));
+        return o;
+      },
+    };
     provider.failNext({ kind: 'unknown-after-commit' });
     const runner = createRunner({ ledger, clock, random: () => 0.5 });
-    await expect(runner.run(adapter, OP, { params: { ref: 'abort-1' }, signal: controller.signal })).rejects.toThrow('caller gave up');
+    await expect(runner.run(adapter, OP, { params: { ref: 'abort-1' }, signal: controller.signal })).rejects.toThrow(
+      'caller gave up',
+    );
     const [rec] = await ledger.list();
     expect(rec).toMatchObject({ state: 'unknown', leaseOwner: null, attemptCount: 1 });
     const reports = await runner.recover({ adapters: [inner] });
@@ -94,9 +129,20 @@ describe('leases and fencing inside the runner', () => {
 
   it('a provider call slower than the lease keeps its lease (heartbeat): a second worker waits instead of taking over and sending again', async () => {
     const ledger = createMemoryLedger();
-    const provider = createSandboxProvider({ ...REPLAYING, replays: false, retentionMs: null, concurrency: 'duplicates' });
+    const provider = createSandboxProvider({
+      ...REPLAYING,
+      replays: false,
+      retentionMs: null,
+      concurrency: 'duplicates',
+    });
     const inner = createSandboxAdapter({ provider });
-    const slow: AdapterV1 = { ...inner, doExecute: async (op, params, ctx) => { await new Promise((r) => setTimeout(r, 3500)); return inner.doExecute(op, params, ctx); } };
+    const slow: AdapterV1 = {
+      ...inner,
+      doExecute: async (op, params, ctx) => {
+        await new Promise((r) => setTimeout(r, 3500));
+        return inner.doExecute(op, params, ctx);
+      },
+    };
     const policy = { leaseMs: 2000, waitForOtherMs: 20_000, baseMs: 50, capMs: 200 };
     const a = createRunner({ ledger, owner: 'a', policy });
     const b = createRunner({ ledger, owner: 'b', policy });
@@ -107,6 +153,10 @@ describe('leases and fencing inside the runner', () => {
     expect(provider.calls()).toBe(1);
     expect(provider.count()).toBe(1);
     expect(ra).toMatchObject({ status: 'done', adopted: false });
-    expect(rb).toMatchObject({ status: 'done', adopted: true, providerRef: ra.status === 'done' ? ra.providerRef : '' });
+    expect(rb).toMatchObject({
+      status: 'done',
+      adopted: true,
+      providerRef: ra.status === 'done' ? ra.providerRef : '',
+    });
   });
 });

@@ -1,9 +1,16 @@
 // Issue 15 item 6: a LedgerError says whether the provider may have been called, set from what the call
 // did; a garbage adapter object is a typed error, never a TypeError.
-import { describe, expect, it } from 'vitest';
-import { AdapterConfigurationError, LedgerError, RetrysafeError, UnsupportedSpecificationVersionError, type Ledger } from '@retrysafe/contract';
+
+import {
+  AdapterConfigurationError,
+  type Ledger,
+  LedgerError,
+  RetrysafeError,
+  UnsupportedSpecificationVersionError,
+} from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, RunnerConfigurationError } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { describe, expect, it } from 'vitest';
 import { REPLAYING } from './helpers.js';
 
 /** Fails the n-th call of `method` (1-based) with a LedgerError, as a full disk or a cut connection would. */
@@ -14,20 +21,31 @@ function failing(inner: Ledger, method: string, nth = 1): Ledger {
       const v = Reflect.get(target, prop) as unknown;
       if (typeof v !== 'function') return v;
       return (...args: unknown[]) => {
-        if (prop === method && ++calls === nth) return Promise.reject(new LedgerError(`${method}: disk full (injected)`));
+        if (prop === method && ++calls === nth)
+          return Promise.reject(new LedgerError(`${method}: disk full (injected)`));
         return (v as (...a: unknown[]) => unknown).apply(target, args);
       };
     },
   });
 }
 
-const reject = (p: Promise<unknown>) => p.then(() => { throw new Error('expected a rejection'); }, (e: unknown) => e);
+const reject = (p: Promise<unknown>) =>
+  p.then(
+    () => {
+      throw new Error('expected a rejection');
+    },
+    (e: unknown) => e,
+  );
 
 describe('LedgerError.providerMayHaveBeenCalled', () => {
   it('false when the claim fails: nothing was sent', async () => {
     const provider = createSandboxProvider(REPLAYING);
     const adapter = createSandboxAdapter({ provider });
-    const err = await reject(createRunner({ ledger: failing(createMemoryLedger(), 'claim') }).run(adapter, 'records.create', { params: { ref: 'c-1' } }));
+    const err = await reject(
+      createRunner({ ledger: failing(createMemoryLedger(), 'claim') }).run(adapter, 'records.create', {
+        params: { ref: 'c-1' },
+      }),
+    );
     expect(LedgerError.isInstance(err) && err.providerMayHaveBeenCalled).toBe(false);
     expect(provider.calls()).toBe(0);
   });
@@ -37,7 +55,13 @@ describe('LedgerError.providerMayHaveBeenCalled', () => {
     const provider = createSandboxProvider(REPLAYING);
     const adapter = createSandboxAdapter({ provider });
     provider.failNext({ kind: 'not-applied', retryAfterMs: 1 });
-    const err = await reject(createRunner({ ledger: failing(createMemoryLedger(), 'markDispatched'), random: () => 0.5 }).run(adapter, 'records.create', { params: { ref: 'd-1' } }));
+    const err = await reject(
+      createRunner({ ledger: failing(createMemoryLedger(), 'markDispatched'), random: () => 0.5 }).run(
+        adapter,
+        'records.create',
+        { params: { ref: 'd-1' } },
+      ),
+    );
     expect(LedgerError.isInstance(err)).toBe(true);
     expect((err as LedgerError).providerMayHaveBeenCalled).toBe(true);
     expect(provider.calls()).toBe(1);
@@ -48,8 +72,12 @@ describe('LedgerError.providerMayHaveBeenCalled', () => {
     const provider = createSandboxProvider(REPLAYING);
     const adapter = createSandboxAdapter({ provider });
     const inner = createMemoryLedger();
-    const plain = new Proxy(failing(inner, 'markDispatched'), { get: (t, p) => (p === 'capabilities' ? {} : Reflect.get(t, p)) });
-    const err = await reject(createRunner({ ledger: plain }).run(adapter, 'records.create', { params: { ref: 'd-2' } }));
+    const plain = new Proxy(failing(inner, 'markDispatched'), {
+      get: (t, p) => (p === 'capabilities' ? {} : Reflect.get(t, p)),
+    });
+    const err = await reject(
+      createRunner({ ledger: plain }).run(adapter, 'records.create', { params: { ref: 'd-2' } }),
+    );
     expect(LedgerError.isInstance(err) && err.providerMayHaveBeenCalled).toBe(false);
     expect(provider.calls()).toBe(0);
   });
@@ -58,10 +86,15 @@ describe('LedgerError.providerMayHaveBeenCalled', () => {
     const provider = createSandboxProvider(REPLAYING);
     const adapter = createSandboxAdapter({ provider });
     const ledger = createMemoryLedger();
-    const err = await reject(createRunner({ ledger: failing(ledger, 'setState') }).run(adapter, 'records.create', { params: { ref: 's-1' } }));
+    const err = await reject(
+      createRunner({ ledger: failing(ledger, 'setState') }).run(adapter, 'records.create', { params: { ref: 's-1' } }),
+    );
     expect(LedgerError.isInstance(err)).toBe(true);
     expect((err as LedgerError).providerMayHaveBeenCalled).toBe(true);
-    expect(JSON.parse(JSON.stringify(err))).toMatchObject({ code: 'RETRYSAFE_LEDGER', providerMayHaveBeenCalled: true });
+    expect(JSON.parse(JSON.stringify(err))).toMatchObject({
+      code: 'RETRYSAFE_LEDGER',
+      providerMayHaveBeenCalled: true,
+    });
     expect(provider.count()).toBe(1);
     // Running the same operation again once the ledger works does not send it twice.
     const again = await createRunner({ ledger }).run(adapter, 'records.create', { params: { ref: 's-1' } });
@@ -74,18 +107,71 @@ describe('garbage adapters are typed errors, not TypeErrors', () => {
   const cases: Array<[string, unknown]> = [
     ['null', null],
     ['a string', 'stripe'],
-    ['no operations', { specificationVersion: 'v1', provider: 'x', deriveProviderKey: () => null, doExecute: async () => ({}), doLookup: async () => ({}) }],
-    ['operations not an object', { specificationVersion: 'v1', provider: 'x', operations: 7, deriveProviderKey: () => null, doExecute: async () => ({}), doLookup: async () => ({}) }],
-    ['no doExecute', { specificationVersion: 'v1', provider: 'x', operations: {}, deriveProviderKey: () => null, doLookup: async () => ({}) }],
-    ['a garbage spec', { specificationVersion: 'v1', provider: 'x', operations: { 'records.create': 5 }, deriveProviderKey: () => null, doExecute: async () => ({}), doLookup: async () => ({}) }],
-    ['no provider name', { specificationVersion: 'v1', operations: {}, deriveProviderKey: () => null, doExecute: async () => ({}), doLookup: async () => ({}) }],
+    [
+      'no operations',
+      {
+        specificationVersion: 'v1',
+        provider: 'x',
+        deriveProviderKey: () => null,
+        doExecute: async () => ({}),
+        doLookup: async () => ({}),
+      },
+    ],
+    [
+      'operations not an object',
+      {
+        specificationVersion: 'v1',
+        provider: 'x',
+        operations: 7,
+        deriveProviderKey: () => null,
+        doExecute: async () => ({}),
+        doLookup: async () => ({}),
+      },
+    ],
+    [
+      'no doExecute',
+      {
+        specificationVersion: 'v1',
+        provider: 'x',
+        operations: {},
+        deriveProviderKey: () => null,
+        doLookup: async () => ({}),
+      },
+    ],
+    [
+      'a garbage spec',
+      {
+        specificationVersion: 'v1',
+        provider: 'x',
+        operations: { 'records.create': 5 },
+        deriveProviderKey: () => null,
+        doExecute: async () => ({}),
+        doLookup: async () => ({}),
+      },
+    ],
+    [
+      'no provider name',
+      {
+        specificationVersion: 'v1',
+        operations: {},
+        deriveProviderKey: () => null,
+        doExecute: async () => ({}),
+        doLookup: async () => ({}),
+      },
+    ],
     ['wrong spec version', { specificationVersion: 'v9', provider: 'x' }],
   ];
   it.each(cases)('run() with %s', async (_label, adapter) => {
-    const err = await reject(createRunner({ ledger: createMemoryLedger() }).run(adapter as never, 'records.create', { params: { ref: 'g' } }));
+    const err = await reject(
+      createRunner({ ledger: createMemoryLedger() }).run(adapter as never, 'records.create', { params: { ref: 'g' } }),
+    );
     expect(err).not.toBeInstanceOf(TypeError);
     expect(RetrysafeError.isInstance(err)).toBe(true);
-    expect(RunnerConfigurationError.isInstance(err) || AdapterConfigurationError.isInstance(err) || UnsupportedSpecificationVersionError.isInstance(err)).toBe(true);
+    expect(
+      RunnerConfigurationError.isInstance(err) ||
+        AdapterConfigurationError.isInstance(err) ||
+        UnsupportedSpecificationVersionError.isInstance(err),
+    ).toBe(true);
   });
   // A spec is checked when a record needs it (a garbage spec is then handed off by recover's per-record guard).
   it.each(cases.filter(([l]) => l !== 'a garbage spec'))('recover() with %s', async (_label, adapter) => {
@@ -112,12 +198,17 @@ describe('a SQLite write that fails after the provider call (the write lock held
       const ledger = createSqliteLedger({ path, busyTimeoutMs: 50 });
       const other = new DatabaseSync(path);
       // The provider performs the create; then another connection takes the write lock and keeps it.
-      const adapter = { ...base, doExecute: async (...args: Parameters<typeof base.doExecute>) => {
-        const out = await base.doExecute(...args);
-        other.exec('BEGIN IMMEDIATE');
-        return out;
-      } } as typeof base;
-      const err = await reject(createRunner({ ledger }).run(adapter, 'records.create', { params: { ref: 'locked-result' } }));
+      const adapter = {
+        ...base,
+        doExecute: async (...args: Parameters<typeof base.doExecute>) => {
+          const out = await base.doExecute(...args);
+          other.exec('BEGIN IMMEDIATE');
+          return out;
+        },
+      } as typeof base;
+      const err = await reject(
+        createRunner({ ledger }).run(adapter, 'records.create', { params: { ref: 'locked-result' } }),
+      );
       other.exec('ROLLBACK');
       other.close();
       expect(LedgerError.isInstance(err), String(err)).toBe(true);
@@ -126,8 +217,16 @@ describe('a SQLite write that fails after the provider call (the write lock held
       // A deeply nested result is stored.
       let deep: Record<string, unknown> = { leaf: 1 };
       for (let i = 0; i < 1200; i++) deep = { a: deep };
-      const deepAdapter = { ...base, doExecute: async (...args: Parameters<typeof base.doExecute>) => ({ ...(await base.doExecute(...args)), result: deep }) } as typeof base;
-      expect((await createRunner({ ledger }).run(deepAdapter, 'records.create', { params: { ref: 'deep-result' } })).status).toBe('done');
+      const deepAdapter = {
+        ...base,
+        doExecute: async (...args: Parameters<typeof base.doExecute>) => ({
+          ...(await base.doExecute(...args)),
+          result: deep,
+        }),
+      } as typeof base;
+      expect(
+        (await createRunner({ ledger }).run(deepAdapter, 'records.create', { params: { ref: 'deep-result' } })).status,
+      ).toBe('done');
       await ledger.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -18,10 +18,24 @@ const holeAndExtra = Object.assign([1, , 3], { note: 'x' });
 class Point {
   constructor(readonly x: number) {}
 }
-const withGetter = { get g() { return { deep: true }; }, plain: 'p' };
+const withGetter = {
+  get g() {
+    return { deep: true };
+  },
+  plain: 'p',
+};
 
 const values: Record<string, unknown> = {
-  record: { businessOperationId: 'orders.create:abc', fence: 2, params: { orderRef: 'o-1', amount: 1, lines: [{ sku: 'a', qty: 2 }], note: null, flag: false }, result: null, receiptChain: { head: 'h', length: 1 }, big: 10n, neg: -0, nan: Number.NaN },
+  record: {
+    businessOperationId: 'orders.create:abc',
+    fence: 2,
+    params: { orderRef: 'o-1', amount: 1, lines: [{ sku: 'a', qty: 2 }], note: null, flag: false },
+    result: null,
+    receiptChain: { head: 'h', length: 1 },
+    big: 10n,
+    neg: -0,
+    nan: Number.NaN,
+  },
   'null-prototype object': { inner: nullProto },
   'own __proto__ key': withProtoKey,
   'own __proto__ key holding a number': withPrimitiveProtoKey,
@@ -55,8 +69,23 @@ describe('memory ledger copy', () => {
 
   it('copies an operation record (the literal for its usual key order) as structuredClone does', async () => {
     const ledger = createMemoryLedger();
-    const claim = await ledger.claim({ businessOperationId: 'op:r' as never, provider: 'p', operation: 'orders.create', intentFingerprint: 'sha256:i', paramsFingerprint: 'sha256:p', params: { a: [1, { b: 'x' }] }, providerKey: null, owner: 'w', leaseMs: 30_000, now: 1_000, dispatch: true });
-    const done = await ledger.setState({ businessOperationId: 'op:r' as never, fence: claim.record.fence }, { state: 'succeeded', result: { id: 'r1', nested: { n: 1 } }, providerRef: 'r1', now: 2_000 });
+    const claim = await ledger.claim({
+      businessOperationId: 'op:r' as never,
+      provider: 'p',
+      operation: 'orders.create',
+      intentFingerprint: 'sha256:i',
+      paramsFingerprint: 'sha256:p',
+      params: { a: [1, { b: 'x' }] },
+      providerKey: null,
+      owner: 'w',
+      leaseMs: 30_000,
+      now: 1_000,
+      dispatch: true,
+    });
+    const done = await ledger.setState(
+      { businessOperationId: 'op:r' as never, fence: claim.record.fence },
+      { state: 'succeeded', result: { id: 'r1', nested: { n: 1 } }, providerRef: 'r1', now: 2_000 },
+    );
     for (const r of [claim.record, done]) {
       const c = clone(r);
       expect(c).toStrictEqual(structuredClone(r));
@@ -121,7 +150,18 @@ describe('memory ledger copy', () => {
   it('a caller mutating what it gave or got never changes the ledger', async () => {
     const ledger = createMemoryLedger();
     const params = { orderRef: 'o-1', lines: [{ sku: 'a' }] };
-    const claim = await ledger.claim({ businessOperationId: 'op:1' as never, provider: 'p', operation: 'orders.create', intentFingerprint: 'sha256:i', paramsFingerprint: 'sha256:p', params, providerKey: null, owner: 'w', leaseMs: 30_000, now: 1_000 });
+    const claim = await ledger.claim({
+      businessOperationId: 'op:1' as never,
+      provider: 'p',
+      operation: 'orders.create',
+      intentFingerprint: 'sha256:i',
+      paramsFingerprint: 'sha256:p',
+      params,
+      providerKey: null,
+      owner: 'w',
+      leaseMs: 30_000,
+      now: 1_000,
+    });
     params.lines[0]!.sku = 'changed-after-claim';
     (claim.record.params as typeof params).lines[0]!.sku = 'changed-in-answer';
     (claim.record as { state: string }).state = 'succeeded';

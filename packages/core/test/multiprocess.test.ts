@@ -1,12 +1,12 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, fork } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
 import { verifyReceiptChain } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
-import { createSandboxProvider, startSandboxServer, type SandboxBehaviour } from '@retrysafe/sandbox';
+import { createSandboxProvider, type SandboxBehaviour, startSandboxServer } from '@retrysafe/sandbox';
+import { afterAll, describe, expect, it } from 'vitest';
 
 const WORKER = fileURLToPath(new URL('./fixtures/worker.mjs', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'retrysafe-mp-'));
@@ -14,11 +14,19 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 type Msg = { type: string; [k: string]: unknown };
 
-function spawnWorker(mode: string, env: Record<string, unknown>): { child: ChildProcess; messages: Msg[]; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> } {
-  const child = fork(WORKER, [mode], { env: { ...process.env, RETRYSAFE_WORKER: JSON.stringify(env) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+function spawnWorker(
+  mode: string,
+  env: Record<string, unknown>,
+): { child: ChildProcess; messages: Msg[]; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> } {
+  const child = fork(WORKER, [mode], {
+    env: { ...process.env, RETRYSAFE_WORKER: JSON.stringify(env) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const messages: Msg[] = [];
   child.on('message', (m) => messages.push(m as Msg));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
   return { child, messages, exited };
 }
 
@@ -28,7 +36,13 @@ const until = async (cond: () => boolean) => {
 
 describe('separate OS processes on one SQLite ledger', () => {
   it('6 processes run the same business operation at once: exactly one dispatch, all 6 get the same result', async () => {
-    const behaviour: SandboxBehaviour = { replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key' };
+    const behaviour: SandboxBehaviour = {
+      replays: false,
+      retentionMs: null,
+      parameterMatching: 'none',
+      concurrency: 'duplicates',
+      lookup: 'get-by-key',
+    };
     const provider = createSandboxProvider(behaviour);
     const server = await startSandboxServer({ provider });
     try {
@@ -60,7 +74,14 @@ describe('separate OS processes on one SQLite ledger', () => {
 
 describe('crash drill: a worker SIGKILLed mid-operation, recover() in a new process', () => {
   // Loopback, no proxy: a request that reached the sandbox is applied at once, so the card can bound late applies (1 s).
-  const behaviour: SandboxBehaviour = { replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key', lateApplyMs: 1000 };
+  const behaviour: SandboxBehaviour = {
+    replays: false,
+    retentionMs: null,
+    parameterMatching: 'none',
+    concurrency: 'duplicates',
+    lookup: 'get-by-key',
+    lateApplyMs: 1000,
+  };
 
   for (const [crashAt, recordsAtCrash, expectedAction] of [
     ['after-dispatched', 0, 'completed'],
@@ -70,7 +91,14 @@ describe('crash drill: a worker SIGKILLed mid-operation, recover() in a new proc
       const provider = createSandboxProvider(behaviour);
       const server = await startSandboxServer({ provider });
       try {
-        const env = { dbPath: join(dir, `crash-${crashAt}.db`), baseUrl: server.url, behaviour, ref: `crash-${crashAt}`, crashAt, leaseMs: 300 };
+        const env = {
+          dbPath: join(dir, `crash-${crashAt}.db`),
+          baseUrl: server.url,
+          behaviour,
+          ref: `crash-${crashAt}`,
+          crashAt,
+          leaseMs: 300,
+        };
         const crasher = spawnWorker('crash', env);
         const exit = await crasher.exited;
         expect(exit.signal).toBe('SIGKILL');
@@ -83,7 +111,9 @@ describe('crash drill: a worker SIGKILLed mid-operation, recover() in a new proc
         const recoverer = spawnWorker('recover', { ...env, crashAt: undefined });
         expect((await recoverer.exited).code).toBe(0);
         const report = recoverer.messages.find((m) => m.type === 'result')!;
-        expect(report.reports).toMatchObject([{ from: 'dispatched', to: 'succeeded', action: expectedAction, status: 'done' }]);
+        expect(report.reports).toMatchObject([
+          { from: 'dispatched', to: 'succeeded', action: expectedAction, status: 'done' },
+        ]);
         expect(report.states).toEqual(['succeeded']);
         expect(provider.count()).toBe(1);
       } finally {

@@ -1,14 +1,29 @@
-import { describe, expect, it } from 'vitest';
 import type { OperationSpec } from '@retrysafe/contract';
 import { RunnerConfigurationError } from '@retrysafe/core';
 import { assertParams, paramsErrors } from '@retrysafe/core/internal';
+import { describe, expect, it } from 'vitest';
 
-const spec = (paramsSchema: Record<string, unknown>) => ({ card: { operation: 'acme.orders.create' }, paramsSchema }) as unknown as OperationSpec;
-const schema = { type: 'object', additionalProperties: false, required: ['qty'], properties: { qty: { type: 'integer' }, email: { type: 'string', format: 'email' }, items: { type: 'array', items: { type: 'object', required: ['sku'] } } } };
+const spec = (paramsSchema: Record<string, unknown>) =>
+  ({ card: { operation: 'acme.orders.create' }, paramsSchema }) as unknown as OperationSpec;
+const schema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['qty'],
+  properties: {
+    qty: { type: 'integer' },
+    email: { type: 'string', format: 'email' },
+    items: { type: 'array', items: { type: 'object', required: ['sku'] } },
+  },
+};
 
 describe('params validated with ajv against the operation schema (issue 16)', () => {
   it('every failing field by path (nested, array items), with why and never the value', () => {
-    const errs = paramsErrors(spec(schema), { qty: '3', email: 'jane-at-example', extra: 1, items: [{ sku: 'a' }, {}] });
+    const errs = paramsErrors(spec(schema), {
+      qty: '3',
+      email: 'jane-at-example',
+      extra: 1,
+      items: [{ sku: 'a' }, {}],
+    });
     expect(errs).toEqual(
       expect.arrayContaining([
         { path: 'qty', message: 'must be integer' },
@@ -23,8 +38,16 @@ describe('params validated with ajv against the operation schema (issue 16)', ()
   });
 
   it('reads the dialect the schema names (draft-07 by default, 2019-09, 2020-12); a schema that does not compile is a configuration error', () => {
-    for (const $schema of ['https://json-schema.org/draft/2020-12/schema', 'https://json-schema.org/draft/2019-09/schema', 'http://json-schema.org/draft-07/schema#'])
-      expect(paramsErrors(spec({ ...schema, $schema }), { qty: 1.5 })).toEqual([{ path: 'qty', message: 'must be integer' }]);
-    expect(() => paramsErrors(spec({ type: 'object', properties: { a: { type: 'no-such-type' } } }), {})).toThrow(RunnerConfigurationError);
+    for (const $schema of [
+      'https://json-schema.org/draft/2020-12/schema',
+      'https://json-schema.org/draft/2019-09/schema',
+      'http://json-schema.org/draft-07/schema#',
+    ])
+      expect(paramsErrors(spec({ ...schema, $schema }), { qty: 1.5 })).toEqual([
+        { path: 'qty', message: 'must be integer' },
+      ]);
+    expect(() => paramsErrors(spec({ type: 'object', properties: { a: { type: 'no-such-type' } } }), {})).toThrow(
+      RunnerConfigurationError,
+    );
   });
 });

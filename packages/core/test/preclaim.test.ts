@@ -4,12 +4,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { PayloadLimitError, RetrysafeError, type Ledger } from '@retrysafe/contract';
+import { type Ledger, PayloadLimitError, RetrysafeError } from '@retrysafe/contract';
 import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { afterAll, describe, expect, it } from 'vitest';
 import { REPLAYING } from './helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'retrysafe-preclaim-'));
@@ -36,7 +36,11 @@ describe.each(ledgers)('pre-claim refusals on the %s ledger', (_name, create) =>
     const runner = createRunner({ ledger, random: () => 0.5 });
     return { provider, adapter, ledger, runner };
   }
-  const outcome = (p: Promise<unknown>) => p.then((v) => ({ ok: true as const, v }), (e: unknown) => ({ ok: false as const, e }));
+  const outcome = (p: Promise<unknown>) =>
+    p.then(
+      (v) => ({ ok: true as const, v }),
+      (e: unknown) => ({ ok: false as const, e }),
+    );
 
   for (const depth of [PAYLOAD_LIMITS.maxDepth + 1, 1001, 1500, 100_000]) {
     it(`params nested ${depth} deep: PayloadLimitError, 0 rows, 0 provider calls, and the same again on a second run`, async () => {
@@ -47,7 +51,12 @@ describe.each(ledgers)('pre-claim refusals on the %s ledger', (_name, create) =>
         expect(r.ok).toBe(false);
         if (r.ok) return;
         expect(PayloadLimitError.isInstance(r.e)).toBe(true);
-        expect(r.e).toMatchObject({ code: 'RETRYSAFE_PAYLOAD_LIMIT', part: 'params', limit: 'depth', max: PAYLOAD_LIMITS.maxDepth });
+        expect(r.e).toMatchObject({
+          code: 'RETRYSAFE_PAYLOAD_LIMIT',
+          part: 'params',
+          limit: 'depth',
+          max: PAYLOAD_LIMITS.maxDepth,
+        });
       }
       expect(await ledger.list()).toEqual([]);
       expect(provider.calls()).toBe(0);
@@ -57,7 +66,9 @@ describe.each(ledgers)('pre-claim refusals on the %s ledger', (_name, create) =>
 
   it(`params exactly ${PAYLOAD_LIMITS.maxDepth} deep are stored, patched and finished`, async () => {
     const { provider, adapter, ledger, runner } = setup();
-    const r = await runner.run(adapter, 'records.create', { params: { ref: 'at-limit', deep: nested(PAYLOAD_LIMITS.maxDepth - 1) } });
+    const r = await runner.run(adapter, 'records.create', {
+      params: { ref: 'at-limit', deep: nested(PAYLOAD_LIMITS.maxDepth - 1) },
+    });
     expect(r.status).toBe('done');
     expect(provider.count()).toBe(1);
     expect((await ledger.list()).map((x) => x.state)).toEqual(['succeeded']);
@@ -65,7 +76,9 @@ describe.each(ledgers)('pre-claim refusals on the %s ledger', (_name, create) =>
 
   it('an intent nested past the limit (caller-given) is refused the same way', async () => {
     const { provider, adapter, ledger, runner } = setup();
-    const r = await outcome(runner.run(adapter, 'records.create', { params: { ref: 'deep-intent' }, intent: { deep: nested(5000) } }));
+    const r = await outcome(
+      runner.run(adapter, 'records.create', { params: { ref: 'deep-intent' }, intent: { deep: nested(5000) } }),
+    );
     expect(!r.ok && PayloadLimitError.isInstance(r.e) && r.e.part === 'intent').toBe(true);
     expect(await ledger.list()).toEqual([]);
     expect(provider.calls()).toBe(0);
@@ -73,7 +86,9 @@ describe.each(ledgers)('pre-claim refusals on the %s ledger', (_name, create) =>
 
   it('params over the size limit: PayloadLimitError (bytes), 0 rows, 0 calls', async () => {
     const { provider, adapter, ledger, runner } = setup();
-    const r = await outcome(runner.run(adapter, 'records.create', { params: { ref: 'big', blob: 'x'.repeat(PAYLOAD_LIMITS.maxBytes) } }));
+    const r = await outcome(
+      runner.run(adapter, 'records.create', { params: { ref: 'big', blob: 'x'.repeat(PAYLOAD_LIMITS.maxBytes) } }),
+    );
     expect(!r.ok && PayloadLimitError.isInstance(r.e) && r.e.limit === 'bytes').toBe(true);
     expect(await ledger.list()).toEqual([]);
     expect(provider.calls()).toBe(0);
@@ -81,7 +96,10 @@ describe.each(ledgers)('pre-claim refusals on the %s ledger', (_name, create) =>
 
   it('params with an own __proto__ key (what JSON.parse gives) never leave a row that cannot finish', async () => {
     const { provider, adapter, ledger, runner } = setup();
-    const params = JSON.parse('{"ref":"proto-1","meta":{"__proto__":{"polluted":true},"x":1}}') as Record<string, unknown>;
+    const params = JSON.parse('{"ref":"proto-1","meta":{"__proto__":{"polluted":true},"x":1}}') as Record<
+      string,
+      unknown
+    >;
     const first = await outcome(runner.run(adapter, 'records.create', { params }));
     if (first.ok) {
       // The redactor keeps own __proto__ keys as data: the operation simply runs, once.

@@ -1,8 +1,14 @@
 // What the runner's property tests share: the space of sandbox behaviours they search, and a sandbox
 // on a fresh virtual clock with scripted faults queued. Each test keeps its own faults and policy ranges.
-import fc from 'fast-check';
+
 import { createVirtualClock } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider, type SandboxBehaviour, type SandboxFault } from '@retrysafe/sandbox';
+import {
+  createSandboxAdapter,
+  createSandboxProvider,
+  type SandboxBehaviour,
+  type SandboxFault,
+} from '@retrysafe/sandbox';
+import fc from 'fast-check';
 
 /** Every behaviour a sandbox card can describe, with the delays that make lookups and processing race. */
 export const sandboxBehaviourArb: fc.Arbitrary<SandboxBehaviour> = fc.record({

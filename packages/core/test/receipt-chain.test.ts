@@ -2,12 +2,21 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { afterAll, describe, expect, it } from 'vitest';
-import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
-import { createRunner, createVirtualClock, exportReceiptsJsonl, parseReceiptKeys, RunnerConfigurationError, verifyOperation, verifyReceiptChain, verifyReceiptsJsonl } from '@retrysafe/core';
-import { receiptHash, sealReceipt } from '@retrysafe/core/internal';
 import { asBusinessOperationId, type Receipt } from '@retrysafe/contract';
+import {
+  createRunner,
+  createVirtualClock,
+  exportReceiptsJsonl,
+  parseReceiptKeys,
+  RunnerConfigurationError,
+  verifyOperation,
+  verifyReceiptChain,
+  verifyReceiptsJsonl,
+} from '@retrysafe/core';
+import { receiptHash, sealReceipt } from '@retrysafe/core/internal';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { afterAll, describe, expect, it } from 'vitest';
 import { REPLAYING, setup } from './helpers.js';
 
 /** A connection of its own to the ledger file, to edit it from outside. */
@@ -34,7 +43,10 @@ function reseal(receipts: readonly Receipt[], from: number, edit: (r: Receipt) =
 describe('receipt chain: anchored on the row, keyed with an HMAC, verifiable offline', () => {
   it('without a key a re-sealed chain verifies (the limit), with one it does not; rotation keeps old chains verifiable', async () => {
     const keys = parseReceiptKeys('k2026:0123456789abcdef-secret,k2025:older-secret-0123456789');
-    const { provider, adapter, runner, ledger } = setup({ replays: false, retentionMs: null }, { receiptKey: keys.current });
+    const { provider, adapter, runner, ledger } = setup(
+      { replays: false, retentionMs: null },
+      { receiptKey: keys.current },
+    );
     provider.failNext({ kind: 'unknown-before-commit' });
     const r = await runner.run(adapter, OP, { params: { ref: 'hmac-1' } });
     const receipts = await ledger.receipts(r.businessOperationId);
@@ -48,7 +60,9 @@ describe('receipt chain: anchored on the row, keyed with an HMAC, verifiable off
     const forged = reseal(receipts, 1, (x) => ({ ...x, code: 'forged' }));
     expect(verifyReceiptChain(forged, { keys: keys.keyring })).toMatchObject({ ok: false, index: 1 });
     // A forger who knows the format but not the secret cannot make a keyed hash that checks.
-    const fake = forged.map((x, i) => (i >= 1 ? { ...x, hash: x.hash.replace(/^/, 'hmac-sha256:k2026:').slice(0, 'hmac-sha256:k2026:'.length + 64) } : x));
+    const fake = forged.map((x, i) =>
+      i >= 1 ? { ...x, hash: x.hash.replace(/^/, 'hmac-sha256:k2026:').slice(0, 'hmac-sha256:k2026:'.length + 64) } : x,
+    );
     expect(verifyReceiptChain(fake, { keys: keys.keyring })).toMatchObject({ ok: false, index: 1 });
 
     // An unkeyed ledger: the same forgery passes verifyReceiptChain; only the anchor or a key catches it.
@@ -58,14 +72,22 @@ describe('receipt chain: anchored on the row, keyed with an HMAC, verifiable off
     const pr = await plain.ledger.receipts(p.businessOperationId);
     const pForged = reseal(pr, 1, (x) => ({ ...x, code: 'forged' }));
     expect(verifyReceiptChain(pForged)).toEqual({ ok: true });
-    expect(verifyReceiptChain(pForged, { anchor: (await plain.ledger.get(p.businessOperationId))!.receiptChain! })).toMatchObject({ ok: false });
-    expect(verifyReceiptChain(pr, { keys: keys.keyring })).toMatchObject({ ok: false, reason: expect.stringMatching(/not keyed/) });
+    expect(
+      verifyReceiptChain(pForged, { anchor: (await plain.ledger.get(p.businessOperationId))!.receiptChain! }),
+    ).toMatchObject({ ok: false });
+    expect(verifyReceiptChain(pr, { keys: keys.keyring })).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/not keyed/),
+    });
     expect(verifyReceiptChain(pr, { keys: keys.keyring, allowUnkeyed: true })).toEqual({ ok: true });
 
     // Rotation: receipts sealed with the old key still verify with the old key in the keyring.
     const old = sealReceipt({ ...receipts[0]!, prevHash: null }, { id: 'k2025', secret: 'older-secret-0123456789' });
     expect(verifyReceiptChain([old], { keys: keys.keyring })).toEqual({ ok: true });
-    expect(verifyReceiptChain([old], { keys: { k2026: '0123456789abcdef-secret' } })).toMatchObject({ ok: false, reason: expect.stringMatching(/k2025.*not in the keyring/) });
+    expect(verifyReceiptChain([old], { keys: { k2026: '0123456789abcdef-secret' } })).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/k2025.*not in the keyring/),
+    });
   });
 
   it('with a key, every receipt of the chain is keyed: also the supersede receipt of a corrected request (it was sealed without the key, and the chain failed verification)', async () => {
@@ -78,15 +100,21 @@ describe('receipt chain: anchored on the row, keyed with an HMAC, verifiable off
     expect(corrected.status).toBe('done');
     const receipts = await ledger.receipts(corrected.businessOperationId);
     expect(receipts.map((x) => x.kind)).toContain('resolve');
-    expect(receipts.filter((x) => !/^hmac-sha256:k2026:/.test(x.hash)).map((x) => `${x.seq} ${x.kind} ${x.decision.action}`)).toEqual([]);
+    expect(
+      receipts.filter((x) => !/^hmac-sha256:k2026:/.test(x.hash)).map((x) => `${x.seq} ${x.kind} ${x.decision.action}`),
+    ).toEqual([]);
     const anchor = (await ledger.get(corrected.businessOperationId))!.receiptChain!;
     expect(verifyReceiptChain(receipts, { keys: keys.keyring, anchor })).toEqual({ ok: true });
   });
 
   it('a bad key is refused when the runner is built, never mid-run, and its secret is never echoed', () => {
     const ledger = setup().ledger;
-    expect(() => createRunner({ ledger, receiptKey: { id: 'k', secret: 'short-s3cret' } })).toThrow(RunnerConfigurationError);
-    expect(() => createRunner({ ledger, receiptKey: { id: 'bad id!', secret: '0123456789abcdef0' } })).toThrow(/receipt key id/);
+    expect(() => createRunner({ ledger, receiptKey: { id: 'k', secret: 'short-s3cret' } })).toThrow(
+      RunnerConfigurationError,
+    );
+    expect(() => createRunner({ ledger, receiptKey: { id: 'bad id!', secret: '0123456789abcdef0' } })).toThrow(
+      /receipt key id/,
+    );
     expect(() => parseReceiptKeys('nocolon')).toThrow(TypeError);
     try {
       parseReceiptKeys('k:tiny-s3cret');
@@ -106,7 +134,10 @@ describe('receipt chain: anchored on the row, keyed with an HMAC, verifiable off
     expect(r.status).toBe('done');
     const id = r.businessOperationId;
     const receipts = await ledger.receipts(id);
-    expect((await ledger.get(id))!.receiptChain).toEqual({ head: receipts[receipts.length - 1]!.hash, length: receipts.length });
+    expect((await ledger.get(id))!.receiptChain).toEqual({
+      head: receipts[receipts.length - 1]!.hash,
+      length: receipts.length,
+    });
     expect(await verifyOperation(ledger, id)).toEqual({ ok: true });
     await ledger.close();
 
@@ -115,7 +146,10 @@ describe('receipt chain: anchored on the row, keyed with an HMAC, verifiable off
     cut.close();
     ledger = createSqliteLedger({ path });
     expect(verifyReceiptChain(await ledger.receipts(id))).toEqual({ ok: true }); // what main could tell
-    expect(await verifyOperation(ledger, id)).toMatchObject({ ok: false, reason: `the row anchors ${receipts.length} receipt(s), the ledger holds ${receipts.length - 1}` });
+    expect(await verifyOperation(ledger, id)).toMatchObject({
+      ok: false,
+      reason: `the row anchors ${receipts.length} receipt(s), the ledger holds ${receipts.length - 1}`,
+    });
     await ledger.close();
     const all = rawSqlite(path);
     all.prepare('UPDATE retrysafe_operations SET receipts = NULL WHERE id = ?').run(id);
@@ -132,13 +166,20 @@ describe('receipt chain: anchored on the row, keyed with an HMAC, verifiable off
     const b = await runner.run(adapter, OP, { params: { ref: 'ex-2' } });
     const text = await exportReceiptsJsonl(ledger, { heads: true });
     expect(text.split('\n').filter((l) => l.includes('"chainHead"'))).toHaveLength(2);
-    expect(verifyReceiptsJsonl(text).map((x) => [x.businessOperationId, x.check.ok])).toEqual([[a.businessOperationId, true], [b.businessOperationId, true]]);
+    expect(verifyReceiptsJsonl(text).map((x) => [x.businessOperationId, x.check.ok])).toEqual([
+      [a.businessOperationId, true],
+      [b.businessOperationId, true],
+    ]);
     const lines = text.trimEnd().split('\n');
     const aLast = lines.findLastIndex((l) => l.includes(a.businessOperationId) && !l.includes('chainHead'));
     const dropped = lines.filter((_, i) => i !== aLast).join('\n');
-    expect(verifyReceiptsJsonl(dropped).find((x) => x.businessOperationId === a.businessOperationId)!.check.ok).toBe(false);
+    expect(verifyReceiptsJsonl(dropped).find((x) => x.businessOperationId === a.businessOperationId)!.check.ok).toBe(
+      false,
+    );
     const headless = lines.filter((l) => !(l.includes('chainHead') && l.includes(b.businessOperationId))).join('\n');
-    expect(verifyReceiptsJsonl(headless).find((x) => x.businessOperationId === b.businessOperationId)!.check).toMatchObject({ ok: false, reason: expect.stringMatching(/no chain head/) });
+    expect(
+      verifyReceiptsJsonl(headless).find((x) => x.businessOperationId === b.businessOperationId)!.check,
+    ).toMatchObject({ ok: false, reason: expect.stringMatching(/no chain head/) });
     // The default export is unchanged: receipts only.
     expect(await exportReceiptsJsonl(ledger)).not.toContain('chainHead');
     expect(asBusinessOperationId(a.businessOperationId)).toBe(a.businessOperationId);

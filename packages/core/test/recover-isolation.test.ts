@@ -1,9 +1,10 @@
 // Issue 15 item 5: recover() drives each record on its own. One that cannot be driven is handed off with
 // reason `recovery-failed` and its error, listed in the report; the healthy ones behind it proceed.
-import { describe, expect, it } from 'vitest';
-import { LedgerError, asBusinessOperationId, fingerprint, type Ledger, type ProviderKey } from '@retrysafe/contract';
+
+import { asBusinessOperationId, fingerprint, type Ledger, LedgerError, type ProviderKey } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { describe, expect, it } from 'vitest';
 import { REPLAYING } from './helpers.js';
 
 /** A ledger whose writes for one operation fail (a row the disk cannot take); handOff too when `all`. */
@@ -15,7 +16,8 @@ function poisoned(inner: Ledger, badId: string, all: boolean): Ledger {
       if (typeof v !== 'function') return v;
       return (...args: unknown[]) => {
         const ref = args[0] as { businessOperationId?: string } | undefined;
-        if (writes.has(String(prop)) && ref?.businessOperationId === badId) return Promise.reject(new LedgerError(`${String(prop)}: disk full (injected)`));
+        if (writes.has(String(prop)) && ref?.businessOperationId === badId)
+          return Promise.reject(new LedgerError(`${String(prop)}: disk full (injected)`));
         return (v as (...a: unknown[]) => unknown).apply(target, args);
       };
     },
@@ -25,7 +27,18 @@ function poisoned(inner: Ledger, badId: string, all: boolean): Ledger {
 async function leftDispatched(ledger: Ledger, ref: string, now: number) {
   const id = asBusinessOperationId(`sandbox.records.create:${ref}`);
   const params = { ref };
-  const c = await ledger.claim({ businessOperationId: id, provider: 'sandbox', operation: 'sandbox.records.create', intentFingerprint: fingerprint({ ref }), paramsFingerprint: fingerprint(params), params, providerKey: `k-${ref}` as ProviderKey, owner: 'dead-worker', leaseMs: 1000, now });
+  const c = await ledger.claim({
+    businessOperationId: id,
+    provider: 'sandbox',
+    operation: 'sandbox.records.create',
+    intentFingerprint: fingerprint({ ref }),
+    paramsFingerprint: fingerprint(params),
+    params,
+    providerKey: `k-${ref}` as ProviderKey,
+    owner: 'dead-worker',
+    leaseMs: 1000,
+    now,
+  });
   if (c.kind !== 'claimed') throw new Error('setup claim failed');
   await ledger.markDispatched({ businessOperationId: id, fence: c.record.fence }, now);
   return id;
@@ -39,10 +52,18 @@ describe('recover() isolates each record', () => {
       const adapter = createSandboxAdapter({ provider });
       const inner = createMemoryLedger();
       const bad = await leftDispatched(inner, 'a-bad', clock.now());
-      const good = [await leftDispatched(inner, 'b-good', clock.now()), await leftDispatched(inner, 'c-good', clock.now())];
+      const good = [
+        await leftDispatched(inner, 'b-good', clock.now()),
+        await leftDispatched(inner, 'c-good', clock.now()),
+      ];
       clock.advance(5000);
       const packets: unknown[] = [];
-      const runner = createRunner({ ledger: poisoned(inner, bad, all), clock, random: () => 0.5, handoff: { send: (p) => void packets.push(p) } });
+      const runner = createRunner({
+        ledger: poisoned(inner, bad, all),
+        clock,
+        random: () => 0.5,
+        handoff: { send: (p) => void packets.push(p) },
+      });
 
       const reports = await runner.recover({ adapters: [adapter] });
 
@@ -79,12 +100,26 @@ describe('recover() isolates each record', () => {
     for (let i = 0; i < 150; i++) deep = { a: deep };
     const id = asBusinessOperationId('sandbox.records.create:deep-old');
     const params = { ref: 'deep-old', deep };
-    const c = await ledger.claim({ businessOperationId: id, provider: 'sandbox', operation: 'sandbox.records.create', intentFingerprint: 'i', paramsFingerprint: fingerprint(params), params, providerKey: 'k-deep' as ProviderKey, owner: 'old-version', leaseMs: 1000, now: clock.now() });
+    const c = await ledger.claim({
+      businessOperationId: id,
+      provider: 'sandbox',
+      operation: 'sandbox.records.create',
+      intentFingerprint: 'i',
+      paramsFingerprint: fingerprint(params),
+      params,
+      providerKey: 'k-deep' as ProviderKey,
+      owner: 'old-version',
+      leaseMs: 1000,
+      now: clock.now(),
+    });
     if (c.kind !== 'claimed') throw new Error('setup');
     const good = await leftDispatched(ledger, 'z-good', clock.now());
     clock.advance(5000);
     const reports = await createRunner({ ledger, clock, random: () => 0.5 }).recover({ adapters: [adapter] });
-    expect(reports.find((r) => r.businessOperationId === id)).toMatchObject({ action: 'handed-off', error: { name: 'PayloadLimitError', code: 'RETRYSAFE_PAYLOAD_LIMIT' } });
+    expect(reports.find((r) => r.businessOperationId === id)).toMatchObject({
+      action: 'handed-off',
+      error: { name: 'PayloadLimitError', code: 'RETRYSAFE_PAYLOAD_LIMIT' },
+    });
     expect((await ledger.get(id))?.handoff?.reason).toBe('recovery-failed');
     expect((await ledger.get(good))?.state).toBe('succeeded');
     expect(provider.records().some((r) => JSON.stringify(r).includes('deep-old'))).toBe(false);

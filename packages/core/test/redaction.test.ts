@@ -1,9 +1,9 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
 import { exportReceiptsJsonl, jsonlHandoffSink, type LogEntry } from '@retrysafe/core';
 import { createRedactor, detectSensitive, isSecretKey } from '@retrysafe/core/internal';
+import { afterAll, describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
 
 const SECRET = 'sk_live_51Hq9ZsEcReTvAlUe0xyz';
@@ -18,10 +18,18 @@ describe('redaction: a secret and PII in params never reach receipts, packets, e
     const packetsFile = join(dir, 'handoffs.jsonl');
     const { provider, adapter, runner, ledger } = setup(
       { replays: false, retentionMs: null },
-      { logger: (e) => logs.push(e), redact: { fields: ['customer.email'], patterns: [/\+44 \d{4} \d{6}/g] }, handoff: jsonlHandoffSink(packetsFile) },
+      {
+        logger: (e) => logs.push(e),
+        redact: { fields: ['customer.email'], patterns: [/\+44 \d{4} \d{6}/g] },
+        handoff: jsonlHandoffSink(packetsFile),
+      },
       { sensitiveFields: ['customer.phone'] },
     );
-    const params = (ref: string) => ({ ref, note: `charge with ${SECRET}`, customer: { email: PII, phone: PHONE, name: 'A.' } });
+    const params = (ref: string) => ({
+      ref,
+      note: `charge with ${SECRET}`,
+      customer: { email: PII, phone: PHONE, name: 'A.' },
+    });
 
     // 1: lost response, reconciled by lookup
     provider.failNext({ kind: 'unknown-after-commit' });
@@ -47,20 +55,74 @@ describe('redaction: a secret and PII in params never reach receipts, packets, e
   });
 
   it('the redactor: declared fields at any depth, dot paths, secret-named keys, secret-looking strings, declared values in free text', () => {
-    const r = createRedactor({ fields: ['email', 'card.number'], patterns: [/ACCT-\d+/] }).withValuesFrom({ email: 'bob@example.test' });
-    expect(r.params({ a: { email: 'x@y.z' }, card: { number: '4242', exp: '12/30' }, number: 7, password: 'hunter2', list: [{ token: 't' }], text: 'Bearer abc.def ACCT-991' })).toEqual({
-      a: { email: '[redacted]' }, card: { number: '[redacted]', exp: '12/30' }, number: 7, password: '[redacted]', list: [{ token: '[redacted]' }], text: '[redacted] [redacted]',
+    const r = createRedactor({ fields: ['email', 'card.number'], patterns: [/ACCT-\d+/] }).withValuesFrom({
+      email: 'bob@example.test',
+    });
+    expect(
+      r.params({
+        a: { email: 'x@y.z' },
+        card: { number: '4242', exp: '12/30' },
+        number: 7,
+        password: 'hunter2',
+        list: [{ token: 't' }],
+        text: 'Bearer abc.def ACCT-991',
+      }),
+    ).toEqual({
+      a: { email: '[redacted]' },
+      card: { number: '[redacted]', exp: '12/30' },
+      number: 7,
+      password: '[redacted]',
+      list: [{ token: '[redacted]' }],
+      text: '[redacted] [redacted]',
     });
     expect(r.text('failed for bob@example.test with sk_test_abcdef1234')).toBe('failed for [redacted] with [redacted]');
   });
 
   it('key rules match by parts, in any case, separator or language', () => {
-    const secret = ['X-Auth-Token', 'x-auth-token', 'apiToken', 'dbPassword', 'db_password', 'bearer', 'auth', 'credentials', 'passphrase', 'pin', 'cvc', 'ssn', 'passwort', 'пароль', 'contraseña', 'apiKey ', 'X-Api-Key', 'privateKey', 'bearerToken', 'client_secret', 'cardNumber', 'Authorization'];
-    const plain = ['amount', 'currency', 'customer', 'orderRef', 'author', 'providerKey', 'idempotencyKey', 'description', 'spinner', 'opinion', 'tokenizer'];
+    const secret = [
+      'X-Auth-Token',
+      'x-auth-token',
+      'apiToken',
+      'dbPassword',
+      'db_password',
+      'bearer',
+      'auth',
+      'credentials',
+      'passphrase',
+      'pin',
+      'cvc',
+      'ssn',
+      'passwort',
+      'пароль',
+      'contraseña',
+      'apiKey ',
+      'X-Api-Key',
+      'privateKey',
+      'bearerToken',
+      'client_secret',
+      'cardNumber',
+      'Authorization',
+    ];
+    const plain = [
+      'amount',
+      'currency',
+      'customer',
+      'orderRef',
+      'author',
+      'providerKey',
+      'idempotencyKey',
+      'description',
+      'spinner',
+      'opinion',
+      'tokenizer',
+    ];
     for (const k of secret) expect(isSecretKey(k), k).toBe(true);
     for (const k of plain) expect(isSecretKey(k), k).toBe(false);
     const r = createRedactor();
-    const out = r.params(Object.fromEntries([...secret, ...plain].map((k) => [k, 'v4lue-kept?']))) as Record<string, unknown>;
+    const out = r.params(Object.fromEntries([...secret, ...plain].map((k) => [k, 'v4lue-kept?']))) as Record<
+      string,
+      unknown
+    >;
     for (const k of secret) expect(out[k], k).toBe('[redacted]');
     for (const k of plain) expect(out[k], k).toBe('v4lue-kept?');
   });
@@ -85,10 +147,25 @@ describe('redaction: a secret and PII in params never reach receipts, packets, e
       expect(out, kind).toContain('[redacted]');
       expect(detectSensitive(s), kind).not.toBeNull();
     }
-    expect(r.text('cannot reach postgres://app:hunter2@db.internal:5432/x')).toBe('cannot reach postgres://[redacted]@db.internal:5432/x');
-    expect(r.text('passwort=geheim123 und {"apiToken":"t0k3n-v"}')).toBe('passwort=[redacted] und {"apiToken":"[redacted]"}');
+    expect(r.text('cannot reach postgres://app:hunter2@db.internal:5432/x')).toBe(
+      'cannot reach postgres://[redacted]@db.internal:5432/x',
+    );
+    expect(r.text('passwort=geheim123 und {"apiToken":"t0k3n-v"}')).toBe(
+      'passwort=[redacted] und {"apiToken":"[redacted]"}',
+    );
     // Not everything long is a secret: ids, amounts, dates and refs stay readable.
-    for (const s of ['pi_3NkQf2Lz0abc', 'amount 1000 eur', '2026-12-01T07:00:00.000Z', 'HTTP 409 idempotency_key_in_use', '4242 4242 4242 4241', 'retry in 1500 ms', 'Basic authentication failed', 'at 1764572400000 ms', 'hubspot object 17000000000001']) expect(r.text(s), s).toBe(s);
+    for (const s of [
+      'pi_3NkQf2Lz0abc',
+      'amount 1000 eur',
+      '2026-12-01T07:00:00.000Z',
+      'HTTP 409 idempotency_key_in_use',
+      '4242 4242 4242 4241',
+      'retry in 1500 ms',
+      'Basic authentication failed',
+      'at 1764572400000 ms',
+      'hubspot object 17000000000001',
+    ])
+      expect(r.text(s), s).toBe(s);
   });
 
   it('PII detectors are on by default; pii: false turns them off, never the secret ones', () => {
@@ -103,11 +180,15 @@ describe('redaction: a secret and PII in params never reach receipts, packets, e
   });
 
   it("copies keep an own __proto__ key as data, never as the copy's prototype", () => {
-    const input = JSON.parse('{"__proto__": {"polluted": "yes", "password": "p"}, "a": {"__proto__": {"x": 1}}}') as Record<string, unknown>;
+    const input = JSON.parse(
+      '{"__proto__": {"polluted": "yes", "password": "p"}, "a": {"__proto__": {"x": 1}}}',
+    ) as Record<string, unknown>;
     const out = createRedactor().params(input) as Record<string, unknown>;
     expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
     expect(Object.keys(out)).toEqual(['__proto__', 'a']);
-    expect(JSON.stringify(out)).toBe('{"__proto__":{"polluted":"yes","password":"[redacted]"},"a":{"__proto__":{"x":1}}}');
+    expect(JSON.stringify(out)).toBe(
+      '{"__proto__":{"polluted":"yes","password":"[redacted]"},"a":{"__proto__":{"x":1}}}',
+    );
     expect((out as { polluted?: unknown }).polluted).toBeUndefined();
     expect(({} as { polluted?: unknown }).polluted).toBeUndefined();
   });

@@ -1,7 +1,8 @@
 // Issue 15 item 7: the API refuses what the CLI refuses. resume on a packet that marks it unsafe is an
 // UnsafeResumeError (nothing sent) unless { force: true }.
-import { describe, expect, it } from 'vitest';
+
 import { UnsafeResumeError } from '@retrysafe/contract';
+import { describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
 
 const OP = 'records.create';
@@ -14,7 +15,9 @@ describe('runner.resolve(id, { action: "resume" }) and an unsafe packet', () => 
     const r = await runner.run(adapter, OP, { params: { ref: 'unsafe-1' } });
     expect(r.status === 'handed-off' && r.packet.safeNextActions.find((a) => a.action === 'resume')?.safe).toBe(false);
     const callsBefore = provider.calls();
-    const err = await runner.resolve(r.businessOperationId, { action: 'resume' }, { adapters: [adapter] }).catch((e: unknown) => e);
+    const err = await runner
+      .resolve(r.businessOperationId, { action: 'resume' }, { adapters: [adapter] })
+      .catch((e: unknown) => e);
     expect(UnsafeResumeError.isInstance(err)).toBe(true);
     expect(err).toMatchObject({ code: 'RETRYSAFE_UNSAFE_RESUME', businessOperationId: r.businessOperationId });
     expect(provider.calls()).toBe(callsBefore);
@@ -28,8 +31,14 @@ describe('runner.resolve(id, { action: "resume" }) and an unsafe packet', () => 
     const r = await runner.run(adapter, OP, { params: { ref: 'unsafe-2' } });
     expect(r.status === 'handed-off' && r.packet.safeNextActions.find((a) => a.action === 'resume')?.safe).toBe(false);
     expect(provider.count()).toBe(0);
-    await expect(runner.resolve(r.businessOperationId, { action: 'resume' }, { adapters: [adapter] })).rejects.toSatisfy(UnsafeResumeError.isInstance);
-    const resumed = await runner.resolve(r.businessOperationId, { action: 'resume', force: true }, { adapters: [adapter], by: 'alice' });
+    await expect(
+      runner.resolve(r.businessOperationId, { action: 'resume' }, { adapters: [adapter] }),
+    ).rejects.toSatisfy(UnsafeResumeError.isInstance);
+    const resumed = await runner.resolve(
+      r.businessOperationId,
+      { action: 'resume', force: true },
+      { adapters: [adapter], by: 'alice' },
+    );
     expect(resumed.status).toBe('done');
     expect(provider.count()).toBe(1);
   });
@@ -39,7 +48,9 @@ describe('runner.resolve(id, { action: "resume" }) and an unsafe packet', () => 
     provider.failNext({ kind: 'not-applied', retryAfterMs: 10 }, 2);
     const r = await runner.run(adapter, OP, { params: { ref: 'safe-3' } });
     expect(r.status === 'handed-off' && r.packet.safeNextActions.find((a) => a.action === 'resume')?.safe).toBe(true);
-    expect((await runner.resolve(r.businessOperationId, { action: 'resume' }, { adapters: [adapter] })).status).toBe('done');
+    expect((await runner.resolve(r.businessOperationId, { action: 'resume' }, { adapters: [adapter] })).status).toBe(
+      'done',
+    );
     expect(provider.count()).toBe(1);
   });
 });

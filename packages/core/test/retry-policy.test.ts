@@ -1,18 +1,35 @@
-import { describe, expect, it } from 'vitest';
-import fc from 'fast-check';
-import { RunnerConfigurationError, type RetryPolicy } from '@retrysafe/core';
+import { type RetryPolicy, RunnerConfigurationError } from '@retrysafe/core';
 import { backoffMs, planRetry, resolvePolicy } from '@retrysafe/core/internal';
 import { sandboxCreateCard } from '@retrysafe/sandbox';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
 
-const card = sandboxCreateCard({ replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' });
+const card = sandboxCreateCard({
+  replays: true,
+  retentionMs: 86_400_000,
+  parameterMatching: 'mismatch-error',
+  concurrency: 'rejects-in-progress',
+  lookup: 'get-by-key',
+});
 
-const policyArb = fc.record({
-  maxAttempts: fc.integer({ min: 1, max: 12 }),
-  maxElapsedMs: fc.integer({ min: 1, max: 600_000 }),
-  baseMs: fc.integer({ min: 0, max: 5_000 }),
-  capExtra: fc.integer({ min: 0, max: 60_000 }),
-  retryAfterCapMs: fc.integer({ min: 0, max: 120_000 }),
-}).map(({ capExtra, ...p }): RetryPolicy => ({ ...p, capMs: p.baseMs + capExtra, lookupWindowMs: 30_000, leaseMs: 30_000, waitForOtherMs: 30_000, clockSkewMarginMs: 60_000 }));
+const policyArb = fc
+  .record({
+    maxAttempts: fc.integer({ min: 1, max: 12 }),
+    maxElapsedMs: fc.integer({ min: 1, max: 600_000 }),
+    baseMs: fc.integer({ min: 0, max: 5_000 }),
+    capExtra: fc.integer({ min: 0, max: 60_000 }),
+    retryAfterCapMs: fc.integer({ min: 0, max: 120_000 }),
+  })
+  .map(
+    ({ capExtra, ...p }): RetryPolicy => ({
+      ...p,
+      capMs: p.baseMs + capExtra,
+      lookupWindowMs: 30_000,
+      leaseMs: 30_000,
+      waitForOtherMs: 30_000,
+      clockSkewMarginMs: 60_000,
+    }),
+  );
 
 /** Runs the retry loop against a provider that fails every time, on a virtual clock. */
 function simulate(policy: RetryPolicy, retryAfters: (number | undefined)[], randoms: number[]) {
@@ -22,7 +39,11 @@ function simulate(policy: RetryPolicy, retryAfters: (number | undefined)[], rand
   const waits: { waited: number; asked: number | undefined }[] = [];
   for (let i = 0; ; i++) {
     const asked = retryAfters[i % retryAfters.length];
-    const plan = planRetry({ attemptsMade: calls.length, startedAt: start, now, retryAfterMs: asked }, policy, () => randoms[i % randoms.length]!);
+    const plan = planRetry(
+      { attemptsMade: calls.length, startedAt: start, now, retryAfterMs: asked },
+      policy,
+      () => randoms[i % randoms.length]!,
+    );
     if (!plan.retry) return { calls, waits, start, stop: plan.reason };
     waits.push({ waited: plan.delayMs, asked });
     now += plan.delayMs;
@@ -30,31 +51,58 @@ function simulate(policy: RetryPolicy, retryAfters: (number | undefined)[], rand
   }
 }
 
-const retryAfterArb = fc.array(fc.option(fc.integer({ min: 0, max: 150_000 }), { nil: undefined }), { minLength: 1, maxLength: 6 });
-const randomsArb = fc.array(fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), { minLength: 1, maxLength: 6 });
+const retryAfterArb = fc.array(fc.option(fc.integer({ min: 0, max: 150_000 }), { nil: undefined }), {
+  minLength: 1,
+  maxLength: 6,
+});
+const randomsArb = fc.array(fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), {
+  minLength: 1,
+  maxLength: 6,
+});
 
 describe('retry policy properties (fast-check)', () => {
   it('never exceeds max attempts', () => {
-    fc.assert(fc.property(policyArb, retryAfterArb, randomsArb, (p, ra, rnd) => simulate(p, ra, rnd).calls.length <= p.maxAttempts));
+    fc.assert(
+      fc.property(
+        policyArb,
+        retryAfterArb,
+        randomsArb,
+        (p, ra, rnd) => simulate(p, ra, rnd).calls.length <= p.maxAttempts,
+      ),
+    );
   });
 
   it('never makes a call after max elapsed', () => {
-    fc.assert(fc.property(policyArb, retryAfterArb, randomsArb, (p, ra, rnd) => {
-      const s = simulate(p, ra, rnd);
-      return s.calls.every((t) => t - s.start <= p.maxElapsedMs);
-    }));
+    fc.assert(
+      fc.property(policyArb, retryAfterArb, randomsArb, (p, ra, rnd) => {
+        const s = simulate(p, ra, rnd);
+        return s.calls.every((t) => t - s.start <= p.maxElapsedMs);
+      }),
+    );
   });
 
   it('never waits less than Retry-After (and never waits for one beyond its cap: it stops instead)', () => {
-    fc.assert(fc.property(policyArb, retryAfterArb, randomsArb, (p, ra, rnd) =>
-      simulate(p, ra, rnd).waits.every((w) => w.asked === undefined || (w.waited >= w.asked && w.asked <= p.retryAfterCapMs))));
+    fc.assert(
+      fc.property(policyArb, retryAfterArb, randomsArb, (p, ra, rnd) =>
+        simulate(p, ra, rnd).waits.every(
+          (w) => w.asked === undefined || (w.waited >= w.asked && w.asked <= p.retryAfterCapMs),
+        ),
+      ),
+    );
   });
 
   it('full jitter stays within [0, min(cap, base·2^(n−1))]', () => {
-    fc.assert(fc.property(policyArb, fc.integer({ min: 1, max: 40 }), fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), (p, n, r) => {
-      const d = backoffMs(n, p, () => r);
-      return d >= 0 && d <= Math.min(p.capMs, p.baseMs * 2 ** (n - 1));
-    }));
+    fc.assert(
+      fc.property(
+        policyArb,
+        fc.integer({ min: 1, max: 40 }),
+        fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+        (p, n, r) => {
+          const d = backoffMs(n, p, () => r);
+          return d >= 0 && d <= Math.min(p.capMs, p.baseMs * 2 ** (n - 1));
+        },
+      ),
+    );
   });
 
   it('uses every attempt when nothing else binds (the limit is reached, not undershot)', () => {
@@ -63,7 +111,14 @@ describe('retry policy properties (fast-check)', () => {
   });
 
   it('takes its defaults from the card and rejects nonsense with a typed error', () => {
-    expect(resolvePolicy(card)).toMatchObject({ maxAttempts: 4, maxElapsedMs: 120_000, baseMs: 200, capMs: 10_000, retryAfterCapMs: 60_000, lookupWindowMs: 30_000 });
+    expect(resolvePolicy(card)).toMatchObject({
+      maxAttempts: 4,
+      maxElapsedMs: 120_000,
+      baseMs: 200,
+      capMs: 10_000,
+      retryAfterCapMs: 60_000,
+      lookupWindowMs: 30_000,
+    });
     expect(() => resolvePolicy(card, { maxAttempts: 0 })).toThrow(RunnerConfigurationError);
     expect(() => resolvePolicy(card, { maxAttempts: 1.5 })).toThrow(RunnerConfigurationError);
     expect(() => resolvePolicy(card, { baseMs: -1 })).toThrow(RunnerConfigurationError);

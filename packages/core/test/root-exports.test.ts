@@ -9,11 +9,24 @@ describe('@retrysafe/core entries', () => {
   it('the root exports at most 25 values, none of them agent or decision internals', async () => {
     const root = Object.keys(await import('@retrysafe/core')).filter((n) => !MOVING.has(n));
     expect(root.length).toBeLessThanOrEqual(25);
-    for (const n of ['agentTools', 'callAgentTool', 'decide', 'resolvePolicy', 'createRedactor', 'paramsErrors', 'identityOf']) expect(root).not.toContain(n);
+    for (const n of [
+      'agentTools',
+      'callAgentTool',
+      'decide',
+      'resolvePolicy',
+      'createRedactor',
+      'paramsErrors',
+      'identityOf',
+    ])
+      expect(root).not.toContain(n);
   });
 
   it('the subpaths hold the agent helpers and the internals', async () => {
-    expect(Object.keys(await import('@retrysafe/core/agent'))).toEqual(expect.arrayContaining(['agentTools', 'callAgentTool', 'toAgentResult']));
-    expect(Object.keys(await import('@retrysafe/core/internal'))).toEqual(expect.arrayContaining(['decide', 'resolvePolicy', 'createRedactor']));
+    expect(Object.keys(await import('@retrysafe/core/agent'))).toEqual(
+      expect.arrayContaining(['agentTools', 'callAgentTool', 'toAgentResult']),
+    );
+    expect(Object.keys(await import('@retrysafe/core/internal'))).toEqual(
+      expect.arrayContaining(['decide', 'resolvePolicy', 'createRedactor']),
+    );
   });
 });

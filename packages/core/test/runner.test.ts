@@ -1,13 +1,24 @@
+import {
+  type AdapterV1,
+  ConflictError,
+  InvalidIdError,
+  InvalidIntentError,
+  InvalidParamsError,
+  UnknownOperationError,
+  UnsupportedSpecificationVersionError,
+} from '@retrysafe/contract';
+import { type RunResult, verifyReceiptChain } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
-import { ConflictError, InvalidIdError, InvalidIntentError, InvalidParamsError, UnknownOperationError, UnsupportedSpecificationVersionError, type AdapterV1 } from '@retrysafe/contract';
-import { verifyReceiptChain, type RunResult } from '@retrysafe/core';
 import { setup } from './helpers.js';
 
 const OP = 'records.create';
 const params = (ref = 'order-1', extra: Record<string, unknown> = {}) => ({ ref, amount: 100, ...extra });
 
 /** Asserts the run ended in `status` and narrows `r` to that branch (a mismatch fails the test here). */
-function expectStatus<S extends RunResult['status']>(r: RunResult, status: S): asserts r is Extract<RunResult, { status: S }> {
+function expectStatus<S extends RunResult['status']>(
+  r: RunResult,
+  status: S,
+): asserts r is Extract<RunResult, { status: S }> {
   expect(r.status).toBe(status);
 }
 
@@ -16,7 +27,11 @@ describe('runner.run with the sandbox: every outcome path, counted exactly', () 
     const { provider, adapter, runner } = setup();
     const r = await runner.run(adapter, OP, { params: params() });
     expectStatus(r, 'done');
-    expect({ records: provider.count(), calls: provider.calls(), attempts: r.attempts }).toEqual({ records: 1, calls: 1, attempts: 1 });
+    expect({ records: provider.count(), calls: provider.calls(), attempts: r.attempts }).toEqual({
+      records: 1,
+      calls: 1,
+      attempts: 1,
+    });
     expect(r.adopted).toBe(false);
     expect(r.providerRef).toBe(provider.records()[0]!.id);
     expect(r.receipts.map((x) => x.kind)).toEqual(['dispatch']);
@@ -28,10 +43,17 @@ describe('runner.run with the sandbox: every outcome path, counted exactly', () 
     provider.failNext({ kind: 'unknown-after-commit' });
     const r = await runner.run(adapter, OP, { params: params() });
     expectStatus(r, 'done');
-    expect({ records: provider.count(), calls: provider.calls(), attempts: r.attempts }).toEqual({ records: 1, calls: 2, attempts: 2 });
+    expect({ records: provider.count(), calls: provider.calls(), attempts: r.attempts }).toEqual({
+      records: 1,
+      calls: 2,
+      attempts: 2,
+    });
     expect(r.adopted).toBe(true);
     expect(r.providerRef).toBe(provider.records()[0]!.id);
-    expect(r.receipts.map((x) => [x.kind, x.outcome])).toEqual([['dispatch', 'unknown'], ['resend', 'replayed']]);
+    expect(r.receipts.map((x) => [x.kind, x.outcome])).toEqual([
+      ['dispatch', 'unknown'],
+      ['resend', 'replayed'],
+    ]);
     expect(new Set(r.receipts.map((x) => x.providerKey)).size).toBe(1);
   });
 
@@ -42,7 +64,10 @@ describe('runner.run with the sandbox: every outcome path, counted exactly', () 
     expect(r.status === 'done' && r.adopted).toBe(true);
     expect({ records: provider.count(), calls: provider.calls() }).toEqual({ records: 1, calls: 1 });
     expect(provider.lookups()).toBe(1);
-    expect(r.status === 'done' && r.receipts.map((x) => [x.kind, x.outcome])).toEqual([['dispatch', 'unknown'], ['lookup', 'found']]);
+    expect(r.status === 'done' && r.receipts.map((x) => [x.kind, x.outcome])).toEqual([
+      ['dispatch', 'unknown'],
+      ['lookup', 'found'],
+    ]);
   });
 
   it('unknown before commit + no replay + lookup: lookup says not found, then one bounded retry: 1 record, 2 attempts', async () => {
@@ -60,7 +85,11 @@ describe('runner.run with the sandbox: every outcome path, counted exactly', () 
     provider.failNext({ kind: 'unknown-after-commit' });
     const r = await runner.run(adapter, OP, { params: params() });
     expectStatus(r, 'handed-off');
-    expect({ records: provider.count(), calls: provider.calls(), attempts: r.attempts }).toEqual({ records: 1, calls: 1, attempts: 1 });
+    expect({ records: provider.count(), calls: provider.calls(), attempts: r.attempts }).toEqual({
+      records: 1,
+      calls: 1,
+      attempts: 1,
+    });
     expect(r.packet.reason).toBe('unknown-no-safe-resend');
     expect(r.packet.safeNextActions.find((a) => a.action === 'resume')?.safe).toBe(false);
     expect(packets).toEqual([r.packet]);
@@ -71,7 +100,11 @@ describe('runner.run with the sandbox: every outcome path, counted exactly', () 
     provider.failNext({ kind: 'rejected', message: 'amount must be positive' });
     const r = await runner.run(adapter, OP, { params: params() });
     expectStatus(r, 'handed-off');
-    expect({ records: provider.count(), calls: provider.calls(), attempts: r.attempts }).toEqual({ records: 0, calls: 1, attempts: 1 });
+    expect({ records: provider.count(), calls: provider.calls(), attempts: r.attempts }).toEqual({
+      records: 0,
+      calls: 1,
+      attempts: 1,
+    });
     expect(r.packet.reason).toBe('rejected');
     expect(r.packet.lastKnown).toMatchObject({ outcome: 'rejected', status: 400 });
     expect((await ledger.get(r.businessOperationId))!.state).toBe('handed-off');
@@ -82,7 +115,11 @@ describe('runner.run with the sandbox: every outcome path, counted exactly', () 
     provider.failNext({ kind: 'not-applied', retryAfterMs: 1000 }, 5);
     const r = await runner.run(adapter, OP, { params: params() });
     expectStatus(r, 'handed-off');
-    expect({ records: provider.count(), calls: provider.calls(), attempts: r.attempts }).toEqual({ records: 0, calls: 4, attempts: 4 });
+    expect({ records: provider.count(), calls: provider.calls(), attempts: r.attempts }).toEqual({
+      records: 0,
+      calls: 4,
+      attempts: 4,
+    });
     expect(r.packet.reason).toBe('retry-exhausted');
     expect(r.error?.name).toBe('RetryExhaustedError');
     expect(r.error?.attempts).toHaveLength(4);
@@ -124,7 +161,11 @@ describe('runner.run with the sandbox: every outcome path, counted exactly', () 
     const { provider, adapter, runner } = setup({ processingMs: 3000 });
     const r = await runner.run(adapter, OP, { params: params() });
     expectStatus(r, 'done');
-    expect({ records: provider.count(), calls: provider.calls(), attempts: r.attempts }).toEqual({ records: 1, calls: 1, attempts: 1 });
+    expect({ records: provider.count(), calls: provider.calls(), attempts: r.attempts }).toEqual({
+      records: 1,
+      calls: 1,
+      attempts: 1,
+    });
     expect(r.adopted).toBe(true);
     expect(r.receipts[0]!.outcome).toBe('in-progress');
     expect(r.receipts.slice(1).every((x) => x.kind === 'poll')).toBe(true);
@@ -150,7 +191,10 @@ describe('runner.run with the sandbox: every outcome path, counted exactly', () 
   });
 
   it('key past retention, no lookup: handoff key-past-retention, no resend', async () => {
-    const { provider, adapter, runner, clock } = setup({ retentionMs: 60_000, lookup: 'none' }, { policy: { maxElapsedMs: 3_600_000, baseMs: 120_000, capMs: 120_000 } });
+    const { provider, adapter, runner, clock } = setup(
+      { retentionMs: 60_000, lookup: 'none' },
+      { policy: { maxElapsedMs: 3_600_000, baseMs: 120_000, capMs: 120_000 } },
+    );
     // The first send is lost; the clock then moves past the retention before the runner could resend.
     loseFirstAndAge(provider, clock, 61_000);
     const r = await runner.run(adapter, OP, { params: params() });
@@ -220,14 +264,25 @@ describe('runner.run: typed errors, nothing sent', () => {
     const changed = await runner.run(adapter, OP, { params: params('c', { note: 'y' }) }).catch((e) => e);
     expect(ConflictError.isInstance(changed) && changed.field).toBe('params');
     const again = await runner.run(adapter, OP, { params: params('c', { note: 'x' }) });
-    expect(again.status === 'done' && ok.status === 'done' && again.adopted && again.providerRef === ok.providerRef).toBe(true);
+    expect(
+      again.status === 'done' && ok.status === 'done' && again.adopted && again.providerRef === ok.providerRef,
+    ).toBe(true);
     expect(provider.calls()).toBe(3);
   });
 
   it('a rejection that says it created something is never superseded: the corrected request is a conflict naming the object, the packet names it too', async () => {
     const { provider, adapter, runner, packets } = setup();
     // Any adapter's rejection may say what the provider kept (Stripe: a declined create+confirm leaves its PaymentIntent).
-    const leaving: AdapterV1 = { ...adapter, doExecute: async (op, p, ctx) => ({ ...(await adapter.doExecute(op, p, ctx)), kind: 'rejected', reason: 'card-declined', message: 'declined', created: 'obj_left' }) };
+    const leaving: AdapterV1 = {
+      ...adapter,
+      doExecute: async (op, p, ctx) => ({
+        ...(await adapter.doExecute(op, p, ctx)),
+        kind: 'rejected',
+        reason: 'card-declined',
+        message: 'declined',
+        created: 'obj_left',
+      }),
+    };
     const first = await runner.run(leaving, OP, { params: params('a', { note: 'x' }) });
     expectStatus(first, 'handed-off');
     expect(first.packet.lastKnown.created).toBe('obj_left');
@@ -242,19 +297,33 @@ describe('runner.run: typed errors, nothing sent', () => {
 
   it('bad input: unknown operation, bad id, missing intent field, unknown spec version', async () => {
     const { provider, adapter, runner } = setup();
-    await expect(runner.run(adapter, 'records.delete' as string as typeof OP, { params: params() })).rejects.toSatisfy(UnknownOperationError.isInstance);
-    await expect(runner.run(adapter, OP, { params: params(), businessOperationId: 'bad id!' })).rejects.toSatisfy(InvalidIdError.isInstance);
+    await expect(runner.run(adapter, 'records.delete' as string as typeof OP, { params: params() })).rejects.toSatisfy(
+      UnknownOperationError.isInstance,
+    );
+    await expect(runner.run(adapter, OP, { params: params(), businessOperationId: 'bad id!' })).rejects.toSatisfy(
+      InvalidIdError.isInstance,
+    );
     // the declared intent field is also required by the params schema: refused before the claim, naming it
-    await expect(runner.run(adapter, OP, { params: { amount: 1 } })).rejects.toSatisfy((e) => InvalidParamsError.isInstance(e) && e.fields.some((f) => f.path === 'ref'));
-    await expect(runner.run(adapter, OP, { params: { ref: 'x', f: () => 1 } })).rejects.toSatisfy(InvalidIntentError.isInstance);
+    await expect(runner.run(adapter, OP, { params: { amount: 1 } })).rejects.toSatisfy(
+      (e) => InvalidParamsError.isInstance(e) && e.fields.some((f) => f.path === 'ref'),
+    );
+    await expect(runner.run(adapter, OP, { params: { ref: 'x', f: () => 1 } })).rejects.toSatisfy(
+      InvalidIntentError.isInstance,
+    );
     const v2 = { ...adapter, specificationVersion: 'v2' } as unknown as AdapterV1;
-    await expect(runner.run(v2, OP, { params: params() })).rejects.toSatisfy(UnsupportedSpecificationVersionError.isInstance);
+    await expect(runner.run(v2, OP, { params: params() })).rejects.toSatisfy(
+      UnsupportedSpecificationVersionError.isInstance,
+    );
     expect(provider.calls()).toBe(0);
   });
 });
 
 /** The provider commits the first request but its answer is a 500, and `ms` pass before the runner sees it. */
-function loseFirstAndAge(provider: { execute: (req: never) => Promise<unknown> }, clock: { advance(ms: number): void }, ms: number): void {
+function loseFirstAndAge(
+  provider: { execute: (req: never) => Promise<unknown> },
+  clock: { advance(ms: number): void },
+  ms: number,
+): void {
   const original = provider.execute;
   let first = true;
   provider.execute = async (req: never) => {

@@ -1,9 +1,20 @@
 import { metrics, trace } from '@opentelemetry/api';
-import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { TELEMETRY, type LogEntry } from '@retrysafe/core';
+import {
+  AggregationTemporality,
+  InMemoryMetricExporter,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+  type ResourceMetrics,
+} from '@opentelemetry/sdk-metrics';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  type ReadableSpan,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
+import { type LogEntry, TELEMETRY } from '@retrysafe/core';
 import { createTelemetry } from '@retrysafe/core/internal';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
 
 // Spans and metrics read back through the OpenTelemetry SDK's in-memory exporters; the runner only
@@ -33,7 +44,12 @@ async function collected(): Promise<Map<string, { attributes: Record<string, unk
   await reader.forceFlush();
   const all: ResourceMetrics[] = metricExporter.getMetrics();
   const out = new Map<string, { attributes: Record<string, unknown>; value: unknown }[]>();
-  for (const sm of all.at(-1)?.scopeMetrics ?? []) for (const m of sm.metrics) out.set(m.descriptor.name, m.dataPoints.map((d) => ({ attributes: d.attributes, value: d.value })));
+  for (const sm of all.at(-1)?.scopeMetrics ?? [])
+    for (const m of sm.metrics)
+      out.set(
+        m.descriptor.name,
+        m.dataPoints.map((d) => ({ attributes: d.attributes, value: d.value })),
+      );
   return out;
 }
 const byName = (name: string): ReadableSpan[] => spans.getFinishedSpans().filter((s) => s.name === name);
@@ -41,7 +57,10 @@ const byName = (name: string): ReadableSpan[] => spans.getFinishedSpans().filter
 describe('telemetry through an in-memory exporter', () => {
   it('a lost response: one run span with two attempt spans (unknown, then replayed), events for each decision, counters by outcome', async () => {
     const logs: LogEntry[] = [];
-    const { provider, adapter, runner, clock } = setup({}, { telemetry: { tracerProvider, meterProvider }, logger: (e) => logs.push(e) });
+    const { provider, adapter, runner, clock } = setup(
+      {},
+      { telemetry: { tracerProvider, meterProvider }, logger: (e) => logs.push(e) },
+    );
     provider.failNext({ kind: 'unknown-after-commit' });
     const start = clock.now();
     const r = await runner.run(adapter, OP, { params: { ref: 'order-1', amount: 100 } });
@@ -49,28 +68,47 @@ describe('telemetry through an in-memory exporter', () => {
 
     const [run] = byName(TELEMETRY.runSpan);
     expect(run).toBeDefined();
-    expect(run!.attributes).toMatchObject({ 'retrysafe.operation': 'sandbox.records.create', 'retrysafe.provider': 'sandbox', 'retrysafe.status': 'adopted', 'retrysafe.business_operation_id': r.businessOperationId });
+    expect(run!.attributes).toMatchObject({
+      'retrysafe.operation': 'sandbox.records.create',
+      'retrysafe.provider': 'sandbox',
+      'retrysafe.status': 'adopted',
+      'retrysafe.business_operation_id': r.businessOperationId,
+    });
     const attempts = byName(TELEMETRY.attemptSpan);
-    expect(attempts.map((s) => [s.attributes['retrysafe.attempt'], s.attributes['retrysafe.outcome']])).toEqual([[1, 'unknown'], [2, 'replayed']]);
+    expect(attempts.map((s) => [s.attributes['retrysafe.attempt'], s.attributes['retrysafe.outcome']])).toEqual([
+      [1, 'unknown'],
+      [2, 'replayed'],
+    ]);
     for (const a of attempts) expect(a.parentSpanContext?.spanId).toBe(run!.spanContext().spanId);
     expect(attempts[0]!.status.code).toBe(2); // ERROR: the outcome was unknown
     // span times are the runner's clock (virtual here)
     expect(run!.startTime[0] * 1000 + run!.startTime[1] / 1e6).toBeGreaterThanOrEqual(start - 1);
     const events = run!.events.map((e) => e.name);
-    expect(events).toEqual(expect.arrayContaining(['retrysafe.dispatch', 'retrysafe.outcome', 'retrysafe.decision', 'retrysafe.done']));
-    const decision = run!.events.find((e) => e.name === 'retrysafe.decision' && e.attributes?.['retrysafe.delay_ms'] !== undefined);
+    expect(events).toEqual(
+      expect.arrayContaining(['retrysafe.dispatch', 'retrysafe.outcome', 'retrysafe.decision', 'retrysafe.done']),
+    );
+    const decision = run!.events.find(
+      (e) => e.name === 'retrysafe.decision' && e.attributes?.['retrysafe.delay_ms'] !== undefined,
+    );
     expect(decision?.attributes).toMatchObject({ 'retrysafe.decision': 'send' });
 
     const m = await collected();
-    expect(m.get(TELEMETRY.attempts)).toEqual(expect.arrayContaining([
-      { attributes: { 'retrysafe.operation': 'sandbox.records.create', 'retrysafe.outcome': 'unknown' }, value: 1 },
-      { attributes: { 'retrysafe.operation': 'sandbox.records.create', 'retrysafe.outcome': 'replayed' }, value: 1 },
-    ]));
-    expect(m.get(TELEMETRY.operations)).toEqual([{ attributes: { 'retrysafe.operation': 'sandbox.records.create', 'retrysafe.status': 'adopted' }, value: 1 }]);
+    expect(m.get(TELEMETRY.attempts)).toEqual(
+      expect.arrayContaining([
+        { attributes: { 'retrysafe.operation': 'sandbox.records.create', 'retrysafe.outcome': 'unknown' }, value: 1 },
+        { attributes: { 'retrysafe.operation': 'sandbox.records.create', 'retrysafe.outcome': 'replayed' }, value: 1 },
+      ]),
+    );
+    expect(m.get(TELEMETRY.operations)).toEqual([
+      { attributes: { 'retrysafe.operation': 'sandbox.records.create', 'retrysafe.status': 'adopted' }, value: 1 },
+    ]);
     expect((m.get(TELEMETRY.retryDelay)?.[0]?.value as { count: number }).count).toBeGreaterThanOrEqual(1);
 
     // the structured log events carry the same fields
-    expect(logs.filter((l) => l.event === 'outcome').map((l) => [l.attempt, l.outcome])).toEqual([[1, 'unknown'], [2, 'replayed']]);
+    expect(logs.filter((l) => l.event === 'outcome').map((l) => [l.attempt, l.outcome])).toEqual([
+      [1, 'unknown'],
+      [2, 'replayed'],
+    ]);
     expect(logs.find((l) => l.event === 'done')).toMatchObject({ adopted: true, attempt: 2 });
     expect(logs.filter((l) => l.event === 'decision').every((l) => typeof l.decision === 'string')).toBe(true);
   });
@@ -84,7 +122,12 @@ describe('telemetry through an in-memory exporter', () => {
     expect(run!.status.code).toBe(2);
     expect(run!.attributes['retrysafe.handoff.reason']).toBe(r.status === 'handed-off' ? r.packet.reason : '');
     const m = await collected();
-    expect(m.get(TELEMETRY.handoffs)).toEqual([{ attributes: { 'retrysafe.operation': 'sandbox.records.create', 'retrysafe.handoff.reason': 'rejected' }, value: 1 }]);
+    expect(m.get(TELEMETRY.handoffs)).toEqual([
+      {
+        attributes: { 'retrysafe.operation': 'sandbox.records.create', 'retrysafe.handoff.reason': 'rejected' },
+        value: 1,
+      },
+    ]);
     expect(m.get(TELEMETRY.operations)?.[0]?.attributes['retrysafe.status']).toBe('handed-off');
     // no params and no provider key in any span attribute or event
     const text = JSON.stringify(spans.getFinishedSpans().map((s) => [s.attributes, s.events]));

@@ -1,7 +1,23 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { DBOS } from '@dbos-inc/dbos-sdk';
-import { InvalidStateError, UnsafeResumeError, type AdapterV1, type HandoffPacket, type HandoffSink, type OperationRecord } from '@retrysafe/contract';
-import { createRunner, type LogEntry, type PolicyOverrides, type RedactOptions, type Resolution, type ResolveResult, type RunResult, type Runner } from '@retrysafe/core';
+import {
+  type AdapterV1,
+  type HandoffPacket,
+  type HandoffSink,
+  InvalidStateError,
+  type OperationRecord,
+  UnsafeResumeError,
+} from '@retrysafe/contract';
+import {
+  createRunner,
+  type LogEntry,
+  type PolicyOverrides,
+  type RedactOptions,
+  type Resolution,
+  type ResolveResult,
+  type Runner,
+  type RunResult,
+} from '@retrysafe/core';
 import { createPostgresLedger, type PostgresLedger } from '@retrysafe/ledger-postgres';
 import type pg from 'pg';
 import { DbosStepConfigurationError } from './errors/dbos-step-configuration-error.js';
@@ -86,15 +102,28 @@ export interface DbosRetrysafe {
    * Inside a DBOS workflow: performs the operation as one DBOS step (retries off), or inside the current
    * step when called from one. Never throws for a handoff: it returns `status: 'handed-off'`.
    */
-  run(adapter: AdapterV1, operation: string, input: DbosRunInput, options?: DbosStepOptions): Promise<DbosOperationOutcome>;
+  run(
+    adapter: AdapterV1,
+    operation: string,
+    input: DbosRunInput,
+    options?: DbosStepOptions,
+  ): Promise<DbosOperationOutcome>;
   /** `run` bound to one operation, for use as a workflow's step function. */
-  step(adapter: AdapterV1, operation: string, options?: DbosStepOptions): (input: DbosRunInput) => Promise<DbosOperationOutcome>;
+  step(
+    adapter: AdapterV1,
+    operation: string,
+    options?: DbosStepOptions,
+  ): (input: DbosRunInput) => Promise<DbosOperationOutcome>;
   /**
    * Inside the workflow that got a `handed-off` outcome: publishes the handoff as a DBOS event
    * (`handoffEventKey`), then waits durably (`DBOS.recv`) for a person's decision sent with
    * `sendResolution`, or for a resolution made in the ledger directly. Other outcomes come back unchanged.
    */
-  awaitResolution(adapter: AdapterV1, outcome: DbosOperationOutcome, options?: AwaitResolutionOptions): Promise<DbosOperationOutcome>;
+  awaitResolution(
+    adapter: AdapterV1,
+    outcome: DbosOperationOutcome,
+    options?: AwaitResolutionOptions,
+  ): Promise<DbosOperationOutcome>;
   close(): Promise<void>;
 }
 
@@ -107,9 +136,26 @@ export const handoffEventKey = (businessOperationId: string): string => `retrysa
  * Delivers a person's decision to the workflow waiting in `awaitResolution`. Safe to repeat: the same
  * decision carries the same DBOS idempotency key, so DBOS delivers it once.
  */
-export async function sendResolution(sender: DbosMessageSender, workflowId: string, businessOperationId: string, resolution: DbosResolutionMessage): Promise<void> {
-  if (!isResolution(resolution)) throw new TypeError('resolution must be { action: "resume", force? } | { action: "mark-done", providerRef } | { action: "abandon" }');
-  const digest = createHash('sha256').update(JSON.stringify([businessOperationId, resolution.action, 'providerRef' in resolution ? resolution.providerRef : null])).digest('hex').slice(0, 32);
+export async function sendResolution(
+  sender: DbosMessageSender,
+  workflowId: string,
+  businessOperationId: string,
+  resolution: DbosResolutionMessage,
+): Promise<void> {
+  if (!isResolution(resolution))
+    throw new TypeError(
+      'resolution must be { action: "resume", force? } | { action: "mark-done", providerRef } | { action: "abandon" }',
+    );
+  const digest = createHash('sha256')
+    .update(
+      JSON.stringify([
+        businessOperationId,
+        resolution.action,
+        'providerRef' in resolution ? resolution.providerRef : null,
+      ]),
+    )
+    .digest('hex')
+    .slice(0, 32);
   await sender.send(workflowId, resolution, resolutionTopic(businessOperationId), `retrysafe-resolution-${digest}`);
 }
 
@@ -140,28 +186,64 @@ const RETRY_FIELDS = ['retriesAllowed', 'maxAttempts', 'intervalSeconds', 'backo
 function refuseEngineRetries(options: object | undefined): void {
   if (!options) return;
   for (const f of RETRY_FIELDS) {
-    if (f in options) throw new DbosStepConfigurationError('engine-retries', `DBOS step option ${f} is not accepted: the retrysafe runner is the one retrying layer, so DBOS step retries stay off`);
+    if (f in options)
+      throw new DbosStepConfigurationError(
+        'engine-retries',
+        `DBOS step option ${f} is not accepted: the retrysafe runner is the one retrying layer, so DBOS step retries stay off`,
+      );
   }
-  if ('timeoutMS' in options) throw new DbosStepConfigurationError('engine-timeout', 'DBOS step option timeoutMS is not accepted: a timed-out attempt keeps running; bound the provider call with the adapter timeout instead');
+  if ('timeoutMS' in options)
+    throw new DbosStepConfigurationError(
+      'engine-timeout',
+      'DBOS step option timeoutMS is not accepted: a timed-out attempt keeps running; bound the provider call with the adapter timeout instead',
+    );
 }
 
 function isResolution(r: unknown): r is DbosResolutionMessage {
   if (typeof r !== 'object' || r === null) return false;
   const a = (r as { action?: unknown }).action;
   if (a === 'resume' || a === 'abandon') return true;
-  return a === 'mark-done' && typeof (r as { providerRef?: unknown }).providerRef === 'string' && (r as { providerRef: string }).providerRef.length > 0;
+  return (
+    a === 'mark-done' &&
+    typeof (r as { providerRef?: unknown }).providerRef === 'string' &&
+    (r as { providerRef: string }).providerRef.length > 0
+  );
 }
 
 function fromRunResult(r: RunResult | ResolveResult): DbosOperationOutcome {
   switch (r.status) {
     case 'done':
-      return { status: 'done', businessOperationId: r.businessOperationId, result: r.result ?? null, providerRef: r.providerRef, adopted: r.adopted, attempts: r.attempts };
+      return {
+        status: 'done',
+        businessOperationId: r.businessOperationId,
+        result: r.result ?? null,
+        providerRef: r.providerRef,
+        adopted: r.adopted,
+        attempts: r.attempts,
+      };
     case 'in-progress':
-      return { status: 'in-progress', businessOperationId: r.businessOperationId, statusRef: r.statusRef, retryAfterMs: r.retryAfterMs };
+      return {
+        status: 'in-progress',
+        businessOperationId: r.businessOperationId,
+        statusRef: r.statusRef,
+        retryAfterMs: r.retryAfterMs,
+      };
     case 'handed-off':
-      return { status: 'handed-off', businessOperationId: r.businessOperationId, reason: r.packet.reason, explanation: r.packet.explanation, safeNextActions: r.packet.safeNextActions, packet: r.packet };
+      return {
+        status: 'handed-off',
+        businessOperationId: r.businessOperationId,
+        reason: r.packet.reason,
+        explanation: r.packet.explanation,
+        safeNextActions: r.packet.safeNextActions,
+        packet: r.packet,
+      };
     case 'resolved':
-      return { status: 'resolved', businessOperationId: r.businessOperationId, state: r.state, providerRef: r.providerRef };
+      return {
+        status: 'resolved',
+        businessOperationId: r.businessOperationId,
+        state: r.state,
+        providerRef: r.providerRef,
+      };
   }
 }
 
@@ -169,10 +251,28 @@ function fromRunResult(r: RunResult | ResolveResult): DbosOperationOutcome {
 function fromRecord(rec: OperationRecord): DbosOperationOutcome | null {
   if (rec.state === 'succeeded') {
     return rec.resolution?.action === 'mark-done'
-      ? { status: 'resolved', businessOperationId: rec.businessOperationId, state: 'succeeded', providerRef: rec.providerRef }
-      : { status: 'done', businessOperationId: rec.businessOperationId, result: rec.result ?? null, providerRef: rec.providerRef, adopted: true, attempts: rec.attemptCount };
+      ? {
+          status: 'resolved',
+          businessOperationId: rec.businessOperationId,
+          state: 'succeeded',
+          providerRef: rec.providerRef,
+        }
+      : {
+          status: 'done',
+          businessOperationId: rec.businessOperationId,
+          result: rec.result ?? null,
+          providerRef: rec.providerRef,
+          adopted: true,
+          attempts: rec.attemptCount,
+        };
   }
-  if (rec.state === 'abandoned') return { status: 'resolved', businessOperationId: rec.businessOperationId, state: 'abandoned', providerRef: rec.providerRef };
+  if (rec.state === 'abandoned')
+    return {
+      status: 'resolved',
+      businessOperationId: rec.businessOperationId,
+      state: 'abandoned',
+      providerRef: rec.providerRef,
+    };
   return null; // still handed off, or being resumed by someone else
 }
 
@@ -188,9 +288,14 @@ function fromRecord(rec: OperationRecord): DbosOperationOutcome | null {
  * result, or look up / re-send with the same key, or hand off — never a blind second send.
  */
 export function createDbosRetrysafe(options: DbosRetrysafeOptions): DbosRetrysafe {
-  if (!options || (!options.databaseUrl && !options.pool)) throw new TypeError('createDbosRetrysafe needs { databaseUrl } (or { pool }): one PostgreSQL for DBOS and the ledger');
+  if (!options || (!options.databaseUrl && !options.pool))
+    throw new TypeError(
+      'createDbosRetrysafe needs { databaseUrl } (or { pool }): one PostgreSQL for DBOS and the ledger',
+    );
   const ledger = createPostgresLedger({
-    ...(options.pool ? { pool: options.pool } : { connectionString: options.databaseUrl!, poolSize: options.ledgerPoolSize ?? 10 }),
+    ...(options.pool
+      ? { pool: options.pool }
+      : { connectionString: options.databaseUrl!, poolSize: options.ledgerPoolSize ?? 10 }),
     schema: options.ledgerSchema ?? 'retrysafe',
   });
   const runner = createRunner({
@@ -205,27 +310,44 @@ export function createDbosRetrysafe(options: DbosRetrysafeOptions): DbosRetrysaf
   /** The DBOS ids of the code running now; refuses any context in which DBOS would retry it. */
   function dbosIds(): { runId: string; inStep: boolean } {
     const workflowId = DBOS.workflowID;
-    if (workflowId === undefined) throw new DbosStepConfigurationError('not-in-workflow', 'a wrapped operation runs inside a DBOS workflow (or one of its steps); outside one, call runner.run directly');
+    if (workflowId === undefined)
+      throw new DbosStepConfigurationError(
+        'not-in-workflow',
+        'a wrapped operation runs inside a DBOS workflow (or one of its steps); outside one, call runner.run directly',
+      );
     const inStep = DBOS.isInStep();
     if (inStep) {
       const status = DBOS.stepStatus;
       if (status?.maxAttempts !== undefined && status.maxAttempts > 1) {
-        throw new DbosStepConfigurationError('engine-retries', `called inside a DBOS step that DBOS retries (maxAttempts ${status.maxAttempts}): register that step with retries off`);
+        throw new DbosStepConfigurationError(
+          'engine-retries',
+          `called inside a DBOS step that DBOS retries (maxAttempts ${status.maxAttempts}): register that step with retries off`,
+        );
       }
     }
     return { runId: runIdForWorkflow(workflowId), inStep };
   }
 
   /** Runs `body` as a DBOS step with retries off, or directly when already inside a step. */
-  async function asStep<T>(name: string, inStep: boolean, body: (attemptIds: () => string, runId: string) => Promise<T>, runId: string): Promise<T> {
+  async function asStep<T>(
+    name: string,
+    inStep: boolean,
+    body: (attemptIds: () => string, runId: string) => Promise<T>,
+    runId: string,
+  ): Promise<T> {
     const inner = async () => body(attemptIdsForStep(runId, DBOS.stepID ?? 0), runId);
     return inStep ? inner() : DBOS.runStep(inner, { name, retriesAllowed: false });
   }
 
-  async function run(adapter: AdapterV1, operation: string, input: DbosRunInput, stepOptions?: DbosStepOptions): Promise<DbosOperationOutcome> {
+  async function run(
+    adapter: AdapterV1,
+    operation: string,
+    input: DbosRunInput,
+    stepOptions?: DbosStepOptions,
+  ): Promise<DbosOperationOutcome> {
     refuseEngineRetries(stepOptions);
     const { runId, inStep } = dbosIds();
-    const spec = Object.prototype.hasOwnProperty.call(adapter?.operations ?? {}, operation) ? adapter.operations[operation] : undefined;
+    const spec = Object.hasOwn(adapter?.operations ?? {}, operation) ? adapter.operations[operation] : undefined;
     const name = stepOptions?.name ?? `retrysafe:${spec?.card.operation ?? operation}`;
     const rounds = inStep ? 0 : Math.max(0, stepOptions?.inProgressRounds ?? 20);
     for (let round = 0; ; round++) {
@@ -252,10 +374,18 @@ export function createDbosRetrysafe(options: DbosRetrysafeOptions): DbosRetrysaf
     }
   }
 
-  async function awaitResolution(adapter: AdapterV1, outcome: DbosOperationOutcome, waitOptions: AwaitResolutionOptions = {}): Promise<DbosOperationOutcome> {
+  async function awaitResolution(
+    adapter: AdapterV1,
+    outcome: DbosOperationOutcome,
+    waitOptions: AwaitResolutionOptions = {},
+  ): Promise<DbosOperationOutcome> {
     if (outcome.status !== 'handed-off') return outcome;
     const { runId, inStep } = dbosIds();
-    if (inStep) throw new DbosStepConfigurationError('not-in-workflow', 'awaitResolution waits with DBOS.recv, which runs in the workflow itself, not inside a step');
+    if (inStep)
+      throw new DbosStepConfigurationError(
+        'not-in-workflow',
+        'awaitResolution waits with DBOS.recv, which runs in the workflow itself, not inside a step',
+      );
     const id = outcome.businessOperationId;
     const pollSeconds = Math.max(1, waitOptions.pollSeconds ?? 60);
     await DBOS.setEvent(handoffEventKey(id), outcome);
@@ -263,14 +393,24 @@ export function createDbosRetrysafe(options: DbosRetrysafeOptions): DbosRetrysaf
     for (;;) {
       const left = deadline - (await DBOS.now());
       if (left <= 0) return outcome;
-      const message = await DBOS.recv<unknown>(resolutionTopic(id), Math.max(1, Math.min(pollSeconds, Math.ceil(left / 1000))));
+      const message = await DBOS.recv<unknown>(
+        resolutionTopic(id),
+        Math.max(1, Math.min(pollSeconds, Math.ceil(left / 1000))),
+      );
       const next = await asStep(
         `retrysafe:resolve:${outcome.packet.operation}`,
         false,
         async (attemptIds, rid): Promise<DbosOperationOutcome | null> => {
           if (message !== null && isResolution(message)) {
             try {
-              return fromRunResult(await runner.resolve(id, message, { adapters: [adapter], runId: rid, attemptIds, ...(typeof message.by === 'string' ? { by: message.by } : {}) }));
+              return fromRunResult(
+                await runner.resolve(id, message, {
+                  adapters: [adapter],
+                  runId: rid,
+                  attemptIds,
+                  ...(typeof message.by === 'string' ? { by: message.by } : {}),
+                }),
+              );
             } catch (err) {
               // A resume the packet marks unsafe is refused unless the message says { force: true }: the
               // operation stays handed off and the workflow keeps waiting for a decision that can be carried out.
@@ -298,7 +438,8 @@ export function createDbosRetrysafe(options: DbosRetrysafeOptions): DbosRetrysaf
   return {
     runner,
     ledger,
-    dbosConfig: () => (options.pool ? { systemDatabasePool: options.pool } : { systemDatabaseUrl: options.databaseUrl! }),
+    dbosConfig: () =>
+      options.pool ? { systemDatabasePool: options.pool } : { systemDatabaseUrl: options.databaseUrl! },
     run,
     step: (adapter, operation, stepOptions) => {
       refuseEngineRetries(stepOptions);

@@ -1,10 +1,16 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { DBOS, DBOSClient } from '@dbos-inc/dbos-sdk';
 import { fingerprint } from '@retrysafe/contract';
 import { migrate } from '@retrysafe/ledger-postgres';
-import { createSandboxProvider, startSandboxServer, type SandboxBehaviour, type SandboxProvider, type SandboxServer } from '@retrysafe/sandbox';
+import {
+  createSandboxProvider,
+  type SandboxBehaviour,
+  type SandboxProvider,
+  type SandboxServer,
+  startSandboxServer,
+} from '@retrysafe/sandbox';
 import pg from 'pg';
 
 const WORKER = fileURLToPath(new URL('./fixtures/crash-worker.mjs', import.meta.url));
@@ -12,9 +18,13 @@ const WORKER = fileURLToPath(new URL('./fixtures/crash-worker.mjs', import.meta.
 /** The tests need a real PostgreSQL (DATABASE_URL, loopback); without it they fail loudly, never skip. */
 export function databaseUrl(): string {
   const url = process.env.DATABASE_URL;
-  if (!url) throw new Error('DATABASE_URL is not set: the @retrysafe/dbos tests need a real PostgreSQL. Run `source .ci/start-postgres.sh`, then rerun.');
+  if (!url)
+    throw new Error(
+      'DATABASE_URL is not set: the @retrysafe/dbos tests need a real PostgreSQL. Run `source .ci/start-postgres.sh`, then rerun.',
+    );
   const host = new URL(url).hostname;
-  if (!['127.0.0.1', 'localhost', '::1', '[::1]'].includes(host)) throw new Error(`DATABASE_URL must point at loopback in tests, got host ${host}`);
+  if (!['127.0.0.1', 'localhost', '::1', '[::1]'].includes(host))
+    throw new Error(`DATABASE_URL must point at loopback in tests, got host ${host}`);
   return url;
 }
 
@@ -128,13 +138,31 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
   const arm = () => 3 + Math.floor(random() * 12);
   let killsLeft = o.kills;
   let respawning = 0;
-  const slots: Slot[] = Array.from({ length: o.processes }, (_, index) => ({ index, executorId: `${tag}-w${index}`, server: null, child: null, exited: null, countdown: null, hold: null }));
+  const slots: Slot[] = Array.from({ length: o.processes }, (_, index) => ({
+    index,
+    executorId: `${tag}-w${index}`,
+    server: null,
+    child: null,
+    exited: null,
+    countdown: null,
+    hold: null,
+  }));
 
   function spawn(slot: Slot): Promise<void> {
     const child = fork(WORKER, [], {
       env: {
         ...process.env,
-        RETRYSAFE_DBOS_WORKER: JSON.stringify({ mode: o.mode, databaseUrl: url, dbosSchema, ledgerSchema, appName, executorId: slot.executorId, sandboxUrl: slot.server!.url, behaviour: o.behaviour, leaseMs }),
+        RETRYSAFE_DBOS_WORKER: JSON.stringify({
+          mode: o.mode,
+          databaseUrl: url,
+          dbosSchema,
+          ledgerSchema,
+          appName,
+          executorId: slot.executorId,
+          sandboxUrl: slot.server!.url,
+          behaviour: o.behaviour,
+          leaseMs,
+        }),
       },
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       serialization: 'json',
@@ -147,7 +175,8 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
     });
     slot.exited = new Promise((resolve) =>
       child.once('exit', (code, signal) => {
-        if (signal !== 'SIGKILL' && code !== 0 && !stopping) problems.push(`worker ${slot.executorId} exited ${code ?? signal}: ${stderr.slice(0, 800)}`);
+        if (signal !== 'SIGKILL' && code !== 0 && !stopping)
+          problems.push(`worker ${slot.executorId} exited ${code ?? signal}: ${stderr.slice(0, 800)}`);
         resolve();
       }),
     );
@@ -161,7 +190,13 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
           starts.set(m.workflowId, (starts.get(m.workflowId) ?? 0) + 1);
         }
       });
-      child.once('exit', (code, signal) => reject(new Error(`worker ${slot.executorId} exited before it was ready (${code ?? signal}): ${stderr.slice(0, 800)}`)));
+      child.once('exit', (code, signal) =>
+        reject(
+          new Error(
+            `worker ${slot.executorId} exited before it was ready (${code ?? signal}): ${stderr.slice(0, 800)}`,
+          ),
+        ),
+      );
     });
   }
 
@@ -173,13 +208,22 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
       execute: async (req) => {
         const res = await provider.execute(req);
         if (slot.hold) await slot.hold;
-        const due = slot.countdown !== null && --slot.countdown <= 0 && slot.child !== null && !stopping && killsLeft > 0;
+        const due =
+          slot.countdown !== null && --slot.countdown <= 0 && slot.child !== null && !stopping && killsLeft > 0;
         if (due && o.fault === 'zombie') {
           slot.countdown = null;
           killsLeft--;
           zombieCount++;
           respawning++;
-          const twin: Slot = { index: slot.index, executorId: slot.executorId, server: null, child: null, exited: null, countdown: null, hold: null };
+          const twin: Slot = {
+            index: slot.index,
+            executorId: slot.executorId,
+            server: null,
+            child: null,
+            exited: null,
+            countdown: null,
+            hold: null,
+          };
           // The twin is a live process like any other: it can be the next one whose executor is taken for dead
           // (when one process dequeued most of the work, the next fault would otherwise have nowhere to land).
           await serve(twin);
@@ -221,7 +265,11 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
   }
   for (const slot of slots) await serve(slot);
 
-  const client = await DBOSClient.create({ systemDatabaseUrl: url, systemDatabaseSchemaName: dbosSchema, applicationName: appName });
+  const client = await DBOSClient.create({
+    systemDatabaseUrl: url,
+    systemDatabaseSchemaName: dbosSchema,
+    applicationName: appName,
+  });
   try {
     await Promise.all(slots.map((s) => spawn(s)));
     // Spread the kills over the slots: each armed slot dies after a few commits of its own.
@@ -230,7 +278,10 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
     for (let i = 0; i < o.workflows; i++) {
       const workflowID = `${tag}-wf-${i}`;
       ids.push(workflowID);
-      await client.enqueue({ workflowName: 'order', queueName: 'orders', workflowID, appVersion: 'crash-test' }, { ref: `${o.label}-${i}` });
+      await client.enqueue(
+        { workflowName: 'order', queueName: 'orders', workflowID, appVersion: 'crash-test' },
+        { ref: `${o.label}-${i}` },
+      );
     }
 
     const deadline = t0 + (o.deadlineMs ?? 90_000);
@@ -243,7 +294,10 @@ export async function runCrashPhase(o: CrashPhaseOptions): Promise<CrashPhaseRep
       const settled = outputs.filter((w) => w.status !== 'PENDING' && w.status !== 'ENQUEUED').length;
       if (settled === o.workflows && respawning === 0) break;
       if (problems.length > 0) throw new Error(problems.join('\n'));
-      if (Date.now() > deadline) throw new Error(`phase ${o.label}: only ${JSON.stringify(statuses)} of ${o.workflows} after ${o.deadlineMs ?? 90_000} ms (killed ${killed})`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `phase ${o.label}: only ${JSON.stringify(statuses)} of ${o.workflows} after ${o.deadlineMs ?? 90_000} ms (killed ${killed})`,
+        );
       await new Promise((r) => setTimeout(r, 200));
     }
 

@@ -1,9 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DBOS } from '@dbos-inc/dbos-sdk';
-import { createDbosRetrysafe, DbosStepConfigurationError, handoffEventKey, resolutionTopic, runIdForWorkflow, sendResolution, type DbosOperationOutcome } from '@retrysafe/dbos';
-import { REPLAYING_BEHAVIOUR, createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import {
+  createDbosRetrysafe,
+  type DbosOperationOutcome,
+  DbosStepConfigurationError,
+  handoffEventKey,
+  resolutionTopic,
+  runIdForWorkflow,
+  sendResolution,
+} from '@retrysafe/dbos';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseUrl } from './crash-harness.js';
 
 // One DBOS application in this process, on the test PostgreSQL, with the sandbox in process.
@@ -25,12 +33,19 @@ const withRetriesAsked = DBOS.registerWorkflow(
 );
 
 const insideRetryingStep = DBOS.registerWorkflow(
-  async (ref: string) => DBOS.runStep(async () => rs.run(adapter, OP, { params: { ref } }), { name: 'outer', retriesAllowed: true, maxAttempts: 2, intervalSeconds: 0.01 }),
+  async (ref: string) =>
+    DBOS.runStep(async () => rs.run(adapter, OP, { params: { ref } }), {
+      name: 'outer',
+      retriesAllowed: true,
+      maxAttempts: 2,
+      intervalSeconds: 0.01,
+    }),
   { name: 'insideRetryingStep' },
 );
 
 const insidePlainStep = DBOS.registerWorkflow(
-  async (ref: string) => DBOS.runStep(async () => rs.run(adapter, OP, { params: { ref } }), { name: 'outer-no-retries' }),
+  async (ref: string) =>
+    DBOS.runStep(async () => rs.run(adapter, OP, { params: { ref } }), { name: 'outer-no-retries' }),
   { name: 'insidePlainStep' },
 );
 
@@ -38,7 +53,10 @@ const withHandoff = DBOS.registerWorkflow(
   async (ref: string): Promise<{ first: DbosOperationOutcome; final: DbosOperationOutcome }> => {
     const first = await rs.run(adapter, OP, { params: { ref } });
     // A typed outcome to branch on, not an exception: wait (durably) for a person.
-    const final = first.status === 'handed-off' ? await rs.awaitResolution(adapter, first, { timeoutSeconds: 60, pollSeconds: 1 }) : first;
+    const final =
+      first.status === 'handed-off'
+        ? await rs.awaitResolution(adapter, first, { timeoutSeconds: 60, pollSeconds: 1 })
+        : first;
     return { first, final };
   },
   { name: 'withHandoff' },
@@ -64,7 +82,8 @@ afterAll(async () => {
   await c.end();
 });
 
-const start = async <A extends unknown[], R>(wf: (...a: A) => Promise<R>, workflowID: string, ...args: A) => DBOS.startWorkflow(wf, { workflowID })(...args);
+const start = async <A extends unknown[], R>(wf: (...a: A) => Promise<R>, workflowID: string, ...args: A) =>
+  DBOS.startWorkflow(wf, { workflowID })(...args);
 
 describe('ids: business id from the intent; DBOS workflow and step ids only as run and attempt ids', () => {
   it('a workflow id the contract cannot carry as a run id is hashed, stably', () => {
@@ -90,7 +109,13 @@ describe('ids: business id from the intent; DBOS workflow and step ids only as r
 
 describe('DBOS step retries stay off for wrapped operations (enforced)', () => {
   it('rs.step refuses DBOS retry and timeout options when the step function is made', () => {
-    for (const bad of [{ retriesAllowed: true }, { maxAttempts: 2 }, { intervalSeconds: 1 }, { backoffRate: 2 }, { timeoutMS: 1000 }]) {
+    for (const bad of [
+      { retriesAllowed: true },
+      { maxAttempts: 2 },
+      { intervalSeconds: 1 },
+      { backoffRate: 2 },
+      { timeoutMS: 1000 },
+    ]) {
       expect(() => rs.step(adapter, OP, bad as never)).toThrow(DbosStepConfigurationError);
     }
     expect(typeof rs.step(adapter, OP, { name: 'fine' })).toBe('function');
@@ -99,14 +124,19 @@ describe('DBOS step retries stay off for wrapped operations (enforced)', () => {
   it('refuses DBOS retry options on the wrapped step, before anything is claimed or sent', async () => {
     const calls = provider.calls();
     const h = await start(withRetriesAsked, `retries-${tag}`, 'order-retries');
-    await expect(h.getResult()).rejects.toSatisfy((e: unknown) => DbosStepConfigurationError.isInstance(e) && (e as DbosStepConfigurationError).problem === 'engine-retries');
+    await expect(h.getResult()).rejects.toSatisfy(
+      (e: unknown) =>
+        DbosStepConfigurationError.isInstance(e) && (e as DbosStepConfigurationError).problem === 'engine-retries',
+    );
     expect(provider.calls()).toBe(calls);
     expect(await rs.ledger.list({})).not.toContainEqual(expect.objectContaining({ params: { ref: 'order-retries' } }));
   });
 
   it('refuses to run inside a DBOS step that DBOS retries; runs inside one that it does not', async () => {
     const calls = provider.calls();
-    await expect((await start(insideRetryingStep, `in-retrying-${tag}`, 'order-in-retrying')).getResult()).rejects.toThrow(/DBOS retries .*register that step with retries off/);
+    await expect(
+      (await start(insideRetryingStep, `in-retrying-${tag}`, 'order-in-retrying')).getResult(),
+    ).rejects.toThrow(/DBOS retries .*register that step with retries off/);
     expect(provider.calls()).toBe(calls);
     const ok = await (await start(insidePlainStep, `in-plain-${tag}`, 'order-in-plain')).getResult();
     expect(ok.status).toBe('done');
@@ -116,7 +146,10 @@ describe('DBOS step retries stay off for wrapped operations (enforced)', () => {
   });
 
   it('refuses to run outside a DBOS workflow', async () => {
-    await expect(rs.run(adapter, OP, { params: { ref: 'order-outside' } })).rejects.toSatisfy((e: unknown) => DbosStepConfigurationError.isInstance(e) && (e as DbosStepConfigurationError).problem === 'not-in-workflow');
+    await expect(rs.run(adapter, OP, { params: { ref: 'order-outside' } })).rejects.toSatisfy(
+      (e: unknown) =>
+        DbosStepConfigurationError.isInstance(e) && (e as DbosStepConfigurationError).problem === 'not-in-workflow',
+    );
   });
 });
 
@@ -127,7 +160,12 @@ describe('a handoff is an outcome the workflow waits on, resolved by a person', 
     provider.failNext({ kind: 'rejected', message: 'amount must be positive' });
     const wfId = `handoff-resume-${tag}`;
     const h = await start(withHandoff, wfId, 'order-handoff-1');
-    const bo = await waitFor(async () => (await rs.ledger.list({ states: ['handed-off'] })).find((r) => (r.params as { ref?: string }).ref === 'order-handoff-1')?.businessOperationId ?? null);
+    const bo = await waitFor(
+      async () =>
+        (await rs.ledger.list({ states: ['handed-off'] })).find(
+          (r) => (r.params as { ref?: string }).ref === 'order-handoff-1',
+        )?.businessOperationId ?? null,
+    );
     const published = await waitFor(async () => DBOS.getEvent<DbosOperationOutcome>(wfId, handoffEventKey(bo), 1));
     expect(published).toMatchObject({ status: 'handed-off', reason: 'rejected' });
     expect(provider.calls()).toBe(calls + 1);
@@ -148,7 +186,12 @@ describe('a handoff is an outcome the workflow waits on, resolved by a person', 
     provider.failNext({ kind: 'rejected' });
     const wfId = `handoff-abandon-${tag}`;
     const h = await start(withHandoff, wfId, 'order-handoff-2');
-    const bo = await waitFor(async () => (await rs.ledger.list({ states: ['handed-off'] })).find((r) => (r.params as { ref?: string }).ref === 'order-handoff-2')?.businessOperationId ?? null);
+    const bo = await waitFor(
+      async () =>
+        (await rs.ledger.list({ states: ['handed-off'] })).find(
+          (r) => (r.params as { ref?: string }).ref === 'order-handoff-2',
+        )?.businessOperationId ?? null,
+    );
     await rs.runner.resolve(bo, { action: 'abandon' }, { by: 'bob' });
     const { final } = await h.getResult();
     expect(final).toEqual({ status: 'resolved', businessOperationId: bo, state: 'abandoned', providerRef: null });

@@ -25,7 +25,19 @@ it('every ts code block of docs/engines.md type-checks (strict, NodeNext)', () =
     });
     writeFileSync(
       join(dir, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { strict: true, noEmit: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', types: ['node'], skipLibCheck: true, noUncheckedIndexedAccess: true }, files }),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          noEmit: true,
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          target: 'es2022',
+          types: ['node'],
+          skipLibCheck: true,
+          noUncheckedIndexedAccess: true,
+        },
+        files,
+      }),
     );
     let out = '';
     try {

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import { createDbosRetrysafe } from '@retrysafe/dbos';
-import { REPLAYING_BEHAVIOUR, createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import pg from 'pg';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { databaseUrl } from './crash-harness.js';
 
 // `{ pool }`: one pg.Pool for DBOS's system database and the ledger (its own file: DBOS is one per process).
@@ -16,7 +16,9 @@ pool.on('error', () => undefined);
 const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
 const adapter = createSandboxAdapter({ provider, intentFields: ['ref'] });
 const rs = createDbosRetrysafe({ pool, ledgerSchema });
-const wf = DBOS.registerWorkflow(async (ref: string) => rs.run(adapter, 'records.create', { params: { ref } }), { name: 'pooled' });
+const wf = DBOS.registerWorkflow(async (ref: string) => rs.run(adapter, 'records.create', { params: { ref } }), {
+  name: 'pooled',
+});
 
 beforeAll(async () => {
   expect(rs.dbosConfig()).toEqual({ systemDatabasePool: pool });
@@ -36,7 +38,10 @@ it('DBOS and the ledger share one pool: both schemas live behind it, and the ope
   const r = await (await DBOS.startWorkflow(wf, { workflowID: `pooled-${tag}` })('order-pool')).getResult();
   expect(r.status).toBe('done');
   expect(provider.count()).toBe(1);
-  const schemas = await pool.query<{ n: string }>('SELECT nspname AS n FROM pg_namespace WHERE nspname = ANY($1) ORDER BY 1', [[dbosSchema, ledgerSchema]]);
+  const schemas = await pool.query<{ n: string }>(
+    'SELECT nspname AS n FROM pg_namespace WHERE nspname = ANY($1) ORDER BY 1',
+    [[dbosSchema, ledgerSchema]],
+  );
   expect(schemas.rows.map((x) => x.n)).toEqual([dbosSchema, ledgerSchema].sort());
   const receipts = await rs.ledger.receipts(r.businessOperationId);
   expect(receipts.map((x) => x.runId)).toEqual([`pooled-${tag}`]);

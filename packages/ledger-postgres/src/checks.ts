@@ -1,4 +1,4 @@
-import { LedgerError, type ClaimInput, type Fenced, type Receipt } from '@retrysafe/contract';
+import { type ClaimInput, type Fenced, LedgerError, type Receipt } from '@retrysafe/contract';
 import { RECOVERABLE_STATES, TERMINAL_STATES } from '@retrysafe/contract/ledger';
 
 // Bad input is refused with a LedgerError before any statement is sent.
@@ -6,7 +6,8 @@ import { RECOVERABLE_STATES, TERMINAL_STATES } from '@retrysafe/contract/ledger'
 export const ALL_STATES = new Set<string>([...RECOVERABLE_STATES, ...TERMINAL_STATES]);
 
 export function checkNumber(value: unknown, name: string, what: string, min = 0): void {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min) throw new LedgerError(`${what}: ${name} must be a finite number ≥ ${min}, got ${String(value)}`);
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min)
+    throw new LedgerError(`${what}: ${name} must be a finite number ≥ ${min}, got ${String(value)}`);
 }
 
 export function checkRef(ref: Fenced, what: string): void {
@@ -16,7 +17,8 @@ export function checkRef(ref: Fenced, what: string): void {
 }
 
 export function checkReceiptShape(ref: Fenced, receipt: Receipt, what: string): void {
-  if (!receipt || typeof receipt !== 'object' || !Number.isInteger(receipt.seq)) throw new LedgerError(`${what}: a receipt with an integer seq is required`);
+  if (!receipt || typeof receipt !== 'object' || !Number.isInteger(receipt.seq))
+    throw new LedgerError(`${what}: a receipt with an integer seq is required`);
   if (receipt.businessOperationId !== ref.businessOperationId) {
     throw new LedgerError(`${what}: receipt belongs to ${receipt.businessOperationId}, not ${ref.businessOperationId}`);
   }
@@ -24,15 +26,29 @@ export function checkReceiptShape(ref: Fenced, receipt: Receipt, what: string): 
 
 export function checkClaim(input: ClaimInput): void {
   if (!input || typeof input !== 'object') throw new LedgerError('claim: input is required');
-  for (const k of ['businessOperationId', 'provider', 'operation', 'intentFingerprint', 'paramsFingerprint', 'owner'] as const) {
-    if (typeof input[k] !== 'string' || input[k].length === 0) throw new LedgerError(`claim: ${k} must be a non-empty string`);
+  for (const k of [
+    'businessOperationId',
+    'provider',
+    'operation',
+    'intentFingerprint',
+    'paramsFingerprint',
+    'owner',
+  ] as const) {
+    if (typeof input[k] !== 'string' || input[k].length === 0)
+      throw new LedgerError(`claim: ${k} must be a non-empty string`);
   }
   checkNumber(input.leaseMs, 'leaseMs', 'claim', 1);
   checkNumber(input.now, 'now', 'claim');
 }
 
 /** An option that must be a finite number ≥ min (an integer when `integer`); its default when absent. */
-export function numberOption(value: number | undefined, fallback: number, name: string, min: number, integer = false): number {
+export function numberOption(
+  value: number | undefined,
+  fallback: number,
+  name: string,
+  min: number,
+  integer = false,
+): number {
   const v = value ?? fallback;
   if (!(Number.isFinite(v) && v >= min && (!integer || Number.isInteger(v)))) {
     throw new LedgerError(`${name} must be ${integer ? 'an integer' : 'a number'} ≥ ${min}, got ${String(value)}`);
@@ -43,6 +59,7 @@ export function numberOption(value: number | undefined, fallback: number, name: 
 /** An option that must be one of `allowed`; the first is the default. */
 export function oneOf<T extends string>(value: T | undefined, allowed: readonly T[], name: string): T {
   if (value === undefined) return allowed[0]!;
-  if (!allowed.includes(value)) throw new LedgerError(`${name} must be ${allowed.map((a) => `'${a}'`).join(' or ')}, got ${JSON.stringify(value)}`);
+  if (!allowed.includes(value))
+    throw new LedgerError(`${name} must be ${allowed.map((a) => `'${a}'`).join(' or ')}, got ${JSON.stringify(value)}`);
   return value;
 }

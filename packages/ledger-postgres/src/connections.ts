@@ -29,8 +29,18 @@ export class Connections {
   private ending: (() => void) | null = null;
   private ended = false;
 
-  constructor(private readonly options: { readonly connectionString?: string; readonly max: number; readonly timeoutMs: number; readonly idleMs: number }) {
-    this.period = Math.max(5, Math.min(1000, Math.floor(Math.min(options.timeoutMs || Infinity, options.idleMs || Infinity) / 8)));
+  constructor(
+    private readonly options: {
+      readonly connectionString?: string;
+      readonly max: number;
+      readonly timeoutMs: number;
+      readonly idleMs: number;
+    },
+  ) {
+    this.period = Math.max(
+      5,
+      Math.min(1000, Math.floor(Math.min(options.timeoutMs || Infinity, options.idleMs || Infinity) / 8)),
+    );
     // Ticks to wait, +1: a deadline set just before a tick must not fire early. 0: no limit.
     this.timeoutTicks = options.timeoutMs > 0 ? Math.ceil(options.timeoutMs / this.period) + 1 : Infinity;
     this.idleTicks = options.idleMs > 0 ? Math.ceil(options.idleMs / this.period) + 1 : Infinity;
@@ -74,7 +84,9 @@ export class Connections {
         else resolve(res!);
       };
       // pg copies a config object property by property on every query, a Query it sends as it is (bench: instructions).
-      const query = new pg.Query<R>(config.text, config.values, (err: Error | undefined, res: unknown) => done(err, res as pg.QueryResult<R>));
+      const query = new pg.Query<R>(config.text, config.values, (err: Error | undefined, res: unknown) =>
+        done(err, res as pg.QueryResult<R>),
+      );
       if (config.name !== undefined) (query as unknown as { name: string }).name = config.name;
       conn.client.query(query);
     });
@@ -112,7 +124,10 @@ export class Connections {
   private connect(): Promise<Conn> {
     this.count++;
     this.arm();
-    const client = new pg.Client({ connectionString: this.options.connectionString, connectionTimeoutMillis: this.options.timeoutMs });
+    const client = new pg.Client({
+      connectionString: this.options.connectionString,
+      connectionTimeoutMillis: this.options.timeoutMs,
+    });
     const conn: Conn = { client, until: 0, since: 0, fail: null, gone: false };
     // A connection that breaks while idle emits 'error' (unhandled, it would end the process): close it.
     // A busy one's query fails too, and its release closes it.
@@ -150,7 +165,8 @@ export class Connections {
 
   /** After a connection closed: a waiter gets a new one; once closing and none is left, done. */
   private next(): void {
-    const waiter = this.ending === null && !this.ended && this.count < this.options.max ? this.waiters.shift() : undefined;
+    const waiter =
+      this.ending === null && !this.ended && this.count < this.options.max ? this.waiters.shift() : undefined;
     if (waiter !== undefined) this.connect().then(waiter.resolve, waiter.reject);
     this.settle();
   }
@@ -190,7 +206,12 @@ export class Connections {
     if (this.waiters.length > 0 && this.waiters[0]!.until <= now) {
       const expired = this.waiters.filter((w) => w.until <= now);
       this.waiters = this.waiters.filter((w) => w.until > now);
-      for (const w of expired) w.reject(new Error(`no free connection within ${this.options.timeoutMs} ms (all ${this.options.max} busy); the statement was not sent`));
+      for (const w of expired)
+        w.reject(
+          new Error(
+            `no free connection within ${this.options.timeoutMs} ms (all ${this.options.max} busy); the statement was not sent`,
+          ),
+        );
     }
     // The idle list is most recently used last: the oldest are first.
     while (this.idle.length > 0 && now - this.idle[0]!.since >= this.idleTicks) this.drop(this.idle.shift()!);

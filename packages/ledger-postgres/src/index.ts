@@ -1,2 +1,2 @@
 export { createPostgresLedger, type PostgresLedger, type PostgresLedgerOptions } from './ledger.js';
-export { migrate, type MigrateReport } from './schema.js';
+export { type MigrateReport, migrate } from './schema.js';

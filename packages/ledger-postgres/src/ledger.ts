@@ -1,11 +1,46 @@
-import { LeaseLostError, LedgerError, type BusinessOperationId, type ClaimInput, type ClaimResult, type Fenced, type HandoffPacket, type Ledger, type ListFilter, type OperationRecord, type OperationState, type PruneOptions, type PruneReport, type Receipt, type StatePatch } from '@retrysafe/contract';
-import { claimTransition, checkPruneOptions, dispatchedTransition, handOffTransition, isTerminal, renewTransition, resolveTransition, setStateTransition, TERMINAL_STATES } from '@retrysafe/contract/ledger';
+import {
+  type BusinessOperationId,
+  type ClaimInput,
+  type ClaimResult,
+  type Fenced,
+  type HandoffPacket,
+  LeaseLostError,
+  type Ledger,
+  LedgerError,
+  type ListFilter,
+  type OperationRecord,
+  type OperationState,
+  type PruneOptions,
+  type PruneReport,
+  type Receipt,
+  type StatePatch,
+} from '@retrysafe/contract';
+import {
+  checkPruneOptions,
+  claimTransition,
+  dispatchedTransition,
+  handOffTransition,
+  isTerminal,
+  renewTransition,
+  resolveTransition,
+  setStateTransition,
+  TERMINAL_STATES,
+} from '@retrysafe/contract/ledger';
 import type pg from 'pg';
-import { ALL_STATES, checkClaim, checkNumber, checkRef, checkReceiptShape, numberOption, oneOf } from './checks.js';
+import { ALL_STATES, checkClaim, checkNumber, checkReceiptShape, checkRef, numberOption, oneOf } from './checks.js';
 import { createSkewCheck } from './clock.js';
-import { jsonParam, parseJson, toReceipts, toRecord, type OperationRow } from './rows.js';
-import { quoteSchema, type MigrateReport } from './schema.js';
-import { createStatements, type Statements, DISPATCHED, HAND_OFF, RELEASE, RENEW, SET_STATE_FIELDS, setStateWrite } from './statements.js';
+import { jsonParam, type OperationRow, parseJson, toReceipts, toRecord } from './rows.js';
+import { type MigrateReport, quoteSchema } from './schema.js';
+import {
+  createStatements,
+  DISPATCHED,
+  HAND_OFF,
+  RELEASE,
+  RENEW,
+  SET_STATE_FIELDS,
+  type Statements,
+  setStateWrite,
+} from './statements.js';
 import { createDb, type Db } from './tx.js';
 import { createWrites, ruleBlocks } from './writes.js';
 
@@ -86,7 +121,13 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     timeoutMs: numberOption(options.queryTimeoutMs, 15_000, 'queryTimeoutMs', 0),
     idleMs: numberOption(options.idleTimeoutMs, 10_000, 'idleTimeoutMs', 0),
   });
-  const c: Parts = { db, st, dbClock, writes: createWrites(db, st, defers), checkSkew: createSkewCheck(db, st, maxSkew) };
+  const c: Parts = {
+    db,
+    st,
+    dbClock,
+    writes: createWrites(db, st, defers),
+    checkSkew: createSkewCheck(db, st, maxSkew),
+  };
   return {
     schema,
     ready: db.ready,
@@ -126,10 +167,22 @@ async function claim(c: Parts, input: ClaimInput): Promise<ClaimResult> {
   checkClaim(input);
   if (c.dbClock) await c.checkSkew(input.now, input.businessOperationId);
   const params = jsonParam(input.params);
-  const { rows } = await c.db.query<{ lease_expires_at: string; xmin: string }>('claim', input.dispatch === true ? c.st.claimInsertDispatched : c.st.claimInsert, [
-    input.businessOperationId, input.provider, input.operation, input.intentFingerprint, input.paramsFingerprint,
-    params, input.providerKey, input.owner, input.leaseMs, input.now,
-  ]);
+  const { rows } = await c.db.query<{ lease_expires_at: string; xmin: string }>(
+    'claim',
+    input.dispatch === true ? c.st.claimInsertDispatched : c.st.claimInsert,
+    [
+      input.businessOperationId,
+      input.provider,
+      input.operation,
+      input.intentFingerprint,
+      input.paramsFingerprint,
+      params,
+      input.providerKey,
+      input.owner,
+      input.leaseMs,
+      input.now,
+    ],
+  );
   if (rows.length === 0) return claimExisting(c, input);
   const stored = { ...input, params: parseJson(params), providerKey: input.providerKey ?? null };
   const claimed = claimTransition(null, stored, Number(rows[0]!.lease_expires_at) - input.leaseMs).result;
@@ -143,8 +196,13 @@ async function claim(c: Parts, input: ClaimInput): Promise<ClaimResult> {
  */
 function claimExisting(c: Parts, input: ClaimInput): Promise<ClaimResult> {
   return c.db.tx('claim', async (run) => {
-    const { rows } = await run<OperationRow & { lease_now: string }>('claim', c.st.claimLock, [input.businessOperationId, c.dbClock, input.now]);
-    if (rows.length === 0) throw new LedgerError(`claim: ${input.businessOperationId} was neither inserted nor found; nothing written`);
+    const { rows } = await run<OperationRow & { lease_now: string }>('claim', c.st.claimLock, [
+      input.businessOperationId,
+      c.dbClock,
+      input.now,
+    ]);
+    if (rows.length === 0)
+      throw new LedgerError(`claim: ${input.businessOperationId} was neither inserted nor found; nothing written`);
     const { result, write } = claimTransition(toRecord(rows[0]!), input, Number(rows[0]!.lease_now));
     if (write === null) return result;
     const record = await c.writes.writeLocked(run, 'claim', rows[0]!, write);
@@ -163,7 +221,14 @@ async function renewLease(c: Parts, ref: Fenced, leaseMs: number, now: number): 
   const k = c.writes.recall(ref.businessOperationId);
   const renewed = k === undefined ? undefined : ruleOrUndefined(() => renewTransition(k.record, ref, leaseMs, now));
   if (k !== undefined && renewed !== undefined && renewed !== k.record) {
-    const { rows } = await c.db.query<{ lease_expires_at: string; xmin: string }>('renewLease', c.st.renewKnown, [now, leaseMs, c.dbClock, ref.businessOperationId, ref.fence, k.xmin]);
+    const { rows } = await c.db.query<{ lease_expires_at: string; xmin: string }>('renewLease', c.st.renewKnown, [
+      now,
+      leaseMs,
+      c.dbClock,
+      ref.businessOperationId,
+      ref.fence,
+      k.xmin,
+    ]);
     if (rows.length === 1) {
       c.writes.remember({ ...renewed, leaseExpiresAt: Number(rows[0]!.lease_expires_at) }, rows[0]!.xmin, k.json);
       return;
@@ -202,14 +267,23 @@ async function setState(c: Parts, ref: Fenced, patch: StatePatch): Promise<Opera
     values,
     blocked: ruleBlocks((r) => setStateTransition(r, patch)),
     receipt: patch.receipt,
-    next: (r, json) => ({ record: setStateTransition(r, patch), json: result === undefined ? json : { ...json, result } }),
+    next: (r, json) => ({
+      record: setStateTransition(r, patch),
+      json: result === undefined ? json : { ...json, result },
+    }),
     deferred: patch.durability === 'deferrable',
   });
   return record!;
 }
 
 /** The packet's last known outcome and provider reference become the record's, when it has them. */
-async function handOff(c: Parts, ref: Fenced, packet: HandoffPacket, now: number, receipt?: Receipt): Promise<OperationRecord> {
+async function handOff(
+  c: Parts,
+  ref: Fenced,
+  packet: HandoffPacket,
+  now: number,
+  receipt?: Receipt,
+): Promise<OperationRecord> {
   if (!packet || typeof packet !== 'object') throw new LedgerError('handOff: a handoff packet is required');
   checkNumber(now, 'now', 'handOff');
   const handoff = jsonParam(packet);
@@ -229,13 +303,23 @@ async function appendReceipt(c: Parts, ref: Fenced, receipt: Receipt): Promise<v
   checkRef(ref, 'appendReceipt');
   checkReceiptShape(ref, receipt, 'appendReceipt');
   c.writes.forget(ref.businessOperationId); // the row becomes another version
-  const { rows } = await c.db.query('appendReceipt', c.st.appendReceipt, [ref.businessOperationId, ref.fence, receipt.seq, jsonParam(receipt), receipt.hash]);
+  const { rows } = await c.db.query('appendReceipt', c.st.appendReceipt, [
+    ref.businessOperationId,
+    ref.fence,
+    receipt.seq,
+    jsonParam(receipt),
+    receipt.hash,
+  ]);
   if (rows.length === 1) return;
-  const check = await c.db.query<{ fence: string; seq: number }>('appendReceipt', c.st.receiptCheck, [ref.businessOperationId]);
+  const check = await c.db.query<{ fence: string; seq: number }>('appendReceipt', c.st.receiptCheck, [
+    ref.businessOperationId,
+  ]);
   const row = check.rows[0];
   if (!row) throw new LedgerError(`no operation ${ref.businessOperationId} in the ledger`);
   if (Number(row.fence) !== ref.fence) throw new LeaseLostError(ref.businessOperationId, ref.fence);
-  throw new LedgerError(`appendReceipt: receipt seq ${receipt.seq} for ${ref.businessOperationId} is not the next one (expected ${row.seq + 1})`);
+  throw new LedgerError(
+    `appendReceipt: receipt seq ${receipt.seq} for ${ref.businessOperationId} is not the next one (expected ${row.seq + 1})`,
+  );
 }
 
 async function release(c: Parts, ref: Fenced): Promise<void> {
@@ -243,9 +327,16 @@ async function release(c: Parts, ref: Fenced): Promise<void> {
 }
 
 /** A person's decision: the state becomes terminal, so a worker still holding an old token cannot overwrite it. */
-async function resolve(c: Parts, id: BusinessOperationId, resolution: Parameters<Ledger['resolve']>[1], now: number): Promise<OperationRecord> {
+async function resolve(
+  c: Parts,
+  id: BusinessOperationId,
+  resolution: Parameters<Ledger['resolve']>[1],
+  now: number,
+): Promise<OperationRecord> {
   if (!resolution || (resolution.action !== 'mark-done' && resolution.action !== 'abandon')) {
-    throw new LedgerError(`resolve: action must be 'mark-done' or 'abandon' ('resume' goes through claim({ resume: true }))`);
+    throw new LedgerError(
+      `resolve: action must be 'mark-done' or 'abandon' ('resume' goes through claim({ resume: true }))`,
+    );
   }
   checkNumber(now, 'now', 'resolve');
   return c.db.tx('resolve', async (run) => {
@@ -261,7 +352,8 @@ async function get(c: Parts, id: string): Promise<OperationRecord | null> {
 }
 
 async function list(c: Parts, filter: ListFilter = {}): Promise<OperationRecord[]> {
-  for (const s of filter.states ?? []) if (!ALL_STATES.has(s)) throw new LedgerError(`list: unknown state ${JSON.stringify(s)}`);
+  for (const s of filter.states ?? [])
+    if (!ALL_STATES.has(s)) throw new LedgerError(`list: unknown state ${JSON.stringify(s)}`);
   if (filter.limit !== undefined) checkNumber(filter.limit, 'limit', 'list', 0);
   const { sql, values } = c.st.list(filter);
   const { rows } = await c.db.query<OperationRow>('list', sql, values);
@@ -284,7 +376,8 @@ async function recoverCandidates(c: Parts, now: number, limit?: number): Promise
 async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
   const states = [...checkPruneOptions(options)];
   const byState: Partial<Record<OperationState, number>> = {};
-  const count = (state: string, n: number) => (byState[state as OperationState] = (byState[state as OperationState] ?? 0) + n);
+  const count = (state: string, n: number) =>
+    (byState[state as OperationState] = (byState[state as OperationState] ?? 0) + n);
   if (options.dryRun) {
     const { rows } = await c.db.query<{ state: string; n: string }>('prune', c.st.pruneCount, [states, options.before]);
     for (const r of rows) count(r.state, Number(r.n));
@@ -300,15 +393,26 @@ async function pruneState(c: Parts, state: string, states: string[], options: Pr
   const deleted: string[] = [];
   const page = c.st.prunePage(options.onPrune !== undefined);
   for (let after: [number, string] = [-1, '']; ; ) {
-    const { rows } = await c.db.query<OperationRow & { receipts?: string | null }>('prune', page, [state, options.before, after[0], after[1], options.batchSize ?? 500]);
+    const { rows } = await c.db.query<OperationRow & { receipts?: string | null }>('prune', page, [
+      state,
+      options.before,
+      after[0],
+      after[1],
+      options.batchSize ?? 500,
+    ]);
     if (rows.length === 0) return deleted;
     const last = rows[rows.length - 1]!;
     after = [Number(last.created_at), last.business_operation_id];
     if (options.onPrune) {
-      for (const row of rows) await options.onPrune(toRecord(row), toReceipts(row.receipts ?? null, row.business_operation_id));
+      for (const row of rows)
+        await options.onPrune(toRecord(row), toReceipts(row.receipts ?? null, row.business_operation_id));
     }
     const ids = rows.map((r) => r.business_operation_id);
-    const { rows: gone } = await c.db.query<{ state: string }>('prune', c.st.pruneDelete, [ids, states, options.before]);
+    const { rows: gone } = await c.db.query<{ state: string }>('prune', c.st.pruneDelete, [
+      ids,
+      states,
+      options.before,
+    ]);
     deleted.push(...gone.map((g) => g.state));
   }
 }
@@ -325,7 +429,8 @@ function ruleOrUndefined<T>(rule: () => T): T | undefined {
 function checkPatch(patch: StatePatch): void {
   if (!patch || typeof patch.state !== 'string') throw new LedgerError('setState: patch.state is required');
   if (patch.state === 'handed-off') throw new LedgerError('setState cannot hand off: use handOff(ref, packet)');
-  if (patch.state === 'abandoned') throw new LedgerError('setState cannot abandon: a person does that through resolve()');
+  if (patch.state === 'abandoned')
+    throw new LedgerError('setState cannot abandon: a person does that through resolve()');
   if (!ALL_STATES.has(patch.state)) throw new LedgerError(`setState: unknown state ${JSON.stringify(patch.state)}`);
   checkNumber(patch.now, 'now', 'setState');
 }

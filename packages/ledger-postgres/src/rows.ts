@@ -1,13 +1,41 @@
-import { LedgerError, type BusinessOperationId, type HandoffPacket, type OperationRecord, type OperationState, type ProviderKey, type Receipt } from '@retrysafe/contract';
+import {
+  type BusinessOperationId,
+  type HandoffPacket,
+  LedgerError,
+  type OperationRecord,
+  type OperationState,
+  type ProviderKey,
+  type Receipt,
+} from '@retrysafe/contract';
 
 /**
  * The columns a record is read from: every column but `receipts`, which only `receipts()` and an
  * exporting prune read. Reads and write-backs name them instead of `*`.
  */
 export const RECORD_COLUMNS = [
-  'business_operation_id', 'provider', 'operation', 'intent_fingerprint', 'params_fingerprint', 'params', 'provider_key', 'state',
-  'fence', 'lease_owner', 'lease_expires_at', 'created_at', 'updated_at', 'first_dispatched_at', 'attempt_count', 'last_outcome',
-  'result', 'provider_ref', 'status_ref', 'handoff', 'resolution', 'receipt_head', 'receipt_count',
+  'business_operation_id',
+  'provider',
+  'operation',
+  'intent_fingerprint',
+  'params_fingerprint',
+  'params',
+  'provider_key',
+  'state',
+  'fence',
+  'lease_owner',
+  'lease_expires_at',
+  'created_at',
+  'updated_at',
+  'first_dispatched_at',
+  'attempt_count',
+  'last_outcome',
+  'result',
+  'provider_ref',
+  'status_ref',
+  'handoff',
+  'resolution',
+  'receipt_head',
+  'receipt_count',
 ].join(', ');
 
 /** One row of `retrysafe_operations` as pg returns it (int8 comes back as a string, json already parsed). */
@@ -73,7 +101,9 @@ export function toReceipts(text: string | null, id: string): Receipt[] {
   try {
     return JSON.parse(text) as Receipt[];
   } catch (err) {
-    throw new LedgerError(`the receipts of ${id} in PostgreSQL are not readable JSON: ${(err as Error).message}`, { cause: err });
+    throw new LedgerError(`the receipts of ${id} in PostgreSQL are not readable JSON: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
 }
 

@@ -66,7 +66,9 @@ const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 /** Validates a schema name (lowercase identifier, ≤63 chars) and returns it quoted for SQL. */
 export function quoteSchema(schema: string): string {
   if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
-    throw new LedgerError(`invalid PostgreSQL schema name ${JSON.stringify(String(schema))}: expected a lowercase identifier of 1–63 chars (a-z 0-9 _, not starting with a digit)`);
+    throw new LedgerError(
+      `invalid PostgreSQL schema name ${JSON.stringify(String(schema))}: expected a lowercase identifier of 1–63 chars (a-z 0-9 _, not starting with a digit)`,
+    );
   }
   return `"${schema}"`;
 }
@@ -108,23 +110,34 @@ export async function migrate(pool: pg.Pool | pg.Client, schema = 'public'): Pro
   }
 }
 
-async function applyMigrations(client: pg.Pool | pg.Client | pg.PoolClient, schema: string, quoted: string): Promise<MigrateReport> {
+async function applyMigrations(
+  client: pg.Pool | pg.Client | pg.PoolClient,
+  schema: string,
+  quoted: string,
+): Promise<MigrateReport> {
   await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`retrysafe.migrate:${schema}`]);
   await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoted}`);
   await client.query(`CREATE TABLE IF NOT EXISTS ${quoted}.retrysafe_schema_migrations (
     version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-  const { rows } = await client.query<{ version: number }>(`SELECT version FROM ${quoted}.retrysafe_schema_migrations ORDER BY version`);
+  const { rows } = await client.query<{ version: number }>(
+    `SELECT version FROM ${quoted}.retrysafe_schema_migrations ORDER BY version`,
+  );
   const done = new Set(rows.map((r) => r.version));
   const newest = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);
   const beyond = rows.filter((r) => r.version > newest);
   if (beyond.length > 0) {
-    throw new LedgerError(`schema ${schema} has migration ${beyond[beyond.length - 1]!.version}, newer than this @retrysafe/ledger-postgres knows (${newest}): upgrade the package`);
+    throw new LedgerError(
+      `schema ${schema} has migration ${beyond[beyond.length - 1]!.version}, newer than this @retrysafe/ledger-postgres knows (${newest}): upgrade the package`,
+    );
   }
   const applied: number[] = [];
   for (const m of MIGRATIONS) {
     if (done.has(m.version)) continue;
     await client.query(m.sql.replaceAll('{{schema}}', quoted));
-    await client.query(`INSERT INTO ${quoted}.retrysafe_schema_migrations (version, name) VALUES ($1, $2)`, [m.version, m.name]);
+    await client.query(`INSERT INTO ${quoted}.retrysafe_schema_migrations (version, name) VALUES ($1, $2)`, [
+      m.version,
+      m.name,
+    ]);
     applied.push(m.version);
   }
   return { schema, applied, current: newest };

@@ -1,4 +1,4 @@
-import { type ListFilter } from '@retrysafe/contract';
+import type { ListFilter } from '@retrysafe/contract';
 import { PRUNABLE_STATES, RECOVERABLE_STATES, TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import { RECORD_COLUMNS } from './rows.js';
 
@@ -16,7 +16,8 @@ const NOT_TERMINAL = `state NOT IN (${sqlList(TERMINAL_STATES)})`;
 /** The database's "now" in epoch ms (the transaction's start). */
 const DB_NOW = `(extract(epoch from now()) * 1000)::bigint`;
 /** "Now" in epoch ms: the database's when the boolean parameter `flag` is true, else the caller's `now` parameter. */
-const clock = (flag: string, callerNow: string) => `(CASE WHEN ${flag}::boolean THEN ${DB_NOW} ELSE ${callerNow}::bigint END)`;
+const clock = (flag: string, callerNow: string) =>
+  `(CASE WHEN ${flag}::boolean THEN ${DB_NOW} ELSE ${callerNow}::bigint END)`;
 /**
  * In a write's RETURNING: this statement's transaction commits without waiting for the WAL flush
  * (`true`: for this transaction only; the session's setting is untouched).
@@ -51,7 +52,11 @@ export const HAND_OFF: FencedWrite = {
          updated_at = $2, lease_owner = NULL, lease_expires_at = NULL`,
   guard: `state NOT IN ('succeeded', 'abandoned', 'handed-off')`,
 };
-export const RELEASE: FencedWrite = { name: 'release', set: 'lease_owner = NULL, lease_expires_at = NULL', guard: null };
+export const RELEASE: FencedWrite = {
+  name: 'release',
+  set: 'lease_owner = NULL, lease_expires_at = NULL',
+  guard: null,
+};
 
 /** setState's optional fields, in the order of their parameters: field, column, cast, letter in the statement's name. */
 export const SET_STATE_FIELDS = [
@@ -117,25 +122,46 @@ export function createStatements(ops: string, dbClock: boolean) {
     claimInsert: claimInsert(false),
     claimInsertDispatched: claimInsert(true),
     /** $1 id, $2 database clock?, $3 caller's now: the row locked, with the lease clock read in the same statement. */
-    claimLock: named('claim-lock-clock', `SELECT ${RECORD_COLUMNS}, ${clock('$2', '$3')} AS lease_now FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE`),
+    claimLock: named(
+      'claim-lock-clock',
+      `SELECT ${RECORD_COLUMNS}, ${clock('$2', '$3')} AS lease_now FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE`,
+    ),
     resolveLock: named('lock', `SELECT ${RECORD_COLUMNS} FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE`),
     /** Every column a transition may change, for a row this transaction holds FOR UPDATE ($2: the fence read under the lock). */
-    writeLocked: named('write-locked', `UPDATE ${ops} SET params = $3::json, params_fingerprint = $4, provider_key = $5, state = $6, fence = $7, lease_owner = $8,
+    writeLocked: named(
+      'write-locked',
+      `UPDATE ${ops} SET params = $3::json, params_fingerprint = $4, provider_key = $5, state = $6, fence = $7, lease_owner = $8,
          lease_expires_at = $9, updated_at = $10, first_dispatched_at = $11, attempt_count = $12, last_outcome = $13, result = $14::json,
          provider_ref = $15, status_ref = $16, handoff = $17::json, resolution = $18::json
-       WHERE business_operation_id = $1 AND fence = $2 ${returning}`),
+       WHERE business_operation_id = $1 AND fence = $2 ${returning}`,
+    ),
     /** RENEW of a remembered row version ($4 id, $5 fence, $6 xmin). */
-    renewKnown: named('renew:known', `UPDATE ${ops} SET ${RENEW.set} WHERE business_operation_id = $4 AND fence = $5 AND ${RENEW.guard} AND xmin = $6::xid RETURNING lease_expires_at, xmin`),
+    renewKnown: named(
+      'renew:known',
+      `UPDATE ${ops} SET ${RENEW.set} WHERE business_operation_id = $4 AND fence = $5 AND ${RENEW.guard} AND xmin = $6::xid RETURNING lease_expires_at, xmin`,
+    ),
     /** $1 id, $2 fence, $3 seq, $4 receipt, $5 hash: applies only when the receipt is the next of the row's chain. */
-    appendReceipt: named('receipt', `UPDATE ${ops} SET ${appendReceipt('$4')}, receipt_head = $5, receipt_count = $3
+    appendReceipt: named(
+      'receipt',
+      `UPDATE ${ops} SET ${appendReceipt('$4')}, receipt_head = $5, receipt_count = $3
          WHERE business_operation_id = $1 AND fence = $2 AND receipt_count + 1 = $3::integer
-         RETURNING receipt_count AS seq`),
-    receiptCheck: named('receipt-check', `SELECT fence, receipt_count AS seq FROM ${ops} WHERE business_operation_id = $1`),
+         RETURNING receipt_count AS seq`,
+    ),
+    receiptCheck: named(
+      'receipt-check',
+      `SELECT fence, receipt_count AS seq FROM ${ops} WHERE business_operation_id = $1`,
+    ),
     /** $1 caller's now, $2 limit, $3 database clock?: served by the partial index of open rows. */
-    recover: named('recover', `SELECT ${RECORD_COLUMNS} FROM ${ops}
+    recover: named(
+      'recover',
+      `SELECT ${RECORD_COLUMNS} FROM ${ops}
          WHERE state IN (${sqlList(RECOVERABLE_STATES)}) AND ${OPEN_STATES} AND coalesce(lease_expires_at, 0) <= ${clock('$3', '$1')}
-         ORDER BY updated_at, business_operation_id LIMIT $2`),
-    pruneCount: named('prune-count', `SELECT state, count(*) AS n FROM ${ops} WHERE state = ANY($1::text[]) AND created_at < $2 AND updated_at < $2 GROUP BY state`),
+         ORDER BY updated_at, business_operation_id LIMIT $2`,
+    ),
+    pruneCount: named(
+      'prune-count',
+      `SELECT state, count(*) AS n FROM ${ops} WHERE state = ANY($1::text[]) AND created_at < $2 AND updated_at < $2 GROUP BY state`,
+    ),
     /** One keyset page of a state's old rows ($1 state, $2 before, $3/$4 after (created_at, id), $5 size), with their receipts or not. */
     prunePage: (withReceipts: boolean): Sql => ({
       name: withReceipts ? 'prune-page-receipts' : 'prune-page',
@@ -143,7 +169,10 @@ export function createStatements(ops: string, dbClock: boolean) {
              ORDER BY created_at, business_operation_id LIMIT $5`,
     }),
     /** The rows that are still closed and old (a rejected one may have been superseded meanwhile). */
-    pruneDelete: named('prune-delete', `DELETE FROM ${ops} WHERE business_operation_id = ANY($1::text[]) AND state = ANY($2::text[]) AND updated_at < $3 RETURNING state`),
+    pruneDelete: named(
+      'prune-delete',
+      `DELETE FROM ${ops} WHERE business_operation_id = ANY($1::text[]) AND state = ANY($2::text[]) AND updated_at < $3 RETURNING state`,
+    ),
     list: (filter: ListFilter) => listStatement(ops, filter),
     /**
      * A fenced write's statements: `write.set` guarded by the fence ($n+1 id, $n+2 fence) and its guard;
@@ -187,7 +216,9 @@ function listStatement(ops: string, filter: ListFilter): { sql: Sql; values: unk
   if (filter.provider !== undefined) where.push(`provider = ${param(filter.provider)}`);
   if (filter.operation !== undefined) where.push(`operation = ${param(filter.operation)}`);
   const limit = filter.limit !== undefined ? ` LIMIT ${param(filter.limit)}` : '';
-  const order = filter.newestFirst ? 'created_at DESC, business_operation_id DESC' : 'created_at, business_operation_id';
+  const order = filter.newestFirst
+    ? 'created_at DESC, business_operation_id DESC'
+    : 'created_at, business_operation_id';
   const text = `SELECT ${RECORD_COLUMNS} FROM ${ops}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order}${limit}`;
   return { sql: { name: null, text }, values };
 }

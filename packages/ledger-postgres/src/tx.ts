@@ -1,12 +1,16 @@
-import { LedgerError, RetrysafeError } from '@retrysafe/contract';
 import { createHash } from 'node:crypto';
+import { LedgerError, RetrysafeError } from '@retrysafe/contract';
 import pg from 'pg';
-import { Connections, type Conn, type Statement } from './connections.js';
-import { migrate, type MigrateReport } from './schema.js';
+import { type Conn, Connections, type Statement } from './connections.js';
+import { type MigrateReport, migrate } from './schema.js';
 import type { Sql } from './statements.js';
 
 /** Runs one statement; inside `tx` it runs on the transaction's connection. */
-export type Run = <R extends pg.QueryResultRow>(what: string, sql: Sql, values: unknown[]) => Promise<pg.QueryResult<R>>;
+export type Run = <R extends pg.QueryResultRow>(
+  what: string,
+  sql: Sql,
+  values: unknown[],
+) => Promise<pg.QueryResult<R>>;
 
 export interface Db {
   readonly query: Run;
@@ -39,7 +43,15 @@ interface TxClient {
  */
 export function createDb(options: DbOptions): Db {
   const pool = options.pool;
-  const own = pool === null ? new Connections({ connectionString: options.connectionString, max: options.poolSize, timeoutMs: options.timeoutMs, idleMs: options.idleMs }) : null;
+  const own =
+    pool === null
+      ? new Connections({
+          connectionString: options.connectionString,
+          max: options.poolSize,
+          timeoutMs: options.timeoutMs,
+          idleMs: options.idleMs,
+        })
+      : null;
   // An idle client losing its connection emits 'error' on the pool; unhandled, it would kill the
   // process. The pool drops that client; the next query gets a fresh one or fails with LedgerError.
   const onPoolError = () => undefined;
@@ -87,9 +99,14 @@ export function createDb(options: DbOptions): Db {
     return { name, text: sql.text, values };
   };
 
-  const send = <R extends pg.QueryResultRow>(config: Statement) => (own !== null ? own.query<R>(config) : pool!.query<R>(config));
+  const send = <R extends pg.QueryResultRow>(config: Statement) =>
+    own !== null ? own.query<R>(config) : pool!.query<R>(config);
 
-  async function query<R extends pg.QueryResultRow>(what: string, sql: Sql, values: unknown[]): Promise<pg.QueryResult<R>> {
+  async function query<R extends pg.QueryResultRow>(
+    what: string,
+    sql: Sql,
+    values: unknown[],
+  ): Promise<pg.QueryResult<R>> {
     if (closed) throw new LedgerError(`ledger is closed (${what})`);
     try {
       if (!migrated) await ready();
@@ -173,5 +190,7 @@ function statementName(schema: string, name: string): string {
 export function asLedgerError(err: unknown, what: string): RetrysafeError {
   if (RetrysafeError.isInstance(err)) return err;
   const e = err as { message?: string; code?: string };
-  return new LedgerError(`${what} failed in PostgreSQL${e?.code ? ` (${e.code})` : ''}: ${e?.message ?? String(err)}`, { cause: err });
+  return new LedgerError(`${what} failed in PostgreSQL${e?.code ? ` (${e.code})` : ''}: ${e?.message ?? String(err)}`, {
+    cause: err,
+  });
 }

@@ -1,7 +1,7 @@
-import { LeaseLostError, LedgerError, type Fenced, type OperationRecord, type Receipt } from '@retrysafe/contract';
+import { type Fenced, LeaseLostError, LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
 import { chainedTransition, isTerminal } from '@retrysafe/contract/ledger';
 import { checkReceiptShape, checkRef } from './checks.js';
-import { handOut, jsonParam, jsonTextsOf, toRecord, type JsonTexts, type OperationRow } from './rows.js';
+import { handOut, type JsonTexts, jsonParam, jsonTextsOf, type OperationRow, toRecord } from './rows.js';
 import type { FencedWrite, Sql, Statements } from './statements.js';
 import type { Db, Run } from './tx.js';
 
@@ -34,14 +34,16 @@ export interface Known {
 const KNOWN_MAX = 4096;
 
 /** Why a guarded write's rule refuses the current record: the contract's transition rule, asked. */
-export const ruleBlocks = (rule: (r: OperationRecord) => unknown) => (r: OperationRecord): Error | null => {
-  try {
-    rule(r);
-    return null;
-  } catch (err) {
-    return err as Error;
-  }
-};
+export const ruleBlocks =
+  (rule: (r: OperationRecord) => unknown) =>
+  (r: OperationRecord): Error | null => {
+    try {
+      rule(r);
+      return null;
+    } catch (err) {
+      return err as Error;
+    }
+  };
 
 /**
  * The ledger's fenced writes. Each is one UPDATE guarded by the fencing token (and the state its rule
@@ -64,7 +66,11 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     if (isTerminal(record)) return;
     if (known.size >= KNOWN_MAX) known.delete(known.keys().next().value!);
     // A copy: the caller may change the record it was handed.
-    known.set(id, { xmin, record: record.receiptChain ? { ...record, receiptChain: { ...record.receiptChain } } : { ...record }, json });
+    known.set(id, {
+      xmin,
+      record: record.receiptChain ? { ...record, receiptChain: { ...record.receiptChain } } : { ...record },
+      json,
+    });
   }
 
   /** The record of a row version read back from a write: remembered with its xmin, returned. */
@@ -84,14 +90,22 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     if (why === 'no-op') return null;
     if (why === null && c.receipt !== undefined) {
       const expected = rows[0]!.receipt_count + 1;
-      if (c.receipt.seq !== expected) throw new LedgerError(`${c.what}: receipt seq ${c.receipt.seq} for ${ref.businessOperationId} is not the next one (expected ${expected}); nothing written`);
+      if (c.receipt.seq !== expected)
+        throw new LedgerError(
+          `${c.what}: receipt seq ${c.receipt.seq} for ${ref.businessOperationId} is not the next one (expected ${expected}); nothing written`,
+        );
     }
     // null: the row now passes the guard, so it changed between the write and this read.
     throw why ?? new LedgerError(`${c.what}: ${ref.businessOperationId} changed concurrently; write refused`);
   }
 
   /** The write of a remembered operation; null when not remembered, refused by the rule, or the row is another version now. */
-  async function knownWrite(ref: Fenced, c: FencedCall & { next: Next }, sql: Sql, args: unknown[]): Promise<OperationRecord | null> {
+  async function knownWrite(
+    ref: Fenced,
+    c: FencedCall & { next: Next },
+    sql: Sql,
+    args: unknown[],
+  ): Promise<OperationRecord | null> {
     const k = known.get(ref.businessOperationId);
     if (k === undefined || k.record.fence !== ref.fence) return null;
     let out: ReturnType<Next>;
@@ -136,13 +150,34 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
    * Stores the record a transition rule returned, for a row this transaction holds FOR UPDATE: every
    * column a transition may change; identity, creation time and the receipt chain stay.
    */
-  async function writeLocked(run: Run, what: string, locked: OperationRow, r: OperationRecord): Promise<OperationRecord> {
+  async function writeLocked(
+    run: Run,
+    what: string,
+    locked: OperationRow,
+    r: OperationRecord,
+  ): Promise<OperationRecord> {
     const { rows } = await run<OperationRow & { xmin: string }>(what, st.writeLocked, [
-      r.businessOperationId, locked.fence, jsonParam(r.params), r.paramsFingerprint, r.providerKey, r.state, r.fence, r.leaseOwner,
-      r.leaseExpiresAt, r.updatedAt, r.firstDispatchedAt, r.attemptCount, r.lastOutcome, jsonParam(r.result),
-      r.providerRef, r.statusRef, jsonParam(r.handoff), jsonParam(r.resolution),
+      r.businessOperationId,
+      locked.fence,
+      jsonParam(r.params),
+      r.paramsFingerprint,
+      r.providerKey,
+      r.state,
+      r.fence,
+      r.leaseOwner,
+      r.leaseExpiresAt,
+      r.updatedAt,
+      r.firstDispatchedAt,
+      r.attemptCount,
+      r.lastOutcome,
+      jsonParam(r.result),
+      r.providerRef,
+      r.statusRef,
+      jsonParam(r.handoff),
+      jsonParam(r.resolution),
     ]);
-    if (rows.length === 0) throw new LedgerError(`${what}: ${r.businessOperationId} changed under its row lock; nothing written`);
+    if (rows.length === 0)
+      throw new LedgerError(`${what}: ${r.businessOperationId} changed under its row lock; nothing written`);
     return fromRow(rows[0]!);
   }
 

@@ -31,7 +31,10 @@ const tagged = () => {
   u.searchParams.set('application_name', name);
   return { name, url: u.toString() };
 };
-const sessions = async (name: string) => Number((await admin.query(`SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1`, [name])).rows[0].n);
+const sessions = async (name: string) =>
+  Number(
+    (await admin.query(`SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1`, [name])).rows[0].n,
+  );
 /** Polls until `sessions(name)` is `n`, or gives up after ~5 s (half of pg.Pool's default idle time), and the expectation fails. */
 async function untilSessions(name: string, n: number): Promise<number> {
   let seen = await sessions(name);
@@ -60,8 +63,13 @@ describe("the ledger's own connections", () => {
   it('a named statement is prepared once on a connection, under its name, and runs again from there', async () => {
     const c = new Connections({ connectionString: url, max: 1, timeoutMs: 5_000, idleMs: 0 });
     try {
-      for (const v of [1, 2]) expect((await c.query<{ v: number }>({ name: 'rs:test:echo', text: 'SELECT $1::int AS v', values: [v] })).rows).toEqual([{ v }]);
-      const prepared = await c.query<{ name: string; statement: string }>({ text: 'SELECT name, statement FROM pg_prepared_statements' });
+      for (const v of [1, 2])
+        expect(
+          (await c.query<{ v: number }>({ name: 'rs:test:echo', text: 'SELECT $1::int AS v', values: [v] })).rows,
+        ).toEqual([{ v }]);
+      const prepared = await c.query<{ name: string; statement: string }>({
+        text: 'SELECT name, statement FROM pg_prepared_statements',
+      });
       expect(prepared.rows).toEqual([{ name: 'rs:test:echo', statement: 'SELECT $1::int AS v' }]);
     } finally {
       await c.end();
@@ -76,7 +84,9 @@ describe("the ledger's own connections", () => {
       expect((err as Error).message).toMatch(/no free connection within 200 ms/);
       c.release(held);
       // Given back: the connection serves the next statement; the expired one never ran.
-      expect((await c.query<{ n: string }>({ text: `SELECT count(*) AS n FROM "${schema}".sent` })).rows[0]!.n).toBe('0');
+      expect((await c.query<{ n: string }>({ text: `SELECT count(*) AS n FROM "${schema}".sent` })).rows[0]!.n).toBe(
+        '0',
+      );
     } finally {
       await c.end();
     }
@@ -84,7 +94,11 @@ describe("the ledger's own connections", () => {
 
   it('more statements than connections each run once a connection is free; closing waits for busy connections', async () => {
     const c = new Connections({ connectionString: url, max: 2, timeoutMs: 5_000, idleMs: 0 });
-    const pids = await Promise.all([0, 1, 2, 3, 4, 5].map(() => c.query<{ pid: number }>({ text: 'SELECT pg_sleep(0.05), pg_backend_pid() AS pid' })));
+    const pids = await Promise.all(
+      [0, 1, 2, 3, 4, 5].map(() =>
+        c.query<{ pid: number }>({ text: 'SELECT pg_sleep(0.05), pg_backend_pid() AS pid' }),
+      ),
+    );
     expect(new Set(pids.map((r) => r.rows[0]!.pid)).size).toBe(2);
     const busy = c.query<{ one: number }>({ text: 'SELECT pg_sleep(0.1), 1 AS one' });
     await c.end();

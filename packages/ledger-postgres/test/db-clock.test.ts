@@ -1,8 +1,8 @@
 // Issue 15 item 3: on PostgreSQL, lease expiry and takeover are judged by the database's clock (now()
 // inside the same statement), not the worker's; a worker whose clock is off by more than the bound gets
 // a typed error (ClockSkewError) and a log line, and writes nothing.
-import { ClockSkewError, asBusinessOperationId, type ClaimInput, type ProviderKey } from '@retrysafe/contract';
-import { createRunner, type Clock, type LogEntry } from '@retrysafe/core';
+import { asBusinessOperationId, type ClaimInput, ClockSkewError, type ProviderKey } from '@retrysafe/contract';
+import { type Clock, createRunner, type LogEntry } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresLedger, type PostgresLedger } from '../src/index.js';
@@ -32,7 +32,10 @@ const input = (id: string, owner: string, now: number, leaseMs = 30_000): ClaimI
   leaseMs,
   now,
 });
-const skewed = (offsetMs: number): Clock => ({ now: () => Date.now() + offsetMs, sleep: (ms) => new Promise((r) => setTimeout(r, ms)) });
+const skewed = (offsetMs: number): Clock => ({
+  now: () => Date.now() + offsetMs,
+  sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+});
 
 describe('leases on the database clock', () => {
   it('a worker whose clock runs 40 s ahead cannot take over a live 30 s lease (its own clock says it expired)', async () => {
@@ -58,32 +61,58 @@ describe('leases on the database clock', () => {
   it('renewLease extends the lease on the database clock', async () => {
     const c = await lenient.claim(input('renew-1', 'w-a', Date.now(), 500));
     if (c.kind !== 'claimed') throw new Error('claim');
-    await lenient.renewLease({ businessOperationId: c.record.businessOperationId, fence: c.record.fence }, 30_000, Date.now() - 100_000);
+    await lenient.renewLease(
+      { businessOperationId: c.record.businessOperationId, fence: c.record.fence },
+      30_000,
+      Date.now() - 100_000,
+    );
     await new Promise((r) => setTimeout(r, 600));
     expect((await lenient.claim(input('renew-1', 'w-b', Date.now()))).kind).toBe('busy');
   });
 });
 
 describe('a worker whose clock is off from the database', () => {
-  it.each([+600_000, -600_000, +5_000])('by %i ms: ClockSkewError and a log line from run(), no row, no provider call', async (offset) => {
-    const provider = createSandboxProvider({ replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' });
-    const adapter = createSandboxAdapter({ provider });
-    const logs: LogEntry[] = [];
-    const ref = `skew-${offset}`;
-    const err = await createRunner({ ledger: strict, clock: skewed(offset), owner: 'w-skew', logger: (e) => void logs.push(e) })
-      .run(adapter, 'records.create', { params: { ref } })
-      .catch((e: unknown) => e);
-    expect(ClockSkewError.isInstance(err)).toBe(true);
-    expect(Math.sign((err as ClockSkewError).skewMs)).toBe(Math.sign(offset));
-    expect(provider.calls()).toBe(0);
-    expect((await strict.list()).filter((r) => (r.params as { ref?: string }).ref === ref)).toEqual([]);
-    expect(logs.some((l) => l.event === 'clock-skew' && l.level === 'warn')).toBe(true);
-  });
+  it.each([+600_000, -600_000, +5_000])(
+    'by %i ms: ClockSkewError and a log line from run(), no row, no provider call',
+    async (offset) => {
+      const provider = createSandboxProvider({
+        replays: true,
+        retentionMs: 86_400_000,
+        parameterMatching: 'mismatch-error',
+        concurrency: 'rejects-in-progress',
+        lookup: 'get-by-key',
+      });
+      const adapter = createSandboxAdapter({ provider });
+      const logs: LogEntry[] = [];
+      const ref = `skew-${offset}`;
+      const err = await createRunner({
+        ledger: strict,
+        clock: skewed(offset),
+        owner: 'w-skew',
+        logger: (e) => void logs.push(e),
+      })
+        .run(adapter, 'records.create', { params: { ref } })
+        .catch((e: unknown) => e);
+      expect(ClockSkewError.isInstance(err)).toBe(true);
+      expect(Math.sign((err as ClockSkewError).skewMs)).toBe(Math.sign(offset));
+      expect(provider.calls()).toBe(0);
+      expect((await strict.list()).filter((r) => (r.params as { ref?: string }).ref === ref)).toEqual([]);
+      expect(logs.some((l) => l.event === 'clock-skew' && l.level === 'warn')).toBe(true);
+    },
+  );
 
   it('a worker within the bound runs normally', async () => {
-    const provider = createSandboxProvider({ replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' });
+    const provider = createSandboxProvider({
+      replays: true,
+      retentionMs: 86_400_000,
+      parameterMatching: 'mismatch-error',
+      concurrency: 'rejects-in-progress',
+      lookup: 'get-by-key',
+    });
     const adapter = createSandboxAdapter({ provider });
-    const r = await createRunner({ ledger: strict, clock: skewed(200), owner: 'w-ok' }).run(adapter, 'records.create', { params: { ref: 'skew-ok' } });
+    const r = await createRunner({ ledger: strict, clock: skewed(200), owner: 'w-ok' }).run(adapter, 'records.create', {
+      params: { ref: 'skew-ok' },
+    });
     expect(r.status).toBe('done');
     expect(provider.count()).toBe(1);
   });

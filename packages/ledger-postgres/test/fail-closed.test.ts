@@ -1,8 +1,16 @@
 // Connection loss mid-operation, end to end through the runner: nothing reaches the provider without
 // a durable `dispatched` row, and an operation whose `dispatched` write committed but whose answer was
 // lost is found and finished by recovery, still as one provider record.
+
+import {
+  asBusinessOperationId,
+  type ClaimInput,
+  fingerprint,
+  type Ledger,
+  LedgerError,
+  pickIntent,
+} from '@retrysafe/contract';
 import { createRunner } from '@retrysafe/core';
-import { LedgerError, asBusinessOperationId, fingerprint, pickIntent, type ClaimInput, type Ledger } from '@retrysafe/contract';
 import { createSandboxAdapter, createSandboxProvider, type SandboxBehaviour } from '@retrysafe/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresLedger, type PostgresLedger } from '../src/index.js';
@@ -11,11 +19,23 @@ import { databaseUrl, dropSchema, freshSchema, startPgRelay } from './pg-test-db
 const url = databaseUrl();
 const schema = freshSchema('failclosed');
 // lateApplyMs 0: the in-process sandbox applies a request when it is called; nothing can land later.
-const behaviour: SandboxBehaviour = { replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key', lateApplyMs: 0 };
+const behaviour: SandboxBehaviour = {
+  replays: false,
+  retentionMs: null,
+  parameterMatching: 'none',
+  concurrency: 'duplicates',
+  lookup: 'get-by-key',
+  lateApplyMs: 0,
+};
 let direct: PostgresLedger;
 
 beforeAll(async () => {
-  direct = createPostgresLedger({ connectionString: url, schema, poolSize: 4, leaseClock: 'caller' /* writes a dead worker's claim from the past */ });
+  direct = createPostgresLedger({
+    connectionString: url,
+    schema,
+    poolSize: 4,
+    leaseClock: 'caller' /* writes a dead worker's claim from the past */,
+  });
   await direct.ready();
 });
 afterAll(async () => {
@@ -31,8 +51,10 @@ function interceptDispatch(ledger: Ledger, via: 'claim' | 'markDispatched', onDi
   return new Proxy(ledger, {
     get(target, key) {
       const v = target[key as keyof Ledger];
-      if (key === 'markDispatched' && via === 'markDispatched') return (...args: Parameters<Ledger['markDispatched']>) => (onDispatch(), target.markDispatched(...args));
-      if (key === 'claim' && via === 'claim') return (input: ClaimInput) => (expect(input.dispatch).toBe(true), onDispatch(), target.claim(input));
+      if (key === 'markDispatched' && via === 'markDispatched')
+        return (...args: Parameters<Ledger['markDispatched']>) => (onDispatch(), target.markDispatched(...args));
+      if (key === 'claim' && via === 'claim')
+        return (input: ClaimInput) => (expect(input.dispatch).toBe(true), onDispatch(), target.claim(input));
       return typeof v === 'function' ? v.bind(target) : v;
     },
   });
@@ -42,7 +64,10 @@ function countingAdapter() {
   const provider = createSandboxProvider(behaviour);
   const inner = createSandboxAdapter({ provider });
   let calls = 0;
-  const adapter = { ...inner, doExecute: (...a: Parameters<typeof inner.doExecute>) => (calls++, inner.doExecute(...a)) };
+  const adapter = {
+    ...inner,
+    doExecute: (...a: Parameters<typeof inner.doExecute>) => (calls++, inner.doExecute(...a)),
+  };
   return { provider, adapter, calls: () => calls };
 }
 
@@ -76,25 +101,42 @@ async function leaveClaimed(adapter: ReturnType<typeof countingAdapter>['adapter
   expect(claim).toMatchObject({ kind: 'claimed', record: { state: 'claimed', attemptCount: 0 } });
 }
 
-const rowsFor = async (ref: string) => (await direct.list({ operation: 'sandbox.records.create' })).filter((r) => (r.params as { ref?: string }).ref === ref);
+const rowsFor = async (ref: string) =>
+  (await direct.list({ operation: 'sandbox.records.create' })).filter(
+    (r) => (r.params as { ref?: string }).ref === ref,
+  );
 
 describe('the runner on a PostgreSQL ledger whose connection is lost', () => {
   for (const { path, leftClaimed } of paths) {
     it(`does not call the provider when the connection drops as \`dispatched\` is written: ${path}`, async () => {
       const ref = `cut-${leftClaimed ? 'taken' : 'new'}`;
       const relay = await startPgRelay(url);
-      const through = createPostgresLedger({ connectionString: relay.url, schema, poolSize: 2, migrate: false, queryTimeoutMs: 3_000 });
+      const through = createPostgresLedger({
+        connectionString: relay.url,
+        schema,
+        poolSize: 2,
+        migrate: false,
+        queryTimeoutMs: 3_000,
+      });
       const { provider, adapter, calls } = countingAdapter();
       try {
         if (leftClaimed) await leaveClaimed(adapter, ref);
         await through.get(asBusinessOperationId(ref)); // the connection is up: it drops at the dispatched write
-        const runner = createRunner({ ledger: interceptDispatch(through, leftClaimed ? 'markDispatched' : 'claim', () => relay.cut()), owner: 'w-cut', policy: { leaseMs: 5_000 } });
-        const err = await runner.run(adapter, 'records.create', { params: { ref }, businessOperationId: ref }).catch((e) => e);
+        const runner = createRunner({
+          ledger: interceptDispatch(through, leftClaimed ? 'markDispatched' : 'claim', () => relay.cut()),
+          owner: 'w-cut',
+          policy: { leaseMs: 5_000 },
+        });
+        const err = await runner
+          .run(adapter, 'records.create', { params: { ref }, businessOperationId: ref })
+          .catch((e) => e);
         expect(LedgerError.isInstance(err)).toBe(true);
         expect(calls()).toBe(0);
         expect(provider.count()).toBe(0);
         // Nothing was written: no operation at all, or the one left claimed, never dispatched.
-        expect(await rowsFor(ref)).toEqual(leftClaimed ? [expect.objectContaining({ state: 'claimed', attemptCount: 0 })] : []);
+        expect(await rowsFor(ref)).toEqual(
+          leftClaimed ? [expect.objectContaining({ state: 'claimed', attemptCount: 0 })] : [],
+        );
       } finally {
         await through.close().catch(() => undefined);
         await relay.close();
@@ -104,13 +146,26 @@ describe('the runner on a PostgreSQL ledger whose connection is lost', () => {
     it(`does not call the provider when \`dispatched\` commits but the answer is lost; recovery then finishes it once: ${path}`, async () => {
       const ref = `lost-${leftClaimed ? 'taken' : 'new'}`;
       const relay = await startPgRelay(url);
-      const through = createPostgresLedger({ connectionString: relay.url, schema, poolSize: 2, migrate: false, queryTimeoutMs: 1_500, leaseClock: 'caller' /* no clock probe before the claim whose answer is dropped */ });
+      const through = createPostgresLedger({
+        connectionString: relay.url,
+        schema,
+        poolSize: 2,
+        migrate: false,
+        queryTimeoutMs: 1_500,
+        leaseClock: 'caller' /* no clock probe before the claim whose answer is dropped */,
+      });
       const { provider, adapter, calls } = countingAdapter();
       try {
         if (leftClaimed) await leaveClaimed(adapter, ref);
         await through.get(asBusinessOperationId(ref)); // the connection is up: only the dispatched write's answer is lost
-        const runner = createRunner({ ledger: interceptDispatch(through, leftClaimed ? 'markDispatched' : 'claim', () => relay.dropResponses()), owner: 'w-lost', policy: { leaseMs: 300 } });
-        const err = await runner.run(adapter, 'records.create', { params: { ref }, businessOperationId: ref }).catch((e) => e);
+        const runner = createRunner({
+          ledger: interceptDispatch(through, leftClaimed ? 'markDispatched' : 'claim', () => relay.dropResponses()),
+          owner: 'w-lost',
+          policy: { leaseMs: 300 },
+        });
+        const err = await runner
+          .run(adapter, 'records.create', { params: { ref }, businessOperationId: ref })
+          .catch((e) => e);
         expect(LedgerError.isInstance(err)).toBe(true);
         expect(calls()).toBe(0);
 

@@ -2,8 +2,16 @@
 // guarded by the row version's xmin and reads back only the new xmin; the record it returns is the
 // contract's transition of the remembered one. These tests hold that record to the row itself
 // (`get()`), and show that a row written meanwhile by anyone else is written and read back in full.
+
+import {
+  asBusinessOperationId,
+  type ClaimInput,
+  type HandoffPacket,
+  LeaseLostError,
+  type ProviderKey,
+  type Receipt,
+} from '@retrysafe/contract';
 import { sealReceipt } from '@retrysafe/core/internal';
-import { asBusinessOperationId, LeaseLostError, type ClaimInput, type HandoffPacket, type ProviderKey, type Receipt } from '@retrysafe/contract';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createPostgresLedger, type PostgresLedger } from '../src/index.js';
@@ -24,7 +32,12 @@ beforeAll(async () => {
     (client as { query: unknown }).query = (config: unknown, ...rest: unknown[]) => {
       const name = (config as { name?: string })?.name;
       // `rs:<schema>:<statement>`, or `rs:<statement>#<schema hash>` where that would pass 63 bytes.
-      if (name) sent.push(name.startsWith(`rs:${schema}:`) ? name.slice(`rs:${schema}:`.length) : name.slice(3).replace(/#[0-9a-f]{12}$/, ''));
+      if (name)
+        sent.push(
+          name.startsWith(`rs:${schema}:`)
+            ? name.slice(`rs:${schema}:`.length)
+            : name.slice(3).replace(/#[0-9a-f]{12}$/, ''),
+        );
       return q(config, ...rest);
     };
   });
@@ -82,17 +95,34 @@ describe('writes of a remembered operation', () => {
     expect(c.record).toEqual(await ledger.get(ref.businessOperationId));
     const d = await ledger.markDispatched(ref, T0 + 1);
     expect(d).toEqual(await ledger.get(ref.businessOperationId));
-    const p = await ledger.setState(ref, { state: 'in-progress', now: T0 + 2, lastOutcome: 'unknown', statusRef: 'st-1', result: { at: new Date(T0), skip: undefined, n: [1] } });
+    const p = await ledger.setState(ref, {
+      state: 'in-progress',
+      now: T0 + 2,
+      lastOutcome: 'unknown',
+      statusRef: 'st-1',
+      result: { at: new Date(T0), skip: undefined, n: [1] },
+    });
     expect(p).toEqual(await ledger.get(ref.businessOperationId));
     expect(p.result).toEqual({ at: new Date(T0).toISOString(), n: [1] }); // as the json column reads it back
     const r1 = receipt('chain', 1, null);
-    const s = await ledger.setState(ref, { state: 'succeeded', now: T0 + 3, lastOutcome: 'succeeded', providerRef: 'ref-1', receipt: r1 });
+    const s = await ledger.setState(ref, {
+      state: 'succeeded',
+      now: T0 + 3,
+      lastOutcome: 'succeeded',
+      providerRef: 'ref-1',
+      receipt: r1,
+    });
     expect(s).toEqual(await ledger.get(ref.businessOperationId));
     expect(s.receiptChain).toEqual({ head: r1.hash, length: 1 });
     expect(await ledger.receipts(ref.businessOperationId)).toEqual([r1]);
     // Three writes, each one statement on the remembered row version, none re-sent in full.
     // setState's statement has a column per field its patch carries (.o lastOutcome, .r result, .p providerRef, .s statusRef).
-    expect(sent.filter((n) => !n.startsWith('get') && n !== 'receipts')).toEqual(['claim-insert:caller-clock', 'dispatched:known', 'set-state.ors:known', 'set-state-terminal.op+receipt:known']);
+    expect(sent.filter((n) => !n.startsWith('get') && n !== 'receipts')).toEqual([
+      'claim-insert:caller-clock',
+      'dispatched:known',
+      'set-state.ors:known',
+      'set-state-terminal.op+receipt:known',
+    ]);
   });
 
   it('a renewal keeps the operation remembered, with the lease the database wrote', async () => {
@@ -104,7 +134,11 @@ describe('writes of a remembered operation', () => {
     const s = await ledger.setState(ref, { state: 'unknown', now: T0 + 7, lastOutcome: 'unknown' });
     expect(s).toEqual(await ledger.get(ref.businessOperationId));
     expect(s).toMatchObject({ leaseExpiresAt: T0 + 6 + 3000, updatedAt: T0 + 7 });
-    expect(sent.filter((n) => n.startsWith('renew') || n.startsWith('set-state'))).toEqual(['renew:known', 'renew:known', 'set-state.o:known']);
+    expect(sent.filter((n) => n.startsWith('renew') || n.startsWith('set-state'))).toEqual([
+      'renew:known',
+      'renew:known',
+      'set-state.o:known',
+    ]);
     // A claim born dispatched has its own INSERT (its state, attempt count and first dispatch are in the text).
     expect(sent[0]).toBe('claim-insert-dispatched:caller-clock');
   });
@@ -166,8 +200,15 @@ describe('writes of a remembered operation', () => {
     const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
     const t = await other.claim(claimInput('taken-over', { owner: 'worker-2', now: T0 + 5000 }));
     expect(t.kind).toBe('claimed');
-    await expect(ledger.setState(ref, { state: 'succeeded', now: T0 + 5001, receipt: receipt('taken-over', 1, null) })).rejects.toBeInstanceOf(LeaseLostError);
-    expect(await ledger.get(ref.businessOperationId)).toMatchObject({ state: 'claimed', fence: 2, leaseOwner: 'worker-2', receiptChain: { head: null, length: 0 } });
+    await expect(
+      ledger.setState(ref, { state: 'succeeded', now: T0 + 5001, receipt: receipt('taken-over', 1, null) }),
+    ).rejects.toBeInstanceOf(LeaseLostError);
+    expect(await ledger.get(ref.businessOperationId)).toMatchObject({
+      state: 'claimed',
+      fence: 2,
+      leaseOwner: 'worker-2',
+      receiptChain: { head: null, length: 0 },
+    });
     expect(await ledger.receipts(ref.businessOperationId)).toEqual([]);
   });
 
@@ -177,7 +218,11 @@ describe('writes of a remembered operation', () => {
     const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
     await other.setState(ref, { state: 'rejected', now: T0 + 1, lastOutcome: 'rejected' });
     await expect(ledger.setState(ref, { state: 'unknown', now: T0 + 2 })).rejects.toThrow(/terminal/);
-    expect(await ledger.get(ref.businessOperationId)).toMatchObject({ state: 'rejected', updatedAt: T0 + 1, lastOutcome: 'rejected' });
+    expect(await ledger.get(ref.businessOperationId)).toMatchObject({
+      state: 'rejected',
+      updatedAt: T0 + 1,
+      lastOutcome: 'rejected',
+    });
   });
 });
 
@@ -187,7 +232,14 @@ describe('a deferrable write (StatePatch.durability: a final succeeded the runne
     if (c.kind !== 'claimed') throw new Error(c.kind);
     const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
     sent = [];
-    const s = await on.setState(ref, { state: 'succeeded', now: T0 + 3, lastOutcome: 'succeeded', providerRef: 'ref-d', receipt: receipt(name, 1, null), durability: 'deferrable' });
+    const s = await on.setState(ref, {
+      state: 'succeeded',
+      now: T0 + 3,
+      lastOutcome: 'succeeded',
+      providerRef: 'ref-d',
+      receipt: receipt(name, 1, null),
+      durability: 'deferrable',
+    });
     expect(s).toEqual(await on.get(ref.businessOperationId));
     return s;
   };
@@ -199,7 +251,8 @@ describe('a deferrable write (StatePatch.durability: a final succeeded the runne
     // Both pooled connections still commit synchronously: the setting was local to that transaction.
     const clients = await Promise.all([pool.connect(), pool.connect()]);
     try {
-      for (const client of clients) expect((await client.query('SHOW synchronous_commit')).rows[0]).toEqual({ synchronous_commit: 'on' });
+      for (const client of clients)
+        expect((await client.query('SHOW synchronous_commit')).rows[0]).toEqual({ synchronous_commit: 'on' });
     } finally {
       for (const client of clients) client.release();
     }
@@ -212,12 +265,18 @@ describe('a deferrable write (StatePatch.durability: a final succeeded the runne
     expect(sent.filter((n) => n.startsWith('set-state'))).toEqual(['set-state-terminal.op+receipt:known']);
   });
 
-  it('is deferred without a receipt too, remembered or read back, as on SQLite (the durability is the patch\'s, not the receipt\'s)', async () => {
+  it("is deferred without a receipt too, remembered or read back, as on SQLite (the durability is the patch's, not the receipt's)", async () => {
     const c = await ledger.claim(claimInput('deferred-bare', { dispatch: true }));
     if (c.kind !== 'claimed') throw new Error(c.kind);
     const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
     sent = [];
-    const s = await ledger.setState(ref, { state: 'succeeded', now: T0 + 3, lastOutcome: 'succeeded', providerRef: 'ref-b', durability: 'deferrable' });
+    const s = await ledger.setState(ref, {
+      state: 'succeeded',
+      now: T0 + 3,
+      lastOutcome: 'succeeded',
+      providerRef: 'ref-b',
+      durability: 'deferrable',
+    });
     expect(s).toEqual(await ledger.get(ref.businessOperationId));
     expect(s).toMatchObject({ state: 'succeeded', providerRef: 'ref-b', receiptChain: { head: null, length: 0 } });
     // Not remembered (another ledger wrote it last): the full write, deferred the same way.
@@ -225,13 +284,24 @@ describe('a deferrable write (StatePatch.durability: a final succeeded the runne
     if (d.kind !== 'claimed') throw new Error(d.kind);
     const ref2 = { businessOperationId: d.record.businessOperationId, fence: d.record.fence };
     await other.setState(ref2, { state: 'in-progress', now: T0 + 2 });
-    const u = await ledger.setState(ref2, { state: 'succeeded', now: T0 + 4, lastOutcome: 'succeeded', durability: 'deferrable' });
+    const u = await ledger.setState(ref2, {
+      state: 'succeeded',
+      now: T0 + 4,
+      lastOutcome: 'succeeded',
+      durability: 'deferrable',
+    });
     expect(u).toEqual(await ledger.get(ref2.businessOperationId));
-    expect(sent.filter((n) => n.startsWith('set-state'))).toEqual(['set-state-terminal.op:deferred:known', 'set-state-terminal.o:deferred:known', 'set-state-terminal.o:deferred']);
+    expect(sent.filter((n) => n.startsWith('set-state'))).toEqual([
+      'set-state-terminal.op:deferred:known',
+      'set-state-terminal.o:deferred:known',
+      'set-state-terminal.o:deferred',
+    ]);
   });
 
   it('deferrableWrites other than defer or sync is refused when the ledger is made', () => {
-    expect(() => createPostgresLedger({ pool, schema, deferrableWrites: 'later' as 'defer' })).toThrow(/deferrableWrites/);
+    expect(() => createPostgresLedger({ pool, schema, deferrableWrites: 'later' as 'defer' })).toThrow(
+      /deferrableWrites/,
+    );
   });
 });
 
@@ -251,7 +321,13 @@ describe('setState refusals', () => {
     });
     if (c.kind !== 'claimed') throw new Error('claim');
     const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
-    for (const patch of [{ state: 'handed-off', now: Date.now() }, { state: 'abandoned', now: Date.now() }, { state: 'nope', now: Date.now() }, { state: 'unknown', now: Number.NaN }, null]) {
+    for (const patch of [
+      { state: 'handed-off', now: Date.now() },
+      { state: 'abandoned', now: Date.now() },
+      { state: 'nope', now: Date.now() },
+      { state: 'unknown', now: Number.NaN },
+      null,
+    ]) {
       let returned: Promise<unknown> | undefined;
       expect(() => {
         returned = ledger.setState(ref, patch as never);
@@ -260,7 +336,10 @@ describe('setState refusals', () => {
     }
     // The fenced write's own checks (a malformed ref, a receipt that is not the operation's) reject too.
     for (const [r, patch] of [
-      [{ businessOperationId: ref.businessOperationId, fence: 'x' }, { state: 'succeeded', now: Date.now() }],
+      [
+        { businessOperationId: ref.businessOperationId, fence: 'x' },
+        { state: 'succeeded', now: Date.now() },
+      ],
       [ref, { state: 'succeeded', now: Date.now(), receipt: { businessOperationId: 'someone-else', seq: 1 } }],
     ] as const) {
       let returned: Promise<unknown> | undefined;

@@ -10,7 +10,12 @@ ledgerSuite({
   name: 'postgres',
   async create() {
     const schema = testSchema('suite');
-    const ledger = createPostgresLedger({ connectionString: url, schema, poolSize: 12, leaseClock: 'caller' /* the suite passes simulated times */ });
+    const ledger = createPostgresLedger({
+      connectionString: url,
+      schema,
+      poolSize: 12,
+      leaseClock: 'caller' /* the suite passes simulated times */,
+    });
     await ledger.ready();
     return ledger;
   },

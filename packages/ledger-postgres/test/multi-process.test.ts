@@ -5,12 +5,18 @@
 // never recorded. It ran with a lease longer than the others' whole run, so its operations are still
 // held when they finish: only after that lease expires does recover() reconcile them, and it must
 // leave nothing outside a terminal state, with still exactly one record per operation.
-import { fork, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { createRunner } from '@retrysafe/core';
 import type { BusinessOperationId } from '@retrysafe/contract';
 import { RECOVERABLE_STATES } from '@retrysafe/contract/ledger';
-import { createSandboxAdapter, createSandboxProvider, startSandboxServer, type SandboxBehaviour, type SandboxServer } from '@retrysafe/sandbox';
+import { createRunner } from '@retrysafe/core';
+import {
+  createSandboxAdapter,
+  createSandboxProvider,
+  type SandboxBehaviour,
+  type SandboxServer,
+  startSandboxServer,
+} from '@retrysafe/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresLedger, type PostgresLedger } from '../src/index.js';
 import { databaseUrl, dropSchema, freshSchema } from './pg-test-db.js';
@@ -27,7 +33,13 @@ const LEASE_MS = 10_000;
 /** The victim's lease: long enough that the survivors finish before it expires, so recover() has work. */
 const VICTIM_LEASE_MS = 40_000;
 const VICTIM = 3;
-const behaviour: SandboxBehaviour = { replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key' };
+const behaviour: SandboxBehaviour = {
+  replays: false,
+  retentionMs: null,
+  parameterMatching: 'none',
+  concurrency: 'duplicates',
+  lookup: 'get-by-key',
+};
 
 const schema = freshSchema('multiproc');
 let ledger: PostgresLedger;
@@ -44,25 +56,45 @@ afterAll(async () => {
   await dropSchema(schema);
 });
 
-interface Tally { done: number; adopted: number; 'in-progress': number; 'handed-off': number; errors: string[] }
+interface Tally {
+  done: number;
+  adopted: number;
+  'in-progress': number;
+  'handed-off': number;
+  errors: string[];
+}
 type Msg = { progress?: number; hung?: string; tally?: Tally };
 
-function startWorker(worker: number, hangAt: number): { child: ChildProcess; messages: Msg[]; exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }> } {
+function startWorker(
+  worker: number,
+  hangAt: number,
+): { child: ChildProcess; messages: Msg[]; exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }> } {
   const child = fork(fileURLToPath(new URL('./fixtures/mp-worker.mjs', import.meta.url)), [], {
     env: {
-      ...process.env, DATABASE_URL: url, SCHEMA: schema, SANDBOX_URL: sandbox.url, OPS: String(OPS), WORKER: String(worker),
-      LEASE_MS: String(hangAt ? VICTIM_LEASE_MS : LEASE_MS), BEHAVIOUR: JSON.stringify(behaviour), ...(hangAt ? { HANG_AT: String(hangAt) } : {}),
+      ...process.env,
+      DATABASE_URL: url,
+      SCHEMA: schema,
+      SANDBOX_URL: sandbox.url,
+      OPS: String(OPS),
+      WORKER: String(worker),
+      LEASE_MS: String(hangAt ? VICTIM_LEASE_MS : LEASE_MS),
+      BEHAVIOUR: JSON.stringify(behaviour),
+      ...(hangAt ? { HANG_AT: String(hangAt) } : {}),
     },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const messages: Msg[] = [];
   child.on('message', (m: Msg) => messages.push(m));
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
   return { child, messages, exit };
 }
 
 describe('8 worker processes on one PostgreSQL ledger', () => {
-  it('make exactly one provider record per business operation; after a SIGKILL and lease expiry, recover() leaves nothing stuck', { timeout: 180_000 }, async () => {
+  it('make exactly one provider record per business operation; after a SIGKILL and lease expiry, recover() leaves nothing stuck', {
+    timeout: 180_000,
+  }, async () => {
     const t0 = Date.now();
     // The victim starts first: on a loaded machine a late victim could find every operation already done by
     // the others and exit before its 3rd provider call (seen in 2 of 6 loaded runs). The others start the
@@ -95,12 +127,18 @@ describe('8 worker processes on one PostgreSQL ledger', () => {
 
     // The operation the victim died on: dispatched, its record at the provider, its response never recorded.
     const stuck = await ledger.get(hungId as BusinessOperationId);
-    expect(stuck).toMatchObject({ state: 'dispatched', attemptCount: 1, leaseOwner: expect.stringMatching(new RegExp(`^mp-worker-${VICTIM}:`)) });
+    expect(stuck).toMatchObject({
+      state: 'dispatched',
+      attemptCount: 1,
+      leaseOwner: expect.stringMatching(new RegExp(`^mp-worker-${VICTIM}:`)),
+    });
 
     // What the dead worker still holds: nothing else is left unfinished.
     const held = await ledger.list({ states: RECOVERABLE_STATES });
     if (held.some((r) => (r.leaseExpiresAt ?? 0) <= Date.now())) {
-      throw new Error(`the survivors took ${survivorsDone} ms, past the victim's lease (${VICTIM_LEASE_MS} ms): this machine is too slow for the test as set; raise VICTIM_LEASE_MS`);
+      throw new Error(
+        `the survivors took ${survivorsDone} ms, past the victim's lease (${VICTIM_LEASE_MS} ms): this machine is too slow for the test as set; raise VICTIM_LEASE_MS`,
+      );
     }
     expect(held.length).toBeGreaterThan(0);
     for (const r of held) expect(r.leaseOwner).toMatch(new RegExp(`^mp-worker-${VICTIM}:`));
@@ -131,12 +169,16 @@ describe('8 worker processes on one PostgreSQL ledger', () => {
     for (const r of resent) {
       const receipts = await ledger.receipts(r.businessOperationId);
       expect(receipts[0]?.outcome, r.businessOperationId).toBe('not-found');
-      expect(receipts.filter((x) => (x.kind === 'dispatch' || x.kind === 'resend') && x.outcome === 'succeeded')).toHaveLength(1);
+      expect(
+        receipts.filter((x) => (x.kind === 'dispatch' || x.kind === 'resend') && x.outcome === 'succeeded'),
+      ).toHaveLength(1);
     }
     // The operation the victim died on had reached the provider: it is adopted by lookup, never re-sent.
     const hung = await ledger.get(hungId as BusinessOperationId);
     expect(hung!.attemptCount).toBe(1);
     expect((await ledger.receipts(hungId as BusinessOperationId)).map((x) => x.outcome)).toContain('found');
-    console.log(`multi-process: victim killed at ${killedAt} ms, survivors done at ${survivorsDone} ms, recovered at ${Date.now() - t0} ms; ${report.length} recovered; ${resent.length} re-sent after a not-found lookup; victim's operation: ${(await ledger.receipts(hungId as BusinessOperationId)).map((x) => `${x.kind}:${x.outcome}`).join(', ')}`);
+    console.log(
+      `multi-process: victim killed at ${killedAt} ms, survivors done at ${survivorsDone} ms, recovered at ${Date.now() - t0} ms; ${report.length} recovered; ${resent.length} re-sent after a not-found lookup; victim's operation: ${(await ledger.receipts(hungId as BusinessOperationId)).map((x) => `${x.kind}:${x.outcome}`).join(', ')}`,
+    );
   });
 });

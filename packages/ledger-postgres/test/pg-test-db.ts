@@ -18,7 +18,8 @@ export function databaseUrl(): string {
     );
   }
   const host = new URL(url).hostname;
-  if (!['127.0.0.1', 'localhost', '::1', '[::1]', ''].includes(host)) throw new Error(`DATABASE_URL must point at loopback in tests, got host ${host}`);
+  if (!['127.0.0.1', 'localhost', '::1', '[::1]', ''].includes(host))
+    throw new Error(`DATABASE_URL must point at loopback in tests, got host ${host}`);
   return url;
 }
 
@@ -43,14 +44,21 @@ afterAll(async () => {
 });
 
 /** A ledger on `schema` with a pool of two, its schema migrated. */
-export async function readyLedger(schema: string, options: Partial<PostgresLedgerOptions> = {}): Promise<PostgresLedger> {
+export async function readyLedger(
+  schema: string,
+  options: Partial<PostgresLedgerOptions> = {},
+): Promise<PostgresLedger> {
   const ledger = createPostgresLedger({ connectionString: databaseUrl(), schema, poolSize: 2, ...options });
   await ledger.ready();
   return ledger;
 }
 
 /** A pool of `max` connections and a fresh schema for one test; the pool ended and the schema dropped after. */
-export async function withSchemaPool(label: string, max: number, test: (pool: pg.Pool, schema: string) => Promise<void>): Promise<void> {
+export async function withSchemaPool(
+  label: string,
+  max: number,
+  test: (pool: pg.Pool, schema: string) => Promise<void>,
+): Promise<void> {
   const pool = new pg.Pool({ connectionString: databaseUrl(), max });
   const schema = freshSchema(label);
   try {
@@ -76,7 +84,9 @@ export async function dropSchema(schema: string): Promise<void> {
  * connection and refuses new ones; `dropResponses()` keeps forwarding client bytes to the server
  * but never passes the server's answers back (the write commits, the client never hears).
  */
-export async function startPgRelay(target: string): Promise<{ url: string; cut(): void; dropResponses(): void; close(): Promise<void> }> {
+export async function startPgRelay(
+  target: string,
+): Promise<{ url: string; cut(): void; dropResponses(): void; close(): Promise<void> }> {
   const t = new URL(target);
   const sockets = new Set<net.Socket>();
   let mode: 'pass' | 'cut' | 'drop' = 'pass';

@@ -1,10 +1,10 @@
 import {
-  InvalidStateError,
-  LeaseLostError,
-  LedgerError,
   type BusinessOperationId,
   type ClaimInput,
   type HandoffPacket,
+  InvalidStateError,
+  LeaseLostError,
+  LedgerError,
   type ProviderKey,
   type Receipt,
 } from '@retrysafe/contract';
@@ -19,7 +19,12 @@ let ledger: PostgresLedger;
 let admin: pg.Client;
 
 beforeAll(async () => {
-  ledger = createPostgresLedger({ connectionString: url, schema, poolSize: 24, leaseClock: 'caller' /* simulated times (T0) */ });
+  ledger = createPostgresLedger({
+    connectionString: url,
+    schema,
+    poolSize: 24,
+    leaseClock: 'caller' /* simulated times (T0) */,
+  });
   await ledger.ready();
   admin = new pg.Client({ connectionString: url });
   await admin.connect();
@@ -61,7 +66,15 @@ const packet = (id: BusinessOperationId): HandoffPacket => ({
   createdAt: new Date(T0).toISOString(),
 });
 const receipt = (id: BusinessOperationId, seq: number): Receipt =>
-  ({ businessOperationId: id, seq, kind: 'dispatch', outcome: 'succeeded', decision: { action: 'done', reason: 'ok' }, hash: `h${seq}`, prevHash: null }) as unknown as Receipt;
+  ({
+    businessOperationId: id,
+    seq,
+    kind: 'dispatch',
+    outcome: 'succeeded',
+    decision: { action: 'done', reason: 'ok' },
+    hash: `h${seq}`,
+    prevHash: null,
+  }) as unknown as Receipt;
 
 async function claimed(over: Partial<ClaimInput> = {}) {
   const res = await ledger.claim(input(over));
@@ -79,7 +92,12 @@ describe('migrations', () => {
       expect(rows.map((r) => r.version)).toEqual([1]);
       const idx = await pool.query(`SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname`, [s]);
       // A created_at index for listings and retention, and a partial index of open rows (recovery, the handoff queue).
-      expect(idx.rows.map((r) => r.indexname)).toEqual(['retrysafe_operations_created_idx', 'retrysafe_operations_open_idx', 'retrysafe_operations_pkey', 'retrysafe_schema_migrations_pkey']);
+      expect(idx.rows.map((r) => r.indexname)).toEqual([
+        'retrysafe_operations_created_idx',
+        'retrysafe_operations_open_idx',
+        'retrysafe_operations_pkey',
+        'retrysafe_schema_migrations_pkey',
+      ]);
     });
   });
 
@@ -89,7 +107,8 @@ describe('migrations', () => {
       const t = `"${s}".retrysafe_operations`;
       await pool.query(`INSERT INTO ${t} (business_operation_id, provider, operation, intent_fingerprint, params_fingerprint, state, fence, lease_owner, lease_expires_at, created_at, updated_at)
         VALUES ('open', 'p', 'o', 'i', 'f', 'claimed', 1, 'w', 10, 1, 1)`);
-      const refused = async (sql: string) => (await pool.query(sql).catch((e: { code?: string }) => e)) as { code?: string };
+      const refused = async (sql: string) =>
+        (await pool.query(sql).catch((e: { code?: string }) => e)) as { code?: string };
       for (const sql of [
         `UPDATE ${t} SET state = 'done' WHERE business_operation_id = 'open'`,
         `UPDATE ${t} SET state = NULL WHERE business_operation_id = 'open'`,
@@ -103,15 +122,21 @@ describe('migrations', () => {
         // 23514 check_violation (23502 not_null_violation for a NULL state).
         expect((await refused(sql)).code, sql).toBe(sql.includes('state = NULL') ? '23502' : '23514');
       }
-      expect((await pool.query(`SELECT count(*) AS n FROM ${t} WHERE business_operation_id = 'x'`)).rows[0].n).toBe('0');
-      expect((await pool.query(`SELECT state, fence, lease_owner FROM ${t}`)).rows).toEqual([{ state: 'claimed', fence: '1', lease_owner: 'w' }]);
+      expect((await pool.query(`SELECT count(*) AS n FROM ${t} WHERE business_operation_id = 'x'`)).rows[0].n).toBe(
+        '0',
+      );
+      expect((await pool.query(`SELECT state, fence, lease_owner FROM ${t}`)).rows).toEqual([
+        { state: 'claimed', fence: '1', lease_owner: 'w' },
+      ]);
     });
   });
 
   it('refuses a schema written by a newer package version', async () => {
     await withSchemaPool('newer', 2, async (pool, s) => {
       await migrate(pool, s);
-      await pool.query(`INSERT INTO "${s}".retrysafe_schema_migrations (version, name) VALUES (999, 'from the future')`);
+      await pool.query(
+        `INSERT INTO "${s}".retrysafe_schema_migrations (version, name) VALUES (999, 'from the future')`,
+      );
       const err = await migrate(pool, s).catch((e) => e);
       expect(LedgerError.isInstance(err)).toBe(true);
       expect(err.message).toMatch(/999.*upgrade/);
@@ -138,7 +163,12 @@ describe('statement names', () => {
       await l.renewLease(ref, 1_000, T0 + 2);
       await l.setState(ref, { state: 'unknown', now: T0 + 3 });
       await l.setState(ref, { state: 'unknown', now: T0 + 4 }); // read back in full after the first
-      const done = await l.setState(ref, { state: 'succeeded', now: T0 + 5, receipt: receipt(ref.businessOperationId, 1), durability: 'deferrable' });
+      const done = await l.setState(ref, {
+        state: 'succeeded',
+        now: T0 + 5,
+        receipt: receipt(ref.businessOperationId, 1),
+        durability: 'deferrable',
+      });
       expect(done).toEqual(await l.get(ref.businessOperationId));
       expect(await l.receipts(ref.businessOperationId)).toHaveLength(1);
     } finally {
@@ -154,8 +184,16 @@ describe('claim', () => {
     const res = await ledger.claim(i);
     expect(res).toMatchObject({ kind: 'claimed', takenOver: false });
     expect(res.record).toMatchObject({
-      businessOperationId: i.businessOperationId, state: 'claimed', fence: 1, leaseOwner: 'w1', leaseExpiresAt: T0 + 1_000,
-      attemptCount: 0, firstDispatchedAt: null, createdAt: T0, params: i.params, providerKey: 'rs-key',
+      businessOperationId: i.businessOperationId,
+      state: 'claimed',
+      fence: 1,
+      leaseOwner: 'w1',
+      leaseExpiresAt: T0 + 1_000,
+      attemptCount: 0,
+      firstDispatchedAt: null,
+      createdAt: T0,
+      params: i.params,
+      providerKey: 'rs-key',
     });
     expect(await ledger.get(i.businessOperationId)).toEqual(res.record);
   });
@@ -167,7 +205,7 @@ describe('claim', () => {
         [ledger, {}],
         [ledger, { dispatch: true }],
         [ledger, { providerKey: null, params: undefined }],
-        [ledger, { params: [1, 'two', { three: null, 'ключ': '\u2028' }], dispatch: true }],
+        [ledger, { params: [1, 'two', { three: null, ключ: '\u2028' }], dispatch: true }],
         [ledger, { params: { dropped: undefined, kept: 0, nested: { a: [] } } }],
         [dbLedger, { now: Date.now(), dispatch: true }],
         [dbLedger, { now: Date.now(), providerKey: null }],
@@ -189,16 +227,26 @@ describe('claim', () => {
     const busy = await ledger.claim(input({ businessOperationId: id, owner: 'w2', now: T0 + 999 }));
     expect(busy.kind).toBe('busy');
     const taken = await ledger.claim(input({ businessOperationId: id, owner: 'w2', now: T0 + 1_000 }));
-    expect(taken).toMatchObject({ kind: 'claimed', takenOver: true, record: { fence: 2, leaseOwner: 'w2', state: 'claimed' } });
+    expect(taken).toMatchObject({
+      kind: 'claimed',
+      takenOver: true,
+      record: { fence: 2, leaseOwner: 'w2', state: 'claimed' },
+    });
   });
 
   it('lets exactly one of many concurrent claimers win, for a new operation and for a takeover', async () => {
     const id = `race-${++n}` as BusinessOperationId;
-    const first = await Promise.all(Array.from({ length: 16 }, (_, w) => ledger.claim(input({ businessOperationId: id, owner: `w${w}` }))));
+    const first = await Promise.all(
+      Array.from({ length: 16 }, (_, w) => ledger.claim(input({ businessOperationId: id, owner: `w${w}` }))),
+    );
     expect(first.filter((r) => r.kind === 'claimed')).toHaveLength(1);
     expect(first.filter((r) => r.kind === 'busy')).toHaveLength(15);
     const later = T0 + 5_000;
-    const second = await Promise.all(Array.from({ length: 16 }, (_, w) => ledger.claim(input({ businessOperationId: id, owner: `x${w}`, now: later }))));
+    const second = await Promise.all(
+      Array.from({ length: 16 }, (_, w) =>
+        ledger.claim(input({ businessOperationId: id, owner: `x${w}`, now: later })),
+      ),
+    );
     const winners = second.filter((r) => r.kind === 'claimed');
     expect(winners).toHaveLength(1);
     expect(winners[0]!.record.fence).toBe(2);
@@ -210,7 +258,9 @@ describe('claim', () => {
     const later = T0 + 10_000;
     const op = await ledger.claim(input({ businessOperationId: id, operation: 'sandbox.orders.cancel', now: later }));
     expect(op).toMatchObject({ kind: 'conflict', field: 'operation' });
-    const intent = await ledger.claim(input({ businessOperationId: id, intentFingerprint: 'sha256:other', now: later }));
+    const intent = await ledger.claim(
+      input({ businessOperationId: id, intentFingerprint: 'sha256:other', now: later }),
+    );
     expect(intent).toMatchObject({ kind: 'conflict', field: 'intent' });
     expect((await ledger.get(id))!.fence).toBe(1);
   });
@@ -219,9 +269,20 @@ describe('claim', () => {
     const { record } = await claimed();
     const ref = { businessOperationId: record.businessOperationId, fence: record.fence };
     await ledger.markDispatched(ref, T0 + 1);
-    await ledger.setState(ref, { state: 'succeeded', lastOutcome: 'succeeded', result: { id: 'ord_1', tags: ['a', 'b'] }, providerRef: 'ord_1', now: T0 + 2 });
-    const again = await ledger.claim(input({ businessOperationId: record.businessOperationId, owner: 'w2', now: T0 + 3 }));
-    expect(again).toMatchObject({ kind: 'terminal', record: { state: 'succeeded', result: { id: 'ord_1', tags: ['a', 'b'] }, providerRef: 'ord_1', leaseOwner: null } });
+    await ledger.setState(ref, {
+      state: 'succeeded',
+      lastOutcome: 'succeeded',
+      result: { id: 'ord_1', tags: ['a', 'b'] },
+      providerRef: 'ord_1',
+      now: T0 + 2,
+    });
+    const again = await ledger.claim(
+      input({ businessOperationId: record.businessOperationId, owner: 'w2', now: T0 + 3 }),
+    );
+    expect(again).toMatchObject({
+      kind: 'terminal',
+      record: { state: 'succeeded', result: { id: 'ord_1', tags: ['a', 'b'] }, providerRef: 'ord_1', leaseOwner: null },
+    });
   });
 
   it('rejects malformed input with a LedgerError', async () => {
@@ -232,7 +293,7 @@ describe('claim', () => {
 });
 
 describe('fencing', () => {
-  it('refuses every write with a stale token once the lease was taken over, and keeps the new owner\'s state', async () => {
+  it("refuses every write with a stale token once the lease was taken over, and keeps the new owner's state", async () => {
     const old = await claimed();
     const id = old.record.businessOperationId;
     const stale = { businessOperationId: id, fence: old.record.fence };
@@ -253,7 +314,14 @@ describe('fencing', () => {
       expect(LeaseLostError.isInstance(err), name).toBe(true);
     }
     const after = await ledger.get(id);
-    expect(after).toMatchObject({ state: 'dispatched', fence: 2, leaseOwner: 'w2', leaseExpiresAt: T0 + 3_000, attemptCount: 1, result: null });
+    expect(after).toMatchObject({
+      state: 'dispatched',
+      fence: 2,
+      leaseOwner: 'w2',
+      leaseExpiresAt: T0 + 3_000,
+      attemptCount: 1,
+      result: null,
+    });
     expect(await ledger.receipts(id)).toEqual([]);
   });
 
@@ -276,7 +344,9 @@ describe('fencing', () => {
   });
 
   it('writes on an id the ledger does not hold fail as LedgerError, not as a lost lease', async () => {
-    const err = await ledger.markDispatched({ businessOperationId: 'nope' as BusinessOperationId, fence: 1 }, T0).catch((e) => e);
+    const err = await ledger
+      .markDispatched({ businessOperationId: 'nope' as BusinessOperationId, fence: 1 }, T0)
+      .catch((e) => e);
     expect(LedgerError.isInstance(err)).toBe(true);
     expect(err.message).toMatch(/no operation nope/);
   });
@@ -290,37 +360,82 @@ describe('state machine', () => {
     await ledger.setState(ref, { state: 'unknown', lastOutcome: 'unknown', now: T0 + 20 });
     const b = await ledger.markDispatched(ref, T0 + 30);
     expect(a).toMatchObject({ state: 'dispatched', attemptCount: 1, firstDispatchedAt: T0 + 10 });
-    expect(b).toMatchObject({ state: 'dispatched', attemptCount: 2, firstDispatchedAt: T0 + 10, updatedAt: T0 + 30, lastOutcome: 'unknown' });
+    expect(b).toMatchObject({
+      state: 'dispatched',
+      attemptCount: 2,
+      firstDispatchedAt: T0 + 10,
+      updatedAt: T0 + 30,
+      lastOutcome: 'unknown',
+    });
   });
 
   it('setState patches only the given fields; a terminal state releases the lease', async () => {
     const { record } = await claimed();
     const ref = { businessOperationId: record.businessOperationId, fence: record.fence };
-    await ledger.setState(ref, { state: 'in-progress', lastOutcome: 'in-progress', statusRef: '/status/1', now: T0 + 1 });
+    await ledger.setState(ref, {
+      state: 'in-progress',
+      lastOutcome: 'in-progress',
+      statusRef: '/status/1',
+      now: T0 + 1,
+    });
     const mid = await ledger.setState(ref, { state: 'reconciling', now: T0 + 2 });
-    expect(mid).toMatchObject({ state: 'reconciling', statusRef: '/status/1', lastOutcome: 'in-progress', leaseOwner: 'w1' });
-    const end = await ledger.setState(ref, { state: 'rejected', lastOutcome: 'rejected', statusRef: null, now: T0 + 3 });
+    expect(mid).toMatchObject({
+      state: 'reconciling',
+      statusRef: '/status/1',
+      lastOutcome: 'in-progress',
+      leaseOwner: 'w1',
+    });
+    const end = await ledger.setState(ref, {
+      state: 'rejected',
+      lastOutcome: 'rejected',
+      statusRef: null,
+      now: T0 + 3,
+    });
     expect(end).toMatchObject({ state: 'rejected', statusRef: null, leaseOwner: null, leaseExpiresAt: null });
   });
 
   it('setState writes exactly the fields its patch carries (null included) and keeps the others, for every combination, remembered or read back', async () => {
     // One statement per combination of fields: each of the 16 on a row whose fields all hold values, twice
     // (the first write is of the remembered row version, the second, after another ledger's write, is read back).
-    const other = createPostgresLedger({ connectionString: url, schema, poolSize: 1, migrate: false, leaseClock: 'caller' });
+    const other = createPostgresLedger({
+      connectionString: url,
+      schema,
+      poolSize: 1,
+      migrate: false,
+      leaseClock: 'caller',
+    });
     try {
       const fields = ['lastOutcome', 'result', 'providerRef', 'statusRef'] as const;
       for (let mask = 0; mask < 16; mask++) {
         for (const readBack of [false, true]) {
           const { record } = await claimed();
           const ref = { businessOperationId: record.businessOperationId, fence: record.fence };
-          const full = { lastOutcome: 'unknown', result: { was: 1 }, providerRef: 'ref-was', statusRef: '/was' } as const;
+          const full = {
+            lastOutcome: 'unknown',
+            result: { was: 1 },
+            providerRef: 'ref-was',
+            statusRef: '/was',
+          } as const;
           await ledger.setState(ref, { state: 'in-progress', now: T0 + 1, ...full });
           if (readBack) await other.renewLease(ref, 5_000, T0 + 2);
           const patch: Record<string, unknown> = {};
           fields.forEach((f, bit) => {
-            if (mask & (1 << bit)) patch[f] = bit % 2 === 0 ? null : { lastOutcome: 'in-progress', result: { now: [mask] }, providerRef: `ref-${mask}`, statusRef: `/s/${mask}` }[f];
+            if (mask & (1 << bit))
+              patch[f] =
+                bit % 2 === 0
+                  ? null
+                  : {
+                      lastOutcome: 'in-progress',
+                      result: { now: [mask] },
+                      providerRef: `ref-${mask}`,
+                      statusRef: `/s/${mask}`,
+                    }[f];
           });
-          const out = await ledger.setState(ref, { state: mask % 2 ? 'reconciling' : 'succeeded', now: T0 + 3, ...patch });
+          const out = await ledger.setState(ref, {
+            state: mask % 2 ? 'reconciling' : 'succeeded',
+            now: T0 + 3,
+            ...patch,
+          });
           const want = Object.fromEntries(fields.map((f) => [f, f in patch ? patch[f] : full[f]]));
           expect(out, `fields ${mask}, read back ${readBack}`).toMatchObject({ ...want, updatedAt: T0 + 3 });
           expect(await ledger.get(ref.businessOperationId)).toEqual(out);
@@ -348,7 +463,13 @@ describe('state machine', () => {
     await expect(ledger.setState(ref, { state: 'unknown', now: T0 + 2 })).rejects.toThrow(InvalidStateError);
     await expect(ledger.handOff(ref, packet(ref.businessOperationId), T0 + 2)).rejects.toThrow(InvalidStateError);
     await ledger.renewLease(ref, 1_000, T0 + 2);
-    expect(await ledger.get(ref.businessOperationId)).toMatchObject({ state: 'succeeded', attemptCount: 0, leaseOwner: null, leaseExpiresAt: null, updatedAt: T0 + 1 });
+    expect(await ledger.get(ref.businessOperationId)).toMatchObject({
+      state: 'succeeded',
+      attemptCount: 0,
+      leaseOwner: null,
+      leaseExpiresAt: null,
+      updatedAt: T0 + 1,
+    });
   });
 
   it('release drops the lease without changing state, so another worker may claim at once', async () => {
@@ -356,8 +477,14 @@ describe('state machine', () => {
     const ref = { businessOperationId: record.businessOperationId, fence: record.fence };
     await ledger.markDispatched(ref, T0 + 1);
     await ledger.release(ref);
-    expect(await ledger.get(record.businessOperationId)).toMatchObject({ state: 'dispatched', leaseOwner: null, leaseExpiresAt: null });
-    const next = await ledger.claim(input({ businessOperationId: record.businessOperationId, owner: 'w2', now: T0 + 2 }));
+    expect(await ledger.get(record.businessOperationId)).toMatchObject({
+      state: 'dispatched',
+      leaseOwner: null,
+      leaseExpiresAt: null,
+    });
+    const next = await ledger.claim(
+      input({ businessOperationId: record.businessOperationId, owner: 'w2', now: T0 + 2 }),
+    );
     expect(next).toMatchObject({ kind: 'claimed', takenOver: true, record: { state: 'dispatched', fence: 2 } });
   });
 
@@ -366,7 +493,10 @@ describe('state machine', () => {
     const ref = { businessOperationId: record.businessOperationId, fence: record.fence };
     await ledger.renewLease(ref, 5_000, T0 + 900);
     expect((await ledger.get(record.businessOperationId))!.leaseExpiresAt).toBe(T0 + 5_900);
-    expect((await ledger.claim(input({ businessOperationId: record.businessOperationId, owner: 'w2', now: T0 + 5_000 }))).kind).toBe('busy');
+    expect(
+      (await ledger.claim(input({ businessOperationId: record.businessOperationId, owner: 'w2', now: T0 + 5_000 })))
+        .kind,
+    ).toBe('busy');
   });
 });
 
@@ -376,33 +506,63 @@ describe('handoff, resume and resolve', () => {
     const id = record.businessOperationId;
     const p = { ...packet(id), lastKnown: { outcome: 'unknown' as const, providerRef: 'ord_7' } };
     const ho = await ledger.handOff({ businessOperationId: id, fence: 1 }, p, T0 + 5);
-    expect(ho).toMatchObject({ state: 'handed-off', leaseOwner: null, lastOutcome: 'unknown', providerRef: 'ord_7', handoff: { reason: 'retry-exhausted', businessOperationId: id } });
+    expect(ho).toMatchObject({
+      state: 'handed-off',
+      leaseOwner: null,
+      lastOutcome: 'unknown',
+      providerRef: 'ord_7',
+      handoff: { reason: 'retry-exhausted', businessOperationId: id },
+    });
     expect((await ledger.claim(input({ businessOperationId: id, owner: 'w2', now: T0 + 6 }))).kind).toBe('terminal');
     const resumed = await ledger.claim(input({ businessOperationId: id, owner: 'w2', now: T0 + 6, resume: true }));
-    expect(resumed).toMatchObject({ kind: 'claimed', takenOver: true, record: { state: 'claimed', fence: 2, leaseOwner: 'w2', resolution: { action: 'resume', at: T0 + 6, by: 'w2' } } });
-    await expect(ledger.setState({ businessOperationId: id, fence: 1 }, { state: 'rejected', now: T0 + 7 })).rejects.toThrow(LeaseLostError);
+    expect(resumed).toMatchObject({
+      kind: 'claimed',
+      takenOver: true,
+      record: { state: 'claimed', fence: 2, leaseOwner: 'w2', resolution: { action: 'resume', at: T0 + 6, by: 'w2' } },
+    });
+    await expect(
+      ledger.setState({ businessOperationId: id, fence: 1 }, { state: 'rejected', now: T0 + 7 }),
+    ).rejects.toThrow(LeaseLostError);
   });
 
-  it('mark-done and abandon resolve a handed-off operation, and a worker\'s old token cannot undo them', async () => {
+  it("mark-done and abandon resolve a handed-off operation, and a worker's old token cannot undo them", async () => {
     const a = (await claimed()).record.businessOperationId;
     const b = (await claimed()).record.businessOperationId;
     await ledger.handOff({ businessOperationId: a, fence: 1 }, packet(a), T0 + 1);
     await ledger.handOff({ businessOperationId: b, fence: 1 }, packet(b), T0 + 1);
     const done = await ledger.resolve(a, { action: 'mark-done', providerRef: 'ord_9', by: 'ops-person' }, T0 + 2);
-    expect(done).toMatchObject({ state: 'succeeded', providerRef: 'ord_9', resolution: { action: 'mark-done', providerRef: 'ord_9', at: T0 + 2, by: 'ops-person' } });
+    expect(done).toMatchObject({
+      state: 'succeeded',
+      providerRef: 'ord_9',
+      resolution: { action: 'mark-done', providerRef: 'ord_9', at: T0 + 2, by: 'ops-person' },
+    });
     const gone = await ledger.resolve(b, { action: 'abandon' }, T0 + 2);
     expect(gone).toMatchObject({ state: 'abandoned', resolution: { action: 'abandon', at: T0 + 2 } });
-    await expect(ledger.setState({ businessOperationId: a, fence: 1 }, { state: 'rejected', now: T0 + 3 })).rejects.toThrow(InvalidStateError);
+    await expect(
+      ledger.setState({ businessOperationId: a, fence: 1 }, { state: 'rejected', now: T0 + 3 }),
+    ).rejects.toThrow(InvalidStateError);
     expect((await ledger.get(a))!.state).toBe('succeeded');
   });
 
   it('refuses to resolve an operation that is not handed off, or does not exist', async () => {
     const { record } = await claimed();
-    await expect(ledger.resolve(record.businessOperationId, { action: 'abandon' }, T0)).rejects.toThrow(InvalidStateError);
-    await expect(ledger.resolve('missing' as BusinessOperationId, { action: 'abandon' }, T0)).rejects.toThrow(/no operation missing/);
-    await expect(ledger.resolve(record.businessOperationId, { action: 'resume' } as never, T0)).rejects.toThrow(LedgerError);
-    await ledger.handOff({ businessOperationId: record.businessOperationId, fence: 1 }, packet(record.businessOperationId), T0 + 1);
-    await expect(ledger.resolve(record.businessOperationId, { action: 'mark-done' }, T0 + 2)).rejects.toThrow(/provider reference/);
+    await expect(ledger.resolve(record.businessOperationId, { action: 'abandon' }, T0)).rejects.toThrow(
+      InvalidStateError,
+    );
+    await expect(ledger.resolve('missing' as BusinessOperationId, { action: 'abandon' }, T0)).rejects.toThrow(
+      /no operation missing/,
+    );
+    await expect(ledger.resolve(record.businessOperationId, { action: 'resume' } as never, T0)).rejects.toThrow(
+      LedgerError,
+    );
+    await ledger.handOff(
+      { businessOperationId: record.businessOperationId, fence: 1 },
+      packet(record.businessOperationId),
+      T0 + 1,
+    );
+    await expect(ledger.resolve(record.businessOperationId, { action: 'mark-done' }, T0 + 2)).rejects.toThrow(
+      /provider reference/,
+    );
     expect((await ledger.get(record.businessOperationId))!.state).toBe('handed-off');
   });
 });
@@ -417,7 +577,9 @@ describe('receipts', () => {
     await ledger.appendReceipt(ref, receipt(id, 2));
     await expect(ledger.appendReceipt(ref, receipt(id, 2))).rejects.toThrow(/not the next one \(expected 3\)/);
     await expect(ledger.appendReceipt(ref, receipt(id, 5))).rejects.toThrow(/not the next one/);
-    await expect(ledger.appendReceipt(ref, receipt('other' as BusinessOperationId, 3))).rejects.toThrow(/belongs to other/);
+    await expect(ledger.appendReceipt(ref, receipt('other' as BusinessOperationId, 3))).rejects.toThrow(
+      /belongs to other/,
+    );
     expect((await ledger.receipts(id)).map((r) => r.seq)).toEqual([1, 2]);
   });
 });
@@ -445,7 +607,10 @@ describe('recovery and listing', () => {
       expect(await l.recoverCandidates(T0 + 1_000, 1)).toHaveLength(1);
       expect((await l.recoverCandidates(T0 + 50)).map((r) => r.businessOperationId)).toEqual(['released']);
 
-      expect((await l.list({ states: ['succeeded', 'handed-off'] })).map((r) => r.businessOperationId).sort()).toEqual(['finished', 'handed']);
+      expect((await l.list({ states: ['succeeded', 'handed-off'] })).map((r) => r.businessOperationId).sort()).toEqual([
+        'finished',
+        'handed',
+      ]);
       expect(await l.list({ provider: 'nobody' })).toEqual([]);
       expect(await l.list({ operation: 'sandbox.orders.create', limit: 2 })).toHaveLength(2);
       expect(await l.list()).toHaveLength(5);
@@ -460,7 +625,14 @@ describe('recovery and listing', () => {
 describe('connection loss fails closed', () => {
   it('a markDispatched whose connection is cut rejects with LedgerError and leaves no dispatched row', async () => {
     const relay = await startPgRelay(url);
-    const l = createPostgresLedger({ connectionString: relay.url, schema, leaseClock: 'caller', poolSize: 1, migrate: false, queryTimeoutMs: 3_000 });
+    const l = createPostgresLedger({
+      connectionString: relay.url,
+      schema,
+      leaseClock: 'caller',
+      poolSize: 1,
+      migrate: false,
+      queryTimeoutMs: 3_000,
+    });
     try {
       const res = await l.claim(input());
       const ref = { businessOperationId: res.record.businessOperationId, fence: res.record.fence };
@@ -476,7 +648,14 @@ describe('connection loss fails closed', () => {
 
   it('a markDispatched whose answer is lost rejects (so nothing is sent), while the durable row lets recovery find it', async () => {
     const relay = await startPgRelay(url);
-    const l = createPostgresLedger({ connectionString: relay.url, schema, leaseClock: 'caller', poolSize: 1, migrate: false, queryTimeoutMs: 1_500 });
+    const l = createPostgresLedger({
+      connectionString: relay.url,
+      schema,
+      leaseClock: 'caller',
+      poolSize: 1,
+      migrate: false,
+      queryTimeoutMs: 1_500,
+    });
     try {
       const res = await l.claim(input({ leaseMs: 100 }));
       const ref = { businessOperationId: res.record.businessOperationId, fence: res.record.fence };
@@ -490,7 +669,9 @@ describe('connection loss fails closed', () => {
         rec = await ledger.get(ref.businessOperationId);
       }
       expect(rec).toMatchObject({ state: 'dispatched', attemptCount: 1 });
-      expect((await ledger.recoverCandidates(T0 + 1_000)).map((r) => r.businessOperationId)).toContain(ref.businessOperationId);
+      expect((await ledger.recoverCandidates(T0 + 1_000)).map((r) => r.businessOperationId)).toContain(
+        ref.businessOperationId,
+      );
     } finally {
       await l.close().catch(() => undefined);
       await relay.close();
@@ -500,7 +681,13 @@ describe('connection loss fails closed', () => {
   it('an unreachable database rejects with LedgerError', async () => {
     const relay = await startPgRelay(url);
     relay.cut();
-    const l = createPostgresLedger({ connectionString: relay.url, schema, leaseClock: 'caller', poolSize: 1, queryTimeoutMs: 2_000 });
+    const l = createPostgresLedger({
+      connectionString: relay.url,
+      schema,
+      leaseClock: 'caller',
+      poolSize: 1,
+      queryTimeoutMs: 2_000,
+    });
     try {
       const err = await l.claim(input()).catch((e) => e);
       expect(LedgerError.isInstance(err)).toBe(true);
@@ -511,7 +698,13 @@ describe('connection loss fails closed', () => {
   });
 
   it('a closed ledger refuses work', async () => {
-    const l = createPostgresLedger({ connectionString: url, schema, leaseClock: 'caller', poolSize: 1, migrate: false });
+    const l = createPostgresLedger({
+      connectionString: url,
+      schema,
+      leaseClock: 'caller',
+      poolSize: 1,
+      migrate: false,
+    });
     await l.close();
     await expect(l.get('x' as BusinessOperationId)).rejects.toThrow(/closed/);
   });

@@ -1,7 +1,8 @@
 // Issue 15 item 4 on PostgreSQL: a refusal before the claim writes no row and calls no provider.
-import { createRunner } from '@retrysafe/core';
+
 import { PayloadLimitError, RetrysafeError } from '@retrysafe/contract';
 import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
+import { createRunner } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresLedger } from '../src/index.js';
@@ -21,20 +22,33 @@ function nested(levels: number): Record<string, unknown> {
   for (let i = 1; i < levels; i++) v = { a: v };
   return v;
 }
-const REPLAYING = { replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' } as const;
-const outcome = (p: Promise<unknown>) => p.then((v) => ({ ok: true as const, v }), (e: unknown) => ({ ok: false as const, e }));
+const REPLAYING = {
+  replays: true,
+  retentionMs: 86_400_000,
+  parameterMatching: 'mismatch-error',
+  concurrency: 'rejects-in-progress',
+  lookup: 'get-by-key',
+} as const;
+const outcome = (p: Promise<unknown>) =>
+  p.then(
+    (v) => ({ ok: true as const, v }),
+    (e: unknown) => ({ ok: false as const, e }),
+  );
 
 describe('pre-claim refusals on the PostgreSQL ledger', () => {
-  it.each([PAYLOAD_LIMITS.maxDepth + 1, 1001, 100_000])('params nested %i deep: PayloadLimitError, 0 rows, 0 provider calls', async (depth) => {
-    const provider = createSandboxProvider(REPLAYING);
-    const adapter = createSandboxAdapter({ provider });
-    const runner = createRunner({ ledger, owner: 'w-pre' });
-    const ref = `pg-deep-${depth}`;
-    const r = await outcome(runner.run(adapter, 'records.create', { params: { ref, deep: nested(depth - 1) } }));
-    expect(!r.ok && PayloadLimitError.isInstance(r.e)).toBe(true);
-    expect((await ledger.list()).filter((x) => JSON.stringify(x.params).includes(ref))).toEqual([]);
-    expect(provider.calls()).toBe(0);
-  });
+  it.each([PAYLOAD_LIMITS.maxDepth + 1, 1001, 100_000])(
+    'params nested %i deep: PayloadLimitError, 0 rows, 0 provider calls',
+    async (depth) => {
+      const provider = createSandboxProvider(REPLAYING);
+      const adapter = createSandboxAdapter({ provider });
+      const runner = createRunner({ ledger, owner: 'w-pre' });
+      const ref = `pg-deep-${depth}`;
+      const r = await outcome(runner.run(adapter, 'records.create', { params: { ref, deep: nested(depth - 1) } }));
+      expect(!r.ok && PayloadLimitError.isInstance(r.e)).toBe(true);
+      expect((await ledger.list()).filter((x) => JSON.stringify(x.params).includes(ref))).toEqual([]);
+      expect(provider.calls()).toBe(0);
+    },
+  );
 
   it('params with an own __proto__ key: done once, or refused with nothing written', async () => {
     const provider = createSandboxProvider(REPLAYING);

@@ -1,12 +1,12 @@
 // Issue 23: retention (prune) and the index layout on a real PostgreSQL.
-import pg from 'pg';
-import { describe, expect, it } from 'vitest';
+
 import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
 import { createRunner, pruneLedger, verifyOperation } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
 import { createPostgresLedger, migrate, type PostgresLedger } from '../src/index.js';
 import { databaseUrl, testSchema } from './pg-test-db.js';
-
 
 describe('PostgreSQL retention and index layout', () => {
   it('prune keeps what the key retention protects unless forced, then deletes closed operations with their receipts', async () => {
@@ -16,25 +16,39 @@ describe('PostgreSQL retention and index layout', () => {
       const ledger = createPostgresLedger({ pool, schema });
       const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR });
       const adapter = createSandboxAdapter({ provider });
-      const first = await createRunner({ ledger }).run(adapter, 'records.create', { params: { ref: 'kept-1', amount: 1 } });
+      const first = await createRunner({ ledger }).run(adapter, 'records.create', {
+        params: { ref: 'kept-1', amount: 1 },
+      });
       expect(first.status).toBe('done');
       // A rejected, a handed-off and an open operation beside it.
-      await closeBy(ledger, 'op-rejected', (ref) => ledger.setState(ref, { state: 'rejected', lastOutcome: 'rejected', now: Date.now() }));
-      await closeBy(ledger, 'op-handed-off', (ref) => ledger.handOff(ref, { reason: 'retry-exhausted' } as never, Date.now()));
+      await closeBy(ledger, 'op-rejected', (ref) =>
+        ledger.setState(ref, { state: 'rejected', lastOutcome: 'rejected', now: Date.now() }),
+      );
+      await closeBy(ledger, 'op-handed-off', (ref) =>
+        ledger.handOff(ref, { reason: 'retry-exhausted' } as never, Date.now()),
+      );
       await closeBy(ledger, 'op-open', async () => undefined);
-      const next = await createRunner({ ledger }).run(adapter, 'records.create', { params: { ref: 'after', amount: 1 } });
+      const next = await createRunner({ ledger }).run(adapter, 'records.create', {
+        params: { ref: 'after', amount: 1 },
+      });
       expect(next.status).toBe('done');
       expect(await verifyOperation(ledger, first.businessOperationId)).toEqual({ ok: true });
-      expect((await ledger.list({ newestFirst: true, limit: 1 }))[0]!.businessOperationId).toBe(next.businessOperationId);
+      expect((await ledger.list({ newestFirst: true, limit: 1 }))[0]!.businessOperationId).toBe(
+        next.businessOperationId,
+      );
       // The new one is younger than the sandbox card's key retention: refused without force; with it, every closed one goes.
       const cards = Object.values(adapter.operations).map((o) => o.card);
-      await expect(pruneLedger(ledger, { olderThan: 0, cards, now: Date.now() + 1000 })).rejects.toThrow(/key retention/);
+      await expect(pruneLedger(ledger, { olderThan: 0, cards, now: Date.now() + 1000 })).rejects.toThrow(
+        /key retention/,
+      );
       const report = await pruneLedger(ledger, { olderThan: 0, cards, force: true, now: Date.now() + 1000 });
       expect(report).toMatchObject({ pruned: 3, byState: { succeeded: 2, rejected: 1 }, floor: { forced: true } });
       expect(await ledger.get(first.businessOperationId)).toBeNull();
       expect(await ledger.receipts(first.businessOperationId)).toEqual([]);
       // Their receipts went with their rows; the handed-off and the open operation stay.
-      const { rows } = await pool.query(`SELECT business_operation_id AS id FROM "${schema}".retrysafe_operations ORDER BY id`);
+      const { rows } = await pool.query(
+        `SELECT business_operation_id AS id FROM "${schema}".retrysafe_operations ORDER BY id`,
+      );
       expect(rows.map((r) => r.id)).toEqual(['op-handed-off', 'op-open']);
       await ledger.close();
     } finally {
@@ -53,16 +67,32 @@ describe('PostgreSQL retention and index layout', () => {
         SELECT 'op-' || x, 'sandbox', 'sandbox.records.create', 'i', 'p', CASE WHEN x % 1000 = 0 THEN 'handed-off' ELSE 'succeeded' END, 1, x, x FROM generate_series(1, 20000) x`);
       await client.query(`ANALYZE ${t}`);
       await client.query('SET enable_seqscan = off');
-      const plan = async (sql: string, values: unknown[] = []) => (await client.query(`EXPLAIN ${sql}`, values)).rows.map((r) => r['QUERY PLAN']).join('\n');
+      const plan = async (sql: string, values: unknown[] = []) =>
+        (await client.query(`EXPLAIN ${sql}`, values)).rows.map((r) => r['QUERY PLAN']).join('\n');
       const noSeq = (p: string) => expect(p).not.toMatch(/Seq Scan/);
       noSeq(await plan(`SELECT * FROM ${t} ORDER BY created_at DESC, business_operation_id DESC LIMIT 100`));
-      noSeq(await plan(`SELECT * FROM ${t} WHERE state = ANY('{handed-off}'::text[]) AND state NOT IN ('succeeded', 'rejected', 'abandoned') ORDER BY created_at DESC LIMIT 100`));
+      noSeq(
+        await plan(
+          `SELECT * FROM ${t} WHERE state = ANY('{handed-off}'::text[]) AND state NOT IN ('succeeded', 'rejected', 'abandoned') ORDER BY created_at DESC LIMIT 100`,
+        ),
+      );
       noSeq(await plan(`SELECT * FROM ${t} WHERE business_operation_id = 'op-7'`));
-      noSeq(await plan(`SELECT * FROM ${t} WHERE state IN ('claimed', 'dispatched', 'unknown', 'in-progress', 'reconciling') ORDER BY updated_at, business_operation_id LIMIT 10`));
-      noSeq(await plan(`SELECT * FROM ${t} WHERE state = 'succeeded' AND created_at < 100 AND updated_at < 100 AND (created_at, business_operation_id) > (-1, '') ORDER BY created_at, business_operation_id LIMIT 500`));
+      noSeq(
+        await plan(
+          `SELECT * FROM ${t} WHERE state IN ('claimed', 'dispatched', 'unknown', 'in-progress', 'reconciling') ORDER BY updated_at, business_operation_id LIMIT 10`,
+        ),
+      );
+      noSeq(
+        await plan(
+          `SELECT * FROM ${t} WHERE state = 'succeeded' AND created_at < 100 AND updated_at < 100 AND (created_at, business_operation_id) > (-1, '') ORDER BY created_at, business_operation_id LIMIT 500`,
+        ),
+      );
       // A later page starts where the last one ended: created_at bounds the index scan (the created_at index holds no id).
-      expect(await plan(`SELECT * FROM ${t} WHERE state = 'succeeded' AND created_at < 15000 AND updated_at < 15000 AND (created_at, business_operation_id) > (10000, 'op-10000') ORDER BY created_at, business_operation_id LIMIT 500`))
-        .toMatch(/Index Cond: .*created_at >= 10000/);
+      expect(
+        await plan(
+          `SELECT * FROM ${t} WHERE state = 'succeeded' AND created_at < 15000 AND updated_at < 15000 AND (created_at, business_operation_id) > (10000, 'op-10000') ORDER BY created_at, business_operation_id LIMIT 500`,
+        ),
+      ).toMatch(/Index Cond: .*created_at >= 10000/);
     } finally {
       await client.end();
     }
@@ -70,10 +100,22 @@ describe('PostgreSQL retention and index layout', () => {
 });
 
 /** Claims `id` (a lease of an hour) and lets `then` move it on. */
-async function closeBy(ledger: PostgresLedger, id: string, then: (ref: { businessOperationId: ReturnType<typeof asBusinessOperationId>; fence: number }) => Promise<unknown>): Promise<void> {
+async function closeBy(
+  ledger: PostgresLedger,
+  id: string,
+  then: (ref: { businessOperationId: ReturnType<typeof asBusinessOperationId>; fence: number }) => Promise<unknown>,
+): Promise<void> {
   const c = await ledger.claim({
-    businessOperationId: asBusinessOperationId(id), provider: 'sandbox', operation: 'sandbox.records.create', intentFingerprint: `i-${id}`,
-    paramsFingerprint: `p-${id}`, params: { ref: id }, providerKey: `k-${id}` as ProviderKey, owner: 'w', leaseMs: 3_600_000, now: Date.now(),
+    businessOperationId: asBusinessOperationId(id),
+    provider: 'sandbox',
+    operation: 'sandbox.records.create',
+    intentFingerprint: `i-${id}`,
+    paramsFingerprint: `p-${id}`,
+    params: { ref: id },
+    providerKey: `k-${id}` as ProviderKey,
+    owner: 'w',
+    leaseMs: 3_600_000,
+    now: Date.now(),
   });
   if (c.kind !== 'claimed') throw new Error(c.kind);
   await then({ businessOperationId: c.record.businessOperationId, fence: c.record.fence });

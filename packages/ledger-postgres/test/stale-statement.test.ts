@@ -2,9 +2,10 @@
 // run meanwhile) is refused by PostgreSQL before it runs (0A000, "cached plan must not change result
 // type"): the ledger closes that connection and sends the statement again on another, where it is
 // prepared anew, so the caller gets its answer, not the error.
+
+import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
 import type { PostgresLedger } from '../src/index.js';
 import { databaseUrl, readyLedger, testSchema } from './pg-test-db.js';
 
@@ -24,7 +25,18 @@ afterAll(async () => {
 describe('a prepared statement whose result type changed', () => {
   it('is sent again on another connection and answers (get, then a claim and its record)', async () => {
     const id = asBusinessOperationId('stale-1');
-    const c = await ledger.claim({ businessOperationId: id, provider: 'p', operation: 'p.op', intentFingerprint: 'i', paramsFingerprint: 'f', params: { a: 1 }, providerKey: 'k' as ProviderKey, owner: 'w', leaseMs: 30_000, now: Date.now() });
+    const c = await ledger.claim({
+      businessOperationId: id,
+      provider: 'p',
+      operation: 'p.op',
+      intentFingerprint: 'i',
+      paramsFingerprint: 'f',
+      params: { a: 1 },
+      providerKey: 'k' as ProviderKey,
+      owner: 'w',
+      leaseMs: 30_000,
+      now: Date.now(),
+    });
     expect(c.kind).toBe('claimed');
     const before = await ledger.get(id); // prepares `get` on the connection in use
     expect(before?.state).toBe(c.record.state);

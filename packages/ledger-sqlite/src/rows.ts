@@ -1,5 +1,5 @@
 import type { StatementSync } from 'node:sqlite';
-import { LedgerError, type Fenced, type OperationRecord, type Receipt } from '@retrysafe/contract';
+import { type Fenced, LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
 import { chainedTransition, checkFence, checkReceipt, isTerminal } from '@retrysafe/contract/ledger';
 import { prepareStatements } from './statements.js';
 import type { Connection } from './tx.js';
@@ -23,15 +23,23 @@ function parse<T>(text: string, what: string, path: string): T {
   try {
     return JSON.parse(text) as T;
   } catch (cause) {
-    throw new LedgerError(`SQLite ledger at ${path}: ${what} is not valid JSON (cut or corrupt): ${(cause as Error).message}`, { cause });
+    throw new LedgerError(
+      `SQLite ledger at ${path}: ${what} is not valid JSON (cut or corrupt): ${(cause as Error).message}`,
+      { cause },
+    );
   }
 }
 
-export const toRecord = (text: string, path: string): OperationRecord => parse<OperationRecord>(text, 'a stored record', path);
+export const toRecord = (text: string, path: string): OperationRecord =>
+  parse<OperationRecord>(text, 'a stored record', path);
 
 export function toReceipts(stored: StoredText, path: string): Receipt[] {
   if (stored.receipts === null) return [];
-  return parse<Receipt[]>(stored.receipts, `the receipts of ${toRecord(stored.record, path).businessOperationId}`, path);
+  return parse<Receipt[]>(
+    stored.receipts,
+    `the receipts of ${toRecord(stored.record, path).businessOperationId}`,
+    path,
+  );
 }
 
 /** The receipts' JSON with `added` appended, the stored ones kept as they are (not parsed). */
@@ -42,9 +50,28 @@ function appendReceipt(receipts: string | null, added: Receipt | undefined): str
 }
 
 /** The columns an UPDATE writes for `r` (statements.ts order), then the id. */
-const updateArgs = (r: OperationRecord, t: StoredText) => [r.state, r.fence, r.leaseExpiresAt, r.updatedAt, t.record, t.receipts, r.businessOperationId];
+const updateArgs = (r: OperationRecord, t: StoredText) => [
+  r.state,
+  r.fence,
+  r.leaseExpiresAt,
+  r.updatedAt,
+  t.record,
+  t.receipts,
+  r.businessOperationId,
+];
 /** The columns the INSERT writes for a new operation. */
-export const insertArgs = (r: OperationRecord, t: StoredText) => [r.businessOperationId, r.provider, r.operation, r.state, r.fence, r.leaseExpiresAt, r.createdAt, r.updatedAt, t.record, t.receipts];
+export const insertArgs = (r: OperationRecord, t: StoredText) => [
+  r.businessOperationId,
+  r.provider,
+  r.operation,
+  r.state,
+  r.fence,
+  r.leaseExpiresAt,
+  r.createdAt,
+  r.updatedAt,
+  t.record,
+  t.receipts,
+];
 
 /**
  * Whole rows in and out of the file, and what this connection last stored of each open operation: a
@@ -79,8 +106,17 @@ export function createRows(c: Connection) {
   };
   const get = (id: string): StoredText | undefined => st.select.get(id) as StoredText | undefined;
   const load = (id: string): Loaded | null => {
-    const row = st.selectForWrite.get(id) as { record: string; receipts: string | null; last_seq: number | null } | undefined;
-    return row ? { record: row.record, receipts: row.receipts, current: toRecord(row.record, c.path), lastSeq: row.last_seq ?? 0 } : null;
+    const row = st.selectForWrite.get(id) as
+      | { record: string; receipts: string | null; last_seq: number | null }
+      | undefined;
+    return row
+      ? {
+          record: row.record,
+          receipts: row.receipts,
+          current: toRecord(row.record, c.path),
+          lastSeq: row.last_seq ?? 0,
+        }
+      : null;
   };
   /** Stores `r` over the row `before` (null: a new row), with `added` after its receipts. */
   const store = (r: OperationRecord, before: Loaded | null, added?: Receipt): OperationRecord => {

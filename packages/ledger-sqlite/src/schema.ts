@@ -43,7 +43,8 @@ CREATE INDEX retrysafe_operations_created ON retrysafe_operations (created_at, i
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
 
-const versionOf = (db: DatabaseSync): number => Number((db.prepare('PRAGMA user_version').get() as { user_version?: number } | undefined)?.user_version ?? 0);
+const versionOf = (db: DatabaseSync): number =>
+  Number((db.prepare('PRAGMA user_version').get() as { user_version?: number } | undefined)?.user_version ?? 0);
 
 /**
  * Brings the file to SCHEMA_VERSION under BEGIN IMMEDIATE, re-checked inside, so concurrent openers
@@ -51,7 +52,10 @@ const versionOf = (db: DatabaseSync): number => Number((db.prepare('PRAGMA user_
  */
 export function migrate(db: DatabaseSync, path: string): void {
   const seen = versionOf(db);
-  if (seen > SCHEMA_VERSION) throw new LedgerError(`cannot open SQLite ledger at ${path}: its schema version ${seen} is not one this @retrysafe/ledger-sqlite knows (up to ${SCHEMA_VERSION}): it was written by another version`);
+  if (seen > SCHEMA_VERSION)
+    throw new LedgerError(
+      `cannot open SQLite ledger at ${path}: its schema version ${seen} is not one this @retrysafe/ledger-sqlite knows (up to ${SCHEMA_VERSION}): it was written by another version`,
+    );
   if (seen === SCHEMA_VERSION) return;
   db.exec('BEGIN IMMEDIATE');
   try {

@@ -10,7 +10,9 @@ export function prepareStatements(db: DatabaseSync) {
   return {
     select: db.prepare('SELECT record, receipts FROM retrysafe_operations WHERE id = ?'),
     /** The row a fenced write starts from, with its last receipt's seq. */
-    selectForWrite: db.prepare(`SELECT record, receipts, json_extract(receipts, '$[#-1].seq') AS last_seq FROM retrysafe_operations WHERE id = ?`),
+    selectForWrite: db.prepare(
+      `SELECT record, receipts, json_extract(receipts, '$[#-1].seq') AS last_seq FROM retrysafe_operations WHERE id = ?`,
+    ),
     /** A new operation; does nothing when the id has a row (the claim then reads it). */
     insert: db.prepare(
       `INSERT INTO retrysafe_operations (id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, record, receipts)

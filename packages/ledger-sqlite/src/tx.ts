@@ -21,7 +21,10 @@ export function isBusy(err: unknown): boolean {
 function loadSqlite(): typeof import('node:sqlite') {
   const emit = process.emitWarning;
   process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
-    if (String(typeof warning === 'string' ? warning : warning?.message).startsWith('SQLite is an experimental feature')) return;
+    if (
+      String(typeof warning === 'string' ? warning : warning?.message).startsWith('SQLite is an experimental feature')
+    )
+      return;
     (emit as (...args: unknown[]) => void).call(process, warning, ...rest);
   }) as typeof process.emitWarning;
   try {
@@ -47,7 +50,12 @@ export interface Connection {
  * returns the ledger), so waits for a process that is creating or migrating the file are synchronous
  * too; SQLite answers some of those conflicts with SQLITE_BUSY without its busy handler, hence the loop.
  */
-export function openConnection(path: string, busyMs: number, synchronous: 'FULL' | 'NORMAL', defers: boolean): Connection {
+export function openConnection(
+  path: string,
+  busyMs: number,
+  synchronous: 'FULL' | 'NORMAL',
+  defers: boolean,
+): Connection {
   let db: DatabaseSync | undefined;
   try {
     const { DatabaseSync } = loadSqlite();
@@ -119,7 +127,14 @@ export async function tx<T>(c: Connection, what: string, fn: () => T, options: T
   }
 }
 
-function attempt<T>(c: Connection, what: string, fn: () => T, relax: boolean, alone: boolean, last: boolean): T | typeof BUSY {
+function attempt<T>(
+  c: Connection,
+  what: string,
+  fn: () => T,
+  relax: boolean,
+  alone: boolean,
+  last: boolean,
+): T | typeof BUSY {
   if (!c.isOpen()) throw new LedgerError(`SQLite ledger ${what} failed: the ledger is closed`);
   let locked = false;
   try {
@@ -138,7 +153,8 @@ function attempt<T>(c: Connection, what: string, fn: () => T, relax: boolean, al
     if (relax && c.isOpen()) restoreSync(c, what, err);
     if (RetrysafeError.isInstance(err)) throw err;
     // Busy before the lock was taken (BEGIN, or the lone statement): nothing written, wait and try again.
-    if (locked || !isBusy(err) || last) throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
+    if (locked || !isBusy(err) || last)
+      throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
     return BUSY;
   }
 }
@@ -160,10 +176,14 @@ function restoreSync(c: Connection, what: string, first: unknown): void {
     c.db.exec('PRAGMA synchronous = FULL');
   } catch (restore) {
     c.close();
-    const how = first === null ? 'the write is committed' : `nothing written: ${(first as Error)?.message ?? String(first)}`;
-    throw new LedgerError(`SQLite ledger ${what} at ${c.path} (${how}); then synchronous = FULL could not be restored (${(restore as Error)?.message ?? String(restore)}): the ledger is closed`, {
-      cause: first ?? restore,
-    });
+    const how =
+      first === null ? 'the write is committed' : `nothing written: ${(first as Error)?.message ?? String(first)}`;
+    throw new LedgerError(
+      `SQLite ledger ${what} at ${c.path} (${how}); then synchronous = FULL could not be restored (${(restore as Error)?.message ?? String(restore)}): the ledger is closed`,
+      {
+        cause: first ?? restore,
+      },
+    );
   }
 }
 
@@ -176,7 +196,8 @@ export async function read<T>(c: Connection, what: string, fn: () => T): Promise
       return fn();
     } catch (err) {
       if (RetrysafeError.isInstance(err)) throw err;
-      if (!isBusy(err) || (waited && Date.now() >= deadline)) throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
+      if (!isBusy(err) || (waited && Date.now() >= deadline))
+        throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
     }
     await sleep(Math.max(0, Math.min(step, deadline - Date.now())));
   }

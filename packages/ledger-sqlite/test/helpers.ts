@@ -2,7 +2,13 @@ import { asBusinessOperationId, type ClaimInput, type ProviderKey } from '@retry
 import type { SandboxBehaviour } from '@retrysafe/sandbox';
 
 /** A provider that replays a key's first answer: the usual well-behaved provider of these tests. */
-export const REPLAYING: SandboxBehaviour = { replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' };
+export const REPLAYING: SandboxBehaviour = {
+  replays: true,
+  retentionMs: 86_400_000,
+  parameterMatching: 'mismatch-error',
+  concurrency: 'rejects-in-progress',
+  lookup: 'get-by-key',
+};
 
 /** A claim that dispatches at once, its fingerprints and key derived from `id`. */
 export function claimInput(id: string, over: Partial<ClaimInput> = {}): ClaimInput {

@@ -4,15 +4,24 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
 import type { ClaimInput, HandoffPacket, Ledger, Receipt, StatePatch } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock, verifyReceiptChain } from '@retrysafe/core';
-import { createSqliteLedger } from '../src/index.js';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createSqliteLedger } from '../src/index.js';
 import { REPLAYING } from './helpers.js';
 
 const OP = 'records.create';
-const WRITES = new Set(['claim', 'renewLease', 'markDispatched', 'setState', 'handOff', 'appendReceipt', 'release', 'resolve']);
+const WRITES = new Set([
+  'claim',
+  'renewLease',
+  'markDispatched',
+  'setState',
+  'handOff',
+  'appendReceipt',
+  'release',
+  'resolve',
+]);
 
 interface Write {
   readonly method: string;
@@ -33,7 +42,11 @@ function recording(inner: Ledger, legacy: boolean): { ledger: Ledger; writes: Wr
       if (!WRITES.has(String(prop))) return fn.bind(target);
       return (...args: unknown[]) => {
         const method = String(prop);
-        if (method === 'claim') writes.push({ method, ...((args[0] as ClaimInput).dispatch !== undefined ? { dispatch: (args[0] as ClaimInput).dispatch! } : {}) });
+        if (method === 'claim')
+          writes.push({
+            method,
+            ...((args[0] as ClaimInput).dispatch !== undefined ? { dispatch: (args[0] as ClaimInput).dispatch! } : {}),
+          });
         else if (method === 'setState') {
           const p = args[1] as StatePatch;
           writes.push({ method, state: p.state, ...(p.receipt ? { receiptSeq: p.receipt.seq } : {}) });
@@ -82,7 +95,12 @@ for (const [name, make] of ledgers) {
         ]);
         expect(provider.count()).toBe(1);
         expect(r.attempts).toBe(1);
-        expect(await base.get(r.businessOperationId)).toMatchObject({ state: 'succeeded', attemptCount: 1, providerRef: r.providerRef, leaseOwner: null });
+        expect(await base.get(r.businessOperationId)).toMatchObject({
+          state: 'succeeded',
+          attemptCount: 1,
+          providerRef: r.providerRef,
+          leaseOwner: null,
+        });
         const stored = await base.receipts(r.businessOperationId);
         expect(stored).toEqual(r.receipts);
         expect(stored.map((x) => [x.seq, x.kind, x.outcome])).toEqual([[1, 'dispatch', 'succeeded']]);
@@ -98,10 +116,17 @@ for (const [name, make] of ledgers) {
         const r = await runner.run(adapter, OP, { params: { ref: 'legacy-1', amount: 1 } });
         expect(r.status).toBe('done');
         if (r.status !== 'done') return;
-        expect(writes).toEqual([{ method: 'claim' }, { method: 'markDispatched' }, { method: 'appendReceipt', receiptSeq: 1 }, { method: 'setState', state: 'succeeded' }]);
+        expect(writes).toEqual([
+          { method: 'claim' },
+          { method: 'markDispatched' },
+          { method: 'appendReceipt', receiptSeq: 1 },
+          { method: 'setState', state: 'succeeded' },
+        ]);
         expect(provider.count()).toBe(1);
         expect(await base.get(r.businessOperationId)).toMatchObject({ state: 'succeeded', attemptCount: 1 });
-        expect((await base.receipts(r.businessOperationId)).map((x) => [x.seq, x.kind, x.outcome])).toEqual([[1, 'dispatch', 'succeeded']]);
+        expect((await base.receipts(r.businessOperationId)).map((x) => [x.seq, x.kind, x.outcome])).toEqual([
+          [1, 'dispatch', 'succeeded'],
+        ]);
       } finally {
         await base.close();
       }
@@ -114,7 +139,10 @@ for (const [name, make] of ledgers) {
         const r = await runner.run(adapter, OP, { params: { ref: 'rejected-1', amount: -1 } });
         expect(r.status).toBe('handed-off');
         if (r.status !== 'handed-off') return;
-        expect(writes).toEqual([{ method: 'claim', dispatch: true }, { method: 'handOff', state: 'handed-off', receiptSeq: 1 }]);
+        expect(writes).toEqual([
+          { method: 'claim', dispatch: true },
+          { method: 'handOff', state: 'handed-off', receiptSeq: 1 },
+        ]);
         const stored = await base.receipts(r.businessOperationId);
         expect(stored.map((x) => [x.seq, x.kind, x.outcome])).toEqual([[1, 'dispatch', 'rejected']]);
         expect(r.receipts).toEqual(stored);
@@ -141,7 +169,10 @@ for (const [name, make] of ledgers) {
         ]);
         expect(provider.count()).toBe(1);
         expect(provider.calls()).toBe(2);
-        expect((await base.receipts(r.businessOperationId)).map((x) => [x.seq, x.kind, x.outcome])).toEqual([[1, 'dispatch', 'unknown'], [2, 'resend', 'replayed']]);
+        expect((await base.receipts(r.businessOperationId)).map((x) => [x.seq, x.kind, x.outcome])).toEqual([
+          [1, 'dispatch', 'unknown'],
+          [2, 'resend', 'replayed'],
+        ]);
         expect(await base.get(r.businessOperationId)).toMatchObject({ state: 'succeeded', attemptCount: 2 });
       } finally {
         await base.close();
@@ -153,7 +184,9 @@ for (const [name, make] of ledgers) {
       try {
         const controller = new AbortController();
         controller.abort(new Error('caller gave up'));
-        await expect(runner.run(adapter, OP, { params: { ref: 'aborted-1', amount: 1 }, signal: controller.signal })).rejects.toThrow('caller gave up');
+        await expect(
+          runner.run(adapter, OP, { params: { ref: 'aborted-1', amount: 1 }, signal: controller.signal }),
+        ).rejects.toThrow('caller gave up');
         // a plain claim (no dispatch), then only lease releases
         expect(writes[0]).toEqual({ method: 'claim' });
         expect(writes.slice(1).every((w) => w.method === 'release')).toBe(true);
@@ -177,37 +210,63 @@ describe('what a dying worker leaves behind', () => {
   it.each([
     ['an adapter that counts from the first dispatch (not-found: decide keeps it unknown)', true, 'unknown'],
     ['the sandbox adapter, counting from the last dispatch (cannot-tell: reconciling)', false, 'reconciling'],
-  ] as const)('a lookup inside the consistency delay keeps the operation maybe-applied: recovery looks again and never re-creates it — %s', async (_, fromFirst, leftState) => {
-    const clock = createVirtualClock();
-    const provider = createSandboxProvider({ replays: false, retentionMs: null, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key', lookupDelayMs: 3000, lateApplyMs: 0, processingMs: 0, clock: clock.now, sleep: clock.sleep });
-    provider.failNext({ kind: 'unknown-before-commit' });
-    provider.failNext({ kind: 'unknown-after-commit' });
-    const sandbox = createSandboxAdapter({ provider });
-    const adapter = fromFirst
-      ? Object.create(sandbox, { doLookup: { value: (name: string, ctx: Parameters<typeof sandbox.doLookup>[1]) => sandbox.doLookup(name as never, { ...ctx, lastDispatchedAt: undefined }) } }) as typeof sandbox
-      : sandbox;
-    const ledger = createMemoryLedger();
-    const policy = { maxAttempts: 2, maxElapsedMs: 3700, retryAfterCapMs: 1500, lookupWindowMs: 3700, leaseMs: 5000 };
-    // The worker's handoff never lands (the process is gone from there on).
-    const dying = new Proxy(ledger, {
-      get(target, prop) {
-        const v = Reflect.get(target, prop) as unknown;
-        if (prop === 'handOff') return () => new Promise(() => {});
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      },
-    });
-    let stopped!: () => void;
-    const gone = new Promise<void>((r) => (stopped = r));
-    const watched = new Proxy(dying, { get: (t, p) => (p === 'handOff' ? () => (stopped(), new Promise(() => {})) : Reflect.get(t, p)) });
-    await Promise.race([createRunner({ ledger: watched, clock, random: () => 0.5, policy }).run(adapter, OP, { params: { ref: 'delay-1' } }), gone]);
-    expect(provider.count()).toBe(1); // the second send was applied; its answer was lost
-    const [left] = await ledger.list();
-    expect(left).toMatchObject({ state: leftState, attemptCount: 2 });
-    clock.advance(5001);
-    const rescuer = createRunner({ ledger, clock, random: () => 0.5, policy });
-    await rescuer.recover({ adapters: [adapter] });
-    const after = await rescuer.run(adapter, OP, { params: { ref: 'delay-1' } });
-    expect(after.status).toBe('done');
-    expect(provider.count()).toBe(1);
-  });
+  ] as const)(
+    'a lookup inside the consistency delay keeps the operation maybe-applied: recovery looks again and never re-creates it — %s',
+    async (_, fromFirst, leftState) => {
+      const clock = createVirtualClock();
+      const provider = createSandboxProvider({
+        replays: false,
+        retentionMs: null,
+        parameterMatching: 'mismatch-error',
+        concurrency: 'rejects-in-progress',
+        lookup: 'get-by-key',
+        lookupDelayMs: 3000,
+        lateApplyMs: 0,
+        processingMs: 0,
+        clock: clock.now,
+        sleep: clock.sleep,
+      });
+      provider.failNext({ kind: 'unknown-before-commit' });
+      provider.failNext({ kind: 'unknown-after-commit' });
+      const sandbox = createSandboxAdapter({ provider });
+      const adapter = fromFirst
+        ? (Object.create(sandbox, {
+            doLookup: {
+              value: (name: string, ctx: Parameters<typeof sandbox.doLookup>[1]) =>
+                sandbox.doLookup(name as never, { ...ctx, lastDispatchedAt: undefined }),
+            },
+          }) as typeof sandbox)
+        : sandbox;
+      const ledger = createMemoryLedger();
+      const policy = { maxAttempts: 2, maxElapsedMs: 3700, retryAfterCapMs: 1500, lookupWindowMs: 3700, leaseMs: 5000 };
+      // The worker's handoff never lands (the process is gone from there on).
+      const dying = new Proxy(ledger, {
+        get(target, prop) {
+          const v = Reflect.get(target, prop) as unknown;
+          if (prop === 'handOff') return () => new Promise(() => {});
+          return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+        },
+      });
+      let stopped!: () => void;
+      const gone = new Promise<void>((r) => (stopped = r));
+      const watched = new Proxy(dying, {
+        get: (t, p) => (p === 'handOff' ? () => (stopped(), new Promise(() => {})) : Reflect.get(t, p)),
+      });
+      await Promise.race([
+        createRunner({ ledger: watched, clock, random: () => 0.5, policy }).run(adapter, OP, {
+          params: { ref: 'delay-1' },
+        }),
+        gone,
+      ]);
+      expect(provider.count()).toBe(1); // the second send was applied; its answer was lost
+      const [left] = await ledger.list();
+      expect(left).toMatchObject({ state: leftState, attemptCount: 2 });
+      clock.advance(5001);
+      const rescuer = createRunner({ ledger, clock, random: () => 0.5, policy });
+      await rescuer.recover({ adapters: [adapter] });
+      const after = await rescuer.run(adapter, OP, { params: { ref: 'delay-1' } });
+      expect(after.status).toBe('done');
+      expect(provider.count()).toBe(1);
+    },
+  );
 });

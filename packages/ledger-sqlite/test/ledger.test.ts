@@ -1,13 +1,32 @@
-import { closeSync, mkdtempSync, openSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { afterAll, describe, expect, it } from 'vitest';
-import { editStored } from './sqlite-tamper.js';
-import { asBusinessOperationId, LedgerError, LeaseLostError, RetrysafeError, type ClaimInput, type Ledger, type OperationRecord, type ProviderKey } from '@retrysafe/contract';
+import {
+  asBusinessOperationId,
+  type ClaimInput,
+  LeaseLostError,
+  type Ledger,
+  LedgerError,
+  type OperationRecord,
+  type ProviderKey,
+  RetrysafeError,
+} from '@retrysafe/contract';
 import { createRunner } from '@retrysafe/core';
 import { ledgerSuite } from '@retrysafe/testkit/ledger';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createSqliteLedger } from '../src/index.js';
+import { editStored } from './sqlite-tamper.js';
 
 type SqliteLedger = ReturnType<typeof createSqliteLedger>;
 
@@ -38,7 +57,11 @@ const typedLedgerError = (err: unknown) => LedgerError.isInstance(err) && Retrys
 describe('sqlite ledger', () => {
   const file = (name: string) => join(dir, `${name}-${++n}.db`);
   /** A ledger on a new file with `id` claimed and dispatched; the ledger is closed after `test`. */
-  const withClaimed = async (name: string, id: string, test: (ledger: Ledger, claimed: OperationRecord, path: string) => Promise<void>) => {
+  const withClaimed = async (
+    name: string,
+    id: string,
+    test: (ledger: Ledger, claimed: OperationRecord, path: string) => Promise<void>,
+  ) => {
     const path = file(name);
     const ledger = createSqliteLedger({ path });
     try {
@@ -61,7 +84,12 @@ describe('sqlite ledger', () => {
     await a.markDispatched({ businessOperationId: id, fence: 1 }, 2);
     await a.close();
     const b = createSqliteLedger({ path });
-    expect(await b.get(id)).toMatchObject({ state: 'dispatched', attemptCount: 1, firstDispatchedAt: 2, params: { x: 1 } });
+    expect(await b.get(id)).toMatchObject({
+      state: 'dispatched',
+      attemptCount: 1,
+      firstDispatchedAt: 2,
+      params: { x: 1 },
+    });
     expect((await b.recoverCandidates(5000)).map((r) => r.businessOperationId)).toEqual([id]);
     await b.close();
   });
@@ -80,7 +108,7 @@ describe('sqlite ledger', () => {
     expect(openFds(path)).toBe(before);
   });
 
-  it('waits for another connection\'s write lock asynchronously: the event loop runs, the claim then succeeds', async () => {
+  it("waits for another connection's write lock asynchronously: the event loop runs, the claim then succeeds", async () => {
     const path = file('busy');
     const ledger = createSqliteLedger({ path, busyTimeoutMs: 30_000 });
     const other = raw(path);
@@ -105,7 +133,7 @@ describe('sqlite ledger', () => {
     }
   });
 
-  it('a known row\'s write waits for another connection\'s lock asynchronously, then stores; past busyTimeoutMs it is a LedgerError with nothing written', async () => {
+  it("a known row's write waits for another connection's lock asynchronously, then stores; past busyTimeoutMs it is a LedgerError with nothing written", async () => {
     const path = file('busy-known');
     const ledger = createSqliteLedger({ path, busyTimeoutMs: 30_000 });
     const other = raw(path);
@@ -117,7 +145,12 @@ describe('sqlite ledger', () => {
       const ticker = setInterval(() => ticks++, 1);
       setTimeout(() => other.exec('COMMIT'), 30);
       try {
-        const s = await ledger.setState(c.record, { state: 'succeeded', lastOutcome: 'succeeded', now: 2, durability: 'deferrable' });
+        const s = await ledger.setState(c.record, {
+          state: 'succeeded',
+          lastOutcome: 'succeeded',
+          now: 2,
+          durability: 'deferrable',
+        });
         expect(s).toMatchObject({ state: 'succeeded' });
         expect(ticks).toBeGreaterThan(0);
       } finally {
@@ -131,7 +164,9 @@ describe('sqlite ledger', () => {
       other.exec('BEGIN IMMEDIATE');
       try {
         for (const l of [quick, reader]) {
-          const err = await l.setState(c2.record, { state: 'succeeded', lastOutcome: 'succeeded', now: 3 }).catch((e: unknown) => e);
+          const err = await l
+            .setState(c2.record, { state: 'succeeded', lastOutcome: 'succeeded', now: 3 })
+            .catch((e: unknown) => e);
           expect(typedLedgerError(err)).toBe(true);
           expect((err as Error).message).toMatch(/locked|busy/i);
         }
@@ -148,7 +183,10 @@ describe('sqlite ledger', () => {
   });
 
   it('a clean operation runs two write statements, each its own transaction (no BEGIN, COMMIT or read), and its deferred completion two pragmas around the second', async () => {
-    type Proto = { exec(this: unknown, sql: string): unknown; prepare(this: unknown, sql: string): Record<string, (...a: unknown[]) => unknown> };
+    type Proto = {
+      exec(this: unknown, sql: string): unknown;
+      prepare(this: unknown, sql: string): Record<string, (...a: unknown[]) => unknown>;
+    };
     const proto = DatabaseSync.prototype as unknown as Proto;
     const { exec, prepare } = proto;
     const ran: string[] = [];
@@ -159,7 +197,10 @@ describe('sqlite ledger', () => {
     proto.prepare = function (sql) {
       const st = prepare.call(this, sql);
       const wrapped: Record<string, (...a: unknown[]) => unknown> = {};
-      for (const m of ['run', 'get', 'all']) wrapped[m] = (...a: unknown[]) => (ran.push(`${m}: ${sql.trim().split(/\s+/).slice(0, 3).join(' ')}`), st[m]!(...a));
+      for (const m of ['run', 'get', 'all'])
+        wrapped[m] = (...a: unknown[]) => (
+          ran.push(`${m}: ${sql.trim().split(/\s+/).slice(0, 3).join(' ')}`), st[m]!(...a)
+        );
       return wrapped;
     };
     let ledger: SqliteLedger | undefined;
@@ -168,13 +209,23 @@ describe('sqlite ledger', () => {
       ran.length = 0;
       const c = await ledger.claim(claim('st-1', { dispatch: true }));
       if (c.kind !== 'claimed') throw new Error(c.kind);
-      await ledger.setState(c.record, { state: 'succeeded', lastOutcome: 'succeeded', now: 2, durability: 'deferrable' });
+      await ledger.setState(c.record, {
+        state: 'succeeded',
+        lastOutcome: 'succeeded',
+        now: 2,
+        durability: 'deferrable',
+      });
     } finally {
       proto.exec = exec;
       proto.prepare = prepare;
       await ledger?.close();
     }
-    expect(ran).toEqual(['run: INSERT INTO retrysafe_operations', 'PRAGMA synchronous = NORMAL', 'run: UPDATE retrysafe_operations SET', 'PRAGMA synchronous = FULL']);
+    expect(ran).toEqual([
+      'run: INSERT INTO retrysafe_operations',
+      'PRAGMA synchronous = NORMAL',
+      'run: UPDATE retrysafe_operations SET',
+      'PRAGMA synchronous = FULL',
+    ]);
   });
 
   it('stores the record and its receipts as JSON text: what get and receipts answer, and the searchable columns beside them', async () => {
@@ -183,20 +234,56 @@ describe('sqlite ledger', () => {
     const stored = (id: string) => {
       const other = raw(path);
       try {
-        return other.prepare('SELECT state, fence, lease_expires_at, record, receipts FROM retrysafe_operations WHERE id = ?').get(id) as { state: string; fence: number; lease_expires_at: number | null; record: string; receipts: string | null };
+        return other
+          .prepare('SELECT state, fence, lease_expires_at, record, receipts FROM retrysafe_operations WHERE id = ?')
+          .get(id) as {
+          state: string;
+          fence: number;
+          lease_expires_at: number | null;
+          record: string;
+          receipts: string | null;
+        };
       } finally {
         other.close();
       }
     };
     const receipt = (r: { businessOperationId: string }, seq: number, prevHash: string | null) =>
-      ({ businessOperationId: r.businessOperationId, seq, runId: 'run_1', attemptId: 'att_1', provider: 'p', operation: 'p.op', kind: 'dispatch', startedAt: '2026-12-01T12:00:00.000Z', finishedAt: '2026-12-01T12:00:00.001Z', outcome: 'unknown', decision: { action: 'lookup', reason: 'é \ud800 1e21' }, providerKey: null, requestFingerprint: 'sha256:' + 'a'.repeat(64), prevHash, hash: `${seq}`.repeat(64) }) as never;
+      ({
+        businessOperationId: r.businessOperationId,
+        seq,
+        runId: 'run_1',
+        attemptId: 'att_1',
+        provider: 'p',
+        operation: 'p.op',
+        kind: 'dispatch',
+        startedAt: '2026-12-01T12:00:00.000Z',
+        finishedAt: '2026-12-01T12:00:00.001Z',
+        outcome: 'unknown',
+        decision: { action: 'lookup', reason: 'é \ud800 1e21' },
+        providerKey: null,
+        requestFingerprint: 'sha256:' + 'a'.repeat(64),
+        prevHash,
+        hash: `${seq}`.repeat(64),
+      }) as never;
     try {
       const c = await ledger.claim(claim('json-1', { dispatch: true }));
       if (c.kind !== 'claimed') throw new Error(c.kind);
-      expect(stored('json-1')).toMatchObject({ state: 'dispatched', fence: 1, lease_expires_at: c.record.leaseExpiresAt, receipts: null });
+      expect(stored('json-1')).toMatchObject({
+        state: 'dispatched',
+        fence: 1,
+        lease_expires_at: c.record.leaseExpiresAt,
+        receipts: null,
+      });
       expect(JSON.parse(stored('json-1').record)).toEqual(await ledger.get(asBusinessOperationId('json-1')));
       await ledger.appendReceipt(c.record, receipt(c.record, 1, null));
-      const done = await ledger.setState(c.record, { state: 'succeeded', lastOutcome: 'succeeded', result: { id: 'r1', pad: 'y'.repeat(200) }, providerRef: 'r1', now: 2, receipt: receipt(c.record, 2, '1'.repeat(64)) });
+      const done = await ledger.setState(c.record, {
+        state: 'succeeded',
+        lastOutcome: 'succeeded',
+        result: { id: 'r1', pad: 'y'.repeat(200) },
+        providerRef: 'r1',
+        now: 2,
+        receipt: receipt(c.record, 2, '1'.repeat(64)),
+      });
       const row = stored('json-1');
       expect(row).toMatchObject({ state: 'succeeded', lease_expires_at: null });
       expect(JSON.parse(row.record)).toEqual(done);
@@ -215,7 +302,14 @@ describe('sqlite ledger', () => {
       const odd = ledger.markDispatched(null as never, 1);
       expect(odd).toBeInstanceOf(Promise);
       await expect(odd).rejects.toThrow();
-      const done = ledger.setState(claimed, { state: 'succeeded', lastOutcome: 'succeeded', result: { id: 'r1' }, providerRef: 'r1', now: 2, durability: 'deferrable' });
+      const done = ledger.setState(claimed, {
+        state: 'succeeded',
+        lastOutcome: 'succeeded',
+        result: { id: 'r1' },
+        providerRef: 'r1',
+        now: 2,
+        durability: 'deferrable',
+      });
       expect(done).toBeInstanceOf(Promise);
       expect(await done).toEqual(await ledger.get(asBusinessOperationId('prom-1')));
     });
@@ -224,7 +318,9 @@ describe('sqlite ledger', () => {
   it('a stored record with a byte changed: get, list and writes give LedgerError, not a wrong record', async () => {
     await withClaimed('flip', 'flip-1', async (ledger, claimed, path) => {
       const other = raw(path);
-      const { record } = other.prepare('SELECT record FROM retrysafe_operations WHERE id = ?').get('flip-1') as { record: string };
+      const { record } = other.prepare('SELECT record FROM retrysafe_operations WHERE id = ?').get('flip-1') as {
+        record: string;
+      };
       // The quote that opens the first key becomes another character.
       other.prepare('UPDATE retrysafe_operations SET record = ? WHERE id = ?').run(`{'${record.slice(2)}`, 'flip-1');
       other.close();
@@ -247,7 +343,7 @@ describe('sqlite ledger', () => {
     other.exec('BEGIN IMMEDIATE');
     try {
       let turns = 0;
-      const spin = () => void (turns++, t = setImmediate(spin));
+      const spin = () => void (turns++, (t = setImmediate(spin)));
       let t = setImmediate(spin);
       const err = await ledger.claim(claim('busy-2')).catch((e: unknown) => e);
       clearImmediate(t);
@@ -262,7 +358,7 @@ describe('sqlite ledger', () => {
     await ledger.close();
   });
 
-  it('a corrupt file: recover() and every read give LedgerError, not the driver\'s error', async () => {
+  it("a corrupt file: recover() and every read give LedgerError, not the driver's error", async () => {
     const path = file('corrupt');
     const a = createSqliteLedger({ path });
     for (let i = 0; i < 60; i++) await a.claim(claim(`corrupt-${i}`, { dispatch: true }));
@@ -279,7 +375,9 @@ describe('sqlite ledger', () => {
       b.get(asBusinessOperationId('corrupt-1')).catch((e: unknown) => e),
       b.list().catch((e: unknown) => e),
       b.claim(claim('corrupt-new')).catch((e: unknown) => e),
-      createRunner({ ledger: b }).recover({ adapters: [] }).catch((e: unknown) => e),
+      createRunner({ ledger: b })
+        .recover({ adapters: [] })
+        .catch((e: unknown) => e),
     ]);
     for (const e of errors) expect(typedLedgerError(e), String(e)).toBe(true);
     await b.close();
@@ -301,7 +399,9 @@ describe('sqlite ledger', () => {
       a.recoverCandidates(10_000).catch((e: unknown) => e),
       a.markDispatched({ businessOperationId: id, fence: 1 }, 5).catch((e: unknown) => e),
       a.claim(claim('cut-1', { now: 10_000 })).catch((e: unknown) => e),
-      createRunner({ ledger: a }).recover({ adapters: [] }).catch((e: unknown) => e),
+      createRunner({ ledger: a })
+        .recover({ adapters: [] })
+        .catch((e: unknown) => e),
     ]);
     for (const e of errors) expect(typedLedgerError(e), String(e)).toBe(true);
     expect((errors[0] as Error).message).toMatch(/not valid JSON/);
@@ -311,9 +411,31 @@ describe('sqlite ledger', () => {
   // A claim tries the INSERT first, and a fenced write computes on the row this connection last stored,
   // written only while the row holds that text (else the row is read first).
   const id = asBusinessOperationId;
-  const done = (now: number) => ({ state: 'succeeded' as const, lastOutcome: 'succeeded' as const, result: { id: 'r' }, providerRef: 'r', now });
+  const done = (now: number) => ({
+    state: 'succeeded' as const,
+    lastOutcome: 'succeeded' as const,
+    result: { id: 'r' },
+    providerRef: 'r',
+    now,
+  });
   const seal = (name: string, seq: number) =>
-    ({ businessOperationId: name, seq, runId: 'run_1', attemptId: 'att_1', provider: 'p', operation: 'p.op', kind: 'dispatch', startedAt: '2026-12-01T12:00:00.000Z', finishedAt: '2026-12-01T12:00:00.001Z', outcome: 'unknown', decision: { action: 'lookup', reason: 'r' }, providerKey: null, requestFingerprint: 'sha256:' + 'a'.repeat(64), prevHash: null, hash: `${seq}`.repeat(64) }) as never;
+    ({
+      businessOperationId: name,
+      seq,
+      runId: 'run_1',
+      attemptId: 'att_1',
+      provider: 'p',
+      operation: 'p.op',
+      kind: 'dispatch',
+      startedAt: '2026-12-01T12:00:00.000Z',
+      finishedAt: '2026-12-01T12:00:00.001Z',
+      outcome: 'unknown',
+      decision: { action: 'lookup', reason: 'r' },
+      providerKey: null,
+      requestFingerprint: 'sha256:' + 'a'.repeat(64),
+      prevHash: null,
+      hash: `${seq}`.repeat(64),
+    }) as never;
 
   it('a claim of an id that has a row answers what that row says, even when the new claim could not be stored (its params throw)', async () => {
     const ledger = createSqliteLedger({ path: file('claim-first') });
@@ -321,7 +443,9 @@ describe('sqlite ledger', () => {
       expect((await ledger.claim(claim('cf-1'))).kind).toBe('claimed');
       const unstorable = { n: 10n } as unknown as ClaimInput['params'];
       expect((await ledger.claim(claim('cf-1', { params: unstorable, now: 2 }))).kind).toBe('busy');
-      expect(await ledger.claim(claim('cf-1', { intentFingerprint: 'other', params: unstorable, now: 2 }))).toMatchObject({ kind: 'conflict', field: 'intent' });
+      expect(
+        await ledger.claim(claim('cf-1', { intentFingerprint: 'other', params: unstorable, now: 2 })),
+      ).toMatchObject({ kind: 'conflict', field: 'intent' });
       // A new id with those params: the encoder's refusal, typed, and no row.
       const err = await ledger.claim(claim('cf-2', { params: unstorable })).catch((e: unknown) => e);
       expect(typedLedgerError(err)).toBe(true);
@@ -359,7 +483,10 @@ describe('sqlite ledger', () => {
       await expect(a.appendReceipt(c.record, seal('kt-1', 1))).rejects.toSatisfy(LeaseLostError.isInstance);
       expect(await a.get(id('kt-1'))).toEqual(t.kind === 'claimed' ? t.record : null);
       // The new holder's write through a, which never wrote fence 2, is accepted.
-      expect(await a.setState({ businessOperationId: id('kt-1'), fence: 2 }, done(103))).toMatchObject({ state: 'succeeded', fence: 2 });
+      expect(await a.setState({ businessOperationId: id('kt-1'), fence: 2 }, done(103))).toMatchObject({
+        state: 'succeeded',
+        fence: 2,
+      });
     }));
 
   it('writes to the row by another connection or an operator since this one wrote it (same fence) are kept: the next write starts from them', () =>
@@ -375,7 +502,10 @@ describe('sqlite ledger', () => {
       await a.markDispatched(ref, 7);
       // An operator's edit with sqlite3 (the record's JSON, columns untouched).
       const other = raw(path);
-      editStored(other, 'ks-1', (l) => ({ ...l, record: JSON.stringify({ ...JSON.parse(l.record), attemptCount: 40 }) }));
+      editStored(other, 'ks-1', (l) => ({
+        ...l,
+        record: JSON.stringify({ ...JSON.parse(l.record), attemptCount: 40 }),
+      }));
       other.close();
       const m = await a.markDispatched(ref, 8);
       expect(m).toMatchObject({ attemptCount: 41, receiptChain: { length: 1 } });
@@ -383,7 +513,7 @@ describe('sqlite ledger', () => {
       expect((await b.receipts(id('ks-1'))).map((r) => r.seq)).toEqual([1]);
     }));
 
-  it('records it hands out are the caller\'s: changing them, or the claim\'s params, changes nothing stored or computed next', async () => {
+  it("records it hands out are the caller's: changing them, or the claim's params, changes nothing stored or computed next", async () => {
     const path = file('known-alias');
     const a = createSqliteLedger({ path });
     const ref = { businessOperationId: id('al-1'), fence: 1 };
@@ -392,7 +522,7 @@ describe('sqlite ledger', () => {
       const c = await a.claim(input);
       if (c.kind !== 'claimed') throw new Error(c.kind);
       (c.record as { attemptCount: number }).attemptCount = 50;
-      ((input.params as { nested: { y: number[] } }).nested.y).push(3);
+      (input.params as { nested: { y: number[] } }).nested.y.push(3);
       const m = await a.markDispatched(ref, 3);
       expect(m).toMatchObject({ attemptCount: 2, params: { x: 1, nested: { y: [1, 2] } } });
       (m as { fence: number }).fence = 9;
@@ -400,7 +530,12 @@ describe('sqlite ledger', () => {
       const r = await a.renewLease(ref, 1000, 4);
       expect(r).toBeUndefined();
       const s = await a.setState(ref, done(5));
-      expect(s).toMatchObject({ state: 'succeeded', fence: 1, attemptCount: 2, params: { x: 1, nested: { y: [1, 2] } } });
+      expect(s).toMatchObject({
+        state: 'succeeded',
+        fence: 1,
+        attemptCount: 2,
+        params: { x: 1, nested: { y: [1, 2] } },
+      });
       const fresh = createSqliteLedger({ path });
       expect(await fresh.get(id('al-1'))).toEqual(s);
       await fresh.close();
@@ -421,9 +556,20 @@ describe('sqlite ledger', () => {
         await l.close();
       }
     };
-    const odd = { at: new Date(0), u: undefined, n: Number.NaN, z: -0, list: [1, undefined], s: 'é \ud800', deep: { k: [{ a: null }] } } as unknown as ClaimInput['params'];
+    const odd = {
+      at: new Date(0),
+      u: undefined,
+      n: Number.NaN,
+      z: -0,
+      list: [1, undefined],
+      s: 'é \ud800',
+      deep: { k: [{ a: null }] },
+    } as unknown as ClaimInput['params'];
     const steps: Array<(l: Ledger) => Promise<unknown>> = [];
-    for (const [name, params] of [['plain', { x: 1, list: [1, 2], s: 'é' }], ['odd', odd]] as const) {
+    for (const [name, params] of [
+      ['plain', { x: 1, list: [1, 2], s: 'é' }],
+      ['odd', odd],
+    ] as const) {
       const ref = { businessOperationId: id(`eq-${name}`), fence: 1 };
       const ref2 = { businessOperationId: id(`eq-${name}`), fence: 2 };
       steps.push(
@@ -436,15 +582,32 @@ describe('sqlite ledger', () => {
         (l) => l.claim(claim(`eq-${name}`, { now: 100 })), // takeover: fence 2
         (l) => l.markDispatched(ref, 101).catch((e: unknown) => (e as Error).name),
         (l) => l.setState(ref2, { state: 'reconciling', now: 102 }),
-        (l) => l.handOff(ref2, { reason: 'r', question: 'q', safeNextActions: [{ action: 'abandon', safe: true, why: 'w' }], createdAt: '2026-12-01T00:00:00.000Z' } as never, 103, seal(`eq-${name}`, 2)),
-        (l) => l.resolve(id(`eq-${name}`), { action: 'abandon', by: 'op', reason: 'r' } as never, 104).catch((e: unknown) => (e as Error).name),
+        (l) =>
+          l.handOff(
+            ref2,
+            {
+              reason: 'r',
+              question: 'q',
+              safeNextActions: [{ action: 'abandon', safe: true, why: 'w' }],
+              createdAt: '2026-12-01T00:00:00.000Z',
+            } as never,
+            103,
+            seal(`eq-${name}`, 2),
+          ),
+        (l) =>
+          l
+            .resolve(id(`eq-${name}`), { action: 'abandon', by: 'op', reason: 'r' } as never, 104)
+            .catch((e: unknown) => (e as Error).name),
         (l) => l.get(id(`eq-${name}`)),
         (l) => l.receipts(id(`eq-${name}`)),
       );
     }
     try {
       for (const step of steps) {
-        const [x, y] = [await step(kept).catch((e: unknown) => `error ${(e as Error).name}: ${(e as Error).message}`), await each(step).catch((e: unknown) => `error ${(e as Error).name}: ${(e as Error).message}`)];
+        const [x, y] = [
+          await step(kept).catch((e: unknown) => `error ${(e as Error).name}: ${(e as Error).message}`),
+          await each(step).catch((e: unknown) => `error ${(e as Error).name}: ${(e as Error).message}`),
+        ];
         expect(JSON.stringify(x)).toBe(JSON.stringify(y));
         expect(x).toEqual(y);
       }
@@ -454,7 +617,13 @@ describe('sqlite ledger', () => {
     const bodies = (path: string) => {
       const other = raw(path);
       try {
-        return ['eq-plain', 'eq-odd'].map((k) => other.prepare('SELECT state, fence, lease_expires_at, created_at, updated_at, record, receipts FROM retrysafe_operations WHERE id = ?').get(k));
+        return ['eq-plain', 'eq-odd'].map((k) =>
+          other
+            .prepare(
+              'SELECT state, fence, lease_expires_at, created_at, updated_at, record, receipts FROM retrysafe_operations WHERE id = ?',
+            )
+            .get(k),
+        );
       } finally {
         other.close();
       }

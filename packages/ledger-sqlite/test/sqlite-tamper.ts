@@ -11,7 +11,9 @@ export interface StoredLines {
 
 /** Reads operation `id`'s stored record JSON and each receipt's JSON. */
 export function readStored(raw: RawDb, id: string): StoredLines {
-  const row = (raw.prepare('SELECT record, receipts FROM retrysafe_operations WHERE id = ?').get as (...p: unknown[]) => unknown)(id) as { record: string; receipts: string | null } | undefined;
+  const row = (
+    raw.prepare('SELECT record, receipts FROM retrysafe_operations WHERE id = ?').get as (...p: unknown[]) => unknown
+  )(id) as { record: string; receipts: string | null } | undefined;
   if (!row) throw new Error(`no row ${id}`);
   const receipts = row.receipts === null ? [] : (JSON.parse(row.receipts) as unknown[]).map((r) => JSON.stringify(r));
   return { record: row.record, receipts };
@@ -21,5 +23,9 @@ export function readStored(raw: RawDb, id: string): StoredLines {
 export function editStored(raw: RawDb, id: string, edit: (lines: StoredLines) => StoredLines): void {
   const next = edit(readStored(raw, id));
   const receipts = next.receipts.length === 0 ? null : `[${next.receipts.join(',')}]`;
-  (raw.prepare('UPDATE retrysafe_operations SET record = ?, receipts = ? WHERE id = ?').run as (...p: unknown[]) => unknown)(next.record, receipts, id);
+  (
+    raw.prepare('UPDATE retrysafe_operations SET record = ?, receipts = ? WHERE id = ?').run as (
+      ...p: unknown[]
+    ) => unknown
+  )(next.record, receipts, id);
 }

@@ -16,7 +16,9 @@ if (first === '--help' || first === '-h' || first === 'help') {
     else await (await import('./serve-cli.js')).runServe(args);
   } catch (e) {
     process.stderr.write(`retrysafe-mcp${name === 'serve' ? '' : ` ${name}`}: ${(e as Error).message}\n`);
-    const usage = e instanceof UsageError || ['RETRYSAFE_FENCE_CONFIG', 'RETRYSAFE_CONFIG'].includes(String((e as { code?: unknown }).code));
+    const usage =
+      e instanceof UsageError ||
+      ['RETRYSAFE_FENCE_CONFIG', 'RETRYSAFE_CONFIG'].includes(String((e as { code?: unknown }).code));
     process.exit(usage ? 2 : 1);
   }
 }

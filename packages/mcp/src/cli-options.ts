@@ -29,7 +29,8 @@ function parseValue(o: CliOption, raw: string, previous: unknown): unknown {
   switch (o.value) {
     case 'number': {
       const n = Number(raw);
-      if (raw.trim() === '' || !Number.isFinite(n) || n < 0) throw new UsageError(`${o.flag} must be a non-negative number`);
+      if (raw.trim() === '' || !Number.isFinite(n) || n < 0)
+        throw new UsageError(`${o.flag} must be a non-negative number`);
       return n;
     }
     case 'json': {
@@ -39,11 +40,18 @@ function parseValue(o: CliOption, raw: string, previous: unknown): unknown {
       } catch {
         throw new UsageError(`${o.flag} must be a JSON object`);
       }
-      if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new UsageError(`${o.flag} must be a JSON object`);
+      if (typeof v !== 'object' || v === null || Array.isArray(v))
+        throw new UsageError(`${o.flag} must be a JSON object`);
       return v;
     }
     case 'list':
-      return [...((previous as string[] | undefined) ?? []), ...raw.split(',').map((x) => x.trim()).filter(Boolean)];
+      return [
+        ...((previous as string[] | undefined) ?? []),
+        ...raw
+          .split(',')
+          .map((x) => x.trim())
+          .filter(Boolean),
+      ];
     default:
       return raw;
   }
@@ -57,7 +65,12 @@ export function parseOptions(argv: readonly string[], command: CliCommand): Pars
   for (let i = 0; i < head.length; i++) {
     const arg = head[i]!;
     const o = command.options.find((x) => x.flag === arg);
-    if (!o) throw new UsageError(arg.startsWith('--') ? `unknown option ${arg} (see retrysafe-mcp --help)` : `unexpected argument ${JSON.stringify(arg)}`);
+    if (!o)
+      throw new UsageError(
+        arg.startsWith('--')
+          ? `unknown option ${arg} (see retrysafe-mcp --help)`
+          : `unexpected argument ${JSON.stringify(arg)}`,
+      );
     if (!o.value) {
       values.set(o.flag, true);
       continue;
@@ -82,6 +95,11 @@ export function helpText(commands: readonly CliCommand[]): string {
     for (const o of c.options) lines.push(`      ${`${o.flag}${o.value ? ` <${o.value}>` : ''}`.padEnd(26)} ${o.help}`);
     lines.push('');
   }
-  lines.push('  retrysafe-mcp --help', '      This text.', '', 'Exit codes: 0 ok, 1 failure (probe: duplicates), 2 bad usage or config, 3 probe saw no effect.');
+  lines.push(
+    '  retrysafe-mcp --help',
+    '      This text.',
+    '',
+    'Exit codes: 0 ok, 1 failure (probe: duplicates), 2 bad usage or config, 3 probe saw no effect.',
+  );
   return lines.join('\n');
 }

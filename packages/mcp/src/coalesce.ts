@@ -10,7 +10,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  if (v !== null && typeof v === 'object') return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(',')}}`;
+  if (v !== null && typeof v === 'object')
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
   return JSON.stringify(v);
 }
 
@@ -33,7 +37,11 @@ export interface Coalescer {
 export function createCoalescer(ledger: Ledger): Coalescer {
   const inflight = new Map<string, Promise<AgentToolResult>>();
 
-  const untilEnded = async (r: AgentToolResult, deadline: number, run: () => Promise<AgentToolResult>): Promise<AgentToolResult> => {
+  const untilEnded = async (
+    r: AgentToolResult,
+    deadline: number,
+    run: () => Promise<AgentToolResult>,
+  ): Promise<AgentToolResult> => {
     if (r.status !== 'in-progress') return r;
     const id = asBusinessOperationId(r.businessOperationId);
     for (let delay = 20; Date.now() < deadline; delay = Math.min(delay * 2, 500)) {

@@ -9,7 +9,9 @@ import { encryptParams, parseReceiptKeys, type ReceiptKey } from '@retrysafe/cor
 export function ledgerWithEnvKeys(opened: Ledger, env: NodeJS.ProcessEnv = process.env): Ledger {
   const keys = env.RETRYSAFE_PARAMS_KEYS ? parseReceiptKeys(env.RETRYSAFE_PARAMS_KEYS) : null;
   if (!keys) return opened;
-  const previous = Object.entries(keys.keyring).filter(([id]) => id !== keys.current.id).map(([id, secret]) => ({ id, secret }));
+  const previous = Object.entries(keys.keyring)
+    .filter(([id]) => id !== keys.current.id)
+    .map(([id, secret]) => ({ id, secret }));
   return encryptParams(opened, { key: keys.current, previous });
 }
 

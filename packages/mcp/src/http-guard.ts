@@ -20,7 +20,9 @@ export interface HttpGuardOptions {
   readonly token?: string;
 }
 
-export type GuardVerdict = { readonly ok: true } | { readonly ok: false; readonly status: 401 | 403; readonly reason: string };
+export type GuardVerdict =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly status: 401 | 403; readonly reason: string };
 
 export interface HttpGuard {
   readonly token: string;
@@ -70,7 +72,8 @@ export function createHttpGuard(port: number, options: HttpGuardOptions = {}): H
     check(req) {
       if (!hostOk(req.headers.host)) return { ok: false, status: 403, reason: 'host not allowed' };
       const origin = req.headers.origin;
-      if (origin !== undefined && !origins.has(origin.trim().toLowerCase())) return { ok: false, status: 403, reason: 'origin not allowed' };
+      if (origin !== undefined && !origins.has(origin.trim().toLowerCase()))
+        return { ok: false, status: 403, reason: 'origin not allowed' };
       const auth = req.headers.authorization;
       const m = typeof auth === 'string' ? /^Bearer[ ]+(\S+)\s*$/i.exec(auth) : null;
       if (!m || !tokensEqual(m[1]!, token)) return { ok: false, status: 401, reason: 'missing or wrong bearer token' };

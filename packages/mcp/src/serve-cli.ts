@@ -1,13 +1,16 @@
 import { createAdapters, exposedOperations, loadConfig, openLedger } from '@retrysafe/config';
 import { createRunner, jsonlHandoffSink } from '@retrysafe/core';
 import { list, num, parseOptions, text, UsageError } from './cli-options.js';
-import { SERVE_COMMAND } from './commands.js';
 import { createCoalescer } from './coalesce.js';
+import { SERVE_COMMAND } from './commands.js';
 import { ledgerWithEnvKeys, receiptKeyFromEnv } from './env-keys.js';
 import { createRetrysafeMcpServer, serveHttp, serveStdio } from './server.js';
 
 /** `retrysafe-mcp --config …` (SERVE_COMMAND). */
-export async function runServe(argv: readonly string[], log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Promise<void> {
+export async function runServe(
+  argv: readonly string[],
+  log: (line: string) => void = (l) => process.stderr.write(l + '\n'),
+): Promise<void> {
   const p = parseOptions(argv, SERVE_COMMAND);
   const configPath = text(p, '--config') ?? process.env.RETRYSAFE_CONFIG;
   if (!configPath) throw new UsageError('name the config: --config <retrysafe.yaml> (or set RETRYSAFE_CONFIG)');
@@ -25,10 +28,27 @@ export async function runServe(argv: readonly string[], log: (line: string) => v
     ...receiptKeyFromEnv(),
   });
   const coalescer = createCoalescer(ledger);
-  const make = () => createRetrysafeMcpServer({ runner, ledger, adapters, coalescer, ...(operations ? { operations } : {}), ...(config.policy?.waitForOtherMs !== undefined ? { waitMs: config.policy.waitForOtherMs } : {}) });
+  const make = () =>
+    createRetrysafeMcpServer({
+      runner,
+      ledger,
+      adapters,
+      coalescer,
+      ...(operations ? { operations } : {}),
+      ...(config.policy?.waitForOtherMs !== undefined ? { waitMs: config.policy.waitForOtherMs } : {}),
+    });
   if (!p.values.has('--http')) return serveStdio(make());
   const configured = process.env.RETRYSAFE_MCP_TOKEN;
-  const h = await serveHttp(make, { port: num(p, '--port') ?? 0, allowedHosts: list(p, '--allow-host'), allowedOrigins: list(p, '--allow-origin'), ...(configured ? { token: configured } : {}) });
+  const h = await serveHttp(make, {
+    port: num(p, '--port') ?? 0,
+    allowedHosts: list(p, '--allow-host'),
+    allowedOrigins: list(p, '--allow-origin'),
+    ...(configured ? { token: configured } : {}),
+  });
   log(`retrysafe MCP server on ${h.url}`);
-  log(configured ? 'bearer token: from RETRYSAFE_MCP_TOKEN' : `bearer token (send as "Authorization: Bearer <token>"): ${h.token}`);
+  log(
+    configured
+      ? 'bearer token: from RETRYSAFE_MCP_TOKEN'
+      : `bearer token (send as "Authorization: Bearer <token>"): ${h.token}`,
+  );
 }

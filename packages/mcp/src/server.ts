@@ -5,11 +5,16 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { AdapterV1, Ledger } from '@retrysafe/contract';
-import { createCoalescer, requestedWait, type Coalescer } from './coalesce.js';
+import type { Runner } from '@retrysafe/core';
+import {
+  type AgentToolDefinition,
+  agentTools,
+  callAgentTool,
+  operationStatus,
+  pendingHandoffs,
+} from '@retrysafe/core/agent';
+import { type Coalescer, createCoalescer, requestedWait } from './coalesce.js';
 import { createHttpGuard, type HttpGuard, type HttpGuardOptions } from './http-guard.js';
-
-import { type Runner } from '@retrysafe/core';
-import { agentTools, callAgentTool, operationStatus, pendingHandoffs, type AgentToolDefinition } from '@retrysafe/core/agent';
 
 export interface McpServerOptions {
   readonly runner: Runner;
@@ -34,14 +39,25 @@ const RESULT_SCHEMA = {
     status: { type: 'string', enum: ['done', 'in-progress', 'needs-human', 'conflict', 'invalid-input'] },
     businessOperationId: { type: ['string', 'null'] },
     message: { type: 'string' },
-    fields: { type: 'array', items: { type: 'object', properties: { path: { type: 'string' }, message: { type: 'string' } }, required: ['path', 'message'] } },
+    fields: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { path: { type: 'string' }, message: { type: 'string' } },
+        required: ['path', 'message'],
+      },
+    },
     paths: { type: 'array', items: { type: 'string' } },
   },
   required: ['status', 'businessOperationId', 'message'],
 } as const;
 
 function reply(structured: Record<string, unknown>, isError = false) {
-  return { content: [{ type: 'text' as const, text: JSON.stringify(structured, null, 2) }], structuredContent: structured, ...(isError ? { isError: true } : {}) };
+  return {
+    content: [{ type: 'text' as const, text: JSON.stringify(structured, null, 2) }],
+    structuredContent: structured,
+    ...(isError ? { isError: true } : {}),
+  };
 }
 
 /** An MCP server whose tools are retrysafe operations (plus status and handoff lookups). */
@@ -49,16 +65,32 @@ export function createRetrysafeMcpServer(options: McpServerOptions): Server {
   const tools = agentTools(options.adapters, options.operations);
   const byName = new Map<string, AgentToolDefinition>(tools.map((t) => [t.name, t]));
   const coalescer = options.coalescer ?? createCoalescer(options.ledger);
-  const server = new Server({ name: options.name ?? 'retrysafe', version: options.version ?? '0.1.0' }, { capabilities: { tools: {} } });
+  const server = new Server(
+    { name: options.name ?? 'retrysafe', version: options.version ?? '0.1.0' },
+    { capabilities: { tools: {} } },
+  );
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: [
-      ...tools.map((t) => ({ name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema as { type: 'object' }, outputSchema: RESULT_SCHEMA as unknown as { type: 'object' }, annotations: t.annotations, _meta: t._meta })),
+      ...tools.map((t) => ({
+        name: t.name,
+        title: t.title,
+        description: t.description,
+        inputSchema: t.inputSchema as { type: 'object' },
+        outputSchema: RESULT_SCHEMA as unknown as { type: 'object' },
+        annotations: t.annotations,
+        _meta: t._meta,
+      })),
       {
         name: STATUS_TOOL,
         title: 'retrysafe: operation status',
-        description: 'Looks up one business operation by its id (as returned by an operation tool): its state, provider reference, result, or the handoff a person must resolve.',
-        inputSchema: { type: 'object' as const, properties: { businessOperationId: { type: 'string' } }, required: ['businessOperationId'] },
+        description:
+          'Looks up one business operation by its id (as returned by an operation tool): its state, provider reference, result, or the handoff a person must resolve.',
+        inputSchema: {
+          type: 'object' as const,
+          properties: { businessOperationId: { type: 'string' } },
+          required: ['businessOperationId'],
+        },
         annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false },
       },
       {
@@ -75,7 +107,8 @@ export function createRetrysafeMcpServer(options: McpServerOptions): Server {
     const { name, arguments: args } = req.params;
     if (name === STATUS_TOOL) {
       const id = (args as { businessOperationId?: unknown } | undefined)?.businessOperationId;
-      if (typeof id !== 'string') return reply({ status: 'invalid-input', message: 'businessOperationId (string) is required' }, true);
+      if (typeof id !== 'string')
+        return reply({ status: 'invalid-input', message: 'businessOperationId (string) is required' }, true);
       try {
         return reply(await operationStatus(options.ledger, id));
       } catch (e) {
@@ -87,8 +120,13 @@ export function createRetrysafeMcpServer(options: McpServerOptions): Server {
     // The spec's answer to an unknown tool is a protocol error, not a tool result.
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
     const params = args ?? {};
-    const result = await coalescer.call(name, params, requestedWait(req.params._meta, options.waitMs ?? 30_000), () => callAgentTool(options.runner, tool, params));
-    return reply(result as unknown as Record<string, unknown>, result.status === 'conflict' || result.status === 'invalid-input');
+    const result = await coalescer.call(name, params, requestedWait(req.params._meta, options.waitMs ?? 30_000), () =>
+      callAgentTool(options.runner, tool, params),
+    );
+    return reply(
+      result as unknown as Record<string, unknown>,
+      result.status === 'conflict' || result.status === 'invalid-input',
+    );
   });
   return server;
 }
@@ -107,15 +145,22 @@ export interface ServeHttpOptions extends HttpGuardOptions {
  * and the bearer token are checked before a server is built for the request (see http-guard.ts);
  * a refusal is answered 403/401 with no MCP server, so no tool can run.
  */
-export async function serveHttp(makeServer: () => Server, opts: ServeHttpOptions = {}): Promise<{ url: string; token: string; close(): Promise<void>; http: HttpServer }> {
+export async function serveHttp(
+  makeServer: () => Server,
+  opts: ServeHttpOptions = {},
+): Promise<{ url: string; token: string; close(): Promise<void>; http: HttpServer }> {
   const host = opts.host ?? '127.0.0.1';
-  if (!['127.0.0.1', '::1', 'localhost'].includes(host)) throw new Error(`refusing to listen on ${host}: the MCP HTTP transport binds to loopback only`);
+  if (!['127.0.0.1', '::1', 'localhost'].includes(host))
+    throw new Error(`refusing to listen on ${host}: the MCP HTTP transport binds to loopback only`);
   if (opts.token !== undefined) createHttpGuard(0, { token: opts.token }); // a bad token fails before listening
   let guard: HttpGuard | undefined;
   const http = createHttpServer(async (req, res) => {
     const verdict = guard ? guard.check(req) : ({ ok: false, status: 403, reason: 'not ready' } as const);
     if (!verdict.ok) {
-      res.writeHead(verdict.status, { 'content-type': 'application/json', ...(verdict.status === 401 ? { 'www-authenticate': 'Bearer realm="retrysafe-mcp"' } : {}) });
+      res.writeHead(verdict.status, {
+        'content-type': 'application/json',
+        ...(verdict.status === 401 ? { 'www-authenticate': 'Bearer realm="retrysafe-mcp"' } : {}),
+      });
       res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: verdict.reason }, id: null }));
       req.resume();
       return;
@@ -143,5 +188,10 @@ export async function serveHttp(makeServer: () => Server, opts: ServeHttpOptions
   });
   const { port } = http.address() as AddressInfo;
   guard = createHttpGuard(port, opts);
-  return { url: `http://${host === '::1' ? '[::1]' : host}:${port}/mcp`, token: guard.token, http, close: () => new Promise((resolve) => http.close(() => resolve())) };
+  return {
+    url: `http://${host === '::1' ? '[::1]' : host}:${port}/mcp`,
+    token: guard.token,
+    http,
+    close: () => new Promise((resolve) => http.close(() => resolve())),
+  };
 }

@@ -2,13 +2,22 @@ import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { bin } from './fence-helpers.js';
 
-const run = (...args: string[]) => spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
+const run = (...args: string[]) =>
+  spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
 
 describe('retrysafe-mcp command line', () => {
   it('--help exits 0 and lists every command with its options', () => {
     const r = run('--help');
     expect(r.status).toBe(0);
-    for (const s of ['retrysafe-mcp --config', 'retrysafe-mcp wrap', 'retrysafe-mcp probe', '--allow-origin', '--count-path', '--url']) expect(r.stdout).toContain(s);
+    for (const s of [
+      'retrysafe-mcp --config',
+      'retrysafe-mcp wrap',
+      'retrysafe-mcp probe',
+      '--allow-origin',
+      '--count-path',
+      '--url',
+    ])
+      expect(r.stdout).toContain(s);
   });
 
   it('wrap and probe refuse an unknown option or a missing value the same way: one line, exit 2', () => {

@@ -7,8 +7,8 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { bin, onCleanup, ordersServer, tempDir } from './fence-helpers.js';
@@ -19,8 +19,16 @@ const suite = join(dirname(require.resolve('@modelcontextprotocol/conformance/pa
 
 /** Starts `retrysafe-mcp …args` over HTTP and answers the URL it prints. */
 async function serve(args: string[], env: Record<string, string> = {}): Promise<string> {
-  const child = spawn(process.execPath, [bin, ...args], { env: { PATH: process.env.PATH ?? '', RETRYSAFE_MCP_TOKEN: TOKEN, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
-  onCleanup(() => new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : (child.once('exit', resolve), child.kill()))));
+  const child = spawn(process.execPath, [bin, ...args], {
+    env: { PATH: process.env.PATH ?? '', RETRYSAFE_MCP_TOKEN: TOKEN, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  onCleanup(
+    () =>
+      new Promise((resolve) =>
+        child.exitCode !== null ? resolve(undefined) : (child.once('exit', resolve), child.kill()),
+      ),
+  );
   return new Promise((resolve, reject) => {
     let err = '';
     child.stderr.on('data', (d) => {
@@ -38,7 +46,8 @@ async function withToken(target: string): Promise<string> {
   const relay = createServer((req, res) => {
     const headers = { ...req.headers, authorization: `Bearer ${TOKEN}` };
     if (/^(127\.0\.0\.1|localhost)(:\d+)?$/.test(req.headers.host ?? '')) headers.host = t.host;
-    if (req.headers.origin && /^http:\/\/(127\.0\.0\.1|localhost)(:\d+)?$/.test(req.headers.origin)) headers.origin = `http://${t.host}`;
+    if (req.headers.origin && /^http:\/\/(127\.0\.0\.1|localhost)(:\d+)?$/.test(req.headers.origin))
+      headers.origin = `http://${t.host}`;
     const up = request({ host: t.hostname, port: t.port, path: req.url, method: req.method, headers }, (r) => {
       res.writeHead(r.statusCode ?? 502, r.headers);
       r.pipe(res);
@@ -54,30 +63,63 @@ async function withToken(target: string): Promise<string> {
 /** Runs one scenario (not spawnSync: the relay lives in this process) and answers the status of each of its checks. */
 async function scenario(url: string, name: string): Promise<string[]> {
   const out = tempDir('retrysafe-conformance-');
-  const run = spawn(process.execPath, [suite, 'server', '--url', url, '--scenario', name, '-o', out], { stdio: 'ignore' });
+  const run = spawn(process.execPath, [suite, 'server', '--url', url, '--scenario', name, '-o', out], {
+    stdio: 'ignore',
+  });
   await new Promise((resolve) => run.once('exit', resolve));
   const dir = readdirSync(out).find((d) => d.includes(name));
   if (!dir) throw new Error(`conformance: no result for ${name}`);
-  return (JSON.parse(readFileSync(join(out, dir, 'checks.json'), 'utf8')) as { id: string; status: string }[]).map((c) => `${c.id}: ${c.status}`);
+  return (JSON.parse(readFileSync(join(out, dir, 'checks.json'), 'utf8')) as { id: string; status: string }[]).map(
+    (c) => `${c.id}: ${c.status}`,
+  );
 }
 
-const passes = (checks: string[]) => expect(checks.length).toBeGreaterThan(0) && expect(checks.filter((c) => !c.endsWith(': SUCCESS'))).toEqual([]);
+const passes = (checks: string[]) =>
+  expect(checks.length).toBeGreaterThan(0) && expect(checks.filter((c) => !c.endsWith(': SUCCESS'))).toEqual([]);
 
 describe('MCP conformance suite, applicable server scenarios', () => {
   it('retrysafe-mcp --http: initialize, ping, tools/list, DNS-rebinding protection', async () => {
     const dir = tempDir('retrysafe-conformance-server-');
     const config = join(dir, 'retrysafe.json');
-    writeFileSync(config, JSON.stringify({ ledger: './ledger.db', adapters: { stripe: { apiKeyEnv: 'RS_STRIPE_KEY', baseUrl: 'http://127.0.0.1:9' } }, operations: ['stripe.customers.create'] }));
+    writeFileSync(
+      config,
+      JSON.stringify({
+        ledger: './ledger.db',
+        adapters: { stripe: { apiKeyEnv: 'RS_STRIPE_KEY', baseUrl: 'http://127.0.0.1:9' } },
+        operations: ['stripe.customers.create'],
+      }),
+    );
     const url = await withToken(await serve(['--config', config, '--http'], { RS_STRIPE_KEY: 'sk_test_conformance' }));
-    for (const checks of await Promise.all(['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection'].map((name) => scenario(url, name)))) passes(checks);
+    for (const checks of await Promise.all(
+      ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection'].map((name) => scenario(url, name)),
+    ))
+      passes(checks);
   });
 
   it('the fence (wrap --http): initialize, ping, tools/list, logging, completion, prompts, DNS-rebinding protection', async () => {
     const dir = tempDir('retrysafe-conformance-fence-');
     const fence = join(dir, 'fence.json');
-    writeFileSync(fence, JSON.stringify({ name: 'orders', ledger: './fence.db', tools: { create_order: { kind: 'create', intent: ['customer', 'ref'] } } }));
-    const url = await withToken(await serve(['wrap', '--config', fence, '--http', '--', process.execPath, ordersServer, '--extras']));
-    const names = ['server-initialize', 'ping', 'tools-list', 'logging-set-level', 'completion-complete', 'prompts-list', 'prompts-get-simple', 'dns-rebinding-protection'];
+    writeFileSync(
+      fence,
+      JSON.stringify({
+        name: 'orders',
+        ledger: './fence.db',
+        tools: { create_order: { kind: 'create', intent: ['customer', 'ref'] } },
+      }),
+    );
+    const url = await withToken(
+      await serve(['wrap', '--config', fence, '--http', '--', process.execPath, ordersServer, '--extras']),
+    );
+    const names = [
+      'server-initialize',
+      'ping',
+      'tools-list',
+      'logging-set-level',
+      'completion-complete',
+      'prompts-list',
+      'prompts-get-simple',
+      'dns-rebinding-protection',
+    ];
     for (const checks of await Promise.all(names.map((name) => scenario(url, name)))) passes(checks);
   });
 });

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { describe, expect, it } from 'vitest';
-import { onCleanup, ordersServer, tempDir, wrapped, writeFence, type Answer } from './fence-helpers.js';
+import { type Answer, onCleanup, ordersServer, tempDir, wrapped, writeFence } from './fence-helpers.js';
 
 const fence = (dir: string, extra: Record<string, unknown> = {}) =>
   writeFence(dir, {
@@ -19,8 +19,14 @@ const fence = (dir: string, extra: Record<string, unknown> = {}) =>
     tools: { create_order: { kind: 'create', intent: ['customer', 'ref'], resultRef: 'id', toolErrors: 'rejected' } },
     ...extra,
   });
-const call = (client: Client, args: Record<string, unknown>) => client.callTool({ name: 'create_order', arguments: args, _meta: { 'retrysafe/waitMs': 15_000 } }, undefined, { timeout: 30_000 }) as Promise<Answer>;
-const count = async (client: Client, ref: string) => ((await client.callTool({ name: 'list_orders', arguments: {} })).structuredContent as { orders: { ref: string }[] }).orders.filter((o) => o.ref === ref).length;
+const call = (client: Client, args: Record<string, unknown>) =>
+  client.callTool({ name: 'create_order', arguments: args, _meta: { 'retrysafe/waitMs': 15_000 } }, undefined, {
+    timeout: 30_000,
+  }) as Promise<Answer>;
+const count = async (client: Client, ref: string) =>
+  (
+    (await client.callTool({ name: 'list_orders', arguments: {} })).structuredContent as { orders: { ref: string }[] }
+  ).orders.filter((o) => o.ref === ref).length;
 
 function expectOneAnswer(answers: Answer[]) {
   for (const a of answers) expect(a._meta?.retrysafe?.status).toBe('done');
@@ -42,7 +48,9 @@ describe('a duplicate in flight waits for the first call', () => {
     const url = process.env.DATABASE_URL;
     if (!url) throw new Error('DATABASE_URL is not set: this test needs the PostgreSQL that .ci/test-env.sh starts');
     const dir = tempDir('retrysafe-coalesce-pg-');
-    const upstream = spawn(process.execPath, [ordersServer, '--http', '0', '--reply-delay-ms', '800'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const upstream = spawn(process.execPath, [ordersServer, '--http', '0', '--reply-delay-ms', '800'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     onCleanup(() => upstream.kill());
     const upstreamUrl = await new Promise<string>((resolve, reject) => {
       let err = '';

@@ -46,9 +46,12 @@ export function writeFence(dir: string, fence: Record<string, unknown>): string 
 /** The host: the official SDK client over stdio. */
 export async function connect(command: string, args: string[], env: Record<string, string> = {}): Promise<Client> {
   const client = new Client({ name: 'scripted-agent', version: '1.0.0' });
-  await client.connect(new StdioClientTransport({ command, args, env: { PATH: process.env.PATH ?? '', ...env }, stderr: 'ignore' }));
+  await client.connect(
+    new StdioClientTransport({ command, args, env: { PATH: process.env.PATH ?? '', ...env }, stderr: 'ignore' }),
+  );
   cleanups.push(() => client.close());
   return client;
 }
 
-export const wrapped = (fence: string, upstream: string[], env: Record<string, string> = {}) => connect(process.execPath, [bin, 'wrap', '--config', fence, ...upstream], env);
+export const wrapped = (fence: string, upstream: string[], env: Record<string, string> = {}) =>
+  connect(process.execPath, [bin, 'wrap', '--config', fence, ...upstream], env);

@@ -9,10 +9,20 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { describe, expect, it } from 'vitest';
-import { filesystemServer, lossyRelay, memoryServer, ordersServer, tempDir, wrapped, writeFence, type Answer } from './fence-helpers.js';
+import {
+  type Answer,
+  filesystemServer,
+  lossyRelay,
+  memoryServer,
+  ordersServer,
+  tempDir,
+  wrapped,
+  writeFence,
+} from './fence-helpers.js';
 
 const lookupPolicy = { lookupWindowMs: 3000, waitForOtherMs: 10_000, baseMs: 10, capMs: 50 };
-const call = (client: Client, name: string, args: Record<string, unknown>, timeout = 20_000) => client.callTool({ name, arguments: args }, undefined, { timeout }) as Promise<Answer>;
+const call = (client: Client, name: string, args: Record<string, unknown>, timeout = 20_000) =>
+  client.callTool({ name, arguments: args }, undefined, { timeout }) as Promise<Answer>;
 
 describe('server-memory behind the fence (its tools declare output schemas)', () => {
   function memoryFence(dir: string) {
@@ -24,7 +34,14 @@ describe('server-memory behind the fence (its tools declare output schemas)', ()
         create_entities: {
           kind: 'create',
           intent: ['entities'],
-          lookup: { tool: 'open_nodes', arguments: { names: ['{{entities.0.name}}'] }, items: 'entities', match: { name: 'entities.0.name' }, consistencyDelay: 0, lateApplyBound: '1s' },
+          lookup: {
+            tool: 'open_nodes',
+            arguments: { names: ['{{entities.0.name}}'] },
+            items: 'entities',
+            match: { name: 'entities.0.name' },
+            consistencyDelay: 0,
+            lateApplyBound: '1s',
+          },
         },
       },
     });
@@ -34,7 +51,11 @@ describe('server-memory behind the fence (its tools declare output schemas)', ()
     const dir = tempDir('retrysafe-memory-');
     const memoryFile = join(dir, 'memory.jsonl');
     // The variable is set for the wrap process only: it reaches server-memory through the fence.
-    const client = await wrapped(memoryFence(dir), ['--', process.execPath, lossyRelay, '--drop-answer', 'create_entities', '--', process.execPath, memoryServer], { MEMORY_FILE_PATH: memoryFile });
+    const client = await wrapped(
+      memoryFence(dir),
+      ['--', process.execPath, lossyRelay, '--drop-answer', 'create_entities', '--', process.execPath, memoryServer],
+      { MEMORY_FILE_PATH: memoryFile },
+    );
     const { tools } = await client.listTools(); // the client now validates structured answers against these schemas
     expect(tools.find((t) => t.name === 'create_entities')?.outputSchema).toBeDefined();
     const name = `ent-${randomBytes(3).toString('hex')}`;
@@ -68,7 +89,14 @@ describe('our orders server with an outputSchema behind the fence', () => {
           intent: ['customer', 'ref'],
           resultRef: 'id',
           toolErrors: 'rejected',
-          lookup: { tool: 'list_orders', arguments: { customer: '{{customer}}' }, items: 'orders', match: { customer: 'customer', ref: 'ref' }, consistencyDelay: 0, lateApplyBound: '1s' },
+          lookup: {
+            tool: 'list_orders',
+            arguments: { customer: '{{customer}}' },
+            items: 'orders',
+            match: { customer: 'customer', ref: 'ref' },
+            consistencyDelay: 0,
+            lateApplyBound: '1s',
+          },
         },
       },
     });
@@ -76,7 +104,17 @@ describe('our orders server with an outputSchema behind the fence', () => {
 
   it('every path answers what the listed schema allows: lookup, replay, conflict, handoff, invalid input; one order', async () => {
     const dir = tempDir('retrysafe-orders-schema-');
-    const client = await wrapped(ordersFence(dir), ['--', process.execPath, lossyRelay, '--drop-answer', 'create_order', '--', process.execPath, ordersServer, '--output-schema']);
+    const client = await wrapped(ordersFence(dir), [
+      '--',
+      process.execPath,
+      lossyRelay,
+      '--drop-answer',
+      'create_order',
+      '--',
+      process.execPath,
+      ordersServer,
+      '--output-schema',
+    ]);
     await client.listTools();
     const ref = `PO-${randomBytes(3).toString('hex')}`;
     const args = { customer: 'cus_s', ref, sku: 'sku_1', quantity: 1 };
@@ -88,12 +126,24 @@ describe('our orders server with an outputSchema behind the fence', () => {
     expect(conflict._meta?.retrysafe?.status).toBe('conflict');
     const handoff = await call(client, 'create_order', { customer: 'cus_s', ref: `${ref}-x`, sku: 'bad', quantity: 1 });
     expect(handoff._meta?.retrysafe?.status).toBe('needs-human');
-    const invalid = await call(client, 'create_order', { customer: 'cus_s', ref: `${ref}-y`, sku: 'sku_1', quantity: 'one' });
+    const invalid = await call(client, 'create_order', {
+      customer: 'cus_s',
+      ref: `${ref}-y`,
+      sku: 'sku_1',
+      quantity: 'one',
+    });
     expect(invalid._meta?.retrysafe?.status).toBe('invalid-input');
     // a first call whose answer arrives: the upstream's own answer, unchanged
-    const direct = await call(client, 'create_order', { customer: 'cus_s', ref: `${ref}-z`, sku: 'sku_1', quantity: 2 });
+    const direct = await call(client, 'create_order', {
+      customer: 'cus_s',
+      ref: `${ref}-z`,
+      sku: 'sku_1',
+      quantity: 2,
+    });
     expect(direct.structuredContent).toMatchObject({ order: { ref: `${ref}-z`, quantity: 2 } });
-    const listed = (await call(client, 'list_orders', { customer: 'cus_s' })).structuredContent as { orders: { ref: string }[] };
+    const listed = (await call(client, 'list_orders', { customer: 'cus_s' })).structuredContent as {
+      orders: { ref: string }[];
+    };
     expect(listed.orders.filter((o) => o.ref === ref)).toHaveLength(1);
   });
 });
@@ -102,8 +152,23 @@ describe('server-filesystem behind the fence (a writing tool)', () => {
   it('write_file with its answer lost: a valid "done" on the re-issue, the file written once', async () => {
     const dir = tempDir('retrysafe-fs-');
     const root = tempDir('retrysafe-fs-root-');
-    const fence = writeFence(dir, { name: 'files', timeoutMs: 500, policy: lookupPolicy, tools: { write_file: { kind: 'set', idempotentByNature: true, intent: ['path'] } } });
-    const client = await wrapped(fence, ['--', process.execPath, lossyRelay, '--drop-answer', 'write_file', '--', process.execPath, filesystemServer, root]);
+    const fence = writeFence(dir, {
+      name: 'files',
+      timeoutMs: 500,
+      policy: lookupPolicy,
+      tools: { write_file: { kind: 'set', idempotentByNature: true, intent: ['path'] } },
+    });
+    const client = await wrapped(fence, [
+      '--',
+      process.execPath,
+      lossyRelay,
+      '--drop-answer',
+      'write_file',
+      '--',
+      process.execPath,
+      filesystemServer,
+      root,
+    ]);
     await client.listTools();
     const path = join(root, 'note.txt');
     const a = await call(client, 'write_file', { path, content: 'hello' });

@@ -7,22 +7,41 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { LoggingMessageNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  LoggingMessageNotificationSchema,
+  ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import { memoryServer, ordersServer, tempDir, wrapped, writeFence, type Answer } from './fence-helpers.js';
+import { type Answer, memoryServer, ordersServer, tempDir, wrapped, writeFence } from './fence-helpers.js';
 
 const ordersTool = {
   kind: 'create',
   intent: ['customer', 'ref'],
   resultRef: 'id',
   toolErrors: 'rejected',
-  lookup: { tool: 'list_orders', arguments: { customer: '{{customer}}' }, items: 'orders', match: { customer: 'customer', ref: 'ref' }, consistencyDelay: 0, lateApplyBound: '1s' },
+  lookup: {
+    tool: 'list_orders',
+    arguments: { customer: '{{customer}}' },
+    items: 'orders',
+    match: { customer: 'customer', ref: 'ref' },
+    consistencyDelay: 0,
+    lateApplyBound: '1s',
+  },
 };
 const ordersFence = (dir: string, extra: Record<string, unknown> = {}) =>
-  writeFence(dir, { name: 'orders', timeoutMs: 2000, policy: { lookupWindowMs: 3000, waitForOtherMs: 10_000, baseMs: 10, capMs: 50 }, tools: { create_order: ordersTool }, ...extra });
-const call = (client: Client, name: string, args: Record<string, unknown>) => client.callTool({ name, arguments: args }, undefined, { timeout: 30_000 }) as Promise<Answer>;
-const orders = async (client: Client) => ((await call(client, 'list_orders', {})).structuredContent as { orders: { ref: string }[] }).orders;
-const handoffs = async (client: Client) => ((await call(client, 'retrysafe_handoffs', {})).structuredContent as { handoffs: unknown[] }).handoffs;
+  writeFence(dir, {
+    name: 'orders',
+    timeoutMs: 2000,
+    policy: { lookupWindowMs: 3000, waitForOtherMs: 10_000, baseMs: 10, capMs: 50 },
+    tools: { create_order: ordersTool },
+    ...extra,
+  });
+const call = (client: Client, name: string, args: Record<string, unknown>) =>
+  client.callTool({ name, arguments: args }, undefined, { timeout: 30_000 }) as Promise<Answer>;
+const orders = async (client: Client) =>
+  ((await call(client, 'list_orders', {})).structuredContent as { orders: { ref: string }[] }).orders;
+const handoffs = async (client: Client) =>
+  ((await call(client, 'retrysafe_handoffs', {})).structuredContent as { handoffs: unknown[] }).handoffs;
 
 async function killAndWait(pidFile: string): Promise<void> {
   const pid = Number(readFileSync(pidFile, 'utf8'));
@@ -41,9 +60,20 @@ describe('a dead stdio upstream', () => {
   it('is restarted: a new intent after the kill is answered normally, and nothing is handed off', async () => {
     const dir = tempDir('retrysafe-restart-');
     const pidFile = join(dir, 'pid');
-    const client = await wrapped(ordersFence(dir), ['--', process.execPath, ordersServer, '--store', join(dir, 'orders.json'), '--pid-file', pidFile]);
+    const client = await wrapped(ordersFence(dir), [
+      '--',
+      process.execPath,
+      ordersServer,
+      '--store',
+      join(dir, 'orders.json'),
+      '--pid-file',
+      pidFile,
+    ]);
     const ref = `PO-${randomBytes(3).toString('hex')}`;
-    expect((await call(client, 'create_order', { customer: 'cus_r', ref, sku: 'sku_1', quantity: 1 }))._meta?.retrysafe?.status).toBe('done');
+    expect(
+      (await call(client, 'create_order', { customer: 'cus_r', ref, sku: 'sku_1', quantity: 1 }))._meta?.retrysafe
+        ?.status,
+    ).toBe('done');
     await killAndWait(pidFile);
     const next = await call(client, 'create_order', { customer: 'cus_r', ref: `${ref}-2`, sku: 'sku_1', quantity: 1 });
     expect(next._meta?.retrysafe).toMatchObject({ status: 'done', adopted: false });
@@ -55,11 +85,22 @@ describe('a dead stdio upstream', () => {
     const dir = tempDir('retrysafe-midcall-');
     const pidFile = join(dir, 'pid');
     const store = join(dir, 'orders.json');
-    const client = await wrapped(ordersFence(dir), ['--', process.execPath, ordersServer, '--store', store, '--pid-file', pidFile, '--reply-delay-ms', '1500']);
+    const client = await wrapped(ordersFence(dir), [
+      '--',
+      process.execPath,
+      ordersServer,
+      '--store',
+      store,
+      '--pid-file',
+      pidFile,
+      '--reply-delay-ms',
+      '1500',
+    ]);
     const ref = `PO-${randomBytes(3).toString('hex')}`;
     const pending = call(client, 'create_order', { customer: 'cus_m', ref, sku: 'sku_1', quantity: 1 });
     // the order is stored before the server answers: kill it while the answer is still on its way
-    while (!(existsSync(store) && readFileSync(store, 'utf8').includes(ref))) await new Promise((r) => setTimeout(r, 20));
+    while (!(existsSync(store) && readFileSync(store, 'utf8').includes(ref)))
+      await new Promise((r) => setTimeout(r, 20));
     await killAndWait(pidFile);
     const answer = await pending;
     expect(answer._meta?.retrysafe).toMatchObject({ status: 'done', adopted: true });
@@ -69,10 +110,20 @@ describe('a dead stdio upstream', () => {
   it('that cannot be restarted: a call is refused as not sent (a protocol error), never claimed nor handed off', async () => {
     const dir = tempDir('retrysafe-norestart-');
     const pidFile = join(dir, 'pid');
-    const client = await wrapped(ordersFence(dir), ['--', process.execPath, ordersServer, '--pid-file', pidFile, '--start-once', join(dir, 'started')]);
+    const client = await wrapped(ordersFence(dir), [
+      '--',
+      process.execPath,
+      ordersServer,
+      '--pid-file',
+      pidFile,
+      '--start-once',
+      join(dir, 'started'),
+    ]);
     await killAndWait(pidFile);
     const ref = `PO-${randomBytes(3).toString('hex')}`;
-    await expect(call(client, 'create_order', { customer: 'cus_n', ref, sku: 'sku_1', quantity: 1 })).rejects.toMatchObject({ code: -32603, message: expect.stringMatching(/nothing was sent/) });
+    await expect(
+      call(client, 'create_order', { customer: 'cus_n', ref, sku: 'sku_1', quantity: 1 }),
+    ).rejects.toMatchObject({ code: -32603, message: expect.stringMatching(/nothing was sent/) });
     expect(await handoffs(client)).toEqual([]);
   });
 });
@@ -80,8 +131,13 @@ describe('a dead stdio upstream', () => {
 describe('what the fence does not fence passes through', () => {
   it('resources of server-memory, and an unknown tool is -32602', async () => {
     const dir = tempDir('retrysafe-passthrough-');
-    const fence = writeFence(dir, { name: 'memory', tools: { create_entities: { kind: 'create', intent: ['entities'] } } });
-    const client = await wrapped(fence, ['--', process.execPath, memoryServer], { MEMORY_FILE_PATH: join(dir, 'memory.jsonl') });
+    const fence = writeFence(dir, {
+      name: 'memory',
+      tools: { create_entities: { kind: 'create', intent: ['entities'] } },
+    });
+    const client = await wrapped(fence, ['--', process.execPath, memoryServer], {
+      MEMORY_FILE_PATH: join(dir, 'memory.jsonl'),
+    });
     const { resources } = await client.listResources();
     expect(resources.map((r) => r.uri)).toContain('memory://knowledge-graph');
     const read = await client.readResource({ uri: 'memory://knowledge-graph' });
@@ -95,7 +151,10 @@ describe('what the fence does not fence passes through', () => {
     expect((await client.listPrompts()).prompts.map((p) => p.name)).toEqual(['order_summary']);
     const prompt = await client.getPrompt({ name: 'order_summary', arguments: { customer: 'cus_1' } });
     expect(JSON.stringify(prompt.messages)).toContain('cus_1');
-    const done = await client.complete({ ref: { type: 'ref/prompt', name: 'order_summary' }, argument: { name: 'customer', value: 'cus_' } });
+    const done = await client.complete({
+      ref: { type: 'ref/prompt', name: 'order_summary' },
+      argument: { name: 'customer', value: 'cus_' },
+    });
     expect(done.completion.values).toEqual(['cus_1', 'cus_2']);
     const logs: unknown[] = [];
     client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push(n.params.data));
@@ -108,7 +167,9 @@ describe('what the fence does not fence passes through', () => {
     expect(changed).toBeGreaterThan(0);
     expect(logs).toEqual([expect.stringMatching(/^created ord_/)]);
     expect((await client.listTools()).tools.map((t) => t.name)).toContain('refund_order');
-    expect((await call(client, 'refund_order', { id: 'ord_1' })).content).toEqual([{ type: 'text', text: 'refunded ord_1' }]);
+    expect((await call(client, 'refund_order', { id: 'ord_1' })).content).toEqual([
+      { type: 'text', text: 'refunded ord_1' },
+    ]);
   });
 });
 
@@ -116,9 +177,17 @@ describe('the upstream environment', () => {
   it('a variable set for the wrap process reaches the upstream; the fence file sets or removes one', async () => {
     const env = async (fenceEnv?: Record<string, string | null>) => {
       const dir = tempDir('retrysafe-env-');
-      const client = await wrapped(ordersFence(dir, fenceEnv ? { env: fenceEnv } : {}), ['--', process.execPath, ordersServer, '--echo-env', 'ORDERS_TOKEN'], { ORDERS_TOKEN: 'from-host' });
+      const client = await wrapped(
+        ordersFence(dir, fenceEnv ? { env: fenceEnv } : {}),
+        ['--', process.execPath, ordersServer, '--echo-env', 'ORDERS_TOKEN'],
+        { ORDERS_TOKEN: 'from-host' },
+      );
       return ((await call(client, 'list_orders', {})).structuredContent as { env: string | null }).env;
     };
-    expect(await Promise.all([env(), env({ ORDERS_TOKEN: 'from-fence' }), env({ ORDERS_TOKEN: null })])).toEqual(['from-host', 'from-fence', null]);
+    expect(await Promise.all([env(), env({ ORDERS_TOKEN: 'from-fence' }), env({ ORDERS_TOKEN: null })])).toEqual([
+      'from-host',
+      'from-fence',
+      null,
+    ]);
   });
 });

@@ -5,15 +5,22 @@
  * (the fence's upstream call times out: response lost between proxy and upstream), and the host times out
  * and re-issues its call with a new call id and re-ordered arguments (response lost between host and proxy).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { UnknownOperationError } from '@retrysafe/contract';
 import { describe, expect, it } from 'vitest';
-import { createFenceAdapter, FenceConfigError, parseFenceConfig, runProbe, UNFENCED_NOTE, type ProbeReceipt } from '../src/index.js';
-import { bin, connect, onCleanup, ordersServer, tempDir, wrapped, type Answer } from './fence-helpers.js';
+import {
+  createFenceAdapter,
+  FenceConfigError,
+  type ProbeReceipt,
+  parseFenceConfig,
+  runProbe,
+  UNFENCED_NOTE,
+} from '../src/index.js';
+import { type Answer, bin, connect, onCleanup, ordersServer, tempDir, wrapped } from './fence-helpers.js';
 
 function fenceFile(overrides: Record<string, unknown> = {}, tool: Record<string, unknown> = {}): string {
   const dir = tempDir('retrysafe-fence-');
@@ -32,7 +39,13 @@ function fenceFile(overrides: Record<string, unknown> = {}, tool: Record<string,
           intent: ['customer', 'ref'],
           resultRef: 'id',
           toolErrors: 'rejected',
-          lookup: { tool: 'list_orders', arguments: { customer: '{{customer}}' }, items: 'orders', match: { customer: 'customer', ref: 'ref' }, consistencyDelay: 0 },
+          lookup: {
+            tool: 'list_orders',
+            arguments: { customer: '{{customer}}' },
+            items: 'orders',
+            match: { customer: 'customer', ref: 'ref' },
+            consistencyDelay: 0,
+          },
           ...tool,
         },
       },
@@ -42,15 +55,27 @@ function fenceFile(overrides: Record<string, unknown> = {}, tool: Record<string,
   return file;
 }
 
-const orders = async (client: Client, customer?: string) => ((await client.callTool({ name: 'list_orders', arguments: customer ? { customer } : {} })).structuredContent as { orders: Order[] }).orders;
+const orders = async (client: Client, customer?: string) =>
+  (
+    (await client.callTool({ name: 'list_orders', arguments: customer ? { customer } : {} })).structuredContent as {
+      orders: Order[];
+    }
+  ).orders;
 
 /** The agent's pattern: call; on a timeout or "in-progress", call again (new call id, re-formatted args), bounded. */
-async function agentCalls(client: Client, args: Record<string, unknown>, reformat: (a: Record<string, unknown>) => Record<string, unknown>, hostTimeoutMs: number) {
+async function agentCalls(
+  client: Client,
+  args: Record<string, unknown>,
+  reformat: (a: Record<string, unknown>) => Record<string, unknown>,
+  hostTimeoutMs: number,
+) {
   const seen: string[] = [];
   let current = args;
   for (let i = 0; i < 20; i++) {
     try {
-      const a = (await client.callTool({ name: 'create_order', arguments: current }, undefined, { timeout: hostTimeoutMs })) as Answer;
+      const a = (await client.callTool({ name: 'create_order', arguments: current }, undefined, {
+        timeout: hostTimeoutMs,
+      })) as Answer;
       const status = a._meta?.retrysafe?.status ?? (a.isError ? 'error' : 'done');
       seen.push(status);
       if (status !== 'in-progress') return { answer: a, seen };
@@ -67,16 +92,29 @@ const reorder = (a: Record<string, unknown>) => Object.fromEntries(Object.entrie
 describe('fence file', () => {
   it('refuses unknown keys with the nearest known one, and bad values, naming the path', () => {
     const base = JSON.parse(readFileSync(fenceFile(), 'utf8')) as Record<string, unknown>;
-    expect(() => parseFenceConfig({ ...base, ledgr: 'x.db' })).toThrow(/unknown key "ledgr" \(did you mean "ledger"\?\)/);
-    const tool = (t: Record<string, unknown>) => ({ ...base, tools: { create_order: { kind: 'create', intent: ['ref'], ...t } } });
-    expect(() => parseFenceConfig(tool({ intnet: ['x'] }))).toThrow(/tools\.create_order: unknown key "intnet" \(did you mean "intent"\?\)/);
+    expect(() => parseFenceConfig({ ...base, ledgr: 'x.db' })).toThrow(
+      /unknown key "ledgr" \(did you mean "ledger"\?\)/,
+    );
+    const tool = (t: Record<string, unknown>) => ({
+      ...base,
+      tools: { create_order: { kind: 'create', intent: ['ref'], ...t } },
+    });
+    expect(() => parseFenceConfig(tool({ intnet: ['x'] }))).toThrow(
+      /tools\.create_order: unknown key "intnet" \(did you mean "intent"\?\)/,
+    );
     expect(() => parseFenceConfig(tool({ kind: 'explode' }))).toThrow(/tools\.create_order\.kind must be one of/);
     expect(() => parseFenceConfig(tool({ intent: [] }))).toThrow(/intent must list at least one/);
-    expect(() => parseFenceConfig(tool({ key: { argument: 'k', retention: 'a day' } }))).toThrow(/key\.retention must be a duration/);
+    expect(() => parseFenceConfig(tool({ key: { argument: 'k', retention: 'a day' } }))).toThrow(
+      /key\.retention must be a duration/,
+    );
     expect(() => parseFenceConfig(tool({ rejectWhen: ['('] }))).toThrow(/not a valid regular expression/);
     expect(() => parseFenceConfig({ ...base, tools: {} })).toThrow(FenceConfigError);
-    expect(() => parseFenceConfig(tool({ intent: ['ref', 'request_id'], key: { argument: 'request_id' } }))).toThrow(/intent cannot name the key argument request_id/);
-    expect(() => parseFenceConfig({ ...base, env: { TOKEN: 3 } })).toThrow(/env\.TOKEN must be a string \(set it\) or null \(remove it\)/);
+    expect(() => parseFenceConfig(tool({ intent: ['ref', 'request_id'], key: { argument: 'request_id' } }))).toThrow(
+      /intent cannot name the key argument request_id/,
+    );
+    expect(() => parseFenceConfig({ ...base, env: { TOKEN: 3 } })).toThrow(
+      /env\.TOKEN must be a string \(set it\) or null \(remove it\)/,
+    );
   });
 
   it('a fenced tool the upstream does not list is refused at start, with the tools it has', () => {
@@ -94,18 +132,64 @@ describe('fence file', () => {
   });
 
   it('undeclared facts are unknown on the card and listed as unverified', () => {
-    const config = parseFenceConfig(JSON.parse(readFileSync(fenceFile({}, { key: { argument: 'idempotency_key' }, lookup: undefined }), 'utf8')));
-    const adapter = createFenceAdapter({ config, client: { callTool: async () => ({}) }, tools: [{ name: 'create_order', inputSchema: { type: 'object' } }, { name: 'list_orders', inputSchema: { type: 'object' } }] });
+    const config = parseFenceConfig(
+      JSON.parse(readFileSync(fenceFile({}, { key: { argument: 'idempotency_key' }, lookup: undefined }), 'utf8')),
+    );
+    const adapter = createFenceAdapter({
+      config,
+      client: { callTool: async () => ({}) },
+      tools: [
+        { name: 'create_order', inputSchema: { type: 'object' } },
+        { name: 'list_orders', inputSchema: { type: 'object' } },
+      ],
+    });
     const card = adapter.operations.create_order!.card;
     expect(card.providerKey.travels.value).toBe('body');
     expect(card.storedResult.semantics.value).toBe('unknown');
     expect(card.retention.minimum.value).toBe('unknown');
-    expect(card.unverified.map((u) => u.field).sort()).toEqual(['concurrency', 'parameterMatching', 'retention.minimum', 'storedResult.semantics']);
+    expect(card.unverified.map((u) => u.field).sort()).toEqual([
+      'concurrency',
+      'parameterMatching',
+      'retention.minimum',
+      'storedResult.semantics',
+    ]);
     // with a lookup, how late the upstream may still apply a call is unknown until declared
-    const withLookup = createFenceAdapter({ config: parseFenceConfig(JSON.parse(readFileSync(fenceFile(), 'utf8'))), client: { callTool: async () => ({}) }, tools: [{ name: 'create_order', inputSchema: { type: 'object' } }, { name: 'list_orders', inputSchema: { type: 'object' } }] });
+    const withLookup = createFenceAdapter({
+      config: parseFenceConfig(JSON.parse(readFileSync(fenceFile(), 'utf8'))),
+      client: { callTool: async () => ({}) },
+      tools: [
+        { name: 'create_order', inputSchema: { type: 'object' } },
+        { name: 'list_orders', inputSchema: { type: 'object' } },
+      ],
+    });
     expect(withLookup.operations.create_order!.card.lookup.lateApplyBound?.value).toBe('unknown');
     expect(withLookup.operations.create_order!.card.unverified.map((u) => u.field)).toContain('lookup.lateApplyBound');
-    const declared = createFenceAdapter({ config: parseFenceConfig(JSON.parse(readFileSync(fenceFile({}, { lookup: { tool: 'list_orders', items: 'orders', match: { ref: 'ref' }, consistencyDelay: 0, lateApplyBound: '2s' } }), 'utf8'))), client: { callTool: async () => ({}) }, tools: [{ name: 'create_order', inputSchema: { type: 'object' } }, { name: 'list_orders', inputSchema: { type: 'object' } }] });
+    const declared = createFenceAdapter({
+      config: parseFenceConfig(
+        JSON.parse(
+          readFileSync(
+            fenceFile(
+              {},
+              {
+                lookup: {
+                  tool: 'list_orders',
+                  items: 'orders',
+                  match: { ref: 'ref' },
+                  consistencyDelay: 0,
+                  lateApplyBound: '2s',
+                },
+              },
+            ),
+            'utf8',
+          ),
+        ),
+      ),
+      client: { callTool: async () => ({}) },
+      tools: [
+        { name: 'create_order', inputSchema: { type: 'object' } },
+        { name: 'list_orders', inputSchema: { type: 'object' } },
+      ],
+    });
     expect(declared.operations.create_order!.card.lookup.lateApplyBound?.value).toBe('2s');
   });
 });
@@ -147,21 +231,30 @@ describe('retrysafe-mcp wrap', () => {
 
   it('a tool error the fence file calls a rejection is not retried: one call upstream, a needs-human answer', async () => {
     const client = await wrapped(fenceFile(), ['--', process.execPath, ordersServer]);
-    const a = (await client.callTool({ name: 'create_order', arguments: { customer: 'cus_2', ref: 'PO-bad', sku: 'no-such', quantity: 1 } })) as Answer;
+    const a = (await client.callTool({
+      name: 'create_order',
+      arguments: { customer: 'cus_2', ref: 'PO-bad', sku: 'no-such', quantity: 1 },
+    })) as Answer;
     expect(a.isError).toBe(true);
     expect(a._meta?.retrysafe?.status).toBe('needs-human');
     expect(await orders(client, 'cus_2')).toHaveLength(0);
   });
 
-  it('arguments the upstream tool\'s input schema refuses are refused before anything is claimed or sent', async () => {
+  it("arguments the upstream tool's input schema refuses are refused before anything is claimed or sent", async () => {
     const client = await wrapped(fenceFile(), ['--', process.execPath, ordersServer]);
-    const a = (await client.callTool({ name: 'create_order', arguments: { customer: 'cus_4', ref: 'PO-typo', sku: 'sku_1', quantity: '3' } })) as Answer;
+    const a = (await client.callTool({
+      name: 'create_order',
+      arguments: { customer: 'cus_4', ref: 'PO-typo', sku: 'sku_1', quantity: '3' },
+    })) as Answer;
     expect(a.isError).toBe(true);
     expect(a._meta?.retrysafe?.status).toBe('invalid-input');
     expect(JSON.stringify(a.content)).toMatch(/quantity/);
     expect(await orders(client, 'cus_4')).toHaveLength(0);
     // the corrected call is not a conflict: nothing was claimed for the typo
-    const fixed = (await client.callTool({ name: 'create_order', arguments: { customer: 'cus_4', ref: 'PO-typo', sku: 'sku_1', quantity: 3 } })) as Answer;
+    const fixed = (await client.callTool({
+      name: 'create_order',
+      arguments: { customer: 'cus_4', ref: 'PO-typo', sku: 'sku_1', quantity: 3 },
+    })) as Answer;
     expect(fixed._meta?.retrysafe?.status).toBe('done');
     expect(await orders(client, 'cus_4')).toHaveLength(1);
   });
@@ -170,11 +263,18 @@ describe('retrysafe-mcp wrap', () => {
     const file = fenceFile({}, { lookup: undefined });
     const client = await wrapped(file, ['--', process.execPath, ordersServer, '--reply-delay-ms', '600']);
     const ref = `PO-${randomBytes(3).toString('hex')}`;
-    const a = (await client.callTool({ name: 'create_order', arguments: { customer: 'cus_3', ref, sku: 'sku_1', quantity: 1 } }, undefined, { timeout: 20_000 })) as Answer;
+    const a = (await client.callTool(
+      { name: 'create_order', arguments: { customer: 'cus_3', ref, sku: 'sku_1', quantity: 1 } },
+      undefined,
+      { timeout: 20_000 },
+    )) as Answer;
     expect(a._meta?.retrysafe?.status).toBe('needs-human');
     await new Promise((r) => setTimeout(r, 700)); // let the upstream's late answer land
     expect((await orders(client, 'cus_3')).filter((o) => o.ref === ref)).toHaveLength(1);
-    const again = (await client.callTool({ name: 'create_order', arguments: { ref, customer: 'cus_3', sku: 'sku_1', quantity: 1 } })) as Answer;
+    const again = (await client.callTool({
+      name: 'create_order',
+      arguments: { ref, customer: 'cus_3', sku: 'sku_1', quantity: 1 },
+    })) as Answer;
     expect(again._meta?.retrysafe?.status).toBe('needs-human');
     expect((await orders(client, 'cus_3')).filter((o) => o.ref === ref)).toHaveLength(1);
   });
@@ -188,12 +288,27 @@ describe('ids never come from the model', () => {
     expect(Object.keys(create.inputSchema.properties ?? {})).not.toContain('request_id');
     const ref = `PO-${randomBytes(3).toString('hex')}`;
     const args = { customer: 'cus_id', ref, sku: 'sku_1', quantity: 1 };
-    const a = (await client.callTool({ name: 'create_order', arguments: { ...args, request_id: 'attempt-1' } })) as Answer;
-    const b = (await client.callTool({ name: 'create_order', arguments: { ...args, request_id: 'attempt-2' } })) as Answer;
+    const a = (await client.callTool({
+      name: 'create_order',
+      arguments: { ...args, request_id: 'attempt-1' },
+    })) as Answer;
+    const b = (await client.callTool({
+      name: 'create_order',
+      arguments: { ...args, request_id: 'attempt-2' },
+    })) as Answer;
     expect(a._meta?.retrysafe?.status).toBe('done');
-    expect(b._meta?.retrysafe).toMatchObject({ status: 'done', businessOperationId: a._meta?.retrysafe?.businessOperationId });
-    const c = (await client.callTool({ name: 'create_order', arguments: { ...args, ref: `${ref}-2`, request_id: 'null' } })) as Answer;
-    const d = (await client.callTool({ name: 'create_order', arguments: { ...args, ref: `${ref}-3`, request_id: 'null' } })) as Answer;
+    expect(b._meta?.retrysafe).toMatchObject({
+      status: 'done',
+      businessOperationId: a._meta?.retrysafe?.businessOperationId,
+    });
+    const c = (await client.callTool({
+      name: 'create_order',
+      arguments: { ...args, ref: `${ref}-2`, request_id: 'null' },
+    })) as Answer;
+    const d = (await client.callTool({
+      name: 'create_order',
+      arguments: { ...args, ref: `${ref}-3`, request_id: 'null' },
+    })) as Answer;
     expect(c._meta?.retrysafe?.businessOperationId).not.toBe(d._meta?.retrysafe?.businessOperationId);
     const made = (await orders(client, 'cus_id')) as (Order & { requestId?: string })[];
     expect(made.map((o) => o.ref).sort()).toEqual([ref, `${ref}-2`, `${ref}-3`]);
@@ -209,7 +324,26 @@ describe('retrysafe probe', () => {
     const lines: string[] = [];
     const ref = `PO-${randomBytes(3).toString('hex')}`;
     const code = await runProbe(
-      ['--tool', 'create_order', '--args', JSON.stringify({ customer: 'cus_p', ref, sku: 'sku_1', quantity: 1 }), '--count-tool', 'list_orders', '--count-path', 'orders', '--match', JSON.stringify({ ref }), '--timeout-ms', '150', '--settle-ms', '800', '--receipt', receiptFile, '--', ...upstream],
+      [
+        '--tool',
+        'create_order',
+        '--args',
+        JSON.stringify({ customer: 'cus_p', ref, sku: 'sku_1', quantity: 1 }),
+        '--count-tool',
+        'list_orders',
+        '--count-path',
+        'orders',
+        '--match',
+        JSON.stringify({ ref }),
+        '--timeout-ms',
+        '150',
+        '--settle-ms',
+        '800',
+        '--receipt',
+        receiptFile,
+        '--',
+        ...upstream,
+      ],
       (l) => lines.push(l),
     );
     return { code, lines, receipt: JSON.parse(readFileSync(receiptFile, 'utf8')) as ProbeReceipt, ref };
@@ -222,11 +356,28 @@ describe('retrysafe probe', () => {
     expect(r.receipt.effects).toBeGreaterThan(1);
     expect(r.lines[0]).toMatch(/^DUPLICATES: \d+ effects for one intent/);
     expect(JSON.stringify(r.receipt)).not.toContain(r.ref);
-    expect(r.receipt.calls.map((c) => c.phase)).toEqual(['concurrent', 'concurrent', 'concurrent', 'timed-out', 're-issued']);
+    expect(r.receipt.calls.map((c) => c.phase)).toEqual([
+      'concurrent',
+      'concurrent',
+      'concurrent',
+      'timed-out',
+      're-issued',
+    ]);
   });
 
   it('the same server fenced: one effect (exit 0)', async () => {
-    const r = await probe([process.execPath, bin, 'wrap', '--config', fenceFile(), '--', process.execPath, ordersServer, '--reply-delay-ms', '400']);
+    const r = await probe([
+      process.execPath,
+      bin,
+      'wrap',
+      '--config',
+      fenceFile(),
+      '--',
+      process.execPath,
+      ordersServer,
+      '--reply-delay-ms',
+      '400',
+    ]);
     expect(r.receipt.verdict).toBe('at-most-once');
     expect(r.receipt.effects).toBe(1);
     expect(r.code).toBe(0);
@@ -237,7 +388,9 @@ describe('shared state: two fence processes on one PostgreSQL ledger behind one 
   it('a retry that lands on the other proxy gets the same operation and the same stored result', async () => {
     const url = process.env.DATABASE_URL;
     if (!url) throw new Error('DATABASE_URL is not set: this test needs the PostgreSQL that .ci/test-env.sh starts');
-    const upstream: ChildProcess = spawn(process.execPath, [ordersServer, '--http', '0', '--reply-delay-ms', '600'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const upstream: ChildProcess = spawn(process.execPath, [ordersServer, '--http', '0', '--reply-delay-ms', '600'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     onCleanup(() => upstream.kill());
     const upstreamUrl = await new Promise<string>((resolve, reject) => {
       let err = '';
@@ -254,7 +407,9 @@ describe('shared state: two fence processes on one PostgreSQL ledger behind one 
     const ref = `PO-${randomBytes(3).toString('hex')}`;
     const args = { customer: 'cus_pg', ref, sku: 'sku_1', quantity: 1 };
     // The host's call through proxy A times out on the host; the host re-issues it through proxy B.
-    await expect(a.callTool({ name: 'create_order', arguments: args }, undefined, { timeout: 150 })).rejects.toMatchObject({ code: -32001 });
+    await expect(
+      a.callTool({ name: 'create_order', arguments: args }, undefined, { timeout: 150 }),
+    ).rejects.toMatchObject({ code: -32001 });
     const viaB = await agentCalls(b, reorder(args), reorder, 20_000);
     const viaA = await agentCalls(a, args, reorder, 20_000);
     expect(viaB.answer._meta?.retrysafe?.status).toBe('done');

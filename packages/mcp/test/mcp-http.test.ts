@@ -1,21 +1,37 @@
+import { request } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { createStripeAdapter } from '@retrysafe/stripe';
 import { startStripeSandbox } from '@retrysafe/stripe/sandbox';
-import { request } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { createCoalescer, createRetrysafeMcpServer, serveHttp } from '../src/index.js';
 
 describe('retrysafe MCP server over streamable HTTP', () => {
   it('binds to loopback only', async () => {
-    await expect(serveHttp(() => { throw new Error('unused'); }, { host: '0.0.0.0' })).rejects.toThrow(/loopback only/);
+    await expect(
+      serveHttp(
+        () => {
+          throw new Error('unused');
+        },
+        { host: '0.0.0.0' },
+      ),
+    ).rejects.toThrow(/loopback only/);
   });
 
   it('a port in use is a rejected call, not a crash', async () => {
-    const first = await serveHttp(() => { throw new Error('unused'); });
+    const first = await serveHttp(() => {
+      throw new Error('unused');
+    });
     try {
-      await expect(serveHttp(() => { throw new Error('unused'); }, { port: Number(new URL(first.url).port) })).rejects.toMatchObject({ code: 'EADDRINUSE' });
+      await expect(
+        serveHttp(
+          () => {
+            throw new Error('unused');
+          },
+          { port: Number(new URL(first.url).port) },
+        ),
+      ).rejects.toMatchObject({ code: 'EADDRINUSE' });
     } finally {
       await first.close();
     }
@@ -26,16 +42,35 @@ describe('retrysafe MCP server over streamable HTTP', () => {
     const ledger = createMemoryLedger();
     const runner = createRunner({ ledger });
     const adapter = createStripeAdapter({ apiKey: 'sk_test_mcp_http', baseUrl: sandbox.url, timeoutMs: 2000 });
-    const http = await serveHttp(() => createRetrysafeMcpServer({ runner, ledger, adapters: [adapter], operations: ['stripe.customers.create'] }));
+    const http = await serveHttp(() =>
+      createRetrysafeMcpServer({ runner, ledger, adapters: [adapter], operations: ['stripe.customers.create'] }),
+    );
     const client = new Client({ name: 'http-agent', version: '1.0.0' });
     try {
       expect(http.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
-      await client.connect(new StreamableHTTPClientTransport(new URL(http.url), { requestInit: { headers: { authorization: `Bearer ${http.token}` } } }));
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(http.url), {
+          requestInit: { headers: { authorization: `Bearer ${http.token}` } },
+        }),
+      );
       const { tools } = await client.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual(['retrysafe_handoffs', 'retrysafe_status', 'stripe_customers_create']);
+      expect(tools.map((t) => t.name).sort()).toEqual([
+        'retrysafe_handoffs',
+        'retrysafe_status',
+        'stripe_customers_create',
+      ]);
       const args = { customerRef: 'user-77', email: 'u77@example.test' };
-      const a = (await client.callTool({ name: 'stripe_customers_create', arguments: args })).structuredContent as { status: string; providerRef: string; adopted: boolean };
-      const b = (await client.callTool({ name: 'stripe_customers_create', arguments: { email: 'u77@example.test', customerRef: 'user-77' } })).structuredContent as { status: string; providerRef: string; adopted: boolean };
+      const a = (await client.callTool({ name: 'stripe_customers_create', arguments: args })).structuredContent as {
+        status: string;
+        providerRef: string;
+        adopted: boolean;
+      };
+      const b = (
+        await client.callTool({
+          name: 'stripe_customers_create',
+          arguments: { email: 'u77@example.test', customerRef: 'user-77' },
+        })
+      ).structuredContent as { status: string; providerRef: string; adopted: boolean };
       expect(a).toMatchObject({ status: 'done', adopted: false });
       expect(b).toMatchObject({ status: 'done', adopted: true, providerRef: a.providerRef });
       expect(sandbox.count('customer')).toBe(1);
@@ -56,9 +91,20 @@ describe('retrysafe MCP server over streamable HTTP', () => {
     const http = await serveHttp(() => createRetrysafeMcpServer({ runner, ledger, adapters: [adapter], coalescer }));
     const client = new Client({ name: 'http-agent', version: '1.0.0' });
     try {
-      await client.connect(new StreamableHTTPClientTransport(new URL(http.url), { requestInit: { headers: { authorization: `Bearer ${http.token}` } } }));
-      const call = () => client.callTool({ name: 'stripe_customers_create', arguments: { customerRef: 'twice-1', email: 't1@example.test' }, _meta: { 'retrysafe/waitMs': 10_000 } });
-      const [a, b] = (await Promise.all([call(), call()])).map((r) => r.structuredContent as { status: string; providerRef: string });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(http.url), {
+          requestInit: { headers: { authorization: `Bearer ${http.token}` } },
+        }),
+      );
+      const call = () =>
+        client.callTool({
+          name: 'stripe_customers_create',
+          arguments: { customerRef: 'twice-1', email: 't1@example.test' },
+          _meta: { 'retrysafe/waitMs': 10_000 },
+        });
+      const [a, b] = (await Promise.all([call(), call()])).map(
+        (r) => r.structuredContent as { status: string; providerRef: string },
+      );
       expect(a).toMatchObject({ status: 'done' });
       expect(b).toMatchObject({ status: 'done', providerRef: a!.providerRef });
       expect(sandbox.count('customer')).toBe(1);
@@ -71,31 +117,67 @@ describe('retrysafe MCP server over streamable HTTP', () => {
 
   describe('refuses a browser page, a rebinding name and a caller without the token, before any tool runs', () => {
     const TOKEN = 'test-token-0123456789abcdef';
-    const callBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'stripe_customers_create', arguments: { customerRef: 'evil-1', email: 'evil@example.test' } } });
+    const callBody = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'stripe_customers_create', arguments: { customerRef: 'evil-1', email: 'evil@example.test' } },
+    });
     const post = (url: string, headers: Record<string, string | undefined>, body = callBody) =>
       new Promise<{ status: number; body: string }>((resolve, reject) => {
         const u = new URL(url);
-        const req = request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', setHost: false, headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'content-length': String(Buffer.byteLength(body)), ...Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== undefined)) } }, (res) => {
-          let text = '';
-          res.on('data', (c: Buffer) => (text += c.toString('utf8')));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-        });
+        const req = request(
+          {
+            host: u.hostname,
+            port: u.port,
+            path: u.pathname,
+            method: 'POST',
+            setHost: false,
+            headers: {
+              'content-type': 'application/json',
+              accept: 'application/json, text/event-stream',
+              'content-length': String(Buffer.byteLength(body)),
+              ...Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== undefined)),
+            },
+          },
+          (res) => {
+            let text = '';
+            res.on('data', (c: Buffer) => (text += c.toString('utf8')));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+          },
+        );
         req.on('error', reject);
         req.end(body);
       });
 
-    async function withServer(run: (h: { url: string; port: string; count(): number; built(): number }) => Promise<void>, extra: { allowedHosts?: string[]; allowedOrigins?: string[] } = {}) {
+    async function withServer(
+      run: (h: { url: string; port: string; count(): number; built(): number }) => Promise<void>,
+      extra: { allowedHosts?: string[]; allowedOrigins?: string[] } = {},
+    ) {
       const sandbox = await startStripeSandbox({ port: 0 });
       const ledger = createMemoryLedger();
       const runner = createRunner({ ledger });
       const adapter = createStripeAdapter({ apiKey: 'sk_test_mcp_guard', baseUrl: sandbox.url, timeoutMs: 2000 });
       let built = 0;
-      const http = await serveHttp(() => {
-        built++;
-        return createRetrysafeMcpServer({ runner, ledger, adapters: [adapter], operations: ['stripe.customers.create'] });
-      }, { token: TOKEN, ...extra });
+      const http = await serveHttp(
+        () => {
+          built++;
+          return createRetrysafeMcpServer({
+            runner,
+            ledger,
+            adapters: [adapter],
+            operations: ['stripe.customers.create'],
+          });
+        },
+        { token: TOKEN, ...extra },
+      );
       try {
-        await run({ url: http.url, port: new URL(http.url).port, count: () => sandbox.count('customer'), built: () => built });
+        await run({
+          url: http.url,
+          port: new URL(http.url).port,
+          count: () => sandbox.count('customer'),
+          built: () => built,
+        });
         expect((await ledger.list()).length).toBe(0);
       } finally {
         await http.close();
@@ -105,7 +187,11 @@ describe('retrysafe MCP server over streamable HTTP', () => {
 
     it('a DNS-rebinding Host (with and without a valid token) is 403, nothing reaches the provider or the ledger', async () => {
       await withServer(async (h) => {
-        for (const headers of [{ host: `evil.example:${h.port}` }, { host: `evil.example:${h.port}`, authorization: `Bearer ${TOKEN}` }, { host: 'evil.example', origin: 'http://evil.example', authorization: `Bearer ${TOKEN}` }]) {
+        for (const headers of [
+          { host: `evil.example:${h.port}` },
+          { host: `evil.example:${h.port}`, authorization: `Bearer ${TOKEN}` },
+          { host: 'evil.example', origin: 'http://evil.example', authorization: `Bearer ${TOKEN}` },
+        ]) {
           const r = await post(h.url, headers);
           expect(r.status).toBe(403);
           expect(r.body).toContain('host not allowed');
@@ -117,7 +203,11 @@ describe('retrysafe MCP server over streamable HTTP', () => {
 
     it('a foreign Origin on a loopback Host is 403 even with the token', async () => {
       await withServer(async (h) => {
-        const r = await post(h.url, { host: `127.0.0.1:${h.port}`, origin: 'http://evil.example', authorization: `Bearer ${TOKEN}` });
+        const r = await post(h.url, {
+          host: `127.0.0.1:${h.port}`,
+          origin: 'http://evil.example',
+          authorization: `Bearer ${TOKEN}`,
+        });
         expect(r.status).toBe(403);
         expect(r.body).toContain('origin not allowed');
         expect(h.count()).toBe(0);
@@ -126,34 +216,58 @@ describe('retrysafe MCP server over streamable HTTP', () => {
     });
 
     it('no token or a wrong one is 401 (raw HTTP and the real MCP client); the right one works; a configured host and origin are accepted', async () => {
-      await withServer(async (h) => {
-        for (const headers of [{ host: `127.0.0.1:${h.port}` }, { host: `localhost:${h.port}`, authorization: 'Bearer test-token-0123456789abcdeX' }, { host: `127.0.0.1:${h.port}`, authorization: TOKEN }]) {
-          const r = await post(h.url, headers);
-          expect(r.status).toBe(401);
-        }
-        const noToken = new Client({ name: 'no-token', version: '1.0.0' });
-        await expect(noToken.connect(new StreamableHTTPClientTransport(new URL(h.url)))).rejects.toThrow();
-        expect(h.count()).toBe(0);
-        expect(h.built()).toBe(0);
+      await withServer(
+        async (h) => {
+          for (const headers of [
+            { host: `127.0.0.1:${h.port}` },
+            { host: `localhost:${h.port}`, authorization: 'Bearer test-token-0123456789abcdeX' },
+            { host: `127.0.0.1:${h.port}`, authorization: TOKEN },
+          ]) {
+            const r = await post(h.url, headers);
+            expect(r.status).toBe(401);
+          }
+          const noToken = new Client({ name: 'no-token', version: '1.0.0' });
+          await expect(noToken.connect(new StreamableHTTPClientTransport(new URL(h.url)))).rejects.toThrow();
+          expect(h.count()).toBe(0);
+          expect(h.built()).toBe(0);
 
-        // A listed origin with the token passes the guard (tools/list only: nothing is created).
-        const list = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} });
-        const ok = await post(h.url, { host: `mcp.internal.test:${h.port}`, origin: 'https://agent.internal.test', authorization: `Bearer ${TOKEN}` }, list);
-        expect(ok.status).toBe(200);
-        expect(ok.body).toContain('stripe.customers.create');
-        expect(h.count()).toBe(0);
-      }, { allowedHosts: ['mcp.internal.test'], allowedOrigins: ['https://agent.internal.test'] });
+          // A listed origin with the token passes the guard (tools/list only: nothing is created).
+          const list = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} });
+          const ok = await post(
+            h.url,
+            {
+              host: `mcp.internal.test:${h.port}`,
+              origin: 'https://agent.internal.test',
+              authorization: `Bearer ${TOKEN}`,
+            },
+            list,
+          );
+          expect(ok.status).toBe(200);
+          expect(ok.body).toContain('stripe.customers.create');
+          expect(h.count()).toBe(0);
+        },
+        { allowedHosts: ['mcp.internal.test'], allowedOrigins: ['https://agent.internal.test'] },
+      );
     });
 
     it('generates a token when none is configured, and refuses a short one', async () => {
-      const a = await serveHttp(() => { throw new Error('unused'); });
+      const a = await serveHttp(() => {
+        throw new Error('unused');
+      });
       try {
         expect(a.token.length).toBeGreaterThanOrEqual(32);
         expect((await post(a.url, { host: `127.0.0.1:${new URL(a.url).port}` })).status).toBe(401);
       } finally {
         await a.close();
       }
-      await expect(serveHttp(() => { throw new Error('unused'); }, { token: 'short' })).rejects.toThrow(/at least 16/);
+      await expect(
+        serveHttp(
+          () => {
+            throw new Error('unused');
+          },
+          { token: 'short' },
+        ),
+      ).rejects.toThrow(/at least 16/);
     });
   });
 });

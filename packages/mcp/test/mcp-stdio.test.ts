@@ -6,8 +6,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { fingerprint } from '@retrysafe/contract';
 import { stripeCards } from '@retrysafe/stripe';
-import { startStripeSandbox, type StripeSandbox } from '@retrysafe/stripe/sandbox';
-import { startFaultProxy, type Fault, type FaultProxy } from '@retrysafe/testkit';
+import { type StripeSandbox, startStripeSandbox } from '@retrysafe/stripe/sandbox';
+import { type Fault, type FaultProxy, startFaultProxy } from '@retrysafe/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // A scripted agent talks to the real retrysafe MCP server (a child process, over stdio, with the
@@ -20,7 +20,21 @@ let nextFaults: Fault[] = [];
 let stderr = '';
 let dir: string | undefined;
 
-type ToolAnswer = { status: string; businessOperationId?: string | null; fields?: { path: string; message: string }[]; paths?: string[]; providerRef?: string | null; adopted?: boolean; result?: { id?: string; amount?: number }; handoff?: { reason: string; safeNextActions: { action: string; safe: boolean }[]; lastKnown?: { fields?: { path: string; message: string }[] } }; message: string };
+type ToolAnswer = {
+  status: string;
+  businessOperationId?: string | null;
+  fields?: { path: string; message: string }[];
+  paths?: string[];
+  providerRef?: string | null;
+  adopted?: boolean;
+  result?: { id?: string; amount?: number };
+  handoff?: {
+    reason: string;
+    safeNextActions: { action: string; safe: boolean }[];
+    lastKnown?: { fields?: { path: string; message: string }[] };
+  };
+  message: string;
+};
 const call = async (name: string, args: Record<string, unknown>, timeout?: number) => {
   const r = await client.callTool({ name, arguments: args }, undefined, timeout ? { timeout } : undefined);
   return r.structuredContent as ToolAnswer;
@@ -32,13 +46,21 @@ beforeAll(async () => {
   proxy = await startFaultProxy({ target: sandbox.url, faults: () => nextFaults.shift() ?? 'pass' });
   dir = mkdtempSync(join(tmpdir(), 'retrysafe-mcp-'));
   const config = join(dir, 'retrysafe.json');
-  writeFileSync(config, JSON.stringify({
-    ledger: './ledger.db',
-    adapters: { stripe: { apiKeyEnv: 'RS_STRIPE_KEY', baseUrl: proxy.url, timeoutMs: 400 } },
-    policy: { baseMs: 5, capMs: 20, waitForOtherMs: 20_000 },
-    operations: ['stripe.paymentIntents.create', 'stripe.customers.create'],
-  }));
-  const transport = new StdioClientTransport({ command: process.execPath, args: [bin, '--config', config], env: { PATH: process.env.PATH ?? '', RS_STRIPE_KEY: 'sk_test_mcp_agent' }, stderr: 'pipe' });
+  writeFileSync(
+    config,
+    JSON.stringify({
+      ledger: './ledger.db',
+      adapters: { stripe: { apiKeyEnv: 'RS_STRIPE_KEY', baseUrl: proxy.url, timeoutMs: 400 } },
+      policy: { baseMs: 5, capMs: 20, waitForOtherMs: 20_000 },
+      operations: ['stripe.paymentIntents.create', 'stripe.customers.create'],
+    }),
+  );
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [bin, '--config', config],
+    env: { PATH: process.env.PATH ?? '', RS_STRIPE_KEY: 'sk_test_mcp_agent' },
+    stderr: 'pipe',
+  });
   transport.stderr?.on('data', (d) => (stderr += String(d)));
   client = new Client({ name: 'scripted-agent', version: '1.0.0' });
   await client.connect(transport);
@@ -56,7 +78,12 @@ describe('retrysafe MCP server over stdio', () => {
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name).sort();
     // one safe naming for MCP and the AI SDK: ^[a-zA-Z0-9_-]{1,64}$ (OpenAI and Anthropic refuse dots)
-    expect(names).toEqual(['retrysafe_handoffs', 'retrysafe_status', 'stripe_customers_create', 'stripe_paymentIntents_create']);
+    expect(names).toEqual([
+      'retrysafe_handoffs',
+      'retrysafe_status',
+      'stripe_customers_create',
+      'stripe_paymentIntents_create',
+    ]);
     for (const n of names) expect(n).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
     const pi = tools.find((t) => t.name === 'stripe_paymentIntents_create')!;
     expect(pi.annotations?.idempotentHint).toBe(true); // Stripe replays the stored result for the same key
@@ -71,9 +98,20 @@ describe('retrysafe MCP server over stdio', () => {
 
   it('arguments the schema refuses ⇒ invalid-input with field errors, nothing claimed, nothing sent', async () => {
     const before = proxy.requests.length;
-    const r = await call('stripe_paymentIntents_create', { customer: 'cus_fixture', amount: '1500', currency: 'eur', orderRef: 'Q-1', colour: 'red' });
+    const r = await call('stripe_paymentIntents_create', {
+      customer: 'cus_fixture',
+      amount: '1500',
+      currency: 'eur',
+      orderRef: 'Q-1',
+      colour: 'red',
+    });
     expect(r.status).toBe('invalid-input');
-    expect(r.fields).toEqual(expect.arrayContaining([{ path: 'amount', message: 'must be integer' }, { path: 'colour', message: 'is not a field of this operation' }]));
+    expect(r.fields).toEqual(
+      expect.arrayContaining([
+        { path: 'amount', message: 'must be integer' },
+        { path: 'colour', message: 'is not a field of this operation' },
+      ]),
+    );
     expect(typeof r.businessOperationId).toBe('string');
     const status = await call('retrysafe_status', { businessOperationId: r.businessOperationId! });
     expect(status).toMatchObject({ found: false });
@@ -82,9 +120,22 @@ describe('retrysafe MCP server over stdio', () => {
 
   it('each operation tool carries its card digest and the caller-relevant facts in _meta', async () => {
     const { tools } = await client.listTools();
-    const meta = tools.find((t) => t.name === 'stripe_paymentIntents_create')!._meta?.['retrysafe/card'] as Record<string, unknown>;
+    const meta = tools.find((t) => t.name === 'stripe_paymentIntents_create')!._meta?.['retrysafe/card'] as Record<
+      string,
+      unknown
+    >;
     expect(meta.digest).toBe(fingerprint(stripeCards['paymentIntents.create']));
-    expect(meta).toMatchObject({ cardVersion: 1, operation: 'stripe.paymentIntents.create', sideEffect: 'charge', intentFields: ['customer', 'orderRef'], sameKeyResend: true, keyRetention: '24h', lookup: true, lookupDelay: '1h', unknowns: ['providerKey.scope', 'lookup.lateApplyBound'] });
+    expect(meta).toMatchObject({
+      cardVersion: 1,
+      operation: 'stripe.paymentIntents.create',
+      sideEffect: 'charge',
+      intentFields: ['customer', 'orderRef'],
+      sameKeyResend: true,
+      keyRetention: '24h',
+      lookup: true,
+      lookupDelay: '1h',
+      unknowns: ['providerKey.scope', 'lookup.lateApplyBound'],
+    });
     expect(tools.find((t) => t.name === 'retrysafe_status')!._meta?.['retrysafe/card']).toBeUndefined();
   });
 
@@ -94,7 +145,10 @@ describe('retrysafe MCP server over stdio', () => {
     const args = { customer: 'cus_fixture', amount: 1500, currency: 'eur', orderRef: 'A-17' };
     await expect(call('stripe_paymentIntents_create', args, 250)).rejects.toThrow(/timed out|timeout/i);
     // the agent tries again: a new JSON-RPC request, keys in another order, the amount written as 1.5e3
-    const again = await call('stripe_paymentIntents_create', JSON.parse('{"orderRef":"A-17","currency":"eur","amount":1.5e3,"customer":"cus_fixture"}'));
+    const again = await call(
+      'stripe_paymentIntents_create',
+      JSON.parse('{"orderRef":"A-17","currency":"eur","amount":1.5e3,"customer":"cus_fixture"}'),
+    );
     expect(again.status).toBe('done');
     expect(again.adopted).toBe(true);
     expect(paymentIntents()).toHaveLength(1);
@@ -111,7 +165,12 @@ describe('retrysafe MCP server over stdio', () => {
 
   it('the same intent with a changed amount ⇒ a structured conflict, not a second charge', async () => {
     const before = proxy.requests.length;
-    const r = await call('stripe_paymentIntents_create', { customer: 'cus_fixture', amount: 9900, currency: 'eur', orderRef: 'A-17' });
+    const r = await call('stripe_paymentIntents_create', {
+      customer: 'cus_fixture',
+      amount: 9900,
+      currency: 'eur',
+      orderRef: 'A-17',
+    });
     expect(r.status).toBe('conflict');
     expect(r.paths).toEqual(['amount']);
     expect(r.message.match(/nothing was sent/gi)).toHaveLength(1);
@@ -121,27 +180,59 @@ describe('retrysafe MCP server over stdio', () => {
   });
 
   it('a permanent error ⇒ needs-human with the packet, and retrysafe_status shows it', async () => {
-    nextFaults = [{ kind: 'status', status: 400, body: { error: { type: 'invalid_request_error', code: 'parameter_invalid', param: 'currency', message: 'Invalid currency: zzz' } } }];
-    const r = await call('stripe_paymentIntents_create', { customer: 'cus_fixture', amount: 700, currency: 'zzz', orderRef: 'B-9' });
+    nextFaults = [
+      {
+        kind: 'status',
+        status: 400,
+        body: {
+          error: {
+            type: 'invalid_request_error',
+            code: 'parameter_invalid',
+            param: 'currency',
+            message: 'Invalid currency: zzz',
+          },
+        },
+      },
+    ];
+    const r = await call('stripe_paymentIntents_create', {
+      customer: 'cus_fixture',
+      amount: 700,
+      currency: 'zzz',
+      orderRef: 'B-9',
+    });
     expect(r.status).toBe('needs-human');
     expect(r.handoff?.reason).toBe('rejected');
     // the provider's field errors reach the agent, so it can correct itself
     expect(r.handoff?.lastKnown?.fields).toEqual([{ path: 'currency', message: 'parameter_invalid' }]);
     expect(r.message).toMatch(/currency \(parameter_invalid\)/);
-    expect(r.handoff?.safeNextActions.map((a) => a.action)).toEqual(expect.arrayContaining(['resume', 'mark-done', 'abandon']));
+    expect(r.handoff?.safeNextActions.map((a) => a.action)).toEqual(
+      expect.arrayContaining(['resume', 'mark-done', 'abandon']),
+    );
     const status = await call('retrysafe_status', { businessOperationId: r.businessOperationId! });
     expect(status).toMatchObject({ found: true, state: 'handed-off', businessOperationId: r.businessOperationId });
-    const handoffs = (await client.callTool({ name: 'retrysafe_handoffs', arguments: {} })).structuredContent as { handoffs: { businessOperationId: string }[] };
+    const handoffs = (await client.callTool({ name: 'retrysafe_handoffs', arguments: {} })).structuredContent as {
+      handoffs: { businessOperationId: string }[];
+    };
     expect(handoffs.handoffs.map((h) => h.businessOperationId)).toContain(r.businessOperationId);
     // the secret key never reaches the agent
     expect(JSON.stringify([r, status, handoffs])).not.toContain('sk_test_mcp_agent');
     expect(stderr).not.toContain('sk_test_mcp_agent');
     // the agent corrects the named field under the same intent: the rejected request is superseded, one charge
     const count = paymentIntents().length;
-    const fixed = await call('stripe_paymentIntents_create', { customer: 'cus_fixture', amount: 700, currency: 'eur', orderRef: 'B-9 ' });
+    const fixed = await call('stripe_paymentIntents_create', {
+      customer: 'cus_fixture',
+      amount: 700,
+      currency: 'eur',
+      orderRef: 'B-9 ',
+    });
     expect(fixed).toMatchObject({ status: 'done', adopted: false, businessOperationId: r.businessOperationId });
     expect(paymentIntents()).toHaveLength(count + 1);
-    const again = await call('stripe_paymentIntents_create', { customer: 'cus_fixture', amount: 700, currency: 'eur', orderRef: 'B-9' });
+    const again = await call('stripe_paymentIntents_create', {
+      customer: 'cus_fixture',
+      amount: 700,
+      currency: 'eur',
+      orderRef: 'B-9',
+    });
     expect(again).toMatchObject({ status: 'done', adopted: true, providerRef: fixed.providerRef });
     expect(paymentIntents()).toHaveLength(count + 1);
   });

@@ -2,8 +2,14 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { AdapterV1 } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
-import { SAFE_TOOL_NAME, agentTools, safeToolName } from '@retrysafe/core/agent';
-import { asyncExportsCreate, clientTokenInstancesRun, createHttpAdapter, etagDocumentsUpdate, ietfOrdersCreate } from '@retrysafe/http';
+import { agentTools, SAFE_TOOL_NAME, safeToolName } from '@retrysafe/core/agent';
+import {
+  asyncExportsCreate,
+  clientTokenInstancesRun,
+  createHttpAdapter,
+  etagDocumentsUpdate,
+  ietfOrdersCreate,
+} from '@retrysafe/http';
 import { createHubSpotAdapter } from '@retrysafe/hubspot';
 import { createMsGraphAdapter } from '@retrysafe/msgraph';
 import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
@@ -16,16 +22,33 @@ import { createRetrysafeMcpServer } from '../src/index.js';
 function shipped(): AdapterV1[] {
   return [
     createStripeAdapter({ apiKey: 'sk_test_names', baseUrl: 'http://127.0.0.1:9' }),
-    createHubSpotAdapter({ accessToken: 'pat-names', baseUrl: 'http://127.0.0.1:9' } as Parameters<typeof createHubSpotAdapter>[0]),
-    createMsGraphAdapter({ accessToken: () => 'tok', baseUrl: 'http://127.0.0.1:9/' } as Parameters<typeof createMsGraphAdapter>[0]),
+    createHubSpotAdapter({ accessToken: 'pat-names', baseUrl: 'http://127.0.0.1:9' } as Parameters<
+      typeof createHubSpotAdapter
+    >[0]),
+    createMsGraphAdapter({ accessToken: () => 'tok', baseUrl: 'http://127.0.0.1:9/' } as Parameters<
+      typeof createMsGraphAdapter
+    >[0]),
     createSlackAdapter({ token: 'xoxb-names', baseUrl: 'http://127.0.0.1:9' }),
     createHttpAdapter({
       provider: 'acme',
       baseUrl: 'http://127.0.0.1:9',
       timeoutMs: 1000,
-      operations: { 'orders.create': ietfOrdersCreate('acme'), 'exports.create': asyncExportsCreate('acme'), 'documents.update': etagDocumentsUpdate('acme'), 'instances.run': clientTokenInstancesRun('acme') },
+      operations: {
+        'orders.create': ietfOrdersCreate('acme'),
+        'exports.create': asyncExportsCreate('acme'),
+        'documents.update': etagDocumentsUpdate('acme'),
+        'instances.run': clientTokenInstancesRun('acme'),
+      },
     }),
-    createSandboxAdapter({ provider: createSandboxProvider({ replays: true, retentionMs: 86_400_000, parameterMatching: 'mismatch-error', concurrency: 'rejects-in-progress', lookup: 'get-by-key' }) }),
+    createSandboxAdapter({
+      provider: createSandboxProvider({
+        replays: true,
+        retentionMs: 86_400_000,
+        parameterMatching: 'mismatch-error',
+        concurrency: 'rejects-in-progress',
+        lookup: 'get-by-key',
+      }),
+    }),
   ];
 }
 
@@ -43,7 +66,11 @@ describe('one safe tool naming for MCP and the AI SDK (issue 16)', () => {
       expect(t.description).toMatch(/businessOperationId/);
     }
     expect(new Set(tools.map((t) => t.name)).size).toBe(tools.length);
-    const server = createRetrysafeMcpServer({ runner: createRunner({ ledger: createMemoryLedger() }), ledger: createMemoryLedger(), adapters });
+    const server = createRetrysafeMcpServer({
+      runner: createRunner({ ledger: createMemoryLedger() }),
+      ledger: createMemoryLedger(),
+      adapters,
+    });
     const [a, b] = InMemoryTransport.createLinkedPair();
     const client = new Client({ name: 'names', version: '1.0.0' });
     await Promise.all([server.connect(a), client.connect(b)]);

@@ -31,18 +31,28 @@ export function exportShapeProblems(pkg) {
       if (!existsSync(join(dir, target))) problems.push(`${name} ${sub}: the exported file ${target} is missing`);
       continue;
     }
-    if (typeof target !== 'object' || target === null) { problems.push(`${name} ${sub}: expected { types, default }, got ${JSON.stringify(target)}`); continue; }
+    if (typeof target !== 'object' || target === null) {
+      problems.push(`${name} ${sub}: expected { types, default }, got ${JSON.stringify(target)}`);
+      continue;
+    }
     const keys = Object.keys(target);
-    if (keys[0] !== 'types') problems.push(`${name} ${sub}: "types" must be the first condition (got ${keys.join(', ')})`);
+    if (keys[0] !== 'types')
+      problems.push(`${name} ${sub}: "types" must be the first condition (got ${keys.join(', ')})`);
     if (!('default' in target)) problems.push(`${name} ${sub}: no "default" condition`);
     const { types, default: js } = target;
-    if (typeof types !== 'string' || !types.endsWith('.d.ts')) problems.push(`${name} ${sub}: types ${JSON.stringify(types)} is not a .d.ts file`);
-    if (typeof js !== 'string' || !js.endsWith('.js')) problems.push(`${name} ${sub}: default ${JSON.stringify(js)} is not a .js file`);
-    if (typeof types === 'string' && typeof js === 'string' && types !== js.replace(/\.js$/, '.d.ts')) problems.push(`${name} ${sub}: types ${types} is not the declaration of ${js}`);
-    for (const f of [types, js]) if (typeof f === 'string' && !existsSync(join(dir, f))) problems.push(`${name} ${sub}: ${f} does not exist (not built?)`);
+    if (typeof types !== 'string' || !types.endsWith('.d.ts'))
+      problems.push(`${name} ${sub}: types ${JSON.stringify(types)} is not a .d.ts file`);
+    if (typeof js !== 'string' || !js.endsWith('.js'))
+      problems.push(`${name} ${sub}: default ${JSON.stringify(js)} is not a .js file`);
+    if (typeof types === 'string' && typeof js === 'string' && types !== js.replace(/\.js$/, '.d.ts'))
+      problems.push(`${name} ${sub}: types ${types} is not the declaration of ${js}`);
+    for (const f of [types, js])
+      if (typeof f === 'string' && !existsSync(join(dir, f)))
+        problems.push(`${name} ${sub}: ${f} does not exist (not built?)`);
   }
   if (manifest.type !== 'module') problems.push(`${name}: "type" is not "module"`);
-  if (manifest.types && exp['.']?.types && manifest.types !== exp['.'].types) problems.push(`${name}: top-level "types" (${manifest.types}) differs from exports["."].types`);
+  if (manifest.types && exp['.']?.types && manifest.types !== exp['.'].types)
+    problems.push(`${name}: top-level "types" (${manifest.types}) differs from exports["."].types`);
   return problems;
 }
 
@@ -64,23 +74,47 @@ export function compileExportProblems(root, packages) {
     const link = join(dir, 'node_modules', pkg.name);
     mkdirSync(dirname(link), { recursive: true });
     symlinkSync(pkg.dir, link, 'dir');
-    for (const sub of Object.keys(pkg.manifest.exports ?? {}).filter((s) => s !== './package.json' && !s.endsWith('.json'))) {
+    for (const sub of Object.keys(pkg.manifest.exports ?? {}).filter(
+      (s) => s !== './package.json' && !s.endsWith('.json'),
+    )) {
       specifiers.push(sub === '.' ? pkg.name : `${pkg.name}/${sub.slice(2)}`);
     }
   }
   const nodeTypes = dirname(createRequire(join(root, 'package.json')).resolve('@types/node/package.json'));
   symlinkSync(nodeTypes, join(dir, 'node_modules', '@types', 'node'), 'dir');
-  writeFileSync(join(dir, 'check.ts'), specifiers.map((s, i) => `import * as m${i} from '${s}';\nexport const keys${i}: string[] = Object.keys(m${i});\n`).join(''));
+  writeFileSync(
+    join(dir, 'check.ts'),
+    specifiers
+      .map((s, i) => `import * as m${i} from '${s}';\nexport const keys${i}: string[] = Object.keys(m${i});\n`)
+      .join(''),
+  );
   const problems = [];
   const base = { strict: true, noEmit: true, skipLibCheck: false, target: 'ES2022', types: ['node'] };
-  for (const [label, opts] of [['NodeNext', { module: 'NodeNext', moduleResolution: 'NodeNext' }], ['Bundler', { module: 'ESNext', moduleResolution: 'Bundler' }]]) {
-    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { ...base, ...opts }, files: ['check.ts'] }));
+  for (const [label, opts] of [
+    ['NodeNext', { module: 'NodeNext', moduleResolution: 'NodeNext' }],
+    ['Bundler', { module: 'ESNext', moduleResolution: 'Bundler' }],
+  ]) {
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { ...base, ...opts }, files: ['check.ts'] }),
+    );
     try {
-      execFileSync(process.execPath, [tscPath(root), '-p', 'tsconfig.json'], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      execFileSync(process.execPath, [tscPath(root), '-p', 'tsconfig.json'], {
+        cwd: dir,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
     } catch (e) {
-      const { ours, theirs } = splitDiagnostics(String(e.stdout || e.stderr || e.message), dir, packages.map((p) => p.dir));
+      const { ours, theirs } = splitDiagnostics(
+        String(e.stdout || e.stderr || e.message),
+        dir,
+        packages.map((p) => p.dir),
+      );
       if (ours.length) problems.push(`${label} resolution:\n${ours.join('\n')}`);
-      if (theirs.length) console.warn(`note (${label}): ${theirs.length} diagnostic(s) inside third-party declarations, not ours:\n${theirs.join('\n')}`);
+      if (theirs.length)
+        console.warn(
+          `note (${label}): ${theirs.length} diagnostic(s) inside third-party declarations, not ours:\n${theirs.join('\n')}`,
+        );
     }
   }
   rmSync(dir, { recursive: true, force: true });
@@ -103,9 +137,14 @@ export function splitDiagnostics(output, cwd, packageDirs) {
   const theirs = [];
   for (const d of diagnostics) {
     const m = /^(.+?)\(\d+,\d+\): error /.exec(d);
-    if (!m) { ours.push(d); continue; }
+    if (!m) {
+      ours.push(d);
+      continue;
+    }
     const file = resolve(cwd, m[1]);
-    const inOurs = file === join(cwd, 'check.ts') || packageDirs.some((p) => file.startsWith(`${p}/`) && !file.startsWith(join(p, 'node_modules') + '/'));
+    const inOurs =
+      file === join(cwd, 'check.ts') ||
+      packageDirs.some((p) => file.startsWith(`${p}/`) && !file.startsWith(join(p, 'node_modules') + '/'));
     (inOurs ? ours : theirs).push(d);
   }
   return { ours, theirs };

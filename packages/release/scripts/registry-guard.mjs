@@ -7,8 +7,8 @@
 // publishes to another. The guard asks each tool, from the folder where it will run, and refuses
 // unless they all agree (and, for a test, unless that one registry is on loopback).
 import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { isIP } from 'node:net';
+import { promisify } from 'node:util';
 
 export const PUBLIC_NPM_REGISTRY = 'https://registry.npmjs.org/';
 const SCOPE = '@retrysafe';
@@ -38,7 +38,11 @@ export function normaliseRegistry(url) {
  */
 export function isLoopbackRegistry(url) {
   let u;
-  try { u = new URL(url); } catch { return false; }
+  try {
+    u = new URL(url);
+  } catch {
+    return false;
+  }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return false;
   if (u.username || u.password) return false;
   const host = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
@@ -49,7 +53,9 @@ export function isLoopbackRegistry(url) {
 
 export function assertLoopbackRegistry(url, where = 'registry') {
   if (typeof url !== 'string' || !isLoopbackRegistry(url)) {
-    throw new RegistryGuardError(`${where} is ${JSON.stringify(url)}, not a loopback address (127.0.0.0/8 or [::1]): refusing to publish`);
+    throw new RegistryGuardError(
+      `${where} is ${JSON.stringify(url)}, not a loopback address (127.0.0.0/8 or [::1]): refusing to publish`,
+    );
   }
   return normaliseRegistry(url);
 }
@@ -70,7 +76,8 @@ export function changesetsRegistryFor(manifest, env) {
   const scoped = pc[`${SCOPE}:registry`] ?? env[`npm_config_${SCOPE}:registry`];
   if (scoped) return scoped;
   const plain = pc.registry ?? env.npm_config_registry;
-  if (!plain || normaliseRegistry(plain) === PUBLIC_NPM_REGISTRY || /^https:\/\/registry\.yarnpkg\.com\/?$/.test(plain)) return PUBLIC_NPM_REGISTRY;
+  if (!plain || normaliseRegistry(plain) === PUBLIC_NPM_REGISTRY || /^https:\/\/registry\.yarnpkg\.com\/?$/.test(plain))
+    return PUBLIC_NPM_REGISTRY;
   return plain;
 }
 
@@ -91,9 +98,14 @@ export async function resolvePublishRegistry({ root, packages, env = process.env
   }
   const seen = Object.fromEntries(await Promise.all(asks.map(async ([k, v]) => [k, await v])));
   const values = new Set(Object.values(seen).map((v) => (v === null ? 'null' : normaliseRegistry(v))));
-  const table = Object.entries(seen).map(([k, v]) => `  ${k}: ${v}`).join('\n');
+  const table = Object.entries(seen)
+    .map(([k, v]) => `  ${k}: ${v}`)
+    .join('\n');
   if (values.size !== 1) {
-    throw new RegistryGuardError(`the tools taking part in the publish do not agree on the registry; set it in BOTH a project .npmrc and npm_config_registry:\n${table}`, seen);
+    throw new RegistryGuardError(
+      `the tools taking part in the publish do not agree on the registry; set it in BOTH a project .npmrc and npm_config_registry:\n${table}`,
+      seen,
+    );
   }
   const [registry] = values;
   if (registry === 'null') throw new RegistryGuardError(`no registry configured:\n${table}`, seen);

@@ -15,10 +15,11 @@ import { RegistryGuardError, resolvePublishRegistry } from './registry-guard.mjs
 import { listPublicPackages, repoRoot } from './workspace.mjs';
 
 const args = new Set(process.argv.slice(2));
-for (const a of args) if (!['--check-only', '--loopback-only'].includes(a)) {
-  console.error(`release: unknown option ${a} (expected --check-only, --loopback-only)`);
-  process.exit(2);
-}
+for (const a of args)
+  if (!['--check-only', '--loopback-only'].includes(a)) {
+    console.error(`release: unknown option ${a} (expected --check-only, --loopback-only)`);
+    process.exit(2);
+  }
 const checkOnly = args.has('--check-only');
 const loopbackOnly = args.has('--loopback-only') || process.env.RETRYSAFE_RELEASE_LOOPBACK_ONLY === '1';
 
@@ -40,7 +41,10 @@ function run(cmd, argv, opts = {}) {
 const bin = (name) => join(repoRoot, 'node_modules', '.bin', name);
 
 const packages = listPublicPackages(repoRoot);
-if (packages.length === 0) { console.error('release: no public workspace packages'); process.exit(1); }
+if (packages.length === 0) {
+  console.error('release: no public workspace packages');
+  process.exit(1);
+}
 console.log(`release: ${packages.length} public packages: ${packages.map((p) => `${p.name}@${p.version}`).join(', ')}`);
 
 let registry = null;
@@ -62,7 +66,8 @@ step('build');
 // the bundle's .d.ts first (dependents resolve the package's types through it during this tsc -b),
 // the bundle after.
 const bundling = packages.filter((p) => /bundle-dist\.mjs/.test(p.manifest.scripts?.build ?? ''));
-for (const p of bundling) run(process.execPath, [join(repoRoot, 'scripts', 'bundle-dist.mjs'), '--dts-only'], { cwd: p.dir });
+for (const p of bundling)
+  run(process.execPath, [join(repoRoot, 'scripts', 'bundle-dist.mjs'), '--dts-only'], { cwd: p.dir });
 run(bin('tsc'), ['-b', ...packages.map((p) => p.rel)]);
 for (const p of bundling) run(process.execPath, [join(repoRoot, 'scripts', 'bundle-dist.mjs')], { cwd: p.dir });
 
@@ -80,7 +85,10 @@ if (problems.length) {
 console.log(`exports of ${packages.length} packages resolve and type-check (NodeNext, Bundler)`);
 
 step();
-if (checkOnly) { console.log('\nrelease: --check-only, stopping before publish'); process.exit(0); }
+if (checkOnly) {
+  console.log('\nrelease: --check-only, stopping before publish');
+  process.exit(0);
+}
 
 step(`changeset publish → ${registry}`);
 // changesets reads npm_config_registry for its "already published?" query; pnpm reads .npmrc. The

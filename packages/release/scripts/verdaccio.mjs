@@ -16,7 +16,10 @@ const here = dirname(fileURLToPath(import.meta.url));
 
 /** Where the Verdaccio runtime is cached between runs (override with RETRYSAFE_VERDACCIO_HOME). */
 export function verdaccioHome(env = process.env) {
-  return env.RETRYSAFE_VERDACCIO_HOME ?? join(env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'retrysafe', `verdaccio-${VERDACCIO_VERSION}`);
+  return (
+    env.RETRYSAFE_VERDACCIO_HOME ??
+    join(env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'retrysafe', `verdaccio-${VERDACCIO_VERSION}`)
+  );
 }
 
 /** An environment for child npm/pnpm processes with every registry and auth setting removed. */
@@ -44,15 +47,28 @@ export function ensureVerdaccio(home = verdaccioHome()) {
   const tmp = `${home}.installing-${process.pid}`;
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
-  writeFileSync(join(tmp, 'package.json'), JSON.stringify({
-    name: 'retrysafe-verdaccio-runtime',
-    private: true,
-    dependencies: { verdaccio: VERDACCIO_VERSION },
-    overrides: { 'node-fetch': '2.7.0' },
-  }, null, 2));
-  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--omit=dev', `--registry=${PUBLIC_NPM_REGISTRY}`], {
-    cwd: tmp, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  writeFileSync(
+    join(tmp, 'package.json'),
+    JSON.stringify(
+      {
+        name: 'retrysafe-verdaccio-runtime',
+        private: true,
+        dependencies: { verdaccio: VERDACCIO_VERSION },
+        overrides: { 'node-fetch': '2.7.0' },
+      },
+      null,
+      2,
+    ),
+  );
+  execFileSync(
+    'npm',
+    ['install', '--no-audit', '--no-fund', '--loglevel=error', '--omit=dev', `--registry=${PUBLIC_NPM_REGISTRY}`],
+    {
+      cwd: tmp,
+      env: cleanEnv(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   rmSync(home, { recursive: true, force: true });
   mkdirSync(dirname(home), { recursive: true });
   renameSync(tmp, home);
@@ -74,18 +90,28 @@ export async function startRegistry({ runtimeDir, workDir, uplink = PUBLIC_NPM_R
   writeFileSync(configPath, config);
 
   const child = spawn(process.execPath, [join(here, 'verdaccio-server.mjs'), runtimeDir, configPath], {
-    cwd: workDir, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    cwd: workDir,
+    env: cleanEnv(),
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   let log = '';
-  child.stderr.on('data', (d) => { log += d; });
+  child.stderr.on('data', (d) => {
+    log += d;
+  });
   const url = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`Verdaccio did not start within 60 s:\n${log}`)), 60_000);
     child.stdout.on('data', (d) => {
       log += d;
       const m = /READY (\S+)/.exec(log);
-      if (m) { clearTimeout(timer); resolve(m[1]); }
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
     });
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`Verdaccio exited (${code}) before it was ready:\n${log}`)); });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`Verdaccio exited (${code}) before it was ready:\n${log}`));
+    });
   });
   assertLoopbackRegistry(url, 'the Verdaccio address');
   const ping = await fetch(new URL('-/ping', url));

@@ -20,7 +20,11 @@ export const PROPAGATED_CHANGESET = 'contract-breaking-change-dependents.md';
 const ORDER = { none: 0, patch: 1, minor: 2, major: 3 };
 
 export class VersioningError extends Error {
-  constructor(message) { super(message); this.name = 'VersioningError'; this.code = 'RETRYSAFE_RELEASE_VERSIONING'; }
+  constructor(message) {
+    super(message);
+    this.name = 'VersioningError';
+    this.code = 'RETRYSAFE_RELEASE_VERSIONING';
+  }
 }
 
 /** The releases a changeset file declares: `{ name: bumpType }` from its front matter. */
@@ -28,7 +32,10 @@ export function parseChangeset(text, file = 'changeset') {
   const m = /^---\r?\n([\s\S]*?)\r?\n---/.exec(text);
   if (!m) throw new VersioningError(`${file}: no front matter`);
   const releases = {};
-  for (const line of m[1].split(/\r?\n/).map((l) => l.trim()).filter(Boolean)) {
+  for (const line of m[1]
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter(Boolean)) {
     const r = /^["']?([^"':]+(?::[^"':]+)?)["']?\s*:\s*(major|minor|patch|none)$/.exec(line);
     if (!r) throw new VersioningError(`${file}: cannot read release line ${JSON.stringify(line)}`);
     releases[r[1]] = r[2];
@@ -78,7 +85,10 @@ export function propagateContractBreak(root) {
   if (dependents.length === 0) return null;
   const file = join(root, '.changeset', PROPAGATED_CHANGESET);
   const front = dependents.map((d) => `"${d}": major`).join('\n');
-  writeFileSync(file, `---\n${front}\n---\n\nBuilt on ${CONTRACT} ${next}, which has a breaking change: upgrade @retrysafe/core and your adapters together, and see the ${CONTRACT} changelog for what changed.\n`);
+  writeFileSync(
+    file,
+    `---\n${front}\n---\n\nBuilt on ${CONTRACT} ${next}, which has a breaking change: upgrade @retrysafe/core and your adapters together, and see the ${CONTRACT} changelog for what changed.\n`,
+  );
   return file;
 }
 

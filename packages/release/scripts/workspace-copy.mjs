@@ -20,7 +20,12 @@ import { listWorkspacePackages } from './workspace.mjs';
 export const DEFAULT_OVERLAY = ['packages/release', '.changeset/config.json'];
 
 function git(cwd, args) {
-  return execFileSync('git', args, { cwd, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024, stdio: ['ignore', 'pipe', 'pipe'] });
+  return execFileSync('git', args, {
+    cwd,
+    encoding: 'utf8',
+    maxBuffer: 256 * 1024 * 1024,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 }
 
 function copyFiles(root, dest, files) {
@@ -37,13 +42,26 @@ function copyFiles(root, dest, files) {
  * @param {string} root the real workspace root (a git work tree)
  * @param {{ prefix?: string, source?: 'head' | 'worktree', overlay?: string[] }} [opts]
  */
-export function copyWorkspace(root, { prefix = 'retrysafe-release-', source = process.env.RETRYSAFE_RELEASE_SOURCE === 'worktree' ? 'worktree' : 'head', overlay = DEFAULT_OVERLAY } = {}) {
+export function copyWorkspace(
+  root,
+  {
+    prefix = 'retrysafe-release-',
+    source = process.env.RETRYSAFE_RELEASE_SOURCE === 'worktree' ? 'worktree' : 'head',
+    overlay = DEFAULT_OVERLAY,
+  } = {},
+) {
   const dest = mkdtempSync(join(tmpdir(), prefix));
-  const worktreeFiles = (paths = []) => git(root, ['ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', ...paths]).split('\0').filter(Boolean);
+  const worktreeFiles = (paths = []) =>
+    git(root, ['ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', ...paths])
+      .split('\0')
+      .filter(Boolean);
   if (source === 'worktree') {
     copyFiles(root, dest, worktreeFiles());
   } else {
-    execFileSync('sh', ['-c', 'git archive --format=tar HEAD | tar -x -C "$1"', 'sh', dest], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
+    execFileSync('sh', ['-c', 'git archive --format=tar HEAD | tar -x -C "$1"', 'sh', dest], {
+      cwd: root,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     for (const path of overlay) rmSync(join(dest, path), { recursive: true, force: true });
     copyFiles(root, dest, worktreeFiles(overlay));
   }
@@ -52,7 +70,20 @@ export function copyWorkspace(root, { prefix = 'retrysafe-release-', source = pr
     const nm = join(root, p.rel, 'node_modules');
     if (existsSync(nm)) cpSync(nm, join(p.dir, 'node_modules'), { recursive: true, verbatimSymlinks: true });
   }
-  const g = (...args) => execFileSync('git', ['-c', 'user.name=retrysafe release test', '-c', 'user.email=release-test@example.invalid', '-c', 'commit.gpgsign=false', ...args], { cwd: dest, stdio: 'pipe' });
+  const g = (...args) =>
+    execFileSync(
+      'git',
+      [
+        '-c',
+        'user.name=retrysafe release test',
+        '-c',
+        'user.email=release-test@example.invalid',
+        '-c',
+        'commit.gpgsign=false',
+        ...args,
+      ],
+      { cwd: dest, stdio: 'pipe' },
+    );
   g('init', '-q', '-b', 'main');
   g('add', '-A');
   g('commit', '-q', '--allow-empty', '-m', 'workspace snapshot for the release test');

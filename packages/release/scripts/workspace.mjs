@@ -26,9 +26,17 @@ export function workspaceGlobs(root) {
   let inPackages = false;
   for (const raw of readFileSync(file, 'utf8').split(/\r?\n/)) {
     const line = raw.replace(/\s+#.*$/, '');
-    if (/^packages:\s*$/.test(line)) { inPackages = true; continue; }
+    if (/^packages:\s*$/.test(line)) {
+      inPackages = true;
+      continue;
+    }
     if (inPackages && /^\s+-\s+/.test(line)) {
-      globs.push(line.replace(/^\s+-\s+/, '').trim().replace(/^['"]|['"]$/g, ''));
+      globs.push(
+        line
+          .replace(/^\s+-\s+/, '')
+          .trim()
+          .replace(/^['"]|['"]$/g, ''),
+      );
       continue;
     }
     if (inPackages && /^\S/.test(line)) inPackages = false;
@@ -68,7 +76,14 @@ export function listWorkspacePackages(root = repoRoot) {
     if (!existsSync(pj)) continue;
     const manifest = JSON.parse(readFileSync(pj, 'utf8'));
     if (typeof manifest.name !== 'string') continue;
-    out.push({ dir: join(root, rel), rel, name: manifest.name, version: manifest.version, private: manifest.private === true, manifest });
+    out.push({
+      dir: join(root, rel),
+      rel,
+      name: manifest.name,
+      version: manifest.version,
+      private: manifest.private === true,
+      manifest,
+    });
   }
   return out;
 }
@@ -80,5 +95,9 @@ export function listPublicPackages(root = repoRoot) {
 
 /** Names of the packages in `dependencies`, `peerDependencies` and `optionalDependencies` (what a user installs). */
 export function runtimeDependencyNames(manifest) {
-  return [...new Set(['dependencies', 'peerDependencies', 'optionalDependencies'].flatMap((k) => Object.keys(manifest[k] ?? {})))];
+  return [
+    ...new Set(
+      ['dependencies', 'peerDependencies', 'optionalDependencies'].flatMap((k) => Object.keys(manifest[k] ?? {})),
+    ),
+  ];
 }

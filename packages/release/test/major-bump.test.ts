@@ -8,23 +8,32 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanEnv } from '../scripts/verdaccio.mjs';
 import { CONTRACT } from '../scripts/version.mjs';
-import { copyWorkspace, removeCopy } from '../scripts/workspace-copy.mjs';
 import { listWorkspacePackages, repoRoot } from '../scripts/workspace.mjs';
+import { copyWorkspace, removeCopy } from '../scripts/workspace-copy.mjs';
 
 const run = promisify(execFile);
 type Pkg = ReturnType<typeof listWorkspacePackages>[number];
-interface Outcome { before: Map<string, Pkg>; after: Map<string, Pkg>; dir: string }
+interface Outcome {
+  before: Map<string, Pkg>;
+  after: Map<string, Pkg>;
+  dir: string;
+}
 const copies: string[] = [];
 
 /** Copies the workspace, replaces its pending changesets with one contract change, and versions it. */
 async function versionWith(type: 'major' | 'minor', how: 'release flow' | 'changesets alone'): Promise<Outcome> {
   const dir = copyWorkspace(repoRoot, { prefix: 'retrysafe-major-bump-' });
   copies.push(dir);
-  for (const f of readdirSync(join(dir, '.changeset')).filter((x) => x.endsWith('.md') && x !== 'README.md')) rmSync(join(dir, '.changeset', f));
-  writeFileSync(join(dir, '.changeset', 'contract-change.md'), `---\n"${CONTRACT}": ${type}\n---\n\nThe contract changed (${type}).\n`);
+  for (const f of readdirSync(join(dir, '.changeset')).filter((x) => x.endsWith('.md') && x !== 'README.md'))
+    rmSync(join(dir, '.changeset', f));
+  writeFileSync(
+    join(dir, '.changeset', 'contract-change.md'),
+    `---\n"${CONTRACT}": ${type}\n---\n\nThe contract changed (${type}).\n`,
+  );
   const before = new Map(listWorkspacePackages(dir).map((p) => [p.name, p]));
   const env = cleanEnv();
-  if (how === 'release flow') await run(process.execPath, [join(dir, 'packages/release/scripts/version.mjs')], { cwd: dir, env });
+  if (how === 'release flow')
+    await run(process.execPath, [join(dir, 'packages/release/scripts/version.mjs')], { cwd: dir, env });
   else await run(join(dir, 'node_modules/.bin/changeset'), ['version'], { cwd: dir, env });
   const after = new Map(listWorkspacePackages(dir).map((p) => [p.name, p]));
   return { before, after, dir };
@@ -42,7 +51,8 @@ function bump(from: string, to: string): 'major' | 'minor' | 'patch' | 'none' {
 }
 const RUNTIME = ['dependencies', 'peerDependencies', 'optionalDependencies'] as const;
 const dependsOnContract = (p: Pkg) => RUNTIME.some((k) => p.manifest[k]?.[CONTRACT]);
-const publicDependents = (o: Outcome) => [...o.before.values()].filter((p) => !p.private && p.name !== CONTRACT && dependsOnContract(p));
+const publicDependents = (o: Outcome) =>
+  [...o.before.values()].filter((p) => !p.private && p.name !== CONTRACT && dependsOnContract(p));
 
 let viaFlow: Outcome;
 let alone: Outcome;
@@ -56,7 +66,9 @@ beforeAll(async () => {
   ]);
 }, 300_000);
 
-afterAll(() => { for (const d of copies) removeCopy(d); });
+afterAll(() => {
+  for (const d of copies) removeCopy(d);
+});
 
 describe('a contract change marked major, through the release flow', () => {
   it('has dependents to check (the workspace builds packages on the contract)', () => {

@@ -17,8 +17,8 @@ import { tscPath } from '../scripts/check-exports.mjs';
 import { assertLoopbackRegistry, isLoopbackRegistry } from '../scripts/registry-guard.mjs';
 import { cleanEnv, ensureVerdaccio, startRegistry } from '../scripts/verdaccio.mjs';
 import { propagateContractBreak } from '../scripts/version.mjs';
-import { copyWorkspace, removeCopy } from '../scripts/workspace-copy.mjs';
 import { listPublicPackages, listWorkspacePackages, repoRoot, runtimeDependencyNames } from '../scripts/workspace.mjs';
+import { copyWorkspace, removeCopy } from '../scripts/workspace-copy.mjs';
 
 const run = promisify(execFile);
 const consumersDir = join(dirname(fileURLToPath(import.meta.url)), 'consumers');
@@ -46,14 +46,44 @@ const TEST_TOOLING = ['@retrysafe/testkit', 'vitest'];
 const BASE = [CORE, SQLITE];
 const LEGS: Leg[] = [
   // The first create's response is lost after the sandbox committed it: still one record.
-  { adapter: '@retrysafe/sandbox', scenario: 'sandbox', mustHave: [], mustNotHave: ['stripe', ...OTHER_SDKS, ...TEST_TOOLING], expect: {} },
+  {
+    adapter: '@retrysafe/sandbox',
+    scenario: 'sandbox',
+    mustHave: [],
+    mustNotHave: ['stripe', ...OTHER_SDKS, ...TEST_TOOLING],
+    expect: {},
+  },
   // The second ask is answered from the ledger: one POST reached the (loopback) Stripe API.
-  { adapter: '@retrysafe/stripe', scenario: 'stripe', mustHave: ['stripe'], mustNotHave: [...OTHER_SDKS, ...TEST_TOOLING], expect: { posts: 1, providerRef: expect.stringMatching(/^pi_/) } },
+  {
+    adapter: '@retrysafe/stripe',
+    scenario: 'stripe',
+    mustHave: ['stripe'],
+    mustNotHave: [...OTHER_SDKS, ...TEST_TOOLING],
+    expect: { posts: 1, providerRef: expect.stringMatching(/^pi_/) },
+  },
 ];
 
-interface Packument { versions: Record<string, Manifest>; 'dist-tags': Record<string, string> }
-interface Manifest { name: string; version: string; dist?: { integrity?: string; tarball?: string }; dependencies?: Record<string, string>; peerDependencies?: Record<string, string>; optionalDependencies?: Record<string, string>; peerDependenciesMeta?: Record<string, { optional?: boolean }> }
-interface LsNode { version?: string; dependencies?: Record<string, LsNode>; missing?: boolean; invalid?: string; extraneous?: boolean; problems?: string[] }
+interface Packument {
+  versions: Record<string, Manifest>;
+  'dist-tags': Record<string, string>;
+}
+interface Manifest {
+  name: string;
+  version: string;
+  dist?: { integrity?: string; tarball?: string };
+  dependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+}
+interface LsNode {
+  version?: string;
+  dependencies?: Record<string, LsNode>;
+  missing?: boolean;
+  invalid?: string;
+  extraneous?: boolean;
+  problems?: string[];
+}
 
 const timings: Record<string, number> = {};
 const temps: string[] = [];
@@ -77,7 +107,11 @@ function tempDir(prefix: string): string {
 
 async function timed<T>(label: string, f: () => Promise<T> | T): Promise<T> {
   const t0 = Date.now();
-  try { return await f(); } finally { timings[label] = Date.now() - t0; }
+  try {
+    return await f();
+  } finally {
+    timings[label] = Date.now() - t0;
+  }
 }
 
 /** Runs a command; resolves with its exit code and combined output instead of throwing. */
@@ -100,14 +134,22 @@ async function packument(name: string): Promise<Packument | null> {
 
 /** An environment for npm in a consumer project: the loopback registry, native builds against Node's headers. */
 function consumerEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...cleanEnv(), npm_config_registry: registry.url, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
+  const env: NodeJS.ProcessEnv = {
+    ...cleanEnv(),
+    npm_config_registry: registry.url,
+    npm_config_audit: 'false',
+    npm_config_fund: 'false',
+    npm_config_update_notifier: 'false',
+  };
   if (!env.npm_config_nodedir && existsSync('/usr/include/node/node.h')) env.npm_config_nodedir = '/usr';
   return env;
 }
 
 /** A consumer installs with --ignore-scripts; any dependency with an install script is then rebuilt for real. */
 async function provideNativeBuilds(dir: string): Promise<string[]> {
-  const lock = JSON.parse(readFileSync(join(dir, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string; hasInstallScript?: boolean }> };
+  const lock = JSON.parse(readFileSync(join(dir, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { version?: string; hasInstallScript?: boolean }>;
+  };
   const done: string[] = [];
   for (const [path, entry] of Object.entries(lock.packages)) {
     if (!entry.hasInstallScript || !path) continue;
@@ -121,12 +163,19 @@ async function provideNativeBuilds(dir: string): Promise<string[]> {
 /** Runs `npm install @retrysafe/core @retrysafe/ledger-sqlite @retrysafe/<adapter>` in a new project outside the workspace. */
 async function install(leg: Leg): Promise<{ dir: string; ms: number; native: string[] }> {
   const dir = tempDir(`retrysafe-consumer-${leg.scenario}-`);
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `consumer-${leg.scenario}`, version: '1.0.0', private: true, type: 'module' }, null, 2));
+  writeFileSync(
+    join(dir, 'package.json'),
+    JSON.stringify({ name: `consumer-${leg.scenario}`, version: '1.0.0', private: true, type: 'module' }, null, 2),
+  );
   writeFileSync(join(dir, '.npmrc'), `registry=${registry.url}\n`);
   const specs = [...BASE, leg.adapter].map((n) => `${n}@${published.get(n)!.version}`);
   const t0 = Date.now();
   try {
-    await run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--ignore-scripts', ...specs], { cwd: dir, env: consumerEnv(), maxBuffer: 64 * 1024 * 1024 });
+    await run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--ignore-scripts', ...specs], {
+      cwd: dir,
+      env: consumerEnv(),
+      maxBuffer: 64 * 1024 * 1024,
+    });
   } catch (e) {
     throw new Error(`npm install ${specs.join(' ')} failed:\n${(e as { stderr?: string }).stderr ?? String(e)}`);
   }
@@ -150,12 +199,18 @@ function closure(names: string[]): Set<string> {
 
 /** dependencies + non-optional peerDependencies + optionalDependencies: what npm installs for a package. */
 function requiredDeps(m: Manifest): string[] {
-  const optionalPeers = new Set(Object.entries(m.peerDependenciesMeta ?? {}).filter(([, v]) => v.optional).map(([k]) => k));
-  return [...new Set([
-    ...Object.keys(m.dependencies ?? {}),
-    ...Object.keys(m.peerDependencies ?? {}).filter((p) => !optionalPeers.has(p)),
-    ...Object.keys(m.optionalDependencies ?? {}),
-  ])];
+  const optionalPeers = new Set(
+    Object.entries(m.peerDependenciesMeta ?? {})
+      .filter(([, v]) => v.optional)
+      .map(([k]) => k),
+  );
+  return [
+    ...new Set([
+      ...Object.keys(m.dependencies ?? {}),
+      ...Object.keys(m.peerDependencies ?? {}).filter((p) => !optionalPeers.has(p)),
+      ...Object.keys(m.optionalDependencies ?? {}),
+    ]),
+  ];
 }
 
 /**
@@ -174,7 +229,9 @@ function walk(node: LsNode, out: [string, LsNode][] = []): [string, LsNode][] {
 beforeAll(async () => {
   const runtime = await timed('verdaccio install (0 = cached)', () => ensureVerdaccio());
   timings['verdaccio install (0 = cached)'] = runtime.ms;
-  registry = await timed('verdaccio start', () => startRegistry({ runtimeDir: runtime.dir, workDir: tempDir('retrysafe-verdaccio-') }));
+  registry = await timed('verdaccio start', () =>
+    startRegistry({ runtimeDir: runtime.dir, workDir: tempDir('retrysafe-verdaccio-') }),
+  );
   // Refuse outright unless the registry we are about to configure is on loopback.
   assertLoopbackRegistry(registry.url, 'the release test registry');
 
@@ -189,9 +246,15 @@ beforeAll(async () => {
   writeFileSync(join(copy, '.npmrc'), 'registry=http://192.0.2.1:9/\n');
   for (const [label, env] of [
     ['.npmrc and npm_config_registry disagree', { ...envBase, npm_config_registry: registry.url }],
-    ['every tool agrees on a registry that is not loopback', { ...envBase, npm_config_registry: 'http://192.0.2.1:9/' }],
+    [
+      'every tool agrees on a registry that is not loopback',
+      { ...envBase, npm_config_registry: 'http://192.0.2.1:9/' },
+    ],
   ] as const) {
-    refusals.push({ label, ...(await attempt(process.execPath, [releaseScript, '--loopback-only'], { cwd: copy, env })) });
+    refusals.push({
+      label,
+      ...(await attempt(process.execPath, [releaseScript, '--loopback-only'], { cwd: copy, env })),
+    });
   }
   for (const p of listPublicPackages(copy)) if (await packument(p.name)) publishedBeforeRelease.push(p.name);
 
@@ -202,10 +265,15 @@ beforeAll(async () => {
   writeFileSync(join(copy, '.npmrc'), `registry=${registry.url}\n//${host}/:_authToken=loopback-anonymous\n`);
   publishEnv = { ...envBase, npm_config_registry: registry.url };
 
-  privateBefore = listWorkspacePackages(copy).filter((x) => x.private).map((p) => ({ name: p.name, version: p.version, changelog: existsSync(join(p.dir, 'CHANGELOG.md')) }));
+  privateBefore = listWorkspacePackages(copy)
+    .filter((x) => x.private)
+    .map((p) => ({ name: p.name, version: p.version, changelog: existsSync(join(p.dir, 'CHANGELOG.md')) }));
   // A sample changeset, versioned through the release flow's own versioning step.
   const publicNames = listPublicPackages(copy).map((p) => p.name);
-  writeFileSync(join(copy, '.changeset', 'release-check-sample.md'), `---\n${publicNames.map((n) => `"${n}": patch`).join('\n')}\n---\n\n${SAMPLE_SENTENCE}\n`);
+  writeFileSync(
+    join(copy, '.changeset', 'release-check-sample.md'),
+    `---\n${publicNames.map((n) => `"${n}": patch`).join('\n')}\n---\n\n${SAMPLE_SENTENCE}\n`,
+  );
   // The plan as changesets reports it, after the flow's own step for a major contract change (if any
   // is pending), so the plan and what version.mjs does are the same thing.
   propagateContractBreak(copy);
@@ -213,11 +281,14 @@ beforeAll(async () => {
   execFileSync(changeset, ['status', '--output', 'release-plan.json'], { cwd: copy, env: publishEnv, stdio: 'pipe' });
   plan = JSON.parse(readFileSync(join(copy, 'release-plan.json'), 'utf8'));
   rmSync(join(copy, 'release-plan.json'));
-  await timed('changeset version', () => run(process.execPath, [join(copy, 'packages/release/scripts/version.mjs')], { cwd: copy, env: publishEnv }));
+  await timed('changeset version', () =>
+    run(process.execPath, [join(copy, 'packages/release/scripts/version.mjs')], { cwd: copy, env: publishEnv }),
+  );
 
   // The release itself.
   const release = await timed('release.mjs (guard, build, publint, type exports, publish)', () =>
-    attempt(process.execPath, [releaseScript, '--loopback-only'], { cwd: copy, env: publishEnv }));
+    attempt(process.execPath, [releaseScript, '--loopback-only'], { cwd: copy, env: publishEnv }),
+  );
   releaseLog = release.output;
   if (release.code !== 0) throw new Error(`release.mjs failed (${release.code}):\n${releaseLog.slice(-6000)}`);
 
@@ -227,7 +298,8 @@ beforeAll(async () => {
     if (m) published.set(p.name, m);
   }
   // Both legs install side by side.
-  for (const leg of LEGS) if (published.has(leg.adapter) && BASE.every((n) => published.has(n))) installs.set(leg.adapter, install(leg));
+  for (const leg of LEGS)
+    if (published.has(leg.adapter) && BASE.every((n) => published.has(n))) installs.set(leg.adapter, install(leg));
 }, 900_000);
 
 afterAll(async () => {
@@ -240,7 +312,12 @@ afterAll(async () => {
     console.log(`native builds for core + ${r.value[0]}: ${r.value[1].native.join('; ') || 'none'}`);
   }
   console.log(`release check timings (ms): ${JSON.stringify(timings, null, 2)}`);
-  console.log(`release.mjs steps:\n${releaseLog.split('\n').filter((l) => /^▶ |^ {2}\(\d/.test(l)).join('\n')}`);
+  console.log(
+    `release.mjs steps:\n${releaseLog
+      .split('\n')
+      .filter((l) => /^▶ |^ {2}\(\d/.test(l))
+      .join('\n')}`,
+  );
   if (process.env.RETRYSAFE_KEEP_RELEASE_TMP === '1') console.log(`kept: ${temps.join(' ')}`);
   else for (const d of temps) removeCopy(d);
 }, 120_000);
@@ -267,7 +344,9 @@ describe('publishing only ever goes to the loopback registry', () => {
   it('the real working tree keeps its .changeset/ and never gets a registry config', () => {
     for (const f of realChangesetsBefore) expect(existsSync(join(repoRoot, '.changeset', f)), f).toBe(true);
     expect(existsSync(join(repoRoot, '.changeset', 'release-check-sample.md'))).toBe(false);
-    expect(existsSync(join(repoRoot, '.npmrc')) ? readFileSync(join(repoRoot, '.npmrc'), 'utf8') : '').not.toMatch(/127\.0\.0\.1/);
+    expect(existsSync(join(repoRoot, '.npmrc')) ? readFileSync(join(repoRoot, '.npmrc'), 'utf8') : '').not.toMatch(
+      /127\.0\.0\.1/,
+    );
   });
 
   it('the guard of the real run saw every tool agree on the loopback registry', () => {
@@ -295,9 +374,15 @@ describe('versioning the sample changeset', () => {
   });
 
   it('leaves private packages unversioned', () => {
-    const after = listWorkspacePackages(copy).filter((x) => x.private).map((p) => ({ name: p.name, version: p.version, changelog: existsSync(join(p.dir, 'CHANGELOG.md')) }));
+    const after = listWorkspacePackages(copy)
+      .filter((x) => x.private)
+      .map((p) => ({ name: p.name, version: p.version, changelog: existsSync(join(p.dir, 'CHANGELOG.md')) }));
     expect(after).toEqual(privateBefore);
-    for (const p of after) expect(plan.releases.filter((r) => r.type !== 'none').map((r) => r.name), p.name).not.toContain(p.name);
+    for (const p of after)
+      expect(
+        plan.releases.filter((r) => r.type !== 'none').map((r) => r.name),
+        p.name,
+      ).not.toContain(p.name);
   });
 });
 
@@ -313,7 +398,8 @@ describe('publishing every public package', () => {
   });
 
   it('no private package was published', async () => {
-    for (const p of listWorkspacePackages(copy).filter((x) => x.private)) expect(await packument(p.name), p.name).toBeNull();
+    for (const p of listWorkspacePackages(copy).filter((x) => x.private))
+      expect(await packument(p.name), p.name).toBeNull();
   });
 
   it('published manifests carry real version ranges: no workspace: protocol, internal deps at the versions just released', () => {
@@ -325,7 +411,8 @@ describe('publishing every public package', () => {
           const released = published.get(dep)!.version;
           // optional peers (the config package's adapters) take any release from a floor up, so an
           // adapter's minor release does not force a major of the package that peers on it
-          if (field === 'peerDependencies' && range.startsWith('>=')) expect(atLeast(released, range.slice(2)), `${name} ${field}.${dep} ${range} admits ${released}`).toBe(true);
+          if (field === 'peerDependencies' && range.startsWith('>='))
+            expect(atLeast(released, range.slice(2)), `${name} ${field}.${dep} ${range} admits ${released}`).toBe(true);
           else expect(range, `${name} ${field}.${dep}`).toBe(`^${released}`);
         }
       }
@@ -346,7 +433,8 @@ for (const leg of LEGS) {
     let tree: LsNode;
     const project = async () => {
       const p = installs.get(leg.adapter);
-      if (!p) throw new Error(`${leg.adapter} or one of ${BASE.join(', ')} was not published (is it built and public?)`);
+      if (!p)
+        throw new Error(`${leg.adapter} or one of ${BASE.join(', ')} was not published (is it built and public?)`);
       dir ??= (await p).dir;
       return dir;
     };
@@ -358,7 +446,9 @@ for (const leg of LEGS) {
       expect(ls.code, ls.output.slice(0, 2000)).toBe(0);
       expect(dir.startsWith(repoRoot)).toBe(false);
       // Every @retrysafe package installed is byte for byte the tarball just published on loopback.
-      const lock = JSON.parse(readFileSync(join(dir, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string; integrity?: string }> };
+      const lock = JSON.parse(readFileSync(join(dir, 'package-lock.json'), 'utf8')) as {
+        packages: Record<string, { version?: string; integrity?: string }>;
+      };
       const ours = Object.entries(lock.packages).filter(([path]) => path.includes('node_modules/@retrysafe/'));
       expect(ours.length).toBeGreaterThan(1);
       for (const [path, entry] of ours) {
@@ -372,13 +462,27 @@ for (const leg of LEGS) {
       // At the top: what the project asked for, and nothing else.
       expect(Object.keys(tree.dependencies ?? {}).sort()).toEqual([...BASE, leg.adapter].sort());
       // Anywhere below: exactly the @retrysafe packages the published manifests call for.
-      expect([...new Set(walk(tree).map(([n]) => n).filter((n) => n.startsWith('@retrysafe/')))].sort())
-        .toEqual([...closure([...BASE, leg.adapter])].sort());
+      expect(
+        [
+          ...new Set(
+            walk(tree)
+              .map(([n]) => n)
+              .filter((n) => n.startsWith('@retrysafe/')),
+          ),
+        ].sort(),
+      ).toEqual([...closure([...BASE, leg.adapter])].sort());
       // Each @retrysafe package's children are exactly its declared runtime dependencies, at the released versions.
       for (const [name, node] of walk(tree).filter(([n]) => n.startsWith('@retrysafe/'))) {
         expect(node.version, name).toBe(published.get(name)!.version);
         const m = published.get(name)!;
-        if (node.dependencies) expect(Object.entries(node.dependencies).filter(([, c]) => c.version).map(([k]) => k).sort(), `${name}'s dependencies`).toEqual(requiredDeps(m).sort());
+        if (node.dependencies)
+          expect(
+            Object.entries(node.dependencies)
+              .filter(([, c]) => c.version)
+              .map(([k]) => k)
+              .sort(),
+            `${name}'s dependencies`,
+          ).toEqual(requiredDeps(m).sort());
       }
     });
 
@@ -390,17 +494,25 @@ for (const leg of LEGS) {
       const wantedVendor = new Set([...wanted].flatMap((n) => requiredDeps(published.get(n)!)));
       // Every other public package, and every vendor SDK only they depend on, must be absent.
       const others = [...published.keys()].filter((n) => !wanted.has(n));
-      const theirVendors = others.flatMap((n) => runtimeDependencyNames(published.get(n)!)).filter((d) => !d.startsWith('@retrysafe/') && !wantedVendor.has(d));
+      const theirVendors = others
+        .flatMap((n) => runtimeDependencyNames(published.get(n)!))
+        .filter((d) => !d.startsWith('@retrysafe/') && !wantedVendor.has(d));
       // The embedded ledger is node:sqlite: no SQLite addon comes along.
       const forbidden = new Set([...others, ...theirVendors, ...leg.mustNotHave, 'better-sqlite3']);
-      expect([...installed].filter((n) => forbidden.has(n)), `unexpected packages next to ${leg.adapter}`).toEqual([]);
+      expect(
+        [...installed].filter((n) => forbidden.has(n)),
+        `unexpected packages next to ${leg.adapter}`,
+      ).toEqual([]);
     });
 
     it('ships built code only (no sources, tests or build info) in every @retrysafe package', () => {
       for (const name of closure([...BASE, leg.adapter])) {
         const files = readdirSync(join(dir, 'node_modules', name), { recursive: true }).map(String);
         expect(files, name).toContain('package.json');
-        expect(files.filter((f) => /(^|\/)src\/|\.test\.|\.tsbuildinfo$|(^|\/)test\//.test(f)), name).toEqual([]);
+        expect(
+          files.filter((f) => /(^|\/)src\/|\.test\.|\.tsbuildinfo$|(^|\/)test\//.test(f)),
+          name,
+        ).toEqual([]);
       }
     });
 
@@ -409,24 +521,56 @@ for (const leg of LEGS) {
       cpSync(join(consumersDir, leg.scenario, 'use.mjs'), join(dir, 'use.mjs'));
       const { stdout } = await run(process.execPath, ['use.mjs'], { cwd: dir, env: cleanEnv(), timeout: 120_000 });
       const out = JSON.parse(stdout.trim().split('\n').pop()!);
-      expect(out).toMatchObject({ first: 'done', again: 'done', adopted: true, sameOperation: true, records: 1, ...leg.expect });
+      expect(out).toMatchObject({
+        first: 'done',
+        again: 'done',
+        adopted: true,
+        sameOperation: true,
+        records: 1,
+        ...leg.expect,
+      });
     }, 180_000);
 
     it('type-checks from TypeScript (strict, NodeNext, declarations checked) and runs the compiled code', async () => {
       await project();
       cpSync(join(consumersDir, leg.scenario, 'use.ts'), join(dir, 'use.ts'));
-      writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
-        compilerOptions: { strict: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', skipLibCheck: false, types: ['node'], outDir: 'out', noEmitOnError: true },
-        files: ['use.ts'],
-      }));
+      writeFileSync(
+        join(dir, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: {
+            strict: true,
+            module: 'NodeNext',
+            moduleResolution: 'NodeNext',
+            target: 'ES2022',
+            skipLibCheck: false,
+            types: ['node'],
+            outDir: 'out',
+            noEmitOnError: true,
+          },
+          files: ['use.ts'],
+        }),
+      );
       // A TypeScript project on Node has Node's types; stripe's declarations need them.
-      await run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--save-dev', '@types/node@^22'], { cwd: dir, env: consumerEnv() });
-      const tsc = await attempt(process.execPath, [tscPath(repoRoot), '-p', 'tsconfig.json'], { cwd: dir, env: cleanEnv() });
+      await run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--save-dev', '@types/node@^22'], {
+        cwd: dir,
+        env: consumerEnv(),
+      });
+      const tsc = await attempt(process.execPath, [tscPath(repoRoot), '-p', 'tsconfig.json'], {
+        cwd: dir,
+        env: cleanEnv(),
+      });
       expect(tsc.output.replace(/^Command failed.*$/m, '').trim(), 'tsc').toBe('');
       expect(tsc.code).toBe(0);
       const { stdout } = await run(process.execPath, ['out/use.js'], { cwd: dir, env: cleanEnv(), timeout: 120_000 });
       const out = JSON.parse(stdout.trim().split('\n').pop()!);
-      expect(out).toMatchObject({ first: 'done', again: 'done', adopted: true, sameOperation: true, records: 1, ...leg.expect });
+      expect(out).toMatchObject({
+        first: 'done',
+        again: 'done',
+        adopted: true,
+        sameOperation: true,
+        records: 1,
+        ...leg.expect,
+      });
     }, 180_000);
   });
 }

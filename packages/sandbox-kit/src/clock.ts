@@ -26,7 +26,8 @@ export function createSandboxClock(base?: ClockSource, name = 'sandbox'): Sandbo
     },
     set(at) {
       const t = now();
-      if (!Number.isFinite(at) || at < t) throw new RangeError(`${name}: set(at) must not move the clock back (now ${t}, got ${at})`);
+      if (!Number.isFinite(at) || at < t)
+        throw new RangeError(`${name}: set(at) must not move the clock back (now ${t}, got ${at})`);
       offset += at - t;
     },
   };
@@ -34,6 +35,7 @@ export function createSandboxClock(base?: ClockSource, name = 'sandbox'): Sandbo
 
 /** Returns `n` when it is a finite number ≥ 0, else throws a RangeError naming `what`. */
 export function nonNegative(n: number, what: string): number {
-  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw new RangeError(`${what} must be a non-negative number, got ${n}`);
+  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0)
+    throw new RangeError(`${what} must be a non-negative number, got ${n}`);
   return n;
 }

@@ -22,7 +22,10 @@ export interface FaultScripts<K extends string, F> {
   calls(op: K): number;
 }
 
-export function createFaultScripts<K extends string, F>(pass: F, initial: Partial<Record<K, CallScript<F>>> = {}): FaultScripts<K, F> {
+export function createFaultScripts<K extends string, F>(
+  pass: F,
+  initial: Partial<Record<K, CallScript<F>>> = {},
+): FaultScripts<K, F> {
   const scripts = new Map<K, CallScript<F>>(Object.entries(initial) as [K, CallScript<F>][]);
   const counts = new Map<K, number>();
   return {
@@ -55,7 +58,8 @@ export interface FaultQueue<F> {
 export function createFaultQueue<F>(name = 'sandbox'): FaultQueue<F> {
   const queue: F[] = [];
   const push = (fault: F, times: number) => {
-    if (!Number.isInteger(times) || times < 0) throw new RangeError(`${name}: times must be a non-negative integer, got ${times}`);
+    if (!Number.isInteger(times) || times < 0)
+      throw new RangeError(`${name}: times must be a non-negative integer, got ${times}`);
     for (let i = 0; i < times; i++) queue.push(fault);
   };
   return {

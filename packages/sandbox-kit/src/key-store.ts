@@ -54,7 +54,11 @@ export interface KeyStore<M = undefined> {
    * Answers a keyed request: replays the stored response, refuses a mismatch or an in-flight key, or
    * runs `execute` (the endpoint) once and stores its response as the answers say.
    */
-  run(key: string, request: KeyedRequest<M>, execute: () => SandboxReply | Promise<SandboxReply>): Promise<{ readonly reply: SandboxReply; readonly result: KeyedResult }>;
+  run(
+    key: string,
+    request: KeyedRequest<M>,
+    execute: () => SandboxReply | Promise<SandboxReply>,
+  ): Promise<{ readonly reply: SandboxReply; readonly result: KeyedResult }>;
   /** The retained entry for `key`, if any. */
   get(key: string): KeyEntry<M> | undefined;
   /** Keys retained now (expired ones pruned first). */
@@ -65,13 +69,18 @@ export interface KeyStore<M = undefined> {
 
 export function createKeyStore<M = undefined>(options: KeyStoreOptions<M>): KeyStore<M> {
   const { retentionMs, clock, answers } = options;
-  if (retentionMs !== null && !(Number.isFinite(retentionMs) && retentionMs >= 0)) throw new RangeError(`key store: retentionMs must be a number >= 0 or null, got ${retentionMs}`);
+  if (retentionMs !== null && !(Number.isFinite(retentionMs) && retentionMs >= 0))
+    throw new RangeError(`key store: retentionMs must be a number >= 0 or null, got ${retentionMs}`);
   const entries = new Map<string, { -readonly [K in keyof KeyEntry<M>]: KeyEntry<M>[K] }>();
   const answer = (a: KeyAnswers<M>['mismatch'] | undefined, entry: KeyEntry<M>, request: KeyedRequest<M>) => {
-    if (a === undefined) throw new Error(`key store: key ${JSON.stringify(entry.key)} seen in flight, but this sandbox states no in-flight answer`);
+    if (a === undefined)
+      throw new Error(
+        `key store: key ${JSON.stringify(entry.key)} seen in flight, but this sandbox states no in-flight answer`,
+      );
     return typeof a === 'function' ? a(entry, request) : a;
   };
-  const expired = (e: KeyEntry<M>) => e.state === 'done' && retentionMs !== null && e.storedAt + retentionMs <= clock.now();
+  const expired = (e: KeyEntry<M>) =>
+    e.state === 'done' && retentionMs !== null && e.storedAt + retentionMs <= clock.now();
   const prune = () => {
     for (const [k, e] of entries) if (expired(e)) entries.delete(k);
   };
@@ -90,14 +99,37 @@ export function createKeyStore<M = undefined>(options: KeyStoreOptions<M>): KeyS
       if (known) {
         const mismatched = known.fingerprint !== request.fingerprint;
         const inFlight = known.state === 'in-flight';
-        const first = answers.precedence === 'mismatch' ? (mismatched ? 'mismatch' : inFlight ? 'in-flight' : null) : inFlight ? 'in-flight' : mismatched ? 'mismatch' : null;
+        const first =
+          answers.precedence === 'mismatch'
+            ? mismatched
+              ? 'mismatch'
+              : inFlight
+                ? 'in-flight'
+                : null
+            : inFlight
+              ? 'in-flight'
+              : mismatched
+                ? 'mismatch'
+                : null;
         if (first === 'in-flight') return { reply: answer(answers.inFlight, known, request), result: 'in-flight' };
         if (first === 'mismatch') return { reply: answer(answers.mismatch, known, request), result: 'mismatch' };
         const stored = known.reply!;
         if (answers.replay) return { reply: answers.replay(known), result: 'replayed' };
-        return { reply: answers.replayHeaders ? { ...stored, headers: { ...(stored.headers ?? {}), ...answers.replayHeaders } } : stored, result: 'replayed' };
+        return {
+          reply: answers.replayHeaders
+            ? { ...stored, headers: { ...(stored.headers ?? {}), ...answers.replayHeaders } }
+            : stored,
+          result: 'replayed',
+        };
       }
-      const entry = { key, fingerprint: request.fingerprint, meta: request.meta as M, storedAt: clock.now(), state: 'in-flight' as 'in-flight' | 'done', reply: undefined as SandboxReply | undefined };
+      const entry = {
+        key,
+        fingerprint: request.fingerprint,
+        meta: request.meta as M,
+        storedAt: clock.now(),
+        state: 'in-flight' as 'in-flight' | 'done',
+        reply: undefined as SandboxReply | undefined,
+      };
       entries.set(key, entry);
       let reply: SandboxReply;
       try {

@@ -1,9 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { createSandboxClock } from './clock.js';
-import { createFaultQueue, createFaultScripts, faultAt, type CallScript } from './faults.js';
+import { type CallScript, createFaultQueue, createFaultScripts, faultAt } from './faults.js';
 import { createKeyStore, type KeyAnswers } from './key-store.js';
 import { createCounts, createRequestLog } from './request-log.js';
-import { ANSWERED, parseJsonBody, routeRequest, startLoopbackServer, type LoopbackRequest, type SandboxReply } from './server.js';
+import {
+  ANSWERED,
+  type LoopbackRequest,
+  parseJsonBody,
+  routeRequest,
+  type SandboxReply,
+  startLoopbackServer,
+} from './server.js';
 
 describe('sandbox clock', () => {
   it.each([
@@ -23,7 +30,9 @@ describe('sandbox clock', () => {
     expect(clock.now()).toBe(250);
   });
   it.each([-1, Number.NaN, Number.POSITIVE_INFINITY])('refuses advance(%s) with a named RangeError', (ms) => {
-    expect(() => createSandboxClock(() => 0, 'hubspot sandbox').advance(ms)).toThrow(/^hubspot sandbox: advance\(ms\) must be a non-negative number/);
+    expect(() => createSandboxClock(() => 0, 'hubspot sandbox').advance(ms)).toThrow(
+      /^hubspot sandbox: advance\(ms\) must be a non-negative number/,
+    );
   });
   it('set moves forward to a time and never back', () => {
     const clock = createSandboxClock(() => 1_000);
@@ -96,14 +105,22 @@ describe('request log and counts', () => {
 describe('idempotency-key store', () => {
   const answers: KeyAnswers<{ path: string }> = {
     inFlight: { status: 409, body: { error: 'in use' } },
-    mismatch: (entry, req) => ({ status: 400, body: { error: entry.meta.path === req.meta?.path ? 'params' : 'endpoint' } }),
+    mismatch: (entry, req) => ({
+      status: 400,
+      body: { error: entry.meta.path === req.meta?.path ? 'params' : 'endpoint' },
+    }),
     replayHeaders: { 'idempotent-replayed': 'true' },
   };
   const setup = (over: Partial<KeyAnswers<{ path: string }>> = {}, retentionMs: number | null = 1_000) => {
     const clock = createSandboxClock(() => 0);
     let executed = 0;
     const store = createKeyStore({ retentionMs, clock, answers: { ...answers, ...over } });
-    const run = (key: string, fp: string, path = '/a', reply: SandboxReply = { status: 201, body: { id: executed + 1 } }) =>
+    const run = (
+      key: string,
+      fp: string,
+      path = '/a',
+      reply: SandboxReply = { status: 201, body: { id: executed + 1 } },
+    ) =>
       store.run(key, { fingerprint: `${path} ${fp}`, meta: { path } }, () => {
         executed++;
         return reply;
@@ -127,7 +144,8 @@ describe('idempotency-key store', () => {
     expect(second.result).toBe(result);
     expect(second.reply.status).toBe(status);
     expect(s.executed()).toBe(executed);
-    if (result === 'replayed') expect(second.reply).toEqual({ status: 201, body: { id: 1 }, headers: { 'idempotent-replayed': 'true' } });
+    if (result === 'replayed')
+      expect(second.reply).toEqual({ status: 201, body: { id: 1 }, headers: { 'idempotent-replayed': 'true' } });
     if (path === '/b') expect(second.reply.body).toEqual({ error: 'endpoint' });
   });
 
@@ -150,7 +168,11 @@ describe('idempotency-key store', () => {
   ] as const)('a key in flight with other params: %s', async (_name, precedence, status) => {
     const s = setup({ precedence });
     let release!: () => void;
-    const first = s.store.run('k', { fingerprint: '/a p1', meta: { path: '/a' } }, () => new Promise<SandboxReply>((r) => (release = () => r({ status: 201 }))));
+    const first = s.store.run(
+      'k',
+      { fingerprint: '/a p1', meta: { path: '/a' } },
+      () => new Promise<SandboxReply>((r) => (release = () => r({ status: 201 }))),
+    );
     expect((await s.run('k', 'p1')).result).toBe('in-flight');
     expect((await s.run('k', 'p2')).reply.status).toBe(status);
     release();
@@ -161,7 +183,11 @@ describe('idempotency-key store', () => {
   it('a key in flight never expires; expire() forgets finished keys only (by filter)', async () => {
     const s = setup({}, 10);
     let release!: () => void;
-    const first = s.store.run('slow', { fingerprint: 'p' }, () => new Promise<SandboxReply>((r) => (release = () => r({ status: 201 }))));
+    const first = s.store.run(
+      'slow',
+      { fingerprint: 'p' },
+      () => new Promise<SandboxReply>((r) => (release = () => r({ status: 201 }))),
+    );
     await s.run('a', 'p');
     await s.run('b', 'p');
     s.clock.advance(10);
@@ -185,7 +211,9 @@ describe('idempotency-key store', () => {
 
   it('a provider may answer a known key with the current state (replay) instead of the stored response', async () => {
     let state = 'running';
-    const s = setup({ replay: (entry) => ({ status: 202, body: { id: (entry.reply!.body as { id: number }).id, state } }) });
+    const s = setup({
+      replay: (entry) => ({ status: 202, body: { id: (entry.reply!.body as { id: number }).id, state } }),
+    });
     await s.run('k', 'p');
     state = 'succeeded';
     expect((await s.run('k', 'p')).reply).toEqual({ status: 202, body: { id: 1, state: 'succeeded' } });
@@ -195,7 +223,11 @@ describe('idempotency-key store', () => {
     const clock = createSandboxClock(() => 0);
     const store = createKeyStore({ retentionMs: null, clock, answers: { mismatch: { status: 400 } } });
     let release!: () => void;
-    const first = store.run('k', { fingerprint: 'p' }, () => new Promise<SandboxReply>((r) => (release = () => r({ status: 200 }))));
+    const first = store.run(
+      'k',
+      { fingerprint: 'p' },
+      () => new Promise<SandboxReply>((r) => (release = () => r({ status: 200 }))),
+    );
     await expect(store.run('k', { fingerprint: 'p' }, () => ({ status: 200 }))).rejects.toThrow(/in flight/);
     release();
     await first;
@@ -219,9 +251,23 @@ describe('loopback server', () => {
       handle: (req: LoopbackRequest) => {
         const hit = routeRequest<SandboxReply>(
           [
-            { method: 'POST', path: '/things', handle: (r) => ({ status: 201, body: { echo: parseJsonBody(r.rawBody) } }) },
-            { method: 'GET', path: /^\/things\/(\w+)$/, handle: (_r, m) => ({ status: 200, headers: { 'x-version': 'mine' }, body: { id: m![1] } }) },
-            { method: 'GET', path: '/boom', handle: () => { throw new Error('kaput'); } },
+            {
+              method: 'POST',
+              path: '/things',
+              handle: (r) => ({ status: 201, body: { echo: parseJsonBody(r.rawBody) } }),
+            },
+            {
+              method: 'GET',
+              path: /^\/things\/(\w+)$/,
+              handle: (_r, m) => ({ status: 200, headers: { 'x-version': 'mine' }, body: { id: m![1] } }),
+            },
+            {
+              method: 'GET',
+              path: '/boom',
+              handle: () => {
+                throw new Error('kaput');
+              },
+            },
             { method: 'GET', path: '/empty', handle: () => ({ status: 204 }) },
           ],
           req,
@@ -231,7 +277,12 @@ describe('loopback server', () => {
     });
     expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
     const post = await fetch(`${server.url}things`, { method: 'POST', body: '{"a":1}' });
-    expect([post.status, post.headers.get('content-type'), post.headers.get('request-id'), await post.json()]).toEqual([201, 'application/json', 'r-1', { echo: { ok: true, value: { a: 1 } } }]);
+    expect([post.status, post.headers.get('content-type'), post.headers.get('request-id'), await post.json()]).toEqual([
+      201,
+      'application/json',
+      'r-1',
+      { echo: { ok: true, value: { a: 1 } } },
+    ]);
     const get = await fetch(`${server.url}things/t1?x=1`);
     expect([get.status, get.headers.get('x-version'), await get.json()]).toEqual([200, 'mine', { id: 't1' }]);
     const boom = await fetch(`${server.url}boom`);
@@ -239,7 +290,13 @@ describe('loopback server', () => {
     const empty = await fetch(`${server.url}empty`);
     expect([empty.status, empty.headers.get('content-length'), await empty.text()]).toEqual([204, null, '']);
     expect((await fetch(`${server.url}nope`)).status).toBe(404);
-    expect(seen).toEqual(['POST /things 201', 'GET /things/t1?x=1 200', 'GET /boom 500', 'GET /empty 204', 'GET /nope 404']);
+    expect(seen).toEqual([
+      'POST /things 201',
+      'GET /things/t1?x=1 200',
+      'GET /boom 500',
+      'GET /empty 204',
+      'GET /nope 404',
+    ]);
     await server.close();
     await server.close(); // a second close is harmless
     await expect(fetch(server.url)).rejects.toThrow();
@@ -247,7 +304,10 @@ describe('loopback server', () => {
 
   it('a handler may answer by itself (ANSWERED); close drops connections still waiting', async () => {
     const server = await startLoopbackServer({ handle: () => ANSWERED });
-    const pending = fetch(`${server.url}/hang`).then(() => 'answered', () => 'dropped');
+    const pending = fetch(`${server.url}/hang`).then(
+      () => 'answered',
+      () => 'dropped',
+    );
     await new Promise((r) => setTimeout(r, 50));
     await server.close();
     expect(await pending).toBe('dropped');

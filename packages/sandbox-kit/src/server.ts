@@ -26,7 +26,9 @@ export interface LoopbackRequest {
 /** Returned by a handler that wrote (or deliberately did not write) the response itself. */
 export const ANSWERED: unique symbol = Symbol('retrysafe.sandbox.answered');
 
-export type LoopbackHandler = (req: LoopbackRequest) => SandboxReply | typeof ANSWERED | Promise<SandboxReply | typeof ANSWERED>;
+export type LoopbackHandler = (
+  req: LoopbackRequest,
+) => SandboxReply | typeof ANSWERED | Promise<SandboxReply | typeof ANSWERED>;
 
 export interface LoopbackServerOptions {
   /** 0 (default) picks a free port. */
@@ -78,15 +80,29 @@ export function writeReply(res: ServerResponse, reply: SandboxReply, contentType
  */
 export async function startLoopbackServer(options: LoopbackServerOptions): Promise<LoopbackServer> {
   const host = options.host ?? '127.0.0.1';
-  if (!LOOPBACK.has(host)) throw new TypeError(`sandbox server: host must be loopback (127.0.0.1, ::1, localhost), got ${host}`);
+  if (!LOOPBACK.has(host))
+    throw new TypeError(`sandbox server: host must be loopback (127.0.0.1, ::1, localhost), got ${host}`);
   const sockets = new Set<Socket>();
-  const onError = options.onError ?? ((err: unknown) => ({ status: 500, body: { error: { code: 'sandbox_bug', message: String((err as Error)?.message ?? err) } } }));
+  const onError =
+    options.onError ??
+    ((err: unknown) => ({
+      status: 500,
+      body: { error: { code: 'sandbox_bug', message: String((err as Error)?.message ?? err) } },
+    }));
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const u = new URL(req.url ?? '/', 'http://127.0.0.1');
-    const view: LoopbackRequest = { method: req.method ?? 'GET', path: u.pathname, query: u.searchParams, search: u.search, headers: req.headers, rawBody: Buffer.concat(chunks).toString('utf8'), raw: { req, res } };
+    const view: LoopbackRequest = {
+      method: req.method ?? 'GET',
+      path: u.pathname,
+      query: u.searchParams,
+      search: u.search,
+      headers: req.headers,
+      rawBody: Buffer.concat(chunks).toString('utf8'),
+      raw: { req, res },
+    };
     let reply: SandboxReply | typeof ANSWERED;
     try {
       reply = await options.handle(view);
@@ -102,7 +118,8 @@ export async function startLoopbackServer(options: LoopbackServerOptions): Promi
 
   const server = createServer((req, res) => {
     serve(req, res).catch(() => {
-      if (!res.headersSent && !res.destroyed) writeReply(res, { status: 500, body: { error: { code: 'sandbox_bug', message: 'unreadable request' } } });
+      if (!res.headersSent && !res.destroyed)
+        writeReply(res, { status: 500, body: { error: { code: 'sandbox_bug', message: 'unreadable request' } } });
       else res.destroy();
     });
   });

@@ -1,26 +1,26 @@
 import { existsSync, readFileSync } from 'node:fs';
 import {
-  asBusinessOperationId,
-  newAttemptId,
-  newRunId,
-  UnknownOperationError,
   type AdapterV1,
+  asBusinessOperationId,
   type BusinessOperationId,
   type ExecuteContext,
+  newAttemptId,
+  newRunId,
   type ProviderKey,
+  UnknownOperationError,
 } from '@retrysafe/contract';
 import { afterAll, describe, expect, it } from 'vitest';
 import { disposeDrillContext, runScenario, SCENARIO_TITLES, writeSummary } from './drill.js';
-import { createDrillContext, type DrillContext } from './drill-harness.js';
 import { createDrillClock } from './drill-clock.js';
-import { SCENARIOS, type ConformanceOptions } from './drill-types.js';
-import { startFaultProxy, type FaultScript } from './fault-proxy.js';
+import { createDrillContext, type DrillContext } from './drill-harness.js';
+import { type ConformanceOptions, SCENARIOS } from './drill-types.js';
+import { type FaultScript, startFaultProxy } from './fault-proxy.js';
 
-export { runDrill, runScenario, writeSummary, disposeDrillContext, SCENARIO_TITLES } from './drill.js';
-export { createDrillContext, DEFAULT_DRILL_TIMEOUT_MS } from './drill-harness.js';
-export type { DrillContext } from './drill-harness.js';
-export { criteriaFor, readCard, skipReason } from './criteria.js';
 export type { CardAbilities } from './criteria.js';
+export { criteriaFor, readCard, skipReason } from './criteria.js';
+export { disposeDrillContext, runDrill, runScenario, SCENARIO_TITLES, writeSummary } from './drill.js';
+export type { DrillContext } from './drill-harness.js';
+export { createDrillContext, DEFAULT_DRILL_TIMEOUT_MS } from './drill-harness.js';
 export * from './drill-types.js';
 
 /**
@@ -38,7 +38,8 @@ export function runConformance(options: ConformanceOptions): void {
       if (!ctx) return;
       writeSummary(ctx);
       disposeDrillContext(ctx);
-      if (options.outDir === undefined) console.log(`${options.name} conformance: receipts and summary.json in ${ctx.outDir}`);
+      if (options.outDir === undefined)
+        console.log(`${options.name} conformance: receipts and summary.json in ${ctx.outDir}`);
     });
 
     describe('frame rules', () => frameCases(options));
@@ -53,7 +54,9 @@ export function runConformance(options: ConformanceOptions): void {
             const onDisk = JSON.parse(readFileSync(result.receiptFile, 'utf8')) as { status: string };
             expect(onDisk.status).toBe(result.status);
             if (result.status === 'skipped') {
-              expect(result.skip?.cardField, `${scenario} skipped without naming the card field`).toMatch(/^[a-zA-Z.]+$/);
+              expect(result.skip?.cardField, `${scenario} skipped without naming the card field`).toMatch(
+                /^[a-zA-Z.]+$/,
+              );
               expect(result.skip?.reason).toBeTruthy();
               return;
             }
@@ -67,9 +70,23 @@ export function runConformance(options: ConformanceOptions): void {
 }
 
 /** Adapter, sandbox and fault proxy for one frame case, real loopback HTTP all the way. */
-async function withHarness<T>(options: ConformanceOptions, faults: FaultScript, timeoutMs: number, fn: (h: { adapter: AdapterV1; requests: () => number; waitForRequests(n: number): Promise<void>; keysSeen: () => string[] }) => Promise<T>): Promise<T> {
+async function withHarness<T>(
+  options: ConformanceOptions,
+  faults: FaultScript,
+  timeoutMs: number,
+  fn: (h: {
+    adapter: AdapterV1;
+    requests: () => number;
+    waitForRequests(n: number): Promise<void>;
+    keysSeen: () => string[];
+  }) => Promise<T>,
+): Promise<T> {
   const sandbox = await options.startSandbox({ clock: createDrillClock() });
-  const proxy = await startFaultProxy({ target: sandbox.url, faults, ...(options.recordHeaders ? { recordHeaders: options.recordHeaders } : {}) }).catch(async (e: unknown) => {
+  const proxy = await startFaultProxy({
+    target: sandbox.url,
+    faults,
+    ...(options.recordHeaders ? { recordHeaders: options.recordHeaders } : {}),
+  }).catch(async (e: unknown) => {
     await sandbox.close();
     throw e;
   });
@@ -80,7 +97,8 @@ async function withHarness<T>(options: ConformanceOptions, faults: FaultScript, 
       adapter,
       requests: () => proxy.requests.length,
       waitForRequests: (n) => proxy.waitForRequests(n),
-      keysSeen: () => proxy.requests.map((r) => r.headers['idempotency-key']).filter((k): k is string => typeof k === 'string'),
+      keysSeen: () =>
+        proxy.requests.map((r) => r.headers['idempotency-key']).filter((k): k is string => typeof k === 'string'),
     });
   } finally {
     await adapter?.close?.().catch(() => {});
@@ -89,12 +107,26 @@ async function withHarness<T>(options: ConformanceOptions, faults: FaultScript, 
   }
 }
 
-function execCtx(adapter: AdapterV1, operation: string, id: BusinessOperationId, over: Partial<ExecuteContext> = {}): ExecuteContext {
-  return { businessOperationId: id, providerKey: adapter.deriveProviderKey(operation, id), runId: newRunId(), attemptId: newAttemptId(), attempt: 1, statusRef: null, ...over };
+function execCtx(
+  adapter: AdapterV1,
+  operation: string,
+  id: BusinessOperationId,
+  over: Partial<ExecuteContext> = {},
+): ExecuteContext {
+  return {
+    businessOperationId: id,
+    providerKey: adapter.deriveProviderKey(operation, id),
+    runId: newRunId(),
+    attemptId: newAttemptId(),
+    attempt: 1,
+    statusRef: null,
+    ...over,
+  };
 }
 
 let frameIds = 0;
-const frameId = (operation: string): BusinessOperationId => asBusinessOperationId(`frame-${operation}-${process.pid}-${Date.now()}-${++frameIds}`);
+const frameId = (operation: string): BusinessOperationId =>
+  asBusinessOperationId(`frame-${operation}-${process.pid}-${Date.now()}-${++frameIds}`);
 
 /**
  * The rules `defineAdapter` (in the contract) owns, asserted on the real adapter over its real SDK:
@@ -112,7 +144,14 @@ function frameCases(options: ConformanceOptions): void {
       for (const bad of ['no.such.operation', `${adapter.provider}.${name}`]) {
         expect(() => adapter.deriveProviderKey(bad, id)).toThrow(/no operation/);
         await expect(adapter.doExecute(bad, drill.params(0), execCtx(adapter, name, id))).rejects.toSatisfy(isUnknown);
-        await expect(adapter.doLookup(bad, { ...execCtx(adapter, name, id), params: drill.params(0), firstDispatchedAt: null, now: Date.now() })).rejects.toSatisfy(isUnknown);
+        await expect(
+          adapter.doLookup(bad, {
+            ...execCtx(adapter, name, id),
+            params: drill.params(0),
+            firstDispatchedAt: null,
+            now: Date.now(),
+          }),
+        ).rejects.toSatisfy(isUnknown);
       }
       expect(requests()).toBe(0);
     });
@@ -148,7 +187,9 @@ function frameCases(options: ConformanceOptions): void {
         }
         // A key no provider rule accepts: refused before sending.
         const tooLong = `${derived}${'x'.repeat(4096)}` as ProviderKey;
-        expect(await adapter.doExecute(name, drill.params(901), execCtx(adapter, name, id, { providerKey: tooLong }))).toMatchObject({ kind: 'rejected', code: 'retrysafe_provider_key_shape' });
+        expect(
+          await adapter.doExecute(name, drill.params(901), execCtx(adapter, name, id, { providerKey: tooLong })),
+        ).toMatchObject({ kind: 'rejected', code: 'retrysafe_provider_key_shape' });
         expect(requests()).toBe(0);
         // A key of the right shape that today's rule would not derive (an older release's rule): sent as recorded.
         const other = adapter.deriveProviderKey(name, frameId(name))!;
@@ -157,25 +198,42 @@ function frameCases(options: ConformanceOptions): void {
         expect(requests()).toBeGreaterThanOrEqual(1);
         const seen = keysSeen();
         // (as sent: a Structured Field string quotes it)
-        if (seen.length > 0) expect(seen.some((k) => k.includes(other)), `keys seen: ${seen.join(', ')}`).toBe(true);
+        if (seen.length > 0)
+          expect(
+            seen.some((k) => k.includes(other)),
+            `keys seen: ${seen.join(', ')}`,
+          ).toBe(true);
       });
     });
 
     it(`${name}: an abort acts mid-call (unknown, well before the client timeout), and an earlier abort sends nothing`, async () => {
       const clientTimeoutMs = 20_000;
-      await withHarness(options, [{ kind: 'delay', ms: 15_000 }], clientTimeoutMs, async ({ adapter, requests, waitForRequests }) => {
-        const before = await adapter.doExecute(name, drill.params(903), execCtx(adapter, name, frameId(name), { signal: AbortSignal.abort() }));
-        expect(before).toMatchObject({ kind: 'not-applied' });
-        expect(requests()).toBe(0);
-        const controller = new AbortController();
-        const started = Date.now();
-        const pending = adapter.doExecute(name, drill.params(904), execCtx(adapter, name, frameId(name), { signal: controller.signal }));
-        await waitForRequests(1);
-        controller.abort();
-        const o = await pending;
-        expect(o).toMatchObject({ kind: 'unknown' });
-        expect(Date.now() - started, 'ms until the aborted call returned').toBeLessThan(5_000);
-      });
+      await withHarness(
+        options,
+        [{ kind: 'delay', ms: 15_000 }],
+        clientTimeoutMs,
+        async ({ adapter, requests, waitForRequests }) => {
+          const before = await adapter.doExecute(
+            name,
+            drill.params(903),
+            execCtx(adapter, name, frameId(name), { signal: AbortSignal.abort() }),
+          );
+          expect(before).toMatchObject({ kind: 'not-applied' });
+          expect(requests()).toBe(0);
+          const controller = new AbortController();
+          const started = Date.now();
+          const pending = adapter.doExecute(
+            name,
+            drill.params(904),
+            execCtx(adapter, name, frameId(name), { signal: controller.signal }),
+          );
+          await waitForRequests(1);
+          controller.abort();
+          const o = await pending;
+          expect(o).toMatchObject({ kind: 'unknown' });
+          expect(Date.now() - started, 'ms until the aborted call returned').toBeLessThan(5_000);
+        },
+      );
     });
   }
 }

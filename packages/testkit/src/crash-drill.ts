@@ -1,15 +1,15 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, fork } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { seededRandom } from './drill-clock.js';
-import { startFaultProxy } from './fault-proxy.js';
-import type { DrillPolicy } from './drill-types.js';
 import { CRASH_POINTS, type CrashPoint, type CrashWorkerConfig, type CrashWorkerMessage } from './crash-types.js';
+import { seededRandom } from './drill-clock.js';
+import type { DrillPolicy } from './drill-types.js';
+import { startFaultProxy } from './fault-proxy.js';
 
-export { CRASH_POINTS } from './crash-types.js';
 export type { CrashPoint } from './crash-types.js';
+export { CRASH_POINTS } from './crash-types.js';
 
 export interface CrashDrillSandbox {
   readonly url: string;
@@ -86,7 +86,12 @@ export interface CrashDrillReport {
   readonly workersKilled: number;
   readonly duplicates: number;
   readonly lost: number;
-  readonly byPoint: Readonly<Record<CrashPoint, { readonly runs: number; readonly killed: number; readonly duplicates: number; readonly lost: number }>>;
+  readonly byPoint: Readonly<
+    Record<
+      CrashPoint,
+      { readonly runs: number; readonly killed: number; readonly duplicates: number; readonly lost: number }
+    >
+  >;
   /** Records the sandbox holds for the operation at the end (expected: `runs`). */
   readonly providerRecords: number;
   readonly recoveries: number;
@@ -117,7 +122,10 @@ interface Spawned {
   stderr: string;
 }
 
-function spawnWorker(config: CrashWorkerConfig, onMessage: (m: CrashWorkerMessage, child: ChildProcess) => void): Spawned {
+function spawnWorker(
+  config: CrashWorkerConfig,
+  onMessage: (m: CrashWorkerMessage, child: ChildProcess) => void,
+): Spawned {
   const child = fork(workerPath(), [], {
     env: { ...process.env, RETRYSAFE_CRASH_WORKER: JSON.stringify(config) },
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
@@ -150,32 +158,67 @@ async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Prom
   await Promise.all(workers);
 }
 
-type PlannedRun = { readonly index: number; readonly point: CrashPoint; readonly params: unknown; readonly businessOperationId: string };
+type PlannedRun = {
+  readonly index: number;
+  readonly point: CrashPoint;
+  readonly params: unknown;
+  readonly businessOperationId: string;
+};
 type RunEnd = { killed: boolean; exit: string; businessOperationId: string | null };
 
 /**
  * One worker process runs the group's jobs concurrently; once every job has stopped at its own point
  * (or finished), the process is SIGKILLed. Records each job's end in `runs`; true when the kill landed.
  */
-async function runGroupToItsPoints(base: Omit<CrashWorkerConfig, 'mode' | 'jobs'>, group: readonly PlannedRun[], runs: Map<number, RunEnd>, problems: string[]): Promise<boolean> {
+async function runGroupToItsPoints(
+  base: Omit<CrashWorkerConfig, 'mode' | 'jobs'>,
+  group: readonly PlannedRun[],
+  runs: Map<number, RunEnd>,
+  problems: string[],
+): Promise<boolean> {
   const reached = new Map<number, string>();
   const finished = new Set<number>();
   let killed = false;
-  const w = spawnWorker({ ...base, mode: 'run', jobs: group.map((j) => ({ index: j.index, params: j.params, businessOperationId: j.businessOperationId, point: j.point })) }, (m, child) => {
-    if (m.type === 'at') reached.set(m.index, m.point);
-    if (m.type === 'finished') finished.add(m.index);
-    if (!killed && reached.size + finished.size === group.length && reached.size > 0) killed = child.kill('SIGKILL');
-  });
+  const w = spawnWorker(
+    {
+      ...base,
+      mode: 'run',
+      jobs: group.map((j) => ({
+        index: j.index,
+        params: j.params,
+        businessOperationId: j.businessOperationId,
+        point: j.point,
+      })),
+    },
+    (m, child) => {
+      if (m.type === 'at') reached.set(m.index, m.point);
+      if (m.type === 'finished') finished.add(m.index);
+      if (!killed && reached.size + finished.size === group.length && reached.size > 0) killed = child.kill('SIGKILL');
+    },
+  );
   const exit = await w.exit;
   const err = w.messages.find((m): m is Extract<CrashWorkerMessage, { type: 'error' }> => m.type === 'error');
   if (err) problems.push(`worker for runs ${group[0]!.index}–${group.at(-1)!.index}: ${err.message.split('\n')[0]}`);
-  if (killed && exit.signal !== 'SIGKILL') problems.push(`worker for runs ${group[0]!.index}–${group.at(-1)!.index}: expected SIGKILL, got ${exit.signal ?? `exit ${exit.code}`}`);
-  if (!killed && exit.code !== 0) problems.push(`worker for runs ${group[0]!.index}–${group.at(-1)!.index} exited ${exit.signal ?? exit.code}: ${w.stderr.split('\n')[0] ?? ''}`);
+  if (killed && exit.signal !== 'SIGKILL')
+    problems.push(
+      `worker for runs ${group[0]!.index}–${group.at(-1)!.index}: expected SIGKILL, got ${exit.signal ?? `exit ${exit.code}`}`,
+    );
+  if (!killed && exit.code !== 0)
+    problems.push(
+      `worker for runs ${group[0]!.index}–${group.at(-1)!.index} exited ${exit.signal ?? exit.code}: ${w.stderr.split('\n')[0] ?? ''}`,
+    );
   for (const job of group) {
     const at = reached.get(job.index);
     if (at !== undefined && at !== job.point) problems.push(`run ${job.index}: stopped at ${at}, planned ${job.point}`);
-    if (at === undefined) problems.push(`run ${job.index}: never reached ${job.point}${finished.has(job.index) ? ' (finished first)' : ''}`);
-    runs.set(job.index, { killed: at === job.point && exit.signal === 'SIGKILL', exit: exit.signal ?? `exit ${exit.code}`, businessOperationId: job.businessOperationId });
+    if (at === undefined)
+      problems.push(
+        `run ${job.index}: never reached ${job.point}${finished.has(job.index) ? ' (finished first)' : ''}`,
+      );
+    runs.set(job.index, {
+      killed: at === job.point && exit.signal === 'SIGKILL',
+      exit: exit.signal ?? `exit ${exit.code}`,
+      businessOperationId: job.businessOperationId,
+    });
   }
   return killed && exit.signal === 'SIGKILL';
 }
@@ -189,9 +232,12 @@ async function runGroupToItsPoints(base: Omit<CrashWorkerConfig, 'mode' | 'jobs'
  */
 export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDrillReport> {
   if (!Number.isInteger(options.runs) || options.runs <= 0) throw new TypeError('runs must be a positive integer');
-  if (typeof options.adapterModule !== 'string' || !isAbsolute(options.adapterModule)) throw new TypeError('adapterModule must be an absolute path to an ESM module exporting createAdapter');
+  if (typeof options.adapterModule !== 'string' || !isAbsolute(options.adapterModule))
+    throw new TypeError('adapterModule must be an absolute path to an ESM module exporting createAdapter');
   const points = options.points ?? CRASH_POINTS;
-  for (const p of points) if (!CRASH_POINTS.includes(p)) throw new TypeError(`unknown crash point '${String(p)}'; known: ${CRASH_POINTS.join(', ')}`);
+  for (const p of points)
+    if (!CRASH_POINTS.includes(p))
+      throw new TypeError(`unknown crash point '${String(p)}'; known: ${CRASH_POINTS.join(', ')}`);
   const seed = options.seed ?? 1;
   const random = seededRandom(seed);
   const leaseMs = options.leaseMs ?? 5_000;
@@ -208,7 +254,8 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
   }));
 
   const slow = options.slowNetwork;
-  if (slow !== undefined && !(typeof slow.share === 'number' && slow.share >= 0 && slow.share <= 1)) throw new TypeError('slowNetwork.share must be a number from 0 to 1');
+  if (slow !== undefined && !(typeof slow.share === 'number' && slow.share >= 0 && slow.share <= 1))
+    throw new TypeError('slowNetwork.share must be a number from 0 to 1');
   const holdMs = slow?.holdMs ?? leaseMs + timeoutMs + 500;
   const sandbox = await options.startSandbox();
   // Slow network: the first create request of a seeded share of the operations is held and applied late.
@@ -245,7 +292,16 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
     for (let b = 0; b < plan.length; b += batchSize) {
       const batch = plan.slice(b, b + batchSize);
       const ledgerPath = join(work, `ledger-${b / batchSize}.db`);
-      const base = { adapterModule: options.adapterModule, adapterOptions: options.adapterOptions, baseUrl: upstreamUrl, timeoutMs, ledgerPath, operation: options.operation, leaseMs, ...(options.policy ? { policy: options.policy } : {}) };
+      const base = {
+        adapterModule: options.adapterModule,
+        adapterOptions: options.adapterOptions,
+        baseUrl: upstreamUrl,
+        timeoutMs,
+        ledgerPath,
+        operation: options.operation,
+        leaseMs,
+        ...(options.policy ? { policy: options.policy } : {}),
+      };
       const runs = new Map<number, RunEnd>();
 
       // Phase 1: worker processes, each running `perProcess` jobs concurrently; once every job in a
@@ -261,15 +317,34 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
       const t1 = Date.now();
       timings.workersMs += t1 - t0;
       recoveries += 1;
-      const r = spawnWorker({ ...base, mode: 'recover', clockSkewMs: leaseMs + 1_000, jobs: batch.map((j) => ({ index: j.index, params: j.params, businessOperationId: j.businessOperationId, point: null })) }, () => {});
+      const r = spawnWorker(
+        {
+          ...base,
+          mode: 'recover',
+          clockSkewMs: leaseMs + 1_000,
+          jobs: batch.map((j) => ({
+            index: j.index,
+            params: j.params,
+            businessOperationId: j.businessOperationId,
+            point: null,
+          })),
+        },
+        () => {},
+      );
       const exit = await r.exit;
       timings.recoveryMs += Date.now() - t1;
-      const recovered = r.messages.find((m): m is Extract<CrashWorkerMessage, { type: 'recovered' }> => m.type === 'recovered');
+      const recovered = r.messages.find(
+        (m): m is Extract<CrashWorkerMessage, { type: 'recovered' }> => m.type === 'recovered',
+      );
       if (!recovered) {
         const err = r.messages.find((m): m is Extract<CrashWorkerMessage, { type: 'error' }> => m.type === 'error');
-        problems.push(`batch ${b / batchSize}: recovery process failed (${exit.signal ?? exit.code}): ${err?.message.split('\n').slice(0, 3).join(' | ') ?? r.stderr.split('\n')[0]}`);
+        problems.push(
+          `batch ${b / batchSize}: recovery process failed (${exit.signal ?? exit.code}): ${err?.message.split('\n').slice(0, 3).join(' | ') ?? r.stderr.split('\n')[0]}`,
+        );
       }
-      for (const rep of recovered?.reports ?? []) recoverActions[`${rep.from}→${rep.to} (${rep.action})`] = (recoverActions[`${rep.from}→${rep.to} (${rep.action})`] ?? 0) + 1;
+      for (const rep of recovered?.reports ?? [])
+        recoverActions[`${rep.from}→${rep.to} (${rep.action})`] =
+          (recoverActions[`${rep.from}→${rep.to} (${rep.action})`] ?? 0) + 1;
 
       // The provider applies every request still held (late), before anything is counted.
       if (proxy) await proxy.flushLate();
@@ -277,7 +352,8 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
         const run = runs.get(job.index)!;
         const res = recovered?.results.find((x) => x.index === job.index);
         let providerRecords: number | null = null;
-        if (sandbox.countFor) providerRecords = await sandbox.countFor({ providerKey: res?.providerKey ?? null, params: job.params });
+        if (sandbox.countFor)
+          providerRecords = await sandbox.countFor({ providerKey: res?.providerKey ?? null, params: job.params });
         const duplicate = providerRecords !== null && providerRecords > 1;
         const lost = !res || res.status !== 'done' || providerRecords === 0;
         results.push({
@@ -299,11 +375,20 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
     }
     const providerRecords = await sandbox.count(options.operation);
     // Also catches a duplicate made under another key, which a per-key count cannot see.
-    if (providerRecords !== options.runs) problems.push(`the sandbox holds ${providerRecords} records for ${options.runs} business operations`);
+    if (providerRecords !== options.runs)
+      problems.push(`the sandbox holds ${providerRecords} records for ${options.runs} business operations`);
     const byPoint = Object.fromEntries(
       CRASH_POINTS.map((p) => {
         const rs = results.filter((r) => r.point === p);
-        return [p, { runs: rs.length, killed: rs.filter((r) => r.killed).length, duplicates: rs.filter((r) => r.duplicate).length, lost: rs.filter((r) => r.lost).length }];
+        return [
+          p,
+          {
+            runs: rs.length,
+            killed: rs.filter((r) => r.killed).length,
+            duplicates: rs.filter((r) => r.duplicate).length,
+            lost: rs.filter((r) => r.lost).length,
+          },
+        ];
       }),
     ) as unknown as CrashDrillReport['byPoint'];
     const duplicates = Math.max(results.filter((r) => r.duplicate).length, providerRecords - options.runs);

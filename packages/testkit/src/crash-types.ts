@@ -1,7 +1,12 @@
 import type { DrillPolicy } from './drill-types.js';
 
 /** Where the crash drill kills the worker (SIGKILL). */
-export const CRASH_POINTS = ['after-claim', 'after-dispatched', 'after-provider-committed', 'after-result-recorded'] as const;
+export const CRASH_POINTS = [
+  'after-claim',
+  'after-dispatched',
+  'after-provider-committed',
+  'after-result-recorded',
+] as const;
 export type CrashPoint = (typeof CRASH_POINTS)[number];
 
 /** Passed to the child in the RETRYSAFE_CRASH_WORKER environment variable (JSON). */
@@ -15,7 +20,12 @@ export interface CrashWorkerConfig {
   readonly ledgerPath: string;
   readonly operation: string;
   /** mode `run`: every job runs concurrently (distinct business operations) and stops at its own point. */
-  readonly jobs: readonly { readonly index: number; readonly params: unknown; readonly businessOperationId: string; readonly point: CrashPoint | null }[];
+  readonly jobs: readonly {
+    readonly index: number;
+    readonly params: unknown;
+    readonly businessOperationId: string;
+    readonly point: CrashPoint | null;
+  }[];
   readonly leaseMs: number;
   /** Added to the recovering process's clock so the dead workers' leases have expired. */
   readonly clockSkewMs?: number;
@@ -27,7 +37,12 @@ export type CrashWorkerMessage =
   | { readonly type: 'finished'; readonly index: number; readonly status: string; readonly businessOperationId: string }
   | {
       readonly type: 'recovered';
-      readonly reports: readonly { readonly businessOperationId: string; readonly from: string; readonly to: string; readonly action: string }[];
+      readonly reports: readonly {
+        readonly businessOperationId: string;
+        readonly from: string;
+        readonly to: string;
+        readonly action: string;
+      }[];
       readonly results: readonly {
         readonly index: number;
         readonly businessOperationId: string;

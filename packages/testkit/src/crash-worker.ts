@@ -34,7 +34,9 @@ let keepAlive: NodeJS.Timeout | undefined;
 
 function main(): Promise<void> {
   const cfg = readConfig();
-  const points = new Map<string, { index: number; point: CrashPoint | null }>(cfg.jobs.map((j) => [j.businessOperationId, { index: j.index, point: j.point }]));
+  const points = new Map<string, { index: number; point: CrashPoint | null }>(
+    cfg.jobs.map((j) => [j.businessOperationId, { index: j.index, point: j.point }]),
+  );
 
   /** Tells the parent this job reached its point, then never returns: the process is SIGKILLed. */
   async function stopAt(id: string, point: CrashPoint): Promise<never> {
@@ -52,11 +54,21 @@ function main(): Promise<void> {
         const fn = value as (...args: unknown[]) => Promise<unknown>;
         if (prop === 'claim') {
           return async (...args: unknown[]) => {
-            const r = (await fn.apply(target, args)) as { kind: string; takenOver?: boolean; record: { businessOperationId: string; state: string } };
-            if (r.kind === 'claimed' && wants(r.record.businessOperationId, 'after-claim')) await stopAt(r.record.businessOperationId, 'after-claim');
+            const r = (await fn.apply(target, args)) as {
+              kind: string;
+              takenOver?: boolean;
+              record: { businessOperationId: string; state: string };
+            };
+            if (r.kind === 'claimed' && wants(r.record.businessOperationId, 'after-claim'))
+              await stopAt(r.record.businessOperationId, 'after-claim');
             // A ledger with capabilities.claimDispatch creates a new operation already `dispatched`: the
             // claim is then the durable dispatched write, so "after dispatched" is right after it.
-            if (r.kind === 'claimed' && !r.takenOver && r.record.state === 'dispatched' && wants(r.record.businessOperationId, 'after-dispatched')) {
+            if (
+              r.kind === 'claimed' &&
+              !r.takenOver &&
+              r.record.state === 'dispatched' &&
+              wants(r.record.businessOperationId, 'after-dispatched')
+            ) {
               await stopAt(r.record.businessOperationId, 'after-dispatched');
             }
             return r;
@@ -65,14 +77,16 @@ function main(): Promise<void> {
         if (prop === 'markDispatched') {
           return async (...args: unknown[]) => {
             const r = (await fn.apply(target, args)) as { businessOperationId: string };
-            if (wants(r.businessOperationId, 'after-dispatched')) await stopAt(r.businessOperationId, 'after-dispatched');
+            if (wants(r.businessOperationId, 'after-dispatched'))
+              await stopAt(r.businessOperationId, 'after-dispatched');
             return r;
           };
         }
         if (prop === 'setState') {
           return async (...args: unknown[]) => {
             const r = (await fn.apply(target, args)) as { businessOperationId: string; state: string };
-            if (r.state === 'succeeded' && wants(r.businessOperationId, 'after-result-recorded')) await stopAt(r.businessOperationId, 'after-result-recorded');
+            if (r.state === 'succeeded' && wants(r.businessOperationId, 'after-result-recorded'))
+              await stopAt(r.businessOperationId, 'after-result-recorded');
             return r;
           };
         }
@@ -90,7 +104,11 @@ function main(): Promise<void> {
       async doExecute(op, params, ctx) {
         const outcome = await adapter.doExecute(op, params, ctx);
         // The provider answered (it committed unless it refused): die before the runner records anything.
-        if (outcome.kind !== 'rejected' && outcome.kind !== 'not-applied' && wants(ctx.businessOperationId, 'after-provider-committed')) {
+        if (
+          outcome.kind !== 'rejected' &&
+          outcome.kind !== 'not-applied' &&
+          wants(ctx.businessOperationId, 'after-provider-committed')
+        ) {
           await stopAt(ctx.businessOperationId, 'after-provider-committed');
         }
         return outcome;
@@ -100,20 +118,43 @@ function main(): Promise<void> {
   }
 
   return (async () => {
-    const mod = (await import(pathToFileURL(cfg.adapterModule).href)) as { createAdapter?: (o: unknown) => AdapterV1 | Promise<AdapterV1> };
-    if (typeof mod.createAdapter !== 'function') throw new Error(`crash worker: ${cfg.adapterModule} does not export createAdapter`);
-    const adapter = await mod.createAdapter({ baseUrl: cfg.baseUrl, timeoutMs: cfg.timeoutMs, options: cfg.adapterOptions });
+    const mod = (await import(pathToFileURL(cfg.adapterModule).href)) as {
+      createAdapter?: (o: unknown) => AdapterV1 | Promise<AdapterV1>;
+    };
+    if (typeof mod.createAdapter !== 'function')
+      throw new Error(`crash worker: ${cfg.adapterModule} does not export createAdapter`);
+    const adapter = await mod.createAdapter({
+      baseUrl: cfg.baseUrl,
+      timeoutMs: cfg.timeoutMs,
+      options: cfg.adapterOptions,
+    });
     const skew = cfg.clockSkewMs ?? 0;
-    const clock = { now: () => Date.now() + skew, sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms))) };
+    const clock = {
+      now: () => Date.now() + skew,
+      sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms))),
+    };
     const baseLedger = createSqliteLedger({ path: cfg.ledgerPath });
-    const runner = createRunner({ ledger: hookLedger(baseLedger), clock, policy: { leaseMs: cfg.leaseMs, ...(cfg.policy ?? {}) }, owner: `crash-${cfg.mode}-${process.pid}` });
+    const runner = createRunner({
+      ledger: hookLedger(baseLedger),
+      clock,
+      policy: { leaseMs: cfg.leaseMs, ...(cfg.policy ?? {}) },
+      owner: `crash-${cfg.mode}-${process.pid}`,
+    });
 
     if (cfg.mode === 'run') {
       const hooked = hookAdapter(adapter);
       await Promise.all(
         cfg.jobs.map(async (job) => {
-          const r = await runner.run(hooked, cfg.operation, { params: job.params, businessOperationId: job.businessOperationId });
-          await send({ type: 'finished', index: job.index, status: r.status, businessOperationId: r.businessOperationId });
+          const r = await runner.run(hooked, cfg.operation, {
+            params: job.params,
+            businessOperationId: job.businessOperationId,
+          });
+          await send({
+            type: 'finished',
+            index: job.index,
+            status: r.status,
+            businessOperationId: r.businessOperationId,
+          });
         }),
       );
     } else {
@@ -121,21 +162,33 @@ function main(): Promise<void> {
       // every caller calls again (same id, same params), concurrently, as callers would
       const results = await Promise.all(
         cfg.jobs.map(async (job): Promise<Extract<CrashWorkerMessage, { type: 'recovered' }>['results'][number]> => {
-          const r = await runner.run(adapter, cfg.operation, { params: job.params, businessOperationId: job.businessOperationId });
+          const r = await runner.run(adapter, cfg.operation, {
+            params: job.params,
+            businessOperationId: job.businessOperationId,
+          });
           const rec = await baseLedger.get(r.businessOperationId);
           return {
-          index: job.index,
-          businessOperationId: r.businessOperationId,
-          status: r.status,
-          adopted: r.status === 'done' ? r.adopted : false,
-          providerRef: rec?.providerRef ?? null,
-          providerKey: rec?.providerKey ?? null,
-          state: rec?.state ?? null,
-          attemptCount: rec?.attemptCount ?? 0,
+            index: job.index,
+            businessOperationId: r.businessOperationId,
+            status: r.status,
+            adopted: r.status === 'done' ? r.adopted : false,
+            providerRef: rec?.providerRef ?? null,
+            providerKey: rec?.providerKey ?? null,
+            state: rec?.state ?? null,
+            attemptCount: rec?.attemptCount ?? 0,
           };
         }),
       );
-      await send({ type: 'recovered', reports: reports.map((x) => ({ businessOperationId: x.businessOperationId, from: x.from, to: x.to, action: x.action })), results });
+      await send({
+        type: 'recovered',
+        reports: reports.map((x) => ({
+          businessOperationId: x.businessOperationId,
+          from: x.from,
+          to: x.to,
+          action: x.action,
+        })),
+        results,
+      });
     }
     await baseLedger.close();
     await adapter.close?.();

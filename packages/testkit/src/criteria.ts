@@ -88,15 +88,17 @@ export function readCard(card: RetrySafetyCard, policy: DrillPolicy = {}): CardA
     byNature
       ? 'safe resend: sideEffect.idempotentByNature=true (a second call has the effect of one)'
       : safeResend
-      ? `safe same-key resend: providerKey.travels=${travels}, storedResult.semantics=${semantics}, retention.minimum=${retention}`
-      : `no safe resend: providerKey.travels=${travels}, storedResult.semantics=${semantics}, retention.minimum=${retention}`,
+        ? `safe same-key resend: providerKey.travels=${travels}, storedResult.semantics=${semantics}, retention.minimum=${retention}`
+        : `no safe resend: providerKey.travels=${travels}, storedResult.semantics=${semantics}, retention.minimum=${retention}`,
   );
   const lookup = known(method) && method !== 'none' && method !== 'resend-same-key';
   // decide's late-apply row, restated: a not-found proves absence only after the late-apply bound plus the delay.
   const late = card.lookup.lateApplyBound?.value ?? 'unknown';
   const settleMs = oracleAbsenceProvenAfterMs(card);
   const authoritativeLookup = lookup && settleMs !== null && settleMs < lookupWindowMs;
-  why.push(`lookup.method=${method}, lookup.consistencyDelay=${delay}, lookup.lateApplyBound=${late} (window ${lookupWindowMs} ms): ${authoritativeLookup ? 'authoritative lookup' : lookup ? 'lookup can find, cannot prove absence' : 'no lookup'}`);
+  why.push(
+    `lookup.method=${method}, lookup.consistencyDelay=${delay}, lookup.lateApplyBound=${late} (window ${lookupWindowMs} ms): ${authoritativeLookup ? 'authoritative lookup' : lookup ? 'lookup can find, cannot prove absence' : 'no lookup'}`,
+  );
   return {
     idempotentByNature: byNature,
     safeResend,
@@ -118,29 +120,50 @@ export function skipReason(scenario: ScenarioId, card: RetrySafetyCard): Scenari
     case 'transient-beyond-limit': {
       const v = card.retryableErrors.value;
       if (Array.isArray(v) && v.length === 0) {
-        return { cardField: 'retryableErrors', reason: 'the card lists no retryable errors, so nothing is retried and there is no limit to go beyond' };
+        return {
+          cardField: 'retryableErrors',
+          reason: 'the card lists no retryable errors, so nothing is retried and there is no limit to go beyond',
+        };
       }
       return null;
     }
     case 'rate-limited': {
       const v = card.nonRetryableErrors.value;
-      if (Array.isArray(v) && v.includes('429')) return { cardField: 'nonRetryableErrors', reason: 'the card lists 429 as non-retryable' };
+      if (Array.isArray(v) && v.includes('429'))
+        return { cardField: 'nonRetryableErrors', reason: 'the card lists 429 as non-retryable' };
       return null;
     }
     case 'key-past-retention':
       if (card.retention.minimum.value === null) {
-        return { cardField: 'retention.minimum', reason: 'the provider stores no key (retention null), so no key can age past it' };
+        return {
+          cardField: 'retention.minimum',
+          reason: 'the provider stores no key (retention null), so no key can age past it',
+        };
       }
       return null;
     case 'rejection-left-object': {
       const v = card.sideEffect.rejectionMayCreate?.value;
-      if (v !== true) return { cardField: 'sideEffect.rejectionMayCreate', reason: v === undefined ? 'the card does not say a rejected call can leave an object' : `sideEffect.rejectionMayCreate=${String(v)}` };
+      if (v !== true)
+        return {
+          cardField: 'sideEffect.rejectionMayCreate',
+          reason:
+            v === undefined
+              ? 'the card does not say a rejected call can leave an object'
+              : `sideEffect.rejectionMayCreate=${String(v)}`,
+        };
       return null;
     }
     case 'in-progress': {
       const c = card.concurrency.value;
-      if (c !== 'rejects-in-progress' && card.lookup.method.value !== 'status-url' && card.sideEffect.kind.value !== 'async-job') {
-        return { cardField: 'concurrency', reason: `concurrency=${c} (lookup.method=${card.lookup.method.value}, sideEffect.kind=${card.sideEffect.kind.value}): the provider never answers "in progress"` };
+      if (
+        c !== 'rejects-in-progress' &&
+        card.lookup.method.value !== 'status-url' &&
+        card.sideEffect.kind.value !== 'async-job'
+      ) {
+        return {
+          cardField: 'concurrency',
+          reason: `concurrency=${c} (lookup.method=${card.lookup.method.value}, sideEffect.kind=${card.sideEffect.kind.value}): the provider never answers "in progress"`,
+        };
       }
       return null;
     }
@@ -160,7 +183,12 @@ function worstBackoffMs(a: CardAbilities, attempts: number): number {
  * The pass criteria of one scenario, computed from the card before anything runs.
  * `retryAfterS` is the Retry-After of the rate-limited fault.
  */
-export function criteriaFor(scenario: ScenarioId, card: RetrySafetyCard, a: CardAbilities, extra: { retryAfterS?: number; concurrency?: number } = {}): PassCriteria {
+export function criteriaFor(
+  scenario: ScenarioId,
+  card: RetrySafetyCard,
+  a: CardAbilities,
+  extra: { retryAfterS?: number; concurrency?: number } = {},
+): PassCriteria {
   const why = [...a.why];
   const canFind = a.safeResend || a.lookup;
   const base = { oneRequestPerAttempt: true as const };
@@ -169,44 +197,123 @@ export function criteriaFor(scenario: ScenarioId, card: RetrySafetyCard, a: Card
     case 'lost-response-timeout': {
       // The provider committed; the runner must find it (lookup) or resend with the same key (replay).
       if (a.authoritativeLookup || (a.lookup && a.safeResend)) {
-        why.push('committed + findable ⇒ 1 record, adopted, no handoff; a same-key resend may follow a lookup that cannot tell yet');
-        return { ...base, providerRecords: 1, attemptsAtProxy: a.safeResend ? { min: 1, max: 2 } : { exact: 1 }, outcome: ['done'], handoff: false, why };
+        why.push(
+          'committed + findable ⇒ 1 record, adopted, no handoff; a same-key resend may follow a lookup that cannot tell yet',
+        );
+        return {
+          ...base,
+          providerRecords: 1,
+          attemptsAtProxy: a.safeResend ? { min: 1, max: 2 } : { exact: 1 },
+          outcome: ['done'],
+          handoff: false,
+          why,
+        };
       }
       if (a.safeResend) {
-        why.push('committed, no lookup, provider replays the key ⇒ a same-key resend adopts the stored result: 1 record');
-        return { ...base, providerRecords: 1, attemptsAtProxy: { min: 1, max: 2 }, outcome: ['done'], handoff: false, why };
+        why.push(
+          'committed, no lookup, provider replays the key ⇒ a same-key resend adopts the stored result: 1 record',
+        );
+        return {
+          ...base,
+          providerRecords: 1,
+          attemptsAtProxy: { min: 1, max: 2 },
+          outcome: ['done'],
+          handoff: false,
+          why,
+        };
       }
       if (a.lookup) {
-        why.push('committed, lookup without a known consistency delay and no safe resend ⇒ adopt if the lookup finds it, else hand off; never a second request');
-        return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['done', 'handed-off'], handoff: 'with-outcome', why };
+        why.push(
+          'committed, lookup without a known consistency delay and no safe resend ⇒ adopt if the lookup finds it, else hand off; never a second request',
+        );
+        return {
+          ...base,
+          providerRecords: 1,
+          attemptsAtProxy: { exact: 1 },
+          outcome: ['done', 'handed-off'],
+          handoff: 'with-outcome',
+          why,
+        };
       }
       why.push('committed, no lookup, no safe resend ⇒ hand off after exactly one request');
-      return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['handed-off'], handoff: true, why };
+      return {
+        ...base,
+        providerRecords: 1,
+        attemptsAtProxy: { exact: 1 },
+        outcome: ['handed-off'],
+        handoff: true,
+        why,
+      };
     }
     case 'late-commit':
       // Whatever the runner does (adopt, same-key resend, hand off), the provider ends with the one record.
-      why.push('the provider applies the request after the client gave up ⇒ exactly 1 record: a "not found" before it lands must not lead to a second one');
-      return { ...base, providerRecords: 1, attemptsAtProxy: { min: 1, max: Math.max(1, a.maxAttempts) }, outcome: ['done', 'handed-off'], handoff: 'with-outcome', why };
+      why.push(
+        'the provider applies the request after the client gave up ⇒ exactly 1 record: a "not found" before it lands must not lead to a second one',
+      );
+      return {
+        ...base,
+        providerRecords: 1,
+        attemptsAtProxy: { min: 1, max: Math.max(1, a.maxAttempts) },
+        outcome: ['done', 'handed-off'],
+        handoff: 'with-outcome',
+        why,
+      };
     case 'lost-request': {
       if (a.safeResend || a.authoritativeLookup) {
         why.push('never arrived; a same-key resend or an authoritative "not found" makes the resend safe ⇒ 1 record');
         return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 2 }, outcome: ['done'], handoff: false, why };
       }
-      why.push('never arrived, but nothing proves it (no safe resend, no authoritative lookup) ⇒ hand off, 0 records, no second request');
-      return { ...base, providerRecords: 0, attemptsAtProxy: { exact: 1 }, outcome: ['handed-off'], handoff: true, why };
+      why.push(
+        'never arrived, but nothing proves it (no safe resend, no authoritative lookup) ⇒ hand off, 0 records, no second request',
+      );
+      return {
+        ...base,
+        providerRecords: 0,
+        attemptsAtProxy: { exact: 1 },
+        outcome: ['handed-off'],
+        handoff: true,
+        why,
+      };
     }
     case 'concurrent-duplicates':
-      why.push(`${extra.concurrency ?? 16} concurrent runs on one ledger ⇒ one claim wins, one request, one record; the others adopt or report in-progress`);
-      return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['done', 'in-progress'], handoff: false, why };
+      why.push(
+        `${extra.concurrency ?? 16} concurrent runs on one ledger ⇒ one claim wins, one request, one record; the others adopt or report in-progress`,
+      );
+      return {
+        ...base,
+        providerRecords: 1,
+        attemptsAtProxy: { exact: 1 },
+        outcome: ['done', 'in-progress'],
+        handoff: false,
+        why,
+      };
     case 'changed-intent':
-      why.push('same business-operation id, changed intent ⇒ ConflictError before anything is sent; the first run made the only request');
+      why.push(
+        'same business-operation id, changed intent ⇒ ConflictError before anything is sent; the first run made the only request',
+      );
       return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['conflict'], handoff: false, why };
     case 'rejection-left-object':
-      why.push('sideEffect.rejectionMayCreate=true: rejected but the object exists ⇒ one request, a handoff naming it; the corrected call and resend-with are conflicts that send nothing: 1 record');
-      return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['handed-off', 'conflict'], handoff: true, why };
+      why.push(
+        'sideEffect.rejectionMayCreate=true: rejected but the object exists ⇒ one request, a handoff naming it; the corrected call and resend-with are conflicts that send nothing: 1 record',
+      );
+      return {
+        ...base,
+        providerRecords: 1,
+        attemptsAtProxy: { exact: 1 },
+        outcome: ['handed-off', 'conflict'],
+        handoff: true,
+        why,
+      };
     case 'permanent-error':
       why.push('rejected ⇒ stop after exactly one request and hand off');
-      return { ...base, providerRecords: 0, attemptsAtProxy: { exact: 1 }, outcome: ['handed-off'], handoff: true, why };
+      return {
+        ...base,
+        providerRecords: 0,
+        attemptsAtProxy: { exact: 1 },
+        outcome: ['handed-off'],
+        handoff: true,
+        why,
+      };
     case 'transient-beyond-limit': {
       const worst = worstBackoffMs(a, a.maxAttempts);
       const fits = worst <= a.maxElapsedMs;
@@ -215,50 +322,142 @@ export function criteriaFor(scenario: ScenarioId, card: RetrySafetyCard, a: Card
           ? `not-applied on every call ⇒ exactly maxAttempts=${a.maxAttempts} requests (worst backoff ${worst} ms fits maxElapsed ${a.maxElapsedMs} ms), then hand off`
           : `not-applied on every call ⇒ at most maxAttempts=${a.maxAttempts} requests (worst backoff ${worst} ms may exceed maxElapsed ${a.maxElapsedMs} ms), then hand off`,
       );
-      return { ...base, providerRecords: 0, attemptsAtProxy: fits ? { exact: a.maxAttempts } : { min: 1, max: a.maxAttempts }, outcome: ['handed-off'], handoff: true, why };
+      return {
+        ...base,
+        providerRecords: 0,
+        attemptsAtProxy: fits ? { exact: a.maxAttempts } : { min: 1, max: a.maxAttempts },
+        outcome: ['handed-off'],
+        handoff: true,
+        why,
+      };
     }
     case 'rate-limited': {
       const ra = (extra.retryAfterS ?? 0) * 1000;
       if (ra > a.retryAfterCapMs) {
-        why.push(`Retry-After ${ra} ms exceeds backoff.retryAfterCap ${a.retryAfterCapMs} ms ⇒ stop instead of calling sooner: hand off after one request`);
-        return { ...base, providerRecords: 0, attemptsAtProxy: { exact: 1 }, outcome: ['handed-off'], handoff: true, why };
+        why.push(
+          `Retry-After ${ra} ms exceeds backoff.retryAfterCap ${a.retryAfterCapMs} ms ⇒ stop instead of calling sooner: hand off after one request`,
+        );
+        return {
+          ...base,
+          providerRecords: 0,
+          attemptsAtProxy: { exact: 1 },
+          outcome: ['handed-off'],
+          handoff: true,
+          why,
+        };
       }
-      why.push(`429 + Retry-After ${ra} ms (≤ backoff.retryAfterCap ${a.retryAfterCapMs} ms) ⇒ wait at least that long, then one more request: 1 record`);
-      return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 2 }, outcome: ['done'], handoff: false, minWaitMs: ra, why };
+      why.push(
+        `429 + Retry-After ${ra} ms (≤ backoff.retryAfterCap ${a.retryAfterCapMs} ms) ⇒ wait at least that long, then one more request: 1 record`,
+      );
+      return {
+        ...base,
+        providerRecords: 1,
+        attemptsAtProxy: { exact: 2 },
+        outcome: ['done'],
+        handoff: false,
+        minWaitMs: ra,
+        why,
+      };
     }
     case 'key-past-retention':
       if (a.idempotentByNature) {
-        why.push('idempotent by nature ⇒ the key\'s age does not matter: a resend (or a lookup) finishes with the one record');
-        return { ...base, providerRecords: 1, attemptsAtProxy: { min: 1, max: 2 }, outcome: ['done'], handoff: false, why };
+        why.push(
+          "idempotent by nature ⇒ the key's age does not matter: a resend (or a lookup) finishes with the one record",
+        );
+        return {
+          ...base,
+          providerRecords: 1,
+          attemptsAtProxy: { min: 1, max: 2 },
+          outcome: ['done'],
+          handoff: false,
+          why,
+        };
       }
       if (a.authoritativeLookup) {
         why.push('key past retention.minimum ⇒ never resend on the key; the lookup finds the committed record ⇒ adopt');
         return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['done'], handoff: false, why };
       }
       if (a.lookup) {
-        why.push('key past retention.minimum ⇒ never resend on the key; a lookup with an unknown delay may find it, else hand off');
-        return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['done', 'handed-off'], handoff: 'with-outcome', why };
+        why.push(
+          'key past retention.minimum ⇒ never resend on the key; a lookup with an unknown delay may find it, else hand off',
+        );
+        return {
+          ...base,
+          providerRecords: 1,
+          attemptsAtProxy: { exact: 1 },
+          outcome: ['done', 'handed-off'],
+          handoff: 'with-outcome',
+          why,
+        };
       }
       why.push('key past retention.minimum and no lookup ⇒ no resend: hand off');
-      return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['handed-off'], handoff: true, why };
+      return {
+        ...base,
+        providerRecords: 1,
+        attemptsAtProxy: { exact: 1 },
+        outcome: ['handed-off'],
+        handoff: true,
+        why,
+      };
     case 'in-progress':
       // The proxy forwards the first request (the provider has it) and answers "in progress" instead.
       if (a.safeResend || a.lookup) {
-        why.push(`in progress at the provider ⇒ poll (lookup or same-key resend) honouring Retry-After, never a second work item: 1 record within maxAttempts=${a.maxAttempts}`);
-        return { ...base, providerRecords: 1, attemptsAtProxy: { min: 1, max: a.maxAttempts }, outcome: ['done'], handoff: false, why };
+        why.push(
+          `in progress at the provider ⇒ poll (lookup or same-key resend) honouring Retry-After, never a second work item: 1 record within maxAttempts=${a.maxAttempts}`,
+        );
+        return {
+          ...base,
+          providerRecords: 1,
+          attemptsAtProxy: { min: 1, max: a.maxAttempts },
+          outcome: ['done'],
+          handoff: false,
+          why,
+        };
       }
-      why.push('in progress at the provider, but nothing to poll (no lookup, no safe resend) ⇒ hand off after one request, never a second work item');
-      return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['handed-off'], handoff: true, why };
+      why.push(
+        'in progress at the provider, but nothing to poll (no lookup, no safe resend) ⇒ hand off after one request, never a second work item',
+      );
+      return {
+        ...base,
+        providerRecords: 1,
+        attemptsAtProxy: { exact: 1 },
+        outcome: ['handed-off'],
+        handoff: true,
+        why,
+      };
     case 'crash-after-dispatch':
       if (canFind && (a.safeResend || a.authoritativeLookup)) {
         why.push('the worker died after the provider committed ⇒ recover() finds or replays it: 1 record, done');
-        return { ...base, providerRecords: 1, attemptsAtProxy: { min: 1, max: 2 }, outcome: ['done'], handoff: false, why };
+        return {
+          ...base,
+          providerRecords: 1,
+          attemptsAtProxy: { min: 1, max: 2 },
+          outcome: ['done'],
+          handoff: false,
+          why,
+        };
       }
       if (a.lookup) {
-        why.push('the worker died after the provider committed ⇒ recover() adopts what the lookup finds, else hands off; never a second request');
-        return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['done', 'handed-off'], handoff: 'with-outcome', why };
+        why.push(
+          'the worker died after the provider committed ⇒ recover() adopts what the lookup finds, else hands off; never a second request',
+        );
+        return {
+          ...base,
+          providerRecords: 1,
+          attemptsAtProxy: { exact: 1 },
+          outcome: ['done', 'handed-off'],
+          handoff: 'with-outcome',
+          why,
+        };
       }
       why.push('the worker died after the provider committed, nothing can find it ⇒ recover() hands off, no resend');
-      return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['handed-off'], handoff: true, why };
+      return {
+        ...base,
+        providerRecords: 1,
+        attemptsAtProxy: { exact: 1 },
+        outcome: ['handed-off'],
+        handoff: true,
+        why,
+      };
   }
 }

@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import type { AdapterV1, HandoffPacket, Ledger } from '@retrysafe/contract';
 import { callbackHandoffSink, createMemoryLedger, createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
-import { createDrillClock, seededRandom, type DrillClock } from './drill-clock.js';
+import { createDrillClock, type DrillClock, seededRandom } from './drill-clock.js';
 import type { ConformanceOptions, DrillSandbox, ScenarioResult } from './drill-types.js';
-import { startFaultProxy, type FaultProxy, type FaultScript } from './fault-proxy.js';
+import { type FaultProxy, type FaultScript, startFaultProxy } from './fault-proxy.js';
 
 /**
  * The client timeout a drill hands to createAdapter unless the setup says otherwise. Generous on
@@ -93,7 +93,11 @@ export interface Harness {
   ledgers: Ledger[];
   ledgerPath: string | null;
   makeLedger(): Ledger;
-  makeRunner(ledger: Ledger, clock?: { now(): number; sleep(ms: number): Promise<void> }, owner?: string): ReturnType<typeof createRunner>;
+  makeRunner(
+    ledger: Ledger,
+    clock?: { now(): number; sleep(ms: number): Promise<void> },
+    owner?: string,
+  ): ReturnType<typeof createRunner>;
   close(): Promise<void>;
 }
 
@@ -108,13 +112,21 @@ export interface DrillContext {
 
 export function createDrillContext(options: ConformanceOptions): DrillContext {
   if (!options || typeof options !== 'object') throw new TypeError('runConformance/runDrill: options required');
-  if (typeof options.name !== 'string' || !/^[A-Za-z0-9._-]+$/.test(options.name)) throw new TypeError('name must be a short identifier (letters, digits, . _ -)');
-  if (typeof options.createAdapter !== 'function') throw new TypeError('createAdapter must be a function ({ baseUrl, timeoutMs }) => AdapterV1');
-  if (typeof options.startSandbox !== 'function') throw new TypeError('startSandbox must be a function returning { url, count, close }');
-  if (!options.operations || Object.keys(options.operations).length === 0) throw new TypeError('operations must declare at least one operation to drill');
+  if (typeof options.name !== 'string' || !/^[A-Za-z0-9._-]+$/.test(options.name))
+    throw new TypeError('name must be a short identifier (letters, digits, . _ -)');
+  if (typeof options.createAdapter !== 'function')
+    throw new TypeError('createAdapter must be a function ({ baseUrl, timeoutMs }) => AdapterV1');
+  if (typeof options.startSandbox !== 'function')
+    throw new TypeError('startSandbox must be a function returning { url, count, close }');
+  if (!options.operations || Object.keys(options.operations).length === 0)
+    throw new TypeError('operations must declare at least one operation to drill');
   for (const [op, d] of Object.entries(options.operations)) {
-    if (typeof d.params !== 'function' || typeof d.changeIntent !== 'function') throw new TypeError(`operations['${op}']: params(i) and changeIntent(params) are required`);
-    if (!d.faults || d.faults.permanent === undefined) throw new TypeError(`operations['${op}'].faults.permanent is required (an answer the adapter classifies as rejected)`);
+    if (typeof d.params !== 'function' || typeof d.changeIntent !== 'function')
+      throw new TypeError(`operations['${op}']: params(i) and changeIntent(params) are required`);
+    if (!d.faults || d.faults.permanent === undefined)
+      throw new TypeError(
+        `operations['${op}'].faults.permanent is required (an answer the adapter classifies as rejected)`,
+      );
   }
   const outDir = options.outDir ?? mkdtempSync(join(tmpdir(), `retrysafe-drill-${options.name}-`));
   mkdirSync(outDir, { recursive: true });
@@ -122,19 +134,40 @@ export function createDrillContext(options: ConformanceOptions): DrillContext {
   return { options, outDir, workDir, nextIndex: 0, results: [] };
 }
 
-export async function startHarness(ctx: DrillContext, faults: FaultScript, timeoutOverrideMs?: number): Promise<Harness> {
+export async function startHarness(
+  ctx: DrillContext,
+  faults: FaultScript,
+  timeoutOverrideMs?: number,
+): Promise<Harness> {
   const o = ctx.options;
   const clock = createDrillClock();
   const sandbox = await o.startSandbox({ clock });
   let proxy: FaultProxy | undefined;
   try {
-    proxy = await startFaultProxy({ target: sandbox.url, faults, clock, ...(o.recordHeaders ? { recordHeaders: o.recordHeaders } : {}) });
-    const inner = await o.createAdapter({ baseUrl: proxy.url, timeoutMs: timeoutOverrideMs ?? o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS });
-    const tracker: Tracker = { executeCalls: 0, lookupCalls: 0, activeExecute: 0, activeLookup: 0, executeSpans: [], dieAfterExecute: false, died: false };
+    proxy = await startFaultProxy({
+      target: sandbox.url,
+      faults,
+      clock,
+      ...(o.recordHeaders ? { recordHeaders: o.recordHeaders } : {}),
+    });
+    const inner = await o.createAdapter({
+      baseUrl: proxy.url,
+      timeoutMs: timeoutOverrideMs ?? o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS,
+    });
+    const tracker: Tracker = {
+      executeCalls: 0,
+      lookupCalls: 0,
+      activeExecute: 0,
+      activeLookup: 0,
+      executeSpans: [],
+      dieAfterExecute: false,
+      died: false,
+    };
     const adapter = instrument(inner, proxy, clock, tracker);
     const packets: HandoffPacket[] = [];
     const ledgers: Ledger[] = [];
-    const ledgerPath = (o.ledger ?? 'sqlite') === 'sqlite' ? join(ctx.workDir, `ledger-${ctx.nextIndex}-${Date.now()}.db`) : null;
+    const ledgerPath =
+      (o.ledger ?? 'sqlite') === 'sqlite' ? join(ctx.workDir, `ledger-${ctx.nextIndex}-${Date.now()}.db`) : null;
     let memory: Ledger | null = null;
     const p = proxy;
     const h: Harness = {
@@ -185,4 +218,3 @@ export async function startHarness(ctx: DrillContext, faults: FaultScript, timeo
     throw err;
   }
 }
-

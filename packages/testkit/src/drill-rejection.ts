@@ -1,5 +1,5 @@
 /** The drill's scenario for a rejection that still created something (sideEffect.rejectionMayCreate). */
-import { ConflictError, type AdapterV1, type HandoffPacket, type Ledger } from '@retrysafe/contract';
+import { type AdapterV1, ConflictError, type HandoffPacket, type Ledger } from '@retrysafe/contract';
 import type { createRunner } from '@retrysafe/core';
 import type { DrillOutcome } from './drill-types.js';
 
@@ -13,7 +13,8 @@ export interface ScenarioHarness {
 
 /** A run's result as the drill counts it. */
 export function outcomeOf(result: { status: string }): DrillOutcome {
-  if (result.status === 'done' || result.status === 'handed-off' || result.status === 'in-progress') return result.status;
+  if (result.status === 'done' || result.status === 'handed-off' || result.status === 'in-progress')
+    return result.status;
   return 'error';
 }
 
@@ -37,11 +38,22 @@ export async function rejectionLeftObject(
   }
   out.outcomes.push(outcomeOf(first));
   const created = h.packets.at(-1)?.lastKnown.created;
-  if (created === undefined) out.failures.push(`${out.label}: the handoff packet does not name the object the rejected call left (lastKnown.created)`);
+  if (created === undefined)
+    out.failures.push(
+      `${out.label}: the handoff packet does not name the object the rejected call left (lastKnown.created)`,
+    );
   else out.notes.push(`the rejected call left ${created}`);
   const attempts: [string, () => Promise<unknown>][] = [
     ['a corrected call', () => runner.run(h.adapter, operation, { params: corrected })],
-    ['resend-with', () => runner.resolve(first.businessOperationId, { action: 'resend-with', params: corrected }, { adapters: [h.adapter] })],
+    [
+      'resend-with',
+      () =>
+        runner.resolve(
+          first.businessOperationId,
+          { action: 'resend-with', params: corrected },
+          { adapters: [h.adapter] },
+        ),
+    ],
   ];
   for (const [what, call] of attempts) {
     try {
@@ -55,4 +67,3 @@ export async function rejectionLeftObject(
     }
   }
 }
-

@@ -1,4 +1,10 @@
-import type { DrillOperation as ContractDrillOperation, DrillSandbox as ContractDrillSandbox, DrillSetup, Receipt, HandoffPacket } from '@retrysafe/contract';
+import type {
+  DrillOperation as ContractDrillOperation,
+  DrillSandbox as ContractDrillSandbox,
+  DrillSetup,
+  HandoffPacket,
+  Receipt,
+} from '@retrysafe/contract';
 import type { Fault, ProxyRequest } from './fault-proxy.js';
 
 /** A sandbox server started fresh for one scenario (the contract's type). */
@@ -83,7 +89,12 @@ export interface ObservedValues {
   readonly providerRecords: number;
   readonly attemptsAtProxy: number;
   /** Requests at the proxy during `doExecute` calls / `doLookup` calls / outside either. */
-  readonly requests: { readonly total: number; readonly duringExecute: number; readonly duringLookup: number; readonly other: number };
+  readonly requests: {
+    readonly total: number;
+    readonly duringExecute: number;
+    readonly duringLookup: number;
+    readonly other: number;
+  };
   readonly executeCalls: number;
   readonly lookupCalls: number;
   /** The largest number of proxy requests seen inside one `doExecute` call. */
@@ -129,9 +140,23 @@ export interface DrillSummary {
   readonly passed: number;
   readonly failed: number;
   readonly skipped: number;
-  readonly skips: readonly { readonly operation: string; readonly scenario: ScenarioId; readonly cardField: string; readonly reason: string }[];
-  readonly failures: readonly { readonly operation: string; readonly scenario: ScenarioId; readonly failures: readonly string[] }[];
-  readonly results: readonly { readonly operation: string; readonly scenario: ScenarioId; readonly status: ScenarioResult['status']; readonly receiptFile: string }[];
+  readonly skips: readonly {
+    readonly operation: string;
+    readonly scenario: ScenarioId;
+    readonly cardField: string;
+    readonly reason: string;
+  }[];
+  readonly failures: readonly {
+    readonly operation: string;
+    readonly scenario: ScenarioId;
+    readonly failures: readonly string[];
+  }[];
+  readonly results: readonly {
+    readonly operation: string;
+    readonly scenario: ScenarioId;
+    readonly status: ScenarioResult['status'];
+    readonly receiptFile: string;
+  }[];
 }
 
 export interface DrillReport {

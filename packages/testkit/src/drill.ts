@@ -3,9 +3,25 @@ import { join } from 'node:path';
 import { AdapterConfigurationError, type RetrySafetyCard } from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
 import { criteriaFor, readCard, skipReason } from './criteria.js';
-import { driveScenario, type Drive } from './drill-drive.js';
-import { createDrillContext, DEFAULT_DRILL_TIMEOUT_MS, startHarness, type DrillContext, type Harness } from './drill-harness.js';
-import type { CountCriterion, DrillOperation, DrillOptions, DrillReport, DrillSummary, ObservedValues, PassCriteria, ScenarioId, ScenarioResult } from './drill-types.js';
+import { type Drive, driveScenario } from './drill-drive.js';
+import {
+  createDrillContext,
+  DEFAULT_DRILL_TIMEOUT_MS,
+  type DrillContext,
+  type Harness,
+  startHarness,
+} from './drill-harness.js';
+import type {
+  CountCriterion,
+  DrillOperation,
+  DrillOptions,
+  DrillReport,
+  DrillSummary,
+  ObservedValues,
+  PassCriteria,
+  ScenarioId,
+  ScenarioResult,
+} from './drill-types.js';
 import { SCENARIOS } from './drill-types.js';
 import type { Fault, FaultScript, ProxyRequest } from './fault-proxy.js';
 
@@ -22,7 +38,8 @@ export const SCENARIO_TITLES: Readonly<Record<ScenarioId, string>> = {
   'in-progress': 'in progress at the provider ⇒ polled, one work item',
   'crash-after-dispatch': 'crash after dispatch ⇒ recover() reconciles to one record',
   'late-commit': 'late commit: the provider applies the request after the client timed out ⇒ one record',
-  'rejection-left-object': 'a rejection that left an object, then a corrected request ⇒ still one object, the packet names it',
+  'rejection-left-object':
+    'a rejection that left an object, then a corrected request ⇒ still one object, the packet names it',
 };
 
 /** The client timeout of the late-commit scenario (the request is held until the client gives up). */
@@ -47,7 +64,6 @@ function describeCount(c: CountCriterion): string {
   return 'exact' in c ? `exactly ${c.exact}` : c.min !== undefined ? `${c.min}–${c.max}` : `at most ${c.max}`;
 }
 
-
 function safeName(s: string): string {
   return s.replace(/[^A-Za-z0-9._-]+/g, '_');
 }
@@ -59,7 +75,8 @@ function safeName(s: string): string {
  */
 export function lateApplyMs(card: RetrySafetyCard): number {
   const fact = (card.lookup as unknown as Record<string, unknown>)['lateApplyBound'];
-  const value = typeof fact === 'object' && fact !== null && 'value' in fact ? (fact as { value: unknown }).value : fact;
+  const value =
+    typeof fact === 'object' && fact !== null && 'value' in fact ? (fact as { value: unknown }).value : fact;
   if (value === null) return 0;
   if (typeof value === 'string' && value !== 'unknown') {
     try {
@@ -71,7 +88,10 @@ export function lateApplyMs(card: RetrySafetyCard): number {
   return 10 * 60_000;
 }
 
-type ResultFields = Omit<ScenarioResult, 'drill' | 'operation' | 'scenario' | 'title' | 'startedAt' | 'finishedAt' | 'receiptFile'>;
+type ResultFields = Omit<
+  ScenarioResult,
+  'drill' | 'operation' | 'scenario' | 'title' | 'startedAt' | 'finishedAt' | 'receiptFile'
+>;
 
 /** Runs one scenario for one operation, writes its receipt file, and returns the result. Never throws for drill failures. */
 export async function runScenario(ctx: DrillContext, operation: string, scenario: ScenarioId): Promise<ScenarioResult> {
@@ -84,20 +104,34 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
   const failures: string[] = [];
   const label = `${o.name} ${operation} ${scenario}`;
   const finish = (r: ResultFields): ScenarioResult => {
-    const result: ScenarioResult = { drill: o.name, operation, scenario, title, startedAt, finishedAt: new Date().toISOString(), receiptFile, ...r };
+    const result: ScenarioResult = {
+      drill: o.name,
+      operation,
+      scenario,
+      title,
+      startedAt,
+      finishedAt: new Date().toISOString(),
+      receiptFile,
+      ...r,
+    };
     writeFileSync(receiptFile, JSON.stringify(result, null, 2) + '\n');
     ctx.results.push(result);
     return result;
   };
   const none = { runnerReceipts: [], handoffPackets: [], proxyRequests: [], notes };
-  if (!op) return finish({ status: 'failed', failures: [`${label}: operation not declared in options.operations`], ...none });
+  if (!op)
+    return finish({ status: 'failed', failures: [`${label}: operation not declared in options.operations`], ...none });
 
   // Read the card from a throwaway adapter, before anything runs.
   let card: RetrySafetyCard;
   try {
     card = await readDrillCard(ctx, operation);
   } catch (err) {
-    return finish({ status: 'failed', failures: [`${label}: cannot read the card: ${(err as Error).message}`], ...none });
+    return finish({
+      status: 'failed',
+      failures: [`${label}: cannot read the card: ${(err as Error).message}`],
+      ...none,
+    });
   }
 
   const skip = skipReason(scenario, card);
@@ -105,12 +139,15 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
 
   const abilities = readCard(card, o.policy);
   const rateLimited = op.faults.rateLimited ?? DEFAULT_RATE_LIMITED;
-  const retryAfterS = typeof rateLimited === 'object' && rateLimited.kind === 'status' ? (rateLimited.retryAfterS ?? 0) : 0;
+  const retryAfterS =
+    typeof rateLimited === 'object' && rateLimited.kind === 'status' ? (rateLimited.retryAfterS ?? 0) : 0;
   const criteria: PassCriteria = criteriaFor(scenario, card, abilities, { retryAfterS, concurrency: CONCURRENCY });
 
   const i = ctx.nextIndex++;
   if (scenario === 'rejection-left-object' && !op.rejectedCreates) {
-    failures.push(`${label}: operations['${operation}'].rejectedCreates is required: the card says a rejected call can leave an object (sideEffect.rejectionMayCreate)`);
+    failures.push(
+      `${label}: operations['${operation}'].rejectedCreates is required: the card says a rejected call can leave an object (sideEffect.rejectionMayCreate)`,
+    );
     return finish({ status: 'failed', criteria, failures, ...none });
   }
   const params = scenario === 'rejection-left-object' ? op.rejectedCreates!.params(i) : op.params(i);
@@ -118,7 +155,9 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
   // Missing provider-shaped faults for a scenario the card says applies: a configuration failure, not a skip.
   const needFault = (f: Fault | undefined, field: string): Fault | null => {
     if (f !== undefined) return f;
-    failures.push(`${label}: operations['${operation}'].faults.${field} is required: the card says this scenario applies (${criteria.why.at(-1)})`);
+    failures.push(
+      `${label}: operations['${operation}'].faults.${field} is required: the card says this scenario applies (${criteria.why.at(-1)})`,
+    );
     return null;
   };
   const script = faultScriptFor(scenario, op, card, { timeoutMs, rateLimited, needFault });
@@ -127,41 +166,92 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
   let h: Harness;
   try {
     // late-commit only needs the client to give up: a short client timeout keeps the whole drill under a minute.
-    h = await startHarness(ctx, script, scenario === 'late-commit' ? Math.min(LATE_COMMIT_TIMEOUT_MS, timeoutMs) : undefined);
+    h = await startHarness(
+      ctx,
+      script,
+      scenario === 'late-commit' ? Math.min(LATE_COMMIT_TIMEOUT_MS, timeoutMs) : undefined,
+    );
   } catch (err) {
-    return finish({ status: 'failed', criteria, failures: [`${label}: could not start sandbox/proxy/adapter: ${(err as Error).message}`], ...none });
+    return finish({
+      status: 'failed',
+      criteria,
+      failures: [`${label}: could not start sandbox/proxy/adapter: ${(err as Error).message}`],
+      ...none,
+    });
   }
 
-  const d: Drive = { outcomes: [], errors: [], failures, notes, runnerReceipts: [], executeCallsBeforeRecovery: 0, requestsBeforeRecovery: 0 };
+  const d: Drive = {
+    outcomes: [],
+    errors: [],
+    failures,
+    notes,
+    runnerReceipts: [],
+    executeCallsBeforeRecovery: 0,
+    requestsBeforeRecovery: 0,
+  };
   const businessOperationId = `drill-${safeName(operation)}-${i}`;
-  await driveScenario(h, { scenario, operation, op, card, params, label, businessOperationId, leaseMs: o.policy?.leaseMs ?? 30_000, concurrency: CONCURRENCY }, d);
+  await driveScenario(
+    h,
+    {
+      scenario,
+      operation,
+      op,
+      card,
+      params,
+      label,
+      businessOperationId,
+      leaseMs: o.policy?.leaseMs ?? 30_000,
+      concurrency: CONCURRENCY,
+    },
+    d,
+  );
 
   const { observed, proxyRequests, duringExecute, maxRequestsInOneExecute } = await observe(h, operation, d);
   const handoffPackets = [...h.packets];
   await h.close().catch((err: Error) => notes.push(`cleanup: ${err.message}`));
-  if (d.executeCallsBeforeRecovery) notes.push(`before recovery: ${d.executeCallsBeforeRecovery} doExecute call(s), ${d.requestsBeforeRecovery} proxy request(s)`);
+  if (d.executeCallsBeforeRecovery)
+    notes.push(
+      `before recovery: ${d.executeCallsBeforeRecovery} doExecute call(s), ${d.requestsBeforeRecovery} proxy request(s)`,
+    );
 
   // Assert the criteria written before the run.
   const { providerRecords, outcomes, errors } = observed;
   const waitedMs = d.waitedMs;
-  if (providerRecords !== criteria.providerRecords) failures.push(`${label}: providerRecords expected ${criteria.providerRecords}, observed ${providerRecords}`);
-  if (!meets(criteria.attemptsAtProxy, duringExecute)) failures.push(`${label}: attemptsAtProxy expected ${describeCount(criteria.attemptsAtProxy)}, observed ${duringExecute} (doExecute calls ${h.tracker.executeCalls}, requests ${proxyRequests.length})`);
+  if (providerRecords !== criteria.providerRecords)
+    failures.push(`${label}: providerRecords expected ${criteria.providerRecords}, observed ${providerRecords}`);
+  if (!meets(criteria.attemptsAtProxy, duringExecute))
+    failures.push(
+      `${label}: attemptsAtProxy expected ${describeCount(criteria.attemptsAtProxy)}, observed ${duringExecute} (doExecute calls ${h.tracker.executeCalls}, requests ${proxyRequests.length})`,
+    );
   if (maxRequestsInOneExecute > 1 || (scenario !== 'concurrent-duplicates' && duringExecute > h.tracker.executeCalls)) {
-    failures.push(`${label}: one retrying layer expected (1 request per doExecute), observed ${maxRequestsInOneExecute > 1 ? maxRequestsInOneExecute : duringExecute} request(s) for ${maxRequestsInOneExecute > 1 ? 'one doExecute call' : `${h.tracker.executeCalls} doExecute call(s)`}: the SDK or adapter retries on its own`);
+    failures.push(
+      `${label}: one retrying layer expected (1 request per doExecute), observed ${maxRequestsInOneExecute > 1 ? maxRequestsInOneExecute : duringExecute} request(s) for ${maxRequestsInOneExecute > 1 ? 'one doExecute call' : `${h.tracker.executeCalls} doExecute call(s)`}: the SDK or adapter retries on its own`,
+    );
   }
   const badOutcomes = outcomes.filter((x) => !criteria.outcome.includes(x));
-  if (outcomes.length === 0 || badOutcomes.length > 0) failures.push(`${label}: outcome expected ${criteria.outcome.join(' or ')}, observed ${outcomes.length ? [...new Set(outcomes)].join(', ') : 'none'}${errors.length ? ` (${errors[0]})` : ''}`);
+  if (outcomes.length === 0 || badOutcomes.length > 0)
+    failures.push(
+      `${label}: outcome expected ${criteria.outcome.join(' or ')}, observed ${outcomes.length ? [...new Set(outcomes)].join(', ') : 'none'}${errors.length ? ` (${errors[0]})` : ''}`,
+    );
   const handedOff = outcomes.includes('handed-off');
   const wantHandoff = criteria.handoff === 'with-outcome' ? handedOff : criteria.handoff;
   if (wantHandoff && h.packets.length === 0) failures.push(`${label}: handoff expected, observed no handoff packet`);
-  if (!wantHandoff && h.packets.length > 0) failures.push(`${label}: no handoff expected, observed ${h.packets.length} packet(s) (${h.packets.map((p) => p.reason).join(', ')})`);
+  if (!wantHandoff && h.packets.length > 0)
+    failures.push(
+      `${label}: no handoff expected, observed ${h.packets.length} packet(s) (${h.packets.map((p) => p.reason).join(', ')})`,
+    );
   if (criteria.minWaitMs !== undefined && !(waitedMs !== undefined && waitedMs >= criteria.minWaitMs)) {
-    failures.push(`${label}: Retry-After not honoured: expected a wait of at least ${criteria.minWaitMs} ms before attempt 2, observed ${waitedMs ?? 'no second attempt'}`);
+    failures.push(
+      `${label}: Retry-After not honoured: expected a wait of at least ${criteria.minWaitMs} ms before attempt 2, observed ${waitedMs ?? 'no second attempt'}`,
+    );
   }
   if (scenario === 'lost-response-timeout' && proxyRequests[0] && proxyRequests[0].clientGaveUp === false) {
-    failures.push(`${label}: the client did not time out: the proxy held the response ${timeoutMs * 5 + 1000} ms and dropped it itself; createAdapter must pass timeoutMs (${timeoutMs} ms) to the SDK`);
+    failures.push(
+      `${label}: the client did not time out: the proxy held the response ${timeoutMs * 5 + 1000} ms and dropped it itself; createAdapter must pass timeoutMs (${timeoutMs} ms) to the SDK`,
+    );
   }
-  if (h.proxy.scriptErrors.length > 0) failures.push(`${label}: fault script errors: ${h.proxy.scriptErrors.join('; ')}`);
+  if (h.proxy.scriptErrors.length > 0)
+    failures.push(`${label}: fault script errors: ${h.proxy.scriptErrors.join('; ')}`);
 
   return finish({
     status: failures.length === 0 ? 'passed' : 'failed',
@@ -178,10 +268,17 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
 /** The operation's card, read from a throwaway adapter that never sends anything. */
 async function readDrillCard(ctx: DrillContext, operation: string): Promise<RetrySafetyCard> {
   const o = ctx.options;
-  const probe = await o.createAdapter({ baseUrl: 'http://127.0.0.1:9', timeoutMs: o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS });
+  const probe = await o.createAdapter({
+    baseUrl: 'http://127.0.0.1:9',
+    timeoutMs: o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS,
+  });
   const spec = probe.operations[operation];
   await probe.close?.();
-  if (!spec) throw new AdapterConfigurationError(probe.provider, `operation '${operation}' is not one of the adapter's operations (${Object.keys(probe.operations).join(', ')})`);
+  if (!spec)
+    throw new AdapterConfigurationError(
+      probe.provider,
+      `operation '${operation}' is not one of the adapter's operations (${Object.keys(probe.operations).join(', ')})`,
+    );
   return spec.card;
 }
 
@@ -213,7 +310,13 @@ function faultScriptFor(
     case 'in-progress': {
       const inProgress = f.needFault(op.faults.inProgress, 'inProgress');
       // the provider has the work (forwarded, committed); the caller is told "in progress"
-      return inProgress ? [typeof inProgress === 'object' && inProgress.kind === 'status' ? { ...inProgress, forward: true } : inProgress] : [];
+      return inProgress
+        ? [
+            typeof inProgress === 'object' && inProgress.kind === 'status'
+              ? { ...inProgress, forward: true }
+              : inProgress,
+          ]
+        : [];
     }
     default:
       return [];
@@ -230,12 +333,18 @@ async function observe(h: Harness, operation: string, d: Drive) {
   const duringExecute = proxyRequests.filter((r) => r.phase === 'execute').length;
   const duringLookup = proxyRequests.filter((r) => r.phase === 'lookup').length;
   const perExecute = new Map<string, number>();
-  for (const r of proxyRequests) if (r.label?.startsWith('execute#')) perExecute.set(r.label, (perExecute.get(r.label) ?? 0) + 1);
+  for (const r of proxyRequests)
+    if (r.label?.startsWith('execute#')) perExecute.set(r.label, (perExecute.get(r.label) ?? 0) + 1);
   const maxRequestsInOneExecute = Math.max(0, ...perExecute.values());
   const observed: ObservedValues = {
     providerRecords,
     attemptsAtProxy: duringExecute,
-    requests: { total: proxyRequests.length, duringExecute, duringLookup, other: proxyRequests.length - duringExecute - duringLookup },
+    requests: {
+      total: proxyRequests.length,
+      duringExecute,
+      duringLookup,
+      other: proxyRequests.length - duringExecute - duringLookup,
+    },
     executeCalls: h.tracker.executeCalls,
     lookupCalls: h.tracker.lookupCalls,
     maxRequestsInOneExecute,
@@ -258,9 +367,23 @@ export function writeSummary(ctx: DrillContext): DrillSummary {
     passed: results.filter((r) => r.status === 'passed').length,
     failed: results.filter((r) => r.status === 'failed').length,
     skipped: results.filter((r) => r.status === 'skipped').length,
-    skips: results.filter((r) => r.skip).map((r) => ({ operation: r.operation, scenario: r.scenario, cardField: r.skip!.cardField, reason: r.skip!.reason })),
-    failures: results.filter((r) => r.status === 'failed').map((r) => ({ operation: r.operation, scenario: r.scenario, failures: r.failures })),
-    results: results.map((r) => ({ operation: r.operation, scenario: r.scenario, status: r.status, receiptFile: r.receiptFile })),
+    skips: results
+      .filter((r) => r.skip)
+      .map((r) => ({
+        operation: r.operation,
+        scenario: r.scenario,
+        cardField: r.skip!.cardField,
+        reason: r.skip!.reason,
+      })),
+    failures: results
+      .filter((r) => r.status === 'failed')
+      .map((r) => ({ operation: r.operation, scenario: r.scenario, failures: r.failures })),
+    results: results.map((r) => ({
+      operation: r.operation,
+      scenario: r.scenario,
+      status: r.status,
+      receiptFile: r.receiptFile,
+    })),
   };
   writeFileSync(join(ctx.outDir, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
   return summary;
@@ -277,7 +400,8 @@ export function disposeDrillContext(ctx: DrillContext): void {
  */
 export async function runDrill(options: DrillOptions): Promise<DrillReport> {
   const scenarios = options.scenarios ?? SCENARIOS;
-  for (const s of scenarios) if (!SCENARIOS.includes(s)) throw new TypeError(`unknown scenario '${String(s)}'; known: ${SCENARIOS.join(', ')}`);
+  for (const s of scenarios)
+    if (!SCENARIOS.includes(s)) throw new TypeError(`unknown scenario '${String(s)}'; known: ${SCENARIOS.join(', ')}`);
   const ctx = createDrillContext(options);
   try {
     for (const operation of Object.keys(options.operations)) {

@@ -1,5 +1,13 @@
 import { createHash } from 'node:crypto';
-import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  Agent,
+  createServer,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { DrillFault } from '@retrysafe/contract';
 
@@ -97,11 +105,22 @@ export interface FaultProxy {
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
 const EMPTY_SHA = 'sha256:' + createHash('sha256').update('').digest('hex');
 /** Hop-by-hop headers that must not be relayed (RFC 9110 §7.6.1). */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'proxy-authorization', 'proxy-authenticate']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'upgrade',
+  'te',
+  'trailer',
+  'proxy-authorization',
+  'proxy-authenticate',
+]);
 
 /** Throws a TypeError naming the problem when `fault` is not a valid Fault. */
 export function validateFault(fault: unknown, where = 'fault'): asserts fault is Fault {
-  if (fault === 'pass' || fault === 'drop-response' || fault === 'reset-before' || fault === 'truncate-response') return;
+  if (fault === 'pass' || fault === 'drop-response' || fault === 'reset-before' || fault === 'truncate-response')
+    return;
   if (typeof fault === 'object' && fault !== null) {
     const f = fault as { kind?: unknown; ms?: unknown; status?: unknown; retryAfterS?: unknown };
     if (f.kind === 'delay') {
@@ -123,12 +142,15 @@ export function validateFault(fault: unknown, where = 'fault'): asserts fault is
       return;
     }
   }
-  throw new TypeError(`${where}: expected 'pass' | 'drop-response' | 'reset-before' | 'truncate-response' | { kind: 'delay', ms } | { kind: 'status', status }, got ${JSON.stringify(fault)}`);
+  throw new TypeError(
+    `${where}: expected 'pass' | 'drop-response' | 'reset-before' | 'truncate-response' | { kind: 'delay', ms } | { kind: 'status', status }, got ${JSON.stringify(fault)}`,
+  );
 }
 
 function validateScript(script: FaultScript): void {
   if (typeof script === 'function') return;
-  if (!Array.isArray(script)) throw new TypeError('faults must be an array (one entry per call) or a function of the call number');
+  if (!Array.isArray(script))
+    throw new TypeError('faults must be an array (one entry per call) or a function of the call number');
   script.forEach((f, i) => validateFault(f, `faults[${i}] (call ${i + 1})`));
 }
 
@@ -146,7 +168,10 @@ function assertLoopbackTarget(target: string): URL {
     throw new TypeError(`target is not a URL: ${JSON.stringify(target)}`);
   }
   if (url.protocol !== 'http:') throw new TypeError(`target must be plain http on loopback, got ${url.protocol}`);
-  if (!LOOPBACK.has(url.hostname)) throw new TypeError(`target must be a loopback address (127.0.0.1), got ${url.hostname}: the drill never talks to live systems`);
+  if (!LOOPBACK.has(url.hostname))
+    throw new TypeError(
+      `target must be a loopback address (127.0.0.1), got ${url.hostname}: the drill never talks to live systems`,
+    );
   return url;
 }
 
@@ -161,7 +186,11 @@ function resetSocket(socket: Socket): void {
 type Upstream = { status: number; headers: IncomingHttpHeaders; body: Buffer };
 
 /** Sends the request on to the sandbox and reads its whole answer. */
-function forwardTo(up: { target: URL; basePath: string; agent: Agent }, req: IncomingMessage, body: Buffer): Promise<Upstream> {
+function forwardTo(
+  up: { target: URL; basePath: string; agent: Agent },
+  req: IncomingMessage,
+  body: Buffer,
+): Promise<Upstream> {
   const headers: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(req.headers)) {
     if (v === undefined || HOP_BY_HOP.has(k) || k === 'host' || k === 'content-length') continue;
@@ -171,11 +200,20 @@ function forwardTo(up: { target: URL; basePath: string; agent: Agent }, req: Inc
   headers['content-length'] = String(body.length);
   return new Promise((resolve, reject) => {
     const request = httpRequest(
-      { hostname: up.target.hostname.replace(/^\[|\]$/g, ''), port: up.target.port || 80, method: req.method, path: up.basePath + (req.url ?? '/'), headers, agent: up.agent },
+      {
+        hostname: up.target.hostname.replace(/^\[|\]$/g, ''),
+        port: up.target.port || 80,
+        method: req.method,
+        path: up.basePath + (req.url ?? '/'),
+        headers,
+        agent: up.agent,
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 502, headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 502, headers: res.headers, body: Buffer.concat(chunks) }),
+        );
         res.on('error', reject);
       },
     );
@@ -214,7 +252,8 @@ function answerWithStatus(res: ServerResponse, fault: Extract<Fault, { kind: 'st
 function truncateResponse(req: IncomingMessage, res: ServerResponse, upstream: Upstream): void {
   if (req.socket.destroyed) return;
   const headers: Record<string, string | string[]> = {};
-  for (const [k, v] of Object.entries(upstream.headers)) if (v !== undefined && !HOP_BY_HOP.has(k) && k !== 'content-length') headers[k] = v;
+  for (const [k, v] of Object.entries(upstream.headers))
+    if (v !== undefined && !HOP_BY_HOP.has(k) && k !== 'content-length') headers[k] = v;
   // A body is cut to its first half under its full content-length; an empty one is announced as a
   // chunked body that never ends (there is nothing to cut): either way the client cannot finish reading.
   if (upstream.body.length > 0) headers['content-length'] = String(upstream.body.length);
@@ -223,7 +262,12 @@ function truncateResponse(req: IncomingMessage, res: ServerResponse, upstream: U
 }
 
 /** Holds the request until its client gives up (true) or `ms` pass (false); `onStop` gets a way to end the hold early. */
-function holdUntilClientGivesUp(req: IncomingMessage, ms: number, timers: Set<NodeJS.Timeout>, onStop?: (stop: () => void) => void): Promise<boolean> {
+function holdUntilClientGivesUp(
+  req: IncomingMessage,
+  ms: number,
+  timers: Set<NodeJS.Timeout>,
+  onStop?: (stop: () => void) => void,
+): Promise<boolean> {
   return new Promise<boolean>((resolve) => {
     if (req.socket.destroyed) return resolve(true);
     const t = setTimeout(() => {
@@ -245,7 +289,14 @@ function holdUntilClientGivesUp(req: IncomingMessage, ms: number, timers: Set<No
 }
 
 /** The record of one request as the proxy saw it, before its fault is played. */
-function requestEntry(n: number, info: FaultRequestInfo, recordHeaders: ReadonlySet<string>, body: Buffer, fault: Fault, label: string | undefined): ProxyRequest {
+function requestEntry(
+  n: number,
+  info: FaultRequestInfo,
+  recordHeaders: ReadonlySet<string>,
+  body: Buffer,
+  fault: Fault,
+  label: string | undefined,
+): ProxyRequest {
   const recorded: Record<string, string> = {};
   for (const name of recordHeaders) {
     const v = info.headers[name];
@@ -259,7 +310,11 @@ function requestEntry(n: number, info: FaultRequestInfo, recordHeaders: Readonly
     bodyHash: body.length === 0 ? EMPTY_SHA : 'sha256:' + createHash('sha256').update(body).digest('hex'),
     bodyBytes: body.length,
     fault,
-    forwarded: fault !== 'reset-before' && (typeof fault === 'string' || (fault.kind !== 'status' && fault.kind !== 'late-commit') || (fault.kind === 'status' && fault.forward === true)),
+    forwarded:
+      fault !== 'reset-before' &&
+      (typeof fault === 'string' ||
+        (fault.kind !== 'status' && fault.kind !== 'late-commit') ||
+        (fault.kind === 'status' && fault.forward === true)),
     at: Date.now(),
     ...(label !== undefined ? { label } : {}),
   };
@@ -314,7 +369,13 @@ function createLateQueue(clock: { now(): number }) {
     while (held.length > 0 && (all || held[0]!.dueAt <= now)) await held.shift()!.apply();
   }
   /** Holds the request; the client times out (or, if its timeout does not work, is reset after a long hold). */
-  async function hold(req: IncomingMessage, afterMs: number, timers: Set<NodeJS.Timeout>, onGaveUp: (gaveUp: boolean) => void, apply: () => Promise<void>): Promise<void> {
+  async function hold(
+    req: IncomingMessage,
+    afterMs: number,
+    timers: Set<NodeJS.Timeout>,
+    onGaveUp: (gaveUp: boolean) => void,
+    apply: () => Promise<void>,
+  ): Promise<void> {
     const arrivedAt = clock.now();
     let stop: () => void = () => undefined;
     let queuedDone: () => void = () => undefined;
@@ -330,7 +391,11 @@ function createLateQueue(clock: { now(): number }) {
 }
 
 /** A loopback server that keeps track of its sockets (close destroys them). */
-async function listen(port: number, sockets: Set<Socket>, handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<Server> {
+async function listen(
+  port: number,
+  sockets: Set<Socket>,
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<Server> {
   const server = createServer(handler);
   server.keepAliveTimeout = 5_000;
   server.on('connection', (s) => {

@@ -1,11 +1,12 @@
 // The drill can fail: two deliberately broken adapters over the same sandbox must FAIL it, with
 // messages that name the scenario and the counts.
+
+import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { randomUUID } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
 import type { AdapterV1, ProviderKey } from '@retrysafe/contract';
-import { runDrill, type ConformanceOptions } from '../src/conformance.js';
+import { describe, expect, it } from 'vitest';
+import { type ConformanceOptions, runDrill } from '../src/conformance.js';
 import { replaying, sandboxDrill } from './fixtures/sandbox-drill.js';
 import { tempDir } from './fixtures/temp-dir.js';
 
@@ -14,7 +15,8 @@ function newKeyEveryAttempt(inner: AdapterV1): AdapterV1 {
   return {
     ...inner,
     deriveProviderKey: (op, id) => inner.deriveProviderKey(op, id),
-    doExecute: (op, params, ctx) => inner.doExecute(op, params, { ...ctx, providerKey: `rs-${randomUUID()}` as ProviderKey }),
+    doExecute: (op, params, ctx) =>
+      inner.doExecute(op, params, { ...ctx, providerKey: `rs-${randomUUID()}` as ProviderKey }),
     doLookup: (op, ctx) => inner.doLookup(op, { ...ctx, providerKey: `rs-${randomUUID()}` as ProviderKey }),
   };
 }
@@ -26,7 +28,8 @@ function retriesInternally(inner: AdapterV1): AdapterV1 {
     deriveProviderKey: (op, id) => inner.deriveProviderKey(op, id),
     async doExecute(op, params, ctx) {
       let outcome = await inner.doExecute(op, params, ctx);
-      for (let i = 1; i < 3 && (outcome.kind === 'unknown' || outcome.kind === 'not-applied'); i += 1) outcome = await inner.doExecute(op, params, ctx);
+      for (let i = 1; i < 3 && (outcome.kind === 'unknown' || outcome.kind === 'not-applied'); i += 1)
+        outcome = await inner.doExecute(op, params, ctx);
       return outcome;
     },
     doLookup: (op, ctx) => inner.doLookup(op, ctx),
@@ -41,7 +44,10 @@ function broken(name: string, wrap: (a: AdapterV1) => AdapterV1, outDir: string)
 describe('the drill fails broken adapters', () => {
   it('an adapter that sends a new provider key on every attempt fails with duplicate records', async () => {
     const outDir = tempDir('drill-newkey-');
-    const report = await runDrill({ ...broken('new-key', newKeyEveryAttempt, outDir), scenarios: ['lost-response', 'lost-request', 'permanent-error'] });
+    const report = await runDrill({
+      ...broken('new-key', newKeyEveryAttempt, outDir),
+      scenarios: ['lost-response', 'lost-request', 'permanent-error'],
+    });
     expect(report.ok).toBe(false);
     const lost = report.results.find((r) => r.scenario === 'lost-response')!;
     expect(lost.status).toBe('failed');
@@ -56,34 +62,62 @@ describe('the drill fails broken adapters', () => {
 
   it('an adapter that retries on its own fails the one-layer check and the attempt count', async () => {
     const outDir = tempDir('drill-retries-');
-    const report = await runDrill({ ...broken('sdk-retries', retriesInternally, outDir), scenarios: ['transient-beyond-limit', 'lost-request'] });
+    const report = await runDrill({
+      ...broken('sdk-retries', retriesInternally, outDir),
+      scenarios: ['transient-beyond-limit', 'lost-request'],
+    });
     expect(report.ok).toBe(false);
     const transient = report.results.find((r) => r.scenario === 'transient-beyond-limit')!;
     expect(transient.status).toBe('failed');
     expect(transient.observed!.attemptsAtProxy).toBe(12);
-    expect(transient.failures).toContain('sdk-retries records.create transient-beyond-limit: attemptsAtProxy expected exactly 4, observed 12 (doExecute calls 4, requests 12)');
-    expect(transient.failures.some((f) => /transient-beyond-limit: one retrying layer expected \(1 request per doExecute\), observed 3 request\(s\) for one doExecute call/.test(f))).toBe(true);
+    expect(transient.failures).toContain(
+      'sdk-retries records.create transient-beyond-limit: attemptsAtProxy expected exactly 4, observed 12 (doExecute calls 4, requests 12)',
+    );
+    expect(
+      transient.failures.some((f) =>
+        /transient-beyond-limit: one retrying layer expected \(1 request per doExecute\), observed 3 request\(s\) for one doExecute call/.test(
+          f,
+        ),
+      ),
+    ).toBe(true);
     const onDisk = JSON.parse(readFileSync(transient.receiptFile, 'utf8'));
-    expect(onDisk).toMatchObject({ status: 'failed', scenario: 'transient-beyond-limit', criteria: { attemptsAtProxy: { exact: 4 } }, observed: { attemptsAtProxy: 12 } });
+    expect(onDisk).toMatchObject({
+      status: 'failed',
+      scenario: 'transient-beyond-limit',
+      criteria: { attemptsAtProxy: { exact: 4 } },
+      observed: { attemptsAtProxy: 12 },
+    });
   });
 
   it('an adapter that ignores the client timeout fails lost-response-timeout, naming timeoutMs', async () => {
     const outDir = tempDir('drill-notimeout-');
     const base = sandboxDrill('no-timeout', replaying, { outDir, timeoutMs: 100 });
     // broken: builds its client with a 60 s timeout whatever the drill asks for
-    const report = await runDrill({ ...base, createAdapter: ({ baseUrl }) => base.createAdapter({ baseUrl, timeoutMs: 60_000 }), scenarios: ['lost-response-timeout'] });
+    const report = await runDrill({
+      ...base,
+      createAdapter: ({ baseUrl }) => base.createAdapter({ baseUrl, timeoutMs: 60_000 }),
+      scenarios: ['lost-response-timeout'],
+    });
     expect(report.ok).toBe(false);
-    expect(report.results[0]!.failures.join('\n')).toMatch(/no-timeout records\.create lost-response-timeout: the client did not time out: the proxy held the response 1500 ms and dropped it itself; createAdapter must pass timeoutMs \(100 ms\)/);
+    expect(report.results[0]!.failures.join('\n')).toMatch(
+      /no-timeout records\.create lost-response-timeout: the client did not time out: the proxy held the response 1500 ms and dropped it itself; createAdapter must pass timeoutMs \(100 ms\)/,
+    );
   });
 
   it('a missing provider-shaped fault for a scenario the card says applies is a failure, not a skip', async () => {
     const outDir = tempDir('drill-nofault-');
     const base = sandboxDrill('no-fault', replaying, { outDir });
     const op = base.operations['records.create']!;
-    const report = await runDrill({ ...base, operations: { 'records.create': { ...op, faults: { permanent: op.faults.permanent } } }, scenarios: ['in-progress'] });
+    const report = await runDrill({
+      ...base,
+      operations: { 'records.create': { ...op, faults: { permanent: op.faults.permanent } } },
+      scenarios: ['in-progress'],
+    });
     expect(report.ok).toBe(false);
     expect(report.results[0]!.status).toBe('failed');
-    expect(report.results[0]!.failures[0]).toMatch(/no-fault records\.create in-progress: operations\['records\.create'\]\.faults\.inProgress is required/);
+    expect(report.results[0]!.failures[0]).toMatch(
+      /no-fault records\.create in-progress: operations\['records\.create'\]\.faults\.inProgress is required/,
+    );
     expect(existsSync(report.results[0]!.receiptFile)).toBe(true);
   });
 });

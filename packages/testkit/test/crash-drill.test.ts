@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { CRASH_POINTS, runCrashDrill, type CrashDrillOptions } from '../src/index.js';
+import { CRASH_POINTS, type CrashDrillOptions, runCrashDrill } from '../src/index.js';
 import { replaying, startCrashDrillSandbox } from './fixtures/sandbox-drill.js';
 import { tempDir } from './fixtures/temp-dir.js';
 
@@ -25,9 +25,13 @@ function options(runs: number, seed: number, extra: Partial<CrashDrillOptions> =
 }
 
 describe('crash drill', () => {
-  it('200 seeded runs against the sandbox: every kill point hit, 0 duplicates, 0 lost', { timeout: 300_000 }, async () => {
+  it('200 seeded runs against the sandbox: every kill point hit, 0 duplicates, 0 lost', {
+    timeout: 300_000,
+  }, async () => {
     const report = await runCrashDrill(options(200, 7, { perProcess: 20, batchSize: 100 }));
-    console.log(`crash drill: ${report.runs} runs (seed ${report.seed}), ${report.killed} stopped at their point and SIGKILLed (${report.workersKilled} processes), ${report.duplicates} duplicates, ${report.lost} lost, ${report.providerRecords} records; by point ${JSON.stringify(report.byPoint)}; recover ${JSON.stringify(report.recoverActions)}; wall ${JSON.stringify(report.timings)}; report ${report.outFile}`);
+    console.log(
+      `crash drill: ${report.runs} runs (seed ${report.seed}), ${report.killed} stopped at their point and SIGKILLed (${report.workersKilled} processes), ${report.duplicates} duplicates, ${report.lost} lost, ${report.providerRecords} records; by point ${JSON.stringify(report.byPoint)}; recover ${JSON.stringify(report.recoverActions)}; wall ${JSON.stringify(report.timings)}; report ${report.outFile}`,
+    );
     expect(report.problems).toEqual([]);
     expect(report.duplicates).toBe(0);
     expect(report.lost).toBe(0);
@@ -37,14 +41,23 @@ describe('crash drill', () => {
       // every run was a real process killed by SIGKILL at its point
       expect(report.byPoint[p].killed, p).toBe(report.byPoint[p].runs);
     }
-    expect(report.results.every((r) => r.exit === 'SIGKILL' && r.finalStatus === 'done' && r.providerRecords === 1)).toBe(true);
+    expect(
+      report.results.every((r) => r.exit === 'SIGKILL' && r.finalStatus === 'done' && r.providerRecords === 1),
+    ).toBe(true);
     expect(report.workersKilled).toBe(10); // 200 runs, 20 per process: 10 real processes killed
     // killed after the provider committed or after recording: recovery adopted, never re-created
     expect(report.results.filter((r) => r.point === 'after-result-recorded').every((r) => r.adopted)).toBe(true);
-    expect(JSON.parse(readFileSync(report.outFile, 'utf8'))).toMatchObject({ runs: 200, duplicates: 0, lost: 0, ok: true });
+    expect(JSON.parse(readFileSync(report.outFile, 'utf8'))).toMatchObject({
+      runs: 200,
+      duplicates: 0,
+      lost: 0,
+      ok: true,
+    });
   });
 
-  it('removes its scratch dir when the report goes to outFile, and keeps it, report inside, when none is given', { timeout: 120_000 }, async () => {
+  it('removes its scratch dir when the report goes to outFile, and keeps it, report inside, when none is given', {
+    timeout: 120_000,
+  }, async () => {
     // The drill makes its scratch dir under os.tmpdir(): point that at a dir of this test's own for the run.
     const given = options(2, 5, { perProcess: 1 });
     const none = { ...options(2, 6, { perProcess: 1 }), outFile: undefined };
@@ -82,7 +95,9 @@ describe('crash drill', () => {
 
   it('reports duplicates for a broken adapter (new provider key on every attempt)', { timeout: 120_000 }, async () => {
     const broken = fileURLToPath(new URL('./fixtures/crash-broken-adapter.mjs', import.meta.url));
-    const report = await runCrashDrill(options(8, 3, { adapterModule: broken, points: ['after-provider-committed'], perProcess: 4 }));
+    const report = await runCrashDrill(
+      options(8, 3, { adapterModule: broken, points: ['after-provider-committed'], perProcess: 4 }),
+    );
     expect(report.ok).toBe(false);
     expect(report.killed).toBe(8);
     // each run: the first request committed under one key, the recovery re-sent under another
@@ -96,7 +111,9 @@ describe('crash drill', () => {
   it('refuses bad options with clear errors', async () => {
     await expect(runCrashDrill(options(0, 1))).rejects.toThrow(/runs must be a positive integer/);
     await expect(runCrashDrill({ ...options(1, 1), adapterModule: 'relative.mjs' })).rejects.toThrow(/absolute path/);
-    await expect(runCrashDrill({ ...options(1, 1), points: ['after-lunch' as never] })).rejects.toThrow(/unknown crash point 'after-lunch'/);
+    await expect(runCrashDrill({ ...options(1, 1), points: ['after-lunch' as never] })).rejects.toThrow(
+      /unknown crash point 'after-lunch'/,
+    );
   });
 });
 

@@ -3,14 +3,20 @@
 // the negative control (a lookup without key folding, whose card bounds no late apply).
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
 import { createSandboxAdapter, type SandboxBehaviour } from '@retrysafe/sandbox';
-import { runCrashDrill, type CrashDrillOptions } from '../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { type CrashDrillOptions, runCrashDrill } from '../src/index.js';
 import { replaying, startCrashDrillSandbox } from './fixtures/sandbox-drill.js';
 import { tempDir } from './fixtures/temp-dir.js';
 
 const adapterModule = fileURLToPath(new URL('./fixtures/crash-sandbox-adapter.mjs', import.meta.url));
-const lookupNoFolding: SandboxBehaviour = { replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key' };
+const lookupNoFolding: SandboxBehaviour = {
+  replays: false,
+  retentionMs: null,
+  parameterMatching: 'none',
+  concurrency: 'duplicates',
+  lookup: 'get-by-key',
+};
 
 function options(behaviour: SandboxBehaviour, runs: number, seed: number): CrashDrillOptions {
   return {
@@ -30,9 +36,13 @@ function options(behaviour: SandboxBehaviour, runs: number, seed: number): Crash
 }
 
 describe('crash drill, slow-network mode', () => {
-  it('a key-folding provider: 0 duplicates, 0 lost, with half the first requests applied late', { timeout: 180_000 }, async () => {
+  it('a key-folding provider: 0 duplicates, 0 lost, with half the first requests applied late', {
+    timeout: 180_000,
+  }, async () => {
     const report = await runCrashDrill(options(replaying, 32, 11));
-    console.log(`slow-network crash drill (replaying): ${report.runs} runs, ${report.slowNetwork?.held} first requests held ${report.slowNetwork?.holdMs} ms, ${report.killed} killed, ${report.duplicates} duplicates, ${report.lost} lost; recover ${JSON.stringify(report.recoverActions)}`);
+    console.log(
+      `slow-network crash drill (replaying): ${report.runs} runs, ${report.slowNetwork?.held} first requests held ${report.slowNetwork?.holdMs} ms, ${report.killed} killed, ${report.duplicates} duplicates, ${report.lost} lost; recover ${JSON.stringify(report.recoverActions)}`,
+    );
     expect(report.slowNetwork?.held).toBeGreaterThan(0);
     expect(report.problems).toEqual([]);
     expect(report.duplicates).toBe(0);
@@ -40,11 +50,22 @@ describe('crash drill, slow-network mode', () => {
     expect(report.providerRecords).toBe(32);
   });
 
-  it('negative control: a lookup without key folding — duplicates while decide trusts an early not-found (main), none with the late-apply row', { timeout: 180_000 }, async () => {
-    const report = await runCrashDrill({ ...options(lookupNoFolding, 32, 11), points: ['after-provider-committed', 'after-result-recorded'] });
-    const card = createSandboxAdapter({ baseUrl: 'http://127.0.0.1:9', behaviour: lookupNoFolding, intentFields: ['ref'] }).operations['records.create']!.card;
+  it('negative control: a lookup without key folding — duplicates while decide trusts an early not-found (main), none with the late-apply row', {
+    timeout: 180_000,
+  }, async () => {
+    const report = await runCrashDrill({
+      ...options(lookupNoFolding, 32, 11),
+      points: ['after-provider-committed', 'after-result-recorded'],
+    });
+    const card = createSandboxAdapter({
+      baseUrl: 'http://127.0.0.1:9',
+      behaviour: lookupNoFolding,
+      intentFields: ['ref'],
+    }).operations['records.create']!.card;
     const declaresBound = 'lateApplyBound' in (card.lookup as object);
-    console.log(`slow-network crash drill (lookup, no folding; card bound declared: ${declaresBound}): ${report.runs} runs, ${report.slowNetwork?.held} held, ${report.duplicates} duplicates, ${report.lost} lost`);
+    console.log(
+      `slow-network crash drill (lookup, no folding; card bound declared: ${declaresBound}): ${report.runs} runs, ${report.slowNetwork?.held} held, ${report.duplicates} duplicates, ${report.lost} lost`,
+    );
     expect(report.slowNetwork?.held).toBeGreaterThan(0);
     if (declaresBound) expect(report.duplicates).toBe(0);
     else expect(report.duplicates).toBeGreaterThan(0);

@@ -1,11 +1,16 @@
+import { createHash } from 'node:crypto';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createHash } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startFaultProxy, type FaultProxy } from '../src/index.js';
+import { type FaultProxy, startFaultProxy } from '../src/index.js';
 
 /** A tiny upstream that counts committed writes (what a provider "holds"). */
-interface Upstream { url: string; committed: string[]; close(): Promise<void>; server: Server }
+interface Upstream {
+  url: string;
+  committed: string[];
+  close(): Promise<void>;
+  server: Server;
+}
 
 async function startUpstream(): Promise<Upstream> {
   const committed: string[] = [];
@@ -25,21 +30,43 @@ async function startUpstream(): Promise<Upstream> {
     url: `http://127.0.0.1:${port}`,
     committed,
     server,
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }
 
-interface Reply { status?: number; headers?: Record<string, string | string[] | undefined>; body?: string; error?: string }
+interface Reply {
+  status?: number;
+  headers?: Record<string, string | string[] | undefined>;
+  body?: string;
+  error?: string;
+}
 
 /** One request with node:http (real TCP), with a client timeout; never throws. */
-function send(url: string, method: string, path: string, body?: string, headers: Record<string, string> = {}, timeoutMs = 2_000): Promise<Reply> {
+function send(
+  url: string,
+  method: string,
+  path: string,
+  body?: string,
+  headers: Record<string, string> = {},
+  timeoutMs = 2_000,
+): Promise<Reply> {
   return new Promise((resolve) => {
-    const req = request(url + path, { method, headers: { 'content-type': 'application/json', ...headers }, timeout: timeoutMs }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', (e: NodeJS.ErrnoException) => resolve({ error: e.code ?? e.message }));
-    });
+    const req = request(
+      url + path,
+      { method, headers: { 'content-type': 'application/json', ...headers }, timeout: timeoutMs },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }),
+        );
+        res.on('error', (e: NodeJS.ErrnoException) => resolve({ error: e.code ?? e.message }));
+      },
+    );
     req.on('timeout', () => req.destroy(Object.assign(new Error('client timeout'), { code: 'CLIENT_TIMEOUT' })));
     req.on('error', (e: NodeJS.ErrnoException) => resolve({ error: e.code ?? e.message }));
     req.end(body);
@@ -51,19 +78,36 @@ const sha = (s: string) => 'sha256:' + createHash('sha256').update(s).digest('he
 describe('fault proxy', () => {
   let up: Upstream;
   let proxy: FaultProxy;
-  beforeEach(async () => { up = await startUpstream(); });
-  afterEach(async () => { await proxy?.close(); await up.close(); });
+  beforeEach(async () => {
+    up = await startUpstream();
+  });
+  afterEach(async () => {
+    await proxy?.close();
+    await up.close();
+  });
 
   it('passes requests through and records method, path, idempotency key and body hash', async () => {
     proxy = await startFaultProxy({ target: up.url, recordHeaders: ['X-Request-Tag'] });
-    const r = await send(proxy.url, 'POST', '/v1/things?x=1', '{"a":1}', { 'Idempotency-Key': 'k-1', 'X-Request-Tag': 't', Authorization: 'Bearer secret' });
+    const r = await send(proxy.url, 'POST', '/v1/things?x=1', '{"a":1}', {
+      'Idempotency-Key': 'k-1',
+      'X-Request-Tag': 't',
+      Authorization: 'Bearer secret',
+    });
     expect(r.status).toBe(201);
     expect(JSON.parse(r.body!)).toEqual({ n: 1, path: '/v1/things?x=1' });
     expect(r.headers!['x-upstream']).toBe('yes');
     expect(up.committed).toEqual(['{"a":1}']);
     expect(proxy.requests).toHaveLength(1);
     const rec = proxy.requests[0]!;
-    expect(rec).toMatchObject({ n: 1, method: 'POST', path: '/v1/things?x=1', fault: 'pass', forwarded: true, upstreamStatus: 201, bodyBytes: 7 });
+    expect(rec).toMatchObject({
+      n: 1,
+      method: 'POST',
+      path: '/v1/things?x=1',
+      fault: 'pass',
+      forwarded: true,
+      upstreamStatus: 201,
+      bodyBytes: 7,
+    });
     expect(rec.bodyHash).toBe(sha('{"a":1}'));
     // only idempotency-related headers are recorded: never the Authorization secret
     expect(rec.headers).toEqual({ 'idempotency-key': 'k-1', 'x-request-tag': 't' });
@@ -80,7 +124,11 @@ describe('fault proxy', () => {
 
   it('truncate-response: the upstream commits, the client gets the status and headers but cannot read the body', async () => {
     proxy = await startFaultProxy({ target: up.url, faults: ['truncate-response', 'pass'] });
-    const r = await fetch(proxy.url + '/charge', { method: 'POST', body: '{"amount":5}', headers: { 'content-type': 'application/json' } });
+    const r = await fetch(proxy.url + '/charge', {
+      method: 'POST',
+      body: '{"amount":5}',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(r.status).toBe(201);
     expect(r.headers.get('x-upstream')).toBe('yes');
     expect(Number(r.headers.get('content-length'))).toBe(JSON.stringify({ n: 1, path: '/charge' }).length);
@@ -99,7 +147,10 @@ describe('fault proxy', () => {
     });
     await new Promise<void>((r) => empty.listen(0, '127.0.0.1', () => r()));
     try {
-      proxy = await startFaultProxy({ target: `http://127.0.0.1:${(empty.address() as AddressInfo).port}`, faults: ['truncate-response'] });
+      proxy = await startFaultProxy({
+        target: `http://127.0.0.1:${(empty.address() as AddressInfo).port}`,
+        faults: ['truncate-response'],
+      });
       const r = await fetch(proxy.url + '/sendMail', { method: 'POST', body: '{}' });
       expect(r.status).toBe(202);
       expect(r.headers.get('request-id')).toBe('r-1');
@@ -127,7 +178,11 @@ describe('fault proxy', () => {
     expect(r.error).toBe('CLIENT_TIMEOUT');
     expect(up.committed).toHaveLength(1);
     await new Promise((r) => setTimeout(r, 50));
-    expect(proxy.requests[0]).toMatchObject({ fault: { kind: 'delay', ms: 5_000 }, forwarded: true, clientGaveUp: true });
+    expect(proxy.requests[0]).toMatchObject({
+      fault: { kind: 'delay', ms: 5_000 },
+      forwarded: true,
+      clientGaveUp: true,
+    });
   });
 
   it('delay: a client without a timeout is dropped by the proxy after the hold, and the record says so', async () => {
@@ -141,7 +196,10 @@ describe('fault proxy', () => {
   it('status: answers by itself with Retry-After and a JSON body, never forwarding', async () => {
     proxy = await startFaultProxy({
       target: up.url,
-      faults: [{ kind: 'status', status: 429, retryAfterS: 2, body: { error: { type: 'rate_limit' } } }, { kind: 'status', status: 503, headers: { 'x-why': 'maintenance' }, body: 'down' }],
+      faults: [
+        { kind: 'status', status: 429, retryAfterS: 2, body: { error: { type: 'rate_limit' } } },
+        { kind: 'status', status: 503, headers: { 'x-why': 'maintenance' }, body: 'down' },
+      ],
     });
     const a = await send(proxy.url, 'POST', '/x', '{}');
     expect(a.status).toBe(429);
@@ -156,7 +214,10 @@ describe('fault proxy', () => {
   });
 
   it('status with forward: the upstream commits, the client gets the scripted answer instead', async () => {
-    proxy = await startFaultProxy({ target: up.url, faults: [{ kind: 'status', status: 409, body: { error: { code: 'idempotency_key_in_use' } }, forward: true }] });
+    proxy = await startFaultProxy({
+      target: up.url,
+      faults: [{ kind: 'status', status: 409, body: { error: { code: 'idempotency_key_in_use' } }, forward: true }],
+    });
     const r = await send(proxy.url, 'POST', '/x', '{"k":1}');
     expect(r.status).toBe(409);
     expect(JSON.parse(r.body!)).toEqual({ error: { code: 'idempotency_key_in_use' } });
@@ -177,10 +238,14 @@ describe('fault proxy', () => {
     const seen: string[] = [];
     proxy = await startFaultProxy({
       target: up.url,
-      faults: (call, req) => { seen.push(`${call}:${req.method} ${req.path}`); return call % 2 === 1 ? { kind: 'status', status: 502 } : 'pass'; },
+      faults: (call, req) => {
+        seen.push(`${call}:${req.method} ${req.path}`);
+        return call % 2 === 1 ? { kind: 'status', status: 502 } : 'pass';
+      },
     });
     const statuses = [];
-    for (let i = 0; i < 4; i += 1) statuses.push((await send(proxy.url, i === 3 ? 'GET' : 'POST', `/p${i}`, i === 3 ? undefined : '{}')).status);
+    for (let i = 0; i < 4; i += 1)
+      statuses.push((await send(proxy.url, i === 3 ? 'GET' : 'POST', `/p${i}`, i === 3 ? undefined : '{}')).status);
     expect(statuses).toEqual([502, 201, 502, 200]);
     expect(seen).toEqual(['1:POST /p0', '2:POST /p1', '3:POST /p2', '4:GET /p3']);
     expect(proxy.requests[3]!.bodyHash).toBe(sha(''));
@@ -201,7 +266,9 @@ describe('fault proxy', () => {
 
   it('concurrent requests are numbered and recorded once each', async () => {
     proxy = await startFaultProxy({ target: up.url, faults: (call) => (call <= 8 ? 'pass' : 'reset-before') });
-    const replies = await Promise.all(Array.from({ length: 16 }, (_, i) => send(proxy.url, 'POST', '/c', `{"i":${i}}`)));
+    const replies = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => send(proxy.url, 'POST', '/c', `{"i":${i}}`)),
+    );
     expect(replies.filter((r) => r.status === 201)).toHaveLength(8);
     expect(replies.filter((r) => r.error)).toHaveLength(8);
     expect(proxy.requests.map((r) => r.n).sort((a, b) => a - b)).toEqual(Array.from({ length: 16 }, (_, i) => i + 1));
@@ -218,7 +285,12 @@ describe('fault proxy', () => {
   });
 
   it('a script that throws answers 500 and keeps the reason', async () => {
-    proxy = await startFaultProxy({ target: up.url, faults: () => { throw new Error('script bug'); } });
+    proxy = await startFaultProxy({
+      target: up.url,
+      faults: () => {
+        throw new Error('script bug');
+      },
+    });
     expect((await send(proxy.url, 'POST', '/a', '{}')).status).toBe(500);
     expect(proxy.scriptErrors).toEqual(['call 1: script bug']);
     expect(up.committed).toEqual([]);
@@ -227,15 +299,22 @@ describe('fault proxy', () => {
   it('refuses a non-loopback target and malformed faults with clear errors', async () => {
     await expect(startFaultProxy({ target: 'http://api.stripe.com' })).rejects.toThrow(/loopback/);
     await expect(startFaultProxy({ target: 'https://127.0.0.1:1' })).rejects.toThrow(/plain http/);
-    await expect(startFaultProxy({ target: up.url, faults: ['explode' as never] })).rejects.toThrow(/faults\[0\] \(call 1\)/);
-    await expect(startFaultProxy({ target: up.url, faults: [{ kind: 'status', status: 42 }] })).rejects.toThrow(/100–599/);
+    await expect(startFaultProxy({ target: up.url, faults: ['explode' as never] })).rejects.toThrow(
+      /faults\[0\] \(call 1\)/,
+    );
+    await expect(startFaultProxy({ target: up.url, faults: [{ kind: 'status', status: 42 }] })).rejects.toThrow(
+      /100–599/,
+    );
     await expect(startFaultProxy({ target: up.url, faults: [{ kind: 'delay', ms: -1 }] })).rejects.toThrow(/ms >= 0/);
     proxy = await startFaultProxy({ target: up.url });
   });
 
   it('works with fetch (undici) too: a dropped response surfaces as a fetch failure', async () => {
     proxy = await startFaultProxy({ target: up.url, faults: ['drop-response', 'pass'] });
-    const first = await fetch(proxy.url + '/f', { method: 'POST', body: '{}' }).then((r) => r.status, (e: Error) => `failed: ${(e.cause as NodeJS.ErrnoException | undefined)?.code ?? e.message}`);
+    const first = await fetch(proxy.url + '/f', { method: 'POST', body: '{}' }).then(
+      (r) => r.status,
+      (e: Error) => `failed: ${(e.cause as NodeJS.ErrnoException | undefined)?.code ?? e.message}`,
+    );
     expect(first).toMatch(/^failed/);
     const second = await fetch(proxy.url + '/f', { method: 'POST', body: '{}' });
     expect(second.status).toBe(201);

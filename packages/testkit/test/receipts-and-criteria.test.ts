@@ -1,20 +1,22 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
 import { fact, type RetrySafetyCard } from '@retrysafe/contract';
 import { sandboxCreateCard } from '@retrysafe/sandbox';
-import { criteriaFor, readCard, runDrill, skipReason, SCENARIOS } from '../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { criteriaFor, readCard, runDrill, SCENARIOS, skipReason } from '../src/index.js';
 import { forgetful, replaying, sandboxDrill } from './fixtures/sandbox-drill.js';
 import { tempDir } from './fixtures/temp-dir.js';
 
 describe('drill receipts', () => {
   it('an unknown scenario is refused before any directory is made', async () => {
     const outDir = join(tempDir('drill-refused-'), 'out');
-    const drill = sandboxDrill('refused', forgetful, { outDir, scenarios: ['lost-response', 'no-such-scenario' as never] });
+    const drill = sandboxDrill('refused', forgetful, {
+      outDir,
+      scenarios: ['lost-response', 'no-such-scenario' as never],
+    });
     await expect(runDrill(drill)).rejects.toThrow(/unknown scenario 'no-such-scenario'/);
     expect(existsSync(outDir)).toBe(false);
   });
-
 
   it('one valid JSON receipt per scenario with criteria and observed values, and a summary listing every skip with its card field', async () => {
     const outDir = tempDir('drill-receipts-');
@@ -30,9 +32,18 @@ describe('drill receipts', () => {
         continue;
       }
       expect(r.status).toBe('passed');
-      expect(r.criteria).toMatchObject({ providerRecords: expect.any(Number), attemptsAtProxy: expect.any(Object), outcome: expect.any(Array), oneRequestPerAttempt: true });
+      expect(r.criteria).toMatchObject({
+        providerRecords: expect.any(Number),
+        attemptsAtProxy: expect.any(Object),
+        outcome: expect.any(Array),
+        oneRequestPerAttempt: true,
+      });
       expect(r.criteria.why.length).toBeGreaterThan(0);
-      expect(r.observed).toMatchObject({ providerRecords: expect.any(Number), attemptsAtProxy: expect.any(Number), outcomes: expect.any(Array) });
+      expect(r.observed).toMatchObject({
+        providerRecords: expect.any(Number),
+        attemptsAtProxy: expect.any(Number),
+        outcomes: expect.any(Array),
+      });
       expect(Array.isArray(r.proxyRequests)).toBe(true);
       // the runner's receipts (or, when recovery handed off a dead worker's dispatch, its packet) are in
       // it, and carry no request bodies. (core writes no receipt for a dispatch whose worker died, nor
@@ -58,43 +69,97 @@ describe('pass criteria come from the card', () => {
   const forgetCard = sandboxCreateCard(forgetful);
 
   it('a rejection that left an object: drilled only when the card says a rejected call can create, then one record and a handoff', () => {
-    expect(skipReason('rejection-left-object', replayCard)).toMatchObject({ cardField: 'sideEffect.rejectionMayCreate' });
-    const creates: RetrySafetyCard = { ...replayCard, sideEffect: { ...replayCard.sideEffect, rejectionMayCreate: fact(true, 'test') } };
+    expect(skipReason('rejection-left-object', replayCard)).toMatchObject({
+      cardField: 'sideEffect.rejectionMayCreate',
+    });
+    const creates: RetrySafetyCard = {
+      ...replayCard,
+      sideEffect: { ...replayCard.sideEffect, rejectionMayCreate: fact(true, 'test') },
+    };
     expect(skipReason('rejection-left-object', creates)).toBeNull();
-    expect(criteriaFor('rejection-left-object', creates, readCard(creates))).toMatchObject({ providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['handed-off', 'conflict'], handoff: true });
+    expect(criteriaFor('rejection-left-object', creates, readCard(creates))).toMatchObject({
+      providerRecords: 1,
+      attemptsAtProxy: { exact: 1 },
+      outcome: ['handed-off', 'conflict'],
+      handoff: true,
+    });
   });
 
   it('a lost response: one adopted record when the provider replays, a handoff after one request when nothing can find it', () => {
-    expect(criteriaFor('lost-response', replayCard, readCard(replayCard))).toMatchObject({ providerRecords: 1, outcome: ['done'], handoff: false });
-    expect(criteriaFor('lost-response', forgetCard, readCard(forgetCard))).toMatchObject({ providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['handed-off'], handoff: true });
+    expect(criteriaFor('lost-response', replayCard, readCard(replayCard))).toMatchObject({
+      providerRecords: 1,
+      outcome: ['done'],
+      handoff: false,
+    });
+    expect(criteriaFor('lost-response', forgetCard, readCard(forgetCard))).toMatchObject({
+      providerRecords: 1,
+      attemptsAtProxy: { exact: 1 },
+      outcome: ['handed-off'],
+      handoff: true,
+    });
   });
 
   it('no stored result and a lookup with an unknown delay: never a second request; adopt if found, else hand off', () => {
-    const card: RetrySafetyCard = { ...forgetCard, lookup: { method: fact('search', 'test'), consistencyDelay: fact('unknown', 'test') } };
+    const card: RetrySafetyCard = {
+      ...forgetCard,
+      lookup: { method: fact('search', 'test'), consistencyDelay: fact('unknown', 'test') },
+    };
     const c = criteriaFor('lost-response', card, readCard(card));
-    expect(c).toMatchObject({ providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['done', 'handed-off'], handoff: 'with-outcome' });
-    expect(criteriaFor('lost-request', card, readCard(card))).toMatchObject({ providerRecords: 0, outcome: ['handed-off'] });
+    expect(c).toMatchObject({
+      providerRecords: 1,
+      attemptsAtProxy: { exact: 1 },
+      outcome: ['done', 'handed-off'],
+      handoff: 'with-outcome',
+    });
+    expect(criteriaFor('lost-request', card, readCard(card))).toMatchObject({
+      providerRecords: 0,
+      outcome: ['handed-off'],
+    });
   });
 
   it('transient beyond the limit expects exactly maxAttempts, from the policy over the card', () => {
-    expect(criteriaFor('transient-beyond-limit', replayCard, readCard(replayCard)).attemptsAtProxy).toEqual({ exact: 4 });
-    expect(criteriaFor('transient-beyond-limit', replayCard, readCard(replayCard, { maxAttempts: 6 })).attemptsAtProxy).toEqual({ exact: 6 });
+    expect(criteriaFor('transient-beyond-limit', replayCard, readCard(replayCard)).attemptsAtProxy).toEqual({
+      exact: 4,
+    });
+    expect(
+      criteriaFor('transient-beyond-limit', replayCard, readCard(replayCard, { maxAttempts: 6 })).attemptsAtProxy,
+    ).toEqual({ exact: 6 });
     // a budget too small for the worst-case backoff only bounds the count
-    expect(criteriaFor('transient-beyond-limit', replayCard, readCard(replayCard, { maxElapsedMs: 100 })).attemptsAtProxy).toEqual({ min: 1, max: 4 });
+    expect(
+      criteriaFor('transient-beyond-limit', replayCard, readCard(replayCard, { maxElapsedMs: 100 })).attemptsAtProxy,
+    ).toEqual({ min: 1, max: 4 });
   });
 
-  it('a Retry-After beyond the card\'s cap expects the runner to stop, not to call sooner', () => {
-    expect(criteriaFor('rate-limited', replayCard, readCard(replayCard), { retryAfterS: 2 })).toMatchObject({ minWaitMs: 2000, attemptsAtProxy: { exact: 2 }, outcome: ['done'] });
-    expect(criteriaFor('rate-limited', replayCard, readCard(replayCard), { retryAfterS: 120 })).toMatchObject({ attemptsAtProxy: { exact: 1 }, outcome: ['handed-off'] });
+  it("a Retry-After beyond the card's cap expects the runner to stop, not to call sooner", () => {
+    expect(criteriaFor('rate-limited', replayCard, readCard(replayCard), { retryAfterS: 2 })).toMatchObject({
+      minWaitMs: 2000,
+      attemptsAtProxy: { exact: 2 },
+      outcome: ['done'],
+    });
+    expect(criteriaFor('rate-limited', replayCard, readCard(replayCard), { retryAfterS: 120 })).toMatchObject({
+      attemptsAtProxy: { exact: 1 },
+      outcome: ['handed-off'],
+    });
   });
 
   it('skips only from card fields', () => {
     expect(skipReason('key-past-retention', forgetCard)).toMatchObject({ cardField: 'retention.minimum' });
     expect(skipReason('key-past-retention', replayCard)).toBeNull();
     expect(skipReason('in-progress', forgetCard)).toMatchObject({ cardField: 'concurrency' });
-    expect(skipReason('transient-beyond-limit', { ...replayCard, retryableErrors: fact([], 'test') })).toMatchObject({ cardField: 'retryableErrors' });
-    expect(skipReason('rate-limited', { ...replayCard, nonRetryableErrors: fact(['400', '429'], 'test') })).toMatchObject({ cardField: 'nonRetryableErrors' });
-    for (const s of ['lost-response', 'lost-request', 'concurrent-duplicates', 'changed-intent', 'permanent-error', 'crash-after-dispatch'] as const) {
+    expect(skipReason('transient-beyond-limit', { ...replayCard, retryableErrors: fact([], 'test') })).toMatchObject({
+      cardField: 'retryableErrors',
+    });
+    expect(
+      skipReason('rate-limited', { ...replayCard, nonRetryableErrors: fact(['400', '429'], 'test') }),
+    ).toMatchObject({ cardField: 'nonRetryableErrors' });
+    for (const s of [
+      'lost-response',
+      'lost-request',
+      'concurrent-duplicates',
+      'changed-intent',
+      'permanent-error',
+      'crash-after-dispatch',
+    ] as const) {
       expect(skipReason(s, forgetCard), s).toBeNull();
     }
   });

@@ -7,7 +7,8 @@ import { describe, expect, it } from 'vitest';
 
 const adapters = join(import.meta.dirname, '..', '..', '..', 'adapters');
 // A specifier has no whitespace: that keeps prose such as `'… JSONL export'` in a card string from reading as an import.
-const SPECIFIER = /(?:^|[\s;}])(?:import|export)\s*(?:[^'";]*?\sfrom\s*)?['"]([^'"\s]+)['"]|\bimport\s*\(\s*['"]([^'"\s]+)['"]\s*\)/g;
+const SPECIFIER =
+  /(?:^|[\s;}])(?:import|export)\s*(?:[^'";]*?\sfrom\s*)?['"]([^'"\s]+)['"]|\bimport\s*\(\s*['"]([^'"\s]+)['"]\s*\)/g;
 
 /** Bare specifiers (packages, `node:` builtins) reached from `entry` through its relative imports. */
 function reached(entry: string): Set<string> {
@@ -28,9 +29,14 @@ function reached(entry: string): Set<string> {
 
 const KIT = '@retrysafe/sandbox-kit';
 const kitDir = join(import.meta.dirname, '..', '..', 'sandbox-kit');
-const packageOf = (spec: string) => (spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
+const packageOf = (spec: string) =>
+  spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!;
 
-interface Manifest { name: string; dependencies?: Record<string, string>; exports: Record<string, { default?: string } | string> }
+interface Manifest {
+  name: string;
+  dependencies?: Record<string, string>;
+  exports: Record<string, { default?: string } | string>;
+}
 const withSandboxEntry = readdirSync(adapters)
   .map((d) => join(adapters, d))
   .filter((dir) => existsSync(join(dir, 'package.json')))
@@ -39,22 +45,40 @@ const withSandboxEntry = readdirSync(adapters)
 
 describe('adapter entries and the sandbox kit', () => {
   it('finds the adapters with a ./sandbox entry', () => {
-    expect(withSandboxEntry.map((a) => a.manifest.name).sort()).toEqual(['@retrysafe/github', '@retrysafe/http', '@retrysafe/hubspot', '@retrysafe/msgraph', '@retrysafe/resend', '@retrysafe/slack', '@retrysafe/stripe']);
+    expect(withSandboxEntry.map((a) => a.manifest.name).sort()).toEqual([
+      '@retrysafe/github',
+      '@retrysafe/http',
+      '@retrysafe/hubspot',
+      '@retrysafe/msgraph',
+      '@retrysafe/resend',
+      '@retrysafe/slack',
+      '@retrysafe/stripe',
+    ]);
   });
 
-  it.each(withSandboxEntry.map((a) => [a.manifest.name, a] as const))('%s: the root entry reaches only the contract, its SDK and node builtins; ./sandbox adds only the kit', (_name, { dir, manifest }) => {
-    const entry = (key: string) => join(dir, (manifest.exports[key] as { default: string }).default);
-    expect(manifest.dependencies?.[KIT], `${manifest.name} depends on ${KIT}`).toBe('workspace:^');
-    expect(manifest.dependencies ?? {}, `${manifest.name} must not depend on the testkit`).not.toHaveProperty('@retrysafe/testkit');
-    const sdk = Object.keys(manifest.dependencies ?? {}).filter((d) => d !== '@retrysafe/contract' && d !== KIT);
-    const root = [...reached(entry('.'))].filter((s) => !s.startsWith('node:'));
-    expect(root.length).toBeGreaterThan(0);
-    for (const spec of root) expect(['@retrysafe/contract', ...sdk], `${manifest.name} root imports ${spec}`).toContain(packageOf(spec));
-    const sandbox = [...reached(entry('./sandbox'))].filter((s) => !s.startsWith('node:'));
-    expect(sandbox).toContain(KIT);
-    for (const spec of sandbox.filter((s) => packageOf(s) === KIT)) expect(spec, `${manifest.name}/sandbox imports the kit from its root entry`).toBe(KIT);
-    for (const spec of sandbox) expect(['@retrysafe/contract', KIT, ...sdk], `${manifest.name}/sandbox imports ${spec}`).toContain(packageOf(spec));
-  });
+  it.each(withSandboxEntry.map((a) => [a.manifest.name, a] as const))(
+    '%s: the root entry reaches only the contract, its SDK and node builtins; ./sandbox adds only the kit',
+    (_name, { dir, manifest }) => {
+      const entry = (key: string) => join(dir, (manifest.exports[key] as { default: string }).default);
+      expect(manifest.dependencies?.[KIT], `${manifest.name} depends on ${KIT}`).toBe('workspace:^');
+      expect(manifest.dependencies ?? {}, `${manifest.name} must not depend on the testkit`).not.toHaveProperty(
+        '@retrysafe/testkit',
+      );
+      const sdk = Object.keys(manifest.dependencies ?? {}).filter((d) => d !== '@retrysafe/contract' && d !== KIT);
+      const root = [...reached(entry('.'))].filter((s) => !s.startsWith('node:'));
+      expect(root.length).toBeGreaterThan(0);
+      for (const spec of root)
+        expect(['@retrysafe/contract', ...sdk], `${manifest.name} root imports ${spec}`).toContain(packageOf(spec));
+      const sandbox = [...reached(entry('./sandbox'))].filter((s) => !s.startsWith('node:'));
+      expect(sandbox).toContain(KIT);
+      for (const spec of sandbox.filter((s) => packageOf(s) === KIT))
+        expect(spec, `${manifest.name}/sandbox imports the kit from its root entry`).toBe(KIT);
+      for (const spec of sandbox)
+        expect(['@retrysafe/contract', KIT, ...sdk], `${manifest.name}/sandbox imports ${spec}`).toContain(
+          packageOf(spec),
+        );
+    },
+  );
 
   it('@retrysafe/sandbox (itself a sandbox, no ./sandbox entry): its root entry reaches only the contract and the kit', () => {
     const dir = join(adapters, 'sandbox');
@@ -62,15 +86,20 @@ describe('adapter entries and the sandbox kit', () => {
     expect(manifest.name).toBe('@retrysafe/sandbox');
     expect(manifest.exports).not.toHaveProperty('./sandbox');
     expect(manifest.dependencies).toEqual({ '@retrysafe/contract': 'workspace:^', [KIT]: 'workspace:^' });
-    const root = [...reached(join(dir, (manifest.exports['.'] as { default: string }).default))].filter((s) => !s.startsWith('node:'));
+    const root = [...reached(join(dir, (manifest.exports['.'] as { default: string }).default))].filter(
+      (s) => !s.startsWith('node:'),
+    );
     expect(root).toContain(KIT);
-    for (const spec of root) expect(['@retrysafe/contract', KIT], `@retrysafe/sandbox imports ${spec}`).toContain(packageOf(spec));
+    for (const spec of root)
+      expect(['@retrysafe/contract', KIT], `@retrysafe/sandbox imports ${spec}`).toContain(packageOf(spec));
   });
 
   it('the kit itself needs nothing but node builtins (no core, no vitest) and declares no dependencies', () => {
-    const kitManifest = JSON.parse(readFileSync(join(kitDir, 'package.json'), 'utf8')) as Manifest & Record<string, unknown>;
+    const kitManifest = JSON.parse(readFileSync(join(kitDir, 'package.json'), 'utf8')) as Manifest &
+      Record<string, unknown>;
     expect(kitManifest.name).toBe(KIT);
-    for (const field of ['dependencies', 'peerDependencies', 'optionalDependencies']) expect(kitManifest, `${KIT} ${field}`).not.toHaveProperty(field);
+    for (const field of ['dependencies', 'peerDependencies', 'optionalDependencies'])
+      expect(kitManifest, `${KIT} ${field}`).not.toHaveProperty(field);
     const kit = [...reached(join(kitDir, 'dist', 'index.js'))];
     expect(kit.length).toBeGreaterThan(0);
     expect(kit.filter((s) => !s.startsWith('node:'))).toEqual([]);
@@ -80,6 +109,7 @@ describe('adapter entries and the sandbox kit', () => {
     expect([...reached(join(import.meta.dirname, '..', 'dist', 'sandbox', 'index.js'))]).toEqual([KIT]);
     const [viaTestkit, kit] = await Promise.all([import('../dist/sandbox/index.js'), import(KIT)]);
     expect(Object.keys(viaTestkit).sort()).toEqual(Object.keys(kit).sort());
-    for (const name of Object.keys(kit)) expect((viaTestkit as Record<string, unknown>)[name], name).toBe((kit as Record<string, unknown>)[name]);
+    for (const name of Object.keys(kit))
+      expect((viaTestkit as Record<string, unknown>)[name], name).toBe((kit as Record<string, unknown>)[name]);
   });
 });

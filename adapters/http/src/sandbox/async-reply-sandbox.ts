@@ -1,5 +1,14 @@
 import { createKeyStore } from '@retrysafe/sandbox-kit';
-import { isPlainObject, kindCounter, parseJson, payloadFingerprint, sandboxClock, startJsonServer, type SandboxReply, type SandboxRequest } from './server.js';
+import {
+  isPlainObject,
+  kindCounter,
+  parseJson,
+  payloadFingerprint,
+  type SandboxReply,
+  type SandboxRequest,
+  sandboxClock,
+  startJsonServer,
+} from './server.js';
 
 /**
  * The Asynchronous Request-Reply pattern (Azure Architecture Center) for `POST /exports`:
@@ -60,7 +69,11 @@ interface Job {
   pollsLeft: number;
 }
 
-const err = (status: number, code: string, extra: Record<string, string> = {}): SandboxReply => ({ status, headers: extra, body: { error: { code, message: code } } });
+const err = (status: number, code: string, extra: Record<string, string> = {}): SandboxReply => ({
+  status,
+  headers: extra,
+  body: { error: { code, message: code } },
+});
 
 export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions = {}): Promise<AsyncReplySandbox> {
   const retryAfter = String(options.retryAfterS ?? 1);
@@ -88,7 +101,12 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
     const rid = { 'x-ms-request-id': `req_${++seq}` };
     if (req.method === 'POST' && req.path === '/exports') {
       const body = parseJson(req.rawBody);
-      if (!isPlainObject(body) || typeof body.dataset !== 'string' || body.dataset.length === 0 || (body.format !== 'csv' && body.format !== 'json')) {
+      if (
+        !isPlainObject(body) ||
+        typeof body.dataset !== 'string' ||
+        body.dataset.length === 0 ||
+        (body.format !== 'csv' && body.format !== 'json')
+      ) {
         return err(400, ASYNC_CODES.invalid, rid);
       }
       const key = req.headers['idempotency-key'];
@@ -96,7 +114,14 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
       const { dataset, format } = body;
       const { reply } = await keys.run(key, { fingerprint: payloadFingerprint(body) }, () => {
         const clientRequestId = typeof body.clientRequestId === 'string' ? body.clientRequestId : null;
-        const job: Job = { id: `exp_${jobs.length + 1}`, dataset, format, clientRequestId, state: 'running', pollsLeft: options.pollsUntilDone ?? 1 };
+        const job: Job = {
+          id: `exp_${jobs.length + 1}`,
+          dataset,
+          format,
+          clientRequestId,
+          state: 'running',
+          pollsLeft: options.pollsUntilDone ?? 1,
+        };
         jobs.push(job);
         return accepted(job);
       });
@@ -106,7 +131,12 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
       const ref = req.query.get('clientRequestId');
       const data = jobs
         .filter((j) => ref === null || j.clientRequestId === ref)
-        .map((j) => ({ id: j.id, clientRequestId: j.clientRequestId, status: j.state, statusUrl: `/exports/status/${j.id}` }));
+        .map((j) => ({
+          id: j.id,
+          clientRequestId: j.clientRequestId,
+          status: j.state,
+          statusUrl: `/exports/status/${j.id}`,
+        }));
       return { status: 200, headers: rid, body: { data } };
     }
     const status = /^\/exports\/status\/([^/]+)$/.exec(req.path);
@@ -121,7 +151,11 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
       if (job.state === 'running') {
         if (job.pollsLeft > 0) {
           job.pollsLeft--;
-          return { status: 200, headers: { ...rid, 'retry-after': retryAfter }, body: { id: job.id, status: 'running', percentComplete: 50 } };
+          return {
+            status: 200,
+            headers: { ...rid, 'retry-after': retryAfter },
+            body: { id: job.id, status: 'running', percentComplete: 50 },
+          };
         }
         job.state = job.dataset.startsWith('broken-') ? 'failed' : 'succeeded';
       }
@@ -133,7 +167,11 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
     if (done && req.method === 'GET') {
       const job = jobs.find((j) => j.id === decodeURIComponent(done[1]!));
       if (!job || job.state !== 'succeeded') return err(404, ASYNC_CODES.notFound, rid);
-      return { status: 200, headers: rid, body: { id: job.id, dataset: job.dataset, format: job.format, status: 'succeeded', rows: 42 } };
+      return {
+        status: 200,
+        headers: rid,
+        body: { id: job.id, dataset: job.dataset, format: job.format, status: 'succeeded', rows: 42 },
+      };
     }
     return err(404, ASYNC_CODES.notFound, rid);
   });
@@ -142,7 +180,8 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
   return {
     url: server.url,
     count: kindCounter({ exports: n, 'exports.create': n }),
-    records: () => jobs.map(({ id, dataset, format, clientRequestId, state }) => ({ id, dataset, format, clientRequestId, state })),
+    records: () =>
+      jobs.map(({ id, dataset, format, clientRequestId, state }) => ({ id, dataset, format, clientRequestId, state })),
     requests: server.requests,
     advance: clock.advance,
     expireKeys: () => void keys.expire(),

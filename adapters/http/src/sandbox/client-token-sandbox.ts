@@ -1,5 +1,14 @@
 import { createFaultQueue, createKeyStore } from '@retrysafe/sandbox-kit';
-import { isPlainObject, kindCounter, parseJson, payloadFingerprint, sandboxClock, startJsonServer, type SandboxReply, type SandboxRequest } from './server.js';
+import {
+  isPlainObject,
+  kindCounter,
+  parseJson,
+  payloadFingerprint,
+  type SandboxReply,
+  type SandboxRequest,
+  sandboxClock,
+  startJsonServer,
+} from './server.js';
 
 /**
  * AWS-style client tokens (EC2 RunInstances `ClientToken`), as JSON on `POST /instances`:
@@ -44,7 +53,11 @@ export interface ClientTokenSandbox {
 
 export const INSTANCE_TYPES = ['t3.micro', 't3.small', 'm7g.large'] as const;
 
-const awsError = (status: number, code: string, rid: Record<string, string> = {}): SandboxReply => ({ status, headers: rid, body: { __type: code, message: code } });
+const awsError = (status: number, code: string, rid: Record<string, string> = {}): SandboxReply => ({
+  status,
+  headers: rid,
+  body: { __type: code, message: code },
+});
 
 export async function startClientTokenSandbox(options: ClientTokenSandboxOptions = {}): Promise<ClientTokenSandbox> {
   const retentionMs = options.retentionMs ?? 24 * 3_600_000;
@@ -52,13 +65,19 @@ export async function startClientTokenSandbox(options: ClientTokenSandboxOptions
   const instances: SandboxInstance[] = [];
   // Only a launch is remembered under its token (a refused request is not); the launch answers at once,
   // so no request sees another in flight.
-  const tokens = createKeyStore({ retentionMs, clock, answers: { mismatch: awsError(400, 'IdempotentParameterMismatch'), stores: (reply) => reply.status === 200 } });
+  const tokens = createKeyStore({
+    retentionMs,
+    clock,
+    answers: { mismatch: awsError(400, 'IdempotentParameterMismatch'), stores: (reply) => reply.status === 200 },
+  });
   const throttle = createFaultQueue<'RequestLimitExceeded'>('client-token sandbox');
   let seq = 0;
 
   function launch(token: unknown, params: Record<string, unknown>): SandboxReply {
-    if (typeof params.ImageId !== 'string' || !/^ami-[0-9a-f]{8,17}$/.test(params.ImageId)) return awsError(400, 'InvalidAMIID.Malformed');
-    if (typeof params.InstanceType !== 'string' || !(INSTANCE_TYPES as readonly string[]).includes(params.InstanceType)) return awsError(400, 'InvalidParameterValue');
+    if (typeof params.ImageId !== 'string' || !/^ami-[0-9a-f]{8,17}$/.test(params.ImageId))
+      return awsError(400, 'InvalidAMIID.Malformed');
+    if (typeof params.InstanceType !== 'string' || !(INSTANCE_TYPES as readonly string[]).includes(params.InstanceType))
+      return awsError(400, 'InvalidParameterValue');
     const instance: SandboxInstance = {
       InstanceId: `i-${(instances.length + 1).toString(16).padStart(17, '0')}`,
       ImageId: params.ImageId,
@@ -74,18 +93,28 @@ export async function startClientTokenSandbox(options: ClientTokenSandboxOptions
     const rid = { 'x-amzn-requestid': `rq-${++seq}` };
     if (req.method === 'GET' && req.path === '/instances') {
       const token = req.query.get('clientToken');
-      return { status: 200, headers: rid, body: { Instances: instances.filter((i) => token === null || i.ClientToken === token) } };
+      return {
+        status: 200,
+        headers: rid,
+        body: { Instances: instances.filter((i) => token === null || i.ClientToken === token) },
+      };
     }
     if (req.method !== 'POST' || req.path !== '/instances') return awsError(404, 'UnknownOperation', rid);
     if (throttle.take()) return awsError(503, 'RequestLimitExceeded', rid);
     const body = parseJson(req.rawBody);
     if (!isPlainObject(body)) return awsError(400, 'InvalidParameterValue', rid);
     const { ClientToken: token, ...params } = body;
-    if (token !== undefined && (typeof token !== 'string' || token.length === 0 || token.length > 64 || !/^[\x20-\x7e]+$/.test(token))) {
+    if (
+      token !== undefined &&
+      (typeof token !== 'string' || token.length === 0 || token.length > 64 || !/^[\x20-\x7e]+$/.test(token))
+    ) {
       return awsError(400, 'InvalidParameterValue', rid);
     }
     // Same token, same params: the identical first response, even if the instance changed since.
-    const reply = typeof token === 'string' ? (await tokens.run(token, { fingerprint: payloadFingerprint(params) }, () => launch(token, params))).reply : launch(token, params);
+    const reply =
+      typeof token === 'string'
+        ? (await tokens.run(token, { fingerprint: payloadFingerprint(params) }, () => launch(token, params))).reply
+        : launch(token, params);
     return { ...reply, headers: { ...(reply.headers ?? {}), ...rid } };
   });
 

@@ -1,4 +1,11 @@
-import { isPlainObject, kindCounter, parseJson, startJsonServer, type SandboxReply, type SandboxRequest } from './server.js';
+import {
+  isPlainObject,
+  kindCounter,
+  parseJson,
+  type SandboxReply,
+  type SandboxRequest,
+  startJsonServer,
+} from './server.js';
 
 /**
  * Conditional idempotency in the style of Google Cloud Storage preconditions, on `/documents/{id}`:
@@ -35,11 +42,16 @@ export interface EtagSandbox {
 }
 
 const etagOf = (d: SandboxDocument) => `"g${d.generation}"`;
-const err = (status: number, code: string, rid: Record<string, string>): SandboxReply => ({ status, headers: rid, body: { error: { code, message: code } } });
+const err = (status: number, code: string, rid: Record<string, string>): SandboxReply => ({
+  status,
+  headers: rid,
+  body: { error: { code, message: code } },
+});
 
 export async function startEtagSandbox(options: EtagSandboxOptions = {}): Promise<EtagSandbox> {
   const docs = new Map<string, SandboxDocument>();
-  for (const [id, d] of Object.entries(options.documents ?? { 'doc-1': { title: 'Draft', body: '' } })) docs.set(id, { id, ...d, generation: 1 });
+  for (const [id, d] of Object.entries(options.documents ?? { 'doc-1': { title: 'Draft', body: '' } }))
+    docs.set(id, { id, ...d, generation: 1 });
   let writes = 0;
   let seq = 0;
 
@@ -49,11 +61,13 @@ export async function startEtagSandbox(options: EtagSandboxOptions = {}): Promis
     if (!m) return err(404, 'notFound', rid);
     const id = decodeURIComponent(m[1]!);
     const doc = docs.get(id);
-    if (req.method === 'GET') return doc ? { status: 200, headers: { ...rid, etag: etagOf(doc) }, body: doc } : err(404, 'notFound', rid);
+    if (req.method === 'GET')
+      return doc ? { status: 200, headers: { ...rid, etag: etagOf(doc) }, body: doc } : err(404, 'notFound', rid);
     if (req.method !== 'PUT') return err(405, 'methodNotAllowed', rid);
     if (!doc) return err(404, 'notFound', rid);
     const body = parseJson(req.rawBody);
-    if (!isPlainObject(body) || typeof body.title !== 'string' || typeof body.body !== 'string') return err(400, 'invalid', rid);
+    if (!isPlainObject(body) || typeof body.title !== 'string' || typeof body.body !== 'string')
+      return err(400, 'invalid', rid);
     const ifMatch = req.headers['if-match'];
     const ifGen = req.query.get('ifGenerationMatch');
     if (typeof ifMatch !== 'string' && ifGen === null) return err(428, 'preconditionRequired', rid);

@@ -1,8 +1,17 @@
 import { AdapterConfigurationError, type DrillFault, type DrillOperation, type DrillSetup } from '@retrysafe/contract';
 import { createHttpAdapter } from '../http-adapter.js';
-import { createHttpAdapterFromDeclaration, type HttpOperationDeclaration, type HttpPattern } from '../http-declaration.js';
+import {
+  createHttpAdapterFromDeclaration,
+  type HttpOperationDeclaration,
+  type HttpPattern,
+} from '../http-declaration.js';
 import type { HttpOperationSpec } from '../http-operations.js';
-import { asyncExportsCreate, clientTokenInstancesRun, etagDocumentsUpdate, ietfOrdersCreate } from '../http-patterns.js';
+import {
+  asyncExportsCreate,
+  clientTokenInstancesRun,
+  etagDocumentsUpdate,
+  ietfOrdersCreate,
+} from '../http-patterns.js';
 import { startAsyncReplySandbox } from './async-reply-sandbox.js';
 import { startClientTokenSandbox } from './client-token-sandbox.js';
 import { startEtagSandbox } from './etag-sandbox.js';
@@ -16,9 +25,20 @@ export type HttpDrill = DrillSetup;
 export type HttpDrillOperation = DrillOperation;
 type StatusFault = Extract<DrillFault, { kind: 'status' }>;
 
-interface PatternSandbox { readonly url: string; count(kind?: string): number; close(): Promise<void>; expireKeys?(): void }
+interface PatternSandbox {
+  readonly url: string;
+  count(kind?: string): number;
+  close(): Promise<void>;
+  expireKeys?(): void;
+}
 
-const status = (s: number, body: unknown, retryAfterS?: number, headers?: Record<string, string>): StatusFault => ({ kind: 'status', status: s, body, ...(retryAfterS ? { retryAfterS } : {}), ...(headers ? { headers } : {}) });
+const status = (s: number, body: unknown, retryAfterS?: number, headers?: Record<string, string>): StatusFault => ({
+  kind: 'status',
+  status: s,
+  body,
+  ...(retryAfterS ? { retryAfterS } : {}),
+  ...(headers ? { headers } : {}),
+});
 const problem = (type: string) => ({ type: `https://retrysafe.invalid/problems/${type}`, title: type });
 const err = (code: string) => ({ error: { code, message: code } });
 
@@ -68,7 +88,11 @@ export const PATTERN_BENCHES: Readonly<Record<HttpPattern, PatternBench>> = {
     provider: 'acme-docs',
     operation: 'documents.update',
     spec: etagDocumentsUpdate,
-    start: () => startEtagSandbox({ port: 0, documents: Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`doc-${i}`, { title: 'Draft', body: '' }])) }),
+    start: () =>
+      startEtagSandbox({
+        port: 0,
+        documents: Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`doc-${i}`, { title: 'Draft', body: '' }])),
+      }),
     params: (i) => ({ id: `doc-${i}`, etag: '"g1"', title: `Final ${i}`, body: 'Signed.' }),
     change: 'title',
     faults: {
@@ -92,20 +116,54 @@ export const PATTERN_BENCHES: Readonly<Record<HttpPattern, PatternBench>> = {
   },
 };
 
-function benchDrill(name: string, b: PatternBench, op: string, createAdapter: HttpDrill['createAdapter'], params: (i: number) => Record<string, unknown>, change: string): HttpDrill {
+function benchDrill(
+  name: string,
+  b: PatternBench,
+  op: string,
+  createAdapter: HttpDrill['createAdapter'],
+  params: (i: number) => Record<string, unknown>,
+  change: string,
+): HttpDrill {
   return {
     name,
     createAdapter,
     startSandbox: async ({ clock }) => {
       const s = await b.start(clock);
-      return { url: s.url, count: (o) => s.count(o), close: () => s.close(), ...(s.expireKeys ? { expireKeys: () => s.expireKeys!() } : {}) };
+      return {
+        url: s.url,
+        count: (o) => s.count(o),
+        close: () => s.close(),
+        ...(s.expireKeys ? { expireKeys: () => s.expireKeys!() } : {}),
+      };
     },
-    operations: { [op]: { params, changeIntent: (p) => ({ ...(p as object), [change]: `${String((p as Record<string, unknown>)[change])}-changed` }), faults: b.faults } },
+    operations: {
+      [op]: {
+        params,
+        changeIntent: (p) => ({
+          ...(p as object),
+          [change]: `${String((p as Record<string, unknown>)[change])}-changed`,
+        }),
+        faults: b.faults,
+      },
+    },
   };
 }
 
 export const httpDrills: readonly HttpDrill[] = (Object.values(PATTERN_BENCHES) as PatternBench[]).map((b) =>
-  benchDrill(`http-${b.provider}`, b, b.operation, ({ baseUrl, timeoutMs }) => createHttpAdapter({ provider: b.provider, baseUrl, timeoutMs, operations: { [b.operation]: b.spec(b.provider) } }), b.params, b.change),
+  benchDrill(
+    `http-${b.provider}`,
+    b,
+    b.operation,
+    ({ baseUrl, timeoutMs }) =>
+      createHttpAdapter({
+        provider: b.provider,
+        baseUrl,
+        timeoutMs,
+        operations: { [b.operation]: b.spec(b.provider) },
+      }),
+    b.params,
+    b.change,
+  ),
 );
 
 /** The pattern a declaration follows, read from its shape when it does not name one. */
@@ -136,15 +194,34 @@ export function drillsForDeclaration(input: DeclaredDrillInput): HttpDrill[] {
   return Object.entries(input.operations).map(([op, d]) => {
     const pattern = patternOf(d);
     // one drill per operation: named by its pattern, and by the operation too when two share a pattern
-    const name = patterns.filter((p) => p === pattern).length > 1 ? `${input.name}--${pattern}--${op}` : `${input.name}--${pattern}`;
+    const name =
+      patterns.filter((p) => p === pattern).length > 1
+        ? `${input.name}--${pattern}--${op}`
+        : `${input.name}--${pattern}`;
     const b = PATTERN_BENCHES[pattern];
-    if (!b) throw new AdapterConfigurationError(input.provider, `operation ${op}: drill.pattern ${String(pattern)} is not one of ${Object.keys(PATTERN_BENCHES).join(', ')}`);
+    if (!b)
+      throw new AdapterConfigurationError(
+        input.provider,
+        `operation ${op}: drill.pattern ${String(pattern)} is not one of ${Object.keys(PATTERN_BENCHES).join(', ')}`,
+      );
     const tpl = d.drill?.params;
     // `{i}` is the drill operation's number; everything else is a literal param value
-    const params = tpl ? (i: number) => JSON.parse(JSON.stringify(tpl).replace(/\{i\}/g, String(i))) as Record<string, unknown> : b.params;
-    const change = d.drill?.changeIntent ?? (d.card.businessOperationId.intentFields.includes(b.change) ? b.change : d.card.businessOperationId.intentFields.at(-1) ?? b.change);
+    const params = tpl
+      ? (i: number) => JSON.parse(JSON.stringify(tpl).replace(/\{i\}/g, String(i))) as Record<string, unknown>
+      : b.params;
+    const change =
+      d.drill?.changeIntent ??
+      (d.card.businessOperationId.intentFields.includes(b.change)
+        ? b.change
+        : (d.card.businessOperationId.intentFields.at(-1) ?? b.change));
     const createAdapter: HttpDrill['createAdapter'] = ({ baseUrl, timeoutMs }) =>
-      createHttpAdapterFromDeclaration({ provider: input.provider, baseUrl, timeoutMs, ...(input.headers ? { headers: input.headers } : {}), operations: { [op]: d } });
+      createHttpAdapterFromDeclaration({
+        provider: input.provider,
+        baseUrl,
+        timeoutMs,
+        ...(input.headers ? { headers: input.headers } : {}),
+        operations: { [op]: d },
+      });
     return benchDrill(name, b, op, createAdapter, params, change);
   });
 }

@@ -1,5 +1,14 @@
 import { createFaultQueue, createKeyStore } from '@retrysafe/sandbox-kit';
-import { isPlainObject, kindCounter, parseJson, payloadFingerprint, sandboxClock, startJsonServer, type SandboxReply, type SandboxRequest } from './server.js';
+import {
+  isPlainObject,
+  kindCounter,
+  parseJson,
+  payloadFingerprint,
+  type SandboxReply,
+  type SandboxRequest,
+  sandboxClock,
+  startJsonServer,
+} from './server.js';
 
 /**
  * A resource server following draft-ietf-httpapi-idempotency-key-header-06 for `POST /orders`:
@@ -73,7 +82,9 @@ export async function startIetfKeySandbox(options: IetfKeySandboxOptions = {}): 
     answers: {
       precedence: 'mismatch',
       mismatch: problem(422, PROBLEM.keyReused, 'Idempotency-Key reused with a different payload'),
-      inFlight: problem(409, PROBLEM.inFlight, 'a request with this Idempotency-Key is being processed', { 'retry-after': '1' }),
+      inFlight: problem(409, PROBLEM.inFlight, 'a request with this Idempotency-Key is being processed', {
+        'retry-after': '1',
+      }),
     },
   });
   const failures = createFaultQueue<'internal'>('ietf sandbox');
@@ -81,8 +92,18 @@ export async function startIetfKeySandbox(options: IetfKeySandboxOptions = {}): 
 
   function createOrder(body: unknown): SandboxReply {
     if (failures.take()) return problem(500, PROBLEM.internal, 'internal error');
-    if (!isPlainObject(body) || typeof body.customer !== 'string' || typeof body.sku !== 'string' || !Number.isInteger(body.quantity) || (body.quantity as number) <= 0) {
-      return problem(400, PROBLEM.invalidOrder, 'customer and sku (strings) and quantity (positive integer) are required');
+    if (
+      !isPlainObject(body) ||
+      typeof body.customer !== 'string' ||
+      typeof body.sku !== 'string' ||
+      !Number.isInteger(body.quantity) ||
+      (body.quantity as number) <= 0
+    ) {
+      return problem(
+        400,
+        PROBLEM.invalidOrder,
+        'customer and sku (strings) and quantity (positive integer) are required',
+      );
     }
     if (body.sku.startsWith('oos-')) return problem(409, PROBLEM.outOfStock, 'the sku is out of stock');
     const order: SandboxOrder = {
@@ -105,15 +126,23 @@ export async function startIetfKeySandbox(options: IetfKeySandboxOptions = {}): 
     const one = /^\/orders\/([^/]+)$/.exec(req.path);
     if (req.method === 'GET' && one) {
       const o = orders.find((x) => x.id === decodeURIComponent(one[1]!));
-      return o ? { status: 200, headers: rid, body: o } : problem(404, 'https://retrysafe.invalid/problems/not-found', 'no such order', rid);
+      return o
+        ? { status: 200, headers: rid, body: o }
+        : problem(404, 'https://retrysafe.invalid/problems/not-found', 'no such order', rid);
     }
-    if (req.method !== 'POST' || req.path !== '/orders') return problem(404, 'https://retrysafe.invalid/problems/not-found', 'no such route', rid);
+    if (req.method !== 'POST' || req.path !== '/orders')
+      return problem(404, 'https://retrysafe.invalid/problems/not-found', 'no such route', rid);
 
     const rawKey = req.headers['idempotency-key'];
-    if (typeof rawKey !== 'string' || rawKey.length === 0) return problem(400, PROBLEM.keyMissing, 'Idempotency-Key is missing', { ...rid, link: '<https://retrysafe.invalid/docs/idempotency>; rel="describedby"' });
+    if (typeof rawKey !== 'string' || rawKey.length === 0)
+      return problem(400, PROBLEM.keyMissing, 'Idempotency-Key is missing', {
+        ...rid,
+        link: '<https://retrysafe.invalid/docs/idempotency>; rel="describedby"',
+      });
     const m = SF_STRING.exec(rawKey);
     const key = m ? m[1]!.replace(/\\([\\"])/g, '$1') : options.acceptRawKey ? rawKey : null;
-    if (key === null || key.length === 0) return problem(400, PROBLEM.keyMalformed, 'Idempotency-Key must be a Structured Field string', rid);
+    if (key === null || key.length === 0)
+      return problem(400, PROBLEM.keyMalformed, 'Idempotency-Key must be a Structured Field string', rid);
 
     const body = parseJson(req.rawBody);
     const fingerprint = payloadFingerprint(body);

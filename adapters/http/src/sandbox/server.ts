@@ -1,9 +1,9 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { canonicalJson, sha256Hex } from '@retrysafe/contract';
-import { parseJsonBody, startLoopbackServer, type SandboxReply } from '@retrysafe/sandbox-kit';
+import { parseJsonBody, type SandboxReply, startLoopbackServer } from '@retrysafe/sandbox-kit';
 
-export type { SandboxReply };
 export { createSandboxClock as sandboxClock, isPlainObject } from '@retrysafe/sandbox-kit';
+export type { SandboxReply };
 
 /** One request as the sandbox saw it (idempotency-related headers only; no auth, no bodies). */
 export interface SandboxRequest {
@@ -35,16 +35,28 @@ const LOGGED_HEADERS = ['idempotency-key', 'if-match', 'if-none-match', 'content
  * idempotency-related headers of every request. Every handler runs to completion (the "commit")
  * before the reply is written, so a fault proxy that drops the reply leaves the effect in place.
  */
-export async function startJsonServer(port: number, handle: (req: SandboxRequestView) => Promise<SandboxReply> | SandboxReply): Promise<StartedServer> {
+export async function startJsonServer(
+  port: number,
+  handle: (req: SandboxRequestView) => Promise<SandboxReply> | SandboxReply,
+): Promise<StartedServer> {
   const requests: SandboxRequest[] = [];
   const server = await startLoopbackServer({
     port,
     handle,
-    onError: (err) => ({ status: 500, body: { error: { code: 'SandboxFailure', message: String((err as Error)?.message ?? err) } } }),
+    onError: (err) => ({
+      status: 500,
+      body: { error: { code: 'SandboxFailure', message: String((err as Error)?.message ?? err) } },
+    }),
     onReply: (req, reply) => {
       const logged: Record<string, string> = {};
       for (const h of LOGGED_HEADERS) if (typeof req.headers[h] === 'string') logged[h] = req.headers[h] as string;
-      requests.push({ n: requests.length + 1, method: req.method, path: req.path + req.search, headers: logged, status: reply.status });
+      requests.push({
+        n: requests.length + 1,
+        method: req.method,
+        path: req.path + req.search,
+        headers: logged,
+        status: reply.status,
+      });
     },
   });
   return { url: server.url, requests, close: server.close };
@@ -74,7 +86,10 @@ export function kindCounter(kinds: Readonly<Record<string, () => number>>) {
     }
     const bare = kind.includes('.') ? kind.split('.').slice(-2).join('.') : kind;
     const f = kinds[kind] ?? kinds[bare];
-    if (!f) throw new Error(`this sandbox holds no records of kind ${JSON.stringify(kind)} (known: ${Object.keys(kinds).join(', ')})`);
+    if (!f)
+      throw new Error(
+        `this sandbox holds no records of kind ${JSON.stringify(kind)} (known: ${Object.keys(kinds).join(', ')})`,
+      );
     return f();
   };
 }

@@ -32,10 +32,16 @@ export function authenticationError(): HubSpotErrorBody {
 }
 
 export function missingScopesError(scope: string): HubSpotErrorBody {
-  return errorBody('MISSING_SCOPES', "This app hasn't been granted all required scopes to make this call. Read more about required scopes here: https://developers.hubspot.com/scopes.", {
-    errors: [{ message: 'One or more of the following scopes are required.', context: { requiredGranularScopes: [scope] } }],
-    links: { scopes: 'https://developers.hubspot.com/scopes' },
-  });
+  return errorBody(
+    'MISSING_SCOPES',
+    "This app hasn't been granted all required scopes to make this call. Read more about required scopes here: https://developers.hubspot.com/scopes.",
+    {
+      errors: [
+        { message: 'One or more of the following scopes are required.', context: { requiredGranularScopes: [scope] } },
+      ],
+      links: { scopes: 'https://developers.hubspot.com/scopes' },
+    },
+  );
 }
 
 export function notFoundError(): HubSpotErrorBody {
@@ -50,7 +56,13 @@ export interface PropertyProblem {
 
 /** `Property values were not valid: [...]` — the list is JSON inside the message, as HubSpot sends it. */
 export function propertyValidationError(problems: readonly PropertyProblem[]): HubSpotErrorBody {
-  const list = problems.map((p) => ({ isValid: false, message: p.message, error: p.error, name: p.name, localizedErrorMessage: p.message }));
+  const list = problems.map((p) => ({
+    isValid: false,
+    message: p.message,
+    error: p.error,
+    name: p.name,
+    localizedErrorMessage: p.message,
+  }));
   return errorBody('VALIDATION_ERROR', `Property values were not valid: ${JSON.stringify(list)}`);
 }
 

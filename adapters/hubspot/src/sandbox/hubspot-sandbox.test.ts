@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startHubSpotSandbox, type HubSpotSandbox, type HubSpotSandboxOptions } from './index.js';
+import { type HubSpotSandbox, type HubSpotSandboxOptions, startHubSpotSandbox } from './index.js';
 
 // The sandbox on the wire, without the SDK: the shapes and rules the adapter tests rely on.
 
@@ -27,21 +27,33 @@ describe('hubspot sandbox', () => {
     const r = await call('POST', '/crm/v3/objects/tickets', { properties: { subject: 's', hs_pipeline_stage: '1' } });
     expect(r.status).toBe(201);
     expect(r.headers.get('x-hubspot-correlation-id')).toMatch(/^[0-9a-f-]{36}$/);
-    for (const h of ['Daily', 'Daily-Remaining', 'Interval-Milliseconds', 'Max', 'Remaining']) expect(r.headers.get(`x-hubspot-ratelimit-${h.toLowerCase()}`)).toMatch(/^\d+$/);
+    for (const h of ['Daily', 'Daily-Remaining', 'Interval-Milliseconds', 'Max', 'Remaining'])
+      expect(r.headers.get(`x-hubspot-ratelimit-${h.toLowerCase()}`)).toMatch(/^\d+$/);
   });
 
   it('401 without a valid bearer token, in HubSpot’s error shape', async () => {
     await start();
     const r = await call('GET', '/crm/v3/objects/contacts/1', undefined, 'nope');
     expect(r.status).toBe(401);
-    expect(r.body).toMatchObject({ status: 'error', category: 'INVALID_AUTHENTICATION', correlationId: expect.any(String) });
+    expect(r.body).toMatchObject({
+      status: 'error',
+      category: 'INVALID_AUTHENTICATION',
+      correlationId: expect.any(String),
+    });
   });
 
   it('a unique value taken ⇒ 409 CONFLICT "… already exists. Existing ID: N", nothing written', async () => {
     await start();
-    const first = await call('POST', '/crm/v3/objects/tickets', { properties: { subject: 'a', hs_pipeline_stage: '1', retrysafe_operation_id: 'op-1' } });
-    const second = await call('POST', '/crm/v3/objects/tickets', { properties: { subject: 'b', hs_pipeline_stage: '1', retrysafe_operation_id: 'op-1' } });
-    expect(second).toMatchObject({ status: 409, body: { category: 'CONFLICT', message: `Ticket already exists. Existing ID: ${first.body.id}` } });
+    const first = await call('POST', '/crm/v3/objects/tickets', {
+      properties: { subject: 'a', hs_pipeline_stage: '1', retrysafe_operation_id: 'op-1' },
+    });
+    const second = await call('POST', '/crm/v3/objects/tickets', {
+      properties: { subject: 'b', hs_pipeline_stage: '1', retrysafe_operation_id: 'op-1' },
+    });
+    expect(second).toMatchObject({
+      status: 409,
+      body: { category: 'CONFLICT', message: `Ticket already exists. Existing ID: ${first.body.id}` },
+    });
     expect(s.count('tickets')).toBe(1);
     expect(s.writes('tickets')).toBe(1);
   });
@@ -54,21 +66,42 @@ describe('hubspot sandbox', () => {
     expect(a.body.results[0]).toMatchObject({ new: true, properties: { retrysafe_operation_id: 'op-7' } });
     expect(b.body.results[0]).toMatchObject({ new: false, id: a.body.results[0].id });
     expect(s.count('objects.upsert')).toBe(1);
-    expect((await call('POST', '/crm/v3/objects/2-100/batch/upsert', { inputs: [{ id: 'x', idProperty: 'name', properties: {} }] })).status).toBe(400);
-    expect((await call('POST', '/crm/v3/objects/2-100/batch/upsert', { inputs: [input.inputs[0], input.inputs[0]] })).status).toBe(400);
+    expect(
+      (
+        await call('POST', '/crm/v3/objects/2-100/batch/upsert', {
+          inputs: [{ id: 'x', idProperty: 'name', properties: {} }],
+        })
+      ).status,
+    ).toBe(400);
+    expect(
+      (await call('POST', '/crm/v3/objects/2-100/batch/upsert', { inputs: [input.inputs[0], input.inputs[0]] })).status,
+    ).toBe(400);
   });
 
   it('search: only records past the indexing delay, filters EQ/IN/HAS_PROPERTY, limit ≤ 200, paging', async () => {
     let t = 1_000_000;
     await start({ clock: { now: () => t }, searchIndexingDelayMs: 1000, searchPerSecond: null });
-    for (const subject of ['a', 'b', 'c']) await call('POST', '/crm/v3/objects/tickets', { properties: { subject, hs_pipeline_stage: '1' } });
+    for (const subject of ['a', 'b', 'c'])
+      await call('POST', '/crm/v3/objects/tickets', { properties: { subject, hs_pipeline_stage: '1' } });
     const q = (body: object) => call('POST', '/crm/v3/objects/tickets/search', body).then((r) => r.body);
     expect((await q({})).total).toBe(0);
     t += 1000;
     expect((await q({})).total).toBe(3);
-    expect((await q({ filterGroups: [{ filters: [{ propertyName: 'subject', operator: 'EQ', value: 'b' }] }], properties: ['subject'] })).results).toEqual([expect.objectContaining({ properties: { subject: 'b' } })]);
-    expect((await q({ filterGroups: [{ filters: [{ propertyName: 'subject', operator: 'IN', values: ['a', 'c'] }] }] })).total).toBe(2);
-    expect((await q({ filterGroups: [{ filters: [{ propertyName: 'content', operator: 'HAS_PROPERTY' }] }] })).total).toBe(0);
+    expect(
+      (
+        await q({
+          filterGroups: [{ filters: [{ propertyName: 'subject', operator: 'EQ', value: 'b' }] }],
+          properties: ['subject'],
+        })
+      ).results,
+    ).toEqual([expect.objectContaining({ properties: { subject: 'b' } })]);
+    expect(
+      (await q({ filterGroups: [{ filters: [{ propertyName: 'subject', operator: 'IN', values: ['a', 'c'] }] }] }))
+        .total,
+    ).toBe(2);
+    expect(
+      (await q({ filterGroups: [{ filters: [{ propertyName: 'content', operator: 'HAS_PROPERTY' }] }] })).total,
+    ).toBe(0);
     const page = await q({ limit: 2 });
     expect(page.results).toHaveLength(2);
     expect((await q({ limit: 2, after: page.paging.next.after })).results).toHaveLength(1);
@@ -81,7 +114,11 @@ describe('hubspot sandbox', () => {
     for (let i = 0; i < 6; i++) statuses.push((await call('POST', '/crm/v3/objects/tickets/search', {})).status);
     expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
     const r = await call('POST', '/crm/v3/objects/tickets/search', {});
-    expect(r.body).toMatchObject({ policyName: 'SECONDLY', errorType: 'RATE_LIMIT', message: 'You have reached your secondly limit.' });
+    expect(r.body).toMatchObject({
+      policyName: 'SECONDLY',
+      errorType: 'RATE_LIMIT',
+      message: 'You have reached your secondly limit.',
+    });
     expect(r.headers.get('x-hubspot-ratelimit-interval-milliseconds')).toBe('1000');
   });
 
@@ -89,9 +126,13 @@ describe('hubspot sandbox', () => {
     await start();
     s.seed('contacts', { email: 'x@example.test' });
     s.failNext(1, { status: 500, commit: true });
-    expect((await call('POST', '/crm/v3/objects/tickets', { properties: { subject: 'a', hs_pipeline_stage: '1' } })).status).toBe(500);
+    expect(
+      (await call('POST', '/crm/v3/objects/tickets', { properties: { subject: 'a', hs_pipeline_stage: '1' } })).status,
+    ).toBe(500);
     s.throttle(1, 'TEN_SECONDLY_ROLLING');
-    const limited = await call('POST', '/crm/v3/objects/tickets', { properties: { subject: 'b', hs_pipeline_stage: '1' } });
+    const limited = await call('POST', '/crm/v3/objects/tickets', {
+      properties: { subject: 'b', hs_pipeline_stage: '1' },
+    });
     expect(limited).toMatchObject({ status: 429, body: { policyName: 'TEN_SECONDLY_ROLLING' } });
     expect(limited.headers.get('x-hubspot-ratelimit-remaining')).toBe('0');
     expect(s.count('tickets')).toBe(1);

@@ -1,17 +1,32 @@
 import { randomUUID } from 'node:crypto';
 import {
+  nonNegative as checkNonNegative,
   createFaultQueue,
   createRequestLog,
   createSandboxClock,
-  nonNegative as checkNonNegative,
+  type LoopbackRequest,
+  type SandboxReply as Reply,
+  type Route,
   routeRequest,
   startLoopbackServer,
-  type LoopbackRequest,
-  type Route,
-  type SandboxReply as Reply,
 } from '@retrysafe/sandbox-kit';
-import { authenticationError, missingScopesError, notFoundError, rateLimitError, serverError, validationError, type HubSpotErrorBody, type RateLimitPolicy } from './hubspot-errors-shapes.js';
-import { createCrmStore, type CrmStore, type SandboxObjectType, type StoredRecord, type TypeStore } from './hubspot-store.js';
+import {
+  authenticationError,
+  type HubSpotErrorBody,
+  missingScopesError,
+  notFoundError,
+  type RateLimitPolicy,
+  rateLimitError,
+  serverError,
+  validationError,
+} from './hubspot-errors-shapes.js';
+import {
+  type CrmStore,
+  createCrmStore,
+  type SandboxObjectType,
+  type StoredRecord,
+  type TypeStore,
+} from './hubspot-store.js';
 
 export type { SandboxObjectType } from './hubspot-store.js';
 
@@ -113,7 +128,15 @@ export function defaultObjectTypes(idProperty: string = DEFAULT_ID_PROPERTY): Sa
     {
       names: ['tickets', '0-5'],
       label: 'Ticket',
-      properties: ['subject', 'content', 'hs_pipeline', 'hs_pipeline_stage', 'hs_ticket_priority', 'hs_ticket_category', idProperty],
+      properties: [
+        'subject',
+        'content',
+        'hs_pipeline',
+        'hs_pipeline_stage',
+        'hs_ticket_priority',
+        'hs_ticket_category',
+        idProperty,
+      ],
       unique: [idProperty],
       required: ['subject', 'hs_pipeline_stage'],
       scope: 'tickets',
@@ -141,31 +164,60 @@ const OBJECTS = '/crm/v3/objects/([^/]+)';
 const part = (s: string) => decodeURIComponent(s);
 /** The properties a GET asks for: the SDK repeats the parameter (properties=a&properties=b); HubSpot also takes a comma list. */
 const selected = (q: URLSearchParams) => {
-  const props = q.getAll('properties').flatMap((v) => v.split(',')).filter(Boolean);
+  const props = q
+    .getAll('properties')
+    .flatMap((v) => v.split(','))
+    .filter(Boolean);
   return props.length ? props : null;
 };
 
 /** The CRM v3 objects API the adapter uses. */
 const ROUTES: readonly Route<Routed>[] = [
-  { method: 'POST', path: new RegExp(`^${OBJECTS}/batch/upsert/?$`), handle: (_r, m) => ({ kind: 'upsert', typeName: part(m![1]!), act: (crm, store, body) => crm.upsert(store, body) }) },
-  { method: 'POST', path: new RegExp(`^${OBJECTS}/search/?$`), handle: (_r, m) => ({ kind: 'search', typeName: part(m![1]!), act: (crm, store, body) => crm.search(store, body) }) },
-  { method: 'POST', path: new RegExp(`^${OBJECTS}/?$`), handle: (_r, m) => ({ kind: 'create', typeName: part(m![1]!), act: (crm, store, body) => crm.create(store, body) }) },
+  {
+    method: 'POST',
+    path: new RegExp(`^${OBJECTS}/batch/upsert/?$`),
+    handle: (_r, m) => ({ kind: 'upsert', typeName: part(m![1]!), act: (crm, store, body) => crm.upsert(store, body) }),
+  },
+  {
+    method: 'POST',
+    path: new RegExp(`^${OBJECTS}/search/?$`),
+    handle: (_r, m) => ({ kind: 'search', typeName: part(m![1]!), act: (crm, store, body) => crm.search(store, body) }),
+  },
+  {
+    method: 'POST',
+    path: new RegExp(`^${OBJECTS}/?$`),
+    handle: (_r, m) => ({ kind: 'create', typeName: part(m![1]!), act: (crm, store, body) => crm.create(store, body) }),
+  },
   {
     method: 'PATCH',
     path: new RegExp(`^${OBJECTS}/([^/]+)/?$`),
-    handle: (_r, m) => ({ kind: 'update', typeName: part(m![1]!), act: (crm, store, body, req) => crm.update(store, part(m![2]!), req.query.get('idProperty'), body) }),
+    handle: (_r, m) => ({
+      kind: 'update',
+      typeName: part(m![1]!),
+      act: (crm, store, body, req) => crm.update(store, part(m![2]!), req.query.get('idProperty'), body),
+    }),
   },
   {
     method: 'GET',
     path: new RegExp(`^${OBJECTS}/([^/]+)/?$`),
-    handle: (_r, m) => ({ kind: 'read', typeName: part(m![1]!), act: (crm, store, _b, req) => crm.read(store, part(m![2]!), req.query.get('idProperty'), selected(req.query)) }),
+    handle: (_r, m) => ({
+      kind: 'read',
+      typeName: part(m![1]!),
+      act: (crm, store, _b, req) => crm.read(store, part(m![2]!), req.query.get('idProperty'), selected(req.query)),
+    }),
   },
 ];
 
 /** Any other request under an object type: answered 405 once past the gates. */
 function unsupported(req: LoopbackRequest): Routed | undefined {
   const m = new RegExp(`^${OBJECTS}(?:/.*)?$`).exec(req.path);
-  return m ? { kind: 'other', typeName: part(m[1]!), act: () => ({ status: 405, body: validationError(`${req.method} is not supported on ${req.path}`) }) } : undefined;
+  return m
+    ? {
+        kind: 'other',
+        typeName: part(m[1]!),
+        act: () => ({ status: 405, body: validationError(`${req.method} is not supported on ${req.path}`) }),
+      }
+    : undefined;
 }
 
 /** The request body as an object ({} when empty), or the 400 HubSpot gives. */
@@ -173,7 +225,8 @@ function bodyOf(raw: string): { ok: true; value: Record<string, unknown> } | { o
   if (!raw.length) return { ok: true, value: {} };
   try {
     const parsed: unknown = JSON.parse(raw);
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return { ok: false, reply: { status: 400, body: validationError('Invalid input JSON: expected an object') } };
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+      return { ok: false, reply: { status: 400, body: validationError('Invalid input JSON: expected an object') } };
     return { ok: true, value: parsed as Record<string, unknown> };
   } catch {
     return { ok: false, reply: { status: 400, body: validationError('Invalid input JSON on line 1') } };
@@ -190,7 +243,11 @@ export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): 
   const idProperty = options.idProperty ?? DEFAULT_ID_PROPERTY;
   const clock = createSandboxClock(options.clock, 'hubspot sandbox');
   const now = clock.now;
-  const crm = createCrmStore(options.objectTypes ?? defaultObjectTypes(idProperty), now, nonNegative(options.searchIndexingDelayMs ?? 0, 'searchIndexingDelayMs'));
+  const crm = createCrmStore(
+    options.objectTypes ?? defaultObjectTypes(idProperty),
+    now,
+    nonNegative(options.searchIndexingDelayMs ?? 0, 'searchIndexingDelayMs'),
+  );
   const searchPerSecond = options.searchPerSecond === undefined ? 5 : options.searchPerSecond;
   const tenSecondlyMax = options.tenSecondlyMax === undefined ? 190 : options.tenSecondlyMax;
   const dailyMax = options.dailyMax ?? 1_000_000;
@@ -241,7 +298,8 @@ export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): 
   function answer(req: LoopbackRequest, routed: Routed | undefined, store: TypeStore | undefined): Reply {
     const auth = req.headers.authorization;
     const token = typeof auth === 'string' && auth.startsWith('Bearer ') ? auth.slice(7) : '';
-    if (!token || (options.accessToken !== undefined && token !== options.accessToken)) return { status: 401, body: authenticationError() };
+    if (!token || (options.accessToken !== undefined && token !== options.accessToken))
+      return { status: 401, body: authenticationError() };
     if (!routed || !store) return { status: 404, body: notFoundError() };
     if (denied.has(store)) return { status: 403, body: missingScopesError(store.type.scope) };
     const limited = limit(routed.kind);
@@ -268,7 +326,13 @@ export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): 
       } catch {
         reply = { status: 500, body: serverError(500) };
       }
-      log.record({ method: req.method, path: req.path + req.search, objectType: store ? canonical(store) : null, kind: routed?.kind ?? 'other', status: reply.status });
+      log.record({
+        method: req.method,
+        path: req.path + req.search,
+        objectType: store ? canonical(store) : null,
+        kind: routed?.kind ?? 'other',
+        status: reply.status,
+      });
       return reply;
     },
     headers: (_req, reply) => ({
@@ -279,7 +343,13 @@ export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): 
 
   const need = (kind: string): TypeStore => {
     const store = crm.typeOf(OPERATION_KINDS[kind] ?? kind);
-    if (!store) throw new RangeError(`hubspot sandbox: unknown object type or operation "${kind}" (known: ${crm.types().flatMap((t) => t.type.names).join(', ')})`);
+    if (!store)
+      throw new RangeError(
+        `hubspot sandbox: unknown object type or operation "${kind}" (known: ${crm
+          .types()
+          .flatMap((t) => t.type.names)
+          .join(', ')})`,
+      );
     return store;
   };
   const recordOf = (store: TypeStore, rec: StoredRecord): SandboxRecord => ({
@@ -294,7 +364,10 @@ export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): 
     url: server.url,
     requests: log.entries,
     count: (kind) => need(kind).records.size,
-    records: (kind) => (kind === undefined ? crm.types() : [need(kind)]).flatMap((s) => [...s.records.values()].map((r) => recordOf(s, r))),
+    records: (kind) =>
+      (kind === undefined ? crm.types() : [need(kind)]).flatMap((s) =>
+        [...s.records.values()].map((r) => recordOf(s, r)),
+      ),
     writes: (kind) => (kind === undefined ? crm.types().reduce((n, s) => n + s.writes, 0) : need(kind).writes),
     seed(objectType, properties) {
       const store = need(objectType);
@@ -308,7 +381,10 @@ export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): 
       throttled.replace(policy, nonNegative(times, 'throttle(times)'));
     },
     failNext(times, opts = {}) {
-      failing.replace({ status: opts.status ?? 500, commit: opts.commit ?? false }, nonNegative(times, 'failNext(times)'));
+      failing.replace(
+        { status: opts.status ?? 500, commit: opts.commit ?? false },
+        nonNegative(times, 'failNext(times)'),
+      );
     },
     denyScope(objectType) {
       denied.add(need(objectType));

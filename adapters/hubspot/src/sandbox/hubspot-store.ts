@@ -1,5 +1,11 @@
-import { type SandboxReply as Reply } from '@retrysafe/sandbox-kit';
-import { conflictError, notFoundError, propertyValidationError, validationError, type PropertyProblem } from './hubspot-errors-shapes.js';
+import type { SandboxReply as Reply } from '@retrysafe/sandbox-kit';
+import {
+  conflictError,
+  notFoundError,
+  type PropertyProblem,
+  propertyValidationError,
+  validationError,
+} from './hubspot-errors-shapes.js';
 
 /*
  * The sandbox's state: the CRM records of each object type, with the versions CRM search sees, and
@@ -61,7 +67,11 @@ export interface CrmStore {
   setIndexingDelay(ms: number): void;
 }
 
-export function createCrmStore(types: readonly SandboxObjectType[], now: () => number, indexingDelay: number): CrmStore {
+export function createCrmStore(
+  types: readonly SandboxObjectType[],
+  now: () => number,
+  indexingDelay: number,
+): CrmStore {
   const stores = new Map<string, TypeStore>();
   for (const type of types) {
     const store: TypeStore = { type, records: new Map(), writes: 0 };
@@ -120,8 +130,10 @@ export function createCrmStore(types: readonly SandboxObjectType[], now: () => n
 
   function upsert(store: TypeStore, body: Record<string, unknown>): Reply {
     const inputs = body.inputs;
-    if (!Array.isArray(inputs) || inputs.length === 0) return { status: 400, body: validationError('Invalid input JSON: "inputs" must be a non-empty array') };
-    if (inputs.length > BATCH_MAX) return { status: 400, body: validationError(`Batch input is limited to ${BATCH_MAX} inputs`) };
+    if (!Array.isArray(inputs) || inputs.length === 0)
+      return { status: 400, body: validationError('Invalid input JSON: "inputs" must be a non-empty array') };
+    if (inputs.length > BATCH_MAX)
+      return { status: 400, body: validationError(`Batch input is limited to ${BATCH_MAX} inputs`) };
     const startedAt = new Date(now()).toISOString();
     // Validate every input before applying any, as a batch does.
     const planned: { idProp: string; id: string; props: Record<string, string> }[] = [];
@@ -129,13 +141,23 @@ export function createCrmStore(types: readonly SandboxObjectType[], now: () => n
     for (const input of inputs as Record<string, unknown>[]) {
       const idProp = typeof input?.idProperty === 'string' ? input.idProperty : 'hs_object_id';
       const id = input?.id;
-      if (typeof id !== 'string' || id === '') return { status: 400, body: validationError('Each input needs a non-empty "id"') };
-      if (!store.type.unique.includes(idProp)) return { status: 400, body: validationError(`${idProp} is not a unique identifier property for this object type`) };
-      if (seen.has(`${idProp}=${id}`)) return { status: 400, body: validationError(`Duplicate IDs found in batch input: [${id}]. IDs must be unique`) };
+      if (typeof id !== 'string' || id === '')
+        return { status: 400, body: validationError('Each input needs a non-empty "id"') };
+      if (!store.type.unique.includes(idProp))
+        return {
+          status: 400,
+          body: validationError(`${idProp} is not a unique identifier property for this object type`),
+        };
+      if (seen.has(`${idProp}=${id}`))
+        return {
+          status: 400,
+          body: validationError(`Duplicate IDs found in batch input: [${id}]. IDs must be unique`),
+        };
       seen.add(`${idProp}=${id}`);
       const props = checkProperties(store, input.properties ?? {}, false);
       if (!props.ok) return props.reply;
-      if (props.value[idProp] !== undefined && props.value[idProp] !== id) return { status: 400, body: validationError(`"${idProp}" in properties differs from the input id`) };
+      if (props.value[idProp] !== undefined && props.value[idProp] !== id)
+        return { status: 400, body: validationError(`"${idProp}" in properties differs from the input id`) };
       planned.push({ idProp, id, props: props.value });
     }
     const results = planned.map(({ idProp, id, props }) => {
@@ -143,12 +165,16 @@ export function createCrmStore(types: readonly SandboxObjectType[], now: () => n
       const rec = write(store, existing ?? null, { ...props, [idProp]: id });
       return { ...toJson(rec, null), new: existing === undefined };
     });
-    return { status: 200, body: { status: 'COMPLETE', results, startedAt, completedAt: new Date(now()).toISOString() } };
+    return {
+      status: 200,
+      body: { status: 'COMPLETE', results, startedAt, completedAt: new Date(now()).toISOString() },
+    };
   }
 
   function search(store: TypeStore, body: Record<string, unknown>): Reply {
     const limit = body.limit === undefined ? 10 : Number(body.limit);
-    if (!Number.isInteger(limit) || limit < 0 || limit > SEARCH_PAGE_MAX) return { status: 400, body: validationError(`limit must be between 0 and ${SEARCH_PAGE_MAX}`) };
+    if (!Number.isInteger(limit) || limit < 0 || limit > SEARCH_PAGE_MAX)
+      return { status: 400, body: validationError(`limit must be between 0 and ${SEARCH_PAGE_MAX}`) };
     const groups = Array.isArray(body.filterGroups) ? (body.filterGroups as { filters?: unknown }[]) : [];
     const select = Array.isArray(body.properties) && body.properties.length ? (body.properties as string[]) : null;
     const after = body.after === undefined ? 0 : Number(body.after);
@@ -165,11 +191,21 @@ export function createCrmStore(types: readonly SandboxObjectType[], now: () => n
     const page = visible.slice(after, after + limit);
     const results = page.map(({ rec, props }) => {
       const properties: Record<string, string | null> = {};
-      for (const name of select ?? ['hs_object_id', 'createdate', 'hs_lastmodifieddate']) properties[name] = props[name] ?? null;
-      return { id: rec.id, properties, createdAt: new Date(rec.createdAt).toISOString(), updatedAt: props.hs_lastmodifieddate, archived: false };
+      for (const name of select ?? ['hs_object_id', 'createdate', 'hs_lastmodifieddate'])
+        properties[name] = props[name] ?? null;
+      return {
+        id: rec.id,
+        properties,
+        createdAt: new Date(rec.createdAt).toISOString(),
+        updatedAt: props.hs_lastmodifieddate,
+        archived: false,
+      };
     });
     const next = after + limit < visible.length ? { next: { after: String(after + limit) } } : {};
-    return { status: 200, body: { total: visible.length, results, ...(Object.keys(next).length ? { paging: next } : {}) } };
+    return {
+      status: 200,
+      body: { total: visible.length, results, ...(Object.keys(next).length ? { paging: next } : {}) },
+    };
   }
 
   return {
@@ -182,7 +218,10 @@ export function createCrmStore(types: readonly SandboxObjectType[], now: () => n
     search,
     seed(store, properties) {
       const props = checkProperties(store, properties, false);
-      if (!props.ok) throw new RangeError(`hubspot sandbox: cannot seed ${store.type.names[0]}: ${(props.reply.body as { message?: string }).message}`);
+      if (!props.ok)
+        throw new RangeError(
+          `hubspot sandbox: cannot seed ${store.type.names[0]}: ${(props.reply.body as { message?: string }).message}`,
+        );
       const rec = write(store, null, props.value);
       store.writes--; // seeding is not a write the adapter made
       return rec;
@@ -224,7 +263,8 @@ function findByUnique(store: TypeStore, property: string, value: string, except?
 }
 
 function checkProperties(store: TypeStore, props: unknown, forCreate: boolean): Checked<Record<string, string>> {
-  if (typeof props !== 'object' || props === null || Array.isArray(props)) return refuse({ status: 400, body: validationError('Invalid input JSON: "properties" must be an object') });
+  if (typeof props !== 'object' || props === null || Array.isArray(props))
+    return refuse({ status: 400, body: validationError('Invalid input JSON: "properties" must be an object') });
   const problems: PropertyProblem[] = [];
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(props as Record<string, unknown>)) {
@@ -233,14 +273,19 @@ function checkProperties(store: TypeStore, props: unknown, forCreate: boolean): 
       continue;
     }
     if (value === null || typeof value === 'object') {
-      problems.push({ name, error: 'INVALID_PROPERTY_VALUE', message: `Property "${name}" must be a string, number or boolean` });
+      problems.push({
+        name,
+        error: 'INVALID_PROPERTY_VALUE',
+        message: `Property "${name}" must be a string, number or boolean`,
+      });
       continue;
     }
     out[name] = String(value);
   }
   if (forCreate) {
     for (const name of store.type.required ?? []) {
-      if (out[name] === undefined || out[name] === '') problems.push({ name, error: 'REQUIRED_PROPERTY', message: `Property "${name}" is required` });
+      if (out[name] === undefined || out[name] === '')
+        problems.push({ name, error: 'REQUIRED_PROPERTY', message: `Property "${name}" is required` });
     }
   }
   if (problems.length) return refuse({ status: 400, body: propertyValidationError(problems) });
@@ -259,7 +304,11 @@ function uniqueConflict(store: TypeStore, props: Record<string, string>, except?
 
 function locate(store: TypeStore, id: string, idProp: string | null): Checked<StoredRecord | undefined> {
   if (idProp === null || idProp === 'hs_object_id') return { ok: true, value: store.records.get(id) };
-  if (!store.type.unique.includes(idProp)) return refuse({ status: 400, body: validationError(`${idProp} is not a unique identifier property for this object type`) });
+  if (!store.type.unique.includes(idProp))
+    return refuse({
+      status: 400,
+      body: validationError(`${idProp} is not a unique identifier property for this object type`),
+    });
   return { ok: true, value: findByUnique(store, idProp, id) };
 }
 

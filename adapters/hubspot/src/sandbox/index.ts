@@ -1,12 +1,20 @@
-export { startHubSpotSandbox, defaultObjectTypes, DEFAULT_ID_PROPERTY } from './hubspot-sandbox.js';
+export {
+  drillOrder,
+  drills,
+  drillTicket,
+  type HubSpotDrill,
+  type HubSpotDrillOperation,
+  hubSpotDrill,
+  hubSpotDrillFaults,
+} from './hubspot-drills.js';
+export type { HubSpotErrorBody, RateLimitPolicy } from './hubspot-errors-shapes.js';
 export type {
+  FailOptions,
   HubSpotSandbox,
   HubSpotSandboxOptions,
   SandboxObjectType,
   SandboxRecord,
   SandboxRequest,
   SandboxRequestKind,
-  FailOptions,
 } from './hubspot-sandbox.js';
-export type { RateLimitPolicy, HubSpotErrorBody } from './hubspot-errors-shapes.js';
-export { hubSpotDrill, drills, hubSpotDrillFaults, drillTicket, drillOrder, type HubSpotDrill, type HubSpotDrillOperation } from './hubspot-drills.js';
+export { DEFAULT_ID_PROPERTY, defaultObjectTypes, startHubSpotSandbox } from './hubspot-sandbox.js';

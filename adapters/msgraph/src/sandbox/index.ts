@@ -1,8 +1,18 @@
 export {
-  graphRequestKind,
-  startMsGraphSandbox,
+  DRILL_TOKEN,
+  drillEventParams,
+  drillMailParams,
+  drills,
+  drillTaskParams,
+  type MsGraphDrill,
+  type MsGraphDrillOperation,
+  msGraphDrill,
+  msGraphDrillFaults,
+} from './msgraph-drills.js';
+export {
   type DuplicateTransactionBehaviour,
   type FaultScript,
+  graphRequestKind,
   type MsGraphSandbox,
   type MsGraphSandboxOptions,
   type SandboxEvent,
@@ -12,5 +22,5 @@ export {
   type SandboxRecord,
   type SandboxRequest,
   type SandboxTask,
+  startMsGraphSandbox,
 } from './msgraph-sandbox.js';
-export { msGraphDrill, drills, msGraphDrillFaults, DRILL_TOKEN, drillMailParams, drillEventParams, drillTaskParams, type MsGraphDrill, type MsGraphDrillOperation } from './msgraph-drills.js';

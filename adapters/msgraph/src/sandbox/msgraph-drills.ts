@@ -13,7 +13,9 @@ type StatusFault = Extract<DrillFault, { kind: 'status' }>;
 /** A token the sandbox checks; not a secret. */
 export const DRILL_TOKEN = 'drill-token-not-a-secret';
 
-const graphError = (code: string) => ({ error: { code, message: `sandbox ${code}`, innerError: { 'request-id': '00000000-0000-4000-8000-000000000000' } } });
+const graphError = (code: string) => ({
+  error: { code, message: `sandbox ${code}`, innerError: { 'request-id': '00000000-0000-4000-8000-000000000000' } },
+});
 export const msGraphDrillFaults: MsGraphDrillOperation['faults'] = {
   permanent: { kind: 'status', status: 400, body: graphError('ErrorInvalidRecipients') },
   transient: { kind: 'status', status: 429, body: graphError('TooManyRequests') },
@@ -36,7 +38,11 @@ export const drillEventParams = (i: number) => ({
     end: { dateTime: `2026-12-0${(i % 9) + 1}T11:00:00`, timeZone: 'UTC' },
   },
 });
-export const drillTaskParams = (i: number) => ({ mailbox: 'me', listId: 'tasks', task: { title: `Call customer ${i}` } });
+export const drillTaskParams = (i: number) => ({
+  mailbox: 'me',
+  listId: 'tasks',
+  task: { title: `Call customer ${i}` },
+});
 
 const withChanged = (key: string, field: string) => (p: unknown) => {
   const o = p as Record<string, Record<string, unknown>>;
@@ -53,9 +59,21 @@ export const msGraphDrill: MsGraphDrill = {
     return { url: s.url, count: (op) => s.count(op), close: () => s.close(), expireKeys: () => s.expireKeys() };
   },
   operations: {
-    'mail.send': { params: drillMailParams, changeIntent: withChanged('message', 'subject'), faults: msGraphDrillFaults },
-    'events.create': { params: drillEventParams, changeIntent: withChanged('event', 'subject'), faults: msGraphDrillFaults },
-    'todo.tasks.create': { params: drillTaskParams, changeIntent: (p) => ({ ...(p as object), task: { title: 'changed' } }), faults: msGraphDrillFaults },
+    'mail.send': {
+      params: drillMailParams,
+      changeIntent: withChanged('message', 'subject'),
+      faults: msGraphDrillFaults,
+    },
+    'events.create': {
+      params: drillEventParams,
+      changeIntent: withChanged('event', 'subject'),
+      faults: msGraphDrillFaults,
+    },
+    'todo.tasks.create': {
+      params: drillTaskParams,
+      changeIntent: (p) => ({ ...(p as object), task: { title: 'changed' } }),
+      faults: msGraphDrillFaults,
+    },
   },
 };
 

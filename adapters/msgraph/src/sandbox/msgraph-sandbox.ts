@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import {
+  type CallScript,
   createFaultScripts,
   createRequestLog,
   createSandboxClock,
   isPlainObject as isObj,
+  type Route as KitRoute,
   parseJsonBody,
   routeRequest,
-  startLoopbackServer,
-  type CallScript,
-  type Route as KitRoute,
   type SandboxReply,
+  startLoopbackServer,
 } from '@retrysafe/sandbox-kit';
 
 /**
@@ -24,13 +24,25 @@ import {
  * `graphRequestKind` tells a proxy script which of this sandbox's kinds a request is.
  */
 
-export type SandboxKind = 'mail.send' | 'events.create' | 'todo.tasks.create' | 'mail.lookup' | 'events.lookup' | 'todo.tasks.lookup';
+export type SandboxKind =
+  | 'mail.send'
+  | 'events.create'
+  | 'todo.tasks.create'
+  | 'mail.lookup'
+  | 'events.lookup'
+  | 'todo.tasks.lookup';
 
 /** One scripted answer for one request. */
 export type SandboxFault =
   | 'pass'
   /** Answer with this status and a Graph error body. `commit: true` applies the effect first (Graph has delivered mail with a 503/504); default false (throttled before processing). */
-  | { readonly kind: 'status'; readonly status: number; readonly retryAfterS?: number; readonly code?: string; readonly commit?: boolean }
+  | {
+      readonly kind: 'status';
+      readonly status: number;
+      readonly retryAfterS?: number;
+      readonly code?: string;
+      readonly commit?: boolean;
+    }
   /** sendMail only: a normal 202 that also carries Retry-After (reported to have led clients into resending). */
   | { readonly kind: 'accepted-with-retry-after'; readonly retryAfterS: number };
 
@@ -147,7 +159,11 @@ const ENDPOINTS: readonly { method: string; re: RegExp; kind: SandboxKind }[] = 
   { method: 'GET', re: new RegExp(`^/${V}/${MAILBOX}/todo/lists/([^/]+)/tasks$`, 'i'), kind: 'todo.tasks.lookup' },
 ];
 /** The endpoints as the sandbox kit's route table. */
-const ROUTES: readonly KitRoute<{ kind: SandboxKind; m: RegExpExecArray }>[] = ENDPOINTS.map((e) => ({ method: e.method, path: e.re, handle: (_req, m) => ({ kind: e.kind, m: m! }) }));
+const ROUTES: readonly KitRoute<{ kind: SandboxKind; m: RegExpExecArray }>[] = ENDPOINTS.map((e) => ({
+  method: e.method,
+  path: e.re,
+  handle: (_req, m) => ({ kind: e.kind, m: m! }),
+}));
 
 /**
  * The sandbox kind of a request (`path` with or without its query), or null for one the sandbox does
@@ -158,12 +174,17 @@ export function graphRequestKind(method: string, path: string): SandboxKind | nu
   return ENDPOINTS.find((r) => r.method === method.toUpperCase() && r.re.test(bare))?.kind ?? null;
 }
 
-const EXT_FILTER = /^singleValueExtendedProperties\/Any\(\s*(\w+)\s*:\s*\1\/id eq '((?:[^']|'')*)' and \1\/value eq '((?:[^']|'')*)'\s*\)$/i;
+const EXT_FILTER =
+  /^singleValueExtendedProperties\/Any\(\s*(\w+)\s*:\s*\1\/id eq '((?:[^']|'')*)' and \1\/value eq '((?:[^']|'')*)'\s*\)$/i;
 const LINK_FILTER = /^linkedResources\/any\(\s*(\w+)\s*:\s*\1\/externalId eq '((?:[^']|'')*)'\s*\)$/i;
 const unquote = (s: string) => s.replace(/''/g, "'");
 
 class HttpError extends Error {
-  constructor(readonly status: number, readonly code: string, message: string) {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -185,7 +206,8 @@ function apply(state: GraphState, route: Route, body: unknown): { status: number
   const t = state.now();
   if (route.kind === 'mail.send') {
     const msg = body.message;
-    if (!isObj(msg)) throw new HttpError(400, 'ErrorInvalidParameter', "The value of the parameter 'Message' is empty.");
+    if (!isObj(msg))
+      throw new HttpError(400, 'ErrorInvalidParameter', "The value of the parameter 'Message' is empty.");
     const to = recipients(msg.toRecipients, true);
     recipients(msg.ccRecipients, false);
     recipients(msg.bccRecipients, false);
@@ -209,14 +231,19 @@ function apply(state: GraphState, route: Route, body: unknown): { status: number
     if (typeof body.subject !== 'string') throw new HttpError(400, 'ErrorInvalidRequest', 'subject is required.');
     for (const f of ['start', 'end'] as const) {
       const v = body[f];
-      if (!isObj(v) || typeof v.dateTime !== 'string' || typeof v.timeZone !== 'string') throw new HttpError(400, 'ErrorInvalidRequest', `${f} must be a dateTimeTimeZone.`);
+      if (!isObj(v) || typeof v.dateTime !== 'string' || typeof v.timeZone !== 'string')
+        throw new HttpError(400, 'ErrorInvalidRequest', `${f} must be a dateTimeTimeZone.`);
     }
     const props = extProps(body.singleValueExtendedProperties);
     const tx = typeof body.transactionId === 'string' ? body.transactionId : null;
     if (tx !== null && state.duplicateTx !== 'create-new') {
-      const existing = state.records.find((r): r is SandboxEvent => r.kind === 'events.create' && r.mailbox === route.mailbox && r.transactionId === tx && !state.expired.has(r));
+      const existing = state.records.find(
+        (r): r is SandboxEvent =>
+          r.kind === 'events.create' && r.mailbox === route.mailbox && r.transactionId === tx && !state.expired.has(r),
+      );
       if (existing) {
-        if (state.duplicateTx === 'conflict') throw new HttpError(409, 'ErrorDuplicateTransactionId', 'An event with this transactionId already exists.');
+        if (state.duplicateTx === 'conflict')
+          throw new HttpError(409, 'ErrorDuplicateTransactionId', 'An event with this transactionId already exists.');
         return { status: 201, body: eventJson(existing) };
       }
     }
@@ -236,10 +263,13 @@ function apply(state: GraphState, route: Route, body: unknown): { status: number
     return { status: 201, body: eventJson(rec) };
   }
   // todo.tasks.create
-  if (!route.listId || !state.todoLists.has(route.listId)) throw new HttpError(404, 'ErrorItemNotFound', 'The specified object was not found in the store.');
-  if (typeof body.title !== 'string' || body.title.trim() === '') throw new HttpError(400, 'invalidRequest', 'title is required.');
+  if (!route.listId || !state.todoLists.has(route.listId))
+    throw new HttpError(404, 'ErrorItemNotFound', 'The specified object was not found in the store.');
+  if (typeof body.title !== 'string' || body.title.trim() === '')
+    throw new HttpError(400, 'invalidRequest', 'title is required.');
   const links = body.linkedResources === undefined ? [] : body.linkedResources;
-  if (!Array.isArray(links) || !links.every(isObj)) throw new HttpError(400, 'invalidRequest', 'linkedResources must be an array of objects.');
+  if (!Array.isArray(links) || !links.every(isObj))
+    throw new HttpError(400, 'invalidRequest', 'linkedResources must be an array of objects.');
   const rec: SandboxTask = {
     kind: 'todo.tasks.create',
     id: `AAMkTask${randomUUID().replace(/-/g, '')}`,
@@ -268,25 +298,44 @@ function lookup(state: GraphState, route: Route, query: URLSearchParams): { stat
     if (!m) throw new HttpError(400, 'ErrorInvalidUrlQueryFilter', `Unsupported $filter: ${filter}`);
     const id = unquote(m[2]!).toLowerCase();
     const value = unquote(m[3]!);
-    const tagged = (props: readonly { id: string; value: string }[]) => props.some((p) => p.id.toLowerCase() === id && p.value === value);
+    const tagged = (props: readonly { id: string; value: string }[]) =>
+      props.some((p) => p.id.toLowerCase() === id && p.value === value);
     if (route.kind === 'mail.lookup') {
       const t = state.now();
       items = state.records
-        .filter((r): r is SandboxMessage => r.kind === 'mail.send' && r.mailbox === route.mailbox && r.visibleAt <= t && tagged(r.extendedProperties))
+        .filter(
+          (r): r is SandboxMessage =>
+            r.kind === 'mail.send' && r.mailbox === route.mailbox && r.visibleAt <= t && tagged(r.extendedProperties),
+        )
         .map(messageJson);
     } else {
-      items = state.records.filter((r): r is SandboxEvent => r.kind === 'events.create' && r.mailbox === route.mailbox && tagged(r.extendedProperties)).map(eventJson);
+      items = state.records
+        .filter(
+          (r): r is SandboxEvent =>
+            r.kind === 'events.create' && r.mailbox === route.mailbox && tagged(r.extendedProperties),
+        )
+        .map(eventJson);
     }
   } else {
-    if (!route.listId || !state.todoLists.has(route.listId)) throw new HttpError(404, 'ErrorItemNotFound', 'The specified object was not found in the store.');
+    if (!route.listId || !state.todoLists.has(route.listId))
+      throw new HttpError(404, 'ErrorItemNotFound', 'The specified object was not found in the store.');
     const m = LINK_FILTER.exec(filter.trim());
     if (!m) throw new HttpError(400, 'invalidRequest', `Unsupported $filter: ${filter}`);
     const externalId = unquote(m[2]!);
     items = state.records
-      .filter((r): r is SandboxTask => r.kind === 'todo.tasks.create' && r.mailbox === route.mailbox && r.listId === route.listId && r.linkedResources.some((l) => l.externalId === externalId))
+      .filter(
+        (r): r is SandboxTask =>
+          r.kind === 'todo.tasks.create' &&
+          r.mailbox === route.mailbox &&
+          r.listId === route.listId &&
+          r.linkedResources.some((l) => l.externalId === externalId),
+      )
       .map(taskJson);
   }
-  return { status: 200, body: { value: items.slice(0, Number.isFinite(top) && top > 0 ? top : 10).map((i) => select(i, fields)) } };
+  return {
+    status: 200,
+    body: { value: items.slice(0, Number.isFinite(top) && top > 0 ? top : 10).map((i) => select(i, fields)) },
+  };
 }
 
 function readJson(raw: string): unknown {
@@ -305,10 +354,12 @@ function extProps(v: unknown): { id: string; value: string }[] {
 
 function recipients(v: unknown, required: boolean): string[] {
   if (v === undefined && !required) return [];
-  if (!Array.isArray(v) || (required && v.length === 0)) throw new HttpError(400, 'ErrorInvalidRecipients', 'At least one recipient is not valid.');
+  if (!Array.isArray(v) || (required && v.length === 0))
+    throw new HttpError(400, 'ErrorInvalidRecipients', 'At least one recipient is not valid.');
   return v.map((r) => {
     const address = isObj(r) && isObj(r.emailAddress) ? r.emailAddress.address : undefined;
-    if (typeof address !== 'string' || !/^[^@\s]+@[^@\s]+$/.test(address)) throw new HttpError(400, 'ErrorInvalidRecipients', 'At least one recipient is not valid.');
+    if (typeof address !== 'string' || !/^[^@\s]+@[^@\s]+$/.test(address))
+      throw new HttpError(400, 'ErrorInvalidRecipients', 'At least one recipient is not valid.');
     return address;
   });
 }
@@ -327,16 +378,32 @@ function eventJson(e: SandboxEvent) {
 }
 
 function taskJson(t: SandboxTask) {
-  return { id: t.id, title: t.title, status: 'notStarted', createdDateTime: new Date(t.createdAt).toISOString(), linkedResources: t.linkedResources };
+  return {
+    id: t.id,
+    title: t.title,
+    status: 'notStarted',
+    createdDateTime: new Date(t.createdAt).toISOString(),
+    linkedResources: t.linkedResources,
+  };
 }
 
 function messageJson(m: SandboxMessage) {
-  return { id: m.id, internetMessageId: m.internetMessageId, subject: m.subject, sentDateTime: new Date(m.sentAt).toISOString() };
+  return {
+    id: m.id,
+    internetMessageId: m.internetMessageId,
+    subject: m.subject,
+    sentDateTime: new Date(m.sentAt).toISOString(),
+  };
 }
 
 function select<T extends Record<string, unknown>>(item: T, fields: string | null): Record<string, unknown> {
   if (!fields) return item;
-  const keep = new Set(fields.split(',').map((f) => f.trim()).filter(Boolean));
+  const keep = new Set(
+    fields
+      .split(',')
+      .map((f) => f.trim())
+      .filter(Boolean),
+  );
   return Object.fromEntries(Object.entries(item).filter(([k]) => keep.has(k) || k === 'id'));
 }
 
@@ -362,14 +429,21 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
   }
 
   function errorBody(code: string, message: string, requestId: string) {
-    return { error: { code, message, innerError: { 'request-id': requestId, date: new Date(now()).toISOString().slice(0, 19) } } };
+    return {
+      error: {
+        code,
+        message,
+        innerError: { 'request-id': requestId, date: new Date(now()).toISOString().slice(0, 19) },
+      },
+    };
   }
 
   function mailboxOf(m: RegExpExecArray): string {
     const user = m[2];
     if (user === undefined) return 'me';
     const id = decodeURIComponent(user);
-    if (users && !users.has(id.toLowerCase())) throw new HttpError(404, 'ErrorInvalidUser', `The requested user '${id}' is invalid.`);
+    if (users && !users.has(id.toLowerCase()))
+      throw new HttpError(404, 'ErrorInvalidUser', `The requested user '${id}' is invalid.`);
     return id.toLowerCase();
   }
 
@@ -381,14 +455,29 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
       const { method, path, search, query, headers, rawBody } = req;
       const requestId = randomUUID();
       const matched = routeRequest(ROUTES, req)?.value ?? null;
-      const entry = { method, path, query: search, retryAttempt: (headers['retry-attempt'] as string | undefined) ?? null };
+      const entry = {
+        method,
+        path,
+        query: search,
+        retryAttempt: (headers['retry-attempt'] as string | undefined) ?? null,
+      };
       if (!matched) {
         log.record({ ...entry, kind: 'other', call: 0, fault: 'pass', status: 404 });
-        return reply(404, errorBody('UnknownRequest', `Resource not found for the segment '${path}'.`, requestId), requestId);
+        return reply(
+          404,
+          errorBody('UnknownRequest', `Resource not found for the segment '${path}'.`, requestId),
+          requestId,
+        );
       }
       const kind = matched.kind;
       const { call, fault } = faults.take(kind);
-      const logged = log.record({ ...entry, kind, call, fault: typeof fault === 'string' ? fault : `${fault.kind}${'status' in fault ? ':' + fault.status : ''}`, status: null });
+      const logged = log.record({
+        ...entry,
+        kind,
+        call,
+        fault: typeof fault === 'string' ? fault : `${fault.kind}${'status' in fault ? ':' + fault.status : ''}`,
+        status: null,
+      });
       const answer = (status: number, body: unknown, extra: Record<string, string> = {}) => {
         logged.status = status;
         return reply(status, body, requestId, extra);
@@ -398,17 +487,32 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
         if (options.accessToken !== undefined && headers.authorization !== `Bearer ${options.accessToken}`) {
           throw new HttpError(401, 'InvalidAuthenticationToken', 'Access token is empty or invalid.');
         }
-        const route: Route = { kind, mailbox: mailboxOf(matched.m), ...(matched.m[3] !== undefined ? { listId: decodeURIComponent(matched.m[3]) } : {}) };
+        const route: Route = {
+          kind,
+          mailbox: mailboxOf(matched.m),
+          ...(matched.m[3] !== undefined ? { listId: decodeURIComponent(matched.m[3]) } : {}),
+        };
         const isCreate = method === 'POST';
         if (typeof fault === 'object' && fault.kind === 'status') {
           if (fault.commit && isCreate) apply(state, route, body);
-          const extra: Record<string, string> = fault.retryAfterS !== undefined ? { 'retry-after': String(fault.retryAfterS) } : {};
-          const code = fault.code ?? (fault.status === 429 ? 'TooManyRequests' : fault.status === 503 ? 'ServiceNotAvailable' : fault.status === 504 ? 'GatewayTimeout' : 'generalException');
+          const extra: Record<string, string> =
+            fault.retryAfterS !== undefined ? { 'retry-after': String(fault.retryAfterS) } : {};
+          const code =
+            fault.code ??
+            (fault.status === 429
+              ? 'TooManyRequests'
+              : fault.status === 503
+                ? 'ServiceNotAvailable'
+                : fault.status === 504
+                  ? 'GatewayTimeout'
+                  : 'generalException');
           return answer(fault.status, errorBody(code, `Sandbox scripted HTTP ${fault.status}.`, requestId), extra);
         }
         const result = isCreate ? apply(state, route, body) : lookup(state, route, query);
         const extra: Record<string, string> =
-          typeof fault === 'object' && fault.kind === 'accepted-with-retry-after' ? { 'retry-after': String(fault.retryAfterS) } : {};
+          typeof fault === 'object' && fault.kind === 'accepted-with-retry-after'
+            ? { 'retry-after': String(fault.retryAfterS) }
+            : {};
         return answer(result.status, result.body, extra);
       } catch (error) {
         if (error instanceof HttpError) return answer(error.status, errorBody(error.code, error.message, requestId));
@@ -425,7 +529,10 @@ export async function startMsGraphSandbox(options: MsGraphSandboxOptions = {}): 
     records: () => records.map((r) => ({ ...r })),
     visibleSentItems: (mailbox) => {
       const t = now();
-      return records.filter((r): r is SandboxMessage => r.kind === 'mail.send' && r.visibleAt <= t && (mailbox === undefined || r.mailbox === mailbox.toLowerCase()));
+      return records.filter(
+        (r): r is SandboxMessage =>
+          r.kind === 'mail.send' && r.visibleAt <= t && (mailbox === undefined || r.mailbox === mailbox.toLowerCase()),
+      );
     },
     setFaults: (kind, script) => faults.set(kind, script),
     setSentItemsDelay: (ms) => {

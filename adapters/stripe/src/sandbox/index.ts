@@ -1,20 +1,20 @@
-export {
-  startStripeSandbox,
-  type StripeSandbox,
-  type StripeSandboxOptions,
-  type StripeRecordKind,
-  type SandboxRecord,
-  type SandboxRequest,
-  type SandboxRequestResult,
-  type SandboxFault,
-} from './stripe-sandbox.js';
 export { parseSearchQuery, SearchQueryError } from './search-query.js';
 export {
   drills,
-  stripeDrill,
-  stripeDrillOperations,
-  stripeDrillFaults,
-  startStripeDrillSandbox,
   type StripeDrill,
   type StripeDrillOperation,
+  startStripeDrillSandbox,
+  stripeDrill,
+  stripeDrillFaults,
+  stripeDrillOperations,
 } from './stripe-drills.js';
+export {
+  type SandboxFault,
+  type SandboxRecord,
+  type SandboxRequest,
+  type SandboxRequestResult,
+  type StripeRecordKind,
+  type StripeSandbox,
+  type StripeSandboxOptions,
+  startStripeSandbox,
+} from './stripe-sandbox.js';

@@ -4,12 +4,12 @@ import {
   createKeyStore,
   createRequestLog,
   createSandboxClock,
-  routeRequest,
-  startLoopbackServer,
   type KeyAnswers,
   type LoopbackRequest,
-  type Route,
   type SandboxReply as Reply,
+  type Route,
+  routeRequest,
+  startLoopbackServer,
 } from '@retrysafe/sandbox-kit';
 import { paramsFingerprint, parseForm } from './form.js';
 import { createStripeStore, err, RESOURCES } from './stripe-store.js';
@@ -119,7 +119,10 @@ export interface StripeSandbox {
    */
   hold(): () => void;
   /** Resolves once `predicate` holds for the request log (polls; for tests that wait on the sandbox). */
-  waitFor(predicate: (requests: readonly SandboxRequest[], sandbox: StripeSandbox) => boolean, timeoutMs?: number): Promise<void>;
+  waitFor(
+    predicate: (requests: readonly SandboxRequest[], sandbox: StripeSandbox) => boolean,
+    timeoutMs?: number,
+  ): Promise<void>;
   setSearchDelayMs(ms: number): void;
   close(): Promise<void>;
 }
@@ -133,7 +136,12 @@ const OPERATION_KIND: Record<string, StripeRecordKind> = {
 
 /** What Stripe's idempotency layer answers besides the stored response. */
 const KEY_ANSWERS: KeyAnswers<{ path: string }> = {
-  inFlight: err(409, 'idempotency_error', 'There is currently another in-progress request using this Idempotency-Key. Please try again later.', { code: 'idempotency_key_in_use' }),
+  inFlight: err(
+    409,
+    'idempotency_error',
+    'There is currently another in-progress request using this Idempotency-Key. Please try again later.',
+    { code: 'idempotency_key_in_use' },
+  ),
   mismatch: (first, request) =>
     err(
       400,
@@ -163,7 +171,12 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
   /** 500s, taken by the next write that reaches endpoint execution. */
   const executionFaults = createFaultQueue<Exclude<SandboxFault, 'rate-limit'>>('stripe sandbox');
 
-  async function write(resource: string, path: string, body: string, key: string | null): Promise<{ reply: Reply; result: SandboxRequestResult }> {
+  async function write(
+    resource: string,
+    path: string,
+    body: string,
+    key: string | null,
+  ): Promise<{ reply: Reply; result: SandboxRequestResult }> {
     const params = parseForm(body);
     const invalid = store.validate(resource, params);
     if (invalid) return { reply: invalid, result: 'invalid' };
@@ -174,17 +187,29 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
       return runWithFaults(resource, params);
     };
     if (key === null) return { reply: await endpoint(), result: 'executed' };
-    if (key.length > 255) return { reply: err(400, 'invalid_request_error', 'Idempotency-Key must be at most 255 characters.', { code: 'idempotency_key_too_long' }), result: 'invalid' };
+    if (key.length > 255)
+      return {
+        reply: err(400, 'invalid_request_error', 'Idempotency-Key must be at most 255 characters.', {
+          code: 'idempotency_key_too_long',
+        }),
+        result: 'invalid',
+      };
     // The same key means the same endpoint and the same params.
-    const { reply, result } = await keys.run(key, { fingerprint: `${path} ${paramsFingerprint(body)}`, meta: { path } }, endpoint);
+    const { reply, result } = await keys.run(
+      key,
+      { fingerprint: `${path} ${paramsFingerprint(body)}`, meta: { path } },
+      endpoint,
+    );
     return { reply, result: result === 'in-flight' ? 'in-progress' : result === 'mismatch' ? 'key-mismatch' : result };
   }
 
   function runWithFaults(resource: string, params: Record<string, unknown>): Reply {
     const fault = executionFaults.take();
-    if (fault === 'server-error') return err(500, 'api_error', 'An unknown error occurred while processing the request.');
+    if (fault === 'server-error')
+      return err(500, 'api_error', 'An unknown error occurred while processing the request.');
     const reply = store.execute(resource, params);
-    if (fault === 'server-error-after-commit') return err(500, 'api_error', 'An unknown error occurred after the request was processed.');
+    if (fault === 'server-error-after-commit')
+      return err(500, 'api_error', 'An unknown error occurred after the request was processed.');
     return reply;
   }
 
@@ -195,16 +220,31 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
   };
 
   type Answer = { reply: Reply; result: SandboxRequestResult };
-  const unrecognized = (req: LoopbackRequest): Answer => ({ reply: err(404, 'invalid_request_error', `Unrecognized request URL (${req.method.toUpperCase()}: ${req.path}).`), result: 'not-found' });
+  const unrecognized = (req: LoopbackRequest): Answer => ({
+    reply: err(404, 'invalid_request_error', `Unrecognized request URL (${req.method.toUpperCase()}: ${req.path}).`),
+    result: 'not-found',
+  });
   /** Past the rate limiter and authentication: retrieve, list and search (GET), create (POST). */
   const routes: readonly Route<Answer | Promise<Answer>>[] = [
-    { method: 'GET', path: /^\/v1\/([a-z_]+)(\/.*)?$/, handle: (req, m) => store.read(m![1]!, (m![2] ?? '').split('/').filter(Boolean), req.query, searchDelayMs) },
+    {
+      method: 'GET',
+      path: /^\/v1\/([a-z_]+)(\/.*)?$/,
+      handle: (req, m) => store.read(m![1]!, (m![2] ?? '').split('/').filter(Boolean), req.query, searchDelayMs),
+    },
     {
       method: 'POST',
       path: /^\/v1\/([a-z_]+)\/?$/,
       handle: (req, m) =>
         /^Bearer\s+rk_test_/.test(req.headers.authorization ?? '')
-          ? { reply: err(403, 'invalid_request_error', 'The provided key does not have the required permissions for this endpoint.', { code: 'secret_key_required' }), result: 'forbidden' }
+          ? {
+              reply: err(
+                403,
+                'invalid_request_error',
+                'The provided key does not have the required permissions for this endpoint.',
+                { code: 'secret_key_required' },
+              ),
+              result: 'forbidden',
+            }
           : write(m![1]!, req.path, req.rawBody, keyOf(req)),
     },
   ];
@@ -213,10 +253,14 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
   async function handle(req: LoopbackRequest): Promise<Answer> {
     const method = req.method.toUpperCase();
     if (rateLimits.take((m) => m === 'ANY' || m === method)) {
-      return { reply: err(429, 'invalid_request_error', 'Too many requests hit the API too quickly.', { code: 'rate_limit' }), result: 'rate-limited' };
+      return {
+        reply: err(429, 'invalid_request_error', 'Too many requests hit the API too quickly.', { code: 'rate_limit' }),
+        result: 'rate-limited',
+      };
     }
     const m = /^Bearer\s+(\S+)$/.exec(req.headers.authorization ?? '');
-    if (!m || !/^(sk|rk)_test_\w+$/.test(m[1]!)) return { reply: err(401, 'invalid_request_error', 'Invalid API Key provided.'), result: 'unauthenticated' };
+    if (!m || !/^(sk|rk)_test_\w+$/.test(m[1]!))
+      return { reply: err(401, 'invalid_request_error', 'Invalid API Key provided.'), result: 'unauthenticated' };
     const resource = req.path.split('/').filter(Boolean)[1];
     if (resource === undefined || !(resource in RESOURCES)) return unrecognized(req);
     const routed = routeRequest(routes, { ...req, method });
@@ -231,17 +275,29 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
       return reply;
     },
     onError: (e, req) => {
-      log.record({ method: req.method, path: req.path + req.search, idempotencyKey: null, status: 500, result: 'invalid' });
+      log.record({
+        method: req.method,
+        path: req.path + req.search,
+        idempotencyKey: null,
+        status: 500,
+        result: 'invalid',
+      });
       return { status: 500, body: { error: { type: 'api_error', message: `sandbox bug: ${String(e)}` } } };
     },
     headers: (req) => {
       const key = keyOf(req);
-      return { 'request-id': `req_${randomBytes(9).toString('base64url').replace(/[-_]/g, 'x')}`, 'stripe-version': '2026-sandbox', ...(key ? { 'idempotency-key': key } : {}) };
+      return {
+        'request-id': `req_${randomBytes(9).toString('base64url').replace(/[-_]/g, 'x')}`,
+        'stripe-version': '2026-sandbox',
+        ...(key ? { 'idempotency-key': key } : {}),
+      };
     },
   });
 
   const kindOf = (k: string): StripeRecordKind | undefined =>
-    (Object.values(RESOURCES).some((r) => r.kind === k) ? (k as StripeRecordKind) : OPERATION_KIND[k.replace(/^stripe\./, '')]);
+    Object.values(RESOURCES).some((r) => r.kind === k)
+      ? (k as StripeRecordKind)
+      : OPERATION_KIND[k.replace(/^stripe\./, '')];
 
   const sandbox: StripeSandbox = {
     url: server.url,
@@ -252,9 +308,15 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
       if (!kind) throw new TypeError(`unknown record kind or operation: ${JSON.stringify(kindOrOperation)}`);
       return records.filter((r) => !r.fixture && r.kind === kind).length;
     },
-    records: (kind) => records.filter((r) => kind === undefined || r.kind === kind).map((r) => ({ ...r, object: structuredClone(r.object) })),
+    records: (kind) =>
+      records
+        .filter((r) => kind === undefined || r.kind === kind)
+        .map((r) => ({ ...r, object: structuredClone(r.object) })),
     requests: () => log.entries.slice(),
-    requestCount: (filter = {}) => log.count((r) => (!filter.method || r.method === filter.method) && (!filter.path || r.path.startsWith(filter.path))),
+    requestCount: (filter = {}) =>
+      log.count(
+        (r) => (!filter.method || r.method === filter.method) && (!filter.path || r.path.startsWith(filter.path)),
+      ),
     keys: () => keys.keys(),
     now,
     advance: clock.advance,
@@ -262,7 +324,8 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
     failNext(fault, opts = {}) {
       const times = opts.times ?? 1;
       if (!Number.isInteger(times) || times < 1) throw new RangeError(`times must be a positive integer, got ${times}`);
-      if (fault !== 'rate-limit' && opts.method !== undefined && opts.method !== 'POST') throw new RangeError(`${fault} happens during endpoint execution, i.e. on a POST`);
+      if (fault !== 'rate-limit' && opts.method !== undefined && opts.method !== 'POST')
+        throw new RangeError(`${fault} happens during endpoint execution, i.e. on a POST`);
       if (fault === 'rate-limit') rateLimits.add(opts.method ?? 'POST', times);
       else executionFaults.add(fault, times);
     },

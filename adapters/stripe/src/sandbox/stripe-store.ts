@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { SandboxReply as Reply } from '@retrysafe/sandbox-kit';
-import { matches, parseSearchQuery, SearchQueryError } from './search-query.js';
+import { matches, parseSearchQuery, type SearchQueryError } from './search-query.js';
 import type { SandboxRecord, SandboxRequestResult, StripeRecordKind } from './stripe-sandbox.js';
 
 /*
@@ -34,7 +34,12 @@ export interface StripeStore {
   /** Endpoint execution (stored for the key). */
   execute(resource: string, p: Record<string, unknown>): Reply;
   /** GET: retrieve one, list, or search (which lags `searchDelayMs` behind writes). */
-  read(resource: string, rest: string[], query: URLSearchParams, searchDelayMs: number): { reply: Reply; result: SandboxRequestResult };
+  read(
+    resource: string,
+    rest: string[],
+    query: URLSearchParams,
+    searchDelayMs: number,
+  ): { reply: Reply; result: SandboxRequestResult };
 }
 
 export function createStripeStore(now: () => number, fixtures: boolean): StripeStore {
@@ -50,9 +55,48 @@ export function createStripeStore(now: () => number, fixtures: boolean): StripeS
 
   if (fixtures) {
     const created = Math.floor(now() / 1000);
-    add('customer', { id: 'cus_fixture', object: 'customer', created, email: null, name: 'Fixture customer', metadata: {}, livemode: false }, true);
-    add('customer', { id: 'cus_123', object: 'customer', created, email: null, name: 'README customer', metadata: {}, livemode: false }, true);
-    add('payment_intent', { id: 'pi_fixture', object: 'payment_intent', created, amount: 10_000, amount_received: 10_000, currency: 'eur', customer: 'cus_fixture', status: 'succeeded', metadata: {}, livemode: false }, true);
+    add(
+      'customer',
+      {
+        id: 'cus_fixture',
+        object: 'customer',
+        created,
+        email: null,
+        name: 'Fixture customer',
+        metadata: {},
+        livemode: false,
+      },
+      true,
+    );
+    add(
+      'customer',
+      {
+        id: 'cus_123',
+        object: 'customer',
+        created,
+        email: null,
+        name: 'README customer',
+        metadata: {},
+        livemode: false,
+      },
+      true,
+    );
+    add(
+      'payment_intent',
+      {
+        id: 'pi_fixture',
+        object: 'payment_intent',
+        created,
+        amount: 10_000,
+        amount_received: 10_000,
+        currency: 'eur',
+        customer: 'cus_fixture',
+        status: 'succeeded',
+        metadata: {},
+        livemode: false,
+      },
+      true,
+    );
   }
 
   // ---- endpoint execution (stored for the key) ----
@@ -63,21 +107,64 @@ export function createStripeStore(now: () => number, fixtures: boolean): StripeS
       err(404, 'invalid_request_error', `No such ${kind}: '${String(id)}'`, { code: 'resource_missing', param });
     switch (resource) {
       case 'customers':
-        return { status: 200, body: add('customer', { id: newId('cus_'), object: 'customer', created, email: p.email ?? null, name: p.name ?? null, phone: p.phone ?? null, description: p.description ?? null, metadata, livemode: false }) };
+        return {
+          status: 200,
+          body: add('customer', {
+            id: newId('cus_'),
+            object: 'customer',
+            created,
+            email: p.email ?? null,
+            name: p.name ?? null,
+            phone: p.phone ?? null,
+            description: p.description ?? null,
+            metadata,
+            livemode: false,
+          }),
+        };
       case 'payment_intents': {
-        if (p.customer !== undefined && byId.get(String(p.customer))?.kind !== 'customer') return missingObject('customer', p.customer, 'customer');
+        if (p.customer !== undefined && byId.get(String(p.customer))?.kind !== 'customer')
+          return missingObject('customer', p.customer, 'customer');
         const confirm = p.confirm === 'true';
         // A declined create+confirm still creates the PaymentIntent: it stays in requires_payment_method
         // and the 402's error body carries it (https://docs.stripe.com/api/errors, payment_intent).
         const declined = confirm && p.payment_method === 'pm_card_chargeDeclined';
-        const status = declined ? 'requires_payment_method' : confirm && p.payment_method ? (p.capture_method === 'manual' ? 'requires_capture' : 'succeeded') : p.payment_method ? 'requires_confirmation' : 'requires_payment_method';
-        const decline = { type: 'card_error', code: 'card_declined', decline_code: 'generic_decline', message: 'Your card was declined.' };
+        const status = declined
+          ? 'requires_payment_method'
+          : confirm && p.payment_method
+            ? p.capture_method === 'manual'
+              ? 'requires_capture'
+              : 'succeeded'
+            : p.payment_method
+              ? 'requires_confirmation'
+              : 'requires_payment_method';
+        const decline = {
+          type: 'card_error',
+          code: 'card_declined',
+          decline_code: 'generic_decline',
+          message: 'Your card was declined.',
+        };
         const pi = add('payment_intent', {
-          id: newId('pi_'), object: 'payment_intent', created, amount: Number(p.amount), amount_received: status === 'succeeded' ? Number(p.amount) : 0,
-          currency: p.currency, customer: p.customer ?? null, description: p.description ?? null, payment_method: declined ? null : (p.payment_method ?? null),
-          capture_method: p.capture_method ?? 'automatic', status, last_payment_error: declined ? { ...decline, payment_method: { id: p.payment_method } } : null, metadata, livemode: false,
+          id: newId('pi_'),
+          object: 'payment_intent',
+          created,
+          amount: Number(p.amount),
+          amount_received: status === 'succeeded' ? Number(p.amount) : 0,
+          currency: p.currency,
+          customer: p.customer ?? null,
+          description: p.description ?? null,
+          payment_method: declined ? null : (p.payment_method ?? null),
+          capture_method: p.capture_method ?? 'automatic',
+          status,
+          last_payment_error: declined ? { ...decline, payment_method: { id: p.payment_method } } : null,
+          metadata,
+          livemode: false,
         });
-        if (declined) return err(402, 'card_error', decline.message, { code: decline.code, decline_code: decline.decline_code, payment_intent: pi });
+        if (declined)
+          return err(402, 'card_error', decline.message, {
+            code: decline.code,
+            decline_code: decline.decline_code,
+            payment_intent: pi,
+          });
         return { status: 200, body: pi };
       }
       case 'invoices': {
@@ -85,9 +172,19 @@ export function createStripeStore(now: () => number, fixtures: boolean): StripeS
         return {
           status: 200,
           body: add('invoice', {
-            id: newId('in_'), object: 'invoice', created, customer: p.customer, status: 'draft', description: p.description ?? null,
-            collection_method: p.collection_method ?? 'charge_automatically', days_until_due: p.days_until_due === undefined ? null : Number(p.days_until_due),
-            auto_advance: p.auto_advance === 'true', currency: p.currency ?? 'eur', amount_due: 0, metadata, livemode: false,
+            id: newId('in_'),
+            object: 'invoice',
+            created,
+            customer: p.customer,
+            status: 'draft',
+            description: p.description ?? null,
+            collection_method: p.collection_method ?? 'charge_automatically',
+            days_until_due: p.days_until_due === undefined ? null : Number(p.days_until_due),
+            auto_advance: p.auto_advance === 'true',
+            currency: p.currency ?? 'eur',
+            amount_due: 0,
+            metadata,
+            livemode: false,
           }),
         };
       }
@@ -95,32 +192,68 @@ export function createStripeStore(now: () => number, fixtures: boolean): StripeS
         const pi = byId.get(String(p.payment_intent));
         if (pi?.kind !== 'payment_intent') return missingObject('payment_intent', p.payment_intent, 'payment_intent');
         if (pi.object.status !== 'succeeded') {
-          return err(400, 'invalid_request_error', `PaymentIntent ${pi.id} does not have a successful charge to refund.`, { code: 'charge_not_refundable' });
+          return err(
+            400,
+            'invalid_request_error',
+            `PaymentIntent ${pi.id} does not have a successful charge to refund.`,
+            { code: 'charge_not_refundable' },
+          );
         }
-        const refunded = records.filter((r) => r.kind === 'refund' && r.object.payment_intent === pi.id).reduce((s, r) => s + Number(r.object.amount), 0);
+        const refunded = records
+          .filter((r) => r.kind === 'refund' && r.object.payment_intent === pi.id)
+          .reduce((s, r) => s + Number(r.object.amount), 0);
         const remaining = Number(pi.object.amount_received) - refunded;
         const amount = p.amount === undefined ? remaining : Number(p.amount);
         if (amount <= 0 || amount > remaining) {
-          return err(400, 'invalid_request_error', `Refund amount (${amount}) is greater than the unrefunded amount on the charge (${remaining}).`, { code: 'amount_too_large', param: 'amount' });
+          return err(
+            400,
+            'invalid_request_error',
+            `Refund amount (${amount}) is greater than the unrefunded amount on the charge (${remaining}).`,
+            { code: 'amount_too_large', param: 'amount' },
+          );
         }
         return {
           status: 200,
-          body: add('refund', { id: newId('re_'), object: 'refund', created, amount, currency: pi.object.currency, payment_intent: pi.id, reason: p.reason ?? null, status: 'succeeded', metadata }),
+          body: add('refund', {
+            id: newId('re_'),
+            object: 'refund',
+            created,
+            amount,
+            currency: pi.object.currency,
+            payment_intent: pi.id,
+            reason: p.reason ?? null,
+            status: 'succeeded',
+            metadata,
+          }),
         };
       }
     }
     return err(404, 'invalid_request_error', 'Unrecognized request URL');
   }
 
-  function read(resource: string, rest: string[], query: URLSearchParams, searchDelayMs: number): { reply: Reply; result: SandboxRequestResult } {
+  function read(
+    resource: string,
+    rest: string[],
+    query: URLSearchParams,
+    searchDelayMs: number,
+  ): { reply: Reply; result: SandboxRequestResult } {
     const info = RESOURCES[resource]!;
     if (rest.length === 1 && rest[0] === 'search') {
-      if (!info.search) return { reply: err(404, 'invalid_request_error', `Unrecognized request URL (GET: /v1/${resource}/search).`), result: 'not-found' };
+      if (!info.search)
+        return {
+          reply: err(404, 'invalid_request_error', `Unrecognized request URL (GET: /v1/${resource}/search).`),
+          result: 'not-found',
+        };
       let parsed;
       try {
         parsed = parseSearchQuery(query.get('query') ?? '');
       } catch (e) {
-        return { reply: err(400, 'invalid_request_error', `Invalid search query: ${(e as SearchQueryError).message}`, { param: 'query' }), result: 'invalid' };
+        return {
+          reply: err(400, 'invalid_request_error', `Invalid search query: ${(e as SearchQueryError).message}`, {
+            param: 'query',
+          }),
+          result: 'invalid',
+        };
       }
       const limit = Math.min(Math.max(Number(query.get('limit') ?? 10) || 10, 1), 100);
       const visibleBefore = now() - searchDelayMs;
@@ -128,17 +261,39 @@ export function createStripeStore(now: () => number, fixtures: boolean): StripeS
         .filter((r) => r.kind === info.kind && r.createdAt <= visibleBefore && matches(r.object, parsed))
         .reverse()
         .map((r) => r.object);
-      return { reply: { status: 200, body: { object: 'search_result', url: `/v1/${resource}/search`, has_more: data.length > limit, next_page: null, data: data.slice(0, limit) } }, result: 'read' };
+      return {
+        reply: {
+          status: 200,
+          body: {
+            object: 'search_result',
+            url: `/v1/${resource}/search`,
+            has_more: data.length > limit,
+            next_page: null,
+            data: data.slice(0, limit),
+          },
+        },
+        result: 'read',
+      };
     }
     if (rest.length === 1) {
       const rec = byId.get(rest[0]!);
-      if (!rec || rec.kind !== info.kind) return { reply: err(404, 'invalid_request_error', `No such ${info.kind}: '${rest[0]}'`, { code: 'resource_missing', param: 'id' }), result: 'not-found' };
+      if (!rec || rec.kind !== info.kind)
+        return {
+          reply: err(404, 'invalid_request_error', `No such ${info.kind}: '${rest[0]}'`, {
+            code: 'resource_missing',
+            param: 'id',
+          }),
+          result: 'not-found',
+        };
       return { reply: { status: 200, body: rec.object }, result: 'read' };
     }
     if (rest.length === 0) {
       // List: newest first, optional equality filters on customer / payment_intent, starting_after pagination. Not delayed.
       const limit = Math.min(Math.max(Number(query.get('limit') ?? 10) || 10, 1), 100);
-      let data = records.filter((r) => r.kind === info.kind).reverse().map((r) => r.object);
+      let data = records
+        .filter((r) => r.kind === info.kind)
+        .reverse()
+        .map((r) => r.object);
       for (const f of ['customer', 'payment_intent'] as const) {
         const v = query.get(f);
         if (v !== null) data = data.filter((o) => o[f] === v);
@@ -148,7 +303,13 @@ export function createStripeStore(now: () => number, fixtures: boolean): StripeS
         const i = data.findIndex((o) => o.id === after);
         data = i < 0 ? [] : data.slice(i + 1);
       }
-      return { reply: { status: 200, body: { object: 'list', url: `/v1/${resource}`, has_more: data.length > limit, data: data.slice(0, limit) } }, result: 'read' };
+      return {
+        reply: {
+          status: 200,
+          body: { object: 'list', url: `/v1/${resource}`, has_more: data.length > limit, data: data.slice(0, limit) },
+        },
+        result: 'read',
+      };
     }
     return { reply: err(404, 'invalid_request_error', 'Unrecognized request URL'), result: 'not-found' };
   }
@@ -160,28 +321,57 @@ export function createStripeStore(now: () => number, fixtures: boolean): StripeS
 function validate(resource: string, p: Record<string, unknown>): Reply | null {
   const allowed: Record<string, string[]> = {
     customers: ['email', 'name', 'phone', 'description', 'metadata'],
-    payment_intents: ['amount', 'currency', 'customer', 'description', 'payment_method', 'payment_method_types', 'confirm', 'capture_method', 'metadata'],
-    invoices: ['customer', 'description', 'collection_method', 'days_until_due', 'auto_advance', 'currency', 'metadata'],
+    payment_intents: [
+      'amount',
+      'currency',
+      'customer',
+      'description',
+      'payment_method',
+      'payment_method_types',
+      'confirm',
+      'capture_method',
+      'metadata',
+    ],
+    invoices: [
+      'customer',
+      'description',
+      'collection_method',
+      'days_until_due',
+      'auto_advance',
+      'currency',
+      'metadata',
+    ],
     refunds: ['payment_intent', 'amount', 'reason', 'metadata'],
   };
-  const invalid = (param: string, message: string) => err(400, 'invalid_request_error', message, { code: 'parameter_invalid', param });
-  for (const k of Object.keys(p)) if (!allowed[resource]!.includes(k)) return err(400, 'invalid_request_error', `Received unknown parameter: ${k}`, { code: 'parameter_unknown', param: k });
+  const invalid = (param: string, message: string) =>
+    err(400, 'invalid_request_error', message, { code: 'parameter_invalid', param });
+  for (const k of Object.keys(p))
+    if (!allowed[resource]!.includes(k))
+      return err(400, 'invalid_request_error', `Received unknown parameter: ${k}`, {
+        code: 'parameter_unknown',
+        param: k,
+      });
   if (p.metadata !== undefined) {
-    if (typeof p.metadata !== 'object' || p.metadata === null || Array.isArray(p.metadata)) return invalid('metadata', 'Invalid metadata');
+    if (typeof p.metadata !== 'object' || p.metadata === null || Array.isArray(p.metadata))
+      return invalid('metadata', 'Invalid metadata');
     const entries = Object.entries(p.metadata);
     if (entries.length > 50) return invalid('metadata', 'Metadata can have at most 50 keys');
     for (const [k, v] of entries) {
       if (k.length > 40) return invalid(`metadata[${k}]`, 'Metadata keys can be at most 40 characters');
-      if (typeof v !== 'string' || v.length > 500) return invalid(`metadata[${k}]`, 'Metadata values can be at most 500 characters');
+      if (typeof v !== 'string' || v.length > 500)
+        return invalid(`metadata[${k}]`, 'Metadata values can be at most 500 characters');
     }
   }
-  const missing = (param: string) => err(400, 'invalid_request_error', `Missing required param: ${param}.`, { code: 'parameter_missing', param });
+  const missing = (param: string) =>
+    err(400, 'invalid_request_error', `Missing required param: ${param}.`, { code: 'parameter_missing', param });
   if (resource === 'payment_intents') {
     if (p.amount === undefined) return missing('amount');
     if (!isIntString(p.amount) || Number(p.amount) < 1) return invalid('amount', 'Invalid integer: amount');
     if (p.currency === undefined) return missing('currency');
-    if (typeof p.currency !== 'string' || !/^[a-z]{3}$/.test(p.currency)) return invalid('currency', `Invalid currency: ${String(p.currency)}`);
-    if (p.confirm !== undefined && p.confirm !== 'true' && p.confirm !== 'false') return invalid('confirm', 'Invalid boolean: confirm');
+    if (typeof p.currency !== 'string' || !/^[a-z]{3}$/.test(p.currency))
+      return invalid('currency', `Invalid currency: ${String(p.currency)}`);
+    if (p.confirm !== undefined && p.confirm !== 'true' && p.confirm !== 'false')
+      return invalid('confirm', 'Invalid boolean: confirm');
   }
   if (resource === 'invoices') {
     if (p.customer === undefined) return missing('customer');
@@ -189,7 +379,8 @@ function validate(resource: string, p: Record<string, unknown>): Reply | null {
   }
   if (resource === 'refunds') {
     if (p.payment_intent === undefined) return missing('payment_intent');
-    if (p.amount !== undefined && (!isIntString(p.amount) || Number(p.amount) < 1)) return invalid('amount', 'Invalid integer: amount');
+    if (p.amount !== undefined && (!isIntString(p.amount) || Number(p.amount) < 1))
+      return invalid('amount', 'Invalid integer: amount');
   }
   return null;
 }

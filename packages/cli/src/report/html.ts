@@ -46,10 +46,16 @@ type RunnerReceipt = ScenarioResult['runnerReceipts'][number];
  * (the crash scenario) left calls but no receipts. Lookup requests go to the lookup/poll receipt when
  * there is exactly one.
  */
-export function tieWireToReceipts(r: Pick<ScenarioResult, 'proxyRequests' | 'runnerReceipts'>): { byRequest: Map<number, RunnerReceipt | 'died'>; byReceipt: Map<number, number[]> } {
+export function tieWireToReceipts(r: Pick<ScenarioResult, 'proxyRequests' | 'runnerReceipts'>): {
+  byRequest: Map<number, RunnerReceipt | 'died'>;
+  byReceipt: Map<number, number[]>;
+} {
   const sends = r.runnerReceipts.filter((x) => x.kind === 'dispatch' || x.kind === 'resend');
   const looks = r.runnerReceipts.filter((x) => x.kind === 'lookup' || x.kind === 'poll');
-  const calls = r.proxyRequests.map((p) => /^execute#(\d+)$/.exec(p.label ?? '')?.[1]).filter(Boolean).map(Number);
+  const calls = r.proxyRequests
+    .map((p) => /^execute#(\d+)$/.exec(p.label ?? '')?.[1])
+    .filter(Boolean)
+    .map(Number);
   const executeCalls = calls.length ? Math.max(...calls) : 0;
   const offset = Math.max(0, executeCalls - sends.length);
   const byRequest = new Map<number, RunnerReceipt | 'died'>();
@@ -79,8 +85,10 @@ function timeline(r: ScenarioResult): string {
   const { byRequest, byReceipt } = tieWireToReceipts(r);
   // Requests whose worker died before writing a receipt (the crash scenario): drawn as their own lanes, first.
   const died = r.proxyRequests.filter((p) => byRequest.get(p.n) === 'died');
-  if (receipts.length === 0 && died.length === 0) return '<p class="muted">The runner made no provider call (nothing to draw).</p>';
-  if (receipts.length === 0) return `<p class="crash">✝ The worker died after sending ${died.length} request(s); no receipt was written and nothing recovered it.</p>`;
+  if (receipts.length === 0 && died.length === 0)
+    return '<p class="muted">The runner made no provider call (nothing to draw).</p>';
+  if (receipts.length === 0)
+    return `<p class="crash">✝ The worker died after sending ${died.length} request(s); no receipt was written and nothing recovered it.</p>`;
   const starts = receipts.map((x) => Date.parse(x.startedAt));
   const ends = receipts.map((x) => Date.parse(x.finishedAt));
   const t0 = Math.min(...starts);
@@ -97,7 +105,9 @@ function timeline(r: ScenarioResult): string {
   const ticks: string[] = [];
   for (let t = 0; t <= span + 1e-9; t += step) {
     const tx = x(t0 + t).toFixed(1);
-    ticks.push(`<line x1="${tx}" x2="${tx}" y1="${top - 4}" y2="${top + receipts.length * lane}" class="grid"></line><text x="${tx}" y="12" text-anchor="middle" class="tick">+${esc(ms(t))}</text>`);
+    ticks.push(
+      `<line x1="${tx}" x2="${tx}" y1="${top - 4}" y2="${top + receipts.length * lane}" class="grid"></line><text x="${tx}" y="12" text-anchor="middle" class="tick">+${esc(ms(t))}</text>`,
+    );
   }
   const crashLanes = died.map((p, i) => {
     const y = 22 + i * lane + 3;
@@ -125,7 +135,9 @@ function timeline(r: ScenarioResult): string {
       `<text x="4" y="${y + 13}">#${rc.seq} ${esc(rc.kind)}${rc.status ? ` · ${rc.status}` : ''}${sent.length ? ` · wire ${sent.map((n) => `#${n}`).join(',')}` : ''}</text>` +
       `<rect x="${bx.toFixed(1)}" y="${y}" width="${bw.toFixed(1)}" height="16" rx="3" fill="${fill}"></rect>` +
       // the wait the runner chose after this attempt (backoff, Retry-After, poll interval), as a dashed tail
-      (rc.decision.delayMs ? `<line class="wait" x1="${(bx + bw).toFixed(1)}" x2="${Math.min(x(e + rc.decision.delayMs), width - right).toFixed(1)}" y1="${y + 8}" y2="${y + 8}"></line>` : '') +
+      (rc.decision.delayMs
+        ? `<line class="wait" x1="${(bx + bw).toFixed(1)}" x2="${Math.min(x(e + rc.decision.delayMs), width - right).toFixed(1)}" y1="${y + 8}" y2="${y + 8}"></line>`
+        : '') +
       `<text x="${(width - right + 8).toFixed(1)}" y="${y + 13}">${esc(rc.outcome ?? '—')} → ${esc(decision)}</text></g>`
     );
   });
@@ -136,9 +148,22 @@ function timeline(r: ScenarioResult): string {
 /** What reached the provider (through the fault proxy), in arrival order. */
 function wire(r: ScenarioResult): string {
   if (r.proxyRequests.length === 0) return '<p class="muted">No request reached the fault proxy.</p>';
-  const fault = (f: unknown) => (typeof f === 'string' ? f : typeof f === 'object' && f !== null ? [(f as { kind?: string }).kind, (f as { status?: number }).status, (f as { ms?: number }).ms ? `${(f as { ms: number }).ms} ms` : undefined].filter(Boolean).join(' ') : String(f));
+  const fault = (f: unknown) =>
+    typeof f === 'string'
+      ? f
+      : typeof f === 'object' && f !== null
+        ? [
+            (f as { kind?: string }).kind,
+            (f as { status?: number }).status,
+            (f as { ms?: number }).ms ? `${(f as { ms: number }).ms} ms` : undefined,
+          ]
+            .filter(Boolean)
+            .join(' ')
+        : String(f);
   const { byRequest } = tieWireToReceipts(r);
-  const keys = new Set(r.runnerReceipts.map((x) => x.providerKey).filter((k): k is NonNullable<typeof k> => k !== null));
+  const keys = new Set(
+    r.runnerReceipts.map((x) => x.providerKey).filter((k): k is NonNullable<typeof k> => k !== null),
+  );
   /** Where the provider key travelled: a recorded header, the query string, or (the proxy keeps headers only) the body. */
   const keyOf = (p: Wire): { where: string; text: string } => {
     const headers = Object.entries(p.headers);
@@ -146,7 +171,8 @@ function wire(r: ScenarioResult): string {
     const inQuery = [...keys].find((k) => p.path.includes(k) || p.path.includes(encodeURIComponent(k)));
     if (inQuery) return { where: 'query', text: `in the query: ${inQuery}` };
     const rc = byRequest.get(p.n);
-    if (rc && rc !== 'died' && rc.providerKey && p.bodyBytes > 0 && p.method !== 'GET') return { where: 'body', text: `in the body: ${rc.providerKey}` };
+    if (rc && rc !== 'died' && rc.providerKey && p.bodyBytes > 0 && p.method !== 'GET')
+      return { where: 'body', text: `in the body: ${rc.providerKey}` };
     return { where: 'none', text: '—' };
   };
   const attemptOf = (p: Wire) => {
@@ -167,11 +193,13 @@ function wire(r: ScenarioResult): string {
 }
 
 function details(r: ScenarioResult): string {
-  if (r.status === 'skipped') return `<p>Skipped by the card: <code>${esc(r.skip?.cardField)}</code> — ${esc(r.skip?.reason)}</p><p class="muted">Receipt: <code>${esc(r.receiptFile)}</code></p>`;
+  if (r.status === 'skipped')
+    return `<p>Skipped by the card: <code>${esc(r.skip?.cardField)}</code> — ${esc(r.skip?.reason)}</p><p class="muted">Receipt: <code>${esc(r.receiptFile)}</code></p>`;
   const c = r.criteria;
   const o = r.observed;
   const parts: string[] = [];
-  if (r.failures.length) parts.push(`<h4>Failures</h4><ul class="failures">${r.failures.map((f) => `<li>${esc(f)}</li>`).join('')}</ul>`);
+  if (r.failures.length)
+    parts.push(`<h4>Failures</h4><ul class="failures">${r.failures.map((f) => `<li>${esc(f)}</li>`).join('')}</ul>`);
   if (c) {
     // The drill's own failure sentences say which criterion failed; the row they name is marked.
     const failed = (re: RegExp) => r.failures.some((f) => re.test(f));
@@ -181,12 +209,44 @@ function details(r: ScenarioResult): string {
     };
     parts.push(
       '<h4>Pass criteria (from the card, written before the run) and what was observed</h4><table class="criteria"><thead><tr><th></th><th>expected</th><th>observed</th></tr></thead><tbody>' +
-        row('provider records', `= ${c.providerRecords}`, o ? String(o.providerRecords) : '—', /: providerRecords expected/) +
-        row('attempts at the provider', esc(count(c.attemptsAtProxy)), o ? String(o.attemptsAtProxy) : '—', /: attemptsAtProxy expected/) +
-        row('outcome', esc(c.outcome.join(' or ')), o ? esc([...new Set(o.outcomes)].join(', ')) : '—', /: outcome expected/) +
-        row('handoff packet', c.handoff === 'with-outcome' ? 'exactly when handed off' : c.handoff ? 'yes' : 'no', o ? String(o.handoffs) : '—', /: (no )?handoff expected/) +
-        row('requests per execute call', '≤ 1 (SDK retries off)', o ? String(o.maxRequestsInOneExecute) : '—', /one retrying layer expected|did not time out/) +
-        (c.minWaitMs !== undefined ? row('wait before the next attempt', `≥ ${c.minWaitMs} ms`, `${o?.waitedMs ?? '—'} ms`, /Retry-After not honoured/) : '') +
+        row(
+          'provider records',
+          `= ${c.providerRecords}`,
+          o ? String(o.providerRecords) : '—',
+          /: providerRecords expected/,
+        ) +
+        row(
+          'attempts at the provider',
+          esc(count(c.attemptsAtProxy)),
+          o ? String(o.attemptsAtProxy) : '—',
+          /: attemptsAtProxy expected/,
+        ) +
+        row(
+          'outcome',
+          esc(c.outcome.join(' or ')),
+          o ? esc([...new Set(o.outcomes)].join(', ')) : '—',
+          /: outcome expected/,
+        ) +
+        row(
+          'handoff packet',
+          c.handoff === 'with-outcome' ? 'exactly when handed off' : c.handoff ? 'yes' : 'no',
+          o ? String(o.handoffs) : '—',
+          /: (no )?handoff expected/,
+        ) +
+        row(
+          'requests per execute call',
+          '≤ 1 (SDK retries off)',
+          o ? String(o.maxRequestsInOneExecute) : '—',
+          /one retrying layer expected|did not time out/,
+        ) +
+        (c.minWaitMs !== undefined
+          ? row(
+              'wait before the next attempt',
+              `≥ ${c.minWaitMs} ms`,
+              `${o?.waitedMs ?? '—'} ms`,
+              /Retry-After not honoured/,
+            )
+          : '') +
         `</tbody></table><ul class="why">${c.why.map((w) => `<li>${esc(w)}</li>`).join('')}</ul>`,
     );
   }
@@ -205,7 +265,8 @@ function details(r: ScenarioResult): string {
 function resultRow(adapter: string, r: ScenarioResult): string {
   const o = r.observed;
   const c = r.criteria;
-  const cell = (obs: number | undefined, exp: string | undefined) => (obs === undefined ? '—' : `${obs}${exp ? ` <span class="muted">(${esc(exp)})</span>` : ''}`);
+  const cell = (obs: number | undefined, exp: string | undefined) =>
+    obs === undefined ? '—' : `${obs}${exp ? ` <span class="muted">(${esc(exp)})</span>` : ''}`;
   return (
     `<tr id="${anchor(r)}" class="result ${r.status}" data-adapter="${esc(adapter)}" data-drill="${esc(r.drill)}" data-operation="${esc(r.operation)}" data-scenario="${esc(r.scenario)}" data-status="${r.status}">` +
     `<td>${esc(r.drill)}</td><td><code>${esc(r.operation)}</code></td><td title="${esc(r.title)}">${esc(r.scenario)}</td>` +
@@ -221,7 +282,9 @@ function resultRow(adapter: string, r: ScenarioResult): string {
 function matrix(results: HtmlReportInput['results']): string {
   const scenarios = [...new Set(results.map(({ result }) => result.scenario))];
   const ops = [...new Set(results.map(({ result }) => `${result.drill} ${result.operation}`))];
-  const byKey = new Map(results.map(({ result }) => [`${result.drill} ${result.operation} ${result.scenario}`, result]));
+  const byKey = new Map(
+    results.map(({ result }) => [`${result.drill} ${result.operation} ${result.scenario}`, result]),
+  );
   const head = `<tr><th>drill · operation</th>${scenarios.map((s) => `<th class="rot"><span>${esc(s)}</span></th>`).join('')}</tr>`;
   const body = ops
     .map((op) => {
@@ -256,16 +319,28 @@ function filters(results: HtmlReportInput['results']): { html: string; css: stri
   const adapters = ['all', ...new Set(results.map((x) => x.adapter))];
   const count = (st: string) => (st === 'all' ? results.length : results.filter((x) => x.result.status === st).length);
   const inputs =
-    statuses.map((st) => `<input type="radio" class="filter" name="status" id="st-${st}"${st === 'all' ? ' checked' : ''}>`).join('') +
-    adapters.map((a) => `<input type="radio" class="filter" name="adapter" id="ad-${slug(a)}"${a === 'all' ? ' checked' : ''}>`).join('');
+    statuses
+      .map((st) => `<input type="radio" class="filter" name="status" id="st-${st}"${st === 'all' ? ' checked' : ''}>`)
+      .join('') +
+    adapters
+      .map(
+        (a) => `<input type="radio" class="filter" name="adapter" id="ad-${slug(a)}"${a === 'all' ? ' checked' : ''}>`,
+      )
+      .join('');
   const labels =
     `<div class="filters"><span>show</span>${statuses.map((st) => `<label for="st-${st}" class="chip ${st}">${st} (${count(st)})</label>`).join('')}` +
     `<span>adapter</span>${adapters.map((a) => `<label for="ad-${slug(a)}" class="chip">${esc(a)}</label>`).join('')}</div>`;
-  const hide = (sel: string) => `${sel} ~ #results tr.result:not(RULE), ${sel} ~ #results tr.result:not(RULE) + tr.details{display:none}`;
+  const hide = (sel: string) =>
+    `${sel} ~ #results tr.result:not(RULE), ${sel} ~ #results tr.result:not(RULE) + tr.details{display:none}`;
   const css = [
     ...statuses.filter((st) => st !== 'all').map((st) => hide(`#st-${st}:checked`).replaceAll('RULE', `.${st}`)),
-    ...adapters.filter((a) => a !== 'all').map((a) => hide(`#ad-${slug(a)}:checked`).replaceAll('RULE', `[data-adapter="${a.replace(/"/g, '')}"]`)),
-    statuses.map((st) => `#st-${st}:checked ~ .filters label[for="st-${st}"]`).concat(adapters.map((a) => `#ad-${slug(a)}:checked ~ .filters label[for="ad-${slug(a)}"]`)).join(',') + '{background:#263238;color:#fff;border-color:#263238}',
+    ...adapters
+      .filter((a) => a !== 'all')
+      .map((a) => hide(`#ad-${slug(a)}:checked`).replaceAll('RULE', `[data-adapter="${a.replace(/"/g, '')}"]`)),
+    statuses
+      .map((st) => `#st-${st}:checked ~ .filters label[for="st-${st}"]`)
+      .concat(adapters.map((a) => `#ad-${slug(a)}:checked ~ .filters label[for="ad-${slug(a)}"]`))
+      .join(',') + '{background:#263238;color:#fff;border-color:#263238}',
   ].join('\n');
   return { html: inputs + labels, css };
 }

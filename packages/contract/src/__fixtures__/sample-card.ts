@@ -9,8 +9,15 @@ export const sampleCard = {
     kind: fact('create', 'https://example.invalid/docs/orders#create'),
     idempotentByNature: fact(false, 'https://example.invalid/docs/orders#create'),
   },
-  businessOperationId: { rule: 'derived from intent fields customer, sku, quantity', intentFields: ['customer', 'sku', 'quantity'] },
-  ids: { run: 'receipts only', attempt: 'receipts only', request: fact('Request-Id response header', 'https://example.invalid/docs/errors') },
+  businessOperationId: {
+    rule: 'derived from intent fields customer, sku, quantity',
+    intentFields: ['customer', 'sku', 'quantity'],
+  },
+  ids: {
+    run: 'receipts only',
+    attempt: 'receipts only',
+    request: fact('Request-Id response header', 'https://example.invalid/docs/errors'),
+  },
   providerKey: {
     travels: fact('header', 'draft-ietf-httpapi-idempotency-key-header §2'),
     name: fact('Idempotency-Key', 'draft-ietf-httpapi-idempotency-key-header §2'),
@@ -24,7 +31,10 @@ export const sampleCard = {
     semantics: fact('replays', 'draft-ietf-httpapi-idempotency-key-header §2.6'),
     includesErrors: fact(true, 'draft-ietf-httpapi-idempotency-key-header §2.6'),
   },
-  lookup: { method: fact('get-by-key', 'https://example.invalid/docs/orders#lookup'), consistencyDelay: fact(null, 'https://example.invalid/docs/orders#lookup') },
+  lookup: {
+    method: fact('get-by-key', 'https://example.invalid/docs/orders#lookup'),
+    consistencyDelay: fact(null, 'https://example.invalid/docs/orders#lookup'),
+  },
   retention: { minimum: fact('24h', 'https://example.invalid/docs/idempotency#expiry') },
   concurrency: fact('rejects-in-progress', 'draft-ietf-httpapi-idempotency-key-header §2.6 (409)'),
   retryableErrors: fact(['429', '503', 'timeout', 'connection reset'], 'https://example.invalid/docs/errors'),
@@ -33,8 +43,17 @@ export const sampleCard = {
   limits: { maxAttempts: 4, maxElapsed: '2m', lookupWindow: '30s' },
   retryLayer: { layer: 'runner', sdkRetries: 'disabled', how: 'plain fetch, no retry wrapper' },
   reconciler: 'the runner, through doLookup (GET /orders?idempotency_key=…)',
-  handoff: { condition: 'rejected, or budget exhausted, or unknown with no safe resend', destination: 'handoff sink (JSONL file / callback)' },
+  handoff: {
+    condition: 'rejected, or budget exhausted, or unknown with no safe resend',
+    destination: 'handoff sink (JSONL file / callback)',
+  },
   duplicateTest: 'loopback sandbox behind the fault proxy',
   receipts: 'ledger + JSONL export',
-  unverified: [{ field: 'providerKey.scope', condition: 'whether keys are scoped per account or per endpoint', source: 'not documented' }],
+  unverified: [
+    {
+      field: 'providerKey.scope',
+      condition: 'whether keys are scoped per account or per endpoint',
+      source: 'not documented',
+    },
+  ],
 } as const satisfies RetrySafetyCard;

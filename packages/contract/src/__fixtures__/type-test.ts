@@ -19,7 +19,11 @@ export interface TypecheckResult {
 
 /** Type tests of the package at `pkgDir` (the folder of its package.json). */
 export function typeTests(pkgDir: string) {
-  const tsc = join(dirname(createRequire(join(pkgDir, 'package.json')).resolve('typescript/package.json')), 'bin', 'tsc');
+  const tsc = join(
+    dirname(createRequire(join(pkgDir, 'package.json')).resolve('typescript/package.json')),
+    'bin',
+    'tsc',
+  );
   const posix = (p: string) => p.split('\\').join('/');
 
   /** Runs tsc on `project` (a tsconfig path, relative to `pkgDir` or absolute). */
@@ -52,7 +56,11 @@ export function typeTests(pkgDir: string) {
           return `${q}${target.startsWith('.') ? target : `./${target}`}${q}`;
         });
       writeFileSync(join(dir, 'bare.ts'), source);
-      const config = { extends: posix(relative(dir, resolve(pkgDir, project))), compilerOptions: { rootDir: posix(relative(dir, pkgDir)) }, files: ['bare.ts'] };
+      const config = {
+        extends: posix(relative(dir, resolve(pkgDir, project))),
+        compilerOptions: { rootDir: posix(relative(dir, pkgDir)) },
+        files: ['bare.ts'],
+      };
       writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(config));
       return typecheck(join(dir, 'tsconfig.json'));
     } finally {

@@ -1,4 +1,4 @@
-import { RetrysafeError, markerGuard } from './retrysafe-error.js';
+import { markerGuard, RetrysafeError } from './retrysafe-error.js';
 
 const marker = Symbol.for('retrysafe.error.ClockSkewError');
 
@@ -14,7 +14,10 @@ export class ClockSkewError extends RetrysafeError {
   readonly skewMs: number;
   readonly maxSkewMs: number;
   constructor(skewMs: number, maxSkewMs: number, what: string) {
-    super('RETRYSAFE_CLOCK_SKEW', `${what} refused: this worker's clock is ${Math.abs(skewMs)} ms ${skewMs > 0 ? 'ahead of' : 'behind'} the ledger's clock, more than the ${maxSkewMs} ms allowed; nothing written, nothing sent — fix the machine's time sync`);
+    super(
+      'RETRYSAFE_CLOCK_SKEW',
+      `${what} refused: this worker's clock is ${Math.abs(skewMs)} ms ${skewMs > 0 ? 'ahead of' : 'behind'} the ledger's clock, more than the ${maxSkewMs} ms allowed; nothing written, nothing sent — fix the machine's time sync`,
+    );
     this.skewMs = skewMs;
     this.maxSkewMs = maxSkewMs;
   }

@@ -1,4 +1,4 @@
-import { RetrysafeError, markerGuard } from './retrysafe-error.js';
+import { markerGuard, RetrysafeError } from './retrysafe-error.js';
 
 const marker = Symbol.for('retrysafe.error.ConflictError');
 
@@ -13,9 +13,17 @@ export class ConflictError extends RetrysafeError {
   readonly field: 'intent' | 'params' | 'operation';
   /** Dot paths (`[i]` for array items) where the new params differ from the stored ones; empty when not known (intent/operation conflicts). */
   readonly paths: readonly string[];
-  constructor(businessOperationId: string, field: 'intent' | 'params' | 'operation', detail: string, paths: readonly string[] = []) {
+  constructor(
+    businessOperationId: string,
+    field: 'intent' | 'params' | 'operation',
+    detail: string,
+    paths: readonly string[] = [],
+  ) {
     const where = paths.length ? ` at ${paths.join(', ')}` : '';
-    super('RETRYSAFE_CONFLICT', `business operation ${businessOperationId} already exists with a different ${field}${where}: ${detail}; nothing was sent`);
+    super(
+      'RETRYSAFE_CONFLICT',
+      `business operation ${businessOperationId} already exists with a different ${field}${where}: ${detail}; nothing was sent`,
+    );
     this.businessOperationId = businessOperationId;
     this.field = field;
     this.paths = Object.freeze([...paths]);

@@ -1,4 +1,4 @@
-import { RetrysafeError, markerGuard } from './retrysafe-error.js';
+import { markerGuard, RetrysafeError } from './retrysafe-error.js';
 
 const marker = Symbol.for('retrysafe.error.InvalidIdError');
 
@@ -8,7 +8,10 @@ export class InvalidIdError extends RetrysafeError {
   readonly kind: string;
   readonly value: string;
   constructor(kind: string, value: string, reason: string) {
-    super('RETRYSAFE_INVALID_ID', `invalid ${kind} ${JSON.stringify(value.length > 80 ? value.slice(0, 80) + '…' : value)}: ${reason}`);
+    super(
+      'RETRYSAFE_INVALID_ID',
+      `invalid ${kind} ${JSON.stringify(value.length > 80 ? value.slice(0, 80) + '…' : value)}: ${reason}`,
+    );
     this.kind = kind;
     this.value = value;
   }

@@ -1,4 +1,4 @@
-import { RetrysafeError, markerGuard } from './retrysafe-error.js';
+import { markerGuard, RetrysafeError } from './retrysafe-error.js';
 
 const marker = Symbol.for('retrysafe.error.InvalidParamsError');
 
@@ -17,7 +17,10 @@ export class InvalidParamsError extends RetrysafeError {
   readonly operation: string;
   readonly fields: readonly FieldError[];
   constructor(operation: string, fields: readonly FieldError[]) {
-    super('RETRYSAFE_INVALID_PARAMS', `invalid params for ${operation}: ${fields.map((f) => `${f.path} ${f.message}`).join('; ')}; nothing was claimed or sent`);
+    super(
+      'RETRYSAFE_INVALID_PARAMS',
+      `invalid params for ${operation}: ${fields.map((f) => `${f.path} ${f.message}`).join('; ')}; nothing was claimed or sent`,
+    );
     this.operation = operation;
     this.fields = Object.freeze(fields.map((f) => Object.freeze({ path: f.path, message: f.message })));
   }

@@ -1,4 +1,4 @@
-import { RetrysafeError, markerGuard } from './retrysafe-error.js';
+import { markerGuard, RetrysafeError } from './retrysafe-error.js';
 
 const marker = Symbol.for('retrysafe.error.LeaseExpiredError');
 
@@ -15,7 +15,10 @@ export class LeaseExpiredError extends RetrysafeError {
   readonly leaseExpiresAt: number;
   readonly now: number;
   constructor(businessOperationId: string, leaseExpiresAt: number, now: number) {
-    super('RETRYSAFE_LEASE_EXPIRED', `not sending ${businessOperationId}: this worker's lease ran out ${Math.max(0, now - leaseExpiresAt)} ms before the provider call (or is about to); nothing sent — a later run() or recover() reconciles it`);
+    super(
+      'RETRYSAFE_LEASE_EXPIRED',
+      `not sending ${businessOperationId}: this worker's lease ran out ${Math.max(0, now - leaseExpiresAt)} ms before the provider call (or is about to); nothing sent — a later run() or recover() reconciles it`,
+    );
     this.businessOperationId = businessOperationId;
     this.leaseExpiresAt = leaseExpiresAt;
     this.now = now;

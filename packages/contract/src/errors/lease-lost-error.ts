@@ -1,4 +1,4 @@
-import { RetrysafeError, markerGuard } from './retrysafe-error.js';
+import { markerGuard, RetrysafeError } from './retrysafe-error.js';
 
 const marker = Symbol.for('retrysafe.error.LeaseLostError');
 
@@ -8,7 +8,10 @@ export class LeaseLostError extends RetrysafeError {
   readonly businessOperationId: string;
   readonly fence: number;
   constructor(businessOperationId: string, fence: number) {
-    super('RETRYSAFE_LEASE_LOST', `lease on ${businessOperationId} was taken over (fence ${fence} is stale); write refused`);
+    super(
+      'RETRYSAFE_LEASE_LOST',
+      `lease on ${businessOperationId} was taken over (fence ${fence} is stale); write refused`,
+    );
     this.businessOperationId = businessOperationId;
     this.fence = fence;
   }

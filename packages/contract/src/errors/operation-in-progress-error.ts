@@ -1,4 +1,4 @@
-import { RetrysafeError, markerGuard } from './retrysafe-error.js';
+import { markerGuard, RetrysafeError } from './retrysafe-error.js';
 
 const marker = Symbol.for('retrysafe.error.OperationInProgressError');
 
@@ -8,7 +8,10 @@ export class OperationInProgressError extends RetrysafeError {
   readonly businessOperationId: string;
   readonly leaseExpiresAt: number | null;
   constructor(businessOperationId: string, leaseExpiresAt: number | null) {
-    super('RETRYSAFE_IN_PROGRESS', `business operation ${businessOperationId} is being performed by another worker${leaseExpiresAt ? ` (lease until ${new Date(leaseExpiresAt).toISOString()})` : ''}; not dispatched again`);
+    super(
+      'RETRYSAFE_IN_PROGRESS',
+      `business operation ${businessOperationId} is being performed by another worker${leaseExpiresAt ? ` (lease until ${new Date(leaseExpiresAt).toISOString()})` : ''}; not dispatched again`,
+    );
     this.businessOperationId = businessOperationId;
     this.leaseExpiresAt = leaseExpiresAt;
   }

@@ -1,4 +1,4 @@
-import { RetrysafeError, markerGuard } from './retrysafe-error.js';
+import { markerGuard, RetrysafeError } from './retrysafe-error.js';
 
 const marker = Symbol.for('retrysafe.error.UnknownOperationError');
 
@@ -7,7 +7,10 @@ export class UnknownOperationError extends RetrysafeError {
   readonly [marker] = true;
   readonly operation: string;
   constructor(provider: string, operation: string, known: readonly string[]) {
-    super('RETRYSAFE_UNKNOWN_OPERATION', `${provider} has no operation ${JSON.stringify(operation)} (known: ${known.join(', ')})`);
+    super(
+      'RETRYSAFE_UNKNOWN_OPERATION',
+      `${provider} has no operation ${JSON.stringify(operation)} (known: ${known.join(', ')})`,
+    );
     this.operation = operation;
   }
   static override isInstance = markerGuard<UnknownOperationError>(marker);

@@ -1,4 +1,4 @@
-import { RetrysafeError, markerGuard } from './retrysafe-error.js';
+import { markerGuard, RetrysafeError } from './retrysafe-error.js';
 
 const marker = Symbol.for('retrysafe.error.UnsafeResumeError');
 
@@ -13,7 +13,10 @@ export class UnsafeResumeError extends RetrysafeError {
   /** The packet's reason why resume is not safe. */
   readonly why: string;
   constructor(businessOperationId: string, why: string) {
-    super('RETRYSAFE_UNSAFE_RESUME', `not resuming ${businessOperationId}: the handoff packet marks resume as not safe (${why}); nothing sent. Check at the provider, then mark it done, or resume with { force: true } if you are sure the effect does not exist`);
+    super(
+      'RETRYSAFE_UNSAFE_RESUME',
+      `not resuming ${businessOperationId}: the handoff packet marks resume as not safe (${why}); nothing sent. Check at the provider, then mark it done, or resume with { force: true } if you are sure the effect does not exist`,
+    );
     this.businessOperationId = businessOperationId;
     this.why = why;
   }

@@ -1,4 +1,4 @@
-import { RetrysafeError, markerGuard } from './retrysafe-error.js';
+import { markerGuard, RetrysafeError } from './retrysafe-error.js';
 
 const marker = Symbol.for('retrysafe.error.UnsupportedCapabilityError');
 
@@ -7,7 +7,10 @@ export class UnsupportedCapabilityError extends RetrysafeError {
   readonly [marker] = true;
   readonly capability: string;
   constructor(provider: string, capability: string, detail?: string) {
-    super('RETRYSAFE_UNSUPPORTED_CAPABILITY', `${provider} does not support ${capability}${detail ? ': ' + detail : ''}`);
+    super(
+      'RETRYSAFE_UNSUPPORTED_CAPABILITY',
+      `${provider} does not support ${capability}${detail ? ': ' + detail : ''}`,
+    );
     this.capability = capability;
   }
   static override isInstance = markerGuard<UnsupportedCapabilityError>(marker);

@@ -1,4 +1,4 @@
-import { RetrysafeError, markerGuard } from './retrysafe-error.js';
+import { markerGuard, RetrysafeError } from './retrysafe-error.js';
 
 const marker = Symbol.for('retrysafe.error.UnsupportedSpecificationVersionError');
 
@@ -7,7 +7,10 @@ export class UnsupportedSpecificationVersionError extends RetrysafeError {
   readonly [marker] = true;
   readonly specificationVersion: unknown;
   constructor(provider: string, specificationVersion: unknown) {
-    super('RETRYSAFE_UNSUPPORTED_SPEC', `adapter ${provider} declares specificationVersion ${JSON.stringify(specificationVersion)}; this runner implements 'v1'`);
+    super(
+      'RETRYSAFE_UNSUPPORTED_SPEC',
+      `adapter ${provider} declares specificationVersion ${JSON.stringify(specificationVersion)}; this runner implements 'v1'`,
+    );
     this.specificationVersion = specificationVersion;
   }
   static override isInstance = markerGuard<UnsupportedSpecificationVersionError>(marker);

@@ -2,7 +2,10 @@ import { AdapterConfigurationError } from '../errors/adapter-configuration-error
 
 /** True for a loopback host: 127.0.0.0/8, ::1 and the name localhost (and its subdomains, RFC 6761 §6.3). */
 export function isLoopbackHost(hostname: string): boolean {
-  const h = hostname.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '');
+  const h = hostname
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '');
   if (h === 'localhost' || h.endsWith('.localhost')) return true;
   if (h === '::1' || h === '0:0:0:0:0:0:0:1') return true;
   const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(h);
@@ -21,17 +24,29 @@ export function isLoopbackHost(hostname: string): boolean {
  * carry a secret); it names what is wrong.
  */
 export function checkBaseUrl(provider: string, value: unknown, what = 'baseUrl'): URL {
-  if (typeof value !== 'string' || value.trim() === '') throw new AdapterConfigurationError(provider, `${what} must be an absolute URL string`);
+  if (typeof value !== 'string' || value.trim() === '')
+    throw new AdapterConfigurationError(provider, `${what} must be an absolute URL string`);
   let url: URL;
   try {
     url = new URL(value);
   } catch {
     throw new AdapterConfigurationError(provider, `${what} is not a URL (it is not an absolute URL)`);
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new AdapterConfigurationError(provider, `${what} must be https (or http to a loopback sandbox), got ${url.protocol}`);
-  if (url.username !== '' || url.password !== '') throw new AdapterConfigurationError(provider, `${what} must not carry user-info (user:password@): pass credentials through the adapter's options`);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new AdapterConfigurationError(
+      provider,
+      `${what} must be https (or http to a loopback sandbox), got ${url.protocol}`,
+    );
+  if (url.username !== '' || url.password !== '')
+    throw new AdapterConfigurationError(
+      provider,
+      `${what} must not carry user-info (user:password@): pass credentials through the adapter's options`,
+    );
   if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) {
-    throw new AdapterConfigurationError(provider, `${what} may use plain http only for a loopback sandbox (127.0.0.0/8, ::1, localhost): credentials would travel in clear`);
+    throw new AdapterConfigurationError(
+      provider,
+      `${what} may use plain http only for a loopback sandbox (127.0.0.0/8, ::1, localhost): credentials would travel in clear`,
+    );
   }
   return url;
 }

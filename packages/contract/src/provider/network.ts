@@ -37,9 +37,22 @@ export const NEVER_SENT_CODES: ReadonlySet<string> = new Set([
   'ERR_INVALID_PROTOCOL',
 ]);
 
-const TIMEOUT_CODES: ReadonlySet<string> = new Set(['ETIMEDOUT', 'ESOCKETTIMEDOUT', 'ECONNABORTED', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ERR_SOCKET_CONNECTION_TIMEOUT']);
+const TIMEOUT_CODES: ReadonlySet<string> = new Set([
+  'ETIMEDOUT',
+  'ESOCKETTIMEDOUT',
+  'ECONNABORTED',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'ERR_SOCKET_CONNECTION_TIMEOUT',
+]);
 const RESET_CODES: ReadonlySet<string> = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
-const TRUNCATED_CODES: ReadonlySet<string> = new Set(['ERR_STREAM_PREMATURE_CLOSE', 'ERR_BAD_RESPONSE', 'Z_BUF_ERROR', 'Z_DATA_ERROR', 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH']);
+const TRUNCATED_CODES: ReadonlySet<string> = new Set([
+  'ERR_STREAM_PREMATURE_CLOSE',
+  'ERR_BAD_RESPONSE',
+  'Z_BUF_ERROR',
+  'Z_DATA_ERROR',
+  'UND_ERR_RES_CONTENT_LENGTH_MISMATCH',
+]);
 
 /** What a failure without a response says about the request. */
 export type TransportFailure =
@@ -72,7 +85,10 @@ export function errorCodes(error: unknown): string[] {
  */
 export function classifyTransportFailure(error: unknown): TransportFailure {
   const codes = errorCodes(error);
-  const message = error !== null && typeof error === 'object' && typeof (error as { message?: unknown }).message === 'string' ? (error as { message: string }).message : '';
+  const message =
+    error !== null && typeof error === 'object' && typeof (error as { message?: unknown }).message === 'string'
+      ? (error as { message: string }).message
+      : '';
   const first = codes[0];
   if (codes.length > 0 && codes.every((c) => NEVER_SENT_CODES.has(c))) return { sent: 'never', code: first! };
   const code = codes.find((c) => !NEVER_SENT_CODES.has(c)) ?? first;
@@ -81,6 +97,7 @@ export function classifyTransportFailure(error: unknown): TransportFailure {
   // An abort (the runner's deadline, a caller's signal) while in flight is a timeout: the request may have landed.
   if (codes.some((c) => TIMEOUT_CODES.has(c)) || name === 'TimeoutError' || name === 'AbortError') cause = 'timeout';
   else if (codes.some((c) => RESET_CODES.has(c)) || /socket hang up/i.test(message)) cause = 'connection-reset';
-  else if (codes.some((c) => TRUNCATED_CODES.has(c)) || /premature|terminated/i.test(message)) cause = 'truncated-response';
+  else if (codes.some((c) => TRUNCATED_CODES.has(c)) || /premature|terminated/i.test(message))
+    cause = 'truncated-response';
   return code !== undefined ? { sent: 'maybe', cause, code } : { sent: 'maybe', cause };
 }

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { AdapterConfigurationError } from '../errors/index.js';
-import { NEVER_SENT_CODES, checkBaseUrl, classifyTransportFailure, isLoopbackHost, lookupFromOutcome, parseRetryAfter } from './index.js';
+import {
+  checkBaseUrl,
+  classifyTransportFailure,
+  isLoopbackHost,
+  lookupFromOutcome,
+  NEVER_SENT_CODES,
+  parseRetryAfter,
+} from './index.js';
 
 const NOW = Date.parse('2026-12-01T10:00:00Z');
 
@@ -57,7 +64,7 @@ describe('classifyTransportFailure: never-sent vs may-have-been-applied', () => 
     expect(classifyTransportFailure(err(code))).toEqual({ sent: 'maybe', cause, code });
   });
 
-  it('reads the code through fetch\'s cause chain', () => {
+  it("reads the code through fetch's cause chain", () => {
     const e = new TypeError('fetch failed', { cause: err('EHOSTUNREACH') });
     expect(classifyTransportFailure(e)).toEqual({ sent: 'never', code: 'EHOSTUNREACH' });
     const e2 = new TypeError('fetch failed', { cause: err('ECONNRESET') });
@@ -65,17 +72,32 @@ describe('classifyTransportFailure: never-sent vs may-have-been-applied', () => 
   });
 
   it('an AggregateError of refused connections to every address is never sent; one reset among them is not', () => {
-    const all = Object.assign(new AggregateError([err('ECONNREFUSED'), err('ECONNREFUSED')], 'connect'), { code: 'ECONNREFUSED' });
+    const all = Object.assign(new AggregateError([err('ECONNREFUSED'), err('ECONNREFUSED')], 'connect'), {
+      code: 'ECONNREFUSED',
+    });
     expect(classifyTransportFailure(all)).toEqual({ sent: 'never', code: 'ECONNREFUSED' });
     const mixed = new AggregateError([err('ECONNREFUSED'), err('ECONNRESET')], 'connect');
-    expect(classifyTransportFailure(mixed)).toMatchObject({ sent: 'maybe', cause: 'connection-reset', code: 'ECONNRESET' });
+    expect(classifyTransportFailure(mixed)).toMatchObject({
+      sent: 'maybe',
+      cause: 'connection-reset',
+      code: 'ECONNRESET',
+    });
   });
 
   it('no code at all may have been applied; an AbortSignal.timeout is a timeout; a hang-up is a reset', () => {
     expect(classifyTransportFailure(new Error('boom'))).toEqual({ sent: 'maybe', cause: 'other' });
-    expect(classifyTransportFailure(new DOMException('timed out', 'TimeoutError'))).toMatchObject({ sent: 'maybe', cause: 'timeout' });
-    expect(classifyTransportFailure(new DOMException('aborted', 'AbortError'))).toMatchObject({ sent: 'maybe', cause: 'timeout' });
-    expect(classifyTransportFailure(new Error('socket hang up'))).toMatchObject({ sent: 'maybe', cause: 'connection-reset' });
+    expect(classifyTransportFailure(new DOMException('timed out', 'TimeoutError'))).toMatchObject({
+      sent: 'maybe',
+      cause: 'timeout',
+    });
+    expect(classifyTransportFailure(new DOMException('aborted', 'AbortError'))).toMatchObject({
+      sent: 'maybe',
+      cause: 'timeout',
+    });
+    expect(classifyTransportFailure(new Error('socket hang up'))).toMatchObject({
+      sent: 'maybe',
+      cause: 'connection-reset',
+    });
     expect(classifyTransportFailure('a string')).toEqual({ sent: 'maybe', cause: 'other' });
     expect(classifyTransportFailure(null)).toEqual({ sent: 'maybe', cause: 'other' });
   });
@@ -88,12 +110,18 @@ describe('classifyTransportFailure: never-sent vs may-have-been-applied', () => 
 });
 
 describe('checkBaseUrl: https, or http only to loopback, never user-info', () => {
-  it.each(['https://api.example.com', 'https://api.example.com/v1/', 'http://127.0.0.1:4010', 'http://127.9.9.9', 'http://localhost:1', 'http://sandbox.localhost', 'http://[::1]:8080/', 'http://[::ffff:127.0.0.1]/'])(
-    'accepts %s',
-    (url) => {
-      expect(checkBaseUrl('p', url).href).toBe(new URL(url).href);
-    },
-  );
+  it.each([
+    'https://api.example.com',
+    'https://api.example.com/v1/',
+    'http://127.0.0.1:4010',
+    'http://127.9.9.9',
+    'http://localhost:1',
+    'http://sandbox.localhost',
+    'http://[::1]:8080/',
+    'http://[::ffff:127.0.0.1]/',
+  ])('accepts %s', (url) => {
+    expect(checkBaseUrl('p', url).href).toBe(new URL(url).href);
+  });
   it.each([
     ['http://api.example.com', /plain http only for a loopback/],
     ['http://10.0.0.1', /plain http only for a loopback/],
@@ -122,18 +150,40 @@ describe('checkBaseUrl: https, or http only to loopback, never user-info', () =>
     expect(() => checkBaseUrl('p', 42)).toThrow(/absolute URL string/);
   });
   it('isLoopbackHost', () => {
-    expect(['127.0.0.1', 'LOCALHOST', 'localhost.', '[::1]', '::1'].map(isLoopbackHost)).toEqual([true, true, true, true, true]);
-    expect(['127.0.0.256', '0.0.0.0', '192.168.1.1', 'example.com', '::'].map(isLoopbackHost)).toEqual([false, false, false, false, false]);
+    expect(['127.0.0.1', 'LOCALHOST', 'localhost.', '[::1]', '::1'].map(isLoopbackHost)).toEqual([
+      true,
+      true,
+      true,
+      true,
+      true,
+    ]);
+    expect(['127.0.0.256', '0.0.0.0', '192.168.1.1', 'example.com', '::'].map(isLoopbackHost)).toEqual([
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
   });
 });
 
 describe('lookupFromOutcome', () => {
   it('found for results, progress and persisted rejections; cannot-tell (never not-found) for the rest', () => {
-    expect(lookupFromOutcome({ kind: 'succeeded', result: 1, providerRef: 'r' }, 'poll')).toEqual({ kind: 'found', outcome: { kind: 'succeeded', result: 1, providerRef: 'r' } });
+    expect(lookupFromOutcome({ kind: 'succeeded', result: 1, providerRef: 'r' }, 'poll')).toEqual({
+      kind: 'found',
+      outcome: { kind: 'succeeded', result: 1, providerRef: 'r' },
+    });
     expect(lookupFromOutcome({ kind: 'replayed', result: 1 }, 'poll').kind).toBe('found');
     expect(lookupFromOutcome({ kind: 'in-progress' }, 'poll').kind).toBe('found');
     expect(lookupFromOutcome({ kind: 'rejected', reason: 'validation', message: 'm' }, 'poll').kind).toBe('found');
-    expect(lookupFromOutcome({ kind: 'unknown', cause: 'timeout', message: 'timed out', status: 504, retryAfterMs: 5 }, 'status poll')).toEqual({ kind: 'cannot-tell', reason: 'status poll: timed out', status: 504, retryAfterMs: 5 });
-    expect(lookupFromOutcome({ kind: 'not-applied', message: '429', status: 429, retryAfterMs: 1000 }, 're-send')).toEqual({ kind: 'cannot-tell', reason: 're-send: 429', status: 429, retryAfterMs: 1000 });
+    expect(
+      lookupFromOutcome(
+        { kind: 'unknown', cause: 'timeout', message: 'timed out', status: 504, retryAfterMs: 5 },
+        'status poll',
+      ),
+    ).toEqual({ kind: 'cannot-tell', reason: 'status poll: timed out', status: 504, retryAfterMs: 5 });
+    expect(
+      lookupFromOutcome({ kind: 'not-applied', message: '429', status: 429, retryAfterMs: 1000 }, 're-send'),
+    ).toEqual({ kind: 'cannot-tell', reason: 're-send: 429', status: 429, retryAfterMs: 1000 });
   });
 });

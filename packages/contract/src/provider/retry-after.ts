@@ -11,7 +11,10 @@
  *
  * One parser for every adapter: the runner then honours the same header the same way for every provider.
  */
-export function parseRetryAfter(value: string | readonly string[] | null | undefined, now: number = Date.now()): number | undefined {
+export function parseRetryAfter(
+  value: string | readonly string[] | null | undefined,
+  now: number = Date.now(),
+): number | undefined {
   const raw = Array.isArray(value) ? value[0] : value;
   if (typeof raw !== 'string') return undefined;
   const v = raw.trim();

@@ -12,7 +12,11 @@ export class AdapterContractError extends RetrysafeError {
   readonly provider: string;
   readonly operation: string;
   constructor(provider: string, operation: string, problem: string, options?: { cause?: unknown }) {
-    super('RETRYSAFE_ADAPTER_CONTRACT', `adapter ${provider}, operation ${operation}: ${problem}; nothing claimed, nothing sent`, options);
+    super(
+      'RETRYSAFE_ADAPTER_CONTRACT',
+      `adapter ${provider}, operation ${operation}: ${problem}; nothing claimed, nothing sent`,
+      options,
+    );
     this.provider = provider;
     this.operation = operation;
   }

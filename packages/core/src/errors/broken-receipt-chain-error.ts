@@ -14,7 +14,10 @@ export class BrokenReceiptChainError extends RetrysafeError {
   readonly index: number;
   readonly reason: string;
   constructor(businessOperationId: string, index: number, reason: string) {
-    super('RETRYSAFE_BROKEN_RECEIPT_CHAIN', `the receipt chain of ${businessOperationId} is broken at receipt #${index + 1} (${reason}); nothing was sent or written`);
+    super(
+      'RETRYSAFE_BROKEN_RECEIPT_CHAIN',
+      `the receipt chain of ${businessOperationId} is broken at receipt #${index + 1} (${reason}); nothing was sent or written`,
+    );
     this.businessOperationId = businessOperationId;
     this.index = index;
     this.reason = reason;

@@ -1,19 +1,19 @@
 /** The adapter before the claim: what the runner checks of an adapter and its operation before using them. */
 import {
   AdapterConfigurationError,
-  CardValidationError,
-  SPECIFICATION_VERSION,
-  UnknownOperationError,
-  RetrysafeError,
-  UnsupportedSpecificationVersionError,
-  asAttemptId,
-  validateCard,
   type AdapterV1,
+  asAttemptId,
   type BusinessOperationId,
+  CardValidationError,
   type OperationRecord,
   type OperationSpec,
   type ProviderKey,
   type RetrySafetyCard,
+  RetrysafeError,
+  SPECIFICATION_VERSION,
+  UnknownOperationError,
+  UnsupportedSpecificationVersionError,
+  validateCard,
 } from '@retrysafe/contract';
 import { AdapterContractError } from '../errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
@@ -23,19 +23,30 @@ const validatedCards = new WeakSet<object>();
 
 /** The shape the runner relies on, checked before anything else, so a garbage adapter is a typed error and never a TypeError. */
 export function checkAdapterShape(adapter: AdapterV1): void {
-  if (typeof adapter !== 'object' || adapter === null) throw new RunnerConfigurationError('adapter', 'expected an adapter object');
-  if (adapter.specificationVersion !== SPECIFICATION_VERSION) throw new UnsupportedSpecificationVersionError(String(adapter.provider), adapter.specificationVersion);
+  if (typeof adapter !== 'object' || adapter === null)
+    throw new RunnerConfigurationError('adapter', 'expected an adapter object');
+  if (adapter.specificationVersion !== SPECIFICATION_VERSION)
+    throw new UnsupportedSpecificationVersionError(String(adapter.provider), adapter.specificationVersion);
   const provider = typeof adapter.provider === 'string' && adapter.provider.length > 0 ? adapter.provider : null;
   if (provider === null) throw new RunnerConfigurationError('adapter', 'adapter.provider must be a non-empty string');
-  if (typeof adapter.operations !== 'object' || adapter.operations === null) throw new AdapterConfigurationError(provider, 'adapter.operations must be an object of operation specs');
-  for (const m of ['deriveProviderKey', 'doExecute', 'doLookup'] as const) if (typeof adapter[m] !== 'function') throw new AdapterConfigurationError(provider, `adapter.${m} must be a function`);
+  if (typeof adapter.operations !== 'object' || adapter.operations === null)
+    throw new AdapterConfigurationError(provider, 'adapter.operations must be an object of operation specs');
+  for (const m of ['deriveProviderKey', 'doExecute', 'doLookup'] as const)
+    if (typeof adapter[m] !== 'function')
+      throw new AdapterConfigurationError(provider, `adapter.${m} must be a function`);
 }
 
 export function checkAdapter(adapter: AdapterV1, operation: string): OperationSpec {
   checkAdapterShape(adapter);
-  const spec = Object.prototype.hasOwnProperty.call(adapter.operations, operation) ? adapter.operations[operation] : undefined;
+  const spec = Object.hasOwn(adapter.operations, operation) ? adapter.operations[operation] : undefined;
   if (!spec) throw new UnknownOperationError(adapter.provider, operation, Object.keys(adapter.operations));
-  if (typeof spec !== 'object' || typeof spec.card !== 'object' || spec.card === null || !Array.isArray(spec.intentFields)) throw new AdapterConfigurationError(adapter.provider, `operation ${operation}: expected { card, intentFields, … }`);
+  if (
+    typeof spec !== 'object' ||
+    typeof spec.card !== 'object' ||
+    spec.card === null ||
+    !Array.isArray(spec.intentFields)
+  )
+    throw new AdapterConfigurationError(adapter.provider, `operation ${operation}: expected { card, intentFields, … }`);
   if (!validatedCards.has(spec.card)) {
     const v = validateCard(spec.card);
     if (!v.ok) throw new CardValidationError(String(spec.card?.operation ?? operation), v.problems);
@@ -45,10 +56,14 @@ export function checkAdapter(adapter: AdapterV1, operation: string): OperationSp
 }
 
 /** The adapter (and its operation name) that performs a stored operation, from those given. */
-export function findAdapter(adapters: readonly AdapterV1[], record: OperationRecord): { adapter: AdapterV1; opName: string } | null {
+export function findAdapter(
+  adapters: readonly AdapterV1[],
+  record: OperationRecord,
+): { adapter: AdapterV1; opName: string } | null {
   for (const adapter of adapters) {
     if (adapter.provider !== record.provider) continue;
-    for (const [opName, spec] of Object.entries(adapter.operations)) if ((spec as OperationSpec | null)?.card?.operation === record.operation) return { adapter, opName };
+    for (const [opName, spec] of Object.entries(adapter.operations))
+      if ((spec as OperationSpec | null)?.card?.operation === record.operation) return { adapter, opName };
   }
   return null;
 }
@@ -56,7 +71,8 @@ export function findAdapter(adapters: readonly AdapterV1[], record: OperationRec
 /** Caller-supplied attempt ids (RunInput.attemptIds): the first is drawn and validated before anything is written. */
 export function callerAttemptIds(fn: (() => string) | undefined): (() => string) | undefined {
   if (fn === undefined) return undefined;
-  if (typeof fn !== 'function') throw new RunnerConfigurationError('attemptIds', 'expected a function returning a new attempt id per call');
+  if (typeof fn !== 'function')
+    throw new RunnerConfigurationError('attemptIds', 'expected a function returning a new attempt id per call');
   let first: string | null = asAttemptId(fn());
   return () => {
     if (first === null) return asAttemptId(fn());
@@ -71,22 +87,35 @@ export function callerAttemptIds(fn: (() => string) | undefined): (() => string)
  * string within the card's maxLength, or null only when the card does not say the key travels.
  * A derivation that throws (other than a typed retrysafe error) is an AdapterContractError.
  */
-export function derivedProviderKey(adapter: AdapterV1, opName: string, card: RetrySafetyCard, source: BusinessOperationId): ProviderKey | null {
-  const broken = (problem: string, cause?: unknown) => new AdapterContractError(adapter.provider, opName, problem, cause === undefined ? undefined : { cause });
+export function derivedProviderKey(
+  adapter: AdapterV1,
+  opName: string,
+  card: RetrySafetyCard,
+  source: BusinessOperationId,
+): ProviderKey | null {
+  const broken = (problem: string, cause?: unknown) =>
+    new AdapterContractError(adapter.provider, opName, problem, cause === undefined ? undefined : { cause });
   let key: unknown;
   try {
     key = adapter.deriveProviderKey(opName, source);
   } catch (err) {
     if (RetrysafeError.isInstance(err)) throw err;
-    throw broken(`deriveProviderKey threw (${err instanceof Error ? `${err.name}: ${err.message}` : String(err)})`, err);
+    throw broken(
+      `deriveProviderKey threw (${err instanceof Error ? `${err.name}: ${err.message}` : String(err)})`,
+      err,
+    );
   }
   const travels = card.providerKey.travels.value;
   if (key === null) {
     if (travels === 'none' || travels === 'unknown') return null;
     throw broken(`deriveProviderKey returned null, but the card says the key travels in the ${String(travels)}`);
   }
-  if (typeof key !== 'string' || key.length === 0) throw broken(`deriveProviderKey returned ${typeof key === 'string' ? 'an empty string' : typeof key}, not a provider key (a non-empty string, or null)`);
+  if (typeof key !== 'string' || key.length === 0)
+    throw broken(
+      `deriveProviderKey returned ${typeof key === 'string' ? 'an empty string' : typeof key}, not a provider key (a non-empty string, or null)`,
+    );
   const max = card.providerKey.maxLength.value;
-  if (typeof max === 'number' && key.length > max) throw broken(`deriveProviderKey returned a key of ${key.length} characters, over the card's maxLength ${max}`);
+  if (typeof max === 'number' && key.length > max)
+    throw broken(`deriveProviderKey returned a key of ${key.length} characters, over the card's maxLength ${max}`);
   return key as ProviderKey;
 }

@@ -1,4 +1,13 @@
-import { asBusinessOperationId, businessOperationId, fingerprint, pickIntent, type BusinessOperationId, type NormalizationStep, type OperationSpec, type RetrySafetyCard } from '@retrysafe/contract';
+import {
+  asBusinessOperationId,
+  type BusinessOperationId,
+  businessOperationId,
+  fingerprint,
+  type NormalizationStep,
+  type OperationSpec,
+  pickIntent,
+  type RetrySafetyCard,
+} from '@retrysafe/contract';
 import { differingPaths, normalizeIntent, normalizeParams } from '@retrysafe/contract/rules';
 
 /**
@@ -33,7 +42,9 @@ export function comparisonFor(card: RetrySafetyCard): Comparison {
 function buildComparison(card: RetrySafetyCard): Comparison {
   const rules: { field: string; steps: readonly NormalizationStep[] }[] = [
     ...(card.businessOperationId.normalize ?? []),
-    ...(card.paramComparison ?? []).filter((p) => p.compare === 'normalized').map((p) => ({ field: p.field, steps: p.steps ?? [] })),
+    ...(card.paramComparison ?? [])
+      .filter((p) => p.compare === 'normalized')
+      .map((p) => ({ field: p.field, steps: p.steps ?? [] })),
   ];
   const comparable = (params: unknown) => normalizeParams(params ?? null, rules);
   return {
@@ -55,9 +66,18 @@ export interface Identity {
  * card's declared normalisation (the intent as written when the card declares none), or the
  * caller's own id.
  */
-export function identityOf(spec: OperationSpec, input: { params: unknown; businessOperationId?: string; intent?: Record<string, unknown> }): Identity {
+export function identityOf(
+  spec: OperationSpec,
+  input: { params: unknown; businessOperationId?: string; intent?: Record<string, unknown> },
+): Identity {
   const card = spec.card;
-  const intent = normalizeIntent(input.intent ?? pickIntent(input.params, spec.intentFields), card.businessOperationId.normalize);
-  const id = input.businessOperationId !== undefined ? asBusinessOperationId(input.businessOperationId) : businessOperationId(card.operation, intent);
+  const intent = normalizeIntent(
+    input.intent ?? pickIntent(input.params, spec.intentFields),
+    card.businessOperationId.normalize,
+  );
+  const id =
+    input.businessOperationId !== undefined
+      ? asBusinessOperationId(input.businessOperationId)
+      : businessOperationId(card.operation, intent);
   return { id, intent, intentFingerprint: fingerprint({ operation: card.operation, intent }) };
 }

@@ -5,9 +5,26 @@
  * corrected request may supersede a stored one (supersede.ts) — assembled in operation.ts.
  */
 export { callerAttemptIds, checkAdapter, checkAdapterShape, derivedProviderKey, findAdapter } from './adapter.js';
-export { comparisonFor, identityOf, type Comparison, type Identity } from './identity.js';
-export { correctedOperation, newOperation, paramsConflict, storedOperation, withProviderKey, type IntakeContext, type Operation, type OperationInput } from './operation.js';
+export { type Comparison, comparisonFor, type Identity, identityOf } from './identity.js';
+export {
+  correctedOperation,
+  type IntakeContext,
+  newOperation,
+  type Operation,
+  type OperationInput,
+  paramsConflict,
+  storedOperation,
+  withProviderKey,
+} from './operation.js';
 export { assertParams, fieldErrors, paramsErrors } from './params-schema.js';
-export { DEFAULT_LEASE_MS, resolvePolicy, validatePolicy } from './policy.js';
 export { checkPayload } from './payload.js';
-export { currentRevisionNumber, everyAttemptNotApplied, needsFreshKey, nextRevision, revisionKeySource, supersedeCheck, SUPERSEDE_ACTION } from './supersede.js';
+export { DEFAULT_LEASE_MS, resolvePolicy, validatePolicy } from './policy.js';
+export {
+  currentRevisionNumber,
+  everyAttemptNotApplied,
+  needsFreshKey,
+  nextRevision,
+  revisionKeySource,
+  SUPERSEDE_ACTION,
+  supersedeCheck,
+} from './supersede.js';

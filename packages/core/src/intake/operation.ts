@@ -3,13 +3,13 @@
  * once here (for a new call, a stored operation, or a corrected request) and never changed after.
  */
 import {
+  type AdapterV1,
+  asRunId,
+  type BusinessOperationId,
   ConflictError,
   InvalidIntentError,
   InvalidStateError,
-  asRunId,
   newRunId,
-  type AdapterV1,
-  type BusinessOperationId,
   type OperationRecord,
   type OperationSpec,
   type ProviderKey,
@@ -18,12 +18,12 @@ import {
 } from '@retrysafe/contract';
 import { createRedactor, type RedactOptions, type Redactor } from '../redact.js';
 import type { PolicyOverrides, RetryPolicy } from '../retry-policy.js';
-import { cachedPolicy } from './policy.js';
 import type { RunScope } from '../telemetry.js';
 import { callerAttemptIds, checkAdapter, derivedProviderKey } from './adapter.js';
-import { comparisonFor, identityOf, type Comparison } from './identity.js';
+import { type Comparison, comparisonFor, identityOf } from './identity.js';
 import { assertParams } from './params-schema.js';
-import { checkedPayload, type CheckedPayload } from './payload.js';
+import { type CheckedPayload, checkedPayload } from './payload.js';
+import { cachedPolicy } from './policy.js';
 
 export interface Operation {
   readonly adapter: AdapterV1;
@@ -67,16 +67,29 @@ export interface OperationInput {
  * The params checked against the schema, the intent normalised and its id derived, and the params'
  * fingerprint as compared (`rawParamsFingerprint`, of the params as written, unless the card normalises params).
  */
-function identify(spec: OperationSpec, input: Pick<OperationInput, 'params' | 'businessOperationId' | 'intent'>, rawParamsFingerprint?: string) {
+function identify(
+  spec: OperationSpec,
+  input: Pick<OperationInput, 'params' | 'businessOperationId' | 'intent'>,
+  rawParamsFingerprint?: string,
+) {
   assertParams(spec, input.params);
   const identity = identityOf(spec, input);
   const comparison = comparisonFor(spec.card);
-  const paramsFingerprint = rawParamsFingerprint !== undefined && !comparison.normalizes ? rawParamsFingerprint : comparison.paramsFingerprint(input.params);
+  const paramsFingerprint =
+    rawParamsFingerprint !== undefined && !comparison.normalizes
+      ? rawParamsFingerprint
+      : comparison.paramsFingerprint(input.params);
   return { ...identity, paramsFingerprint, comparison };
 }
 
 /** The caller's redaction options plus the operation's sensitive fields, also blanking the sensitive values held in `valuesFrom`. */
-function payloadOf(ctx: IntakeContext, spec: OperationSpec, params: unknown, intent: unknown, valuesFrom: readonly unknown[]): CheckedPayload {
+function payloadOf(
+  ctx: IntakeContext,
+  spec: OperationSpec,
+  params: unknown,
+  intent: unknown,
+  valuesFrom: readonly unknown[],
+): CheckedPayload {
   return checkedPayload(params, intent, () => {
     let redactor = ctx.redactors.get(spec);
     if (redactor === undefined) {
@@ -91,7 +104,8 @@ function payloadOf(ctx: IntakeContext, spec: OperationSpec, params: unknown, int
 /** A new call: every check that can refuse it before anything is claimed (a refusal throws), then the operation. */
 export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: string, input: OperationInput): Operation {
   const spec = checkAdapter(adapter, opName);
-  if (typeof input !== 'object' || input === null) throw new InvalidIntentError('', 'run input must be an object with params');
+  if (typeof input !== 'object' || input === null)
+    throw new InvalidIntentError('', 'run input must be an object with params');
   const params = input.params ?? null;
   const payload = payloadOf(ctx, spec, params, input.intent ?? null, [input.params]);
   const found = identify(spec, input, payload.paramsFingerprint);
@@ -116,7 +130,12 @@ export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: str
 }
 
 /** A stored operation driven again (recover, resume): its params as stored, its recorded provider key. */
-export function storedOperation(ctx: IntakeContext, found: { readonly adapter: AdapterV1; readonly opName: string }, record: OperationRecord, run: { readonly runId: RunId; readonly attemptIds?: (() => string) | undefined }): Operation {
+export function storedOperation(
+  ctx: IntakeContext,
+  found: { readonly adapter: AdapterV1; readonly opName: string },
+  record: OperationRecord,
+  run: { readonly runId: RunId; readonly attemptIds?: (() => string) | undefined },
+): Operation {
   const { adapter, opName } = found;
   const spec = checkAdapter(adapter, opName);
   const payload = payloadOf(ctx, spec, record.params, null, [record.params]);
@@ -144,13 +163,34 @@ export function storedOperation(ctx: IntakeContext, found: { readonly adapter: A
  * A person's corrected request for a stored operation (resolve resend-with): the same pre-claim checks
  * as a new call, the same intent, and params that differ from the stored ones.
  */
-export function correctedOperation(ctx: IntakeContext, found: { readonly adapter: AdapterV1; readonly opName: string }, record: OperationRecord, params: unknown): Operation {
+export function correctedOperation(
+  ctx: IntakeContext,
+  found: { readonly adapter: AdapterV1; readonly opName: string },
+  record: OperationRecord,
+  params: unknown,
+): Operation {
   const spec = checkAdapter(found.adapter, found.opName);
   const payload = payloadOf(ctx, spec, params, null, [params, record.params]);
   const next = identify(spec, { params, businessOperationId: record.businessOperationId });
-  if (next.intentFingerprint !== record.intentFingerprint) throw new ConflictError(record.businessOperationId, 'intent', 'the corrected params name another intent: run them as a new operation instead');
-  if (next.paramsFingerprint === record.paramsFingerprint) throw new InvalidStateError(record.businessOperationId, record.state, 'resend-with needs params that differ from the stored ones (use resume to re-send the same request)');
-  return { ...storedOperation(ctx, found, record, { runId: newRunId() }), params, paramsFingerprint: next.paramsFingerprint, redactor: payload.redactor, requestFingerprint: payload.requestFingerprint };
+  if (next.intentFingerprint !== record.intentFingerprint)
+    throw new ConflictError(
+      record.businessOperationId,
+      'intent',
+      'the corrected params name another intent: run them as a new operation instead',
+    );
+  if (next.paramsFingerprint === record.paramsFingerprint)
+    throw new InvalidStateError(
+      record.businessOperationId,
+      record.state,
+      'resend-with needs params that differ from the stored ones (use resume to re-send the same request)',
+    );
+  return {
+    ...storedOperation(ctx, found, record, { runId: newRunId() }),
+    params,
+    paramsFingerprint: next.paramsFingerprint,
+    redactor: payload.redactor,
+    requestFingerprint: payload.requestFingerprint,
+  };
 }
 
 /** The operation with another provider key (the one recorded, or a new revision's). */
@@ -159,7 +199,11 @@ export function withProviderKey(op: Operation, providerKey: ProviderKey | null):
 }
 
 /** Other params than stored, where the declaration compares them: a conflict naming the differing paths (never the values). */
-export function paramsConflict(op: Pick<Operation, 'comparison' | 'redactor' | 'params'>, record: OperationRecord, detail: string): ConflictError {
+export function paramsConflict(
+  op: Pick<Operation, 'comparison' | 'redactor' | 'params'>,
+  record: OperationRecord,
+  detail: string,
+): ConflictError {
   const paths = op.comparison.differences(record.params, op.params).map((p) => op.redactor.text(p));
   return new ConflictError(record.businessOperationId, 'params', detail, paths);
 }

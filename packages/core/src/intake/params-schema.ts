@@ -1,7 +1,6 @@
 import { createRequire } from 'node:module';
-import type { Ajv, Options, ValidateFunction } from 'ajv';
-import type { ErrorObject } from 'ajv';
-import { InvalidParamsError, type FieldError, type JsonSchema, type OperationSpec } from '@retrysafe/contract';
+import { type FieldError, InvalidParamsError, type JsonSchema, type OperationSpec } from '@retrysafe/contract';
+import type { Ajv, ErrorObject, Options, ValidateFunction } from 'ajv';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 
 // ajv and ajv-formats are loaded on the first validation, not when core is imported: together they cost
@@ -13,20 +12,32 @@ const addFormats = (a: Ajv): Ajv => {
 };
 
 /** One ajv instance per dialect for every operation's params schema (compiled once per schema object). */
-const OPTIONS: Options = { allErrors: true, strict: false, logger: false, coerceTypes: false, useDefaults: false, removeAdditional: false };
+const OPTIONS: Options = {
+  allErrors: true,
+  strict: false,
+  logger: false,
+  coerceTypes: false,
+  useDefaults: false,
+  removeAdditional: false,
+};
 let draft07: Ajv | undefined;
 const dialects = new Map<string, Ajv>();
 const compiled = new WeakMap<object, ValidateFunction>();
 
 function instanceFor(schema: JsonSchema): Ajv {
-  const m = /json-schema\.org\/draft\/(2019-09|2020-12)\//.exec(typeof schema.$schema === 'string' ? schema.$schema : '');
+  const m = /json-schema\.org\/draft\/(2019-09|2020-12)\//.exec(
+    typeof schema.$schema === 'string' ? schema.$schema : '',
+  );
   if (!m) {
     const { Ajv: Draft07 } = require('ajv') as typeof import('ajv');
     return (draft07 ??= addFormats(new Draft07(OPTIONS)));
   }
   let a = dialects.get(m[1]!);
   if (!a) {
-    const make = m[1] === '2019-09' ? (require('ajv/dist/2019.js') as typeof import('ajv/dist/2019.js')).Ajv2019 : (require('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js')).Ajv2020;
+    const make =
+      m[1] === '2019-09'
+        ? (require('ajv/dist/2019.js') as typeof import('ajv/dist/2019.js')).Ajv2019
+        : (require('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js')).Ajv2020;
     dialects.set(m[1]!, (a = addFormats(new make(OPTIONS) as unknown as Ajv)));
   }
   return a;
@@ -38,7 +49,10 @@ function validatorFor(schema: JsonSchema, operation: string): ValidateFunction {
     try {
       v = instanceFor(schema).compile(schema as object);
     } catch (err) {
-      throw new RunnerConfigurationError('paramsSchema', `the params schema of ${operation} does not compile: ${(err as Error).message}`);
+      throw new RunnerConfigurationError(
+        'paramsSchema',
+        `the params schema of ${operation} does not compile: ${(err as Error).message}`,
+      );
     }
     compiled.set(schema, v);
   }
@@ -47,7 +61,10 @@ function validatorFor(schema: JsonSchema, operation: string): ValidateFunction {
 
 /** `/items/0/name` → `items[0].name`; the object itself is `(root)`. */
 function dotPath(pointer: string, child?: string): string {
-  const parts = pointer.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const parts = pointer
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (child !== undefined) parts.push(child);
   let out = '';
   for (const p of parts) out += /^\d+$/.test(p) ? `[${p}]` : out ? `.${p}` : p;
@@ -60,8 +77,16 @@ export function fieldErrors(errors: readonly ErrorObject[] | null | undefined): 
   const seen = new Set<string>();
   for (const e of errors ?? []) {
     let fe: FieldError;
-    if (e.keyword === 'required') fe = { path: dotPath(e.instancePath, String((e.params as { missingProperty: string }).missingProperty)), message: 'is required' };
-    else if (e.keyword === 'additionalProperties') fe = { path: dotPath(e.instancePath, String((e.params as { additionalProperty: string }).additionalProperty)), message: 'is not a field of this operation' };
+    if (e.keyword === 'required')
+      fe = {
+        path: dotPath(e.instancePath, String((e.params as { missingProperty: string }).missingProperty)),
+        message: 'is required',
+      };
+    else if (e.keyword === 'additionalProperties')
+      fe = {
+        path: dotPath(e.instancePath, String((e.params as { additionalProperty: string }).additionalProperty)),
+        message: 'is not a field of this operation',
+      };
     else fe = { path: dotPath(e.instancePath), message: e.message ?? `fails ${e.keyword}` };
     const k = `${fe.path}\u0000${fe.message}`;
     if (!seen.has(k)) out.push(fe), seen.add(k);
@@ -74,7 +99,9 @@ export function paramsErrors(spec: OperationSpec, params: unknown): FieldError[]
   const validate = validatorFor(spec.paramsSchema, spec.card.operation);
   if (!validate(params)) return fieldErrors(validate.errors);
   // Then the adapter's own checks (OperationSpec.checkParams), still before anything is claimed.
-  return spec.checkParams ? [...spec.checkParams(params)].map((f) => ({ path: String(f.path), message: String(f.message) })) : [];
+  return spec.checkParams
+    ? [...spec.checkParams(params)].map((f) => ({ path: String(f.path), message: String(f.message) }))
+    : [];
 }
 
 /**

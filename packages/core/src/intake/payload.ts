@@ -1,4 +1,4 @@
-import { InvalidIntentError, PayloadLimitError, RetrysafeError, canonicalJson, sha256Hex } from '@retrysafe/contract';
+import { canonicalJson, InvalidIntentError, PayloadLimitError, RetrysafeError, sha256Hex } from '@retrysafe/contract';
 import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
 import type { Redactor } from '../redact.js';
 
@@ -41,9 +41,16 @@ export function checkedPayload(params: unknown, intent: unknown, makeRedactor: (
     redactedJson = redactor.changes(params) ? canonicalJson(redactor.params(params)) : json;
   } catch (err) {
     if (RetrysafeError.isInstance(err) && !InvalidIntentError.isInstance(err)) throw err;
-    throw new InvalidIntentError('(params)', `the redacted copy of the params cannot be canonicalised (${err instanceof Error ? err.message : String(err)}); nothing claimed, nothing sent`);
+    throw new InvalidIntentError(
+      '(params)',
+      `the redacted copy of the params cannot be canonicalised (${err instanceof Error ? err.message : String(err)}); nothing claimed, nothing sent`,
+    );
   }
-  return { paramsFingerprint: `sha256:${sha256Hex(json)}`, requestFingerprint: `sha256:${sha256Hex(redactedJson)}`, redactor };
+  return {
+    paramsFingerprint: `sha256:${sha256Hex(json)}`,
+    requestFingerprint: `sha256:${sha256Hex(redactedJson)}`,
+    redactor,
+  };
 }
 
 /**

@@ -3,7 +3,7 @@
  * field by field, refused (RunnerConfigurationError) when the numbers or their pairing with the card
  * cannot work.
  */
-import { type RetrySafetyCard } from '@retrysafe/contract';
+import type { RetrySafetyCard } from '@retrysafe/contract';
 import { cardMargin, durationMs, lookupAvailable, lookupSettleMs } from '@retrysafe/contract/rules';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import type { PolicyOverrides, RetryPolicy } from '../retry-policy.js';
@@ -76,9 +76,12 @@ function stripUndefined(o: PolicyOverrides): PolicyOverrides {
 
 export function validatePolicy(p: RetryPolicy): void {
   for (const [k, v] of Object.entries(p) as [keyof RetryPolicy, number][]) {
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new RunnerConfigurationError(`policy.${k}`, `expected a finite number ≥ 0, got ${String(v)}`);
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
+      throw new RunnerConfigurationError(`policy.${k}`, `expected a finite number ≥ 0, got ${String(v)}`);
     if (POSITIVE.includes(k) && v <= 0) throw new RunnerConfigurationError(`policy.${k}`, 'must be greater than 0');
   }
-  if (!Number.isInteger(p.maxAttempts)) throw new RunnerConfigurationError('policy.maxAttempts', 'must be a whole number');
-  if (p.capMs < p.baseMs) throw new RunnerConfigurationError('policy.capMs', `cap (${p.capMs}) is below base (${p.baseMs})`);
+  if (!Number.isInteger(p.maxAttempts))
+    throw new RunnerConfigurationError('policy.maxAttempts', 'must be a whole number');
+  if (p.capMs < p.baseMs)
+    throw new RunnerConfigurationError('policy.capMs', `cap (${p.capMs}) is below base (${p.baseMs})`);
 }

@@ -20,9 +20,18 @@ function currentRevision(receipts: readonly Receipt[]): readonly Receipt[] {
  * its current revision came back `rejected` or `not-applied` — both mean "definitely not applied"
  * (the decision table, docs/concepts.md). Any unknown, in-progress, success, or lookup (there was doubt) keeps it a conflict.
  */
-export function supersedeCheck(record: OperationRecord, receipts: readonly Receipt[]): { ok: true } | { ok: false; why: string } {
-  if (record.state !== 'rejected' && record.state !== 'handed-off') return { ok: false, why: `the operation is ${record.state}` };
-  if (record.state === 'handed-off' && record.handoff && record.handoff.reason !== 'rejected' && record.handoff.reason !== 'retry-exhausted')
+export function supersedeCheck(
+  record: OperationRecord,
+  receipts: readonly Receipt[],
+): { ok: true } | { ok: false; why: string } {
+  if (record.state !== 'rejected' && record.state !== 'handed-off')
+    return { ok: false, why: `the operation is ${record.state}` };
+  if (
+    record.state === 'handed-off' &&
+    record.handoff &&
+    record.handoff.reason !== 'rejected' &&
+    record.handoff.reason !== 'retry-exhausted'
+  )
     return { ok: false, why: `it was handed off as ${record.handoff.reason}: an attempt may have been applied` };
   return everyAttemptNotApplied(receipts);
 }
@@ -31,20 +40,34 @@ export function supersedeCheck(record: OperationRecord, receipts: readonly Recei
 export function everyAttemptNotApplied(receipts: readonly Receipt[]): { ok: true } | { ok: false; why: string } {
   const mine = currentRevision(receipts);
   for (const r of mine) {
-    if (r.kind === 'lookup' || r.kind === 'poll' || r.kind === 'recover') return { ok: false, why: 'an earlier outcome was uncertain (it was looked up): an attempt may have been applied' };
+    if (r.kind === 'lookup' || r.kind === 'poll' || r.kind === 'recover')
+      return {
+        ok: false,
+        why: 'an earlier outcome was uncertain (it was looked up): an attempt may have been applied',
+      };
     if ((r.kind === 'dispatch' || r.kind === 'resend') && !NOT_APPLIED.has(String(r.outcome)))
-      return { ok: false, why: `attempt ${r.attemptId} ended ${r.outcome ?? 'without an outcome'}: it may have been applied` };
+      return {
+        ok: false,
+        why: `attempt ${r.attemptId} ended ${r.outcome ?? 'without an outcome'}: it may have been applied`,
+      };
     // A `conflict` rejection (same key, other params: Stripe idempotency_error, IETF 422) says the key is
     // already stored with something else — an effect may exist under it. A rejection of unknown reason
     // (a receipt written before reasons were kept) proves nothing either.
     // A rejection that still created something (a declined create+confirm leaves its PaymentIntent): a
     // corrected request under a new key would make a second one. Finish or cancel it at the provider.
     if (r.created !== undefined)
-      return { ok: false, why: `attempt ${r.attemptId} was rejected but left ${r.created} at the provider: a corrected request would make a second one (finish or cancel ${r.created} there, then mark-done or abandon)` };
+      return {
+        ok: false,
+        why: `attempt ${r.attemptId} was rejected but left ${r.created} at the provider: a corrected request would make a second one (finish or cancel ${r.created} there, then mark-done or abandon)`,
+      };
     if (r.outcome === 'rejected' && (r.rejectReason === undefined || r.rejectReason === 'conflict'))
-      return { ok: false, why: `attempt ${r.attemptId} was rejected ${r.rejectReason === 'conflict' ? 'as a conflict with what the provider already holds under the key' : 'for a reason not on record'}: an effect may exist` };
+      return {
+        ok: false,
+        why: `attempt ${r.attemptId} was rejected ${r.rejectReason === 'conflict' ? 'as a conflict with what the provider already holds under the key' : 'for a reason not on record'}: an effect may exist`,
+      };
   }
-  if (!mine.some((r) => r.kind === 'dispatch' || r.kind === 'resend')) return { ok: false, why: 'no attempt of it is on record' };
+  if (!mine.some((r) => r.kind === 'dispatch' || r.kind === 'resend'))
+    return { ok: false, why: 'no attempt of it is on record' };
   return { ok: true };
 }
 

@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
-import { LedgerError, type ClaimResult, type Ledger, type OperationRecord } from '@retrysafe/contract';
+import { type ClaimResult, type Ledger, LedgerError, type OperationRecord } from '@retrysafe/contract';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 
 /**
@@ -32,12 +32,20 @@ interface Envelope {
 }
 
 const KEY_ID = /^[A-Za-z0-9_.-]{1,64}$/;
-const isEnvelope = (v: unknown): v is Envelope => typeof v === 'object' && v !== null && (v as Envelope).$retrysafeEncrypted === 'aes-256-gcm/v1';
+const isEnvelope = (v: unknown): v is Envelope =>
+  typeof v === 'object' && v !== null && (v as Envelope).$retrysafeEncrypted === 'aes-256-gcm/v1';
 
 function derive(key: ParamsKey): Buffer {
-  if (!key || typeof key.id !== 'string' || !KEY_ID.test(key.id)) throw new RunnerConfigurationError('encryptParams.key.id', '1-64 characters of A-Z a-z 0-9 _ . -');
-  const secret = typeof key.secret === 'string' ? Buffer.from(key.secret, 'utf8') : key.secret instanceof Uint8Array ? Buffer.from(key.secret) : null;
-  if (!secret || secret.length < 16) throw new RunnerConfigurationError('encryptParams.key.secret', 'at least 16 bytes (the value is not shown)');
+  if (!key || typeof key.id !== 'string' || !KEY_ID.test(key.id))
+    throw new RunnerConfigurationError('encryptParams.key.id', '1-64 characters of A-Z a-z 0-9 _ . -');
+  const secret =
+    typeof key.secret === 'string'
+      ? Buffer.from(key.secret, 'utf8')
+      : key.secret instanceof Uint8Array
+        ? Buffer.from(key.secret)
+        : null;
+  if (!secret || secret.length < 16)
+    throw new RunnerConfigurationError('encryptParams.key.secret', 'at least 16 bytes (the value is not shown)');
   return Buffer.from(hkdfSync('sha256', secret, Buffer.from('retrysafe'), Buffer.from(`params-at-rest:${key.id}`), 32));
 }
 
@@ -53,13 +61,22 @@ export function encryptParams(inner: Ledger, options: EncryptParamsOptions): Led
     // The operation id is authenticated too: an envelope moved to another row does not decrypt.
     cipher.setAAD(Buffer.from(id, 'utf8'));
     const data = Buffer.concat([cipher.update(JSON.stringify(params ?? null), 'utf8'), cipher.final()]);
-    return { $retrysafeEncrypted: 'aes-256-gcm/v1', kid: current.id, iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64'), data: data.toString('base64') };
+    return {
+      $retrysafeEncrypted: 'aes-256-gcm/v1',
+      kid: current.id,
+      iv: iv.toString('base64'),
+      tag: cipher.getAuthTag().toString('base64'),
+      data: data.toString('base64'),
+    };
   };
   const open = (record: OperationRecord): OperationRecord => {
     if (!isEnvelope(record.params)) return record; // written before encryption was turned on
     const env = record.params;
     const key = ring.get(env.kid);
-    if (!key) throw new LedgerError(`params of ${record.businessOperationId} are encrypted with key '${env.kid}', which this process does not hold (add it to previous keys)`);
+    if (!key)
+      throw new LedgerError(
+        `params of ${record.businessOperationId} are encrypted with key '${env.kid}', which this process does not hold (add it to previous keys)`,
+      );
     try {
       const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(env.iv, 'base64'));
       decipher.setAAD(Buffer.from(record.businessOperationId, 'utf8'));
@@ -67,18 +84,22 @@ export function encryptParams(inner: Ledger, options: EncryptParamsOptions): Led
       const text = Buffer.concat([decipher.update(Buffer.from(env.data, 'base64')), decipher.final()]).toString('utf8');
       return { ...record, params: JSON.parse(text) as unknown };
     } catch {
-      throw new LedgerError(`params of ${record.businessOperationId} do not decrypt with key '${env.kid}' (wrong key, or the row was edited)`);
+      throw new LedgerError(
+        `params of ${record.businessOperationId} do not decrypt with key '${env.kid}' (wrong key, or the row was edited)`,
+      );
     }
   };
   const openClaim = (r: ClaimResult): ClaimResult => ({ ...r, record: open(r.record) }) as ClaimResult;
 
   return {
     ...(inner.capabilities ? { capabilities: inner.capabilities } : {}),
-    claim: async (input) => openClaim(await inner.claim({ ...input, params: seal(input.params, input.businessOperationId) })),
+    claim: async (input) =>
+      openClaim(await inner.claim({ ...input, params: seal(input.params, input.businessOperationId) })),
     renewLease: (ref, leaseMs, now) => inner.renewLease(ref, leaseMs, now),
     markDispatched: async (ref, now) => open(await inner.markDispatched(ref, now)),
     setState: async (ref, patch) => open(await inner.setState(ref, patch)),
-    handOff: async (ref, packet, now, receipt) => open(await (receipt === undefined ? inner.handOff(ref, packet, now) : inner.handOff(ref, packet, now, receipt))),
+    handOff: async (ref, packet, now, receipt) =>
+      open(await (receipt === undefined ? inner.handOff(ref, packet, now) : inner.handOff(ref, packet, now, receipt))),
     appendReceipt: (ref, receipt) => inner.appendReceipt(ref, receipt),
     release: (ref) => inner.release(ref),
     resolve: async (id, resolution, now) => open(await inner.resolve(id, resolution, now)),

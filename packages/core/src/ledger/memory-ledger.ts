@@ -1,6 +1,34 @@
-import type { BusinessOperationId, ClaimInput, ClaimResult, Fenced, HandoffPacket, Ledger, ListFilter, OperationRecord, OperationState, PruneOptions, PruneReport, Receipt, StatePatch } from '@retrysafe/contract';
-import { checkFence, chainedTransition, checkReceipt, claimTransition, dispatchedTransition, handOffTransition, isPrunable, leaseLive, checkPruneOptions, releaseTransition, renewTransition, resolveTransition, setStateTransition } from '@retrysafe/contract/ledger';
-import { RECOVERABLE_STATES } from '@retrysafe/contract/ledger';
+import type {
+  BusinessOperationId,
+  ClaimInput,
+  ClaimResult,
+  Fenced,
+  HandoffPacket,
+  Ledger,
+  ListFilter,
+  OperationRecord,
+  OperationState,
+  PruneOptions,
+  PruneReport,
+  Receipt,
+  StatePatch,
+} from '@retrysafe/contract';
+import {
+  chainedTransition,
+  checkFence,
+  checkPruneOptions,
+  checkReceipt,
+  claimTransition,
+  dispatchedTransition,
+  handOffTransition,
+  isPrunable,
+  leaseLive,
+  RECOVERABLE_STATES,
+  releaseTransition,
+  renewTransition,
+  resolveTransition,
+  setStateTransition,
+} from '@retrysafe/contract/ledger';
 
 /** Thrown inside copyPlain when a value is not plain data: the whole value is then copied by structuredClone. */
 const NOT_PLAIN: unique symbol = Symbol('not plain');

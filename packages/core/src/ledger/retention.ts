@@ -1,5 +1,14 @@
 import { appendFileSync } from 'node:fs';
-import { LedgerError, type Duration, type Ledger, type OperationRecord, type OperationState, type PruneReport, type Receipt, type RetrySafetyCard } from '@retrysafe/contract';
+import {
+  type Duration,
+  type Ledger,
+  LedgerError,
+  type OperationRecord,
+  type OperationState,
+  type PruneReport,
+  type Receipt,
+  type RetrySafetyCard,
+} from '@retrysafe/contract';
 import { cardMargin, durationMs, formatDuration } from '@retrysafe/contract/rules';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import { exportReceiptsJsonl } from '../receipts.js';
@@ -13,7 +22,10 @@ import { exportReceiptsJsonl } from '../receipts.js';
  * provider alone, and a record pruned while a late duplicate can still arrive loses the adopt path.
  * `card` names the card that sets the floor (null: no card stores keys).
  */
-export function retentionFloor(cards: readonly RetrySafetyCard[]): { readonly ms: number; readonly card: string | null } {
+export function retentionFloor(cards: readonly RetrySafetyCard[]): {
+  readonly ms: number;
+  readonly card: string | null;
+} {
   let floor = { ms: 0, card: null as string | null };
   for (const card of cards) {
     const keep = card.retention.minimum.value;
@@ -62,14 +74,18 @@ export interface PruneLedgerReport extends PruneReport {
  * `force`. Open and handed-off operations are never pruned, whatever the age.
  */
 export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions): Promise<PruneLedgerReport> {
-  if (typeof ledger.prune !== 'function') throw new LedgerError('this ledger has no prune(): retention needs a ledger that implements Ledger.prune (memory, SQLite, PostgreSQL)');
+  if (typeof ledger.prune !== 'function')
+    throw new LedgerError(
+      'this ledger has no prune(): retention needs a ledger that implements Ledger.prune (memory, SQLite, PostgreSQL)',
+    );
   let olderThanMs: number;
   try {
     olderThanMs = typeof options.olderThan === 'number' ? options.olderThan : durationMs(options.olderThan);
   } catch (err) {
     throw new RunnerConfigurationError('prune.olderThan', (err as Error).message);
   }
-  if (!Number.isFinite(olderThanMs) || olderThanMs < 0) throw new RunnerConfigurationError('prune.olderThan', `expected a duration ≥ 0, got ${String(options.olderThan)}`);
+  if (!Number.isFinite(olderThanMs) || olderThanMs < 0)
+    throw new RunnerConfigurationError('prune.olderThan', `expected a duration ≥ 0, got ${String(options.olderThan)}`);
   const floor = retentionFloor(options.cards ?? []);
   if (olderThanMs < floor.ms && options.force !== true) {
     throw new RunnerConfigurationError(
@@ -83,7 +99,11 @@ export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions): 
   const onPrune = exportPath
     ? async (record: OperationRecord, receipts: readonly Receipt[]) => {
         // The owner of the export format writes the lines (receipts, then the row's chain head).
-        const one: Pick<Ledger, 'get' | 'receipts' | 'list'> = { get: async () => record, receipts: async () => [...receipts], list: async () => [record] };
+        const one: Pick<Ledger, 'get' | 'receipts' | 'list'> = {
+          get: async () => record,
+          receipts: async () => [...receipts],
+          list: async () => [record],
+        };
         const text = await exportReceiptsJsonl(one as Ledger, { ids: [record.businessOperationId], heads: true });
         appendFileSync(exportPath, text, 'utf8');
         exported++;
@@ -98,4 +118,3 @@ export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions): 
   });
   return { ...report, before, olderThanMs, floor: { ...floor, forced: olderThanMs < floor.ms }, exported };
 }
-

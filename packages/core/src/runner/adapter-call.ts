@@ -1,24 +1,55 @@
 /** The adapter during a run: one provider call or one lookup, its answer checked and classified. Never a throw from the adapter. */
-import { OUTCOME_KINDS, type AttemptId, type ExecuteContext, type LookupResult, type OperationRecord, type Outcome } from '@retrysafe/contract';
+import {
+  type AttemptId,
+  type ExecuteContext,
+  type LookupResult,
+  type OperationRecord,
+  OUTCOME_KINDS,
+  type Outcome,
+} from '@retrysafe/contract';
 import { resendSafety } from '@retrysafe/contract/rules';
 import type { Operation } from '../intake/index.js';
 import { errText, type Lease, type RunnerContext } from './context.js';
 import { withHeartbeat } from './lease.js';
 
-const REJECT_REASONS: readonly string[] = ['validation', 'permission', 'authentication', 'configuration', 'conflict', 'not-found', 'card-declined', 'other'];
-const UNKNOWN_CAUSES: readonly string[] = ['timeout', 'connection-reset', 'server-error', 'truncated-response', 'other'];
+const REJECT_REASONS: readonly string[] = [
+  'validation',
+  'permission',
+  'authentication',
+  'configuration',
+  'conflict',
+  'not-found',
+  'card-declined',
+  'other',
+];
+const UNKNOWN_CAUSES: readonly string[] = [
+  'timeout',
+  'connection-reset',
+  'server-error',
+  'truncated-response',
+  'other',
+];
 
 /** Why `o` is not an outcome the runner can act on (its kind's required fields, the provider refs' types), or null when it is one. */
 export function outcomeProblem(o: unknown): string | null {
   if (typeof o !== 'object' || o === null) return `${o === null ? 'null' : typeof o} is not an outcome`;
   const x = o as Record<string, unknown>;
-  if (!OUTCOME_KINDS.includes(x.kind as Outcome['kind'])) return `kind ${JSON.stringify(x.kind)} is not an outcome kind`;
-  if (x.kind === 'rejected' && !REJECT_REASONS.includes(x.reason as string)) return `a rejection's reason must be one of ${REJECT_REASONS.join(', ')}`;
-  if (x.kind === 'unknown' && !UNKNOWN_CAUSES.includes(x.cause as string)) return `an unknown outcome's cause must be one of ${UNKNOWN_CAUSES.join(', ')}`;
-  if ((x.kind === 'rejected' || x.kind === 'not-applied' || x.kind === 'unknown') && typeof x.message !== 'string') return `a ${x.kind} outcome needs a message`;
-  if (x.retryAfterMs !== undefined && !(typeof x.retryAfterMs === 'number' && Number.isFinite(x.retryAfterMs) && x.retryAfterMs >= 0)) return 'retryAfterMs must be a finite number ≥ 0';
+  if (!OUTCOME_KINDS.includes(x.kind as Outcome['kind']))
+    return `kind ${JSON.stringify(x.kind)} is not an outcome kind`;
+  if (x.kind === 'rejected' && !REJECT_REASONS.includes(x.reason as string))
+    return `a rejection's reason must be one of ${REJECT_REASONS.join(', ')}`;
+  if (x.kind === 'unknown' && !UNKNOWN_CAUSES.includes(x.cause as string))
+    return `an unknown outcome's cause must be one of ${UNKNOWN_CAUSES.join(', ')}`;
+  if ((x.kind === 'rejected' || x.kind === 'not-applied' || x.kind === 'unknown') && typeof x.message !== 'string')
+    return `a ${x.kind} outcome needs a message`;
+  if (
+    x.retryAfterMs !== undefined &&
+    !(typeof x.retryAfterMs === 'number' && Number.isFinite(x.retryAfterMs) && x.retryAfterMs >= 0)
+  )
+    return 'retryAfterMs must be a finite number ≥ 0';
   if (x.status !== undefined && !Number.isInteger(x.status)) return 'status must be an integer';
-  for (const k of ['code', 'requestId', 'providerRef', 'statusRef'] as const) if (x[k] !== undefined && typeof x[k] !== 'string') return `${k} must be a string`;
+  for (const k of ['code', 'requestId', 'providerRef', 'statusRef'] as const)
+    if (x[k] !== undefined && typeof x[k] !== 'string') return `${k} must be a string`;
   if (x.fields !== undefined && !Array.isArray(x.fields)) return 'fields must be an array';
   return null;
 }
@@ -30,7 +61,11 @@ export function isOutcome(o: unknown): o is Outcome {
 export function isLookupResult(o: unknown): o is LookupResult {
   if (typeof o !== 'object' || o === null) return false;
   const k = (o as LookupResult).kind;
-  if (k === 'found') return isOutcome((o as { outcome: unknown }).outcome) && ['succeeded', 'replayed', 'in-progress', 'rejected'].includes((o as { outcome: Outcome }).outcome.kind);
+  if (k === 'found')
+    return (
+      isOutcome((o as { outcome: unknown }).outcome) &&
+      ['succeeded', 'replayed', 'in-progress', 'rejected'].includes((o as { outcome: Outcome }).outcome.kind)
+    );
   return k === 'not-found' || k === 'cannot-tell';
 }
 
@@ -57,17 +92,30 @@ export async function callProvider(ctx: RunnerContext, op: Operation, c: CallInp
   };
   let outcome: Outcome;
   try {
-    const answer: unknown = await withHeartbeat(ctx, c.lease, () => op.adapter.doExecute(op.opName, op.params, callCtx));
+    const answer: unknown = await withHeartbeat(ctx, c.lease, () =>
+      op.adapter.doExecute(op.opName, op.params, callCtx),
+    );
     // Sent already: an answer the runner cannot read means the effect may exist (unknown, looked up first).
     const problem = outcomeProblem(answer);
     if (problem !== null) ctx.log('warn', 'adapter-contract', `adapter answer is not an outcome: ${problem}`, op);
-    outcome = problem === null ? (answer as Outcome) : { kind: 'unknown', cause: 'other', message: 'adapter returned something that is not an outcome' };
+    outcome =
+      problem === null
+        ? (answer as Outcome)
+        : { kind: 'unknown', cause: 'other', message: 'adapter returned something that is not an outcome' };
   } catch (err) {
     outcome = { kind: 'unknown', cause: 'other', message: `adapter threw instead of classifying: ${errText(err)}` };
   }
   const attempt = c.record.attemptCount;
   const message = 'message' in outcome && outcome.message ? `: ${outcome.message}` : '';
-  ctx.log('info', 'outcome', () => `${outcome.kind}${outcome.status !== undefined ? ` (${outcome.status})` : ''}${message}`, op, outcome.status !== undefined ? { attempt, outcome: outcome.kind, status: outcome.status } : { attempt, outcome: outcome.kind });
+  ctx.log(
+    'info',
+    'outcome',
+    () => `${outcome.kind}${outcome.status !== undefined ? ` (${outcome.status})` : ''}${message}`,
+    op,
+    outcome.status !== undefined
+      ? { attempt, outcome: outcome.kind, status: outcome.status }
+      : { attempt, outcome: outcome.kind },
+  );
   return outcome;
 }
 
@@ -92,10 +140,18 @@ export async function lookupProvider(ctx: RunnerContext, op: Operation, c: CallI
         ...(op.signal ? { signal: op.signal } : {}),
       }),
     );
-    result = isLookupResult(answer) ? answer : { kind: 'cannot-tell', reason: 'adapter returned something that is not a lookup result' };
+    result = isLookupResult(answer)
+      ? answer
+      : { kind: 'cannot-tell', reason: 'adapter returned something that is not a lookup result' };
   } catch (err) {
     result = { kind: 'cannot-tell', reason: `lookup failed: ${errText(err)}` };
   }
-  ctx.log('info', 'lookup', `${result.kind}${result.kind === 'found' ? ` (${result.outcome.kind})` : ` (${result.reason})`}`, op, { outcome: result.kind });
+  ctx.log(
+    'info',
+    'lookup',
+    `${result.kind}${result.kind === 'found' ? ` (${result.outcome.kind})` : ` (${result.reason})`}`,
+    op,
+    { outcome: result.kind },
+  );
   return result;
 }

@@ -2,9 +2,28 @@
  * The claim and what its answer means: drive the operation, wait for the worker that holds it, answer
  * from its terminal state, or write a new revision.
  */
-import { ClockSkewError, ConflictError, InvalidStateError, LeaseLostError, newAttemptId, type ClaimInput, type OperationRecord, type Receipt } from '@retrysafe/contract';
-import { TERMINAL_STATES, leaseLive } from '@retrysafe/contract/ledger';
-import { SUPERSEDE_ACTION, derivedProviderKey, needsFreshKey, nextRevision, paramsConflict, revisionKeySource, supersedeCheck, withProviderKey, type Operation } from '../intake/index.js';
+import {
+  type ClaimInput,
+  ClockSkewError,
+  ConflictError,
+  InvalidStateError,
+  LeaseLostError,
+  newAttemptId,
+  type OperationRecord,
+  type Receipt,
+} from '@retrysafe/contract';
+import { leaseLive, TERMINAL_STATES } from '@retrysafe/contract/ledger';
+import {
+  derivedProviderKey,
+  needsFreshKey,
+  nextRevision,
+  type Operation,
+  paramsConflict,
+  revisionKeySource,
+  SUPERSEDE_ACTION,
+  supersedeCheck,
+  withProviderKey,
+} from '../intake/index.js';
 import type { RunnerContext } from './context.js';
 import { drive } from './loop.js';
 import { resolveReceipt } from './receipt-chain.js';
@@ -35,15 +54,21 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation): Promise<
   // A ledger without the capability never sees the field.
   const dispatch = ctx.claimDispatches && !op.signal?.aborted;
   const claimedAt = clock.now();
-  const claim = await ledger.claim({ ...claimInput(ctx, op, claimedAt), ...(dispatch ? { dispatch: true } : {}) }).catch((err: unknown) => {
-    if (ClockSkewError.isInstance(err)) log('warn', 'clock-skew', `claim refused: ${err.message}`, op);
-    throw err;
-  });
+  const claim = await ledger
+    .claim({ ...claimInput(ctx, op, claimedAt), ...(dispatch ? { dispatch: true } : {}) })
+    .catch((err: unknown) => {
+      if (ClockSkewError.isInstance(err)) log('warn', 'clock-skew', `claim refused: ${err.message}`, op);
+      throw err;
+    });
   const record = claim.record;
   switch (claim.kind) {
     case 'conflict':
       log('warn', 'conflict', `same id, different ${claim.field}: nothing sent`, op);
-      throw new ConflictError(op.id, claim.field, `stored ${claim.field === 'intent' ? record.intentFingerprint : record.operation}`);
+      throw new ConflictError(
+        op.id,
+        claim.field,
+        `stored ${claim.field === 'intent' ? record.intentFingerprint : record.operation}`,
+      );
     case 'terminal':
       if (record.paramsFingerprint !== op.paramsFingerprint) {
         // A corrected request for an operation none of whose attempts was applied: a new revision.
@@ -52,24 +77,36 @@ export async function claimAndDrive(ctx: RunnerContext, op: Operation): Promise<
       }
       return fromTerminal(ctx, record, op.paramsFingerprint, op);
     case 'busy':
-      if (record.paramsFingerprint !== op.paramsFingerprint) throw paramsConflict(op, record, 'another worker is performing this operation with other params');
+      if (record.paramsFingerprint !== op.paramsFingerprint)
+        throw paramsConflict(op, record, 'another worker is performing this operation with other params');
       log('info', 'busy', `another worker (${record.leaseOwner}) holds the operation: waiting for its result`, op);
       return waitForOther(ctx, op);
     case 'claimed': {
       if (record.paramsFingerprint !== op.paramsFingerprint) {
-        await ledger.release({ businessOperationId: record.businessOperationId, fence: record.fence }).catch(() => undefined);
+        await ledger
+          .release({ businessOperationId: record.businessOperationId, fence: record.fence })
+          .catch(() => undefined);
         throw paramsConflict(op, record, 'a re-send with the same key and other params would be a different request');
       }
       if (claim.takenOver) log('info', 'takeover', `took over from state ${record.state} (fence ${record.fence})`, op);
       // The key that may already be at the provider is the one recorded: keep using it.
       const dispatchWritten = dispatch && !claim.takenOver && record.state === 'dispatched';
-      return execute(ctx, withProviderKey(op, record.providerKey), { record, claimedAt, takenOver: claim.takenOver, dispatchWritten });
+      return execute(ctx, withProviderKey(op, record.providerKey), {
+        record,
+        claimedAt,
+        takenOver: claim.takenOver,
+        dispatchWritten,
+      });
     }
   }
 }
 
 /** Drives one claimed operation to its end; a lost lease turns into waiting for the worker that took it. */
-export async function execute(ctx: RunnerContext, op: Operation, claimed: Omit<Claimed, 'receipts'>): Promise<RunResult> {
+export async function execute(
+  ctx: RunnerContext,
+  op: Operation,
+  claimed: Omit<Claimed, 'receipts'>,
+): Promise<RunResult> {
   const { record } = claimed;
   // A brand-new claim has no receipts yet: no read.
   const brandNew = claimed.dispatchWritten || (record.fence === 1 && record.attemptCount === 0 && !claimed.takenOver);
@@ -96,7 +133,12 @@ export async function waitForOther(ctx: RunnerContext, op: Operation): Promise<R
     if (!leaseLive(rec, now)) return claimAndDrive(ctx, op);
     if (now >= deadline) {
       log('info', 'in-progress', `another worker still holds it after ${op.policy.waitForOtherMs} ms`, op);
-      return { status: 'in-progress', businessOperationId: op.id, statusRef: rec.statusRef, retryAfterMs: Math.max(0, (rec.leaseExpiresAt ?? now) - now) };
+      return {
+        status: 'in-progress',
+        businessOperationId: op.id,
+        statusRef: rec.statusRef,
+        retryAfterMs: Math.max(0, (rec.leaseExpiresAt ?? now) - now),
+      };
     }
     await clock.sleep(Math.max(1, Math.min(delay, deadline - now)));
     delay = Math.min(delay * 2, 500);
@@ -108,18 +150,33 @@ export async function waitForOther(ctx: RunnerContext, op: Operation): Promise<R
  * request `op`: a new revision in the same ledger row, with a `supersede` receipt, and a provider key
  * of its own unless the card says the provider stores no errors.
  */
-export async function supersede(ctx: RunnerContext, op: Operation, record: OperationRecord, receipts: readonly Receipt[], by: string): Promise<RunResult> {
+export async function supersede(
+  ctx: RunnerContext,
+  op: Operation,
+  record: OperationRecord,
+  receipts: readonly Receipt[],
+  by: string,
+): Promise<RunResult> {
   const { clock, ledger, log } = ctx;
   const revision = nextRevision(receipts);
   const freshKey = needsFreshKey(op.card);
-  const providerKey = freshKey ? derivedProviderKey(op.adapter, op.opName, op.card, revisionKeySource(record.businessOperationId, revision)) : record.providerKey;
+  const providerKey = freshKey
+    ? derivedProviderKey(op.adapter, op.opName, op.card, revisionKeySource(record.businessOperationId, revision))
+    : record.providerKey;
   const revised = withProviderKey(op, providerKey);
   const claimedAt = clock.now();
-  const claim = await ledger.claim({ ...claimInput(ctx, revised, claimedAt), supersede: { fence: record.fence, revision } });
+  const claim = await ledger.claim({
+    ...claimInput(ctx, revised, claimedAt),
+    supersede: { fence: record.fence, revision },
+  });
   if (claim.kind !== 'claimed') {
     // Someone else changed it between the check and the claim: answer from what is there now.
     if (claim.kind === 'terminal') return fromTerminal(ctx, claim.record, op.paramsFingerprint, op);
-    throw paramsConflict(op, claim.record, `the operation changed while a new revision was being written (${claim.record.state})`);
+    throw paramsConflict(
+      op,
+      claim.record,
+      `the operation changed while a new revision was being written (${claim.record.state})`,
+    );
   }
   const ref = { businessOperationId: record.businessOperationId, fence: claim.record.fence };
   const paths = op.comparison.differences(record.params, op.params);

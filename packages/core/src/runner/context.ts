@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { HandoffSink, Ledger, OperationSpec } from '@retrysafe/contract';
-import { systemClock, type Clock } from '../clock.js';
+import { type Clock, systemClock } from '../clock.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import type { Operation } from '../intake/index.js';
 import { checkReceiptKey } from '../receipts.js';
@@ -15,7 +15,13 @@ import type { LogEntry, RunnerOptions } from './types.js';
 export type LogSubject = Pick<Operation, 'id' | 'card' | 'redactor'> & { readonly scope?: Operation['scope'] };
 
 /** One runner event. `message` may be a function: it is called only when a logger is set. */
-export type Log = (level: LogEntry['level'], event: string, message: string | (() => string), op?: LogSubject, fields?: EventFields) => void;
+export type Log = (
+  level: LogEntry['level'],
+  event: string,
+  message: string | (() => string),
+  op?: LogSubject,
+  fields?: EventFields,
+) => void;
 
 /** A lease held by this worker: renewed between steps and by the heartbeat while a call is in flight. */
 export interface Lease {
@@ -47,11 +53,13 @@ export interface RunnerContext {
 export const errText = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
 
 export function createContext(options: RunnerOptions): RunnerContext {
-  if (typeof options !== 'object' || options === null || !options.ledger) throw new RunnerConfigurationError('ledger', 'createRunner needs { ledger }');
+  if (typeof options !== 'object' || options === null || !options.ledger)
+    throw new RunnerConfigurationError('ledger', 'createRunner needs { ledger }');
   const ledger = options.ledger;
   const clock = options.clock ?? systemClock;
   const baseRedactor = createRedactor(options.redact ?? {});
-  if (options.receiptKey !== undefined) checkReceiptKey(options.receiptKey, (why) => new RunnerConfigurationError('receiptKey', why));
+  if (options.receiptKey !== undefined)
+    checkReceiptKey(options.receiptKey, (why) => new RunnerConfigurationError('receiptKey', why));
   const tele = createTelemetry(options.telemetry, () => clock.now());
   const log: Log = (level, event, message, op, fields) => {
     try {
@@ -62,7 +70,14 @@ export function createContext(options: RunnerOptions): RunnerContext {
     if (!options.logger) return;
     const text = (op?.redactor ?? baseRedactor).text(typeof message === 'function' ? message() : message);
     try {
-      options.logger({ at: new Date(clock.now()).toISOString(), level, event, ...(op ? { businessOperationId: op.id, operation: op.card.operation } : {}), ...fields, message: text });
+      options.logger({
+        at: new Date(clock.now()).toISOString(),
+        level,
+        event,
+        ...(op ? { businessOperationId: op.id, operation: op.card.operation } : {}),
+        ...fields,
+        message: text,
+      });
     } catch {
       // A failing logger must not change what happens to the operation.
     }

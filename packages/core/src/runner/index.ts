@@ -16,9 +16,26 @@ import type { RunFunction } from '../typed-run.js';
 import { claimAndDrive } from './claim.js';
 import { createContext } from './context.js';
 import { recover, resolve } from './operator.js';
-import type { RecoverReport, Resolution, ResolveOptions, ResolveResult, RunInput, RunnerOptions, RunResult } from './types.js';
+import type {
+  RecoverReport,
+  Resolution,
+  ResolveOptions,
+  ResolveResult,
+  RunInput,
+  RunnerOptions,
+  RunResult,
+} from './types.js';
 
-export type { LogEntry, RecoverReport, Resolution, ResolveOptions, ResolveResult, RunInput, RunnerOptions, RunResult } from './types.js';
+export type {
+  LogEntry,
+  RecoverReport,
+  Resolution,
+  ResolveOptions,
+  ResolveResult,
+  RunInput,
+  RunnerOptions,
+  RunResult,
+} from './types.js';
 
 export interface Runner {
   /** Typed from the adapter when it is a `TypedAdapter` (see typed-run.ts); untyped adapters as before. */
@@ -34,7 +51,10 @@ export function createRunner(options: RunnerOptions): Runner {
   async function run(adapter: AdapterV1, operation: string, input: RunInput): Promise<RunResult> {
     const op = newOperation(ctx, adapter, operation, input);
     // The run's telemetry scope travels with the operation.
-    return ctx.tele.run({ operation: op.card.operation, provider: adapter.provider, businessOperationId: op.id }, (scope) => claimAndDrive(ctx, { ...op, scope }));
+    return ctx.tele.run(
+      { operation: op.card.operation, provider: adapter.provider, businessOperationId: op.id },
+      (scope) => claimAndDrive(ctx, { ...op, scope }),
+    );
   }
   return {
     run: run as RunFunction,

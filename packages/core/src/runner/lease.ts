@@ -47,6 +47,11 @@ export function checkOwnLease(ctx: RunnerContext, lease: Lease, op: LogSubject):
   const now = ctx.clock.now();
   const margin = Math.min(2000, Math.floor(lease.leaseMs / 10));
   if (now < lease.expiresAt - margin) return;
-  ctx.log('warn', 'lease-expired-before-send', `own lease ends at ${new Date(lease.expiresAt).toISOString()}, now ${new Date(now).toISOString()}: not sending`, op);
+  ctx.log(
+    'warn',
+    'lease-expired-before-send',
+    `own lease ends at ${new Date(lease.expiresAt).toISOString()}, now ${new Date(now).toISOString()}: not sending`,
+    op,
+  );
   throw new LeaseExpiredError(op.id, lease.expiresAt, now);
 }

@@ -1,13 +1,24 @@
 /** The attempt loop: decide, wait, send or look up, write what it means, until complete or handoff. */
-import { LedgerError, LeaseLostError, RetrysafeError, newAttemptId, type AttemptId, type LookupResult, type Outcome, type Receipt, type ReceiptKind, type StatePatch } from '@retrysafe/contract';
+import {
+  type AttemptId,
+  LeaseLostError,
+  LedgerError,
+  type LookupResult,
+  newAttemptId,
+  type Outcome,
+  type Receipt,
+  type ReceiptKind,
+  RetrysafeError,
+  type StatePatch,
+} from '@retrysafe/contract';
 import { resendSafety } from '@retrysafe/contract/rules';
-import { decide, observationPatch, type Decision, type Observation } from '../decide.js';
+import { type Decision, decide, type Observation, observationPatch } from '../decide.js';
 import type { Operation } from '../intake/index.js';
 import { callProvider, lookupProvider } from './adapter-call.js';
 import { errText, type RunnerContext } from './context.js';
 import { checkOwnLease, renew, wait } from './lease.js';
 import { attemptReceipt } from './receipt-chain.js';
-import { decisionState, startState, type Claimed, type DriveState } from './state.js';
+import { type Claimed, type DriveState, decisionState, startState } from './state.js';
 import { complete, handOff } from './terminal.js';
 import type { RunResult } from './types.js';
 
@@ -44,12 +55,23 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
   let pending: Receipt | null = null;
   let decision = decide(op.card, decisionState(ctx, s), null, budget);
   for (;;) {
-    ctx.log('info', 'decision', () => `${decision.action}${'delayMs' in decision ? ` in ${decision.delayMs} ms` : ''}: ${decision.why}`, op, 'delayMs' in decision ? { decision: decision.action, delayMs: decision.delayMs } : { decision: decision.action });
+    ctx.log(
+      'info',
+      'decision',
+      () => `${decision.action}${'delayMs' in decision ? ` in ${decision.delayMs} ms` : ''}: ${decision.why}`,
+      op,
+      'delayMs' in decision ? { decision: decision.action, delayMs: decision.delayMs } : { decision: decision.action },
+    );
     if (decision.action === 'complete') return complete(ctx, op, s, { obs, adopted: decision.adopted, pending });
     if (decision.action === 'handoff') return handOff(ctx, op, s, { decided: decision, pending });
     if (op.signal?.aborted) {
       // drive() releases the lease.
-      ctx.log('warn', 'aborted', `the caller aborted; state ${s.record.state} is kept for a later run or recover()`, op);
+      ctx.log(
+        'warn',
+        'aborted',
+        `the caller aborted; state ${s.record.state} is kept for a later run or recover()`,
+        op,
+      );
       throw op.signal.reason ?? new Error('aborted');
     }
     if (decision.action === 'lookup' || isInProgress(obs)) {
@@ -57,7 +79,11 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
       s.polls++;
     }
     if (decision.delayMs > 0) await wait(ctx, s.lease, decision.delayMs);
-    if (decision.action === 'send' && (reliesOnKey(obs) || s.maybeApplied) && !resendSafety(op.card, s.record.firstDispatchedAt, ctx.clock.now(), op.policy.clockSkewMarginMs).safe) {
+    if (
+      decision.action === 'send' &&
+      (reliesOnKey(obs) || s.maybeApplied) &&
+      !resendSafety(op.card, s.record.firstDispatchedAt, ctx.clock.now(), op.policy.clockSkewMarginMs).safe
+    ) {
       // The wait outlasted the key's retention: decide again from the same observation, now without the key.
       decision = decide(op.card, decisionState(ctx, s), obs, budget);
       continue;
@@ -76,7 +102,12 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
       kind = isInProgress(prev) ? 'poll' : 'lookup';
     }
     const finishedAt = ctx.clock.now();
-    if (acted.action === 'send' && 'retryAfterMs' in obs && typeof obs.retryAfterMs === 'number' && obs.retryAfterMs > 0) {
+    if (
+      acted.action === 'send' &&
+      'retryAfterMs' in obs &&
+      typeof obs.retryAfterMs === 'number' &&
+      obs.retryAfterMs > 0
+    ) {
       s.notBefore = Math.max(s.notBefore ?? 0, finishedAt + obs.retryAfterMs);
     }
     const observedState = decisionState(ctx, s, startedAt);
@@ -84,7 +115,12 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
     const observed = observationPatch(op.card, observedState, obs, op.policy.clockSkewMarginMs);
     const patchedAt = ctx.clock.now();
     s.maybeApplied = observed.maybeApplied;
-    const receipt = attemptReceipt(op, s.receipts[s.receipts.length - 1], { kind, attemptId, startedAt, finishedAt, obs, decision }, ctx.options.receiptKey);
+    const receipt = attemptReceipt(
+      op,
+      s.receipts[s.receipts.length - 1],
+      { kind, attemptId, startedAt, finishedAt, obs, decision },
+      ctx.options.receiptKey,
+    );
     if (observed.patch !== null) {
       await writeState(ctx, s, { ...observed.patch, now: patchedAt }, receipt);
     } else if (ctx.receiptWithState && (decision.action === 'complete' || decision.action === 'handoff')) {
@@ -110,8 +146,21 @@ async function send(ctx: RunnerContext, op: Operation, s: DriveState, attemptId:
   // The late-apply window runs from the moment the request goes out, not from the write before it.
   s.lastDispatchedAt = Math.max(s.record.updatedAt, ctx.clock.now());
   s.runAttempts++;
-  ctx.log('info', 'dispatch', () => `provider call ${s.record.attemptCount} (run attempt ${s.runAttempts}) with key ${op.providerKey ?? '(none)'}`, op, { attempt: s.record.attemptCount });
-  return callProvider(ctx, op, { attemptId, record: s.record, keyRevision: s.keyRevision, lastDispatchedAt: s.lastDispatchedAt, lease: s.lease });
+  ctx.log(
+    'info',
+    'dispatch',
+    () =>
+      `provider call ${s.record.attemptCount} (run attempt ${s.runAttempts}) with key ${op.providerKey ?? '(none)'}`,
+    op,
+    { attempt: s.record.attemptCount },
+  );
+  return callProvider(ctx, op, {
+    attemptId,
+    record: s.record,
+    keyRevision: s.keyRevision,
+    lastDispatchedAt: s.lastDispatchedAt,
+    lease: s.lease,
+  });
 }
 
 /** One lookup, the operation `reconciling` while it runs. */
@@ -120,11 +169,22 @@ async function lookUp(ctx: RunnerContext, op: Operation, s: DriveState, attemptI
   if (s.record.state !== 'reconciling' && s.record.state !== 'in-progress') {
     s.record = await ctx.ledger.setState(s.lease.ref, { state: 'reconciling', now: ctx.clock.now() });
   }
-  return lookupProvider(ctx, op, { attemptId, record: s.record, keyRevision: s.keyRevision, lastDispatchedAt: s.lastDispatchedAt, lease: s.lease });
+  return lookupProvider(ctx, op, {
+    attemptId,
+    record: s.record,
+    keyRevision: s.keyRevision,
+    lastDispatchedAt: s.lastDispatchedAt,
+    lease: s.lease,
+  });
 }
 
 /** A state and the receipt of the attempt that led to it: one transaction when the ledger can, else state then receipt. */
-async function writeState(ctx: RunnerContext, s: DriveState, patch: Omit<StatePatch, 'receipt'>, receipt: Receipt): Promise<void> {
+async function writeState(
+  ctx: RunnerContext,
+  s: DriveState,
+  patch: Omit<StatePatch, 'receipt'>,
+  receipt: Receipt,
+): Promise<void> {
   if (ctx.receiptWithState) {
     s.record = await ctx.ledger.setState(s.lease.ref, { ...patch, receipt });
   } else {
@@ -136,12 +196,27 @@ async function writeState(ctx: RunnerContext, s: DriveState, patch: Omit<StatePa
 
 /** A ledger failure says whether the call that failed had already sent the request (LedgerError.providerMayHaveBeenCalled). */
 function ledgerFailure(ctx: RunnerContext, err: unknown, called: boolean, op: Operation): unknown {
-  const after = ' — after this call had sent the request: the provider may have applied it; run the same id again or recover() once the ledger works (both look up first)';
+  const after =
+    ' — after this call had sent the request: the provider may have applied it; run the same id again or recover() once the ledger works (both look up first)';
   // A ledger driver's own error (SQLite's, a cut JSON text) is a LedgerError too, saying what this call did.
   const e = err as { name?: unknown; code?: unknown } | null;
-  const driverError = !RetrysafeError.isInstance(err) && (e?.name === 'SqliteError' || (typeof e?.code === 'string' && e.code.startsWith('SQLITE_')) || err instanceof SyntaxError);
+  const driverError =
+    !RetrysafeError.isInstance(err) &&
+    (e?.name === 'SqliteError' ||
+      (typeof e?.code === 'string' && e.code.startsWith('SQLITE_')) ||
+      err instanceof SyntaxError);
   if (!driverError && (!LedgerError.isInstance(err) || !called || err.providerMayHaveBeenCalled)) return err;
-  if (called) ctx.log('warn', 'ledger-failed-after-dispatch', `the ledger failed after the request was sent (the provider may have applied it): ${errText(err)}`, op);
-  if (driverError) return new LedgerError(`the ledger failed: ${errText(err)}${called ? after : ''}`, { cause: err, providerMayHaveBeenCalled: called });
+  if (called)
+    ctx.log(
+      'warn',
+      'ledger-failed-after-dispatch',
+      `the ledger failed after the request was sent (the provider may have applied it): ${errText(err)}`,
+      op,
+    );
+  if (driverError)
+    return new LedgerError(`the ledger failed: ${errText(err)}${called ? after : ''}`, {
+      cause: err,
+      providerMayHaveBeenCalled: called,
+    });
   return new LedgerError(`${(err as Error).message}${after}`, { cause: err, providerMayHaveBeenCalled: true });
 }

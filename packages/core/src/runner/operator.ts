@@ -1,39 +1,53 @@
 /** Operator actions: recover() for operations a dead worker left open, and a person's resolve(). */
 import {
-  ConflictError,
-  InvalidStateError,
-  LedgerError,
-  RetrysafeError,
-  UnsafeResumeError,
-  asBusinessOperationId,
-  asRunId,
-  fingerprint,
-  newAttemptId,
-  newRunId,
   type AdapterV1,
   type AttemptId,
+  asBusinessOperationId,
+  asRunId,
   type BusinessOperationId,
   type ClaimInput,
+  ConflictError,
+  fingerprint,
+  InvalidStateError,
+  LedgerError,
+  newAttemptId,
+  newRunId,
   type OperationRecord,
   type RetrySafetyCard,
+  RetrysafeError,
   type RunId,
+  UnsafeResumeError,
 } from '@retrysafe/contract';
 import { BrokenReceiptChainError } from '../errors/broken-receipt-chain-error.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import { buildPacket } from '../handoff.js';
-import { callerAttemptIds, checkAdapterShape, correctedOperation, findAdapter, paramsConflict, storedOperation, supersedeCheck } from '../intake/index.js';
+import {
+  callerAttemptIds,
+  checkAdapterShape,
+  correctedOperation,
+  DEFAULT_LEASE_MS,
+  findAdapter,
+  paramsConflict,
+  storedOperation,
+  supersedeCheck,
+} from '../intake/index.js';
 import { verifyOperation } from '../receipts.js';
 import { personRef } from '../redact.js';
-import { DEFAULT_LEASE_MS } from '../intake/index.js';
 import { claimInput, execute, supersede } from './claim.js';
 import { errText, type RunnerContext } from './context.js';
 import { resolveReceipt } from './receipt-chain.js';
 import { fromTerminal } from './terminal.js';
 import type { RecoverReport, Resolution, ResolveOptions, ResolveResult, RunResult } from './types.js';
 
-
-export async function recover(ctx: RunnerContext, opts: { readonly adapters: readonly AdapterV1[]; readonly limit?: number }): Promise<RecoverReport[]> {
-  if (!opts || !Array.isArray(opts.adapters)) throw new RunnerConfigurationError('recover', 'recover({ adapters: [...] }) needs the adapters of the operations to reconcile');
+export async function recover(
+  ctx: RunnerContext,
+  opts: { readonly adapters: readonly AdapterV1[]; readonly limit?: number },
+): Promise<RecoverReport[]> {
+  if (!opts || !Array.isArray(opts.adapters))
+    throw new RunnerConfigurationError(
+      'recover',
+      'recover({ adapters: [...] }) needs the adapters of the operations to reconcile',
+    );
   for (const a of opts.adapters) checkAdapterShape(a);
   const reports: RecoverReport[] = [];
   const runId = newRunId();
@@ -48,30 +62,63 @@ export async function recover(ctx: RunnerContext, opts: { readonly adapters: rea
   return reports;
 }
 
-async function recoverOne(ctx: RunnerContext, record: OperationRecord, adapters: readonly AdapterV1[], runId: RunId, reports: RecoverReport[]): Promise<void> {
+async function recoverOne(
+  ctx: RunnerContext,
+  record: OperationRecord,
+  adapters: readonly AdapterV1[],
+  runId: RunId,
+  reports: RecoverReport[],
+): Promise<void> {
   const { ledger, log } = ctx;
   const found = findAdapter(adapters, record);
   if (!found) {
     log('warn', 'recover-skip', `no adapter given for ${record.operation}`);
-    reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: record.state, action: 'skipped-no-adapter' });
+    reports.push({
+      businessOperationId: record.businessOperationId,
+      from: record.state,
+      to: record.state,
+      action: 'skipped-no-adapter',
+    });
     return;
   }
   const op = storedOperation(ctx, found, record, { runId });
   const claimedAt = ctx.clock.now();
   const claim = await ledger.claim(claimInput(ctx, op, claimedAt));
   if (claim.kind === 'busy' || claim.kind === 'conflict') {
-    reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: claim.record.state, action: 'skipped-busy' });
+    reports.push({
+      businessOperationId: record.businessOperationId,
+      from: record.state,
+      to: claim.record.state,
+      action: 'skipped-busy',
+    });
     return;
   }
   if (claim.kind === 'terminal') {
-    reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: claim.record.state, action: 'already-terminal' });
+    reports.push({
+      businessOperationId: record.businessOperationId,
+      from: record.state,
+      to: claim.record.state,
+      action: 'already-terminal',
+    });
     return;
   }
   log('info', 'recover', `reconciling from ${claim.record.state}`, op);
-  const result = await execute(ctx, op, { record: claim.record, claimedAt, takenOver: claim.takenOver, dispatchWritten: false });
+  const result = await execute(ctx, op, {
+    record: claim.record,
+    claimedAt,
+    takenOver: claim.takenOver,
+    dispatchWritten: false,
+  });
   const after = await ledger.get(record.businessOperationId);
-  const action: RecoverReport['action'] = result.status === 'done' ? (result.adopted ? 'adopted' : 'completed') : result.status;
-  reports.push({ businessOperationId: record.businessOperationId, from: record.state, to: after?.state ?? record.state, action, result });
+  const action: RecoverReport['action'] =
+    result.status === 'done' ? (result.adopted ? 'adopted' : 'completed') : result.status;
+  reports.push({
+    businessOperationId: record.businessOperationId,
+    from: record.state,
+    to: after?.state ?? record.state,
+    action,
+    result,
+  });
 }
 
 /** Hands off a record recover() could not drive, with reason `recovery-failed` and the error; reports it either way. */
@@ -94,7 +141,14 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
   log('warn', 'recover-failed', `could not drive it: ${error.name}: ${error.message}`, logAs);
   try {
     const claim = await ledger.claim(storedClaim(ctx, record, ctx.options.policy?.leaseMs ?? DEFAULT_LEASE_MS));
-    if (claim.kind !== 'claimed') return { businessOperationId: id, from: record.state, to: claim.record.state, action: claim.kind === 'terminal' ? 'already-terminal' : 'skipped-busy', error };
+    if (claim.kind !== 'claimed')
+      return {
+        businessOperationId: id,
+        from: record.state,
+        to: claim.record.state,
+        action: claim.kind === 'terminal' ? 'already-terminal' : 'skipped-busy',
+        error,
+      };
     const now = clock.now();
     const packet = buildPacket({
       record: claim.record,
@@ -105,10 +159,18 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
       now,
     });
     const after = await ledger.handOff({ businessOperationId: id, fence: claim.record.fence }, packet, now);
-    if (sink) await Promise.resolve(sink.send(packet)).catch((e: unknown) => log('warn', 'handoff-sink-failed', `the packet is in the ledger; the sink failed: ${errText(e)}`, logAs));
+    if (sink)
+      await Promise.resolve(sink.send(packet)).catch((e: unknown) =>
+        log('warn', 'handoff-sink-failed', `the packet is in the ledger; the sink failed: ${errText(e)}`, logAs),
+      );
     return { businessOperationId: id, from: record.state, to: after.state, action: 'handed-off', error };
   } catch (again) {
-    log('warn', 'recover-failed', `could not hand it off either (${errText(again)}); it stays for the next pass`, logAs);
+    log(
+      'warn',
+      'recover-failed',
+      `could not hand it off either (${errText(again)}); it stays for the next pass`,
+      logAs,
+    );
     return { businessOperationId: id, from: record.state, to: record.state, action: 'failed', error };
   }
 }
@@ -130,9 +192,19 @@ function storedClaim(ctx: RunnerContext, record: OperationRecord, leaseMs: numbe
 }
 
 /** A person's `resend-with`: the corrected params, same intent, as a new revision (never while an attempt may have been applied). */
-async function resendWith(ctx: RunnerContext, record: OperationRecord, params: unknown, adapters: readonly AdapterV1[], by: string): Promise<RunResult> {
+async function resendWith(
+  ctx: RunnerContext,
+  record: OperationRecord,
+  params: unknown,
+  adapters: readonly AdapterV1[],
+  by: string,
+): Promise<RunResult> {
   const found = findAdapter(adapters, record);
-  if (!found) throw new RunnerConfigurationError('resolve', `resend-with needs the adapter for ${record.operation} in { adapters }`);
+  if (!found)
+    throw new RunnerConfigurationError(
+      'resolve',
+      `resend-with needs the adapter for ${record.operation} in { adapters }`,
+    );
   const op = correctedOperation(ctx, found, record, params);
   const receipts = await ctx.ledger.receipts(record.businessOperationId);
   const check = supersedeCheck(record, receipts);
@@ -145,18 +217,34 @@ async function resendWith(ctx: RunnerContext, record: OperationRecord, params: u
  * the CLI alike: a broken receipt chain is refused first (BrokenReceiptChainError), then resend-with's
  * rules (correctedOperation, supersedeCheck), the unsafe-resume rule (UnsafeResumeError unless force).
  */
-export async function resolve(ctx: RunnerContext, rawId: string, resolution: Resolution, opts: ResolveOptions = {}): Promise<ResolveResult> {
+export async function resolve(
+  ctx: RunnerContext,
+  rawId: string,
+  resolution: Resolution,
+  opts: ResolveOptions = {},
+): Promise<ResolveResult> {
   const id = asBusinessOperationId(rawId);
   const record = await ctx.ledger.get(id);
   if (!record) throw new InvalidStateError(id, 'absent', 'no such operation in the ledger');
   await checkChain(ctx, id);
   const by = opts.by ?? ctx.owner;
   if (resolution?.action === 'resend-with') return resendWith(ctx, record, resolution.params, opts.adapters ?? [], by);
-  if (record.state !== 'handed-off') throw new InvalidStateError(id, record.state, `only a handed-off operation can be resolved (${resolution?.action})`);
+  if (record.state !== 'handed-off')
+    throw new InvalidStateError(
+      id,
+      record.state,
+      `only a handed-off operation can be resolved (${resolution?.action})`,
+    );
   const runId = opts.runId !== undefined ? asRunId(opts.runId) : newRunId();
   const attemptIds = callerAttemptIds(opts.attemptIds);
-  if (resolution?.action === 'resume') return resume(ctx, record, resolution.force === true, opts.adapters ?? [], { by, runId, attemptIds });
-  if (resolution?.action !== 'mark-done' && resolution?.action !== 'abandon') throw new InvalidStateError(id, record.state, `unknown resolution ${JSON.stringify((resolution as { action?: unknown })?.action)}`);
+  if (resolution?.action === 'resume')
+    return resume(ctx, record, resolution.force === true, opts.adapters ?? [], { by, runId, attemptIds });
+  if (resolution?.action !== 'mark-done' && resolution?.action !== 'abandon')
+    throw new InvalidStateError(
+      id,
+      record.state,
+      `unknown resolution ${JSON.stringify((resolution as { action?: unknown })?.action)}`,
+    );
   return close(ctx, record, resolution, { by, runId, attemptIds });
 }
 
@@ -165,9 +253,16 @@ async function checkChain(ctx: RunnerContext, id: BusinessOperationId): Promise<
   const key = ctx.options.receiptKey;
   const keys = { ...ctx.options.receiptKeyring, ...(key ? { [key.id]: key.secret } : {}) };
   // Chains written before a key was set pass (a keyed-then-unkeyed chain never does).
-  const check = await verifyOperation(ctx.ledger, id, { ...(Object.keys(keys).length > 0 ? { keys } : {}), allowUnkeyed: true });
+  const check = await verifyOperation(ctx.ledger, id, {
+    ...(Object.keys(keys).length > 0 ? { keys } : {}),
+    allowUnkeyed: true,
+  });
   if (check === null || check.ok) return;
-  ctx.log('warn', 'resolve-refused', `the receipt chain is broken at receipt #${check.index + 1} (${check.reason}): not resolving`);
+  ctx.log(
+    'warn',
+    'resolve-refused',
+    `the receipt chain is broken at receipt #${check.index + 1} (${check.reason}): not resolving`,
+  );
   throw new BrokenReceiptChainError(id, check.index, check.reason);
 }
 
@@ -178,7 +273,13 @@ interface PersonRun {
 }
 
 /** `resume`: re-sends with the SAME provider key and a fresh budget, unless the packet marks it unsafe and `force` is not set. */
-async function resume(ctx: RunnerContext, record: OperationRecord, force: boolean, adapters: readonly AdapterV1[], p: PersonRun): Promise<RunResult> {
+async function resume(
+  ctx: RunnerContext,
+  record: OperationRecord,
+  force: boolean,
+  adapters: readonly AdapterV1[],
+  p: PersonRun,
+): Promise<RunResult> {
   const { clock, ledger, log } = ctx;
   const id = record.businessOperationId;
   const resumeAction = record.handoff?.safeNextActions.find((a) => a.action === 'resume');
@@ -188,13 +289,25 @@ async function resume(ctx: RunnerContext, record: OperationRecord, force: boolea
   }
   for (const a of adapters) checkAdapterShape(a);
   const found = findAdapter(adapters, record);
-  if (!found) throw new RunnerConfigurationError('resolve', `resume needs the adapter for ${record.operation} in { adapters }`);
+  if (!found)
+    throw new RunnerConfigurationError('resolve', `resume needs the adapter for ${record.operation} in { adapters }`);
   const op = storedOperation(ctx, found, record, p);
   const claimedAt = clock.now();
   const claim = await ledger.claim({ ...claimInput(ctx, op, claimedAt), resume: true });
-  if (claim.kind === 'busy') return { status: 'in-progress', businessOperationId: id, statusRef: claim.record.statusRef, retryAfterMs: Math.max(0, (claim.record.leaseExpiresAt ?? 0) - clock.now()) };
+  if (claim.kind === 'busy')
+    return {
+      status: 'in-progress',
+      businessOperationId: id,
+      statusRef: claim.record.statusRef,
+      retryAfterMs: Math.max(0, (claim.record.leaseExpiresAt ?? 0) - clock.now()),
+    };
   if (claim.kind !== 'claimed') return fromTerminal(ctx, claim.record, null, op);
-  log('info', 'resume', `a person resumed it (${personRef(p.by)})${force && resumeAction && !resumeAction.safe ? ', forced past an unsafe packet' : ''}: re-sending with the same key`, op);
+  log(
+    'info',
+    'resume',
+    `a person resumed it (${personRef(p.by)})${force && resumeAction && !resumeAction.safe ? ', forced past an unsafe packet' : ''}: re-sending with the same key`,
+    op,
+  );
   const ref = { businessOperationId: id, fence: claim.record.fence };
   const prior = await ledger.receipts(id);
   const receipt = resolveReceipt(
@@ -216,12 +329,21 @@ async function resume(ctx: RunnerContext, record: OperationRecord, force: boolea
 }
 
 /** `mark-done` (with the provider reference a person verified) or `abandon`: the operation closed, with a receipt. */
-async function close(ctx: RunnerContext, record: OperationRecord, resolution: Extract<Resolution, { action: 'mark-done' | 'abandon' }>, p: PersonRun): Promise<ResolveResult> {
+async function close(
+  ctx: RunnerContext,
+  record: OperationRecord,
+  resolution: Extract<Resolution, { action: 'mark-done' | 'abandon' }>,
+  p: PersonRun,
+): Promise<ResolveResult> {
   const { baseRedactor, clock, ledger, log } = ctx;
   const id = record.businessOperationId;
   const providerRef = resolution.action === 'mark-done' ? resolution.providerRef : undefined;
   const now = clock.now();
-  const after = await ledger.resolve(id, { action: resolution.action, ...(providerRef !== undefined ? { providerRef } : {}), by: p.by }, now);
+  const after = await ledger.resolve(
+    id,
+    { action: resolution.action, ...(providerRef !== undefined ? { providerRef } : {}), by: p.by },
+    now,
+  );
   const prior = await ledger.receipts(id);
   const last = prior[prior.length - 1];
   const redactor = baseRedactor.withValuesFrom(record.params);
@@ -242,5 +364,10 @@ async function close(ctx: RunnerContext, record: OperationRecord, resolution: Ex
   );
   await ledger.appendReceipt({ businessOperationId: id, fence: after.fence }, receipt);
   log('info', 'resolve', `${resolution.action} by ${personRef(p.by)}`);
-  return { status: 'resolved', businessOperationId: id, state: after.state as 'succeeded' | 'abandoned', providerRef: after.providerRef };
+  return {
+    status: 'resolved',
+    businessOperationId: id,
+    state: after.state as 'succeeded' | 'abandoned',
+    providerRef: after.providerRef,
+  };
 }

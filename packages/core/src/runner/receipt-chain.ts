@@ -2,14 +2,16 @@
 import type { AttemptId, OperationRecord, ProviderKey, Receipt, ReceiptKind, RunId } from '@retrysafe/contract';
 import type { Decision, Observation } from '../decide.js';
 import type { Operation } from '../intake/index.js';
-import { sealReceipt, type ReceiptKey, type UnsealedReceipt } from '../receipts.js';
+import { type ReceiptKey, sealReceipt, type UnsealedReceipt } from '../receipts.js';
 import type { Redactor } from '../redact.js';
 
 /** A provider's field errors as receipts keep them: path and message only, redacted, at most 20. */
 function providerFieldErrors(fields: readonly unknown[], redactor: Redactor): { path: string; message: string }[] {
   return fields.slice(0, 20).flatMap((f) => {
     const r = (f ?? {}) as { path?: unknown; message?: unknown };
-    return typeof r.path === 'string' ? [{ path: redactor.text(r.path), message: redactor.text(typeof r.message === 'string' ? r.message : 'invalid') }] : [];
+    return typeof r.path === 'string'
+      ? [{ path: redactor.text(r.path), message: redactor.text(typeof r.message === 'string' ? r.message : 'invalid') }]
+      : [];
   });
 }
 
@@ -23,10 +25,25 @@ export interface AttemptReceipt {
 }
 
 /** An attempt's receipt, sealed after `last` (the operation's latest receipt). */
-export function attemptReceipt(op: Operation, last: Receipt | undefined, r: AttemptReceipt, key: ReceiptKey | undefined): Receipt {
+export function attemptReceipt(
+  op: Operation,
+  last: Receipt | undefined,
+  r: AttemptReceipt,
+  key: ReceiptKey | undefined,
+): Receipt {
   const inner = r.obs === null ? null : r.obs.kind === 'found' ? r.obs.outcome : r.obs;
-  const refs = (inner ?? {}) as { status?: unknown; code?: unknown; providerRef?: unknown; requestId?: unknown; message?: unknown; fields?: unknown };
-  const reasonOfObs = r.obs !== null && r.obs.kind !== 'found' && 'reason' in r.obs && typeof r.obs.reason === 'string' ? r.obs.reason : undefined;
+  const refs = (inner ?? {}) as {
+    status?: unknown;
+    code?: unknown;
+    providerRef?: unknown;
+    requestId?: unknown;
+    message?: unknown;
+    fields?: unknown;
+  };
+  const reasonOfObs =
+    r.obs !== null && r.obs.kind !== 'found' && 'reason' in r.obs && typeof r.obs.reason === 'string'
+      ? r.obs.reason
+      : undefined;
   const message = typeof refs.message === 'string' ? refs.message : reasonOfObs;
   const d = r.decision;
   const reason = op.redactor.text(d.action === 'handoff' ? `${d.reason}: ${d.why}` : d.why);
@@ -52,8 +69,12 @@ export function attemptReceipt(op: Operation, last: Receipt | undefined, r: Atte
     ...(typeof refs.requestId === 'string' ? { requestId: redact(refs.requestId)! } : {}),
     ...(message !== undefined ? { message: op.redactor.text(message) } : {}),
     ...(inner?.kind === 'rejected' ? { rejectReason: inner.reason } : {}),
-    ...(inner?.kind === 'rejected' && typeof inner.created === 'string' ? { created: op.redactor.text(inner.created) } : {}),
-    ...(Array.isArray(refs.fields) && refs.fields.length > 0 ? { fields: providerFieldErrors(refs.fields, op.redactor) } : {}),
+    ...(inner?.kind === 'rejected' && typeof inner.created === 'string'
+      ? { created: op.redactor.text(inner.created) }
+      : {}),
+    ...(Array.isArray(refs.fields) && refs.fields.length > 0
+      ? { fields: providerFieldErrors(refs.fields, op.redactor) }
+      : {}),
   };
   return sealReceipt(body, key);
 }

@@ -1,6 +1,6 @@
 /** What the attempt loop knows of one claimed operation as it drives it: its mutable state, owned by loop.ts. */
 import type { OperationRecord, Receipt } from '@retrysafe/contract';
-import { MAYBE_APPLIED_STATES, type DecisionState } from '../decide.js';
+import { type DecisionState, MAYBE_APPLIED_STATES } from '../decide.js';
 import { currentRevisionNumber, needsFreshKey, type Operation } from '../intake/index.js';
 import type { Lease, RunnerContext } from './context.js';
 
@@ -51,12 +51,19 @@ export function startState(ctx: RunnerContext, op: Operation, c: Claimed): Drive
     receipts: [...c.receipts],
     // This worker's own view of its lease, measured on its own clock from before it asked: never later than the
     // ledger's (which may judge on its own clock, e.g. PostgreSQL's), whatever the offset between the two clocks.
-    lease: { ref: { businessOperationId: record.businessOperationId, fence: record.fence }, leaseMs: op.policy.leaseMs, expiresAt: Math.min(record.leaseExpiresAt ?? 0, c.claimedAt + op.policy.leaseMs) },
+    lease: {
+      ref: { businessOperationId: record.businessOperationId, fence: record.fence },
+      leaseMs: op.policy.leaseMs,
+      expiresAt: Math.min(record.leaseExpiresAt ?? 0, c.claimedAt + op.policy.leaseMs),
+    },
     dispatchWritten: c.dispatchWritten,
     // Taken over: the dead owner could send until its lease ended (never after: checkOwnLease), and this
     // claim's write (record.updatedAt) happened once that lease had run out, so it bounds the dead owner's
     // last dispatch from above. Otherwise: the last write.
-    lastDispatchedAt: c.dispatchWritten || record.firstDispatchedAt === null ? null : Math.max(record.firstDispatchedAt, record.updatedAt),
+    lastDispatchedAt:
+      c.dispatchWritten || record.firstDispatchedAt === null
+        ? null
+        : Math.max(record.firstDispatchedAt, record.updatedAt),
     maybeApplied: !c.dispatchWritten && maybeApplied,
     notBefore: undefined,
     runAttempts: 0,

@@ -1,9 +1,9 @@
 /** Terminal writes: a result recorded, an operation handed to a person, or an answer from what another worker finished. */
-import { InvalidStateError, RetryExhaustedError, type OperationRecord, type Receipt } from '@retrysafe/contract';
+import { InvalidStateError, type OperationRecord, type Receipt, RetryExhaustedError } from '@retrysafe/contract';
 import { completionRecoverable, resendSafety } from '@retrysafe/contract/rules';
 import type { Decision, Observation } from '../decide.js';
 import { buildPacket } from '../handoff.js';
-import { paramsConflict, supersedeCheck, type Operation } from '../intake/index.js';
+import { type Operation, paramsConflict, supersedeCheck } from '../intake/index.js';
 import { errText, type RunnerContext } from './context.js';
 import type { DriveState } from './state.js';
 import type { RunResult } from './types.js';
@@ -12,7 +12,12 @@ import type { RunResult } from './types.js';
  * The operation succeeded: its result written (with the attempt's `pending` receipt, in one transaction
  * when the ledger can), then the answer.
  */
-export async function complete(ctx: RunnerContext, op: Operation, s: Readonly<DriveState>, end: { readonly obs: Observation; readonly adopted: boolean; readonly pending: Receipt | null }): Promise<RunResult> {
+export async function complete(
+  ctx: RunnerContext,
+  op: Operation,
+  s: Readonly<DriveState>,
+  end: { readonly obs: Observation; readonly adopted: boolean; readonly pending: Receipt | null },
+): Promise<RunResult> {
   const { obs, adopted, pending } = end;
   const src = obs === null ? null : obs.kind === 'found' ? obs.outcome : obs;
   let result: unknown = s.record.result;
@@ -26,7 +31,14 @@ export async function complete(ctx: RunnerContext, op: Operation, s: Readonly<Dr
   if (record.state !== 'succeeded') {
     // Deferrable where the card lets a lost write be looked up again (completionRecoverable): the claim
     // before the send was durable, and it is what a crash here would leave behind anyway.
-    const patch = { state: 'succeeded' as const, lastOutcome: obs === null ? record.lastOutcome : obs.kind, result, providerRef, now: ctx.clock.now(), ...(completionRecoverable(op.card) ? { durability: 'deferrable' as const } : {}) };
+    const patch = {
+      state: 'succeeded' as const,
+      lastOutcome: obs === null ? record.lastOutcome : obs.kind,
+      result,
+      providerRef,
+      now: ctx.clock.now(),
+      ...(completionRecoverable(op.card) ? { durability: 'deferrable' as const } : {}),
+    };
     if (pending !== null && ctx.receiptWithState) {
       record = await ctx.ledger.setState(s.lease.ref, { ...patch, receipt: pending });
     } else {
@@ -37,28 +49,74 @@ export async function complete(ctx: RunnerContext, op: Operation, s: Readonly<Dr
     await ctx.ledger.appendReceipt(s.lease.ref, pending);
   }
   const attempts = record.attemptCount;
-  ctx.log('info', 'done', () => `succeeded${adopted ? ' (adopted)' : ''} after ${attempts} provider call(s)${providerRef ? `, ref ${providerRef}` : ''}`, op, { attempt: attempts, adopted });
+  ctx.log(
+    'info',
+    'done',
+    () =>
+      `succeeded${adopted ? ' (adopted)' : ''} after ${attempts} provider call(s)${providerRef ? `, ref ${providerRef}` : ''}`,
+    op,
+    { attempt: attempts, adopted },
+  );
   return { status: 'done', businessOperationId: op.id, result, providerRef, adopted, attempts, receipts };
 }
 
 /** The operation goes to a person: a packet built from the receipts, written (with the `pending` receipt), and sent to the sink. */
-export async function handOff(ctx: RunnerContext, op: Operation, s: Readonly<DriveState>, end: { readonly decided: Extract<Decision, { action: 'handoff' }>; readonly pending: Receipt | null }): Promise<RunResult> {
+export async function handOff(
+  ctx: RunnerContext,
+  op: Operation,
+  s: Readonly<DriveState>,
+  end: { readonly decided: Extract<Decision, { action: 'handoff' }>; readonly pending: Receipt | null },
+): Promise<RunResult> {
   const { decided, pending } = end;
   const { clock, ledger, log, sink } = ctx;
   const now = clock.now();
-  const decision = s.recovering && decided.reason === 'unknown-no-safe-resend' ? { ...decided, reason: 'crash-recovery-inconclusive' as const, why: `a worker stopped after dispatching; ${decided.why}` } : decided;
+  const decision =
+    s.recovering && decided.reason === 'unknown-no-safe-resend'
+      ? {
+          ...decided,
+          reason: 'crash-recovery-inconclusive' as const,
+          why: `a worker stopped after dispatching; ${decided.why}`,
+        }
+      : decided;
   const receipts = pending === null ? [...s.receipts] : [...s.receipts, pending];
   const sends = receipts.filter((r) => r.kind === 'dispatch' || r.kind === 'resend');
-  const error = decision.reason === 'retry-exhausted' ? new RetryExhaustedError(op.redactor.text(decision.why), sends.map((r) => r.attemptId)) : undefined;
+  const error =
+    decision.reason === 'retry-exhausted'
+      ? new RetryExhaustedError(
+          op.redactor.text(decision.why),
+          sends.map((r) => r.attemptId),
+        )
+      : undefined;
   const explanation = op.redactor.text(error ? error.message : decision.why);
   const safety = resendSafety(op.card, s.record.firstDispatchedAt, now, op.policy.clockSkewMarginMs);
   // A key that holds a stored error only replays it: a resume cannot succeed until the key expires.
   const lastSend = sends[sends.length - 1];
-  const replaysError = op.card.storedResult.includesErrors.value === true && lastSend?.outcome === 'unknown' && typeof lastSend.status === 'number' && lastSend.status >= 500;
-  const resumeNote = replaysError && safety.safe ? `a resume re-sends with the same key, which holds the provider's stored ${lastSend.status}: it would only replay that error until the key expires (${String(op.card.retention.minimum.value)} after the first dispatch)` : undefined;
-  const packet = buildPacket({ record: s.record, reason: decision.reason, explanation, receipts, resendSafe: safety.safe && !replaysError, ...(resumeNote !== undefined ? { resumeNote } : {}), now });
-  const record = pending !== null ? await ledger.handOff(s.lease.ref, packet, now, pending) : await ledger.handOff(s.lease.ref, packet, now);
-  log('warn', 'handoff', `${decision.reason}: ${explanation}`, op, { handoffReason: decision.reason, attempt: record.attemptCount });
+  const replaysError =
+    op.card.storedResult.includesErrors.value === true &&
+    lastSend?.outcome === 'unknown' &&
+    typeof lastSend.status === 'number' &&
+    lastSend.status >= 500;
+  const resumeNote =
+    replaysError && safety.safe
+      ? `a resume re-sends with the same key, which holds the provider's stored ${lastSend.status}: it would only replay that error until the key expires (${String(op.card.retention.minimum.value)} after the first dispatch)`
+      : undefined;
+  const packet = buildPacket({
+    record: s.record,
+    reason: decision.reason,
+    explanation,
+    receipts,
+    resendSafe: safety.safe && !replaysError,
+    ...(resumeNote !== undefined ? { resumeNote } : {}),
+    now,
+  });
+  const record =
+    pending !== null
+      ? await ledger.handOff(s.lease.ref, packet, now, pending)
+      : await ledger.handOff(s.lease.ref, packet, now);
+  log('warn', 'handoff', `${decision.reason}: ${explanation}`, op, {
+    handoffReason: decision.reason,
+    attempt: record.attemptCount,
+  });
   if (sink) {
     try {
       await sink.send(packet);
@@ -66,24 +124,55 @@ export async function handOff(ctx: RunnerContext, op: Operation, s: Readonly<Dri
       log('warn', 'handoff-sink-failed', `the packet is in the ledger; the sink failed: ${errText(err)}`, op);
     }
   }
-  return { status: 'handed-off', businessOperationId: op.id, packet, attempts: record.attemptCount, receipts, ...(error ? { error } : {}) };
+  return {
+    status: 'handed-off',
+    businessOperationId: op.id,
+    packet,
+    attempts: record.attemptCount,
+    receipts,
+    ...(error ? { error } : {}),
+  };
 }
 
 /** The answer for an operation already at rest (this worker's earlier run, or another's). `paramsFingerprint`: null to answer whatever its params. */
-export async function fromTerminal(ctx: RunnerContext, record: OperationRecord, paramsFingerprint: string | null, op: Operation): Promise<RunResult> {
+export async function fromTerminal(
+  ctx: RunnerContext,
+  record: OperationRecord,
+  paramsFingerprint: string | null,
+  op: Operation,
+): Promise<RunResult> {
   const { ledger, log } = ctx;
   // Other params under the same intent are a conflict even once it succeeded: adopting would tell the
   // caller that *their* request (say, another amount for the same order) was performed.
   if (paramsFingerprint !== null && record.paramsFingerprint !== paramsFingerprint) {
-    const check = record.state === 'succeeded' ? null : supersedeCheck(record, await ledger.receipts(record.businessOperationId));
-    const detail = check === null || check.ok ? `the operation is ${record.state} with other params` : `the operation is ${record.state} with other params and cannot be superseded: ${check.why}`;
+    const check =
+      record.state === 'succeeded' ? null : supersedeCheck(record, await ledger.receipts(record.businessOperationId));
+    const detail =
+      check === null || check.ok
+        ? `the operation is ${record.state} with other params`
+        : `the operation is ${record.state} with other params and cannot be superseded: ${check.why}`;
     throw paramsConflict(op, record, detail);
   }
   const receipts = await ledger.receipts(record.businessOperationId);
   if (record.state === 'succeeded') {
     log('info', 'adopt', 'already succeeded: adopting the stored result, nothing sent', op);
-    return { status: 'done', businessOperationId: record.businessOperationId, result: record.result, providerRef: record.providerRef, adopted: true, attempts: record.attemptCount, receipts };
+    return {
+      status: 'done',
+      businessOperationId: record.businessOperationId,
+      result: record.result,
+      providerRef: record.providerRef,
+      adopted: true,
+      attempts: record.attemptCount,
+      receipts,
+    };
   }
-  if (!record.handoff) throw new InvalidStateError(record.businessOperationId, record.state, 'terminal without a handoff packet');
-  return { status: 'handed-off', businessOperationId: record.businessOperationId, packet: record.handoff, attempts: record.attemptCount, receipts };
+  if (!record.handoff)
+    throw new InvalidStateError(record.businessOperationId, record.state, 'terminal without a handoff packet');
+  return {
+    status: 'handed-off',
+    businessOperationId: record.businessOperationId,
+    packet: record.handoff,
+    attempts: record.attemptCount,
+    receipts,
+  };
 }

@@ -1,5 +1,14 @@
 /** The runner's public types (re-exported from the package root). */
-import type { AdapterV1, BusinessOperationId, HandoffPacket, HandoffSink, Ledger, OperationState, Receipt, RetryExhaustedError } from '@retrysafe/contract';
+import type {
+  AdapterV1,
+  BusinessOperationId,
+  HandoffPacket,
+  HandoffSink,
+  Ledger,
+  OperationState,
+  Receipt,
+  RetryExhaustedError,
+} from '@retrysafe/contract';
 import type { Clock } from '../clock.js';
 import type { ReceiptKey, ReceiptKeyring } from '../receipts.js';
 import type { RedactOptions } from '../redact.js';
@@ -89,10 +98,23 @@ export interface RecoverReport {
   readonly from: OperationState;
   readonly to: OperationState;
   /** `failed`: the record could not be driven nor handed off (see `error`); it stays for the next pass. */
-  readonly action: 'completed' | 'adopted' | 'handed-off' | 'in-progress' | 'skipped-busy' | 'skipped-no-adapter' | 'already-terminal' | 'failed';
+  readonly action:
+    | 'completed'
+    | 'adopted'
+    | 'handed-off'
+    | 'in-progress'
+    | 'skipped-busy'
+    | 'skipped-no-adapter'
+    | 'already-terminal'
+    | 'failed';
   readonly result?: RunResult;
   /** Why this record could not be driven: it was handed off with reason `recovery-failed` (or, when even that failed, action `failed`). */
-  readonly error?: { readonly name: string; readonly code?: string; readonly message: string; readonly providerMayHaveBeenCalled?: boolean };
+  readonly error?: {
+    readonly name: string;
+    readonly code?: string;
+    readonly message: string;
+    readonly providerMayHaveBeenCalled?: boolean;
+  };
 }
 
 /**
@@ -107,7 +129,12 @@ export type Resolution =
 
 export type ResolveResult =
   | RunResult
-  | { readonly status: 'resolved'; readonly businessOperationId: BusinessOperationId; readonly state: 'succeeded' | 'abandoned'; readonly providerRef: string | null };
+  | {
+      readonly status: 'resolved';
+      readonly businessOperationId: BusinessOperationId;
+      readonly state: 'succeeded' | 'abandoned';
+      readonly providerRef: string | null;
+    };
 
 export interface ResolveOptions {
   readonly adapters?: readonly AdapterV1[];

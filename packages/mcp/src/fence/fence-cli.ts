@@ -2,9 +2,9 @@ import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { openLedger } from '@retrysafe/config';
 import { createRunner, jsonlHandoffSink } from '@retrysafe/core';
-import { json, list, num, parseOptions, text, UsageError, type ParsedOptions } from '../cli-options.js';
-import { PROBE_COMMAND, WRAP_COMMAND } from '../commands.js';
+import { json, list, num, type ParsedOptions, parseOptions, text, UsageError } from '../cli-options.js';
 import { createCoalescer } from '../coalesce.js';
+import { PROBE_COMMAND, WRAP_COMMAND } from '../commands.js';
 import { ledgerWithEnvKeys, receiptKeyFromEnv } from '../env-keys.js';
 import { serveHttp, serveStdio } from '../server.js';
 import { createFenceAdapter } from './fence-adapter.js';
@@ -22,15 +22,20 @@ function target(p: ParsedOptions, env?: Readonly<Record<string, string | null>>)
     } catch {
       throw new UsageError(`--url ${url} is not a URL`);
     }
-    if (!['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname) && u.protocol !== 'https:') throw new UsageError('a server URL must be https, or http on loopback');
+    if (!['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname) && u.protocol !== 'https:')
+      throw new UsageError('a server URL must be https, or http on loopback');
     return { url };
   }
-  if (p.rest.length === 0) throw new UsageError('name the server: -- <command …> (stdio) or --url URL (streamable HTTP)');
+  if (p.rest.length === 0)
+    throw new UsageError('name the server: -- <command …> (stdio) or --url URL (streamable HTTP)');
   return { command: p.rest[0]!, args: p.rest.slice(1), ...(env ? { env } : {}) };
 }
 
 /** `retrysafe-mcp wrap …` (WRAP_COMMAND). */
-export async function runWrap(argv: readonly string[], log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Promise<void> {
+export async function runWrap(
+  argv: readonly string[],
+  log: (line: string) => void = (l) => process.stderr.write(l + '\n'),
+): Promise<void> {
   const p = parseOptions(argv, WRAP_COMMAND);
   const configPath = text(p, '--config');
   if (configPath === undefined) throw new UsageError('wrap needs --config <fence.yaml>');
@@ -46,34 +51,72 @@ export async function runWrap(argv: readonly string[], log: (line: string) => vo
     ...receiptKeyFromEnv(),
   });
   const coalescer = createCoalescer(ledger);
-  const make = () => createFenceServer({ runner, ledger, adapter, upstream, coalescer, ...(config.policy?.waitForOtherMs !== undefined ? { waitMs: config.policy.waitForOtherMs } : {}) });
+  const make = () =>
+    createFenceServer({
+      runner,
+      ledger,
+      adapter,
+      upstream,
+      coalescer,
+      ...(config.policy?.waitForOtherMs !== undefined ? { waitMs: config.policy.waitForOtherMs } : {}),
+    });
   const fenced = Object.keys(config.tools);
   const passed = upstream.tools.map((t) => t.name).filter((n) => !fenced.includes(n));
-  log(`retrysafe fence: ${fenced.length} fenced (${fenced.join(', ')}), ${passed.length} passed through${passed.length ? ` (${passed.join(', ')})` : ''}`);
+  log(
+    `retrysafe fence: ${fenced.length} fenced (${fenced.join(', ')}), ${passed.length} passed through${passed.length ? ` (${passed.join(', ')})` : ''}`,
+  );
   if (!p.values.has('--http')) return serveStdio(make());
   // The same guard as the retrysafe MCP server: loopback Host/Origin allow-lists and a bearer token.
   const configured = process.env.RETRYSAFE_MCP_TOKEN;
-  const h = await serveHttp(make, { port: num(p, '--port') ?? 0, allowedHosts: list(p, '--allow-host'), allowedOrigins: list(p, '--allow-origin'), ...(configured ? { token: configured } : {}) });
+  const h = await serveHttp(make, {
+    port: num(p, '--port') ?? 0,
+    allowedHosts: list(p, '--allow-host'),
+    allowedOrigins: list(p, '--allow-origin'),
+    ...(configured ? { token: configured } : {}),
+  });
   log(`retrysafe fence on ${h.url}`);
-  log(configured ? 'bearer token: from RETRYSAFE_MCP_TOKEN' : `bearer token (send as "Authorization: Bearer <token>"): ${h.token}`);
+  log(
+    configured
+      ? 'bearer token: from RETRYSAFE_MCP_TOKEN'
+      : `bearer token (send as "Authorization: Bearer <token>"): ${h.token}`,
+  );
 }
 
 /** `retrysafe-mcp probe …` (PROBE_COMMAND). Exit 0: at most once; 1: duplicates; 3: no effect seen. */
-export async function runProbe(argv: readonly string[], out: (line: string) => void = (l) => process.stdout.write(l + '\n')): Promise<number> {
+export async function runProbe(
+  argv: readonly string[],
+  out: (line: string) => void = (l) => process.stdout.write(l + '\n'),
+): Promise<number> {
   const p = parseOptions(argv, PROBE_COMMAND);
   const tool = text(p, '--tool');
   const countTool = text(p, '--count-tool');
   const countPath = text(p, '--count-path');
-  if (tool === undefined || countTool === undefined || countPath === undefined) throw new UsageError('probe needs --tool, --count-tool and --count-path');
+  if (tool === undefined || countTool === undefined || countPath === undefined)
+    throw new UsageError('probe needs --tool, --count-tool and --count-path');
   const upstream = await connectUpstream(target(p), { name: 'retrysafe-probe' });
   try {
-    const optional = { countArgs: json(p, '--count-args'), match: json(p, '--match'), concurrent: num(p, '--concurrent'), timeoutMs: num(p, '--timeout-ms'), settleMs: num(p, '--settle-ms') };
+    const optional = {
+      countArgs: json(p, '--count-args'),
+      match: json(p, '--match'),
+      concurrent: num(p, '--concurrent'),
+      timeoutMs: num(p, '--timeout-ms'),
+      settleMs: num(p, '--settle-ms'),
+    };
     const defined = Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== undefined));
-    const receipt = await probeTool({ client: upstream, tool, args: json(p, '--args') ?? {}, countTool, countPath, ...defined });
+    const receipt = await probeTool({
+      client: upstream,
+      tool,
+      args: json(p, '--args') ?? {},
+      countTool,
+      countPath,
+      ...defined,
+    });
     const file = text(p, '--receipt');
     if (file !== undefined) writeFileSync(file, JSON.stringify(receipt, null, 2) + '\n');
     out(receipt.summary);
-    out(`calls: ${receipt.calls.map((c) => `${c.phase}=${c.answer}`).join(' ')}; effects counted by ${countTool}: ${receipt.before} → ${receipt.after}`);
+    out(
+      `calls: ${receipt.calls.map((c) => `${c.phase}=${c.answer}`).join(' ')}; effects counted by ${countTool}: ${receipt.before} → ${receipt.after}`,
+    );
     return receipt.verdict === 'at-most-once' ? 0 : receipt.verdict === 'duplicates' ? 1 : 3;
   } finally {
     await upstream.close();

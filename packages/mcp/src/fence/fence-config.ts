@@ -96,8 +96,26 @@ export class FenceConfigError extends Error {
 }
 
 const TOP = ['name', 'ledger', 'handoffs', 'timeoutMs', 'policy', 'tools', 'env'] as const;
-const POLICY = ['maxAttempts', 'maxElapsedMs', 'baseMs', 'capMs', 'lookupWindowMs', 'leaseMs', 'waitForOtherMs'] as const;
-const TOOL = ['kind', 'idempotentByNature', 'intent', 'key', 'lookup', 'toolErrors', 'rejectWhen', 'resultRef', 'source'] as const;
+const POLICY = [
+  'maxAttempts',
+  'maxElapsedMs',
+  'baseMs',
+  'capMs',
+  'lookupWindowMs',
+  'leaseMs',
+  'waitForOtherMs',
+] as const;
+const TOOL = [
+  'kind',
+  'idempotentByNature',
+  'intent',
+  'key',
+  'lookup',
+  'toolErrors',
+  'rejectWhen',
+  'resultRef',
+  'source',
+] as const;
 const KEY = ['argument', 'maxLength', 'semantics', 'retention', 'concurrency', 'parameterMatching', 'source'] as const;
 const LOOKUP = ['tool', 'arguments', 'items', 'match', 'consistencyDelay', 'lateApplyBound', 'source'] as const;
 const KINDS: readonly FenceSideEffect[] = ['create', 'send', 'set', 'upsert', 'delete', 'charge', 'async-job'];
@@ -118,10 +136,13 @@ function distance(a: string, b: string): number {
 }
 
 function strict(where: string, value: unknown, known: readonly string[]): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new FenceConfigError(`${where} must be an object`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new FenceConfigError(`${where} must be an object`);
   for (const k of Object.keys(value)) {
     if (known.includes(k)) continue;
-    const near = known.map((n) => [n, distance(k.toLowerCase(), n.toLowerCase())] as const).sort((x, y) => x[1] - y[1])[0];
+    const near = known
+      .map((n) => [n, distance(k.toLowerCase(), n.toLowerCase())] as const)
+      .sort((x, y) => x[1] - y[1])[0];
     const hint = near && near[1] <= Math.max(2, Math.floor(k.length / 3)) ? ` (did you mean "${near[0]}"?)` : '';
     throw new FenceConfigError(`${where}: unknown key "${k}"${hint}; known: ${known.join(', ')}`);
   }
@@ -133,11 +154,13 @@ const str = (where: string, v: unknown): string => {
   return v;
 };
 const posInt = (where: string, v: unknown): number => {
-  if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) throw new FenceConfigError(`${where} must be a positive integer`);
+  if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0)
+    throw new FenceConfigError(`${where} must be a positive integer`);
   return v;
 };
 const oneOf = <T extends string>(where: string, v: unknown, allowed: readonly T[]): T => {
-  if (typeof v !== 'string' || !(allowed as readonly string[]).includes(v)) throw new FenceConfigError(`${where} must be one of ${allowed.join(', ')}`);
+  if (typeof v !== 'string' || !(allowed as readonly string[]).includes(v))
+    throw new FenceConfigError(`${where} must be one of ${allowed.join(', ')}`);
   return v as T;
 };
 
@@ -145,7 +168,8 @@ const oneOf = <T extends string>(where: string, v: unknown, allowed: readonly T[
 export function parseFenceConfig(raw: unknown, baseDir = process.cwd()): FenceConfig {
   const top = strict('fence', raw, TOP);
   const name = str('name', top.name);
-  if (!/^[A-Za-z][A-Za-z0-9_-]*$/.test(name)) throw new FenceConfigError('name must be an identifier such as "orders" (letters, digits, _ and -)');
+  if (!/^[A-Za-z][A-Za-z0-9_-]*$/.test(name))
+    throw new FenceConfigError('name must be an identifier such as "orders" (letters, digits, _ and -)');
   const ledger = str('ledger', top.ledger);
   const timeoutMs = top.timeoutMs === undefined ? 10_000 : posInt('timeoutMs', top.timeoutMs);
   let policy: FencePolicy | undefined;
@@ -158,14 +182,24 @@ export function parseFenceConfig(raw: unknown, baseDir = process.cwd()): FenceCo
   const tools: Record<string, FenceToolConfig> = {};
   for (const [toolName, t] of Object.entries(toolsRaw)) tools[toolName] = parseTool(`tools.${toolName}`, t);
   const env = top.env === undefined ? undefined : parseEnv(top.env);
-  return Object.freeze({ name, ledger, ...(top.handoffs !== undefined ? { handoffs: str('handoffs', top.handoffs) } : {}), timeoutMs, ...(policy ? { policy } : {}), tools, ...(env ? { env } : {}), baseDir });
+  return Object.freeze({
+    name,
+    ledger,
+    ...(top.handoffs !== undefined ? { handoffs: str('handoffs', top.handoffs) } : {}),
+    timeoutMs,
+    ...(policy ? { policy } : {}),
+    tools,
+    ...(env ? { env } : {}),
+    baseDir,
+  });
 }
 
 function parseEnv(raw: unknown): Record<string, string | null> {
   const env = strict('env', raw, Object.keys((raw as object | null) ?? {}));
   for (const [k, v] of Object.entries(env)) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) throw new FenceConfigError(`env: "${k}" is not a variable name`);
-    if (v !== null && typeof v !== 'string') throw new FenceConfigError(`env.${k} must be a string (set it) or null (remove it)`);
+    if (v !== null && typeof v !== 'string')
+      throw new FenceConfigError(`env.${k} must be a string (set it) or null (remove it)`);
   }
   return env as Record<string, string | null>;
 }
@@ -173,16 +207,20 @@ function parseEnv(raw: unknown): Record<string, string | null> {
 function parseTool(where: string, raw: unknown): FenceToolConfig {
   const t = strict(where, raw, TOOL);
   const kind = oneOf(`${where}.kind`, t.kind, KINDS);
-  if (!Array.isArray(t.intent) || t.intent.length === 0) throw new FenceConfigError(`${where}.intent must list at least one argument path that names the business intent`);
+  if (!Array.isArray(t.intent) || t.intent.length === 0)
+    throw new FenceConfigError(`${where}.intent must list at least one argument path that names the business intent`);
   const intent = t.intent.map((p, i) => str(`${where}.intent[${i}]`, p));
   const out: Record<string, unknown> = { kind, intent };
   if (t.idempotentByNature !== undefined) {
-    if (typeof t.idempotentByNature !== 'boolean') throw new FenceConfigError(`${where}.idempotentByNature must be true or false`);
+    if (typeof t.idempotentByNature !== 'boolean')
+      throw new FenceConfigError(`${where}.idempotentByNature must be true or false`);
     out.idempotentByNature = t.idempotentByNature;
   }
-  if (t.toolErrors !== undefined) out.toolErrors = oneOf(`${where}.toolErrors`, t.toolErrors, ['rejected', 'unknown'] as const);
+  if (t.toolErrors !== undefined)
+    out.toolErrors = oneOf(`${where}.toolErrors`, t.toolErrors, ['rejected', 'unknown'] as const);
   if (t.rejectWhen !== undefined) {
-    if (!Array.isArray(t.rejectWhen)) throw new FenceConfigError(`${where}.rejectWhen must be a list of regular expressions`);
+    if (!Array.isArray(t.rejectWhen))
+      throw new FenceConfigError(`${where}.rejectWhen must be a list of regular expressions`);
     out.rejectWhen = t.rejectWhen.map((r, i) => {
       const s = str(`${where}.rejectWhen[${i}]`, r);
       try {
@@ -199,37 +237,69 @@ function parseTool(where: string, raw: unknown): FenceToolConfig {
     const k = strict(`${where}.key`, t.key, KEY);
     const key: Record<string, unknown> = { argument: str(`${where}.key.argument`, k.argument) };
     if (k.maxLength !== undefined) key.maxLength = posInt(`${where}.key.maxLength`, k.maxLength);
-    if (k.semantics !== undefined) key.semantics = oneOf(`${where}.key.semantics`, k.semantics, ['replays', 'rejects-duplicate', 'none'] as const);
+    if (k.semantics !== undefined)
+      key.semantics = oneOf(`${where}.key.semantics`, k.semantics, ['replays', 'rejects-duplicate', 'none'] as const);
     if (k.retention !== undefined) {
       const r = str(`${where}.key.retention`, k.retention);
-      if (!DURATION.test(r)) throw new FenceConfigError(`${where}.key.retention must be a duration such as 24h, 30m or 90s`);
+      if (!DURATION.test(r))
+        throw new FenceConfigError(`${where}.key.retention must be a duration such as 24h, 30m or 90s`);
       key.retention = r;
     }
-    if (k.concurrency !== undefined) key.concurrency = oneOf(`${where}.key.concurrency`, k.concurrency, ['rejects-in-progress', 'waits-then-replays', 'duplicates'] as const);
-    if (k.parameterMatching !== undefined) key.parameterMatching = oneOf(`${where}.key.parameterMatching`, k.parameterMatching, ['mismatch-error', 'replay-anyway', 'none'] as const);
+    if (k.concurrency !== undefined)
+      key.concurrency = oneOf(`${where}.key.concurrency`, k.concurrency, [
+        'rejects-in-progress',
+        'waits-then-replays',
+        'duplicates',
+      ] as const);
+    if (k.parameterMatching !== undefined)
+      key.parameterMatching = oneOf(`${where}.key.parameterMatching`, k.parameterMatching, [
+        'mismatch-error',
+        'replay-anyway',
+        'none',
+      ] as const);
     if (k.source !== undefined) key.source = str(`${where}.key.source`, k.source);
     // The fence sets the key argument and drops the caller's: an intent cannot be made of it.
-    if (intent.some((p) => p === key.argument || p.startsWith(`${key.argument}.`) || (key.argument as string).startsWith(`${p}.`))) throw new FenceConfigError(`${where}.intent cannot name the key argument ${key.argument}: the fence sets it, the caller's value is dropped`);
+    if (
+      intent.some(
+        (p) => p === key.argument || p.startsWith(`${key.argument}.`) || (key.argument as string).startsWith(`${p}.`),
+      )
+    )
+      throw new FenceConfigError(
+        `${where}.intent cannot name the key argument ${key.argument}: the fence sets it, the caller's value is dropped`,
+      );
     out.key = key;
   }
   if (t.lookup !== undefined) {
     const l = strict(`${where}.lookup`, t.lookup, LOOKUP);
     const match = strict(`${where}.lookup.match`, l.match, Object.keys((l.match as object | null) ?? {}));
-    if (Object.keys(match).length === 0) throw new FenceConfigError(`${where}.lookup.match must pair at least one item path with an argument path`);
+    if (Object.keys(match).length === 0)
+      throw new FenceConfigError(`${where}.lookup.match must pair at least one item path with an argument path`);
     for (const [k, v] of Object.entries(match)) str(`${where}.lookup.match.${k}`, v);
-    const lookup: Record<string, unknown> = { tool: str(`${where}.lookup.tool`, l.tool), items: typeof l.items === 'string' ? l.items : str(`${where}.lookup.items`, l.items), match };
-    if (l.arguments !== undefined) lookup.arguments = strict(`${where}.lookup.arguments`, l.arguments, Object.keys((l.arguments as object | null) ?? {}));
+    const lookup: Record<string, unknown> = {
+      tool: str(`${where}.lookup.tool`, l.tool),
+      items: typeof l.items === 'string' ? l.items : str(`${where}.lookup.items`, l.items),
+      match,
+    };
+    if (l.arguments !== undefined)
+      lookup.arguments = strict(
+        `${where}.lookup.arguments`,
+        l.arguments,
+        Object.keys((l.arguments as object | null) ?? {}),
+      );
     if (l.consistencyDelay !== undefined) {
-      if (l.consistencyDelay === null || l.consistencyDelay === 0 || l.consistencyDelay === '0') lookup.consistencyDelay = null;
+      if (l.consistencyDelay === null || l.consistencyDelay === 0 || l.consistencyDelay === '0')
+        lookup.consistencyDelay = null;
       else {
         const d = str(`${where}.lookup.consistencyDelay`, l.consistencyDelay);
-        if (!DURATION.test(d)) throw new FenceConfigError(`${where}.lookup.consistencyDelay must be 0 or a duration such as 2s`);
+        if (!DURATION.test(d))
+          throw new FenceConfigError(`${where}.lookup.consistencyDelay must be 0 or a duration such as 2s`);
         lookup.consistencyDelay = d;
       }
     }
     if (l.lateApplyBound !== undefined) {
       const d = str(`${where}.lookup.lateApplyBound`, l.lateApplyBound);
-      if (!DURATION.test(d)) throw new FenceConfigError(`${where}.lookup.lateApplyBound must be a duration such as 30s`);
+      if (!DURATION.test(d))
+        throw new FenceConfigError(`${where}.lookup.lateApplyBound must be a duration such as 30s`);
       lookup.lateApplyBound = d;
     }
     if (l.source !== undefined) lookup.source = str(`${where}.lookup.source`, l.source);
@@ -250,7 +320,9 @@ export function loadFenceConfig(path: string): FenceConfig {
   try {
     raw = /\.json$/i.test(path) ? JSON.parse(text) : parseYaml(text);
   } catch (e) {
-    throw new FenceConfigError(`${path} is not valid ${/\.json$/i.test(path) ? 'JSON' : 'YAML'}: ${(e as Error).message.split('\n')[0]}`);
+    throw new FenceConfigError(
+      `${path} is not valid ${/\.json$/i.test(path) ? 'JSON' : 'YAML'}: ${(e as Error).message.split('\n')[0]}`,
+    );
   }
   return parseFenceConfig(raw, dirname(resolve(path)));
 }

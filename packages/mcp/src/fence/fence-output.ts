@@ -63,12 +63,34 @@ export function outputChecker(): (schema: Schema, value: unknown) => boolean {
  * answer with the value under `result`. Every other status: the fence's answer, as an error result.
  */
 export function fencedReply(r: AgentToolResult, fits: (value: unknown) => boolean) {
-  const retrysafe = { status: r.status, businessOperationId: r.businessOperationId, ...(r.status === 'done' ? { adopted: r.adopted } : {}) };
+  const retrysafe = {
+    status: r.status,
+    businessOperationId: r.businessOperationId,
+    ...(r.status === 'done' ? { adopted: r.adopted } : {}),
+  };
   const _meta = { retrysafe };
-  if (r.status !== 'done') return { content: [{ type: 'text' as const, text: JSON.stringify(r, null, 2) }], structuredContent: { retrysafe: r }, isError: true, _meta };
+  if (r.status !== 'done')
+    return {
+      content: [{ type: 'text' as const, text: JSON.stringify(r, null, 2) }],
+      structuredContent: { retrysafe: r },
+      isError: true,
+      _meta,
+    };
   const stored = (r.result ?? {}) as { content?: { type: string; text?: string }[]; structuredContent?: unknown };
   const content = stored.content ?? [];
-  if (fits(stored.structuredContent)) return { content, ...(stored.structuredContent !== undefined ? { structuredContent: stored.structuredContent } : {}), _meta };
-  const answer = { retrysafe: { ...retrysafe, providerRef: r.providerRef, message: r.message }, result: answerValue(stored) };
-  return { content: [{ type: 'text' as const, text: JSON.stringify(answer, null, 2) }], structuredContent: answer, _meta };
+  if (fits(stored.structuredContent))
+    return {
+      content,
+      ...(stored.structuredContent !== undefined ? { structuredContent: stored.structuredContent } : {}),
+      _meta,
+    };
+  const answer = {
+    retrysafe: { ...retrysafe, providerRef: r.providerRef, message: r.message },
+    result: answerValue(stored),
+  };
+  return {
+    content: [{ type: 'text' as const, text: JSON.stringify(answer, null, 2) }],
+    structuredContent: answer,
+    _meta,
+  };
 }

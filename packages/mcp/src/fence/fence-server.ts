@@ -17,19 +17,19 @@ import {
   McpError,
   ReadResourceRequestSchema,
   ReadResourceResultSchema,
+  type ServerCapabilities,
   SetLevelRequestSchema,
   SubscribeRequestSchema,
   UnsubscribeRequestSchema,
-  type ServerCapabilities,
 } from '@modelcontextprotocol/sdk/types.js';
-import { validateCard, type AdapterV1, type Ledger } from '@retrysafe/contract';
+import { type AdapterV1, type Ledger, validateCard } from '@retrysafe/contract';
 import { agentIdempotentHint } from '@retrysafe/contract/rules';
 import type { Runner } from '@retrysafe/core';
-import { callAgentTool, operationStatus, pendingHandoffs, type AgentToolDefinition } from '@retrysafe/core/agent';
-import { createCoalescer, requestedWait, type Coalescer } from '../coalesce.js';
-import { fencedOutputSchema, fencedReply, outputChecker } from './fence-output.js';
-import { UpstreamUnavailableError, type ResultSchema, type Upstream } from './upstream.js';
+import { type AgentToolDefinition, callAgentTool, operationStatus, pendingHandoffs } from '@retrysafe/core/agent';
+import { type Coalescer, createCoalescer, requestedWait } from '../coalesce.js';
 import type { UpstreamTool } from './fence-adapter.js';
+import { fencedOutputSchema, fencedReply, outputChecker } from './fence-output.js';
+import { type ResultSchema, type Upstream, UpstreamUnavailableError } from './upstream.js';
 
 export interface FenceServerOptions {
   readonly runner: Runner;
@@ -51,8 +51,13 @@ export const UNFENCED_NOTE = '[not fenced by retrysafe: a re-issued call may rep
 const STATUS_TOOLS = [
   {
     name: FENCE_STATUS_TOOL,
-    description: 'Looks up one business operation by its id (from a fenced tool\'s _meta.retrysafe): its state, result, or the handoff a person must resolve.',
-    inputSchema: { type: 'object' as const, properties: { businessOperationId: { type: 'string' } }, required: ['businessOperationId'] },
+    description:
+      "Looks up one business operation by its id (from a fenced tool's _meta.retrysafe): its state, result, or the handoff a person must resolve.",
+    inputSchema: {
+      type: 'object' as const,
+      properties: { businessOperationId: { type: 'string' } },
+      required: ['businessOperationId'],
+    },
     annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false },
   },
   {
@@ -70,8 +75,12 @@ function fencedDescription(adapter: AdapterV1, name: string, upstreamDescription
     upstreamDescription ?? '',
     `[fenced by retrysafe] One business operation per intent (${spec.intentFields.join(', ')}): if you got no answer or an error that is not a conflict, call again with the same intent — the call maps to the same operation and returns its result instead of doing it twice.`,
     'A changed non-intent argument of an operation already started is refused as a conflict. "in-progress": check back with retrysafe_status; "needs-human": a person decides, do not retry.',
-    unknowns.length ? `Upstream facts not declared: ${unknowns.join(', ')} — retrysafe will not re-send where they matter.` : '',
-  ].filter(Boolean).join('\n');
+    unknowns.length
+      ? `Upstream facts not declared: ${unknowns.join(', ')} — retrysafe will not re-send where they matter.`
+      : '',
+  ]
+    .filter(Boolean)
+    .join('\n');
 }
 
 /** The argument that carries the fence's provider key: the fence sets it, so the model never does. */
@@ -97,25 +106,55 @@ function fencedListing(adapter: AdapterV1, t: UpstreamTool) {
   // Through the fence a re-issued call with the same intent is the same operation: that is the hint's meaning
   // for the caller. Whether the upstream itself folds re-sends is the card's business (shown in _meta).
   const annotations = { ...((t.annotations as object | undefined) ?? {}), idempotentHint: true };
-  const meta = { ...((t._meta as object | undefined) ?? {}), retrysafe: { fenced: true, operation: card.operation, intentFields: card.businessOperationId.intentFields, upstreamFoldsResends: agentIdempotentHint(card), undeclared: validateCard(card).unknowns } };
+  const meta = {
+    ...((t._meta as object | undefined) ?? {}),
+    retrysafe: {
+      fenced: true,
+      operation: card.operation,
+      intentFields: card.businessOperationId.intentFields,
+      upstreamFoldsResends: agentIdempotentHint(card),
+      undeclared: validateCard(card).unknowns,
+    },
+  };
   const output = t.outputSchema ? { outputSchema: fencedOutputSchema(t.outputSchema as Record<string, unknown>) } : {};
-  return { ...t, description: fencedDescription(adapter, t.name, t.description), inputSchema: input, ...output, annotations, _meta: meta };
+  return {
+    ...t,
+    description: fencedDescription(adapter, t.name, t.description),
+    inputSchema: input,
+    ...output,
+    annotations,
+    _meta: meta,
+  };
 }
 
 function hideProperty(schema: UpstreamTool['inputSchema'], name: string): UpstreamTool['inputSchema'] {
   const properties = { ...((schema.properties as Record<string, unknown> | undefined) ?? {}) };
   delete properties[name];
-  const required = Array.isArray(schema.required) ? { required: (schema.required as string[]).filter((r) => r !== name) } : {};
+  const required = Array.isArray(schema.required)
+    ? { required: (schema.required as string[]).filter((r) => r !== name) }
+    : {};
   return { ...schema, properties, ...required };
 }
 
-const json = (v: unknown, isError = false) => ({ content: [{ type: 'text' as const, text: JSON.stringify(v, null, 2) }], structuredContent: v as Record<string, unknown>, ...(isError ? { isError: true } : {}) });
-const unavailable = (e: unknown) => (e instanceof UpstreamUnavailableError ? new McpError(ErrorCode.InternalError, `${e.message}; nothing was sent: call again later`) : e);
+const json = (v: unknown, isError = false) => ({
+  content: [{ type: 'text' as const, text: JSON.stringify(v, null, 2) }],
+  structuredContent: v as Record<string, unknown>,
+  ...(isError ? { isError: true } : {}),
+});
+const unavailable = (e: unknown) =>
+  e instanceof UpstreamUnavailableError
+    ? new McpError(ErrorCode.InternalError, `${e.message}; nothing was sent: call again later`)
+    : e;
 
 /** What the fence forwards besides tools: the upstream's own capabilities for them. */
 function passedCapabilities(upstream: ServerCapabilities): ServerCapabilities {
   const { resources, prompts, completions, logging } = upstream;
-  return { ...(resources ? { resources } : {}), ...(prompts ? { prompts } : {}), ...(completions ? { completions } : {}), ...(logging ? { logging } : {}) };
+  return {
+    ...(resources ? { resources } : {}),
+    ...(prompts ? { prompts } : {}),
+    ...(completions ? { completions } : {}),
+    ...(logging ? { logging } : {}),
+  };
 }
 
 /**
@@ -128,20 +167,31 @@ export function createFenceServer(options: FenceServerOptions): Server {
   const { adapter, upstream, runner, ledger } = options;
   const fenced = new Set(Object.keys(adapter.operations));
   const capabilities = { ...passedCapabilities(upstream.capabilities), tools: { listChanged: true } };
-  const server = new Server({ name: options.name ?? `retrysafe-fence(${adapter.provider})`, version: '0.1.0' }, { capabilities });
+  const server = new Server(
+    { name: options.name ?? `retrysafe-fence(${adapter.provider})`, version: '0.1.0' },
+    { capabilities },
+  );
   const check = outputChecker();
   const coalescer = options.coalescer ?? createCoalescer(ledger);
   const listed = (name: string) => upstream.tools.find((t) => t.name === name);
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: [...upstream.tools.map((t) => (fenced.has(t.name) ? fencedListing(adapter, t) : { ...t, description: `${UNFENCED_NOTE} ${t.description ?? ''}`.trim() })), ...STATUS_TOOLS],
+    tools: [
+      ...upstream.tools.map((t) =>
+        fenced.has(t.name)
+          ? fencedListing(adapter, t)
+          : { ...t, description: `${UNFENCED_NOTE} ${t.description ?? ''}`.trim() },
+      ),
+      ...STATUS_TOOLS,
+    ],
   }));
 
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     const { name, arguments: args } = req.params;
     if (name === FENCE_STATUS_TOOL) {
       const id = (args as { businessOperationId?: unknown } | undefined)?.businessOperationId;
-      if (typeof id !== 'string') return json({ status: 'invalid-input', message: 'businessOperationId (string) is required' }, true);
+      if (typeof id !== 'string')
+        return json({ status: 'invalid-input', message: 'businessOperationId (string) is required' }, true);
       try {
         return json(await operationStatus(ledger, id));
       } catch (e) {
@@ -158,11 +208,15 @@ export function createFenceServer(options: FenceServerOptions): Server {
       const params = key ? withoutPath(args ?? {}, key) : (args ?? {});
       const schema = tool.outputSchema as Record<string, unknown> | undefined;
       const definition = { adapter, operation: name } as unknown as AgentToolDefinition;
-      const result = await coalescer.call(name, params, requestedWait(req.params._meta, options.waitMs ?? 30_000), () => callAgentTool(runner, definition, params));
+      const result = await coalescer.call(name, params, requestedWait(req.params._meta, options.waitMs ?? 30_000), () =>
+        callAgentTool(runner, definition, params),
+      );
       return fencedReply(result, schema ? (v) => v !== undefined && check(schema, v) : () => true);
     }
     // Pass-through: unchanged, with the caller's cancellation.
-    return (await upstream.callTool({ name, ...(args ? { arguments: args } : {}) }, undefined, { signal: extra.signal }).catch((e: unknown) => Promise.reject(unavailable(e)))) as Record<string, unknown>;
+    return (await upstream
+      .callTool({ name, ...(args ? { arguments: args } : {}) }, undefined, { signal: extra.signal })
+      .catch((e: unknown) => Promise.reject(unavailable(e)))) as Record<string, unknown>;
   });
 
   forwardRequests(server, upstream, capabilities);
@@ -178,9 +232,17 @@ export function createFenceServer(options: FenceServerOptions): Server {
 /** Registers a forwarding handler for each request kind the upstream's capabilities offer. */
 function forwardRequests(server: Server, upstream: Upstream, caps: ServerCapabilities): void {
   const forward =
-    (schema: ResultSchema) =>
-    async (req: { method: string; params?: unknown }, extra: { signal: AbortSignal }) =>
-      upstream.request({ method: req.method, ...(req.params !== undefined ? { params: req.params as Record<string, unknown> } : {}) }, schema, { signal: extra.signal }).catch((e: unknown) => Promise.reject(unavailable(e)));
+    (schema: ResultSchema) => async (req: { method: string; params?: unknown }, extra: { signal: AbortSignal }) =>
+      upstream
+        .request(
+          {
+            method: req.method,
+            ...(req.params !== undefined ? { params: req.params as Record<string, unknown> } : {}),
+          },
+          schema,
+          { signal: extra.signal },
+        )
+        .catch((e: unknown) => Promise.reject(unavailable(e)));
   if (caps.resources) {
     server.setRequestHandler(ListResourcesRequestSchema, forward(ListResourcesResultSchema));
     server.setRequestHandler(ListResourceTemplatesRequestSchema, forward(ListResourceTemplatesResultSchema));

@@ -29,7 +29,10 @@ export interface ProbeReceipt {
   readonly argsDigest: string;
   readonly startedAt: string;
   readonly finishedAt: string;
-  readonly calls: readonly { readonly phase: 'concurrent' | 'timed-out' | 're-issued'; readonly answer: 'ok' | 'tool-error' | 'timeout' | 'error' }[];
+  readonly calls: readonly {
+    readonly phase: 'concurrent' | 'timed-out' | 're-issued';
+    readonly answer: 'ok' | 'tool-error' | 'timeout' | 'error';
+  }[];
   readonly before: number;
   readonly after: number;
   readonly effects: number;
@@ -41,7 +44,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  if (v !== null && typeof v === 'object') return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(',')}}`;
+  if (v !== null && typeof v === 'object')
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
   return JSON.stringify(v);
 }
 
@@ -54,7 +61,9 @@ export async function probeTool(o: ProbeOptions): Promise<ProbeReceipt> {
   const startedAt = new Date().toISOString();
   const callTimeout = o.callTimeoutMs ?? 30_000;
   const count = async (): Promise<number> => {
-    const answer = await o.client.callTool({ name: o.countTool, arguments: o.countArgs ?? {} }, undefined, { timeout: callTimeout });
+    const answer = await o.client.callTool({ name: o.countTool, arguments: o.countArgs ?? {} }, undefined, {
+      timeout: callTimeout,
+    });
     const items = readPath(answerValue(answer as never), o.countPath);
     if (!Array.isArray(items)) throw new Error(`probe: ${o.countTool} gave no list at "${o.countPath}"`);
     const match = o.match ?? {};
@@ -71,7 +80,10 @@ export async function probeTool(o: ProbeOptions): Promise<ProbeReceipt> {
   const call = (timeout: number) => o.client.callTool({ name: o.tool, arguments: o.args }, undefined, { timeout });
 
   const before = await count();
-  const calls: { phase: 'concurrent' | 'timed-out' | 're-issued'; answer: 'ok' | 'tool-error' | 'timeout' | 'error' }[] = [];
+  const calls: {
+    phase: 'concurrent' | 'timed-out' | 're-issued';
+    answer: 'ok' | 'tool-error' | 'timeout' | 'error';
+  }[] = [];
   const concurrent = await Promise.all(Array.from({ length: o.concurrent ?? 3 }, () => classify(call(callTimeout))));
   for (const answer of concurrent) calls.push({ phase: 'concurrent', answer });
   calls.push({ phase: 'timed-out', answer: await classify(call(o.timeoutMs ?? 200)) });

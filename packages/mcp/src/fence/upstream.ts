@@ -1,7 +1,12 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema, type Notification, type Request, type ServerCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolResultSchema,
+  type Notification,
+  type Request,
+  type ServerCapabilities,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { UpstreamClient, UpstreamTool } from './fence-adapter.js';
 
 /**
@@ -9,7 +14,11 @@ import type { UpstreamClient, UpstreamTool } from './fence-adapter.js';
  * the fence's own environment, with `env` applied on top: a string sets a variable, `null` removes it.
  */
 export type UpstreamTarget =
-  | { readonly command: string; readonly args?: readonly string[]; readonly env?: Readonly<Record<string, string | null>> }
+  | {
+      readonly command: string;
+      readonly args?: readonly string[];
+      readonly env?: Readonly<Record<string, string | null>>;
+    }
   | { readonly url: string };
 
 /** Restarts of a dead upstream: tries, and the first delay (doubled each try). */
@@ -46,7 +55,10 @@ const DEFAULT_RESTART: RestartPolicy = { tries: 5, baseMs: 100 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The fence's own environment with the fence file's changes applied. */
-export function upstreamEnv(changes: Readonly<Record<string, string | null>> = {}, base: NodeJS.ProcessEnv = process.env): Record<string, string> {
+export function upstreamEnv(
+  changes: Readonly<Record<string, string | null>> = {},
+  base: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(base)) if (v !== undefined) env[k] = v;
   for (const [k, v] of Object.entries(changes)) {
@@ -72,7 +84,10 @@ async function listAllTools(client: Client): Promise<UpstreamTool[]> {
  * it is restarted (bounded: `restart.tries`, backoff from `restart.baseMs`); a call that arrives while it is down
  * waits for the restart, and one that cannot be sent fails with UpstreamUnavailableError — known not sent.
  */
-export async function connectUpstream(target: UpstreamTarget, options: { name?: string; restart?: RestartPolicy } = {}): Promise<Upstream> {
+export async function connectUpstream(
+  target: UpstreamTarget,
+  options: { name?: string; restart?: RestartPolicy } = {},
+): Promise<Upstream> {
   const restart = options.restart ?? DEFAULT_RESTART;
   const listeners = new Set<(n: Notification) => void>();
   let client: Client | undefined;
@@ -89,7 +104,12 @@ export async function connectUpstream(target: UpstreamTarget, options: { name?: 
     const transport =
       'url' in target
         ? new StreamableHTTPClientTransport(new URL(target.url))
-        : new StdioClientTransport({ command: target.command, args: [...(target.args ?? [])], env: upstreamEnv(target.env), stderr: 'inherit' });
+        : new StdioClientTransport({
+            command: target.command,
+            args: [...(target.args ?? [])],
+            env: upstreamEnv(target.env),
+            stderr: 'inherit',
+          });
     c.fallbackNotificationHandler = async (n) => {
       if (n.method === 'notifications/tools/list_changed') tools = await listAllTools(c).catch(() => tools);
       emit(n);
@@ -114,7 +134,9 @@ export async function connectUpstream(target: UpstreamTarget, options: { name?: 
         last = e;
       }
     }
-    throw new UpstreamUnavailableError(`the upstream MCP server could not be (re)started after ${restart.tries} tries: ${(last as Error)?.message ?? last}`);
+    throw new UpstreamUnavailableError(
+      `the upstream MCP server could not be (re)started after ${restart.tries} tries: ${(last as Error)?.message ?? last}`,
+    );
   };
   const ready = async (): Promise<void> => {
     if (client) return;

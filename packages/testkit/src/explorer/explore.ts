@@ -3,8 +3,17 @@ import * as T from '@retrysafe/contract/ledger';
 import { durationMs } from '@retrysafe/contract/rules';
 import type { PolicyOverrides } from '@retrysafe/core';
 import { decide as realDecide, resolvePolicy } from '@retrysafe/core/internal';
-import { ALL_FATES, process, providerFromCard, type DecideFn, type Fate, type ProviderState, type WorkerState, type World } from './model.js';
-import { describeObs, fmt, ID, setW, workerSteps, type Ctx, type Succ } from './worker.js';
+import {
+  ALL_FATES,
+  type DecideFn,
+  type Fate,
+  type ProviderState,
+  process,
+  providerFromCard,
+  type WorkerState,
+  type World,
+} from './model.js';
+import { type Ctx, describeObs, fmt, ID, type Succ, setW, workerSteps } from './worker.js';
 
 export interface ExploreOptions {
   readonly card: RetrySafetyCard;
@@ -76,9 +85,19 @@ function worldSteps(ctx: Ctx, w: World): Succ[] {
     const active = me.pc !== 'idle' && me.pc !== 'done' && me.pc !== 'crashed';
     if (active && !me.paused && w.crashes < ctx.maxCrashes) {
       // The process dies; a restarted process runs recover() with the same clock.
-      out.push({ w: { ...setW(w, i, { pc: 'idle', role: 'recover', op: null, paused: false, name: `${me.name}'` }), crashes: w.crashes + 1 }, text: `${me.name} CRASHES (at ${me.pc}); a restarted process will run recover()` });
+      out.push({
+        w: {
+          ...setW(w, i, { pc: 'idle', role: 'recover', op: null, paused: false, name: `${me.name}'` }),
+          crashes: w.crashes + 1,
+        },
+        text: `${me.name} CRASHES (at ${me.pc}); a restarted process will run recover()`,
+      });
     }
-    if (active && !me.paused && w.pauses < ctx.maxPauses) out.push({ w: { ...setW(w, i, { paused: true }), pauses: w.pauses + 1 }, text: `${me.name} PAUSES (GC / suspended VM) at ${me.pc}` });
+    if (active && !me.paused && w.pauses < ctx.maxPauses)
+      out.push({
+        w: { ...setW(w, i, { paused: true }), pauses: w.pauses + 1 },
+        text: `${me.name} PAUSES (GC / suspended VM) at ${me.pc}`,
+      });
     if (me.paused) out.push({ w: setW(w, i, { paused: false }), text: `${me.name} resumes` });
   });
   w.prov.pending.forEach((pd, k) => {
@@ -86,7 +105,10 @@ function worldSteps(ctx: Ctx, w: World): Succ[] {
     if (w.t >= pd.until) return;
     const r = process(ctx.pm, w.prov, w.t);
     const pending = w.prov.pending.filter((_, j) => j !== k);
-    out.push({ w: { ...w, prov: { ...r.p, pending } }, text: `the provider applies the held request sent at ${fmt(pd.sentAt)} (late apply) → ${describeObs(r.answer)}${r.p.effects > w.prov.effects ? ` — effect #${r.p.effects}` : ''}` });
+    out.push({
+      w: { ...w, prov: { ...r.p, pending } },
+      text: `the provider applies the held request sent at ${fmt(pd.sentAt)} (late apply) → ${describeObs(r.answer)}${r.p.effects > w.prov.effects ? ` — effect #${r.p.effects}` : ''}`,
+    });
   });
   return out;
 }
@@ -98,7 +120,12 @@ function nextTime(ctx: Ctx, w: World): number | null {
   w.ws.forEach((me) => {
     if (me.pc === 'waiting' && !me.paused) pts.push(me.op!.wakeAt - me.offset);
   });
-  if (w.rec !== null && w.rec.leaseExpiresAt !== null && !w.ws.some((x) => !x.paused && x.op !== null && x.pc !== 'done' && x.pc !== 'idle' && x.op.fence === w.rec!.fence)) around(w.rec.leaseExpiresAt);
+  if (
+    w.rec !== null &&
+    w.rec.leaseExpiresAt !== null &&
+    !w.ws.some((x) => !x.paused && x.op !== null && x.pc !== 'done' && x.pc !== 'idle' && x.op.fence === w.rec!.fence)
+  )
+    around(w.rec.leaseExpiresAt);
   for (const pd of w.prov.pending) around(pd.until);
   for (const c of w.prov.commits) around(c + ctx.pm.consistencyDelayMs);
   if (w.prov.key !== null && ctx.pm.retentionMs !== null) around(w.prov.key.at + ctx.pm.retentionMs);
@@ -106,8 +133,14 @@ function nextTime(ctx: Ctx, w: World): number | null {
     const first = w.rec.firstDispatchedAt;
     const offsets = new Set(w.ws.map((x) => x.offset));
     // Anchors are events, not bookkeeping: the first dispatch, each worker's last dispatch, a dead owner's lease end.
-    const held = w.ws.some((x) => !x.paused && x.op !== null && x.op.fence === w.rec!.fence && x.pc !== 'done' && x.pc !== 'idle');
-    const anchors = [first, ...w.ws.flatMap((x) => (x.op ? [x.op.lastDispatchedAt, x.op.takenOverLeaseEnd] : [])), held ? null : w.rec.leaseExpiresAt].filter((x): x is number => x !== null);
+    const held = w.ws.some(
+      (x) => !x.paused && x.op !== null && x.op.fence === w.rec!.fence && x.pc !== 'done' && x.pc !== 'idle',
+    );
+    const anchors = [
+      first,
+      ...w.ws.flatMap((x) => (x.op ? [x.op.lastDispatchedAt, x.op.takenOverLeaseEnd] : [])),
+      held ? null : w.rec.leaseExpiresAt,
+    ].filter((x): x is number => x !== null);
     const ret = ctx.card.retention.minimum.value;
     const bounds = [ctx.pm.consistencyDelayMs + ctx.pm.lateApplyMs, ctx.pm.lateApplyMs, ctx.pm.consistencyDelayMs];
     if (typeof ret === 'string' && ret !== 'unknown') bounds.push(durationMs(ret), durationMs(ret) - ctx.marginMs);
@@ -123,7 +156,17 @@ function tick(ctx: Ctx, w: World): Succ | null {
   // Live, unpaused workers that hold the lease keep it alive (the runner's heartbeat and sliced waits).
   let rec = w.rec;
   w.ws.forEach((me, i) => {
-    if (rec !== null && !me.paused && me.op !== null && me.pc !== 'done' && me.pc !== 'crashed' && me.pc !== 'idle' && rec.fence === me.op.fence && rec.leaseOwner === me.name && !T.isTerminal(rec))
+    if (
+      rec !== null &&
+      !me.paused &&
+      me.op !== null &&
+      me.pc !== 'done' &&
+      me.pc !== 'crashed' &&
+      me.pc !== 'idle' &&
+      rec.fence === me.op.fence &&
+      rec.leaseOwner === me.name &&
+      !T.isTerminal(rec)
+    )
       rec = T.renewTransition(rec, { businessOperationId: ID, fence: me.op.fence }, ctx.policy.leaseMs, t);
     void i;
   });
@@ -134,20 +177,47 @@ function tick(ctx: Ctx, w: World): Succ | null {
 
 function violations(ctx: Ctx, w: World): { invariant: Violation['invariant']; message: string } | null {
   if (w.leaseBreach) return { invariant: 'lease', message: w.leaseBreach };
-  if (w.prov.effects > 1) return { invariant: 'at-most-once', message: `${w.prov.effects} business effects for one operation` };
+  if (w.prov.effects > 1)
+    return { invariant: 'at-most-once', message: `${w.prov.effects} business effects for one operation` };
   if (w.prov.calls > 0 && (w.rec === null || w.rec.firstDispatchedAt === null || w.rec.attemptCount < w.prov.calls))
-    return { invariant: 'durable-dispatch', message: `${w.prov.calls} provider calls but the ledger records ${w.rec?.attemptCount ?? 0} dispatches` };
+    return {
+      invariant: 'durable-dispatch',
+      message: `${w.prov.calls} provider calls but the ledger records ${w.rec?.attemptCount ?? 0} dispatches`,
+    };
   if (w.rec !== null) {
-    if (w.rec.state === 'succeeded' && w.prov.effects === 0 && !ctx.pm.idempotent) return { invariant: 'honest-terminal', message: 'succeeded, but the provider holds no effect' };
-    if (w.rec.state === 'rejected' && w.prov.effects > 0) return { invariant: 'honest-terminal', message: 'rejected, but the provider holds the effect' };
+    if (w.rec.state === 'succeeded' && w.prov.effects === 0 && !ctx.pm.idempotent)
+      return { invariant: 'honest-terminal', message: 'succeeded, but the provider holds no effect' };
+    if (w.rec.state === 'rejected' && w.prov.effects > 0)
+      return { invariant: 'honest-terminal', message: 'rejected, but the provider holds the effect' };
   }
   return null;
 }
 
 function key(w: World): string {
   const r = w.rec;
-  const rk = r === null ? null : [r.state, r.fence, r.leaseOwner, r.leaseExpiresAt, r.firstDispatchedAt, r.attemptCount, r.lastOutcome, r.updatedAt];
-  return JSON.stringify([w.t, rk, w.prov, w.ws.map((x) => [x.name, x.role, x.pc, x.paused, x.op]), w.netFaults, w.crashes, w.pauses, w.leaseBreach ?? null]);
+  const rk =
+    r === null
+      ? null
+      : [
+          r.state,
+          r.fence,
+          r.leaseOwner,
+          r.leaseExpiresAt,
+          r.firstDispatchedAt,
+          r.attemptCount,
+          r.lastOutcome,
+          r.updatedAt,
+        ];
+  return JSON.stringify([
+    w.t,
+    rk,
+    w.prov,
+    w.ws.map((x) => [x.name, x.role, x.pc, x.paused, x.op]),
+    w.netFaults,
+    w.crashes,
+    w.pauses,
+    w.leaseBreach ?? null,
+  ]);
 }
 
 /** Breadth-first over every interleaving; the first violation found has the shortest trace. */
@@ -161,7 +231,11 @@ export function explore(options: ExploreOptions): ExploreReport {
   });
   // A network that delivers a request twice defeats any client when the provider does not fold
   // same-key requests: it is explored only where the card says the key folds them.
-  const fates = (options.fates ?? ALL_FATES).filter((f) => (pm.storesErrors || !f.startsWith('stored-error')) && (f !== 'duplicated' || (pm.folds && (pm.retentionMs ?? 0) > 0) || pm.idempotent));
+  const fates = (options.fates ?? ALL_FATES).filter(
+    (f) =>
+      (pm.storesErrors || !f.startsWith('stored-error')) &&
+      (f !== 'duplicated' || (pm.folds && (pm.retentionMs ?? 0) > 0) || pm.idempotent),
+  );
   const ctx: Ctx = {
     card,
     policy,
@@ -177,10 +251,27 @@ export function explore(options: ExploreOptions): ExploreReport {
   const skew = options.clockSkewMs ?? marginMs;
   const workers = options.workers ?? 2;
   const prov: ProviderState = { effects: 0, commits: [], key: null, pending: [], calls: 0 };
-  const mk = (name: string, role: WorkerState['role'], offset: number): WorkerState => ({ name, role, offset, pc: 'idle', paused: false, op: null, ended: null });
+  const mk = (name: string, role: WorkerState['role'], offset: number): WorkerState => ({
+    name,
+    role,
+    offset,
+    pc: 'idle',
+    paused: false,
+    op: null,
+    ended: null,
+  });
   const roots: World[] = [];
   const offsets = workers === 2 ? [...new Set([skew, -skew])] : [0];
-  for (const o of offsets) roots.push({ t: 0, rec: null, prov, ws: workers === 2 ? [mk('A', 'run', 0), mk(`B(clock ${fmt(o)})`, 'recover', o)] : [mk('A', 'run', 0)], netFaults: 0, crashes: 0, pauses: 0 });
+  for (const o of offsets)
+    roots.push({
+      t: 0,
+      rec: null,
+      prov,
+      ws: workers === 2 ? [mk('A', 'run', 0), mk(`B(clock ${fmt(o)})`, 'recover', o)] : [mk('A', 'run', 0)],
+      netFaults: 0,
+      crashes: 0,
+      pauses: 0,
+    });
 
   const maxStates = options.maxStates ?? 300_000;
   const seen = new Map<string, number>();
@@ -204,25 +295,36 @@ export function explore(options: ExploreOptions): ExploreReport {
   };
   const traceOf = (idx: number, last?: string): TraceStep[] => {
     const steps: TraceStep[] = [];
-    for (let k = idx; k >= 0; k = parent[k]!) if (parent[k]! >= 0) steps.unshift({ t: worlds[parent[k]!]!.t, text: label[k]! });
+    for (let k = idx; k >= 0; k = parent[k]!)
+      if (parent[k]! >= 0) steps.unshift({ t: worlds[parent[k]!]!.t, text: label[k]! });
     if (last) steps.push({ t: worlds[idx]!.t, text: last });
     return steps;
   };
-  const fail = (idx: number, v: { invariant: Violation['invariant']; message: string }, last?: string): ExploreReport => {
+  const fail = (
+    idx: number,
+    v: { invariant: Violation['invariant']; message: string },
+    last?: string,
+  ): ExploreReport => {
     const trace = traceOf(idx, last);
     // Consecutive "time passes" steps read as one.
     const shown: TraceStep[] = [];
     for (const s of trace) {
       const prev = shown[shown.length - 1];
-      if (prev && prev.text.startsWith('time passes') && s.text.startsWith('time passes')) shown[shown.length - 1] = { t: prev.t, text: s.text };
+      if (prev && prev.text.startsWith('time passes') && s.text.startsWith('time passes'))
+        shown[shown.length - 1] = { t: prev.t, text: s.text };
       else shown.push(s);
     }
-    const story = [`${card.operation}: ${v.invariant} violated — ${v.message}`, ...shown.map((s, k) => `  ${String(k + 1).padStart(2)}. [t${fmt(s.t)}] ${s.text}`)].join('\n');
+    const story = [
+      `${card.operation}: ${v.invariant} violated — ${v.message}`,
+      ...shown.map((s, k) => `  ${String(k + 1).padStart(2)}. [t${fmt(s.t)}] ${s.text}`),
+    ].join('\n');
     return report({ invariant: v.invariant, message: v.message, trace, story });
   };
   const report = (violation: Violation | null): ExploreReport => {
     const handsOff = Object.keys(endings).some((k) => k.startsWith('handed-off'));
-    const ends = Object.entries(endings).map(([k, v]) => `${k} ${v}`).join(', ');
+    const ends = Object.entries(endings)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ');
     return {
       operation: card.operation,
       states: worlds.length,
@@ -257,11 +359,22 @@ export function explore(options: ExploreOptions): ExploreReport {
     }
     // Local computation and ledger writes take no time: time passes only while every live worker waits,
     // is idle or paused (a slow worker is modelled by a pause; a crash can still happen at every step).
-    const computing = w.ws.some((x) => !x.paused && (x.pc === 'decided' || x.pc === 'observing' || x.pc === 'calling' || (x.pc === 'waiting' && w.t + x.offset >= x.op!.wakeAt)));
+    const computing = w.ws.some(
+      (x) =>
+        !x.paused &&
+        (x.pc === 'decided' ||
+          x.pc === 'observing' ||
+          x.pc === 'calling' ||
+          (x.pc === 'waiting' && w.t + x.offset >= x.op!.wakeAt)),
+    );
     const tk = computing ? null : tick(ctx, w);
     if (tk) succ.push(tk);
     if (succ.length === 0) {
-      if (w.rec !== null && !T.isTerminal(w.rec)) return fail(q, { invariant: 'stuck', message: `the operation stays ${w.rec.state} and no worker will ever move it` });
+      if (w.rec !== null && !T.isTerminal(w.rec))
+        return fail(q, {
+          invariant: 'stuck',
+          message: `the operation stays ${w.rec.state} and no worker will ever move it`,
+        });
       continue;
     }
     for (const s of succ) {

@@ -1,4 +1,4 @@
-export { explore } from './explore.js';
 export type { ExploreOptions, ExploreReport, TraceStep, Violation } from './explore.js';
-export { ALL_FATES, providerFromCard } from './model.js';
+export { explore } from './explore.js';
 export type { DecideFn, Fate, ProviderModel } from './model.js';
+export { ALL_FATES, providerFromCard } from './model.js';

@@ -29,7 +29,16 @@ export type Fate =
   | 'stored-error-applied'
   | 'stored-error-not-applied';
 
-export const ALL_FATES: readonly Fate[] = ['delivered', 'refused', 'lost-before', 'lost-after', 'late', 'duplicated', 'stored-error-applied', 'stored-error-not-applied'];
+export const ALL_FATES: readonly Fate[] = [
+  'delivered',
+  'refused',
+  'lost-before',
+  'lost-after',
+  'late',
+  'duplicated',
+  'stored-error-applied',
+  'stored-error-not-applied',
+];
 
 /** The true provider, as derived from the card (worst case inside what the card promises). */
 export interface ProviderModel {
@@ -128,7 +137,10 @@ export interface World {
 }
 
 /** Derive the worst-case provider the card allows. Unknown facts get the explorer's pessimistic stand-ins. */
-export function providerFromCard(card: RetrySafetyCard, stand: { unknownLateApplyMs: number; unknownDelayMs: number }): ProviderModel {
+export function providerFromCard(
+  card: RetrySafetyCard,
+  stand: { unknownLateApplyMs: number; unknownDelayMs: number },
+): ProviderModel {
   const sem = card.storedResult.semantics.value;
   const travels = card.providerKey.travels.value;
   const folds = (sem === 'replays' || sem === 'rejects-duplicate') && travels !== 'none' && travels !== 'unknown';
@@ -159,11 +171,20 @@ export function liveKey(pm: ProviderModel, p: ProviderState, t: number): Provide
 export function process(pm: ProviderModel, p: ProviderState, t: number): { p: ProviderState; answer: Outcome } {
   const k = liveKey(pm, p, t);
   if (k !== null) {
-    if (k.stored === 'error') return { p, answer: { kind: 'unknown', cause: 'server-error', status: 500, message: 'stored 500 replayed for this key' } };
+    if (k.stored === 'error')
+      return {
+        p,
+        answer: { kind: 'unknown', cause: 'server-error', status: 500, message: 'stored 500 replayed for this key' },
+      };
     return { p, answer: { kind: 'replayed', result: { ref: 'obj-1' }, providerRef: 'obj-1' } };
   }
   const effects = pm.idempotent ? 1 : p.effects + 1;
-  const next: ProviderState = { ...p, effects, commits: [...p.commits, t], key: pm.folds ? { at: t, stored: 'result' } : p.key };
+  const next: ProviderState = {
+    ...p,
+    effects,
+    commits: [...p.commits, t],
+    key: pm.folds ? { at: t, stored: 'result' } : p.key,
+  };
   const ref = `obj-${effects}`;
   if (pm.async) return { p: next, answer: { kind: 'in-progress', statusRef: `status/${ref}`, providerRef: ref } };
   return { p: next, answer: { kind: 'succeeded', result: { ref }, providerRef: ref } };
@@ -175,10 +196,15 @@ export function lookupAt(pm: ProviderModel, p: ProviderState, t: number): { p: P
   if (pm.lookup === 'resend-same-key') {
     const r = process(pm, p, t);
     const a = r.answer;
-    if (a.kind === 'succeeded' || a.kind === 'replayed' || a.kind === 'in-progress' || a.kind === 'rejected') return { p: r.p, result: { kind: 'found', outcome: a } };
+    if (a.kind === 'succeeded' || a.kind === 'replayed' || a.kind === 'in-progress' || a.kind === 'rejected')
+      return { p: r.p, result: { kind: 'found', outcome: a } };
     return { p: r.p, result: { kind: 'cannot-tell', reason: 'same-key re-send answered unknown' } };
   }
   const visible = p.commits.find((c) => c + pm.consistencyDelayMs <= t);
-  if (visible !== undefined) return { p, result: { kind: 'found', outcome: { kind: 'succeeded', result: { ref: 'obj-1' }, providerRef: 'obj-1' } } };
+  if (visible !== undefined)
+    return {
+      p,
+      result: { kind: 'found', outcome: { kind: 'succeeded', result: { ref: 'obj-1' }, providerRef: 'obj-1' } },
+    };
   return { p, result: { kind: 'not-found', reason: 'no record for this operation' } };
 }

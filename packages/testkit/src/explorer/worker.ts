@@ -12,7 +12,18 @@ import {
 import * as T from '@retrysafe/contract/ledger';
 import { resendSafety } from '@retrysafe/contract/rules';
 import type { Decision, DecisionState, RetryPolicy } from '@retrysafe/core';
-import { liveKey, lookupAt, process, type DecideFn, type Fate, type OpState, type ProviderModel, type ProviderState, type WorkerState, type World } from './model.js';
+import {
+  type DecideFn,
+  type Fate,
+  liveKey,
+  lookupAt,
+  type OpState,
+  type ProviderModel,
+  type ProviderState,
+  process,
+  type WorkerState,
+  type World,
+} from './model.js';
 
 export interface Ctx {
   readonly card: RetrySafetyCard;
@@ -47,9 +58,14 @@ export function fmt(ms: number): string {
 }
 
 const now = (w: World, i: number) => w.t + w.ws[i]!.offset;
-export const setW = (w: World, i: number, patch: Partial<WorkerState>): World => ({ ...w, ws: w.ws.map((x, j) => (j === i ? { ...x, ...patch } : x)) });
-const setOp = (w: World, i: number, patch: Partial<OpState>, pc?: WorkerState['pc']): World => setW(w, i, { op: { ...w.ws[i]!.op!, ...patch }, ...(pc ? { pc } : {}) });
-const holds = (w: World, i: number) => w.rec !== null && w.ws[i]!.op !== null && w.rec.fence === w.ws[i]!.op!.fence && w.rec.leaseOwner === w.ws[i]!.name;
+export const setW = (w: World, i: number, patch: Partial<WorkerState>): World => ({
+  ...w,
+  ws: w.ws.map((x, j) => (j === i ? { ...x, ...patch } : x)),
+});
+const setOp = (w: World, i: number, patch: Partial<OpState>, pc?: WorkerState['pc']): World =>
+  setW(w, i, { op: { ...w.ws[i]!.op!, ...patch }, ...(pc ? { pc } : {}) });
+const holds = (w: World, i: number) =>
+  w.rec !== null && w.ws[i]!.op !== null && w.rec.fence === w.ws[i]!.op!.fence && w.rec.leaseOwner === w.ws[i]!.name;
 
 function stateOf(ctx: Ctx, w: World, i: number, observedAt?: number): DecisionState {
   const op = w.ws[i]!.op!;
@@ -93,7 +109,9 @@ function reliesOnKey(obs: Outcome | LookupResult | null): boolean {
 }
 
 function safety(ctx: Ctx, first: number | null, at: number) {
-  return (resendSafety as (c: RetrySafetyCard, f: number | null, n: number, m?: number) => ReturnType<typeof resendSafety>)(ctx.card, first, at, ctx.marginMs);
+  return (
+    resendSafety as (c: RetrySafetyCard, f: number | null, n: number, m?: number) => ReturnType<typeof resendSafety>
+  )(ctx.card, first, at, ctx.marginMs);
 }
 
 function packet(reason: string, rec: OperationRecord): HandoffPacket {
@@ -111,55 +129,131 @@ export function workerSteps(ctx: Ctx, w: World, i: number): Succ[] {
       if (me.role === 'run') return [claim(ctx, w, i, true, `${tag} run(): claims the operation`)];
       // recover(): a candidate is a non-terminal record whose lease is absent or expired (ledger clock).
       if (w.rec === null || T.isTerminal(w.rec) || T.leaseLive(w.rec, w.t)) return [];
-      return [claim(ctx, w, i, false, `${tag} recover(): finds it ${w.rec.state} with the lease expired, takes it over`)];
+      return [
+        claim(ctx, w, i, false, `${tag} recover(): finds it ${w.rec.state} with the lease expired, takes it over`),
+      ];
     }
     case 'decided': {
       const op = me.op!;
       const d = op.decision;
       if (d.action === 'complete') {
-        if (!holds(w, i)) return [{ w: lostLease(w, i), text: `${tag}: its fenced write is refused (lease lost): waits for the holder, takes over once its lease lapses` }];
-        const rec = w.rec!.state === 'succeeded' ? w.rec! : T.setStateTransition(w.rec!, { state: 'succeeded', lastOutcome: w.rec!.lastOutcome, result: { ref: 'obj' }, providerRef: 'obj', now: n } as StatePatch);
+        if (!holds(w, i))
+          return [
+            {
+              w: lostLease(w, i),
+              text: `${tag}: its fenced write is refused (lease lost): waits for the holder, takes over once its lease lapses`,
+            },
+          ];
+        const rec =
+          w.rec!.state === 'succeeded'
+            ? w.rec!
+            : T.setStateTransition(w.rec!, {
+                state: 'succeeded',
+                lastOutcome: w.rec!.lastOutcome,
+                result: { ref: 'obj' },
+                providerRef: 'obj',
+                now: n,
+              } as StatePatch);
         return [{ w: setW({ ...w, rec }, i, { pc: 'done', ended: 'succeeded' }), text: `${tag}: ledger ← succeeded` }];
       }
       if (d.action === 'handoff') {
-        if (!holds(w, i)) return [{ w: lostLease(w, i), text: `${tag}: its fenced write is refused (lease lost): waits for the holder, takes over once its lease lapses` }];
-        const reason = op.recovering && d.reason === 'unknown-no-safe-resend' ? 'crash-recovery-inconclusive' : d.reason;
-        if (w.rec!.state === 'handed-off' || w.rec!.state === 'succeeded') return [{ w: setW(w, i, { pc: 'done', ended: w.rec!.state }), text: `${tag}: already ${w.rec!.state}` }];
+        if (!holds(w, i))
+          return [
+            {
+              w: lostLease(w, i),
+              text: `${tag}: its fenced write is refused (lease lost): waits for the holder, takes over once its lease lapses`,
+            },
+          ];
+        const reason =
+          op.recovering && d.reason === 'unknown-no-safe-resend' ? 'crash-recovery-inconclusive' : d.reason;
+        if (w.rec!.state === 'handed-off' || w.rec!.state === 'succeeded')
+          return [{ w: setW(w, i, { pc: 'done', ended: w.rec!.state }), text: `${tag}: already ${w.rec!.state}` }];
         if (reason === 'rejected' && w.rec!.state !== 'rejected') {
           const rec = T.setStateTransition(w.rec!, { state: 'rejected', now: n } as StatePatch);
           return [{ w: setW({ ...w, rec }, i, { pc: 'done', ended: 'rejected' }), text: `${tag}: ledger ← rejected` }];
         }
         const rec = T.handOffTransition(w.rec!, packet(reason, w.rec!), n);
-        return [{ w: setW({ ...w, rec }, i, { pc: 'done', ended: `handed-off:${reason}` }), text: `${tag}: ledger ← handed-off (${reason})` }];
+        return [
+          {
+            w: setW({ ...w, rec }, i, { pc: 'done', ended: `handed-off:${reason}` }),
+            text: `${tag}: ledger ← handed-off (${reason})`,
+          },
+        ];
       }
       // send / lookup: the runner counts the poll, then waits (renewing its lease).
       const polling = d.action === 'lookup' || isInProgress(op.obs);
-      const patch: Partial<OpState> = { wakeAt: n + d.delayMs, ...(polling ? { windowStartedAt: op.windowStartedAt ?? n, polls: op.polls + 1 } : {}) };
-      return [{ w: setOp(w, i, patch, 'waiting'), text: `${tag}: waits ${fmt(d.delayMs).slice(1)} before the ${d.action}` }];
+      const patch: Partial<OpState> = {
+        wakeAt: n + d.delayMs,
+        ...(polling ? { windowStartedAt: op.windowStartedAt ?? n, polls: op.polls + 1 } : {}),
+      };
+      return [
+        { w: setOp(w, i, patch, 'waiting'), text: `${tag}: waits ${fmt(d.delayMs).slice(1)} before the ${d.action}` },
+      ];
     }
     case 'waiting': {
       const op = me.op!;
       if (n < op.wakeAt) return [];
-      if (w.rec === null || op.fence !== w.rec.fence) return [{ w: lostLease(w, i), text: `${tag}: its fenced write is refused (lease lost): waits for the holder, takes over once its lease lapses` }];
+      if (w.rec === null || op.fence !== w.rec.fence)
+        return [
+          {
+            w: lostLease(w, i),
+            text: `${tag}: its fenced write is refused (lease lost): waits for the holder, takes over once its lease lapses`,
+          },
+        ];
       const d = op.decision;
-      if (d.action === 'send' && (reliesOnKey(op.obs) || op.maybeApplied) && !safety(ctx, w.rec.firstDispatchedAt, n).safe) {
+      if (
+        d.action === 'send' &&
+        (reliesOnKey(op.obs) || op.maybeApplied) &&
+        !safety(ctx, w.rec.firstDispatchedAt, n).safe
+      ) {
         const again = ctx.decide(ctx.card, stateOf(ctx, w, i), op.obs, { policy: ctx.policy, random });
-        return [{ w: setOp(w, i, { decision: again }, 'decided'), text: `${tag}: the wait outlasted the key's retention; decides again → ${describeDecision(again)}` }];
+        return [
+          {
+            w: setOp(w, i, { decision: again }, 'decided'),
+            text: `${tag}: the wait outlasted the key's retention; decides again → ${describeDecision(again)}`,
+          },
+        ];
       }
       if (d.action === 'send') {
-        if (op.dispatchWritten) return [{ w: setOp(w, i, {}, 'calling'), text: `${tag}: (the claim already wrote dispatched)` }];
-        const rec = T.dispatchedTransition(T.renewTransition(w.rec, { businessOperationId: ID, fence: op.fence }, ctx.policy.leaseMs, w.t), n);
-        return [{ w: setOp({ ...w, rec }, i, {}, 'calling'), text: `${tag}: ledger ← dispatched (attempt ${rec.attemptCount})` }];
+        if (op.dispatchWritten)
+          return [{ w: setOp(w, i, {}, 'calling'), text: `${tag}: (the claim already wrote dispatched)` }];
+        const rec = T.dispatchedTransition(
+          T.renewTransition(w.rec, { businessOperationId: ID, fence: op.fence }, ctx.policy.leaseMs, w.t),
+          n,
+        );
+        return [
+          {
+            w: setOp({ ...w, rec }, i, {}, 'calling'),
+            text: `${tag}: ledger ← dispatched (attempt ${rec.attemptCount})`,
+          },
+        ];
       }
       // lookup
       let rec = T.renewTransition(w.rec, { businessOperationId: ID, fence: op.fence }, ctx.policy.leaseMs, w.t);
-      if (rec.state !== 'reconciling' && rec.state !== 'in-progress') rec = T.setStateTransition(rec, { state: 'reconciling', now: n } as StatePatch);
+      if (rec.state !== 'reconciling' && rec.state !== 'in-progress')
+        rec = T.setStateTransition(rec, { state: 'reconciling', now: n } as StatePatch);
       const r = lookupAt(ctx.pm, w.prov, w.t);
       const sent = r.p !== w.prov ? ' (the lookup re-sends with the same key)' : '';
       return [
-        { w: setOp({ ...w, rec, prov: r.p }, i, { obs: r.result, observedAt: n }, 'observing'), text: `${tag}: looks up${sent} → ${describeObs(r.result)}${r.p.effects > w.prov.effects ? ` — the provider makes effect #${r.p.effects}` : ''}` },
+        {
+          w: setOp({ ...w, rec, prov: r.p }, i, { obs: r.result, observedAt: n }, 'observing'),
+          text: `${tag}: looks up${sent} → ${describeObs(r.result)}${r.p.effects > w.prov.effects ? ` — the provider makes effect #${r.p.effects}` : ''}`,
+        },
         ...(w.netFaults < ctx.maxNetworkFaults
-          ? [{ w: { ...setOp({ ...w, rec }, i, { obs: { kind: 'cannot-tell', reason: 'lookup request failed' } as LookupResult, observedAt: n }, 'observing'), netFaults: w.netFaults + 1 }, text: `${tag}: looks up → the lookup request fails (cannot tell)` }]
+          ? [
+              {
+                w: {
+                  ...setOp(
+                    { ...w, rec },
+                    i,
+                    { obs: { kind: 'cannot-tell', reason: 'lookup request failed' } as LookupResult, observedAt: n },
+                    'observing',
+                  ),
+                  netFaults: w.netFaults + 1,
+                },
+                text: `${tag}: looks up → the lookup request fails (cannot tell)`,
+              },
+            ]
           : []),
       ];
     }
@@ -193,7 +287,8 @@ function claim(ctx: Ctx, w: World, i: number, dispatch: boolean, text: string): 
   };
   const before = w.rec;
   const { result, write } = T.claimTransition(before, input);
-  if (result.kind !== 'claimed') return { w: setW(w, i, { pc: 'done', ended: result.kind }), text: `${text}: ${result.kind}` };
+  if (result.kind !== 'claimed')
+    return { w: setW(w, i, { pc: 'done', ended: result.kind }), text: `${text}: ${result.kind}` };
   const rec = write!;
   const dispatchWritten = dispatch && !result.takenOver && rec.state === 'dispatched';
   const n = now(w, i);
@@ -205,9 +300,13 @@ function claim(ctx: Ctx, w: World, i: number, dispatch: boolean, text: string): 
     polls: 0,
     windowStartedAt: null,
     startedAt: n,
-    lastDispatchedAt: dispatchWritten || rec.firstDispatchedAt === null ? null : Math.max(rec.firstDispatchedAt, rec.updatedAt),
+    lastDispatchedAt:
+      dispatchWritten || rec.firstDispatchedAt === null ? null : Math.max(rec.firstDispatchedAt, rec.updatedAt),
     // The dead owner could have sent until its lease ran out (it checks its lease before each call).
-    takenOverLeaseEnd: result.takenOver && before !== null && before.leaseExpiresAt !== null && rec.firstDispatchedAt !== null ? before.leaseExpiresAt : null,
+    takenOverLeaseEnd:
+      result.takenOver && before !== null && before.leaseExpiresAt !== null && rec.firstDispatchedAt !== null
+        ? before.leaseExpiresAt
+        : null,
     notBefore: undefined,
     recovering: result.takenOver && inFlight,
     dispatchWritten,
@@ -219,7 +318,10 @@ function claim(ctx: Ctx, w: World, i: number, dispatch: boolean, text: string): 
   };
   const w1 = setW({ ...w, rec }, i, { op, pc: 'decided' });
   const first = ctx.decide(ctx.card, stateOf(ctx, w1, i), null, { policy: ctx.policy, random });
-  return { w: setOp(w1, i, { decision: first }), text: `${text}${rec.state === 'dispatched' && dispatchWritten ? ' (created dispatched)' : ''} → ${describeDecision(first)}` };
+  return {
+    w: setOp(w1, i, { decision: first }),
+    text: `${text}${rec.state === 'dispatched' && dispatchWritten ? ' (created dispatched)' : ''} → ${describeDecision(first)}`,
+  };
 }
 
 function call(ctx: Ctx, w: World, i: number): Succ[] {
@@ -229,19 +331,38 @@ function call(ctx: Ctx, w: World, i: number): Succ[] {
   const n = now(w, i);
   // The runner checks its own lease immediately before every provider call.
   const leaseLive = holds(w, i) && w.rec!.leaseExpiresAt! > w.t;
-  if (!leaseLive && ctx.checksLease) return [{ w: lostLease(w, i), text: `${tag}: its lease ran out before the call: does not send; waits, and takes over once the lease lapses` }];
+  if (!leaseLive && ctx.checksLease)
+    return [
+      {
+        w: lostLease(w, i),
+        text: `${tag}: its lease ran out before the call: does not send; waits, and takes over once the lease lapses`,
+      },
+    ];
   const rec = w.rec!;
-  const base = { ...w, prov: { ...w.prov, calls: w.prov.calls + 1 }, ...(leaseLive ? {} : { leaseBreach: `${tag} called the provider with its lease run out (fence ${op.fence}, ledger fence ${rec.fence})` }) };
+  const base = {
+    ...w,
+    prov: { ...w.prov, calls: w.prov.calls + 1 },
+    ...(leaseLive
+      ? {}
+      : {
+          leaseBreach: `${tag} called the provider with its lease run out (fence ${op.fence}, ledger fence ${rec.fence})`,
+        }),
+  };
   const after = (prov: ProviderState, answer: Outcome, how: string, fault: boolean): Succ => {
-    const w1 = setOp({ ...base, prov, netFaults: w.netFaults + (fault ? 1 : 0) }, i, {
-      obs: answer,
-      observedAt: n,
-      lastDispatchedAt: Math.max(rec.updatedAt, n),
-      runAttempts: op.runAttempts + 1,
-      dispatchWritten: false,
-      storedError: answer.kind === 'unknown' && answer.cause === 'server-error' && ctx.pm.storesErrors,
-      notBefore: op.notBefore,
-    }, 'observing');
+    const w1 = setOp(
+      { ...base, prov, netFaults: w.netFaults + (fault ? 1 : 0) },
+      i,
+      {
+        obs: answer,
+        observedAt: n,
+        lastDispatchedAt: Math.max(rec.updatedAt, n),
+        runAttempts: op.runAttempts + 1,
+        dispatchWritten: false,
+        storedError: answer.kind === 'unknown' && answer.cause === 'server-error' && ctx.pm.storesErrors,
+        notBefore: op.notBefore,
+      },
+      'observing',
+    );
     const made = prov.effects > w.prov.effects ? ` — the provider makes effect #${prov.effects}` : '';
     return { w: w1, text: `${tag}: calls the provider (call ${w.prov.calls + 1}): ${how}${made}` };
   };
@@ -257,18 +378,39 @@ function call(ctx: Ctx, w: World, i: number): Succ[] {
         break;
       }
       case 'refused':
-        out.push(after(base.prov, { kind: 'not-applied', message: 'connection refused' }, 'connection refused (never reached the provider)', true));
+        out.push(
+          after(
+            base.prov,
+            { kind: 'not-applied', message: 'connection refused' },
+            'connection refused (never reached the provider)',
+            true,
+          ),
+        );
         break;
       case 'lost-before':
         out.push(after(base.prov, timeout, 'lost before the provider → client times out', true));
         break;
       case 'lost-after': {
         const r = process(ctx.pm, base.prov, w.t);
-        out.push(after(r.p, timeout, `the provider answers ${describeObs(r.answer)}, the answer is lost → client times out`, true));
+        out.push(
+          after(
+            r.p,
+            timeout,
+            `the provider answers ${describeObs(r.answer)}, the answer is lost → client times out`,
+            true,
+          ),
+        );
         break;
       }
       case 'late':
-        out.push(after({ ...base.prov, pending: [...base.prov.pending, { sentAt: w.t, until: w.t + ctx.pm.lateApplyMs }] }, timeout, 'held in the network → client times out; the provider may still apply it', true));
+        out.push(
+          after(
+            { ...base.prov, pending: [...base.prov.pending, { sentAt: w.t, until: w.t + ctx.pm.lateApplyMs }] },
+            timeout,
+            'held in the network → client times out; the provider may still apply it',
+            true,
+          ),
+        );
         break;
       case 'duplicated': {
         const r1 = process(ctx.pm, base.prov, w.t);
@@ -282,7 +424,14 @@ function call(ctx: Ctx, w: World, i: number): Succ[] {
         let p = base.prov;
         if (fate === 'stored-error-applied') p = process(ctx.pm, p, w.t).p;
         p = { ...p, key: { at: w.t, stored: 'error' } };
-        out.push(after(p, { kind: 'unknown', cause: 'server-error', status: 500, message: 'provider 500 (stored under the key)' }, `the provider answers 500 and stores it under the key${fate === 'stored-error-applied' ? ' (the effect was made)' : ' (no effect)'}`, true));
+        out.push(
+          after(
+            p,
+            { kind: 'unknown', cause: 'server-error', status: 500, message: 'provider 500 (stored under the key)' },
+            `the provider answers 500 and stores it under the key${fate === 'stored-error-applied' ? ' (the effect was made)' : ' (no effect)'}`,
+            true,
+          ),
+        );
         break;
       }
     }
@@ -295,10 +444,20 @@ function observe(ctx: Ctx, w: World, i: number): Succ {
   const op = me.op!;
   const tag = me.name;
   const n = now(w, i);
-  if (!holds(w, i)) return { w: lostLease(w, i), text: `${tag}: its fenced write is refused (lease lost): waits for the holder, takes over once its lease lapses` };
+  if (!holds(w, i))
+    return {
+      w: lostLease(w, i),
+      text: `${tag}: its fenced write is refused (lease lost): waits for the holder, takes over once its lease lapses`,
+    };
   const obs = op.obs!;
   let notBefore = op.notBefore;
-  if (op.decision.action === 'send' && 'retryAfterMs' in obs && typeof obs.retryAfterMs === 'number' && obs.retryAfterMs > 0) notBefore = Math.max(notBefore ?? 0, n + obs.retryAfterMs);
+  if (
+    op.decision.action === 'send' &&
+    'retryAfterMs' in obs &&
+    typeof obs.retryAfterMs === 'number' &&
+    obs.retryAfterMs > 0
+  )
+    notBefore = Math.max(notBefore ?? 0, n + obs.retryAfterMs);
   const w0 = setOp(w, i, { notBefore });
   const observed = stateOf(ctx, w0, i, op.observedAt);
   const d = ctx.decide(ctx.card, observed, obs, { policy: ctx.policy, random });
@@ -312,12 +471,17 @@ function observe(ctx: Ctx, w: World, i: number): Succ {
   else if (inner.kind === 'unknown') state = 'unknown';
   else if (inner.kind === 'not-applied' || inner.kind === 'not-found') state = maybeApplied ? 'unknown' : 'claimed';
   else if (inner.kind === 'cannot-tell') state = w.rec!.state === 'in-progress' ? 'in-progress' : 'reconciling';
-  const rec = state !== null && !T.isTerminal(w.rec!) ? T.setStateTransition(w.rec!, { state, lastOutcome: inner.kind, now: n } as StatePatch) : w.rec!;
-  return { w: setOp({ ...w0, rec }, i, { decision: d, maybeApplied }, 'decided'), text: `${tag}: decides → ${describeDecision(d)}` };
+  const rec =
+    state !== null && !T.isTerminal(w.rec!)
+      ? T.setStateTransition(w.rec!, { state, lastOutcome: inner.kind, now: n } as StatePatch)
+      : w.rec!;
+  return {
+    w: setOp({ ...w0, rec }, i, { decision: d, maybeApplied }, 'decided'),
+    text: `${tag}: decides → ${describeDecision(d)}`,
+  };
 }
 
 /** Whether decide treated the not-found as authoritative: it then moves on as if nothing were applied. */
 function notFoundAuthoritative(_ctx: Ctx, d: Decision): boolean {
   return d.action === 'send' || (d.action === 'handoff' && d.reason === 'retry-exhausted');
 }
-

@@ -1,8 +1,9 @@
 // The claim decision table of the ledger suite.
-import { expect, it } from 'vitest';
-import { LedgerError, type ClaimInput, type ClaimResult, type Fenced, type ProviderKey } from '@retrysafe/contract';
+
+import { type ClaimInput, type ClaimResult, type Fenced, LedgerError, type ProviderKey } from '@retrysafe/contract';
 import { claimTransition } from '@retrysafe/contract/ledger';
-import { claimed, claimInput, id, packet, T0, type Suite } from './fixtures.js';
+import { expect, it } from 'vitest';
+import { claimed, claimInput, id, packet, type Suite, T0 } from './fixtures.js';
 
 /** The claim decision table. */
 export function claimTableCases(ctx: Suite): void {
@@ -10,12 +11,18 @@ export function claimTableCases(ctx: Suite): void {
   // the contract's claimTransition does on the record it stores, and store what the rule writes. A
   // ctx.ledger that restates the rule (say, in SQL) and drifts fails here, on the case where it drifts.
   type Existing = (name: string) => Promise<Fenced | null>;
-  const settled = (state: 'succeeded' | 'rejected'): Existing => async (name) => {
-    const { ref } = await claimed(ctx.ledger, name);
-    await ctx.ledger.markDispatched(ref, T0 + 1);
-    await ctx.ledger.setState(ref, { state, lastOutcome: state === 'rejected' ? 'rejected' : 'succeeded', now: T0 + 2 });
-    return ref;
-  };
+  const settled =
+    (state: 'succeeded' | 'rejected'): Existing =>
+    async (name) => {
+      const { ref } = await claimed(ctx.ledger, name);
+      await ctx.ledger.markDispatched(ref, T0 + 1);
+      await ctx.ledger.setState(ref, {
+        state,
+        lastOutcome: state === 'rejected' ? 'rejected' : 'succeeded',
+        now: T0 + 2,
+      });
+      return ref;
+    };
   const handedOff: Existing = async (name) => {
     const { ref } = await claimed(ctx.ledger, name);
     await ctx.ledger.markDispatched(ref, T0 + 1);
@@ -33,7 +40,11 @@ export function claimTableCases(ctx: Suite): void {
     await ctx.ledger.markDispatched(ref, T0 + 1);
     return ref;
   };
-  const revised = { params: { fixed: true }, paramsFingerprint: 'sha256:params-b', providerKey: 'rs-revised' as ProviderKey };
+  const revised = {
+    params: { fixed: true },
+    paramsFingerprint: 'sha256:params-b',
+    providerKey: 'rs-revised' as ProviderKey,
+  };
   type Over = (ref: Fenced | null) => Partial<ClaimInput>;
   const claimTable: ReadonlyArray<readonly [string, Existing, Over, ClaimResult['kind'], boolean?]> = [
     ['new operation', async () => null, () => ({}), 'claimed', false],
@@ -41,26 +52,87 @@ export function claimTableCases(ctx: Suite): void {
     ['live lease', live, () => ({ owner: 'w2', now: T0 + 999 }), 'busy'],
     ['live lease, own owner', live, () => ({ now: T0 + 500 }), 'busy'],
     ['expired lease: takeover', live, () => ({ owner: 'w2', now: T0 + 1000 }), 'claimed', true],
-    ['expired lease of a dispatched op, dispatch: takeover, state kept', dispatched, () => ({ owner: 'w2', dispatch: true, now: T0 + 5000 }), 'claimed', true],
+    [
+      'expired lease of a dispatched op, dispatch: takeover, state kept',
+      dispatched,
+      () => ({ owner: 'w2', dispatch: true, now: T0 + 5000 }),
+      'claimed',
+      true,
+    ],
     ['released lease: takeover before expiry', released, () => ({ owner: 'w2', now: T0 + 1 }), 'claimed', true],
     ['live lease, resume', live, () => ({ owner: 'w2', resume: true, now: T0 + 10 }), 'busy'],
-    ['expired lease, supersede ignored', live, (ref) => ({ ...revised, owner: 'w2', now: T0 + 5000, supersede: { fence: ref!.fence, revision: 2 } }), 'claimed', true],
+    [
+      'expired lease, supersede ignored',
+      live,
+      (ref) => ({ ...revised, owner: 'w2', now: T0 + 5000, supersede: { fence: ref!.fence, revision: 2 } }),
+      'claimed',
+      true,
+    ],
     ['intent conflict', live, () => ({ intentFingerprint: 'sha256:intent-b', now: T0 + 5000 }), 'conflict'],
     ['operation conflict', live, () => ({ operation: 'sandbox.other', now: T0 + 5000 }), 'conflict'],
-    ['intent conflict on a terminal op', settled('succeeded'), () => ({ intentFingerprint: 'sha256:intent-b', now: T0 + 5000 }), 'conflict'],
+    [
+      'intent conflict on a terminal op',
+      settled('succeeded'),
+      () => ({ intentFingerprint: 'sha256:intent-b', now: T0 + 5000 }),
+      'conflict',
+    ],
     ['succeeded: terminal', settled('succeeded'), () => ({ owner: 'w2', now: T0 + 5000 }), 'terminal'],
-    ['succeeded, resume: terminal', settled('succeeded'), () => ({ owner: 'w2', resume: true, now: T0 + 5000 }), 'terminal'],
-    ['succeeded, supersede at its fence: terminal', settled('succeeded'), (ref) => ({ ...revised, now: T0 + 5000, supersede: { fence: ref!.fence, revision: 2 } }), 'terminal'],
+    [
+      'succeeded, resume: terminal',
+      settled('succeeded'),
+      () => ({ owner: 'w2', resume: true, now: T0 + 5000 }),
+      'terminal',
+    ],
+    [
+      'succeeded, supersede at its fence: terminal',
+      settled('succeeded'),
+      (ref) => ({ ...revised, now: T0 + 5000, supersede: { fence: ref!.fence, revision: 2 } }),
+      'terminal',
+    ],
     ['rejected: terminal', settled('rejected'), () => ({ now: T0 + 5000 }), 'terminal'],
     ['rejected, resume: terminal', settled('rejected'), () => ({ resume: true, now: T0 + 5000 }), 'terminal'],
-    ['rejected, supersede with a stale fence: terminal', settled('rejected'), (ref) => ({ ...revised, now: T0 + 3, supersede: { fence: ref!.fence + 7, revision: 2 } }), 'terminal'],
-    ['rejected, supersede at its fence', settled('rejected'), (ref) => ({ ...revised, owner: 'w2', now: T0 + 3, supersede: { fence: ref!.fence, revision: 2 } }), 'claimed', false],
+    [
+      'rejected, supersede with a stale fence: terminal',
+      settled('rejected'),
+      (ref) => ({ ...revised, now: T0 + 3, supersede: { fence: ref!.fence + 7, revision: 2 } }),
+      'terminal',
+    ],
+    [
+      'rejected, supersede at its fence',
+      settled('rejected'),
+      (ref) => ({ ...revised, owner: 'w2', now: T0 + 3, supersede: { fence: ref!.fence, revision: 2 } }),
+      'claimed',
+      false,
+    ],
     ['handed-off: terminal', handedOff, () => ({ now: T0 + 3 }), 'terminal'],
     ['handed-off, resume', handedOff, () => ({ owner: 'person', resume: true, now: T0 + 3 }), 'claimed', true],
-    ['handed-off, supersede with a stale fence: terminal', handedOff, (ref) => ({ ...revised, now: T0 + 3, supersede: { fence: ref!.fence - 1, revision: 2 } }), 'terminal'],
-    ['handed-off, supersede at its fence', handedOff, (ref) => ({ ...revised, now: T0 + 3, supersede: { fence: ref!.fence, revision: 2 } }), 'claimed', false],
-    ['handed-off, resume and supersede at its fence: resume wins', handedOff, (ref) => ({ ...revised, resume: true, now: T0 + 3, supersede: { fence: ref!.fence, revision: 2 } }), 'claimed', true],
-    ['handed-off, resume and supersede with a stale fence: resume', handedOff, (ref) => ({ ...revised, resume: true, now: T0 + 3, supersede: { fence: ref!.fence + 1, revision: 2 } }), 'claimed', true],
+    [
+      'handed-off, supersede with a stale fence: terminal',
+      handedOff,
+      (ref) => ({ ...revised, now: T0 + 3, supersede: { fence: ref!.fence - 1, revision: 2 } }),
+      'terminal',
+    ],
+    [
+      'handed-off, supersede at its fence',
+      handedOff,
+      (ref) => ({ ...revised, now: T0 + 3, supersede: { fence: ref!.fence, revision: 2 } }),
+      'claimed',
+      false,
+    ],
+    [
+      'handed-off, resume and supersede at its fence: resume wins',
+      handedOff,
+      (ref) => ({ ...revised, resume: true, now: T0 + 3, supersede: { fence: ref!.fence, revision: 2 } }),
+      'claimed',
+      true,
+    ],
+    [
+      'handed-off, resume and supersede with a stale fence: resume',
+      handedOff,
+      (ref) => ({ ...revised, resume: true, now: T0 + 3, supersede: { fence: ref!.fence + 1, revision: 2 } }),
+      'claimed',
+      true,
+    ],
   ];
   for (const [what, existing, over, kind, takenOver] of claimTable) {
     it(`claim decision table: ${what} → ${kind}${takenOver === undefined ? '' : takenOver ? ' (taken over)' : ' (new)'}, as the contract's claimTransition says`, async () => {
@@ -78,6 +150,8 @@ export function claimTableCases(ctx: Suite): void {
   }
 
   it('refuses writes to an operation that does not exist', async () => {
-    await expect(ctx.ledger.markDispatched({ businessOperationId: id('ghost'), fence: 1 }, T0)).rejects.toSatisfy(LedgerError.isInstance);
+    await expect(ctx.ledger.markDispatched({ businessOperationId: id('ghost'), fence: 1 }, T0)).rejects.toSatisfy(
+      LedgerError.isInstance,
+    );
   });
 }

@@ -1,5 +1,12 @@
 // What the ledger suite's tests are made of: claim inputs, packets and sealed receipts of one shape.
-import { asBusinessOperationId, type ClaimInput, type HandoffPacket, type Ledger, type ProviderKey, type Receipt } from '@retrysafe/contract';
+import {
+  asBusinessOperationId,
+  type ClaimInput,
+  type HandoffPacket,
+  type Ledger,
+  type ProviderKey,
+  type Receipt,
+} from '@retrysafe/contract';
 import { sealReceipt } from '@retrysafe/core/internal';
 
 export const T0 = Date.UTC(2026, 0, 1);

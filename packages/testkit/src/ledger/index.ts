@@ -1,8 +1,16 @@
-import { describe, expect, it, beforeEach, afterEach } from 'vitest';
-import { InvalidStateError, LeaseLostError, LedgerError, type ClaimInput, type Fenced, type Ledger, type ProviderKey } from '@retrysafe/contract';
+import {
+  type ClaimInput,
+  type Fenced,
+  InvalidStateError,
+  LeaseLostError,
+  type Ledger,
+  LedgerError,
+  type ProviderKey,
+} from '@retrysafe/contract';
 import { verifyReceiptChain } from '@retrysafe/core';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claimTableCases } from './claim-table.js';
-import { claimed, claimInput, id, packet, receipt, T0, type Suite } from './fixtures.js';
+import { claimed, claimInput, id, packet, receipt, type Suite, T0 } from './fixtures.js';
 
 /** The ledger conformance suite (vitest): every Ledger implementation runs it, unchanged. */
 export interface LedgerSuiteOptions {
@@ -19,7 +27,15 @@ function claimCases(ctx: Suite): void {
     expect(r.kind).toBe('claimed');
     if (r.kind !== 'claimed') return;
     expect(r.takenOver).toBe(false);
-    expect(r.record).toMatchObject({ state: 'claimed', fence: 1, leaseOwner: 'worker-1', leaseExpiresAt: T0 + 1000, attemptCount: 0, firstDispatchedAt: null, providerKey: 'rs-new' });
+    expect(r.record).toMatchObject({
+      state: 'claimed',
+      fence: 1,
+      leaseOwner: 'worker-1',
+      leaseExpiresAt: T0 + 1000,
+      attemptCount: 0,
+      firstDispatchedAt: null,
+      providerKey: 'rs-new',
+    });
     expect(r.record.params).toEqual({ ref: 'new', nested: { n: 1 } });
     expect(await ctx.ledger.get(id('new'))).toMatchObject({ state: 'claimed', fence: 1 });
   });
@@ -32,7 +48,9 @@ function claimCases(ctx: Suite): void {
   });
 
   it('lets exactly one of many simultaneous claims win', async () => {
-    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => ctx.ledger.claim(claimInput('race', { owner: `w${i}` }))));
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => ctx.ledger.claim(claimInput('race', { owner: `w${i}` }))),
+    );
     expect(results.filter((r) => r.kind === 'claimed')).toHaveLength(1);
     expect(results.filter((r) => r.kind === 'busy')).toHaveLength(7);
   });
@@ -55,8 +73,12 @@ function claimCases(ctx: Suite): void {
     expect(second.takenOver).toBe(true);
     expect(second.record).toMatchObject({ fence: 2, state: 'dispatched', leaseOwner: 'worker-2', attemptCount: 1 });
     await expect(ctx.ledger.markDispatched(first.ref, T0 + 1001)).rejects.toSatisfy(LeaseLostError.isInstance);
-    await expect(ctx.ledger.setState(first.ref, { state: 'succeeded', now: T0 + 1001 })).rejects.toSatisfy(LeaseLostError.isInstance);
-    await expect(ctx.ledger.appendReceipt(first.ref, receipt('takeover', 1, null))).rejects.toSatisfy(LeaseLostError.isInstance);
+    await expect(ctx.ledger.setState(first.ref, { state: 'succeeded', now: T0 + 1001 })).rejects.toSatisfy(
+      LeaseLostError.isInstance,
+    );
+    await expect(ctx.ledger.appendReceipt(first.ref, receipt('takeover', 1, null))).rejects.toSatisfy(
+      LeaseLostError.isInstance,
+    );
     expect((await ctx.ledger.get(id('takeover')))!.attemptCount).toBe(1);
   });
 
@@ -95,13 +117,32 @@ function writeCases(ctx: Suite): void {
   it('setState stores result, refs and releases the lease on a terminal state; a terminal record answers terminal', async () => {
     const { ref } = await claimed(ctx.ledger, 'done');
     await ctx.ledger.markDispatched(ref, T0 + 1);
-    await ctx.ledger.setState(ref, { state: 'in-progress', statusRef: '/status/1', lastOutcome: 'in-progress', now: T0 + 2 });
-    const done = await ctx.ledger.setState(ref, { state: 'succeeded', result: { id: 'rec_1', deep: [1, 2] }, providerRef: 'rec_1', lastOutcome: 'succeeded', now: T0 + 3 });
-    expect(done).toMatchObject({ state: 'succeeded', providerRef: 'rec_1', statusRef: '/status/1', leaseOwner: null, leaseExpiresAt: null });
+    await ctx.ledger.setState(ref, {
+      state: 'in-progress',
+      statusRef: '/status/1',
+      lastOutcome: 'in-progress',
+      now: T0 + 2,
+    });
+    const done = await ctx.ledger.setState(ref, {
+      state: 'succeeded',
+      result: { id: 'rec_1', deep: [1, 2] },
+      providerRef: 'rec_1',
+      lastOutcome: 'succeeded',
+      now: T0 + 3,
+    });
+    expect(done).toMatchObject({
+      state: 'succeeded',
+      providerRef: 'rec_1',
+      statusRef: '/status/1',
+      leaseOwner: null,
+      leaseExpiresAt: null,
+    });
     expect(done.result).toEqual({ id: 'rec_1', deep: [1, 2] });
     const again = await ctx.ledger.claim(claimInput('done', { owner: 'w2', now: T0 + 4 }));
     expect(again.kind).toBe('terminal');
-    await expect(ctx.ledger.setState(ref, { state: 'unknown', now: T0 + 5 })).rejects.toSatisfy(InvalidStateError.isInstance);
+    await expect(ctx.ledger.setState(ref, { state: 'unknown', now: T0 + 5 })).rejects.toSatisfy(
+      InvalidStateError.isInstance,
+    );
   });
 
   it('hands off with the packet, releases the lease, and can be resumed (fence + 1) or resolved', async () => {
@@ -120,16 +161,26 @@ function writeCases(ctx: Suite): void {
 
   it('resolves a handed-off operation: mark-done needs a provider ref; abandon; anything else is refused', async () => {
     const a = await claimed(ctx.ledger, 'mark');
-    await expect(ctx.ledger.resolve(id('mark'), { action: 'abandon' }, T0)).rejects.toSatisfy(InvalidStateError.isInstance);
+    await expect(ctx.ledger.resolve(id('mark'), { action: 'abandon' }, T0)).rejects.toSatisfy(
+      InvalidStateError.isInstance,
+    );
     await ctx.ledger.handOff(a.ref, packet('mark'), T0 + 1);
-    await expect(ctx.ledger.resolve(id('mark'), { action: 'mark-done' }, T0 + 2)).rejects.toSatisfy(InvalidStateError.isInstance);
-    const done = await ctx.ledger.resolve(id('mark'), { action: 'mark-done', providerRef: 'rec_9', by: 'alice' }, T0 + 2);
+    await expect(ctx.ledger.resolve(id('mark'), { action: 'mark-done' }, T0 + 2)).rejects.toSatisfy(
+      InvalidStateError.isInstance,
+    );
+    const done = await ctx.ledger.resolve(
+      id('mark'),
+      { action: 'mark-done', providerRef: 'rec_9', by: 'alice' },
+      T0 + 2,
+    );
     expect(done).toMatchObject({ state: 'succeeded', providerRef: 'rec_9' });
     expect(done.resolution).toMatchObject({ action: 'mark-done', providerRef: 'rec_9', by: 'alice', at: T0 + 2 });
     const b = await claimed(ctx.ledger, 'abandon');
     await ctx.ledger.handOff(b.ref, packet('abandon'), T0 + 1);
     expect((await ctx.ledger.resolve(id('abandon'), { action: 'abandon' }, T0 + 3)).state).toBe('abandoned');
-    await expect(ctx.ledger.resolve(id('missing'), { action: 'abandon' }, T0)).rejects.toSatisfy((e: unknown) => LedgerError.isInstance(e) || InvalidStateError.isInstance(e));
+    await expect(ctx.ledger.resolve(id('missing'), { action: 'abandon' }, T0)).rejects.toSatisfy(
+      (e: unknown) => LedgerError.isInstance(e) || InvalidStateError.isInstance(e),
+    );
   });
 
   it('appends receipts in seq order only, and returns them in order', async () => {
@@ -137,7 +188,9 @@ function writeCases(ctx: Suite): void {
     const r1 = receipt('receipts', 1, null);
     const r2 = receipt('receipts', 2, r1.hash);
     await ctx.ledger.appendReceipt(ref, r1);
-    await expect(ctx.ledger.appendReceipt(ref, receipt('receipts', 3, r1.hash))).rejects.toSatisfy(LedgerError.isInstance);
+    await expect(ctx.ledger.appendReceipt(ref, receipt('receipts', 3, r1.hash))).rejects.toSatisfy(
+      LedgerError.isInstance,
+    );
     await expect(ctx.ledger.appendReceipt(ref, r1)).rejects.toSatisfy(LedgerError.isInstance);
     await ctx.ledger.appendReceipt(ref, r2);
     expect(await ctx.ledger.receipts(id('receipts'))).toEqual([r1, r2]);
@@ -149,9 +202,17 @@ function writeCases(ctx: Suite): void {
     await ctx.ledger.handOff(ref, packet('after-resolve'), T0 + 1);
     const done = await ctx.ledger.resolve(id('after-resolve'), { action: 'abandon' }, T0 + 2);
     expect(done.fence).toBe(ref.fence);
-    await ctx.ledger.appendReceipt({ businessOperationId: id('after-resolve'), fence: done.fence }, receipt('after-resolve', 1, null));
+    await ctx.ledger.appendReceipt(
+      { businessOperationId: id('after-resolve'), fence: done.fence },
+      receipt('after-resolve', 1, null),
+    );
     expect(await ctx.ledger.receipts(id('after-resolve'))).toHaveLength(1);
-    await expect(ctx.ledger.appendReceipt({ businessOperationId: id('after-resolve'), fence: done.fence + 1 }, receipt('after-resolve', 2, null))).rejects.toSatisfy(LeaseLostError.isInstance);
+    await expect(
+      ctx.ledger.appendReceipt(
+        { businessOperationId: id('after-resolve'), fence: done.fence + 1 },
+        receipt('after-resolve', 2, null),
+      ),
+    ).rejects.toSatisfy(LeaseLostError.isInstance);
   });
 
   it('lists recover candidates: non-terminal with no live lease, never terminal ones', async () => {
@@ -177,10 +238,15 @@ function writeCases(ctx: Suite): void {
     await claimed(ctx.ledger, 'l3', { operation: 'sandbox.other', now: T0 + 2 });
     expect((await ctx.ledger.list()).map((r) => r.businessOperationId)).toEqual([id('l1'), id('l2'), id('l3')]);
     expect((await ctx.ledger.list({ states: ['succeeded'] })).map((r) => r.businessOperationId)).toEqual([id('l2')]);
-    expect((await ctx.ledger.list({ operation: 'sandbox.other' })).map((r) => r.businessOperationId)).toEqual([id('l3')]);
+    expect((await ctx.ledger.list({ operation: 'sandbox.other' })).map((r) => r.businessOperationId)).toEqual([
+      id('l3'),
+    ]);
     expect(await ctx.ledger.list({ provider: 'nobody' })).toEqual([]);
     expect(await ctx.ledger.list({ limit: 2 })).toHaveLength(2);
-    expect((await ctx.ledger.list({ newestFirst: true, limit: 2 })).map((r) => r.businessOperationId)).toEqual([id('l3'), id('l2')]);
+    expect((await ctx.ledger.list({ newestFirst: true, limit: 2 })).map((r) => r.businessOperationId)).toEqual([
+      id('l3'),
+      id('l2'),
+    ]);
     expect(await ctx.ledger.get(id('absent'))).toBeNull();
   });
 }
@@ -196,37 +262,73 @@ function combinedWriteCases(ctx: Suite): void {
     expect(r.kind).toBe('claimed');
     if (r.kind !== 'claimed') return;
     expect(r.takenOver).toBe(false);
-    const want = { state: 'dispatched', fence: 1, attemptCount: 1, firstDispatchedAt: T0 + 7, leaseOwner: 'worker-1', leaseExpiresAt: T0 + 1007, createdAt: T0 + 7, updatedAt: T0 + 7 };
+    const want = {
+      state: 'dispatched',
+      fence: 1,
+      attemptCount: 1,
+      firstDispatchedAt: T0 + 7,
+      leaseOwner: 'worker-1',
+      leaseExpiresAt: T0 + 1007,
+      createdAt: T0 + 7,
+      updatedAt: T0 + 7,
+    };
     expect(r.record).toMatchObject(want);
     expect(await ctx.ledger.get(id('born-dispatched'))).toMatchObject(want);
     // It is an ordinary dispatched operation from here on: a second dispatch counts attempt 2, the first time stays.
     const ref = { businessOperationId: r.record.businessOperationId, fence: r.record.fence };
     await ctx.ledger.setState(ref, { state: 'unknown', lastOutcome: 'unknown', now: T0 + 8 });
-    expect(await ctx.ledger.markDispatched(ref, T0 + 9)).toMatchObject({ state: 'dispatched', attemptCount: 2, firstDispatchedAt: T0 + 7 });
+    expect(await ctx.ledger.markDispatched(ref, T0 + 9)).toMatchObject({
+      state: 'dispatched',
+      attemptCount: 2,
+      firstDispatchedAt: T0 + 7,
+    });
     // and a dead worker's dispatched operation is a recover candidate once its lease is gone
     await ctx.ledger.release(ref);
-    expect((await ctx.ledger.recoverCandidates(T0 + 10)).map((x) => x.businessOperationId)).toEqual([id('born-dispatched')]);
+    expect((await ctx.ledger.recoverCandidates(T0 + 10)).map((x) => x.businessOperationId)).toEqual([
+      id('born-dispatched'),
+    ]);
   });
 
   it('claim with dispatch changes nothing else: busy, conflict, terminal and takeovers behave as without it', async () => {
     const first = await claimed(ctx.ledger, 'dispatch-existing');
     const busy = await ctx.ledger.claim(claimInput('dispatch-existing', { owner: 'w2', dispatch: true, now: T0 + 10 }));
     expect(busy.kind).toBe('busy');
-    const conflict = await ctx.ledger.claim(claimInput('dispatch-existing', { intentFingerprint: 'sha256:intent-b', dispatch: true, now: T0 + 5000 }));
+    const conflict = await ctx.ledger.claim(
+      claimInput('dispatch-existing', { intentFingerprint: 'sha256:intent-b', dispatch: true, now: T0 + 5000 }),
+    );
     expect(conflict.kind).toBe('conflict');
-    expect(await ctx.ledger.get(id('dispatch-existing'))).toMatchObject({ state: 'claimed', fence: 1, attemptCount: 0, firstDispatchedAt: null });
+    expect(await ctx.ledger.get(id('dispatch-existing'))).toMatchObject({
+      state: 'claimed',
+      fence: 1,
+      attemptCount: 0,
+      firstDispatchedAt: null,
+    });
     // An expired claim taken over with dispatch: the state stays as it was (the taker decides from it).
-    const taken = await ctx.ledger.claim(claimInput('dispatch-existing', { owner: 'w2', dispatch: true, now: T0 + 5000 }));
+    const taken = await ctx.ledger.claim(
+      claimInput('dispatch-existing', { owner: 'w2', dispatch: true, now: T0 + 5000 }),
+    );
     expect(taken.kind).toBe('claimed');
     if (taken.kind !== 'claimed') return;
     expect(taken.takenOver).toBe(true);
-    expect(taken.record).toMatchObject({ state: 'claimed', fence: 2, attemptCount: 0, firstDispatchedAt: null, leaseOwner: 'w2' });
+    expect(taken.record).toMatchObject({
+      state: 'claimed',
+      fence: 2,
+      attemptCount: 0,
+      firstDispatchedAt: null,
+      leaseOwner: 'w2',
+    });
     await expect(ctx.ledger.markDispatched(first.ref, T0 + 5001)).rejects.toSatisfy(LeaseLostError.isInstance);
     const ref = { businessOperationId: taken.record.businessOperationId, fence: taken.record.fence };
     await ctx.ledger.setState(ref, { state: 'succeeded', now: T0 + 5002 });
-    const terminal = await ctx.ledger.claim(claimInput('dispatch-existing', { owner: 'w3', dispatch: true, now: T0 + 5003 }));
+    const terminal = await ctx.ledger.claim(
+      claimInput('dispatch-existing', { owner: 'w3', dispatch: true, now: T0 + 5003 }),
+    );
     expect(terminal.kind).toBe('terminal');
-    expect(await ctx.ledger.get(id('dispatch-existing'))).toMatchObject({ state: 'succeeded', fence: 2, attemptCount: 0 });
+    expect(await ctx.ledger.get(id('dispatch-existing'))).toMatchObject({
+      state: 'succeeded',
+      fence: 2,
+      attemptCount: 0,
+    });
   });
 
   it('setState with a receipt writes the state and the receipt together', async () => {
@@ -238,7 +340,14 @@ function combinedWriteCases(ctx: Suite): void {
     expect(u).toMatchObject({ state: 'unknown', lastOutcome: 'unknown', updatedAt: T0 + 1 });
     expect(u).not.toHaveProperty('receipt');
     const r2 = receipt('state-receipt', 2, r1.hash);
-    const done = await ctx.ledger.setState(ref, { state: 'succeeded', result: { id: 'rec_2' }, providerRef: 'rec_2', lastOutcome: 'succeeded', now: T0 + 2, receipt: r2 });
+    const done = await ctx.ledger.setState(ref, {
+      state: 'succeeded',
+      result: { id: 'rec_2' },
+      providerRef: 'rec_2',
+      lastOutcome: 'succeeded',
+      now: T0 + 2,
+      receipt: r2,
+    });
     expect(done).toMatchObject({ state: 'succeeded', providerRef: 'rec_2', leaseOwner: null, leaseExpiresAt: null });
     expect(await ctx.ledger.get(id('state-receipt'))).toMatchObject({ state: 'succeeded', result: { id: 'rec_2' } });
     expect(await ctx.ledger.receipts(id('state-receipt'))).toEqual([r1, r2]);
@@ -250,17 +359,35 @@ function combinedWriteCases(ctx: Suite): void {
     const second = await claimed(ctx.ledger, 'atomic', { owner: 'worker-2', now: T0 + 1000 });
     const before = await ctx.ledger.get(id('atomic'));
     // stale fence
-    await expect(ctx.ledger.setState(first.ref, { state: 'succeeded', result: { id: 'x' }, now: T0 + 1001, receipt: receipt('atomic', 1, null) })).rejects.toSatisfy(LeaseLostError.isInstance);
+    await expect(
+      ctx.ledger.setState(first.ref, {
+        state: 'succeeded',
+        result: { id: 'x' },
+        now: T0 + 1001,
+        receipt: receipt('atomic', 1, null),
+      }),
+    ).rejects.toSatisfy(LeaseLostError.isInstance);
     // current fence, wrong seq
-    await expect(ctx.ledger.setState(second.ref, { state: 'succeeded', result: { id: 'x' }, now: T0 + 1002, receipt: receipt('atomic', 2, null) })).rejects.toSatisfy(LedgerError.isInstance);
+    await expect(
+      ctx.ledger.setState(second.ref, {
+        state: 'succeeded',
+        result: { id: 'x' },
+        now: T0 + 1002,
+        receipt: receipt('atomic', 2, null),
+      }),
+    ).rejects.toSatisfy(LedgerError.isInstance);
     // current fence, a receipt of another operation
-    await expect(ctx.ledger.setState(second.ref, { state: 'unknown', now: T0 + 1003, receipt: receipt('other', 1, null) })).rejects.toSatisfy(LedgerError.isInstance);
+    await expect(
+      ctx.ledger.setState(second.ref, { state: 'unknown', now: T0 + 1003, receipt: receipt('other', 1, null) }),
+    ).rejects.toSatisfy(LedgerError.isInstance);
     expect(await ctx.ledger.get(id('atomic'))).toEqual(before);
     expect(await ctx.ledger.receipts(id('atomic'))).toEqual([]);
     // a state the operation may not leave: the receipt is not written either
     const r1 = receipt('atomic', 1, null);
     await ctx.ledger.setState(second.ref, { state: 'succeeded', now: T0 + 1004, receipt: r1 });
-    await expect(ctx.ledger.setState(second.ref, { state: 'unknown', now: T0 + 1005, receipt: receipt('atomic', 2, r1.hash) })).rejects.toSatisfy(InvalidStateError.isInstance);
+    await expect(
+      ctx.ledger.setState(second.ref, { state: 'unknown', now: T0 + 1005, receipt: receipt('atomic', 2, r1.hash) }),
+    ).rejects.toSatisfy(InvalidStateError.isInstance);
     expect(await ctx.ledger.receipts(id('atomic'))).toEqual([r1]);
     expect(await ctx.ledger.get(id('atomic'))).toMatchObject({ state: 'succeeded', updatedAt: T0 + 1004 });
   });
@@ -272,9 +399,13 @@ function combinedWriteCases(ctx: Suite): void {
     await ctx.ledger.appendReceipt(first.ref, r1);
     const r2 = receipt('handoff-receipt', 2, r1.hash);
     // wrong seq, then a stale fence: nothing written
-    await expect(ctx.ledger.handOff(first.ref, packet('handoff-receipt'), T0 + 2, receipt('handoff-receipt', 3, r1.hash))).rejects.toSatisfy(LedgerError.isInstance);
+    await expect(
+      ctx.ledger.handOff(first.ref, packet('handoff-receipt'), T0 + 2, receipt('handoff-receipt', 3, r1.hash)),
+    ).rejects.toSatisfy(LedgerError.isInstance);
     const second = await claimed(ctx.ledger, 'handoff-receipt', { owner: 'worker-2', now: T0 + 1000 });
-    await expect(ctx.ledger.handOff(first.ref, packet('handoff-receipt'), T0 + 1001, r2)).rejects.toSatisfy(LeaseLostError.isInstance);
+    await expect(ctx.ledger.handOff(first.ref, packet('handoff-receipt'), T0 + 1001, r2)).rejects.toSatisfy(
+      LeaseLostError.isInstance,
+    );
     expect(await ctx.ledger.get(id('handoff-receipt'))).toMatchObject({ state: 'dispatched', handoff: null, fence: 2 });
     expect(await ctx.ledger.receipts(id('handoff-receipt'))).toEqual([r1]);
     const h = await ctx.ledger.handOff(second.ref, packet('handoff-receipt'), T0 + 1002, r2);
@@ -282,7 +413,9 @@ function combinedWriteCases(ctx: Suite): void {
     expect(h.handoff?.reason).toBe('unknown-no-safe-resend');
     expect(await ctx.ledger.receipts(id('handoff-receipt'))).toEqual([r1, r2]);
     // already handed off: refused, and the receipt with it
-    await expect(ctx.ledger.handOff(second.ref, packet('handoff-receipt'), T0 + 1003, receipt('handoff-receipt', 3, r2.hash))).rejects.toSatisfy(InvalidStateError.isInstance);
+    await expect(
+      ctx.ledger.handOff(second.ref, packet('handoff-receipt'), T0 + 1003, receipt('handoff-receipt', 3, r2.hash)),
+    ).rejects.toSatisfy(InvalidStateError.isInstance);
     expect(await ctx.ledger.receipts(id('handoff-receipt'))).toEqual([r1, r2]);
   });
 
@@ -290,23 +423,57 @@ function combinedWriteCases(ctx: Suite): void {
     const { ref } = await claimed(ctx.ledger, 'supersede');
     await ctx.ledger.markDispatched(ref, T0 + 1);
     await ctx.ledger.setState(ref, { state: 'rejected', lastOutcome: 'rejected', now: T0 + 2 });
-    const next = { params: { ref: 'supersede', fixed: true }, paramsFingerprint: 'sha256:params-b', providerKey: 'rs-supersede-r2' as ProviderKey };
+    const next = {
+      params: { ref: 'supersede', fixed: true },
+      paramsFingerprint: 'sha256:params-b',
+      providerKey: 'rs-supersede-r2' as ProviderKey,
+    };
     // a stale fence (someone changed it since the check) answers as without supersede: nothing written
-    const stale = await ctx.ledger.claim(claimInput('supersede', { ...next, now: T0 + 3, supersede: { fence: ref.fence + 7, revision: 2 } }));
+    const stale = await ctx.ledger.claim(
+      claimInput('supersede', { ...next, now: T0 + 3, supersede: { fence: ref.fence + 7, revision: 2 } }),
+    );
     expect(stale.kind).toBe('terminal');
     expect((await ctx.ledger.get(id('supersede')))?.paramsFingerprint).toBe('sha256:params-a');
-    const s = await ctx.ledger.claim(claimInput('supersede', { ...next, owner: 'w2', now: T0 + 3, supersede: { fence: ref.fence, revision: 2 } }));
+    const s = await ctx.ledger.claim(
+      claimInput('supersede', { ...next, owner: 'w2', now: T0 + 3, supersede: { fence: ref.fence, revision: 2 } }),
+    );
     expect(s.kind).toBe('claimed');
     if (s.kind !== 'claimed') return;
-    expect(s.record).toMatchObject({ state: 'claimed', fence: ref.fence + 1, attemptCount: 0, firstDispatchedAt: null, lastOutcome: null, handoff: null, ...next, leaseOwner: 'w2' });
+    expect(s.record).toMatchObject({
+      state: 'claimed',
+      fence: ref.fence + 1,
+      attemptCount: 0,
+      firstDispatchedAt: null,
+      lastOutcome: null,
+      handoff: null,
+      ...next,
+      leaseOwner: 'w2',
+    });
     expect(s.record.resolution).toMatchObject({ action: 'supersede', revision: 2, at: T0 + 3 });
     expect(await ctx.ledger.get(id('supersede'))).toEqual(s.record);
     await expect(ctx.ledger.markDispatched(ref, T0 + 4)).rejects.toSatisfy(LeaseLostError.isInstance);
     // never on a live or succeeded operation
     const live = await claimed(ctx.ledger, 'supersede-live');
-    expect((await ctx.ledger.claim(claimInput('supersede-live', { ...next, owner: 'w2', supersede: { fence: live.ref.fence, revision: 2 } }))).kind).toBe('busy');
+    expect(
+      (
+        await ctx.ledger.claim(
+          claimInput('supersede-live', { ...next, owner: 'w2', supersede: { fence: live.ref.fence, revision: 2 } }),
+        )
+      ).kind,
+    ).toBe('busy');
     await ctx.ledger.setState(live.ref, { state: 'succeeded', now: T0 + 1 });
-    expect((await ctx.ledger.claim(claimInput('supersede-live', { ...next, owner: 'w2', now: T0 + 2, supersede: { fence: live.ref.fence, revision: 2 } }))).kind).toBe('terminal');
+    expect(
+      (
+        await ctx.ledger.claim(
+          claimInput('supersede-live', {
+            ...next,
+            owner: 'w2',
+            now: T0 + 2,
+            supersede: { fence: live.ref.fence, revision: 2 },
+          }),
+        )
+      ).kind,
+    ).toBe('terminal');
   });
 }
 
@@ -319,15 +486,23 @@ function chainAndPruneCases(ctx: Suite): void {
     await ctx.ledger.appendReceipt(ref, r1);
     expect((await ctx.ledger.get(id('anchor')))!.receiptChain).toEqual({ head: r1.hash, length: 1 });
     const r2 = receipt('anchor', 2, r1.hash);
-    const s = await ctx.ledger.setState(ref, { state: 'unknown', now: T0 + 1, ...(ctx.ledger.capabilities?.receiptWithState ? { receipt: r2 } : {}) });
+    const s = await ctx.ledger.setState(ref, {
+      state: 'unknown',
+      now: T0 + 1,
+      ...(ctx.ledger.capabilities?.receiptWithState ? { receipt: r2 } : {}),
+    });
     if (!ctx.ledger.capabilities?.receiptWithState) await ctx.ledger.appendReceipt(ref, r2);
     else expect(s.receiptChain).toEqual({ head: r2.hash, length: 2 });
     const r3 = receipt('anchor', 3, r2.hash);
-    await (ctx.ledger.capabilities?.receiptWithState ? ctx.ledger.handOff(ref, packet('anchor'), T0 + 2, r3) : ctx.ledger.appendReceipt(ref, r3).then(() => ctx.ledger.handOff(ref, packet('anchor'), T0 + 2)));
+    await (ctx.ledger.capabilities?.receiptWithState
+      ? ctx.ledger.handOff(ref, packet('anchor'), T0 + 2, r3)
+      : ctx.ledger.appendReceipt(ref, r3).then(() => ctx.ledger.handOff(ref, packet('anchor'), T0 + 2)));
     const row = (await ctx.ledger.get(id('anchor')))!;
     expect(row.receiptChain).toEqual({ head: r3.hash, length: 3 });
     // A refused receipt moves nothing.
-    await expect(ctx.ledger.appendReceipt(ref, receipt('anchor', 5, r3.hash))).rejects.toSatisfy(LedgerError.isInstance);
+    await expect(ctx.ledger.appendReceipt(ref, receipt('anchor', 5, r3.hash))).rejects.toSatisfy(
+      LedgerError.isInstance,
+    );
     expect((await ctx.ledger.get(id('anchor')))!.receiptChain).toEqual({ head: r3.hash, length: 3 });
     // Resolving keeps the anchor; the resolve receipt moves it.
     const done = await ctx.ledger.resolve(id('anchor'), { action: 'abandon' }, T0 + 3);
@@ -350,7 +525,7 @@ function chainAndPruneCases(ctx: Suite): void {
       const { ref } = await claimed(ctx.ledger, name, { dispatch: true } as Partial<ClaimInput>);
       const r1 = receipt(name, 1, null);
       if (ctx.ledger.capabilities?.receiptWithState) await ctx.ledger.setState(ref, { state, now: at, receipt: r1 });
-      else (await ctx.ledger.appendReceipt(ref, r1), await ctx.ledger.setState(ref, { state, now: at }));
+      else await ctx.ledger.appendReceipt(ref, r1), await ctx.ledger.setState(ref, { state, now: at });
     };
     await done('p-ok', 'succeeded', T0 + 10);
     await done('p-rej', 'rejected', T0 + 11);
@@ -372,24 +547,43 @@ function chainAndPruneCases(ctx: Suite): void {
     await expect(ctx.ledger.prune({ before, states: ['handed-off'] })).rejects.toSatisfy(LedgerError.isInstance);
     await expect(ctx.ledger.prune({ before, states: ['claimed'] })).rejects.toSatisfy(LedgerError.isInstance);
     // A failing export stops the prune before that batch is deleted.
-    await expect(ctx.ledger.prune({ before, onPrune: () => Promise.reject(new Error('disk full')) })).rejects.toThrow('disk full');
+    await expect(ctx.ledger.prune({ before, onPrune: () => Promise.reject(new Error('disk full')) })).rejects.toThrow(
+      'disk full',
+    );
     expect(await ctx.ledger.get(id('p-ok'))).not.toBeNull();
 
     const seen: Array<[string, number]> = [];
-    const report = await ctx.ledger.prune({ before, batchSize: 2, onPrune: (r, rs) => void seen.push([r.businessOperationId, rs.length]) });
+    const report = await ctx.ledger.prune({
+      before,
+      batchSize: 2,
+      onPrune: (r, rs) => void seen.push([r.businessOperationId, rs.length]),
+    });
     expect(report).toEqual({ pruned: 3, byState: { succeeded: 1, rejected: 1, abandoned: 1 }, dryRun: false });
-    expect(seen.sort()).toEqual([[id('p-abandoned'), 0], [id('p-ok'), 1], [id('p-rej'), 1]]);
+    expect(seen.sort()).toEqual([
+      [id('p-abandoned'), 0],
+      [id('p-ok'), 1],
+      [id('p-rej'), 1],
+    ]);
     for (const name of ['p-ok', 'p-rej', 'p-abandoned']) {
       expect(await ctx.ledger.get(id(name))).toBeNull();
       expect(await ctx.ledger.receipts(id(name))).toEqual([]);
     }
-    for (const name of ['p-new', 'p-handed', 'p-open', 'p-dispatched']) expect(await ctx.ledger.get(id(name))).not.toBeNull();
+    for (const name of ['p-new', 'p-handed', 'p-open', 'p-dispatched'])
+      expect(await ctx.ledger.get(id(name))).not.toBeNull();
     expect((await ctx.ledger.receipts(id('p-new'))).length).toBe(1);
-    expect((await ctx.ledger.list()).map((r) => r.businessOperationId).sort()).toEqual(['p-dispatched', 'p-handed', 'p-new', 'p-open'].map(id).sort());
-    expect((await ctx.ledger.recoverCandidates(T0 + 10_000)).map((r) => r.businessOperationId).sort()).toEqual([id('p-dispatched'), id('p-open')].sort());
+    expect((await ctx.ledger.list()).map((r) => r.businessOperationId).sort()).toEqual(
+      ['p-dispatched', 'p-handed', 'p-new', 'p-open'].map(id).sort(),
+    );
+    expect((await ctx.ledger.recoverCandidates(T0 + 10_000)).map((r) => r.businessOperationId).sort()).toEqual(
+      [id('p-dispatched'), id('p-open')].sort(),
+    );
     expect(await ctx.ledger.prune({ before })).toEqual({ pruned: 0, byState: {}, dryRun: false });
     // A pruned id is forgotten: a claim starts it afresh.
-    expect(await ctx.ledger.claim(claimInput('p-ok', { now: T0 + 20_000 }))).toMatchObject({ kind: 'claimed', takenOver: false, record: { fence: 1 } });
+    expect(await ctx.ledger.claim(claimInput('p-ok', { now: T0 + 20_000 }))).toMatchObject({
+      kind: 'claimed',
+      takenOver: false,
+      record: { fence: 1 },
+    });
   });
 }
 

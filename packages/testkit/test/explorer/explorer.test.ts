@@ -1,15 +1,23 @@
-import { describe, expect, it } from 'vitest';
-import { type DecisionState } from '@retrysafe/core';
+import type { DecisionState } from '@retrysafe/core';
 import { decide } from '@retrysafe/core/internal';
-import { explore, type DecideFn } from '@retrysafe/testkit/explorer';
 import { REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
+import { type DecideFn, explore } from '@retrysafe/testkit/explorer';
+import { describe, expect, it } from 'vitest';
 
 /** A provider with a lookup and no key folding: the sandbox-forgetful flow with a get-by-key lookup. */
-const lookupOnly = sandboxCreateCard({ replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key' });
+const lookupOnly = sandboxCreateCard({
+  replays: false,
+  retentionMs: null,
+  parameterMatching: 'none',
+  concurrency: 'duplicates',
+  lookup: 'get-by-key',
+});
 
 /** A deliberately broken rule: every lookup "not found" is trusted, whenever it was asked. */
 const trustsEveryNotFound: DecideFn = (card, state: DecisionState, obs, budget) =>
-  obs !== null && obs.kind === 'not-found' ? { action: 'send', delayMs: 0, why: 'BROKEN: trusts every not-found' } : decide(card, state, obs, budget);
+  obs !== null && obs.kind === 'not-found'
+    ? { action: 'send', delayMs: 0, why: 'BROKEN: trusts every not-found' }
+    : decide(card, state, obs, budget);
 
 describe('explorer', () => {
   it('catches a decision rule that trusts every not-found, with the shortest trace as a story', () => {
@@ -27,7 +35,12 @@ describe('explorer', () => {
   });
 
   it('runs the real decide and reports states, depth and how the runs ended', () => {
-    const r = explore({ card: sandboxCreateCard(REPLAYING_BEHAVIOUR), workers: 2, clockSkewMs: 0, maxNetworkFaults: 1 });
+    const r = explore({
+      card: sandboxCreateCard(REPLAYING_BEHAVIOUR),
+      workers: 2,
+      clockSkewMs: 0,
+      maxNetworkFaults: 1,
+    });
     console.log(r.summary);
     expect(r.violation).toBeNull();
     expect(r.truncated).toBe(false);
@@ -47,7 +60,9 @@ describe('explorer', () => {
 
   it('catches a dishonest terminal state: a rule that calls a not-found a success', () => {
     const claimsSuccess: DecideFn = (card, state, obs, budget) =>
-      obs !== null && obs.kind === 'not-found' ? { action: 'complete', adopted: true, why: 'BROKEN: not-found means done' } : decide(card, state, obs, budget);
+      obs !== null && obs.kind === 'not-found'
+        ? { action: 'complete', adopted: true, why: 'BROKEN: not-found means done' }
+        : decide(card, state, obs, budget);
     const r = explore({ card: lookupOnly, decide: claimsSuccess, workers: 1, maxCrashes: 0, maxNetworkFaults: 1 });
     expect(r.violation?.invariant).toBe('honest-terminal');
     expect(r.violation!.story).toMatch(/lost before the provider/);

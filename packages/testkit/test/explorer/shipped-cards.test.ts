@@ -1,6 +1,6 @@
-import { describe, expect, it } from 'vitest';
-import { explore, type ExploreOptions } from '@retrysafe/testkit/explorer';
 import { sandboxCreateCard } from '@retrysafe/sandbox';
+import { type ExploreOptions, explore } from '@retrysafe/testkit/explorer';
+import { describe, expect, it } from 'vitest';
 import { shippedCards } from './shipped-cards.js';
 
 /**
@@ -12,7 +12,13 @@ import { shippedCards } from './shipped-cards.js';
  */
 const WORLDS: Record<string, Omit<ExploreOptions, 'card'>> = {
   network: { workers: 1, maxCrashes: 0, maxNetworkFaults: 2, maxStates: 40_000 },
-  crash: { workers: 2, maxCrashes: 1, maxNetworkFaults: 1, fates: ['delivered', 'lost-after', 'late'], maxStates: 100_000 },
+  crash: {
+    workers: 2,
+    maxCrashes: 1,
+    maxNetworkFaults: 1,
+    fates: ['delivered', 'lost-after', 'late'],
+    maxStates: 100_000,
+  },
 };
 
 describe('the explorer over every shipped card', () => {
@@ -21,7 +27,9 @@ describe('the explorer over every shipped card', () => {
       const lines: string[] = [];
       for (const [world, options] of Object.entries(WORLDS)) {
         const r = explore({ card, ...options });
-        lines.push(`[explorer] ${name} (${world}): ${r.states} states, depth ${r.depth}${r.truncated ? ' (state bound reached)' : ''}; endings ${JSON.stringify(r.endings)}`);
+        lines.push(
+          `[explorer] ${name} (${world}): ${r.states} states, depth ${r.depth}${r.truncated ? ' (state bound reached)' : ''}; endings ${JSON.stringify(r.endings)}`,
+        );
         if (r.violation) console.log(r.violation.story);
         expect(r.violation, r.violation?.story).toBeNull();
         expect(Object.keys(r.endings).length).toBeGreaterThan(0);
@@ -39,7 +47,13 @@ describe('the explorer over every shipped card', () => {
   });
 
   it('the lookup-only flow (no key folding, get-by-key lookup, late-apply bound unknown) hands off instead of re-sending', () => {
-    const card = sandboxCreateCard({ replays: false, retentionMs: null, parameterMatching: 'none', concurrency: 'duplicates', lookup: 'get-by-key' });
+    const card = sandboxCreateCard({
+      replays: false,
+      retentionMs: null,
+      parameterMatching: 'none',
+      concurrency: 'duplicates',
+      lookup: 'get-by-key',
+    });
     const r = explore({ card, workers: 1, maxNetworkFaults: 1 });
     console.log(`[explorer] ${r.summary}`);
     expect(r.violation).toBeNull();
@@ -48,7 +62,14 @@ describe('the explorer over every shipped card', () => {
 
   it('the Stripe-like retention-margin interleaving (recover() 5 min slow, near 24 h) is covered and safe', () => {
     const card = shippedCards().find((c) => c.name === 'stripe.paymentIntents.create')!.card;
-    const r = explore({ card, workers: 2, maxCrashes: 1, maxNetworkFaults: 1, fates: ['delivered', 'lost-after'], clockSkewMs: 5 * 60_000 });
+    const r = explore({
+      card,
+      workers: 2,
+      maxCrashes: 1,
+      maxNetworkFaults: 1,
+      fates: ['delivered', 'lost-after'],
+      clockSkewMs: 5 * 60_000,
+    });
     console.log(`[explorer] ${r.summary}`);
     expect(r.truncated).toBe(false);
     expect(r.violation).toBeNull();

@@ -1,9 +1,14 @@
 import type { RetrySafetyCard } from '@retrysafe/contract';
 import { FORGETFUL_BEHAVIOUR, REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
+import { gitHubCards } from '../../../../adapters/github/src/github-cards.js';
 // The adapters' card modules import only @retrysafe/contract; they are read from source so the testkit
 // does not depend on the adapters (which depend on the testkit for their drills).
-import { documentsUpdateCard, exportsCreateCard, instancesRunCard, ordersCreateCard } from '../../../../adapters/http/src/http-cards.js';
-import { gitHubCards } from '../../../../adapters/github/src/github-cards.js';
+import {
+  documentsUpdateCard,
+  exportsCreateCard,
+  instancesRunCard,
+  ordersCreateCard,
+} from '../../../../adapters/http/src/http-cards.js';
 import { hubSpotCards } from '../../../../adapters/hubspot/src/hubspot-cards.js';
 import { msGraphCards } from '../../../../adapters/msgraph/src/msgraph-cards.js';
 import { resendCards } from '../../../../adapters/resend/src/resend-cards.js';

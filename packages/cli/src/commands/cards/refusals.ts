@@ -1,4 +1,4 @@
-import { UNKNOWN, type RetrySafetyCard } from '@retrysafe/contract';
+import { type RetrySafetyCard, UNKNOWN } from '@retrysafe/contract';
 import { lookupAvailable, notFoundIsAuthoritative, resendSafety } from '@retrysafe/contract/rules';
 import type { DecisionState } from '@retrysafe/core';
 
@@ -8,11 +8,26 @@ export function refusals(card: RetrySafetyCard): string[] {
   const resend = resendSafety(card, null, 0);
   if (!resend.safe) out.push(`no re-send after an unknown outcome (timeout, reset, 5xx): ${resend.why}`);
   if (!lookupAvailable(card)) {
-    out.push(`no lookup of what the provider stored (card lookup.method = ${String(card.lookup.method.value)}): ${resend.safe ? 'after an unknown outcome it only re-sends with the same key, inside the retention' : 'every unknown outcome goes to a person'}`);
+    out.push(
+      `no lookup of what the provider stored (card lookup.method = ${String(card.lookup.method.value)}): ${resend.safe ? 'after an unknown outcome it only re-sends with the same key, inside the retention' : 'every unknown outcome goes to a person'}`,
+    );
   } else {
-    const late = { ledgerState: 'unknown', now: Number.MAX_SAFE_INTEGER, observedAt: Number.MAX_SAFE_INTEGER, firstDispatchedAt: 0, lastDispatchedAt: 0, runAttempts: 1, runStartedAt: 0, windowStartedAt: 0 } as unknown as DecisionState;
-    if (!notFoundIsAuthoritative(card, late)) out.push(`a lookup's "not found" is never taken as "not applied" (card lookup.consistencyDelay = ${String(card.lookup.consistencyDelay.value)}): it keeps looking for limits.lookupWindow, then hands off`);
+    const late = {
+      ledgerState: 'unknown',
+      now: Number.MAX_SAFE_INTEGER,
+      observedAt: Number.MAX_SAFE_INTEGER,
+      firstDispatchedAt: 0,
+      lastDispatchedAt: 0,
+      runAttempts: 1,
+      runStartedAt: 0,
+      windowStartedAt: 0,
+    } as unknown as DecisionState;
+    if (!notFoundIsAuthoritative(card, late))
+      out.push(
+        `a lookup's "not found" is never taken as "not applied" (card lookup.consistencyDelay = ${String(card.lookup.consistencyDelay.value)}): it keeps looking for limits.lookupWindow, then hands off`,
+      );
   }
-  if (card.sideEffect.kind.value === UNKNOWN) out.push('agent tools mark the operation destructive (card sideEffect.kind = unknown)');
+  if (card.sideEffect.kind.value === UNKNOWN)
+    out.push('agent tools mark the operation destructive (card sideEffect.kind = unknown)');
   return out;
 }

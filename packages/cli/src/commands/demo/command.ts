@@ -3,7 +3,8 @@ import { demoCommand, demoSummary } from './index.js';
 
 export const demo = defineCommand<{ db?: string; json?: boolean }>({
   name: 'demo',
-  description: 'a scripted agent flow (mail, CRM update, ticket, invoice, a bad charge) against the sandboxes with faults, on SQLite',
+  description:
+    'a scripted agent flow (mail, CRM update, ticket, invoice, a bad charge) against the sandboxes with faults, on SQLite',
   options: {
     db: { argument: '<path>', description: 'SQLite ledger file (default: a new temp file)' },
     json: { description: 'print the report as JSON' },

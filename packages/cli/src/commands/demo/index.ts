@@ -1,13 +1,21 @@
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { createRunner, callbackHandoffSink, type RunResult } from '@retrysafe/core';
-import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
-import { createDrillClock, DEFAULT_DRILL_TIMEOUT_MS, seededRandom, startFaultProxy, type ConformanceOptions, type FaultProxy, type FaultScript } from '@retrysafe/testkit';
 import type { AdapterV1, HandoffPacket, Ledger } from '@retrysafe/contract';
+import { callbackHandoffSink, createRunner, type RunResult } from '@retrysafe/core';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
+import {
+  type ConformanceOptions,
+  createDrillClock,
+  DEFAULT_DRILL_TIMEOUT_MS,
+  type FaultProxy,
+  type FaultScript,
+  seededRandom,
+  startFaultProxy,
+} from '@retrysafe/testkit';
 import { UsageError } from '../../errors.js';
-import { loadAdapters } from '../../registry.js';
 import { paint } from '../../output.js';
+import { loadAdapters } from '../../registry.js';
 
 type DrillOperation = ConformanceOptions['operations'][string];
 
@@ -105,12 +113,19 @@ export interface DemoReport {
 /** The same object with its keys in reverse order, recursively: what an agent's re-issued tool call may look like. */
 function reorderKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(reorderKeys);
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).reverse().map(([k, v]) => [k, reorderKeys(v)]));
+  if (value && typeof value === 'object')
+    return Object.fromEntries(
+      Object.entries(value)
+        .reverse()
+        .map(([k, v]) => [k, reorderKeys(v)]),
+    );
   return value;
 }
 
 const sameOperation = (a: RunResult, b: RunResult) =>
-  a.businessOperationId === b.businessOperationId && a.status === b.status && (a.status !== 'done' || b.status !== 'done' || JSON.stringify(a.result) === JSON.stringify(b.result));
+  a.businessOperationId === b.businessOperationId &&
+  a.status === b.status &&
+  (a.status !== 'done' || b.status !== 'done' || JSON.stringify(a.result) === JSON.stringify(b.result));
 
 /** Opens the demo's ledger, or says why the path cannot hold one (exit 2), before any server starts. */
 function openLedger(dbPath: string): Ledger {
@@ -127,14 +142,23 @@ function timelineOf(result: RunResult): string[] {
   const receipts = result.status === 'in-progress' ? [] : result.receipts;
   const t0 = receipts.length ? Date.parse(receipts[0]!.startedAt) : 0;
   return receipts.map((r) => {
-    const extra = [r.status ? `HTTP ${r.status}` : '', r.code ?? '', r.decision.delayMs ? `wait ${r.decision.delayMs} ms` : ''].filter(Boolean).join(', ');
+    const extra = [
+      r.status ? `HTTP ${r.status}` : '',
+      r.code ?? '',
+      r.decision.delayMs ? `wait ${r.decision.delayMs} ms` : '',
+    ]
+      .filter(Boolean)
+      .join(', ');
     return `+${String(Date.parse(r.startedAt) - t0).padStart(5)} ms  ${r.kind.padEnd(8)} → ${(r.outcome ?? '—').padEnd(11)} ${r.decision.action}: ${r.decision.reason}${extra ? ` (${extra})` : ''}`;
   });
 }
 
 function verdictOf(first: RunResult): string {
-  if (first.status === 'done') return `done${first.adopted ? ' — result adopted from the provider, not created again' : ''}${first.providerRef ? ` (${first.providerRef})` : ''}`;
-  return first.status === 'handed-off' ? `handed off to a person: ${first.packet.reason}` : 'still in progress at the provider';
+  if (first.status === 'done')
+    return `done${first.adopted ? ' — result adopted from the provider, not created again' : ''}${first.providerRef ? ` (${first.providerRef})` : ''}`;
+  return first.status === 'handed-off'
+    ? `handed off to a person: ${first.packet.reason}`
+    : 'still in progress at the provider';
 }
 
 interface StepRun {
@@ -155,9 +179,19 @@ async function runStep({ step, drill, ledger, dbPath, index, log, color }: StepR
   let proxy: FaultProxy | undefined;
   let adapter: AdapterV1 | undefined;
   try {
-    proxy = await startFaultProxy({ target: sandbox.url, faults: step.faults(op), ...(drill.recordHeaders ? { recordHeaders: drill.recordHeaders } : {}) });
+    proxy = await startFaultProxy({
+      target: sandbox.url,
+      faults: step.faults(op),
+      ...(drill.recordHeaders ? { recordHeaders: drill.recordHeaders } : {}),
+    });
     adapter = await drill.createAdapter({ baseUrl: proxy.url, timeoutMs: drill.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS });
-    const runner = createRunner({ ledger, clock, random: seededRandom(7), handoff: callbackHandoffSink(() => {}), ...(drill.policy ? { policy: drill.policy } : {}) });
+    const runner = createRunner({
+      ledger,
+      clock,
+      random: seededRandom(7),
+      handoff: callbackHandoffSink(() => {}),
+      ...(drill.policy ? { policy: drill.policy } : {}),
+    });
     const params = op.params(1000 + index);
     const first = await runner.run(adapter, step.operation, { params });
     let second: RunResult | null = null;
@@ -178,11 +212,23 @@ async function runStep({ step, drill, ledger, dbPath, index, log, color }: StepR
     log(`   provider key          ${record?.providerKey ?? '(none travels: this provider has no idempotency key)'}`);
     for (const line of timeline) log(`   ${paint('dim', line, color)}`);
     log(`   ⇒ ${verdictOf(first)}`);
-    log(`   business effects at the provider: ${records} (expected ${step.expect.records}); requests that reached it: ${proxy.requests.length}`);
-    if (second) log(`   the agent called the tool again: ${same ? `same operation back (${second.status}${second.status === 'done' && second.adopted ? ', adopted' : ''}), ${requestsOnRetry} new request${requestsOnRetry === 1 ? '' : 's'} to the provider` : paint('red', 'a DIFFERENT result', color)}`);
+    log(
+      `   business effects at the provider: ${records} (expected ${step.expect.records}); requests that reached it: ${proxy.requests.length}`,
+    );
+    if (second)
+      log(
+        `   the agent called the tool again: ${same ? `same operation back (${second.status}${second.status === 'done' && second.adopted ? ', adopted' : ''}), ${requestsOnRetry} new request${requestsOnRetry === 1 ? '' : 's'} to the provider` : paint('red', 'a DIFFERENT result', color)}`,
+      );
     if (packet) {
       log(`   handoff: ${packet.explanation}`);
-      log(`   safe next actions: ${packet.safeNextActions.filter((a) => a.safe).map((a) => a.action).join(', ') || 'none known'} — see \`retrysafe ledger handoffs --db ${dbPath}\``);
+      log(
+        `   safe next actions: ${
+          packet.safeNextActions
+            .filter((a) => a.safe)
+            .map((a) => a.action)
+            .join(', ') || 'none known'
+        } — see \`retrysafe ledger handoffs --db ${dbPath}\``,
+      );
     }
     log(`   ${ok ? paint('green', '✓ held', color) : paint('red', '✗ did not hold', color)}`);
     return {
@@ -201,7 +247,9 @@ async function runStep({ step, drill, ledger, dbPath, index, log, color }: StepR
       sameResultOnRetry: same,
       requestsOnRetry,
       timeline,
-      handoff: packet ? { reason: packet.reason, explanation: packet.explanation, safeNextActions: packet.safeNextActions } : null,
+      handoff: packet
+        ? { reason: packet.reason, explanation: packet.explanation, safeNextActions: packet.safeNextActions }
+        : null,
       ok,
     };
   } finally {
@@ -216,17 +264,27 @@ async function runStep({ step, drill, ledger, dbPath, index, log, color }: StepR
  * ledger. Each step runs the real adapter (real vendor SDK) → fault proxy → sandbox, on a virtual
  * clock so waits cost no time, and prints what happened and why.
  */
-export async function demoCommand(opts: { db?: string }, log: (line: string) => void, color = false): Promise<DemoReport> {
+export async function demoCommand(
+  opts: { db?: string },
+  log: (line: string) => void,
+  color = false,
+): Promise<DemoReport> {
   const dbPath = opts.db ? resolve(opts.db) : join(mkdtempSync(join(tmpdir(), 'retrysafe-demo-')), 'demo.db');
   const ledger = openLedger(dbPath);
   try {
     const entries = await loadAdapters([...new Set(STEPS.map((s) => s.adapter))]);
     const steps: DemoStepReport[] = [];
-    log(paint('bold', 'retrysafe demo', color) + ` — an agent performs five state-changing operations while the network misbehaves.\nEverything runs on loopback sandboxes with the vendors' real SDKs; the ledger is SQLite (${dbPath}).`);
+    log(
+      paint('bold', 'retrysafe demo', color) +
+        ` — an agent performs five state-changing operations while the network misbehaves.\nEverything runs on loopback sandboxes with the vendors' real SDKs; the ledger is SQLite (${dbPath}).`,
+    );
     for (const [n, step] of STEPS.entries()) {
       const entry = entries.find((a) => a.name === step.adapter);
       const drill = entry?.drills.find((d) => step.operation in d.operations);
-      if (!drill) throw new Error(`demo: the ${step.adapter} adapter offers no drill setup for ${step.operation}${entry?.missing ? ` (${entry.missing})` : ''}`);
+      if (!drill)
+        throw new Error(
+          `demo: the ${step.adapter} adapter offers no drill setup for ${step.operation}${entry?.missing ? ` (${entry.missing})` : ''}`,
+        );
       log(`\n${paint('bold', `${n + 1}. ${step.title}`, color)}\n   ${step.why}`);
       steps.push(await runStep({ step, drill, ledger, dbPath, index: n, log, color }));
     }
@@ -241,9 +299,17 @@ export function demoSummary(r: DemoReport, color = false): string {
   const lines = [''];
   lines.push(
     r.ok
-      ? paint('green', `All ${r.steps.length} steps held: every business action happened exactly once, or was handed to a person with nothing sent twice.`, color)
+      ? paint(
+          'green',
+          `All ${r.steps.length} steps held: every business action happened exactly once, or was handed to a person with nothing sent twice.`,
+          color,
+        )
       : paint('red', `${r.steps.length - held} of ${r.steps.length} steps did not hold: see above.`, color),
   );
-  lines.push(`Ledger: ${r.ledger}`, `  retrysafe ledger ls --db ${r.ledger}`, `  retrysafe ledger handoffs --db ${r.ledger}`);
+  lines.push(
+    `Ledger: ${r.ledger}`,
+    `  retrysafe ledger ls --db ${r.ledger}`,
+    `  retrysafe ledger handoffs --db ${r.ledger}`,
+  );
   return lines.join('\n');
 }

@@ -1,5 +1,5 @@
 import { defineCommand, EXIT } from '../../command.js';
-import { drillCommand, type DrillCommandOptions } from './index.js';
+import { type DrillCommandOptions, drillCommand } from './index.js';
 import { drillJunit, drillText } from './text.js';
 
 interface Flags extends DrillCommandOptions {
@@ -13,27 +13,57 @@ export const drill = defineCommand<Flags>({
   description: 'run the duplicate-execution drill against the loopback sandboxes (never live systems)',
   options: {
     adapter: { argument: '<name>', parse: 'list', description: 'only this adapter (repeatable or comma-separated)' },
-    module: { argument: '<file>', parse: 'list', description: 'also drill the `drills` exported by this file of your own (a new adapter); without --adapter, only it' },
+    module: {
+      argument: '<file>',
+      parse: 'list',
+      description:
+        'also drill the `drills` exported by this file of your own (a new adapter); without --adapter, only it',
+    },
     scenario: { argument: '<id>', parse: 'list', description: 'only this scenario (repeatable or comma-separated)' },
-    operation: { argument: '<name>', parse: 'list', description: 'only this operation, e.g. customers.create (repeatable or comma-separated)' },
+    operation: {
+      argument: '<name>',
+      parse: 'list',
+      description: 'only this operation, e.g. customers.create (repeatable or comma-separated)',
+    },
     seed: { argument: '<n>', parse: 'integer', default: 1, description: 'seed of the runner jitter' },
-    config: { argument: '<file>', description: 'drill the `type: http` adapters of this retrysafe config against their pattern sandboxes; without --adapter, only them' },
-    out: { argument: '<dir>', default: '.drill', description: 'where receipts, drill.json, junit.xml and report.html go' },
-    details: { description: 'print every scenario × operation (default: a summary, and the failing rows when something fails)' },
-    reporter: { argument: '<name>', choices: ['text', 'junit'], description: 'text (default) or junit (JUnit XML on stdout; always written to <out>/junit.xml)' },
+    config: {
+      argument: '<file>',
+      description:
+        'drill the `type: http` adapters of this retrysafe config against their pattern sandboxes; without --adapter, only them',
+    },
+    out: {
+      argument: '<dir>',
+      default: '.drill',
+      description: 'where receipts, drill.json, junit.xml and report.html go',
+    },
+    details: {
+      description: 'print every scenario × operation (default: a summary, and the failing rows when something fails)',
+    },
+    reporter: {
+      argument: '<name>',
+      choices: ['text', 'junit'],
+      description: 'text (default) or junit (JUnit XML on stdout; always written to <out>/junit.xml)',
+    },
     json: { description: 'print the report as JSON (progress still goes to stderr on a terminal)' },
   },
   async run({ io, json, color, errTTY }, o) {
     const machine = o.json || o.reporter === 'junit';
-    const sink = !machine || errTTY ? { write: (t: string) => (errTTY ? process.stderr.write(t) : io.err(t.replace(/\n$/, ''))), tty: errTTY } : null;
+    const sink =
+      !machine || errTTY
+        ? { write: (t: string) => (errTTY ? process.stderr.write(t) : io.err(t.replace(/\n$/, ''))), tty: errTTY }
+        : null;
     // Ctrl-C: say so, finish the scenario in flight and remove the temporary ledgers (a second Ctrl-C stops at once).
     const abort = new AbortController();
     const interrupt = () => {
-      io.err('\nretrysafe: interrupted: stopping after the current scenario and removing the temporary ledgers (Ctrl-C again to stop at once)');
+      io.err(
+        '\nretrysafe: interrupted: stopping after the current scenario and removing the temporary ledgers (Ctrl-C again to stop at once)',
+      );
       abort.abort();
     };
     process.once('SIGINT', interrupt);
-    const report = await drillCommand({ ...o, signal: abort.signal }, sink).finally(() => process.off('SIGINT', interrupt));
+    const report = await drillCommand({ ...o, signal: abort.signal }, sink).finally(() =>
+      process.off('SIGINT', interrupt),
+    );
     if (o.json) json(report);
     else if (o.reporter === 'junit') io.out(drillJunit(report));
     else io.out(drillText(report, color, o.details === true));

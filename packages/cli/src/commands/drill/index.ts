@@ -1,19 +1,19 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import {
+  type CountCriterion,
   createDrillContext,
+  type DrillOutcome,
   disposeDrillContext,
   runScenario,
   SCENARIOS,
-  writeSummary,
-  type CountCriterion,
-  type DrillOutcome,
   type ScenarioId,
   type ScenarioResult,
+  writeSummary,
 } from '@retrysafe/testkit';
 import { InterruptedError, UsageError } from '../../errors.js';
-import { loadAdapters, type AdapterEntry } from '../../registry.js';
 import { createProgress, humanMs, paint, useColor } from '../../output.js';
+import { type AdapterEntry, loadAdapters } from '../../registry.js';
 import { renderHtmlReport } from '../../report/html.js';
 import { drillJunit } from './text.js';
 
@@ -88,7 +88,12 @@ export interface DrillCommandReport {
   readonly seed: number;
   readonly scenarios: readonly ScenarioId[];
   readonly durationMs: number;
-  readonly totals: { readonly scenarios: number; readonly passed: number; readonly failed: number; readonly skipped: number };
+  readonly totals: {
+    readonly scenarios: number;
+    readonly passed: number;
+    readonly failed: number;
+    readonly skipped: number;
+  };
   readonly adapters: readonly DrillAdapterSummary[];
   /** Problems outside any one scenario (an adapter without drill setups, an unknown --operation). */
   readonly problems: readonly string[];
@@ -103,13 +108,21 @@ export interface DrillProgressSink {
 function parseScenarios(wanted: readonly string[] | undefined): ScenarioId[] {
   if (!wanted?.length) return [...SCENARIOS];
   const unknown = wanted.filter((s) => !(SCENARIOS as readonly string[]).includes(s));
-  if (unknown.length) throw new UsageError(`unknown scenario ${unknown.map((s) => `'${s}'`).join(', ')} (known: ${SCENARIOS.join(', ')})`);
+  if (unknown.length)
+    throw new UsageError(
+      `unknown scenario ${unknown.map((s) => `'${s}'`).join(', ')} (known: ${SCENARIOS.join(', ')})`,
+    );
   return SCENARIOS.filter((s) => wanted.includes(s));
 }
 
-function operationsOf(entry: AdapterEntry, wanted: readonly string[] | undefined): { drill: AdapterEntry['drills'][number]; operation: string }[] {
+function operationsOf(
+  entry: AdapterEntry,
+  wanted: readonly string[] | undefined,
+): { drill: AdapterEntry['drills'][number]; operation: string }[] {
   const out: { drill: AdapterEntry['drills'][number]; operation: string }[] = [];
-  for (const drill of entry.drills) for (const operation of Object.keys(drill.operations)) if (!wanted?.length || wanted.includes(operation)) out.push({ drill, operation });
+  for (const drill of entry.drills)
+    for (const operation of Object.keys(drill.operations))
+      if (!wanted?.length || wanted.includes(operation)) out.push({ drill, operation });
   return out;
 }
 
@@ -127,7 +140,14 @@ function toRow(adapter: string, r: ScenarioResult, durationMs: number): DrillRow
     attemptsAtProxy: o?.attemptsAtProxy ?? null,
     outcome: o ? [...new Set(o.outcomes)].join('|') : null,
     handoffs: o?.handoffs ?? null,
-    expected: c ? { providerRecords: c.providerRecords, attemptsAtProxy: c.attemptsAtProxy, outcome: c.outcome, handoff: c.handoff } : null,
+    expected: c
+      ? {
+          providerRecords: c.providerRecords,
+          attemptsAtProxy: c.attemptsAtProxy,
+          outcome: c.outcome,
+          handoff: c.handoff,
+        }
+      : null,
     observed: o
       ? {
           providerRecords: o.providerRecords,
@@ -152,17 +172,24 @@ function toRow(adapter: string, r: ScenarioResult, durationMs: number): DrillRow
  * scenario by scenario, with receipts (one JSON per scenario × operation, `summary.json` per drill),
  * `drill.json` and a self-contained `report.html` in `--out`.
  */
-export async function drillCommand(opts: DrillCommandOptions, progressSink: DrillProgressSink | null): Promise<DrillCommandReport> {
+export async function drillCommand(
+  opts: DrillCommandOptions,
+  progressSink: DrillProgressSink | null,
+): Promise<DrillCommandReport> {
   const scenarios = parseScenarios(opts.scenario);
   const seed = opts.seed ?? 1;
-  if (!Number.isSafeInteger(seed) || seed < 0) throw new UsageError(`--seed must be a non-negative integer, got ${String(opts.seed)}`);
+  if (!Number.isSafeInteger(seed) || seed < 0)
+    throw new UsageError(`--seed must be a non-negative integer, got ${String(opts.seed)}`);
   const entries = await loadAdapters(opts.adapter, opts.module, opts.config);
   const problems: string[] = [];
   for (const e of entries) if (e.missing) problems.push(`${e.name}: ${e.missing}`);
   if (opts.operation?.length) {
     const known = new Set(entries.flatMap((e) => operationsOf(e, undefined).map((x) => x.operation)));
     const unknown = opts.operation.filter((op) => !known.has(op));
-    if (unknown.length) throw new UsageError(`unknown operation ${unknown.map((o) => `'${o}'`).join(', ')} for the selected adapters (known: ${[...known].join(', ')})`);
+    if (unknown.length)
+      throw new UsageError(
+        `unknown operation ${unknown.map((o) => `'${o}'`).join(', ')} for the selected adapters (known: ${[...known].join(', ')})`,
+      );
   }
   const outDir = resolve(opts.out ?? '.drill');
   mkdirSync(outDir, { recursive: true });
@@ -185,21 +212,34 @@ export async function drillCommand(opts: DrillCommandOptions, progressSink: Dril
       try {
         for (const { operation } of ops) {
           for (const scenario of scenarios) {
-            if (opts.signal?.aborted) throw new InterruptedError(`the drill was interrupted; its temporary ledgers are removed (receipts so far: ${outDir})`);
+            if (opts.signal?.aborted)
+              throw new InterruptedError(
+                `the drill was interrupted; its temporary ledgers are removed (receipts so far: ${outDir})`,
+              );
             progress?.start(`${drill.name} ${operation} · ${scenario}`);
             const t0 = Date.now();
             const r = await runScenario(ctx, operation, scenario);
             const row = toRow(entry.name, r, Date.now() - t0);
             rows.push(row);
             results.push({ adapter: entry.name, result: r });
-            const mark = r.status === 'passed' ? paint('green', 'pass', color) : r.status === 'failed' ? paint('red', 'FAIL', color) : paint('yellow', 'skip', color);
+            const mark =
+              r.status === 'passed'
+                ? paint('green', 'pass', color)
+                : r.status === 'failed'
+                  ? paint('red', 'FAIL', color)
+                  : paint('yellow', 'skip', color);
             // failure sentences already name the drill, operation and scenario
-            const text = r.status === 'failed' ? r.failures.join('; ') : `${drill.name} ${operation} ${scenario}${r.status === 'skipped' && r.skip ? paint('dim', ` (card: ${r.skip.cardField})`, color) : ''}`;
+            const text =
+              r.status === 'failed'
+                ? r.failures.join('; ')
+                : `${drill.name} ${operation} ${scenario}${r.status === 'skipped' && r.skip ? paint('dim', ` (card: ${r.skip.cardField})`, color) : ''}`;
             progress?.done(`${mark} ${text}`, r.status === 'failed');
           }
         }
         const s = writeSummary(ctx);
-        progress?.note(`${s.failed ? paint('red', '✗', color) : paint('green', '✓', color)} ${drill.name}: ${s.passed} passed, ${s.failed} failed, ${s.skipped} skipped in ${humanMs(Date.now() - drillStarted)}`);
+        progress?.note(
+          `${s.failed ? paint('red', '✗', color) : paint('green', '✓', color)} ${drill.name}: ${s.passed} passed, ${s.failed} failed, ${s.skipped} skipped in ${humanMs(Date.now() - drillStarted)}`,
+        );
       } finally {
         disposeDrillContext(ctx);
       }
@@ -223,7 +263,18 @@ export async function drillCommand(opts: DrillCommandOptions, progressSink: Dril
   const html = join(outDir, 'report.html');
   const generatedAt = new Date().toISOString();
   writeFileSync(html, renderHtmlReport({ generatedAt, seed, durationMs, totals, problems, results }));
-  const report: DrillCommandReport = { ok: totals.failed === 0 && problems.length === 0, outDir, html, seed, scenarios, durationMs, totals, adapters, problems, rows };
+  const report: DrillCommandReport = {
+    ok: totals.failed === 0 && problems.length === 0,
+    outDir,
+    html,
+    seed,
+    scenarios,
+    durationMs,
+    totals,
+    adapters,
+    problems,
+    rows,
+  };
   writeFileSync(join(outDir, 'drill.json'), JSON.stringify(report, null, 2) + '\n');
   writeFileSync(join(outDir, 'junit.xml'), drillJunit(report));
   return report;

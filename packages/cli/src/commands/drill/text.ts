@@ -18,12 +18,20 @@ export function drillText(report: DrillCommandReport, color = false, details = f
   if (details) return drillTable(report, color);
   const failing = report.rows.filter((r) => r.status === 'failed');
   const groups = new Map<string, DrillRow[]>();
-  for (const r of report.rows) groups.set(`${r.drill}\u0000${r.operation}`, [...(groups.get(`${r.drill}\u0000${r.operation}`) ?? []), r]);
+  for (const r of report.rows)
+    groups.set(`${r.drill}\u0000${r.operation}`, [...(groups.get(`${r.drill}\u0000${r.operation}`) ?? []), r]);
   const summary = table(
     ['adapter', 'operation', 'passed', 'failed', 'skipped', 'result'],
     [...groups.values()].map((rows) => {
       const n = (s: DrillRow['status']) => rows.filter((r) => r.status === s).length;
-      return [rows[0]!.drill, rows[0]!.operation, String(n('passed')), String(n('failed')), String(n('skipped')), n('failed') ? paint('red', 'FAIL', color) : paint('green', 'pass', color)];
+      return [
+        rows[0]!.drill,
+        rows[0]!.operation,
+        String(n('passed')),
+        String(n('failed')),
+        String(n('skipped')),
+        n('failed') ? paint('red', 'FAIL', color) : paint('green', 'pass', color),
+      ];
     }),
     { right: [2, 3, 4] },
   );
@@ -57,13 +65,22 @@ export function drillTable(report: DrillCommandReport, color = false, withFooter
     ['adapter', 'operation', 'scenario', 'records', 'attempts', 'outcome', 'handoffs', 'result'],
     report.rows.map((r) => {
       const e = r.expected;
-      const result = r.status === 'passed' ? paint('green', 'pass', color) : r.status === 'failed' ? paint('red', 'FAIL', color) : paint('yellow', 'skip', color);
+      const result =
+        r.status === 'passed'
+          ? paint('green', 'pass', color)
+          : r.status === 'failed'
+            ? paint('red', 'FAIL', color)
+            : paint('yellow', 'skip', color);
       return [
         r.drill,
         r.operation,
         r.scenario,
-        r.providerRecords === null ? '—' : `${r.providerRecords}${e ? paint('dim', ` (=${e.providerRecords})`, color) : ''}`,
-        r.attemptsAtProxy === null ? '—' : `${r.attemptsAtProxy}${e ? paint('dim', ` (${showCount(e.attemptsAtProxy)})`, color) : ''}`,
+        r.providerRecords === null
+          ? '—'
+          : `${r.providerRecords}${e ? paint('dim', ` (=${e.providerRecords})`, color) : ''}`,
+        r.attemptsAtProxy === null
+          ? '—'
+          : `${r.attemptsAtProxy}${e ? paint('dim', ` (${showCount(e.attemptsAtProxy)})`, color) : ''}`,
         r.outcome ?? (r.skip ? paint('dim', `card: ${r.skip.cardField}`, color) : '—'),
         r.handoffs === null ? '—' : String(r.handoffs),
         result,
@@ -72,7 +89,11 @@ export function drillTable(report: DrillCommandReport, color = false, withFooter
     { right: [3, 4, 6], breaks },
   );
   const lines = [body, ''];
-  if (report.rows.some((r) => r.expected)) lines.push(paint('dim', 'records / attempts: observed (expected from the card, written before the run)', color), '');
+  if (report.rows.some((r) => r.expected))
+    lines.push(
+      paint('dim', 'records / attempts: observed (expected from the card, written before the run)', color),
+      '',
+    );
   const failed = report.rows.filter((r) => r.status === 'failed');
   if (failed.length) {
     lines.push(paint('red', 'Failures:', color));
@@ -83,7 +104,10 @@ export function drillTable(report: DrillCommandReport, color = false, withFooter
   return lines.join('\n').trimEnd();
 }
 
-const xml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!).replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, '');
+const xml = (s: string) =>
+  s
+    .replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!)
+    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, '');
 
 /** JUnit XML (one testsuite per drill, one testcase per operation × scenario) for CI test views. */
 export function drillJunit(report: DrillCommandReport): string {
@@ -91,21 +115,44 @@ export function drillJunit(report: DrillCommandReport): string {
   for (const r of report.rows) suites.set(r.drill, [...(suites.get(r.drill) ?? []), r]);
   const t = report.totals;
   const secs = (ms: number) => (ms / 1000).toFixed(3);
-  const out = ['<?xml version="1.0" encoding="UTF-8"?>', `<testsuites name="retrysafe drill" tests="${t.scenarios}" failures="${t.failed}" skipped="${t.skipped}" errors="${report.problems.length}" time="${secs(report.durationMs)}">`];
+  const out = [
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    `<testsuites name="retrysafe drill" tests="${t.scenarios}" failures="${t.failed}" skipped="${t.skipped}" errors="${report.problems.length}" time="${secs(report.durationMs)}">`,
+  ];
   for (const [drill, rows] of suites) {
     const n = (s: DrillRow['status']) => rows.filter((r) => r.status === s).length;
-    out.push(`  <testsuite name="${xml(drill)}" tests="${rows.length}" failures="${n('failed')}" skipped="${n('skipped')}" errors="0" time="${secs(rows.reduce((a, r) => a + r.durationMs, 0))}">`);
+    out.push(
+      `  <testsuite name="${xml(drill)}" tests="${rows.length}" failures="${n('failed')}" skipped="${n('skipped')}" errors="0" time="${secs(rows.reduce((a, r) => a + r.durationMs, 0))}">`,
+    );
     for (const r of rows) {
       const open = `    <testcase classname="${xml(`${drill}.${r.operation}`)}" name="${xml(`${r.scenario}: ${r.title}`)}" time="${secs(r.durationMs)}"`;
       if (r.status === 'passed') out.push(`${open}/>`);
-      else if (r.status === 'skipped') out.push(`${open}>`, `      <skipped message="${xml(r.skip ? `card ${r.skip.cardField}: ${r.skip.reason}` : 'skipped')}"/>`, '    </testcase>');
-      else out.push(`${open}>`, `      <failure message="${xml(r.failures[0] ?? 'failed')}" type="drill">${xml(r.failures.join('\n'))}</failure>`, `      <system-out>${xml(`receipts: ${r.receiptFile}`)}</system-out>`, '    </testcase>');
+      else if (r.status === 'skipped')
+        out.push(
+          `${open}>`,
+          `      <skipped message="${xml(r.skip ? `card ${r.skip.cardField}: ${r.skip.reason}` : 'skipped')}"/>`,
+          '    </testcase>',
+        );
+      else
+        out.push(
+          `${open}>`,
+          `      <failure message="${xml(r.failures[0] ?? 'failed')}" type="drill">${xml(r.failures.join('\n'))}</failure>`,
+          `      <system-out>${xml(`receipts: ${r.receiptFile}`)}</system-out>`,
+          '    </testcase>',
+        );
     }
     out.push('  </testsuite>');
   }
   if (report.problems.length) {
-    out.push(`  <testsuite name="setup" tests="${report.problems.length}" failures="0" skipped="0" errors="${report.problems.length}">`);
-    for (const p of report.problems) out.push(`    <testcase classname="setup" name="${xml(p)}">`, `      <error message="${xml(p)}"/>`, '    </testcase>');
+    out.push(
+      `  <testsuite name="setup" tests="${report.problems.length}" failures="0" skipped="0" errors="${report.problems.length}">`,
+    );
+    for (const p of report.problems)
+      out.push(
+        `    <testcase classname="setup" name="${xml(p)}">`,
+        `      <error message="${xml(p)}"/>`,
+        '    </testcase>',
+      );
     out.push('  </testsuite>');
   }
   out.push('</testsuites>');

@@ -11,7 +11,8 @@ export const help = defineCommand<Record<string, never>, [string[]]>({
       io.out(topicText(words[0]!));
       return EXIT.ok;
     }
-    if (!showHelp(words)) throw new UsageError(`no command or topic '${words.join(' ')}' (topics: ${Object.keys(TOPICS).join(', ')})`);
+    if (!showHelp(words))
+      throw new UsageError(`no command or topic '${words.join(' ')}' (topics: ${Object.keys(TOPICS).join(', ')})`);
     return EXIT.ok;
   },
 });

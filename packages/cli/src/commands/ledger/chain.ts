@@ -1,5 +1,12 @@
-import { encryptParams, parseReceiptKeys, verifyOperation, type ChainCheck, type ReceiptKey, type ReceiptKeyring } from '@retrysafe/core';
 import { asBusinessOperationId, type Ledger, type OperationState } from '@retrysafe/contract';
+import {
+  type ChainCheck,
+  encryptParams,
+  parseReceiptKeys,
+  type ReceiptKey,
+  type ReceiptKeyring,
+  verifyOperation,
+} from '@retrysafe/core';
 import { UsageError } from '../../errors.js';
 
 /**
@@ -38,7 +45,9 @@ export function withParamsKeys(ledger: Ledger, env: NodeJS.ProcessEnv = process.
   } catch (e) {
     throw new UsageError(`${PARAMS_KEYS_ENV}: ${(e as Error).message}`);
   }
-  const previous = Object.entries(keys.keyring).filter(([id]) => id !== keys.current.id).map(([id, secret]) => ({ id, secret }));
+  const previous = Object.entries(keys.keyring)
+    .filter(([id]) => id !== keys.current.id)
+    .map(([id, secret]) => ({ id, secret }));
   return encryptParams(ledger, { key: keys.current, previous });
 }
 
@@ -59,7 +68,12 @@ export interface VerifyOptions {
   readonly env?: NodeJS.ProcessEnv;
 }
 
-export const rowOf = (id: string, state: OperationState | undefined, receipts: number, check: ChainCheck): VerifyRow => ({
+export const rowOf = (
+  id: string,
+  state: OperationState | undefined,
+  receipts: number,
+  check: ChainCheck,
+): VerifyRow => ({
   businessOperationId: id,
   ...(state ? { state } : {}),
   receipts,
@@ -68,11 +82,16 @@ export const rowOf = (id: string, state: OperationState | undefined, receipts: n
 });
 
 /** Checks one operation's chain, or every operation's, against the rows' anchors (and keys, when set). */
-export async function verifyChains(ledger: Ledger, ids: readonly string[] | 'all', options: VerifyOptions = {}): Promise<VerifyRow[]> {
+export async function verifyChains(
+  ledger: Ledger,
+  ids: readonly string[] | 'all',
+  options: VerifyOptions = {},
+): Promise<VerifyRow[]> {
   const { keyring } = receiptKeysFromEnv(options.env);
   const opts = { ...(keyring ? { keys: keyring } : {}), ...(options.allowUnkeyed ? { allowUnkeyed: true } : {}) };
   const out: VerifyRow[] = [];
-  const list = ids === 'all' ? (await ledger.list()).map((r) => r.businessOperationId) : ids.map((i) => asBusinessOperationId(i));
+  const list =
+    ids === 'all' ? (await ledger.list()).map((r) => r.businessOperationId) : ids.map((i) => asBusinessOperationId(i));
   for (const id of list) {
     const check = await verifyOperation(ledger, id, opts);
     const record = await ledger.get(id);

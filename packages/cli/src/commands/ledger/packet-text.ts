@@ -9,7 +9,21 @@ export function packetText(p: HandoffPacket, color: boolean): string {
     `  last known: ${last.outcome ?? '—'}${last.status ? ` · HTTP ${last.status}` : ''}${last.code ? ` · ${last.code}` : ''}${last.providerRef ? ` · ref ${last.providerRef}` : ''}${last.message && last.message !== `HTTP ${last.status}` ? ` · ${last.message}` : ''}`,
     `  provider key: ${p.providerKey ?? '(none travels)'}`,
     '  next actions:',
-    ...p.safeNextActions.map((a) => `    ${a.safe ? paint('green', '✓ safe    ', color) : paint('red', '✗ not safe', color)} ${a.action.padEnd(9)} ${a.why}`),
-    `  resolve with: retrysafe ledger resolve ${p.businessOperationId} ${p.safeNextActions.filter((a) => a.safe).map((a) => (a.action === 'mark-done' ? '--mark-done <providerRef>' : a.action === 'resend-with' ? '--resend-with <params.json>' : `--${a.action}`)).join(' | ') || '(no action is known to be safe: verify at the provider first)'}`,
+    ...p.safeNextActions.map(
+      (a) =>
+        `    ${a.safe ? paint('green', '✓ safe    ', color) : paint('red', '✗ not safe', color)} ${a.action.padEnd(9)} ${a.why}`,
+    ),
+    `  resolve with: retrysafe ledger resolve ${p.businessOperationId} ${
+      p.safeNextActions
+        .filter((a) => a.safe)
+        .map((a) =>
+          a.action === 'mark-done'
+            ? '--mark-done <providerRef>'
+            : a.action === 'resend-with'
+              ? '--resend-with <params.json>'
+              : `--${a.action}`,
+        )
+        .join(' | ') || '(no action is known to be safe: verify at the provider first)'
+    }`,
   ].join('\n');
 }

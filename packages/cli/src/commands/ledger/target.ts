@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { loadConfigFile, openLedger, type RetrysafeConfig } from '@retrysafe/config';
-import { LedgerError, type Ledger, type OperationRecord, type OperationState } from '@retrysafe/contract';
+import { type Ledger, LedgerError, type OperationRecord, type OperationState } from '@retrysafe/contract';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import type { Options } from '../../command.js';
 import { UsageError } from '../../errors.js';
 
@@ -15,7 +15,17 @@ export interface LedgerTarget {
   readonly config?: string;
 }
 
-export const STATES: readonly OperationState[] = ['claimed', 'dispatched', 'unknown', 'in-progress', 'reconciling', 'succeeded', 'rejected', 'handed-off', 'abandoned'];
+export const STATES: readonly OperationState[] = [
+  'claimed',
+  'dispatched',
+  'unknown',
+  'in-progress',
+  'reconciling',
+  'succeeded',
+  'rejected',
+  'handed-off',
+  'abandoned',
+];
 
 const isPostgres = (location: string) => /^postgres(ql)?:\/\//.test(location);
 
@@ -59,16 +69,25 @@ export async function openTarget(target: LedgerTarget, options: OpenOptions = {}
   const base = target.db ? process.cwd() : (config?.baseDir ?? process.cwd());
   const path = isAbsolute(location) ? location : resolve(base, location);
   // Opening a SQLite path creates the file: a mistyped path would show "No operations" and leave an empty ledger behind.
-  if (!existsSync(path)) throw new UsageError(`no SQLite ledger at ${path} (pass --db <file> or a postgres:// URL, or --config naming the ledger)`);
+  if (!existsSync(path))
+    throw new UsageError(
+      `no SQLite ledger at ${path} (pass --db <file> or a postgres:// URL, or --config naming the ledger)`,
+    );
   try {
     return openSqlite(path, options.readOnly === true);
   } catch (e) {
     // A folder, a file that is not SQLite, a file that cannot be opened: the path given is wrong (exit 2).
-    throw new UsageError(`${path}: cannot open it as a SQLite ledger (${(e as Error).message.replace(/^cannot open SQLite ledger at [^:]*: /, '')})`);
+    throw new UsageError(
+      `${path}: cannot open it as a SQLite ledger (${(e as Error).message.replace(/^cannot open SQLite ledger at [^:]*: /, '')})`,
+    );
   }
 }
 
-export async function withLedger<T>(target: LedgerTarget, fn: (ledger: Ledger) => Promise<T>, options: OpenOptions = {}): Promise<T> {
+export async function withLedger<T>(
+  target: LedgerTarget,
+  fn: (ledger: Ledger) => Promise<T>,
+  options: OpenOptions = {},
+): Promise<T> {
   const ledger = await openTarget(target, options).catch((err: unknown) => Promise.reject(unreadable(err)));
   try {
     return await fn(ledger);
@@ -82,7 +101,10 @@ export async function withLedger<T>(target: LedgerTarget, fn: (ledger: Ledger) =
 /** A ledger file or record the driver cannot read (cut JSON, a corrupt SQLite file) is a typed LedgerError, not a raw stack. */
 function unreadable(err: unknown): unknown {
   const e = err as { name?: unknown; code?: unknown; message?: unknown } | null;
-  const raw = err instanceof SyntaxError || e?.name === 'SqliteError' || (typeof e?.code === 'string' && e.code.startsWith('SQLITE_'));
+  const raw =
+    err instanceof SyntaxError ||
+    e?.name === 'SqliteError' ||
+    (typeof e?.code === 'string' && e.code.startsWith('SQLITE_'));
   return raw ? new LedgerError(`the ledger cannot be read: ${String(e?.message ?? err)}`, { cause: err }) : err;
 }
 
@@ -106,7 +128,10 @@ export type OperationSummary = ReturnType<typeof summarize>;
 
 /** The options every ledger command takes to name its ledger. */
 export const TARGET_OPTIONS = {
-  db: { argument: '<path|url>', description: "SQLite file or postgres:// URL (default: the config's ledger, else ./retrysafe.db)" },
+  db: {
+    argument: '<path|url>',
+    description: "SQLite file or postgres:// URL (default: the config's ledger, else ./retrysafe.db)",
+  },
   schema: { argument: '<name>', description: 'PostgreSQL schema (default public)' },
   config: { argument: '<file>', description: 'retrysafe config (JSON or YAML)' },
   json: { description: 'JSON output' },

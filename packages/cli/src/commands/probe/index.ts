@@ -23,7 +23,11 @@ export interface ProbeOptions {
 const VERDICTS: Readonly<Record<number, number>> = { 0: EXIT.ok, 1: EXIT.failed, 3: EXIT.noEffect };
 
 /** The probe with `--json`: the receipt (written to `--receipt`, or to a temp file) is the answer on stdout. */
-export async function probeJson(o: ProbeOptions, server: readonly string[], json: (value: unknown) => void): Promise<number> {
+export async function probeJson(
+  o: ProbeOptions,
+  server: readonly string[],
+  json: (value: unknown) => void,
+): Promise<number> {
   const dir = o.receipt ? null : mkdtempSync(join(tmpdir(), 'retrysafe-probe-'));
   const receipt = o.receipt ?? join(dir!, 'probe.json');
   try {
@@ -39,9 +43,34 @@ export async function probeJson(o: ProbeOptions, server: readonly string[], json
  * `retrysafe probe`: the MCP package's probe with the CLI's exit codes. "No effect seen" is its own
  * code: nothing was counted, so nothing can be said about duplicates either way.
  */
-export async function probeCommand(o: ProbeOptions, server: readonly string[], out: (line: string) => void): Promise<number> {
-  const flags = ['--tool', o.tool, '--args', o.args, '--count-tool', o.countTool, '--count-path', o.countPath, '--concurrent', String(o.concurrent), '--timeout-ms', String(o.timeoutMs), '--settle-ms', String(o.settleMs)];
-  for (const [flag, v] of [['--count-args', o.countArgs], ['--match', o.match], ['--receipt', o.receipt], ['--url', o.url]] as const) if (v !== undefined) flags.push(flag, v);
+export async function probeCommand(
+  o: ProbeOptions,
+  server: readonly string[],
+  out: (line: string) => void,
+): Promise<number> {
+  const flags = [
+    '--tool',
+    o.tool,
+    '--args',
+    o.args,
+    '--count-tool',
+    o.countTool,
+    '--count-path',
+    o.countPath,
+    '--concurrent',
+    String(o.concurrent),
+    '--timeout-ms',
+    String(o.timeoutMs),
+    '--settle-ms',
+    String(o.settleMs),
+  ];
+  for (const [flag, v] of [
+    ['--count-args', o.countArgs],
+    ['--match', o.match],
+    ['--receipt', o.receipt],
+    ['--url', o.url],
+  ] as const)
+    if (v !== undefined) flags.push(flag, v);
   const { runProbe } = await import('@retrysafe/mcp');
   const exit = await runProbe([...flags, ...(server.length ? ['--', ...server] : [])], out).catch((e: unknown) => {
     throw (e as Error)?.name === 'UsageError' ? new UsageError((e as Error).message) : e;

@@ -13,9 +13,14 @@ const params = { customer: 'cus_fixture', amount: 1000, currency: 'eur', orderRe
 const first = await runner.run(adapter, 'paymentIntents.create', { params });
 const again = await runner.run(adapter, 'paymentIntents.create', { params });
 await sandbox.close();
-console.log(JSON.stringify({
-  first: first.status, again: again.status, adopted: again.status === 'done' && again.adopted,
-  sameOperation: first.businessOperationId === again.businessOperationId,
-  providerRef: first.status === 'done' ? first.providerRef : null,
-  records: sandbox.count('paymentIntents.create'), posts: sandbox.requestCount({ method: 'POST', path: '/v1/payment_intents' }),
-}));
+console.log(
+  JSON.stringify({
+    first: first.status,
+    again: again.status,
+    adopted: again.status === 'done' && again.adopted,
+    sameOperation: first.businessOperationId === again.businessOperationId,
+    providerRef: first.status === 'done' ? first.providerRef : null,
+    records: sandbox.count('paymentIntents.create'),
+    posts: sandbox.requestCount({ method: 'POST', path: '/v1/payment_intents' }),
+  }),
+);

@@ -10,7 +10,8 @@ interface Flags {
 
 export const cardsInitCommand = defineCommand<Flags>({
   name: 'cards init',
-  description: 'fill a new retry safety card field by field (asks, or --from a partial JSON/YAML card); what it cannot fill stays unknown, and it shows what the runner will refuse because of that',
+  description:
+    'fill a new retry safety card field by field (asks, or --from a partial JSON/YAML card); what it cannot fill stays unknown, and it shows what the runner will refuse because of that',
   options: {
     from: { argument: '<file>', description: 'a partial card (JSON or YAML) to start from; no questions asked' },
     out: { argument: '<file>', description: 'write the card here (.yaml/.yml: YAML, else JSON); default: print it' },
@@ -18,9 +19,20 @@ export const cardsInitCommand = defineCommand<Flags>({
     json: { description: 'print { card, unknowns, defaulted, refusals } as JSON' },
   },
   async run({ io, json }, o) {
-    const r = await cardsInit({ ...(o.from !== undefined ? { from: o.from } : {}), ...(o.out !== undefined ? { out: o.out } : {}), ...(o.interactive ? { interactive: true } : {}) });
+    const r = await cardsInit({
+      ...(o.from !== undefined ? { from: o.from } : {}),
+      ...(o.out !== undefined ? { out: o.out } : {}),
+      ...(o.interactive ? { interactive: true } : {}),
+    });
     if (o.json) {
-      json({ ok: true, card: r.card, unknowns: r.unknowns, defaulted: r.defaulted, refusals: r.refusals, written: r.written });
+      json({
+        ok: true,
+        card: r.card,
+        unknowns: r.unknowns,
+        defaulted: r.defaulted,
+        refusals: r.refusals,
+        written: r.written,
+      });
       return EXIT.ok;
     }
     if (!r.written) io.out(r.text);
@@ -28,8 +40,12 @@ export const cardsInitCommand = defineCommand<Flags>({
       r.written ? `wrote ${r.written}` : '',
       `${r.unknowns.length} fact(s) left unknown${r.unknowns.length ? `: ${r.unknowns.join(', ')}` : ''} (listed in unverified[])`,
       r.defaulted.length ? `${r.defaulted.length} field(s) took retrysafe's defaults: ${r.defaulted.join(', ')}` : '',
-      r.refusals.length ? `Because of that, the runner will refuse:\n${r.refusals.map((x) => `  - ${x}`).join('\n')}` : 'The runner relies on nothing unknown in this card.',
-    ].filter(Boolean).join('\n');
+      r.refusals.length
+        ? `Because of that, the runner will refuse:\n${r.refusals.map((x) => `  - ${x}`).join('\n')}`
+        : 'The runner relies on nothing unknown in this card.',
+    ]
+      .filter(Boolean)
+      .join('\n');
     (r.written ? io.out : io.err)(report);
     return EXIT.ok;
   },

@@ -3,17 +3,17 @@ import { extname } from 'node:path';
 import { createInterface } from 'node:readline';
 import {
   CARD_SCHEMA_VERSION,
+  type CardProblem,
   cardJsonSchema,
+  type RetrySafetyCard,
   UNKNOWN,
   validateCard,
-  type CardProblem,
-  type RetrySafetyCard,
 } from '@retrysafe/contract';
 import { cardFieldLabel } from '@retrysafe/contract/render';
 import { DEFAULT_CLOCK_SKEW_MARGIN } from '@retrysafe/contract/rules';
 import { stringify as toYaml } from 'yaml';
-import { readDataFile } from '../../../files.js';
 import { UsageError } from '../../../errors.js';
+import { readDataFile } from '../../../files.js';
 import { refusals } from '../refusals.js';
 
 /** One field of the card as `cards init` fills it. */
@@ -46,14 +46,18 @@ export function cardLeaves(): Leaf[] {
   walk(cardJsonSchema() as Schema, '');
   // the intent fields first: the id rule's default is written from them
   const rank = (l: Leaf) => (l.path === 'businessOperationId.intentFields' ? -1 : 0);
-  return leaves.filter((l) => !['$schema', 'cardVersion', 'unverified'].includes(l.path)).sort((a, b) => rank(a) - rank(b) || leaves.indexOf(a) - leaves.indexOf(b));
+  return leaves
+    .filter((l) => !['$schema', 'cardVersion', 'unverified'].includes(l.path))
+    .sort((a, b) => rank(a) - rank(b) || leaves.indexOf(a) - leaves.indexOf(b));
 }
 
 /** Plain fields a card needs that `init` can fill with retrysafe's conservative defaults (marked as such). */
 function defaults(card: Record<string, unknown>): Record<string, unknown> {
   const fields = get(card, 'businessOperationId.intentFields');
   return {
-    'businessOperationId.rule': Array.isArray(fields) ? `derived from intent fields ${fields.join(', ')}, or supplied by the caller` : undefined,
+    'businessOperationId.rule': Array.isArray(fields)
+      ? `derived from intent fields ${fields.join(', ')}, or supplied by the caller`
+      : undefined,
     'ids.run': 'receipts only (never sent to the provider)',
     'ids.attempt': 'receipts only (never sent to the provider)',
     'backoff.strategy': 'exponential-full-jitter',
@@ -66,17 +70,22 @@ function defaults(card: Record<string, unknown>): Record<string, unknown> {
     'limits.clockSkewMargin': DEFAULT_CLOCK_SKEW_MARGIN,
     'retryLayer.layer': 'runner',
     'retryLayer.sdkRetries': 'disabled',
-    'retryLayer.how': 'not filled in: say how the SDK\'s own retries are turned off and how the drill proves it',
-    reconciler: 'the runner, through the adapter\'s doLookup',
+    'retryLayer.how': "not filled in: say how the SDK's own retries are turned off and how the drill proves it",
+    reconciler: "the runner, through the adapter's doLookup",
     'handoff.condition': 'rejected; retry budget exhausted; unknown with no safe re-send',
-    'handoff.destination': 'the runner\'s handoff sink; resolved with `retrysafe ledger resolve`',
+    'handoff.destination': "the runner's handoff sink; resolved with `retrysafe ledger resolve`",
     duplicateTest: 'not filled in: a loopback sandbox behind the testkit fault proxy',
-    receipts: 'the runner\'s ledger (one receipt per attempt and lookup, redacted)',
+    receipts: "the runner's ledger (one receipt per attempt and lookup, redacted)",
   };
 }
 
 function get(obj: unknown, path: string): unknown {
-  return path.split('.').reduce<unknown>((o, k) => (o !== null && typeof o === 'object' ? (o as Record<string, unknown>)[k] : undefined), obj);
+  return path
+    .split('.')
+    .reduce<unknown>(
+      (o, k) => (o !== null && typeof o === 'object' ? (o as Record<string, unknown>)[k] : undefined),
+      obj,
+    );
 }
 function set(obj: Record<string, unknown>, path: string, value: unknown): void {
   const keys = path.split('.');
@@ -92,15 +101,32 @@ function parseAnswer(leaf: Leaf, text: string): { ok: true; value: unknown } | {
   const options = (s.anyOf as Schema[] | undefined) ?? [s];
   if (options.some((o) => o.type === 'null') && /^(null|none|—)$/i.test(t)) return { ok: true, value: null };
   const main = options.find((o) => o.type !== 'null') ?? s;
-  if (Array.isArray(main.enum)) return main.enum.includes(t) ? { ok: true, value: t } : { ok: false, message: `one of ${main.enum.join(', ')}` };
-  if ('const' in main) return t === String(main.const) ? { ok: true, value: main.const } : { ok: false, message: `only ${String(main.const)}` };
-  if (main.type === 'boolean') return /^(y|yes|true)$/i.test(t) ? { ok: true, value: true } : /^(n|no|false)$/i.test(t) ? { ok: true, value: false } : { ok: false, message: 'yes or no' };
-  if (main.type === 'integer') return /^[1-9]\d*$/.test(t) ? { ok: true, value: Number(t) } : { ok: false, message: 'a positive whole number' };
+  if (Array.isArray(main.enum))
+    return main.enum.includes(t) ? { ok: true, value: t } : { ok: false, message: `one of ${main.enum.join(', ')}` };
+  if ('const' in main)
+    return t === String(main.const)
+      ? { ok: true, value: main.const }
+      : { ok: false, message: `only ${String(main.const)}` };
+  if (main.type === 'boolean')
+    return /^(y|yes|true)$/i.test(t)
+      ? { ok: true, value: true }
+      : /^(n|no|false)$/i.test(t)
+        ? { ok: true, value: false }
+        : { ok: false, message: 'yes or no' };
+  if (main.type === 'integer')
+    return /^[1-9]\d*$/.test(t) ? { ok: true, value: Number(t) } : { ok: false, message: 'a positive whole number' };
   if (main.type === 'array') {
-    const list = t.split(',').map((x) => x.trim()).filter(Boolean);
+    const list = t
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean);
     return list.length ? { ok: true, value: list } : { ok: false, message: 'a comma-separated list' };
   }
-  if (typeof main.pattern === 'string' && !new RegExp(main.pattern).test(t)) return { ok: false, message: main.pattern.includes('ms|s|m|h|d') ? 'a duration such as 500ms, 30s, 5m, 24h' : 'non-empty text' };
+  if (typeof main.pattern === 'string' && !new RegExp(main.pattern).test(t))
+    return {
+      ok: false,
+      message: main.pattern.includes('ms|s|m|h|d') ? 'a duration such as 500ms, 30s, 5m, 24h' : 'non-empty text',
+    };
   return { ok: true, value: t };
 }
 
@@ -112,7 +138,8 @@ function hint(leaf: Leaf): string {
   if (main.type === 'boolean') return `yes | no${nullable}`;
   if (main.type === 'integer') return `number${nullable}`;
   if (main.type === 'array') return 'comma-separated';
-  if (typeof main.pattern === 'string' && main.pattern.includes('ms|s|m|h|d')) return `duration, e.g. 30s, 24h${nullable}`;
+  if (typeof main.pattern === 'string' && main.pattern.includes('ms|s|m|h|d'))
+    return `duration, e.g. 30s, 24h${nullable}`;
   return `text${nullable}`;
 }
 
@@ -151,24 +178,37 @@ export interface CardsInitResult {
  */
 export async function cardsInit(opts: CardsInitOptions): Promise<CardsInitResult> {
   const seed = opts.from === undefined ? {} : readDataFile(opts.from);
-  if (typeof seed !== 'object' || seed === null || Array.isArray(seed)) throw new UsageError(`--from ${opts.from}: expected an object (a partial card)`);
+  if (typeof seed !== 'object' || seed === null || Array.isArray(seed))
+    throw new UsageError(`--from ${opts.from}: expected an object (a partial card)`);
   const { $schema: _s, unverified: seedUnverified, ...given } = seed as Record<string, unknown>;
   const card: Record<string, unknown> = { cardVersion: CARD_SCHEMA_VERSION };
-  const origin = opts.from === undefined ? 'retrysafe cards init (interactive)' : `retrysafe cards init --from ${opts.from}`;
-  const unverified: { field: string; condition: string; source: string }[] = Array.isArray(seedUnverified) ? [...(seedUnverified as never[])] : [];
+  const origin =
+    opts.from === undefined ? 'retrysafe cards init (interactive)' : `retrysafe cards init --from ${opts.from}`;
+  const unverified: { field: string; condition: string; source: string }[] = Array.isArray(seedUnverified)
+    ? [...(seedUnverified as never[])]
+    : [];
   const unknowns: string[] = [];
   const defaulted: string[] = [];
   const problems: CardProblem[] = [];
   const interactive = opts.interactive ?? opts.from === undefined;
-  const ask = interactive ? lineReader(opts.input ?? process.stdin, opts.prompt ?? ((t) => process.stderr.write(t))) : null;
+  const ask = interactive
+    ? lineReader(opts.input ?? process.stdin, opts.prompt ?? ((t) => process.stderr.write(t)))
+    : null;
 
   try {
     for (const leaf of cardLeaves()) {
       const label = cardFieldLabel(leaf.path);
       const present = get(given, leaf.path);
       if (present !== undefined) {
-        if (leaf.fact && (typeof present !== 'object' || present === null || !('value' in present) || !('source' in present))) {
-          problems.push({ path: leaf.path, message: 'a provider fact is { value, source }: cite where the value comes from (or leave the field out to make it unknown)' });
+        if (
+          leaf.fact &&
+          (typeof present !== 'object' || present === null || !('value' in present) || !('source' in present))
+        ) {
+          problems.push({
+            path: leaf.path,
+            message:
+              'a provider fact is { value, source }: cite where the value comes from (or leave the field out to make it unknown)',
+          });
         }
         set(card, leaf.path, present);
         if (leaf.fact && (present as { value?: unknown }).value === UNKNOWN) unknowns.push(leaf.path);
@@ -200,23 +240,41 @@ export async function cardsInit(opts: CardsInitOptions): Promise<CardsInitResult
     ask?.close();
   }
   for (const path of unknowns) {
-    if (!unverified.some((u) => u.field === path)) unverified.push({ field: path, condition: `${cardFieldLabel(path)}: not known when the card was written`, source: origin });
+    if (!unverified.some((u) => u.field === path))
+      unverified.push({
+        field: path,
+        condition: `${cardFieldLabel(path)}: not known when the card was written`,
+        source: origin,
+      });
   }
   card.unverified = unverified;
-  if (given.cardVersion !== undefined && given.cardVersion !== CARD_SCHEMA_VERSION) problems.push({ path: 'cardVersion', message: `this retrysafe writes version ${CARD_SCHEMA_VERSION} cards` });
-  for (const key of Object.keys(given)) if (key !== 'cardVersion' && !cardLeaves().some((l) => l.path === key || l.path.startsWith(`${key}.`))) problems.push({ path: key, message: 'not a card field' });
+  if (given.cardVersion !== undefined && given.cardVersion !== CARD_SCHEMA_VERSION)
+    problems.push({ path: 'cardVersion', message: `this retrysafe writes version ${CARD_SCHEMA_VERSION} cards` });
+  for (const key of Object.keys(given))
+    if (key !== 'cardVersion' && !cardLeaves().some((l) => l.path === key || l.path.startsWith(`${key}.`)))
+      problems.push({ path: key, message: 'not a card field' });
 
   const v = validateCard(card);
   // one problem per cause: no rule without intent fields, no "missing object" for a field already named
-  const mine = problems.filter((p) => !(p.path === 'businessOperationId.rule' && problems.some((q) => q.path === 'businessOperationId.intentFields')));
-  const all = [...mine, ...v.problems.filter((p) => !mine.some((q) => p.path.startsWith(q.path) || q.path.startsWith(`${p.path}.`)))];
-  if (all.length) throw new UsageError(`the card cannot be completed: ${all.map((p) => `${p.path}: ${p.message}`).join('; ')}`);
+  const mine = problems.filter(
+    (p) =>
+      !(p.path === 'businessOperationId.rule' && problems.some((q) => q.path === 'businessOperationId.intentFields')),
+  );
+  const all = [
+    ...mine,
+    ...v.problems.filter((p) => !mine.some((q) => p.path.startsWith(q.path) || q.path.startsWith(`${p.path}.`))),
+  ];
+  if (all.length)
+    throw new UsageError(`the card cannot be completed: ${all.map((p) => `${p.path}: ${p.message}`).join('; ')}`);
   const done = inSchemaOrder(card, cardJsonSchema() as Schema) as unknown as RetrySafetyCard;
-  const format = opts.format ?? (opts.out && ['.yaml', '.yml'].includes(extname(opts.out).toLowerCase()) ? 'yaml' : opts.out ? 'json' : 'yaml');
+  const format =
+    opts.format ??
+    (opts.out && ['.yaml', '.yml'].includes(extname(opts.out).toLowerCase()) ? 'yaml' : opts.out ? 'json' : 'yaml');
   const schemaPath = `./node_modules/@retrysafe/contract/schema/retry-safety-card.v${CARD_SCHEMA_VERSION}.schema.json`;
-  const text = format === 'yaml'
-    ? `# yaml-language-server: $schema=${schemaPath}\n${toYaml(done, { lineWidth: 0 })}`
-    : `${JSON.stringify({ $schema: schemaPath, ...done }, null, 2)}\n`;
+  const text =
+    format === 'yaml'
+      ? `# yaml-language-server: $schema=${schemaPath}\n${toYaml(done, { lineWidth: 0 })}`
+      : `${JSON.stringify({ $schema: schemaPath, ...done }, null, 2)}\n`;
   if (opts.out) writeFileSync(opts.out, text);
   return { card: done, unknowns, defaulted, refusals: refusals(done), text, written: opts.out ?? null };
 }

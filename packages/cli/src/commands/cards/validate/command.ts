@@ -3,7 +3,8 @@ import { validateCardFiles } from './index.js';
 
 export const cardsValidate = defineCommand<{ json?: boolean }, [string[]]>({
   name: 'cards validate',
-  description: 'read retry safety card files (JSON or YAML) as the runner would: every problem with its field, the unknowns, and what the runner will refuse',
+  description:
+    'read retry safety card files (JSON or YAML) as the runner would: every problem with its field, the unknowns, and what the runner will refuse',
   arguments: [['<file...>', 'card files']],
   options: { json: { description: 'print the results as JSON' } },
   async run({ io, json }, o, [files]) {
@@ -11,8 +12,14 @@ export const cardsValidate = defineCommand<{ json?: boolean }, [string[]]>({
     if (o.json) json({ ok: results.every((r) => r.ok), results });
     else {
       for (const r of results) {
-        if (r.ok) io.out(`✓ ${r.file}: ${r.operation} (${r.unknowns.length} unknown fact(s))${r.refusals.length ? `\n  the runner will refuse:\n${r.refusals.map((x) => `  - ${x}`).join('\n')}` : ''}`);
-        else io.err(`✗ ${r.file}: ${r.problems.length} problem(s)\n${r.problems.map((p) => `  - ${p.path}: ${p.message}`).join('\n')}`);
+        if (r.ok)
+          io.out(
+            `✓ ${r.file}: ${r.operation} (${r.unknowns.length} unknown fact(s))${r.refusals.length ? `\n  the runner will refuse:\n${r.refusals.map((x) => `  - ${x}`).join('\n')}` : ''}`,
+          );
+        else
+          io.err(
+            `✗ ${r.file}: ${r.problems.length} problem(s)\n${r.problems.map((p) => `  - ${p.path}: ${p.message}`).join('\n')}`,
+          );
       }
     }
     if (results.some((r) => r.unreadable)) return EXIT.usage;

@@ -1,7 +1,7 @@
 import { FileLimitError } from '@retrysafe/config';
-import { CardValidationError, validateCard, type CardProblem } from '@retrysafe/contract';
-import { readCardFile } from '../../../files.js';
+import { type CardProblem, CardValidationError, validateCard } from '@retrysafe/contract';
 import { UsageError } from '../../../errors.js';
+import { readCardFile } from '../../../files.js';
 import { refusals } from '../refusals.js';
 
 export interface CardFileResult {
@@ -20,10 +20,26 @@ export function validateCardFiles(files: readonly string[]): CardFileResult[] {
   return files.map((file) => {
     try {
       const card = readCardFile(file);
-      return { file, ok: true, operation: card.operation, problems: [], unknowns: validateCard(card).unknowns, refusals: refusals(card) };
+      return {
+        file,
+        ok: true,
+        operation: card.operation,
+        problems: [],
+        unknowns: validateCard(card).unknowns,
+        refusals: refusals(card),
+      };
     } catch (e) {
-      if (CardValidationError.isInstance(e)) return { file, ok: false, problems: e.problems, unknowns: [], refusals: [] };
-      if (e instanceof UsageError || FileLimitError.isInstance(e)) return { file, ok: false, problems: [{ path: '(file)', message: (e as Error).message }], unknowns: [], refusals: [], unreadable: true };
+      if (CardValidationError.isInstance(e))
+        return { file, ok: false, problems: e.problems, unknowns: [], refusals: [] };
+      if (e instanceof UsageError || FileLimitError.isInstance(e))
+        return {
+          file,
+          ok: false,
+          problems: [{ path: '(file)', message: (e as Error).message }],
+          unknowns: [],
+          refusals: [],
+          unreadable: true,
+        };
       throw e;
     }
   });

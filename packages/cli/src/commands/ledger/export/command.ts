@@ -1,17 +1,22 @@
 import { defineCommand, EXIT } from '../../../command.js';
-import { STATES, TARGET_OPTIONS, withLedger, type LedgerTarget } from '../target.js';
+import { type LedgerTarget, STATES, TARGET_OPTIONS, withLedger } from '../target.js';
 import { exportChains } from './index.js';
 
 export const ledgerExportCommand = defineCommand<LedgerTarget & { out?: string; state?: string[] }>({
   name: 'ledger export',
-  description: 'receipts as JSON Lines, with one chain-head line per operation so the export verifies offline (ledger verify --file)',
+  description:
+    'receipts as JSON Lines, with one chain-head line per operation so the export verifies offline (ledger verify --file)',
   options: {
     ...TARGET_OPTIONS,
     out: { argument: '<file>', description: 'write to this file instead of stdout' },
     state: { argument: '<state>', parse: 'list', description: `only these states (${STATES.join(', ')})` },
   },
   async run({ io }, o) {
-    const r = await withLedger(o, (l) => exportChains(l, { ...(o.out ? { out: o.out } : {}), ...(o.state ? { states: o.state as never } : {}) }), { readOnly: true });
+    const r = await withLedger(
+      o,
+      (l) => exportChains(l, { ...(o.out ? { out: o.out } : {}), ...(o.state ? { states: o.state as never } : {}) }),
+      { readOnly: true },
+    );
     if (o.out) io.err(`wrote ${r.operations} operation${r.operations === 1 ? '' : 's'} to ${o.out}`);
     else if (r.text) io.out(r.text.trimEnd());
     return EXIT.ok;

@@ -1,5 +1,5 @@
 import { defineCommand, EXIT } from '../../../command.js';
-import { TARGET_OPTIONS, type LedgerTarget } from '../target.js';
+import { type LedgerTarget, TARGET_OPTIONS } from '../target.js';
 import { handoffsText, ledgerHandoffs } from './index.js';
 
 export const ledgerHandoffsCommand = defineCommand<LedgerTarget & { json?: boolean }>({

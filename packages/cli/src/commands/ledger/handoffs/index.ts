@@ -1,7 +1,7 @@
 import type { HandoffPacket } from '@retrysafe/contract';
 import { paint } from '../../../output.js';
 import { verifyChains } from '../chain.js';
-import { summarize, withLedger, type LedgerTarget, type OperationSummary } from '../target.js';
+import { type LedgerTarget, type OperationSummary, summarize, withLedger } from '../target.js';
 
 export interface HandoffRow extends OperationSummary {
   readonly explanation: string;
@@ -12,14 +12,32 @@ export interface HandoffRow extends OperationSummary {
 }
 
 export async function ledgerHandoffs(target: LedgerTarget): Promise<HandoffRow[]> {
-  return withLedger(target, async (ledger) => {
-    const rows = await ledger.list({ states: ['handed-off'], limit: 1000 });
-    const chains = new Map((await verifyChains(ledger, rows.map((r) => r.businessOperationId), { allowUnkeyed: true })).map((c) => [c.businessOperationId, c]));
-    return rows.map((r) => {
-      const chain = chains.get(r.businessOperationId);
-      return { ...summarize(r), explanation: r.handoff?.explanation ?? '', safeNextActions: r.handoff?.safeNextActions ?? [], lastKnown: r.handoff?.lastKnown ?? null, ...(chain && !chain.ok ? { chainBroken: chain.reason ?? 'broken' } : {}) };
-    });
-  }, { readOnly: true });
+  return withLedger(
+    target,
+    async (ledger) => {
+      const rows = await ledger.list({ states: ['handed-off'], limit: 1000 });
+      const chains = new Map(
+        (
+          await verifyChains(
+            ledger,
+            rows.map((r) => r.businessOperationId),
+            { allowUnkeyed: true },
+          )
+        ).map((c) => [c.businessOperationId, c]),
+      );
+      return rows.map((r) => {
+        const chain = chains.get(r.businessOperationId);
+        return {
+          ...summarize(r),
+          explanation: r.handoff?.explanation ?? '',
+          safeNextActions: r.handoff?.safeNextActions ?? [],
+          lastKnown: r.handoff?.lastKnown ?? null,
+          ...(chain && !chain.ok ? { chainBroken: chain.reason ?? 'broken' } : {}),
+        };
+      });
+    },
+    { readOnly: true },
+  );
 }
 
 export function handoffsText(rows: readonly HandoffRow[], color = false): string {
@@ -28,8 +46,32 @@ export function handoffsText(rows: readonly HandoffRow[], color = false): string
     [
       `${paint('bold', r.businessOperationId, color)}  ${r.operation}  ${paint('yellow', r.handoffReason ?? '?', color)}  (${r.attempts} attempt${r.attempts === 1 ? '' : 's'}, ${r.updatedAt})`,
       `  ${r.explanation}`,
-      ...(r.chainBroken ? [paint('red', `  ✗ receipt chain broken (${r.chainBroken}): the ledger was edited outside retrysafe — resolve refuses it`, color)] : []),
-      `  safe: ${r.safeNextActions.filter((a) => a.safe).map((a) => a.action).join(', ') || 'none known — verify at the provider'}${r.safeNextActions.some((a) => !a.safe) ? paint('dim', `   not safe: ${r.safeNextActions.filter((a) => !a.safe).map((a) => a.action).join(', ')}`, color) : ''}`,
+      ...(r.chainBroken
+        ? [
+            paint(
+              'red',
+              `  ✗ receipt chain broken (${r.chainBroken}): the ledger was edited outside retrysafe — resolve refuses it`,
+              color,
+            ),
+          ]
+        : []),
+      `  safe: ${
+        r.safeNextActions
+          .filter((a) => a.safe)
+          .map((a) => a.action)
+          .join(', ') || 'none known — verify at the provider'
+      }${
+        r.safeNextActions.some((a) => !a.safe)
+          ? paint(
+              'dim',
+              `   not safe: ${r.safeNextActions
+                .filter((a) => !a.safe)
+                .map((a) => a.action)
+                .join(', ')}`,
+              color,
+            )
+          : ''
+      }`,
     ].join('\n'),
   );
   return `${rows.length} operation${rows.length === 1 ? '' : 's'} waiting for a person (the runbook: retrysafe help runbook):\n\n${blocks.join('\n\n')}\n\nInspect one with: retrysafe ledger show <id>`;

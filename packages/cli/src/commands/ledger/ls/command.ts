@@ -1,5 +1,5 @@
 import { defineCommand, EXIT } from '../../../command.js';
-import { STATES, TARGET_OPTIONS, type LedgerTarget } from '../target.js';
+import { type LedgerTarget, STATES, TARGET_OPTIONS } from '../target.js';
 import { ledgerLs, lsTable } from './index.js';
 
 export const ledgerLsCommand = defineCommand<LedgerTarget & { state?: string[]; limit?: number; json?: boolean }>({

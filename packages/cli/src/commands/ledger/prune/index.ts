@@ -1,15 +1,15 @@
 import { existsSync } from 'node:fs';
-import { pruneLedger, RunnerConfigurationError, type PruneLedgerReport } from '@retrysafe/core';
-import { type Duration, type OperationState, type RetrySafetyCard } from '@retrysafe/contract';
+import type { Duration, OperationState, RetrySafetyCard } from '@retrysafe/contract';
 import { PRUNABLE_STATES } from '@retrysafe/contract/ledger';
+import { type PruneLedgerReport, pruneLedger, RunnerConfigurationError } from '@retrysafe/core';
 import { UsageError } from '../../../errors.js';
 import { cardsOf, loadAdapters } from '../../../registry.js';
-import { withLedger, type LedgerTarget } from '../target.js';
+import { type LedgerTarget, withLedger } from '../target.js';
 
 /** What `ledger prune` says about the provider keys' retention, in its help and its refusal. */
 export const PRUNE_RETENTION_NOTE =
-  'A closed operation must stay in the ledger at least as long as the provider keeps its idempotency key (the card\'s retention.minimum) plus the clock-skew margin: ' +
-  'prune refuses a younger --older-than than the longest such retention among the cards it knows (the built-in adapters\', and --config\'s), unless --force. ' +
+  "A closed operation must stay in the ledger at least as long as the provider keeps its idempotency key (the card's retention.minimum) plus the clock-skew margin: " +
+  "prune refuses a younger --older-than than the longest such retention among the cards it knows (the built-in adapters', and --config's), unless --force. " +
   'After a record is pruned a repeat of the same business operation is a new one. See docs/retention.md.';
 
 export interface PruneCommandOptions extends LedgerTarget {
@@ -32,8 +32,13 @@ async function knownCards(config?: string): Promise<RetrySafetyCard[]> {
 /** `retrysafe ledger prune`: retention of closed operations (pruneLedger in @retrysafe/core). */
 export async function ledgerPrune(opts: PruneCommandOptions): Promise<PruneLedgerReport> {
   if (!opts.olderThan) throw new UsageError('--older-than <duration> is required (e.g. 30d)');
-  for (const s of opts.state ?? []) if (!PRUNABLE_STATES.includes(s as OperationState)) throw new UsageError(`--state '${s}': only closed operations are pruned (${PRUNABLE_STATES.join(', ')})`);
-  if (opts.export && existsSync(opts.export)) throw new UsageError(`--export ${opts.export}: the file exists (prune appends receipts to a new file; move it away first)`);
+  for (const s of opts.state ?? [])
+    if (!PRUNABLE_STATES.includes(s as OperationState))
+      throw new UsageError(`--state '${s}': only closed operations are pruned (${PRUNABLE_STATES.join(', ')})`);
+  if (opts.export && existsSync(opts.export))
+    throw new UsageError(
+      `--export ${opts.export}: the file exists (prune appends receipts to a new file; move it away first)`,
+    );
   const cards = await knownCards(opts.config);
   return withLedger(opts, async (ledger) => {
     try {
@@ -46,7 +51,8 @@ export async function ledgerPrune(opts: PruneCommandOptions): Promise<PruneLedge
         ...(opts.state?.length ? { states: opts.state as OperationState[] } : {}),
       });
     } catch (err) {
-      if (RunnerConfigurationError.isInstance(err)) throw new UsageError(`--older-than: ${err.message.replace(/^prune\.olderThan: /, '')}`);
+      if (RunnerConfigurationError.isInstance(err))
+        throw new UsageError(`--older-than: ${err.message.replace(/^prune\.olderThan: /, '')}`);
       throw err;
     }
   });
@@ -56,7 +62,15 @@ export function pruneText(r: PruneLedgerReport, exportPath?: string): string {
   const parts = Object.entries(r.byState).map(([s, n]) => `${n} ${s}`);
   const what = `${r.pruned} operation${r.pruned === 1 ? '' : 's'}${parts.length ? ` (${parts.join(', ')})` : ''} last changed before ${new Date(r.before).toISOString()}`;
   const lines = [r.dryRun ? `would prune ${what}; nothing deleted (--dry-run)` : `pruned ${what}`];
-  if (!r.dryRun && exportPath) lines.push(`receipts of ${r.exported} operation${r.exported === 1 ? '' : 's'} written to ${exportPath} first (verify offline: retrysafe ledger verify --file ${exportPath})`);
-  if (r.floor.card) lines.push(r.floor.forced ? `below the key retention floor of ${r.floor.card} (${Math.round(r.floor.ms / 3_600_000)}h): forced` : `key retention floor: ${Math.round(r.floor.ms / 3_600_000)}h (${r.floor.card})`);
+  if (!r.dryRun && exportPath)
+    lines.push(
+      `receipts of ${r.exported} operation${r.exported === 1 ? '' : 's'} written to ${exportPath} first (verify offline: retrysafe ledger verify --file ${exportPath})`,
+    );
+  if (r.floor.card)
+    lines.push(
+      r.floor.forced
+        ? `below the key retention floor of ${r.floor.card} (${Math.round(r.floor.ms / 3_600_000)}h): forced`
+        : `key retention floor: ${Math.round(r.floor.ms / 3_600_000)}h (${r.floor.card})`,
+    );
   return lines.join('\n');
 }

@@ -1,15 +1,28 @@
 import { defineCommand, EXIT } from '../../../command.js';
 import { TARGET_OPTIONS } from '../target.js';
-import { ledgerResolveAll, resolveAllText, type ResolveAllOptions } from './index.js';
+import { ledgerResolveAll, type ResolveAllOptions, resolveAllText } from './index.js';
 
 export const ledgerResolveAllCommand = defineCommand<ResolveAllOptions & { json?: boolean }>({
   name: 'ledger resolve-all',
-  description: 'resolve every handed-off operation matching the filters (--resume or --abandon); --dry-run shows what would be done',
+  description:
+    'resolve every handed-off operation matching the filters (--resume or --abandon); --dry-run shows what would be done',
   options: {
     ...TARGET_OPTIONS,
-    operation: { argument: '<name>', parse: 'list', description: 'only this operation, e.g. stripe.invoices.create (repeatable or comma-separated)' },
-    reason: { argument: '<reason>', parse: 'list', description: 'only this handoff reason, e.g. rejected (repeatable or comma-separated)' },
-    id: { argument: '<id>', parse: 'list', description: 'only these business-operation ids (repeatable or comma-separated)' },
+    operation: {
+      argument: '<name>',
+      parse: 'list',
+      description: 'only this operation, e.g. stripe.invoices.create (repeatable or comma-separated)',
+    },
+    reason: {
+      argument: '<reason>',
+      parse: 'list',
+      description: 'only this handoff reason, e.g. rejected (repeatable or comma-separated)',
+    },
+    id: {
+      argument: '<id>',
+      parse: 'list',
+      description: 'only these business-operation ids (repeatable or comma-separated)',
+    },
     resume: { description: 're-send each with the SAME provider key through the adapters named in --config' },
     abandon: { description: 'give each up (nothing more is sent)' },
     force: { description: 'also where the packet marks the action not safe (you checked at the provider)' },

@@ -1,10 +1,10 @@
-import type { ResolveResult } from '@retrysafe/core';
 import { loadConfigFile } from '@retrysafe/config';
 import { asBusinessOperationId } from '@retrysafe/contract';
+import type { ResolveResult } from '@retrysafe/core';
 import { UsageError } from '../../../errors.js';
 import { paint } from '../../../output.js';
 import { ledgerResolve, resolveText } from '../resolve/index.js';
-import { withLedger, type LedgerTarget } from '../target.js';
+import { type LedgerTarget, withLedger } from '../target.js';
 
 export interface ResolveAllOptions extends LedgerTarget {
   /** Only operations of these operation names (e.g. sandbox.records.create). */
@@ -48,8 +48,14 @@ export interface ResolveAllReport {
  */
 export async function ledgerResolveAll(opts: ResolveAllOptions): Promise<ResolveAllReport> {
   const chosen = [opts.resume === true, opts.abandon === true].filter(Boolean).length;
-  if (chosen !== 1) throw new UsageError('choose exactly one of --resume, --abandon (--mark-done needs one provider reference per operation: use ledger resolve <id>)');
-  if (opts.resume && !opts.config && !opts.dryRun) throw new UsageError('--resume re-sends through the adapters: pass --config <file> naming them (credentials come from environment variables)');
+  if (chosen !== 1)
+    throw new UsageError(
+      'choose exactly one of --resume, --abandon (--mark-done needs one provider reference per operation: use ledger resolve <id>)',
+    );
+  if (opts.resume && !opts.config && !opts.dryRun)
+    throw new UsageError(
+      '--resume re-sends through the adapters: pass --config <file> naming them (credentials come from environment variables)',
+    );
   for (const i of opts.id ?? []) asBusinessOperationId(i);
   const action = opts.resume ? 'resume' : 'abandon';
   const config = opts.config ? await loadConfigFile(opts.config) : null;
@@ -57,26 +63,50 @@ export async function ledgerResolveAll(opts: ResolveAllOptions): Promise<Resolve
     opts,
     async (ledger) =>
       (await ledger.list({ states: ['handed-off'] })).filter(
-        (r) => (!opts.operation?.length || opts.operation.includes(r.operation)) && (!opts.reason?.length || opts.reason.includes(r.handoff?.reason ?? '')) && (!opts.id?.length || opts.id.includes(r.businessOperationId)),
+        (r) =>
+          (!opts.operation?.length || opts.operation.includes(r.operation)) &&
+          (!opts.reason?.length || opts.reason.includes(r.handoff?.reason ?? '')) &&
+          (!opts.id?.length || opts.id.includes(r.businessOperationId)),
       ),
     { config },
   );
   const planned = matched.map((r) => {
     const a = r.handoff?.safeNextActions.find((x) => x.action === action);
     const refused = a !== undefined && !a.safe && !opts.force;
-    return { record: r, plan: (refused ? 'refused' : action) as ResolveAllRow['plan'], why: a ? `${a.safe ? 'safe' : opts.force ? 'not safe, forced' : 'not safe'}: ${a.why}` : 'the packet names no such action' };
+    return {
+      record: r,
+      plan: (refused ? 'refused' : action) as ResolveAllRow['plan'],
+      why: a
+        ? `${a.safe ? 'safe' : opts.force ? 'not safe, forced' : 'not safe'}: ${a.why}`
+        : 'the packet names no such action',
+    };
   });
   const rows: ResolveAllRow[] = [];
   for (const p of planned) {
-    const base = { businessOperationId: p.record.businessOperationId, operation: p.record.operation, handoffReason: p.record.handoff?.reason ?? null, plan: p.plan, why: p.why };
+    const base = {
+      businessOperationId: p.record.businessOperationId,
+      operation: p.record.operation,
+      handoffReason: p.record.handoff?.reason ?? null,
+      plan: p.plan,
+      why: p.why,
+    };
     if (opts.dryRun || p.plan === 'refused') {
       rows.push({ ...base, result: null });
       continue;
     }
-    const result = await ledgerResolve({ ...opts, ...(action === 'resume' ? { resume: true, abandon: false } : { abandon: true, resume: false }), force: true }, p.record.businessOperationId);
+    const result = await ledgerResolve(
+      {
+        ...opts,
+        ...(action === 'resume' ? { resume: true, abandon: false } : { abandon: true, resume: false }),
+        force: true,
+      },
+      p.record.businessOperationId,
+    );
     rows.push({ ...base, result });
   }
-  const ok = rows.every((r) => r.plan !== 'refused' && (r.result === null || r.result.status === 'resolved' || r.result.status === 'done'));
+  const ok = rows.every(
+    (r) => r.plan !== 'refused' && (r.result === null || r.result.status === 'resolved' || r.result.status === 'done'),
+  );
   return { dryRun: opts.dryRun === true, action, matched: matched.length, rows, ok };
 }
 
@@ -84,11 +114,15 @@ export function resolveAllText(r: ResolveAllReport, color = false): string {
   if (r.matched === 0) return 'No handed-off operation matches: nothing to resolve.';
   const verb = r.action === 'resume' ? 'resume' : 'abandon';
   const lines = r.rows.map((x) => {
-    if (x.plan === 'refused') return `${paint('red', '✗', color)} ${x.businessOperationId}  refused: ${x.why} (check at the provider; --force if you are sure)`;
-    if (r.dryRun) return `${paint('cyan', '·', color)} ${x.businessOperationId}  would ${verb} (${x.handoffReason ?? '?'}; ${x.why})`;
+    if (x.plan === 'refused')
+      return `${paint('red', '✗', color)} ${x.businessOperationId}  refused: ${x.why} (check at the provider; --force if you are sure)`;
+    if (r.dryRun)
+      return `${paint('cyan', '·', color)} ${x.businessOperationId}  would ${verb} (${x.handoffReason ?? '?'}; ${x.why})`;
     return resolveText(x.result!, color);
   });
   const refused = r.rows.filter((x) => x.plan === 'refused').length;
-  const head = r.dryRun ? `Dry run: ${r.matched - refused} of ${r.matched} handed-off operation${r.matched === 1 ? '' : 's'} would be ${verb === 'resume' ? 'resumed' : 'abandoned'}${refused ? `, ${refused} refused` : ''}; nothing was sent or written.` : `${r.matched} handed-off operation${r.matched === 1 ? '' : 's'} matched:`;
+  const head = r.dryRun
+    ? `Dry run: ${r.matched - refused} of ${r.matched} handed-off operation${r.matched === 1 ? '' : 's'} would be ${verb === 'resume' ? 'resumed' : 'abandoned'}${refused ? `, ${refused} refused` : ''}; nothing was sent or written.`
+    : `${r.matched} handed-off operation${r.matched === 1 ? '' : 's'} matched:`;
   return [head, ...lines].join('\n');
 }

@@ -1,6 +1,6 @@
 import { defineCommand, EXIT } from '../../../command.js';
 import { TARGET_OPTIONS } from '../target.js';
-import { ledgerResolve, resolveText, type ResolveOptions } from './index.js';
+import { ledgerResolve, type ResolveOptions, resolveText } from './index.js';
 
 export const ledgerResolveCommand = defineCommand<ResolveOptions & { json?: boolean }, [string]>({
   name: 'ledger resolve',
@@ -9,10 +9,19 @@ export const ledgerResolveCommand = defineCommand<ResolveOptions & { json?: bool
   options: {
     ...TARGET_OPTIONS,
     resume: { description: 're-send with the SAME provider key through the adapter named in --config' },
-    markDone: { argument: '<providerRef>', description: 'you verified the effect at the provider: record its reference' },
+    markDone: {
+      argument: '<providerRef>',
+      description: 'you verified the effect at the provider: record its reference',
+    },
     abandon: { description: 'give the operation up (nothing more is sent)' },
-    resendWith: { argument: '<params.json>', description: 'send corrected params (same intent) as a new revision; only when every attempt is known not applied (needs --config)' },
-    force: { description: 'with --resume: resume even though the packet marks it not safe (you checked at the provider)' },
+    resendWith: {
+      argument: '<params.json>',
+      description:
+        'send corrected params (same intent) as a new revision; only when every attempt is known not applied (needs --config)',
+    },
+    force: {
+      description: 'with --resume: resume even though the packet marks it not safe (you checked at the provider)',
+    },
     by: { argument: '<name>', description: 'who resolved it, for the receipt (default $USER)' },
   },
   async run({ io, json, color }, o, [id]) {

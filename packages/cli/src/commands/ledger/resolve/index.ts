@@ -1,13 +1,19 @@
 import { isAbsolute, resolve } from 'node:path';
-import { BrokenReceiptChainError, createRunner, jsonlHandoffSink, type Resolution, type ResolveResult } from '@retrysafe/core';
 import { createAdapters, loadConfigFile } from '@retrysafe/config';
-import { InvalidStateError, UnsafeResumeError, asBusinessOperationId, type HandoffReason } from '@retrysafe/contract';
+import { asBusinessOperationId, type HandoffReason, InvalidStateError, UnsafeResumeError } from '@retrysafe/contract';
+import {
+  BrokenReceiptChainError,
+  createRunner,
+  jsonlHandoffSink,
+  type Resolution,
+  type ResolveResult,
+} from '@retrysafe/core';
 import { RefusedError, UsageError } from '../../../errors.js';
 import { readDataFile } from '../../../files.js';
 import { paint } from '../../../output.js';
 import { receiptKeysFromEnv, withParamsKeys } from '../chain.js';
 import { packetText } from '../packet-text.js';
-import { withLedger, type LedgerTarget } from '../target.js';
+import { type LedgerTarget, withLedger } from '../target.js';
 
 export interface ResolveOptions extends LedgerTarget {
   readonly resume?: boolean;
@@ -26,22 +32,44 @@ export interface ResolveOptions extends LedgerTarget {
  * records the provider reference a person verified; `--abandon` gives it up. Nothing else is sent.
  */
 export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<ResolveResult> {
-  const chosen = [opts.resume === true, opts.markDone !== undefined, opts.abandon === true, opts.resendWith !== undefined].filter(Boolean).length;
-  if (chosen !== 1) throw new UsageError('choose exactly one of --resume, --mark-done <providerRef>, --abandon, --resend-with <params.json>');
-  if (opts.resendWith !== undefined && !opts.config) throw new UsageError('--resend-with sends through the adapter: pass --config <file> naming it (credentials come from environment variables)');
+  const chosen = [
+    opts.resume === true,
+    opts.markDone !== undefined,
+    opts.abandon === true,
+    opts.resendWith !== undefined,
+  ].filter(Boolean).length;
+  if (chosen !== 1)
+    throw new UsageError(
+      'choose exactly one of --resume, --mark-done <providerRef>, --abandon, --resend-with <params.json>',
+    );
+  if (opts.resendWith !== undefined && !opts.config)
+    throw new UsageError(
+      '--resend-with sends through the adapter: pass --config <file> naming it (credentials come from environment variables)',
+    );
   const corrected = opts.resendWith !== undefined ? readParams(opts.resendWith) : undefined;
-  if (opts.markDone !== undefined && !opts.markDone.trim()) throw new UsageError('--mark-done needs the provider reference of the effect you verified (e.g. pi_123)');
-  if (opts.resume && !opts.config) throw new UsageError('--resume re-sends through the adapter: pass --config <file> naming it (credentials come from environment variables)');
+  if (opts.markDone !== undefined && !opts.markDone.trim())
+    throw new UsageError('--mark-done needs the provider reference of the effect you verified (e.g. pi_123)');
+  if (opts.resume && !opts.config)
+    throw new UsageError(
+      '--resume re-sends through the adapter: pass --config <file> naming it (credentials come from environment variables)',
+    );
   asBusinessOperationId(id);
   const config = opts.config ? await loadConfigFile(opts.config) : null;
-  const adapters = config && (opts.resume || corrected !== undefined) ? Object.values(await createAdapters(config)) : [];
+  const adapters =
+    config && (opts.resume || corrected !== undefined) ? Object.values(await createAdapters(config)) : [];
   try {
     return await withLedger(
       opts,
       async (ledger) => {
         const runner = createRunner({
           ledger: withParamsKeys(ledger),
-          ...(config?.handoffs ? { handoff: jsonlHandoffSink(isAbsolute(config.handoffs) ? config.handoffs : resolve(config.baseDir, config.handoffs)) } : {}),
+          ...(config?.handoffs
+            ? {
+                handoff: jsonlHandoffSink(
+                  isAbsolute(config.handoffs) ? config.handoffs : resolve(config.baseDir, config.handoffs),
+                ),
+              }
+            : {}),
           ...(config?.policy ? { policy: config.policy } : {}),
           ...(config?.redact?.fields ? { redact: { fields: [...config.redact.fields] } } : {}),
           ...(receiptKeysFromEnv().current ? { receiptKey: receiptKeysFromEnv().current! } : {}),
@@ -58,9 +86,13 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
               : { action: 'abandon' };
         // The runner owns the rules (broken chain, unsafe resume, resend-with); the CLI only words its refusals.
         return await runner.resolve(id, resolution, { adapters, by }).catch((err: unknown) => {
-          if (BrokenReceiptChainError.isInstance(err)) throw new RefusedError(`not resolving ${id}: its receipt chain is broken at receipt #${err.index + 1} (${err.reason}); nothing was sent. Find out who edited the ledger (retrysafe ledger verify --all) before acting on it.`);
+          if (BrokenReceiptChainError.isInstance(err))
+            throw new RefusedError(
+              `not resolving ${id}: its receipt chain is broken at receipt #${err.index + 1} (${err.reason}); nothing was sent. Find out who edited the ledger (retrysafe ledger verify --all) before acting on it.`,
+            );
           if (UnsafeResumeError.isInstance(err)) throw resumeRefusal(id, err.why, reason);
-          if (InvalidStateError.isInstance(err) && /differ from the stored/.test(err.message)) throw sameParams(id, reason);
+          if (InvalidStateError.isInstance(err) && /differ from the stored/.test(err.message))
+            throw sameParams(id, reason);
           throw err;
         });
       },
@@ -74,15 +106,24 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
 /** A refused resume, with the step that works: a rejected request goes out as is only once its cause is fixed. */
 function resumeRefusal(id: string, why: string, reason: HandoffReason | undefined): RefusedError {
   if (reason === 'rejected') {
-    return new RefusedError(`not resuming ${id}: the handoff packet marks resume as not safe — ${why}; nothing was sent. If you fixed the cause outside the request (the account, a setting at the provider), send it again as is: --resume --force. To send corrected params instead: --resend-with <params.json>; if the effect exists at the provider after all: --mark-done <providerRef>.`);
+    return new RefusedError(
+      `not resuming ${id}: the handoff packet marks resume as not safe — ${why}; nothing was sent. If you fixed the cause outside the request (the account, a setting at the provider), send it again as is: --resume --force. To send corrected params instead: --resend-with <params.json>; if the effect exists at the provider after all: --mark-done <providerRef>.`,
+    );
   }
-  return new RefusedError(`not resuming ${id}: the handoff packet marks resume as not safe — ${why}. Check at the provider first; then --mark-done <providerRef> if the effect exists, or --resume --force if you are sure it does not.`);
+  return new RefusedError(
+    `not resuming ${id}: the handoff packet marks resume as not safe — ${why}. Check at the provider first; then --mark-done <providerRef> if the effect exists, or --resume --force if you are sure it does not.`,
+  );
 }
 
 /** `--resend-with` of the params the operation already has: a resume, which for a rejected request means --force. */
 function sameParams(id: string, reason: HandoffReason | undefined): RefusedError {
-  const resume = reason === 'rejected' ? '--resume --force (the packet marks resume not safe only because the request as it was got rejected)' : '--resume';
-  return new RefusedError(`not re-sending ${id}: these are the params it already has; nothing was sent. To send the same request again after fixing the cause outside it: ${resume}.`);
+  const resume =
+    reason === 'rejected'
+      ? '--resume --force (the packet marks resume not safe only because the request as it was got rejected)'
+      : '--resume';
+  return new RefusedError(
+    `not re-sending ${id}: these are the params it already has; nothing was sent. To send the same request again after fixing the cause outside it: ${resume}.`,
+  );
 }
 
 /** The corrected params of `--resend-with`: a JSON object in a file, within the file limits. */
@@ -93,7 +134,8 @@ function readParams(file: string): { params: Record<string, unknown> } {
   } catch (err) {
     throw err instanceof UsageError ? new UsageError(`--resend-with: ${err.message}`) : err;
   }
-  if (typeof params !== 'object' || params === null || Array.isArray(params)) throw new UsageError(`--resend-with: ${file} must hold a JSON object of params`);
+  if (typeof params !== 'object' || params === null || Array.isArray(params))
+    throw new UsageError(`--resend-with: ${file} must hold a JSON object of params`);
   return { params: params as Record<string, unknown> };
 }
 

@@ -1,9 +1,9 @@
-import { personRef } from '@retrysafe/core/internal';
 import { asBusinessOperationId, type HandoffPacket, type OperationRecord, type Receipt } from '@retrysafe/contract';
+import { personRef } from '@retrysafe/core/internal';
 import { paint } from '../../../output.js';
-import { verifyChains, type VerifyRow } from '../chain.js';
+import { type VerifyRow, verifyChains } from '../chain.js';
 import { packetText } from '../packet-text.js';
-import { summarize, withLedger, type LedgerTarget, type OperationSummary } from '../target.js';
+import { type LedgerTarget, type OperationSummary, summarize, withLedger } from '../target.js';
 
 export interface ShowResult {
   readonly record: OperationSummary & {
@@ -24,28 +24,36 @@ function shownResolution(r: OperationRecord['resolution'], showBy: boolean): Ope
   return { ...r, by: personRef(r.by) };
 }
 
-export async function ledgerShow(target: LedgerTarget & { readonly showBy?: boolean }, id: string): Promise<ShowResult | null> {
+export async function ledgerShow(
+  target: LedgerTarget & { readonly showBy?: boolean },
+  id: string,
+): Promise<ShowResult | null> {
   const bid = asBusinessOperationId(id);
-  return withLedger(target, async (ledger) => {
-    const r = await ledger.get(bid);
-    if (!r) return null;
-    return {
-      record: {
-        ...summarize(r),
-        intentFingerprint: r.intentFingerprint,
-        paramsFingerprint: r.paramsFingerprint,
-        firstDispatchedAt: r.firstDispatchedAt === null ? null : new Date(r.firstDispatchedAt).toISOString(),
-        handoff: r.handoff,
-        resolution: shownResolution(r.resolution, target.showBy === true),
-      },
-      receipts: await ledger.receipts(bid),
-      // Unkeyed chains from before a key was set pass here (a keyed-then-unkeyed chain never does); `verify` is the strict check.
-      chain: (await verifyChains(ledger, [bid], { allowUnkeyed: true }))[0]!,
-    };
-  }, { readOnly: true });
+  return withLedger(
+    target,
+    async (ledger) => {
+      const r = await ledger.get(bid);
+      if (!r) return null;
+      return {
+        record: {
+          ...summarize(r),
+          intentFingerprint: r.intentFingerprint,
+          paramsFingerprint: r.paramsFingerprint,
+          firstDispatchedAt: r.firstDispatchedAt === null ? null : new Date(r.firstDispatchedAt).toISOString(),
+          handoff: r.handoff,
+          resolution: shownResolution(r.resolution, target.showBy === true),
+        },
+        receipts: await ledger.receipts(bid),
+        // Unkeyed chains from before a key was set pass here (a keyed-then-unkeyed chain never does); `verify` is the strict check.
+        chain: (await verifyChains(ledger, [bid], { allowUnkeyed: true }))[0]!,
+      };
+    },
+    { readOnly: true },
+  );
 }
 
-const kv = (pairs: readonly (readonly [string, unknown])[]) => pairs.map(([k, v]) => `${k.padEnd(20)} ${v === null || v === undefined ? '—' : String(v)}`).join('\n');
+const kv = (pairs: readonly (readonly [string, unknown])[]) =>
+  pairs.map(([k, v]) => `${k.padEnd(20)} ${v === null || v === undefined ? '—' : String(v)}`).join('\n');
 
 export function showText(r: ShowResult, color = false): string {
   const rec = r.record;
@@ -62,15 +70,37 @@ export function showText(r: ShowResult, color = false): string {
       ['created', rec.createdAt],
       ['first dispatched', rec.firstDispatchedAt],
       ['updated', rec.updatedAt],
-      ['resolution', rec.resolution ? `${rec.resolution.action}${rec.resolution.providerRef ? ` (${rec.resolution.providerRef})` : ''} by ${rec.resolution.by ?? '?'} at ${new Date(rec.resolution.at).toISOString()}` : null],
+      [
+        'resolution',
+        rec.resolution
+          ? `${rec.resolution.action}${rec.resolution.providerRef ? ` (${rec.resolution.providerRef})` : ''} by ${rec.resolution.by ?? '?'} at ${new Date(rec.resolution.at).toISOString()}`
+          : null,
+      ],
     ]),
   ];
   if (rec.handoff) out.push('', packetText(rec.handoff, color));
-  if (!r.chain.ok) out.push('', paint('red', `✗ receipt chain broken at #${(r.chain.index ?? 0) + 1}: ${r.chain.reason} — the ledger was edited outside retrysafe; do not act on these receipts before finding out why`, color));
+  if (!r.chain.ok)
+    out.push(
+      '',
+      paint(
+        'red',
+        `✗ receipt chain broken at #${(r.chain.index ?? 0) + 1}: ${r.chain.reason} — the ledger was edited outside retrysafe; do not act on these receipts before finding out why`,
+        color,
+      ),
+    );
   out.push('', `Receipts (${r.receipts.length}):`);
   for (const x of r.receipts) {
-    const extra = [x.status ? `HTTP ${x.status}` : '', x.code ?? '', x.providerRef ? `ref ${x.providerRef}` : '', x.decision.delayMs ? `wait ${x.decision.delayMs} ms` : ''].filter(Boolean).join(' · ');
-    out.push(`  #${String(x.seq).padEnd(3)} ${x.startedAt}  ${x.kind.padEnd(8)} → ${(x.outcome ?? '—').padEnd(11)} ${x.decision.action}: ${x.decision.reason}${extra ? paint('dim', `  (${extra})`, color) : ''}`);
+    const extra = [
+      x.status ? `HTTP ${x.status}` : '',
+      x.code ?? '',
+      x.providerRef ? `ref ${x.providerRef}` : '',
+      x.decision.delayMs ? `wait ${x.decision.delayMs} ms` : '',
+    ]
+      .filter(Boolean)
+      .join(' · ');
+    out.push(
+      `  #${String(x.seq).padEnd(3)} ${x.startedAt}  ${x.kind.padEnd(8)} → ${(x.outcome ?? '—').padEnd(11)} ${x.decision.action}: ${x.decision.reason}${extra ? paint('dim', `  (${extra})`, color) : ''}`,
+    );
   }
   return out.join('\n');
 }

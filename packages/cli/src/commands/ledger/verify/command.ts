@@ -1,7 +1,7 @@
 import { defineCommand, EXIT } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { RECEIPT_KEYS_ENV, verifyChains } from '../chain.js';
-import { TARGET_OPTIONS, withLedger, type LedgerTarget } from '../target.js';
+import { type LedgerTarget, TARGET_OPTIONS, withLedger } from '../target.js';
 import { verifyExportFile, verifyText } from './index.js';
 
 interface Flags extends LedgerTarget {
@@ -18,13 +18,21 @@ export const ledgerVerifyCommand = defineCommand<Flags, [string | undefined]>({
   options: {
     ...TARGET_OPTIONS,
     all: { description: 'every operation in the ledger' },
-    file: { argument: '<export.jsonl>', description: 'an export written by `ledger export`, checked offline (no ledger needed)' },
-    allowUnkeyed: { description: `with ${RECEIPT_KEYS_ENV} set: accept receipts written before the key (someone could re-seal as unkeyed; do not leave this on)` },
+    file: {
+      argument: '<export.jsonl>',
+      description: 'an export written by `ledger export`, checked offline (no ledger needed)',
+    },
+    allowUnkeyed: {
+      description: `with ${RECEIPT_KEYS_ENV} set: accept receipts written before the key (someone could re-seal as unkeyed; do not leave this on)`,
+    },
   },
   async run({ io, json, color }, o, [id]) {
-    if ([id !== undefined, o.all === true, o.file !== undefined].filter(Boolean).length !== 1) throw new UsageError('choose one of <id>, --all, --file <export.jsonl>');
+    if ([id !== undefined, o.all === true, o.file !== undefined].filter(Boolean).length !== 1)
+      throw new UsageError('choose one of <id>, --all, --file <export.jsonl>');
     const keys = { ...(o.allowUnkeyed ? { allowUnkeyed: true } : {}) };
-    const rows = o.file ? verifyExportFile(o.file, keys) : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], keys), { readOnly: true });
+    const rows = o.file
+      ? verifyExportFile(o.file, keys)
+      : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], keys), { readOnly: true });
     if (o.json) json({ ok: rows.every((r) => r.ok), operations: rows });
     else io.out(verifyText(rows, color));
     return rows.every((r) => r.ok) ? EXIT.ok : EXIT.failed;

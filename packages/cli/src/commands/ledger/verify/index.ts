@@ -14,7 +14,10 @@ export function verifyExportFile(file: string, options: VerifyOptions = {}): Ver
     throw new UsageError(`cannot read ${file}: ${(e as Error).message}`);
   }
   try {
-    return verifyReceiptsJsonl(text, { ...(keyring ? { keys: keyring } : {}), ...(options.allowUnkeyed ? { allowUnkeyed: true } : {}) }).map((x) => rowOf(x.businessOperationId, undefined, x.receipts, x.check));
+    return verifyReceiptsJsonl(text, {
+      ...(keyring ? { keys: keyring } : {}),
+      ...(options.allowUnkeyed ? { allowUnkeyed: true } : {}),
+    }).map((x) => rowOf(x.businessOperationId, undefined, x.receipts, x.check));
   } catch (e) {
     throw new UsageError(`${file}: ${(e as Error).message}`);
   }
@@ -28,6 +31,11 @@ export function verifyText(rows: readonly VerifyRow[], color = false): string {
       ? `${paint('green', '✓', color)} ${r.businessOperationId}  ${r.receipts} receipt${r.receipts === 1 ? '' : 's'}${r.warnings ? paint('dim', `  (${r.warnings.join('; ')})`, color) : ''}`
       : `${paint('red', '✗', color)} ${r.businessOperationId}  broken at receipt #${(r.index ?? 0) + 1}: ${r.reason}`,
   );
-  lines.push('', bad.length ? `${bad.length} of ${rows.length} chain${rows.length === 1 ? '' : 's'} broken: the ledger was edited outside retrysafe (see docs/security.md)` : `${rows.length} chain${rows.length === 1 ? '' : 's'} intact`);
+  lines.push(
+    '',
+    bad.length
+      ? `${bad.length} of ${rows.length} chain${rows.length === 1 ? '' : 's'} broken: the ledger was edited outside retrysafe (see docs/security.md)`
+      : `${rows.length} chain${rows.length === 1 ? '' : 's'} intact`,
+  );
   return lines.join('\n');
 }
