@@ -2,8 +2,21 @@ import { existsSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { type AdapterV1, type Ledger, RetrysafeError } from '@retrysafe/contract';
-import type { PolicyOverrides } from '@retrysafe/core';
 import type { HttpAdapterDeclaration } from '@retrysafe/http';
+import type {
+  GitHubConfig,
+  HttpAdapterConfig,
+  HttpDeclarationData,
+  HubSpotConfig,
+  LedgerLocation,
+  ModuleAdapterConfig,
+  MsGraphConfig,
+  ResendConfig,
+  RetrysafeConfig,
+  SandboxConfig,
+  SlackConfig,
+  StripeConfig,
+} from './config-types.js';
 import { findInlineCredentials, looksLikeEnvName, safeMessage } from './credentials.js';
 import { FileLimitError, parseDataText, readTextFile } from './read-file.js';
 import { suggest } from './schema-check.js';
@@ -23,173 +36,23 @@ export class ConfigError extends RetrysafeError {
     typeof v === 'object' && v !== null && (v as Record<symbol, unknown>)[marker] === true;
 }
 
-export interface StripeConfig {
-  readonly baseUrl?: string;
-  readonly apiKeyEnv: string;
-  readonly timeoutMs?: number;
-}
-export interface MsGraphConfig {
-  readonly baseUrl?: string;
-  readonly accessTokenEnv: string;
-  readonly timeoutMs?: number;
-}
-export interface GitHubConfig {
-  readonly baseUrl?: string;
-  readonly tokenEnv: string;
-  readonly timeoutMs?: number;
-}
-export interface SlackConfig {
-  readonly baseUrl?: string;
-  readonly tokenEnv: string;
-  readonly timeoutMs?: number;
-}
-export interface HubSpotConfig {
-  readonly baseUrl?: string;
-  readonly accessTokenEnv: string;
-  readonly timeoutMs?: number;
-  readonly searchSettleMs?: number | null;
-}
-export interface ResendConfig {
-  readonly baseUrl?: string;
-  readonly apiKeyEnv: string;
-  readonly timeoutMs?: number;
-}
-export interface SandboxConfig {
-  readonly baseUrl: string;
-  readonly timeoutMs?: number;
-  readonly behaviour?: Record<string, unknown>;
-}
-/** Any other adapter: a module exporting a factory `(options) => AdapterV1`. */
-export interface ModuleAdapterConfig {
-  readonly type?: 'module';
-  readonly module: string;
-  readonly export?: string;
-  readonly options?: Record<string, unknown>;
-  /** Option ⇒ environment variable. A dotted option (`headers.Authorization`) sets the nested option. */
-  readonly secretsFromEnv?: Record<string, string>;
-}
-/** An HTTP API declared as data (`@retrysafe/http`): operations, cards, body and path mapping, lookup. */
-export interface HttpAdapterConfig {
-  readonly type: 'http';
-  /** Default: the adapter's name in the config. */
-  readonly provider?: string;
-  readonly baseUrl: string;
-  readonly timeoutMs: number;
-  /** Static headers that are not credentials. */
-  readonly headers?: Record<string, string>;
-  /** Header ⇒ environment variable holding its value (e.g. `Authorization: ACME_AUTH`). */
-  readonly headersFromEnv?: Record<string, string>;
-  readonly operations: Record<string, HttpOperationConfig>;
-}
-
-/**
- * One operation of a `type: http` adapter as written in the file: `@retrysafe/http`'s
- * HttpOperationDeclaration, with the card inline or as a file path. Typed loosely here so this
- * package's types do not need `@retrysafe/http` installed; the schema checks it in full at load time.
- */
-export interface HttpOperationConfig {
-  readonly description: string;
-  readonly method: 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-  /** `{param}`, `{key}`, `{businessOperationId}` placeholders. */
-  readonly path: string;
-  readonly key: {
-    readonly travels: 'header' | 'body' | 'query' | 'none';
-    readonly name?: string;
-    readonly encoding?: 'raw' | 'sf-string';
-    readonly rule?: { readonly maxLength?: number; readonly charset?: string; readonly prefix?: string };
-  };
-  /** The retry safety card inline, or a JSON/YAML file path relative to the config file. */
-  readonly card: string | Readonly<Record<string, unknown>>;
-  readonly lookup: {
-    readonly method: 'get-by-key' | 'status-url' | 'search' | 'resend-same-key' | 'none';
-    readonly [field: string]: unknown;
-  };
-  readonly precondition?: {
-    readonly param: string;
-    readonly header?: string;
-    readonly query?: string;
-    readonly failedStatus?: number;
-    readonly validatorHeader?: string;
-    readonly validatorField?: string;
-  };
-  readonly errors: {
-    readonly codePath?: string;
-    readonly rules: readonly {
-      readonly status: number | readonly number[] | '4xx' | '5xx';
-      readonly code?: string | readonly string[];
-      readonly outcome: 'rejected' | 'not-applied' | 'in-progress' | 'unknown';
-      readonly reason?: string;
-      readonly cause?: string;
-    }[];
-  };
-  readonly asyncReply?: boolean;
-  /** JSON body template (`"{param}"` keeps the value's type). */
-  readonly body?: unknown;
-  readonly refPath?: string;
-  readonly requestIdHeader?: string;
-  readonly paramsSchema?: Readonly<Record<string, unknown>>;
-  readonly sensitiveFields?: readonly string[];
-  /** For `retrysafe drill --config`. */
-  readonly drill?: {
-    readonly pattern?: 'ietf-idempotency-key' | 'async-request-reply' | 'etag' | 'client-token';
-    readonly params?: Readonly<Record<string, unknown>>;
-    readonly changeIntent?: string;
-  };
-}
-
-/** A `type: http` entry resolved for `@retrysafe/http`'s createHttpAdapterFromDeclaration: cards read, header credentials from the environment. */
-export interface HttpDeclarationData {
-  readonly provider: string;
-  readonly baseUrl: string;
-  readonly timeoutMs: number;
-  readonly headers?: Readonly<Record<string, string>>;
-  readonly operations: Readonly<
-    Record<string, Omit<HttpOperationConfig, 'card'> & { readonly card: Readonly<Record<string, unknown>> }>
-  >;
-}
-export type AdapterConfig =
-  | StripeConfig
-  | MsGraphConfig
-  | HubSpotConfig
-  | ResendConfig
-  | GitHubConfig
-  | SlackConfig
-  | SandboxConfig
-  | ModuleAdapterConfig
-  | HttpAdapterConfig;
-
-/** A DynamoDB ledger's table; credentials come from the environment or the AWS SDK's default chain. */
-export interface DynamoDbLedgerConfig {
-  readonly table: string;
-  readonly region?: string;
-  readonly endpoint?: string;
-}
-
-/** Where the ledger is: a SQLite file path, a `postgres://` URL, or a DynamoDB table. */
-export type LedgerLocation = string | { readonly dynamodb: DynamoDbLedgerConfig };
-
-export interface RetrysafeConfig {
-  /** A SQLite file path (default `./retrysafe.db`), a `postgres://` URL or `{ dynamodb: { table } }`. */
-  readonly ledger: LedgerLocation;
-  /** JSONL file for handoff packets (optional). */
-  readonly handoffs?: string;
-  readonly policy?: PolicyOverrides;
-  readonly redact?: { readonly fields?: readonly string[] };
-  readonly adapters: {
-    readonly stripe?: StripeConfig;
-    readonly msgraph?: MsGraphConfig;
-    readonly hubspot?: HubSpotConfig;
-    readonly resend?: ResendConfig;
-    readonly github?: GitHubConfig;
-    readonly slack?: SlackConfig;
-    readonly sandbox?: SandboxConfig;
-    readonly [name: string]: AdapterConfig | undefined;
-  };
-  /** Operations to expose (e.g. to an agent), as `<adapter>.<operation>`; default: all of every configured adapter. */
-  readonly operations?: readonly string[];
-  /** Directory the file was read from; relative paths resolve against it. */
-  readonly baseDir: string;
-}
+export type {
+  AdapterConfig,
+  DynamoDbLedgerConfig,
+  GitHubConfig,
+  HttpAdapterConfig,
+  HttpDeclarationData,
+  HttpOperationConfig,
+  HubSpotConfig,
+  LedgerLocation,
+  ModuleAdapterConfig,
+  MsGraphConfig,
+  ResendConfig,
+  RetrysafeConfig,
+  SandboxConfig,
+  SlackConfig,
+  StripeConfig,
+} from './config-types.js';
 
 /** Parses and checks a config object against the published schema; every problem is reported at once. */
 export function parseConfig(raw: unknown, baseDir = process.cwd(), source = 'config'): RetrysafeConfig {
