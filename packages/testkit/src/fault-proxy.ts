@@ -1,15 +1,17 @@
 import { createHash } from 'node:crypto';
-import {
-  Agent,
-  createServer,
-  request as httpRequest,
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from 'node:http';
+import { Agent, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { DrillFault } from '@retrysafe/contract';
+import {
+  answerWithStatus,
+  forwardTo,
+  holdUntilClientGivesUp,
+  listen,
+  relay,
+  resetSocket,
+  truncateResponse,
+  type Upstream,
+} from './fault-proxy-http.js';
 
 /**
  * What the proxy does with one request.
@@ -104,18 +106,6 @@ export interface FaultProxy {
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
 const EMPTY_SHA = 'sha256:' + createHash('sha256').update('').digest('hex');
-/** Hop-by-hop headers that must not be relayed (RFC 9110 §7.6.1). */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'transfer-encoding',
-  'upgrade',
-  'te',
-  'trailer',
-  'proxy-authorization',
-  'proxy-authenticate',
-]);
 
 /** Throws a TypeError naming the problem when `fault` is not a valid Fault. */
 export function validateFault(fault: unknown, where = 'fault'): asserts fault is Fault {
@@ -173,119 +163,6 @@ function assertLoopbackTarget(target: string): URL {
       `target must be a loopback address (127.0.0.1), got ${url.hostname}: the drill never talks to live systems`,
     );
   return url;
-}
-
-/** Resets the client's TCP connection (RST where the platform allows it). */
-function resetSocket(socket: Socket): void {
-  if (socket.destroyed) return;
-  const s = socket as Socket & { resetAndDestroy?: () => void };
-  if (typeof s.resetAndDestroy === 'function') s.resetAndDestroy();
-  else socket.destroy();
-}
-
-type Upstream = { status: number; headers: IncomingHttpHeaders; body: Buffer };
-
-/** Sends the request on to the sandbox and reads its whole answer. */
-function forwardTo(
-  up: { target: URL; basePath: string; agent: Agent },
-  req: IncomingMessage,
-  body: Buffer,
-): Promise<Upstream> {
-  const headers: Record<string, string | string[]> = {};
-  for (const [k, v] of Object.entries(req.headers)) {
-    if (v === undefined || HOP_BY_HOP.has(k) || k === 'host' || k === 'content-length') continue;
-    headers[k] = v;
-  }
-  headers['host'] = up.target.host;
-  headers['content-length'] = String(body.length);
-  return new Promise((resolve, reject) => {
-    const request = httpRequest(
-      {
-        hostname: up.target.hostname.replace(/^\[|\]$/g, ''),
-        port: up.target.port || 80,
-        method: req.method,
-        path: up.basePath + (req.url ?? '/'),
-        headers,
-        agent: up.agent,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 502, headers: res.headers, body: Buffer.concat(chunks) }),
-        );
-        res.on('error', reject);
-      },
-    );
-    request.on('error', reject);
-    request.end(body);
-  });
-}
-
-function relay(res: ServerResponse, upstream: Upstream): void {
-  const headers: Record<string, string | string[]> = {};
-  for (const [k, v] of Object.entries(upstream.headers)) {
-    if (v === undefined || HOP_BY_HOP.has(k) || k === 'content-length') continue;
-    headers[k] = v;
-  }
-  headers['content-length'] = String(upstream.body.length);
-  res.writeHead(upstream.status, headers);
-  res.end(upstream.body);
-}
-
-/** The fault's own answer (status, headers, body) in place of the provider's. */
-function answerWithStatus(res: ServerResponse, fault: Extract<Fault, { kind: 'status' }>): void {
-  const headers: Record<string, string> = { ...(fault.headers ?? {}) };
-  if (fault.retryAfterS !== undefined) headers['retry-after'] = String(fault.retryAfterS);
-  let payload = '';
-  if (fault.body !== undefined) {
-    payload = typeof fault.body === 'string' ? fault.body : JSON.stringify(fault.body);
-    if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
-      headers['content-type'] = typeof fault.body === 'string' ? 'text/plain' : 'application/json';
-    }
-  }
-  headers['content-length'] = String(Buffer.byteLength(payload));
-  res.writeHead(fault.status, headers);
-  res.end(payload);
-}
-
-function truncateResponse(req: IncomingMessage, res: ServerResponse, upstream: Upstream): void {
-  if (req.socket.destroyed) return;
-  const headers: Record<string, string | string[]> = {};
-  for (const [k, v] of Object.entries(upstream.headers))
-    if (v !== undefined && !HOP_BY_HOP.has(k) && k !== 'content-length') headers[k] = v;
-  // A body is cut to its first half under its full content-length; an empty one is announced as a
-  // chunked body that never ends (there is nothing to cut): either way the client cannot finish reading.
-  if (upstream.body.length > 0) headers['content-length'] = String(upstream.body.length);
-  res.writeHead(upstream.status, headers);
-  res.write(upstream.body.subarray(0, Math.floor(upstream.body.length / 2)), () => resetSocket(req.socket));
-}
-
-/** Holds the request until its client gives up (true) or `ms` pass (false); `onStop` gets a way to end the hold early. */
-function holdUntilClientGivesUp(
-  req: IncomingMessage,
-  ms: number,
-  timers: Set<NodeJS.Timeout>,
-  onStop?: (stop: () => void) => void,
-): Promise<boolean> {
-  return new Promise<boolean>((resolve) => {
-    if (req.socket.destroyed) return resolve(true);
-    const t = setTimeout(() => {
-      timers.delete(t);
-      resolve(false);
-    }, ms);
-    timers.add(t);
-    onStop?.(() => {
-      clearTimeout(t);
-      timers.delete(t);
-      resolve(req.socket.destroyed);
-    });
-    req.socket.once('close', () => {
-      clearTimeout(t);
-      timers.delete(t);
-      resolve(true);
-    });
-  });
 }
 
 /** The record of one request as the proxy saw it, before its fault is played. */
@@ -388,25 +265,6 @@ function createLateQueue(clock: { now(): number }) {
     held.push({ dueAt: arrivedAt + afterMs, apply });
   }
   return { held, applyDue, hold };
-}
-
-/** A loopback server that keeps track of its sockets (close destroys them). */
-async function listen(
-  port: number,
-  sockets: Set<Socket>,
-  handler: (req: IncomingMessage, res: ServerResponse) => void,
-): Promise<Server> {
-  const server = createServer(handler);
-  server.keepAliveTimeout = 5_000;
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve());
-  });
-  return server;
 }
 
 /**
