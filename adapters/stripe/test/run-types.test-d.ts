@@ -11,9 +11,7 @@ const stripe = createStripeAdapter({ apiKey: 'sk_test_x' });
 
 export async function typed(): Promise<void> {
   // The right call compiles, and a done result is a PaymentIntent.
-  const r = await runner.run(stripe, 'paymentIntents.create', {
-    params: { customer: 'cus_123', orderRef: 'A-17', amount: 1500, currency: 'eur' },
-  });
+  const r = await runner.run(stripe, 'paymentIntents.create', { params: { customer: 'cus_123', orderRef: 'A-17', amount: 1500, currency: 'eur' } });
   if (r.status === 'done') {
     const amount: number = r.result.amount;
     const id: string = r.result.id;
@@ -24,9 +22,7 @@ export async function typed(): Promise<void> {
 
   // A wrong operation name.
   // @ts-expect-error 'paymentIntent.create' is not one of the adapter's operations
-  await runner.run(stripe, 'paymentIntent.create', {
-    params: { customer: 'cus_123', orderRef: 'A-17', amount: 1500, currency: 'eur' },
-  });
+  await runner.run(stripe, 'paymentIntent.create', { params: { customer: 'cus_123', orderRef: 'A-17', amount: 1500, currency: 'eur' } });
 
   // A missing intent field (orderRef names the payment together with customer).
   // @ts-expect-error orderRef is required
@@ -34,21 +30,15 @@ export async function typed(): Promise<void> {
 
   // A wrong param type.
   // @ts-expect-error amount is a number in the smallest currency unit
-  await runner.run(stripe, 'paymentIntents.create', {
-    params: { customer: 'cus_123', orderRef: 'A-17', amount: '15.00', currency: 'eur' },
-  });
+  await runner.run(stripe, 'paymentIntents.create', { params: { customer: 'cus_123', orderRef: 'A-17', amount: '15.00', currency: 'eur' } });
 
   // Ids are plain strings: a customer id read from a database (type string) must be accepted.
   const fromDb: string = 'cus_from_db';
-  await runner.run(stripe, 'paymentIntents.create', {
-    params: { customer: fromDb, orderRef: 'A-17', amount: 1500, currency: 'eur' },
-  });
+  await runner.run(stripe, 'paymentIntents.create', { params: { customer: fromDb, orderRef: 'A-17', amount: 1500, currency: 'eur' } });
 
   // Params of another operation.
   // @ts-expect-error refunds.create takes paymentIntent and refundRef
-  await runner.run(stripe, 'refunds.create', {
-    params: { customer: 'cus_123', orderRef: 'A-17', amount: 1500, currency: 'eur' },
-  });
+  await runner.run(stripe, 'refunds.create', { params: { customer: 'cus_123', orderRef: 'A-17', amount: 1500, currency: 'eur' } });
 
   // An unknown param.
   // @ts-expect-error amountt is not a param

@@ -1,15 +1,8 @@
 // Type tests: compiled by `tsc -p tsconfig.typetest.json` (run from ids-types.test.ts).
 // Every @ts-expect-error below must be an error; if the branding ever weakens, tsc fails on the unused directive.
 import {
-  type AttemptId,
-  asBusinessOperationId,
-  asProviderKey,
-  type BusinessOperationId,
-  businessOperationId,
-  newAttemptId,
-  newRunId,
-  type ProviderKey,
-  type RunId,
+  type AttemptId, 
+  asBusinessOperationId, asProviderKey,type BusinessOperationId, businessOperationId, newAttemptId, newRunId, type ProviderKey, type RunId,
 } from './index.js';
 
 declare function performOperation(id: BusinessOperationId): void;
@@ -45,6 +38,4 @@ const a: AttemptId = run;
 
 // a branded id is still a string for reading
 const s: string = op;
-void r;
-void a;
-void s;
+void r; void a; void s;
