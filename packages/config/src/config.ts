@@ -36,24 +36,6 @@ export class ConfigError extends RetrysafeError {
     typeof v === 'object' && v !== null && (v as Record<symbol, unknown>)[marker] === true;
 }
 
-export type {
-  AdapterConfig,
-  DynamoDbLedgerConfig,
-  GitHubConfig,
-  HttpAdapterConfig,
-  HttpDeclarationData,
-  HttpOperationConfig,
-  HubSpotConfig,
-  LedgerLocation,
-  ModuleAdapterConfig,
-  MsGraphConfig,
-  ResendConfig,
-  RetrysafeConfig,
-  SandboxConfig,
-  SlackConfig,
-  StripeConfig,
-} from './config-types.js';
-
 /** Parses and checks a config object against the published schema; every problem is reported at once. */
 export function parseConfig(raw: unknown, baseDir = process.cwd(), source = 'config'): RetrysafeConfig {
   const problems: string[] = [];

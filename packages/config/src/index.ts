@@ -1,3 +1,16 @@
+export type { RetrysafeConfigInput } from './config.js';
+export {
+  ConfigError,
+  createAdapters,
+  defineConfig,
+  exposedOperations,
+  httpDeclarationOf,
+  loadConfig,
+  loadConfigFile,
+  openLedger,
+  parseConfig,
+} from './config.js';
+export { configSchema, HTTP_PATTERNS, POLICY_KEYS } from './config-schema.js';
 export type {
   AdapterConfig,
   DynamoDbLedgerConfig,
@@ -11,23 +24,10 @@ export type {
   MsGraphConfig,
   ResendConfig,
   RetrysafeConfig,
-  RetrysafeConfigInput,
   SandboxConfig,
   SlackConfig,
   StripeConfig,
-} from './config.js';
-export {
-  ConfigError,
-  createAdapters,
-  defineConfig,
-  exposedOperations,
-  httpDeclarationOf,
-  loadConfig,
-  loadConfigFile,
-  openLedger,
-  parseConfig,
-} from './config.js';
-export { configSchema, HTTP_PATTERNS, POLICY_KEYS } from './config-schema.js';
+} from './config-types.js';
 export { findInlineCredentials, looksLikeEnvName } from './credentials.js';
 export {
   DataSyntaxError,

@@ -16,7 +16,8 @@ export {
   validatePolicy,
 } from './intake/index.js';
 export { anchorOf, checkReceiptKey, receiptHash, sealReceipt, type UnsealedReceipt } from './receipts.js';
-export { createRedactor, detectSensitive, isSecretKey, keyParts, personRef, type Redactor } from './redact.js';
+export { createRedactor, detectSensitive, personRef, type Redactor } from './redact.js';
+export { isSecretKey, keyParts } from './redact-keys.js';
 export {
   backoffMs,
   type PollInput,

@@ -16,8 +16,6 @@ export interface RedactOptions {
   readonly pii?: boolean;
 }
 
-export { isPiiKey, isSecretKey, keyParts } from './redact-keys.js';
-
 // ----------------------------------------------------------------------------------- value detectors
 
 export interface Detector {
