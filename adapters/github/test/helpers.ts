@@ -1,12 +1,5 @@
 import type { HandoffPacket } from '@retrysafe/contract';
 import {
-  asAttemptId,
-  asBusinessOperationId,
-  asRunId,
-  type ExecuteContext,
-  type LookupContext,
-} from '@retrysafe/contract';
-import {
   createMemoryLedger,
   createRunner,
   createVirtualClock,
@@ -33,31 +26,8 @@ export const commentParams = (i = 0, issue_number = 1) => ({
   issue_number,
   body: `Still failing in run ${i}.`,
 });
+export { execCtx, lookupCtx } from './contexts.js';
 export const SEED = [{ owner: OWNER, repo: REPO, title: 'Nightly build failures' }];
-
-export function execCtx(id: string): ExecuteContext {
-  return {
-    businessOperationId: asBusinessOperationId(id),
-    providerKey: null,
-    runId: asRunId('run_test'),
-    attemptId: asAttemptId('att_test'),
-    attempt: 1,
-    statusRef: null,
-  };
-}
-
-export function lookupCtx(id: string, params: unknown, firstDispatchedAt: number | null = Date.now()): LookupContext {
-  return {
-    businessOperationId: asBusinessOperationId(id),
-    providerKey: null,
-    params,
-    runId: asRunId('run_test'),
-    attemptId: asAttemptId('att_lookup'),
-    statusRef: null,
-    firstDispatchedAt,
-    now: Date.now(),
-  };
-}
 
 /** Network faults for the creates (POST), one per call; other requests pass. */
 export function startPostFaultProxy(target: string, posts: readonly Fault[]): Promise<FaultProxy> {

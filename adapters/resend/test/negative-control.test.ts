@@ -40,7 +40,7 @@ describe('negative control: a lost answer without the key', () => {
   it('the adapter, the same lost answer ⇒ 1 email: the re-send carries the same key and Resend answers from its store', async () => {
     const { sandbox, proxy } = await lostFirstAnswer();
     const adapter = createResendAdapter({ apiKey: API_KEY, baseUrl: proxy.url, timeoutMs: 2000 });
-    const ctx = execCtx(adapter, 'emails.send', 'invoice-ready/A-17');
+    const ctx = execCtx('invoice-ready/A-17', adapter, 'emails.send');
     expect((await adapter.doExecute('emails.send', emailParams('invoice-ready/A-17'), ctx)).kind).toBe('unknown');
     expect((await adapter.doExecute('emails.send', emailParams('invoice-ready/A-17'), ctx)).kind).toBe('succeeded');
     expect(sandbox.count('emails.send')).toBe(1);

@@ -1,4 +1,4 @@
-import { asBusinessOperationId, UnsupportedCapabilityError } from '@retrysafe/contract';
+import { UnsupportedCapabilityError } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { startFaultProxy } from '@retrysafe/testkit';
 import { describe, expect, it } from 'vitest';
@@ -66,7 +66,7 @@ describe('one request per attempt: the SDK never retries', () => {
     const out = await adapter.doExecute(
       'emails.send',
       emailParams('five-hundred/1'),
-      execCtx(adapter, 'emails.send', 'five-hundred-1'),
+      execCtx('five-hundred-1', adapter, 'emails.send'),
     );
     expect(out).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 500, code: 'internal_server_error' });
     expect(sandbox.requestCount({ method: 'POST' })).toBe(1);
@@ -77,7 +77,7 @@ describe('one request per attempt: the SDK never retries', () => {
     const out = await adapter.doExecute(
       'emails.send',
       emailParams('reset/1'),
-      execCtx(adapter, 'emails.send', 'reset-1'),
+      execCtx('reset-1', adapter, 'emails.send'),
     );
     expect(out).toMatchObject({ kind: 'unknown', cause: 'other', code: 'application_error' });
     expect(proxy.requests).toHaveLength(1);
@@ -114,7 +114,7 @@ describe("Resend's key store", () => {
 
   it('the same key with another payload: 409 invalid_idempotent_request is a rejection (conflict), no second email', async () => {
     const { sandbox, adapter } = await setup();
-    const ctx = execCtx(adapter, 'emails.send', 'reused-key');
+    const ctx = execCtx('reused-key', adapter, 'emails.send');
     expect((await adapter.doExecute('emails.send', emailParams('reused'), ctx)).kind).toBe('succeeded');
     const out = await adapter.doExecute('emails.send', emailParams('reused', { subject: 'another subject' }), ctx);
     expect(out).toMatchObject({
@@ -128,12 +128,11 @@ describe("Resend's key store", () => {
 
   it('there is no lookup (Resend finds an email only by its id): doLookup is refused and sends nothing', async () => {
     const { sandbox, adapter } = await setup();
-    const id = asBusinessOperationId('no-lookup');
     const now = Date.now();
     await expect(
       adapter.doLookup(
         'emails.send',
-        lookupCtx(adapter, 'emails.send', id, emailParams('no-lookup'), { firstDispatchedAt: now - 60_000, now }),
+        lookupCtx('no-lookup', emailParams('no-lookup'), now - 60_000, now, adapter, 'emails.send'),
       ),
     ).rejects.toSatisfy((e: unknown) => UnsupportedCapabilityError.isInstance(e));
     expect(sandbox.requestCount()).toBe(0);
@@ -141,7 +140,7 @@ describe("Resend's key store", () => {
 
   it('the sandbox forgets a key after 24 h: the same key then sends again (why the adapter never relies on it past retention)', async () => {
     const { sandbox, adapter } = await setup();
-    const ctx = execCtx(adapter, 'emails.send', 'forgotten');
+    const ctx = execCtx('forgotten', adapter, 'emails.send');
     await adapter.doExecute('emails.send', emailParams('forgotten'), ctx);
     sandbox.advance(RESEND_RETENTION_MS);
     await adapter.doExecute('emails.send', emailParams('forgotten'), ctx);

@@ -60,14 +60,11 @@ describe('a lost answer to chat.postMessage', () => {
   it('another message in the channel (other metadata, none at all) is not taken for this one', async () => {
     const { sandbox, adapter, runner } = await setup({ historyDelayMs: 0 });
     // someone else's message before ours, with and without metadata
-    await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }).doExecute('chat.postMessage', postParams(3), {
-      businessOperationId: 'someone-else' as never,
-      providerKey: null,
-      runId: 'run_x' as never,
-      attemptId: 'att_x' as never,
-      attempt: 1,
-      statusRef: null,
-    });
+    await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }).doExecute(
+      'chat.postMessage',
+      postParams(3),
+      execCtx('someone-else'),
+    );
     const result = await runner.run(adapter, 'chat.postMessage', {
       params: postParams(3),
       businessOperationId: 'ours',
