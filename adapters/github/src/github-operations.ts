@@ -132,32 +132,15 @@ export const issuesCreate: GitHubOperation = {
   },
   checkParams: markerInBody,
   newestFirst: true,
+  // The frame has checked params against the schema, so they go to GitHub as given, with the marker added.
   create(octokit, params, id, options) {
-    const p = params as IssuesCreateParams;
-    return octokit.rest.issues.create({
-      owner: p.owner,
-      repo: p.repo,
-      title: p.title,
-      body: withMarker(p.body, id),
-      ...(p.labels ? { labels: [...p.labels] } : {}),
-      ...(p.assignees ? { assignees: [...p.assignees] } : {}),
-      ...(p.milestone !== undefined ? { milestone: p.milestone } : {}),
-      ...options,
-    });
+    const p = params as IssuesCreateParams & { labels?: string[]; assignees?: string[] };
+    return octokit.rest.issues.create({ ...p, body: withMarker(p.body, id), ...options });
   },
   list(octokit, params, since, page, options) {
-    const p = params as IssuesCreateParams;
-    return octokit.rest.issues.listForRepo({
-      owner: p.owner,
-      repo: p.repo,
-      state: 'all',
-      sort: 'created',
-      direction: 'desc',
-      since,
-      per_page: PER_PAGE,
-      page,
-      ...options,
-    });
+    const { owner, repo } = params as IssuesCreateParams;
+    const order = { state: 'all', sort: 'created', direction: 'desc' } as const;
+    return octokit.rest.issues.listForRepo({ owner, repo, ...order, since, per_page: PER_PAGE, page, ...options });
   },
   read(item) {
     if (!isObj(item) || typeof item.number !== 'number' || typeof item.id !== 'number') return null;
@@ -194,25 +177,11 @@ export const issuesCreateComment: GitHubOperation = {
   newestFirst: false,
   create(octokit, params, id, options) {
     const p = params as IssuesCreateCommentParams;
-    return octokit.rest.issues.createComment({
-      owner: p.owner,
-      repo: p.repo,
-      issue_number: p.issue_number,
-      body: withMarker(p.body, id),
-      ...options,
-    });
+    return octokit.rest.issues.createComment({ ...p, body: withMarker(p.body, id), ...options });
   },
   list(octokit, params, since, page, options) {
-    const p = params as IssuesCreateCommentParams;
-    return octokit.rest.issues.listComments({
-      owner: p.owner,
-      repo: p.repo,
-      issue_number: p.issue_number,
-      since,
-      per_page: PER_PAGE,
-      page,
-      ...options,
-    });
+    const { owner, repo, issue_number } = params as IssuesCreateCommentParams;
+    return octokit.rest.issues.listComments({ owner, repo, issue_number, since, per_page: PER_PAGE, page, ...options });
   },
   read(item) {
     if (!isObj(item) || typeof item.id !== 'number') return null;
