@@ -5,7 +5,6 @@ import {
   defineAdapter,
   type FramedLookupContext,
   type LookupResult,
-  type OperationSpec,
   type Outcome,
   type TypedAdapter,
 } from '@retrysafe/contract';
@@ -37,7 +36,6 @@ export interface GitHubAdapterOptions {
 
 export interface GitHubAdapter extends TypedAdapter<GitHubOperationTypes> {
   readonly provider: 'github';
-  readonly operations: Readonly<Record<string, OperationSpec>>;
   /** The Octokit in use (no retry or throttling plugin). */
   readonly octokit: Octokit;
 }
@@ -57,6 +55,14 @@ export function assertNoSdkRetries(octokit: Octokit): void {
       `the injected Octokit has a plugin that resends requests (${found.join(', ') || 'retry'}); build it from @octokit/rest alone`,
     );
   }
+}
+
+/** A positive whole-number option, or its default. */
+function positiveInteger(name: string, value: number | undefined, fallback: number): number {
+  const v = value ?? fallback;
+  if (!Number.isInteger(v) || v <= 0)
+    throw new AdapterConfigurationError(PROVIDER, `${name} must be a positive integer, got ${String(value)}`);
+  return v;
 }
 
 function buildOctokit(options: GitHubAdapterOptions): Octokit {
@@ -79,18 +85,8 @@ function buildOctokit(options: GitHubAdapterOptions): Octokit {
  * business-operation id, and an unknown outcome is reconciled by listing, never by GitHub's search.
  */
 export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapter {
-  const timeoutMs = options.timeoutMs ?? 30_000;
-  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
-    throw new AdapterConfigurationError(
-      PROVIDER,
-      `timeoutMs must be a positive number, got ${String(options.timeoutMs)}`,
-    );
-  const lookupPages = options.lookupPages ?? 5;
-  if (!Number.isInteger(lookupPages) || lookupPages < 1)
-    throw new AdapterConfigurationError(
-      PROVIDER,
-      `lookupPages must be a positive integer, got ${String(options.lookupPages)}`,
-    );
+  const timeoutMs = positiveInteger('timeoutMs', options.timeoutMs, 30_000);
+  const lookupPages = positiveInteger('lookupPages', options.lookupPages, 5);
   const octokit = buildOctokit(options);
 
   const callOptions = (signal: AbortSignal): CallOptions => ({
