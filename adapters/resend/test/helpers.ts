@@ -1,19 +1,6 @@
-import { afterEach } from 'vitest';
 import type { BatchSendParams, EmailsSendParams } from '../src/index.js';
 
-const open: { close(): Promise<unknown> }[] = [];
-// Registered in each test file that imports this module.
-afterEach(async () => {
-  while (open.length) await open.pop()!.close();
-});
-
-/** Closed after the test that opened it, the last opened first. */
-export function closeAfterTest<T extends { close(): Promise<unknown> }>(thing: T): T {
-  open.push(thing);
-  return thing;
-}
-
-export { execCtx, lookupCtx } from '../../github/test/contexts.js';
+export { closeAfterTest, execCtx, lookupCtx } from '../../github/test/shared.js';
 
 export const API_KEY = 're_test_sandbox';
 

@@ -6,9 +6,23 @@ import {
   type ExecuteContext,
   type LookupContext,
 } from '@retrysafe/contract';
+import { afterEach } from 'vitest';
 
-// The contexts the runner hands an adapter, for tests that call doExecute / doLookup directly
-// (shared by the github, slack and resend tests).
+// Test helpers shared by the github, slack and resend tests.
+
+const open: { close(): Promise<unknown> }[] = [];
+// Registered in each test file that imports this module.
+afterEach(async () => {
+  while (open.length) await open.pop()!.close();
+});
+
+/** Closed after the test that opened it, the last opened first. */
+export function closeAfterTest<T extends { close(): Promise<unknown> }>(thing: T): T {
+  open.push(thing);
+  return thing;
+}
+
+// The contexts the runner hands an adapter, for tests that call doExecute / doLookup directly.
 
 /** With `adapter`, the provider key is the one it derives for `operation`, as the runner would send it. */
 export function execCtx(id: string, adapter?: AdapterV1, operation = ''): ExecuteContext {
