@@ -6,8 +6,7 @@ import { startResendSandbox } from '../src/sandbox/index.js';
 import { API_KEY, closeAfterTest, emailParams, execCtx } from './helpers.js';
 
 async function setup(apiKey = API_KEY) {
-  const sandbox = await startResendSandbox();
-  closeAfterTest(sandbox);
+  const sandbox = closeAfterTest(await startResendSandbox());
   const clock = createVirtualClock(Date.UTC(2026, 11, 4));
   const adapter = createResendAdapter({ apiKey, baseUrl: sandbox.url, timeoutMs: 2000 });
   const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5 });

@@ -12,10 +12,8 @@ import { startResendSandbox } from '../src/sandbox/index.js';
 import { API_KEY, closeAfterTest, emailParams, execCtx } from './helpers.js';
 
 async function lostFirstAnswer() {
-  const sandbox = await startResendSandbox();
-  closeAfterTest(sandbox);
-  const proxy = await startFaultProxy({ target: sandbox.url, faults: ['drop-response'] });
-  closeAfterTest(proxy);
+  const sandbox = closeAfterTest(await startResendSandbox());
+  const proxy = closeAfterTest(await startFaultProxy({ target: sandbox.url, faults: ['drop-response'] }));
   return { sandbox, proxy };
 }
 
