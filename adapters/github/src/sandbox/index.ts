@@ -7,6 +7,5 @@ export {
   type SandboxFault,
   type SandboxIssue,
   type SandboxKind,
-  type SandboxRequest,
   startGitHubSandbox,
 } from './github-sandbox.js';
