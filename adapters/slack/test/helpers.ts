@@ -1,4 +1,4 @@
-export { execCtx, lookupCtx } from '../../github/test/shared.js';
+export { closeAfterTest, execCtx, lookupCtx } from '../../github/test/shared.js';
 
 export const TOKEN = 'xoxb-test-token-not-a-secret';
 export const CHANNEL = 'C0TEST0001';
