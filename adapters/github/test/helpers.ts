@@ -26,7 +26,7 @@ export const commentParams = (i = 0, issue_number = 1) => ({
 export const SEED = [{ owner: OWNER, repo: REPO, title: 'Nightly build failures' }];
 
 /** Network faults for the creates (POST), one per call; other requests pass. */
-export function startPostFaultProxy(target: string, posts: readonly Fault[]) {
+function startPostFaultProxy(target: string, posts: readonly Fault[]) {
   let n = 0;
   return startFaultProxy({
     target,
