@@ -136,7 +136,9 @@ export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapte
           }
           const ours = items.filter((i) => i.pull_request === undefined && carriesMarker(i, ctx.businessOperationId));
           matches.push(...ours);
-          const older = items.some((i) => typeof i.created_at === 'string' && Date.parse(i.created_at) < cutoff);
+          const older = items.some(
+            (i) => typeof i.created_at === 'string' && new Date(i.created_at).getTime() < cutoff,
+          );
           reached = items.length < PER_PAGE || (op.newestFirst && older);
         }
         if (reached)
