@@ -1,17 +1,8 @@
 import { Octokit } from '@octokit/rest';
-import {
-  AdapterConfigurationError,
-  type BusinessOperationId,
-  defineAdapter,
-  type FramedLookupContext,
-  type LookupResult,
-  type OperationSpec,
-  type Outcome,
-  type TypedAdapter,
-} from '@retrysafe/contract';
+import { AdapterConfigurationError, defineAdapter, type LookupResult, type TypedAdapter } from '@retrysafe/contract';
 import { checkBaseUrl } from '@retrysafe/contract/provider';
 import { cardMargin } from '@retrysafe/contract/rules';
-import { cannotTell, outcomeFromError, refsOf } from './github-errors.js';
+import { cannotTell, type GitHubAnswer, outcomeFromError, refsOf } from './github-errors.js';
 import {
   type CallOptions,
   carriesMarker,
@@ -37,7 +28,6 @@ export interface GitHubAdapterOptions {
 
 export interface GitHubAdapter extends TypedAdapter<GitHubOperationTypes> {
   readonly provider: 'github';
-  readonly operations: Readonly<Record<string, OperationSpec>>;
   /** The Octokit in use (no retry or throttling plugin). */
   readonly octokit: Octokit;
 }
@@ -48,7 +38,7 @@ const RETRYING_PLUGINS = new Set(['retry', 'throttling']);
 const SILENT = { debug: () => {}, info: () => {}, warn: console.warn, error: () => {} };
 
 /** Refuses an Octokit built with a plugin that resends: with plugin-retry a lost answer becomes a second issue. */
-export function assertNoSdkRetries(octokit: Octokit): void {
+function assertNoSdkRetries(octokit: Octokit): void {
   const plugins = (octokit.constructor as { plugins?: readonly { name?: string }[] }).plugins ?? [];
   const found = plugins.map((p) => p.name ?? '').filter((n) => RETRYING_PLUGINS.has(n));
   if (found.length > 0 || 'retry' in octokit) {
@@ -57,6 +47,14 @@ export function assertNoSdkRetries(octokit: Octokit): void {
       `the injected Octokit has a plugin that resends requests (${found.join(', ') || 'retry'}); build it from @octokit/rest alone`,
     );
   }
+}
+
+/** A positive whole-number option, or its default. */
+function positiveInteger(name: string, value: number | undefined, fallback: number): number {
+  const v = value ?? fallback;
+  if (!Number.isInteger(v) || v <= 0)
+    throw new AdapterConfigurationError(PROVIDER, `${name} must be a positive integer, got ${String(value)}`);
+  return v;
 }
 
 function buildOctokit(options: GitHubAdapterOptions): Octokit {
@@ -79,98 +77,84 @@ function buildOctokit(options: GitHubAdapterOptions): Octokit {
  * business-operation id, and an unknown outcome is reconciled by listing, never by GitHub's search.
  */
 export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapter {
-  const timeoutMs = options.timeoutMs ?? 30_000;
-  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
-    throw new AdapterConfigurationError(
-      PROVIDER,
-      `timeoutMs must be a positive number, got ${String(options.timeoutMs)}`,
-    );
-  const lookupPages = options.lookupPages ?? 5;
-  if (!Number.isInteger(lookupPages) || lookupPages < 1)
-    throw new AdapterConfigurationError(
-      PROVIDER,
-      `lookupPages must be a positive integer, got ${String(options.lookupPages)}`,
-    );
+  const timeoutMs = positiveInteger('timeoutMs', options.timeoutMs, 30_000);
+  const lookupPages = positiveInteger('lookupPages', options.lookupPages, 5);
   const octokit = buildOctokit(options);
 
   const callOptions = (signal: AbortSignal): CallOptions => ({
     request: { signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) },
   });
 
-  async function execute(
-    op: GitHubOperation,
-    params: unknown,
-    id: BusinessOperationId,
-    signal: AbortSignal,
-  ): Promise<Outcome> {
-    let answer: Awaited<ReturnType<GitHubOperation['create']>>;
-    try {
-      answer = await op.create(octokit, params, id, callOptions(signal));
-    } catch (error) {
-      return outcomeFromError(error);
-    }
-    const read = op.read(answer.data);
-    const refs = refsOf(answer);
-    // The status line arrived but not the object (a body cut off): applied, its id lost.
-    if (!read)
-      return {
-        kind: 'unknown',
-        cause: 'truncated-response',
-        message: `HTTP ${answer.status} without the created object`,
-        ...refs,
-      };
-    return { kind: 'succeeded', result: read.result, ...refs, providerRef: read.providerRef };
-  }
-
-  /**
-   * Walks the list from the newest item back to the first dispatch minus the clock-skew margin, a bounded
-   * number of pages. A match is adopted (the oldest, the first request's); none is `not-found`, which the
-   * runner weighs against the card (it proves nothing while the consistency delay is unknown).
-   */
-  async function lookup(op: GitHubOperation, ctx: FramedLookupContext): Promise<LookupResult> {
-    const what = `${op.name} lookup`;
-    if (ctx.firstDispatchedAt === null)
-      return { kind: 'not-found', reason: 'never dispatched: nothing was sent to GitHub' };
-    const cutoff = ctx.firstDispatchedAt - cardMargin(op.card);
-    const since = new Date(cutoff).toISOString();
-    const matches: ListedItem[] = [];
-    for (let page = 1; page <= lookupPages; page++) {
-      let items: ListedItem[];
-      try {
-        const answer = await op.list(octokit, ctx.params, since, page, callOptions(ctx.signal));
-        if (!Array.isArray(answer.data))
-          return { kind: 'cannot-tell', reason: `${what}: HTTP ${answer.status} without a list`, ...refsOf(answer) };
-        items = answer.data as ListedItem[];
-      } catch (error) {
-        // A match on an earlier page is the answer already; a failed page only proves nothing about the rest.
-        return found(op, matches) ?? cannotTell(error, what);
-      }
-      matches.push(...items.filter((i) => i.pull_request === undefined && carriesMarker(i, ctx.businessOperationId)));
-      const older =
-        op.newestFirst &&
-        items.some((i) => typeof i.created_at === 'string' && new Date(i.created_at).getTime() < cutoff);
-      if (items.length < PER_PAGE || older)
-        return (
-          found(op, matches) ?? {
-            kind: 'not-found',
-            reason: `${what}: no item since ${since} carries the marker of this business operation`,
-          }
-        );
-    }
-    return (
-      found(op, matches) ?? {
-        kind: 'cannot-tell',
-        reason: `${what}: ${lookupPages} pages read without reaching ${since}`,
-      }
-    );
-  }
-
   return defineAdapter(
     {
       provider: PROVIDER,
       operations: gitHubOperations,
-      execute: (op, params, ctx) => execute(op, params, ctx.businessOperationId, ctx.signal),
-      lookup,
+      async execute(op, params, ctx) {
+        let answer: GitHubAnswer;
+        try {
+          answer = await op.create(octokit, params, ctx.businessOperationId, callOptions(ctx.signal));
+        } catch (error) {
+          return outcomeFromError(error);
+        }
+        const read = op.read(answer.data);
+        const refs = refsOf(answer);
+        // The status line arrived but not the object (a body cut off): applied, its id lost.
+        if (!read) {
+          const message = `HTTP ${answer.status} without the created object`;
+          return { kind: 'unknown', cause: 'truncated-response', message, ...refs };
+        }
+        return { kind: 'succeeded', result: read.result, ...refs, providerRef: read.providerRef };
+      },
+
+      /**
+       * Walks the list from the newest item back to the first dispatch minus the clock-skew margin, a bounded
+       * number of pages. A match is adopted (the oldest, the first request's); none is `not-found`, which the
+       * runner weighs against the card (it proves nothing while the consistency delay is unknown).
+       */
+      async lookup(op, ctx) {
+        const what = `${op.name} lookup`;
+        if (ctx.firstDispatchedAt === null)
+          return { kind: 'not-found', reason: 'never dispatched: nothing was sent to GitHub' };
+        const cutoff = ctx.firstDispatchedAt - cardMargin(op.card);
+        const since = new Date(cutoff).toISOString();
+        const matches: ListedItem[] = [];
+        let reached = false; // the walk got back to the cutoff
+        for (let page = 1; page <= lookupPages && !reached; page++) {
+          let items: ListedItem[];
+          try {
+            const answer = await op.list(octokit, ctx.params, since, page, callOptions(ctx.signal));
+            if (!Array.isArray(answer.data))
+              return {
+                kind: 'cannot-tell',
+                reason: `${what}: HTTP ${answer.status} without a list`,
+                ...refsOf(answer),
+              };
+            items = answer.data as ListedItem[];
+          } catch (error) {
+            // A match on an earlier page is the answer already; a failed page only proves nothing about the rest.
+            return found(op, matches) ?? cannotTell(error, what);
+          }
+          const ours = items.filter((i) => i.pull_request === undefined && carriesMarker(i, ctx.businessOperationId));
+          matches.push(...ours);
+          const older = items.some(
+            (i) => typeof i.created_at === 'string' && new Date(i.created_at).getTime() < cutoff,
+          );
+          reached = items.length < PER_PAGE || (op.newestFirst && older);
+        }
+        if (reached)
+          return (
+            found(op, matches) ?? {
+              kind: 'not-found',
+              reason: `${what}: no item since ${since} carries the marker of this business operation`,
+            }
+          );
+        return (
+          found(op, matches) ?? {
+            kind: 'cannot-tell',
+            reason: `${what}: ${lookupPages} pages read without reaching ${since}`,
+          }
+        );
+      },
     },
     { octokit },
   ) as GitHubAdapter;

@@ -3,23 +3,7 @@ import { classifyTransportFailure, errorCodes, parseRetryAfter } from '@retrysaf
 
 /**
  * Maps every GitHub answer and every transport failure into exactly one Outcome, keeping the HTTP
- * status and the `x-github-request-id`. Sources: docs.github.com troubleshooting, rate limits and
- * best-practices pages (see github-cards.ts).
- *
- * | seen                                                            | outcome                                      |
- * |-----------------------------------------------------------------|----------------------------------------------|
- * | 2xx with the created object                                     | succeeded                                    |
- * | 2xx whose body was cut off                                      | unknown (truncated-response)                 |
- * | 429; 403 with retry-after, x-ratelimit-remaining 0 or a "rate limit" message | not-applied, the documented wait kept |
- * | 422                                                             | rejected (validation), errors[].field named  |
- * | 400                                                             | rejected (validation)                        |
- * | 401                                                             | rejected (authentication)                    |
- * | 403 otherwise                                                   | rejected (permission)                        |
- * | 404                                                             | rejected (not-found)                         |
- * | 410 and other 4xx                                               | rejected (other)                             |
- * | 5xx                                                             | unknown (server-error)                       |
- * | connection refused / DNS failure                                | not-applied                                  |
- * | timeout, reset, anything else without an answer                 | unknown                                      |
+ * status and the `x-github-request-id`; the table is in docs/adapters/github.md, "Outcomes".
  */
 
 /** What the SDK threw or returned: a RequestError carries `status` and, when GitHub answered, `response`. */

@@ -1,37 +1,36 @@
 import type { Octokit } from '@octokit/rest';
 import type { BusinessOperationId, FrameOperation, JsonSchema } from '@retrysafe/contract';
 import { issuesCreateCard, issuesCreateCommentCard } from './github-cards.js';
+import type { GitHubAnswer } from './github-errors.js';
 
-/** `issues.create` params: the repository and the issue's text, plus optional labels and assignees. */
-export interface IssuesCreateParams {
+/** What both creates name: the repository and the Markdown body. */
+export interface RepoText {
   readonly owner: string;
   readonly repo: string;
-  readonly title: string;
   readonly body: string;
+}
+
+/** `issues.create` params: the repository and the issue's text, plus optional labels and assignees. */
+export interface IssuesCreateParams extends RepoText {
+  readonly title: string;
   readonly labels?: readonly string[];
   readonly assignees?: readonly string[];
   readonly milestone?: number;
 }
 
 /** `issues.createComment` params: one comment on one issue or pull request. */
-export interface IssuesCreateCommentParams {
-  readonly owner: string;
-  readonly repo: string;
+export interface IssuesCreateCommentParams extends RepoText {
   readonly issue_number: number;
-  readonly body: string;
-}
-
-export interface IssueResult {
-  readonly number: number;
-  readonly id: number;
-  readonly htmlUrl: string | null;
-  readonly createdAt: string | null;
 }
 
 export interface CommentResult {
   readonly id: number;
   readonly htmlUrl: string | null;
   readonly createdAt: string | null;
+}
+
+export interface IssueResult extends CommentResult {
+  readonly number: number;
 }
 
 /** Each GitHub operation's params and what a `done` result holds (runner.run checks a call against them). */
@@ -56,31 +55,21 @@ export interface CallOptions {
 /** An operation as the adapter runs it: the contract spec plus its SDK call, its lookup list and how to read them. */
 export interface GitHubOperation extends FrameOperation {
   /** Sends the create through the SDK with the marker in the body. */
-  create(
-    octokit: Octokit,
-    params: unknown,
-    id: BusinessOperationId,
-    options: CallOptions,
-  ): Promise<{ status: number; headers: Record<string, unknown>; data: unknown }>;
-  /** One page of the lookup list: items updated at or after `since`, newest first when `newestFirst`. */
-  list(
-    octokit: Octokit,
-    params: unknown,
-    since: string,
-    page: number,
-    options: CallOptions,
-  ): Promise<{ status: number; headers: Record<string, unknown>; data: unknown }>;
-  /** True when the list is sorted by creation, newest first (the walk stops at the first item created before the cutoff). */
+  create(octokit: Octokit, params: unknown, id: BusinessOperationId, options: CallOptions): Promise<GitHubAnswer>;
+  /** One page of the lookup list: items updated at or after `since`. */
+  list(octokit: Octokit, params: unknown, since: string, page: number, options: CallOptions): Promise<GitHubAnswer>;
+  /** The list is newest first by creation, so the walk stops at the first item created before the cutoff. */
   readonly newestFirst: boolean;
   /** Reads a created item (a 201 body or a lookup match); null when it is not one. */
   read(item: unknown): { result: IssueResult | CommentResult; providerRef: string } | null;
 }
 
 export const PER_PAGE = 100;
+const MARKER_PREFIX = '<!-- retrysafe:op=';
 
 /** The hidden marker: an HTML comment GitHub keeps in the body and does not render. Ids never contain `>`, so it cannot close early. */
 export function markerFor(id: BusinessOperationId): string {
-  return `<!-- retrysafe:op=${id} -->`;
+  return `${MARKER_PREFIX}${id} -->`;
 }
 
 export function withMarker(body: string, id: BusinessOperationId): string {
@@ -91,7 +80,6 @@ export function carriesMarker(item: ListedItem, id: BusinessOperationId): boolea
   return typeof item.body === 'string' && item.body.includes(markerFor(id));
 }
 
-const MARKER_PREFIX = '<!-- retrysafe:op=';
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 
@@ -100,6 +88,14 @@ const body: JsonSchema = {
   type: 'string',
   description: 'Markdown; a hidden marker carrying the business-operation id is appended',
 };
+
+/** Params in one repository: owner, repo, the operation's own fields; no others. */
+const inRepo = (required: string[], properties: Record<string, JsonSchema>): JsonSchema => ({
+  type: 'object',
+  required: ['owner', 'repo', ...required],
+  additionalProperties: false,
+  properties: { owner: name, repo: name, ...properties },
+});
 
 /** A body that already holds a marker would make two operations look alike to the lookup. */
 function markerInBody(params: unknown) {
@@ -116,48 +112,24 @@ export const issuesCreate: GitHubOperation = {
   intentFields: issuesCreateCard.businessOperationId.intentFields,
   sensitiveFields: ['title', 'body'],
   keyRule: null,
-  paramsSchema: {
-    type: 'object',
-    required: ['owner', 'repo', 'title', 'body'],
-    additionalProperties: false,
-    properties: {
-      owner: name,
-      repo: name,
-      title: { type: 'string', minLength: 1 },
-      body,
-      labels: { type: 'array', items: { type: 'string', minLength: 1 } },
-      assignees: { type: 'array', items: { type: 'string', minLength: 1 } },
-      milestone: { type: 'integer', minimum: 1 },
-    },
-  },
+  paramsSchema: inRepo(['title', 'body'], {
+    title: { type: 'string', minLength: 1 },
+    body,
+    labels: { type: 'array', items: { type: 'string', minLength: 1 } },
+    assignees: { type: 'array', items: { type: 'string', minLength: 1 } },
+    milestone: { type: 'integer', minimum: 1 },
+  }),
   checkParams: markerInBody,
   newestFirst: true,
+  // The frame has checked params against the schema, so they go to GitHub as given, with the marker added.
   create(octokit, params, id, options) {
-    const p = params as IssuesCreateParams;
-    return octokit.rest.issues.create({
-      owner: p.owner,
-      repo: p.repo,
-      title: p.title,
-      body: withMarker(p.body, id),
-      ...(p.labels ? { labels: [...p.labels] } : {}),
-      ...(p.assignees ? { assignees: [...p.assignees] } : {}),
-      ...(p.milestone !== undefined ? { milestone: p.milestone } : {}),
-      ...options,
-    });
+    const p = params as IssuesCreateParams & { labels?: string[]; assignees?: string[] };
+    return octokit.rest.issues.create({ ...p, body: withMarker(p.body, id), ...options });
   },
   list(octokit, params, since, page, options) {
-    const p = params as IssuesCreateParams;
-    return octokit.rest.issues.listForRepo({
-      owner: p.owner,
-      repo: p.repo,
-      state: 'all',
-      sort: 'created',
-      direction: 'desc',
-      since,
-      per_page: PER_PAGE,
-      page,
-      ...options,
-    });
+    const { owner, repo } = params as IssuesCreateParams;
+    const order = { state: 'all', sort: 'created', direction: 'desc' } as const;
+    return octokit.rest.issues.listForRepo({ owner, repo, ...order, since, per_page: PER_PAGE, page, ...options });
   },
   read(item) {
     if (!isObj(item) || typeof item.number !== 'number' || typeof item.id !== 'number') return null;
@@ -179,40 +151,19 @@ export const issuesCreateComment: GitHubOperation = {
   intentFields: issuesCreateCommentCard.businessOperationId.intentFields,
   sensitiveFields: ['body'],
   keyRule: null,
-  paramsSchema: {
-    type: 'object',
-    required: ['owner', 'repo', 'issue_number', 'body'],
-    additionalProperties: false,
-    properties: {
-      owner: name,
-      repo: name,
-      issue_number: { type: 'integer', minimum: 1 },
-      body: { ...body, minLength: 1 },
-    },
-  },
+  paramsSchema: inRepo(['issue_number', 'body'], {
+    issue_number: { type: 'integer', minimum: 1 },
+    body: { ...body, minLength: 1 },
+  }),
   checkParams: markerInBody,
   newestFirst: false,
   create(octokit, params, id, options) {
     const p = params as IssuesCreateCommentParams;
-    return octokit.rest.issues.createComment({
-      owner: p.owner,
-      repo: p.repo,
-      issue_number: p.issue_number,
-      body: withMarker(p.body, id),
-      ...options,
-    });
+    return octokit.rest.issues.createComment({ ...p, body: withMarker(p.body, id), ...options });
   },
   list(octokit, params, since, page, options) {
-    const p = params as IssuesCreateCommentParams;
-    return octokit.rest.issues.listComments({
-      owner: p.owner,
-      repo: p.repo,
-      issue_number: p.issue_number,
-      since,
-      per_page: PER_PAGE,
-      page,
-      ...options,
-    });
+    const { owner, repo, issue_number } = params as IssuesCreateCommentParams;
+    return octokit.rest.issues.listComments({ owner, repo, issue_number, since, per_page: PER_PAGE, page, ...options });
   },
   read(item) {
     if (!isObj(item) || typeof item.id !== 'number') return null;

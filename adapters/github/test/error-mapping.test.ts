@@ -1,46 +1,38 @@
 // Every GitHub answer the adapter can meet, classified into one outcome; rate limits retried by the
 // runner only (one request per attempt, the documented wait honoured); permanent errors are rejections
 // naming the field; the lookup walks the list newest first and stops where the card says.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { outcomeFromAnswer, rateLimitWaitMs } from '../src/github-errors.js';
 import { markerFor } from '../src/github-operations.js';
 import { createGitHubAdapter } from '../src/index.js';
-import { type GitHubSandbox, type GitHubSandboxOptions, startGitHubSandbox } from '../src/sandbox/index.js';
+import { type GitHubSandboxOptions, startGitHubSandbox } from '../src/sandbox/index.js';
 import {
+  closeAfterTest,
   commentParams,
   execCtx,
   issueParams,
   lookupCtx,
   OWNER,
   REPO,
-  type Rig,
   SEED,
   startRig,
   TOKEN,
 } from './helpers.js';
 
-let sandbox: GitHubSandbox | undefined;
-let rig: Rig | undefined;
-afterEach(async () => {
-  await sandbox?.close();
-  await rig?.close();
-  sandbox = rig = undefined;
-});
-
 async function adapterOn(options: GitHubSandboxOptions = {}) {
-  sandbox = await startGitHubSandbox({ token: TOKEN, seed: SEED, ...options });
-  return createGitHubAdapter({ auth: TOKEN, baseUrl: sandbox.url });
+  const sandbox = closeAfterTest(await startGitHubSandbox({ token: TOKEN, seed: SEED, ...options }));
+  return { sandbox, adapter: createGitHubAdapter({ auth: TOKEN, baseUrl: sandbox.url }) };
 }
 
 describe('rate limits (403/429) are not-applied with the documented wait', () => {
   it('403 with retry-after ⇒ not-applied, retryAfterMs from the header, nothing created', async () => {
-    const adapter = await adapterOn({
+    const { sandbox, adapter } = await adapterOn({
       faults: { 'issues.create': [{ kind: 'rate-limited', status: 403, retryAfterS: 7 }] },
     });
     const out = await adapter.doExecute('issues.create', issueParams(1), execCtx('op-ra'));
     expect(out).toMatchObject({ kind: 'not-applied', retryAfterMs: 7_000, status: 403 });
     expect(out.requestId).toMatch(/^[0-9A-F-]{36}$/);
-    expect(sandbox!.count('issues.create')).toBe(0);
+    expect(sandbox.count('issues.create')).toBe(0);
   });
 
   it('429 with x-ratelimit-remaining 0 ⇒ wait until x-ratelimit-reset', () => {
@@ -60,7 +52,7 @@ describe('rate limits (403/429) are not-applied with the documented wait', () =>
   });
 
   it('a 403 without any rate-limit sign is a permission rejection', async () => {
-    const adapter = await adapterOn({ faults: { 'issues.create': [{ kind: 'status', status: 403 }] } });
+    const { adapter } = await adapterOn({ faults: { 'issues.create': [{ kind: 'status', status: 403 }] } });
     expect(await adapter.doExecute('issues.create', issueParams(2), execCtx('op-403'))).toMatchObject({
       kind: 'rejected',
       reason: 'permission',
@@ -69,7 +61,9 @@ describe('rate limits (403/429) are not-applied with the documented wait', () =>
   });
 
   it('the runner retries a secondary rate limit after the retry-after wait, one request per attempt: 2 POSTs, 1 issue', async () => {
-    rig = await startRig([], { faults: { 'issues.create': [{ kind: 'rate-limited', status: 403, retryAfterS: 30 }] } });
+    const rig = await startRig([], {
+      faults: { 'issues.create': [{ kind: 'rate-limited', status: 403, retryAfterS: 30 }] },
+    });
     const start = rig.clock.now();
     const r = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(3) });
     expect(r).toMatchObject({ status: 'done', attempts: 2 });
@@ -95,7 +89,7 @@ describe('permanent errors are rejections', () => {
   });
 
   it('the runner hands a 422 off after one attempt, with the field in the packet', async () => {
-    rig = await startRig([
+    const rig = await startRig([
       {
         kind: 'status',
         status: 422,
@@ -109,8 +103,8 @@ describe('permanent errors are rejections', () => {
   });
 
   it('bad credentials ⇒ authentication; a missing issue ⇒ not-found; issues disabled (410) ⇒ other', async () => {
-    const adapter = await adapterOn();
-    const wrong = createGitHubAdapter({ auth: 'wrong', baseUrl: sandbox!.url });
+    const { sandbox, adapter } = await adapterOn();
+    const wrong = createGitHubAdapter({ auth: 'wrong', baseUrl: sandbox.url });
     expect(await wrong.doExecute('issues.create', issueParams(5), execCtx('op-401'))).toMatchObject({
       kind: 'rejected',
       reason: 'authentication',
@@ -127,7 +121,7 @@ describe('permanent errors are rejections', () => {
   });
 
   it('params the schema refuses are rejected by the frame, naming the field, and nothing is sent', async () => {
-    const adapter = await adapterOn();
+    const { sandbox, adapter } = await adapterOn();
     const out = await adapter.doExecute('issues.create', { ...issueParams(6), title: '' }, execCtx('op-bad'));
     expect(out).toMatchObject({ kind: 'rejected', reason: 'validation', fields: [{ path: 'title' }] });
     const marked = await adapter.doExecute(
@@ -136,7 +130,7 @@ describe('permanent errors are rejections', () => {
       execCtx('op-marker'),
     );
     expect(marked).toMatchObject({ kind: 'rejected', fields: [{ path: 'body' }] });
-    expect(sandbox!.requestCount('issues.create') + sandbox!.requestCount('issues.createComment')).toBe(0);
+    expect(sandbox.requestCount('issues.create') + sandbox.requestCount('issues.createComment')).toBe(0);
   });
 
   it('a 5xx is unknown, a refused connection not-applied', async () => {
@@ -156,9 +150,9 @@ describe('permanent errors are rejections', () => {
 
 describe('the lookup lists, newest first, back to the first dispatch', () => {
   it('skips pull requests carrying the marker; finds the issue; reports how many carry it', async () => {
-    const adapter = await adapterOn();
+    const { sandbox, adapter } = await adapterOn();
     const id = 'op-pr-and-two';
-    sandbox!.addPullRequest(OWNER, REPO, 'pr', `x ${markerFor(id as never)}`);
+    sandbox.addPullRequest(OWNER, REPO, 'pr', `x ${markerFor(id as never)}`);
     expect(await adapter.doLookup('issues.create', lookupCtx(id, issueParams(8)))).toMatchObject({ kind: 'not-found' });
     await adapter.doExecute('issues.create', issueParams(8), execCtx(id));
     await adapter.doExecute('issues.create', issueParams(8), execCtx(id));
@@ -170,29 +164,29 @@ describe('the lookup lists, newest first, back to the first dispatch', () => {
   });
 
   it('stops at the first issue created before the first dispatch minus the clock-skew margin, though `since` (updated_at) lets older ones through', async () => {
-    const adapter = await adapterOn();
+    const { sandbox, adapter } = await adapterOn();
     for (let i = 0; i < 150; i++) await adapter.doExecute('issues.create', issueParams(100 + i), execCtx(`old-${i}`));
-    sandbox!.advance(10 * 60_000);
-    for (let n = 2; n <= 151; n++) sandbox!.touch(OWNER, REPO, n); // labelled by a bot: updated now, created long ago
+    sandbox.advance(10 * 60_000);
+    for (let n = 2; n <= 151; n++) sandbox.touch(OWNER, REPO, n); // labelled by a bot: updated now, created long ago
     const dispatched = Date.now() + 10 * 60_000;
     await adapter.doExecute('issues.create', issueParams(9), execCtx('op-new'));
-    const before = sandbox!.requestCount('issues.list');
+    const before = sandbox.requestCount('issues.list');
     expect(await adapter.doLookup('issues.create', lookupCtx('op-new', issueParams(9), dispatched))).toMatchObject({
       kind: 'found',
     });
     expect(await adapter.doLookup('issues.create', lookupCtx('op-absent', issueParams(9), dispatched))).toMatchObject({
       kind: 'not-found',
     });
-    expect(sandbox!.requestCount('issues.list') - before).toBe(2);
+    expect(sandbox.requestCount('issues.list') - before).toBe(2);
   });
 
   it('cannot tell when the page bound is reached before the first dispatch, or when the list is rate limited', async () => {
-    await adapterOn();
-    const bounded = createGitHubAdapter({ auth: TOKEN, baseUrl: sandbox!.url, lookupPages: 1 });
+    const { sandbox } = await adapterOn();
+    const bounded = createGitHubAdapter({ auth: TOKEN, baseUrl: sandbox.url, lookupPages: 1 });
     for (let i = 0; i < 101; i++) await bounded.doExecute('issues.create', issueParams(200 + i), execCtx(`new-${i}`));
     const ctx = lookupCtx('op-x', issueParams(10), Date.now() - 1_000);
     expect(await bounded.doLookup('issues.create', ctx)).toMatchObject({ kind: 'cannot-tell' });
-    sandbox!.setFaults('issues.list', [{ kind: 'rate-limited', status: 429, retryAfterS: 5 }]);
+    sandbox.setFaults('issues.list', [{ kind: 'rate-limited', status: 429, retryAfterS: 5 }]);
     expect(await bounded.doLookup('issues.create', ctx)).toMatchObject({
       kind: 'cannot-tell',
       retryAfterMs: 5_000,

@@ -1,21 +1,11 @@
 import type { HandoffPacket } from '@retrysafe/contract';
-import {
-  asAttemptId,
-  asBusinessOperationId,
-  asRunId,
-  type ExecuteContext,
-  type LookupContext,
-} from '@retrysafe/contract';
-import {
-  createMemoryLedger,
-  createRunner,
-  createVirtualClock,
-  type PolicyOverrides,
-  type VirtualClock,
-} from '@retrysafe/core';
-import { type Fault, type FaultProxy, startFaultProxy } from '@retrysafe/testkit';
-import { createGitHubAdapter, type GitHubAdapter } from '../src/index.js';
-import { type GitHubSandbox, type GitHubSandboxOptions, startGitHubSandbox } from '../src/sandbox/index.js';
+import { createMemoryLedger, createRunner, createVirtualClock, type PolicyOverrides } from '@retrysafe/core';
+import { type Fault, startFaultProxy } from '@retrysafe/testkit';
+import { createGitHubAdapter } from '../src/index.js';
+import { type GitHubSandboxOptions, startGitHubSandbox } from '../src/sandbox/index.js';
+import { closeAfterTest } from './shared.js';
+
+export { closeAfterTest, execCtx, lookupCtx } from './shared.js';
 
 export const TOKEN = 'test-token-not-a-secret';
 export const OWNER = 'acme';
@@ -35,32 +25,8 @@ export const commentParams = (i = 0, issue_number = 1) => ({
 });
 export const SEED = [{ owner: OWNER, repo: REPO, title: 'Nightly build failures' }];
 
-export function execCtx(id: string): ExecuteContext {
-  return {
-    businessOperationId: asBusinessOperationId(id),
-    providerKey: null,
-    runId: asRunId('run_test'),
-    attemptId: asAttemptId('att_test'),
-    attempt: 1,
-    statusRef: null,
-  };
-}
-
-export function lookupCtx(id: string, params: unknown, firstDispatchedAt: number | null = Date.now()): LookupContext {
-  return {
-    businessOperationId: asBusinessOperationId(id),
-    providerKey: null,
-    params,
-    runId: asRunId('run_test'),
-    attemptId: asAttemptId('att_lookup'),
-    statusRef: null,
-    firstDispatchedAt,
-    now: Date.now(),
-  };
-}
-
 /** Network faults for the creates (POST), one per call; other requests pass. */
-export function startPostFaultProxy(target: string, posts: readonly Fault[]): Promise<FaultProxy> {
+function startPostFaultProxy(target: string, posts: readonly Fault[]) {
   let n = 0;
   return startFaultProxy({
     target,
@@ -68,25 +34,17 @@ export function startPostFaultProxy(target: string, posts: readonly Fault[]): Pr
   });
 }
 
-export interface Rig {
-  readonly clock: VirtualClock;
-  readonly sandbox: GitHubSandbox;
-  readonly proxy: FaultProxy;
-  readonly adapter: GitHubAdapter;
-  readonly packets: HandoffPacket[];
-  readonly runner: ReturnType<typeof createRunner>;
-  close(): Promise<void>;
-}
-
 /** The runner + the real Octokit → the fault proxy → the sandbox, on one virtual clock. */
 export async function startRig(
   posts: readonly Fault[] = [],
   sandboxOptions: GitHubSandboxOptions = {},
   policy: PolicyOverrides = {},
-): Promise<Rig> {
+) {
   const clock = createVirtualClock();
-  const sandbox = await startGitHubSandbox({ token: TOKEN, now: () => clock.now(), seed: SEED, ...sandboxOptions });
-  const proxy = await startPostFaultProxy(sandbox.url, posts);
+  const sandbox = closeAfterTest(
+    await startGitHubSandbox({ token: TOKEN, now: () => clock.now(), seed: SEED, ...sandboxOptions }),
+  );
+  const proxy = closeAfterTest(await startPostFaultProxy(sandbox.url, posts));
   const adapter = createGitHubAdapter({ auth: TOKEN, baseUrl: proxy.url, timeoutMs: 2_000 });
   const packets: HandoffPacket[] = [];
   const runner = createRunner({
@@ -96,13 +54,5 @@ export async function startRig(
     policy: { lookupWindowMs: 60_000, ...policy },
     handoff: { send: (p) => void packets.push(p) },
   });
-  return {
-    clock,
-    sandbox,
-    proxy,
-    adapter,
-    packets,
-    runner,
-    close: async () => (await proxy.close(), await sandbox.close()),
-  };
+  return { clock, sandbox, proxy, adapter, packets, runner };
 }

@@ -3,31 +3,60 @@
 // exactly one request per attempt (it has no retry of its own).
 import { Octokit } from '@octokit/rest';
 import { AdapterConfigurationError } from '@retrysafe/contract';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { markerFor } from '../src/github-operations.js';
 import { createGitHubAdapter } from '../src/index.js';
-import { type GitHubSandbox, startGitHubSandbox } from '../src/sandbox/index.js';
-import { commentParams, execCtx, issueParams, OWNER, REPO, type Rig, SEED, startRig, TOKEN } from './helpers.js';
+import { startGitHubSandbox } from '../src/sandbox/index.js';
+import { closeAfterTest, commentParams, execCtx, issueParams, OWNER, REPO, SEED, startRig, TOKEN } from './helpers.js';
 
-let rig: Rig | undefined;
-let sandbox: GitHubSandbox | undefined;
-afterEach(async () => {
-  await rig?.close();
-  await sandbox?.close();
-  rig = sandbox = undefined;
-});
+/** A sandbox whose first create answers 502 after it is applied. */
+const start502 = async () =>
+  closeAfterTest(
+    await startGitHubSandbox({
+      seed: SEED,
+      faults: { 'issues.create': [{ kind: 'status', status: 502, commit: true }] },
+    }),
+  );
 
 describe('a lost answer, through the runner and the real SDK', () => {
-  it('issues.create: the 201 is lost ⇒ the list lookup finds the issue ⇒ done, one POST, one issue; search would not have shown it', async () => {
-    rig = await startRig(['drop-response']);
-    const r = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(1) });
-    expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1, result: { number: 2 } });
-    expect(rig.sandbox.requestCount('issues.create')).toBe(1);
-    expect(rig.sandbox.count('issues.create')).toBe(1);
-    expect(rig.sandbox.requestCount('issues.list')).toBeGreaterThan(0);
+  it.each([
+    {
+      name: 'issues.create: the 201 is lost ⇒ the list lookup finds the issue ⇒ done, one POST, one issue',
+      op: 'issues.create',
+      fault: 'drop-response',
+      params: issueParams(1),
+      list: 'issues.list',
+      result: { number: 2 },
+    },
+    {
+      name: 'issues.createComment: the 201 is lost ⇒ the comment list since the first dispatch finds it ⇒ one comment',
+      op: 'issues.createComment',
+      fault: 'drop-response',
+      params: commentParams(1),
+      list: 'comments.list',
+      result: {},
+    },
+    {
+      name: 'the 201 is cut off mid-body ⇒ unknown (applied, number lost) ⇒ the lookup adopts it: one issue',
+      op: 'issues.create',
+      fault: 'truncate-response',
+      params: issueParams(5),
+      list: 'issues.list',
+      result: { number: 2 },
+    },
+  ] as const)('$name', async ({ op, fault, params, list, result }) => {
+    const rig = await startRig([fault]);
+    const r = await rig.runner.run(rig.adapter, op, { params });
+    expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1, result });
+    expect(rig.sandbox.requestCount(op)).toBe(1);
+    expect(rig.sandbox.count(op)).toBe(1);
+    expect(rig.sandbox.requestCount(list)).toBeGreaterThan(0);
     expect(rig.packets).toHaveLength(0);
+  });
 
-    // The same moment, asked through GitHub's search: not indexed yet, so "not found" there proves nothing.
+  it("the issue the list lookup adopted after a lost 201 is not in GitHub's lagging search yet: there, not found proves nothing", async () => {
+    const rig = await startRig(['drop-response']);
+    const r = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(1) });
     const octokit = new Octokit({ auth: TOKEN, baseUrl: rig.sandbox.url });
     const id = rig.sandbox
       .issues()
@@ -41,25 +70,8 @@ describe('a lost answer, through the runner and the real SDK', () => {
     expect((await octokit.request('GET /search/issues', { q })).data.total_count).toBe(1);
   });
 
-  it('issues.createComment: the 201 is lost ⇒ the comment list since the first dispatch finds it ⇒ one comment', async () => {
-    rig = await startRig(['drop-response']);
-    const r = await rig.runner.run(rig.adapter, 'issues.createComment', { params: commentParams(1) });
-    expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1 });
-    expect(rig.sandbox.requestCount('issues.createComment')).toBe(1);
-    expect(rig.sandbox.count('issues.createComment')).toBe(1);
-    expect(rig.sandbox.requestCount('comments.list')).toBeGreaterThan(0);
-  });
-
-  it('the 201 is cut off mid-body ⇒ unknown (applied, number lost) ⇒ the lookup adopts it: one issue', async () => {
-    rig = await startRig(['truncate-response']);
-    const r = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(5) });
-    expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1, result: { number: 2 } });
-    expect(rig.sandbox.count('issues.create')).toBe(1);
-    expect(rig.sandbox.requestCount('issues.create')).toBe(1);
-  });
-
   it('the request is reset before it arrives ⇒ nothing found, never resent blindly: one POST, no issue, a handoff', async () => {
-    rig = await startRig(['reset-before']);
+    const rig = await startRig(['reset-before']);
     const r = await rig.runner.run(rig.adapter, 'issues.create', { params: issueParams(2) });
     expect(r.status).toBe('handed-off');
     expect(rig.sandbox.count('issues.create')).toBe(0);
@@ -69,10 +81,7 @@ describe('a lost answer, through the runner and the real SDK', () => {
 
 describe('the SDK sends one request per attempt', () => {
   it('plain @octokit/rest on a 502: one request, the RequestError carries the answer', async () => {
-    sandbox = await startGitHubSandbox({
-      seed: SEED,
-      faults: { 'issues.create': [{ kind: 'status', status: 502, commit: true }] },
-    });
+    const sandbox = await start502();
     const octokit = new Octokit({
       auth: TOKEN,
       baseUrl: sandbox.url,
@@ -86,10 +95,7 @@ describe('the SDK sends one request per attempt', () => {
   });
 
   it('through the adapter: a 502 after the create is unknown, one request, one issue', async () => {
-    sandbox = await startGitHubSandbox({
-      seed: SEED,
-      faults: { 'issues.create': [{ kind: 'status', status: 502, commit: true }] },
-    });
+    const sandbox = await start502();
     const adapter = createGitHubAdapter({ auth: TOKEN, baseUrl: sandbox.url });
     const out = await adapter.doExecute('issues.create', issueParams(3), execCtx('op-502'));
     expect(out).toMatchObject({ kind: 'unknown', cause: 'server-error', status: 502 });
@@ -98,7 +104,7 @@ describe('the SDK sends one request per attempt', () => {
   });
 
   it('a lost answer reaches the adapter as a RequestError without a response (status 500 made up by the SDK) and maps to unknown', async () => {
-    rig = await startRig(['drop-response']);
+    const rig = await startRig(['drop-response']);
     const out = await rig.adapter.doExecute('issues.create', issueParams(4), execCtx('op-lost'));
     expect(out).toMatchObject({ kind: 'unknown', cause: 'connection-reset' });
     expect(out.status).toBeUndefined();
@@ -106,7 +112,7 @@ describe('the SDK sends one request per attempt', () => {
   });
 
   it('a 201 cut off mid-body reaches the adapter with its status and no object: unknown (truncated-response)', async () => {
-    rig = await startRig(['truncate-response']);
+    const rig = await startRig(['truncate-response']);
     const out = await rig.adapter.doExecute('issues.create', issueParams(6), execCtx('op-cut'));
     expect(out).toMatchObject({ kind: 'unknown', cause: 'truncated-response', status: 201 });
   });

@@ -29,9 +29,7 @@ const DEFAULT_TIMEOUT_MS = 30_000;
  * has no retries of its own, so each attempt is exactly one request.
  */
 export function createResendAdapter(options: ResendAdapterOptions): ResendAdapter {
-  if (typeof options !== 'object' || options === null)
-    throw new AdapterConfigurationError(PROVIDER, 'options are required');
-  if (typeof options.apiKey !== 'string' || options.apiKey.length === 0)
+  if (typeof options?.apiKey !== 'string' || options.apiKey.length === 0)
     throw new AdapterConfigurationError(PROVIDER, 'apiKey is required');
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   if (!Number.isInteger(timeoutMs) || timeoutMs <= 0)

@@ -6,8 +6,7 @@ import { BATCH_SEND_KEY_RULE, EMAILS_SEND_KEY_RULE, RESEND_SOURCES, resendCards 
 describe('resend cards', () => {
   for (const card of Object.values(resendCards)) {
     it(`${card.operation}: valid, every unknown listed, the documented key facts`, () => {
-      const v = validateCard(card);
-      expect(v.problems).toEqual([]);
+      expect(validateCard(card).problems).toEqual([]); // includes every unknown missing from unverified[]
       expect(card.providerKey.name.value).toBe('Idempotency-Key');
       expect(card.providerKey.maxLength).toMatchObject({ value: 256 });
       expect(card.providerKey.maxLength.source).toContain(RESEND_SOURCES.idempotency);
@@ -16,7 +15,6 @@ describe('resend cards', () => {
       expect(card.concurrency.value).toBe('rejects-in-progress');
       // No lookup: Resend reads an email only by its id. A same-key "lookup" past retention would send again.
       expect(card.lookup.method.value).toBe('none');
-      for (const u of v.unknowns) expect(card.unverified.map((x) => x.field)).toContain(u);
     });
   }
 

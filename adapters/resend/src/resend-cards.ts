@@ -1,11 +1,6 @@
 import { type Duration, defineCard, fact, type ProviderKeyRule, type RetrySafetyCard } from '@retrysafe/contract';
 
-/**
- * The retry safety cards of the Resend operations. Every provider fact cites a public Resend page or
- * the SDK's published source; what neither states is `unknown` and listed under `unverified`.
- */
-
-/** Where the facts come from. */
+/** Where the facts come from: Resend's public pages and the SDK's published source. */
 export const RESEND_SOURCES = {
   idempotency: 'https://resend.com/docs/dashboard/emails/idempotency-keys',
   errors: 'https://resend.com/docs/api-reference/errors',
@@ -16,14 +11,8 @@ export const RESEND_SOURCES = {
   sdk: 'https://unpkg.com/resend@6.38.0/dist/index.mjs (Resend.fetchRequest, Resend.post: one fetch per call, no retry; a failed fetch returns error.statusCode null)',
 } as const;
 
-/** Resend keeps a key and the response it stands for 24 hours. */
-export const RESEND_KEY_RETENTION: Duration = '24h';
-
-/**
- * The provider-key rule: at most 256 characters (Resend's documented limit). Resend documents no
- * character set; the adapter sends only the business-operation id alphabet (safe in an HTTP header).
- * The two endpoints get their own prefixes, because Resend does not say whether a key is scoped per endpoint.
- */
+// Resend documents only the length (256); the business-operation id alphabet is safe in a header. Each
+// endpoint gets its own prefix, as Resend does not say whether a key is scoped per endpoint.
 export const EMAILS_SEND_KEY_RULE: ProviderKeyRule = { maxLength: 256, charset: 'A-Za-z0-9._:/-', prefix: 'rs-email-' };
 export const BATCH_SEND_KEY_RULE: ProviderKeyRule = { maxLength: 256, charset: 'A-Za-z0-9._:/-', prefix: 'rs-batch-' };
 
@@ -147,7 +136,7 @@ function resendCard(spec: {
       ),
     },
     retention: {
-      minimum: fact(RESEND_KEY_RETENTION, `${S.idempotency}: "We keep idempotency keys in our system for 24 hours"`),
+      minimum: fact<Duration>('24h', `${S.idempotency}: "We keep idempotency keys in our system for 24 hours"`),
     },
     concurrency: fact(
       'rejects-in-progress',

@@ -9,8 +9,7 @@ import { API_KEY, closeAfterTest, emailParams } from './helpers.js';
 // the model sees and the field errors it gets, as for every other adapter.
 
 async function setup() {
-  const sandbox = await startResendSandbox();
-  closeAfterTest(sandbox);
+  const sandbox = closeAfterTest(await startResendSandbox());
   const adapter = createResendAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 2000 });
   return { sandbox, adapter, tools: agentTools([adapter]), runner: createRunner({ ledger: createMemoryLedger() }) };
 }

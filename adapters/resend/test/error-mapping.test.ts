@@ -6,8 +6,7 @@ import { startResendSandbox } from '../src/sandbox/index.js';
 import { API_KEY, closeAfterTest, emailParams, execCtx } from './helpers.js';
 
 async function setup(apiKey = API_KEY) {
-  const sandbox = await startResendSandbox();
-  closeAfterTest(sandbox);
+  const sandbox = closeAfterTest(await startResendSandbox());
   const clock = createVirtualClock(Date.UTC(2026, 11, 4));
   const adapter = createResendAdapter({ apiKey, baseUrl: sandbox.url, timeoutMs: 2000 });
   const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5 });
@@ -18,7 +17,7 @@ describe('rate limit: retried by the runner only', () => {
   it('429 rate_limit_exceeded with Retry-After 3 ⇒ not-applied, the runner waits at least 3 s, one more request, one email', async () => {
     const { sandbox, clock, adapter, runner } = await setup();
     sandbox.failNext({ status: 429, name: 'rate_limit_exceeded', message: 'Too many requests.', retryAfterS: 3 });
-    const direct = await adapter.doExecute('emails.send', emailParams('rl/0'), execCtx(adapter, 'emails.send', 'rl-0'));
+    const direct = await adapter.doExecute('emails.send', emailParams('rl/0'), execCtx('rl-0', adapter, 'emails.send'));
     expect(direct).toMatchObject({ kind: 'not-applied', status: 429, code: 'rate_limit_exceeded', retryAfterMs: 3000 });
     expect(sandbox.requestCount({ method: 'POST' })).toBe(1); // the SDK did not retry it
 
@@ -50,7 +49,7 @@ describe('permanent errors are rejections naming the field', () => {
     const out = await adapter.doExecute(
       'emails.send',
       emailParams('bad-to', { to: 'nobody' }),
-      execCtx(adapter, 'emails.send', 'bad-to'),
+      execCtx('bad-to', adapter, 'emails.send'),
     );
     expect(out).toMatchObject({ kind: 'rejected', reason: 'validation', status: 422, code: 'validation_error' });
     expect((out as { fields?: { path: string }[] }).fields?.map((f) => f.path)).toEqual(['to']);
@@ -66,7 +65,7 @@ describe('permanent errors are rejections naming the field', () => {
       batchRef: 'bad-batch',
       emails: [emailParams('x'), { ...emailParams('y'), to: 'nobody' }].map(({ emailRef: _r, ...e }) => e),
     };
-    const out = await adapter.doExecute('batch.send', params, execCtx(adapter, 'batch.send', 'bad-batch'));
+    const out = await adapter.doExecute('batch.send', params, execCtx('bad-batch', adapter, 'batch.send'));
     expect(out).toMatchObject({ kind: 'rejected', reason: 'validation', status: 422 });
     expect((out as { message: string }).message).toContain('emails[1]');
     expect(sandbox.count()).toBe(0);
@@ -74,14 +73,14 @@ describe('permanent errors are rejections naming the field', () => {
 
   it('a bad API key ⇒ rejected (authentication)', async () => {
     const { adapter } = await setup('not-a-resend-key');
-    const out = await adapter.doExecute('emails.send', emailParams('auth'), execCtx(adapter, 'emails.send', 'auth'));
+    const out = await adapter.doExecute('emails.send', emailParams('auth'), execCtx('auth', adapter, 'emails.send'));
     expect(out).toMatchObject({ kind: 'rejected', reason: 'authentication', status: 403, code: 'invalid_api_key' });
   });
 
   it('params the schema refuses never reach Resend: the frame names the field', async () => {
     const { sandbox, adapter } = await setup();
     const { text: _text, ...noBody } = emailParams('no-body');
-    const out = await adapter.doExecute('emails.send', noBody, execCtx(adapter, 'emails.send', 'no-body'));
+    const out = await adapter.doExecute('emails.send', noBody, execCtx('no-body', adapter, 'emails.send'));
     expect(out).toMatchObject({
       kind: 'rejected',
       code: 'retrysafe_invalid_params',
@@ -90,7 +89,7 @@ describe('permanent errors are rejections naming the field', () => {
     const extra = await adapter.doExecute(
       'emails.send',
       emailParams('extra', { attachments: [] }),
-      execCtx(adapter, 'emails.send', 'extra'),
+      execCtx('extra', adapter, 'emails.send'),
     );
     expect(extra).toMatchObject({ kind: 'rejected', fields: [{ path: 'attachments' }] });
     expect(sandbox.requestCount()).toBe(0);

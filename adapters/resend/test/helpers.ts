@@ -1,26 +1,6 @@
-import {
-  type AdapterV1,
-  asBusinessOperationId,
-  type BusinessOperationId,
-  type ExecuteContext,
-  type LookupContext,
-  newAttemptId,
-  newRunId,
-} from '@retrysafe/contract';
-import { afterEach } from 'vitest';
 import type { BatchSendParams, EmailsSendParams } from '../src/index.js';
 
-const open: { close(): Promise<unknown> }[] = [];
-// Registered in each test file that imports this module.
-afterEach(async () => {
-  while (open.length) await open.pop()!.close();
-});
-
-/** Closed after the test that opened it, the last opened first. */
-export function closeAfterTest<T extends { close(): Promise<unknown> }>(thing: T): T {
-  open.push(thing);
-  return thing;
-}
+export { closeAfterTest, execCtx, lookupCtx } from '../../github/test/shared.js';
 
 export const API_KEY = 're_test_sandbox';
 
@@ -44,34 +24,4 @@ export function batchParams(ref: string): BatchSendParams {
     text: 'Please find your invoice attached.',
   });
   return { batchRef: ref, emails: [email(1), email(2)] };
-}
-
-export function execCtx(adapter: AdapterV1, operation: string, id: string): ExecuteContext {
-  const boid = asBusinessOperationId(id);
-  return {
-    businessOperationId: boid,
-    providerKey: adapter.deriveProviderKey(operation, boid),
-    runId: newRunId(),
-    attemptId: newAttemptId(),
-    attempt: 1,
-    statusRef: null,
-  };
-}
-
-export function lookupCtx(
-  adapter: AdapterV1,
-  operation: string,
-  id: BusinessOperationId,
-  params: unknown,
-  at: { firstDispatchedAt: number | null; now: number },
-): LookupContext {
-  return {
-    businessOperationId: id,
-    providerKey: adapter.deriveProviderKey(operation, id),
-    params,
-    runId: newRunId(),
-    attemptId: newAttemptId(),
-    statusRef: null,
-    ...at,
-  };
 }

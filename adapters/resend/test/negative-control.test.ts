@@ -12,10 +12,8 @@ import { startResendSandbox } from '../src/sandbox/index.js';
 import { API_KEY, closeAfterTest, emailParams, execCtx } from './helpers.js';
 
 async function lostFirstAnswer() {
-  const sandbox = await startResendSandbox();
-  closeAfterTest(sandbox);
-  const proxy = await startFaultProxy({ target: sandbox.url, faults: ['drop-response'] });
-  closeAfterTest(proxy);
+  const sandbox = closeAfterTest(await startResendSandbox());
+  const proxy = closeAfterTest(await startFaultProxy({ target: sandbox.url, faults: ['drop-response'] }));
   return { sandbox, proxy };
 }
 
@@ -40,7 +38,7 @@ describe('negative control: a lost answer without the key', () => {
   it('the adapter, the same lost answer ⇒ 1 email: the re-send carries the same key and Resend answers from its store', async () => {
     const { sandbox, proxy } = await lostFirstAnswer();
     const adapter = createResendAdapter({ apiKey: API_KEY, baseUrl: proxy.url, timeoutMs: 2000 });
-    const ctx = execCtx(adapter, 'emails.send', 'invoice-ready/A-17');
+    const ctx = execCtx('invoice-ready/A-17', adapter, 'emails.send');
     expect((await adapter.doExecute('emails.send', emailParams('invoice-ready/A-17'), ctx)).kind).toBe('unknown');
     expect((await adapter.doExecute('emails.send', emailParams('invoice-ready/A-17'), ctx)).kind).toBe('succeeded');
     expect(sandbox.count('emails.send')).toBe(1);

@@ -39,13 +39,20 @@ export interface SlackAdapter extends TypedAdapter<SlackOperationTypes> {
 }
 
 const PROVIDER = 'slack';
-const DEFAULT_TIMEOUT_MS = 30_000;
 // The non-Marketplace history limits: 15 messages a page, one call a minute.
 const HISTORY_PAGE = 15;
 const HISTORY_POLL_MS = 60_000;
 
 type HistoryMessage = { ts?: unknown; metadata?: { event_type?: unknown; event_payload?: { op?: unknown } } };
 type HistoryPage = { messages?: HistoryMessage[]; has_more?: boolean; response_metadata?: { next_cursor?: string } };
+
+/** A positive whole-number option, or its default. */
+function positiveInteger(name: string, value: number | undefined, fallback: number): number {
+  const v = value ?? fallback;
+  if (!Number.isInteger(v) || v <= 0)
+    throw new AdapterConfigurationError(PROVIDER, `${name} must be a positive integer, got ${String(value)}`);
+  return v;
+}
 
 /** The SDK client with its own retries off: the runner is the one retrying layer. */
 export function createSlackClient(token: string, baseUrl: string | undefined, timeoutMs: number): WebClient {
@@ -68,18 +75,8 @@ export function createSlackClient(token: string, baseUrl: string | undefined, ti
 export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
   if (typeof options?.token !== 'string' || options.token === '')
     throw new AdapterConfigurationError(PROVIDER, 'token is required');
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0)
-    throw new AdapterConfigurationError(
-      PROVIDER,
-      `timeoutMs must be a positive integer, got ${String(options.timeoutMs)}`,
-    );
-  const lookupPages = options.lookupPages ?? 4;
-  if (!Number.isInteger(lookupPages) || lookupPages < 1)
-    throw new AdapterConfigurationError(
-      PROVIDER,
-      `lookupPages must be a positive integer, got ${String(options.lookupPages)}`,
-    );
+  const timeoutMs = positiveInteger('timeoutMs', options.timeoutMs, 30_000);
+  const lookupPages = positiveInteger('lookupPages', options.lookupPages, 4);
   const eventType = options.eventType ?? DEFAULT_EVENT_TYPE;
   if (!/^[a-z0-9_]{1,64}$/.test(eventType))
     throw new AdapterConfigurationError(

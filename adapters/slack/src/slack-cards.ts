@@ -12,40 +12,55 @@ export const SOURCES = {
 } as const;
 
 // Slack answers carry an x-slack-req-id header, but no public page documents it as a request id.
-const REQUEST_ID = fact<string>(
-  'unknown',
-  `${SOURCES.rateLimits}: no request id documented (the adapter keeps x-slack-req-id when an HTTP error carries it)`,
-);
 const REQUEST_ID_UNVERIFIED = {
   field: 'ids.request',
   condition: 'whether the x-slack-req-id response header is a stable request id Slack support can trace',
   source: SOURCES.rateLimits,
 } as const;
 
-const RETRY_LAYER = {
-  layer: 'runner',
-  sdkRetries: 'disabled',
-  how: 'new WebClient(token, { retryConfig: { retries: 0 }, rejectRateLimitedCalls: true }): no p-retry re-POST and no queue pause on 429. The drill counts requests at the loopback sandbox; a negative control shows the SDK default re-posting chat.postMessage after a lost answer.',
-} as const;
-
-const RETRYABLE = fact(
-  [
-    'HTTP 429 ratelimited with Retry-After (Retry-After honoured by the runner)',
-    'connection refused / DNS failure (never sent)',
-  ],
-  SOURCES.rateLimits,
-);
-
-const BACKOFF = { strategy: 'exponential-full-jitter', base: '1s', cap: '30s', retryAfterCap: '2m' } as const;
+/** The facts both methods share: no key travels, nothing is stored, the runner is the one retrying layer. */
+function shared(method: string) {
+  return {
+    cardVersion: 1,
+    provider: 'slack',
+    ids: {
+      run: 'receipts only',
+      attempt: 'receipts only',
+      request: fact<string>(
+        'unknown',
+        `${SOURCES.rateLimits}: no request id documented (the adapter keeps x-slack-req-id when an HTTP error carries it)`,
+      ),
+    },
+    parameterMatching: fact('none', method),
+    storedResult: { semantics: fact('none', method), includesErrors: fact(false, method) },
+    retryableErrors: fact(
+      [
+        'HTTP 429 ratelimited with Retry-After (Retry-After honoured by the runner)',
+        'connection refused / DNS failure (never sent)',
+      ],
+      SOURCES.rateLimits,
+    ),
+    backoff: { strategy: 'exponential-full-jitter', base: '1s', cap: '30s', retryAfterCap: '2m' },
+    retryLayer: {
+      layer: 'runner',
+      sdkRetries: 'disabled',
+      how: 'new WebClient(token, { retryConfig: { retries: 0 }, rejectRateLimitedCalls: true }): no p-retry re-POST and no queue pause on 429. The drill counts requests at the loopback sandbox; a negative control shows the SDK default re-posting chat.postMessage after a lost answer.',
+    },
+    duplicateTest:
+      'loopback Slack Web API sandbox (@retrysafe/slack/sandbox) with the real @slack/web-api WebClient pointed at it, behind the testkit fault proxy; the sandbox counts the messages it holds and the calls it received',
+    receipts:
+      'the runner ledger, exported as JSONL; message text and blocks are sensitive fields and never reach receipts or packets',
+  } as const;
+}
+const noKey = (method: string) => ({
+  name: fact(null, method),
+  maxLength: fact(null, method),
+  charset: fact(null, method),
+});
 const HANDOFF_DESTINATION = 'the runner handoff sink (JSONL file or callback), resolved by a person from the CLI';
-const RECEIPTS =
-  'the runner ledger, exported as JSONL; message text and blocks are sensitive fields and never reach receipts or packets';
-const DUPLICATE_TEST =
-  'loopback Slack Web API sandbox (@retrysafe/slack/sandbox) with the real @slack/web-api WebClient pointed at it, behind the testkit fault proxy; the sandbox counts the messages it holds and the calls it received';
 
 export const postMessageCard = defineCard({
-  cardVersion: 1,
-  provider: 'slack',
+  ...shared(SOURCES.postMessage),
   operation: 'slack.chat.postMessage',
   sideEffect: {
     kind: fact('send', SOURCES.postMessage),
@@ -56,23 +71,15 @@ export const postMessageCard = defineCard({
     intentFields: ['channel', 'text'],
     // Exact: the text is what people read; another spelling is another message.
   },
-  ids: { run: 'receipts only', attempt: 'receipts only', request: REQUEST_ID },
   providerKey: {
     travels: fact('none', `${SOURCES.postMessage}: the method takes no idempotency key or client id`),
-    name: fact(null, SOURCES.postMessage),
-    maxLength: fact(null, SOURCES.postMessage),
-    charset: fact(null, SOURCES.postMessage),
+    ...noKey(SOURCES.postMessage),
     scope: fact(
       'none: Slack folds no re-posts; the business-operation id travels only as a lookup tag (message metadata event_type retrysafe_operation, event_payload.op)',
       SOURCES.metadata,
     ),
   },
   keyReuse: fact('no key exists: every chat.postMessage that reaches Slack is one more message', SOURCES.postMessage),
-  parameterMatching: fact('none', SOURCES.postMessage),
-  storedResult: {
-    semantics: fact('none', SOURCES.postMessage),
-    includesErrors: fact(false, SOURCES.postMessage),
-  },
   lookup: {
     method: fact(
       'search',
@@ -89,7 +96,6 @@ export const postMessageCard = defineCard({
     'duplicates',
     `${SOURCES.postMessage}: no idempotency key, so concurrent posts are separate messages`,
   ),
-  retryableErrors: RETRYABLE,
   nonRetryableErrors: fact(
     [
       'channel_not_found, not_in_channel, is_archived (field channel)',
@@ -99,10 +105,8 @@ export const postMessageCard = defineCard({
     ],
     SOURCES.postMessage,
   ),
-  backoff: BACKOFF,
   // The lookup window covers several once-a-minute history calls (the non-Marketplace limit).
   limits: { maxAttempts: 3, maxElapsed: '10m', lookupWindow: '5m', clockSkewMargin: '1m' },
-  retryLayer: RETRY_LAYER,
   reconciler:
     'the runner, through doLookup: conversations.history of the channel with include_all_metadata=true, from the first dispatch minus the clock-skew margin to the last dispatch plus the client timeout and the margin, limit 15, a bounded number of pages, at most one lookup a minute (non-Marketplace apps: 1 call/min, 15 messages a page); a message whose metadata carries this business-operation id is adopted (the oldest, if several); an empty answer is "cannot tell", never "not sent"',
   handoff: {
@@ -110,8 +114,6 @@ export const postMessageCard = defineCard({
       'rejected; or an unknown outcome (timeout, reset, internal_error, 5xx, lost answer) whose message is not found in the channel history within the lookup window — the runner never re-posts blindly; or not-applied beyond max attempts / max elapsed',
     destination: HANDOFF_DESTINATION,
   },
-  duplicateTest: DUPLICATE_TEST,
-  receipts: RECEIPTS,
   unverified: [
     REQUEST_ID_UNVERIFIED,
     {
@@ -133,8 +135,7 @@ export const postMessageCard = defineCard({
 } as const satisfies RetrySafetyCard);
 
 export const updateCard = defineCard({
-  cardVersion: 1,
-  provider: 'slack',
+  ...shared(SOURCES.update),
   operation: 'slack.chat.update',
   sideEffect: {
     kind: fact('set', SOURCES.update),
@@ -147,23 +148,15 @@ export const updateCard = defineCard({
     rule: 'derived from intent fields channel, ts and text (one content for one message), or given by the caller',
     intentFields: ['channel', 'ts', 'text'],
   },
-  ids: { run: 'receipts only', attempt: 'receipts only', request: REQUEST_ID },
   providerKey: {
     travels: fact('none', `${SOURCES.update}: the method takes no idempotency key`),
-    name: fact(null, SOURCES.update),
-    maxLength: fact(null, SOURCES.update),
-    charset: fact(null, SOURCES.update),
+    ...noKey(SOURCES.update),
     scope: fact(
       'none: the message (channel, ts) is the identity; setting the same content twice is the same message',
       SOURCES.update,
     ),
   },
   keyReuse: fact('no key: a re-send sets the same content on the same message', SOURCES.update),
-  parameterMatching: fact('none', SOURCES.update),
-  storedResult: {
-    semantics: fact('none', SOURCES.update),
-    includesErrors: fact(false, SOURCES.update),
-  },
   lookup: {
     method: fact(
       'none',
@@ -174,7 +167,6 @@ export const updateCard = defineCard({
   },
   retention: { minimum: fact(null, SOURCES.update) },
   concurrency: fact('last-write-wins', `${SOURCES.update}: each call replaces the content; the last one stays`),
-  retryableErrors: RETRYABLE,
   nonRetryableErrors: fact(
     [
       'channel_not_found (field channel)',
@@ -185,16 +177,12 @@ export const updateCard = defineCard({
     ],
     SOURCES.update,
   ),
-  backoff: BACKOFF,
   limits: { maxAttempts: 3, maxElapsed: '5m', lookupWindow: '2m' },
-  retryLayer: RETRY_LAYER,
   reconciler: 'the runner re-sends the same content (idempotent by nature); no lookup',
   handoff: {
     condition: 'rejected; or not-applied / unknown beyond max attempts or max elapsed',
     destination: HANDOFF_DESTINATION,
   },
-  duplicateTest: DUPLICATE_TEST,
-  receipts: RECEIPTS,
   unverified: [
     REQUEST_ID_UNVERIFIED,
     {

@@ -3,23 +3,9 @@ import { classifyTransportFailure } from '@retrysafe/contract/provider';
 import { ErrorCode } from '@slack/web-api';
 
 /**
- * Maps every @slack/web-api result and error into exactly one Outcome (docs/concepts.md, "Outcomes and
- * the decision table"). Slack answers most errors as HTTP 200 `{ ok: false, error }`; the SDK throws them
- * as platform errors. A rate limit is HTTP 429 with Retry-After (thrown as a rate-limited error because
- * the client is built with `rejectRateLimitedCalls`).
- *
- * | seen                                                   | outcome                                             |
- * |--------------------------------------------------------|-----------------------------------------------------|
- * | ok: true                                               | succeeded (channel, ts)                             |
- * | 429 ratelimited (with or without Retry-After)          | not-applied, Retry-After kept                       |
- * | ratelimited / rate_limited in a 200 body               | not-applied                                         |
- * | a refusal code below                                   | rejected, naming the field                          |
- * | internal_error, fatal_error, service_unavailable, …    | unknown (server-error): Slack says part may have happened |
- * | any other error code (or an unreadable body)           | unknown (other): never re-posted blindly            |
- * | HTTP 5xx                                               | unknown (server-error)                              |
- * | other HTTP status                                      | rejected (other)                                    |
- * | connection refused / DNS failure                       | not-applied (the request never left)                |
- * | timeout, reset, truncated answer                       | unknown                                             |
+ * Maps every @slack/web-api result and error into exactly one Outcome (the table is in
+ * docs/adapters/slack.md). Slack answers most errors as HTTP 200 `{ ok: false, error }`, which the SDK
+ * throws as platform errors; a 429 is thrown as a rate-limited error (the client sets `rejectRateLimitedCalls`).
  */
 
 interface Refusal {

@@ -1,18 +1,17 @@
 // Every Slack answer the adapter can get, through the real WebClient against the sandbox, mapped into
 // one outcome: refusals name the field, a 429 is retried by the runner only, one request per attempt.
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createSlackAdapter } from '../src/index.js';
 import { type SandboxFault, type SlackSandbox, startSlackSandbox } from '../src/sandbox/index.js';
-import { CHANNEL, execCtx, lookupCtx, postParams, TOKEN } from './helpers.js';
+import { CHANNEL, closeAfterTest, execCtx, lookupCtx, postParams, TOKEN } from './helpers.js';
 
 let sandbox: SlackSandbox;
-afterEach(async () => {
-  await sandbox?.close();
-});
 
 async function postWith(fault: SandboxFault, params: unknown = postParams(1)) {
-  sandbox = await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], faults: { 'chat.postMessage': [fault] } });
+  sandbox = closeAfterTest(
+    await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], faults: { 'chat.postMessage': [fault] } }),
+  );
   const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url, timeoutMs: 2000 });
   return adapter.doExecute('chat.postMessage', params, execCtx('op-1'));
 }
@@ -39,7 +38,7 @@ describe('refusals are rejected outcomes that name the field', () => {
   }
 
   it('the sandbox itself refuses an unknown channel and a wrong token the same way', async () => {
-    sandbox = await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] });
+    sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] }));
     const good = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
     expect(await good.doExecute('chat.postMessage', { channel: 'C0NOPE', text: 'hi' }, execCtx('a'))).toMatchObject({
       kind: 'rejected',
@@ -85,9 +84,9 @@ describe('what may have happened is unknown, never rejected', () => {
   });
 
   it('connection refused ⇒ not-applied (nothing left the machine)', async () => {
-    sandbox = await startSlackSandbox({ token: TOKEN });
-    const url = sandbox.url;
-    await sandbox.close();
+    const closed = await startSlackSandbox({ token: TOKEN });
+    const url = closed.url;
+    await closed.close();
     const out = await createSlackAdapter({ token: TOKEN, baseUrl: url }).doExecute(
       'chat.postMessage',
       postParams(1),
@@ -107,12 +106,14 @@ describe('rate limits: the runner is the only retrying layer', () => {
 
   it('the runner waits the Retry-After and sends once more: two requests, one per attempt, one message', async () => {
     const clock = createVirtualClock(Date.UTC(2026, 11, 4));
-    sandbox = await startSlackSandbox({
-      token: TOKEN,
-      channels: [CHANNEL],
-      now: clock.now,
-      faults: { 'chat.postMessage': [{ kind: 'ratelimited', retryAfterS: 3 }] },
-    });
+    sandbox = closeAfterTest(
+      await startSlackSandbox({
+        token: TOKEN,
+        channels: [CHANNEL],
+        now: clock.now,
+        faults: { 'chat.postMessage': [{ kind: 'ratelimited', retryAfterS: 3 }] },
+      }),
+    );
     const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
     const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5 });
     const t0 = clock.now();
@@ -126,11 +127,13 @@ describe('rate limits: the runner is the only retrying layer', () => {
   });
 
   it('a rate-limited history call is "cannot tell" with its Retry-After, never "not found"', async () => {
-    sandbox = await startSlackSandbox({
-      token: TOKEN,
-      channels: [CHANNEL],
-      faults: { 'conversations.history': [{ kind: 'ratelimited', retryAfterS: 60 }] },
-    });
+    sandbox = closeAfterTest(
+      await startSlackSandbox({
+        token: TOKEN,
+        channels: [CHANNEL],
+        faults: { 'conversations.history': [{ kind: 'ratelimited', retryAfterS: 60 }] },
+      }),
+    );
     const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
     const out = await adapter.doLookup('chat.postMessage', lookupCtx('op-1', postParams(1), Date.now() - 1000));
     expect(out).toMatchObject({ kind: 'cannot-tell', status: 429, retryAfterMs: 60_000 });
@@ -139,11 +142,13 @@ describe('rate limits: the runner is the only retrying layer', () => {
 
 describe('chat.update', () => {
   it('sets the content; the same call again leaves one edited message with that content', async () => {
-    sandbox = await startSlackSandbox({
-      token: TOKEN,
-      channels: [CHANNEL],
-      seed: [{ channel: CHANNEL, ts: '1700000000.000001', text: 'old' }],
-    });
+    sandbox = closeAfterTest(
+      await startSlackSandbox({
+        token: TOKEN,
+        channels: [CHANNEL],
+        seed: [{ channel: CHANNEL, ts: '1700000000.000001', text: 'old' }],
+      }),
+    );
     const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
     const params = { channel: CHANNEL, ts: '1700000000.000001', text: 'new' };
     for (let i = 0; i < 2; i++)
@@ -156,7 +161,7 @@ describe('chat.update', () => {
   });
 
   it('message_not_found ⇒ rejected, naming ts', async () => {
-    sandbox = await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] });
+    sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] }));
     const adapter = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
     const out = await adapter.doExecute('chat.update', { channel: CHANNEL, ts: '1.000001', text: 'x' }, execCtx('v'));
     expect(out).toMatchObject({ kind: 'rejected', reason: 'not-found', fields: [{ path: 'ts' }] });

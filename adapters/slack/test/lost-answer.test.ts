@@ -2,23 +2,19 @@
 // sandbox, driven by the runner on one virtual clock: a lost answer ends with exactly one message.
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { startFaultProxy } from '@retrysafe/testkit';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createSlackAdapter } from '../src/index.js';
 import { type SlackSandboxOptions, startSlackSandbox } from '../src/sandbox/index.js';
-import { CHANNEL, execCtx, lookupCtx, postParams, TOKEN } from './helpers.js';
+import { CHANNEL, closeAfterTest, execCtx, lookupCtx, postParams, TOKEN } from './helpers.js';
 
 const MIN = 60_000;
-const closers: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  while (closers.length) await closers.pop()!();
-});
 
 async function setup(sandboxOptions: SlackSandboxOptions = {}) {
   const clock = createVirtualClock(Date.UTC(2026, 11, 4));
-  const sandbox = await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], now: clock.now, ...sandboxOptions });
-  closers.push(() => sandbox.close());
-  const proxy = await startFaultProxy({ target: sandbox.url, faults: ['drop-response'] });
-  closers.push(() => proxy.close());
+  const sandbox = closeAfterTest(
+    await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], now: clock.now, ...sandboxOptions }),
+  );
+  const proxy = closeAfterTest(await startFaultProxy({ target: sandbox.url, faults: ['drop-response'] }));
   const adapter = createSlackAdapter({ token: TOKEN, baseUrl: proxy.url, timeoutMs: 2000 });
   const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5 });
   return { clock, sandbox, proxy, adapter, runner };
@@ -60,14 +56,11 @@ describe('a lost answer to chat.postMessage', () => {
   it('another message in the channel (other metadata, none at all) is not taken for this one', async () => {
     const { sandbox, adapter, runner } = await setup({ historyDelayMs: 0 });
     // someone else's message before ours, with and without metadata
-    await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }).doExecute('chat.postMessage', postParams(3), {
-      businessOperationId: 'someone-else' as never,
-      providerKey: null,
-      runId: 'run_x' as never,
-      attemptId: 'att_x' as never,
-      attempt: 1,
-      statusRef: null,
-    });
+    await createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url }).doExecute(
+      'chat.postMessage',
+      postParams(3),
+      execCtx('someone-else'),
+    );
     const result = await runner.run(adapter, 'chat.postMessage', {
       params: postParams(3),
       businessOperationId: 'ours',
@@ -83,8 +76,7 @@ describe('a lost answer to chat.postMessage', () => {
 describe('the history lookup window and its page bound', () => {
   async function busyChannel(others: number) {
     const clock = createVirtualClock(Date.UTC(2026, 11, 4));
-    const sandbox = await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], now: clock.now });
-    closers.push(() => sandbox.close());
+    const sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], now: clock.now }));
     const direct = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
     const t0 = clock.now();
     await direct.doExecute('chat.postMessage', postParams(9), execCtx('ours'));

@@ -8,22 +8,15 @@ import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe
 import { startFaultProxy } from '@retrysafe/testkit';
 import { explore } from '@retrysafe/testkit/explorer';
 import { LogLevel, WebClient } from '@slack/web-api';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createSlackAdapter } from '../src/index.js';
 import { type SlackSandbox, startSlackSandbox } from '../src/sandbox/index.js';
 import { postMessageCard, updateCard } from '../src/slack-cards.js';
-import { CHANNEL, execCtx, postParams, TOKEN } from './helpers.js';
-
-const closers: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  while (closers.length) await closers.pop()!();
-});
+import { CHANNEL, closeAfterTest, execCtx, postParams, TOKEN } from './helpers.js';
 
 async function behindLostAnswer(): Promise<{ sandbox: SlackSandbox; url: string }> {
-  const sandbox = await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] });
-  closers.push(() => sandbox.close());
-  const proxy = await startFaultProxy({ target: sandbox.url, faults: ['drop-response'] });
-  closers.push(() => proxy.close());
+  const sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL] }));
+  const proxy = closeAfterTest(await startFaultProxy({ target: sandbox.url, faults: ['drop-response'] }));
   return { sandbox, url: proxy.url };
 }
 

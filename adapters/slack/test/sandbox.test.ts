@@ -1,19 +1,16 @@
 // The sandbox answers as Slack documents, seen through the real WebClient (retries off).
 import type { WebClient } from '@slack/web-api';
-import { afterEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { createSlackClient } from '../src/index.js';
 import { type SlackSandbox, startSlackSandbox } from '../src/sandbox/index.js';
-import { CHANNEL, TOKEN } from './helpers.js';
+import { CHANNEL, closeAfterTest, TOKEN } from './helpers.js';
 
 let sandbox: SlackSandbox;
-afterEach(async () => {
-  await sandbox?.close();
-});
 
 const metadata = { event_type: 'retrysafe_operation', event_payload: { op: 'op-1' } };
 
 async function posted(options: Parameters<typeof startSlackSandbox>[0] = {}): Promise<WebClient> {
-  sandbox = await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], ...options });
+  sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], ...options }));
   const client = createSlackClient(TOKEN, sandbox.url, 2000);
   await client.chat.postMessage({ channel: CHANNEL, text: 'hello', metadata });
   return client;

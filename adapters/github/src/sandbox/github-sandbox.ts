@@ -2,14 +2,14 @@ import { randomUUID } from 'node:crypto';
 import {
   type CallScript,
   type ClockSource,
+  type Counts,
+  createCounts,
   createFaultScripts,
-  createRequestLog,
   createSandboxClock,
   type FaultScripts,
   isPlainObject as isObj,
   type LoopbackRequest,
   parseJsonBody,
-  type RequestLog,
   type Route,
   routeRequest,
   type SandboxReply,
@@ -72,15 +72,6 @@ export interface SandboxComment {
   readonly createdAt: number;
 }
 
-export interface SandboxRequest {
-  readonly n: number;
-  readonly kind: SandboxKind | 'other';
-  readonly method: string;
-  readonly path: string;
-  readonly query: string;
-  readonly status: number | null;
-}
-
 export interface GitHubSandbox {
   /** The API root for Octokit's baseUrl, e.g. `http://127.0.0.1:PORT`. */
   readonly url: string;
@@ -88,9 +79,7 @@ export interface GitHubSandbox {
   count(kind: string): number;
   /** Requests received of a kind. */
   requestCount(kind: SandboxKind): number;
-  requests(): readonly SandboxRequest[];
   issues(): readonly SandboxIssue[];
-  comments(): readonly SandboxComment[];
   /** Marks an issue updated now (a label or an edit by someone else): `since` filters on updated_at, not creation. */
   touch(owner: string, repo: string, number: number): void;
   /** A pull request in the repository (GitHub lists pull requests among issues). */
@@ -143,7 +132,6 @@ function page<T>(items: readonly T[], q: URLSearchParams): T[] {
 }
 const sinceOf = (q: URLSearchParams) => (q.get('since') ? new Date(q.get('since')!).getTime() : -Infinity);
 
-type LoggedRequest = { -readonly [K in keyof SandboxRequest]: SandboxRequest[K] };
 type Handler = (req: LoopbackRequest, m: RegExpExecArray, fault: SandboxFault) => SandboxReply;
 const repoOf = (m: RegExpExecArray) => `${m[1]}/${m[2]}`;
 
@@ -178,7 +166,7 @@ function rateLimited(f: Extract<SandboxFault, { kind: 'rate-limited' }>, nowMs: 
 interface Serving {
   readonly token: string | undefined;
   readonly now: () => number;
-  readonly log: RequestLog<LoggedRequest>;
+  readonly requests: Counts<SandboxKind | 'other'>;
   readonly faults: FaultScripts<SandboxKind, SandboxFault>;
   readonly handlers: Record<SandboxKind, Handler>;
 }
@@ -186,38 +174,28 @@ interface Serving {
 /** Routes and authenticates the request, plays its kind's scripted fault, else its handler; every request is logged. */
 function serve(req: LoopbackRequest, s: Serving): SandboxReply {
   const matched = routeRequest(ROUTES, req)?.value;
-  const entry = s.log.record({
-    kind: matched?.kind ?? 'other',
-    method: req.method,
-    path: req.path,
-    query: req.search,
-    status: null,
-  });
-  const answer = (reply: SandboxReply): SandboxReply => {
-    entry.status = reply.status;
-    return reply;
-  };
-  if (!matched) return answer({ status: 404, body: { message: 'Not Found', documentation_url: DOCS } });
+  s.requests.bump(matched?.kind ?? 'other');
+  if (!matched) return { status: 404, body: { message: 'Not Found', documentation_url: DOCS } };
   const auth = req.headers.authorization;
   if (s.token !== undefined && auth !== `token ${s.token}` && auth !== `Bearer ${s.token}`)
-    return answer({ status: 401, body: { message: 'Bad credentials', documentation_url: DOCS } });
+    return { status: 401, body: { message: 'Bad credentials', documentation_url: DOCS } };
   const { fault } = s.faults.take(matched.kind);
   try {
-    if (typeof fault === 'object' && fault.kind === 'rate-limited') return answer(rateLimited(fault, s.now()));
+    if (typeof fault === 'object' && fault.kind === 'rate-limited') return rateLimited(fault, s.now());
     if (typeof fault === 'object' && fault.kind === 'status') {
       if (fault.commit) s.handlers[matched.kind](req, matched.m, fault);
-      return answer({
+      return {
         status: fault.status,
         body: { message: `Sandbox scripted HTTP ${fault.status}`, documentation_url: DOCS },
-      });
+      };
     }
-    return answer(s.handlers[matched.kind](req, matched.m, fault));
+    return s.handlers[matched.kind](req, matched.m, fault);
   } catch (error) {
     if (!(error instanceof HttpError)) throw error;
-    return answer({
+    return {
       status: error.status,
       body: { message: error.message, ...(error.errors ? { errors: error.errors } : {}), documentation_url: DOCS },
-    });
+    };
   }
 }
 
@@ -226,7 +204,7 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
   const clock = createSandboxClock(options.now, 'github sandbox');
   const searchLagMs = options.searchLagMs ?? 60_000;
   const faults = createFaultScripts<SandboxKind, SandboxFault>('pass', options.faults);
-  const log = createRequestLog<LoggedRequest>('github sandbox');
+  const requests = createCounts<SandboxKind | 'other'>();
   const issues: SandboxIssue[] = [];
   const comments: SandboxComment[] = [];
   /** updated_at per issue id, when it differs from created_at. */
@@ -332,7 +310,7 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
 
   const server = await startLoopbackServer({
     port: options.port ?? 0,
-    handle: (req) => serve(req, { token: options.token, now: () => clock.now(), log, faults, handlers }),
+    handle: (req) => serve(req, { token: options.token, now: () => clock.now(), requests, faults, handlers }),
     headers: () => ({
       'x-github-request-id': randomUUID().toUpperCase(),
       'x-ratelimit-limit': '5000',
@@ -348,10 +326,8 @@ export async function startGitHubSandbox(options: GitHubSandboxOptions = {}): Pr
         : kind === 'issues.createComment'
           ? comments.length
           : 0,
-    requestCount: (kind) => log.count((r) => r.kind === kind),
-    requests: () => log.entries.map((r) => ({ ...r })),
+    requestCount: (kind) => requests.get(kind),
     issues: () => [...issues],
-    comments: () => [...comments],
     touch: (owner, repo, number) => {
       const issue = issues.find((i) => i.repo === `${owner}/${repo}` && i.number === number);
       if (issue) updatedAt.set(issue.id, clock.now());

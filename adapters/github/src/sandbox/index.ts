@@ -1,14 +1,4 @@
-export {
-  DRILL_OWNER,
-  DRILL_REPO,
-  DRILL_TOKEN,
-  drillCommentParams,
-  drillIssueParams,
-  drills,
-  type GitHubDrill,
-  gitHubDrill,
-  gitHubDrillFaults,
-} from './github-drills.js';
+export { DRILL_TOKEN, drills, gitHubDrill } from './github-drills.js';
 export {
   type FaultScript,
   type GitHubSandbox,
@@ -17,6 +7,5 @@ export {
   type SandboxFault,
   type SandboxIssue,
   type SandboxKind,
-  type SandboxRequest,
   startGitHubSandbox,
 } from './github-sandbox.js';

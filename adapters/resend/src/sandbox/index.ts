@@ -1,12 +1,4 @@
-export {
-  drills,
-  type ResendDrill,
-  type ResendDrillOperation,
-  resendDrill,
-  resendDrillFaults,
-  resendDrillOperations,
-  startResendDrillSandbox,
-} from './resend-drills.js';
+export { drills, resendDrill } from './resend-drills.js';
 export {
   RESEND_RETENTION_MS,
   type ResendOperationName,

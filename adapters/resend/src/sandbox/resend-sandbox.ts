@@ -278,10 +278,7 @@ export async function startResendSandbox(options: ResendSandboxOptions = {}): Pr
     hold() {
       let release!: () => void;
       held = new Promise<void>((r) => (release = r));
-      return () => {
-        held = null;
-        release();
-      };
+      return release; // a released gate stays open: awaiting it costs nothing
     },
     waitFor: (predicate) => log.waitFor(predicate),
     close: () => server.close(),

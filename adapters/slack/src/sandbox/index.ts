@@ -1,14 +1,4 @@
-export {
-  DRILL_CHANNEL,
-  DRILL_HISTORY_DELAY_MS,
-  DRILL_TOKEN,
-  drillPostParams,
-  drills,
-  drillUpdateParams,
-  type SlackDrill,
-  slackDrill,
-  slackDrillFaults,
-} from './slack-drills.js';
+export { drills, slackDrill } from './slack-drills.js';
 export {
   type SandboxCall,
   type SandboxFault,

@@ -1,37 +1,28 @@
-import type { DrillFault, DrillOperation, DrillSetup } from '@retrysafe/contract';
+import type { DrillOperation, DrillSetup } from '@retrysafe/contract';
 import { createSlackAdapter } from '../slack-adapter.js';
 import { startSlackSandbox } from './slack-sandbox.js';
 
-/**
- * The drill setup the conformance kit (`runConformance`) and the CLI's `retrysafe drill` run: the real
- * @slack/web-api WebClient → the testkit fault proxy → the loopback Slack sandbox, on the drill's clock.
- */
-export type SlackDrill = DrillSetup;
-
 /** A token the sandbox checks; not a secret. */
-export const DRILL_TOKEN = 'xoxb-drill-token-not-a-secret';
-export const DRILL_CHANNEL = 'C0DRILL001';
+const DRILL_TOKEN = 'xoxb-drill-token-not-a-secret';
+const DRILL_CHANNEL = 'C0DRILL001';
 /** How long the drill's sandbox keeps a post out of history: the lookup must wait for it, never re-post. */
-export const DRILL_HISTORY_DELAY_MS = 90_000;
+const DRILL_HISTORY_DELAY_MS = 90_000;
 /** Messages seeded for chat.update, one per drill index. */
 const SEEDED = 64;
 const seededTs = (i: number) => `1700000000.${String(i % SEEDED).padStart(6, '0')}`;
 
 const slackError = (error: string) => ({ ok: false, error });
-export const slackDrillFaults: DrillOperation['faults'] = {
-  permanent: { kind: 'status', status: 200, body: slackError('channel_not_found') } satisfies DrillFault,
+const faults: DrillOperation['faults'] = {
+  permanent: { kind: 'status', status: 200, body: slackError('channel_not_found') },
   transient: { kind: 'status', status: 429, retryAfterS: 1, body: slackError('ratelimited') },
   rateLimited: { kind: 'status', status: 429, retryAfterS: 2, body: slackError('ratelimited') },
 };
 
-export const drillPostParams = (i: number) => ({ channel: DRILL_CHANNEL, text: `Deploy ${i} finished` });
-export const drillUpdateParams = (i: number) => ({
-  channel: DRILL_CHANNEL,
-  ts: seededTs(i),
-  text: `Deploy ${i} rolled back`,
-});
-
-export const slackDrill: SlackDrill = {
+/**
+ * What the conformance kit (`runConformance`) and `retrysafe drill --adapter slack` run: the real
+ * @slack/web-api WebClient → the testkit fault proxy → the loopback Slack sandbox, on the drill's clock.
+ */
+export const slackDrill: DrillSetup = {
   name: 'slack',
   // the testkit default lets a loaded machine time out the lookups, which then "cannot tell"
   timeoutMs: 2_000,
@@ -53,17 +44,16 @@ export const slackDrill: SlackDrill = {
   },
   operations: {
     'chat.postMessage': {
-      params: drillPostParams,
+      params: (i) => ({ channel: DRILL_CHANNEL, text: `Deploy ${i} finished` }),
       changeIntent: (p) => ({ ...(p as object), text: 'changed' }),
-      faults: slackDrillFaults,
+      faults,
     },
     'chat.update': {
-      params: drillUpdateParams,
+      params: (i) => ({ channel: DRILL_CHANNEL, ts: seededTs(i), text: `Deploy ${i} rolled back` }),
       changeIntent: (p) => ({ ...(p as object), text: 'changed' }),
-      faults: slackDrillFaults,
+      faults,
     },
   },
 };
 
-/** The name the CLI reads. */
-export const drills: readonly SlackDrill[] = [slackDrill];
+export const drills: readonly DrillSetup[] = [slackDrill];
