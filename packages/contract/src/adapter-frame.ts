@@ -6,11 +6,14 @@ import {
   SPECIFICATION_VERSION,
 } from './adapter.js';
 import { schemaErrors } from './adapter-params.js';
-import { AdapterConfigurationError } from './errors/adapter-configuration-error.js';
-import { InvalidIntentError } from './errors/invalid-intent-error.js';
-import { type FieldError, InvalidParamsError } from './errors/invalid-params-error.js';
-import { UnknownOperationError } from './errors/unknown-operation-error.js';
-import { UnsupportedCapabilityError } from './errors/unsupported-capability-error.js';
+import {
+  AdapterConfigurationError,
+  type FieldError,
+  InvalidIntentError,
+  InvalidParamsError,
+  UnknownOperationError,
+  UnsupportedCapabilityError,
+} from './errors.js';
 import {
   type BusinessOperationId,
   deriveProviderKey,

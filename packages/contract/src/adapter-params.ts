@@ -1,5 +1,5 @@
 import type { JsonSchema } from './adapter.js';
-import type { FieldError } from './errors/invalid-params-error.js';
+import type { FieldError } from './errors.js';
 
 /**
  * The params check the adapter frame runs on every attempt, without a schema compiler (the contract

@@ -1,5 +1,5 @@
 import type { RetrySafetyCard } from './card.js';
-import type { FieldError } from './errors/invalid-params-error.js';
+import type { FieldError } from './errors.js';
 import type { AttemptId, BusinessOperationId, ProviderKey, RunId } from './ids.js';
 import type { LookupResult, Outcome } from './outcome.js';
 

@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { InvalidIntentError } from './errors/invalid-intent-error.js';
+import { InvalidIntentError } from './errors.js';
 
 /**
  * Canonical JSON: object keys sorted by code unit, no whitespace, numbers in ECMAScript's shortest

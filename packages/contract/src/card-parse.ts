@@ -1,6 +1,6 @@
 import type { RetrySafetyCard } from './card.js';
 import { CARD_SCHEMA_VERSION, defineCard, validateCard } from './card-validate.js';
-import { CardValidationError } from './errors/card-validation-error.js';
+import { CardValidationError } from './errors.js';
 
 /**
  * A card read from data (a parsed JSON or YAML file): drops the editor's `$schema` entry, refuses a

@@ -1,6 +1,6 @@
 import { type RetrySafetyCard, UNKNOWN } from './card.js';
 import { isDuration } from './duration.js';
-import { CardValidationError } from './errors/card-validation-error.js';
+import { CardValidationError } from './errors.js';
 import { MERGING_STEPS, NORMALIZATION_STEPS } from './normalize.js';
 
 export interface CardProblem {

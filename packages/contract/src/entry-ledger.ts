@@ -4,7 +4,7 @@
  * payload limits a stored operation keeps within.
  */
 
-export { PAYLOAD_LIMITS } from './errors/payload-limit-error.js';
+export { PAYLOAD_LIMITS } from './errors.js';
 export { checkPruneOptions, PRUNABLE_STATES, RECOVERABLE_STATES, TERMINAL_STATES } from './ledger.js';
 export {
   chainedTransition,

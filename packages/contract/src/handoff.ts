@@ -1,4 +1,4 @@
-import type { FieldError } from './errors/invalid-params-error.js';
+import type { FieldError } from './errors.js';
 import type { BusinessOperationId, ProviderKey } from './ids.js';
 import type { OutcomeKind } from './outcome.js';
 import type { ReceiptKind } from './receipt.js';

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { canonicalJson, sha256Hex } from './canonical.js';
-import { InvalidIdError } from './errors/invalid-id-error.js';
-import { InvalidIntentError } from './errors/invalid-intent-error.js';
+import { InvalidIdError, InvalidIntentError } from './errors.js';
 
 declare const brand: unique symbol;
 /** A string that the type system keeps apart from every other kind of id. */

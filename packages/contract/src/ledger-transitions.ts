@@ -1,6 +1,4 @@
-import { InvalidStateError } from './errors/invalid-state-error.js';
-import { LeaseLostError } from './errors/lease-lost-error.js';
-import { LedgerError } from './errors/ledger-error.js';
+import { InvalidStateError, LeaseLostError, LedgerError } from './errors.js';
 import type { HandoffPacket } from './handoff.js';
 import type { BusinessOperationId } from './ids.js';
 import {

@@ -1,4 +1,4 @@
-import { LedgerError } from './errors/ledger-error.js';
+import { LedgerError } from './errors.js';
 import type { HandoffPacket } from './handoff.js';
 import type { BusinessOperationId, ProviderKey } from './ids.js';
 import type { OutcomeKind } from './outcome.js';

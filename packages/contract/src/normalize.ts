@@ -1,5 +1,5 @@
 import { canonicalJson } from './canonical.js';
-import { InvalidIntentError } from './errors/invalid-intent-error.js';
+import { InvalidIntentError } from './errors.js';
 
 /**
  * One declared normalisation step for an intent field or a compared param. Steps run in the order

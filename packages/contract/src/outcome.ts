@@ -1,4 +1,4 @@
-import type { FieldError } from './errors/invalid-params-error.js';
+import type { FieldError } from './errors.js';
 
 /** What the provider said about one attempt, kept for receipts and packets (no secrets, no bodies). */
 export interface ProviderRefs {

@@ -1,4 +1,4 @@
-import type { FieldError } from './errors/invalid-params-error.js';
+import type { FieldError } from './errors.js';
 import type { AttemptId, BusinessOperationId, ProviderKey, RunId } from './ids.js';
 import type { OutcomeKind, RejectReason } from './outcome.js';
 

@@ -1,4 +1,4 @@
-import { AdapterConfigurationError } from '../errors/adapter-configuration-error.js';
+import { AdapterConfigurationError } from '../errors.js';
 
 /** True for a loopback host: 127.0.0.0/8, ::1 and the name localhost (and its subdomains, RFC 6761 §6.3). */
 export function isLoopbackHost(hostname: string): boolean {

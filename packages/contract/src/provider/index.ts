@@ -13,7 +13,7 @@ export {
   providerKeyShapeProblem,
 } from '../adapter-frame.js';
 export { schemaErrors } from '../adapter-params.js';
-export { markerGuard } from '../errors/retrysafe-error.js';
+export { markerGuard } from '../errors.js';
 export { checkBaseUrl, isLoopbackHost } from './base-url.js';
 export { lookupFromOutcome } from './lookup.js';
 export { classifyTransportFailure, errorCodes, NEVER_SENT_CODES, type TransportFailure } from './network.js';
