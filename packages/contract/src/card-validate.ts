@@ -177,144 +177,129 @@ export function validateCard(card: unknown): CardValidation {
   walk(SHAPE, withoutOptional(card), '', problems, unknowns);
   const obj = (typeof card === 'object' && card !== null ? card : {}) as Record<string, unknown>;
   checkOptional(obj, problems, unknowns);
-  const unverified = obj.unverified;
-  if (unverified !== undefined) {
-    if (!Array.isArray(unverified)) problems.push({ path: 'unverified', message: 'expected an array' });
-    else
-      unverified.forEach((u, i) => {
-        if (typeof u !== 'object' || u === null)
-          return problems.push({ path: `unverified[${i}]`, message: 'expected { field, condition, source }' });
-        for (const k of ['field', 'condition', 'source'] as const) {
-          const m = str((u as Record<string, unknown>)[k]);
-          if (m) problems.push({ path: `unverified[${i}].${k}`, message: m });
-        }
-      });
-    if (Array.isArray(unverified)) {
-      const listed = new Set(unverified.map((u) => (u as { field?: unknown })?.field));
-      for (const path of unknowns) {
-        if (!listed.has(path))
-          problems.push({
-            path,
-            message: 'value is "unknown" but the field is not listed in unverified[] with its source',
-          });
-      }
+  checkUnverified(obj.unverified, unknowns, problems);
+  const { operation, provider } = obj;
+  if (typeof operation === 'string' && typeof provider === 'string' && !operation.startsWith(provider + '.'))
+    problems.push({ path: 'operation', message: `must start with the provider name "${provider}."` });
+  return { ok: problems.length === 0, problems, unknowns };
+}
+
+/** Every `unverified[]` entry is well-formed, and every "unknown" fact is listed there. */
+function checkUnverified(unverified: unknown, unknowns: readonly string[], problems: CardProblem[]): void {
+  if (unverified === undefined) return;
+  if (!Array.isArray(unverified)) return void problems.push({ path: 'unverified', message: 'expected an array' });
+  for (const [i, u] of unverified.entries()) {
+    if (typeof u !== 'object' || u === null) {
+      problems.push({ path: `unverified[${i}]`, message: 'expected { field, condition, source }' });
+      continue;
+    }
+    for (const k of ['field', 'condition', 'source'] as const) {
+      const m = str((u as Record<string, unknown>)[k]);
+      if (m) problems.push({ path: `unverified[${i}].${k}`, message: m });
     }
   }
-  const rawCard = obj as Partial<RetrySafetyCard>;
-  if (
-    typeof rawCard.operation === 'string' &&
-    typeof rawCard.provider === 'string' &&
-    !rawCard.operation.startsWith(rawCard.provider + '.')
-  ) {
-    problems.push({ path: 'operation', message: `must start with the provider name "${rawCard.provider}."` });
-  }
-  return { ok: problems.length === 0, problems, unknowns };
+  const listed = new Set(unverified.map((u) => (u as { field?: unknown })?.field));
+  for (const path of unknowns.filter((p) => !listed.has(p)))
+    problems.push({ path, message: 'value is "unknown" but the field is not listed in unverified[] with its source' });
 }
 
 /** The card without its optional sections (checked by checkOptional), so the required shape can be walked. */
 function withoutOptional(card: unknown): unknown {
-  if (typeof card !== 'object' || card === null || Array.isArray(card)) return card;
-  const { paramComparison: _p, ...rest } = card as Record<string, unknown>;
-  const out: Record<string, unknown> = rest;
-  const bo = out.businessOperationId;
-  if (typeof bo === 'object' && bo !== null && !Array.isArray(bo)) {
-    const { normalize: _n, ...b } = bo as Record<string, unknown>;
+  if (!isObject(card)) return card;
+  const { paramComparison: _p, ...out } = card;
+  if (isObject(out.businessOperationId)) {
+    const { normalize: _n, ...b } = out.businessOperationId;
     out.businessOperationId = b;
   }
-  const sr = out.storedResult;
-  if (typeof sr === 'object' && sr !== null && !Array.isArray(sr)) {
-    const { replayIndicator: _i, ...r } = sr as Record<string, unknown>;
+  if (isObject(out.storedResult)) {
+    const { replayIndicator: _i, ...r } = out.storedResult;
     out.storedResult = r;
   }
   return out;
 }
 
-const isSteps = (v: unknown) =>
-  Array.isArray(v) && v.every((s) => (NORMALIZATION_STEPS as readonly unknown[]).includes(s));
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const hasSteps = (v: unknown) =>
+  Array.isArray(v) && v.length > 0 && v.every((s) => (NORMALIZATION_STEPS as readonly unknown[]).includes(s));
 const EVIDENCE = /^https:\/\/\S+$/;
 
-/** A step that can merge values the provider keeps apart is declared only with the provider's evidence (an https page), never by default. */
+/** A step that can merge values the provider keeps apart is declared only with the provider's evidence (an https page). */
 function checkEvidence(r: Record<string, unknown>, p: string, problems: CardProblem[]): void {
   const merging = Array.isArray(r.steps)
     ? r.steps.filter((s) => (MERGING_STEPS as readonly unknown[]).includes(s))
     : [];
-  if (merging.length > 0 && !(typeof r.evidence === 'string' && EVIDENCE.test(r.evidence)))
+  const cited = typeof r.evidence === 'string' && EVIDENCE.test(r.evidence);
+  if (merging.length > 0 && !cited)
     problems.push({
       path: `${p}.evidence`,
       message: `${merging.join(', ')} can merge values the provider keeps apart: cite the provider's page (https) that treats them as one`,
     });
-  else if (r.evidence !== undefined && (typeof r.evidence !== 'string' || !EVIDENCE.test(r.evidence)))
+  else if (r.evidence !== undefined && !cited)
     problems.push({ path: `${p}.evidence`, message: 'expected an https URL' });
+}
+
+/** Checks each rule of an optional list (normalisation or param comparison), then its evidence. */
+function checkRules(
+  list: unknown,
+  path: string,
+  expected: string,
+  problems: CardProblem[],
+  check: (r: Record<string, unknown>, p: string) => void,
+): void {
+  if (list === undefined) return;
+  if (!Array.isArray(list)) return void problems.push({ path, message: `expected an array of ${expected}` });
+  list.forEach((n: unknown, i: number) => {
+    const r = (n ?? {}) as Record<string, unknown>;
+    check(r, `${path}[${i}]`);
+    checkEvidence(r, `${path}[${i}]`, problems);
+  });
 }
 
 /** Optional sections: normalisation, param comparison, replay indicator. */
 function checkOptional(obj: Record<string, unknown>, problems: CardProblem[], unknowns: string[]): void {
   const bo = (obj.businessOperationId ?? {}) as Record<string, unknown>;
   const intentFields = Array.isArray(bo.intentFields) ? (bo.intentFields as unknown[]) : [];
-  if (bo.normalize !== undefined) {
-    if (!Array.isArray(bo.normalize))
+  const underIntent = (field: unknown) =>
+    typeof field === 'string' &&
+    intentFields.some((f) => field === f || (typeof f === 'string' && field.startsWith(`${f}.`)));
+  checkRules(bo.normalize, 'businessOperationId.normalize', '{ field, steps, source }', problems, (r, p) => {
+    if (!underIntent(r.field))
+      problems.push({ path: `${p}.field`, message: 'expected one of the intent fields (or a path beneath one)' });
+    if (!hasSteps(r.steps))
+      problems.push({ path: `${p}.steps`, message: `expected a non-empty list of ${NORMALIZATION_STEPS.join(', ')}` });
+    if (str(r.source))
       problems.push({
-        path: 'businessOperationId.normalize',
-        message: 'expected an array of { field, steps, source }',
+        path: `${p}.source`,
+        message: 'every normalisation cites why the provider treats these values as the same',
       });
-    else {
-      bo.normalize.forEach((n: unknown, i: number) => {
-        const p = `businessOperationId.normalize[${i}]`;
-        const r = (n ?? {}) as Record<string, unknown>;
-        if (
-          typeof r.field !== 'string' ||
-          !intentFields.some((f) => r.field === f || (typeof f === 'string' && (r.field as string).startsWith(f + '.')))
-        )
-          problems.push({ path: `${p}.field`, message: 'expected one of the intent fields (or a path beneath one)' });
-        if (!isSteps(r.steps) || (r.steps as unknown[]).length === 0)
-          problems.push({
-            path: `${p}.steps`,
-            message: `expected a non-empty list of ${NORMALIZATION_STEPS.join(', ')}`,
-          });
-        if (str(r.source))
-          problems.push({
-            path: `${p}.source`,
-            message: 'every normalisation cites why the provider treats these values as the same',
-          });
-        checkEvidence(r, p, problems);
+  });
+  checkRules(obj.paramComparison, 'paramComparison', '{ field, compare, steps?, source }', problems, (r, p) => {
+    if (str(r.field)) problems.push({ path: `${p}.field`, message: 'expected a dot path into params' });
+    if (r.compare !== 'exact' && r.compare !== 'normalized')
+      problems.push({ path: `${p}.compare`, message: 'expected "exact" or "normalized"' });
+    if (r.compare === 'normalized' && !hasSteps(r.steps))
+      problems.push({
+        path: `${p}.steps`,
+        message: `a normalized comparison lists its steps (${NORMALIZATION_STEPS.join(', ')})`,
       });
-    }
+    if (str(r.source)) problems.push({ path: `${p}.source`, message: 'every comparison rule cites its source' });
+  });
+  const indicator = ((obj.storedResult ?? {}) as Record<string, unknown>).replayIndicator;
+  if (indicator !== undefined) checkReplayIndicator(indicator, problems, unknowns);
+}
+
+function checkReplayIndicator(f: unknown, problems: CardProblem[], unknowns: string[]): void {
+  const p = 'storedResult.replayIndicator';
+  if (typeof f !== 'object' || f === null || !('value' in f))
+    return void problems.push({ path: p, message: 'expected a fact { value: { header, value } | null, source }' });
+  const { value, source } = f as Record<string, unknown>;
+  if (value === UNKNOWN) unknowns.push(p);
+  else if (value !== null) {
+    const v = value as Record<string, unknown>;
+    if (typeof v !== 'object' || str(v.header) || str(v.value))
+      problems.push({ path: `${p}.value`, message: 'expected { header, value } or null' });
   }
-  if (obj.paramComparison !== undefined) {
-    if (!Array.isArray(obj.paramComparison))
-      problems.push({ path: 'paramComparison', message: 'expected an array of { field, compare, steps?, source }' });
-    else
-      obj.paramComparison.forEach((n: unknown, i: number) => {
-        const p = `paramComparison[${i}]`;
-        const r = (n ?? {}) as Record<string, unknown>;
-        if (str(r.field)) problems.push({ path: `${p}.field`, message: 'expected a dot path into params' });
-        if (r.compare !== 'exact' && r.compare !== 'normalized')
-          problems.push({ path: `${p}.compare`, message: 'expected "exact" or "normalized"' });
-        if (r.compare === 'normalized' && (!isSteps(r.steps) || (r.steps as unknown[]).length === 0))
-          problems.push({
-            path: `${p}.steps`,
-            message: `a normalized comparison lists its steps (${NORMALIZATION_STEPS.join(', ')})`,
-          });
-        if (str(r.source)) problems.push({ path: `${p}.source`, message: 'every comparison rule cites its source' });
-        checkEvidence(r, p, problems);
-      });
-  }
-  const sr = (obj.storedResult ?? {}) as Record<string, unknown>;
-  if (sr.replayIndicator !== undefined) {
-    const p = 'storedResult.replayIndicator';
-    const f = sr.replayIndicator as Record<string, unknown> | null;
-    if (typeof f !== 'object' || f === null || !('value' in f))
-      problems.push({ path: p, message: 'expected a fact { value: { header, value } | null, source }' });
-    else {
-      if (f.value === UNKNOWN) unknowns.push(p);
-      else if (f.value !== null) {
-        const v = f.value as Record<string, unknown>;
-        if (typeof v !== 'object' || str(v.header) || str(v.value))
-          problems.push({ path: `${p}.value`, message: 'expected { header, value } or null' });
-      }
-      if (str(f.source)) problems.push({ path: `${p}.source`, message: 'every fact cites its source' });
-    }
-  }
+  if (str(source)) problems.push({ path: `${p}.source`, message: 'every fact cites its source' });
 }
 
 /** Validates and returns the card deep-frozen; throws CardValidationError listing every problem. */
@@ -361,104 +346,82 @@ function schemaOf(shape: Shape | Check | FactShape): Record<string, unknown> {
   };
 }
 
-/**
- * The JSON Schema (draft 2020-12) of a retry safety card, derived from the same shape `validateCard`
- * checks, so the two cannot drift. `validateCard` checks two rules the schema cannot say: every
- * "unknown" fact is listed in `unverified[]`, and `operation` starts with `<provider>.`.
- */
-/** The optional card fields validateCard checks on its own (intent normalisation, param comparison, replay indicator). */
-function withOptionalFields(body: { properties: Record<string, unknown> } & Record<string, unknown>): typeof body {
-  type Obj = { properties: Record<string, unknown> } & Record<string, unknown>;
-  const steps = {
-    type: 'array',
-    items: { enum: [...NORMALIZATION_STEPS] },
-    description: 'applied in order to every string at or below the field',
-  };
+const text = { type: 'string', minLength: 1 };
+
+/** A normalisation or comparison rule: a merging step (case, inner white space, …) needs the provider's evidence. */
+function ruleSchema(required: string[], extra: Record<string, unknown>): Record<string, unknown> {
   const evidence = {
     type: 'string',
     pattern: '^https://\\S+$',
     description: "the provider's page that treats the values a merging step folds as one",
   };
-  // A merging step (compatibility forms, case, inner white space, number spellings) needs the provider's evidence.
-  const needsEvidence = {
+  const steps = {
+    type: 'array',
+    items: { enum: [...NORMALIZATION_STEPS] },
+    description: 'applied in order to every string at or below the field',
+  };
+  return {
+    type: 'object',
+    additionalProperties: false,
+    required,
+    properties: { field: text, ...extra, steps, source: text, evidence },
     if: { required: ['steps'], properties: { steps: { type: 'array', contains: { enum: [...MERGING_STEPS] } } } },
     then: { required: ['evidence'], properties: { evidence } },
   };
-  const bo = body.properties.businessOperationId as Obj;
-  bo.properties = {
-    ...bo.properties,
-    normalize: {
-      type: 'array',
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['field', 'steps', 'source'],
-        properties: {
-          field: { type: 'string', minLength: 1 },
-          steps,
-          source: { type: 'string', minLength: 1 },
-          evidence,
+}
+
+const replayIndicatorSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['value', 'source'],
+  description: 'how the provider marks a replayed answer (e.g. Idempotent-Replayed: true), null when it sends none',
+  properties: {
+    value: {
+      anyOf: [
+        { const: 'unknown' },
+        { type: 'null' },
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['header', 'value'],
+          properties: { header: text, value: text },
         },
-        ...needsEvidence,
-      },
+      ],
     },
-  };
-  const sr = body.properties.storedResult as Obj;
-  sr.properties = {
-    ...sr.properties,
-    replayIndicator: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['value', 'source'],
-      description: 'how the provider marks a replayed answer (e.g. Idempotent-Replayed: true), null when it sends none',
-      properties: {
-        value: {
-          anyOf: [
-            { const: 'unknown' },
-            { type: 'null' },
-            {
-              type: 'object',
-              additionalProperties: false,
-              required: ['header', 'value'],
-              properties: { header: { type: 'string', minLength: 1 }, value: { type: 'string', minLength: 1 } },
-            },
-          ],
-        },
-        source: { type: 'string', minLength: 1 },
-      },
-    },
-  };
-  // Optional fields: an absent one means unknown / the default.
-  for (const [section, field] of [
-    ['sideEffect', 'rejectionMayCreate'],
-    ['lookup', 'lateApplyBound'],
-    ['limits', 'clockSkewMargin'],
-  ] as const) {
-    const sec = body.properties[section] as Obj;
-    if (Array.isArray(sec.required)) sec.required = (sec.required as string[]).filter((f) => f !== field);
+    source: text,
+  },
+};
+
+type ObjectSchema = { properties: Record<string, ObjectSchema>; required?: string[] } & Record<string, unknown>;
+
+/** Adds the optional card fields validateCard checks on its own (intent normalisation, param comparison, replay indicator). */
+function withOptionalFields(body: ObjectSchema): ObjectSchema {
+  const { businessOperationId, storedResult } = body.properties;
+  businessOperationId!.properties.normalize = {
+    type: 'array',
+    items: ruleSchema(['field', 'steps', 'source'], {}),
+  } as unknown as ObjectSchema;
+  storedResult!.properties.replayIndicator = replayIndicatorSchema as unknown as ObjectSchema;
+  // An absent optional field means unknown / the default.
+  for (const path of OPTIONAL) {
+    const [section, field] = path.split('.');
+    const sec = body.properties[section!]!;
+    sec.required = sec.required?.filter((f) => f !== field);
   }
   body.properties.paramComparison = {
     type: 'array',
     description: 'how params other than the intent are compared with the stored ones (default exact)',
-    items: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['field', 'compare', 'source'],
-      properties: {
-        field: { type: 'string', minLength: 1 },
-        compare: { enum: ['exact', 'normalized'] },
-        steps,
-        source: { type: 'string', minLength: 1 },
-        evidence,
-      },
-      ...needsEvidence,
-    },
-  };
+    items: ruleSchema(['field', 'compare', 'source'], { compare: { enum: ['exact', 'normalized'] } }),
+  } as unknown as ObjectSchema;
   return body;
 }
 
+/**
+ * The JSON Schema (draft 2020-12) of a retry safety card, derived from the shape `validateCard` checks so
+ * the two cannot drift; validateCard also checks that unknown facts are listed and `operation`'s prefix.
+ */
 export function cardJsonSchema(): Readonly<Record<string, unknown>> {
-  const body = withOptionalFields(schemaOf(SHAPE) as { properties: Record<string, unknown> } & Record<string, unknown>);
+  const body = withOptionalFields(schemaOf(SHAPE) as ObjectSchema);
   return {
     $schema: 'https://json-schema.org/draft/2020-12/schema',
     $id: CARD_SCHEMA_ID,
