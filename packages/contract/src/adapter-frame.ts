@@ -133,22 +133,11 @@ function checkDefinition(provider: string, operations: Readonly<Record<string, F
 }
 
 /**
- * Builds an adapter from its provider-specific part. The frame owns every rule that is the same for
- * all providers, so no adapter restates one:
- * - operation names: exactly the keys of `operations` (the short name, as the runner and the agent
- *   tools use it; no `<provider>.` prefix). An unknown name throws UnknownOperationError from every
- *   method, as the runner does at intake: it is a programming error, found before anything is claimed;
- * - params: checked on every attempt with the operation's schema and its `checkParams`; a failure is
- *   `rejected` (code `retrysafe_invalid_params`, with the field errors), never a throw, and nothing is sent;
- * - the provider key: derived from the business-operation id (and key revision) under the key rule;
- *   a recorded key is checked by SHAPE (length, charset) and then sent as recorded, so a key rule that
- *   changes between releases never makes an old operation un-sendable;
- * - capabilities: each card's provider, operation, intent fields, key travel and key length must agree
- *   with the declaration (AdapterConfigurationError at construction); `lookup.method: none` is refused
- *   by the frame (UnsupportedCapabilityError);
- * - the abort signal: handed to the adapter (always present) and raced, so an abort acts mid-call:
- *   `unknown` (the request may have left) from `doExecute`, `cannot-tell` from `doLookup`;
- * - the result is frozen (its operations too) and carries `specificationVersion`.
+ * Builds an adapter from its provider-specific part; the frame owns every rule that is the same for all
+ * providers: operation names (unknown: UnknownOperationError), params checked on every attempt (a failure is
+ * `rejected`, never a throw, nothing sent), the provider key (derived, or a recorded one checked by shape and
+ * sent as recorded), card/declaration agreement (AdapterConfigurationError), the abort signal raced mid-call,
+ * and a frozen result carrying `specificationVersion`.
  */
 export function defineAdapter<const P extends string, O extends FrameOperation, X extends object = {}>(
   definition: AdapterDefinition<P, O>,
@@ -176,7 +165,7 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
     throw new UnknownOperationError(provider, String(name), names);
   };
 
-  /** The key to use, or why the recorded one cannot be sent. */
+  /** The key to use, or why the recorded one cannot be sent (a changed key rule never strands an old operation). */
   function keyFor(
     op: O,
     id: BusinessOperationId,
