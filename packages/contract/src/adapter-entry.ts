@@ -1,7 +1,7 @@
 import type { RetrySafetyCard } from './card.js';
 
 /** The name every adapter's root entry exports its cards under: `<vendor>Cards` (stripeCards, hubSpotCards, msGraphCards, …). */
-export const ENTRY_CARDS_NAME = /^[a-z][A-Za-z]*Cards$/;
+const ENTRY_CARDS_NAME = /^[a-z][A-Za-z]*Cards$/;
 
 /**
  * The cards an adapter's root entry exports (its one `<vendor>Cards` value), in order: what its README

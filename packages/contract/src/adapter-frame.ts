@@ -60,14 +60,11 @@ export type FramedAdapter<P extends string> = AdapterV1 & {
   readonly operations: Readonly<Record<string, OperationSpec>>;
 };
 
-/** Code of the `rejected` outcome for params the operation's schema or checks refuse (nothing was sent). */
-export const INVALID_PARAMS_CODE = 'retrysafe_invalid_params';
-/** Code of the `rejected` outcome for a recorded key the provider's key rule cannot accept. */
-export const PROVIDER_KEY_SHAPE_CODE = 'retrysafe_provider_key_shape';
-/** Code of the `not-applied` outcome of an attempt the caller's signal aborted before anything was sent. */
-export const ABORTED_BEFORE_SEND_CODE = 'ABORTED_BEFORE_SEND';
-/** Code of the `unknown` outcome (or `cannot-tell` lookup) the caller's signal cut short mid-call. */
-export const ABORTED_CODE = 'ABORTED';
+// Codes of the outcomes the frame answers itself (nothing was sent, or an abort cut the call short).
+const INVALID_PARAMS_CODE = 'retrysafe_invalid_params';
+const PROVIDER_KEY_SHAPE_CODE = 'retrysafe_provider_key_shape';
+const ABORTED_BEFORE_SEND_CODE = 'ABORTED_BEFORE_SEND';
+const ABORTED_CODE = 'ABORTED';
 
 /** Why `key` cannot be sent under `rule` (length and charset, what the provider accepts), or null when it can. */
 export function providerKeyShapeProblem(key: string, rule: ProviderKeyRule): string | null {

@@ -3,7 +3,7 @@
  * the adapters' README card sections.
  */
 
-export { ENTRY_CARDS_NAME, entryCards } from './adapter-entry.js';
+export { entryCards } from './adapter-entry.js';
 export {
   type CardRow,
   cardFieldLabel,

@@ -26,8 +26,6 @@ export {
   canonicalDecimal,
   describeNormalization,
   differingPaths,
-  MERGING_STEPS,
-  NORMALIZATION_STEPS,
   normalizeIntent,
   normalizeParams,
 } from './normalize.js';

@@ -17,7 +17,7 @@ export type ProviderKey = Brand<string, 'ProviderKey'>;
 
 /** Characters allowed in a caller-supplied business-operation id. */
 const BOID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:\-/]*$/;
-export const BUSINESS_OPERATION_ID_MAX_LENGTH = 200;
+const BUSINESS_OPERATION_ID_MAX_LENGTH = 200;
 const OPERATION_PATTERN = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$/;
 
 /** Validates a caller-supplied business-operation id (1–200 chars of `A-Z a-z 0-9 . _ : - /`, starting alphanumeric). */

@@ -4,14 +4,7 @@
  * base-URL rule, the frame's params and key checks, and the guard for a package's own error classes.
  */
 
-export {
-  ABORTED_BEFORE_SEND_CODE,
-  ABORTED_CODE,
-  INVALID_PARAMS_CODE,
-  operationParamsErrors,
-  PROVIDER_KEY_SHAPE_CODE,
-  providerKeyShapeProblem,
-} from '../adapter-frame.js';
+export { operationParamsErrors, providerKeyShapeProblem } from '../adapter-frame.js';
 export { schemaErrors } from '../adapter-params.js';
 export { markerGuard } from '../errors.js';
 export { checkBaseUrl, isLoopbackHost } from './base-url.js';
