@@ -26,6 +26,8 @@ export {
   canonicalDecimal,
   describeNormalization,
   differingPaths,
+  MERGING_STEPS,
+  NORMALIZATION_STEPS,
   normalizeIntent,
   normalizeParams,
 } from './normalize.js';
