@@ -1,7 +1,4 @@
-/**
- * `@retrysafe/contract/render`: a card as a page (Markdown or JSON), for the CLI's `cards` command and
- * the adapters' README card sections.
- */
+// `@retrysafe/contract/render`: a card as a page (Markdown or JSON), for the CLI and the adapters' READMEs.
 
 export { entryCards } from './adapter-entry.js';
 export {

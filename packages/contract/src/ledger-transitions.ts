@@ -123,11 +123,7 @@ export function checkFence(record: OperationRecord | null, ref: Fenced): Operati
   return record;
 }
 
-/**
- * Extends the holder's lease. A terminal operation holds no lease: renewing it is a no-op. A released
- * lease (released, or handed off) stays released: the caller gave it up and must claim again, so the
- * renewal is refused as a lost lease rather than stamped on an operation nobody holds.
- */
+/** Extends the holder's lease: a no-op when terminal; a released lease stays released (claim again). */
 export function renewTransition(record: OperationRecord, ref: Fenced, leaseMs: number, now: number): OperationRecord {
   checkFence(record, ref);
   if (isTerminal(record)) return record;

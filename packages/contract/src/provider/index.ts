@@ -1,8 +1,4 @@
-/**
- * `@retrysafe/contract/provider`: what adapter authors build on, as pure functions (no I/O): one
- * Retry-After parser, one network-error classifier, one outcome → lookup-result converter, one
- * base-URL rule, the frame's params and key checks, and the guard for a package's own error classes.
- */
+// `@retrysafe/contract/provider`: the pure functions adapter authors build on, one of each (no I/O).
 
 export { operationParamsErrors, providerKeyShapeProblem } from '../adapter-frame.js';
 export { schemaErrors } from '../adapter-params.js';
