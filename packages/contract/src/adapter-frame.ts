@@ -163,15 +163,11 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
   };
 
   /** The key to use, or why the recorded one cannot be sent (a changed key rule never strands an old operation). */
-  function keyFor(
-    op: O,
-    id: BusinessOperationId,
-    recorded: ProviderKey | null,
-    revision: number | undefined,
-  ): { key: ProviderKey | null } | { problem: string } {
+  function keyFor(op: O, ctx: ExecuteContext | LookupContext): { key: ProviderKey | null } | { problem: string } {
     if (op.keyRule === null) return { key: null };
+    const recorded = ctx.providerKey;
     if (recorded === null || recorded === undefined)
-      return { key: deriveProviderKey(revisionKeySource(id, revision), op.keyRule) };
+      return { key: deriveProviderKey(revisionKeySource(ctx.businessOperationId, ctx.keyRevision), op.keyRule) };
     const problem = providerKeyShapeProblem(recorded, op.keyRule);
     return problem ? { problem: `the recorded provider key ${problem}` } : { key: recorded };
   }
@@ -190,7 +186,7 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
       const op = resolve(operation);
       const fields = operationParamsErrors(op, params);
       if (fields.length > 0) return invalid(op.name, fields);
-      const k = keyFor(op, ctx.businessOperationId, ctx.providerKey, ctx.keyRevision);
+      const k = keyFor(op, ctx);
       if ('problem' in k)
         return {
           kind: 'rejected',
@@ -229,7 +225,7 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
       const op = resolve(operation);
       if (op.card.lookup.method.value === 'none')
         throw new UnsupportedCapabilityError(provider, `lookup for ${op.name}`, 'the card declares lookup.method none');
-      const k = keyFor(op, ctx.businessOperationId, ctx.providerKey, ctx.keyRevision);
+      const k = keyFor(op, ctx);
       if ('problem' in k)
         return {
           kind: 'cannot-tell',
