@@ -298,7 +298,7 @@ export async function preparePostgres(databaseUrl, schema, mode) {
 }
 
 /** Runs `fn` on one connection to `databaseUrl`, closed afterwards. */
-async function withClient(databaseUrl, fn) {
+export async function withClient(databaseUrl, fn) {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
