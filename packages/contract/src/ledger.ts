@@ -1,7 +1,6 @@
 import { LedgerError } from './errors.js';
 import type { HandoffPacket } from './handoff.js';
 import type { BusinessOperationId, ProviderKey } from './ids.js';
-import type { OutcomeKind } from './outcome.js';
 import type { Receipt } from './receipt.js';
 
 /**
@@ -53,7 +52,7 @@ export interface OperationRecord {
   readonly firstDispatchedAt: number | null;
   /** Provider calls made (dispatches and resends; lookups are not counted). */
   readonly attemptCount: number;
-  readonly lastOutcome: OutcomeKind | 'found' | 'not-found' | 'cannot-tell' | null;
+  readonly lastOutcome: Receipt['outcome'];
   /** JSON result of the provider, kept so later callers adopt it. */
   readonly result: unknown;
   readonly providerRef: string | null;
