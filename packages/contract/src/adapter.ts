@@ -38,16 +38,9 @@ export interface ExecuteContext {
   readonly signal?: AbortSignal;
 }
 
-export interface LookupContext {
-  readonly businessOperationId: BusinessOperationId;
-  readonly providerKey: ProviderKey | null;
-  /** As in ExecuteContext. */
-  readonly keyRevision?: number;
+export interface LookupContext extends Omit<ExecuteContext, 'attempt'> {
   /** The params of the original request (some lookups re-send them with the same key). */
   readonly params: unknown;
-  readonly runId: RunId;
-  readonly attemptId: AttemptId;
-  readonly statusRef: string | null;
   /** Epoch ms of the first dispatch, or null if never dispatched. A key's age is measured from here. */
   readonly firstDispatchedAt: number | null;
   /** Epoch ms of the latest dispatch (or an upper bound): whether a "not found" proves absence is measured from here. */
@@ -56,7 +49,6 @@ export interface LookupContext {
   readonly now: number;
   /** The runner's `resendSafety` judgement that a same-key re-send is inside retention (for lookups that re-send). */
   readonly keyReusable?: boolean;
-  readonly signal?: AbortSignal;
 }
 
 /**
