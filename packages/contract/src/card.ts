@@ -16,28 +16,20 @@ export interface Fact<T> {
 
 export type SideEffectKind = 'create' | 'send' | 'set' | 'upsert' | 'delete' | 'charge' | 'async-job' | 'none';
 export type KeyTravels = 'header' | 'body' | 'query' | 'none';
-/** What the provider does with a second request carrying the same key and the same params. */
-export type StoredResultSemantics =
-  /** Returns the stored status and body of the first request (Stripe, IETF draft, AWS client tokens). */
-  | 'replays'
-  /** Refuses the duplicate in a recognisable way (unique-value conflict), naming the existing object. */
-  | 'rejects-duplicate'
-  /** Nothing stored: a second request is a second effect. */
-  | 'none';
+/**
+ * A second request with the same key and params: `replays` the first's stored answer, `rejects-duplicate`
+ * recognisably (naming the existing object), or `none` is stored and it is a second effect.
+ */
+export type StoredResultSemantics = 'replays' | 'rejects-duplicate' | 'none';
 /** What the provider does when the same key arrives with different params. */
 export type ParameterMatching = 'mismatch-error' | 'replay-anyway' | 'none';
 /** How `doLookup` finds a prior result. */
 export type LookupMethod = 'get-by-key' | 'status-url' | 'search' | 'resend-same-key' | 'none';
-/** What a concurrent duplicate (same key, first still running) gets. */
-export type ConcurrencyBehaviour =
-  /** A recognisable "in progress" answer (Stripe 409 idempotency_key_in_use, IETF 409). */
-  | 'rejects-in-progress'
-  /** The duplicate waits and then gets the first one's result. */
-  | 'waits-then-replays'
-  /** Each request is processed: concurrent duplicates duplicate the effect. */
-  | 'duplicates'
-  /** Second writer wins / same value written twice (set-value PATCH). */
-  | 'last-write-wins';
+/**
+ * A concurrent duplicate (same key, first still running): a recognisable "in progress" answer, a wait for the
+ * first one's result, a second effect, or the same value written twice (set-value PATCH).
+ */
+export type ConcurrencyBehaviour = 'rejects-in-progress' | 'waits-then-replays' | 'duplicates' | 'last-write-wins';
 
 /** A response header whose value marks a replay of the stored result (compared case-insensitively). */
 export interface ReplayIndicator {

@@ -5,17 +5,7 @@ import { InvalidIntentError } from './errors.js';
  * One declared normalisation step, run in order on every string (and number, for `canonical-number`) at or
  * below the declared path. Identity and comparison only: the params sent are the caller's, unchanged.
  */
-export type NormalizationStep =
-  /** Leading and trailing white space removed: mere formatting, declared with a source. */
-  | 'trim'
-  /** Every run of inner white space becomes one space (merges values: needs the provider's evidence). */
-  | 'collapse-whitespace'
-  /** Unicode compatibility forms (NFKC): `²` is `2`, `①` is `1` (merges values: needs the provider's evidence). */
-  | 'nfkc'
-  /** Compared in one case (full Unicode case folding via upper then lower; merges values: needs the provider's evidence). */
-  | 'case-fold'
-  /** A number, or a string that spells one, is its exact decimal: `"1500"`, `"1.5e3"`, `1500` (merges spellings: needs the provider's evidence). */
-  | 'canonical-number';
+export type NormalizationStep = 'trim' | 'collapse-whitespace' | 'nfkc' | 'case-fold' | 'canonical-number';
 
 const STEP: Readonly<Record<NormalizationStep, (s: string) => string>> = {
   trim: (s) => s.trim(),
@@ -28,12 +18,7 @@ const STEP: Readonly<Record<NormalizationStep, (s: string) => string>> = {
 export const NORMALIZATION_STEPS = Object.keys(STEP) as readonly NormalizationStep[];
 
 /** The steps that can merge values a provider may keep apart (`Ref` and `ref`): declared only with its `evidence`. */
-export const MERGING_STEPS: readonly NormalizationStep[] = [
-  'collapse-whitespace',
-  'nfkc',
-  'case-fold',
-  'canonical-number',
-];
+export const MERGING_STEPS = NORMALIZATION_STEPS.filter((step) => step !== 'trim');
 
 /** The declaration for one field (dot path into params): its steps and why they do not matter. */
 export interface FieldNormalization {
