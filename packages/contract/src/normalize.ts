@@ -18,7 +18,7 @@ const STEP: Readonly<Record<NormalizationStep, (s: string) => string>> = {
 export const NORMALIZATION_STEPS = Object.keys(STEP) as readonly NormalizationStep[];
 
 /** The steps that can merge values a provider may keep apart (`Ref` and `ref`): declared only with its `evidence`. */
-export const MERGING_STEPS = NORMALIZATION_STEPS.filter((step) => step !== 'trim');
+export const MERGING_STEPS: readonly NormalizationStep[] = NORMALIZATION_STEPS.filter((step) => step !== 'trim');
 
 /** The declaration for one field (dot path into params): its steps and why they do not matter. */
 export interface FieldNormalization {
