@@ -31,13 +31,9 @@ export interface FieldNormalization {
 }
 
 /** How a param (not an intent field) is compared with the stored one on a repeat call: `exact` (default) or `normalized`. */
-export interface ParamComparison {
-  readonly field: string;
+export interface ParamComparison extends Omit<FieldNormalization, 'steps'> {
   readonly compare: 'exact' | 'normalized';
   readonly steps?: readonly NormalizationStep[];
-  readonly source: string;
-  /** Required when a step is one of MERGING_STEPS, as for FieldNormalization. */
-  readonly evidence?: string;
 }
 
 const DECIMAL = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/;
