@@ -9,8 +9,8 @@
 import { randomBytes } from 'node:crypto';
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import { createDbosRetrysafe } from '@retrysafe/dbos';
-import pg from 'pg';
 import { createNoopAdapter } from './noop-adapter.mjs';
+import { dropPostgres } from './workloads.mjs';
 
 const args = Object.fromEntries(
   process.argv.slice(2).map((a) => {
@@ -94,11 +94,7 @@ try {
 } finally {
   await DBOS.shutdown();
   await rs.close();
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  await c.query(`DROP SCHEMA IF EXISTS "${dbosSchema}" CASCADE`);
-  await c.query(`DROP SCHEMA IF EXISTS "${ledgerSchema}" CASCADE`);
-  await c.end();
+  await dropPostgres(url, dbosSchema, ledgerSchema);
 }
 const p = median(runs.plain);
 const w = median(runs.retrysafe);

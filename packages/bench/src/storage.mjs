@@ -6,8 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
-import { dropPostgres, openSqlite, preparePostgres, prepareSqlite, setupWorkload } from './workloads.mjs';
+import { dropPostgres, openSqlite, preparePostgres, prepareSqlite, setupWorkload, withClient } from './workloads.mjs';
 
 const WARMUP = 200;
 
@@ -40,16 +39,6 @@ export async function sqliteBytesPerOp(mode, ops) {
     return (after - before) / ops;
   } finally {
     rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-async function withClient(databaseUrl, fn) {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
   }
 }
 

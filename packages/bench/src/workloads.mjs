@@ -285,9 +285,7 @@ export function prepareSqlite(path) {
 
 /** `mode` 'before': the ledger's tables are made by the baseline build's own migrations (its schema, not this one's). */
 export async function preparePostgres(databaseUrl, schema, mode) {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
+  await withClient(databaseUrl, async (client) => {
     await client.query(`CREATE SCHEMA "${schema}"`);
     await client.query(
       `CREATE TABLE "${schema}".raw_ops (id text PRIMARY KEY, state text NOT NULL, owner text, lease_expires_at bigint, result text, created_at bigint NOT NULL, updated_at bigint NOT NULL)`,
@@ -296,43 +294,38 @@ export async function preparePostgres(databaseUrl, schema, mode) {
     await PostgresPersistenceLayer.createTable(client, `"${schema}".powertools_idempotency`);
     const { migrate } = mode === 'before' ? await baselinePostgres() : await import('@retrysafe/ledger-postgres');
     await migrate(client, schema);
+  });
+}
+
+/** Runs `fn` on one connection to `databaseUrl`, closed afterwards. */
+export async function withClient(databaseUrl, fn) {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    return await fn(client);
   } finally {
     await client.end();
   }
 }
 
-export async function dropPostgres(databaseUrl, schema) {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
-    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  } finally {
-    await client.end();
-  }
+export async function dropPostgres(databaseUrl, ...schemas) {
+  await withClient(databaseUrl, async (client) => {
+    for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  });
 }
 
 /** CHECKPOINT (needs a superuser, as the bench's bytes-per-op figure does): dirty buffers written out before a measurement. */
 export async function postgresCheckpoint(databaseUrl) {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
-    await client.query('CHECKPOINT');
-  } finally {
-    await client.end();
-  }
+  await withClient(databaseUrl, (client) => client.query('CHECKPOINT'));
 }
 
 /** The server settings that decide what a commit costs, printed next to the numbers. */
 export async function postgresSettings(databaseUrl) {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
+  return withClient(databaseUrl, async (client) => {
     const q = async (sql) => (await client.query(sql)).rows[0];
     const v = await q('SHOW server_version');
     const f = await q('SHOW fsync');
     const sc = await q('SHOW synchronous_commit');
     return `${v.server_version}, fsync=${f.fsync}, synchronous_commit=${sc.synchronous_commit}`;
-  } finally {
-    await client.end();
-  }
+  });
 }

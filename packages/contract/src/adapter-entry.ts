@@ -1,12 +1,9 @@
 import type { RetrySafetyCard } from './card.js';
 
 /** The name every adapter's root entry exports its cards under: `<vendor>Cards` (stripeCards, hubSpotCards, msGraphCards, …). */
-export const ENTRY_CARDS_NAME = /^[a-z][A-Za-z]*Cards$/;
+const ENTRY_CARDS_NAME = /^[a-z][A-Za-z]*Cards$/;
 
-/**
- * The cards an adapter's root entry exports (its one `<vendor>Cards` value), in order: what its README
- * card section renders and the repo-level surface check reads. Throws when there is not exactly one.
- */
+/** The cards an adapter's root entry exports (its one `<vendor>Cards` value), in order; throws unless exactly one. */
 export function entryCards(entry: Readonly<Record<string, unknown>>): RetrySafetyCard[] {
   const found = Object.keys(entry).filter((name) => ENTRY_CARDS_NAME.test(name));
   if (found.length !== 1)

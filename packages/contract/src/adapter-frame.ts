@@ -6,11 +6,14 @@ import {
   SPECIFICATION_VERSION,
 } from './adapter.js';
 import { schemaErrors } from './adapter-params.js';
-import { AdapterConfigurationError } from './errors/adapter-configuration-error.js';
-import { InvalidIntentError } from './errors/invalid-intent-error.js';
-import { type FieldError, InvalidParamsError } from './errors/invalid-params-error.js';
-import { UnknownOperationError } from './errors/unknown-operation-error.js';
-import { UnsupportedCapabilityError } from './errors/unsupported-capability-error.js';
+import {
+  AdapterConfigurationError,
+  type FieldError,
+  InvalidIntentError,
+  InvalidParamsError,
+  UnknownOperationError,
+  UnsupportedCapabilityError,
+} from './errors.js';
 import {
   type BusinessOperationId,
   deriveProviderKey,
@@ -57,14 +60,11 @@ export type FramedAdapter<P extends string> = AdapterV1 & {
   readonly operations: Readonly<Record<string, OperationSpec>>;
 };
 
-/** Code of the `rejected` outcome for params the operation's schema or checks refuse (nothing was sent). */
-export const INVALID_PARAMS_CODE = 'retrysafe_invalid_params';
-/** Code of the `rejected` outcome for a recorded key the provider's key rule cannot accept. */
-export const PROVIDER_KEY_SHAPE_CODE = 'retrysafe_provider_key_shape';
-/** Code of the `not-applied` outcome of an attempt the caller's signal aborted before anything was sent. */
-export const ABORTED_BEFORE_SEND_CODE = 'ABORTED_BEFORE_SEND';
-/** Code of the `unknown` outcome (or `cannot-tell` lookup) the caller's signal cut short mid-call. */
-export const ABORTED_CODE = 'ABORTED';
+// Codes of the outcomes the frame answers itself (nothing was sent, or an abort cut the call short).
+const INVALID_PARAMS_CODE = 'retrysafe_invalid_params';
+const PROVIDER_KEY_SHAPE_CODE = 'retrysafe_provider_key_shape';
+const ABORTED_BEFORE_SEND_CODE = 'ABORTED_BEFORE_SEND';
+const ABORTED_CODE = 'ABORTED';
 
 /** Why `key` cannot be sent under `rule` (length and charset, what the provider accepts), or null when it can. */
 export function providerKeyShapeProblem(key: string, rule: ProviderKeyRule): string | null {
@@ -130,22 +130,11 @@ function checkDefinition(provider: string, operations: Readonly<Record<string, F
 }
 
 /**
- * Builds an adapter from its provider-specific part. The frame owns every rule that is the same for
- * all providers, so no adapter restates one:
- * - operation names: exactly the keys of `operations` (the short name, as the runner and the agent
- *   tools use it; no `<provider>.` prefix). An unknown name throws UnknownOperationError from every
- *   method, as the runner does at intake: it is a programming error, found before anything is claimed;
- * - params: checked on every attempt with the operation's schema and its `checkParams`; a failure is
- *   `rejected` (code `retrysafe_invalid_params`, with the field errors), never a throw, and nothing is sent;
- * - the provider key: derived from the business-operation id (and key revision) under the key rule;
- *   a recorded key is checked by SHAPE (length, charset) and then sent as recorded, so a key rule that
- *   changes between releases never makes an old operation un-sendable;
- * - capabilities: each card's provider, operation, intent fields, key travel and key length must agree
- *   with the declaration (AdapterConfigurationError at construction); `lookup.method: none` is refused
- *   by the frame (UnsupportedCapabilityError);
- * - the abort signal: handed to the adapter (always present) and raced, so an abort acts mid-call:
- *   `unknown` (the request may have left) from `doExecute`, `cannot-tell` from `doLookup`;
- * - the result is frozen (its operations too) and carries `specificationVersion`.
+ * Builds an adapter from its provider-specific part; the frame owns every rule that is the same for all
+ * providers: operation names (unknown: UnknownOperationError), params checked on every attempt (a failure is
+ * `rejected`, never a throw, nothing sent), the provider key (derived, or a recorded one checked by shape and
+ * sent as recorded), card/declaration agreement (AdapterConfigurationError), the abort signal raced mid-call,
+ * and a frozen result carrying `specificationVersion`.
  */
 export function defineAdapter<const P extends string, O extends FrameOperation, X extends object = {}>(
   definition: AdapterDefinition<P, O>,
@@ -173,16 +162,12 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
     throw new UnknownOperationError(provider, String(name), names);
   };
 
-  /** The key to use, or why the recorded one cannot be sent. */
-  function keyFor(
-    op: O,
-    id: BusinessOperationId,
-    recorded: ProviderKey | null,
-    revision: number | undefined,
-  ): { key: ProviderKey | null } | { problem: string } {
+  /** The key to use, or why the recorded one cannot be sent (a changed key rule never strands an old operation). */
+  function keyFor(op: O, ctx: ExecuteContext | LookupContext): { key: ProviderKey | null } | { problem: string } {
     if (op.keyRule === null) return { key: null };
+    const recorded = ctx.providerKey;
     if (recorded === null || recorded === undefined)
-      return { key: deriveProviderKey(revisionKeySource(id, revision), op.keyRule) };
+      return { key: deriveProviderKey(revisionKeySource(ctx.businessOperationId, ctx.keyRevision), op.keyRule) };
     const problem = providerKeyShapeProblem(recorded, op.keyRule);
     return problem ? { problem: `the recorded provider key ${problem}` } : { key: recorded };
   }
@@ -201,7 +186,7 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
       const op = resolve(operation);
       const fields = operationParamsErrors(op, params);
       if (fields.length > 0) return invalid(op.name, fields);
-      const k = keyFor(op, ctx.businessOperationId, ctx.providerKey, ctx.keyRevision);
+      const k = keyFor(op, ctx);
       if ('problem' in k)
         return {
           kind: 'rejected',
@@ -240,7 +225,7 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
       const op = resolve(operation);
       if (op.card.lookup.method.value === 'none')
         throw new UnsupportedCapabilityError(provider, `lookup for ${op.name}`, 'the card declares lookup.method none');
-      const k = keyFor(op, ctx.businessOperationId, ctx.providerKey, ctx.keyRevision);
+      const k = keyFor(op, ctx);
       if ('problem' in k)
         return {
           kind: 'cannot-tell',

@@ -1,13 +1,9 @@
 import type { JsonSchema } from './adapter.js';
-import type { FieldError } from './errors/invalid-params-error.js';
+import type { FieldError } from './errors.js';
 
 /**
- * The params check the adapter frame runs on every attempt, without a schema compiler (the contract
- * has no dependencies). It reads the JSON Schema keywords the shipped adapters use (type, required,
- * properties, additionalProperties, items, enum, const, string/number/array/object bounds, pattern,
- * propertyNames, not, anyOf/oneOf/allOf) and passes every keyword it does not know. So it is a sound
- * subset of the runner's full check (ajv, before the claim): it only rejects what the schema rejects.
- * Field errors name the field and why, never the value.
+ * The frame's params check without a schema compiler (the contract has no dependencies): it reads the keywords
+ * the adapters use and passes every other, so it never rejects what the runner's full check allows. No values.
  */
 export function schemaErrors(schema: JsonSchema, params: unknown): FieldError[] {
   const out: FieldError[] = [];

@@ -1,5 +1,5 @@
 import type { RetrySafetyCard } from './card.js';
-import type { FieldError } from './errors/invalid-params-error.js';
+import type { FieldError } from './errors.js';
 import type { AttemptId, BusinessOperationId, ProviderKey, RunId } from './ids.js';
 import type { LookupResult, Outcome } from './outcome.js';
 
@@ -19,11 +19,7 @@ export interface OperationSpec {
   readonly sensitiveFields?: readonly string[];
   /** JSON Schema of the params. */
   readonly paramsSchema: JsonSchema;
-  /**
-   * Optional: the adapter's own checks beyond the schema (limits, reserved names, option-dependent
-   * rules). Pure, no I/O. The runner calls it after the schema and BEFORE the claim: any error is an
-   * InvalidParamsError, with nothing claimed or sent.
-   */
+  /** Optional checks beyond the schema; pure. Run before the claim: any error is an InvalidParamsError, nothing sent. */
   readonly checkParams?: (params: unknown) => readonly FieldError[];
 }
 
@@ -33,10 +29,7 @@ export interface ExecuteContext {
   readonly providerKey: ProviderKey | null;
   readonly runId: RunId;
   readonly attemptId: AttemptId;
-  /**
-   * Set (≥ 2) when the operation was superseded by a corrected request and the key was derived for
-   * that revision: the key is derived from `revisionKeySource(businessOperationId, keyRevision)`.
-   */
+  /** Set (≥ 2) for a superseded operation: its key is derived from `revisionKeySource(id, keyRevision)`. */
   readonly keyRevision?: number;
   /** 1-based attempt number across the operation's whole life (all runs). */
   readonly attempt: number;
@@ -45,34 +38,17 @@ export interface ExecuteContext {
   readonly signal?: AbortSignal;
 }
 
-export interface LookupContext {
-  readonly businessOperationId: BusinessOperationId;
-  readonly providerKey: ProviderKey | null;
-  /** As in ExecuteContext. */
-  readonly keyRevision?: number;
+export interface LookupContext extends Omit<ExecuteContext, 'attempt'> {
   /** The params of the original request (some lookups re-send them with the same key). */
   readonly params: unknown;
-  readonly runId: RunId;
-  readonly attemptId: AttemptId;
-  readonly statusRef: string | null;
   /** Epoch ms of the first dispatch, or null if never dispatched. A key's age is measured from here. */
   readonly firstDispatchedAt: number | null;
-  /**
-   * Epoch ms of the latest dispatch (after a takeover: an upper bound of the dead owner's last one), or null if
-   * never dispatched. Whether a "not found" proves absence is measured from here, never from the first dispatch:
-   * a re-send can land (and become visible) later than the first request (card rule `notFoundIsAuthoritative`,
-   * which takes this context as it is). Absent (an older runner): the rules fall back to firstDispatchedAt.
-   */
+  /** Epoch ms of the latest dispatch (or an upper bound): whether a "not found" proves absence is measured from here. */
   readonly lastDispatchedAt?: number | null;
   /** Epoch ms now, from the runner's clock. */
   readonly now: number;
-  /**
-   * The runner's judgement (the card rule `resendSafety` with the policy's clock-skew margin) that a re-send
-   * with the same key is still inside its retention. An adapter whose lookup re-sends with the same key
-   * uses this and keeps no age rule or margin of its own. Absent (older runners): judge conservatively.
-   */
+  /** The runner's `resendSafety` judgement that a same-key re-send is inside retention (for lookups that re-send). */
   readonly keyReusable?: boolean;
-  readonly signal?: AbortSignal;
 }
 
 /**

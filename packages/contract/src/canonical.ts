@@ -1,12 +1,9 @@
 import { hash } from 'node:crypto';
-import { InvalidIntentError } from './errors/invalid-intent-error.js';
+import { InvalidIntentError } from './errors.js';
 
 /**
- * Canonical JSON: object keys sorted by code unit, no whitespace, numbers in ECMAScript's shortest
- * round-trip form (so `1e2`, `100` and `100.0` are one value once parsed), `-0` folded to `0`.
- * Rejects what JSON cannot carry faithfully (functions, symbols, bigint, NaN, ±Infinity, cycles,
- * non-plain objects other than Date) with a typed error that names the path.
- * `undefined` object members are dropped (as JSON does); `undefined` array items are an error.
+ * Canonical JSON: sorted keys, no whitespace, shortest round-trip numbers, NFC strings. What JSON cannot carry
+ * faithfully (functions, NaN, cycles, class instances but Date, undefined items) is an InvalidIntentError with its path.
  */
 export function canonicalJson(value: unknown): string {
   return write(value, new Set());

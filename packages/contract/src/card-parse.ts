@@ -1,12 +1,8 @@
 import type { RetrySafetyCard } from './card.js';
 import { CARD_SCHEMA_VERSION, defineCard, validateCard } from './card-validate.js';
-import { CardValidationError } from './errors/card-validation-error.js';
+import { CardValidationError } from './errors.js';
 
-/**
- * A card read from data (a parsed JSON or YAML file): drops the editor's `$schema` entry, refuses a
- * `cardVersion` this contract does not know with a clear message, validates every field and returns the
- * card deep-frozen. Throws CardValidationError listing every problem; never returns half a card.
- */
+/** A card read from JSON or YAML data, without its editor `$schema`, validated and deep-frozen (CardValidationError). */
 export function parseCard(data: unknown, origin = '(card data)'): RetrySafetyCard {
   if (typeof data !== 'object' || data === null || Array.isArray(data)) {
     throw new CardValidationError(origin, [{ path: '(card)', message: 'expected an object (a retry safety card)' }]);

@@ -74,74 +74,67 @@ export interface CardRow {
   readonly source: string | null;
 }
 
+/** What an absent optional field means. */
+const ABSENT: Readonly<Record<string, unknown>> = {
+  'lookup.lateApplyBound': {
+    value: UNKNOWN,
+    source: 'not declared on this card: treated as unknown (a not-found never proves absence)',
+  },
+  'limits.clockSkewMargin': `${DEFAULT_CLOCK_SKEW_MARGIN} (default)`,
+};
+
+function row(path: string, label: string, raw: unknown): CardRow {
+  const isFact = typeof raw === 'object' && raw !== null && !Array.isArray(raw) && 'source' in raw && 'value' in raw;
+  const value = isFact ? (raw as { value: unknown }).value : raw;
+  return { path, label, value, unknown: value === UNKNOWN, source: isFact ? (raw as { source: string }).source : null };
+}
+
 /** The card as rows, one per field, in the order of the card type. */
 export function cardRows(card: RetrySafetyCard): CardRow[] {
-  const rows: CardRow[] = LABELS.map(([path, label]) => {
+  const extra = optionalRows(card);
+  return LABELS.flatMap(([path, label]) => {
     const declared = get(card, path);
-    // Optional fields: say what an absent one means.
-    const raw =
-      declared !== undefined
-        ? declared
-        : path === 'lookup.lateApplyBound'
-          ? {
-              value: UNKNOWN,
-              source: 'not declared on this card: treated as unknown (a not-found never proves absence)',
-            }
-          : path === 'limits.clockSkewMargin'
-            ? `${DEFAULT_CLOCK_SKEW_MARGIN} (default)`
-            : declared;
-    const isFact = typeof raw === 'object' && raw !== null && !Array.isArray(raw) && 'source' in raw && 'value' in raw;
-    const value = isFact ? (raw as { value: unknown }).value : raw;
-    return {
-      path,
-      label,
-      value,
-      unknown: value === UNKNOWN,
-      source: isFact ? (raw as { source: string }).source : null,
-    };
+    const after = extra.filter(([at]) => at === path).map(([, r]) => r);
+    return [row(path, label, declared === undefined ? ABSENT[path] : declared), ...after];
   });
-  // Optional sections: shown only when the card declares them (cards without them render as before).
-  const extra: CardRow[] = [];
-  const bo = card.businessOperationId;
-  if (bo.normalize !== undefined)
-    extra.push({
-      path: 'businessOperationId.normalize',
-      label: 'Intent normalisation',
-      value: describeNormalization(bo.normalize),
-      unknown: false,
-      source: sources(bo.normalize),
-    });
-  if (card.paramComparison !== undefined)
-    extra.push({
-      path: 'paramComparison',
-      label: 'Param comparison (others exact)',
-      value: describeNormalization(card.paramComparison),
-      unknown: false,
-      source: sources(card.paramComparison),
-    });
-  const ri = card.storedResult.replayIndicator;
-  if (ri !== undefined)
-    extra.push({
-      path: 'storedResult.replayIndicator',
-      label: 'Replay indicator',
-      value: ri.value === null ? 'none' : ri.value === UNKNOWN ? UNKNOWN : `${ri.value.header}: ${ri.value.value}`,
-      unknown: ri.value === UNKNOWN,
-      source: ri.source,
-    });
-  const at = rows.findIndex((r) => r.path === 'ids.run');
-  rows.splice(at < 0 ? rows.length : at, 0, ...extra.filter((r) => r.path !== 'storedResult.replayIndicator'));
-  const ri2 = extra.find((r) => r.path === 'storedResult.replayIndicator');
-  if (ri2) rows.splice(rows.findIndex((r) => r.path === 'storedResult.includesErrors') + 1, 0, ri2);
+}
+
+/** Optional sections, shown only when the card declares them, each with the row it follows. */
+function optionalRows(card: RetrySafetyCard): (readonly [after: string, row: CardRow])[] {
+  const out: (readonly [string, CardRow])[] = [];
   const rc = card.sideEffect.rejectionMayCreate;
   if (rc !== undefined)
-    rows.splice(rows.findIndex((r) => r.path === 'sideEffect.idempotentByNature') + 1, 0, {
-      path: 'sideEffect.rejectionMayCreate',
-      label: 'A rejected call can leave an object',
-      value: rc.value,
-      unknown: rc.value === UNKNOWN,
-      source: rc.source,
-    });
-  return rows;
+    out.push([
+      'sideEffect.idempotentByNature',
+      row('sideEffect.rejectionMayCreate', 'A rejected call can leave an object', rc),
+    ]);
+  const { normalize } = card.businessOperationId;
+  const intentFields = 'businessOperationId.intentFields';
+  if (normalize !== undefined)
+    out.push([
+      intentFields,
+      row('businessOperationId.normalize', 'Intent normalisation', {
+        value: describeNormalization(normalize),
+        source: sources(normalize),
+      }),
+    ]);
+  if (card.paramComparison !== undefined)
+    out.push([
+      intentFields,
+      row('paramComparison', 'Param comparison (others exact)', {
+        value: describeNormalization(card.paramComparison),
+        source: sources(card.paramComparison),
+      }),
+    ]);
+  const ri = card.storedResult.replayIndicator;
+  if (ri !== undefined) {
+    const value = ri.value === null ? 'none' : ri.value === UNKNOWN ? UNKNOWN : `${ri.value.header}: ${ri.value.value}`;
+    out.push([
+      'storedResult.includesErrors',
+      row('storedResult.replayIndicator', 'Replay indicator', { value, source: ri.source }),
+    ]);
+  }
+  return out;
 }
 
 function sources(rules: readonly { field: string; source: string; evidence?: string }[] | undefined): string | null {

@@ -1,22 +1,5 @@
-/**
- * The card rules: every reading of a retry safety card that decides what may happen after an unknown outcome.
- * One owner: core's `decide`, the runner, the retry policy, the agent tools and the adapters call these, and
- * read none of the fields below themselves to make such a decision. Pure: every time is an epoch ms passed
- * in, nothing reads a clock. (The testkit's drill criteria restate two of them on purpose, as an independent
- * oracle, and a test checks that both agree on every shipped card.)
- *
- * The rules, and the card fields they read:
- * - `resendSafety`: may a request go out again with the same provider key? (sideEffect.idempotentByNature,
- *   providerKey.travels, storedResult.semantics, retention.minimum, parameterMatching, concurrency,
- *   lookup.lateApplyBound, limits.clockSkewMargin)
- * - `retentionPassed`: could the provider have forgotten the key by the time a same-key request sent now lands?
- * - `lookupAvailable`: can the provider be asked what it stored? (lookup.method)
- * - `absenceProvenFrom` / `notFoundIsAuthoritative`: from when does a lookup's "not found" prove the effect
- *   absent? Measured from the LAST dispatch (lookup.consistencyDelay, lookup.lateApplyBound).
- * - `completionRecoverable`: may the final `succeeded` write wait for the ledger's next durable commit?
- *   (lookup.method, through lookupAvailable)
- * - `agentIdempotentHint`: what an agent tool's `idempotentHint` says.
- */
+// Every reading of a card that decides what may happen after an unknown outcome, in one place, so the
+// runner, the policy, agent tools and adapters never read those fields themselves. Pure: times are passed in.
 import { DEFAULT_CLOCK_SKEW_MARGIN, type RetrySafetyCard } from './card.js';
 import { durationMs } from './duration.js';
 
@@ -32,11 +15,8 @@ export function lookupAvailable(card: RetrySafetyCard): boolean {
 }
 
 /**
- * Whether an operation's final `succeeded` write, lost to an OS crash or power loss after the caller was
- * told, is recovered without a second effect and without a person: the durable state left behind is the
- * claim (`dispatched`, maybe applied), which the next run or recover() looks up at the provider and adopts.
- * That state is the one a crash between the provider's answer and the write leaves, so nothing new can
- * happen; without a lookup it would end in a handoff, so the write stays as durable as every other.
+ * Whether a lost final `succeeded` write is recovered without a second effect or a person: the `dispatched`
+ * row left behind is looked up at the provider and adopted. Without a lookup it would end in a handoff.
  */
 export function completionRecoverable(card: RetrySafetyCard): boolean {
   return lookupAvailable(card);
@@ -49,10 +29,7 @@ export function keyFoldsResends(card: RetrySafetyCard): boolean {
   return t !== 'none' && t !== 'unknown' && (sem === 'replays' || sem === 'rejects-duplicate');
 }
 
-/**
- * How long after it goes out a same-key request may still land: the card's lookup.lateApplyBound, or, when that
- * is unknown, one more clock-skew margin (the bound nobody states is not taken as zero).
- */
+/** How long after it goes out a same-key request may still land: lookup.lateApplyBound, or one more margin when unknown. */
 export function lateApplyAllowanceMs(card: RetrySafetyCard, clockSkewMarginMs: number = cardMargin(card)): number {
   const late = card.lookup.lateApplyBound?.value ?? 'unknown';
   return late === 'unknown' ? clockSkewMarginMs : durationMs(late);
@@ -82,9 +59,7 @@ function readRetention(
 
 /**
  * Whether the provider may no longer hold the key when a same-key request sent at `at` lands: the key's age
- * (from the FIRST dispatch: the provider's retention runs from when it first saw the key) plus the clock-skew
- * margin plus the late-apply allowance reaches retention.minimum. A retention that is unknown or none (the
- * provider stores nothing) is always passed: there is nothing to rely on. A key never dispatched has not aged.
+ * from the FIRST dispatch, plus the margin and the late-apply allowance, reaches retention.minimum (unknown or none: passed).
  */
 export function retentionPassed(
   card: RetrySafetyCard,
@@ -103,11 +78,11 @@ export interface ResendSafety {
 }
 
 /**
- * Whether re-sending at `now` with the same provider key cannot create a second effect, read from the card only:
- * idempotent by nature, or (a key travels, the provider replays or rejects duplicates, the retention is known and
- * not passed — see retentionPassed —, parameter matching is known, and a duplicate that arrives while the first is
- * still running is refused or folded — concurrency `rejects-in-progress` / `waits-then-replays`).
+ * Whether re-sending at `now` with the same provider key cannot create a second effect: idempotent by nature, or
+ * a key travels and is folded, retention known and not passed, parameter matching known, concurrent duplicates folded.
  */
+const unsafe = (why: string): ResendSafety => ({ safe: false, pastRetention: false, why });
+
 export function resendSafety(
   card: RetrySafetyCard,
   firstDispatchedAt: number | null,
@@ -122,39 +97,19 @@ export function resendSafety(
     };
   const travels = card.providerKey.travels.value;
   if (travels === 'unknown' || travels === 'none')
-    return {
-      safe: false,
-      pastRetention: false,
-      why: `no provider key travels (card providerKey.travels = ${travels})`,
-    };
+    return unsafe(`no provider key travels (card providerKey.travels = ${travels})`);
   const sem = card.storedResult.semantics.value;
   if (!keyFoldsResends(card))
-    return {
-      safe: false,
-      pastRetention: false,
-      why: `the provider does not fold re-sends together (card storedResult.semantics = ${sem})`,
-    };
+    return unsafe(`the provider does not fold re-sends together (card storedResult.semantics = ${sem})`);
   const retention = card.retention.minimum.value;
   if (retention === 'unknown' || retention === null)
-    return {
-      safe: false,
-      pastRetention: false,
-      why: `the key's retention is not known (card retention.minimum = ${retention})`,
-    };
+    return unsafe(`the key's retention is not known (card retention.minimum = ${retention})`);
   if (card.parameterMatching.value === 'unknown')
-    return {
-      safe: false,
-      pastRetention: false,
-      why: "the provider's parameter matching is unknown (card parameterMatching)",
-    };
+    return unsafe("the provider's parameter matching is unknown (card parameterMatching)");
   // The first request may still be running: a same-key duplicate must be refused or folded, not processed again.
   const conc = card.concurrency.value;
   if (conc !== 'rejects-in-progress' && conc !== 'waits-then-replays')
-    return {
-      safe: false,
-      pastRetention: false,
-      why: `a re-send while the first request may still be running is not folded (card concurrency = ${conc})`,
-    };
+    return unsafe(`a re-send while the first request may still be running is not folded (card concurrency = ${conc})`);
   const r = readRetention(card, firstDispatchedAt, now, clockSkewMarginMs);
   if (r.passed) {
     const late = card.lookup.lateApplyBound?.value ?? 'unknown';
@@ -171,11 +126,7 @@ export function resendSafety(
   };
 }
 
-/**
- * How long after the last dispatch a lookup's "not found" starts to prove absence: lookup.lateApplyBound (the
- * last request can no longer land) + lookup.consistencyDelay (a landed one would show; null = at once). Null when
- * either is unknown: then a "not found" never proves anything.
- */
+/** How long after the last dispatch a "not found" proves absence: lateApplyBound + consistencyDelay; null when either is unknown. */
 export function lookupSettleMs(card: RetrySafetyCard): number | null {
   const delay = card.lookup.consistencyDelay.value;
   const late = card.lookup.lateApplyBound?.value ?? 'unknown';
@@ -194,8 +145,7 @@ export interface DispatchTimes {
 }
 
 /**
- * From when a lookup's "not found" proves absence: once the last attempt can no longer take effect and the
- * lookup would show it. That is the last dispatch (for a takeover: the dead owner's lease end, plus the clock-skew
+ * From when a "not found" proves absence: the last dispatch (for a takeover, the dead owner's lease end plus the
  * margin, since another clock wrote it) + lookupSettleMs. `never` when the card leaves a bound unknown.
  */
 export function absenceProvenFrom(
@@ -234,15 +184,7 @@ export function notFoundIsAuthoritative(
   return 'at' in proof && (timing.observedAt ?? timing.now) >= proof.at;
 }
 
-/**
- * The `idempotentHint` an agent tool (MCP, AI SDK) carries. Every re-call with the same arguments is the same
- * business operation through the runner's ledger either way (the tool description says so); what the hint adds is
- * whether the PROVIDER also folds a duplicate, so that a re-call after a lost answer can be finished by a same-key
- * re-send instead of waiting for a person, and a duplicate that reaches the provider some other way (a second
- * process with its own ledger) is still one effect. So it is the re-send rule for a key sent a moment ago: the
- * retention must outlast the clock-skew margin plus the late-apply allowance, and a duplicate arriving while the
- * first still runs must be refused or folded (concurrency). Idempotent by nature: true.
- */
+/** An agent tool's `idempotentHint`: whether the PROVIDER also folds a duplicate — the re-send rule for a key sent just now. */
 export function agentIdempotentHint(card: RetrySafetyCard, clockSkewMarginMs: number = cardMargin(card)): boolean {
   return resendSafety(card, 0, 0, clockSkewMarginMs).safe;
 }

@@ -1,6 +1,6 @@
 import { type RetrySafetyCard, UNKNOWN } from './card.js';
 import { isDuration } from './duration.js';
-import { CardValidationError } from './errors/card-validation-error.js';
+import { CardValidationError } from './errors.js';
 import { MERGING_STEPS, NORMALIZATION_STEPS } from './normalize.js';
 
 export interface CardProblem {
@@ -49,11 +49,74 @@ const nonEmptyStrings: Check = withSchema(
 
 /** A provider fact: `{ value, source }` where value passes `c` or is 'unknown', and source is cited. */
 const FACT = Symbol('fact');
-type Shape = { [k: string]: Shape | Check | FactShape };
+type Shape = { [k: string]: Entry };
+type Entry = Shape | Check | FactShape | SectionShape;
 interface FactShape {
   [FACT]: Check;
 }
 const f = (c: Check): FactShape => ({ [FACT]: c });
+
+/** An optional section with its own check (which may read the whole card) and its JSON Schema. */
+const SECTION = Symbol('section');
+interface Out {
+  readonly problems: CardProblem[];
+  readonly unknowns: string[];
+  readonly card: Record<string, unknown>;
+}
+interface SectionShape {
+  [SECTION]: (v: unknown, path: string, out: Out) => void;
+  readonly schema: Record<string, unknown>;
+}
+const section = (check: SectionShape[typeof SECTION], schema: Record<string, unknown>): SectionShape => ({
+  [SECTION]: check,
+  schema,
+});
+
+const text = { type: 'string', minLength: 1 };
+
+/** A normalisation or comparison rule: a merging step (case, inner white space, …) needs the provider's evidence. */
+function ruleSchema(required: string[], extra: Record<string, unknown>): Record<string, unknown> {
+  const evidence = {
+    type: 'string',
+    pattern: '^https://\\S+$',
+    description: "the provider's page that treats the values a merging step folds as one",
+  };
+  const steps = {
+    type: 'array',
+    items: { enum: [...NORMALIZATION_STEPS] },
+    description: 'applied in order to every string at or below the field',
+  };
+  return {
+    type: 'object',
+    additionalProperties: false,
+    required,
+    properties: { field: text, ...extra, steps, source: text, evidence },
+    if: { required: ['steps'], properties: { steps: { type: 'array', contains: { enum: [...MERGING_STEPS] } } } },
+    then: { required: ['evidence'], properties: { evidence } },
+  };
+}
+
+const REPLAY_INDICATOR_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['value', 'source'],
+  description: 'how the provider marks a replayed answer (e.g. Idempotent-Replayed: true), null when it sends none',
+  properties: {
+    value: {
+      anyOf: [
+        { const: 'unknown' },
+        { type: 'null' },
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['header', 'value'],
+          properties: { header: text, value: text },
+        },
+      ],
+    },
+    source: text,
+  },
+};
 
 const SHAPE: Shape = {
   cardVersion: oneOf(1),
@@ -64,7 +127,11 @@ const SHAPE: Shape = {
     idempotentByNature: f(bool),
     rejectionMayCreate: f(bool),
   },
-  businessOperationId: { rule: str, intentFields: nonEmptyStrings },
+  businessOperationId: {
+    rule: str,
+    intentFields: nonEmptyStrings,
+    normalize: section(checkNormalize, { type: 'array', items: ruleSchema(['field', 'steps', 'source'], {}) }),
+  },
   ids: { run: str, attempt: str, request: f(str) },
   providerKey: {
     travels: f(oneOf('header', 'body', 'query', 'none')),
@@ -75,7 +142,11 @@ const SHAPE: Shape = {
   },
   keyReuse: f(str),
   parameterMatching: f(oneOf('mismatch-error', 'replay-anyway', 'none')),
-  storedResult: { semantics: f(oneOf('replays', 'rejects-duplicate', 'none')), includesErrors: f(bool) },
+  storedResult: {
+    semantics: f(oneOf('replays', 'rejects-duplicate', 'none')),
+    includesErrors: f(bool),
+    replayIndicator: section((v, _p, out) => checkReplayIndicator(v, out), REPLAY_INDICATOR_SCHEMA),
+  },
   lookup: {
     method: f(oneOf('get-by-key', 'status-url', 'search', 'resend-same-key', 'none')),
     consistencyDelay: f(nullable(duration)),
@@ -92,8 +163,7 @@ const SHAPE: Shape = {
   handoff: { condition: str, destination: str },
   duplicateTest: str,
   receipts: str,
-  // checked separately below (array of objects)
-  unverified: withSchema(() => null, {
+  unverified: section(checkUnverified, {
     type: 'array',
     items: {
       type: 'object',
@@ -106,27 +176,42 @@ const SHAPE: Shape = {
       },
     },
   }),
+  paramComparison: section(checkParamComparison, {
+    type: 'array',
+    description: 'how params other than the intent are compared with the stored ones (default exact)',
+    items: ruleSchema(['field', 'compare', 'source'], { compare: { enum: ['exact', 'normalized'] } }),
+  }),
 };
 
-/** Optional fields: absent means unknown (lateApplyBound), false (rejectionMayCreate) or the default (clockSkewMargin). */
+/** Optional fields: absent means unknown (lateApplyBound), false (rejectionMayCreate), the default or none. */
 const OPTIONAL: ReadonlySet<string> = new Set([
   'sideEffect.rejectionMayCreate',
+  'businessOperationId.normalize',
+  'storedResult.replayIndicator',
   'lookup.lateApplyBound',
   'limits.clockSkewMargin',
+  'paramComparison',
 ]);
 
 function isFactShape(s: unknown): s is FactShape {
   return typeof s === 'object' && s !== null && FACT in s;
 }
 
-function walk(shape: Shape, value: unknown, path: string, problems: CardProblem[], unknownPaths: string[]): void {
+function isSection(s: unknown): s is SectionShape {
+  return typeof s === 'object' && s !== null && SECTION in s;
+}
+
+const join = (path: string, key: string) => (path ? `${path}.${key}` : key);
+
+function walk(shape: Shape, value: unknown, path: string, out: Out): void {
+  const { problems } = out;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     problems.push({ path: path || '(card)', message: 'expected an object' });
     return;
   }
   const obj = value as Record<string, unknown>;
   for (const [key, sub] of Object.entries(shape)) {
-    const p = path ? `${path}.${key}` : key;
+    const p = join(path, key);
     if (!(key in obj) || obj[key] === undefined) {
       if (OPTIONAL.has(p)) continue;
       problems.push({
@@ -139,28 +224,27 @@ function walk(shape: Shape, value: unknown, path: string, problems: CardProblem[
     if (typeof sub === 'function') {
       const msg = sub(v);
       if (msg) problems.push({ path: p, message: msg });
-    } else if (isFactShape(sub)) {
-      if (typeof v !== 'object' || v === null || Array.isArray(v)) {
-        problems.push({ path: p, message: 'expected a fact { value, source }' });
-        continue;
-      }
-      const fv = v as Record<string, unknown>;
-      if (!('value' in fv))
-        problems.push({ path: `${p}.value`, message: 'missing (use "unknown" when it is not known)' });
-      else if (fv.value === UNKNOWN) unknownPaths.push(p);
-      else {
-        const msg = sub[FACT](fv.value);
-        if (msg) problems.push({ path: `${p}.value`, message: msg });
-      }
-      const sm = str(fv.source);
-      if (sm) problems.push({ path: `${p}.source`, message: 'every fact cites its source' });
-    } else {
-      walk(sub, v, p, problems, unknownPaths);
-    }
+    } else if (isSection(sub)) sub[SECTION](v, p, out);
+    else if (isFactShape(sub)) checkFact(sub[FACT], v, p, out);
+    else walk(sub, v, p, out);
   }
   for (const key of Object.keys(obj)) {
-    if (!(key in shape)) problems.push({ path: path ? `${path}.${key}` : key, message: 'unexpected field' });
+    if (!(key in shape)) problems.push({ path: join(path, key), message: 'unexpected field' });
   }
+}
+
+/** A provider fact: `{ value, source }`, the value checked unless it is "unknown", the source cited. */
+function checkFact(check: Check, v: unknown, p: string, { problems, unknowns }: Out): void {
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    return void problems.push({ path: p, message: 'expected a fact { value, source }' });
+  const fv = v as Record<string, unknown>;
+  if (!('value' in fv)) problems.push({ path: `${p}.value`, message: 'missing (use "unknown" when it is not known)' });
+  else if (fv.value === UNKNOWN) unknowns.push(p);
+  else {
+    const msg = check(fv.value);
+    if (msg) problems.push({ path: `${p}.value`, message: msg });
+  }
+  if (str(fv.source)) problems.push({ path: `${p}.source`, message: 'every fact cites its source' });
 }
 
 export interface CardValidation {
@@ -174,147 +258,112 @@ export interface CardValidation {
 export function validateCard(card: unknown): CardValidation {
   const problems: CardProblem[] = [];
   const unknowns: string[] = [];
-  walk(SHAPE, withoutOptional(card), '', problems, unknowns);
   const obj = (typeof card === 'object' && card !== null ? card : {}) as Record<string, unknown>;
-  checkOptional(obj, problems, unknowns);
-  const unverified = obj.unverified;
-  if (unverified !== undefined) {
-    if (!Array.isArray(unverified)) problems.push({ path: 'unverified', message: 'expected an array' });
-    else
-      unverified.forEach((u, i) => {
-        if (typeof u !== 'object' || u === null)
-          return problems.push({ path: `unverified[${i}]`, message: 'expected { field, condition, source }' });
-        for (const k of ['field', 'condition', 'source'] as const) {
-          const m = str((u as Record<string, unknown>)[k]);
-          if (m) problems.push({ path: `unverified[${i}].${k}`, message: m });
-        }
-      });
-    if (Array.isArray(unverified)) {
-      const listed = new Set(unverified.map((u) => (u as { field?: unknown })?.field));
-      for (const path of unknowns) {
-        if (!listed.has(path))
-          problems.push({
-            path,
-            message: 'value is "unknown" but the field is not listed in unverified[] with its source',
-          });
-      }
-    }
-  }
-  const rawCard = obj as Partial<RetrySafetyCard>;
-  if (
-    typeof rawCard.operation === 'string' &&
-    typeof rawCard.provider === 'string' &&
-    !rawCard.operation.startsWith(rawCard.provider + '.')
-  ) {
-    problems.push({ path: 'operation', message: `must start with the provider name "${rawCard.provider}."` });
-  }
+  walk(SHAPE, card, '', { problems, unknowns, card: obj });
+  const { operation, provider } = obj;
+  if (typeof operation === 'string' && typeof provider === 'string' && !operation.startsWith(provider + '.'))
+    problems.push({ path: 'operation', message: `must start with the provider name "${provider}."` });
   return { ok: problems.length === 0, problems, unknowns };
 }
 
-/** The card without its optional sections (checked by checkOptional), so the required shape can be walked. */
-function withoutOptional(card: unknown): unknown {
-  if (typeof card !== 'object' || card === null || Array.isArray(card)) return card;
-  const { paramComparison: _p, ...rest } = card as Record<string, unknown>;
-  const out: Record<string, unknown> = rest;
-  const bo = out.businessOperationId;
-  if (typeof bo === 'object' && bo !== null && !Array.isArray(bo)) {
-    const { normalize: _n, ...b } = bo as Record<string, unknown>;
-    out.businessOperationId = b;
+/** Every `unverified[]` entry is well-formed, and every "unknown" fact (all walked before it) is listed there. */
+function checkUnverified(unverified: unknown, _path: string, { problems, unknowns }: Out): void {
+  if (!Array.isArray(unverified)) return void problems.push({ path: 'unverified', message: 'expected an array' });
+  for (const [i, u] of unverified.entries()) {
+    if (typeof u !== 'object' || u === null) {
+      problems.push({ path: `unverified[${i}]`, message: 'expected { field, condition, source }' });
+      continue;
+    }
+    for (const k of ['field', 'condition', 'source'] as const) {
+      const m = str((u as Record<string, unknown>)[k]);
+      if (m) problems.push({ path: `unverified[${i}].${k}`, message: m });
+    }
   }
-  const sr = out.storedResult;
-  if (typeof sr === 'object' && sr !== null && !Array.isArray(sr)) {
-    const { replayIndicator: _i, ...r } = sr as Record<string, unknown>;
-    out.storedResult = r;
-  }
-  return out;
+  const listed = new Set(unverified.map((u) => (u as { field?: unknown })?.field));
+  for (const path of unknowns.filter((p) => !listed.has(p)))
+    problems.push({ path, message: 'value is "unknown" but the field is not listed in unverified[] with its source' });
 }
 
-const isSteps = (v: unknown) =>
-  Array.isArray(v) && v.every((s) => (NORMALIZATION_STEPS as readonly unknown[]).includes(s));
+const hasSteps = (v: unknown) =>
+  Array.isArray(v) && v.length > 0 && v.every((s) => (NORMALIZATION_STEPS as readonly unknown[]).includes(s));
 const EVIDENCE = /^https:\/\/\S+$/;
 
-/** A step that can merge values the provider keeps apart is declared only with the provider's evidence (an https page), never by default. */
+/** A step that can merge values the provider keeps apart is declared only with the provider's evidence (an https page). */
 function checkEvidence(r: Record<string, unknown>, p: string, problems: CardProblem[]): void {
   const merging = Array.isArray(r.steps)
     ? r.steps.filter((s) => (MERGING_STEPS as readonly unknown[]).includes(s))
     : [];
-  if (merging.length > 0 && !(typeof r.evidence === 'string' && EVIDENCE.test(r.evidence)))
+  const cited = typeof r.evidence === 'string' && EVIDENCE.test(r.evidence);
+  if (merging.length > 0 && !cited)
     problems.push({
       path: `${p}.evidence`,
       message: `${merging.join(', ')} can merge values the provider keeps apart: cite the provider's page (https) that treats them as one`,
     });
-  else if (r.evidence !== undefined && (typeof r.evidence !== 'string' || !EVIDENCE.test(r.evidence)))
+  else if (r.evidence !== undefined && !cited)
     problems.push({ path: `${p}.evidence`, message: 'expected an https URL' });
 }
 
-/** Optional sections: normalisation, param comparison, replay indicator. */
-function checkOptional(obj: Record<string, unknown>, problems: CardProblem[], unknowns: string[]): void {
-  const bo = (obj.businessOperationId ?? {}) as Record<string, unknown>;
+/** Checks each rule of an optional list (normalisation or param comparison), then its evidence. */
+function checkRules(
+  list: unknown,
+  path: string,
+  expected: string,
+  problems: CardProblem[],
+  check: (r: Record<string, unknown>, p: string) => void,
+): void {
+  if (!Array.isArray(list)) return void problems.push({ path, message: `expected an array of ${expected}` });
+  list.forEach((n: unknown, i: number) => {
+    const r = (n ?? {}) as Record<string, unknown>;
+    check(r, `${path}[${i}]`);
+    checkEvidence(r, `${path}[${i}]`, problems);
+  });
+}
+
+function checkNormalize(list: unknown, path: string, { problems, card }: Out): void {
+  const bo = (card.businessOperationId ?? {}) as Record<string, unknown>;
   const intentFields = Array.isArray(bo.intentFields) ? (bo.intentFields as unknown[]) : [];
-  if (bo.normalize !== undefined) {
-    if (!Array.isArray(bo.normalize))
+  const underIntent = (field: unknown) =>
+    typeof field === 'string' &&
+    intentFields.some((f) => field === f || (typeof f === 'string' && field.startsWith(`${f}.`)));
+  checkRules(list, path, '{ field, steps, source }', problems, (r, p) => {
+    if (!underIntent(r.field))
+      problems.push({ path: `${p}.field`, message: 'expected one of the intent fields (or a path beneath one)' });
+    if (!hasSteps(r.steps))
+      problems.push({ path: `${p}.steps`, message: `expected a non-empty list of ${NORMALIZATION_STEPS.join(', ')}` });
+    if (str(r.source))
       problems.push({
-        path: 'businessOperationId.normalize',
-        message: 'expected an array of { field, steps, source }',
+        path: `${p}.source`,
+        message: 'every normalisation cites why the provider treats these values as the same',
       });
-    else {
-      bo.normalize.forEach((n: unknown, i: number) => {
-        const p = `businessOperationId.normalize[${i}]`;
-        const r = (n ?? {}) as Record<string, unknown>;
-        if (
-          typeof r.field !== 'string' ||
-          !intentFields.some((f) => r.field === f || (typeof f === 'string' && (r.field as string).startsWith(f + '.')))
-        )
-          problems.push({ path: `${p}.field`, message: 'expected one of the intent fields (or a path beneath one)' });
-        if (!isSteps(r.steps) || (r.steps as unknown[]).length === 0)
-          problems.push({
-            path: `${p}.steps`,
-            message: `expected a non-empty list of ${NORMALIZATION_STEPS.join(', ')}`,
-          });
-        if (str(r.source))
-          problems.push({
-            path: `${p}.source`,
-            message: 'every normalisation cites why the provider treats these values as the same',
-          });
-        checkEvidence(r, p, problems);
+  });
+}
+
+function checkParamComparison(list: unknown, path: string, { problems }: Out): void {
+  checkRules(list, path, '{ field, compare, steps?, source }', problems, (r, p) => {
+    if (str(r.field)) problems.push({ path: `${p}.field`, message: 'expected a dot path into params' });
+    if (r.compare !== 'exact' && r.compare !== 'normalized')
+      problems.push({ path: `${p}.compare`, message: 'expected "exact" or "normalized"' });
+    if (r.compare === 'normalized' && !hasSteps(r.steps))
+      problems.push({
+        path: `${p}.steps`,
+        message: `a normalized comparison lists its steps (${NORMALIZATION_STEPS.join(', ')})`,
       });
-    }
+    if (str(r.source)) problems.push({ path: `${p}.source`, message: 'every comparison rule cites its source' });
+  });
+}
+
+function checkReplayIndicator(f: unknown, { problems, unknowns }: Out): void {
+  const p = 'storedResult.replayIndicator';
+  if (typeof f !== 'object' || f === null || !('value' in f))
+    return void problems.push({ path: p, message: 'expected a fact { value: { header, value } | null, source }' });
+  const { value, source } = f as Record<string, unknown>;
+  if (value === UNKNOWN) unknowns.push(p);
+  else if (value !== null) {
+    const v = value as Record<string, unknown>;
+    if (typeof v !== 'object' || str(v.header) || str(v.value))
+      problems.push({ path: `${p}.value`, message: 'expected { header, value } or null' });
   }
-  if (obj.paramComparison !== undefined) {
-    if (!Array.isArray(obj.paramComparison))
-      problems.push({ path: 'paramComparison', message: 'expected an array of { field, compare, steps?, source }' });
-    else
-      obj.paramComparison.forEach((n: unknown, i: number) => {
-        const p = `paramComparison[${i}]`;
-        const r = (n ?? {}) as Record<string, unknown>;
-        if (str(r.field)) problems.push({ path: `${p}.field`, message: 'expected a dot path into params' });
-        if (r.compare !== 'exact' && r.compare !== 'normalized')
-          problems.push({ path: `${p}.compare`, message: 'expected "exact" or "normalized"' });
-        if (r.compare === 'normalized' && (!isSteps(r.steps) || (r.steps as unknown[]).length === 0))
-          problems.push({
-            path: `${p}.steps`,
-            message: `a normalized comparison lists its steps (${NORMALIZATION_STEPS.join(', ')})`,
-          });
-        if (str(r.source)) problems.push({ path: `${p}.source`, message: 'every comparison rule cites its source' });
-        checkEvidence(r, p, problems);
-      });
-  }
-  const sr = (obj.storedResult ?? {}) as Record<string, unknown>;
-  if (sr.replayIndicator !== undefined) {
-    const p = 'storedResult.replayIndicator';
-    const f = sr.replayIndicator as Record<string, unknown> | null;
-    if (typeof f !== 'object' || f === null || !('value' in f))
-      problems.push({ path: p, message: 'expected a fact { value: { header, value } | null, source }' });
-    else {
-      if (f.value === UNKNOWN) unknowns.push(p);
-      else if (f.value !== null) {
-        const v = f.value as Record<string, unknown>;
-        if (typeof v !== 'object' || str(v.header) || str(v.value))
-          problems.push({ path: `${p}.value`, message: 'expected { header, value } or null' });
-      }
-      if (str(f.source)) problems.push({ path: `${p}.source`, message: 'every fact cites its source' });
-    }
-  }
+  if (str(source)) problems.push({ path: `${p}.source`, message: 'every fact cites its source' });
 }
 
 /** Validates and returns the card deep-frozen; throws CardValidationError listing every problem. */
@@ -338,8 +387,9 @@ export const CARD_SCHEMA_VERSION = 1 as const;
 /** The `$id` of the published card schema (also the file name under `@retrysafe/contract/schema/`). */
 export const CARD_SCHEMA_ID = `urn:retrysafe:retry-safety-card:v${CARD_SCHEMA_VERSION}`;
 
-function schemaOf(shape: Shape | Check | FactShape): Record<string, unknown> {
+function schemaOf(shape: Entry, path: string): Record<string, unknown> {
   if (typeof shape === 'function') return { ...(shape.schema ?? {}) };
+  if (isSection(shape)) return shape.schema;
   if (isFactShape(shape)) {
     return {
       type: 'object',
@@ -356,109 +406,17 @@ function schemaOf(shape: Shape | Check | FactShape): Record<string, unknown> {
   return {
     type: 'object',
     additionalProperties: false,
-    required: Object.keys(shape),
-    properties: Object.fromEntries(Object.entries(shape).map(([k, v]) => [k, schemaOf(v)])),
+    required: Object.keys(shape).filter((k) => !OPTIONAL.has(join(path, k))),
+    properties: Object.fromEntries(Object.entries(shape).map(([k, v]) => [k, schemaOf(v, join(path, k))])),
   };
 }
 
 /**
- * The JSON Schema (draft 2020-12) of a retry safety card, derived from the same shape `validateCard`
- * checks, so the two cannot drift. `validateCard` checks two rules the schema cannot say: every
- * "unknown" fact is listed in `unverified[]`, and `operation` starts with `<provider>.`.
+ * The JSON Schema (draft 2020-12) of a retry safety card, derived from the shape `validateCard` checks so
+ * the two cannot drift; validateCard also checks that unknown facts are listed and `operation`'s prefix.
  */
-/** The optional card fields validateCard checks on its own (intent normalisation, param comparison, replay indicator). */
-function withOptionalFields(body: { properties: Record<string, unknown> } & Record<string, unknown>): typeof body {
-  type Obj = { properties: Record<string, unknown> } & Record<string, unknown>;
-  const steps = {
-    type: 'array',
-    items: { enum: [...NORMALIZATION_STEPS] },
-    description: 'applied in order to every string at or below the field',
-  };
-  const evidence = {
-    type: 'string',
-    pattern: '^https://\\S+$',
-    description: "the provider's page that treats the values a merging step folds as one",
-  };
-  // A merging step (compatibility forms, case, inner white space, number spellings) needs the provider's evidence.
-  const needsEvidence = {
-    if: { required: ['steps'], properties: { steps: { type: 'array', contains: { enum: [...MERGING_STEPS] } } } },
-    then: { required: ['evidence'], properties: { evidence } },
-  };
-  const bo = body.properties.businessOperationId as Obj;
-  bo.properties = {
-    ...bo.properties,
-    normalize: {
-      type: 'array',
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['field', 'steps', 'source'],
-        properties: {
-          field: { type: 'string', minLength: 1 },
-          steps,
-          source: { type: 'string', minLength: 1 },
-          evidence,
-        },
-        ...needsEvidence,
-      },
-    },
-  };
-  const sr = body.properties.storedResult as Obj;
-  sr.properties = {
-    ...sr.properties,
-    replayIndicator: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['value', 'source'],
-      description: 'how the provider marks a replayed answer (e.g. Idempotent-Replayed: true), null when it sends none',
-      properties: {
-        value: {
-          anyOf: [
-            { const: 'unknown' },
-            { type: 'null' },
-            {
-              type: 'object',
-              additionalProperties: false,
-              required: ['header', 'value'],
-              properties: { header: { type: 'string', minLength: 1 }, value: { type: 'string', minLength: 1 } },
-            },
-          ],
-        },
-        source: { type: 'string', minLength: 1 },
-      },
-    },
-  };
-  // Optional fields: an absent one means unknown / the default.
-  for (const [section, field] of [
-    ['sideEffect', 'rejectionMayCreate'],
-    ['lookup', 'lateApplyBound'],
-    ['limits', 'clockSkewMargin'],
-  ] as const) {
-    const sec = body.properties[section] as Obj;
-    if (Array.isArray(sec.required)) sec.required = (sec.required as string[]).filter((f) => f !== field);
-  }
-  body.properties.paramComparison = {
-    type: 'array',
-    description: 'how params other than the intent are compared with the stored ones (default exact)',
-    items: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['field', 'compare', 'source'],
-      properties: {
-        field: { type: 'string', minLength: 1 },
-        compare: { enum: ['exact', 'normalized'] },
-        steps,
-        source: { type: 'string', minLength: 1 },
-        evidence,
-      },
-      ...needsEvidence,
-    },
-  };
-  return body;
-}
-
 export function cardJsonSchema(): Readonly<Record<string, unknown>> {
-  const body = withOptionalFields(schemaOf(SHAPE) as { properties: Record<string, unknown> } & Record<string, unknown>);
+  const body = schemaOf(SHAPE, '') as { properties: Record<string, unknown> };
   return {
     $schema: 'https://json-schema.org/draft/2020-12/schema',
     $id: CARD_SCHEMA_ID,

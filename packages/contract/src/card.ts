@@ -16,28 +16,20 @@ export interface Fact<T> {
 
 export type SideEffectKind = 'create' | 'send' | 'set' | 'upsert' | 'delete' | 'charge' | 'async-job' | 'none';
 export type KeyTravels = 'header' | 'body' | 'query' | 'none';
-/** What the provider does with a second request carrying the same key and the same params. */
-export type StoredResultSemantics =
-  /** Returns the stored status and body of the first request (Stripe, IETF draft, AWS client tokens). */
-  | 'replays'
-  /** Refuses the duplicate in a recognisable way (unique-value conflict), naming the existing object. */
-  | 'rejects-duplicate'
-  /** Nothing stored: a second request is a second effect. */
-  | 'none';
+/**
+ * A second request with the same key and params: `replays` the first's stored answer, `rejects-duplicate`
+ * recognisably (naming the existing object), or `none` is stored and it is a second effect.
+ */
+export type StoredResultSemantics = 'replays' | 'rejects-duplicate' | 'none';
 /** What the provider does when the same key arrives with different params. */
 export type ParameterMatching = 'mismatch-error' | 'replay-anyway' | 'none';
 /** How `doLookup` finds a prior result. */
 export type LookupMethod = 'get-by-key' | 'status-url' | 'search' | 'resend-same-key' | 'none';
-/** What a concurrent duplicate (same key, first still running) gets. */
-export type ConcurrencyBehaviour =
-  /** A recognisable "in progress" answer (Stripe 409 idempotency_key_in_use, IETF 409). */
-  | 'rejects-in-progress'
-  /** The duplicate waits and then gets the first one's result. */
-  | 'waits-then-replays'
-  /** Each request is processed: concurrent duplicates duplicate the effect. */
-  | 'duplicates'
-  /** Second writer wins / same value written twice (set-value PATCH). */
-  | 'last-write-wins';
+/**
+ * A concurrent duplicate (same key, first still running): a recognisable "in progress" answer, a wait for the
+ * first one's result, a second effect, or the same value written twice (set-value PATCH).
+ */
+export type ConcurrencyBehaviour = 'rejects-in-progress' | 'waits-then-replays' | 'duplicates' | 'last-write-wins';
 
 /** A response header whose value marks a replay of the stored result (compared case-insensitively). */
 export interface ReplayIndicator {
@@ -59,27 +51,17 @@ export interface RetrySafetyCard {
     readonly kind: Fact<SideEffectKind>;
     /** True when performing the operation twice has the effect of performing it once (set-value PATCH, upsert by unique id). */
     readonly idempotentByNature: Fact<boolean>;
-    /**
-     * Optional: whether a call the provider rejects can still leave an object behind (a declined
-     * create+confirm leaves a PaymentIntent). Absent = not declared. The drill then checks that a
-     * corrected request never makes a second object.
-     */
+    /** Optional: whether a call the provider rejects can still leave an object behind (a declined create+confirm). */
     readonly rejectionMayCreate?: Fact<boolean>;
   };
   readonly businessOperationId: {
     /** In words, e.g. "derived from intent fields customer, amount, currency, orderRef". */
     readonly rule: string;
     readonly intentFields: readonly string[];
-    /**
-     * Optional, per intent field (dot path, also covering what is beneath it): the steps under which the
-     * provider treats values as the same. The id is the digest of the intent after these steps.
-     */
+    /** Optional, per intent field (and what is beneath it): the steps under which the provider treats values as the same. */
     readonly normalize?: readonly FieldNormalization[];
   };
-  /**
-   * Optional: how params that are not intent fields are compared when the same business operation
-   * is called again. Every param not listed is compared exactly.
-   */
+  /** Optional: how params that are not intent fields are compared on a repeat call (unlisted: exactly). */
   readonly paramComparison?: readonly ParamComparison[];
   /** Where the run, attempt and provider request ids go. */
   readonly ids: {
@@ -105,11 +87,7 @@ export interface RetrySafetyCard {
     readonly semantics: Fact<StoredResultSemantics>;
     /** Whether errors (e.g. 500s) are stored and replayed too. */
     readonly includesErrors: Fact<boolean>;
-    /**
-     * Optional: how a response says it is a replay of the stored result (e.g. Stripe's
-     * `Idempotent-Replayed: true` header); `null` value = the provider sends no indicator.
-     * Absent = not declared (treated like null). Adapters use it to report a replayed 2xx as `replayed`.
-     */
+    /** Optional: how a response says it is a replay (e.g. `Idempotent-Replayed: true`); null = it sends none. */
     readonly replayIndicator?: Fact<ReplayIndicator | null>;
   };
   readonly lookup: {
@@ -117,12 +95,8 @@ export interface RetrySafetyCard {
     /** Worst-case delay before a committed effect is visible to the lookup; null = immediate. */
     readonly consistencyDelay: Fact<Duration | null>;
     /**
-     * How long after a request was sent the provider may still apply it, even though the client gave up
-     * on it (timeout, lost connection, crash): a documented server-side request timeout plus how long the
-     * network may hold it, an async job's deadline. Counted from the send; exclusive. A lookup's "not
-     * found" proves absence only once the last dispatch + this bound + the consistency delay have passed.
-     * `'unknown'` (or absent: treated as unknown) means a "not found" never proves absence: the runner
-     * keeps looking and hands off at the end of the lookup window.
+     * How long after a send the provider may still apply a request the client gave up on (server timeout plus
+     * network hold). A "not found" proves absence only after it plus the consistency delay; unknown/absent: never.
      */
     readonly lateApplyBound?: Fact<Duration>;
   };
@@ -145,11 +119,7 @@ export interface RetrySafetyCard {
     readonly maxElapsed: Duration;
     /** How long the runner keeps polling a lookup or an in-progress status before handing off. */
     readonly lookupWindow: Duration;
-    /**
-     * Policy, not a provider fact: how far apart the clocks involved (workers, ledger, provider) may be.
-     * Wherever a key's age is compared with its retention, the key counts as this much older; a time
-     * written by another worker (a dead owner's lease end) counts as this much later. Default 1m.
-     */
+    /** Policy: how far apart the clocks (workers, ledger, provider) may be; keys count this much older. Default 1m. */
     readonly clockSkewMargin?: Duration;
   };
   readonly retryLayer: {

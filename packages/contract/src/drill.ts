@@ -1,21 +1,12 @@
 import type { AdapterV1 } from './adapter.js';
 
-/**
- * A network fault the conformance kit's loopback proxy injects between the SDK and the sandbox
- * (`@retrysafe/testkit`): forward, then drop the response after the provider committed; reset before
- * anything is forwarded; hold the response past the client timeout; or answer with a status itself.
- */
+/** A network fault the testkit's loopback proxy injects between the SDK and the sandbox. */
 export type DrillFault =
   | 'pass'
   | 'drop-response'
   | 'reset-before'
   | { readonly kind: 'delay'; readonly ms: number }
-  /**
-   * Late commit: hold the request (not forwarded) until the client gave up, and let the provider apply
-   * it only `afterMs` after it arrived on the drill's clock — before the first later request that
-   * arrives from then on, or when the drill flushes at the end. The provider applies the request after
-   * the client timed out.
-   */
+  /** Hold the request until the client gave up; the provider applies it `afterMs` after it arrived (drill clock). */
   | { readonly kind: 'late-commit'; readonly afterMs: number }
   | {
       readonly kind: 'status';
@@ -63,19 +54,11 @@ export interface DrillOperation {
     /** Classified as `in-progress`. */
     readonly inProgress?: DrillFault;
   };
-  /**
-   * Required when the card says a rejected call can leave an object (sideEffect.rejectionMayCreate):
-   * params of the i-th operation that the provider rejects after creating something (a declined
-   * create+confirm), and the same intent corrected (another card) — which must not make a second object.
-   */
+  /** When the card says a rejected call can leave an object: params the provider rejects after creating one, and a correction. */
   readonly rejectedCreates?: { params(i: number): unknown; corrected(params: unknown): unknown };
 }
 
-/**
- * A drill setup, as an adapter exports it from its `./sandbox` subpath: the conformance kit
- * (`runConformance` / `runDrill` in `@retrysafe/testkit`) and the CLI's `retrysafe drill` run it.
- * Types only, so an adapter can declare its drill depending on the contract alone.
- */
+/** A drill setup, as an adapter exports it from `./sandbox` for the testkit and `retrysafe drill`. */
 export interface DrillSetup {
   /** Names the suite and its receipts folder, e.g. `stripe`. */
   readonly name: string;

@@ -1,10 +1,6 @@
-/**
- * `@retrysafe/contract/ledger`: the rules every ledger applies, for ledger authors and the runner:
- * the state sets, each transition as a pure function of the stored record, prune options, and the
- * payload limits a stored operation keeps within.
- */
+// `@retrysafe/contract/ledger`: the rules every ledger applies (states, transitions, prune, payload limits).
 
-export { PAYLOAD_LIMITS } from './errors/payload-limit-error.js';
+export { PAYLOAD_LIMITS } from './errors.js';
 export { checkPruneOptions, PRUNABLE_STATES, RECOVERABLE_STATES, TERMINAL_STATES } from './ledger.js';
 export {
   chainedTransition,

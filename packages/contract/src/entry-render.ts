@@ -1,9 +1,6 @@
-/**
- * `@retrysafe/contract/render`: a card as a page (Markdown or JSON), for the CLI's `cards` command and
- * the adapters' README card sections.
- */
+// `@retrysafe/contract/render`: a card as a page (Markdown or JSON), for the CLI and the adapters' READMEs.
 
-export { ENTRY_CARDS_NAME, entryCards } from './adapter-entry.js';
+export { entryCards } from './adapter-entry.js';
 export {
   type CardRow,
   cardFieldLabel,

@@ -1,8 +1,5 @@
-/**
- * `@retrysafe/contract/rules`: what a card implies, each rule with one owner, for the runner, drills,
- * agent tools and adapters that decide from a card: re-send and look-up timing, intent normalisation
- * and param comparison, durations.
- */
+// `@retrysafe/contract/rules`: what a card implies, each rule with one owner (re-send and look-up timing,
+// normalisation, durations), for everything that decides from a card.
 
 export { DEFAULT_CLOCK_SKEW_MARGIN } from './card.js';
 export {

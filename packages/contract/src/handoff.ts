@@ -1,7 +1,5 @@
-import type { FieldError } from './errors/invalid-params-error.js';
 import type { BusinessOperationId, ProviderKey } from './ids.js';
-import type { OutcomeKind } from './outcome.js';
-import type { ReceiptKind } from './receipt.js';
+import type { Receipt } from './receipt.js';
 
 export type HandoffReason =
   | 'rejected'
@@ -24,18 +22,12 @@ export interface SafeAction {
   readonly why: string;
 }
 
-export interface HandoffAttempt {
+/** One attempt as the packet lists it: its receipt's outcome fields. */
+export interface HandoffAttempt
+  extends Pick<Receipt, 'kind' | 'outcome' | 'status' | 'code' | 'providerRef' | 'requestId' | 'created'> {
   readonly attemptId: string;
   readonly runId: string;
-  readonly kind: ReceiptKind;
   readonly at: string;
-  readonly outcome: OutcomeKind | 'found' | 'not-found' | 'cannot-tell' | null;
-  readonly status?: number;
-  readonly code?: string;
-  readonly providerRef?: string;
-  readonly requestId?: string;
-  /** What this rejected attempt still created at the provider. */
-  readonly created?: string;
 }
 
 /** Everything a person needs to finish the operation by hand. No secrets, no PII. */
@@ -49,17 +41,8 @@ export interface HandoffPacket {
   /** In words: what happened and why retrysafe stopped. */
   readonly explanation: string;
   readonly attempts: readonly HandoffAttempt[];
-  readonly lastKnown: {
-    readonly outcome: OutcomeKind | 'found' | 'not-found' | 'cannot-tell' | null;
-    readonly status?: number;
-    readonly code?: string;
-    readonly providerRef?: string;
-    readonly message?: string;
-    /** The provider's field errors of the last rejection (redacted): what a corrected request must change. */
-    readonly fields?: readonly FieldError[];
-    /** The object a rejected attempt left at the provider: finish or cancel it there; a corrected request is not sent as a new one. */
-    readonly created?: string;
-  };
+  /** The last attempt's outcome; `fields` say what a corrected request must change, `created` what to finish or cancel. */
+  readonly lastKnown: Pick<Receipt, 'outcome' | 'status' | 'code' | 'providerRef' | 'message' | 'fields' | 'created'>;
   readonly safeNextActions: readonly SafeAction[];
   readonly createdAt: string;
 }

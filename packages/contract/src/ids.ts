@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { canonicalJson, sha256Hex } from './canonical.js';
-import { InvalidIdError } from './errors/invalid-id-error.js';
-import { InvalidIntentError } from './errors/invalid-intent-error.js';
+import { InvalidIdError, InvalidIntentError } from './errors.js';
 
 declare const brand: unique symbol;
 /** A string that the type system keeps apart from every other kind of id. */
@@ -18,33 +17,26 @@ export type ProviderKey = Brand<string, 'ProviderKey'>;
 
 /** Characters allowed in a caller-supplied business-operation id. */
 const BOID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:\-/]*$/;
-export const BUSINESS_OPERATION_ID_MAX_LENGTH = 200;
+const BUSINESS_OPERATION_ID_MAX_LENGTH = 200;
 const OPERATION_PATTERN = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$/;
 
 /** Validates a caller-supplied business-operation id (1–200 chars of `A-Z a-z 0-9 . _ : - /`, starting alphanumeric). */
 export function asBusinessOperationId(value: string): BusinessOperationId {
-  if (typeof value !== 'string' || value.length === 0)
-    throw new InvalidIdError('business-operation id', String(value), 'must be a non-empty string');
-  if (value.length > BUSINESS_OPERATION_ID_MAX_LENGTH)
-    throw new InvalidIdError(
-      'business-operation id',
-      value,
-      `longer than ${BUSINESS_OPERATION_ID_MAX_LENGTH} characters`,
-    );
-  if (!BOID_PATTERN.test(value))
-    throw new InvalidIdError(
-      'business-operation id',
-      value,
-      'only A-Z a-z 0-9 . _ : - / are allowed, starting with a letter or digit',
-    );
+  const problem =
+    typeof value !== 'string' || value.length === 0
+      ? 'must be a non-empty string'
+      : value.length > BUSINESS_OPERATION_ID_MAX_LENGTH
+        ? `longer than ${BUSINESS_OPERATION_ID_MAX_LENGTH} characters`
+        : BOID_PATTERN.test(value)
+          ? null
+          : 'only A-Z a-z 0-9 . _ : - / are allowed, starting with a letter or digit';
+  if (problem) throw new InvalidIdError('business-operation id', String(value), problem);
   return value as BusinessOperationId;
 }
 
 /**
- * Derives a readable, stable business-operation id from an operation name and its intent fields:
- * `<operation>:<first 32 hex of SHA-256(canonical JSON of intent)>`, e.g.
- * `stripe.paymentIntents.create:5f0c…`. Key order, whitespace and number formatting do not change it;
- * any changed value does. Never derive it from an LLM tool-call id or a run id.
+ * A stable business-operation id from an operation name and its intent: `<operation>:<32 hex of SHA-256 of the
+ * canonical intent>`. Never derive it from an LLM tool-call id or a run id.
  */
 export function businessOperationId(operation: string, intent: Record<string, unknown>): BusinessOperationId {
   if (!OPERATION_PATTERN.test(operation))
@@ -64,10 +56,7 @@ export function businessOperationId(operation: string, intent: Record<string, un
   return asBusinessOperationId(`${operation}:${digest.slice(0, 32)}`);
 }
 
-/**
- * Picks the declared intent fields (dot paths) out of the params. A declared field that is missing
- * is an error: silently leaving it out would fold different intents into one id.
- */
+/** Picks the declared intent fields (dot paths) out of the params; a missing one is an error (it would fold intents). */
 export function pickIntent(params: unknown, fields: readonly string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const field of fields) {
@@ -91,16 +80,19 @@ export function newAttemptId(): AttemptId {
   return `att_${randomUUID()}` as AttemptId;
 }
 
-export function asRunId(value: string): RunId {
+/** A run or attempt id given back to us (e.g. read from a receipt). */
+function recordedId<T>(kind: string, value: string): T {
   if (typeof value !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(value))
-    throw new InvalidIdError('run id', String(value), 'expected 1–128 chars of A-Z a-z 0-9 . _ : -');
-  return value as RunId;
+    throw new InvalidIdError(kind, String(value), 'expected 1–128 chars of A-Z a-z 0-9 . _ : -');
+  return value as T;
+}
+
+export function asRunId(value: string): RunId {
+  return recordedId('run id', value);
 }
 
 export function asAttemptId(value: string): AttemptId {
-  if (typeof value !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(value))
-    throw new InvalidIdError('attempt id', String(value), 'expected 1–128 chars of A-Z a-z 0-9 . _ : -');
-  return value as AttemptId;
+  return recordedId('attempt id', value);
 }
 
 export interface ProviderKeyRule {
@@ -112,11 +104,7 @@ export interface ProviderKeyRule {
   prefix?: string;
 }
 
-/**
- * Derives the provider key from the business-operation id under the provider's constraints.
- * Deterministic: the same id always gives the same key. When the id fits (length and charset) it is
- * used readably; otherwise the key is the prefix plus a SHA-256 digest of the id, cut to fit.
- */
+/** The provider key for an id under the provider's rule: the id itself when it fits, else prefix + SHA-256 digest, cut to fit. */
 export function deriveProviderKey(id: BusinessOperationId, rule: ProviderKeyRule): ProviderKey {
   const prefix = rule.prefix ?? '';
   const allowed = new RegExp(`^[${rule.charset}]*$`);
@@ -132,17 +120,12 @@ export function deriveProviderKey(id: BusinessOperationId, rule: ProviderKeyRule
       readable,
       `maxLength ${rule.maxLength} leaves under 16 characters for the digest`,
     );
-  const hexOk = allowed.test('0123456789abcdef');
-  if (!hexOk) throw new InvalidIdError('provider key', readable, `charset [${rule.charset}] cannot carry a hex digest`);
+  if (!allowed.test('0123456789abcdef'))
+    throw new InvalidIdError('provider key', readable, `charset [${rule.charset}] cannot carry a hex digest`);
   return (prefix + digest.slice(0, Math.min(room, 64))) as ProviderKey;
 }
 
-/**
- * What the provider key of an operation's revision `n` is derived from: the id itself for the
- * first request, else the id plus `#r<n>`. `#` is not allowed in a business-operation id, so this
- * is never another operation's id. An adapter that checks the key it is given re-derives it from
- * this with `ExecuteContext.keyRevision`.
- */
+/** What revision `n`'s provider key is derived from: the id, or the id plus `#r<n>` (`#` is never in an id). */
 export function revisionKeySource(id: BusinessOperationId, revision = 1): BusinessOperationId {
   return (revision <= 1 ? id : `${id}#r${revision}`) as BusinessOperationId;
 }

@@ -19,7 +19,7 @@ export type { CardProblem, CardValidation } from './card-validate.js';
 export { CARD_SCHEMA_VERSION, cardJsonSchema, defineCard, validateCard } from './card-validate.js';
 export type * from './drill.js';
 export type { Duration } from './duration.js';
-export type * from './errors/index.js';
+export type * from './errors.js';
 export {
   AdapterConfigurationError,
   CardValidationError,
@@ -40,7 +40,7 @@ export {
   UnsafeResumeError,
   UnsupportedCapabilityError,
   UnsupportedSpecificationVersionError,
-} from './errors/index.js';
+} from './errors.js';
 export type * from './handoff.js';
 export type * from './ids.js';
 export {

@@ -2,7 +2,24 @@ import { describe, expect, it } from 'vitest';
 import type { ClaimInput, OperationRecord, StatePatch } from './ledger.js';
 import { claimTransition, setStateTransition } from './ledger-transitions.js';
 
-// setStateTransition as it was written before its one-literal form (issue 23): the reference.
+// A claim of a new operation; the tests override what they look at.
+function claimInput(overrides: Partial<ClaimInput> = {}): ClaimInput {
+  return {
+    businessOperationId: 'a:1',
+    provider: 'p',
+    operation: 'a.b',
+    intentFingerprint: 'sha256:' + 'a'.repeat(64),
+    paramsFingerprint: 'sha256:' + 'b'.repeat(64),
+    params: null,
+    providerKey: null,
+    owner: 'w',
+    leaseMs: 10,
+    now: 1000,
+    ...overrides,
+  } as ClaimInput;
+}
+
+// setStateTransition written with one spread per patch field: the reference.
 function reference(record: OperationRecord, patch: StatePatch, terminal: boolean): OperationRecord {
   return {
     ...record,
@@ -18,18 +35,7 @@ function reference(record: OperationRecord, patch: StatePatch, terminal: boolean
 
 describe('claimTransition', () => {
   it('a new record has the lease fields where the lease spread put them', () => {
-    const input = {
-      businessOperationId: 'a:1',
-      provider: 'p',
-      operation: 'a.b',
-      intentFingerprint: 'sha256:' + 'a'.repeat(64),
-      paramsFingerprint: 'sha256:' + 'b'.repeat(64),
-      params: null,
-      providerKey: null,
-      owner: 'w',
-      leaseMs: 10,
-      now: 1000,
-    } as ClaimInput;
+    const input = claimInput();
     const record = claimTransition(null, input).write!;
     expect(Object.keys(record)).toEqual([
       'businessOperationId',
@@ -67,19 +73,15 @@ describe('claimTransition', () => {
 });
 
 describe('setStateTransition', () => {
-  const input = {
-    businessOperationId: 'orders.create:0123456789abcdef0123456789abcdef',
-    provider: 'p',
+  const input = claimInput({
+    businessOperationId: 'orders.create:0123456789abcdef0123456789abcdef' as ClaimInput['businessOperationId'],
     operation: 'orders.create',
-    intentFingerprint: 'sha256:' + 'a'.repeat(64),
-    paramsFingerprint: 'sha256:' + 'b'.repeat(64),
     params: { orderRef: 'o-1' },
-    providerKey: 'k-1',
-    owner: 'w',
+    providerKey: 'k-1' as ClaimInput['providerKey'],
     leaseMs: 30_000,
     now: 1_780_000_000_000,
     dispatch: true,
-  } as ClaimInput;
+  });
   const record = claimTransition(null, input).write!;
   const stored = {
     ...record,

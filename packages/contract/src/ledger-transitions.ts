@@ -1,12 +1,9 @@
-import { InvalidStateError } from './errors/invalid-state-error.js';
-import { LeaseLostError } from './errors/lease-lost-error.js';
-import { LedgerError } from './errors/ledger-error.js';
+import { InvalidStateError, LeaseLostError, LedgerError } from './errors.js';
 import type { HandoffPacket } from './handoff.js';
 import type { BusinessOperationId } from './ids.js';
 import {
   type ClaimInput,
   type ClaimResult,
-  checkPruneOptions,
   type Fenced,
   type OperationRecord,
   type OperationState,
@@ -15,12 +12,8 @@ import {
 } from './ledger.js';
 import type { Receipt } from './receipt.js';
 
-/**
- * The ledger's state machine as pure functions on records, owned by the contract so every ledger
- * applies the same rules: the memory and SQLite ledgers in `@retrysafe/core` and the PostgreSQL ledger
- * apply these inside their own atomic section (a lock, a transaction), so every store behaves the same.
- * No I/O: a ledger reads the record, calls the rule, and writes what it returns.
- */
+// The ledger's state machine as pure functions on records, so every ledger applies the same rules
+// inside its own atomic section: read the record, call the rule, write what it returns.
 
 export function isTerminal(record: OperationRecord): boolean {
   return TERMINAL_STATES.includes(record.state);
@@ -39,12 +32,20 @@ export function validateClaimInput(input: ClaimInput): void {
 }
 
 /**
- * What a claim does to the record that exists (or not). `write` is the record to store, if any.
- * `leaseNow` is the clock that judges the lease: whether the existing one is live, and where the new
- * one ends (`leaseNow + leaseMs`). It defaults to `input.now`; a ledger that judges leases on its own
- * clock (PostgreSQL's `leaseClock: 'database'`) passes that clock's reading. Every other timestamp
- * (`updatedAt`, `createdAt`, `resolution.at`, `firstDispatchedAt`) is the caller's `input.now`.
+ * What a claim does to the record that exists (or not); `write` is the record to store, if any. `leaseNow`
+ * judges the lease (a ledger on the database clock passes its reading); every other timestamp is `input.now`.
  */
+/** A record before its first attempt. */
+const NO_ATTEMPTS = {
+  firstDispatchedAt: null,
+  attemptCount: 0,
+  lastOutcome: null,
+  result: null,
+  providerRef: null,
+  statusRef: null,
+  handoff: null,
+} as const;
+
 export function claimTransition(
   existing: OperationRecord | null,
   input: ClaimInput,
@@ -54,6 +55,7 @@ export function claimTransition(
   if (!Number.isFinite(leaseNow)) throw new LedgerError('claim: the lease clock must be epoch ms');
   const lease = { leaseOwner: input.owner, leaseExpiresAt: leaseNow + input.leaseMs, updatedAt: input.now };
   if (existing === null) {
+    const dispatch = input.dispatch === true; // the caller calls the provider next: born `dispatched` in this one write
     const record: OperationRecord = {
       businessOperationId: input.businessOperationId,
       provider: input.provider,
@@ -62,21 +64,13 @@ export function claimTransition(
       paramsFingerprint: input.paramsFingerprint,
       params: input.params,
       providerKey: input.providerKey,
-      // dispatch: the caller calls the provider next; the new row is born `dispatched` in this one write.
-      state: input.dispatch === true ? 'dispatched' : 'claimed',
+      state: dispatch ? 'dispatched' : 'claimed',
       fence: 1,
-      // The lease's fields written out (a spread inside a literal takes V8's slow path for every key after it).
-      leaseOwner: lease.leaseOwner,
-      leaseExpiresAt: lease.leaseExpiresAt,
-      updatedAt: lease.updatedAt,
+      ...lease,
       createdAt: input.now,
-      firstDispatchedAt: input.dispatch === true ? input.now : null,
-      attemptCount: input.dispatch === true ? 1 : 0,
-      lastOutcome: null,
-      result: null,
-      providerRef: null,
-      statusRef: null,
-      handoff: null,
+      ...NO_ATTEMPTS,
+      firstDispatchedAt: dispatch ? input.now : null,
+      attemptCount: dispatch ? 1 : 0,
       resolution: null,
       receiptChain: { head: null, length: 0 },
     };
@@ -108,16 +102,9 @@ export function claimTransition(
         params: input.params,
         paramsFingerprint: input.paramsFingerprint,
         providerKey: input.providerKey,
+        ...NO_ATTEMPTS, // a new revision: its own attempts, its own key age
         state: 'claimed',
         fence: existing.fence + 1,
-        // A new revision: its own attempts, its own key age.
-        attemptCount: 0,
-        firstDispatchedAt: null,
-        lastOutcome: null,
-        result: null,
-        providerRef: null,
-        statusRef: null,
-        handoff: null,
         resolution: { action: 'supersede', at: input.now, by: input.owner, revision: input.supersede.revision },
       };
       return { result: { kind: 'claimed', record, takenOver: false }, write: record };
@@ -136,11 +123,7 @@ export function checkFence(record: OperationRecord | null, ref: Fenced): Operati
   return record;
 }
 
-/**
- * Extends the holder's lease. A terminal operation holds no lease: renewing it is a no-op. A released
- * lease (released, or handed off) stays released: the caller gave it up and must claim again, so the
- * renewal is refused as a lost lease rather than stamped on an operation nobody holds.
- */
+/** Extends the holder's lease: a no-op when terminal; a released lease stays released (claim again). */
 export function renewTransition(record: OperationRecord, ref: Fenced, leaseMs: number, now: number): OperationRecord {
   checkFence(record, ref);
   if (isTerminal(record)) return record;
@@ -171,8 +154,7 @@ export function setStateTransition(record: OperationRecord, patch: StatePatch): 
       `cannot move a terminal operation to ${patch.state}`,
     );
   const terminal = TERMINAL_STATES.includes(patch.state);
-  // One literal over the record's own keys (a record has every one of them, so each keeps its place):
-  // an unset patch field keeps the stored value. No small objects spread in one by one.
+  // An unset patch field keeps the stored value.
   return {
     ...record,
     state: patch.state,

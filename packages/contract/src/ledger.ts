@@ -1,7 +1,6 @@
-import { LedgerError } from './errors/ledger-error.js';
+import { LedgerError } from './errors.js';
 import type { HandoffPacket } from './handoff.js';
 import type { BusinessOperationId, ProviderKey } from './ids.js';
-import type { OutcomeKind } from './outcome.js';
 import type { Receipt } from './receipt.js';
 
 /**
@@ -53,7 +52,7 @@ export interface OperationRecord {
   readonly firstDispatchedAt: number | null;
   /** Provider calls made (dispatches and resends; lookups are not counted). */
   readonly attemptCount: number;
-  readonly lastOutcome: OutcomeKind | 'found' | 'not-found' | 'cannot-tell' | null;
+  readonly lastOutcome: Receipt['outcome'];
   /** JSON result of the provider, kept so later callers adopt it. */
   readonly result: unknown;
   readonly providerRef: string | null;
@@ -68,22 +67,21 @@ export interface OperationRecord {
     readonly by?: string;
     readonly revision?: number;
   } | null;
-  /**
-   * The receipt chain's head hash and length, written in the same write as each receipt, so a
-   * deleted or re-sealed tail is seen (`verifyReceiptChain(receipts, { anchor })`). Absent on a row
-   * written by a ledger that does not anchor (or before its migration).
-   */
+  /** The receipt chain's head hash and length, written with each receipt so a deleted or re-sealed tail is seen. */
   readonly receiptChain?: { readonly head: string | null; readonly length: number };
 }
 
-export interface ClaimInput {
-  readonly businessOperationId: BusinessOperationId;
-  readonly provider: string;
-  readonly operation: string;
-  readonly intentFingerprint: string;
-  readonly paramsFingerprint: string;
-  readonly params: unknown;
-  readonly providerKey: ProviderKey | null;
+export interface ClaimInput
+  extends Pick<
+    OperationRecord,
+    | 'businessOperationId'
+    | 'provider'
+    | 'operation'
+    | 'intentFingerprint'
+    | 'paramsFingerprint'
+    | 'params'
+    | 'providerKey'
+  > {
   /** Worker identity (e.g. `host:pid:uuid`). */
   readonly owner: string;
   readonly leaseMs: number;
@@ -91,21 +89,13 @@ export interface ClaimInput {
   /** Allow re-claiming a `handed-off` operation (a person chose "resume"). */
   readonly resume?: boolean;
   /**
-   * The caller will call the provider right after this claim. When the claim CREATES the operation,
-   * it is created directly as `dispatched` (attemptCount 1, firstDispatchedAt = now) in the claim's
-   * own durable write, so a crash after it is found as `dispatched` and reconciled. An operation that
-   * already exists (busy, terminal, conflict, takeover, resume) is treated exactly as without it: look
-   * at `record.state` before deciding. Honoured only by a ledger whose `capabilities.claimDispatch`
-   * is true; others create the operation as `claimed`, and the caller must `markDispatched` itself.
+   * The caller calls the provider right after: a NEW operation is created as `dispatched` in the claim's own
+   * write (an existing one is claimed as without it). Only with `capabilities.claimDispatch`.
    */
   readonly dispatch?: boolean;
   /**
-   * Replace a `rejected` or `handed-off` operation whose attempts were all known not applied with a
-   * corrected request (a new revision): `params`, `paramsFingerprint` and `providerKey` of this input
-   * become the operation's; it is re-opened as `claimed` with no attempts. Applied only while the
-   * stored fence still equals `fence` (what the caller checked); otherwise the claim is answered as
-   * without it. The caller decides whether superseding is allowed (see the runner) and writes the
-   * revision's receipt.
+   * Re-open a `rejected` or `handed-off` operation as `claimed` with this input's params and key and no
+   * attempts (a new revision), only while the stored fence still equals `fence`. The caller decides it is allowed.
    */
   readonly supersede?: { readonly fence: number; readonly revision: number };
 }
@@ -133,26 +123,16 @@ export interface StatePatch {
   readonly providerRef?: string | null;
   readonly statusRef?: string | null;
   readonly now: number;
-  /**
-   * A receipt written in the same transaction as this state (same rules as `appendReceipt`: the
-   * operation's next seq, current fence); if either is refused, neither is written. Only for a ledger
-   * whose `capabilities.receiptWithState` is true.
-   */
+  /** A receipt written in the same transaction as this state (rules of `appendReceipt`); only with `capabilities.receiptWithState`. */
   readonly receipt?: Receipt;
   /**
-   * `deferrable`: losing this write to an OS crash or power loss costs no second effect and no person's
-   * time, because the runner recovers it from the provider (an operation's final `succeeded`, for a card
-   * whose provider can be asked: `completionRecoverable`). A ledger may then commit it without waiting
-   * for the disk; it becomes durable with the ledger's next durable commit. Ignoring it is always correct.
-   * Absent: the write is as durable as the ledger's every write.
+   * `deferrable`: the runner can recover this write from the provider, so a ledger may commit it without
+   * waiting for the disk (durable with its next durable commit). Ignoring it is always correct.
    */
   readonly durability?: 'deferrable';
 }
 
-/**
- * Optional ledger features (all additive). A ledger without `capabilities`, or with a flag absent,
- * is used the way it was before: the runner falls back to separate writes.
- */
+/** Optional ledger features; without a flag the runner falls back to separate writes. */
 export interface LedgerCapabilities {
   /** `claim({ dispatch: true })` creates a new operation as `dispatched` in the claim's write. */
   readonly claimDispatch?: boolean;
@@ -171,32 +151,24 @@ export interface PruneOptions {
   readonly states?: readonly OperationState[];
   /** Count what would be deleted, delete nothing (`onPrune` is not called). */
   readonly dryRun?: boolean;
-  /**
-   * Called with each operation and its receipts BEFORE it is deleted (e.g. to export the receipts);
-   * a rejection stops the prune with that batch not deleted.
-   */
+  /** Called with each operation and its receipts BEFORE it is deleted; a rejection stops the prune, that batch kept. */
   readonly onPrune?: (record: OperationRecord, receipts: readonly Receipt[]) => void | Promise<void>;
   /** Operations per delete transaction (default 500): keeps each write lock short. */
   readonly batchSize?: number;
 }
 
-/**
- * The states a prune may delete for these options (PruneOptions.states, default PRUNABLE_STATES),
- * after checking them: never an open or handed-off operation, whatever is asked. Every ledger's
- * prune starts here. Throws LedgerError on bad options.
- */
+/** The states a prune may delete for these options, checked: never an open or handed-off one. Throws LedgerError. */
 export function checkPruneOptions(options: PruneOptions): readonly OperationState[] {
   if (!options || typeof options.before !== 'number' || !Number.isFinite(options.before))
     throw new LedgerError('prune: before must be epoch ms');
   if (options.batchSize !== undefined && !(Number.isInteger(options.batchSize) && options.batchSize >= 1))
     throw new LedgerError('prune: batchSize must be an integer ≥ 1');
   const states = options.states ?? PRUNABLE_STATES;
-  for (const st of states) {
-    if (!PRUNABLE_STATES.includes(st))
-      throw new LedgerError(
-        `prune: ${JSON.stringify(st)} operations are never pruned (only ${PRUNABLE_STATES.join(', ')})`,
-      );
-  }
+  const refused = states.find((st) => !PRUNABLE_STATES.includes(st));
+  if (refused !== undefined)
+    throw new LedgerError(
+      `prune: ${JSON.stringify(refused)} operations are never pruned (only ${PRUNABLE_STATES.join(', ')})`,
+    );
   return states;
 }
 
@@ -216,11 +188,7 @@ export interface ListFilter {
   readonly newestFirst?: boolean;
 }
 
-/**
- * The durable record of business operations. Every write but `claim` and `resolve` carries a
- * `Fenced` token and throws `LeaseLostError` when it is stale. Implementations: memory and SQLite in
- * `@retrysafe/core`, PostgreSQL in `@retrysafe/ledger-postgres`; all pass one shared suite.
- */
+/** The durable record of business operations. Every write but `claim` and `resolve` carries a `Fenced` token (LeaseLostError when stale). */
 export interface Ledger {
   /** Optional features this ledger supports; see LedgerCapabilities. */
   readonly capabilities?: LedgerCapabilities;
@@ -249,10 +217,7 @@ export interface Ledger {
   receipts(id: BusinessOperationId): Promise<Receipt[]>;
   /** Non-terminal operations (RECOVERABLE_STATES) whose lease is absent or expired at `now`. */
   recoverCandidates(now: number, limit?: number): Promise<OperationRecord[]>;
-  /**
-   * Optional (retention): deletes closed operations and their receipts, see PruneOptions. Never an
-   * open or handed-off operation. The memory, SQLite and PostgreSQL ledgers have it.
-   */
+  /** Optional (retention): deletes closed operations and their receipts, see PruneOptions. */
   prune?(options: PruneOptions): Promise<PruneReport>;
   close(): Promise<void>;
 }

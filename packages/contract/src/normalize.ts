@@ -1,43 +1,24 @@
 import { canonicalJson } from './canonical.js';
-import { InvalidIntentError } from './errors/invalid-intent-error.js';
+import { InvalidIntentError } from './errors.js';
 
 /**
- * One declared normalisation step for an intent field or a compared param. Steps run in the order
- * the declaration lists them, on every string (and, for `canonical-number`, every number) at or
- * below the declared path. They decide identity and comparison only: the params sent to the
- * provider are the caller's, unchanged. NFC needs no step: canonical JSON writes every string in it.
+ * One declared normalisation step, run in order on every string (and number, for `canonical-number`) at or
+ * below the declared path. Identity and comparison only: the params sent are the caller's, unchanged.
  */
-export type NormalizationStep =
-  /** Leading and trailing white space removed: mere formatting, declared with a source. */
-  | 'trim'
-  /** Every run of inner white space becomes one space (merges values: needs the provider's evidence). */
-  | 'collapse-whitespace'
-  /** Unicode compatibility forms (NFKC): `²` is `2`, `①` is `1` (merges values: needs the provider's evidence). */
-  | 'nfkc'
-  /** Compared in one case (full Unicode case folding via upper then lower; merges values: needs the provider's evidence). */
-  | 'case-fold'
-  /** A number, or a string that spells one, is its exact decimal: `"1500"`, `"1.5e3"`, `1500` (merges spellings: needs the provider's evidence). */
-  | 'canonical-number';
+export type NormalizationStep = 'trim' | 'collapse-whitespace' | 'nfkc' | 'case-fold' | 'canonical-number';
 
-export const NORMALIZATION_STEPS: readonly NormalizationStep[] = [
-  'trim',
-  'collapse-whitespace',
-  'nfkc',
-  'case-fold',
-  'canonical-number',
-];
+const STEP: Readonly<Record<NormalizationStep, (s: string) => string>> = {
+  trim: (s) => s.trim(),
+  'collapse-whitespace': (s) => s.replace(/\s+/gu, ' '),
+  nfkc: (s) => s.normalize('NFKC'),
+  'case-fold': (s) => s.toUpperCase().toLowerCase(),
+  'canonical-number': (s) => canonicalDecimal(s) ?? s,
+};
 
-/**
- * The steps that can merge values a provider may keep apart (`INV-10²` and `INV-102`, `Ref` and
- * `ref`, `1.0` and `1`). A declaration lists one only with `evidence`: the provider's page saying the
- * values are one to it. Never a default.
- */
-export const MERGING_STEPS: readonly NormalizationStep[] = [
-  'collapse-whitespace',
-  'nfkc',
-  'case-fold',
-  'canonical-number',
-];
+export const NORMALIZATION_STEPS = Object.keys(STEP) as readonly NormalizationStep[];
+
+/** The steps that can merge values a provider may keep apart (`Ref` and `ref`): declared only with its `evidence`. */
+export const MERGING_STEPS: readonly NormalizationStep[] = NORMALIZATION_STEPS.filter((step) => step !== 'trim');
 
 /** The declaration for one field (dot path into params): its steps and why they do not matter. */
 export interface FieldNormalization {
@@ -49,29 +30,17 @@ export interface FieldNormalization {
   readonly evidence?: string;
 }
 
-/**
- * How the runner compares a param (not an intent field) between the stored operation and a new
- * call with the same business-operation id: `exact` (the default for every param not listed) or
- * `normalized` with the listed steps.
- */
-export interface ParamComparison {
-  readonly field: string;
+/** How a param (not an intent field) is compared with the stored one on a repeat call: `exact` (default) or `normalized`. */
+export interface ParamComparison extends Omit<FieldNormalization, 'steps'> {
   readonly compare: 'exact' | 'normalized';
   readonly steps?: readonly NormalizationStep[];
-  readonly source: string;
-  /** Required when a step is one of MERGING_STEPS, as for FieldNormalization. */
-  readonly evidence?: string;
 }
 
 const DECIMAL = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/;
 /** Exponents within this reach are written out in plain digits; beyond it the canonical text keeps `e`. */
 const PLAIN_REACH = 40n;
 
-/**
- * The exact decimal a numeral spells, in one canonical text (`"1.50"`, `"+1.5e0"` and `"15e-1"` are
- * `"1.5"`; `"-0"` is `"0"`), or null when the text is not a decimal numeral. No float on the way:
- * `"12345678901234567"` and `"12345678901234568"`, or `"0.1"` and `"0.10000000000000001"`, stay apart.
- */
+/** The exact decimal a numeral spells in one canonical text (`"+1.5e0"` is `"1.5"`), or null; no float on the way. */
 export function canonicalDecimal(text: string): string | null {
   const m = DECIMAL.exec(text.trim());
   if (m === null) return null;
@@ -93,29 +62,11 @@ export function canonicalDecimal(text: string): string | null {
 }
 
 function stepString(s: string, steps: readonly NormalizationStep[]): string {
-  let out: string = s;
-  for (const step of steps) {
-    switch (step) {
-      case 'trim':
-        out = out.trim();
-        break;
-      case 'collapse-whitespace':
-        out = out.replace(/\s+/gu, ' ');
-        break;
-      case 'nfkc':
-        out = out.normalize('NFKC');
-        break;
-      case 'case-fold':
-        out = out.toUpperCase().toLowerCase();
-        break;
-      case 'canonical-number':
-        out = canonicalDecimal(out) ?? out;
-        break;
-      default:
-        throw new InvalidIntentError('', `unknown normalisation step ${JSON.stringify(step)}`);
-    }
-  }
-  return out;
+  return steps.reduce((out, step) => {
+    if (!Object.hasOwn(STEP, step))
+      throw new InvalidIntentError('', `unknown normalisation step ${JSON.stringify(step)}`);
+    return STEP[step](out);
+  }, s);
 }
 
 function applySteps(value: unknown, steps: readonly NormalizationStep[]): unknown {
@@ -144,10 +95,7 @@ function stepsFor(
   return out;
 }
 
-/**
- * Normalises the picked intent (`{ "<dot path>": value }`, as `pickIntent` returns it) per the
- * declaration. Fields without a declaration are returned as they are. Pure; never mutates.
- */
+/** Normalises the picked intent (`{ "<dot path>": value }`, as `pickIntent` returns it) per the declaration. Pure. */
 export function normalizeIntent(
   intent: Record<string, unknown>,
   rules: readonly FieldNormalization[] | undefined,
@@ -161,17 +109,13 @@ export function normalizeIntent(
   return out;
 }
 
-/**
- * Normalises whole params for comparison: each declared dot path (intent normalisation and
- * `normalized` param comparisons) has its steps applied beneath it; everything else is compared
- * exactly. Returns a deep copy when anything applies.
- */
+/** Normalises whole params for comparison: each declared dot path gets its steps beneath it. A deep copy when anything applies. */
 export function normalizeParams(
   params: unknown,
   rules: readonly { field: string; steps: readonly NormalizationStep[] }[],
 ): unknown {
   if (rules.length === 0 || typeof params !== 'object' || params === null) return params;
-  const root = structuredCloneJson(params);
+  const root = applySteps(params, []); // a deep copy
   for (const rule of rules) {
     if (rule.steps.length === 0) continue;
     const parts = rule.field.split('.');
@@ -193,21 +137,7 @@ export function normalizeParams(
   return root;
 }
 
-function structuredCloneJson(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(structuredCloneJson);
-  if (typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === Object.prototype) {
-    const out: Record<string, unknown> = {};
-    for (const [k, x] of Object.entries(v)) out[k] = structuredCloneJson(x);
-    return out;
-  }
-  return v;
-}
-
-/**
- * The paths (dot paths, `[i]` for array items) where two JSON-like values differ, compared as
- * canonical JSON (so key order and number spelling never count). Values are never returned: the
- * paths alone tell a drifted amount from a re-formatted note without leaking either.
- */
+/** The dot paths (`[i]` for items) where two JSON-like values differ as canonical JSON; never the values. */
 export function differingPaths(a: unknown, b: unknown, path = ''): string[] {
   const plain = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
   if (plain(a) && plain(b)) {

@@ -1,4 +1,4 @@
-import type { FieldError } from './errors/invalid-params-error.js';
+import type { FieldError } from './errors.js';
 
 /** What the provider said about one attempt, kept for receipts and packets (no secrets, no bodies). */
 export interface ProviderRefs {
@@ -42,11 +42,7 @@ export type Outcome =
       readonly message: string;
       /** The provider's per-field errors, when it names them (e.g. Stripe `param`, problem+json `invalid-params`): what to correct. */
       readonly fields?: readonly FieldError[];
-      /**
-       * The provider's reference of an object this rejected call still created (e.g. the PaymentIntent a
-       * declined create+confirm leaves in `requires_payment_method`, named in Stripe's error body).
-       * Absent: the adapter knows of nothing created. A corrected request must not make a second one.
-       */
+      /** An object this rejected call still created (a declined create+confirm); a correction must not make a second. */
       readonly created?: string;
     } & ProviderRefs)
   /** Definitely not applied, transient: safe to retry within the budget. */

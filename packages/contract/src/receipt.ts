@@ -1,14 +1,10 @@
-import type { FieldError } from './errors/invalid-params-error.js';
+import type { FieldError } from './errors.js';
 import type { AttemptId, BusinessOperationId, ProviderKey, RunId } from './ids.js';
 import type { OutcomeKind, RejectReason } from './outcome.js';
 
 export type ReceiptKind = 'dispatch' | 'resend' | 'lookup' | 'poll' | 'resolve' | 'recover';
 
-/**
- * One receipt per attempt (and per lookup/resolution). Redacted before it is written: no secrets,
- * no PII, no request bodies — only a fingerprint of the request. `hash` chains to the previous
- * receipt of the same operation, so tampering is detectable.
- */
+/** One receipt per attempt, lookup or resolution: redacted (a request fingerprint, no bodies), hash-chained per operation. */
 export interface Receipt {
   readonly businessOperationId: BusinessOperationId;
   readonly seq: number;

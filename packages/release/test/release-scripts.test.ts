@@ -264,28 +264,35 @@ describe('a major contract change marks every dependent major', () => {
   });
 });
 
+/** A fixture workspace with one package, built (`dist/index.js` and its `.d.ts`) unless told otherwise. */
+function onePackage(name: string, built = true) {
+  const dir = join(fixture({ [`packages/${name}`]: {} }), 'packages', name);
+  if (built) {
+    mkdirSync(join(dir, 'dist'));
+    for (const f of ['index.js', 'index.d.ts']) writeFileSync(join(dir, 'dist', f), '');
+  }
+  return { dir, problems: (manifest: object) => exportShapeProblems({ dir, name, manifest }) };
+}
+
 describe('exports map shape', () => {
   it('accepts { types, default } with types first and both files present', () => {
-    const root = fixture({ 'packages/a': {} });
-    mkdirSync(join(root, 'packages/a/dist'));
-    for (const f of ['index.js', 'index.d.ts']) writeFileSync(join(root, 'packages/a/dist', f), '');
+    const { problems } = onePackage('a');
     const manifest = {
       name: 'a',
       type: 'module',
       exports: { '.': { types: './dist/index.d.ts', default: './dist/index.js' }, './package.json': './package.json' },
     };
-    expect(exportShapeProblems({ dir: join(root, 'packages/a'), name: 'a', manifest })).toEqual([]);
+    expect(problems(manifest)).toEqual([]);
   });
 
   it('names each problem: order, missing files, mismatched declaration, no package.json export', () => {
-    const root = fixture({ 'packages/b': {} });
+    const { problems } = onePackage('b', false);
     const manifest = {
       name: 'b',
       type: 'module',
       exports: { '.': { default: './dist/index.js', types: './dist/other.d.ts' } },
     };
-    const problems = exportShapeProblems({ dir: join(root, 'packages/b'), name: 'b', manifest });
-    expect(problems).toEqual(
+    expect(problems(manifest)).toEqual(
       expect.arrayContaining([
         'b: "./package.json" is not exported',
         'b .: "types" must be the first condition (got default, types)',
@@ -298,29 +305,21 @@ describe('exports map shape', () => {
 
 describe('exports map: a data file', () => {
   it('a JSON file exported as itself needs no types, but must exist', () => {
-    const root = fixture({ 'packages/c': {} });
-    mkdirSync(join(root, 'packages/c/dist'));
-    for (const f of ['index.js', 'index.d.ts']) writeFileSync(join(root, 'packages/c/dist', f), '');
+    const { dir, problems } = onePackage('c');
     const exports = {
       '.': { types: './dist/index.d.ts', default: './dist/index.js' },
       './schema/card.v1.json': './schema/card.v1.json',
       './package.json': './package.json',
     };
     const manifest = { name: 'c', type: 'module', exports };
-    expect(exportShapeProblems({ dir: join(root, 'packages/c'), name: 'c', manifest })).toEqual([
-      'c ./schema/card.v1.json: the exported file ./schema/card.v1.json is missing',
-    ]);
-    mkdirSync(join(root, 'packages/c/schema'));
-    writeFileSync(join(root, 'packages/c/schema/card.v1.json'), '{}');
-    expect(exportShapeProblems({ dir: join(root, 'packages/c'), name: 'c', manifest })).toEqual([]);
+    expect(problems(manifest)).toEqual(['c ./schema/card.v1.json: the exported file ./schema/card.v1.json is missing']);
+    mkdirSync(join(dir, 'schema'));
+    writeFileSync(join(dir, 'schema/card.v1.json'), '{}');
+    expect(problems(manifest)).toEqual([]);
     // a code subpath still needs { types, default }
-    expect(
-      exportShapeProblems({
-        dir: join(root, 'packages/c'),
-        name: 'c',
-        manifest: { ...manifest, exports: { ...exports, './x': './dist/index.js' } },
-      }),
-    ).toEqual(['c ./x: expected { types, default }, got "./dist/index.js"']);
+    expect(problems({ ...manifest, exports: { ...exports, './x': './dist/index.js' } })).toEqual([
+      'c ./x: expected { types, default }, got "./dist/index.js"',
+    ]);
   });
 });
 

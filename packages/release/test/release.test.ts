@@ -8,6 +8,7 @@
 // Nothing here publishes from the real working tree or to any registry but the loopback one.
 import { execFile, execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { stripTypeScriptTypes } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,7 +31,7 @@ const SAMPLE_SENTENCE = 'Release check: this sentence is the changelog entry a u
 /** One adapter leg: the adapter installed next to core, and what must (not) come along with it. */
 interface Leg {
   adapter: string;
-  /** Folder under test/consumers with use.mjs and use.ts. */
+  /** Folder under test/consumers with its use.ts. */
   scenario: string;
   /** Vendor SDKs that must be installed. */
   mustHave: string[];
@@ -518,17 +519,9 @@ for (const leg of LEGS) {
 
     it('runs the operation from ESM: one provider record, the second ask adopted', async () => {
       await project();
-      cpSync(join(consumersDir, leg.scenario, 'use.mjs'), join(dir, 'use.mjs'));
-      const { stdout } = await run(process.execPath, ['use.mjs'], { cwd: dir, env: cleanEnv(), timeout: 120_000 });
-      const out = JSON.parse(stdout.trim().split('\n').pop()!);
-      expect(out).toMatchObject({
-        first: 'done',
-        again: 'done',
-        adopted: true,
-        sameOperation: true,
-        records: 1,
-        ...leg.expect,
-      });
+      // The TypeScript consumer with its types erased: what a JavaScript user writes, run by Node alone.
+      writeFileSync(join(dir, 'use.mjs'), javascriptOf(join(consumersDir, leg.scenario, 'use.ts')));
+      expectOneEffect(await run(process.execPath, ['use.mjs'], { cwd: dir, env: cleanEnv(), timeout: 120_000 }), leg);
     }, 180_000);
 
     it('type-checks from TypeScript (strict, NodeNext, declarations checked) and runs the compiled code', async () => {
@@ -561,18 +554,29 @@ for (const leg of LEGS) {
       });
       expect(tsc.output.replace(/^Command failed.*$/m, '').trim(), 'tsc').toBe('');
       expect(tsc.code).toBe(0);
-      const { stdout } = await run(process.execPath, ['out/use.js'], { cwd: dir, env: cleanEnv(), timeout: 120_000 });
-      const out = JSON.parse(stdout.trim().split('\n').pop()!);
-      expect(out).toMatchObject({
-        first: 'done',
-        again: 'done',
-        adopted: true,
-        sameOperation: true,
-        records: 1,
-        ...leg.expect,
-      });
+      expectOneEffect(
+        await run(process.execPath, ['out/use.js'], { cwd: dir, env: cleanEnv(), timeout: 120_000 }),
+        leg,
+      );
     }, 180_000);
   });
+}
+
+/** The consumer's last line: both asks done, the second adopted, one effect at the provider. */
+function expectOneEffect({ stdout }: { stdout: string }, leg: Leg): void {
+  expect(JSON.parse(stdout.trim().split('\n').pop()!)).toMatchObject({
+    first: 'done',
+    again: 'done',
+    adopted: true,
+    sameOperation: true,
+    records: 1,
+    ...leg.expect,
+  });
+}
+
+/** A TypeScript file with its types erased (Node's own stripper), as ESM. */
+function javascriptOf(file: string): string {
+  return stripTypeScriptTypes(readFileSync(file, 'utf8'));
 }
 
 /** `version` ≥ `floor`, both plain x.y.z. */

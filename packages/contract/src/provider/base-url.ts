@@ -1,4 +1,4 @@
-import { AdapterConfigurationError } from '../errors/adapter-configuration-error.js';
+import { AdapterConfigurationError } from '../errors.js';
 
 /** True for a loopback host: 127.0.0.0/8, ::1 and the name localhost (and its subdomains, RFC 6761 §6.3). */
 export function isLoopbackHost(hostname: string): boolean {
@@ -18,10 +18,8 @@ export function isLoopbackHost(hostname: string): boolean {
 }
 
 /**
- * The one base-URL rule for every adapter: an absolute `https:` URL, or `http:` only to a loopback host
- * (a local sandbox) — credentials never travel in clear over a network. User-info in the URL is refused
- * (it would be sent as Basic credentials and lands in logs). The error never repeats the URL (it may
- * carry a secret); it names what is wrong.
+ * The base-URL rule for every adapter: `https:`, or `http:` only to a loopback sandbox; no user-info. The
+ * error never repeats the URL (it may carry a secret).
  */
 export function checkBaseUrl(provider: string, value: unknown, what = 'baseUrl'): URL {
   if (typeof value !== 'string' || value.trim() === '')

@@ -1,19 +1,8 @@
-/**
- * `@retrysafe/contract/provider`: what adapter authors build on, as pure functions (no I/O): one
- * Retry-After parser, one network-error classifier, one outcome → lookup-result converter, one
- * base-URL rule, the frame's params and key checks, and the guard for a package's own error classes.
- */
+// `@retrysafe/contract/provider`: the pure functions adapter authors build on, one of each (no I/O).
 
-export {
-  ABORTED_BEFORE_SEND_CODE,
-  ABORTED_CODE,
-  INVALID_PARAMS_CODE,
-  operationParamsErrors,
-  PROVIDER_KEY_SHAPE_CODE,
-  providerKeyShapeProblem,
-} from '../adapter-frame.js';
+export { operationParamsErrors, providerKeyShapeProblem } from '../adapter-frame.js';
 export { schemaErrors } from '../adapter-params.js';
-export { markerGuard } from '../errors/retrysafe-error.js';
+export { markerGuard } from '../errors.js';
 export { checkBaseUrl, isLoopbackHost } from './base-url.js';
 export { lookupFromOutcome } from './lookup.js';
 export { classifyTransportFailure, errorCodes, NEVER_SENT_CODES, type TransportFailure } from './network.js';

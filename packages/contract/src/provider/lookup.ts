@@ -1,11 +1,6 @@
 import type { LookupResult, Outcome } from '../outcome.js';
 
-/**
- * What an outcome seen while reconciling (a status poll, a same-key re-send used as a lookup) says as a
- * lookup result: a stored success, a replay, work in progress or a persisted rejection is `found`;
- * not-applied and unknown answers prove nothing about an earlier attempt, so they are `cannot-tell`
- * (never `not-found`: absence is decided by the runner from the card, not by an adapter).
- */
+/** An outcome seen while reconciling, as a lookup result: never `not-found` (the runner decides absence from the card). */
 export function lookupFromOutcome(outcome: Outcome, how: string): LookupResult {
   switch (outcome.kind) {
     case 'succeeded':

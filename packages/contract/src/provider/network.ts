@@ -1,13 +1,8 @@
 import type { UnknownCause } from '../outcome.js';
 
 /**
- * Error codes that prove the request never left this machine or never reached the provider's HTTP layer:
- * name resolution failed, no route, the TCP connection was refused or never completed, the TLS handshake
- * failed (before any request byte is written), or the URL could not even be built. A request that failed
- * with one of these was not applied, so a bounded retry is safe.
- *
- * Deliberately absent: ETIMEDOUT (Node raises it for an established socket too), ECONNRESET/EPIPE
- * (the request may have been written), ECONNABORTED (axios' request timeout) — those are `unknown`.
+ * Error codes that prove the request never reached the provider's HTTP layer, so a retry is safe. Not here:
+ * ETIMEDOUT (also raised on an established socket), ECONNRESET/EPIPE, ECONNABORTED — those are `unknown`.
  */
 export const NEVER_SENT_CODES: ReadonlySet<string> = new Set([
   // name resolution
@@ -59,10 +54,7 @@ export type TransportFailure =
   | { readonly sent: 'never'; readonly code: string }
   | { readonly sent: 'maybe'; readonly cause: UnknownCause; readonly code?: string };
 
-/**
- * The error codes along an error's `cause` chain and inside an AggregateError (fetch wraps the socket
- * error as `cause`; Node's happy-eyeballs connect raises an AggregateError with one error per address).
- */
+/** The error codes along an error's `cause` chain and inside an AggregateError (fetch and happy-eyeballs wrap them). */
 export function errorCodes(error: unknown): string[] {
   const codes: string[] = [];
   const seen = new Set<unknown>();
@@ -78,11 +70,7 @@ export function errorCodes(error: unknown): string[] {
   return codes;
 }
 
-/**
- * Classifies a failure that came without a response. `never` only when every code found proves the
- * request was not sent (an AggregateError of refused connections to each address counts); anything
- * else — no code at all included — may have been applied.
- */
+/** Classifies a failure without a response: `never` only when every code found proves it was not sent. */
 export function classifyTransportFailure(error: unknown): TransportFailure {
   const codes = errorCodes(error);
   const message =

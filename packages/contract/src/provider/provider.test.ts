@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AdapterConfigurationError } from '../errors/index.js';
+import { AdapterConfigurationError } from '../errors.js';
 import {
   checkBaseUrl,
   classifyTransportFailure,

@@ -1,5 +1,5 @@
 // What a TypeScript user of @retrysafe/core + @retrysafe/ledger-sqlite + @retrysafe/sandbox writes (strict, NodeNext, lib check
-// on): the same scenario as use.mjs, typed against the published declarations.
+// on), typed against the published declarations; with its types erased it is the JavaScript user's use.mjs.
 import { createRunner, type RunResult } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import {
@@ -19,7 +19,10 @@ const behaviour: SandboxBehaviour = {
 const provider = createSandboxProvider(behaviour);
 const server = await startSandboxServer({ provider });
 const adapter = createSandboxAdapter({ baseUrl: server.url, behaviour, timeoutMs: 5_000 });
-const runner = createRunner({ ledger: createSqliteLedger({ path: 'retrysafe-ts.db' }) });
+// The ledger file beside this script: the ESM run and the compiled run each start with their own.
+const runner = createRunner({
+  ledger: createSqliteLedger({ path: new URL('retrysafe.db', import.meta.url).pathname }),
+});
 
 provider.failNext({ kind: 'unknown-after-commit' });
 const first: RunResult = await runner.run(adapter, 'records.create', { params: { ref: 'order-17' } });

@@ -1,5 +1,5 @@
 // What a TypeScript user of @retrysafe/core + @retrysafe/ledger-sqlite + @retrysafe/stripe writes (strict, NodeNext, lib check
-// on): the same scenario as use.mjs, typed against the published declarations.
+// on), typed against the published declarations; with its types erased it is the JavaScript user's use.mjs.
 import { createRunner, type RunResult } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createStripeAdapter, type StripeAdapter } from '@retrysafe/stripe';
@@ -11,7 +11,10 @@ const adapter: StripeAdapter = createStripeAdapter({
   baseUrl: sandbox.url,
   timeoutMs: 5_000,
 });
-const runner = createRunner({ ledger: createSqliteLedger({ path: 'retrysafe-ts.db' }) });
+// The ledger file beside this script: the ESM run and the compiled run each start with their own.
+const runner = createRunner({
+  ledger: createSqliteLedger({ path: new URL('retrysafe.db', import.meta.url).pathname }),
+});
 
 const params = { customer: 'cus_fixture', amount: 1000, currency: 'eur', orderRef: 'A-17' };
 const first: RunResult = await runner.run(adapter, 'paymentIntents.create', { params });
