@@ -1,25 +1,16 @@
 import pg from 'pg';
 
 /**
- * The connections of a ledger that opens its own (`connectionString`, no `pool`): at most `max`
- * `pg.Client`s, handed out most recently used first, with ONE timer for all of them instead of
- * pg.Pool's timers armed and cleared around every statement. A watchdog ticks every `period` ms while
- * any connection is open, and each query, each wait for a free connection and each idle connection
- * carries the tick it must end by:
- * - a query that has not answered `timeoutMs` after it was sent fails (fail closed: the caller sees an
- *   error, so the runner does not dispatch) and its connection is closed, so it is never reused
- *   mid-protocol; the statement may still commit on the server, as after any lost answer;
- * - a wait for a free connection that lasts `timeoutMs` fails, and its query is never sent;
- * - a connection unused for `idleMs` is closed.
- * (0 for either: no limit.) A deadline fires between `timeoutMs` and `timeoutMs + period` late.
- * Opening a connection is limited by pg's own `connectionTimeoutMillis`. A query that fails (any
- * error) closes its connection, as pg.Pool's `query` does.
+ * The ledger's own connections (no `pool`): at most `max` pg.Clients and ONE watchdog timer instead of
+ * pg.Pool's timers around every statement. A query or a wait for a connection past `timeoutMs` fails
+ * (fail closed) and a timed-out or failed query's connection is closed, never reused mid-protocol;
+ * one idle for `idleMs` is closed. Deadlines are in ticks, so they fire up to one `period` late.
  */
 export class Connections {
   private readonly idle: Conn[] = [];
   private readonly open: Conn[] = [];
   private waiters: Waiter[] = [];
-  /** Connections open or opening (≤ max). */
+  /** Open or opening (≤ max). */
   private count = 0;
   private tick = 0;
   private timer: ReturnType<typeof setInterval> | null = null;
@@ -47,10 +38,8 @@ export class Connections {
   }
 
   /** One statement on a free connection, given back when it ends. */
-  query<R extends pg.QueryResultRow>(config: Statement): Promise<pg.QueryResult<R>> {
-    const conn = this.idle.pop();
-    if (conn !== undefined) return this.send<R>(conn, config, true);
-    return this.acquire().then((c) => this.send<R>(c, config, true));
+  async query<R extends pg.QueryResultRow>(config: Statement): Promise<pg.QueryResult<R>> {
+    return this.send<R>(await this.acquire(), config, true);
   }
 
   /** A connection held by the caller (a transaction) until `release`. */
@@ -83,7 +72,7 @@ export class Connections {
         if (err) reject(err);
         else resolve(res!);
       };
-      // pg copies a config object property by property on every query, a Query it sends as it is (bench: instructions).
+      // A Query is sent as it is; a config object pg would copy on every query.
       const query = new pg.Query<R>(config.text, config.values, (err: Error | undefined, res: unknown) =>
         done(err, res as pg.QueryResult<R>),
       );
@@ -129,8 +118,7 @@ export class Connections {
       connectionTimeoutMillis: this.options.timeoutMs,
     });
     const conn: Conn = { client, until: 0, since: 0, fail: null, gone: false };
-    // A connection that breaks while idle emits 'error' (unhandled, it would end the process): close it.
-    // A busy one's query fails too, and its release closes it.
+    // An idle connection that breaks emits 'error', which unhandled would end the process; a busy one's query fails.
     client.on('error', () => {
       const i = this.idle.indexOf(conn);
       if (i !== -1) {
@@ -218,14 +206,13 @@ export class Connections {
   }
 }
 
-/** A statement: its text, its values, and a name when it is prepared (once per connection). */
+/** A name when it is prepared (once per connection). */
 export interface Statement {
   readonly name?: string;
   readonly text: string;
   readonly values?: unknown[];
 }
 
-/** A query that did not answer in time. */
 export class QueryTimeoutError extends Error {
   constructor(ms: number) {
     super(`no answer within ${ms} ms: the connection is closed (the statement may still have committed)`);
@@ -239,9 +226,7 @@ export interface Conn {
   until: number;
   /** The tick it went idle. */
   since: number;
-  /** Fails the running statement (set while one runs). */
   fail: ((err: Error) => void) | null;
-  /** Closed: never handed out again. */
   gone: boolean;
 }
 

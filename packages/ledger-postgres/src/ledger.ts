@@ -44,64 +44,40 @@ import {
 import { createDb, type Db } from './tx.js';
 import { createWrites, ruleBlocks } from './writes.js';
 
+/** The options; the README's table says what each does and why its default is what it is. */
 export interface PostgresLedgerOptions {
   /** e.g. `postgres://user@127.0.0.1:5432/db`. Either this or `pool`. */
   readonly connectionString?: string;
-  /** Your own pool; `close()` leaves it open. */
+  /** Your own pool (its settings apply); `close()` leaves it open. */
   readonly pool?: pg.Pool;
   /** Schema holding the tables (created if missing). Default `public`. */
   readonly schema?: string;
-  /** Run the shipped migrations before the first query (default true). Set false when a deploy step runs `migrate()`. */
+  /** Run the migrations before the first query (default true); false when a deploy step runs `migrate()`. */
   readonly migrate?: boolean;
-  /** How many connections the ledger opens at most, when it opens its own (default 10). */
+  /** The most connections the ledger opens itself (default 10). */
   readonly poolSize?: number;
-  /**
-   * Client-side limit on one query, in ms (default 15 000), when the ledger opens its own connections
-   * (with `pool`, your pool's settings apply). A query that does not answer in time fails with
-   * LedgerError, so the runner does not dispatch (fail closed), and its connection is closed; so does a
-   * wait for a free connection that lasts this long (its query is then never sent), and opening one.
-   * Checked by one timer per ledger, so it fires up to an eighth of it (at most 1 s) late. 0: no limit.
-   */
+  /** Own connections: a query or a wait for a connection longer than this fails closed (default 15 000; 0: none). */
   readonly queryTimeoutMs?: number;
-  /** When the ledger opens its own connections: how long (ms) one may stay unused before it is closed (default 10 000; 0: never). */
+  /** Own connections: one unused this long is closed (default 10 000; 0: never). */
   readonly idleTimeoutMs?: number;
-  /**
-   * Whose clock judges lease expiry and takeover. `database` (default): PostgreSQL's `now()`, inside the
-   * same statement that claims, renews or lists recoverable operations, so workers on machines whose
-   * clocks disagree never both hold a lease. `caller`: the `now` each call passes in (simulated time in
-   * tests; a single machine).
-   */
+  /** Whose clock judges leases: PostgreSQL's `now()` (default), or the `now` each call passes. */
   readonly leaseClock?: 'database' | 'caller';
-  /**
-   * With `leaseClock: 'database'`: how far (ms) a worker's clock may be from the database's before its
-   * claims are refused with ClockSkewError (default 1000). Keep it below the runner's send margin (a
-   * tenth of the lease, at most 2 s): a worker checks its own lease on its own clock before it sends.
-   */
+  /** With the database clock: claims from a worker whose clock is further off are refused (default 1000). */
   readonly maxClockSkewMs?: number;
-  /**
-   * What a write the runner marks deferrable costs (StatePatch.durability: an operation's final
-   * `succeeded`, for a card with a lookup). `defer` (default): its transaction commits with
-   * `synchronous_commit = off` for that transaction alone, so it does not wait for the WAL flush; the
-   * server flushes it within a few hundred ms. A server crash before that, or a failover to a standby it
-   * had not reached, leaves the operation `dispatched`, which the next run or recover() looks up and
-   * adopts, never sends again. `sync`: every commit waits. Commits already asynchronous on the server
-   * stay so either way.
-   */
+  /** `defer` (default): a deferrable write commits without waiting for the WAL flush; recovery adopts it if lost. */
   readonly deferrableWrites?: 'defer' | 'sync';
 }
 
 export interface PostgresLedger extends Ledger {
-  /** Resolves once the schema is migrated (also awaited by every method). */
+  /** Resolves once the schema is migrated (every method awaits it too). */
   ready(): Promise<MigrateReport | null>;
   readonly schema: string;
 }
 
 /**
- * The retrysafe ledger on PostgreSQL, for many workers on many machines. Claims hold a lease with an
- * expiry and a fencing token that grows on every claim; every write carries the token and is refused
- * (`LeaseLostError`) once another worker has taken the operation over. Every method is durable when
- * its promise resolves; any database or connection failure rejects with `LedgerError`, so a
- * `markDispatched` that did not commit never lets the runner call the provider.
+ * The ledger for many workers on many machines: every write carries the claim's fencing token and is
+ * refused once another worker took over; any failure rejects with LedgerError, so nothing uncommitted
+ * lets the runner call the provider.
  */
 export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLedger {
   if (!options || (!options.connectionString && !options.pool)) {
@@ -149,7 +125,6 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   };
 }
 
-/** What the ledger's methods work with. */
 interface Parts {
   readonly db: Db;
   readonly st: Statements;
@@ -158,11 +133,7 @@ interface Parts {
   readonly checkSkew: ReturnType<typeof createSkewCheck>;
 }
 
-/**
- * A new operation is one INSERT, atomic under the primary key; with `dispatch` it is born `dispatched`,
- * so the clean path needs no second write. The new row holds exactly what was sent, so its record is
- * the contract's new-operation record, with the lease's end the database wrote; not read back.
- */
+/** A new operation is one INSERT (born `dispatched` with `dispatch`); its record is what was sent, not read back. */
 async function claim(c: Parts, input: ClaimInput): Promise<ClaimResult> {
   checkClaim(input);
   if (c.dbClock) await c.checkSkew(input.now, input.businessOperationId);
@@ -190,10 +161,7 @@ async function claim(c: Parts, input: ClaimInput): Promise<ClaimResult> {
   return claimed;
 }
 
-/**
- * It exists: decided under a row lock by the contract's claimTransition, so two workers never both take
- * it over; the lease is judged on the ledger's clock, read in the same statement as the lock.
- */
+/** It exists: claimTransition decides under the row lock, with the lease clock read in the same statement. */
 function claimExisting(c: Parts, input: ClaimInput): Promise<ClaimResult> {
   return c.db.tx('claim', async (run) => {
     const { rows } = await run<OperationRow & { lease_now: string }>('claim', c.st.claimLock, [
@@ -210,10 +178,7 @@ function claimExisting(c: Parts, input: ClaimInput): Promise<ClaimResult> {
   });
 }
 
-/**
- * A terminal operation holds no lease: renewing it is a no-op; a released lease stays released. A
- * remembered operation is renewed on its remembered row version and stays remembered.
- */
+/** A remembered operation is renewed on its row version and stays remembered; renewing a terminal one is a no-op. */
 async function renewLease(c: Parts, ref: Fenced, leaseMs: number, now: number): Promise<void> {
   checkNumber(leaseMs, 'leaseMs', 'renewLease', 1);
   checkNumber(now, 'now', 'renewLease');
@@ -254,10 +219,8 @@ async function markDispatched(c: Parts, ref: Fenced, now: number): Promise<Opera
   return record!;
 }
 
-/** One statement per shape of patch: a column per field it carries. */
 async function setState(c: Parts, ref: Fenced, patch: StatePatch): Promise<OperationRecord> {
   checkPatch(patch);
-  // The result's json text, as the column will hold it (undefined: the patch keeps the result).
   const result = patch.result === undefined ? undefined : jsonParam(patch.result);
   const fields = SET_STATE_FIELDS.map(([field]) => field).filter((f) => patch[f] !== undefined);
   const values = [patch.state, patch.now, ...fields.map((f) => (f === 'result' ? result : patch[f]))];
@@ -276,7 +239,6 @@ async function setState(c: Parts, ref: Fenced, patch: StatePatch): Promise<Opera
   return record!;
 }
 
-/** The packet's last known outcome and provider reference become the record's, when it has them. */
 async function handOff(
   c: Parts,
   ref: Fenced,
@@ -298,7 +260,6 @@ async function handOff(
   return record!;
 }
 
-/** One UPDATE of the operation's row: the receipt, the chain anchor and the next-seq check, under its row lock. */
 async function appendReceipt(c: Parts, ref: Fenced, receipt: Receipt): Promise<void> {
   checkRef(ref, 'appendReceipt');
   checkReceiptShape(ref, receipt, 'appendReceipt');
@@ -326,18 +287,12 @@ async function release(c: Parts, ref: Fenced): Promise<void> {
   await c.writes.fenced(ref, { what: 'release', write: RELEASE, values: [] });
 }
 
-/** A person's decision: the state becomes terminal, so a worker still holding an old token cannot overwrite it. */
 async function resolve(
   c: Parts,
   id: BusinessOperationId,
   resolution: Parameters<Ledger['resolve']>[1],
   now: number,
 ): Promise<OperationRecord> {
-  if (!resolution || (resolution.action !== 'mark-done' && resolution.action !== 'abandon')) {
-    throw new LedgerError(
-      `resolve: action must be 'mark-done' or 'abandon' ('resume' goes through claim({ resume: true }))`,
-    );
-  }
   checkNumber(now, 'now', 'resolve');
   return c.db.tx('resolve', async (run) => {
     const { rows } = await run<OperationRow>('resolve', c.st.resolveLock, [id]);
@@ -372,7 +327,6 @@ async function recoverCandidates(c: Parts, now: number, limit?: number): Promise
   return rows.map(toRecord);
 }
 
-/** Which states may go is the contract's rule, shared by every ledger (never open or handed-off). */
 async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
   const states = [...checkPruneOptions(options)];
   const byState: Partial<Record<OperationState, number>> = {};
@@ -388,7 +342,7 @@ async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
   return { pruned, byState, dryRun: options.dryRun === true };
 }
 
-/** One state's old rows, a keyset page at a time by (created_at, id): exported if asked, then deleted. The states deleted. */
+/** One state's old rows, a keyset page at a time by (created_at, id), exported if asked, then deleted. */
 async function pruneState(c: Parts, state: string, states: string[], options: PruneOptions): Promise<string[]> {
   const deleted: string[] = [];
   const page = c.st.prunePage(options.onPrune !== undefined);

@@ -5,35 +5,34 @@ import { handOut, type JsonTexts, jsonParam, jsonTextsOf, type OperationRow, toR
 import type { FencedWrite, Sql, Statements } from './statements.js';
 import type { Db, Run } from './tx.js';
 
-/** Why a guarded write matched no row: an error to throw, `'no-op'`, or null (not explained by the guard). */
-export type Blocked = (r: OperationRecord) => Error | 'no-op' | null;
-/** A write's transition rule, applied to a remembered record: the new record and its json columns' text. Throws when the rule refuses. */
-export type Next = (record: OperationRecord, json: JsonTexts) => { record: OperationRecord; json: JsonTexts };
+/** Why a guarded write matched no row: an error, `'no-op'`, or null (not the guard's doing). */
+type Blocked = (r: OperationRecord) => Error | 'no-op' | null;
+/** The transition applied to a remembered record and its json texts; throws when the rule refuses. */
+type Next = (record: OperationRecord, json: JsonTexts) => { record: OperationRecord; json: JsonTexts };
 
-/** One fenced write: its statement, SET values, and what the contract's rule says about it. */
-export interface FencedCall {
+interface FencedCall {
   readonly what: string;
   readonly write: FencedWrite;
   readonly values: readonly unknown[];
   readonly blocked?: Blocked;
   readonly receipt?: Receipt | undefined;
-  /** Absent: the caller gets nothing back (renew, release), and only the id is returned. */
+  /** Absent: the caller gets nothing back (renew, release). */
   readonly next?: Next;
-  /** The commit need not wait for the WAL flush (see PostgresLedgerOptions.deferrableWrites). */
+  /** The commit need not wait for the WAL flush (deferrableWrites). */
   readonly deferred?: boolean;
 }
 
-/** A remembered operation: the record of the row version whose xmin is `xmin`. */
-export interface Known {
+/** The record of the row version whose xmin is `xmin`. */
+interface Known {
   readonly xmin: string;
   readonly record: OperationRecord;
   readonly json: JsonTexts;
 }
 
-/** How many operations a ledger remembers: a runner's operations in flight, with room. */
+/** A runner's operations in flight, with room. */
 const KNOWN_MAX = 4096;
 
-/** Why a guarded write's rule refuses the current record: the contract's transition rule, asked. */
+/** Why the contract's rule refuses the current record (null: it does not). */
 export const ruleBlocks =
   (rule: (r: OperationRecord) => unknown) =>
   (r: OperationRecord): Error | null => {
@@ -46,16 +45,10 @@ export const ruleBlocks =
   };
 
 /**
- * The ledger's fenced writes. Each is one UPDATE guarded by the fencing token (and the state its rule
- * needs): under READ COMMITTED an UPDATE that waits on a concurrent takeover re-checks its WHERE against
- * the new row version, so a stale token never lands after the takeover commits. A receipt goes into the
- * same UPDATE of the same row, applied only when it is the next of the row's chain.
- *
- * Known writes: the ledger remembers the record it last wrote to an operation's row with that row
- * version's xmin. A write of a remembered operation computes the new record with the contract's rule
- * and sends its UPDATE guarded also by `xmin = <remembered>`, returning only the new xmin: any other
- * write, by any worker or person, makes a version with another xmin, so a match means the record is
- * the row's without reading it back. No match: the write is sent again in full.
+ * Fenced writes: one UPDATE guarded by the token (READ COMMITTED re-checks the WHERE after a concurrent
+ * takeover, so a stale token never lands), with its receipt in the same UPDATE. A remembered operation's
+ * write also requires the remembered xmin and returns only the new one: any other write makes another
+ * xmin, so a match means the computed record is the row's; no match, and it is sent again in full.
  */
 export function createWrites(db: Db, st: Statements, defers: boolean) {
   const known = new Map<string, Known>();
@@ -65,7 +58,7 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     known.delete(id);
     if (isTerminal(record)) return;
     if (known.size >= KNOWN_MAX) known.delete(known.keys().next().value!);
-    // A copy: the caller may change the record it was handed.
+    // A copy: the caller may change the one it was handed.
     known.set(id, {
       xmin,
       record: record.receiptChain ? { ...record, receiptChain: { ...record.receiptChain } } : { ...record },
@@ -73,14 +66,13 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     });
   }
 
-  /** The record of a row version read back from a write: remembered with its xmin, returned. */
   function fromRow(row: OperationRow & { xmin: string }): OperationRecord {
     const record = toRecord(row);
     remember(record, row.xmin, jsonTextsOf(record));
     return record;
   }
 
-  /** 0 rows from a fenced write: say why (a missing operation, a stale token, a state the rule refuses). */
+  /** A fenced write matched no row: say why. */
   async function refused(ref: Fenced, c: FencedCall): Promise<null> {
     const { rows } = await db.query<OperationRow>(c.what, st.get, [ref.businessOperationId]);
     if (rows.length === 0) throw new LedgerError(`no operation ${ref.businessOperationId} in the ledger`);
@@ -99,7 +91,7 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     throw why ?? new LedgerError(`${c.what}: ${ref.businessOperationId} changed concurrently; write refused`);
   }
 
-  /** The write of a remembered operation; null when not remembered, refused by the rule, or the row is another version now. */
+  /** The write of a remembered operation; null when not remembered, refused by the rule, or the row changed. */
   async function knownWrite(
     ref: Fenced,
     c: FencedCall & { next: Next },
@@ -124,7 +116,6 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     return handOut(record, out.json);
   }
 
-  /** One fenced write (see above): the new record, or null for a write whose caller gets nothing back. */
   async function fenced(ref: Fenced, c: FencedCall): Promise<OperationRecord | null> {
     checkRef(ref, c.what);
     const texts = st.fenced(c.write, c.values.length, c.receipt !== undefined, c.deferred === true && defers);
@@ -146,10 +137,7 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     return fromRow(rows[0]!);
   }
 
-  /**
-   * Stores the record a transition rule returned, for a row this transaction holds FOR UPDATE: every
-   * column a transition may change; identity, creation time and the receipt chain stay.
-   */
+  /** Stores a transition's record over a row this transaction holds FOR UPDATE. */
   async function writeLocked(
     run: Run,
     what: string,
