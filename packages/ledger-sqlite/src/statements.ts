@@ -5,7 +5,7 @@ import { OPEN_STATES_SQL } from './schema.js';
 
 const COLUMNS = 'state = ?, fence = ?, lease_expires_at = ?, updated_at = ?, record = ?, receipts = ?';
 
-/** Every fixed statement of the ledger, prepared once per connection. Writes bind positional parameters. */
+/** Prepared once per connection. */
 export function prepareStatements(db: DatabaseSync) {
   return {
     select: db.prepare('SELECT record, receipts FROM retrysafe_operations WHERE id = ?'),
@@ -23,7 +23,6 @@ export function prepareStatements(db: DatabaseSync) {
     updateKnown: db.prepare(`UPDATE retrysafe_operations SET ${COLUMNS} WHERE id = ? AND record = ? AND receipts IS ?`),
   };
 }
-export type Statements = ReturnType<typeof prepareStatements>;
 
 const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
 
@@ -33,7 +32,6 @@ export function listSql(filter: ListFilter): { sql: string; args: Array<string |
   const args: Array<string | number> = [];
   if (filter.states) {
     if (filter.states.length === 0) return null;
-    // Only open states: the partial index's own term, so the index serves the listing (the handoff queue).
     if (filter.states.every((s) => !PRUNABLE_STATES.includes(s))) where.push(OPEN_STATES_SQL);
     where.push(`state IN (${marks(filter.states.length)})`);
     args.push(...filter.states);
@@ -61,10 +59,7 @@ export function recoverSql(limit: boolean): string {
     AND (lease_expires_at IS NULL OR lease_expires_at <= ?) ORDER BY updated_at${limit ? ' LIMIT ?' : ''}`;
 }
 
-/**
- * Retention: one page of closed rows older than `before`, in creation order after (created_at, id),
- * and the delete that re-checks each. created_at <= updated_at, so the walk reads old rows only.
- */
+/** A page of closed old rows after (created_at, id), and the delete that re-checks each. */
 export function pruneSql(states: number): { page: string; remove: string } {
   const closed = `updated_at < ? AND state IN (${marks(states)})`;
   return {

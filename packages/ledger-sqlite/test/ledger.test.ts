@@ -343,8 +343,12 @@ describe('sqlite ledger', () => {
     other.exec('BEGIN IMMEDIATE');
     try {
       let turns = 0;
-      const spin = () => void (turns++, (t = setImmediate(spin)));
-      let t = setImmediate(spin);
+      let t: NodeJS.Immediate;
+      const spin = () => {
+        turns++;
+        t = setImmediate(spin);
+      };
+      t = setImmediate(spin);
       const err = await ledger.claim(claim('busy-2')).catch((e: unknown) => e);
       clearImmediate(t);
       expect(typedLedgerError(err)).toBe(true);
