@@ -42,19 +42,31 @@ export class Connections {
     return this.send<R>(await this.acquire(), config, true);
   }
 
-  /** A connection held by the caller (a transaction) until `release`. */
-  acquire(): Promise<Conn> {
+  /** A connection held by the caller (a transaction) until `release`, as pg.Pool's `connect`. */
+  async connect() {
+    const conn = await this.acquire();
+    return {
+      query: <R extends pg.QueryResultRow>(config: Statement) => this.send<R>(conn, config, false),
+      release: (err?: Error) => this.release(conn, err),
+    };
+  }
+
+  private acquire(): Promise<Conn> {
     if (this.ended || this.ending !== null) return Promise.reject(new Error('the ledger closed its connections'));
     const conn = this.idle.pop();
     if (conn !== undefined) return Promise.resolve(conn);
-    if (this.count < this.options.max) return this.connect();
+    if (this.count < this.options.max) return this.openNew();
     return new Promise<Conn>((resolve, reject) => {
       this.waiters.push({ resolve, reject, until: this.tick + this.timeoutTicks });
     });
   }
 
-  /** Runs one statement on `conn`; `release`: give the connection back when it ends. */
-  send<R extends pg.QueryResultRow>(conn: Conn, config: Statement, release: boolean): Promise<pg.QueryResult<R>> {
+  /** `release`: give the connection back when the statement ends. */
+  private send<R extends pg.QueryResultRow>(
+    conn: Conn,
+    config: Statement,
+    release: boolean,
+  ): Promise<pg.QueryResult<R>> {
     return new Promise<pg.QueryResult<R>>((resolve, reject) => {
       let open = true;
       conn.until = this.tick + this.timeoutTicks;
@@ -81,8 +93,8 @@ export class Connections {
     });
   }
 
-  /** Gives a connection back; with an error (or once closing) it is closed instead. */
-  release(conn: Conn, err?: unknown): void {
+  /** With an error (or once closing) it is closed instead. */
+  private release(conn: Conn, err?: unknown): void {
     if (conn.gone) return;
     if (err || this.ending !== null || this.ended) {
       this.drop(conn);
@@ -110,7 +122,7 @@ export class Connections {
     });
   }
 
-  private connect(): Promise<Conn> {
+  private openNew(): Promise<Conn> {
     this.count++;
     this.arm();
     const client = new pg.Client({
@@ -155,7 +167,7 @@ export class Connections {
   private next(): void {
     const waiter =
       this.ending === null && !this.ended && this.count < this.options.max ? this.waiters.shift() : undefined;
-    if (waiter !== undefined) this.connect().then(waiter.resolve, waiter.reject);
+    if (waiter !== undefined) this.openNew().then(waiter.resolve, waiter.reject);
     this.settle();
   }
 
@@ -220,7 +232,7 @@ export class QueryTimeoutError extends Error {
   }
 }
 
-export interface Conn {
+interface Conn {
   readonly client: pg.Client;
   /** The tick by which the running statement must answer (0: none running). */
   until: number;

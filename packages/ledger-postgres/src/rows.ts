@@ -9,31 +9,9 @@ import {
 } from '@retrysafe/contract';
 
 /** Every column but `receipts`, which only `receipts()` and an exporting prune read. */
-export const RECORD_COLUMNS = [
-  'business_operation_id',
-  'provider',
-  'operation',
-  'intent_fingerprint',
-  'params_fingerprint',
-  'params',
-  'provider_key',
-  'state',
-  'fence',
-  'lease_owner',
-  'lease_expires_at',
-  'created_at',
-  'updated_at',
-  'first_dispatched_at',
-  'attempt_count',
-  'last_outcome',
-  'result',
-  'provider_ref',
-  'status_ref',
-  'handoff',
-  'resolution',
-  'receipt_head',
-  'receipt_count',
-].join(', ');
+export const RECORD_COLUMNS = `business_operation_id, provider, operation, intent_fingerprint, params_fingerprint,
+  params, provider_key, state, fence, lease_owner, lease_expires_at, created_at, updated_at, first_dispatched_at,
+  attempt_count, last_outcome, result, provider_ref, status_ref, handoff, resolution, receipt_head, receipt_count`;
 
 /** As pg returns it: int8 as a string, json parsed. */
 export interface OperationRow {

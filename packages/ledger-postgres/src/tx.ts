@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { LedgerError, RetrysafeError } from '@retrysafe/contract';
 import pg from 'pg';
-import { type Conn, Connections, type Statement } from './connections.js';
+import { Connections, type Statement } from './connections.js';
 import { type MigrateReport, migrate } from './schema.js';
 import type { Sql } from './statements.js';
 
@@ -30,17 +30,16 @@ export interface DbOptions {
   readonly idleMs: number;
 }
 
-/** A client of your pool, or one of the ledger's own, held for a transaction. */
-interface TxClient {
+/** What the ledger uses of a pool: yours, or its own Connections. */
+interface Pool {
   query<R extends pg.QueryResultRow>(config: Statement): Promise<pg.QueryResult<R>>;
-  release(err?: Error): void;
+  connect(): Promise<{ query: Pool['query']; release(err?: Error): void }>;
 }
 
 /** Your pool, or connections of its own; every failure is a LedgerError; migrated before the first statement. */
 export function createDb(options: DbOptions): Db {
-  const pool = options.pool;
   const own =
-    pool === null
+    options.pool === null
       ? new Connections({
           connectionString: options.connectionString,
           max: options.poolSize,
@@ -48,9 +47,10 @@ export function createDb(options: DbOptions): Db {
           idleMs: options.idleMs,
         })
       : null;
+  const pool: Pool = options.pool ?? own!;
   // An idle client that breaks emits 'error' on the pool, which unhandled would end the process; the pool drops it.
   const onPoolError = () => undefined;
-  pool?.on('error', onPoolError);
+  options.pool?.on('error', onPoolError);
   let closed = false;
   let readyPromise: Promise<MigrateReport | null> | null = options.migrate ? null : Promise.resolve(null);
   const ready = (): Promise<MigrateReport | null> => {
@@ -63,7 +63,7 @@ export function createDb(options: DbOptions): Db {
 
   /** On your pool, or on a connection of its own with the ledger's time limit on each statement. */
   async function migrateOnce(): Promise<MigrateReport> {
-    if (pool !== null) return migrate(pool, options.schema);
+    if (options.pool !== null) return migrate(options.pool, options.schema);
     const { connectionString, timeoutMs } = options;
     const client = new pg.Client({ connectionString, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
     client.on('error', () => undefined); // the statement running on a broken connection fails with it
@@ -84,9 +84,6 @@ export function createDb(options: DbOptions): Db {
     return { name, text: sql.text, values };
   };
 
-  const send = <R extends pg.QueryResultRow>(config: Statement) =>
-    own !== null ? own.query<R>(config) : pool!.query<R>(config);
-
   async function query<R extends pg.QueryResultRow>(
     what: string,
     sql: Sql,
@@ -98,7 +95,7 @@ export function createDb(options: DbOptions): Db {
       const config = configOf(sql, values);
       for (let stale = 0; ; stale++) {
         try {
-          return await send<R>(config);
+          return await pool.query<R>(config);
         } catch (err) {
           // 0A000: prepared before a column it returns changed type, refused before it ran; the failure
           // closed that connection, so on another it is prepared anew.
@@ -112,10 +109,10 @@ export function createDb(options: DbOptions): Db {
 
   async function tx<T>(what: string, fn: (run: Run) => Promise<T>): Promise<T> {
     if (closed) throw new LedgerError(`ledger is closed (${what})`);
-    let client: TxClient;
+    let client: Awaited<ReturnType<Pool['connect']>>;
     try {
       await ready();
-      client = own !== null ? ownClient(own, await own.acquire()) : await pool!.connect();
+      client = await pool.connect();
     } catch (err) {
       throw asLedgerError(err, what);
     }
@@ -145,17 +142,12 @@ export function createDb(options: DbOptions): Db {
   async function close(): Promise<void> {
     if (closed) return;
     closed = true;
-    pool?.off('error', onPoolError);
+    options.pool?.off('error', onPoolError);
     await own?.end();
   }
 
   return { query, tx, ready, close };
 }
-
-const ownClient = (own: Connections, conn: Conn): TxClient => ({
-  query: <R extends pg.QueryResultRow>(config: Statement) => own.send<R>(conn, config, false),
-  release: (err?: Error) => own.release(conn, err),
-});
 
 /**
  * `rs:<schema>:<name>`, or `rs:<name>#<schema hash>` past the 63 bytes PostgreSQL keeps of a name (cut
