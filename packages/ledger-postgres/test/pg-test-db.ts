@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
+import { asBusinessOperationId, type ClaimInput, type ProviderKey } from '@retrysafe/contract';
 import pg from 'pg';
 import { afterAll } from 'vitest';
 import { createPostgresLedger, type PostgresLedger, type PostgresLedgerOptions } from '../src/index.js';
@@ -41,6 +42,20 @@ export function testSchema(label: string): string {
 // have closed the ledgers that use the schemas.
 afterAll(async () => {
   for (const s of testSchemas.splice(0)) await dropSchema(s);
+});
+
+/** A claim of `id` by `owner` at `now`, its fingerprints and key derived from `id`. */
+export const claimOf = (id: string, owner: string, now: number, leaseMs = 30_000): ClaimInput => ({
+  businessOperationId: asBusinessOperationId(id),
+  provider: 'sandbox',
+  operation: 'sandbox.records.create',
+  intentFingerprint: `i-${id}`,
+  paramsFingerprint: `p-${id}`,
+  params: { ref: id },
+  providerKey: `k-${id}` as ProviderKey,
+  owner,
+  leaseMs,
+  now,
 });
 
 /** A ledger on `schema` with a pool of two, its schema migrated. */

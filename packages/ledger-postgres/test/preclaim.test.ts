@@ -3,7 +3,7 @@
 import { PayloadLimitError, RetrysafeError } from '@retrysafe/contract';
 import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
 import { createRunner } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresLedger } from '../src/index.js';
 import { readyLedger, testSchema } from './pg-test-db.js';
@@ -22,13 +22,6 @@ function nested(levels: number): Record<string, unknown> {
   for (let i = 1; i < levels; i++) v = { a: v };
   return v;
 }
-const REPLAYING = {
-  replays: true,
-  retentionMs: 86_400_000,
-  parameterMatching: 'mismatch-error',
-  concurrency: 'rejects-in-progress',
-  lookup: 'get-by-key',
-} as const;
 const outcome = (p: Promise<unknown>) =>
   p.then(
     (v) => ({ ok: true as const, v }),
@@ -39,7 +32,7 @@ describe('pre-claim refusals on the PostgreSQL ledger', () => {
   it.each([PAYLOAD_LIMITS.maxDepth + 1, 1001, 100_000])(
     'params nested %i deep: PayloadLimitError, 0 rows, 0 provider calls',
     async (depth) => {
-      const provider = createSandboxProvider(REPLAYING);
+      const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
       const adapter = createSandboxAdapter({ provider });
       const runner = createRunner({ ledger, owner: 'w-pre' });
       const ref = `pg-deep-${depth}`;
@@ -51,7 +44,7 @@ describe('pre-claim refusals on the PostgreSQL ledger', () => {
   );
 
   it('params with an own __proto__ key: done once, or refused with nothing written', async () => {
-    const provider = createSandboxProvider(REPLAYING);
+    const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
     const adapter = createSandboxAdapter({ provider });
     const runner = createRunner({ ledger, owner: 'w-proto' });
     const params = JSON.parse('{"ref":"pg-proto","meta":{"__proto__":{"polluted":true}}}') as Record<string, unknown>;
