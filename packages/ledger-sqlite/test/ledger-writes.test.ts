@@ -70,6 +70,8 @@ const ledgers: ReadonlyArray<readonly [string, () => Ledger]> = [
   ['sqlite', () => createSqliteLedger({ path: join(dir, `ledger-${++files}.db`) })],
 ];
 
+type Setup = ReturnType<typeof setup>;
+
 function setup(make: () => Ledger, legacy: boolean) {
   const clock = createVirtualClock();
   const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
@@ -80,12 +82,15 @@ function setup(make: () => Ledger, legacy: boolean) {
   return { provider, adapter, base, runner, writes };
 }
 
+/** Runs `ref` and expects it done (the result narrowed for the checks that follow). */
+async function runDone(runner: Setup['runner'], adapter: Setup['adapter'], ref: string) {
+  const r = await runner.run(adapter, OP, { params: { ref, amount: 1 } });
+  if (r.status !== 'done') throw new Error(`${ref}: expected done, got ${r.status}`);
+  return r;
+}
+
 /** A runner on a fresh ledger for `body`; the ledger closed after it. */
-async function withRunner(
-  make: () => Ledger,
-  legacy: boolean,
-  body: (s: ReturnType<typeof setup>) => Promise<void>,
-): Promise<void> {
+async function withRunner(make: () => Ledger, legacy: boolean, body: (s: Setup) => Promise<void>): Promise<void> {
   const s = setup(make, legacy);
   try {
     await body(s);
@@ -98,9 +103,7 @@ for (const [name, make] of ledgers) {
   describe(`runner writes on the ${name} ledger`, () => {
     it('a clean run is two writes: claim born dispatched, then succeeded with its receipt', async () => {
       await withRunner(make, false, async ({ provider, adapter, base, runner, writes }) => {
-        const r = await runner.run(adapter, OP, { params: { ref: 'clean-1', amount: 1 } });
-        expect(r.status).toBe('done');
-        if (r.status !== 'done') return;
+        const r = await runDone(runner, adapter, 'clean-1');
         expect(writes).toEqual([
           { method: 'claim', dispatch: true },
           { method: 'setState', state: 'succeeded', receiptSeq: 1 },
@@ -122,9 +125,7 @@ for (const [name, make] of ledgers) {
 
     it('a ledger without the capabilities gets the separate writes, with the same result and receipts', async () => {
       await withRunner(make, true, async ({ provider, adapter, base, runner, writes }) => {
-        const r = await runner.run(adapter, OP, { params: { ref: 'legacy-1', amount: 1 } });
-        expect(r.status).toBe('done');
-        if (r.status !== 'done') return;
+        const r = await runDone(runner, adapter, 'legacy-1');
         expect(writes).toEqual([
           { method: 'claim' },
           { method: 'markDispatched' },
@@ -161,9 +162,7 @@ for (const [name, make] of ledgers) {
     it('a lost response: each observed state is written with its receipt, and dispatched is written before every provider call', async () => {
       await withRunner(make, false, async ({ provider, adapter, base, runner, writes }) => {
         provider.failNext({ kind: 'unknown-after-commit' });
-        const r = await runner.run(adapter, OP, { params: { ref: 'lost-1', amount: 1 } });
-        expect(r.status).toBe('done');
-        if (r.status !== 'done') return;
+        const r = await runDone(runner, adapter, 'lost-1');
         expect(writes).toEqual([
           { method: 'claim', dispatch: true },
           { method: 'setState', state: 'unknown', receiptSeq: 1 },
