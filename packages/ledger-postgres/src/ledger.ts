@@ -20,7 +20,6 @@ import {
   claimTransition,
   dispatchedTransition,
   handOffTransition,
-  isTerminal,
   renewTransition,
   resolveTransition,
   setStateTransition,
@@ -42,7 +41,7 @@ import {
   setStateWrite,
 } from './statements.js';
 import { createDb, type Db } from './tx.js';
-import { createWrites, ruleBlocks } from './writes.js';
+import { createWrites } from './writes.js';
 
 /** The options; the README's table says what each does and why its default is what it is. */
 export interface PostgresLedgerOptions {
@@ -178,32 +177,15 @@ function claimExisting(c: Parts, input: ClaimInput): Promise<ClaimResult> {
   });
 }
 
-/** A remembered operation is renewed on its row version and stays remembered; renewing a terminal one is a no-op. */
+/** Renewing a terminal operation is a no-op; a released lease stays released. */
 async function renewLease(c: Parts, ref: Fenced, leaseMs: number, now: number): Promise<void> {
   checkNumber(leaseMs, 'leaseMs', 'renewLease', 1);
   checkNumber(now, 'now', 'renewLease');
-  checkRef(ref, 'renewLease');
-  const k = c.writes.recall(ref.businessOperationId);
-  const renewed = k === undefined ? undefined : ruleOrUndefined(() => renewTransition(k.record, ref, leaseMs, now));
-  if (k !== undefined && renewed !== undefined && renewed !== k.record) {
-    const { rows } = await c.db.query<{ lease_expires_at: string; xmin: string }>('renewLease', c.st.renewKnown, [
-      now,
-      leaseMs,
-      c.dbClock,
-      ref.businessOperationId,
-      ref.fence,
-      k.xmin,
-    ]);
-    if (rows.length === 1) {
-      c.writes.remember({ ...renewed, leaseExpiresAt: Number(rows[0]!.lease_expires_at) }, rows[0]!.xmin, k.json);
-      return;
-    }
-  }
   await c.writes.fenced(ref, {
     what: 'renewLease',
     write: RENEW,
     values: [now, leaseMs, c.dbClock],
-    blocked: (r) => (isTerminal(r) ? 'no-op' : ruleBlocks((x) => renewTransition(x, ref, leaseMs, now))(r)),
+    rule: (r) => renewTransition(r, ref, leaseMs, now),
   });
 }
 
@@ -213,8 +195,7 @@ async function markDispatched(c: Parts, ref: Fenced, now: number): Promise<Opera
     what: 'markDispatched',
     write: DISPATCHED,
     values: [now],
-    blocked: ruleBlocks((r) => dispatchedTransition(r, now)),
-    next: (r, json) => ({ record: dispatchedTransition(r, now), json }),
+    rule: (r) => dispatchedTransition(r, now),
   });
   return record!;
 }
@@ -228,12 +209,9 @@ async function setState(c: Parts, ref: Fenced, patch: StatePatch): Promise<Opera
     what: 'setState',
     write: setStateWrite(fields, TERMINAL_STATES.includes(patch.state)),
     values,
-    blocked: ruleBlocks((r) => setStateTransition(r, patch)),
+    rule: (r) => setStateTransition(r, patch),
+    json: result === undefined ? {} : { result },
     receipt: patch.receipt,
-    next: (r, json) => ({
-      record: setStateTransition(r, patch),
-      json: result === undefined ? json : { ...json, result },
-    }),
     deferred: patch.durability === 'deferrable',
   });
   return record!;
@@ -253,9 +231,9 @@ async function handOff(
     what: 'handOff',
     write: HAND_OFF,
     values: [handoff, now, packet.lastKnown?.outcome ?? null, packet.lastKnown?.providerRef ?? null],
-    blocked: ruleBlocks((r) => handOffTransition(r, packet, now)),
+    rule: (r) => handOffTransition(r, packet, now),
+    json: { handoff },
     receipt,
-    next: (r, json) => ({ record: handOffTransition(r, packet, now), json: { ...json, handoff } }),
   });
   return record!;
 }
@@ -368,15 +346,6 @@ async function pruneState(c: Parts, state: string, states: string[], options: Pr
       options.before,
     ]);
     deleted.push(...gone.map((g) => g.state));
-  }
-}
-
-/** The rule's answer, or undefined when it refuses (the full write then says why). */
-function ruleOrUndefined<T>(rule: () => T): T | undefined {
-  try {
-    return rule();
-  } catch {
-    return undefined;
   }
 }
 

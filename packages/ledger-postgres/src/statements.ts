@@ -76,7 +76,7 @@ export function setStateWrite(fields: readonly string[], terminal: boolean): Fen
   return { name: `set-state${terminal ? '-terminal' : ''}${letters ? `.${letters}` : ''}`, set, guard: NOT_TERMINAL };
 }
 
-/** A fenced write returning the id only, the record and its xmin, or (guarded by the remembered xmin) the new xmin. */
+/** A fenced write returning the id only, the record and its xmin, or (guarded by the remembered xmin) the new xmin and lease. */
 interface FencedTexts {
   readonly bare: Sql;
   readonly full: Sql;
@@ -115,11 +115,6 @@ export function createStatements(ops: string, dbClock: boolean) {
          lease_expires_at = $9, updated_at = $10, first_dispatched_at = $11, attempt_count = $12, last_outcome = $13, result = $14::json,
          provider_ref = $15, status_ref = $16, handoff = $17::json, resolution = $18::json
        WHERE business_operation_id = $1 AND fence = $2 ${returning}`,
-    ),
-    /** RENEW of a remembered row version ($4 id, $5 fence, $6 xmin). */
-    renewKnown: named(
-      'renew:known',
-      `UPDATE ${ops} SET ${RENEW.set} WHERE business_operation_id = $4 AND fence = $5 AND ${RENEW.guard} AND xmin = $6::xid RETURNING lease_expires_at, xmin`,
     ),
     /** $1 id, $2 fence, $3 seq, $4 receipt, $5 hash: applies only when the receipt is the next of the row's chain. */
     appendReceipt: named(
@@ -170,7 +165,10 @@ export function createStatements(ops: string, dbClock: boolean) {
       texts = {
         bare: { name, text: `${sql} RETURNING business_operation_id` },
         full: { name, text: `${sql} ${returning}${extra}` },
-        known: { name: `${name}:known`, text: `${sql} AND xmin = $${xmin}::xid RETURNING xmin${extra}` },
+        known: {
+          name: `${name}:known`,
+          text: `${sql} AND xmin = $${xmin}::xid RETURNING xmin, lease_expires_at${extra}`,
+        },
       };
       fencedCache.set(name, texts);
       return texts;

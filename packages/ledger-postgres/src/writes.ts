@@ -5,19 +5,15 @@ import { handOut, type JsonTexts, jsonParam, jsonTextsOf, type OperationRow, toR
 import type { FencedWrite, Sql, Statements } from './statements.js';
 import type { Db, Run } from './tx.js';
 
-/** Why a guarded write matched no row: an error, `'no-op'`, or null (not the guard's doing). */
-type Blocked = (r: OperationRecord) => Error | 'no-op' | null;
-/** The transition applied to a remembered record and its json texts; throws when the rule refuses. */
-type Next = (record: OperationRecord, json: JsonTexts) => { record: OperationRecord; json: JsonTexts };
-
 interface FencedCall {
   readonly what: string;
   readonly write: FencedWrite;
   readonly values: readonly unknown[];
-  readonly blocked?: Blocked;
+  /** The contract's transition; the record unchanged: nothing to do. Absent (release): nothing returned. */
+  readonly rule?: (r: OperationRecord) => OperationRecord;
+  /** The json columns the write sets, as the text they will hold. */
+  readonly json?: Partial<JsonTexts>;
   readonly receipt?: Receipt | undefined;
-  /** Absent: the caller gets nothing back (renew, release). */
-  readonly next?: Next;
   /** The commit need not wait for the WAL flush (deferrableWrites). */
   readonly deferred?: boolean;
 }
@@ -32,17 +28,14 @@ interface Known {
 /** A runner's operations in flight, with room. */
 const KNOWN_MAX = 4096;
 
-/** Why the contract's rule refuses the current record (null: it does not). */
-export const ruleBlocks =
-  (rule: (r: OperationRecord) => unknown) =>
-  (r: OperationRecord): Error | null => {
-    try {
-      rule(r);
-      return null;
-    } catch (err) {
-      return err as Error;
-    }
-  };
+/** Why a guarded write matched no row, by the rule: an error, `'no-op'`, or null (not the rule's doing). */
+function blocked(c: FencedCall, r: OperationRecord): Error | 'no-op' | null {
+  try {
+    return c.rule?.(r) === r ? 'no-op' : null;
+  } catch (err) {
+    return err as Error;
+  }
+}
 
 /**
  * Fenced writes: one UPDATE guarded by the token (READ COMMITTED re-checks the WHERE after a concurrent
@@ -78,7 +71,7 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     if (rows.length === 0) throw new LedgerError(`no operation ${ref.businessOperationId} in the ledger`);
     const current = toRecord(rows[0]!);
     if (current.fence !== ref.fence) throw new LeaseLostError(ref.businessOperationId, ref.fence);
-    const why = c.blocked?.(current) ?? null;
+    const why = blocked(c, current);
     if (why === 'no-op') return null;
     if (why === null && c.receipt !== undefined) {
       const expected = rows[0]!.receipt_count + 1;
@@ -94,26 +87,29 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
   /** The write of a remembered operation; null when not remembered, refused by the rule, or the row changed. */
   async function knownWrite(
     ref: Fenced,
-    c: FencedCall & { next: Next },
+    c: FencedCall & { rule: NonNullable<FencedCall['rule']> },
     sql: Sql,
     args: unknown[],
   ): Promise<OperationRecord | null> {
     const k = known.get(ref.businessOperationId);
     if (k === undefined || k.record.fence !== ref.fence) return null;
-    let out: ReturnType<Next>;
+    let next: OperationRecord;
     try {
-      out = c.next(k.record, k.json);
+      next = c.rule(k.record);
     } catch {
       return null; // the full write says why
     }
-    const { rows } = await db.query<{ xmin: string }>(c.what, sql, [...args, k.xmin]);
+    const { rows } = await db.query<{ xmin: string; lease_expires_at: string | null }>(c.what, sql, [...args, k.xmin]);
     if (rows.length === 0) {
       known.delete(ref.businessOperationId);
       return null;
     }
-    const record = chainedTransition(out.record, c.receipt);
-    remember(record, rows[0]!.xmin, out.json);
-    return handOut(record, out.json);
+    // The lease's end as the database wrote it (its clock, with leaseClock: 'database').
+    const lease = rows[0]!.lease_expires_at;
+    const record = { ...chainedTransition(next, c.receipt), leaseExpiresAt: lease === null ? null : Number(lease) };
+    const json = { ...k.json, ...c.json };
+    remember(record, rows[0]!.xmin, json);
+    return handOut(record, json);
   }
 
   async function fenced(ref: Fenced, c: FencedCall): Promise<OperationRecord | null> {
@@ -124,13 +120,13 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
       checkReceiptShape(ref, c.receipt, c.what);
       args.push(c.receipt.seq, jsonParam(c.receipt), c.receipt.hash);
     }
-    if (c.next === undefined) {
+    if (c.rule === undefined) {
       known.delete(ref.businessOperationId); // the row becomes another version
       const { rows } = await db.query(c.what, texts.bare, args);
       if (rows.length === 0) await refused(ref, c);
       return null;
     }
-    const fast = await knownWrite(ref, { ...c, next: c.next }, texts.known, args);
+    const fast = await knownWrite(ref, { ...c, rule: c.rule }, texts.known, args);
     if (fast !== null) return fast;
     const { rows } = await db.query<OperationRow & { xmin: string }>(c.what, texts.full, args);
     if (rows.length === 0) return refused(ref, c);
@@ -173,7 +169,6 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     fenced,
     writeLocked,
     remember,
-    recall: (id: string): Known | undefined => known.get(id),
     forget: (id: string): void => void known.delete(id),
   };
 }
