@@ -4,18 +4,10 @@ import { PayloadLimitError, RetrysafeError } from '@retrysafe/contract';
 import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
 import { createRunner } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PostgresLedger } from '../src/index.js';
-import { readyLedger, testSchema } from './pg-test-db.js';
+import { describe, expect, it } from 'vitest';
+import { fileLedger } from './pg-test-db.js';
 
-const schema = testSchema('preclaim');
-let ledger: PostgresLedger;
-beforeAll(async () => {
-  ledger = await readyLedger(schema);
-});
-afterAll(async () => {
-  await ledger?.close();
-});
+const ledger = fileLedger('preclaim');
 
 function nested(levels: number): Record<string, unknown> {
   let v: Record<string, unknown> = { leaf: true };
@@ -34,11 +26,11 @@ describe('pre-claim refusals on the PostgreSQL ledger', () => {
     async (depth) => {
       const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
       const adapter = createSandboxAdapter({ provider });
-      const runner = createRunner({ ledger, owner: 'w-pre' });
+      const runner = createRunner({ ledger: ledger(), owner: 'w-pre' });
       const ref = `pg-deep-${depth}`;
       const r = await outcome(runner.run(adapter, 'records.create', { params: { ref, deep: nested(depth - 1) } }));
       expect(!r.ok && PayloadLimitError.isInstance(r.e)).toBe(true);
-      expect((await ledger.list()).filter((x) => JSON.stringify(x.params).includes(ref))).toEqual([]);
+      expect((await ledger().list()).filter((x) => JSON.stringify(x.params).includes(ref))).toEqual([]);
       expect(provider.calls()).toBe(0);
     },
   );
@@ -46,10 +38,10 @@ describe('pre-claim refusals on the PostgreSQL ledger', () => {
   it('params with an own __proto__ key: done once, or refused with nothing written', async () => {
     const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
     const adapter = createSandboxAdapter({ provider });
-    const runner = createRunner({ ledger, owner: 'w-proto' });
+    const runner = createRunner({ ledger: ledger(), owner: 'w-proto' });
     const params = JSON.parse('{"ref":"pg-proto","meta":{"__proto__":{"polluted":true}}}') as Record<string, unknown>;
     const first = await outcome(runner.run(adapter, 'records.create', { params }));
-    const rows = (await ledger.list()).filter((x) => (x.params as { ref?: string } | null)?.ref === 'pg-proto');
+    const rows = (await ledger().list()).filter((x) => (x.params as { ref?: string } | null)?.ref === 'pg-proto');
     if (first.ok) {
       expect(first.v).toMatchObject({ status: 'done' });
       expect(rows.map((x) => x.state)).toEqual(['succeeded']);
