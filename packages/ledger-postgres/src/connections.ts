@@ -68,26 +68,17 @@ export class Connections {
     release: boolean,
   ): Promise<pg.QueryResult<R>> {
     return new Promise<pg.QueryResult<R>>((resolve, reject) => {
-      let open = true;
       conn.until = this.tick + this.timeoutTicks;
-      conn.fail = (err) => {
-        if (!open) return;
-        open = false;
-        reject(err);
-      };
-      const done = (err: Error | undefined, res?: pg.QueryResult<R>) => {
-        if (!open) return; // timed out: already answered, and the connection is closed
-        open = false;
+      conn.fail = reject;
+      // A Query is sent as it is; a config object pg would copy on every query.
+      const query = new pg.Query<R>(config.text, config.values, (err: Error | undefined, res: unknown) => {
+        if (conn.gone) return; // timed out: already rejected, and the connection closed
         conn.until = 0;
         conn.fail = null;
         if (release) this.release(conn, err);
         if (err) reject(err);
-        else resolve(res!);
-      };
-      // A Query is sent as it is; a config object pg would copy on every query.
-      const query = new pg.Query<R>(config.text, config.values, (err: Error | undefined, res: unknown) =>
-        done(err, res as pg.QueryResult<R>),
-      );
+        else resolve(res as pg.QueryResult<R>);
+      });
       if (config.name !== undefined) (query as unknown as { name: string }).name = config.name;
       conn.client.query(query);
     });
@@ -203,16 +194,10 @@ export class Connections {
         fail(new QueryTimeoutError(this.options.timeoutMs));
       }
     }
-    if (this.waiters.length > 0 && this.waiters[0]!.until <= now) {
-      const expired = this.waiters.filter((w) => w.until <= now);
-      this.waiters = this.waiters.filter((w) => w.until > now);
-      for (const w of expired)
-        w.reject(
-          new Error(
-            `no free connection within ${this.options.timeoutMs} ms (all ${this.options.max} busy); the statement was not sent`,
-          ),
-        );
-    }
+    // Waiters queue in the order of their deadlines.
+    const { timeoutMs, max } = this.options;
+    const busy = `no free connection within ${timeoutMs} ms (all ${max} busy); the statement was not sent`;
+    while (this.waiters[0] !== undefined && this.waiters[0].until <= now) this.waiters.shift()!.reject(new Error(busy));
     // The idle list is most recently used last: the oldest are first.
     while (this.idle.length > 0 && now - this.idle[0]!.since >= this.idleTicks) this.drop(this.idle.shift()!);
   }

@@ -4,7 +4,6 @@ import {
   type ClaimResult,
   type Fenced,
   type HandoffPacket,
-  LeaseLostError,
   type Ledger,
   LedgerError,
   type ListFilter,
@@ -26,11 +25,12 @@ import {
   TERMINAL_STATES,
 } from '@retrysafe/contract/ledger';
 import type pg from 'pg';
-import { ALL_STATES, checkClaim, checkNumber, checkReceiptShape, checkRef, numberOption, oneOf } from './checks.js';
+import { ALL_STATES, checkClaim, checkNumber, numberOption, oneOf } from './checks.js';
 import { createSkewCheck } from './clock.js';
 import { jsonParam, type OperationRow, parseJson, toReceipts, toRecord } from './rows.js';
 import { type MigrateReport, quoteSchema } from './schema.js';
 import {
+  APPEND,
   createStatements,
   DISPATCHED,
   HAND_OFF,
@@ -239,26 +239,7 @@ async function handOff(
 }
 
 async function appendReceipt(c: Parts, ref: Fenced, receipt: Receipt): Promise<void> {
-  checkRef(ref, 'appendReceipt');
-  checkReceiptShape(ref, receipt, 'appendReceipt');
-  c.writes.forget(ref.businessOperationId); // the row becomes another version
-  const { rows } = await c.db.query('appendReceipt', c.st.appendReceipt, [
-    ref.businessOperationId,
-    ref.fence,
-    receipt.seq,
-    jsonParam(receipt),
-    receipt.hash,
-  ]);
-  if (rows.length === 1) return;
-  const check = await c.db.query<{ fence: string; seq: number }>('appendReceipt', c.st.receiptCheck, [
-    ref.businessOperationId,
-  ]);
-  const row = check.rows[0];
-  if (!row) throw new LedgerError(`no operation ${ref.businessOperationId} in the ledger`);
-  if (Number(row.fence) !== ref.fence) throw new LeaseLostError(ref.businessOperationId, ref.fence);
-  throw new LedgerError(
-    `appendReceipt: receipt seq ${receipt.seq} for ${ref.businessOperationId} is not the next one (expected ${row.seq + 1})`,
-  );
+  await c.writes.fenced(ref, { what: 'appendReceipt', write: APPEND, values: [], receipt });
 }
 
 async function release(c: Parts, ref: Fenced): Promise<void> {

@@ -48,6 +48,8 @@ export const HAND_OFF: FencedWrite = {
          updated_at = $2, lease_owner = NULL, lease_expires_at = NULL`,
   guard: `state NOT IN ('succeeded', 'abandoned', 'handed-off')`,
 };
+/** Only the receipt the fenced write appends. */
+export const APPEND: FencedWrite = { name: 'append', set: '', guard: null };
 export const RELEASE: FencedWrite = {
   name: 'release',
   set: 'lease_owner = NULL, lease_expires_at = NULL',
@@ -116,17 +118,6 @@ export function createStatements(ops: string, dbClock: boolean) {
          provider_ref = $15, status_ref = $16, handoff = $17::json, resolution = $18::json
        WHERE business_operation_id = $1 AND fence = $2 ${returning}`,
     ),
-    /** $1 id, $2 fence, $3 seq, $4 receipt, $5 hash: applies only when the receipt is the next of the row's chain. */
-    appendReceipt: named(
-      'receipt',
-      `UPDATE ${ops} SET ${appendReceipt('$4')}, receipt_head = $5, receipt_count = $3
-         WHERE business_operation_id = $1 AND fence = $2 AND receipt_count + 1 = $3::integer
-         RETURNING receipt_count AS seq`,
-    ),
-    receiptCheck: named(
-      'receipt-check',
-      `SELECT fence, receipt_count AS seq FROM ${ops} WHERE business_operation_id = $1`,
-    ),
     /** $1 caller's now, $2 limit, $3 database clock?: served by the partial index of open rows. */
     recover: named(
       'recover',
@@ -157,7 +148,7 @@ export function createStatements(ops: string, dbClock: boolean) {
       if (texts !== undefined) return texts;
       const where = `business_operation_id = $${n + 1} AND fence = $${n + 2}${write.guard ? ` AND ${write.guard}` : ''}`;
       const sql = withReceipt
-        ? `UPDATE ${ops} SET ${write.set}, ${appendReceipt(`$${n + 4}`)}, receipt_head = $${n + 5}, receipt_count = $${n + 3}
+        ? `UPDATE ${ops} SET ${write.set ? `${write.set}, ` : ''}${appendReceipt(`$${n + 4}`)}, receipt_head = $${n + 5}, receipt_count = $${n + 3}
        WHERE ${where} AND receipt_count + 1 = $${n + 3}::integer`
         : `UPDATE ${ops} SET ${write.set} WHERE ${where}`;
       const extra = defer ? `, ${DEFER_COMMIT}` : '';

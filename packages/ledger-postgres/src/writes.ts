@@ -169,6 +169,5 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     fenced,
     writeLocked,
     remember,
-    forget: (id: string): void => void known.delete(id),
   };
 }
