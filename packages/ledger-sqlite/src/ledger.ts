@@ -44,22 +44,16 @@ type StoredRow = StoredText & { id: string };
 function checkOptions(options: SqliteLedgerOptions) {
   if (typeof options?.path !== 'string' || options.path.length === 0)
     throw new LedgerError('createSqliteLedger needs { path }');
-  const busyMs = options.busyTimeoutMs ?? 10_000;
-  if (!Number.isFinite(busyMs) || busyMs < 0)
-    throw new LedgerError(`busyTimeoutMs must be a number ≥ 0, got ${String(options.busyTimeoutMs)}`);
-  const sync = options.synchronous ?? 'FULL';
-  if (sync !== 'FULL' && sync !== 'NORMAL')
-    throw new LedgerError(`synchronous must be 'FULL' or 'NORMAL', got ${JSON.stringify(sync)}`);
-  const deferrable = options.deferrableWrites ?? 'defer';
-  if (deferrable !== 'defer' && deferrable !== 'sync')
-    throw new LedgerError(`deferrableWrites must be 'defer' or 'sync', got ${JSON.stringify(deferrable)}`);
+  const { busyTimeoutMs = 10_000, synchronous = 'FULL', deferrableWrites = 'defer' } = options;
+  if (!Number.isFinite(busyTimeoutMs) || busyTimeoutMs < 0)
+    throw new LedgerError(`busyTimeoutMs must be a number ≥ 0, got ${String(busyTimeoutMs)}`);
+  if (synchronous !== 'FULL' && synchronous !== 'NORMAL')
+    throw new LedgerError(`synchronous must be 'FULL' or 'NORMAL', got ${JSON.stringify(synchronous)}`);
+  if (deferrableWrites !== 'defer' && deferrableWrites !== 'sync')
+    throw new LedgerError(`deferrableWrites must be 'defer' or 'sync', got ${JSON.stringify(deferrableWrites)}`);
   // Only FULL has a wait to leave out.
-  return {
-    path: options.path,
-    busyMs: Math.floor(busyMs),
-    sync,
-    defers: sync === 'FULL' && deferrable === 'defer',
-  } as const;
+  const defers = synchronous === 'FULL' && deferrableWrites === 'defer';
+  return { path: options.path, busyMs: Math.floor(busyTimeoutMs), sync: synchronous, defers } as const;
 }
 
 type Next = (r: OperationRecord) => OperationRecord;

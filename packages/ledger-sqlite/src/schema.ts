@@ -50,11 +50,16 @@ export function migrate(db: DatabaseSync, path: string): void {
     }
     db.exec('COMMIT');
   } catch (err) {
-    try {
-      db.exec('ROLLBACK');
-    } catch {
-      /* nothing to roll back */
-    }
+    quietly(() => db.exec('ROLLBACK'));
     throw err;
+  }
+}
+
+/** A close or rollback whose failure leaves nothing to undo. */
+export function quietly(f: () => void): void {
+  try {
+    f();
+  } catch {
+    /* already unusable, or no transaction left */
   }
 }

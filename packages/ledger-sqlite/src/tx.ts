@@ -1,7 +1,7 @@
 import type { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LedgerError, RetrysafeError } from '@retrysafe/contract';
-import { migrate } from './schema.js';
+import { migrate, quietly } from './schema.js';
 
 /** The longest one SQLite call may block the event loop on a lock. */
 const SYNC_BUSY_MS = 20;
@@ -81,15 +81,6 @@ export function openConnection(
     quietly(() => opened.close());
   };
   return { db: opened, path, busyMs, defers, isOpen: () => open, close };
-}
-
-/** A close or rollback whose failure leaves nothing to undo. */
-function quietly(f: () => void): void {
-  try {
-    f();
-  } catch {
-    /* already unusable, or no transaction left */
-  }
 }
 
 /** Another connection held the write lock: nothing written. */
