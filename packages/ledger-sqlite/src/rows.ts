@@ -45,7 +45,7 @@ function appendReceipt(receipts: string | null, added: Receipt | undefined): str
   return receipts === null ? `[${text}]` : `${receipts.slice(0, -1)},${text}]`;
 }
 
-/** In statements.ts order, then the id. */
+/** The columns an UPDATE writes, then the id (statements.ts order). */
 const updateArgs = (r: OperationRecord, t: StoredText) => [
   r.state,
   r.fence,
@@ -55,18 +55,8 @@ const updateArgs = (r: OperationRecord, t: StoredText) => [
   t.receipts,
   r.businessOperationId,
 ];
-const insertArgs = (r: OperationRecord, t: StoredText) => [
-  r.businessOperationId,
-  r.provider,
-  r.operation,
-  r.state,
-  r.fence,
-  r.leaseExpiresAt,
-  r.createdAt,
-  r.updatedAt,
-  t.record,
-  t.receipts,
-];
+/** A new row: the same, then the columns that never change. */
+const insertArgs = (r: OperationRecord, t: StoredText) => [...updateArgs(r, t), r.provider, r.operation, r.createdAt];
 
 /**
  * Rows in and out of the file, and the text this connection last stored of each open operation: a write

@@ -15,7 +15,7 @@ export function prepareStatements(db: DatabaseSync) {
     ),
     /** A new operation; does nothing when the id has a row (the claim then reads it). */
     insert: db.prepare(
-      `INSERT INTO retrysafe_operations (id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, record, receipts)
+      `INSERT INTO retrysafe_operations (state, fence, lease_expires_at, updated_at, record, receipts, id, provider, operation, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
     ),
     update: db.prepare(`UPDATE retrysafe_operations SET ${COLUMNS} WHERE id = ?`),
@@ -36,13 +36,11 @@ export function listSql(filter: ListFilter): { sql: string; args: Array<string |
     where.push(`state IN (${marks(filter.states.length)})`);
     args.push(...filter.states);
   }
-  if (filter.provider) {
-    where.push('provider = ?');
-    args.push(filter.provider);
-  }
-  if (filter.operation) {
-    where.push('operation = ?');
-    args.push(filter.operation);
+  for (const column of ['provider', 'operation'] as const) {
+    const value = filter[column];
+    if (!value) continue;
+    where.push(`${column} = ?`);
+    args.push(value);
   }
   const dir = filter.newestFirst ? 'DESC' : 'ASC';
   let sql = `SELECT record FROM retrysafe_operations ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at ${dir}, id ${dir}`;
