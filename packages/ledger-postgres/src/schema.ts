@@ -80,17 +80,13 @@ export async function migrate(pool: pg.Pool | pg.Client, schema = 'public'): Pro
   let broken: Error | undefined;
   try {
     await client.query('BEGIN');
-    try {
-      const report = await applyMigrations(client, schema, quoted);
-      await client.query('COMMIT');
-      return report;
-    } catch (err) {
-      await client.query('ROLLBACK').catch((e: Error) => {
-        broken = e;
-      });
-      throw err;
-    }
+    const report = await applyMigrations(client, schema, quoted);
+    await client.query('COMMIT');
+    return report;
   } catch (err) {
+    await client.query('ROLLBACK').catch((e: Error) => {
+      broken = e;
+    });
     if (LedgerError.isInstance(err)) throw err;
     throw new LedgerError(`migrating schema ${schema} failed: ${(err as Error).message}`, { cause: err });
   } finally {
