@@ -9,7 +9,7 @@ import pg from 'pg';
 export class Connections {
   private readonly idle: Conn[] = [];
   private readonly open: Conn[] = [];
-  private waiters: Waiter[] = [];
+  private readonly waiters: Waiter[] = [];
   /** Open or opening (≤ max). */
   private count = 0;
   private tick = 0;
@@ -103,9 +103,7 @@ export class Connections {
   /** Closes every connection: idle ones now, busy ones when they are given back (or time out). */
   end(): Promise<void> {
     if (this.ended || this.ending !== null) return Promise.resolve();
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const w of waiters) w.reject(new Error('the ledger closed its connections'));
+    for (const w of this.waiters.splice(0)) w.reject(new Error('the ledger closed its connections'));
     return new Promise<void>((resolve) => {
       this.ending = resolve;
       for (const conn of this.idle.splice(0)) this.drop(conn);
