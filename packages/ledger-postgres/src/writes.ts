@@ -1,5 +1,5 @@
 import { type Fenced, LeaseLostError, LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
-import { chainedTransition, isTerminal } from '@retrysafe/contract/ledger';
+import { chainedTransition, checkReceipt, isTerminal } from '@retrysafe/contract/ledger';
 import { checkReceiptShape, checkRef } from './checks.js';
 import { handOut, type JsonTexts, jsonParam, jsonTextsOf, type OperationRow, toRecord } from './rows.js';
 import type { FencedWrite, Sql, Statements } from './statements.js';
@@ -73,13 +73,7 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     if (current.fence !== ref.fence) throw new LeaseLostError(ref.businessOperationId, ref.fence);
     const why = blocked(c, current);
     if (why === 'no-op') return null;
-    if (why === null && c.receipt !== undefined) {
-      const expected = rows[0]!.receipt_count + 1;
-      if (c.receipt.seq !== expected)
-        throw new LedgerError(
-          `${c.what}: receipt seq ${c.receipt.seq} for ${ref.businessOperationId} is not the next one (expected ${expected}); nothing written`,
-        );
-    }
+    if (why === null && c.receipt !== undefined) checkReceipt(ref, c.receipt, rows[0]!.receipt_count);
     // null: the row now passes the guard, so it changed between the write and this read.
     throw why ?? new LedgerError(`${c.what}: ${ref.businessOperationId} changed concurrently; write refused`);
   }

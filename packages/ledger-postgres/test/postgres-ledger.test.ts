@@ -575,8 +575,8 @@ describe('receipts', () => {
     await expect(ledger.appendReceipt(ref, receipt(id, 0))).rejects.toThrow(/expected 1/);
     await ledger.appendReceipt(ref, receipt(id, 1));
     await ledger.appendReceipt(ref, receipt(id, 2));
-    await expect(ledger.appendReceipt(ref, receipt(id, 2))).rejects.toThrow(/not the next one \(expected 3\)/);
-    await expect(ledger.appendReceipt(ref, receipt(id, 5))).rejects.toThrow(/not the next one/);
+    await expect(ledger.appendReceipt(ref, receipt(id, 2))).rejects.toThrow(/seq 2 for .*: expected 3/);
+    await expect(ledger.appendReceipt(ref, receipt(id, 5))).rejects.toThrow(/expected 3/);
     await expect(ledger.appendReceipt(ref, receipt('other' as BusinessOperationId, 3))).rejects.toThrow(
       /belongs to other/,
     );
