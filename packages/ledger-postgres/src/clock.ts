@@ -6,10 +6,9 @@ import type { Db } from './tx.js';
 const PROBE_EVERY_MS = 10_000;
 
 /**
- * With leases on the database clock: refuses a claim whose caller's clock (the `now` it passes) is
- * more than `maxSkew` ms from the database's, before anything is written. One probe at most every 10 s
- * brackets the database's clock between two local readings, so a slow round trip widens the interval
- * instead of looking like skew: only a clock that is off for certain is refused.
+ * Refuses a claim whose `now` is more than `maxSkew` ms from the database's clock, before any write. A
+ * probe brackets that clock between two local readings, so a slow round trip widens the interval instead
+ * of looking like skew: only a clock that is off for certain is refused.
  */
 export function createSkewCheck(db: Db, st: Statements, maxSkew: number) {
   let probedAt = -Infinity;
@@ -31,7 +30,6 @@ export function createSkewCheck(db: Db, st: Statements, maxSkew: number) {
     skewWithin(now, entry, claimOf);
   };
 
-  /** The caller's `now` (passed when this process's clock read `entry`) against the database's clock. */
   function skewWithin(now: number, entry: number, claimOf: string): void {
     const caller = now - entry; // the caller's clock may differ from this process's
     const lo = offset.lo + caller;

@@ -1,25 +1,16 @@
 import pg from 'pg';
 
 /**
- * The connections of a ledger that opens its own (`connectionString`, no `pool`): at most `max`
- * `pg.Client`s, handed out most recently used first, with ONE timer for all of them instead of
- * pg.Pool's timers armed and cleared around every statement. A watchdog ticks every `period` ms while
- * any connection is open, and each query, each wait for a free connection and each idle connection
- * carries the tick it must end by:
- * - a query that has not answered `timeoutMs` after it was sent fails (fail closed: the caller sees an
- *   error, so the runner does not dispatch) and its connection is closed, so it is never reused
- *   mid-protocol; the statement may still commit on the server, as after any lost answer;
- * - a wait for a free connection that lasts `timeoutMs` fails, and its query is never sent;
- * - a connection unused for `idleMs` is closed.
- * (0 for either: no limit.) A deadline fires between `timeoutMs` and `timeoutMs + period` late.
- * Opening a connection is limited by pg's own `connectionTimeoutMillis`. A query that fails (any
- * error) closes its connection, as pg.Pool's `query` does.
+ * The ledger's own connections (no `pool`): at most `max` pg.Clients and ONE watchdog timer instead of
+ * pg.Pool's timers around every statement. A query or a wait for a connection past `timeoutMs` fails
+ * (fail closed) and a timed-out or failed query's connection is closed, never reused mid-protocol;
+ * one idle for `idleMs` is closed. Deadlines are in ticks, so they fire up to one `period` late.
  */
 export class Connections {
   private readonly idle: Conn[] = [];
   private readonly open: Conn[] = [];
-  private waiters: Waiter[] = [];
-  /** Connections open or opening (≤ max). */
+  private readonly waiters: Waiter[] = [];
+  /** Open or opening (≤ max). */
   private count = 0;
   private tick = 0;
   private timer: ReturnType<typeof setInterval> | null = null;
@@ -47,53 +38,54 @@ export class Connections {
   }
 
   /** One statement on a free connection, given back when it ends. */
-  query<R extends pg.QueryResultRow>(config: Statement): Promise<pg.QueryResult<R>> {
-    const conn = this.idle.pop();
-    if (conn !== undefined) return this.send<R>(conn, config, true);
-    return this.acquire().then((c) => this.send<R>(c, config, true));
+  async query<R extends pg.QueryResultRow>(config: Statement): Promise<pg.QueryResult<R>> {
+    return this.send<R>(await this.acquire(), config, true);
   }
 
-  /** A connection held by the caller (a transaction) until `release`. */
-  acquire(): Promise<Conn> {
+  /** A connection held by the caller (a transaction) until `release`, as pg.Pool's `connect`. */
+  async connect() {
+    const conn = await this.acquire();
+    return {
+      query: <R extends pg.QueryResultRow>(config: Statement) => this.send<R>(conn, config, false),
+      release: (err?: Error) => this.release(conn, err),
+    };
+  }
+
+  private acquire(): Promise<Conn> {
     if (this.ended || this.ending !== null) return Promise.reject(new Error('the ledger closed its connections'));
     const conn = this.idle.pop();
     if (conn !== undefined) return Promise.resolve(conn);
-    if (this.count < this.options.max) return this.connect();
+    if (this.count < this.options.max) return this.openNew();
     return new Promise<Conn>((resolve, reject) => {
       this.waiters.push({ resolve, reject, until: this.tick + this.timeoutTicks });
     });
   }
 
-  /** Runs one statement on `conn`; `release`: give the connection back when it ends. */
-  send<R extends pg.QueryResultRow>(conn: Conn, config: Statement, release: boolean): Promise<pg.QueryResult<R>> {
+  /** `release`: give the connection back when the statement ends. */
+  private send<R extends pg.QueryResultRow>(
+    conn: Conn,
+    config: Statement,
+    release: boolean,
+  ): Promise<pg.QueryResult<R>> {
     return new Promise<pg.QueryResult<R>>((resolve, reject) => {
-      let open = true;
       conn.until = this.tick + this.timeoutTicks;
-      conn.fail = (err) => {
-        if (!open) return;
-        open = false;
-        reject(err);
-      };
-      const done = (err: Error | undefined, res?: pg.QueryResult<R>) => {
-        if (!open) return; // timed out: already answered, and the connection is closed
-        open = false;
+      conn.fail = reject;
+      // A Query is sent as it is; a config object pg would copy on every query.
+      const query = new pg.Query<R>(config.text, config.values, (err: Error | undefined, res: unknown) => {
+        if (conn.gone) return; // timed out: already rejected, and the connection closed
         conn.until = 0;
         conn.fail = null;
         if (release) this.release(conn, err);
         if (err) reject(err);
-        else resolve(res!);
-      };
-      // pg copies a config object property by property on every query, a Query it sends as it is (bench: instructions).
-      const query = new pg.Query<R>(config.text, config.values, (err: Error | undefined, res: unknown) =>
-        done(err, res as pg.QueryResult<R>),
-      );
+        else resolve(res as pg.QueryResult<R>);
+      });
       if (config.name !== undefined) (query as unknown as { name: string }).name = config.name;
       conn.client.query(query);
     });
   }
 
-  /** Gives a connection back; with an error (or once closing) it is closed instead. */
-  release(conn: Conn, err?: unknown): void {
+  /** With an error (or once closing) it is closed instead. */
+  private release(conn: Conn, err?: unknown): void {
     if (conn.gone) return;
     if (err || this.ending !== null || this.ended) {
       this.drop(conn);
@@ -111,9 +103,7 @@ export class Connections {
   /** Closes every connection: idle ones now, busy ones when they are given back (or time out). */
   end(): Promise<void> {
     if (this.ended || this.ending !== null) return Promise.resolve();
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const w of waiters) w.reject(new Error('the ledger closed its connections'));
+    for (const w of this.waiters.splice(0)) w.reject(new Error('the ledger closed its connections'));
     return new Promise<void>((resolve) => {
       this.ending = resolve;
       for (const conn of this.idle.splice(0)) this.drop(conn);
@@ -121,7 +111,7 @@ export class Connections {
     });
   }
 
-  private connect(): Promise<Conn> {
+  private openNew(): Promise<Conn> {
     this.count++;
     this.arm();
     const client = new pg.Client({
@@ -129,8 +119,7 @@ export class Connections {
       connectionTimeoutMillis: this.options.timeoutMs,
     });
     const conn: Conn = { client, until: 0, since: 0, fail: null, gone: false };
-    // A connection that breaks while idle emits 'error' (unhandled, it would end the process): close it.
-    // A busy one's query fails too, and its release closes it.
+    // An idle connection that breaks emits 'error', which unhandled would end the process; a busy one's query fails.
     client.on('error', () => {
       const i = this.idle.indexOf(conn);
       if (i !== -1) {
@@ -167,7 +156,7 @@ export class Connections {
   private next(): void {
     const waiter =
       this.ending === null && !this.ended && this.count < this.options.max ? this.waiters.shift() : undefined;
-    if (waiter !== undefined) this.connect().then(waiter.resolve, waiter.reject);
+    if (waiter !== undefined) this.openNew().then(waiter.resolve, waiter.reject);
     this.settle();
   }
 
@@ -203,29 +192,22 @@ export class Connections {
         fail(new QueryTimeoutError(this.options.timeoutMs));
       }
     }
-    if (this.waiters.length > 0 && this.waiters[0]!.until <= now) {
-      const expired = this.waiters.filter((w) => w.until <= now);
-      this.waiters = this.waiters.filter((w) => w.until > now);
-      for (const w of expired)
-        w.reject(
-          new Error(
-            `no free connection within ${this.options.timeoutMs} ms (all ${this.options.max} busy); the statement was not sent`,
-          ),
-        );
-    }
+    // Waiters queue in the order of their deadlines.
+    const { timeoutMs, max } = this.options;
+    const busy = `no free connection within ${timeoutMs} ms (all ${max} busy); the statement was not sent`;
+    while (this.waiters[0] !== undefined && this.waiters[0].until <= now) this.waiters.shift()!.reject(new Error(busy));
     // The idle list is most recently used last: the oldest are first.
     while (this.idle.length > 0 && now - this.idle[0]!.since >= this.idleTicks) this.drop(this.idle.shift()!);
   }
 }
 
-/** A statement: its text, its values, and a name when it is prepared (once per connection). */
+/** A name when it is prepared (once per connection). */
 export interface Statement {
   readonly name?: string;
   readonly text: string;
   readonly values?: unknown[];
 }
 
-/** A query that did not answer in time. */
 export class QueryTimeoutError extends Error {
   constructor(ms: number) {
     super(`no answer within ${ms} ms: the connection is closed (the statement may still have committed)`);
@@ -233,15 +215,13 @@ export class QueryTimeoutError extends Error {
   }
 }
 
-export interface Conn {
+interface Conn {
   readonly client: pg.Client;
   /** The tick by which the running statement must answer (0: none running). */
   until: number;
   /** The tick it went idle. */
   since: number;
-  /** Fails the running statement (set while one runs). */
   fail: ((err: Error) => void) | null;
-  /** Closed: never handed out again. */
   gone: boolean;
 }
 

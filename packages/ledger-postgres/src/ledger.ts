@@ -4,7 +4,6 @@ import {
   type ClaimResult,
   type Fenced,
   type HandoffPacket,
-  LeaseLostError,
   type Ledger,
   LedgerError,
   type ListFilter,
@@ -20,18 +19,18 @@ import {
   claimTransition,
   dispatchedTransition,
   handOffTransition,
-  isTerminal,
   renewTransition,
   resolveTransition,
   setStateTransition,
   TERMINAL_STATES,
 } from '@retrysafe/contract/ledger';
 import type pg from 'pg';
-import { ALL_STATES, checkClaim, checkNumber, checkReceiptShape, checkRef, numberOption, oneOf } from './checks.js';
+import { ALL_STATES, checkClaim, checkNumber, numberOption, oneOf } from './checks.js';
 import { createSkewCheck } from './clock.js';
 import { jsonParam, type OperationRow, parseJson, toReceipts, toRecord } from './rows.js';
 import { type MigrateReport, quoteSchema } from './schema.js';
 import {
+  APPEND,
   createStatements,
   DISPATCHED,
   HAND_OFF,
@@ -42,66 +41,42 @@ import {
   setStateWrite,
 } from './statements.js';
 import { createDb, type Db } from './tx.js';
-import { createWrites, ruleBlocks } from './writes.js';
+import { createWrites } from './writes.js';
 
+/** The options; the README's table says what each does and why its default is what it is. */
 export interface PostgresLedgerOptions {
   /** e.g. `postgres://user@127.0.0.1:5432/db`. Either this or `pool`. */
   readonly connectionString?: string;
-  /** Your own pool; `close()` leaves it open. */
+  /** Your own pool (its settings apply); `close()` leaves it open. */
   readonly pool?: pg.Pool;
   /** Schema holding the tables (created if missing). Default `public`. */
   readonly schema?: string;
-  /** Run the shipped migrations before the first query (default true). Set false when a deploy step runs `migrate()`. */
+  /** Run the migrations before the first query (default true); false when a deploy step runs `migrate()`. */
   readonly migrate?: boolean;
-  /** How many connections the ledger opens at most, when it opens its own (default 10). */
+  /** The most connections the ledger opens itself (default 10). */
   readonly poolSize?: number;
-  /**
-   * Client-side limit on one query, in ms (default 15 000), when the ledger opens its own connections
-   * (with `pool`, your pool's settings apply). A query that does not answer in time fails with
-   * LedgerError, so the runner does not dispatch (fail closed), and its connection is closed; so does a
-   * wait for a free connection that lasts this long (its query is then never sent), and opening one.
-   * Checked by one timer per ledger, so it fires up to an eighth of it (at most 1 s) late. 0: no limit.
-   */
+  /** Own connections: a query or a wait for a connection longer than this fails closed (default 15 000; 0: none). */
   readonly queryTimeoutMs?: number;
-  /** When the ledger opens its own connections: how long (ms) one may stay unused before it is closed (default 10 000; 0: never). */
+  /** Own connections: one unused this long is closed (default 10 000; 0: never). */
   readonly idleTimeoutMs?: number;
-  /**
-   * Whose clock judges lease expiry and takeover. `database` (default): PostgreSQL's `now()`, inside the
-   * same statement that claims, renews or lists recoverable operations, so workers on machines whose
-   * clocks disagree never both hold a lease. `caller`: the `now` each call passes in (simulated time in
-   * tests; a single machine).
-   */
+  /** Whose clock judges leases: PostgreSQL's `now()` (default), or the `now` each call passes. */
   readonly leaseClock?: 'database' | 'caller';
-  /**
-   * With `leaseClock: 'database'`: how far (ms) a worker's clock may be from the database's before its
-   * claims are refused with ClockSkewError (default 1000). Keep it below the runner's send margin (a
-   * tenth of the lease, at most 2 s): a worker checks its own lease on its own clock before it sends.
-   */
+  /** With the database clock: claims from a worker whose clock is further off are refused (default 1000). */
   readonly maxClockSkewMs?: number;
-  /**
-   * What a write the runner marks deferrable costs (StatePatch.durability: an operation's final
-   * `succeeded`, for a card with a lookup). `defer` (default): its transaction commits with
-   * `synchronous_commit = off` for that transaction alone, so it does not wait for the WAL flush; the
-   * server flushes it within a few hundred ms. A server crash before that, or a failover to a standby it
-   * had not reached, leaves the operation `dispatched`, which the next run or recover() looks up and
-   * adopts, never sends again. `sync`: every commit waits. Commits already asynchronous on the server
-   * stay so either way.
-   */
+  /** `defer` (default): a deferrable write commits without waiting for the WAL flush; recovery adopts it if lost. */
   readonly deferrableWrites?: 'defer' | 'sync';
 }
 
 export interface PostgresLedger extends Ledger {
-  /** Resolves once the schema is migrated (also awaited by every method). */
+  /** Resolves once the schema is migrated (every method awaits it too). */
   ready(): Promise<MigrateReport | null>;
   readonly schema: string;
 }
 
 /**
- * The retrysafe ledger on PostgreSQL, for many workers on many machines. Claims hold a lease with an
- * expiry and a fencing token that grows on every claim; every write carries the token and is refused
- * (`LeaseLostError`) once another worker has taken the operation over. Every method is durable when
- * its promise resolves; any database or connection failure rejects with `LedgerError`, so a
- * `markDispatched` that did not commit never lets the runner call the provider.
+ * The ledger for many workers on many machines: every write carries the claim's fencing token and is
+ * refused once another worker took over; any failure rejects with LedgerError, so nothing uncommitted
+ * lets the runner call the provider.
  */
 export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLedger {
   if (!options || (!options.connectionString && !options.pool)) {
@@ -149,7 +124,6 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
   };
 }
 
-/** What the ledger's methods work with. */
 interface Parts {
   readonly db: Db;
   readonly st: Statements;
@@ -158,11 +132,7 @@ interface Parts {
   readonly checkSkew: ReturnType<typeof createSkewCheck>;
 }
 
-/**
- * A new operation is one INSERT, atomic under the primary key; with `dispatch` it is born `dispatched`,
- * so the clean path needs no second write. The new row holds exactly what was sent, so its record is
- * the contract's new-operation record, with the lease's end the database wrote; not read back.
- */
+/** A new operation is one INSERT (born `dispatched` with `dispatch`); its record is what was sent, not read back. */
 async function claim(c: Parts, input: ClaimInput): Promise<ClaimResult> {
   checkClaim(input);
   if (c.dbClock) await c.checkSkew(input.now, input.businessOperationId);
@@ -190,10 +160,7 @@ async function claim(c: Parts, input: ClaimInput): Promise<ClaimResult> {
   return claimed;
 }
 
-/**
- * It exists: decided under a row lock by the contract's claimTransition, so two workers never both take
- * it over; the lease is judged on the ledger's clock, read in the same statement as the lock.
- */
+/** It exists: claimTransition decides under the row lock, with the lease clock read in the same statement. */
 function claimExisting(c: Parts, input: ClaimInput): Promise<ClaimResult> {
   return c.db.tx('claim', async (run) => {
     const { rows } = await run<OperationRow & { lease_now: string }>('claim', c.st.claimLock, [
@@ -210,35 +177,15 @@ function claimExisting(c: Parts, input: ClaimInput): Promise<ClaimResult> {
   });
 }
 
-/**
- * A terminal operation holds no lease: renewing it is a no-op; a released lease stays released. A
- * remembered operation is renewed on its remembered row version and stays remembered.
- */
+/** Renewing a terminal operation is a no-op; a released lease stays released. */
 async function renewLease(c: Parts, ref: Fenced, leaseMs: number, now: number): Promise<void> {
   checkNumber(leaseMs, 'leaseMs', 'renewLease', 1);
   checkNumber(now, 'now', 'renewLease');
-  checkRef(ref, 'renewLease');
-  const k = c.writes.recall(ref.businessOperationId);
-  const renewed = k === undefined ? undefined : ruleOrUndefined(() => renewTransition(k.record, ref, leaseMs, now));
-  if (k !== undefined && renewed !== undefined && renewed !== k.record) {
-    const { rows } = await c.db.query<{ lease_expires_at: string; xmin: string }>('renewLease', c.st.renewKnown, [
-      now,
-      leaseMs,
-      c.dbClock,
-      ref.businessOperationId,
-      ref.fence,
-      k.xmin,
-    ]);
-    if (rows.length === 1) {
-      c.writes.remember({ ...renewed, leaseExpiresAt: Number(rows[0]!.lease_expires_at) }, rows[0]!.xmin, k.json);
-      return;
-    }
-  }
   await c.writes.fenced(ref, {
     what: 'renewLease',
     write: RENEW,
     values: [now, leaseMs, c.dbClock],
-    blocked: (r) => (isTerminal(r) ? 'no-op' : ruleBlocks((x) => renewTransition(x, ref, leaseMs, now))(r)),
+    rule: (r) => renewTransition(r, ref, leaseMs, now),
   });
 }
 
@@ -248,16 +195,13 @@ async function markDispatched(c: Parts, ref: Fenced, now: number): Promise<Opera
     what: 'markDispatched',
     write: DISPATCHED,
     values: [now],
-    blocked: ruleBlocks((r) => dispatchedTransition(r, now)),
-    next: (r, json) => ({ record: dispatchedTransition(r, now), json }),
+    rule: (r) => dispatchedTransition(r, now),
   });
   return record!;
 }
 
-/** One statement per shape of patch: a column per field it carries. */
 async function setState(c: Parts, ref: Fenced, patch: StatePatch): Promise<OperationRecord> {
   checkPatch(patch);
-  // The result's json text, as the column will hold it (undefined: the patch keeps the result).
   const result = patch.result === undefined ? undefined : jsonParam(patch.result);
   const fields = SET_STATE_FIELDS.map(([field]) => field).filter((f) => patch[f] !== undefined);
   const values = [patch.state, patch.now, ...fields.map((f) => (f === 'result' ? result : patch[f]))];
@@ -265,18 +209,14 @@ async function setState(c: Parts, ref: Fenced, patch: StatePatch): Promise<Opera
     what: 'setState',
     write: setStateWrite(fields, TERMINAL_STATES.includes(patch.state)),
     values,
-    blocked: ruleBlocks((r) => setStateTransition(r, patch)),
+    rule: (r) => setStateTransition(r, patch),
+    json: result === undefined ? {} : { result },
     receipt: patch.receipt,
-    next: (r, json) => ({
-      record: setStateTransition(r, patch),
-      json: result === undefined ? json : { ...json, result },
-    }),
     deferred: patch.durability === 'deferrable',
   });
   return record!;
 }
 
-/** The packet's last known outcome and provider reference become the record's, when it has them. */
 async function handOff(
   c: Parts,
   ref: Fenced,
@@ -291,53 +231,27 @@ async function handOff(
     what: 'handOff',
     write: HAND_OFF,
     values: [handoff, now, packet.lastKnown?.outcome ?? null, packet.lastKnown?.providerRef ?? null],
-    blocked: ruleBlocks((r) => handOffTransition(r, packet, now)),
+    rule: (r) => handOffTransition(r, packet, now),
+    json: { handoff },
     receipt,
-    next: (r, json) => ({ record: handOffTransition(r, packet, now), json: { ...json, handoff } }),
   });
   return record!;
 }
 
-/** One UPDATE of the operation's row: the receipt, the chain anchor and the next-seq check, under its row lock. */
 async function appendReceipt(c: Parts, ref: Fenced, receipt: Receipt): Promise<void> {
-  checkRef(ref, 'appendReceipt');
-  checkReceiptShape(ref, receipt, 'appendReceipt');
-  c.writes.forget(ref.businessOperationId); // the row becomes another version
-  const { rows } = await c.db.query('appendReceipt', c.st.appendReceipt, [
-    ref.businessOperationId,
-    ref.fence,
-    receipt.seq,
-    jsonParam(receipt),
-    receipt.hash,
-  ]);
-  if (rows.length === 1) return;
-  const check = await c.db.query<{ fence: string; seq: number }>('appendReceipt', c.st.receiptCheck, [
-    ref.businessOperationId,
-  ]);
-  const row = check.rows[0];
-  if (!row) throw new LedgerError(`no operation ${ref.businessOperationId} in the ledger`);
-  if (Number(row.fence) !== ref.fence) throw new LeaseLostError(ref.businessOperationId, ref.fence);
-  throw new LedgerError(
-    `appendReceipt: receipt seq ${receipt.seq} for ${ref.businessOperationId} is not the next one (expected ${row.seq + 1})`,
-  );
+  await c.writes.fenced(ref, { what: 'appendReceipt', write: APPEND, values: [], receipt });
 }
 
 async function release(c: Parts, ref: Fenced): Promise<void> {
   await c.writes.fenced(ref, { what: 'release', write: RELEASE, values: [] });
 }
 
-/** A person's decision: the state becomes terminal, so a worker still holding an old token cannot overwrite it. */
 async function resolve(
   c: Parts,
   id: BusinessOperationId,
   resolution: Parameters<Ledger['resolve']>[1],
   now: number,
 ): Promise<OperationRecord> {
-  if (!resolution || (resolution.action !== 'mark-done' && resolution.action !== 'abandon')) {
-    throw new LedgerError(
-      `resolve: action must be 'mark-done' or 'abandon' ('resume' goes through claim({ resume: true }))`,
-    );
-  }
   checkNumber(now, 'now', 'resolve');
   return c.db.tx('resolve', async (run) => {
     const { rows } = await run<OperationRow>('resolve', c.st.resolveLock, [id]);
@@ -372,7 +286,6 @@ async function recoverCandidates(c: Parts, now: number, limit?: number): Promise
   return rows.map(toRecord);
 }
 
-/** Which states may go is the contract's rule, shared by every ledger (never open or handed-off). */
 async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
   const states = [...checkPruneOptions(options)];
   const byState: Partial<Record<OperationState, number>> = {};
@@ -388,7 +301,7 @@ async function prune(c: Parts, options: PruneOptions): Promise<PruneReport> {
   return { pruned, byState, dryRun: options.dryRun === true };
 }
 
-/** One state's old rows, a keyset page at a time by (created_at, id): exported if asked, then deleted. The states deleted. */
+/** One state's old rows, a keyset page at a time by (created_at, id), exported if asked, then deleted. */
 async function pruneState(c: Parts, state: string, states: string[], options: PruneOptions): Promise<string[]> {
   const deleted: string[] = [];
   const page = c.st.prunePage(options.onPrune !== undefined);
@@ -414,15 +327,6 @@ async function pruneState(c: Parts, state: string, states: string[], options: Pr
       options.before,
     ]);
     deleted.push(...gone.map((g) => g.state));
-  }
-}
-
-/** The rule's answer, or undefined when it refuses (the full write then says why). */
-function ruleOrUndefined<T>(rule: () => T): T | undefined {
-  try {
-    return rule();
-  } catch {
-    return undefined;
   }
 }
 

@@ -8,37 +8,12 @@ import {
   type Receipt,
 } from '@retrysafe/contract';
 
-/**
- * The columns a record is read from: every column but `receipts`, which only `receipts()` and an
- * exporting prune read. Reads and write-backs name them instead of `*`.
- */
-export const RECORD_COLUMNS = [
-  'business_operation_id',
-  'provider',
-  'operation',
-  'intent_fingerprint',
-  'params_fingerprint',
-  'params',
-  'provider_key',
-  'state',
-  'fence',
-  'lease_owner',
-  'lease_expires_at',
-  'created_at',
-  'updated_at',
-  'first_dispatched_at',
-  'attempt_count',
-  'last_outcome',
-  'result',
-  'provider_ref',
-  'status_ref',
-  'handoff',
-  'resolution',
-  'receipt_head',
-  'receipt_count',
-].join(', ');
+/** Every column but `receipts`, which only `receipts()` and an exporting prune read. */
+export const RECORD_COLUMNS = `business_operation_id, provider, operation, intent_fingerprint, params_fingerprint,
+  params, provider_key, state, fence, lease_owner, lease_expires_at, created_at, updated_at, first_dispatched_at,
+  attempt_count, last_outcome, result, provider_ref, status_ref, handoff, resolution, receipt_head, receipt_count`;
 
-/** One row of `retrysafe_operations` as pg returns it (int8 comes back as a string, json already parsed). */
+/** As pg returns it: int8 as a string, json parsed. */
 export interface OperationRow {
   business_operation_id: string;
   provider: string;
@@ -107,14 +82,14 @@ export function toReceipts(text: string | null, id: string): Receipt[] {
   }
 }
 
-/** JSON text for a json column; undefined stays SQL NULL. Arrays must not reach pg unstringified (it would send a PostgreSQL array). */
+/** JSON text for a json column (pg would send an array as a PostgreSQL array); undefined: SQL NULL. */
 export function jsonParam(value: unknown): string | null {
   return value === undefined ? null : JSON.stringify(value);
 }
 
 export const parseJson = (text: string | null | undefined): unknown => (text == null ? null : JSON.parse(text));
 
-/** The json columns of a record, as the text the column holds (null: SQL NULL or JSON null, both read back as null). */
+/** A record's json columns as the text they hold (null: SQL NULL or JSON null, both read back as null). */
 export interface JsonTexts {
   readonly params: string | null;
   readonly result: string | null;
@@ -129,7 +104,7 @@ export const jsonTextsOf = (record: OperationRecord): JsonTexts => ({
   resolution: jsonParam(record.resolution),
 });
 
-/** A record as a read of its row would give it: its own json values and chain anchor, shared with nobody. */
+/** The record as a read of its row would give it: its own json values and chain anchor, shared with nobody. */
 export function handOut(record: OperationRecord, json: JsonTexts): OperationRecord {
   return {
     ...record,

@@ -2,18 +2,10 @@ import { LedgerError } from '@retrysafe/contract';
 import type pg from 'pg';
 
 /**
- * A schema migration. Each runs once per schema, in order, inside one transaction that holds an
- * advisory lock, and is recorded in `retrysafe_schema_migrations`. Never edit a released migration:
- * add the next version.
+ * Each runs once per schema, in order, and is recorded in `retrysafe_schema_migrations`; `{{schema}}`
+ * is the quoted schema. Never edit a released migration: add the next version.
  */
-export interface Migration {
-  readonly version: number;
-  readonly name: string;
-  /** SQL with `{{schema}}` standing for the quoted schema name. */
-  readonly sql: string;
-}
-
-export const MIGRATIONS: readonly Migration[] = Object.freeze([
+const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = Object.freeze([
   {
     version: 1,
     name: 'operations',
@@ -63,7 +55,7 @@ CREATE INDEX retrysafe_operations_open_idx ON {{schema}}.retrysafe_operations (s
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
-/** Validates a schema name (lowercase identifier, ≤63 chars) and returns it quoted for SQL. */
+/** A lowercase identifier of at most 63 characters, quoted for SQL. */
 export function quoteSchema(schema: string): string {
   if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
     throw new LedgerError(
@@ -80,11 +72,7 @@ export interface MigrateReport {
   readonly current: number;
 }
 
-/**
- * Brings `schema` up to the newest migration. Safe to run concurrently from many workers (advisory
- * lock) and repeatedly (recorded versions are skipped). Refuses a schema written by a newer version
- * of this package.
- */
+/** Brings `schema` up to date, under an advisory lock so many workers may run it at once; refuses a newer one. */
 export async function migrate(pool: pg.Pool | pg.Client, schema = 'public'): Promise<MigrateReport> {
   const quoted = quoteSchema(schema);
   const isPool = typeof (pool as pg.Pool).connect === 'function' && 'totalCount' in pool;
@@ -92,17 +80,13 @@ export async function migrate(pool: pg.Pool | pg.Client, schema = 'public'): Pro
   let broken: Error | undefined;
   try {
     await client.query('BEGIN');
-    try {
-      const report = await applyMigrations(client, schema, quoted);
-      await client.query('COMMIT');
-      return report;
-    } catch (err) {
-      await client.query('ROLLBACK').catch((e: Error) => {
-        broken = e;
-      });
-      throw err;
-    }
+    const report = await applyMigrations(client, schema, quoted);
+    await client.query('COMMIT');
+    return report;
   } catch (err) {
+    await client.query('ROLLBACK').catch((e: Error) => {
+      broken = e;
+    });
     if (LedgerError.isInstance(err)) throw err;
     throw new LedgerError(`migrating schema ${schema} failed: ${(err as Error).message}`, { cause: err });
   } finally {

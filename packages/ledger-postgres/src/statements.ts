@@ -2,7 +2,7 @@ import type { ListFilter } from '@retrysafe/contract';
 import { PRUNABLE_STATES, RECOVERABLE_STATES, TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import { RECORD_COLUMNS } from './rows.js';
 
-/** A statement: prepared once per connection under `name`, or sent unnamed (`null`) when its text varies. */
+/** Prepared once per connection under `name`, or sent unnamed (`null`) when its text varies. */
 export interface Sql {
   readonly name: string | null;
   readonly text: string;
@@ -10,23 +10,19 @@ export interface Sql {
 
 const named = (name: string, text: string): Sql => ({ name, text });
 const sqlList = (states: readonly string[]) => states.map((s) => `'${s}'`).join(', ');
-/** The predicate of the partial index of open rows; repeated in a query so the planner can use the index. */
+/** The partial index's predicate, repeated in a query so the planner can use it. */
 const OPEN_STATES = `state NOT IN (${sqlList(PRUNABLE_STATES)})`;
 const NOT_TERMINAL = `state NOT IN (${sqlList(TERMINAL_STATES)})`;
-/** The database's "now" in epoch ms (the transaction's start). */
 const DB_NOW = `(extract(epoch from now()) * 1000)::bigint`;
-/** "Now" in epoch ms: the database's when the boolean parameter `flag` is true, else the caller's `now` parameter. */
+/** The database's "now" when the boolean parameter `flag` is true, else the caller's. */
 const clock = (flag: string, callerNow: string) =>
   `(CASE WHEN ${flag}::boolean THEN ${DB_NOW} ELSE ${callerNow}::bigint END)`;
-/**
- * In a write's RETURNING: this statement's transaction commits without waiting for the WAL flush
- * (`true`: for this transaction only; the session's setting is untouched).
- */
+/** In a RETURNING: this transaction alone commits without waiting for the WAL flush. */
 const DEFER_COMMIT = `set_config('synchronous_commit', 'off', true) AS deferred_commit`;
-/** Appends one receipt (JSON text in `param`) to the row's `receipts` array, kept as text: the server parses neither. */
+/** Appends a receipt's JSON to the array kept as text: the server parses neither. */
 const appendReceipt = (param: string) => `receipts = coalesce(left(receipts, -1) || ',', '[') || ${param}::text || ']'`;
 
-/** A fenced write: its SET (parameters from $1) and the state guard the transition rule implies. */
+/** A fenced write's SET (parameters from $1) and the state guard its rule implies. */
 export interface FencedWrite {
   readonly name: string;
   readonly set: string;
@@ -52,13 +48,15 @@ export const HAND_OFF: FencedWrite = {
          updated_at = $2, lease_owner = NULL, lease_expires_at = NULL`,
   guard: `state NOT IN ('succeeded', 'abandoned', 'handed-off')`,
 };
+/** Only the receipt the fenced write appends. */
+export const APPEND: FencedWrite = { name: 'append', set: '', guard: null };
 export const RELEASE: FencedWrite = {
   name: 'release',
   set: 'lease_owner = NULL, lease_expires_at = NULL',
   guard: null,
 };
 
-/** setState's optional fields, in the order of their parameters: field, column, cast, letter in the statement's name. */
+/** setState's optional fields in parameter order: field, column, cast, letter in the statement's name. */
 export const SET_STATE_FIELDS = [
   ['lastOutcome', 'last_outcome', '', 'o'],
   ['result', 'result', '::json', 'r'],
@@ -66,20 +64,8 @@ export const SET_STATE_FIELDS = [
   ['statusRef', 'status_ref', '', 's'],
 ] as const;
 
-/**
- * setState's write for a patch carrying `fields` ($1 state, $2 now, then one parameter per field, in
- * SET_STATE_FIELDS order; a field not in the patch keeps its column). One statement per shape, so the
- * server evaluates no CASE. A terminal state holds no lease.
- */
+/** ($1 state, $2 now, a parameter per field the patch carries): one statement per shape, no CASE. */
 export function setStateWrite(fields: readonly string[], terminal: boolean): FencedWrite {
-  const key = `${fields.join()}|${terminal}`;
-  let write = setStateWrites.get(key);
-  if (write === undefined) setStateWrites.set(key, (write = buildSetStateWrite(fields, terminal)));
-  return write;
-}
-const setStateWrites = new Map<string, FencedWrite>();
-
-function buildSetStateWrite(fields: readonly string[], terminal: boolean): FencedWrite {
   let set = 'state = $1, updated_at = $2';
   let letters = '';
   let n = 2;
@@ -92,13 +78,10 @@ function buildSetStateWrite(fields: readonly string[], terminal: boolean): Fence
   return { name: `set-state${terminal ? '-terminal' : ''}${letters ? `.${letters}` : ''}`, set, guard: NOT_TERMINAL };
 }
 
-/** The statements of one fenced write of `n` SET parameters (see createStatements().fenced). */
-export interface FencedTexts {
-  /** Returns only the id (a write whose caller gets nothing back). */
+/** A fenced write returning the id only, the record and its xmin, or (guarded by the remembered xmin) the new xmin and lease. */
+interface FencedTexts {
   readonly bare: Sql;
-  /** Returns the whole record and the row version's xmin. */
   readonly full: Sql;
-  /** Guarded also by the remembered row version ($last: xmin); returns only the new xmin. */
   readonly known: Sql;
 }
 
@@ -121,35 +104,19 @@ export function createStatements(ops: string, dbClock: boolean) {
     receipts: named('receipts', `SELECT receipts FROM ${ops} WHERE business_operation_id = $1`),
     claimInsert: claimInsert(false),
     claimInsertDispatched: claimInsert(true),
-    /** $1 id, $2 database clock?, $3 caller's now: the row locked, with the lease clock read in the same statement. */
+    /** $1 id, $2 database clock?, $3 caller's now. */
     claimLock: named(
       'claim-lock-clock',
       `SELECT ${RECORD_COLUMNS}, ${clock('$2', '$3')} AS lease_now FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE`,
     ),
     resolveLock: named('lock', `SELECT ${RECORD_COLUMNS} FROM ${ops} WHERE business_operation_id = $1 FOR UPDATE`),
-    /** Every column a transition may change, for a row this transaction holds FOR UPDATE ($2: the fence read under the lock). */
+    /** Every column a transition may change ($2: the fence read under the lock). */
     writeLocked: named(
       'write-locked',
       `UPDATE ${ops} SET params = $3::json, params_fingerprint = $4, provider_key = $5, state = $6, fence = $7, lease_owner = $8,
          lease_expires_at = $9, updated_at = $10, first_dispatched_at = $11, attempt_count = $12, last_outcome = $13, result = $14::json,
          provider_ref = $15, status_ref = $16, handoff = $17::json, resolution = $18::json
        WHERE business_operation_id = $1 AND fence = $2 ${returning}`,
-    ),
-    /** RENEW of a remembered row version ($4 id, $5 fence, $6 xmin). */
-    renewKnown: named(
-      'renew:known',
-      `UPDATE ${ops} SET ${RENEW.set} WHERE business_operation_id = $4 AND fence = $5 AND ${RENEW.guard} AND xmin = $6::xid RETURNING lease_expires_at, xmin`,
-    ),
-    /** $1 id, $2 fence, $3 seq, $4 receipt, $5 hash: applies only when the receipt is the next of the row's chain. */
-    appendReceipt: named(
-      'receipt',
-      `UPDATE ${ops} SET ${appendReceipt('$4')}, receipt_head = $5, receipt_count = $3
-         WHERE business_operation_id = $1 AND fence = $2 AND receipt_count + 1 = $3::integer
-         RETURNING receipt_count AS seq`,
-    ),
-    receiptCheck: named(
-      'receipt-check',
-      `SELECT fence, receipt_count AS seq FROM ${ops} WHERE business_operation_id = $1`,
     ),
     /** $1 caller's now, $2 limit, $3 database clock?: served by the partial index of open rows. */
     recover: named(
@@ -162,30 +129,26 @@ export function createStatements(ops: string, dbClock: boolean) {
       'prune-count',
       `SELECT state, count(*) AS n FROM ${ops} WHERE state = ANY($1::text[]) AND created_at < $2 AND updated_at < $2 GROUP BY state`,
     ),
-    /** One keyset page of a state's old rows ($1 state, $2 before, $3/$4 after (created_at, id), $5 size), with their receipts or not. */
+    /** $1 state, $2 before, $3/$4 after (created_at, id), $5 page size. */
     prunePage: (withReceipts: boolean): Sql => ({
       name: withReceipts ? 'prune-page-receipts' : 'prune-page',
       text: `SELECT ${RECORD_COLUMNS}${withReceipts ? ', receipts' : ''} FROM ${ops} WHERE state = $1 AND created_at < $2 AND updated_at < $2 AND (created_at, business_operation_id) > ($3::bigint, $4::text)
              ORDER BY created_at, business_operation_id LIMIT $5`,
     }),
-    /** The rows that are still closed and old (a rejected one may have been superseded meanwhile). */
+    /** Only rows still closed and old (a rejected one may have been superseded meanwhile). */
     pruneDelete: named(
       'prune-delete',
       `DELETE FROM ${ops} WHERE business_operation_id = ANY($1::text[]) AND state = ANY($2::text[]) AND updated_at < $3 RETURNING state`,
     ),
     list: (filter: ListFilter) => listStatement(ops, filter),
-    /**
-     * A fenced write's statements: `write.set` guarded by the fence ($n+1 id, $n+2 fence) and its guard;
-     * with a receipt ($n+3 seq, $n+4 receipt, $n+5 hash) only when it is the next of the row's chain;
-     * deferred: the commit does not wait for the WAL flush. Built once per name and kind.
-     */
+    /** `write.set` guarded by $n+1 id, $n+2 fence; a receipt ($n+3 seq, $n+4 JSON, $n+5 hash) must be the chain's next. */
     fenced(write: FencedWrite, n: number, withReceipt: boolean, defer: boolean): FencedTexts {
       const name = `${write.name}${withReceipt ? '+receipt' : ''}${defer ? ':deferred' : ''}`;
       let texts = fencedCache.get(name);
       if (texts !== undefined) return texts;
       const where = `business_operation_id = $${n + 1} AND fence = $${n + 2}${write.guard ? ` AND ${write.guard}` : ''}`;
       const sql = withReceipt
-        ? `UPDATE ${ops} SET ${write.set}, ${appendReceipt(`$${n + 4}`)}, receipt_head = $${n + 5}, receipt_count = $${n + 3}
+        ? `UPDATE ${ops} SET ${write.set ? `${write.set}, ` : ''}${appendReceipt(`$${n + 4}`)}, receipt_head = $${n + 5}, receipt_count = $${n + 3}
        WHERE ${where} AND receipt_count + 1 = $${n + 3}::integer`
         : `UPDATE ${ops} SET ${write.set} WHERE ${where}`;
       const extra = defer ? `, ${DEFER_COMMIT}` : '';
@@ -193,7 +156,10 @@ export function createStatements(ops: string, dbClock: boolean) {
       texts = {
         bare: { name, text: `${sql} RETURNING business_operation_id` },
         full: { name, text: `${sql} ${returning}${extra}` },
-        known: { name: `${name}:known`, text: `${sql} AND xmin = $${xmin}::xid RETURNING xmin${extra}` },
+        known: {
+          name: `${name}:known`,
+          text: `${sql} AND xmin = $${xmin}::xid RETURNING xmin, lease_expires_at${extra}`,
+        },
       };
       fencedCache.set(name, texts);
       return texts;
@@ -203,14 +169,13 @@ export function createStatements(ops: string, dbClock: boolean) {
 
 export type Statements = ReturnType<typeof createStatements>;
 
-/** A listing: its WHERE follows the filter, so it is sent unnamed. */
+/** Its WHERE follows the filter, so it is sent unnamed. */
 function listStatement(ops: string, filter: ListFilter): { sql: Sql; values: unknown[] } {
   const where: string[] = [];
   const values: unknown[] = [];
   const param = (v: unknown) => `$${values.push(v)}`;
   if (filter.states !== undefined) {
     where.push(`state = ANY(${param([...filter.states])}::text[])`);
-    // Only states that are not closed: the partial index's own predicate, so the planner can use it.
     if (filter.states.every((st) => !PRUNABLE_STATES.includes(st))) where.push(OPEN_STATES);
   }
   if (filter.provider !== undefined) where.push(`provider = ${param(filter.provider)}`);

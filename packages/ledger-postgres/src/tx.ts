@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { LedgerError, RetrysafeError } from '@retrysafe/contract';
 import pg from 'pg';
-import { type Conn, Connections, type Statement } from './connections.js';
+import { Connections, type Statement } from './connections.js';
 import { type MigrateReport, migrate } from './schema.js';
 import type { Sql } from './statements.js';
 
@@ -30,21 +30,16 @@ export interface DbOptions {
   readonly idleMs: number;
 }
 
-/** A connection held for a transaction: a client of your pool, or one of the ledger's own. */
-interface TxClient {
+/** What the ledger uses of a pool: yours, or its own Connections. */
+interface Pool {
   query<R extends pg.QueryResultRow>(config: Statement): Promise<pg.QueryResult<R>>;
-  release(err?: Error): void;
+  connect(): Promise<{ query: Pool['query']; release(err?: Error): void }>;
 }
 
-/**
- * The ledger's connection to PostgreSQL: your pool as it is, or connections of its own (one timer per
- * ledger, see Connections). Every failure is a LedgerError, so a write that did not commit never lets
- * the runner call the provider. The schema is migrated before the first statement.
- */
+/** Your pool, or connections of its own; every failure is a LedgerError; migrated before the first statement. */
 export function createDb(options: DbOptions): Db {
-  const pool = options.pool;
   const own =
-    pool === null
+    options.pool === null
       ? new Connections({
           connectionString: options.connectionString,
           max: options.poolSize,
@@ -52,33 +47,23 @@ export function createDb(options: DbOptions): Db {
           idleMs: options.idleMs,
         })
       : null;
-  // An idle client losing its connection emits 'error' on the pool; unhandled, it would kill the
-  // process. The pool drops that client; the next query gets a fresh one or fails with LedgerError.
+  const pool: Pool = options.pool ?? own!;
+  // An idle client that breaks emits 'error' on the pool, which unhandled would end the process; the pool drops it.
   const onPoolError = () => undefined;
-  pool?.on('error', onPoolError);
+  options.pool?.on('error', onPoolError);
   let closed = false;
-  let readyPromise: Promise<MigrateReport | null> | null = null;
-  let migrated = !options.migrate;
-
+  let readyPromise: Promise<MigrateReport | null> | null = options.migrate ? null : Promise.resolve(null);
   const ready = (): Promise<MigrateReport | null> => {
-    readyPromise ??= options.migrate
-      ? migrateOnce().then(
-          (report) => {
-            migrated = true;
-            return report;
-          },
-          (err: unknown) => {
-            readyPromise = null; // a database that was down may be back next time
-            throw err;
-          },
-        )
-      : Promise.resolve(null);
+    readyPromise ??= migrateOnce().catch((err: unknown) => {
+      readyPromise = null; // a database that was down may be back next time
+      throw err;
+    });
     return readyPromise;
   };
 
-  /** Migrates on your pool, or on a connection of its own with the ledger's time limit on each statement. */
+  /** On your pool, or on a connection of its own with the ledger's time limit on each statement. */
   async function migrateOnce(): Promise<MigrateReport> {
-    if (pool !== null) return migrate(pool, options.schema);
+    if (options.pool !== null) return migrate(options.pool, options.schema);
     const { connectionString, timeoutMs } = options;
     const client = new pg.Client({ connectionString, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
     client.on('error', () => undefined); // the statement running on a broken connection fails with it
@@ -94,13 +79,10 @@ export function createDb(options: DbOptions): Db {
   const names = new Map<string, string>();
   const configOf = (sql: Sql, values: unknown[]): Statement => {
     if (sql.name === null) return { text: sql.text, values };
-    let name = names.get(sql.name);
-    if (name === undefined) names.set(sql.name, (name = statementName(options.schema, sql.name)));
+    const name = names.get(sql.name) ?? statementName(options.schema, sql.name);
+    names.set(sql.name, name);
     return { name, text: sql.text, values };
   };
-
-  const send = <R extends pg.QueryResultRow>(config: Statement) =>
-    own !== null ? own.query<R>(config) : pool!.query<R>(config);
 
   async function query<R extends pg.QueryResultRow>(
     what: string,
@@ -109,15 +91,14 @@ export function createDb(options: DbOptions): Db {
   ): Promise<pg.QueryResult<R>> {
     if (closed) throw new LedgerError(`ledger is closed (${what})`);
     try {
-      if (!migrated) await ready();
+      await ready();
       const config = configOf(sql, values);
       for (let stale = 0; ; stale++) {
         try {
-          return await send<R>(config);
+          return await pool.query<R>(config);
         } catch (err) {
-          // A statement prepared on a connection before a column it returns changed type is refused before
-          // it runs (0A000, "cached plan must not change result type"). A failed query closes its
-          // connection (here and in pg.Pool), so on another one it is prepared anew.
+          // 0A000: prepared before a column it returns changed type, refused before it ran; the failure
+          // closed that connection, so on another it is prepared anew.
           if ((err as { code?: unknown }).code !== '0A000' || stale >= options.poolSize) throw err;
         }
       }
@@ -128,10 +109,10 @@ export function createDb(options: DbOptions): Db {
 
   async function tx<T>(what: string, fn: (run: Run) => Promise<T>): Promise<T> {
     if (closed) throw new LedgerError(`ledger is closed (${what})`);
-    let client: TxClient;
+    let client: Awaited<ReturnType<Pool['connect']>>;
     try {
-      if (!migrated) await ready();
-      client = own !== null ? ownClient(own, await own.acquire()) : await pool!.connect();
+      await ready();
+      client = await pool.connect();
     } catch (err) {
       throw asLedgerError(err, what);
     }
@@ -161,23 +142,16 @@ export function createDb(options: DbOptions): Db {
   async function close(): Promise<void> {
     if (closed) return;
     closed = true;
-    pool?.off('error', onPoolError);
+    options.pool?.off('error', onPoolError);
     await own?.end();
   }
 
   return { query, tx, ready, close };
 }
 
-const ownClient = (own: Connections, conn: Conn): TxClient => ({
-  query: <R extends pg.QueryResultRow>(config: Statement) => own.send<R>(conn, config, false),
-  release: (err?: Error) => own.release(conn, err),
-});
-
 /**
- * The prepared statement's name of statement `name` in `schema`: `rs:<schema>:<name>`, or, when that is
- * longer than the 63 bytes PostgreSQL keeps of a name (the rest is cut, so two long names alike in their
- * first 63 bytes would be one statement to the server), `rs:<name>#<12 hex digits of the schema's SHA-256>`.
- * Schema names hold no `#`, so the two forms never meet.
+ * `rs:<schema>:<name>`, or `rs:<name>#<schema hash>` past the 63 bytes PostgreSQL keeps of a name (cut
+ * names alike would be one statement). Schema names hold no `#`, so the two forms never meet.
  */
 function statementName(schema: string, name: string): string {
   const full = `rs:${schema}:${name}`;
@@ -187,7 +161,7 @@ function statementName(schema: string, name: string): string {
   return short;
 }
 
-export function asLedgerError(err: unknown, what: string): RetrysafeError {
+function asLedgerError(err: unknown, what: string): RetrysafeError {
   if (RetrysafeError.isInstance(err)) return err;
   const e = err as { message?: string; code?: string };
   return new LedgerError(`${what} failed in PostgreSQL${e?.code ? ` (${e.code})` : ''}: ${e?.message ?? String(err)}`, {

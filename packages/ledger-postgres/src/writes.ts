@@ -1,61 +1,47 @@
 import { type Fenced, LeaseLostError, LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
-import { chainedTransition, isTerminal } from '@retrysafe/contract/ledger';
+import { chainedTransition, checkReceipt, isTerminal } from '@retrysafe/contract/ledger';
 import { checkReceiptShape, checkRef } from './checks.js';
 import { handOut, type JsonTexts, jsonParam, jsonTextsOf, type OperationRow, toRecord } from './rows.js';
 import type { FencedWrite, Sql, Statements } from './statements.js';
 import type { Db, Run } from './tx.js';
 
-/** Why a guarded write matched no row: an error to throw, `'no-op'`, or null (not explained by the guard). */
-export type Blocked = (r: OperationRecord) => Error | 'no-op' | null;
-/** A write's transition rule, applied to a remembered record: the new record and its json columns' text. Throws when the rule refuses. */
-export type Next = (record: OperationRecord, json: JsonTexts) => { record: OperationRecord; json: JsonTexts };
-
-/** One fenced write: its statement, SET values, and what the contract's rule says about it. */
-export interface FencedCall {
+interface FencedCall {
   readonly what: string;
   readonly write: FencedWrite;
   readonly values: readonly unknown[];
-  readonly blocked?: Blocked;
+  /** The contract's transition; the record unchanged: nothing to do. Absent (release): nothing returned. */
+  readonly rule?: (r: OperationRecord) => OperationRecord;
+  /** The json columns the write sets, as the text they will hold. */
+  readonly json?: Partial<JsonTexts>;
   readonly receipt?: Receipt | undefined;
-  /** Absent: the caller gets nothing back (renew, release), and only the id is returned. */
-  readonly next?: Next;
-  /** The commit need not wait for the WAL flush (see PostgresLedgerOptions.deferrableWrites). */
+  /** The commit need not wait for the WAL flush (deferrableWrites). */
   readonly deferred?: boolean;
 }
 
-/** A remembered operation: the record of the row version whose xmin is `xmin`. */
-export interface Known {
+/** The record of the row version whose xmin is `xmin`. */
+interface Known {
   readonly xmin: string;
   readonly record: OperationRecord;
   readonly json: JsonTexts;
 }
 
-/** How many operations a ledger remembers: a runner's operations in flight, with room. */
+/** A runner's operations in flight, with room. */
 const KNOWN_MAX = 4096;
 
-/** Why a guarded write's rule refuses the current record: the contract's transition rule, asked. */
-export const ruleBlocks =
-  (rule: (r: OperationRecord) => unknown) =>
-  (r: OperationRecord): Error | null => {
-    try {
-      rule(r);
-      return null;
-    } catch (err) {
-      return err as Error;
-    }
-  };
+/** Why a guarded write matched no row, by the rule: an error, `'no-op'`, or null (not the rule's doing). */
+function blocked(c: FencedCall, r: OperationRecord): Error | 'no-op' | null {
+  try {
+    return c.rule?.(r) === r ? 'no-op' : null;
+  } catch (err) {
+    return err as Error;
+  }
+}
 
 /**
- * The ledger's fenced writes. Each is one UPDATE guarded by the fencing token (and the state its rule
- * needs): under READ COMMITTED an UPDATE that waits on a concurrent takeover re-checks its WHERE against
- * the new row version, so a stale token never lands after the takeover commits. A receipt goes into the
- * same UPDATE of the same row, applied only when it is the next of the row's chain.
- *
- * Known writes: the ledger remembers the record it last wrote to an operation's row with that row
- * version's xmin. A write of a remembered operation computes the new record with the contract's rule
- * and sends its UPDATE guarded also by `xmin = <remembered>`, returning only the new xmin: any other
- * write, by any worker or person, makes a version with another xmin, so a match means the record is
- * the row's without reading it back. No match: the write is sent again in full.
+ * Fenced writes: one UPDATE guarded by the token (READ COMMITTED re-checks the WHERE after a concurrent
+ * takeover, so a stale token never lands), with its receipt in the same UPDATE. A remembered operation's
+ * write also requires the remembered xmin and returns only the new one: any other write makes another
+ * xmin, so a match means the computed record is the row's; no match, and it is sent again in full.
  */
 export function createWrites(db: Db, st: Statements, defers: boolean) {
   const known = new Map<string, Known>();
@@ -65,7 +51,7 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     known.delete(id);
     if (isTerminal(record)) return;
     if (known.size >= KNOWN_MAX) known.delete(known.keys().next().value!);
-    // A copy: the caller may change the record it was handed.
+    // A copy: the caller may change the one it was handed.
     known.set(id, {
       xmin,
       record: record.receiptChain ? { ...record, receiptChain: { ...record.receiptChain } } : { ...record },
@@ -73,58 +59,53 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     });
   }
 
-  /** The record of a row version read back from a write: remembered with its xmin, returned. */
   function fromRow(row: OperationRow & { xmin: string }): OperationRecord {
     const record = toRecord(row);
     remember(record, row.xmin, jsonTextsOf(record));
     return record;
   }
 
-  /** 0 rows from a fenced write: say why (a missing operation, a stale token, a state the rule refuses). */
+  /** A fenced write matched no row: say why. */
   async function refused(ref: Fenced, c: FencedCall): Promise<null> {
     const { rows } = await db.query<OperationRow>(c.what, st.get, [ref.businessOperationId]);
     if (rows.length === 0) throw new LedgerError(`no operation ${ref.businessOperationId} in the ledger`);
     const current = toRecord(rows[0]!);
     if (current.fence !== ref.fence) throw new LeaseLostError(ref.businessOperationId, ref.fence);
-    const why = c.blocked?.(current) ?? null;
+    const why = blocked(c, current);
     if (why === 'no-op') return null;
-    if (why === null && c.receipt !== undefined) {
-      const expected = rows[0]!.receipt_count + 1;
-      if (c.receipt.seq !== expected)
-        throw new LedgerError(
-          `${c.what}: receipt seq ${c.receipt.seq} for ${ref.businessOperationId} is not the next one (expected ${expected}); nothing written`,
-        );
-    }
+    if (why === null && c.receipt !== undefined) checkReceipt(ref, c.receipt, rows[0]!.receipt_count);
     // null: the row now passes the guard, so it changed between the write and this read.
     throw why ?? new LedgerError(`${c.what}: ${ref.businessOperationId} changed concurrently; write refused`);
   }
 
-  /** The write of a remembered operation; null when not remembered, refused by the rule, or the row is another version now. */
+  /** The write of a remembered operation; null when not remembered, refused by the rule, or the row changed. */
   async function knownWrite(
     ref: Fenced,
-    c: FencedCall & { next: Next },
+    c: FencedCall & { rule: NonNullable<FencedCall['rule']> },
     sql: Sql,
     args: unknown[],
   ): Promise<OperationRecord | null> {
     const k = known.get(ref.businessOperationId);
     if (k === undefined || k.record.fence !== ref.fence) return null;
-    let out: ReturnType<Next>;
+    let next: OperationRecord;
     try {
-      out = c.next(k.record, k.json);
+      next = c.rule(k.record);
     } catch {
       return null; // the full write says why
     }
-    const { rows } = await db.query<{ xmin: string }>(c.what, sql, [...args, k.xmin]);
+    const { rows } = await db.query<{ xmin: string; lease_expires_at: string | null }>(c.what, sql, [...args, k.xmin]);
     if (rows.length === 0) {
       known.delete(ref.businessOperationId);
       return null;
     }
-    const record = chainedTransition(out.record, c.receipt);
-    remember(record, rows[0]!.xmin, out.json);
-    return handOut(record, out.json);
+    // The lease's end as the database wrote it (its clock, with leaseClock: 'database').
+    const lease = rows[0]!.lease_expires_at;
+    const record = { ...chainedTransition(next, c.receipt), leaseExpiresAt: lease === null ? null : Number(lease) };
+    const json = { ...k.json, ...c.json };
+    remember(record, rows[0]!.xmin, json);
+    return handOut(record, json);
   }
 
-  /** One fenced write (see above): the new record, or null for a write whose caller gets nothing back. */
   async function fenced(ref: Fenced, c: FencedCall): Promise<OperationRecord | null> {
     checkRef(ref, c.what);
     const texts = st.fenced(c.write, c.values.length, c.receipt !== undefined, c.deferred === true && defers);
@@ -133,23 +114,20 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
       checkReceiptShape(ref, c.receipt, c.what);
       args.push(c.receipt.seq, jsonParam(c.receipt), c.receipt.hash);
     }
-    if (c.next === undefined) {
+    if (c.rule === undefined) {
       known.delete(ref.businessOperationId); // the row becomes another version
       const { rows } = await db.query(c.what, texts.bare, args);
       if (rows.length === 0) await refused(ref, c);
       return null;
     }
-    const fast = await knownWrite(ref, { ...c, next: c.next }, texts.known, args);
+    const fast = await knownWrite(ref, { ...c, rule: c.rule }, texts.known, args);
     if (fast !== null) return fast;
     const { rows } = await db.query<OperationRow & { xmin: string }>(c.what, texts.full, args);
     if (rows.length === 0) return refused(ref, c);
     return fromRow(rows[0]!);
   }
 
-  /**
-   * Stores the record a transition rule returned, for a row this transaction holds FOR UPDATE: every
-   * column a transition may change; identity, creation time and the receipt chain stay.
-   */
+  /** Stores a transition's record over a row this transaction holds FOR UPDATE. */
   async function writeLocked(
     run: Run,
     what: string,
@@ -185,7 +163,5 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     fenced,
     writeLocked,
     remember,
-    recall: (id: string): Known | undefined => known.get(id),
-    forget: (id: string): void => void known.delete(id),
   };
 }

@@ -78,11 +78,11 @@ describe("the ledger's own connections", () => {
 
   it('a wait for a free connection that lasts the time limit fails, and its statement is never sent', async () => {
     const c = new Connections({ connectionString: url, max: 1, timeoutMs: 200, idleMs: 0 });
-    const held = await c.acquire(); // the only connection, held (no statement running on it)
+    const held = await c.connect(); // the only connection, held (no statement running on it)
     try {
       const err = await c.query({ text: `INSERT INTO "${schema}".sent VALUES ('late')` }).catch((e: unknown) => e);
       expect((err as Error).message).toMatch(/no free connection within 200 ms/);
-      c.release(held);
+      held.release();
       // Given back: the connection serves the next statement; the expired one never ran.
       expect((await c.query<{ n: string }>({ text: `SELECT count(*) AS n FROM "${schema}".sent` })).rows[0]!.n).toBe(
         '0',

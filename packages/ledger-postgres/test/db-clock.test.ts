@@ -1,12 +1,12 @@
 // Issue 15 item 3: on PostgreSQL, lease expiry and takeover are judged by the database's clock (now()
 // inside the same statement), not the worker's; a worker whose clock is off by more than the bound gets
 // a typed error (ClockSkewError) and a log line, and writes nothing.
-import { asBusinessOperationId, type ClaimInput, ClockSkewError, type ProviderKey } from '@retrysafe/contract';
+import { asBusinessOperationId, ClockSkewError } from '@retrysafe/contract';
 import { type Clock, createRunner, type LogEntry } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresLedger, type PostgresLedger } from '../src/index.js';
-import { databaseUrl, readyLedger, testSchema } from './pg-test-db.js';
+import { claimOf, databaseUrl, readyLedger, testSchema } from './pg-test-db.js';
 
 const schema = testSchema('db_clock');
 let lenient: PostgresLedger; // database clock, skew bound large enough to let a far-off worker reach the lease judgement
@@ -20,18 +20,6 @@ afterAll(async () => {
   await strict?.close();
 });
 
-const input = (id: string, owner: string, now: number, leaseMs = 30_000): ClaimInput => ({
-  businessOperationId: asBusinessOperationId(id),
-  provider: 'sandbox',
-  operation: 'sandbox.records.create',
-  intentFingerprint: `i-${id}`,
-  paramsFingerprint: `p-${id}`,
-  params: { ref: id },
-  providerKey: `k-${id}` as ProviderKey,
-  owner,
-  leaseMs,
-  now,
-});
 const skewed = (offsetMs: number): Clock => ({
   now: () => Date.now() + offsetMs,
   sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
@@ -39,27 +27,27 @@ const skewed = (offsetMs: number): Clock => ({
 
 describe('leases on the database clock', () => {
   it('a worker whose clock runs 40 s ahead cannot take over a live 30 s lease (its own clock says it expired)', async () => {
-    const a = await lenient.claim(input('ahead-1', 'w-a', Date.now()));
+    const a = await lenient.claim(claimOf('ahead-1', 'w-a', Date.now()));
     expect(a.kind).toBe('claimed');
-    const b = await lenient.claim(input('ahead-1', 'w-b', Date.now() + 40_000));
+    const b = await lenient.claim(claimOf('ahead-1', 'w-b', Date.now() + 40_000));
     expect(b.kind).toBe('busy');
   });
 
   it('a lease whose end has passed on the database clock is taken over, whatever the worker clock says', async () => {
-    await lenient.claim(input('expired-1', 'w-a', Date.now(), 200));
+    await lenient.claim(claimOf('expired-1', 'w-a', Date.now(), 200));
     await new Promise((r) => setTimeout(r, 300));
-    const b = await lenient.claim(input('expired-1', 'w-b', Date.now() - 60_000));
+    const b = await lenient.claim(claimOf('expired-1', 'w-b', Date.now() - 60_000));
     expect(b).toMatchObject({ kind: 'claimed', takenOver: true });
   });
 
   it('recoverCandidates ignores a caller "now" far in the future: a live lease is not a candidate', async () => {
-    await lenient.claim(input('live-1', 'w-a', Date.now()));
+    await lenient.claim(claimOf('live-1', 'w-a', Date.now()));
     const listed = await lenient.recoverCandidates(Date.now() + 600_000);
     expect(listed.map((r) => r.businessOperationId)).not.toContain('live-1');
   });
 
   it('renewLease extends the lease on the database clock', async () => {
-    const c = await lenient.claim(input('renew-1', 'w-a', Date.now(), 500));
+    const c = await lenient.claim(claimOf('renew-1', 'w-a', Date.now(), 500));
     if (c.kind !== 'claimed') throw new Error('claim');
     await lenient.renewLease(
       { businessOperationId: c.record.businessOperationId, fence: c.record.fence },
@@ -67,7 +55,7 @@ describe('leases on the database clock', () => {
       Date.now() - 100_000,
     );
     await new Promise((r) => setTimeout(r, 600));
-    expect((await lenient.claim(input('renew-1', 'w-b', Date.now()))).kind).toBe('busy');
+    expect((await lenient.claim(claimOf('renew-1', 'w-b', Date.now()))).kind).toBe('busy');
   });
 });
 
@@ -75,13 +63,7 @@ describe('a worker whose clock is off from the database', () => {
   it.each([+600_000, -600_000, +5_000])(
     'by %i ms: ClockSkewError and a log line from run(), no row, no provider call',
     async (offset) => {
-      const provider = createSandboxProvider({
-        replays: true,
-        retentionMs: 86_400_000,
-        parameterMatching: 'mismatch-error',
-        concurrency: 'rejects-in-progress',
-        lookup: 'get-by-key',
-      });
+      const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
       const adapter = createSandboxAdapter({ provider });
       const logs: LogEntry[] = [];
       const ref = `skew-${offset}`;
@@ -102,13 +84,7 @@ describe('a worker whose clock is off from the database', () => {
   );
 
   it('a worker within the bound runs normally', async () => {
-    const provider = createSandboxProvider({
-      replays: true,
-      retentionMs: 86_400_000,
-      parameterMatching: 'mismatch-error',
-      concurrency: 'rejects-in-progress',
-      lookup: 'get-by-key',
-    });
+    const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
     const adapter = createSandboxAdapter({ provider });
     const r = await createRunner({ ledger: strict, clock: skewed(200), owner: 'w-ok' }).run(adapter, 'records.create', {
       params: { ref: 'skew-ok' },
@@ -124,19 +100,19 @@ describe('the clock probe', () => {
     try {
       await ledger.ready();
       // The first claim probes the database clock (a round trip); it is in time, so it is claimed.
-      expect((await ledger.claim(input('probe-1', 'w-p', Date.now()))).kind).toBe('claimed');
+      expect((await ledger.claim(claimOf('probe-1', 'w-p', Date.now()))).kind).toBe('claimed');
       // Within 10 s of the probe: no round trip before the check. The refusal still comes as a rejection
       // of claim()'s promise (never a synchronous throw), as ClockSkewError, and no row is written.
       let returned: Promise<unknown> | undefined;
       expect(() => {
-        returned = ledger.claim(input('probe-2', 'w-p', Date.now() + 600_000));
+        returned = ledger.claim(claimOf('probe-2', 'w-p', Date.now() + 600_000));
       }).not.toThrow();
       const err = await returned!.catch((e: unknown) => e);
       expect(ClockSkewError.isInstance(err)).toBe(true);
       expect((err as ClockSkewError).skewMs).toBeGreaterThan(0);
       expect(await ledger.get(asBusinessOperationId('probe-2'))).toBeNull();
       // And a caller in time is claimed from the same cached offset.
-      expect((await ledger.claim(input('probe-3', 'w-p', Date.now()))).kind).toBe('claimed');
+      expect((await ledger.claim(claimOf('probe-3', 'w-p', Date.now()))).kind).toBe('claimed');
     } finally {
       await ledger.close();
     }

@@ -11,7 +11,12 @@ import {
   pickIntent,
 } from '@retrysafe/contract';
 import { createRunner } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider, type SandboxBehaviour } from '@retrysafe/sandbox';
+import {
+  createSandboxAdapter,
+  createSandboxProvider,
+  FORGETFUL_BEHAVIOUR,
+  type SandboxBehaviour,
+} from '@retrysafe/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresLedger, type PostgresLedger } from '../src/index.js';
 import { databaseUrl, dropSchema, freshSchema, startPgRelay } from './pg-test-db.js';
@@ -19,14 +24,7 @@ import { databaseUrl, dropSchema, freshSchema, startPgRelay } from './pg-test-db
 const url = databaseUrl();
 const schema = freshSchema('failclosed');
 // lateApplyMs 0: the in-process sandbox applies a request when it is called; nothing can land later.
-const behaviour: SandboxBehaviour = {
-  replays: false,
-  retentionMs: null,
-  parameterMatching: 'none',
-  concurrency: 'duplicates',
-  lookup: 'get-by-key',
-  lateApplyMs: 0,
-};
+const behaviour: SandboxBehaviour = { ...FORGETFUL_BEHAVIOUR, lookup: 'get-by-key', lateApplyMs: 0 };
 let direct: PostgresLedger;
 
 beforeAll(async () => {
@@ -106,69 +104,63 @@ const rowsFor = async (ref: string) =>
     (r) => (r.params as { ref?: string }).ref === ref,
   );
 
+/**
+ * Runs `ref` on a ledger behind a relay whose fault strikes just as `dispatched` is written: the run
+ * fails with LedgerError and the provider is not called; `then` checks what is left.
+ */
+async function runThroughFault(
+  ref: string,
+  leftClaimed: boolean,
+  fault: 'cut' | 'dropResponses',
+  then: (counted: ReturnType<typeof countingAdapter>) => Promise<void>,
+): Promise<void> {
+  const relay = await startPgRelay(url);
+  const through = createPostgresLedger({
+    connectionString: relay.url,
+    schema,
+    poolSize: 2,
+    migrate: false,
+    queryTimeoutMs: fault === 'cut' ? 3_000 : 1_500,
+    // No clock probe before the claim whose answer is dropped.
+    leaseClock: fault === 'cut' ? 'database' : 'caller',
+  });
+  const counted = countingAdapter();
+  try {
+    if (leftClaimed) await leaveClaimed(counted.adapter, ref);
+    await through.get(asBusinessOperationId(ref)); // the connection is up until the dispatched write
+    const runner = createRunner({
+      ledger: interceptDispatch(through, leftClaimed ? 'markDispatched' : 'claim', () => relay[fault]()),
+      owner: `w-${fault}`,
+      policy: { leaseMs: fault === 'cut' ? 5_000 : 300 },
+    });
+    const err = await runner
+      .run(counted.adapter, 'records.create', { params: { ref }, businessOperationId: ref })
+      .catch((e) => e);
+    expect(LedgerError.isInstance(err)).toBe(true);
+    expect(counted.calls()).toBe(0);
+    await then(counted);
+  } finally {
+    await through.close().catch(() => undefined);
+    await relay.close();
+  }
+}
+
 describe('the runner on a PostgreSQL ledger whose connection is lost', () => {
   for (const { path, leftClaimed } of paths) {
     it(`does not call the provider when the connection drops as \`dispatched\` is written: ${path}`, async () => {
       const ref = `cut-${leftClaimed ? 'taken' : 'new'}`;
-      const relay = await startPgRelay(url);
-      const through = createPostgresLedger({
-        connectionString: relay.url,
-        schema,
-        poolSize: 2,
-        migrate: false,
-        queryTimeoutMs: 3_000,
-      });
-      const { provider, adapter, calls } = countingAdapter();
-      try {
-        if (leftClaimed) await leaveClaimed(adapter, ref);
-        await through.get(asBusinessOperationId(ref)); // the connection is up: it drops at the dispatched write
-        const runner = createRunner({
-          ledger: interceptDispatch(through, leftClaimed ? 'markDispatched' : 'claim', () => relay.cut()),
-          owner: 'w-cut',
-          policy: { leaseMs: 5_000 },
-        });
-        const err = await runner
-          .run(adapter, 'records.create', { params: { ref }, businessOperationId: ref })
-          .catch((e) => e);
-        expect(LedgerError.isInstance(err)).toBe(true);
-        expect(calls()).toBe(0);
+      await runThroughFault(ref, leftClaimed, 'cut', async ({ provider }) => {
         expect(provider.count()).toBe(0);
         // Nothing was written: no operation at all, or the one left claimed, never dispatched.
         expect(await rowsFor(ref)).toEqual(
           leftClaimed ? [expect.objectContaining({ state: 'claimed', attemptCount: 0 })] : [],
         );
-      } finally {
-        await through.close().catch(() => undefined);
-        await relay.close();
-      }
+      });
     });
 
     it(`does not call the provider when \`dispatched\` commits but the answer is lost; recovery then finishes it once: ${path}`, async () => {
       const ref = `lost-${leftClaimed ? 'taken' : 'new'}`;
-      const relay = await startPgRelay(url);
-      const through = createPostgresLedger({
-        connectionString: relay.url,
-        schema,
-        poolSize: 2,
-        migrate: false,
-        queryTimeoutMs: 1_500,
-        leaseClock: 'caller' /* no clock probe before the claim whose answer is dropped */,
-      });
-      const { provider, adapter, calls } = countingAdapter();
-      try {
-        if (leftClaimed) await leaveClaimed(adapter, ref);
-        await through.get(asBusinessOperationId(ref)); // the connection is up: only the dispatched write's answer is lost
-        const runner = createRunner({
-          ledger: interceptDispatch(through, leftClaimed ? 'markDispatched' : 'claim', () => relay.dropResponses()),
-          owner: 'w-lost',
-          policy: { leaseMs: 300 },
-        });
-        const err = await runner
-          .run(adapter, 'records.create', { params: { ref }, businessOperationId: ref })
-          .catch((e) => e);
-        expect(LedgerError.isInstance(err)).toBe(true);
-        expect(calls()).toBe(0);
-
+      await runThroughFault(ref, leftClaimed, 'dropResponses', async ({ provider, adapter, calls }) => {
         const find = async () => (await rowsFor(ref))[0]!;
         expect(await find()).toMatchObject({ state: 'dispatched', attemptCount: 1 });
 
@@ -180,10 +172,7 @@ describe('the runner on a PostgreSQL ledger whose connection is lost', () => {
         expect(await find()).toMatchObject({ state: 'succeeded' });
         expect(calls()).toBe(1);
         expect(provider.count()).toBe(1);
-      } finally {
-        await through.close().catch(() => undefined);
-        await relay.close();
-      }
+      });
     });
   }
 });

@@ -87,11 +87,16 @@ const receipt = (name: string, seq: number, prevHash: string | null): Receipt =>
     prevHash,
   });
 
+/** Claims `name` on `on`: the claim and its fenced reference. */
+async function claimed(name: string, over: Partial<ClaimInput> = {}, on: PostgresLedger = ledger) {
+  const claim = await on.claim(claimInput(name, over));
+  if (claim.kind !== 'claimed') throw new Error(claim.kind);
+  return { claim, ref: { businessOperationId: claim.record.businessOperationId, fence: claim.record.fence } };
+}
+
 describe('writes of a remembered operation', () => {
   it('return exactly the row each write left, without reading it back', async () => {
-    const c = await ledger.claim(claimInput('chain'));
-    if (c.kind !== 'claimed') throw new Error(c.kind);
-    const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
+    const { claim: c, ref } = await claimed('chain');
     expect(c.record).toEqual(await ledger.get(ref.businessOperationId));
     const d = await ledger.markDispatched(ref, T0 + 1);
     expect(d).toEqual(await ledger.get(ref.businessOperationId));
@@ -126,9 +131,7 @@ describe('writes of a remembered operation', () => {
   });
 
   it('a renewal keeps the operation remembered, with the lease the database wrote', async () => {
-    const c = await ledger.claim(claimInput('renewed', { dispatch: true }));
-    if (c.kind !== 'claimed') throw new Error(c.kind);
-    const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
+    const { ref } = await claimed('renewed', { dispatch: true });
     await ledger.renewLease(ref, 4000, T0 + 5);
     await ledger.renewLease(ref, 3000, T0 + 6);
     const s = await ledger.setState(ref, { state: 'unknown', now: T0 + 7, lastOutcome: 'unknown' });
@@ -144,9 +147,7 @@ describe('writes of a remembered operation', () => {
   });
 
   it('a hand-off returns the row it left, its packet included', async () => {
-    const c = await ledger.claim(claimInput('handoff', { dispatch: true }));
-    if (c.kind !== 'claimed') throw new Error(c.kind);
-    const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
+    const { ref } = await claimed('handoff', { dispatch: true });
     const packet: HandoffPacket = {
       businessOperationId: ref.businessOperationId,
       provider: 'sandbox',
@@ -167,9 +168,7 @@ describe('writes of a remembered operation', () => {
   });
 
   it('records handed out share nothing with what the ledger remembers', async () => {
-    const c = await ledger.claim(claimInput('mutated'));
-    if (c.kind !== 'claimed') throw new Error(c.kind);
-    const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
+    const { claim: c, ref } = await claimed('mutated');
     (c.record.params as { nested: { n: number } }).nested.n = 99;
     (c.record as { attemptCount: number }).attemptCount = 42;
     (c.record.receiptChain as { length: number }).length = 7;
@@ -179,9 +178,7 @@ describe('writes of a remembered operation', () => {
   });
 
   it('a row another writer changed meanwhile is written and read back in full', async () => {
-    const c = await ledger.claim(claimInput('renewed-elsewhere'));
-    if (c.kind !== 'claimed') throw new Error(c.kind);
-    const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
+    const { ref } = await claimed('renewed-elsewhere');
     // Same fence, another ledger (another process of the same worker, say): the lease and updated_at move.
     await other.renewLease(ref, 5000, T0 + 10);
     const s = await ledger.setState(ref, { state: 'unknown', now: T0 + 11 });
@@ -195,9 +192,7 @@ describe('writes of a remembered operation', () => {
   });
 
   it('after a takeover the remembered record does not help a stale token: LeaseLostError, nothing written', async () => {
-    const c = await ledger.claim(claimInput('taken-over'));
-    if (c.kind !== 'claimed') throw new Error(c.kind);
-    const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
+    const { ref } = await claimed('taken-over');
     const t = await other.claim(claimInput('taken-over', { owner: 'worker-2', now: T0 + 5000 }));
     expect(t.kind).toBe('claimed');
     await expect(
@@ -213,9 +208,7 @@ describe('writes of a remembered operation', () => {
   });
 
   it('a terminal state written meanwhile by another ledger is not overwritten', async () => {
-    const c = await ledger.claim(claimInput('ended-elsewhere'));
-    if (c.kind !== 'claimed') throw new Error(c.kind);
-    const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
+    const { ref } = await claimed('ended-elsewhere');
     await other.setState(ref, { state: 'rejected', now: T0 + 1, lastOutcome: 'rejected' });
     await expect(ledger.setState(ref, { state: 'unknown', now: T0 + 2 })).rejects.toThrow(/terminal/);
     expect(await ledger.get(ref.businessOperationId)).toMatchObject({
@@ -227,17 +220,15 @@ describe('writes of a remembered operation', () => {
 });
 
 describe('a deferrable write (StatePatch.durability: a final succeeded the runner can look up again)', () => {
-  const done = async (name: string, on: PostgresLedger) => {
-    const c = await on.claim(claimInput(name, { dispatch: true }));
-    if (c.kind !== 'claimed') throw new Error(c.kind);
-    const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
+  const done = async (name: string, on: PostgresLedger, withReceipt = true) => {
+    const { ref } = await claimed(name, { dispatch: true }, on);
     sent = [];
     const s = await on.setState(ref, {
       state: 'succeeded',
       now: T0 + 3,
       lastOutcome: 'succeeded',
       providerRef: 'ref-d',
-      receipt: receipt(name, 1, null),
+      ...(withReceipt ? { receipt: receipt(name, 1, null) } : {}),
       durability: 'deferrable',
     });
     expect(s).toEqual(await on.get(ref.businessOperationId));
@@ -266,23 +257,10 @@ describe('a deferrable write (StatePatch.durability: a final succeeded the runne
   });
 
   it("is deferred without a receipt too, remembered or read back, as on SQLite (the durability is the patch's, not the receipt's)", async () => {
-    const c = await ledger.claim(claimInput('deferred-bare', { dispatch: true }));
-    if (c.kind !== 'claimed') throw new Error(c.kind);
-    const ref = { businessOperationId: c.record.businessOperationId, fence: c.record.fence };
-    sent = [];
-    const s = await ledger.setState(ref, {
-      state: 'succeeded',
-      now: T0 + 3,
-      lastOutcome: 'succeeded',
-      providerRef: 'ref-b',
-      durability: 'deferrable',
-    });
-    expect(s).toEqual(await ledger.get(ref.businessOperationId));
-    expect(s).toMatchObject({ state: 'succeeded', providerRef: 'ref-b', receiptChain: { head: null, length: 0 } });
+    const s = await done('deferred-bare', ledger, false);
+    expect(s).toMatchObject({ state: 'succeeded', providerRef: 'ref-d', receiptChain: { head: null, length: 0 } });
     // Not remembered (another ledger wrote it last): the full write, deferred the same way.
-    const d = await ledger.claim(claimInput('deferred-bare-2', { dispatch: true }));
-    if (d.kind !== 'claimed') throw new Error(d.kind);
-    const ref2 = { businessOperationId: d.record.businessOperationId, fence: d.record.fence };
+    const { ref: ref2 } = await claimed('deferred-bare-2', { dispatch: true });
     await other.setState(ref2, { state: 'in-progress', now: T0 + 2 });
     const u = await ledger.setState(ref2, {
       state: 'succeeded',

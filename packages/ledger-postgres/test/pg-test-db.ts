@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
+import { asBusinessOperationId, type ClaimInput, type ProviderKey } from '@retrysafe/contract';
 import pg from 'pg';
-import { afterAll } from 'vitest';
+import { afterAll, beforeAll } from 'vitest';
 import { createPostgresLedger, type PostgresLedger, type PostgresLedgerOptions } from '../src/index.js';
 
 /**
@@ -43,6 +44,20 @@ afterAll(async () => {
   for (const s of testSchemas.splice(0)) await dropSchema(s);
 });
 
+/** A claim of `id` by `owner` at `now`, its fingerprints and key derived from `id`. */
+export const claimOf = (id: string, owner: string, now: number, leaseMs = 30_000): ClaimInput => ({
+  businessOperationId: asBusinessOperationId(id),
+  provider: 'sandbox',
+  operation: 'sandbox.records.create',
+  intentFingerprint: `i-${id}`,
+  paramsFingerprint: `p-${id}`,
+  params: { ref: id },
+  providerKey: `k-${id}` as ProviderKey,
+  owner,
+  leaseMs,
+  now,
+});
+
 /** A ledger on `schema` with a pool of two, its schema migrated. */
 export async function readyLedger(
   schema: string,
@@ -51,6 +66,19 @@ export async function readyLedger(
   const ledger = createPostgresLedger({ connectionString: databaseUrl(), schema, poolSize: 2, ...options });
   await ledger.ready();
   return ledger;
+}
+
+/** A ledger on a fresh schema for the test file: ready before its first test, closed after its last. */
+export function fileLedger(label: string): () => PostgresLedger {
+  const schema = testSchema(label);
+  let ledger: PostgresLedger | undefined;
+  beforeAll(async () => {
+    ledger = await readyLedger(schema);
+  });
+  afterAll(async () => {
+    await ledger?.close();
+  });
+  return () => ledger!;
 }
 
 /** A pool of `max` connections and a fresh schema for one test; the pool ended and the schema dropped after. */

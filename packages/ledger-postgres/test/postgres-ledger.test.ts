@@ -10,7 +10,7 @@ import {
 } from '@retrysafe/contract';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresLedger, migrate, type PostgresLedger } from '../src/index.js';
+import { createPostgresLedger, migrate, type PostgresLedger, type PostgresLedgerOptions } from '../src/index.js';
 import { databaseUrl, dropSchema, freshSchema, startPgRelay, withSchemaPool } from './pg-test-db.js';
 
 const url = databaseUrl();
@@ -575,8 +575,8 @@ describe('receipts', () => {
     await expect(ledger.appendReceipt(ref, receipt(id, 0))).rejects.toThrow(/expected 1/);
     await ledger.appendReceipt(ref, receipt(id, 1));
     await ledger.appendReceipt(ref, receipt(id, 2));
-    await expect(ledger.appendReceipt(ref, receipt(id, 2))).rejects.toThrow(/not the next one \(expected 3\)/);
-    await expect(ledger.appendReceipt(ref, receipt(id, 5))).rejects.toThrow(/not the next one/);
+    await expect(ledger.appendReceipt(ref, receipt(id, 2))).rejects.toThrow(/seq 2 for .*: expected 3/);
+    await expect(ledger.appendReceipt(ref, receipt(id, 5))).rejects.toThrow(/expected 3/);
     await expect(ledger.appendReceipt(ref, receipt('other' as BusinessOperationId, 3))).rejects.toThrow(
       /belongs to other/,
     );
@@ -622,41 +622,41 @@ describe('recovery and listing', () => {
   });
 });
 
+/** A ledger on one connection through a relay the test can cut; both closed after it. */
+async function behindRelay(
+  options: Partial<PostgresLedgerOptions>,
+  test: (l: PostgresLedger, relay: Awaited<ReturnType<typeof startPgRelay>>) => Promise<void>,
+): Promise<void> {
+  const relay = await startPgRelay(url);
+  const l = createPostgresLedger({
+    connectionString: relay.url,
+    schema,
+    leaseClock: 'caller',
+    poolSize: 1,
+    ...options,
+  });
+  try {
+    await test(l, relay);
+  } finally {
+    await l.close().catch(() => undefined);
+    await relay.close();
+  }
+}
+
 describe('connection loss fails closed', () => {
   it('a markDispatched whose connection is cut rejects with LedgerError and leaves no dispatched row', async () => {
-    const relay = await startPgRelay(url);
-    const l = createPostgresLedger({
-      connectionString: relay.url,
-      schema,
-      leaseClock: 'caller',
-      poolSize: 1,
-      migrate: false,
-      queryTimeoutMs: 3_000,
-    });
-    try {
+    await behindRelay({ migrate: false, queryTimeoutMs: 3_000 }, async (l, relay) => {
       const res = await l.claim(input());
       const ref = { businessOperationId: res.record.businessOperationId, fence: res.record.fence };
       relay.cut();
       const err = await l.markDispatched(ref, T0 + 1).catch((e) => e);
       expect(LedgerError.isInstance(err)).toBe(true);
       expect((await ledger.get(ref.businessOperationId))!.state).toBe('claimed');
-    } finally {
-      await l.close().catch(() => undefined);
-      await relay.close();
-    }
+    });
   });
 
   it('a markDispatched whose answer is lost rejects (so nothing is sent), while the durable row lets recovery find it', async () => {
-    const relay = await startPgRelay(url);
-    const l = createPostgresLedger({
-      connectionString: relay.url,
-      schema,
-      leaseClock: 'caller',
-      poolSize: 1,
-      migrate: false,
-      queryTimeoutMs: 1_500,
-    });
-    try {
+    await behindRelay({ migrate: false, queryTimeoutMs: 1_500 }, async (l, relay) => {
       const res = await l.claim(input({ leaseMs: 100 }));
       const ref = { businessOperationId: res.record.businessOperationId, fence: res.record.fence };
       relay.dropResponses();
@@ -672,29 +672,15 @@ describe('connection loss fails closed', () => {
       expect((await ledger.recoverCandidates(T0 + 1_000)).map((r) => r.businessOperationId)).toContain(
         ref.businessOperationId,
       );
-    } finally {
-      await l.close().catch(() => undefined);
-      await relay.close();
-    }
+    });
   });
 
   it('an unreachable database rejects with LedgerError', async () => {
-    const relay = await startPgRelay(url);
-    relay.cut();
-    const l = createPostgresLedger({
-      connectionString: relay.url,
-      schema,
-      leaseClock: 'caller',
-      poolSize: 1,
-      queryTimeoutMs: 2_000,
-    });
-    try {
+    await behindRelay({ queryTimeoutMs: 2_000 }, async (l, relay) => {
+      relay.cut();
       const err = await l.claim(input()).catch((e) => e);
       expect(LedgerError.isInstance(err)).toBe(true);
-    } finally {
-      await l.close().catch(() => undefined);
-      await relay.close();
-    }
+    });
   });
 
   it('a closed ledger refuses work', async () => {

@@ -3,32 +3,17 @@
 import { PayloadLimitError, RetrysafeError } from '@retrysafe/contract';
 import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
 import { createRunner } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PostgresLedger } from '../src/index.js';
-import { readyLedger, testSchema } from './pg-test-db.js';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
+import { describe, expect, it } from 'vitest';
+import { fileLedger } from './pg-test-db.js';
 
-const schema = testSchema('preclaim');
-let ledger: PostgresLedger;
-beforeAll(async () => {
-  ledger = await readyLedger(schema);
-});
-afterAll(async () => {
-  await ledger?.close();
-});
+const ledger = fileLedger('preclaim');
 
 function nested(levels: number): Record<string, unknown> {
   let v: Record<string, unknown> = { leaf: true };
   for (let i = 1; i < levels; i++) v = { a: v };
   return v;
 }
-const REPLAYING = {
-  replays: true,
-  retentionMs: 86_400_000,
-  parameterMatching: 'mismatch-error',
-  concurrency: 'rejects-in-progress',
-  lookup: 'get-by-key',
-} as const;
 const outcome = (p: Promise<unknown>) =>
   p.then(
     (v) => ({ ok: true as const, v }),
@@ -39,24 +24,24 @@ describe('pre-claim refusals on the PostgreSQL ledger', () => {
   it.each([PAYLOAD_LIMITS.maxDepth + 1, 1001, 100_000])(
     'params nested %i deep: PayloadLimitError, 0 rows, 0 provider calls',
     async (depth) => {
-      const provider = createSandboxProvider(REPLAYING);
+      const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
       const adapter = createSandboxAdapter({ provider });
-      const runner = createRunner({ ledger, owner: 'w-pre' });
+      const runner = createRunner({ ledger: ledger(), owner: 'w-pre' });
       const ref = `pg-deep-${depth}`;
       const r = await outcome(runner.run(adapter, 'records.create', { params: { ref, deep: nested(depth - 1) } }));
       expect(!r.ok && PayloadLimitError.isInstance(r.e)).toBe(true);
-      expect((await ledger.list()).filter((x) => JSON.stringify(x.params).includes(ref))).toEqual([]);
+      expect((await ledger().list()).filter((x) => JSON.stringify(x.params).includes(ref))).toEqual([]);
       expect(provider.calls()).toBe(0);
     },
   );
 
   it('params with an own __proto__ key: done once, or refused with nothing written', async () => {
-    const provider = createSandboxProvider(REPLAYING);
+    const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
     const adapter = createSandboxAdapter({ provider });
-    const runner = createRunner({ ledger, owner: 'w-proto' });
+    const runner = createRunner({ ledger: ledger(), owner: 'w-proto' });
     const params = JSON.parse('{"ref":"pg-proto","meta":{"__proto__":{"polluted":true}}}') as Record<string, unknown>;
     const first = await outcome(runner.run(adapter, 'records.create', { params }));
-    const rows = (await ledger.list()).filter((x) => (x.params as { ref?: string } | null)?.ref === 'pg-proto');
+    const rows = (await ledger().list()).filter((x) => (x.params as { ref?: string } | null)?.ref === 'pg-proto');
     if (first.ok) {
       expect(first.v).toMatchObject({ status: 'done' });
       expect(rows.map((x) => x.state)).toEqual(['succeeded']);

@@ -1,12 +1,12 @@
 // Issue 23: retention (prune) and the index layout on a real PostgreSQL.
 
-import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
+import type { asBusinessOperationId } from '@retrysafe/contract';
 import { createRunner, pruneLedger, verifyOperation } from '@retrysafe/core';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { createPostgresLedger, migrate, type PostgresLedger } from '../src/index.js';
-import { databaseUrl, testSchema } from './pg-test-db.js';
+import { claimOf, databaseUrl, testSchema } from './pg-test-db.js';
 
 describe('PostgreSQL retention and index layout', () => {
   it('prune keeps what the key retention protects unless forced, then deletes closed operations with their receipts', async () => {
@@ -105,18 +105,8 @@ async function closeBy(
   id: string,
   then: (ref: { businessOperationId: ReturnType<typeof asBusinessOperationId>; fence: number }) => Promise<unknown>,
 ): Promise<void> {
-  const c = await ledger.claim({
-    businessOperationId: asBusinessOperationId(id),
-    provider: 'sandbox',
-    operation: 'sandbox.records.create',
-    intentFingerprint: `i-${id}`,
-    paramsFingerprint: `p-${id}`,
-    params: { ref: id },
-    providerKey: `k-${id}` as ProviderKey,
-    owner: 'w',
-    leaseMs: 3_600_000,
-    now: Date.now(),
-  });
+  const c = await ledger.claim(claimOf(id, 'w', Date.now(), 3_600_000));
+
   if (c.kind !== 'claimed') throw new Error(c.kind);
   await then({ businessOperationId: c.record.businessOperationId, fence: c.record.fence });
 }

@@ -3,20 +3,11 @@
 
 import type { ClaimInput, Ledger, StatePatch } from '@retrysafe/contract';
 import { createRunner, verifyReceiptChain } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PostgresLedger } from '../src/index.js';
-import { readyLedger, testSchema } from './pg-test-db.js';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
+import { describe, expect, it } from 'vitest';
+import { fileLedger } from './pg-test-db.js';
 
-const schema = testSchema('runner_writes');
-let ledger: PostgresLedger;
-
-beforeAll(async () => {
-  ledger = await readyLedger(schema);
-});
-afterAll(async () => {
-  await ledger?.close();
-});
+const ledger = fileLedger('runner_writes');
 
 function recording(inner: Ledger) {
   const writes: string[] = [];
@@ -42,15 +33,9 @@ function recording(inner: Ledger) {
 
 describe('the runner on the PostgreSQL ledger', () => {
   it('a clean run is two writes, and the operation ends succeeded with its one receipt', async () => {
-    const provider = createSandboxProvider({
-      replays: true,
-      retentionMs: 86_400_000,
-      parameterMatching: 'mismatch-error',
-      concurrency: 'rejects-in-progress',
-      lookup: 'get-by-key',
-    });
+    const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
     const adapter = createSandboxAdapter({ provider });
-    const { proxy, writes } = recording(ledger);
+    const { proxy, writes } = recording(ledger());
     const r = await createRunner({ ledger: proxy, owner: 'w-clean' }).run(adapter, 'records.create', {
       params: { ref: 'pg-clean-1' },
     });
@@ -58,13 +43,13 @@ describe('the runner on the PostgreSQL ledger', () => {
     if (r.status !== 'done') return;
     expect(writes).toEqual(['claim+dispatched', 'setState(succeeded)+receipt']);
     expect(provider.count()).toBe(1);
-    expect(await ledger.get(r.businessOperationId)).toMatchObject({
+    expect(await ledger().get(r.businessOperationId)).toMatchObject({
       state: 'succeeded',
       attemptCount: 1,
       providerRef: r.providerRef,
       leaseOwner: null,
     });
-    const stored = await ledger.receipts(r.businessOperationId);
+    const stored = await ledger().receipts(r.businessOperationId);
     expect(stored.map((x) => [x.seq, x.kind, x.outcome])).toEqual([[1, 'dispatch', 'succeeded']]);
     expect(stored).toEqual(r.receipts);
     expect(verifyReceiptChain(stored)).toEqual({ ok: true });

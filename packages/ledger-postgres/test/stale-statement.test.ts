@@ -3,11 +3,11 @@
 // type"): the ledger closes that connection and sends the statement again on another, where it is
 // prepared anew, so the caller gets its answer, not the error.
 
-import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
+import { asBusinessOperationId } from '@retrysafe/contract';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresLedger } from '../src/index.js';
-import { databaseUrl, readyLedger, testSchema } from './pg-test-db.js';
+import { claimOf, databaseUrl, readyLedger, testSchema } from './pg-test-db.js';
 
 const schema = testSchema('stale_stmt');
 let ledger: PostgresLedger;
@@ -25,18 +25,8 @@ afterAll(async () => {
 describe('a prepared statement whose result type changed', () => {
   it('is sent again on another connection and answers (get, then a claim and its record)', async () => {
     const id = asBusinessOperationId('stale-1');
-    const c = await ledger.claim({
-      businessOperationId: id,
-      provider: 'p',
-      operation: 'p.op',
-      intentFingerprint: 'i',
-      paramsFingerprint: 'f',
-      params: { a: 1 },
-      providerKey: 'k' as ProviderKey,
-      owner: 'w',
-      leaseMs: 30_000,
-      now: Date.now(),
-    });
+    const c = await ledger.claim(claimOf('stale-1', 'w', Date.now()));
+
     expect(c.kind).toBe('claimed');
     const before = await ledger.get(id); // prepares `get` on the connection in use
     expect(before?.state).toBe(c.record.state);

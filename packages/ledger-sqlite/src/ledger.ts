@@ -26,84 +26,62 @@ import { createRows, type Rows, type StoredText, toReceipts, toRecord } from './
 import { listSql, pruneSql, recoverSql } from './statements.js';
 import { type Connection, openConnection, read, tx } from './tx.js';
 
+/** The options; the README's table says what each does. */
 export interface SqliteLedgerOptions {
-  /** Database file (created if missing). `:memory:` works for a single connection. */
+  /** Database file (created if missing); `:memory:` for a single connection. */
   readonly path: string;
-  /**
-   * How long a writer waits for another process's write lock (default 10 s). The wait is asynchronous,
-   * in short steps: the event loop (other operations' lease heartbeats) keeps running meanwhile.
-   */
+  /** How long a write waits for another process's lock, in short asynchronous steps (default 10 s). */
   readonly busyTimeoutMs?: number;
-  /**
-   * `FULL` (default): a committed `dispatched` survives power loss, not only a process crash.
-   * `NORMAL` is faster in WAL mode and still survives a process crash.
-   */
+  /** `FULL` (default): a committed `dispatched` survives power loss; `NORMAL`: a process crash only. */
   readonly synchronous?: 'FULL' | 'NORMAL';
-  /**
-   * Under `FULL`, what a write the runner marks deferrable costs (StatePatch.durability: an operation's
-   * final `succeeded` when its provider can be asked). `defer` (default): committed without waiting for
-   * the disk; it is durable once a later commit or a checkpoint syncs the WAL, and an OS crash before
-   * that leaves the operation `dispatched`, which the next run or recover() looks up and adopts, never
-   * sends again. `sync`: every commit waits for the disk.
-   */
+  /** Under `FULL`: `defer` (default) commits a deferrable write without waiting for the disk; recovery adopts it if lost. */
   readonly deferrableWrites?: 'defer' | 'sync';
 }
 
 const PRUNE_BATCH = 500;
+type StoredRow = StoredText & { id: string };
 
 function checkOptions(options: SqliteLedgerOptions) {
   if (typeof options?.path !== 'string' || options.path.length === 0)
     throw new LedgerError('createSqliteLedger needs { path }');
-  const busyMs = options.busyTimeoutMs ?? 10_000;
-  if (!Number.isFinite(busyMs) || busyMs < 0)
-    throw new LedgerError(`busyTimeoutMs must be a number ≥ 0, got ${String(options.busyTimeoutMs)}`);
-  const sync = options.synchronous ?? 'FULL';
-  if (sync !== 'FULL' && sync !== 'NORMAL')
-    throw new LedgerError(`synchronous must be 'FULL' or 'NORMAL', got ${JSON.stringify(sync)}`);
-  const deferrable = options.deferrableWrites ?? 'defer';
-  if (deferrable !== 'defer' && deferrable !== 'sync')
-    throw new LedgerError(`deferrableWrites must be 'defer' or 'sync', got ${JSON.stringify(deferrable)}`);
+  const { busyTimeoutMs = 10_000, synchronous = 'FULL', deferrableWrites = 'defer' } = options;
+  if (!Number.isFinite(busyTimeoutMs) || busyTimeoutMs < 0)
+    throw new LedgerError(`busyTimeoutMs must be a number ≥ 0, got ${String(busyTimeoutMs)}`);
+  if (synchronous !== 'FULL' && synchronous !== 'NORMAL')
+    throw new LedgerError(`synchronous must be 'FULL' or 'NORMAL', got ${JSON.stringify(synchronous)}`);
+  if (deferrableWrites !== 'defer' && deferrableWrites !== 'sync')
+    throw new LedgerError(`deferrableWrites must be 'defer' or 'sync', got ${JSON.stringify(deferrableWrites)}`);
   // Only FULL has a wait to leave out.
-  return {
-    path: options.path,
-    busyMs: Math.floor(busyMs),
-    sync,
-    defers: sync === 'FULL' && deferrable === 'defer',
-  } as const;
+  const defers = synchronous === 'FULL' && deferrableWrites === 'defer';
+  return { path: options.path, busyMs: Math.floor(busyTimeoutMs), sync: synchronous, defers } as const;
 }
 
-/**
- * A fenced write: the known row's lone UPDATE when it applies; else, in one transaction, read the
- * row, check the token, apply `next` and store it with `receipt` appended. A refused write (or
- * receipt) writes nothing; `next` returning the record unchanged writes nothing either.
- */
+type Next = (r: OperationRecord) => OperationRecord;
+
+/** The known row's lone UPDATE when it applies; else read, check the token and store in one transaction. */
 async function fenced(
   c: Connection,
   rows: Rows,
   ref: Fenced,
   what: string,
-  next: (r: OperationRecord) => OperationRecord,
+  next: Next,
   receipt?: Receipt,
   deferred = false,
 ): Promise<OperationRecord> {
   const fast = rows.knownWrite(ref, next, receipt);
   if (fast !== undefined && (await tx(c, what, fast.run, { deferred, alone: true }))) return fast.record;
-  return tx(
-    c,
-    what,
-    () => {
-      const row = rows.load(ref.businessOperationId);
-      const current = checkFence(row?.current ?? null, ref);
-      const updated = next(current);
-      if (receipt === undefined) return updated === current ? current : rows.store(updated, row);
-      checkReceipt(ref, receipt, row!.lastSeq);
-      return rows.store(chainedTransition(updated, receipt), row, receipt);
-    },
-    { deferred },
-  );
+  const write = () => {
+    const row = rows.load(ref.businessOperationId);
+    const current = checkFence(row?.current ?? null, ref);
+    const updated = next(current);
+    if (receipt === undefined) return updated === current ? current : rows.store(updated, row);
+    checkReceipt(ref, receipt, row!.lastSeq);
+    return rows.store(chainedTransition(updated, receipt), row, receipt);
+  };
+  return tx(c, what, write, { deferred });
 }
 
-/** A new operation's row, or undefined when the input cannot be stored as one (the claim then reads first). */
+/** A new operation's row; undefined when the input cannot be stored as one (the claim then reads first). */
 function newRow(input: ClaimInput) {
   try {
     const claim = claimTransition(null, input);
@@ -117,11 +95,7 @@ function newRow(input: ClaimInput) {
   }
 }
 
-/**
- * Retention: closed rows older than `before`, in pages in creation order, each page handed to onPrune
- * and then deleted in one transaction that checks the state and age again (an operation may be
- * superseded meanwhile).
- */
+/** Keyset pages in creation order, each handed to onPrune, then deleted only where still closed and old. */
 async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<PruneReport> {
   const states = checkPruneOptions(options);
   const sql = pruneSql(states.length);
@@ -131,21 +105,9 @@ async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<
     pruned++;
     byState[s] = (byState[s] ?? 0) + 1;
   };
-  // Keyset pages: each starts after the last row of the one before (the first, before every row).
   for (let after: [number, string] = [-Number.MAX_VALUE, '']; ; ) {
-    const page = rows.prepared(sql.page);
-    const found = await read(
-      c,
-      'prune',
-      () =>
-        page.all(
-          options.before,
-          ...after,
-          options.before,
-          ...states,
-          options.batchSize ?? PRUNE_BATCH,
-        ) as unknown as Array<StoredText & { id: string }>,
-    );
+    const args = [options.before, ...after, options.before, ...states, options.batchSize ?? PRUNE_BATCH];
+    const found = await read(c, 'prune', () => rows.prepared(sql.page).all(...args) as unknown as StoredRow[]);
     if (found.length === 0) break;
     const records = found.map((row) => toRecord(row.record, c.path));
     // The record's createdAt, not the column: a time past 2^53 reads back as a number only from the JSON.
@@ -166,30 +128,22 @@ async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<
 }
 
 /**
- * The embedded ledger: one SQLite file in WAL mode, shared safely by several OS processes. Each write
- * is one transaction that holds the write lock from its start, reads the row, checks the fencing
- * token and applies the contract's transition rules. A clean operation takes two lone statements:
- * the claim's INSERT of a new id, and the UPDATE of a row this connection stored (written only while
- * the row still holds that text, else read first as any other write).
+ * One SQLite file in WAL mode, shared by several processes; each write holds the write lock from its
+ * start. A clean operation is two lone statements: the claim's INSERT and the UPDATE of the row this
+ * connection stored, guarded by that text.
  */
 export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
   const o = checkOptions(options);
   const c = openConnection(o.path, o.busyMs, o.sync, o.defers);
   const rows = createRows(c);
-  const write = (
-    ref: Fenced,
-    what: string,
-    next: (r: OperationRecord) => OperationRecord,
-    receipt?: Receipt,
-    deferred = false,
-  ) => fenced(c, rows, ref, what, next, receipt, deferred);
+  const write = (ref: Fenced, what: string, next: Next, receipt?: Receipt, deferred?: boolean) =>
+    fenced(c, rows, ref, what, next, receipt, deferred);
   const records = (sql: string, args: Array<string | number>) =>
     (rows.prepared(sql).all(...args) as unknown as StoredText[]).map((row) => toRecord(row.record, o.path));
 
   return {
     capabilities: { claimDispatch: true, receiptWithState: true },
     async claim(input) {
-      // A new id (the common case): one INSERT, its own transaction. Anything else reads the row first.
       const fresh = newRow(input);
       if (fresh && (await tx(c, 'claim', () => rows.insertNew(fresh.record, fresh.text), { alone: true })))
         return fresh.result;
@@ -201,7 +155,6 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
       });
     },
     async renewLease(ref, leaseMs, now) {
-      // A terminal operation holds no lease: renewing it is a no-op (renewTransition returns it unchanged).
       await write(ref, 'renewLease', (r) => renewTransition(r, ref, leaseMs, now));
     },
     markDispatched: (ref, now) => write(ref, 'markDispatched', (r) => dispatchedTransition(r, now)),
@@ -221,7 +174,6 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
     async release(ref) {
       await write(ref, 'release', (r) => releaseTransition(r));
     },
-    // resolveTransition refuses a missing operation, so the row is there when it returns.
     resolve: (id, resolution, now) =>
       tx(c, 'resolve', () => {
         const row = rows.load(id);

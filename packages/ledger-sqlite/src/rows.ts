@@ -4,19 +4,18 @@ import { chainedTransition, checkFence, checkReceipt, isTerminal } from '@retrys
 import { prepareStatements } from './statements.js';
 import type { Connection } from './tx.js';
 
-/** What a row stores of an operation: the record's JSON and its receipts' JSON array (null: none yet). */
+/** The record's JSON and its receipts' JSON array (null: none yet). */
 export interface StoredText {
   readonly record: string;
   readonly receipts: string | null;
 }
 
-/** A row as a fenced write starts from it. */
-export interface Loaded extends StoredText {
+interface Loaded extends StoredText {
   readonly current: OperationRecord;
   readonly lastSeq: number;
 }
 
-/** Open operations whose last stored text a connection keeps (a runner has a few in flight). */
+/** A runner has a few operations in flight. */
 const KNOWN_MAX = 256;
 
 function parse<T>(text: string, what: string, path: string): T {
@@ -35,21 +34,18 @@ export const toRecord = (text: string, path: string): OperationRecord =>
 
 export function toReceipts(stored: StoredText, path: string): Receipt[] {
   if (stored.receipts === null) return [];
-  return parse<Receipt[]>(
-    stored.receipts,
-    `the receipts of ${toRecord(stored.record, path).businessOperationId}`,
-    path,
-  );
+  const of = `the receipts of ${toRecord(stored.record, path).businessOperationId}`;
+  return parse<Receipt[]>(stored.receipts, of, path);
 }
 
-/** The receipts' JSON with `added` appended, the stored ones kept as they are (not parsed). */
+/** The stored receipts are not parsed to append one. */
 function appendReceipt(receipts: string | null, added: Receipt | undefined): string | null {
   if (added === undefined) return receipts;
   const text = JSON.stringify(added);
   return receipts === null ? `[${text}]` : `${receipts.slice(0, -1)},${text}]`;
 }
 
-/** The columns an UPDATE writes for `r` (statements.ts order), then the id. */
+/** The columns an UPDATE writes, then the id (statements.ts order). */
 const updateArgs = (r: OperationRecord, t: StoredText) => [
   r.state,
   r.fence,
@@ -59,24 +55,12 @@ const updateArgs = (r: OperationRecord, t: StoredText) => [
   t.receipts,
   r.businessOperationId,
 ];
-/** The columns the INSERT writes for a new operation. */
-export const insertArgs = (r: OperationRecord, t: StoredText) => [
-  r.businessOperationId,
-  r.provider,
-  r.operation,
-  r.state,
-  r.fence,
-  r.leaseExpiresAt,
-  r.createdAt,
-  r.updatedAt,
-  t.record,
-  t.receipts,
-];
+/** A new row: the same, then the columns that never change. */
+const insertArgs = (r: OperationRecord, t: StoredText) => [...updateArgs(r, t), r.provider, r.operation, r.createdAt];
 
 /**
- * Whole rows in and out of the file, and what this connection last stored of each open operation: a
- * fenced write on such a row computes on that text and stores with one UPDATE guarded by it (any other
- * write to the row since, by anyone, leaves nothing to update: the caller then reads the row).
+ * Rows in and out of the file, and the text this connection last stored of each open operation: a write
+ * on it is one UPDATE guarded by that text (any other write since leaves nothing to update).
  */
 export function createRows(c: Connection) {
   let st: ReturnType<typeof prepareStatements>;
@@ -87,15 +71,8 @@ export function createRows(c: Connection) {
     throw new LedgerError(`cannot open SQLite ledger at ${c.path}: ${(cause as Error).message}`, { cause });
   }
   const cached = new Map<string, StatementSync>();
-  /** A statement whose text depends on its arguments (listings, retention), prepared once per text. */
-  const prepared = (sql: string): StatementSync => {
-    let statement = cached.get(sql);
-    if (statement === undefined) {
-      statement = c.db.prepare(sql);
-      cached.set(sql, statement);
-    }
-    return statement;
-  };
+  /** Listings and retention vary their text: prepared once per text. */
+  const prepared = (sql: string): StatementSync => cached.get(sql) ?? cached.set(sql, c.db.prepare(sql)).get(sql)!;
   const known = new Map<string, StoredText & { readonly lastSeq: number }>();
 
   const remember = (r: OperationRecord, text: StoredText, lastSeq: number) => {
@@ -106,17 +83,8 @@ export function createRows(c: Connection) {
   };
   const get = (id: string): StoredText | undefined => st.select.get(id) as StoredText | undefined;
   const load = (id: string): Loaded | null => {
-    const row = st.selectForWrite.get(id) as
-      | { record: string; receipts: string | null; last_seq: number | null }
-      | undefined;
-    return row
-      ? {
-          record: row.record,
-          receipts: row.receipts,
-          current: toRecord(row.record, c.path),
-          lastSeq: row.last_seq ?? 0,
-        }
-      : null;
+    const row = st.selectForWrite.get(id) as (StoredText & { last_seq: number | null }) | undefined;
+    return row ? { ...row, current: toRecord(row.record, c.path), lastSeq: row.last_seq ?? 0 } : null;
   };
   /** Stores `r` over the row `before` (null: a new row), with `added` after its receipts. */
   const store = (r: OperationRecord, before: Loaded | null, added?: Receipt): OperationRecord => {
@@ -126,14 +94,14 @@ export function createRows(c: Connection) {
     remember(r, text, added?.seq ?? before?.lastSeq ?? 0);
     return r;
   };
-  /** A new operation's row, stored unless the id has one; false when it has. */
+  /** False when the id has a row. */
   const insertNew = (r: OperationRecord, text: StoredText): boolean => {
     if (Number(st.insert.run(...insertArgs(r, text)).changes) !== 1) return false;
     remember(r, text, 0);
     return true;
   };
 
-  /** A fenced write computed on the known text: the record and the lone UPDATE that stores it; undefined when only the row can answer. */
+  /** The record and the lone UPDATE computed on the known text; undefined when only the row can answer. */
   const knownWrite = (ref: Fenced, next: (r: OperationRecord) => OperationRecord, receipt: Receipt | undefined) => {
     const k = known.get(ref.businessOperationId);
     if (k === undefined) return undefined;

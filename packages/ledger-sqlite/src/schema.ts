@@ -1,24 +1,11 @@
 import type { DatabaseSync } from 'node:sqlite';
 import { LedgerError } from '@retrysafe/contract';
 
-/**
- * The terms of "still open" (not closed for good): the partial index's, and every query that wants
- * the index to serve it must repeat them exactly. Open operations are few (in flight, stuck, handed
- * off), so the index stays small however long the history grows.
- */
+/** The partial index's terms: a query that wants the index repeats them exactly. */
 export const OPEN_STATES_SQL = `state <> 'succeeded' AND state <> 'rejected' AND state <> 'abandoned'`;
 
-export interface Migration {
-  readonly version: number;
-  readonly name: string;
-  readonly sql: string;
-}
-
-/**
- * One row per operation: the record and its receipts as JSON text, the fields queries search beside
- * them. Never edit a released migration: add the next version.
- */
-export const MIGRATIONS: readonly Migration[] = [
+/** Never edit a released migration: add the next version. */
+const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   {
     version: 1,
     name: 'operations',
@@ -41,15 +28,12 @@ CREATE INDEX retrysafe_operations_created ON retrysafe_operations (created_at, i
   },
 ];
 
-export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
+const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
 
 const versionOf = (db: DatabaseSync): number =>
   Number((db.prepare('PRAGMA user_version').get() as { user_version?: number } | undefined)?.user_version ?? 0);
 
-/**
- * Brings the file to SCHEMA_VERSION under BEGIN IMMEDIATE, re-checked inside, so concurrent openers
- * migrate once. Refuses a file of a version it does not know rather than guess at it.
- */
+/** Under BEGIN IMMEDIATE, re-checked inside, so concurrent openers migrate once; a newer file is refused. */
 export function migrate(db: DatabaseSync, path: string): void {
   const seen = versionOf(db);
   if (seen > SCHEMA_VERSION)
@@ -66,11 +50,16 @@ export function migrate(db: DatabaseSync, path: string): void {
     }
     db.exec('COMMIT');
   } catch (err) {
-    try {
-      db.exec('ROLLBACK');
-    } catch {
-      /* nothing to roll back */
-    }
+    quietly(() => db.exec('ROLLBACK'));
     throw err;
+  }
+}
+
+/** A close or rollback whose failure leaves nothing to undo. */
+export function quietly(f: () => void): void {
+  try {
+    f();
+  } catch {
+    /* already unusable, or no transaction left */
   }
 }

@@ -5,7 +5,7 @@ import { OPEN_STATES_SQL } from './schema.js';
 
 const COLUMNS = 'state = ?, fence = ?, lease_expires_at = ?, updated_at = ?, record = ?, receipts = ?';
 
-/** Every fixed statement of the ledger, prepared once per connection. Writes bind positional parameters. */
+/** Prepared once per connection. */
 export function prepareStatements(db: DatabaseSync) {
   return {
     select: db.prepare('SELECT record, receipts FROM retrysafe_operations WHERE id = ?'),
@@ -15,7 +15,7 @@ export function prepareStatements(db: DatabaseSync) {
     ),
     /** A new operation; does nothing when the id has a row (the claim then reads it). */
     insert: db.prepare(
-      `INSERT INTO retrysafe_operations (id, provider, operation, state, fence, lease_expires_at, created_at, updated_at, record, receipts)
+      `INSERT INTO retrysafe_operations (state, fence, lease_expires_at, updated_at, record, receipts, id, provider, operation, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
     ),
     update: db.prepare(`UPDATE retrysafe_operations SET ${COLUMNS} WHERE id = ?`),
@@ -23,7 +23,6 @@ export function prepareStatements(db: DatabaseSync) {
     updateKnown: db.prepare(`UPDATE retrysafe_operations SET ${COLUMNS} WHERE id = ? AND record = ? AND receipts IS ?`),
   };
 }
-export type Statements = ReturnType<typeof prepareStatements>;
 
 const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
 
@@ -33,18 +32,15 @@ export function listSql(filter: ListFilter): { sql: string; args: Array<string |
   const args: Array<string | number> = [];
   if (filter.states) {
     if (filter.states.length === 0) return null;
-    // Only open states: the partial index's own term, so the index serves the listing (the handoff queue).
     if (filter.states.every((s) => !PRUNABLE_STATES.includes(s))) where.push(OPEN_STATES_SQL);
     where.push(`state IN (${marks(filter.states.length)})`);
     args.push(...filter.states);
   }
-  if (filter.provider) {
-    where.push('provider = ?');
-    args.push(filter.provider);
-  }
-  if (filter.operation) {
-    where.push('operation = ?');
-    args.push(filter.operation);
+  for (const column of ['provider', 'operation'] as const) {
+    const value = filter[column];
+    if (!value) continue;
+    where.push(`${column} = ?`);
+    args.push(value);
   }
   const dir = filter.newestFirst ? 'DESC' : 'ASC';
   let sql = `SELECT record FROM retrysafe_operations ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at ${dir}, id ${dir}`;
@@ -61,10 +57,7 @@ export function recoverSql(limit: boolean): string {
     AND (lease_expires_at IS NULL OR lease_expires_at <= ?) ORDER BY updated_at${limit ? ' LIMIT ?' : ''}`;
 }
 
-/**
- * Retention: one page of closed rows older than `before`, in creation order after (created_at, id),
- * and the delete that re-checks each. created_at <= updated_at, so the walk reads old rows only.
- */
+/** A page of closed old rows after (created_at, id), and the delete that re-checks each. */
 export function pruneSql(states: number): { page: string; remove: string } {
   const closed = `updated_at < ? AND state IN (${marks(states)})`;
   return {

@@ -1,31 +1,26 @@
 import type { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LedgerError, RetrysafeError } from '@retrysafe/contract';
-import { migrate } from './schema.js';
+import { migrate, quietly } from './schema.js';
 
-/** The longest a single SQLite call may block the event loop on a lock before giving the loop a turn. */
+/** The longest one SQLite call may block the event loop on a lock. */
 const SYNC_BUSY_MS = 20;
 
 /** SQLITE_BUSY: another connection holds the lock (nothing was written). */
-export function isBusy(err: unknown): boolean {
+function isBusy(err: unknown): boolean {
   const code = (err as { errcode?: unknown } | null)?.errcode;
   return typeof code === 'number' && (code & 0xff) === 5;
 }
 
 /**
- * node:sqlite, loaded when a ledger is opened (a process that opens none loads no SQLite). Node 22
- * announces the module with an ExperimentalWarning on stderr; the embedded ledger is the default, so
- * that line would follow every command of a user who never chose an experimental feature. Only that
- * warning, and only while loading, is left out.
+ * Loaded when a ledger is opened. Node 22 warns that SQLite is experimental; the embedded ledger is the
+ * default, so only that warning, only while loading, is left out for users who never chose it.
  */
 function loadSqlite(): typeof import('node:sqlite') {
   const emit = process.emitWarning;
   process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
-    if (
-      String(typeof warning === 'string' ? warning : warning?.message).startsWith('SQLite is an experimental feature')
-    )
-      return;
-    (emit as (...args: unknown[]) => void).call(process, warning, ...rest);
+    const text = String(typeof warning === 'string' ? warning : warning?.message);
+    if (!text.startsWith('SQLite is an experimental feature')) Reflect.apply(emit, process, [warning, ...rest]);
   }) as typeof process.emitWarning;
   try {
     return process.getBuiltinModule('node:sqlite') as typeof import('node:sqlite');
@@ -37,18 +32,16 @@ function loadSqlite(): typeof import('node:sqlite') {
 export interface Connection {
   readonly db: DatabaseSync;
   readonly path: string;
-  /** How long a write waits for another connection's lock, in ms. */
   readonly busyMs: number;
-  /** Whether a deferrable write commits at NORMAL (the file runs at FULL and the caller allows it). */
+  /** A deferrable write commits at NORMAL. */
   readonly defers: boolean;
   readonly isOpen: () => boolean;
   readonly close: () => void;
 }
 
 /**
- * Opens the file in WAL mode and brings its schema up to date. Opening is synchronous (the factory
- * returns the ledger), so waits for a process that is creating or migrating the file are synchronous
- * too; SQLite answers some of those conflicts with SQLITE_BUSY without its busy handler, hence the loop.
+ * WAL mode, schema up to date. The factory is synchronous, so is the wait for another process creating
+ * the file; SQLite answers some of those conflicts with SQLITE_BUSY without its busy handler, hence the loop.
  */
 export function openConnection(
   path: string,
@@ -73,11 +66,10 @@ export function openConnection(
         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, step);
       }
     }
-    // From now on one call blocks the event loop briefly at most; longer waits are asynchronous (tx).
+    // From now on longer waits are asynchronous (tx).
     db.exec(`PRAGMA busy_timeout = ${Math.min(busyMs, SYNC_BUSY_MS)}`);
   } catch (cause) {
-    // A failed open must not leave its file descriptor behind.
-    closeQuietly(db);
+    quietly(() => db?.close());
     if (RetrysafeError.isInstance(cause)) throw cause;
     throw new LedgerError(`cannot open SQLite ledger at ${path}: ${(cause as Error).message}`, { cause });
   }
@@ -86,45 +78,51 @@ export function openConnection(
   const close = () => {
     if (!open) return;
     open = false;
-    closeQuietly(opened);
+    quietly(() => opened.close());
   };
   return { db: opened, path, busyMs, defers, isOpen: () => open, close };
 }
 
-function closeQuietly(db: DatabaseSync | undefined): void {
-  try {
-    db?.close();
-  } catch {
-    /* already unusable */
+/** Another connection held the write lock: nothing written. */
+const BUSY: unique symbol = Symbol('busy');
+
+/** Runs `once` again while it answers BUSY, in short asynchronous steps up to busyMs (`last`: the final try). */
+async function whileBusy<T>(c: Connection, once: (last: boolean) => T | typeof BUSY): Promise<T> {
+  const deadline = Date.now() + c.busyMs;
+  for (let step = 1, waited = false; ; step = Math.min(step * 2, SYNC_BUSY_MS), waited = true) {
+    const out = once(waited && Date.now() >= deadline);
+    if (out !== BUSY) return out;
+    await sleep(Math.max(0, Math.min(step, deadline - Date.now())));
   }
 }
 
-/** What one attempt answers when another connection held the write lock: nothing written. */
-const BUSY: unique symbol = Symbol('busy');
+/** Retrysafe errors pass through, library errors become LedgerError; BUSY when a busy lock may be waited for. */
+function failed(what: string, err: unknown, mayWait: boolean): typeof BUSY {
+  if (RetrysafeError.isInstance(err)) throw err;
+  if (!mayWait || !isBusy(err))
+    throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
+  return BUSY;
+}
 
-export interface TxOptions {
-  /** Commit at NORMAL (not waiting for the disk) when the connection defers: see deferrableWrites. */
+const checkOpen = (c: Connection, what: string) => {
+  if (!c.isOpen()) throw new LedgerError(`SQLite ledger ${what} failed: the ledger is closed`);
+};
+
+interface TxOptions {
+  /** Commit at NORMAL when the connection defers. */
   readonly deferred?: boolean;
-  /** `fn` runs exactly one write statement, which is its own transaction (no BEGIN and COMMIT to run). */
+  /** `fn` runs exactly one write statement, its own transaction. */
   readonly alone?: boolean;
 }
 
 /**
- * Runs `fn` in one transaction that holds the write lock from its start (BEGIN IMMEDIATE, or a lone
- * statement), so two processes never both read "free" and both claim. While another connection holds
- * the lock, waits in short asynchronous steps up to busyMs, never in one long synchronous wait that
- * would stall the event loop (other operations' lease heartbeats). BEGIN, `fn` and COMMIT run in one
- * synchronous stretch: nothing else on this connection runs inside the transaction. Library errors
- * become LedgerError, retrysafe errors pass through; any failure rolls back.
+ * `fn` in one transaction holding the write lock from its start, so two processes never both read "free".
+ * A held lock is waited for in short asynchronous steps (lease heartbeats keep running); BEGIN, `fn` and
+ * COMMIT run in one synchronous stretch. Any failure rolls back.
  */
-export async function tx<T>(c: Connection, what: string, fn: () => T, options: TxOptions = {}): Promise<T> {
-  const deadline = Date.now() + c.busyMs;
+export function tx<T>(c: Connection, what: string, fn: () => T, options: TxOptions = {}): Promise<T> {
   const relax = options.deferred === true && c.defers;
-  for (let step = 1, waited = false; ; step = Math.min(step * 2, SYNC_BUSY_MS), waited = true) {
-    const out = attempt(c, what, fn, relax, options.alone === true, waited && Date.now() >= deadline);
-    if (out !== BUSY) return out;
-    await sleep(Math.max(0, Math.min(step, deadline - Date.now())));
-  }
+  return whileBusy(c, (last) => attempt(c, what, fn, relax, options.alone === true, last));
 }
 
 function attempt<T>(
@@ -135,10 +133,10 @@ function attempt<T>(
   alone: boolean,
   last: boolean,
 ): T | typeof BUSY {
-  if (!c.isOpen()) throw new LedgerError(`SQLite ledger ${what} failed: the ledger is closed`);
+  checkOpen(c, what);
   let locked = false;
   try {
-    // The safety level may not change inside a transaction: set before it, restored after it.
+    // The safety level may not change inside a transaction.
     if (relax) c.db.exec('PRAGMA synchronous = NORMAL');
     if (!alone) {
       c.db.exec('BEGIN IMMEDIATE');
@@ -149,28 +147,14 @@ function attempt<T>(
     if (relax) restoreSync(c, what, null);
     return out;
   } catch (err) {
-    if (locked && c.isOpen()) rollback(c.db);
+    if (locked && c.isOpen()) quietly(() => c.db.exec('ROLLBACK'));
     if (relax && c.isOpen()) restoreSync(c, what, err);
-    if (RetrysafeError.isInstance(err)) throw err;
-    // Busy before the lock was taken (BEGIN, or the lone statement): nothing written, wait and try again.
-    if (locked || !isBusy(err) || last)
-      throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
-    return BUSY;
+    // Busy before the lock was taken: nothing written, so it may wait and try again.
+    return failed(what, err, !locked && !last);
   }
 }
 
-function rollback(db: DatabaseSync): void {
-  try {
-    db.exec('ROLLBACK');
-  } catch {
-    /* no transaction left to roll back */
-  }
-}
-
-/**
- * Back to FULL after a deferred write. If even that fails the connection cannot be trusted to sync:
- * it is closed, and the error says what ended the transaction first.
- */
+/** Back to FULL; a connection that cannot be is closed, as it cannot be trusted to sync. */
 function restoreSync(c: Connection, what: string, first: unknown): void {
   try {
     c.db.exec('PRAGMA synchronous = FULL');
@@ -180,25 +164,19 @@ function restoreSync(c: Connection, what: string, first: unknown): void {
       first === null ? 'the write is committed' : `nothing written: ${(first as Error)?.message ?? String(first)}`;
     throw new LedgerError(
       `SQLite ledger ${what} at ${c.path} (${how}); then synchronous = FULL could not be restored (${(restore as Error)?.message ?? String(restore)}): the ledger is closed`,
-      {
-        cause: first ?? restore,
-      },
+      { cause: first ?? restore },
     );
   }
 }
 
-/** Runs a read; a lock (rare in WAL mode) is waited for in short asynchronous steps; library errors become LedgerError. */
-export async function read<T>(c: Connection, what: string, fn: () => T): Promise<T> {
-  const deadline = Date.now() + c.busyMs;
-  for (let step = 1, waited = false; ; step = Math.min(step * 2, SYNC_BUSY_MS), waited = true) {
+/** A lock (rare in WAL mode) is waited for in short asynchronous steps. */
+export function read<T>(c: Connection, what: string, fn: () => T): Promise<T> {
+  return whileBusy(c, (last) => {
+    checkOpen(c, what);
     try {
-      if (!c.isOpen()) throw new LedgerError(`SQLite ledger ${what} failed: the ledger is closed`);
       return fn();
     } catch (err) {
-      if (RetrysafeError.isInstance(err)) throw err;
-      if (!isBusy(err) || (waited && Date.now() >= deadline))
-        throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
+      return failed(what, err, !last);
     }
-    await sleep(Math.max(0, Math.min(step, deadline - Date.now())));
-  }
+  });
 }

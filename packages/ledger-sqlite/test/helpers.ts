@@ -1,14 +1,4 @@
-import { asBusinessOperationId, type ClaimInput, type ProviderKey } from '@retrysafe/contract';
-import type { SandboxBehaviour } from '@retrysafe/sandbox';
-
-/** A provider that replays a key's first answer: the usual well-behaved provider of these tests. */
-export const REPLAYING: SandboxBehaviour = {
-  replays: true,
-  retentionMs: 86_400_000,
-  parameterMatching: 'mismatch-error',
-  concurrency: 'rejects-in-progress',
-  lookup: 'get-by-key',
-};
+import { asBusinessOperationId, type ClaimInput, type ProviderKey, type Receipt } from '@retrysafe/contract';
 
 /** A claim that dispatches at once, its fingerprints and key derived from `id`. */
 export function claimInput(id: string, over: Partial<ClaimInput> = {}): ClaimInput {
@@ -27,3 +17,23 @@ export function claimInput(id: string, over: Partial<ClaimInput> = {}): ClaimInp
     ...over,
   };
 }
+
+/** A receipt of `id` at `seq`; its hash is made up (the ledger stores a chain, it does not check one). */
+export const receiptOf = (id: string, seq: number, prevHash: string | null = null, reason = 'r'): Receipt =>
+  ({
+    businessOperationId: id,
+    seq,
+    runId: 'run_1',
+    attemptId: 'att_1',
+    provider: 'p',
+    operation: 'p.op',
+    kind: 'dispatch',
+    startedAt: '2026-12-01T12:00:00.000Z',
+    finishedAt: '2026-12-01T12:00:00.001Z',
+    outcome: 'unknown',
+    decision: { action: 'lookup', reason },
+    providerKey: null,
+    requestFingerprint: `sha256:${'a'.repeat(64)}`,
+    prevHash,
+    hash: `${seq}`.repeat(64),
+  }) as never;

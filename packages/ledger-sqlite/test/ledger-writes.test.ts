@@ -6,10 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ClaimInput, HandoffPacket, Ledger, Receipt, StatePatch } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock, verifyReceiptChain } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSqliteLedger } from '../src/index.js';
-import { REPLAYING } from './helpers.js';
 
 const OP = 'records.create';
 const WRITES = new Set([
@@ -71,9 +70,11 @@ const ledgers: ReadonlyArray<readonly [string, () => Ledger]> = [
   ['sqlite', () => createSqliteLedger({ path: join(dir, `ledger-${++files}.db`) })],
 ];
 
+type Setup = ReturnType<typeof setup>;
+
 function setup(make: () => Ledger, legacy: boolean) {
   const clock = createVirtualClock();
-  const provider = createSandboxProvider({ ...REPLAYING, clock: clock.now, sleep: clock.sleep });
+  const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
   const adapter = createSandboxAdapter({ provider });
   const base = make();
   const { ledger, writes } = recording(base, legacy);
@@ -81,14 +82,28 @@ function setup(make: () => Ledger, legacy: boolean) {
   return { provider, adapter, base, runner, writes };
 }
 
+/** Runs `ref` and expects it done (the result narrowed for the checks that follow). */
+async function runDone(runner: Setup['runner'], adapter: Setup['adapter'], ref: string) {
+  const r = await runner.run(adapter, OP, { params: { ref, amount: 1 } });
+  if (r.status !== 'done') throw new Error(`${ref}: expected done, got ${r.status}`);
+  return r;
+}
+
+/** A runner on a fresh ledger for `body`; the ledger closed after it. */
+async function withRunner(make: () => Ledger, legacy: boolean, body: (s: Setup) => Promise<void>): Promise<void> {
+  const s = setup(make, legacy);
+  try {
+    await body(s);
+  } finally {
+    await s.base.close();
+  }
+}
+
 for (const [name, make] of ledgers) {
   describe(`runner writes on the ${name} ledger`, () => {
     it('a clean run is two writes: claim born dispatched, then succeeded with its receipt', async () => {
-      const { provider, adapter, base, runner, writes } = setup(make, false);
-      try {
-        const r = await runner.run(adapter, OP, { params: { ref: 'clean-1', amount: 1 } });
-        expect(r.status).toBe('done');
-        if (r.status !== 'done') return;
+      await withRunner(make, false, async ({ provider, adapter, base, runner, writes }) => {
+        const r = await runDone(runner, adapter, 'clean-1');
         expect(writes).toEqual([
           { method: 'claim', dispatch: true },
           { method: 'setState', state: 'succeeded', receiptSeq: 1 },
@@ -105,17 +120,12 @@ for (const [name, make] of ledgers) {
         expect(stored).toEqual(r.receipts);
         expect(stored.map((x) => [x.seq, x.kind, x.outcome])).toEqual([[1, 'dispatch', 'succeeded']]);
         expect(verifyReceiptChain(stored)).toEqual({ ok: true });
-      } finally {
-        await base.close();
-      }
+      });
     });
 
     it('a ledger without the capabilities gets the separate writes, with the same result and receipts', async () => {
-      const { provider, adapter, base, runner, writes } = setup(make, true);
-      try {
-        const r = await runner.run(adapter, OP, { params: { ref: 'legacy-1', amount: 1 } });
-        expect(r.status).toBe('done');
-        if (r.status !== 'done') return;
+      await withRunner(make, true, async ({ provider, adapter, base, runner, writes }) => {
+        const r = await runDone(runner, adapter, 'legacy-1');
         expect(writes).toEqual([
           { method: 'claim' },
           { method: 'markDispatched' },
@@ -127,14 +137,11 @@ for (const [name, make] of ledgers) {
         expect((await base.receipts(r.businessOperationId)).map((x) => [x.seq, x.kind, x.outcome])).toEqual([
           [1, 'dispatch', 'succeeded'],
         ]);
-      } finally {
-        await base.close();
-      }
+      });
     });
 
     it('a rejected request is two writes too: the handoff carries the attempt receipt it lists', async () => {
-      const { provider, adapter, base, runner, writes } = setup(make, false);
-      try {
+      await withRunner(make, false, async ({ provider, adapter, base, runner, writes }) => {
         provider.failNext({ kind: 'rejected', message: 'amount must be positive' });
         const r = await runner.run(adapter, OP, { params: { ref: 'rejected-1', amount: -1 } });
         expect(r.status).toBe('handed-off');
@@ -149,18 +156,13 @@ for (const [name, make] of ledgers) {
         const packet = (await base.get(r.businessOperationId))!.handoff as HandoffPacket;
         expect(packet.reason).toBe('rejected');
         expect(packet.attempts.map((a) => a.attemptId)).toEqual([stored[0]!.attemptId]);
-      } finally {
-        await base.close();
-      }
+      });
     });
 
     it('a lost response: each observed state is written with its receipt, and dispatched is written before every provider call', async () => {
-      const { provider, adapter, base, runner, writes } = setup(make, false);
-      try {
+      await withRunner(make, false, async ({ provider, adapter, base, runner, writes }) => {
         provider.failNext({ kind: 'unknown-after-commit' });
-        const r = await runner.run(adapter, OP, { params: { ref: 'lost-1', amount: 1 } });
-        expect(r.status).toBe('done');
-        if (r.status !== 'done') return;
+        const r = await runDone(runner, adapter, 'lost-1');
         expect(writes).toEqual([
           { method: 'claim', dispatch: true },
           { method: 'setState', state: 'unknown', receiptSeq: 1 },
@@ -174,14 +176,11 @@ for (const [name, make] of ledgers) {
           [2, 'resend', 'replayed'],
         ]);
         expect(await base.get(r.businessOperationId)).toMatchObject({ state: 'succeeded', attemptCount: 2 });
-      } finally {
-        await base.close();
-      }
+      });
     });
 
     it('a caller that aborted before the claim: the operation is claimed, never dispatched, and nothing is sent', async () => {
-      const { provider, adapter, base, runner, writes } = setup(make, false);
-      try {
+      await withRunner(make, false, async ({ provider, adapter, base, runner, writes }) => {
         const controller = new AbortController();
         controller.abort(new Error('caller gave up'));
         await expect(
@@ -193,9 +192,7 @@ for (const [name, make] of ledgers) {
         expect(provider.calls()).toBe(0);
         const [rec] = await base.list();
         expect(rec).toMatchObject({ state: 'claimed', attemptCount: 0, firstDispatchedAt: null, leaseOwner: null });
-      } finally {
-        await base.close();
-      }
+      });
     });
   });
 }

@@ -26,6 +26,7 @@ import { createRunner } from '@retrysafe/core';
 import { ledgerSuite } from '@retrysafe/testkit/ledger';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSqliteLedger } from '../src/index.js';
+import { receiptOf } from './helpers.js';
 import { editStored } from './sqlite-tamper.js';
 
 type SqliteLedger = ReturnType<typeof createSqliteLedger>;
@@ -248,23 +249,7 @@ describe('sqlite ledger', () => {
       }
     };
     const receipt = (r: { businessOperationId: string }, seq: number, prevHash: string | null) =>
-      ({
-        businessOperationId: r.businessOperationId,
-        seq,
-        runId: 'run_1',
-        attemptId: 'att_1',
-        provider: 'p',
-        operation: 'p.op',
-        kind: 'dispatch',
-        startedAt: '2026-12-01T12:00:00.000Z',
-        finishedAt: '2026-12-01T12:00:00.001Z',
-        outcome: 'unknown',
-        decision: { action: 'lookup', reason: 'é \ud800 1e21' },
-        providerKey: null,
-        requestFingerprint: 'sha256:' + 'a'.repeat(64),
-        prevHash,
-        hash: `${seq}`.repeat(64),
-      }) as never;
+      receiptOf(r.businessOperationId, seq, prevHash, 'é \ud800 1e21');
     try {
       const c = await ledger.claim(claim('json-1', { dispatch: true }));
       if (c.kind !== 'claimed') throw new Error(c.kind);
@@ -343,8 +328,12 @@ describe('sqlite ledger', () => {
     other.exec('BEGIN IMMEDIATE');
     try {
       let turns = 0;
-      const spin = () => void (turns++, (t = setImmediate(spin)));
-      let t = setImmediate(spin);
+      let t: NodeJS.Immediate;
+      const spin = () => {
+        turns++;
+        t = setImmediate(spin);
+      };
+      t = setImmediate(spin);
       const err = await ledger.claim(claim('busy-2')).catch((e: unknown) => e);
       clearImmediate(t);
       expect(typedLedgerError(err)).toBe(true);
@@ -418,24 +407,6 @@ describe('sqlite ledger', () => {
     providerRef: 'r',
     now,
   });
-  const seal = (name: string, seq: number) =>
-    ({
-      businessOperationId: name,
-      seq,
-      runId: 'run_1',
-      attemptId: 'att_1',
-      provider: 'p',
-      operation: 'p.op',
-      kind: 'dispatch',
-      startedAt: '2026-12-01T12:00:00.000Z',
-      finishedAt: '2026-12-01T12:00:00.001Z',
-      outcome: 'unknown',
-      decision: { action: 'lookup', reason: 'r' },
-      providerKey: null,
-      requestFingerprint: 'sha256:' + 'a'.repeat(64),
-      prevHash: null,
-      hash: `${seq}`.repeat(64),
-    }) as never;
 
   it('a claim of an id that has a row answers what that row says, even when the new claim could not be stored (its params throw)', async () => {
     const ledger = createSqliteLedger({ path: file('claim-first') });
@@ -480,7 +451,7 @@ describe('sqlite ledger', () => {
       expect(t).toMatchObject({ kind: 'claimed', takenOver: true, record: { fence: 2 } });
       await expect(a.setState(c.record, done(101))).rejects.toSatisfy(LeaseLostError.isInstance);
       await expect(a.markDispatched(c.record, 102)).rejects.toSatisfy(LeaseLostError.isInstance);
-      await expect(a.appendReceipt(c.record, seal('kt-1', 1))).rejects.toSatisfy(LeaseLostError.isInstance);
+      await expect(a.appendReceipt(c.record, receiptOf('kt-1', 1))).rejects.toSatisfy(LeaseLostError.isInstance);
       expect(await a.get(id('kt-1'))).toEqual(t.kind === 'claimed' ? t.record : null);
       // The new holder's write through a, which never wrote fence 2, is accepted.
       expect(await a.setState({ businessOperationId: id('kt-1'), fence: 2 }, done(103))).toMatchObject({
@@ -495,9 +466,9 @@ describe('sqlite ledger', () => {
       await a.claim(claim('ks-1', { dispatch: true }));
       await b.markDispatched(ref, 5);
       expect(await a.markDispatched(ref, 6)).toMatchObject({ attemptCount: 3, updatedAt: 6 });
-      await b.appendReceipt(ref, seal('ks-1', 1));
+      await b.appendReceipt(ref, receiptOf('ks-1', 1));
       // a last stored no receipt: seq 1 is not the next one any more, and b's receipt stays.
-      await expect(a.appendReceipt(ref, seal('ks-1', 1))).rejects.toSatisfy(LedgerError.isInstance);
+      await expect(a.appendReceipt(ref, receiptOf('ks-1', 1))).rejects.toSatisfy(LedgerError.isInstance);
       expect((await a.receipts(id('ks-1'))).map((r) => r.seq)).toEqual([1]);
       await a.markDispatched(ref, 7);
       // An operator's edit with sqlite3 (the record's JSON, columns untouched).
@@ -576,7 +547,7 @@ describe('sqlite ledger', () => {
         (l) => l.claim(claim(`eq-${name}`, { dispatch: true, params: params as ClaimInput['params'], leaseMs: 10 })),
         (l) => l.markDispatched(ref, 3),
         (l) => l.renewLease(ref, 10, 4),
-        (l) => l.appendReceipt(ref, seal(`eq-${name}`, 1)),
+        (l) => l.appendReceipt(ref, receiptOf(`eq-${name}`, 1)),
         (l) => l.markDispatched(ref, 5),
         (l) => l.claim(claim(`eq-${name}`, { now: 6 })), // busy
         (l) => l.claim(claim(`eq-${name}`, { now: 100 })), // takeover: fence 2
@@ -592,7 +563,7 @@ describe('sqlite ledger', () => {
               createdAt: '2026-12-01T00:00:00.000Z',
             } as never,
             103,
-            seal(`eq-${name}`, 2),
+            receiptOf(`eq-${name}`, 2),
           ),
         (l) =>
           l
