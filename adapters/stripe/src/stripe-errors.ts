@@ -72,7 +72,6 @@ function short(text: string | undefined, fallback: string): string {
   return (t || fallback).slice(0, 300);
 }
 
-/** A successful SDK result (the object, with its non-enumerable `lastResponse`). */
 /**
  * A 2xx result as an outcome: `replayed` when the response carries the card's replay indicator
  * (storedResult.replayIndicator; default Stripe's `Idempotent-Replayed: true`), else `succeeded`.
@@ -97,6 +96,17 @@ export function classifyStripeResult(
     header(last?.headers, indicator.header.toLowerCase())?.toLowerCase() === indicator.value.toLowerCase();
   return { kind: replayed ? 'replayed' : 'succeeded', result: plain, ...out };
 }
+
+/** The rejection reason of a 4xx status. */
+const REJECTED: Partial<
+  Record<number, 'validation' | 'authentication' | 'card-declined' | 'permission' | 'not-found'>
+> = {
+  400: 'validation',
+  401: 'authentication',
+  402: 'card-declined',
+  403: 'permission',
+  404: 'not-found',
+};
 
 /** True when the error is one stripe-node raised for a transport failure (no usable response). */
 function connectionCode(e: StripeErrorLike): string | undefined {
@@ -212,18 +222,7 @@ export function classifyStripeError(error: unknown, creates?: string): Outcome {
       ...(wait !== undefined ? { retryAfterMs: wait } : {}),
     };
   }
-  const reason =
-    status === 401
-      ? 'authentication'
-      : status === 402
-        ? 'card-declined'
-        : status === 403
-          ? 'permission'
-          : status === 404
-            ? 'not-found'
-            : status === 400
-              ? 'validation'
-              : 'other';
+  const reason = REJECTED[status] ?? 'other';
   // Stripe names the offending parameter (error.param): passed on so a caller (or an agent) can correct it.
   const fields =
     typeof e.param === 'string' && e.param.length > 0
@@ -232,9 +231,4 @@ export function classifyStripeError(error: unknown, creates?: string): Outcome {
   const left = creates === undefined ? undefined : (e[creates] as { id?: unknown } | undefined)?.id;
   const created = typeof left === 'string' && left.length > 0 ? { created: left } : {};
   return { kind: 'rejected', reason, message: short(e.message, `HTTP ${status}`), ...r, ...fields, ...created };
-}
-
-/** True when an `unknown` outcome came from a 5xx that Stripe replayed from its idempotency layer. */
-export function isStoredServerError(outcome: Outcome): boolean {
-  return outcome.kind === 'unknown' && outcome.cause === 'server-error';
 }
