@@ -190,6 +190,11 @@ function unreadable(r: unknown, wire: WireRecord): Outcome | null {
   };
 }
 
+/** A record HubSpot answered with, as the outcome of `kind`. */
+function recordOutcome(kind: 'succeeded' | 'replayed', r: SdkRecord, wire: WireRecord, extra?: object) {
+  return { kind, result: { ...plain(r), ...extra }, providerRef: String(r.id), ...wireRefs(wire) } satisfies Outcome;
+}
+
 function newWire(): WireRecord {
   return { started: false };
 }
@@ -219,7 +224,7 @@ export async function executeContactsUpdate(
     );
     const bad = unreadable(r, wire);
     if (bad) return bad;
-    return { kind: 'succeeded', result: plain(r), providerRef: String(r.id), ...wireRefs(wire) };
+    return recordOutcome('succeeded', r, wire);
   } catch (err) {
     return outcomeFromFailure(err, wire);
   }
@@ -253,7 +258,7 @@ export async function lookupContactsUpdate(
   if (differing.length === 0)
     return {
       kind: 'found',
-      outcome: { kind: 'succeeded', result: plain(r), providerRef: String(r.id), ...wireRefs(wire) },
+      outcome: recordOutcome('succeeded', r, wire),
     };
   return {
     kind: 'not-found',
@@ -297,10 +302,7 @@ export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, 
         return { kind: 'rejected', reason: 'validation', message, code, ...wireRefs(wire) };
       return { kind: 'unknown', cause: 'other', message, ...(code ? { code } : {}), ...wireRefs(wire) };
     }
-    const result = { ...plain(item), new: item._new === true };
-    return item._new === false
-      ? { kind: 'replayed', result, providerRef: String(item.id), ...wireRefs(wire) }
-      : { kind: 'succeeded', result, providerRef: String(item.id), ...wireRefs(wire) };
+    return recordOutcome(item._new === false ? 'replayed' : 'succeeded', item, wire, { new: item._new === true });
   } catch (err) {
     return outcomeFromFailure(err, wire);
   }
@@ -320,7 +322,7 @@ export async function executeTicketsCreate(rt: Runtime, p: TicketsCreateParams, 
     });
     const bad = unreadable(r, wire);
     if (bad) return bad;
-    return { kind: 'succeeded', result: plain(r), providerRef: String(r.id), ...wireRefs(wire) };
+    return recordOutcome('succeeded', r, wire);
   } catch (err) {
     const res = responseOf(err, wire);
     const duplicate = res && wire.bodyError === undefined ? uniqueConflictOf(res) : null;
@@ -411,7 +413,7 @@ export async function lookupBySearch(
   if (hit)
     return {
       kind: 'found',
-      outcome: { kind: 'succeeded', result: plain(hit), providerRef: String(hit.id), ...wireRefs(wire) },
+      outcome: recordOutcome('succeeded', hit, wire),
     };
   if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched', ...wireRefs(wire) };
   // Measured from the LAST dispatch: a later re-send is the request whose record may not be indexed yet.
