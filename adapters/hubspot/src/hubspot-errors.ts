@@ -1,5 +1,5 @@
 import type { LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
-import { NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider';
+import { errorCodes, NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider';
 import { NotSentError, type WireRecord } from './hubspot-http.js';
 
 /**
@@ -100,6 +100,14 @@ export function uniqueConflictOf(res: HubSpotResponse): { readonly existingId: s
   return { existingId: m ? m[1]! : null };
 }
 
+/** The rejection reason of a 4xx status (any other 4xx is 'other'). */
+const REJECTED: Partial<Record<number, 'validation' | 'authentication' | 'permission' | 'not-found'>> = {
+  400: 'validation',
+  401: 'authentication',
+  403: 'permission',
+  404: 'not-found',
+};
+
 /** Maps a non-2xx HubSpot answer. */
 export function outcomeFromResponse(res: HubSpotResponse): Outcome {
   const category = field(res.body, 'category');
@@ -119,22 +127,8 @@ export function outcomeFromResponse(res: HubSpotResponse): Outcome {
       ...(conflict.existingId ? { providerRef: conflict.existingId } : {}),
     };
   }
-  if (s === 400) return { kind: 'rejected', reason: 'validation', message, ...refs(res, category) };
-  if (s === 401) return { kind: 'rejected', reason: 'authentication', message, ...refs(res, category) };
-  if (s === 403) return { kind: 'rejected', reason: 'permission', message, ...refs(res, category) };
-  if (s === 404) return { kind: 'rejected', reason: 'not-found', message, ...refs(res, category) };
-  if (s >= 400 && s < 500) return { kind: 'rejected', reason: 'other', message, ...refs(res, category) };
+  if (s >= 400 && s < 500) return { kind: 'rejected', reason: REJECTED[s] ?? 'other', message, ...refs(res, category) };
   return { kind: 'unknown', cause: s >= 500 ? 'server-error' : 'other', message, ...refs(res, category) };
-}
-
-function errorCode(err: unknown): string | undefined {
-  let cur: unknown = err;
-  for (let depth = 0; depth < 4 && typeof cur === 'object' && cur !== null; depth++) {
-    const code = (cur as { code?: unknown }).code;
-    if (typeof code === 'string') return code;
-    cur = (cur as { cause?: unknown }).cause;
-  }
-  return undefined;
 }
 
 const RESET = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
@@ -142,7 +136,7 @@ const RESET = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED'
 /** Maps a failure with no HTTP answer (fetch's `TypeError: fetch failed` and its cause, a timeout, an abort). */
 export function outcomeFromNetworkError(err: unknown, wire: WireRecord): Outcome {
   const name = err instanceof Error ? err.name : '';
-  const code = errorCode(err);
+  const code = errorCodes(err)[0];
   if (err instanceof NotSentError)
     return { kind: 'not-applied', message: clip(err.message), code: 'ABORTED_BEFORE_SEND' };
   if (!wire.started) {
@@ -244,14 +238,13 @@ export function cannotTellFromFailure(
   what: string,
 ): Extract<LookupResult, { kind: 'cannot-tell' }> {
   const o = outcomeFromFailure(err, wire);
-  const { kind: _kind, ...rest } = o;
   const retryAfterMs = 'retryAfterMs' in o ? o.retryAfterMs : undefined;
   return {
     kind: 'cannot-tell',
     reason: `${what} failed (${o.kind}${'message' in o && o.message ? `: ${o.message}` : ''})`,
-    ...(rest.status !== undefined ? { status: rest.status } : {}),
-    ...(rest.code !== undefined ? { code: rest.code } : {}),
-    ...(rest.requestId !== undefined ? { requestId: rest.requestId } : {}),
+    ...(o.status !== undefined ? { status: o.status } : {}),
+    ...(o.code !== undefined ? { code: o.code } : {}),
+    ...(o.requestId !== undefined ? { requestId: o.requestId } : {}),
     ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
   };
 }
