@@ -193,186 +193,195 @@ const NO_KEY = `${SOURCES.providers}: no idempotency key`;
 const NOT_STORED = `${SOURCES.providers}: nothing is stored per request`;
 const ERRORS_NOT_STORED = fact(false, `${SOURCES.providers}: errors are not stored`);
 
+const contactsUpdateCard = (o: HubSpotCardOptions) =>
+  hubSpotCard(o, {
+    operation: 'contacts.update',
+    sideEffect: {
+      kind: fact(
+        'set',
+        `${SOURCES.contacts}: PATCH /crm/v3/objects/contacts/{contactId} sets the given property values`,
+      ),
+      idempotentByNature: fact(
+        true,
+        `${SOURCES.providers}: basicApi.update = PATCH set-values, naturally idempotent, no precondition/ETag`,
+      ),
+    },
+    // Exact: HubSpot stores property values as written, so another spelling is another value.
+    businessOperationId: {
+      rule: 'derived from intent fields contactId and properties: the contact and the values it is set to',
+      intentFields: ['contactId', 'properties'],
+    },
+    providerKey: {
+      travels: fact('none', NO_KEY),
+      name: fact(null, NO_KEY),
+      maxLength: fact(null, NO_KEY),
+      charset: fact(null, NO_KEY),
+      scope: fact(
+        'no key: the PATCH sets values, so sending it twice has the effect of sending it once',
+        SOURCES.providers,
+      ),
+    },
+    keyReuse: fact(
+      'no key; the same PATCH may be sent again: it sets the same values (a newer write by someone else in between is overwritten)',
+      SOURCES.providers,
+    ),
+    parameterMatching: fact('none', `${SOURCES.providers}: no key, nothing to match`),
+    storedResult: { semantics: fact('none', NOT_STORED), includesErrors: fact(false, NOT_STORED) },
+    lookup: {
+      method: fact(
+        'get-by-key',
+        `${SOURCES.contacts}: GET /crm/v3/objects/contacts/{contactId}?properties=… (basicApi.getById); the adapter compares the values, and reports a mismatch as not-found because re-sending a set-value PATCH is harmless`,
+      ),
+      consistencyDelay: fact<null>('unknown', `${SOURCES.contacts} does not say how soon GET by id reflects a PATCH`),
+    },
+    retention: { minimum: fact(null, NOT_STORED) },
+    concurrency: fact('last-write-wins', `${SOURCES.providers}: PATCH set-values with no precondition/ETag`),
+    retryableErrors: fact(
+      ['429', '5xx', 'timeout', 'connection reset', 'connection refused'],
+      `${SOURCES.providers} (429, 5xx retryable); ${SOURCES.limits}`,
+    ),
+    nonRetryableErrors: fact(
+      ['400', '401', '403', '404', '409 (a unique value such as email is held by another contact)'],
+      `${SOURCES.errors}; 409 body: ${SOURCES.contactConflict}`,
+    ),
+    lookupWindow: '30s',
+    reconciler: 'the runner, through doLookup: GET the contact and compare the requested values',
+    unverified: [
+      {
+        field: 'lookup.consistencyDelay',
+        condition: 'how soon GET by id shows a PATCH; a stale read only causes a harmless re-send of the same values',
+        source: SOURCES.contacts,
+      },
+    ],
+  });
+
+const objectsUpsertCard = (o: HubSpotCardOptions) =>
+  hubSpotCard(o, {
+    operation: 'objects.upsert',
+    sideEffect: {
+      kind: fact(
+        'upsert',
+        `${SOURCES.providers}: POST /crm/v3/objects/<object>/batch/upsert (batchApi.upsert) with idProperty = a unique-value property`,
+      ),
+      idempotentByNature: fact(
+        true,
+        `${SOURCES.providers}: batch upsert by a unique-value idProperty is the idempotent write; result new: true|false`,
+      ),
+    },
+    businessOperationId: {
+      rule: 'derived from intent fields objectType and properties: the record this operation writes; its id is the value of the unique id property',
+      intentFields: ['objectType', 'properties'],
+    },
+    ...keyedFacts(o, `inputs[].id with inputs[].idProperty = ${o.idProperty}`, '<object>'),
+    keyReuse: fact(
+      'every attempt of the operation sends the same value; a re-send updates the record holding it (new: false) instead of creating one',
+      SOURCES.providers,
+    ),
+    parameterMatching: fact(
+      'none',
+      `${SOURCES.providers}: the upsert matches on the id property only; other properties are written as sent (the runner refuses a changed intent before sending)`,
+    ),
+    storedResult: {
+      semantics: fact(
+        'replays',
+        `${SOURCES.providers}: a re-sent upsert with the same id property value folds into the existing record and answers new: false`,
+      ),
+      includesErrors: ERRORS_NOT_STORED,
+    },
+    concurrency: fact<'last-write-wins'>(
+      'unknown',
+      `${SOURCES.providers} does not say what two concurrent upserts of one new id value do`,
+    ),
+    retryableErrors: fact(
+      ['429', '5xx', 'timeout', 'connection reset', 'connection refused'],
+      `${SOURCES.providers} (429, 5xx retryable); ${RATE_LIMITED}: ${SOURCES.limits}`,
+    ),
+    nonRetryableErrors: fact(['400', '401', '403', '404', '409 (another unique property collides)'], SOURCES.errors),
+    reconciler:
+      'the runner, through doLookup: CRM search for the id property value; re-sending the upsert with the same value is safe',
+    unverified: [
+      ...keyUnverified(o),
+      {
+        field: 'concurrency',
+        condition:
+          'whether two concurrent upserts of one new id value can both create a record; the runner’s lease keeps one dispatch per operation in flight',
+        source: SOURCES.providers,
+      },
+    ],
+  });
+
+const ticketsCreateCard = (o: HubSpotCardOptions) =>
+  hubSpotCard(o, {
+    operation: 'tickets.create',
+    sideEffect: {
+      kind: fact('create', `${SOURCES.tickets}: POST /crm/v3/objects/tickets (basicApi.create)`),
+      idempotentByNature: fact(false, `${SOURCES.providers}: ticket create is NOT idempotent`),
+    },
+    businessOperationId: {
+      rule: 'derived from intent fields ref (the caller’s reference for what the ticket is about) and properties.hs_pipeline; subject and content are payload, so re-worded text is not a second ticket',
+      intentFields: ['ref', 'properties.hs_pipeline'],
+      normalize: [
+        {
+          field: 'ref',
+          steps: ['trim'],
+          source: `${SOURCES.properties}: the unique-value property holds the business-operation id, not the ref, so the ref's equality is retrysafe's: surrounding white space is formatting; compatibility forms, case and inner white space are kept apart (docs/concepts.md, Normalisation)`,
+        },
+      ],
+    },
+    ...keyedFacts(o, `properties.${o.idProperty}`, 'tickets'),
+    keyReuse: fact(
+      'every attempt of the operation sends the same value; HubSpot refuses a second ticket with it while the first exists',
+      SOURCES.providers,
+    ),
+    parameterMatching: fact(
+      'none',
+      `${SOURCES.providers}: only the unique property is compared; a re-send with other properties is refused as a duplicate all the same`,
+    ),
+    storedResult: {
+      semantics: fact(
+        'rejects-duplicate',
+        `${SOURCES.providers}: a unique-value custom property holding the business-operation id lets the provider reject a duplicate`,
+      ),
+      includesErrors: ERRORS_NOT_STORED,
+    },
+    concurrency: fact<'duplicates'>(
+      'unknown',
+      `${SOURCES.providers} does not say what two concurrent creates with one unique value do`,
+    ),
+    retryableErrors: fact(
+      [
+        '429',
+        'connection refused',
+        '5xx, timeout, connection reset: unknown, so lookup first; a re-send carries the same unique value',
+      ],
+      `${SOURCES.providers} (429, 5xx retryable; create not idempotent); ${RATE_LIMITED}: ${SOURCES.limits}`,
+    ),
+    nonRetryableErrors: fact(['400', '401', '403', '404', '409 on another unique property'], SOURCES.errors),
+    reconciler:
+      'the runner, through doLookup: CRM search for the id property value; a duplicate refused by the unique property is adopted after a GET shows the existing ticket holds this operation’s value',
+    unverified: [
+      ...keyUnverified(o),
+      {
+        field: 'storedResult.semantics',
+        condition:
+          'the status HubSpot answers for a ticket whose unique-value property collides: 409 is documented for the contact email collision only; the adapter recognises 409 or category CONFLICT, reads "Existing ID: N", and adopts only after a GET shows that ticket holds this operation’s value (else lookup by search)',
+        source: `${SOURCES.providers}; ${SOURCES.contactConflict}`,
+      },
+      {
+        field: 'concurrency',
+        condition:
+          'whether two concurrent creates with one unique value can both succeed; the runner’s lease keeps one dispatch per operation in flight',
+        source: SOURCES.providers,
+      },
+    ],
+  });
+
 /** The three cards, computed once from the adapter's options. */
 export function hubSpotCardsFor(o: HubSpotCardOptions) {
   return {
-    'contacts.update': hubSpotCard(o, {
-      operation: 'contacts.update',
-      sideEffect: {
-        kind: fact(
-          'set',
-          `${SOURCES.contacts}: PATCH /crm/v3/objects/contacts/{contactId} sets the given property values`,
-        ),
-        idempotentByNature: fact(
-          true,
-          `${SOURCES.providers}: basicApi.update = PATCH set-values, naturally idempotent, no precondition/ETag`,
-        ),
-      },
-      // Exact: HubSpot stores property values as written, so another spelling is another value.
-      businessOperationId: {
-        rule: 'derived from intent fields contactId and properties: the contact and the values it is set to',
-        intentFields: ['contactId', 'properties'],
-      },
-      providerKey: {
-        travels: fact('none', NO_KEY),
-        name: fact(null, NO_KEY),
-        maxLength: fact(null, NO_KEY),
-        charset: fact(null, NO_KEY),
-        scope: fact(
-          'no key: the PATCH sets values, so sending it twice has the effect of sending it once',
-          SOURCES.providers,
-        ),
-      },
-      keyReuse: fact(
-        'no key; the same PATCH may be sent again: it sets the same values (a newer write by someone else in between is overwritten)',
-        SOURCES.providers,
-      ),
-      parameterMatching: fact('none', `${SOURCES.providers}: no key, nothing to match`),
-      storedResult: { semantics: fact('none', NOT_STORED), includesErrors: fact(false, NOT_STORED) },
-      lookup: {
-        method: fact(
-          'get-by-key',
-          `${SOURCES.contacts}: GET /crm/v3/objects/contacts/{contactId}?properties=… (basicApi.getById); the adapter compares the values, and reports a mismatch as not-found because re-sending a set-value PATCH is harmless`,
-        ),
-        consistencyDelay: fact<null>('unknown', `${SOURCES.contacts} does not say how soon GET by id reflects a PATCH`),
-      },
-      retention: { minimum: fact(null, NOT_STORED) },
-      concurrency: fact('last-write-wins', `${SOURCES.providers}: PATCH set-values with no precondition/ETag`),
-      retryableErrors: fact(
-        ['429', '5xx', 'timeout', 'connection reset', 'connection refused'],
-        `${SOURCES.providers} (429, 5xx retryable); ${SOURCES.limits}`,
-      ),
-      nonRetryableErrors: fact(
-        ['400', '401', '403', '404', '409 (a unique value such as email is held by another contact)'],
-        `${SOURCES.errors}; 409 body: ${SOURCES.contactConflict}`,
-      ),
-      lookupWindow: '30s',
-      reconciler: 'the runner, through doLookup: GET the contact and compare the requested values',
-      unverified: [
-        {
-          field: 'lookup.consistencyDelay',
-          condition: 'how soon GET by id shows a PATCH; a stale read only causes a harmless re-send of the same values',
-          source: SOURCES.contacts,
-        },
-      ],
-    }),
-    'objects.upsert': hubSpotCard(o, {
-      operation: 'objects.upsert',
-      sideEffect: {
-        kind: fact(
-          'upsert',
-          `${SOURCES.providers}: POST /crm/v3/objects/<object>/batch/upsert (batchApi.upsert) with idProperty = a unique-value property`,
-        ),
-        idempotentByNature: fact(
-          true,
-          `${SOURCES.providers}: batch upsert by a unique-value idProperty is the idempotent write; result new: true|false`,
-        ),
-      },
-      businessOperationId: {
-        rule: 'derived from intent fields objectType and properties: the record this operation writes; its id is the value of the unique id property',
-        intentFields: ['objectType', 'properties'],
-      },
-      ...keyedFacts(o, `inputs[].id with inputs[].idProperty = ${o.idProperty}`, '<object>'),
-      keyReuse: fact(
-        'every attempt of the operation sends the same value; a re-send updates the record holding it (new: false) instead of creating one',
-        SOURCES.providers,
-      ),
-      parameterMatching: fact(
-        'none',
-        `${SOURCES.providers}: the upsert matches on the id property only; other properties are written as sent (the runner refuses a changed intent before sending)`,
-      ),
-      storedResult: {
-        semantics: fact(
-          'replays',
-          `${SOURCES.providers}: a re-sent upsert with the same id property value folds into the existing record and answers new: false`,
-        ),
-        includesErrors: ERRORS_NOT_STORED,
-      },
-      concurrency: fact<'last-write-wins'>(
-        'unknown',
-        `${SOURCES.providers} does not say what two concurrent upserts of one new id value do`,
-      ),
-      retryableErrors: fact(
-        ['429', '5xx', 'timeout', 'connection reset', 'connection refused'],
-        `${SOURCES.providers} (429, 5xx retryable); ${RATE_LIMITED}: ${SOURCES.limits}`,
-      ),
-      nonRetryableErrors: fact(['400', '401', '403', '404', '409 (another unique property collides)'], SOURCES.errors),
-      reconciler:
-        'the runner, through doLookup: CRM search for the id property value; re-sending the upsert with the same value is safe',
-      unverified: [
-        ...keyUnverified(o),
-        {
-          field: 'concurrency',
-          condition:
-            'whether two concurrent upserts of one new id value can both create a record; the runner’s lease keeps one dispatch per operation in flight',
-          source: SOURCES.providers,
-        },
-      ],
-    }),
-    'tickets.create': hubSpotCard(o, {
-      operation: 'tickets.create',
-      sideEffect: {
-        kind: fact('create', `${SOURCES.tickets}: POST /crm/v3/objects/tickets (basicApi.create)`),
-        idempotentByNature: fact(false, `${SOURCES.providers}: ticket create is NOT idempotent`),
-      },
-      businessOperationId: {
-        rule: 'derived from intent fields ref (the caller’s reference for what the ticket is about) and properties.hs_pipeline; subject and content are payload, so re-worded text is not a second ticket',
-        intentFields: ['ref', 'properties.hs_pipeline'],
-        normalize: [
-          {
-            field: 'ref',
-            steps: ['trim'],
-            source: `${SOURCES.properties}: the unique-value property holds the business-operation id, not the ref, so the ref's equality is retrysafe's: surrounding white space is formatting; compatibility forms, case and inner white space are kept apart (docs/concepts.md, Normalisation)`,
-          },
-        ],
-      },
-      ...keyedFacts(o, `properties.${o.idProperty}`, 'tickets'),
-      keyReuse: fact(
-        'every attempt of the operation sends the same value; HubSpot refuses a second ticket with it while the first exists',
-        SOURCES.providers,
-      ),
-      parameterMatching: fact(
-        'none',
-        `${SOURCES.providers}: only the unique property is compared; a re-send with other properties is refused as a duplicate all the same`,
-      ),
-      storedResult: {
-        semantics: fact(
-          'rejects-duplicate',
-          `${SOURCES.providers}: a unique-value custom property holding the business-operation id lets the provider reject a duplicate`,
-        ),
-        includesErrors: ERRORS_NOT_STORED,
-      },
-      concurrency: fact<'duplicates'>(
-        'unknown',
-        `${SOURCES.providers} does not say what two concurrent creates with one unique value do`,
-      ),
-      retryableErrors: fact(
-        [
-          '429',
-          'connection refused',
-          '5xx, timeout, connection reset: unknown, so lookup first; a re-send carries the same unique value',
-        ],
-        `${SOURCES.providers} (429, 5xx retryable; create not idempotent); ${RATE_LIMITED}: ${SOURCES.limits}`,
-      ),
-      nonRetryableErrors: fact(['400', '401', '403', '404', '409 on another unique property'], SOURCES.errors),
-      reconciler:
-        'the runner, through doLookup: CRM search for the id property value; a duplicate refused by the unique property is adopted after a GET shows the existing ticket holds this operation’s value',
-      unverified: [
-        ...keyUnverified(o),
-        {
-          field: 'storedResult.semantics',
-          condition:
-            'the status HubSpot answers for a ticket whose unique-value property collides: 409 is documented for the contact email collision only; the adapter recognises 409 or category CONFLICT, reads "Existing ID: N", and adopts only after a GET shows that ticket holds this operation’s value (else lookup by search)',
-          source: `${SOURCES.providers}; ${SOURCES.contactConflict}`,
-        },
-        {
-          field: 'concurrency',
-          condition:
-            'whether two concurrent creates with one unique value can both succeed; the runner’s lease keeps one dispatch per operation in flight',
-          source: SOURCES.providers,
-        },
-      ],
-    }),
+    'contacts.update': contactsUpdateCard(o),
+    'objects.upsert': objectsUpsertCard(o),
+    'tickets.create': ticketsCreateCard(o),
   } as const;
 }
 
