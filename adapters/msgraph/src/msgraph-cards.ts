@@ -24,34 +24,95 @@ export const SOURCES = {
     '@microsoft/microsoft-graph-client 3.0.7 lib/src/middleware/RetryHandler.js (RETRY_STATUS_CODES 429, 503, 504; any method)',
 } as const;
 
-const REQUEST_ID = fact(
-  'request-id response header (else error.innerError["request-id"] in the error body)',
-  SOURCES.errors,
-);
+/** A condition the card could not verify, with its source. */
+const note = (field: string, condition: string, source: string) => ({ field, condition, source });
+const lateApplyNote = (effect: string, source: string) =>
+  note('lookup.lateApplyBound', `how long after the client gave up Graph may still ${effect}`, source);
 
-const RETRY_LAYER = {
-  layer: 'runner',
-  sdkRetries: 'disabled',
-  how: 'Client.initWithMiddleware with the chain BearerAuthMiddleware → HTTPMessageHandler and no RetryHandler; an injected client whose chain holds a RetryHandler is refused with AdapterConfigurationError. The drill counts deliveries at the loopback sandbox; a negative control shows the SDK default chain resending sendMail on 503/504.',
-} as const;
+/** The key facts of an operation that carries no key: the id travels only as a lookup tag. */
+function noKey(travelsSource: string, source: string, scope: string, scopeSource: string) {
+  return {
+    travels: fact('none', travelsSource),
+    name: fact(null, source),
+    maxLength: fact(null, source),
+    charset: fact(null, source),
+    scope: fact(scope, scopeSource),
+  };
+}
 
-const RETRYABLE = fact(
-  ['429 throttled (Graph: "the requests fail"; Retry-After honoured)', 'connection refused / DNS failure (never sent)'],
-  `${SOURCES.throttling}; ${SOURCES.providers}`,
-);
+type Spec = Omit<
+  RetrySafetyCard,
+  | 'cardVersion'
+  | 'provider'
+  | 'ids'
+  | 'retryableErrors'
+  | 'nonRetryableErrors'
+  | 'backoff'
+  | 'retryLayer'
+  | 'handoff'
+  | 'duplicateTest'
+  | 'receipts'
+> & {
+  /** This operation's refusals beside the ones every Graph create answers alike. */
+  readonly refusals: readonly string[];
+  readonly handoff: string;
+};
 
-/** The refusals every Graph create answers alike (each card adds its own 404/409 and 5xx lines). */
-const REFUSED = ['400/405/413/415/422 validation', '401 authentication', '403 permission'] as const;
-const BACKOFF = { strategy: 'exponential-full-jitter', base: '1s', cap: '30s', retryAfterCap: '2m' } as const;
-const HANDOFF_DESTINATION = 'the runner handoff sink (JSONL file or callback), resolved by a person from the CLI';
-const RECEIPTS =
-  'the runner ledger, exported as JSONL; message bodies, recipients and attendees are sensitive fields and never reach receipts or packets';
-const DUPLICATE_TEST =
-  'loopback Graph sandbox (@retrysafe/msgraph/sandbox) with the real SDK pointed at it, behind the testkit fault proxy; the sandbox counts the records it holds and the POSTs it received';
+/** The facts and policy every Graph card shares; the operation's own facts come in `spec`. */
+function msGraphCard({ refusals, handoff, ...spec }: Spec): RetrySafetyCard {
+  return defineCard({
+    cardVersion: 1,
+    provider: 'msgraph',
+    operation: spec.operation,
+    sideEffect: spec.sideEffect,
+    businessOperationId: spec.businessOperationId,
+    ids: {
+      run: 'receipts only',
+      attempt: 'receipts only',
+      request: fact(
+        'request-id response header (else error.innerError["request-id"] in the error body)',
+        SOURCES.errors,
+      ),
+    },
+    providerKey: spec.providerKey,
+    keyReuse: spec.keyReuse,
+    parameterMatching: spec.parameterMatching,
+    storedResult: spec.storedResult,
+    lookup: spec.lookup,
+    retention: spec.retention,
+    concurrency: spec.concurrency,
+    retryableErrors: fact(
+      [
+        '429 throttled (Graph: "the requests fail"; Retry-After honoured)',
+        'connection refused / DNS failure (never sent)',
+      ],
+      `${SOURCES.throttling}; ${SOURCES.providers}`,
+    ),
+    nonRetryableErrors: fact(
+      ['400/405/413/415/422 validation', '401 authentication', '403 permission', ...refusals],
+      `${SOURCES.errors}; ${SOURCES.providers}`,
+    ),
+    backoff: { strategy: 'exponential-full-jitter', base: '1s', cap: '30s', retryAfterCap: '2m' },
+    limits: spec.limits,
+    retryLayer: {
+      layer: 'runner',
+      sdkRetries: 'disabled',
+      how: 'Client.initWithMiddleware with the chain BearerAuthMiddleware → HTTPMessageHandler and no RetryHandler; an injected client whose chain holds a RetryHandler is refused with AdapterConfigurationError. The drill counts deliveries at the loopback sandbox; a negative control shows the SDK default chain resending sendMail on 503/504.',
+    },
+    reconciler: spec.reconciler,
+    handoff: {
+      condition: handoff,
+      destination: 'the runner handoff sink (JSONL file or callback), resolved by a person from the CLI',
+    },
+    duplicateTest:
+      'loopback Graph sandbox (@retrysafe/msgraph/sandbox) with the real SDK pointed at it, behind the testkit fault proxy; the sandbox counts the records it holds and the POSTs it received',
+    receipts:
+      'the runner ledger, exported as JSONL; message bodies, recipients and attendees are sensitive fields and never reach receipts or packets',
+    unverified: spec.unverified,
+  });
+}
 
-export const mailSendCard = defineCard({
-  cardVersion: 1,
-  provider: 'msgraph',
+export const mailSendCard = msGraphCard({
   operation: 'msgraph.mail.send',
   sideEffect: {
     kind: fact('send', SOURCES.sendMail),
@@ -62,17 +123,12 @@ export const mailSendCard = defineCard({
     intentFields: ['mailbox', 'message'],
     // Exact: the message is what is delivered; another spelling is another mail.
   },
-  ids: { run: 'receipts only', attempt: 'receipts only', request: REQUEST_ID },
-  providerKey: {
-    travels: fact('none', `${SOURCES.providers}: sendMail has no idempotency key`),
-    name: fact(null, SOURCES.providers),
-    maxLength: fact(null, SOURCES.providers),
-    charset: fact(null, SOURCES.providers),
-    scope: fact(
-      'none: Graph folds no re-sends of sendMail; the business-operation id travels only as a lookup tag (a single-value extended property on the message)',
-      SOURCES.providers,
-    ),
-  },
+  providerKey: noKey(
+    `${SOURCES.providers}: sendMail has no idempotency key`,
+    SOURCES.providers,
+    'none: Graph folds no re-sends of sendMail; the business-operation id travels only as a lookup tag (a single-value extended property on the message)',
+    SOURCES.providers,
+  ),
   keyReuse: fact('no key exists: every sendMail that reaches Graph is one more mail', SOURCES.providers),
   parameterMatching: fact('none', SOURCES.providers),
   storedResult: {
@@ -92,53 +148,33 @@ export const mailSendCard = defineCard({
   },
   retention: { minimum: fact(null, `${SOURCES.providers}: nothing is stored for a re-send`) },
   concurrency: fact('duplicates', `${SOURCES.providers}: no idempotency key`),
-  retryableErrors: RETRYABLE,
-  nonRetryableErrors: fact(
-    [
-      ...REFUSED,
-      '404 mailbox not found',
-      '409 conflict',
-      '507 mailbox quota',
-      '500/502/503/504 and other 5xx, timeout, reset: unknown ⇒ Sent Items lookup, never resent (Graph has delivered mail after retried 504s)',
-    ],
-    `${SOURCES.errors}; ${SOURCES.providers}`,
-  ),
-  backoff: BACKOFF,
+  refusals: [
+    '404 mailbox not found',
+    '409 conflict',
+    '507 mailbox quota',
+    '500/502/503/504 and other 5xx, timeout, reset: unknown ⇒ Sent Items lookup, never resent (Graph has delivered mail after retried 504s)',
+  ],
   limits: { maxAttempts: 3, maxElapsed: '10m', lookupWindow: '5m' },
-  retryLayer: RETRY_LAYER,
   reconciler:
     'the runner, through doLookup: GET /{mailbox}/mailFolders/sentitems/messages?$filter=singleValueExtendedProperties/Any(ep: ep/id eq \'<tag>\' and ep/value eq \'<business-operation id>\'); a match is adopted, an empty answer is "cannot tell" (never "not sent") because the delay is unknown',
-  handoff: {
-    condition:
-      'rejected; or an unknown outcome (timeout, reset, 5xx, lost 202) whose mail is not found in Sent Items within the lookup window — the runner never resends blindly; or not-applied beyond max attempts / max elapsed',
-    destination: HANDOFF_DESTINATION,
-  },
-  duplicateTest: DUPLICATE_TEST,
-  receipts: RECEIPTS,
+  handoff:
+    'rejected; or an unknown outcome (timeout, reset, 5xx, lost 202) whose mail is not found in Sent Items within the lookup window — the runner never resends blindly; or not-applied beyond max attempts / max elapsed',
   unverified: [
-    {
-      field: 'lookup.lateApplyBound',
-      condition: 'how long after the client gave up Graph may still send and save the message',
-      source: SOURCES.sendMail,
-    },
-    {
-      field: 'lookup.consistencyDelay',
-      condition:
-        'how long after a 202 the mail appears in Sent Items (202 = accepted, not delivered; it reaches Sent Items after transport)',
-      source: SOURCES.providers,
-    },
-    {
-      field: 'lookup.method',
-      condition:
-        'the Sent Items $filter on the extended property is exercised against the loopback sandbox only, not a live tenant',
-      source: SOURCES.extendedPropertyFilter,
-    },
+    lateApplyNote('send and save the message', SOURCES.sendMail),
+    note(
+      'lookup.consistencyDelay',
+      'how long after a 202 the mail appears in Sent Items (202 = accepted, not delivered; it reaches Sent Items after transport)',
+      SOURCES.providers,
+    ),
+    note(
+      'lookup.method',
+      'the Sent Items $filter on the extended property is exercised against the loopback sandbox only, not a live tenant',
+      SOURCES.extendedPropertyFilter,
+    ),
   ],
-} as const satisfies RetrySafetyCard);
+});
 
-export const eventsCreateCard = defineCard({
-  cardVersion: 1,
-  provider: 'msgraph',
+export const eventsCreateCard = msGraphCard({
   operation: 'msgraph.events.create',
   sideEffect: {
     kind: fact('create', SOURCES.createEvent),
@@ -148,7 +184,6 @@ export const eventsCreateCard = defineCard({
     rule: 'derived from intent fields mailbox, event.subject, event.start, event.end (one meeting slot with one subject in one calendar), or given by the caller',
     intentFields: ['mailbox', 'event.subject', 'event.start', 'event.end'],
   },
-  ids: { run: 'receipts only', attempt: 'receipts only', request: REQUEST_ID },
   providerKey: {
     travels: fact('body', `${SOURCES.event}; ${SOURCES.providers}`),
     name: fact('transactionId', SOURCES.event),
@@ -177,73 +212,47 @@ export const eventsCreateCard = defineCard({
     minimum: fact<Duration | null>('unknown', `${SOURCES.providers}: "how long it is remembered: unknown"`),
   },
   concurrency: fact<ConcurrencyBehaviour>('unknown', SOURCES.providers),
-  retryableErrors: RETRYABLE,
-  nonRetryableErrors: fact(
-    [
-      ...REFUSED,
-      '404 mailbox or calendar not found',
-      '409: may mean the first request already created it ⇒ unknown ⇒ lookup',
-      '500/502/503/504 and other 5xx, timeout, reset: unknown ⇒ lookup, never resent',
-    ],
-    `${SOURCES.errors}; ${SOURCES.providers}`,
-  ),
-  backoff: BACKOFF,
+  refusals: [
+    '404 mailbox or calendar not found',
+    '409: may mean the first request already created it ⇒ unknown ⇒ lookup',
+    '500/502/503/504 and other 5xx, timeout, reset: unknown ⇒ lookup, never resent',
+  ],
   limits: { maxAttempts: 3, maxElapsed: '5m', lookupWindow: '2m' },
-  retryLayer: RETRY_LAYER,
   reconciler:
     "the runner, through doLookup: GET /{mailbox}/events?$filter=singleValueExtendedProperties/Any(ep: ep/id eq '<tag>' and ep/value eq '<business-operation id>'); a match is adopted, an empty answer is \"cannot tell\"",
-  handoff: {
-    condition:
-      'rejected; or an unknown outcome whose event is not found within the lookup window (a resend with the same transactionId is not relied on: its effect is unknown); or not-applied beyond max attempts / max elapsed',
-    destination: HANDOFF_DESTINATION,
-  },
-  duplicateTest: DUPLICATE_TEST,
-  receipts: RECEIPTS,
+  handoff:
+    'rejected; or an unknown outcome whose event is not found within the lookup window (a resend with the same transactionId is not relied on: its effect is unknown); or not-applied beyond max attempts / max elapsed',
   unverified: [
-    {
-      field: 'lookup.lateApplyBound',
-      condition: 'how long after the client gave up Graph may still create the event',
-      source: SOURCES.createEvent,
-    },
+    lateApplyNote('create the event', SOURCES.createEvent),
     { field: 'providerKey.maxLength', condition: 'maximum transactionId length', source: SOURCES.event },
     { field: 'providerKey.charset', condition: 'characters allowed in transactionId', source: SOURCES.event },
-    {
-      field: 'providerKey.scope',
-      condition: 'whether transactionId is unique per mailbox, per calendar or per app',
-      source: SOURCES.providers,
-    },
-    {
-      field: 'parameterMatching',
-      condition: 'what a second POST with the same transactionId and other fields does',
-      source: SOURCES.providers,
-    },
-    {
-      field: 'storedResult.semantics',
-      condition: 'what a duplicate POST with the same transactionId returns',
-      source: SOURCES.providers,
-    },
-    {
-      field: 'storedResult.includesErrors',
-      condition: 'whether an error for the first POST is remembered for the transactionId',
-      source: SOURCES.providers,
-    },
-    {
-      field: 'lookup.consistencyDelay',
-      condition: 'how soon a created event is visible to an $filter query on /events',
-      source: SOURCES.createEvent,
-    },
+    note(
+      'providerKey.scope',
+      'whether transactionId is unique per mailbox, per calendar or per app',
+      SOURCES.providers,
+    ),
+    note(
+      'parameterMatching',
+      'what a second POST with the same transactionId and other fields does',
+      SOURCES.providers,
+    ),
+    note('storedResult.semantics', 'what a duplicate POST with the same transactionId returns', SOURCES.providers),
+    note(
+      'storedResult.includesErrors',
+      'whether an error for the first POST is remembered for the transactionId',
+      SOURCES.providers,
+    ),
+    note(
+      'lookup.consistencyDelay',
+      'how soon a created event is visible to an $filter query on /events',
+      SOURCES.createEvent,
+    ),
     { field: 'retention.minimum', condition: 'how long Graph remembers a transactionId', source: SOURCES.providers },
-    {
-      field: 'concurrency',
-      condition: 'what two concurrent POSTs with one transactionId do',
-      source: SOURCES.providers,
-    },
+    note('concurrency', 'what two concurrent POSTs with one transactionId do', SOURCES.providers),
   ],
-} as const satisfies RetrySafetyCard);
+});
 
-export const todoTasksCreateCard = defineCard({
-  cardVersion: 1,
-  provider: 'msgraph',
+export const todoTasksCreateCard = msGraphCard({
   operation: 'msgraph.todo.tasks.create',
   sideEffect: {
     kind: fact('create', SOURCES.createTask),
@@ -260,17 +269,12 @@ export const todoTasksCreateCard = defineCard({
       },
     ],
   },
-  ids: { run: 'receipts only', attempt: 'receipts only', request: REQUEST_ID },
-  providerKey: {
-    travels: fact('none', `${SOURCES.createTask}: no client id or idempotency key in the request`),
-    name: fact(null, SOURCES.createTask),
-    maxLength: fact(null, SOURCES.createTask),
-    charset: fact(null, SOURCES.createTask),
-    scope: fact(
-      'none: the business-operation id travels only as a lookup tag (linkedResources[].externalId, applicationName retrysafe)',
-      SOURCES.linkedResource,
-    ),
-  },
+  providerKey: noKey(
+    `${SOURCES.createTask}: no client id or idempotency key in the request`,
+    SOURCES.createTask,
+    'none: the business-operation id travels only as a lookup tag (linkedResources[].externalId, applicationName retrysafe)',
+    SOURCES.linkedResource,
+  ),
   keyReuse: fact('no key exists: every POST that reaches Graph is one more task', SOURCES.createTask),
   parameterMatching: fact('none', SOURCES.createTask),
   storedResult: {
@@ -287,47 +291,26 @@ export const todoTasksCreateCard = defineCard({
   },
   retention: { minimum: fact(null, SOURCES.createTask) },
   concurrency: fact('duplicates', SOURCES.createTask),
-  retryableErrors: RETRYABLE,
-  nonRetryableErrors: fact(
-    [
-      ...REFUSED,
-      '404 mailbox or list not found',
-      '409 conflict',
-      '500/502/503/504 and other 5xx, timeout, reset: unknown ⇒ lookup, never resent',
-    ],
-    `${SOURCES.errors}; ${SOURCES.providers}`,
-  ),
-  backoff: BACKOFF,
+  refusals: [
+    '404 mailbox or list not found',
+    '409 conflict',
+    '500/502/503/504 and other 5xx, timeout, reset: unknown ⇒ lookup, never resent',
+  ],
   limits: { maxAttempts: 3, maxElapsed: '5m', lookupWindow: '2m' },
-  retryLayer: RETRY_LAYER,
   reconciler:
     'the runner, through doLookup: GET /{mailbox}/todo/lists/{listId}/tasks?$filter=linkedResources/any(r: r/externalId eq \'<business-operation id>\'); a match is adopted; an empty or refused answer is "cannot tell"',
-  handoff: {
-    condition:
-      'rejected; or an unknown outcome whose task is not found within the lookup window; or not-applied beyond max attempts / max elapsed',
-    destination: HANDOFF_DESTINATION,
-  },
-  duplicateTest: DUPLICATE_TEST,
-  receipts: RECEIPTS,
+  handoff:
+    'rejected; or an unknown outcome whose task is not found within the lookup window; or not-applied beyond max attempts / max elapsed',
   unverified: [
-    {
-      field: 'lookup.lateApplyBound',
-      condition: 'how long after the client gave up Graph may still create the task',
-      source: SOURCES.createTask,
-    },
-    {
-      field: 'lookup.consistencyDelay',
-      condition: 'how soon a created task is visible to a list query',
-      source: SOURCES.listTasks,
-    },
-    {
-      field: 'lookup.method',
-      condition:
-        'Graph documents linkedResources on a task, not a $filter on linkedResources/externalId; a live tenant may refuse the filter (400), which the adapter reads as "cannot tell" ⇒ handoff, never a resend',
-      source: SOURCES.linkedResource,
-    },
+    lateApplyNote('create the task', SOURCES.createTask),
+    note('lookup.consistencyDelay', 'how soon a created task is visible to a list query', SOURCES.listTasks),
+    note(
+      'lookup.method',
+      'Graph documents linkedResources on a task, not a $filter on linkedResources/externalId; a live tenant may refuse the filter (400), which the adapter reads as "cannot tell" ⇒ handoff, never a resend',
+      SOURCES.linkedResource,
+    ),
   ],
-} as const satisfies RetrySafetyCard);
+});
 
 export const msGraphCards = {
   'mail.send': mailSendCard,
