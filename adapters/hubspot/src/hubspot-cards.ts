@@ -299,15 +299,7 @@ const objectsUpsertCard = (o: HubSpotCardOptions) =>
     nonRetryableErrors: fact(['400', '401', '403', '404', '409 (another unique property collides)'], SOURCES.errors),
     reconciler:
       'the runner, through doLookup: CRM search for the id property value; re-sending the upsert with the same value is safe',
-    unverified: [
-      ...keyUnverified(o),
-      {
-        field: 'concurrency',
-        condition:
-          'whether two concurrent upserts of one new id value can both create a record; the runner’s lease keeps one dispatch per operation in flight',
-        source: SOURCES.providers,
-      },
-    ],
+    unverified: [...keyUnverified(o), concurrencyNote('upserts of one new id value can both create a record')],
   });
 
 const ticketsCreateCard = (o: HubSpotCardOptions) =>
@@ -367,14 +359,16 @@ const ticketsCreateCard = (o: HubSpotCardOptions) =>
           'the status HubSpot answers for a ticket whose unique-value property collides: 409 is documented for the contact email collision only; the adapter recognises 409 or category CONFLICT, reads "Existing ID: N", and adopts only after a GET shows that ticket holds this operation’s value (else lookup by search)',
         source: `${SOURCES.providers}; ${SOURCES.contactConflict}`,
       },
-      {
-        field: 'concurrency',
-        condition:
-          'whether two concurrent creates with one unique value can both succeed; the runner’s lease keeps one dispatch per operation in flight',
-        source: SOURCES.providers,
-      },
+      concurrencyNote('creates with one unique value can both succeed'),
     ],
   });
+
+/** HubSpot does not say what two concurrent writes of one unique value do. */
+const concurrencyNote = (what: string) => ({
+  field: 'concurrency',
+  condition: `whether two concurrent ${what}; the runner’s lease keeps one dispatch per operation in flight`,
+  source: SOURCES.providers,
+});
 
 /** The three cards, computed once from the adapter's options. */
 export function hubSpotCardsFor(o: HubSpotCardOptions) {

@@ -84,50 +84,39 @@ const propertiesSchema: JsonSchema = {
 /** A string with something besides white space in it. */
 const text: JsonSchema = { type: 'string', minLength: 1, pattern: '\\S' };
 
+/** A closed object with these required fields. */
+const object = (required: string[], properties: Record<string, JsonSchema>) =>
+  ({ type: 'object', required, additionalProperties: false, properties }) as const;
+
 /** The one definition of each operation's params: the runner checks it before the claim, the frame on every attempt. */
 export const PARAMS_SCHEMAS = {
-  'contacts.update': {
-    type: 'object',
-    required: ['contactId', 'properties'],
-    additionalProperties: false,
-    properties: {
-      contactId: { ...text, description: 'Contact record id, or the value of idProperty' },
-      properties: { ...propertiesSchema, description: 'Property values to set; an empty string clears one' },
-      idProperty: {
-        type: 'string',
-        pattern: PROPERTY_NAME.source,
-        description: 'Unique property to find the contact by, e.g. email',
-      },
+  'contacts.update': object(['contactId', 'properties'], {
+    contactId: { ...text, description: 'Contact record id, or the value of idProperty' },
+    properties: { ...propertiesSchema, description: 'Property values to set; an empty string clears one' },
+    idProperty: {
+      type: 'string',
+      pattern: PROPERTY_NAME.source,
+      description: 'Unique property to find the contact by, e.g. email',
     },
-  },
-  'objects.upsert': {
-    type: 'object',
-    required: ['objectType', 'properties'],
-    additionalProperties: false,
-    properties: {
-      objectType: {
-        type: 'string',
-        minLength: 1,
-        pattern: '^(?=.*\\S)[^/]+$',
-        description: 'Object type id or name, e.g. 2-1234567 or p1234567_orders',
-      },
-      properties: { ...propertiesSchema, description: 'The record’s properties' },
+  }),
+  'objects.upsert': object(['objectType', 'properties'], {
+    objectType: {
+      type: 'string',
+      minLength: 1,
+      pattern: '^(?=.*\\S)[^/]+$',
+      description: 'Object type id or name, e.g. 2-1234567 or p1234567_orders',
     },
-  },
-  'tickets.create': {
-    type: 'object',
-    required: ['ref', 'properties'],
-    additionalProperties: false,
+    properties: { ...propertiesSchema, description: 'The record’s properties' },
+  }),
+  'tickets.create': object(['ref', 'properties'], {
+    ref: { ...text, description: 'Your reference for what the ticket is about; names the business intent' },
     properties: {
-      ref: { ...text, description: 'Your reference for what the ticket is about; names the business intent' },
-      properties: {
-        ...propertiesSchema,
-        required: ['subject', 'hs_pipeline', 'hs_pipeline_stage'],
-        properties: { subject: text, hs_pipeline: text, hs_pipeline_stage: text },
-        description: 'Ticket properties: subject, hs_pipeline, hs_pipeline_stage, content, …',
-      },
+      ...propertiesSchema,
+      required: ['subject', 'hs_pipeline', 'hs_pipeline_stage'],
+      properties: { subject: text, hs_pipeline: text, hs_pipeline_stage: text },
+      description: 'Ticket properties: subject, hs_pipeline, hs_pipeline_stage, content, …',
     },
-  },
+  }),
 } as const satisfies Record<string, JsonSchema>;
 
 /**

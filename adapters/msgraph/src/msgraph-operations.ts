@@ -267,16 +267,19 @@ export const mailSend: GraphOperation = {
 // ---------------------------------------------------------------------------------------------
 // events.create
 
-function eventResult(item: Record<string, unknown>): { result: EventResult; providerRef?: string } {
-  const result: EventResult = {
-    id: str(item.id) ?? '',
-    iCalUId: str(item.iCalUId),
-    transactionId: str(item.transactionId),
-    webLink: str(item.webLink),
-    createdDateTime: str(item.createdDateTime),
+const EVENT_FIELDS = ['id', 'iCalUId', 'transactionId', 'webLink', 'createdDateTime'];
+const TASK_FIELDS = ['id', 'status', 'createdDateTime'];
+
+/** A created item as its selected fields (null when absent), its id as the provider reference. */
+function readItem(fields: readonly string[]) {
+  return (item: Record<string, unknown>): { result: unknown; providerRef?: string } => {
+    const id = str(item.id) ?? '';
+    const result = { ...Object.fromEntries(fields.map((f) => [f, str(item[f])])), id };
+    return { result, ...(id ? { providerRef: id } : {}) };
   };
-  return { result, ...(result.id ? { providerRef: result.id } : {}) };
 }
+const readBody = (read: ReturnType<typeof readItem>) => (_status: number, body: unknown) =>
+  read(isObj(body) ? body : {});
 
 export const eventsCreate: GraphOperation = {
   name: 'events.create',
@@ -318,32 +321,24 @@ export const eventsCreate: GraphOperation = {
       },
     };
   },
-  readSuccess(_status, body) {
-    return eventResult(isObj(body) ? body : {});
-  },
+  readSuccess: readBody(readItem(EVENT_FIELDS)),
   lookup(params, ctx) {
     const p = params as EventsCreateParams;
     return {
       path: `${mailboxPath(p.mailbox)}/events`,
       filter: extendedPropertyFilter(ctx.extendedPropertyId, ctx.businessOperationId),
-      select: ['id', 'iCalUId', 'transactionId', 'webLink', 'createdDateTime'],
+      select: EVENT_FIELDS,
     };
   },
-  readFound: eventResult,
+  readFound: readItem(EVENT_FIELDS),
   deriveKey: (id) => deriveProviderKey(id, TRANSACTION_ID_RULE),
 };
 
 // ---------------------------------------------------------------------------------------------
 // todo.tasks.create
 
-function taskResult(item: Record<string, unknown>): { result: TaskResult; providerRef?: string } {
-  const result: TaskResult = {
-    id: str(item.id) ?? '',
-    status: str(item.status),
-    createdDateTime: str(item.createdDateTime),
-  };
-  return { result, ...(result.id ? { providerRef: result.id } : {}) };
-}
+const tasksPath = (p: TodoTasksCreateParams) =>
+  `${mailboxPath(p.mailbox)}/todo/lists/${encodeURIComponent(p.listId)}/tasks`;
 
 export const todoTasksCreate: GraphOperation = {
   name: 'todo.tasks.create',
@@ -375,22 +370,20 @@ export const todoTasksCreate: GraphOperation = {
       externalId: ctx.businessOperationId,
     };
     return {
-      path: `${mailboxPath(p.mailbox)}/todo/lists/${encodeURIComponent(p.listId)}/tasks`,
+      path: tasksPath(p),
       body: { ...p.task, linkedResources: [...existing, link] },
     };
   },
-  readSuccess(_status, body) {
-    return taskResult(isObj(body) ? body : {});
-  },
+  readSuccess: readBody(readItem(TASK_FIELDS)),
   lookup(params, ctx) {
     const p = params as TodoTasksCreateParams;
     return {
-      path: `${mailboxPath(p.mailbox)}/todo/lists/${encodeURIComponent(p.listId)}/tasks`,
+      path: tasksPath(p),
       filter: `linkedResources/any(r: r/externalId eq ${odataString(ctx.businessOperationId)})`,
-      select: ['id', 'status', 'createdDateTime'],
+      select: TASK_FIELDS,
     };
   },
-  readFound: taskResult,
+  readFound: readItem(TASK_FIELDS),
   deriveKey: () => null,
 };
 
