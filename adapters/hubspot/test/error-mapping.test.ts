@@ -3,8 +3,8 @@ import { AdapterConfigurationError, UnknownOperationError } from '@retrysafe/con
 import { type FaultProxy, startFaultProxy } from '@retrysafe/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHubSpotAdapter } from '../src/index.js';
-import type { HubSpotSandbox } from '../src/sandbox/index.js';
-import { adapter, execCtx, order, sandbox, seen, TOKEN, ticket } from './helpers.js';
+import { defaultObjectTypes, type HubSpotSandbox } from '../src/sandbox/index.js';
+import { adapter, execCtx, execute, order, sandbox, seen, TOKEN, ticket } from './helpers.js';
 
 // Every row of the error table in src/hubspot-errors.ts, through the real SDK (generated API classes)
 // against the loopback sandbox, directly through doExecute — no runner in between.
@@ -30,7 +30,7 @@ describe('whole exchanges with the sandbox', () => {
     const c = s.seed('contacts', { email: 'ada@example.test' });
     const a = adapter(s.url);
     const params = { contactId: c.id, properties: { contract_date: '2026-08-05' } };
-    const o = await a.doExecute('contacts.update', params, execCtx(a, 'contacts.update', params));
+    const o = await execute(a, 'contacts.update', params);
     expect(o).toMatchObject({
       kind: 'succeeded',
       status: 200,
@@ -116,7 +116,7 @@ describe('whole exchanges with the sandbox', () => {
     const outcomes = [];
     for (let i = 0; i < 3; i++) {
       const params = { contactId: c.id, properties: { firstname: `N${i}` } };
-      outcomes.push((await a.doExecute('contacts.update', params, execCtx(a, 'contacts.update', params))).kind);
+      outcomes.push((await execute(a, 'contacts.update', params)).kind);
     }
     expect(outcomes).toEqual(['succeeded', 'succeeded', 'not-applied']);
   });
@@ -127,7 +127,7 @@ describe('whole exchanges with the sandbox', () => {
     const c = s.seed('contacts', { email: 'free@example.test' });
     const a = adapter(s.url);
     const params = { contactId: c.id, properties: { email: 'taken@example.test' } };
-    expect(await a.doExecute('contacts.update', params, execCtx(a, 'contacts.update', params))).toMatchObject({
+    expect(await execute(a, 'contacts.update', params)).toMatchObject({
       kind: 'rejected',
       reason: 'conflict',
       status: 409,
@@ -161,29 +161,16 @@ describe('409 unique-value conflict on tickets.create', () => {
   });
 
   it('a collision on ANOTHER unique property ⇒ rejected / conflict, never adopted', async () => {
+    const tickets = defaultObjectTypes().find((t) => t.names.includes('tickets'))!;
+    const withRef = (list: readonly string[]) => [...list, 'external_ref'];
     const s = await sb({
-      objectTypes: [
-        {
-          names: ['tickets'],
-          label: 'Ticket',
-          properties: [
-            'subject',
-            'content',
-            'hs_pipeline',
-            'hs_pipeline_stage',
-            'external_ref',
-            'retrysafe_operation_id',
-          ],
-          unique: ['retrysafe_operation_id', 'external_ref'],
-          scope: 'tickets',
-        },
-      ],
+      objectTypes: [{ ...tickets, properties: withRef(tickets.properties), unique: withRef(tickets.unique) }],
     });
     const a = adapter(s.url);
     const one = ticket('t-one', { external_ref: 'EXT-1' });
     const two = ticket('t-two', { external_ref: 'EXT-1' });
-    const first = await a.doExecute('tickets.create', one, execCtx(a, 'tickets.create', one));
-    const second = await a.doExecute('tickets.create', two, execCtx(a, 'tickets.create', two));
+    const first = await execute(a, 'tickets.create', one);
+    const second = await execute(a, 'tickets.create', two);
     expect(second).toMatchObject({ kind: 'rejected', reason: 'conflict', providerRef: first.providerRef });
     expect(s.count('tickets')).toBe(1);
   });
@@ -347,7 +334,7 @@ describe('one answer ⇒ one outcome', () => {
     });
     const a = adapter(`http://127.0.0.1:${port}`);
     const params = ticket('t-refused');
-    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({
+    expect(await execute(a, 'tickets.create', params)).toMatchObject({
       kind: 'not-applied',
       code: 'ECONNREFUSED',
     });

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HubSpotSandbox } from '../src/sandbox/index.js';
-import { adapter, execCtx, lookupCtx, order, sandbox, ticket } from './helpers.js';
+import { adapter, execCtx, execute, lookupCtx, order, sandbox, ticket } from './helpers.js';
 
 // doLookup against the sandbox: CRM search with an indexing delay for tickets.create and
 // objects.upsert, GET-and-compare for contacts.update. A miss is "absent" only when it can prove it.
@@ -20,7 +20,7 @@ describe('tickets.create lookup: CRM search on the id property', () => {
     const s = await sb();
     const a = adapter(s.url);
     const params = ticket('lk-1');
-    const created = await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params));
+    const created = await execute(a, 'tickets.create', params);
     const r = await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', params));
     expect(r).toMatchObject({
       kind: 'found',
@@ -36,7 +36,7 @@ describe('tickets.create lookup: CRM search on the id property', () => {
     const s = await sb({ searchIndexingDelayMs: 5000 });
     const a = adapter(s.url);
     const params = ticket('lk-2');
-    await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params));
+    await execute(a, 'tickets.create', params);
     expect(s.count('tickets')).toBe(1);
     const early = await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', params));
     expect(early).toMatchObject({ kind: 'cannot-tell', status: 200 });
@@ -94,7 +94,7 @@ describe('tickets.create lookup: CRM search on the id property', () => {
     const a = adapter(s.url, { searchSettleMs: 0 });
     const mine = ticket('lk-mine');
     const other = ticket('lk-other');
-    await a.doExecute('tickets.create', other, execCtx(a, 'tickets.create', other));
+    await execute(a, 'tickets.create', other);
     expect(await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', mine))).toMatchObject({
       kind: 'not-found',
     });
@@ -129,7 +129,7 @@ describe('objects.upsert lookup', () => {
     const s = await sb();
     const a = adapter(s.url);
     const params = order('lk-A');
-    const done = await a.doExecute('objects.upsert', params, execCtx(a, 'objects.upsert', params));
+    const done = await execute(a, 'objects.upsert', params);
     expect(await a.doLookup('objects.upsert', lookupCtx(a, 'objects.upsert', params))).toMatchObject({
       kind: 'found',
       outcome: { kind: 'succeeded', providerRef: done.providerRef },

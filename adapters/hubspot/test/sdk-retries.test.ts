@@ -2,7 +2,7 @@ import { Client } from '@hubspot/api-client';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { HubSpotSandbox } from '../src/sandbox/index.js';
-import { adapter, execCtx, sandbox, seen, TOKEN, ticket } from './helpers.js';
+import { adapter, execCtx, execute, sandbox, seen, TOKEN, ticket } from './helpers.js';
 
 // @hubspot/api-client 14.0.1 keeps its retry decorator in a process-wide singleton
 // (lib/src/services/ApiDecoratorService.js): every `new Client()` replaces it, and a client's API
@@ -76,7 +76,7 @@ describe('the adapter is immune to the process-wide retry setting', () => {
 
     s.failNext(10, { status: 500 });
     const p1 = ticket('immune-500');
-    expect(await a.doExecute('tickets.create', p1, execCtx(a, 'tickets.create', p1))).toMatchObject({
+    expect(await execute(a, 'tickets.create', p1)).toMatchObject({
       kind: 'unknown',
       status: 500,
     });
@@ -85,7 +85,7 @@ describe('the adapter is immune to the process-wide retry setting', () => {
     s.failNext(0);
     s.throttle(10, 'TEN_SECONDLY_ROLLING');
     const p2 = ticket('immune-429');
-    expect(await a.doExecute('tickets.create', p2, execCtx(a, 'tickets.create', p2))).toMatchObject({
+    expect(await execute(a, 'tickets.create', p2)).toMatchObject({
       kind: 'not-applied',
       status: 429,
     });
