@@ -67,6 +67,10 @@ export function lookupCtx(
 export const execute = (a: HubSpotAdapter, operation: Op, params: unknown) =>
   a.doExecute(operation, params, execCtx(a, operation, params));
 
+/** One doLookup with the context the runner would build (extra: dispatch times and the like). */
+export const lookup = (a: HubSpotAdapter, operation: Op, params: unknown, extra: Partial<LookupContext> = {}) =>
+  a.doLookup(operation, lookupCtx(a, operation, params, extra));
+
 /** A ticket the default sandbox accepts, with extra properties. */
 export const ticket = (ref: string, extra: Record<string, string> = {}) => {
   const t = drillTicket(ref);
