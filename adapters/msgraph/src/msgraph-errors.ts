@@ -75,6 +75,20 @@ export interface ClassifyOptions {
   readonly conflictMayMeanApplied?: boolean;
 }
 
+/** The rejection reason of a refused status (any other 4xx is 'other'); 507 is the mailbox quota. */
+const REJECTED: Partial<Record<number, Extract<Outcome, { kind: 'rejected' }>['reason']>> = {
+  400: 'validation',
+  405: 'validation',
+  413: 'validation',
+  415: 'validation',
+  422: 'validation',
+  401: 'authentication',
+  403: 'permission',
+  404: 'not-found',
+  409: 'conflict',
+  507: 'other',
+};
+
 /** Classifies a non-2xx Graph answer. */
 export function outcomeFromErrorAnswer(answer: GraphHttpAnswer, options: ClassifyOptions = {}): Outcome {
   const refs = refsOf(answer);
@@ -92,14 +106,8 @@ export function outcomeFromErrorAnswer(answer: GraphHttpAnswer, options: Classif
       ...refs,
     };
   }
-  if (s === 400 || s === 405 || s === 413 || s === 415 || s === 422)
-    return { kind: 'rejected', reason: 'validation', message, ...refs };
-  if (s === 401) return { kind: 'rejected', reason: 'authentication', message, ...refs };
-  if (s === 403) return { kind: 'rejected', reason: 'permission', message, ...refs };
-  if (s === 404) return { kind: 'rejected', reason: 'not-found', message, ...refs };
-  if (s === 409) return { kind: 'rejected', reason: 'conflict', message, ...refs };
-  if (s === 507) return { kind: 'rejected', reason: 'other', message, ...refs };
-  if (s >= 400 && s < 500) return { kind: 'rejected', reason: 'other', message, ...refs };
+  const reason = REJECTED[s] ?? (s >= 400 && s < 500 ? 'other' : undefined);
+  if (reason) return { kind: 'rejected', reason, message, ...refs };
   if (s >= 500) return { kind: 'unknown', cause: 'server-error', message, ...ra, ...refs };
   // 1xx/3xx reaching here (redirects are not followed for POST by this chain): cannot tell.
   return { kind: 'unknown', cause: 'other', message: `unexpected HTTP ${s}`, ...ra, ...refs };
