@@ -164,6 +164,12 @@ const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 // JSON Schemas: the one definition of each operation's params (the runner checks it before the claim,
 // the frame on every attempt, agents read it as the tool's input schema)
 
+/** An object with these required fields. */
+const object = (required: string[], properties: Record<string, JsonSchema>): JsonSchema => ({
+  type: 'object',
+  required,
+  properties,
+});
 /** A string with something besides white space in it. */
 const text: JsonSchema = { type: 'string', pattern: '\\S' };
 /** A path segment Graph gets as is: no "/", "?", "#" or white space. */
@@ -173,24 +179,15 @@ const owned = (description: string): JsonSchema => ({ not: {}, description });
 
 const recipientsSchema: JsonSchema = {
   type: 'array',
-  items: {
-    type: 'object',
-    required: ['emailAddress'],
-    properties: {
-      emailAddress: { type: 'object', required: ['address'], properties: { address: text, name: { type: 'string' } } },
-    },
-  },
+  items: object(['emailAddress'], {
+    emailAddress: object(['address'], { address: text, name: { type: 'string' } }),
+  }),
 };
-const itemBodySchema: JsonSchema = {
-  type: 'object',
-  required: ['contentType', 'content'],
-  properties: { contentType: { enum: ['text', 'html'] }, content: { type: 'string' } },
-};
-const dateTimeSchema: JsonSchema = {
-  type: 'object',
-  required: ['dateTime', 'timeZone'],
-  properties: { dateTime: text, timeZone: text },
-};
+const itemBodySchema: JsonSchema = object(['contentType', 'content'], {
+  contentType: { enum: ['text', 'html'] },
+  content: { type: 'string' },
+});
+const dateTimeSchema: JsonSchema = object(['dateTime', 'timeZone'], { dateTime: text, timeZone: text });
 const mailboxSchema = segment('"me" or a user id / userPrincipalName');
 
 // ---------------------------------------------------------------------------------------------
@@ -209,25 +206,17 @@ export const mailSend: GraphOperation = {
     'message.bccRecipients',
     'message.subject',
   ],
-  paramsSchema: {
-    type: 'object',
-    required: ['mailbox', 'message'],
-    properties: {
-      mailbox: mailboxSchema,
-      message: {
-        type: 'object',
-        required: ['subject', 'body', 'toRecipients'],
-        properties: {
-          subject: { type: 'string' },
-          body: itemBodySchema,
-          toRecipients: { ...recipientsSchema, minItems: 1 },
-          ccRecipients: recipientsSchema,
-          bccRecipients: recipientsSchema,
-        },
-      },
-      saveToSentItems: owned('always true: the Sent Items copy is how an unknown outcome is reconciled'),
-    },
-  },
+  paramsSchema: object(['mailbox', 'message'], {
+    mailbox: mailboxSchema,
+    message: object(['subject', 'body', 'toRecipients'], {
+      subject: { type: 'string' },
+      body: itemBodySchema,
+      toRecipients: { ...recipientsSchema, minItems: 1 },
+      ccRecipients: recipientsSchema,
+      bccRecipients: recipientsSchema,
+    }),
+    saveToSentItems: owned('always true: the Sent Items copy is how an unknown outcome is reconciled'),
+  }),
   conflictMayMeanApplied: false,
   build(params, ctx) {
     const p = params as MailSendParams;
@@ -288,25 +277,17 @@ export const eventsCreate: GraphOperation = {
   card: eventsCreateCard,
   intentFields: eventsCreateCard.businessOperationId.intentFields,
   sensitiveFields: ['event.body', 'event.attendees', 'event.subject', 'event.location'],
-  paramsSchema: {
-    type: 'object',
-    required: ['mailbox', 'event'],
-    properties: {
-      mailbox: mailboxSchema,
-      event: {
-        type: 'object',
-        required: ['subject', 'start', 'end'],
-        properties: {
-          subject: text,
-          start: dateTimeSchema,
-          end: dateTimeSchema,
-          body: itemBodySchema,
-          attendees: { type: 'array' },
-          transactionId: owned('derived from the business-operation id; do not set it'),
-        },
-      },
-    },
-  },
+  paramsSchema: object(['mailbox', 'event'], {
+    mailbox: mailboxSchema,
+    event: object(['subject', 'start', 'end'], {
+      subject: text,
+      start: dateTimeSchema,
+      end: dateTimeSchema,
+      body: itemBodySchema,
+      attendees: { type: 'array' },
+      transactionId: owned('derived from the business-operation id; do not set it'),
+    }),
+  }),
   conflictMayMeanApplied: true,
   build(params, ctx) {
     const p = params as EventsCreateParams;
@@ -347,19 +328,11 @@ export const todoTasksCreate: GraphOperation = {
   card: todoTasksCreateCard,
   intentFields: todoTasksCreateCard.businessOperationId.intentFields,
   sensitiveFields: ['task.body', 'task.title'],
-  paramsSchema: {
-    type: 'object',
-    required: ['mailbox', 'listId', 'task'],
-    properties: {
-      mailbox: mailboxSchema,
-      listId: segment('a To Do list id'),
-      task: {
-        type: 'object',
-        required: ['title'],
-        properties: { title: text, body: itemBodySchema, dueDateTime: dateTimeSchema },
-      },
-    },
-  },
+  paramsSchema: object(['mailbox', 'listId', 'task'], {
+    mailbox: mailboxSchema,
+    listId: segment('a To Do list id'),
+    task: object(['title'], { title: text, body: itemBodySchema, dueDateTime: dateTimeSchema }),
+  }),
   conflictMayMeanApplied: false,
   build(params, ctx) {
     const p = params as TodoTasksCreateParams;
