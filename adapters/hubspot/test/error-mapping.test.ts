@@ -18,6 +18,11 @@ async function sb(options: Parameters<typeof sandbox>[0] = {}): Promise<HubSpotS
   open.push(s);
   return s;
 }
+/** A fresh sandbox and an adapter pointed at it. */
+async function rig(options: Parameters<typeof sandbox>[0] = {}, adapterOptions: Parameters<typeof adapter>[1] = {}) {
+  const s = await sb(options);
+  return { s, a: adapter(s.url, adapterOptions) };
+}
 async function proxy(target: string, faults: Parameters<typeof startFaultProxy>[0]['faults']): Promise<FaultProxy> {
   const p = await startFaultProxy({ target, faults });
   open.push(p);
@@ -42,8 +47,7 @@ describe('whole exchanges with the sandbox', () => {
   });
 
   it('objects.upsert: new: true ⇒ succeeded; the same operation again ⇒ new: false, replayed, still one record', async () => {
-    const s = await sb();
-    const a = adapter(s.url);
+    const { s, a } = await rig();
     const params = order('A-17');
     const ctx = execCtx(a, 'objects.upsert', params);
     const first = await a.doExecute('objects.upsert', params, ctx);
@@ -63,8 +67,7 @@ describe('whole exchanges with the sandbox', () => {
   });
 
   it('tickets.create: 201 ⇒ succeeded; the business-operation key is written to the unique property', async () => {
-    const s = await sb();
-    const a = adapter(s.url);
+    const { s, a } = await rig();
     const params = ticket('order-A-17');
     const ctx = execCtx(a, 'tickets.create', params);
     const o = await a.doExecute('tickets.create', params, ctx);
@@ -139,8 +142,7 @@ describe('whole exchanges with the sandbox', () => {
 
 describe('409 unique-value conflict on tickets.create', () => {
   it('the same operation again ⇒ HubSpot refuses the duplicate, the adapter reads the existing ticket back and adopts it (replayed)', async () => {
-    const s = await sb();
-    const a = adapter(s.url);
+    const { s, a } = await rig();
     const params = ticket('t-dup');
     const ctx = execCtx(a, 'tickets.create', params);
     const first = await a.doExecute('tickets.create', params, ctx);
@@ -163,10 +165,9 @@ describe('409 unique-value conflict on tickets.create', () => {
   it('a collision on ANOTHER unique property ⇒ rejected / conflict, never adopted', async () => {
     const tickets = defaultObjectTypes().find((t) => t.names.includes('tickets'))!;
     const withRef = (list: readonly string[]) => [...list, 'external_ref'];
-    const s = await sb({
+    const { s, a } = await rig({
       objectTypes: [{ ...tickets, properties: withRef(tickets.properties), unique: withRef(tickets.unique) }],
     });
-    const a = adapter(s.url);
     const one = ticket('t-one', { external_ref: 'EXT-1' });
     const two = ticket('t-two', { external_ref: 'EXT-1' });
     const first = await execute(a, 'tickets.create', one);
@@ -341,8 +342,7 @@ describe('one answer ⇒ one outcome', () => {
   });
 
   it("the caller's signal aborted before sending ⇒ not-applied, nothing reaches the sandbox", async () => {
-    const s = await sb();
-    const a = adapter(s.url);
+    const { s, a } = await rig();
     const params = ticket('t-abort');
     const o = await a.doExecute('tickets.create', params, {
       ...execCtx(a, 'tickets.create', params),
@@ -387,8 +387,7 @@ describe('bad input gets a typed answer and sends nothing', () => {
       /extra is not a field of this operation/,
     ],
   ] as const)('%s %j ⇒ rejected / validation', async (op, params, message) => {
-    const s = await sb();
-    const a = adapter(s.url);
+    const { s, a } = await rig();
     const o = await a.doExecute(op, params, {
       ...execCtx(a, 'contacts.update', { contactId: '1', properties: { x: 1 } }),
     });
@@ -443,8 +442,7 @@ describe('provider key', () => {
   });
 
   it('the request the sandbox receives carries the key, never the run or attempt id', async () => {
-    const s = await sb();
-    const a = adapter(s.url);
+    const { s, a } = await rig();
     const params = order('A-keys');
     const ctx = execCtx(a, 'objects.upsert', params);
     await a.doExecute('objects.upsert', params, ctx);

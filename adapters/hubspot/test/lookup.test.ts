@@ -14,11 +14,15 @@ async function sb(options: Parameters<typeof sandbox>[0] = {}) {
   open.push(s);
   return s;
 }
+/** A fresh sandbox and an adapter pointed at it. */
+async function rig(options: Parameters<typeof sandbox>[0] = {}, adapterOptions: Parameters<typeof adapter>[1] = {}) {
+  const s = await sb(options);
+  return { s, a: adapter(s.url, adapterOptions) };
+}
 
 describe('tickets.create lookup: CRM search on the id property', () => {
   it('finds the committed ticket once the index has it (found / succeeded, its id)', async () => {
-    const s = await sb();
-    const a = adapter(s.url);
+    const { s, a } = await rig();
     const params = ticket('lk-1');
     const created = await execute(a, 'tickets.create', params);
     const r = await lookup(a, 'tickets.create', params);
@@ -33,8 +37,7 @@ describe('tickets.create lookup: CRM search on the id property', () => {
   });
 
   it('inside the indexing delay a miss is cannot-tell (no settle time configured), then found after it', async () => {
-    const s = await sb({ searchIndexingDelayMs: 5000 });
-    const a = adapter(s.url);
+    const { s, a } = await rig({ searchIndexingDelayMs: 5000 });
     const params = ticket('lk-2');
     await execute(a, 'tickets.create', params);
     expect(s.count('tickets')).toBe(1);
@@ -58,8 +61,7 @@ describe('tickets.create lookup: CRM search on the id property', () => {
       (ago: number) => ({ firstDispatchedAt: 60_000, lastDispatchedAt: ago }),
     ],
   ])('with searchSettleMs: %s', async (_name, ref, dispatched) => {
-    const s = await sb();
-    const a = adapter(s.url, { searchSettleMs: 2000 });
+    const { s, a } = await rig({}, { searchSettleMs: 2000 });
     const now = Date.now();
     const at = (ago: number) => {
       const times = dispatched(ago) as { firstDispatchedAt: number; lastDispatchedAt?: number };
@@ -78,8 +80,7 @@ describe('tickets.create lookup: CRM search on the id property', () => {
   });
 
   it('never dispatched ⇒ not-found (nothing was sent)', async () => {
-    const s = await sb();
-    const a = adapter(s.url);
+    const { s, a } = await rig();
     const params = ticket('lk-4');
     expect(await lookup(a, 'tickets.create', params, { firstDispatchedAt: null })).toMatchObject({
       kind: 'not-found',
@@ -88,8 +89,7 @@ describe('tickets.create lookup: CRM search on the id property', () => {
   });
 
   it('another operation’s ticket is not a match', async () => {
-    const s = await sb();
-    const a = adapter(s.url, { searchSettleMs: 0 });
+    const { s, a } = await rig({}, { searchSettleMs: 0 });
     const mine = ticket('lk-mine');
     const other = ticket('lk-other');
     await execute(a, 'tickets.create', other);
@@ -99,8 +99,7 @@ describe('tickets.create lookup: CRM search on the id property', () => {
   });
 
   it('search throttled (5 req/s per account) ⇒ cannot-tell with a 1 s wait and the SECONDLY policy', async () => {
-    const s = await sb({ searchPerSecond: 1 });
-    const a = adapter(s.url);
+    const { s, a } = await rig({ searchPerSecond: 1 });
     const params = ticket('lk-5');
     await lookup(a, 'tickets.create', params);
     expect(await lookup(a, 'tickets.create', params)).toMatchObject({
@@ -125,8 +124,7 @@ describe('tickets.create lookup: CRM search on the id property', () => {
 
 describe('objects.upsert lookup', () => {
   it('finds the record by the id property in its object type', async () => {
-    const s = await sb();
-    const a = adapter(s.url);
+    const { s, a } = await rig();
     const params = order('lk-A');
     const done = await execute(a, 'objects.upsert', params);
     expect(await lookup(a, 'objects.upsert', params)).toMatchObject({
@@ -170,8 +168,7 @@ describe('contacts.update lookup: GET the contact and compare the values', () =>
   });
 
   it('contact gone ⇒ found / rejected not-found (the PATCH would fail the same way)', async () => {
-    const s = await sb();
-    const a = adapter(s.url);
+    const { s, a } = await rig();
     const params = { contactId: '424242', properties: { firstname: 'Ada' } };
     expect(await lookup(a, 'contacts.update', params)).toMatchObject({
       kind: 'found',
