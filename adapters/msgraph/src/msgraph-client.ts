@@ -25,6 +25,12 @@ export class TransportProbe implements MiddlewareOptions {
   stage: 'token' | 'transport' | undefined = undefined;
 }
 
+/** Records where a request failed in its probe; returns the error to rethrow untouched. */
+function failed(probe: TransportProbe | undefined, stage: 'token' | 'transport', error: unknown): unknown {
+  if (probe) Object.assign(probe, { error, stage });
+  return error;
+}
+
 /**
  * Adds `Authorization: Bearer …` on every request, including plain-http loopback hosts (the SDK's
  * own AuthenticationHandler strips it there), then records the raw transport error, if any, in the
@@ -41,11 +47,7 @@ export class BearerAuthMiddleware implements Middleware {
       token = typeof this.token === 'function' ? await this.token() : this.token;
       if (typeof token !== 'string' || token === '') throw new Error('the token provider returned no token');
     } catch (error) {
-      if (probe) {
-        probe.error = error;
-        probe.stage = 'token';
-      }
-      throw error;
+      throw failed(probe, 'token', error);
     }
     // The token never travels in clear: plain http only to a loopback sandbox (the contract's base-URL rule;
     // this also covers absolute URLs the SDK follows, such as an @odata.nextLink).
@@ -55,11 +57,7 @@ export class BearerAuthMiddleware implements Middleware {
         'msgraph',
         `refusing to send the bearer token to a ${target.protocol} URL that is not a loopback sandbox`,
       );
-      if (probe) {
-        probe.error = error;
-        probe.stage = 'token';
-      }
-      throw error;
+      throw failed(probe, 'token', error);
     }
     const options = (context.options ??= {});
     const headers = (options.headers ?? {}) as Record<string, string>;
@@ -69,11 +67,7 @@ export class BearerAuthMiddleware implements Middleware {
     try {
       await this.next.execute(context);
     } catch (error) {
-      if (probe) {
-        probe.error = error;
-        probe.stage = 'transport';
-      }
-      throw error;
+      throw failed(probe, 'transport', error);
     }
   }
 

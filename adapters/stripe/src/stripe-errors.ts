@@ -1,4 +1,4 @@
-import type { Outcome, ProviderRefs } from '@retrysafe/contract';
+import type { Outcome, ProviderRefs, UnknownCause } from '@retrysafe/contract';
 import { NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider';
 import { CONNECTION_CLOSED_CODE } from './stripe-http-client.js';
 
@@ -126,101 +126,46 @@ function connectionCode(e: StripeErrorLike): string | undefined {
 export function classifyStripeError(error: unknown, creates?: string): Outcome {
   const e = (typeof error === 'object' && error !== null ? error : { message: String(error) }) as StripeErrorLike;
   const r = refs(e);
-  const status = e.statusCode;
-  const type = e.type;
-  const rawType = e.rawType;
-  const replayed = isReplayedHeaders(e.headers);
+  const { statusCode: status, type, rawType } = e;
+  const msg = (fallback: string) => short(e.message, fallback);
+  const unknown = (cause: UnknownCause, message: string, extra: ProviderRefs & { retryAfterMs?: number } = {}) =>
+    ({ kind: 'unknown', cause, message, ...r, ...extra }) as const;
+  const wait = retryAfterMs(e.headers);
+  const waitRef = wait !== undefined ? { retryAfterMs: wait } : {};
 
   if (
     type === 'StripeConnectionError' ||
     (status === undefined && e.detail !== undefined && type?.startsWith('Stripe'))
   ) {
     const code = connectionCode(e);
-    if (code && NEVER_SENT_CODES.has(code)) {
+    if (code && NEVER_SENT_CODES.has(code))
       return { kind: 'not-applied', message: `connection failed before the request was sent (${code})`, ...r, code };
-    }
-    if (code === 'ETIMEDOUT')
-      return {
-        kind: 'unknown',
-        cause: 'timeout',
-        message: short(e.message, 'request timed out after it was sent'),
-        ...r,
-        code,
-      };
-    if (code === CONNECTION_CLOSED_CODE || code === 'ECONNRESET' || code === 'EPIPE') {
-      return {
-        kind: 'unknown',
-        cause: 'connection-reset',
-        message: 'connection closed after the request may have been sent',
-        ...r,
+    if (code === 'ETIMEDOUT') return unknown('timeout', msg('request timed out after it was sent'), { code });
+    if (code === CONNECTION_CLOSED_CODE || code === 'ECONNRESET' || code === 'EPIPE')
+      return unknown('connection-reset', 'connection closed after the request may have been sent', {
         code: 'connection_closed',
-      };
-    }
-    if (code === 'BODY' || /body/i.test(String((e.detail as { message?: unknown })?.message ?? ''))) {
-      return {
-        kind: 'unknown',
-        cause: 'truncated-response',
-        message: 'response body cut off after the headers arrived',
-        ...r,
-      };
-    }
-    return {
-      kind: 'unknown',
-      cause: 'other',
-      message: short(e.message, 'connection error'),
-      ...r,
-      ...(code ? { code } : {}),
-    };
+      });
+    if (code === 'BODY' || /body/i.test(String((e.detail as { message?: unknown })?.message ?? '')))
+      return unknown('truncated-response', 'response body cut off after the headers arrived');
+    return unknown('other', msg('connection error'), code ? { code } : {});
   }
-
-  if (status === undefined) {
-    // Invalid JSON from the API, an HttpClientRuntimeError, or a bug around the SDK: the request may have been sent.
-    return {
-      kind: 'unknown',
-      cause: type === 'StripeAPIError' ? 'truncated-response' : 'other',
-      message: short(e.message, 'unclassified error'),
-      ...r,
-    };
-  }
-
+  // Invalid JSON from the API, an HttpClientRuntimeError, or a bug around the SDK: the request may have been sent.
+  if (status === undefined)
+    return unknown(type === 'StripeAPIError' ? 'truncated-response' : 'other', msg('unclassified error'));
   if (rawType === 'idempotency_error' && status === 409) {
-    return {
-      kind: 'in-progress',
-      message: short(e.message, 'another request with this key is in progress'),
-      ...r,
-      code: e.code ?? 'idempotency_key_in_use',
-    };
+    const code = e.code ?? 'idempotency_key_in_use';
+    return { kind: 'in-progress', message: msg('another request with this key is in progress'), ...r, code };
   }
   if (type === 'StripeIdempotencyError' || (rawType === 'idempotency_error' && status === 400)) {
-    return {
-      kind: 'rejected',
-      reason: 'conflict',
-      message: short(e.message, 'idempotency key reused with different parameters'),
-      ...r,
-      code: e.code ?? 'idempotency_error',
-    };
+    const message = msg('idempotency key reused with different parameters');
+    return { kind: 'rejected', reason: 'conflict', message, ...r, code: e.code ?? 'idempotency_error' };
   }
-  if (status === 429 || type === 'StripeRateLimitError') {
-    const wait = retryAfterMs(e.headers);
-    return {
-      kind: 'not-applied',
-      message: short(e.message, 'rate limited before the idempotency layer'),
-      ...r,
-      ...(wait !== undefined ? { retryAfterMs: wait } : {}),
-    };
-  }
-  if (status === 409) {
-    return { kind: 'unknown', cause: 'other', message: short(e.message, 'conflict'), ...r };
-  }
+  if (status === 429 || type === 'StripeRateLimitError')
+    return { kind: 'not-applied', message: msg('rate limited before the idempotency layer'), ...r, ...waitRef };
+  if (status === 409) return unknown('other', msg('conflict'));
   if (status >= 500) {
-    const wait = retryAfterMs(e.headers);
-    return {
-      kind: 'unknown',
-      cause: 'server-error',
-      message: `${replayed ? 'stored 5xx replayed for this key: ' : ''}${short(e.message, `HTTP ${status}`)}`,
-      ...r,
-      ...(wait !== undefined ? { retryAfterMs: wait } : {}),
-    };
+    const replayed = isReplayedHeaders(e.headers) ? 'stored 5xx replayed for this key: ' : '';
+    return unknown('server-error', `${replayed}${msg(`HTTP ${status}`)}`, waitRef);
   }
   const reason = REJECTED[status] ?? 'other';
   // Stripe names the offending parameter (error.param): passed on so a caller (or an agent) can correct it.
