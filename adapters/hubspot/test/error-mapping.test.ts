@@ -1,33 +1,17 @@
 import { createServer } from 'node:net';
 import { AdapterConfigurationError, UnknownOperationError } from '@retrysafe/contract';
-import { type FaultProxy, startFaultProxy } from '@retrysafe/testkit';
+import { startFaultProxy } from '@retrysafe/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHubSpotAdapter } from '../src/index.js';
 import { defaultObjectTypes, type HubSpotSandbox } from '../src/sandbox/index.js';
-import { adapter, execCtx, execute, order, sandbox, seen, TOKEN, ticket } from './helpers.js';
+import { adapter, closeAfter, closeOpened, execCtx, execute, order, rig, sb, seen, TOKEN, ticket } from './helpers.js';
 
 // Every row of the error table in src/hubspot-errors.ts, through the real SDK (generated API classes)
 // against the loopback sandbox, directly through doExecute — no runner in between.
 
-const open: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  while (open.length) await open.pop()!.close();
-});
-async function sb(options: Parameters<typeof sandbox>[0] = {}): Promise<HubSpotSandbox> {
-  const s = await sandbox(options);
-  open.push(s);
-  return s;
-}
-/** A fresh sandbox and an adapter pointed at it. */
-async function rig(options: Parameters<typeof sandbox>[0] = {}, adapterOptions: Parameters<typeof adapter>[1] = {}) {
-  const s = await sb(options);
-  return { s, a: adapter(s.url, adapterOptions) };
-}
-async function proxy(target: string, faults: Parameters<typeof startFaultProxy>[0]['faults']): Promise<FaultProxy> {
-  const p = await startFaultProxy({ target, faults });
-  open.push(p);
-  return p;
-}
+afterEach(closeOpened);
+const proxy = async (target: string, faults: Parameters<typeof startFaultProxy>[0]['faults']) =>
+  closeAfter(await startFaultProxy({ target, faults }));
 
 describe('whole exchanges with the sandbox', () => {
   it('contacts.update: 200 ⇒ succeeded with the contact, its id and the correlation id', async () => {

@@ -16,6 +16,23 @@ export async function sandbox(options: HubSpotSandboxOptions = {}): Promise<HubS
   return startHubSpotSandbox({ accessToken: TOKEN, ...options });
 }
 
+const opened: { close(): Promise<void> }[] = [];
+/** Closes what the test opened through closeAfter (an afterEach hook). */
+export async function closeOpened() {
+  while (opened.length) await opened.pop()!.close();
+}
+export function closeAfter<T extends { close(): Promise<void> }>(thing: T): T {
+  opened.push(thing);
+  return thing;
+}
+export const sb = async (options: HubSpotSandboxOptions = {}) => closeAfter(await sandbox(options));
+
+/** A fresh sandbox and an adapter pointed at it. */
+export async function rig(options: HubSpotSandboxOptions = {}, adapterOptions: Partial<HubSpotAdapterOptions> = {}) {
+  const s = await sb(options);
+  return { s, a: adapter(s.url, adapterOptions) };
+}
+
 export function adapter(baseUrl: string, options: Partial<HubSpotAdapterOptions> = {}): HubSpotAdapter {
   return createHubSpotAdapter({ accessToken: TOKEN, baseUrl, timeoutMs: 1500, ...options });
 }

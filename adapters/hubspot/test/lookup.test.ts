@@ -1,24 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HubSpotSandbox } from '../src/sandbox/index.js';
-import { adapter, execCtx, execute, lookup, order, sandbox, ticket } from './helpers.js';
+import { adapter, closeOpened, execCtx, execute, lookup, order, rig, sb, ticket } from './helpers.js';
 
 // doLookup against the sandbox: CRM search with an indexing delay for tickets.create and
 // objects.upsert, GET-and-compare for contacts.update. A miss is "absent" only when it can prove it.
 
-const open: HubSpotSandbox[] = [];
-afterEach(async () => {
-  while (open.length) await open.pop()!.close();
-});
-async function sb(options: Parameters<typeof sandbox>[0] = {}) {
-  const s = await sandbox(options);
-  open.push(s);
-  return s;
-}
-/** A fresh sandbox and an adapter pointed at it. */
-async function rig(options: Parameters<typeof sandbox>[0] = {}, adapterOptions: Parameters<typeof adapter>[1] = {}) {
-  const s = await sb(options);
-  return { s, a: adapter(s.url, adapterOptions) };
-}
+afterEach(closeOpened);
 
 describe('tickets.create lookup: CRM search on the id property', () => {
   it('finds the committed ticket once the index has it (found / succeeded, its id)', async () => {
