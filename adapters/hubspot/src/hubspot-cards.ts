@@ -13,7 +13,7 @@ const SOURCES = {
   contactConflict: 'https://github.com/stape-io/hubspot-tag/issues/7',
 } as const;
 
-export interface HubSpotCardOptions {
+interface HubSpotCardOptions {
   /** The unique-value property that carries the provider key (tickets.create, objects.upsert). */
   readonly idProperty: string;
   /** After how long a CRM search miss counts as "absent"; null = never (HubSpot gives no figure). */

@@ -33,13 +33,13 @@ export interface HubSpotResponse {
 }
 
 /** `ApiException` of any generated HubSpot package (each package has its own class: compare by shape). */
-export interface ApiExceptionLike {
+interface ApiExceptionLike {
   readonly code: number;
   readonly body: unknown;
   readonly headers: Readonly<Record<string, string>>;
 }
 
-export function isApiException(err: unknown): err is ApiExceptionLike {
+function isApiException(err: unknown): err is ApiExceptionLike {
   return (
     err instanceof Error &&
     typeof (err as { code?: unknown }).code === 'number' &&
@@ -109,7 +109,7 @@ const REJECTED: Partial<Record<number, 'validation' | 'authentication' | 'permis
 };
 
 /** Maps a non-2xx HubSpot answer. */
-export function outcomeFromResponse(res: HubSpotResponse): Outcome {
+function outcomeFromResponse(res: HubSpotResponse): Outcome {
   const category = field(res.body, 'category');
   const message = messageOf(res);
   const s = res.status;

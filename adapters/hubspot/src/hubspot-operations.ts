@@ -193,7 +193,7 @@ function wireRefs(wire: WireRecord): { status?: number; requestId?: string } {
   return { ...(wire.status !== undefined ? { status: wire.status } : {}), ...(requestId ? { requestId } : {}) };
 }
 
-export function providerKeyFor(operation: string, id: BusinessOperationId): ProviderKey | null {
+function providerKeyFor(operation: string, id: BusinessOperationId): ProviderKey | null {
   return operation === 'contacts.update' ? null : deriveProviderKey(id, KEY_RULE);
 }
 

@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { HubSpotSandbox } from '../src/sandbox/index.js';
-import { adapter, closeOpened, execCtx, execute, lookup, order, rig, sb, ticket } from './helpers.js';
+import { adapter, closeOpened, execute, lookup, order, rig, sb, ticket } from './helpers.js';
 
 // doLookup against the sandbox: CRM search with an indexing delay for tickets.create and
 // objects.upsert, GET-and-compare for contacts.update. A miss is "absent" only when it can prove it.
@@ -9,7 +8,7 @@ afterEach(closeOpened);
 
 describe('tickets.create lookup: CRM search on the id property', () => {
   it('finds the committed ticket once the index has it (found / succeeded, its id)', async () => {
-    const { s, a } = await rig();
+    const { a } = await rig();
     const params = ticket('lk-1');
     const created = await execute(a, 'tickets.create', params);
     const r = await lookup(a, 'tickets.create', params);
@@ -48,7 +47,7 @@ describe('tickets.create lookup: CRM search on the id property', () => {
       (ago: number) => ({ firstDispatchedAt: 60_000, lastDispatchedAt: ago }),
     ],
   ])('with searchSettleMs: %s', async (_name, ref, dispatched) => {
-    const { s, a } = await rig({}, { searchSettleMs: 2000 });
+    const { a } = await rig({}, { searchSettleMs: 2000 });
     const now = Date.now();
     const at = (ago: number) => {
       const times = dispatched(ago) as { firstDispatchedAt: number; lastDispatchedAt?: number };
@@ -67,7 +66,7 @@ describe('tickets.create lookup: CRM search on the id property', () => {
   });
 
   it('never dispatched ⇒ not-found (nothing was sent)', async () => {
-    const { s, a } = await rig();
+    const { a } = await rig();
     const params = ticket('lk-4');
     expect(await lookup(a, 'tickets.create', params, { firstDispatchedAt: null })).toMatchObject({
       kind: 'not-found',
@@ -76,7 +75,7 @@ describe('tickets.create lookup: CRM search on the id property', () => {
   });
 
   it('another operation’s ticket is not a match', async () => {
-    const { s, a } = await rig({}, { searchSettleMs: 0 });
+    const { a } = await rig({}, { searchSettleMs: 0 });
     const mine = ticket('lk-mine');
     const other = ticket('lk-other');
     await execute(a, 'tickets.create', other);
@@ -86,7 +85,7 @@ describe('tickets.create lookup: CRM search on the id property', () => {
   });
 
   it('search throttled (5 req/s per account) ⇒ cannot-tell with a 1 s wait and the SECONDLY policy', async () => {
-    const { s, a } = await rig({ searchPerSecond: 1 });
+    const { a } = await rig({ searchPerSecond: 1 });
     const params = ticket('lk-5');
     await lookup(a, 'tickets.create', params);
     expect(await lookup(a, 'tickets.create', params)).toMatchObject({
@@ -111,7 +110,7 @@ describe('tickets.create lookup: CRM search on the id property', () => {
 
 describe('objects.upsert lookup', () => {
   it('finds the record by the id property in its object type', async () => {
-    const { s, a } = await rig();
+    const { a } = await rig();
     const params = order('lk-A');
     const done = await execute(a, 'objects.upsert', params);
     expect(await lookup(a, 'objects.upsert', params)).toMatchObject({
@@ -155,7 +154,7 @@ describe('contacts.update lookup: GET the contact and compare the values', () =>
   });
 
   it('contact gone ⇒ found / rejected not-found (the PATCH would fail the same way)', async () => {
-    const { s, a } = await rig();
+    const { a } = await rig();
     const params = { contactId: '424242', properties: { firstname: 'Ada' } };
     expect(await lookup(a, 'contacts.update', params)).toMatchObject({
       kind: 'found',

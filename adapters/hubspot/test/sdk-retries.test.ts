@@ -2,7 +2,7 @@ import { Client } from '@hubspot/api-client';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { HubSpotSandbox } from '../src/sandbox/index.js';
-import { adapter, execCtx, execute, sandbox, seen, TOKEN, ticket } from './helpers.js';
+import { adapter, execute, sandbox, seen, TOKEN, ticket } from './helpers.js';
 
 // @hubspot/api-client 14.0.1 keeps its retry decorator in a process-wide singleton
 // (lib/src/services/ApiDecoratorService.js): every `new Client()` replaces it, and a client's API

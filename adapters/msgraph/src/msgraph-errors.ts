@@ -70,7 +70,7 @@ function messageOf(answer: GraphHttpAnswer): string {
   return trim(msg);
 }
 
-export interface ClassifyOptions {
+interface ClassifyOptions {
   /** True for operations where a 409 may mean "the first request already created it" (events with a transactionId). */
   readonly conflictMayMeanApplied?: boolean;
 }

@@ -23,18 +23,18 @@ export const DEFAULT_APPLICATION_NAME = 'retrysafe';
  */
 export const TRANSACTION_ID_RULE: ProviderKeyRule = { maxLength: 64, charset: 'A-Za-z0-9-', prefix: 'rs-' };
 
-export interface Recipient {
+interface Recipient {
   readonly emailAddress: { readonly address: string; readonly name?: string };
 }
-export interface ItemBody {
+interface ItemBody {
   readonly contentType: 'text' | 'html';
   readonly content: string;
 }
-export interface SingleValueExtendedProperty {
+interface SingleValueExtendedProperty {
   readonly id: string;
   readonly value: string;
 }
-export interface DateTimeTimeZone {
+interface DateTimeTimeZone {
   readonly dateTime: string;
   readonly timeZone: string;
 }
@@ -103,11 +103,11 @@ export type MsGraphOperationTypes = {
 };
 
 /** One request the adapter sends through the Graph client. */
-export interface GraphPost {
+interface GraphPost {
   readonly path: string;
   readonly body: Record<string, unknown>;
 }
-export interface GraphQuery {
+interface GraphQuery {
   readonly path: string;
   readonly filter: string;
   readonly select: readonly string[];
@@ -141,7 +141,7 @@ function mailboxPath(mailbox: string): string {
 }
 
 /** OData string literal: single quotes doubled. */
-export function odataString(value: string): string {
+function odataString(value: string): string {
   return `'${value.replace(/'/g, "''")}'`;
 }
 
@@ -270,7 +270,7 @@ function readItem(fields: readonly string[]) {
 const readBody = (read: ReturnType<typeof readItem>) => (_status: number, body: unknown) =>
   read(isObj(body) ? body : {});
 
-export const eventsCreate: GraphOperation = {
+const eventsCreate: GraphOperation = {
   name: 'events.create',
   description:
     "Create a calendar event in a mailbox's default calendar (POST /me/events or /users/{id}/events) with a transactionId derived from the business-operation id; reconciled by an extended-property lookup.",
@@ -321,7 +321,7 @@ export const eventsCreate: GraphOperation = {
 const tasksPath = (p: TodoTasksCreateParams) =>
   `${mailboxPath(p.mailbox)}/todo/lists/${encodeURIComponent(p.listId)}/tasks`;
 
-export const todoTasksCreate: GraphOperation = {
+const todoTasksCreate: GraphOperation = {
   name: 'todo.tasks.create',
   description:
     'Create a Microsoft To Do task in a list (POST /me/todo/lists/{listId}/tasks). No provider idempotency: the task carries a linkedResource whose externalId is the business-operation id, and an unknown outcome is reconciled by a lookup on it or handed off.',

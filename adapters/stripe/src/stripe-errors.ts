@@ -23,7 +23,7 @@ import { CONNECTION_CLOSED_CODE } from './stripe-http-client.js';
  */
 
 /** Header Stripe sets on a response replayed from the idempotency layer. */
-export const REPLAYED_HEADER = 'idempotent-replayed';
+const REPLAYED_HEADER = 'idempotent-replayed';
 
 type Headers = Record<string, string | string[] | undefined>;
 

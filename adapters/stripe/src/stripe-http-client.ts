@@ -8,7 +8,7 @@ const GUARD = Symbol.for('retrysafe.stripe.ClosedConnectionGuard');
 type HttpClientLike = InstanceType<typeof Stripe.HttpClient>;
 
 /** A closed connection after the request may have left: what the SDK gets instead of ECONNRESET/EPIPE. */
-export interface ConnectionClosedError extends Error {
+interface ConnectionClosedError extends Error {
   code: typeof CONNECTION_CLOSED_CODE;
   /** The original socket error code (ECONNRESET or EPIPE). */
   originalCode: string;

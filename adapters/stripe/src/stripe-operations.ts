@@ -9,14 +9,14 @@ export type StripeObject = { id?: string; metadata?: Record<string, string> | nu
 >;
 
 /** Options sent with every write: the key derived from the business operation, and no SDK retries. */
-export interface WriteOptions {
+interface WriteOptions {
   idempotencyKey: string;
   maxNetworkRetries: 0;
   timeout: number;
 }
 
 /** How `doLookup` finds an object past the key's retention. */
-export type PastRetentionLookup =
+type PastRetentionLookup =
   /** Search API by metadata: delayed (normally < 1 min, up to 1 h). */
   | { kind: 'search'; find: (client: Stripe, query: string) => Promise<StripeObject[]> }
   /** List API filtered by a parent, then matched on metadata: not delayed. */

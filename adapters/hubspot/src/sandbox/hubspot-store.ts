@@ -124,7 +124,7 @@ function update(
   return { status: 200, body: toJson(rec, null) };
 }
 
-function read(st: StoreState, store: TypeStore, id: string, idProp: string | null, select: string[] | null): Reply {
+function read(store: TypeStore, id: string, idProp: string | null, select: string[] | null): Reply {
   const located = locate(store, id, idProp);
   if (!located.ok) return located.reply;
   const found = located.value;
@@ -229,7 +229,7 @@ export function createCrmStore(
     types: () => [...new Set(st.stores.values())],
     create: (store, b) => create(st, store, b),
     update: (store, id, idProp, b) => update(st, store, id, idProp, b),
-    read: (store, id, idProp, select) => read(st, store, id, idProp, select),
+    read,
     upsert: (store, b) => upsert(st, store, b),
     search: (store, b) => search(st, store, b),
     seed(store, properties) {
