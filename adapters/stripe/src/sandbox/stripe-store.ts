@@ -64,67 +64,35 @@ function add(
 /** The objects the README and the drills refer to. */
 function addFixtures(st: StoreState): void {
   const created = Math.floor(st.now() / 1000);
-  add(
-    st,
-    'customer',
-    {
-      id: 'cus_fixture',
-      object: 'customer',
-      created,
-      email: null,
-      name: 'Fixture customer',
-      metadata: {},
-      livemode: false,
-    },
-    true,
-  );
-  add(
-    st,
-    'customer',
-    {
-      id: 'cus_123',
-      object: 'customer',
-      created,
-      email: null,
-      name: 'README customer',
-      metadata: {},
-      livemode: false,
-    },
-    true,
-  );
-  add(
-    st,
-    'payment_intent',
-    {
-      id: 'pi_fixture',
-      object: 'payment_intent',
-      created,
-      amount: 10_000,
-      amount_received: 10_000,
-      currency: 'eur',
-      customer: 'cus_fixture',
-      status: 'succeeded',
-      metadata: {},
-      livemode: false,
-    },
-    true,
-  );
+  const fixture = (kind: StripeRecordKind, id: string, fields: Record<string, unknown>) =>
+    add(st, kind, { id, object: kind, created, ...fields, metadata: {}, livemode: false }, true);
+  fixture('customer', 'cus_fixture', { email: null, name: 'Fixture customer' });
+  fixture('customer', 'cus_123', { email: null, name: 'README customer' });
+  fixture('payment_intent', 'pi_fixture', {
+    amount: 10_000,
+    amount_received: 10_000,
+    currency: 'eur',
+    customer: 'cus_fixture',
+    status: 'succeeded',
+  });
 }
 
 // ---- endpoint execution (stored for the key) ----
+/** A new object of `kind` with the id, type and creation time Stripe gives every object, stored. */
+function newObject(st: StoreState, kind: StripeRecordKind, fields: Record<string, unknown>): Record<string, unknown> {
+  const { prefix } = Object.values(RESOURCES).find((r) => r.kind === kind)!;
+  return add(st, kind, { id: newId(prefix), object: kind, created: Math.floor(st.now() / 1000), ...fields });
+}
+const ok = (body: Record<string, unknown>): Reply => ({ status: 200, body });
+
 function execute(st: StoreState, resource: string, p: Record<string, unknown>): Reply {
-  const created = Math.floor(st.now() / 1000);
   const metadata = (p.metadata as Record<string, string> | undefined) ?? {};
   const missingObject = (kind: string, id: unknown, param: string) =>
     err(404, 'invalid_request_error', `No such ${kind}: '${String(id)}'`, { code: 'resource_missing', param });
   switch (resource) {
     case 'customers':
-      return {
-        status: 200,
-        body: add(st, 'customer', {
-          id: newId('cus_'),
-          object: 'customer',
-          created,
+      return ok(
+        newObject(st, 'customer', {
           email: p.email ?? null,
           name: p.name ?? null,
           phone: p.phone ?? null,
@@ -132,7 +100,7 @@ function execute(st: StoreState, resource: string, p: Record<string, unknown>): 
           metadata,
           livemode: false,
         }),
-      };
+      );
     case 'payment_intents': {
       if (p.customer !== undefined && st.byId.get(String(p.customer))?.kind !== 'customer')
         return missingObject('customer', p.customer, 'customer');
@@ -155,10 +123,7 @@ function execute(st: StoreState, resource: string, p: Record<string, unknown>): 
         decline_code: 'generic_decline',
         message: 'Your card was declined.',
       };
-      const pi = add(st, 'payment_intent', {
-        id: newId('pi_'),
-        object: 'payment_intent',
-        created,
+      const pi = newObject(st, 'payment_intent', {
         amount: Number(p.amount),
         amount_received: status === 'succeeded' ? Number(p.amount) : 0,
         currency: p.currency,
@@ -182,12 +147,8 @@ function execute(st: StoreState, resource: string, p: Record<string, unknown>): 
     case 'invoices': {
       if (st.byId.get(String(p.customer))?.kind !== 'customer')
         return missingObject('customer', p.customer, 'customer');
-      return {
-        status: 200,
-        body: add(st, 'invoice', {
-          id: newId('in_'),
-          object: 'invoice',
-          created,
+      return ok(
+        newObject(st, 'invoice', {
           customer: p.customer,
           status: 'draft',
           description: p.description ?? null,
@@ -199,7 +160,7 @@ function execute(st: StoreState, resource: string, p: Record<string, unknown>): 
           metadata,
           livemode: false,
         }),
-      };
+      );
     }
     case 'refunds': {
       const pi = st.byId.get(String(p.payment_intent));
@@ -225,12 +186,8 @@ function execute(st: StoreState, resource: string, p: Record<string, unknown>): 
           { code: 'amount_too_large', param: 'amount' },
         );
       }
-      return {
-        status: 200,
-        body: add(st, 'refund', {
-          id: newId('re_'),
-          object: 'refund',
-          created,
+      return ok(
+        newObject(st, 'refund', {
           amount,
           currency: pi.object.currency,
           payment_intent: pi.id,
@@ -238,7 +195,7 @@ function execute(st: StoreState, resource: string, p: Record<string, unknown>): 
           status: 'succeeded',
           metadata,
         }),
-      };
+      );
     }
   }
   return err(404, 'invalid_request_error', 'Unrecognized request URL');
