@@ -3,24 +3,9 @@ import { errorCodes, NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contra
 import { NotSentError, type WireRecord } from './hubspot-http.js';
 
 /**
- * Maps every HubSpot response and every failure of one SDK call into exactly one Outcome
- * (docs/concepts.md, "Outcomes and the decision table"), keeping the HTTP status, HubSpot's category / policy name and its correlationId.
- *
- * | seen | outcome |
- * |---|---|
- * | 429 (any policy; HubSpot's rate limiters answer before the write) | not-applied, wait from Retry-After, else the policy: TEN_SECONDLY_ROLLING → X-HubSpot-RateLimit-Interval-Milliseconds (10 s), SECONDLY → 1 s, DAILY → interval header or 24 h |
- * | 400 | rejected / validation |
- * | 401 | rejected / authentication |
- * | 403 | rejected / permission |
- * | 404 | rejected / not-found |
- * | 409 or category CONFLICT (unique-value collision) | rejected / conflict, with the existing id; a create on the adapter's own id property adopts it instead (operations) |
- * | other 4xx | rejected / other |
- * | 5xx, other statuses | unknown / server-error (HubSpot does not document a 5xx as "not processed") |
- * | 2xx whose body cannot be read or parsed | unknown / truncated-response |
- * | connection refused, DNS failure, aborted before sending | not-applied (provably never arrived) |
- * | the SDK refused to build the request (nothing sent) | rejected / validation |
- * | timeout | unknown / timeout |
- * | reset, socket closed, anything else after fetch started | unknown / connection-reset or other |
+ * Maps every HubSpot response and every failure of one SDK call into exactly one Outcome, keeping status,
+ * category or policy name and correlationId (summary in the README). HubSpot does not document a 5xx as
+ * "not processed", so it is unknown; its rate limiters answer before the write, so a 429 is not-applied.
  */
 
 /** A HubSpot HTTP answer as the adapter sees it (from ApiException or from the wire record). */

@@ -6,7 +6,7 @@ import { createHubSpotAdapter } from '../src/index.js';
 import { defaultObjectTypes, type HubSpotSandbox } from '../src/sandbox/index.js';
 import { adapter, closeAfter, closeOpened, execCtx, execute, order, rig, sb, seen, TOKEN, ticket } from './helpers.js';
 
-// Every row of the error table in src/hubspot-errors.ts, through the real SDK (generated API classes)
+// Every case of the error mapping in src/hubspot-errors.ts, through the real SDK (generated API classes)
 // against the loopback sandbox, directly through doExecute — no runner in between.
 
 afterEach(closeOpened);

@@ -2,26 +2,9 @@ import type { LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
 import { classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract/provider';
 
 /**
- * Maps every Graph response and every transport failure into exactly one Outcome
- * (docs/concepts.md, "Outcomes and the decision table"), keeping the HTTP status, Graph's error code and the `request-id`.
- *
- * | seen                                   | outcome                                             |
- * |----------------------------------------|-----------------------------------------------------|
- * | 2xx                                    | succeeded                                           |
- * | 400, 405, 413, 415, 422                | rejected (validation)                               |
- * | 401                                    | rejected (authentication)                           |
- * | 403                                    | rejected (permission)                               |
- * | 404                                    | rejected (not-found)                                |
- * | 409                                    | rejected (conflict), or unknown where the operation says a 409 may mean "already created" |
- * | 429                                    | not-applied, Retry-After kept (Graph: throttled requests fail) |
- * | 507                                    | rejected (other: mailbox quota reached)              |
- * | other 4xx                              | rejected (other)                                     |
- * | 500, 502, 503, 504, other 5xx          | unknown (server-error), Retry-After kept: Graph has delivered mail after 503/504 |
- * | connection refused / DNS failure       | not-applied (the request never left)                |
- * | timeout (client or headers/body)       | unknown (timeout)                                   |
- * | reset / socket closed after connecting | unknown (connection-reset)                          |
- * | 2xx whose body cannot be read          | unknown (truncated-response)                        |
- * | anything else                          | unknown (other)                                     |
+ * Maps every Graph response and transport failure into exactly one Outcome, keeping status, Graph's error code
+ * and request-id (summary in the README). Graph has delivered mail after a 503/504, so a 5xx is unknown;
+ * throttled requests fail, so a 429 is not-applied.
  */
 
 /** The parts of a Graph HTTP response the classification needs. */

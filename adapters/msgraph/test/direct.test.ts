@@ -1,5 +1,5 @@
 // The real Graph SDK → the loopback sandbox, straight through doExecute/doLookup: one test per
-// row of the error-mapping table in src/msgraph-errors.ts, for each operation.
+// case of the error mapping in src/msgraph-errors.ts, for each operation.
 
 import { businessOperationId, UnknownOperationError } from '@retrysafe/contract';
 import { startFaultProxy } from '@retrysafe/testkit';

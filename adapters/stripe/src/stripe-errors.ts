@@ -3,23 +3,9 @@ import { NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider'
 import { CONNECTION_CLOSED_CODE } from './stripe-http-client.js';
 
 /**
- * Maps every stripe-node result and error into exactly one Outcome (docs/concepts.md, "Outcomes and the decision table"), keeping the HTTP
- * status, Stripe's error code and the Request-Id. Stripe-specific on purpose: these rules come from
- * Stripe's idempotency layer (docs/evidence/stripe.md) and hold for no other provider.
- *
- * | what happened | outcome |
- * |---|---|
- * | 2xx | succeeded, or replayed when `Idempotent-Replayed: true` |
- * | 400 `idempotency_error` (StripeIdempotencyError: same key, other params) | rejected / conflict |
- * | 409 `idempotency_key_in_use` (StripeAPIError 409) | in-progress |
- * | other 409 | unknown (re-sending with the same key is what tells) |
- * | 429, or 400 `rate_limit` (StripeRateLimitError): before the idempotency layer, not stored | not-applied (Retry-After kept) |
- * | connection refused / DNS failure (never sent) | not-applied |
- * | timeout, reset/EPIPE, truncated body, unparseable body | unknown |
- * | 5xx (stored and replayed by the key) | unknown / server-error |
- * | 400/404 invalid_request_error | rejected / validation, not-found |
- * | 401, 402, 403 | rejected / authentication, card-declined, permission |
- * | any rejection whose body carries the object the operation creates (402 `payment_intent`) | rejected, `created` = its id |
+ * Maps every stripe-node result and error into exactly one Outcome, keeping status, code and Request-Id (the
+ * rules are Stripe's idempotency layer, docs/evidence/stripe.md; summary in the README). A 5xx is stored and
+ * replayed by the key, so it is unknown; a 429 is answered before that layer, so it is not-applied.
  */
 
 /** Header Stripe sets on a response replayed from the idempotency layer. */
