@@ -193,10 +193,6 @@ function wireRefs(wire: WireRecord): { status?: number; requestId?: string } {
   return { ...(wire.status !== undefined ? { status: wire.status } : {}), ...(requestId ? { requestId } : {}) };
 }
 
-function providerKeyFor(operation: string, id: BusinessOperationId): ProviderKey | null {
-  return operation === 'contacts.update' ? null : deriveProviderKey(id, KEY_RULE);
-}
-
 // ---------------------------------------------------------------- contacts.update
 
 export async function executeContactsUpdate(
@@ -211,9 +207,7 @@ export async function executeContactsUpdate(
       { properties: asStrings(p.properties) },
       p.idProperty,
     );
-    const bad = unreadable(r, wire);
-    if (bad) return bad;
-    return recordOutcome('succeeded', r, wire);
+    return unreadable(r, wire) ?? recordOutcome('succeeded', r, wire);
   } catch (err) {
     return outcomeFromFailure(err, wire);
   }
@@ -259,15 +253,12 @@ export async function lookupContactsUpdate(
 
 // ---------------------------------------------------------------- objects.upsert
 
-function keyOf(
-  operation: string,
-  ctx: { providerKey: ProviderKey | null; businessOperationId: BusinessOperationId },
-): ProviderKey {
-  return ctx.providerKey ?? (providerKeyFor(operation, ctx.businessOperationId) as ProviderKey);
-}
+/** The key the frame derived; derived here only for a direct doExecute/doLookup call without one. */
+const keyOf = (ctx: { providerKey: ProviderKey | null; businessOperationId: BusinessOperationId }): ProviderKey =>
+  ctx.providerKey ?? deriveProviderKey(ctx.businessOperationId, KEY_RULE);
 
 export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, ctx: ExecuteContext): Promise<Outcome> {
-  const key = keyOf('objects.upsert', ctx);
+  const key = keyOf(ctx);
   const wire = newWire();
   try {
     const r = await objectsApi(rt.settings(ctx.signal), wire).batch.upsert(p.objectType, {
@@ -302,16 +293,14 @@ export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, 
 const TICKET_PROPERTIES = ['subject', 'hs_pipeline', 'hs_pipeline_stage'];
 
 export async function executeTicketsCreate(rt: Runtime, p: TicketsCreateParams, ctx: ExecuteContext): Promise<Outcome> {
-  const key = keyOf('tickets.create', ctx);
+  const key = keyOf(ctx);
   const wire = newWire();
   try {
     const r = await ticketsApi(rt.settings(ctx.signal), wire).basic.create({
       properties: { ...asStrings(p.properties), [rt.idProperty]: key },
       associations: [],
     });
-    const bad = unreadable(r, wire);
-    if (bad) return bad;
-    return recordOutcome('succeeded', r, wire);
+    return unreadable(r, wire) ?? recordOutcome('succeeded', r, wire);
   } catch (err) {
     const res = responseOf(err, wire);
     const duplicate = res && wire.bodyError === undefined ? uniqueConflictOf(res) : null;
@@ -377,7 +366,7 @@ export async function lookupBySearch(
   params: unknown,
   ctx: LookupContext,
 ): Promise<LookupResult> {
-  const key = keyOf(operation, ctx);
+  const key = keyOf(ctx);
   const wire = newWire();
   const objectType = operation === 'tickets.create' ? 'tickets' : (params as ObjectsUpsertParams).objectType;
   const shown =
