@@ -3,7 +3,7 @@ import { AdapterConfigurationError, UnknownOperationError } from '@retrysafe/con
 import { startFaultProxy } from '@retrysafe/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHubSpotAdapter } from '../src/index.js';
-import { defaultObjectTypes, type HubSpotSandbox } from '../src/sandbox/index.js';
+import { defaultObjectTypes, type HubSpotSandbox, type HubSpotSandboxOptions } from '../src/sandbox/index.js';
 import { adapter, closeAfter, closeOpened, execCtx, execute, order, rig, sb, seen, TOKEN, ticket } from './helpers.js';
 
 // Every case of the error mapping in src/hubspot-errors.ts, through the real SDK (generated API classes)
@@ -164,7 +164,7 @@ describe('409 unique-value conflict on tickets.create', () => {
 interface Case {
   readonly op?: 'contacts.update' | 'objects.upsert' | 'tickets.create';
   readonly params: unknown;
-  readonly sandbox?: Parameters<typeof sandbox>[0];
+  readonly sandbox?: HubSpotSandboxOptions;
   readonly setup?: (s: HubSpotSandbox) => void;
   readonly faults?: Parameters<typeof startFaultProxy>[0]['faults'];
   readonly options?: Parameters<typeof adapter>[1];

@@ -46,7 +46,7 @@ export function execCtx(
   params: unknown,
   extra: Partial<ExecuteContext> = {},
 ): ExecuteContext {
-  const spec = a.operations[op];
+  const spec = a.operations[op]!;
   const id = businessOperationId(spec.card.operation, pickIntent(params, spec.intentFields));
   return {
     businessOperationId: id,
