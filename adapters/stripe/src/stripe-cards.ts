@@ -1,13 +1,7 @@
 import { type Duration, defineCard, fact, type ProviderKeyRule, type RetrySafetyCard } from '@retrysafe/contract';
 
-/**
- * The retry safety cards of the Stripe operations. Every provider fact comes from
- * a public Stripe page or SDK file, or from docs/evidence/stripe.md; nothing here is generalised to
- * other providers. `src/stripe-cards.test.ts` pins the key facts.
- */
-
-/** Where the facts come from. */
-const STRIPE_SOURCES = {
+/** Where the facts come from: public Stripe pages and SDK files, or docs/evidence/stripe.md (Stripe's alone). */
+const S = {
   idempotency: 'https://docs.stripe.com/api/idempotent_requests',
   lowLevelErrors: 'https://docs.stripe.com/error-low-level#idempotency',
   errors: 'https://docs.stripe.com/api/errors',
@@ -28,19 +22,10 @@ export const STRIPE_SEARCH_DELAY_MS = 60 * 60 * 1000;
 /** The metadata entry that carries the business-operation id, so an object can be found later. */
 export const STRIPE_OPERATION_METADATA_KEY = 'retrysafe_operation_id';
 
-/**
- * The provider-key rule: at most 255 characters (Stripe's documented limit). Stripe documents no
- * character set; the adapter sends only the business-operation id alphabet (safe in an HTTP header).
- */
+/** Stripe's 255-character limit; it documents no charset, so only the id alphabet (header-safe) is sent. */
 export const STRIPE_KEY_RULE: ProviderKeyRule = { maxLength: 255, charset: 'A-Za-z0-9._:/-', prefix: 'rs-' };
 
-const S = STRIPE_SOURCES;
-
-/**
- * Why the caller's reference is compared after trimming only: Stripe stores metadata values as given
- * and compares nothing itself (${S.metadata}), so `INV-10²` and `INV-102`, or `Ref` and `ref`, are two
- * values to it; surrounding white space an agent adds is formatting, not another order.
- */
+/** The caller's reference is only trimmed: Stripe compares metadata values as given (`Ref` ≠ `ref`). */
 const REF_NORMALIZATION_SOURCE = `${S.metadata}: metadata values are stored as given, Stripe applies no equality of its own; surrounding white space is formatting, compatibility forms, case and inner white space are kept apart (docs/concepts.md, Normalisation)`;
 
 /** The facts every Stripe v1 create shares; operation-specific fields are filled in per card. */
@@ -195,7 +180,6 @@ function stripeCard(spec: {
   };
 }
 
-/** The Search page bounds the normal lag (< 1 min) but, as read here, not the outage lag; the 1 h figure is retrysafe's assumption (docs/evidence/stripe.md). */
 const SEARCH_OUTAGE_BOUND = [
   {
     field: 'lookup.consistencyDelay',
