@@ -13,10 +13,8 @@ import { checkBaseUrl, isLoopbackHost } from '@retrysafe/contract/provider';
 export type TokenProvider = string | (() => string | Promise<string>);
 
 /**
- * Per-request holder the adapter hands to the chain through `.middlewareOptions([...])`.
- * The SDK turns every network failure into a `GraphError` with statusCode −1 and drops the
- * underlying cause (ECONNREFUSED vs ECONNRESET vs a timeout), which is exactly what decides
- * not-applied vs unknown. The probe middleware keeps the raw error here.
+ * Per-request holder for the raw transport error: the SDK turns every network failure into a GraphError -1 and
+ * drops the cause (ECONNREFUSED vs ECONNRESET vs timeout), which is what decides not-applied vs unknown.
  */
 export class TransportProbe implements MiddlewareOptions {
   /** The raw error of this request, if it failed without an HTTP answer. */
@@ -84,11 +82,7 @@ export interface GraphClientOptions {
   readonly version?: string;
 }
 
-/**
- * The Graph client retrysafe uses: `Client.initWithMiddleware` with the chain
- * BearerAuthMiddleware → HTTPMessageHandler, and no RetryHandler (the runner is the one retrying
- * layer; the SDK's default chain retries 429/503/504 on POST, which resends mail).
- */
+/** The Graph client with no RetryHandler: the SDK's default chain retries 429/503/504 on POST, resending mail. */
 export function createGraphClient(options: GraphClientOptions): Client {
   const baseUrl = options.baseUrl ?? 'https://graph.microsoft.com/';
   checkBaseUrl('msgraph', baseUrl);
