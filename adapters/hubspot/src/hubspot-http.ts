@@ -63,10 +63,7 @@ function transport(wire: WireRecord, settings: CallSettings) {
       ...(body === undefined ? {} : { body: body as string }),
       signal,
     });
-    const headers: Record<string, string> = {};
-    res.headers.forEach((value, name) => {
-      headers[name.toLowerCase()] = value;
-    });
+    const headers: Record<string, string> = Object.fromEntries(res.headers); // fetch lower-cases the names
     wire.status = res.status;
     wire.headers = headers;
     let buf: Buffer;
