@@ -131,7 +131,6 @@ export interface GraphOperation extends OperationSpec {
   readFound(item: Record<string, unknown>): { result: unknown; providerRef?: string };
   /** True when a 409 may mean "already created by the first request" (unknown, not rejected). */
   readonly conflictMayMeanApplied: boolean;
-  deriveKey(id: BusinessOperationId): ProviderKey | null;
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -250,7 +249,6 @@ export const mailSend: GraphOperation = {
     };
     return { result, ...(result.messageId ? { providerRef: result.messageId } : {}) };
   },
-  deriveKey: () => null,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -312,7 +310,6 @@ const eventsCreate: GraphOperation = {
     };
   },
   readFound: readItem(EVENT_FIELDS),
-  deriveKey: (id) => deriveProviderKey(id, TRANSACTION_ID_RULE),
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -357,7 +354,6 @@ const todoTasksCreate: GraphOperation = {
     };
   },
   readFound: readItem(TASK_FIELDS),
-  deriveKey: () => null,
 };
 
 export const msGraphOperations: Readonly<Record<string, GraphOperation>> = {
