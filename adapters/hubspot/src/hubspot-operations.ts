@@ -388,28 +388,25 @@ export async function lookupBySearch(
     return cannotTellFromFailure(err, wire, `CRM search in ${objectType}`);
   }
   const hit = results.find((r) => r.properties[rt.idProperty] === key);
-  if (hit)
+  if (hit) return { kind: 'found', outcome: recordOutcome('succeeded', hit, wire) };
+  const refs = wireRefs(wire);
+  if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched', ...refs };
+  const miss = `no ${objectType} record with ${rt.idProperty}=${key}`;
+  const settle = rt.searchSettleMs;
+  if (settle === null)
     return {
-      kind: 'found',
-      outcome: recordOutcome('succeeded', hit, wire),
+      kind: 'cannot-tell',
+      reason: `${miss} in CRM search yet; HubSpot gives no bound on the indexing delay, so a miss never proves absence`,
+      ...refs,
     };
-  if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched', ...wireRefs(wire) };
   // Measured from the LAST dispatch: a later re-send is the request whose record may not be indexed yet.
   const age = ctx.now - (ctx.lastDispatchedAt ?? ctx.firstDispatchedAt);
-  if (rt.searchSettleMs !== null && age >= rt.searchSettleMs) {
+  if (age >= settle)
     return {
       kind: 'not-found',
-      reason: `no ${objectType} record with ${rt.idProperty}=${key} ${age} ms after the last dispatch (search settle time ${rt.searchSettleMs} ms)`,
-      ...wireRefs(wire),
+      reason: `${miss} ${age} ms after the last dispatch (search settle time ${settle} ms)`,
+      ...refs,
     };
-  }
-  return {
-    kind: 'cannot-tell',
-    reason:
-      rt.searchSettleMs === null
-        ? `no ${objectType} record with ${rt.idProperty}=${key} in CRM search yet; HubSpot gives no bound on the indexing delay, so a miss never proves absence`
-        : `no ${objectType} record with ${rt.idProperty}=${key} yet, ${age} ms after the last dispatch: inside the search settle time (${rt.searchSettleMs} ms)`,
-    ...(rt.searchSettleMs !== null ? { retryAfterMs: Math.max(1, rt.searchSettleMs - age) } : {}),
-    ...wireRefs(wire),
-  };
+  const reason = `${miss} yet, ${age} ms after the last dispatch: inside the search settle time (${settle} ms)`;
+  return { kind: 'cannot-tell', reason, retryAfterMs: Math.max(1, settle - age), ...refs };
 }
