@@ -9,7 +9,7 @@ import {
 } from '@retrysafe/contract';
 
 /** Where the facts come from. */
-export const SOURCES = {
+const S = {
   providers: 'docs/evidence/msgraph.md',
   sendMail: 'https://learn.microsoft.com/en-us/graph/api/user-sendmail',
   extendedPropertyFilter: 'https://learn.microsoft.com/en-us/graph/api/singlevaluelegacyextendedproperty-get',
@@ -69,10 +69,7 @@ function msGraphCard({ refusals, handoff, ...spec }: Spec): RetrySafetyCard {
     ids: {
       run: 'receipts only',
       attempt: 'receipts only',
-      request: fact(
-        'request-id response header (else error.innerError["request-id"] in the error body)',
-        SOURCES.errors,
-      ),
+      request: fact('request-id response header (else error.innerError["request-id"] in the error body)', S.errors),
     },
     providerKey: spec.providerKey,
     keyReuse: spec.keyReuse,
@@ -86,11 +83,11 @@ function msGraphCard({ refusals, handoff, ...spec }: Spec): RetrySafetyCard {
         '429 throttled (Graph: "the requests fail"; Retry-After honoured)',
         'connection refused / DNS failure (never sent)',
       ],
-      `${SOURCES.throttling}; ${SOURCES.providers}`,
+      `${S.throttling}; ${S.providers}`,
     ),
     nonRetryableErrors: fact(
       ['400/405/413/415/422 validation', '401 authentication', '403 permission', ...refusals],
-      `${SOURCES.errors}; ${SOURCES.providers}`,
+      `${S.errors}; ${S.providers}`,
     ),
     backoff: { strategy: 'exponential-full-jitter', base: '1s', cap: '30s', retryAfterCap: '2m' },
     limits: spec.limits,
@@ -115,8 +112,8 @@ function msGraphCard({ refusals, handoff, ...spec }: Spec): RetrySafetyCard {
 export const mailSendCard = msGraphCard({
   operation: 'msgraph.mail.send',
   sideEffect: {
-    kind: fact('send', SOURCES.sendMail),
-    idempotentByNature: fact(false, `${SOURCES.providers}: "no idempotency key … Retrying is NOT safe"`),
+    kind: fact('send', S.sendMail),
+    idempotentByNature: fact(false, `${S.providers}: "no idempotency key … Retrying is NOT safe"`),
   },
   businessOperationId: {
     rule: 'derived from intent fields mailbox and message (the whole message: recipients, subject, body, …), or given by the caller',
@@ -124,30 +121,30 @@ export const mailSendCard = msGraphCard({
     // Exact: the message is what is delivered; another spelling is another mail.
   },
   providerKey: noKey(
-    `${SOURCES.providers}: sendMail has no idempotency key`,
-    SOURCES.providers,
+    `${S.providers}: sendMail has no idempotency key`,
+    S.providers,
     'none: Graph folds no re-sends of sendMail; the business-operation id travels only as a lookup tag (a single-value extended property on the message)',
-    SOURCES.providers,
+    S.providers,
   ),
-  keyReuse: fact('no key exists: every sendMail that reaches Graph is one more mail', SOURCES.providers),
-  parameterMatching: fact('none', SOURCES.providers),
+  keyReuse: fact('no key exists: every sendMail that reaches Graph is one more mail', S.providers),
+  parameterMatching: fact('none', S.providers),
   storedResult: {
-    semantics: fact('none', `${SOURCES.providers}: 202, no body, no idempotency key`),
-    includesErrors: fact(false, SOURCES.providers),
+    semantics: fact('none', `${S.providers}: 202, no body, no idempotency key`),
+    includesErrors: fact(false, S.providers),
   },
   lookup: {
     method: fact(
       'search',
-      `${SOURCES.providers}: Sent Items $filter on singleValueExtendedProperties; ${SOURCES.extendedPropertyFilter}`,
+      `${S.providers}: Sent Items $filter on singleValueExtendedProperties; ${S.extendedPropertyFilter}`,
     ),
-    consistencyDelay: fact<Duration | null>('unknown', `${SOURCES.providers}: "Delay before it appears: unknown"`),
+    consistencyDelay: fact<Duration | null>('unknown', `${S.providers}: "Delay before it appears: unknown"`),
     lateApplyBound: fact<Duration>(
       'unknown',
-      `${SOURCES.sendMail}: sendMail answers 202 Accepted and the message is processed asynchronously; no deadline for saving it to Sent Items is documented`,
+      `${S.sendMail}: sendMail answers 202 Accepted and the message is processed asynchronously; no deadline for saving it to Sent Items is documented`,
     ),
   },
-  retention: { minimum: fact(null, `${SOURCES.providers}: nothing is stored for a re-send`) },
-  concurrency: fact('duplicates', `${SOURCES.providers}: no idempotency key`),
+  retention: { minimum: fact(null, `${S.providers}: nothing is stored for a re-send`) },
+  concurrency: fact('duplicates', `${S.providers}: no idempotency key`),
   refusals: [
     '404 mailbox not found',
     '409 conflict',
@@ -160,16 +157,16 @@ export const mailSendCard = msGraphCard({
   handoff:
     'rejected; or an unknown outcome (timeout, reset, 5xx, lost 202) whose mail is not found in Sent Items within the lookup window — the runner never resends blindly; or not-applied beyond max attempts / max elapsed',
   unverified: [
-    lateApplyNote('send and save the message', SOURCES.sendMail),
+    lateApplyNote('send and save the message', S.sendMail),
     note(
       'lookup.consistencyDelay',
       'how long after a 202 the mail appears in Sent Items (202 = accepted, not delivered; it reaches Sent Items after transport)',
-      SOURCES.providers,
+      S.providers,
     ),
     note(
       'lookup.method',
       'the Sent Items $filter on the extended property is exercised against the loopback sandbox only, not a live tenant',
-      SOURCES.extendedPropertyFilter,
+      S.extendedPropertyFilter,
     ),
   ],
 });
@@ -177,41 +174,41 @@ export const mailSendCard = msGraphCard({
 export const eventsCreateCard = msGraphCard({
   operation: 'msgraph.events.create',
   sideEffect: {
-    kind: fact('create', SOURCES.createEvent),
-    idempotentByNature: fact(false, SOURCES.createEvent),
+    kind: fact('create', S.createEvent),
+    idempotentByNature: fact(false, S.createEvent),
   },
   businessOperationId: {
     rule: 'derived from intent fields mailbox, event.subject, event.start, event.end (one meeting slot with one subject in one calendar), or given by the caller',
     intentFields: ['mailbox', 'event.subject', 'event.start', 'event.end'],
   },
   providerKey: {
-    travels: fact('body', `${SOURCES.event}; ${SOURCES.providers}`),
-    name: fact('transactionId', SOURCES.event),
+    travels: fact('body', `${S.event}; ${S.providers}`),
+    name: fact('transactionId', S.event),
     maxLength: fact<number | null>(
       'unknown',
-      `${SOURCES.event}: no limit documented (the adapter sends at most 64 chars: rs- + the id when it fits A-Za-z0-9-, else rs- + a hex digest of it)`,
+      `${S.event}: no limit documented (the adapter sends at most 64 chars: rs- + the id when it fits A-Za-z0-9-, else rs- + a hex digest of it)`,
     ),
-    charset: fact<string | null>('unknown', `${SOURCES.event}: not documented (the adapter sends only A-Za-z0-9-)`),
-    scope: fact('unknown', `${SOURCES.providers}`),
+    charset: fact<string | null>('unknown', `${S.event}: not documented (the adapter sends only A-Za-z0-9-)`),
+    scope: fact('unknown', `${S.providers}`),
   },
   keyReuse: fact(
     'documented intent only: transactionId is a client id "to avoid redundant POST operations in case of client retries"; what a duplicate returns and how long it is remembered are unknown, so the runner never resends relying on it',
-    SOURCES.providers,
+    S.providers,
   ),
-  parameterMatching: fact<ParameterMatching>('unknown', SOURCES.providers),
+  parameterMatching: fact<ParameterMatching>('unknown', S.providers),
   storedResult: {
-    semantics: fact<StoredResultSemantics>('unknown', `${SOURCES.providers}: "what a duplicate returns … unknown"`),
-    includesErrors: fact<boolean>('unknown', SOURCES.providers),
+    semantics: fact<StoredResultSemantics>('unknown', `${S.providers}: "what a duplicate returns … unknown"`),
+    includesErrors: fact<boolean>('unknown', S.providers),
   },
   lookup: {
-    method: fact('search', `${SOURCES.extendedPropertyFilter} (events: $filter on singleValueExtendedProperties)`),
-    consistencyDelay: fact<Duration | null>('unknown', `${SOURCES.createEvent}: not documented`),
-    lateApplyBound: fact<Duration>('unknown', `${SOURCES.createEvent} documents no server-side request deadline`),
+    method: fact('search', `${S.extendedPropertyFilter} (events: $filter on singleValueExtendedProperties)`),
+    consistencyDelay: fact<Duration | null>('unknown', `${S.createEvent}: not documented`),
+    lateApplyBound: fact<Duration>('unknown', `${S.createEvent} documents no server-side request deadline`),
   },
   retention: {
-    minimum: fact<Duration | null>('unknown', `${SOURCES.providers}: "how long it is remembered: unknown"`),
+    minimum: fact<Duration | null>('unknown', `${S.providers}: "how long it is remembered: unknown"`),
   },
-  concurrency: fact<ConcurrencyBehaviour>('unknown', SOURCES.providers),
+  concurrency: fact<ConcurrencyBehaviour>('unknown', S.providers),
   refusals: [
     '404 mailbox or calendar not found',
     '409: may mean the first request already created it ⇒ unknown ⇒ lookup',
@@ -223,40 +220,32 @@ export const eventsCreateCard = msGraphCard({
   handoff:
     'rejected; or an unknown outcome whose event is not found within the lookup window (a resend with the same transactionId is not relied on: its effect is unknown); or not-applied beyond max attempts / max elapsed',
   unverified: [
-    lateApplyNote('create the event', SOURCES.createEvent),
-    { field: 'providerKey.maxLength', condition: 'maximum transactionId length', source: SOURCES.event },
-    { field: 'providerKey.charset', condition: 'characters allowed in transactionId', source: SOURCES.event },
-    note(
-      'providerKey.scope',
-      'whether transactionId is unique per mailbox, per calendar or per app',
-      SOURCES.providers,
-    ),
-    note(
-      'parameterMatching',
-      'what a second POST with the same transactionId and other fields does',
-      SOURCES.providers,
-    ),
-    note('storedResult.semantics', 'what a duplicate POST with the same transactionId returns', SOURCES.providers),
+    lateApplyNote('create the event', S.createEvent),
+    note('providerKey.maxLength', 'maximum transactionId length', S.event),
+    note('providerKey.charset', 'characters allowed in transactionId', S.event),
+    note('providerKey.scope', 'whether transactionId is unique per mailbox, per calendar or per app', S.providers),
+    note('parameterMatching', 'what a second POST with the same transactionId and other fields does', S.providers),
+    note('storedResult.semantics', 'what a duplicate POST with the same transactionId returns', S.providers),
     note(
       'storedResult.includesErrors',
       'whether an error for the first POST is remembered for the transactionId',
-      SOURCES.providers,
+      S.providers,
     ),
     note(
       'lookup.consistencyDelay',
       'how soon a created event is visible to an $filter query on /events',
-      SOURCES.createEvent,
+      S.createEvent,
     ),
-    { field: 'retention.minimum', condition: 'how long Graph remembers a transactionId', source: SOURCES.providers },
-    note('concurrency', 'what two concurrent POSTs with one transactionId do', SOURCES.providers),
+    note('retention.minimum', 'how long Graph remembers a transactionId', S.providers),
+    note('concurrency', 'what two concurrent POSTs with one transactionId do', S.providers),
   ],
 });
 
 export const todoTasksCreateCard = msGraphCard({
   operation: 'msgraph.todo.tasks.create',
   sideEffect: {
-    kind: fact('create', SOURCES.createTask),
-    idempotentByNature: fact(false, SOURCES.createTask),
+    kind: fact('create', S.createTask),
+    idempotentByNature: fact(false, S.createTask),
   },
   businessOperationId: {
     rule: 'derived from intent fields mailbox, listId, task.title (one task of one title in one list), or given by the caller',
@@ -265,32 +254,32 @@ export const todoTasksCreateCard = msGraphCard({
       {
         field: 'task.title',
         steps: ['trim'],
-        source: `${SOURCES.createTask}: Graph keeps the title as given and does not deduplicate tasks, so the title's equality is retrysafe's: surrounding white space an agent adds is not another task; compatibility forms, case and inner white space are kept apart, as Graph keeps them (docs/concepts.md, Normalisation)`,
+        source: `${S.createTask}: Graph keeps the title as given and does not deduplicate tasks, so the title's equality is retrysafe's: surrounding white space an agent adds is not another task; compatibility forms, case and inner white space are kept apart, as Graph keeps them (docs/concepts.md, Normalisation)`,
       },
     ],
   },
   providerKey: noKey(
-    `${SOURCES.createTask}: no client id or idempotency key in the request`,
-    SOURCES.createTask,
+    `${S.createTask}: no client id or idempotency key in the request`,
+    S.createTask,
     'none: the business-operation id travels only as a lookup tag (linkedResources[].externalId, applicationName retrysafe)',
-    SOURCES.linkedResource,
+    S.linkedResource,
   ),
-  keyReuse: fact('no key exists: every POST that reaches Graph is one more task', SOURCES.createTask),
-  parameterMatching: fact('none', SOURCES.createTask),
+  keyReuse: fact('no key exists: every POST that reaches Graph is one more task', S.createTask),
+  parameterMatching: fact('none', S.createTask),
   storedResult: {
-    semantics: fact('none', SOURCES.createTask),
-    includesErrors: fact(false, SOURCES.createTask),
+    semantics: fact('none', S.createTask),
+    includesErrors: fact(false, S.createTask),
   },
   lookup: {
     method: fact(
       'search',
-      `${SOURCES.listTasks} with $filter=linkedResources/any(r: r/externalId eq '<business-operation id>')`,
+      `${S.listTasks} with $filter=linkedResources/any(r: r/externalId eq '<business-operation id>')`,
     ),
-    consistencyDelay: fact<Duration | null>('unknown', `${SOURCES.listTasks}: not documented`),
-    lateApplyBound: fact<Duration>('unknown', `${SOURCES.createTask} documents no server-side request deadline`),
+    consistencyDelay: fact<Duration | null>('unknown', `${S.listTasks}: not documented`),
+    lateApplyBound: fact<Duration>('unknown', `${S.createTask} documents no server-side request deadline`),
   },
-  retention: { minimum: fact(null, SOURCES.createTask) },
-  concurrency: fact('duplicates', SOURCES.createTask),
+  retention: { minimum: fact(null, S.createTask) },
+  concurrency: fact('duplicates', S.createTask),
   refusals: [
     '404 mailbox or list not found',
     '409 conflict',
@@ -302,12 +291,12 @@ export const todoTasksCreateCard = msGraphCard({
   handoff:
     'rejected; or an unknown outcome whose task is not found within the lookup window; or not-applied beyond max attempts / max elapsed',
   unverified: [
-    lateApplyNote('create the task', SOURCES.createTask),
-    note('lookup.consistencyDelay', 'how soon a created task is visible to a list query', SOURCES.listTasks),
+    lateApplyNote('create the task', S.createTask),
+    note('lookup.consistencyDelay', 'how soon a created task is visible to a list query', S.listTasks),
     note(
       'lookup.method',
       'Graph documents linkedResources on a task, not a $filter on linkedResources/externalId; a live tenant may refuse the filter (400), which the adapter reads as "cannot tell" ⇒ handoff, never a resend',
-      SOURCES.linkedResource,
+      S.linkedResource,
     ),
   ],
 });
