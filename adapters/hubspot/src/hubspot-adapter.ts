@@ -17,11 +17,9 @@ import {
   KEY_RULE,
   lookupBySearch,
   lookupContactsUpdate,
-  type ObjectsUpsertParams,
   PARAMS_SCHEMAS,
   type Runtime,
   reservedPropertyProblem,
-  type TicketsCreateParams,
 } from './hubspot-operations.js';
 
 export interface HubSpotAdapterOptions {
@@ -75,8 +73,21 @@ const SENSITIVE: Record<HubSpotOperationName, readonly string[]> = {
   'tickets.create': ['properties.content'],
 };
 
+const EXECUTE = {
+  'contacts.update': executeContactsUpdate,
+  'objects.upsert': executeObjectsUpsert,
+  'tickets.create': executeTicketsCreate,
+} as const;
+
 function configError(message: string): never {
   throw new AdapterConfigurationError(PROVIDER, message);
+}
+
+/** A duration option that may be left unset (null: the adapter claims nothing). */
+function optionalMs(name: string, value: number | null | undefined): number | null {
+  if (value !== undefined && value !== null && (!Number.isFinite(value) || value < 0))
+    configError(`${name} must be null or a non-negative number, got ${value}`);
+  return value ?? null;
 }
 
 function checkOptions(options: HubSpotAdapterOptions) {
@@ -94,12 +105,8 @@ function checkOptions(options: HubSpotAdapterOptions) {
     configError(
       `idProperty must be a HubSpot internal property name (lower-case letters, digits, underscores), got ${JSON.stringify(idProperty)}`,
     );
-  const searchSettleMs = options.searchSettleMs ?? null;
-  if (searchSettleMs !== null && (!Number.isFinite(searchSettleMs) || searchSettleMs < 0))
-    configError(`searchSettleMs must be null or a non-negative number, got ${searchSettleMs}`);
-  const lateApplyMs = options.lateApplyMs ?? null;
-  if (lateApplyMs !== null && (!Number.isFinite(lateApplyMs) || lateApplyMs < 0))
-    configError(`lateApplyMs must be null or a non-negative number, got ${lateApplyMs}`);
+  const searchSettleMs = optionalMs('searchSettleMs', options.searchSettleMs);
+  const lateApplyMs = optionalMs('lateApplyMs', options.lateApplyMs);
   return { accessToken: options.accessToken, baseUrl, timeoutMs, idProperty, searchSettleMs, lateApplyMs };
 }
 
@@ -149,16 +156,7 @@ export function createHubSpotAdapter(options: HubSpotAdapterOptions): HubSpotAda
       'tickets.create': spec('tickets.create'),
     },
 
-    async execute(op, params, ctx) {
-      switch (op.name as HubSpotOperationName) {
-        case 'contacts.update':
-          return executeContactsUpdate(runtime, params as ContactsUpdateParams, ctx);
-        case 'objects.upsert':
-          return executeObjectsUpsert(runtime, params as ObjectsUpsertParams, ctx);
-        case 'tickets.create':
-          return executeTicketsCreate(runtime, params as TicketsCreateParams, ctx);
-      }
-    },
+    execute: (op, params, ctx) => EXECUTE[op.name as HubSpotOperationName](runtime, params as never, ctx),
 
     async lookup(op, ctx) {
       const name = op.name as HubSpotOperationName;

@@ -52,7 +52,7 @@ describe('hubspot cards match shared/providers.md', () => {
 
     it(`${name}: ${QUOTES.errors}`, () => {
       expect(card.retryableErrors.value[0]).toBe('429');
-      expect(card.retryableErrors.value.join(' ')).toMatch(/5xx/);
+      expect(String(card.retryableErrors.value)).toMatch(/5xx/);
       expect(card.nonRetryableErrors.value).toEqual(expect.arrayContaining(['400', '401', '403']));
       expect(card.ids.request.value).toMatch(/correlationId/);
     });

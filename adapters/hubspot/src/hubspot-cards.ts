@@ -2,22 +2,21 @@ import { type Duration, defineCard, fact, type RetrySafetyCard } from '@retrysaf
 import { formatDuration } from '@retrysafe/contract/rules';
 
 /** Where each provider fact comes from. */
-export const SOURCES = {
+const S = {
   providers: 'docs/evidence/hubspot.md',
   contacts: 'https://developers.hubspot.com/docs/api/crm/contacts',
   tickets: 'https://developers.hubspot.com/docs/api/crm/tickets',
-  objects: 'https://developers.hubspot.com/docs/api/crm/understanding-the-crm',
   properties: 'https://developers.hubspot.com/docs/api/crm/properties',
   search: 'https://developers.hubspot.com/docs/api/crm/search',
   errors: 'https://developers.hubspot.com/docs/api/error-handling',
   limits: 'https://developers.hubspot.com/docs/api/usage-details',
   contactConflict: 'https://github.com/stape-io/hubspot-tag/issues/7',
-  sdkRetry: 'https://unpkg.com/@hubspot/api-client@14.0.1/lib/src/services/decorators/RetryDecorator.js',
-  sdkDecorators:
-    'https://unpkg.com/@hubspot/api-client@14.0.1/lib/src/services/ApiDecoratorService.js, https://unpkg.com/@hubspot/api-client@14.0.1/lib/src/client.js',
 } as const;
 
-export interface HubSpotCardOptions {
+/** A condition the card could not verify, with its source. */
+const note = (field: string, condition: string, source: string) => ({ field, condition, source });
+
+interface HubSpotCardOptions {
   /** The unique-value property that carries the provider key (tickets.create, objects.upsert). */
   readonly idProperty: string;
   /** After how long a CRM search miss counts as "absent"; null = never (HubSpot gives no figure). */
@@ -29,53 +28,33 @@ export interface HubSpotCardOptions {
 /** HubSpot documents request limits and errors, not how long a request may still be applied after the client gave up. */
 const LATE_APPLY = fact<Duration>(
   'unknown',
-  `${SOURCES.errors} and ${SOURCES.limits} document errors and rate limits, not a server-side request deadline`,
+  `${S.errors} and ${S.limits} document errors and rate limits, not a server-side request deadline`,
 );
-const LATE_APPLY_NOTE = {
-  field: 'lookup.lateApplyBound',
-  condition:
-    'how long after a client timeout HubSpot may still apply the request; until known, a lookup miss never proves absence',
-  source: SOURCES.errors,
-} as const;
+const LATE_APPLY_NOTE = note(
+  'lookup.lateApplyBound',
+  'how long after a client timeout HubSpot may still apply the request; until known, a lookup miss never proves absence',
+  S.errors,
+);
 const lateApply = (o: HubSpotCardOptions) =>
   o.lateApplyMs === undefined || o.lateApplyMs === null
     ? LATE_APPLY
     : fact<Duration>(
         formatDuration(o.lateApplyMs),
-        `adapter option lateApplyMs, set by the caller; ${SOURCES.errors} gives no figure`,
+        `adapter option lateApplyMs, set by the caller; ${S.errors} gives no figure`,
       );
 const lateApplyNote = (o: HubSpotCardOptions) =>
   o.lateApplyMs === undefined || o.lateApplyMs === null ? [LATE_APPLY_NOTE] : [];
 
-const POLICY = {
-  backoff: { strategy: 'exponential-full-jitter', base: '200ms', cap: '10s', retryAfterCap: '60s' },
-  handoff: {
-    condition:
-      'rejected; or the attempt/elapsed budget is spent; or an unknown outcome the lookup cannot settle within the lookup window',
-    destination: "the runner's handoff sink (JSONL file or callback)",
-  },
-  receipts:
-    "runner ledger receipts (JSONL export): HTTP status, HubSpot category or policyName, correlationId, record id and HubSpot's message (clipped to 300 characters; a validation message may quote a value, so list PII patterns in the runner's redact option); never the token or the request body",
-  duplicateTest:
-    'loopback HubSpot sandbox (@retrysafe/hubspot/sandbox: unique-value properties, batch upsert new: true|false, search with an indexing delay, 429 with X-HubSpot-RateLimit-* headers, record counts) behind the @retrysafe/testkit fault proxy; request counts at the sandbox',
-  retryLayer: {
-    layer: 'runner',
-    sdkRetries: 'disabled',
-    how: "the adapter never constructs @hubspot/api-client's Client, whose retry decorator (numberOfApiCallRetries) lives in a process-wide singleton that the last new Client() sets; it builds the SDK's generated API classes (lib/codegen/crm/*) per call with its own configuration and fetch transport, which no decorator wraps. Tests: one request per attempt at the sandbox on 5xx and 429, also with a second Client({ numberOfApiCallRetries: 6 }) in the process",
-  },
-} as const;
-
-const REQUEST_ID_NOTE = {
-  field: 'ids.request',
-  condition:
-    'error bodies carry correlationId (documented); the X-HubSpot-Correlation-Id header the adapter reads on successful answers is not documented (docs/evidence/hubspot.md)',
-  source: SOURCES.errors,
-};
+const REQUEST_ID_NOTE = note(
+  'ids.request',
+  'error bodies carry correlationId (documented); the X-HubSpot-Correlation-Id header the adapter reads on successful answers is not documented (docs/evidence/hubspot.md)',
+  S.errors,
+);
 
 const IDS = {
   run: 'receipts only (never sent to HubSpot)',
   attempt: 'receipts only (never sent to HubSpot)',
-  request: fact('correlationId of the error body, else the X-HubSpot-Correlation-Id response header', SOURCES.errors),
+  request: fact('correlationId of the error body, else the X-HubSpot-Correlation-Id response header', S.errors),
 };
 
 const RATE_LIMITED =
@@ -83,233 +62,248 @@ const RATE_LIMITED =
 
 function lookupDelay(o: HubSpotCardOptions) {
   return o.searchSettleMs === null
-    ? fact<null>('unknown', `${SOURCES.search}: CRM search has an indexing delay ("a few moments"), no figure given`)
+    ? fact<null>('unknown', `${S.search}: CRM search has an indexing delay ("a few moments"), no figure given`)
     : fact(
         formatDuration(o.searchSettleMs),
-        `adapter option searchSettleMs, set by the caller; ${SOURCES.search} gives no figure`,
+        `adapter option searchSettleMs, set by the caller; ${S.search} gives no figure`,
       );
-}
-
-function keyShape(o: HubSpotCardOptions, where: string) {
-  return {
-    travels: fact(
-      'body' as const,
-      `${SOURCES.providers}: no idempotency key; the business-operation id travels as the value of a unique-value property`,
-    ),
-    name: fact(
-      where,
-      `adapter option idProperty (default retrysafe_operation_id): a property the account defines with hasUniqueValue: true (${SOURCES.properties})`,
-    ),
-    maxLength: fact<number>('unknown', `${SOURCES.providers} gives no limit for a unique-value property's value`),
-    charset: fact<string>('unknown', `${SOURCES.providers} gives no charset for a unique-value property's value`),
-    scope: fact(
-      'one object type in one HubSpot account: a unique-value property is unique among that object type’s records',
-      SOURCES.properties,
-    ),
-  };
 }
 
 function keyUnverified(o: HubSpotCardOptions) {
   const items: { field: string; condition: string; source: string }[] = [
-    {
-      field: 'providerKey.maxLength',
-      condition: `the longest value HubSpot accepts in a unique-value property; the adapter keeps keys within 100 characters of A-Z a-z 0-9 . _ : / - (longer ids become a 64-hex digest)`,
-      source: SOURCES.providers,
-    },
-    {
-      field: 'providerKey.charset',
-      condition: 'characters HubSpot accepts in a unique-value property; the adapter sends only A-Z a-z 0-9 . _ : / -',
-      source: SOURCES.providers,
-    },
-    {
-      field: 'retention.minimum',
-      condition: `the value is reserved while the record holding ${o.idProperty} exists; no minimum is documented, and whether an archived (deleted) record still reserves it is not documented`,
-      source: SOURCES.properties,
-    },
+    note(
+      'providerKey.maxLength',
+      `the longest value HubSpot accepts in a unique-value property; the adapter keeps keys within 100 characters of A-Z a-z 0-9 . _ : / - (longer ids become a 64-hex digest)`,
+      S.providers,
+    ),
+    note(
+      'providerKey.charset',
+      'characters HubSpot accepts in a unique-value property; the adapter sends only A-Z a-z 0-9 . _ : / -',
+      S.providers,
+    ),
+    note(
+      'retention.minimum',
+      `the value is reserved while the record holding ${o.idProperty} exists; no minimum is documented, and whether an archived (deleted) record still reserves it is not documented`,
+      S.properties,
+    ),
   ];
   if (o.searchSettleMs === null) {
-    items.push({
-      field: 'lookup.consistencyDelay',
-      condition:
+    items.push(
+      note(
+        'lookup.consistencyDelay',
         'how long after a write CRM search shows it ("a few moments"); until then a miss is reported as cannot-tell, never as absent',
-      source: SOURCES.search,
-    });
+        S.search,
+      ),
+    );
   }
   return items;
 }
 
-/** The three cards, computed once from the adapter's options. */
-export function hubSpotCardsFor(o: HubSpotCardOptions) {
-  return {
-    'contacts.update': contactsUpdateCard(o),
-    'objects.upsert': objectsUpsertCard(o),
-    'tickets.create': ticketsCreateCard(o),
-  } as const;
-}
+type Spec = Pick<
+  RetrySafetyCard,
+  | 'sideEffect'
+  | 'businessOperationId'
+  | 'providerKey'
+  | 'keyReuse'
+  | 'parameterMatching'
+  | 'storedResult'
+  | 'retention'
+  | 'concurrency'
+  | 'retryableErrors'
+  | 'nonRetryableErrors'
+  | 'reconciler'
+  | 'unverified'
+> & {
+  readonly operation: string;
+  readonly lookup: Omit<RetrySafetyCard['lookup'], 'lateApplyBound'>;
+  readonly lookupWindow: Duration;
+};
 
-function contactsUpdateCard(o: HubSpotCardOptions) {
+/** The facts and policy all three cards share; the operation's own facts come in `spec`. */
+function hubSpotCard(o: HubSpotCardOptions, spec: Spec): RetrySafetyCard {
   return defineCard({
     cardVersion: 1,
     provider: 'hubspot',
-    operation: 'hubspot.contacts.update',
-    sideEffect: {
-      kind: fact(
-        'set',
-        `${SOURCES.contacts}: PATCH /crm/v3/objects/contacts/{contactId} sets the given property values`,
-      ),
-      idempotentByNature: fact(
-        true,
-        `${SOURCES.providers}: basicApi.update = PATCH set-values, naturally idempotent, no precondition/ETag`,
-      ),
-    },
-    businessOperationId: {
-      rule: 'derived from intent fields contactId and properties: the contact and the values it is set to',
-      intentFields: ['contactId', 'properties'],
-      // Exact: HubSpot stores property values as written, so another spelling is another value.
-    },
+    operation: `hubspot.${spec.operation}`,
+    sideEffect: spec.sideEffect,
+    businessOperationId: spec.businessOperationId,
     ids: IDS,
-    providerKey: {
-      travels: fact('none', `${SOURCES.providers}: no idempotency key`),
-      name: fact(null, `${SOURCES.providers}: no idempotency key`),
-      maxLength: fact(null, `${SOURCES.providers}: no idempotency key`),
-      charset: fact(null, `${SOURCES.providers}: no idempotency key`),
-      scope: fact(
-        'no key: the PATCH sets values, so sending it twice has the effect of sending it once',
-        SOURCES.providers,
-      ),
+    providerKey: spec.providerKey,
+    keyReuse: spec.keyReuse,
+    parameterMatching: spec.parameterMatching,
+    storedResult: spec.storedResult,
+    lookup: { ...spec.lookup, lateApplyBound: lateApply(o) },
+    retention: spec.retention,
+    concurrency: spec.concurrency,
+    retryableErrors: spec.retryableErrors,
+    nonRetryableErrors: spec.nonRetryableErrors,
+    backoff: { strategy: 'exponential-full-jitter', base: '200ms', cap: '10s', retryAfterCap: '60s' },
+    limits: { maxAttempts: 4, maxElapsed: '2m', lookupWindow: spec.lookupWindow },
+    retryLayer: {
+      layer: 'runner',
+      sdkRetries: 'disabled',
+      how: "the adapter never constructs @hubspot/api-client's Client, whose retry decorator (numberOfApiCallRetries) lives in a process-wide singleton that the last new Client() sets; it builds the SDK's generated API classes (lib/codegen/crm/*) per call with its own configuration and fetch transport, which no decorator wraps. Tests: one request per attempt at the sandbox on 5xx and 429, also with a second Client({ numberOfApiCallRetries: 6 }) in the process",
     },
-    keyReuse: fact(
-      'no key; the same PATCH may be sent again: it sets the same values (a newer write by someone else in between is overwritten)',
-      SOURCES.providers,
-    ),
-    parameterMatching: fact('none', `${SOURCES.providers}: no key, nothing to match`),
-    storedResult: {
-      semantics: fact('none', `${SOURCES.providers}: nothing is stored per request`),
-      includesErrors: fact(false, `${SOURCES.providers}: nothing is stored per request`),
+    reconciler: spec.reconciler,
+    handoff: {
+      condition:
+        'rejected; or the attempt/elapsed budget is spent; or an unknown outcome the lookup cannot settle within the lookup window',
+      destination: "the runner's handoff sink (JSONL file or callback)",
+    },
+    duplicateTest:
+      'loopback HubSpot sandbox (@retrysafe/hubspot/sandbox: unique-value properties, batch upsert new: true|false, search with an indexing delay, 429 with X-HubSpot-RateLimit-* headers, record counts) behind the @retrysafe/testkit fault proxy; request counts at the sandbox',
+    receipts:
+      "runner ledger receipts (JSONL export): HTTP status, HubSpot category or policyName, correlationId, record id and HubSpot's message (clipped to 300 characters; a validation message may quote a value, so list PII patterns in the runner's redact option); never the token or the request body",
+    unverified: [REQUEST_ID_NOTE, ...lateApplyNote(o), ...spec.unverified],
+  });
+}
+
+/** What the two writes keyed by a unique-value property share (objects.upsert, tickets.create). */
+function keyedFacts(o: HubSpotCardOptions, where: string, searchPath: string) {
+  return {
+    providerKey: {
+      travels: fact(
+        'body' as const,
+        `${S.providers}: no idempotency key; the business-operation id travels as the value of a unique-value property`,
+      ),
+      name: fact(
+        where,
+        `adapter option idProperty (default retrysafe_operation_id): a property the account defines with hasUniqueValue: true (${S.properties})`,
+      ),
+      maxLength: fact<number>('unknown', `${S.providers} gives no limit for a unique-value property's value`),
+      charset: fact<string>('unknown', `${S.providers} gives no charset for a unique-value property's value`),
+      scope: fact(
+        'one object type in one HubSpot account: a unique-value property is unique among that object type’s records',
+        S.properties,
+      ),
     },
     lookup: {
       method: fact(
-        'get-by-key',
-        `${SOURCES.contacts}: GET /crm/v3/objects/contacts/{contactId}?properties=… (basicApi.getById); the adapter compares the values, and reports a mismatch as not-found because re-sending a set-value PATCH is harmless`,
+        'search',
+        `${S.search}: POST /crm/v3/objects/${searchPath}/search, filter <idProperty> EQ <key> (searchApi.doSearch); 5 req/s per account, excludes archived`,
       ),
-      consistencyDelay: fact<null>('unknown', `${SOURCES.contacts} does not say how soon GET by id reflects a PATCH`),
-      lateApplyBound: lateApply(o),
+      consistencyDelay: lookupDelay(o),
     },
-    retention: { minimum: fact(null, `${SOURCES.providers}: nothing is stored per request`) },
-    concurrency: fact('last-write-wins', `${SOURCES.providers}: PATCH set-values with no precondition/ETag`),
+    retention: {
+      minimum: fact<null>('unknown', `${S.properties}: no retention documented for unique-value properties`),
+    },
+    lookupWindow: '1m',
+  } as const;
+}
+
+const NO_KEY = `${S.providers}: no idempotency key`;
+const NOT_STORED = `${S.providers}: nothing is stored per request`;
+const ERRORS_NOT_STORED = fact(false, `${S.providers}: errors are not stored`);
+
+const contactsUpdateCard = (o: HubSpotCardOptions) =>
+  hubSpotCard(o, {
+    operation: 'contacts.update',
+    sideEffect: {
+      kind: fact('set', `${S.contacts}: PATCH /crm/v3/objects/contacts/{contactId} sets the given property values`),
+      idempotentByNature: fact(
+        true,
+        `${S.providers}: basicApi.update = PATCH set-values, naturally idempotent, no precondition/ETag`,
+      ),
+    },
+    // Exact: HubSpot stores property values as written, so another spelling is another value.
+    businessOperationId: {
+      rule: 'derived from intent fields contactId and properties: the contact and the values it is set to',
+      intentFields: ['contactId', 'properties'],
+    },
+    providerKey: {
+      travels: fact('none', NO_KEY),
+      name: fact(null, NO_KEY),
+      maxLength: fact(null, NO_KEY),
+      charset: fact(null, NO_KEY),
+      scope: fact('no key: the PATCH sets values, so sending it twice has the effect of sending it once', S.providers),
+    },
+    keyReuse: fact(
+      'no key; the same PATCH may be sent again: it sets the same values (a newer write by someone else in between is overwritten)',
+      S.providers,
+    ),
+    parameterMatching: fact('none', `${S.providers}: no key, nothing to match`),
+    storedResult: { semantics: fact('none', NOT_STORED), includesErrors: fact(false, NOT_STORED) },
+    lookup: {
+      method: fact(
+        'get-by-key',
+        `${S.contacts}: GET /crm/v3/objects/contacts/{contactId}?properties=… (basicApi.getById); the adapter compares the values, and reports a mismatch as not-found because re-sending a set-value PATCH is harmless`,
+      ),
+      consistencyDelay: fact<null>('unknown', `${S.contacts} does not say how soon GET by id reflects a PATCH`),
+    },
+    retention: { minimum: fact(null, NOT_STORED) },
+    concurrency: fact('last-write-wins', `${S.providers}: PATCH set-values with no precondition/ETag`),
     retryableErrors: fact(
       ['429', '5xx', 'timeout', 'connection reset', 'connection refused'],
-      `${SOURCES.providers} (429, 5xx retryable); ${SOURCES.limits}`,
+      `${S.providers} (429, 5xx retryable); ${S.limits}`,
     ),
     nonRetryableErrors: fact(
       ['400', '401', '403', '404', '409 (a unique value such as email is held by another contact)'],
-      `${SOURCES.errors}; 409 body: ${SOURCES.contactConflict}`,
+      `${S.errors}; 409 body: ${S.contactConflict}`,
     ),
-    backoff: POLICY.backoff,
-    limits: { maxAttempts: 4, maxElapsed: '2m', lookupWindow: '30s' },
-    retryLayer: POLICY.retryLayer,
+    lookupWindow: '30s',
     reconciler: 'the runner, through doLookup: GET the contact and compare the requested values',
-    handoff: POLICY.handoff,
-    duplicateTest: POLICY.duplicateTest,
-    receipts: POLICY.receipts,
     unverified: [
-      REQUEST_ID_NOTE,
-      ...lateApplyNote(o),
-      {
-        field: 'lookup.consistencyDelay',
-        condition: 'how soon GET by id shows a PATCH; a stale read only causes a harmless re-send of the same values',
-        source: SOURCES.contacts,
-      },
+      note(
+        'lookup.consistencyDelay',
+        'how soon GET by id shows a PATCH; a stale read only causes a harmless re-send of the same values',
+        S.contacts,
+      ),
     ],
-  } as const satisfies RetrySafetyCard);
-}
+  });
 
-function objectsUpsertCard(o: HubSpotCardOptions) {
-  return defineCard({
-    cardVersion: 1,
-    provider: 'hubspot',
-    operation: 'hubspot.objects.upsert',
+const objectsUpsertCard = (o: HubSpotCardOptions) =>
+  hubSpotCard(o, {
+    operation: 'objects.upsert',
     sideEffect: {
       kind: fact(
         'upsert',
-        `${SOURCES.providers}: POST /crm/v3/objects/<object>/batch/upsert (batchApi.upsert) with idProperty = a unique-value property`,
+        `${S.providers}: POST /crm/v3/objects/<object>/batch/upsert (batchApi.upsert) with idProperty = a unique-value property`,
       ),
       idempotentByNature: fact(
         true,
-        `${SOURCES.providers}: batch upsert by a unique-value idProperty is the idempotent write; result new: true|false`,
+        `${S.providers}: batch upsert by a unique-value idProperty is the idempotent write; result new: true|false`,
       ),
     },
     businessOperationId: {
       rule: 'derived from intent fields objectType and properties: the record this operation writes; its id is the value of the unique id property',
       intentFields: ['objectType', 'properties'],
     },
-    ids: IDS,
-    providerKey: keyShape(o, `inputs[].id with inputs[].idProperty = ${o.idProperty}`),
+    ...keyedFacts(o, `inputs[].id with inputs[].idProperty = ${o.idProperty}`, '<object>'),
     keyReuse: fact(
       'every attempt of the operation sends the same value; a re-send updates the record holding it (new: false) instead of creating one',
-      SOURCES.providers,
+      S.providers,
     ),
     parameterMatching: fact(
       'none',
-      `${SOURCES.providers}: the upsert matches on the id property only; other properties are written as sent (the runner refuses a changed intent before sending)`,
+      `${S.providers}: the upsert matches on the id property only; other properties are written as sent (the runner refuses a changed intent before sending)`,
     ),
     storedResult: {
       semantics: fact(
         'replays',
-        `${SOURCES.providers}: a re-sent upsert with the same id property value folds into the existing record and answers new: false`,
+        `${S.providers}: a re-sent upsert with the same id property value folds into the existing record and answers new: false`,
       ),
-      includesErrors: fact(false, `${SOURCES.providers}: errors are not stored`),
-    },
-    lookup: {
-      method: fact(
-        'search',
-        `${SOURCES.search}: POST /crm/v3/objects/<object>/search, filter <idProperty> EQ <key> (searchApi.doSearch); 5 req/s per account, excludes archived`,
-      ),
-      consistencyDelay: lookupDelay(o),
-      lateApplyBound: lateApply(o),
-    },
-    retention: {
-      minimum: fact<null>('unknown', `${SOURCES.properties}: no retention documented for unique-value properties`),
+      includesErrors: ERRORS_NOT_STORED,
     },
     concurrency: fact<'last-write-wins'>(
       'unknown',
-      `${SOURCES.providers} does not say what two concurrent upserts of one new id value do`,
+      `${S.providers} does not say what two concurrent upserts of one new id value do`,
     ),
     retryableErrors: fact(
       ['429', '5xx', 'timeout', 'connection reset', 'connection refused'],
-      `${SOURCES.providers} (429, 5xx retryable); ${RATE_LIMITED}: ${SOURCES.limits}`,
+      `${S.providers} (429, 5xx retryable); ${RATE_LIMITED}: ${S.limits}`,
     ),
-    nonRetryableErrors: fact(['400', '401', '403', '404', '409 (another unique property collides)'], SOURCES.errors),
-    backoff: POLICY.backoff,
-    limits: { maxAttempts: 4, maxElapsed: '2m', lookupWindow: '1m' },
-    retryLayer: POLICY.retryLayer,
+    nonRetryableErrors: fact(['400', '401', '403', '404', '409 (another unique property collides)'], S.errors),
     reconciler:
       'the runner, through doLookup: CRM search for the id property value; re-sending the upsert with the same value is safe',
-    handoff: POLICY.handoff,
-    duplicateTest: POLICY.duplicateTest,
-    receipts: POLICY.receipts,
-    unverified: [
-      REQUEST_ID_NOTE,
-      ...lateApplyNote(o),
-      ...keyUnverified(o),
-      {
-        field: 'concurrency',
-        condition:
-          'whether two concurrent upserts of one new id value can both create a record; the runner’s lease keeps one dispatch per operation in flight',
-        source: SOURCES.providers,
-      },
-    ],
-  } as const satisfies RetrySafetyCard);
-}
+    unverified: [...keyUnverified(o), concurrencyNote('upserts of one new id value can both create a record')],
+  });
 
-function ticketsCreateCard(o: HubSpotCardOptions) {
-  return defineCard({
-    cardVersion: 1,
-    provider: 'hubspot',
-    operation: 'hubspot.tickets.create',
+const ticketsCreateCard = (o: HubSpotCardOptions) =>
+  hubSpotCard(o, {
+    operation: 'tickets.create',
     sideEffect: {
-      kind: fact('create', `${SOURCES.tickets}: POST /crm/v3/objects/tickets (basicApi.create)`),
-      idempotentByNature: fact(false, `${SOURCES.providers}: ticket create is NOT idempotent`),
+      kind: fact('create', `${S.tickets}: POST /crm/v3/objects/tickets (basicApi.create)`),
+      idempotentByNature: fact(false, `${S.providers}: ticket create is NOT idempotent`),
     },
     businessOperationId: {
       rule: 'derived from intent fields ref (the caller’s reference for what the ticket is about) and properties.hs_pipeline; subject and content are payload, so re-worded text is not a second ticket',
@@ -318,41 +312,29 @@ function ticketsCreateCard(o: HubSpotCardOptions) {
         {
           field: 'ref',
           steps: ['trim'],
-          source: `${SOURCES.properties}: the unique-value property holds the business-operation id, not the ref, so the ref's equality is retrysafe's: surrounding white space is formatting; compatibility forms, case and inner white space are kept apart (docs/concepts.md, Normalisation)`,
+          source: `${S.properties}: the unique-value property holds the business-operation id, not the ref, so the ref's equality is retrysafe's: surrounding white space is formatting; compatibility forms, case and inner white space are kept apart (docs/concepts.md, Normalisation)`,
         },
       ],
     },
-    ids: IDS,
-    providerKey: keyShape(o, `properties.${o.idProperty}`),
+    ...keyedFacts(o, `properties.${o.idProperty}`, 'tickets'),
     keyReuse: fact(
       'every attempt of the operation sends the same value; HubSpot refuses a second ticket with it while the first exists',
-      SOURCES.providers,
+      S.providers,
     ),
     parameterMatching: fact(
       'none',
-      `${SOURCES.providers}: only the unique property is compared; a re-send with other properties is refused as a duplicate all the same`,
+      `${S.providers}: only the unique property is compared; a re-send with other properties is refused as a duplicate all the same`,
     ),
     storedResult: {
       semantics: fact(
         'rejects-duplicate',
-        `${SOURCES.providers}: a unique-value custom property holding the business-operation id lets the provider reject a duplicate`,
+        `${S.providers}: a unique-value custom property holding the business-operation id lets the provider reject a duplicate`,
       ),
-      includesErrors: fact(false, `${SOURCES.providers}: errors are not stored`),
-    },
-    lookup: {
-      method: fact(
-        'search',
-        `${SOURCES.search}: POST /crm/v3/objects/tickets/search, filter <idProperty> EQ <key> (searchApi.doSearch); 5 req/s per account, excludes archived`,
-      ),
-      consistencyDelay: lookupDelay(o),
-      lateApplyBound: lateApply(o),
-    },
-    retention: {
-      minimum: fact<null>('unknown', `${SOURCES.properties}: no retention documented for unique-value properties`),
+      includesErrors: ERRORS_NOT_STORED,
     },
     concurrency: fact<'duplicates'>(
       'unknown',
-      `${SOURCES.providers} does not say what two concurrent creates with one unique value do`,
+      `${S.providers} does not say what two concurrent creates with one unique value do`,
     ),
     retryableErrors: fact(
       [
@@ -360,35 +342,37 @@ function ticketsCreateCard(o: HubSpotCardOptions) {
         'connection refused',
         '5xx, timeout, connection reset: unknown, so lookup first; a re-send carries the same unique value',
       ],
-      `${SOURCES.providers} (429, 5xx retryable; create not idempotent); ${RATE_LIMITED}: ${SOURCES.limits}`,
+      `${S.providers} (429, 5xx retryable; create not idempotent); ${RATE_LIMITED}: ${S.limits}`,
     ),
-    nonRetryableErrors: fact(['400', '401', '403', '404', '409 on another unique property'], SOURCES.errors),
-    backoff: POLICY.backoff,
-    limits: { maxAttempts: 4, maxElapsed: '2m', lookupWindow: '1m' },
-    retryLayer: POLICY.retryLayer,
+    nonRetryableErrors: fact(['400', '401', '403', '404', '409 on another unique property'], S.errors),
     reconciler:
       'the runner, through doLookup: CRM search for the id property value; a duplicate refused by the unique property is adopted after a GET shows the existing ticket holds this operation’s value',
-    handoff: POLICY.handoff,
-    duplicateTest: POLICY.duplicateTest,
-    receipts: POLICY.receipts,
     unverified: [
-      REQUEST_ID_NOTE,
-      ...lateApplyNote(o),
       ...keyUnverified(o),
-      {
-        field: 'storedResult.semantics',
-        condition:
-          'the status HubSpot answers for a ticket whose unique-value property collides: 409 is documented for the contact email collision only; the adapter recognises 409 or category CONFLICT, reads "Existing ID: N", and adopts only after a GET shows that ticket holds this operation’s value (else lookup by search)',
-        source: `${SOURCES.providers}; ${SOURCES.contactConflict}`,
-      },
-      {
-        field: 'concurrency',
-        condition:
-          'whether two concurrent creates with one unique value can both succeed; the runner’s lease keeps one dispatch per operation in flight',
-        source: SOURCES.providers,
-      },
+      note(
+        'storedResult.semantics',
+        'the status HubSpot answers for a ticket whose unique-value property collides: 409 is documented for the contact email collision only; the adapter recognises 409 or category CONFLICT, reads "Existing ID: N", and adopts only after a GET shows that ticket holds this operation’s value (else lookup by search)',
+        `${S.providers}; ${S.contactConflict}`,
+      ),
+      concurrencyNote('creates with one unique value can both succeed'),
     ],
-  } as const satisfies RetrySafetyCard);
+  });
+
+/** HubSpot does not say what two concurrent writes of one unique value do. */
+const concurrencyNote = (what: string) =>
+  note(
+    'concurrency',
+    `whether two concurrent ${what}; the runner’s lease keeps one dispatch per operation in flight`,
+    S.providers,
+  );
+
+/** The three cards, computed once from the adapter's options. */
+export function hubSpotCardsFor(o: HubSpotCardOptions) {
+  return {
+    'contacts.update': contactsUpdateCard(o),
+    'objects.upsert': objectsUpsertCard(o),
+    'tickets.create': ticketsCreateCard(o),
+  } as const;
 }
 
 export type HubSpotOperationName = keyof ReturnType<typeof hubSpotCardsFor>;

@@ -1,26 +1,11 @@
 import type { LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
-import { NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider';
+import { errorCodes, NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider';
 import { NotSentError, type WireRecord } from './hubspot-http.js';
 
 /**
- * Maps every HubSpot response and every failure of one SDK call into exactly one Outcome
- * (docs/concepts.md, "Outcomes and the decision table"), keeping the HTTP status, HubSpot's category / policy name and its correlationId.
- *
- * | seen | outcome |
- * |---|---|
- * | 429 (any policy; HubSpot's rate limiters answer before the write) | not-applied, wait from Retry-After, else the policy: TEN_SECONDLY_ROLLING → X-HubSpot-RateLimit-Interval-Milliseconds (10 s), SECONDLY → 1 s, DAILY → interval header or 24 h |
- * | 400 | rejected / validation |
- * | 401 | rejected / authentication |
- * | 403 | rejected / permission |
- * | 404 | rejected / not-found |
- * | 409 or category CONFLICT (unique-value collision) | rejected / conflict, with the existing id; a create on the adapter's own id property adopts it instead (operations) |
- * | other 4xx | rejected / other |
- * | 5xx, other statuses | unknown / server-error (HubSpot does not document a 5xx as "not processed") |
- * | 2xx whose body cannot be read or parsed | unknown / truncated-response |
- * | connection refused, DNS failure, aborted before sending | not-applied (provably never arrived) |
- * | the SDK refused to build the request (nothing sent) | rejected / validation |
- * | timeout | unknown / timeout |
- * | reset, socket closed, anything else after fetch started | unknown / connection-reset or other |
+ * Maps every HubSpot response and every failure of one SDK call into exactly one Outcome, keeping status,
+ * category or policy name and correlationId (summary in the README). HubSpot does not document a 5xx as
+ * "not processed", so it is unknown; its rate limiters answer before the write, so a 429 is not-applied.
  */
 
 /** A HubSpot HTTP answer as the adapter sees it (from ApiException or from the wire record). */
@@ -33,13 +18,13 @@ export interface HubSpotResponse {
 }
 
 /** `ApiException` of any generated HubSpot package (each package has its own class: compare by shape). */
-export interface ApiExceptionLike {
+interface ApiExceptionLike {
   readonly code: number;
   readonly body: unknown;
   readonly headers: Readonly<Record<string, string>>;
 }
 
-export function isApiException(err: unknown): err is ApiExceptionLike {
+function isApiException(err: unknown): err is ApiExceptionLike {
   return (
     err instanceof Error &&
     typeof (err as { code?: unknown }).code === 'number' &&
@@ -100,8 +85,16 @@ export function uniqueConflictOf(res: HubSpotResponse): { readonly existingId: s
   return { existingId: m ? m[1]! : null };
 }
 
+/** The rejection reason of a 4xx status (any other 4xx is 'other'). */
+const REJECTED: Partial<Record<number, 'validation' | 'authentication' | 'permission' | 'not-found'>> = {
+  400: 'validation',
+  401: 'authentication',
+  403: 'permission',
+  404: 'not-found',
+};
+
 /** Maps a non-2xx HubSpot answer. */
-export function outcomeFromResponse(res: HubSpotResponse): Outcome {
+function outcomeFromResponse(res: HubSpotResponse): Outcome {
   const category = field(res.body, 'category');
   const message = messageOf(res);
   const s = res.status;
@@ -119,22 +112,8 @@ export function outcomeFromResponse(res: HubSpotResponse): Outcome {
       ...(conflict.existingId ? { providerRef: conflict.existingId } : {}),
     };
   }
-  if (s === 400) return { kind: 'rejected', reason: 'validation', message, ...refs(res, category) };
-  if (s === 401) return { kind: 'rejected', reason: 'authentication', message, ...refs(res, category) };
-  if (s === 403) return { kind: 'rejected', reason: 'permission', message, ...refs(res, category) };
-  if (s === 404) return { kind: 'rejected', reason: 'not-found', message, ...refs(res, category) };
-  if (s >= 400 && s < 500) return { kind: 'rejected', reason: 'other', message, ...refs(res, category) };
+  if (s >= 400 && s < 500) return { kind: 'rejected', reason: REJECTED[s] ?? 'other', message, ...refs(res, category) };
   return { kind: 'unknown', cause: s >= 500 ? 'server-error' : 'other', message, ...refs(res, category) };
-}
-
-function errorCode(err: unknown): string | undefined {
-  let cur: unknown = err;
-  for (let depth = 0; depth < 4 && typeof cur === 'object' && cur !== null; depth++) {
-    const code = (cur as { code?: unknown }).code;
-    if (typeof code === 'string') return code;
-    cur = (cur as { cause?: unknown }).cause;
-  }
-  return undefined;
 }
 
 const RESET = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
@@ -142,7 +121,7 @@ const RESET = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED'
 /** Maps a failure with no HTTP answer (fetch's `TypeError: fetch failed` and its cause, a timeout, an abort). */
 export function outcomeFromNetworkError(err: unknown, wire: WireRecord): Outcome {
   const name = err instanceof Error ? err.name : '';
-  const code = errorCode(err);
+  const code = errorCodes(err)[0];
   if (err instanceof NotSentError)
     return { kind: 'not-applied', message: clip(err.message), code: 'ABORTED_BEFORE_SEND' };
   if (!wire.started) {
@@ -244,14 +223,13 @@ export function cannotTellFromFailure(
   what: string,
 ): Extract<LookupResult, { kind: 'cannot-tell' }> {
   const o = outcomeFromFailure(err, wire);
-  const { kind: _kind, ...rest } = o;
   const retryAfterMs = 'retryAfterMs' in o ? o.retryAfterMs : undefined;
   return {
     kind: 'cannot-tell',
     reason: `${what} failed (${o.kind}${'message' in o && o.message ? `: ${o.message}` : ''})`,
-    ...(rest.status !== undefined ? { status: rest.status } : {}),
-    ...(rest.code !== undefined ? { code: rest.code } : {}),
-    ...(rest.requestId !== undefined ? { requestId: rest.requestId } : {}),
+    ...(o.status !== undefined ? { status: o.status } : {}),
+    ...(o.code !== undefined ? { code: o.code } : {}),
+    ...(o.requestId !== undefined ? { requestId: o.requestId } : {}),
     ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
   };
 }

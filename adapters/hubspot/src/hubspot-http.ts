@@ -3,28 +3,12 @@ import * as objectsSdk from '@hubspot/api-client/lib/codegen/crm/objects/index.j
 import * as ticketsSdk from '@hubspot/api-client/lib/codegen/crm/tickets/index.js';
 
 /**
- * Why the adapter does not use `new Client()` from @hubspot/api-client 14.0.1:
- *
- * - `Client` stores its decorators (retry, limiter) in a process-wide singleton
- *   (lib/src/services/ApiDecoratorService.js `getInstance()`); every `new Client()` replaces them
- *   (lib/src/client.js `init()` → `setDecorators`).
- * - The decorators are applied to an API object when its discovery is first read
- *   (lib/src/discovery/crm/tickets/TicketsDiscovery.js: `ApiDecoratorService.getInstance().apply(new BasicApi(...))`),
- *   and `client.apiRequest()` applies them on every call. So a client built with
- *   `numberOfApiCallRetries: 0` gets whatever retry decorator the LAST `new Client()` in the
- *   process installed, if it touches `client.crm.tickets` after that.
- * - The RetryDecorator (lib/src/services/decorators/RetryDecorator.js) re-sends POST creates on 5xx
- *   (200 ms · n) and on 429 TEN_SECONDLY_ROLLING / "secondly limit" — a second retrying layer.
- *
- * So the adapter builds the SDK's own generated API classes (lib/codegen/crm/*: request factories,
- * serializers, response processors, ApiException) with its own configuration. Nothing in that path
- * reads the decorator singleton, and building them does not write it either, so other clients in
- * the process keep their settings. The transport is the adapter's (the SDK's fetch transport has no
- * timeout and no abort): one fetch per call, with a timeout, and a record of what came back.
- * The SDK also ignores a per-call `httpApi` option when sending (ObservableAPI uses
- * `this.configuration.httpApi`), which is why the API objects are built per call.
+ * Why not `new Client()` (@hubspot/api-client 14.0.1): its retry decorator lives in a process-wide singleton that
+ * the last `new Client()` sets (ApiDecoratorService.getInstance), and it re-sends POST creates on 5xx and 429 — a
+ * second retrying layer. The SDK's generated API classes (lib/codegen/crm/*) never read that singleton; they are
+ * built per call because the SDK ignores a per-call `httpApi`, over our own fetch transport (timeout, abort, and a
+ * record of what came back).
  */
-
 /** What one SDK call put on and got back from the wire. */
 export interface WireRecord {
   /** fetch was called: from here on the request may have reached HubSpot. */
@@ -79,10 +63,7 @@ function transport(wire: WireRecord, settings: CallSettings) {
       ...(body === undefined ? {} : { body: body as string }),
       signal,
     });
-    const headers: Record<string, string> = {};
-    res.headers.forEach((value, name) => {
-      headers[name.toLowerCase()] = value;
-    });
+    const headers: Record<string, string> = Object.fromEntries(res.headers); // fetch lower-cases the names
     wire.status = res.status;
     wire.headers = headers;
     let buf: Buffer;

@@ -84,50 +84,39 @@ const propertiesSchema: JsonSchema = {
 /** A string with something besides white space in it. */
 const text: JsonSchema = { type: 'string', minLength: 1, pattern: '\\S' };
 
+/** A closed object with these required fields. */
+const object = (required: string[], properties: Record<string, JsonSchema>) =>
+  ({ type: 'object', required, additionalProperties: false, properties }) as const;
+
 /** The one definition of each operation's params: the runner checks it before the claim, the frame on every attempt. */
 export const PARAMS_SCHEMAS = {
-  'contacts.update': {
-    type: 'object',
-    required: ['contactId', 'properties'],
-    additionalProperties: false,
-    properties: {
-      contactId: { ...text, description: 'Contact record id, or the value of idProperty' },
-      properties: { ...propertiesSchema, description: 'Property values to set; an empty string clears one' },
-      idProperty: {
-        type: 'string',
-        pattern: PROPERTY_NAME.source,
-        description: 'Unique property to find the contact by, e.g. email',
-      },
+  'contacts.update': object(['contactId', 'properties'], {
+    contactId: { ...text, description: 'Contact record id, or the value of idProperty' },
+    properties: { ...propertiesSchema, description: 'Property values to set; an empty string clears one' },
+    idProperty: {
+      type: 'string',
+      pattern: PROPERTY_NAME.source,
+      description: 'Unique property to find the contact by, e.g. email',
     },
-  },
-  'objects.upsert': {
-    type: 'object',
-    required: ['objectType', 'properties'],
-    additionalProperties: false,
-    properties: {
-      objectType: {
-        type: 'string',
-        minLength: 1,
-        pattern: '^(?=.*\\S)[^/]+$',
-        description: 'Object type id or name, e.g. 2-1234567 or p1234567_orders',
-      },
-      properties: { ...propertiesSchema, description: 'The record’s properties' },
+  }),
+  'objects.upsert': object(['objectType', 'properties'], {
+    objectType: {
+      type: 'string',
+      minLength: 1,
+      pattern: '^(?=.*\\S)[^/]+$',
+      description: 'Object type id or name, e.g. 2-1234567 or p1234567_orders',
     },
-  },
-  'tickets.create': {
-    type: 'object',
-    required: ['ref', 'properties'],
-    additionalProperties: false,
+    properties: { ...propertiesSchema, description: 'The record’s properties' },
+  }),
+  'tickets.create': object(['ref', 'properties'], {
+    ref: { ...text, description: 'Your reference for what the ticket is about; names the business intent' },
     properties: {
-      ref: { ...text, description: 'Your reference for what the ticket is about; names the business intent' },
-      properties: {
-        ...propertiesSchema,
-        required: ['subject', 'hs_pipeline', 'hs_pipeline_stage'],
-        properties: { subject: text, hs_pipeline: text, hs_pipeline_stage: text },
-        description: 'Ticket properties: subject, hs_pipeline, hs_pipeline_stage, content, …',
-      },
+      ...propertiesSchema,
+      required: ['subject', 'hs_pipeline', 'hs_pipeline_stage'],
+      properties: { subject: text, hs_pipeline: text, hs_pipeline_stage: text },
+      description: 'Ticket properties: subject, hs_pipeline, hs_pipeline_stage, content, …',
     },
-  },
+  }),
 } as const satisfies Record<string, JsonSchema>;
 
 /**
@@ -190,6 +179,11 @@ function unreadable(r: unknown, wire: WireRecord): Outcome | null {
   };
 }
 
+/** A record HubSpot answered with, as the outcome of `kind`. */
+function recordOutcome(kind: 'succeeded' | 'replayed', r: SdkRecord, wire: WireRecord, extra?: object) {
+  return { kind, result: { ...plain(r), ...extra }, providerRef: String(r.id), ...wireRefs(wire) } satisfies Outcome;
+}
+
 function newWire(): WireRecord {
   return { started: false };
 }
@@ -197,10 +191,6 @@ function newWire(): WireRecord {
 function wireRefs(wire: WireRecord): { status?: number; requestId?: string } {
   const requestId = wire.headers?.['x-hubspot-correlation-id'];
   return { ...(wire.status !== undefined ? { status: wire.status } : {}), ...(requestId ? { requestId } : {}) };
-}
-
-export function providerKeyFor(operation: string, id: BusinessOperationId): ProviderKey | null {
-  return operation === 'contacts.update' ? null : deriveProviderKey(id, KEY_RULE);
 }
 
 // ---------------------------------------------------------------- contacts.update
@@ -217,9 +207,7 @@ export async function executeContactsUpdate(
       { properties: asStrings(p.properties) },
       p.idProperty,
     );
-    const bad = unreadable(r, wire);
-    if (bad) return bad;
-    return { kind: 'succeeded', result: plain(r), providerRef: String(r.id), ...wireRefs(wire) };
+    return unreadable(r, wire) ?? recordOutcome('succeeded', r, wire);
   } catch (err) {
     return outcomeFromFailure(err, wire);
   }
@@ -253,7 +241,7 @@ export async function lookupContactsUpdate(
   if (differing.length === 0)
     return {
       kind: 'found',
-      outcome: { kind: 'succeeded', result: plain(r), providerRef: String(r.id), ...wireRefs(wire) },
+      outcome: recordOutcome('succeeded', r, wire),
     };
   return {
     kind: 'not-found',
@@ -265,15 +253,12 @@ export async function lookupContactsUpdate(
 
 // ---------------------------------------------------------------- objects.upsert
 
-function keyOf(
-  operation: string,
-  ctx: { providerKey: ProviderKey | null; businessOperationId: BusinessOperationId },
-): ProviderKey {
-  return ctx.providerKey ?? (providerKeyFor(operation, ctx.businessOperationId) as ProviderKey);
-}
+/** The key the frame derived; derived here only for a direct doExecute/doLookup call without one. */
+const keyOf = (ctx: { providerKey: ProviderKey | null; businessOperationId: BusinessOperationId }): ProviderKey =>
+  ctx.providerKey ?? deriveProviderKey(ctx.businessOperationId, KEY_RULE);
 
 export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, ctx: ExecuteContext): Promise<Outcome> {
-  const key = keyOf('objects.upsert', ctx);
+  const key = keyOf(ctx);
   const wire = newWire();
   try {
     const r = await objectsApi(rt.settings(ctx.signal), wire).batch.upsert(p.objectType, {
@@ -297,10 +282,7 @@ export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, 
         return { kind: 'rejected', reason: 'validation', message, code, ...wireRefs(wire) };
       return { kind: 'unknown', cause: 'other', message, ...(code ? { code } : {}), ...wireRefs(wire) };
     }
-    const result = { ...plain(item), new: item._new === true };
-    return item._new === false
-      ? { kind: 'replayed', result, providerRef: String(item.id), ...wireRefs(wire) }
-      : { kind: 'succeeded', result, providerRef: String(item.id), ...wireRefs(wire) };
+    return recordOutcome(item._new === false ? 'replayed' : 'succeeded', item, wire, { new: item._new === true });
   } catch (err) {
     return outcomeFromFailure(err, wire);
   }
@@ -311,16 +293,14 @@ export async function executeObjectsUpsert(rt: Runtime, p: ObjectsUpsertParams, 
 const TICKET_PROPERTIES = ['subject', 'hs_pipeline', 'hs_pipeline_stage'];
 
 export async function executeTicketsCreate(rt: Runtime, p: TicketsCreateParams, ctx: ExecuteContext): Promise<Outcome> {
-  const key = keyOf('tickets.create', ctx);
+  const key = keyOf(ctx);
   const wire = newWire();
   try {
     const r = await ticketsApi(rt.settings(ctx.signal), wire).basic.create({
       properties: { ...asStrings(p.properties), [rt.idProperty]: key },
       associations: [],
     });
-    const bad = unreadable(r, wire);
-    if (bad) return bad;
-    return { kind: 'succeeded', result: plain(r), providerRef: String(r.id), ...wireRefs(wire) };
+    return unreadable(r, wire) ?? recordOutcome('succeeded', r, wire);
   } catch (err) {
     const res = responseOf(err, wire);
     const duplicate = res && wire.bodyError === undefined ? uniqueConflictOf(res) : null;
@@ -386,7 +366,7 @@ export async function lookupBySearch(
   params: unknown,
   ctx: LookupContext,
 ): Promise<LookupResult> {
-  const key = keyOf(operation, ctx);
+  const key = keyOf(ctx);
   const wire = newWire();
   const objectType = operation === 'tickets.create' ? 'tickets' : (params as ObjectsUpsertParams).objectType;
   const shown =
@@ -408,28 +388,25 @@ export async function lookupBySearch(
     return cannotTellFromFailure(err, wire, `CRM search in ${objectType}`);
   }
   const hit = results.find((r) => r.properties[rt.idProperty] === key);
-  if (hit)
+  if (hit) return { kind: 'found', outcome: recordOutcome('succeeded', hit, wire) };
+  const refs = wireRefs(wire);
+  if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched', ...refs };
+  const miss = `no ${objectType} record with ${rt.idProperty}=${key}`;
+  const settle = rt.searchSettleMs;
+  if (settle === null)
     return {
-      kind: 'found',
-      outcome: { kind: 'succeeded', result: plain(hit), providerRef: String(hit.id), ...wireRefs(wire) },
+      kind: 'cannot-tell',
+      reason: `${miss} in CRM search yet; HubSpot gives no bound on the indexing delay, so a miss never proves absence`,
+      ...refs,
     };
-  if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched', ...wireRefs(wire) };
   // Measured from the LAST dispatch: a later re-send is the request whose record may not be indexed yet.
   const age = ctx.now - (ctx.lastDispatchedAt ?? ctx.firstDispatchedAt);
-  if (rt.searchSettleMs !== null && age >= rt.searchSettleMs) {
+  if (age >= settle)
     return {
       kind: 'not-found',
-      reason: `no ${objectType} record with ${rt.idProperty}=${key} ${age} ms after the last dispatch (search settle time ${rt.searchSettleMs} ms)`,
-      ...wireRefs(wire),
+      reason: `${miss} ${age} ms after the last dispatch (search settle time ${settle} ms)`,
+      ...refs,
     };
-  }
-  return {
-    kind: 'cannot-tell',
-    reason:
-      rt.searchSettleMs === null
-        ? `no ${objectType} record with ${rt.idProperty}=${key} in CRM search yet; HubSpot gives no bound on the indexing delay, so a miss never proves absence`
-        : `no ${objectType} record with ${rt.idProperty}=${key} yet, ${age} ms after the last dispatch: inside the search settle time (${rt.searchSettleMs} ms)`,
-    ...(rt.searchSettleMs !== null ? { retryAfterMs: Math.max(1, rt.searchSettleMs - age) } : {}),
-    ...wireRefs(wire),
-  };
+  const reason = `${miss} yet, ${age} ms after the last dispatch: inside the search settle time (${settle} ms)`;
+  return { kind: 'cannot-tell', reason, retryAfterMs: Math.max(1, settle - age), ...refs };
 }

@@ -60,17 +60,39 @@ describe('tickets.create', () => {
     expect(creates(s)).toBe(1);
   });
 
-  it('request never arrived, search settle time set ⇒ not-found after it ⇒ one re-send ⇒ one ticket', async () => {
-    // lateApplyMs 0: this rig's proxy resets or drops, it never holds a request for later.
+  // lateApplyMs 0: this rig's proxy resets or drops, it never holds a request for later.
+  it.each([
+    {
+      name: 'request never arrived, search settle time set ⇒ not-found after it ⇒ one re-send ⇒ one ticket',
+      ref: 'drill-never',
+      fault: 'reset-before' as const,
+      indexingMs: 1000,
+      settleMs: 5000,
+      adopted: false,
+      statuses: [201],
+    },
+    {
+      // The first create committed but its response was lost; the index lags longer than the claimed settle time,
+      // so the lookup wrongly says "absent" and the runner re-sends: HubSpot refuses the duplicate, the adapter adopts it.
+      name: 'a resend that meets the unique property (search stale past the settle time) adopts the existing ticket ⇒ still one',
+      ref: 'drill-stale',
+      fault: 'drop-response' as const,
+      indexingMs: 60_000,
+      settleMs: 1000,
+      adopted: true,
+      statuses: [201, 409],
+    },
+  ])('$name', async ({ ref, fault, indexingMs, settleMs, adopted, statuses }) => {
     const { s, a, runner } = await rig(
-      ['reset-before'],
-      { searchIndexingDelayMs: 1000 },
-      { searchSettleMs: 5000, lateApplyMs: 0 },
+      [fault],
+      { searchIndexingDelayMs: indexingMs },
+      { searchSettleMs: settleMs, lateApplyMs: 0 },
     );
-    const r = await runner.run(a, 'tickets.create', { params: ticket('drill-never') });
-    expect(r).toMatchObject({ status: 'done', adopted: false });
+    const r = await runner.run(a, 'tickets.create', { params: ticket(ref) });
+    expect(r).toMatchObject({ status: 'done', adopted });
     expect(s.count('tickets')).toBe(1);
-    expect(creates(s)).toBe(1);
+    expect(creates(s)).toBe(statuses.length);
+    expect(s.requests.filter((q) => q.kind === 'create').map((q) => q.status)).toEqual(statuses);
   });
 
   it('request never arrived, no settle time ⇒ a miss proves nothing ⇒ handed off with zero tickets, no second create', async () => {
@@ -80,21 +102,6 @@ describe('tickets.create', () => {
     expect(r.status === 'handed-off' && r.packet.reason).toBe('lookup-window-exhausted');
     expect(s.count('tickets')).toBe(0);
     expect(proxy.requests.filter((q) => q.method === 'POST' && q.path === '/crm/v3/objects/tickets')).toHaveLength(1);
-  });
-
-  it('a resend that meets the unique property (search stale past the settle time) adopts the existing ticket ⇒ still one', async () => {
-    // the first create committed but its response was lost; the index lags longer than the claimed settle time,
-    // so the lookup wrongly says "absent" and the runner re-sends: HubSpot refuses the duplicate, the adapter adopts it.
-    const { s, a, runner } = await rig(
-      ['drop-response'],
-      { searchIndexingDelayMs: 60_000 },
-      { searchSettleMs: 1000, lateApplyMs: 0 },
-    );
-    const r = await runner.run(a, 'tickets.create', { params: ticket('drill-stale') });
-    expect(r).toMatchObject({ status: 'done', adopted: true });
-    expect(s.count('tickets')).toBe(1);
-    expect(creates(s)).toBe(2);
-    expect(s.requests.filter((q) => q.kind === 'create').map((q) => q.status)).toEqual([201, 409]);
   });
 
   it('400 ⇒ one request, handed off as rejected', async () => {

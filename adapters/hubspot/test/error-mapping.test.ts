@@ -1,36 +1,25 @@
 import { createServer } from 'node:net';
 import { AdapterConfigurationError, UnknownOperationError } from '@retrysafe/contract';
-import { type FaultProxy, startFaultProxy } from '@retrysafe/testkit';
+import { startFaultProxy } from '@retrysafe/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHubSpotAdapter } from '../src/index.js';
-import type { HubSpotSandbox } from '../src/sandbox/index.js';
-import { adapter, execCtx, order, sandbox, seen, TOKEN, ticket } from './helpers.js';
+import { defaultObjectTypes, type HubSpotSandbox, type HubSpotSandboxOptions } from '../src/sandbox/index.js';
+import { adapter, closeAfter, closeOpened, execCtx, execute, order, rig, sb, seen, TOKEN, ticket } from './helpers.js';
 
-// Every row of the error table in src/hubspot-errors.ts, through the real SDK (generated API classes)
+// Every case of the error mapping in src/hubspot-errors.ts, through the real SDK (generated API classes)
 // against the loopback sandbox, directly through doExecute — no runner in between.
 
-const open: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  while (open.length) await open.pop()!.close();
-});
-async function sb(options: Parameters<typeof sandbox>[0] = {}): Promise<HubSpotSandbox> {
-  const s = await sandbox(options);
-  open.push(s);
-  return s;
-}
-async function proxy(target: string, faults: Parameters<typeof startFaultProxy>[0]['faults']): Promise<FaultProxy> {
-  const p = await startFaultProxy({ target, faults });
-  open.push(p);
-  return p;
-}
+afterEach(closeOpened);
+const proxy = async (target: string, faults: Parameters<typeof startFaultProxy>[0]['faults']) =>
+  closeAfter(await startFaultProxy({ target, faults }));
 
-describe('2xx', () => {
+describe('whole exchanges with the sandbox', () => {
   it('contacts.update: 200 ⇒ succeeded with the contact, its id and the correlation id', async () => {
     const s = await sb();
     const c = s.seed('contacts', { email: 'ada@example.test' });
     const a = adapter(s.url);
     const params = { contactId: c.id, properties: { contract_date: '2026-08-05' } };
-    const o = await a.doExecute('contacts.update', params, execCtx(a, 'contacts.update', params));
+    const o = await execute(a, 'contacts.update', params);
     expect(o).toMatchObject({
       kind: 'succeeded',
       status: 200,
@@ -42,8 +31,7 @@ describe('2xx', () => {
   });
 
   it('objects.upsert: new: true ⇒ succeeded; the same operation again ⇒ new: false, replayed, still one record', async () => {
-    const s = await sb();
-    const a = adapter(s.url);
+    const { s, a } = await rig();
     const params = order('A-17');
     const ctx = execCtx(a, 'objects.upsert', params);
     const first = await a.doExecute('objects.upsert', params, ctx);
@@ -63,8 +51,7 @@ describe('2xx', () => {
   });
 
   it('tickets.create: 201 ⇒ succeeded; the business-operation key is written to the unique property', async () => {
-    const s = await sb();
-    const a = adapter(s.url);
+    const { s, a } = await rig();
     const params = ticket('order-A-17');
     const ctx = execCtx(a, 'tickets.create', params);
     const o = await a.doExecute('tickets.create', params, ctx);
@@ -77,20 +64,6 @@ describe('2xx', () => {
         }),
       }),
     ]);
-  });
-
-  it('a 2xx the SDK cannot read ⇒ unknown / truncated-response (applied, result unreadable)', async () => {
-    const s = await sb();
-    const p = await proxy(s.url, [
-      { kind: 'status', status: 201, body: '{"id":', headers: { 'content-type': 'application/json' } },
-    ]);
-    const a = adapter(p.url);
-    const params = ticket('t-garbled');
-    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({
-      kind: 'unknown',
-      cause: 'truncated-response',
-      status: 201,
-    });
   });
 
   it('upsert 207 whose one input failed validation ⇒ rejected / validation; failed otherwise ⇒ unknown', async () => {
@@ -123,42 +96,6 @@ describe('2xx', () => {
     });
   });
 
-  it('a 2xx without a record id ⇒ unknown / truncated-response', async () => {
-    const s = await sb();
-    const p = await proxy(s.url, [{ kind: 'status', status: 201, body: { properties: {} } }]);
-    const a = adapter(p.url);
-    const params = ticket('t-no-id');
-    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({
-      kind: 'unknown',
-      cause: 'truncated-response',
-    });
-  });
-});
-
-describe('429 ⇒ not-applied with the wait the headers and the policy imply', () => {
-  it('TEN_SECONDLY_ROLLING ⇒ X-HubSpot-RateLimit-Interval-Milliseconds (10 s), policy name kept as code; nothing written', async () => {
-    const s = await sb();
-    s.throttle(1, 'TEN_SECONDLY_ROLLING');
-    const a = adapter(s.url);
-    const params = ticket('t-429');
-    const o = await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params));
-    expect(o).toMatchObject({ kind: 'not-applied', status: 429, code: 'TEN_SECONDLY_ROLLING', retryAfterMs: 10_000 });
-    expect(o.requestId).toBeTruthy();
-    expect(s.count('tickets')).toBe(0);
-  });
-
-  it('DAILY ⇒ a day', async () => {
-    const s = await sb();
-    s.throttle(1, 'DAILY');
-    const a = adapter(s.url);
-    const params = order('A-429d');
-    expect(await a.doExecute('objects.upsert', params, execCtx(a, 'objects.upsert', params))).toMatchObject({
-      kind: 'not-applied',
-      code: 'DAILY',
-      retryAfterMs: 86_400_000,
-    });
-  });
-
   it('the real rolling limiter of the sandbox: request 3 of a 2-per-10 s budget ⇒ not-applied, 10 s', async () => {
     const s = await sb({ tenSecondlyMax: 2 });
     const c = s.seed('contacts', { email: 'x@example.test' });
@@ -166,82 +103,9 @@ describe('429 ⇒ not-applied with the wait the headers and the policy imply', (
     const outcomes = [];
     for (let i = 0; i < 3; i++) {
       const params = { contactId: c.id, properties: { firstname: `N${i}` } };
-      outcomes.push((await a.doExecute('contacts.update', params, execCtx(a, 'contacts.update', params))).kind);
+      outcomes.push((await execute(a, 'contacts.update', params)).kind);
     }
     expect(outcomes).toEqual(['succeeded', 'succeeded', 'not-applied']);
-  });
-
-  it('Retry-After, when sent, wins over the policy', async () => {
-    const s = await sb();
-    const p = await proxy(s.url, [
-      {
-        kind: 'status',
-        status: 429,
-        retryAfterS: 3,
-        body: {
-          status: 'error',
-          message: 'You have reached your ten_secondly_rolling limit.',
-          errorType: 'RATE_LIMIT',
-          correlationId: 'c-1',
-          policyName: 'TEN_SECONDLY_ROLLING',
-        },
-      },
-    ]);
-    const a = adapter(p.url);
-    const params = ticket('t-ra');
-    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({
-      kind: 'not-applied',
-      retryAfterMs: 3000,
-      requestId: 'c-1',
-    });
-  });
-});
-
-describe('4xx ⇒ rejected', () => {
-  it('400 unknown property ⇒ rejected / validation, category kept', async () => {
-    const s = await sb();
-    const a = adapter(s.url);
-    const params = ticket('t-400', { no_such_property: 'x' });
-    const o = await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params));
-    expect(o).toMatchObject({ kind: 'rejected', reason: 'validation', status: 400, code: 'VALIDATION_ERROR' });
-    expect(o.kind === 'rejected' && o.message).toMatch(/PROPERTY_DOESNT_EXIST/);
-  });
-
-  it('401 wrong token ⇒ rejected / authentication', async () => {
-    const s = await sb();
-    const a = createHubSpotAdapter({ accessToken: 'pat-wrong', baseUrl: s.url });
-    const params = order('A-401');
-    expect(await a.doExecute('objects.upsert', params, execCtx(a, 'objects.upsert', params))).toMatchObject({
-      kind: 'rejected',
-      reason: 'authentication',
-      status: 401,
-      code: 'INVALID_AUTHENTICATION',
-    });
-  });
-
-  it('403 missing scope ⇒ rejected / permission', async () => {
-    const s = await sb();
-    s.denyScope('tickets');
-    const a = adapter(s.url);
-    const params = ticket('t-403');
-    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({
-      kind: 'rejected',
-      reason: 'permission',
-      status: 403,
-      code: 'MISSING_SCOPES',
-    });
-  });
-
-  it('404 unknown contact ⇒ rejected / not-found', async () => {
-    const s = await sb();
-    const a = adapter(s.url);
-    const params = { contactId: '999999', properties: { firstname: 'Ada' } };
-    expect(await a.doExecute('contacts.update', params, execCtx(a, 'contacts.update', params))).toMatchObject({
-      kind: 'rejected',
-      reason: 'not-found',
-      status: 404,
-      code: 'OBJECT_NOT_FOUND',
-    });
   });
 
   it('409 on contacts.update (email held by another contact) ⇒ rejected / conflict naming the other contact', async () => {
@@ -250,7 +114,7 @@ describe('4xx ⇒ rejected', () => {
     const c = s.seed('contacts', { email: 'free@example.test' });
     const a = adapter(s.url);
     const params = { contactId: c.id, properties: { email: 'taken@example.test' } };
-    expect(await a.doExecute('contacts.update', params, execCtx(a, 'contacts.update', params))).toMatchObject({
+    expect(await execute(a, 'contacts.update', params)).toMatchObject({
       kind: 'rejected',
       reason: 'conflict',
       status: 409,
@@ -262,8 +126,7 @@ describe('4xx ⇒ rejected', () => {
 
 describe('409 unique-value conflict on tickets.create', () => {
   it('the same operation again ⇒ HubSpot refuses the duplicate, the adapter reads the existing ticket back and adopts it (replayed)', async () => {
-    const s = await sb();
-    const a = adapter(s.url);
+    const { s, a } = await rig();
     const params = ticket('t-dup');
     const ctx = execCtx(a, 'tickets.create', params);
     const first = await a.doExecute('tickets.create', params, ctx);
@@ -284,125 +147,166 @@ describe('409 unique-value conflict on tickets.create', () => {
   });
 
   it('a collision on ANOTHER unique property ⇒ rejected / conflict, never adopted', async () => {
-    const s = await sb({
-      objectTypes: [
-        {
-          names: ['tickets'],
-          label: 'Ticket',
-          properties: [
-            'subject',
-            'content',
-            'hs_pipeline',
-            'hs_pipeline_stage',
-            'external_ref',
-            'retrysafe_operation_id',
-          ],
-          unique: ['retrysafe_operation_id', 'external_ref'],
-          scope: 'tickets',
-        },
-      ],
+    const tickets = defaultObjectTypes().find((t) => t.names.includes('tickets'))!;
+    const withRef = (list: readonly string[]) => [...list, 'external_ref'];
+    const { s, a } = await rig({
+      objectTypes: [{ ...tickets, properties: withRef(tickets.properties), unique: withRef(tickets.unique) }],
     });
-    const a = adapter(s.url);
     const one = ticket('t-one', { external_ref: 'EXT-1' });
     const two = ticket('t-two', { external_ref: 'EXT-1' });
-    const first = await a.doExecute('tickets.create', one, execCtx(a, 'tickets.create', one));
-    const second = await a.doExecute('tickets.create', two, execCtx(a, 'tickets.create', two));
+    const first = await execute(a, 'tickets.create', one);
+    const second = await execute(a, 'tickets.create', two);
     expect(second).toMatchObject({ kind: 'rejected', reason: 'conflict', providerRef: first.providerRef });
     expect(s.count('tickets')).toBe(1);
   });
+});
 
-  it('a conflict body without "Existing ID" ⇒ unknown (the runner looks it up), not adopted blindly', async () => {
-    const s = await sb();
-    const p = await proxy(s.url, [
+interface Case {
+  readonly op?: 'contacts.update' | 'objects.upsert' | 'tickets.create';
+  readonly params: unknown;
+  readonly sandbox?: HubSpotSandboxOptions;
+  readonly setup?: (s: HubSpotSandbox) => void;
+  readonly faults?: Parameters<typeof startFaultProxy>[0]['faults'];
+  readonly options?: Parameters<typeof adapter>[1];
+  readonly expect: Record<string, unknown>;
+  /** Tickets in the sandbox afterwards. */
+  readonly tickets?: number;
+  readonly message?: RegExp;
+}
+
+const gatewayBody = (body: Record<string, unknown>) => ({ status: 'error', correlationId: 'c-1', ...body });
+
+// One answer each, from the sandbox itself or scripted by the fault proxy in front of it.
+const CASES: Record<string, Case> = {
+  'a 2xx the SDK cannot read ⇒ unknown / truncated-response (applied, result unreadable)': {
+    params: ticket('t-garbled'),
+    faults: [{ kind: 'status', status: 201, body: '{"id":', headers: { 'content-type': 'application/json' } }],
+    expect: { kind: 'unknown', cause: 'truncated-response', status: 201 },
+  },
+  'a 2xx without a record id ⇒ unknown / truncated-response': {
+    params: ticket('t-no-id'),
+    faults: [{ kind: 'status', status: 201, body: { properties: {} } }],
+    expect: { kind: 'unknown', cause: 'truncated-response' },
+  },
+  'TEN_SECONDLY_ROLLING ⇒ X-HubSpot-RateLimit-Interval-Milliseconds (10 s), policy name kept as code; nothing written':
+    {
+      params: ticket('t-429'),
+      setup: (s) => s.throttle(1, 'TEN_SECONDLY_ROLLING'),
+      expect: {
+        kind: 'not-applied',
+        status: 429,
+        code: 'TEN_SECONDLY_ROLLING',
+        retryAfterMs: 10_000,
+        requestId: expect.any(String),
+      },
+      tickets: 0,
+    },
+  '429 DAILY ⇒ a day': {
+    op: 'objects.upsert',
+    params: order('A-429d'),
+    setup: (s) => s.throttle(1, 'DAILY'),
+    expect: { kind: 'not-applied', code: 'DAILY', retryAfterMs: 86_400_000 },
+  },
+  'Retry-After, when sent, wins over the policy': {
+    params: ticket('t-ra'),
+    faults: [
+      {
+        kind: 'status',
+        status: 429,
+        retryAfterS: 3,
+        body: gatewayBody({
+          message: 'You have reached your ten_secondly_rolling limit.',
+          errorType: 'RATE_LIMIT',
+          policyName: 'TEN_SECONDLY_ROLLING',
+        }),
+      },
+    ],
+    expect: { kind: 'not-applied', retryAfterMs: 3000, requestId: 'c-1' },
+  },
+  '400 unknown property ⇒ rejected / validation, category kept': {
+    params: ticket('t-400', { no_such_property: 'x' }),
+    expect: { kind: 'rejected', reason: 'validation', status: 400, code: 'VALIDATION_ERROR' },
+    message: /PROPERTY_DOESNT_EXIST/,
+  },
+  '401 wrong token ⇒ rejected / authentication': {
+    op: 'objects.upsert',
+    params: order('A-401'),
+    options: { accessToken: 'pat-wrong' },
+    expect: { kind: 'rejected', reason: 'authentication', status: 401, code: 'INVALID_AUTHENTICATION' },
+  },
+  '403 missing scope ⇒ rejected / permission': {
+    params: ticket('t-403'),
+    setup: (s) => s.denyScope('tickets'),
+    expect: { kind: 'rejected', reason: 'permission', status: 403, code: 'MISSING_SCOPES' },
+  },
+  '404 unknown contact ⇒ rejected / not-found': {
+    op: 'contacts.update',
+    params: { contactId: '999999', properties: { firstname: 'Ada' } },
+    expect: { kind: 'rejected', reason: 'not-found', status: 404, code: 'OBJECT_NOT_FOUND' },
+  },
+  'a conflict body without "Existing ID" ⇒ unknown (the runner looks it up), not adopted blindly': {
+    params: ticket('t-409-noid'),
+    faults: [
       {
         kind: 'status',
         status: 409,
-        body: { status: 'error', message: 'duplicate value', correlationId: 'c-9', category: 'CONFLICT' },
+        body: gatewayBody({ message: 'duplicate value', correlationId: 'c-9', category: 'CONFLICT' }),
       },
-    ]);
-    const a = adapter(p.url);
-    const params = ticket('t-409-noid');
-    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({
-      kind: 'unknown',
-      status: 409,
-      code: 'CONFLICT',
-      requestId: 'c-9',
-    });
-  });
-});
+    ],
+    expect: { kind: 'unknown', status: 409, code: 'CONFLICT', requestId: 'c-9' },
+  },
+  ...Object.fromEntries(
+    [500, 502, 503, 504].map((status) => [
+      `${status} on tickets.create ⇒ unknown / server-error`,
+      {
+        params: ticket(`t-${status}`),
+        setup: (s: HubSpotSandbox) => s.failNext(1, { status }),
+        expect: { kind: 'unknown', cause: 'server-error', status },
+      },
+    ]),
+  ),
+  'a 500 after HubSpot committed ⇒ unknown, and the ticket does exist (why a 5xx is never "not applied")': {
+    params: ticket('t-500c'),
+    setup: (s) => s.failNext(1, { status: 500, commit: true }),
+    expect: { kind: 'unknown', cause: 'server-error' },
+    tickets: 1,
+  },
+  'a 502 with a plain-text body from a gateway ⇒ unknown / server-error': {
+    op: 'objects.upsert',
+    params: order('A-502'),
+    faults: [{ kind: 'status', status: 502, body: '<html>Bad Gateway</html>' }],
+    expect: { kind: 'unknown', cause: 'server-error', status: 502 },
+  },
+  'response dropped after the commit ⇒ unknown / connection-reset; the ticket exists': {
+    params: ticket('t-drop'),
+    faults: ['drop-response'],
+    expect: { kind: 'unknown', cause: 'connection-reset' },
+    tickets: 1,
+  },
+  'no answer within timeoutMs ⇒ unknown / timeout': {
+    params: ticket('t-slow'),
+    faults: [{ kind: 'delay', ms: 3000 }],
+    options: { timeoutMs: 300 },
+    expect: { kind: 'unknown', cause: 'timeout' },
+  },
+  'reset before the request reached HubSpot ⇒ still unknown: a reset cannot prove it never arrived': {
+    params: ticket('t-reset'),
+    faults: ['reset-before'],
+    expect: { kind: 'unknown', cause: 'connection-reset' },
+    tickets: 0,
+  },
+};
 
-describe('5xx and network ⇒ unknown, not-applied only when it provably never arrived', () => {
-  for (const status of [500, 502, 503, 504]) {
-    it(`${status} on tickets.create ⇒ unknown / server-error`, async () => {
-      const s = await sb();
-      s.failNext(1, { status });
-      const a = adapter(s.url);
-      const params = ticket(`t-${status}`);
-      expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({
-        kind: 'unknown',
-        cause: 'server-error',
-        status,
-      });
-    });
-  }
-
-  it('a 500 after HubSpot committed ⇒ unknown, and the ticket does exist (why a 5xx is never "not applied")', async () => {
-    const s = await sb();
-    s.failNext(1, { status: 500, commit: true });
-    const a = adapter(s.url);
-    const params = ticket('t-500c');
-    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({
-      kind: 'unknown',
-      cause: 'server-error',
-    });
-    expect(s.count('tickets')).toBe(1);
-  });
-
-  it('a 502 with a plain-text body from a gateway ⇒ unknown / server-error', async () => {
-    const s = await sb();
-    const p = await proxy(s.url, [{ kind: 'status', status: 502, body: '<html>Bad Gateway</html>' }]);
-    const a = adapter(p.url);
-    const params = order('A-502');
-    expect(await a.doExecute('objects.upsert', params, execCtx(a, 'objects.upsert', params))).toMatchObject({
-      kind: 'unknown',
-      cause: 'server-error',
-      status: 502,
-    });
-  });
-
-  it('response dropped after the commit ⇒ unknown / connection-reset; the ticket exists', async () => {
-    const s = await sb();
-    const p = await proxy(s.url, ['drop-response']);
-    const a = adapter(p.url);
-    const params = ticket('t-drop');
-    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({
-      kind: 'unknown',
-      cause: 'connection-reset',
-    });
-    expect(s.count('tickets')).toBe(1);
-  });
-
-  it('no answer within timeoutMs ⇒ unknown / timeout', async () => {
-    const s = await sb();
-    const p = await proxy(s.url, [{ kind: 'delay', ms: 3000 }]);
-    const a = adapter(p.url, { timeoutMs: 300 });
-    const params = ticket('t-slow');
-    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({
-      kind: 'unknown',
-      cause: 'timeout',
-    });
-  });
-
-  it('reset before the request reached HubSpot ⇒ still unknown: a reset cannot prove it never arrived', async () => {
-    const s = await sb();
-    const p = await proxy(s.url, ['reset-before']);
-    const a = adapter(p.url);
-    const params = ticket('t-reset');
-    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({
-      kind: 'unknown',
-      cause: 'connection-reset',
-    });
-    expect(s.count('tickets')).toBe(0);
+describe('one answer ⇒ one outcome', () => {
+  it.each(Object.entries(CASES))('%s', async (_name, c) => {
+    const s = await sb(c.sandbox);
+    c.setup?.(s);
+    const a = adapter(c.faults ? (await proxy(s.url, c.faults)).url : s.url, c.options);
+    const op = c.op ?? 'tickets.create';
+    const o = await a.doExecute(op, c.params, execCtx(a, op, c.params));
+    expect(o).toMatchObject(c.expect);
+    if (c.message) expect(o.kind === 'rejected' && o.message).toMatch(c.message);
+    if (c.tickets !== undefined) expect(s.count('tickets')).toBe(c.tickets);
   });
 
   it('connection refused ⇒ not-applied (no connection, so HubSpot never saw it)', async () => {
@@ -415,15 +319,14 @@ describe('5xx and network ⇒ unknown, not-applied only when it provably never a
     });
     const a = adapter(`http://127.0.0.1:${port}`);
     const params = ticket('t-refused');
-    expect(await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params))).toMatchObject({
+    expect(await execute(a, 'tickets.create', params)).toMatchObject({
       kind: 'not-applied',
       code: 'ECONNREFUSED',
     });
   });
 
   it("the caller's signal aborted before sending ⇒ not-applied, nothing reaches the sandbox", async () => {
-    const s = await sb();
-    const a = adapter(s.url);
+    const { s, a } = await rig();
     const params = ticket('t-abort');
     const o = await a.doExecute('tickets.create', params, {
       ...execCtx(a, 'tickets.create', params),
@@ -468,8 +371,7 @@ describe('bad input gets a typed answer and sends nothing', () => {
       /extra is not a field of this operation/,
     ],
   ] as const)('%s %j ⇒ rejected / validation', async (op, params, message) => {
-    const s = await sb();
-    const a = adapter(s.url);
+    const { s, a } = await rig();
     const o = await a.doExecute(op, params, {
       ...execCtx(a, 'contacts.update', { contactId: '1', properties: { x: 1 } }),
     });
@@ -524,8 +426,7 @@ describe('provider key', () => {
   });
 
   it('the request the sandbox receives carries the key, never the run or attempt id', async () => {
-    const s = await sb();
-    const a = adapter(s.url);
+    const { s, a } = await rig();
     const params = order('A-keys');
     const ctx = execCtx(a, 'objects.upsert', params);
     await a.doExecute('objects.upsert', params, ctx);

@@ -1,27 +1,17 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { HubSpotSandbox } from '../src/sandbox/index.js';
-import { adapter, execCtx, lookupCtx, order, sandbox, ticket } from './helpers.js';
+import { adapter, closeOpened, execute, lookup, order, rig, sb, ticket } from './helpers.js';
 
 // doLookup against the sandbox: CRM search with an indexing delay for tickets.create and
 // objects.upsert, GET-and-compare for contacts.update. A miss is "absent" only when it can prove it.
 
-const open: HubSpotSandbox[] = [];
-afterEach(async () => {
-  while (open.length) await open.pop()!.close();
-});
-async function sb(options: Parameters<typeof sandbox>[0] = {}) {
-  const s = await sandbox(options);
-  open.push(s);
-  return s;
-}
+afterEach(closeOpened);
 
 describe('tickets.create lookup: CRM search on the id property', () => {
   it('finds the committed ticket once the index has it (found / succeeded, its id)', async () => {
-    const s = await sb();
-    const a = adapter(s.url);
+    const { a } = await rig();
     const params = ticket('lk-1');
-    const created = await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params));
-    const r = await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', params));
+    const created = await execute(a, 'tickets.create', params);
+    const r = await lookup(a, 'tickets.create', params);
     expect(r).toMatchObject({
       kind: 'found',
       outcome: {
@@ -33,79 +23,72 @@ describe('tickets.create lookup: CRM search on the id property', () => {
   });
 
   it('inside the indexing delay a miss is cannot-tell (no settle time configured), then found after it', async () => {
-    const s = await sb({ searchIndexingDelayMs: 5000 });
-    const a = adapter(s.url);
+    const { s, a } = await rig({ searchIndexingDelayMs: 5000 });
     const params = ticket('lk-2');
-    await a.doExecute('tickets.create', params, execCtx(a, 'tickets.create', params));
+    await execute(a, 'tickets.create', params);
     expect(s.count('tickets')).toBe(1);
-    const early = await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', params));
+    const early = await lookup(a, 'tickets.create', params);
     expect(early).toMatchObject({ kind: 'cannot-tell', status: 200 });
     expect(early.kind === 'cannot-tell' && early.reason).toMatch(/never proves absence/);
     s.advance(5000);
-    expect(await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', params))).toMatchObject({ kind: 'found' });
+    expect(await lookup(a, 'tickets.create', params)).toMatchObject({ kind: 'found' });
   });
 
-  it('with searchSettleMs: a miss inside it is cannot-tell with the remaining wait; after it, not-found', async () => {
-    const s = await sb();
-    const a = adapter(s.url, { searchSettleMs: 2000 });
-    const params = ticket('lk-3');
+  // Dispatch times in ms before now: 500 ms ago is inside the 2 s settle time, 2.5 s ago is past it.
+  it.each([
+    [
+      'a miss inside it is cannot-tell with the remaining wait; after it, not-found',
+      'lk-3',
+      (ago: number) => ({ firstDispatchedAt: ago }),
+    ],
+    [
+      'the settle time runs from the LAST dispatch (a later re-send may not be indexed yet)',
+      'lk-3b',
+      (ago: number) => ({ firstDispatchedAt: 60_000, lastDispatchedAt: ago }),
+    ],
+  ])('with searchSettleMs: %s', async (_name, ref, dispatched) => {
+    const { a } = await rig({}, { searchSettleMs: 2000 });
     const now = Date.now();
-    const inside = await a.doLookup(
-      'tickets.create',
-      lookupCtx(a, 'tickets.create', params, { firstDispatchedAt: now - 500, now }),
-    );
-    expect(inside).toMatchObject({ kind: 'cannot-tell', retryAfterMs: 1500 });
-    const after = await a.doLookup(
-      'tickets.create',
-      lookupCtx(a, 'tickets.create', params, { firstDispatchedAt: now - 2500, now }),
-    );
-    expect(after).toMatchObject({ kind: 'not-found' });
+    const at = (ago: number) => {
+      const times = dispatched(ago) as { firstDispatchedAt: number; lastDispatchedAt?: number };
+      return {
+        now,
+        firstDispatchedAt: now - times.firstDispatchedAt,
+        ...(times.lastDispatchedAt !== undefined ? { lastDispatchedAt: now - times.lastDispatchedAt } : {}),
+      };
+    };
+    expect(await lookup(a, 'tickets.create', ticket(ref), at(500))).toMatchObject({
+      kind: 'cannot-tell',
+      retryAfterMs: 1500,
+    });
+    expect(await lookup(a, 'tickets.create', ticket(ref), at(2500))).toMatchObject({ kind: 'not-found' });
     expect(a.operations['tickets.create'].card.lookup.consistencyDelay.value).toBe('2s');
   });
 
-  it('with searchSettleMs: the settle time runs from the LAST dispatch (a later re-send may not be indexed yet)', async () => {
-    const s = await sb();
-    const a = adapter(s.url, { searchSettleMs: 2000 });
-    const params = ticket('lk-3b');
-    const now = Date.now();
-    const resent = await a.doLookup(
-      'tickets.create',
-      lookupCtx(a, 'tickets.create', params, { firstDispatchedAt: now - 60_000, lastDispatchedAt: now - 500, now }),
-    );
-    expect(resent).toMatchObject({ kind: 'cannot-tell', retryAfterMs: 1500 });
-    const settled = await a.doLookup(
-      'tickets.create',
-      lookupCtx(a, 'tickets.create', params, { firstDispatchedAt: now - 60_000, lastDispatchedAt: now - 2500, now }),
-    );
-    expect(settled).toMatchObject({ kind: 'not-found' });
-  });
-
   it('never dispatched ⇒ not-found (nothing was sent)', async () => {
-    const s = await sb();
-    const a = adapter(s.url);
+    const { a } = await rig();
     const params = ticket('lk-4');
-    expect(
-      await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', params, { firstDispatchedAt: null })),
-    ).toMatchObject({ kind: 'not-found', reason: 'never dispatched' });
+    expect(await lookup(a, 'tickets.create', params, { firstDispatchedAt: null })).toMatchObject({
+      kind: 'not-found',
+      reason: 'never dispatched',
+    });
   });
 
   it('another operation’s ticket is not a match', async () => {
-    const s = await sb();
-    const a = adapter(s.url, { searchSettleMs: 0 });
+    const { a } = await rig({}, { searchSettleMs: 0 });
     const mine = ticket('lk-mine');
     const other = ticket('lk-other');
-    await a.doExecute('tickets.create', other, execCtx(a, 'tickets.create', other));
-    expect(await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', mine))).toMatchObject({
+    await execute(a, 'tickets.create', other);
+    expect(await lookup(a, 'tickets.create', mine)).toMatchObject({
       kind: 'not-found',
     });
   });
 
   it('search throttled (5 req/s per account) ⇒ cannot-tell with a 1 s wait and the SECONDLY policy', async () => {
-    const s = await sb({ searchPerSecond: 1 });
-    const a = adapter(s.url);
+    const { a } = await rig({ searchPerSecond: 1 });
     const params = ticket('lk-5');
-    await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', params));
-    expect(await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', params))).toMatchObject({
+    await lookup(a, 'tickets.create', params);
+    expect(await lookup(a, 'tickets.create', params)).toMatchObject({
       kind: 'cannot-tell',
       status: 429,
       code: 'SECONDLY',
@@ -118,19 +101,19 @@ describe('tickets.create lookup: CRM search on the id property', () => {
     s.denyScope('tickets');
     const a = adapter(s.url, { searchSettleMs: 0 });
     const params = ticket('lk-6');
-    expect(
-      await a.doLookup('tickets.create', lookupCtx(a, 'tickets.create', params, { firstDispatchedAt: 0 })),
-    ).toMatchObject({ kind: 'cannot-tell', status: 403 });
+    expect(await lookup(a, 'tickets.create', params, { firstDispatchedAt: 0 })).toMatchObject({
+      kind: 'cannot-tell',
+      status: 403,
+    });
   });
 });
 
 describe('objects.upsert lookup', () => {
   it('finds the record by the id property in its object type', async () => {
-    const s = await sb();
-    const a = adapter(s.url);
+    const { a } = await rig();
     const params = order('lk-A');
-    const done = await a.doExecute('objects.upsert', params, execCtx(a, 'objects.upsert', params));
-    expect(await a.doLookup('objects.upsert', lookupCtx(a, 'objects.upsert', params))).toMatchObject({
+    const done = await execute(a, 'objects.upsert', params);
+    expect(await lookup(a, 'objects.upsert', params)).toMatchObject({
       kind: 'found',
       outcome: { kind: 'succeeded', providerRef: done.providerRef },
     });
@@ -143,7 +126,7 @@ describe('contacts.update lookup: GET the contact and compare the values', () =>
     const c = s.seed('contacts', { email: 'ada@example.test', contract_date: '2026-08-05' });
     const a = adapter(s.url);
     const params = { contactId: c.id, properties: { contract_date: '2026-08-05' } };
-    expect(await a.doLookup('contacts.update', lookupCtx(a, 'contacts.update', params))).toMatchObject({
+    expect(await lookup(a, 'contacts.update', params)).toMatchObject({
       kind: 'found',
       outcome: { kind: 'succeeded', providerRef: c.id },
     });
@@ -154,7 +137,7 @@ describe('contacts.update lookup: GET the contact and compare the values', () =>
     const c = s.seed('contacts', { email: 'ada@example.test', contract_date: '2025-01-01' });
     const a = adapter(s.url);
     const params = { contactId: c.id, properties: { contract_date: '2026-08-05' } };
-    const r = await a.doLookup('contacts.update', lookupCtx(a, 'contacts.update', params));
+    const r = await lookup(a, 'contacts.update', params);
     expect(r).toMatchObject({ kind: 'not-found', providerRef: c.id });
     expect(r.kind === 'not-found' && r.reason).toMatch(/contract_date/);
   });
@@ -164,17 +147,16 @@ describe('contacts.update lookup: GET the contact and compare the values', () =>
     const c = s.seed('contacts', { email: 'ada@example.test', firstname: 'Ada' });
     const a = adapter(s.url);
     const params = { contactId: 'ada@example.test', idProperty: 'email', properties: { firstname: 'Ada' } };
-    expect(await a.doLookup('contacts.update', lookupCtx(a, 'contacts.update', params))).toMatchObject({
+    expect(await lookup(a, 'contacts.update', params)).toMatchObject({
       kind: 'found',
       outcome: { providerRef: c.id },
     });
   });
 
   it('contact gone ⇒ found / rejected not-found (the PATCH would fail the same way)', async () => {
-    const s = await sb();
-    const a = adapter(s.url);
+    const { a } = await rig();
     const params = { contactId: '424242', properties: { firstname: 'Ada' } };
-    expect(await a.doLookup('contacts.update', lookupCtx(a, 'contacts.update', params))).toMatchObject({
+    expect(await lookup(a, 'contacts.update', params)).toMatchObject({
       kind: 'found',
       outcome: { kind: 'rejected', reason: 'not-found', status: 404 },
     });
@@ -186,7 +168,7 @@ describe('contacts.update lookup: GET the contact and compare the values', () =>
     s.throttle(1);
     const a = adapter(s.url);
     const params = { contactId: c.id, properties: { firstname: 'Ada' } };
-    expect(await a.doLookup('contacts.update', lookupCtx(a, 'contacts.update', params))).toMatchObject({
+    expect(await lookup(a, 'contacts.update', params)).toMatchObject({
       kind: 'cannot-tell',
       status: 429,
       retryAfterMs: 10_000,

@@ -9,7 +9,7 @@ import {
 } from '@retrysafe/contract';
 
 /** Where the facts come from. */
-export const SOURCES = {
+const S = {
   providers: 'docs/evidence/msgraph.md',
   sendMail: 'https://learn.microsoft.com/en-us/graph/api/user-sendmail',
   extendedPropertyFilter: 'https://learn.microsoft.com/en-us/graph/api/singlevaluelegacyextendedproperty-get',
@@ -24,230 +24,228 @@ export const SOURCES = {
     '@microsoft/microsoft-graph-client 3.0.7 lib/src/middleware/RetryHandler.js (RETRY_STATUS_CODES 429, 503, 504; any method)',
 } as const;
 
-const REQUEST_ID = fact(
-  'request-id response header (else error.innerError["request-id"] in the error body)',
-  SOURCES.errors,
-);
+/** A condition the card could not verify, with its source. */
+const note = (field: string, condition: string, source: string) => ({ field, condition, source });
+const lateApplyNote = (effect: string, source: string) =>
+  note('lookup.lateApplyBound', `how long after the client gave up Graph may still ${effect}`, source);
 
-const RETRY_LAYER = {
-  layer: 'runner',
-  sdkRetries: 'disabled',
-  how: 'Client.initWithMiddleware with the chain BearerAuthMiddleware → HTTPMessageHandler and no RetryHandler; an injected client whose chain holds a RetryHandler is refused with AdapterConfigurationError. The drill counts deliveries at the loopback sandbox; a negative control shows the SDK default chain resending sendMail on 503/504.',
-} as const;
+/** The key facts of an operation that carries no key: the id travels only as a lookup tag. */
+function noKey(travelsSource: string, source: string, scope: string, scopeSource: string) {
+  return {
+    travels: fact('none', travelsSource),
+    name: fact(null, source),
+    maxLength: fact(null, source),
+    charset: fact(null, source),
+    scope: fact(scope, scopeSource),
+  };
+}
 
-const RETRYABLE = fact(
-  ['429 throttled (Graph: "the requests fail"; Retry-After honoured)', 'connection refused / DNS failure (never sent)'],
-  `${SOURCES.throttling}; ${SOURCES.providers}`,
-);
+type Spec = Omit<
+  RetrySafetyCard,
+  | 'cardVersion'
+  | 'provider'
+  | 'ids'
+  | 'retryableErrors'
+  | 'nonRetryableErrors'
+  | 'backoff'
+  | 'retryLayer'
+  | 'handoff'
+  | 'duplicateTest'
+  | 'receipts'
+> & {
+  /** This operation's refusals beside the ones every Graph create answers alike. */
+  readonly refusals: readonly string[];
+  readonly handoff: string;
+};
 
-/** The refusals every Graph create answers alike (each card adds its own 404/409 and 5xx lines). */
-const REFUSED = ['400/405/413/415/422 validation', '401 authentication', '403 permission'] as const;
-const BACKOFF = { strategy: 'exponential-full-jitter', base: '1s', cap: '30s', retryAfterCap: '2m' } as const;
-const HANDOFF_DESTINATION = 'the runner handoff sink (JSONL file or callback), resolved by a person from the CLI';
-const RECEIPTS =
-  'the runner ledger, exported as JSONL; message bodies, recipients and attendees are sensitive fields and never reach receipts or packets';
-const DUPLICATE_TEST =
-  'loopback Graph sandbox (@retrysafe/msgraph/sandbox) with the real SDK pointed at it, behind the testkit fault proxy; the sandbox counts the records it holds and the POSTs it received';
+/** The facts and policy every Graph card shares; the operation's own facts come in `spec`. */
+function msGraphCard({ refusals, handoff, ...spec }: Spec): RetrySafetyCard {
+  return defineCard({
+    cardVersion: 1,
+    provider: 'msgraph',
+    operation: spec.operation,
+    sideEffect: spec.sideEffect,
+    businessOperationId: spec.businessOperationId,
+    ids: {
+      run: 'receipts only',
+      attempt: 'receipts only',
+      request: fact('request-id response header (else error.innerError["request-id"] in the error body)', S.errors),
+    },
+    providerKey: spec.providerKey,
+    keyReuse: spec.keyReuse,
+    parameterMatching: spec.parameterMatching,
+    storedResult: spec.storedResult,
+    lookup: spec.lookup,
+    retention: spec.retention,
+    concurrency: spec.concurrency,
+    retryableErrors: fact(
+      [
+        '429 throttled (Graph: "the requests fail"; Retry-After honoured)',
+        'connection refused / DNS failure (never sent)',
+      ],
+      `${S.throttling}; ${S.providers}`,
+    ),
+    nonRetryableErrors: fact(
+      ['400/405/413/415/422 validation', '401 authentication', '403 permission', ...refusals],
+      `${S.errors}; ${S.providers}`,
+    ),
+    backoff: { strategy: 'exponential-full-jitter', base: '1s', cap: '30s', retryAfterCap: '2m' },
+    limits: spec.limits,
+    retryLayer: {
+      layer: 'runner',
+      sdkRetries: 'disabled',
+      how: 'Client.initWithMiddleware with the chain BearerAuthMiddleware → HTTPMessageHandler and no RetryHandler; an injected client whose chain holds a RetryHandler is refused with AdapterConfigurationError. The drill counts deliveries at the loopback sandbox; a negative control shows the SDK default chain resending sendMail on 503/504.',
+    },
+    reconciler: spec.reconciler,
+    handoff: {
+      condition: handoff,
+      destination: 'the runner handoff sink (JSONL file or callback), resolved by a person from the CLI',
+    },
+    duplicateTest:
+      'loopback Graph sandbox (@retrysafe/msgraph/sandbox) with the real SDK pointed at it, behind the testkit fault proxy; the sandbox counts the records it holds and the POSTs it received',
+    receipts:
+      'the runner ledger, exported as JSONL; message bodies, recipients and attendees are sensitive fields and never reach receipts or packets',
+    unverified: spec.unverified,
+  });
+}
 
-export const mailSendCard = defineCard({
-  cardVersion: 1,
-  provider: 'msgraph',
+export const mailSendCard = msGraphCard({
   operation: 'msgraph.mail.send',
   sideEffect: {
-    kind: fact('send', SOURCES.sendMail),
-    idempotentByNature: fact(false, `${SOURCES.providers}: "no idempotency key … Retrying is NOT safe"`),
+    kind: fact('send', S.sendMail),
+    idempotentByNature: fact(false, `${S.providers}: "no idempotency key … Retrying is NOT safe"`),
   },
   businessOperationId: {
     rule: 'derived from intent fields mailbox and message (the whole message: recipients, subject, body, …), or given by the caller',
     intentFields: ['mailbox', 'message'],
     // Exact: the message is what is delivered; another spelling is another mail.
   },
-  ids: { run: 'receipts only', attempt: 'receipts only', request: REQUEST_ID },
-  providerKey: {
-    travels: fact('none', `${SOURCES.providers}: sendMail has no idempotency key`),
-    name: fact(null, SOURCES.providers),
-    maxLength: fact(null, SOURCES.providers),
-    charset: fact(null, SOURCES.providers),
-    scope: fact(
-      'none: Graph folds no re-sends of sendMail; the business-operation id travels only as a lookup tag (a single-value extended property on the message)',
-      SOURCES.providers,
-    ),
-  },
-  keyReuse: fact('no key exists: every sendMail that reaches Graph is one more mail', SOURCES.providers),
-  parameterMatching: fact('none', SOURCES.providers),
+  providerKey: noKey(
+    `${S.providers}: sendMail has no idempotency key`,
+    S.providers,
+    'none: Graph folds no re-sends of sendMail; the business-operation id travels only as a lookup tag (a single-value extended property on the message)',
+    S.providers,
+  ),
+  keyReuse: fact('no key exists: every sendMail that reaches Graph is one more mail', S.providers),
+  parameterMatching: fact('none', S.providers),
   storedResult: {
-    semantics: fact('none', `${SOURCES.providers}: 202, no body, no idempotency key`),
-    includesErrors: fact(false, SOURCES.providers),
+    semantics: fact('none', `${S.providers}: 202, no body, no idempotency key`),
+    includesErrors: fact(false, S.providers),
   },
   lookup: {
     method: fact(
       'search',
-      `${SOURCES.providers}: Sent Items $filter on singleValueExtendedProperties; ${SOURCES.extendedPropertyFilter}`,
+      `${S.providers}: Sent Items $filter on singleValueExtendedProperties; ${S.extendedPropertyFilter}`,
     ),
-    consistencyDelay: fact<Duration | null>('unknown', `${SOURCES.providers}: "Delay before it appears: unknown"`),
+    consistencyDelay: fact<Duration | null>('unknown', `${S.providers}: "Delay before it appears: unknown"`),
     lateApplyBound: fact<Duration>(
       'unknown',
-      `${SOURCES.sendMail}: sendMail answers 202 Accepted and the message is processed asynchronously; no deadline for saving it to Sent Items is documented`,
+      `${S.sendMail}: sendMail answers 202 Accepted and the message is processed asynchronously; no deadline for saving it to Sent Items is documented`,
     ),
   },
-  retention: { minimum: fact(null, `${SOURCES.providers}: nothing is stored for a re-send`) },
-  concurrency: fact('duplicates', `${SOURCES.providers}: no idempotency key`),
-  retryableErrors: RETRYABLE,
-  nonRetryableErrors: fact(
-    [
-      ...REFUSED,
-      '404 mailbox not found',
-      '409 conflict',
-      '507 mailbox quota',
-      '500/502/503/504 and other 5xx, timeout, reset: unknown ⇒ Sent Items lookup, never resent (Graph has delivered mail after retried 504s)',
-    ],
-    `${SOURCES.errors}; ${SOURCES.providers}`,
-  ),
-  backoff: BACKOFF,
+  retention: { minimum: fact(null, `${S.providers}: nothing is stored for a re-send`) },
+  concurrency: fact('duplicates', `${S.providers}: no idempotency key`),
+  refusals: [
+    '404 mailbox not found',
+    '409 conflict',
+    '507 mailbox quota',
+    '500/502/503/504 and other 5xx, timeout, reset: unknown ⇒ Sent Items lookup, never resent (Graph has delivered mail after retried 504s)',
+  ],
   limits: { maxAttempts: 3, maxElapsed: '10m', lookupWindow: '5m' },
-  retryLayer: RETRY_LAYER,
   reconciler:
     'the runner, through doLookup: GET /{mailbox}/mailFolders/sentitems/messages?$filter=singleValueExtendedProperties/Any(ep: ep/id eq \'<tag>\' and ep/value eq \'<business-operation id>\'); a match is adopted, an empty answer is "cannot tell" (never "not sent") because the delay is unknown',
-  handoff: {
-    condition:
-      'rejected; or an unknown outcome (timeout, reset, 5xx, lost 202) whose mail is not found in Sent Items within the lookup window — the runner never resends blindly; or not-applied beyond max attempts / max elapsed',
-    destination: HANDOFF_DESTINATION,
-  },
-  duplicateTest: DUPLICATE_TEST,
-  receipts: RECEIPTS,
+  handoff:
+    'rejected; or an unknown outcome (timeout, reset, 5xx, lost 202) whose mail is not found in Sent Items within the lookup window — the runner never resends blindly; or not-applied beyond max attempts / max elapsed',
   unverified: [
-    {
-      field: 'lookup.lateApplyBound',
-      condition: 'how long after the client gave up Graph may still send and save the message',
-      source: SOURCES.sendMail,
-    },
-    {
-      field: 'lookup.consistencyDelay',
-      condition:
-        'how long after a 202 the mail appears in Sent Items (202 = accepted, not delivered; it reaches Sent Items after transport)',
-      source: SOURCES.providers,
-    },
-    {
-      field: 'lookup.method',
-      condition:
-        'the Sent Items $filter on the extended property is exercised against the loopback sandbox only, not a live tenant',
-      source: SOURCES.extendedPropertyFilter,
-    },
+    lateApplyNote('send and save the message', S.sendMail),
+    note(
+      'lookup.consistencyDelay',
+      'how long after a 202 the mail appears in Sent Items (202 = accepted, not delivered; it reaches Sent Items after transport)',
+      S.providers,
+    ),
+    note(
+      'lookup.method',
+      'the Sent Items $filter on the extended property is exercised against the loopback sandbox only, not a live tenant',
+      S.extendedPropertyFilter,
+    ),
   ],
-} as const satisfies RetrySafetyCard);
+});
 
-export const eventsCreateCard = defineCard({
-  cardVersion: 1,
-  provider: 'msgraph',
+export const eventsCreateCard = msGraphCard({
   operation: 'msgraph.events.create',
   sideEffect: {
-    kind: fact('create', SOURCES.createEvent),
-    idempotentByNature: fact(false, SOURCES.createEvent),
+    kind: fact('create', S.createEvent),
+    idempotentByNature: fact(false, S.createEvent),
   },
   businessOperationId: {
     rule: 'derived from intent fields mailbox, event.subject, event.start, event.end (one meeting slot with one subject in one calendar), or given by the caller',
     intentFields: ['mailbox', 'event.subject', 'event.start', 'event.end'],
   },
-  ids: { run: 'receipts only', attempt: 'receipts only', request: REQUEST_ID },
   providerKey: {
-    travels: fact('body', `${SOURCES.event}; ${SOURCES.providers}`),
-    name: fact('transactionId', SOURCES.event),
+    travels: fact('body', `${S.event}; ${S.providers}`),
+    name: fact('transactionId', S.event),
     maxLength: fact<number | null>(
       'unknown',
-      `${SOURCES.event}: no limit documented (the adapter sends at most 64 chars: rs- + the id when it fits A-Za-z0-9-, else rs- + a hex digest of it)`,
+      `${S.event}: no limit documented (the adapter sends at most 64 chars: rs- + the id when it fits A-Za-z0-9-, else rs- + a hex digest of it)`,
     ),
-    charset: fact<string | null>('unknown', `${SOURCES.event}: not documented (the adapter sends only A-Za-z0-9-)`),
-    scope: fact('unknown', `${SOURCES.providers}`),
+    charset: fact<string | null>('unknown', `${S.event}: not documented (the adapter sends only A-Za-z0-9-)`),
+    scope: fact('unknown', `${S.providers}`),
   },
   keyReuse: fact(
     'documented intent only: transactionId is a client id "to avoid redundant POST operations in case of client retries"; what a duplicate returns and how long it is remembered are unknown, so the runner never resends relying on it',
-    SOURCES.providers,
+    S.providers,
   ),
-  parameterMatching: fact<ParameterMatching>('unknown', SOURCES.providers),
+  parameterMatching: fact<ParameterMatching>('unknown', S.providers),
   storedResult: {
-    semantics: fact<StoredResultSemantics>('unknown', `${SOURCES.providers}: "what a duplicate returns … unknown"`),
-    includesErrors: fact<boolean>('unknown', SOURCES.providers),
+    semantics: fact<StoredResultSemantics>('unknown', `${S.providers}: "what a duplicate returns … unknown"`),
+    includesErrors: fact<boolean>('unknown', S.providers),
   },
   lookup: {
-    method: fact('search', `${SOURCES.extendedPropertyFilter} (events: $filter on singleValueExtendedProperties)`),
-    consistencyDelay: fact<Duration | null>('unknown', `${SOURCES.createEvent}: not documented`),
-    lateApplyBound: fact<Duration>('unknown', `${SOURCES.createEvent} documents no server-side request deadline`),
+    method: fact('search', `${S.extendedPropertyFilter} (events: $filter on singleValueExtendedProperties)`),
+    consistencyDelay: fact<Duration | null>('unknown', `${S.createEvent}: not documented`),
+    lateApplyBound: fact<Duration>('unknown', `${S.createEvent} documents no server-side request deadline`),
   },
   retention: {
-    minimum: fact<Duration | null>('unknown', `${SOURCES.providers}: "how long it is remembered: unknown"`),
+    minimum: fact<Duration | null>('unknown', `${S.providers}: "how long it is remembered: unknown"`),
   },
-  concurrency: fact<ConcurrencyBehaviour>('unknown', SOURCES.providers),
-  retryableErrors: RETRYABLE,
-  nonRetryableErrors: fact(
-    [
-      ...REFUSED,
-      '404 mailbox or calendar not found',
-      '409: may mean the first request already created it ⇒ unknown ⇒ lookup',
-      '500/502/503/504 and other 5xx, timeout, reset: unknown ⇒ lookup, never resent',
-    ],
-    `${SOURCES.errors}; ${SOURCES.providers}`,
-  ),
-  backoff: BACKOFF,
+  concurrency: fact<ConcurrencyBehaviour>('unknown', S.providers),
+  refusals: [
+    '404 mailbox or calendar not found',
+    '409: may mean the first request already created it ⇒ unknown ⇒ lookup',
+    '500/502/503/504 and other 5xx, timeout, reset: unknown ⇒ lookup, never resent',
+  ],
   limits: { maxAttempts: 3, maxElapsed: '5m', lookupWindow: '2m' },
-  retryLayer: RETRY_LAYER,
   reconciler:
     "the runner, through doLookup: GET /{mailbox}/events?$filter=singleValueExtendedProperties/Any(ep: ep/id eq '<tag>' and ep/value eq '<business-operation id>'); a match is adopted, an empty answer is \"cannot tell\"",
-  handoff: {
-    condition:
-      'rejected; or an unknown outcome whose event is not found within the lookup window (a resend with the same transactionId is not relied on: its effect is unknown); or not-applied beyond max attempts / max elapsed',
-    destination: HANDOFF_DESTINATION,
-  },
-  duplicateTest: DUPLICATE_TEST,
-  receipts: RECEIPTS,
+  handoff:
+    'rejected; or an unknown outcome whose event is not found within the lookup window (a resend with the same transactionId is not relied on: its effect is unknown); or not-applied beyond max attempts / max elapsed',
   unverified: [
-    {
-      field: 'lookup.lateApplyBound',
-      condition: 'how long after the client gave up Graph may still create the event',
-      source: SOURCES.createEvent,
-    },
-    { field: 'providerKey.maxLength', condition: 'maximum transactionId length', source: SOURCES.event },
-    { field: 'providerKey.charset', condition: 'characters allowed in transactionId', source: SOURCES.event },
-    {
-      field: 'providerKey.scope',
-      condition: 'whether transactionId is unique per mailbox, per calendar or per app',
-      source: SOURCES.providers,
-    },
-    {
-      field: 'parameterMatching',
-      condition: 'what a second POST with the same transactionId and other fields does',
-      source: SOURCES.providers,
-    },
-    {
-      field: 'storedResult.semantics',
-      condition: 'what a duplicate POST with the same transactionId returns',
-      source: SOURCES.providers,
-    },
-    {
-      field: 'storedResult.includesErrors',
-      condition: 'whether an error for the first POST is remembered for the transactionId',
-      source: SOURCES.providers,
-    },
-    {
-      field: 'lookup.consistencyDelay',
-      condition: 'how soon a created event is visible to an $filter query on /events',
-      source: SOURCES.createEvent,
-    },
-    { field: 'retention.minimum', condition: 'how long Graph remembers a transactionId', source: SOURCES.providers },
-    {
-      field: 'concurrency',
-      condition: 'what two concurrent POSTs with one transactionId do',
-      source: SOURCES.providers,
-    },
+    lateApplyNote('create the event', S.createEvent),
+    note('providerKey.maxLength', 'maximum transactionId length', S.event),
+    note('providerKey.charset', 'characters allowed in transactionId', S.event),
+    note('providerKey.scope', 'whether transactionId is unique per mailbox, per calendar or per app', S.providers),
+    note('parameterMatching', 'what a second POST with the same transactionId and other fields does', S.providers),
+    note('storedResult.semantics', 'what a duplicate POST with the same transactionId returns', S.providers),
+    note(
+      'storedResult.includesErrors',
+      'whether an error for the first POST is remembered for the transactionId',
+      S.providers,
+    ),
+    note(
+      'lookup.consistencyDelay',
+      'how soon a created event is visible to an $filter query on /events',
+      S.createEvent,
+    ),
+    note('retention.minimum', 'how long Graph remembers a transactionId', S.providers),
+    note('concurrency', 'what two concurrent POSTs with one transactionId do', S.providers),
   ],
-} as const satisfies RetrySafetyCard);
+});
 
-export const todoTasksCreateCard = defineCard({
-  cardVersion: 1,
-  provider: 'msgraph',
+export const todoTasksCreateCard = msGraphCard({
   operation: 'msgraph.todo.tasks.create',
   sideEffect: {
-    kind: fact('create', SOURCES.createTask),
-    idempotentByNature: fact(false, SOURCES.createTask),
+    kind: fact('create', S.createTask),
+    idempotentByNature: fact(false, S.createTask),
   },
   businessOperationId: {
     rule: 'derived from intent fields mailbox, listId, task.title (one task of one title in one list), or given by the caller',
@@ -256,78 +254,52 @@ export const todoTasksCreateCard = defineCard({
       {
         field: 'task.title',
         steps: ['trim'],
-        source: `${SOURCES.createTask}: Graph keeps the title as given and does not deduplicate tasks, so the title's equality is retrysafe's: surrounding white space an agent adds is not another task; compatibility forms, case and inner white space are kept apart, as Graph keeps them (docs/concepts.md, Normalisation)`,
+        source: `${S.createTask}: Graph keeps the title as given and does not deduplicate tasks, so the title's equality is retrysafe's: surrounding white space an agent adds is not another task; compatibility forms, case and inner white space are kept apart, as Graph keeps them (docs/concepts.md, Normalisation)`,
       },
     ],
   },
-  ids: { run: 'receipts only', attempt: 'receipts only', request: REQUEST_ID },
-  providerKey: {
-    travels: fact('none', `${SOURCES.createTask}: no client id or idempotency key in the request`),
-    name: fact(null, SOURCES.createTask),
-    maxLength: fact(null, SOURCES.createTask),
-    charset: fact(null, SOURCES.createTask),
-    scope: fact(
-      'none: the business-operation id travels only as a lookup tag (linkedResources[].externalId, applicationName retrysafe)',
-      SOURCES.linkedResource,
-    ),
-  },
-  keyReuse: fact('no key exists: every POST that reaches Graph is one more task', SOURCES.createTask),
-  parameterMatching: fact('none', SOURCES.createTask),
+  providerKey: noKey(
+    `${S.createTask}: no client id or idempotency key in the request`,
+    S.createTask,
+    'none: the business-operation id travels only as a lookup tag (linkedResources[].externalId, applicationName retrysafe)',
+    S.linkedResource,
+  ),
+  keyReuse: fact('no key exists: every POST that reaches Graph is one more task', S.createTask),
+  parameterMatching: fact('none', S.createTask),
   storedResult: {
-    semantics: fact('none', SOURCES.createTask),
-    includesErrors: fact(false, SOURCES.createTask),
+    semantics: fact('none', S.createTask),
+    includesErrors: fact(false, S.createTask),
   },
   lookup: {
     method: fact(
       'search',
-      `${SOURCES.listTasks} with $filter=linkedResources/any(r: r/externalId eq '<business-operation id>')`,
+      `${S.listTasks} with $filter=linkedResources/any(r: r/externalId eq '<business-operation id>')`,
     ),
-    consistencyDelay: fact<Duration | null>('unknown', `${SOURCES.listTasks}: not documented`),
-    lateApplyBound: fact<Duration>('unknown', `${SOURCES.createTask} documents no server-side request deadline`),
+    consistencyDelay: fact<Duration | null>('unknown', `${S.listTasks}: not documented`),
+    lateApplyBound: fact<Duration>('unknown', `${S.createTask} documents no server-side request deadline`),
   },
-  retention: { minimum: fact(null, SOURCES.createTask) },
-  concurrency: fact('duplicates', SOURCES.createTask),
-  retryableErrors: RETRYABLE,
-  nonRetryableErrors: fact(
-    [
-      ...REFUSED,
-      '404 mailbox or list not found',
-      '409 conflict',
-      '500/502/503/504 and other 5xx, timeout, reset: unknown ⇒ lookup, never resent',
-    ],
-    `${SOURCES.errors}; ${SOURCES.providers}`,
-  ),
-  backoff: BACKOFF,
+  retention: { minimum: fact(null, S.createTask) },
+  concurrency: fact('duplicates', S.createTask),
+  refusals: [
+    '404 mailbox or list not found',
+    '409 conflict',
+    '500/502/503/504 and other 5xx, timeout, reset: unknown ⇒ lookup, never resent',
+  ],
   limits: { maxAttempts: 3, maxElapsed: '5m', lookupWindow: '2m' },
-  retryLayer: RETRY_LAYER,
   reconciler:
     'the runner, through doLookup: GET /{mailbox}/todo/lists/{listId}/tasks?$filter=linkedResources/any(r: r/externalId eq \'<business-operation id>\'); a match is adopted; an empty or refused answer is "cannot tell"',
-  handoff: {
-    condition:
-      'rejected; or an unknown outcome whose task is not found within the lookup window; or not-applied beyond max attempts / max elapsed',
-    destination: HANDOFF_DESTINATION,
-  },
-  duplicateTest: DUPLICATE_TEST,
-  receipts: RECEIPTS,
+  handoff:
+    'rejected; or an unknown outcome whose task is not found within the lookup window; or not-applied beyond max attempts / max elapsed',
   unverified: [
-    {
-      field: 'lookup.lateApplyBound',
-      condition: 'how long after the client gave up Graph may still create the task',
-      source: SOURCES.createTask,
-    },
-    {
-      field: 'lookup.consistencyDelay',
-      condition: 'how soon a created task is visible to a list query',
-      source: SOURCES.listTasks,
-    },
-    {
-      field: 'lookup.method',
-      condition:
-        'Graph documents linkedResources on a task, not a $filter on linkedResources/externalId; a live tenant may refuse the filter (400), which the adapter reads as "cannot tell" ⇒ handoff, never a resend',
-      source: SOURCES.linkedResource,
-    },
+    lateApplyNote('create the task', S.createTask),
+    note('lookup.consistencyDelay', 'how soon a created task is visible to a list query', S.listTasks),
+    note(
+      'lookup.method',
+      'Graph documents linkedResources on a task, not a $filter on linkedResources/externalId; a live tenant may refuse the filter (400), which the adapter reads as "cannot tell" ⇒ handoff, never a resend',
+      S.linkedResource,
+    ),
   ],
-} as const satisfies RetrySafetyCard);
+});
 
 export const msGraphCards = {
   'mail.send': mailSendCard,

@@ -13,16 +13,20 @@ import { checkBaseUrl, isLoopbackHost } from '@retrysafe/contract/provider';
 export type TokenProvider = string | (() => string | Promise<string>);
 
 /**
- * Per-request holder the adapter hands to the chain through `.middlewareOptions([...])`.
- * The SDK turns every network failure into a `GraphError` with statusCode −1 and drops the
- * underlying cause (ECONNREFUSED vs ECONNRESET vs a timeout), which is exactly what decides
- * not-applied vs unknown. The probe middleware keeps the raw error here.
+ * Per-request holder for the raw transport error: the SDK turns every network failure into a GraphError -1 and
+ * drops the cause (ECONNREFUSED vs ECONNRESET vs timeout), which is what decides not-applied vs unknown.
  */
 export class TransportProbe implements MiddlewareOptions {
   /** The raw error of this request, if it failed without an HTTP answer. */
   error: unknown = undefined;
   /** Where it failed: getting the token (nothing was sent) or on the wire. */
   stage: 'token' | 'transport' | undefined = undefined;
+}
+
+/** Records where a request failed in its probe; returns the error to rethrow untouched. */
+function failed(probe: TransportProbe | undefined, stage: 'token' | 'transport', error: unknown): unknown {
+  if (probe) Object.assign(probe, { error, stage });
+  return error;
 }
 
 /**
@@ -41,11 +45,7 @@ export class BearerAuthMiddleware implements Middleware {
       token = typeof this.token === 'function' ? await this.token() : this.token;
       if (typeof token !== 'string' || token === '') throw new Error('the token provider returned no token');
     } catch (error) {
-      if (probe) {
-        probe.error = error;
-        probe.stage = 'token';
-      }
-      throw error;
+      throw failed(probe, 'token', error);
     }
     // The token never travels in clear: plain http only to a loopback sandbox (the contract's base-URL rule;
     // this also covers absolute URLs the SDK follows, such as an @odata.nextLink).
@@ -55,11 +55,7 @@ export class BearerAuthMiddleware implements Middleware {
         'msgraph',
         `refusing to send the bearer token to a ${target.protocol} URL that is not a loopback sandbox`,
       );
-      if (probe) {
-        probe.error = error;
-        probe.stage = 'token';
-      }
-      throw error;
+      throw failed(probe, 'token', error);
     }
     const options = (context.options ??= {});
     const headers = (options.headers ?? {}) as Record<string, string>;
@@ -69,11 +65,7 @@ export class BearerAuthMiddleware implements Middleware {
     try {
       await this.next.execute(context);
     } catch (error) {
-      if (probe) {
-        probe.error = error;
-        probe.stage = 'transport';
-      }
-      throw error;
+      throw failed(probe, 'transport', error);
     }
   }
 
@@ -90,11 +82,7 @@ export interface GraphClientOptions {
   readonly version?: string;
 }
 
-/**
- * The Graph client retrysafe uses: `Client.initWithMiddleware` with the chain
- * BearerAuthMiddleware → HTTPMessageHandler, and no RetryHandler (the runner is the one retrying
- * layer; the SDK's default chain retries 429/503/504 on POST, which resends mail).
- */
+/** The Graph client with no RetryHandler: the SDK's default chain retries 429/503/504 on POST, resending mail. */
 export function createGraphClient(options: GraphClientOptions): Client {
   const baseUrl = options.baseUrl ?? 'https://graph.microsoft.com/';
   checkBaseUrl('msgraph', baseUrl);

@@ -2,26 +2,9 @@ import type { LookupResult, Outcome, ProviderRefs } from '@retrysafe/contract';
 import { classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract/provider';
 
 /**
- * Maps every Graph response and every transport failure into exactly one Outcome
- * (docs/concepts.md, "Outcomes and the decision table"), keeping the HTTP status, Graph's error code and the `request-id`.
- *
- * | seen                                   | outcome                                             |
- * |----------------------------------------|-----------------------------------------------------|
- * | 2xx                                    | succeeded                                           |
- * | 400, 405, 413, 415, 422                | rejected (validation)                               |
- * | 401                                    | rejected (authentication)                           |
- * | 403                                    | rejected (permission)                               |
- * | 404                                    | rejected (not-found)                                |
- * | 409                                    | rejected (conflict), or unknown where the operation says a 409 may mean "already created" |
- * | 429                                    | not-applied, Retry-After kept (Graph: throttled requests fail) |
- * | 507                                    | rejected (other: mailbox quota reached)              |
- * | other 4xx                              | rejected (other)                                     |
- * | 500, 502, 503, 504, other 5xx          | unknown (server-error), Retry-After kept: Graph has delivered mail after 503/504 |
- * | connection refused / DNS failure       | not-applied (the request never left)                |
- * | timeout (client or headers/body)       | unknown (timeout)                                   |
- * | reset / socket closed after connecting | unknown (connection-reset)                          |
- * | 2xx whose body cannot be read          | unknown (truncated-response)                        |
- * | anything else                          | unknown (other)                                     |
+ * Maps every Graph response and transport failure into exactly one Outcome, keeping status, Graph's error code
+ * and request-id (summary in the README). Graph has delivered mail after a 503/504, so a 5xx is unknown;
+ * throttled requests fail, so a 429 is not-applied.
  */
 
 /** The parts of a Graph HTTP response the classification needs. */
@@ -70,10 +53,24 @@ function messageOf(answer: GraphHttpAnswer): string {
   return trim(msg);
 }
 
-export interface ClassifyOptions {
+interface ClassifyOptions {
   /** True for operations where a 409 may mean "the first request already created it" (events with a transactionId). */
   readonly conflictMayMeanApplied?: boolean;
 }
+
+/** The rejection reason of a refused status (any other 4xx is 'other'); 507 is the mailbox quota. */
+const REJECTED: Partial<Record<number, Extract<Outcome, { kind: 'rejected' }>['reason']>> = {
+  400: 'validation',
+  405: 'validation',
+  413: 'validation',
+  415: 'validation',
+  422: 'validation',
+  401: 'authentication',
+  403: 'permission',
+  404: 'not-found',
+  409: 'conflict',
+  507: 'other',
+};
 
 /** Classifies a non-2xx Graph answer. */
 export function outcomeFromErrorAnswer(answer: GraphHttpAnswer, options: ClassifyOptions = {}): Outcome {
@@ -92,14 +89,8 @@ export function outcomeFromErrorAnswer(answer: GraphHttpAnswer, options: Classif
       ...refs,
     };
   }
-  if (s === 400 || s === 405 || s === 413 || s === 415 || s === 422)
-    return { kind: 'rejected', reason: 'validation', message, ...refs };
-  if (s === 401) return { kind: 'rejected', reason: 'authentication', message, ...refs };
-  if (s === 403) return { kind: 'rejected', reason: 'permission', message, ...refs };
-  if (s === 404) return { kind: 'rejected', reason: 'not-found', message, ...refs };
-  if (s === 409) return { kind: 'rejected', reason: 'conflict', message, ...refs };
-  if (s === 507) return { kind: 'rejected', reason: 'other', message, ...refs };
-  if (s >= 400 && s < 500) return { kind: 'rejected', reason: 'other', message, ...refs };
+  const reason = REJECTED[s] ?? (s >= 400 && s < 500 ? 'other' : undefined);
+  if (reason) return { kind: 'rejected', reason, message, ...refs };
   if (s >= 500) return { kind: 'unknown', cause: 'server-error', message, ...ra, ...refs };
   // 1xx/3xx reaching here (redirects are not followed for POST by this chain): cannot tell.
   return { kind: 'unknown', cause: 'other', message: `unexpected HTTP ${s}`, ...ra, ...refs };

@@ -23,18 +23,18 @@ export const DEFAULT_APPLICATION_NAME = 'retrysafe';
  */
 export const TRANSACTION_ID_RULE: ProviderKeyRule = { maxLength: 64, charset: 'A-Za-z0-9-', prefix: 'rs-' };
 
-export interface Recipient {
+interface Recipient {
   readonly emailAddress: { readonly address: string; readonly name?: string };
 }
-export interface ItemBody {
+interface ItemBody {
   readonly contentType: 'text' | 'html';
   readonly content: string;
 }
-export interface SingleValueExtendedProperty {
+interface SingleValueExtendedProperty {
   readonly id: string;
   readonly value: string;
 }
-export interface DateTimeTimeZone {
+interface DateTimeTimeZone {
   readonly dateTime: string;
   readonly timeZone: string;
 }
@@ -103,11 +103,11 @@ export type MsGraphOperationTypes = {
 };
 
 /** One request the adapter sends through the Graph client. */
-export interface GraphPost {
+interface GraphPost {
   readonly path: string;
   readonly body: Record<string, unknown>;
 }
-export interface GraphQuery {
+interface GraphQuery {
   readonly path: string;
   readonly filter: string;
   readonly select: readonly string[];
@@ -131,7 +131,6 @@ export interface GraphOperation extends OperationSpec {
   readFound(item: Record<string, unknown>): { result: unknown; providerRef?: string };
   /** True when a 409 may mean "already created by the first request" (unknown, not rejected). */
   readonly conflictMayMeanApplied: boolean;
-  deriveKey(id: BusinessOperationId): ProviderKey | null;
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -141,7 +140,7 @@ function mailboxPath(mailbox: string): string {
 }
 
 /** OData string literal: single quotes doubled. */
-export function odataString(value: string): string {
+function odataString(value: string): string {
   return `'${value.replace(/'/g, "''")}'`;
 }
 
@@ -164,6 +163,12 @@ const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 // JSON Schemas: the one definition of each operation's params (the runner checks it before the claim,
 // the frame on every attempt, agents read it as the tool's input schema)
 
+/** An object with these required fields. */
+const object = (required: string[], properties: Record<string, JsonSchema>): JsonSchema => ({
+  type: 'object',
+  required,
+  properties,
+});
 /** A string with something besides white space in it. */
 const text: JsonSchema = { type: 'string', pattern: '\\S' };
 /** A path segment Graph gets as is: no "/", "?", "#" or white space. */
@@ -173,24 +178,15 @@ const owned = (description: string): JsonSchema => ({ not: {}, description });
 
 const recipientsSchema: JsonSchema = {
   type: 'array',
-  items: {
-    type: 'object',
-    required: ['emailAddress'],
-    properties: {
-      emailAddress: { type: 'object', required: ['address'], properties: { address: text, name: { type: 'string' } } },
-    },
-  },
+  items: object(['emailAddress'], {
+    emailAddress: object(['address'], { address: text, name: { type: 'string' } }),
+  }),
 };
-const itemBodySchema: JsonSchema = {
-  type: 'object',
-  required: ['contentType', 'content'],
-  properties: { contentType: { enum: ['text', 'html'] }, content: { type: 'string' } },
-};
-const dateTimeSchema: JsonSchema = {
-  type: 'object',
-  required: ['dateTime', 'timeZone'],
-  properties: { dateTime: text, timeZone: text },
-};
+const itemBodySchema: JsonSchema = object(['contentType', 'content'], {
+  contentType: { enum: ['text', 'html'] },
+  content: { type: 'string' },
+});
+const dateTimeSchema: JsonSchema = object(['dateTime', 'timeZone'], { dateTime: text, timeZone: text });
 const mailboxSchema = segment('"me" or a user id / userPrincipalName');
 
 // ---------------------------------------------------------------------------------------------
@@ -209,25 +205,17 @@ export const mailSend: GraphOperation = {
     'message.bccRecipients',
     'message.subject',
   ],
-  paramsSchema: {
-    type: 'object',
-    required: ['mailbox', 'message'],
-    properties: {
-      mailbox: mailboxSchema,
-      message: {
-        type: 'object',
-        required: ['subject', 'body', 'toRecipients'],
-        properties: {
-          subject: { type: 'string' },
-          body: itemBodySchema,
-          toRecipients: { ...recipientsSchema, minItems: 1 },
-          ccRecipients: recipientsSchema,
-          bccRecipients: recipientsSchema,
-        },
-      },
-      saveToSentItems: owned('always true: the Sent Items copy is how an unknown outcome is reconciled'),
-    },
-  },
+  paramsSchema: object(['mailbox', 'message'], {
+    mailbox: mailboxSchema,
+    message: object(['subject', 'body', 'toRecipients'], {
+      subject: { type: 'string' },
+      body: itemBodySchema,
+      toRecipients: { ...recipientsSchema, minItems: 1 },
+      ccRecipients: recipientsSchema,
+      bccRecipients: recipientsSchema,
+    }),
+    saveToSentItems: owned('always true: the Sent Items copy is how an unknown outcome is reconciled'),
+  }),
   conflictMayMeanApplied: false,
   build(params, ctx) {
     const p = params as MailSendParams;
@@ -261,49 +249,43 @@ export const mailSend: GraphOperation = {
     };
     return { result, ...(result.messageId ? { providerRef: result.messageId } : {}) };
   },
-  deriveKey: () => null,
 };
 
 // ---------------------------------------------------------------------------------------------
 // events.create
 
-function eventResult(item: Record<string, unknown>): { result: EventResult; providerRef?: string } {
-  const result: EventResult = {
-    id: str(item.id) ?? '',
-    iCalUId: str(item.iCalUId),
-    transactionId: str(item.transactionId),
-    webLink: str(item.webLink),
-    createdDateTime: str(item.createdDateTime),
-  };
-  return { result, ...(result.id ? { providerRef: result.id } : {}) };
-}
+const EVENT_FIELDS = ['id', 'iCalUId', 'transactionId', 'webLink', 'createdDateTime'];
+const TASK_FIELDS = ['id', 'status', 'createdDateTime'];
 
-export const eventsCreate: GraphOperation = {
+/** A created item as its selected fields (null when absent), its id as the provider reference. */
+function readItem(fields: readonly string[]) {
+  return (item: Record<string, unknown>): { result: unknown; providerRef?: string } => {
+    const id = str(item.id) ?? '';
+    const result = { ...Object.fromEntries(fields.map((f) => [f, str(item[f])])), id };
+    return { result, ...(id ? { providerRef: id } : {}) };
+  };
+}
+const readBody = (read: ReturnType<typeof readItem>) => (_status: number, body: unknown) =>
+  read(isObj(body) ? body : {});
+
+const eventsCreate: GraphOperation = {
   name: 'events.create',
   description:
     "Create a calendar event in a mailbox's default calendar (POST /me/events or /users/{id}/events) with a transactionId derived from the business-operation id; reconciled by an extended-property lookup.",
   card: eventsCreateCard,
   intentFields: eventsCreateCard.businessOperationId.intentFields,
   sensitiveFields: ['event.body', 'event.attendees', 'event.subject', 'event.location'],
-  paramsSchema: {
-    type: 'object',
-    required: ['mailbox', 'event'],
-    properties: {
-      mailbox: mailboxSchema,
-      event: {
-        type: 'object',
-        required: ['subject', 'start', 'end'],
-        properties: {
-          subject: text,
-          start: dateTimeSchema,
-          end: dateTimeSchema,
-          body: itemBodySchema,
-          attendees: { type: 'array' },
-          transactionId: owned('derived from the business-operation id; do not set it'),
-        },
-      },
-    },
-  },
+  paramsSchema: object(['mailbox', 'event'], {
+    mailbox: mailboxSchema,
+    event: object(['subject', 'start', 'end'], {
+      subject: text,
+      start: dateTimeSchema,
+      end: dateTimeSchema,
+      body: itemBodySchema,
+      attendees: { type: 'array' },
+      transactionId: owned('derived from the business-operation id; do not set it'),
+    }),
+  }),
   conflictMayMeanApplied: true,
   build(params, ctx) {
     const p = params as EventsCreateParams;
@@ -318,53 +300,36 @@ export const eventsCreate: GraphOperation = {
       },
     };
   },
-  readSuccess(_status, body) {
-    return eventResult(isObj(body) ? body : {});
-  },
+  readSuccess: readBody(readItem(EVENT_FIELDS)),
   lookup(params, ctx) {
     const p = params as EventsCreateParams;
     return {
       path: `${mailboxPath(p.mailbox)}/events`,
       filter: extendedPropertyFilter(ctx.extendedPropertyId, ctx.businessOperationId),
-      select: ['id', 'iCalUId', 'transactionId', 'webLink', 'createdDateTime'],
+      select: EVENT_FIELDS,
     };
   },
-  readFound: eventResult,
-  deriveKey: (id) => deriveProviderKey(id, TRANSACTION_ID_RULE),
+  readFound: readItem(EVENT_FIELDS),
 };
 
 // ---------------------------------------------------------------------------------------------
 // todo.tasks.create
 
-function taskResult(item: Record<string, unknown>): { result: TaskResult; providerRef?: string } {
-  const result: TaskResult = {
-    id: str(item.id) ?? '',
-    status: str(item.status),
-    createdDateTime: str(item.createdDateTime),
-  };
-  return { result, ...(result.id ? { providerRef: result.id } : {}) };
-}
+const tasksPath = (p: TodoTasksCreateParams) =>
+  `${mailboxPath(p.mailbox)}/todo/lists/${encodeURIComponent(p.listId)}/tasks`;
 
-export const todoTasksCreate: GraphOperation = {
+const todoTasksCreate: GraphOperation = {
   name: 'todo.tasks.create',
   description:
     'Create a Microsoft To Do task in a list (POST /me/todo/lists/{listId}/tasks). No provider idempotency: the task carries a linkedResource whose externalId is the business-operation id, and an unknown outcome is reconciled by a lookup on it or handed off.',
   card: todoTasksCreateCard,
   intentFields: todoTasksCreateCard.businessOperationId.intentFields,
   sensitiveFields: ['task.body', 'task.title'],
-  paramsSchema: {
-    type: 'object',
-    required: ['mailbox', 'listId', 'task'],
-    properties: {
-      mailbox: mailboxSchema,
-      listId: segment('a To Do list id'),
-      task: {
-        type: 'object',
-        required: ['title'],
-        properties: { title: text, body: itemBodySchema, dueDateTime: dateTimeSchema },
-      },
-    },
-  },
+  paramsSchema: object(['mailbox', 'listId', 'task'], {
+    mailbox: mailboxSchema,
+    listId: segment('a To Do list id'),
+    task: object(['title'], { title: text, body: itemBodySchema, dueDateTime: dateTimeSchema }),
+  }),
   conflictMayMeanApplied: false,
   build(params, ctx) {
     const p = params as TodoTasksCreateParams;
@@ -375,23 +340,20 @@ export const todoTasksCreate: GraphOperation = {
       externalId: ctx.businessOperationId,
     };
     return {
-      path: `${mailboxPath(p.mailbox)}/todo/lists/${encodeURIComponent(p.listId)}/tasks`,
+      path: tasksPath(p),
       body: { ...p.task, linkedResources: [...existing, link] },
     };
   },
-  readSuccess(_status, body) {
-    return taskResult(isObj(body) ? body : {});
-  },
+  readSuccess: readBody(readItem(TASK_FIELDS)),
   lookup(params, ctx) {
     const p = params as TodoTasksCreateParams;
     return {
-      path: `${mailboxPath(p.mailbox)}/todo/lists/${encodeURIComponent(p.listId)}/tasks`,
+      path: tasksPath(p),
       filter: `linkedResources/any(r: r/externalId eq ${odataString(ctx.businessOperationId)})`,
-      select: ['id', 'status', 'createdDateTime'],
+      select: TASK_FIELDS,
     };
   },
-  readFound: taskResult,
-  deriveKey: () => null,
+  readFound: readItem(TASK_FIELDS),
 };
 
 export const msGraphOperations: Readonly<Record<string, GraphOperation>> = {

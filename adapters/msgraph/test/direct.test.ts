@@ -1,5 +1,5 @@
 // The real Graph SDK → the loopback sandbox, straight through doExecute/doLookup: one test per
-// row of the error-mapping table in src/msgraph-errors.ts, for each operation.
+// case of the error mapping in src/msgraph-errors.ts, for each operation.
 
 import { businessOperationId, UnknownOperationError } from '@retrysafe/contract';
 import { startFaultProxy } from '@retrysafe/testkit';
@@ -23,7 +23,7 @@ let adapter: MsGraphAdapter;
 
 beforeEach(async () => {
   sandbox = await startMsGraphSandbox({ accessToken: TOKEN, users: ['alice@contoso.test'] });
-  adapter = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: sandbox.url, timeoutMs: 5_000 });
+  adapter = adapterAt(sandbox.url);
 });
 afterEach(async () => {
   await sandbox.close();
@@ -35,9 +35,23 @@ const OPS = [
   { op: 'todo.tasks.create', kind: 'todo.tasks.create', params: () => taskParams(1) },
 ] as const;
 
-async function exec(op: string, params: unknown, id = `${op}-op-1`) {
-  const key = adapter.deriveProviderKey(op, execCtx(id).businessOperationId);
-  return adapter.doExecute(op, params, execCtx(id, key));
+async function exec(op: string, params: unknown, id = `${op}-op-1`, a = adapter) {
+  const key = a.deriveProviderKey(op, execCtx(id).businessOperationId);
+  return a.doExecute(op, params, execCtx(id, key));
+}
+
+/** An adapter pointed elsewhere (a fault proxy, a closed port), with its own timeout. */
+const adapterAt = (baseUrl: string, timeoutMs = 5_000) =>
+  createMsGraphAdapter({ accessToken: TOKEN, baseUrl, timeoutMs });
+
+const proxies: { close(): Promise<void> }[] = [];
+afterEach(async () => {
+  while (proxies.length) await proxies.pop()!.close();
+});
+/** A fault proxy closed after the test. */
+function track<P extends { close(): Promise<void> }>(proxy: P): P {
+  proxies.push(proxy);
+  return proxy;
 }
 
 describe('success', () => {
@@ -134,11 +148,7 @@ describe.each(OPS)(
 
     it('401 from a wrong token ⇒ rejected (authentication)', async () => {
       const wrong = createMsGraphAdapter({ accessToken: () => 'wrong', baseUrl: sandbox.url, timeoutMs: 5_000 });
-      const out = await wrong.doExecute(
-        op,
-        params(),
-        execCtx('auth-1', wrong.deriveProviderKey(op, execCtx('auth-1').businessOperationId)),
-      );
+      const out = await exec(op, params(), 'auth-1', wrong);
       expect(out).toMatchObject({
         kind: 'rejected',
         reason: 'authentication',
@@ -150,71 +160,43 @@ describe.each(OPS)(
 
     it('lost response (effect applied, socket reset) ⇒ unknown (connection-reset), one record', async () => {
       // A network fault: the fault proxy forwards the request, waits for Graph's answer, then resets the connection.
-      const proxy = await startGraphFaultProxy(sandbox.url, { [kind]: ['drop-response'] });
-      try {
-        const lost = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: `${proxy.url}/`, timeoutMs: 5_000 });
-        const out = await lost.doExecute(
-          op,
-          params(),
-          execCtx('lost-1', lost.deriveProviderKey(op, execCtx('lost-1').businessOperationId)),
-        );
-        expect(out).toMatchObject({ kind: 'unknown', cause: 'connection-reset' });
-        expect(proxy.requests[0]).toMatchObject({
-          fault: 'drop-response',
-          forwarded: true,
-          upstreamStatus: op === 'mail.send' ? 202 : 201,
-        });
-        expect(sandbox.count(kind)).toBe(1);
-      } finally {
-        await proxy.close();
-      }
+      const proxy = track(await startGraphFaultProxy(sandbox.url, { [kind]: ['drop-response'] }));
+      const lost = adapterAt(`${proxy.url}/`);
+      const out = await exec(op, params(), 'lost-1', lost);
+      expect(out).toMatchObject({ kind: 'unknown', cause: 'connection-reset' });
+      expect(proxy.requests[0]).toMatchObject({
+        fault: 'drop-response',
+        forwarded: true,
+        upstreamStatus: op === 'mail.send' ? 202 : 201,
+      });
+      expect(sandbox.count(kind)).toBe(1);
     });
 
     it('status line arrives, body cut off ⇒ unknown (truncated-response), one record', async () => {
       // A network fault: the fault proxy cuts the sandbox's answer after its status line.
-      const proxy = await startFaultProxy({ target: sandbox.url, faults: ['truncate-response'] });
-      try {
-        const cut = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: `${proxy.url}/`, timeoutMs: 5_000 });
-        const out = await cut.doExecute(
-          op,
-          params(),
-          execCtx('cut-1', cut.deriveProviderKey(op, execCtx('cut-1').businessOperationId)),
-        );
-        expect(out).toMatchObject({
-          kind: 'unknown',
-          cause: 'truncated-response',
-          status: op === 'mail.send' ? 202 : 201,
-        });
-        expect(proxy.requests[0]).toMatchObject({ fault: 'truncate-response', forwarded: true });
-        expect(sandbox.count(kind)).toBe(1);
-      } finally {
-        await proxy.close();
-      }
+      const proxy = track(await startFaultProxy({ target: sandbox.url, faults: ['truncate-response'] }));
+      const cut = adapterAt(`${proxy.url}/`);
+      const out = await exec(op, params(), 'cut-1', cut);
+      expect(out).toMatchObject({
+        kind: 'unknown',
+        cause: 'truncated-response',
+        status: op === 'mail.send' ? 202 : 201,
+      });
+      expect(proxy.requests[0]).toMatchObject({ fault: 'truncate-response', forwarded: true });
+      expect(sandbox.count(kind)).toBe(1);
     });
 
     it('answer held past the client timeout ⇒ unknown (timeout), one record', async () => {
-      const proxy = await startGraphFaultProxy(sandbox.url, { [kind]: [{ kind: 'delay', ms: 3_000 }] });
-      try {
-        const fast = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: `${proxy.url}/`, timeoutMs: 150 });
-        const out = await fast.doExecute(
-          op,
-          params(),
-          execCtx('slow-1', fast.deriveProviderKey(op, execCtx('slow-1').businessOperationId)),
-        );
-        expect(out).toMatchObject({ kind: 'unknown', cause: 'timeout' });
-        expect(sandbox.count(kind)).toBe(1);
-      } finally {
-        await proxy.close();
-      }
+      const proxy = track(await startGraphFaultProxy(sandbox.url, { [kind]: [{ kind: 'delay', ms: 3_000 }] }));
+      const fast = adapterAt(`${proxy.url}/`, 150);
+      const out = await exec(op, params(), 'slow-1', fast);
+      expect(out).toMatchObject({ kind: 'unknown', cause: 'timeout' });
+      expect(sandbox.count(kind)).toBe(1);
     });
 
     it('connection refused ⇒ not-applied (the request never left)', async () => {
-      const nowhere = createMsGraphAdapter({ accessToken: TOKEN, baseUrl: await closedPortUrl(), timeoutMs: 5_000 });
-      const out = await nowhere.doExecute(
-        op,
-        params(),
-        execCtx('refused-1', nowhere.deriveProviderKey(op, execCtx('refused-1').businessOperationId)),
-      );
+      const nowhere = adapterAt(await closedPortUrl());
+      const out = await exec(op, params(), 'refused-1', nowhere);
       expect(out).toMatchObject({ kind: 'not-applied' });
       expect((out as { message: string }).message).toContain('ECONNREFUSED');
     });

@@ -176,15 +176,25 @@ describe('mail.send: definite answers', () => {
 });
 
 describe('events.create and todo.tasks.create: lost responses', () => {
-  it('events: lost 201 ⇒ lookup finds the event ⇒ exactly one event, no resend relying on transactionId', async () => {
-    const runner = await setup({
-      network: { 'events.create': ['drop-response'] },
-      duplicateTransactionId: 'create-new',
-    });
-    const r = await runner.run(adapter, 'events.create', { params: eventParams(1) });
+  it.each([
+    {
+      name: 'events: lost 201 ⇒ lookup finds the event ⇒ exactly one event, no resend relying on transactionId',
+      op: 'events.create' as const,
+      params: eventParams(1),
+      sandbox: { duplicateTransactionId: 'create-new' as const },
+    },
+    {
+      name: 'tasks: lost 201 ⇒ lookup on the linkedResource finds it ⇒ exactly one task',
+      op: 'todo.tasks.create' as const,
+      params: taskParams(1),
+      sandbox: {},
+    },
+  ])('$name', async ({ op, params, sandbox: options }) => {
+    const runner = await setup({ network: { [op]: ['drop-response'] }, ...options });
+    const r = await runner.run(adapter, op, { params } as never);
     expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1 });
-    expect(sandbox.requestCount('events.create')).toBe(1);
-    expect(sandbox.count('events.create')).toBe(1);
+    expect(sandbox.requestCount(op)).toBe(1);
+    expect(sandbox.count(op)).toBe(1);
   });
 
   it('events: the POST never arrived (503 before processing) and the lookup cannot tell ⇒ handoff, not a resend on an unknown transactionId contract', async () => {
@@ -196,14 +206,6 @@ describe('events.create and todo.tasks.create: lost responses', () => {
     expect(r.status).toBe('handed-off');
     expect(sandbox.requestCount('events.create')).toBe(1);
     expect(packets[0]?.providerKey).toMatch(/^rs-/);
-  });
-
-  it('tasks: lost 201 ⇒ lookup on the linkedResource finds it ⇒ exactly one task', async () => {
-    const runner = await setup({ network: { 'todo.tasks.create': ['drop-response'] } });
-    const r = await runner.run(adapter, 'todo.tasks.create', { params: taskParams(1) });
-    expect(r).toMatchObject({ status: 'done', adopted: true, attempts: 1 });
-    expect(sandbox.count('todo.tasks.create')).toBe(1);
-    expect(sandbox.requestCount('todo.tasks.create')).toBe(1);
   });
 
   it('tasks: the tenant refuses the lookup filter (400) ⇒ cannot tell ⇒ handoff, never a resend', async () => {

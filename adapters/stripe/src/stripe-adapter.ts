@@ -9,7 +9,7 @@ import {
   type ProviderKey,
   type TypedAdapter,
 } from '@retrysafe/contract';
-import { checkBaseUrl, operationParamsErrors } from '@retrysafe/contract/provider';
+import { checkBaseUrl, lookupFromOutcome, operationParamsErrors } from '@retrysafe/contract/provider';
 import { resendSafety } from '@retrysafe/contract/rules';
 import Stripe from 'stripe';
 import { STRIPE_KEY_RETENTION_MS, STRIPE_KEY_RULE, STRIPE_SEARCH_DELAY_MS } from './stripe-cards.js';
@@ -91,6 +91,146 @@ function buildClient(options: StripeAdapterOptions, timeoutMs: number): Stripe {
   return new Stripe(options.apiKey, config);
 }
 
+/** What the operations share: the client, the timeout, and the keys known to replay a stored 5xx. */
+interface Runtime {
+  readonly client: Stripe;
+  readonly timeoutMs: number;
+  /**
+   * Keys Stripe answered with a REPLAYED 5xx: for the rest of the retention such a key can only replay it, so a
+   * lookup goes straight to the metadata search. Per process; after a restart one re-send rediscovers it.
+   */
+  readonly replaysServerError: Set<string>;
+}
+
+/** Status, code, request id and Retry-After of an outcome, for a lookup result that reports it. */
+function refsOf(o: Outcome & { retryAfterMs?: number }) {
+  return {
+    ...(o.status !== undefined ? { status: o.status } : {}),
+    ...(o.code !== undefined ? { code: o.code } : {}),
+    ...(o.requestId !== undefined ? { requestId: o.requestId } : {}),
+    ...(o.retryAfterMs !== undefined ? { retryAfterMs: o.retryAfterMs } : {}),
+  };
+}
+
+const replayValue = (op: StripeOperation) => op.card.storedResult.replayIndicator?.value ?? null;
+
+/** One POST with the key; classified, never thrown. The SDK has no abort option: the frame races the signal. */
+async function send(
+  rt: Runtime,
+  op: StripeOperation,
+  params: Record<string, unknown>,
+  id: BusinessOperationId,
+  key: ProviderKey,
+): Promise<Outcome> {
+  try {
+    const options = { idempotencyKey: key, maxNetworkRetries: 0, timeout: rt.timeoutMs } as const;
+    return classifyStripeResult(await op.create(rt.client, op.toStripe(params, id), options), replayValue(op));
+  } catch (error) {
+    const outcome = classifyStripeError(error, op.object);
+    if (
+      outcome.kind === 'unknown' &&
+      outcome.cause === 'server-error' &&
+      isReplayedHeaders((error as { headers?: Record<string, string> }).headers)
+    ) {
+      if (rt.replaysServerError.size > 10_000) rt.replaysServerError.clear();
+      rt.replaysServerError.add(key);
+    }
+    return outcome;
+  }
+}
+
+/** The oldest object carrying the id: a PaymentIntent whose confirmation failed is the 402 it was, not a success. */
+function adoptFound(op: StripeOperation, found: StripeObject[]): LookupResult {
+  const oldest = [...found].sort((a, b) => (a.created ?? 0) - (b.created ?? 0))[0]!;
+  const failed = oldest.last_payment_error as { code?: string; message?: string } | null | undefined;
+  if (failed && typeof oldest.id === 'string') {
+    const code = typeof failed.code === 'string' ? { code: failed.code } : {};
+    const message = failed.message ?? 'the payment failed';
+    return {
+      kind: 'found',
+      outcome: { kind: 'rejected', reason: 'card-declined', message, created: oldest.id, ...code },
+    };
+  }
+  const outcome = classifyStripeResult(oldest, replayValue(op));
+  return { kind: 'found', outcome: { ...(outcome as Extract<Outcome, { kind: 'succeeded' }>), kind: 'succeeded' } };
+}
+
+/** Past the key's retention: find the object by the business-operation id in its metadata. */
+async function findByMetadata(
+  rt: Runtime,
+  op: StripeOperation,
+  ctx: LookupContext,
+  why: string,
+  missIsCannotTell: boolean,
+): Promise<LookupResult> {
+  const how = op.pastRetention.kind;
+  let found: StripeObject[];
+  try {
+    found =
+      op.pastRetention.kind === 'search'
+        ? await op.pastRetention.find(rt.client, metadataQuery(ctx.businessOperationId))
+        : await op.pastRetention.find(
+            rt.client,
+            (ctx.params ?? {}) as Record<string, unknown>,
+            ctx.businessOperationId,
+          );
+  } catch (error) {
+    const o = classifyStripeError(error) as Outcome & { message?: string };
+    const reason = `${why}; the metadata ${how} failed (${o.kind}): ${o.message ?? ''}`.trim();
+    return { kind: 'cannot-tell', reason, ...refsOf(o) };
+  }
+  if (found.length > 0) return adoptFound(op, found);
+  // The Search API is normally < 1 min behind: ask again in about a minute rather than hammering it.
+  if (missIsCannotTell)
+    return { kind: 'cannot-tell', reason: `${why}; not found by metadata ${how}`, retryAfterMs: SEARCH_POLL_MS };
+  return {
+    kind: 'not-found',
+    reason: `${why}; no ${op.name.split('.')[0]} carries metadata.retrysafe_operation_id = this id (${how} is past its consistency delay)`,
+  };
+}
+
+/** Inside retention: re-send the identical request with the same key; Stripe replays what it stored. */
+async function resendWithKey(rt: Runtime, op: StripeOperation & FrameOperation, ctx: LookupContext) {
+  const problems = operationParamsErrors(op, ctx.params);
+  if (problems.length > 0)
+    return {
+      kind: 'cannot-tell',
+      reason: `the recorded params are not valid now (${problems.map((f) => `${f.path} ${f.message}`).join('; ')}), so they cannot be re-sent`,
+    } as const;
+  const o = await send(rt, op, ctx.params as Record<string, unknown>, ctx.businessOperationId, ctx.providerKey!);
+  // The key now holds a 5xx and will replay it: only the metadata lookup can tell whether the object exists.
+  if (o.kind === 'unknown' && o.cause === 'server-error')
+    return findByMetadata(rt, op, ctx, `the key replays a stored ${o.status ?? '5xx'}`, true);
+  if (o.kind === 'not-applied')
+    return {
+      kind: 'cannot-tell',
+      reason: `re-send with the same key was not processed: ${o.message}`,
+      ...refsOf(o),
+    } as const;
+  return lookupFromOutcome(o, 're-send with the same key');
+}
+
+async function lookup(rt: Runtime, op: StripeOperation & FrameOperation, ctx: LookupContext): Promise<LookupResult> {
+  if (ctx.firstDispatchedAt === null)
+    return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Stripe' };
+  // Whether the key is still safe to rely on is the card rule (retention minus the clock-skew margin and the
+  // late-apply allowance): the runner's answer with its policy's margin, else the rule with the card's margin.
+  const keyReusable = ctx.keyReusable ?? resendSafety(op.card, ctx.firstDispatchedAt, ctx.now).safe;
+  if (keyReusable && rt.replaysServerError.has(ctx.providerKey!))
+    return findByMetadata(rt, op, ctx, 'the key replays a stored 5xx', true);
+  if (keyReusable) return resendWithKey(rt, op, ctx);
+  // Past retention: never rely on the key. The last send under it happened before firstDispatchedAt + 24 h,
+  // so a search miss is authoritative only after that plus the search delay.
+  const delay = op.pastRetention.kind === 'search' ? STRIPE_SEARCH_DELAY_MS : 0;
+  const authoritativeAt = ctx.firstDispatchedAt + STRIPE_KEY_RETENTION_MS + delay;
+  const inWindow = ctx.now < authoritativeAt;
+  const age = Math.round((ctx.now - ctx.firstDispatchedAt) / 60_000);
+  const window = inWindow
+    ? `; inside the ${op.pastRetention.kind} consistency delay until ${new Date(authoritativeAt).toISOString()}`
+    : '';
+  return findByMetadata(rt, op, ctx, `key is ${age} min old (past Stripe's 24 h retention${window})`, inWindow);
+}
+
 /**
  * The retrysafe adapter for Stripe: customers.create, paymentIntents.create, invoices.create,
  * refunds.create. Every write carries an Idempotency-Key derived from the business-operation id and
@@ -105,177 +245,15 @@ export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapte
       PROVIDER,
       `timeoutMs must be a positive integer, got ${String(options.timeoutMs)}`,
     );
-  const client = buildClient(options, timeoutMs);
-
+  const rt: Runtime = { client: buildClient(options, timeoutMs), timeoutMs, replaysServerError: new Set() };
   const operations: Record<string, StripeOperation & FrameOperation> = {};
   for (const op of Object.values(stripeOperations)) operations[op.name] = { ...op, keyRule: STRIPE_KEY_RULE };
-
-  /**
-   * Keys Stripe has answered with a REPLAYED 5xx: for the rest of the retention that key can only replay
-   * the same 5xx, so a lookup goes straight to the metadata search instead of re-sending. Per process;
-   * after a restart one re-send rediscovers it.
-   */
-  const replaysServerError = new Set<string>();
-
-  /** One POST with the key; classified, never thrown. The SDK has no abort option: the frame races the signal. */
-  async function send(
-    op: StripeOperation,
-    params: Record<string, unknown>,
-    id: BusinessOperationId,
-    key: ProviderKey,
-  ): Promise<Outcome> {
-    try {
-      const result = await op.create(client, op.toStripe(params, id), {
-        idempotencyKey: key,
-        maxNetworkRetries: 0,
-        timeout: timeoutMs,
-      });
-      return classifyStripeResult(result, op.card.storedResult.replayIndicator?.value ?? null);
-    } catch (error) {
-      const outcome = classifyStripeError(error, op.object);
-      if (
-        outcome.kind === 'unknown' &&
-        outcome.cause === 'server-error' &&
-        isReplayedHeaders((error as { headers?: Record<string, string> }).headers)
-      ) {
-        if (replaysServerError.size > 10_000) replaysServerError.clear();
-        replaysServerError.add(key);
-      }
-      return outcome;
-    }
-  }
-
-  /** Past the key's retention: find the object by the business-operation id in its metadata. */
-  async function findByMetadata(
-    op: StripeOperation,
-    ctx: LookupContext,
-    why: string,
-    missIsCannotTell: boolean,
-  ): Promise<LookupResult> {
-    let found: StripeObject[];
-    try {
-      found =
-        op.pastRetention.kind === 'search'
-          ? await op.pastRetention.find(client, metadataQuery(ctx.businessOperationId))
-          : await op.pastRetention.find(client, (ctx.params ?? {}) as Record<string, unknown>, ctx.businessOperationId);
-    } catch (error) {
-      const o = classifyStripeError(error);
-      const { kind: _k, ...rest } = o as Outcome & { message?: string; retryAfterMs?: number };
-      return {
-        kind: 'cannot-tell',
-        reason: `${why}; the metadata ${op.pastRetention.kind} failed (${o.kind}): ${rest.message ?? ''}`.trim(),
-        ...(rest.status !== undefined ? { status: rest.status } : {}),
-        ...(rest.code !== undefined ? { code: rest.code } : {}),
-        ...(rest.requestId !== undefined ? { requestId: rest.requestId } : {}),
-        ...(rest.retryAfterMs !== undefined ? { retryAfterMs: rest.retryAfterMs } : {}),
-      };
-    }
-    if (found.length > 0) {
-      const oldest = [...found].sort((a, b) => (a.created ?? 0) - (b.created ?? 0))[0]!;
-      // A PaymentIntent whose confirmation failed is the rejection it was (402), not a success to adopt.
-      const failed = oldest.last_payment_error as { code?: string; message?: string } | null | undefined;
-      if (failed && typeof oldest.id === 'string') {
-        const code = typeof failed.code === 'string' ? { code: failed.code } : {};
-        return {
-          kind: 'found',
-          outcome: {
-            kind: 'rejected',
-            reason: 'card-declined',
-            message: failed.message ?? 'the payment failed',
-            created: oldest.id,
-            ...code,
-          },
-        };
-      }
-      const outcome = classifyStripeResult(oldest, op.card.storedResult.replayIndicator?.value ?? null);
-      return { kind: 'found', outcome: { ...(outcome as Extract<Outcome, { kind: 'succeeded' }>), kind: 'succeeded' } };
-    }
-    if (missIsCannotTell) {
-      // The Search API is normally < 1 min behind: ask again in about a minute rather than hammering it.
-      return {
-        kind: 'cannot-tell',
-        reason: `${why}; not found by metadata ${op.pastRetention.kind}`,
-        retryAfterMs: SEARCH_POLL_MS,
-      };
-    }
-    return {
-      kind: 'not-found',
-      reason: `${why}; no ${op.name.split('.')[0]} carries metadata.retrysafe_operation_id = this id (${op.pastRetention.kind} is past its consistency delay)`,
-    };
-  }
-
+  // close: the guarded Node client uses the SDK's shared keep-alive agent; nothing of ours to release.
   return defineAdapter({
     provider: PROVIDER,
     operations,
-
-    async execute(op, params, ctx) {
-      return send(op, params as Record<string, unknown>, ctx.businessOperationId, ctx.providerKey!);
-    },
-
-    async lookup(op, ctx) {
-      const key = ctx.providerKey!;
-      if (ctx.firstDispatchedAt === null)
-        return { kind: 'not-found', reason: 'never dispatched: nothing was sent to Stripe' };
-      const age = ctx.now - ctx.firstDispatchedAt;
-      // Whether the key is still safe to rely on is the card rule (retention minus the clock-skew margin and the
-      // late-apply allowance): the runner's answer with its policy's margin, else the rule with the card's margin.
-      const keyReusable = ctx.keyReusable ?? resendSafety(op.card, ctx.firstDispatchedAt, ctx.now).safe;
-
-      if (keyReusable && replaysServerError.has(key)) {
-        return findByMetadata(op, ctx, 'the key replays a stored 5xx', true);
-      }
-      if (keyReusable) {
-        // Inside retention: re-send the identical request with the same key; Stripe replays what it stored.
-        const problems = operationParamsErrors(op, ctx.params);
-        if (problems.length > 0)
-          return {
-            kind: 'cannot-tell',
-            reason: `the recorded params are not valid now (${problems.map((f) => `${f.path} ${f.message}`).join('; ')}), so they cannot be re-sent`,
-          };
-        const o = await send(op, ctx.params as Record<string, unknown>, ctx.businessOperationId, key);
-        switch (o.kind) {
-          case 'succeeded':
-          case 'replayed':
-          case 'in-progress':
-          case 'rejected':
-            return { kind: 'found', outcome: o };
-          case 'not-applied':
-            return {
-              kind: 'cannot-tell',
-              reason: `re-send with the same key was not processed: ${o.message}`,
-              ...(o.status !== undefined ? { status: o.status } : {}),
-              ...(o.code !== undefined ? { code: o.code } : {}),
-              ...(o.requestId !== undefined ? { requestId: o.requestId } : {}),
-              ...(o.retryAfterMs !== undefined ? { retryAfterMs: o.retryAfterMs } : {}),
-            };
-          case 'unknown':
-            if (o.cause === 'server-error') {
-              // The key now holds a 5xx and will replay it: only the metadata lookup can tell whether the object exists.
-              return findByMetadata(op, ctx, `the key replays a stored ${o.status ?? '5xx'}`, true);
-            }
-            return {
-              kind: 'cannot-tell',
-              reason: `re-send with the same key: ${o.message}`,
-              ...(o.status !== undefined ? { status: o.status } : {}),
-              ...(o.code !== undefined ? { code: o.code } : {}),
-              ...(o.requestId !== undefined ? { requestId: o.requestId } : {}),
-            };
-        }
-      }
-
-      // Past retention (counting the clock-skew margin): never rely on the key. The last send under it happened before
-      // firstDispatchedAt + 24 h, so a search miss is authoritative only after that plus the search delay.
-      const delay = op.pastRetention.kind === 'search' ? STRIPE_SEARCH_DELAY_MS : 0;
-      const authoritativeAt = ctx.firstDispatchedAt + STRIPE_KEY_RETENTION_MS + delay;
-      const inWindow = ctx.now < authoritativeAt;
-      return findByMetadata(
-        op,
-        ctx,
-        `key is ${Math.round(age / 60_000)} min old (past Stripe's 24 h retention${inWindow ? `; inside the ${op.pastRetention.kind} consistency delay until ${new Date(authoritativeAt).toISOString()}` : ''})`,
-        inWindow,
-      );
-    },
-
-    // close: the guarded Node client uses the SDK's shared keep-alive agent; nothing of ours to release.
+    execute: (op, params, ctx) =>
+      send(rt, op, params as Record<string, unknown>, ctx.businessOperationId, ctx.providerKey!),
+    lookup: (op, ctx) => lookup(rt, op, ctx),
   });
 }

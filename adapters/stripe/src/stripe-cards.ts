@@ -1,13 +1,7 @@
 import { type Duration, defineCard, fact, type ProviderKeyRule, type RetrySafetyCard } from '@retrysafe/contract';
 
-/**
- * The retry safety cards of the Stripe operations. Every provider fact comes from
- * a public Stripe page or SDK file, or from docs/evidence/stripe.md; nothing here is generalised to
- * other providers. `src/stripe-cards.test.ts` pins the key facts.
- */
-
-/** Where the facts come from. */
-export const STRIPE_SOURCES = {
+/** Where the facts come from: public Stripe pages and SDK files, or docs/evidence/stripe.md (Stripe's alone). */
+const S = {
   idempotency: 'https://docs.stripe.com/api/idempotent_requests',
   lowLevelErrors: 'https://docs.stripe.com/error-low-level#idempotency',
   errors: 'https://docs.stripe.com/api/errors',
@@ -28,19 +22,10 @@ export const STRIPE_SEARCH_DELAY_MS = 60 * 60 * 1000;
 /** The metadata entry that carries the business-operation id, so an object can be found later. */
 export const STRIPE_OPERATION_METADATA_KEY = 'retrysafe_operation_id';
 
-/**
- * The provider-key rule: at most 255 characters (Stripe's documented limit). Stripe documents no
- * character set; the adapter sends only the business-operation id alphabet (safe in an HTTP header).
- */
+/** Stripe's 255-character limit; it documents no charset, so only the id alphabet (header-safe) is sent. */
 export const STRIPE_KEY_RULE: ProviderKeyRule = { maxLength: 255, charset: 'A-Za-z0-9._:/-', prefix: 'rs-' };
 
-const S = STRIPE_SOURCES;
-
-/**
- * Why the caller's reference is compared after trimming only: Stripe stores metadata values as given
- * and compares nothing itself (${S.metadata}), so `INV-10²` and `INV-102`, or `Ref` and `ref`, are two
- * values to it; surrounding white space an agent adds is formatting, not another order.
- */
+/** The caller's reference is only trimmed: Stripe compares metadata values as given (`Ref` ≠ `ref`). */
 const REF_NORMALIZATION_SOURCE = `${S.metadata}: metadata values are stored as given, Stripe applies no equality of its own; surrounding white space is formatting, compatibility forms, case and inner white space are kept apart (docs/concepts.md, Normalisation)`;
 
 /** The facts every Stripe v1 create shares; operation-specific fields are filled in per card. */
@@ -195,7 +180,6 @@ function stripeCard(spec: {
   };
 }
 
-/** The Search page bounds the normal lag (< 1 min) but, as read here, not the outage lag; the 1 h figure is retrysafe's assumption (docs/evidence/stripe.md). */
 const SEARCH_OUTAGE_BOUND = [
   {
     field: 'lookup.consistencyDelay',
@@ -223,65 +207,64 @@ function searchLookup(resource: string) {
   } as const;
 }
 
-export const customersCreateCard = defineCard(
-  stripeCard({
-    operation: 'customers.create',
-    kind: 'create',
-    kindSource: 'https://docs.stripe.com/api/customers/create',
-    intentFields: ['customerRef'],
-    intentRule:
-      "derived from intent field customerRef (the caller's own id for the customer), or supplied by the caller; written to metadata.retrysafe_operation_id",
-    ...searchLookup('customers'),
-  }),
-);
-
-export const paymentIntentsCreateCard = defineCard(
-  stripeCard({
-    operation: 'paymentIntents.create',
-    kind: 'charge',
-    kindSource: 'https://docs.stripe.com/api/payment_intents/create',
-    intentFields: ['customer', 'orderRef'],
-    intentRule:
-      'derived from intent fields customer and orderRef (the order names the payment; amount and currency are its parameters, so a changed amount for the same order is a conflict, never a second charge), or supplied by the caller; written to metadata.retrysafe_operation_id',
-    ...searchLookup('paymentIntents'),
-    rejectionMayCreate: fact(
-      true,
-      `${S.errors}: the error's payment_intent is "the PaymentIntent object for errors returned on a request involving a PaymentIntent"; https://docs.stripe.com/payments/paymentintents/lifecycle: a failed confirmation leaves the PaymentIntent in requires_payment_method`,
-    ),
-  }),
-);
-
-export const invoicesCreateCard = defineCard(
-  stripeCard({
-    operation: 'invoices.create',
-    kind: 'create',
-    kindSource: 'https://docs.stripe.com/api/invoices/create',
-    intentFields: ['customer', 'invoiceRef'],
-    intentRule:
-      'derived from intent fields customer, invoiceRef, or supplied by the caller; written to metadata.retrysafe_operation_id',
-    ...searchLookup('invoices'),
-  }),
-);
-
-export const refundsCreateCard = defineCard(
-  stripeCard({
-    operation: 'refunds.create',
-    kind: 'charge',
-    kindSource: 'https://docs.stripe.com/api/refunds/create',
-    intentFields: ['paymentIntent', 'refundRef'],
-    intentRule:
-      'derived from intent fields paymentIntent, refundRef, or supplied by the caller; written to metadata.retrysafe_operation_id',
-    lookup: { delay: null, delaySource: LIST_SOURCE },
-    reconciler: reconcileByKeyThen(
-      `lists refunds.list({ payment_intent }) and matches metadata['${STRIPE_OPERATION_METADATA_KEY}'] (no Search API for refunds; lists are not delayed)`,
-    ),
-  }),
-);
+/** One card from what differs per operation: its kind, its intent fields and how it is found past retention. */
+const card = (
+  operation: string,
+  kind: 'create' | 'charge',
+  intentFields: readonly string[],
+  derivedFrom: string,
+  rest: Pick<Parameters<typeof stripeCard>[0], 'lookup' | 'reconciler' | 'unverified' | 'rejectionMayCreate'>,
+) =>
+  defineCard(
+    stripeCard({
+      operation,
+      kind,
+      kindSource: `https://docs.stripe.com/api/${operation.replace('.', '/').replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}`,
+      intentFields,
+      intentRule: `derived from ${derivedFrom}, or supplied by the caller; written to metadata.retrysafe_operation_id`,
+      ...rest,
+    }),
+  );
 
 /** Every card, keyed by the operation's short name. */
 export const stripeCards = {
-  'customers.create': customersCreateCard,
-  'paymentIntents.create': paymentIntentsCreateCard,
-  'invoices.create': invoicesCreateCard,
-  'refunds.create': refundsCreateCard,
+  'customers.create': card(
+    'customers.create',
+    'create',
+    ['customerRef'],
+    "intent field customerRef (the caller's own id for the customer)",
+    searchLookup('customers'),
+  ),
+  'paymentIntents.create': card(
+    'paymentIntents.create',
+    'charge',
+    ['customer', 'orderRef'],
+    'intent fields customer and orderRef (the order names the payment; amount and currency are its parameters, so a changed amount for the same order is a conflict, never a second charge)',
+    {
+      ...searchLookup('paymentIntents'),
+      rejectionMayCreate: fact(
+        true,
+        `${S.errors}: the error's payment_intent is "the PaymentIntent object for errors returned on a request involving a PaymentIntent"; https://docs.stripe.com/payments/paymentintents/lifecycle: a failed confirmation leaves the PaymentIntent in requires_payment_method`,
+      ),
+    },
+  ),
+  'invoices.create': card(
+    'invoices.create',
+    'create',
+    ['customer', 'invoiceRef'],
+    'intent fields customer, invoiceRef',
+    searchLookup('invoices'),
+  ),
+  'refunds.create': card(
+    'refunds.create',
+    'charge',
+    ['paymentIntent', 'refundRef'],
+    'intent fields paymentIntent, refundRef',
+    {
+      lookup: { delay: null, delaySource: LIST_SOURCE },
+      reconciler: reconcileByKeyThen(
+        `lists refunds.list({ payment_intent }) and matches metadata['${STRIPE_OPERATION_METADATA_KEY}'] (no Search API for refunds; lists are not delayed)`,
+      ),
+    },
+  ),
 } as const satisfies Record<string, RetrySafetyCard>;

@@ -1,29 +1,15 @@
-import type { Outcome, ProviderRefs } from '@retrysafe/contract';
+import type { Outcome, ProviderRefs, UnknownCause } from '@retrysafe/contract';
 import { NEVER_SENT_CODES, parseRetryAfter } from '@retrysafe/contract/provider';
 import { CONNECTION_CLOSED_CODE } from './stripe-http-client.js';
 
 /**
- * Maps every stripe-node result and error into exactly one Outcome (docs/concepts.md, "Outcomes and the decision table"), keeping the HTTP
- * status, Stripe's error code and the Request-Id. Stripe-specific on purpose: these rules come from
- * Stripe's idempotency layer (docs/evidence/stripe.md) and hold for no other provider.
- *
- * | what happened | outcome |
- * |---|---|
- * | 2xx | succeeded, or replayed when `Idempotent-Replayed: true` |
- * | 400 `idempotency_error` (StripeIdempotencyError: same key, other params) | rejected / conflict |
- * | 409 `idempotency_key_in_use` (StripeAPIError 409) | in-progress |
- * | other 409 | unknown (re-sending with the same key is what tells) |
- * | 429, or 400 `rate_limit` (StripeRateLimitError): before the idempotency layer, not stored | not-applied (Retry-After kept) |
- * | connection refused / DNS failure (never sent) | not-applied |
- * | timeout, reset/EPIPE, truncated body, unparseable body | unknown |
- * | 5xx (stored and replayed by the key) | unknown / server-error |
- * | 400/404 invalid_request_error | rejected / validation, not-found |
- * | 401, 402, 403 | rejected / authentication, card-declined, permission |
- * | any rejection whose body carries the object the operation creates (402 `payment_intent`) | rejected, `created` = its id |
+ * Maps every stripe-node result and error into exactly one Outcome, keeping status, code and Request-Id (the
+ * rules are Stripe's idempotency layer, docs/evidence/stripe.md; summary in the README). A 5xx is stored and
+ * replayed by the key, so it is unknown; a 429 is answered before that layer, so it is not-applied.
  */
 
 /** Header Stripe sets on a response replayed from the idempotency layer. */
-export const REPLAYED_HEADER = 'idempotent-replayed';
+const REPLAYED_HEADER = 'idempotent-replayed';
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -72,7 +58,6 @@ function short(text: string | undefined, fallback: string): string {
   return (t || fallback).slice(0, 300);
 }
 
-/** A successful SDK result (the object, with its non-enumerable `lastResponse`). */
 /**
  * A 2xx result as an outcome: `replayed` when the response carries the card's replay indicator
  * (storedResult.replayIndicator; default Stripe's `Idempotent-Replayed: true`), else `succeeded`.
@@ -98,6 +83,17 @@ export function classifyStripeResult(
   return { kind: replayed ? 'replayed' : 'succeeded', result: plain, ...out };
 }
 
+/** The rejection reason of a 4xx status. */
+const REJECTED: Partial<
+  Record<number, 'validation' | 'authentication' | 'card-declined' | 'permission' | 'not-found'>
+> = {
+  400: 'validation',
+  401: 'authentication',
+  402: 'card-declined',
+  403: 'permission',
+  404: 'not-found',
+};
+
 /** True when the error is one stripe-node raised for a transport failure (no usable response). */
 function connectionCode(e: StripeErrorLike): string | undefined {
   const detail = e.detail as
@@ -116,114 +112,48 @@ function connectionCode(e: StripeErrorLike): string | undefined {
 export function classifyStripeError(error: unknown, creates?: string): Outcome {
   const e = (typeof error === 'object' && error !== null ? error : { message: String(error) }) as StripeErrorLike;
   const r = refs(e);
-  const status = e.statusCode;
-  const type = e.type;
-  const rawType = e.rawType;
-  const replayed = isReplayedHeaders(e.headers);
+  const { statusCode: status, type, rawType } = e;
+  const msg = (fallback: string) => short(e.message, fallback);
+  const unknown = (cause: UnknownCause, message: string, extra: ProviderRefs & { retryAfterMs?: number } = {}) =>
+    ({ kind: 'unknown', cause, message, ...r, ...extra }) as const;
+  const wait = retryAfterMs(e.headers);
+  const waitRef = wait !== undefined ? { retryAfterMs: wait } : {};
 
   if (
     type === 'StripeConnectionError' ||
     (status === undefined && e.detail !== undefined && type?.startsWith('Stripe'))
   ) {
     const code = connectionCode(e);
-    if (code && NEVER_SENT_CODES.has(code)) {
+    if (code && NEVER_SENT_CODES.has(code))
       return { kind: 'not-applied', message: `connection failed before the request was sent (${code})`, ...r, code };
-    }
-    if (code === 'ETIMEDOUT')
-      return {
-        kind: 'unknown',
-        cause: 'timeout',
-        message: short(e.message, 'request timed out after it was sent'),
-        ...r,
-        code,
-      };
-    if (code === CONNECTION_CLOSED_CODE || code === 'ECONNRESET' || code === 'EPIPE') {
-      return {
-        kind: 'unknown',
-        cause: 'connection-reset',
-        message: 'connection closed after the request may have been sent',
-        ...r,
+    if (code === 'ETIMEDOUT') return unknown('timeout', msg('request timed out after it was sent'), { code });
+    if (code === CONNECTION_CLOSED_CODE || code === 'ECONNRESET' || code === 'EPIPE')
+      return unknown('connection-reset', 'connection closed after the request may have been sent', {
         code: 'connection_closed',
-      };
-    }
-    if (code === 'BODY' || /body/i.test(String((e.detail as { message?: unknown })?.message ?? ''))) {
-      return {
-        kind: 'unknown',
-        cause: 'truncated-response',
-        message: 'response body cut off after the headers arrived',
-        ...r,
-      };
-    }
-    return {
-      kind: 'unknown',
-      cause: 'other',
-      message: short(e.message, 'connection error'),
-      ...r,
-      ...(code ? { code } : {}),
-    };
+      });
+    if (code === 'BODY' || /body/i.test(String((e.detail as { message?: unknown })?.message ?? '')))
+      return unknown('truncated-response', 'response body cut off after the headers arrived');
+    return unknown('other', msg('connection error'), code ? { code } : {});
   }
-
-  if (status === undefined) {
-    // Invalid JSON from the API, an HttpClientRuntimeError, or a bug around the SDK: the request may have been sent.
-    return {
-      kind: 'unknown',
-      cause: type === 'StripeAPIError' ? 'truncated-response' : 'other',
-      message: short(e.message, 'unclassified error'),
-      ...r,
-    };
-  }
-
+  // Invalid JSON from the API, an HttpClientRuntimeError, or a bug around the SDK: the request may have been sent.
+  if (status === undefined)
+    return unknown(type === 'StripeAPIError' ? 'truncated-response' : 'other', msg('unclassified error'));
   if (rawType === 'idempotency_error' && status === 409) {
-    return {
-      kind: 'in-progress',
-      message: short(e.message, 'another request with this key is in progress'),
-      ...r,
-      code: e.code ?? 'idempotency_key_in_use',
-    };
+    const code = e.code ?? 'idempotency_key_in_use';
+    return { kind: 'in-progress', message: msg('another request with this key is in progress'), ...r, code };
   }
   if (type === 'StripeIdempotencyError' || (rawType === 'idempotency_error' && status === 400)) {
-    return {
-      kind: 'rejected',
-      reason: 'conflict',
-      message: short(e.message, 'idempotency key reused with different parameters'),
-      ...r,
-      code: e.code ?? 'idempotency_error',
-    };
+    const message = msg('idempotency key reused with different parameters');
+    return { kind: 'rejected', reason: 'conflict', message, ...r, code: e.code ?? 'idempotency_error' };
   }
-  if (status === 429 || type === 'StripeRateLimitError') {
-    const wait = retryAfterMs(e.headers);
-    return {
-      kind: 'not-applied',
-      message: short(e.message, 'rate limited before the idempotency layer'),
-      ...r,
-      ...(wait !== undefined ? { retryAfterMs: wait } : {}),
-    };
-  }
-  if (status === 409) {
-    return { kind: 'unknown', cause: 'other', message: short(e.message, 'conflict'), ...r };
-  }
+  if (status === 429 || type === 'StripeRateLimitError')
+    return { kind: 'not-applied', message: msg('rate limited before the idempotency layer'), ...r, ...waitRef };
+  if (status === 409) return unknown('other', msg('conflict'));
   if (status >= 500) {
-    const wait = retryAfterMs(e.headers);
-    return {
-      kind: 'unknown',
-      cause: 'server-error',
-      message: `${replayed ? 'stored 5xx replayed for this key: ' : ''}${short(e.message, `HTTP ${status}`)}`,
-      ...r,
-      ...(wait !== undefined ? { retryAfterMs: wait } : {}),
-    };
+    const replayed = isReplayedHeaders(e.headers) ? 'stored 5xx replayed for this key: ' : '';
+    return unknown('server-error', `${replayed}${msg(`HTTP ${status}`)}`, waitRef);
   }
-  const reason =
-    status === 401
-      ? 'authentication'
-      : status === 402
-        ? 'card-declined'
-        : status === 403
-          ? 'permission'
-          : status === 404
-            ? 'not-found'
-            : status === 400
-              ? 'validation'
-              : 'other';
+  const reason = REJECTED[status] ?? 'other';
   // Stripe names the offending parameter (error.param): passed on so a caller (or an agent) can correct it.
   const fields =
     typeof e.param === 'string' && e.param.length > 0
@@ -232,9 +162,4 @@ export function classifyStripeError(error: unknown, creates?: string): Outcome {
   const left = creates === undefined ? undefined : (e[creates] as { id?: unknown } | undefined)?.id;
   const created = typeof left === 'string' && left.length > 0 ? { created: left } : {};
   return { kind: 'rejected', reason, message: short(e.message, `HTTP ${status}`), ...r, ...fields, ...created };
-}
-
-/** True when an `unknown` outcome came from a 5xx that Stripe replayed from its idempotency layer. */
-export function isStoredServerError(outcome: Outcome): boolean {
-  return outcome.kind === 'unknown' && outcome.cause === 'server-error';
 }

@@ -8,18 +8,16 @@ const GUARD = Symbol.for('retrysafe.stripe.ClosedConnectionGuard');
 type HttpClientLike = InstanceType<typeof Stripe.HttpClient>;
 
 /** A closed connection after the request may have left: what the SDK gets instead of ECONNRESET/EPIPE. */
-export interface ConnectionClosedError extends Error {
+interface ConnectionClosedError extends Error {
   code: typeof CONNECTION_CLOSED_CODE;
   /** The original socket error code (ECONNRESET or EPIPE). */
   originalCode: string;
 }
 
 /**
- * stripe-node 23 retries a request once when it fails with ECONNRESET or EPIPE, before and regardless
- * of `maxNetworkRetries` (RequestSender._shouldRetry), although, as its own comment says, those codes
- * can surface after the API processed the request. That would be a second retrying layer under the
- * runner. This HttpClient wraps another one (by default the SDK's own Node client) and re-codes those
- * errors, so the SDK surfaces a StripeConnectionError at once and the runner decides, as `unknown`.
+ * stripe-node 23 retries once on ECONNRESET/EPIPE regardless of `maxNetworkRetries` (RequestSender._shouldRetry),
+ * though the API may have processed the request: a second retrying layer. This HttpClient re-codes those errors
+ * so the SDK surfaces a StripeConnectionError at once and the runner decides, as `unknown`.
  */
 export class ClosedConnectionGuard extends Stripe.HttpClient {
   readonly [GUARD] = true;

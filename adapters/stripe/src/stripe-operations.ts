@@ -9,14 +9,14 @@ export type StripeObject = { id?: string; metadata?: Record<string, string> | nu
 >;
 
 /** Options sent with every write: the key derived from the business operation, and no SDK retries. */
-export interface WriteOptions {
+interface WriteOptions {
   idempotencyKey: string;
   maxNetworkRetries: 0;
   timeout: number;
 }
 
 /** How `doLookup` finds an object past the key's retention. */
-export type PastRetentionLookup =
+type PastRetentionLookup =
   /** Search API by metadata: delayed (normally < 1 min, up to 1 h). */
   | { kind: 'search'; find: (client: Stripe, query: string) => Promise<StripeObject[]> }
   /** List API filtered by a parent, then matched on metadata: not delayed. */
@@ -40,15 +40,6 @@ export interface StripeOperation {
   readonly pastRetention: PastRetentionLookup;
 }
 
-function schema(required: Record<string, JsonSchema>, optional: Record<string, JsonSchema>): JsonSchema {
-  return {
-    type: 'object',
-    additionalProperties: false,
-    required: Object.keys(required),
-    properties: { ...required, ...optional },
-  };
-}
-
 // The one definition of each operation's params: the runner checks it before the claim (nothing claimed,
 // nothing sent) and the frame on every attempt.
 const S_STRING = { type: 'string', minLength: 1, maxLength: 500 };
@@ -62,194 +53,141 @@ const S_METADATA = {
 const S_ID = (prefix: string) => ({ type: 'string', pattern: `^${prefix}`, maxLength: 255 });
 const S_POS_INT = { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER };
 
-function withMeta(
-  params: Record<string, unknown>,
-  id: BusinessOperationId,
-  own: Record<string, string>,
-): Record<string, string> {
-  return {
-    ...((params.metadata as Record<string, string> | undefined) ?? {}),
-    ...own,
-    [STRIPE_OPERATION_METADATA_KEY]: id,
-  };
-}
-
-/** The optional params that are set, under Stripe's names ({ ourName: 'stripe_name' }). */
-function putOptional(
-  target: Record<string, unknown>,
-  p: Record<string, unknown>,
-  names: Readonly<Record<string, string>>,
-): void {
-  for (const [ours, stripe] of Object.entries(names)) if (p[ours] !== undefined) target[stripe] = p[ours];
-}
+/** Stripe's name of one of ours: `paymentMethodTypes` → `payment_method_types`. */
+const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /** `metadata['retrysafe_operation_id']:'<id>'` in Stripe's search query language. */
 export function metadataQuery(id: BusinessOperationId): string {
   return `metadata['${STRIPE_OPERATION_METADATA_KEY}']:'${id.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 }
 
-const asObjects = (list: { data: unknown[] }): StripeObject[] => list.data as StripeObject[];
+type Resource = 'customers' | 'paymentIntents' | 'invoices';
 
-export const customersCreate: StripeOperation = {
-  name: 'customers.create',
-  object: 'customer',
-  description: 'Create a Stripe customer (POST /v1/customers) once per customerRef.',
-  card: stripeCards['customers.create'],
-  intentFields: ['customerRef'],
-  sensitiveFields: ['email', 'name', 'phone'],
-  paramsSchema: schema(
-    { customerRef: { ...S_STRING, description: 'your own id for this customer; names the intent' } },
-    {
+/** Past retention, through the Search API on the metadata id (delayed: normally < 1 min, up to 1 h). */
+const searchIn = (resource: Resource): PastRetentionLookup => ({
+  kind: 'search',
+  find: async (client, query) =>
+    (await client[resource].search({ query, limit: 10 })).data as unknown as StripeObject[],
+});
+
+/**
+ * One create operation from its data: params go to Stripe under their snake_case names, the caller's reference
+ * (`…Ref`) to metadata beside the business-operation id.
+ */
+function stripeOperation(spec: {
+  name: keyof typeof stripeCards;
+  object: string;
+  description: string;
+  sensitiveFields?: readonly string[];
+  required: Record<string, JsonSchema>;
+  optional: Record<string, JsonSchema>;
+  resource: Resource | 'refunds';
+  pastRetention?: PastRetentionLookup;
+}): StripeOperation {
+  const card = stripeCards[spec.name];
+  const names = Object.keys({ ...spec.required, ...spec.optional });
+  const ref = names.find((n) => n.endsWith('Ref'))!;
+  return {
+    name: spec.name,
+    object: spec.object,
+    description: spec.description,
+    card,
+    intentFields: card.businessOperationId.intentFields,
+    sensitiveFields: spec.sensitiveFields ?? [],
+    paramsSchema: {
+      type: 'object',
+      additionalProperties: false,
+      required: Object.keys(spec.required),
+      properties: { ...spec.required, ...spec.optional, metadata: S_METADATA },
+    },
+    toStripe(p, id) {
+      const out: Record<string, unknown> = {};
+      for (const name of names) if (name !== ref && p[name] !== undefined) out[snake(name)] = p[name];
+      const own = (p.metadata as Record<string, string> | undefined) ?? {};
+      out.metadata = { ...own, [snake(ref)]: String(p[ref]), [STRIPE_OPERATION_METADATA_KEY]: id };
+      return out;
+    },
+    create: (client, params, options) =>
+      (client[spec.resource].create as (...a: unknown[]) => Promise<unknown>)(params, options) as Promise<StripeObject>,
+    pastRetention: spec.pastRetention ?? searchIn(spec.resource as Resource),
+  };
+}
+
+const ref = (description: string) => ({ ...S_STRING, description });
+const S_CURRENCY = { type: 'string', pattern: '^[a-z]{3}$' };
+
+export const stripeOperations: Readonly<Record<string, StripeOperation>> = Object.freeze({
+  'customers.create': stripeOperation({
+    name: 'customers.create',
+    object: 'customer',
+    resource: 'customers',
+    description: 'Create a Stripe customer (POST /v1/customers) once per customerRef.',
+    sensitiveFields: ['email', 'name', 'phone'],
+    required: { customerRef: ref('your own id for this customer; names the intent') },
+    optional: {
       email: { type: 'string', format: 'email', minLength: 1, maxLength: 500 },
       name: S_STRING,
       phone: S_STRING,
       description: S_STRING,
-      metadata: S_METADATA,
     },
-  ),
-  toStripe(p, id) {
-    const out: Record<string, unknown> = { metadata: withMeta(p, id, { customer_ref: String(p.customerRef) }) };
-    putOptional(out, p, { email: 'email', name: 'name', phone: 'phone', description: 'description' });
-    return out;
-  },
-  create: (client, params, options) => client.customers.create(params, options) as unknown as Promise<StripeObject>,
-  pastRetention: {
-    kind: 'search',
-    find: async (client, query) => asObjects(await client.customers.search({ query, limit: 10 })),
-  },
-};
-
-export const paymentIntentsCreate: StripeOperation = {
-  name: 'paymentIntents.create',
-  object: 'payment_intent',
-  description:
-    'Create (and optionally confirm) a PaymentIntent (POST /v1/payment_intents) once per customer and orderRef; the same order with another amount or currency is a conflict, not a second charge.',
-  card: stripeCards['paymentIntents.create'],
-  intentFields: ['customer', 'orderRef'],
-  sensitiveFields: ['paymentMethod'],
-  paramsSchema: schema(
-    {
+  }),
+  'paymentIntents.create': stripeOperation({
+    name: 'paymentIntents.create',
+    object: 'payment_intent',
+    resource: 'paymentIntents',
+    description:
+      'Create (and optionally confirm) a PaymentIntent (POST /v1/payment_intents) once per customer and orderRef; the same order with another amount or currency is a conflict, not a second charge.',
+    sensitiveFields: ['paymentMethod'],
+    required: {
       customer: S_ID('cus_'),
       amount: { ...S_POS_INT, description: 'smallest currency unit' },
-      currency: { type: 'string', pattern: '^[a-z]{3}$' },
-      orderRef: { ...S_STRING, description: 'your order reference; names the intent' },
+      currency: S_CURRENCY,
+      orderRef: ref('your order reference; names the intent'),
     },
-    {
+    optional: {
       description: S_STRING,
       paymentMethod: S_ID('pm_'),
       paymentMethodTypes: { type: 'array', minItems: 1, items: { type: 'string' } },
       confirm: { type: 'boolean' },
       captureMethod: { enum: ['automatic', 'manual'] },
-      metadata: S_METADATA,
     },
-  ),
-  toStripe(p, id) {
-    const out: Record<string, unknown> = {
-      customer: p.customer,
-      amount: p.amount,
-      currency: p.currency,
-      metadata: withMeta(p, id, { order_ref: String(p.orderRef) }),
-    };
-    putOptional(out, p, {
-      description: 'description',
-      paymentMethod: 'payment_method',
-      paymentMethodTypes: 'payment_method_types',
-      confirm: 'confirm',
-      captureMethod: 'capture_method',
-    });
-    return out;
-  },
-  create: (client, params, options) =>
-    client.paymentIntents.create(params as never, options) as unknown as Promise<StripeObject>,
-  pastRetention: {
-    kind: 'search',
-    find: async (client, query) => asObjects(await client.paymentIntents.search({ query, limit: 10 })),
-  },
-};
-
-export const invoicesCreate: StripeOperation = {
-  name: 'invoices.create',
-  object: 'invoice',
-  description: 'Create a draft invoice for a customer (POST /v1/invoices) once per customer and invoiceRef.',
-  card: stripeCards['invoices.create'],
-  intentFields: ['customer', 'invoiceRef'],
-  sensitiveFields: [],
-  paramsSchema: schema(
-    { customer: S_ID('cus_'), invoiceRef: { ...S_STRING, description: 'your invoice reference; names the intent' } },
-    {
+  }),
+  'invoices.create': stripeOperation({
+    name: 'invoices.create',
+    object: 'invoice',
+    resource: 'invoices',
+    description: 'Create a draft invoice for a customer (POST /v1/invoices) once per customer and invoiceRef.',
+    required: { customer: S_ID('cus_'), invoiceRef: ref('your invoice reference; names the intent') },
+    optional: {
       description: S_STRING,
       collectionMethod: { enum: ['charge_automatically', 'send_invoice'] },
       daysUntilDue: S_POS_INT,
       autoAdvance: { type: 'boolean' },
-      currency: { type: 'string', pattern: '^[a-z]{3}$' },
-      metadata: S_METADATA,
+      currency: S_CURRENCY,
     },
-  ),
-  toStripe(p, id) {
-    const out: Record<string, unknown> = {
-      customer: p.customer,
-      metadata: withMeta(p, id, { invoice_ref: String(p.invoiceRef) }),
-    };
-    putOptional(out, p, {
-      description: 'description',
-      collectionMethod: 'collection_method',
-      daysUntilDue: 'days_until_due',
-      autoAdvance: 'auto_advance',
-      currency: 'currency',
-    });
-    return out;
-  },
-  create: (client, params, options) =>
-    client.invoices.create(params as never, options) as unknown as Promise<StripeObject>,
-  pastRetention: {
-    kind: 'search',
-    find: async (client, query) => asObjects(await client.invoices.search({ query, limit: 10 })),
-  },
-};
-
-export const refundsCreate: StripeOperation = {
-  name: 'refunds.create',
-  object: 'refund',
-  description: 'Refund a PaymentIntent (POST /v1/refunds) once per paymentIntent and refundRef.',
-  card: stripeCards['refunds.create'],
-  intentFields: ['paymentIntent', 'refundRef'],
-  sensitiveFields: [],
-  paramsSchema: schema(
-    { paymentIntent: S_ID('pi_'), refundRef: { ...S_STRING, description: 'your refund reference; names the intent' } },
-    {
+  }),
+  'refunds.create': stripeOperation({
+    name: 'refunds.create',
+    object: 'refund',
+    resource: 'refunds',
+    description: 'Refund a PaymentIntent (POST /v1/refunds) once per paymentIntent and refundRef.',
+    required: { paymentIntent: S_ID('pi_'), refundRef: ref('your refund reference; names the intent') },
+    optional: {
       amount: { ...S_POS_INT, description: 'omit for the whole remaining amount' },
       reason: { enum: ['duplicate', 'fraudulent', 'requested_by_customer'] },
-      metadata: S_METADATA,
     },
-  ),
-  toStripe(p, id) {
-    const out: Record<string, unknown> = {
-      payment_intent: p.paymentIntent,
-      metadata: withMeta(p, id, { refund_ref: String(p.refundRef) }),
-    };
-    putOptional(out, p, { amount: 'amount', reason: 'reason' });
-    return out;
-  },
-  create: (client, params, options) =>
-    client.refunds.create(params as never, options) as unknown as Promise<StripeObject>,
-  pastRetention: {
-    kind: 'list',
-    async find(client, params, id) {
-      const found: StripeObject[] = [];
-      // Refunds have no Search API; the list filtered by payment_intent is not delayed.
-      for await (const refund of client.refunds.list({ payment_intent: String(params.paymentIntent), limit: 100 })) {
-        if (refund.metadata?.[STRIPE_OPERATION_METADATA_KEY] === id) found.push(refund as unknown as StripeObject);
-      }
-      return found;
+    pastRetention: {
+      kind: 'list',
+      async find(client, params, id) {
+        const found: StripeObject[] = [];
+        // Refunds have no Search API; the list filtered by payment_intent is not delayed.
+        for await (const refund of client.refunds.list({ payment_intent: String(params.paymentIntent), limit: 100 })) {
+          if (refund.metadata?.[STRIPE_OPERATION_METADATA_KEY] === id) found.push(refund as unknown as StripeObject);
+        }
+        return found;
+      },
     },
-  },
-};
-
-export const stripeOperations: Readonly<Record<string, StripeOperation>> = Object.freeze({
-  'customers.create': customersCreate,
-  'paymentIntents.create': paymentIntentsCreate,
-  'invoices.create': invoicesCreate,
-  'refunds.create': refundsCreate,
+  }),
 });
 
 // ---- the operations' compile-time types (runner.run checks a call against them) ----

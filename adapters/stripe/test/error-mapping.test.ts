@@ -5,7 +5,7 @@ import { STRIPE_OPERATION_METADATA_KEY } from '../src/stripe-cards.js';
 import { classifyStripeError } from '../src/stripe-errors.js';
 import { API_KEY, execCtx, idFor, startScriptedServer } from './helpers.js';
 
-// Every row of the error-mapping table, through the real stripe SDK against the loopback sandbox.
+// Every case of the error mapping (src/stripe-errors.ts), through the real stripe SDK against the loopback sandbox.
 
 let sandbox: StripeSandbox;
 let adapter: StripeAdapter;

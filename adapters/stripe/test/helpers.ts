@@ -37,6 +37,7 @@ export function execCtx(
   };
 }
 
+/** The LookupContext the runner would build: the execute context's ids, the recorded params, the clock. */
 export function lookupCtx(
   adapter: AdapterV1,
   operation: string,
@@ -44,16 +45,8 @@ export function lookupCtx(
   params: unknown,
   at: { firstDispatchedAt: number | null; now: number },
 ): LookupContext {
-  return {
-    businessOperationId: id,
-    providerKey: adapter.deriveProviderKey(operation, id),
-    params,
-    runId: newRunId(),
-    attemptId: newAttemptId(),
-    statusRef: null,
-    firstDispatchedAt: at.firstDispatchedAt,
-    now: at.now,
-  };
+  const { attempt: _attempt, ...ids } = execCtx(adapter, operation, id);
+  return { ...ids, params, ...at };
 }
 
 /** A scripted loopback server, for wire answers the sandbox never gives (garbage bodies, resets). Counts requests. */

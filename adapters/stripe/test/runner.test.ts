@@ -52,14 +52,11 @@ describe('two workers without a shared ledger', () => {
     const adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 5000 });
     const params = { customer: 'cus_fixture', amount: 4200, currency: 'eur', orderRef: 'two-workers' };
     const policy = { baseMs: 50, capMs: 200, lookupWindowMs: 30_000 };
-    const runs = Promise.all([
-      createRunner({ ledger: createMemoryLedger(), policy, owner: 'machine-a' }).run(adapter, 'paymentIntents.create', {
-        params,
-      }),
-      createRunner({ ledger: createMemoryLedger(), policy, owner: 'machine-b' }).run(adapter, 'paymentIntents.create', {
-        params,
-      }),
-    ]);
+    const runs = Promise.all(
+      ['machine-a', 'machine-b'].map((owner) =>
+        createRunner({ ledger: createMemoryLedger(), policy, owner }).run(adapter, 'paymentIntents.create', { params }),
+      ),
+    );
     await sandbox.waitFor((log) => log.some((r) => r.result === 'in-progress'));
     release();
     const [a, b] = await runs;

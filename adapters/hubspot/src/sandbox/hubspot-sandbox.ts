@@ -233,32 +233,18 @@ function bodyOf(raw: string): { ok: true; value: Record<string, unknown> } | { o
   }
 }
 
-/**
- * Starts a loopback HTTP server that behaves as HubSpot's CRM v3 objects API does for the adapter's
- * operations: the records (hubspot-store.ts), a route table, and the gates every request passes in
- * HubSpot's order (token, scope, rate limits, body, scripted faults). Server, clock, fault queues and
- * request log are the sandbox kit (@retrysafe/sandbox-kit).
- */
-export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): Promise<HubSpotSandbox> {
-  const idProperty = options.idProperty ?? DEFAULT_ID_PROPERTY;
-  const clock = createSandboxClock(options.clock, 'hubspot sandbox');
-  const now = clock.now;
-  const crm = createCrmStore(
-    options.objectTypes ?? defaultObjectTypes(idProperty),
-    now,
-    nonNegative(options.searchIndexingDelayMs ?? 0, 'searchIndexingDelayMs'),
-  );
-  const searchPerSecond = options.searchPerSecond === undefined ? 5 : options.searchPerSecond;
-  const tenSecondlyMax = options.tenSecondlyMax === undefined ? 190 : options.tenSecondlyMax;
-  const dailyMax = options.dailyMax ?? 1_000_000;
+/** HubSpot's rate limiters (daily, ten-secondly rolling, search per second) and scripted throttles. */
+function createRateLimiter(o: {
+  readonly dailyMax: number;
+  readonly tenSecondlyMax: number | null;
+  readonly searchPerSecond: number | null;
+  readonly now: () => number;
+}) {
+  const { dailyMax, tenSecondlyMax, searchPerSecond, now } = o;
   let dailyUsed = 0;
   const recent: number[] = [];
   const recentSearches: number[] = [];
   const throttled = createFaultQueue<RateLimitPolicy>('hubspot sandbox');
-  const failing = createFaultQueue<{ readonly status: number; readonly commit: boolean }>('hubspot sandbox');
-  const denied = new Set<TypeStore>();
-  const log = createRequestLog<SandboxRequest>('hubspot sandbox');
-  const canonical = (store: TypeStore) => store.type.names[0]!;
 
   function rateLimitHeaders(remaining: number): Record<string, string> {
     return {
@@ -277,7 +263,7 @@ export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): 
     return { status: 429, body: rateLimitError(policy), headers };
   }
 
-  /** The rate limiter: counts the request and answers a 429 when a window (or a scripted throttle) is full. */
+  /** Counts the request and answers a 429 when a window (or a scripted throttle) is full. */
   function limit(kind: SandboxRequestKind): Reply | null {
     const t = now();
     dailyUsed++;
@@ -295,6 +281,37 @@ export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): 
     return null;
   }
 
+  return {
+    throttled,
+    limit,
+    headers: () => rateLimitHeaders(tenSecondlyMax === null ? 190 : tenSecondlyMax - recent.length),
+  };
+}
+
+/**
+ * Starts a loopback HTTP server that behaves as HubSpot's CRM v3 objects API does for the adapter's
+ * operations: the records (hubspot-store.ts), a route table, and the gates every request passes in
+ * HubSpot's order (token, scope, rate limits, body, scripted faults). Server, clock, fault queues and
+ * request log are the sandbox kit (@retrysafe/sandbox-kit).
+ */
+export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): Promise<HubSpotSandbox> {
+  const idProperty = options.idProperty ?? DEFAULT_ID_PROPERTY;
+  const clock = createSandboxClock(options.clock, 'hubspot sandbox');
+  const now = clock.now;
+  const crm = createCrmStore(
+    options.objectTypes ?? defaultObjectTypes(idProperty),
+    now,
+    nonNegative(options.searchIndexingDelayMs ?? 0, 'searchIndexingDelayMs'),
+  );
+  const searchPerSecond = options.searchPerSecond === undefined ? 5 : options.searchPerSecond;
+  const tenSecondlyMax = options.tenSecondlyMax === undefined ? 190 : options.tenSecondlyMax;
+  const dailyMax = options.dailyMax ?? 1_000_000;
+  const limiter = createRateLimiter({ dailyMax, tenSecondlyMax, searchPerSecond, now });
+  const failing = createFaultQueue<{ readonly status: number; readonly commit: boolean }>('hubspot sandbox');
+  const denied = new Set<TypeStore>();
+  const log = createRequestLog<SandboxRequest>('hubspot sandbox');
+  const canonical = (store: TypeStore) => store.type.names[0]!;
+
   function answer(req: LoopbackRequest, routed: Routed | undefined, store: TypeStore | undefined): Reply {
     const auth = req.headers.authorization;
     const token = typeof auth === 'string' && auth.startsWith('Bearer ') ? auth.slice(7) : '';
@@ -302,7 +319,7 @@ export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): 
       return { status: 401, body: authenticationError() };
     if (!routed || !store) return { status: 404, body: notFoundError() };
     if (denied.has(store)) return { status: 403, body: missingScopesError(store.type.scope) };
-    const limited = limit(routed.kind);
+    const limited = limiter.limit(routed.kind);
     if (limited) return limited;
     const body = bodyOf(req.rawBody);
     if (!body.ok) return body.reply;
@@ -337,7 +354,7 @@ export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): 
     },
     headers: (_req, reply) => ({
       'X-HubSpot-Correlation-Id': (reply.body as HubSpotErrorBody | undefined)?.correlationId ?? randomUUID(),
-      ...rateLimitHeaders(tenSecondlyMax === null ? 190 : tenSecondlyMax - recent.length),
+      ...limiter.headers(),
     }),
   });
 
@@ -378,7 +395,7 @@ export async function startHubSpotSandbox(options: HubSpotSandboxOptions = {}): 
       crm.setIndexingDelay(nonNegative(ms, 'searchIndexingDelayMs'));
     },
     throttle(times, policy = 'TEN_SECONDLY_ROLLING') {
-      throttled.replace(policy, nonNegative(times, 'throttle(times)'));
+      limiter.throttled.replace(policy, nonNegative(times, 'throttle(times)'));
     },
     failNext(times, opts = {}) {
       failing.replace(

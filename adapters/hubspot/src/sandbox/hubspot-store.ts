@@ -67,6 +67,151 @@ export interface CrmStore {
   setIndexingDelay(ms: number): void;
 }
 
+/** What the store's endpoints share: the records by type, the clock, the search lag and the next id. */
+interface StoreState {
+  readonly stores: Map<string, TypeStore>;
+  readonly now: () => number;
+  indexingDelayMs: number;
+  nextId: number;
+}
+
+function write(
+  st: StoreState,
+  store: TypeStore,
+  rec: StoredRecord | null,
+  props: Record<string, string>,
+): StoredRecord {
+  const t = st.now();
+  if (rec === null) {
+    rec = { id: String(st.nextId++), properties: {}, createdAt: t, updatedAt: t, versions: [] };
+    store.records.set(rec.id, rec);
+  }
+  for (const [name, value] of Object.entries(props)) {
+    if (value === '') delete rec.properties[name];
+    else rec.properties[name] = value;
+  }
+  rec.updatedAt = t;
+  rec.versions.push({ visibleAt: t + st.indexingDelayMs, properties: { ...systemProperties(rec) } });
+  store.writes++;
+  return rec;
+}
+
+function create(st: StoreState, store: TypeStore, body: Record<string, unknown>): Reply {
+  const props = checkProperties(store, body.properties, true);
+  if (!props.ok) return props.reply;
+  const conflict = uniqueConflict(store, props.value);
+  if (conflict) return conflict;
+  const rec = write(st, store, null, props.value);
+  return { status: 201, body: toJson(rec, null) };
+}
+
+function update(
+  st: StoreState,
+  store: TypeStore,
+  id: string,
+  idProp: string | null,
+  body: Record<string, unknown>,
+): Reply {
+  const located = locate(store, id, idProp);
+  if (!located.ok) return located.reply;
+  const found = located.value;
+  if (!found) return { status: 404, body: notFoundError() };
+  const props = checkProperties(store, body.properties, false);
+  if (!props.ok) return props.reply;
+  const conflict = uniqueConflict(store, props.value, found.id);
+  if (conflict) return conflict;
+  const rec = write(st, store, found, props.value);
+  return { status: 200, body: toJson(rec, null) };
+}
+
+function read(store: TypeStore, id: string, idProp: string | null, select: string[] | null): Reply {
+  const located = locate(store, id, idProp);
+  if (!located.ok) return located.reply;
+  const found = located.value;
+  if (!found) return { status: 404, body: notFoundError() };
+  return { status: 200, body: toJson(found, select) };
+}
+
+function upsert(st: StoreState, store: TypeStore, body: Record<string, unknown>): Reply {
+  const inputs = body.inputs;
+  if (!Array.isArray(inputs) || inputs.length === 0)
+    return { status: 400, body: validationError('Invalid input JSON: "inputs" must be a non-empty array') };
+  if (inputs.length > BATCH_MAX)
+    return { status: 400, body: validationError(`Batch input is limited to ${BATCH_MAX} inputs`) };
+  const startedAt = new Date(st.now()).toISOString();
+  // Validate every input before applying any, as a batch does.
+  const planned: { idProp: string; id: string; props: Record<string, string> }[] = [];
+  const seen = new Set<string>();
+  for (const input of inputs as Record<string, unknown>[]) {
+    const idProp = typeof input?.idProperty === 'string' ? input.idProperty : 'hs_object_id';
+    const id = input?.id;
+    if (typeof id !== 'string' || id === '')
+      return { status: 400, body: validationError('Each input needs a non-empty "id"') };
+    if (!store.type.unique.includes(idProp))
+      return {
+        status: 400,
+        body: validationError(`${idProp} is not a unique identifier property for this object type`),
+      };
+    if (seen.has(`${idProp}=${id}`))
+      return {
+        status: 400,
+        body: validationError(`Duplicate IDs found in batch input: [${id}]. IDs must be unique`),
+      };
+    seen.add(`${idProp}=${id}`);
+    const props = checkProperties(store, input.properties ?? {}, false);
+    if (!props.ok) return props.reply;
+    if (props.value[idProp] !== undefined && props.value[idProp] !== id)
+      return { status: 400, body: validationError(`"${idProp}" in properties differs from the input id`) };
+    planned.push({ idProp, id, props: props.value });
+  }
+  const results = planned.map(({ idProp, id, props }) => {
+    const existing = findByUnique(store, idProp, id);
+    const rec = write(st, store, existing ?? null, { ...props, [idProp]: id });
+    return { ...toJson(rec, null), new: existing === undefined };
+  });
+  return {
+    status: 200,
+    body: { status: 'COMPLETE', results, startedAt, completedAt: new Date(st.now()).toISOString() },
+  };
+}
+
+function search(st: StoreState, store: TypeStore, body: Record<string, unknown>): Reply {
+  const limit = body.limit === undefined ? 10 : Number(body.limit);
+  if (!Number.isInteger(limit) || limit < 0 || limit > SEARCH_PAGE_MAX)
+    return { status: 400, body: validationError(`limit must be between 0 and ${SEARCH_PAGE_MAX}`) };
+  const groups = Array.isArray(body.filterGroups) ? (body.filterGroups as { filters?: unknown }[]) : [];
+  const select = Array.isArray(body.properties) && body.properties.length ? (body.properties as string[]) : null;
+  const after = body.after === undefined ? 0 : Number(body.after);
+  const t = st.now();
+  const visible: { rec: StoredRecord; props: Readonly<Record<string, string>> }[] = [];
+  for (const rec of store.records.values()) {
+    let seenVersion: Version | undefined;
+    for (const v of rec.versions) if (v.visibleAt <= t) seenVersion = v;
+    if (!seenVersion) continue;
+    if (groups.length && !groups.some((g) => matchesGroup(seenVersion!.properties, g))) continue;
+    visible.push({ rec, props: seenVersion.properties });
+  }
+  visible.sort((a, b) => Number(a.rec.id) - Number(b.rec.id));
+  const page = visible.slice(after, after + limit);
+  const results = page.map(({ rec, props }) => {
+    const properties: Record<string, string | null> = {};
+    for (const name of select ?? ['hs_object_id', 'createdate', 'hs_lastmodifieddate'])
+      properties[name] = props[name] ?? null;
+    return {
+      id: rec.id,
+      properties,
+      createdAt: new Date(rec.createdAt).toISOString(),
+      updatedAt: props.hs_lastmodifieddate,
+      archived: false,
+    };
+  });
+  const next = after + limit < visible.length ? { next: { after: String(after + limit) } } : {};
+  return {
+    status: 200,
+    body: { total: visible.length, results, ...(Object.keys(next).length ? { paging: next } : {}) },
+  };
+}
+
 export function createCrmStore(
   types: readonly SandboxObjectType[],
   now: () => number,
@@ -77,157 +222,28 @@ export function createCrmStore(
     const store: TypeStore = { type, records: new Map(), writes: 0 };
     for (const name of type.names) stores.set(name, store);
   }
-  let indexingDelayMs = indexingDelay;
-  let nextId = 1001;
-
-  /** A conflict with another record holding one of the unique values, or null. */
-
-  function write(store: TypeStore, rec: StoredRecord | null, props: Record<string, string>): StoredRecord {
-    const t = now();
-    if (rec === null) {
-      rec = { id: String(nextId++), properties: {}, createdAt: t, updatedAt: t, versions: [] };
-      store.records.set(rec.id, rec);
-    }
-    for (const [name, value] of Object.entries(props)) {
-      if (value === '') delete rec.properties[name];
-      else rec.properties[name] = value;
-    }
-    rec.updatedAt = t;
-    rec.versions.push({ visibleAt: t + indexingDelayMs, properties: { ...systemProperties(rec) } });
-    store.writes++;
-    return rec;
-  }
-
-  function create(store: TypeStore, body: Record<string, unknown>): Reply {
-    const props = checkProperties(store, body.properties, true);
-    if (!props.ok) return props.reply;
-    const conflict = uniqueConflict(store, props.value);
-    if (conflict) return conflict;
-    const rec = write(store, null, props.value);
-    return { status: 201, body: toJson(rec, null) };
-  }
-
-  function update(store: TypeStore, id: string, idProp: string | null, body: Record<string, unknown>): Reply {
-    const located = locate(store, id, idProp);
-    if (!located.ok) return located.reply;
-    const found = located.value;
-    if (!found) return { status: 404, body: notFoundError() };
-    const props = checkProperties(store, body.properties, false);
-    if (!props.ok) return props.reply;
-    const conflict = uniqueConflict(store, props.value, found.id);
-    if (conflict) return conflict;
-    const rec = write(store, found, props.value);
-    return { status: 200, body: toJson(rec, null) };
-  }
-
-  function read(store: TypeStore, id: string, idProp: string | null, select: string[] | null): Reply {
-    const located = locate(store, id, idProp);
-    if (!located.ok) return located.reply;
-    const found = located.value;
-    if (!found) return { status: 404, body: notFoundError() };
-    return { status: 200, body: toJson(found, select) };
-  }
-
-  function upsert(store: TypeStore, body: Record<string, unknown>): Reply {
-    const inputs = body.inputs;
-    if (!Array.isArray(inputs) || inputs.length === 0)
-      return { status: 400, body: validationError('Invalid input JSON: "inputs" must be a non-empty array') };
-    if (inputs.length > BATCH_MAX)
-      return { status: 400, body: validationError(`Batch input is limited to ${BATCH_MAX} inputs`) };
-    const startedAt = new Date(now()).toISOString();
-    // Validate every input before applying any, as a batch does.
-    const planned: { idProp: string; id: string; props: Record<string, string> }[] = [];
-    const seen = new Set<string>();
-    for (const input of inputs as Record<string, unknown>[]) {
-      const idProp = typeof input?.idProperty === 'string' ? input.idProperty : 'hs_object_id';
-      const id = input?.id;
-      if (typeof id !== 'string' || id === '')
-        return { status: 400, body: validationError('Each input needs a non-empty "id"') };
-      if (!store.type.unique.includes(idProp))
-        return {
-          status: 400,
-          body: validationError(`${idProp} is not a unique identifier property for this object type`),
-        };
-      if (seen.has(`${idProp}=${id}`))
-        return {
-          status: 400,
-          body: validationError(`Duplicate IDs found in batch input: [${id}]. IDs must be unique`),
-        };
-      seen.add(`${idProp}=${id}`);
-      const props = checkProperties(store, input.properties ?? {}, false);
-      if (!props.ok) return props.reply;
-      if (props.value[idProp] !== undefined && props.value[idProp] !== id)
-        return { status: 400, body: validationError(`"${idProp}" in properties differs from the input id`) };
-      planned.push({ idProp, id, props: props.value });
-    }
-    const results = planned.map(({ idProp, id, props }) => {
-      const existing = findByUnique(store, idProp, id);
-      const rec = write(store, existing ?? null, { ...props, [idProp]: id });
-      return { ...toJson(rec, null), new: existing === undefined };
-    });
-    return {
-      status: 200,
-      body: { status: 'COMPLETE', results, startedAt, completedAt: new Date(now()).toISOString() },
-    };
-  }
-
-  function search(store: TypeStore, body: Record<string, unknown>): Reply {
-    const limit = body.limit === undefined ? 10 : Number(body.limit);
-    if (!Number.isInteger(limit) || limit < 0 || limit > SEARCH_PAGE_MAX)
-      return { status: 400, body: validationError(`limit must be between 0 and ${SEARCH_PAGE_MAX}`) };
-    const groups = Array.isArray(body.filterGroups) ? (body.filterGroups as { filters?: unknown }[]) : [];
-    const select = Array.isArray(body.properties) && body.properties.length ? (body.properties as string[]) : null;
-    const after = body.after === undefined ? 0 : Number(body.after);
-    const t = now();
-    const visible: { rec: StoredRecord; props: Readonly<Record<string, string>> }[] = [];
-    for (const rec of store.records.values()) {
-      let seenVersion: Version | undefined;
-      for (const v of rec.versions) if (v.visibleAt <= t) seenVersion = v;
-      if (!seenVersion) continue;
-      if (groups.length && !groups.some((g) => matchesGroup(seenVersion!.properties, g))) continue;
-      visible.push({ rec, props: seenVersion.properties });
-    }
-    visible.sort((a, b) => Number(a.rec.id) - Number(b.rec.id));
-    const page = visible.slice(after, after + limit);
-    const results = page.map(({ rec, props }) => {
-      const properties: Record<string, string | null> = {};
-      for (const name of select ?? ['hs_object_id', 'createdate', 'hs_lastmodifieddate'])
-        properties[name] = props[name] ?? null;
-      return {
-        id: rec.id,
-        properties,
-        createdAt: new Date(rec.createdAt).toISOString(),
-        updatedAt: props.hs_lastmodifieddate,
-        archived: false,
-      };
-    });
-    const next = after + limit < visible.length ? { next: { after: String(after + limit) } } : {};
-    return {
-      status: 200,
-      body: { total: visible.length, results, ...(Object.keys(next).length ? { paging: next } : {}) },
-    };
-  }
+  const st: StoreState = { stores, now, indexingDelayMs: indexingDelay, nextId: 1001 };
 
   return {
-    typeOf: (name) => stores.get(name),
-    types: () => [...new Set(stores.values())],
-    create,
-    update,
+    typeOf: (name) => st.stores.get(name),
+    types: () => [...new Set(st.stores.values())],
+    create: (store, b) => create(st, store, b),
+    update: (store, id, idProp, b) => update(st, store, id, idProp, b),
     read,
-    upsert,
-    search,
+    upsert: (store, b) => upsert(st, store, b),
+    search: (store, b) => search(st, store, b),
     seed(store, properties) {
       const props = checkProperties(store, properties, false);
       if (!props.ok)
         throw new RangeError(
           `hubspot sandbox: cannot seed ${store.type.names[0]}: ${(props.reply.body as { message?: string }).message}`,
         );
-      const rec = write(store, null, props.value);
+      const rec = write(st, store, null, props.value);
       store.writes--; // seeding is not a write the adapter made
       return rec;
     },
     setIndexingDelay(ms) {
-      indexingDelayMs = ms;
+      st.indexingDelayMs = ms;
     },
   };
 }

@@ -1,4 +1,4 @@
-import type { DrillFault, DrillOperation, DrillSetup } from '@retrysafe/contract';
+import type { DrillOperation, DrillSetup } from '@retrysafe/contract';
 import { createMsGraphAdapter } from '../msgraph-adapter.js';
 import { startMsGraphSandbox } from './msgraph-sandbox.js';
 
@@ -8,7 +8,6 @@ import { startMsGraphSandbox } from './msgraph-sandbox.js';
  */
 export type MsGraphDrill = DrillSetup;
 export type MsGraphDrillOperation = DrillOperation;
-type StatusFault = Extract<DrillFault, { kind: 'status' }>;
 
 /** A token the sandbox checks; not a secret. */
 export const DRILL_TOKEN = 'drill-token-not-a-secret';

@@ -12,7 +12,7 @@ import {
   startLoopbackServer,
 } from '@retrysafe/sandbox-kit';
 import { paramsFingerprint, parseForm } from './form.js';
-import { createStripeStore, err, RESOURCES } from './stripe-store.js';
+import { createStripeStore, err, RESOURCES, type StripeStore } from './stripe-store.js';
 
 /**
  * A loopback Stripe (API v1) that behaves as Stripe documents its idempotency layer
@@ -153,6 +153,78 @@ const KEY_ANSWERS: KeyAnswers<{ path: string }> = {
   replayHeaders: { 'idempotent-replayed': 'true' },
 };
 
+/** The key a request carries: GET/DELETE ignore keys. */
+const keyOf = (req: LoopbackRequest): string | null => {
+  const keyHeader = req.headers['idempotency-key'];
+  return req.method.toUpperCase() === 'POST' && typeof keyHeader === 'string' ? keyHeader : null;
+};
+type Answer = { reply: Reply; result: SandboxRequestResult };
+const unrecognized = (req: LoopbackRequest): Answer => ({
+  reply: err(404, 'invalid_request_error', `Unrecognized request URL (${req.method.toUpperCase()}: ${req.path}).`),
+  result: 'not-found',
+});
+const kindOf = (k: string): StripeRecordKind | undefined =>
+  Object.values(RESOURCES).some((r) => r.kind === k)
+    ? (k as StripeRecordKind)
+    : OPERATION_KIND[k.replace(/^stripe\./, '')];
+
+/** The records a test asked about (not the fixtures): all, one kind, or what one operation creates. */
+function countRecords(records: readonly SandboxRecord[], kindOrOperation?: string): number {
+  if (kindOrOperation === undefined) return records.filter((r) => !r.fixture).length;
+  const kind = kindOf(kindOrOperation);
+  if (!kind) throw new TypeError(`unknown record kind or operation: ${JSON.stringify(kindOrOperation)}`);
+  return records.filter((r) => !r.fixture && r.kind === kind).length;
+}
+
+const replyHeaders = (req: LoopbackRequest) => {
+  const key = keyOf(req);
+  return {
+    'request-id': `req_${randomBytes(9).toString('base64url').replace(/[-_]/g, 'x')}`,
+    'stripe-version': '2026-sandbox',
+    ...(key ? { 'idempotency-key': key } : {}),
+  };
+};
+
+const RATE_LIMITED: Answer = {
+  reply: err(429, 'invalid_request_error', 'Too many requests hit the API too quickly.', { code: 'rate_limit' }),
+  result: 'rate-limited',
+};
+/** Restricted keys (rk_) may read but not create. */
+const RESTRICTED_KEY: Answer = {
+  reply: err(
+    403,
+    'invalid_request_error',
+    'The provided key does not have the required permissions for this endpoint.',
+    {
+      code: 'secret_key_required',
+    },
+  ),
+  result: 'forbidden',
+};
+
+/** How many times a scripted fault fires; execution faults happen on a POST. */
+function faultTimes(fault: SandboxFault, opts: { times?: number; method?: string }): number {
+  const times = opts.times ?? 1;
+  if (!Number.isInteger(times) || times < 1) throw new RangeError(`times must be a positive integer, got ${times}`);
+  if (fault !== 'rate-limit' && opts.method !== undefined && opts.method !== 'POST')
+    throw new RangeError(`${fault} happens during endpoint execution, i.e. on a POST`);
+  return times;
+}
+
+/** Endpoint execution with the scripted 500 that fires before it, or after it committed. */
+function runWithFaults(
+  execute: StripeStore['execute'],
+  fault: Exclude<SandboxFault, 'rate-limit'> | undefined,
+  resource: string,
+  params: Record<string, unknown>,
+): Reply {
+  if (fault === 'server-error') return err(500, 'api_error', 'An unknown error occurred while processing the request.');
+  const reply = execute(resource, params);
+  if (fault === 'server-error-after-commit')
+    return err(500, 'api_error', 'An unknown error occurred after the request was processed.');
+  return reply;
+}
+
 export async function startStripeSandbox(options: StripeSandboxOptions = {}): Promise<StripeSandbox> {
   const clock = createSandboxClock(options.now, 'stripe sandbox');
   const now = clock.now;
@@ -184,7 +256,7 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
     const endpoint = async () => {
       if (gate) await gate;
       if (processingMs > 0) await sleep(processingMs);
-      return runWithFaults(resource, params);
+      return runWithFaults(store.execute, executionFaults.take(), resource, params);
     };
     if (key === null) return { reply: await endpoint(), result: 'executed' };
     if (key.length > 255)
@@ -203,27 +275,6 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
     return { reply, result: result === 'in-flight' ? 'in-progress' : result === 'mismatch' ? 'key-mismatch' : result };
   }
 
-  function runWithFaults(resource: string, params: Record<string, unknown>): Reply {
-    const fault = executionFaults.take();
-    if (fault === 'server-error')
-      return err(500, 'api_error', 'An unknown error occurred while processing the request.');
-    const reply = store.execute(resource, params);
-    if (fault === 'server-error-after-commit')
-      return err(500, 'api_error', 'An unknown error occurred after the request was processed.');
-    return reply;
-  }
-
-  /** The key a request carries: GET/DELETE ignore keys. */
-  const keyOf = (req: LoopbackRequest): string | null => {
-    const keyHeader = req.headers['idempotency-key'];
-    return req.method.toUpperCase() === 'POST' && typeof keyHeader === 'string' ? keyHeader : null;
-  };
-
-  type Answer = { reply: Reply; result: SandboxRequestResult };
-  const unrecognized = (req: LoopbackRequest): Answer => ({
-    reply: err(404, 'invalid_request_error', `Unrecognized request URL (${req.method.toUpperCase()}: ${req.path}).`),
-    result: 'not-found',
-  });
   /** Past the rate limiter and authentication: retrieve, list and search (GET), create (POST). */
   const routes: readonly Route<Answer | Promise<Answer>>[] = [
     {
@@ -236,15 +287,7 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
       path: /^\/v1\/([a-z_]+)\/?$/,
       handle: (req, m) =>
         /^Bearer\s+rk_test_/.test(req.headers.authorization ?? '')
-          ? {
-              reply: err(
-                403,
-                'invalid_request_error',
-                'The provided key does not have the required permissions for this endpoint.',
-                { code: 'secret_key_required' },
-              ),
-              result: 'forbidden',
-            }
+          ? RESTRICTED_KEY
           : write(m![1]!, req.path, req.rawBody, keyOf(req)),
     },
   ];
@@ -253,10 +296,7 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
   async function handle(req: LoopbackRequest): Promise<Answer> {
     const method = req.method.toUpperCase();
     if (rateLimits.take((m) => m === 'ANY' || m === method)) {
-      return {
-        reply: err(429, 'invalid_request_error', 'Too many requests hit the API too quickly.', { code: 'rate_limit' }),
-        result: 'rate-limited',
-      };
+      return RATE_LIMITED;
     }
     const m = /^Bearer\s+(\S+)$/.exec(req.headers.authorization ?? '');
     if (!m || !/^(sk|rk)_test_\w+$/.test(m[1]!))
@@ -284,30 +324,13 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
       });
       return { status: 500, body: { error: { type: 'api_error', message: `sandbox bug: ${String(e)}` } } };
     },
-    headers: (req) => {
-      const key = keyOf(req);
-      return {
-        'request-id': `req_${randomBytes(9).toString('base64url').replace(/[-_]/g, 'x')}`,
-        'stripe-version': '2026-sandbox',
-        ...(key ? { 'idempotency-key': key } : {}),
-      };
-    },
+    headers: replyHeaders,
   });
-
-  const kindOf = (k: string): StripeRecordKind | undefined =>
-    Object.values(RESOURCES).some((r) => r.kind === k)
-      ? (k as StripeRecordKind)
-      : OPERATION_KIND[k.replace(/^stripe\./, '')];
 
   const sandbox: StripeSandbox = {
     url: server.url,
     port: server.port,
-    count(kindOrOperation) {
-      if (kindOrOperation === undefined) return records.filter((r) => !r.fixture).length;
-      const kind = kindOf(kindOrOperation);
-      if (!kind) throw new TypeError(`unknown record kind or operation: ${JSON.stringify(kindOrOperation)}`);
-      return records.filter((r) => !r.fixture && r.kind === kind).length;
-    },
+    count: (kindOrOperation) => countRecords(records, kindOrOperation),
     records: (kind) =>
       records
         .filter((r) => kind === undefined || r.kind === kind)
@@ -322,12 +345,8 @@ export async function startStripeSandbox(options: StripeSandboxOptions = {}): Pr
     advance: clock.advance,
     expireKeys: (filter) => keys.expire(filter && ((k) => filter(k))),
     failNext(fault, opts = {}) {
-      const times = opts.times ?? 1;
-      if (!Number.isInteger(times) || times < 1) throw new RangeError(`times must be a positive integer, got ${times}`);
-      if (fault !== 'rate-limit' && opts.method !== undefined && opts.method !== 'POST')
-        throw new RangeError(`${fault} happens during endpoint execution, i.e. on a POST`);
-      if (fault === 'rate-limit') rateLimits.add(opts.method ?? 'POST', times);
-      else executionFaults.add(fault, times);
+      if (fault === 'rate-limit') rateLimits.add(opts.method ?? 'POST', faultTimes(fault, opts));
+      else executionFaults.add(fault, faultTimes(fault, opts));
     },
     setProcessingMs(ms) {
       processingMs = ms;

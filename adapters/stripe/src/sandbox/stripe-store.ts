@@ -42,279 +42,258 @@ export interface StripeStore {
   ): { reply: Reply; result: SandboxRequestResult };
 }
 
-export function createStripeStore(now: () => number, fixtures: boolean): StripeStore {
-  const records: SandboxRecord[] = [];
-  const byId = new Map<string, SandboxRecord>();
+/** What the store's endpoints share. */
+interface StoreState {
+  readonly records: SandboxRecord[];
+  readonly byId: Map<string, SandboxRecord>;
+  readonly now: () => number;
+}
 
-  function add(kind: StripeRecordKind, object: Record<string, unknown>, fixture = false): Record<string, unknown> {
-    const rec: SandboxRecord = { kind, id: String(object.id), object, createdAt: now(), fixture };
-    records.push(rec);
-    byId.set(rec.id, rec);
-    return object;
-  }
+function add(
+  st: StoreState,
+  kind: StripeRecordKind,
+  object: Record<string, unknown>,
+  fixture = false,
+): Record<string, unknown> {
+  const rec: SandboxRecord = { kind, id: String(object.id), object, createdAt: st.now(), fixture };
+  st.records.push(rec);
+  st.byId.set(rec.id, rec);
+  return object;
+}
 
-  if (fixtures) {
-    const created = Math.floor(now() / 1000);
-    add(
-      'customer',
-      {
-        id: 'cus_fixture',
-        object: 'customer',
-        created,
-        email: null,
-        name: 'Fixture customer',
-        metadata: {},
-        livemode: false,
-      },
-      true,
-    );
-    add(
-      'customer',
-      {
-        id: 'cus_123',
-        object: 'customer',
-        created,
-        email: null,
-        name: 'README customer',
-        metadata: {},
-        livemode: false,
-      },
-      true,
-    );
-    add(
-      'payment_intent',
-      {
-        id: 'pi_fixture',
-        object: 'payment_intent',
-        created,
-        amount: 10_000,
-        amount_received: 10_000,
-        currency: 'eur',
-        customer: 'cus_fixture',
-        status: 'succeeded',
-        metadata: {},
-        livemode: false,
-      },
-      true,
-    );
-  }
+/** The objects the README and the drills refer to. */
+function addFixtures(st: StoreState): void {
+  const created = Math.floor(st.now() / 1000);
+  const fixture = (kind: StripeRecordKind, id: string, fields: Record<string, unknown>) =>
+    add(st, kind, { id, object: kind, created, ...fields, metadata: {}, livemode: false }, true);
+  fixture('customer', 'cus_fixture', { email: null, name: 'Fixture customer' });
+  fixture('customer', 'cus_123', { email: null, name: 'README customer' });
+  fixture('payment_intent', 'pi_fixture', {
+    amount: 10_000,
+    amount_received: 10_000,
+    currency: 'eur',
+    customer: 'cus_fixture',
+    status: 'succeeded',
+  });
+}
 
-  // ---- endpoint execution (stored for the key) ----
-  function execute(resource: string, p: Record<string, unknown>): Reply {
-    const created = Math.floor(now() / 1000);
-    const metadata = (p.metadata as Record<string, string> | undefined) ?? {};
-    const missingObject = (kind: string, id: unknown, param: string) =>
-      err(404, 'invalid_request_error', `No such ${kind}: '${String(id)}'`, { code: 'resource_missing', param });
-    switch (resource) {
-      case 'customers':
-        return {
-          status: 200,
-          body: add('customer', {
-            id: newId('cus_'),
-            object: 'customer',
-            created,
-            email: p.email ?? null,
-            name: p.name ?? null,
-            phone: p.phone ?? null,
-            description: p.description ?? null,
-            metadata,
-            livemode: false,
-          }),
-        };
-      case 'payment_intents': {
-        if (p.customer !== undefined && byId.get(String(p.customer))?.kind !== 'customer')
-          return missingObject('customer', p.customer, 'customer');
-        const confirm = p.confirm === 'true';
-        // A declined create+confirm still creates the PaymentIntent: it stays in requires_payment_method
-        // and the 402's error body carries it (https://docs.stripe.com/api/errors, payment_intent).
-        const declined = confirm && p.payment_method === 'pm_card_chargeDeclined';
-        const status = declined
-          ? 'requires_payment_method'
-          : confirm && p.payment_method
-            ? p.capture_method === 'manual'
-              ? 'requires_capture'
-              : 'succeeded'
-            : p.payment_method
-              ? 'requires_confirmation'
-              : 'requires_payment_method';
-        const decline = {
-          type: 'card_error',
-          code: 'card_declined',
-          decline_code: 'generic_decline',
-          message: 'Your card was declined.',
-        };
-        const pi = add('payment_intent', {
-          id: newId('pi_'),
-          object: 'payment_intent',
-          created,
-          amount: Number(p.amount),
-          amount_received: status === 'succeeded' ? Number(p.amount) : 0,
-          currency: p.currency,
-          customer: p.customer ?? null,
+// ---- endpoint execution (stored for the key) ----
+/** A new object of `kind` with the id, type and creation time Stripe gives every object, stored. */
+function newObject(st: StoreState, kind: StripeRecordKind, fields: Record<string, unknown>): Record<string, unknown> {
+  const { prefix } = Object.values(RESOURCES).find((r) => r.kind === kind)!;
+  return add(st, kind, { id: newId(prefix), object: kind, created: Math.floor(st.now() / 1000), ...fields });
+}
+const ok = (body: Record<string, unknown>): Reply => ({ status: 200, body });
+
+function execute(st: StoreState, resource: string, p: Record<string, unknown>): Reply {
+  const metadata = (p.metadata as Record<string, string> | undefined) ?? {};
+  const missingObject = (kind: string, id: unknown, param: string) =>
+    err(404, 'invalid_request_error', `No such ${kind}: '${String(id)}'`, { code: 'resource_missing', param });
+  switch (resource) {
+    case 'customers':
+      return ok(
+        newObject(st, 'customer', {
+          email: p.email ?? null,
+          name: p.name ?? null,
+          phone: p.phone ?? null,
           description: p.description ?? null,
-          payment_method: declined ? null : (p.payment_method ?? null),
-          capture_method: p.capture_method ?? 'automatic',
-          status,
-          last_payment_error: declined ? { ...decline, payment_method: { id: p.payment_method } } : null,
           metadata,
           livemode: false,
+        }),
+      );
+    case 'payment_intents': {
+      if (p.customer !== undefined && st.byId.get(String(p.customer))?.kind !== 'customer')
+        return missingObject('customer', p.customer, 'customer');
+      const confirm = p.confirm === 'true';
+      // A declined create+confirm still creates the PaymentIntent: it stays in requires_payment_method
+      // and the 402's error body carries it (https://docs.stripe.com/api/errors, payment_intent).
+      const declined = confirm && p.payment_method === 'pm_card_chargeDeclined';
+      const status = declined
+        ? 'requires_payment_method'
+        : confirm && p.payment_method
+          ? p.capture_method === 'manual'
+            ? 'requires_capture'
+            : 'succeeded'
+          : p.payment_method
+            ? 'requires_confirmation'
+            : 'requires_payment_method';
+      const decline = {
+        type: 'card_error',
+        code: 'card_declined',
+        decline_code: 'generic_decline',
+        message: 'Your card was declined.',
+      };
+      const pi = newObject(st, 'payment_intent', {
+        amount: Number(p.amount),
+        amount_received: status === 'succeeded' ? Number(p.amount) : 0,
+        currency: p.currency,
+        customer: p.customer ?? null,
+        description: p.description ?? null,
+        payment_method: declined ? null : (p.payment_method ?? null),
+        capture_method: p.capture_method ?? 'automatic',
+        status,
+        last_payment_error: declined ? { ...decline, payment_method: { id: p.payment_method } } : null,
+        metadata,
+        livemode: false,
+      });
+      if (declined)
+        return err(402, 'card_error', decline.message, {
+          code: decline.code,
+          decline_code: decline.decline_code,
+          payment_intent: pi,
         });
-        if (declined)
-          return err(402, 'card_error', decline.message, {
-            code: decline.code,
-            decline_code: decline.decline_code,
-            payment_intent: pi,
-          });
-        return { status: 200, body: pi };
-      }
-      case 'invoices': {
-        if (byId.get(String(p.customer))?.kind !== 'customer') return missingObject('customer', p.customer, 'customer');
-        return {
-          status: 200,
-          body: add('invoice', {
-            id: newId('in_'),
-            object: 'invoice',
-            created,
-            customer: p.customer,
-            status: 'draft',
-            description: p.description ?? null,
-            collection_method: p.collection_method ?? 'charge_automatically',
-            days_until_due: p.days_until_due === undefined ? null : Number(p.days_until_due),
-            auto_advance: p.auto_advance === 'true',
-            currency: p.currency ?? 'eur',
-            amount_due: 0,
-            metadata,
-            livemode: false,
-          }),
-        };
-      }
-      case 'refunds': {
-        const pi = byId.get(String(p.payment_intent));
-        if (pi?.kind !== 'payment_intent') return missingObject('payment_intent', p.payment_intent, 'payment_intent');
-        if (pi.object.status !== 'succeeded') {
-          return err(
-            400,
-            'invalid_request_error',
-            `PaymentIntent ${pi.id} does not have a successful charge to refund.`,
-            { code: 'charge_not_refundable' },
-          );
-        }
-        const refunded = records
-          .filter((r) => r.kind === 'refund' && r.object.payment_intent === pi.id)
-          .reduce((s, r) => s + Number(r.object.amount), 0);
-        const remaining = Number(pi.object.amount_received) - refunded;
-        const amount = p.amount === undefined ? remaining : Number(p.amount);
-        if (amount <= 0 || amount > remaining) {
-          return err(
-            400,
-            'invalid_request_error',
-            `Refund amount (${amount}) is greater than the unrefunded amount on the charge (${remaining}).`,
-            { code: 'amount_too_large', param: 'amount' },
-          );
-        }
-        return {
-          status: 200,
-          body: add('refund', {
-            id: newId('re_'),
-            object: 'refund',
-            created,
-            amount,
-            currency: pi.object.currency,
-            payment_intent: pi.id,
-            reason: p.reason ?? null,
-            status: 'succeeded',
-            metadata,
-          }),
-        };
-      }
+      return { status: 200, body: pi };
     }
-    return err(404, 'invalid_request_error', 'Unrecognized request URL');
-  }
-
-  function read(
-    resource: string,
-    rest: string[],
-    query: URLSearchParams,
-    searchDelayMs: number,
-  ): { reply: Reply; result: SandboxRequestResult } {
-    const info = RESOURCES[resource]!;
-    if (rest.length === 1 && rest[0] === 'search') {
-      if (!info.search)
-        return {
-          reply: err(404, 'invalid_request_error', `Unrecognized request URL (GET: /v1/${resource}/search).`),
-          result: 'not-found',
-        };
-      let parsed;
-      try {
-        parsed = parseSearchQuery(query.get('query') ?? '');
-      } catch (e) {
-        return {
-          reply: err(400, 'invalid_request_error', `Invalid search query: ${(e as SearchQueryError).message}`, {
-            param: 'query',
-          }),
-          result: 'invalid',
-        };
+    case 'invoices': {
+      if (st.byId.get(String(p.customer))?.kind !== 'customer')
+        return missingObject('customer', p.customer, 'customer');
+      return ok(
+        newObject(st, 'invoice', {
+          customer: p.customer,
+          status: 'draft',
+          description: p.description ?? null,
+          collection_method: p.collection_method ?? 'charge_automatically',
+          days_until_due: p.days_until_due === undefined ? null : Number(p.days_until_due),
+          auto_advance: p.auto_advance === 'true',
+          currency: p.currency ?? 'eur',
+          amount_due: 0,
+          metadata,
+          livemode: false,
+        }),
+      );
+    }
+    case 'refunds': {
+      const pi = st.byId.get(String(p.payment_intent));
+      if (pi?.kind !== 'payment_intent') return missingObject('payment_intent', p.payment_intent, 'payment_intent');
+      if (pi.object.status !== 'succeeded') {
+        return err(
+          400,
+          'invalid_request_error',
+          `PaymentIntent ${pi.id} does not have a successful charge to refund.`,
+          { code: 'charge_not_refundable' },
+        );
       }
-      const limit = Math.min(Math.max(Number(query.get('limit') ?? 10) || 10, 1), 100);
-      const visibleBefore = now() - searchDelayMs;
-      const data = records
-        .filter((r) => r.kind === info.kind && r.createdAt <= visibleBefore && matches(r.object, parsed))
-        .reverse()
-        .map((r) => r.object);
+      const refunded = st.records
+        .filter((r) => r.kind === 'refund' && r.object.payment_intent === pi.id)
+        .reduce((s, r) => s + Number(r.object.amount), 0);
+      const remaining = Number(pi.object.amount_received) - refunded;
+      const amount = p.amount === undefined ? remaining : Number(p.amount);
+      if (amount <= 0 || amount > remaining) {
+        return err(
+          400,
+          'invalid_request_error',
+          `Refund amount (${amount}) is greater than the unrefunded amount on the charge (${remaining}).`,
+          { code: 'amount_too_large', param: 'amount' },
+        );
+      }
+      return ok(
+        newObject(st, 'refund', {
+          amount,
+          currency: pi.object.currency,
+          payment_intent: pi.id,
+          reason: p.reason ?? null,
+          status: 'succeeded',
+          metadata,
+        }),
+      );
+    }
+  }
+  return err(404, 'invalid_request_error', 'Unrecognized request URL');
+}
+
+function read(
+  st: StoreState,
+  resource: string,
+  rest: string[],
+  query: URLSearchParams,
+  searchDelayMs: number,
+): { reply: Reply; result: SandboxRequestResult } {
+  const info = RESOURCES[resource]!;
+  if (rest.length === 1 && rest[0] === 'search') {
+    if (!info.search)
       return {
-        reply: {
-          status: 200,
-          body: {
-            object: 'search_result',
-            url: `/v1/${resource}/search`,
-            has_more: data.length > limit,
-            next_page: null,
-            data: data.slice(0, limit),
-          },
-        },
-        result: 'read',
+        reply: err(404, 'invalid_request_error', `Unrecognized request URL (GET: /v1/${resource}/search).`),
+        result: 'not-found',
+      };
+    let parsed;
+    try {
+      parsed = parseSearchQuery(query.get('query') ?? '');
+    } catch (e) {
+      return {
+        reply: err(400, 'invalid_request_error', `Invalid search query: ${(e as SearchQueryError).message}`, {
+          param: 'query',
+        }),
+        result: 'invalid',
       };
     }
-    if (rest.length === 1) {
-      const rec = byId.get(rest[0]!);
-      if (!rec || rec.kind !== info.kind)
-        return {
-          reply: err(404, 'invalid_request_error', `No such ${info.kind}: '${rest[0]}'`, {
-            code: 'resource_missing',
-            param: 'id',
-          }),
-          result: 'not-found',
-        };
-      return { reply: { status: 200, body: rec.object }, result: 'read' };
-    }
-    if (rest.length === 0) {
-      // List: newest first, optional equality filters on customer / payment_intent, starting_after pagination. Not delayed.
-      const limit = Math.min(Math.max(Number(query.get('limit') ?? 10) || 10, 1), 100);
-      let data = records
-        .filter((r) => r.kind === info.kind)
-        .reverse()
-        .map((r) => r.object);
-      for (const f of ['customer', 'payment_intent'] as const) {
-        const v = query.get(f);
-        if (v !== null) data = data.filter((o) => o[f] === v);
-      }
-      const after = query.get('starting_after');
-      if (after !== null) {
-        const i = data.findIndex((o) => o.id === after);
-        data = i < 0 ? [] : data.slice(i + 1);
-      }
-      return {
-        reply: {
-          status: 200,
-          body: { object: 'list', url: `/v1/${resource}`, has_more: data.length > limit, data: data.slice(0, limit) },
+    const limit = Math.min(Math.max(Number(query.get('limit') ?? 10) || 10, 1), 100);
+    const visibleBefore = st.now() - searchDelayMs;
+    const data = st.records
+      .filter((r) => r.kind === info.kind && r.createdAt <= visibleBefore && matches(r.object, parsed))
+      .reverse()
+      .map((r) => r.object);
+    return {
+      reply: {
+        status: 200,
+        body: {
+          object: 'search_result',
+          url: `/v1/${resource}/search`,
+          has_more: data.length > limit,
+          next_page: null,
+          data: data.slice(0, limit),
         },
-        result: 'read',
-      };
-    }
-    return { reply: err(404, 'invalid_request_error', 'Unrecognized request URL'), result: 'not-found' };
+      },
+      result: 'read',
+    };
   }
+  if (rest.length === 1) {
+    const rec = st.byId.get(rest[0]!);
+    if (!rec || rec.kind !== info.kind)
+      return {
+        reply: err(404, 'invalid_request_error', `No such ${info.kind}: '${rest[0]}'`, {
+          code: 'resource_missing',
+          param: 'id',
+        }),
+        result: 'not-found',
+      };
+    return { reply: { status: 200, body: rec.object }, result: 'read' };
+  }
+  if (rest.length === 0) {
+    // List: newest first, optional equality filters on customer / payment_intent, starting_after pagination. Not delayed.
+    const limit = Math.min(Math.max(Number(query.get('limit') ?? 10) || 10, 1), 100);
+    let data = st.records
+      .filter((r) => r.kind === info.kind)
+      .reverse()
+      .map((r) => r.object);
+    for (const f of ['customer', 'payment_intent'] as const) {
+      const v = query.get(f);
+      if (v !== null) data = data.filter((o) => o[f] === v);
+    }
+    const after = query.get('starting_after');
+    if (after !== null) {
+      const i = data.findIndex((o) => o.id === after);
+      data = i < 0 ? [] : data.slice(i + 1);
+    }
+    return {
+      reply: {
+        status: 200,
+        body: { object: 'list', url: `/v1/${resource}`, has_more: data.length > limit, data: data.slice(0, limit) },
+      },
+      result: 'read',
+    };
+  }
+  return { reply: err(404, 'invalid_request_error', 'Unrecognized request URL'), result: 'not-found' };
+}
 
-  return { records, validate, execute, read };
+export function createStripeStore(now: () => number, fixtures: boolean): StripeStore {
+  const st: StoreState = { records: [], byId: new Map(), now };
+  if (fixtures) addFixtures(st);
+  return {
+    records: st.records,
+    validate,
+    execute: (resource, p) => execute(st, resource, p),
+    read: (resource, rest, query, searchDelayMs) => read(st, resource, rest, query, searchDelayMs),
+  };
 }
 
 /** Parameter validation (before the idempotency layer: nothing stored), or null when the params pass. */
