@@ -1,11 +1,4 @@
-import {
-  type ClaimInput,
-  type Fenced,
-  InvalidStateError,
-  LeaseLostError,
-  type Ledger,
-  LedgerError,
-} from '@retrysafe/contract';
+import { type ClaimInput, InvalidStateError, LeaseLostError, type Ledger, LedgerError } from '@retrysafe/contract';
 import { verifyReceiptChain } from '@retrysafe/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claimTableCases } from './claim-table.js';
