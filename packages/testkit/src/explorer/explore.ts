@@ -310,7 +310,7 @@ export function explore(options: ExploreOptions): ExploreReport {
     const shown: TraceStep[] = [];
     for (const s of trace) {
       const prev = shown[shown.length - 1];
-      if (prev && prev.text.startsWith('time passes') && s.text.startsWith('time passes'))
+      if (prev?.text.startsWith('time passes') && s.text.startsWith('time passes'))
         shown[shown.length - 1] = { t: prev.t, text: s.text };
       else shown.push(s);
     }
@@ -348,7 +348,7 @@ export function explore(options: ExploreOptions): ExploreReport {
     const v = violations(ctx, w);
     if (v) return fail(q, v);
     const succ: Succ[] = [];
-    w.ws.forEach((_, i) => succ.push(...workerSteps(ctx, w, i)));
+    for (let i = 0; i < w.ws.length; i++) succ.push(...workerSteps(ctx, w, i));
     succ.push(...worldSteps(ctx, w));
     const terminal = w.rec !== null && T.isTerminal(w.rec);
     const busy = w.ws.some((x) => x.pc !== 'idle' && x.pc !== 'done' && x.pc !== 'crashed');
