@@ -8,11 +8,7 @@ import { createDrillClock, type DrillClock, seededRandom } from './drill-clock.j
 import type { ConformanceOptions, DrillSandbox, ScenarioResult } from './drill-types.js';
 import { type FaultProxy, type FaultScript, startFaultProxy } from './fault-proxy.js';
 
-/**
- * The client timeout a drill hands to createAdapter unless the setup says otherwise. Generous on
- * purpose: on a loaded 2-core machine a 400 ms timeout made lookups time out and "cannot tell";
- * the delay fault holds its response past whatever timeout is used.
- */
+/** The client timeout handed to createAdapter by default: generous, so lookups on a loaded machine still answer. */
 export const DEFAULT_DRILL_TIMEOUT_MS = 1500;
 
 /** Wraps the adapter to see every doExecute/doLookup call and attribute proxy requests to them. */
@@ -86,12 +82,10 @@ export interface Harness {
   sandbox: DrillSandbox;
   proxy: FaultProxy;
   adapter: AdapterV1;
-  inner: AdapterV1;
   tracker: Tracker;
   clock: DrillClock;
   packets: HandoffPacket[];
   ledgers: Ledger[];
-  ledgerPath: string | null;
   makeLedger(): Ledger;
   makeRunner(
     ledger: Ledger,
@@ -174,12 +168,10 @@ export async function startHarness(
       sandbox,
       proxy: p,
       adapter,
-      inner,
       tracker,
       clock,
       packets,
       ledgers,
-      ledgerPath,
       makeLedger() {
         // SQLite: a new connection to the same file (a fresh process would open it the same way).
         // Memory: the one store, shared (it stands for the durable store).
