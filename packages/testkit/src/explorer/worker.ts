@@ -341,76 +341,60 @@ function call(ctx: Ctx, w: World, i: number): Succ[] {
     return { w: w1, text: `${tag}: calls the provider (call ${w.prov.calls + 1}): ${how}${made}` };
   };
   const out: Succ[] = [];
-  const timeout: Outcome = { kind: 'unknown', cause: 'timeout', message: 'timed out' };
   for (const fate of ctx.fates) {
     const fault = fate !== 'delivered';
     if (fault && w.netFaults >= ctx.maxNetworkFaults) continue;
-    switch (fate) {
-      case 'delivered': {
-        const r = process(ctx.pm, base.prov, w.t);
-        out.push(after(r.p, r.answer, `delivered → ${describeObs(r.answer)}`, false));
-        break;
-      }
-      case 'refused':
-        out.push(
-          after(
-            base.prov,
-            { kind: 'not-applied', message: 'connection refused' },
-            'connection refused (never reached the provider)',
-            true,
-          ),
-        );
-        break;
-      case 'lost-before':
-        out.push(after(base.prov, timeout, 'lost before the provider → client times out', true));
-        break;
-      case 'lost-after': {
-        const r = process(ctx.pm, base.prov, w.t);
-        out.push(
-          after(
-            r.p,
-            timeout,
-            `the provider answers ${describeObs(r.answer)}, the answer is lost → client times out`,
-            true,
-          ),
-        );
-        break;
-      }
-      case 'late':
-        out.push(
-          after(
-            { ...base.prov, pending: [...base.prov.pending, { sentAt: w.t, until: w.t + ctx.pm.lateApplyMs }] },
-            timeout,
-            'held in the network → client times out; the provider may still apply it',
-            true,
-          ),
-        );
-        break;
-      case 'duplicated': {
-        const r1 = process(ctx.pm, base.prov, w.t);
-        const r2 = process(ctx.pm, r1.p, w.t);
-        out.push(after(r2.p, r2.answer, `delivered twice → ${describeObs(r2.answer)}`, true));
-        break;
-      }
-      case 'stored-error-applied':
-      case 'stored-error-not-applied': {
-        if (!ctx.pm.storesErrors || liveKey(ctx.pm, base.prov, w.t) !== null) break;
-        let p = base.prov;
-        if (fate === 'stored-error-applied') p = process(ctx.pm, p, w.t).p;
-        p = { ...p, key: { at: w.t, stored: 'error' } };
-        out.push(
-          after(
-            p,
-            { kind: 'unknown', cause: 'server-error', status: 500, message: 'provider 500 (stored under the key)' },
-            `the provider answers 500 and stores it under the key${fate === 'stored-error-applied' ? ' (the effect was made)' : ' (no effect)'}`,
-            true,
-          ),
-        );
-        break;
-      }
-    }
+    const r = network(ctx, fate, base.prov, w.t);
+    if (r) out.push(after(r[0], r[1], r[2], fault));
   }
   return out;
+}
+
+const TIMEOUT: Outcome = { kind: 'unknown', cause: 'timeout', message: 'timed out' };
+const STORED_500: Outcome = {
+  kind: 'unknown',
+  cause: 'server-error',
+  status: 500,
+  message: 'provider 500 (stored under the key)',
+};
+
+/** One call under one network fate: the provider afterwards, the answer the client sees, in words; null if moot. */
+function network(ctx: Ctx, fate: Fate, prov: ProviderState, t: number): [ProviderState, Outcome, string] | null {
+  const processed = () => process(ctx.pm, prov, t);
+  switch (fate) {
+    case 'delivered': {
+      const r = processed();
+      return [r.p, r.answer, `delivered → ${describeObs(r.answer)}`];
+    }
+    case 'refused':
+      return [
+        prov,
+        { kind: 'not-applied', message: 'connection refused' },
+        'connection refused (never reached the provider)',
+      ];
+    case 'lost-before':
+      return [prov, TIMEOUT, 'lost before the provider → client times out'];
+    case 'lost-after': {
+      const r = processed();
+      return [r.p, TIMEOUT, `the provider answers ${describeObs(r.answer)}, the answer is lost → client times out`];
+    }
+    case 'late': {
+      const pending = [...prov.pending, { sentAt: t, until: t + ctx.pm.lateApplyMs }];
+      return [{ ...prov, pending }, TIMEOUT, 'held in the network → client times out; the provider may still apply it'];
+    }
+    case 'duplicated': {
+      const r = process(ctx.pm, processed().p, t);
+      return [r.p, r.answer, `delivered twice → ${describeObs(r.answer)}`];
+    }
+    case 'stored-error-applied':
+    case 'stored-error-not-applied': {
+      if (!ctx.pm.storesErrors || liveKey(ctx.pm, prov, t) !== null) return null;
+      const applied = fate === 'stored-error-applied';
+      const p = { ...(applied ? processed().p : prov), key: { at: t, stored: 'error' as const } };
+      const how = `the provider answers 500 and stores it under the key${applied ? ' (the effect was made)' : ' (no effect)'}`;
+      return [p, STORED_500, how];
+    }
+  }
 }
 
 function observe(ctx: Ctx, w: World, i: number): Succ {
