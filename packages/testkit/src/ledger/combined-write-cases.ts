@@ -10,7 +10,7 @@ import {
   type StatePatch,
 } from '@retrysafe/contract';
 import { expect, it } from 'vitest';
-import { claimed, claimInput, id, packet, receipt, type Suite, T0 } from './fixtures.js';
+import { claimed, claimInput, id, packet, receipt, refused, type Suite, T0, type TypedError } from './fixtures.js';
 
 async function declaresCombinedWrites(l: Ledger): Promise<void> {
   expect(l.capabilities).toMatchObject({ claimDispatch: true, receiptWithState: true });
@@ -72,7 +72,7 @@ async function claimWithDispatchChangesNothingElse(l: Ledger): Promise<void> {
     firstDispatchedAt: null,
     leaseOwner: 'w2',
   });
-  await expect(l.markDispatched(first.ref, T0 + 5001)).rejects.toSatisfy(LeaseLostError.isInstance);
+  await refused(l.markDispatched(first.ref, T0 + 5001), LeaseLostError);
   const ref = { businessOperationId: taken.record.businessOperationId, fence: taken.record.fence };
   await l.setState(ref, { state: 'succeeded', now: T0 + 5002 });
   const terminal = await l.claim(claimInput('dispatch-existing', { owner: 'w3', dispatch: true, now: T0 + 5003 }));
@@ -112,20 +112,21 @@ async function stateWithReceiptAtomic(l: Ledger): Promise<void> {
   const second = await claimed(l, 'atomic', { owner: 'worker-2', now: T0 + 1000 });
   const before = await l.get(id('atomic'));
   const done = { state: 'succeeded', result: { id: 'x' } } as const;
-  const refused: [Fenced, StatePatch, (e: unknown) => boolean][] = [
-    [first.ref, { ...done, now: T0 + 1001, receipt: receipt('atomic', 1, null) }, LeaseLostError.isInstance], // stale fence
-    [second.ref, { ...done, now: T0 + 1002, receipt: receipt('atomic', 2, null) }, LedgerError.isInstance], // wrong seq
-    [second.ref, { state: 'unknown', now: T0 + 1003, receipt: receipt('other', 1, null) }, LedgerError.isInstance], // another op's
+  const writes: [Fenced, StatePatch, TypedError][] = [
+    [first.ref, { ...done, now: T0 + 1001, receipt: receipt('atomic', 1, null) }, LeaseLostError], // stale fence
+    [second.ref, { ...done, now: T0 + 1002, receipt: receipt('atomic', 2, null) }, LedgerError], // wrong seq
+    [second.ref, { state: 'unknown', now: T0 + 1003, receipt: receipt('other', 1, null) }, LedgerError], // another op's
   ];
-  for (const [ref, patch, error] of refused) await expect(l.setState(ref, patch)).rejects.toSatisfy(error);
+  for (const [ref, patch, error] of writes) await refused(l.setState(ref, patch), error);
   expect(await l.get(id('atomic'))).toEqual(before);
   expect(await l.receipts(id('atomic'))).toEqual([]);
   // a state the operation may not leave: the receipt is not written either
   const r1 = receipt('atomic', 1, null);
   await l.setState(second.ref, { state: 'succeeded', now: T0 + 1004, receipt: r1 });
-  await expect(
+  await refused(
     l.setState(second.ref, { state: 'unknown', now: T0 + 1005, receipt: receipt('atomic', 2, r1.hash) }),
-  ).rejects.toSatisfy(InvalidStateError.isInstance);
+    InvalidStateError,
+  );
   expect(await l.receipts(id('atomic'))).toEqual([r1]);
   expect(await l.get(id('atomic'))).toMatchObject({ state: 'succeeded', updatedAt: T0 + 1004 });
 }
@@ -137,13 +138,12 @@ async function handOffWithReceipt(l: Ledger): Promise<void> {
   await l.appendReceipt(first.ref, r1);
   const r2 = receipt('handoff-receipt', 2, r1.hash);
   // wrong seq, then a stale fence: nothing written
-  await expect(
+  await refused(
     l.handOff(first.ref, packet('handoff-receipt'), T0 + 2, receipt('handoff-receipt', 3, r1.hash)),
-  ).rejects.toSatisfy(LedgerError.isInstance);
-  const second = await claimed(l, 'handoff-receipt', { owner: 'worker-2', now: T0 + 1000 });
-  await expect(l.handOff(first.ref, packet('handoff-receipt'), T0 + 1001, r2)).rejects.toSatisfy(
-    LeaseLostError.isInstance,
+    LedgerError,
   );
+  const second = await claimed(l, 'handoff-receipt', { owner: 'worker-2', now: T0 + 1000 });
+  await refused(l.handOff(first.ref, packet('handoff-receipt'), T0 + 1001, r2), LeaseLostError);
   expect(await l.get(id('handoff-receipt'))).toMatchObject({ state: 'dispatched', handoff: null, fence: 2 });
   expect(await l.receipts(id('handoff-receipt'))).toEqual([r1]);
   const h = await l.handOff(second.ref, packet('handoff-receipt'), T0 + 1002, r2);
@@ -151,9 +151,10 @@ async function handOffWithReceipt(l: Ledger): Promise<void> {
   expect(h.handoff?.reason).toBe('unknown-no-safe-resend');
   expect(await l.receipts(id('handoff-receipt'))).toEqual([r1, r2]);
   // already handed off: refused, and the receipt with it
-  await expect(
+  await refused(
     l.handOff(second.ref, packet('handoff-receipt'), T0 + 1003, receipt('handoff-receipt', 3, r2.hash)),
-  ).rejects.toSatisfy(InvalidStateError.isInstance);
+    InvalidStateError,
+  );
   expect(await l.receipts(id('handoff-receipt'))).toEqual([r1, r2]);
 }
 
@@ -189,7 +190,7 @@ async function supersede(l: Ledger): Promise<void> {
   });
   expect(s.record.resolution).toMatchObject({ action: 'supersede', revision: 2, at: T0 + 3 });
   expect(await l.get(id('supersede'))).toEqual(s.record);
-  await expect(l.markDispatched(ref, T0 + 4)).rejects.toSatisfy(LeaseLostError.isInstance);
+  await refused(l.markDispatched(ref, T0 + 4), LeaseLostError);
   // never on a live or succeeded operation
   const live = await claimed(l, 'supersede-live');
   expect(
