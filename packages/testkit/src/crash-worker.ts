@@ -131,10 +131,7 @@ async function recoverJobs(cfg: CrashWorkerConfig, runner: Runner, adapter: Adap
         businessOperationId: r.businessOperationId,
         status: r.status,
         adopted: r.status === 'done' ? r.adopted : false,
-        providerRef: rec?.providerRef ?? null,
         providerKey: rec?.providerKey ?? null,
-        state: rec?.state ?? null,
-        attemptCount: rec?.attemptCount ?? 0,
       };
     }),
   );

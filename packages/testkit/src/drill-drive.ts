@@ -128,6 +128,12 @@ async function runConcurrent(h: Harness, input: DriveInput, d: Drive): Promise<v
     );
 }
 
+const RECOVERED_TO: Readonly<Record<string, DrillOutcome>> = {
+  succeeded: 'done',
+  'handed-off': 'handed-off',
+  'in-progress': 'in-progress',
+};
+
 /** Worker A dispatches; the provider commits; A dies before recording the outcome; worker B recovers. */
 async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise<void> {
   const { scenario, operation, params, card, label, leaseMs } = input;
@@ -162,16 +168,7 @@ async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise
       `recover(): ${JSON.stringify(reports.map((r: { from: string; to: string; action: string }) => ({ from: r.from, to: r.to, action: r.action })))}`,
     );
     if (reports.length === 0) d.outcomes.push('error'), d.errors.push('recover() found nothing to recover');
-    for (const r of reports as { to: string }[])
-      d.outcomes.push(
-        r.to === 'succeeded'
-          ? 'done'
-          : r.to === 'handed-off'
-            ? 'handed-off'
-            : r.to === 'in-progress'
-              ? 'in-progress'
-              : 'error',
-      );
+    for (const r of reports as { to: string }[]) d.outcomes.push(RECOVERED_TO[r.to] ?? 'error');
   } catch (err) {
     d.errors.push(`recover() threw ${(err as Error).name}: ${(err as Error).message}`);
     d.outcomes.push('error');
