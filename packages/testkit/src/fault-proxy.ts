@@ -96,7 +96,7 @@ type FaultField = 'kind' | 'ms' | 'afterMs' | 'status' | 'retryAfterS';
 const isMs = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v >= 0;
 
 /** Throws a TypeError naming the problem when `fault` is not a valid Fault. */
-export function validateFault(fault: unknown, where = 'fault'): asserts fault is Fault {
+function validateFault(fault: unknown, where = 'fault'): asserts fault is Fault {
   if (SIMPLE_FAULTS.includes(fault)) return;
   const f = (typeof fault === 'object' && fault !== null ? fault : {}) as Partial<Record<FaultField, unknown>>;
   if (f.kind === 'delay') {

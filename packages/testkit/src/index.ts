@@ -9,7 +9,7 @@ export { CRASH_POINTS, runCrashDrill } from './crash-drill.js';
 export type { CardAbilities } from './criteria.js';
 export { criteriaFor, oracleAbsenceProvenAfterMs, oracleResendSafe, readCard, skipReason } from './criteria.js';
 // The drill without vitest (for the CLI's `retrysafe drill` and scripts); `./conformance` adds runConformance.
-export { disposeDrillContext, runDrill, runScenario, SCENARIO_TITLES, writeSummary } from './drill.js';
+export { disposeDrillContext, runDrill, runScenario, writeSummary } from './drill.js';
 export type { DrillClock } from './drill-clock.js';
 export { createDrillClock, seededRandom } from './drill-clock.js';
 export type { DrillContext } from './drill-harness.js';
@@ -40,4 +40,4 @@ export type {
   FaultScript,
   ProxyRequest,
 } from './fault-proxy.js';
-export { startFaultProxy, validateFault } from './fault-proxy.js';
+export { startFaultProxy } from './fault-proxy.js';
