@@ -235,8 +235,9 @@ function unmet(
   run: { label: string; scenario: ScenarioId; timeoutMs: number; waitedMs: number | undefined },
 ): string[] {
   const { label, scenario, timeoutMs, waitedMs } = run;
-  const { observed, proxyRequests, duringExecute, maxRequestsInOneExecute } = seen;
-  const { providerRecords, outcomes, errors } = observed;
+  const { observed, proxyRequests } = seen;
+  const { providerRecords, outcomes, errors, maxRequestsInOneExecute } = observed;
+  const duringExecute = observed.attemptsAtProxy;
   const calls = h.tracker.executeCalls;
   const out: string[] = [];
   if (providerRecords !== criteria.providerRecords)
@@ -364,19 +365,20 @@ async function observe(h: Harness, operation: string, d: Drive) {
     ...(d.waitedMs !== undefined ? { waitedMs: d.waitedMs } : {}),
     errors: d.errors,
   };
-  return { observed, proxyRequests, duringExecute, maxRequestsInOneExecute };
+  return { observed, proxyRequests };
 }
 
 /** Writes `summary.json` for the results so far and returns it. */
 export function writeSummary(ctx: DrillContext): DrillSummary {
   const results = ctx.results;
+  const count = (status: ScenarioResult['status']) => results.filter((r) => r.status === status).length;
   const summary: DrillSummary = {
     drill: ctx.options.name,
     outDir: ctx.outDir,
     total: results.length,
-    passed: results.filter((r) => r.status === 'passed').length,
-    failed: results.filter((r) => r.status === 'failed').length,
-    skipped: results.filter((r) => r.status === 'skipped').length,
+    passed: count('passed'),
+    failed: count('failed'),
+    skipped: count('skipped'),
     skips: results
       .filter((r) => r.skip)
       .map((r) => ({
