@@ -108,27 +108,20 @@ function worldSteps(ctx: Ctx, w: World): Succ[] {
 function nextTime(ctx: Ctx, w: World): number | null {
   const pts: number[] = [];
   const around = (x: number) => pts.push(x - 1, x, x + 1);
-  w.ws.forEach((me) => {
-    if (me.pc === 'waiting' && !me.paused) pts.push(me.op!.wakeAt - me.offset);
-  });
-  if (
+  for (const me of w.ws) if (me.pc === 'waiting' && !me.paused) pts.push(me.op!.wakeAt - me.offset);
+  // A live worker holding the record's fence keeps renewing the lease: its end is then no event.
+  const held =
     w.rec !== null &&
-    w.rec.leaseExpiresAt !== null &&
-    !w.ws.some((x) => !x.paused && x.op !== null && x.pc !== 'done' && x.pc !== 'idle' && x.op.fence === w.rec!.fence)
-  )
-    around(w.rec.leaseExpiresAt);
+    w.ws.some((x) => !x.paused && x.op !== null && x.pc !== 'done' && x.pc !== 'idle' && x.op.fence === w.rec!.fence);
+  if (w.rec !== null && w.rec.leaseExpiresAt !== null && !held) around(w.rec.leaseExpiresAt);
   for (const pd of w.prov.pending) around(pd.until);
   for (const c of w.prov.commits) around(c + ctx.pm.consistencyDelayMs);
   if (w.prov.key !== null && ctx.pm.retentionMs !== null) around(w.prov.key.at + ctx.pm.retentionMs);
   if (w.rec !== null && !T.isTerminal(w.rec)) {
-    const first = w.rec.firstDispatchedAt;
     const offsets = new Set(w.ws.map((x) => x.offset));
     // Anchors are events, not bookkeeping: the first dispatch, each worker's last dispatch, a dead owner's lease end.
-    const held = w.ws.some(
-      (x) => !x.paused && x.op !== null && x.op.fence === w.rec!.fence && x.pc !== 'done' && x.pc !== 'idle',
-    );
     const anchors = [
-      first,
+      w.rec.firstDispatchedAt,
       ...w.ws.flatMap((x) => (x.op ? [x.op.lastDispatchedAt, x.op.takenOverLeaseEnd] : [])),
       held ? null : w.rec.leaseExpiresAt,
     ].filter((x): x is number => x !== null);
