@@ -80,13 +80,9 @@ export function readCard(card: RetrySafetyCard, policy: DrillPolicy = {}): CardA
   const byNature = card.sideEffect.idempotentByNature.value === true;
   // The oracle above (not the runner's rule: see the note at the top), for a fresh key, as a drill's re-send is.
   const safeResend = oracleResendSafe(card, null, 0);
-  why.push(
-    byNature
-      ? 'safe resend: sideEffect.idempotentByNature=true (a second call has the effect of one)'
-      : safeResend
-        ? `safe same-key resend: providerKey.travels=${travels}, storedResult.semantics=${semantics}, retention.minimum=${retention}`
-        : `no safe resend: providerKey.travels=${travels}, storedResult.semantics=${semantics}, retention.minimum=${retention}`,
-  );
+  const key = `providerKey.travels=${travels}, storedResult.semantics=${semantics}, retention.minimum=${retention}`;
+  if (byNature) why.push('safe resend: sideEffect.idempotentByNature=true (a second call has the effect of one)');
+  else why.push(safeResend ? `safe same-key resend: ${key}` : `no safe resend: ${key}`);
   const lookup = known(method) && method !== 'none' && method !== 'resend-same-key';
   // decide's late-apply row, restated: a not-found proves absence only after the late-apply bound plus the delay.
   const late = card.lookup.lateApplyBound?.value ?? 'unknown';
@@ -110,62 +106,44 @@ export function readCard(card: RetrySafetyCard, policy: DrillPolicy = {}): CardA
   };
 }
 
+/** The scenarios a card can rule out, each with the card field and the reason. */
+const SKIPS: Partial<Record<ScenarioId, (card: RetrySafetyCard) => ScenarioSkip | null>> = {
+  'transient-beyond-limit': (card) => {
+    const v = card.retryableErrors.value;
+    const reason = 'the card lists no retryable errors, so nothing is retried and there is no limit to go beyond';
+    return Array.isArray(v) && v.length === 0 ? { cardField: 'retryableErrors', reason } : null;
+  },
+  'rate-limited': (card) => {
+    const v = card.nonRetryableErrors.value;
+    const reason = 'the card lists 429 as non-retryable';
+    return Array.isArray(v) && v.includes('429') ? { cardField: 'nonRetryableErrors', reason } : null;
+  },
+  'key-past-retention': (card) => {
+    const reason = 'the provider stores no key (retention null), so no key can age past it';
+    return card.retention.minimum.value === null ? { cardField: 'retention.minimum', reason } : null;
+  },
+  'rejection-left-object': (card) => {
+    const v = card.sideEffect.rejectionMayCreate?.value;
+    if (v === true) return null;
+    const reason =
+      v === undefined
+        ? 'the card does not say a rejected call can leave an object'
+        : `sideEffect.rejectionMayCreate=${String(v)}`;
+    return { cardField: 'sideEffect.rejectionMayCreate', reason };
+  },
+  'in-progress': (card) => {
+    const c = card.concurrency.value;
+    const method = card.lookup.method.value;
+    const kind = card.sideEffect.kind.value;
+    if (c === 'rejects-in-progress' || method === 'status-url' || kind === 'async-job') return null;
+    const reason = `concurrency=${c} (lookup.method=${method}, sideEffect.kind=${kind}): the provider never answers "in progress"`;
+    return { cardField: 'concurrency', reason };
+  },
+};
+
 /** Why a scenario cannot apply to this card, or null when it applies. */
 export function skipReason(scenario: ScenarioId, card: RetrySafetyCard): ScenarioSkip | null {
-  switch (scenario) {
-    case 'transient-beyond-limit': {
-      const v = card.retryableErrors.value;
-      if (Array.isArray(v) && v.length === 0) {
-        return {
-          cardField: 'retryableErrors',
-          reason: 'the card lists no retryable errors, so nothing is retried and there is no limit to go beyond',
-        };
-      }
-      return null;
-    }
-    case 'rate-limited': {
-      const v = card.nonRetryableErrors.value;
-      if (Array.isArray(v) && v.includes('429'))
-        return { cardField: 'nonRetryableErrors', reason: 'the card lists 429 as non-retryable' };
-      return null;
-    }
-    case 'key-past-retention':
-      if (card.retention.minimum.value === null) {
-        return {
-          cardField: 'retention.minimum',
-          reason: 'the provider stores no key (retention null), so no key can age past it',
-        };
-      }
-      return null;
-    case 'rejection-left-object': {
-      const v = card.sideEffect.rejectionMayCreate?.value;
-      if (v !== true)
-        return {
-          cardField: 'sideEffect.rejectionMayCreate',
-          reason:
-            v === undefined
-              ? 'the card does not say a rejected call can leave an object'
-              : `sideEffect.rejectionMayCreate=${String(v)}`,
-        };
-      return null;
-    }
-    case 'in-progress': {
-      const c = card.concurrency.value;
-      if (
-        c !== 'rejects-in-progress' &&
-        card.lookup.method.value !== 'status-url' &&
-        card.sideEffect.kind.value !== 'async-job'
-      ) {
-        return {
-          cardField: 'concurrency',
-          reason: `concurrency=${c} (lookup.method=${card.lookup.method.value}, sideEffect.kind=${card.sideEffect.kind.value}): the provider never answers "in progress"`,
-        };
-      }
-      return null;
-    }
-    default:
-      return null;
-  }
+  return SKIPS[scenario]?.(card) ?? null;
 }
 
 /** Largest total backoff before `attempts` calls (full jitter: each wait ≤ min(cap, base·2^(n−1))). */
