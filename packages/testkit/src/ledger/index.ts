@@ -274,7 +274,7 @@ function chainAndPruneCases(ctx: Suite): void {
   });
 
   it('prune (retention, optional): deletes closed operations older than the cutoff with their receipts, never open or handed-off ones', async () => {
-    if (typeof ctx.ledger.prune !== 'function') return; // optional: a ctx.ledger without retention keeps everything
+    if (typeof ctx.ledger.prune !== 'function') return; // optional: a ledger without retention keeps everything
     const done = async (name: string, state: 'succeeded' | 'rejected', at: number) => {
       const { ref } = await claimed(ctx.ledger, name, { dispatch: true } as Partial<ClaimInput>);
       const r1 = receipt(name, 1, null);
