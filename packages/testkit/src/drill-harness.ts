@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AdapterV1, HandoffPacket, Ledger } from '@retrysafe/contract';
+import type { AdapterV1, HandoffPacket, Ledger, Outcome } from '@retrysafe/contract';
 import { callbackHandoffSink, createMemoryLedger, createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock, type DrillClock, seededRandom } from './drill-clock.js';
@@ -49,7 +49,7 @@ function instrument(inner: AdapterV1, proxy: FaultProxy, clock: { now(): number 
         t.activeExecute -= 1;
         relabel();
       };
-      let outcome;
+      let outcome: Outcome;
       try {
         outcome = await inner.doExecute(op, params, ctx);
       } finally {

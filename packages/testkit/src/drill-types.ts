@@ -5,7 +5,7 @@ import type {
   HandoffPacket,
   Receipt,
 } from '@retrysafe/contract';
-import type { Fault, ProxyRequest } from './fault-proxy.js';
+import type { ProxyRequest } from './fault-proxy.js';
 
 // The contract's drill types under the testkit's names.
 export type DrillSandbox = ContractDrillSandbox;
