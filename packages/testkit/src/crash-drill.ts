@@ -41,8 +41,6 @@ export interface CrashDrillOptions {
   readonly batchSize?: number;
   /** Runs executed concurrently in one worker process (default 10; 1 = one process per run). */
   readonly perProcess?: number;
-  /** Worker processes alive at once (default 2). */
-  readonly parallel?: number;
   /** Lease of the killed workers; the recovering process's clock runs this far ahead (default 5000). */
   readonly leaseMs?: number;
   readonly timeoutMs?: number;
@@ -372,7 +370,7 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
       const t0 = Date.now();
       const groups: PlannedRun[][] = [];
       for (let g = 0; g < batch.length; g += perProcess) groups.push(batch.slice(g, g + perProcess));
-      await pool(groups, options.parallel ?? 2, async (group) => {
+      await pool(groups, 2, async (group) => {
         if (await runGroupToItsPoints(base, group, runs, tally.problems)) tally.workersKilled += 1;
       });
       tally.timings.workersMs += Date.now() - t0;

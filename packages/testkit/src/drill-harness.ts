@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AdapterV1, HandoffPacket, Ledger, Outcome } from '@retrysafe/contract';
-import { callbackHandoffSink, createMemoryLedger, createRunner } from '@retrysafe/core';
+import { callbackHandoffSink, createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock, type DrillClock, seededRandom } from './drill-clock.js';
 import type { ConformanceOptions, DrillSandbox, ScenarioResult } from './drill-types.js';
@@ -160,9 +160,7 @@ export async function startHarness(
     const adapter = instrument(inner, proxy, clock, tracker);
     const packets: HandoffPacket[] = [];
     const ledgers: Ledger[] = [];
-    const ledgerPath =
-      (o.ledger ?? 'sqlite') === 'sqlite' ? join(ctx.workDir, `ledger-${ctx.nextIndex}-${Date.now()}.db`) : null;
-    let memory: Ledger | null = null;
+    const ledgerPath = join(ctx.workDir, `ledger-${ctx.nextIndex}-${Date.now()}.db`);
     const p = proxy;
     const h: Harness = {
       sandbox,
@@ -173,13 +171,7 @@ export async function startHarness(
       packets,
       ledgers,
       makeLedger() {
-        // SQLite: a new connection to the same file (a fresh process would open it the same way).
-        // Memory: the one store, shared (it stands for the durable store).
-        if (ledgerPath === null) {
-          memory ??= createMemoryLedger();
-          if (!ledgers.includes(memory)) ledgers.push(memory);
-          return memory;
-        }
+        // A new connection to the same SQLite file (a fresh process would open it the same way).
         const l = createSqliteLedger({ path: ledgerPath });
         ledgers.push(l);
         return l;

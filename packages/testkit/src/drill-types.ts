@@ -29,8 +29,6 @@ export interface ConformanceOptions extends DrillSetup {
   readonly policy?: DrillPolicy;
   /** Where receipts go: one JSON file per scenario × operation plus `summary.json`. Default: a new temp dir. */
   readonly outDir?: string;
-  /** Ledger per scenario: a fresh SQLite file (default) or memory. */
-  readonly ledger?: 'sqlite' | 'memory';
   /** The runner's jitter seed (default 1). */
   readonly seed?: number;
 }

@@ -136,9 +136,8 @@ export function holdUntilClientGivesUp(
   });
 }
 
-/** A loopback server that keeps track of its sockets (close destroys them). */
+/** A loopback server on a free port that keeps track of its sockets (close destroys them). */
 export async function listen(
-  port: number,
   sockets: Set<Socket>,
   handler: (req: IncomingMessage, res: ServerResponse) => void,
 ): Promise<Server> {
@@ -150,7 +149,7 @@ export async function listen(
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve());
+    server.listen(0, '127.0.0.1', () => resolve());
   });
   return server;
 }

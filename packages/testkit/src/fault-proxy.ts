@@ -59,8 +59,6 @@ export interface FaultProxyOptions {
   readonly faults?: FaultScript;
   /** Extra request headers to record (case-insensitive), besides `Idempotency-Key`. */
   readonly recordHeaders?: readonly string[];
-  /** Port to listen on (default 0: any free port). Always binds 127.0.0.1. */
-  readonly port?: number;
   /** The clock `late-commit` measures `afterMs` on (the drill's virtual clock); default real time. */
   readonly clock?: { now(): number };
 }
@@ -380,7 +378,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     resetSocket(req.socket);
   }
 
-  const server = await listen(options.port ?? 0, sockets, (req, res) => {
+  const server = await listen(sockets, (req, res) => {
     handle(req, res).catch(() => {
       if (!req.socket.destroyed) resetSocket(req.socket);
     });

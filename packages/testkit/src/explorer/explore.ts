@@ -33,10 +33,6 @@ export interface ExploreOptions {
   readonly maxPauses?: number;
   /** False models a runner that does not check its lease before each call (the lease invariant then fires). */
   readonly runnerChecksLease?: boolean;
-  /** How late the model provider may apply a held request when the card's bound is unknown (default: the margin). */
-  readonly unknownLateApplyMs?: number;
-  /** Stand-in for an unknown consistency delay (default: 2 × lookup window). */
-  readonly unknownDelayMs?: number;
   /** Stop after this many states (the report says truncated). Default 300 000. */
   readonly maxStates?: number;
 }
@@ -209,9 +205,10 @@ function contextFor(options: ExploreOptions): Ctx {
   const card = options.card;
   const policy = resolvePolicy(card, options.policy);
   const marginMs = (policy as { clockSkewMarginMs?: number }).clockSkewMarginMs ?? 0;
+  // Unknown facts get pessimistic stand-ins: a late apply up to the margin, a delay of two lookup windows.
   const pm = providerFromCard(card, {
-    unknownLateApplyMs: options.unknownLateApplyMs ?? Math.max(marginMs, 1000),
-    unknownDelayMs: options.unknownDelayMs ?? 2 * policy.lookupWindowMs,
+    unknownLateApplyMs: Math.max(marginMs, 1000),
+    unknownDelayMs: 2 * policy.lookupWindowMs,
   });
   // A network that delivers a request twice defeats any client when the provider does not fold
   // same-key requests: it is explored only where the card says the key folds them.
