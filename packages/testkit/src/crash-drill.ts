@@ -16,16 +16,15 @@ export interface CrashDrillSandbox {
   /** Records the provider holds for the operation. */
   count(operation: string): number | Promise<number>;
   /**
-   * Records the provider holds for one run's business operation (match by request params or by key,
-   * whichever the provider can see): lets the drill name each duplicate and each loss. Count by params
-   * when you can: a duplicate made under another key is invisible to a per-key count.
+   * Records the provider holds for one run's business operation, by params or by key: names each duplicate
+   * and loss. Count by params when you can: a duplicate made under another key is invisible to a per-key count.
    */
   countFor?(run: { readonly providerKey: string | null; readonly params: unknown }): number | Promise<number>;
   close(): void | Promise<void>;
 }
 
 export interface CrashDrillOptions {
-  /** How many seeded runs (each one real process killed with SIGKILL, or finishing if its point is never reached). */
+  /** Seeded runs, each killed with SIGKILL at its point (or finishing if it never reaches it). */
   readonly runs: number;
   readonly seed?: number;
   /** Kill points to draw from (default all four). */
@@ -34,17 +33,14 @@ export interface CrashDrillOptions {
   readonly adapterModule: string;
   /** JSON-serialisable options handed to that `createAdapter`. */
   readonly adapterOptions?: unknown;
-  /** The adapter's operation name. */
   readonly operation: string;
   /** Params of run i (each run is a distinct business operation). */
   params(i: number): unknown;
   startSandbox(): Promise<CrashDrillSandbox>;
   /** Runs killed before one recovery process takes over the batch (default 50). */
   readonly batchSize?: number;
-  /** Runs (distinct business operations) executed concurrently in one worker process, which is SIGKILLed once each has stopped at its own point (default 10; 1 = one process per run). */
+  /** Runs executed concurrently in one worker process (default 10; 1 = one process per run). */
   readonly perProcess?: number;
-  /** Worker processes alive at once (default 2). */
-  readonly parallel?: number;
   /** Lease of the killed workers; the recovering process's clock runs this far ahead (default 5000). */
   readonly leaseMs?: number;
   readonly timeoutMs?: number;
@@ -52,11 +48,9 @@ export interface CrashDrillOptions {
   /** Where the report goes (JSON); default a temp dir. */
   readonly outFile?: string;
   /**
-   * Slow network: a loopback fault proxy sits between the workers and the sandbox and holds a seeded
-   * `share` (0–1) of the business operations' first create requests past the client timeout and the
-   * lease (`holdMs`, default lease + timeout + 500 ms); the provider applies each one late, before the
-   * first later request that arrives once it is due, or when the drill ends. A "not found" asked in the
-   * meantime must not lead to a second record.
+   * Slow network: a fault proxy holds a seeded `share` (0–1) of the first create requests past the client
+   * timeout and the lease (`holdMs`, default lease + timeout + 500 ms) and applies them late. A "not found"
+   * asked meanwhile must not lead to a second record.
    */
   readonly slowNetwork?: { readonly share: number; readonly holdMs?: number };
 }
@@ -76,32 +70,32 @@ export interface CrashRunResult {
   readonly lost: boolean;
 }
 
+type PointCounts = {
+  readonly runs: number;
+  readonly killed: number;
+  readonly duplicates: number;
+  readonly lost: number;
+};
+
 export interface CrashDrillReport {
   readonly ok: boolean;
   readonly runs: number;
   readonly seed: number;
   /** Runs that stopped at their point inside a process that was then SIGKILLed. */
   readonly killed: number;
-  /** Worker processes SIGKILLed. */
   readonly workersKilled: number;
   readonly duplicates: number;
   readonly lost: number;
-  readonly byPoint: Readonly<
-    Record<
-      CrashPoint,
-      { readonly runs: number; readonly killed: number; readonly duplicates: number; readonly lost: number }
-    >
-  >;
+  readonly byPoint: Readonly<Record<CrashPoint, PointCounts>>;
   /** Records the sandbox holds for the operation at the end (expected: `runs`). */
   readonly providerRecords: number;
   readonly recoveries: number;
   readonly recoverActions: Readonly<Record<string, number>>;
-  /** Wall time spent in the killed workers and in the recovery processes (informational; no assertion). */
+  /** Wall time in the killed workers and in the recovery processes (informational). */
   readonly timings: { readonly workersMs: number; readonly recoveryMs: number };
   readonly problems: readonly string[];
   readonly results: readonly CrashRunResult[];
   readonly outFile: string;
-  /** Slow-network mode: first requests held and applied late. */
   readonly slowNetwork?: { readonly share: number; readonly holdMs: number; readonly held: number };
 }
 
@@ -118,7 +112,6 @@ function workerPath(): string {
 interface Spawned {
   readonly messages: CrashWorkerMessage[];
   readonly exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  readonly child: ChildProcess;
   stderr: string;
 }
 
@@ -133,7 +126,6 @@ function spawnWorker(
   });
   const s: Spawned = {
     messages: [],
-    child,
     stderr: '',
     exit: new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal }))),
   };
@@ -165,13 +157,28 @@ type PlannedRun = {
   readonly businessOperationId: string;
 };
 type RunEnd = { killed: boolean; exit: string; businessOperationId: string | null };
+type Recovered = Extract<CrashWorkerMessage, { type: 'recovered' }>;
+type WorkerBase = Omit<CrashWorkerConfig, 'mode' | 'jobs'>;
+
+/** What the batches add up to while the drill runs. */
+interface Tally {
+  readonly problems: string[];
+  readonly results: CrashRunResult[];
+  readonly recoverActions: Record<string, number>;
+  readonly timings: { workersMs: number; recoveryMs: number };
+  recoveries: number;
+  workersKilled: number;
+}
+
+const jobsOf = (runs: readonly PlannedRun[], point: (r: PlannedRun) => CrashPoint | null) =>
+  runs.map((r) => ({ index: r.index, params: r.params, businessOperationId: r.businessOperationId, point: point(r) }));
 
 /**
  * One worker process runs the group's jobs concurrently; once every job has stopped at its own point
  * (or finished), the process is SIGKILLed. Records each job's end in `runs`; true when the kill landed.
  */
 async function runGroupToItsPoints(
-  base: Omit<CrashWorkerConfig, 'mode' | 'jobs'>,
+  base: WorkerBase,
   group: readonly PlannedRun[],
   runs: Map<number, RunEnd>,
   problems: string[],
@@ -179,34 +186,19 @@ async function runGroupToItsPoints(
   const reached = new Map<number, string>();
   const finished = new Set<number>();
   let killed = false;
-  const w = spawnWorker(
-    {
-      ...base,
-      mode: 'run',
-      jobs: group.map((j) => ({
-        index: j.index,
-        params: j.params,
-        businessOperationId: j.businessOperationId,
-        point: j.point,
-      })),
-    },
-    (m, child) => {
-      if (m.type === 'at') reached.set(m.index, m.point);
-      if (m.type === 'finished') finished.add(m.index);
-      if (!killed && reached.size + finished.size === group.length && reached.size > 0) killed = child.kill('SIGKILL');
-    },
-  );
+  const w = spawnWorker({ ...base, mode: 'run', jobs: jobsOf(group, (j) => j.point) }, (m, child) => {
+    if (m.type === 'at') reached.set(m.index, m.point);
+    if (m.type === 'finished') finished.add(m.index);
+    if (!killed && reached.size + finished.size === group.length && reached.size > 0) killed = child.kill('SIGKILL');
+  });
   const exit = await w.exit;
+  const who = `worker for runs ${group[0]!.index}–${group.at(-1)!.index}`;
   const err = w.messages.find((m): m is Extract<CrashWorkerMessage, { type: 'error' }> => m.type === 'error');
-  if (err) problems.push(`worker for runs ${group[0]!.index}–${group.at(-1)!.index}: ${err.message.split('\n')[0]}`);
+  if (err) problems.push(`${who}: ${err.message.split('\n')[0]}`);
   if (killed && exit.signal !== 'SIGKILL')
-    problems.push(
-      `worker for runs ${group[0]!.index}–${group.at(-1)!.index}: expected SIGKILL, got ${exit.signal ?? `exit ${exit.code}`}`,
-    );
+    problems.push(`${who}: expected SIGKILL, got ${exit.signal ?? `exit ${exit.code}`}`);
   if (!killed && exit.code !== 0)
-    problems.push(
-      `worker for runs ${group[0]!.index}–${group.at(-1)!.index} exited ${exit.signal ?? exit.code}: ${w.stderr.split('\n')[0] ?? ''}`,
-    );
+    problems.push(`${who} exited ${exit.signal ?? exit.code}: ${w.stderr.split('\n')[0] ?? ''}`);
   for (const job of group) {
     const at = reached.get(job.index);
     if (at !== undefined && at !== job.point) problems.push(`run ${job.index}: stopped at ${at}, planned ${job.point}`);
@@ -223,6 +215,108 @@ async function runGroupToItsPoints(
   return killed && exit.signal === 'SIGKILL';
 }
 
+/** The runs of one seed: a kill point drawn for each, and its params. */
+function planRuns(options: CrashDrillOptions, seed: number): PlannedRun[] {
+  if (!Number.isInteger(options.runs) || options.runs <= 0) throw new TypeError('runs must be a positive integer');
+  if (typeof options.adapterModule !== 'string' || !isAbsolute(options.adapterModule))
+    throw new TypeError('adapterModule must be an absolute path to an ESM module exporting createAdapter');
+  const points = options.points ?? CRASH_POINTS;
+  for (const p of points)
+    if (!CRASH_POINTS.includes(p))
+      throw new TypeError(`unknown crash point '${String(p)}'; known: ${CRASH_POINTS.join(', ')}`);
+  const perProcess = options.perProcess ?? 10;
+  if (!Number.isInteger(perProcess) || perProcess <= 0) throw new TypeError('perProcess must be a positive integer');
+  const random = seededRandom(seed);
+  return Array.from({ length: options.runs }, (_, index) => ({
+    index,
+    point: points[Math.floor(random() * points.length)]!,
+    params: options.params(index),
+    businessOperationId: `crash-drill-${seed}-${index}`,
+  }));
+}
+
+/** Slow network: the first create request of a seeded share of the operations is held and applied late. */
+async function startSlowProxy(target: string, share: number, holdMs: number, seed: number) {
+  const random = seededRandom(seed ^ 0x5eed);
+  const seenKeys = new Set<string>();
+  const slow = { held: 0 };
+  const proxy = await startFaultProxy({
+    target,
+    faults: (_n, req) => {
+      if (req.method === 'GET') return 'pass';
+      const key = String(req.headers['idempotency-key'] ?? '');
+      const first = key === '' || !seenKeys.has(key);
+      if (key) seenKeys.add(key);
+      if (!first || random() >= share) return 'pass';
+      slow.held += 1;
+      return { kind: 'late-commit', afterMs: holdMs };
+    },
+  });
+  return Object.assign(slow, { proxy });
+}
+
+/** A fresh process, its clock past the dead workers' leases, recovers the batch and re-runs every job. */
+async function recoverBatch(base: WorkerBase, batch: readonly PlannedRun[], leaseMs: number, tally: Tally, b: number) {
+  const t1 = Date.now();
+  tally.recoveries += 1;
+  const r = spawnWorker(
+    { ...base, mode: 'recover', clockSkewMs: leaseMs + 1_000, jobs: jobsOf(batch, () => null) },
+    () => {},
+  );
+  const exit = await r.exit;
+  tally.timings.recoveryMs += Date.now() - t1;
+  const recovered = r.messages.find((m): m is Recovered => m.type === 'recovered');
+  if (!recovered) {
+    const err = r.messages.find((m): m is Extract<CrashWorkerMessage, { type: 'error' }> => m.type === 'error');
+    tally.problems.push(
+      `batch ${b}: recovery process failed (${exit.signal ?? exit.code}): ${err?.message.split('\n').slice(0, 3).join(' | ') ?? r.stderr.split('\n')[0]}`,
+    );
+  }
+  for (const rep of recovered?.reports ?? []) {
+    const action = `${rep.from}→${rep.to} (${rep.action})`;
+    tally.recoverActions[action] = (tally.recoverActions[action] ?? 0) + 1;
+  }
+  return recovered;
+}
+
+/** Each run's end: how its worker died, where recovery left it, and the records the provider holds for it. */
+async function judgeBatch(
+  sandbox: CrashDrillSandbox,
+  batch: readonly PlannedRun[],
+  runs: Map<number, RunEnd>,
+  recovered: Recovered | undefined,
+  tally: Tally,
+): Promise<void> {
+  for (const job of batch) {
+    const run = runs.get(job.index)!;
+    const res = recovered?.results.find((x) => x.index === job.index);
+    const providerRecords = sandbox.countFor
+      ? await sandbox.countFor({ providerKey: res?.providerKey ?? null, params: job.params })
+      : null;
+    tally.results.push({
+      index: job.index,
+      point: job.point,
+      killed: run.killed,
+      exit: run.exit,
+      businessOperationId: res?.businessOperationId ?? run.businessOperationId,
+      finalStatus: res?.status ?? null,
+      adopted: res?.adopted ?? false,
+      providerRecords,
+      duplicate: providerRecords !== null && providerRecords > 1,
+      lost: res?.status !== 'done' || providerRecords === 0,
+    });
+  }
+}
+
+function byPoint(results: readonly CrashRunResult[]): CrashDrillReport['byPoint'] {
+  const count = (p: CrashPoint) => {
+    const rs = results.filter((r) => r.point === p);
+    const n = (f: (r: CrashRunResult) => boolean) => rs.filter(f).length;
+    return { runs: rs.length, killed: n((r) => r.killed), duplicates: n((r) => r.duplicate), lost: n((r) => r.lost) };
+  };
+  return Object.fromEntries(CRASH_POINTS.map((p) => [p, count(p)])) as unknown as CrashDrillReport['byPoint'];
+}
+
 /**
  * The crash drill: each run executes the operation in a child process, which is SIGKILLed at a
  * seeded, named point (after claim, after dispatched, after the provider committed, after the result
@@ -231,71 +325,40 @@ async function runGroupToItsPoints(
  * losses (no record, or not done after recovery).
  */
 export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDrillReport> {
-  if (!Number.isInteger(options.runs) || options.runs <= 0) throw new TypeError('runs must be a positive integer');
-  if (typeof options.adapterModule !== 'string' || !isAbsolute(options.adapterModule))
-    throw new TypeError('adapterModule must be an absolute path to an ESM module exporting createAdapter');
-  const points = options.points ?? CRASH_POINTS;
-  for (const p of points)
-    if (!CRASH_POINTS.includes(p))
-      throw new TypeError(`unknown crash point '${String(p)}'; known: ${CRASH_POINTS.join(', ')}`);
   const seed = options.seed ?? 1;
-  const random = seededRandom(seed);
+  const plan = planRuns(options, seed);
   const leaseMs = options.leaseMs ?? 5_000;
   const batchSize = options.batchSize ?? 50;
+  const perProcess = options.perProcess ?? 10;
   const timeoutMs = options.timeoutMs ?? 5_000;
   if (options.outFile !== undefined) mkdirSync(dirname(options.outFile), { recursive: true });
-  const perProcess = options.perProcess ?? 10;
-  if (!Number.isInteger(perProcess) || perProcess <= 0) throw new TypeError('perProcess must be a positive integer');
-  const plan = Array.from({ length: options.runs }, (_, index) => ({
-    index,
-    point: points[Math.floor(random() * points.length)]!,
-    params: options.params(index),
-    businessOperationId: `crash-drill-${seed}-${index}`,
-  }));
-
   const slow = options.slowNetwork;
   if (slow !== undefined && !(typeof slow.share === 'number' && slow.share >= 0 && slow.share <= 1))
     throw new TypeError('slowNetwork.share must be a number from 0 to 1');
   const holdMs = slow?.holdMs ?? leaseMs + timeoutMs + 500;
   const sandbox = await options.startSandbox();
-  // Slow network: the first create request of a seeded share of the operations is held and applied late.
-  const slowRandom = seededRandom(seed ^ 0x5eed);
-  const seenKeys = new Set<string>();
-  let held = 0;
-  const proxy = slow
-    ? await startFaultProxy({
-        target: sandbox.url,
-        faults: (_n, req) => {
-          if (req.method === 'GET') return 'pass';
-          const key = String(req.headers['idempotency-key'] ?? '');
-          const first = key === '' || !seenKeys.has(key);
-          if (key) seenKeys.add(key);
-          if (!first || slowRandom() >= slow.share) return 'pass';
-          held += 1;
-          return { kind: 'late-commit', afterMs: holdMs };
-        },
-      })
-    : null;
-  const upstreamUrl = proxy?.url ?? sandbox.url;
+  const late = slow ? await startSlowProxy(sandbox.url, slow.share, holdMs, seed) : null;
   // Scratch for the batches' ledgers (each removed after its batch). Removed at the end too, unless the
   // report was written into it (no outFile given): report.outFile then points inside it.
   const work = mkdtempSync(join(tmpdir(), 'retrysafe-crash-'));
   const outFile = options.outFile ?? join(work, 'crash-report.json');
   let reportInWork = false;
-  const problems: string[] = [];
-  const results: CrashRunResult[] = [];
-  const recoverActions: Record<string, number> = {};
-  let recoveries = 0;
-  let workersKilled = 0;
-  const timings = { workersMs: 0, recoveryMs: 0 };
+  const tally: Tally = {
+    problems: [],
+    results: [],
+    recoverActions: {},
+    timings: { workersMs: 0, recoveryMs: 0 },
+    recoveries: 0,
+    workersKilled: 0,
+  };
   try {
     for (let b = 0; b < plan.length; b += batchSize) {
       const batch = plan.slice(b, b + batchSize);
       const ledgerPath = join(work, `ledger-${b / batchSize}.db`);
-      const base = {
+      const base: WorkerBase = {
         adapterModule: options.adapterModule,
         adapterOptions: options.adapterOptions,
-        baseUrl: upstreamUrl,
+        baseUrl: late?.proxy.url ?? sandbox.url,
         timeoutMs,
         ledgerPath,
         operation: options.operation,
@@ -303,94 +366,25 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
         ...(options.policy ? { policy: options.policy } : {}),
       };
       const runs = new Map<number, RunEnd>();
-
-      // Phase 1: worker processes, each running `perProcess` jobs concurrently; once every job in a
-      // process has stopped at its own point, the process is SIGKILLed.
+      // Worker processes, each running `perProcess` jobs concurrently, each SIGKILLed once all stopped.
       const t0 = Date.now();
-      const groups: (typeof batch)[] = [];
+      const groups: PlannedRun[][] = [];
       for (let g = 0; g < batch.length; g += perProcess) groups.push(batch.slice(g, g + perProcess));
-      await pool(groups, options.parallel ?? 2, async (group) => {
-        if (await runGroupToItsPoints(base, group, runs, problems)) workersKilled += 1;
+      await pool(groups, 2, async (group) => {
+        if (await runGroupToItsPoints(base, group, runs, tally.problems)) tally.workersKilled += 1;
       });
-
-      // Phase 2: a fresh process, its clock past the dead workers' leases, recovers and re-runs.
-      const t1 = Date.now();
-      timings.workersMs += t1 - t0;
-      recoveries += 1;
-      const r = spawnWorker(
-        {
-          ...base,
-          mode: 'recover',
-          clockSkewMs: leaseMs + 1_000,
-          jobs: batch.map((j) => ({
-            index: j.index,
-            params: j.params,
-            businessOperationId: j.businessOperationId,
-            point: null,
-          })),
-        },
-        () => {},
-      );
-      const exit = await r.exit;
-      timings.recoveryMs += Date.now() - t1;
-      const recovered = r.messages.find(
-        (m): m is Extract<CrashWorkerMessage, { type: 'recovered' }> => m.type === 'recovered',
-      );
-      if (!recovered) {
-        const err = r.messages.find((m): m is Extract<CrashWorkerMessage, { type: 'error' }> => m.type === 'error');
-        problems.push(
-          `batch ${b / batchSize}: recovery process failed (${exit.signal ?? exit.code}): ${err?.message.split('\n').slice(0, 3).join(' | ') ?? r.stderr.split('\n')[0]}`,
-        );
-      }
-      for (const rep of recovered?.reports ?? [])
-        recoverActions[`${rep.from}→${rep.to} (${rep.action})`] =
-          (recoverActions[`${rep.from}→${rep.to} (${rep.action})`] ?? 0) + 1;
-
+      tally.timings.workersMs += Date.now() - t0;
+      const recovered = await recoverBatch(base, batch, leaseMs, tally, b / batchSize);
       // The provider applies every request still held (late), before anything is counted.
-      if (proxy) await proxy.flushLate();
-      for (const job of batch) {
-        const run = runs.get(job.index)!;
-        const res = recovered?.results.find((x) => x.index === job.index);
-        let providerRecords: number | null = null;
-        if (sandbox.countFor)
-          providerRecords = await sandbox.countFor({ providerKey: res?.providerKey ?? null, params: job.params });
-        const duplicate = providerRecords !== null && providerRecords > 1;
-        const lost = !res || res.status !== 'done' || providerRecords === 0;
-        results.push({
-          index: job.index,
-          point: job.point,
-          killed: run.killed,
-          exit: run.exit,
-          businessOperationId: res?.businessOperationId ?? run.businessOperationId,
-          finalStatus: res?.status ?? null,
-          adopted: res?.adopted ?? false,
-          providerRecords,
-          duplicate,
-          lost,
-        });
-      }
-      rmSync(ledgerPath, { force: true });
-      rmSync(ledgerPath + '-wal', { force: true });
-      rmSync(ledgerPath + '-shm', { force: true });
+      if (late) await late.proxy.flushLate();
+      await judgeBatch(sandbox, batch, runs, recovered, tally);
+      for (const suffix of ['', '-wal', '-shm']) rmSync(ledgerPath + suffix, { force: true });
     }
+    const { problems, results } = tally;
     const providerRecords = await sandbox.count(options.operation);
     // Also catches a duplicate made under another key, which a per-key count cannot see.
     if (providerRecords !== options.runs)
       problems.push(`the sandbox holds ${providerRecords} records for ${options.runs} business operations`);
-    const byPoint = Object.fromEntries(
-      CRASH_POINTS.map((p) => {
-        const rs = results.filter((r) => r.point === p);
-        return [
-          p,
-          {
-            runs: rs.length,
-            killed: rs.filter((r) => r.killed).length,
-            duplicates: rs.filter((r) => r.duplicate).length,
-            lost: rs.filter((r) => r.lost).length,
-          },
-        ];
-      }),
-    ) as unknown as CrashDrillReport['byPoint'];
     const duplicates = Math.max(results.filter((r) => r.duplicate).length, providerRecords - options.runs);
     const lost = results.filter((r) => r.lost).length;
     const report: CrashDrillReport = {
@@ -398,24 +392,24 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
       runs: options.runs,
       seed,
       killed: results.filter((r) => r.killed).length,
-      workersKilled,
+      workersKilled: tally.workersKilled,
       duplicates,
       lost,
-      byPoint,
+      byPoint: byPoint(results),
       providerRecords,
-      recoveries,
-      recoverActions,
-      timings,
+      recoveries: tally.recoveries,
+      recoverActions: tally.recoverActions,
+      timings: tally.timings,
       problems,
       results,
       outFile,
-      ...(slow ? { slowNetwork: { share: slow.share, holdMs, held } } : {}),
+      ...(slow ? { slowNetwork: { share: slow.share, holdMs, held: late!.held } } : {}),
     };
     writeFileSync(outFile, JSON.stringify(report, null, 2) + '\n');
     reportInWork = options.outFile === undefined;
     return report;
   } finally {
-    await proxy?.close();
+    await late?.proxy.close();
     await sandbox.close();
     if (!reportInWork) rmSync(work, { recursive: true, force: true });
   }

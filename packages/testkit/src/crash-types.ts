@@ -48,10 +48,7 @@ export type CrashWorkerMessage =
         readonly businessOperationId: string;
         readonly status: string;
         readonly adopted: boolean;
-        readonly providerRef: string | null;
         readonly providerKey: string | null;
-        readonly state: string | null;
-        readonly attemptCount: number;
       }[];
     }
   | { readonly type: 'error'; readonly message: string };

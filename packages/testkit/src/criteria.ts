@@ -1,15 +1,11 @@
 import type { Duration, RetrySafetyCard } from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
-import type { DrillPolicy, PassCriteria, ScenarioId, ScenarioSkip } from './drill-types.js';
+import type { CountCriterion, DrillPolicy, PassCriteria, ScenarioId, ScenarioSkip } from './drill-types.js';
 
 /*
- * AN INDEPENDENT ORACLE, ON PURPOSE. The drill judges the runner, so its pass criteria are not computed by the code
- * they judge: if the card rules (contract card-rules.ts: resendSafety, notFoundIsAuthoritative, which decide and the
- * runner use) read a card wrongly, criteria asking those same rules would expect the same wrong thing and pass.
- * The two readings a criterion needs are restated here from the card's documented meaning, as positive lists of
- * what makes a re-send safe and a not-found proof. packages/cli/test/card-rules-oracle.test.ts walks every shipped
- * card (adapters' cards, the drills' variants, docs/examples) over a grid of times and margins and checks that
- * this oracle and the rules agree: a disagreement is a bug in one of them, to be understood, never silenced.
+ * An independent oracle on purpose: the drill judges the runner, so its criteria restate the card's meaning here
+ * instead of asking contract's card rules (a wrong rule would then expect its own mistake and pass).
+ * packages/cli/test/card-rules-oracle.test.ts checks that this oracle and the rules agree on every shipped card.
  */
 
 const KEY_TRAVELS: readonly unknown[] = ['header', 'body', 'query'];
@@ -84,13 +80,9 @@ export function readCard(card: RetrySafetyCard, policy: DrillPolicy = {}): CardA
   const byNature = card.sideEffect.idempotentByNature.value === true;
   // The oracle above (not the runner's rule: see the note at the top), for a fresh key, as a drill's re-send is.
   const safeResend = oracleResendSafe(card, null, 0);
-  why.push(
-    byNature
-      ? 'safe resend: sideEffect.idempotentByNature=true (a second call has the effect of one)'
-      : safeResend
-        ? `safe same-key resend: providerKey.travels=${travels}, storedResult.semantics=${semantics}, retention.minimum=${retention}`
-        : `no safe resend: providerKey.travels=${travels}, storedResult.semantics=${semantics}, retention.minimum=${retention}`,
-  );
+  const key = `providerKey.travels=${travels}, storedResult.semantics=${semantics}, retention.minimum=${retention}`;
+  if (byNature) why.push('safe resend: sideEffect.idempotentByNature=true (a second call has the effect of one)');
+  else why.push(safeResend ? `safe same-key resend: ${key}` : `no safe resend: ${key}`);
   const lookup = known(method) && method !== 'none' && method !== 'resend-same-key';
   // decide's late-apply row, restated: a not-found proves absence only after the late-apply bound plus the delay.
   const late = card.lookup.lateApplyBound?.value ?? 'unknown';
@@ -114,62 +106,44 @@ export function readCard(card: RetrySafetyCard, policy: DrillPolicy = {}): CardA
   };
 }
 
+/** The scenarios a card can rule out, each with the card field and the reason. */
+const SKIPS: Partial<Record<ScenarioId, (card: RetrySafetyCard) => ScenarioSkip | null>> = {
+  'transient-beyond-limit': (card) => {
+    const v = card.retryableErrors.value;
+    const reason = 'the card lists no retryable errors, so nothing is retried and there is no limit to go beyond';
+    return Array.isArray(v) && v.length === 0 ? { cardField: 'retryableErrors', reason } : null;
+  },
+  'rate-limited': (card) => {
+    const v = card.nonRetryableErrors.value;
+    const reason = 'the card lists 429 as non-retryable';
+    return Array.isArray(v) && v.includes('429') ? { cardField: 'nonRetryableErrors', reason } : null;
+  },
+  'key-past-retention': (card) => {
+    const reason = 'the provider stores no key (retention null), so no key can age past it';
+    return card.retention.minimum.value === null ? { cardField: 'retention.minimum', reason } : null;
+  },
+  'rejection-left-object': (card) => {
+    const v = card.sideEffect.rejectionMayCreate?.value;
+    if (v === true) return null;
+    const reason =
+      v === undefined
+        ? 'the card does not say a rejected call can leave an object'
+        : `sideEffect.rejectionMayCreate=${String(v)}`;
+    return { cardField: 'sideEffect.rejectionMayCreate', reason };
+  },
+  'in-progress': (card) => {
+    const c = card.concurrency.value;
+    const method = card.lookup.method.value;
+    const kind = card.sideEffect.kind.value;
+    if (c === 'rejects-in-progress' || method === 'status-url' || kind === 'async-job') return null;
+    const reason = `concurrency=${c} (lookup.method=${method}, sideEffect.kind=${kind}): the provider never answers "in progress"`;
+    return { cardField: 'concurrency', reason };
+  },
+};
+
 /** Why a scenario cannot apply to this card, or null when it applies. */
 export function skipReason(scenario: ScenarioId, card: RetrySafetyCard): ScenarioSkip | null {
-  switch (scenario) {
-    case 'transient-beyond-limit': {
-      const v = card.retryableErrors.value;
-      if (Array.isArray(v) && v.length === 0) {
-        return {
-          cardField: 'retryableErrors',
-          reason: 'the card lists no retryable errors, so nothing is retried and there is no limit to go beyond',
-        };
-      }
-      return null;
-    }
-    case 'rate-limited': {
-      const v = card.nonRetryableErrors.value;
-      if (Array.isArray(v) && v.includes('429'))
-        return { cardField: 'nonRetryableErrors', reason: 'the card lists 429 as non-retryable' };
-      return null;
-    }
-    case 'key-past-retention':
-      if (card.retention.minimum.value === null) {
-        return {
-          cardField: 'retention.minimum',
-          reason: 'the provider stores no key (retention null), so no key can age past it',
-        };
-      }
-      return null;
-    case 'rejection-left-object': {
-      const v = card.sideEffect.rejectionMayCreate?.value;
-      if (v !== true)
-        return {
-          cardField: 'sideEffect.rejectionMayCreate',
-          reason:
-            v === undefined
-              ? 'the card does not say a rejected call can leave an object'
-              : `sideEffect.rejectionMayCreate=${String(v)}`,
-        };
-      return null;
-    }
-    case 'in-progress': {
-      const c = card.concurrency.value;
-      if (
-        c !== 'rejects-in-progress' &&
-        card.lookup.method.value !== 'status-url' &&
-        card.sideEffect.kind.value !== 'async-job'
-      ) {
-        return {
-          cardField: 'concurrency',
-          reason: `concurrency=${c} (lookup.method=${card.lookup.method.value}, sideEffect.kind=${card.sideEffect.kind.value}): the provider never answers "in progress"`,
-        };
-      }
-      return null;
-    }
-    default:
-      return null;
-  }
+  return SKIPS[scenario]?.(card) ?? null;
 }
 
 /** Largest total backoff before `attempts` calls (full jitter: each wait ≤ min(cap, base·2^(n−1))). */
@@ -179,285 +153,147 @@ function worstBackoffMs(a: CardAbilities, attempts: number): number {
   return sum;
 }
 
+/** How a run may end: the acceptable outcomes and whether a handoff packet must follow. */
+const ENDINGS = {
+  done: { outcome: ['done'], handoff: false },
+  'handed-off': { outcome: ['handed-off'], handoff: true },
+  either: { outcome: ['done', 'handed-off'], handoff: 'with-outcome' },
+  'done-or-in-progress': { outcome: ['done', 'in-progress'], handoff: false },
+  conflict: { outcome: ['conflict'], handoff: false },
+  'handed-off-then-conflict': { outcome: ['handed-off', 'conflict'], handoff: true },
+} as const satisfies Record<string, Pick<PassCriteria, 'outcome' | 'handoff'>>;
+
+/** One criterion as data: provider records, requests at the proxy, the ending, why (and a minimum wait). */
+type Rule = readonly [number, CountCriterion, keyof typeof ENDINGS, string, minWaitMs?: number];
+type Extra = { retryAfterS?: number; concurrency?: number };
+
+const ONE: CountCriterion = { exact: 1 };
+const TWO: CountCriterion = { exact: 2 };
+const ONE_OR_TWO: CountCriterion = { min: 1, max: 2 };
+
+/** The fixed sentences of the rules below, in the receipt's words. */
+const WHY = {
+  lostFindable:
+    'committed + findable ⇒ 1 record, adopted, no handoff; a same-key resend may follow a lookup that cannot tell yet',
+  lostReplays: 'committed, no lookup, provider replays the key ⇒ a same-key resend adopts the stored result: 1 record',
+  lostLookupOnly:
+    'committed, lookup without a known consistency delay and no safe resend ⇒ adopt if the lookup finds it, else hand off; never a second request',
+  lostNothing: 'committed, no lookup, no safe resend ⇒ hand off after exactly one request',
+  lateCommit:
+    'the provider applies the request after the client gave up ⇒ exactly 1 record: a "not found" before it lands must not lead to a second one',
+  requestProvable: 'never arrived; a same-key resend or an authoritative "not found" makes the resend safe ⇒ 1 record',
+  requestUnprovable:
+    'never arrived, but nothing proves it (no safe resend, no authoritative lookup) ⇒ hand off, 0 records, no second request',
+  changedIntent:
+    'same business-operation id, changed intent ⇒ ConflictError before anything is sent; the first run made the only request',
+  rejectionLeftObject:
+    'sideEffect.rejectionMayCreate=true: rejected but the object exists ⇒ one request, a handoff naming it; the corrected call and resend-with are conflicts that send nothing: 1 record',
+  permanent: 'rejected ⇒ stop after exactly one request and hand off',
+  retentionByNature:
+    "idempotent by nature ⇒ the key's age does not matter: a resend (or a lookup) finishes with the one record",
+  retentionAuthoritative:
+    'key past retention.minimum ⇒ never resend on the key; the lookup finds the committed record ⇒ adopt',
+  retentionLookup:
+    'key past retention.minimum ⇒ never resend on the key; a lookup with an unknown delay may find it, else hand off',
+  retentionNothing: 'key past retention.minimum and no lookup ⇒ no resend: hand off',
+  inProgressNothing:
+    'in progress at the provider, but nothing to poll (no lookup, no safe resend) ⇒ hand off after one request, never a second work item',
+  crashFindable: 'the worker died after the provider committed ⇒ recover() finds or replays it: 1 record, done',
+  crashLookup:
+    'the worker died after the provider committed ⇒ recover() adopts what the lookup finds, else hands off; never a second request',
+  crashNothing: 'the worker died after the provider committed, nothing can find it ⇒ recover() hands off, no resend',
+};
+
+function lostResponse(a: CardAbilities): Rule {
+  // The provider committed; the runner must find it (lookup) or resend with the same key (replay).
+  if (a.authoritativeLookup || (a.lookup && a.safeResend))
+    return [1, a.safeResend ? ONE_OR_TWO : ONE, 'done', WHY.lostFindable];
+  if (a.safeResend) return [1, ONE_OR_TWO, 'done', WHY.lostReplays];
+  if (a.lookup) return [1, ONE, 'either', WHY.lostLookupOnly];
+  return [1, ONE, 'handed-off', WHY.lostNothing];
+}
+
+function transientBeyondLimit(a: CardAbilities): Rule {
+  const worst = worstBackoffMs(a, a.maxAttempts);
+  const fits = worst <= a.maxElapsedMs;
+  const how = fits
+    ? `exactly maxAttempts=${a.maxAttempts} requests (worst backoff ${worst} ms fits maxElapsed ${a.maxElapsedMs} ms)`
+    : `at most maxAttempts=${a.maxAttempts} requests (worst backoff ${worst} ms may exceed maxElapsed ${a.maxElapsedMs} ms)`;
+  const attempts = fits ? { exact: a.maxAttempts } : { min: 1, max: a.maxAttempts };
+  return [0, attempts, 'handed-off', `not-applied on every call ⇒ ${how}, then hand off`];
+}
+
+function rateLimited(a: CardAbilities, extra: Extra): Rule {
+  const ra = (extra.retryAfterS ?? 0) * 1000;
+  const cap = `backoff.retryAfterCap ${a.retryAfterCapMs} ms`;
+  const over = `Retry-After ${ra} ms exceeds ${cap} ⇒ stop instead of calling sooner: hand off after one request`;
+  if (ra > a.retryAfterCapMs) return [0, ONE, 'handed-off', over];
+  const within = `429 + Retry-After ${ra} ms (≤ ${cap}) ⇒ wait at least that long, then one more request: 1 record`;
+  return [1, TWO, 'done', within, ra];
+}
+
+function keyPastRetention(a: CardAbilities): Rule {
+  if (a.idempotentByNature) return [1, ONE_OR_TWO, 'done', WHY.retentionByNature];
+  if (a.authoritativeLookup) return [1, ONE, 'done', WHY.retentionAuthoritative];
+  if (a.lookup) return [1, ONE, 'either', WHY.retentionLookup];
+  return [1, ONE, 'handed-off', WHY.retentionNothing];
+}
+
+function inProgress(a: CardAbilities): Rule {
+  // The proxy forwards the first request (the provider has it) and answers "in progress" instead.
+  if (!a.safeResend && !a.lookup) return [1, ONE, 'handed-off', WHY.inProgressNothing];
+  const why = `in progress at the provider ⇒ poll (lookup or same-key resend) honouring Retry-After, never a second work item: 1 record within maxAttempts=${a.maxAttempts}`;
+  return [1, { min: 1, max: a.maxAttempts }, 'done', why];
+}
+
+function crashAfterDispatch(a: CardAbilities): Rule {
+  if (a.safeResend || (a.lookup && a.authoritativeLookup)) return [1, ONE_OR_TWO, 'done', WHY.crashFindable];
+  if (a.lookup) return [1, ONE, 'either', WHY.crashLookup];
+  return [1, ONE, 'handed-off', WHY.crashNothing];
+}
+
+const RULES: Record<ScenarioId, (a: CardAbilities, extra: Extra) => Rule> = {
+  'lost-response': lostResponse,
+  'lost-response-timeout': lostResponse,
+  // Whatever the runner does (adopt, same-key resend, hand off), the provider ends with the one record.
+  'late-commit': (a) => [1, { min: 1, max: Math.max(1, a.maxAttempts) }, 'either', WHY.lateCommit],
+  'lost-request': (a) =>
+    a.safeResend || a.authoritativeLookup
+      ? [1, TWO, 'done', WHY.requestProvable]
+      : [0, ONE, 'handed-off', WHY.requestUnprovable],
+  'concurrent-duplicates': (_a, extra) => [
+    1,
+    ONE,
+    'done-or-in-progress',
+    `${extra.concurrency ?? 16} concurrent runs on one ledger ⇒ one claim wins, one request, one record; the others adopt or report in-progress`,
+  ],
+  'changed-intent': () => [1, ONE, 'conflict', WHY.changedIntent],
+  'rejection-left-object': () => [1, ONE, 'handed-off-then-conflict', WHY.rejectionLeftObject],
+  'permanent-error': () => [0, ONE, 'handed-off', WHY.permanent],
+  'transient-beyond-limit': transientBeyondLimit,
+  'rate-limited': rateLimited,
+  'key-past-retention': keyPastRetention,
+  'in-progress': inProgress,
+  'crash-after-dispatch': crashAfterDispatch,
+};
+
 /**
- * The pass criteria of one scenario, computed from the card before anything runs.
+ * The pass criteria of one scenario, computed from the card's abilities before anything runs.
  * `retryAfterS` is the Retry-After of the rate-limited fault.
  */
 export function criteriaFor(
   scenario: ScenarioId,
-  card: RetrySafetyCard,
+  _card: RetrySafetyCard,
   a: CardAbilities,
-  extra: { retryAfterS?: number; concurrency?: number } = {},
+  extra: Extra = {},
 ): PassCriteria {
-  const why = [...a.why];
-  const canFind = a.safeResend || a.lookup;
-  const base = { oneRequestPerAttempt: true as const };
-  switch (scenario) {
-    case 'lost-response':
-    case 'lost-response-timeout': {
-      // The provider committed; the runner must find it (lookup) or resend with the same key (replay).
-      if (a.authoritativeLookup || (a.lookup && a.safeResend)) {
-        why.push(
-          'committed + findable ⇒ 1 record, adopted, no handoff; a same-key resend may follow a lookup that cannot tell yet',
-        );
-        return {
-          ...base,
-          providerRecords: 1,
-          attemptsAtProxy: a.safeResend ? { min: 1, max: 2 } : { exact: 1 },
-          outcome: ['done'],
-          handoff: false,
-          why,
-        };
-      }
-      if (a.safeResend) {
-        why.push(
-          'committed, no lookup, provider replays the key ⇒ a same-key resend adopts the stored result: 1 record',
-        );
-        return {
-          ...base,
-          providerRecords: 1,
-          attemptsAtProxy: { min: 1, max: 2 },
-          outcome: ['done'],
-          handoff: false,
-          why,
-        };
-      }
-      if (a.lookup) {
-        why.push(
-          'committed, lookup without a known consistency delay and no safe resend ⇒ adopt if the lookup finds it, else hand off; never a second request',
-        );
-        return {
-          ...base,
-          providerRecords: 1,
-          attemptsAtProxy: { exact: 1 },
-          outcome: ['done', 'handed-off'],
-          handoff: 'with-outcome',
-          why,
-        };
-      }
-      why.push('committed, no lookup, no safe resend ⇒ hand off after exactly one request');
-      return {
-        ...base,
-        providerRecords: 1,
-        attemptsAtProxy: { exact: 1 },
-        outcome: ['handed-off'],
-        handoff: true,
-        why,
-      };
-    }
-    case 'late-commit':
-      // Whatever the runner does (adopt, same-key resend, hand off), the provider ends with the one record.
-      why.push(
-        'the provider applies the request after the client gave up ⇒ exactly 1 record: a "not found" before it lands must not lead to a second one',
-      );
-      return {
-        ...base,
-        providerRecords: 1,
-        attemptsAtProxy: { min: 1, max: Math.max(1, a.maxAttempts) },
-        outcome: ['done', 'handed-off'],
-        handoff: 'with-outcome',
-        why,
-      };
-    case 'lost-request': {
-      if (a.safeResend || a.authoritativeLookup) {
-        why.push('never arrived; a same-key resend or an authoritative "not found" makes the resend safe ⇒ 1 record');
-        return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 2 }, outcome: ['done'], handoff: false, why };
-      }
-      why.push(
-        'never arrived, but nothing proves it (no safe resend, no authoritative lookup) ⇒ hand off, 0 records, no second request',
-      );
-      return {
-        ...base,
-        providerRecords: 0,
-        attemptsAtProxy: { exact: 1 },
-        outcome: ['handed-off'],
-        handoff: true,
-        why,
-      };
-    }
-    case 'concurrent-duplicates':
-      why.push(
-        `${extra.concurrency ?? 16} concurrent runs on one ledger ⇒ one claim wins, one request, one record; the others adopt or report in-progress`,
-      );
-      return {
-        ...base,
-        providerRecords: 1,
-        attemptsAtProxy: { exact: 1 },
-        outcome: ['done', 'in-progress'],
-        handoff: false,
-        why,
-      };
-    case 'changed-intent':
-      why.push(
-        'same business-operation id, changed intent ⇒ ConflictError before anything is sent; the first run made the only request',
-      );
-      return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['conflict'], handoff: false, why };
-    case 'rejection-left-object':
-      why.push(
-        'sideEffect.rejectionMayCreate=true: rejected but the object exists ⇒ one request, a handoff naming it; the corrected call and resend-with are conflicts that send nothing: 1 record',
-      );
-      return {
-        ...base,
-        providerRecords: 1,
-        attemptsAtProxy: { exact: 1 },
-        outcome: ['handed-off', 'conflict'],
-        handoff: true,
-        why,
-      };
-    case 'permanent-error':
-      why.push('rejected ⇒ stop after exactly one request and hand off');
-      return {
-        ...base,
-        providerRecords: 0,
-        attemptsAtProxy: { exact: 1 },
-        outcome: ['handed-off'],
-        handoff: true,
-        why,
-      };
-    case 'transient-beyond-limit': {
-      const worst = worstBackoffMs(a, a.maxAttempts);
-      const fits = worst <= a.maxElapsedMs;
-      why.push(
-        fits
-          ? `not-applied on every call ⇒ exactly maxAttempts=${a.maxAttempts} requests (worst backoff ${worst} ms fits maxElapsed ${a.maxElapsedMs} ms), then hand off`
-          : `not-applied on every call ⇒ at most maxAttempts=${a.maxAttempts} requests (worst backoff ${worst} ms may exceed maxElapsed ${a.maxElapsedMs} ms), then hand off`,
-      );
-      return {
-        ...base,
-        providerRecords: 0,
-        attemptsAtProxy: fits ? { exact: a.maxAttempts } : { min: 1, max: a.maxAttempts },
-        outcome: ['handed-off'],
-        handoff: true,
-        why,
-      };
-    }
-    case 'rate-limited': {
-      const ra = (extra.retryAfterS ?? 0) * 1000;
-      if (ra > a.retryAfterCapMs) {
-        why.push(
-          `Retry-After ${ra} ms exceeds backoff.retryAfterCap ${a.retryAfterCapMs} ms ⇒ stop instead of calling sooner: hand off after one request`,
-        );
-        return {
-          ...base,
-          providerRecords: 0,
-          attemptsAtProxy: { exact: 1 },
-          outcome: ['handed-off'],
-          handoff: true,
-          why,
-        };
-      }
-      why.push(
-        `429 + Retry-After ${ra} ms (≤ backoff.retryAfterCap ${a.retryAfterCapMs} ms) ⇒ wait at least that long, then one more request: 1 record`,
-      );
-      return {
-        ...base,
-        providerRecords: 1,
-        attemptsAtProxy: { exact: 2 },
-        outcome: ['done'],
-        handoff: false,
-        minWaitMs: ra,
-        why,
-      };
-    }
-    case 'key-past-retention':
-      if (a.idempotentByNature) {
-        why.push(
-          "idempotent by nature ⇒ the key's age does not matter: a resend (or a lookup) finishes with the one record",
-        );
-        return {
-          ...base,
-          providerRecords: 1,
-          attemptsAtProxy: { min: 1, max: 2 },
-          outcome: ['done'],
-          handoff: false,
-          why,
-        };
-      }
-      if (a.authoritativeLookup) {
-        why.push('key past retention.minimum ⇒ never resend on the key; the lookup finds the committed record ⇒ adopt');
-        return { ...base, providerRecords: 1, attemptsAtProxy: { exact: 1 }, outcome: ['done'], handoff: false, why };
-      }
-      if (a.lookup) {
-        why.push(
-          'key past retention.minimum ⇒ never resend on the key; a lookup with an unknown delay may find it, else hand off',
-        );
-        return {
-          ...base,
-          providerRecords: 1,
-          attemptsAtProxy: { exact: 1 },
-          outcome: ['done', 'handed-off'],
-          handoff: 'with-outcome',
-          why,
-        };
-      }
-      why.push('key past retention.minimum and no lookup ⇒ no resend: hand off');
-      return {
-        ...base,
-        providerRecords: 1,
-        attemptsAtProxy: { exact: 1 },
-        outcome: ['handed-off'],
-        handoff: true,
-        why,
-      };
-    case 'in-progress':
-      // The proxy forwards the first request (the provider has it) and answers "in progress" instead.
-      if (a.safeResend || a.lookup) {
-        why.push(
-          `in progress at the provider ⇒ poll (lookup or same-key resend) honouring Retry-After, never a second work item: 1 record within maxAttempts=${a.maxAttempts}`,
-        );
-        return {
-          ...base,
-          providerRecords: 1,
-          attemptsAtProxy: { min: 1, max: a.maxAttempts },
-          outcome: ['done'],
-          handoff: false,
-          why,
-        };
-      }
-      why.push(
-        'in progress at the provider, but nothing to poll (no lookup, no safe resend) ⇒ hand off after one request, never a second work item',
-      );
-      return {
-        ...base,
-        providerRecords: 1,
-        attemptsAtProxy: { exact: 1 },
-        outcome: ['handed-off'],
-        handoff: true,
-        why,
-      };
-    case 'crash-after-dispatch':
-      if (canFind && (a.safeResend || a.authoritativeLookup)) {
-        why.push('the worker died after the provider committed ⇒ recover() finds or replays it: 1 record, done');
-        return {
-          ...base,
-          providerRecords: 1,
-          attemptsAtProxy: { min: 1, max: 2 },
-          outcome: ['done'],
-          handoff: false,
-          why,
-        };
-      }
-      if (a.lookup) {
-        why.push(
-          'the worker died after the provider committed ⇒ recover() adopts what the lookup finds, else hands off; never a second request',
-        );
-        return {
-          ...base,
-          providerRecords: 1,
-          attemptsAtProxy: { exact: 1 },
-          outcome: ['done', 'handed-off'],
-          handoff: 'with-outcome',
-          why,
-        };
-      }
-      why.push('the worker died after the provider committed, nothing can find it ⇒ recover() hands off, no resend');
-      return {
-        ...base,
-        providerRecords: 1,
-        attemptsAtProxy: { exact: 1 },
-        outcome: ['handed-off'],
-        handoff: true,
-        why,
-      };
-  }
+  const [providerRecords, attemptsAtProxy, ending, because, minWaitMs] = RULES[scenario](a, extra);
+  return {
+    oneRequestPerAttempt: true,
+    providerRecords,
+    attemptsAtProxy,
+    ...ENDINGS[ending],
+    ...(minWaitMs !== undefined ? { minWaitMs } : {}),
+    why: [...a.why, because],
+  };
 }

@@ -1,29 +1,23 @@
-/** A clock the runner and the sandbox share in the drill: sleeps advance it at once and are logged. */
+/** A clock the runner and the sandbox share in the drill: sleeps advance it at once. */
 export interface DrillClock {
   now(): number;
   sleep(ms: number): Promise<void>;
   advance(ms: number): void;
-  /** Every sleep, with the virtual time it started at. */
-  readonly sleeps: readonly { readonly at: number; readonly ms: number }[];
 }
 
 /** Virtual time starting at `start` (default: the real now); only `sleep` and `advance` move it. */
 export function createDrillClock(start: number = Date.now()): DrillClock {
   let t = start;
-  const sleeps: { at: number; ms: number }[] = [];
   return {
     now: () => t,
     async sleep(ms) {
-      const d = Math.max(0, Number.isFinite(ms) ? ms : 0);
-      sleeps.push({ at: t, ms: d });
-      t += d;
+      t += Math.max(0, Number.isFinite(ms) ? ms : 0);
       // yield to the event loop so sockets and timers make progress between polls
       await new Promise<void>((resolve) => setImmediate(resolve));
     },
     advance(ms) {
       t += Math.max(0, ms);
     },
-    sleeps,
   };
 }
 

@@ -4,7 +4,6 @@ import { durationMs } from '@retrysafe/contract/rules';
 import type { createRunner } from '@retrysafe/core';
 import { realClock } from './drill-clock.js';
 import type { Harness } from './drill-harness.js';
-import { outcomeOf, rejectionLeftObject } from './drill-rejection.js';
 import type { DrillOperation, DrillOutcome, ScenarioId } from './drill-types.js';
 
 /** What a scenario's run left to check: filled in while it runs. */
@@ -51,7 +50,7 @@ export async function driveScenario(h: Harness, input: DriveInput, d: Drive): Pr
       if (sent !== 0)
         d.failures.push(`${label}: the conflicting call sent ${sent} request(s) to the provider; expected none`);
     } else if (scenario === 'rejection-left-object') {
-      await rejectionLeftObject(h, operation, params, input.op.rejectedCreates!.corrected(params), { label, ...d });
+      await rejectionLeftObject(h, input, d);
     } else if (scenario === 'crash-after-dispatch' || scenario === 'key-past-retention') {
       await crashAndRecover(h, input, d);
     } else {
@@ -128,6 +127,12 @@ async function runConcurrent(h: Harness, input: DriveInput, d: Drive): Promise<v
     );
 }
 
+const RECOVERED_TO: Readonly<Record<string, DrillOutcome>> = {
+  succeeded: 'done',
+  'handed-off': 'handed-off',
+  'in-progress': 'in-progress',
+};
+
 /** Worker A dispatches; the provider commits; A dies before recording the outcome; worker B recovers. */
 async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise<void> {
   const { scenario, operation, params, card, label, leaseMs } = input;
@@ -162,16 +167,7 @@ async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise
       `recover(): ${JSON.stringify(reports.map((r: { from: string; to: string; action: string }) => ({ from: r.from, to: r.to, action: r.action })))}`,
     );
     if (reports.length === 0) d.outcomes.push('error'), d.errors.push('recover() found nothing to recover');
-    for (const r of reports as { to: string }[])
-      d.outcomes.push(
-        r.to === 'succeeded'
-          ? 'done'
-          : r.to === 'handed-off'
-            ? 'handed-off'
-            : r.to === 'in-progress'
-              ? 'in-progress'
-              : 'error',
-      );
+    for (const r of reports as { to: string }[]) d.outcomes.push(RECOVERED_TO[r.to] ?? 'error');
   } catch (err) {
     d.errors.push(`recover() threw ${(err as Error).name}: ${(err as Error).message}`);
     d.outcomes.push('error');
@@ -184,5 +180,49 @@ async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise
     d.failures.push(
       `${label}: recovery resent the request ${h.tracker.executeCalls - d.executeCallsBeforeRecovery} time(s) on a key past retention.minimum; expected lookup or handoff only`,
     );
+  }
+}
+
+/** A run's result as the drill counts it. */
+function outcomeOf(result: { status: string }): DrillOutcome {
+  if (result.status === 'done' || result.status === 'handed-off' || result.status === 'in-progress')
+    return result.status;
+  return 'error';
+}
+
+/**
+ * The provider rejects the call but keeps what it created (a declined create+confirm); the packet must
+ * name it, and neither a corrected call of the same intent nor `resend-with` may send anything.
+ */
+async function rejectionLeftObject(h: Harness, input: DriveInput, d: Drive): Promise<void> {
+  const { operation, params, label } = input;
+  const corrected = input.op.rejectedCreates!.corrected(params);
+  const runner = h.makeRunner(h.makeLedger());
+  const first = await runner.run(h.adapter, operation, { params }).catch((err: unknown) => err as Error);
+  if (first instanceof Error) {
+    d.errors.push(`${first.name}: ${first.message}`);
+    d.outcomes.push('error');
+    return;
+  }
+  d.outcomes.push(outcomeOf(first));
+  const created = h.packets.at(-1)?.lastKnown.created;
+  if (created === undefined)
+    d.failures.push(`${label}: the handoff packet does not name the object the rejected call left (lastKnown.created)`);
+  else d.notes.push(`the rejected call left ${created}`);
+  const resendWith = { action: 'resend-with', params: corrected } as const;
+  const attempts: [string, () => Promise<{ status: string }>][] = [
+    ['a corrected call', () => runner.run(h.adapter, operation, { params: corrected })],
+    ['resend-with', () => runner.resolve(first.businessOperationId, resendWith, { adapters: [h.adapter] })],
+  ];
+  for (const [what, call] of attempts) {
+    try {
+      const r = await call();
+      d.outcomes.push(outcomeOf(r));
+      d.notes.push(`${what}: ${r.status}`);
+    } catch (err) {
+      d.outcomes.push(ConflictError.isInstance(err) ? 'conflict' : 'error');
+      if (!ConflictError.isInstance(err)) d.errors.push(`${what}: ${(err as Error).name}: ${(err as Error).message}`);
+      else d.notes.push(`${what}: refused (${(err as Error).message})`);
+    }
   }
 }

@@ -1,18 +1,14 @@
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AdapterV1, HandoffPacket, Ledger } from '@retrysafe/contract';
-import { callbackHandoffSink, createMemoryLedger, createRunner } from '@retrysafe/core';
+import type { AdapterV1, HandoffPacket, Ledger, Outcome } from '@retrysafe/contract';
+import { callbackHandoffSink, createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock, type DrillClock, seededRandom } from './drill-clock.js';
 import type { ConformanceOptions, DrillSandbox, ScenarioResult } from './drill-types.js';
 import { type FaultProxy, type FaultScript, startFaultProxy } from './fault-proxy.js';
 
-/**
- * The client timeout a drill hands to createAdapter unless the setup says otherwise. Generous on
- * purpose: on a loaded 2-core machine a 400 ms timeout made lookups time out and "cannot tell";
- * the delay fault holds its response past whatever timeout is used.
- */
+/** The client timeout handed to createAdapter by default: generous, so lookups on a loaded machine still answer. */
 export const DEFAULT_DRILL_TIMEOUT_MS = 1500;
 
 /** Wraps the adapter to see every doExecute/doLookup call and attribute proxy requests to them. */
@@ -53,7 +49,7 @@ function instrument(inner: AdapterV1, proxy: FaultProxy, clock: { now(): number 
         t.activeExecute -= 1;
         relabel();
       };
-      let outcome;
+      let outcome: Outcome;
       try {
         outcome = await inner.doExecute(op, params, ctx);
       } finally {
@@ -86,12 +82,10 @@ export interface Harness {
   sandbox: DrillSandbox;
   proxy: FaultProxy;
   adapter: AdapterV1;
-  inner: AdapterV1;
   tracker: Tracker;
   clock: DrillClock;
   packets: HandoffPacket[];
   ledgers: Ledger[];
-  ledgerPath: string | null;
   makeLedger(): Ledger;
   makeRunner(
     ledger: Ledger,
@@ -166,28 +160,18 @@ export async function startHarness(
     const adapter = instrument(inner, proxy, clock, tracker);
     const packets: HandoffPacket[] = [];
     const ledgers: Ledger[] = [];
-    const ledgerPath =
-      (o.ledger ?? 'sqlite') === 'sqlite' ? join(ctx.workDir, `ledger-${ctx.nextIndex}-${Date.now()}.db`) : null;
-    let memory: Ledger | null = null;
+    const ledgerPath = join(ctx.workDir, `ledger-${ctx.nextIndex}-${Date.now()}.db`);
     const p = proxy;
     const h: Harness = {
       sandbox,
       proxy: p,
       adapter,
-      inner,
       tracker,
       clock,
       packets,
       ledgers,
-      ledgerPath,
       makeLedger() {
-        // SQLite: a new connection to the same file (a fresh process would open it the same way).
-        // Memory: the one store, shared (it stands for the durable store).
-        if (ledgerPath === null) {
-          memory ??= createMemoryLedger();
-          if (!ledgers.includes(memory)) ledgers.push(memory);
-          return memory;
-        }
+        // A new connection to the same SQLite file (a fresh process would open it the same way).
         const l = createSqliteLedger({ path: ledgerPath });
         ledgers.push(l);
         return l;

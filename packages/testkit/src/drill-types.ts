@@ -5,13 +5,11 @@ import type {
   HandoffPacket,
   Receipt,
 } from '@retrysafe/contract';
-import type { Fault, ProxyRequest } from './fault-proxy.js';
+import type { ProxyRequest } from './fault-proxy.js';
 
-/** A sandbox server started fresh for one scenario (the contract's type). */
+// The contract's drill types under the testkit's names.
 export type DrillSandbox = ContractDrillSandbox;
-/** Provider-shaped answers the proxy gives instead of forwarding (the contract's type). */
 export type OperationFaults = ContractDrillOperation['faults'];
-/** What the drill needs to know about one operation (the contract's type). */
 export type DrillOperation = ContractDrillOperation;
 
 /** Runner policy overrides; unset fields come from the operation's card (see @retrysafe/core). */
@@ -26,17 +24,12 @@ export interface DrillPolicy {
   readonly waitForOtherMs?: number;
 }
 
-/**
- * A drill setup (the contract's `DrillSetup`, which adapters export from `./sandbox`) plus how this
- * run should go: runner policy, where receipts go, which ledger, which jitter seed.
- */
+/** A drill setup (the contract's `DrillSetup`, from an adapter's `./sandbox`) plus how this run should go. */
 export interface ConformanceOptions extends DrillSetup {
   readonly policy?: DrillPolicy;
   /** Where receipts go: one JSON file per scenario × operation plus `summary.json`. Default: a new temp dir. */
   readonly outDir?: string;
-  /** Ledger per scenario: a fresh SQLite file (default) or memory. */
-  readonly ledger?: 'sqlite' | 'memory';
-  /** Seed of the runner's jitter (default 1). */
+  /** The runner's jitter seed (default 1). */
   readonly seed?: number;
 }
 
@@ -64,16 +57,14 @@ export interface DrillOptions extends ConformanceOptions {
 
 export type DrillOutcome = 'done' | 'handed-off' | 'in-progress' | 'conflict' | 'error';
 
-/** A count criterion: exact, or bounded. */
 export type CountCriterion = { readonly exact: number } | { readonly min?: number; readonly max: number };
 
 /** Pass criteria: data computed from the card BEFORE the run, written into the receipt. */
 export interface PassCriteria {
-  /** Records the provider must hold afterwards. */
   readonly providerRecords: number;
   /** Requests that reached the proxy while the runner was inside `doExecute` (dispatches and resends). */
   readonly attemptsAtProxy: CountCriterion;
-  /** Acceptable outcomes of the run (every run, for the concurrent scenario). */
+  /** Acceptable outcomes (of every run, for the concurrent scenario). */
   readonly outcome: readonly DrillOutcome[];
   /** Whether a handoff packet must (true) or must not (false) be produced; `'with-outcome'`: exactly when the outcome is `handed-off`. */
   readonly handoff: boolean | 'with-outcome';
@@ -81,7 +72,7 @@ export interface PassCriteria {
   readonly oneRequestPerAttempt: true;
   /** For `rate-limited`: the runner must have waited at least this long (virtual clock) before the next attempt. */
   readonly minWaitMs?: number;
-  /** In words, where each number comes from (which card fields). */
+  /** In words, which card fields each number comes from. */
   readonly why: readonly string[];
 }
 

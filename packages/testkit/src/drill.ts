@@ -70,17 +70,15 @@ function safeName(s: string): string {
 
 /**
  * How long after a request arrives the late-commit fault lets the provider apply it: the card's
- * `lookup.lateApplyBound` when it declares one (as late as the card allows), else 10 minutes (a card
- * that cannot say must not let a "not found" prove absence at all).
+ * `lookup.lateApplyBound` (as late as the card allows), else 10 minutes (a card that cannot say must not
+ * let a "not found" prove absence at all).
  */
 export function lateApplyMs(card: RetrySafetyCard): number {
-  const fact = (card.lookup as unknown as Record<string, unknown>)['lateApplyBound'];
-  const value =
-    typeof fact === 'object' && fact !== null && 'value' in fact ? (fact as { value: unknown }).value : fact;
+  const value = card.lookup.lateApplyBound?.value;
   if (value === null) return 0;
   if (typeof value === 'string' && value !== 'unknown') {
     try {
-      return durationMs(value as Parameters<typeof durationMs>[0]);
+      return durationMs(value);
     } catch {
       // not a duration: treat as unknown
     }
@@ -93,22 +91,77 @@ type ResultFields = Omit<
   'drill' | 'operation' | 'scenario' | 'title' | 'startedAt' | 'finishedAt' | 'receiptFile'
 >;
 
+/** A scenario that never ran (its notes are added at the end). */
+type Unrun = Omit<ResultFields, 'notes'>;
+
+/** Everything a scenario needs to run, worked out from the card before anything is sent. */
+interface Plan {
+  readonly op: DrillOperation;
+  readonly card: RetrySafetyCard;
+  readonly criteria: PassCriteria;
+  readonly params: unknown;
+  readonly script: FaultScript;
+  readonly timeoutMs: number;
+}
+
+/** The plan, or the result of a scenario that cannot run (failed, or skipped by the card). */
+async function planScenario(ctx: DrillContext, operation: string, scenario: ScenarioId, label: string) {
+  const o = ctx.options;
+  const op: DrillOperation | undefined = o.operations[operation];
+  const failed = (failures: string[], criteria?: PassCriteria): Unrun => ({
+    status: 'failed',
+    ...(criteria ? { criteria } : {}),
+    failures,
+    ...NOTHING_RAN,
+  });
+  if (!op) return failed([`${label}: operation not declared in options.operations`]);
+  let card: RetrySafetyCard;
+  try {
+    card = await readDrillCard(ctx, operation);
+  } catch (err) {
+    return failed([`${label}: cannot read the card: ${(err as Error).message}`]);
+  }
+  const skip = skipReason(scenario, card);
+  if (skip) return { status: 'skipped', skip, failures: [], ...NOTHING_RAN } satisfies Unrun;
+  const rateLimited = op.faults.rateLimited ?? DEFAULT_RATE_LIMITED;
+  const retryAfterS =
+    typeof rateLimited === 'object' && rateLimited.kind === 'status' ? (rateLimited.retryAfterS ?? 0) : 0;
+  const criteria = criteriaFor(scenario, card, readCard(card, o.policy), { retryAfterS, concurrency: CONCURRENCY });
+  const i = ctx.nextIndex++;
+  if (scenario === 'rejection-left-object' && !op.rejectedCreates) {
+    const why = `operations['${operation}'].rejectedCreates is required: the card says a rejected call can leave an object (sideEffect.rejectionMayCreate)`;
+    return failed([`${label}: ${why}`], criteria);
+  }
+  const params = scenario === 'rejection-left-object' ? op.rejectedCreates!.params(i) : op.params(i);
+  const timeoutMs = o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS;
+  // Missing provider-shaped faults for a scenario the card says applies: a configuration failure, not a skip.
+  const missing: string[] = [];
+  const needFault = (f: Fault | undefined, field: string): Fault | null => {
+    if (f !== undefined) return f;
+    const why = `the card says this scenario applies (${criteria.why.at(-1)})`;
+    missing.push(`${label}: operations['${operation}'].faults.${field} is required: ${why}`);
+    return null;
+  };
+  const script = faultScriptFor(scenario, op, card, { timeoutMs, rateLimited, needFault });
+  if (missing.length > 0) return failed(missing, criteria);
+  return { op, card, criteria, params, script, timeoutMs, index: i } satisfies Plan & { index: number };
+}
+
+const NOTHING_RAN = { runnerReceipts: [], handoffPackets: [], proxyRequests: [] } as const;
+
 /** Runs one scenario for one operation, writes its receipt file, and returns the result. Never throws for drill failures. */
 export async function runScenario(ctx: DrillContext, operation: string, scenario: ScenarioId): Promise<ScenarioResult> {
   const o = ctx.options;
-  const op: DrillOperation | undefined = o.operations[operation];
   const startedAt = new Date().toISOString();
   const receiptFile = join(ctx.outDir, `${safeName(scenario)}--${safeName(operation)}.json`);
-  const title = SCENARIO_TITLES[scenario];
-  const notes: string[] = [];
-  const failures: string[] = [];
   const label = `${o.name} ${operation} ${scenario}`;
+  const notes: string[] = [];
   const finish = (r: ResultFields): ScenarioResult => {
     const result: ScenarioResult = {
       drill: o.name,
       operation,
       scenario,
-      title,
+      title: SCENARIO_TITLES[scenario],
       startedAt,
       finishedAt: new Date().toISOString(),
       receiptFile,
@@ -118,68 +171,19 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
     ctx.results.push(result);
     return result;
   };
-  const none = { runnerReceipts: [], handoffPackets: [], proxyRequests: [], notes };
-  if (!op)
-    return finish({ status: 'failed', failures: [`${label}: operation not declared in options.operations`], ...none });
-
-  // Read the card from a throwaway adapter, before anything runs.
-  let card: RetrySafetyCard;
-  try {
-    card = await readDrillCard(ctx, operation);
-  } catch (err) {
-    return finish({
-      status: 'failed',
-      failures: [`${label}: cannot read the card: ${(err as Error).message}`],
-      ...none,
-    });
-  }
-
-  const skip = skipReason(scenario, card);
-  if (skip) return finish({ status: 'skipped', skip, failures: [], ...none });
-
-  const abilities = readCard(card, o.policy);
-  const rateLimited = op.faults.rateLimited ?? DEFAULT_RATE_LIMITED;
-  const retryAfterS =
-    typeof rateLimited === 'object' && rateLimited.kind === 'status' ? (rateLimited.retryAfterS ?? 0) : 0;
-  const criteria: PassCriteria = criteriaFor(scenario, card, abilities, { retryAfterS, concurrency: CONCURRENCY });
-
-  const i = ctx.nextIndex++;
-  if (scenario === 'rejection-left-object' && !op.rejectedCreates) {
-    failures.push(
-      `${label}: operations['${operation}'].rejectedCreates is required: the card says a rejected call can leave an object (sideEffect.rejectionMayCreate)`,
-    );
-    return finish({ status: 'failed', criteria, failures, ...none });
-  }
-  const params = scenario === 'rejection-left-object' ? op.rejectedCreates!.params(i) : op.params(i);
-  const timeoutMs = o.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS;
-  // Missing provider-shaped faults for a scenario the card says applies: a configuration failure, not a skip.
-  const needFault = (f: Fault | undefined, field: string): Fault | null => {
-    if (f !== undefined) return f;
-    failures.push(
-      `${label}: operations['${operation}'].faults.${field} is required: the card says this scenario applies (${criteria.why.at(-1)})`,
-    );
-    return null;
-  };
-  const script = faultScriptFor(scenario, op, card, { timeoutMs, rateLimited, needFault });
-  if (failures.length > 0) return finish({ status: 'failed', criteria, failures, ...none });
-
+  const plan = await planScenario(ctx, operation, scenario, label);
+  if ('status' in plan) return finish({ ...plan, notes });
+  const { criteria, timeoutMs } = plan;
   let h: Harness;
   try {
     // late-commit only needs the client to give up: a short client timeout keeps the whole drill under a minute.
-    h = await startHarness(
-      ctx,
-      script,
-      scenario === 'late-commit' ? Math.min(LATE_COMMIT_TIMEOUT_MS, timeoutMs) : undefined,
-    );
+    const clientTimeoutMs = scenario === 'late-commit' ? Math.min(LATE_COMMIT_TIMEOUT_MS, timeoutMs) : undefined;
+    h = await startHarness(ctx, plan.script, clientTimeoutMs);
   } catch (err) {
-    return finish({
-      status: 'failed',
-      criteria,
-      failures: [`${label}: could not start sandbox/proxy/adapter: ${(err as Error).message}`],
-      ...none,
-    });
+    const failures = [`${label}: could not start sandbox/proxy/adapter: ${(err as Error).message}`];
+    return finish({ status: 'failed', criteria, failures, ...NOTHING_RAN, notes });
   }
-
+  const failures: string[] = [];
   const d: Drive = {
     outcomes: [],
     errors: [],
@@ -189,72 +193,30 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
     executeCallsBeforeRecovery: 0,
     requestsBeforeRecovery: 0,
   };
-  const businessOperationId = `drill-${safeName(operation)}-${i}`;
-  await driveScenario(
-    h,
-    {
-      scenario,
-      operation,
-      op,
-      card,
-      params,
-      label,
-      businessOperationId,
-      leaseMs: o.policy?.leaseMs ?? 30_000,
-      concurrency: CONCURRENCY,
-    },
-    d,
-  );
-
-  const { observed, proxyRequests, duringExecute, maxRequestsInOneExecute } = await observe(h, operation, d);
+  const input = {
+    scenario,
+    operation,
+    op: plan.op,
+    card: plan.card,
+    params: plan.params,
+    label,
+    businessOperationId: `drill-${safeName(operation)}-${plan.index}`,
+    leaseMs: o.policy?.leaseMs ?? 30_000,
+    concurrency: CONCURRENCY,
+  };
+  await driveScenario(h, input, d);
+  const seen = await observe(h, operation, d);
   const handoffPackets = [...h.packets];
   await h.close().catch((err: Error) => notes.push(`cleanup: ${err.message}`));
   if (d.executeCallsBeforeRecovery)
     notes.push(
       `before recovery: ${d.executeCallsBeforeRecovery} doExecute call(s), ${d.requestsBeforeRecovery} proxy request(s)`,
     );
-
-  // Assert the criteria written before the run.
-  const { providerRecords, outcomes, errors } = observed;
-  const waitedMs = d.waitedMs;
-  if (providerRecords !== criteria.providerRecords)
-    failures.push(`${label}: providerRecords expected ${criteria.providerRecords}, observed ${providerRecords}`);
-  if (!meets(criteria.attemptsAtProxy, duringExecute))
-    failures.push(
-      `${label}: attemptsAtProxy expected ${describeCount(criteria.attemptsAtProxy)}, observed ${duringExecute} (doExecute calls ${h.tracker.executeCalls}, requests ${proxyRequests.length})`,
-    );
-  if (maxRequestsInOneExecute > 1 || (scenario !== 'concurrent-duplicates' && duringExecute > h.tracker.executeCalls)) {
-    failures.push(
-      `${label}: one retrying layer expected (1 request per doExecute), observed ${maxRequestsInOneExecute > 1 ? maxRequestsInOneExecute : duringExecute} request(s) for ${maxRequestsInOneExecute > 1 ? 'one doExecute call' : `${h.tracker.executeCalls} doExecute call(s)`}: the SDK or adapter retries on its own`,
-    );
-  }
-  const badOutcomes = outcomes.filter((x) => !criteria.outcome.includes(x));
-  if (outcomes.length === 0 || badOutcomes.length > 0)
-    failures.push(
-      `${label}: outcome expected ${criteria.outcome.join(' or ')}, observed ${outcomes.length ? [...new Set(outcomes)].join(', ') : 'none'}${errors.length ? ` (${errors[0]})` : ''}`,
-    );
-  const handedOff = outcomes.includes('handed-off');
-  const wantHandoff = criteria.handoff === 'with-outcome' ? handedOff : criteria.handoff;
-  if (wantHandoff && h.packets.length === 0) failures.push(`${label}: handoff expected, observed no handoff packet`);
-  if (!wantHandoff && h.packets.length > 0)
-    failures.push(
-      `${label}: no handoff expected, observed ${h.packets.length} packet(s) (${h.packets.map((p) => p.reason).join(', ')})`,
-    );
-  if (criteria.minWaitMs !== undefined && !(waitedMs !== undefined && waitedMs >= criteria.minWaitMs)) {
-    failures.push(
-      `${label}: Retry-After not honoured: expected a wait of at least ${criteria.minWaitMs} ms before attempt 2, observed ${waitedMs ?? 'no second attempt'}`,
-    );
-  }
-  if (scenario === 'lost-response-timeout' && proxyRequests[0] && proxyRequests[0].clientGaveUp === false) {
-    failures.push(
-      `${label}: the client did not time out: the proxy held the response ${timeoutMs * 5 + 1000} ms and dropped it itself; createAdapter must pass timeoutMs (${timeoutMs} ms) to the SDK`,
-    );
-  }
-  if (h.proxy.scriptErrors.length > 0)
-    failures.push(`${label}: fault script errors: ${h.proxy.scriptErrors.join('; ')}`);
-
+  failures.push(...unmet(criteria, seen, h, { label, scenario, timeoutMs, waitedMs: d.waitedMs }));
+  const { observed, proxyRequests } = seen;
+  const status = failures.length === 0 ? 'passed' : 'failed';
   return finish({
-    status: failures.length === 0 ? 'passed' : 'failed',
+    status,
     criteria,
     observed,
     failures,
@@ -263,6 +225,55 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
     proxyRequests,
     notes,
   });
+}
+
+/** Each criterion written before the run that the run did not meet, as a sentence. */
+function unmet(
+  criteria: PassCriteria,
+  seen: Awaited<ReturnType<typeof observe>>,
+  h: Harness,
+  run: { label: string; scenario: ScenarioId; timeoutMs: number; waitedMs: number | undefined },
+): string[] {
+  const { label, scenario, timeoutMs, waitedMs } = run;
+  const { observed, proxyRequests } = seen;
+  const { providerRecords, outcomes, errors, maxRequestsInOneExecute } = observed;
+  const duringExecute = observed.attemptsAtProxy;
+  const calls = h.tracker.executeCalls;
+  const out: string[] = [];
+  if (providerRecords !== criteria.providerRecords)
+    out.push(`${label}: providerRecords expected ${criteria.providerRecords}, observed ${providerRecords}`);
+  if (!meets(criteria.attemptsAtProxy, duringExecute))
+    out.push(
+      `${label}: attemptsAtProxy expected ${describeCount(criteria.attemptsAtProxy)}, observed ${duringExecute} (doExecute calls ${calls}, requests ${proxyRequests.length})`,
+    );
+  if (maxRequestsInOneExecute > 1 || (scenario !== 'concurrent-duplicates' && duringExecute > calls)) {
+    const many = maxRequestsInOneExecute > 1;
+    out.push(
+      `${label}: one retrying layer expected (1 request per doExecute), observed ${many ? maxRequestsInOneExecute : duringExecute} request(s) for ${many ? 'one doExecute call' : `${calls} doExecute call(s)`}: the SDK or adapter retries on its own`,
+    );
+  }
+  const badOutcomes = outcomes.filter((x) => !criteria.outcome.includes(x));
+  if (outcomes.length === 0 || badOutcomes.length > 0)
+    out.push(
+      `${label}: outcome expected ${criteria.outcome.join(' or ')}, observed ${outcomes.length ? [...new Set(outcomes)].join(', ') : 'none'}${errors.length ? ` (${errors[0]})` : ''}`,
+    );
+  const wantHandoff = criteria.handoff === 'with-outcome' ? outcomes.includes('handed-off') : criteria.handoff;
+  const packets = h.packets;
+  if (wantHandoff && packets.length === 0) out.push(`${label}: handoff expected, observed no handoff packet`);
+  if (!wantHandoff && packets.length > 0)
+    out.push(
+      `${label}: no handoff expected, observed ${packets.length} packet(s) (${packets.map((p) => p.reason).join(', ')})`,
+    );
+  if (criteria.minWaitMs !== undefined && !(waitedMs !== undefined && waitedMs >= criteria.minWaitMs))
+    out.push(
+      `${label}: Retry-After not honoured: expected a wait of at least ${criteria.minWaitMs} ms before attempt 2, observed ${waitedMs ?? 'no second attempt'}`,
+    );
+  if (scenario === 'lost-response-timeout' && proxyRequests[0]?.clientGaveUp === false)
+    out.push(
+      `${label}: the client did not time out: the proxy held the response ${timeoutMs * 5 + 1000} ms and dropped it itself; createAdapter must pass timeoutMs (${timeoutMs} ms) to the SDK`,
+    );
+  if (h.proxy.scriptErrors.length > 0) out.push(`${label}: fault script errors: ${h.proxy.scriptErrors.join('; ')}`);
+  return out;
 }
 
 /** The operation's card, read from a throwaway adapter that never sends anything. */
@@ -354,19 +365,20 @@ async function observe(h: Harness, operation: string, d: Drive) {
     ...(d.waitedMs !== undefined ? { waitedMs: d.waitedMs } : {}),
     errors: d.errors,
   };
-  return { observed, proxyRequests, duringExecute, maxRequestsInOneExecute };
+  return { observed, proxyRequests };
 }
 
 /** Writes `summary.json` for the results so far and returns it. */
 export function writeSummary(ctx: DrillContext): DrillSummary {
   const results = ctx.results;
+  const count = (status: ScenarioResult['status']) => results.filter((r) => r.status === status).length;
   const summary: DrillSummary = {
     drill: ctx.options.name,
     outDir: ctx.outDir,
     total: results.length,
-    passed: results.filter((r) => r.status === 'passed').length,
-    failed: results.filter((r) => r.status === 'failed').length,
-    skipped: results.filter((r) => r.status === 'skipped').length,
+    passed: count('passed'),
+    failed: count('failed'),
+    skipped: count('skipped'),
     skips: results
       .filter((r) => r.skip)
       .map((r) => ({

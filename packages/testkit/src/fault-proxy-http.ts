@@ -25,6 +25,14 @@ const HOP_BY_HOP = new Set([
   'proxy-authenticate',
 ]);
 
+/** The headers worth relaying: neither hop-by-hop nor content-length (set anew), nor `also`. */
+function endToEnd(from: IncomingHttpHeaders, also?: string): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(from))
+    if (v !== undefined && !HOP_BY_HOP.has(k) && k !== 'content-length' && k !== also) headers[k] = v;
+  return headers;
+}
+
 /** Resets the client's TCP connection (RST where the platform allows it). */
 export function resetSocket(socket: Socket): void {
   if (socket.destroyed) return;
@@ -41,11 +49,7 @@ export function forwardTo(
   req: IncomingMessage,
   body: Buffer,
 ): Promise<Upstream> {
-  const headers: Record<string, string | string[]> = {};
-  for (const [k, v] of Object.entries(req.headers)) {
-    if (v === undefined || HOP_BY_HOP.has(k) || k === 'host' || k === 'content-length') continue;
-    headers[k] = v;
-  }
+  const headers = endToEnd(req.headers, 'host');
   headers['host'] = up.target.host;
   headers['content-length'] = String(body.length);
   return new Promise((resolve, reject) => {
@@ -73,11 +77,7 @@ export function forwardTo(
 }
 
 export function relay(res: ServerResponse, upstream: Upstream): void {
-  const headers: Record<string, string | string[]> = {};
-  for (const [k, v] of Object.entries(upstream.headers)) {
-    if (v === undefined || HOP_BY_HOP.has(k) || k === 'content-length') continue;
-    headers[k] = v;
-  }
+  const headers = endToEnd(upstream.headers);
   headers['content-length'] = String(upstream.body.length);
   res.writeHead(upstream.status, headers);
   res.end(upstream.body);
@@ -101,9 +101,7 @@ export function answerWithStatus(res: ServerResponse, fault: Extract<Fault, { ki
 
 export function truncateResponse(req: IncomingMessage, res: ServerResponse, upstream: Upstream): void {
   if (req.socket.destroyed) return;
-  const headers: Record<string, string | string[]> = {};
-  for (const [k, v] of Object.entries(upstream.headers))
-    if (v !== undefined && !HOP_BY_HOP.has(k) && k !== 'content-length') headers[k] = v;
+  const headers = endToEnd(upstream.headers);
   // A body is cut to its first half under its full content-length; an empty one is announced as a
   // chunked body that never ends (there is nothing to cut): either way the client cannot finish reading.
   if (upstream.body.length > 0) headers['content-length'] = String(upstream.body.length);
@@ -138,9 +136,8 @@ export function holdUntilClientGivesUp(
   });
 }
 
-/** A loopback server that keeps track of its sockets (close destroys them). */
+/** A loopback server on a free port that keeps track of its sockets (close destroys them). */
 export async function listen(
-  port: number,
   sockets: Set<Socket>,
   handler: (req: IncomingMessage, res: ServerResponse) => void,
 ): Promise<Server> {
@@ -152,7 +149,7 @@ export async function listen(
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve());
+    server.listen(0, '127.0.0.1', () => resolve());
   });
   return server;
 }

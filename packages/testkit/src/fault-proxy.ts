@@ -14,20 +14,9 @@ import {
 } from './fault-proxy-http.js';
 
 /**
- * What the proxy does with one request.
- * - `'pass'`: forward it and relay the response.
- * - `'drop-response'`: forward the whole request, wait for the upstream's full response (so the
- *   provider committed), then reset the client's connection: the client sees ECONNRESET.
- * - `'reset-before'`: reset the client's connection without forwarding anything: it never arrived.
- * - `'truncate-response'`: forward, then send the upstream's status line, its headers (the full
- *   content-length) and the first half of its body, then reset the connection: the provider committed,
- *   the client saw the status but cannot read the body.
- * - `{ kind: 'delay', ms }`: forward, hold the response `ms` (longer than the client's timeout),
- *   then reset the connection; the provider committed, the client timed out.
- * - `{ kind: 'status', status, … }`: answer by itself, never forwarded (429 + Retry-After, 5xx, 409…);
- *   with `forward: true` the request is forwarded first (the provider has it) and the real answer is replaced.
+ * A network fault: the contract's `DrillFault` (pass, drop-response, reset-before, delay, status, late-commit),
+ * or `'truncate-response'`: the status line, headers and half the body, then a reset (committed, body unreadable).
  */
-/** A network fault: the contract's `DrillFault`, or a response cut off after its status line. */
 export type Fault = DrillFault | 'truncate-response';
 
 /** What the script is told about the request it decides for. */
@@ -37,10 +26,7 @@ export interface FaultRequestInfo {
   readonly headers: IncomingHttpHeaders;
 }
 
-/**
- * One entry per call (1-based call numbers; past the end of the array every call is `'pass'`), or a
- * function of the call number.
- */
+/** One entry per call (1-based; past the end every call is `'pass'`), or a function of the call number. */
 export type FaultScript = readonly Fault[] | ((call: number, request: FaultRequestInfo) => Fault);
 
 /** One request as the proxy saw it. */
@@ -50,22 +36,20 @@ export interface ProxyRequest {
   readonly method: string;
   /** Path and query. */
   readonly path: string;
-  /** Idempotency-related headers only (lower-case names): `idempotency-key` plus the ones listed in `recordHeaders`. */
+  /** `idempotency-key` plus the headers listed in `recordHeaders` (lower-case names). */
   readonly headers: Readonly<Record<string, string>>;
-  /** `sha256:` + hex of the raw request body (the empty string's hash for no body). */
+  /** `sha256:` + hex of the raw request body. */
   readonly bodyHash: string;
   readonly bodyBytes: number;
-  /** The fault applied, in a JSON-friendly form. */
   readonly fault: Fault;
   /** Whether the request reached the upstream. */
   readonly forwarded: boolean;
-  /** Upstream status, when the upstream answered. */
   readonly upstreamStatus?: number;
-  /** For `delay`: true when the client gave up (closed the connection) before the hold ran out, i.e. its timeout worked. */
+  /** For a held request: true when the client gave up before the hold ran out (its timeout works). */
   readonly clientGaveUp?: boolean;
   /** Epoch ms the request arrived (complete body). */
   readonly at: number;
-  /** Free-form label set by the caller through `proxy.label` at the time the request arrived (the drill uses it to attribute requests to adapter calls). */
+  /** `proxy.label` when the request arrived (the drill attributes requests to adapter calls with it). */
   readonly label?: string;
 }
 
@@ -75,8 +59,6 @@ export interface FaultProxyOptions {
   readonly faults?: FaultScript;
   /** Extra request headers to record (case-insensitive), besides `Idempotency-Key`. */
   readonly recordHeaders?: readonly string[];
-  /** Port to listen on (default 0: any free port). Always binds 127.0.0.1. */
-  readonly port?: number;
   /** The clock `late-commit` measures `afterMs` on (the drill's virtual clock); default real time. */
   readonly clock?: { now(): number };
 }
@@ -91,13 +73,13 @@ export interface FaultProxy {
   readonly scriptErrors: readonly string[];
   /** Replaces the fault script; call numbering continues. */
   setFaults(next: FaultScript): void;
-  /** Clears the recorded requests, restarts call numbering at 1 and sets the script back to all-`'pass'` (or `next`). */
+  /** Clears the requests, restarts numbering at 1 and sets the script to all-`'pass'` (or `next`). */
   reset(next?: FaultScript): void;
   /** A label recorded on requests arriving from now on; `undefined` to clear. */
   label: string | undefined;
   /** Resolves once `count` requests have arrived (and been recorded). */
   waitForRequests(count: number): Promise<void>;
-  /** Lets the provider apply every request a `late-commit` still holds (the drill calls it before counting records). */
+  /** Lets the provider apply every request a `late-commit` still holds (before counting records). */
   flushLate(): Promise<void>;
   /** Requests a `late-commit` holds right now (not yet applied). */
   readonly heldLate: number;
@@ -107,30 +89,30 @@ export interface FaultProxy {
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
 const EMPTY_SHA = 'sha256:' + createHash('sha256').update('').digest('hex');
 
+const SIMPLE_FAULTS: readonly unknown[] = ['pass', 'drop-response', 'reset-before', 'truncate-response'];
+type FaultField = 'kind' | 'ms' | 'afterMs' | 'status' | 'retryAfterS';
+const isMs = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v >= 0;
+
 /** Throws a TypeError naming the problem when `fault` is not a valid Fault. */
-export function validateFault(fault: unknown, where = 'fault'): asserts fault is Fault {
-  if (fault === 'pass' || fault === 'drop-response' || fault === 'reset-before' || fault === 'truncate-response')
+function validateFault(fault: unknown, where = 'fault'): asserts fault is Fault {
+  if (SIMPLE_FAULTS.includes(fault)) return;
+  const f = (typeof fault === 'object' && fault !== null ? fault : {}) as Partial<Record<FaultField, unknown>>;
+  if (f.kind === 'delay') {
+    if (isMs(f.ms)) return;
+    throw new TypeError(`${where}: delay needs ms >= 0, got ${JSON.stringify(f.ms)}`);
+  }
+  if (f.kind === 'late-commit') {
+    if (isMs(f.afterMs)) return;
+    throw new TypeError(`${where}: late-commit needs afterMs >= 0, got ${JSON.stringify(f.afterMs)}`);
+  }
+  if (f.kind === 'status') {
+    const status = f.status;
+    if (typeof status !== 'number' || !Number.isInteger(status) || status < 100 || status > 599)
+      throw new TypeError(`${where}: status needs an HTTP status 100–599, got ${JSON.stringify(status)}`);
+    const ra = f.retryAfterS;
+    if (ra !== undefined && (typeof ra !== 'number' || !(ra >= 0)))
+      throw new TypeError(`${where}: retryAfterS must be a number >= 0, got ${JSON.stringify(ra)}`);
     return;
-  if (typeof fault === 'object' && fault !== null) {
-    const f = fault as { kind?: unknown; ms?: unknown; status?: unknown; retryAfterS?: unknown };
-    if (f.kind === 'delay') {
-      if (typeof f.ms === 'number' && Number.isFinite(f.ms) && f.ms >= 0) return;
-      throw new TypeError(`${where}: delay needs ms >= 0, got ${JSON.stringify(f.ms)}`);
-    }
-    if (f.kind === 'late-commit') {
-      const after = (fault as { afterMs?: unknown }).afterMs;
-      if (typeof after === 'number' && Number.isFinite(after) && after >= 0) return;
-      throw new TypeError(`${where}: late-commit needs afterMs >= 0, got ${JSON.stringify(after)}`);
-    }
-    if (f.kind === 'status') {
-      if (typeof f.status !== 'number' || !Number.isInteger(f.status) || f.status < 100 || f.status > 599) {
-        throw new TypeError(`${where}: status needs an HTTP status 100–599, got ${JSON.stringify(f.status)}`);
-      }
-      if (f.retryAfterS !== undefined && (typeof f.retryAfterS !== 'number' || !(f.retryAfterS >= 0))) {
-        throw new TypeError(`${where}: retryAfterS must be a number >= 0, got ${JSON.stringify(f.retryAfterS)}`);
-      }
-      return;
-    }
   }
   throw new TypeError(
     `${where}: expected 'pass' | 'drop-response' | 'reset-before' | 'truncate-response' | { kind: 'delay', ms } | { kind: 'status', status }, got ${JSON.stringify(fault)}`,
@@ -141,7 +123,7 @@ function validateScript(script: FaultScript): void {
   if (typeof script === 'function') return;
   if (!Array.isArray(script))
     throw new TypeError('faults must be an array (one entry per call) or a function of the call number');
-  script.forEach((f, i) => validateFault(f, `faults[${i}] (call ${i + 1})`));
+  for (const [i, f] of script.entries()) validateFault(f, `faults[${i}] (call ${i + 1})`);
 }
 
 function pick(script: FaultScript, n: number, info: FaultRequestInfo): Fault {
@@ -350,67 +332,53 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     }
     const index = requests.length;
     record(requestEntry(n, info, recordHeaders, body, fault, proxy.label));
+    const note = (patch: Partial<ProxyRequest>) => update(index, gen, patch);
+    /** Forwards the request and notes the upstream's status; the error when the upstream failed. */
+    const send = async (patch: Partial<ProxyRequest> = {}): Promise<Upstream | Error> => {
+      try {
+        const up = await forward(req, body);
+        note({ ...patch, upstreamStatus: up.status });
+        return up;
+      } catch (err) {
+        note({ forwarded: false });
+        return err as Error;
+      }
+    };
 
-    if (fault === 'reset-before') {
-      resetSocket(req.socket);
-      return;
-    }
+    if (fault === 'reset-before') return resetSocket(req.socket);
     if (typeof fault === 'object' && fault.kind === 'status') {
       if (fault.forward === true) {
-        try {
-          const upstream = await forward(req, body);
-          update(index, gen, { upstreamStatus: upstream.status });
-        } catch {
-          update(index, gen, { forwarded: false });
-        }
+        await send();
         if (req.socket.destroyed) return;
       }
-      answerWithStatus(res, fault);
-      return;
+      return answerWithStatus(res, fault);
     }
     if (typeof fault === 'object' && fault.kind === 'late-commit') {
-      const onGaveUp = (clientGaveUp: boolean) => update(index, gen, { clientGaveUp });
-      await late.hold(req, fault.afterMs, timers, onGaveUp, async () => {
-        try {
-          const upstream = await forward(req, body);
-          update(index, gen, { forwarded: true, upstreamStatus: upstream.status });
-        } catch {
-          update(index, gen, { forwarded: false });
-        }
+      const onGaveUp = (clientGaveUp: boolean) => note({ clientGaveUp });
+      return late.hold(req, fault.afterMs, timers, onGaveUp, async () => {
+        await send({ forwarded: true });
       });
-      return;
     }
-    let upstream: Upstream;
-    try {
-      upstream = await forward(req, body);
-    } catch (err) {
-      update(index, gen, { forwarded: false });
+    const upstream = await send();
+    if (upstream instanceof Error) {
       if (!res.headersSent && !req.socket.destroyed) {
         res.writeHead(502, { 'content-type': 'text/plain' });
-        res.end(`fault proxy: upstream failed: ${(err as Error).message}`);
+        res.end(`fault proxy: upstream failed: ${upstream.message}`);
       }
       return;
     }
-    update(index, gen, { upstreamStatus: upstream.status });
     if (fault === 'pass') {
       if (!req.socket.destroyed) relay(res, upstream);
       return;
     }
-    if (fault === 'drop-response') {
-      resetSocket(req.socket);
-      return;
-    }
-    if (fault === 'truncate-response') {
-      truncateResponse(req, res, upstream);
-      return;
-    }
+    if (fault === 'drop-response') return resetSocket(req.socket);
+    if (fault === 'truncate-response') return truncateResponse(req, res, upstream);
     // delay: the provider committed; hold the answer past the client's timeout, then drop it.
-    const gaveUp = await holdUntilClientGivesUp(req, fault.ms, timers);
-    update(index, gen, { clientGaveUp: gaveUp });
+    note({ clientGaveUp: await holdUntilClientGivesUp(req, fault.ms, timers) });
     resetSocket(req.socket);
   }
 
-  const server = await listen(options.port ?? 0, sockets, (req, res) => {
+  const server = await listen(sockets, (req, res) => {
     handle(req, res).catch(() => {
       if (!req.socket.destroyed) resetSocket(req.socket);
     });

@@ -1,43 +1,14 @@
-export type {
-  CrashDrillOptions,
-  CrashDrillReport,
-  CrashDrillSandbox,
-  CrashPoint,
-  CrashRunResult,
-} from './crash-drill.js';
+export type * from './crash-drill.js';
 export { CRASH_POINTS, runCrashDrill } from './crash-drill.js';
 export type { CardAbilities } from './criteria.js';
 export { criteriaFor, oracleAbsenceProvenAfterMs, oracleResendSafe, readCard, skipReason } from './criteria.js';
 // The drill without vitest (for the CLI's `retrysafe drill` and scripts); `./conformance` adds runConformance.
-export { disposeDrillContext, runDrill, runScenario, SCENARIO_TITLES, writeSummary } from './drill.js';
+export { disposeDrillContext, runDrill, runScenario, writeSummary } from './drill.js';
 export type { DrillClock } from './drill-clock.js';
 export { createDrillClock, seededRandom } from './drill-clock.js';
 export type { DrillContext } from './drill-harness.js';
 export { createDrillContext, DEFAULT_DRILL_TIMEOUT_MS } from './drill-harness.js';
-export type {
-  ConformanceOptions,
-  CountCriterion,
-  DrillOperation,
-  DrillOptions,
-  DrillOutcome,
-  DrillPolicy,
-  DrillReport,
-  DrillSandbox,
-  DrillSummary,
-  ObservedValues,
-  OperationFaults,
-  PassCriteria,
-  ScenarioId,
-  ScenarioResult,
-  ScenarioSkip,
-} from './drill-types.js';
+export type * from './drill-types.js';
 export { SCENARIOS } from './drill-types.js';
-export type {
-  Fault,
-  FaultProxy,
-  FaultProxyOptions,
-  FaultRequestInfo,
-  FaultScript,
-  ProxyRequest,
-} from './fault-proxy.js';
-export { startFaultProxy, validateFault } from './fault-proxy.js';
+export type * from './fault-proxy.js';
+export { startFaultProxy } from './fault-proxy.js';

@@ -22,30 +22,17 @@ export interface ExploreOptions {
   readonly decide?: DecideFn;
   /** 1: one worker that runs and, once restarted after a crash, recovers. 2: plus a separate recover process. */
   readonly workers?: 1 | 2;
-  /** The second worker's clock is this far ahead or behind the provider's (both are explored). Default: the policy's clock-skew margin, else 0. */
+  /** The second worker's clock runs this far ahead and behind (default: the policy's clock-skew margin). */
   readonly clockSkewMs?: number;
   /** Network fates tried on each provider call (default: all that the card makes meaningful). */
   readonly fates?: readonly Fate[];
   /** At most this many calls get a fate other than `delivered` (default 2). */
   readonly maxNetworkFaults?: number;
-  /** Worker crashes (default 1). */
   readonly maxCrashes?: number;
   /** Worker pauses past the lease (GC, suspended VM) (default 0). */
   readonly maxPauses?: number;
-  /**
-   * The runner checks its own lease immediately before every provider call and stops if it has run out
-   * (default true, as the runner does). False models a runner without that check: the lease invariant
-   * then catches a call on a run-out lease.
-   */
+  /** False models a runner that does not check its lease before each call (the lease invariant then fires). */
   readonly runnerChecksLease?: boolean;
-  /**
-   * Stand-in when the card says the late-apply bound is unknown: the model provider may apply a held
-   * request this late (default: the policy's clock-skew margin, which is what the re-send rule keeps
-   * from retention for an unknown bound; decide never trusts a not-found on such a card at all).
-   */
-  readonly unknownLateApplyMs?: number;
-  /** Stand-in for an unknown consistency delay (default: 2 × lookup window). */
-  readonly unknownDelayMs?: number;
   /** Stop after this many states (the report says truncated). Default 300 000. */
   readonly maxStates?: number;
 }
@@ -117,27 +104,20 @@ function worldSteps(ctx: Ctx, w: World): Succ[] {
 function nextTime(ctx: Ctx, w: World): number | null {
   const pts: number[] = [];
   const around = (x: number) => pts.push(x - 1, x, x + 1);
-  w.ws.forEach((me) => {
-    if (me.pc === 'waiting' && !me.paused) pts.push(me.op!.wakeAt - me.offset);
-  });
-  if (
+  for (const me of w.ws) if (me.pc === 'waiting' && !me.paused) pts.push(me.op!.wakeAt - me.offset);
+  // A live worker holding the record's fence keeps renewing the lease: its end is then no event.
+  const held =
     w.rec !== null &&
-    w.rec.leaseExpiresAt !== null &&
-    !w.ws.some((x) => !x.paused && x.op !== null && x.pc !== 'done' && x.pc !== 'idle' && x.op.fence === w.rec!.fence)
-  )
-    around(w.rec.leaseExpiresAt);
+    w.ws.some((x) => !x.paused && x.op !== null && x.pc !== 'done' && x.pc !== 'idle' && x.op.fence === w.rec!.fence);
+  if (w.rec !== null && w.rec.leaseExpiresAt !== null && !held) around(w.rec.leaseExpiresAt);
   for (const pd of w.prov.pending) around(pd.until);
   for (const c of w.prov.commits) around(c + ctx.pm.consistencyDelayMs);
   if (w.prov.key !== null && ctx.pm.retentionMs !== null) around(w.prov.key.at + ctx.pm.retentionMs);
   if (w.rec !== null && !T.isTerminal(w.rec)) {
-    const first = w.rec.firstDispatchedAt;
     const offsets = new Set(w.ws.map((x) => x.offset));
     // Anchors are events, not bookkeeping: the first dispatch, each worker's last dispatch, a dead owner's lease end.
-    const held = w.ws.some(
-      (x) => !x.paused && x.op !== null && x.op.fence === w.rec!.fence && x.pc !== 'done' && x.pc !== 'idle',
-    );
     const anchors = [
-      first,
+      w.rec.firstDispatchedAt,
       ...w.ws.flatMap((x) => (x.op ? [x.op.lastDispatchedAt, x.op.takenOverLeaseEnd] : [])),
       held ? null : w.rec.leaseExpiresAt,
     ].filter((x): x is number => x !== null);
@@ -155,27 +135,17 @@ function tick(ctx: Ctx, w: World): Succ | null {
   if (t === null) return null;
   // Live, unpaused workers that hold the lease keep it alive (the runner's heartbeat and sliced waits).
   let rec = w.rec;
-  w.ws.forEach((me, i) => {
-    if (
-      rec !== null &&
-      !me.paused &&
-      me.op !== null &&
-      me.pc !== 'done' &&
-      me.pc !== 'crashed' &&
-      me.pc !== 'idle' &&
-      rec.fence === me.op.fence &&
-      rec.leaseOwner === me.name &&
-      !T.isTerminal(rec)
-    )
-      rec = T.renewTransition(rec, { businessOperationId: ID, fence: me.op.fence }, ctx.policy.leaseMs, t);
-    void i;
-  });
+  for (const me of w.ws) {
+    const live = !me.paused && me.op !== null && me.pc !== 'done' && me.pc !== 'crashed' && me.pc !== 'idle';
+    if (live && rec !== null && rec.fence === me.op!.fence && rec.leaseOwner === me.name && !T.isTerminal(rec))
+      rec = T.renewTransition(rec, { businessOperationId: ID, fence: me.op!.fence }, ctx.policy.leaseMs, t);
+  }
   // Held requests past their bound are never applied.
   const pending = w.prov.pending.filter((p) => p.until > t);
   return { w: { ...w, t, rec, prov: { ...w.prov, pending } }, text: `time passes to ${fmt(t)}` };
 }
 
-function violations(ctx: Ctx, w: World): { invariant: Violation['invariant']; message: string } | null {
+function violations(ctx: Ctx, w: World): Found | null {
   if (w.leaseBreach) return { invariant: 'lease', message: w.leaseBreach };
   if (w.prov.effects > 1)
     return { invariant: 'at-most-once', message: `${w.prov.effects} business effects for one operation` };
@@ -195,19 +165,16 @@ function violations(ctx: Ctx, w: World): { invariant: Violation['invariant']; me
 
 function key(w: World): string {
   const r = w.rec;
-  const rk =
-    r === null
-      ? null
-      : [
-          r.state,
-          r.fence,
-          r.leaseOwner,
-          r.leaseExpiresAt,
-          r.firstDispatchedAt,
-          r.attemptCount,
-          r.lastOutcome,
-          r.updatedAt,
-        ];
+  const rk = r && [
+    r.state,
+    r.fence,
+    r.leaseOwner,
+    r.leaseExpiresAt,
+    r.firstDispatchedAt,
+    r.attemptCount,
+    r.lastOutcome,
+    r.updatedAt,
+  ];
   return JSON.stringify([
     w.t,
     rk,
@@ -220,14 +187,28 @@ function key(w: World): string {
   ]);
 }
 
-/** Breadth-first over every interleaving; the first violation found has the shortest trace. */
-export function explore(options: ExploreOptions): ExploreReport {
+type Found = { invariant: Violation['invariant']; message: string };
+
+/** The states seen so far, each with the step that reached it first (a BFS tree). */
+interface Graph {
+  readonly seen: Map<string, number>;
+  readonly worlds: World[];
+  readonly parent: number[];
+  readonly label: string[];
+  readonly depthOf: number[];
+  readonly endings: Record<string, number>;
+  depth: number;
+  truncated: boolean;
+}
+
+function contextFor(options: ExploreOptions): Ctx {
   const card = options.card;
   const policy = resolvePolicy(card, options.policy);
   const marginMs = (policy as { clockSkewMarginMs?: number }).clockSkewMarginMs ?? 0;
+  // Unknown facts get pessimistic stand-ins: a late apply up to the margin, a delay of two lookup windows.
   const pm = providerFromCard(card, {
-    unknownLateApplyMs: options.unknownLateApplyMs ?? Math.max(marginMs, 1000),
-    unknownDelayMs: options.unknownDelayMs ?? 2 * policy.lookupWindowMs,
+    unknownLateApplyMs: Math.max(marginMs, 1000),
+    unknownDelayMs: 2 * policy.lookupWindowMs,
   });
   // A network that delivers a request twice defeats any client when the provider does not fold
   // same-key requests: it is explored only where the card says the key folds them.
@@ -236,7 +217,7 @@ export function explore(options: ExploreOptions): ExploreReport {
       (pm.storesErrors || !f.startsWith('stored-error')) &&
       (f !== 'duplicated' || (pm.folds && (pm.retentionMs ?? 0) > 0) || pm.idempotent),
   );
-  const ctx: Ctx = {
+  return {
     card,
     policy,
     decide: options.decide ?? realDecide,
@@ -248,9 +229,12 @@ export function explore(options: ExploreOptions): ExploreReport {
     marginMs,
     checksLease: options.runnerChecksLease ?? true,
   };
-  const skew = options.clockSkewMs ?? marginMs;
-  const workers = options.workers ?? 2;
-  const prov: ProviderState = { effects: 0, commits: [], key: null, pending: [], calls: 0 };
+}
+
+/** The starting worlds: one worker, or a runner and a recover process whose clock is ahead or behind. */
+function rootsFor(ctx: Ctx, options: ExploreOptions): World[] {
+  const skew = options.clockSkewMs ?? ctx.marginMs;
+  const two = (options.workers ?? 2) === 2;
   const mk = (name: string, role: WorkerState['role'], offset: number): WorkerState => ({
     name,
     role,
@@ -260,129 +244,131 @@ export function explore(options: ExploreOptions): ExploreReport {
     op: null,
     ended: null,
   });
-  const roots: World[] = [];
-  const offsets = workers === 2 ? [...new Set([skew, -skew])] : [0];
-  for (const o of offsets)
-    roots.push({
-      t: 0,
-      rec: null,
-      prov,
-      ws: workers === 2 ? [mk('A', 'run', 0), mk(`B(clock ${fmt(o)})`, 'recover', o)] : [mk('A', 'run', 0)],
-      netFaults: 0,
-      crashes: 0,
-      pauses: 0,
-    });
+  const prov: ProviderState = { effects: 0, commits: [], key: null, pending: [], calls: 0 };
+  return (two ? [...new Set([skew, -skew])] : [0]).map((o) => ({
+    t: 0,
+    rec: null,
+    prov,
+    ws: two ? [mk('A', 'run', 0), mk(`B(clock ${fmt(o)})`, 'recover', o)] : [mk('A', 'run', 0)],
+    netFaults: 0,
+    crashes: 0,
+    pauses: 0,
+  }));
+}
 
+function push(g: Graph, w: World, from: number, text: string): number | null {
+  const k = key(w);
+  if (g.seen.has(k)) return null;
+  const idx = g.worlds.length;
+  g.seen.set(k, idx);
+  g.worlds.push(w);
+  g.parent.push(from);
+  g.label.push(text);
+  g.depthOf.push(from < 0 ? 0 : g.depthOf[from]! + 1);
+  return idx;
+}
+
+function report(card: RetrySafetyCard, g: Graph, violation: Violation | null): ExploreReport {
+  const ends = Object.entries(g.endings)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
+  const found = violation ? `VIOLATION ${violation.invariant}` : 'no violation';
+  return {
+    operation: card.operation,
+    states: g.worlds.length,
+    depth: g.depth,
+    truncated: g.truncated,
+    violation,
+    endings: g.endings,
+    handsOff: Object.keys(g.endings).some((k) => k.startsWith('handed-off')),
+    summary: `${card.operation}: ${g.worlds.length} states, depth ${g.depth}${g.truncated ? ' (truncated)' : ''}; ${found}; endings: ${ends || 'none'}`,
+  };
+}
+
+/** The report of a violation, with the path that reached it as a trace and as a story. */
+function fail(card: RetrySafetyCard, g: Graph, idx: number, v: Found): ExploreReport {
+  const trace: TraceStep[] = [];
+  for (let k = idx; g.parent[k]! >= 0; k = g.parent[k]!)
+    trace.unshift({ t: g.worlds[g.parent[k]!]!.t, text: g.label[k]! });
+  // Consecutive "time passes" steps read as one.
+  const shown: TraceStep[] = [];
+  for (const s of trace) {
+    const prev = shown[shown.length - 1];
+    if (prev?.text.startsWith('time passes') && s.text.startsWith('time passes'))
+      shown[shown.length - 1] = { t: prev.t, text: s.text };
+    else shown.push(s);
+  }
+  const story = [
+    `${card.operation}: ${v.invariant} violated — ${v.message}`,
+    ...shown.map((s, k) => `  ${String(k + 1).padStart(2)}. [t${fmt(s.t)}] ${s.text}`),
+  ].join('\n');
+  return report(card, g, { ...v, trace, story });
+}
+
+/** Every next world of `w`; null when the operation has ended (counted in the endings). */
+function successors(ctx: Ctx, g: Graph, w: World): Succ[] | null {
+  const succ: Succ[] = [];
+  for (let i = 0; i < w.ws.length; i++) succ.push(...workerSteps(ctx, w, i));
+  succ.push(...worldSteps(ctx, w));
+  const terminal = w.rec !== null && T.isTerminal(w.rec);
+  const busy = w.ws.some((x) => x.pc !== 'idle' && x.pc !== 'done' && x.pc !== 'crashed');
+  if (terminal && !busy && w.prov.pending.length === 0) {
+    const end = w.rec!.state === 'handed-off' ? `handed-off:${w.rec!.handoff?.reason ?? '?'}` : w.rec!.state;
+    g.endings[end] = (g.endings[end] ?? 0) + 1;
+    return null; // done: nothing else can happen to this operation
+  }
+  // Local computation and ledger writes take no time: time passes only while every live worker waits,
+  // is idle or paused (a slow worker is modelled by a pause; a crash can still happen at every step).
+  const computing = w.ws.some(
+    (x) =>
+      !x.paused &&
+      (x.pc === 'decided' ||
+        x.pc === 'observing' ||
+        x.pc === 'calling' ||
+        (x.pc === 'waiting' && w.t + x.offset >= x.op!.wakeAt)),
+  );
+  const tk = computing ? null : tick(ctx, w);
+  if (tk) succ.push(tk);
+  return succ;
+}
+
+/** Breadth-first over every interleaving; the first violation found has the shortest trace. */
+export function explore(options: ExploreOptions): ExploreReport {
+  const ctx = contextFor(options);
+  const card = options.card;
   const maxStates = options.maxStates ?? 300_000;
-  const seen = new Map<string, number>();
-  const worlds: World[] = [];
-  const parent: number[] = [];
-  const label: string[] = [];
-  const depthOf: number[] = [];
-  const endings: Record<string, number> = {};
-  let depth = 0;
-  let truncated = false;
-  const push = (w: World, from: number, text: string): number | null => {
-    const k = key(w);
-    if (seen.has(k)) return null;
-    const idx = worlds.length;
-    seen.set(k, idx);
-    worlds.push(w);
-    parent.push(from);
-    label.push(text);
-    depthOf.push(from < 0 ? 0 : depthOf[from]! + 1);
-    return idx;
+  const g: Graph = {
+    seen: new Map(),
+    worlds: [],
+    parent: [],
+    label: [],
+    depthOf: [],
+    endings: {},
+    depth: 0,
+    truncated: false,
   };
-  const traceOf = (idx: number, last?: string): TraceStep[] => {
-    const steps: TraceStep[] = [];
-    for (let k = idx; k >= 0; k = parent[k]!)
-      if (parent[k]! >= 0) steps.unshift({ t: worlds[parent[k]!]!.t, text: label[k]! });
-    if (last) steps.push({ t: worlds[idx]!.t, text: last });
-    return steps;
-  };
-  const fail = (
-    idx: number,
-    v: { invariant: Violation['invariant']; message: string },
-    last?: string,
-  ): ExploreReport => {
-    const trace = traceOf(idx, last);
-    // Consecutive "time passes" steps read as one.
-    const shown: TraceStep[] = [];
-    for (const s of trace) {
-      const prev = shown[shown.length - 1];
-      if (prev && prev.text.startsWith('time passes') && s.text.startsWith('time passes'))
-        shown[shown.length - 1] = { t: prev.t, text: s.text };
-      else shown.push(s);
-    }
-    const story = [
-      `${card.operation}: ${v.invariant} violated — ${v.message}`,
-      ...shown.map((s, k) => `  ${String(k + 1).padStart(2)}. [t${fmt(s.t)}] ${s.text}`),
-    ].join('\n');
-    return report({ invariant: v.invariant, message: v.message, trace, story });
-  };
-  const report = (violation: Violation | null): ExploreReport => {
-    const handsOff = Object.keys(endings).some((k) => k.startsWith('handed-off'));
-    const ends = Object.entries(endings)
-      .map(([k, v]) => `${k} ${v}`)
-      .join(', ');
-    return {
-      operation: card.operation,
-      states: worlds.length,
-      depth,
-      truncated,
-      violation,
-      endings,
-      handsOff,
-      summary: `${card.operation}: ${worlds.length} states, depth ${depth}${truncated ? ' (truncated)' : ''}; ${violation ? `VIOLATION ${violation.invariant}` : 'no violation'}; endings: ${ends || 'none'}`,
-    };
-  };
-
-  for (const r of roots) push(r, -1, 'start');
-  for (let q = 0; q < worlds.length; q++) {
-    if (worlds.length >= maxStates) {
-      truncated = true;
+  for (const r of rootsFor(ctx, options)) push(g, r, -1, 'start');
+  for (let q = 0; q < g.worlds.length; q++) {
+    if (g.worlds.length >= maxStates) {
+      g.truncated = true;
       break;
     }
-    const w = worlds[q]!;
-    depth = Math.max(depth, depthOf[q]!);
+    const w = g.worlds[q]!;
+    g.depth = Math.max(g.depth, g.depthOf[q]!);
     const v = violations(ctx, w);
-    if (v) return fail(q, v);
-    const succ: Succ[] = [];
-    w.ws.forEach((_, i) => succ.push(...workerSteps(ctx, w, i)));
-    succ.push(...worldSteps(ctx, w));
-    const terminal = w.rec !== null && T.isTerminal(w.rec);
-    const busy = w.ws.some((x) => x.pc !== 'idle' && x.pc !== 'done' && x.pc !== 'crashed');
-    if (terminal && !busy && w.prov.pending.length === 0) {
-      const end = w.rec!.state === 'handed-off' ? `handed-off:${w.rec!.handoff?.reason ?? '?'}` : w.rec!.state;
-      endings[end] = (endings[end] ?? 0) + 1;
-      continue; // done: nothing else can happen to this operation
-    }
-    // Local computation and ledger writes take no time: time passes only while every live worker waits,
-    // is idle or paused (a slow worker is modelled by a pause; a crash can still happen at every step).
-    const computing = w.ws.some(
-      (x) =>
-        !x.paused &&
-        (x.pc === 'decided' ||
-          x.pc === 'observing' ||
-          x.pc === 'calling' ||
-          (x.pc === 'waiting' && w.t + x.offset >= x.op!.wakeAt)),
-    );
-    const tk = computing ? null : tick(ctx, w);
-    if (tk) succ.push(tk);
-    if (succ.length === 0) {
-      if (w.rec !== null && !T.isTerminal(w.rec))
-        return fail(q, {
-          invariant: 'stuck',
-          message: `the operation stays ${w.rec.state} and no worker will ever move it`,
-        });
-      continue;
-    }
+    if (v) return fail(card, g, q, v);
+    const succ = successors(ctx, g, w);
+    if (succ === null) continue;
+    if (succ.length === 0 && w.rec !== null && !T.isTerminal(w.rec))
+      return fail(card, g, q, {
+        invariant: 'stuck',
+        message: `the operation stays ${w.rec.state} and no worker will ever move it`,
+      });
     for (const s of succ) {
-      const idx = push(s.w, q, s.text);
-      if (idx === null) continue;
-      const v2 = violations(ctx, s.w);
-      if (v2) return fail(idx, v2);
+      const idx = push(g, s.w, q, s.text);
+      const v2 = idx === null ? null : violations(ctx, s.w);
+      if (v2) return fail(card, g, idx!, v2);
     }
   }
-  return report(null);
+  return report(card, g, null);
 }

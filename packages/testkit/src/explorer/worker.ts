@@ -67,7 +67,7 @@ const setOp = (w: World, i: number, patch: Partial<OpState>, pc?: WorkerState['p
 const holds = (w: World, i: number) =>
   w.rec !== null && w.ws[i]!.op !== null && w.rec.fence === w.ws[i]!.op!.fence && w.rec.leaseOwner === w.ws[i]!.name;
 
-function stateOf(ctx: Ctx, w: World, i: number, observedAt?: number): DecisionState {
+function stateOf(w: World, i: number, observedAt?: number): DecisionState {
   const op = w.ws[i]!.op!;
   const rec = w.rec!;
   return {
@@ -121,148 +121,122 @@ function packet(reason: string, rec: OperationRecord): HandoffPacket {
 /** A worker's next step(s) from its program counter. Mirrors the runner's loop (packages/core/src/runner/loop.ts). */
 export function workerSteps(ctx: Ctx, w: World, i: number): Succ[] {
   const me = w.ws[i]!;
-  if (me.paused || me.pc === 'done' || me.pc === 'crashed') return [];
-  const tag = `${me.name}`;
-  const n = now(w, i);
+  if (me.paused) return [];
   switch (me.pc) {
-    case 'idle': {
-      if (me.role === 'run') return [claim(ctx, w, i, true, `${tag} run(): claims the operation`)];
+    case 'idle':
+      if (me.role === 'run') return [claim(ctx, w, i, true, `${me.name} run(): claims the operation`)];
       // recover(): a candidate is a non-terminal record whose lease is absent or expired (ledger clock).
       if (w.rec === null || T.isTerminal(w.rec) || T.leaseLive(w.rec, w.t)) return [];
       return [
-        claim(ctx, w, i, false, `${tag} recover(): finds it ${w.rec.state} with the lease expired, takes it over`),
+        claim(ctx, w, i, false, `${me.name} recover(): finds it ${w.rec.state} with the lease expired, takes it over`),
       ];
-    }
-    case 'decided': {
-      const op = me.op!;
-      const d = op.decision;
-      if (d.action === 'complete') {
-        if (!holds(w, i))
-          return [
-            {
-              w: lostLease(w, i),
-              text: `${tag}: its fenced write is refused (lease lost): waits for the holder, takes over once its lease lapses`,
-            },
-          ];
-        const rec =
-          w.rec!.state === 'succeeded'
-            ? w.rec!
-            : T.setStateTransition(w.rec!, {
-                state: 'succeeded',
-                lastOutcome: w.rec!.lastOutcome,
-                result: { ref: 'obj' },
-                providerRef: 'obj',
-                now: n,
-              } as StatePatch);
-        return [{ w: setW({ ...w, rec }, i, { pc: 'done', ended: 'succeeded' }), text: `${tag}: ledger ← succeeded` }];
-      }
-      if (d.action === 'handoff') {
-        if (!holds(w, i))
-          return [
-            {
-              w: lostLease(w, i),
-              text: `${tag}: its fenced write is refused (lease lost): waits for the holder, takes over once its lease lapses`,
-            },
-          ];
-        const reason =
-          op.recovering && d.reason === 'unknown-no-safe-resend' ? 'crash-recovery-inconclusive' : d.reason;
-        if (w.rec!.state === 'handed-off' || w.rec!.state === 'succeeded')
-          return [{ w: setW(w, i, { pc: 'done', ended: w.rec!.state }), text: `${tag}: already ${w.rec!.state}` }];
-        if (reason === 'rejected' && w.rec!.state !== 'rejected') {
-          const rec = T.setStateTransition(w.rec!, { state: 'rejected', now: n } as StatePatch);
-          return [{ w: setW({ ...w, rec }, i, { pc: 'done', ended: 'rejected' }), text: `${tag}: ledger ← rejected` }];
-        }
-        const rec = T.handOffTransition(w.rec!, packet(reason, w.rec!), n);
-        return [
-          {
-            w: setW({ ...w, rec }, i, { pc: 'done', ended: `handed-off:${reason}` }),
-            text: `${tag}: ledger ← handed-off (${reason})`,
-          },
-        ];
-      }
-      // send / lookup: the runner counts the poll, then waits (renewing its lease).
-      const polling = d.action === 'lookup' || isInProgress(op.obs);
-      const patch: Partial<OpState> = {
-        wakeAt: n + d.delayMs,
-        ...(polling ? { windowStartedAt: op.windowStartedAt ?? n, polls: op.polls + 1 } : {}),
-      };
-      return [
-        { w: setOp(w, i, patch, 'waiting'), text: `${tag}: waits ${fmt(d.delayMs).slice(1)} before the ${d.action}` },
-      ];
-    }
-    case 'waiting': {
-      const op = me.op!;
-      if (n < op.wakeAt) return [];
-      if (w.rec === null || op.fence !== w.rec.fence)
-        return [
-          {
-            w: lostLease(w, i),
-            text: `${tag}: its fenced write is refused (lease lost): waits for the holder, takes over once its lease lapses`,
-          },
-        ];
-      const d = op.decision;
-      if (
-        d.action === 'send' &&
-        (reliesOnKey(op.obs) || op.maybeApplied) &&
-        !safety(ctx, w.rec.firstDispatchedAt, n).safe
-      ) {
-        const again = ctx.decide(ctx.card, stateOf(ctx, w, i), op.obs, { policy: ctx.policy, random });
-        return [
-          {
-            w: setOp(w, i, { decision: again }, 'decided'),
-            text: `${tag}: the wait outlasted the key's retention; decides again → ${describeDecision(again)}`,
-          },
-        ];
-      }
-      if (d.action === 'send') {
-        if (op.dispatchWritten)
-          return [{ w: setOp(w, i, {}, 'calling'), text: `${tag}: (the claim already wrote dispatched)` }];
-        const rec = T.dispatchedTransition(
-          T.renewTransition(w.rec, { businessOperationId: ID, fence: op.fence }, ctx.policy.leaseMs, w.t),
-          n,
-        );
-        return [
-          {
-            w: setOp({ ...w, rec }, i, {}, 'calling'),
-            text: `${tag}: ledger ← dispatched (attempt ${rec.attemptCount})`,
-          },
-        ];
-      }
-      // lookup
-      let rec = T.renewTransition(w.rec, { businessOperationId: ID, fence: op.fence }, ctx.policy.leaseMs, w.t);
-      if (rec.state !== 'reconciling' && rec.state !== 'in-progress')
-        rec = T.setStateTransition(rec, { state: 'reconciling', now: n } as StatePatch);
-      const r = lookupAt(ctx.pm, w.prov, w.t);
-      const sent = r.p !== w.prov ? ' (the lookup re-sends with the same key)' : '';
-      return [
-        {
-          w: setOp({ ...w, rec, prov: r.p }, i, { obs: r.result, observedAt: n }, 'observing'),
-          text: `${tag}: looks up${sent} → ${describeObs(r.result)}${r.p.effects > w.prov.effects ? ` — the provider makes effect #${r.p.effects}` : ''}`,
-        },
-        ...(w.netFaults < ctx.maxNetworkFaults
-          ? [
-              {
-                w: {
-                  ...setOp(
-                    { ...w, rec },
-                    i,
-                    { obs: { kind: 'cannot-tell', reason: 'lookup request failed' } as LookupResult, observedAt: n },
-                    'observing',
-                  ),
-                  netFaults: w.netFaults + 1,
-                },
-                text: `${tag}: looks up → the lookup request fails (cannot tell)`,
-              },
-            ]
-          : []),
-      ];
-    }
+    case 'decided':
+      return [decided(w, i)];
+    case 'waiting':
+      return waiting(ctx, w, i);
     case 'calling':
       return call(ctx, w, i);
     case 'observing':
       return [observe(ctx, w, i)];
   }
   return [];
+}
+
+/** The runner acts on its decision: records the end, or waits before the send or lookup. */
+function decided(w: World, i: number): Succ {
+  const { name: tag, op } = w.ws[i]! as WorkerState & { op: OpState };
+  const d = op.decision;
+  const n = now(w, i);
+  if (d.action === 'complete' || d.action === 'handoff') {
+    if (!holds(w, i)) return refused(w, i);
+    const rec = w.rec!;
+    if (d.action === 'complete') {
+      const done =
+        rec.state === 'succeeded'
+          ? rec
+          : T.setStateTransition(rec, {
+              state: 'succeeded',
+              lastOutcome: rec.lastOutcome,
+              result: { ref: 'obj' },
+              providerRef: 'obj',
+              now: n,
+            } as StatePatch);
+      return {
+        w: setW({ ...w, rec: done }, i, { pc: 'done', ended: 'succeeded' }),
+        text: `${tag}: ledger ← succeeded`,
+      };
+    }
+    const reason = op.recovering && d.reason === 'unknown-no-safe-resend' ? 'crash-recovery-inconclusive' : d.reason;
+    if (rec.state === 'handed-off' || rec.state === 'succeeded')
+      return { w: setW(w, i, { pc: 'done', ended: rec.state }), text: `${tag}: already ${rec.state}` };
+    if (reason === 'rejected' && rec.state !== 'rejected') {
+      const next = T.setStateTransition(rec, { state: 'rejected', now: n } as StatePatch);
+      return { w: setW({ ...w, rec: next }, i, { pc: 'done', ended: 'rejected' }), text: `${tag}: ledger ← rejected` };
+    }
+    const next = T.handOffTransition(rec, packet(reason, rec), n);
+    const ended = `handed-off:${reason}`;
+    return { w: setW({ ...w, rec: next }, i, { pc: 'done', ended }), text: `${tag}: ledger ← handed-off (${reason})` };
+  }
+  // send / lookup: the runner counts the poll, then waits (renewing its lease).
+  const polling = d.action === 'lookup' || isInProgress(op.obs);
+  const patch: Partial<OpState> = {
+    wakeAt: n + d.delayMs,
+    ...(polling ? { windowStartedAt: op.windowStartedAt ?? n, polls: op.polls + 1 } : {}),
+  };
+  return { w: setOp(w, i, patch, 'waiting'), text: `${tag}: waits ${fmt(d.delayMs).slice(1)} before the ${d.action}` };
+}
+
+/** The wait is over: decide again if the key ran out meanwhile, else write dispatched or look up. */
+function waiting(ctx: Ctx, w: World, i: number): Succ[] {
+  const { name: tag, op } = w.ws[i]! as WorkerState & { op: OpState };
+  const n = now(w, i);
+  if (n < op.wakeAt) return [];
+  if (w.rec === null || op.fence !== w.rec.fence) return [refused(w, i)];
+  const d = op.decision;
+  if (
+    d.action === 'send' &&
+    (reliesOnKey(op.obs) || op.maybeApplied) &&
+    !safety(ctx, w.rec.firstDispatchedAt, n).safe
+  ) {
+    const again = ctx.decide(ctx.card, stateOf(w, i), op.obs, { policy: ctx.policy, random });
+    const text = `${tag}: the wait outlasted the key's retention; decides again → ${describeDecision(again)}`;
+    return [{ w: setOp(w, i, { decision: again }, 'decided'), text }];
+  }
+  if (d.action === 'send' && op.dispatchWritten)
+    return [{ w: setOp(w, i, {}, 'calling'), text: `${tag}: (the claim already wrote dispatched)` }];
+  const renewed = T.renewTransition(w.rec, { businessOperationId: ID, fence: op.fence }, ctx.policy.leaseMs, w.t);
+  if (d.action === 'send') {
+    const rec = T.dispatchedTransition(renewed, n);
+    return [
+      { w: setOp({ ...w, rec }, i, {}, 'calling'), text: `${tag}: ledger ← dispatched (attempt ${rec.attemptCount})` },
+    ];
+  }
+  const rec =
+    renewed.state === 'reconciling' || renewed.state === 'in-progress'
+      ? renewed
+      : T.setStateTransition(renewed, { state: 'reconciling', now: n } as StatePatch);
+  const r = lookupAt(ctx.pm, w.prov, w.t);
+  const sent = r.p !== w.prov ? ' (the lookup re-sends with the same key)' : '';
+  const made = r.p.effects > w.prov.effects ? ` — the provider makes effect #${r.p.effects}` : '';
+  const out: Succ[] = [
+    {
+      w: setOp({ ...w, rec, prov: r.p }, i, { obs: r.result, observedAt: n }, 'observing'),
+      text: `${tag}: looks up${sent} → ${describeObs(r.result)}${made}`,
+    },
+  ];
+  if (w.netFaults < ctx.maxNetworkFaults) {
+    const obs = { kind: 'cannot-tell', reason: 'lookup request failed' } as LookupResult;
+    out.push({
+      w: { ...setOp({ ...w, rec }, i, { obs, observedAt: n }, 'observing'), netFaults: w.netFaults + 1 },
+      text: `${tag}: looks up → the lookup request fails (cannot tell)`,
+    });
+  }
+  return out;
+}
+
+function refused(w: World, i: number): Succ {
+  const text = `${w.ws[i]!.name}: its fenced write is refused (lease lost): waits for the holder, takes over once its lease lapses`;
+  return { w: lostLease(w, i), text };
 }
 
 /** A refused fenced write or a run-out lease: the runner waits for the holder, and takes the operation over once its lease lapses (waitForOther → claim). */
@@ -317,7 +291,7 @@ function claim(ctx: Ctx, w: World, i: number, dispatch: boolean, text: string): 
     storedError: false,
   };
   const w1 = setW({ ...w, rec }, i, { op, pc: 'decided' });
-  const first = ctx.decide(ctx.card, stateOf(ctx, w1, i), null, { policy: ctx.policy, random });
+  const first = ctx.decide(ctx.card, stateOf(w1, i), null, { policy: ctx.policy, random });
   return {
     w: setOp(w1, i, { decision: first }),
     text: `${text}${rec.state === 'dispatched' && dispatchWritten ? ' (created dispatched)' : ''} → ${describeDecision(first)}`,
@@ -367,76 +341,60 @@ function call(ctx: Ctx, w: World, i: number): Succ[] {
     return { w: w1, text: `${tag}: calls the provider (call ${w.prov.calls + 1}): ${how}${made}` };
   };
   const out: Succ[] = [];
-  const timeout: Outcome = { kind: 'unknown', cause: 'timeout', message: 'timed out' };
   for (const fate of ctx.fates) {
     const fault = fate !== 'delivered';
     if (fault && w.netFaults >= ctx.maxNetworkFaults) continue;
-    switch (fate) {
-      case 'delivered': {
-        const r = process(ctx.pm, base.prov, w.t);
-        out.push(after(r.p, r.answer, `delivered → ${describeObs(r.answer)}`, false));
-        break;
-      }
-      case 'refused':
-        out.push(
-          after(
-            base.prov,
-            { kind: 'not-applied', message: 'connection refused' },
-            'connection refused (never reached the provider)',
-            true,
-          ),
-        );
-        break;
-      case 'lost-before':
-        out.push(after(base.prov, timeout, 'lost before the provider → client times out', true));
-        break;
-      case 'lost-after': {
-        const r = process(ctx.pm, base.prov, w.t);
-        out.push(
-          after(
-            r.p,
-            timeout,
-            `the provider answers ${describeObs(r.answer)}, the answer is lost → client times out`,
-            true,
-          ),
-        );
-        break;
-      }
-      case 'late':
-        out.push(
-          after(
-            { ...base.prov, pending: [...base.prov.pending, { sentAt: w.t, until: w.t + ctx.pm.lateApplyMs }] },
-            timeout,
-            'held in the network → client times out; the provider may still apply it',
-            true,
-          ),
-        );
-        break;
-      case 'duplicated': {
-        const r1 = process(ctx.pm, base.prov, w.t);
-        const r2 = process(ctx.pm, r1.p, w.t);
-        out.push(after(r2.p, r2.answer, `delivered twice → ${describeObs(r2.answer)}`, true));
-        break;
-      }
-      case 'stored-error-applied':
-      case 'stored-error-not-applied': {
-        if (!ctx.pm.storesErrors || liveKey(ctx.pm, base.prov, w.t) !== null) break;
-        let p = base.prov;
-        if (fate === 'stored-error-applied') p = process(ctx.pm, p, w.t).p;
-        p = { ...p, key: { at: w.t, stored: 'error' } };
-        out.push(
-          after(
-            p,
-            { kind: 'unknown', cause: 'server-error', status: 500, message: 'provider 500 (stored under the key)' },
-            `the provider answers 500 and stores it under the key${fate === 'stored-error-applied' ? ' (the effect was made)' : ' (no effect)'}`,
-            true,
-          ),
-        );
-        break;
-      }
-    }
+    const r = network(ctx, fate, base.prov, w.t);
+    if (r) out.push(after(r[0], r[1], r[2], fault));
   }
   return out;
+}
+
+const TIMEOUT: Outcome = { kind: 'unknown', cause: 'timeout', message: 'timed out' };
+const STORED_500: Outcome = {
+  kind: 'unknown',
+  cause: 'server-error',
+  status: 500,
+  message: 'provider 500 (stored under the key)',
+};
+
+/** One call under one network fate: the provider afterwards, the answer the client sees, in words; null if moot. */
+function network(ctx: Ctx, fate: Fate, prov: ProviderState, t: number): [ProviderState, Outcome, string] | null {
+  const processed = () => process(ctx.pm, prov, t);
+  switch (fate) {
+    case 'delivered': {
+      const r = processed();
+      return [r.p, r.answer, `delivered → ${describeObs(r.answer)}`];
+    }
+    case 'refused':
+      return [
+        prov,
+        { kind: 'not-applied', message: 'connection refused' },
+        'connection refused (never reached the provider)',
+      ];
+    case 'lost-before':
+      return [prov, TIMEOUT, 'lost before the provider → client times out'];
+    case 'lost-after': {
+      const r = processed();
+      return [r.p, TIMEOUT, `the provider answers ${describeObs(r.answer)}, the answer is lost → client times out`];
+    }
+    case 'late': {
+      const pending = [...prov.pending, { sentAt: t, until: t + ctx.pm.lateApplyMs }];
+      return [{ ...prov, pending }, TIMEOUT, 'held in the network → client times out; the provider may still apply it'];
+    }
+    case 'duplicated': {
+      const r = process(ctx.pm, processed().p, t);
+      return [r.p, r.answer, `delivered twice → ${describeObs(r.answer)}`];
+    }
+    case 'stored-error-applied':
+    case 'stored-error-not-applied': {
+      if (!ctx.pm.storesErrors || liveKey(ctx.pm, prov, t) !== null) return null;
+      const applied = fate === 'stored-error-applied';
+      const p = { ...(applied ? processed().p : prov), key: { at: t, stored: 'error' as const } };
+      const how = `the provider answers 500 and stores it under the key${applied ? ' (the effect was made)' : ' (no effect)'}`;
+      return [p, STORED_500, how];
+    }
+  }
 }
 
 function observe(ctx: Ctx, w: World, i: number): Succ {
@@ -444,11 +402,7 @@ function observe(ctx: Ctx, w: World, i: number): Succ {
   const op = me.op!;
   const tag = me.name;
   const n = now(w, i);
-  if (!holds(w, i))
-    return {
-      w: lostLease(w, i),
-      text: `${tag}: its fenced write is refused (lease lost): waits for the holder, takes over once its lease lapses`,
-    };
+  if (!holds(w, i)) return refused(w, i);
   const obs = op.obs!;
   let notBefore = op.notBefore;
   if (
@@ -459,13 +413,13 @@ function observe(ctx: Ctx, w: World, i: number): Succ {
   )
     notBefore = Math.max(notBefore ?? 0, n + obs.retryAfterMs);
   const w0 = setOp(w, i, { notBefore });
-  const observed = stateOf(ctx, w0, i, op.observedAt);
+  const observed = stateOf(w0, i, op.observedAt);
   const d = ctx.decide(ctx.card, observed, obs, { policy: ctx.policy, random });
   // The runner's statePatch: what the observation means for the record.
   const inner = obs.kind === 'found' ? obs.outcome : obs;
   let maybeApplied = op.maybeApplied;
   if (inner.kind === 'unknown' || inner.kind === 'in-progress') maybeApplied = true;
-  if (inner.kind === 'not-found' && notFoundAuthoritative(ctx, d)) maybeApplied = false;
+  if (inner.kind === 'not-found' && notFoundAuthoritative(d)) maybeApplied = false;
   let state: StatePatch['state'] | null = null;
   if (inner.kind === 'in-progress') state = 'in-progress';
   else if (inner.kind === 'unknown') state = 'unknown';
@@ -482,6 +436,6 @@ function observe(ctx: Ctx, w: World, i: number): Succ {
 }
 
 /** Whether decide treated the not-found as authoritative: it then moves on as if nothing were applied. */
-function notFoundAuthoritative(_ctx: Ctx, d: Decision): boolean {
+function notFoundAuthoritative(d: Decision): boolean {
   return d.action === 'send' || (d.action === 'handoff' && d.reason === 'retry-exhausted');
 }

@@ -8,6 +8,7 @@ import {
   type Receipt,
 } from '@retrysafe/contract';
 import { sealReceipt } from '@retrysafe/core/internal';
+import { expect } from 'vitest';
 
 export const T0 = Date.UTC(2026, 0, 1);
 export const id = (s: string) => asBusinessOperationId(`suite-${s}`);
@@ -73,3 +74,9 @@ export async function claimed(ledger: Ledger, name: string, over: Partial<ClaimI
 export interface Suite {
   ledger: Ledger;
 }
+
+export type TypedError = { isInstance(e: unknown): boolean };
+
+/** Asserts the write is refused with the given typed error. */
+export const refused = (write: Promise<unknown>, error: TypedError) =>
+  expect(write).rejects.toSatisfy(error.isInstance);
