@@ -1,21 +1,11 @@
+import { AdapterConfigurationError, type BusinessOperationId, type ProviderKey } from '@retrysafe/contract';
+import { createHttpAdapter, type HttpAdapter, type HttpAdapterOptions } from './http-adapter.js';
 import {
-  AdapterConfigurationError,
-  type BusinessOperationId,
-  type JsonSchema,
-  type ProviderKey,
-  type RetrySafetyCard,
-} from '@retrysafe/contract';
-import { createHttpAdapter, type HttpAdapter } from './http-adapter.js';
-import {
-  type HttpErrorSpec,
-  type HttpKeySpec,
   type HttpLookupSpec,
-  type HttpMethod,
   type HttpOperationSpec,
-  type HttpPreconditionSpec,
   type LookupReadContext,
+  type LookupShape,
   readPath,
-  type StatusReading,
 } from './http-operations.js';
 
 /**
@@ -39,43 +29,18 @@ export interface MatchDeclaration {
   readonly where: Readonly<Record<string, Template>>;
 }
 
-export type HttpLookupDeclaration =
-  | {
-      readonly method: 'get-by-key';
-      readonly path: string;
-      readonly applied?: { readonly where: Readonly<Record<string, Template>> };
-    }
-  | {
-      readonly method: 'status-url';
-      readonly status: StatusReading;
-      readonly withoutStatusRef?:
-        | 'resend-same-key'
-        | 'cannot-tell'
-        | { readonly path: string; readonly match: MatchDeclaration; readonly statusUrlPath: string };
-    }
-  | { readonly method: 'search'; readonly path: string; readonly match: MatchDeclaration; readonly refPath?: string }
-  | { readonly method: 'resend-same-key' }
-  | { readonly method: 'none' };
+export type HttpLookupDeclaration = LookupShape<
+  MatchDeclaration,
+  { readonly where: Readonly<Record<string, Template>> }
+>;
 
 /** The four server patterns the package ships loopback sandboxes for (what `retrysafe drill --config` runs against). */
 export type HttpPattern = 'ietf-idempotency-key' | 'async-request-reply' | 'etag' | 'client-token';
 
-export interface HttpOperationDeclaration {
-  readonly description: string;
-  readonly method: HttpMethod;
-  readonly path: string;
-  readonly key: HttpKeySpec;
-  readonly card: RetrySafetyCard;
+export interface HttpOperationDeclaration extends Omit<HttpOperationSpec, 'lookup' | 'body'> {
   readonly lookup: HttpLookupDeclaration;
-  readonly precondition?: HttpPreconditionSpec;
-  readonly errors: HttpErrorSpec;
-  readonly asyncReply?: boolean;
   /** JSON body template; default: the params minus path placeholders and the precondition param. */
   readonly body?: Template;
-  readonly refPath?: string;
-  readonly requestIdHeader?: string;
-  readonly paramsSchema?: JsonSchema;
-  readonly sensitiveFields?: readonly string[];
   /** For the drill: the pattern sandbox to run against, params of drill operation i, the intent field to change. */
   readonly drill?: {
     readonly pattern?: HttpPattern;
@@ -84,12 +49,8 @@ export interface HttpOperationDeclaration {
   };
 }
 
-export interface HttpAdapterDeclaration {
-  readonly provider: string;
-  readonly baseUrl: string;
-  readonly timeoutMs: number;
-  /** Resolved header values (the config reads credentials from the environment before this point). */
-  readonly headers?: Readonly<Record<string, string>>;
+/** Header values come resolved (the config reads credentials from the environment before this point). */
+export interface HttpAdapterDeclaration extends Omit<HttpAdapterOptions, 'operations'> {
   readonly operations: Readonly<Record<string, HttpOperationDeclaration>>;
 }
 
@@ -190,7 +151,6 @@ export function operationFromDeclaration(
   const fail = (msg: string): never => {
     throw new AdapterConfigurationError(provider, `operation ${name}: ${msg}`);
   };
-  if (!d || typeof d !== 'object') fail('expected an object');
   const intent = new Set(d.card?.businessOperationId?.intentFields ?? []);
   const allowed = (n: string) =>
     n === 'key' ||
@@ -216,24 +176,11 @@ export function operationFromDeclaration(
       if (!allowed(n))
         fail(`lookup template {${n}} is neither an intent field, a declared param, {key} nor {businessOperationId}`);
   }
-  const body = d.body;
+  const { body, lookup, ...rest } = d;
   return {
-    description: d.description,
-    method: d.method,
-    path: d.path,
-    key: d.key,
-    card: d.card,
-    lookup: lookupSpec(d.lookup),
-    ...(d.precondition ? { precondition: d.precondition } : {}),
-    errors: d.errors,
-    ...(d.asyncReply !== undefined ? { asyncReply: d.asyncReply } : {}),
-    ...(body !== undefined
-      ? { body: (params: Record<string, unknown>, ids: Ids) => fillTemplate(body, params, ids) }
-      : {}),
-    ...(d.refPath ? { refPath: d.refPath } : {}),
-    ...(d.requestIdHeader ? { requestIdHeader: d.requestIdHeader } : {}),
-    ...(d.paramsSchema ? { paramsSchema: d.paramsSchema } : {}),
-    ...(d.sensitiveFields ? { sensitiveFields: d.sensitiveFields } : {}),
+    ...rest,
+    lookup: lookupSpec(lookup),
+    ...(body !== undefined ? { body: (params, ids) => fillTemplate(body, params, ids) } : {}),
   };
 }
 

@@ -84,56 +84,36 @@ export interface LookupReadContext {
   readonly params: Record<string, unknown>;
 }
 
-/** Finds a work item's status URL when the 202 that carried it was lost. */
-export interface StatusSearch {
-  /** Path template of a list endpoint, e.g. `/exports?clientRequestId={businessOperationId}`. */
-  readonly path: string;
-  /** Returns the matching work item from the list body, or undefined. */
-  readonly match: (body: unknown, ctx: LookupReadContext) => unknown;
-  /** Dot path of the status URL in the matched item. */
-  readonly statusUrlPath: string;
-}
-
-/** How `doLookup` finds a prior result. The card's `lookup.method` must name the same method. */
-export type HttpLookupSpec =
+/**
+ * How `doLookup` finds a prior result; the card's `lookup.method` must name the same method. `M` picks an item
+ * from a list body, `A` tells whether a resource shows this operation (code here, data in a declaration).
+ */
+export type LookupShape<M, A> =
+  /** GET a resource named by the key or by params, e.g. `/documents/{id}`: 200 ⇒ found, 404 ⇒ absent. */
+  | { readonly method: 'get-by-key'; readonly path: string; readonly applied?: A }
   | {
-      /** GET a resource named by the key or by params, e.g. `/orders/by-key/{key}` or `/documents/{id}`. 200 ⇒ found, 404 ⇒ absent. */
-      readonly method: 'get-by-key';
-      readonly path: string;
-      /**
-       * Decides whether the resource shows this operation's effect. Default: found.
-       * For a precondition operation the adapter first compares the resource's validator with the one it sent.
-       */
-      readonly applied?: (resource: unknown, ctx: LookupReadContext) => boolean;
-    }
-  | {
-      /** GET the status URL from an earlier 202 `Location`; 200 pending ⇒ in-progress, 303 ⇒ GET the resource ⇒ succeeded, persisted 4xx ⇒ rejected. */
+      /** GET the status URL of an earlier 202: pending ⇒ in-progress, 303 ⇒ succeeded, persisted 4xx ⇒ rejected. */
       readonly method: 'status-url';
       readonly status: StatusReading;
       /**
-       * When no status URL is known (the 202 itself was lost, or a worker died before recording it):
-       * - a search `{ path, match, statusUrlPath }` lists work items by something the request carried
-       *   (e.g. the business-operation id) and polls the match's status URL; no match is an absence;
-       * - `resend-same-key` re-sends the same request with the same key — only inside the card's
-       *   retention — so the provider answers with the existing status resource;
-       * - `cannot-tell` (default).
+       * Without a status URL (the 202 was lost): a search listing work items by something the request carried,
+       * `resend-same-key` (only inside the card's retention), or `cannot-tell` (default).
        */
-      readonly withoutStatusRef?: 'resend-same-key' | 'cannot-tell' | StatusSearch;
+      readonly withoutStatusRef?:
+        | 'resend-same-key'
+        | 'cannot-tell'
+        | { readonly path: string; readonly match: M; readonly statusUrlPath: string };
     }
-  | {
-      /** GET a search/list endpoint and pick the match, e.g. `/orders?reference={businessOperationId}`. */
-      readonly method: 'search';
-      readonly path: string;
-      /** Returns the matching item from the list body, or undefined. */
-      readonly match: (body: unknown, ctx: LookupReadContext) => unknown;
-      /** Dot path of the provider's object id in the matched item. Default: the operation's refPath. */
-      readonly refPath?: string;
-    }
-  | {
-      /** Re-send the same request with the same key; the provider returns its stored result. Only inside the card's retention. */
-      readonly method: 'resend-same-key';
-    }
+  /** GET a list endpoint and pick the match; `refPath` defaults to the operation's. */
+  | { readonly method: 'search'; readonly path: string; readonly match: M; readonly refPath?: string }
+  /** Re-send the same request with the same key; the provider returns its stored result. */
+  | { readonly method: 'resend-same-key' }
   | { readonly method: 'none' };
+
+export type HttpLookupSpec = LookupShape<
+  (body: unknown, ctx: LookupReadContext) => unknown,
+  (resource: unknown, ctx: LookupReadContext) => boolean
+>;
 
 /**
  * A precondition (conditional idempotency): the value comes from a param that is also an intent
