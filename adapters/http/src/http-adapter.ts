@@ -3,13 +3,11 @@ import https from 'node:https';
 import {
   AdapterConfigurationError,
   type AdapterV1,
-  type BusinessOperationId,
   defineAdapter,
   InvalidIntentError,
   type LookupContext,
   type LookupResult,
   type Outcome,
-  type ProviderKey,
   type TypedAdapter,
 } from '@retrysafe/contract';
 import { checkBaseUrl, lookupFromOutcome } from '@retrysafe/contract/provider';
@@ -24,7 +22,6 @@ import {
   readHeader,
   requestIdOf,
   retryAfterOf,
-  scalarText,
 } from './http-errors.js';
 import {
   buildOperation,
@@ -33,9 +30,11 @@ import {
   type HttpLookupSpec,
   type HttpOperation,
   type HttpOperationSpec,
+  type Ids,
   type LookupReadContext,
   readPath,
   type StatusReading,
+  scalarText,
   sfString,
 } from './http-operations.js';
 
@@ -60,7 +59,6 @@ export type TypedHttpOperations<O> = TypedAdapter<{
   readonly [K in keyof O & string]: { readonly params: Readonly<Record<string, unknown>>; readonly result: unknown };
 }>;
 
-type Ids = { businessOperationId: BusinessOperationId; providerKey: ProviderKey | null };
 type Lookup<M extends HttpLookupSpec['method']> = Extract<HttpLookupSpec, { method: M }>;
 
 /** What the adapter's requests go through: one axios client on the base URL, no redirects, the caller's timeout. */

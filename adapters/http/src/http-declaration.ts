@@ -1,11 +1,14 @@
-import { AdapterConfigurationError, type BusinessOperationId, type ProviderKey } from '@retrysafe/contract';
+import { AdapterConfigurationError } from '@retrysafe/contract';
 import { createHttpAdapter, type HttpAdapter, type HttpAdapterOptions } from './http-adapter.js';
 import {
   type HttpLookupSpec,
   type HttpOperationSpec,
+  type Ids,
   type LookupReadContext,
   type LookupShape,
+  PLACEHOLDER,
   readPath,
+  templateValue,
 } from './http-operations.js';
 
 /**
@@ -54,23 +57,15 @@ export interface HttpAdapterDeclaration extends Omit<HttpAdapterOptions, 'operat
   readonly operations: Readonly<Record<string, HttpOperationDeclaration>>;
 }
 
-type Ids = { readonly businessOperationId: BusinessOperationId; readonly providerKey: ProviderKey | null };
 const WHOLE = /^\{([A-Za-z0-9_.]+)\}$/;
-const INNER = /\{([A-Za-z0-9_.]+)\}/g;
-
-function lookupName(name: string, params: Record<string, unknown>, ids: Ids): unknown {
-  if (name === 'key') return ids.providerKey;
-  if (name === 'businessOperationId') return ids.businessOperationId;
-  return readPath(params, name);
-}
 
 /** Fills a template (see `Template`). A whole-string placeholder with no value becomes undefined (left out of objects). */
 export function fillTemplate(t: Template, params: Record<string, unknown>, ids: Ids): unknown {
   if (typeof t === 'string') {
     const whole = WHOLE.exec(t);
-    if (whole) return lookupName(whole[1]!, params, ids);
-    return t.replace(INNER, (m, name: string) => {
-      const v = lookupName(name, params, ids);
+    if (whole) return templateValue(whole[1]!, params, ids);
+    return t.replace(PLACEHOLDER, (m, name: string) => {
+      const v = templateValue(name, params, ids);
       return v === undefined || v === null ? m : String(v);
     });
   }
@@ -87,8 +82,8 @@ export function fillTemplate(t: Template, params: Record<string, unknown>, ids: 
 }
 
 /** Names a template refers to (for checks at construction). */
-export function templateNames(t: Template | undefined): string[] {
-  if (typeof t === 'string') return [...t.matchAll(INNER)].map((m) => m[1]!);
+function templateNames(t: Template | undefined): string[] {
+  if (typeof t === 'string') return [...t.matchAll(PLACEHOLDER)].map((m) => m[1]!);
   if (Array.isArray(t)) return t.flatMap((x) => templateNames(x));
   if (t && typeof t === 'object') return Object.values(t).flatMap((x) => templateNames(x as Template));
   return [];

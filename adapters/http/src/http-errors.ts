@@ -1,6 +1,12 @@
 import type { Outcome, ProviderRefs } from '@retrysafe/contract';
 import { classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract/provider';
-import { type HttpErrorRule, type HttpOperationSpec, readPath, type StatusMatcher } from './http-operations.js';
+import {
+  type HttpErrorRule,
+  type HttpOperationSpec,
+  readPath,
+  type StatusMatcher,
+  scalarText,
+} from './http-operations.js';
 
 /** The part of an HTTP response the classifier reads. */
 export interface HttpResponseView {
@@ -21,10 +27,6 @@ function header(headers: Readonly<Record<string, unknown>>, name: string): strin
 }
 
 export { header as readHeader, parseRetryAfter };
-
-/** A string or number as text; anything else is no value. */
-export const scalarText = (v: unknown): string | undefined =>
-  typeof v === 'string' || typeof v === 'number' ? String(v) : undefined;
 
 function statusMatches(m: StatusMatcher, status: number): boolean {
   if (typeof m === 'number') return m === status;
