@@ -1,13 +1,13 @@
 import { createKeyStore } from '@retrysafe/sandbox-kit';
 import {
   isPlainObject,
-  kindCounter,
+  type KeyedSandbox,
   parseJson,
   payloadFingerprint,
   type SandboxReply,
-  type SandboxRequest,
+  type SandboxRequestView,
   sandboxClock,
-  startJsonServer,
+  startPatternSandbox,
 } from './server.js';
 
 /**
@@ -40,17 +40,8 @@ export interface SandboxExportJob {
   readonly state: 'running' | 'succeeded' | 'failed' | 'cancelled';
 }
 
-export interface AsyncReplySandbox {
-  readonly url: string;
-  /** Work items enqueued (`exports`, or the operation name `exports.create`). */
-  count(kind?: string): number;
-  records(): readonly SandboxExportJob[];
-  readonly requests: readonly SandboxRequest[];
-  advance(ms: number): void;
-  /** Forgets every stored key, as if all had aged past retention. */
-  expireKeys(): void;
-  close(): Promise<void>;
-}
+/** Counts work items enqueued (`exports`, or the operation name `exports.create`). */
+export type AsyncReplySandbox = KeyedSandbox<SandboxExportJob>;
 
 export const ASYNC_CODES = {
   invalid: 'InvalidRequest',
@@ -69,11 +60,7 @@ interface Job {
   pollsLeft: number;
 }
 
-const err = (status: number, code: string, extra: Record<string, string> = {}): SandboxReply => ({
-  status,
-  headers: extra,
-  body: { error: { code, message: code } },
-});
+const err = (status: number, code: string): SandboxReply => ({ status, body: { error: { code, message: code } } });
 
 export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions = {}): Promise<AsyncReplySandbox> {
   const retryAfter = String(options.retryAfterS ?? 1);
@@ -89,16 +76,14 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
       replay: (entry) => accepted(jobs.find((j) => j.id === (entry.reply!.body as { id: string }).id)!),
     },
   });
-  let seq = 0;
 
-  const accepted = (job: Job, rid: Record<string, string> = {}): SandboxReply => ({
+  const accepted = (job: Job): SandboxReply => ({
     status: 202,
-    headers: { ...rid, location: `/exports/status/${job.id}`, 'retry-after': retryAfter },
+    headers: { location: `/exports/status/${job.id}`, 'retry-after': retryAfter },
     body: { id: job.id, status: job.state },
   });
 
-  const server = await startJsonServer(options.port ?? 0, async (req) => {
-    const rid = { 'x-ms-request-id': `req_${++seq}` };
+  const handle = async (req: SandboxRequestView): Promise<SandboxReply> => {
     if (req.method === 'POST' && req.path === '/exports') {
       const body = parseJson(req.rawBody);
       if (
@@ -107,10 +92,10 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
         body.dataset.length === 0 ||
         (body.format !== 'csv' && body.format !== 'json')
       ) {
-        return err(400, ASYNC_CODES.invalid, rid);
+        return err(400, ASYNC_CODES.invalid);
       }
       const key = req.headers['idempotency-key'];
-      if (typeof key !== 'string' || key.length === 0) return err(400, ASYNC_CODES.keyMissing, rid);
+      if (typeof key !== 'string' || key.length === 0) return err(400, ASYNC_CODES.keyMissing);
       const { dataset, format } = body;
       const { reply } = await keys.run(key, { fingerprint: payloadFingerprint(body) }, () => {
         const clientRequestId = typeof body.clientRequestId === 'string' ? body.clientRequestId : null;
@@ -125,7 +110,7 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
         jobs.push(job);
         return accepted(job);
       });
-      return { ...reply, headers: { ...(reply.headers ?? {}), ...rid } };
+      return reply;
     }
     if (req.method === 'GET' && req.path === '/exports') {
       const ref = req.query.get('clientRequestId');
@@ -137,54 +122,53 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
           status: j.state,
           statusUrl: `/exports/status/${j.id}`,
         }));
-      return { status: 200, headers: rid, body: { data } };
+      return { status: 200, body: { data } };
     }
     const status = /^\/exports\/status\/([^/]+)$/.exec(req.path);
     if (status) {
       const job = jobs.find((j) => j.id === decodeURIComponent(status[1]!));
-      if (!job) return err(404, ASYNC_CODES.notFound, rid);
+      if (!job) return err(404, ASYNC_CODES.notFound);
       if (req.method === 'DELETE') {
         if (job.state === 'running') job.state = 'cancelled';
-        return { status: 200, headers: rid, body: { id: job.id, status: job.state } };
+        return { status: 200, body: { id: job.id, status: job.state } };
       }
-      if (req.method !== 'GET') return err(405, 'MethodNotAllowed', rid);
+      if (req.method !== 'GET') return err(405, 'MethodNotAllowed');
       if (job.state === 'running') {
         if (job.pollsLeft > 0) {
           job.pollsLeft--;
           return {
             status: 200,
-            headers: { ...rid, 'retry-after': retryAfter },
+            headers: { 'retry-after': retryAfter },
             body: { id: job.id, status: 'running', percentComplete: 50 },
           };
         }
         job.state = job.dataset.startsWith('broken-') ? 'failed' : 'succeeded';
       }
-      if (job.state === 'failed') return err(422, ASYNC_CODES.failed, rid); // persisted: same answer on every read
-      if (job.state === 'cancelled') return { status: 200, headers: rid, body: { id: job.id, status: 'cancelled' } };
-      return { status: 303, headers: { ...rid, location: `/exports/${job.id}` } };
+      if (job.state === 'failed') return err(422, ASYNC_CODES.failed); // persisted: same answer on every read
+      if (job.state === 'cancelled') return { status: 200, body: { id: job.id, status: 'cancelled' } };
+      return { status: 303, headers: { location: `/exports/${job.id}` } };
     }
     const done = /^\/exports\/([^/]+)$/.exec(req.path);
     if (done && req.method === 'GET') {
       const job = jobs.find((j) => j.id === decodeURIComponent(done[1]!));
-      if (!job || job.state !== 'succeeded') return err(404, ASYNC_CODES.notFound, rid);
+      if (!job || job.state !== 'succeeded') return err(404, ASYNC_CODES.notFound);
       return {
         status: 200,
-        headers: rid,
         body: { id: job.id, dataset: job.dataset, format: job.format, status: 'succeeded', rows: 42 },
       };
     }
-    return err(404, ASYNC_CODES.notFound, rid);
-  });
+    return err(404, ASYNC_CODES.notFound);
+  };
 
-  const n = () => jobs.length;
-  return {
-    url: server.url,
-    count: kindCounter({ exports: n, 'exports.create': n }),
+  const sandbox = await startPatternSandbox({
+    port: options.port,
+    clock,
+    requestId: ['x-ms-request-id', 'req_'],
+    kinds: ['exports', 'exports.create'],
+    count: () => jobs.length,
     records: () =>
       jobs.map(({ id, dataset, format, clientRequestId, state }) => ({ id, dataset, format, clientRequestId, state })),
-    requests: server.requests,
-    advance: clock.advance,
-    expireKeys: () => void keys.expire(),
-    close: server.close,
-  };
+    handle,
+  });
+  return { ...sandbox, expireKeys: () => void keys.expire() };
 }

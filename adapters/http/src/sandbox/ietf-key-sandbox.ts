@@ -1,13 +1,12 @@
 import { createFaultQueue, createKeyStore } from '@retrysafe/sandbox-kit';
 import {
   isPlainObject,
-  kindCounter,
+  type KeyedSandbox,
   parseJson,
   payloadFingerprint,
   type SandboxReply,
-  type SandboxRequest,
   sandboxClock,
-  startJsonServer,
+  startPatternSandbox,
 } from './server.js';
 
 /**
@@ -39,20 +38,11 @@ export interface SandboxOrder {
   readonly reference: string | null;
 }
 
-export interface IetfKeySandbox {
-  readonly url: string;
+/** Counts orders created (`orders`, or the operation name `orders.create`). */
+export interface IetfKeySandbox extends KeyedSandbox<SandboxOrder> {
   readonly retentionMs: number;
-  /** Orders created (`orders`, or the operation name `orders.create`). */
-  count(kind?: string): number;
-  records(): readonly SandboxOrder[];
-  readonly requests: readonly SandboxRequest[];
-  /** Moves the sandbox clock forward (key expiry). */
-  advance(ms: number): void;
-  /** Forgets every stored key, as if all had aged past retention. */
-  expireKeys(): void;
   /** The next `n` new (not replayed) requests fail with a 500 that is stored under their key and replayed. */
   failNext(n: number): void;
-  close(): Promise<void>;
 }
 
 export const PROBLEM = {
@@ -88,7 +78,6 @@ export async function startIetfKeySandbox(options: IetfKeySandboxOptions = {}): 
     },
   });
   const failures = createFaultQueue<'internal'>('ietf sandbox');
-  let requestSeq = 0;
 
   function createOrder(body: unknown): SandboxReply {
     if (failures.take()) return problem(500, PROBLEM.internal, 'internal error');
@@ -117,52 +106,52 @@ export async function startIetfKeySandbox(options: IetfKeySandboxOptions = {}): 
     return { status: 201, headers: { location: `/orders/${order.id}` }, body: order };
   }
 
-  const server = await startJsonServer(options.port ?? 0, async (req) => {
-    const rid = { 'x-request-id': `req_${++requestSeq}` };
-    if (req.method === 'GET' && req.path === '/orders') {
-      const ref = req.query.get('reference');
-      return { status: 200, headers: rid, body: { data: orders.filter((o) => ref === null || o.reference === ref) } };
-    }
-    const one = /^\/orders\/([^/]+)$/.exec(req.path);
-    if (req.method === 'GET' && one) {
-      const o = orders.find((x) => x.id === decodeURIComponent(one[1]!));
-      return o
-        ? { status: 200, headers: rid, body: o }
-        : problem(404, 'https://retrysafe.invalid/problems/not-found', 'no such order', rid);
-    }
-    if (req.method !== 'POST' || req.path !== '/orders')
-      return problem(404, 'https://retrysafe.invalid/problems/not-found', 'no such route', rid);
-
-    const rawKey = req.headers['idempotency-key'];
-    if (typeof rawKey !== 'string' || rawKey.length === 0)
-      return problem(400, PROBLEM.keyMissing, 'Idempotency-Key is missing', {
-        ...rid,
-        link: '<https://retrysafe.invalid/docs/idempotency>; rel="describedby"',
-      });
-    const m = SF_STRING.exec(rawKey);
-    const key = m ? m[1]!.replace(/\\([\\"])/g, '$1') : options.acceptRawKey ? rawKey : null;
-    if (key === null || key.length === 0)
-      return problem(400, PROBLEM.keyMalformed, 'Idempotency-Key must be a Structured Field string', rid);
-
-    const body = parseJson(req.rawBody);
-    const fingerprint = payloadFingerprint(body);
-    // The stored response (success or error) is replayed for the key's lifetime.
-    const { reply } = await keys.run(`POST /orders ${key}`, { fingerprint }, async () => {
-      if (options.processingMs) await new Promise((r) => setTimeout(r, options.processingMs));
-      return createOrder(body);
-    });
-    return { ...reply, headers: { ...(reply.headers ?? {}), ...rid } };
-  });
-
-  return {
-    url: server.url,
-    retentionMs,
-    count: kindCounter({ orders: () => orders.length, 'orders.create': () => orders.length }),
+  const sandbox = await startPatternSandbox({
+    port: options.port,
+    clock,
+    requestId: ['x-request-id', 'req_'],
+    kinds: ['orders', 'orders.create'],
+    count: () => orders.length,
     records: () => orders.map((o) => ({ ...o })),
-    requests: server.requests,
-    advance: clock.advance,
+    handle: async (req) => {
+      if (req.method === 'GET' && req.path === '/orders') {
+        const ref = req.query.get('reference');
+        return { status: 200, body: { data: orders.filter((o) => ref === null || o.reference === ref) } };
+      }
+      const one = /^\/orders\/([^/]+)$/.exec(req.path);
+      if (req.method === 'GET' && one) {
+        const o = orders.find((x) => x.id === decodeURIComponent(one[1]!));
+        return o
+          ? { status: 200, body: o }
+          : problem(404, 'https://retrysafe.invalid/problems/not-found', 'no such order');
+      }
+      if (req.method !== 'POST' || req.path !== '/orders')
+        return problem(404, 'https://retrysafe.invalid/problems/not-found', 'no such route');
+
+      const rawKey = req.headers['idempotency-key'];
+      if (typeof rawKey !== 'string' || rawKey.length === 0)
+        return problem(400, PROBLEM.keyMissing, 'Idempotency-Key is missing', {
+          link: '<https://retrysafe.invalid/docs/idempotency>; rel="describedby"',
+        });
+      const m = SF_STRING.exec(rawKey);
+      const key = m ? m[1]!.replace(/\\([\\"])/g, '$1') : options.acceptRawKey ? rawKey : null;
+      if (key === null || key.length === 0)
+        return problem(400, PROBLEM.keyMalformed, 'Idempotency-Key must be a Structured Field string');
+
+      const body = parseJson(req.rawBody);
+      const fingerprint = payloadFingerprint(body);
+      // The stored response (success or error) is replayed for the key's lifetime.
+      const { reply } = await keys.run(`POST /orders ${key}`, { fingerprint }, async () => {
+        if (options.processingMs) await new Promise((r) => setTimeout(r, options.processingMs));
+        return createOrder(body);
+      });
+      return reply;
+    },
+  });
+  return {
+    ...sandbox,
+    retentionMs,
     expireKeys: () => void keys.expire(),
     failNext: (n) => failures.add('internal', n),
-    close: server.close,
   };
 }

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { canonicalJson, sha256Hex } from '@retrysafe/contract';
-import { parseJsonBody, type SandboxReply, startLoopbackServer } from '@retrysafe/sandbox-kit';
+import { parseJsonBody, type SandboxClock, type SandboxReply, startLoopbackServer } from '@retrysafe/sandbox-kit';
 
 export { createSandboxClock as sandboxClock, isPlainObject } from '@retrysafe/sandbox-kit';
 export type { SandboxReply };
@@ -22,10 +22,34 @@ export interface SandboxRequestView {
   readonly rawBody: string;
 }
 
-export interface StartedServer {
+/** What every pattern sandbox offers a test or drill. */
+export interface PatternSandbox<R> {
   readonly url: string;
+  /** Records of the sandbox's kind (its record kind or its operation name). */
+  count(kind?: string): number;
+  records(): readonly R[];
   readonly requests: readonly SandboxRequest[];
+  /** Moves the sandbox clock forward (key expiry). */
+  advance(ms: number): void;
   close(): Promise<void>;
+}
+
+/** A pattern sandbox that keeps idempotency keys. */
+export interface KeyedSandbox<R> extends PatternSandbox<R> {
+  /** Forgets every stored key, as if all had aged past retention. */
+  expireKeys(): void;
+}
+
+export interface PatternSetup<R> {
+  readonly port: number | undefined;
+  readonly clock: SandboxClock;
+  /** Response header that carries a fresh request id on every reply, and the id's prefix. */
+  readonly requestId: readonly [header: string, prefix: string];
+  /** The record kind and the operation name `count` answers for. */
+  readonly kinds: readonly [string, string];
+  count(): number;
+  records(): readonly R[];
+  handle(req: SandboxRequestView): Promise<SandboxReply> | SandboxReply;
 }
 
 const LOGGED_HEADERS = ['idempotency-key', 'if-match', 'if-none-match', 'content-type'];
@@ -35,14 +59,17 @@ const LOGGED_HEADERS = ['idempotency-key', 'if-match', 'if-none-match', 'content
  * idempotency-related headers of every request. Every handler runs to completion (the "commit")
  * before the reply is written, so a fault proxy that drops the reply leaves the effect in place.
  */
-export async function startJsonServer(
-  port: number,
-  handle: (req: SandboxRequestView) => Promise<SandboxReply> | SandboxReply,
-): Promise<StartedServer> {
+export async function startPatternSandbox<R>(setup: PatternSetup<R>): Promise<PatternSandbox<R>> {
   const requests: SandboxRequest[] = [];
+  const [idHeader, idPrefix] = setup.requestId;
+  let seq = 0;
   const server = await startLoopbackServer({
-    port,
-    handle,
+    port: setup.port ?? 0,
+    handle: async (req: SandboxRequestView) => {
+      const rid = `${idPrefix}${++seq}`;
+      const reply = await setup.handle(req);
+      return { ...reply, headers: { ...reply.headers, [idHeader]: rid } };
+    },
     onError: (err) => ({
       status: 500,
       body: { error: { code: 'SandboxFailure', message: String((err as Error)?.message ?? err) } },
@@ -59,7 +86,15 @@ export async function startJsonServer(
       });
     },
   });
-  return { url: server.url, requests, close: server.close };
+  const [kind, operation] = setup.kinds;
+  return {
+    url: server.url,
+    count: kindCounter({ [kind]: setup.count, [operation]: setup.count }),
+    records: setup.records,
+    requests,
+    advance: setup.clock.advance,
+    close: server.close,
+  };
 }
 
 /** Parses a JSON body; undefined when it is not JSON. */
@@ -78,7 +113,7 @@ export function payloadFingerprint(body: unknown): string {
 }
 
 /** Resolves a record kind: the sandbox's kind or one of its operation names; anything else is a test bug. */
-export function kindCounter(kinds: Readonly<Record<string, () => number>>) {
+function kindCounter(kinds: Readonly<Record<string, () => number>>) {
   return (kind?: string): number => {
     if (kind === undefined) {
       const first = Object.values(kinds)[0];
