@@ -1,15 +1,23 @@
 import { describe, expect, it } from 'vitest';
 import { exportsCreateCard } from '../src/http-cards.js';
-import { asyncExportsCreate, createHttpAdapter } from '../src/index.js';
+import { asyncExportsCreate } from '../src/index.js';
 import { startAsyncReplySandbox } from '../src/sandbox/index.js';
-import { execCtx, lookupCtx, sandboxPerTest } from './helpers.js';
+import {
+  adapterAt,
+  execCtx,
+  expectRefusedBeforeSending,
+  lookupCtx,
+  looseSchema,
+  paramsWith,
+  sandboxPerTest,
+  withAdapter,
+} from './helpers.js';
 
 const OP = 'exports.create';
-const job = (over: Record<string, unknown> = {}) => ({
+const job = paramsWith({
   dataset: 'sales-2026',
   format: 'csv',
   requestRef: 'R-1',
-  ...over,
 });
 
 describe('async request-reply: SDK → sandbox', () => {
@@ -51,29 +59,16 @@ describe('async request-reply: SDK → sandbox', () => {
   it('invalid request ⇒ validated before acceptance ⇒ 400 ⇒ rejected (validation), no work item', async () => {
     const bad = job({ format: 'xml' });
     // The declared schema refuses it before anything is sent…
-    expect(await env.adapter.doExecute(OP, bad, execCtx(env.adapter, OP, bad))).toMatchObject({
-      kind: 'rejected',
-      reason: 'validation',
-      code: 'retrysafe_invalid_params',
-    });
-    expect(env.sb.requests).toHaveLength(0);
+    await expectRefusedBeforeSending(env, OP, bad);
     // …and a provider-side 400 (a schema that lets it through) is classified the same way.
-    const loose = createHttpAdapter({
-      provider: 'acme-exports',
-      baseUrl: env.sb.url,
-      timeoutMs: 2000,
-      operations: { [OP]: { ...asyncExportsCreate('acme-exports'), paramsSchema: { type: 'object' } } },
-    });
-    try {
+    await withAdapter(env.sb.url, OP, looseSchema(asyncExportsCreate('acme-exports')), async (loose) => {
       expect(await loose.doExecute(OP, bad, execCtx(loose, OP, bad))).toMatchObject({
         kind: 'rejected',
         reason: 'validation',
         status: 400,
         code: 'InvalidRequest',
       });
-    } finally {
-      await loose.close();
-    }
+    });
     expect(env.sb.count(OP)).toBe(0);
   });
 
@@ -122,20 +117,13 @@ describe('async request-reply: SDK → sandbox', () => {
 
   describe('fallback "resend-same-key" (an API without a list endpoint)', () => {
     const resendVariant = (card = exportsCreateCard('acme-exports')) =>
-      createHttpAdapter({
-        provider: 'acme-exports',
-        baseUrl: env.sb.url,
-        timeoutMs: 2000,
-        operations: {
-          [OP]: {
-            ...asyncExportsCreate('acme-exports'),
-            card,
-            lookup: {
-              method: 'status-url',
-              status: { field: 'status', pending: ['running'], done: ['succeeded'] },
-              withoutStatusRef: 'resend-same-key',
-            },
-          },
+      adapterAt(env.sb.url, OP, {
+        ...asyncExportsCreate('acme-exports'),
+        card,
+        lookup: {
+          method: 'status-url',
+          status: { field: 'status', pending: ['running'], done: ['succeeded'] },
+          withoutStatusRef: 'resend-same-key',
         },
       });
 

@@ -1,15 +1,14 @@
 import { asBusinessOperationId } from '@retrysafe/contract';
 import { describe, expect, it } from 'vitest';
-import { clientTokenInstancesRun, createHttpAdapter } from '../src/index.js';
+import { clientTokenInstancesRun } from '../src/index.js';
 import { startClientTokenSandbox } from '../src/sandbox/index.js';
-import { execCtx, lookupCtx, sandboxPerTest } from './helpers.js';
+import { execCtx, lookupCtx, paramsWith, sandboxPerTest } from './helpers.js';
 
 const OP = 'instances.run';
-const launch = (over: Record<string, unknown> = {}) => ({
+const launch = paramsWith({
   imageId: 'ami-0abcdef12',
   instanceType: 't3.micro',
   launchRef: 'L-1',
-  ...over,
 });
 
 describe('AWS-style ClientToken: SDK → sandbox', () => {

@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { createHttpAdapter, etagDocumentsUpdate } from '../src/index.js';
+import { etagDocumentsUpdate } from '../src/index.js';
 import { startEtagSandbox } from '../src/sandbox/index.js';
-import { execCtx, lookupCtx, sandboxPerTest } from './helpers.js';
+import {
+  adapterAt,
+  execCtx,
+  expectRefusedBeforeSending,
+  lookupCtx,
+  looseSchema,
+  sandboxPerTest,
+  withAdapter,
+} from './helpers.js';
 
 const OP = 'documents.update';
 
@@ -64,27 +72,14 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
 
   it('validation 400 ⇒ rejected; unknown document 404 ⇒ rejected (not-found)', async () => {
     const bad = edit({ title: 7 });
-    expect(await env.adapter.doExecute(OP, bad, execCtx(env.adapter, OP, bad))).toMatchObject({
-      kind: 'rejected',
-      reason: 'validation',
-      code: 'retrysafe_invalid_params',
-    });
-    expect(env.sb.requests).toHaveLength(0);
-    const loose = createHttpAdapter({
-      provider: 'acme-docs',
-      baseUrl: env.sb.url,
-      timeoutMs: 2000,
-      operations: { [OP]: { ...etagDocumentsUpdate('acme-docs'), paramsSchema: { type: 'object' } } },
-    });
-    try {
+    await expectRefusedBeforeSending(env, OP, bad);
+    await withAdapter(env.sb.url, OP, looseSchema(etagDocumentsUpdate('acme-docs')), async (loose) => {
       expect(await loose.doExecute(OP, bad, execCtx(loose, OP, bad))).toMatchObject({
         kind: 'rejected',
         reason: 'validation',
         status: 400,
       });
-    } finally {
-      await loose.close();
-    }
+    });
     const missing = edit({ id: 'doc-404' });
     expect(await env.adapter.doExecute(OP, missing, execCtx(env.adapter, OP, missing))).toMatchObject({
       kind: 'rejected',
@@ -97,50 +92,41 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
     const spec = etagDocumentsUpdate('acme-docs');
     const card = spec.card;
     expect(() =>
-      createHttpAdapter({
-        provider: 'acme-docs',
-        baseUrl: env.sb.url,
-        timeoutMs: 1000,
-        operations: {
-          [OP]: {
-            ...spec,
-            card: { ...card, businessOperationId: { rule: 'id, title, body', intentFields: ['id', 'title', 'body'] } },
-          },
+      adapterAt(
+        env.sb.url,
+        OP,
+        {
+          ...spec,
+          card: { ...card, businessOperationId: { rule: 'id, title, body', intentFields: ['id', 'title', 'body'] } },
         },
-      }),
+        1000,
+      ),
     ).toThrow(/precondition.param etag must be one of the card's intent fields/);
   });
 
   it('a generation precondition in the query (GCS ifGenerationMatch) with the validator read from the body', async () => {
     const spec = etagDocumentsUpdate('acme-docs');
     const card = spec.card;
-    const gen = createHttpAdapter({
-      provider: 'acme-docs',
-      baseUrl: env.sb.url,
-      timeoutMs: 2000,
-      operations: {
-        [OP]: {
-          ...spec,
-          card: {
-            ...card,
-            businessOperationId: {
-              rule: 'id, generation, title, body',
-              intentFields: ['id', 'generation', 'title', 'body'],
-            },
-          },
-          paramsSchema: {
-            type: 'object',
-            required: ['id', 'generation', 'title', 'body'],
-            properties: {
-              id: { type: 'string' },
-              generation: { type: 'integer' },
-              title: { type: 'string' },
-              body: { type: 'string' },
-            },
-          },
-          precondition: { param: 'generation', query: 'ifGenerationMatch', validatorField: 'generation' },
+    const gen = adapterAt(env.sb.url, OP, {
+      ...spec,
+      card: {
+        ...card,
+        businessOperationId: {
+          rule: 'id, generation, title, body',
+          intentFields: ['id', 'generation', 'title', 'body'],
         },
       },
+      paramsSchema: {
+        type: 'object',
+        required: ['id', 'generation', 'title', 'body'],
+        properties: {
+          id: { type: 'string' },
+          generation: { type: 'integer' },
+          title: { type: 'string' },
+          body: { type: 'string' },
+        },
+      },
+      precondition: { param: 'generation', query: 'ifGenerationMatch', validatorField: 'generation' },
     });
     try {
       const p = { id: 'doc-1', generation: 1, title: 'Final', body: 'Signed.' };

@@ -1,17 +1,27 @@
 import { notFoundIsAuthoritative } from '@retrysafe/contract/rules';
 import { describe, expect, it } from 'vitest';
 import { ordersCreateCard } from '../src/http-cards.js';
-import { createHttpAdapter, ietfOrdersCreate } from '../src/index.js';
+import { ietfOrdersCreate } from '../src/index.js';
 import { startIetfKeySandbox } from '../src/sandbox/index.js';
-import { closedPort, execCtx, lookupCtx, sandboxPerTest, startSilentServer } from './helpers.js';
+import {
+  adapterAt,
+  closedPort,
+  execCtx,
+  expectRefusedBeforeSending,
+  lookupCtx,
+  looseSchema,
+  paramsWith,
+  sandboxPerTest,
+  startSilentServer,
+  withAdapter,
+} from './helpers.js';
 
 const OP = 'orders.create';
-const order = (over: Record<string, unknown> = {}) => ({
+const order = paramsWith({
   customer: 'cus_1',
   sku: 'sku_1',
   quantity: 2,
   orderRef: 'A-17',
-  ...over,
 });
 
 describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
@@ -50,12 +60,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
 
   it('same key while the first is in flight ⇒ 409 ⇒ in-progress with Retry-After; one order', async () => {
     const slow = await startIetfKeySandbox({ port: 0, processingMs: 300 });
-    const a2 = createHttpAdapter({
-      provider: 'acme-orders',
-      baseUrl: slow.url,
-      timeoutMs: 5000,
-      operations: { [OP]: ietfOrdersCreate('acme-orders') },
-    });
+    const a2 = adapterAt(slow.url, OP, ietfOrdersCreate('acme-orders'), 5000);
     try {
       const ctx = execCtx(a2, OP, order());
       const first = a2.doExecute(OP, order(), ctx);
@@ -72,21 +77,14 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
 
   it('missing key ⇒ 400 ⇒ rejected (configuration)', async () => {
     const card = ordersCreateCard('acme-orders');
-    const noKey = createHttpAdapter({
-      provider: 'acme-orders',
-      baseUrl: env.sb.url,
-      timeoutMs: 2000,
-      operations: {
-        [OP]: {
-          ...ietfOrdersCreate('acme-orders'),
-          key: { travels: 'none' },
-          card: {
-            ...card,
-            providerKey: {
-              ...card.providerKey,
-              travels: { value: 'none', source: 'test: a client that forgot the key' },
-            },
-          },
+    const noKey = adapterAt(env.sb.url, OP, {
+      ...ietfOrdersCreate('acme-orders'),
+      key: { travels: 'none' },
+      card: {
+        ...card,
+        providerKey: {
+          ...card.providerKey,
+          travels: { value: 'none', source: 'test: a client that forgot the key' },
         },
       },
     });
@@ -106,13 +104,9 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
 
   it('an unquoted key ⇒ 400 malformed ⇒ rejected (configuration): the draft requires an sf-string', async () => {
     const spec = ietfOrdersCreate('acme-orders');
-    const raw = createHttpAdapter({
-      provider: 'acme-orders',
-      baseUrl: env.sb.url,
-      timeoutMs: 2000,
-      operations: {
-        [OP]: { ...spec, key: { travels: 'header', name: 'Idempotency-Key', rule: { maxLength: 64, prefix: 'rs-' } } },
-      },
+    const raw = adapterAt(env.sb.url, OP, {
+      ...spec,
+      key: { travels: 'header', name: 'Idempotency-Key', rule: { maxLength: 64, prefix: 'rs-' } },
     });
     try {
       const out = await raw.doExecute(OP, order(), execCtx(raw, OP, order()));
@@ -126,20 +120,9 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
   it('invalid order ⇒ 400 ⇒ rejected (validation); the stored error is replayed on the same key', async () => {
     const bad = order({ quantity: 0 });
     // The declared schema (quantity ≥ 1) refuses it before anything is sent…
-    expect(await env.adapter.doExecute(OP, bad, execCtx(env.adapter, OP, bad))).toMatchObject({
-      kind: 'rejected',
-      reason: 'validation',
-      code: 'retrysafe_invalid_params',
-    });
-    expect(env.sb.requests).toHaveLength(0);
+    await expectRefusedBeforeSending(env, OP, bad);
     // …and with a schema that lets it through, the provider's 400 is rejected and replayed on the same key.
-    const loose = createHttpAdapter({
-      provider: 'acme-orders',
-      baseUrl: env.sb.url,
-      timeoutMs: 2000,
-      operations: { [OP]: { ...ietfOrdersCreate('acme-orders'), paramsSchema: { type: 'object' } } },
-    });
-    try {
+    await withAdapter(env.sb.url, OP, looseSchema(ietfOrdersCreate('acme-orders')), async (loose) => {
       const ctx = execCtx(loose, OP, bad);
       expect(await loose.doExecute(OP, bad, ctx)).toMatchObject({
         kind: 'rejected',
@@ -151,9 +134,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
         reason: 'validation',
         status: 400,
       });
-    } finally {
-      await loose.close();
-    }
+    });
     expect(env.sb.count(OP)).toBe(0);
   });
 
@@ -210,19 +191,12 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     const spec = ietfOrdersCreate('acme-orders');
     const card = ordersCreateCard('acme-orders');
     const withDelay = (value: '1m' | 'unknown') =>
-      createHttpAdapter({
-        provider: 'acme-orders',
-        baseUrl: env.sb.url,
-        timeoutMs: 2000,
-        operations: {
-          [OP]: {
-            ...spec,
-            card: {
-              ...card,
-              lookup: { ...card.lookup, consistencyDelay: { value, source: 'test' } },
-              unverified: [...card.unverified, { field: 'lookup.consistencyDelay', condition: 'test', source: 'test' }],
-            },
-          },
+      adapterAt(env.sb.url, OP, {
+        ...spec,
+        card: {
+          ...card,
+          lookup: { ...card.lookup, consistencyDelay: { value, source: 'test' } },
+          unverified: [...card.unverified, { field: 'lookup.consistencyDelay', condition: 'test', source: 'test' }],
         },
       });
     const now = Date.now();
@@ -260,12 +234,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
   });
 
   it('network: refused ⇒ not-applied; timeout ⇒ unknown (timeout); reset after send ⇒ unknown (connection-reset)', async () => {
-    const refused = createHttpAdapter({
-      provider: 'acme-orders',
-      baseUrl: await closedPort(),
-      timeoutMs: 2000,
-      operations: { [OP]: ietfOrdersCreate('acme-orders') },
-    });
+    const refused = adapterAt(await closedPort(), OP, ietfOrdersCreate('acme-orders'));
     expect(await refused.doExecute(OP, order(), execCtx(refused, OP, order()))).toMatchObject({
       kind: 'not-applied',
       code: 'ECONNREFUSED',
@@ -275,12 +244,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
       ['reset', 'connection-reset'],
     ] as const) {
       const srv = await startSilentServer(mode);
-      const a = createHttpAdapter({
-        provider: 'acme-orders',
-        baseUrl: srv.url,
-        timeoutMs: 300,
-        operations: { [OP]: ietfOrdersCreate('acme-orders') },
-      });
+      const a = adapterAt(srv.url, OP, ietfOrdersCreate('acme-orders'), 300);
       try {
         expect(await a.doExecute(OP, order(), execCtx(a, OP, order()))).toMatchObject({ kind: 'unknown', cause });
         expect(srv.received()).toBe(1);
