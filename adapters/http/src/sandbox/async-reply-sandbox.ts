@@ -1,12 +1,10 @@
-import { createKeyStore } from '@retrysafe/sandbox-kit';
 import {
   isPlainObject,
   type KeyedSandbox,
+  keyedState,
   parseJson,
-  payloadFingerprint,
   type SandboxReply,
   type SandboxRequestView,
-  sandboxClock,
   startPatternSandbox,
 } from './server.js';
 
@@ -64,17 +62,11 @@ const err = (status: number, code: string): SandboxReply => ({ status, body: { e
 
 export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions = {}): Promise<AsyncReplySandbox> {
   const retryAfter = String(options.retryAfterS ?? 1);
-  const retentionMs = options.retentionMs ?? 24 * 3_600_000;
-  const clock = sandboxClock(options.clock);
   const jobs: Job[] = [];
   // A duplicate is answered with the EXISTING job's status resource as it is now, not a stored copy.
-  const keys = createKeyStore({
-    retentionMs,
-    clock,
-    answers: {
-      mismatch: err(422, ASYNC_CODES.keyReused),
-      replay: (entry) => accepted(jobs.find((j) => j.id === (entry.reply!.body as { id: string }).id)!),
-    },
+  const { clock, run, expireKeys } = keyedState(options, {
+    mismatch: err(422, ASYNC_CODES.keyReused),
+    replay: (entry) => accepted(jobs.find((j) => j.id === (entry.reply!.body as { id: string }).id)!),
   });
 
   const accepted = (job: Job): SandboxReply => ({
@@ -97,7 +89,7 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
       const key = req.headers['idempotency-key'];
       if (typeof key !== 'string' || key.length === 0) return err(400, ASYNC_CODES.keyMissing);
       const { dataset, format } = body;
-      const { reply } = await keys.run(key, { fingerprint: payloadFingerprint(body) }, () => {
+      return run(key, body, () => {
         const clientRequestId = typeof body.clientRequestId === 'string' ? body.clientRequestId : null;
         const job: Job = {
           id: `exp_${jobs.length + 1}`,
@@ -110,7 +102,6 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
         jobs.push(job);
         return accepted(job);
       });
-      return reply;
     }
     if (req.method === 'GET' && req.path === '/exports') {
       const ref = req.query.get('clientRequestId');
@@ -165,10 +156,9 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
     clock,
     requestId: ['x-ms-request-id', 'req_'],
     kinds: ['exports', 'exports.create'],
-    count: () => jobs.length,
     records: () =>
       jobs.map(({ id, dataset, format, clientRequestId, state }) => ({ id, dataset, format, clientRequestId, state })),
     handle,
   });
-  return { ...sandbox, expireKeys: () => void keys.expire() };
+  return { ...sandbox, expireKeys };
 }

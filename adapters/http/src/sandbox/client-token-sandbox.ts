@@ -1,11 +1,10 @@
-import { createFaultQueue, createKeyStore } from '@retrysafe/sandbox-kit';
+import { createFaultQueue } from '@retrysafe/sandbox-kit';
 import {
   isPlainObject,
   type KeyedSandbox,
+  keyedState,
   parseJson,
-  payloadFingerprint,
   type SandboxReply,
-  sandboxClock,
   startPatternSandbox,
 } from './server.js';
 
@@ -47,15 +46,12 @@ export const INSTANCE_TYPES = ['t3.micro', 't3.small', 'm7g.large'] as const;
 const awsError = (status: number, code: string): SandboxReply => ({ status, body: { __type: code, message: code } });
 
 export async function startClientTokenSandbox(options: ClientTokenSandboxOptions = {}): Promise<ClientTokenSandbox> {
-  const retentionMs = options.retentionMs ?? 24 * 3_600_000;
-  const clock = sandboxClock(options.clock);
   const instances: SandboxInstance[] = [];
   // Only a launch is remembered under its token (a refused request is not); the launch answers at once,
   // so no request sees another in flight.
-  const tokens = createKeyStore({
-    retentionMs,
-    clock,
-    answers: { mismatch: awsError(400, 'IdempotentParameterMismatch'), stores: (reply) => reply.status === 200 },
+  const { clock, run, expireKeys } = keyedState(options, {
+    mismatch: awsError(400, 'IdempotentParameterMismatch'),
+    stores: (reply) => reply.status === 200,
   });
   const throttle = createFaultQueue<'RequestLimitExceeded'>('client-token sandbox');
 
@@ -80,7 +76,6 @@ export async function startClientTokenSandbox(options: ClientTokenSandboxOptions
     clock,
     requestId: ['x-amzn-requestid', 'rq-'],
     kinds: ['instances', 'instances.run'],
-    count: () => instances.length,
     records: () => instances.map((i) => ({ ...i })),
     handle: async (req) => {
       if (req.method === 'GET' && req.path === '/instances') {
@@ -102,11 +97,8 @@ export async function startClientTokenSandbox(options: ClientTokenSandboxOptions
         return awsError(400, 'InvalidParameterValue');
       }
       // Same token, same params: the identical first response, even if the instance changed since.
-      const reply =
-        typeof token === 'string'
-          ? (await tokens.run(token, { fingerprint: payloadFingerprint(params) }, () => launch(token, params))).reply
-          : launch(token, params);
-      return reply;
+      if (typeof token !== 'string') return launch(token, params);
+      return run(token, params, () => launch(token, params));
     },
   });
   return {
@@ -117,6 +109,6 @@ export async function startClientTokenSandbox(options: ClientTokenSandboxOptions
       instances[i] = { ...instances[i]!, State: 'terminated' };
     },
     throttleNext: (n) => throttle.add('RequestLimitExceeded', n),
-    expireKeys: () => void tokens.expire(),
+    expireKeys,
   };
 }

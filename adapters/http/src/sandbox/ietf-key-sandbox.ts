@@ -1,11 +1,10 @@
-import { createFaultQueue, createKeyStore } from '@retrysafe/sandbox-kit';
+import { createFaultQueue } from '@retrysafe/sandbox-kit';
 import {
   isPlainObject,
   type KeyedSandbox,
+  keyedState,
   parseJson,
-  payloadFingerprint,
   type SandboxReply,
-  sandboxClock,
   startPatternSandbox,
 } from './server.js';
 
@@ -62,20 +61,14 @@ function problem(status: number, type: string, title: string, extra: Record<stri
 }
 
 export async function startIetfKeySandbox(options: IetfKeySandboxOptions = {}): Promise<IetfKeySandbox> {
-  const retentionMs = options.retentionMs ?? 24 * 3_600_000;
-  const clock = sandboxClock(options.clock);
   const orders: SandboxOrder[] = [];
   // The draft's order: a payload mismatch (422) is told before "still processing" (409).
-  const keys = createKeyStore({
-    retentionMs,
-    clock,
-    answers: {
-      precedence: 'mismatch',
-      mismatch: problem(422, PROBLEM.keyReused, 'Idempotency-Key reused with a different payload'),
-      inFlight: problem(409, PROBLEM.inFlight, 'a request with this Idempotency-Key is being processed', {
-        'retry-after': '1',
-      }),
-    },
+  const { clock, retentionMs, run, expireKeys } = keyedState(options, {
+    precedence: 'mismatch',
+    mismatch: problem(422, PROBLEM.keyReused, 'Idempotency-Key reused with a different payload'),
+    inFlight: problem(409, PROBLEM.inFlight, 'a request with this Idempotency-Key is being processed', {
+      'retry-after': '1',
+    }),
   });
   const failures = createFaultQueue<'internal'>('ietf sandbox');
 
@@ -111,7 +104,6 @@ export async function startIetfKeySandbox(options: IetfKeySandboxOptions = {}): 
     clock,
     requestId: ['x-request-id', 'req_'],
     kinds: ['orders', 'orders.create'],
-    count: () => orders.length,
     records: () => orders.map((o) => ({ ...o })),
     handle: async (req) => {
       if (req.method === 'GET' && req.path === '/orders') {
@@ -139,19 +131,17 @@ export async function startIetfKeySandbox(options: IetfKeySandboxOptions = {}): 
         return problem(400, PROBLEM.keyMalformed, 'Idempotency-Key must be a Structured Field string');
 
       const body = parseJson(req.rawBody);
-      const fingerprint = payloadFingerprint(body);
       // The stored response (success or error) is replayed for the key's lifetime.
-      const { reply } = await keys.run(`POST /orders ${key}`, { fingerprint }, async () => {
+      return run(`POST /orders ${key}`, body, async () => {
         if (options.processingMs) await new Promise((r) => setTimeout(r, options.processingMs));
         return createOrder(body);
       });
-      return reply;
     },
   });
   return {
     ...sandbox,
     retentionMs,
-    expireKeys: () => void keys.expire(),
+    expireKeys,
     failNext: (n) => failures.add('internal', n),
   };
 }

@@ -1,9 +1,31 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { canonicalJson, sha256Hex } from '@retrysafe/contract';
-import { parseJsonBody, type SandboxClock, type SandboxReply, startLoopbackServer } from '@retrysafe/sandbox-kit';
+import {
+  type ClockSource,
+  createKeyStore,
+  createSandboxClock,
+  type KeyAnswers,
+  parseJsonBody,
+  type SandboxClock,
+  type SandboxReply,
+  startLoopbackServer,
+} from '@retrysafe/sandbox-kit';
 
 export { createSandboxClock as sandboxClock, isPlainObject } from '@retrysafe/sandbox-kit';
 export type { SandboxReply };
+
+/**
+ * The sandbox clock and a key store on it, keeping keys `retentionMs` (default 24 h). `run` answers a keyed
+ * request by the fingerprint of its payload: a replay, a refusal, or `execute` once.
+ */
+export function keyedState(options: { clock?: ClockSource; retentionMs?: number }, answers: KeyAnswers<undefined>) {
+  const clock = createSandboxClock(options.clock);
+  const retentionMs = options.retentionMs ?? 24 * 3_600_000;
+  const keys = createKeyStore({ retentionMs, clock, answers });
+  const run = async (key: string, payload: unknown, execute: () => SandboxReply | Promise<SandboxReply>) =>
+    (await keys.run(key, { fingerprint: payloadFingerprint(payload) }, execute)).reply;
+  return { clock, retentionMs, run, expireKeys: () => void keys.expire() };
+}
 
 /** One request as the sandbox saw it (idempotency-related headers only; no auth, no bodies). */
 export interface SandboxRequest {
@@ -47,7 +69,8 @@ export interface PatternSetup<R> {
   readonly requestId: readonly [header: string, prefix: string];
   /** The record kind and the operation name `count` answers for. */
   readonly kinds: readonly [string, string];
-  count(): number;
+  /** Default: the number of records. */
+  count?(): number;
   records(): readonly R[];
   handle(req: SandboxRequestView): Promise<SandboxReply> | SandboxReply;
 }
@@ -87,9 +110,10 @@ export async function startPatternSandbox<R>(setup: PatternSetup<R>): Promise<Pa
     },
   });
   const [kind, operation] = setup.kinds;
+  const count = setup.count ?? (() => setup.records().length);
   return {
     url: server.url,
-    count: kindCounter({ [kind]: setup.count, [operation]: setup.count }),
+    count: kindCounter({ [kind]: count, [operation]: count }),
     records: setup.records,
     requests,
     advance: setup.clock.advance,
@@ -104,7 +128,7 @@ export function parseJson(raw: string): unknown {
 }
 
 /** The server-side payload fingerprint: independent of key order and whitespace. */
-export function payloadFingerprint(body: unknown): string {
+function payloadFingerprint(body: unknown): string {
   try {
     return sha256Hex(canonicalJson(body ?? null));
   } catch {
