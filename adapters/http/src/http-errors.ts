@@ -128,9 +128,7 @@ export function classifyResponse(
     // The card's replay indicator (e.g. `Idempotent-Replayed: true`): the provider answered from its stored result.
     const ri = spec.card.storedResult.replayIndicator?.value;
     const replayed =
-      typeof ri === 'object' &&
-      ri !== null &&
-      header(res.headers, ri.header.toLowerCase())?.toLowerCase() === ri.value.toLowerCase();
+      typeof ri === 'object' && ri !== null && header(res.headers, ri.header)?.toLowerCase() === ri.value.toLowerCase();
     return {
       kind: replayed ? 'replayed' : 'succeeded',
       result: res.data,
@@ -142,60 +140,44 @@ export function classifyResponse(
   const label = `HTTP ${res.status}${code !== undefined ? ' ' + code : ''}`;
   const pc = spec.precondition;
   if (pc && res.status === (pc.failedStatus ?? 412)) {
-    // On the first attempt the caller's validator was stale: nothing of ours was applied. On a
-    // re-send after an unknown outcome our own earlier attempt may be what moved the validator on,
-    // so the runner must look up instead of concluding anything.
-    if (attempt <= 1)
-      return {
-        kind: 'rejected',
-        reason: 'conflict',
-        message: `${label}: precondition failed (the resource changed since the validator was read)`,
-        ...base,
-      };
-    return {
-      kind: 'unknown',
-      cause: 'other',
-      message: `${label}: precondition failed on a re-send; an earlier attempt may have applied`,
-      ...base,
-      ...ra,
-    };
-  }
-
-  const rule = spec.errors.rules.find((r) => ruleMatches(r, res.status, code));
-  if (rule) {
-    switch (rule.outcome) {
-      case 'rejected': {
-        const fields = namedFields(res.data);
-        const left =
-          spec.errors.createdPath === undefined ? undefined : scalarText(readPath(res.data, spec.errors.createdPath));
-        const created = left !== undefined ? { created: left } : {};
-        return {
+    // On the first attempt the caller's validator was stale: nothing of ours was applied. On a re-send our own
+    // earlier attempt may be what moved the validator on, so the runner must look up instead.
+    return attempt <= 1
+      ? {
           kind: 'rejected',
-          reason: rule.reason,
-          message: label,
+          reason: 'conflict',
+          message: `${label}: precondition failed (the resource changed since the validator was read)`,
           ...base,
-          ...(fields.length ? { fields } : {}),
-          ...created,
-        };
-      }
-      case 'not-applied':
-        return { kind: 'not-applied', message: label, ...base, ...ra };
-      case 'in-progress':
-        return { kind: 'in-progress', message: label, ...base, ...ra };
-      case 'unknown':
-        return {
+        }
+      : {
           kind: 'unknown',
-          cause: rule.cause ?? (res.status >= 500 ? 'server-error' : 'other'),
-          message: label,
+          cause: 'other',
+          message: `${label}: precondition failed on a re-send; an earlier attempt may have applied`,
           ...base,
           ...ra,
         };
-    }
   }
+
+  const rule = spec.errors.rules.find((r) => ruleMatches(r, res.status, code));
+  if (rule?.outcome === 'rejected') {
+    const fields = namedFields(res.data);
+    const path = spec.errors.createdPath;
+    const created = path === undefined ? undefined : scalarText(readPath(res.data, path));
+    return {
+      kind: 'rejected',
+      reason: rule.reason,
+      message: label,
+      ...base,
+      ...(fields.length ? { fields } : {}),
+      ...(created !== undefined ? { created } : {}),
+    };
+  }
+  if (rule?.outcome === 'not-applied' || rule?.outcome === 'in-progress')
+    return { kind: rule.outcome, message: label, ...base, ...ra };
   return {
     kind: 'unknown',
-    cause: res.status >= 500 ? 'server-error' : 'other',
-    message: `${label} (not in the operation's error mapping)`,
+    cause: (rule?.outcome === 'unknown' && rule.cause) || (res.status >= 500 ? 'server-error' : 'other'),
+    message: rule ? label : `${label} (not in the operation's error mapping)`,
     ...base,
     ...ra,
   };
