@@ -75,13 +75,8 @@ export function createHttpAdapter<const O extends Readonly<Record<string, HttpOp
   options: HttpAdapterOptions & { readonly operations: O },
 ): HttpAdapter & TypedHttpOperations<O>;
 export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
-  const provider = options?.provider;
-  if (typeof provider !== 'string' || !/^[A-Za-z][A-Za-z0-9_-]*$/.test(provider)) {
-    throw new AdapterConfigurationError(
-      String(provider),
-      'provider must be an identifier such as "acme" (letters, digits, _ and -)',
-    );
-  }
+  // The frame checks the provider name and that there is an operation; buildOperation checks each against its card.
+  const { provider } = options;
   const c = connect(provider, options);
   const operations: Record<string, HttpOperation> = {};
   for (const [name, spec] of Object.entries(options.operations))
