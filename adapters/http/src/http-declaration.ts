@@ -11,12 +11,8 @@ import {
   templateValue,
 } from './http-operations.js';
 
-/**
- * An HTTP operation declared as plain data (JSON/YAML), no functions: the parts that are code in an
- * `HttpOperationSpec` (the body builder, the lookup's `match` and `applied`) become templates and
- * field comparisons. `createHttpAdapterFromDeclaration` turns it into a spec and hands it to
- * `createHttpAdapter`, so every consistency check of a code declaration applies to it unchanged.
- */
+// An operation declared as data (JSON/YAML): the body builder and the lookup's match/applied become templates and
+// field comparisons, turned into an `HttpOperationSpec` so every check of a code declaration applies unchanged.
 
 /**
  * A value template. A string that is exactly `{name}` becomes the value of param `name` (any type;
@@ -109,29 +105,15 @@ function matcher(m: MatchDeclaration): (body: unknown, ctx: LookupReadContext) =
 function lookupSpec(l: HttpLookupDeclaration): HttpLookupSpec {
   switch (l.method) {
     case 'get-by-key': {
-      const applied = l.applied;
-      return {
-        method: 'get-by-key',
-        path: l.path,
-        ...(applied
-          ? { applied: (resource: unknown, ctx: LookupReadContext) => whereHolds(resource, applied.where, ctx) }
-          : {}),
-      };
+      const where = l.applied?.where;
+      return { ...l, applied: where && ((resource, ctx) => whereHolds(resource, where, ctx)) };
     }
     case 'status-url': {
       const w = l.withoutStatusRef;
-      return {
-        method: 'status-url',
-        status: l.status,
-        ...(w === undefined
-          ? {}
-          : typeof w === 'string'
-            ? { withoutStatusRef: w }
-            : { withoutStatusRef: { path: w.path, match: matcher(w.match), statusUrlPath: w.statusUrlPath } }),
-      };
+      return { ...l, withoutStatusRef: typeof w === 'object' ? { ...w, match: matcher(w.match) } : w };
     }
     case 'search':
-      return { method: 'search', path: l.path, match: matcher(l.match), ...(l.refPath ? { refPath: l.refPath } : {}) };
+      return { ...l, match: matcher(l.match) };
     default:
       return l;
   }
@@ -157,38 +139,32 @@ export function operationFromDeclaration(
       fail(
         `body template {${n}} is neither an intent field, a declared param (paramsSchema.properties), {key} nor {businessOperationId}`,
       );
-  const wheres = [
-    d.lookup?.method === 'search' ? d.lookup.match.where : undefined,
-    d.lookup?.method === 'get-by-key' ? d.lookup.applied?.where : undefined,
-    d.lookup?.method === 'status-url' && typeof d.lookup.withoutStatusRef === 'object'
-      ? d.lookup.withoutStatusRef.match.where
-      : undefined,
-  ];
-  for (const w of wheres) {
-    if (w && Object.keys(w).length === 0)
-      fail('a lookup match needs at least one `where` comparison (an empty one would match any item)');
-    for (const n of templateNames(w as Template | undefined))
-      if (!allowed(n))
-        fail(`lookup template {${n}} is neither an intent field, a declared param, {key} nor {businessOperationId}`);
-  }
-  const { body, lookup, ...rest } = d;
+  const { body, lookup: l, ...rest } = d;
+  const where =
+    l.method === 'search'
+      ? l.match.where
+      : l.method === 'get-by-key'
+        ? l.applied?.where
+        : l.method === 'status-url' && typeof l.withoutStatusRef === 'object'
+          ? l.withoutStatusRef.match.where
+          : undefined;
+  if (where && Object.keys(where).length === 0)
+    fail('a lookup match needs at least one `where` comparison (an empty one would match any item)');
+  for (const n of templateNames(where))
+    if (!allowed(n))
+      fail(`lookup template {${n}} is neither an intent field, a declared param, {key} nor {businessOperationId}`);
   return {
     ...rest,
-    lookup: lookupSpec(lookup),
+    lookup: lookupSpec(l),
     ...(body !== undefined ? { body: (params, ids) => fillTemplate(body, params, ids) } : {}),
   };
 }
 
 /** An adapter built from a data declaration (a config file's `type: http` adapter). */
 export function createHttpAdapterFromDeclaration(d: HttpAdapterDeclaration): HttpAdapter {
-  const operations: Record<string, HttpOperationSpec> = {};
-  for (const [name, op] of Object.entries(d.operations ?? {}))
-    operations[name] = operationFromDeclaration(d.provider, name, op);
-  return createHttpAdapter({
-    provider: d.provider,
-    baseUrl: d.baseUrl,
-    timeoutMs: d.timeoutMs,
-    ...(d.headers ? { headers: d.headers } : {}),
-    operations,
-  });
+  const operations = Object.entries(d.operations ?? {}).map(([name, op]) => [
+    name,
+    operationFromDeclaration(d.provider, name, op),
+  ]);
+  return createHttpAdapter({ ...d, operations: Object.fromEntries(operations) });
 }
