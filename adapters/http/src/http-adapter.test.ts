@@ -9,6 +9,7 @@ import {
   UnsupportedCapabilityError,
 } from '@retrysafe/contract';
 import { describe, expect, it } from 'vitest';
+import { lookupCtx } from '../test/helpers.js';
 import { ordersCreateCard } from './http-cards.js';
 import { createHttpAdapter, etagDocumentsUpdate, type HttpOperationSpec, ietfOrdersCreate } from './index.js';
 
@@ -99,20 +100,10 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
   it('unknown operation ⇒ UnknownOperationError; lookup "none" ⇒ UnsupportedCapabilityError (never a silent no-op)', async () => {
     const c = { ...card, lookup: { ...card.lookup, method: { value: 'none', source: 'test' } } } as RetrySafetyCard;
     const a = createHttpAdapter(withOp({ ...spec, card: c, lookup: { method: 'none' } }));
-    const id = asBusinessOperationId('order-1');
-    const ctx = {
-      businessOperationId: id,
-      providerKey: a.deriveProviderKey('orders.create', id),
-      params: {},
-      runId: newRunId(),
-      attemptId: newAttemptId(),
-      statusRef: null,
-      firstDispatchedAt: null,
-      now: 0,
-    };
+    const ctx = lookupCtx(a, 'orders.create', { customer: 'c', sku: 's', quantity: 1, orderRef: 'r' });
     await expect(a.doLookup('orders.create', ctx)).rejects.toThrow(UnsupportedCapabilityError);
     await expect(a.doLookup('orders.nope', ctx)).rejects.toThrow(UnknownOperationError);
-    expect(() => a.deriveProviderKey('orders.nope', id)).toThrow(UnknownOperationError);
+    expect(() => a.deriveProviderKey('orders.nope', ctx.businessOperationId)).toThrow(UnknownOperationError);
   });
 
   it('keys are derived from the business-operation id: stable, prefixed, and within the rule', () => {
