@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { exportsCreateCard } from '../src/http-cards.js';
-import { asyncExportsCreate } from '../src/index.js';
+import { asyncExportsCreate, type HttpAdapter } from '../src/index.js';
 import { startAsyncReplySandbox } from '../src/sandbox/index.js';
 import {
   adapterAt,
@@ -116,20 +116,24 @@ describe('async request-reply: SDK → sandbox', () => {
   });
 
   describe('fallback "resend-same-key" (an API without a list endpoint)', () => {
-    const resendVariant = (card = exportsCreateCard('acme-exports')) =>
-      adapterAt(env.sb.url, OP, {
-        ...asyncExportsCreate('acme-exports'),
-        card,
-        lookup: {
-          method: 'status-url',
-          status: { field: 'status', pending: ['running'], done: ['succeeded'] },
-          withoutStatusRef: 'resend-same-key',
+    const withResendVariant = (use: (a: HttpAdapter) => Promise<void>, card = exportsCreateCard('acme-exports')) =>
+      withAdapter(
+        env.sb.url,
+        OP,
+        {
+          ...asyncExportsCreate('acme-exports'),
+          card,
+          lookup: {
+            method: 'status-url',
+            status: { field: 'status', pending: ['running'], done: ['succeeded'] },
+            withoutStatusRef: 'resend-same-key',
+          },
         },
-      });
+        use,
+      );
 
     it('inside retention: the re-send with the same key returns the EXISTING status resource — one work item', async () => {
-      const a = resendVariant();
-      try {
+      await withResendVariant(async (a) => {
         const ctx = execCtx(a, OP, job());
         const first = await a.doExecute(OP, job(), ctx); // lost
         const found = await a.doLookup(OP, lookupCtx(a, OP, job()));
@@ -139,14 +143,11 @@ describe('async request-reply: SDK → sandbox', () => {
         });
         expect(env.sb.requests.filter((r) => r.method === 'POST')).toHaveLength(2);
         expect(env.sb.count(OP)).toBe(1);
-      } finally {
-        await a.close();
-      }
+      });
     });
 
     it('key past retention ⇒ cannot-tell, and nothing is sent', async () => {
-      const a = resendVariant();
-      try {
+      await withResendVariant(async (a) => {
         await a.doExecute(OP, job(), execCtx(a, OP, job()));
         const before = env.sb.requests.length;
         const now = Date.now();
@@ -154,31 +155,29 @@ describe('async request-reply: SDK → sandbox', () => {
         expect(res).toMatchObject({ kind: 'cannot-tell' });
         expect((res as { reason: string }).reason).toMatch(/past the provider's 24h retention/);
         expect(env.sb.requests.length).toBe(before);
-      } finally {
-        await a.close();
-      }
+      });
     });
 
     it('a card with retention unknown ⇒ the lookup never re-sends (cannot-tell), nothing reaches the provider', async () => {
       const card = exportsCreateCard('acme-exports');
-      const a = resendVariant({
-        ...card,
-        retention: { minimum: { value: 'unknown', source: 'test: not published' } },
-        unverified: [
-          ...card.unverified,
-          { field: 'retention.minimum', condition: 'expiry not published', source: 'test' },
-        ],
-      });
-      try {
-        const res = await a.doLookup(OP, lookupCtx(a, OP, job()));
-        expect(res).toMatchObject({ kind: 'cannot-tell' });
-        expect((res as { reason: string }).reason).toMatch(
-          /retention is not known \(card retention\.minimum = unknown\)/,
-        );
-        expect(env.sb.requests).toHaveLength(0);
-      } finally {
-        await a.close();
-      }
+      await withResendVariant(
+        async (a) => {
+          const res = await a.doLookup(OP, lookupCtx(a, OP, job()));
+          expect(res).toMatchObject({ kind: 'cannot-tell' });
+          expect((res as { reason: string }).reason).toMatch(
+            /retention is not known \(card retention\.minimum = unknown\)/,
+          );
+          expect(env.sb.requests).toHaveLength(0);
+        },
+        {
+          ...card,
+          retention: { minimum: { value: 'unknown', source: 'test: not published' } },
+          unverified: [
+            ...card.unverified,
+            { field: 'retention.minimum', condition: 'expiry not published', source: 'test' },
+          ],
+        },
+      );
     });
   });
 

@@ -107,40 +107,42 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
   it('a generation precondition in the query (GCS ifGenerationMatch) with the validator read from the body', async () => {
     const spec = etagDocumentsUpdate('acme-docs');
     const card = spec.card;
-    const gen = adapterAt(env.sb.url, OP, {
-      ...spec,
-      card: {
-        ...card,
-        businessOperationId: {
-          rule: 'id, generation, title, body',
-          intentFields: ['id', 'generation', 'title', 'body'],
+    await withAdapter(
+      env.sb.url,
+      OP,
+      {
+        ...spec,
+        card: {
+          ...card,
+          businessOperationId: {
+            rule: 'id, generation, title, body',
+            intentFields: ['id', 'generation', 'title', 'body'],
+          },
         },
-      },
-      paramsSchema: {
-        type: 'object',
-        required: ['id', 'generation', 'title', 'body'],
-        properties: {
-          id: { type: 'string' },
-          generation: { type: 'integer' },
-          title: { type: 'string' },
-          body: { type: 'string' },
+        paramsSchema: {
+          type: 'object',
+          required: ['id', 'generation', 'title', 'body'],
+          properties: {
+            id: { type: 'string' },
+            generation: { type: 'integer' },
+            title: { type: 'string' },
+            body: { type: 'string' },
+          },
         },
+        precondition: { param: 'generation', query: 'ifGenerationMatch', validatorField: 'generation' },
       },
-      precondition: { param: 'generation', query: 'ifGenerationMatch', validatorField: 'generation' },
-    });
-    try {
-      const p = { id: 'doc-1', generation: 1, title: 'Final', body: 'Signed.' };
-      expect(await gen.doLookup(OP, lookupCtx(gen, OP, p))).toMatchObject({ kind: 'not-found' });
-      expect(await gen.doExecute(OP, p, execCtx(gen, OP, p))).toMatchObject({ kind: 'succeeded' });
-      expect(env.sb.requests.at(-1)!.path).toBe('/documents/doc-1?ifGenerationMatch=1');
-      expect(await gen.doExecute(OP, p, execCtx(gen, OP, p, 2))).toMatchObject({ kind: 'unknown', status: 412 });
-      expect(await gen.doLookup(OP, lookupCtx(gen, OP, p))).toMatchObject({
-        kind: 'found',
-        outcome: { kind: 'succeeded' },
-      });
-      expect(env.sb.count(OP)).toBe(1);
-    } finally {
-      await gen.close();
-    }
+      async (gen) => {
+        const p = { id: 'doc-1', generation: 1, title: 'Final', body: 'Signed.' };
+        expect(await gen.doLookup(OP, lookupCtx(gen, OP, p))).toMatchObject({ kind: 'not-found' });
+        expect(await gen.doExecute(OP, p, execCtx(gen, OP, p))).toMatchObject({ kind: 'succeeded' });
+        expect(env.sb.requests.at(-1)!.path).toBe('/documents/doc-1?ifGenerationMatch=1');
+        expect(await gen.doExecute(OP, p, execCtx(gen, OP, p, 2))).toMatchObject({ kind: 'unknown', status: 412 });
+        expect(await gen.doLookup(OP, lookupCtx(gen, OP, p))).toMatchObject({
+          kind: 'found',
+          outcome: { kind: 'succeeded' },
+        });
+        expect(env.sb.count(OP)).toBe(1);
+      },
+    );
   });
 });

@@ -77,44 +77,48 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
 
   it('missing key ⇒ 400 ⇒ rejected (configuration)', async () => {
     const card = ordersCreateCard('acme-orders');
-    const noKey = adapterAt(env.sb.url, OP, {
-      ...ietfOrdersCreate('acme-orders'),
-      key: { travels: 'none' },
-      card: {
-        ...card,
-        providerKey: {
-          ...card.providerKey,
-          travels: { value: 'none', source: 'test: a client that forgot the key' },
+    await withAdapter(
+      env.sb.url,
+      OP,
+      {
+        ...ietfOrdersCreate('acme-orders'),
+        key: { travels: 'none' },
+        card: {
+          ...card,
+          providerKey: {
+            ...card.providerKey,
+            travels: { value: 'none', source: 'test: a client that forgot the key' },
+          },
         },
       },
-    });
-    try {
-      const out = await noKey.doExecute(OP, order(), execCtx(noKey, OP, order()));
-      expect(out).toMatchObject({
-        kind: 'rejected',
-        reason: 'configuration',
-        status: 400,
-        code: 'https://retrysafe.invalid/problems/idempotency-key-missing',
-      });
-      expect(env.sb.count(OP)).toBe(0);
-    } finally {
-      await noKey.close();
-    }
+      async (noKey) => {
+        const out = await noKey.doExecute(OP, order(), execCtx(noKey, OP, order()));
+        expect(out).toMatchObject({
+          kind: 'rejected',
+          reason: 'configuration',
+          status: 400,
+          code: 'https://retrysafe.invalid/problems/idempotency-key-missing',
+        });
+        expect(env.sb.count(OP)).toBe(0);
+      },
+    );
   });
 
   it('an unquoted key ⇒ 400 malformed ⇒ rejected (configuration): the draft requires an sf-string', async () => {
     const spec = ietfOrdersCreate('acme-orders');
-    const raw = adapterAt(env.sb.url, OP, {
-      ...spec,
-      key: { travels: 'header', name: 'Idempotency-Key', rule: { maxLength: 64, prefix: 'rs-' } },
-    });
-    try {
-      const out = await raw.doExecute(OP, order(), execCtx(raw, OP, order()));
-      expect(out).toMatchObject({ kind: 'rejected', reason: 'configuration', status: 400 });
-      expect(env.sb.count(OP)).toBe(0);
-    } finally {
-      await raw.close();
-    }
+    await withAdapter(
+      env.sb.url,
+      OP,
+      {
+        ...spec,
+        key: { travels: 'header', name: 'Idempotency-Key', rule: { maxLength: 64, prefix: 'rs-' } },
+      },
+      async (raw) => {
+        const out = await raw.doExecute(OP, order(), execCtx(raw, OP, order()));
+        expect(out).toMatchObject({ kind: 'rejected', reason: 'configuration', status: 400 });
+        expect(env.sb.count(OP)).toBe(0);
+      },
+    );
   });
 
   it('invalid order ⇒ 400 ⇒ rejected (validation); the stored error is replayed on the same key', async () => {
