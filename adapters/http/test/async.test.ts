@@ -9,6 +9,7 @@ import {
   lookupCtx,
   looseSchema,
   paramsWith,
+  rejected,
   sandboxPerTest,
   withAdapter,
 } from './helpers.js';
@@ -62,12 +63,9 @@ describe('async request-reply: SDK → sandbox', () => {
     await expectRefusedBeforeSending(env, OP, bad);
     // …and a provider-side 400 (a schema that lets it through) is classified the same way.
     await withAdapter(env.sb.url, OP, looseSchema(asyncExportsCreate('acme-exports')), async (loose) => {
-      expect(await loose.doExecute(OP, bad, execCtx(loose, OP, bad))).toMatchObject({
-        kind: 'rejected',
-        reason: 'validation',
-        status: 400,
-        code: 'InvalidRequest',
-      });
+      expect(await loose.doExecute(OP, bad, execCtx(loose, OP, bad))).toMatchObject(
+        rejected('validation', 400, 'InvalidRequest'),
+      );
     });
     expect(env.sb.count(OP)).toBe(0);
   });
@@ -77,11 +75,9 @@ describe('async request-reply: SDK → sandbox', () => {
     const a = await env.adapter.doExecute(OP, job(), ctx);
     const b = await env.adapter.doExecute(OP, job(), { ...ctx, attempt: 2 });
     expect((b as { statusRef: string }).statusRef).toBe((a as { statusRef: string }).statusRef);
-    expect(await env.adapter.doExecute(OP, job({ format: 'json' }), { ...ctx, attempt: 3 })).toMatchObject({
-      kind: 'rejected',
-      reason: 'conflict',
-      status: 422,
-    });
+    expect(await env.adapter.doExecute(OP, job({ format: 'json' }), { ...ctx, attempt: 3 })).toMatchObject(
+      rejected('conflict', 422),
+    );
     expect(env.sb.count(OP)).toBe(1);
   });
 

@@ -7,6 +7,7 @@ import {
   expectRefusedBeforeSending,
   lookupCtx,
   looseSchema,
+  rejected,
   sandboxPerTest,
   withAdapter,
 } from './helpers.js';
@@ -39,12 +40,9 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
   it('412 on the first attempt ⇒ rejected (conflict): the caller read a stale ETag, nothing applied', async () => {
     const p = edit();
     env.sb.writeAsOther('doc-1', { title: 'Theirs' });
-    expect(await env.adapter.doExecute(OP, p, execCtx(env.adapter, OP, p))).toMatchObject({
-      kind: 'rejected',
-      reason: 'conflict',
-      status: 412,
-      code: 'conditionNotMet',
-    });
+    expect(await env.adapter.doExecute(OP, p, execCtx(env.adapter, OP, p))).toMatchObject(
+      rejected('conflict', 412, 'conditionNotMet'),
+    );
     expect(env.sb.count(OP)).toBe(0);
   });
 
@@ -74,18 +72,12 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
     const bad = edit({ title: 7 });
     await expectRefusedBeforeSending(env, OP, bad);
     await withAdapter(env.sb.url, OP, looseSchema(etagDocumentsUpdate('acme-docs')), async (loose) => {
-      expect(await loose.doExecute(OP, bad, execCtx(loose, OP, bad))).toMatchObject({
-        kind: 'rejected',
-        reason: 'validation',
-        status: 400,
-      });
+      expect(await loose.doExecute(OP, bad, execCtx(loose, OP, bad))).toMatchObject(rejected('validation', 400));
     });
     const missing = edit({ id: 'doc-404' });
-    expect(await env.adapter.doExecute(OP, missing, execCtx(env.adapter, OP, missing))).toMatchObject({
-      kind: 'rejected',
-      reason: 'not-found',
-      status: 404,
-    });
+    expect(await env.adapter.doExecute(OP, missing, execCtx(env.adapter, OP, missing))).toMatchObject(
+      rejected('not-found', 404),
+    );
   });
 
   it('the precondition must be an intent field, so no re-send can carry another one', () => {

@@ -62,6 +62,14 @@ export const paramsWith =
   (defaults: Record<string, unknown>) =>
   (over: Record<string, unknown> = {}): Record<string, unknown> => ({ ...defaults, ...over });
 
+/** A mapped rejection as a matcher: reason, HTTP status and, when given, the provider's code. */
+export const rejected = (reason: string, status: number, code?: string) => ({
+  kind: 'rejected',
+  reason,
+  status,
+  ...(code === undefined ? {} : { code }),
+});
+
 /** Params the declared schema refuses are rejected (validation) before anything reaches the sandbox. */
 export async function expectRefusedBeforeSending(
   env: { sb: { readonly requests: readonly unknown[] }; adapter: HttpAdapter },

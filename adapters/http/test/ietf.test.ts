@@ -11,6 +11,7 @@ import {
   lookupCtx,
   looseSchema,
   paramsWith,
+  rejected,
   sandboxPerTest,
   startSilentServer,
   withAdapter,
@@ -49,12 +50,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     const ctx = execCtx(env.adapter, OP, order());
     await env.adapter.doExecute(OP, order(), ctx);
     const out = await env.adapter.doExecute(OP, order({ quantity: 3 }), { ...ctx, attempt: 2 });
-    expect(out).toMatchObject({
-      kind: 'rejected',
-      reason: 'conflict',
-      status: 422,
-      code: 'https://retrysafe.invalid/problems/idempotency-key-reused',
-    });
+    expect(out).toMatchObject(rejected('conflict', 422, 'https://retrysafe.invalid/problems/idempotency-key-reused'));
     expect(env.sb.count(OP)).toBe(1);
   });
 
@@ -93,12 +89,9 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
       },
       async (noKey) => {
         const out = await noKey.doExecute(OP, order(), execCtx(noKey, OP, order()));
-        expect(out).toMatchObject({
-          kind: 'rejected',
-          reason: 'configuration',
-          status: 400,
-          code: 'https://retrysafe.invalid/problems/idempotency-key-missing',
-        });
+        expect(out).toMatchObject(
+          rejected('configuration', 400, 'https://retrysafe.invalid/problems/idempotency-key-missing'),
+        );
         expect(env.sb.count(OP)).toBe(0);
       },
     );
@@ -128,16 +121,8 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     // …and with a schema that lets it through, the provider's 400 is rejected and replayed on the same key.
     await withAdapter(env.sb.url, OP, looseSchema(ietfOrdersCreate('acme-orders')), async (loose) => {
       const ctx = execCtx(loose, OP, bad);
-      expect(await loose.doExecute(OP, bad, ctx)).toMatchObject({
-        kind: 'rejected',
-        reason: 'validation',
-        status: 400,
-      });
-      expect(await loose.doExecute(OP, bad, { ...ctx, attempt: 2 })).toMatchObject({
-        kind: 'rejected',
-        reason: 'validation',
-        status: 400,
-      });
+      expect(await loose.doExecute(OP, bad, ctx)).toMatchObject(rejected('validation', 400));
+      expect(await loose.doExecute(OP, bad, { ...ctx, attempt: 2 })).toMatchObject(rejected('validation', 400));
     });
     expect(env.sb.count(OP)).toBe(0);
   });
@@ -148,12 +133,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
       order({ sku: 'oos-1' }),
       execCtx(env.adapter, OP, order({ sku: 'oos-1' })),
     );
-    expect(out).toMatchObject({
-      kind: 'rejected',
-      reason: 'other',
-      status: 409,
-      code: 'https://retrysafe.invalid/problems/out-of-stock',
-    });
+    expect(out).toMatchObject(rejected('other', 409, 'https://retrysafe.invalid/problems/out-of-stock'));
   });
 
   it('a stored 500 ⇒ unknown (server-error), and the same key replays the 500 without creating anything', async () => {
