@@ -15,11 +15,7 @@ import {
 } from './helpers.js';
 
 const OP = 'exports.create';
-const job = paramsWith({
-  dataset: 'sales-2026',
-  format: 'csv',
-  requestRef: 'R-1',
-});
+const job = paramsWith({ dataset: 'sales-2026', format: 'csv', requestRef: 'R-1' });
 
 describe('async request-reply: SDK → sandbox', () => {
   const env = sandboxPerTest(

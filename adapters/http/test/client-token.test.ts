@@ -5,11 +5,7 @@ import { startClientTokenSandbox } from '../src/sandbox/index.js';
 import { execCtx, lookupCtx, paramsWith, sandboxPerTest } from './helpers.js';
 
 const OP = 'instances.run';
-const launch = paramsWith({
-  imageId: 'ami-0abcdef12',
-  instanceType: 't3.micro',
-  launchRef: 'L-1',
-});
+const launch = paramsWith({ imageId: 'ami-0abcdef12', instanceType: 't3.micro', launchRef: 'L-1' });
 
 describe('AWS-style ClientToken: SDK → sandbox', () => {
   const env = sandboxPerTest(() => startClientTokenSandbox({ port: 0 }), 'acme-compute', OP, clientTokenInstancesRun);

@@ -18,12 +18,7 @@ import {
 } from './helpers.js';
 
 const OP = 'orders.create';
-const order = paramsWith({
-  customer: 'cus_1',
-  sku: 'sku_1',
-  quantity: 2,
-  orderRef: 'A-17',
-});
+const order = paramsWith({ customer: 'cus_1', sku: 'sku_1', quantity: 2, orderRef: 'A-17' });
 
 describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
   const env = sandboxPerTest(() => startIetfKeySandbox({ port: 0 }), 'acme-orders', OP, ietfOrdersCreate);
