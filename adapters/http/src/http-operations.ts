@@ -65,11 +65,10 @@ export interface StatusReading {
   readonly failed?: readonly string[];
 }
 
-export interface LookupReadContext {
-  readonly businessOperationId: BusinessOperationId;
-  readonly providerKey: ProviderKey | null;
-  readonly params: Record<string, unknown>;
-}
+export type Ids = { readonly businessOperationId: BusinessOperationId; readonly providerKey: ProviderKey | null };
+
+/** What a lookup's `match` and `applied` see: the ids and the operation's params. */
+export type LookupReadContext = Ids & { readonly params: Record<string, unknown> };
 
 /**
  * How `doLookup` finds a prior result; the card's `lookup.method` must name the same method. `M` picks an item
@@ -132,10 +131,7 @@ export interface HttpOperationSpec {
   /** A 202 with a `Location` header is in-progress with that status URL (async request-reply). Default false: a 202 is success. */
   readonly asyncReply?: boolean;
   /** Builds the JSON body. Default: the params minus path placeholders and the precondition param. DELETE sends no body. */
-  readonly body?: (
-    params: Record<string, unknown>,
-    ctx: { businessOperationId: BusinessOperationId; providerKey: ProviderKey | null },
-  ) => unknown;
+  readonly body?: (params: Record<string, unknown>, ctx: Ids) => unknown;
   /** Dot path of the provider's object id in a success body (kept as providerRef), e.g. `id`. */
   readonly refPath?: string;
   /** Response header with the provider's request id, e.g. `x-request-id`. */
@@ -149,8 +145,6 @@ export interface HttpOperation extends OperationSpec {
   readonly http: HttpOperationSpec;
   readonly keyRule: ProviderKeyRule | null;
 }
-
-export type Ids = { readonly businessOperationId: BusinessOperationId; readonly providerKey: ProviderKey | null };
 
 export const PLACEHOLDER = /\{([A-Za-z0-9_.]+)\}/g;
 const RESERVED_PLACEHOLDERS = new Set(['key', 'businessOperationId']);
