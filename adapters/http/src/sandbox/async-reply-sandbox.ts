@@ -1,8 +1,8 @@
 import {
+  filtered,
   isPlainObject,
   type KeyedSandbox,
   keyedState,
-  parseJson,
   type SandboxReply,
   type SandboxRequestView,
   startPatternSandbox,
@@ -77,7 +77,7 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
 
   const handle = async (req: SandboxRequestView): Promise<SandboxReply> => {
     if (req.method === 'POST' && req.path === '/exports') {
-      const body = parseJson(req.rawBody);
+      const body = req.body;
       if (
         !isPlainObject(body) ||
         typeof body.dataset !== 'string' ||
@@ -104,15 +104,12 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
       });
     }
     if (req.method === 'GET' && req.path === '/exports') {
-      const ref = req.query.get('clientRequestId');
-      const data = jobs
-        .filter((j) => ref === null || j.clientRequestId === ref)
-        .map((j) => ({
-          id: j.id,
-          clientRequestId: j.clientRequestId,
-          status: j.state,
-          statusUrl: `/exports/status/${j.id}`,
-        }));
+      const data = filtered(req, 'clientRequestId', jobs, 'clientRequestId').map((j) => ({
+        id: j.id,
+        clientRequestId: j.clientRequestId,
+        status: j.state,
+        statusUrl: `/exports/status/${j.id}`,
+      }));
       return { status: 200, body: { data } };
     }
     const status = /^\/exports\/status\/([^/]+)$/.exec(req.path);

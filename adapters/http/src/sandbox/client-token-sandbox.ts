@@ -1,9 +1,9 @@
 import { createFaultQueue } from '@retrysafe/sandbox-kit';
 import {
+  filtered,
   isPlainObject,
   type KeyedSandbox,
   keyedState,
-  parseJson,
   type SandboxReply,
   startPatternSandbox,
 } from './server.js';
@@ -76,18 +76,13 @@ export async function startClientTokenSandbox(options: ClientTokenSandboxOptions
     clock,
     requestId: ['x-amzn-requestid', 'rq-'],
     kinds: ['instances', 'instances.run'],
-    records: () => instances.map((i) => ({ ...i })),
+    records: () => instances,
     handle: async (req) => {
-      if (req.method === 'GET' && req.path === '/instances') {
-        const token = req.query.get('clientToken');
-        return {
-          status: 200,
-          body: { Instances: instances.filter((i) => token === null || i.ClientToken === token) },
-        };
-      }
+      if (req.method === 'GET' && req.path === '/instances')
+        return { status: 200, body: { Instances: filtered(req, 'clientToken', instances, 'ClientToken') } };
       if (req.method !== 'POST' || req.path !== '/instances') return awsError(404, 'UnknownOperation');
       if (throttle.take()) return awsError(503, 'RequestLimitExceeded');
-      const body = parseJson(req.rawBody);
+      const body = req.body;
       if (!isPlainObject(body)) return awsError(400, 'InvalidParameterValue');
       const { ClientToken: token, ...params } = body;
       if (

@@ -1,11 +1,4 @@
-import {
-  isPlainObject,
-  type PatternSandbox,
-  parseJson,
-  type SandboxReply,
-  sandboxClock,
-  startPatternSandbox,
-} from './server.js';
+import { isPlainObject, type PatternSandbox, type SandboxReply, sandboxClock, startPatternSandbox } from './server.js';
 
 /**
  * Conditional idempotency in the style of Google Cloud Storage preconditions, on `/documents/{id}`:
@@ -50,7 +43,7 @@ export async function startEtagSandbox(options: EtagSandboxOptions = {}): Promis
     requestId: ['x-guploader-uploadid', 'up_'],
     kinds: ['writes', 'documents.update'],
     count: () => writes,
-    records: () => [...docs.values()].map((d) => ({ ...d })),
+    records: () => [...docs.values()],
     handle: (req) => {
       const m = /^\/documents\/([^/]+)$/.exec(req.path);
       if (!m) return err(404, 'notFound');
@@ -60,7 +53,7 @@ export async function startEtagSandbox(options: EtagSandboxOptions = {}): Promis
         return doc ? { status: 200, headers: { etag: etagOf(doc) }, body: doc } : err(404, 'notFound');
       if (req.method !== 'PUT') return err(405, 'methodNotAllowed');
       if (!doc) return err(404, 'notFound');
-      const body = parseJson(req.rawBody);
+      const body = req.body;
       if (!isPlainObject(body) || typeof body.title !== 'string' || typeof body.body !== 'string')
         return err(400, 'invalid');
       const ifMatch = req.headers['if-match'];

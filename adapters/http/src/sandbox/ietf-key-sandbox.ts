@@ -1,9 +1,9 @@
 import { createFaultQueue } from '@retrysafe/sandbox-kit';
 import {
+  filtered,
   isPlainObject,
   type KeyedSandbox,
   keyedState,
-  parseJson,
   type SandboxReply,
   startPatternSandbox,
 } from './server.js';
@@ -104,12 +104,10 @@ export async function startIetfKeySandbox(options: IetfKeySandboxOptions = {}): 
     clock,
     requestId: ['x-request-id', 'req_'],
     kinds: ['orders', 'orders.create'],
-    records: () => orders.map((o) => ({ ...o })),
+    records: () => orders,
     handle: async (req) => {
-      if (req.method === 'GET' && req.path === '/orders') {
-        const ref = req.query.get('reference');
-        return { status: 200, body: { data: orders.filter((o) => ref === null || o.reference === ref) } };
-      }
+      if (req.method === 'GET' && req.path === '/orders')
+        return { status: 200, body: { data: filtered(req, 'reference', orders, 'reference') } };
       const one = /^\/orders\/([^/]+)$/.exec(req.path);
       if (req.method === 'GET' && one) {
         const o = orders.find((x) => x.id === decodeURIComponent(one[1]!));
@@ -130,7 +128,7 @@ export async function startIetfKeySandbox(options: IetfKeySandboxOptions = {}): 
       if (key === null || key.length === 0)
         return problem(400, PROBLEM.keyMalformed, 'Idempotency-Key must be a Structured Field string');
 
-      const body = parseJson(req.rawBody);
+      const body = req.body;
       // The stored response (success or error) is replayed for the key's lifetime.
       return run(`POST /orders ${key}`, body, async () => {
         if (options.processingMs) await new Promise((r) => setTimeout(r, options.processingMs));

@@ -41,7 +41,8 @@ export interface SandboxRequestView {
   readonly path: string;
   readonly query: URLSearchParams;
   readonly headers: IncomingHttpHeaders;
-  readonly rawBody: string;
+  /** The JSON body, parsed; undefined when it is not JSON. */
+  readonly body: unknown;
 }
 
 /** What every pattern sandbox offers a test or drill. */
@@ -71,6 +72,7 @@ export interface PatternSetup<R> {
   readonly kinds: readonly [string, string];
   /** Default: the number of records. */
   count?(): number;
+  /** The records as stored; callers get copies. */
   records(): readonly R[];
   handle(req: SandboxRequestView): Promise<SandboxReply> | SandboxReply;
 }
@@ -88,9 +90,10 @@ export async function startPatternSandbox<R>(setup: PatternSetup<R>): Promise<Pa
   let seq = 0;
   const server = await startLoopbackServer({
     port: setup.port ?? 0,
-    handle: async (req: SandboxRequestView) => {
+    handle: async (req) => {
       const rid = `${idPrefix}${++seq}`;
-      const reply = await setup.handle(req);
+      const parsed = parseJsonBody(req.rawBody);
+      const reply = await setup.handle({ ...req, body: parsed.ok ? parsed.value : undefined });
       return { ...reply, headers: { ...reply.headers, [idHeader]: rid } };
     },
     onError: (err) => ({
@@ -114,17 +117,17 @@ export async function startPatternSandbox<R>(setup: PatternSetup<R>): Promise<Pa
   return {
     url: server.url,
     count: kindCounter({ [kind]: count, [operation]: count }),
-    records: setup.records,
+    records: () => setup.records().map((r) => ({ ...r })),
     requests,
     advance: setup.clock.advance,
     close: server.close,
   };
 }
 
-/** Parses a JSON body; undefined when it is not JSON. */
-export function parseJson(raw: string): unknown {
-  const parsed = parseJsonBody(raw);
-  return parsed.ok ? parsed.value : undefined;
+/** A list endpoint's answer: the records whose `field` equals query parameter `name`, or all without it. */
+export function filtered<R>(req: SandboxRequestView, name: string, records: readonly R[], field: keyof R): R[] {
+  const want = req.query.get(name);
+  return records.filter((r) => want === null || r[field] === want);
 }
 
 /** The server-side payload fingerprint: independent of key order and whitespace. */
