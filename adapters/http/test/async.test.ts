@@ -3,7 +3,6 @@ import { exportsCreateCard } from '../src/http-cards.js';
 import { asyncExportsCreate, type HttpAdapter } from '../src/index.js';
 import { startAsyncReplySandbox } from '../src/sandbox/index.js';
 import {
-  adapterAt,
   execCtx,
   expectRefusedBeforeSending,
   lookupCtx,

@@ -5,7 +5,6 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ordersCreateCard } from '../src/http-cards.js';
 import {
   asyncExportsCreate,
-  createHttpAdapter,
   etagDocumentsUpdate,
   type HttpAdapter,
   type HttpOperationSpec,

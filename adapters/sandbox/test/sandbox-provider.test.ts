@@ -17,7 +17,14 @@ const base: SandboxBehaviour = {
 function make(b: Partial<SandboxBehaviour> = {}) {
   let t = 1_000_000;
   const clock = () => t;
-  const provider = createSandboxProvider({ ...base, ...b, clock, sleep: async (ms) => void (t += ms) });
+  const provider = createSandboxProvider({
+    ...base,
+    ...b,
+    clock,
+    sleep: async (ms) => {
+      t += ms;
+    },
+  });
   return { provider, advance: (ms: number) => (t += ms) };
 }
 

@@ -139,7 +139,7 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
     const done = /^\/exports\/([^/]+)$/.exec(req.path);
     if (done && req.method === 'GET') {
       const job = jobs.find((j) => j.id === decodeURIComponent(done[1]!));
-      if (!job || job.state !== 'succeeded') return err(404, ASYNC_CODES.notFound);
+      if (job?.state !== 'succeeded') return err(404, ASYNC_CODES.notFound);
       return {
         status: 200,
         body: { id: job.id, dataset: job.dataset, format: job.format, status: 'succeeded', rows: 42 },
