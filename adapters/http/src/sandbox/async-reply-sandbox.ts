@@ -41,7 +41,7 @@ export interface SandboxExportJob {
 /** Counts work items enqueued (`exports`, or the operation name `exports.create`). */
 export type AsyncReplySandbox = KeyedSandbox<SandboxExportJob>;
 
-export const ASYNC_CODES = {
+const ASYNC_CODES = {
   invalid: 'InvalidRequest',
   keyMissing: 'IdempotencyKeyMissing',
   keyReused: 'IdempotencyKeyReused',

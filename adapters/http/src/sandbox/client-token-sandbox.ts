@@ -41,7 +41,7 @@ export interface ClientTokenSandbox extends KeyedSandbox<SandboxInstance> {
   throttleNext(n: number): void;
 }
 
-export const INSTANCE_TYPES = ['t3.micro', 't3.small', 'm7g.large'] as const;
+const INSTANCE_TYPES = ['t3.micro', 't3.small', 'm7g.large'] as const;
 
 const awsError = (status: number, code: string): SandboxReply => ({ status, body: { __type: code, message: code } });
 

@@ -44,7 +44,7 @@ export interface IetfKeySandbox extends KeyedSandbox<SandboxOrder> {
   failNext(n: number): void;
 }
 
-export const PROBLEM = {
+const PROBLEM = {
   keyMissing: 'https://retrysafe.invalid/problems/idempotency-key-missing',
   keyMalformed: 'https://retrysafe.invalid/problems/idempotency-key-malformed',
   keyReused: 'https://retrysafe.invalid/problems/idempotency-key-reused',
