@@ -2,14 +2,12 @@ import {
   AdapterConfigurationError,
   asBusinessOperationId,
   CardValidationError,
-  newAttemptId,
-  newRunId,
   type RetrySafetyCard,
   UnknownOperationError,
   UnsupportedCapabilityError,
 } from '@retrysafe/contract';
 import { describe, expect, it } from 'vitest';
-import { lookupCtx } from '../test/helpers.js';
+import { execCtx, lookupCtx } from '../test/helpers.js';
 import { ordersCreateCard } from './http-cards.js';
 import { createHttpAdapter, etagDocumentsUpdate, type HttpOperationSpec, ietfOrdersCreate } from './index.js';
 
@@ -121,15 +119,8 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
       provider: 'acme-docs',
       operations: { 'documents.update': etagDocumentsUpdate('acme-docs') },
     });
-    const id = asBusinessOperationId('doc-edit-1');
-    const ctx = {
-      businessOperationId: id,
-      providerKey: null,
-      runId: newRunId(),
-      attemptId: newAttemptId(),
-      attempt: 1,
-      statusRef: null,
-    };
+    // The context of a valid edit; the params below lack the precondition value.
+    const ctx = execCtx(a, 'documents.update', { id: 'doc-1', etag: '"g1"', title: 't', body: 'b' });
     // The schema requires etag; with a schema that does not, the operation's own check still refuses it.
     expect(await a.doExecute('documents.update', { id: 'doc-1', title: 't', body: 'b' }, ctx)).toMatchObject({
       kind: 'rejected',

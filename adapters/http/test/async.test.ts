@@ -35,9 +35,9 @@ describe('async request-reply: SDK → sandbox', () => {
       requestId: 'req_1',
     });
     const statusRef = (out as { statusRef: string }).statusRef;
-    const poll1 = await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, job(), { statusRef }));
+    const poll1 = await env.lookup(job(), { statusRef });
     expect(poll1).toMatchObject({ kind: 'found', outcome: { kind: 'in-progress', statusRef, retryAfterMs: 2000 } });
-    const poll2 = await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, job(), { statusRef }));
+    const poll2 = await env.lookup(job(), { statusRef });
     expect(poll2).toMatchObject({
       kind: 'found',
       outcome: { kind: 'succeeded', providerRef: 'exp_1', result: { id: 'exp_1', status: 'succeeded', rows: 42 } },
@@ -78,11 +78,11 @@ describe('async request-reply: SDK → sandbox', () => {
 
   it('an error persisted at the status URL ⇒ found rejected, the same on every read', async () => {
     const broken = job({ dataset: 'broken-1' });
-    const out = await env.adapter.doExecute(OP, broken, execCtx(env.adapter, OP, broken));
+    const out = await env.execute(broken);
     const statusRef = (out as { statusRef: string }).statusRef;
-    await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, broken, { statusRef }));
+    await env.lookup(broken, { statusRef });
     for (let i = 0; i < 2; i++) {
-      expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, broken, { statusRef }))).toMatchObject({
+      expect(await env.lookup(broken, { statusRef })).toMatchObject({
         kind: 'found',
         outcome: { kind: 'rejected', reason: 'other', status: 422, code: 'ExportFailed' },
       });
@@ -93,16 +93,14 @@ describe('async request-reply: SDK → sandbox', () => {
     const ctx = execCtx(env.adapter, OP, job());
     await env.adapter.doExecute(OP, job(), ctx); // pretend this response never arrived
     const posts = () => env.sb.requests.filter((r) => r.method === 'POST').length;
-    const found = await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, job()));
+    const found = await env.lookup(job());
     expect(found).toMatchObject({
       kind: 'found',
       outcome: { kind: 'in-progress', statusRef: `${env.sb.url}/exports/status/exp_1` },
     });
     expect(posts()).toBe(1);
     expect(env.sb.records()[0]!.clientRequestId).toBe(ctx.businessOperationId);
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, job({ requestRef: 'never-sent' })))).toMatchObject(
-      { kind: 'not-found' },
-    );
+    expect(await env.lookup(job({ requestRef: 'never-sent' }))).toMatchObject({ kind: 'not-found' });
     expect(env.sb.count(OP)).toBe(1);
   });
 
@@ -173,11 +171,11 @@ describe('async request-reply: SDK → sandbox', () => {
   });
 
   it('DELETE on the status URL cancels a pending job; the status then reads "cancelled", which the declaration maps to rejected', async () => {
-    const out = await env.adapter.doExecute(OP, job(), execCtx(env.adapter, OP, job()));
+    const out = await env.execute(job());
     const statusRef = (out as { statusRef: string }).statusRef;
     const del = await fetch(statusRef, { method: 'DELETE' });
     expect(await del.json()).toMatchObject({ status: 'cancelled' });
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, job(), { statusRef }))).toMatchObject({
+    expect(await env.lookup(job(), { statusRef })).toMatchObject({
       kind: 'found',
       outcome: { kind: 'rejected', message: 'status cancelled' },
     });

@@ -27,7 +27,7 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
   it('matching If-Match ⇒ 200 ⇒ succeeded; no key travels; the precondition is sent as declared', async () => {
     const p = edit();
     expect(env.adapter.deriveProviderKey(OP, execCtx(env.adapter, OP, p).businessOperationId)).toBeNull();
-    expect(await env.adapter.doExecute(OP, p, execCtx(env.adapter, OP, p))).toMatchObject({
+    expect(await env.execute(p)).toMatchObject({
       kind: 'succeeded',
       status: 200,
       providerRef: 'doc-1',
@@ -40,18 +40,16 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
   it('412 on the first attempt ⇒ rejected (conflict): the caller read a stale ETag, nothing applied', async () => {
     const p = edit();
     env.sb.writeAsOther('doc-1', { title: 'Theirs' });
-    expect(await env.adapter.doExecute(OP, p, execCtx(env.adapter, OP, p))).toMatchObject(
-      rejected('conflict', 412, 'conditionNotMet'),
-    );
+    expect(await env.execute(p)).toMatchObject(rejected('conflict', 412, 'conditionNotMet'));
     expect(env.sb.count(OP)).toBe(0);
   });
 
   it('412 on a re-send ⇒ unknown, then the lookup recognises our own earlier write ⇒ found succeeded; one write', async () => {
     const p = edit();
-    await env.adapter.doExecute(OP, p, execCtx(env.adapter, OP, p)); // response "lost"
-    const resend = await env.adapter.doExecute(OP, p, execCtx(env.adapter, OP, p, 2));
+    await env.execute(p); // response "lost"
+    const resend = await env.execute(p, 2);
     expect(resend).toMatchObject({ kind: 'unknown', status: 412 });
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, p))).toMatchObject({
+    expect(await env.lookup(p)).toMatchObject({
       kind: 'found',
       outcome: { kind: 'succeeded', result: { title: 'Final', generation: 2 } },
     });
@@ -60,9 +58,9 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
 
   it('lookup: the ETag still current ⇒ not-found (authoritative: nothing was written); another writer ⇒ found rejected (conflict)', async () => {
     const p = edit();
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, p))).toMatchObject({ kind: 'not-found' });
+    expect(await env.lookup(p)).toMatchObject({ kind: 'not-found' });
     env.sb.writeAsOther('doc-1', { title: 'Theirs' });
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, p))).toMatchObject({
+    expect(await env.lookup(p)).toMatchObject({
       kind: 'found',
       outcome: { kind: 'rejected', reason: 'conflict' },
     });
@@ -75,9 +73,7 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
       expect(await loose.doExecute(OP, bad, execCtx(loose, OP, bad))).toMatchObject(rejected('validation', 400));
     });
     const missing = edit({ id: 'doc-404' });
-    expect(await env.adapter.doExecute(OP, missing, execCtx(env.adapter, OP, missing))).toMatchObject(
-      rejected('not-found', 404),
-    );
+    expect(await env.execute(missing)).toMatchObject(rejected('not-found', 404));
   });
 
   it('the precondition must be an intent field, so no re-send can carry another one', () => {

@@ -19,8 +19,17 @@ export function sandboxPerTest<S extends { readonly url: string; close(): Promis
   provider: string,
   operation: string,
   spec: (provider: string) => HttpOperationSpec,
-): { sb: S; adapter: HttpAdapter } {
-  const env = {} as { sb: S; adapter: HttpAdapter };
+) {
+  const env = {
+    sb: undefined as unknown as S,
+    adapter: undefined as unknown as HttpAdapter,
+    /** The operation executed with the context the runner would give this attempt. */
+    execute: (params: Record<string, unknown>, attempt = 1) =>
+      env.adapter.doExecute(operation, params, execCtx(env.adapter, operation, params, attempt)),
+    /** The operation looked up with the context the runner would give it. */
+    lookup: (params: Record<string, unknown>, overrides: Partial<LookupContext> = {}) =>
+      env.adapter.doLookup(operation, lookupCtx(env.adapter, operation, params, overrides)),
+  };
   beforeEach(async () => {
     env.sb = await start();
     env.adapter = adapterAt(env.sb.url, operation, spec(provider));

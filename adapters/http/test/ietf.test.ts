@@ -155,13 +155,13 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
   });
 
   it('lookup searches by business-operation id: found after a dispatch, not-found (authoritative) before', async () => {
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, order()))).toMatchObject({ kind: 'not-found' });
-    await env.adapter.doExecute(OP, order(), execCtx(env.adapter, OP, order()));
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, order()))).toMatchObject({
+    expect(await env.lookup(order())).toMatchObject({ kind: 'not-found' });
+    await env.execute(order());
+    expect(await env.lookup(order())).toMatchObject({
       kind: 'found',
       outcome: { kind: 'succeeded', providerRef: 'ord_1' },
     });
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, order({ orderRef: 'other' })))).toMatchObject({
+    expect(await env.lookup(order({ orderRef: 'other' }))).toMatchObject({
       kind: 'not-found',
     });
   });
