@@ -2,7 +2,7 @@ import { asBusinessOperationId } from '@retrysafe/contract';
 import { describe, expect, it } from 'vitest';
 import { clientTokenInstancesRun } from '../src/index.js';
 import { startClientTokenSandbox } from '../src/sandbox/index.js';
-import { execCtx, paramsWith, sandboxPerTest } from './helpers.js';
+import { execCtx, expectFoundOnlyAfterExecute, paramsWith, sandboxPerTest } from './helpers.js';
 
 const OP = 'instances.run';
 const launch = paramsWith({ imageId: 'ami-0abcdef12', instanceType: 't3.micro', launchRef: 'L-1' });
@@ -62,11 +62,6 @@ describe('AWS-style ClientToken: SDK → sandbox', () => {
   });
 
   it('lookup by token: found with the instance id after a launch, not-found before', async () => {
-    expect(await env.lookup(launch())).toMatchObject({ kind: 'not-found' });
-    await env.execute(launch());
-    expect(await env.lookup(launch())).toMatchObject({
-      kind: 'found',
-      outcome: { kind: 'succeeded', providerRef: 'i-00000000000000001' },
-    });
+    await expectFoundOnlyAfterExecute(env, launch(), 'i-00000000000000001');
   });
 });

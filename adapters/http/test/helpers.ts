@@ -79,6 +79,17 @@ export const rejected = (reason: string, status: number, code?: string) => ({
   ...(code === undefined ? {} : { code }),
 });
 
+/** Before the first request a lookup finds nothing; after it, the request's success with `providerRef`. */
+export async function expectFoundOnlyAfterExecute(
+  env: ReturnType<typeof sandboxPerTest>,
+  params: Record<string, unknown>,
+  providerRef: string,
+): Promise<void> {
+  expect(await env.lookup(params)).toMatchObject({ kind: 'not-found' });
+  await env.execute(params);
+  expect(await env.lookup(params)).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef } });
+}
+
 /** Params the declared schema refuses are rejected (validation) before anything reaches the sandbox. */
 export async function expectRefusedBeforeSending(
   env: { sb: { readonly requests: readonly unknown[] }; adapter: HttpAdapter },

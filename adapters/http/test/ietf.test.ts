@@ -7,6 +7,7 @@ import {
   adapterAt,
   closedPort,
   execCtx,
+  expectFoundOnlyAfterExecute,
   expectRefusedBeforeSending,
   lookupCtx,
   looseSchema,
@@ -155,12 +156,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
   });
 
   it('lookup searches by business-operation id: found after a dispatch, not-found (authoritative) before', async () => {
-    expect(await env.lookup(order())).toMatchObject({ kind: 'not-found' });
-    await env.execute(order());
-    expect(await env.lookup(order())).toMatchObject({
-      kind: 'found',
-      outcome: { kind: 'succeeded', providerRef: 'ord_1' },
-    });
+    await expectFoundOnlyAfterExecute(env, order(), 'ord_1');
     expect(await env.lookup(order({ orderRef: 'other' }))).toMatchObject({
       kind: 'not-found',
     });
