@@ -4,8 +4,9 @@ import { asyncExportsCreate, type HttpAdapter } from '../src/index.js';
 import { startAsyncReplySandbox } from '../src/sandbox/index.js';
 import {
   execCtx,
+  executeOn,
   expectRefusedBeforeSending,
-  lookupCtx,
+  lookupOn,
   looseSchema,
   paramsWith,
   rejected,
@@ -58,9 +59,7 @@ describe('async request-reply: SDK → sandbox', () => {
     await expectRefusedBeforeSending(env, OP, bad);
     // …and a provider-side 400 (a schema that lets it through) is classified the same way.
     await withAdapter(env.sb.url, OP, looseSchema(asyncExportsCreate('acme-exports')), async (loose) => {
-      expect(await loose.doExecute(OP, bad, execCtx(loose, OP, bad))).toMatchObject(
-        rejected('validation', 400, 'InvalidRequest'),
-      );
+      expect(await executeOn(loose, OP, bad)).toMatchObject(rejected('validation', 400, 'InvalidRequest'));
     });
     expect(env.sb.count(OP)).toBe(0);
   });
@@ -125,7 +124,7 @@ describe('async request-reply: SDK → sandbox', () => {
       await withResendVariant(async (a) => {
         const ctx = execCtx(a, OP, job());
         const first = await a.doExecute(OP, job(), ctx); // lost
-        const found = await a.doLookup(OP, lookupCtx(a, OP, job()));
+        const found = await lookupOn(a, OP, job());
         expect(found).toMatchObject({
           kind: 'found',
           outcome: { kind: 'in-progress', statusRef: (first as { statusRef: string }).statusRef },
@@ -137,10 +136,10 @@ describe('async request-reply: SDK → sandbox', () => {
 
     it('key past retention ⇒ cannot-tell, and nothing is sent', async () => {
       await withResendVariant(async (a) => {
-        await a.doExecute(OP, job(), execCtx(a, OP, job()));
+        await executeOn(a, OP, job());
         const before = env.sb.requests.length;
         const now = Date.now();
-        const res = await a.doLookup(OP, lookupCtx(a, OP, job(), { firstDispatchedAt: now - 25 * 3_600_000, now }));
+        const res = await lookupOn(a, OP, job(), { firstDispatchedAt: now - 25 * 3_600_000, now });
         expect(res).toMatchObject({ kind: 'cannot-tell' });
         expect((res as { reason: string }).reason).toMatch(/past the provider's 24h retention/);
         expect(env.sb.requests.length).toBe(before);
@@ -151,7 +150,7 @@ describe('async request-reply: SDK → sandbox', () => {
       const card = exportsCreateCard('acme-exports');
       await withResendVariant(
         async (a) => {
-          const res = await a.doLookup(OP, lookupCtx(a, OP, job()));
+          const res = await lookupOn(a, OP, job());
           expect(res).toMatchObject({ kind: 'cannot-tell' });
           expect((res as { reason: string }).reason).toMatch(
             /retention is not known \(card retention\.minimum = unknown\)/,
@@ -183,10 +182,7 @@ describe('async request-reply: SDK → sandbox', () => {
   });
 
   it('a status URL on another origin is not polled with this adapter’s headers', async () => {
-    const res = await env.adapter.doLookup(
-      OP,
-      lookupCtx(env.adapter, OP, job(), { statusRef: 'http://127.0.0.2:9/exports/status/exp_1' }),
-    );
+    const res = await env.lookup(job(), { statusRef: 'http://127.0.0.2:9/exports/status/exp_1' });
     expect(res).toMatchObject({ kind: 'cannot-tell' });
     expect(env.sb.requests).toHaveLength(0);
   });

@@ -4,8 +4,9 @@ import { startEtagSandbox } from '../src/sandbox/index.js';
 import {
   adapterAt,
   execCtx,
+  executeOn,
   expectRefusedBeforeSending,
-  lookupCtx,
+  lookupOn,
   looseSchema,
   rejected,
   sandboxPerTest,
@@ -70,7 +71,7 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
     const bad = edit({ title: 7 });
     await expectRefusedBeforeSending(env, OP, bad);
     await withAdapter(env.sb.url, OP, looseSchema(etagDocumentsUpdate('acme-docs')), async (loose) => {
-      expect(await loose.doExecute(OP, bad, execCtx(loose, OP, bad))).toMatchObject(rejected('validation', 400));
+      expect(await executeOn(loose, OP, bad)).toMatchObject(rejected('validation', 400));
     });
     const missing = edit({ id: 'doc-404' });
     expect(await env.execute(missing)).toMatchObject(rejected('not-found', 404));
@@ -121,11 +122,11 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
       },
       async (gen) => {
         const p = { id: 'doc-1', generation: 1, title: 'Final', body: 'Signed.' };
-        expect(await gen.doLookup(OP, lookupCtx(gen, OP, p))).toMatchObject({ kind: 'not-found' });
-        expect(await gen.doExecute(OP, p, execCtx(gen, OP, p))).toMatchObject({ kind: 'succeeded' });
+        expect(await lookupOn(gen, OP, p)).toMatchObject({ kind: 'not-found' });
+        expect(await executeOn(gen, OP, p)).toMatchObject({ kind: 'succeeded' });
         expect(env.sb.requests.at(-1)!.path).toBe('/documents/doc-1?ifGenerationMatch=1');
-        expect(await gen.doExecute(OP, p, execCtx(gen, OP, p, 2))).toMatchObject({ kind: 'unknown', status: 412 });
-        expect(await gen.doLookup(OP, lookupCtx(gen, OP, p))).toMatchObject({
+        expect(await executeOn(gen, OP, p, 2)).toMatchObject({ kind: 'unknown', status: 412 });
+        expect(await lookupOn(gen, OP, p)).toMatchObject({
           kind: 'found',
           outcome: { kind: 'succeeded' },
         });

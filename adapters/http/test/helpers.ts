@@ -23,12 +23,9 @@ export function sandboxPerTest<S extends { readonly url: string; close(): Promis
   const env = {
     sb: undefined as unknown as S,
     adapter: undefined as unknown as HttpAdapter,
-    /** The operation executed with the context the runner would give this attempt. */
-    execute: (params: Record<string, unknown>, attempt = 1) =>
-      env.adapter.doExecute(operation, params, execCtx(env.adapter, operation, params, attempt)),
-    /** The operation looked up with the context the runner would give it. */
+    execute: (params: Record<string, unknown>, attempt = 1) => executeOn(env.adapter, operation, params, attempt),
     lookup: (params: Record<string, unknown>, overrides: Partial<LookupContext> = {}) =>
-      env.adapter.doLookup(operation, lookupCtx(env.adapter, operation, params, overrides)),
+      lookupOn(env.adapter, operation, params, overrides),
   };
   beforeEach(async () => {
     env.sb = await start();
@@ -146,6 +143,18 @@ export function lookupCtx(
     ...overrides,
   };
 }
+
+/** The operation executed with the context the runner would give this attempt. */
+export const executeOn = (adapter: HttpAdapter, operation: string, params: Record<string, unknown>, attempt = 1) =>
+  adapter.doExecute(operation, params, execCtx(adapter, operation, params, attempt));
+
+/** The operation looked up with the context the runner would give it. */
+export const lookupOn = (
+  adapter: HttpAdapter,
+  operation: string,
+  params: Record<string, unknown>,
+  overrides: Partial<LookupContext> = {},
+) => adapter.doLookup(operation, lookupCtx(adapter, operation, params, overrides));
 
 /** A loopback TCP server that accepts and reads but never answers (client timeout) or resets after reading (reset). */
 export async function startSilentServer(

@@ -7,9 +7,10 @@ import {
   adapterAt,
   closedPort,
   execCtx,
+  executeOn,
   expectFoundOnlyAfterExecute,
   expectRefusedBeforeSending,
-  lookupCtx,
+  lookupOn,
   looseSchema,
   paramsWith,
   rejected,
@@ -84,7 +85,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
         },
       },
       async (noKey) => {
-        const out = await noKey.doExecute(OP, order(), execCtx(noKey, OP, order()));
+        const out = await executeOn(noKey, OP, order());
         expect(out).toMatchObject(
           rejected('configuration', 400, 'https://retrysafe.invalid/problems/idempotency-key-missing'),
         );
@@ -103,7 +104,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
         key: { travels: 'header', name: 'Idempotency-Key', rule: { maxLength: 64, prefix: 'rs-' } },
       },
       async (raw) => {
-        const out = await raw.doExecute(OP, order(), execCtx(raw, OP, order()));
+        const out = await executeOn(raw, OP, order());
         expect(out).toMatchObject({ kind: 'rejected', reason: 'configuration', status: 400 });
         expect(env.sb.count(OP)).toBe(0);
       },
@@ -124,11 +125,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
   });
 
   it('a 409 that is not "in flight" (out of stock) ⇒ rejected, not in-progress: the body code decides, not the status', async () => {
-    const out = await env.adapter.doExecute(
-      OP,
-      order({ sku: 'oos-1' }),
-      execCtx(env.adapter, OP, order({ sku: 'oos-1' })),
-    );
+    const out = await env.execute(order({ sku: 'oos-1' }));
     expect(out).toMatchObject(rejected('other', 409, 'https://retrysafe.invalid/problems/out-of-stock'));
   });
 
@@ -178,11 +175,11 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     const a = withDelay('1m');
     const u = withDelay('unknown');
     try {
-      const early = await a.doLookup(OP, lookupCtx(a, OP, order(), { firstDispatchedAt: now - 10_000, now }));
+      const early = await lookupOn(a, OP, order(), { firstDispatchedAt: now - 10_000, now });
       expect(early).toMatchObject({ kind: 'not-found' });
-      expect(
-        await u.doLookup(OP, lookupCtx(u, OP, order(), { firstDispatchedAt: now - 86_400_000, now })),
-      ).toMatchObject({ kind: 'not-found' });
+      expect(await lookupOn(u, OP, order(), { firstDispatchedAt: now - 86_400_000, now })).toMatchObject({
+        kind: 'not-found',
+      });
       // decide judges it: inside the delay (and with the card's late-apply bound unknown) it proves nothing.
       const c = a.operations[OP]!.card;
       const st = {
@@ -210,7 +207,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
 
   it('network: refused ⇒ not-applied; timeout ⇒ unknown (timeout); reset after send ⇒ unknown (connection-reset)', async () => {
     const refused = adapterAt(await closedPort(), OP, ietfOrdersCreate('acme-orders'));
-    expect(await refused.doExecute(OP, order(), execCtx(refused, OP, order()))).toMatchObject({
+    expect(await executeOn(refused, OP, order())).toMatchObject({
       kind: 'not-applied',
       code: 'ECONNREFUSED',
     });
@@ -221,7 +218,7 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
       const srv = await startSilentServer(mode);
       const a = adapterAt(srv.url, OP, ietfOrdersCreate('acme-orders'), 300);
       try {
-        expect(await a.doExecute(OP, order(), execCtx(a, OP, order()))).toMatchObject({ kind: 'unknown', cause });
+        expect(await executeOn(a, OP, order())).toMatchObject({ kind: 'unknown', cause });
         expect(srv.received()).toBe(1);
       } finally {
         await a.close();
