@@ -2,13 +2,12 @@ import {
   AdapterConfigurationError,
   asBusinessOperationId,
   CardValidationError,
-  newAttemptId,
-  newRunId,
   type RetrySafetyCard,
   UnknownOperationError,
   UnsupportedCapabilityError,
 } from '@retrysafe/contract';
 import { describe, expect, it } from 'vitest';
+import { execCtx, lookupCtx } from '../test/helpers.js';
 import { ordersCreateCard } from './http-cards.js';
 import { createHttpAdapter, etagDocumentsUpdate, type HttpOperationSpec, ietfOrdersCreate } from './index.js';
 
@@ -99,20 +98,10 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
   it('unknown operation ⇒ UnknownOperationError; lookup "none" ⇒ UnsupportedCapabilityError (never a silent no-op)', async () => {
     const c = { ...card, lookup: { ...card.lookup, method: { value: 'none', source: 'test' } } } as RetrySafetyCard;
     const a = createHttpAdapter(withOp({ ...spec, card: c, lookup: { method: 'none' } }));
-    const id = asBusinessOperationId('order-1');
-    const ctx = {
-      businessOperationId: id,
-      providerKey: a.deriveProviderKey('orders.create', id),
-      params: {},
-      runId: newRunId(),
-      attemptId: newAttemptId(),
-      statusRef: null,
-      firstDispatchedAt: null,
-      now: 0,
-    };
+    const ctx = lookupCtx(a, 'orders.create', { customer: 'c', sku: 's', quantity: 1, orderRef: 'r' });
     await expect(a.doLookup('orders.create', ctx)).rejects.toThrow(UnsupportedCapabilityError);
     await expect(a.doLookup('orders.nope', ctx)).rejects.toThrow(UnknownOperationError);
-    expect(() => a.deriveProviderKey('orders.nope', id)).toThrow(UnknownOperationError);
+    expect(() => a.deriveProviderKey('orders.nope', ctx.businessOperationId)).toThrow(UnknownOperationError);
   });
 
   it('keys are derived from the business-operation id: stable, prefixed, and within the rule', () => {
@@ -130,15 +119,8 @@ describe('createHttpAdapter: declarations are checked against the card', () => {
       provider: 'acme-docs',
       operations: { 'documents.update': etagDocumentsUpdate('acme-docs') },
     });
-    const id = asBusinessOperationId('doc-edit-1');
-    const ctx = {
-      businessOperationId: id,
-      providerKey: null,
-      runId: newRunId(),
-      attemptId: newAttemptId(),
-      attempt: 1,
-      statusRef: null,
-    };
+    // The context of a valid edit; the params below lack the precondition value.
+    const ctx = execCtx(a, 'documents.update', { id: 'doc-1', etag: '"g1"', title: 't', body: 'b' });
     // The schema requires etag; with a schema that does not, the operation's own check still refuses it.
     expect(await a.doExecute('documents.update', { id: 'doc-1', title: 't', body: 'b' }, ctx)).toMatchObject({
       kind: 'rejected',

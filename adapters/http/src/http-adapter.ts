@@ -3,13 +3,11 @@ import https from 'node:https';
 import {
   AdapterConfigurationError,
   type AdapterV1,
-  type BusinessOperationId,
   defineAdapter,
   InvalidIntentError,
   type LookupContext,
   type LookupResult,
   type Outcome,
-  type ProviderKey,
   type TypedAdapter,
 } from '@retrysafe/contract';
 import { checkBaseUrl, lookupFromOutcome } from '@retrysafe/contract/provider';
@@ -20,17 +18,23 @@ import {
   classifyNetworkError,
   classifyResponse,
   type HttpResponseView,
-  parseRetryAfter,
+  providerRefAt,
   readHeader,
+  requestIdOf,
+  retryAfterOf,
 } from './http-errors.js';
 import {
   buildOperation,
   defaultBody,
   fillPath,
+  type HttpLookupSpec,
   type HttpOperation,
   type HttpOperationSpec,
+  type Ids,
   type LookupReadContext,
   readPath,
+  type StatusReading,
+  scalarText,
   sfString,
 } from './http-operations.js';
 
@@ -55,181 +59,7 @@ export type TypedHttpOperations<O> = TypedAdapter<{
   readonly [K in keyof O & string]: { readonly params: Readonly<Record<string, unknown>>; readonly result: unknown };
 }>;
 
-type Ids = { businessOperationId: BusinessOperationId; providerKey: ProviderKey | null };
-
-/**
- * Builds an adapter for any HTTP API from explicit declarations. The axios client never retries,
- * never follows redirects (a followed 307/308 re-sends a POST body: a hidden second retrying layer)
- * and ignores proxy environment variables; the runner is the only layer that re-sends.
- */
-export function createHttpAdapter<const O extends Readonly<Record<string, HttpOperationSpec>>>(
-  options: HttpAdapterOptions & { readonly operations: O },
-): HttpAdapter & TypedHttpOperations<O>;
-export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
-  const provider = options?.provider;
-  if (typeof provider !== 'string' || !/^[A-Za-z][A-Za-z0-9_-]*$/.test(provider)) {
-    throw new AdapterConfigurationError(
-      String(provider),
-      'provider must be an identifier such as "acme" (letters, digits, _ and -)',
-    );
-  }
-  const base = checkBaseUrl(provider, options?.baseUrl);
-  if (typeof options.timeoutMs !== 'number' || !Number.isFinite(options.timeoutMs) || options.timeoutMs <= 0) {
-    throw new AdapterConfigurationError(
-      provider,
-      'timeoutMs must be a positive number (axios has no timeout by default, so a lost response would hang forever)',
-    );
-  }
-  if (!options.operations || Object.keys(options.operations).length === 0)
-    throw new AdapterConfigurationError(provider, 'declare at least one operation');
-
-  const operations: Record<string, HttpOperation> = {};
-  for (const [name, spec] of Object.entries(options.operations))
-    operations[name] = buildOperation(provider, name, spec);
-
-  const baseURL = base.toString().replace(/\/$/, '');
-  const httpAgent = new http.Agent({ keepAlive: false });
-  const httpsAgent = new https.Agent({ keepAlive: false });
-  const client: AxiosInstance = axios.create({
-    baseURL,
-    timeout: options.timeoutMs,
-    maxRedirects: 0,
-    proxy: false,
-    validateStatus: () => true,
-    httpAgent,
-    httpsAgent,
-    headers: { Accept: 'application/json', ...(options.headers ?? {}) },
-  });
-
-  const c: Conn = { provider, client, base, baseURL };
-
-  return defineAdapter({
-    provider,
-    operations,
-
-    async execute(o, params, ctx): Promise<Outcome> {
-      return send(
-        c,
-        o,
-        params as Record<string, unknown>,
-        { businessOperationId: ctx.businessOperationId, providerKey: ctx.providerKey },
-        ctx.attempt,
-        ctx.signal,
-      );
-    },
-
-    async lookup(o, ctx): Promise<LookupResult> {
-      const spec = o.http;
-      const lookup = spec.lookup;
-      if (lookup.method === 'none') throw new Error('unreachable: the frame refuses lookup.method none');
-      const params = asParams(ctx.params);
-      const ids: Ids = { businessOperationId: ctx.businessOperationId, providerKey: ctx.providerKey };
-      const readCtx: LookupReadContext = { ...ids, params };
-
-      if (lookup.method === 'resend-same-key') return resendSameKey(c, o, ctx, params, ids);
-
-      if (lookup.method === 'status-url') {
-        if (ctx.statusRef) return pollStatus(c, o, ctx.statusRef, ctx.signal);
-        const fallback = lookup.withoutStatusRef;
-        if (fallback === 'resend-same-key') return resendSameKey(c, o, ctx, params, ids);
-        if (typeof fallback === 'object') {
-          const res = await get(c, fillPath(fallback.path, params, ids), ctx.signal);
-          if ('error' in res) return lookupFromOutcome(res.error, 'status search');
-          if (res.status !== 200) return cannotTell(res, `status search answered HTTP ${res.status}`);
-          const match = fallback.match(res.data, readCtx);
-          if (match === undefined || match === null) {
-            // Whether this absence proves anything (late apply, consistency delay) is decide's judgement, not the adapter's.
-            return {
-              kind: 'not-found',
-              reason: 'no work item carries this operation in the status search',
-              status: res.status,
-            };
-          }
-          const url = readPath(match, fallback.statusUrlPath);
-          if (typeof url !== 'string')
-            return cannotTell(res, `the matched work item has no status URL at ${fallback.statusUrlPath}`);
-          return pollStatus(c, o, new URL(url, res.url).toString(), ctx.signal);
-        }
-        return {
-          kind: 'cannot-tell',
-          reason:
-            'no status URL is known (the 202 response was lost) and the operation declares no other way to find it',
-        };
-      }
-
-      const url = fillPath(lookup.path, params, ids);
-      const res = await get(c, url, ctx.signal);
-      if ('error' in res) return lookupFromOutcome(res.error, 'lookup request');
-      // An absence is reported as it is seen; decide's not-found row judges when it proves anything.
-      const absent = (reason: string): LookupResult => ({ kind: 'not-found', reason, status: res.status });
-      const requestId = spec.requestIdHeader ? readHeader(res.headers, spec.requestIdHeader) : undefined;
-      const rid = requestId !== undefined ? { requestId } : {};
-      const refOf = (v: unknown) => {
-        const path = lookup.method === 'search' ? (lookup.refPath ?? spec.refPath) : spec.refPath;
-        const ref = path ? readPath(v, path) : undefined;
-        return typeof ref === 'string' || typeof ref === 'number' ? { providerRef: String(ref) } : {};
-      };
-
-      if (lookup.method === 'search') {
-        if (res.status !== 200) return cannotTell(res, `search answered HTTP ${res.status}`);
-        const match = lookup.match(res.data, readCtx);
-        if (match === undefined || match === null) return absent('no match in the search results');
-        return { kind: 'found', outcome: { kind: 'succeeded', result: match, status: 200, ...rid, ...refOf(match) } };
-      }
-
-      // get-by-key
-      if (res.status === 404 || res.status === 410) return absent(`HTTP ${res.status} for the lookup resource`);
-      if (res.status !== 200) return cannotTell(res, `lookup answered HTTP ${res.status}`);
-      const pc = spec.precondition;
-      if (pc) {
-        const current = pc.validatorHeader
-          ? readHeader(res.headers, pc.validatorHeader)
-          : pc.validatorField
-            ? readPath(res.data, pc.validatorField)
-            : undefined;
-        if (current === undefined)
-          return cannotTell(res, 'the resource carries no validator to compare with the precondition');
-        if (String(current) === String(params[pc.param])) {
-          // Still the validator this operation required: nothing (ours or anyone's) has been written.
-          return absent(
-            'the resource still carries the validator this operation was conditioned on, so the write has not applied',
-          );
-        }
-        if (!lookup.applied)
-          return cannotTell(
-            res,
-            'the validator moved on and the operation declares no way (lookup.applied) to recognise its own write',
-          );
-        if (lookup.applied(res.data, readCtx))
-          return {
-            kind: 'found',
-            outcome: { kind: 'succeeded', result: res.data, status: 200, ...rid, ...refOf(res.data) },
-          };
-        return {
-          kind: 'found',
-          outcome: {
-            kind: 'rejected',
-            reason: 'conflict',
-            message: 'the validator moved on and the resource does not show this write: another writer changed it',
-            status: 200,
-            ...rid,
-          },
-        };
-      }
-      if (lookup.applied && !lookup.applied(res.data, readCtx))
-        return absent('the resource does not show this operation');
-      return {
-        kind: 'found',
-        outcome: { kind: 'succeeded', result: res.data, status: 200, ...rid, ...refOf(res.data) },
-      };
-    },
-
-    async close(): Promise<void> {
-      httpAgent.destroy();
-      httpsAgent.destroy();
-    },
-  });
-}
+type Lookup<M extends HttpLookupSpec['method']> = Extract<HttpLookupSpec, { method: M }>;
 
 /** What the adapter's requests go through: one axios client on the base URL, no redirects, the caller's timeout. */
 interface Conn {
@@ -237,13 +67,62 @@ interface Conn {
   readonly client: AxiosInstance;
   readonly base: URL;
   readonly baseURL: string;
+  close(): void;
 }
 
-function asParams(params: unknown): Record<string, unknown> {
-  if (typeof params !== 'object' || params === null || Array.isArray(params))
-    throw new InvalidIntentError('', 'params must be a plain object');
-  return params as Record<string, unknown>;
+/** Builds an adapter for any HTTP API from explicit declarations, each checked against its card. */
+export function createHttpAdapter<const O extends Readonly<Record<string, HttpOperationSpec>>>(
+  options: HttpAdapterOptions & { readonly operations: O },
+): HttpAdapter & TypedHttpOperations<O>;
+export function createHttpAdapter(options: HttpAdapterOptions): HttpAdapter {
+  // The frame checks the provider name and that there is an operation; buildOperation checks each against its card.
+  const { provider } = options;
+  const c = connect(provider, options);
+  const operations: Record<string, HttpOperation> = {};
+  for (const [name, spec] of Object.entries(options.operations))
+    operations[name] = buildOperation(provider, name, spec);
+  return defineAdapter({
+    provider,
+    operations,
+    execute: (o, params, ctx) => send(c, o, params as Record<string, unknown>, idsOf(ctx), ctx.attempt, ctx.signal),
+    lookup: (o, ctx) => lookup(c, o, ctx),
+    close: async () => c.close(),
+  });
 }
+
+/**
+ * The axios client never retries, never follows redirects (a followed 307/308 re-sends a POST body: a hidden
+ * second retrying layer) and ignores proxy environment variables; the runner is the only layer that re-sends.
+ */
+function connect(provider: string, options: HttpAdapterOptions): Conn {
+  const base = checkBaseUrl(provider, options.baseUrl);
+  if (!(Number.isFinite(options.timeoutMs) && options.timeoutMs > 0)) {
+    throw new AdapterConfigurationError(
+      provider,
+      'timeoutMs must be a positive number (axios has no timeout by default, so a lost response would hang forever)',
+    );
+  }
+  const baseURL = base.toString().replace(/\/$/, '');
+  const httpAgent = new http.Agent({ keepAlive: false });
+  const httpsAgent = new https.Agent({ keepAlive: false });
+  const client = axios.create({
+    baseURL,
+    timeout: options.timeoutMs,
+    maxRedirects: 0,
+    proxy: false,
+    validateStatus: () => true,
+    httpAgent,
+    httpsAgent,
+    headers: { Accept: 'application/json', ...options.headers },
+  });
+  const close = () => {
+    httpAgent.destroy();
+    httpsAgent.destroy();
+  };
+  return { provider, client, base, baseURL, close };
+}
+
+const idsOf = (ctx: Ids): Ids => ({ businessOperationId: ctx.businessOperationId, providerKey: ctx.providerKey });
 
 function view(c: Conn, res: AxiosResponse, fallbackUrl: string): HttpResponseView {
   const url = new URL(res.config.url ?? fallbackUrl, c.baseURL + '/').toString();
@@ -263,171 +142,229 @@ async function send(
   const path = fillPath(spec.path, params, ids);
   const headers: Record<string, string> = {};
   const query: Record<string, string> = {};
-  let body: unknown;
-  if (spec.method !== 'DELETE') body = spec.body ? spec.body(params, ids) : defaultBody(spec, params);
+  let body = spec.method === 'DELETE' ? undefined : spec.body ? spec.body(params, ids) : defaultBody(spec, params);
   const k = spec.key;
-  if (k.travels !== 'none') {
-    const key = ids.providerKey!;
-    if (k.travels === 'header') headers[k.name] = k.encoding === 'sf-string' ? sfString(key) : key;
-    else if (k.travels === 'query') query[k.name] = key;
-    else {
-      if (typeof body !== 'object' || body === null || Array.isArray(body))
-        throw new AdapterConfigurationError(
-          c.provider,
-          `operation ${o.name}: the key travels in body field ${k.name} but the body is not a JSON object`,
-        );
-      body = { ...(body as Record<string, unknown>), [k.name]: key };
-    }
+  const key = ids.providerKey!;
+  if (k.travels === 'header') headers[k.name] = k.encoding === 'sf-string' ? sfString(key) : key;
+  else if (k.travels === 'query') query[k.name] = key;
+  else if (k.travels === 'body') {
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw new AdapterConfigurationError(
+        c.provider,
+        `operation ${o.name}: the key travels in body field ${k.name} but the body is not a JSON object`,
+      );
+    body = { ...body, [k.name]: key };
   }
   const pc = spec.precondition;
   if (pc) {
-    const v = params[pc.param];
-    if (typeof v !== 'string' && typeof v !== 'number')
+    const v = scalarText(params[pc.param]);
+    if (v === undefined)
       throw new InvalidIntentError(
         pc.param,
         'the precondition value must be a string or number; an operation declared with a precondition is never sent without it',
       );
-    if ('header' in pc) headers[pc.header] = String(v);
-    else query[pc.query] = String(v);
+    if ('header' in pc) headers[pc.header] = v;
+    else query[pc.query] = v;
   }
   try {
-    const res = await c.client.request({
-      method: spec.method,
-      url: path,
-      params: query,
-      data: body,
-      headers,
-      ...(signal ? { signal } : {}),
-    });
+    const res = await c.client.request({ method: spec.method, url: path, params: query, data: body, headers, signal });
     return classifyResponse(spec, view(c, res, path), attempt);
   } catch (err) {
     return classifyNetworkError(err);
   }
 }
 
-async function get(c: Conn, url: string, signal?: AbortSignal): Promise<HttpResponseView | { error: Outcome }> {
+/** What one lookup works with: the connection, the operation, the runner's context and the ids with the params. */
+interface Ask {
+  readonly c: Conn;
+  readonly o: HttpOperation;
+  readonly spec: HttpOperationSpec;
+  readonly ctx: LookupContext;
+  readonly r: LookupReadContext;
+}
+
+/** GET `url`: the response, or the lookup result of a request that failed on the way. */
+async function get(a: Ask, url: string, what: string): Promise<HttpResponseView | LookupResult> {
   try {
-    const res = await c.client.request({ method: 'GET', url, ...(signal ? { signal } : {}) });
-    return view(c, res, url);
+    return view(a.c, await a.c.client.request({ method: 'GET', url, signal: a.ctx.signal }), url);
   } catch (err) {
-    return { error: classifyNetworkError(err) };
+    return lookupFromOutcome(classifyNetworkError(err), what);
   }
 }
 
-/** Whether re-sending with the same key is safe (the card rule resendSafety). Returns a reason when it is not. */
-function outsideRetention(o: HttpOperation, ctx: LookupContext): string | null {
-  // The runner's judgement (the rule with the policy's clock-skew margin) wins; without it (a direct call) the same
-  // rule with the card's margin. Either way the reason comes from the rule.
+const found = (outcome: Extract<LookupResult, { kind: 'found' }>['outcome']): LookupResult => ({
+  kind: 'found',
+  outcome,
+});
+// An absence is reported as it is seen; decide's not-found row judges when it proves anything.
+const absent = (res: HttpResponseView, reason: string): LookupResult => ({
+  kind: 'not-found',
+  reason,
+  status: res.status,
+});
+const cannotTell = (res: HttpResponseView, reason: string): LookupResult => ({
+  kind: 'cannot-tell',
+  reason,
+  status: res.status,
+  ...retryAfterOf(res.headers),
+});
+/** Succeeded with `data` as result; the request id comes from `res`, the answer that said so. */
+const succeeded = (a: Ask, res: HttpResponseView, data: unknown, refPath = a.spec.refPath) =>
+  found({
+    kind: 'succeeded',
+    result: data,
+    status: 200,
+    ...requestIdOf(a.spec, res.headers),
+    ...providerRefAt(data, refPath),
+  });
+
+async function lookup(c: Conn, o: HttpOperation, ctx: LookupContext): Promise<LookupResult> {
+  const l = o.http.lookup;
+  if (l.method === 'none') throw new Error('unreachable: the frame refuses lookup.method none');
+  if (typeof ctx.params !== 'object' || ctx.params === null || Array.isArray(ctx.params))
+    throw new InvalidIntentError('', 'params must be a plain object');
+  const a: Ask = { c, o, spec: o.http, ctx, r: { ...idsOf(ctx), params: ctx.params as Record<string, unknown> } };
+  switch (l.method) {
+    case 'resend-same-key':
+      return resendSameKey(a);
+    case 'status-url':
+      return ctx.statusRef ? pollStatus(a, l.status, ctx.statusRef) : findStatus(a, l);
+    case 'search':
+      return search(a, l);
+    case 'get-by-key':
+      return getByKey(a, l);
+  }
+}
+
+/** Re-sends with the same key, only while re-sending is safe (the card rule resendSafety). */
+async function resendSameKey({ c, o, ctx, r }: Ask): Promise<LookupResult> {
+  // The runner's judgement (the rule with the policy's clock-skew margin) wins; without it (a direct call) the
+  // same rule with the card's margin. Either way the reason comes from the rule.
   const own = resendSafety(o.card, ctx.firstDispatchedAt, ctx.now);
-  if (ctx.keyReusable === undefined ? own.safe : ctx.keyReusable) return null;
-  return own.safe
-    ? "the key is too old to rely on (past its retention, counting the policy's clock-skew margin)"
-    : own.why;
-}
-
-function cannotTell(res: HttpResponseView, reason: string): LookupResult {
-  const retryAfterMs = parseRetryAfter(readHeader(res.headers, 'retry-after'));
-  return { kind: 'cannot-tell', reason, status: res.status, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
-}
-
-async function resendSameKey(
-  c: Conn,
-  o: HttpOperation,
-  ctx: LookupContext,
-  params: Record<string, unknown>,
-  ids: Ids,
-): Promise<LookupResult> {
-  const why = outsideRetention(o, ctx);
-  if (why) return { kind: 'cannot-tell', reason: `no re-send with the same key: ${why}` };
-  if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched' };
-  return lookupFromOutcome(await send(c, o, params, ids, 2, ctx.signal), 're-send with the same key');
-}
-
-function sameOrigin(c: Conn, url: string): boolean {
-  try {
-    return new URL(url).origin === c.base.origin;
-  } catch {
-    return false;
+  if (!(ctx.keyReusable ?? own.safe)) {
+    const why = own.safe
+      ? "the key is too old to rely on (past its retention, counting the policy's clock-skew margin)"
+      : own.why;
+    return { kind: 'cannot-tell', reason: `no re-send with the same key: ${why}` };
   }
+  if (ctx.firstDispatchedAt === null) return { kind: 'not-found', reason: 'never dispatched' };
+  return lookupFromOutcome(await send(c, o, r.params, idsOf(ctx), 2, ctx.signal), 're-send with the same key');
 }
 
-async function pollStatus(c: Conn, o: HttpOperation, statusRef: string, signal?: AbortSignal): Promise<LookupResult> {
-  const spec = o.http;
-  if (spec.lookup.method !== 'status-url') throw new Error('unreachable');
-  const reading = spec.lookup.status;
+async function search(a: Ask, l: Lookup<'search'>): Promise<LookupResult> {
+  const res = await get(a, fillPath(l.path, a.r.params, a.r), 'lookup request');
+  if ('kind' in res) return res;
+  if (res.status !== 200) return cannotTell(res, `search answered HTTP ${res.status}`);
+  const match = l.match(res.data, a.r);
+  if (match == null) return absent(res, 'no match in the search results');
+  return succeeded(a, res, match, l.refPath ?? a.spec.refPath);
+}
+
+async function getByKey(a: Ask, l: Lookup<'get-by-key'>): Promise<LookupResult> {
+  const res = await get(a, fillPath(l.path, a.r.params, a.r), 'lookup request');
+  if ('kind' in res) return res;
+  if (res.status === 404 || res.status === 410) return absent(res, `HTTP ${res.status} for the lookup resource`);
+  if (res.status !== 200) return cannotTell(res, `lookup answered HTTP ${res.status}`);
+  const pc = a.spec.precondition;
+  if (!pc) {
+    if (l.applied && !l.applied(res.data, a.r)) return absent(res, 'the resource does not show this operation');
+    return succeeded(a, res, res.data);
+  }
+  const current = pc.validatorHeader
+    ? readHeader(res.headers, pc.validatorHeader)
+    : pc.validatorField
+      ? readPath(res.data, pc.validatorField)
+      : undefined;
+  if (current === undefined)
+    return cannotTell(res, 'the resource carries no validator to compare with the precondition');
+  // Still the validator this operation required: nothing (ours or anyone's) has been written.
+  if (String(current) === String(a.r.params[pc.param]))
+    return absent(
+      res,
+      'the resource still carries the validator this operation was conditioned on, so the write has not applied',
+    );
+  if (!l.applied)
+    return cannotTell(
+      res,
+      'the validator moved on and the operation declares no way (lookup.applied) to recognise its own write',
+    );
+  if (l.applied(res.data, a.r)) return succeeded(a, res, res.data);
+  return found({
+    kind: 'rejected',
+    reason: 'conflict',
+    message: 'the validator moved on and the resource does not show this write: another writer changed it',
+    status: 200,
+    ...requestIdOf(a.spec, res.headers),
+  });
+}
+
+/** Without a status URL (the 202 was lost, or a worker died before recording it): the declared fallback. */
+async function findStatus(a: Ask, l: Lookup<'status-url'>): Promise<LookupResult> {
+  const w = l.withoutStatusRef;
+  if (w === 'resend-same-key') return resendSameKey(a);
+  if (typeof w !== 'object')
+    return {
+      kind: 'cannot-tell',
+      reason: 'no status URL is known (the 202 response was lost) and the operation declares no other way to find it',
+    };
+  const res = await get(a, fillPath(w.path, a.r.params, a.r), 'status search');
+  if ('kind' in res) return res;
+  if (res.status !== 200) return cannotTell(res, `status search answered HTTP ${res.status}`);
+  const match = w.match(res.data, a.r);
+  if (match == null) return absent(res, 'no work item carries this operation in the status search');
+  const url = readPath(match, w.statusUrlPath);
+  if (typeof url !== 'string') return cannotTell(res, `the matched work item has no status URL at ${w.statusUrlPath}`);
+  return pollStatus(a, l.status, new URL(url, res.url).toString());
+}
+
+async function pollStatus(a: Ask, reading: StatusReading, statusRef: string): Promise<LookupResult> {
+  const { c, spec } = a;
+  const sameOrigin = (url: string) => URL.parse(url)?.origin === c.base.origin;
   // A status URL on another origin would receive this adapter's headers (credentials).
-  if (!sameOrigin(c, statusRef))
+  if (!sameOrigin(statusRef))
     return {
       kind: 'cannot-tell',
       reason: `status URL ${new URL(statusRef, c.baseURL).origin} is not on ${c.base.origin}; not polled with this adapter's credentials`,
     };
-  const res = await get(c, statusRef, signal);
-  if ('error' in res) return lookupFromOutcome(res.error, 'status poll');
-  const retryAfterMs = parseRetryAfter(readHeader(res.headers, 'retry-after'));
-  const ra = retryAfterMs !== undefined ? { retryAfterMs } : {};
-  const requestId = spec.requestIdHeader ? readHeader(res.headers, spec.requestIdHeader) : undefined;
-  const rid = requestId !== undefined ? { requestId } : {};
+  const res = await get(a, statusRef, 'status poll');
+  if ('kind' in res) return res;
+  const rid = requestIdOf(spec, res.headers);
   if (res.status === 303) {
     const target = absoluteLocation(res);
-    if (!target || !sameOrigin(c, target)) return cannotTell(res, '303 See Other without a same-origin Location');
-    const done = await get(c, target, signal);
-    if ('error' in done) return lookupFromOutcome(done.error, 'fetching the finished resource');
+    if (!target || !sameOrigin(target)) return cannotTell(res, '303 See Other without a same-origin Location');
+    const done = await get(a, target, 'fetching the finished resource');
+    if ('kind' in done) return done;
     if (done.status !== 200) return cannotTell(done, `finished resource answered HTTP ${done.status}`);
-    const ref = spec.refPath ? readPath(done.data, spec.refPath) : undefined;
-    return {
-      kind: 'found',
-      outcome: {
-        kind: 'succeeded',
-        result: done.data,
-        status: 200,
-        ...rid,
-        ...(typeof ref === 'string' || typeof ref === 'number' ? { providerRef: String(ref) } : {}),
-      },
-    };
+    return succeeded(a, res, done.data);
   }
   if (res.status === 200) {
     const state = readPath(res.data, reading.field);
     const s = typeof state === 'string' ? state : undefined;
     if (s !== undefined && reading.pending.includes(s))
-      return {
-        kind: 'found',
-        outcome: { kind: 'in-progress', statusRef, status: 200, ...rid, ...ra, message: `status ${s}` },
-      };
-    if (s !== undefined && reading.done.includes(s)) {
-      const ref = spec.refPath ? readPath(res.data, spec.refPath) : undefined;
-      return {
-        kind: 'found',
-        outcome: {
-          kind: 'succeeded',
-          result: res.data,
-          status: 200,
-          ...rid,
-          ...(typeof ref === 'string' || typeof ref === 'number' ? { providerRef: String(ref) } : {}),
-        },
-      };
-    }
+      return found({
+        kind: 'in-progress',
+        statusRef,
+        status: 200,
+        ...rid,
+        ...retryAfterOf(res.headers),
+        message: `status ${s}`,
+      });
+    if (s !== undefined && reading.done.includes(s)) return succeeded(a, res, res.data);
     if (s !== undefined && reading.failed?.includes(s))
-      return {
-        kind: 'found',
-        outcome: { kind: 'rejected', reason: 'other', message: `status ${s}`, status: 200, ...rid },
-      };
+      return found({ kind: 'rejected', reason: 'other', message: `status ${s}`, status: 200, ...rid });
     return cannotTell(res, `status field ${reading.field} is ${JSON.stringify(state)}, not a declared value`);
   }
-  if (res.status >= 400 && res.status < 500 && res.status !== 404 && res.status !== 408 && res.status !== 429) {
+  if (res.status >= 400 && res.status < 500 && ![404, 408, 429].includes(res.status)) {
     // An error persisted at the status resource: the work item failed for good.
     const outcome = classifyResponse(spec, res, 1);
-    const reason = outcome.kind === 'rejected' ? outcome.reason : 'other';
-    return {
-      kind: 'found',
-      outcome: {
-        kind: 'rejected',
-        reason,
-        message: `persisted ${'message' in outcome && outcome.message ? outcome.message : 'HTTP ' + res.status}`,
-        status: res.status,
-        ...(outcome.code !== undefined ? { code: outcome.code } : {}),
-        ...rid,
-      },
-    };
+    return found({
+      kind: 'rejected',
+      reason: outcome.kind === 'rejected' ? outcome.reason : 'other',
+      message: `persisted ${'message' in outcome && outcome.message ? outcome.message : 'HTTP ' + res.status}`,
+      status: res.status,
+      ...(outcome.code !== undefined ? { code: outcome.code } : {}),
+      ...rid,
+    });
   }
   return cannotTell(res, `status resource answered HTTP ${res.status}`);
 }

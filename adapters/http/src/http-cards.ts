@@ -1,13 +1,15 @@
-import { type ConcurrencyBehaviour, type Duration, defineCard, fact, type RetrySafetyCard } from '@retrysafe/contract';
+import {
+  type ConcurrencyBehaviour,
+  type Duration,
+  defineCard,
+  type FieldNormalization,
+  fact,
+  type RetrySafetyCard,
+} from '@retrysafe/contract';
 
-/**
- * Reference cards: one per pattern, each describing the pattern as its public specification or
- * pattern page (cited per fact) states it and, where the pattern leaves a choice to the server, as the matching loopback sandbox implements it
- * (source: the sandbox file). A user pointing this adapter at a real API copies one and replaces every
- * sandbox-sourced fact with that API's documentation — or writes `'unknown'`.
- */
-
-export const SOURCES = {
+// One reference card per pattern, each fact cited to the pattern's specification or, where it leaves the server a
+// choice, to the loopback sandbox. A user copies one and replaces every sandbox fact with their API's documentation.
+const SOURCES = {
   ietf: 'draft-ietf-httpapi-idempotency-key-header-06 (https://datatracker.ietf.org/doc/draft-ietf-httpapi-idempotency-key-header/)',
   rfc8941: 'RFC 8941 §3.3.3 sf-string (https://www.rfc-editor.org/rfc/rfc8941#section-3.3.3)',
   azure:
@@ -24,18 +26,13 @@ export const SOURCES = {
   awsRel05:
     'AWS Well-Architected REL05-BP03 (https://docs.aws.amazon.com/wellarchitected/latest/reliability-pillar/rel_mitigate_interaction_failure_limit_retries.html)',
   ec2Errors: 'Amazon EC2 API error codes (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html)',
-  axios: 'axios 1.x lib/adapters/http.js (maxRedirects, proxy, timeout) — no built-in retry',
   ietfSandbox: 'retrysafe IETF sandbox: adapters/http/src/sandbox/ietf-key-sandbox.ts',
   asyncSandbox: 'retrysafe async request-reply sandbox: adapters/http/src/sandbox/async-reply-sandbox.ts',
   etagSandbox: 'retrysafe ETag sandbox: adapters/http/src/sandbox/etag-sandbox.ts',
   tokenSandbox: 'retrysafe client-token sandbox: adapters/http/src/sandbox/client-token-sandbox.ts',
 } as const;
 
-/**
- * No pattern document bounds how long a server may still apply a request after the client gave up, and
- * the loopback sandboxes apply a request whenever it reaches them (a request held in the network, as the
- * fault proxy can, lands late). Unknown: a lookup's not-found never proves absence on these cards.
- */
+// No pattern bounds how long a server may still apply a request the client gave up on: a not-found never proves absence.
 const LATE_APPLY_SOURCE = `${SOURCES.ietf} and ${SOURCES.azure} define no server-side processing deadline; the loopback sandboxes apply a request whenever it arrives`;
 const LATE_APPLY_UNVERIFIED = {
   field: 'lookup.lateApplyBound',
@@ -61,12 +58,45 @@ const POLICY = {
   receipts: 'the runner ledger, exported as JSONL (redacted: no headers, no bodies)',
 } as const;
 
-/** IETF Idempotency-Key: `POST /orders`. */
-export function ordersCreateCard(provider: string): RetrySafetyCard {
+/** What differs between the pattern cards; `sandbox` is the source of the sandbox's own facts. */
+type PatternParts = Omit<
+  RetrySafetyCard,
+  'cardVersion' | 'provider' | 'operation' | 'lookup' | keyof typeof POLICY | 'retryLayer' | 'duplicateTest'
+> & { readonly sandbox: string; readonly lookup: Omit<RetrySafetyCard['lookup'], 'lateApplyBound'> };
+
+/** A pattern card: the parts given, with the policy, retry layer and late-apply caveat every pattern shares. */
+function patternCard(provider: string, name: string, parts: PatternParts): RetrySafetyCard {
+  const { sandbox, reconciler, unverified, ...facts } = parts;
   return defineCard({
     cardVersion: 1,
     provider,
-    operation: `${provider}.orders.create`,
+    operation: `${provider}.${name}`,
+    ...facts,
+    lookup: { ...facts.lookup, lateApplyBound: fact<Duration>('unknown', LATE_APPLY_SOURCE) },
+    ...POLICY,
+    retryLayer: RETRY_LAYER,
+    reconciler,
+    duplicateTest: `${sandbox}, behind the testkit fault proxy`,
+    unverified: [LATE_APPLY_UNVERIFIED, ...unverified],
+  });
+}
+
+/** The ids a card names: the runner's own only in receipts, the provider's request id from a response header. */
+const receiptIds = (header: string, source: string) =>
+  ({ run: 'receipts only', attempt: 'receipts only', request: fact(`${header} response header`, source) }) as const;
+
+/** The caller's own reference, trimmed: surrounding white space is formatting. */
+const trimmedRef = (field: string, whose: string): FieldNormalization[] => [
+  {
+    field,
+    steps: ['trim'],
+    source: `retrysafe policy: the caller’s own ${whose}; surrounding white space is formatting, while compatibility forms, case and inner white space are kept apart as the provider keeps them (docs/concepts.md, Normalisation)`,
+  },
+];
+
+/** IETF Idempotency-Key: `POST /orders`. */
+export function ordersCreateCard(provider: string): RetrySafetyCard {
+  return patternCard(provider, 'orders.create', {
     sideEffect: {
       kind: fact('create', SOURCES.ietfSandbox),
       idempotentByNature: fact(false, `${SOURCES.ietf} §1: POST is not idempotent`),
@@ -74,20 +104,10 @@ export function ordersCreateCard(provider: string): RetrySafetyCard {
     businessOperationId: {
       rule: 'derived from intent fields customer, sku, quantity, orderRef (the caller’s order reference)',
       intentFields: ['customer', 'sku', 'quantity', 'orderRef'],
-      normalize: [
-        {
-          field: 'orderRef',
-          steps: ['trim'],
-          source:
-            'retrysafe policy: the caller’s own order reference; surrounding white space is formatting, while compatibility forms, case and inner white space are kept apart as the provider keeps them (docs/concepts.md, Normalisation)',
-        },
-      ],
+      normalize: trimmedRef('orderRef', 'order reference'),
     },
-    ids: {
-      run: 'receipts only',
-      attempt: 'receipts only',
-      request: fact('x-request-id response header', SOURCES.ietfSandbox),
-    },
+    sandbox: SOURCES.ietfSandbox,
+    ids: receiptIds('x-request-id', SOURCES.ietfSandbox),
     providerKey: {
       travels: fact('header', `${SOURCES.ietf} §2`),
       name: fact('Idempotency-Key', `${SOURCES.ietf} §2`),
@@ -111,7 +131,6 @@ export function ordersCreateCard(provider: string): RetrySafetyCard {
     lookup: {
       method: fact('search', `GET /orders?reference=<business-operation id>: ${SOURCES.ietfSandbox}`),
       consistencyDelay: fact(null, SOURCES.ietfSandbox),
-      lateApplyBound: fact<Duration>('unknown', LATE_APPLY_SOURCE),
     },
     retention: {
       minimum: fact(
@@ -138,13 +157,9 @@ export function ordersCreateCard(provider: string): RetrySafetyCard {
       ],
       `${SOURCES.ietf} §2.7; ${SOURCES.ietfSandbox}`,
     ),
-    ...POLICY,
-    retryLayer: RETRY_LAYER,
     reconciler:
       'the runner, through doLookup: GET /orders?reference=<business-operation id> (the id travels in the order’s reference field)',
-    duplicateTest: `${SOURCES.ietfSandbox}, behind the testkit fault proxy`,
     unverified: [
-      LATE_APPLY_UNVERIFIED,
       {
         field: 'providerKey.maxLength',
         condition: 'the draft sets no maximum; the adapter derives keys of at most 64 characters',
@@ -156,10 +171,7 @@ export function ordersCreateCard(provider: string): RetrySafetyCard {
 
 /** Asynchronous request-reply: `POST /exports` ⇒ 202 + Location + Retry-After. */
 export function exportsCreateCard(provider: string): RetrySafetyCard {
-  return defineCard({
-    cardVersion: 1,
-    provider,
-    operation: `${provider}.exports.create`,
+  return patternCard(provider, 'exports.create', {
     sideEffect: {
       kind: fact('async-job', SOURCES.azure),
       idempotentByNature: fact(
@@ -170,20 +182,10 @@ export function exportsCreateCard(provider: string): RetrySafetyCard {
     businessOperationId: {
       rule: 'derived from intent fields dataset, format, requestRef (the caller’s request reference)',
       intentFields: ['dataset', 'format', 'requestRef'],
-      normalize: [
-        {
-          field: 'requestRef',
-          steps: ['trim'],
-          source:
-            'retrysafe policy: the caller’s own reference; surrounding white space is formatting, while compatibility forms, case and inner white space are kept apart as the provider keeps them (docs/concepts.md, Normalisation)',
-        },
-      ],
+      normalize: trimmedRef('requestRef', 'reference'),
     },
-    ids: {
-      run: 'receipts only',
-      attempt: 'receipts only',
-      request: fact('x-ms-request-id response header', SOURCES.asyncSandbox),
-    },
+    sandbox: SOURCES.asyncSandbox,
+    ids: receiptIds('x-ms-request-id', SOURCES.asyncSandbox),
     providerKey: {
       travels: fact(
         'header',
@@ -212,7 +214,6 @@ export function exportsCreateCard(provider: string): RetrySafetyCard {
         `${SOURCES.azure}: 200 while pending, 303 See Other when done; without a status URL: GET /exports?clientRequestId=… (${SOURCES.asyncSandbox})`,
       ),
       consistencyDelay: fact(null, SOURCES.asyncSandbox),
-      lateApplyBound: fact<Duration>('unknown', LATE_APPLY_SOURCE),
     },
     retention: { minimum: fact('24h', `${SOURCES.asyncSandbox} (retentionMs)`) },
     concurrency: fact(
@@ -237,13 +238,9 @@ export function exportsCreateCard(provider: string): RetrySafetyCard {
       ],
       `${SOURCES.azure}; ${SOURCES.asyncSandbox}`,
     ),
-    ...POLICY,
-    retryLayer: RETRY_LAYER,
     reconciler:
       'the runner, through doLookup: GET the status URL; without one (the 202 was lost) GET /exports?clientRequestId=<business-operation id> finds the work item and its status URL; a re-send with the same key, inside retention, also returns the existing status resource',
-    duplicateTest: `${SOURCES.asyncSandbox}, behind the testkit fault proxy`,
     unverified: [
-      LATE_APPLY_UNVERIFIED,
       {
         field: 'providerKey.maxLength',
         condition: 'the pattern defines no key format; the adapter derives keys of at most 64 characters',
@@ -260,10 +257,7 @@ export function exportsCreateCard(provider: string): RetrySafetyCard {
 
 /** Conditional idempotency: `PUT /documents/{id}` with `If-Match`. */
 export function documentsUpdateCard(provider: string): RetrySafetyCard {
-  return defineCard({
-    cardVersion: 1,
-    provider,
-    operation: `${provider}.documents.update`,
+  return patternCard(provider, 'documents.update', {
     sideEffect: {
       kind: fact('set', SOURCES.etagSandbox),
       idempotentByNature: fact(false, `${SOURCES.gcsRetry}: conditionally idempotent — only with a precondition`),
@@ -272,11 +266,8 @@ export function documentsUpdateCard(provider: string): RetrySafetyCard {
       rule: 'derived from intent fields id, etag, title, body: the precondition is part of the intent, so every re-send carries the same If-Match',
       intentFields: ['id', 'etag', 'title', 'body'],
     },
-    ids: {
-      run: 'receipts only',
-      attempt: 'receipts only',
-      request: fact('x-guploader-uploadid response header', SOURCES.etagSandbox),
-    },
+    sandbox: SOURCES.etagSandbox,
+    ids: receiptIds('x-guploader-uploadid', SOURCES.etagSandbox),
     providerKey: {
       travels: fact(
         'none',
@@ -302,7 +293,6 @@ export function documentsUpdateCard(provider: string): RetrySafetyCard {
     lookup: {
       method: fact('get-by-key', `GET /documents/{id}, compare ETag with the sent If-Match: ${SOURCES.etagSandbox}`),
       consistencyDelay: fact(null, SOURCES.gcsConsistency),
-      lateApplyBound: fact<Duration>('unknown', LATE_APPLY_SOURCE),
     },
     retention: {
       minimum: fact(
@@ -333,13 +323,9 @@ export function documentsUpdateCard(provider: string): RetrySafetyCard {
       ],
       `${SOURCES.gcsRetry}; ${SOURCES.etagSandbox}`,
     ),
-    ...POLICY,
-    retryLayer: RETRY_LAYER,
     reconciler:
       'the runner, through doLookup: GET /documents/{id}; the sent ETag still current ⇒ not applied; moved on and showing this write ⇒ applied; moved on otherwise ⇒ another writer (rejected, handoff)',
-    duplicateTest: `${SOURCES.etagSandbox}, behind the testkit fault proxy`,
     unverified: [
-      LATE_APPLY_UNVERIFIED,
       {
         field: 'concurrency',
         condition:
@@ -352,10 +338,7 @@ export function documentsUpdateCard(provider: string): RetrySafetyCard {
 
 /** AWS-style client token: `POST /instances` with `ClientToken` in the body. */
 export function instancesRunCard(provider: string): RetrySafetyCard {
-  return defineCard({
-    cardVersion: 1,
-    provider,
-    operation: `${provider}.instances.run`,
+  return patternCard(provider, 'instances.run', {
     sideEffect: {
       kind: fact('create', SOURCES.ec2Idempotency),
       idempotentByNature: fact(false, SOURCES.ec2Idempotency),
@@ -363,20 +346,10 @@ export function instancesRunCard(provider: string): RetrySafetyCard {
     businessOperationId: {
       rule: 'derived from intent fields imageId, instanceType, launchRef (the caller’s launch reference)',
       intentFields: ['imageId', 'instanceType', 'launchRef'],
-      normalize: [
-        {
-          field: 'launchRef',
-          steps: ['trim'],
-          source:
-            'retrysafe policy: the caller’s own reference; surrounding white space is formatting, while compatibility forms, case and inner white space are kept apart as the provider keeps them (docs/concepts.md, Normalisation)',
-        },
-      ],
+      normalize: trimmedRef('launchRef', 'reference'),
     },
-    ids: {
-      run: 'receipts only',
-      attempt: 'receipts only',
-      request: fact('x-amzn-RequestId response header', SOURCES.tokenSandbox),
-    },
+    sandbox: SOURCES.tokenSandbox,
+    ids: receiptIds('x-amzn-RequestId', SOURCES.tokenSandbox),
     providerKey: {
       travels: fact('body', `${SOURCES.ec2Idempotency}: ClientToken request parameter`),
       name: fact('ClientToken', SOURCES.ec2Idempotency),
@@ -405,7 +378,6 @@ export function instancesRunCard(provider: string): RetrySafetyCard {
         `GET /instances?clientToken=<key> (DescribeInstances filter client-token): ${SOURCES.tokenSandbox}`,
       ),
       consistencyDelay: fact(null, `${SOURCES.tokenSandbox}; real EC2 is eventually consistent (delay not stated)`),
-      lateApplyBound: fact<Duration>('unknown', LATE_APPLY_SOURCE),
     },
     retention: {
       minimum: fact('24h', `${SOURCES.ec2Idempotency}: valid at least 24 h after the instance is terminated`),
@@ -430,12 +402,8 @@ export function instancesRunCard(provider: string): RetrySafetyCard {
       ],
       SOURCES.ec2Errors,
     ),
-    ...POLICY,
-    retryLayer: RETRY_LAYER,
     reconciler: 'the runner, through doLookup: GET /instances?clientToken=<key>',
-    duplicateTest: `${SOURCES.tokenSandbox}, behind the testkit fault proxy`,
     unverified: [
-      LATE_APPLY_UNVERIFIED,
       {
         field: 'concurrency',
         condition: 'what a concurrent RunInstances with the same ClientToken returns is not documented',

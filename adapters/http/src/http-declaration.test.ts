@@ -7,6 +7,20 @@ const ids = {
   businessOperationId: 'acme.orders.create:abc' as BusinessOperationId,
   providerKey: 'rs-abc' as ProviderKey,
 };
+/** An IETF-style order declaration whose search matches by reference. */
+const orderDeclaration: HttpOperationDeclaration = {
+  description: 'Create an order',
+  method: 'POST',
+  path: '/orders',
+  key: { travels: 'header', name: 'Idempotency-Key', rule: { maxLength: 64 } },
+  card: ordersCreateCard('acme'),
+  lookup: {
+    method: 'search',
+    path: '/orders',
+    match: { items: 'data', where: { reference: '{businessOperationId}' } },
+  },
+  errors: { rules: [] },
+};
 
 describe('data declarations', () => {
   it('a whole-string placeholder keeps the value’s type; inside a string it is interpolated; a missing value is left out', () => {
@@ -33,17 +47,12 @@ describe('data declarations', () => {
 
   it('a search match compares every `where` path and needs at least one', () => {
     const decl: HttpOperationDeclaration = {
-      description: 'Create an order',
-      method: 'POST',
-      path: '/orders',
-      key: { travels: 'header', name: 'Idempotency-Key', rule: { maxLength: 64 } },
-      card: ordersCreateCard('acme'),
+      ...orderDeclaration,
       lookup: {
         method: 'search',
         path: '/orders',
         match: { items: 'data', where: { reference: '{businessOperationId}', sku: '{sku}' } },
       },
-      errors: { rules: [] },
     };
     const spec = operationFromDeclaration('acme', 'orders.create', decl);
     if (spec.lookup.method !== 'search') throw new Error('expected search');
@@ -69,19 +78,7 @@ describe('data declarations', () => {
 describe('drills for a declaration', () => {
   it('picks the pattern sandbox from the declaration’s shape unless it names one, and fills {i} in drill params', async () => {
     const { drillsForDeclaration, patternOf } = await import('./sandbox/http-drills.js');
-    const base: HttpOperationDeclaration = {
-      description: 'Create an order',
-      method: 'POST',
-      path: '/orders',
-      key: { travels: 'header', name: 'Idempotency-Key', rule: { maxLength: 64 } },
-      card: ordersCreateCard('acme'),
-      lookup: {
-        method: 'search',
-        path: '/orders',
-        match: { items: 'data', where: { reference: '{businessOperationId}' } },
-      },
-      errors: { rules: [] },
-    };
+    const base = orderDeclaration;
     expect(patternOf(base)).toBe('ietf-idempotency-key');
     expect(patternOf({ ...base, key: { travels: 'body', name: 'ClientToken' } })).toBe('client-token');
     expect(patternOf({ ...base, precondition: { param: 'etag', header: 'If-Match' } })).toBe('etag');

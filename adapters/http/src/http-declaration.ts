@@ -1,29 +1,18 @@
+import { AdapterConfigurationError } from '@retrysafe/contract';
+import { createHttpAdapter, type HttpAdapter, type HttpAdapterOptions } from './http-adapter.js';
 import {
-  AdapterConfigurationError,
-  type BusinessOperationId,
-  type JsonSchema,
-  type ProviderKey,
-  type RetrySafetyCard,
-} from '@retrysafe/contract';
-import { createHttpAdapter, type HttpAdapter } from './http-adapter.js';
-import {
-  type HttpErrorSpec,
-  type HttpKeySpec,
   type HttpLookupSpec,
-  type HttpMethod,
   type HttpOperationSpec,
-  type HttpPreconditionSpec,
+  type Ids,
   type LookupReadContext,
+  type LookupShape,
+  PLACEHOLDER,
   readPath,
-  type StatusReading,
+  templateValue,
 } from './http-operations.js';
 
-/**
- * An HTTP operation declared as plain data (JSON/YAML), no functions: the parts that are code in an
- * `HttpOperationSpec` (the body builder, the lookup's `match` and `applied`) become templates and
- * field comparisons. `createHttpAdapterFromDeclaration` turns it into a spec and hands it to
- * `createHttpAdapter`, so every consistency check of a code declaration applies to it unchanged.
- */
+// An operation declared as data (JSON/YAML): the body builder and the lookup's match/applied become templates and
+// field comparisons, turned into an `HttpOperationSpec` so every check of a code declaration applies unchanged.
 
 /**
  * A value template. A string that is exactly `{name}` becomes the value of param `name` (any type;
@@ -39,43 +28,18 @@ export interface MatchDeclaration {
   readonly where: Readonly<Record<string, Template>>;
 }
 
-export type HttpLookupDeclaration =
-  | {
-      readonly method: 'get-by-key';
-      readonly path: string;
-      readonly applied?: { readonly where: Readonly<Record<string, Template>> };
-    }
-  | {
-      readonly method: 'status-url';
-      readonly status: StatusReading;
-      readonly withoutStatusRef?:
-        | 'resend-same-key'
-        | 'cannot-tell'
-        | { readonly path: string; readonly match: MatchDeclaration; readonly statusUrlPath: string };
-    }
-  | { readonly method: 'search'; readonly path: string; readonly match: MatchDeclaration; readonly refPath?: string }
-  | { readonly method: 'resend-same-key' }
-  | { readonly method: 'none' };
+export type HttpLookupDeclaration = LookupShape<
+  MatchDeclaration,
+  { readonly where: Readonly<Record<string, Template>> }
+>;
 
 /** The four server patterns the package ships loopback sandboxes for (what `retrysafe drill --config` runs against). */
 export type HttpPattern = 'ietf-idempotency-key' | 'async-request-reply' | 'etag' | 'client-token';
 
-export interface HttpOperationDeclaration {
-  readonly description: string;
-  readonly method: HttpMethod;
-  readonly path: string;
-  readonly key: HttpKeySpec;
-  readonly card: RetrySafetyCard;
+export interface HttpOperationDeclaration extends Omit<HttpOperationSpec, 'lookup' | 'body'> {
   readonly lookup: HttpLookupDeclaration;
-  readonly precondition?: HttpPreconditionSpec;
-  readonly errors: HttpErrorSpec;
-  readonly asyncReply?: boolean;
   /** JSON body template; default: the params minus path placeholders and the precondition param. */
   readonly body?: Template;
-  readonly refPath?: string;
-  readonly requestIdHeader?: string;
-  readonly paramsSchema?: JsonSchema;
-  readonly sensitiveFields?: readonly string[];
   /** For the drill: the pattern sandbox to run against, params of drill operation i, the intent field to change. */
   readonly drill?: {
     readonly pattern?: HttpPattern;
@@ -84,32 +48,20 @@ export interface HttpOperationDeclaration {
   };
 }
 
-export interface HttpAdapterDeclaration {
-  readonly provider: string;
-  readonly baseUrl: string;
-  readonly timeoutMs: number;
-  /** Resolved header values (the config reads credentials from the environment before this point). */
-  readonly headers?: Readonly<Record<string, string>>;
+/** Header values come resolved (the config reads credentials from the environment before this point). */
+export interface HttpAdapterDeclaration extends Omit<HttpAdapterOptions, 'operations'> {
   readonly operations: Readonly<Record<string, HttpOperationDeclaration>>;
 }
 
-type Ids = { readonly businessOperationId: BusinessOperationId; readonly providerKey: ProviderKey | null };
 const WHOLE = /^\{([A-Za-z0-9_.]+)\}$/;
-const INNER = /\{([A-Za-z0-9_.]+)\}/g;
-
-function lookupName(name: string, params: Record<string, unknown>, ids: Ids): unknown {
-  if (name === 'key') return ids.providerKey;
-  if (name === 'businessOperationId') return ids.businessOperationId;
-  return readPath(params, name);
-}
 
 /** Fills a template (see `Template`). A whole-string placeholder with no value becomes undefined (left out of objects). */
 export function fillTemplate(t: Template, params: Record<string, unknown>, ids: Ids): unknown {
   if (typeof t === 'string') {
     const whole = WHOLE.exec(t);
-    if (whole) return lookupName(whole[1]!, params, ids);
-    return t.replace(INNER, (m, name: string) => {
-      const v = lookupName(name, params, ids);
+    if (whole) return templateValue(whole[1]!, params, ids);
+    return t.replace(PLACEHOLDER, (m, name: string) => {
+      const v = templateValue(name, params, ids);
       return v === undefined || v === null ? m : String(v);
     });
   }
@@ -126,8 +78,8 @@ export function fillTemplate(t: Template, params: Record<string, unknown>, ids: 
 }
 
 /** Names a template refers to (for checks at construction). */
-export function templateNames(t: Template | undefined): string[] {
-  if (typeof t === 'string') return [...t.matchAll(INNER)].map((m) => m[1]!);
+function templateNames(t: Template | undefined): string[] {
+  if (typeof t === 'string') return [...t.matchAll(PLACEHOLDER)].map((m) => m[1]!);
   if (Array.isArray(t)) return t.flatMap((x) => templateNames(x));
   if (t && typeof t === 'object') return Object.values(t).flatMap((x) => templateNames(x as Template));
   return [];
@@ -153,29 +105,15 @@ function matcher(m: MatchDeclaration): (body: unknown, ctx: LookupReadContext) =
 function lookupSpec(l: HttpLookupDeclaration): HttpLookupSpec {
   switch (l.method) {
     case 'get-by-key': {
-      const applied = l.applied;
-      return {
-        method: 'get-by-key',
-        path: l.path,
-        ...(applied
-          ? { applied: (resource: unknown, ctx: LookupReadContext) => whereHolds(resource, applied.where, ctx) }
-          : {}),
-      };
+      const where = l.applied?.where;
+      return { ...l, applied: where && ((resource, ctx) => whereHolds(resource, where, ctx)) };
     }
     case 'status-url': {
       const w = l.withoutStatusRef;
-      return {
-        method: 'status-url',
-        status: l.status,
-        ...(w === undefined
-          ? {}
-          : typeof w === 'string'
-            ? { withoutStatusRef: w }
-            : { withoutStatusRef: { path: w.path, match: matcher(w.match), statusUrlPath: w.statusUrlPath } }),
-      };
+      return { ...l, withoutStatusRef: typeof w === 'object' ? { ...w, match: matcher(w.match) } : w };
     }
     case 'search':
-      return { method: 'search', path: l.path, match: matcher(l.match), ...(l.refPath ? { refPath: l.refPath } : {}) };
+      return { ...l, match: matcher(l.match) };
     default:
       return l;
   }
@@ -190,7 +128,6 @@ export function operationFromDeclaration(
   const fail = (msg: string): never => {
     throw new AdapterConfigurationError(provider, `operation ${name}: ${msg}`);
   };
-  if (!d || typeof d !== 'object') fail('expected an object');
   const intent = new Set(d.card?.businessOperationId?.intentFields ?? []);
   const allowed = (n: string) =>
     n === 'key' ||
@@ -202,51 +139,32 @@ export function operationFromDeclaration(
       fail(
         `body template {${n}} is neither an intent field, a declared param (paramsSchema.properties), {key} nor {businessOperationId}`,
       );
-  const wheres = [
-    d.lookup?.method === 'search' ? d.lookup.match.where : undefined,
-    d.lookup?.method === 'get-by-key' ? d.lookup.applied?.where : undefined,
-    d.lookup?.method === 'status-url' && typeof d.lookup.withoutStatusRef === 'object'
-      ? d.lookup.withoutStatusRef.match.where
-      : undefined,
-  ];
-  for (const w of wheres) {
-    if (w && Object.keys(w).length === 0)
-      fail('a lookup match needs at least one `where` comparison (an empty one would match any item)');
-    for (const n of templateNames(w as Template | undefined))
-      if (!allowed(n))
-        fail(`lookup template {${n}} is neither an intent field, a declared param, {key} nor {businessOperationId}`);
-  }
-  const body = d.body;
+  const { body, lookup: l, ...rest } = d;
+  const where =
+    l.method === 'search'
+      ? l.match.where
+      : l.method === 'get-by-key'
+        ? l.applied?.where
+        : l.method === 'status-url' && typeof l.withoutStatusRef === 'object'
+          ? l.withoutStatusRef.match.where
+          : undefined;
+  if (where && Object.keys(where).length === 0)
+    fail('a lookup match needs at least one `where` comparison (an empty one would match any item)');
+  for (const n of templateNames(where))
+    if (!allowed(n))
+      fail(`lookup template {${n}} is neither an intent field, a declared param, {key} nor {businessOperationId}`);
   return {
-    description: d.description,
-    method: d.method,
-    path: d.path,
-    key: d.key,
-    card: d.card,
-    lookup: lookupSpec(d.lookup),
-    ...(d.precondition ? { precondition: d.precondition } : {}),
-    errors: d.errors,
-    ...(d.asyncReply !== undefined ? { asyncReply: d.asyncReply } : {}),
-    ...(body !== undefined
-      ? { body: (params: Record<string, unknown>, ids: Ids) => fillTemplate(body, params, ids) }
-      : {}),
-    ...(d.refPath ? { refPath: d.refPath } : {}),
-    ...(d.requestIdHeader ? { requestIdHeader: d.requestIdHeader } : {}),
-    ...(d.paramsSchema ? { paramsSchema: d.paramsSchema } : {}),
-    ...(d.sensitiveFields ? { sensitiveFields: d.sensitiveFields } : {}),
+    ...rest,
+    lookup: lookupSpec(l),
+    ...(body !== undefined ? { body: (params, ids) => fillTemplate(body, params, ids) } : {}),
   };
 }
 
 /** An adapter built from a data declaration (a config file's `type: http` adapter). */
 export function createHttpAdapterFromDeclaration(d: HttpAdapterDeclaration): HttpAdapter {
-  const operations: Record<string, HttpOperationSpec> = {};
-  for (const [name, op] of Object.entries(d.operations ?? {}))
-    operations[name] = operationFromDeclaration(d.provider, name, op);
-  return createHttpAdapter({
-    provider: d.provider,
-    baseUrl: d.baseUrl,
-    timeoutMs: d.timeoutMs,
-    ...(d.headers ? { headers: d.headers } : {}),
-    operations,
-  });
+  const operations = Object.entries(d.operations ?? {}).map(([name, op]) => [
+    name,
+    operationFromDeclaration(d.provider, name, op),
+  ]);
+  return createHttpAdapter({ ...d, operations: Object.fromEntries(operations) });
 }

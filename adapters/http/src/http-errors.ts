@@ -1,6 +1,12 @@
 import type { Outcome, ProviderRefs } from '@retrysafe/contract';
 import { classifyTransportFailure, parseRetryAfter } from '@retrysafe/contract/provider';
-import { type HttpErrorRule, type HttpOperationSpec, readPath, type StatusMatcher } from './http-operations.js';
+import {
+  type HttpErrorRule,
+  type HttpOperationSpec,
+  readPath,
+  type StatusMatcher,
+  scalarText,
+} from './http-operations.js';
 
 /** The part of an HTTP response the classifier reads. */
 export interface HttpResponseView {
@@ -26,36 +32,29 @@ function statusMatches(m: StatusMatcher, status: number): boolean {
   if (typeof m === 'number') return m === status;
   if (m === '4xx') return status >= 400 && status < 500;
   if (m === '5xx') return status >= 500 && status < 600;
-  return (m as readonly number[]).includes(status);
+  return m.includes(status);
 }
 
 function ruleMatches(rule: HttpErrorRule, status: number, code: string | undefined): boolean {
   if (!statusMatches(rule.status, status)) return false;
   if (rule.code === undefined) return true;
-  const codes = typeof rule.code === 'string' ? [rule.code] : rule.code;
-  return code !== undefined && codes.includes(code);
+  return code !== undefined && [rule.code].flat().includes(code);
 }
 
-/** The provider's error code, read from the declared path of a JSON body (strings and numbers only). */
-export function errorCode(spec: HttpOperationSpec, data: unknown): string | undefined {
-  if (!spec.errors.codePath) return undefined;
-  const v = readPath(data, spec.errors.codePath);
-  return typeof v === 'string' || typeof v === 'number' ? String(v) : undefined;
+export function requestIdOf(spec: HttpOperationSpec, headers: HttpResponseView['headers']): { requestId?: string } {
+  const requestId = spec.requestIdHeader ? header(headers, spec.requestIdHeader) : undefined;
+  return requestId !== undefined ? { requestId } : {};
 }
 
-function refs(spec: HttpOperationSpec, res: HttpResponseView, code: string | undefined): ProviderRefs {
-  const requestId = spec.requestIdHeader ? header(res.headers, spec.requestIdHeader) : undefined;
-  return {
-    status: res.status,
-    ...(code !== undefined ? { code } : {}),
-    ...(requestId !== undefined ? { requestId } : {}),
-  };
+export function retryAfterOf(headers: HttpResponseView['headers'], now?: number): { retryAfterMs?: number } {
+  const retryAfterMs = parseRetryAfter(header(headers, 'retry-after'), now);
+  return retryAfterMs !== undefined ? { retryAfterMs } : {};
 }
 
-function providerRef(spec: HttpOperationSpec, data: unknown): { providerRef?: string } {
-  if (!spec.refPath) return {};
-  const v = readPath(data, spec.refPath);
-  return typeof v === 'string' || typeof v === 'number' ? { providerRef: String(v) } : {};
+/** The provider's object id at `path` of a body, kept as providerRef. */
+export function providerRefAt(data: unknown, path: string | undefined): { providerRef?: string } {
+  const ref = path ? scalarText(readPath(data, path)) : undefined;
+  return ref !== undefined ? { providerRef: ref } : {};
 }
 
 /** Resolves a `Location` header against the request URL. */
@@ -74,7 +73,7 @@ export function absoluteLocation(res: HttpResponseView): string | undefined {
  * (`[{ name, reason }]`, the RFC's own example) or an `errors` array of `{ pointer | field | path }`.
  * Only the field names are kept, never the provider's text (it may echo PII): the message is fixed.
  */
-export function namedFields(data: unknown): { path: string; message: string }[] {
+function namedFields(data: unknown): { path: string; message: string }[] {
   if (typeof data !== 'object' || data === null) return [];
   const d = data as Record<string, unknown>;
   const list = Array.isArray(d['invalid-params']) ? d['invalid-params'] : Array.isArray(d.errors) ? d.errors : [];
@@ -106,10 +105,14 @@ export function classifyResponse(
   attempt: number,
   now: number = Date.now(),
 ): Outcome {
-  const code = res.status >= 300 ? errorCode(spec, res.data) : undefined;
-  const base = refs(spec, res, code);
-  const retryAfterMs = parseRetryAfter(header(res.headers, 'retry-after'), now);
-  const ra = retryAfterMs !== undefined ? { retryAfterMs } : {};
+  const code =
+    res.status >= 300 && spec.errors.codePath ? scalarText(readPath(res.data, spec.errors.codePath)) : undefined;
+  const base: ProviderRefs = {
+    status: res.status,
+    ...(code !== undefined ? { code } : {}),
+    ...requestIdOf(spec, res.headers),
+  };
+  const ra = retryAfterOf(res.headers, now);
 
   if (res.status >= 200 && res.status < 300) {
     if (res.status === 202 && spec.asyncReply) {
@@ -125,68 +128,56 @@ export function classifyResponse(
     // The card's replay indicator (e.g. `Idempotent-Replayed: true`): the provider answered from its stored result.
     const ri = spec.card.storedResult.replayIndicator?.value;
     const replayed =
-      typeof ri === 'object' &&
-      ri !== null &&
-      header(res.headers, ri.header.toLowerCase())?.toLowerCase() === ri.value.toLowerCase();
-    return { kind: replayed ? 'replayed' : 'succeeded', result: res.data, ...base, ...providerRef(spec, res.data) };
+      typeof ri === 'object' && ri !== null && header(res.headers, ri.header)?.toLowerCase() === ri.value.toLowerCase();
+    return {
+      kind: replayed ? 'replayed' : 'succeeded',
+      result: res.data,
+      ...base,
+      ...providerRefAt(res.data, spec.refPath),
+    };
   }
 
   const label = `HTTP ${res.status}${code !== undefined ? ' ' + code : ''}`;
   const pc = spec.precondition;
   if (pc && res.status === (pc.failedStatus ?? 412)) {
-    // On the first attempt the caller's validator was stale: nothing of ours was applied. On a
-    // re-send after an unknown outcome our own earlier attempt may be what moved the validator on,
-    // so the runner must look up instead of concluding anything.
-    if (attempt <= 1)
-      return {
-        kind: 'rejected',
-        reason: 'conflict',
-        message: `${label}: precondition failed (the resource changed since the validator was read)`,
-        ...base,
-      };
-    return {
-      kind: 'unknown',
-      cause: 'other',
-      message: `${label}: precondition failed on a re-send; an earlier attempt may have applied`,
-      ...base,
-      ...ra,
-    };
-  }
-
-  const rule = spec.errors.rules.find((r) => ruleMatches(r, res.status, code));
-  if (rule) {
-    switch (rule.outcome) {
-      case 'rejected': {
-        const fields = namedFields(res.data);
-        const left = spec.errors.createdPath === undefined ? undefined : readPath(res.data, spec.errors.createdPath);
-        const created = typeof left === 'string' || typeof left === 'number' ? { created: String(left) } : {};
-        return {
+    // On the first attempt the caller's validator was stale: nothing of ours was applied. On a re-send our own
+    // earlier attempt may be what moved the validator on, so the runner must look up instead.
+    return attempt <= 1
+      ? {
           kind: 'rejected',
-          reason: rule.reason,
-          message: label,
+          reason: 'conflict',
+          message: `${label}: precondition failed (the resource changed since the validator was read)`,
           ...base,
-          ...(fields.length ? { fields } : {}),
-          ...created,
-        };
-      }
-      case 'not-applied':
-        return { kind: 'not-applied', message: label, ...base, ...ra };
-      case 'in-progress':
-        return { kind: 'in-progress', message: label, ...base, ...ra };
-      case 'unknown':
-        return {
+        }
+      : {
           kind: 'unknown',
-          cause: rule.cause ?? (res.status >= 500 ? 'server-error' : 'other'),
-          message: label,
+          cause: 'other',
+          message: `${label}: precondition failed on a re-send; an earlier attempt may have applied`,
           ...base,
           ...ra,
         };
-    }
   }
+
+  const rule = spec.errors.rules.find((r) => ruleMatches(r, res.status, code));
+  if (rule?.outcome === 'rejected') {
+    const fields = namedFields(res.data);
+    const path = spec.errors.createdPath;
+    const created = path === undefined ? undefined : scalarText(readPath(res.data, path));
+    return {
+      kind: 'rejected',
+      reason: rule.reason,
+      message: label,
+      ...base,
+      ...(fields.length ? { fields } : {}),
+      ...(created !== undefined ? { created } : {}),
+    };
+  }
+  if (rule?.outcome === 'not-applied' || rule?.outcome === 'in-progress')
+    return { kind: rule.outcome, message: label, ...base, ...ra };
   return {
     kind: 'unknown',
-    cause: res.status >= 500 ? 'server-error' : 'other',
-    message: `${label} (not in the operation's error mapping)`,
+    cause: (rule?.outcome === 'unknown' && rule.cause) || (res.status >= 500 ? 'server-error' : 'other'),
+    message: rule ? label : `${label} (not in the operation's error mapping)`,
     ...base,
     ...ra,
   };

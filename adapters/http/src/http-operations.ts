@@ -13,30 +13,17 @@ import {
   type UnknownCause,
   validateCard,
 } from '@retrysafe/contract';
-import { durationMs } from '@retrysafe/contract/rules';
 
 /** HTTP methods a state-changing operation may use. */
 export type HttpMethod = 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
-/**
- * How the provider key travels. `rule` is the derivation rule handed to the contract's
- * `deriveProviderKey`; `maxLength`/`charset` default to the card's facts and must fit inside them.
- */
+type NamedKey = { readonly name: string; readonly rule?: Partial<ProviderKeyRule> };
+
+/** Where the provider key travels; `rule.maxLength`/`charset` default to the card's facts and must fit inside them. */
 export type HttpKeySpec =
-  | {
-      readonly travels: 'header';
-      /** Header name, e.g. `Idempotency-Key`. */
-      readonly name: string;
-      /** `sf-string` sends an RFC 8941 Structured Field string (quoted), as the IETF draft defines. Default `raw`. */
-      readonly encoding?: 'raw' | 'sf-string';
-      readonly rule?: Partial<ProviderKeyRule>;
-    }
-  | {
-      readonly travels: 'body' /** Top-level JSON body field, e.g. `ClientToken`. */;
-      readonly name: string;
-      readonly rule?: Partial<ProviderKeyRule>;
-    }
-  | { readonly travels: 'query'; readonly name: string; readonly rule?: Partial<ProviderKeyRule> }
+  /** `sf-string` sends an RFC 8941 Structured Field string (quoted), as the IETF draft defines. Default `raw`. */
+  | ({ readonly travels: 'header'; readonly encoding?: 'raw' | 'sf-string' } & NamedKey)
+  | ({ readonly travels: 'body' | 'query' } & NamedKey)
   | { readonly travels: 'none' };
 
 /** Matches a response status: one code, a list, or a class (`4xx`, `5xx`). */
@@ -78,62 +65,41 @@ export interface StatusReading {
   readonly failed?: readonly string[];
 }
 
-export interface LookupReadContext {
-  readonly businessOperationId: BusinessOperationId;
-  readonly providerKey: ProviderKey | null;
-  readonly params: Record<string, unknown>;
-}
+export type Ids = { readonly businessOperationId: BusinessOperationId; readonly providerKey: ProviderKey | null };
 
-/** Finds a work item's status URL when the 202 that carried it was lost. */
-export interface StatusSearch {
-  /** Path template of a list endpoint, e.g. `/exports?clientRequestId={businessOperationId}`. */
-  readonly path: string;
-  /** Returns the matching work item from the list body, or undefined. */
-  readonly match: (body: unknown, ctx: LookupReadContext) => unknown;
-  /** Dot path of the status URL in the matched item. */
-  readonly statusUrlPath: string;
-}
+/** What a lookup's `match` and `applied` see: the ids and the operation's params. */
+export type LookupReadContext = Ids & { readonly params: Record<string, unknown> };
 
-/** How `doLookup` finds a prior result. The card's `lookup.method` must name the same method. */
-export type HttpLookupSpec =
+/**
+ * How `doLookup` finds a prior result; the card's `lookup.method` must name the same method. `M` picks an item
+ * from a list body, `A` tells whether a resource shows this operation (code here, data in a declaration).
+ */
+export type LookupShape<M, A> =
+  /** GET a resource named by the key or by params, e.g. `/documents/{id}`: 200 ⇒ found, 404 ⇒ absent. */
+  | { readonly method: 'get-by-key'; readonly path: string; readonly applied?: A }
   | {
-      /** GET a resource named by the key or by params, e.g. `/orders/by-key/{key}` or `/documents/{id}`. 200 ⇒ found, 404 ⇒ absent. */
-      readonly method: 'get-by-key';
-      readonly path: string;
-      /**
-       * Decides whether the resource shows this operation's effect. Default: found.
-       * For a precondition operation the adapter first compares the resource's validator with the one it sent.
-       */
-      readonly applied?: (resource: unknown, ctx: LookupReadContext) => boolean;
-    }
-  | {
-      /** GET the status URL from an earlier 202 `Location`; 200 pending ⇒ in-progress, 303 ⇒ GET the resource ⇒ succeeded, persisted 4xx ⇒ rejected. */
+      /** GET the status URL of an earlier 202: pending ⇒ in-progress, 303 ⇒ succeeded, persisted 4xx ⇒ rejected. */
       readonly method: 'status-url';
       readonly status: StatusReading;
       /**
-       * When no status URL is known (the 202 itself was lost, or a worker died before recording it):
-       * - a search `{ path, match, statusUrlPath }` lists work items by something the request carried
-       *   (e.g. the business-operation id) and polls the match's status URL; no match is an absence;
-       * - `resend-same-key` re-sends the same request with the same key — only inside the card's
-       *   retention — so the provider answers with the existing status resource;
-       * - `cannot-tell` (default).
+       * Without a status URL (the 202 was lost): a search listing work items by something the request carried,
+       * `resend-same-key` (only inside the card's retention), or `cannot-tell` (default).
        */
-      readonly withoutStatusRef?: 'resend-same-key' | 'cannot-tell' | StatusSearch;
+      readonly withoutStatusRef?:
+        | 'resend-same-key'
+        | 'cannot-tell'
+        | { readonly path: string; readonly match: M; readonly statusUrlPath: string };
     }
-  | {
-      /** GET a search/list endpoint and pick the match, e.g. `/orders?reference={businessOperationId}`. */
-      readonly method: 'search';
-      readonly path: string;
-      /** Returns the matching item from the list body, or undefined. */
-      readonly match: (body: unknown, ctx: LookupReadContext) => unknown;
-      /** Dot path of the provider's object id in the matched item. Default: the operation's refPath. */
-      readonly refPath?: string;
-    }
-  | {
-      /** Re-send the same request with the same key; the provider returns its stored result. Only inside the card's retention. */
-      readonly method: 'resend-same-key';
-    }
+  /** GET a list endpoint and pick the match; `refPath` defaults to the operation's. */
+  | { readonly method: 'search'; readonly path: string; readonly match: M; readonly refPath?: string }
+  /** Re-send the same request with the same key; the provider returns its stored result. */
+  | { readonly method: 'resend-same-key' }
   | { readonly method: 'none' };
+
+export type HttpLookupSpec = LookupShape<
+  (body: unknown, ctx: LookupReadContext) => unknown,
+  (resource: unknown, ctx: LookupReadContext) => boolean
+>;
 
 /**
  * A precondition (conditional idempotency): the value comes from a param that is also an intent
@@ -165,10 +131,7 @@ export interface HttpOperationSpec {
   /** A 202 with a `Location` header is in-progress with that status URL (async request-reply). Default false: a 202 is success. */
   readonly asyncReply?: boolean;
   /** Builds the JSON body. Default: the params minus path placeholders and the precondition param. DELETE sends no body. */
-  readonly body?: (
-    params: Record<string, unknown>,
-    ctx: { businessOperationId: BusinessOperationId; providerKey: ProviderKey | null },
-  ) => unknown;
+  readonly body?: (params: Record<string, unknown>, ctx: Ids) => unknown;
   /** Dot path of the provider's object id in a success body (kept as providerRef), e.g. `id`. */
   readonly refPath?: string;
   /** Response header with the provider's request id, e.g. `x-request-id`. */
@@ -183,13 +146,19 @@ export interface HttpOperation extends OperationSpec {
   readonly keyRule: ProviderKeyRule | null;
 }
 
-const PLACEHOLDER = /\{([A-Za-z0-9_.]+)\}/g;
+export const PLACEHOLDER = /\{([A-Za-z0-9_.]+)\}/g;
 const RESERVED_PLACEHOLDERS = new Set(['key', 'businessOperationId']);
 
-/** Placeholder names used in a path template. */
-export function placeholders(template: string): string[] {
+function placeholders(template: string): string[] {
   return [...template.matchAll(PLACEHOLDER)].map((m) => m[1]!);
 }
+
+/** The placeholders of a path template filled from params. */
+const paramPlaceholders = (template: string) => placeholders(template).filter((p) => !RESERVED_PLACEHOLDERS.has(p));
+
+/** A string or number as text; anything else is no value. */
+export const scalarText = (v: unknown): string | undefined =>
+  typeof v === 'string' || typeof v === 'number' ? String(v) : undefined;
 
 /** Reads a dot path out of a JSON value. */
 export function readPath(value: unknown, path: string): unknown {
@@ -201,21 +170,19 @@ export function readPath(value: unknown, path: string): unknown {
   return cur;
 }
 
+/** The value a template name stands for: `{key}`, `{businessOperationId}`, or a dot path into params. */
+export function templateValue(name: string, params: Record<string, unknown>, ids: Ids): unknown {
+  if (name === 'key') return ids.providerKey;
+  if (name === 'businessOperationId') return ids.businessOperationId;
+  return readPath(params, name);
+}
+
 /** Fills a path template. A placeholder whose value is missing is an InvalidIntentError (never a request to a half-built URL). */
-export function fillPath(
-  template: string,
-  params: Record<string, unknown>,
-  ids: { businessOperationId: BusinessOperationId; providerKey: ProviderKey | null },
-): string {
+export function fillPath(template: string, params: Record<string, unknown>, ids: Ids): string {
   return template.replace(PLACEHOLDER, (_m, name: string) => {
-    let v: unknown;
-    if (name === 'key') v = ids.providerKey;
-    else if (name === 'businessOperationId') v = ids.businessOperationId;
-    else v = readPath(params, name);
-    if (v === undefined || v === null || (typeof v !== 'string' && typeof v !== 'number')) {
-      throw new InvalidIntentError(name, `path ${template} needs {${name}} as a string or number`);
-    }
-    return encodeURIComponent(String(v));
+    const v = scalarText(templateValue(name, params, ids));
+    if (v === undefined) throw new InvalidIntentError(name, `path ${template} needs {${name}} as a string or number`);
+    return encodeURIComponent(v);
   });
 }
 
@@ -227,95 +194,45 @@ export function sfString(value: string): string {
 }
 
 /**
- * Validates one operation declaration against its card and returns the exposed operation.
- * Every inconsistency is an AdapterConfigurationError naming the field: a card that says one thing
- * while the request does another is the failure this package exists to prevent.
+ * Checks one operation declaration against its card and returns the exposed operation. A card that says one
+ * thing while the request does another is the failure this package exists to prevent.
  */
 export function buildOperation(provider: string, name: string, spec: HttpOperationSpec): HttpOperation {
   const fail = (msg: string): never => {
     throw new AdapterConfigurationError(provider, `operation ${name}: ${msg}`);
   };
-  const card = spec.card;
+  const { card, key: k, lookup } = spec;
   const validation = validateCard(card);
-  if (!validation.ok)
-    throw new CardValidationError(String((card as { operation?: unknown })?.operation ?? name), validation.problems);
+  if (!validation.ok) throw new CardValidationError(String(card?.operation ?? name), validation.problems);
   if (card.provider !== provider)
     fail(`card.provider is ${JSON.stringify(card.provider)}, adapter provider is ${JSON.stringify(provider)}`);
-  if (card.operation !== `${provider}.${name}`)
-    fail(`card.operation must be ${provider}.${name}, got ${card.operation}`);
-  if (!['POST', 'PUT', 'PATCH', 'DELETE'].includes(spec.method))
-    fail(`method ${String(spec.method)} is not a state-changing method`);
-  if (typeof spec.path !== 'string' || !spec.path.startsWith('/')) fail('path must be a template starting with /');
+  if (!spec.path.startsWith('/')) fail('path must be a template starting with /');
+  const keyRule = keyRuleOf(card, k, fail);
 
-  // The key declaration and the card must say the same thing.
-  const k = spec.key;
-  const travels = card.providerKey.travels.value;
-  if (travels !== 'unknown' && travels !== k.travels)
-    fail(`key travels in ${k.travels} but card.providerKey.travels says ${travels}`);
-  if (travels === 'unknown' && k.travels !== 'none')
-    fail(
-      'card.providerKey.travels is unknown: a key cannot be sent where the card does not know it travels; declare key { travels: "none" }',
-    );
-  let keyRule: ProviderKeyRule | null = null;
-  if (k.travels !== 'none') {
-    const cardName = card.providerKey.name.value;
-    if (cardName !== 'unknown' && (cardName ?? '').toLowerCase() !== k.name.toLowerCase())
-      fail(`key name ${k.name} but card.providerKey.name says ${String(cardName)}`);
-    const cardMax = card.providerKey.maxLength.value;
-    const cardCharset = card.providerKey.charset.value;
-    const maxLength = k.rule?.maxLength ?? (typeof cardMax === 'number' ? cardMax : undefined);
-    const charset =
-      k.rule?.charset ?? (typeof cardCharset === 'string' && cardCharset !== 'unknown' ? cardCharset : undefined);
-    if (maxLength === undefined)
-      fail(
-        'card.providerKey.maxLength is unknown: declare key.rule.maxLength (a conservative length the provider surely accepts)',
-      );
-    if (charset === undefined)
-      fail('card.providerKey.charset is unknown: declare key.rule.charset (a conservative character set)');
-    if (typeof cardMax === 'number' && maxLength! > cardMax)
-      fail(`key.rule.maxLength ${maxLength} exceeds card.providerKey.maxLength ${cardMax}`);
-    if (typeof cardCharset === 'string' && cardCharset !== 'unknown' && charset !== cardCharset)
-      fail(`key.rule.charset [${charset}] differs from card.providerKey.charset [${cardCharset}]`);
-    keyRule = {
-      maxLength: maxLength!,
-      charset: charset!,
-      ...(k.rule?.prefix !== undefined ? { prefix: k.rule.prefix } : {}),
-    };
-  }
-
-  // Lookup declaration and card.
   const cardLookup = card.lookup.method.value;
-  if (cardLookup !== 'unknown' && cardLookup !== spec.lookup.method)
-    fail(`lookup.method ${spec.lookup.method} but card.lookup.method says ${cardLookup}`);
-  if (cardLookup === 'unknown' && spec.lookup.method !== 'none')
+  if (cardLookup !== 'unknown' && cardLookup !== lookup.method)
+    fail(`lookup.method ${lookup.method} but card.lookup.method says ${cardLookup}`);
+  if (cardLookup === 'unknown' && lookup.method !== 'none')
     fail('card.lookup.method is unknown: declare lookup { method: "none" }');
-  if (
-    (spec.lookup.method === 'resend-same-key' ||
-      (spec.lookup.method === 'status-url' && spec.lookup.withoutStatusRef === 'resend-same-key')) &&
-    k.travels === 'none'
-  ) {
-    fail('a lookup that re-sends with the same key needs a key that travels');
-  }
-  if (spec.lookup.method === 'status-url' && !spec.asyncReply)
+  const resends =
+    lookup.method === 'resend-same-key' ||
+    (lookup.method === 'status-url' && lookup.withoutStatusRef === 'resend-same-key');
+  if (resends && k.travels === 'none') fail('a lookup that re-sends with the same key needs a key that travels');
+  if (lookup.method === 'status-url' && !spec.asyncReply)
     fail('lookup.method status-url needs asyncReply: true (the status URL comes from the 202 Location)');
 
-  // Path placeholders must come from intent fields: a placeholder outside the intent would let two
-  // different targets share one business-operation id.
+  // A path placeholder outside the intent would let two different targets share one business-operation id.
   const intentFields = card.businessOperationId.intentFields;
   for (const p of placeholders(spec.path)) {
     if (!RESERVED_PLACEHOLDERS.has(p) && !intentFields.includes(p))
       fail(`path placeholder {${p}} must be one of the card's intent fields (${intentFields.join(', ')})`);
     if (p === 'key' && k.travels === 'none') fail('path uses {key} but no key travels');
   }
-  if (spec.precondition) {
-    const pc = spec.precondition;
-    if (!intentFields.includes(pc.param))
-      fail(
-        `precondition.param ${pc.param} must be one of the card's intent fields, so every re-send carries the same precondition`,
-      );
-    if (!('header' in pc) && !('query' in pc))
-      fail('precondition needs a header (e.g. If-Match) or a query parameter (e.g. ifGenerationMatch)');
-  }
+  const pc = spec.precondition;
+  if (pc && !intentFields.includes(pc.param))
+    fail(
+      `precondition.param ${pc.param} must be one of the card's intent fields, so every re-send carries the same precondition`,
+    );
   if (spec.errors.createdPath !== undefined && card.sideEffect.rejectionMayCreate?.value !== true)
     fail(
       'errors.createdPath names what a rejection created: the card must say so (sideEffect.rejectionMayCreate true), so the drill checks it',
@@ -324,9 +241,6 @@ export function buildOperation(provider: string, name: string, spec: HttpOperati
     if (rule.code !== undefined && !spec.errors.codePath)
       fail(`errors.rules[${i}] matches a code but errors.codePath is not declared`);
   }
-  const retention = card.retention.minimum.value;
-  if (retention !== null && retention !== 'unknown') durationMs(retention); // validated by the card already; parse to be sure
-
   return {
     name,
     description: spec.description,
@@ -340,31 +254,60 @@ export function buildOperation(provider: string, name: string, spec: HttpOperati
   };
 }
 
+/** The key rule the declaration and the card agree on, or null when no key travels. */
+function keyRuleOf(card: RetrySafetyCard, k: HttpKeySpec, fail: (msg: string) => never): ProviderKeyRule | null {
+  const pk = card.providerKey;
+  const travels = pk.travels.value;
+  if (travels !== 'unknown' && travels !== k.travels)
+    fail(`key travels in ${k.travels} but card.providerKey.travels says ${travels}`);
+  if (travels === 'unknown' && k.travels !== 'none')
+    fail(
+      'card.providerKey.travels is unknown: a key cannot be sent where the card does not know it travels; declare key { travels: "none" }',
+    );
+  if (k.travels === 'none') return null;
+  const cardName = pk.name.value;
+  if (cardName !== 'unknown' && (cardName ?? '').toLowerCase() !== k.name.toLowerCase())
+    fail(`key name ${k.name} but card.providerKey.name says ${String(cardName)}`);
+  const cardMax = typeof pk.maxLength.value === 'number' ? pk.maxLength.value : undefined;
+  const cardCharset = pk.charset.value !== 'unknown' ? (pk.charset.value ?? undefined) : undefined;
+  const maxLength =
+    k.rule?.maxLength ??
+    cardMax ??
+    fail(
+      'card.providerKey.maxLength is unknown: declare key.rule.maxLength (a conservative length the provider surely accepts)',
+    );
+  const charset =
+    k.rule?.charset ??
+    cardCharset ??
+    fail('card.providerKey.charset is unknown: declare key.rule.charset (a conservative character set)');
+  if (cardMax !== undefined && maxLength > cardMax)
+    fail(`key.rule.maxLength ${maxLength} exceeds card.providerKey.maxLength ${cardMax}`);
+  if (cardCharset !== undefined && charset !== cardCharset)
+    fail(`key.rule.charset [${charset}] differs from card.providerKey.charset [${cardCharset}]`);
+  return { maxLength, charset, ...(k.rule?.prefix !== undefined ? { prefix: k.rule.prefix } : {}) };
+}
+
 /**
- * What the request needs from params beyond the schema: an object, every path placeholder and the
- * precondition value as a string or number (an operation declared with a precondition is never sent
- * without it). Run by the runner before the claim and by the frame on every attempt.
+ * What the request needs from params beyond the schema: every path placeholder and the precondition value as a
+ * string or number. Run by the runner before the claim and by the frame on every attempt.
  */
 function requestProblems(spec: HttpOperationSpec, params: unknown): FieldError[] {
   if (typeof params !== 'object' || params === null || Array.isArray(params))
     return [{ path: '(root)', message: 'must be an object' }];
-  const scalar = (v: unknown) => typeof v === 'string' || typeof v === 'number';
   const out: FieldError[] = [];
-  for (const p of placeholders(spec.path)) {
-    if (!RESERVED_PLACEHOLDERS.has(p) && !scalar(readPath(params, p)))
+  for (const p of paramPlaceholders(spec.path)) {
+    if (scalarText(readPath(params, p)) === undefined)
       out.push({ path: p, message: `is needed by the path ${spec.path} as a string or number` });
   }
   const pc = spec.precondition;
-  if (pc && !scalar((params as Record<string, unknown>)[pc.param]))
+  if (pc && scalarText((params as Record<string, unknown>)[pc.param]) === undefined)
     out.push({ path: pc.param, message: 'is the precondition value and must be a string or number' });
   return out;
 }
 
 /** Default body: params minus path placeholders and the precondition param. */
 export function defaultBody(spec: HttpOperationSpec, params: Record<string, unknown>): Record<string, unknown> {
-  const drop = new Set(placeholders(spec.path).filter((p) => !RESERVED_PLACEHOLDERS.has(p)));
+  const drop = new Set(paramPlaceholders(spec.path));
   if (spec.precondition) drop.add(spec.precondition.param);
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(params)) if (!drop.has(k)) out[k] = v;
-  return out;
+  return Object.fromEntries(Object.entries(params).filter(([k]) => !drop.has(k)));
 }

@@ -1,12 +1,18 @@
+import type { JsonSchema } from '@retrysafe/contract';
 import { documentsUpdateCard, exportsCreateCard, instancesRunCard, ordersCreateCard } from './http-cards.js';
 import type { HttpOperationSpec } from './http-operations.js';
 
-/**
- * One ready-made operation declaration per pattern, matching the loopback sandboxes in `./sandbox`.
- * They are examples of what a user writes for their own API (see README), and what the drill runs.
- */
+// One ready-made declaration per pattern, matching the loopback sandboxes: what the drill runs, and examples to copy.
 
 const P = 'https://retrysafe.invalid/problems/';
+const STRING = { type: 'string' } as const;
+
+/** A params schema that requires every property it lists. */
+const allRequired = (properties: Record<string, JsonSchema>): JsonSchema => ({
+  type: 'object',
+  required: Object.keys(properties),
+  properties,
+});
 
 /** IETF Idempotency-Key (draft-ietf-httpapi-idempotency-key-header-06), `POST /orders`. */
 export function ietfOrdersCreate(provider: string): HttpOperationSpec {
@@ -43,16 +49,12 @@ export function ietfOrdersCreate(provider: string): HttpOperationSpec {
     },
     refPath: 'id',
     requestIdHeader: 'x-request-id',
-    paramsSchema: {
-      type: 'object',
-      required: ['customer', 'sku', 'quantity', 'orderRef'],
-      properties: {
-        customer: { type: 'string' },
-        sku: { type: 'string' },
-        quantity: { type: 'integer', minimum: 1 },
-        orderRef: { type: 'string' },
-      },
-    },
+    paramsSchema: allRequired({
+      customer: STRING,
+      sku: STRING,
+      quantity: { type: 'integer', minimum: 1 },
+      orderRef: STRING,
+    }),
   };
 }
 
@@ -95,11 +97,7 @@ export function asyncExportsCreate(provider: string): HttpOperationSpec {
     },
     refPath: 'id',
     requestIdHeader: 'x-ms-request-id',
-    paramsSchema: {
-      type: 'object',
-      required: ['dataset', 'format', 'requestRef'],
-      properties: { dataset: { type: 'string' }, format: { enum: ['csv', 'json'] }, requestRef: { type: 'string' } },
-    },
+    paramsSchema: allRequired({ dataset: STRING, format: { enum: ['csv', 'json'] }, requestRef: STRING }),
   };
 }
 
@@ -133,16 +131,7 @@ export function etagDocumentsUpdate(provider: string): HttpOperationSpec {
     },
     refPath: 'id',
     requestIdHeader: 'x-guploader-uploadid',
-    paramsSchema: {
-      type: 'object',
-      required: ['id', 'etag', 'title', 'body'],
-      properties: {
-        id: { type: 'string' },
-        etag: { type: 'string' },
-        title: { type: 'string' },
-        body: { type: 'string' },
-      },
-    },
+    paramsSchema: allRequired({ id: STRING, etag: STRING, title: STRING, body: STRING }),
   };
 }
 
@@ -172,10 +161,6 @@ export function clientTokenInstancesRun(provider: string): HttpOperationSpec {
     },
     refPath: 'Instances.0.InstanceId',
     requestIdHeader: 'x-amzn-requestid',
-    paramsSchema: {
-      type: 'object',
-      required: ['imageId', 'instanceType', 'launchRef'],
-      properties: { imageId: { type: 'string' }, instanceType: { type: 'string' }, launchRef: { type: 'string' } },
-    },
+    paramsSchema: allRequired({ imageId: STRING, instanceType: STRING, launchRef: STRING }),
   };
 }

@@ -1,16 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import { exportsCreateCard } from '../src/http-cards.js';
-import { asyncExportsCreate, createHttpAdapter } from '../src/index.js';
+import { asyncExportsCreate, type HttpAdapter } from '../src/index.js';
 import { startAsyncReplySandbox } from '../src/sandbox/index.js';
-import { execCtx, lookupCtx, sandboxPerTest } from './helpers.js';
+import {
+  execCtx,
+  executeOn,
+  expectRefusedBeforeSending,
+  lookupOn,
+  looseSchema,
+  paramsWith,
+  rejected,
+  sandboxPerTest,
+  withAdapter,
+} from './helpers.js';
 
 const OP = 'exports.create';
-const job = (over: Record<string, unknown> = {}) => ({
-  dataset: 'sales-2026',
-  format: 'csv',
-  requestRef: 'R-1',
-  ...over,
-});
+const job = paramsWith({ dataset: 'sales-2026', format: 'csv', requestRef: 'R-1' });
 
 describe('async request-reply: SDK → sandbox', () => {
   const env = sandboxPerTest(
@@ -31,9 +36,9 @@ describe('async request-reply: SDK → sandbox', () => {
       requestId: 'req_1',
     });
     const statusRef = (out as { statusRef: string }).statusRef;
-    const poll1 = await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, job(), { statusRef }));
+    const poll1 = await env.lookup(job(), { statusRef });
     expect(poll1).toMatchObject({ kind: 'found', outcome: { kind: 'in-progress', statusRef, retryAfterMs: 2000 } });
-    const poll2 = await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, job(), { statusRef }));
+    const poll2 = await env.lookup(job(), { statusRef });
     expect(poll2).toMatchObject({
       kind: 'found',
       outcome: { kind: 'succeeded', providerRef: 'exp_1', result: { id: 'exp_1', status: 'succeeded', rows: 42 } },
@@ -51,29 +56,11 @@ describe('async request-reply: SDK → sandbox', () => {
   it('invalid request ⇒ validated before acceptance ⇒ 400 ⇒ rejected (validation), no work item', async () => {
     const bad = job({ format: 'xml' });
     // The declared schema refuses it before anything is sent…
-    expect(await env.adapter.doExecute(OP, bad, execCtx(env.adapter, OP, bad))).toMatchObject({
-      kind: 'rejected',
-      reason: 'validation',
-      code: 'retrysafe_invalid_params',
-    });
-    expect(env.sb.requests).toHaveLength(0);
+    await expectRefusedBeforeSending(env, OP, bad);
     // …and a provider-side 400 (a schema that lets it through) is classified the same way.
-    const loose = createHttpAdapter({
-      provider: 'acme-exports',
-      baseUrl: env.sb.url,
-      timeoutMs: 2000,
-      operations: { [OP]: { ...asyncExportsCreate('acme-exports'), paramsSchema: { type: 'object' } } },
+    await withAdapter(env.sb.url, OP, looseSchema(asyncExportsCreate('acme-exports')), async (loose) => {
+      expect(await executeOn(loose, OP, bad)).toMatchObject(rejected('validation', 400, 'InvalidRequest'));
     });
-    try {
-      expect(await loose.doExecute(OP, bad, execCtx(loose, OP, bad))).toMatchObject({
-        kind: 'rejected',
-        reason: 'validation',
-        status: 400,
-        code: 'InvalidRequest',
-      });
-    } finally {
-      await loose.close();
-    }
     expect(env.sb.count(OP)).toBe(0);
   });
 
@@ -82,21 +69,19 @@ describe('async request-reply: SDK → sandbox', () => {
     const a = await env.adapter.doExecute(OP, job(), ctx);
     const b = await env.adapter.doExecute(OP, job(), { ...ctx, attempt: 2 });
     expect((b as { statusRef: string }).statusRef).toBe((a as { statusRef: string }).statusRef);
-    expect(await env.adapter.doExecute(OP, job({ format: 'json' }), { ...ctx, attempt: 3 })).toMatchObject({
-      kind: 'rejected',
-      reason: 'conflict',
-      status: 422,
-    });
+    expect(await env.adapter.doExecute(OP, job({ format: 'json' }), { ...ctx, attempt: 3 })).toMatchObject(
+      rejected('conflict', 422),
+    );
     expect(env.sb.count(OP)).toBe(1);
   });
 
   it('an error persisted at the status URL ⇒ found rejected, the same on every read', async () => {
     const broken = job({ dataset: 'broken-1' });
-    const out = await env.adapter.doExecute(OP, broken, execCtx(env.adapter, OP, broken));
+    const out = await env.execute(broken);
     const statusRef = (out as { statusRef: string }).statusRef;
-    await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, broken, { statusRef }));
+    await env.lookup(broken, { statusRef });
     for (let i = 0; i < 2; i++) {
-      expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, broken, { statusRef }))).toMatchObject({
+      expect(await env.lookup(broken, { statusRef })).toMatchObject({
         kind: 'found',
         outcome: { kind: 'rejected', reason: 'other', status: 422, code: 'ExportFailed' },
       });
@@ -107,99 +92,89 @@ describe('async request-reply: SDK → sandbox', () => {
     const ctx = execCtx(env.adapter, OP, job());
     await env.adapter.doExecute(OP, job(), ctx); // pretend this response never arrived
     const posts = () => env.sb.requests.filter((r) => r.method === 'POST').length;
-    const found = await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, job()));
+    const found = await env.lookup(job());
     expect(found).toMatchObject({
       kind: 'found',
       outcome: { kind: 'in-progress', statusRef: `${env.sb.url}/exports/status/exp_1` },
     });
     expect(posts()).toBe(1);
     expect(env.sb.records()[0]!.clientRequestId).toBe(ctx.businessOperationId);
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, job({ requestRef: 'never-sent' })))).toMatchObject(
-      { kind: 'not-found' },
-    );
+    expect(await env.lookup(job({ requestRef: 'never-sent' }))).toMatchObject({ kind: 'not-found' });
     expect(env.sb.count(OP)).toBe(1);
   });
 
   describe('fallback "resend-same-key" (an API without a list endpoint)', () => {
-    const resendVariant = (card = exportsCreateCard('acme-exports')) =>
-      createHttpAdapter({
-        provider: 'acme-exports',
-        baseUrl: env.sb.url,
-        timeoutMs: 2000,
-        operations: {
-          [OP]: {
-            ...asyncExportsCreate('acme-exports'),
-            card,
-            lookup: {
-              method: 'status-url',
-              status: { field: 'status', pending: ['running'], done: ['succeeded'] },
-              withoutStatusRef: 'resend-same-key',
-            },
+    const withResendVariant = (use: (a: HttpAdapter) => Promise<void>, card = exportsCreateCard('acme-exports')) =>
+      withAdapter(
+        env.sb.url,
+        OP,
+        {
+          ...asyncExportsCreate('acme-exports'),
+          card,
+          lookup: {
+            method: 'status-url',
+            status: { field: 'status', pending: ['running'], done: ['succeeded'] },
+            withoutStatusRef: 'resend-same-key',
           },
         },
-      });
+        use,
+      );
 
     it('inside retention: the re-send with the same key returns the EXISTING status resource — one work item', async () => {
-      const a = resendVariant();
-      try {
+      await withResendVariant(async (a) => {
         const ctx = execCtx(a, OP, job());
         const first = await a.doExecute(OP, job(), ctx); // lost
-        const found = await a.doLookup(OP, lookupCtx(a, OP, job()));
+        const found = await lookupOn(a, OP, job());
         expect(found).toMatchObject({
           kind: 'found',
           outcome: { kind: 'in-progress', statusRef: (first as { statusRef: string }).statusRef },
         });
         expect(env.sb.requests.filter((r) => r.method === 'POST')).toHaveLength(2);
         expect(env.sb.count(OP)).toBe(1);
-      } finally {
-        await a.close();
-      }
+      });
     });
 
     it('key past retention ⇒ cannot-tell, and nothing is sent', async () => {
-      const a = resendVariant();
-      try {
-        await a.doExecute(OP, job(), execCtx(a, OP, job()));
+      await withResendVariant(async (a) => {
+        await executeOn(a, OP, job());
         const before = env.sb.requests.length;
         const now = Date.now();
-        const res = await a.doLookup(OP, lookupCtx(a, OP, job(), { firstDispatchedAt: now - 25 * 3_600_000, now }));
+        const res = await lookupOn(a, OP, job(), { firstDispatchedAt: now - 25 * 3_600_000, now });
         expect(res).toMatchObject({ kind: 'cannot-tell' });
         expect((res as { reason: string }).reason).toMatch(/past the provider's 24h retention/);
         expect(env.sb.requests.length).toBe(before);
-      } finally {
-        await a.close();
-      }
+      });
     });
 
     it('a card with retention unknown ⇒ the lookup never re-sends (cannot-tell), nothing reaches the provider', async () => {
       const card = exportsCreateCard('acme-exports');
-      const a = resendVariant({
-        ...card,
-        retention: { minimum: { value: 'unknown', source: 'test: not published' } },
-        unverified: [
-          ...card.unverified,
-          { field: 'retention.minimum', condition: 'expiry not published', source: 'test' },
-        ],
-      });
-      try {
-        const res = await a.doLookup(OP, lookupCtx(a, OP, job()));
-        expect(res).toMatchObject({ kind: 'cannot-tell' });
-        expect((res as { reason: string }).reason).toMatch(
-          /retention is not known \(card retention\.minimum = unknown\)/,
-        );
-        expect(env.sb.requests).toHaveLength(0);
-      } finally {
-        await a.close();
-      }
+      await withResendVariant(
+        async (a) => {
+          const res = await lookupOn(a, OP, job());
+          expect(res).toMatchObject({ kind: 'cannot-tell' });
+          expect((res as { reason: string }).reason).toMatch(
+            /retention is not known \(card retention\.minimum = unknown\)/,
+          );
+          expect(env.sb.requests).toHaveLength(0);
+        },
+        {
+          ...card,
+          retention: { minimum: { value: 'unknown', source: 'test: not published' } },
+          unverified: [
+            ...card.unverified,
+            { field: 'retention.minimum', condition: 'expiry not published', source: 'test' },
+          ],
+        },
+      );
     });
   });
 
   it('DELETE on the status URL cancels a pending job; the status then reads "cancelled", which the declaration maps to rejected', async () => {
-    const out = await env.adapter.doExecute(OP, job(), execCtx(env.adapter, OP, job()));
+    const out = await env.execute(job());
     const statusRef = (out as { statusRef: string }).statusRef;
     const del = await fetch(statusRef, { method: 'DELETE' });
     expect(await del.json()).toMatchObject({ status: 'cancelled' });
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, job(), { statusRef }))).toMatchObject({
+    expect(await env.lookup(job(), { statusRef })).toMatchObject({
       kind: 'found',
       outcome: { kind: 'rejected', message: 'status cancelled' },
     });
@@ -207,10 +182,7 @@ describe('async request-reply: SDK → sandbox', () => {
   });
 
   it('a status URL on another origin is not polled with this adapter’s headers', async () => {
-    const res = await env.adapter.doLookup(
-      OP,
-      lookupCtx(env.adapter, OP, job(), { statusRef: 'http://127.0.0.2:9/exports/status/exp_1' }),
-    );
+    const res = await env.lookup(job(), { statusRef: 'http://127.0.0.2:9/exports/status/exp_1' });
     expect(res).toMatchObject({ kind: 'cannot-tell' });
     expect(env.sb.requests).toHaveLength(0);
   });

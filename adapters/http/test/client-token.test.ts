@@ -1,16 +1,11 @@
 import { asBusinessOperationId } from '@retrysafe/contract';
 import { describe, expect, it } from 'vitest';
-import { clientTokenInstancesRun, createHttpAdapter } from '../src/index.js';
+import { clientTokenInstancesRun } from '../src/index.js';
 import { startClientTokenSandbox } from '../src/sandbox/index.js';
-import { execCtx, lookupCtx, sandboxPerTest } from './helpers.js';
+import { execCtx, expectFoundOnlyAfterExecute, paramsWith, sandboxPerTest } from './helpers.js';
 
 const OP = 'instances.run';
-const launch = (over: Record<string, unknown> = {}) => ({
-  imageId: 'ami-0abcdef12',
-  instanceType: 't3.micro',
-  launchRef: 'L-1',
-  ...over,
-});
+const launch = paramsWith({ imageId: 'ami-0abcdef12', instanceType: 't3.micro', launchRef: 'L-1' });
 
 describe('AWS-style ClientToken: SDK → sandbox', () => {
   const env = sandboxPerTest(() => startClientTokenSandbox({ port: 0 }), 'acme-compute', OP, clientTokenInstancesRun);
@@ -46,13 +41,13 @@ describe('AWS-style ClientToken: SDK → sandbox', () => {
 
   it('validation ⇒ rejected (validation); RequestLimitExceeded 503 ⇒ not-applied (throttled before processing)', async () => {
     const bad = launch({ imageId: 'nope' });
-    expect(await env.adapter.doExecute(OP, bad, execCtx(env.adapter, OP, bad))).toMatchObject({
+    expect(await env.execute(bad)).toMatchObject({
       kind: 'rejected',
       reason: 'validation',
       code: 'InvalidAMIID.Malformed',
     });
     env.sb.throttleNext(1);
-    expect(await env.adapter.doExecute(OP, launch(), execCtx(env.adapter, OP, launch()))).toMatchObject({
+    expect(await env.execute(launch())).toMatchObject({
       kind: 'not-applied',
       status: 503,
       code: 'RequestLimitExceeded',
@@ -67,11 +62,6 @@ describe('AWS-style ClientToken: SDK → sandbox', () => {
   });
 
   it('lookup by token: found with the instance id after a launch, not-found before', async () => {
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, launch()))).toMatchObject({ kind: 'not-found' });
-    await env.adapter.doExecute(OP, launch(), execCtx(env.adapter, OP, launch()));
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, launch()))).toMatchObject({
-      kind: 'found',
-      outcome: { kind: 'succeeded', providerRef: 'i-00000000000000001' },
-    });
+    await expectFoundOnlyAfterExecute(env, launch(), 'i-00000000000000001');
   });
 });

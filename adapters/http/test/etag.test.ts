@@ -1,7 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { createHttpAdapter, etagDocumentsUpdate } from '../src/index.js';
+import { etagDocumentsUpdate } from '../src/index.js';
 import { startEtagSandbox } from '../src/sandbox/index.js';
-import { execCtx, lookupCtx, sandboxPerTest } from './helpers.js';
+import {
+  adapterAt,
+  execCtx,
+  executeOn,
+  expectRefusedBeforeSending,
+  lookupOn,
+  looseSchema,
+  rejected,
+  sandboxPerTest,
+  withAdapter,
+} from './helpers.js';
 
 const OP = 'documents.update';
 
@@ -18,7 +28,7 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
   it('matching If-Match ⇒ 200 ⇒ succeeded; no key travels; the precondition is sent as declared', async () => {
     const p = edit();
     expect(env.adapter.deriveProviderKey(OP, execCtx(env.adapter, OP, p).businessOperationId)).toBeNull();
-    expect(await env.adapter.doExecute(OP, p, execCtx(env.adapter, OP, p))).toMatchObject({
+    expect(await env.execute(p)).toMatchObject({
       kind: 'succeeded',
       status: 200,
       providerRef: 'doc-1',
@@ -31,21 +41,16 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
   it('412 on the first attempt ⇒ rejected (conflict): the caller read a stale ETag, nothing applied', async () => {
     const p = edit();
     env.sb.writeAsOther('doc-1', { title: 'Theirs' });
-    expect(await env.adapter.doExecute(OP, p, execCtx(env.adapter, OP, p))).toMatchObject({
-      kind: 'rejected',
-      reason: 'conflict',
-      status: 412,
-      code: 'conditionNotMet',
-    });
+    expect(await env.execute(p)).toMatchObject(rejected('conflict', 412, 'conditionNotMet'));
     expect(env.sb.count(OP)).toBe(0);
   });
 
   it('412 on a re-send ⇒ unknown, then the lookup recognises our own earlier write ⇒ found succeeded; one write', async () => {
     const p = edit();
-    await env.adapter.doExecute(OP, p, execCtx(env.adapter, OP, p)); // response "lost"
-    const resend = await env.adapter.doExecute(OP, p, execCtx(env.adapter, OP, p, 2));
+    await env.execute(p); // response "lost"
+    const resend = await env.execute(p, 2);
     expect(resend).toMatchObject({ kind: 'unknown', status: 412 });
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, p))).toMatchObject({
+    expect(await env.lookup(p)).toMatchObject({
       kind: 'found',
       outcome: { kind: 'succeeded', result: { title: 'Final', generation: 2 } },
     });
@@ -54,9 +59,9 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
 
   it('lookup: the ETag still current ⇒ not-found (authoritative: nothing was written); another writer ⇒ found rejected (conflict)', async () => {
     const p = edit();
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, p))).toMatchObject({ kind: 'not-found' });
+    expect(await env.lookup(p)).toMatchObject({ kind: 'not-found' });
     env.sb.writeAsOther('doc-1', { title: 'Theirs' });
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, p))).toMatchObject({
+    expect(await env.lookup(p)).toMatchObject({
       kind: 'found',
       outcome: { kind: 'rejected', reason: 'conflict' },
     });
@@ -64,97 +69,69 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
 
   it('validation 400 ⇒ rejected; unknown document 404 ⇒ rejected (not-found)', async () => {
     const bad = edit({ title: 7 });
-    expect(await env.adapter.doExecute(OP, bad, execCtx(env.adapter, OP, bad))).toMatchObject({
-      kind: 'rejected',
-      reason: 'validation',
-      code: 'retrysafe_invalid_params',
+    await expectRefusedBeforeSending(env, OP, bad);
+    await withAdapter(env.sb.url, OP, looseSchema(etagDocumentsUpdate('acme-docs')), async (loose) => {
+      expect(await executeOn(loose, OP, bad)).toMatchObject(rejected('validation', 400));
     });
-    expect(env.sb.requests).toHaveLength(0);
-    const loose = createHttpAdapter({
-      provider: 'acme-docs',
-      baseUrl: env.sb.url,
-      timeoutMs: 2000,
-      operations: { [OP]: { ...etagDocumentsUpdate('acme-docs'), paramsSchema: { type: 'object' } } },
-    });
-    try {
-      expect(await loose.doExecute(OP, bad, execCtx(loose, OP, bad))).toMatchObject({
-        kind: 'rejected',
-        reason: 'validation',
-        status: 400,
-      });
-    } finally {
-      await loose.close();
-    }
     const missing = edit({ id: 'doc-404' });
-    expect(await env.adapter.doExecute(OP, missing, execCtx(env.adapter, OP, missing))).toMatchObject({
-      kind: 'rejected',
-      reason: 'not-found',
-      status: 404,
-    });
+    expect(await env.execute(missing)).toMatchObject(rejected('not-found', 404));
   });
 
   it('the precondition must be an intent field, so no re-send can carry another one', () => {
     const spec = etagDocumentsUpdate('acme-docs');
     const card = spec.card;
     expect(() =>
-      createHttpAdapter({
-        provider: 'acme-docs',
-        baseUrl: env.sb.url,
-        timeoutMs: 1000,
-        operations: {
-          [OP]: {
-            ...spec,
-            card: { ...card, businessOperationId: { rule: 'id, title, body', intentFields: ['id', 'title', 'body'] } },
-          },
+      adapterAt(
+        env.sb.url,
+        OP,
+        {
+          ...spec,
+          card: { ...card, businessOperationId: { rule: 'id, title, body', intentFields: ['id', 'title', 'body'] } },
         },
-      }),
+        1000,
+      ),
     ).toThrow(/precondition.param etag must be one of the card's intent fields/);
   });
 
   it('a generation precondition in the query (GCS ifGenerationMatch) with the validator read from the body', async () => {
     const spec = etagDocumentsUpdate('acme-docs');
     const card = spec.card;
-    const gen = createHttpAdapter({
-      provider: 'acme-docs',
-      baseUrl: env.sb.url,
-      timeoutMs: 2000,
-      operations: {
-        [OP]: {
-          ...spec,
-          card: {
-            ...card,
-            businessOperationId: {
-              rule: 'id, generation, title, body',
-              intentFields: ['id', 'generation', 'title', 'body'],
-            },
+    await withAdapter(
+      env.sb.url,
+      OP,
+      {
+        ...spec,
+        card: {
+          ...card,
+          businessOperationId: {
+            rule: 'id, generation, title, body',
+            intentFields: ['id', 'generation', 'title', 'body'],
           },
-          paramsSchema: {
-            type: 'object',
-            required: ['id', 'generation', 'title', 'body'],
-            properties: {
-              id: { type: 'string' },
-              generation: { type: 'integer' },
-              title: { type: 'string' },
-              body: { type: 'string' },
-            },
-          },
-          precondition: { param: 'generation', query: 'ifGenerationMatch', validatorField: 'generation' },
         },
+        paramsSchema: {
+          type: 'object',
+          required: ['id', 'generation', 'title', 'body'],
+          properties: {
+            id: { type: 'string' },
+            generation: { type: 'integer' },
+            title: { type: 'string' },
+            body: { type: 'string' },
+          },
+        },
+        precondition: { param: 'generation', query: 'ifGenerationMatch', validatorField: 'generation' },
       },
-    });
-    try {
-      const p = { id: 'doc-1', generation: 1, title: 'Final', body: 'Signed.' };
-      expect(await gen.doLookup(OP, lookupCtx(gen, OP, p))).toMatchObject({ kind: 'not-found' });
-      expect(await gen.doExecute(OP, p, execCtx(gen, OP, p))).toMatchObject({ kind: 'succeeded' });
-      expect(env.sb.requests.at(-1)!.path).toBe('/documents/doc-1?ifGenerationMatch=1');
-      expect(await gen.doExecute(OP, p, execCtx(gen, OP, p, 2))).toMatchObject({ kind: 'unknown', status: 412 });
-      expect(await gen.doLookup(OP, lookupCtx(gen, OP, p))).toMatchObject({
-        kind: 'found',
-        outcome: { kind: 'succeeded' },
-      });
-      expect(env.sb.count(OP)).toBe(1);
-    } finally {
-      await gen.close();
-    }
+      async (gen) => {
+        const p = { id: 'doc-1', generation: 1, title: 'Final', body: 'Signed.' };
+        expect(await lookupOn(gen, OP, p)).toMatchObject({ kind: 'not-found' });
+        expect(await executeOn(gen, OP, p)).toMatchObject({ kind: 'succeeded' });
+        expect(env.sb.requests.at(-1)!.path).toBe('/documents/doc-1?ifGenerationMatch=1');
+        expect(await executeOn(gen, OP, p, 2)).toMatchObject({ kind: 'unknown', status: 412 });
+        expect(await lookupOn(gen, OP, p)).toMatchObject({
+          kind: 'found',
+          outcome: { kind: 'succeeded' },
+        });
+        expect(env.sb.count(OP)).toBe(1);
+      },
+    );
   });
 });

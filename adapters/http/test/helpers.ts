@@ -7,7 +7,7 @@ import {
   newRunId,
   pickIntent,
 } from '@retrysafe/contract';
-import { afterEach, beforeEach } from 'vitest';
+import { afterEach, beforeEach, expect } from 'vitest';
 import { createHttpAdapter, type HttpAdapter, type HttpOperationSpec } from '../src/index.js';
 
 /**
@@ -19,22 +19,86 @@ export function sandboxPerTest<S extends { readonly url: string; close(): Promis
   provider: string,
   operation: string,
   spec: (provider: string) => HttpOperationSpec,
-): { sb: S; adapter: HttpAdapter } {
-  const env = {} as { sb: S; adapter: HttpAdapter };
+) {
+  const env = {
+    sb: undefined as unknown as S,
+    adapter: undefined as unknown as HttpAdapter,
+    execute: (params: Record<string, unknown>, attempt = 1) => executeOn(env.adapter, operation, params, attempt),
+    lookup: (params: Record<string, unknown>, overrides: Partial<LookupContext> = {}) =>
+      lookupOn(env.adapter, operation, params, overrides),
+  };
   beforeEach(async () => {
     env.sb = await start();
-    env.adapter = createHttpAdapter({
-      provider,
-      baseUrl: env.sb.url,
-      timeoutMs: 2000,
-      operations: { [operation]: spec(provider) },
-    });
+    env.adapter = adapterAt(env.sb.url, operation, spec(provider));
   });
   afterEach(async () => {
     await env.adapter.close();
     await env.sb.close();
   });
   return env;
+}
+
+/** An adapter of one operation at `url`, for the provider its card names. */
+export const adapterAt = (url: string, operation: string, spec: HttpOperationSpec, timeoutMs = 2000): HttpAdapter =>
+  createHttpAdapter({ provider: spec.card.provider, baseUrl: url, timeoutMs, operations: { [operation]: spec } });
+
+/** Runs `use` with an adapter of one operation at `url`, closed after. */
+export async function withAdapter(
+  url: string,
+  operation: string,
+  spec: HttpOperationSpec,
+  use: (adapter: HttpAdapter) => Promise<void>,
+): Promise<void> {
+  const adapter = adapterAt(url, operation, spec);
+  try {
+    await use(adapter);
+  } finally {
+    await adapter.close();
+  }
+}
+
+/** The spec with a schema that lets any object through, so the provider's own validation answers. */
+export const looseSchema = (spec: HttpOperationSpec): HttpOperationSpec => ({
+  ...spec,
+  paramsSchema: { type: 'object' },
+});
+
+/** Test params: the defaults with `over` on top. */
+export const paramsWith =
+  (defaults: Record<string, unknown>) =>
+  (over: Record<string, unknown> = {}): Record<string, unknown> => ({ ...defaults, ...over });
+
+/** A mapped rejection as a matcher: reason, HTTP status and, when given, the provider's code. */
+export const rejected = (reason: string, status: number, code?: string) => ({
+  kind: 'rejected',
+  reason,
+  status,
+  ...(code === undefined ? {} : { code }),
+});
+
+/** Before the first request a lookup finds nothing; after it, the request's success with `providerRef`. */
+export async function expectFoundOnlyAfterExecute(
+  env: ReturnType<typeof sandboxPerTest>,
+  params: Record<string, unknown>,
+  providerRef: string,
+): Promise<void> {
+  expect(await env.lookup(params)).toMatchObject({ kind: 'not-found' });
+  await env.execute(params);
+  expect(await env.lookup(params)).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef } });
+}
+
+/** Params the declared schema refuses are rejected (validation) before anything reaches the sandbox. */
+export async function expectRefusedBeforeSending(
+  env: { sb: { readonly requests: readonly unknown[] }; adapter: HttpAdapter },
+  operation: string,
+  params: Record<string, unknown>,
+): Promise<void> {
+  expect(await env.adapter.doExecute(operation, params, execCtx(env.adapter, operation, params))).toMatchObject({
+    kind: 'rejected',
+    reason: 'validation',
+    code: 'retrysafe_invalid_params',
+  });
+  expect(env.sb.requests).toHaveLength(0);
 }
 
 /** The ids the runner would hand the adapter for these params. */
@@ -79,6 +143,18 @@ export function lookupCtx(
     ...overrides,
   };
 }
+
+/** The operation executed with the context the runner would give this attempt. */
+export const executeOn = (adapter: HttpAdapter, operation: string, params: Record<string, unknown>, attempt = 1) =>
+  adapter.doExecute(operation, params, execCtx(adapter, operation, params, attempt));
+
+/** The operation looked up with the context the runner would give it. */
+export const lookupOn = (
+  adapter: HttpAdapter,
+  operation: string,
+  params: Record<string, unknown>,
+  overrides: Partial<LookupContext> = {},
+) => adapter.doLookup(operation, lookupCtx(adapter, operation, params, overrides));
 
 /** A loopback TCP server that accepts and reads but never answers (client timeout) or resets after reading (reset). */
 export async function startSilentServer(

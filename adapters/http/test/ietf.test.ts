@@ -1,18 +1,26 @@
 import { notFoundIsAuthoritative } from '@retrysafe/contract/rules';
 import { describe, expect, it } from 'vitest';
 import { ordersCreateCard } from '../src/http-cards.js';
-import { createHttpAdapter, ietfOrdersCreate } from '../src/index.js';
+import { ietfOrdersCreate } from '../src/index.js';
 import { startIetfKeySandbox } from '../src/sandbox/index.js';
-import { closedPort, execCtx, lookupCtx, sandboxPerTest, startSilentServer } from './helpers.js';
+import {
+  adapterAt,
+  closedPort,
+  execCtx,
+  executeOn,
+  expectFoundOnlyAfterExecute,
+  expectRefusedBeforeSending,
+  lookupOn,
+  looseSchema,
+  paramsWith,
+  rejected,
+  sandboxPerTest,
+  startSilentServer,
+  withAdapter,
+} from './helpers.js';
 
 const OP = 'orders.create';
-const order = (over: Record<string, unknown> = {}) => ({
-  customer: 'cus_1',
-  sku: 'sku_1',
-  quantity: 2,
-  orderRef: 'A-17',
-  ...over,
-});
+const order = paramsWith({ customer: 'cus_1', sku: 'sku_1', quantity: 2, orderRef: 'A-17' });
 
 describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
   const env = sandboxPerTest(() => startIetfKeySandbox({ port: 0 }), 'acme-orders', OP, ietfOrdersCreate);
@@ -39,23 +47,13 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     const ctx = execCtx(env.adapter, OP, order());
     await env.adapter.doExecute(OP, order(), ctx);
     const out = await env.adapter.doExecute(OP, order({ quantity: 3 }), { ...ctx, attempt: 2 });
-    expect(out).toMatchObject({
-      kind: 'rejected',
-      reason: 'conflict',
-      status: 422,
-      code: 'https://retrysafe.invalid/problems/idempotency-key-reused',
-    });
+    expect(out).toMatchObject(rejected('conflict', 422, 'https://retrysafe.invalid/problems/idempotency-key-reused'));
     expect(env.sb.count(OP)).toBe(1);
   });
 
   it('same key while the first is in flight ⇒ 409 ⇒ in-progress with Retry-After; one order', async () => {
     const slow = await startIetfKeySandbox({ port: 0, processingMs: 300 });
-    const a2 = createHttpAdapter({
-      provider: 'acme-orders',
-      baseUrl: slow.url,
-      timeoutMs: 5000,
-      operations: { [OP]: ietfOrdersCreate('acme-orders') },
-    });
+    const a2 = adapterAt(slow.url, OP, ietfOrdersCreate('acme-orders'), 5000);
     try {
       const ctx = execCtx(a2, OP, order());
       const first = a2.doExecute(OP, order(), ctx);
@@ -72,103 +70,63 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
 
   it('missing key ⇒ 400 ⇒ rejected (configuration)', async () => {
     const card = ordersCreateCard('acme-orders');
-    const noKey = createHttpAdapter({
-      provider: 'acme-orders',
-      baseUrl: env.sb.url,
-      timeoutMs: 2000,
-      operations: {
-        [OP]: {
-          ...ietfOrdersCreate('acme-orders'),
-          key: { travels: 'none' },
-          card: {
-            ...card,
-            providerKey: {
-              ...card.providerKey,
-              travels: { value: 'none', source: 'test: a client that forgot the key' },
-            },
+    await withAdapter(
+      env.sb.url,
+      OP,
+      {
+        ...ietfOrdersCreate('acme-orders'),
+        key: { travels: 'none' },
+        card: {
+          ...card,
+          providerKey: {
+            ...card.providerKey,
+            travels: { value: 'none', source: 'test: a client that forgot the key' },
           },
         },
       },
-    });
-    try {
-      const out = await noKey.doExecute(OP, order(), execCtx(noKey, OP, order()));
-      expect(out).toMatchObject({
-        kind: 'rejected',
-        reason: 'configuration',
-        status: 400,
-        code: 'https://retrysafe.invalid/problems/idempotency-key-missing',
-      });
-      expect(env.sb.count(OP)).toBe(0);
-    } finally {
-      await noKey.close();
-    }
+      async (noKey) => {
+        const out = await executeOn(noKey, OP, order());
+        expect(out).toMatchObject(
+          rejected('configuration', 400, 'https://retrysafe.invalid/problems/idempotency-key-missing'),
+        );
+        expect(env.sb.count(OP)).toBe(0);
+      },
+    );
   });
 
   it('an unquoted key ⇒ 400 malformed ⇒ rejected (configuration): the draft requires an sf-string', async () => {
     const spec = ietfOrdersCreate('acme-orders');
-    const raw = createHttpAdapter({
-      provider: 'acme-orders',
-      baseUrl: env.sb.url,
-      timeoutMs: 2000,
-      operations: {
-        [OP]: { ...spec, key: { travels: 'header', name: 'Idempotency-Key', rule: { maxLength: 64, prefix: 'rs-' } } },
+    await withAdapter(
+      env.sb.url,
+      OP,
+      {
+        ...spec,
+        key: { travels: 'header', name: 'Idempotency-Key', rule: { maxLength: 64, prefix: 'rs-' } },
       },
-    });
-    try {
-      const out = await raw.doExecute(OP, order(), execCtx(raw, OP, order()));
-      expect(out).toMatchObject({ kind: 'rejected', reason: 'configuration', status: 400 });
-      expect(env.sb.count(OP)).toBe(0);
-    } finally {
-      await raw.close();
-    }
+      async (raw) => {
+        const out = await executeOn(raw, OP, order());
+        expect(out).toMatchObject({ kind: 'rejected', reason: 'configuration', status: 400 });
+        expect(env.sb.count(OP)).toBe(0);
+      },
+    );
   });
 
   it('invalid order ⇒ 400 ⇒ rejected (validation); the stored error is replayed on the same key', async () => {
     const bad = order({ quantity: 0 });
     // The declared schema (quantity ≥ 1) refuses it before anything is sent…
-    expect(await env.adapter.doExecute(OP, bad, execCtx(env.adapter, OP, bad))).toMatchObject({
-      kind: 'rejected',
-      reason: 'validation',
-      code: 'retrysafe_invalid_params',
-    });
-    expect(env.sb.requests).toHaveLength(0);
+    await expectRefusedBeforeSending(env, OP, bad);
     // …and with a schema that lets it through, the provider's 400 is rejected and replayed on the same key.
-    const loose = createHttpAdapter({
-      provider: 'acme-orders',
-      baseUrl: env.sb.url,
-      timeoutMs: 2000,
-      operations: { [OP]: { ...ietfOrdersCreate('acme-orders'), paramsSchema: { type: 'object' } } },
-    });
-    try {
+    await withAdapter(env.sb.url, OP, looseSchema(ietfOrdersCreate('acme-orders')), async (loose) => {
       const ctx = execCtx(loose, OP, bad);
-      expect(await loose.doExecute(OP, bad, ctx)).toMatchObject({
-        kind: 'rejected',
-        reason: 'validation',
-        status: 400,
-      });
-      expect(await loose.doExecute(OP, bad, { ...ctx, attempt: 2 })).toMatchObject({
-        kind: 'rejected',
-        reason: 'validation',
-        status: 400,
-      });
-    } finally {
-      await loose.close();
-    }
+      expect(await loose.doExecute(OP, bad, ctx)).toMatchObject(rejected('validation', 400));
+      expect(await loose.doExecute(OP, bad, { ...ctx, attempt: 2 })).toMatchObject(rejected('validation', 400));
+    });
     expect(env.sb.count(OP)).toBe(0);
   });
 
   it('a 409 that is not "in flight" (out of stock) ⇒ rejected, not in-progress: the body code decides, not the status', async () => {
-    const out = await env.adapter.doExecute(
-      OP,
-      order({ sku: 'oos-1' }),
-      execCtx(env.adapter, OP, order({ sku: 'oos-1' })),
-    );
-    expect(out).toMatchObject({
-      kind: 'rejected',
-      reason: 'other',
-      status: 409,
-      code: 'https://retrysafe.invalid/problems/out-of-stock',
-    });
+    const out = await env.execute(order({ sku: 'oos-1' }));
+    expect(out).toMatchObject(rejected('other', 409, 'https://retrysafe.invalid/problems/out-of-stock'));
   });
 
   it('a stored 500 ⇒ unknown (server-error), and the same key replays the 500 without creating anything', async () => {
@@ -195,13 +153,8 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
   });
 
   it('lookup searches by business-operation id: found after a dispatch, not-found (authoritative) before', async () => {
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, order()))).toMatchObject({ kind: 'not-found' });
-    await env.adapter.doExecute(OP, order(), execCtx(env.adapter, OP, order()));
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, order()))).toMatchObject({
-      kind: 'found',
-      outcome: { kind: 'succeeded', providerRef: 'ord_1' },
-    });
-    expect(await env.adapter.doLookup(OP, lookupCtx(env.adapter, OP, order({ orderRef: 'other' })))).toMatchObject({
+    await expectFoundOnlyAfterExecute(env, order(), 'ord_1');
+    expect(await env.lookup(order({ orderRef: 'other' }))).toMatchObject({
       kind: 'not-found',
     });
   });
@@ -210,30 +163,23 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
     const spec = ietfOrdersCreate('acme-orders');
     const card = ordersCreateCard('acme-orders');
     const withDelay = (value: '1m' | 'unknown') =>
-      createHttpAdapter({
-        provider: 'acme-orders',
-        baseUrl: env.sb.url,
-        timeoutMs: 2000,
-        operations: {
-          [OP]: {
-            ...spec,
-            card: {
-              ...card,
-              lookup: { ...card.lookup, consistencyDelay: { value, source: 'test' } },
-              unverified: [...card.unverified, { field: 'lookup.consistencyDelay', condition: 'test', source: 'test' }],
-            },
-          },
+      adapterAt(env.sb.url, OP, {
+        ...spec,
+        card: {
+          ...card,
+          lookup: { ...card.lookup, consistencyDelay: { value, source: 'test' } },
+          unverified: [...card.unverified, { field: 'lookup.consistencyDelay', condition: 'test', source: 'test' }],
         },
       });
     const now = Date.now();
     const a = withDelay('1m');
     const u = withDelay('unknown');
     try {
-      const early = await a.doLookup(OP, lookupCtx(a, OP, order(), { firstDispatchedAt: now - 10_000, now }));
+      const early = await lookupOn(a, OP, order(), { firstDispatchedAt: now - 10_000, now });
       expect(early).toMatchObject({ kind: 'not-found' });
-      expect(
-        await u.doLookup(OP, lookupCtx(u, OP, order(), { firstDispatchedAt: now - 86_400_000, now })),
-      ).toMatchObject({ kind: 'not-found' });
+      expect(await lookupOn(u, OP, order(), { firstDispatchedAt: now - 86_400_000, now })).toMatchObject({
+        kind: 'not-found',
+      });
       // decide judges it: inside the delay (and with the card's late-apply bound unknown) it proves nothing.
       const c = a.operations[OP]!.card;
       const st = {
@@ -260,13 +206,8 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
   });
 
   it('network: refused ⇒ not-applied; timeout ⇒ unknown (timeout); reset after send ⇒ unknown (connection-reset)', async () => {
-    const refused = createHttpAdapter({
-      provider: 'acme-orders',
-      baseUrl: await closedPort(),
-      timeoutMs: 2000,
-      operations: { [OP]: ietfOrdersCreate('acme-orders') },
-    });
-    expect(await refused.doExecute(OP, order(), execCtx(refused, OP, order()))).toMatchObject({
+    const refused = adapterAt(await closedPort(), OP, ietfOrdersCreate('acme-orders'));
+    expect(await executeOn(refused, OP, order())).toMatchObject({
       kind: 'not-applied',
       code: 'ECONNREFUSED',
     });
@@ -275,14 +216,9 @@ describe('IETF Idempotency-Key: SDK → sandbox, one row per mapping', () => {
       ['reset', 'connection-reset'],
     ] as const) {
       const srv = await startSilentServer(mode);
-      const a = createHttpAdapter({
-        provider: 'acme-orders',
-        baseUrl: srv.url,
-        timeoutMs: 300,
-        operations: { [OP]: ietfOrdersCreate('acme-orders') },
-      });
+      const a = adapterAt(srv.url, OP, ietfOrdersCreate('acme-orders'), 300);
       try {
-        expect(await a.doExecute(OP, order(), execCtx(a, OP, order()))).toMatchObject({ kind: 'unknown', cause });
+        expect(await executeOn(a, OP, order())).toMatchObject({ kind: 'unknown', cause });
         expect(srv.received()).toBe(1);
       } finally {
         await a.close();

@@ -5,13 +5,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ordersCreateCard } from '../src/http-cards.js';
 import {
   asyncExportsCreate,
-  createHttpAdapter,
   etagDocumentsUpdate,
   type HttpAdapter,
   type HttpOperationSpec,
   ietfOrdersCreate,
 } from '../src/index.js';
 import { startAsyncReplySandbox, startEtagSandbox, startIetfKeySandbox } from '../src/sandbox/index.js';
+import { adapterAt } from './helpers.js';
 
 /** Everything one scenario starts, closed afterwards. */
 const open: { close(): Promise<void> }[] = [];
@@ -20,7 +20,6 @@ afterEach(async () => {
 });
 
 async function harness(
-  provider: string,
   op: string,
   spec: HttpOperationSpec,
   sandbox: { url: string; close(): Promise<void> },
@@ -29,12 +28,7 @@ async function harness(
   open.push(sandbox);
   const proxy: FaultProxy = await startFaultProxy({ target: sandbox.url, recordHeaders: ['if-match'] });
   open.push(proxy);
-  const adapter: HttpAdapter = createHttpAdapter({
-    provider,
-    baseUrl: proxy.url,
-    timeoutMs,
-    operations: { [op]: spec },
-  });
+  const adapter: HttpAdapter = adapterAt(proxy.url, op, spec, timeoutMs);
   open.push(adapter);
   const packets: HandoffPacket[] = [];
   const runner = createRunner({
@@ -57,7 +51,6 @@ describe('runner + sandbox + fault proxy', () => {
     const sb = await startEtagSandbox({ port: 0 });
     const spec = etagDocumentsUpdate('acme-docs');
     const { proxy, adapter, runner, packets } = await harness(
-      'acme-docs',
       'documents.update',
       { ...spec, paramsSchema: { type: 'object' } },
       sb,
@@ -71,12 +64,7 @@ describe('runner + sandbox + fault proxy', () => {
 
   it('async request-reply: the 202 is lost; the retry with the same key gets the EXISTING status resource, which is polled to done — one work item', async () => {
     const sb = await startAsyncReplySandbox({ port: 0, pollsUntilDone: 1, retryAfterS: 1 });
-    const { proxy, adapter, runner } = await harness(
-      'acme-exports',
-      'exports.create',
-      asyncExportsCreate('acme-exports'),
-      sb,
-    );
+    const { proxy, adapter, runner } = await harness('exports.create', asyncExportsCreate('acme-exports'), sb);
     proxy.setFaults(['drop-response']);
     const res = await runner.run(adapter, 'exports.create', {
       params: { dataset: 'sales-2026', format: 'csv', requestRef: 'R-9' },
@@ -102,7 +90,6 @@ describe('runner + sandbox + fault proxy', () => {
         lookup: { ...card.lookup, method: { value: 'none', source: 'test: no search endpoint' } },
       };
       const { proxy, adapter, runner, packets } = await harness(
-        'acme-orders',
         'orders.create',
         { ...spec, card: noLookup, lookup: { method: 'none' } },
         sb,
@@ -126,7 +113,6 @@ describe('runner + sandbox + fault proxy', () => {
     const sb = await startIetfKeySandbox({ port: 0 });
     const spec = ietfOrdersCreate('acme-orders');
     const { proxy, adapter, runner } = await harness(
-      'acme-orders',
       'orders.create',
       { ...spec, card: withUnknownRetention(spec.card) },
       sb,
@@ -142,12 +128,7 @@ describe('runner + sandbox + fault proxy', () => {
 
   it('IETF key inside retention: a lost response is re-sent with the same key and the stored result replayed — one order', async () => {
     const sb = await startIetfKeySandbox({ port: 0 });
-    const { proxy, adapter, runner } = await harness(
-      'acme-orders',
-      'orders.create',
-      ietfOrdersCreate('acme-orders'),
-      sb,
-    );
+    const { proxy, adapter, runner } = await harness('orders.create', ietfOrdersCreate('acme-orders'), sb);
     proxy.setFaults(['drop-response']);
     const res = await runner.run(adapter, 'orders.create', {
       params: { customer: 'cus_1', sku: 'sku_1', quantity: 1, orderRef: 'A-3' },
@@ -161,12 +142,7 @@ describe('runner + sandbox + fault proxy', () => {
 
   it('precondition: a 412 on a re-send after an unknown outcome triggers a lookup that recognises the earlier write — one write', async () => {
     const sb = await startEtagSandbox({ port: 0 });
-    const { proxy, adapter, runner } = await harness(
-      'acme-docs',
-      'documents.update',
-      etagDocumentsUpdate('acme-docs'),
-      sb,
-    );
+    const { proxy, adapter, runner } = await harness('documents.update', etagDocumentsUpdate('acme-docs'), sb);
     const params = { id: 'doc-1', etag: sb.etag('doc-1'), title: 'Final', body: 'Signed.' };
     // The PUT commits but its response is lost; every lookup GET fails, so the runner hands off.
     proxy.setFaults((_call, req) =>

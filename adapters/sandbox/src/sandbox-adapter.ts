@@ -112,37 +112,23 @@ function classifyHttp(status: number, headers: Headers, body: unknown): Outcome 
   const errCode = (body as { error?: { code?: string; message?: string } } | null)?.error;
   const message = errCode?.message ?? `HTTP ${status}`;
   const base = { status, ...(requestId ? { requestId } : {}) };
+  const ra = retryAfterMs !== undefined ? { retryAfterMs } : {};
   if (status === 201 && rec) {
-    return headers.get('idempotent-replayed') === 'true'
-      ? { kind: 'replayed', result: toResult(rec), providerRef: rec.id, ...base }
-      : { kind: 'succeeded', result: toResult(rec), providerRef: rec.id, ...base };
+    const kind = headers.get('idempotent-replayed') === 'true' ? 'replayed' : 'succeeded';
+    return { kind, result: toResult(rec), providerRef: rec.id, ...base };
   }
   if (status === 202 && rec)
     return {
       kind: 'in-progress',
       statusRef: headers.get('location') ?? `/records/${rec.id}`,
       providerRef: rec.id,
-      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+      ...ra,
       ...base,
     };
-  if (status === 409)
-    return {
-      kind: 'in-progress',
-      message,
-      code: errCode?.code ?? 'conflict',
-      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
-      ...base,
-    };
+  if (status === 409) return { kind: 'in-progress', message, code: errCode?.code ?? 'conflict', ...ra, ...base };
   if (status === 422)
     return { kind: 'rejected', reason: 'conflict', message, code: errCode?.code ?? 'unprocessable', ...base };
-  if (status === 429)
-    return {
-      kind: 'not-applied',
-      message,
-      code: errCode?.code ?? 'rate_limited',
-      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
-      ...base,
-    };
+  if (status === 429) return { kind: 'not-applied', message, code: errCode?.code ?? 'rate_limited', ...ra, ...base };
   if (status === 401 || status === 403)
     return { kind: 'rejected', reason: status === 401 ? 'authentication' : 'permission', message, ...base };
   if (status >= 400 && status < 500)
@@ -155,13 +141,7 @@ function classifyHttp(status: number, headers: Headers, body: unknown): Outcome 
     };
   if (status >= 200 && status < 300)
     return { kind: 'unknown', cause: 'truncated-response', message: `HTTP ${status} without a record`, ...base };
-  return {
-    kind: 'unknown',
-    cause: 'server-error',
-    message,
-    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
-    ...base,
-  };
+  return { kind: 'unknown', cause: 'server-error', message, ...ra, ...base };
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { DrillFault, DrillOperation, DrillSetup } from '@retrysafe/contract';
+import type { DrillOperation, DrillSetup } from '@retrysafe/contract';
 import { createSandboxAdapter } from './sandbox-adapter.js';
 import { createSandboxProvider, type SandboxBehaviour } from './sandbox-provider.js';
 import { startSandboxServer } from './sandbox-server.js';
@@ -9,7 +9,6 @@ import { startSandboxServer } from './sandbox-server.js';
  */
 export type SandboxDrill = DrillSetup;
 export type SandboxDrillOperation = DrillOperation;
-type StatusFault = Extract<DrillFault, { kind: 'status' }>;
 
 /** The sandbox as an IETF Idempotency-Key provider: replays for 24 h, 422 on mismatch, 409 while in flight, lookup by key. */
 export const REPLAYING_BEHAVIOUR: SandboxBehaviour = Object.freeze({

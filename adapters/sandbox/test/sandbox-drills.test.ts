@@ -7,7 +7,14 @@ describe('drill setups exported for the CLI and the testkit', () => {
     expect(drills.map((d) => d.name)).toEqual(['sandbox-replaying', 'sandbox-forgetful']);
     for (const drill of drills) {
       let t = 0;
-      const sandbox = await drill.startSandbox({ clock: { now: () => t, sleep: async (ms) => void (t += ms) } });
+      const sandbox = await drill.startSandbox({
+        clock: {
+          now: () => t,
+          sleep: async (ms) => {
+            t += ms;
+          },
+        },
+      });
       try {
         const adapter = await drill.createAdapter({ baseUrl: sandbox.url, timeoutMs: 2000 });
         const op = drill.operations['records.create']!;

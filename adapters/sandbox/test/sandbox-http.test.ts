@@ -10,19 +10,15 @@ import {
 import {
   createSandboxAdapter,
   createSandboxProvider,
+  REPLAYING_BEHAVIOUR,
   type SandboxBehaviour,
   type SandboxServer,
   startSandboxServer,
 } from '@retrysafe/sandbox';
 import { afterEach, describe, expect, it } from 'vitest';
 
-const behaviour: SandboxBehaviour = {
-  replays: true,
-  retentionMs: 86_400_000,
-  parameterMatching: 'mismatch-error',
-  concurrency: 'rejects-in-progress',
-  lookup: 'get-by-key',
-};
+// Replays for 24 h, 422 on a mismatch, 409 while in flight, lookup by key.
+const behaviour = REPLAYING_BEHAVIOUR;
 const id = asBusinessOperationId('http-op-1');
 let server: SandboxServer | null = null;
 afterEach(async () => {

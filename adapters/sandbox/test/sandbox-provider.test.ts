@@ -17,7 +17,14 @@ const base: SandboxBehaviour = {
 function make(b: Partial<SandboxBehaviour> = {}) {
   let t = 1_000_000;
   const clock = () => t;
-  const provider = createSandboxProvider({ ...base, ...b, clock, sleep: async (ms) => void (t += ms) });
+  const provider = createSandboxProvider({
+    ...base,
+    ...b,
+    clock,
+    sleep: async (ms) => {
+      t += ms;
+    },
+  });
   return { provider, advance: (ms: number) => (t += ms) };
 }
 
@@ -47,30 +54,54 @@ describe('sandbox provider behaviour', () => {
     expect(provider.count()).toBe(2);
   });
 
-  it('parameter matching: mismatch-error ⇒ 422-like; replay-anyway ⇒ stored; none ⇒ new record', async () => {
-    for (const [pm, type, count] of [
-      ['mismatch-error', 'mismatch', 1],
-      ['replay-anyway', 'replayed', 1],
-      ['none', 'created', 2],
-    ] as const) {
-      const { provider } = make({ parameterMatching: pm });
-      await provider.execute({ key: 'k', params: { ref: 'a' } });
-      expect((await provider.execute({ key: 'k', params: { ref: 'b' } })).type).toBe(type);
-      expect(provider.count()).toBe(count);
-    }
-  });
-
-  it('concurrency while processing: rejects-in-progress ⇒ 409-like; waits-then-replays ⇒ replay after waiting; duplicates ⇒ second record', async () => {
-    for (const [c, type, count] of [
-      ['rejects-in-progress', 'in-progress', 1],
-      ['waits-then-replays', 'replayed', 1],
-      ['duplicates', 'accepted', 2],
-    ] as const) {
-      const { provider } = make({ concurrency: c, processingMs: 5000 });
-      expect((await provider.execute({ key: 'k', params: { ref: 'a' } })).type).toBe('accepted');
-      expect((await provider.execute({ key: 'k', params: { ref: 'a' } })).type).toBe(type);
-      expect(provider.count()).toBe(count);
-    }
+  // A second request with the same key: its payload (`ref`) and the provider's behaviour decide the answer.
+  it.each([
+    [
+      'parameter matching mismatch-error ⇒ 422-like',
+      { parameterMatching: 'mismatch-error' },
+      'b',
+      'created',
+      'mismatch',
+      1,
+    ],
+    [
+      'parameter matching replay-anyway ⇒ stored',
+      { parameterMatching: 'replay-anyway' },
+      'b',
+      'created',
+      'replayed',
+      1,
+    ],
+    ['parameter matching none ⇒ new record', { parameterMatching: 'none' }, 'b', 'created', 'created', 2],
+    [
+      'while processing, rejects-in-progress ⇒ 409-like',
+      { concurrency: 'rejects-in-progress', processingMs: 5000 },
+      'a',
+      'accepted',
+      'in-progress',
+      1,
+    ],
+    [
+      'while processing, waits-then-replays ⇒ replay after waiting',
+      { concurrency: 'waits-then-replays', processingMs: 5000 },
+      'a',
+      'accepted',
+      'replayed',
+      1,
+    ],
+    [
+      'while processing, duplicates ⇒ second record',
+      { concurrency: 'duplicates', processingMs: 5000 },
+      'a',
+      'accepted',
+      'accepted',
+      2,
+    ],
+  ] as const)('%s', async (_name, over, ref, first, second, count) => {
+    const { provider } = make(over);
+    expect((await provider.execute({ key: 'k', params: { ref: 'a' } })).type).toBe(first);
+    expect((await provider.execute({ key: 'k', params: { ref } })).type).toBe(second);
+    expect(provider.count()).toBe(count);
   });
 
   it('lookup sees records by key (past retention too) only after the consistency delay', async () => {

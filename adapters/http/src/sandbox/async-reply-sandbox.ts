@@ -1,13 +1,11 @@
-import { createKeyStore } from '@retrysafe/sandbox-kit';
 import {
+  filtered,
   isPlainObject,
-  kindCounter,
-  parseJson,
-  payloadFingerprint,
+  type KeyedSandbox,
+  keyedState,
   type SandboxReply,
-  type SandboxRequest,
-  sandboxClock,
-  startJsonServer,
+  type SandboxRequestView,
+  startPatternSandbox,
 } from './server.js';
 
 /**
@@ -40,19 +38,10 @@ export interface SandboxExportJob {
   readonly state: 'running' | 'succeeded' | 'failed' | 'cancelled';
 }
 
-export interface AsyncReplySandbox {
-  readonly url: string;
-  /** Work items enqueued (`exports`, or the operation name `exports.create`). */
-  count(kind?: string): number;
-  records(): readonly SandboxExportJob[];
-  readonly requests: readonly SandboxRequest[];
-  advance(ms: number): void;
-  /** Forgets every stored key, as if all had aged past retention. */
-  expireKeys(): void;
-  close(): Promise<void>;
-}
+/** Counts work items enqueued (`exports`, or the operation name `exports.create`). */
+export type AsyncReplySandbox = KeyedSandbox<SandboxExportJob>;
 
-export const ASYNC_CODES = {
+const ASYNC_CODES = {
   invalid: 'InvalidRequest',
   keyMissing: 'IdempotencyKeyMissing',
   keyReused: 'IdempotencyKeyReused',
@@ -69,50 +58,38 @@ interface Job {
   pollsLeft: number;
 }
 
-const err = (status: number, code: string, extra: Record<string, string> = {}): SandboxReply => ({
-  status,
-  headers: extra,
-  body: { error: { code, message: code } },
-});
+const err = (status: number, code: string): SandboxReply => ({ status, body: { error: { code, message: code } } });
 
 export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions = {}): Promise<AsyncReplySandbox> {
   const retryAfter = String(options.retryAfterS ?? 1);
-  const retentionMs = options.retentionMs ?? 24 * 3_600_000;
-  const clock = sandboxClock(options.clock);
   const jobs: Job[] = [];
   // A duplicate is answered with the EXISTING job's status resource as it is now, not a stored copy.
-  const keys = createKeyStore({
-    retentionMs,
-    clock,
-    answers: {
-      mismatch: err(422, ASYNC_CODES.keyReused),
-      replay: (entry) => accepted(jobs.find((j) => j.id === (entry.reply!.body as { id: string }).id)!),
-    },
+  const { clock, run, expireKeys } = keyedState(options, {
+    mismatch: err(422, ASYNC_CODES.keyReused),
+    replay: (entry) => accepted(jobs.find((j) => j.id === (entry.reply!.body as { id: string }).id)!),
   });
-  let seq = 0;
 
-  const accepted = (job: Job, rid: Record<string, string> = {}): SandboxReply => ({
+  const accepted = (job: Job): SandboxReply => ({
     status: 202,
-    headers: { ...rid, location: `/exports/status/${job.id}`, 'retry-after': retryAfter },
+    headers: { location: `/exports/status/${job.id}`, 'retry-after': retryAfter },
     body: { id: job.id, status: job.state },
   });
 
-  const server = await startJsonServer(options.port ?? 0, async (req) => {
-    const rid = { 'x-ms-request-id': `req_${++seq}` };
+  const handle = async (req: SandboxRequestView): Promise<SandboxReply> => {
     if (req.method === 'POST' && req.path === '/exports') {
-      const body = parseJson(req.rawBody);
+      const body = req.body;
       if (
         !isPlainObject(body) ||
         typeof body.dataset !== 'string' ||
         body.dataset.length === 0 ||
         (body.format !== 'csv' && body.format !== 'json')
       ) {
-        return err(400, ASYNC_CODES.invalid, rid);
+        return err(400, ASYNC_CODES.invalid);
       }
       const key = req.headers['idempotency-key'];
-      if (typeof key !== 'string' || key.length === 0) return err(400, ASYNC_CODES.keyMissing, rid);
+      if (typeof key !== 'string' || key.length === 0) return err(400, ASYNC_CODES.keyMissing);
       const { dataset, format } = body;
-      const { reply } = await keys.run(key, { fingerprint: payloadFingerprint(body) }, () => {
+      return run(key, body, () => {
         const clientRequestId = typeof body.clientRequestId === 'string' ? body.clientRequestId : null;
         const job: Job = {
           id: `exp_${jobs.length + 1}`,
@@ -125,66 +102,60 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
         jobs.push(job);
         return accepted(job);
       });
-      return { ...reply, headers: { ...(reply.headers ?? {}), ...rid } };
     }
     if (req.method === 'GET' && req.path === '/exports') {
-      const ref = req.query.get('clientRequestId');
-      const data = jobs
-        .filter((j) => ref === null || j.clientRequestId === ref)
-        .map((j) => ({
-          id: j.id,
-          clientRequestId: j.clientRequestId,
-          status: j.state,
-          statusUrl: `/exports/status/${j.id}`,
-        }));
-      return { status: 200, headers: rid, body: { data } };
+      const data = filtered(req, 'clientRequestId', jobs, 'clientRequestId').map((j) => ({
+        id: j.id,
+        clientRequestId: j.clientRequestId,
+        status: j.state,
+        statusUrl: `/exports/status/${j.id}`,
+      }));
+      return { status: 200, body: { data } };
     }
     const status = /^\/exports\/status\/([^/]+)$/.exec(req.path);
     if (status) {
       const job = jobs.find((j) => j.id === decodeURIComponent(status[1]!));
-      if (!job) return err(404, ASYNC_CODES.notFound, rid);
+      if (!job) return err(404, ASYNC_CODES.notFound);
       if (req.method === 'DELETE') {
         if (job.state === 'running') job.state = 'cancelled';
-        return { status: 200, headers: rid, body: { id: job.id, status: job.state } };
+        return { status: 200, body: { id: job.id, status: job.state } };
       }
-      if (req.method !== 'GET') return err(405, 'MethodNotAllowed', rid);
+      if (req.method !== 'GET') return err(405, 'MethodNotAllowed');
       if (job.state === 'running') {
         if (job.pollsLeft > 0) {
           job.pollsLeft--;
           return {
             status: 200,
-            headers: { ...rid, 'retry-after': retryAfter },
+            headers: { 'retry-after': retryAfter },
             body: { id: job.id, status: 'running', percentComplete: 50 },
           };
         }
         job.state = job.dataset.startsWith('broken-') ? 'failed' : 'succeeded';
       }
-      if (job.state === 'failed') return err(422, ASYNC_CODES.failed, rid); // persisted: same answer on every read
-      if (job.state === 'cancelled') return { status: 200, headers: rid, body: { id: job.id, status: 'cancelled' } };
-      return { status: 303, headers: { ...rid, location: `/exports/${job.id}` } };
+      if (job.state === 'failed') return err(422, ASYNC_CODES.failed); // persisted: same answer on every read
+      if (job.state === 'cancelled') return { status: 200, body: { id: job.id, status: 'cancelled' } };
+      return { status: 303, headers: { location: `/exports/${job.id}` } };
     }
     const done = /^\/exports\/([^/]+)$/.exec(req.path);
     if (done && req.method === 'GET') {
       const job = jobs.find((j) => j.id === decodeURIComponent(done[1]!));
-      if (!job || job.state !== 'succeeded') return err(404, ASYNC_CODES.notFound, rid);
+      if (job?.state !== 'succeeded') return err(404, ASYNC_CODES.notFound);
       return {
         status: 200,
-        headers: rid,
         body: { id: job.id, dataset: job.dataset, format: job.format, status: 'succeeded', rows: 42 },
       };
     }
-    return err(404, ASYNC_CODES.notFound, rid);
-  });
+    return err(404, ASYNC_CODES.notFound);
+  };
 
-  const n = () => jobs.length;
-  return {
-    url: server.url,
-    count: kindCounter({ exports: n, 'exports.create': n }),
+  const sandbox = await startPatternSandbox({
+    port: options.port,
+    clock,
+    requestId: ['x-ms-request-id', 'req_'],
+    kinds: ['exports', 'exports.create'],
     records: () =>
       jobs.map(({ id, dataset, format, clientRequestId, state }) => ({ id, dataset, format, clientRequestId, state })),
-    requests: server.requests,
-    advance: clock.advance,
-    expireKeys: () => void keys.expire(),
-    close: server.close,
-  };
+    handle,
+  });
+  return { ...sandbox, expireKeys };
 }

@@ -1,13 +1,11 @@
-import { createFaultQueue, createKeyStore } from '@retrysafe/sandbox-kit';
+import { createFaultQueue } from '@retrysafe/sandbox-kit';
 import {
+  filtered,
   isPlainObject,
-  kindCounter,
-  parseJson,
-  payloadFingerprint,
+  type KeyedSandbox,
+  keyedState,
   type SandboxReply,
-  type SandboxRequest,
-  sandboxClock,
-  startJsonServer,
+  startPatternSandbox,
 } from './server.js';
 
 /**
@@ -37,41 +35,25 @@ export interface SandboxInstance {
   readonly State: 'pending' | 'running' | 'terminated';
 }
 
-export interface ClientTokenSandbox {
-  readonly url: string;
-  /** Instances launched (`instances`, or the operation name `instances.run`). */
-  count(kind?: string): number;
-  records(): readonly SandboxInstance[];
-  readonly requests: readonly SandboxRequest[];
+/** Counts instances launched (`instances`, or the operation name `instances.run`). */
+export interface ClientTokenSandbox extends KeyedSandbox<SandboxInstance> {
   terminate(instanceId: string): void;
   throttleNext(n: number): void;
-  advance(ms: number): void;
-  /** Forgets every stored key, as if all had aged past retention. */
-  expireKeys(): void;
-  close(): Promise<void>;
 }
 
-export const INSTANCE_TYPES = ['t3.micro', 't3.small', 'm7g.large'] as const;
+const INSTANCE_TYPES = ['t3.micro', 't3.small', 'm7g.large'] as const;
 
-const awsError = (status: number, code: string, rid: Record<string, string> = {}): SandboxReply => ({
-  status,
-  headers: rid,
-  body: { __type: code, message: code },
-});
+const awsError = (status: number, code: string): SandboxReply => ({ status, body: { __type: code, message: code } });
 
 export async function startClientTokenSandbox(options: ClientTokenSandboxOptions = {}): Promise<ClientTokenSandbox> {
-  const retentionMs = options.retentionMs ?? 24 * 3_600_000;
-  const clock = sandboxClock(options.clock);
   const instances: SandboxInstance[] = [];
   // Only a launch is remembered under its token (a refused request is not); the launch answers at once,
   // so no request sees another in flight.
-  const tokens = createKeyStore({
-    retentionMs,
-    clock,
-    answers: { mismatch: awsError(400, 'IdempotentParameterMismatch'), stores: (reply) => reply.status === 200 },
+  const { clock, run, expireKeys } = keyedState(options, {
+    mismatch: awsError(400, 'IdempotentParameterMismatch'),
+    stores: (reply) => reply.status === 200,
   });
   const throttle = createFaultQueue<'RequestLimitExceeded'>('client-token sandbox');
-  let seq = 0;
 
   function launch(token: unknown, params: Record<string, unknown>): SandboxReply {
     if (typeof params.ImageId !== 'string' || !/^ami-[0-9a-f]{8,17}$/.test(params.ImageId))
@@ -89,48 +71,39 @@ export async function startClientTokenSandbox(options: ClientTokenSandboxOptions
     return { status: 200, body: { Instances: [{ ...instance }] } };
   }
 
-  const server = await startJsonServer(options.port ?? 0, async (req) => {
-    const rid = { 'x-amzn-requestid': `rq-${++seq}` };
-    if (req.method === 'GET' && req.path === '/instances') {
-      const token = req.query.get('clientToken');
-      return {
-        status: 200,
-        headers: rid,
-        body: { Instances: instances.filter((i) => token === null || i.ClientToken === token) },
-      };
-    }
-    if (req.method !== 'POST' || req.path !== '/instances') return awsError(404, 'UnknownOperation', rid);
-    if (throttle.take()) return awsError(503, 'RequestLimitExceeded', rid);
-    const body = parseJson(req.rawBody);
-    if (!isPlainObject(body)) return awsError(400, 'InvalidParameterValue', rid);
-    const { ClientToken: token, ...params } = body;
-    if (
-      token !== undefined &&
-      (typeof token !== 'string' || token.length === 0 || token.length > 64 || !/^[\x20-\x7e]+$/.test(token))
-    ) {
-      return awsError(400, 'InvalidParameterValue', rid);
-    }
-    // Same token, same params: the identical first response, even if the instance changed since.
-    const reply =
-      typeof token === 'string'
-        ? (await tokens.run(token, { fingerprint: payloadFingerprint(params) }, () => launch(token, params))).reply
-        : launch(token, params);
-    return { ...reply, headers: { ...(reply.headers ?? {}), ...rid } };
+  const sandbox = await startPatternSandbox({
+    port: options.port,
+    clock,
+    requestId: ['x-amzn-requestid', 'rq-'],
+    kinds: ['instances', 'instances.run'],
+    records: () => instances,
+    handle: async (req) => {
+      if (req.method === 'GET' && req.path === '/instances')
+        return { status: 200, body: { Instances: filtered(req, 'clientToken', instances, 'ClientToken') } };
+      if (req.method !== 'POST' || req.path !== '/instances') return awsError(404, 'UnknownOperation');
+      if (throttle.take()) return awsError(503, 'RequestLimitExceeded');
+      const body = req.body;
+      if (!isPlainObject(body)) return awsError(400, 'InvalidParameterValue');
+      const { ClientToken: token, ...params } = body;
+      if (
+        token !== undefined &&
+        (typeof token !== 'string' || token.length === 0 || token.length > 64 || !/^[\x20-\x7e]+$/.test(token))
+      ) {
+        return awsError(400, 'InvalidParameterValue');
+      }
+      // Same token, same params: the identical first response, even if the instance changed since.
+      if (typeof token !== 'string') return launch(token, params);
+      return run(token, params, () => launch(token, params));
+    },
   });
-
   return {
-    url: server.url,
-    count: kindCounter({ instances: () => instances.length, 'instances.run': () => instances.length }),
-    records: () => instances.map((i) => ({ ...i })),
-    requests: server.requests,
+    ...sandbox,
     terminate: (id) => {
       const i = instances.findIndex((x) => x.InstanceId === id);
       if (i < 0) throw new Error(`no instance ${id}`);
       instances[i] = { ...instances[i]!, State: 'terminated' };
     },
     throttleNext: (n) => throttle.add('RequestLimitExceeded', n),
-    advance: clock.advance,
-    expireKeys: () => void tokens.expire(),
-    close: server.close,
+    expireKeys,
   };
 }

@@ -1,11 +1,4 @@
-import {
-  isPlainObject,
-  kindCounter,
-  parseJson,
-  type SandboxReply,
-  type SandboxRequest,
-  startJsonServer,
-} from './server.js';
+import { isPlainObject, type PatternSandbox, type SandboxReply, sandboxClock, startPatternSandbox } from './server.js';
 
 /**
  * Conditional idempotency in the style of Google Cloud Storage preconditions, on `/documents/{id}`:
@@ -27,63 +20,55 @@ export interface SandboxDocument {
   readonly generation: number;
 }
 
-export interface EtagSandbox {
-  readonly url: string;
-  /** Conditional writes applied (`writes`, or the operation name `documents.update`). */
-  count(kind?: string): number;
-  records(): readonly SandboxDocument[];
-  readonly requests: readonly SandboxRequest[];
+/** Counts conditional writes applied (`writes`, or the operation name `documents.update`). */
+export interface EtagSandbox extends PatternSandbox<SandboxDocument> {
   /** The current ETag of a document. */
   etag(id: string): string;
   /** Another writer changes the document (bumps its generation). */
   writeAsOther(id: string, patch: { title?: string; body?: string }): void;
-  advance(ms: number): void;
-  close(): Promise<void>;
 }
 
 const etagOf = (d: SandboxDocument) => `"g${d.generation}"`;
-const err = (status: number, code: string, rid: Record<string, string>): SandboxReply => ({
-  status,
-  headers: rid,
-  body: { error: { code, message: code } },
-});
+const err = (status: number, code: string): SandboxReply => ({ status, body: { error: { code, message: code } } });
 
 export async function startEtagSandbox(options: EtagSandboxOptions = {}): Promise<EtagSandbox> {
   const docs = new Map<string, SandboxDocument>();
   for (const [id, d] of Object.entries(options.documents ?? { 'doc-1': { title: 'Draft', body: '' } }))
     docs.set(id, { id, ...d, generation: 1 });
   let writes = 0;
-  let seq = 0;
 
-  const server = await startJsonServer(options.port ?? 0, (req) => {
-    const rid = { 'x-guploader-uploadid': `up_${++seq}` };
-    const m = /^\/documents\/([^/]+)$/.exec(req.path);
-    if (!m) return err(404, 'notFound', rid);
-    const id = decodeURIComponent(m[1]!);
-    const doc = docs.get(id);
-    if (req.method === 'GET')
-      return doc ? { status: 200, headers: { ...rid, etag: etagOf(doc) }, body: doc } : err(404, 'notFound', rid);
-    if (req.method !== 'PUT') return err(405, 'methodNotAllowed', rid);
-    if (!doc) return err(404, 'notFound', rid);
-    const body = parseJson(req.rawBody);
-    if (!isPlainObject(body) || typeof body.title !== 'string' || typeof body.body !== 'string')
-      return err(400, 'invalid', rid);
-    const ifMatch = req.headers['if-match'];
-    const ifGen = req.query.get('ifGenerationMatch');
-    if (typeof ifMatch !== 'string' && ifGen === null) return err(428, 'preconditionRequired', rid);
-    const holds = typeof ifMatch === 'string' ? ifMatch === etagOf(doc) : ifGen === String(doc.generation);
-    if (!holds) return err(412, 'conditionNotMet', rid);
-    const next: SandboxDocument = { id, title: body.title, body: body.body, generation: doc.generation + 1 };
-    docs.set(id, next);
-    writes++;
-    return { status: 200, headers: { ...rid, etag: etagOf(next) }, body: next };
+  const sandbox = await startPatternSandbox({
+    port: options.port,
+    clock: sandboxClock(),
+    requestId: ['x-guploader-uploadid', 'up_'],
+    kinds: ['writes', 'documents.update'],
+    count: () => writes,
+    records: () => [...docs.values()],
+    handle: (req) => {
+      const m = /^\/documents\/([^/]+)$/.exec(req.path);
+      if (!m) return err(404, 'notFound');
+      const id = decodeURIComponent(m[1]!);
+      const doc = docs.get(id);
+      if (req.method === 'GET')
+        return doc ? { status: 200, headers: { etag: etagOf(doc) }, body: doc } : err(404, 'notFound');
+      if (req.method !== 'PUT') return err(405, 'methodNotAllowed');
+      if (!doc) return err(404, 'notFound');
+      const body = req.body;
+      if (!isPlainObject(body) || typeof body.title !== 'string' || typeof body.body !== 'string')
+        return err(400, 'invalid');
+      const ifMatch = req.headers['if-match'];
+      const ifGen = req.query.get('ifGenerationMatch');
+      if (typeof ifMatch !== 'string' && ifGen === null) return err(428, 'preconditionRequired');
+      const holds = typeof ifMatch === 'string' ? ifMatch === etagOf(doc) : ifGen === String(doc.generation);
+      if (!holds) return err(412, 'conditionNotMet');
+      const next: SandboxDocument = { id, title: body.title, body: body.body, generation: doc.generation + 1 };
+      docs.set(id, next);
+      writes++;
+      return { status: 200, headers: { etag: etagOf(next) }, body: next };
+    },
   });
-
   return {
-    url: server.url,
-    count: kindCounter({ writes: () => writes, 'documents.update': () => writes }),
-    records: () => [...docs.values()].map((d) => ({ ...d })),
-    requests: server.requests,
+    ...sandbox,
     etag: (id) => {
       const d = docs.get(id);
       if (!d) throw new Error(`no document ${id}`);
@@ -94,7 +79,5 @@ export async function startEtagSandbox(options: EtagSandboxOptions = {}): Promis
       if (!d) throw new Error(`no document ${id}`);
       docs.set(id, { ...d, ...patch, generation: d.generation + 1 });
     },
-    advance: () => {},
-    close: server.close,
   };
 }

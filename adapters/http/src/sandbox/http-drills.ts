@@ -16,21 +16,11 @@ import { startAsyncReplySandbox } from './async-reply-sandbox.js';
 import { startClientTokenSandbox } from './client-token-sandbox.js';
 import { startEtagSandbox } from './etag-sandbox.js';
 import { startIetfKeySandbox } from './ietf-key-sandbox.js';
+import type { PatternSandbox } from './server.js';
 
-/**
- * Drill setups are the contract's `DrillSetup`: the conformance kit (`runConformance`) and the CLI's
- * `retrysafe drill` run what this file exports, and this package depends on the contract alone.
- */
-export type HttpDrill = DrillSetup;
-export type HttpDrillOperation = DrillOperation;
+// The drills are the contract's DrillSetup: the conformance kit and `retrysafe drill` run what this file exports.
 type StatusFault = Extract<DrillFault, { kind: 'status' }>;
-
-interface PatternSandbox {
-  readonly url: string;
-  count(kind?: string): number;
-  close(): Promise<void>;
-  expireKeys?(): void;
-}
+type StartedSandbox = PatternSandbox<unknown> & { expireKeys?(): void };
 
 const status = (s: number, body: unknown, retryAfterS?: number, headers?: Record<string, string>): StatusFault => ({
   kind: 'status',
@@ -47,14 +37,14 @@ interface PatternBench {
   readonly provider: string;
   readonly operation: string;
   readonly spec: (provider: string) => HttpOperationSpec;
-  readonly start: (clock: { now(): number }) => Promise<PatternSandbox>;
+  readonly start: (clock: { now(): number }) => Promise<StartedSandbox>;
   readonly params: (i: number) => Record<string, unknown>;
   readonly change: string;
-  readonly faults: HttpDrillOperation['faults'];
+  readonly faults: DrillOperation['faults'];
 }
 
 /** IETF Idempotency-Key, async request-reply, ETag preconditions and AWS-style client tokens: one bench per pattern. */
-export const PATTERN_BENCHES: Readonly<Record<HttpPattern, PatternBench>> = {
+const PATTERN_BENCHES: Readonly<Record<HttpPattern, PatternBench>> = {
   'ietf-idempotency-key': {
     provider: 'acme-orders',
     operation: 'orders.create',
@@ -120,10 +110,10 @@ function benchDrill(
   name: string,
   b: PatternBench,
   op: string,
-  createAdapter: HttpDrill['createAdapter'],
+  createAdapter: DrillSetup['createAdapter'],
   params: (i: number) => Record<string, unknown>,
   change: string,
-): HttpDrill {
+): DrillSetup {
   return {
     name,
     createAdapter,
@@ -149,7 +139,8 @@ function benchDrill(
   };
 }
 
-export const httpDrills: readonly HttpDrill[] = (Object.values(PATTERN_BENCHES) as PatternBench[]).map((b) =>
+/** One drill per pattern: the reference declaration against its sandbox (the name the CLI reads). */
+export const drills: readonly DrillSetup[] = (Object.values(PATTERN_BENCHES) as PatternBench[]).map((b) =>
   benchDrill(
     `http-${b.provider}`,
     b,
@@ -189,7 +180,7 @@ export interface DeclaredDrillInput {
  * declaration's own card, key, lookup and error mapping — the sandbox stands in for your API, so the
  * declaration must speak the pattern's reference dialect (paths, bodies, error codes; see README).
  */
-export function drillsForDeclaration(input: DeclaredDrillInput): HttpDrill[] {
+export function drillsForDeclaration(input: DeclaredDrillInput): DrillSetup[] {
   const patterns = Object.values(input.operations).map(patternOf);
   return Object.entries(input.operations).map(([op, d]) => {
     const pattern = patternOf(d);
@@ -214,7 +205,7 @@ export function drillsForDeclaration(input: DeclaredDrillInput): HttpDrill[] {
       (d.card.businessOperationId.intentFields.includes(b.change)
         ? b.change
         : (d.card.businessOperationId.intentFields.at(-1) ?? b.change));
-    const createAdapter: HttpDrill['createAdapter'] = ({ baseUrl, timeoutMs }) =>
+    const createAdapter: DrillSetup['createAdapter'] = ({ baseUrl, timeoutMs }) =>
       createHttpAdapterFromDeclaration({
         provider: input.provider,
         baseUrl,
@@ -225,6 +216,3 @@ export function drillsForDeclaration(input: DeclaredDrillInput): HttpDrill[] {
     return benchDrill(name, b, op, createAdapter, params, change);
   });
 }
-
-/** The name the CLI reads. */
-export const drills = httpDrills;

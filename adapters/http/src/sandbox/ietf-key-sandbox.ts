@@ -1,13 +1,11 @@
-import { createFaultQueue, createKeyStore } from '@retrysafe/sandbox-kit';
+import { createFaultQueue } from '@retrysafe/sandbox-kit';
 import {
+  filtered,
   isPlainObject,
-  kindCounter,
-  parseJson,
-  payloadFingerprint,
+  type KeyedSandbox,
+  keyedState,
   type SandboxReply,
-  type SandboxRequest,
-  sandboxClock,
-  startJsonServer,
+  startPatternSandbox,
 } from './server.js';
 
 /**
@@ -39,23 +37,14 @@ export interface SandboxOrder {
   readonly reference: string | null;
 }
 
-export interface IetfKeySandbox {
-  readonly url: string;
+/** Counts orders created (`orders`, or the operation name `orders.create`). */
+export interface IetfKeySandbox extends KeyedSandbox<SandboxOrder> {
   readonly retentionMs: number;
-  /** Orders created (`orders`, or the operation name `orders.create`). */
-  count(kind?: string): number;
-  records(): readonly SandboxOrder[];
-  readonly requests: readonly SandboxRequest[];
-  /** Moves the sandbox clock forward (key expiry). */
-  advance(ms: number): void;
-  /** Forgets every stored key, as if all had aged past retention. */
-  expireKeys(): void;
   /** The next `n` new (not replayed) requests fail with a 500 that is stored under their key and replayed. */
   failNext(n: number): void;
-  close(): Promise<void>;
 }
 
-export const PROBLEM = {
+const PROBLEM = {
   keyMissing: 'https://retrysafe.invalid/problems/idempotency-key-missing',
   keyMalformed: 'https://retrysafe.invalid/problems/idempotency-key-malformed',
   keyReused: 'https://retrysafe.invalid/problems/idempotency-key-reused',
@@ -72,23 +61,16 @@ function problem(status: number, type: string, title: string, extra: Record<stri
 }
 
 export async function startIetfKeySandbox(options: IetfKeySandboxOptions = {}): Promise<IetfKeySandbox> {
-  const retentionMs = options.retentionMs ?? 24 * 3_600_000;
-  const clock = sandboxClock(options.clock);
   const orders: SandboxOrder[] = [];
   // The draft's order: a payload mismatch (422) is told before "still processing" (409).
-  const keys = createKeyStore({
-    retentionMs,
-    clock,
-    answers: {
-      precedence: 'mismatch',
-      mismatch: problem(422, PROBLEM.keyReused, 'Idempotency-Key reused with a different payload'),
-      inFlight: problem(409, PROBLEM.inFlight, 'a request with this Idempotency-Key is being processed', {
-        'retry-after': '1',
-      }),
-    },
+  const { clock, retentionMs, run, expireKeys } = keyedState(options, {
+    precedence: 'mismatch',
+    mismatch: problem(422, PROBLEM.keyReused, 'Idempotency-Key reused with a different payload'),
+    inFlight: problem(409, PROBLEM.inFlight, 'a request with this Idempotency-Key is being processed', {
+      'retry-after': '1',
+    }),
   });
   const failures = createFaultQueue<'internal'>('ietf sandbox');
-  let requestSeq = 0;
 
   function createOrder(body: unknown): SandboxReply {
     if (failures.take()) return problem(500, PROBLEM.internal, 'internal error');
@@ -117,52 +99,47 @@ export async function startIetfKeySandbox(options: IetfKeySandboxOptions = {}): 
     return { status: 201, headers: { location: `/orders/${order.id}` }, body: order };
   }
 
-  const server = await startJsonServer(options.port ?? 0, async (req) => {
-    const rid = { 'x-request-id': `req_${++requestSeq}` };
-    if (req.method === 'GET' && req.path === '/orders') {
-      const ref = req.query.get('reference');
-      return { status: 200, headers: rid, body: { data: orders.filter((o) => ref === null || o.reference === ref) } };
-    }
-    const one = /^\/orders\/([^/]+)$/.exec(req.path);
-    if (req.method === 'GET' && one) {
-      const o = orders.find((x) => x.id === decodeURIComponent(one[1]!));
-      return o
-        ? { status: 200, headers: rid, body: o }
-        : problem(404, 'https://retrysafe.invalid/problems/not-found', 'no such order', rid);
-    }
-    if (req.method !== 'POST' || req.path !== '/orders')
-      return problem(404, 'https://retrysafe.invalid/problems/not-found', 'no such route', rid);
+  const sandbox = await startPatternSandbox({
+    port: options.port,
+    clock,
+    requestId: ['x-request-id', 'req_'],
+    kinds: ['orders', 'orders.create'],
+    records: () => orders,
+    handle: async (req) => {
+      if (req.method === 'GET' && req.path === '/orders')
+        return { status: 200, body: { data: filtered(req, 'reference', orders, 'reference') } };
+      const one = /^\/orders\/([^/]+)$/.exec(req.path);
+      if (req.method === 'GET' && one) {
+        const o = orders.find((x) => x.id === decodeURIComponent(one[1]!));
+        return o
+          ? { status: 200, body: o }
+          : problem(404, 'https://retrysafe.invalid/problems/not-found', 'no such order');
+      }
+      if (req.method !== 'POST' || req.path !== '/orders')
+        return problem(404, 'https://retrysafe.invalid/problems/not-found', 'no such route');
 
-    const rawKey = req.headers['idempotency-key'];
-    if (typeof rawKey !== 'string' || rawKey.length === 0)
-      return problem(400, PROBLEM.keyMissing, 'Idempotency-Key is missing', {
-        ...rid,
-        link: '<https://retrysafe.invalid/docs/idempotency>; rel="describedby"',
+      const rawKey = req.headers['idempotency-key'];
+      if (typeof rawKey !== 'string' || rawKey.length === 0)
+        return problem(400, PROBLEM.keyMissing, 'Idempotency-Key is missing', {
+          link: '<https://retrysafe.invalid/docs/idempotency>; rel="describedby"',
+        });
+      const m = SF_STRING.exec(rawKey);
+      const key = m ? m[1]!.replace(/\\([\\"])/g, '$1') : options.acceptRawKey ? rawKey : null;
+      if (key === null || key.length === 0)
+        return problem(400, PROBLEM.keyMalformed, 'Idempotency-Key must be a Structured Field string');
+
+      const body = req.body;
+      // The stored response (success or error) is replayed for the key's lifetime.
+      return run(`POST /orders ${key}`, body, async () => {
+        if (options.processingMs) await new Promise((r) => setTimeout(r, options.processingMs));
+        return createOrder(body);
       });
-    const m = SF_STRING.exec(rawKey);
-    const key = m ? m[1]!.replace(/\\([\\"])/g, '$1') : options.acceptRawKey ? rawKey : null;
-    if (key === null || key.length === 0)
-      return problem(400, PROBLEM.keyMalformed, 'Idempotency-Key must be a Structured Field string', rid);
-
-    const body = parseJson(req.rawBody);
-    const fingerprint = payloadFingerprint(body);
-    // The stored response (success or error) is replayed for the key's lifetime.
-    const { reply } = await keys.run(`POST /orders ${key}`, { fingerprint }, async () => {
-      if (options.processingMs) await new Promise((r) => setTimeout(r, options.processingMs));
-      return createOrder(body);
-    });
-    return { ...reply, headers: { ...(reply.headers ?? {}), ...rid } };
+    },
   });
-
   return {
-    url: server.url,
+    ...sandbox,
     retentionMs,
-    count: kindCounter({ orders: () => orders.length, 'orders.create': () => orders.length }),
-    records: () => orders.map((o) => ({ ...o })),
-    requests: server.requests,
-    advance: clock.advance,
-    expireKeys: () => void keys.expire(),
+    expireKeys,
     failNext: (n) => failures.add('internal', n),
-    close: server.close,
   };
 }

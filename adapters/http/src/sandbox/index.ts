@@ -1,5 +1,4 @@
 export {
-  ASYNC_CODES,
   type AsyncReplySandbox,
   type AsyncReplySandboxOptions,
   type SandboxExportJob,
@@ -8,25 +7,14 @@ export {
 export {
   type ClientTokenSandbox,
   type ClientTokenSandboxOptions,
-  INSTANCE_TYPES,
   type SandboxInstance,
   startClientTokenSandbox,
 } from './client-token-sandbox.js';
 export { type EtagSandbox, type EtagSandboxOptions, type SandboxDocument, startEtagSandbox } from './etag-sandbox.js';
-export {
-  type DeclaredDrillInput,
-  drills,
-  drillsForDeclaration,
-  type HttpDrill,
-  type HttpDrillOperation,
-  httpDrills,
-  PATTERN_BENCHES,
-  patternOf,
-} from './http-drills.js';
+export { type DeclaredDrillInput, drills, drillsForDeclaration } from './http-drills.js';
 export {
   type IetfKeySandbox,
   type IetfKeySandboxOptions,
-  PROBLEM,
   type SandboxOrder,
   startIetfKeySandbox,
 } from './ietf-key-sandbox.js';

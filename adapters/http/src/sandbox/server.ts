@@ -1,9 +1,31 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { canonicalJson, sha256Hex } from '@retrysafe/contract';
-import { parseJsonBody, type SandboxReply, startLoopbackServer } from '@retrysafe/sandbox-kit';
+import {
+  type ClockSource,
+  createKeyStore,
+  createSandboxClock,
+  type KeyAnswers,
+  parseJsonBody,
+  type SandboxClock,
+  type SandboxReply,
+  startLoopbackServer,
+} from '@retrysafe/sandbox-kit';
 
 export { createSandboxClock as sandboxClock, isPlainObject } from '@retrysafe/sandbox-kit';
 export type { SandboxReply };
+
+/**
+ * The sandbox clock and a key store on it, keeping keys `retentionMs` (default 24 h). `run` answers a keyed
+ * request by the fingerprint of its payload: a replay, a refusal, or `execute` once.
+ */
+export function keyedState(options: { clock?: ClockSource; retentionMs?: number }, answers: KeyAnswers<undefined>) {
+  const clock = createSandboxClock(options.clock);
+  const retentionMs = options.retentionMs ?? 24 * 3_600_000;
+  const keys = createKeyStore({ retentionMs, clock, answers });
+  const run = async (key: string, payload: unknown, execute: () => SandboxReply | Promise<SandboxReply>) =>
+    (await keys.run(key, { fingerprint: payloadFingerprint(payload) }, execute)).reply;
+  return { clock, retentionMs, run, expireKeys: () => void keys.expire() };
+}
 
 /** One request as the sandbox saw it (idempotency-related headers only; no auth, no bodies). */
 export interface SandboxRequest {
@@ -19,13 +41,40 @@ export interface SandboxRequestView {
   readonly path: string;
   readonly query: URLSearchParams;
   readonly headers: IncomingHttpHeaders;
-  readonly rawBody: string;
+  /** The JSON body, parsed; undefined when it is not JSON. */
+  readonly body: unknown;
 }
 
-export interface StartedServer {
+/** What every pattern sandbox offers a test or drill. */
+export interface PatternSandbox<R> {
   readonly url: string;
+  /** Records of the sandbox's kind (its record kind or its operation name). */
+  count(kind?: string): number;
+  records(): readonly R[];
   readonly requests: readonly SandboxRequest[];
+  /** Moves the sandbox clock forward (key expiry). */
+  advance(ms: number): void;
   close(): Promise<void>;
+}
+
+/** A pattern sandbox that keeps idempotency keys. */
+export interface KeyedSandbox<R> extends PatternSandbox<R> {
+  /** Forgets every stored key, as if all had aged past retention. */
+  expireKeys(): void;
+}
+
+export interface PatternSetup<R> {
+  readonly port: number | undefined;
+  readonly clock: SandboxClock;
+  /** Response header that carries a fresh request id on every reply, and the id's prefix. */
+  readonly requestId: readonly [header: string, prefix: string];
+  /** The record kind and the operation name `count` answers for. */
+  readonly kinds: readonly [string, string];
+  /** Default: the number of records. */
+  count?(): number;
+  /** The records as stored; callers get copies. */
+  records(): readonly R[];
+  handle(req: SandboxRequestView): Promise<SandboxReply> | SandboxReply;
 }
 
 const LOGGED_HEADERS = ['idempotency-key', 'if-match', 'if-none-match', 'content-type'];
@@ -35,14 +84,18 @@ const LOGGED_HEADERS = ['idempotency-key', 'if-match', 'if-none-match', 'content
  * idempotency-related headers of every request. Every handler runs to completion (the "commit")
  * before the reply is written, so a fault proxy that drops the reply leaves the effect in place.
  */
-export async function startJsonServer(
-  port: number,
-  handle: (req: SandboxRequestView) => Promise<SandboxReply> | SandboxReply,
-): Promise<StartedServer> {
+export async function startPatternSandbox<R>(setup: PatternSetup<R>): Promise<PatternSandbox<R>> {
   const requests: SandboxRequest[] = [];
+  const [idHeader, idPrefix] = setup.requestId;
+  let seq = 0;
   const server = await startLoopbackServer({
-    port,
-    handle,
+    port: setup.port ?? 0,
+    handle: async (req) => {
+      const rid = `${idPrefix}${++seq}`;
+      const parsed = parseJsonBody(req.rawBody);
+      const reply = await setup.handle({ ...req, body: parsed.ok ? parsed.value : undefined });
+      return { ...reply, headers: { ...reply.headers, [idHeader]: rid } };
+    },
     onError: (err) => ({
       status: 500,
       body: { error: { code: 'SandboxFailure', message: String((err as Error)?.message ?? err) } },
@@ -59,17 +112,26 @@ export async function startJsonServer(
       });
     },
   });
-  return { url: server.url, requests, close: server.close };
+  const [kind, operation] = setup.kinds;
+  const count = setup.count ?? (() => setup.records().length);
+  return {
+    url: server.url,
+    count: kindCounter({ [kind]: count, [operation]: count }),
+    records: () => setup.records().map((r) => ({ ...r })),
+    requests,
+    advance: setup.clock.advance,
+    close: server.close,
+  };
 }
 
-/** Parses a JSON body; undefined when it is not JSON. */
-export function parseJson(raw: string): unknown {
-  const parsed = parseJsonBody(raw);
-  return parsed.ok ? parsed.value : undefined;
+/** A list endpoint's answer: the records whose `field` equals query parameter `name`, or all without it. */
+export function filtered<R>(req: SandboxRequestView, name: string, records: readonly R[], field: keyof R): R[] {
+  const want = req.query.get(name);
+  return records.filter((r) => want === null || r[field] === want);
 }
 
 /** The server-side payload fingerprint: independent of key order and whitespace. */
-export function payloadFingerprint(body: unknown): string {
+function payloadFingerprint(body: unknown): string {
   try {
     return sha256Hex(canonicalJson(body ?? null));
   } catch {
@@ -78,7 +140,7 @@ export function payloadFingerprint(body: unknown): string {
 }
 
 /** Resolves a record kind: the sandbox's kind or one of its operation names; anything else is a test bug. */
-export function kindCounter(kinds: Readonly<Record<string, () => number>>) {
+function kindCounter(kinds: Readonly<Record<string, () => number>>) {
   return (kind?: string): number => {
     if (kind === undefined) {
       const first = Object.values(kinds)[0];
