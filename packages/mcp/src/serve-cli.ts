@@ -1,10 +1,62 @@
-import { createAdapters, exposedOperations, loadConfig, openLedger } from '@retrysafe/config';
-import { createRunner, jsonlHandoffSink } from '@retrysafe/core';
-import { list, num, parseOptions, text, UsageError } from './cli-options.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { createAdapters, exposedOperations, loadConfig, openLedger, type RetrysafeConfig } from '@retrysafe/config';
+import { createRunner, encryptParams, jsonlHandoffSink, type PolicyOverrides, parseReceiptKeys } from '@retrysafe/core';
+import { list, num, type ParsedOptions, parseOptions, text, UsageError } from './cli-options.js';
 import { createCoalescer } from './coalesce.js';
 import { SERVE_COMMAND } from './commands.js';
-import { ledgerWithEnvKeys, receiptKeyFromEnv } from './env-keys.js';
 import { createRetrysafeMcpServer, serveHttp, serveStdio } from './server.js';
+
+/**
+ * The ledger, runner and coalescer both commands serve from. The environment's keys (docs/security.md):
+ * `RETRYSAFE_PARAMS_KEYS=id:secret[,oldId:oldSecret]` encrypts stored params (the first key encrypts, the
+ * others still decrypt); `RETRYSAFE_RECEIPT_KEYS` HMAC-seals receipts.
+ */
+export async function servingParts(
+  c: Pick<RetrysafeConfig, 'ledger' | 'baseDir' | 'redact'> & { policy?: PolicyOverrides },
+  handoffs: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+) {
+  let ledger = await openLedger(c.ledger, c.baseDir);
+  const keys = env.RETRYSAFE_PARAMS_KEYS ? parseReceiptKeys(env.RETRYSAFE_PARAMS_KEYS) : null;
+  if (keys) {
+    const previous = Object.entries(keys.keyring)
+      .filter(([id]) => id !== keys.current.id)
+      .map(([id, secret]) => ({ id, secret }));
+    ledger = encryptParams(ledger, { key: keys.current, previous });
+  }
+  const runner = createRunner({
+    ledger,
+    ...(handoffs ? { handoff: jsonlHandoffSink(handoffs) } : {}),
+    ...(c.policy ? { policy: c.policy } : {}),
+    ...(c.redact ? { redact: { fields: [...(c.redact.fields ?? [])] } } : {}),
+    ...(env.RETRYSAFE_RECEIPT_KEYS ? { receiptKey: parseReceiptKeys(env.RETRYSAFE_RECEIPT_KEYS).current } : {}),
+  });
+  const waitMs = c.policy?.waitForOtherMs;
+  return { ledger, runner, coalescer: createCoalescer(ledger), ...(waitMs !== undefined ? { waitMs } : {}) };
+}
+
+/** Serves on stdio, or with `--http` on loopback behind the Host/Origin allow-lists and a bearer token. */
+export async function serveParsed(
+  p: ParsedOptions,
+  make: () => Server,
+  what: string,
+  log: (line: string) => void,
+): Promise<void> {
+  if (!p.values.has('--http')) return serveStdio(make());
+  const configured = process.env.RETRYSAFE_MCP_TOKEN;
+  const h = await serveHttp(make, {
+    port: num(p, '--port') ?? 0,
+    allowedHosts: list(p, '--allow-host'),
+    allowedOrigins: list(p, '--allow-origin'),
+    ...(configured ? { token: configured } : {}),
+  });
+  log(`${what} on ${h.url}`);
+  log(
+    configured
+      ? 'bearer token: from RETRYSAFE_MCP_TOKEN'
+      : `bearer token (send as "Authorization: Bearer <token>"): ${h.token}`,
+  );
+}
 
 /** `retrysafe-mcp --config …` (SERVE_COMMAND). */
 export async function runServe(
@@ -16,39 +68,14 @@ export async function runServe(
   if (!configPath) throw new UsageError('name the config: --config <retrysafe.yaml> (or set RETRYSAFE_CONFIG)');
   const config = loadConfig(configPath);
   const byName = await createAdapters(config);
-  const adapters = Object.values(byName);
   // the config names operations by its adapter keys; tools are named by provider
   const operations = exposedOperations(config, byName);
-  const ledger = ledgerWithEnvKeys(await openLedger(config.ledger, config.baseDir));
-  const runner = createRunner({
-    ledger,
-    ...(config.handoffs ? { handoff: jsonlHandoffSink(config.handoffs) } : {}),
-    ...(config.policy ? { policy: config.policy } : {}),
-    ...(config.redact ? { redact: { fields: [...(config.redact.fields ?? [])] } } : {}),
-    ...receiptKeyFromEnv(),
-  });
-  const coalescer = createCoalescer(ledger);
+  const parts = await servingParts(config, config.handoffs);
   const make = () =>
     createRetrysafeMcpServer({
-      runner,
-      ledger,
-      adapters,
-      coalescer,
+      ...parts,
+      adapters: Object.values(byName),
       ...(operations ? { operations } : {}),
-      ...(config.policy?.waitForOtherMs !== undefined ? { waitMs: config.policy.waitForOtherMs } : {}),
     });
-  if (!p.values.has('--http')) return serveStdio(make());
-  const configured = process.env.RETRYSAFE_MCP_TOKEN;
-  const h = await serveHttp(make, {
-    port: num(p, '--port') ?? 0,
-    allowedHosts: list(p, '--allow-host'),
-    allowedOrigins: list(p, '--allow-origin'),
-    ...(configured ? { token: configured } : {}),
-  });
-  log(`retrysafe MCP server on ${h.url}`);
-  log(
-    configured
-      ? 'bearer token: from RETRYSAFE_MCP_TOKEN'
-      : `bearer token (send as "Authorization: Bearer <token>"): ${h.token}`,
-  );
+  return serveParsed(p, make, 'retrysafe MCP server', log);
 }

@@ -18,13 +18,7 @@ export {
   parseFenceConfig,
 } from './fence-config.js';
 export { FENCE_ANSWER_SCHEMA, fencedOutputSchema } from './fence-output.js';
-export {
-  createFenceServer,
-  FENCE_HANDOFFS_TOOL,
-  FENCE_STATUS_TOOL,
-  type FenceServerOptions,
-  UNFENCED_NOTE,
-} from './fence-server.js';
+export { createFenceServer, type FenceServerOptions, UNFENCED_NOTE } from './fence-server.js';
 export { type ProbeOptions, type ProbeReceipt, probeTool } from './probe.js';
 export {
   connectUpstream,

@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { canonicalJson, sha256Hex } from '@retrysafe/contract';
 import { answerValue, readPath, type UpstreamClient } from './fence-adapter.js';
 
 export interface ProbeOptions {
@@ -38,18 +39,6 @@ export interface ProbeReceipt {
   readonly effects: number;
   readonly verdict: 'at-most-once' | 'duplicates' | 'no-effect-seen';
   readonly summary: string;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function canonical(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  if (v !== null && typeof v === 'object')
-    return `{${Object.keys(v)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  return JSON.stringify(v);
 }
 
 /**
@@ -101,7 +90,7 @@ export async function probeTool(o: ProbeOptions): Promise<ProbeReceipt> {
   return {
     probe: 'retrysafe.probe/v1',
     tool: o.tool,
-    argsDigest: createHash('sha256').update(canonical(o.args)).digest('hex'),
+    argsDigest: sha256Hex(canonicalJson(o.args)),
     startedAt,
     finishedAt: new Date().toISOString(),
     calls,
