@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -52,21 +53,12 @@ export class UpstreamUnavailableError extends Error {
 }
 
 const DEFAULT_RESTART: RestartPolicy = { tries: 5, baseMs: 100 };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The fence's own environment with the fence file's changes applied. */
-export function upstreamEnv(
-  changes: Readonly<Record<string, string | null>> = {},
-  base: NodeJS.ProcessEnv = process.env,
-): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(base)) if (v !== undefined) env[k] = v;
-  for (const [k, v] of Object.entries(changes)) {
-    if (v === null) delete env[k];
-    else env[k] = v;
-  }
-  return env;
-}
+/** The fence's own environment with the fence file's changes applied (`null` removes a variable). */
+const upstreamEnv = (changes: Readonly<Record<string, string | null>> = {}) =>
+  Object.fromEntries(
+    Object.entries({ ...process.env, ...changes }).filter((e): e is [string, string] => typeof e[1] === 'string'),
+  );
 
 async function listAllTools(client: Client): Promise<UpstreamTool[]> {
   const tools: UpstreamTool[] = [];
