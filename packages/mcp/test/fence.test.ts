@@ -7,7 +7,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { UnknownOperationError } from '@retrysafe/contract';
@@ -20,38 +20,29 @@ import {
   runProbe,
   UNFENCED_NOTE,
 } from '../src/index.js';
-import { type Answer, bin, connect, onCleanup, ordersServer, tempDir, wrapped } from './fence-helpers.js';
+import {
+  type Answer,
+  bin,
+  connect,
+  onCleanup,
+  ordersServer,
+  ordersTool,
+  tempDir,
+  wrapped,
+  writeJson,
+} from './fence-helpers.js';
 
 function fenceFile(overrides: Record<string, unknown> = {}, tool: Record<string, unknown> = {}): string {
   const dir = tempDir('retrysafe-fence-');
-  const file = join(dir, 'fence.json');
-  writeFileSync(
-    file,
-    JSON.stringify({
-      name: 'orders',
-      ledger: './fence.db',
-      handoffs: './handoffs.jsonl',
-      timeoutMs: 250,
-      policy: { lookupWindowMs: 3000, waitForOtherMs: 8000, baseMs: 10, capMs: 50 },
-      tools: {
-        create_order: {
-          kind: 'create',
-          intent: ['customer', 'ref'],
-          resultRef: 'id',
-          toolErrors: 'rejected',
-          lookup: {
-            tool: 'list_orders',
-            arguments: { customer: '{{customer}}' },
-            items: 'orders',
-            match: { customer: 'customer', ref: 'ref' },
-            consistencyDelay: 0,
-          },
-          ...tool,
-        },
-      },
-      ...overrides,
-    }),
-  );
+  const file = writeJson(dir, 'fence.json', {
+    name: 'orders',
+    ledger: './fence.db',
+    handoffs: './handoffs.jsonl',
+    timeoutMs: 250,
+    policy: { lookupWindowMs: 3000, waitForOtherMs: 8000, baseMs: 10, capMs: 50 },
+    tools: { create_order: { ...ordersTool(), ...tool } },
+    ...overrides,
+  });
   return file;
 }
 

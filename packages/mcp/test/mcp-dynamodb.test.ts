@@ -1,7 +1,7 @@
 // The MCP server on a DynamoDB ledger named in its config file ({ ledger: { dynamodb } }): a scripted
 // agent performs an operation through the real server (a child process, over stdio) and the
 // operation is in the DynamoDB table (dynalite on a loopback port; credentials from the environment).
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +15,7 @@ import { createSandboxProvider, REPLAYING_BEHAVIOUR, startSandboxServer } from '
 // @ts-expect-error dynalite ships no types
 import dynalite from 'dynalite';
 import { afterAll, expect, it } from 'vitest';
+import { writeJson } from './fence-helpers.js';
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const server = dynalite({ createTableMs: 0 });
@@ -36,14 +37,10 @@ afterAll(async () => {
 });
 
 it('serves a config whose ledger is a DynamoDB table, and records each operation there', async () => {
-  const config = join(dir, 'retrysafe.json');
-  writeFileSync(
-    config,
-    JSON.stringify({
-      ledger: { dynamodb: { table: 'retrysafe-mcp', region: 'local', endpoint } },
-      adapters: { sandbox: { baseUrl: sandbox.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR } },
-    }),
-  );
+  const config = writeJson(dir, 'retrysafe.json', {
+    ledger: { dynamodb: { table: 'retrysafe-mcp', region: 'local', endpoint } },
+    adapters: { sandbox: { baseUrl: sandbox.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR } },
+  });
   const env = { PATH: process.env.PATH ?? '', AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test' };
   const transport = new StdioClientTransport({
     command: process.execPath,

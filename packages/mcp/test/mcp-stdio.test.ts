@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +9,7 @@ import { stripeCards } from '@retrysafe/stripe';
 import { type StripeSandbox, startStripeSandbox } from '@retrysafe/stripe/sandbox';
 import { type Fault, type FaultProxy, startFaultProxy } from '@retrysafe/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeJson } from './fence-helpers.js';
 
 // A scripted agent talks to the real retrysafe MCP server (a child process, over stdio, with the
 // real MCP client). The server drives the real stripe SDK → fault proxy → loopback Stripe sandbox.
@@ -45,16 +46,12 @@ beforeAll(async () => {
   sandbox = await startStripeSandbox({ port: 0 });
   proxy = await startFaultProxy({ target: sandbox.url, faults: () => nextFaults.shift() ?? 'pass' });
   dir = mkdtempSync(join(tmpdir(), 'retrysafe-mcp-'));
-  const config = join(dir, 'retrysafe.json');
-  writeFileSync(
-    config,
-    JSON.stringify({
-      ledger: './ledger.db',
-      adapters: { stripe: { apiKeyEnv: 'RS_STRIPE_KEY', baseUrl: proxy.url, timeoutMs: 400 } },
-      policy: { baseMs: 5, capMs: 20, waitForOtherMs: 20_000 },
-      operations: ['stripe.paymentIntents.create', 'stripe.customers.create'],
-    }),
-  );
+  const config = writeJson(dir, 'retrysafe.json', {
+    ledger: './ledger.db',
+    adapters: { stripe: { apiKeyEnv: 'RS_STRIPE_KEY', baseUrl: proxy.url, timeoutMs: 400 } },
+    policy: { baseMs: 5, capMs: 20, waitForOtherMs: 20_000 },
+    operations: ['stripe.paymentIntents.create', 'stripe.customers.create'],
+  });
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [bin, '--config', config],
