@@ -1,10 +1,6 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 
-/**
- * 0: everything held · 1: a drill/check/step failed or the command could not complete · 2: bad command
- * line (or a file that cannot be read or written) · 3: `probe` saw no effect at all (nothing to judge) ·
- * 130: stopped by Ctrl-C (SIGINT), as shells count it.
- */
+/** 0 held · 1 a drill/check/step failed · 2 bad usage or unreadable file · 3 probe saw no effect · 130 Ctrl-C. */
 export const EXIT = { ok: 0, failed: 1, usage: 2, noEffect: 3, interrupted: 130 } as const;
 
 export interface Io {

@@ -14,12 +14,7 @@ export function requestedWait(meta: unknown, fallback: number): number {
 }
 
 export interface Coalescer {
-  /**
-   * Runs `run` once per identical call in flight: a duplicate (same tool, same arguments) started in this process
-   * while the first runs waits up to `waitMs` for the first one's result and returns it. An `in-progress` answer
-   * (another process holds the operation) is followed through the ledger: its record is polled until it ends or
-   * `waitMs` is spent, then `run` answers from the ended record.
-   */
+  /** One run per identical call in flight; a duplicate waits up to `waitMs`, and `in-progress` is followed in the ledger. */
   call(tool: string, args: unknown, waitMs: number, run: () => Promise<AgentToolResult>): Promise<AgentToolResult>;
 }
 

@@ -1,16 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 
-/**
- * Who may talk to the streamable HTTP transport. Every check runs before an MCP server object is
- * built for the request, so a refused request never reaches a tool.
- *
- * - Host: a page reached through DNS rebinding sends its own name (`Host: evil.example`), so only
- *   loopback names with the bound port are accepted, plus what the user adds.
- * - Origin: browsers send it on cross-origin requests; an absent Origin (CLI agents, SDK clients)
- *   is accepted, a present one must be listed.
- * - Bearer token: a local process or page that gets past both still needs the token.
- */
+// Checked before a server is built for the request: Host (loopback with the bound port, against DNS rebinding), Origin
+// (absent, or listed), then the bearer token.
 export interface HttpGuardOptions {
   /** Extra `Host` header values to accept (`name:port`, or a bare name for any port). Loopback names with the bound port are always accepted. */
   readonly allowedHosts?: readonly string[];

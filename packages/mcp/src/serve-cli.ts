@@ -1,16 +1,12 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { createAdapters, exposedOperations, loadConfig, openLedger, type RetrysafeConfig } from '@retrysafe/config';
 import { createRunner, encryptParams, jsonlHandoffSink, type PolicyOverrides, parseReceiptKeys } from '@retrysafe/core';
-import { list, num, type ParsedOptions, parseOptions, text, UsageError } from './cli-options.js';
+import { list, num, type ParsedOptions, parseOptions, text, toStderr, UsageError } from './cli-options.js';
 import { createCoalescer } from './coalesce.js';
 import { SERVE_COMMAND } from './commands.js';
 import { createRetrysafeMcpServer, serveHttp, serveStdio } from './server.js';
 
-/**
- * The ledger, runner and coalescer both commands serve from. The environment's keys (docs/security.md):
- * `RETRYSAFE_PARAMS_KEYS=id:secret[,oldId:oldSecret]` encrypts stored params (the first key encrypts, the
- * others still decrypt); `RETRYSAFE_RECEIPT_KEYS` HMAC-seals receipts.
- */
+// RETRYSAFE_PARAMS_KEYS encrypts stored params (first key encrypts, all decrypt); RETRYSAFE_RECEIPT_KEYS seals receipts.
 export async function servingParts(
   c: Pick<RetrysafeConfig, 'ledger' | 'baseDir' | 'redact'> & { policy?: PolicyOverrides },
   handoffs: string | undefined,
@@ -59,10 +55,7 @@ export async function serveParsed(
 }
 
 /** `retrysafe-mcp --config …` (SERVE_COMMAND). */
-export async function runServe(
-  argv: readonly string[],
-  log: (line: string) => void = (l) => process.stderr.write(l + '\n'),
-): Promise<void> {
+export async function runServe(argv: readonly string[], log = toStderr): Promise<void> {
   const p = parseOptions(argv, SERVE_COMMAND);
   const configPath = text(p, '--config') ?? process.env.RETRYSAFE_CONFIG;
   if (!configPath) throw new UsageError('name the config: --config <retrysafe.yaml> (or set RETRYSAFE_CONFIG)');

@@ -149,11 +149,7 @@ export interface ServeHttpOptions extends HttpGuardOptions {
   readonly port?: number;
 }
 
-/**
- * Streamable HTTP on a loopback address only (stateless: one transport per request). Host, Origin
- * and the bearer token are checked before a server is built for the request (see http-guard.ts);
- * a refusal is answered 403/401 with no MCP server, so no tool can run.
- */
+/** Stateless streamable HTTP on loopback only; a request the guard refuses gets 403/401 and no server. */
 export async function serveHttp(
   makeServer: () => Server,
   opts: ServeHttpOptions = {},

@@ -40,6 +40,9 @@ const call = async (name: string, args: Record<string, unknown>, timeout?: numbe
   const r = await client.callTool({ name, arguments: args }, undefined, timeout ? { timeout } : undefined);
   return r.structuredContent as ToolAnswer;
 };
+/** The agent's charge of the fixture customer. */
+const pay = (amount: number, currency: string, orderRef: string) =>
+  call('stripe_paymentIntents_create', { customer: 'cus_fixture', amount, currency, orderRef });
 const paymentIntents = () => sandbox.records().filter((r) => r.kind === 'payment_intent' && !r.fixture);
 
 beforeAll(async () => {
@@ -162,12 +165,7 @@ describe('retrysafe MCP server over stdio', () => {
 
   it('the same intent with a changed amount ⇒ a structured conflict, not a second charge', async () => {
     const before = proxy.requests.length;
-    const r = await call('stripe_paymentIntents_create', {
-      customer: 'cus_fixture',
-      amount: 9900,
-      currency: 'eur',
-      orderRef: 'A-17',
-    });
+    const r = await pay(9900, 'eur', 'A-17');
     expect(r.status).toBe('conflict');
     expect(r.paths).toEqual(['amount']);
     expect(r.message.match(/nothing was sent/gi)).toHaveLength(1);
@@ -191,12 +189,7 @@ describe('retrysafe MCP server over stdio', () => {
         },
       },
     ];
-    const r = await call('stripe_paymentIntents_create', {
-      customer: 'cus_fixture',
-      amount: 700,
-      currency: 'zzz',
-      orderRef: 'B-9',
-    });
+    const r = await pay(700, 'zzz', 'B-9');
     expect(r.status).toBe('needs-human');
     expect(r.handoff?.reason).toBe('rejected');
     // the provider's field errors reach the agent, so it can correct itself
@@ -216,20 +209,10 @@ describe('retrysafe MCP server over stdio', () => {
     expect(stderr).not.toContain('sk_test_mcp_agent');
     // the agent corrects the named field under the same intent: the rejected request is superseded, one charge
     const count = paymentIntents().length;
-    const fixed = await call('stripe_paymentIntents_create', {
-      customer: 'cus_fixture',
-      amount: 700,
-      currency: 'eur',
-      orderRef: 'B-9 ',
-    });
+    const fixed = await pay(700, 'eur', 'B-9 ');
     expect(fixed).toMatchObject({ status: 'done', adopted: false, businessOperationId: r.businessOperationId });
     expect(paymentIntents()).toHaveLength(count + 1);
-    const again = await call('stripe_paymentIntents_create', {
-      customer: 'cus_fixture',
-      amount: 700,
-      currency: 'eur',
-      orderRef: 'B-9',
-    });
+    const again = await pay(700, 'eur', 'B-9');
     expect(again).toMatchObject({ status: 'done', adopted: true, providerRef: fixed.providerRef });
     expect(paymentIntents()).toHaveLength(count + 1);
   });

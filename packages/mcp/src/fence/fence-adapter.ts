@@ -262,11 +262,7 @@ export function fenceCard(
   } as RetrySafetyCard);
 }
 
-/**
- * Maps one upstream tool-call result or error into exactly one Outcome. Never throws.
- * A timeout or a dropped connection is unknown (the tool may have run); a transport that never connected is
- * not-applied; invalid params and unknown tools are rejected; a tool error is read as the fence file says.
- */
+/** One Outcome per tool answer: a tool error is rejected or unknown as the fence file says; never throws. */
 export function classifyToolAnswer(t: FenceToolConfig, answer: unknown): Outcome {
   const a = (answer ?? {}) as ToolAnswer;
   if (a.isError) {

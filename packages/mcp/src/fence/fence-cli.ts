@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { json, num, type ParsedOptions, parseOptions, text, UsageError } from '../cli-options.js';
+import { json, num, type ParsedOptions, parseOptions, text, toStderr, toStdout, UsageError } from '../cli-options.js';
 import { PROBE_COMMAND, WRAP_COMMAND } from '../commands.js';
 import { serveParsed, servingParts } from '../serve-cli.js';
 import { createFenceAdapter } from './fence-adapter.js';
@@ -28,10 +28,7 @@ function target(p: ParsedOptions, env?: Readonly<Record<string, string | null>>)
 }
 
 /** `retrysafe-mcp wrap …` (WRAP_COMMAND). */
-export async function runWrap(
-  argv: readonly string[],
-  log: (line: string) => void = (l) => process.stderr.write(l + '\n'),
-): Promise<void> {
+export async function runWrap(argv: readonly string[], log = toStderr): Promise<void> {
   const p = parseOptions(argv, WRAP_COMMAND);
   const configPath = text(p, '--config');
   if (configPath === undefined) throw new UsageError('wrap needs --config <fence.yaml>');
@@ -49,10 +46,7 @@ export async function runWrap(
 }
 
 /** `retrysafe-mcp probe …` (PROBE_COMMAND). Exit 0: at most once; 1: duplicates; 3: no effect seen. */
-export async function runProbe(
-  argv: readonly string[],
-  out: (line: string) => void = (l) => process.stdout.write(l + '\n'),
-): Promise<number> {
+export async function runProbe(argv: readonly string[], out = toStdout): Promise<number> {
   const p = parseOptions(argv, PROBE_COMMAND);
   const tool = text(p, '--tool');
   const countTool = text(p, '--count-tool');

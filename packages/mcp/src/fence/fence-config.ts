@@ -8,11 +8,7 @@ import {
   type SchemaNode,
 } from '@retrysafe/config';
 
-/**
- * The fence file (`fence.yaml`): which upstream tools run through the runner, and the card facts of each.
- * Everything a tool does not declare is `unknown`, and the runner treats unknowns as the decision table says:
- * no blind re-send, reconcile if it can, else hand off.
- */
+/** The fence file: which upstream tools run through the runner, and what is known of each (the rest is `unknown`). */
 export interface FenceConfig {
   /** Provider name for cards and business-operation ids (an identifier, e.g. `orders`). */
   readonly name: string;
@@ -23,10 +19,7 @@ export interface FenceConfig {
   readonly timeoutMs: number;
   readonly policy?: FencePolicy;
   readonly tools: Readonly<Record<string, FenceToolConfig>>;
-  /**
-   * Changes to the environment a stdio upstream starts with (it gets the fence's own environment): a string
-   * sets the variable, `null` removes it.
-   */
+  /** Changes to the fence's environment for a stdio upstream: a string sets a variable, `null` removes it. */
   readonly env?: Readonly<Record<string, string | null>>;
   /** Folder the file was read from (relative paths resolve against it). */
   readonly baseDir: string;
@@ -87,10 +80,7 @@ export interface FenceLookupConfig {
   readonly match: Readonly<Record<string, string>>;
   /** Worst-case delay before a created item is listed: `0`/null = immediately; unknown if not given (absence then proves nothing). */
   readonly consistencyDelay?: string | null;
-  /**
-   * How long after the fence gave up on a call the upstream may still apply it (e.g. its own request
-   * timeout, `30s`). Unknown if not given: then a lookup's "not found" never proves absence.
-   */
+  /** How long after the fence gave up the upstream may still apply a call; unknown: "not found" proves nothing. */
   readonly lateApplyBound?: string;
   readonly source?: string;
 }

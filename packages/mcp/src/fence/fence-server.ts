@@ -131,12 +131,8 @@ function passedCapabilities(upstream: ServerCapabilities): ServerCapabilities {
   };
 }
 
-/**
- * The fence: an MCP server that lists the upstream's tools and forwards calls. A tool the fence file names runs
- * through the runner with its card (one effect per intent, a lookup before any re-send, a handoff when unsure);
- * every other tool passes through unchanged and says so in its description. Resources, prompts, completions and
- * logging pass through as the upstream offers them; its notifications are forwarded.
- */
+// The fence: fenced tools run through the runner with their cards, every other tool and request passes through as the
+// upstream offers it (and says so), and the upstream's notifications are forwarded.
 export function createFenceServer(options: FenceServerOptions): Server {
   const { adapter, upstream, runner, ledger } = options;
   const fenced = new Set(Object.keys(adapter.operations));

@@ -41,11 +41,7 @@ export interface ProbeReceipt {
   readonly summary: string;
 }
 
-/**
- * Fires identical calls at a writing tool — several at once, then one that times out on the client and is
- * re-issued, as an agent host does — and counts the distinct effects through a read tool. One intent, so
- * anything above one effect is a duplicate.
- */
+/** Identical calls at once, then one abandoned on a client timeout and re-issued; the effects are counted by a read tool. */
 export async function probeTool(o: ProbeOptions): Promise<ProbeReceipt> {
   const startedAt = new Date().toISOString();
   const callTimeout = o.callTimeoutMs ?? 30_000;

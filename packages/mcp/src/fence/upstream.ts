@@ -10,10 +10,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { UpstreamClient, UpstreamTool } from './fence-adapter.js';
 
-/**
- * Where the upstream MCP server is: a command to spawn (stdio) or a streamable HTTP URL. A stdio upstream gets
- * the fence's own environment, with `env` applied on top: a string sets a variable, `null` removes it.
- */
+/** A command to spawn (stdio, with `env` applied to the fence's environment) or a streamable HTTP URL. */
 export type UpstreamTarget =
   | {
       readonly command: string;
@@ -71,11 +68,7 @@ async function listAllTools(client: Client): Promise<UpstreamTool[]> {
   return tools;
 }
 
-/**
- * Connects to the upstream with the real MCP client and reads its whole tool list. When a stdio upstream exits,
- * it is restarted (bounded: `restart.tries`, backoff from `restart.baseMs`); a call that arrives while it is down
- * waits for the restart, and one that cannot be sent fails with UpstreamUnavailableError — known not sent.
- */
+// A dead stdio upstream is restarted (bounded, with backoff); a call that cannot be sent fails UpstreamUnavailableError.
 export async function connectUpstream(
   target: UpstreamTarget,
   options: { name?: string; restart?: RestartPolicy } = {},

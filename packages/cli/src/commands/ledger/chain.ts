@@ -9,11 +9,7 @@ import {
 } from '@retrysafe/core';
 import { UsageError } from '../../errors.js';
 
-/**
- * Receipt-chain commands (issue 18): `ledger verify` and `ledger export`, and the check `show` and
- * `resolve` run first. Keys come from RETRYSAFE_RECEIPT_KEYS (`id:secret[,oldId:oldSecret…]`): the
- * first seals new receipts, all of them verify.
- */
+/** `id:secret[,oldId:oldSecret…]`: the first key seals new receipts, every key verifies. */
 export const RECEIPT_KEYS_ENV = 'RETRYSAFE_RECEIPT_KEYS';
 
 export interface ReceiptKeys {

@@ -39,10 +39,7 @@ export async function probeJson(
   }
 }
 
-/**
- * `retrysafe probe`: the MCP package's probe with the CLI's exit codes. "No effect seen" is its own
- * code: nothing was counted, so nothing can be said about duplicates either way.
- */
+/** `retrysafe probe`: the MCP probe with the CLI's exit codes ("no effect seen" judges nothing, so it has its own). */
 export async function probeCommand(
   o: ProbeOptions,
   server: readonly string[],

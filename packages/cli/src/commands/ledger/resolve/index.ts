@@ -26,11 +26,7 @@ export interface ResolveOptions extends LedgerTarget {
   readonly force?: boolean;
 }
 
-/**
- * Resolves a handed-off operation. `--resume` re-sends with the SAME provider key through the adapter
- * the config names (credentials from environment variables), with a fresh budget; `--mark-done`
- * records the provider reference a person verified; `--abandon` gives it up. Nothing else is sent.
- */
+/** `--resume` re-sends with the SAME key through the config's adapter; `--mark-done` records a verified ref; `--abandon`. */
 export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<ResolveResult> {
   const chosen = [
     opts.resume === true,
