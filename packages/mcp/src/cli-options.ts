@@ -83,8 +83,8 @@ export function parseOptions(argv: readonly string[], command: CliCommand): Pars
 }
 
 /** Where the commands print by default: a line to stderr (logs) or stdout (results). */
-export const toStderr = (line: string) => void process.stderr.write(`${line}\n`);
-export const toStdout = (line: string) => void process.stdout.write(`${line}\n`);
+export const toStderr = (line: string): void => void process.stderr.write(`${line}\n`);
+export const toStdout = (line: string): void => void process.stdout.write(`${line}\n`);
 
 export const text = (p: ParsedOptions, flag: string) => p.values.get(flag) as string | undefined;
 export const num = (p: ParsedOptions, flag: string) => p.values.get(flag) as number | undefined;
