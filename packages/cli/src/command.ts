@@ -29,7 +29,7 @@ export interface OptionConfig {
   readonly description: string;
   /** `<value>` for an option that takes a value; absent for a flag. */
   readonly argument?: string;
-  /** `list`: repeatable or comma-separated; `integer`: a non-negative integer. */
+  /** `list`: repeatable or comma-separated (the help says so); `integer`: a non-negative integer. */
   readonly parse?: 'list' | 'integer';
   readonly choices?: readonly string[];
   readonly default?: string | number;
@@ -81,7 +81,8 @@ function value(v: string): string {
 const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
 function toOption(key: string, o: OptionConfig): Option {
-  const option = new Option(`--${kebab(key)}${o.argument ? ` ${o.argument}` : ''}`, o.description);
+  const description = o.parse === 'list' ? `${o.description} (repeatable or comma-separated)` : o.description;
+  const option = new Option(`--${kebab(key)}${o.argument ? ` ${o.argument}` : ''}`, description);
   if (o.parse === 'list') option.argParser((v: string, prev: string[] | undefined) => collect(value(v), prev));
   else if (o.parse === 'integer') option.argParser((v: string) => integer(value(v)));
   else if (o.argument) option.argParser(value);

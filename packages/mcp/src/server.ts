@@ -69,12 +69,17 @@ export async function answerLookupTool(ledger: Ledger, name: string, args: unkno
   }
 }
 
+/** What every retrysafe answer says, in this server's results and in the fence's own answers. */
+export const ANSWER_PROPERTIES = {
+  status: { type: 'string', enum: ['done', 'in-progress', 'needs-human', 'conflict', 'invalid-input'] },
+  businessOperationId: { type: ['string', 'null'] },
+  message: { type: 'string' },
+} as const;
+
 const RESULT_SCHEMA = {
   type: 'object',
   properties: {
-    status: { type: 'string', enum: ['done', 'in-progress', 'needs-human', 'conflict', 'invalid-input'] },
-    businessOperationId: { type: ['string', 'null'] },
-    message: { type: 'string' },
+    ...ANSWER_PROPERTIES,
     fields: {
       type: 'array',
       items: {

@@ -198,46 +198,39 @@ function details(r: ScenarioResult): string {
       const bad = failed(re);
       return `<tr class="${bad ? 'criterion-failed' : 'criterion-ok'}" data-criterion="${esc(name)}"><td>${bad ? '<b>✗</b> ' : '✓ '}${esc(name)}</td><td>${expected}</td><td>${observed}</td></tr>`;
     };
+    // [criterion, expected, observed, the drill's failure sentence for it]
+    const rows: [string, string, string | undefined, RegExp][] = [
+      ['provider records', `= ${c.providerRecords}`, o && String(o.providerRecords), /: providerRecords expected/],
+      [
+        'attempts at the provider',
+        esc(count(c.attemptsAtProxy)),
+        o && String(o.attemptsAtProxy),
+        /: attemptsAtProxy expected/,
+      ],
+      ['outcome', esc(c.outcome.join(' or ')), o && esc([...new Set(o.outcomes)].join(', ')), /: outcome expected/],
+      [
+        'handoff packet',
+        c.handoff === 'with-outcome' ? 'exactly when handed off' : c.handoff ? 'yes' : 'no',
+        o && String(o.handoffs),
+        /: (no )?handoff expected/,
+      ],
+      [
+        'requests per execute call',
+        '≤ 1 (SDK retries off)',
+        o && String(o.maxRequestsInOneExecute),
+        /one retrying layer expected|did not time out/,
+      ],
+    ];
+    if (c.minWaitMs !== undefined)
+      rows.push([
+        'wait before the next attempt',
+        `≥ ${c.minWaitMs} ms`,
+        `${o?.waitedMs ?? '—'} ms`,
+        /Retry-After not honoured/,
+      ]);
     parts.push(
       '<h4>Pass criteria (from the card, written before the run) and what was observed</h4><table class="criteria"><thead><tr><th></th><th>expected</th><th>observed</th></tr></thead><tbody>' +
-        row(
-          'provider records',
-          `= ${c.providerRecords}`,
-          o ? String(o.providerRecords) : '—',
-          /: providerRecords expected/,
-        ) +
-        row(
-          'attempts at the provider',
-          esc(count(c.attemptsAtProxy)),
-          o ? String(o.attemptsAtProxy) : '—',
-          /: attemptsAtProxy expected/,
-        ) +
-        row(
-          'outcome',
-          esc(c.outcome.join(' or ')),
-          o ? esc([...new Set(o.outcomes)].join(', ')) : '—',
-          /: outcome expected/,
-        ) +
-        row(
-          'handoff packet',
-          c.handoff === 'with-outcome' ? 'exactly when handed off' : c.handoff ? 'yes' : 'no',
-          o ? String(o.handoffs) : '—',
-          /: (no )?handoff expected/,
-        ) +
-        row(
-          'requests per execute call',
-          '≤ 1 (SDK retries off)',
-          o ? String(o.maxRequestsInOneExecute) : '—',
-          /one retrying layer expected|did not time out/,
-        ) +
-        (c.minWaitMs !== undefined
-          ? row(
-              'wait before the next attempt',
-              `≥ ${c.minWaitMs} ms`,
-              `${o?.waitedMs ?? '—'} ms`,
-              /Retry-After not honoured/,
-            )
-          : '') +
+        rows.map(([name, expected, observed, re]) => row(name, expected, observed ?? '—', re)).join('') +
         `</tbody></table><ul class="why">${c.why.map((w) => `<li>${esc(w)}</li>`).join('')}</ul>`,
     );
   }

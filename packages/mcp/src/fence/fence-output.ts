@@ -1,5 +1,6 @@
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { AgentToolResult } from '@retrysafe/core/agent';
+import { ANSWER_PROPERTIES } from '../server.js';
 import { answerValue } from './fence-adapter.js';
 
 type Schema = { readonly [k: string]: unknown };
@@ -10,11 +11,7 @@ export const FENCE_ANSWER_SCHEMA = {
   properties: {
     retrysafe: {
       type: 'object',
-      properties: {
-        status: { type: 'string', enum: ['done', 'in-progress', 'needs-human', 'conflict', 'invalid-input'] },
-        businessOperationId: { type: ['string', 'null'] },
-        message: { type: 'string' },
-      },
+      properties: ANSWER_PROPERTIES,
       required: ['status', 'message'],
     },
     result: {},

@@ -121,15 +121,12 @@ const unavailable = (e: unknown) =>
     : e;
 
 /** What the fence forwards besides tools: the upstream's own capabilities for them. */
-function passedCapabilities(upstream: ServerCapabilities): ServerCapabilities {
-  const { resources, prompts, completions, logging } = upstream;
-  return {
-    ...(resources ? { resources } : {}),
-    ...(prompts ? { prompts } : {}),
-    ...(completions ? { completions } : {}),
-    ...(logging ? { logging } : {}),
-  };
-}
+const passedCapabilities = (upstream: ServerCapabilities): ServerCapabilities =>
+  Object.fromEntries(
+    (['resources', 'prompts', 'completions', 'logging'] as const)
+      .filter((k) => upstream[k])
+      .map((k) => [k, upstream[k]]),
+  );
 
 // The fence: fenced tools run through the runner with their cards, every other tool and request passes through as the
 // upstream offers it (and says so), and the upstream's notifications are forwarded.

@@ -13,20 +13,15 @@ import {
 } from '@retrysafe/testkit';
 import { InterruptedError, UsageError } from '../../errors.js';
 import { createProgress, humanMs, paint, useColor } from '../../output.js';
-import { type AdapterEntry, loadAdapters } from '../../registry.js';
+import { type AdapterEntry, type AdapterSelection, loadAdapters } from '../../registry.js';
 import { renderHtmlReport } from '../../report/html.js';
 import { drillJunit, statusMark } from './text.js';
 
-export interface DrillCommandOptions {
-  readonly adapter?: string[];
-  /** Files of your own exporting `drills` (a new adapter); with no --adapter, only these. */
-  readonly module?: string[];
+export interface DrillCommandOptions extends AdapterSelection {
   readonly scenario?: string[];
   readonly operation?: string[];
   readonly seed?: number;
   readonly out?: string;
-  /** A retrysafe config whose `type: http` adapters are drilled against their pattern sandboxes. */
-  readonly config?: string;
   /** Stops the drill before its next scenario; its temporary ledgers are removed and it throws InterruptedError. */
   readonly signal?: AbortSignal;
 }

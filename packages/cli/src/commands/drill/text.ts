@@ -2,7 +2,6 @@ import type { CountCriterion } from '@retrysafe/testkit';
 import { humanMs, paint, table } from '../../output.js';
 import type { DrillCommandReport, DrillRow } from './index.js';
 
-/** `=1`, `≤4`, `2–4`, `≥1`: a count criterion in a table cell. */
 /** A scenario's status as the table and the progress lines show it. */
 export const statusMark = (status: DrillRow['status'], color: boolean) =>
   status === 'passed'
@@ -11,6 +10,7 @@ export const statusMark = (status: DrillRow['status'], color: boolean) =>
       ? paint('red', 'FAIL', color)
       : paint('yellow', 'skip', color);
 
+/** `=1`, `≤4`, `2–4`, `≥1`: a count criterion in a table cell. */
 export function showCount(c: CountCriterion): string {
   if ('exact' in c) return `=${c.exact}`;
   if (c.min !== undefined && c.min > 0) return c.min === c.max ? `=${c.max}` : `${c.min}–${c.max}`;
