@@ -2,6 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { type AdapterV1, type Ledger, RetrysafeError } from '@retrysafe/contract';
+import { markerGuard } from '@retrysafe/contract/provider';
 import type { HttpAdapterDeclaration } from '@retrysafe/http';
 import type {
   HttpAdapterConfig,
@@ -20,13 +21,13 @@ const marker = Symbol.for('retrysafe.error.ConfigError');
 /** The config file is missing, malformed, names an unknown adapter, or carries a credential inline. */
 export class ConfigError extends RetrysafeError {
   readonly [marker] = true;
-  readonly path: string;
-  constructor(path: string, message: string) {
+  constructor(
+    readonly path: string,
+    message: string,
+  ) {
     super('RETRYSAFE_CONFIG', `${path ? path + ': ' : ''}${message}`);
-    this.path = path;
   }
-  static override isInstance = (v: unknown): v is ConfigError =>
-    typeof v === 'object' && v !== null && (v as Record<symbol, unknown>)[marker] === true;
+  static override isInstance = markerGuard<ConfigError>(marker);
 }
 
 /** Parses and checks a config object against the published schema; every problem is reported at once. */

@@ -8,7 +8,8 @@ import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { startClientTokenSandbox, startIetfKeySandbox } from '@retrysafe/http/sandbox';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { ConfigError, createAdapters, loadConfig, parseConfig } from './index.js';
+import { problemsOf } from '../test/problems.js';
+import { createAdapters, loadConfig, parseConfig } from './index.js';
 
 // The example the docs show is the file under test.
 const exampleDir = join(dirname(fileURLToPath(import.meta.url)), '../../../docs/examples/http-api');
@@ -28,15 +29,7 @@ const lookup = (adapter: AdapterV1, operation: string, id: BusinessOperationId, 
     firstDispatchedAt: Date.now(),
     now: Date.now(),
   });
-const problems = (raw: unknown): string => {
-  try {
-    parseConfig(raw, exampleDir);
-  } catch (e) {
-    expect(ConfigError.isInstance(e)).toBe(true);
-    return (e as Error).message;
-  }
-  throw new Error('expected a ConfigError');
-};
+const problems = (raw: unknown) => problemsOf(raw, exampleDir);
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -2,8 +2,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { problemsOf } from '../test/problems.js';
 import {
-  ConfigError,
   createAdapters,
   defineConfig,
   exposedOperations,
@@ -15,15 +15,7 @@ import {
 
 const dir = mkdtempSync(join(tmpdir(), 'retrysafe-config-strict-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const problems = (raw: unknown): string => {
-  try {
-    parseConfig(raw, dir);
-  } catch (e) {
-    expect(ConfigError.isInstance(e)).toBe(true);
-    return (e as Error).message;
-  }
-  throw new Error('expected a ConfigError');
-};
+const problems = (raw: unknown) => problemsOf(raw, dir);
 const stripe = { stripe: { apiKeyEnv: 'STRIPE_KEY', baseUrl: 'http://127.0.0.1:9' } };
 
 // A module adapter whose provider name differs from its key in the config, and that echoes its options.
