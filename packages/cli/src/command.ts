@@ -78,7 +78,8 @@ function value(v: string): string {
   return v;
 }
 
-const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+/** `markDone` ⇒ `mark-done`: an option's key as its flag. */
+export const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
 function toOption(key: string, o: OptionConfig): Option {
   const description = o.parse === 'list' ? `${o.description} (repeatable or comma-separated)` : o.description;
