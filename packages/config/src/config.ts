@@ -330,7 +330,7 @@ export async function openLedger(location: LedgerLocation, baseDir = process.cwd
     );
     return createPostgresLedger({ connectionString: location });
   }
-  const path = isAbsolute(location) ? location : resolve(baseDir, location);
+  const path = resolve(baseDir, location);
   if (!existsSync(dirname(path)))
     throw new ConfigError(
       'ledger',

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { loadConfigFile, openLedger, type RetrysafeConfig } from '@retrysafe/config';
 import { type Ledger, LedgerError, type OperationRecord, type OperationState } from '@retrysafe/contract';
@@ -55,7 +55,7 @@ export async function openTarget(target: LedgerTarget, options: OpenOptions = {}
   }
   if (target.schema) throw new UsageError('--schema applies to a postgres:// ledger only');
   const base = target.db ? process.cwd() : (config?.baseDir ?? process.cwd());
-  const path = isAbsolute(location) ? location : resolve(base, location);
+  const path = resolve(base, location);
   // Opening a SQLite path creates the file: a mistyped path would show "No operations" and leave an empty ledger behind.
   if (!existsSync(path))
     throw new UsageError(
