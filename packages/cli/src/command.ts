@@ -1,10 +1,6 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 
-/**
- * 0: everything held · 1: a drill/check/step failed or the command could not complete · 2: bad command
- * line (or a file that cannot be read or written) · 3: `probe` saw no effect at all (nothing to judge) ·
- * 130: stopped by Ctrl-C (SIGINT), as shells count it.
- */
+/** 0 held · 1 a drill/check/step failed · 2 bad usage or unreadable file · 3 probe saw no effect · 130 Ctrl-C. */
 export const EXIT = { ok: 0, failed: 1, usage: 2, noEffect: 3, interrupted: 130 } as const;
 
 export interface Io {
@@ -33,7 +29,7 @@ export interface OptionConfig {
   readonly description: string;
   /** `<value>` for an option that takes a value; absent for a flag. */
   readonly argument?: string;
-  /** `list`: repeatable or comma-separated; `integer`: a non-negative integer. */
+  /** `list`: repeatable or comma-separated (the help says so); `integer`: a non-negative integer. */
   readonly parse?: 'list' | 'integer';
   readonly choices?: readonly string[];
   readonly default?: string | number;
@@ -82,10 +78,12 @@ function value(v: string): string {
   return v;
 }
 
-const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+/** `markDone` ⇒ `mark-done`: an option's key as its flag. */
+export const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
 function toOption(key: string, o: OptionConfig): Option {
-  const option = new Option(`--${kebab(key)}${o.argument ? ` ${o.argument}` : ''}`, o.description);
+  const description = o.parse === 'list' ? `${o.description} (repeatable or comma-separated)` : o.description;
+  const option = new Option(`--${kebab(key)}${o.argument ? ` ${o.argument}` : ''}`, description);
   if (o.parse === 'list') option.argParser((v: string, prev: string[] | undefined) => collect(value(v), prev));
   else if (o.parse === 'integer') option.argParser((v: string) => integer(value(v)));
   else if (o.argument) option.argParser(value);

@@ -3,11 +3,7 @@ import { DataSyntaxError, FileLimitError, readDataFile as readLimited } from '@r
 import { parseCard, type RetrySafetyCard } from '@retrysafe/contract';
 import { UsageError } from './errors.js';
 
-/**
- * Parses a JSON or YAML file (by extension; `.yaml`/`.yml` are YAML, everything else JSON) into plain
- * data, within the file limits of @retrysafe/config (size, YAML aliases, nesting): FileLimitError over
- * one, UsageError when it cannot be read or parsed.
- */
+/** JSON or YAML (by extension) within @retrysafe/config's file limits; UsageError when it cannot be read or parsed. */
 export function readDataFile(path: string): unknown {
   try {
     return readLimited(path);
@@ -21,11 +17,7 @@ export function readDataFile(path: string): unknown {
   }
 }
 
-/**
- * A retry safety card from a JSON or YAML file (the format the published schema describes:
- * `@retrysafe/contract/schema/retry-safety-card.v1.schema.json`). Throws CardValidationError listing
- * every problem, FileLimitError over a file limit, or a UsageError when the file cannot be read or parsed.
- */
+/** A card from a JSON or YAML file; CardValidationError lists every problem. */
 export function readCardFile(path: string): RetrySafetyCard {
   return parseCard(readDataFile(path), path);
 }

@@ -61,11 +61,7 @@ export interface Progress {
   end(): void;
 }
 
-/**
- * Progress for long runs. On a TTY: one status line redrawn in place (`[ 12/88] ███░░░ 14% stripe
- * customers.create · lost-response`), with failures and notes printed above it. Elsewhere (CI logs,
- * pipes): one plain line per finished unit, nothing redrawn.
- */
+/** Progress: on a TTY one status line redrawn in place, notes above it; elsewhere one plain line per finished unit. */
 export function createProgress(
   total: number,
   write: (text: string) => void,

@@ -7,6 +7,15 @@ import type { HttpOperationDeclaration } from '@retrysafe/http';
 import type { ConformanceOptions } from '@retrysafe/testkit';
 import { UsageError } from './errors.js';
 
+/** Which adapters a command reads: built-in ones by name, files of your own exporting `drills`, a config's http ones. */
+export interface AdapterSelection {
+  readonly adapter?: string[];
+  /** With no --adapter, only these. */
+  readonly module?: string[];
+  /** The `type: http` adapters of this retrysafe config; with no --adapter, only them. */
+  readonly config?: string;
+}
+
 /** One adapter package as the CLI sees it: its drill setups (one per provider/sandbox) and its cards. */
 export interface AdapterEntry {
   readonly name: string;
@@ -17,28 +26,9 @@ export interface AdapterEntry {
   readonly missing: string | null;
 }
 
-/**
- * Every adapter the CLI drives, in the order the table shows them. Each adapter package exports, from
- * its `./sandbox` subpath (the sandbox package: from its root), the drill setups its own conformance
- * test runs — so `retrysafe drill` runs exactly what the adapter's tests run. The CLI never branches on
- * a provider name beyond this list of where to find them.
- */
-const SOURCES: readonly {
-  readonly name: string;
-  readonly from: string;
-  readonly load: () => Promise<Record<string, unknown>>;
-}[] = [
-  { name: 'sandbox', from: '@retrysafe/sandbox', load: () => import('@retrysafe/sandbox') },
-  { name: 'stripe', from: '@retrysafe/stripe/sandbox', load: () => import('@retrysafe/stripe/sandbox') },
-  { name: 'msgraph', from: '@retrysafe/msgraph/sandbox', load: () => import('@retrysafe/msgraph/sandbox') },
-  { name: 'hubspot', from: '@retrysafe/hubspot/sandbox', load: () => import('@retrysafe/hubspot/sandbox') },
-  { name: 'slack', from: '@retrysafe/slack/sandbox', load: () => import('@retrysafe/slack/sandbox') },
-  { name: 'http', from: '@retrysafe/http/sandbox', load: () => import('@retrysafe/http/sandbox') },
-  { name: 'resend', from: '@retrysafe/resend/sandbox', load: () => import('@retrysafe/resend/sandbox') },
-  { name: 'github', from: '@retrysafe/github/sandbox', load: () => import('@retrysafe/github/sandbox') },
-];
-
-export const ADAPTER_NAMES: readonly string[] = SOURCES.map((s) => s.name);
+// Each adapter's ./sandbox subpath exports the drill setups its own conformance test runs; the CLI runs exactly those.
+export const ADAPTER_NAMES = ['sandbox', 'stripe', 'msgraph', 'hubspot', 'slack', 'http', 'resend', 'github'];
+const packageOf = (name: string) => (name === 'sandbox' ? '@retrysafe/sandbox' : `@retrysafe/${name}/sandbox`);
 
 function isDrill(value: unknown): value is ConformanceOptions {
   if (typeof value !== 'object' || value === null) return false;
@@ -54,29 +44,16 @@ function isDrill(value: unknown): value is ConformanceOptions {
 
 function entryFrom(name: string, from: string, mod: Record<string, unknown>): AdapterEntry {
   const drills = mod.drills;
-  if (!Array.isArray(drills))
-    return {
-      name,
-      from,
-      drills: [],
-      missing: `${from} does not export \`drills\` (the drill setups its conformance test runs)`,
-    };
-  const bad = drills.findIndex((d) => !isDrill(d));
-  if (bad >= 0)
-    return {
-      name,
-      from,
-      drills: [],
-      missing: `${from} drills[${bad}] is not a drill setup { name, createAdapter, startSandbox, operations }`,
-    };
-  return { name, from, drills: drills as ConformanceOptions[], missing: null };
+  const bad = Array.isArray(drills) ? drills.findIndex((d) => !isDrill(d)) : -1;
+  const missing = !Array.isArray(drills)
+    ? `${from} does not export \`drills\` (the drill setups its conformance test runs)`
+    : bad >= 0
+      ? `${from} drills[${bad}] is not a drill setup { name, createAdapter, startSandbox, operations }`
+      : null;
+  return { name, from, drills: missing ? [] : (drills as ConformanceOptions[]), missing };
 }
 
-/**
- * Loads the drill setups of the named adapters (all by default; none when only `modules` are given).
- * Only the selected packages are imported. `modules` are files of your own (e.g. a new adapter's
- * `./dist/sandbox/index.js`) exporting `drills` in the same shape, and optionally a `name`.
- */
+/** The drill setups of the named adapters (all by default, none when only `modules` or `config` are given). */
 export async function loadAdapters(
   names?: readonly string[],
   modules: readonly string[] = [],
@@ -84,7 +61,9 @@ export async function loadAdapters(
 ): Promise<AdapterEntry[]> {
   const chosen = (modules.length || config) && !names?.length ? [] : selectNames(names);
   const builtIn = await Promise.all(
-    SOURCES.filter((s) => chosen.includes(s.name)).map(async (s) => entryFrom(s.name, s.from, await s.load())),
+    ADAPTER_NAMES.filter((n) => chosen.includes(n)).map(async (n) =>
+      entryFrom(n, packageOf(n), await import(packageOf(n))),
+    ),
   );
   const own: AdapterEntry[] = [];
   for (const file of modules) {
@@ -116,11 +95,7 @@ async function importModule(file: string, path: string): Promise<Record<string, 
   }
 }
 
-/**
- * Drill setups for the `type: http` adapters of a config file: each operation against the loopback
- * sandbox of its pattern, with the declaration's own card, key, lookup and error mapping. The
- * sandbox never sees a credential: `headersFromEnv` is not read for a drill.
- */
+/** Drill setups for a config's `type: http` adapters, on their pattern sandboxes; `headersFromEnv` is never read. */
 async function configEntries(file: string): Promise<AdapterEntry[]> {
   const { loadConfigFile, httpDeclarationOf } = await import('@retrysafe/config');
   const { drillsForDeclaration } = await import('@retrysafe/http/sandbox');
@@ -163,11 +138,7 @@ export interface NamedCard {
   readonly card: RetrySafetyCard;
 }
 
-/**
- * The cards of every operation the adapter's drill setups declare, once each. Several setups of one
- * adapter may declare the same operation (the sandbox's replaying and forgetful providers): the same
- * card is listed once; different cards are each named by their drill.
- */
+/** Each operation's card once; drills of one adapter that declare it differently each name theirs. */
 export async function cardsOf(entry: AdapterEntry): Promise<NamedCard[]> {
   const seen: { drill: string; card: RetrySafetyCard }[] = [];
   for (const drill of entry.drills) {

@@ -9,7 +9,7 @@ import {
 } from '@retrysafe/contract/rules';
 import { oracleAbsenceProvenAfterMs, oracleResendSafe, readCard } from '@retrysafe/testkit';
 import { describe, expect, it } from 'vitest';
-import { shippedCards } from './shipped-cards.js';
+import { expectWalked, shippedCards } from './shipped-cards.js';
 
 // The drill criteria (testkit criteria.ts) are an independent oracle on purpose; the card rules (contract
 // card-rules.ts) are what decide and the runner use. They must agree on every card the project ships.
@@ -31,16 +31,7 @@ const T0 = Date.UTC(2026, 11, 1, 10);
 
 describe('oracle (testkit criteria) and rule (contract card-rules) agree on every shipped card', () => {
   it('walks the shipped cards: every adapter, the drill variants, the docs examples', () => {
-    const names = shipped.map(([n]) => n).join('\n');
-    for (const where of [
-      'adapters/stripe/',
-      'adapters/msgraph/',
-      'adapters/hubspot/',
-      'adapters/http/',
-      'drill sandbox',
-      'docs/examples/http-api/orders.card.yaml',
-    ])
-      expect(names).toContain(where);
+    expectWalked(shipped, ['docs/examples/http-api/orders.card.yaml']);
     expect(shipped.length).toBeGreaterThanOrEqual(16);
     // Some cards fold re-sends and some do not, some prove absence and some never: the comparison sees both sides.
     expect(new Set(cards.map(([, c]) => oracleResendSafe(c, 0, 0))).size).toBe(2);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ANSI, cli, tempDir } from './helpers.js';
+import { ANSI, cli, lyingDrill, tempDir } from './helpers.js';
 
 describe('retrysafe: exit codes and usage errors', () => {
   it('--help and --version exit 0 and name every command', async () => {
@@ -62,16 +62,7 @@ describe('retrysafe: exit codes and usage errors', () => {
 
   it('a failing drill exits 1 and names the scenario and the counts (an adapter whose card lies)', async () => {
     const out = tempDir('lying');
-    const r = await cli([
-      'drill',
-      '--module',
-      'packages/cli/test/fixtures/lying-drill.mjs',
-      '--scenario',
-      'lost-response,permanent-error',
-      '--out',
-      out,
-      '--json',
-    ]);
+    const r = await lyingDrill(out, ['--json']);
     expect(r.code).toBe(1);
     const report = JSON.parse(r.stdout);
     expect(report.ok).toBe(false);

@@ -10,14 +10,14 @@ describe('retrysafe demo', () => {
     const r = await cli(['demo'], { cwd: dir, env: { TMPDIR: dir } });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    for (const title of [
+    const titles = [
       'Send a mail',
       'Update a CRM contact',
       'Open a support ticket',
       'Create an invoice',
       'Charge with a bad parameter',
-    ])
-      expect(r.stdout).toContain(title);
+    ];
+    expect(titles.filter((t) => !r.stdout.includes(t))).toEqual([]);
     expect(r.stdout).toContain('All 5 steps held');
     expect(r.stdout.match(/✓ held/g)).toHaveLength(5);
   });

@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { main } from '../src/cli.js';
 import { type Fault, type FaultySandbox, startFaultySandbox } from './faulty-sandbox.js';
-import { ANSI, cli, cliJson, REPO, tempDir } from './helpers.js';
+import { ANSI, cli, cliJson, lyingDrill, REPO, tempDir } from './helpers.js';
 
 // Five operations, one second apart on the drill clock: R1..R3 rejected (handed off, resume not safe),
 // L lost (handed off after lookups, resume safe), P passed.
@@ -194,15 +194,7 @@ describe('drill output', () => {
   });
 
   it('a failing drill shows the failing rows and why, without the passing ones', async () => {
-    const r = await cli([
-      'drill',
-      '--module',
-      'packages/cli/test/fixtures/lying-drill.mjs',
-      '--scenario',
-      'lost-response,permanent-error',
-      '--out',
-      tempDir('lying-text'),
-    ]);
+    const r = await lyingDrill(tempDir('lying-text'));
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/lying-sandbox\s+records\.create\s+lost-response\s+2/);
     expect(r.stdout).not.toMatch(/records\.create\s+permanent-error/);
@@ -212,17 +204,7 @@ describe('drill output', () => {
 
   it('--reporter junit prints JUnit XML (one testcase per scenario × operation, failures with the reason) and writes junit.xml (new)', async () => {
     const out = tempDir('junit');
-    const r = await cli([
-      'drill',
-      '--module',
-      'packages/cli/test/fixtures/lying-drill.mjs',
-      '--scenario',
-      'lost-response,permanent-error',
-      '--out',
-      out,
-      '--reporter',
-      'junit',
-    ]);
+    const r = await lyingDrill(out, ['--reporter', 'junit']);
     expect(r.code).toBe(1);
     expect(
       r.stdout.startsWith(

@@ -1,10 +1,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
+import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
+import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { afterAll } from 'vitest';
 
 /** The built `retrysafe` bin (tests run after the build, as in `pnpm test`). */
@@ -100,6 +102,44 @@ export async function cliJson(args: readonly string[], cwd: string): Promise<Cli
 const tempDirs: string[] = [];
 
 /** A new dir under os.tmpdir(), removed after the test file's last test and its own afterAll hooks. */
+/** `retrysafe drill` over the adapter whose card lies (its lost-response scenario fails), writing into `out`. */
+export const lyingDrill = (out: string, flags: readonly string[] = []) =>
+  cli([
+    'drill',
+    '--module',
+    'packages/cli/test/fixtures/lying-drill.mjs',
+    '--scenario',
+    'lost-response,permanent-error',
+    '--out',
+    out,
+    ...flags,
+  ]);
+
+/** A SQLite ledger at `db` holding one claimed (in-flight) operation `id`. */
+export async function ledgerWithOneClaim(db: string, id: string): Promise<void> {
+  const ledger = createSqliteLedger({ path: db });
+  await ledger.claim({
+    businessOperationId: asBusinessOperationId(id),
+    provider: 'sandbox',
+    operation: 'sandbox.records.create',
+    intentFingerprint: 'i',
+    paramsFingerprint: 'p',
+    params: { ref: 'x' },
+    providerKey: 'k' as ProviderKey,
+    owner: 'w',
+    leaseMs: 1000,
+    now: Date.now(),
+  });
+  await ledger.close();
+}
+
+/** Writes `value` as JSON to `dir/name`; returns the path. */
+export function writeJson(dir: string, name: string, value: unknown): string {
+  const file = join(dir, name);
+  writeFileSync(file, JSON.stringify(value));
+  return file;
+}
+
 export function tempDir(label: string): string {
   const dir = mkdtempSync(join(tmpdir(), `retrysafe-cli-${label}-`));
   tempDirs.push(dir);

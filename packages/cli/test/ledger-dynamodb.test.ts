@@ -1,39 +1,28 @@
 // `retrysafe ledger` on a DynamoDB ledger named in a config file ({ ledger: { dynamodb: { table, region,
 // endpoint } } }), against dynalite on a loopback port; the credentials come from the environment only.
 import { writeFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createRunner } from '@retrysafe/core';
-import { createDynamoDbLedger, ensureTable } from '@retrysafe/ledger-dynamodb';
+import { createDynamoDbLedger } from '@retrysafe/ledger-dynamodb';
 import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
-// @ts-expect-error dynalite ships no types
-import dynalite from 'dynalite';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startLocalDynamo } from '../../mcp/test/local-dynamo.js';
 import { cli, tempDir } from './helpers.js';
 
-const server = dynalite({ createTableMs: 0 });
 const dir = tempDir('ledger-dynamodb');
 const config = join(dir, 'retrysafe.json');
 const env = { AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', AWS_REGION: undefined, AWS_PROFILE: undefined };
 const ids: string[] = [];
+let dynamo: Awaited<ReturnType<typeof startLocalDynamo>> | undefined;
 
 beforeAll(async () => {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const client = new DynamoDBClient({
-    endpoint,
-    region: 'local',
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-  });
-  await ensureTable(client, 'retrysafe-cli');
+  const { endpoint, client } = (dynamo = await startLocalDynamo('retrysafe-cli'));
   const ledger = createDynamoDbLedger({ table: 'retrysafe-cli', client });
   const adapter = createSandboxAdapter({ provider: createSandboxProvider({ ...REPLAYING_BEHAVIOUR }) });
   const runner = createRunner({ ledger, owner: 'cli-test' });
   for (const ref of ['order-1', 'order-2'])
     ids.push((await runner.run(adapter, 'records.create', { params: { ref, amount: 5 } })).businessOperationId);
   await ledger.close();
-  client.destroy();
   writeFileSync(
     config,
     JSON.stringify({
@@ -42,7 +31,7 @@ beforeAll(async () => {
     }),
   );
 });
-afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+afterAll(() => dynamo?.close());
 
 it('ledger ls lists the operations of a DynamoDB ledger named in the config', async () => {
   const r = await cli(['ledger', 'ls', '--config', config, '--json'], { cwd: dir, env });

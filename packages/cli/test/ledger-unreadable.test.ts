@@ -1,28 +1,13 @@
 // Issue 15 item 6: `retrysafe ledger ls --json` on a record that cannot be read prints a typed code, no stack.
 import { join } from 'node:path';
-import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
-import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { describe, expect, it } from 'vitest';
 import { editStored } from '../../ledger-sqlite/test/sqlite-tamper.js';
-import { cli, openRawSqlite, tempDir } from './helpers.js';
+import { cli, ledgerWithOneClaim, openRawSqlite, tempDir } from './helpers.js';
 
 describe('retrysafe ledger on a record it cannot read', () => {
   it('ls --json: ok false with a RETRYSAFE_ code, exit 1, no stack on stderr', async () => {
     const db = join(tempDir('unreadable'), 'retrysafe.db');
-    const ledger = createSqliteLedger({ path: db });
-    await ledger.claim({
-      businessOperationId: asBusinessOperationId('cut-1'),
-      provider: 'sandbox',
-      operation: 'sandbox.records.create',
-      intentFingerprint: 'i',
-      paramsFingerprint: 'p',
-      params: { ref: 'x' },
-      providerKey: 'k' as ProviderKey,
-      owner: 'w',
-      leaseMs: 1000,
-      now: Date.now(),
-    });
-    await ledger.close();
+    await ledgerWithOneClaim(db, 'cut-1');
     // Cut the stored JSON, as a torn write or a hand edit would.
     const raw = openRawSqlite(db);
     editStored(raw, 'cut-1', (l) => ({ ...l, record: l.record.slice(0, 25) }));

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { createRunner, type RunResult } from '@retrysafe/core';
@@ -11,7 +10,7 @@ import { startStripeSandbox } from '@retrysafe/stripe/sandbox';
 import { createDrillClock, startFaultProxy } from '@retrysafe/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FaultySandbox, startFaultySandbox } from './faulty-sandbox.js';
-import { cli, cliJson, REPO, tempDir } from './helpers.js';
+import { cli, cliJson, REPO, tempDir, writeJson } from './helpers.js';
 
 // A SQLite ledger with four operations, made by the real runner against the loopback sandbox through
 // the fault proxy: A's responses are all lost (the provider HAS the record; lookups fail too) so it is
@@ -210,14 +209,10 @@ describe('retrysafe ledger resolve --resume with the real Stripe SDK', () => {
 
       lose = false;
       const before = sproxy.requests.length;
-      const config = join(sdir, 'retrysafe.json');
-      writeFileSync(
-        config,
-        JSON.stringify({
-          ledger: './retrysafe.db',
-          adapters: { stripe: { apiKeyEnv: 'RS_CLI_TEST_STRIPE_KEY', baseUrl: sproxy.url, timeoutMs: 2000 } },
-        }),
-      );
+      const config = writeJson(sdir, 'retrysafe.json', {
+        ledger: './retrysafe.db',
+        adapters: { stripe: { apiKeyEnv: 'RS_CLI_TEST_STRIPE_KEY', baseUrl: sproxy.url, timeoutMs: 2000 } },
+      });
       const r = await cli(['ledger', 'resolve', first.businessOperationId, '--resume', '--config', config, '--json'], {
         cwd: sdir,
         env: { RS_CLI_TEST_STRIPE_KEY: 'sk_test_cli' },

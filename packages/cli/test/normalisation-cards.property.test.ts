@@ -6,7 +6,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { REPO } from './helpers.js';
-import { shippedCards } from './shipped-cards.js';
+import { expectWalked, shippedCards } from './shipped-cards.js';
 
 // Issue 40, item 1: normalisation never merges two intents the provider keeps apart. The oracle below is
 // written apart from the contract's steps: the provider's equality of a field is NFC (canonical JSON's
@@ -114,15 +114,7 @@ const shipped = await shippedCards();
 
 describe('normalisation never merges what the provider keeps apart (every shipped card)', () => {
   it('walks every adapter’s cards, and each validates', () => {
-    const names = shipped.map(([n]) => n).join('\n');
-    for (const where of [
-      'adapters/stripe/',
-      'adapters/msgraph/',
-      'adapters/hubspot/',
-      'adapters/http/',
-      'drill sandbox',
-    ])
-      expect(names).toContain(where);
+    expectWalked(shipped);
     for (const [name, card] of shipped) expect(validateCard(card).problems, name).toEqual([]);
   });
 

@@ -7,29 +7,32 @@ import { cli, REPO, tempDir } from './helpers.js';
 // the probe fires identical calls and counts the effects through list_orders.
 const orders = join(REPO, 'packages/mcp/test/fixtures/orders-server.mjs');
 
+/** Probes create_order for order `ref`, counting through list_orders; `flags` go before the server, `server` after it. */
+const probe = (ref: string, flags: string[], server: string[] = []) =>
+  cli([
+    'probe',
+    '--tool',
+    'create_order',
+    '--args',
+    `{"customer":"c","ref":"${ref}","sku":"sku_1","quantity":1}`,
+    '--count-tool',
+    'list_orders',
+    '--count-path',
+    'orders',
+    '--settle-ms',
+    '200',
+    ...flags,
+    '--',
+    process.execPath,
+    orders,
+    ...server,
+  ]);
+const nothing = ['--match', '{"ref":"nothing-has-this"}'];
+
 describe('retrysafe probe', () => {
   it('reports the duplicates of an unfenced server (exit 1) and writes a receipt', async () => {
     const receipt = join(tempDir('probe'), 'probe.json');
-    const r = await cli([
-      'probe',
-      '--tool',
-      'create_order',
-      '--args',
-      '{"customer":"c","ref":"PO-7","sku":"sku_1","quantity":1}',
-      '--count-tool',
-      'list_orders',
-      '--count-path',
-      'orders',
-      '--settle-ms',
-      '200',
-      '--receipt',
-      receipt,
-      '--',
-      process.execPath,
-      orders,
-      '--reply-delay-ms',
-      '300',
-    ]);
+    const r = await probe('PO-7', ['--receipt', receipt], ['--reply-delay-ms', '300']);
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/DUPLICATES: \d+ effects for one intent/);
     const written = JSON.parse(readFileSync(receipt, 'utf8')) as { verdict: string; effects: number };
@@ -38,48 +41,13 @@ describe('retrysafe probe', () => {
   });
 
   it('says apart "no effect seen" (exit 3) from duplicates (exit 1)', async () => {
-    const r = await cli([
-      'probe',
-      '--tool',
-      'create_order',
-      '--args',
-      '{"customer":"c","ref":"PO-8","sku":"sku_1","quantity":1}',
-      '--count-tool',
-      'list_orders',
-      '--count-path',
-      'orders',
-      '--match',
-      '{"ref":"nothing-has-this"}',
-      '--settle-ms',
-      '200',
-      '--',
-      process.execPath,
-      orders,
-    ]);
+    const r = await probe('PO-8', nothing);
     expect(r.stdout).toMatch(/no effect seen/);
     expect(r.code).toBe(3);
   });
 
   it('--json prints the receipt as JSON, with the same exit code', async () => {
-    const r = await cli([
-      'probe',
-      '--tool',
-      'create_order',
-      '--args',
-      '{"customer":"c","ref":"PO-9","sku":"sku_1","quantity":1}',
-      '--count-tool',
-      'list_orders',
-      '--count-path',
-      'orders',
-      '--match',
-      '{"ref":"nothing-has-this"}',
-      '--settle-ms',
-      '200',
-      '--json',
-      '--',
-      process.execPath,
-      orders,
-    ]);
+    const r = await probe('PO-9', [...nothing, '--json']);
     expect(JSON.parse(r.stdout)).toMatchObject({ verdict: 'no-effect-seen', effects: 0 });
     expect(r.code).toBe(3);
   });
@@ -96,7 +64,6 @@ describe('retrysafe probe', () => {
       '--args',
       '[1',
       '--',
-      process.execPath,
       orders,
     ]);
     expect(r.code).toBe(2);

@@ -1,14 +1,13 @@
 // Issue 44 item 3: the CLI never waits forever on an error path and keeps the promises its help makes.
 import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
 import { createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock } from '@retrysafe/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handoffsText } from '../src/commands/ledger/handoffs/index.js';
 import { type FaultySandbox, startFaultySandbox } from './faulty-sandbox.js';
-import { cli, REPO, startCli, tempDir } from './helpers.js';
+import { cli, ledgerWithOneClaim, REPO, startCli, tempDir, writeJson } from './helpers.js';
 
 /** Every error path below must end by itself well inside this; the helper kills the CLI and fails the test past it. */
 const BOUND = { timeoutMs: 30_000 };
@@ -50,15 +49,11 @@ describe('--json everywhere the help promises it', () => {
 
   it('cards init --json prints { card, unknowns, … } as JSON', async () => {
     const dir = tempDir('init-json');
-    const from = join(dir, 'partial.json');
-    writeFileSync(
-      from,
-      JSON.stringify({
-        operation: 'acme.orders.create',
-        provider: 'acme',
-        businessOperationId: { intentFields: ['ref'] },
-      }),
-    );
+    const from = writeJson(dir, 'partial.json', {
+      operation: 'acme.orders.create',
+      provider: 'acme',
+      businessOperationId: { intentFields: ['ref'] },
+    });
     const r = await cli(['cards', 'init', '--from', from, '--json'], BOUND);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({
@@ -140,20 +135,7 @@ describe('a ledger the operator may only read is listed and verified, read-only'
   const asRoot = process.getuid?.() === 0;
 
   beforeAll(async () => {
-    const ledger = createSqliteLedger({ path: db });
-    await ledger.claim({
-      businessOperationId: asBusinessOperationId('ro-1'),
-      provider: 'sandbox',
-      operation: 'sandbox.records.create',
-      intentFingerprint: 'i',
-      paramsFingerprint: 'p',
-      params: { ref: 'x' },
-      providerKey: 'k' as ProviderKey,
-      owner: 'w',
-      leaseMs: 1000,
-      now: Date.now(),
-    });
-    await ledger.close();
+    await ledgerWithOneClaim(db, 'ro-1');
     chmodSync(db, 0o444);
     chmodSync(dir, 0o555);
   });

@@ -2,6 +2,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { RetrySafetyCard } from '@retrysafe/contract';
+import { expect } from 'vitest';
 import { readCardFile } from '../src/files.js';
 import { cardsOf, loadAdapters } from '../src/registry.js';
 import { REPO } from './helpers.js';
@@ -44,4 +45,18 @@ export async function shippedCards(): Promise<[string, RetrySafetyCard][]> {
   for (const f of readdirSync(examples).filter((f) => f.endsWith('.card.yaml')))
     add(`docs/examples/http-api/${f}`, readCardFile(join(examples, f)));
   return [...out.values()].map(({ card, where }) => [`${card.operation} (${where.join(', ')})`, card]);
+}
+
+/** The walk reached every adapter's cards and the drill sandbox (and `more` places). */
+export function expectWalked(shipped: [string, RetrySafetyCard][], more: string[] = []): void {
+  const names = shipped.map(([n]) => n).join('\n');
+  for (const where of [
+    'adapters/stripe/',
+    'adapters/msgraph/',
+    'adapters/hubspot/',
+    'adapters/http/',
+    'drill sandbox',
+    ...more,
+  ])
+    expect(names).toContain(where);
 }

@@ -51,53 +51,26 @@ describe('config', () => {
     expect(() => loadConfig(join(dir, 'missing.json'))).toThrow(ConfigError);
   });
 
-  it('builds adapters from environment variables and says which one is missing', async () => {
+  // The MCP server and the agent tools read their adapters from here.
+  it.each([
+    ['stripe', 'apiKeyEnv', 'sk_test_env', expect.arrayContaining(['paymentIntents.create'])],
+    ['resend', 'apiKeyEnv', 're_test_env', ['emails.send', 'batch.send']],
+    ['slack', 'tokenEnv', 'xoxb-test-env', ['chat.postMessage', 'chat.update']],
+    ['github', 'tokenEnv', 'ghp_test_env', ['issues.create', 'issues.createComment']],
+  ])('builds the %s adapter from its %s variable and says when it is not set', async (name, key, secret, ops) => {
+    expect(() => parseConfig({ adapters: { [name]: {} } })).toThrow(new RegExp(`adapters\\.${name}\\.${key}`));
+    const variable = `RS_TEST_${name.toUpperCase()}`;
     const cfg = parseConfig(
-      { ledger: 'x.db', adapters: { stripe: { apiKeyEnv: 'RS_TEST_STRIPE', baseUrl: 'http://127.0.0.1:9' } } },
+      { ledger: 'x.db', adapters: { [name]: { [key]: variable, baseUrl: 'http://127.0.0.1:9' } } },
       dir,
     );
-    await expect(createAdapters(cfg, {})).rejects.toThrow(/RS_TEST_STRIPE is not set/);
-    const adapters = await createAdapters(cfg, { RS_TEST_STRIPE: 'sk_test_env' });
-    expect(adapters.stripe?.provider).toBe('stripe');
-    expect(Object.keys(adapters.stripe!.operations)).toContain('paymentIntents.create');
-  });
-
-  it('builds the resend adapter from its API key variable (the MCP server and agent tools read adapters from here)', async () => {
-    const cfg = parseConfig(
-      { ledger: 'x.db', adapters: { resend: { apiKeyEnv: 'RS_TEST_RESEND', baseUrl: 'http://127.0.0.1:9' } } },
-      dir,
+    await expect(createAdapters(cfg, {})).rejects.toThrow(new RegExp(`${variable} is not set`));
+    const adapters = await createAdapters(cfg, { [variable]: secret });
+    expect(adapters[name]?.provider).toBe(name);
+    expect(Object.keys(adapters[name]!.operations)).toEqual(ops);
+    expect(() => parseConfig({ adapters: { [name]: { [key]: 'K', apiKey: 're_inline' } } })).toThrow(
+      new RegExp(`adapters\\.${name}\\.apiKey`),
     );
-    await expect(createAdapters(cfg, {})).rejects.toThrow(/RS_TEST_RESEND is not set/);
-    const adapters = await createAdapters(cfg, { RS_TEST_RESEND: 're_test_env' });
-    expect(adapters.resend?.provider).toBe('resend');
-    expect(Object.keys(adapters.resend!.operations)).toEqual(['emails.send', 'batch.send']);
-    expect(() => parseConfig({ adapters: { resend: { apiKeyEnv: 'K', apiKey: 're_inline' } } })).toThrow(
-      /adapters\.resend\.apiKey/,
-    );
-  });
-
-  it('builds the slack adapter from its token variable (the MCP server and the AI SDK tools get it this way)', async () => {
-    expect(() => parseConfig({ adapters: { slack: {} } })).toThrow(/adapters\.slack\.tokenEnv/);
-    const cfg = parseConfig(
-      { ledger: 'x.db', adapters: { slack: { tokenEnv: 'RS_TEST_SLACK', baseUrl: 'http://127.0.0.1:9' } } },
-      dir,
-    );
-    await expect(createAdapters(cfg, {})).rejects.toThrow(/RS_TEST_SLACK is not set/);
-    const adapters = await createAdapters(cfg, { RS_TEST_SLACK: 'xoxb-test-env' });
-    expect(adapters.slack?.provider).toBe('slack');
-    expect(Object.keys(adapters.slack!.operations)).toEqual(['chat.postMessage', 'chat.update']);
-  });
-
-  it('builds the github adapter from its token variable (the MCP server and the AI SDK tools get it this way)', async () => {
-    expect(() => parseConfig({ adapters: { github: {} } })).toThrow(/adapters\.github\.tokenEnv/);
-    const cfg = parseConfig(
-      { ledger: 'x.db', adapters: { github: { tokenEnv: 'RS_TEST_GITHUB', baseUrl: 'http://127.0.0.1:9' } } },
-      dir,
-    );
-    await expect(createAdapters(cfg, {})).rejects.toThrow(/RS_TEST_GITHUB is not set/);
-    const adapters = await createAdapters(cfg, { RS_TEST_GITHUB: 'ghp_test_env' });
-    expect(adapters.github?.provider).toBe('github');
-    expect(Object.keys(adapters.github!.operations)).toEqual(['issues.create', 'issues.createComment']);
   });
 
   it('opens a SQLite ledger for a path', async () => {

@@ -2,23 +2,17 @@ import { existsSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { type AdapterV1, type Ledger, RetrysafeError } from '@retrysafe/contract';
+import { markerGuard } from '@retrysafe/contract/provider';
 import type { HttpAdapterDeclaration } from '@retrysafe/http';
 import type {
-  GitHubConfig,
   HttpAdapterConfig,
   HttpDeclarationData,
-  HubSpotConfig,
   LedgerLocation,
   ModuleAdapterConfig,
-  MsGraphConfig,
-  ResendConfig,
   RetrysafeConfig,
-  SandboxConfig,
-  SlackConfig,
-  StripeConfig,
 } from './config-types.js';
 import { findInlineCredentials, looksLikeEnvName, safeMessage } from './credentials.js';
-import { FileLimitError, parseDataText, readTextFile } from './read-file.js';
+import { DataSyntaxError, FileLimitError, readDataFile } from './read-file.js';
 import { suggest } from './schema-check.js';
 import { checkConfig, DEFAULT_LEDGER, ledgerKind } from './validate.js';
 
@@ -27,13 +21,13 @@ const marker = Symbol.for('retrysafe.error.ConfigError');
 /** The config file is missing, malformed, names an unknown adapter, or carries a credential inline. */
 export class ConfigError extends RetrysafeError {
   readonly [marker] = true;
-  readonly path: string;
-  constructor(path: string, message: string) {
+  constructor(
+    readonly path: string,
+    message: string,
+  ) {
     super('RETRYSAFE_CONFIG', `${path ? path + ': ' : ''}${message}`);
-    this.path = path;
   }
-  static override isInstance = (v: unknown): v is ConfigError =>
-    typeof v === 'object' && v !== null && (v as Record<symbol, unknown>)[marker] === true;
+  static override isInstance = markerGuard<ConfigError>(marker);
 }
 
 /** Parses and checks a config object against the published schema; every problem is reported at once. */
@@ -93,27 +87,27 @@ export async function loadConfigFile(file: string): Promise<RetrysafeConfig> {
 export function loadConfig(file: string): RetrysafeConfig {
   if (MODULE_CONFIG.test(file))
     throw new ConfigError(file, 'a JavaScript/TypeScript config is read with loadConfigFile() (async)');
-  let text: string;
+  return parseConfig(readData(file, file, ''), dirname(resolve(file)), file);
+}
+
+/** Reads a JSON or YAML file; a file over the limits is refused as it is, any other failure is a ConfigError at `where`. */
+function readData(path: string, where: string, what: string): unknown {
   try {
-    text = readTextFile(file);
+    return readDataFile(path);
   } catch (e) {
     if (FileLimitError.isInstance(e)) throw e;
+    const message = safeMessage((e as Error).message);
+    if (e instanceof DataSyntaxError)
+      throw new ConfigError(
+        where,
+        `${what ? `${what} is ` : ''}not valid ${/\.ya?ml$/i.test(path) ? 'YAML' : 'JSON'}: ${message}`,
+      );
+    const code = (e as NodeJS.ErrnoException).code;
     throw new ConfigError(
-      file,
-      `cannot read: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`,
+      where,
+      `cannot read${what ? ` ${what}` : ''}: ${code === 'ENOENT' ? 'no such file' : message}`,
     );
   }
-  let raw: unknown;
-  try {
-    raw = parseDataText(text, { path: file, yaml: /\.ya?ml$/i.test(file) });
-  } catch (e) {
-    if (FileLimitError.isInstance(e)) throw e;
-    throw new ConfigError(
-      file,
-      `not valid ${/\.ya?ml$/i.test(file) ? 'YAML' : 'JSON'}: ${safeMessage((e as Error).message)}`,
-    );
-  }
-  return parseConfig(raw, dirname(resolve(file)), file);
 }
 
 function env(name: string, path: string, environment: NodeJS.ProcessEnv): string {
@@ -124,64 +118,47 @@ function env(name: string, path: string, environment: NodeJS.ProcessEnv): string
   return v;
 }
 
-/** The connection options every first-party adapter takes the same way. */
-const connection = (s: { readonly baseUrl?: string; readonly timeoutMs?: number }) => ({
-  ...(s.baseUrl ? { baseUrl: s.baseUrl } : {}),
-  ...(s.timeoutMs ? { timeoutMs: s.timeoutMs } : {}),
-});
+/** The first-party adapters by config key: package, factory, and which config key names the secret's variable for which option. */
+const BUILT_IN: Record<string, { pkg: string; factory: string; secretEnv?: string; secret?: string }> = {
+  stripe: { pkg: '@retrysafe/stripe', factory: 'createStripeAdapter', secretEnv: 'apiKeyEnv', secret: 'apiKey' },
+  msgraph: {
+    pkg: '@retrysafe/msgraph',
+    factory: 'createMsGraphAdapter',
+    secretEnv: 'accessTokenEnv',
+    secret: 'accessToken',
+  },
+  hubspot: {
+    pkg: '@retrysafe/hubspot',
+    factory: 'createHubSpotAdapter',
+    secretEnv: 'accessTokenEnv',
+    secret: 'accessToken',
+  },
+  resend: { pkg: '@retrysafe/resend', factory: 'createResendAdapter', secretEnv: 'apiKeyEnv', secret: 'apiKey' },
+  slack: { pkg: '@retrysafe/slack', factory: 'createSlackAdapter', secretEnv: 'tokenEnv', secret: 'token' },
+  github: { pkg: '@retrysafe/github', factory: 'createGitHubAdapter', secretEnv: 'tokenEnv', secret: 'auth' },
+  sandbox: { pkg: '@retrysafe/sandbox', factory: 'createSandboxAdapter' },
+};
 
-/** The first-party adapters by config key: each package is imported only when configured; `secret` reads a named environment variable. */
-const BUILT_IN: Record<string, (c: unknown, secret: (variable: string) => string) => Promise<AdapterV1>> = {
-  async stripe(c, secret) {
-    const s = c as StripeConfig;
-    const { createStripeAdapter } = await import('@retrysafe/stripe');
-    return createStripeAdapter({ apiKey: secret(s.apiKeyEnv), ...connection(s) });
-  },
-  async msgraph(c, secret) {
-    const s = c as MsGraphConfig;
-    const { createMsGraphAdapter } = await import('@retrysafe/msgraph');
-    return createMsGraphAdapter({ accessToken: secret(s.accessTokenEnv), ...connection(s) });
-  },
-  async hubspot(c, secret) {
-    const s = c as HubSpotConfig;
-    const { createHubSpotAdapter } = await import('@retrysafe/hubspot');
-    return createHubSpotAdapter({
-      accessToken: secret(s.accessTokenEnv),
-      ...connection(s),
-      ...(s.searchSettleMs !== undefined ? { searchSettleMs: s.searchSettleMs } : {}),
-    });
-  },
-  async resend(c, secret) {
-    const s = c as ResendConfig;
-    const { createResendAdapter } = await import('@retrysafe/resend');
-    return createResendAdapter({ apiKey: secret(s.apiKeyEnv), ...connection(s) });
-  },
-  async slack(c, secret) {
-    const s = c as SlackConfig;
-    const { createSlackAdapter } = await import('@retrysafe/slack');
-    return createSlackAdapter({ token: secret(s.tokenEnv), ...connection(s) });
-  },
-  async github(c, secret) {
-    const s = c as GitHubConfig;
-    const { createGitHubAdapter } = await import('@retrysafe/github');
-    return createGitHubAdapter({ auth: secret(s.tokenEnv), ...connection(s) });
-  },
-  async sandbox(c) {
-    const s = c as SandboxConfig;
-    const { createSandboxAdapter } = await import('@retrysafe/sandbox');
-    return createSandboxAdapter({
-      baseUrl: s.baseUrl,
-      timeoutMs: s.timeoutMs ?? 5000,
-      behaviour: (s.behaviour ?? {
-        replays: true,
-        retentionMs: 86_400_000,
-        parameterMatching: 'mismatch-error',
-        concurrency: 'rejects-in-progress',
-        lookup: 'get-by-key',
-      }) as never,
-    });
+/** The sandbox's behaviour when the config describes none. */
+const SANDBOX_DEFAULTS = {
+  timeoutMs: 5000,
+  behaviour: {
+    replays: true,
+    retentionMs: 86_400_000,
+    parameterMatching: 'mismatch-error',
+    concurrency: 'rejects-in-progress',
+    lookup: 'get-by-key',
   },
 };
+
+/** Options for a first-party factory: the config's own keys (the schema allows only the factory's), the secret read from its variable. */
+async function createBuiltIn(name: string, c: object, path: string, environment: NodeJS.ProcessEnv) {
+  const { pkg, factory, secretEnv, secret } = BUILT_IN[name]!;
+  const mod = await importOptional<Record<string, (options: unknown) => AdapterV1>>(pkg, path, () => import(pkg));
+  if (!secretEnv || !secret) return mod[factory]!({ ...SANDBOX_DEFAULTS, ...c });
+  const { [secretEnv]: variable, ...options } = c as Record<string, unknown>;
+  return mod[factory]!({ ...options, [secret]: env(variable as string, path, environment) });
+}
 
 /** Builds the configured adapters (each adapter package is imported only when configured). */
 export async function createAdapters(
@@ -192,9 +169,8 @@ export async function createAdapters(
   for (const [name, c] of Object.entries(config.adapters)) {
     if (!c) continue;
     const path = `adapters.${name}`;
-    const builtIn = Object.hasOwn(BUILT_IN, name) ? BUILT_IN[name] : undefined;
-    if (builtIn) {
-      out[name] = await builtIn(c, (variable) => env(variable, path, environment));
+    if (Object.hasOwn(BUILT_IN, name)) {
+      out[name] = await createBuiltIn(name, c, path, environment);
     } else if ((c as HttpAdapterConfig).type === 'http') {
       out[name] = await createDeclaredHttpAdapter(name, c as HttpAdapterConfig, config.baseDir, environment);
     } else {
@@ -268,29 +244,6 @@ export function exposedOperations(config: RetrysafeConfig, adapters: Record<stri
   });
 }
 
-function readCardFile(file: string, baseDir: string, where: string): unknown {
-  const path = isAbsolute(file) ? file : resolve(baseDir, file);
-  let text: string;
-  try {
-    text = readTextFile(path);
-  } catch (e) {
-    if (FileLimitError.isInstance(e)) throw e;
-    throw new ConfigError(
-      where,
-      `cannot read card file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
-    );
-  }
-  try {
-    return parseDataText(text, { path, yaml: /\.ya?ml$/i.test(file) });
-  } catch (e) {
-    if (FileLimitError.isInstance(e)) throw e;
-    throw new ConfigError(
-      where,
-      `card file ${file} is not valid ${/\.ya?ml$/i.test(file) ? 'YAML' : 'JSON'}: ${(e as Error).message}`,
-    );
-  }
-}
-
 /** The declaration `@retrysafe/http` takes, from a `type: http` config entry: cards read, header credentials from the environment. */
 export function httpDeclarationOf(
   name: string,
@@ -307,7 +260,7 @@ export function httpDeclarationOf(
     operations[op] = {
       ...d,
       card: (typeof d.card === 'string'
-        ? readCardFile(d.card, baseDir, `${path}.operations.${op}.card`)
+        ? readData(resolve(baseDir, d.card), `${path}.operations.${op}.card`, `card file ${d.card}`)
         : d.card) as Readonly<Record<string, unknown>>,
     };
   }
@@ -377,7 +330,7 @@ export async function openLedger(location: LedgerLocation, baseDir = process.cwd
     );
     return createPostgresLedger({ connectionString: location });
   }
-  const path = isAbsolute(location) ? location : resolve(baseDir, location);
+  const path = resolve(baseDir, location);
   if (!existsSync(dirname(path)))
     throw new ConfigError(
       'ledger',

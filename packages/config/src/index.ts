@@ -10,7 +10,6 @@ export {
   openLedger,
   parseConfig,
 } from './config.js';
-export { configSchema, HTTP_PATTERNS, POLICY_KEYS } from './config-schema.js';
 export type {
   AdapterConfig,
   DynamoDbLedgerConfig,
@@ -40,4 +39,4 @@ export {
   readTextFile,
 } from './read-file.js';
 export { checkSchema, didYouMean, type SchemaNode } from './schema-check.js';
-export { DEFAULT_LEDGER, ledgerKind } from './validate.js';
+export { configSchema, DEFAULT_LEDGER, ledgerKind } from './validate.js';

@@ -1,5 +1,6 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { RetrysafeError } from '@retrysafe/contract';
+import { markerGuard } from '@retrysafe/contract/provider';
 import { parseDocument } from 'yaml';
 
 /**
@@ -23,17 +24,15 @@ const marker = Symbol.for('retrysafe.error.FileLimitError');
 /** A file is over one of the limits: nothing of it is used. `limit` names which, `max` its value. */
 export class FileLimitError extends RetrysafeError {
   readonly [marker] = true;
-  readonly path: string;
-  readonly limit: FileLimitName;
-  readonly max: number;
-  constructor(path: string, limit: FileLimitName, max: number, what: string) {
+  constructor(
+    readonly path: string,
+    readonly limit: FileLimitName,
+    readonly max: number,
+    what: string,
+  ) {
     super('RETRYSAFE_FILE_LIMIT', `${path}: ${what}, over the limit ${limit} = ${max}`);
-    this.path = path;
-    this.limit = limit;
-    this.max = max;
   }
-  static override isInstance = (v: unknown): v is FileLimitError =>
-    typeof v === 'object' && v !== null && (v as Record<symbol, unknown>)[marker] === true;
+  static override isInstance = markerGuard<FileLimitError>(marker);
 }
 
 const CHUNK = 64 * 1024;

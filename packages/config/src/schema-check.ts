@@ -2,7 +2,7 @@
  * Checks a value against the config's JSON Schema (the same object that is published as
  * `@retrysafe/config/schema.json`), so the file an editor completes and the file the loader accepts
  * are described once. Only the keywords that schema uses are implemented: type, properties,
- * required, additionalProperties, propertyNames-free objects, enum, const, items, minItems,
+ * required, additionalProperties, propertyNames-free objects, enum, const, items, minItems, minProperties,
  * minimum, exclusiveMinimum, minLength, pattern, oneOf, anyOf and local `$ref`s. Problems name
  * the path; an unknown key gets a "did you mean" when a known key is close.
  */
@@ -18,6 +18,7 @@ export interface SchemaNode {
   readonly default?: unknown;
   readonly items?: SchemaNode;
   readonly minItems?: number;
+  readonly minProperties?: number;
   readonly minimum?: number;
   readonly exclusiveMinimum?: number;
   readonly minLength?: number;
@@ -160,6 +161,8 @@ export function checkSchema(value: unknown, node: SchemaNode, root: SchemaNode, 
   if (value && typeof value === 'object' && !Array.isArray(value)) {
     const rec = value as Record<string, unknown>;
     const props = node.properties ?? {};
+    if (node.minProperties !== undefined && Object.keys(rec).length < node.minProperties)
+      problems.push(`${at}: needs at least ${node.minProperties} entr${node.minProperties === 1 ? 'y' : 'ies'}`);
     for (const r of node.required ?? []) if (!Object.hasOwn(rec, r)) problems.push(`${join(path, r)}: required`);
     for (const [k, v] of Object.entries(rec)) {
       const p = Object.hasOwn(props, k) ? props[k] : undefined;

@@ -1,10 +1,9 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { problemsOf } from '../test/problems.js';
 import {
-  ConfigError,
-  configSchema,
   createAdapters,
   defineConfig,
   exposedOperations,
@@ -16,15 +15,7 @@ import {
 
 const dir = mkdtempSync(join(tmpdir(), 'retrysafe-config-strict-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const problems = (raw: unknown): string => {
-  try {
-    parseConfig(raw, dir);
-  } catch (e) {
-    expect(ConfigError.isInstance(e)).toBe(true);
-    return (e as Error).message;
-  }
-  throw new Error('expected a ConfigError');
-};
+const problems = (raw: unknown) => problemsOf(raw, dir);
 const stripe = { stripe: { apiKeyEnv: 'STRIPE_KEY', baseUrl: 'http://127.0.0.1:9' } };
 
 // A module adapter whose provider name differs from its key in the config, and that echoes its options.
@@ -139,14 +130,10 @@ describe('strict config (fails on main: these were accepted or defaulted)', () =
     await expect(createAdapters(proto, { ACME_AUTH: 'a' })).rejects.toThrow(/is not an option path/);
   });
 
-  it('accepts $schema, and the published schema.json is the schema parseConfig checks', () => {
+  it('accepts $schema', () => {
     expect(() =>
       parseConfig({ $schema: './node_modules/@retrysafe/config/schema.json', adapters: stripe }, dir),
     ).not.toThrow();
-    const file = JSON.parse(readFileSync(new URL('../schema.json', import.meta.url), 'utf8')) as unknown;
-    expect(file, 'schema.json is stale: run pnpm --filter @retrysafe/config schema').toEqual(
-      JSON.parse(JSON.stringify(configSchema)),
-    );
   });
 
   it('defineConfig types a TypeScript config, which loadConfigFile checks like any other', async () => {

@@ -1,5 +1,8 @@
-import { configSchema } from './config-schema.js';
+import { readFileSync } from 'node:fs';
 import { checkSchema, type SchemaNode, suggest } from './schema-check.js';
+
+/** The config file's JSON Schema: the published schema.json is the one definition, and what `parseConfig` checks. */
+export const configSchema = JSON.parse(readFileSync(new URL('../schema.json', import.meta.url), 'utf8')) as SchemaNode;
 
 /** The ledger used when the file names none. A ledger the file does name is never replaced by it. */
 export const DEFAULT_LEDGER = './retrysafe.db';
@@ -33,7 +36,7 @@ export function ledgerKind(location: string): LedgerKind | { readonly kind: 'unu
  * adapters by `createAdapters`, since a module adapter's operations are known only then.)
  */
 export function checkConfig(o: Record<string, unknown>): string[] {
-  const problems = checkSchema(o, configSchema as SchemaNode, configSchema as SchemaNode);
+  const problems = checkSchema(o, configSchema, configSchema);
   if (typeof o.ledger === 'string' && o.ledger) {
     const k = ledgerKind(o.ledger);
     if (k.kind === 'unusable') problems.push(`ledger: ${k.reason}`);

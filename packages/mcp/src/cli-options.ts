@@ -82,6 +82,10 @@ export function parseOptions(argv: readonly string[], command: CliCommand): Pars
   return { values, rest: dashdash >= 0 ? argv.slice(dashdash + 1) : [] };
 }
 
+/** Where the commands print by default: a line to stderr (logs) or stdout (results). */
+export const toStderr = (line: string): void => void process.stderr.write(`${line}\n`);
+export const toStdout = (line: string): void => void process.stdout.write(`${line}\n`);
+
 export const text = (p: ParsedOptions, flag: string) => p.values.get(flag) as string | undefined;
 export const num = (p: ParsedOptions, flag: string) => p.values.get(flag) as number | undefined;
 export const json = (p: ParsedOptions, flag: string) => p.values.get(flag) as Record<string, unknown> | undefined;

@@ -1,22 +1,11 @@
-import { asBusinessOperationId, type Ledger } from '@retrysafe/contract';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { asBusinessOperationId, canonicalJson, type Ledger } from '@retrysafe/contract';
 import { TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import type { AgentToolResult } from '@retrysafe/core/agent';
 
 /** The `_meta` key of a tools/call request with which the caller sets how long a duplicate may wait, ms. */
 export const WAIT_META_KEY = 'retrysafe/waitMs';
 const MAX_WAIT_MS = 600_000;
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function canonical(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  if (v !== null && typeof v === 'object')
-    return `{${Object.keys(v)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  return JSON.stringify(v);
-}
 
 /** The caller's wait from the request's `_meta`, else `fallback`; a bad value is ignored. */
 export function requestedWait(meta: unknown, fallback: number): number {
@@ -25,12 +14,7 @@ export function requestedWait(meta: unknown, fallback: number): number {
 }
 
 export interface Coalescer {
-  /**
-   * Runs `run` once per identical call in flight: a duplicate (same tool, same arguments) started in this process
-   * while the first runs waits up to `waitMs` for the first one's result and returns it. An `in-progress` answer
-   * (another process holds the operation) is followed through the ledger: its record is polled until it ends or
-   * `waitMs` is spent, then `run` answers from the ended record.
-   */
+  /** One run per identical call in flight; a duplicate waits up to `waitMs`, and `in-progress` is followed in the ledger. */
   call(tool: string, args: unknown, waitMs: number, run: () => Promise<AgentToolResult>): Promise<AgentToolResult>;
 }
 
@@ -55,7 +39,7 @@ export function createCoalescer(ledger: Ledger): Coalescer {
   return {
     async call(tool, args, waitMs, run) {
       const deadline = Date.now() + waitMs;
-      const key = `${tool}\n${canonical(args)}`;
+      const key = `${tool}\n${canonicalJson(args)}`;
       const first = inflight.get(key);
       if (first) {
         let timer: NodeJS.Timeout | undefined;

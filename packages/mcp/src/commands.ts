@@ -9,8 +9,9 @@ const SERVER_OPTIONS: readonly CliOption[] = [
     help: "the server's streamable HTTP URL (https, or http on loopback), instead of -- <command…> (stdio)",
   },
 ];
-/** Shared by every command that serves over HTTP. */
-const HTTP_OPTIONS: readonly CliOption[] = [
+/** The config file, then what every command that serves takes for HTTP. */
+const SERVED = (configHelp: string): readonly CliOption[] => [
+  { flag: '--config', value: 'text', help: configHelp },
   {
     flag: '--http',
     help: 'serve streamable HTTP on 127.0.0.1 instead of stdio (bearer token from RETRYSAFE_MCP_TOKEN, else printed)',
@@ -24,11 +25,7 @@ export const WRAP_COMMAND: CliCommand = {
   name: 'wrap',
   usage: 'retrysafe-mcp wrap --config fence.yaml [--http …] (-- <server command…> | --url URL)',
   summary: 'Fence another MCP server: the tools the fence file names run through retrysafe; the rest pass through.',
-  options: [
-    { flag: '--config', value: 'text', help: 'the fence file (YAML or JSON)' },
-    ...HTTP_OPTIONS,
-    ...SERVER_OPTIONS,
-  ],
+  options: [...SERVED('the fence file (YAML or JSON)'), ...SERVER_OPTIONS],
 };
 
 export const PROBE_COMMAND: CliCommand = {
@@ -60,8 +57,5 @@ export const SERVE_COMMAND: CliCommand = {
   name: 'serve',
   usage: 'retrysafe-mcp --config retrysafe.yaml [--http …]',
   summary: 'Serve the configured retrysafe operations as MCP tools (stdio, or streamable HTTP on loopback).',
-  options: [
-    { flag: '--config', value: 'text', help: 'the retrysafe config (YAML or JSON; default: RETRYSAFE_CONFIG)' },
-    ...HTTP_OPTIONS,
-  ],
+  options: SERVED('the retrysafe config (YAML or JSON; default: RETRYSAFE_CONFIG)'),
 };

@@ -1,16 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 
-/**
- * Who may talk to the streamable HTTP transport. Every check runs before an MCP server object is
- * built for the request, so a refused request never reaches a tool.
- *
- * - Host: a page reached through DNS rebinding sends its own name (`Host: evil.example`), so only
- *   loopback names with the bound port are accepted, plus what the user adds.
- * - Origin: browsers send it on cross-origin requests; an absent Origin (CLI agents, SDK clients)
- *   is accepted, a present one must be listed.
- * - Bearer token: a local process or page that gets past both still needs the token.
- */
+// Checked before a server is built for the request: Host (loopback with the bound port, against DNS rebinding), Origin
+// (absent, or listed), then the bearer token.
 export interface HttpGuardOptions {
   /** Extra `Host` header values to accept (`name:port`, or a bare name for any port). Loopback names with the bound port are always accepted. */
   readonly allowedHosts?: readonly string[];
@@ -32,19 +24,10 @@ export interface HttpGuard {
 const LOOPBACK_NAMES = ['127.0.0.1', 'localhost', '[::1]'];
 const MIN_TOKEN_LENGTH = 16;
 
-export function generateToken(): string {
-  return randomBytes(32).toString('base64url');
-}
-
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 
-/** Compares two strings in time independent of where they differ (both hashed to 32 bytes first, so length leaks nothing either). */
-export function tokensEqual(given: string, expected: string): boolean {
-  return timingSafeEqual(digest(given), digest(expected));
-}
-
 export function createHttpGuard(port: number, options: HttpGuardOptions = {}): HttpGuard {
-  const token = options.token ?? generateToken();
+  const token = options.token ?? randomBytes(32).toString('base64url');
   if (typeof token !== 'string' || token.length < MIN_TOKEN_LENGTH || /\s/.test(token)) {
     throw new TypeError(`MCP HTTP token: expected at least ${MIN_TOKEN_LENGTH} characters without spaces`);
   }
@@ -76,7 +59,9 @@ export function createHttpGuard(port: number, options: HttpGuardOptions = {}): H
         return { ok: false, status: 403, reason: 'origin not allowed' };
       const auth = req.headers.authorization;
       const m = typeof auth === 'string' ? /^Bearer[ ]+(\S+)\s*$/i.exec(auth) : null;
-      if (!m || !tokensEqual(m[1]!, token)) return { ok: false, status: 401, reason: 'missing or wrong bearer token' };
+      // Both sides hashed to 32 bytes, so the comparison's time leaks neither where they differ nor the length.
+      if (!m || !timingSafeEqual(digest(m[1]!), digest(token)))
+        return { ok: false, status: 401, reason: 'missing or wrong bearer token' };
       return { ok: true };
     },
   };

@@ -1,42 +1,43 @@
-import { createAdapters, exposedOperations, loadConfig, openLedger } from '@retrysafe/config';
-import { createRunner, jsonlHandoffSink } from '@retrysafe/core';
-import { list, num, parseOptions, text, UsageError } from './cli-options.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { createAdapters, exposedOperations, loadConfig, openLedger, type RetrysafeConfig } from '@retrysafe/config';
+import { createRunner, encryptParams, jsonlHandoffSink, type PolicyOverrides, parseReceiptKeys } from '@retrysafe/core';
+import { list, num, type ParsedOptions, parseOptions, text, toStderr, UsageError } from './cli-options.js';
 import { createCoalescer } from './coalesce.js';
 import { SERVE_COMMAND } from './commands.js';
-import { ledgerWithEnvKeys, receiptKeyFromEnv } from './env-keys.js';
 import { createRetrysafeMcpServer, serveHttp, serveStdio } from './server.js';
 
-/** `retrysafe-mcp --config …` (SERVE_COMMAND). */
-export async function runServe(
-  argv: readonly string[],
-  log: (line: string) => void = (l) => process.stderr.write(l + '\n'),
-): Promise<void> {
-  const p = parseOptions(argv, SERVE_COMMAND);
-  const configPath = text(p, '--config') ?? process.env.RETRYSAFE_CONFIG;
-  if (!configPath) throw new UsageError('name the config: --config <retrysafe.yaml> (or set RETRYSAFE_CONFIG)');
-  const config = loadConfig(configPath);
-  const byName = await createAdapters(config);
-  const adapters = Object.values(byName);
-  // the config names operations by its adapter keys; tools are named by provider
-  const operations = exposedOperations(config, byName);
-  const ledger = ledgerWithEnvKeys(await openLedger(config.ledger, config.baseDir));
+// RETRYSAFE_PARAMS_KEYS encrypts stored params (first key encrypts, all decrypt); RETRYSAFE_RECEIPT_KEYS seals receipts.
+export async function servingParts(
+  c: Pick<RetrysafeConfig, 'ledger' | 'baseDir' | 'redact'> & { policy?: PolicyOverrides },
+  handoffs: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+) {
+  let ledger = await openLedger(c.ledger, c.baseDir);
+  const keys = env.RETRYSAFE_PARAMS_KEYS ? parseReceiptKeys(env.RETRYSAFE_PARAMS_KEYS) : null;
+  if (keys) {
+    const previous = Object.entries(keys.keyring)
+      .filter(([id]) => id !== keys.current.id)
+      .map(([id, secret]) => ({ id, secret }));
+    ledger = encryptParams(ledger, { key: keys.current, previous });
+  }
   const runner = createRunner({
     ledger,
-    ...(config.handoffs ? { handoff: jsonlHandoffSink(config.handoffs) } : {}),
-    ...(config.policy ? { policy: config.policy } : {}),
-    ...(config.redact ? { redact: { fields: [...(config.redact.fields ?? [])] } } : {}),
-    ...receiptKeyFromEnv(),
+    ...(handoffs ? { handoff: jsonlHandoffSink(handoffs) } : {}),
+    ...(c.policy ? { policy: c.policy } : {}),
+    ...(c.redact ? { redact: { fields: [...(c.redact.fields ?? [])] } } : {}),
+    ...(env.RETRYSAFE_RECEIPT_KEYS ? { receiptKey: parseReceiptKeys(env.RETRYSAFE_RECEIPT_KEYS).current } : {}),
   });
-  const coalescer = createCoalescer(ledger);
-  const make = () =>
-    createRetrysafeMcpServer({
-      runner,
-      ledger,
-      adapters,
-      coalescer,
-      ...(operations ? { operations } : {}),
-      ...(config.policy?.waitForOtherMs !== undefined ? { waitMs: config.policy.waitForOtherMs } : {}),
-    });
+  const waitMs = c.policy?.waitForOtherMs;
+  return { ledger, runner, coalescer: createCoalescer(ledger), ...(waitMs !== undefined ? { waitMs } : {}) };
+}
+
+/** Serves on stdio, or with `--http` on loopback behind the Host/Origin allow-lists and a bearer token. */
+export async function serveParsed(
+  p: ParsedOptions,
+  make: () => Server,
+  what: string,
+  log: (line: string) => void,
+): Promise<void> {
   if (!p.values.has('--http')) return serveStdio(make());
   const configured = process.env.RETRYSAFE_MCP_TOKEN;
   const h = await serveHttp(make, {
@@ -45,10 +46,29 @@ export async function runServe(
     allowedOrigins: list(p, '--allow-origin'),
     ...(configured ? { token: configured } : {}),
   });
-  log(`retrysafe MCP server on ${h.url}`);
+  log(`${what} on ${h.url}`);
   log(
     configured
       ? 'bearer token: from RETRYSAFE_MCP_TOKEN'
       : `bearer token (send as "Authorization: Bearer <token>"): ${h.token}`,
   );
+}
+
+/** `retrysafe-mcp --config …` (SERVE_COMMAND). */
+export async function runServe(argv: readonly string[], log = toStderr): Promise<void> {
+  const p = parseOptions(argv, SERVE_COMMAND);
+  const configPath = text(p, '--config') ?? process.env.RETRYSAFE_CONFIG;
+  if (!configPath) throw new UsageError('name the config: --config <retrysafe.yaml> (or set RETRYSAFE_CONFIG)');
+  const config = loadConfig(configPath);
+  const byName = await createAdapters(config);
+  // the config names operations by its adapter keys; tools are named by provider
+  const operations = exposedOperations(config, byName);
+  const parts = await servingParts(config, config.handoffs);
+  const make = () =>
+    createRetrysafeMcpServer({
+      ...parts,
+      adapters: Object.values(byName),
+      ...(operations ? { operations } : {}),
+    });
+  return serveParsed(p, make, 'retrysafe MCP server', log);
 }

@@ -30,15 +30,56 @@ export interface McpServerOptions {
   readonly waitMs?: number;
 }
 
-const STATUS_TOOL = 'retrysafe_status';
-const HANDOFFS_TOOL = 'retrysafe_handoffs';
+export const STATUS_TOOL = 'retrysafe_status';
+export const HANDOFFS_TOOL = 'retrysafe_handoffs';
+
+/** The status and handoff tools both servers list; `from` says where a business-operation id comes from. */
+export const lookupTools = (from: string, what: string) => [
+  {
+    name: STATUS_TOOL,
+    title: 'retrysafe: operation status',
+    description: `Looks up one business operation by its id (${from}): its state, provider reference, result, or the handoff a person must resolve.`,
+    inputSchema: {
+      type: 'object' as const,
+      properties: { businessOperationId: { type: 'string' } },
+      required: ['businessOperationId'],
+    },
+    annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false },
+  },
+  {
+    name: HANDOFFS_TOOL,
+    title: 'retrysafe: pending handoffs',
+    description: `Lists ${what} waiting for a person, with why they stopped and which next actions are safe.`,
+    inputSchema: { type: 'object' as const, properties: {} },
+    annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false },
+  },
+];
+
+/** The answer of a status or handoff tool call; undefined for any other tool. */
+export async function answerLookupTool(ledger: Ledger, name: string, args: unknown) {
+  if (name === HANDOFFS_TOOL) return reply({ handoffs: await pendingHandoffs(ledger) });
+  if (name !== STATUS_TOOL) return undefined;
+  const id = (args as { businessOperationId?: unknown } | undefined)?.businessOperationId;
+  if (typeof id !== 'string')
+    return reply({ status: 'invalid-input', message: 'businessOperationId (string) is required' }, true);
+  try {
+    return reply(await operationStatus(ledger, id));
+  } catch (e) {
+    return reply({ status: 'invalid-input', message: (e as Error).message }, true);
+  }
+}
+
+/** What every retrysafe answer says, in this server's results and in the fence's own answers. */
+export const ANSWER_PROPERTIES = {
+  status: { type: 'string', enum: ['done', 'in-progress', 'needs-human', 'conflict', 'invalid-input'] },
+  businessOperationId: { type: ['string', 'null'] },
+  message: { type: 'string' },
+} as const;
 
 const RESULT_SCHEMA = {
   type: 'object',
   properties: {
-    status: { type: 'string', enum: ['done', 'in-progress', 'needs-human', 'conflict', 'invalid-input'] },
-    businessOperationId: { type: ['string', 'null'] },
-    message: { type: 'string' },
+    ...ANSWER_PROPERTIES,
     fields: {
       type: 'array',
       items: {
@@ -52,7 +93,7 @@ const RESULT_SCHEMA = {
   required: ['status', 'businessOperationId', 'message'],
 } as const;
 
-function reply(structured: Record<string, unknown>, isError = false) {
+export function reply(structured: Record<string, unknown>, isError = false) {
   return {
     content: [{ type: 'text' as const, text: JSON.stringify(structured, null, 2) }],
     structuredContent: structured,
@@ -81,41 +122,14 @@ export function createRetrysafeMcpServer(options: McpServerOptions): Server {
         annotations: t.annotations,
         _meta: t._meta,
       })),
-      {
-        name: STATUS_TOOL,
-        title: 'retrysafe: operation status',
-        description:
-          'Looks up one business operation by its id (as returned by an operation tool): its state, provider reference, result, or the handoff a person must resolve.',
-        inputSchema: {
-          type: 'object' as const,
-          properties: { businessOperationId: { type: 'string' } },
-          required: ['businessOperationId'],
-        },
-        annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false },
-      },
-      {
-        name: HANDOFFS_TOOL,
-        title: 'retrysafe: pending handoffs',
-        description: 'Lists operations waiting for a person, with why they stopped and which next actions are safe.',
-        inputSchema: { type: 'object' as const, properties: {} },
-        annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false },
-      },
+      ...lookupTools('as returned by an operation tool', 'operations'),
     ],
   }));
 
   server.setRequestHandler(CallToolRequestSchema, async (req) => {
     const { name, arguments: args } = req.params;
-    if (name === STATUS_TOOL) {
-      const id = (args as { businessOperationId?: unknown } | undefined)?.businessOperationId;
-      if (typeof id !== 'string')
-        return reply({ status: 'invalid-input', message: 'businessOperationId (string) is required' }, true);
-      try {
-        return reply(await operationStatus(options.ledger, id));
-      } catch (e) {
-        return reply({ status: 'invalid-input', message: (e as Error).message }, true);
-      }
-    }
-    if (name === HANDOFFS_TOOL) return reply({ handoffs: await pendingHandoffs(options.ledger) });
+    const lookup = await answerLookupTool(options.ledger, name, args);
+    if (lookup) return lookup;
     const tool = byName.get(name);
     // The spec's answer to an unknown tool is a protocol error, not a tool result.
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
@@ -140,11 +154,7 @@ export interface ServeHttpOptions extends HttpGuardOptions {
   readonly port?: number;
 }
 
-/**
- * Streamable HTTP on a loopback address only (stateless: one transport per request). Host, Origin
- * and the bearer token are checked before a server is built for the request (see http-guard.ts);
- * a refusal is answered 403/401 with no MCP server, so no tool can run.
- */
+/** Stateless streamable HTTP on loopback only; a request the guard refuses gets 403/401 and no server. */
 export async function serveHttp(
   makeServer: () => Server,
   opts: ServeHttpOptions = {},

@@ -5,13 +5,13 @@
  * The suite sends no Authorization header; a loopback relay in this test adds the bearer token.
  */
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { bin, onCleanup, ordersServer, tempDir } from './fence-helpers.js';
+import { bin, onCleanup, ordersServer, tempDir, writeJson } from './fence-helpers.js';
 
 const TOKEN = 'conformance-token-0123456789';
 const require = createRequire(import.meta.url);
@@ -80,15 +80,11 @@ const passes = (checks: string[]) =>
 describe('MCP conformance suite, applicable server scenarios', () => {
   it('retrysafe-mcp --http: initialize, ping, tools/list, DNS-rebinding protection', async () => {
     const dir = tempDir('retrysafe-conformance-server-');
-    const config = join(dir, 'retrysafe.json');
-    writeFileSync(
-      config,
-      JSON.stringify({
-        ledger: './ledger.db',
-        adapters: { stripe: { apiKeyEnv: 'RS_STRIPE_KEY', baseUrl: 'http://127.0.0.1:9' } },
-        operations: ['stripe.customers.create'],
-      }),
-    );
+    const config = writeJson(dir, 'retrysafe.json', {
+      ledger: './ledger.db',
+      adapters: { stripe: { apiKeyEnv: 'RS_STRIPE_KEY', baseUrl: 'http://127.0.0.1:9' } },
+      operations: ['stripe.customers.create'],
+    });
     const url = await withToken(await serve(['--config', config, '--http'], { RS_STRIPE_KEY: 'sk_test_conformance' }));
     for (const checks of await Promise.all(
       ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection'].map((name) => scenario(url, name)),
@@ -98,15 +94,11 @@ describe('MCP conformance suite, applicable server scenarios', () => {
 
   it('the fence (wrap --http): initialize, ping, tools/list, logging, completion, prompts, DNS-rebinding protection', async () => {
     const dir = tempDir('retrysafe-conformance-fence-');
-    const fence = join(dir, 'fence.json');
-    writeFileSync(
-      fence,
-      JSON.stringify({
-        name: 'orders',
-        ledger: './fence.db',
-        tools: { create_order: { kind: 'create', intent: ['customer', 'ref'] } },
-      }),
-    );
+    const fence = writeJson(dir, 'fence.json', {
+      name: 'orders',
+      ledger: './fence.db',
+      tools: { create_order: { kind: 'create', intent: ['customer', 'ref'] } },
+    });
     const url = await withToken(
       await serve(['wrap', '--config', fence, '--http', '--', process.execPath, ordersServer, '--extras']),
     );

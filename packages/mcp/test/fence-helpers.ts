@@ -37,11 +37,42 @@ export function tempDir(prefix: string): string {
   return dir;
 }
 
-export function writeFence(dir: string, fence: Record<string, unknown>): string {
-  const file = join(dir, 'fence.json');
-  writeFileSync(file, JSON.stringify({ ledger: './fence.db', handoffs: './handoffs.jsonl', ...fence }));
+/** Writes `value` as JSON to `dir/name`; returns the path. */
+export function writeJson(dir: string, name: string, value: unknown): string {
+  const file = join(dir, name);
+  writeFileSync(file, JSON.stringify(value));
   return file;
 }
+
+export const writeFence = (dir: string, fence: Record<string, unknown>) =>
+  writeJson(dir, 'fence.json', { ledger: './fence.db', handoffs: './handoffs.jsonl', ...fence });
+
+/** The orders server's create_order as the fence files declare it, reconciled through list_orders. */
+export const ordersTool = (lookup: Record<string, unknown> = {}) => ({
+  kind: 'create',
+  intent: ['customer', 'ref'],
+  resultRef: 'id',
+  toolErrors: 'rejected',
+  lookup: {
+    tool: 'list_orders',
+    arguments: { customer: '{{customer}}' },
+    items: 'orders',
+    match: { customer: 'customer', ref: 'ref' },
+    consistencyDelay: 0,
+    ...lookup,
+  },
+});
+export const lookupPolicy = { lookupWindowMs: 3000, waitForOtherMs: 10_000, baseMs: 10, capMs: 50 };
+
+/** A fence file over the orders server (timeouts short, so a lost answer is seen quickly). */
+export const ordersFence = (dir: string, timeoutMs: number, extra: Record<string, unknown> = {}) =>
+  writeFence(dir, {
+    name: 'orders',
+    timeoutMs,
+    policy: lookupPolicy,
+    tools: { create_order: ordersTool({ lateApplyBound: '1s' }) },
+    ...extra,
+  });
 
 /** The host: the official SDK client over stdio. */
 export async function connect(command: string, args: string[], env: Record<string, string> = {}): Promise<Client> {

@@ -12,15 +12,16 @@ import { describe, expect, it } from 'vitest';
 import {
   type Answer,
   filesystemServer,
+  lookupPolicy,
   lossyRelay,
   memoryServer,
+  ordersFence,
   ordersServer,
   tempDir,
   wrapped,
   writeFence,
 } from './fence-helpers.js';
 
-const lookupPolicy = { lookupWindowMs: 3000, waitForOtherMs: 10_000, baseMs: 10, capMs: 50 };
 const call = (client: Client, name: string, args: Record<string, unknown>, timeout = 20_000) =>
   client.callTool({ name, arguments: args }, undefined, { timeout }) as Promise<Answer>;
 
@@ -78,33 +79,9 @@ describe('server-memory behind the fence (its tools declare output schemas)', ()
 });
 
 describe('our orders server with an outputSchema behind the fence', () => {
-  function ordersFence(dir: string) {
-    return writeFence(dir, {
-      name: 'orders',
-      timeoutMs: 500,
-      policy: lookupPolicy,
-      tools: {
-        create_order: {
-          kind: 'create',
-          intent: ['customer', 'ref'],
-          resultRef: 'id',
-          toolErrors: 'rejected',
-          lookup: {
-            tool: 'list_orders',
-            arguments: { customer: '{{customer}}' },
-            items: 'orders',
-            match: { customer: 'customer', ref: 'ref' },
-            consistencyDelay: 0,
-            lateApplyBound: '1s',
-          },
-        },
-      },
-    });
-  }
-
   it('every path answers what the listed schema allows: lookup, replay, conflict, handoff, invalid input; one order', async () => {
     const dir = tempDir('retrysafe-orders-schema-');
-    const client = await wrapped(ordersFence(dir), [
+    const client = await wrapped(ordersFence(dir, 500), [
       '--',
       process.execPath,
       lossyRelay,

@@ -12,30 +12,8 @@ import {
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import { type Answer, memoryServer, ordersServer, tempDir, wrapped, writeFence } from './fence-helpers.js';
+import { type Answer, memoryServer, ordersFence, ordersServer, tempDir, wrapped, writeFence } from './fence-helpers.js';
 
-const ordersTool = {
-  kind: 'create',
-  intent: ['customer', 'ref'],
-  resultRef: 'id',
-  toolErrors: 'rejected',
-  lookup: {
-    tool: 'list_orders',
-    arguments: { customer: '{{customer}}' },
-    items: 'orders',
-    match: { customer: 'customer', ref: 'ref' },
-    consistencyDelay: 0,
-    lateApplyBound: '1s',
-  },
-};
-const ordersFence = (dir: string, extra: Record<string, unknown> = {}) =>
-  writeFence(dir, {
-    name: 'orders',
-    timeoutMs: 2000,
-    policy: { lookupWindowMs: 3000, waitForOtherMs: 10_000, baseMs: 10, capMs: 50 },
-    tools: { create_order: ordersTool },
-    ...extra,
-  });
 const call = (client: Client, name: string, args: Record<string, unknown>) =>
   client.callTool({ name, arguments: args }, undefined, { timeout: 30_000 }) as Promise<Answer>;
 const orders = async (client: Client) =>
@@ -43,8 +21,12 @@ const orders = async (client: Client) =>
 const handoffs = async (client: Client) =>
   ((await call(client, 'retrysafe_handoffs', {})).structuredContent as { handoffs: unknown[] }).handoffs;
 
-async function killAndWait(pidFile: string): Promise<void> {
-  const pid = Number(readFileSync(pidFile, 'utf8'));
+/** The fence over an orders server that writes its pid into `dir` (killAndWait reads it), with flags of its own. */
+const ordersWithPid = (dir: string, flags: string[]) =>
+  wrapped(ordersFence(dir, 2000), ['--', process.execPath, ordersServer, '--pid-file', join(dir, 'pid'), ...flags]);
+
+async function killAndWait(dir: string): Promise<void> {
+  const pid = Number(readFileSync(join(dir, 'pid'), 'utf8'));
   process.kill(pid, 'SIGKILL');
   for (;;) {
     try {
@@ -59,22 +41,13 @@ async function killAndWait(pidFile: string): Promise<void> {
 describe('a dead stdio upstream', () => {
   it('is restarted: a new intent after the kill is answered normally, and nothing is handed off', async () => {
     const dir = tempDir('retrysafe-restart-');
-    const pidFile = join(dir, 'pid');
-    const client = await wrapped(ordersFence(dir), [
-      '--',
-      process.execPath,
-      ordersServer,
-      '--store',
-      join(dir, 'orders.json'),
-      '--pid-file',
-      pidFile,
-    ]);
+    const client = await ordersWithPid(dir, ['--store', join(dir, 'orders.json')]);
     const ref = `PO-${randomBytes(3).toString('hex')}`;
     expect(
       (await call(client, 'create_order', { customer: 'cus_r', ref, sku: 'sku_1', quantity: 1 }))._meta?.retrysafe
         ?.status,
     ).toBe('done');
-    await killAndWait(pidFile);
+    await killAndWait(dir);
     const next = await call(client, 'create_order', { customer: 'cus_r', ref: `${ref}-2`, sku: 'sku_1', quantity: 1 });
     expect(next._meta?.retrysafe).toMatchObject({ status: 'done', adopted: false });
     expect((await orders(client)).map((o) => o.ref).sort()).toEqual([ref, `${ref}-2`]);
@@ -83,25 +56,14 @@ describe('a dead stdio upstream', () => {
 
   it('killed mid-call after it committed: the call is unknown, reconciled by the lookup on the restarted upstream — done, one order', async () => {
     const dir = tempDir('retrysafe-midcall-');
-    const pidFile = join(dir, 'pid');
     const store = join(dir, 'orders.json');
-    const client = await wrapped(ordersFence(dir), [
-      '--',
-      process.execPath,
-      ordersServer,
-      '--store',
-      store,
-      '--pid-file',
-      pidFile,
-      '--reply-delay-ms',
-      '1500',
-    ]);
+    const client = await ordersWithPid(dir, ['--store', store, '--reply-delay-ms', '1500']);
     const ref = `PO-${randomBytes(3).toString('hex')}`;
     const pending = call(client, 'create_order', { customer: 'cus_m', ref, sku: 'sku_1', quantity: 1 });
     // the order is stored before the server answers: kill it while the answer is still on its way
     while (!(existsSync(store) && readFileSync(store, 'utf8').includes(ref)))
       await new Promise((r) => setTimeout(r, 20));
-    await killAndWait(pidFile);
+    await killAndWait(dir);
     const answer = await pending;
     expect(answer._meta?.retrysafe).toMatchObject({ status: 'done', adopted: true });
     expect((await orders(client)).filter((o) => o.ref === ref)).toHaveLength(1);
@@ -109,17 +71,8 @@ describe('a dead stdio upstream', () => {
 
   it('that cannot be restarted: a call is refused as not sent (a protocol error), never claimed nor handed off', async () => {
     const dir = tempDir('retrysafe-norestart-');
-    const pidFile = join(dir, 'pid');
-    const client = await wrapped(ordersFence(dir), [
-      '--',
-      process.execPath,
-      ordersServer,
-      '--pid-file',
-      pidFile,
-      '--start-once',
-      join(dir, 'started'),
-    ]);
-    await killAndWait(pidFile);
+    const client = await ordersWithPid(dir, ['--start-once', join(dir, 'started')]);
+    await killAndWait(dir);
     const ref = `PO-${randomBytes(3).toString('hex')}`;
     await expect(
       call(client, 'create_order', { customer: 'cus_n', ref, sku: 'sku_1', quantity: 1 }),
@@ -147,7 +100,7 @@ describe('what the fence does not fence passes through', () => {
 
   it('prompts, completions, logging, and a changed tool list (followed, and announced to the host)', async () => {
     const dir = tempDir('retrysafe-extras-');
-    const client = await wrapped(ordersFence(dir), ['--', process.execPath, ordersServer, '--extras']);
+    const client = await wrapped(ordersFence(dir, 2000), ['--', process.execPath, ordersServer, '--extras']);
     expect((await client.listPrompts()).prompts.map((p) => p.name)).toEqual(['order_summary']);
     const prompt = await client.getPrompt({ name: 'order_summary', arguments: { customer: 'cus_1' } });
     expect(JSON.stringify(prompt.messages)).toContain('cus_1');
@@ -178,7 +131,7 @@ describe('the upstream environment', () => {
     const env = async (fenceEnv?: Record<string, string | null>) => {
       const dir = tempDir('retrysafe-env-');
       const client = await wrapped(
-        ordersFence(dir, fenceEnv ? { env: fenceEnv } : {}),
+        ordersFence(dir, 2000, fenceEnv ? { env: fenceEnv } : {}),
         ['--', process.execPath, ordersServer, '--echo-env', 'ORDERS_TOKEN'],
         { ORDERS_TOKEN: 'from-host' },
       );

@@ -1,49 +1,35 @@
 // The MCP server on a DynamoDB ledger named in its config file ({ ledger: { dynamodb } }): a scripted
 // agent performs an operation through the real server (a child process, over stdio) and the
 // operation is in the DynamoDB table (dynalite on a loopback port; credentials from the environment).
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { BusinessOperationId } from '@retrysafe/contract';
-import { createDynamoDbLedger, ensureTable } from '@retrysafe/ledger-dynamodb';
+import { createDynamoDbLedger } from '@retrysafe/ledger-dynamodb';
 import { createSandboxProvider, REPLAYING_BEHAVIOUR, startSandboxServer } from '@retrysafe/sandbox';
-// @ts-expect-error dynalite ships no types
-import dynalite from 'dynalite';
 import { afterAll, expect, it } from 'vitest';
+import { writeJson } from './fence-helpers.js';
+import { startLocalDynamo } from './local-dynamo.js';
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
-const server = dynalite({ createTableMs: 0 });
-await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-const dynamo = new DynamoDBClient({
-  endpoint,
-  region: 'local',
-  credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-});
-await ensureTable(dynamo, 'retrysafe-mcp');
+const dynamo = await startLocalDynamo('retrysafe-mcp');
+const { endpoint } = dynamo;
 const sandbox = await startSandboxServer({ provider: createSandboxProvider({ ...REPLAYING_BEHAVIOUR }), port: 0 });
 const dir = mkdtempSync(join(tmpdir(), 'retrysafe-mcp-dynamodb-'));
 afterAll(async () => {
-  dynamo.destroy();
   await sandbox.close();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await dynamo.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
 it('serves a config whose ledger is a DynamoDB table, and records each operation there', async () => {
-  const config = join(dir, 'retrysafe.json');
-  writeFileSync(
-    config,
-    JSON.stringify({
-      ledger: { dynamodb: { table: 'retrysafe-mcp', region: 'local', endpoint } },
-      adapters: { sandbox: { baseUrl: sandbox.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR } },
-    }),
-  );
+  const config = writeJson(dir, 'retrysafe.json', {
+    ledger: { dynamodb: { table: 'retrysafe-mcp', region: 'local', endpoint } },
+    adapters: { sandbox: { baseUrl: sandbox.url, timeoutMs: 2000, behaviour: REPLAYING_BEHAVIOUR } },
+  });
   const env = { PATH: process.env.PATH ?? '', AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test' };
   const transport = new StdioClientTransport({
     command: process.execPath,
@@ -61,7 +47,7 @@ it('serves a config whose ledger is a DynamoDB table, and records each operation
     const r = (await client.callTool({ name: tool, arguments: { ref: 'order-mcp-1', amount: 5 } }))
       .structuredContent as { status: string; businessOperationId: string };
     expect(r.status, stderr).toBe('done');
-    const ledger = createDynamoDbLedger({ table: 'retrysafe-mcp', client: dynamo });
+    const ledger = createDynamoDbLedger({ table: 'retrysafe-mcp', client: dynamo.client });
     expect(await ledger.get(r.businessOperationId as BusinessOperationId)).toMatchObject({
       state: 'succeeded',
       attemptCount: 1,

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,6 +7,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { type StripeSandbox, startStripeSandbox } from '@retrysafe/stripe/sandbox';
 import { afterEach, describe, expect, it } from 'vitest';
+import { writeJson } from './fence-helpers.js';
 
 // `retrysafe-mcp --http` as a user starts it: the token is generated and printed unless
 // RETRYSAFE_MCP_TOKEN is set; without it the real MCP client is refused and nothing is created.
@@ -37,15 +38,11 @@ async function start(
   sandboxes.push(sandbox);
   const dir = mkdtempSync(join(tmpdir(), 'retrysafe-mcp-http-'));
   dirs.push(dir);
-  const config = join(dir, 'retrysafe.json');
-  writeFileSync(
-    config,
-    JSON.stringify({
-      ledger: './ledger.db',
-      adapters: { stripe: { apiKeyEnv: 'RS_STRIPE_KEY', baseUrl: sandbox.url, timeoutMs: 2000 } },
-      operations: ['stripe.customers.create'],
-    }),
-  );
+  const config = writeJson(dir, 'retrysafe.json', {
+    ledger: './ledger.db',
+    adapters: { stripe: { apiKeyEnv: 'RS_STRIPE_KEY', baseUrl: sandbox.url, timeoutMs: 2000 } },
+    operations: ['stripe.customers.create'],
+  });
   const child = spawn(process.execPath, [bin, '--config', config, '--http'], {
     env: { PATH: process.env.PATH ?? '', RS_STRIPE_KEY: 'sk_test_mcp_bin', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +9,7 @@ import { stripeCards } from '@retrysafe/stripe';
 import { type StripeSandbox, startStripeSandbox } from '@retrysafe/stripe/sandbox';
 import { type Fault, type FaultProxy, startFaultProxy } from '@retrysafe/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeJson } from './fence-helpers.js';
 
 // A scripted agent talks to the real retrysafe MCP server (a child process, over stdio, with the
 // real MCP client). The server drives the real stripe SDK → fault proxy → loopback Stripe sandbox.
@@ -39,22 +40,21 @@ const call = async (name: string, args: Record<string, unknown>, timeout?: numbe
   const r = await client.callTool({ name, arguments: args }, undefined, timeout ? { timeout } : undefined);
   return r.structuredContent as ToolAnswer;
 };
+/** The agent's charge of the fixture customer. */
+const pay = (amount: number, currency: string, orderRef: string) =>
+  call('stripe_paymentIntents_create', { customer: 'cus_fixture', amount, currency, orderRef });
 const paymentIntents = () => sandbox.records().filter((r) => r.kind === 'payment_intent' && !r.fixture);
 
 beforeAll(async () => {
   sandbox = await startStripeSandbox({ port: 0 });
   proxy = await startFaultProxy({ target: sandbox.url, faults: () => nextFaults.shift() ?? 'pass' });
   dir = mkdtempSync(join(tmpdir(), 'retrysafe-mcp-'));
-  const config = join(dir, 'retrysafe.json');
-  writeFileSync(
-    config,
-    JSON.stringify({
-      ledger: './ledger.db',
-      adapters: { stripe: { apiKeyEnv: 'RS_STRIPE_KEY', baseUrl: proxy.url, timeoutMs: 400 } },
-      policy: { baseMs: 5, capMs: 20, waitForOtherMs: 20_000 },
-      operations: ['stripe.paymentIntents.create', 'stripe.customers.create'],
-    }),
-  );
+  const config = writeJson(dir, 'retrysafe.json', {
+    ledger: './ledger.db',
+    adapters: { stripe: { apiKeyEnv: 'RS_STRIPE_KEY', baseUrl: proxy.url, timeoutMs: 400 } },
+    policy: { baseMs: 5, capMs: 20, waitForOtherMs: 20_000 },
+    operations: ['stripe.paymentIntents.create', 'stripe.customers.create'],
+  });
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [bin, '--config', config],
@@ -165,12 +165,7 @@ describe('retrysafe MCP server over stdio', () => {
 
   it('the same intent with a changed amount ⇒ a structured conflict, not a second charge', async () => {
     const before = proxy.requests.length;
-    const r = await call('stripe_paymentIntents_create', {
-      customer: 'cus_fixture',
-      amount: 9900,
-      currency: 'eur',
-      orderRef: 'A-17',
-    });
+    const r = await pay(9900, 'eur', 'A-17');
     expect(r.status).toBe('conflict');
     expect(r.paths).toEqual(['amount']);
     expect(r.message.match(/nothing was sent/gi)).toHaveLength(1);
@@ -194,12 +189,7 @@ describe('retrysafe MCP server over stdio', () => {
         },
       },
     ];
-    const r = await call('stripe_paymentIntents_create', {
-      customer: 'cus_fixture',
-      amount: 700,
-      currency: 'zzz',
-      orderRef: 'B-9',
-    });
+    const r = await pay(700, 'zzz', 'B-9');
     expect(r.status).toBe('needs-human');
     expect(r.handoff?.reason).toBe('rejected');
     // the provider's field errors reach the agent, so it can correct itself
@@ -219,20 +209,10 @@ describe('retrysafe MCP server over stdio', () => {
     expect(stderr).not.toContain('sk_test_mcp_agent');
     // the agent corrects the named field under the same intent: the rejected request is superseded, one charge
     const count = paymentIntents().length;
-    const fixed = await call('stripe_paymentIntents_create', {
-      customer: 'cus_fixture',
-      amount: 700,
-      currency: 'eur',
-      orderRef: 'B-9 ',
-    });
+    const fixed = await pay(700, 'eur', 'B-9 ');
     expect(fixed).toMatchObject({ status: 'done', adopted: false, businessOperationId: r.businessOperationId });
     expect(paymentIntents()).toHaveLength(count + 1);
-    const again = await call('stripe_paymentIntents_create', {
-      customer: 'cus_fixture',
-      amount: 700,
-      currency: 'eur',
-      orderRef: 'B-9',
-    });
+    const again = await pay(700, 'eur', 'B-9');
     expect(again).toMatchObject({ status: 'done', adopted: true, providerRef: fixed.providerRef });
     expect(paymentIntents()).toHaveLength(count + 1);
   });

@@ -39,13 +39,8 @@ const ms = (t: number) => (t >= 10_000 ? `${(t / 1000).toFixed(t % 1000 ? 1 : 0)
 type Wire = ScenarioResult['proxyRequests'][number];
 type RunnerReceipt = ScenarioResult['runnerReceipts'][number];
 
-/**
- * Ties the wire requests to the runner's receipts. The drill labels each request with the adapter call
- * it arrived during (`execute#k` = the k-th doExecute, `lookup`); the k-th doExecute is the runner's
- * k-th dispatch/resend receipt — counted from the end, because a worker that died after dispatching
- * (the crash scenario) left calls but no receipts. Lookup requests go to the lookup/poll receipt when
- * there is exactly one.
- */
+// The k-th `execute#k` request is the k-th dispatch/resend receipt, counted from the end (a crashed worker left calls
+// but no receipts); a lookup request goes to the lookup/poll receipt when there is exactly one.
 export function tieWireToReceipts(r: Pick<ScenarioResult, 'proxyRequests' | 'runnerReceipts'>): {
   byRequest: Map<number, RunnerReceipt | 'died'>;
   byReceipt: Map<number, number[]>;
@@ -75,11 +70,7 @@ export function tieWireToReceipts(r: Pick<ScenarioResult, 'proxyRequests' | 'run
 const laneId = (r: ScenarioResult, seq: number | 'died') => `${anchor(r)}-a${seq}`;
 const wireId = (r: ScenarioResult, n: number) => `${anchor(r)}-w${n}`;
 
-/**
- * One operation's runner receipts on a time axis (the drill's clock: virtual, so backoff and
- * Retry-After waits show at their real length without costing wall time). One lane per receipt, in
- * order: dispatches, resends, lookups, polls; the gap before a lane is the wait the runner chose.
- */
+/** One lane per receipt on the drill's virtual clock; the gap before a lane is the wait the runner chose. */
 function timeline(r: ScenarioResult): string {
   const receipts = r.runnerReceipts;
   const { byRequest, byReceipt } = tieWireToReceipts(r);
@@ -207,46 +198,39 @@ function details(r: ScenarioResult): string {
       const bad = failed(re);
       return `<tr class="${bad ? 'criterion-failed' : 'criterion-ok'}" data-criterion="${esc(name)}"><td>${bad ? '<b>✗</b> ' : '✓ '}${esc(name)}</td><td>${expected}</td><td>${observed}</td></tr>`;
     };
+    // [criterion, expected, observed, the drill's failure sentence for it]
+    const rows: [string, string, string | undefined, RegExp][] = [
+      ['provider records', `= ${c.providerRecords}`, o && String(o.providerRecords), /: providerRecords expected/],
+      [
+        'attempts at the provider',
+        esc(count(c.attemptsAtProxy)),
+        o && String(o.attemptsAtProxy),
+        /: attemptsAtProxy expected/,
+      ],
+      ['outcome', esc(c.outcome.join(' or ')), o && esc([...new Set(o.outcomes)].join(', ')), /: outcome expected/],
+      [
+        'handoff packet',
+        c.handoff === 'with-outcome' ? 'exactly when handed off' : c.handoff ? 'yes' : 'no',
+        o && String(o.handoffs),
+        /: (no )?handoff expected/,
+      ],
+      [
+        'requests per execute call',
+        '≤ 1 (SDK retries off)',
+        o && String(o.maxRequestsInOneExecute),
+        /one retrying layer expected|did not time out/,
+      ],
+    ];
+    if (c.minWaitMs !== undefined)
+      rows.push([
+        'wait before the next attempt',
+        `≥ ${c.minWaitMs} ms`,
+        `${o?.waitedMs ?? '—'} ms`,
+        /Retry-After not honoured/,
+      ]);
     parts.push(
       '<h4>Pass criteria (from the card, written before the run) and what was observed</h4><table class="criteria"><thead><tr><th></th><th>expected</th><th>observed</th></tr></thead><tbody>' +
-        row(
-          'provider records',
-          `= ${c.providerRecords}`,
-          o ? String(o.providerRecords) : '—',
-          /: providerRecords expected/,
-        ) +
-        row(
-          'attempts at the provider',
-          esc(count(c.attemptsAtProxy)),
-          o ? String(o.attemptsAtProxy) : '—',
-          /: attemptsAtProxy expected/,
-        ) +
-        row(
-          'outcome',
-          esc(c.outcome.join(' or ')),
-          o ? esc([...new Set(o.outcomes)].join(', ')) : '—',
-          /: outcome expected/,
-        ) +
-        row(
-          'handoff packet',
-          c.handoff === 'with-outcome' ? 'exactly when handed off' : c.handoff ? 'yes' : 'no',
-          o ? String(o.handoffs) : '—',
-          /: (no )?handoff expected/,
-        ) +
-        row(
-          'requests per execute call',
-          '≤ 1 (SDK retries off)',
-          o ? String(o.maxRequestsInOneExecute) : '—',
-          /one retrying layer expected|did not time out/,
-        ) +
-        (c.minWaitMs !== undefined
-          ? row(
-              'wait before the next attempt',
-              `≥ ${c.minWaitMs} ms`,
-              `${o?.waitedMs ?? '—'} ms`,
-              /Retry-After not honoured/,
-            )
-          : '') +
+        rows.map(([name, expected, observed, re]) => row(name, expected, observed ?? '—', re)).join('') +
         `</tbody></table><ul class="why">${c.why.map((w) => `<li>${esc(w)}</li>`).join('')}</ul>`,
     );
   }
@@ -310,10 +294,7 @@ function legend(): string {
 
 const slug = (s: string) => s.replace(/[^A-Za-z0-9_-]+/g, '_');
 
-/**
- * Filters without a script: radio inputs placed before the results table, and one CSS rule per choice
- * that hides the rows (and their detail rows) that do not match. Status and adapter filters combine.
- */
+/** Filters without a script: radio inputs before the table, one CSS rule per choice hiding the rows that do not match. */
 function filters(results: HtmlReportInput['results']): { html: string; css: string } {
   const statuses = ['all', 'failed', 'passed', 'skipped'] as const;
   const adapters = ['all', ...new Set(results.map((x) => x.adapter))];

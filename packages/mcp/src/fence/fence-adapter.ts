@@ -43,10 +43,6 @@ interface ToolAnswer {
   readonly structuredContent?: unknown;
 }
 
-const MCP_INVALID_PARAMS = -32602;
-const MCP_METHOD_NOT_FOUND = -32601;
-const MCP_REQUEST_TIMEOUT = -32001;
-const MCP_CONNECTION_CLOSED = -32000;
 const KEY_CHARSET = 'A-Za-z0-9_-';
 
 export function readPath(value: unknown, path: string): unknown {
@@ -262,11 +258,7 @@ export function fenceCard(
   } as RetrySafetyCard);
 }
 
-/**
- * Maps one upstream tool-call result or error into exactly one Outcome. Never throws.
- * A timeout or a dropped connection is unknown (the tool may have run); a transport that never connected is
- * not-applied; invalid params and unknown tools are rejected; a tool error is read as the fence file says.
- */
+/** One Outcome per tool answer: a tool error is rejected or unknown as the fence file says; never throws. */
 export function classifyToolAnswer(t: FenceToolConfig, answer: unknown): Outcome {
   const a = (answer ?? {}) as ToolAnswer;
   if (a.isError) {
@@ -287,6 +279,24 @@ export function classifyToolAnswer(t: FenceToolConfig, answer: unknown): Outcome
   };
 }
 
+/** MCP JSON-RPC error codes: refused arguments or tool are rejections; a timeout or a closed connection is unknown. */
+const MCP_ERRORS: Readonly<Record<number, (message: string) => Outcome>> = {
+  [-32602]: (message) => ({ kind: 'rejected', reason: 'validation', message, code: 'invalid-params' }),
+  [-32601]: (message) => ({ kind: 'rejected', reason: 'configuration', message, code: 'method-not-found' }),
+  [-32001]: (m) => ({
+    kind: 'unknown',
+    cause: 'timeout',
+    message: `no answer within the timeout: ${m}`,
+    code: 'timeout',
+  }),
+  [-32000]: (m) => ({
+    kind: 'unknown',
+    cause: 'connection-reset',
+    message: `connection closed before the answer: ${m}`,
+    code: 'connection-closed',
+  }),
+};
+
 export function classifyToolError(error: unknown): Outcome {
   const code = (error as { code?: unknown } | null)?.code;
   const message = clip(error instanceof Error ? error.message : String(error));
@@ -296,18 +306,7 @@ export function classifyToolError(error: unknown): Outcome {
     (error instanceof Error && code === undefined && error.message === 'Not connected')
   )
     return { kind: 'not-applied', message: `upstream not reached: ${message}`, code: 'not-connected' };
-  if (code === MCP_INVALID_PARAMS) return { kind: 'rejected', reason: 'validation', message, code: 'invalid-params' };
-  if (code === MCP_METHOD_NOT_FOUND)
-    return { kind: 'rejected', reason: 'configuration', message, code: 'method-not-found' };
-  if (code === MCP_REQUEST_TIMEOUT)
-    return { kind: 'unknown', cause: 'timeout', message: `no answer within the timeout: ${message}`, code: 'timeout' };
-  if (code === MCP_CONNECTION_CLOSED)
-    return {
-      kind: 'unknown',
-      cause: 'connection-reset',
-      message: `connection closed before the answer: ${message}`,
-      code: 'connection-closed',
-    };
+  if (typeof code === 'number' && MCP_ERRORS[code]) return MCP_ERRORS[code](message);
   const t = classifyTransportFailure(error);
   if (t.sent === 'never') return { kind: 'not-applied', message: `upstream not reached (${t.code})`, code: t.code };
   return { kind: 'unknown', cause: t.cause, message, ...(t.code ? { code: t.code } : {}) };

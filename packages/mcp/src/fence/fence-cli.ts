@@ -1,12 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { openLedger } from '@retrysafe/config';
-import { createRunner, jsonlHandoffSink } from '@retrysafe/core';
-import { json, list, num, type ParsedOptions, parseOptions, text, UsageError } from '../cli-options.js';
-import { createCoalescer } from '../coalesce.js';
+import { json, num, type ParsedOptions, parseOptions, text, toStderr, toStdout, UsageError } from '../cli-options.js';
 import { PROBE_COMMAND, WRAP_COMMAND } from '../commands.js';
-import { ledgerWithEnvKeys, receiptKeyFromEnv } from '../env-keys.js';
-import { serveHttp, serveStdio } from '../server.js';
+import { serveParsed, servingParts } from '../serve-cli.js';
 import { createFenceAdapter } from './fence-adapter.js';
 import { loadFenceConfig } from './fence-config.js';
 import { createFenceServer } from './fence-server.js';
@@ -32,61 +28,25 @@ function target(p: ParsedOptions, env?: Readonly<Record<string, string | null>>)
 }
 
 /** `retrysafe-mcp wrap …` (WRAP_COMMAND). */
-export async function runWrap(
-  argv: readonly string[],
-  log: (line: string) => void = (l) => process.stderr.write(l + '\n'),
-): Promise<void> {
+export async function runWrap(argv: readonly string[], log = toStderr): Promise<void> {
   const p = parseOptions(argv, WRAP_COMMAND);
   const configPath = text(p, '--config');
   if (configPath === undefined) throw new UsageError('wrap needs --config <fence.yaml>');
   const config = loadFenceConfig(configPath);
   const upstream = await connectUpstream(target(p, config.env));
   const adapter = createFenceAdapter({ config, client: upstream, tools: upstream.tools });
-  // The same keys as the retrysafe MCP server: params encrypted at rest, receipts HMAC-sealed.
-  const ledger = ledgerWithEnvKeys(await openLedger(config.ledger, config.baseDir));
-  const runner = createRunner({
-    ledger,
-    ...(config.handoffs ? { handoff: jsonlHandoffSink(resolve(config.baseDir, config.handoffs)) } : {}),
-    ...(config.policy ? { policy: config.policy } : {}),
-    ...receiptKeyFromEnv(),
-  });
-  const coalescer = createCoalescer(ledger);
-  const make = () =>
-    createFenceServer({
-      runner,
-      ledger,
-      adapter,
-      upstream,
-      coalescer,
-      ...(config.policy?.waitForOtherMs !== undefined ? { waitMs: config.policy.waitForOtherMs } : {}),
-    });
+  const parts = await servingParts(config, config.handoffs && resolve(config.baseDir, config.handoffs));
+  const make = () => createFenceServer({ ...parts, adapter, upstream });
   const fenced = Object.keys(config.tools);
   const passed = upstream.tools.map((t) => t.name).filter((n) => !fenced.includes(n));
   log(
     `retrysafe fence: ${fenced.length} fenced (${fenced.join(', ')}), ${passed.length} passed through${passed.length ? ` (${passed.join(', ')})` : ''}`,
   );
-  if (!p.values.has('--http')) return serveStdio(make());
-  // The same guard as the retrysafe MCP server: loopback Host/Origin allow-lists and a bearer token.
-  const configured = process.env.RETRYSAFE_MCP_TOKEN;
-  const h = await serveHttp(make, {
-    port: num(p, '--port') ?? 0,
-    allowedHosts: list(p, '--allow-host'),
-    allowedOrigins: list(p, '--allow-origin'),
-    ...(configured ? { token: configured } : {}),
-  });
-  log(`retrysafe fence on ${h.url}`);
-  log(
-    configured
-      ? 'bearer token: from RETRYSAFE_MCP_TOKEN'
-      : `bearer token (send as "Authorization: Bearer <token>"): ${h.token}`,
-  );
+  return serveParsed(p, make, 'retrysafe fence', log);
 }
 
 /** `retrysafe-mcp probe …` (PROBE_COMMAND). Exit 0: at most once; 1: duplicates; 3: no effect seen. */
-export async function runProbe(
-  argv: readonly string[],
-  out: (line: string) => void = (l) => process.stdout.write(l + '\n'),
-): Promise<number> {
+export async function runProbe(argv: readonly string[], out = toStdout): Promise<number> {
   const p = parseOptions(argv, PROBE_COMMAND);
   const tool = text(p, '--tool');
   const countTool = text(p, '--count-tool');

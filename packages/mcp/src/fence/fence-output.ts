@@ -1,24 +1,17 @@
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { AgentToolResult } from '@retrysafe/core/agent';
+import { ANSWER_PROPERTIES } from '../server.js';
 import { answerValue } from './fence-adapter.js';
 
 type Schema = { readonly [k: string]: unknown };
 
-/**
- * What the fence answers for a fenced tool when the upstream's own answer is not what it has: the outcome was
- * settled by a lookup (the matched read item), or the call did not end `done`. `retrysafe` carries the fence's
- * answer (status, businessOperationId, message, …); `result` the value the fence has.
- */
+/** The fence's own answer (a lookup's item, or a call that did not end `done`): `retrysafe` status, `result` value. */
 export const FENCE_ANSWER_SCHEMA = {
   type: 'object',
   properties: {
     retrysafe: {
       type: 'object',
-      properties: {
-        status: { type: 'string', enum: ['done', 'in-progress', 'needs-human', 'conflict', 'invalid-input'] },
-        businessOperationId: { type: ['string', 'null'] },
-        message: { type: 'string' },
-      },
+      properties: ANSWER_PROPERTIES,
       required: ['status', 'message'],
     },
     result: {},
@@ -26,11 +19,7 @@ export const FENCE_ANSWER_SCHEMA = {
   required: ['retrysafe'],
 } as const;
 
-/**
- * The outputSchema the fence lists for a fenced tool whose upstream declares one: the upstream's answer, or the
- * fence's own (FENCE_ANSWER_SCHEMA). Definitions and `$schema` move to the root so the upstream's `#/…`
- * references still resolve.
- */
+/** The upstream's outputSchema or the fence's answer; `$defs` and `$schema` stay at the root so `#/…` refs resolve. */
 export function fencedOutputSchema(upstream: Schema): Schema {
   const { $schema, $defs, definitions, ...own } = upstream;
   return {
@@ -57,11 +46,8 @@ export function outputChecker(): (schema: Schema, value: unknown) => boolean {
   };
 }
 
-/**
- * A fenced call's answer. `done` with an upstream answer whose structured content `fits` (the upstream's schema;
- * anything when it declares none): that answer, unchanged. Any other `done` (a lookup's item, or an answer that does not fit): the fence's
- * answer with the value under `result`. Every other status: the fence's answer, as an error result.
- */
+// `done` with an answer that `fits`: that answer unchanged; other `done`: the fence's answer with the value under
+// `result`; any other status: the fence's answer as an error result.
 export function fencedReply(r: AgentToolResult, fits: (value: unknown) => boolean) {
   const retrysafe = {
     status: r.status,

@@ -25,8 +25,9 @@ import {
 import { type AdapterV1, type Ledger, validateCard } from '@retrysafe/contract';
 import { agentIdempotentHint } from '@retrysafe/contract/rules';
 import type { Runner } from '@retrysafe/core';
-import { type AgentToolDefinition, callAgentTool, operationStatus, pendingHandoffs } from '@retrysafe/core/agent';
+import { type AgentToolDefinition, callAgentTool } from '@retrysafe/core/agent';
 import { type Coalescer, createCoalescer, requestedWait } from '../coalesce.js';
+import { answerLookupTool, lookupTools } from '../server.js';
 import type { UpstreamTool } from './fence-adapter.js';
 import { fencedOutputSchema, fencedReply, outputChecker } from './fence-output.js';
 import { type ResultSchema, type Upstream, UpstreamUnavailableError } from './upstream.js';
@@ -44,29 +45,7 @@ export interface FenceServerOptions {
   readonly waitMs?: number;
 }
 
-export const FENCE_STATUS_TOOL = 'retrysafe_status';
-export const FENCE_HANDOFFS_TOOL = 'retrysafe_handoffs';
 export const UNFENCED_NOTE = '[not fenced by retrysafe: a re-issued call may repeat its effect]';
-
-const STATUS_TOOLS = [
-  {
-    name: FENCE_STATUS_TOOL,
-    description:
-      "Looks up one business operation by its id (from a fenced tool's _meta.retrysafe): its state, result, or the handoff a person must resolve.",
-    inputSchema: {
-      type: 'object' as const,
-      properties: { businessOperationId: { type: 'string' } },
-      required: ['businessOperationId'],
-    },
-    annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false },
-  },
-  {
-    name: FENCE_HANDOFFS_TOOL,
-    description: 'Lists fenced operations waiting for a person, with why they stopped and which next actions are safe.',
-    inputSchema: { type: 'object' as const, properties: {} },
-    annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false },
-  },
-];
 
 function fencedDescription(adapter: AdapterV1, name: string, upstreamDescription: string | undefined): string {
   const spec = adapter.operations[name]!;
@@ -136,33 +115,21 @@ function hideProperty(schema: UpstreamTool['inputSchema'], name: string): Upstre
   return { ...schema, properties, ...required };
 }
 
-const json = (v: unknown, isError = false) => ({
-  content: [{ type: 'text' as const, text: JSON.stringify(v, null, 2) }],
-  structuredContent: v as Record<string, unknown>,
-  ...(isError ? { isError: true } : {}),
-});
 const unavailable = (e: unknown) =>
   e instanceof UpstreamUnavailableError
     ? new McpError(ErrorCode.InternalError, `${e.message}; nothing was sent: call again later`)
     : e;
 
 /** What the fence forwards besides tools: the upstream's own capabilities for them. */
-function passedCapabilities(upstream: ServerCapabilities): ServerCapabilities {
-  const { resources, prompts, completions, logging } = upstream;
-  return {
-    ...(resources ? { resources } : {}),
-    ...(prompts ? { prompts } : {}),
-    ...(completions ? { completions } : {}),
-    ...(logging ? { logging } : {}),
-  };
-}
+const passedCapabilities = (upstream: ServerCapabilities): ServerCapabilities =>
+  Object.fromEntries(
+    (['resources', 'prompts', 'completions', 'logging'] as const)
+      .filter((k) => upstream[k])
+      .map((k) => [k, upstream[k]]),
+  );
 
-/**
- * The fence: an MCP server that lists the upstream's tools and forwards calls. A tool the fence file names runs
- * through the runner with its card (one effect per intent, a lookup before any re-send, a handoff when unsure);
- * every other tool passes through unchanged and says so in its description. Resources, prompts, completions and
- * logging pass through as the upstream offers them; its notifications are forwarded.
- */
+// The fence: fenced tools run through the runner with their cards, every other tool and request passes through as the
+// upstream offers it (and says so), and the upstream's notifications are forwarded.
 export function createFenceServer(options: FenceServerOptions): Server {
   const { adapter, upstream, runner, ledger } = options;
   const fenced = new Set(Object.keys(adapter.operations));
@@ -182,23 +149,14 @@ export function createFenceServer(options: FenceServerOptions): Server {
           ? fencedListing(adapter, t)
           : { ...t, description: `${UNFENCED_NOTE} ${t.description ?? ''}`.trim() },
       ),
-      ...STATUS_TOOLS,
+      ...lookupTools("from a fenced tool's _meta.retrysafe", 'fenced operations'),
     ],
   }));
 
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     const { name, arguments: args } = req.params;
-    if (name === FENCE_STATUS_TOOL) {
-      const id = (args as { businessOperationId?: unknown } | undefined)?.businessOperationId;
-      if (typeof id !== 'string')
-        return json({ status: 'invalid-input', message: 'businessOperationId (string) is required' }, true);
-      try {
-        return json(await operationStatus(ledger, id));
-      } catch (e) {
-        return json({ status: 'invalid-input', message: (e as Error).message }, true);
-      }
-    }
-    if (name === FENCE_HANDOFFS_TOOL) return json({ handoffs: await pendingHandoffs(ledger) });
+    const lookup = await answerLookupTool(ledger, name, args);
+    if (lookup) return lookup;
     const tool = listed(name);
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
     // A call that cannot be sent is refused before anything is claimed: it is never handed off.

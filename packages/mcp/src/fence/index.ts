@@ -1,36 +1,5 @@
-export {
-  classifyToolAnswer,
-  classifyToolError,
-  createFenceAdapter,
-  type FenceAdapterOptions,
-  fenceCard,
-  type UpstreamClient,
-  type UpstreamTool,
-} from './fence-adapter.js';
-export {
-  type FenceConfig,
-  FenceConfigError,
-  type FenceKeyConfig,
-  type FenceLookupConfig,
-  type FencePolicy,
-  type FenceToolConfig,
-  loadFenceConfig,
-  parseFenceConfig,
-} from './fence-config.js';
-export { FENCE_ANSWER_SCHEMA, fencedOutputSchema } from './fence-output.js';
-export {
-  createFenceServer,
-  FENCE_HANDOFFS_TOOL,
-  FENCE_STATUS_TOOL,
-  type FenceServerOptions,
-  UNFENCED_NOTE,
-} from './fence-server.js';
-export { type ProbeOptions, type ProbeReceipt, probeTool } from './probe.js';
-export {
-  connectUpstream,
-  type RestartPolicy,
-  type Upstream,
-  type UpstreamTarget,
-  UpstreamUnavailableError,
-  upstreamEnv,
-} from './upstream.js';
+export { createFenceAdapter, type UpstreamClient, type UpstreamTool } from './fence-adapter.js';
+export { type FenceConfig, FenceConfigError, parseFenceConfig } from './fence-config.js';
+export { createFenceServer, UNFENCED_NOTE } from './fence-server.js';
+export type { ProbeOptions, ProbeReceipt } from './probe.js';
+export type { Upstream } from './upstream.js';

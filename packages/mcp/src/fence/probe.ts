@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { canonicalJson, sha256Hex } from '@retrysafe/contract';
 import { answerValue, readPath, type UpstreamClient } from './fence-adapter.js';
 
 export interface ProbeOptions {
@@ -40,23 +41,7 @@ export interface ProbeReceipt {
   readonly summary: string;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function canonical(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  if (v !== null && typeof v === 'object')
-    return `{${Object.keys(v)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  return JSON.stringify(v);
-}
-
-/**
- * Fires identical calls at a writing tool — several at once, then one that times out on the client and is
- * re-issued, as an agent host does — and counts the distinct effects through a read tool. One intent, so
- * anything above one effect is a duplicate.
- */
+/** Identical calls at once, then one abandoned on a client timeout and re-issued; the effects are counted by a read tool. */
 export async function probeTool(o: ProbeOptions): Promise<ProbeReceipt> {
   const startedAt = new Date().toISOString();
   const callTimeout = o.callTimeoutMs ?? 30_000;
@@ -101,7 +86,7 @@ export async function probeTool(o: ProbeOptions): Promise<ProbeReceipt> {
   return {
     probe: 'retrysafe.probe/v1',
     tool: o.tool,
-    argsDigest: createHash('sha256').update(canonical(o.args)).digest('hex'),
+    argsDigest: sha256Hex(canonicalJson(o.args)),
     startedAt,
     finishedAt: new Date().toISOString(),
     calls,

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -9,10 +10,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { UpstreamClient, UpstreamTool } from './fence-adapter.js';
 
-/**
- * Where the upstream MCP server is: a command to spawn (stdio) or a streamable HTTP URL. A stdio upstream gets
- * the fence's own environment, with `env` applied on top: a string sets a variable, `null` removes it.
- */
+/** A command to spawn (stdio, with `env` applied to the fence's environment) or a streamable HTTP URL. */
 export type UpstreamTarget =
   | {
       readonly command: string;
@@ -52,21 +50,12 @@ export class UpstreamUnavailableError extends Error {
 }
 
 const DEFAULT_RESTART: RestartPolicy = { tries: 5, baseMs: 100 };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The fence's own environment with the fence file's changes applied. */
-export function upstreamEnv(
-  changes: Readonly<Record<string, string | null>> = {},
-  base: NodeJS.ProcessEnv = process.env,
-): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(base)) if (v !== undefined) env[k] = v;
-  for (const [k, v] of Object.entries(changes)) {
-    if (v === null) delete env[k];
-    else env[k] = v;
-  }
-  return env;
-}
+/** The fence's own environment with the fence file's changes applied (`null` removes a variable). */
+const upstreamEnv = (changes: Readonly<Record<string, string | null>> = {}) =>
+  Object.fromEntries(
+    Object.entries({ ...process.env, ...changes }).filter((e): e is [string, string] => typeof e[1] === 'string'),
+  );
 
 async function listAllTools(client: Client): Promise<UpstreamTool[]> {
   const tools: UpstreamTool[] = [];
@@ -79,11 +68,7 @@ async function listAllTools(client: Client): Promise<UpstreamTool[]> {
   return tools;
 }
 
-/**
- * Connects to the upstream with the real MCP client and reads its whole tool list. When a stdio upstream exits,
- * it is restarted (bounded: `restart.tries`, backoff from `restart.baseMs`); a call that arrives while it is down
- * waits for the restart, and one that cannot be sent fails with UpstreamUnavailableError — known not sent.
- */
+// A dead stdio upstream is restarted (bounded, with backoff); a call that cannot be sent fails UpstreamUnavailableError.
 export async function connectUpstream(
   target: UpstreamTarget,
   options: { name?: string; restart?: RestartPolicy } = {},

@@ -7,7 +7,7 @@ export const cards = defineCommand<CardsCommandOptions>({
   description:
     'print retry safety cards; --write regenerates docs/cards, --check fails on drift or on unknowns not listed as unverified',
   options: {
-    adapter: { argument: '<name>', parse: 'list', description: 'only this adapter (repeatable or comma-separated)' },
+    adapter: { argument: '<name>', parse: 'list', description: 'only this adapter' },
     module: {
       argument: '<file>',
       parse: 'list',

@@ -3,14 +3,9 @@ import { join, resolve } from 'node:path';
 import { type RetrySafetyCard, validateCard } from '@retrysafe/contract';
 import { renderCard } from '@retrysafe/contract/render';
 import { UsageError } from '../../errors.js';
-import { cardsOf, loadAdapters, type NamedCard } from '../../registry.js';
+import { type AdapterSelection, cardsOf, loadAdapters, type NamedCard } from '../../registry.js';
 
-export interface CardsCommandOptions {
-  readonly adapter?: string[];
-  /** Files of your own exporting `drills` (a new adapter); with no --adapter, only these. */
-  readonly module?: string[];
-  /** A retrysafe config: the cards of its `type: http` operations. */
-  readonly config?: string;
+export interface CardsCommandOptions extends AdapterSelection {
   readonly format?: string;
   readonly check?: boolean;
   readonly write?: boolean;

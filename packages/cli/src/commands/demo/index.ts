@@ -259,11 +259,7 @@ async function runStep({ step, drill, ledger, dbPath, index, log, color }: StepR
   }
 }
 
-/**
- * `retrysafe demo`: a scripted agent flow against the loopback sandboxes with faults, on a SQLite
- * ledger. Each step runs the real adapter (real vendor SDK) → fault proxy → sandbox, on a virtual
- * clock so waits cost no time, and prints what happened and why.
- */
+/** `retrysafe demo`: real adapters → fault proxy → sandboxes on a virtual clock, each step saying what happened and why. */
 export async function demoCommand(
   opts: { db?: string },
   log: (line: string) => void,

@@ -12,18 +12,18 @@ export const drill = defineCommand<Flags>({
   name: 'drill',
   description: 'run the duplicate-execution drill against the loopback sandboxes (never live systems)',
   options: {
-    adapter: { argument: '<name>', parse: 'list', description: 'only this adapter (repeatable or comma-separated)' },
+    adapter: { argument: '<name>', parse: 'list', description: 'only this adapter' },
     module: {
       argument: '<file>',
       parse: 'list',
       description:
         'also drill the `drills` exported by this file of your own (a new adapter); without --adapter, only it',
     },
-    scenario: { argument: '<id>', parse: 'list', description: 'only this scenario (repeatable or comma-separated)' },
+    scenario: { argument: '<id>', parse: 'list', description: 'only this scenario' },
     operation: {
       argument: '<name>',
       parse: 'list',
-      description: 'only this operation, e.g. customers.create (repeatable or comma-separated)',
+      description: 'only this operation, e.g. customers.create',
     },
     seed: { argument: '<n>', parse: 'integer', default: 1, description: 'seed of the runner jitter' },
     config: {

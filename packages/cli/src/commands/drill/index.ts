@@ -1,10 +1,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import {
-  type CountCriterion,
   createDrillContext,
-  type DrillOutcome,
   disposeDrillContext,
+  type ObservedValues,
+  type PassCriteria,
   runScenario,
   SCENARIOS,
   type ScenarioId,
@@ -13,43 +13,27 @@ import {
 } from '@retrysafe/testkit';
 import { InterruptedError, UsageError } from '../../errors.js';
 import { createProgress, humanMs, paint, useColor } from '../../output.js';
-import { type AdapterEntry, loadAdapters } from '../../registry.js';
+import { type AdapterEntry, type AdapterSelection, loadAdapters } from '../../registry.js';
 import { renderHtmlReport } from '../../report/html.js';
-import { drillJunit } from './text.js';
+import { drillJunit, statusMark } from './text.js';
 
-export interface DrillCommandOptions {
-  readonly adapter?: string[];
-  /** Files of your own exporting `drills` (a new adapter); with no --adapter, only these. */
-  readonly module?: string[];
+export interface DrillCommandOptions extends AdapterSelection {
   readonly scenario?: string[];
   readonly operation?: string[];
   readonly seed?: number;
   readonly out?: string;
-  /** A retrysafe config whose `type: http` adapters are drilled against their pattern sandboxes. */
-  readonly config?: string;
   /** Stops the drill before its next scenario; its temporary ledgers are removed and it throws InterruptedError. */
   readonly signal?: AbortSignal;
 }
 
 /** What the drill expected, computed from the card before the run. */
-export interface DrillExpected {
-  readonly providerRecords: number;
-  readonly attemptsAtProxy: CountCriterion;
-  readonly outcome: readonly DrillOutcome[];
-  readonly handoff: boolean | 'with-outcome';
-}
+export type DrillExpected = Pick<PassCriteria, 'providerRecords' | 'attemptsAtProxy' | 'outcome' | 'handoff'>;
 
 /** What the drill saw. */
-export interface DrillObserved {
-  readonly providerRecords: number;
-  readonly attemptsAtProxy: number;
-  readonly requestsAtProxy: number;
-  readonly lookupCalls: number;
-  readonly outcomes: readonly DrillOutcome[];
-  readonly handoffs: number;
-  readonly handoffReasons: readonly string[];
-  readonly waitedMs: number | null;
-}
+export type DrillObserved = Pick<
+  ObservedValues,
+  'providerRecords' | 'attemptsAtProxy' | 'lookupCalls' | 'outcomes' | 'handoffs' | 'handoffReasons'
+> & { readonly requestsAtProxy: number; readonly waitedMs: number | null };
 
 /** One scenario × operation. The flat count fields repeat `observed` for easy reading (null when skipped). */
 export interface DrillRow {
@@ -167,11 +151,7 @@ function toRow(adapter: string, r: ScenarioResult, durationMs: number): DrillRow
   };
 }
 
-/**
- * `retrysafe drill`: the conformance drill of every (selected) adapter against its loopback sandboxes,
- * scenario by scenario, with receipts (one JSON per scenario × operation, `summary.json` per drill),
- * `drill.json` and a self-contained `report.html` in `--out`.
- */
+/** `retrysafe drill`: every selected adapter's drill, with receipts, drill.json, junit.xml and report.html in `--out`. */
 export async function drillCommand(
   opts: DrillCommandOptions,
   progressSink: DrillProgressSink | null,
@@ -222,18 +202,12 @@ export async function drillCommand(
             const row = toRow(entry.name, r, Date.now() - t0);
             rows.push(row);
             results.push({ adapter: entry.name, result: r });
-            const mark =
-              r.status === 'passed'
-                ? paint('green', 'pass', color)
-                : r.status === 'failed'
-                  ? paint('red', 'FAIL', color)
-                  : paint('yellow', 'skip', color);
             // failure sentences already name the drill, operation and scenario
             const text =
               r.status === 'failed'
                 ? r.failures.join('; ')
                 : `${drill.name} ${operation} ${scenario}${r.status === 'skipped' && r.skip ? paint('dim', ` (card: ${r.skip.cardField})`, color) : ''}`;
-            progress?.done(`${mark} ${text}`, r.status === 'failed');
+            progress?.done(`${statusMark(r.status, color)} ${text}`, r.status === 'failed');
           }
         }
         const s = writeSummary(ctx);

@@ -2,6 +2,14 @@ import type { CountCriterion } from '@retrysafe/testkit';
 import { humanMs, paint, table } from '../../output.js';
 import type { DrillCommandReport, DrillRow } from './index.js';
 
+/** A scenario's status as the table and the progress lines show it. */
+export const statusMark = (status: DrillRow['status'], color: boolean) =>
+  status === 'passed'
+    ? paint('green', 'pass', color)
+    : status === 'failed'
+      ? paint('red', 'FAIL', color)
+      : paint('yellow', 'skip', color);
+
 /** `=1`, `≤4`, `2–4`, `≥1`: a count criterion in a table cell. */
 export function showCount(c: CountCriterion): string {
   if ('exact' in c) return `=${c.exact}`;
@@ -9,11 +17,7 @@ export function showCount(c: CountCriterion): string {
   return `≤${c.max}`;
 }
 
-/**
- * What `retrysafe drill` prints. A passing drill: one line per drill and operation with its counts,
- * then the totals. A failing drill, or `details`: the table of every scenario × operation as well
- * (failing ones only, unless `details`).
- */
+/** Per-drill count lines and totals; the scenario table too when something failed (failing rows only) or `details`. */
 export function drillText(report: DrillCommandReport, color = false, details = false): string {
   if (details) return drillTable(report, color);
   const failing = report.rows.filter((r) => r.status === 'failed');
@@ -65,12 +69,7 @@ export function drillTable(report: DrillCommandReport, color = false, withFooter
     ['adapter', 'operation', 'scenario', 'records', 'attempts', 'outcome', 'handoffs', 'result'],
     report.rows.map((r) => {
       const e = r.expected;
-      const result =
-        r.status === 'passed'
-          ? paint('green', 'pass', color)
-          : r.status === 'failed'
-            ? paint('red', 'FAIL', color)
-            : paint('yellow', 'skip', color);
+      const result = statusMark(r.status, color);
       return [
         r.drill,
         r.operation,

@@ -9,11 +9,7 @@ import {
 } from '@retrysafe/core';
 import { UsageError } from '../../errors.js';
 
-/**
- * Receipt-chain commands (issue 18): `ledger verify` and `ledger export`, and the check `show` and
- * `resolve` run first. Keys come from RETRYSAFE_RECEIPT_KEYS (`id:secret[,oldId:oldSecret…]`): the
- * first seals new receipts, all of them verify.
- */
+/** `id:secret[,oldId:oldSecret…]`: the first key seals new receipts, every key verifies. */
 export const RECEIPT_KEYS_ENV = 'RETRYSAFE_RECEIPT_KEYS';
 
 export interface ReceiptKeys {
@@ -21,30 +17,27 @@ export interface ReceiptKeys {
   readonly keyring?: ReceiptKeyring;
 }
 
-/** The keys in the environment, if any (a malformed value is a usage error that never shows the secret). */
-export function receiptKeysFromEnv(env: NodeJS.ProcessEnv = process.env): ReceiptKeys {
-  const text = env[RECEIPT_KEYS_ENV];
-  if (!text) return {};
+/** Keys from an environment variable, if set (a malformed value is a usage error that never shows the secret). */
+function keysFromEnv(name: string, env: NodeJS.ProcessEnv) {
+  const text = env[name];
+  if (!text) return null;
   try {
     return parseReceiptKeys(text);
   } catch (e) {
-    throw new UsageError(`${RECEIPT_KEYS_ENV}: ${(e as Error).message}`);
+    throw new UsageError(`${name}: ${(e as Error).message}`);
   }
 }
+
+export const receiptKeysFromEnv = (env: NodeJS.ProcessEnv = process.env): ReceiptKeys =>
+  keysFromEnv(RECEIPT_KEYS_ENV, env) ?? {};
 
 /** RETRYSAFE_PARAMS_KEYS (`id:secret[,oldId:oldSecret…]`): the ledger's params are encrypted at rest with the first key. */
 export const PARAMS_KEYS_ENV = 'RETRYSAFE_PARAMS_KEYS';
 
 /** `ledger` with params encryption when RETRYSAFE_PARAMS_KEYS is set (resume must decrypt what it re-sends). */
 export function withParamsKeys(ledger: Ledger, env: NodeJS.ProcessEnv = process.env): Ledger {
-  const text = env[PARAMS_KEYS_ENV];
-  if (!text) return ledger;
-  let keys: ReturnType<typeof parseReceiptKeys>;
-  try {
-    keys = parseReceiptKeys(text);
-  } catch (e) {
-    throw new UsageError(`${PARAMS_KEYS_ENV}: ${(e as Error).message}`);
-  }
+  const keys = keysFromEnv(PARAMS_KEYS_ENV, env);
+  if (!keys) return ledger;
   const previous = Object.entries(keys.keyring)
     .filter(([id]) => id !== keys.current.id)
     .map(([id, secret]) => ({ id, secret }));

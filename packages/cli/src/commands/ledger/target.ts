@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { loadConfigFile, openLedger, type RetrysafeConfig } from '@retrysafe/config';
 import { type Ledger, LedgerError, type OperationRecord, type OperationState } from '@retrysafe/contract';
+import { RECOVERABLE_STATES, TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import type { Options } from '../../command.js';
 import { UsageError } from '../../errors.js';
@@ -15,17 +16,8 @@ export interface LedgerTarget {
   readonly config?: string;
 }
 
-export const STATES: readonly OperationState[] = [
-  'claimed',
-  'dispatched',
-  'unknown',
-  'in-progress',
-  'reconciling',
-  'succeeded',
-  'rejected',
-  'handed-off',
-  'abandoned',
-];
+/** Every state, the open ones first. */
+export const STATES: readonly OperationState[] = [...RECOVERABLE_STATES, ...TERMINAL_STATES];
 
 const isPostgres = (location: string) => /^postgres(ql)?:\/\//.test(location);
 
@@ -36,11 +28,7 @@ export interface OpenOptions {
   readonly readOnly?: boolean;
 }
 
-/**
- * A SQLite ledger SQLite itself can only open read-only: where the folder does not let it make its
- * `-shm` file, it is read as an immutable file — with no `-wal` beside it, nobody is writing to it.
- * (Opened the ordinary way first: that way a writable folder keeps no `-shm`/`-wal` behind.)
- */
+// Where SQLite cannot make its -shm file, the file is opened read-only (immutable when no -wal shows a writer).
 function openSqlite(path: string, readOnly: boolean): Ledger {
   try {
     return createSqliteLedger({ path });
@@ -67,7 +55,7 @@ export async function openTarget(target: LedgerTarget, options: OpenOptions = {}
   }
   if (target.schema) throw new UsageError('--schema applies to a postgres:// ledger only');
   const base = target.db ? process.cwd() : (config?.baseDir ?? process.cwd());
-  const path = isAbsolute(location) ? location : resolve(base, location);
+  const path = resolve(base, location);
   // Opening a SQLite path creates the file: a mistyped path would show "No operations" and leave an empty ledger behind.
   if (!existsSync(path))
     throw new UsageError(

@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EXIT } from '../../command.js';
+import { EXIT, kebab } from '../../command.js';
 import { UsageError } from '../../errors.js';
 
 export interface ProbeOptions {
@@ -39,38 +39,16 @@ export async function probeJson(
   }
 }
 
-/**
- * `retrysafe probe`: the MCP package's probe with the CLI's exit codes. "No effect seen" is its own
- * code: nothing was counted, so nothing can be said about duplicates either way.
- */
+/** `retrysafe probe`: the MCP probe with the CLI's exit codes ("no effect seen" judges nothing, so it has its own). */
 export async function probeCommand(
   o: ProbeOptions,
   server: readonly string[],
   out: (line: string) => void,
 ): Promise<number> {
-  const flags = [
-    '--tool',
-    o.tool,
-    '--args',
-    o.args,
-    '--count-tool',
-    o.countTool,
-    '--count-path',
-    o.countPath,
-    '--concurrent',
-    String(o.concurrent),
-    '--timeout-ms',
-    String(o.timeoutMs),
-    '--settle-ms',
-    String(o.settleMs),
-  ];
-  for (const [flag, v] of [
-    ['--count-args', o.countArgs],
-    ['--match', o.match],
-    ['--receipt', o.receipt],
-    ['--url', o.url],
-  ] as const)
-    if (v !== undefined) flags.push(flag, v);
+  // The options are the MCP probe's own, by the same names.
+  const flags = Object.entries(o)
+    .filter(([key, v]) => key !== 'json' && v !== undefined)
+    .flatMap(([key, v]) => [`--${kebab(key)}`, String(v)]);
   const { runProbe } = await import('@retrysafe/mcp');
   const exit = await runProbe([...flags, ...(server.length ? ['--', ...server] : [])], out).catch((e: unknown) => {
     throw (e as Error)?.name === 'UsageError' ? new UsageError((e as Error).message) : e;

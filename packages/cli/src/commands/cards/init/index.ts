@@ -94,13 +94,21 @@ function set(obj: Record<string, unknown>, path: string, value: unknown): void {
   o[keys.at(-1)!] = value;
 }
 
+/** The leaf's schema without its `null` branch, and whether `null` is allowed. */
+function shapeOf(leaf: Leaf): { main: Schema; nullable: boolean } {
+  const options = (leaf.schema.anyOf as Schema[] | undefined) ?? [leaf.schema];
+  return {
+    main: options.find((o) => o.type !== 'null') ?? leaf.schema,
+    nullable: options.some((o) => o.type === 'null'),
+  };
+}
+const isDuration = (main: Schema) => typeof main.pattern === 'string' && main.pattern.includes('ms|s|m|h|d');
+
 /** Reads one answer for a leaf's value: `null`/`none` for a nullable field, comma lists for arrays, yes/no for booleans. */
 function parseAnswer(leaf: Leaf, text: string): { ok: true; value: unknown } | { ok: false; message: string } {
   const t = text.trim();
-  const s = leaf.schema;
-  const options = (s.anyOf as Schema[] | undefined) ?? [s];
-  if (options.some((o) => o.type === 'null') && /^(null|none|—)$/i.test(t)) return { ok: true, value: null };
-  const main = options.find((o) => o.type !== 'null') ?? s;
+  const { main, nullable } = shapeOf(leaf);
+  if (nullable && /^(null|none|—)$/i.test(t)) return { ok: true, value: null };
   if (Array.isArray(main.enum))
     return main.enum.includes(t) ? { ok: true, value: t } : { ok: false, message: `one of ${main.enum.join(', ')}` };
   if ('const' in main)
@@ -123,24 +131,18 @@ function parseAnswer(leaf: Leaf, text: string): { ok: true; value: unknown } | {
     return list.length ? { ok: true, value: list } : { ok: false, message: 'a comma-separated list' };
   }
   if (typeof main.pattern === 'string' && !new RegExp(main.pattern).test(t))
-    return {
-      ok: false,
-      message: main.pattern.includes('ms|s|m|h|d') ? 'a duration such as 500ms, 30s, 5m, 24h' : 'non-empty text',
-    };
+    return { ok: false, message: isDuration(main) ? 'a duration such as 500ms, 30s, 5m, 24h' : 'non-empty text' };
   return { ok: true, value: t };
 }
 
 function hint(leaf: Leaf): string {
-  const options = (leaf.schema.anyOf as Schema[] | undefined) ?? [leaf.schema];
-  const main = options.find((o) => o.type !== 'null') ?? leaf.schema;
-  const nullable = options.some((o) => o.type === 'null') ? ' | none' : '';
-  if (Array.isArray(main.enum)) return `${main.enum.join(' | ')}${nullable}`;
-  if (main.type === 'boolean') return `yes | no${nullable}`;
-  if (main.type === 'integer') return `number${nullable}`;
+  const { main, nullable } = shapeOf(leaf);
+  const none = nullable ? ' | none' : '';
+  if (Array.isArray(main.enum)) return `${main.enum.join(' | ')}${none}`;
+  if (main.type === 'boolean') return `yes | no${none}`;
+  if (main.type === 'integer') return `number${none}`;
   if (main.type === 'array') return 'comma-separated';
-  if (typeof main.pattern === 'string' && main.pattern.includes('ms|s|m|h|d'))
-    return `duration, e.g. 30s, 24h${nullable}`;
-  return `text${nullable}`;
+  return isDuration(main) ? `duration, e.g. 30s, 24h${none}` : `text${none}`;
 }
 
 export interface CardsInitOptions {
@@ -170,12 +172,7 @@ export interface CardsInitResult {
   readonly written: string | null;
 }
 
-/**
- * `retrysafe cards init`: fills a new retry safety card field by field — from a partial file
- * (`--from`) or by asking — and leaves every provider fact it cannot fill as `unknown`, listed in
- * `unverified[]`. The result is validated like any card, and comes with what the runner will refuse
- * to do because of those unknowns.
- */
+/** `retrysafe cards init`: a new card from `--from` or by asking; facts it cannot fill stay `unknown` and unverified. */
 export async function cardsInit(opts: CardsInitOptions): Promise<CardsInitResult> {
   const seed = opts.from === undefined ? {} : readDataFile(opts.from);
   if (typeof seed !== 'object' || seed === null || Array.isArray(seed))

@@ -40,6 +40,13 @@ export async function ledgerHandoffs(target: LedgerTarget): Promise<HandoffRow[]
   );
 }
 
+/** The packet's next actions marked safe (or not), by name. */
+const actions = (r: HandoffRow, safe: boolean) =>
+  r.safeNextActions
+    .filter((a) => a.safe === safe)
+    .map((a) => a.action)
+    .join(', ');
+
 export function handoffsText(rows: readonly HandoffRow[], color = false): string {
   if (rows.length === 0) return 'No handoffs: nothing is waiting for a person.';
   const blocks = rows.map((r) =>
@@ -55,22 +62,8 @@ export function handoffsText(rows: readonly HandoffRow[], color = false): string
             ),
           ]
         : []),
-      `  safe: ${
-        r.safeNextActions
-          .filter((a) => a.safe)
-          .map((a) => a.action)
-          .join(', ') || 'none known — verify at the provider'
-      }${
-        r.safeNextActions.some((a) => !a.safe)
-          ? paint(
-              'dim',
-              `   not safe: ${r.safeNextActions
-                .filter((a) => !a.safe)
-                .map((a) => a.action)
-                .join(', ')}`,
-              color,
-            )
-          : ''
+      `  safe: ${actions(r, true) || 'none known — verify at the provider'}${
+        actions(r, false) ? paint('dim', `   not safe: ${actions(r, false)}`, color) : ''
       }`,
     ].join('\n'),
   );

@@ -11,17 +11,17 @@ export const ledgerResolveAllCommand = defineCommand<ResolveAllOptions & { json?
     operation: {
       argument: '<name>',
       parse: 'list',
-      description: 'only this operation, e.g. stripe.invoices.create (repeatable or comma-separated)',
+      description: 'only this operation, e.g. stripe.invoices.create',
     },
     reason: {
       argument: '<reason>',
       parse: 'list',
-      description: 'only this handoff reason, e.g. rejected (repeatable or comma-separated)',
+      description: 'only this handoff reason, e.g. rejected',
     },
     id: {
       argument: '<id>',
       parse: 'list',
-      description: 'only these business-operation ids (repeatable or comma-separated)',
+      description: 'only these business-operation ids',
     },
     resume: { description: 're-send each with the SAME provider key through the adapters named in --config' },
     abandon: { description: 'give each up (nothing more is sent)' },

@@ -40,12 +40,7 @@ export interface ResolveAllReport {
   readonly ok: boolean;
 }
 
-/**
- * Resolves every handed-off operation the filters match, one by one, with the same safety rule as a
- * single resolve: an action the packet marks not safe is refused (and reported) unless --force.
- * `--mark-done` has no bulk form: each needs the provider reference a person verified.
- * With --dry-run nothing is sent and nothing is written.
- */
+/** Resolves every matching handoff with the single-resolve safety rule (unsafe only with --force); --dry-run writes nothing. */
 export async function ledgerResolveAll(opts: ResolveAllOptions): Promise<ResolveAllReport> {
   const chosen = [opts.resume === true, opts.abandon === true].filter(Boolean).length;
   if (chosen !== 1)

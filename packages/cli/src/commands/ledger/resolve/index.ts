@@ -1,4 +1,4 @@
-import { isAbsolute, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { createAdapters, loadConfigFile } from '@retrysafe/config';
 import { asBusinessOperationId, type HandoffReason, InvalidStateError, UnsafeResumeError } from '@retrysafe/contract';
 import {
@@ -26,11 +26,7 @@ export interface ResolveOptions extends LedgerTarget {
   readonly force?: boolean;
 }
 
-/**
- * Resolves a handed-off operation. `--resume` re-sends with the SAME provider key through the adapter
- * the config names (credentials from environment variables), with a fresh budget; `--mark-done`
- * records the provider reference a person verified; `--abandon` gives it up. Nothing else is sent.
- */
+/** `--resume` re-sends with the SAME key through the config's adapter; `--mark-done` records a verified ref; `--abandon`. */
 export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<ResolveResult> {
   const chosen = [
     opts.resume === true,
@@ -42,17 +38,13 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
     throw new UsageError(
       'choose exactly one of --resume, --mark-done <providerRef>, --abandon, --resend-with <params.json>',
     );
-  if (opts.resendWith !== undefined && !opts.config)
+  if ((opts.resume || opts.resendWith !== undefined) && !opts.config)
     throw new UsageError(
-      '--resend-with sends through the adapter: pass --config <file> naming it (credentials come from environment variables)',
+      `${opts.resume ? '--resume re-sends' : '--resend-with sends'} through the adapter: pass --config <file> naming it (credentials come from environment variables)`,
     );
   const corrected = opts.resendWith !== undefined ? readParams(opts.resendWith) : undefined;
   if (opts.markDone !== undefined && !opts.markDone.trim())
     throw new UsageError('--mark-done needs the provider reference of the effect you verified (e.g. pi_123)');
-  if (opts.resume && !opts.config)
-    throw new UsageError(
-      '--resume re-sends through the adapter: pass --config <file> naming it (credentials come from environment variables)',
-    );
   asBusinessOperationId(id);
   const config = opts.config ? await loadConfigFile(opts.config) : null;
   const adapters =
@@ -61,19 +53,14 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
     return await withLedger(
       opts,
       async (ledger) => {
+        const { current, keyring } = receiptKeysFromEnv();
         const runner = createRunner({
           ledger: withParamsKeys(ledger),
-          ...(config?.handoffs
-            ? {
-                handoff: jsonlHandoffSink(
-                  isAbsolute(config.handoffs) ? config.handoffs : resolve(config.baseDir, config.handoffs),
-                ),
-              }
-            : {}),
+          ...(config?.handoffs ? { handoff: jsonlHandoffSink(resolve(config.baseDir, config.handoffs)) } : {}),
           ...(config?.policy ? { policy: config.policy } : {}),
           ...(config?.redact?.fields ? { redact: { fields: [...config.redact.fields] } } : {}),
-          ...(receiptKeysFromEnv().current ? { receiptKey: receiptKeysFromEnv().current! } : {}),
-          ...(receiptKeysFromEnv().keyring ? { receiptKeyring: receiptKeysFromEnv().keyring! } : {}),
+          ...(current ? { receiptKey: current } : {}),
+          ...(keyring ? { receiptKeyring: keyring } : {}),
         });
         const by = opts.by ?? process.env.USER ?? 'operator';
         const reason = (await ledger.get(asBusinessOperationId(id)))?.handoff?.reason;
