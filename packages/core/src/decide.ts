@@ -20,37 +20,22 @@ export interface DecisionState {
   /** The ledger state before this observation (`succeeded` ⇒ a stored result exists). */
   readonly ledgerState: OperationState;
   readonly now: number;
-  /** First `dispatched` write: the provider key's age is measured from here. Null = never dispatched. */
+  /** First `dispatched` write: the provider key's age counts from here. Null = never dispatched. */
   readonly firstDispatchedAt: number | null;
-  /**
-   * Latest dispatch (or an upper bound of it, for an operation taken over from a dead worker). A lookup's
-   * consistency delay runs from here: a record created by a re-send is not visible before it either.
-   * Defaults to firstDispatchedAt.
-   */
+  /** Latest dispatch (or an upper bound, after a takeover): a lookup's consistency delay runs from here. Defaults to firstDispatchedAt. */
   readonly lastDispatchedAt?: number | null;
-  /**
-   * When the observation was asked for (a lookup's start). A lookup's "not found" is judged at that time,
-   * not at decision time: the clock may have moved on while it ran. Defaults to now.
-   */
+  /** When the observation was asked for: a lookup's "not found" is judged then, not now. Defaults to now. */
   readonly observedAt?: number;
-  /**
-   * An earlier attempt may have been applied (its outcome was unknown or in progress, and no
-   * authoritative lookup has said otherwise since). Then a later "not applied" answer speaks only for
-   * that later attempt: the operation as a whole is still unknown. Defaults to false.
-   */
+  /** An earlier attempt may have been applied, so a later "not applied" speaks only for that attempt. Defaults to false. */
   readonly maybeApplied?: boolean;
-  /**
-   * Taken over from a worker that stopped: the end of its lease, the latest moment it could still have
-   * called the provider (a worker checks its lease immediately before every call). Written by another
-   * worker's clock, so it counts as the policy's clock-skew margin later. Null/absent = not a takeover.
-   */
+  /** Takeover: the dead worker's lease end, the last moment it could have called the provider (its clock: skew margin applies). */
   readonly takenOverLeaseEnd?: number | null;
   /** The provider's last Retry-After, as an epoch ms: no provider call goes out before it. */
   readonly notBefore?: number;
   /** Provider calls made in this run (the budget counts these). */
   readonly runAttempts: number;
   readonly runStartedAt: number;
-  /** Start of the current lookup / in-progress window of this run; null = none yet. */
+  /** Start of this run's current lookup / in-progress window; null = none yet. */
   readonly windowStartedAt: number | null;
   /** Lookups/polls made in the current window. */
   readonly polls: number;
@@ -162,6 +147,8 @@ const UNKNOWN_FROM_LEDGER: Outcome = {
   message: 'dispatched earlier; no outcome recorded',
 };
 
+const handoff = (reason: HandoffReason, why: string): Decision => ({ action: 'handoff', reason, why });
+
 /**
  * The decision table of docs/concepts.md, "Outcomes and the decision table", as one pure function of the card, what the ledger knows, the
  * latest observation and the budget. It never looks at which provider it is.
@@ -193,14 +180,10 @@ export function decide(
       case 'reconciling':
         return decide(card, state, UNKNOWN_FROM_LEDGER, budget);
       case 'rejected':
-        return { action: 'handoff', reason: 'rejected', why: 'the provider rejected it earlier' };
+        return handoff('rejected', 'the provider rejected it earlier');
       case 'handed-off':
       case 'abandoned':
-        return {
-          action: 'handoff',
-          reason: 'unknown-no-safe-resend',
-          why: `already ${state.ledgerState}: a person decides`,
-        };
+        return handoff('unknown-no-safe-resend', `already ${state.ledgerState}: a person decides`);
     }
   }
 
@@ -214,11 +197,10 @@ export function decide(
         why: 'the provider returned its stored result for this key: adopt it',
       };
     case 'rejected':
-      return {
-        action: 'handoff',
-        reason: 'rejected',
-        why: `rejected by the provider (${observation.reason}): not applied and will not succeed as is`,
-      };
+      return handoff(
+        'rejected',
+        `rejected by the provider (${observation.reason}): not applied and will not succeed as is`,
+      );
     case 'not-applied':
       if (state.maybeApplied) return afterUnknown(card, state, budget, observation.retryAfterMs);
       return retryNotApplied(card, state, budget, observation.retryAfterMs, 'definitely not applied (transient)');
@@ -230,27 +212,24 @@ export function decide(
         observation.retryAfterMs,
         'the provider has it in progress: never a second work item',
       );
-    case 'unknown':
-      if (storedError(card, observation)) {
-        // A same-key re-send can only replay the stored error until the key expires: not an attempt worth making.
-        const what = `the provider stored this ${observation.status ?? '5xx'} under the key (card storedResult.includesErrors): a same-key re-send would only replay it until the key expires`;
-        if (lookupAvailable(card))
-          return keepLooking(
-            card,
-            state,
-            budget,
-            observation.retryAfterMs,
-            `${what}; look up the provider's stored status instead`,
-          );
-        return { action: 'handoff', reason: 'unknown-no-safe-resend', why: `${what}, and the card offers no lookup` };
-      }
-      return afterUnknown(card, state, budget, observation.retryAfterMs);
+    case 'unknown': {
+      if (!storedError(card, observation)) return afterUnknown(card, state, budget, observation.retryAfterMs);
+      // A same-key re-send can only replay the stored error until the key expires: not an attempt worth making.
+      const what = `the provider stored this ${observation.status ?? '5xx'} under the key (card storedResult.includesErrors): a same-key re-send would only replay it until the key expires`;
+      if (!lookupAvailable(card)) return handoff('unknown-no-safe-resend', `${what}, and the card offers no lookup`);
+      return keepLooking(
+        card,
+        state,
+        budget,
+        observation.retryAfterMs,
+        `${what}; look up the provider's stored status instead`,
+      );
+    }
     case 'found': {
       const o = observation.outcome;
       if (o.kind === 'succeeded' || o.kind === 'replayed')
         return { action: 'complete', adopted: true, why: "lookup found the provider's result: adopt it" };
-      if (o.kind === 'rejected')
-        return { action: 'handoff', reason: 'rejected', why: `lookup found the request rejected (${o.reason})` };
+      if (o.kind === 'rejected') return handoff('rejected', `lookup found the request rejected (${o.reason})`);
       return inProgress(card, state, budget, o.retryAfterMs, 'lookup found it in progress: keep polling');
     }
     case 'not-found': {
@@ -300,6 +279,30 @@ function honoured(state: DecisionState, retryAfterMs: number | undefined): numbe
   return ms > 0 ? ms : undefined;
 }
 
+function retryPlan(state: DecisionState, budget: Budget, retryAfterMs: number | undefined) {
+  const input = {
+    attemptsMade: state.runAttempts,
+    startedAt: state.runStartedAt,
+    now: state.now,
+    retryAfterMs: honoured(state, retryAfterMs),
+  };
+  return planRetry(input, budget.policy, budget.random);
+}
+
+function pollPlan(state: DecisionState, budget: Budget, retryAfterMs: number | undefined) {
+  const input = {
+    polls: state.polls,
+    windowStartedAt: state.windowStartedAt ?? state.now,
+    startedAt: state.runStartedAt,
+    now: state.now,
+    retryAfterMs,
+  };
+  return planPoll(input, budget.policy, budget.random);
+}
+
+const safetyAt = (card: RetrySafetyCard, state: DecisionState, budget: Budget, at = state.now) =>
+  resendSafety(card, state.firstDispatchedAt, at, budget.policy.clockSkewMarginMs);
+
 function retryNotApplied(
   card: RetrySafetyCard,
   state: DecisionState,
@@ -307,20 +310,11 @@ function retryNotApplied(
   retryAfterMs: number | undefined,
   what: string,
 ): Decision {
-  const plan = planRetry(
-    {
-      attemptsMade: state.runAttempts,
-      startedAt: state.runStartedAt,
-      now: state.now,
-      retryAfterMs: honoured(state, retryAfterMs),
-    },
-    budget.policy,
-    budget.random,
-  );
+  const plan = retryPlan(state, budget, retryAfterMs);
   // Receipts say what was sent: "the same key" only where a key travels.
   const key = card.providerKey.travels.value === 'none' ? '' : ' with the same key';
   if (plan.retry) return { action: 'send', delayMs: plan.delayMs, why: `${what}: bounded retry${key}` };
-  return { action: 'handoff', reason: 'retry-exhausted', why: `${what}, but the budget is spent: ${plan.detail}` };
+  return handoff('retry-exhausted', `${what}, but the budget is spent: ${plan.detail}`);
 }
 
 function afterUnknown(
@@ -329,27 +323,13 @@ function afterUnknown(
   budget: Budget,
   retryAfterMs: number | undefined,
 ): Decision {
-  let safety = resendSafety(card, state.firstDispatchedAt, state.now, budget.policy.clockSkewMarginMs);
+  let safety = safetyAt(card, state, budget);
   let budgetNote = '';
   if (safety.safe) {
-    const plan = planRetry(
-      {
-        attemptsMade: state.runAttempts,
-        startedAt: state.runStartedAt,
-        now: state.now,
-        retryAfterMs: honoured(state, retryAfterMs),
-      },
-      budget.policy,
-      budget.random,
-    );
+    const plan = retryPlan(state, budget, retryAfterMs);
     if (plan.retry) {
       // The key must still be inside its retention when the re-send actually goes out, after the wait.
-      const atSend = resendSafety(
-        card,
-        state.firstDispatchedAt,
-        state.now + plan.delayMs,
-        budget.policy.clockSkewMarginMs,
-      );
+      const atSend = safetyAt(card, state, budget, state.now + plan.delayMs);
       if (atSend.safe)
         return { action: 'send', delayMs: plan.delayMs, why: `outcome unknown; re-send is safe: ${safety.why}` };
       safety = atSend;
@@ -358,31 +338,20 @@ function afterUnknown(
     }
   }
   if (lookupAvailable(card)) {
+    const why = safety.safe ? `re-send budget spent (${budgetNote})` : `no safe re-send (${safety.why})`;
     return keepLooking(
       card,
       state,
       budget,
       undefined,
-      `outcome unknown; ${safety.safe ? `re-send budget spent (${budgetNote})` : `no safe re-send (${safety.why})`}: look up the provider's stored status first`,
+      `outcome unknown; ${why}: look up the provider's stored status first`,
     );
   }
   if (safety.pastRetention)
-    return {
-      action: 'handoff',
-      reason: 'key-past-retention',
-      why: `outcome unknown and ${safety.why}; no lookup to reconcile with`,
-    };
+    return handoff('key-past-retention', `outcome unknown and ${safety.why}; no lookup to reconcile with`);
   if (safety.safe)
-    return {
-      action: 'handoff',
-      reason: 'retry-exhausted',
-      why: `outcome unknown, re-send would be safe but the budget is spent: ${budgetNote}`,
-    };
-  return {
-    action: 'handoff',
-    reason: 'unknown-no-safe-resend',
-    why: `outcome unknown, ${safety.why}, and the card offers no lookup`,
-  };
+    return handoff('retry-exhausted', `outcome unknown, re-send would be safe but the budget is spent: ${budgetNote}`);
+  return handoff('unknown-no-safe-resend', `outcome unknown, ${safety.why}, and the card offers no lookup`);
 }
 
 function keepLooking(
@@ -392,22 +361,10 @@ function keepLooking(
   retryAfterMs: number | undefined,
   what: string,
 ): Decision {
-  const plan = planPoll(
-    {
-      polls: state.polls,
-      windowStartedAt: state.windowStartedAt ?? state.now,
-      startedAt: state.runStartedAt,
-      now: state.now,
-      retryAfterMs,
-    },
-    budget.policy,
-    budget.random,
-  );
+  const plan = pollPlan(state, budget, retryAfterMs);
   if (plan.poll) return { action: 'lookup', delayMs: plan.delayMs, why: what };
-  const safety = resendSafety(card, state.firstDispatchedAt, state.now, budget.policy.clockSkewMarginMs);
-  const reason: HandoffReason =
-    safety.pastRetention && state.polls === 0 ? 'key-past-retention' : 'lookup-window-exhausted';
-  return { action: 'handoff', reason, why: `${what}; ${plan.detail}` };
+  const pastRetention = safetyAt(card, state, budget).pastRetention && state.polls === 0;
+  return handoff(pastRetention ? 'key-past-retention' : 'lookup-window-exhausted', `${what}; ${plan.detail}`);
 }
 
 function inProgress(
@@ -417,53 +374,35 @@ function inProgress(
   retryAfterMs: number | undefined,
   what: string,
 ): Decision {
+  const { policy } = budget;
   // Even the first poll after an in-progress answer waits: the provider's hint, else one base delay.
-  const hint = retryAfterMs ?? (state.polls === 0 ? budget.policy.baseMs : undefined);
-  const plan = planPoll(
-    {
-      polls: state.polls,
-      windowStartedAt: state.windowStartedAt ?? state.now,
-      startedAt: state.runStartedAt,
-      now: state.now,
-      retryAfterMs: hint,
-    },
-    budget.policy,
-    budget.random,
-  );
-  if (!plan.poll) return { action: 'handoff', reason: 'in-progress-window-exhausted', why: `${what}; ${plan.detail}` };
-  const delayMs = plan.delayMs;
-  if (lookupAvailable(card)) return { action: 'lookup', delayMs, why: `${what}: poll its status` };
-  const safety = resendSafety(card, state.firstDispatchedAt, state.now, budget.policy.clockSkewMarginMs);
+  const plan = pollPlan(state, budget, retryAfterMs ?? (state.polls === 0 ? policy.baseMs : undefined));
+  if (!plan.poll) return handoff('in-progress-window-exhausted', `${what}; ${plan.detail}`);
+  if (lookupAvailable(card)) return { action: 'lookup', delayMs: plan.delayMs, why: `${what}: poll its status` };
+  const safety = safetyAt(card, state, budget);
   if (!safety.safe)
-    return {
-      action: 'handoff',
-      reason: 'in-progress-window-exhausted',
-      why: `${what}, but there is no lookup and ${safety.why}: nothing safe to poll with`,
-    };
-  if (state.runAttempts >= budget.policy.maxAttempts)
-    return {
-      action: 'handoff',
-      reason: 'retry-exhausted',
-      why: `${what}; polling by re-send would exceed ${budget.policy.maxAttempts} attempts`,
-    };
+    return handoff(
+      'in-progress-window-exhausted',
+      `${what}, but there is no lookup and ${safety.why}: nothing safe to poll with`,
+    );
+  if (state.runAttempts >= policy.maxAttempts)
+    return handoff('retry-exhausted', `${what}; polling by re-send would exceed ${policy.maxAttempts} attempts`);
   // A re-send is a provider call: it never goes out before the provider's Retry-After, nor past the budget.
   const floor = honoured(state, retryAfterMs) ?? 0;
-  if (floor > budget.policy.retryAfterCapMs)
-    return {
-      action: 'handoff',
-      reason: 'in-progress-window-exhausted',
-      why: `${what}; the provider asks to wait ${floor} ms, more than the ${budget.policy.retryAfterCapMs} ms cap`,
-    };
-  const sendDelay = Math.max(delayMs, floor);
+  if (floor > policy.retryAfterCapMs)
+    return handoff(
+      'in-progress-window-exhausted',
+      `${what}; the provider asks to wait ${floor} ms, more than the ${policy.retryAfterCapMs} ms cap`,
+    );
+  const sendDelay = Math.max(plan.delayMs, floor);
   const at = state.now + sendDelay;
   if (
-    at - (state.windowStartedAt ?? state.now) > budget.policy.lookupWindowMs ||
-    at - state.runStartedAt > budget.policy.maxElapsedMs
+    at - (state.windowStartedAt ?? state.now) > policy.lookupWindowMs ||
+    at - state.runStartedAt > policy.maxElapsedMs
   )
-    return {
-      action: 'handoff',
-      reason: 'in-progress-window-exhausted',
-      why: `${what}; waiting ${sendDelay} ms for the provider would outlast the window or the budget`,
-    };
+    return handoff(
+      'in-progress-window-exhausted',
+      `${what}; waiting ${sendDelay} ms for the provider would outlast the window or the budget`,
+    );
   return { action: 'send', delayMs: sendDelay, why: `${what}: poll by re-sending the same key (${safety.why})` };
 }

@@ -16,8 +16,6 @@ export interface RedactOptions {
   readonly pii?: boolean;
 }
 
-// ----------------------------------------------------------------------------------- value detectors
-
 export interface Detector {
   readonly kind: string;
   readonly pii: boolean;
@@ -32,25 +30,16 @@ export interface Detector {
   readonly run?: (text: string) => string;
 }
 
-/**
- * Substrings a text must contain one of (in any case) for a hint to pass. applyDetectors tests them
- * all in one pattern first: most texts (keys, ids, decision reasons) contain none, and then no
- * detector can apply. A hint without them is asked itself.
- */
-const hintParts = new WeakMap<
-  (text: string) => boolean,
-  { readonly parts: readonly string[]; readonly folded: boolean }
->();
-function hinted(parts: readonly string[], folded: boolean, hint: (text: string) => boolean): (text: string) => boolean {
-  hintParts.set(hint, { parts, folded });
-  return hint;
-}
-const has = (...parts: string[]) => hinted(parts, false, (t: string) => parts.some((p) => t.includes(p)));
-const hasI = (...parts: string[]) =>
-  hinted(parts, true, (t: string) => {
+const has =
+  (...parts: string[]) =>
+  (t: string) =>
+    parts.some((p) => t.includes(p));
+const hasI =
+  (...parts: string[]) =>
+  (t: string) => {
     const l = t.toLowerCase();
     return parts.some((p) => l.includes(p));
-  });
+  };
 function manyDigits(t: string): boolean {
   let n = 0;
   for (let i = 0; i < t.length; i++) {
@@ -60,7 +49,7 @@ function manyDigits(t: string): boolean {
   return false;
 }
 
-export function luhnValid(digits: string): boolean {
+function luhnValid(digits: string): boolean {
   const d = digits.replace(/[ -]/g, '');
   if (!/^\d{13,19}$/.test(d) || /^(\d)\1+$/.test(d)) return false;
   let sum = 0;
@@ -80,7 +69,7 @@ export function luhnValid(digits: string): boolean {
  * Diners and JCB 3, Discover 6) and a card's length. Numeric ids and epoch-ms timestamps (13 digits
  * starting with 1) are left alone.
  */
-export function looksLikeCardNumber(text: string): boolean {
+function looksLikeCardNumber(text: string): boolean {
   const d = text.replace(/[ -]/g, '');
   if (!luhnValid(d)) return false;
   if (d.length === 13) return d.startsWith('4');
@@ -125,7 +114,7 @@ export const DETECTORS: readonly Detector[] = [
   {
     kind: 'URL user-info',
     pii: false,
-    hint: hinted(['://'], false, (t) => t.includes('://') && t.includes('@')),
+    hint: (t) => t.includes('://') && t.includes('@'),
     pattern: /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]+@/gi,
     replace: (_m, scheme: string) => `${scheme}${REDACTED}@`,
   },
@@ -176,7 +165,7 @@ export const DETECTORS: readonly Detector[] = [
   {
     kind: 'secret-named value',
     pii: false,
-    hint: hinted([':', '='], false, (t) => t.includes(':') || t.includes('=')),
+    hint: has(':', '='),
     pattern: /[:=]/g,
     run: redactSecretAssignments,
   },
@@ -195,73 +184,28 @@ export const DETECTORS: readonly Detector[] = [
   },
 ];
 
-/** One test for "some detector's hint may pass": its hints' substrings in one case-insensitive pattern, plus the hints that have none. */
-let gate: { readonly parts: RegExp | null; readonly others: readonly ((text: string) => boolean)[] } | null | undefined;
-function hintGate(): typeof gate {
-  if (gate !== undefined) return gate;
-  const parts: string[] = [];
-  const others: ((text: string) => boolean)[] = [];
-  for (const d of DETECTORS) {
-    if (!d.hint) return (gate = null); // a detector that always runs: no gate
-    const h = hintParts.get(d.hint);
-    // A case-insensitive pattern finds every literal part, and a lower-cased one as long as no other
-    // character lower-cases into it (U+212A into k; U+0130 into i + U+0307, harmless unless i ends the part).
-    const usable =
-      h !== undefined &&
-      h.parts.length > 0 &&
-      h.parts.every(
-        (p) =>
-          /^[\x20-\x7e]+$/.test(p) && (!h.folded || (p === p.toLowerCase() && !p.includes('k') && !p.endsWith('i'))),
-      );
-    if (usable) parts.push(...h.parts);
-    else others.push(d.hint);
-  }
-  const escaped = parts.map((p) => p.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'));
-  return (gate = { parts: escaped.length ? new RegExp(escaped.join('|'), 'i') : null, others });
-}
-
-/** False only when no detector's hint passes on `s` (so applyDetectors would return it unchanged). */
-export function mayDetect(s: string): boolean {
-  const g = hintGate();
-  if (g === null || g === undefined) return true;
-  if (g.parts !== null && g.parts.test(s)) return true;
-  for (const h of g.others) if (h(s)) return true;
-  return false;
+/** `s` with one detector's matches blanked. */
+function applyDetector(d: Detector, s: string): string {
+  if (d.hint && !d.hint(s)) return s;
+  if (d.run) return d.run(s);
+  d.pattern.lastIndex = 0;
+  return s.replace(d.pattern, (m: string, ...rest: unknown[]) => {
+    if (d.accept && !d.accept(m)) return m;
+    const groups = rest.slice(0, -2).map((g) => (typeof g === 'string' ? g : ''));
+    return d.replace ? d.replace(m, ...groups) : REDACTED;
+  });
 }
 
 function applyDetectors(s: string, pii: boolean): string {
-  if (!mayDetect(s)) return s;
   let out = s;
-  for (const d of DETECTORS) {
-    if ((d.pii && !pii) || (d.hint && !d.hint(out))) continue;
-    if (d.run) {
-      out = d.run(out);
-      continue;
-    }
-    d.pattern.lastIndex = 0;
-    out = out.replace(d.pattern, (m: string, ...rest: unknown[]) => {
-      if (d.accept && !d.accept(m)) return m;
-      const groups = rest.slice(0, -2).map((g) => (typeof g === 'string' ? g : ''));
-      return d.replace ? d.replace(m, ...groups) : REDACTED;
-    });
-  }
+  for (const d of DETECTORS) if (pii || !d.pii) out = applyDetector(d, out);
   return out;
 }
 
 /** The first detector a string trips (its kind), or null. Used to refuse a credential typed into config. */
 export function detectSensitive(value: string, options: { readonly pii?: boolean } = {}): string | null {
   const pii = options.pii ?? true;
-  for (const d of DETECTORS) {
-    if ((d.pii && !pii) || (d.hint && !d.hint(value))) continue;
-    if (d.run) {
-      if (d.run(value) !== value) return d.kind;
-      continue;
-    }
-    d.pattern.lastIndex = 0;
-    for (const m of value.matchAll(new RegExp(d.pattern.source, d.pattern.flags)))
-      if (!d.accept || d.accept(m[0])) return d.kind;
-  }
-  return null;
+  return DETECTORS.find((d) => (pii || !d.pii) && applyDetector(d, value) !== value)?.kind ?? null;
 }
 
 /**
@@ -272,8 +216,6 @@ export function detectSensitive(value: string, options: { readonly pii?: boolean
 export function personRef(by: string): string {
   return `person#${createHash('sha256').update(by, 'utf8').digest('hex').slice(0, 12)}`;
 }
-
-// ------------------------------------------------------------------------------------------ copying
 
 function global(re: RegExp): RegExp {
   return re.flags.includes('g') ? new RegExp(re.source, re.flags) : new RegExp(re.source, re.flags + 'g');
@@ -303,8 +245,8 @@ export interface Redactor {
 }
 
 /** Texts up to this long are remembered per redactor, at most this many (see `text` in createRedactor). */
-export const TEXT_MEMO_LENGTH = 120;
-export const TEXT_MEMO_MAX = 512;
+const TEXT_MEMO_LENGTH = 120;
+const TEXT_MEMO_MAX = 512;
 
 /** Builds the redactor from the caller's options plus an operation's declared sensitive fields. */
 export function createRedactor(options: RedactOptions = {}, sensitiveFields: readonly string[] = []): Redactor {

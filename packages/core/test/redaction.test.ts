@@ -168,6 +168,14 @@ describe('redaction: a secret and PII in params never reach receipts, packets, e
       expect(r.text(s), s).toBe(s);
   });
 
+  it('blanks a bearer token, a card number and an email address inside text', () => {
+    const r = createRedactor();
+    expect(r.text('Authorization: Bearer abc.def-ghi')).toBe('Authorization: [redacted]');
+    expect(r.text('card 4242 4242 4242 4242 ok')).toBe('card [redacted] ok');
+    expect(r.text('mail me at someone@example.com')).toBe('mail me at [redacted]');
+    expect(r.text('the provider performed it')).toBe('the provider performed it');
+  });
+
   it('PII detectors are on by default; pii: false turns them off, never the secret ones', () => {
     const on = createRedactor();
     const off = createRedactor({ pii: false });
