@@ -27,6 +27,7 @@ export {
 } from './receipts.js';
 export type { RedactOptions } from './redact.js';
 export type { PolicyOverrides, RetryPolicy } from './retry-policy.js';
+export { createRunner, type Runner } from './runner/index.js';
 export type {
   LogEntry,
   RecoverReport,
@@ -34,10 +35,8 @@ export type {
   ResolveOptions,
   ResolveResult,
   RunInput,
-  Runner,
   RunnerOptions,
   RunResult,
-} from './runner/index.js';
-export { createRunner } from './runner/index.js';
+} from './runner/types.js';
 export { type EventFields, TELEMETRY, type TelemetryOptions } from './telemetry.js';
 export type { RunFunction, TypedRunInput, TypedRunResult } from './typed-run.js';

@@ -44,7 +44,7 @@ function simulate(policy: RetryPolicy, retryAfters: (number | undefined)[], rand
       policy,
       () => randoms[i % randoms.length]!,
     );
-    if (!plan.retry) return { calls, waits, start, stop: plan.reason };
+    if (!plan.retry) return { calls, waits, start, stop: plan.detail };
     waits.push({ waited: plan.delayMs, asked });
     now += plan.delayMs;
     calls.push(now);

@@ -11,7 +11,6 @@ export {
   type IntakeContext,
   newOperation,
   type Operation,
-  type OperationInput,
   paramsConflict,
   storedOperation,
   withProviderKey,

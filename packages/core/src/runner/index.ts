@@ -26,17 +26,6 @@ import type {
   RunResult,
 } from './types.js';
 
-export type {
-  LogEntry,
-  RecoverReport,
-  Resolution,
-  ResolveOptions,
-  ResolveResult,
-  RunInput,
-  RunnerOptions,
-  RunResult,
-} from './types.js';
-
 export interface Runner {
   /** Typed from the adapter when it is a `TypedAdapter` (see typed-run.ts); untyped adapters as before. */
   run: RunFunction;
