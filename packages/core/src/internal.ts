@@ -15,7 +15,7 @@ export {
   supersedeCheck,
   validatePolicy,
 } from './intake/index.js';
-export { anchorOf, checkReceiptKey, receiptHash, sealReceipt, type UnsealedReceipt } from './receipts.js';
+export { checkReceiptKey, receiptHash, sealReceipt, type UnsealedReceipt } from './receipts.js';
 export { createRedactor, detectSensitive, personRef, type Redactor } from './redact.js';
 export { isSecretKey, keyParts } from './redact-keys.js';
 export {

@@ -154,13 +154,7 @@ async function send(ctx: RunnerContext, op: Operation, s: DriveState, attemptId:
     op,
     { attempt: s.record.attemptCount },
   );
-  return callProvider(ctx, op, {
-    attemptId,
-    record: s.record,
-    keyRevision: s.keyRevision,
-    lastDispatchedAt: s.lastDispatchedAt,
-    lease: s.lease,
-  });
+  return callProvider(ctx, op, callOf(s, attemptId));
 }
 
 /** One lookup, the operation `reconciling` while it runs. */
@@ -169,13 +163,12 @@ async function lookUp(ctx: RunnerContext, op: Operation, s: DriveState, attemptI
   if (s.record.state !== 'reconciling' && s.record.state !== 'in-progress') {
     s.record = await ctx.ledger.setState(s.lease.ref, { state: 'reconciling', now: ctx.clock.now() });
   }
-  return lookupProvider(ctx, op, {
-    attemptId,
-    record: s.record,
-    keyRevision: s.keyRevision,
-    lastDispatchedAt: s.lastDispatchedAt,
-    lease: s.lease,
-  });
+  return lookupProvider(ctx, op, callOf(s, attemptId));
+}
+
+function callOf(s: DriveState, attemptId: AttemptId) {
+  const { record, keyRevision, lastDispatchedAt, lease } = s;
+  return { attemptId, record, keyRevision, lastDispatchedAt, lease };
 }
 
 /** A state and the receipt of the attempt that led to it: one transaction when the ledger can, else state then receipt. */
