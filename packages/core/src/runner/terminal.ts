@@ -106,13 +106,10 @@ export async function handOff(
     explanation,
     receipts,
     resendSafe: safety.safe && !replaysError,
-    ...(resumeNote !== undefined ? { resumeNote } : {}),
+    resumeNote,
     now,
   });
-  const record =
-    pending !== null
-      ? await ledger.handOff(s.lease.ref, packet, now, pending)
-      : await ledger.handOff(s.lease.ref, packet, now);
+  const record = await ledger.handOff(s.lease.ref, packet, now, pending ?? undefined);
   log('warn', 'handoff', `${decision.reason}: ${explanation}`, op, {
     handoffReason: decision.reason,
     attempt: record.attemptCount,
