@@ -1,19 +1,13 @@
 import { fact, type LookupResult, type Outcome, type RetrySafetyCard } from '@retrysafe/contract';
 import type { DecisionState } from '@retrysafe/core';
 import { decide, resolvePolicy } from '@retrysafe/core/internal';
-import { sandboxCreateCard } from '@retrysafe/sandbox';
+import { FORGETFUL_BEHAVIOUR, REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
 
 const T0 = Date.UTC(2026, 0, 1);
 /** An explicit 'unknown' fact, assignable to a fact of any type. */
 const UNK = { value: 'unknown', source: 'test: not known' } as const;
-const replaying = sandboxCreateCard({
-  replays: true,
-  retentionMs: 86_400_000,
-  parameterMatching: 'mismatch-error',
-  concurrency: 'rejects-in-progress',
-  lookup: 'get-by-key',
-});
+const replaying = sandboxCreateCard(REPLAYING_BEHAVIOUR);
 const noReplayNoLookup = sandboxCreateCard({
   replays: false,
   retentionMs: null,
@@ -22,14 +16,7 @@ const noReplayNoLookup = sandboxCreateCard({
   lookup: 'none',
 });
 // lateApplyMs 0: the in-process sandbox applies a request when it gets it, so nothing lands after the client gave up.
-const noReplayLookup = sandboxCreateCard({
-  replays: false,
-  retentionMs: null,
-  parameterMatching: 'none',
-  concurrency: 'duplicates',
-  lookup: 'get-by-key',
-  lateApplyMs: 0,
-});
+const noReplayLookup = sandboxCreateCard({ ...FORGETFUL_BEHAVIOUR, lookup: 'get-by-key', lateApplyMs: 0 });
 const replayingNoLookup = sandboxCreateCard({
   replays: true,
   retentionMs: 86_400_000,

@@ -1,13 +1,10 @@
 import { createMemoryLedger, createRunner, createVirtualClock, type RunnerOptions } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider, type SandboxBehaviour } from '@retrysafe/sandbox';
-
-export const REPLAYING: SandboxBehaviour = {
-  replays: true,
-  retentionMs: 86_400_000,
-  parameterMatching: 'mismatch-error',
-  concurrency: 'rejects-in-progress',
-  lookup: 'get-by-key',
-};
+import {
+  createSandboxAdapter,
+  createSandboxProvider,
+  REPLAYING_BEHAVIOUR,
+  type SandboxBehaviour,
+} from '@retrysafe/sandbox';
 
 /** A sandbox, its adapter, a memory ledger and a runner, all on one virtual clock. */
 export function setup(
@@ -16,7 +13,12 @@ export function setup(
   adapterOpts: { limits?: Record<string, unknown>; sensitiveFields?: string[] } = {},
 ) {
   const clock = createVirtualClock();
-  const provider = createSandboxProvider({ ...REPLAYING, ...behaviour, clock: clock.now, sleep: clock.sleep });
+  const provider = createSandboxProvider({
+    ...REPLAYING_BEHAVIOUR,
+    ...behaviour,
+    clock: clock.now,
+    sleep: clock.sleep,
+  });
   const adapter = createSandboxAdapter({ provider, ...(adapterOpts as object) });
   const ledger = createMemoryLedger();
   const packets: unknown[] = [];

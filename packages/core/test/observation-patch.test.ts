@@ -2,20 +2,13 @@
 // of observation, beside the decision table it feeds.
 
 import type { LookupResult, Outcome } from '@retrysafe/contract';
-import { sandboxCreateCard } from '@retrysafe/sandbox';
+import { FORGETFUL_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
 import { type DecisionState, MAYBE_APPLIED_STATES, type Observation, observationPatch } from '../src/decide.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 // The lookup proves absence 1 s after the last dispatch (late-apply bound 1s, consistency delay none).
-const card = sandboxCreateCard({
-  replays: false,
-  retentionMs: null,
-  parameterMatching: 'none',
-  concurrency: 'duplicates',
-  lookup: 'get-by-key',
-  lateApplyMs: 1000,
-});
+const card = sandboxCreateCard({ ...FORGETFUL_BEHAVIOUR, lookup: 'get-by-key', lateApplyMs: 1000 });
 const at = (over: Partial<DecisionState>): DecisionState => ({
   ledgerState: 'dispatched',
   now: T0 + 5000,

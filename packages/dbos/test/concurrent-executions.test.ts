@@ -1,17 +1,11 @@
+import { FORGETFUL_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
 import { type CrashPhaseReport, runCrashPhase } from './crash-harness.js';
 
 // Lookup-only (Graph sendMail-like): every POST is a new record; a lookup by the key we stamped finds it.
 // The loopback sandbox applies a request as it arrives: a request in flight when its worker is killed lands
 // within a second, so that is the card's late-apply bound (unknown, a lookup miss would never prove absence).
-const LOOKUP_ONLY = Object.freeze({
-  replays: false,
-  retentionMs: null,
-  parameterMatching: 'none',
-  concurrency: 'duplicates',
-  lookup: 'get-by-key',
-  lateApplyMs: 1000,
-} as const);
+const LOOKUP_ONLY = Object.freeze({ ...FORGETFUL_BEHAVIOUR, lookup: 'get-by-key', lateApplyMs: 1000 } as const);
 const CONTROL_WORKFLOWS = 40;
 const PHASE_TIMEOUT_MS = 90_000;
 const show = (r: CrashPhaseReport) => console.log(`[dbos crash] ${JSON.stringify(r)}`);

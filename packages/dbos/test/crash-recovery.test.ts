@@ -1,4 +1,4 @@
-import { REPLAYING_BEHAVIOUR, type SandboxBehaviour } from '@retrysafe/sandbox';
+import { FORGETFUL_BEHAVIOUR, REPLAYING_BEHAVIOUR, type SandboxBehaviour } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
 import { type CrashPhaseReport, runCrashPhase } from './crash-harness.js';
 
@@ -12,10 +12,7 @@ const KEY_FOLDING: SandboxBehaviour = REPLAYING_BEHAVIOUR;
 // The loopback sandbox applies a request as it arrives: a request in flight when its worker is killed lands
 // within a second, so that is the card's late-apply bound (unknown, a lookup miss would never prove absence).
 const LOOKUP_ONLY: SandboxBehaviour = Object.freeze({
-  replays: false,
-  retentionMs: null,
-  parameterMatching: 'none',
-  concurrency: 'duplicates',
+  ...FORGETFUL_BEHAVIOUR,
   lookup: 'get-by-key',
   lateApplyMs: 1000,
 });
