@@ -15,8 +15,7 @@ import { preClaimRefusal, type RefusalAnswer, refusalAnswer } from './agent-refu
 import { type CardToolMeta, cardToolMeta } from './card-meta.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { identityOf } from './intake/index.js';
-import type { Runner } from './runner/index.js';
-import type { RunResult } from './runner/types.js';
+import type { Runner, RunResult } from './runner/types.js';
 
 /** What an agent sees of one operation: tool name, description, input schema and hints from the card. */
 export interface AgentToolDefinition {

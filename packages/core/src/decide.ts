@@ -147,6 +147,13 @@ const UNKNOWN_FROM_LEDGER: Outcome = {
   message: 'dispatched earlier; no outcome recorded',
 };
 
+/** What every row of the table reads: the card, what the ledger knows, the budget. */
+interface Case {
+  readonly card: RetrySafetyCard;
+  readonly state: DecisionState;
+  readonly budget: Budget;
+}
+
 const handoff = (reason: HandoffReason, why: string): Decision => ({ action: 'handoff', reason, why });
 
 /**
@@ -159,6 +166,7 @@ export function decide(
   observation: Observation,
   budget: Budget,
 ): Decision {
+  const c: Case = { card, state, budget };
   if (observation === null) {
     switch (state.ledgerState) {
       case 'succeeded':
@@ -174,7 +182,7 @@ export function decide(
           why: state.firstDispatchedAt === null ? 'never dispatched: send' : 'last attempt was not applied: send again',
         };
       case 'in-progress':
-        return inProgress(card, state, budget, undefined, 'the provider had it in progress');
+        return inProgress(c, undefined, 'the provider had it in progress');
       case 'dispatched':
       case 'unknown':
       case 'reconciling':
@@ -202,73 +210,41 @@ export function decide(
         `rejected by the provider (${observation.reason}): not applied and will not succeed as is`,
       );
     case 'not-applied':
-      if (state.maybeApplied) return afterUnknown(card, state, budget, observation.retryAfterMs);
-      return retryNotApplied(card, state, budget, observation.retryAfterMs, 'definitely not applied (transient)');
+      if (state.maybeApplied) return afterUnknown(c, observation.retryAfterMs);
+      return retryNotApplied(c, observation.retryAfterMs, 'definitely not applied (transient)');
     case 'in-progress':
-      return inProgress(
-        card,
-        state,
-        budget,
-        observation.retryAfterMs,
-        'the provider has it in progress: never a second work item',
-      );
+      return inProgress(c, observation.retryAfterMs, 'the provider has it in progress: never a second work item');
     case 'unknown': {
-      if (!storedError(card, observation)) return afterUnknown(card, state, budget, observation.retryAfterMs);
+      if (!storedError(card, observation)) return afterUnknown(c, observation.retryAfterMs);
       // A same-key re-send can only replay the stored error until the key expires: not an attempt worth making.
       const what = `the provider stored this ${observation.status ?? '5xx'} under the key (card storedResult.includesErrors): a same-key re-send would only replay it until the key expires`;
       if (!lookupAvailable(card)) return handoff('unknown-no-safe-resend', `${what}, and the card offers no lookup`);
-      return keepLooking(
-        card,
-        state,
-        budget,
-        observation.retryAfterMs,
-        `${what}; look up the provider's stored status instead`,
-      );
+      return keepLooking(c, observation.retryAfterMs, `${what}; look up the provider's stored status instead`);
     }
     case 'found': {
       const o = observation.outcome;
       if (o.kind === 'succeeded' || o.kind === 'replayed')
         return { action: 'complete', adopted: true, why: "lookup found the provider's result: adopt it" };
       if (o.kind === 'rejected') return handoff('rejected', `lookup found the request rejected (${o.reason})`);
-      return inProgress(card, state, budget, o.retryAfterMs, 'lookup found it in progress: keep polling');
+      return inProgress(c, o.retryAfterMs, 'lookup found it in progress: keep polling');
     }
     case 'not-found': {
       // The late-apply row: absence is proven only once the last attempt can no longer land and would show.
       const verdict = notFoundVerdict(card, state, budget.policy.clockSkewMarginMs);
       if ('never' in verdict)
-        return keepLooking(
-          card,
-          state,
-          budget,
-          undefined,
-          `lookup found nothing, but ${verdict.never}: an absent result proves nothing`,
-        );
+        return keepLooking(c, undefined, `lookup found nothing, but ${verdict.never}: an absent result proves nothing`);
       if ('at' in verdict) {
         const late = card.lookup.lateApplyBound?.value;
         return keepLooking(
-          card,
-          state,
-          budget,
+          c,
           Math.max(1, verdict.at - state.now),
           `lookup found nothing, but it asked before the last attempt could no longer land and show (last dispatch + late-apply bound ${String(late)} + consistency delay ${String(card.lookup.consistencyDelay.value)})`,
         );
       }
-      return retryNotApplied(
-        card,
-        state,
-        budget,
-        undefined,
-        'authoritative lookup found nothing: the effect was not applied',
-      );
+      return retryNotApplied(c, undefined, 'authoritative lookup found nothing: the effect was not applied');
     }
     case 'cannot-tell':
-      return keepLooking(
-        card,
-        state,
-        budget,
-        observation.retryAfterMs,
-        `lookup cannot tell yet (${observation.reason})`,
-      );
+      return keepLooking(c, observation.retryAfterMs, `lookup cannot tell yet (${observation.reason})`);
   }
 }
 
@@ -279,7 +255,7 @@ function honoured(state: DecisionState, retryAfterMs: number | undefined): numbe
   return ms > 0 ? ms : undefined;
 }
 
-function retryPlan(state: DecisionState, budget: Budget, retryAfterMs: number | undefined) {
+function retryPlan({ state, budget }: Case, retryAfterMs: number | undefined) {
   const input = {
     attemptsMade: state.runAttempts,
     startedAt: state.runStartedAt,
@@ -289,7 +265,7 @@ function retryPlan(state: DecisionState, budget: Budget, retryAfterMs: number | 
   return planRetry(input, budget.policy, budget.random);
 }
 
-function pollPlan(state: DecisionState, budget: Budget, retryAfterMs: number | undefined) {
+function pollPlan({ state, budget }: Case, retryAfterMs: number | undefined) {
   const input = {
     polls: state.polls,
     windowStartedAt: state.windowStartedAt ?? state.now,
@@ -300,36 +276,26 @@ function pollPlan(state: DecisionState, budget: Budget, retryAfterMs: number | u
   return planPoll(input, budget.policy, budget.random);
 }
 
-const safetyAt = (card: RetrySafetyCard, state: DecisionState, budget: Budget, at = state.now) =>
+const safetyAt = ({ card, state, budget }: Case, at = state.now) =>
   resendSafety(card, state.firstDispatchedAt, at, budget.policy.clockSkewMarginMs);
 
-function retryNotApplied(
-  card: RetrySafetyCard,
-  state: DecisionState,
-  budget: Budget,
-  retryAfterMs: number | undefined,
-  what: string,
-): Decision {
-  const plan = retryPlan(state, budget, retryAfterMs);
+function retryNotApplied(c: Case, retryAfterMs: number | undefined, what: string): Decision {
+  const plan = retryPlan(c, retryAfterMs);
   // Receipts say what was sent: "the same key" only where a key travels.
-  const key = card.providerKey.travels.value === 'none' ? '' : ' with the same key';
+  const key = c.card.providerKey.travels.value === 'none' ? '' : ' with the same key';
   if (plan.retry) return { action: 'send', delayMs: plan.delayMs, why: `${what}: bounded retry${key}` };
   return handoff('retry-exhausted', `${what}, but the budget is spent: ${plan.detail}`);
 }
 
-function afterUnknown(
-  card: RetrySafetyCard,
-  state: DecisionState,
-  budget: Budget,
-  retryAfterMs: number | undefined,
-): Decision {
-  let safety = safetyAt(card, state, budget);
+function afterUnknown(c: Case, retryAfterMs: number | undefined): Decision {
+  const { card, state } = c;
+  let safety = safetyAt(c);
   let budgetNote = '';
   if (safety.safe) {
-    const plan = retryPlan(state, budget, retryAfterMs);
+    const plan = retryPlan(c, retryAfterMs);
     if (plan.retry) {
       // The key must still be inside its retention when the re-send actually goes out, after the wait.
-      const atSend = safetyAt(card, state, budget, state.now + plan.delayMs);
+      const atSend = safetyAt(c, state.now + plan.delayMs);
       if (atSend.safe)
         return { action: 'send', delayMs: plan.delayMs, why: `outcome unknown; re-send is safe: ${safety.why}` };
       safety = atSend;
@@ -339,13 +305,7 @@ function afterUnknown(
   }
   if (lookupAvailable(card)) {
     const why = safety.safe ? `re-send budget spent (${budgetNote})` : `no safe re-send (${safety.why})`;
-    return keepLooking(
-      card,
-      state,
-      budget,
-      undefined,
-      `outcome unknown; ${why}: look up the provider's stored status first`,
-    );
+    return keepLooking(c, undefined, `outcome unknown; ${why}: look up the provider's stored status first`);
   }
   if (safety.pastRetention)
     return handoff('key-past-retention', `outcome unknown and ${safety.why}; no lookup to reconcile with`);
@@ -354,32 +314,21 @@ function afterUnknown(
   return handoff('unknown-no-safe-resend', `outcome unknown, ${safety.why}, and the card offers no lookup`);
 }
 
-function keepLooking(
-  card: RetrySafetyCard,
-  state: DecisionState,
-  budget: Budget,
-  retryAfterMs: number | undefined,
-  what: string,
-): Decision {
-  const plan = pollPlan(state, budget, retryAfterMs);
+function keepLooking(c: Case, retryAfterMs: number | undefined, what: string): Decision {
+  const plan = pollPlan(c, retryAfterMs);
   if (plan.poll) return { action: 'lookup', delayMs: plan.delayMs, why: what };
-  const pastRetention = safetyAt(card, state, budget).pastRetention && state.polls === 0;
+  const pastRetention = safetyAt(c).pastRetention && c.state.polls === 0;
   return handoff(pastRetention ? 'key-past-retention' : 'lookup-window-exhausted', `${what}; ${plan.detail}`);
 }
 
-function inProgress(
-  card: RetrySafetyCard,
-  state: DecisionState,
-  budget: Budget,
-  retryAfterMs: number | undefined,
-  what: string,
-): Decision {
+function inProgress(c: Case, retryAfterMs: number | undefined, what: string): Decision {
+  const { card, state, budget } = c;
   const { policy } = budget;
   // Even the first poll after an in-progress answer waits: the provider's hint, else one base delay.
-  const plan = pollPlan(state, budget, retryAfterMs ?? (state.polls === 0 ? policy.baseMs : undefined));
+  const plan = pollPlan(c, retryAfterMs ?? (state.polls === 0 ? policy.baseMs : undefined));
   if (!plan.poll) return handoff('in-progress-window-exhausted', `${what}; ${plan.detail}`);
   if (lookupAvailable(card)) return { action: 'lookup', delayMs: plan.delayMs, why: `${what}: poll its status` };
-  const safety = safetyAt(card, state, budget);
+  const safety = safetyAt(c);
   if (!safety.safe)
     return handoff(
       'in-progress-window-exhausted',

@@ -4,9 +4,9 @@ import type { DecisionState } from '@retrysafe/core';
 import { decide, resolvePolicy } from '@retrysafe/core/internal';
 import { FORGETFUL_BEHAVIOUR, REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
+import { decisionState, T0 } from './helpers.js';
 
 // Issue 15 items 1 (decision row), 2 and 8 (stored errors). Every test here fails on the parent of this change.
-const T0 = Date.UTC(2026, 0, 1);
 const MIN = 60_000;
 const lookupOnly = (lateApplyMs?: number): RetrySafetyCard =>
   sandboxCreateCard({
@@ -15,18 +15,15 @@ const lookupOnly = (lateApplyMs?: number): RetrySafetyCard =>
     ...(lateApplyMs !== undefined ? { lateApplyMs } : {}),
   });
 const budget = (card: RetrySafetyCard, over = {}) => ({ policy: resolvePolicy(card, over), random: () => 0.5 });
-const state = (over: Partial<DecisionState> = {}): DecisionState => ({
-  ledgerState: 'reconciling',
-  now: T0 + 1000,
-  firstDispatchedAt: T0,
-  lastDispatchedAt: T0,
-  maybeApplied: true,
-  runAttempts: 1,
-  runStartedAt: T0,
-  windowStartedAt: T0 + 1000,
-  polls: 1,
-  ...over,
-});
+const state = (over: Partial<DecisionState> = {}) =>
+  decisionState({
+    ledgerState: 'reconciling',
+    lastDispatchedAt: T0,
+    maybeApplied: true,
+    windowStartedAt: T0 + 1000,
+    polls: 1,
+    ...over,
+  });
 const notFound = { kind: 'not-found', reason: 'no record' } as const;
 
 describe('the late-apply row: a not-found proves absence only once the last attempt can no longer land', () => {

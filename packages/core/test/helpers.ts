@@ -1,4 +1,10 @@
-import { createMemoryLedger, createRunner, createVirtualClock, type RunnerOptions } from '@retrysafe/core';
+import {
+  createMemoryLedger,
+  createRunner,
+  createVirtualClock,
+  type DecisionState,
+  type RunnerOptions,
+} from '@retrysafe/core';
 import {
   createSandboxAdapter,
   createSandboxProvider,
@@ -31,3 +37,17 @@ export function setup(
   });
   return { clock, provider, adapter, ledger, runner: r, packets };
 }
+
+export const T0 = Date.UTC(2026, 0, 1);
+
+/** What the runner knows one second after its only dispatch, at T0, with `over` on top. */
+export const decisionState = (over: Partial<DecisionState> = {}): DecisionState => ({
+  ledgerState: 'unknown',
+  now: T0 + 1000,
+  firstDispatchedAt: T0,
+  runAttempts: 1,
+  runStartedAt: T0,
+  windowStartedAt: null,
+  polls: 0,
+  ...over,
+});

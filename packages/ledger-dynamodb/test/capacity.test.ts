@@ -3,7 +3,7 @@
 // the ones DynamoDB's API reports for each request (ReturnConsumedCapacity: TOTAL), as dynalite computes them.
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createRunner } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { afterAll, expect, it } from 'vitest';
 import { createDynamoDbLedger } from '../src/index.js';
 import { startDynalite } from './dynalite.js';
@@ -32,13 +32,7 @@ it('a clean operation is one PutItem and one UpdateItem, no read: its write unit
   const client = db.client();
   const used = metered(client);
   const ledger = createDynamoDbLedger({ table: await db.table('capacity'), client });
-  const provider = createSandboxProvider({
-    replays: true,
-    retentionMs: 86_400_000,
-    parameterMatching: 'mismatch-error',
-    concurrency: 'rejects-in-progress',
-    lookup: 'get-by-key',
-  });
+  const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
   const runner = createRunner({ ledger, owner: 'w-clean' });
   const r = await runner.run(createSandboxAdapter({ provider }), 'records.create', {
     params: { ref: 'order-1001', amount: 4200, currency: 'eur' },

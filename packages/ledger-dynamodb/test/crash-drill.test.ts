@@ -12,6 +12,7 @@ import { createRunner } from '@retrysafe/core';
 import {
   createSandboxAdapter,
   createSandboxProvider,
+  FORGETFUL_BEHAVIOUR,
   type SandboxBehaviour,
   startSandboxServer,
 } from '@retrysafe/sandbox';
@@ -26,14 +27,7 @@ const LEASE_MS = 10_000;
 /** The victims' lease: the survivors finish long before it ends, so the dead workers' operations wait for recovery. */
 const VICTIM_LEASE_MS = 30_000;
 /** A request reaches the loopback sandbox within a second or never: a later "not found" proves absence. */
-const behaviour: SandboxBehaviour = {
-  replays: false,
-  retentionMs: null,
-  parameterMatching: 'none',
-  concurrency: 'duplicates',
-  lookup: 'get-by-key',
-  lateApplyMs: 1_000,
-};
+const behaviour: SandboxBehaviour = { ...FORGETFUL_BEHAVIOUR, lookup: 'get-by-key', lateApplyMs: 1_000 };
 
 const db = await startDynalite();
 const sandbox = await startSandboxServer({ provider: createSandboxProvider(behaviour), port: 0 });

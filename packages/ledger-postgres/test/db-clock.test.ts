@@ -3,7 +3,7 @@
 // a typed error (ClockSkewError) and a log line, and writes nothing.
 import { asBusinessOperationId, type ClaimInput, ClockSkewError, type ProviderKey } from '@retrysafe/contract';
 import { type Clock, createRunner, type LogEntry } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresLedger, type PostgresLedger } from '../src/index.js';
 import { databaseUrl, readyLedger, testSchema } from './pg-test-db.js';
@@ -75,13 +75,7 @@ describe('a worker whose clock is off from the database', () => {
   it.each([+600_000, -600_000, +5_000])(
     'by %i ms: ClockSkewError and a log line from run(), no row, no provider call',
     async (offset) => {
-      const provider = createSandboxProvider({
-        replays: true,
-        retentionMs: 86_400_000,
-        parameterMatching: 'mismatch-error',
-        concurrency: 'rejects-in-progress',
-        lookup: 'get-by-key',
-      });
+      const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
       const adapter = createSandboxAdapter({ provider });
       const logs: LogEntry[] = [];
       const ref = `skew-${offset}`;
@@ -102,13 +96,7 @@ describe('a worker whose clock is off from the database', () => {
   );
 
   it('a worker within the bound runs normally', async () => {
-    const provider = createSandboxProvider({
-      replays: true,
-      retentionMs: 86_400_000,
-      parameterMatching: 'mismatch-error',
-      concurrency: 'rejects-in-progress',
-      lookup: 'get-by-key',
-    });
+    const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
     const adapter = createSandboxAdapter({ provider });
     const r = await createRunner({ ledger: strict, clock: skewed(200), owner: 'w-ok' }).run(adapter, 'records.create', {
       params: { ref: 'skew-ok' },

@@ -11,7 +11,12 @@ import {
   pickIntent,
 } from '@retrysafe/contract';
 import { createRunner } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider, type SandboxBehaviour } from '@retrysafe/sandbox';
+import {
+  createSandboxAdapter,
+  createSandboxProvider,
+  FORGETFUL_BEHAVIOUR,
+  type SandboxBehaviour,
+} from '@retrysafe/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresLedger, type PostgresLedger } from '../src/index.js';
 import { databaseUrl, dropSchema, freshSchema, startPgRelay } from './pg-test-db.js';
@@ -19,14 +24,7 @@ import { databaseUrl, dropSchema, freshSchema, startPgRelay } from './pg-test-db
 const url = databaseUrl();
 const schema = freshSchema('failclosed');
 // lateApplyMs 0: the in-process sandbox applies a request when it is called; nothing can land later.
-const behaviour: SandboxBehaviour = {
-  replays: false,
-  retentionMs: null,
-  parameterMatching: 'none',
-  concurrency: 'duplicates',
-  lookup: 'get-by-key',
-  lateApplyMs: 0,
-};
+const behaviour: SandboxBehaviour = { ...FORGETFUL_BEHAVIOUR, lookup: 'get-by-key', lateApplyMs: 0 };
 let direct: PostgresLedger;
 
 beforeAll(async () => {

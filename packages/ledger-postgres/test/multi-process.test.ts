@@ -13,6 +13,7 @@ import { createRunner } from '@retrysafe/core';
 import {
   createSandboxAdapter,
   createSandboxProvider,
+  FORGETFUL_BEHAVIOUR,
   type SandboxBehaviour,
   type SandboxServer,
   startSandboxServer,
@@ -33,13 +34,7 @@ const LEASE_MS = 10_000;
 /** The victim's lease: long enough that the survivors finish before it expires, so recover() has work. */
 const VICTIM_LEASE_MS = 40_000;
 const VICTIM = 3;
-const behaviour: SandboxBehaviour = {
-  replays: false,
-  retentionMs: null,
-  parameterMatching: 'none',
-  concurrency: 'duplicates',
-  lookup: 'get-by-key',
-};
+const behaviour: SandboxBehaviour = { ...FORGETFUL_BEHAVIOUR, lookup: 'get-by-key' };
 
 const schema = freshSchema('multiproc');
 let ledger: PostgresLedger;

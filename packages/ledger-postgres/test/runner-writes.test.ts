@@ -3,7 +3,7 @@
 
 import type { ClaimInput, Ledger, StatePatch } from '@retrysafe/contract';
 import { createRunner, verifyReceiptChain } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresLedger } from '../src/index.js';
 import { readyLedger, testSchema } from './pg-test-db.js';
@@ -42,13 +42,7 @@ function recording(inner: Ledger) {
 
 describe('the runner on the PostgreSQL ledger', () => {
   it('a clean run is two writes, and the operation ends succeeded with its one receipt', async () => {
-    const provider = createSandboxProvider({
-      replays: true,
-      retentionMs: 86_400_000,
-      parameterMatching: 'mismatch-error',
-      concurrency: 'rejects-in-progress',
-      lookup: 'get-by-key',
-    });
+    const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
     const adapter = createSandboxAdapter({ provider });
     const { proxy, writes } = recording(ledger);
     const r = await createRunner({ ledger: proxy, owner: 'w-clean' }).run(adapter, 'records.create', {

@@ -1,14 +1,8 @@
 import { asBusinessOperationId, type ClaimInput, type ProviderKey } from '@retrysafe/contract';
-import type { SandboxBehaviour } from '@retrysafe/sandbox';
+import { REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 
 /** A provider that replays a key's first answer: the usual well-behaved provider of these tests. */
-export const REPLAYING: SandboxBehaviour = {
-  replays: true,
-  retentionMs: 86_400_000,
-  parameterMatching: 'mismatch-error',
-  concurrency: 'rejects-in-progress',
-  lookup: 'get-by-key',
-};
+export const REPLAYING = REPLAYING_BEHAVIOUR;
 
 /** A claim that dispatches at once, its fingerprints and key derived from `id`. */
 export function claimInput(id: string, over: Partial<ClaimInput> = {}): ClaimInput {

@@ -12,7 +12,7 @@ import {
 } from '@retrysafe/http';
 import { createHubSpotAdapter } from '@retrysafe/hubspot';
 import { createMsGraphAdapter } from '@retrysafe/msgraph';
-import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { createSlackAdapter } from '@retrysafe/slack';
 import { createStripeAdapter } from '@retrysafe/stripe';
 import { describe, expect, it } from 'vitest';
@@ -41,13 +41,7 @@ function shipped(): AdapterV1[] {
       },
     }),
     createSandboxAdapter({
-      provider: createSandboxProvider({
-        replays: true,
-        retentionMs: 86_400_000,
-        parameterMatching: 'mismatch-error',
-        concurrency: 'rejects-in-progress',
-        lookup: 'get-by-key',
-      }),
+      provider: createSandboxProvider(REPLAYING_BEHAVIOUR),
     }),
   ];
 }
