@@ -231,13 +231,6 @@ function put(target: Record<string, unknown>, key: string, value: unknown): void
 export interface Redactor {
   /** A deep copy of `value` with sensitive fields and secret-looking strings replaced by `[redacted]`. Own `__proto__` keys stay data. */
   params(value: unknown): unknown;
-  /**
-   * Whether `params(value)` would differ from `value` anywhere (a sensitive field with a value, a string
-   * or key a detector, pattern or known value blanks, a card-like number), found without building the
-   * copy. `false` means the copy's JSON is the value's own; `true` may also mean "cannot tell cheaply"
-   * (a cycle, an undefined member under a redacted key): build the copy then.
-   */
-  changes(value: unknown): boolean;
   /** `text` with secret-looking strings, caller patterns and any known sensitive value blanked. */
   text(text: string): string;
   /** A redactor that also blanks, in any text, the values the sensitive fields hold in `params`. */
@@ -310,38 +303,8 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
         seen.delete(v);
       }
     };
-    // walk's twin that only answers "would the copy differ?": the same rules in the same order, on one
-    // path stack and one ancestor list, and nothing allocated per key (most params redact nothing).
-    const differs = (v: unknown, path: string[], ancestors: object[]): boolean => {
-      if (path.length > 0 && isSensitive(path)) return v !== undefined && v !== REDACTED;
-      if (typeof v === 'string') return text(v) !== v;
-      if (typeof v === 'number') return Number.isSafeInteger(v) && v > 0 && looksLikeCardNumber(String(v));
-      if (typeof v !== 'object' || v === null || v instanceof Date) return false; // a Date's copy is its ISO text, which is what its JSON is
-      if (ancestors.includes(v)) return true;
-      ancestors.push(v);
-      try {
-        if (Array.isArray(v)) {
-          for (let i = 0; i < v.length; i++) if (differs(v[i], path, ancestors)) return true;
-          return false;
-        }
-        const rec = v as Record<string, unknown>;
-        const keys = Object.keys(rec);
-        for (let i = 0; i < keys.length; i++) {
-          const k = keys[i]!;
-          if (text(k) !== k) return true;
-          path.push(k);
-          const d = differs(rec[k], path, ancestors);
-          path.pop();
-          if (d) return true;
-        }
-        return false;
-      } finally {
-        ancestors.pop();
-      }
-    };
     const self: Redactor = {
       params: (v) => walk(v, [], new Set()),
-      changes: (v) => differs(v, [], []),
       text,
       withValuesFrom(params: unknown): Redactor {
         const found = new Set(values);

@@ -41,13 +41,16 @@ export type RetryPlan =
   | { readonly retry: true; readonly delayMs: number }
   | { readonly retry: false; readonly detail: string };
 
-export interface RetryInput {
-  /** Provider calls made so far in this run. */
-  readonly attemptsMade: number;
+interface PlanInput {
   readonly startedAt: number;
   readonly now: number;
   /** What the provider asked for, if anything. */
   readonly retryAfterMs?: number | undefined;
+}
+
+export interface RetryInput extends PlanInput {
+  /** Provider calls made so far in this run. */
+  readonly attemptsMade: number;
 }
 
 const positive = (ms: number | undefined): ms is number => ms !== undefined && Number.isFinite(ms) && ms > 0;
@@ -79,13 +82,10 @@ export type PollPlan =
   | { readonly poll: true; readonly delayMs: number }
   | { readonly poll: false; readonly detail: string };
 
-export interface PollInput {
+export interface PollInput extends PlanInput {
   /** Lookups/polls made so far in this window. */
   readonly polls: number;
   readonly windowStartedAt: number;
-  readonly startedAt: number;
-  readonly now: number;
-  readonly retryAfterMs?: number | undefined;
 }
 
 /**

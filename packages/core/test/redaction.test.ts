@@ -6,6 +6,7 @@ import { createRedactor, detectSensitive, isSecretKey } from '@retrysafe/core/in
 import { afterAll, describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
 
+const REDACTED = '[redacted]';
 const SECRET = 'sk_live_51Hq9ZsEcReTvAlUe0xyz';
 const PII = 'alice.private@example.test';
 const PHONE = '+44 7700 900123';
@@ -166,6 +167,34 @@ describe('redaction: a secret and PII in params never reach receipts, packets, e
       'hubspot object 17000000000001',
     ])
       expect(r.text(s), s).toBe(s);
+  });
+
+  it('params(): each rule blanks its own part, plain params come back as they are', () => {
+    const r = createRedactor({ fields: ['customer.phone'], patterns: [/ACCT-\d+/] });
+    const plain = { orderRef: 'A-17', amount: 1500, lines: [{ sku: 's1', qty: 2 }] };
+    expect(r.params(plain)).toEqual(plain);
+    expect(r.params({ orderRef: 'A-17', password: 'hunter2' })).toEqual({ orderRef: 'A-17', password: REDACTED });
+    expect(r.params({ customer: { phone: '+44 1' } })).toEqual({ customer: { phone: REDACTED } });
+    expect(r.params({ note: 'mail alice@example.test' })).toEqual({ note: `mail ${REDACTED}` });
+    expect(r.params({ 'alice@example.test': 1 })).toEqual({ [REDACTED]: 1 });
+    expect(r.params({ note: 'ACCT-991' })).toEqual({ note: REDACTED });
+    expect(r.params({ n: 4242424242424242 })).toEqual({ n: REDACTED });
+    expect(r.withValuesFrom({ password: 'hunter22' }).params({ note: 'it is hunter22' })).toEqual({
+      note: `it is ${REDACTED}`,
+    });
+  });
+
+  it("text() gives the same answer on every call, past its memo's bound, and never one redactor's answer to another", () => {
+    const plain = createRedactor();
+    const withValue = plain.withValuesFrom({ password: 'hunter22' });
+    const t = 'login hunter22 failed';
+    expect(plain.text(t)).toBe(t);
+    expect(withValue.text(t)).toBe('login [redacted] failed');
+    expect(plain.text(t)).toBe(t); // the other redactor's answer is not this one's
+    for (let i = 0; i < 2000; i++) withValue.text(`filler ${i}`); // past the memo's bound: emptied, still right
+    expect(withValue.text(t)).toBe('login [redacted] failed');
+    const long = `${'x'.repeat(200)} alice@example.test`; // longer than what is remembered: asked each time
+    expect(withValue.text(long)).toBe(`${'x'.repeat(200)} [redacted]`);
   });
 
   it('blanks a bearer token, a card number and an email address inside text', () => {

@@ -38,7 +38,7 @@ export function checkedPayload(params: unknown, intent: unknown, makeRedactor: (
   let redactedJson: string;
   try {
     redactor = makeRedactor();
-    redactedJson = redactor.changes(params) ? canonicalJson(redactor.params(params)) : json;
+    redactedJson = canonicalJson(redactor.params(params));
   } catch (err) {
     if (RetrysafeError.isInstance(err) && !InvalidIntentError.isInstance(err)) throw err;
     throw new InvalidIntentError(
