@@ -4,7 +4,6 @@ import {
   LeaseLostError,
   LedgerError,
   type LookupResult,
-  newAttemptId,
   type Outcome,
   type Receipt,
   type ReceiptKind,
@@ -12,12 +11,12 @@ import {
   type StatePatch,
 } from '@retrysafe/contract';
 import { resendSafety } from '@retrysafe/contract/rules';
-import { type Decision, decide, type Observation, observationPatch } from '../decide.js';
+import { decide, type Observation, observationPatch } from '../decide.js';
 import type { Operation } from '../intake/index.js';
 import { callProvider, lookupProvider } from './adapter-call.js';
 import { errText, type RunnerContext } from './context.js';
 import { checkOwnLease, renew, wait } from './lease.js';
-import { attemptReceipt } from './receipt-chain.js';
+import { attemptReceipt, nextAttemptId } from './receipt-chain.js';
 import { type Claimed, type DriveState, decisionState, startState } from './state.js';
 import { complete, handOff } from './terminal.js';
 import type { RunResult } from './types.js';
@@ -90,7 +89,7 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
     }
     const acted = decision;
     const startedAt = ctx.clock.now();
-    const attemptId = op.attemptIds ? (op.attemptIds() as AttemptId) : newAttemptId();
+    const attemptId = nextAttemptId(op.attemptIds);
     const prev = obs;
     // A send's kind from the attempt it became; a lookup's from what it followed (an in-progress answer is polled).
     let kind: ReceiptKind;
