@@ -22,7 +22,6 @@ export {
   currentRevisionNumber,
   everyAttemptNotApplied,
   needsFreshKey,
-  nextRevision,
   revisionKeySource,
   SUPERSEDE_ACTION,
   supersedeCheck,

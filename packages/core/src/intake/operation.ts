@@ -24,7 +24,7 @@ import { callerAttemptIds, checkAdapter, derivedProviderKey } from './adapter.js
 import { type Comparison, comparisonFor, identityOf } from './identity.js';
 import { assertParams } from './params-schema.js';
 import { type CheckedPayload, checkedPayload } from './payload.js';
-import { cachedPolicy } from './policy.js';
+import { resolvePolicy } from './policy.js';
 
 export interface Operation {
   readonly adapter: AdapterV1;
@@ -123,7 +123,7 @@ function assemble(
   rest: Omit<Operation, 'adapter' | 'opName' | 'card' | 'policy' | 'redactor' | 'requestFingerprint' | 'scope'>,
 ): Operation {
   const { redactor, requestFingerprint } = payload;
-  const policy = cachedPolicy(spec.card, ctx.options.policy);
+  const policy = resolvePolicy(spec.card, ctx.options.policy);
   return { adapter, opName, card: spec.card, policy, redactor, requestFingerprint, scope: undefined, ...rest };
 }
 
