@@ -11,6 +11,7 @@ import {
   REPLAYING_BEHAVIOUR,
   type SandboxBehaviour,
 } from '@retrysafe/sandbox';
+import { expect } from 'vitest';
 
 /** A sandbox, its adapter, a memory ledger and a runner, all on one virtual clock. */
 export function setup(
@@ -51,3 +52,13 @@ export const decisionState = (over: Partial<DecisionState> = {}): DecisionState 
   polls: 0,
   ...over,
 });
+
+/** A person who checked at the provider resumes with force: the operation ends done, with one provider record. */
+export async function expectForcedResume(
+  s: Pick<ReturnType<typeof setup>, 'provider' | 'adapter' | 'runner'>,
+  id: string,
+) {
+  const resumed = await s.runner.resolve(id, { action: 'resume', force: true }, { adapters: [s.adapter], by: 'alice' });
+  expect(resumed.status).toBe('done');
+  expect(s.provider.count()).toBe(1);
+}

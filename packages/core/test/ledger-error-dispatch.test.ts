@@ -103,61 +103,22 @@ describe('LedgerError.providerMayHaveBeenCalled', () => {
 });
 
 describe('garbage adapters are typed errors, not TypeErrors', () => {
+  // A well-formed adapter frame without operations; each case breaks one part of it.
+  const frame = {
+    specificationVersion: 'v1',
+    provider: 'x',
+    deriveProviderKey: () => null,
+    doExecute: async () => ({}),
+    doLookup: async () => ({}),
+  };
   const cases: Array<[string, unknown]> = [
     ['null', null],
     ['a string', 'stripe'],
-    [
-      'no operations',
-      {
-        specificationVersion: 'v1',
-        provider: 'x',
-        deriveProviderKey: () => null,
-        doExecute: async () => ({}),
-        doLookup: async () => ({}),
-      },
-    ],
-    [
-      'operations not an object',
-      {
-        specificationVersion: 'v1',
-        provider: 'x',
-        operations: 7,
-        deriveProviderKey: () => null,
-        doExecute: async () => ({}),
-        doLookup: async () => ({}),
-      },
-    ],
-    [
-      'no doExecute',
-      {
-        specificationVersion: 'v1',
-        provider: 'x',
-        operations: {},
-        deriveProviderKey: () => null,
-        doLookup: async () => ({}),
-      },
-    ],
-    [
-      'a garbage spec',
-      {
-        specificationVersion: 'v1',
-        provider: 'x',
-        operations: { 'records.create': 5 },
-        deriveProviderKey: () => null,
-        doExecute: async () => ({}),
-        doLookup: async () => ({}),
-      },
-    ],
-    [
-      'no provider name',
-      {
-        specificationVersion: 'v1',
-        operations: {},
-        deriveProviderKey: () => null,
-        doExecute: async () => ({}),
-        doLookup: async () => ({}),
-      },
-    ],
+    ['no operations', frame],
+    ['operations not an object', { ...frame, operations: 7 }],
+    ['no doExecute', { ...frame, operations: {}, doExecute: undefined }],
+    ['a garbage spec', { ...frame, operations: { 'records.create': 5 } }],
+    ['no provider name', { ...frame, provider: undefined, operations: {} }],
     ['wrong spec version', { specificationVersion: 'v9', provider: 'x' }],
   ];
   it.each(cases)('run() with %s', async (_label, adapter) => {
