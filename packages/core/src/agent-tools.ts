@@ -207,11 +207,7 @@ function idOf(spec: OperationSpec, args: unknown): string | null {
   }
 }
 
-/**
- * Runs one tool call through the runner and maps every answer to a structured result: a typed refusal
- * before the claim (the arguments' size, schema, intent or id, or a conflict) is answered through
- * refusalAnswer, the one mapping, and nothing was claimed or sent.
- */
+/** Runs one tool call and maps every answer, a refusal before the claim included (refusalAnswer), to a structured result. */
 export async function callAgentTool(
   runner: Runner,
   tool: AgentToolDefinition,

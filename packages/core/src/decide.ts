@@ -82,10 +82,8 @@ export const MAYBE_APPLIED_STATES: readonly OperationState[] = ['dispatched', 'u
 export type ObservedPatch = Pick<StatePatch, 'state' | 'lastOutcome' | 'statusRef' | 'providerRef'>;
 
 /**
- * What an observation means for the operation's ledger state, as one pure function beside decide:
- * whether an earlier attempt may now have been applied (`maybeApplied`, carried to the next decision)
- * and the state to write now (`patch`; null: nothing to write, the terminal write follows).
- * `state` is the DecisionState the observation was judged in (its ledgerState, maybeApplied, observedAt).
+ * What an observation, judged in `state`, means for the ledger: whether an earlier attempt may now have
+ * been applied, and the state to write now (null: the terminal write follows).
  */
 export function observationPatch(
   card: RetrySafetyCard,

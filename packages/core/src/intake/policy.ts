@@ -1,8 +1,4 @@
-/**
- * The policy for one operation, checked before its claim: the card's backoff and limits overridden
- * field by field, refused (RunnerConfigurationError) when the numbers or their pairing with the card
- * cannot work.
- */
+/** The policy for one operation: the card's backoff and limits overridden field by field, refused when they cannot work. */
 import type { RetrySafetyCard } from '@retrysafe/contract';
 import { cardMargin, durationMs, lookupAvailable, lookupSettleMs } from '@retrysafe/contract/rules';
 import { defined } from '../defined.js';

@@ -15,10 +15,8 @@ function currentRevision(receipts: readonly Receipt[]): readonly Receipt[] {
 }
 
 /**
- * Whether a corrected request may supersede the operation: it is at rest (rejected, or handed off
- * because of a rejection or an exhausted budget of not-applied attempts), and every provider call of
- * its current revision came back `rejected` or `not-applied` — both mean "definitely not applied"
- * (the decision table, docs/concepts.md). Any unknown, in-progress, success, or lookup (there was doubt) keeps it a conflict.
+ * Whether a corrected request may supersede the operation: it is at rest after a rejection or a spent
+ * budget, and every provider call of its current revision is known not applied (any doubt: a conflict).
  */
 export function supersedeCheck(
   record: OperationRecord,

@@ -61,12 +61,7 @@ export interface PruneLedgerReport extends PruneReport {
   readonly exported: number;
 }
 
-/**
- * Retention: deletes closed operations (succeeded, rejected, abandoned) older than `olderThan` from
- * `ledger`, after writing their receipts to `exportPath` when asked. Refuses (RunnerConfigurationError)
- * an age below the floor the cards set — the longest key retention plus its clock-skew margin — unless
- * `force`. Open and handed-off operations are never pruned, whatever the age.
- */
+/** Deletes closed operations older than `olderThan` (never below the cards' floor unless `force`), exporting first if asked. */
 export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions): Promise<PruneLedgerReport> {
   if (typeof ledger.prune !== 'function')
     throw new LedgerError(

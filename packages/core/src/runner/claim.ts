@@ -145,11 +145,7 @@ export async function waitForOther(ctx: RunnerContext, op: Operation): Promise<R
   }
 }
 
-/**
- * Re-opens an operation whose every attempt is known not applied (supersedeCheck) with the corrected
- * request `op`: a new revision in the same ledger row, with a `supersede` receipt, and a provider key
- * of its own unless the card says the provider stores no errors.
- */
+/** The corrected request `op` as a new revision of a row none of whose attempts applied (key of its own if errors are stored). */
 export async function supersede(
   ctx: RunnerContext,
   op: Operation,

@@ -32,11 +32,7 @@ function isInProgress(obs: Observation): boolean {
   return obs !== null && (obs.kind === 'in-progress' || (obs.kind === 'found' && obs.outcome.kind === 'in-progress'));
 }
 
-/**
- * Drives one claimed operation from its first decision to its end (complete or handoff). A LeaseLostError
- * is the caller's to answer (another worker has it); any other failure releases the lease first, and a
- * ledger failure says whether this call had already sent the request.
- */
+/** Drives one claimed operation to complete or handoff; on a failure other than a lost lease, releases the lease first. */
 export async function drive(ctx: RunnerContext, op: Operation, claimed: Claimed): Promise<RunResult> {
   const s = startState(ctx, op, claimed);
   try {

@@ -187,11 +187,7 @@ async function resendWith(
   return supersede(ctx, op, record, receipts, `resend-with by ${by}`);
 }
 
-/**
- * A person's decision on a handed-off operation — the one owner of the operator's rules, for code and
- * the CLI alike: a broken receipt chain is refused first (BrokenReceiptChainError), then resend-with's
- * rules (correctedOperation, supersedeCheck), the unsafe-resume rule (UnsafeResumeError unless force).
- */
+/** A person's decision on a handed-off operation: refused on a broken receipt chain, then by the resolution's own rules. */
 export async function resolve(
   ctx: RunnerContext,
   rawId: string,

@@ -13,11 +13,7 @@ export interface Claimed {
   readonly claimedAt: number;
   /** Taken over from a worker whose lease expired. */
   readonly takenOver: boolean;
-  /**
-   * The claim created the operation already `dispatched` for this first send (ClaimInput.dispatch), and
-   * the provider has not been called yet: the first send writes nothing more, and until then the
-   * decisions see it as the fresh claim it is.
-   */
+  /** The claim wrote `dispatched` for the first send, not made yet: decisions see a fresh claim until then. */
   readonly dispatchWritten: boolean;
 }
 

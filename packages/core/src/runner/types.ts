@@ -156,12 +156,7 @@ export type TypedRunResult<R> =
   | Exclude<RunResult, { readonly status: 'done' }>
   | (Omit<Extract<RunResult, { readonly status: 'done' }>, 'result'> & { readonly result: R });
 
-/**
- * `runner.run`, typed from the adapter: with a `TypedAdapter` the operation name is one of its
- * literals (and autocompletes), the params must be that operation's params type, and a `done` result
- * is that operation's result type. An untyped `AdapterV1` takes any name, `unknown` params, and gives
- * an `unknown` result, as before.
- */
+/** `runner.run` typed from a `TypedAdapter` (its operation names, params and results); `unknown` for an untyped one. */
 export type RunFunction = <A extends AdapterV1, N extends OperationName<A>>(
   adapter: A,
   operation: N,
