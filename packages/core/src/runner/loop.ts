@@ -8,7 +8,6 @@ import {
   type Receipt,
   type ReceiptKind,
   RetrysafeError,
-  type StatePatch,
 } from '@retrysafe/contract';
 import { resendSafety } from '@retrysafe/contract/rules';
 import { decide, type Observation, observationPatch } from '../decide.js';
@@ -17,7 +16,7 @@ import { callProvider, lookupProvider } from './adapter-call.js';
 import { errText, type RunnerContext } from './context.js';
 import { checkOwnLease, renew, wait } from './lease.js';
 import { attemptReceipt, nextAttemptId } from './receipt-chain.js';
-import { type Claimed, type DriveState, decisionState, startState } from './state.js';
+import { type Claimed, type DriveState, decisionState, startState, writeWith } from './state.js';
 import { complete, handOff } from './terminal.js';
 import type { RunResult } from './types.js';
 
@@ -117,7 +116,8 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
       ctx.options.receiptKey,
     );
     if (observed.patch !== null) {
-      await writeState(ctx, s, { ...observed.patch, now: patchedAt }, receipt);
+      s.record = await writeWith(ctx, s.lease.ref, { ...observed.patch, now: patchedAt }, receipt);
+      s.receipts.push(receipt);
     } else if (ctx.receiptWithState && (decision.action === 'complete' || decision.action === 'handoff')) {
       pending = receipt; // written with the terminal state, next
     } else {
@@ -164,22 +164,6 @@ async function lookUp(ctx: RunnerContext, op: Operation, s: DriveState, attemptI
 function callOf(s: DriveState, attemptId: AttemptId) {
   const { record, keyRevision, lastDispatchedAt, lease } = s;
   return { attemptId, record, keyRevision, lastDispatchedAt, lease };
-}
-
-/** A state and the receipt of the attempt that led to it: one transaction when the ledger can, else state then receipt. */
-async function writeState(
-  ctx: RunnerContext,
-  s: DriveState,
-  patch: Omit<StatePatch, 'receipt'>,
-  receipt: Receipt,
-): Promise<void> {
-  if (ctx.receiptWithState) {
-    s.record = await ctx.ledger.setState(s.lease.ref, { ...patch, receipt });
-  } else {
-    s.record = await ctx.ledger.setState(s.lease.ref, patch);
-    await ctx.ledger.appendReceipt(s.lease.ref, receipt);
-  }
-  s.receipts.push(receipt);
 }
 
 /** A ledger failure says whether the call that failed had already sent the request (LedgerError.providerMayHaveBeenCalled). */

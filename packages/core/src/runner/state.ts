@@ -1,5 +1,5 @@
 /** What the attempt loop knows of one claimed operation as it drives it: its mutable state, owned by loop.ts. */
-import type { OperationRecord, Receipt } from '@retrysafe/contract';
+import type { OperationRecord, Receipt, StatePatch } from '@retrysafe/contract';
 import { type DecisionState, MAYBE_APPLIED_STATES } from '../decide.js';
 import { currentRevisionNumber, needsFreshKey, type Operation } from '../intake/index.js';
 import type { Lease, RunnerContext } from './context.js';
@@ -86,4 +86,17 @@ export function decisionState(ctx: RunnerContext, s: DriveState, observedAt?: nu
     windowStartedAt: s.windowStartedAt,
     polls: s.polls,
   };
+}
+
+/** A state and the receipt that led to it: one transaction when the ledger can, else state then receipt. */
+export async function writeWith(
+  ctx: RunnerContext,
+  ref: DriveState['lease']['ref'],
+  patch: Omit<StatePatch, 'receipt'>,
+  receipt: Receipt | null,
+): Promise<OperationRecord> {
+  if (receipt !== null && ctx.receiptWithState) return ctx.ledger.setState(ref, { ...patch, receipt });
+  const record = await ctx.ledger.setState(ref, patch);
+  if (receipt !== null) await ctx.ledger.appendReceipt(ref, receipt);
+  return record;
 }

@@ -5,7 +5,7 @@ import type { Decision, Observation } from '../decide.js';
 import { buildPacket } from '../handoff.js';
 import { type Operation, paramsConflict, supersedeCheck } from '../intake/index.js';
 import { errText, type RunnerContext } from './context.js';
-import type { DriveState } from './state.js';
+import { type DriveState, writeWith } from './state.js';
 import type { RunResult } from './types.js';
 
 /**
@@ -39,12 +39,7 @@ export async function complete(
       now: ctx.clock.now(),
       ...(completionRecoverable(op.card) ? { durability: 'deferrable' as const } : {}),
     };
-    if (pending !== null && ctx.receiptWithState) {
-      record = await ctx.ledger.setState(s.lease.ref, { ...patch, receipt: pending });
-    } else {
-      record = await ctx.ledger.setState(s.lease.ref, patch);
-      if (pending !== null) await ctx.ledger.appendReceipt(s.lease.ref, pending);
-    }
+    record = await writeWith(ctx, s.lease.ref, patch, pending);
   } else if (pending !== null) {
     await ctx.ledger.appendReceipt(s.lease.ref, pending);
   }
