@@ -40,14 +40,7 @@ const hasI =
     const l = t.toLowerCase();
     return parts.some((p) => l.includes(p));
   };
-function manyDigits(t: string): boolean {
-  let n = 0;
-  for (let i = 0; i < t.length; i++) {
-    const c = t.charCodeAt(i);
-    if (c >= 48 && c <= 57 && ++n >= 13) return true;
-  }
-  return false;
-}
+const manyDigits = (t: string) => /(?:\d\D*){13}/.test(t);
 
 function luhnValid(digits: string): boolean {
   const d = digits.replace(/[ -]/g, '');
@@ -208,18 +201,12 @@ export function detectSensitive(value: string, options: { readonly pii?: boolean
   return DETECTORS.find((d) => (pii || !d.pii) && applyDetector(d, value) !== value)?.kind ?? null;
 }
 
-/**
- * How a person named in `resolve --by` appears in receipts and log lines: a stable pseudonym
- * (`person#` + 12 hex of its SHA-256), so an auditor who knows the name can check it, and an export
- * does not carry it. The ledger row keeps the name as given (`resolution.by`).
- */
+/** A person named in `resolve --by` as receipts and logs show them: `person#` + 12 hex of the name's SHA-256. */
 export function personRef(by: string): string {
   return `person#${createHash('sha256').update(by, 'utf8').digest('hex').slice(0, 12)}`;
 }
 
-function global(re: RegExp): RegExp {
-  return re.flags.includes('g') ? new RegExp(re.source, re.flags) : new RegExp(re.source, re.flags + 'g');
-}
+const global = (re: RegExp) => new RegExp(re.source, re.flags.includes('g') ? re.flags : `${re.flags}g`);
 
 /** Sets an own data property, also for `__proto__` (a plain assignment would set the prototype). */
 function put(target: Record<string, unknown>, key: string, value: unknown): void {
@@ -236,10 +223,6 @@ export interface Redactor {
   /** A redactor that also blanks, in any text, the values the sensitive fields hold in `params`. */
   withValuesFrom(params: unknown): Redactor;
 }
-
-/** Texts up to this long are remembered per redactor, at most this many (see `text` in createRedactor). */
-const TEXT_MEMO_LENGTH = 120;
-const TEXT_MEMO_MAX = 512;
 
 /** Builds the redactor from the caller's options plus an operation's declared sensitive fields. */
 export function createRedactor(options: RedactOptions = {}, sensitiveFields: readonly string[] = []): Redactor {
@@ -264,26 +247,12 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
   return build([]);
 
   function build(values: readonly string[]): Redactor {
-    const blank = (s: string): string => {
+    const text = (s: string): string => {
+      if (typeof s !== 'string') return s;
       let out = s;
       for (const v of values) out = out.split(v).join(REDACTED);
       out = applyDetectors(out, pii);
       for (const p of patterns) out = out.replace(((p.lastIndex = 0), p), REDACTED);
-      return out;
-    };
-    // What this redactor made of short texts it saw (its answer depends on the text alone): an operation's
-    // params keys, decision reasons and outcome codes recur in every operation, and each costs the
-    // detectors' hint pattern at least. Bounded: emptied when full.
-    const seenTexts = new Map<string, string>();
-    const text = (s: string): string => {
-      if (typeof s !== 'string') return s;
-      if (s.length > TEXT_MEMO_LENGTH) return blank(s);
-      let out = seenTexts.get(s);
-      if (out === undefined) {
-        out = blank(s);
-        if (seenTexts.size >= TEXT_MEMO_MAX) seenTexts.clear();
-        seenTexts.set(s, out);
-      }
       return out;
     };
     const walk = (v: unknown, path: string[], seen: Set<object>): unknown => {

@@ -183,16 +183,15 @@ describe('redaction: a secret and PII in params never reach receipts, packets, e
     });
   });
 
-  it("text() gives the same answer on every call, past its memo's bound, and never one redactor's answer to another", () => {
+  it("text() gives the same answer on every call, and never one redactor's answer to another", () => {
     const plain = createRedactor();
     const withValue = plain.withValuesFrom({ password: 'hunter22' });
     const t = 'login hunter22 failed';
     expect(plain.text(t)).toBe(t);
     expect(withValue.text(t)).toBe('login [redacted] failed');
     expect(plain.text(t)).toBe(t); // the other redactor's answer is not this one's
-    for (let i = 0; i < 2000; i++) withValue.text(`filler ${i}`); // past the memo's bound: emptied, still right
     expect(withValue.text(t)).toBe('login [redacted] failed');
-    const long = `${'x'.repeat(200)} alice@example.test`; // longer than what is remembered: asked each time
+    const long = `${'x'.repeat(200)} alice@example.test`;
     expect(withValue.text(long)).toBe(`${'x'.repeat(200)} [redacted]`);
   });
 
