@@ -128,6 +128,9 @@ export interface DbosRetrysafe {
   close(): Promise<void>;
 }
 
+const RUN_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const hash = (s: string) => createHash('sha256').update(s).digest('hex');
+
 /** The DBOS message topic a workflow waits on for the resolution of one handed-off operation. */
 export const resolutionTopic = (businessOperationId: string): string => `retrysafe.resolution:${businessOperationId}`;
 /** The DBOS event key under which a waiting workflow publishes its handed-off outcome. */
@@ -147,28 +150,17 @@ export async function sendResolution(
     throw new TypeError(
       'resolution must be { action: "resume", force? } | { action: "mark-done", providerRef } | { action: "abandon" }',
     );
-  const digest = createHash('sha256')
-    .update(
-      JSON.stringify([
-        businessOperationId,
-        resolution.action,
-        'providerRef' in resolution ? resolution.providerRef : null,
-      ]),
-    )
-    .digest('hex')
-    .slice(0, 32);
+  const providerRef = 'providerRef' in resolution ? resolution.providerRef : null;
+  const digest = hash(JSON.stringify([businessOperationId, resolution.action, providerRef])).slice(0, 32);
   await sender.send(workflowId, resolution, resolutionTopic(businessOperationId), `retrysafe-resolution-${digest}`);
 }
-
-const RUN_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const hash = (s: string, n: number) => createHash('sha256').update(s).digest('hex').slice(0, n);
 
 /**
  * The run id of a DBOS workflow: its workflow id when the contract accepts it as one (DBOS's default
  * UUIDs always are), else `dbos-wf-` and a hash of it.
  */
 export function runIdForWorkflow(workflowId: string): string {
-  return RUN_ID.test(workflowId) && workflowId.length <= 96 ? workflowId : `dbos-wf-${hash(workflowId, 40)}`;
+  return RUN_ID.test(workflowId) && workflowId.length <= 96 ? workflowId : `dbos-wf-${hash(workflowId).slice(0, 40)}`;
 }
 
 /**
@@ -212,68 +204,31 @@ function isResolution(r: unknown): r is DbosResolutionMessage {
 }
 
 function fromRunResult(r: RunResult | ResolveResult): DbosOperationOutcome {
-  switch (r.status) {
-    case 'done':
-      return {
-        status: 'done',
-        businessOperationId: r.businessOperationId,
-        result: r.result ?? null,
-        providerRef: r.providerRef,
-        adopted: r.adopted,
-        attempts: r.attempts,
-      };
-    case 'in-progress':
-      return {
-        status: 'in-progress',
-        businessOperationId: r.businessOperationId,
-        statusRef: r.statusRef,
-        retryAfterMs: r.retryAfterMs,
-      };
-    case 'handed-off':
-      return {
-        status: 'handed-off',
-        businessOperationId: r.businessOperationId,
-        reason: r.packet.reason,
-        explanation: r.packet.explanation,
-        safeNextActions: r.packet.safeNextActions,
-        packet: r.packet,
-      };
-    case 'resolved':
-      return {
-        status: 'resolved',
-        businessOperationId: r.businessOperationId,
-        state: r.state,
-        providerRef: r.providerRef,
-      };
+  if (r.status === 'done') {
+    const { receipts: _receipts, ...done } = r;
+    return { ...done, result: r.result ?? null };
   }
+  if (r.status !== 'handed-off') return r; // in-progress and resolved carry no receipts: as they are
+  const { reason, explanation, safeNextActions } = r.packet;
+  return {
+    status: 'handed-off',
+    businessOperationId: r.businessOperationId,
+    reason,
+    explanation,
+    safeNextActions,
+    packet: r.packet,
+  };
 }
 
 /** A resolution made outside the workflow (CLI, another process), read back from the ledger; null while still open. */
 function fromRecord(rec: OperationRecord): DbosOperationOutcome | null {
+  const { businessOperationId, providerRef } = rec;
+  if (rec.state === 'abandoned' || (rec.state === 'succeeded' && rec.resolution?.action === 'mark-done'))
+    return { status: 'resolved', businessOperationId, state: rec.state, providerRef };
   if (rec.state === 'succeeded') {
-    return rec.resolution?.action === 'mark-done'
-      ? {
-          status: 'resolved',
-          businessOperationId: rec.businessOperationId,
-          state: 'succeeded',
-          providerRef: rec.providerRef,
-        }
-      : {
-          status: 'done',
-          businessOperationId: rec.businessOperationId,
-          result: rec.result ?? null,
-          providerRef: rec.providerRef,
-          adopted: true,
-          attempts: rec.attemptCount,
-        };
+    const result = rec.result ?? null;
+    return { status: 'done', businessOperationId, result, providerRef, adopted: true, attempts: rec.attemptCount };
   }
-  if (rec.state === 'abandoned')
-    return {
-      status: 'resolved',
-      businessOperationId: rec.businessOperationId,
-      state: 'abandoned',
-      providerRef: rec.providerRef,
-    };
   return null; // still handed off, or being resumed by someone else
 }
 
