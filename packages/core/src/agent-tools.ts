@@ -65,13 +65,9 @@ export type AgentToolResult =
   /** Refused before anything was claimed or sent (agent-refusal.ts). */
   | RefusalAnswer;
 
-export interface HandoffSummary {
-  readonly reason: HandoffPacket['reason'];
-  readonly explanation: string;
+export type HandoffSummary = Pick<HandoffPacket, 'reason' | 'explanation' | 'lastKnown' | 'safeNextActions'> & {
   readonly attempts: number;
-  readonly lastKnown: HandoffPacket['lastKnown'];
-  readonly safeNextActions: HandoffPacket['safeNextActions'];
-}
+};
 
 const DESTRUCTIVE = new Set(['send', 'charge', 'delete', 'create', 'async-job', 'set', 'upsert']);
 
@@ -154,13 +150,8 @@ export function agentTools(adapters: readonly AdapterV1[], only?: readonly strin
 }
 
 export function summarizeHandoff(p: HandoffPacket): HandoffSummary {
-  return {
-    reason: p.reason,
-    explanation: p.explanation,
-    attempts: p.attempts.length,
-    lastKnown: p.lastKnown,
-    safeNextActions: p.safeNextActions,
-  };
+  const { reason, explanation, lastKnown, safeNextActions } = p;
+  return { reason, explanation, attempts: p.attempts.length, lastKnown, safeNextActions };
 }
 
 export function toAgentResult(r: RunResult): AgentToolResult {
@@ -216,12 +207,7 @@ export async function callAgentTool(
 ): Promise<AgentToolResult> {
   const params = args ?? {};
   try {
-    return toAgentResult(
-      await runner.run(tool.adapter, tool.operation, {
-        params,
-        ...(call.runId !== undefined ? { runId: call.runId } : {}),
-      }),
-    );
+    return toAgentResult(await runner.run(tool.adapter, tool.operation, { params, runId: call.runId }));
   } catch (e) {
     const refusal = preClaimRefusal(e);
     if (refusal === null) throw e;
