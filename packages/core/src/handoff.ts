@@ -102,7 +102,7 @@ function leftBehind(actions: SafeAction[], created: string | undefined): SafeAct
 /** A handoff packet (docs/concepts.md, "Handoff and receipts"): built from receipts only, so no params, secrets or PII. */
 export function buildPacket(input: PacketInput): HandoffPacket {
   const { record, receipts } = input;
-  const last = receipts[receipts.length - 1];
+  const last = receipts.at(-1);
   const lastRef =
     [...receipts].reverse().find((r) => r.providerRef !== undefined)?.providerRef ?? record.providerRef ?? undefined;
   const created = [...receipts].reverse().find((r) => r.created !== undefined)?.created;

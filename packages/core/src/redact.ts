@@ -236,7 +236,7 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
   const exact = new Set(fields.filter((f) => f.includes('.')));
   const anywhere = new Set(fields.filter((f) => !f.includes('.')).map((f) => f.toLowerCase()));
   const isSensitive = (path: readonly string[]) => {
-    const leaf = path[path.length - 1] ?? '';
+    const leaf = path.at(-1) ?? '';
     return (
       isSecretKey(leaf) ||
       (pii && isPiiKey(leaf)) ||

@@ -50,7 +50,7 @@ export function createMemoryLedger(): Ledger {
   const receiptStep = (ref: Fenced, receipt: Receipt | undefined): (() => void) => {
     if (receipt === undefined) return () => undefined;
     const list = receipts.get(ref.businessOperationId);
-    checkReceipt(ref, receipt, list !== undefined && list.length ? list[list.length - 1]!.seq : 0);
+    checkReceipt(ref, receipt, list?.at(-1)?.seq ?? 0);
     const copy = clone(receipt);
     return () => {
       if (list !== undefined) list.push(copy);

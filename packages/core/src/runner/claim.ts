@@ -180,7 +180,7 @@ export async function supersede(
   const receipt = resolveReceipt(
     {
       record,
-      last: receipts[receipts.length - 1],
+      last: receipts.at(-1),
       runId: op.runId,
       attemptId: newAttemptId(),
       action: SUPERSEDE_ACTION,

@@ -111,7 +111,7 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
     s.maybeApplied = observed.maybeApplied;
     const receipt = attemptReceipt(
       op,
-      s.receipts[s.receipts.length - 1],
+      s.receipts.at(-1),
       { kind, attemptId, startedAt, finishedAt, obs, decision },
       ctx.options.receiptKey,
     );

@@ -280,11 +280,10 @@ async function resume(
     op,
   );
   const ref = { businessOperationId: id, fence: claim.record.fence };
-  const prior = await ledger.receipts(id);
   const receipt = resolveReceipt(
     {
       record,
-      last: prior[prior.length - 1],
+      last: (await ledger.receipts(id)).at(-1),
       runId: op.runId,
       attemptId: nextAttemptId(p.attemptIds),
       action: 'resume',
@@ -315,8 +314,7 @@ async function close(
     { action: resolution.action, ...(providerRef !== undefined ? { providerRef } : {}), by: p.by },
     now,
   );
-  const prior = await ledger.receipts(id);
-  const last = prior[prior.length - 1];
+  const last = (await ledger.receipts(id)).at(-1);
   const redactor = baseRedactor.withValuesFrom(record.params);
   const receipt = resolveReceipt(
     {

@@ -85,7 +85,7 @@ export async function handOff(
   const explanation = op.redactor.text(error ? error.message : decision.why);
   const safety = resendSafety(op.card, s.record.firstDispatchedAt, now, op.policy.clockSkewMarginMs);
   // A key that holds a stored error only replays it: a resume cannot succeed until the key expires.
-  const lastSend = sends[sends.length - 1];
+  const lastSend = sends.at(-1);
   const replaysError =
     op.card.storedResult.includesErrors.value === true &&
     lastSend?.outcome === 'unknown' &&
