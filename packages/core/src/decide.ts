@@ -13,6 +13,7 @@ import {
   lookupAvailable,
   resendSafety,
 } from '@retrysafe/contract/rules';
+import { defined } from './defined.js';
 import { planPoll, planRetry, type RetryPolicy } from './retry-policy.js';
 
 /** What the runner knows about the operation when it decides. All times epoch ms. */
@@ -94,38 +95,35 @@ export function observationPatch(
   const inner = obs.kind === 'found' ? obs.outcome : obs;
   let maybeApplied = state.maybeApplied ?? false;
   if (inner.kind === 'unknown' || inner.kind === 'in-progress') maybeApplied = true;
-  // Only an authoritative "not found" clears it: one asked inside the lookup's consistency delay of
-  // the last dispatch proves nothing, so the operation stays `unknown` (a recovery must look again,
-  // never send as if nothing had been applied).
+  // Only an authoritative "not found" clears it: one asked too early proves nothing, so a recovery looks again.
   if (inner.kind === 'not-found' && notFoundVerdict(card, state, clockSkewMarginMs).proven) maybeApplied = false;
+  return { maybeApplied, patch: patchFor(obs, state.ledgerState, maybeApplied) };
+}
+
+function patchFor(
+  obs: Exclude<Observation, null>,
+  ledgerState: OperationState,
+  maybeApplied: boolean,
+): ObservedPatch | null {
+  const inner = obs.kind === 'found' ? obs.outcome : obs;
   switch (inner.kind) {
-    case 'in-progress':
-      return {
-        maybeApplied,
-        patch: {
-          state: 'in-progress',
-          lastOutcome: obs.kind === 'found' ? 'found' : 'in-progress',
-          ...(inner.statusRef !== undefined ? { statusRef: inner.statusRef } : {}),
-          ...(inner.providerRef !== undefined ? { providerRef: inner.providerRef } : {}),
-        },
-      };
+    case 'in-progress': {
+      const lastOutcome = obs.kind === 'found' ? 'found' : 'in-progress';
+      const { statusRef, providerRef } = inner;
+      return defined<ObservedPatch>({ state: 'in-progress', lastOutcome, statusRef, providerRef });
+    }
     case 'unknown':
-      return { maybeApplied, patch: { state: 'unknown', lastOutcome: 'unknown' } };
+      return { state: 'unknown', lastOutcome: 'unknown' };
     case 'not-applied':
     case 'not-found':
-      // Nothing applied so far: like a fresh claim, a recovery may simply send it. But if an earlier
-      // attempt may have been applied, the operation stays unknown, so a recovery reconciles first.
-      return { maybeApplied, patch: { state: maybeApplied ? 'unknown' : 'claimed', lastOutcome: inner.kind } };
-    case 'cannot-tell':
-      return {
-        maybeApplied,
-        patch: {
-          state: state.ledgerState === 'in-progress' ? 'in-progress' : 'reconciling',
-          lastOutcome: 'cannot-tell',
-        },
-      };
+      // Nothing applied so far: a recovery may simply send it, unless an earlier attempt may have applied.
+      return { state: maybeApplied ? 'unknown' : 'claimed', lastOutcome: inner.kind };
+    case 'cannot-tell': {
+      const state = ledgerState === 'in-progress' ? 'in-progress' : 'reconciling';
+      return { state, lastOutcome: 'cannot-tell' };
+    }
     default:
-      return { maybeApplied, patch: null }; // succeeded / replayed / rejected: the terminal state is written next
+      return null; // succeeded / replayed / rejected: the terminal state is written next
   }
 }
 
