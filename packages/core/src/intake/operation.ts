@@ -48,10 +48,9 @@ export interface Operation {
   readonly scope: RunScope | undefined;
 }
 
-/** What intake needs of the runner: its options and its cache of redactors per operation spec. */
+/** What intake needs of the runner: its redaction and policy options. */
 export interface IntakeContext {
   readonly options: { readonly redact?: RedactOptions | undefined; readonly policy?: PolicyOverrides | undefined };
-  readonly redactors: WeakMap<OperationSpec, Redactor>;
 }
 
 /**
@@ -82,11 +81,7 @@ function payloadOf(
   valuesFrom: readonly unknown[],
 ): CheckedPayload {
   return checkedPayload(params, intent, () => {
-    let redactor = ctx.redactors.get(spec);
-    if (redactor === undefined) {
-      redactor = createRedactor(ctx.options.redact ?? {}, spec.sensitiveFields ?? []);
-      ctx.redactors.set(spec, redactor);
-    }
+    let redactor = createRedactor(ctx.options.redact ?? {}, spec.sensitiveFields ?? []);
     for (const v of valuesFrom) redactor = redactor.withValuesFrom(v);
     return redactor;
   });
