@@ -1,11 +1,13 @@
 // One agent scenario, run against each major of the AI SDK the peer range admits (5, 6, 7): the
 // package's own code (src/) is loaded with `ai` resolved to that major (vi.mock in each test file
 // points 'ai' at the npm alias ai5 / ai6 / ai7), and a scripted model from that major's `ai/test`.
+
+import { createRequire } from 'node:module';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { createStripeAdapter } from '@retrysafe/stripe';
 import { startStripeSandbox } from '@retrysafe/stripe/sandbox';
 import { startFaultProxy } from '@retrysafe/testkit';
-import { expect } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 type AiModule = {
   generateText: (o: Record<string, unknown>) => Promise<{ steps: Array<{ toolResults: Array<{ output: unknown }> }> }>;
@@ -171,4 +173,24 @@ export async function workflowStepRecipe(): Promise<void> {
     await proxy.close();
     await sandbox.close();
   }
+}
+
+/** The tests every major runs: its installed version, and the re-issued tool call against its scripted model. */
+export function describeAiMajor(
+  major: '5' | '6' | '7',
+  spec: 'v2' | 'v3',
+  load: () => Promise<[unknown, unknown]>,
+  more: () => void = () => undefined,
+): void {
+  describe.skipIf(major === '7' && Number(process.versions.node.split('.')[0]) < 22)(`AI SDK ${major}`, () => {
+    it(`the installed major is ${major}`, () => {
+      const { version } = createRequire(import.meta.url)(`ai${major}/package.json`);
+      expect(version.split('.')[0]).toBe(major);
+    });
+    it('a re-issued tool call maps to the same business operation: one charge, the same result', async () => {
+      const [ai, aiTest] = await load();
+      await reissuedToolCall(ai as never, aiTest as never, spec, major);
+    });
+    more();
+  });
 }

@@ -15,7 +15,7 @@ import { preClaimRefusal, type RefusalAnswer, refusalAnswer } from './agent-refu
 import { type CardToolMeta, cardToolMeta } from './card-meta.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { identityOf } from './intake/index.js';
-import type { Runner, RunResult } from './runner/index.js';
+import type { Runner, RunResult } from './runner/types.js';
 
 /** What an agent sees of one operation: tool name, description, input schema and hints from the card. */
 export interface AgentToolDefinition {
@@ -65,13 +65,9 @@ export type AgentToolResult =
   /** Refused before anything was claimed or sent (agent-refusal.ts). */
   | RefusalAnswer;
 
-export interface HandoffSummary {
-  readonly reason: HandoffPacket['reason'];
-  readonly explanation: string;
+export type HandoffSummary = Pick<HandoffPacket, 'reason' | 'explanation' | 'lastKnown' | 'safeNextActions'> & {
   readonly attempts: number;
-  readonly lastKnown: HandoffPacket['lastKnown'];
-  readonly safeNextActions: HandoffPacket['safeNextActions'];
-}
+};
 
 const DESTRUCTIVE = new Set(['send', 'charge', 'delete', 'create', 'async-job', 'set', 'upsert']);
 
@@ -154,13 +150,8 @@ export function agentTools(adapters: readonly AdapterV1[], only?: readonly strin
 }
 
 export function summarizeHandoff(p: HandoffPacket): HandoffSummary {
-  return {
-    reason: p.reason,
-    explanation: p.explanation,
-    attempts: p.attempts.length,
-    lastKnown: p.lastKnown,
-    safeNextActions: p.safeNextActions,
-  };
+  const { reason, explanation, lastKnown, safeNextActions } = p;
+  return { reason, explanation, attempts: p.attempts.length, lastKnown, safeNextActions };
 }
 
 export function toAgentResult(r: RunResult): AgentToolResult {
@@ -207,11 +198,7 @@ function idOf(spec: OperationSpec, args: unknown): string | null {
   }
 }
 
-/**
- * Runs one tool call through the runner and maps every answer to a structured result: a typed refusal
- * before the claim (the arguments' size, schema, intent or id, or a conflict) is answered through
- * refusalAnswer, the one mapping, and nothing was claimed or sent.
- */
+/** Runs one tool call and maps every answer, a refusal before the claim included (refusalAnswer), to a structured result. */
 export async function callAgentTool(
   runner: Runner,
   tool: AgentToolDefinition,
@@ -220,12 +207,7 @@ export async function callAgentTool(
 ): Promise<AgentToolResult> {
   const params = args ?? {};
   try {
-    return toAgentResult(
-      await runner.run(tool.adapter, tool.operation, {
-        params,
-        ...(call.runId !== undefined ? { runId: call.runId } : {}),
-      }),
-    );
+    return toAgentResult(await runner.run(tool.adapter, tool.operation, { params, runId: call.runId }));
   } catch (e) {
     const refusal = preClaimRefusal(e);
     if (refusal === null) throw e;

@@ -13,6 +13,7 @@ import {
   lookupAvailable,
   resendSafety,
 } from '@retrysafe/contract/rules';
+import { defined } from './defined.js';
 import { planPoll, planRetry, type RetryPolicy } from './retry-policy.js';
 
 /** What the runner knows about the operation when it decides. All times epoch ms. */
@@ -20,37 +21,22 @@ export interface DecisionState {
   /** The ledger state before this observation (`succeeded` ⇒ a stored result exists). */
   readonly ledgerState: OperationState;
   readonly now: number;
-  /** First `dispatched` write: the provider key's age is measured from here. Null = never dispatched. */
+  /** First `dispatched` write: the provider key's age counts from here. Null = never dispatched. */
   readonly firstDispatchedAt: number | null;
-  /**
-   * Latest dispatch (or an upper bound of it, for an operation taken over from a dead worker). A lookup's
-   * consistency delay runs from here: a record created by a re-send is not visible before it either.
-   * Defaults to firstDispatchedAt.
-   */
+  /** Latest dispatch (or an upper bound, after a takeover): a lookup's consistency delay runs from here. Defaults to firstDispatchedAt. */
   readonly lastDispatchedAt?: number | null;
-  /**
-   * When the observation was asked for (a lookup's start). A lookup's "not found" is judged at that time,
-   * not at decision time: the clock may have moved on while it ran. Defaults to now.
-   */
+  /** When the observation was asked for: a lookup's "not found" is judged then, not now. Defaults to now. */
   readonly observedAt?: number;
-  /**
-   * An earlier attempt may have been applied (its outcome was unknown or in progress, and no
-   * authoritative lookup has said otherwise since). Then a later "not applied" answer speaks only for
-   * that later attempt: the operation as a whole is still unknown. Defaults to false.
-   */
+  /** An earlier attempt may have been applied, so a later "not applied" speaks only for that attempt. Defaults to false. */
   readonly maybeApplied?: boolean;
-  /**
-   * Taken over from a worker that stopped: the end of its lease, the latest moment it could still have
-   * called the provider (a worker checks its lease immediately before every call). Written by another
-   * worker's clock, so it counts as the policy's clock-skew margin later. Null/absent = not a takeover.
-   */
+  /** Takeover: the dead worker's lease end, the last moment it could have called the provider (its clock: skew margin applies). */
   readonly takenOverLeaseEnd?: number | null;
   /** The provider's last Retry-After, as an epoch ms: no provider call goes out before it. */
   readonly notBefore?: number;
   /** Provider calls made in this run (the budget counts these). */
   readonly runAttempts: number;
   readonly runStartedAt: number;
-  /** Start of the current lookup / in-progress window of this run; null = none yet. */
+  /** Start of this run's current lookup / in-progress window; null = none yet. */
   readonly windowStartedAt: number | null;
   /** Lookups/polls made in the current window. */
   readonly polls: number;
@@ -97,10 +83,8 @@ export const MAYBE_APPLIED_STATES: readonly OperationState[] = ['dispatched', 'u
 export type ObservedPatch = Pick<StatePatch, 'state' | 'lastOutcome' | 'statusRef' | 'providerRef'>;
 
 /**
- * What an observation means for the operation's ledger state, as one pure function beside decide:
- * whether an earlier attempt may now have been applied (`maybeApplied`, carried to the next decision)
- * and the state to write now (`patch`; null: nothing to write, the terminal write follows).
- * `state` is the DecisionState the observation was judged in (its ledgerState, maybeApplied, observedAt).
+ * What an observation, judged in `state`, means for the ledger: whether an earlier attempt may now have
+ * been applied, and the state to write now (null: the terminal write follows).
  */
 export function observationPatch(
   card: RetrySafetyCard,
@@ -111,38 +95,35 @@ export function observationPatch(
   const inner = obs.kind === 'found' ? obs.outcome : obs;
   let maybeApplied = state.maybeApplied ?? false;
   if (inner.kind === 'unknown' || inner.kind === 'in-progress') maybeApplied = true;
-  // Only an authoritative "not found" clears it: one asked inside the lookup's consistency delay of
-  // the last dispatch proves nothing, so the operation stays `unknown` (a recovery must look again,
-  // never send as if nothing had been applied).
+  // Only an authoritative "not found" clears it: one asked too early proves nothing, so a recovery looks again.
   if (inner.kind === 'not-found' && notFoundVerdict(card, state, clockSkewMarginMs).proven) maybeApplied = false;
+  return { maybeApplied, patch: patchFor(obs, state.ledgerState, maybeApplied) };
+}
+
+function patchFor(
+  obs: Exclude<Observation, null>,
+  ledgerState: OperationState,
+  maybeApplied: boolean,
+): ObservedPatch | null {
+  const inner = obs.kind === 'found' ? obs.outcome : obs;
   switch (inner.kind) {
-    case 'in-progress':
-      return {
-        maybeApplied,
-        patch: {
-          state: 'in-progress',
-          lastOutcome: obs.kind === 'found' ? 'found' : 'in-progress',
-          ...(inner.statusRef !== undefined ? { statusRef: inner.statusRef } : {}),
-          ...(inner.providerRef !== undefined ? { providerRef: inner.providerRef } : {}),
-        },
-      };
+    case 'in-progress': {
+      const lastOutcome = obs.kind === 'found' ? 'found' : 'in-progress';
+      const { statusRef, providerRef } = inner;
+      return defined<ObservedPatch>({ state: 'in-progress', lastOutcome, statusRef, providerRef });
+    }
     case 'unknown':
-      return { maybeApplied, patch: { state: 'unknown', lastOutcome: 'unknown' } };
+      return { state: 'unknown', lastOutcome: 'unknown' };
     case 'not-applied':
     case 'not-found':
-      // Nothing applied so far: like a fresh claim, a recovery may simply send it. But if an earlier
-      // attempt may have been applied, the operation stays unknown, so a recovery reconciles first.
-      return { maybeApplied, patch: { state: maybeApplied ? 'unknown' : 'claimed', lastOutcome: inner.kind } };
-    case 'cannot-tell':
-      return {
-        maybeApplied,
-        patch: {
-          state: state.ledgerState === 'in-progress' ? 'in-progress' : 'reconciling',
-          lastOutcome: 'cannot-tell',
-        },
-      };
+      // Nothing applied so far: a recovery may simply send it, unless an earlier attempt may have applied.
+      return { state: maybeApplied ? 'unknown' : 'claimed', lastOutcome: inner.kind };
+    case 'cannot-tell': {
+      const state = ledgerState === 'in-progress' ? 'in-progress' : 'reconciling';
+      return { state, lastOutcome: 'cannot-tell' };
+    }
     default:
-      return { maybeApplied, patch: null }; // succeeded / replayed / rejected: the terminal state is written next
+      return null; // succeeded / replayed / rejected: the terminal state is written next
   }
 }
 
@@ -162,6 +143,15 @@ const UNKNOWN_FROM_LEDGER: Outcome = {
   message: 'dispatched earlier; no outcome recorded',
 };
 
+/** What every row of the table reads: the card, what the ledger knows, the budget. */
+interface Case {
+  readonly card: RetrySafetyCard;
+  readonly state: DecisionState;
+  readonly budget: Budget;
+}
+
+const handoff = (reason: HandoffReason, why: string): Decision => ({ action: 'handoff', reason, why });
+
 /**
  * The decision table of docs/concepts.md, "Outcomes and the decision table", as one pure function of the card, what the ledger knows, the
  * latest observation and the budget. It never looks at which provider it is.
@@ -172,6 +162,7 @@ export function decide(
   observation: Observation,
   budget: Budget,
 ): Decision {
+  const c: Case = { card, state, budget };
   if (observation === null) {
     switch (state.ledgerState) {
       case 'succeeded':
@@ -187,20 +178,16 @@ export function decide(
           why: state.firstDispatchedAt === null ? 'never dispatched: send' : 'last attempt was not applied: send again',
         };
       case 'in-progress':
-        return inProgress(card, state, budget, undefined, 'the provider had it in progress');
+        return inProgress(c, undefined, 'the provider had it in progress');
       case 'dispatched':
       case 'unknown':
       case 'reconciling':
         return decide(card, state, UNKNOWN_FROM_LEDGER, budget);
       case 'rejected':
-        return { action: 'handoff', reason: 'rejected', why: 'the provider rejected it earlier' };
+        return handoff('rejected', 'the provider rejected it earlier');
       case 'handed-off':
       case 'abandoned':
-        return {
-          action: 'handoff',
-          reason: 'unknown-no-safe-resend',
-          why: `already ${state.ledgerState}: a person decides`,
-        };
+        return handoff('unknown-no-safe-resend', `already ${state.ledgerState}: a person decides`);
     }
   }
 
@@ -214,82 +201,46 @@ export function decide(
         why: 'the provider returned its stored result for this key: adopt it',
       };
     case 'rejected':
-      return {
-        action: 'handoff',
-        reason: 'rejected',
-        why: `rejected by the provider (${observation.reason}): not applied and will not succeed as is`,
-      };
-    case 'not-applied':
-      if (state.maybeApplied) return afterUnknown(card, state, budget, observation.retryAfterMs);
-      return retryNotApplied(card, state, budget, observation.retryAfterMs, 'definitely not applied (transient)');
-    case 'in-progress':
-      return inProgress(
-        card,
-        state,
-        budget,
-        observation.retryAfterMs,
-        'the provider has it in progress: never a second work item',
+      return handoff(
+        'rejected',
+        `rejected by the provider (${observation.reason}): not applied and will not succeed as is`,
       );
-    case 'unknown':
-      if (storedError(card, observation)) {
-        // A same-key re-send can only replay the stored error until the key expires: not an attempt worth making.
-        const what = `the provider stored this ${observation.status ?? '5xx'} under the key (card storedResult.includesErrors): a same-key re-send would only replay it until the key expires`;
-        if (lookupAvailable(card))
-          return keepLooking(
-            card,
-            state,
-            budget,
-            observation.retryAfterMs,
-            `${what}; look up the provider's stored status instead`,
-          );
-        return { action: 'handoff', reason: 'unknown-no-safe-resend', why: `${what}, and the card offers no lookup` };
-      }
-      return afterUnknown(card, state, budget, observation.retryAfterMs);
+    case 'not-applied':
+      if (state.maybeApplied) return afterUnknown(c, observation.retryAfterMs);
+      return retryNotApplied(c, observation.retryAfterMs, 'definitely not applied (transient)');
+    case 'in-progress':
+      return inProgress(c, observation.retryAfterMs, 'the provider has it in progress: never a second work item');
+    case 'unknown': {
+      if (!storedError(card, observation)) return afterUnknown(c, observation.retryAfterMs);
+      // A same-key re-send can only replay the stored error until the key expires: not an attempt worth making.
+      const what = `the provider stored this ${observation.status ?? '5xx'} under the key (card storedResult.includesErrors): a same-key re-send would only replay it until the key expires`;
+      if (!lookupAvailable(card)) return handoff('unknown-no-safe-resend', `${what}, and the card offers no lookup`);
+      return keepLooking(c, observation.retryAfterMs, `${what}; look up the provider's stored status instead`);
+    }
     case 'found': {
       const o = observation.outcome;
       if (o.kind === 'succeeded' || o.kind === 'replayed')
         return { action: 'complete', adopted: true, why: "lookup found the provider's result: adopt it" };
-      if (o.kind === 'rejected')
-        return { action: 'handoff', reason: 'rejected', why: `lookup found the request rejected (${o.reason})` };
-      return inProgress(card, state, budget, o.retryAfterMs, 'lookup found it in progress: keep polling');
+      if (o.kind === 'rejected') return handoff('rejected', `lookup found the request rejected (${o.reason})`);
+      return inProgress(c, o.retryAfterMs, 'lookup found it in progress: keep polling');
     }
     case 'not-found': {
       // The late-apply row: absence is proven only once the last attempt can no longer land and would show.
       const verdict = notFoundVerdict(card, state, budget.policy.clockSkewMarginMs);
       if ('never' in verdict)
-        return keepLooking(
-          card,
-          state,
-          budget,
-          undefined,
-          `lookup found nothing, but ${verdict.never}: an absent result proves nothing`,
-        );
+        return keepLooking(c, undefined, `lookup found nothing, but ${verdict.never}: an absent result proves nothing`);
       if ('at' in verdict) {
         const late = card.lookup.lateApplyBound?.value;
         return keepLooking(
-          card,
-          state,
-          budget,
+          c,
           Math.max(1, verdict.at - state.now),
           `lookup found nothing, but it asked before the last attempt could no longer land and show (last dispatch + late-apply bound ${String(late)} + consistency delay ${String(card.lookup.consistencyDelay.value)})`,
         );
       }
-      return retryNotApplied(
-        card,
-        state,
-        budget,
-        undefined,
-        'authoritative lookup found nothing: the effect was not applied',
-      );
+      return retryNotApplied(c, undefined, 'authoritative lookup found nothing: the effect was not applied');
     }
     case 'cannot-tell':
-      return keepLooking(
-        card,
-        state,
-        budget,
-        observation.retryAfterMs,
-        `lookup cannot tell yet (${observation.reason})`,
-      );
+      return keepLooking(c, observation.retryAfterMs, `lookup cannot tell yet (${observation.reason})`);
   }
 }
 
@@ -300,56 +251,47 @@ function honoured(state: DecisionState, retryAfterMs: number | undefined): numbe
   return ms > 0 ? ms : undefined;
 }
 
-function retryNotApplied(
-  card: RetrySafetyCard,
-  state: DecisionState,
-  budget: Budget,
-  retryAfterMs: number | undefined,
-  what: string,
-): Decision {
-  const plan = planRetry(
-    {
-      attemptsMade: state.runAttempts,
-      startedAt: state.runStartedAt,
-      now: state.now,
-      retryAfterMs: honoured(state, retryAfterMs),
-    },
-    budget.policy,
-    budget.random,
-  );
-  // Receipts say what was sent: "the same key" only where a key travels.
-  const key = card.providerKey.travels.value === 'none' ? '' : ' with the same key';
-  if (plan.retry) return { action: 'send', delayMs: plan.delayMs, why: `${what}: bounded retry${key}` };
-  return { action: 'handoff', reason: 'retry-exhausted', why: `${what}, but the budget is spent: ${plan.detail}` };
+function retryPlan({ state, budget }: Case, retryAfterMs: number | undefined) {
+  const input = {
+    attemptsMade: state.runAttempts,
+    startedAt: state.runStartedAt,
+    now: state.now,
+    retryAfterMs: honoured(state, retryAfterMs),
+  };
+  return planRetry(input, budget.policy, budget.random);
 }
 
-function afterUnknown(
-  card: RetrySafetyCard,
-  state: DecisionState,
-  budget: Budget,
-  retryAfterMs: number | undefined,
-): Decision {
-  let safety = resendSafety(card, state.firstDispatchedAt, state.now, budget.policy.clockSkewMarginMs);
+function pollPlan({ state, budget }: Case, retryAfterMs: number | undefined) {
+  const input = {
+    polls: state.polls,
+    windowStartedAt: state.windowStartedAt ?? state.now,
+    startedAt: state.runStartedAt,
+    now: state.now,
+    retryAfterMs,
+  };
+  return planPoll(input, budget.policy, budget.random);
+}
+
+const safetyAt = ({ card, state, budget }: Case, at = state.now) =>
+  resendSafety(card, state.firstDispatchedAt, at, budget.policy.clockSkewMarginMs);
+
+function retryNotApplied(c: Case, retryAfterMs: number | undefined, what: string): Decision {
+  const plan = retryPlan(c, retryAfterMs);
+  // Receipts say what was sent: "the same key" only where a key travels.
+  const key = c.card.providerKey.travels.value === 'none' ? '' : ' with the same key';
+  if (plan.retry) return { action: 'send', delayMs: plan.delayMs, why: `${what}: bounded retry${key}` };
+  return handoff('retry-exhausted', `${what}, but the budget is spent: ${plan.detail}`);
+}
+
+function afterUnknown(c: Case, retryAfterMs: number | undefined): Decision {
+  const { card, state } = c;
+  let safety = safetyAt(c);
   let budgetNote = '';
   if (safety.safe) {
-    const plan = planRetry(
-      {
-        attemptsMade: state.runAttempts,
-        startedAt: state.runStartedAt,
-        now: state.now,
-        retryAfterMs: honoured(state, retryAfterMs),
-      },
-      budget.policy,
-      budget.random,
-    );
+    const plan = retryPlan(c, retryAfterMs);
     if (plan.retry) {
       // The key must still be inside its retention when the re-send actually goes out, after the wait.
-      const atSend = resendSafety(
-        card,
-        state.firstDispatchedAt,
-        state.now + plan.delayMs,
-        budget.policy.clockSkewMarginMs,
-      );
+      const atSend = safetyAt(c, state.now + plan.delayMs);
       if (atSend.safe)
         return { action: 'send', delayMs: plan.delayMs, why: `outcome unknown; re-send is safe: ${safety.why}` };
       safety = atSend;
@@ -358,112 +300,54 @@ function afterUnknown(
     }
   }
   if (lookupAvailable(card)) {
-    return keepLooking(
-      card,
-      state,
-      budget,
-      undefined,
-      `outcome unknown; ${safety.safe ? `re-send budget spent (${budgetNote})` : `no safe re-send (${safety.why})`}: look up the provider's stored status first`,
-    );
+    const why = safety.safe ? `re-send budget spent (${budgetNote})` : `no safe re-send (${safety.why})`;
+    return keepLooking(c, undefined, `outcome unknown; ${why}: look up the provider's stored status first`);
   }
   if (safety.pastRetention)
-    return {
-      action: 'handoff',
-      reason: 'key-past-retention',
-      why: `outcome unknown and ${safety.why}; no lookup to reconcile with`,
-    };
+    return handoff('key-past-retention', `outcome unknown and ${safety.why}; no lookup to reconcile with`);
   if (safety.safe)
-    return {
-      action: 'handoff',
-      reason: 'retry-exhausted',
-      why: `outcome unknown, re-send would be safe but the budget is spent: ${budgetNote}`,
-    };
-  return {
-    action: 'handoff',
-    reason: 'unknown-no-safe-resend',
-    why: `outcome unknown, ${safety.why}, and the card offers no lookup`,
-  };
+    return handoff('retry-exhausted', `outcome unknown, re-send would be safe but the budget is spent: ${budgetNote}`);
+  return handoff('unknown-no-safe-resend', `outcome unknown, ${safety.why}, and the card offers no lookup`);
 }
 
-function keepLooking(
-  card: RetrySafetyCard,
-  state: DecisionState,
-  budget: Budget,
-  retryAfterMs: number | undefined,
-  what: string,
-): Decision {
-  const plan = planPoll(
-    {
-      polls: state.polls,
-      windowStartedAt: state.windowStartedAt ?? state.now,
-      startedAt: state.runStartedAt,
-      now: state.now,
-      retryAfterMs,
-    },
-    budget.policy,
-    budget.random,
-  );
+function keepLooking(c: Case, retryAfterMs: number | undefined, what: string): Decision {
+  const plan = pollPlan(c, retryAfterMs);
   if (plan.poll) return { action: 'lookup', delayMs: plan.delayMs, why: what };
-  const safety = resendSafety(card, state.firstDispatchedAt, state.now, budget.policy.clockSkewMarginMs);
-  const reason: HandoffReason =
-    safety.pastRetention && state.polls === 0 ? 'key-past-retention' : 'lookup-window-exhausted';
-  return { action: 'handoff', reason, why: `${what}; ${plan.detail}` };
+  const pastRetention = safetyAt(c).pastRetention && c.state.polls === 0;
+  return handoff(pastRetention ? 'key-past-retention' : 'lookup-window-exhausted', `${what}; ${plan.detail}`);
 }
 
-function inProgress(
-  card: RetrySafetyCard,
-  state: DecisionState,
-  budget: Budget,
-  retryAfterMs: number | undefined,
-  what: string,
-): Decision {
+function inProgress(c: Case, retryAfterMs: number | undefined, what: string): Decision {
+  const { card, state, budget } = c;
+  const { policy } = budget;
   // Even the first poll after an in-progress answer waits: the provider's hint, else one base delay.
-  const hint = retryAfterMs ?? (state.polls === 0 ? budget.policy.baseMs : undefined);
-  const plan = planPoll(
-    {
-      polls: state.polls,
-      windowStartedAt: state.windowStartedAt ?? state.now,
-      startedAt: state.runStartedAt,
-      now: state.now,
-      retryAfterMs: hint,
-    },
-    budget.policy,
-    budget.random,
-  );
-  if (!plan.poll) return { action: 'handoff', reason: 'in-progress-window-exhausted', why: `${what}; ${plan.detail}` };
-  const delayMs = plan.delayMs;
-  if (lookupAvailable(card)) return { action: 'lookup', delayMs, why: `${what}: poll its status` };
-  const safety = resendSafety(card, state.firstDispatchedAt, state.now, budget.policy.clockSkewMarginMs);
+  const plan = pollPlan(c, retryAfterMs ?? (state.polls === 0 ? policy.baseMs : undefined));
+  if (!plan.poll) return handoff('in-progress-window-exhausted', `${what}; ${plan.detail}`);
+  if (lookupAvailable(card)) return { action: 'lookup', delayMs: plan.delayMs, why: `${what}: poll its status` };
+  const safety = safetyAt(c);
   if (!safety.safe)
-    return {
-      action: 'handoff',
-      reason: 'in-progress-window-exhausted',
-      why: `${what}, but there is no lookup and ${safety.why}: nothing safe to poll with`,
-    };
-  if (state.runAttempts >= budget.policy.maxAttempts)
-    return {
-      action: 'handoff',
-      reason: 'retry-exhausted',
-      why: `${what}; polling by re-send would exceed ${budget.policy.maxAttempts} attempts`,
-    };
+    return handoff(
+      'in-progress-window-exhausted',
+      `${what}, but there is no lookup and ${safety.why}: nothing safe to poll with`,
+    );
+  if (state.runAttempts >= policy.maxAttempts)
+    return handoff('retry-exhausted', `${what}; polling by re-send would exceed ${policy.maxAttempts} attempts`);
   // A re-send is a provider call: it never goes out before the provider's Retry-After, nor past the budget.
   const floor = honoured(state, retryAfterMs) ?? 0;
-  if (floor > budget.policy.retryAfterCapMs)
-    return {
-      action: 'handoff',
-      reason: 'in-progress-window-exhausted',
-      why: `${what}; the provider asks to wait ${floor} ms, more than the ${budget.policy.retryAfterCapMs} ms cap`,
-    };
-  const sendDelay = Math.max(delayMs, floor);
+  if (floor > policy.retryAfterCapMs)
+    return handoff(
+      'in-progress-window-exhausted',
+      `${what}; the provider asks to wait ${floor} ms, more than the ${policy.retryAfterCapMs} ms cap`,
+    );
+  const sendDelay = Math.max(plan.delayMs, floor);
   const at = state.now + sendDelay;
   if (
-    at - (state.windowStartedAt ?? state.now) > budget.policy.lookupWindowMs ||
-    at - state.runStartedAt > budget.policy.maxElapsedMs
+    at - (state.windowStartedAt ?? state.now) > policy.lookupWindowMs ||
+    at - state.runStartedAt > policy.maxElapsedMs
   )
-    return {
-      action: 'handoff',
-      reason: 'in-progress-window-exhausted',
-      why: `${what}; waiting ${sendDelay} ms for the provider would outlast the window or the budget`,
-    };
+    return handoff(
+      'in-progress-window-exhausted',
+      `${what}; waiting ${sendDelay} ms for the provider would outlast the window or the budget`,
+    );
   return { action: 'send', delayMs: sendDelay, why: `${what}: poll by re-sending the same key (${safety.why})` };
 }

@@ -9,6 +9,7 @@ import type {
   Receipt,
   SafeAction,
 } from '@retrysafe/contract';
+import { defined } from './defined.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { everyAttemptNotApplied } from './intake/supersede.js';
 
@@ -26,18 +27,8 @@ export interface PacketInput {
 }
 
 function attemptOf(r: Receipt): HandoffAttempt {
-  return {
-    attemptId: r.attemptId,
-    runId: r.runId,
-    kind: r.kind,
-    at: r.startedAt,
-    outcome: r.outcome,
-    ...(r.status !== undefined ? { status: r.status } : {}),
-    ...(r.code !== undefined ? { code: r.code } : {}),
-    ...(r.providerRef !== undefined ? { providerRef: r.providerRef } : {}),
-    ...(r.requestId !== undefined ? { requestId: r.requestId } : {}),
-    ...(r.created !== undefined ? { created: r.created } : {}),
-  };
+  const { attemptId, runId, kind, startedAt: at, outcome, status, code, providerRef, requestId, created } = r;
+  return defined({ attemptId, runId, kind, at, outcome, status, code, providerRef, requestId, created });
 }
 
 /** The safe next actions a person can take, each marked safe or not with the reason. */
@@ -50,30 +41,27 @@ export function safeNextActions(
 ): SafeAction[] {
   // `claimed` after dispatches is written only when every attempt so far is known not to have applied.
   const neverApplied = record.firstDispatchedAt === null || record.state === 'claimed';
-  let resume: SafeAction;
+  const resume = (safe: boolean, why: string): SafeAction => ({ action: 'resume', safe, why });
+  let resumeAction: SafeAction;
   if (reason === 'rejected')
-    resume = {
-      action: 'resume',
-      safe: false,
-      why: 'the provider rejected this request; sending it again as is will be rejected again — fix the cause (or start a new operation) first',
-    };
-  else if (resumeNote !== undefined) resume = { action: 'resume', safe: false, why: resumeNote };
+    resumeAction = resume(
+      false,
+      'the provider rejected this request; sending it again as is will be rejected again — fix the cause (or start a new operation) first',
+    );
+  else if (resumeNote !== undefined) resumeAction = resume(false, resumeNote);
   else if (resendSafe)
-    resume = {
-      action: 'resume',
-      safe: true,
-      why: 'a re-send with the same provider key cannot create a second effect (the provider folds it into the first)',
-    };
-  else if (neverApplied)
-    resume = { action: 'resume', safe: true, why: 'the last thing known is that the effect was not applied' };
+    resumeAction = resume(
+      true,
+      'a re-send with the same provider key cannot create a second effect (the provider folds it into the first)',
+    );
+  else if (neverApplied) resumeAction = resume(true, 'the last thing known is that the effect was not applied');
   else
-    resume = {
-      action: 'resume',
-      safe: false,
-      why: 'the effect may already exist and the provider does not fold re-sends together: check the provider before resuming, or it may happen twice',
-    };
+    resumeAction = resume(
+      false,
+      'the effect may already exist and the provider does not fold re-sends together: check the provider before resuming, or it may happen twice',
+    );
   return [
-    resume,
+    resumeAction,
     ...(correctable
       ? [
           {
@@ -114,7 +102,7 @@ function leftBehind(actions: SafeAction[], created: string | undefined): SafeAct
 /** A handoff packet (docs/concepts.md, "Handoff and receipts"): built from receipts only, so no params, secrets or PII. */
 export function buildPacket(input: PacketInput): HandoffPacket {
   const { record, receipts } = input;
-  const last = receipts[receipts.length - 1];
+  const last = receipts.at(-1);
   const lastRef =
     [...receipts].reverse().find((r) => r.providerRef !== undefined)?.providerRef ?? record.providerRef ?? undefined;
   const created = [...receipts].reverse().find((r) => r.created !== undefined)?.created;
@@ -127,15 +115,15 @@ export function buildPacket(input: PacketInput): HandoffPacket {
     reason: input.reason,
     explanation: input.explanation,
     attempts: receipts.map(attemptOf),
-    lastKnown: {
+    lastKnown: defined({
       outcome: last?.outcome ?? record.lastOutcome,
-      ...(last?.status !== undefined ? { status: last.status } : {}),
-      ...(last?.code !== undefined ? { code: last.code } : {}),
-      ...(lastRef !== undefined ? { providerRef: lastRef } : {}),
-      ...(last?.message !== undefined ? { message: last.message } : {}),
-      ...(last?.fields !== undefined ? { fields: last.fields } : {}),
-      ...(created !== undefined ? { created } : {}),
-    },
+      status: last?.status,
+      code: last?.code,
+      providerRef: lastRef,
+      message: last?.message,
+      fields: last?.fields,
+      created,
+    }),
     safeNextActions: leftBehind(
       safeNextActions(
         input.reason,

@@ -27,17 +27,19 @@ export {
 } from './receipts.js';
 export type { RedactOptions } from './redact.js';
 export type { PolicyOverrides, RetryPolicy } from './retry-policy.js';
+export { createRunner } from './runner/index.js';
 export type {
   LogEntry,
   RecoverReport,
   Resolution,
   ResolveOptions,
   ResolveResult,
+  RunFunction,
   RunInput,
   Runner,
   RunnerOptions,
   RunResult,
-} from './runner/index.js';
-export { createRunner } from './runner/index.js';
+  TypedRunInput,
+  TypedRunResult,
+} from './runner/types.js';
 export { type EventFields, TELEMETRY, type TelemetryOptions } from './telemetry.js';
-export type { RunFunction, TypedRunInput, TypedRunResult } from './typed-run.js';

@@ -5,7 +5,6 @@ import {
   canonicalJson,
   type Ledger,
   type ListFilter,
-  type OperationRecord,
   type Receipt,
   sha256Hex,
 } from '@retrysafe/contract';
@@ -39,21 +38,17 @@ export function checkReceiptKey(key: ReceiptKey, error: (why: string) => Error =
         : 0;
   if (len < 16) throw error('receipt key secret: at least 16 bytes');
 }
-const checkKey = (key: ReceiptKey) => checkReceiptKey(key);
 
 /** Parses `RETRYSAFE_RECEIPT_KEY`-style text: `id:secret` (one key, for writing) or `id:secret,id2:secret2` (a keyring). Never echoes a secret. */
 export function parseReceiptKeys(text: string): { readonly current: ReceiptKey; readonly keyring: ReceiptKeyring } {
-  const keys: ReceiptKey[] = [];
-  for (const part of text
-    .split(',')
-    .map((x) => x.trim())
-    .filter(Boolean)) {
+  const parts = text.split(',').map((x) => x.trim());
+  const keys = parts.filter(Boolean).map((part) => {
     const at = part.indexOf(':');
     if (at <= 0) throw new TypeError('receipt keys: expected id:secret[,id:secret…]');
     const key = { id: part.slice(0, at), secret: part.slice(at + 1) };
-    checkKey(key);
-    keys.push(key);
-  }
+    checkReceiptKey(key);
+    return key;
+  });
   if (keys.length === 0) throw new TypeError('receipt keys: expected id:secret[,id:secret…]');
   return { current: keys[0]!, keyring: Object.fromEntries(keys.map((k) => [k.id, k.secret])) };
 }
@@ -65,7 +60,7 @@ export function parseReceiptKeys(text: string): { readonly current: ReceiptKey; 
 export function receiptHash(body: UnsealedReceipt, key?: ReceiptKey): string {
   const text = (body.prevHash ?? '') + canonicalJson(body);
   if (key === undefined) return sha256Hex(text);
-  checkKey(key);
+  checkReceiptKey(key);
   return `hmac-sha256:${key.id}:${createHmac('sha256', key.secret).update(text, 'utf8').digest('hex')}`;
 }
 
@@ -157,11 +152,6 @@ export function verifyReceiptChain(receipts: readonly Receipt[], options: Verify
   return warnings.length ? { ok: true, warnings } : { ok: true };
 }
 
-/** The anchor a record carries: `null` for a row written before anchoring. */
-export function anchorOf(record: OperationRecord): ReceiptChainAnchor | null {
-  return record.receiptChain ?? null;
-}
-
 /** One operation's chain checked against its row. */
 export async function verifyOperation(
   ledger: Ledger,
@@ -176,7 +166,7 @@ export async function verifyOperation(
     if (!record) return null;
     const receipts = await ledger.receipts(id);
     const again = await ledger.get(id);
-    check = verifyReceiptChain(receipts, { ...options, anchor: anchorOf(record) });
+    check = verifyReceiptChain(receipts, { ...options, anchor: record.receiptChain ?? null });
     if (check.ok || JSON.stringify(again?.receiptChain) === JSON.stringify(record.receiptChain)) return check;
   }
   return check;

@@ -13,124 +13,29 @@ export function keyParts(key: string): string[] {
     .map((p) => p.toLowerCase());
 }
 
+const words = (text: string) => new Set(text.trim().split(/\s+/));
+
 /** One part is enough. */
-const SECRET_PARTS = new Set([
-  'password',
-  'passwd',
-  'pwd',
-  'pass',
-  'passphrase',
-  'passcode',
-  'secret',
-  'secrets',
-  'token',
-  'tokens',
-  'auth',
-  'authorization',
-  'authentication',
-  'bearer',
-  'credential',
-  'credentials',
-  'creds',
-  'cookie',
-  'cookies',
-  'apikey',
-  'privatekey',
-  'signature',
-  'pin',
-  'cvc',
-  'cvv',
-  'cvv2',
-  'csc',
-  'ssn',
-  'otp',
-  'mfa',
-  'totp',
-  'jwt',
-  'sessionid',
-  'pan',
-  'iban',
-  'sin',
-  // other languages
-  'passwort',
-  'kennwort',
-  'geheimnis',
-  'motdepasse',
-  'contraseña',
-  'contrasena',
-  'clave',
-  'senha',
-  'wachtwoord',
-  'lösenord',
-  'losenord',
-  'salasana',
-  'hasło',
-  'haslo',
-  'parola',
-  'heslo',
-  'jelszó',
-  'jelszo',
-  'пароль',
-  'секрет',
-  'токен',
-  '密码',
-  'パスワード',
-  '비밀번호',
-]);
+const SECRET_PARTS = words(`
+  password passwd pwd pass passphrase passcode secret secrets token tokens auth authorization authentication
+  bearer credential credentials creds cookie cookies apikey privatekey signature pin cvc cvv cvv2 csc ssn otp mfa
+  totp jwt sessionid pan iban sin
+  passwort kennwort geheimnis motdepasse contraseña contrasena clave senha wachtwoord lösenord losenord salasana
+  hasło haslo parola heslo jelszó jelszo пароль секрет токен 密码 パスワード 비밀번호
+`);
 /** Two adjacent parts, joined. */
-const SECRET_PAIRS = new Set([
-  'apikey',
-  'accesskey',
-  'privatekey',
-  'secretkey',
-  'signingkey',
-  'encryptionkey',
-  'masterkey',
-  'sessionkey',
-  'clientsecret',
-  'cardnumber',
-  'accountnumber',
-  'routingnumber',
-  'securitycode',
-  'sessionid',
-  'motdepasse',
-  'setcookie',
-  'socialsecurity',
-]);
-const PII_PARTS = new Set([
-  'email',
-  'emails',
-  'phone',
-  'mobile',
-  'telephone',
-  'tel',
-  'dob',
-  'birthdate',
-  'birthday',
-  'address',
-  'street',
-  'postcode',
-  'zip',
-  'passport',
-  'nationalid',
-  'taxid',
-  'ip',
-]);
-const PII_PAIRS = new Set([
-  'emailaddress',
-  'phonenumber',
-  'dateofbirth',
-  'birthdate',
-  'postalcode',
-  'zipcode',
-  'ipaddress',
-  'nationalid',
-  'taxid',
-  'lastname',
-  'firstname',
-  'fullname',
-  'surname',
-]);
+const SECRET_PAIRS = words(`
+  apikey accesskey privatekey secretkey signingkey encryptionkey masterkey sessionkey clientsecret cardnumber
+  accountnumber routingnumber securitycode sessionid motdepasse setcookie socialsecurity
+`);
+const PII_PARTS = words(`
+  email emails phone mobile telephone tel dob birthdate birthday address street postcode zip passport nationalid
+  taxid ip
+`);
+const PII_PAIRS = words(`
+  emailaddress phonenumber dateofbirth birthdate postalcode zipcode ipaddress nationalid taxid lastname firstname
+  fullname surname
+`);
 
 function partsMatch(parts: readonly string[], singles: ReadonlySet<string>, pairs: ReadonlySet<string>): boolean {
   for (let i = 0; i < parts.length; i++) {
@@ -141,25 +46,12 @@ function partsMatch(parts: readonly string[], singles: ReadonlySet<string>, pair
   return pairs.has(parts.join(''));
 }
 
-// Params repeat the same few keys: remember the verdicts (bounded, so odd inputs cannot grow it forever).
-const keyVerdicts = new Map<string, number>();
-function keyVerdict(key: string): number {
-  let v = keyVerdicts.get(key);
-  if (v === undefined) {
-    const parts = keyParts(key);
-    v = (partsMatch(parts, SECRET_PARTS, SECRET_PAIRS) ? 1 : 0) | (partsMatch(parts, PII_PARTS, PII_PAIRS) ? 2 : 0);
-    if (keyVerdicts.size >= 4096) keyVerdicts.clear();
-    keyVerdicts.set(key, v);
-  }
-  return v;
-}
-
 /** Whether a key names a secret whatever the caller declares (matched by parts, any case or separator). */
 export function isSecretKey(key: string): boolean {
-  return (keyVerdict(key) & 1) !== 0;
+  return partsMatch(keyParts(key), SECRET_PARTS, SECRET_PAIRS);
 }
 
 /** Whether a key names personal data (the PII key rules; off with `pii: false`). */
 export function isPiiKey(key: string): boolean {
-  return (keyVerdict(key) & 2) !== 0;
+  return partsMatch(keyParts(key), PII_PARTS, PII_PAIRS);
 }

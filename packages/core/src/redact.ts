@@ -16,8 +16,6 @@ export interface RedactOptions {
   readonly pii?: boolean;
 }
 
-// ----------------------------------------------------------------------------------- value detectors
-
 export interface Detector {
   readonly kind: string;
   readonly pii: boolean;
@@ -32,35 +30,19 @@ export interface Detector {
   readonly run?: (text: string) => string;
 }
 
-/**
- * Substrings a text must contain one of (in any case) for a hint to pass. applyDetectors tests them
- * all in one pattern first: most texts (keys, ids, decision reasons) contain none, and then no
- * detector can apply. A hint without them is asked itself.
- */
-const hintParts = new WeakMap<
-  (text: string) => boolean,
-  { readonly parts: readonly string[]; readonly folded: boolean }
->();
-function hinted(parts: readonly string[], folded: boolean, hint: (text: string) => boolean): (text: string) => boolean {
-  hintParts.set(hint, { parts, folded });
-  return hint;
-}
-const has = (...parts: string[]) => hinted(parts, false, (t: string) => parts.some((p) => t.includes(p)));
-const hasI = (...parts: string[]) =>
-  hinted(parts, true, (t: string) => {
+const has =
+  (...parts: string[]) =>
+  (t: string) =>
+    parts.some((p) => t.includes(p));
+const hasI =
+  (...parts: string[]) =>
+  (t: string) => {
     const l = t.toLowerCase();
     return parts.some((p) => l.includes(p));
-  });
-function manyDigits(t: string): boolean {
-  let n = 0;
-  for (let i = 0; i < t.length; i++) {
-    const c = t.charCodeAt(i);
-    if (c >= 48 && c <= 57 && ++n >= 13) return true;
-  }
-  return false;
-}
+  };
+const manyDigits = (t: string) => /(?:\d\D*){13}/.test(t);
 
-export function luhnValid(digits: string): boolean {
+function luhnValid(digits: string): boolean {
   const d = digits.replace(/[ -]/g, '');
   if (!/^\d{13,19}$/.test(d) || /^(\d)\1+$/.test(d)) return false;
   let sum = 0;
@@ -80,7 +62,7 @@ export function luhnValid(digits: string): boolean {
  * Diners and JCB 3, Discover 6) and a card's length. Numeric ids and epoch-ms timestamps (13 digits
  * starting with 1) are left alone.
  */
-export function looksLikeCardNumber(text: string): boolean {
+function looksLikeCardNumber(text: string): boolean {
   const d = text.replace(/[ -]/g, '');
   if (!luhnValid(d)) return false;
   if (d.length === 13) return d.startsWith('4');
@@ -125,7 +107,7 @@ export const DETECTORS: readonly Detector[] = [
   {
     kind: 'URL user-info',
     pii: false,
-    hint: hinted(['://'], false, (t) => t.includes('://') && t.includes('@')),
+    hint: (t) => t.includes('://') && t.includes('@'),
     pattern: /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]+@/gi,
     replace: (_m, scheme: string) => `${scheme}${REDACTED}@`,
   },
@@ -176,7 +158,7 @@ export const DETECTORS: readonly Detector[] = [
   {
     kind: 'secret-named value',
     pii: false,
-    hint: hinted([':', '='], false, (t) => t.includes(':') || t.includes('=')),
+    hint: has(':', '='),
     pattern: /[:=]/g,
     run: redactSecretAssignments,
   },
@@ -195,89 +177,36 @@ export const DETECTORS: readonly Detector[] = [
   },
 ];
 
-/** One test for "some detector's hint may pass": its hints' substrings in one case-insensitive pattern, plus the hints that have none. */
-let gate: { readonly parts: RegExp | null; readonly others: readonly ((text: string) => boolean)[] } | null | undefined;
-function hintGate(): typeof gate {
-  if (gate !== undefined) return gate;
-  const parts: string[] = [];
-  const others: ((text: string) => boolean)[] = [];
-  for (const d of DETECTORS) {
-    if (!d.hint) return (gate = null); // a detector that always runs: no gate
-    const h = hintParts.get(d.hint);
-    // A case-insensitive pattern finds every literal part, and a lower-cased one as long as no other
-    // character lower-cases into it (U+212A into k; U+0130 into i + U+0307, harmless unless i ends the part).
-    const usable =
-      h !== undefined &&
-      h.parts.length > 0 &&
-      h.parts.every(
-        (p) =>
-          /^[\x20-\x7e]+$/.test(p) && (!h.folded || (p === p.toLowerCase() && !p.includes('k') && !p.endsWith('i'))),
-      );
-    if (usable) parts.push(...h.parts);
-    else others.push(d.hint);
-  }
-  const escaped = parts.map((p) => p.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'));
-  return (gate = { parts: escaped.length ? new RegExp(escaped.join('|'), 'i') : null, others });
-}
-
-/** False only when no detector's hint passes on `s` (so applyDetectors would return it unchanged). */
-export function mayDetect(s: string): boolean {
-  const g = hintGate();
-  if (g === null || g === undefined) return true;
-  if (g.parts !== null && g.parts.test(s)) return true;
-  for (const h of g.others) if (h(s)) return true;
-  return false;
+/** `s` with one detector's matches blanked. */
+function applyDetector(d: Detector, s: string): string {
+  if (d.hint && !d.hint(s)) return s;
+  if (d.run) return d.run(s);
+  d.pattern.lastIndex = 0;
+  return s.replace(d.pattern, (m: string, ...rest: unknown[]) => {
+    if (d.accept && !d.accept(m)) return m;
+    const groups = rest.slice(0, -2).map((g) => (typeof g === 'string' ? g : ''));
+    return d.replace ? d.replace(m, ...groups) : REDACTED;
+  });
 }
 
 function applyDetectors(s: string, pii: boolean): string {
-  if (!mayDetect(s)) return s;
   let out = s;
-  for (const d of DETECTORS) {
-    if ((d.pii && !pii) || (d.hint && !d.hint(out))) continue;
-    if (d.run) {
-      out = d.run(out);
-      continue;
-    }
-    d.pattern.lastIndex = 0;
-    out = out.replace(d.pattern, (m: string, ...rest: unknown[]) => {
-      if (d.accept && !d.accept(m)) return m;
-      const groups = rest.slice(0, -2).map((g) => (typeof g === 'string' ? g : ''));
-      return d.replace ? d.replace(m, ...groups) : REDACTED;
-    });
-  }
+  for (const d of DETECTORS) if (pii || !d.pii) out = applyDetector(d, out);
   return out;
 }
 
 /** The first detector a string trips (its kind), or null. Used to refuse a credential typed into config. */
 export function detectSensitive(value: string, options: { readonly pii?: boolean } = {}): string | null {
   const pii = options.pii ?? true;
-  for (const d of DETECTORS) {
-    if ((d.pii && !pii) || (d.hint && !d.hint(value))) continue;
-    if (d.run) {
-      if (d.run(value) !== value) return d.kind;
-      continue;
-    }
-    d.pattern.lastIndex = 0;
-    for (const m of value.matchAll(new RegExp(d.pattern.source, d.pattern.flags)))
-      if (!d.accept || d.accept(m[0])) return d.kind;
-  }
-  return null;
+  return DETECTORS.find((d) => (pii || !d.pii) && applyDetector(d, value) !== value)?.kind ?? null;
 }
 
-/**
- * How a person named in `resolve --by` appears in receipts and log lines: a stable pseudonym
- * (`person#` + 12 hex of its SHA-256), so an auditor who knows the name can check it, and an export
- * does not carry it. The ledger row keeps the name as given (`resolution.by`).
- */
+/** A person named in `resolve --by` as receipts and logs show them: `person#` + 12 hex of the name's SHA-256. */
 export function personRef(by: string): string {
   return `person#${createHash('sha256').update(by, 'utf8').digest('hex').slice(0, 12)}`;
 }
 
-// ------------------------------------------------------------------------------------------ copying
-
-function global(re: RegExp): RegExp {
-  return re.flags.includes('g') ? new RegExp(re.source, re.flags) : new RegExp(re.source, re.flags + 'g');
-}
+const global = (re: RegExp) => new RegExp(re.source, re.flags.includes('g') ? re.flags : `${re.flags}g`);
 
 /** Sets an own data property, also for `__proto__` (a plain assignment would set the prototype). */
 function put(target: Record<string, unknown>, key: string, value: unknown): void {
@@ -289,22 +218,11 @@ function put(target: Record<string, unknown>, key: string, value: unknown): void
 export interface Redactor {
   /** A deep copy of `value` with sensitive fields and secret-looking strings replaced by `[redacted]`. Own `__proto__` keys stay data. */
   params(value: unknown): unknown;
-  /**
-   * Whether `params(value)` would differ from `value` anywhere (a sensitive field with a value, a string
-   * or key a detector, pattern or known value blanks, a card-like number), found without building the
-   * copy. `false` means the copy's JSON is the value's own; `true` may also mean "cannot tell cheaply"
-   * (a cycle, an undefined member under a redacted key): build the copy then.
-   */
-  changes(value: unknown): boolean;
   /** `text` with secret-looking strings, caller patterns and any known sensitive value blanked. */
   text(text: string): string;
   /** A redactor that also blanks, in any text, the values the sensitive fields hold in `params`. */
   withValuesFrom(params: unknown): Redactor;
 }
-
-/** Texts up to this long are remembered per redactor, at most this many (see `text` in createRedactor). */
-export const TEXT_MEMO_LENGTH = 120;
-export const TEXT_MEMO_MAX = 512;
 
 /** Builds the redactor from the caller's options plus an operation's declared sensitive fields. */
 export function createRedactor(options: RedactOptions = {}, sensitiveFields: readonly string[] = []): Redactor {
@@ -318,7 +236,7 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
   const exact = new Set(fields.filter((f) => f.includes('.')));
   const anywhere = new Set(fields.filter((f) => !f.includes('.')).map((f) => f.toLowerCase()));
   const isSensitive = (path: readonly string[]) => {
-    const leaf = path[path.length - 1] ?? '';
+    const leaf = path.at(-1) ?? '';
     return (
       isSecretKey(leaf) ||
       (pii && isPiiKey(leaf)) ||
@@ -329,26 +247,12 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
   return build([]);
 
   function build(values: readonly string[]): Redactor {
-    const blank = (s: string): string => {
+    const text = (s: string): string => {
+      if (typeof s !== 'string') return s;
       let out = s;
       for (const v of values) out = out.split(v).join(REDACTED);
       out = applyDetectors(out, pii);
       for (const p of patterns) out = out.replace(((p.lastIndex = 0), p), REDACTED);
-      return out;
-    };
-    // What this redactor made of short texts it saw (its answer depends on the text alone): an operation's
-    // params keys, decision reasons and outcome codes recur in every operation, and each costs the
-    // detectors' hint pattern at least. Bounded: emptied when full.
-    const seenTexts = new Map<string, string>();
-    const text = (s: string): string => {
-      if (typeof s !== 'string') return s;
-      if (s.length > TEXT_MEMO_LENGTH) return blank(s);
-      let out = seenTexts.get(s);
-      if (out === undefined) {
-        out = blank(s);
-        if (seenTexts.size >= TEXT_MEMO_MAX) seenTexts.clear();
-        seenTexts.set(s, out);
-      }
       return out;
     };
     const walk = (v: unknown, path: string[], seen: Set<object>): unknown => {
@@ -368,38 +272,8 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
         seen.delete(v);
       }
     };
-    // walk's twin that only answers "would the copy differ?": the same rules in the same order, on one
-    // path stack and one ancestor list, and nothing allocated per key (most params redact nothing).
-    const differs = (v: unknown, path: string[], ancestors: object[]): boolean => {
-      if (path.length > 0 && isSensitive(path)) return v !== undefined && v !== REDACTED;
-      if (typeof v === 'string') return text(v) !== v;
-      if (typeof v === 'number') return Number.isSafeInteger(v) && v > 0 && looksLikeCardNumber(String(v));
-      if (typeof v !== 'object' || v === null || v instanceof Date) return false; // a Date's copy is its ISO text, which is what its JSON is
-      if (ancestors.includes(v)) return true;
-      ancestors.push(v);
-      try {
-        if (Array.isArray(v)) {
-          for (let i = 0; i < v.length; i++) if (differs(v[i], path, ancestors)) return true;
-          return false;
-        }
-        const rec = v as Record<string, unknown>;
-        const keys = Object.keys(rec);
-        for (let i = 0; i < keys.length; i++) {
-          const k = keys[i]!;
-          if (text(k) !== k) return true;
-          path.push(k);
-          const d = differs(rec[k], path, ancestors);
-          path.pop();
-          if (d) return true;
-        }
-        return false;
-      } finally {
-        ancestors.pop();
-      }
-    };
     const self: Redactor = {
       params: (v) => walk(v, [], new Set()),
-      changes: (v) => differs(v, [], []),
       text,
       withValuesFrom(params: unknown): Redactor {
         const found = new Set(values);

@@ -39,20 +39,21 @@ function clamp01(x: number): number {
 
 export type RetryPlan =
   | { readonly retry: true; readonly delayMs: number }
-  | {
-      readonly retry: false;
-      readonly reason: 'max-attempts' | 'max-elapsed' | 'retry-after-beyond-cap';
-      readonly detail: string;
-    };
+  | { readonly retry: false; readonly detail: string };
 
-export interface RetryInput {
-  /** Provider calls made so far in this run. */
-  readonly attemptsMade: number;
+interface PlanInput {
   readonly startedAt: number;
   readonly now: number;
   /** What the provider asked for, if anything. */
   readonly retryAfterMs?: number | undefined;
 }
+
+export interface RetryInput extends PlanInput {
+  /** Provider calls made so far in this run. */
+  readonly attemptsMade: number;
+}
+
+const positive = (ms: number | undefined): ms is number => ms !== undefined && Number.isFinite(ms) && ms > 0;
 
 /**
  * Whether to make another provider call, and after how long. Never more than maxAttempts calls,
@@ -60,43 +61,31 @@ export interface RetryInput {
  */
 export function planRetry(input: RetryInput, policy: RetryPolicy, random: () => number): RetryPlan {
   if (input.attemptsMade >= policy.maxAttempts)
-    return {
-      retry: false,
-      reason: 'max-attempts',
-      detail: `${input.attemptsMade} of ${policy.maxAttempts} attempts used`,
-    };
+    return { retry: false, detail: `${input.attemptsMade} of ${policy.maxAttempts} attempts used` };
   let delay = backoffMs(Math.max(1, input.attemptsMade), policy, random);
   const ra = input.retryAfterMs;
-  if (ra !== undefined && Number.isFinite(ra) && ra > 0) {
+  if (positive(ra)) {
     if (ra > policy.retryAfterCapMs)
       return {
         retry: false,
-        reason: 'retry-after-beyond-cap',
         detail: `provider asked to wait ${ra} ms, more than the ${policy.retryAfterCapMs} ms cap`,
       };
     delay = Math.max(delay, Math.ceil(ra));
   }
-  const elapsedAtCall = input.now + delay - input.startedAt;
-  if (elapsedAtCall > policy.maxElapsedMs)
-    return {
-      retry: false,
-      reason: 'max-elapsed',
-      detail: `the next call would come ${elapsedAtCall} ms into a ${policy.maxElapsedMs} ms budget`,
-    };
+  const elapsed = input.now + delay - input.startedAt;
+  if (elapsed > policy.maxElapsedMs)
+    return { retry: false, detail: `the next call would come ${elapsed} ms into a ${policy.maxElapsedMs} ms budget` };
   return { retry: true, delayMs: delay };
 }
 
 export type PollPlan =
   | { readonly poll: true; readonly delayMs: number }
-  | { readonly poll: false; readonly reason: 'window' | 'max-elapsed'; readonly detail: string };
+  | { readonly poll: false; readonly detail: string };
 
-export interface PollInput {
+export interface PollInput extends PlanInput {
   /** Lookups/polls made so far in this window. */
   readonly polls: number;
   readonly windowStartedAt: number;
-  readonly startedAt: number;
-  readonly now: number;
-  readonly retryAfterMs?: number | undefined;
 }
 
 /**
@@ -104,25 +93,16 @@ export interface PollInput {
  * always make progress; Retry-After honoured up to its cap; bounded by the lookup window and maxElapsed.
  */
 export function planPoll(input: PollInput, policy: RetryPolicy, random: () => number): PollPlan {
-  if (input.polls === 0 && !(input.retryAfterMs && input.retryAfterMs > 0)) return { poll: true, delayMs: 0 };
+  const ra = input.retryAfterMs;
+  if (input.polls === 0 && !(ra && ra > 0)) return { poll: true, delayMs: 0 };
   const ceiling = Math.min(policy.capMs, policy.baseMs * 2 ** Math.max(0, input.polls - 1));
   let delay = Math.max(1, Math.floor(ceiling / 2 + (clamp01(random()) * ceiling) / 2));
-  const ra = input.retryAfterMs;
-  if (ra !== undefined && Number.isFinite(ra) && ra > 0)
-    delay = Math.max(delay, Math.min(Math.ceil(ra), policy.retryAfterCapMs));
+  if (positive(ra)) delay = Math.max(delay, Math.min(Math.ceil(ra), policy.retryAfterCapMs));
   const inWindow = input.now + delay - input.windowStartedAt;
   if (inWindow > policy.lookupWindowMs)
-    return {
-      poll: false,
-      reason: 'window',
-      detail: `the next poll would come ${inWindow} ms into a ${policy.lookupWindowMs} ms window`,
-    };
+    return { poll: false, detail: `the next poll would come ${inWindow} ms into a ${policy.lookupWindowMs} ms window` };
   const elapsed = input.now + delay - input.startedAt;
   if (elapsed > policy.maxElapsedMs)
-    return {
-      poll: false,
-      reason: 'max-elapsed',
-      detail: `the next poll would come ${elapsed} ms into a ${policy.maxElapsedMs} ms budget`,
-    };
+    return { poll: false, detail: `the next poll would come ${elapsed} ms into a ${policy.maxElapsedMs} ms budget` };
   return { poll: true, delayMs: delay };
 }

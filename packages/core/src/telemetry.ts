@@ -1,10 +1,8 @@
 /**
  * Structured runner events and OpenTelemetry spans and metrics, through `@opentelemetry/api` only:
  * without an SDK registered (globally or in `RunnerOptions.telemetry`) every call is the API's no-op.
- * The runner calls this module from two places — around `run()` and from its one `log` function — so
- * the decision logic knows nothing about telemetry.
+ * The runner calls it around `run()` and from its one `log` function, so decisions know nothing of it.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { createRequire } from 'node:module';
 import type { Attributes, MeterProvider, Span, TracerProvider } from '@opentelemetry/api';
 
@@ -55,17 +53,10 @@ export interface RunScope {
   readonly span: Span;
   readonly operation: string;
   attempt: Span | null;
-  /** No tracer behind the run (see `run`): its spans are the API's no-op ones, so none is started. */
-  readonly quiet: boolean;
 }
 
 export interface Telemetry {
-  /** Runs one `runner.run()` inside its span; counts the operation by how it ended. */
-  /**
-   * `fn` gets the run's scope: pass it to `event` (the runner does). A function that takes no
-   * parameter runs inside an AsyncLocalStorage instead, so its events find the scope themselves; that
-   * costs a promise hook on every promise of the process while it runs.
-   */
+  /** Runs one `runner.run()` inside its span (`fn` gets the scope to pass to `event`); counts the operation by how it ended. */
   run<T extends { readonly status: string; readonly adopted?: boolean }>(
     info: { readonly operation: string; readonly provider: string; readonly businessOperationId: string },
     fn: (scope: RunScope) => Promise<T>,
@@ -80,91 +71,66 @@ export interface Telemetry {
   ): void;
 }
 
-/** The operation's attributes plus `more`, without the undefined ones (a plain loop: it runs for every event). */
-function attrs(operation: string, more?: Record<string, string | number | boolean | undefined>): Attributes {
-  const out: Attributes = { 'retrysafe.operation': operation };
-  if (more !== undefined) for (const k in more) if (more[k] !== undefined) out[k] = more[k];
-  return out;
+/** The operation's attributes plus `more`, without the undefined ones. */
+function attrs(operation: string, more: Record<string, string | number | boolean | undefined> = {}): Attributes {
+  const defined = Object.entries(more).filter(([, v]) => v !== undefined) as [string, string | number | boolean][];
+  return { 'retrysafe.operation': operation, ...Object.fromEntries(defined) };
 }
 
 export function createTelemetry(options: TelemetryOptions | undefined, now: () => number): Telemetry {
   const api = require('@opentelemetry/api') as OtelApi;
-  const tracerProvider = options?.tracerProvider ?? api.trace.getTracerProvider();
-  const tracer = tracerProvider.getTracer(TELEMETRY.scope);
+  const tracer = (options?.tracerProvider ?? api.trace.getTracerProvider()).getTracer(TELEMETRY.scope);
   const meter = (options?.meterProvider ?? api.metrics.getMeterProvider()).getMeter(TELEMETRY.scope);
-  // The API's no-op meter (no meter provider when the runner was created; metrics have no proxy, so it
-  // stays one): its instruments ignore what they are given, so no attributes are built for them.
-  const metered = meter !== api.createNoopMeter();
-  // A proxy provider with nothing behind it (the global one before an SDK registers) gives the API's
-  // no-op tracer, whose spans record nothing and are seen by nobody (the runner never makes them
-  // active): such a run starts none. Asked at each run, as the proxy tracer itself asks at each span.
-  const proxy = tracerProvider instanceof api.ProxyTracerProvider ? tracerProvider : null;
-  const quietSpan = api.trace.wrapSpanContext(api.INVALID_SPAN_CONTEXT);
-  const operations = meter.createCounter(TELEMETRY.operations, {
-    description: 'runner.run() calls, by how they ended (done, adopted, in-progress, handed-off, error)',
-  });
-  const attempts = meter.createCounter(TELEMETRY.attempts, {
-    description: 'provider calls (dispatches and same-key re-sends), by outcome',
-  });
-  const lookups = meter.createCounter(TELEMETRY.lookups, {
-    description: 'lookups of what the provider stored, by result',
-  });
-  const handoffs = meter.createCounter(TELEMETRY.handoffs, { description: 'operations handed to a person, by reason' });
+  const counter = (name: string, description: string) => meter.createCounter(name, { description });
+  const operations = counter(
+    TELEMETRY.operations,
+    'runner.run() calls, by how they ended (done, adopted, in-progress, handed-off, error)',
+  );
+  const attempts = counter(TELEMETRY.attempts, 'provider calls (dispatches and same-key re-sends), by outcome');
+  const lookups = counter(TELEMETRY.lookups, 'lookups of what the provider stored, by result');
+  const handoffs = counter(TELEMETRY.handoffs, 'operations handed to a person, by reason');
   const retryDelay = meter.createHistogram(TELEMETRY.retryDelay, {
     description: 'waits the runner chose before its next action',
     unit: 'ms',
   });
-  const scope = new AsyncLocalStorage<RunScope>();
 
   return {
     async run(info, fn) {
-      const quiet = proxy !== null && proxy.getDelegateTracer(TELEMETRY.scope) === undefined;
-      const span = quiet
-        ? quietSpan
-        : tracer.startSpan(TELEMETRY.runSpan, {
-            kind: api.SpanKind.INTERNAL,
-            startTime: now(),
-            attributes: attrs(info.operation, {
-              'retrysafe.provider': info.provider,
-              'retrysafe.business_operation_id': info.businessOperationId,
-            }),
-          });
-      const s: RunScope = { span, operation: info.operation, attempt: null, quiet };
+      const span = tracer.startSpan(TELEMETRY.runSpan, {
+        kind: api.SpanKind.INTERNAL,
+        startTime: now(),
+        attributes: attrs(info.operation, {
+          'retrysafe.provider': info.provider,
+          'retrysafe.business_operation_id': info.businessOperationId,
+        }),
+      });
+      const s: RunScope = { span, operation: info.operation, attempt: null };
       try {
-        const result = await (fn.length === 0 ? scope.run(s, () => fn(s)) : fn(s));
+        const result = await fn(s);
         const status = result.status === 'done' && result.adopted ? 'adopted' : result.status;
-        if (!quiet) {
-          span.setAttribute('retrysafe.status', status);
-          if (result.status === 'handed-off')
-            span.setStatus({ code: api.SpanStatusCode.ERROR, message: 'handed off to a person' });
-        }
-        if (metered) operations.add(1, attrs(info.operation, { 'retrysafe.status': status }));
+        span.setAttribute('retrysafe.status', status);
+        if (result.status === 'handed-off')
+          span.setStatus({ code: api.SpanStatusCode.ERROR, message: 'handed off to a person' });
+        operations.add(1, attrs(info.operation, { 'retrysafe.status': status }));
         return result;
       } catch (err) {
         const name = err instanceof Error ? err.name : 'Error';
-        if (!quiet) {
-          span.setAttribute('retrysafe.status', 'error');
-          span.setStatus({ code: api.SpanStatusCode.ERROR, message: name });
-        }
-        if (metered) operations.add(1, attrs(info.operation, { 'retrysafe.status': 'error', 'error.type': name }));
+        span.setAttribute('retrysafe.status', 'error');
+        span.setStatus({ code: api.SpanStatusCode.ERROR, message: name });
+        operations.add(1, attrs(info.operation, { 'retrysafe.status': 'error', 'error.type': name }));
         throw err;
       } finally {
-        if (!quiet) {
-          s.attempt?.end(now());
-          span.end(now());
-        }
+        s.attempt?.end(now());
+        span.end(now());
       }
     },
 
-    event(event, level, fields, operation, given) {
-      const s = given ?? scope.getStore();
-      // Nothing would record it: no instrument (no-op meter) and no span (no run, or a quiet one).
-      if (!metered && (s === undefined || s.quiet)) return;
+    event(event, level, fields, operation, s) {
       const op = operation ?? s?.operation ?? '';
       const f = fields ?? {};
       switch (event) {
         case 'dispatch': {
-          if (!s || s.quiet) break;
+          if (!s) break;
           s.attempt?.end(now());
           s.attempt = tracer.startSpan(
             TELEMETRY.attemptSpan,
@@ -174,7 +140,7 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
           break;
         }
         case 'outcome': {
-          if (metered) attempts.add(1, attrs(op, { 'retrysafe.outcome': f.outcome }));
+          attempts.add(1, attrs(op, { 'retrysafe.outcome': f.outcome }));
           if (s?.attempt) {
             s.attempt.setAttributes(
               attrs(op, { 'retrysafe.outcome': f.outcome, 'http.response.status_code': f.status }),
@@ -187,20 +153,18 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
           break;
         }
         case 'lookup':
-          if (metered) lookups.add(1, attrs(op, { 'retrysafe.lookup.result': f.outcome }));
+          lookups.add(1, attrs(op, { 'retrysafe.lookup.result': f.outcome }));
           break;
         case 'decision':
-          if (metered && f.delayMs !== undefined)
-            retryDelay.record(f.delayMs, attrs(op, { 'retrysafe.decision': f.decision }));
+          if (f.delayMs !== undefined) retryDelay.record(f.delayMs, attrs(op, { 'retrysafe.decision': f.decision }));
           break;
         case 'handoff':
-          if (metered) handoffs.add(1, attrs(op, { 'retrysafe.handoff.reason': f.handoffReason }));
-          if (s !== undefined && !s.quiet)
-            s.span.setAttribute('retrysafe.handoff.reason', f.handoffReason ?? 'unknown');
+          handoffs.add(1, attrs(op, { 'retrysafe.handoff.reason': f.handoffReason }));
+          s?.span.setAttribute('retrysafe.handoff.reason', f.handoffReason ?? 'unknown');
           break;
       }
       // A span that records nothing (no SDK, or not sampled) ignores events: build none for it.
-      if (s && s.span.isRecording()) {
+      if (s?.span.isRecording()) {
         const eventAttrs: Record<string, string | number | boolean | undefined> = { 'retrysafe.level': level };
         for (const [k, v] of Object.entries(f))
           eventAttrs[`retrysafe.${k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}`] = v;

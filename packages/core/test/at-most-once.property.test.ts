@@ -2,12 +2,10 @@ import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import type { SandboxFault } from '@retrysafe/sandbox';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { sandboxBehaviourArb, sandboxOnVirtualClock } from './property-helpers.js';
+import { commonFaultArbs, sandboxBehaviourArb, sandboxOnVirtualClock } from './property-helpers.js';
 
 const faultArb: fc.Arbitrary<SandboxFault> = fc.oneof(
-  fc.record({ kind: fc.constant('not-applied' as const), retryAfterMs: fc.integer({ min: 0, max: 90_000 }) }),
-  fc.constant({ kind: 'unknown-after-commit' as const }),
-  fc.constant({ kind: 'unknown-before-commit' as const }),
+  ...commonFaultArbs(90_000),
   fc.constant({ kind: 'rejected' as const }),
 );
 

@@ -1,15 +1,15 @@
 import type { AdapterV1, LookupContext, Outcome } from '@retrysafe/contract';
 import { agentTools } from '@retrysafe/core/agent';
-import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
-import { REPLAYING, setup } from './helpers.js';
+import { setup } from './helpers.js';
 
 // Core's callers of the card rules (contract card-rules.ts), issue 17 item 3.
 
 describe('agent tools: idempotentHint is the card rule agentIdempotentHint', () => {
-  const hint = (b: Partial<typeof REPLAYING>) =>
-    agentTools([createSandboxAdapter({ provider: createSandboxProvider({ ...REPLAYING, ...b }) })])[0]!.annotations
-      .idempotentHint;
+  const hint = (b: Partial<typeof REPLAYING_BEHAVIOUR>) =>
+    agentTools([createSandboxAdapter({ provider: createSandboxProvider({ ...REPLAYING_BEHAVIOUR, ...b }) })])[0]!
+      .annotations.idempotentHint;
 
   it('24 h retention, replays, refuses in-progress duplicates ⇒ true', () => {
     expect(hint({})).toBe(true);

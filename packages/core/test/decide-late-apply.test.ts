@@ -2,34 +2,28 @@ import { fact, type Outcome, type RetrySafetyCard } from '@retrysafe/contract';
 import { notFoundIsAuthoritative, resendSafety } from '@retrysafe/contract/rules';
 import type { DecisionState } from '@retrysafe/core';
 import { decide, resolvePolicy } from '@retrysafe/core/internal';
-import { sandboxCreateCard } from '@retrysafe/sandbox';
+import { FORGETFUL_BEHAVIOUR, REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
+import { decisionState, T0 } from './helpers.js';
 
 // Issue 15 items 1 (decision row), 2 and 8 (stored errors). Every test here fails on the parent of this change.
-const T0 = Date.UTC(2026, 0, 1);
 const MIN = 60_000;
 const lookupOnly = (lateApplyMs?: number): RetrySafetyCard =>
   sandboxCreateCard({
-    replays: false,
-    retentionMs: null,
-    parameterMatching: 'none',
-    concurrency: 'duplicates',
+    ...FORGETFUL_BEHAVIOUR,
     lookup: 'get-by-key',
     ...(lateApplyMs !== undefined ? { lateApplyMs } : {}),
   });
 const budget = (card: RetrySafetyCard, over = {}) => ({ policy: resolvePolicy(card, over), random: () => 0.5 });
-const state = (over: Partial<DecisionState> = {}): DecisionState => ({
-  ledgerState: 'reconciling',
-  now: T0 + 1000,
-  firstDispatchedAt: T0,
-  lastDispatchedAt: T0,
-  maybeApplied: true,
-  runAttempts: 1,
-  runStartedAt: T0,
-  windowStartedAt: T0 + 1000,
-  polls: 1,
-  ...over,
-});
+const state = (over: Partial<DecisionState> = {}) =>
+  decisionState({
+    ledgerState: 'reconciling',
+    lastDispatchedAt: T0,
+    maybeApplied: true,
+    windowStartedAt: T0 + 1000,
+    polls: 1,
+    ...over,
+  });
 const notFound = { kind: 'not-found', reason: 'no record' } as const;
 
 describe('the late-apply row: a not-found proves absence only once the last attempt can no longer land', () => {
@@ -106,13 +100,7 @@ describe('the late-apply row: a not-found proves absence only once the last atte
 });
 
 describe("one clock-skew margin wherever a key's age meets its retention", () => {
-  const replaying = sandboxCreateCard({
-    replays: true,
-    retentionMs: 86_400_000,
-    parameterMatching: 'mismatch-error',
-    concurrency: 'rejects-in-progress',
-    lookup: 'get-by-key',
-  });
+  const replaying = sandboxCreateCard(REPLAYING_BEHAVIOUR);
   const unknown: Outcome = { kind: 'unknown', cause: 'timeout', message: 'timed out' };
 
   it('resendSafety counts the key as the margin older: at 24 h − 5 min with the 10 min margin it is past retention', () => {
@@ -144,13 +132,7 @@ describe("one clock-skew margin wherever a key's age meets its retention", () =>
 });
 
 describe('stored errors (issue 15 item 8): a same-key re-send after a stored 5xx only replays it', () => {
-  const base = sandboxCreateCard({
-    replays: true,
-    retentionMs: 86_400_000,
-    parameterMatching: 'mismatch-error',
-    concurrency: 'rejects-in-progress',
-    lookup: 'get-by-key',
-  });
+  const base = sandboxCreateCard(REPLAYING_BEHAVIOUR);
   const storesErrors: RetrySafetyCard = {
     ...base,
     storedResult: { ...base.storedResult, includesErrors: fact(true, 'test: errors are stored') },
@@ -189,10 +171,7 @@ describe('stored errors (issue 15 item 8): a same-key re-send after a stored 5xx
 describe("a policy whose lookup window cannot outlast the card's bounds is refused before anything is claimed (issue 15 item 8)", () => {
   it("resolvePolicy throws a RunnerConfigurationError naming the window and the bounds; a window long enough passes; unknown bounds are the card's statement, not refused", () => {
     const slow = sandboxCreateCard({
-      replays: false,
-      retentionMs: null,
-      parameterMatching: 'none',
-      concurrency: 'duplicates',
+      ...FORGETFUL_BEHAVIOUR,
       lookup: 'get-by-key',
       lookupDelayMs: 60_000,
       lateApplyMs: 30_000,
@@ -206,10 +185,7 @@ describe("a policy whose lookup window cannot outlast the card's bounds is refus
     const { createMemoryLedger, createRunner, RunnerConfigurationError } = await import('@retrysafe/core');
     const { createSandboxAdapter, createSandboxProvider } = await import('@retrysafe/sandbox');
     const provider = createSandboxProvider({
-      replays: false,
-      retentionMs: null,
-      parameterMatching: 'none',
-      concurrency: 'duplicates',
+      ...FORGETFUL_BEHAVIOUR,
       lookup: 'get-by-key',
       lookupDelayMs: 60_000,
       lateApplyMs: 30_000,

@@ -1,35 +1,16 @@
 import { fact, type LookupResult, type Outcome, type RetrySafetyCard } from '@retrysafe/contract';
 import type { DecisionState } from '@retrysafe/core';
 import { decide, resolvePolicy } from '@retrysafe/core/internal';
-import { sandboxCreateCard } from '@retrysafe/sandbox';
+import { FORGETFUL_BEHAVIOUR, REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
+import { decisionState as state, T0 } from './helpers.js';
 
-const T0 = Date.UTC(2026, 0, 1);
 /** An explicit 'unknown' fact, assignable to a fact of any type. */
 const UNK = { value: 'unknown', source: 'test: not known' } as const;
-const replaying = sandboxCreateCard({
-  replays: true,
-  retentionMs: 86_400_000,
-  parameterMatching: 'mismatch-error',
-  concurrency: 'rejects-in-progress',
-  lookup: 'get-by-key',
-});
-const noReplayNoLookup = sandboxCreateCard({
-  replays: false,
-  retentionMs: null,
-  parameterMatching: 'none',
-  concurrency: 'duplicates',
-  lookup: 'none',
-});
+const replaying = sandboxCreateCard(REPLAYING_BEHAVIOUR);
+const noReplayNoLookup = sandboxCreateCard(FORGETFUL_BEHAVIOUR);
 // lateApplyMs 0: the in-process sandbox applies a request when it gets it, so nothing lands after the client gave up.
-const noReplayLookup = sandboxCreateCard({
-  replays: false,
-  retentionMs: null,
-  parameterMatching: 'none',
-  concurrency: 'duplicates',
-  lookup: 'get-by-key',
-  lateApplyMs: 0,
-});
+const noReplayLookup = sandboxCreateCard({ ...FORGETFUL_BEHAVIOUR, lookup: 'get-by-key', lateApplyMs: 0 });
 const replayingNoLookup = sandboxCreateCard({
   replays: true,
   retentionMs: 86_400_000,
@@ -40,16 +21,6 @@ const replayingNoLookup = sandboxCreateCard({
 const withCard = (card: RetrySafetyCard, patch: Partial<RetrySafetyCard>): RetrySafetyCard => ({ ...card, ...patch });
 
 const budget = (card: RetrySafetyCard, over = {}) => ({ policy: resolvePolicy(card, over), random: () => 0.5 });
-const state = (over: Partial<DecisionState> = {}): DecisionState => ({
-  ledgerState: 'unknown',
-  now: T0 + 1000,
-  firstDispatchedAt: T0,
-  runAttempts: 1,
-  runStartedAt: T0,
-  windowStartedAt: null,
-  polls: 0,
-  ...over,
-});
 const unknown: Outcome = { kind: 'unknown', cause: 'timeout', message: 'timed out' };
 const inProgress: Outcome = { kind: 'in-progress', statusRef: '/records/rec_1', retryAfterMs: 2000 };
 

@@ -4,9 +4,8 @@
 
 import type { Ledger } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock, type LogEntry } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
-import { REPLAYING } from './helpers.js';
 
 const OP = 'records.create';
 
@@ -30,7 +29,7 @@ function rigged(opts: { doExecute?: (original: (...a: never[]) => unknown) => (.
     },
     sleep: virtual.sleep,
   };
-  const provider = createSandboxProvider({ ...REPLAYING, clock: virtual.now, sleep: virtual.sleep });
+  const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: virtual.now, sleep: virtual.sleep });
   const sandbox = createSandboxAdapter({ provider });
   const adapter = opts.doExecute
     ? (Object.create(sandbox, {
@@ -126,7 +125,7 @@ describe('the attempt loop on the clean path', () => {
 describe('run() on the clean path', () => {
   it('logs the first decision before it checks the signal: a caller that aborts on that entry sends nothing', async () => {
     const clock = createVirtualClock();
-    const provider = createSandboxProvider({ ...REPLAYING, clock: clock.now, sleep: clock.sleep });
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
     const adapter = createSandboxAdapter({ provider });
     const controller = new AbortController();
     const reason = new Error('aborted on the decision');

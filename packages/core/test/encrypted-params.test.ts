@@ -11,9 +11,8 @@ import {
   RunnerConfigurationError,
 } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
-import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { afterAll, describe, expect, it } from 'vitest';
-import { REPLAYING } from './helpers.js';
 
 // Issue 18: params are kept for resume and recovery; with encryptParams they are stored as
 // AES-256-GCM ciphertext under a user-supplied key. The shared suite runs through the wrapper
@@ -47,7 +46,12 @@ describe('params encrypted at rest', () => {
     const SECRET_PARAM = 'IBAN-DE89370400440532013000-canary';
     const path = join(dir, 'enc.db');
     const clock = createVirtualClock();
-    const provider = createSandboxProvider({ ...REPLAYING, lookup: 'none', clock: clock.now, sleep: clock.sleep });
+    const provider = createSandboxProvider({
+      ...REPLAYING_BEHAVIOUR,
+      lookup: 'none',
+      clock: clock.now,
+      sleep: clock.sleep,
+    });
     const adapter = createSandboxAdapter({ provider });
     const ledger = encryptParams(createSqliteLedger({ path }), { key: KEY });
     const runner = createRunner({ ledger, clock, policy: { maxAttempts: 2 } });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { type HandoffPacket, InvalidStateError, type ProviderKey } from '@retrysafe/contract';
 import { callbackHandoffSink, exportReceiptsJsonl, jsonlHandoffSink, verifyReceiptChain } from '@retrysafe/core';
 import { afterAll, describe, expect, it } from 'vitest';
-import { setup } from './helpers.js';
+import { expectForcedResume, setup } from './helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'retrysafe-handoff-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -86,13 +86,7 @@ describe('runner.resolve', () => {
     expect(r.status).toBe('handed-off');
     expect(provider.count()).toBe(0);
     // The packet marks resume unsafe (the send may have applied): a person who checked says force (resolve-force.test.ts).
-    const resumed = await runner.resolve(
-      r.businessOperationId,
-      { action: 'resume', force: true },
-      { adapters: [adapter], by: 'alice' },
-    );
-    expect(resumed.status).toBe('done');
-    expect(provider.count()).toBe(1);
+    await expectForcedResume({ provider, adapter, runner }, r.businessOperationId);
     const keys = new Set(
       (await ledger.receipts(r.businessOperationId)).map((x) => x.providerKey as ProviderKey | null),
     );

@@ -1,13 +1,17 @@
-import { createMemoryLedger, createRunner, createVirtualClock, type RunnerOptions } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider, type SandboxBehaviour } from '@retrysafe/sandbox';
-
-export const REPLAYING: SandboxBehaviour = {
-  replays: true,
-  retentionMs: 86_400_000,
-  parameterMatching: 'mismatch-error',
-  concurrency: 'rejects-in-progress',
-  lookup: 'get-by-key',
-};
+import {
+  createMemoryLedger,
+  createRunner,
+  createVirtualClock,
+  type DecisionState,
+  type RunnerOptions,
+} from '@retrysafe/core';
+import {
+  createSandboxAdapter,
+  createSandboxProvider,
+  REPLAYING_BEHAVIOUR,
+  type SandboxBehaviour,
+} from '@retrysafe/sandbox';
+import { expect } from 'vitest';
 
 /** A sandbox, its adapter, a memory ledger and a runner, all on one virtual clock. */
 export function setup(
@@ -16,7 +20,12 @@ export function setup(
   adapterOpts: { limits?: Record<string, unknown>; sensitiveFields?: string[] } = {},
 ) {
   const clock = createVirtualClock();
-  const provider = createSandboxProvider({ ...REPLAYING, ...behaviour, clock: clock.now, sleep: clock.sleep });
+  const provider = createSandboxProvider({
+    ...REPLAYING_BEHAVIOUR,
+    ...behaviour,
+    clock: clock.now,
+    sleep: clock.sleep,
+  });
   const adapter = createSandboxAdapter({ provider, ...(adapterOpts as object) });
   const ledger = createMemoryLedger();
   const packets: unknown[] = [];
@@ -28,4 +37,28 @@ export function setup(
     ...runner,
   });
   return { clock, provider, adapter, ledger, runner: r, packets };
+}
+
+export const T0 = Date.UTC(2026, 0, 1);
+
+/** What the runner knows one second after its only dispatch, at T0, with `over` on top. */
+export const decisionState = (over: Partial<DecisionState> = {}): DecisionState => ({
+  ledgerState: 'unknown',
+  now: T0 + 1000,
+  firstDispatchedAt: T0,
+  runAttempts: 1,
+  runStartedAt: T0,
+  windowStartedAt: null,
+  polls: 0,
+  ...over,
+});
+
+/** A person who checked at the provider resumes with force: the operation ends done, with one provider record. */
+export async function expectForcedResume(
+  s: Pick<ReturnType<typeof setup>, 'provider' | 'adapter' | 'runner'>,
+  id: string,
+) {
+  const resumed = await s.runner.resolve(id, { action: 'resume', force: true }, { adapters: [s.adapter], by: 'alice' });
+  expect(resumed.status).toBe('done');
+  expect(s.provider.count()).toBe(1);
 }

@@ -10,18 +10,12 @@ import {
   type OperationSpec,
 } from '@retrysafe/contract';
 import { identityOf } from '@retrysafe/core/internal';
-import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
 const spec = createSandboxAdapter({
-  provider: createSandboxProvider({
-    replays: true,
-    retentionMs: 86_400_000,
-    parameterMatching: 'mismatch-error',
-    concurrency: 'rejects-in-progress',
-    lookup: 'get-by-key',
-  }),
+  provider: createSandboxProvider(REPLAYING_BEHAVIOUR),
 }).operations['records.create'] as OperationSpec;
 const withOperation = (operation: string): OperationSpec => ({ ...spec, card: { ...spec.card, operation } });
 

@@ -1,9 +1,8 @@
 import { type AdapterV1, ConflictError, type RetrySafetyCard } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { REPLAYING } from './helpers.js';
 
 const OP = 'records.create';
 
@@ -108,7 +107,7 @@ describe('intent and param normalisation under LLM-style re-formatting (fast-che
         ),
         async ({ c, variants }) => {
           const clock = createVirtualClock();
-          const provider = createSandboxProvider({ ...REPLAYING, clock: clock.now, sleep: clock.sleep });
+          const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
           if (c.lostFirst) provider.failNext({ kind: 'unknown-after-commit' });
           const adapter = declaredAdapter(provider);
           const runner = createRunner({ ledger: createMemoryLedger(), clock, random: () => 0.5 });

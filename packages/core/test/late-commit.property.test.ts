@@ -13,16 +13,14 @@ import {
 } from '@retrysafe/sandbox';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { sandboxBehaviourArb, sandboxOnVirtualClock } from './property-helpers.js';
+import { commonFaultArbs, sandboxBehaviourArb, sandboxOnVirtualClock } from './property-helpers.js';
 
 const faultArb: fc.Arbitrary<SandboxFault> = fc.oneof(
   {
     weight: 3,
     arbitrary: fc.record({ kind: fc.constant('late-commit' as const), afterMs: fc.integer({ min: 0, max: 120_000 }) }),
   },
-  fc.record({ kind: fc.constant('not-applied' as const), retryAfterMs: fc.integer({ min: 0, max: 30_000 }) }),
-  fc.constant({ kind: 'unknown-after-commit' as const }),
-  fc.constant({ kind: 'unknown-before-commit' as const }),
+  ...commonFaultArbs(30_000),
 );
 
 const policyArb = fc.record({

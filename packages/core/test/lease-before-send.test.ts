@@ -4,9 +4,8 @@
 
 import { LeaseExpiredError, type Ledger } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock, type LogEntry } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
-import { REPLAYING } from './helpers.js';
 
 /** The process "pauses" for `ms` right after the ledger answers the n-th call of `method`. */
 function pauseAfter(inner: Ledger, method: string, clock: { advance(ms: number): void }, ms: number, nth = 1): Ledger {
@@ -27,7 +26,7 @@ function pauseAfter(inner: Ledger, method: string, clock: { advance(ms: number):
 describe('own lease checked before every provider call', () => {
   it('a pause longer than the lease between the claim and the first send: LeaseExpiredError, nothing sent, a log line', async () => {
     const clock = createVirtualClock();
-    const provider = createSandboxProvider({ ...REPLAYING, clock: clock.now, sleep: clock.sleep });
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
     const adapter = createSandboxAdapter({ provider });
     const inner = createMemoryLedger();
     const logs: LogEntry[] = [];
@@ -52,7 +51,7 @@ describe('own lease checked before every provider call', () => {
 
   it('a pause between a 429 and the re-send that outlasts the lease: no re-send', async () => {
     const clock = createVirtualClock();
-    const provider = createSandboxProvider({ ...REPLAYING, clock: clock.now, sleep: clock.sleep });
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
     const adapter = createSandboxAdapter({ provider });
     provider.failNext({ kind: 'not-applied', retryAfterMs: 1 });
     const ledger = pauseAfter(createMemoryLedger(), 'markDispatched', clock, 40_000);
@@ -65,7 +64,7 @@ describe('own lease checked before every provider call', () => {
 
   it('a short pause inside the lease does not stop the send', async () => {
     const clock = createVirtualClock();
-    const provider = createSandboxProvider({ ...REPLAYING, clock: clock.now, sleep: clock.sleep });
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
     const adapter = createSandboxAdapter({ provider });
     const ledger = pauseAfter(createMemoryLedger(), 'claim', clock, 5_000);
     const r = await createRunner({ ledger, clock, random: () => 0.5, policy: { leaseMs: 30_000 } }).run(

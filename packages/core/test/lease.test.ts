@@ -1,8 +1,7 @@
 import type { AdapterV1, BusinessOperationId, ClaimResult } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
-import { REPLAYING } from './helpers.js';
 
 const OP = 'records.create';
 
@@ -10,7 +9,7 @@ describe('leases and fencing inside the runner', () => {
   it('a long wait renews the lease: another worker trying to claim during the wait is told busy every time', async () => {
     const clock = createVirtualClock();
     const ledger = createMemoryLedger();
-    const provider = createSandboxProvider({ ...REPLAYING, clock: clock.now });
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now });
     const adapter = createSandboxAdapter({ provider });
     const seen: ClaimResult['kind'][] = [];
     let id: BusinessOperationId | null = null;
@@ -43,7 +42,7 @@ describe('leases and fencing inside the runner', () => {
     const clock = createVirtualClock();
     const ledger = createMemoryLedger();
     const provider = createSandboxProvider({
-      ...REPLAYING,
+      ...REPLAYING_BEHAVIOUR,
       lookup: 'none',
       replays: false,
       retentionMs: null,
@@ -74,7 +73,7 @@ describe('leases and fencing inside the runner', () => {
     const clock = createVirtualClock();
     const ledger = createMemoryLedger();
     const provider = createSandboxProvider({
-      ...REPLAYING,
+      ...REPLAYING_BEHAVIOUR,
       processingMs: 10_000,
       clock: clock.now,
       sleep: clock.sleep,
@@ -104,7 +103,12 @@ describe('leases and fencing inside the runner', () => {
   it('an aborted run stops, keeps the state and frees the lease; recover() then reconciles it', async () => {
     const clock = createVirtualClock();
     const ledger = createMemoryLedger();
-    const provider = createSandboxProvider({ ...REPLAYING, replays: false, retentionMs: null, clock: clock.now });
+    const provider = createSandboxProvider({
+      ...REPLAYING_BEHAVIOUR,
+      replays: false,
+      retentionMs: null,
+      clock: clock.now,
+    });
     const inner = createSandboxAdapter({ provider });
     const controller = new AbortController();
     const adapter: AdapterV1 = {
@@ -130,7 +134,7 @@ describe('leases and fencing inside the runner', () => {
   it('a provider call slower than the lease keeps its lease (heartbeat): a second worker waits instead of taking over and sending again', async () => {
     const ledger = createMemoryLedger();
     const provider = createSandboxProvider({
-      ...REPLAYING,
+      ...REPLAYING_BEHAVIOUR,
       replays: false,
       retentionMs: null,
       concurrency: 'duplicates',

@@ -9,9 +9,8 @@ import {
   UnsupportedSpecificationVersionError,
 } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, RunnerConfigurationError } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
-import { REPLAYING } from './helpers.js';
 
 /** Fails the n-th call of `method` (1-based) with a LedgerError, as a full disk or a cut connection would. */
 function failing(inner: Ledger, method: string, nth = 1): Ledger {
@@ -39,7 +38,7 @@ const reject = (p: Promise<unknown>) =>
 
 describe('LedgerError.providerMayHaveBeenCalled', () => {
   it('false when the claim fails: nothing was sent', async () => {
-    const provider = createSandboxProvider(REPLAYING);
+    const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
     const adapter = createSandboxAdapter({ provider });
     const err = await reject(
       createRunner({ ledger: failing(createMemoryLedger(), 'claim') }).run(adapter, 'records.create', {
@@ -52,7 +51,7 @@ describe('LedgerError.providerMayHaveBeenCalled', () => {
 
   it('true once this call sent a request, even when the write that fails comes before the re-send', async () => {
     // First send answers 429 (not applied); the write before the second send fails: this call did send one request.
-    const provider = createSandboxProvider(REPLAYING);
+    const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
     const adapter = createSandboxAdapter({ provider });
     provider.failNext({ kind: 'not-applied', retryAfterMs: 1 });
     const err = await reject(
@@ -69,7 +68,7 @@ describe('LedgerError.providerMayHaveBeenCalled', () => {
   });
 
   it('false when the `dispatched` write of a fresh claim fails (ledger without claimDispatch): the provider was never called', async () => {
-    const provider = createSandboxProvider(REPLAYING);
+    const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
     const adapter = createSandboxAdapter({ provider });
     const inner = createMemoryLedger();
     const plain = new Proxy(failing(inner, 'markDispatched'), {
@@ -83,7 +82,7 @@ describe('LedgerError.providerMayHaveBeenCalled', () => {
   });
 
   it('true when the write of the outcome fails after the provider applied it, and JSON shows it', async () => {
-    const provider = createSandboxProvider(REPLAYING);
+    const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
     const adapter = createSandboxAdapter({ provider });
     const ledger = createMemoryLedger();
     const err = await reject(
@@ -104,61 +103,22 @@ describe('LedgerError.providerMayHaveBeenCalled', () => {
 });
 
 describe('garbage adapters are typed errors, not TypeErrors', () => {
+  // A well-formed adapter frame without operations; each case breaks one part of it.
+  const frame = {
+    specificationVersion: 'v1',
+    provider: 'x',
+    deriveProviderKey: () => null,
+    doExecute: async () => ({}),
+    doLookup: async () => ({}),
+  };
   const cases: Array<[string, unknown]> = [
     ['null', null],
     ['a string', 'stripe'],
-    [
-      'no operations',
-      {
-        specificationVersion: 'v1',
-        provider: 'x',
-        deriveProviderKey: () => null,
-        doExecute: async () => ({}),
-        doLookup: async () => ({}),
-      },
-    ],
-    [
-      'operations not an object',
-      {
-        specificationVersion: 'v1',
-        provider: 'x',
-        operations: 7,
-        deriveProviderKey: () => null,
-        doExecute: async () => ({}),
-        doLookup: async () => ({}),
-      },
-    ],
-    [
-      'no doExecute',
-      {
-        specificationVersion: 'v1',
-        provider: 'x',
-        operations: {},
-        deriveProviderKey: () => null,
-        doLookup: async () => ({}),
-      },
-    ],
-    [
-      'a garbage spec',
-      {
-        specificationVersion: 'v1',
-        provider: 'x',
-        operations: { 'records.create': 5 },
-        deriveProviderKey: () => null,
-        doExecute: async () => ({}),
-        doLookup: async () => ({}),
-      },
-    ],
-    [
-      'no provider name',
-      {
-        specificationVersion: 'v1',
-        operations: {},
-        deriveProviderKey: () => null,
-        doExecute: async () => ({}),
-        doLookup: async () => ({}),
-      },
-    ],
+    ['no operations', frame],
+    ['operations not an object', { ...frame, operations: 7 }],
+    ['no doExecute', { ...frame, operations: {}, doExecute: undefined }],
+    ['a garbage spec', { ...frame, operations: { 'records.create': 5 } }],
+    ['no provider name', { ...frame, provider: undefined, operations: {} }],
     ['wrong spec version', { specificationVersion: 'v9', provider: 'x' }],
   ];
   it.each(cases)('run() with %s', async (_label, adapter) => {
@@ -193,7 +153,7 @@ describe('a SQLite write that fails after the provider call (the write lock held
     const dir = mkdtempSync(join(tmpdir(), 'retrysafe-locked-'));
     try {
       const path = join(dir, 'locked.db');
-      const provider = createSandboxProvider(REPLAYING);
+      const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
       const base = createSandboxAdapter({ provider });
       const ledger = createSqliteLedger({ path, busyTimeoutMs: 50 });
       const other = new DatabaseSync(path);

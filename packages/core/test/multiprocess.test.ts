@@ -5,7 +5,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { verifyReceiptChain } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
-import { createSandboxProvider, type SandboxBehaviour, startSandboxServer } from '@retrysafe/sandbox';
+import {
+  createSandboxProvider,
+  FORGETFUL_BEHAVIOUR,
+  type SandboxBehaviour,
+  startSandboxServer,
+} from '@retrysafe/sandbox';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const WORKER = fileURLToPath(new URL('./fixtures/worker.mjs', import.meta.url));
@@ -36,13 +41,7 @@ const until = async (cond: () => boolean) => {
 
 describe('separate OS processes on one SQLite ledger', () => {
   it('6 processes run the same business operation at once: exactly one dispatch, all 6 get the same result', async () => {
-    const behaviour: SandboxBehaviour = {
-      replays: false,
-      retentionMs: null,
-      parameterMatching: 'none',
-      concurrency: 'duplicates',
-      lookup: 'get-by-key',
-    };
+    const behaviour: SandboxBehaviour = { ...FORGETFUL_BEHAVIOUR, lookup: 'get-by-key' };
     const provider = createSandboxProvider(behaviour);
     const server = await startSandboxServer({ provider });
     try {
@@ -74,14 +73,7 @@ describe('separate OS processes on one SQLite ledger', () => {
 
 describe('crash drill: a worker SIGKILLed mid-operation, recover() in a new process', () => {
   // Loopback, no proxy: a request that reached the sandbox is applied at once, so the card can bound late applies (1 s).
-  const behaviour: SandboxBehaviour = {
-    replays: false,
-    retentionMs: null,
-    parameterMatching: 'none',
-    concurrency: 'duplicates',
-    lookup: 'get-by-key',
-    lateApplyMs: 1000,
-  };
+  const behaviour: SandboxBehaviour = { ...FORGETFUL_BEHAVIOUR, lookup: 'get-by-key', lateApplyMs: 1000 };
 
   for (const [crashAt, recordsAtCrash, expectedAction] of [
     ['after-dispatched', 0, 'completed'],

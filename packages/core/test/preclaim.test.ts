@@ -8,9 +8,8 @@ import { type Ledger, PayloadLimitError, RetrysafeError } from '@retrysafe/contr
 import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
-import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { afterAll, describe, expect, it } from 'vitest';
-import { REPLAYING } from './helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'retrysafe-preclaim-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -30,7 +29,7 @@ const ledgers: Array<[string, () => Ledger]> = [
 
 describe.each(ledgers)('pre-claim refusals on the %s ledger', (_name, create) => {
   function setup() {
-    const provider = createSandboxProvider(REPLAYING);
+    const provider = createSandboxProvider(REPLAYING_BEHAVIOUR);
     const adapter = createSandboxAdapter({ provider });
     const ledger = create();
     const runner = createRunner({ ledger, random: () => 0.5 });

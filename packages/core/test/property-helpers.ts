@@ -28,3 +28,10 @@ export function sandboxOnVirtualClock(behaviour: SandboxBehaviour, faults: reado
   for (const f of faults) provider.failNext(f);
   return { clock, provider, adapter: createSandboxAdapter({ provider }) };
 }
+
+/** Faults every property test draws from: a not-applied answer (Retry-After up to `maxRetryAfterMs`) and lost answers. */
+export const commonFaultArbs = (maxRetryAfterMs: number): fc.Arbitrary<SandboxFault>[] => [
+  fc.record({ kind: fc.constant('not-applied' as const), retryAfterMs: fc.integer({ min: 0, max: maxRetryAfterMs }) }),
+  fc.constant({ kind: 'unknown-after-commit' as const }),
+  fc.constant({ kind: 'unknown-before-commit' as const }),
+];

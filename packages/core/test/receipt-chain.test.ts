@@ -15,9 +15,9 @@ import {
 } from '@retrysafe/core';
 import { receiptHash, sealReceipt } from '@retrysafe/core/internal';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
-import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { afterAll, describe, expect, it } from 'vitest';
-import { REPLAYING, setup } from './helpers.js';
+import { setup } from './helpers.js';
 
 /** A connection of its own to the ledger file, to edit it from outside. */
 const rawSqlite = (path: string) => new DatabaseSync(path);
@@ -127,7 +127,7 @@ describe('receipt chain: anchored on the row, keyed with an HMAC, verifiable off
   it('SQLite: a deleted tail, or every receipt deleted, is a break', async () => {
     const path = join(dir, 'tampered.db');
     const clock = createVirtualClock();
-    const provider = createSandboxProvider({ ...REPLAYING, clock: clock.now, sleep: clock.sleep });
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
     const adapter = createSandboxAdapter({ provider });
     let ledger = createSqliteLedger({ path });
     const r = await createRunner({ ledger, clock }).run(adapter, OP, { params: { ref: 'legacy-1' } });

@@ -3,9 +3,8 @@
 
 import { asBusinessOperationId, fingerprint, type Ledger, LedgerError, type ProviderKey } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
-import { createSandboxAdapter, createSandboxProvider } from '@retrysafe/sandbox';
+import { createSandboxAdapter, createSandboxProvider, REPLAYING_BEHAVIOUR } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
-import { REPLAYING } from './helpers.js';
 
 /** A ledger whose writes for one operation fail (a row the disk cannot take); handOff too when `all`. */
 function poisoned(inner: Ledger, badId: string, all: boolean): Ledger {
@@ -48,7 +47,7 @@ describe('recover() isolates each record', () => {
   for (const all of [false, true]) {
     it(`a record whose writes fail${all ? ' (handoff too)' : ''} is reported with its error; the healthy records behind it are driven`, async () => {
       const clock = createVirtualClock();
-      const provider = createSandboxProvider({ ...REPLAYING, clock: clock.now, sleep: clock.sleep });
+      const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
       const adapter = createSandboxAdapter({ provider });
       const inner = createMemoryLedger();
       const bad = await leftDispatched(inner, 'a-bad', clock.now());
@@ -93,7 +92,7 @@ describe('recover() isolates each record', () => {
 
   it('a stored record over the payload limits is handed off (PayloadLimitError), not thrown out of recover()', async () => {
     const clock = createVirtualClock();
-    const provider = createSandboxProvider({ ...REPLAYING, clock: clock.now, sleep: clock.sleep });
+    const provider = createSandboxProvider({ ...REPLAYING_BEHAVIOUR, clock: clock.now, sleep: clock.sleep });
     const adapter = createSandboxAdapter({ provider });
     const ledger = createMemoryLedger();
     let deep: Record<string, unknown> = { leaf: 1 };

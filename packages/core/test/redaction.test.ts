@@ -6,6 +6,7 @@ import { createRedactor, detectSensitive, isSecretKey } from '@retrysafe/core/in
 import { afterAll, describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
 
+const REDACTED = '[redacted]';
 const SECRET = 'sk_live_51Hq9ZsEcReTvAlUe0xyz';
 const PII = 'alice.private@example.test';
 const PHONE = '+44 7700 900123';
@@ -58,22 +59,21 @@ describe('redaction: a secret and PII in params never reach receipts, packets, e
     const r = createRedactor({ fields: ['email', 'card.number'], patterns: [/ACCT-\d+/] }).withValuesFrom({
       email: 'bob@example.test',
     });
-    expect(
-      r.params({
-        a: { email: 'x@y.z' },
-        card: { number: '4242', exp: '12/30' },
-        number: 7,
-        password: 'hunter2',
-        list: [{ token: 't' }],
-        text: 'Bearer abc.def ACCT-991',
-      }),
-    ).toEqual({
-      a: { email: '[redacted]' },
-      card: { number: '[redacted]', exp: '12/30' },
+    const input = {
+      a: { email: 'x@y.z' },
+      card: { number: '4242', exp: '12/30' },
       number: 7,
-      password: '[redacted]',
-      list: [{ token: '[redacted]' }],
-      text: '[redacted] [redacted]',
+      password: 'hunter2',
+      list: [{ token: 't' }],
+      text: 'Bearer abc.def ACCT-991',
+    };
+    expect(r.params(input)).toEqual({
+      ...input,
+      a: { email: REDACTED },
+      card: { number: REDACTED, exp: '12/30' },
+      password: REDACTED,
+      list: [{ token: REDACTED }],
+      text: `${REDACTED} ${REDACTED}`,
     });
     expect(r.text('failed for bob@example.test with sk_test_abcdef1234')).toBe('failed for [redacted] with [redacted]');
   });
@@ -166,6 +166,41 @@ describe('redaction: a secret and PII in params never reach receipts, packets, e
       'hubspot object 17000000000001',
     ])
       expect(r.text(s), s).toBe(s);
+  });
+
+  it('params(): each rule blanks its own part, plain params come back as they are', () => {
+    const r = createRedactor({ fields: ['customer.phone'], patterns: [/ACCT-\d+/] });
+    const plain = { orderRef: 'A-17', amount: 1500, lines: [{ sku: 's1', qty: 2 }] };
+    expect(r.params(plain)).toEqual(plain);
+    expect(r.params({ orderRef: 'A-17', password: 'hunter2' })).toEqual({ orderRef: 'A-17', password: REDACTED });
+    expect(r.params({ customer: { phone: '+44 1' } })).toEqual({ customer: { phone: REDACTED } });
+    expect(r.params({ note: 'mail alice@example.test' })).toEqual({ note: `mail ${REDACTED}` });
+    expect(r.params({ 'alice@example.test': 1 })).toEqual({ [REDACTED]: 1 });
+    expect(r.params({ note: 'ACCT-991' })).toEqual({ note: REDACTED });
+    expect(r.params({ n: 4242424242424242 })).toEqual({ n: REDACTED });
+    expect(r.withValuesFrom({ password: 'hunter22' }).params({ note: 'it is hunter22' })).toEqual({
+      note: `it is ${REDACTED}`,
+    });
+  });
+
+  it("text() gives the same answer on every call, and never one redactor's answer to another", () => {
+    const plain = createRedactor();
+    const withValue = plain.withValuesFrom({ password: 'hunter22' });
+    const t = 'login hunter22 failed';
+    expect(plain.text(t)).toBe(t);
+    expect(withValue.text(t)).toBe('login [redacted] failed');
+    expect(plain.text(t)).toBe(t); // the other redactor's answer is not this one's
+    expect(withValue.text(t)).toBe('login [redacted] failed');
+    const long = `${'x'.repeat(200)} alice@example.test`;
+    expect(withValue.text(long)).toBe(`${'x'.repeat(200)} [redacted]`);
+  });
+
+  it('blanks a bearer token, a card number and an email address inside text', () => {
+    const r = createRedactor();
+    expect(r.text('Authorization: Bearer abc.def-ghi')).toBe('Authorization: [redacted]');
+    expect(r.text('card 4242 4242 4242 4242 ok')).toBe('card [redacted] ok');
+    expect(r.text('mail me at someone@example.com')).toBe('mail me at [redacted]');
+    expect(r.text('the provider performed it')).toBe('the provider performed it');
   });
 
   it('PII detectors are on by default; pii: false turns them off, never the secret ones', () => {

@@ -3,7 +3,7 @@
 
 import { UnsafeResumeError } from '@retrysafe/contract';
 import { describe, expect, it } from 'vitest';
-import { setup } from './helpers.js';
+import { expectForcedResume, setup } from './helpers.js';
 
 const OP = 'records.create';
 const FORGETFUL = { replays: false, retentionMs: null, lookup: 'none' } as const;
@@ -34,13 +34,7 @@ describe('runner.resolve(id, { action: "resume" }) and an unsafe packet', () => 
     await expect(
       runner.resolve(r.businessOperationId, { action: 'resume' }, { adapters: [adapter] }),
     ).rejects.toSatisfy(UnsafeResumeError.isInstance);
-    const resumed = await runner.resolve(
-      r.businessOperationId,
-      { action: 'resume', force: true },
-      { adapters: [adapter], by: 'alice' },
-    );
-    expect(resumed.status).toBe('done');
-    expect(provider.count()).toBe(1);
+    await expectForcedResume({ provider, adapter, runner }, r.businessOperationId);
   });
 
   it('a packet that marks resume safe needs no force', async () => {

@@ -1,16 +1,10 @@
 import { type RetryPolicy, RunnerConfigurationError } from '@retrysafe/core';
 import { backoffMs, planRetry, resolvePolicy } from '@retrysafe/core/internal';
-import { sandboxCreateCard } from '@retrysafe/sandbox';
+import { REPLAYING_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
-const card = sandboxCreateCard({
-  replays: true,
-  retentionMs: 86_400_000,
-  parameterMatching: 'mismatch-error',
-  concurrency: 'rejects-in-progress',
-  lookup: 'get-by-key',
-});
+const card = sandboxCreateCard(REPLAYING_BEHAVIOUR);
 
 const policyArb = fc
   .record({
@@ -44,7 +38,7 @@ function simulate(policy: RetryPolicy, retryAfters: (number | undefined)[], rand
       policy,
       () => randoms[i % randoms.length]!,
     );
-    if (!plan.retry) return { calls, waits, start, stop: plan.reason };
+    if (!plan.retry) return { calls, waits, start, stop: plan.detail };
     waits.push({ waited: plan.delayMs, asked });
     now += plan.delayMs;
     calls.push(now);

@@ -7,7 +7,8 @@ import {
   UnknownOperationError,
   UnsupportedSpecificationVersionError,
 } from '@retrysafe/contract';
-import { type RunResult, verifyReceiptChain } from '@retrysafe/core';
+import { type RunnerOptions, type RunResult, verifyReceiptChain } from '@retrysafe/core';
+import type { SandboxBehaviour, SandboxFault } from '@retrysafe/sandbox';
 import { describe, expect, it } from 'vitest';
 import { setup } from './helpers.js';
 
@@ -22,16 +23,29 @@ function expectStatus<S extends RunResult['status']>(
   expect(r.status).toBe(status);
 }
 
+/** A runner on a sandbox with `behaviour`, `faults` queued, and one run of the order. */
+async function runOnce(
+  behaviour: Partial<SandboxBehaviour> = {},
+  options: Partial<RunnerOptions> = {},
+  faults: readonly SandboxFault[] = [],
+) {
+  const s = setup(behaviour, options);
+  for (const f of faults) s.provider.failNext(f);
+  return { ...s, r: await s.runner.run(s.adapter, OP, { params: params() }) };
+}
+
+type Sandbox = ReturnType<typeof setup>['provider'];
+const counts = (provider: Sandbox, r: { attempts: number }) => ({
+  records: provider.count(),
+  calls: provider.calls(),
+  attempts: r.attempts,
+});
+
 describe('runner.run with the sandbox: every outcome path, counted exactly', () => {
   it('clean success: 1 record, 1 attempt, not adopted', async () => {
-    const { provider, adapter, runner } = setup();
-    const r = await runner.run(adapter, OP, { params: params() });
+    const { provider, r } = await runOnce();
     expectStatus(r, 'done');
-    expect({ records: provider.count(), calls: provider.calls(), attempts: r.attempts }).toEqual({
-      records: 1,
-      calls: 1,
-      attempts: 1,
-    });
+    expect(counts(provider, r)).toEqual({ records: 1, calls: 1, attempts: 1 });
     expect(r.adopted).toBe(false);
     expect(r.providerRef).toBe(provider.records()[0]!.id);
     expect(r.receipts.map((x) => x.kind)).toEqual(['dispatch']);
@@ -39,15 +53,9 @@ describe('runner.run with the sandbox: every outcome path, counted exactly', () 
   });
 
   it('lost response + replaying provider: 1 record, 2 attempts, result adopted', async () => {
-    const { provider, adapter, runner } = setup();
-    provider.failNext({ kind: 'unknown-after-commit' });
-    const r = await runner.run(adapter, OP, { params: params() });
+    const { provider, r } = await runOnce({}, {}, [{ kind: 'unknown-after-commit' }]);
     expectStatus(r, 'done');
-    expect({ records: provider.count(), calls: provider.calls(), attempts: r.attempts }).toEqual({
-      records: 1,
-      calls: 2,
-      attempts: 2,
-    });
+    expect(counts(provider, r)).toEqual({ records: 1, calls: 2, attempts: 2 });
     expect(r.adopted).toBe(true);
     expect(r.providerRef).toBe(provider.records()[0]!.id);
     expect(r.receipts.map((x) => [x.kind, x.outcome])).toEqual([
@@ -58,114 +66,93 @@ describe('runner.run with the sandbox: every outcome path, counted exactly', () 
   });
 
   it('lost response + provider without replay but with lookup: 1 record, 1 attempt, adopted through the lookup', async () => {
-    const { provider, adapter, runner } = setup({ replays: false, retentionMs: null });
-    provider.failNext({ kind: 'unknown-after-commit' });
-    const r = await runner.run(adapter, OP, { params: params() });
-    expect(r.status === 'done' && r.adopted).toBe(true);
-    expect({ records: provider.count(), calls: provider.calls() }).toEqual({ records: 1, calls: 1 });
+    const { provider, r } = await runOnce({ replays: false, retentionMs: null }, {}, [
+      { kind: 'unknown-after-commit' },
+    ]);
+    expectStatus(r, 'done');
+    expect(r.adopted).toBe(true);
+    expect(counts(provider, r)).toEqual({ records: 1, calls: 1, attempts: 1 });
     expect(provider.lookups()).toBe(1);
-    expect(r.status === 'done' && r.receipts.map((x) => [x.kind, x.outcome])).toEqual([
+    expect(r.receipts.map((x) => [x.kind, x.outcome])).toEqual([
       ['dispatch', 'unknown'],
       ['lookup', 'found'],
     ]);
   });
 
   it('unknown before commit + no replay + lookup: lookup says not found, then one bounded retry: 1 record, 2 attempts', async () => {
-    const { provider, adapter, runner } = setup({ replays: false, retentionMs: null, lateApplyMs: 0 });
-    provider.failNext({ kind: 'unknown-before-commit' });
-    const r = await runner.run(adapter, OP, { params: params() });
-    expect(r.status === 'done' && r.adopted).toBe(false);
-    expect(provider.count()).toBe(1);
-    expect(r.status === 'done' && r.attempts).toBe(2);
-    expect(r.status === 'done' && r.receipts.map((x) => x.outcome)).toEqual(['unknown', 'not-found', 'succeeded']);
+    const { provider, r } = await runOnce({ replays: false, retentionMs: null, lateApplyMs: 0 }, {}, [
+      { kind: 'unknown-before-commit' },
+    ]);
+    expectStatus(r, 'done');
+    expect(r.adopted).toBe(false);
+    expect(counts(provider, r)).toEqual({ records: 1, calls: 2, attempts: 2 });
+    expect(r.receipts.map((x) => x.outcome)).toEqual(['unknown', 'not-found', 'succeeded']);
   });
 
   it('lost response + no replay + no lookup: 1 record, 1 attempt, handoff unknown-no-safe-resend (never a blind resend)', async () => {
-    const { provider, adapter, runner, packets } = setup({ replays: false, retentionMs: null, lookup: 'none' });
-    provider.failNext({ kind: 'unknown-after-commit' });
-    const r = await runner.run(adapter, OP, { params: params() });
+    const { provider, r, packets } = await runOnce({ replays: false, retentionMs: null, lookup: 'none' }, {}, [
+      { kind: 'unknown-after-commit' },
+    ]);
     expectStatus(r, 'handed-off');
-    expect({ records: provider.count(), calls: provider.calls(), attempts: r.attempts }).toEqual({
-      records: 1,
-      calls: 1,
-      attempts: 1,
-    });
+    expect(counts(provider, r)).toEqual({ records: 1, calls: 1, attempts: 1 });
     expect(r.packet.reason).toBe('unknown-no-safe-resend');
     expect(r.packet.safeNextActions.find((a) => a.action === 'resume')?.safe).toBe(false);
     expect(packets).toEqual([r.packet]);
   });
 
   it('permanent error: 1 attempt, 0 records, handoff rejected', async () => {
-    const { provider, adapter, runner, ledger } = setup();
-    provider.failNext({ kind: 'rejected', message: 'amount must be positive' });
-    const r = await runner.run(adapter, OP, { params: params() });
+    const { provider, r, ledger } = await runOnce({}, {}, [{ kind: 'rejected', message: 'amount must be positive' }]);
     expectStatus(r, 'handed-off');
-    expect({ records: provider.count(), calls: provider.calls(), attempts: r.attempts }).toEqual({
-      records: 0,
-      calls: 1,
-      attempts: 1,
-    });
+    expect(counts(provider, r)).toEqual({ records: 0, calls: 1, attempts: 1 });
     expect(r.packet.reason).toBe('rejected');
     expect(r.packet.lastKnown).toMatchObject({ outcome: 'rejected', status: 400 });
     expect((await ledger.get(r.businessOperationId))!.state).toBe('handed-off');
   });
 
   it('5 transient failures with max 4: exactly 4 attempts, then handoff retry-exhausted', async () => {
-    const { provider, adapter, runner } = setup({}, { policy: { maxAttempts: 4 } });
-    provider.failNext({ kind: 'not-applied', retryAfterMs: 1000 }, 5);
-    const r = await runner.run(adapter, OP, { params: params() });
+    const transient: SandboxFault = { kind: 'not-applied', retryAfterMs: 1000 };
+    const { provider, r } = await runOnce({}, { policy: { maxAttempts: 4 } }, Array(5).fill(transient));
     expectStatus(r, 'handed-off');
-    expect({ records: provider.count(), calls: provider.calls(), attempts: r.attempts }).toEqual({
-      records: 0,
-      calls: 4,
-      attempts: 4,
-    });
+    expect(counts(provider, r)).toEqual({ records: 0, calls: 4, attempts: 4 });
     expect(r.packet.reason).toBe('retry-exhausted');
     expect(r.error?.name).toBe('RetryExhaustedError');
     expect(r.error?.attempts).toHaveLength(4);
   });
 
   it('3 transient failures with max 4: succeeds on the 4th, 1 record, and every wait honoured Retry-After', async () => {
-    const { provider, adapter, runner, clock } = setup({}, { policy: { maxAttempts: 4 } });
-    provider.failNext({ kind: 'not-applied', retryAfterMs: 2000 }, 3);
-    const r = await runner.run(adapter, OP, { params: params() });
-    expect(r.status === 'done' && r.attempts).toBe(4);
-    expect(provider.count()).toBe(1);
-    const waits = r.status === 'done' ? r.receipts.slice(0, 3).map((x) => x.decision.delayMs) : [];
+    const transient: SandboxFault = { kind: 'not-applied', retryAfterMs: 2000 };
+    const { provider, r, clock } = await runOnce({}, { policy: { maxAttempts: 4 } }, Array(3).fill(transient));
+    expectStatus(r, 'done');
+    expect(counts(provider, r)).toEqual({ records: 1, calls: 4, attempts: 4 });
+    const waits = r.receipts.slice(0, 3).map((x) => x.decision.delayMs);
     expect(waits).toHaveLength(3);
     for (const w of waits) expect(w).toBeGreaterThanOrEqual(2000);
     expect(clock.sleeps.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(6000);
   });
 
   it('lost response, then a 429 on the same-key re-send: the operation stays unknown (not claimed), and still ends with 1 record', async () => {
-    const { provider, adapter, runner, ledger } = setup();
-    provider.failNext({ kind: 'unknown-after-commit' });
-    provider.failNext({ kind: 'not-applied', retryAfterMs: 1000 });
-    const states: string[] = [];
-    const r = await runner.run(adapter, OP, { params: params('ua-1') });
-    for (const x of r.status === 'done' ? r.receipts : []) states.push(`${x.outcome}`);
-    expect(states).toEqual(['unknown', 'not-applied', 'replayed']);
+    const { provider, r, ledger } = await runOnce({}, {}, [
+      { kind: 'unknown-after-commit' },
+      { kind: 'not-applied', retryAfterMs: 1000 },
+    ]);
+    expectStatus(r, 'done');
+    expect(r.receipts.map((x) => x.outcome)).toEqual(['unknown', 'not-applied', 'replayed']);
     expect(provider.count()).toBe(1);
     expect((await ledger.get(r.businessOperationId))!.state).toBe('succeeded');
   });
 
   it('Retry-After beyond its cap: stops rather than calling sooner than asked', async () => {
-    const { provider, adapter, runner } = setup({}, { policy: { retryAfterCapMs: 5000 } });
-    provider.failNext({ kind: 'not-applied', retryAfterMs: 60_000 });
-    const r = await runner.run(adapter, OP, { params: params() });
+    const { provider, r } = await runOnce({}, { policy: { retryAfterCapMs: 5000 } }, [
+      { kind: 'not-applied', retryAfterMs: 60_000 },
+    ]);
     expect(r.status === 'handed-off' && r.packet.reason).toBe('retry-exhausted');
     expect(provider.calls()).toBe(1);
   });
 
   it('in-progress (202 + processing): polls the lookup, never a second work item: 1 record, 1 attempt', async () => {
-    const { provider, adapter, runner } = setup({ processingMs: 3000 });
-    const r = await runner.run(adapter, OP, { params: params() });
+    const { provider, r } = await runOnce({ processingMs: 3000 });
     expectStatus(r, 'done');
-    expect({ records: provider.count(), calls: provider.calls(), attempts: r.attempts }).toEqual({
-      records: 1,
-      calls: 1,
-      attempts: 1,
-    });
+    expect(counts(provider, r)).toEqual({ records: 1, calls: 1, attempts: 1 });
     expect(r.adopted).toBe(true);
     expect(r.receipts[0]!.outcome).toBe('in-progress');
     expect(r.receipts.slice(1).every((x) => x.kind === 'poll')).toBe(true);
@@ -173,18 +160,15 @@ describe('runner.run with the sandbox: every outcome path, counted exactly', () 
   });
 
   it('in-progress past the lookup window: handoff in-progress-window-exhausted, still 1 record', async () => {
-    const { provider, adapter, runner } = setup({ processingMs: 600_000 }, { policy: { lookupWindowMs: 10_000 } });
-    const r = await runner.run(adapter, OP, { params: params() });
+    const { provider, r } = await runOnce({ processingMs: 600_000 }, { policy: { lookupWindowMs: 10_000 } });
     expect(r.status === 'handed-off' && r.packet.reason).toBe('in-progress-window-exhausted');
     expect({ records: provider.count(), calls: provider.calls() }).toEqual({ records: 1, calls: 1 });
   });
 
   it('in-progress without lookup, replaying provider: polls by re-sending the same key (409 then replay): 1 record', async () => {
-    const { provider, adapter, runner } = setup({ processingMs: 1500, lookup: 'none' });
-    const r = await runner.run(adapter, OP, { params: params() });
-    expect(r.status).toBe('done');
+    const { provider, r } = await runOnce({ processingMs: 1500, lookup: 'none' });
+    expectStatus(r, 'done');
     expect(provider.count()).toBe(1);
-    if (r.status !== 'done') return;
     expect(r.receipts[0]!.outcome).toBe('in-progress');
     expect(r.receipts.at(-1)!.outcome).toBe('replayed');
     expect(r.attempts).toBe(provider.calls());
@@ -206,23 +190,24 @@ describe('runner.run with the sandbox: every outcome path, counted exactly', () 
     const { provider, adapter, runner, clock } = setup({ retentionMs: 60_000 });
     loseFirstAndAge(provider, clock, 61_000);
     const r = await runner.run(adapter, OP, { params: params() });
-    expect(r.status === 'done' && r.adopted).toBe(true);
-    expect(r.status === 'done' && r.attempts).toBe(1);
+    expectStatus(r, 'done');
+    expect(r.adopted).toBe(true);
+    expect(r.attempts).toBe(1);
     expect(provider.count()).toBe(1);
   });
 
   it('lookup inside the consistency delay: cannot tell, keeps polling, then finds it: 1 record', async () => {
-    const { provider, adapter, runner } = setup({ replays: false, retentionMs: null, lookupDelayMs: 5000 });
-    provider.failNext({ kind: 'unknown-after-commit' });
-    const r = await runner.run(adapter, OP, { params: params() });
-    expect(r.status === 'done' && r.adopted).toBe(true);
+    const { provider, r } = await runOnce({ replays: false, retentionMs: null, lookupDelayMs: 5000 }, {}, [
+      { kind: 'unknown-after-commit' },
+    ]);
+    expectStatus(r, 'done');
+    expect(r.adopted).toBe(true);
     expect(provider.count()).toBe(1);
-    expect(r.status === 'done' && r.receipts.some((x) => x.outcome === 'cannot-tell')).toBe(true);
+    expect(r.receipts.some((x) => x.outcome === 'cannot-tell')).toBe(true);
   });
 
   it('a second run of a finished operation adopts the stored result, nothing sent', async () => {
-    const { provider, adapter, runner } = setup();
-    const a = await runner.run(adapter, OP, { params: params() });
+    const { provider, adapter, runner, r: a } = await runOnce();
     const b = await runner.run(adapter, OP, { params: params() });
     expect(provider.calls()).toBe(1);
     expect(b.status === 'done' && b.adopted).toBe(true);

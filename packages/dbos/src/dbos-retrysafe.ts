@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import {
   type AdapterV1,
+  type BusinessOperationId,
   type HandoffPacket,
   type HandoffSink,
   InvalidStateError,
@@ -127,6 +128,9 @@ export interface DbosRetrysafe {
   close(): Promise<void>;
 }
 
+const RUN_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const hash = (s: string) => createHash('sha256').update(s).digest('hex');
+
 /** The DBOS message topic a workflow waits on for the resolution of one handed-off operation. */
 export const resolutionTopic = (businessOperationId: string): string => `retrysafe.resolution:${businessOperationId}`;
 /** The DBOS event key under which a waiting workflow publishes its handed-off outcome. */
@@ -146,28 +150,17 @@ export async function sendResolution(
     throw new TypeError(
       'resolution must be { action: "resume", force? } | { action: "mark-done", providerRef } | { action: "abandon" }',
     );
-  const digest = createHash('sha256')
-    .update(
-      JSON.stringify([
-        businessOperationId,
-        resolution.action,
-        'providerRef' in resolution ? resolution.providerRef : null,
-      ]),
-    )
-    .digest('hex')
-    .slice(0, 32);
+  const providerRef = 'providerRef' in resolution ? resolution.providerRef : null;
+  const digest = hash(JSON.stringify([businessOperationId, resolution.action, providerRef])).slice(0, 32);
   await sender.send(workflowId, resolution, resolutionTopic(businessOperationId), `retrysafe-resolution-${digest}`);
 }
-
-const RUN_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const hash = (s: string, n: number) => createHash('sha256').update(s).digest('hex').slice(0, n);
 
 /**
  * The run id of a DBOS workflow: its workflow id when the contract accepts it as one (DBOS's default
  * UUIDs always are), else `dbos-wf-` and a hash of it.
  */
 export function runIdForWorkflow(workflowId: string): string {
-  return RUN_ID.test(workflowId) && workflowId.length <= 96 ? workflowId : `dbos-wf-${hash(workflowId, 40)}`;
+  return RUN_ID.test(workflowId) && workflowId.length <= 96 ? workflowId : `dbos-wf-${hash(workflowId).slice(0, 40)}`;
 }
 
 /**
@@ -211,69 +204,149 @@ function isResolution(r: unknown): r is DbosResolutionMessage {
 }
 
 function fromRunResult(r: RunResult | ResolveResult): DbosOperationOutcome {
-  switch (r.status) {
-    case 'done':
-      return {
-        status: 'done',
-        businessOperationId: r.businessOperationId,
-        result: r.result ?? null,
-        providerRef: r.providerRef,
-        adopted: r.adopted,
-        attempts: r.attempts,
-      };
-    case 'in-progress':
-      return {
-        status: 'in-progress',
-        businessOperationId: r.businessOperationId,
-        statusRef: r.statusRef,
-        retryAfterMs: r.retryAfterMs,
-      };
-    case 'handed-off':
-      return {
-        status: 'handed-off',
-        businessOperationId: r.businessOperationId,
-        reason: r.packet.reason,
-        explanation: r.packet.explanation,
-        safeNextActions: r.packet.safeNextActions,
-        packet: r.packet,
-      };
-    case 'resolved':
-      return {
-        status: 'resolved',
-        businessOperationId: r.businessOperationId,
-        state: r.state,
-        providerRef: r.providerRef,
-      };
+  if (r.status === 'done') {
+    const { receipts: _receipts, ...done } = r;
+    return { ...done, result: r.result ?? null };
   }
+  if (r.status !== 'handed-off') return r; // in-progress and resolved carry no receipts: as they are
+  const { reason, explanation, safeNextActions } = r.packet;
+  return {
+    status: 'handed-off',
+    businessOperationId: r.businessOperationId,
+    reason,
+    explanation,
+    safeNextActions,
+    packet: r.packet,
+  };
 }
 
 /** A resolution made outside the workflow (CLI, another process), read back from the ledger; null while still open. */
 function fromRecord(rec: OperationRecord): DbosOperationOutcome | null {
+  const { businessOperationId, providerRef } = rec;
+  if (rec.state === 'abandoned' || (rec.state === 'succeeded' && rec.resolution?.action === 'mark-done'))
+    return { status: 'resolved', businessOperationId, state: rec.state, providerRef };
   if (rec.state === 'succeeded') {
-    return rec.resolution?.action === 'mark-done'
-      ? {
-          status: 'resolved',
-          businessOperationId: rec.businessOperationId,
-          state: 'succeeded',
-          providerRef: rec.providerRef,
-        }
-      : {
-          status: 'done',
-          businessOperationId: rec.businessOperationId,
-          result: rec.result ?? null,
-          providerRef: rec.providerRef,
-          adopted: true,
-          attempts: rec.attemptCount,
-        };
+    const result = rec.result ?? null;
+    return { status: 'done', businessOperationId, result, providerRef, adopted: true, attempts: rec.attemptCount };
   }
-  if (rec.state === 'abandoned')
-    return {
-      status: 'resolved',
-      businessOperationId: rec.businessOperationId,
-      state: 'abandoned',
-      providerRef: rec.providerRef,
-    };
   return null; // still handed off, or being resumed by someone else
+}
+
+interface Parts {
+  readonly runner: Runner;
+  readonly ledger: PostgresLedger;
+}
+
+/** The DBOS ids of the code running now; refuses any context in which DBOS would retry it. */
+function dbosIds(): { runId: string; inStep: boolean } {
+  const workflowId = DBOS.workflowID;
+  if (workflowId === undefined)
+    throw new DbosStepConfigurationError(
+      'not-in-workflow',
+      'a wrapped operation runs inside a DBOS workflow (or one of its steps); outside one, call runner.run directly',
+    );
+  const inStep = DBOS.isInStep();
+  const maxAttempts = inStep ? DBOS.stepStatus?.maxAttempts : undefined;
+  if (maxAttempts !== undefined && maxAttempts > 1)
+    throw new DbosStepConfigurationError(
+      'engine-retries',
+      `called inside a DBOS step that DBOS retries (maxAttempts ${maxAttempts}): register that step with retries off`,
+    );
+  return { runId: runIdForWorkflow(workflowId), inStep };
+}
+
+/** Runs `body` as a DBOS step with retries off, or directly when already inside a step. */
+function asStep<T>(name: string, inStep: boolean, runId: string, body: (attemptIds: () => string) => Promise<T>) {
+  const inner = () => body(attemptIdsForStep(runId, DBOS.stepID ?? 0));
+  return inStep ? inner() : DBOS.runStep(inner, { name, retriesAllowed: false });
+}
+
+async function runOperation(
+  { runner }: Parts,
+  adapter: AdapterV1,
+  operation: string,
+  input: DbosRunInput,
+  stepOptions?: DbosStepOptions,
+): Promise<DbosOperationOutcome> {
+  refuseEngineRetries(stepOptions);
+  const { runId, inStep } = dbosIds();
+  const spec = Object.hasOwn(adapter?.operations ?? {}, operation) ? adapter.operations[operation] : undefined;
+  const name = stepOptions?.name ?? `retrysafe:${spec?.card.operation ?? operation}`;
+  const rounds = inStep ? 0 : Math.max(0, stepOptions?.inProgressRounds ?? 20);
+  const { params, businessOperationId, intent } = input;
+  for (let round = 0; ; round++) {
+    const outcome = await asStep(name, inStep, runId, async (attemptIds) =>
+      fromRunResult(
+        await runner.run(adapter, operation, {
+          params,
+          businessOperationId,
+          intent,
+          runId,
+          attemptIds,
+          signal: DBOS.stepStatus?.cancelSignal,
+        }),
+      ),
+    );
+    if (outcome.status !== 'in-progress' || round >= rounds) return outcome;
+    await DBOS.sleep(Math.min(Math.max(outcome.retryAfterMs, 50), 60_000));
+  }
+}
+
+/** Carries out a person's decision if one came, then reports what the ledger holds (null while still open). */
+async function resolveStep(
+  { runner, ledger }: Parts,
+  adapter: AdapterV1,
+  id: BusinessOperationId,
+  message: unknown,
+  runId: string,
+  attemptIds: () => string,
+): Promise<DbosOperationOutcome | null> {
+  if (message !== null && isResolution(message)) {
+    const by = typeof message.by === 'string' ? message.by : undefined;
+    try {
+      return fromRunResult(await runner.resolve(id, message, { adapters: [adapter], runId, attemptIds, by }));
+    } catch (err) {
+      // An unsafe resume without { force: true } is refused: the workflow keeps waiting for a decision it can carry out.
+      if (UnsafeResumeError.isInstance(err)) return null;
+      // Resolved elsewhere in the meantime: report what the ledger holds.
+      if (!InvalidStateError.isInstance(err)) throw err;
+    }
+  }
+  const rec = await ledger.get(id);
+  return rec ? fromRecord(rec) : null;
+}
+
+async function awaitResolution(
+  parts: Parts,
+  adapter: AdapterV1,
+  outcome: DbosOperationOutcome,
+  waitOptions: AwaitResolutionOptions = {},
+): Promise<DbosOperationOutcome> {
+  if (outcome.status !== 'handed-off') return outcome;
+  const { runId, inStep } = dbosIds();
+  if (inStep)
+    throw new DbosStepConfigurationError(
+      'not-in-workflow',
+      'awaitResolution waits with DBOS.recv, which runs in the workflow itself, not inside a step',
+    );
+  const id = outcome.businessOperationId;
+  const pollSeconds = Math.max(1, waitOptions.pollSeconds ?? 60);
+  await DBOS.setEvent(handoffEventKey(id), outcome);
+  const deadline = (await DBOS.now()) + Math.max(0, waitOptions.timeoutSeconds ?? 7 * 86_400) * 1000;
+  for (;;) {
+    const left = deadline - (await DBOS.now());
+    if (left <= 0) return outcome;
+    const message = await DBOS.recv<unknown>(
+      resolutionTopic(id),
+      Math.max(1, Math.min(pollSeconds, Math.ceil(left / 1000))),
+    );
+    const next = await asStep(`retrysafe:resolve:${outcome.packet.operation}`, false, runId, (attemptIds) =>
+      resolveStep(parts, adapter, id, message, runId, attemptIds),
+    );
+    if (next === null || next.status === 'in-progress') continue;
+    await DBOS.setEvent(handoffEventKey(id), next);
+    return next;
+  }
 }
 
 /**
@@ -281,171 +354,30 @@ function fromRecord(rec: OperationRecord): DbosOperationOutcome | null {
  * workflow id and step id as run and attempt ids, keep their ledger on the same PostgreSQL as DBOS's
  * system database, and return handoffs as outcomes the workflow branches on.
  *
- * What is atomic with DBOS's step checkpoint: nothing of retrysafe's. The ledger's writes (the claim,
- * born `dispatched`, before the provider call; the final state with its receipt, after it) each commit
- * in their own transaction BEFORE DBOS checkpoints the step's output. A crash between any two of them
- * makes DBOS execute the step again, and the runner then decides from the ledger: adopt the recorded
- * result, or look up / re-send with the same key, or hand off — never a blind second send.
+ * Nothing of retrysafe's is atomic with DBOS's step checkpoint: the ledger's writes commit before DBOS
+ * checkpoints the step's output, so after a crash DBOS executes the step again and the runner decides
+ * from the ledger (adopt, look up / re-send with the same key, or hand off) — never a blind second send.
  */
 export function createDbosRetrysafe(options: DbosRetrysafeOptions): DbosRetrysafe {
   if (!options || (!options.databaseUrl && !options.pool))
     throw new TypeError(
       'createDbosRetrysafe needs { databaseUrl } (or { pool }): one PostgreSQL for DBOS and the ledger',
     );
+  const { databaseUrl, pool, ledgerSchema, ledgerPoolSize, ...runnerOptions } = options;
   const ledger = createPostgresLedger({
-    ...(options.pool
-      ? { pool: options.pool }
-      : { connectionString: options.databaseUrl!, poolSize: options.ledgerPoolSize ?? 10 }),
-    schema: options.ledgerSchema ?? 'retrysafe',
+    ...(pool ? { pool } : { connectionString: databaseUrl!, poolSize: ledgerPoolSize ?? 10 }),
+    schema: ledgerSchema ?? 'retrysafe',
   });
-  const runner = createRunner({
-    ledger,
-    ...(options.policy ? { policy: options.policy } : {}),
-    ...(options.redact ? { redact: options.redact } : {}),
-    ...(options.handoff ? { handoff: options.handoff } : {}),
-    ...(options.logger ? { logger: options.logger } : {}),
-    ...(options.owner ? { owner: options.owner } : {}),
-  });
-
-  /** The DBOS ids of the code running now; refuses any context in which DBOS would retry it. */
-  function dbosIds(): { runId: string; inStep: boolean } {
-    const workflowId = DBOS.workflowID;
-    if (workflowId === undefined)
-      throw new DbosStepConfigurationError(
-        'not-in-workflow',
-        'a wrapped operation runs inside a DBOS workflow (or one of its steps); outside one, call runner.run directly',
-      );
-    const inStep = DBOS.isInStep();
-    if (inStep) {
-      const status = DBOS.stepStatus;
-      if (status?.maxAttempts !== undefined && status.maxAttempts > 1) {
-        throw new DbosStepConfigurationError(
-          'engine-retries',
-          `called inside a DBOS step that DBOS retries (maxAttempts ${status.maxAttempts}): register that step with retries off`,
-        );
-      }
-    }
-    return { runId: runIdForWorkflow(workflowId), inStep };
-  }
-
-  /** Runs `body` as a DBOS step with retries off, or directly when already inside a step. */
-  async function asStep<T>(
-    name: string,
-    inStep: boolean,
-    body: (attemptIds: () => string, runId: string) => Promise<T>,
-    runId: string,
-  ): Promise<T> {
-    const inner = async () => body(attemptIdsForStep(runId, DBOS.stepID ?? 0), runId);
-    return inStep ? inner() : DBOS.runStep(inner, { name, retriesAllowed: false });
-  }
-
-  async function run(
-    adapter: AdapterV1,
-    operation: string,
-    input: DbosRunInput,
-    stepOptions?: DbosStepOptions,
-  ): Promise<DbosOperationOutcome> {
-    refuseEngineRetries(stepOptions);
-    const { runId, inStep } = dbosIds();
-    const spec = Object.hasOwn(adapter?.operations ?? {}, operation) ? adapter.operations[operation] : undefined;
-    const name = stepOptions?.name ?? `retrysafe:${spec?.card.operation ?? operation}`;
-    const rounds = inStep ? 0 : Math.max(0, stepOptions?.inProgressRounds ?? 20);
-    for (let round = 0; ; round++) {
-      const outcome = await asStep(
-        name,
-        inStep,
-        async (attemptIds, rid) => {
-          const signal = DBOS.stepStatus?.cancelSignal;
-          return fromRunResult(
-            await runner.run(adapter, operation, {
-              params: input.params,
-              ...(input.businessOperationId !== undefined ? { businessOperationId: input.businessOperationId } : {}),
-              ...(input.intent !== undefined ? { intent: input.intent } : {}),
-              runId: rid,
-              attemptIds,
-              ...(signal ? { signal } : {}),
-            }),
-          );
-        },
-        runId,
-      );
-      if (outcome.status !== 'in-progress' || round >= rounds) return outcome;
-      await DBOS.sleep(Math.min(Math.max(outcome.retryAfterMs, 50), 60_000));
-    }
-  }
-
-  async function awaitResolution(
-    adapter: AdapterV1,
-    outcome: DbosOperationOutcome,
-    waitOptions: AwaitResolutionOptions = {},
-  ): Promise<DbosOperationOutcome> {
-    if (outcome.status !== 'handed-off') return outcome;
-    const { runId, inStep } = dbosIds();
-    if (inStep)
-      throw new DbosStepConfigurationError(
-        'not-in-workflow',
-        'awaitResolution waits with DBOS.recv, which runs in the workflow itself, not inside a step',
-      );
-    const id = outcome.businessOperationId;
-    const pollSeconds = Math.max(1, waitOptions.pollSeconds ?? 60);
-    await DBOS.setEvent(handoffEventKey(id), outcome);
-    const deadline = (await DBOS.now()) + Math.max(0, waitOptions.timeoutSeconds ?? 7 * 86_400) * 1000;
-    for (;;) {
-      const left = deadline - (await DBOS.now());
-      if (left <= 0) return outcome;
-      const message = await DBOS.recv<unknown>(
-        resolutionTopic(id),
-        Math.max(1, Math.min(pollSeconds, Math.ceil(left / 1000))),
-      );
-      const next = await asStep(
-        `retrysafe:resolve:${outcome.packet.operation}`,
-        false,
-        async (attemptIds, rid): Promise<DbosOperationOutcome | null> => {
-          if (message !== null && isResolution(message)) {
-            try {
-              return fromRunResult(
-                await runner.resolve(id, message, {
-                  adapters: [adapter],
-                  runId: rid,
-                  attemptIds,
-                  ...(typeof message.by === 'string' ? { by: message.by } : {}),
-                }),
-              );
-            } catch (err) {
-              // A resume the packet marks unsafe is refused unless the message says { force: true }: the
-              // operation stays handed off and the workflow keeps waiting for a decision that can be carried out.
-              if (UnsafeResumeError.isInstance(err)) return null;
-              if (!InvalidStateError.isInstance(err)) throw err;
-              // Resolved elsewhere in the meantime: report what the ledger holds.
-            }
-          }
-          const rec = await ledger.get(id);
-          return rec ? fromRecord(rec) : null;
-        },
-        runId,
-      );
-      if (next === null) continue;
-      if (next.status === 'handed-off') {
-        await DBOS.setEvent(handoffEventKey(id), next);
-        return next;
-      }
-      if (next.status === 'in-progress') continue;
-      await DBOS.setEvent(handoffEventKey(id), next);
-      return next;
-    }
-  }
-
+  const parts: Parts = { ledger, runner: createRunner({ ...runnerOptions, ledger }) };
   return {
-    runner,
-    ledger,
-    dbosConfig: () =>
-      options.pool ? { systemDatabasePool: options.pool } : { systemDatabaseUrl: options.databaseUrl! },
-    run,
+    ...parts,
+    dbosConfig: () => (pool ? { systemDatabasePool: pool } : { systemDatabaseUrl: databaseUrl! }),
+    run: (adapter, operation, input, stepOptions) => runOperation(parts, adapter, operation, input, stepOptions),
     step: (adapter, operation, stepOptions) => {
       refuseEngineRetries(stepOptions);
-      return (input) => run(adapter, operation, input, stepOptions);
+      return (input) => runOperation(parts, adapter, operation, input, stepOptions);
     },
-    awaitResolution,
+    awaitResolution: (adapter, outcome, waitOptions) => awaitResolution(parts, adapter, outcome, waitOptions),
     close: () => ledger.close(),
   };
 }

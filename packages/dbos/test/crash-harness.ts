@@ -6,12 +6,39 @@ import { fingerprint } from '@retrysafe/contract';
 import { migrate } from '@retrysafe/ledger-postgres';
 import {
   createSandboxProvider,
+  FORGETFUL_BEHAVIOUR,
   type SandboxBehaviour,
   type SandboxProvider,
   type SandboxServer,
   startSandboxServer,
 } from '@retrysafe/sandbox';
 import pg from 'pg';
+import { expect } from 'vitest';
+
+/** Lookup-only (Graph sendMail-like): every POST is a new record; a lookup by the key we stamped finds it. */
+// The loopback sandbox applies a request as it arrives: a request in flight when its worker is killed lands
+// within a second, so that is the card's late-apply bound (unknown, a lookup miss would never prove absence).
+export const LOOKUP_ONLY: SandboxBehaviour = Object.freeze({
+  ...FORGETFUL_BEHAVIOUR,
+  lookup: 'get-by-key',
+  lateApplyMs: 1000,
+});
+export const CONTROL_WORKFLOWS = 40;
+// Alone on 2 cores a phase takes 4–14 s; under a full parallel test run, up to ~30 s was seen.
+export const PHASE_TIMEOUT_MS = 90_000;
+
+/** One phase, ending inside the test's timeout, its report printed. */
+export async function crashPhase(o: Omit<CrashPhaseOptions, 'deadlineMs'>): Promise<CrashPhaseReport> {
+  const r = await runCrashPhase({ ...o, deadlineMs: PHASE_TIMEOUT_MS - 5_000 });
+  console.log(`[dbos crash] ${JSON.stringify(r)}`);
+  return r;
+}
+
+/** Exactly one provider record per workflow: none duplicated, none missing. */
+export function expectOneRecordEach(r: CrashPhaseReport, workflows: number): void {
+  const seen = { duplicated: r.duplicatedOperations, missing: r.missing, records: r.providerRecords };
+  expect(seen).toEqual({ duplicated: 0, missing: 0, records: workflows });
+}
 
 const WORKER = fileURLToPath(new URL('./fixtures/crash-worker.mjs', import.meta.url));
 

@@ -160,12 +160,7 @@ describe('a handoff is an outcome the workflow waits on, resolved by a person', 
     provider.failNext({ kind: 'rejected', message: 'amount must be positive' });
     const wfId = `handoff-resume-${tag}`;
     const h = await start(withHandoff, wfId, 'order-handoff-1');
-    const bo = await waitFor(
-      async () =>
-        (await rs.ledger.list({ states: ['handed-off'] })).find(
-          (r) => (r.params as { ref?: string }).ref === 'order-handoff-1',
-        )?.businessOperationId ?? null,
-    );
+    const bo = await handedOff('order-handoff-1');
     const published = await waitFor(async () => DBOS.getEvent<DbosOperationOutcome>(wfId, handoffEventKey(bo), 1));
     expect(published).toMatchObject({ status: 'handed-off', reason: 'rejected' });
     expect(provider.calls()).toBe(calls + 1);
@@ -186,12 +181,7 @@ describe('a handoff is an outcome the workflow waits on, resolved by a person', 
     provider.failNext({ kind: 'rejected' });
     const wfId = `handoff-abandon-${tag}`;
     const h = await start(withHandoff, wfId, 'order-handoff-2');
-    const bo = await waitFor(
-      async () =>
-        (await rs.ledger.list({ states: ['handed-off'] })).find(
-          (r) => (r.params as { ref?: string }).ref === 'order-handoff-2',
-        )?.businessOperationId ?? null,
-    );
+    const bo = await handedOff('order-handoff-2');
     await rs.runner.resolve(bo, { action: 'abandon' }, { by: 'bob' });
     const { final } = await h.getResult();
     expect(final).toEqual({ status: 'resolved', businessOperationId: bo, state: 'abandoned', providerRef: null });
@@ -211,6 +201,13 @@ describe('sendResolution', () => {
     await expect(sendResolution(DBOS, 'any', 'bo-y', { action: 'mark-done' } as never)).rejects.toThrow(TypeError);
   });
 });
+
+/** The id of the handed-off operation whose params carry `ref`, once there is one. */
+function handedOff(ref: string) {
+  const find = async () =>
+    (await rs.ledger.list({ states: ['handed-off'] })).find((r) => (r.params as { ref?: string }).ref === ref);
+  return waitFor(async () => (await find())?.businessOperationId);
+}
 
 async function waitFor<T>(fn: () => Promise<T | null | undefined>, ms = 20_000): Promise<T> {
   const end = Date.now() + ms;

@@ -41,7 +41,7 @@ function shipped(): AdapterV1[] {
       },
     }),
     createSandboxAdapter({
-      provider: createSandboxProvider({ ...REPLAYING_BEHAVIOUR }),
+      provider: createSandboxProvider(REPLAYING_BEHAVIOUR),
     }),
   ];
 }

@@ -10,11 +10,7 @@ import {
 } from '@retrysafe/contract';
 import { differingPaths, normalizeIntent, normalizeParams } from '@retrysafe/contract/rules';
 
-/**
- * How one operation's declaration decides identity and comparison: the intent's normalisation
- * (card.businessOperationId.normalize) and the params' comparison rules (intent normalisation plus
- * card.paramComparison; every other param exactly).
- */
+/** How the card compares intents (businessOperationId.normalize) and params (plus paramComparison; the rest exactly). */
 export interface Comparison {
   /** Whether any rule changes params before they are compared (else their fingerprint is their own). */
   readonly normalizes: boolean;
@@ -61,11 +57,7 @@ export interface Identity {
   readonly intentFingerprint: string;
 }
 
-/**
- * The business-operation id and intent fingerprint of a call: the digest of the intent after the
- * card's declared normalisation (the intent as written when the card declares none), or the
- * caller's own id.
- */
+/** A call's business-operation id (the caller's, or the digest of its normalised intent) and intent fingerprint. */
 export function identityOf(
   spec: OperationSpec,
   input: { params: unknown; businessOperationId?: string; intent?: Record<string, unknown> },

@@ -1,9 +1,4 @@
-/**
- * Intake: everything that can refuse an operation before its claim, and the operation object it
- * builds — the adapter and its card (adapter.ts), the payload limits and the redacted copy
- * (payload.ts), the params schema (params-schema.ts), the retry policy against the card (policy.ts), the intent's id (identity.ts), whether a
- * corrected request may supersede a stored one (supersede.ts) — assembled in operation.ts.
- */
+/** Intake: everything that can refuse an operation before its claim, and the operation object (operation.ts). */
 export { callerAttemptIds, checkAdapter, checkAdapterShape, derivedProviderKey, findAdapter } from './adapter.js';
 export { type Comparison, comparisonFor, type Identity, identityOf } from './identity.js';
 export {
@@ -11,7 +6,6 @@ export {
   type IntakeContext,
   newOperation,
   type Operation,
-  type OperationInput,
   paramsConflict,
   storedOperation,
   withProviderKey,
@@ -23,7 +17,6 @@ export {
   currentRevisionNumber,
   everyAttemptNotApplied,
   needsFreshKey,
-  nextRevision,
   revisionKeySource,
   SUPERSEDE_ACTION,
   supersedeCheck,

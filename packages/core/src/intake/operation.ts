@@ -18,12 +18,13 @@ import {
 } from '@retrysafe/contract';
 import { createRedactor, type RedactOptions, type Redactor } from '../redact.js';
 import type { PolicyOverrides, RetryPolicy } from '../retry-policy.js';
+import type { RunInput } from '../runner/types.js';
 import type { RunScope } from '../telemetry.js';
 import { callerAttemptIds, checkAdapter, derivedProviderKey } from './adapter.js';
 import { type Comparison, comparisonFor, identityOf } from './identity.js';
 import { assertParams } from './params-schema.js';
 import { type CheckedPayload, checkedPayload } from './payload.js';
-import { cachedPolicy } from './policy.js';
+import { resolvePolicy } from './policy.js';
 
 export interface Operation {
   readonly adapter: AdapterV1;
@@ -47,20 +48,9 @@ export interface Operation {
   readonly scope: RunScope | undefined;
 }
 
-/** What intake needs of the runner: its options and its cache of redactors per operation spec. */
+/** What intake needs of the runner: its redaction and policy options. */
 export interface IntakeContext {
   readonly options: { readonly redact?: RedactOptions | undefined; readonly policy?: PolicyOverrides | undefined };
-  readonly redactors: WeakMap<OperationSpec, Redactor>;
-}
-
-/** What a caller hands to run(). */
-export interface OperationInput {
-  readonly params: unknown;
-  readonly businessOperationId?: string;
-  readonly intent?: Record<string, unknown>;
-  readonly runId?: string;
-  readonly attemptIds?: () => string;
-  readonly signal?: AbortSignal;
 }
 
 /**
@@ -69,7 +59,7 @@ export interface OperationInput {
  */
 function identify(
   spec: OperationSpec,
-  input: Pick<OperationInput, 'params' | 'businessOperationId' | 'intent'>,
+  input: Pick<RunInput, 'params' | 'businessOperationId' | 'intent'>,
   rawParamsFingerprint?: string,
 ) {
   assertParams(spec, input.params);
@@ -91,30 +81,21 @@ function payloadOf(
   valuesFrom: readonly unknown[],
 ): CheckedPayload {
   return checkedPayload(params, intent, () => {
-    let redactor = ctx.redactors.get(spec);
-    if (redactor === undefined) {
-      redactor = createRedactor(ctx.options.redact ?? {}, spec.sensitiveFields ?? []);
-      ctx.redactors.set(spec, redactor);
-    }
+    let redactor = createRedactor(ctx.options.redact ?? {}, spec.sensitiveFields ?? []);
     for (const v of valuesFrom) redactor = redactor.withValuesFrom(v);
     return redactor;
   });
 }
 
 /** A new call: every check that can refuse it before anything is claimed (a refusal throws), then the operation. */
-export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: string, input: OperationInput): Operation {
+export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: string, input: RunInput): Operation {
   const spec = checkAdapter(adapter, opName);
   if (typeof input !== 'object' || input === null)
     throw new InvalidIntentError('', 'run input must be an object with params');
   const params = input.params ?? null;
   const payload = payloadOf(ctx, spec, params, input.intent ?? null, [input.params]);
   const found = identify(spec, input, payload.paramsFingerprint);
-  return {
-    adapter,
-    opName,
-    card: spec.card,
-    policy: cachedPolicy(spec.card, ctx.options.policy),
-    redactor: payload.redactor,
+  return assemble(ctx, adapter, opName, spec, payload, {
     comparison: found.comparison,
     id: found.id,
     providerKey: derivedProviderKey(adapter, opName, spec.card, found.id),
@@ -122,11 +103,23 @@ export function newOperation(ctx: IntakeContext, adapter: AdapterV1, opName: str
     params,
     intentFingerprint: found.intentFingerprint,
     paramsFingerprint: found.paramsFingerprint,
-    requestFingerprint: payload.requestFingerprint,
     signal: input.signal,
     attemptIds: callerAttemptIds(input.attemptIds),
-    scope: undefined,
-  };
+  });
+}
+
+/** The parts every operation takes from its spec and checked payload, plus the rest. */
+function assemble(
+  ctx: IntakeContext,
+  adapter: AdapterV1,
+  opName: string,
+  spec: OperationSpec,
+  payload: CheckedPayload,
+  rest: Omit<Operation, 'adapter' | 'opName' | 'card' | 'policy' | 'redactor' | 'requestFingerprint' | 'scope'>,
+): Operation {
+  const { redactor, requestFingerprint } = payload;
+  const policy = resolvePolicy(spec.card, ctx.options.policy);
+  return { adapter, opName, card: spec.card, policy, redactor, requestFingerprint, scope: undefined, ...rest };
 }
 
 /** A stored operation driven again (recover, resume): its params as stored, its recorded provider key. */
@@ -139,12 +132,7 @@ export function storedOperation(
   const { adapter, opName } = found;
   const spec = checkAdapter(adapter, opName);
   const payload = payloadOf(ctx, spec, record.params, null, [record.params]);
-  return {
-    adapter,
-    opName,
-    card: spec.card,
-    policy: cachedPolicy(spec.card, ctx.options.policy),
-    redactor: payload.redactor,
+  return assemble(ctx, adapter, opName, spec, payload, {
     comparison: comparisonFor(spec.card),
     id: record.businessOperationId,
     providerKey: record.providerKey,
@@ -152,11 +140,9 @@ export function storedOperation(
     params: record.params,
     intentFingerprint: record.intentFingerprint,
     paramsFingerprint: record.paramsFingerprint,
-    requestFingerprint: payload.requestFingerprint,
     signal: undefined,
     attemptIds: run.attemptIds,
-    scope: undefined,
-  };
+  });
 }
 
 /**

@@ -3,12 +3,8 @@ import { PAYLOAD_LIMITS } from '@retrysafe/contract/ledger';
 import type { Redactor } from '../redact.js';
 
 /**
- * The payload checks before the claim: once a row is claimed, a refusal leaves an operation that never
- * finishes, so these throw a typed error with no row written and no provider call.
- * - the depth and size limits every ledger can store (`PAYLOAD_LIMITS`), measured without deep
- *   recursion, so params nested 100 000 deep are a `PayloadLimitError`, not a `RangeError`;
- * - canonical JSON of the params and the intent (`InvalidIntentError` naming the path);
- * - the redacted copy that receipts fingerprint: redaction must not be able to throw after the claim.
+ * The payload checks run before the claim (a refusal after it would leave a row that never finishes):
+ * the ledgers' depth and size limits, canonical JSON, and the redacted copy receipts fingerprint.
  */
 export interface CheckedPayload {
   readonly paramsFingerprint: string;
@@ -38,7 +34,7 @@ export function checkedPayload(params: unknown, intent: unknown, makeRedactor: (
   let redactedJson: string;
   try {
     redactor = makeRedactor();
-    redactedJson = redactor.changes(params) ? canonicalJson(redactor.params(params)) : json;
+    redactedJson = canonicalJson(redactor.params(params));
   } catch (err) {
     if (RetrysafeError.isInstance(err) && !InvalidIntentError.isInstance(err)) throw err;
     throw new InvalidIntentError(

@@ -30,66 +30,7 @@ import {
   setStateTransition,
 } from '@retrysafe/contract/ledger';
 
-/** Thrown inside copyPlain when a value is not plain data: the whole value is then copied by structuredClone. */
-const NOT_PLAIN: unique symbol = Symbol('not plain');
-
-/**
- * A deep copy of plain data (primitives, plain objects, dense arrays) that gives what structuredClone
- * gives, without its serialise-and-parse round trip (the memory ledger copies on every call). Anything else — a Date, Map, class instance, function, symbol,
- * sparse array or array with extra keys, an own `__proto__` key, or an object reached twice (a cycle
- * or a shared reference, which structuredClone keeps shared) — hands the whole value to structuredClone,
- * so its answer (or its DataCloneError) is exactly structuredClone's.
- */
-function copyPlain(v: unknown, seen: Set<object>): unknown {
-  if (typeof v !== 'object') {
-    if (typeof v === 'function' || typeof v === 'symbol') throw NOT_PLAIN;
-    return v;
-  }
-  if (v === null) return v;
-  if (seen.has(v)) throw NOT_PLAIN;
-  seen.add(v);
-  const proto = Object.getPrototypeOf(v);
-  if (proto === Array.prototype) {
-    const a = v as unknown[];
-    const n = a.length;
-    const out = new Array<unknown>(n);
-    for (let i = 0; i < n; i++) {
-      if (!(i in a)) throw NOT_PLAIN;
-      out[i] = copyPlain(a[i], seen);
-    }
-    // Dense, so its own keys are its indices plus any extra ones: only then are there more than n.
-    if (Object.keys(a).length !== n) throw NOT_PLAIN;
-    return out;
-  }
-  if (proto !== Object.prototype && proto !== null) throw NOT_PLAIN;
-  const o = v as Record<string, unknown>;
-  const out: Record<string, unknown> = {};
-  // for-in: the own enumerable string keys in order (what structuredClone copies; symbol keys are not
-  // visited, and Object.prototype has no enumerable ones: checked in clone).
-  for (const k in o) {
-    // Assigning to `__proto__` would set the prototype: structuredClone keeps it a key.
-    if (k === '__proto__') throw NOT_PLAIN;
-    out[k] = copyPlain(o[k], seen);
-  }
-  return out;
-}
-
-/** What the ledger hands out or keeps: a copy nobody else holds (structuredClone's answer, cheaper for plain data). */
-export function clone<T>(v: T): T {
-  if (typeof v !== 'object' || v === null || prototypePolluted()) return structuredClone(v);
-  try {
-    return copyPlain(v, new Set()) as T;
-  } catch (err) {
-    if (err === NOT_PLAIN) return structuredClone(v);
-    throw err;
-  }
-}
-
-/** Whether Object.prototype has gained an enumerable key (copyPlain's for-in would then see it). */
-function prototypePolluted(): boolean {
-  for (const _ in {}) return true;
-  return false;
-}
+const clone = structuredClone;
 
 /** A ledger in this process's memory: for tests and single-process scripts. Lost when the process exits. */
 export function createMemoryLedger(): Ledger {
@@ -109,7 +50,7 @@ export function createMemoryLedger(): Ledger {
   const receiptStep = (ref: Fenced, receipt: Receipt | undefined): (() => void) => {
     if (receipt === undefined) return () => undefined;
     const list = receipts.get(ref.businessOperationId);
-    checkReceipt(ref, receipt, list !== undefined && list.length ? list[list.length - 1]!.seq : 0);
+    checkReceipt(ref, receipt, list?.at(-1)?.seq ?? 0);
     const copy = clone(receipt);
     return () => {
       if (list !== undefined) list.push(copy);

@@ -8,27 +8,14 @@ import {
   type Outcome,
 } from '@retrysafe/contract';
 import { resendSafety } from '@retrysafe/contract/rules';
+import { defined } from '../defined.js';
 import type { Operation } from '../intake/index.js';
 import { errText, type Lease, type RunnerContext } from './context.js';
 import { withHeartbeat } from './lease.js';
 
-const REJECT_REASONS: readonly string[] = [
-  'validation',
-  'permission',
-  'authentication',
-  'configuration',
-  'conflict',
-  'not-found',
-  'card-declined',
-  'other',
-];
-const UNKNOWN_CAUSES: readonly string[] = [
-  'timeout',
-  'connection-reset',
-  'server-error',
-  'truncated-response',
-  'other',
-];
+const REJECT_REASONS =
+  'validation permission authentication configuration conflict not-found card-declined other'.split(' ');
+const UNKNOWN_CAUSES = 'timeout connection-reset server-error truncated-response other'.split(' ');
 
 /** Why `o` is not an outcome the runner can act on (its kind's required fields, the provider refs' types), or null when it is one. */
 export function outcomeProblem(o: unknown): string | null {
@@ -54,11 +41,11 @@ export function outcomeProblem(o: unknown): string | null {
   return null;
 }
 
-export function isOutcome(o: unknown): o is Outcome {
+function isOutcome(o: unknown): o is Outcome {
   return outcomeProblem(o) === null;
 }
 
-export function isLookupResult(o: unknown): o is LookupResult {
+function isLookupResult(o: unknown): o is LookupResult {
   if (typeof o !== 'object' || o === null) return false;
   const k = (o as LookupResult).kind;
   if (k === 'found')
@@ -112,9 +99,7 @@ export async function callProvider(ctx: RunnerContext, op: Operation, c: CallInp
     'outcome',
     () => `${outcome.kind}${outcome.status !== undefined ? ` (${outcome.status})` : ''}${message}`,
     op,
-    outcome.status !== undefined
-      ? { attempt, outcome: outcome.kind, status: outcome.status }
-      : { attempt, outcome: outcome.kind },
+    defined({ attempt, outcome: outcome.kind, status: outcome.status }),
   );
   return outcome;
 }

@@ -14,9 +14,9 @@ import {
 } from '@retrysafe/contract';
 import { leaseLive, TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import {
+  currentRevisionNumber,
   derivedProviderKey,
   needsFreshKey,
-  nextRevision,
   type Operation,
   paramsConflict,
   revisionKeySource,
@@ -145,11 +145,7 @@ export async function waitForOther(ctx: RunnerContext, op: Operation): Promise<R
   }
 }
 
-/**
- * Re-opens an operation whose every attempt is known not applied (supersedeCheck) with the corrected
- * request `op`: a new revision in the same ledger row, with a `supersede` receipt, and a provider key
- * of its own unless the card says the provider stores no errors.
- */
+/** The corrected request `op` as a new revision of a row none of whose attempts applied (key of its own if errors are stored). */
 export async function supersede(
   ctx: RunnerContext,
   op: Operation,
@@ -158,7 +154,7 @@ export async function supersede(
   by: string,
 ): Promise<RunResult> {
   const { clock, ledger, log } = ctx;
-  const revision = nextRevision(receipts);
+  const revision = currentRevisionNumber(receipts) + 1;
   const freshKey = needsFreshKey(op.card);
   const providerKey = freshKey
     ? derivedProviderKey(op.adapter, op.opName, op.card, revisionKeySource(record.businessOperationId, revision))
@@ -184,7 +180,7 @@ export async function supersede(
   const receipt = resolveReceipt(
     {
       record,
-      last: receipts[receipts.length - 1],
+      last: receipts.at(-1),
       runId: op.runId,
       attemptId: newAttemptId(),
       action: SUPERSEDE_ACTION,

@@ -8,12 +8,8 @@ export interface Beat<T> {
 }
 
 /**
- * One timer per runner for the leases of every call in flight, instead of one armed and cleared per
- * call (most calls end long before their first renewal). It ticks every quarter of the shortest
- * renewal period among the calls it has held since it started; a call is renewed at the first tick
- * at least `every` minus one tick after its start or last renewal, so never later than every `every`
- * (beyond the timer's own lateness, as before). A tick that finds no call in flight stops it (unref'd
- * meanwhile: it never keeps a process alive); the next call starts it again.
+ * One unref'd timer per runner renews the leases of every call in flight (most calls end before their
+ * first renewal): it ticks at a quarter of the shortest period, and stops when no call is in flight.
  */
 export interface Heartbeat<T> {
   add(beat: Beat<T>): void;

@@ -12,39 +12,10 @@
  */
 import type { AdapterV1 } from '@retrysafe/contract';
 import { newOperation } from '../intake/index.js';
-import type { RunFunction } from '../typed-run.js';
 import { claimAndDrive } from './claim.js';
 import { createContext } from './context.js';
 import { recover, resolve } from './operator.js';
-import type {
-  RecoverReport,
-  Resolution,
-  ResolveOptions,
-  ResolveResult,
-  RunInput,
-  RunnerOptions,
-  RunResult,
-} from './types.js';
-
-export type {
-  LogEntry,
-  RecoverReport,
-  Resolution,
-  ResolveOptions,
-  ResolveResult,
-  RunInput,
-  RunnerOptions,
-  RunResult,
-} from './types.js';
-
-export interface Runner {
-  /** Typed from the adapter when it is a `TypedAdapter` (see typed-run.ts); untyped adapters as before. */
-  run: RunFunction;
-  /** Reconciles operations left claimed/dispatched/unknown/in-progress by a worker whose lease expired. */
-  recover(options: { readonly adapters: readonly AdapterV1[]; readonly limit?: number }): Promise<RecoverReport[]>;
-  /** A person's decision on a handed-off operation. `resume` re-sends with the SAME provider key. */
-  resolve(id: string, resolution: Resolution, options?: ResolveOptions): Promise<ResolveResult>;
-}
+import type { RunFunction, RunInput, Runner, RunnerOptions, RunResult } from './types.js';
 
 export function createRunner(options: RunnerOptions): Runner {
   const ctx = createContext(options);

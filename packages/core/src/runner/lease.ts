@@ -10,11 +10,7 @@ export async function renew(ctx: RunnerContext, lease: Lease): Promise<void> {
   lease.expiresAt = now + lease.leaseMs;
 }
 
-/**
- * Keeps the lease alive while a provider call or lookup is in flight, so a slow call never lets a second
- * worker take the operation over and send it again: renewed every quarter of the lease at the latest,
- * on real time, by the worker's one heartbeat (heartbeat.ts).
- */
+/** Keeps the lease alive (heartbeat.ts) while a call is in flight, so a slow call is never taken over and sent again. */
 export async function withHeartbeat<T>(ctx: RunnerContext, lease: Lease, fn: () => Promise<T>): Promise<T> {
   const beat = { item: lease, every: Math.max(100, Math.floor(lease.leaseMs / 4)), last: performance.now() };
   ctx.heartbeat.add(beat);
@@ -38,10 +34,8 @@ export async function wait(ctx: RunnerContext, lease: Lease, ms: number): Promis
 }
 
 /**
- * Immediately before every provider call: never send once this worker's own lease has run out (or has
- * less than a tenth of it left). A takeover treats the dead owner's lease end as the latest moment it
- * could have sent; that bound holds only if no worker sends past its lease. A pause between this check
- * and the bytes leaving (GC, suspended VM) is not covered: see docs/runbook.md, "Paused workers".
+ * Immediately before every provider call: never send on a lease run out (or under a tenth left), since a
+ * takeover takes the dead owner's lease end as its last possible send (pauses: docs/runbook.md).
  */
 export function checkOwnLease(ctx: RunnerContext, lease: Lease, op: LogSubject): void {
   const now = ctx.clock.now();

@@ -4,21 +4,19 @@ import {
   LeaseLostError,
   LedgerError,
   type LookupResult,
-  newAttemptId,
   type Outcome,
   type Receipt,
   type ReceiptKind,
   RetrysafeError,
-  type StatePatch,
 } from '@retrysafe/contract';
 import { resendSafety } from '@retrysafe/contract/rules';
-import { type Decision, decide, type Observation, observationPatch } from '../decide.js';
+import { decide, type Observation, observationPatch } from '../decide.js';
 import type { Operation } from '../intake/index.js';
 import { callProvider, lookupProvider } from './adapter-call.js';
 import { errText, type RunnerContext } from './context.js';
 import { checkOwnLease, renew, wait } from './lease.js';
-import { attemptReceipt } from './receipt-chain.js';
-import { type Claimed, type DriveState, decisionState, startState } from './state.js';
+import { attemptReceipt, nextAttemptId } from './receipt-chain.js';
+import { type Claimed, type DriveState, decisionState, startState, writeWith } from './state.js';
 import { complete, handOff } from './terminal.js';
 import type { RunResult } from './types.js';
 
@@ -33,11 +31,7 @@ function isInProgress(obs: Observation): boolean {
   return obs !== null && (obs.kind === 'in-progress' || (obs.kind === 'found' && obs.outcome.kind === 'in-progress'));
 }
 
-/**
- * Drives one claimed operation from its first decision to its end (complete or handoff). A LeaseLostError
- * is the caller's to answer (another worker has it); any other failure releases the lease first, and a
- * ledger failure says whether this call had already sent the request.
- */
+/** Drives one claimed operation to complete or handoff; on a failure other than a lost lease, releases the lease first. */
 export async function drive(ctx: RunnerContext, op: Operation, claimed: Claimed): Promise<RunResult> {
   const s = startState(ctx, op, claimed);
   try {
@@ -90,7 +84,7 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
     }
     const acted = decision;
     const startedAt = ctx.clock.now();
-    const attemptId = op.attemptIds ? (op.attemptIds() as AttemptId) : newAttemptId();
+    const attemptId = nextAttemptId(op.attemptIds);
     const prev = obs;
     // A send's kind from the attempt it became; a lookup's from what it followed (an in-progress answer is polled).
     let kind: ReceiptKind;
@@ -117,12 +111,13 @@ async function attemptLoop(ctx: RunnerContext, op: Operation, s: DriveState): Pr
     s.maybeApplied = observed.maybeApplied;
     const receipt = attemptReceipt(
       op,
-      s.receipts[s.receipts.length - 1],
+      s.receipts.at(-1),
       { kind, attemptId, startedAt, finishedAt, obs, decision },
       ctx.options.receiptKey,
     );
     if (observed.patch !== null) {
-      await writeState(ctx, s, { ...observed.patch, now: patchedAt }, receipt);
+      s.record = await writeWith(ctx, s.lease.ref, { ...observed.patch, now: patchedAt }, receipt);
+      s.receipts.push(receipt);
     } else if (ctx.receiptWithState && (decision.action === 'complete' || decision.action === 'handoff')) {
       pending = receipt; // written with the terminal state, next
     } else {
@@ -154,13 +149,7 @@ async function send(ctx: RunnerContext, op: Operation, s: DriveState, attemptId:
     op,
     { attempt: s.record.attemptCount },
   );
-  return callProvider(ctx, op, {
-    attemptId,
-    record: s.record,
-    keyRevision: s.keyRevision,
-    lastDispatchedAt: s.lastDispatchedAt,
-    lease: s.lease,
-  });
+  return callProvider(ctx, op, callOf(s, attemptId));
 }
 
 /** One lookup, the operation `reconciling` while it runs. */
@@ -169,29 +158,12 @@ async function lookUp(ctx: RunnerContext, op: Operation, s: DriveState, attemptI
   if (s.record.state !== 'reconciling' && s.record.state !== 'in-progress') {
     s.record = await ctx.ledger.setState(s.lease.ref, { state: 'reconciling', now: ctx.clock.now() });
   }
-  return lookupProvider(ctx, op, {
-    attemptId,
-    record: s.record,
-    keyRevision: s.keyRevision,
-    lastDispatchedAt: s.lastDispatchedAt,
-    lease: s.lease,
-  });
+  return lookupProvider(ctx, op, callOf(s, attemptId));
 }
 
-/** A state and the receipt of the attempt that led to it: one transaction when the ledger can, else state then receipt. */
-async function writeState(
-  ctx: RunnerContext,
-  s: DriveState,
-  patch: Omit<StatePatch, 'receipt'>,
-  receipt: Receipt,
-): Promise<void> {
-  if (ctx.receiptWithState) {
-    s.record = await ctx.ledger.setState(s.lease.ref, { ...patch, receipt });
-  } else {
-    s.record = await ctx.ledger.setState(s.lease.ref, patch);
-    await ctx.ledger.appendReceipt(s.lease.ref, receipt);
-  }
-  s.receipts.push(receipt);
+function callOf(s: DriveState, attemptId: AttemptId) {
+  const { record, keyRevision, lastDispatchedAt, lease } = s;
+  return { attemptId, record, keyRevision, lastDispatchedAt, lease };
 }
 
 /** A ledger failure says whether the call that failed had already sent the request (LedgerError.providerMayHaveBeenCalled). */

@@ -1,16 +1,13 @@
 /** Operator actions: recover() for operations a dead worker left open, and a person's resolve(). */
 import {
   type AdapterV1,
-  type AttemptId,
   asBusinessOperationId,
   asRunId,
   type BusinessOperationId,
   type ClaimInput,
-  ConflictError,
   fingerprint,
   InvalidStateError,
   LedgerError,
-  newAttemptId,
   newRunId,
   type OperationRecord,
   type RetrySafetyCard,
@@ -18,6 +15,7 @@ import {
   type RunId,
   UnsafeResumeError,
 } from '@retrysafe/contract';
+import { defined } from '../defined.js';
 import { BrokenReceiptChainError } from '../errors/broken-receipt-chain-error.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import { buildPacket } from '../handoff.js';
@@ -35,7 +33,7 @@ import { verifyOperation } from '../receipts.js';
 import { personRef } from '../redact.js';
 import { claimInput, execute, supersede } from './claim.js';
 import { errText, type RunnerContext } from './context.js';
-import { resolveReceipt } from './receipt-chain.js';
+import { nextAttemptId, resolveReceipt } from './receipt-chain.js';
 import { fromTerminal } from './terminal.js';
 import type { RecoverReport, Resolution, ResolveOptions, ResolveResult, RunResult } from './types.js';
 
@@ -70,36 +68,19 @@ async function recoverOne(
   reports: RecoverReport[],
 ): Promise<void> {
   const { ledger, log } = ctx;
+  const report = (to: OperationRecord['state'], action: RecoverReport['action'], result?: RunResult) =>
+    reports.push(defined({ businessOperationId: record.businessOperationId, from: record.state, to, action, result }));
   const found = findAdapter(adapters, record);
   if (!found) {
     log('warn', 'recover-skip', `no adapter given for ${record.operation}`);
-    reports.push({
-      businessOperationId: record.businessOperationId,
-      from: record.state,
-      to: record.state,
-      action: 'skipped-no-adapter',
-    });
+    report(record.state, 'skipped-no-adapter');
     return;
   }
   const op = storedOperation(ctx, found, record, { runId });
   const claimedAt = ctx.clock.now();
   const claim = await ledger.claim(claimInput(ctx, op, claimedAt));
-  if (claim.kind === 'busy' || claim.kind === 'conflict') {
-    reports.push({
-      businessOperationId: record.businessOperationId,
-      from: record.state,
-      to: claim.record.state,
-      action: 'skipped-busy',
-    });
-    return;
-  }
-  if (claim.kind === 'terminal') {
-    reports.push({
-      businessOperationId: record.businessOperationId,
-      from: record.state,
-      to: claim.record.state,
-      action: 'already-terminal',
-    });
+  if (claim.kind !== 'claimed') {
+    report(claim.record.state, claim.kind === 'terminal' ? 'already-terminal' : 'skipped-busy');
     return;
   }
   log('info', 'recover', `reconciling from ${claim.record.state}`, op);
@@ -110,15 +91,8 @@ async function recoverOne(
     dispatchWritten: false,
   });
   const after = await ledger.get(record.businessOperationId);
-  const action: RecoverReport['action'] =
-    result.status === 'done' ? (result.adopted ? 'adopted' : 'completed') : result.status;
-  reports.push({
-    businessOperationId: record.businessOperationId,
-    from: record.state,
-    to: after?.state ?? record.state,
-    action,
-    result,
-  });
+  const action = result.status === 'done' ? (result.adopted ? 'adopted' : 'completed') : result.status;
+  report(after?.state ?? record.state, action, result);
 }
 
 /** Hands off a record recover() could not drive, with reason `recovery-failed` and the error; reports it either way. */
@@ -139,16 +113,17 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
   const id = record.businessOperationId;
   const logAs = { id, card: { operation: record.operation } as RetrySafetyCard, redactor };
   log('warn', 'recover-failed', `could not drive it: ${error.name}: ${error.message}`, logAs);
+  const report = (to: OperationRecord['state'], action: RecoverReport['action']): RecoverReport => ({
+    businessOperationId: id,
+    from: record.state,
+    to,
+    action,
+    error,
+  });
   try {
     const claim = await ledger.claim(storedClaim(ctx, record, ctx.options.policy?.leaseMs ?? DEFAULT_LEASE_MS));
     if (claim.kind !== 'claimed')
-      return {
-        businessOperationId: id,
-        from: record.state,
-        to: claim.record.state,
-        action: claim.kind === 'terminal' ? 'already-terminal' : 'skipped-busy',
-        error,
-      };
+      return report(claim.record.state, claim.kind === 'terminal' ? 'already-terminal' : 'skipped-busy');
     const now = clock.now();
     const packet = buildPacket({
       record: claim.record,
@@ -163,7 +138,7 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
       await Promise.resolve(sink.send(packet)).catch((e: unknown) =>
         log('warn', 'handoff-sink-failed', `the packet is in the ledger; the sink failed: ${errText(e)}`, logAs),
       );
-    return { businessOperationId: id, from: record.state, to: after.state, action: 'handed-off', error };
+    return report(after.state, 'handed-off');
   } catch (again) {
     log(
       'warn',
@@ -171,7 +146,7 @@ async function recoveryFailed(ctx: RunnerContext, record: OperationRecord, err: 
       `could not hand it off either (${errText(again)}); it stays for the next pass`,
       logAs,
     );
-    return { businessOperationId: id, from: record.state, to: record.state, action: 'failed', error };
+    return report(record.state, 'failed');
   }
 }
 
@@ -212,11 +187,7 @@ async function resendWith(
   return supersede(ctx, op, record, receipts, `resend-with by ${by}`);
 }
 
-/**
- * A person's decision on a handed-off operation — the one owner of the operator's rules, for code and
- * the CLI alike: a broken receipt chain is refused first (BrokenReceiptChainError), then resend-with's
- * rules (correctedOperation, supersedeCheck), the unsafe-resume rule (UnsafeResumeError unless force).
- */
+/** A person's decision on a handed-off operation: refused on a broken receipt chain, then by the resolution's own rules. */
 export async function resolve(
   ctx: RunnerContext,
   rawId: string,
@@ -309,13 +280,12 @@ async function resume(
     op,
   );
   const ref = { businessOperationId: id, fence: claim.record.fence };
-  const prior = await ledger.receipts(id);
   const receipt = resolveReceipt(
     {
       record,
-      last: prior[prior.length - 1],
+      last: (await ledger.receipts(id)).at(-1),
       runId: op.runId,
-      attemptId: p.attemptIds ? (p.attemptIds() as AttemptId) : newAttemptId(),
+      attemptId: nextAttemptId(p.attemptIds),
       action: 'resume',
       reason: op.redactor.text(`a person (${p.by}) chose resume: same provider key, fresh budget`),
       providerKey: record.providerKey,
@@ -344,15 +314,14 @@ async function close(
     { action: resolution.action, ...(providerRef !== undefined ? { providerRef } : {}), by: p.by },
     now,
   );
-  const prior = await ledger.receipts(id);
-  const last = prior[prior.length - 1];
+  const last = (await ledger.receipts(id)).at(-1);
   const redactor = baseRedactor.withValuesFrom(record.params);
   const receipt = resolveReceipt(
     {
       record,
       last,
       runId: p.runId,
-      attemptId: p.attemptIds ? (p.attemptIds() as AttemptId) : newAttemptId(),
+      attemptId: nextAttemptId(p.attemptIds),
       action: resolution.action,
       reason: redactor.text(`resolved by a person (${personRef(p.by)})`),
       providerKey: record.providerKey,

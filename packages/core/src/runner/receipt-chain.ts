@@ -1,9 +1,22 @@
 /** The receipt chain: each receipt sealed onto the one before it. */
-import type { AttemptId, OperationRecord, ProviderKey, Receipt, ReceiptKind, RunId } from '@retrysafe/contract';
+import {
+  type AttemptId,
+  newAttemptId,
+  type OperationRecord,
+  type ProviderKey,
+  type Receipt,
+  type ReceiptKind,
+  type RunId,
+} from '@retrysafe/contract';
 import type { Decision, Observation } from '../decide.js';
 import type { Operation } from '../intake/index.js';
 import { type ReceiptKey, sealReceipt, type UnsealedReceipt } from '../receipts.js';
 import type { Redactor } from '../redact.js';
+
+/** The next attempt id: the caller's (RunInput.attemptIds), else a new random one. */
+export function nextAttemptId(ids: (() => string) | undefined): AttemptId {
+  return ids ? (ids() as AttemptId) : newAttemptId();
+}
 
 /** A provider's field errors as receipts keep them: path and message only, redacted, at most 20. */
 function providerFieldErrors(fields: readonly unknown[], redactor: Redactor): { path: string; message: string }[] {

@@ -1,5 +1,5 @@
 /** What the attempt loop knows of one claimed operation as it drives it: its mutable state, owned by loop.ts. */
-import type { OperationRecord, Receipt } from '@retrysafe/contract';
+import type { OperationRecord, Receipt, StatePatch } from '@retrysafe/contract';
 import { type DecisionState, MAYBE_APPLIED_STATES } from '../decide.js';
 import { currentRevisionNumber, needsFreshKey, type Operation } from '../intake/index.js';
 import type { Lease, RunnerContext } from './context.js';
@@ -13,11 +13,7 @@ export interface Claimed {
   readonly claimedAt: number;
   /** Taken over from a worker whose lease expired. */
   readonly takenOver: boolean;
-  /**
-   * The claim created the operation already `dispatched` for this first send (ClaimInput.dispatch), and
-   * the provider has not been called yet: the first send writes nothing more, and until then the
-   * decisions see it as the fresh claim it is.
-   */
+  /** The claim wrote `dispatched` for the first send, not made yet: decisions see a fresh claim until then. */
   readonly dispatchWritten: boolean;
 }
 
@@ -90,4 +86,17 @@ export function decisionState(ctx: RunnerContext, s: DriveState, observedAt?: nu
     windowStartedAt: s.windowStartedAt,
     polls: s.polls,
   };
+}
+
+/** A state and the receipt that led to it: one transaction when the ledger can, else state then receipt. */
+export async function writeWith(
+  ctx: RunnerContext,
+  ref: DriveState['lease']['ref'],
+  patch: Omit<StatePatch, 'receipt'>,
+  receipt: Receipt | null,
+): Promise<OperationRecord> {
+  if (receipt !== null && ctx.receiptWithState) return ctx.ledger.setState(ref, { ...patch, receipt });
+  const record = await ctx.ledger.setState(ref, patch);
+  if (receipt !== null) await ctx.ledger.appendReceipt(ref, receipt);
+  return record;
 }

@@ -5,7 +5,7 @@ import type { Decision, Observation } from '../decide.js';
 import { buildPacket } from '../handoff.js';
 import { type Operation, paramsConflict, supersedeCheck } from '../intake/index.js';
 import { errText, type RunnerContext } from './context.js';
-import type { DriveState } from './state.js';
+import { type DriveState, writeWith } from './state.js';
 import type { RunResult } from './types.js';
 
 /**
@@ -39,12 +39,7 @@ export async function complete(
       now: ctx.clock.now(),
       ...(completionRecoverable(op.card) ? { durability: 'deferrable' as const } : {}),
     };
-    if (pending !== null && ctx.receiptWithState) {
-      record = await ctx.ledger.setState(s.lease.ref, { ...patch, receipt: pending });
-    } else {
-      record = await ctx.ledger.setState(s.lease.ref, patch);
-      if (pending !== null) await ctx.ledger.appendReceipt(s.lease.ref, pending);
-    }
+    record = await writeWith(ctx, s.lease.ref, patch, pending);
   } else if (pending !== null) {
     await ctx.ledger.appendReceipt(s.lease.ref, pending);
   }
@@ -90,7 +85,7 @@ export async function handOff(
   const explanation = op.redactor.text(error ? error.message : decision.why);
   const safety = resendSafety(op.card, s.record.firstDispatchedAt, now, op.policy.clockSkewMarginMs);
   // A key that holds a stored error only replays it: a resume cannot succeed until the key expires.
-  const lastSend = sends[sends.length - 1];
+  const lastSend = sends.at(-1);
   const replaysError =
     op.card.storedResult.includesErrors.value === true &&
     lastSend?.outcome === 'unknown' &&
@@ -106,13 +101,10 @@ export async function handOff(
     explanation,
     receipts,
     resendSafe: safety.safe && !replaysError,
-    ...(resumeNote !== undefined ? { resumeNote } : {}),
+    resumeNote,
     now,
   });
-  const record =
-    pending !== null
-      ? await ledger.handOff(s.lease.ref, packet, now, pending)
-      : await ledger.handOff(s.lease.ref, packet, now);
+  const record = await ledger.handOff(s.lease.ref, packet, now, pending ?? undefined);
   log('warn', 'handoff', `${decision.reason}: ${explanation}`, op, {
     handoffReason: decision.reason,
     attempt: record.attemptCount,

@@ -5,6 +5,9 @@ import type {
   HandoffPacket,
   HandoffSink,
   Ledger,
+  OperationName,
+  OperationParams,
+  OperationResult,
   OperationState,
   Receipt,
   RetryExhaustedError,
@@ -143,4 +146,28 @@ export interface ResolveOptions {
   readonly runId?: string;
   /** As in RunInput: where the resolution's attempt ids come from. */
   readonly attemptIds?: () => string;
+}
+
+/** `RunInput` whose params are the operation's declared params type. */
+export type TypedRunInput<P> = Omit<RunInput, 'params'> & { readonly params: P };
+
+/** `RunResult` whose `done` branch carries the operation's declared result type. */
+export type TypedRunResult<R> =
+  | Exclude<RunResult, { readonly status: 'done' }>
+  | (Omit<Extract<RunResult, { readonly status: 'done' }>, 'result'> & { readonly result: R });
+
+/** `runner.run` typed from a `TypedAdapter` (its operation names, params and results); `unknown` for an untyped one. */
+export type RunFunction = <A extends AdapterV1, N extends OperationName<A>>(
+  adapter: A,
+  operation: N,
+  input: TypedRunInput<OperationParams<A, N>>,
+) => Promise<TypedRunResult<OperationResult<A, N>>>;
+
+export interface Runner {
+  /** Typed from the adapter when it is a `TypedAdapter` (RunFunction); untyped adapters as before. */
+  run: RunFunction;
+  /** Reconciles operations left claimed/dispatched/unknown/in-progress by a worker whose lease expired. */
+  recover(options: { readonly adapters: readonly AdapterV1[]; readonly limit?: number }): Promise<RecoverReport[]>;
+  /** A person's decision on a handed-off operation. `resume` re-sends with the SAME provider key. */
+  resolve(id: string, resolution: Resolution, options?: ResolveOptions): Promise<ResolveResult>;
 }

@@ -1,4 +1,4 @@
-import { sandboxCreateCard } from '@retrysafe/sandbox';
+import { FORGETFUL_BEHAVIOUR, sandboxCreateCard } from '@retrysafe/sandbox';
 import { type ExploreOptions, explore } from '@retrysafe/testkit/explorer';
 import { describe, expect, it } from 'vitest';
 import { shippedCards } from './shipped-cards.js';
@@ -47,13 +47,7 @@ describe('the explorer over every shipped card', () => {
   });
 
   it('the lookup-only flow (no key folding, get-by-key lookup, late-apply bound unknown) hands off instead of re-sending', () => {
-    const card = sandboxCreateCard({
-      replays: false,
-      retentionMs: null,
-      parameterMatching: 'none',
-      concurrency: 'duplicates',
-      lookup: 'get-by-key',
-    });
+    const card = sandboxCreateCard({ ...FORGETFUL_BEHAVIOUR, lookup: 'get-by-key' });
     const r = explore({ card, workers: 1, maxNetworkFaults: 1 });
     console.log(`[explorer] ${r.summary}`);
     expect(r.violation).toBeNull();
