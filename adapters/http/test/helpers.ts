@@ -1,12 +1,6 @@
 import net from 'node:net';
-import {
-  businessOperationId,
-  type ExecuteContext,
-  type LookupContext,
-  newAttemptId,
-  newRunId,
-  pickIntent,
-} from '@retrysafe/contract';
+import type { ExecuteContext, LookupContext } from '@retrysafe/contract';
+import { executeContext, lookupContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import { afterEach, beforeEach, expect } from 'vitest';
 import { createHttpAdapter, type HttpAdapter, type HttpOperationSpec } from '../src/index.js';
 
@@ -101,48 +95,23 @@ export async function expectRefusedBeforeSending(
   expect(env.sb.requests).toHaveLength(0);
 }
 
-/** The ids the runner would hand the adapter for these params. */
-export function idsFor(adapter: HttpAdapter, operation: string, params: Record<string, unknown>) {
-  const op = adapter.operations[operation]!;
-  const id = businessOperationId(op.card.operation, pickIntent(params, op.intentFields));
-  return { businessOperationId: id, providerKey: adapter.deriveProviderKey(operation, id) };
-}
-
-export function execCtx(
+/** The ExecuteContext the runner would hand the adapter for these params. */
+export const execCtx = (
   adapter: HttpAdapter,
   operation: string,
   params: Record<string, unknown>,
   attempt = 1,
   overrides: Partial<ExecuteContext> = {},
-): ExecuteContext {
-  return {
-    ...idsFor(adapter, operation, params),
-    runId: newRunId(),
-    attemptId: newAttemptId(),
-    attempt,
-    statusRef: null,
-    ...overrides,
-  };
-}
+): ExecuteContext =>
+  executeContext(adapter, operation, operationIdFor(adapter, operation, params), { attempt, ...overrides });
 
-export function lookupCtx(
+/** The LookupContext the runner would build for these params, first dispatched now. */
+export const lookupCtx = (
   adapter: HttpAdapter,
   operation: string,
   params: Record<string, unknown>,
   overrides: Partial<LookupContext> = {},
-): LookupContext {
-  const now = Date.now();
-  return {
-    ...idsFor(adapter, operation, params),
-    params,
-    runId: newRunId(),
-    attemptId: newAttemptId(),
-    statusRef: null,
-    firstDispatchedAt: now,
-    now,
-    ...overrides,
-  };
-}
+): LookupContext => lookupContext(adapter, operation, operationIdFor(adapter, operation, params), params, overrides);
 
 /** The operation executed with the context the runner would give this attempt. */
 export const executeOn = (adapter: HttpAdapter, operation: string, params: Record<string, unknown>, attempt = 1) =>
