@@ -8,18 +8,28 @@ import { createHttpAdapter, type HttpAdapter, type HttpOperationSpec } from '../
  * For each test of the calling describe: a fresh sandbox and the HTTP adapter of one operation pointed
  * at it, both closed after the test (the adapter first).
  */
-export function sandboxPerTest<S extends { readonly url: string; close(): Promise<void> }>(
-  start: () => Promise<S>,
-  provider: string,
-  operation: string,
-  spec: (provider: string) => HttpOperationSpec,
-) {
+export function sandboxPerTest<
+  S extends { readonly url: string; readonly requests: readonly unknown[]; close(): Promise<void> },
+>(start: () => Promise<S>, provider: string, operation: string, spec: (provider: string) => HttpOperationSpec) {
   const env = {
     sb: undefined as unknown as S,
     adapter: undefined as unknown as HttpAdapter,
     execute: (params: Record<string, unknown>, attempt = 1) => executeOn(env.adapter, operation, params, attempt),
     lookup: (params: Record<string, unknown>, overrides: Partial<LookupContext> = {}) =>
       lookupOn(env.adapter, operation, params, overrides),
+    /**
+     * Params the declared schema refuses are rejected (validation) before anything reaches the sandbox; `loose`
+     * then runs with an adapter whose schema lets any object through, so the provider's own validation answers.
+     */
+    expectRefused: async (params: Record<string, unknown>, loose: (adapter: HttpAdapter) => Promise<void>) => {
+      expect(await env.execute(params)).toMatchObject({
+        kind: 'rejected',
+        reason: 'validation',
+        code: 'retrysafe_invalid_params',
+      });
+      expect(env.sb.requests).toHaveLength(0);
+      await withAdapter(env.sb.url, operation, { ...spec(provider), paramsSchema: { type: 'object' } }, loose);
+    },
   };
   beforeEach(async () => {
     env.sb = await start();
@@ -51,12 +61,6 @@ export async function withAdapter(
   }
 }
 
-/** The spec with a schema that lets any object through, so the provider's own validation answers. */
-export const looseSchema = (spec: HttpOperationSpec): HttpOperationSpec => ({
-  ...spec,
-  paramsSchema: { type: 'object' },
-});
-
 /** Test params: the defaults with `over` on top. */
 export const paramsWith =
   (defaults: Record<string, unknown>) =>
@@ -79,20 +83,6 @@ export async function expectFoundOnlyAfterExecute(
   expect(await env.lookup(params)).toMatchObject({ kind: 'not-found' });
   await env.execute(params);
   expect(await env.lookup(params)).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef } });
-}
-
-/** Params the declared schema refuses are rejected (validation) before anything reaches the sandbox. */
-export async function expectRefusedBeforeSending(
-  env: { sb: { readonly requests: readonly unknown[] }; adapter: HttpAdapter },
-  operation: string,
-  params: Record<string, unknown>,
-): Promise<void> {
-  expect(await env.adapter.doExecute(operation, params, execCtx(env.adapter, operation, params))).toMatchObject({
-    kind: 'rejected',
-    reason: 'validation',
-    code: 'retrysafe_invalid_params',
-  });
-  expect(env.sb.requests).toHaveLength(0);
 }
 
 /** The ExecuteContext the runner would hand the adapter for these params. */
