@@ -1,6 +1,6 @@
 import { Octokit } from '@octokit/rest';
 import { AdapterConfigurationError, defineAdapter, type LookupResult, type TypedAdapter } from '@retrysafe/contract';
-import { checkBaseUrl } from '@retrysafe/contract/provider';
+import { checkBaseUrl, positiveInteger } from '@retrysafe/contract/provider';
 import { cardMargin } from '@retrysafe/contract/rules';
 import { cannotTell, type GitHubAnswer, outcomeFromError, refsOf } from './github-errors.js';
 import {
@@ -49,14 +49,6 @@ function assertNoSdkRetries(octokit: Octokit): void {
   }
 }
 
-/** A positive whole-number option, or its default. */
-function positiveInteger(name: string, value: number | undefined, fallback: number): number {
-  const v = value ?? fallback;
-  if (!Number.isInteger(v) || v <= 0)
-    throw new AdapterConfigurationError(PROVIDER, `${name} must be a positive integer, got ${String(value)}`);
-  return v;
-}
-
 function buildOctokit(options: GitHubAdapterOptions): Octokit {
   if (options.octokit) {
     if (options.auth !== undefined || options.baseUrl !== undefined)
@@ -77,8 +69,8 @@ function buildOctokit(options: GitHubAdapterOptions): Octokit {
  * business-operation id, and an unknown outcome is reconciled by listing, never by GitHub's search.
  */
 export function createGitHubAdapter(options: GitHubAdapterOptions): GitHubAdapter {
-  const timeoutMs = positiveInteger('timeoutMs', options.timeoutMs, 30_000);
-  const lookupPages = positiveInteger('lookupPages', options.lookupPages, 5);
+  const timeoutMs = positiveInteger(PROVIDER, 'timeoutMs', options.timeoutMs, 30_000);
+  const lookupPages = positiveInteger(PROVIDER, 'lookupPages', options.lookupPages, 5);
   const octokit = buildOctokit(options);
 
   const callOptions = (signal: AbortSignal): CallOptions => ({

@@ -95,7 +95,8 @@ function whereHolds(item: unknown, where: Readonly<Record<string, Template>>, ct
   });
 }
 
-function matcher(m: MatchDeclaration): (body: unknown, ctx: LookupReadContext) => unknown {
+/** The lookup `match` a declaration describes: the first item of the list where every `where` holds. */
+export function matcher(m: MatchDeclaration): (body: unknown, ctx: LookupReadContext) => unknown {
   return (body, ctx) => {
     const list = m.items ? readPath(body, m.items) : body;
     return Array.isArray(list) ? list.find((item) => whereHolds(item, m.where, ctx)) : undefined;

@@ -1,5 +1,6 @@
 import type { JsonSchema } from '@retrysafe/contract';
 import { documentsUpdateCard, exportsCreateCard, instancesRunCard, ordersCreateCard } from './http-cards.js';
+import { matcher } from './http-declaration.js';
 import type { HttpOperationSpec } from './http-operations.js';
 
 // One ready-made declaration per pattern, matching the loopback sandboxes: what the drill runs, and examples to copy.
@@ -27,8 +28,7 @@ export function ietfOrdersCreate(provider: string): HttpOperationSpec {
     lookup: {
       method: 'search',
       path: '/orders?reference={businessOperationId}',
-      match: (body, ctx) =>
-        (body as { data?: { reference?: string }[] })?.data?.find((o) => o.reference === ctx.businessOperationId),
+      match: matcher({ items: 'data', where: { reference: '{businessOperationId}' } }),
     },
     errors: {
       codePath: 'type',
@@ -78,10 +78,7 @@ export function asyncExportsCreate(provider: string): HttpOperationSpec {
       status: { field: 'status', pending: ['running', 'queued'], done: ['succeeded'], failed: ['failed', 'cancelled'] },
       withoutStatusRef: {
         path: '/exports?clientRequestId={businessOperationId}',
-        match: (body, ctx) =>
-          (body as { data?: { clientRequestId?: string }[] })?.data?.find(
-            (j) => j.clientRequestId === ctx.businessOperationId,
-          ),
+        match: matcher({ items: 'data', where: { clientRequestId: '{businessOperationId}' } }),
         statusUrlPath: 'statusUrl',
       },
     },
@@ -147,8 +144,7 @@ export function clientTokenInstancesRun(provider: string): HttpOperationSpec {
     lookup: {
       method: 'search',
       path: '/instances?clientToken={key}',
-      match: (body, ctx) =>
-        (body as { Instances?: { ClientToken?: string }[] })?.Instances?.find((i) => i.ClientToken === ctx.providerKey),
+      match: matcher({ items: 'Instances', where: { ClientToken: '{key}' } }),
       refPath: 'InstanceId',
     },
     errors: {

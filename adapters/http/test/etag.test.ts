@@ -1,17 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { etagDocumentsUpdate } from '../src/index.js';
 import { startEtagSandbox } from '../src/sandbox/index.js';
-import {
-  adapterAt,
-  execCtx,
-  executeOn,
-  expectRefusedBeforeSending,
-  lookupOn,
-  looseSchema,
-  rejected,
-  sandboxPerTest,
-  withAdapter,
-} from './helpers.js';
+import { adapterAt, execCtx, executeOn, lookupOn, rejected, sandboxPerTest, withAdapter } from './helpers.js';
 
 const OP = 'documents.update';
 
@@ -69,8 +59,7 @@ describe('conditional idempotency (If-Match / ETag): SDK → sandbox', () => {
 
   it('validation 400 ⇒ rejected; unknown document 404 ⇒ rejected (not-found)', async () => {
     const bad = edit({ title: 7 });
-    await expectRefusedBeforeSending(env, OP, bad);
-    await withAdapter(env.sb.url, OP, looseSchema(etagDocumentsUpdate('acme-docs')), async (loose) => {
+    await env.expectRefused(bad, async (loose) => {
       expect(await executeOn(loose, OP, bad)).toMatchObject(rejected('validation', 400));
     });
     const missing = edit({ id: 'doc-404' });

@@ -1,12 +1,6 @@
 import net from 'node:net';
-import {
-  businessOperationId,
-  type ExecuteContext,
-  type LookupContext,
-  newAttemptId,
-  newRunId,
-  pickIntent,
-} from '@retrysafe/contract';
+import type { ExecuteContext, LookupContext } from '@retrysafe/contract';
+import { executeContext, lookupContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import { afterEach, beforeEach, expect } from 'vitest';
 import { createHttpAdapter, type HttpAdapter, type HttpOperationSpec } from '../src/index.js';
 
@@ -14,18 +8,28 @@ import { createHttpAdapter, type HttpAdapter, type HttpOperationSpec } from '../
  * For each test of the calling describe: a fresh sandbox and the HTTP adapter of one operation pointed
  * at it, both closed after the test (the adapter first).
  */
-export function sandboxPerTest<S extends { readonly url: string; close(): Promise<void> }>(
-  start: () => Promise<S>,
-  provider: string,
-  operation: string,
-  spec: (provider: string) => HttpOperationSpec,
-) {
+export function sandboxPerTest<
+  S extends { readonly url: string; readonly requests: readonly unknown[]; close(): Promise<void> },
+>(start: () => Promise<S>, provider: string, operation: string, spec: (provider: string) => HttpOperationSpec) {
   const env = {
     sb: undefined as unknown as S,
     adapter: undefined as unknown as HttpAdapter,
     execute: (params: Record<string, unknown>, attempt = 1) => executeOn(env.adapter, operation, params, attempt),
     lookup: (params: Record<string, unknown>, overrides: Partial<LookupContext> = {}) =>
       lookupOn(env.adapter, operation, params, overrides),
+    /**
+     * Params the declared schema refuses are rejected (validation) before anything reaches the sandbox; `loose`
+     * then runs with an adapter whose schema lets any object through, so the provider's own validation answers.
+     */
+    expectRefused: async (params: Record<string, unknown>, loose: (adapter: HttpAdapter) => Promise<void>) => {
+      expect(await env.execute(params)).toMatchObject({
+        kind: 'rejected',
+        reason: 'validation',
+        code: 'retrysafe_invalid_params',
+      });
+      expect(env.sb.requests).toHaveLength(0);
+      await withAdapter(env.sb.url, operation, { ...spec(provider), paramsSchema: { type: 'object' } }, loose);
+    },
   };
   beforeEach(async () => {
     env.sb = await start();
@@ -57,12 +61,6 @@ export async function withAdapter(
   }
 }
 
-/** The spec with a schema that lets any object through, so the provider's own validation answers. */
-export const looseSchema = (spec: HttpOperationSpec): HttpOperationSpec => ({
-  ...spec,
-  paramsSchema: { type: 'object' },
-});
-
 /** Test params: the defaults with `over` on top. */
 export const paramsWith =
   (defaults: Record<string, unknown>) =>
@@ -87,62 +85,23 @@ export async function expectFoundOnlyAfterExecute(
   expect(await env.lookup(params)).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', providerRef } });
 }
 
-/** Params the declared schema refuses are rejected (validation) before anything reaches the sandbox. */
-export async function expectRefusedBeforeSending(
-  env: { sb: { readonly requests: readonly unknown[] }; adapter: HttpAdapter },
-  operation: string,
-  params: Record<string, unknown>,
-): Promise<void> {
-  expect(await env.adapter.doExecute(operation, params, execCtx(env.adapter, operation, params))).toMatchObject({
-    kind: 'rejected',
-    reason: 'validation',
-    code: 'retrysafe_invalid_params',
-  });
-  expect(env.sb.requests).toHaveLength(0);
-}
-
-/** The ids the runner would hand the adapter for these params. */
-export function idsFor(adapter: HttpAdapter, operation: string, params: Record<string, unknown>) {
-  const op = adapter.operations[operation]!;
-  const id = businessOperationId(op.card.operation, pickIntent(params, op.intentFields));
-  return { businessOperationId: id, providerKey: adapter.deriveProviderKey(operation, id) };
-}
-
-export function execCtx(
+/** The ExecuteContext the runner would hand the adapter for these params. */
+export const execCtx = (
   adapter: HttpAdapter,
   operation: string,
   params: Record<string, unknown>,
   attempt = 1,
   overrides: Partial<ExecuteContext> = {},
-): ExecuteContext {
-  return {
-    ...idsFor(adapter, operation, params),
-    runId: newRunId(),
-    attemptId: newAttemptId(),
-    attempt,
-    statusRef: null,
-    ...overrides,
-  };
-}
+): ExecuteContext =>
+  executeContext(adapter, operation, operationIdFor(adapter, operation, params), { attempt, ...overrides });
 
-export function lookupCtx(
+/** The LookupContext the runner would build for these params, first dispatched now. */
+export const lookupCtx = (
   adapter: HttpAdapter,
   operation: string,
   params: Record<string, unknown>,
   overrides: Partial<LookupContext> = {},
-): LookupContext {
-  const now = Date.now();
-  return {
-    ...idsFor(adapter, operation, params),
-    params,
-    runId: newRunId(),
-    attemptId: newAttemptId(),
-    statusRef: null,
-    firstDispatchedAt: now,
-    now,
-    ...overrides,
-  };
-}
+): LookupContext => lookupContext(adapter, operation, operationIdFor(adapter, operation, params), params, overrides);
 
 /** The operation executed with the context the runner would give this attempt. */
 export const executeOn = (adapter: HttpAdapter, operation: string, params: Record<string, unknown>, attempt = 1) =>

@@ -1,5 +1,5 @@
 import { AdapterConfigurationError, defineAdapter, type Outcome, type TypedAdapter } from '@retrysafe/contract';
-import { checkBaseUrl } from '@retrysafe/contract/provider';
+import { checkBaseUrl, positiveInteger } from '@retrysafe/contract/provider';
 import { Resend } from 'resend';
 import { classifyAnswer } from './resend-errors.js';
 import { type ResendOperation, type ResendOperationTypes, resendOperations } from './resend-operations.js';
@@ -31,12 +31,7 @@ const DEFAULT_TIMEOUT_MS = 30_000;
 export function createResendAdapter(options: ResendAdapterOptions): ResendAdapter {
   if (typeof options?.apiKey !== 'string' || options.apiKey.length === 0)
     throw new AdapterConfigurationError(PROVIDER, 'apiKey is required');
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0)
-    throw new AdapterConfigurationError(
-      PROVIDER,
-      `timeoutMs must be a positive integer, got ${String(options.timeoutMs)}`,
-    );
+  const timeoutMs = positiveInteger(PROVIDER, 'timeoutMs', options.timeoutMs, DEFAULT_TIMEOUT_MS);
   // https, or plain http only to a loopback sandbox: the API key never travels in clear.
   const baseUrl = checkBaseUrl(PROVIDER, options.baseUrl ?? DEFAULT_BASE_URL).href.replace(/\/$/, '');
   const client = new Resend(options.apiKey, { baseUrl });

@@ -6,7 +6,7 @@ import {
   type Outcome,
   type TypedAdapter,
 } from '@retrysafe/contract';
-import { checkBaseUrl } from '@retrysafe/contract/provider';
+import { checkBaseUrl, positiveInteger } from '@retrysafe/contract/provider';
 import { DEFAULT_CLOCK_SKEW_MARGIN, durationMs } from '@retrysafe/contract/rules';
 import { LogLevel, WebClient } from '@slack/web-api';
 import { cannotTellFrom, outcomeFromCode, outcomeFromError } from './slack-errors.js';
@@ -46,14 +46,6 @@ const HISTORY_POLL_MS = 60_000;
 type HistoryMessage = { ts?: unknown; metadata?: { event_type?: unknown; event_payload?: { op?: unknown } } };
 type HistoryPage = { messages?: HistoryMessage[]; has_more?: boolean; response_metadata?: { next_cursor?: string } };
 
-/** A positive whole-number option, or its default. */
-function positiveInteger(name: string, value: number | undefined, fallback: number): number {
-  const v = value ?? fallback;
-  if (!Number.isInteger(v) || v <= 0)
-    throw new AdapterConfigurationError(PROVIDER, `${name} must be a positive integer, got ${String(value)}`);
-  return v;
-}
-
 /** The SDK client with its own retries off: the runner is the one retrying layer. */
 export function createSlackClient(token: string, baseUrl: string | undefined, timeoutMs: number): WebClient {
   const root = baseUrl === undefined ? 'https://slack.com' : checkBaseUrl(PROVIDER, baseUrl).href.replace(/\/$/, '');
@@ -75,8 +67,8 @@ export function createSlackClient(token: string, baseUrl: string | undefined, ti
 export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
   if (typeof options?.token !== 'string' || options.token === '')
     throw new AdapterConfigurationError(PROVIDER, 'token is required');
-  const timeoutMs = positiveInteger('timeoutMs', options.timeoutMs, 30_000);
-  const lookupPages = positiveInteger('lookupPages', options.lookupPages, 4);
+  const timeoutMs = positiveInteger(PROVIDER, 'timeoutMs', options.timeoutMs, 30_000);
+  const lookupPages = positiveInteger(PROVIDER, 'lookupPages', options.lookupPages, 4);
   const eventType = options.eventType ?? DEFAULT_EVENT_TYPE;
   if (!/^[a-z0-9_]{1,64}$/.test(eventType))
     throw new AdapterConfigurationError(

@@ -9,7 +9,7 @@ import {
   type ProviderKey,
   type TypedAdapter,
 } from '@retrysafe/contract';
-import { checkBaseUrl, lookupFromOutcome, operationParamsErrors } from '@retrysafe/contract/provider';
+import { checkBaseUrl, lookupFromOutcome, operationParamsErrors, positiveInteger } from '@retrysafe/contract/provider';
 import { resendSafety } from '@retrysafe/contract/rules';
 import Stripe from 'stripe';
 import { STRIPE_KEY_RETENTION_MS, STRIPE_KEY_RULE, STRIPE_SEARCH_DELAY_MS } from './stripe-cards.js';
@@ -239,12 +239,7 @@ async function lookup(rt: Runtime, op: StripeOperation & FrameOperation, ctx: Lo
 export function createStripeAdapter(options: StripeAdapterOptions): StripeAdapter {
   if (typeof options !== 'object' || options === null)
     throw new AdapterConfigurationError(PROVIDER, 'options are required');
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0)
-    throw new AdapterConfigurationError(
-      PROVIDER,
-      `timeoutMs must be a positive integer, got ${String(options.timeoutMs)}`,
-    );
+  const timeoutMs = positiveInteger(PROVIDER, 'timeoutMs', options.timeoutMs, DEFAULT_TIMEOUT_MS);
   const rt: Runtime = { client: buildClient(options, timeoutMs), timeoutMs, replaysServerError: new Set() };
   const operations: Record<string, StripeOperation & FrameOperation> = {};
   for (const op of Object.values(stripeOperations)) operations[op.name] = { ...op, keyRule: STRIPE_KEY_RULE };

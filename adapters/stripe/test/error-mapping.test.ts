@@ -1,9 +1,11 @@
+import { asBusinessOperationId } from '@retrysafe/contract';
+import { executeContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createStripeAdapter, type StripeAdapter } from '../src/index.js';
 import { type StripeSandbox, startStripeSandbox } from '../src/sandbox/index.js';
 import { STRIPE_OPERATION_METADATA_KEY } from '../src/stripe-cards.js';
 import { classifyStripeError } from '../src/stripe-errors.js';
-import { API_KEY, execCtx, idFor, startScriptedServer } from './helpers.js';
+import { API_KEY, startScriptedServer } from './helpers.js';
 
 // Every case of the error mapping (src/stripe-errors.ts), through the real stripe SDK against the loopback sandbox.
 
@@ -27,8 +29,8 @@ const pi = (orderRef: string, extra: Record<string, unknown> = {}) => ({
 });
 
 async function execute(operation: string, params: Record<string, unknown>, a: StripeAdapter = adapter) {
-  const id = idFor(a, operation, params);
-  return { id, outcome: await a.doExecute(operation, params, execCtx(a, operation, id)) };
+  const id = operationIdFor(a, operation, params);
+  return { id, outcome: await a.doExecute(operation, params, executeContext(a, operation, id)) };
 }
 
 describe('2xx', () => {
@@ -64,7 +66,7 @@ describe('2xx', () => {
     const outcome = await adapter.doExecute(
       'customers.create',
       { customerRef: 'u-long' },
-      execCtx(adapter, 'customers.create', long),
+      executeContext(adapter, 'customers.create', asBusinessOperationId(long)),
     );
     expect(outcome.kind).toBe('succeeded');
     expect(sandbox.requests()[0]?.idempotencyKey).toBe(key);
@@ -78,7 +80,7 @@ describe('idempotency layer', () => {
     const outcome = await adapter.doExecute(
       'paymentIntents.create',
       { ...params, description: 'changed' },
-      execCtx(adapter, 'paymentIntents.create', id),
+      executeContext(adapter, 'paymentIntents.create', id),
     );
     expect(outcome).toMatchObject({ kind: 'rejected', reason: 'conflict', status: 400, code: 'idempotency_error' });
     expect(sandbox.count('paymentIntents.create')).toBe(1);
@@ -87,13 +89,17 @@ describe('idempotency layer', () => {
   it('409 idempotency_key_in_use (same key while the first is still running) ⇒ in-progress; one object', async () => {
     const release = sandbox.hold();
     const params = pi('A-4');
-    const id = idFor(adapter, 'paymentIntents.create', params);
-    const first = adapter.doExecute('paymentIntents.create', params, execCtx(adapter, 'paymentIntents.create', id));
+    const id = operationIdFor(adapter, 'paymentIntents.create', params);
+    const first = adapter.doExecute(
+      'paymentIntents.create',
+      params,
+      executeContext(adapter, 'paymentIntents.create', id),
+    );
     await sandbox.waitFor((_log, s) => s.keys().length === 1); // the first is inside endpoint execution
     const second = await adapter.doExecute(
       'paymentIntents.create',
       params,
-      execCtx(adapter, 'paymentIntents.create', id, 2),
+      executeContext(adapter, 'paymentIntents.create', id, { attempt: 2 }),
     );
     expect(second).toMatchObject({ kind: 'in-progress', status: 409, code: 'idempotency_key_in_use' });
     release();
@@ -180,7 +186,7 @@ describe('rejections (card, validation, auth, permission)', () => {
     const outcome = await adapter.doExecute(
       'paymentIntents.create',
       { customer: 'x', amount: -1, orderRef: 'A', extra: 1 },
-      execCtx(adapter, 'paymentIntents.create', 'op-invalid'),
+      executeContext(adapter, 'paymentIntents.create', asBusinessOperationId('op-invalid')),
     );
     expect(outcome).toMatchObject({ kind: 'rejected', reason: 'validation', code: 'retrysafe_invalid_params' });
     const message = outcome.kind === 'rejected' ? outcome.message : '';

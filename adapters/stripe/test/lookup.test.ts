@@ -1,8 +1,9 @@
+import { executeContext, lookupContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createStripeAdapter, type StripeAdapter } from '../src/index.js';
 import { type StripeSandbox, startStripeSandbox } from '../src/sandbox/index.js';
 import { STRIPE_KEY_RETENTION_MS, STRIPE_SEARCH_DELAY_MS } from '../src/stripe-cards.js';
-import { API_KEY, execCtx, idFor, lookupCtx } from './helpers.js';
+import { API_KEY } from './helpers.js';
 
 // doLookup through the real SDK against the sandbox, on the sandbox's clock.
 // Inside retention: re-send with the same key (Stripe replays). Past it: metadata search (refunds: list).
@@ -23,8 +24,8 @@ afterEach(async () => {
 const customer = { customerRef: 'user-42', email: 'c42@example.test' };
 
 async function dispatch(operation: string, params: Record<string, unknown>) {
-  const id = idFor(adapter, operation, params);
-  const outcome = await adapter.doExecute(operation, params, execCtx(adapter, operation, id));
+  const id = operationIdFor(adapter, operation, params);
+  const outcome = await adapter.doExecute(operation, params, executeContext(adapter, operation, id));
   return { id, outcome };
 }
 
@@ -34,7 +35,7 @@ describe('inside retention: re-send with the same key', () => {
     sandbox.advance(2 * HOUR);
     const result = await adapter.doLookup(
       'customers.create',
-      lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: t0 + 2 * HOUR }),
+      lookupContext(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: t0 + 2 * HOUR }),
     );
     expect(result).toMatchObject({ kind: 'found', outcome: { kind: 'replayed' } });
     expect(sandbox.count('customers.create')).toBe(1);
@@ -42,10 +43,10 @@ describe('inside retention: re-send with the same key', () => {
   });
 
   it('never dispatched ⇒ not-found without calling Stripe', async () => {
-    const id = idFor(adapter, 'customers.create', customer);
+    const id = operationIdFor(adapter, 'customers.create', customer);
     const result = await adapter.doLookup(
       'customers.create',
-      lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: null, now: t0 }),
+      lookupContext(adapter, 'customers.create', id, customer, { firstDispatchedAt: null, now: t0 }),
     );
     expect(result.kind).toBe('not-found');
     expect(sandbox.requests()).toEqual([]);
@@ -58,7 +59,7 @@ describe('inside retention: re-send with the same key', () => {
     sandbox.advance(60_000);
     const result = await adapter.doLookup(
       'customers.create',
-      lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: t0 + 60_000 }),
+      lookupContext(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: t0 + 60_000 }),
     );
     expect(result).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded' } });
     expect(sandbox.count('customers.create')).toBe(1);
@@ -70,7 +71,7 @@ describe('inside retention: re-send with the same key', () => {
     sandbox.advance(2 * HOUR);
     const result = await adapter.doLookup(
       'customers.create',
-      lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: t0 + 2 * HOUR }),
+      lookupContext(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: t0 + 2 * HOUR }),
     );
     expect(result.kind).toBe('cannot-tell');
     expect(sandbox.count('customers.create')).toBe(0);
@@ -78,12 +79,12 @@ describe('inside retention: re-send with the same key', () => {
 
   it('a 409 while the first request still runs ⇒ found in-progress', async () => {
     const release = sandbox.hold();
-    const id = idFor(adapter, 'customers.create', customer);
-    const first = adapter.doExecute('customers.create', customer, execCtx(adapter, 'customers.create', id));
+    const id = operationIdFor(adapter, 'customers.create', customer);
+    const first = adapter.doExecute('customers.create', customer, executeContext(adapter, 'customers.create', id));
     await sandbox.waitFor((_log, s) => s.keys().length === 1);
     const result = await adapter.doLookup(
       'customers.create',
-      lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: t0 }),
+      lookupContext(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: t0 }),
     );
     expect(result).toMatchObject({ kind: 'found', outcome: { kind: 'in-progress', status: 409 } });
     release();
@@ -96,7 +97,11 @@ describe('past retention: never rely on the key', () => {
     const { id } = await dispatch('customers.create', customer);
     sandbox.advance(STRIPE_KEY_RETENTION_MS);
     expect(sandbox.keys()).toEqual([]);
-    await adapter.doExecute('customers.create', customer, execCtx(adapter, 'customers.create', id, 2));
+    await adapter.doExecute(
+      'customers.create',
+      customer,
+      executeContext(adapter, 'customers.create', id, { attempt: 2 }),
+    );
     expect(sandbox.count('customers.create')).toBe(2);
   });
 
@@ -107,7 +112,7 @@ describe('past retention: never rely on the key', () => {
     const posts = sandbox.requestCount({ method: 'POST' });
     const result = await adapter.doLookup(
       'customers.create',
-      lookupCtx(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: at }),
+      lookupContext(adapter, 'customers.create', id, customer, { firstDispatchedAt: t0, now: at }),
     );
     expect(result).toMatchObject({
       kind: 'found',
@@ -121,21 +126,25 @@ describe('past retention: never rely on the key', () => {
   it('search lag: a miss inside the declared delay window is cannot-tell; once the search catches up it is found', async () => {
     sandbox.setSearchDelayMs(50 * 60 * 1000);
     const params = { customer: 'cus_fixture', amount: 500, currency: 'eur', orderRef: 'late-1' };
-    const id = idFor(adapter, 'paymentIntents.create', params);
+    const id = operationIdFor(adapter, 'paymentIntents.create', params);
     // The last send under the key happened just before retention ended: the record is 50 min behind in search.
     sandbox.advance(STRIPE_KEY_RETENTION_MS - 11 * 60 * 1000);
-    await adapter.doExecute('paymentIntents.create', params, execCtx(adapter, 'paymentIntents.create', id, 2));
+    await adapter.doExecute(
+      'paymentIntents.create',
+      params,
+      executeContext(adapter, 'paymentIntents.create', id, { attempt: 2 }),
+    );
     sandbox.advance(20 * 60 * 1000);
     const now1 = sandbox.now();
     const early = await adapter.doLookup(
       'paymentIntents.create',
-      lookupCtx(adapter, 'paymentIntents.create', id, params, { firstDispatchedAt: t0, now: now1 }),
+      lookupContext(adapter, 'paymentIntents.create', id, params, { firstDispatchedAt: t0, now: now1 }),
     );
     expect(early.kind).toBe('cannot-tell');
     sandbox.advance(40 * 60 * 1000);
     const late = await adapter.doLookup(
       'paymentIntents.create',
-      lookupCtx(adapter, 'paymentIntents.create', id, params, { firstDispatchedAt: t0, now: sandbox.now() }),
+      lookupContext(adapter, 'paymentIntents.create', id, params, { firstDispatchedAt: t0, now: sandbox.now() }),
     );
     expect(late).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded' } });
     expect(sandbox.count('paymentIntents.create')).toBe(1);
@@ -144,10 +153,10 @@ describe('past retention: never rely on the key', () => {
 
   it('nothing there: cannot-tell inside 24 h + 1 h of the first dispatch, not-found after it', async () => {
     const params = { customer: 'cus_fixture', invoiceRef: 'INV-9' };
-    const id = idFor(adapter, 'invoices.create', params);
+    const id = operationIdFor(adapter, 'invoices.create', params);
     const inside = await adapter.doLookup(
       'invoices.create',
-      lookupCtx(adapter, 'invoices.create', id, params, {
+      lookupContext(adapter, 'invoices.create', id, params, {
         firstDispatchedAt: t0,
         now: t0 + STRIPE_KEY_RETENTION_MS + 30 * 60 * 1000,
       }),
@@ -155,7 +164,7 @@ describe('past retention: never rely on the key', () => {
     expect(inside.kind).toBe('cannot-tell');
     const after = await adapter.doLookup(
       'invoices.create',
-      lookupCtx(adapter, 'invoices.create', id, params, {
+      lookupContext(adapter, 'invoices.create', id, params, {
         firstDispatchedAt: t0,
         now: t0 + STRIPE_KEY_RETENTION_MS + STRIPE_SEARCH_DELAY_MS,
       }),
@@ -173,14 +182,14 @@ describe('past retention: never rely on the key', () => {
     sandbox.advance(at - t0);
     const found = await adapter.doLookup(
       'refunds.create',
-      lookupCtx(adapter, 'refunds.create', id, params, { firstDispatchedAt: t0, now: at }),
+      lookupContext(adapter, 'refunds.create', id, params, { firstDispatchedAt: t0, now: at }),
     );
     expect(found).toMatchObject({ kind: 'found', outcome: { kind: 'succeeded', result: { amount: 300 } } });
     expect(sandbox.requests().at(-1)?.path).toBe('/v1/refunds');
-    const missingId = idFor(adapter, 'refunds.create', { paymentIntent: 'pi_fixture', refundRef: 'RF-3' });
+    const missingId = operationIdFor(adapter, 'refunds.create', { paymentIntent: 'pi_fixture', refundRef: 'RF-3' });
     const missing = await adapter.doLookup(
       'refunds.create',
-      lookupCtx(
+      lookupContext(
         adapter,
         'refunds.create',
         missingId,
@@ -193,11 +202,11 @@ describe('past retention: never rely on the key', () => {
   });
 
   it('a throttled search ⇒ cannot-tell (never "absent")', async () => {
-    const id = idFor(adapter, 'customers.create', customer);
+    const id = operationIdFor(adapter, 'customers.create', customer);
     sandbox.failNext('rate-limit', { method: 'GET' });
     const result = await adapter.doLookup(
       'customers.create',
-      lookupCtx(adapter, 'customers.create', id, customer, {
+      lookupContext(adapter, 'customers.create', id, customer, {
         firstDispatchedAt: t0,
         now: t0 + 3 * STRIPE_KEY_RETENTION_MS,
       }),
@@ -222,7 +231,7 @@ describe('a declined create+confirm is found as the rejection it was, naming the
     expect(left).toMatch(/^pi_/);
     const result = await adapter.doLookup(
       'paymentIntents.create',
-      lookupCtx(adapter, 'paymentIntents.create', id, declined, { firstDispatchedAt: t0, now: t0 + HOUR }),
+      lookupContext(adapter, 'paymentIntents.create', id, declined, { firstDispatchedAt: t0, now: t0 + HOUR }),
     );
     expect(result).toMatchObject({
       kind: 'found',
@@ -238,7 +247,7 @@ describe('a declined create+confirm is found as the rejection it was, naming the
     sandbox.advance(later - t0);
     const result = await adapter.doLookup(
       'paymentIntents.create',
-      lookupCtx(adapter, 'paymentIntents.create', id, declined, { firstDispatchedAt: t0, now: later }),
+      lookupContext(adapter, 'paymentIntents.create', id, declined, { firstDispatchedAt: t0, now: later }),
     );
     expect(result).toMatchObject({
       kind: 'found',

@@ -1,11 +1,12 @@
 import { ConflictError, fingerprint, pickIntent } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner, createVirtualClock } from '@retrysafe/core';
 import { startFaultProxy } from '@retrysafe/testkit';
+import { executeContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createStripeAdapter } from '../src/index.js';
 import { startStripeSandbox } from '../src/sandbox/index.js';
 import { STRIPE_KEY_RETENTION_MS } from '../src/stripe-cards.js';
-import { API_KEY, execCtx, idFor } from './helpers.js';
+import { API_KEY } from './helpers.js';
 
 // The runner (@retrysafe/core) + the real SDK + the sandbox, on one virtual clock.
 const MIN = 60_000;
@@ -152,7 +153,7 @@ describe('key past retention (crash, then recovery a day later)', () => {
     const { clock, sandbox, ledger } = await setup({ searchDelayMs: 50 * MIN });
     const adapter = createStripeAdapter({ apiKey: API_KEY, baseUrl: sandbox.url, timeoutMs: 2000 });
     const params = { customerRef: 'late-7', email: 'late7@example.test' };
-    const id = idFor(adapter, 'customers.create', params);
+    const id = operationIdFor(adapter, 'customers.create', params);
     const card = adapter.operations['customers.create']!.card;
 
     // Worker A claims and writes `dispatched` at t0; its first request never reached Stripe.
@@ -173,7 +174,11 @@ describe('key past retention (crash, then recovery a day later)', () => {
     await ledger.markDispatched({ businessOperationId: id, fence: claim.record.fence }, t0);
     // 23 h 45 min later its same-key re-send lands and Stripe commits; A dies before recording it.
     clock.advance(STRIPE_KEY_RETENTION_MS - 15 * MIN);
-    const landed = await adapter.doExecute('customers.create', params, execCtx(adapter, 'customers.create', id, 2));
+    const landed = await adapter.doExecute(
+      'customers.create',
+      params,
+      executeContext(adapter, 'customers.create', id, { attempt: 2 }),
+    );
     expect(landed.kind).toBe('succeeded');
 
     // Worker B recovers 5 minutes after 24 h from the first dispatch; search is still 50 min behind.

@@ -1,9 +1,10 @@
-import { AdapterConfigurationError, UnknownOperationError } from '@retrysafe/contract';
+import { AdapterConfigurationError, asBusinessOperationId, UnknownOperationError } from '@retrysafe/contract';
+import { executeContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import Stripe from 'stripe';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createGuardedHttpClient, createStripeAdapter } from '../src/index.js';
 import { startStripeSandbox } from '../src/sandbox/index.js';
-import { API_KEY, execCtx, idFor, startScriptedServer } from './helpers.js';
+import { API_KEY, startScriptedServer } from './helpers.js';
 
 // One retrying layer: the runner. These tests count requests at the server to show that the adapter
 // sends exactly one per attempt, and that the SDK left to itself would have sent more.
@@ -61,7 +62,7 @@ describe('the adapter owns both retry layers', () => {
     const outcome = await adapter.doExecute(
       'customers.create',
       params,
-      execCtx(adapter, 'customers.create', idFor(adapter, 'customers.create', params)),
+      executeContext(adapter, 'customers.create', operationIdFor(adapter, 'customers.create', params)),
     );
     expect(outcome).toMatchObject({ kind: 'unknown', cause: 'server-error' });
     expect(sandbox.requestCount({ method: 'POST' })).toBe(1);
@@ -74,7 +75,7 @@ describe('the adapter owns both retry layers', () => {
     const outcome = await adapter.doExecute(
       'customers.create',
       { customerRef: 'u-2' },
-      execCtx(adapter, 'customers.create', 'op-reset'),
+      executeContext(adapter, 'customers.create', asBusinessOperationId('op-reset')),
     );
     expect(outcome).toMatchObject({ kind: 'unknown', cause: 'connection-reset' });
     expect(server.count()).toBe(1);
@@ -105,7 +106,7 @@ describe('a client you bring', () => {
     const outcome = await adapter.doExecute(
       'customers.create',
       { customerRef: 'u-3' },
-      execCtx(adapter, 'customers.create', 'op-own-client'),
+      executeContext(adapter, 'customers.create', asBusinessOperationId('op-own-client')),
     );
     expect(outcome.kind).toBe('unknown');
     expect(server.count()).toBe(1);

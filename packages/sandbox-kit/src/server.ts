@@ -165,14 +165,17 @@ export function isPlainObject(v: unknown): v is Record<string, unknown> {
 }
 
 /** One route: a method and a path pattern; a RegExp's groups reach the handler. */
-export interface Route<C> {
+export interface Route<C, Q = LoopbackRequest> {
   readonly method: string;
   readonly path: string | RegExp;
-  readonly handle: (req: LoopbackRequest, match: RegExpExecArray | null) => C;
+  readonly handle: (req: Q, match: RegExpExecArray | null) => C;
 }
 
 /** The first route whose method and path match, with its handler's result; undefined when none does. */
-export function routeRequest<C>(routes: readonly Route<C>[], req: LoopbackRequest): { readonly value: C } | undefined {
+export function routeRequest<C, Q extends { readonly method: string; readonly path: string } = LoopbackRequest>(
+  routes: readonly Route<C, Q>[],
+  req: Q,
+): { readonly value: C } | undefined {
   for (const r of routes) {
     if (r.method !== req.method) continue;
     if (typeof r.path === 'string') {

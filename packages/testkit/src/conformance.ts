@@ -3,10 +3,13 @@ import {
   type AdapterV1,
   asBusinessOperationId,
   type BusinessOperationId,
+  businessOperationId,
   type ExecuteContext,
+  type LookupContext,
   newAttemptId,
   newRunId,
   type ProviderKey,
+  pickIntent,
   UnknownOperationError,
 } from '@retrysafe/contract';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -93,7 +96,14 @@ async function withHarness<T>(
   }
 }
 
-function execCtx(
+/** The business-operation id the runner derives from these params' intent fields. */
+export function operationIdFor(adapter: AdapterV1, operation: string, params: Record<string, unknown>) {
+  const spec = adapter.operations[operation]!;
+  return businessOperationId(spec.card.operation, pickIntent(params, spec.intentFields));
+}
+
+/** The ExecuteContext the runner hands the adapter for attempt 1 of `id`; `over` replaces any field. */
+export function executeContext(
   adapter: AdapterV1,
   operation: string,
   id: BusinessOperationId,
@@ -108,6 +118,19 @@ function execCtx(
     statusRef: null,
     ...over,
   };
+}
+
+/** The LookupContext the runner builds: the execute context's ids, the recorded params and the clock. */
+export function lookupContext(
+  adapter: AdapterV1,
+  operation: string,
+  id: BusinessOperationId,
+  params: unknown,
+  over: Partial<LookupContext> = {},
+): LookupContext {
+  const { attempt: _attempt, ...ids } = executeContext(adapter, operation, id);
+  const now = Date.now();
+  return { ...ids, params, firstDispatchedAt: now, now, ...over };
 }
 
 let frameIds = 0;
@@ -129,14 +152,11 @@ function frameCases(options: ConformanceOptions): void {
       const isUnknown = (e: unknown) => UnknownOperationError.isInstance(e);
       for (const bad of ['no.such.operation', `${adapter.provider}.${name}`]) {
         expect(() => adapter.deriveProviderKey(bad, id)).toThrow(/no operation/);
-        await expect(adapter.doExecute(bad, drill.params(0), execCtx(adapter, name, id))).rejects.toSatisfy(isUnknown);
+        await expect(adapter.doExecute(bad, drill.params(0), executeContext(adapter, name, id))).rejects.toSatisfy(
+          isUnknown,
+        );
         await expect(
-          adapter.doLookup(bad, {
-            ...execCtx(adapter, name, id),
-            params: drill.params(0),
-            firstDispatchedAt: null,
-            now: Date.now(),
-          }),
+          adapter.doLookup(bad, lookupContext(adapter, name, id, drill.params(0), { firstDispatchedAt: null })),
         ).rejects.toSatisfy(isUnknown);
       }
       expect(proxy.requests.length).toBe(0);
@@ -156,7 +176,7 @@ function frameCases(options: ConformanceOptions): void {
         }
         for (const params of invalid) {
           const id = frameId(name);
-          const o = await adapter.doExecute(name, params, execCtx(adapter, name, id));
+          const o = await adapter.doExecute(name, params, executeContext(adapter, name, id));
           expect(o, `${name} with ${JSON.stringify(params)}`).toMatchObject({ kind: 'rejected', reason: 'validation' });
         }
         expect(proxy.requests.length, 'requests that reached the provider').toBe(0);
@@ -174,12 +194,16 @@ function frameCases(options: ConformanceOptions): void {
         // A key no provider rule accepts: refused before sending.
         const tooLong = `${derived}${'x'.repeat(4096)}` as ProviderKey;
         expect(
-          await adapter.doExecute(name, drill.params(901), execCtx(adapter, name, id, { providerKey: tooLong })),
+          await adapter.doExecute(name, drill.params(901), executeContext(adapter, name, id, { providerKey: tooLong })),
         ).toMatchObject({ kind: 'rejected', code: 'retrysafe_provider_key_shape' });
         expect(proxy.requests.length).toBe(0);
         // A key of the right shape that today's rule would not derive (an older release's rule): sent as recorded.
         const other = adapter.deriveProviderKey(name, frameId(name))!;
-        const o = await adapter.doExecute(name, drill.params(902), execCtx(adapter, name, id, { providerKey: other }));
+        const o = await adapter.doExecute(
+          name,
+          drill.params(902),
+          executeContext(adapter, name, id, { providerKey: other }),
+        );
         expect(o.kind === 'rejected' && o.code === 'retrysafe_provider_key_shape', JSON.stringify(o)).toBe(false);
         expect(proxy.requests.length).toBeGreaterThanOrEqual(1);
         const seen = proxy.requests.map((r) => r.headers['idempotency-key']).filter((k) => k !== undefined);
@@ -198,7 +222,7 @@ function frameCases(options: ConformanceOptions): void {
         const before = await adapter.doExecute(
           name,
           drill.params(903),
-          execCtx(adapter, name, frameId(name), { signal: AbortSignal.abort() }),
+          executeContext(adapter, name, frameId(name), { signal: AbortSignal.abort() }),
         );
         expect(before).toMatchObject({ kind: 'not-applied' });
         expect(proxy.requests.length).toBe(0);
@@ -207,7 +231,7 @@ function frameCases(options: ConformanceOptions): void {
         const pending = adapter.doExecute(
           name,
           drill.params(904),
-          execCtx(adapter, name, frameId(name), { signal: controller.signal }),
+          executeContext(adapter, name, frameId(name), { signal: controller.signal }),
         );
         await proxy.waitForRequests(1);
         controller.abort();

@@ -5,7 +5,6 @@ import {
   keyedState,
   type SandboxReply,
   type SandboxRequestView,
-  startPatternSandbox,
 } from './server.js';
 
 /**
@@ -64,7 +63,7 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
   const retryAfter = String(options.retryAfterS ?? 1);
   const jobs: Job[] = [];
   // A duplicate is answered with the EXISTING job's status resource as it is now, not a stored copy.
-  const { clock, run, expireKeys } = keyedState(options, {
+  const { run, start } = keyedState(options, {
     mismatch: err(422, ASYNC_CODES.keyReused),
     replay: (entry) => accepted(jobs.find((j) => j.id === (entry.reply!.body as { id: string }).id)!),
   });
@@ -148,14 +147,11 @@ export async function startAsyncReplySandbox(options: AsyncReplySandboxOptions =
     return err(404, ASYNC_CODES.notFound);
   };
 
-  const sandbox = await startPatternSandbox({
-    port: options.port,
-    clock,
+  return start({
     requestId: ['x-ms-request-id', 'req_'],
     kinds: ['exports', 'exports.create'],
     records: () =>
       jobs.map(({ id, dataset, format, clientRequestId, state }) => ({ id, dataset, format, clientRequestId, state })),
     handle,
   });
-  return { ...sandbox, expireKeys };
 }

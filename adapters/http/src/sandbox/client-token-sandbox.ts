@@ -4,8 +4,10 @@ import {
   isPlainObject,
   type KeyedSandbox,
   keyedState,
+  type PatternRoute,
+  routed,
   type SandboxReply,
-  startPatternSandbox,
+  type SandboxRequestView,
 } from './server.js';
 
 /**
@@ -49,7 +51,7 @@ export async function startClientTokenSandbox(options: ClientTokenSandboxOptions
   const instances: SandboxInstance[] = [];
   // Only a launch is remembered under its token (a refused request is not); the launch answers at once,
   // so no request sees another in flight.
-  const { clock, run, expireKeys } = keyedState(options, {
+  const { run, start } = keyedState(options, {
     mismatch: awsError(400, 'IdempotentParameterMismatch'),
     stores: (reply) => reply.status === 200,
   });
@@ -71,30 +73,35 @@ export async function startClientTokenSandbox(options: ClientTokenSandboxOptions
     return { status: 200, body: { Instances: [{ ...instance }] } };
   }
 
-  const sandbox = await startPatternSandbox({
-    port: options.port,
-    clock,
+  function runInstances(req: SandboxRequestView): Promise<SandboxReply> | SandboxReply {
+    if (throttle.take()) return awsError(503, 'RequestLimitExceeded');
+    const body = req.body;
+    if (!isPlainObject(body)) return awsError(400, 'InvalidParameterValue');
+    const { ClientToken: token, ...params } = body;
+    if (
+      token !== undefined &&
+      (typeof token !== 'string' || token.length === 0 || token.length > 64 || !/^[\x20-\x7e]+$/.test(token))
+    ) {
+      return awsError(400, 'InvalidParameterValue');
+    }
+    // Same token, same params: the identical first response, even if the instance changed since.
+    if (typeof token !== 'string') return launch(token, params);
+    return run(token, params, () => launch(token, params));
+  }
+
+  const routes: PatternRoute[] = [
+    {
+      method: 'GET',
+      path: '/instances',
+      handle: (req) => ({ status: 200, body: { Instances: filtered(req, 'clientToken', instances, 'ClientToken') } }),
+    },
+    { method: 'POST', path: '/instances', handle: runInstances },
+  ];
+  const sandbox = await start({
     requestId: ['x-amzn-requestid', 'rq-'],
     kinds: ['instances', 'instances.run'],
     records: () => instances,
-    handle: async (req) => {
-      if (req.method === 'GET' && req.path === '/instances')
-        return { status: 200, body: { Instances: filtered(req, 'clientToken', instances, 'ClientToken') } };
-      if (req.method !== 'POST' || req.path !== '/instances') return awsError(404, 'UnknownOperation');
-      if (throttle.take()) return awsError(503, 'RequestLimitExceeded');
-      const body = req.body;
-      if (!isPlainObject(body)) return awsError(400, 'InvalidParameterValue');
-      const { ClientToken: token, ...params } = body;
-      if (
-        token !== undefined &&
-        (typeof token !== 'string' || token.length === 0 || token.length > 64 || !/^[\x20-\x7e]+$/.test(token))
-      ) {
-        return awsError(400, 'InvalidParameterValue');
-      }
-      // Same token, same params: the identical first response, even if the instance changed since.
-      if (typeof token !== 'string') return launch(token, params);
-      return run(token, params, () => launch(token, params));
-    },
+    handle: routed(routes, awsError(404, 'UnknownOperation')),
   });
   return {
     ...sandbox,
@@ -104,6 +111,5 @@ export async function startClientTokenSandbox(options: ClientTokenSandboxOptions
       instances[i] = { ...instances[i]!, State: 'terminated' };
     },
     throttleNext: (n) => throttle.add('RequestLimitExceeded', n),
-    expireKeys,
   };
 }

@@ -4,8 +4,10 @@ import {
   isPlainObject,
   type KeyedSandbox,
   keyedState,
+  type PatternRoute,
+  routed,
   type SandboxReply,
-  startPatternSandbox,
+  type SandboxRequestView,
 } from './server.js';
 
 /**
@@ -52,6 +54,7 @@ const PROBLEM = {
   invalidOrder: 'https://retrysafe.invalid/problems/invalid-order',
   outOfStock: 'https://retrysafe.invalid/problems/out-of-stock',
   internal: 'https://retrysafe.invalid/problems/internal',
+  notFound: 'https://retrysafe.invalid/problems/not-found',
 } as const;
 
 const SF_STRING = /^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\\"])*)"$/;
@@ -63,7 +66,7 @@ function problem(status: number, type: string, title: string, extra: Record<stri
 export async function startIetfKeySandbox(options: IetfKeySandboxOptions = {}): Promise<IetfKeySandbox> {
   const orders: SandboxOrder[] = [];
   // The draft's order: a payload mismatch (422) is told before "still processing" (409).
-  const { clock, retentionMs, run, expireKeys } = keyedState(options, {
+  const { retentionMs, run, start } = keyedState(options, {
     precedence: 'mismatch',
     mismatch: problem(422, PROBLEM.keyReused, 'Idempotency-Key reused with a different payload'),
     inFlight: problem(409, PROBLEM.inFlight, 'a request with this Idempotency-Key is being processed', {
@@ -99,47 +102,50 @@ export async function startIetfKeySandbox(options: IetfKeySandboxOptions = {}): 
     return { status: 201, headers: { location: `/orders/${order.id}` }, body: order };
   }
 
-  const sandbox = await startPatternSandbox({
-    port: options.port,
-    clock,
+  function create(req: SandboxRequestView): Promise<SandboxReply> | SandboxReply {
+    const rawKey = req.headers['idempotency-key'];
+    if (typeof rawKey !== 'string' || rawKey.length === 0)
+      return problem(400, PROBLEM.keyMissing, 'Idempotency-Key is missing', {
+        link: '<https://retrysafe.invalid/docs/idempotency>; rel="describedby"',
+      });
+    const m = SF_STRING.exec(rawKey);
+    const key = m ? m[1]!.replace(/\\([\\"])/g, '$1') : options.acceptRawKey ? rawKey : null;
+    if (key === null || key.length === 0)
+      return problem(400, PROBLEM.keyMalformed, 'Idempotency-Key must be a Structured Field string');
+
+    const body = req.body;
+    // The stored response (success or error) is replayed for the key's lifetime.
+    return run(`POST /orders ${key}`, body, async () => {
+      if (options.processingMs) await new Promise((r) => setTimeout(r, options.processingMs));
+      return createOrder(body);
+    });
+  }
+
+  const routes: PatternRoute[] = [
+    {
+      method: 'GET',
+      path: '/orders',
+      handle: (req) => ({ status: 200, body: { data: filtered(req, 'reference', orders, 'reference') } }),
+    },
+    {
+      method: 'GET',
+      path: /^\/orders\/([^/]+)$/,
+      handle: (_req, one) => {
+        const o = orders.find((x) => x.id === decodeURIComponent(one![1]!));
+        return o ? { status: 200, body: o } : problem(404, PROBLEM.notFound, 'no such order');
+      },
+    },
+    { method: 'POST', path: '/orders', handle: create },
+  ];
+  const sandbox = await start({
     requestId: ['x-request-id', 'req_'],
     kinds: ['orders', 'orders.create'],
     records: () => orders,
-    handle: async (req) => {
-      if (req.method === 'GET' && req.path === '/orders')
-        return { status: 200, body: { data: filtered(req, 'reference', orders, 'reference') } };
-      const one = /^\/orders\/([^/]+)$/.exec(req.path);
-      if (req.method === 'GET' && one) {
-        const o = orders.find((x) => x.id === decodeURIComponent(one[1]!));
-        return o
-          ? { status: 200, body: o }
-          : problem(404, 'https://retrysafe.invalid/problems/not-found', 'no such order');
-      }
-      if (req.method !== 'POST' || req.path !== '/orders')
-        return problem(404, 'https://retrysafe.invalid/problems/not-found', 'no such route');
-
-      const rawKey = req.headers['idempotency-key'];
-      if (typeof rawKey !== 'string' || rawKey.length === 0)
-        return problem(400, PROBLEM.keyMissing, 'Idempotency-Key is missing', {
-          link: '<https://retrysafe.invalid/docs/idempotency>; rel="describedby"',
-        });
-      const m = SF_STRING.exec(rawKey);
-      const key = m ? m[1]!.replace(/\\([\\"])/g, '$1') : options.acceptRawKey ? rawKey : null;
-      if (key === null || key.length === 0)
-        return problem(400, PROBLEM.keyMalformed, 'Idempotency-Key must be a Structured Field string');
-
-      const body = req.body;
-      // The stored response (success or error) is replayed for the key's lifetime.
-      return run(`POST /orders ${key}`, body, async () => {
-        if (options.processingMs) await new Promise((r) => setTimeout(r, options.processingMs));
-        return createOrder(body);
-      });
-    },
+    handle: routed(routes, problem(404, PROBLEM.notFound, 'no such route')),
   });
   return {
     ...sandbox,
     retentionMs,
-    expireKeys,
     failNext: (n) => failures.add('internal', n),
   };
 }

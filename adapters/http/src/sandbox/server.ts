@@ -6,6 +6,8 @@ import {
   createSandboxClock,
   type KeyAnswers,
   parseJsonBody,
+  type Route,
+  routeRequest,
   type SandboxClock,
   type SandboxReply,
   startLoopbackServer,
@@ -16,16 +18,33 @@ export type { SandboxReply };
 
 /**
  * The sandbox clock and a key store on it, keeping keys `retentionMs` (default 24 h). `run` answers a keyed
- * request by the fingerprint of its payload: a replay, a refusal, or `execute` once.
+ * request by the fingerprint of its payload: a replay, a refusal, or `execute` once; `start` serves the
+ * sandbox on that clock, with `expireKeys`.
  */
-export function keyedState(options: { clock?: ClockSource; retentionMs?: number }, answers: KeyAnswers<undefined>) {
+export function keyedState(
+  options: { port?: number; clock?: ClockSource; retentionMs?: number },
+  answers: KeyAnswers<undefined>,
+) {
   const clock = createSandboxClock(options.clock);
   const retentionMs = options.retentionMs ?? 24 * 3_600_000;
   const keys = createKeyStore({ retentionMs, clock, answers });
   const run = async (key: string, payload: unknown, execute: () => SandboxReply | Promise<SandboxReply>) =>
     (await keys.run(key, { fingerprint: payloadFingerprint(payload) }, execute)).reply;
-  return { clock, retentionMs, run, expireKeys: () => void keys.expire() };
+  const start = async <R>(setup: Omit<PatternSetup<R>, 'port' | 'clock'>): Promise<KeyedSandbox<R>> => ({
+    ...(await startPatternSandbox({ ...setup, port: options.port, clock })),
+    expireKeys: () => void keys.expire(),
+  });
+  return { retentionMs, run, start };
 }
+
+/** A route of a pattern sandbox: its handler sees the parsed JSON body. */
+export type PatternRoute = Route<Promise<SandboxReply> | SandboxReply, SandboxRequestView>;
+
+/** The reply of the first route that matches, else `notFound`. */
+export const routed =
+  (routes: readonly PatternRoute[], notFound: SandboxReply) =>
+  (req: SandboxRequestView): Promise<SandboxReply> | SandboxReply =>
+    routeRequest(routes, req)?.value ?? notFound;
 
 /** One request as the sandbox saw it (idempotency-related headers only; no auth, no bodies). */
 export interface SandboxRequest {

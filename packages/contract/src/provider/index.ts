@@ -6,4 +6,5 @@ export { markerGuard } from '../errors.js';
 export { checkBaseUrl, isLoopbackHost } from './base-url.js';
 export { lookupFromOutcome } from './lookup.js';
 export { classifyTransportFailure, errorCodes, NEVER_SENT_CODES, type TransportFailure } from './network.js';
+export { positiveInteger } from './options.js';
 export { parseRetryAfter } from './retry-after.js';

@@ -7,6 +7,7 @@ import {
   lookupFromOutcome,
   NEVER_SENT_CODES,
   parseRetryAfter,
+  positiveInteger,
 } from './index.js';
 
 const NOW = Date.parse('2026-12-01T10:00:00Z');
@@ -186,4 +187,25 @@ describe('lookupFromOutcome', () => {
       lookupFromOutcome({ kind: 'not-applied', message: '429', status: 429, retryAfterMs: 1000 }, 're-send'),
     ).toEqual({ kind: 'cannot-tell', reason: 're-send: 429', status: 429, retryAfterMs: 1000 });
   });
+});
+
+describe('positiveInteger: an adapter option that counts something', () => {
+  it('returns the value, or the default when it is missing', () => {
+    expect(positiveInteger('p', 'timeoutMs', 250, 30_000)).toBe(250);
+    expect(positiveInteger('p', 'timeoutMs', undefined, 30_000)).toBe(30_000);
+  });
+
+  it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY])(
+    'refuses %s with a typed error naming the option',
+    (v) => {
+      let e: unknown;
+      try {
+        positiveInteger('p', 'lookupPages', v, 4);
+      } catch (err) {
+        e = err;
+      }
+      expect(AdapterConfigurationError.isInstance(e)).toBe(true);
+      expect((e as Error).message).toContain(`lookupPages must be a positive integer, got ${String(v)}`);
+    },
+  );
 });
