@@ -13,15 +13,16 @@ import { expect } from 'vitest';
 export const T0 = Date.UTC(2026, 0, 1);
 export const id = (s: string) => asBusinessOperationId(`suite-${s}`);
 
-export function claimInput(name: string, over: Partial<ClaimInput> = {}): ClaimInput {
+/** A claim of `businessOperationId`, its fingerprints, params and provider key derived from it. */
+export function claimOf(businessOperationId: string, over: Partial<ClaimInput> = {}): ClaimInput {
   return {
-    businessOperationId: id(name),
+    businessOperationId: asBusinessOperationId(businessOperationId),
     provider: 'sandbox',
     operation: 'sandbox.records.create',
-    intentFingerprint: 'sha256:intent-a',
-    paramsFingerprint: 'sha256:params-a',
-    params: { ref: name, nested: { n: 1 } },
-    providerKey: `rs-${name}` as ProviderKey,
+    intentFingerprint: `sha256:intent-${businessOperationId}`,
+    paramsFingerprint: `sha256:params-${businessOperationId}`,
+    params: { ref: businessOperationId },
+    providerKey: `rs-${businessOperationId}` as ProviderKey,
     owner: 'worker-1',
     leaseMs: 1000,
     now: T0,
@@ -29,21 +30,36 @@ export function claimInput(name: string, over: Partial<ClaimInput> = {}): ClaimI
   };
 }
 
-export function packet(name: string): HandoffPacket {
+/** The suite's claims: one intent and params for every name, so only the id tells two apart. */
+export const claimInput = (name: string, over: Partial<ClaimInput> = {}): ClaimInput =>
+  claimOf(id(name), {
+    intentFingerprint: 'sha256:intent-a',
+    paramsFingerprint: 'sha256:params-a',
+    params: { ref: name, nested: { n: 1 } },
+    providerKey: `rs-${name}` as ProviderKey,
+    ...over,
+  });
+
+/** A handoff packet of the claim `claimOf(businessOperationId)` made, whose safe next action is to abandon it. */
+export function packetOf(businessOperationId: string, over: Partial<HandoffPacket> = {}): HandoffPacket {
   return {
-    businessOperationId: id(name),
+    businessOperationId: asBusinessOperationId(businessOperationId),
     provider: 'sandbox',
     operation: 'sandbox.records.create',
-    intentFingerprint: 'sha256:intent-a',
-    providerKey: `rs-${name}` as ProviderKey,
+    intentFingerprint: `sha256:intent-${businessOperationId}`,
+    providerKey: `rs-${businessOperationId}` as ProviderKey,
     reason: 'unknown-no-safe-resend',
     explanation: 'suite',
     attempts: [],
     lastKnown: { outcome: 'unknown', status: 504 },
     safeNextActions: [{ action: 'abandon', safe: true, why: 'suite' }],
     createdAt: new Date(T0).toISOString(),
+    ...over,
   };
 }
+
+export const packet = (name: string): HandoffPacket =>
+  packetOf(id(name), { intentFingerprint: 'sha256:intent-a', providerKey: `rs-${name}` as ProviderKey });
 
 export function receipt(name: string, seq: number, prevHash: string | null): Receipt {
   return sealReceipt({

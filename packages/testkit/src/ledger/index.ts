@@ -5,6 +5,9 @@ import { claimTableCases } from './claim-table.js';
 import { combinedWriteCases } from './combined-write-cases.js';
 import { claimed, claimInput, id, packet, receipt, refused, type Suite, T0 } from './fixtures.js';
 
+/** Claim inputs and handoff packets for a ledger's own tests, of the suite's shape. */
+export { claimOf, packetOf } from './fixtures.js';
+
 /** The ledger conformance suite (vitest): every Ledger implementation runs it, unchanged. */
 export interface LedgerSuiteOptions {
   /** Shown in the describe block, e.g. `sqlite`. */
