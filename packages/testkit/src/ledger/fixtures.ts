@@ -2,6 +2,7 @@
 import {
   asBusinessOperationId,
   type ClaimInput,
+  type ClaimResult,
   type HandoffPacket,
   type Ledger,
   type ProviderKey,
@@ -84,6 +85,16 @@ export async function claimed(ledger: Ledger, name: string, over: Partial<ClaimI
   const r = await ledger.claim(claimInput(name, over));
   if (r.kind !== 'claimed') throw new Error(`expected claimed, got ${r.kind}`);
   return { ref: { businessOperationId: r.record.businessOperationId, fence: r.record.fence }, record: r.record };
+}
+
+/** Asserts the claim was granted and, when given, whether it took an expired lease over. */
+export function expectClaimed(
+  r: ClaimResult,
+  takenOver?: boolean,
+): asserts r is Extract<ClaimResult, { kind: 'claimed' }> {
+  expect(r.kind).toBe('claimed');
+  if (r.kind !== 'claimed') throw new Error(`expected claimed, got ${r.kind}`);
+  if (takenOver !== undefined) expect(r.takenOver).toBe(takenOver);
 }
 
 /** The ledger under test, fresh for each test. */
