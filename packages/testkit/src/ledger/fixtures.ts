@@ -43,12 +43,13 @@ export const claimInput = (name: string, over: Partial<ClaimInput> = {}): ClaimI
 
 /** A handoff packet of the claim `claimOf(businessOperationId)` made, whose safe next action is to abandon it. */
 export function packetOf(businessOperationId: string, over: Partial<HandoffPacket> = {}): HandoffPacket {
+  const { provider, operation, intentFingerprint, providerKey } = claimOf(businessOperationId);
   return {
     businessOperationId: asBusinessOperationId(businessOperationId),
-    provider: 'sandbox',
-    operation: 'sandbox.records.create',
-    intentFingerprint: `sha256:intent-${businessOperationId}`,
-    providerKey: `rs-${businessOperationId}` as ProviderKey,
+    provider,
+    operation,
+    intentFingerprint,
+    providerKey,
     reason: 'unknown-no-safe-resend',
     explanation: 'suite',
     attempts: [],
