@@ -1,9 +1,10 @@
 // Issue 23: `retrysafe ledger prune` — retention of closed operations, on a real SQLite ledger file.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { asBusinessOperationId, type ClaimInput, type ProviderKey } from '@retrysafe/contract';
+import { asBusinessOperationId, type ProviderKey } from '@retrysafe/contract';
 import { sealReceipt } from '@retrysafe/core/internal';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
+import { claimOf, packetOf } from '@retrysafe/testkit/ledger';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { cli, tempDir } from './helpers.js';
 
@@ -11,24 +12,10 @@ const dir = tempDir('ledger-prune');
 const db = join(dir, 'retrysafe.db');
 const DAY = 86_400_000;
 const now = Date.now();
-const claim = (name: string, at: number, over: Partial<ClaimInput> = {}): ClaimInput => ({
-  businessOperationId: asBusinessOperationId(name),
-  provider: 'sandbox',
-  operation: 'sandbox.records.create',
-  intentFingerprint: `sha256:i-${name}`,
-  paramsFingerprint: `sha256:p-${name}`,
-  params: { ref: name },
-  providerKey: `k-${name}` as ProviderKey,
-  owner: 'w',
-  leaseMs: 1000,
-  now: at,
-  ...over,
-});
-
 beforeAll(async () => {
   const ledger = createSqliteLedger({ path: db });
   const succeed = async (name: string, at: number) => {
-    const c = await ledger.claim(claim(name, at, { dispatch: true }));
+    const c = await ledger.claim(claimOf(name, { now: at, dispatch: true }));
     if (c.kind !== 'claimed') throw new Error(c.kind);
     const receipt = sealReceipt({
       businessOperationId: asBusinessOperationId(name),
@@ -42,8 +29,8 @@ beforeAll(async () => {
       finishedAt: new Date(at).toISOString(),
       outcome: 'succeeded',
       decision: { action: 'complete', reason: 'ok' },
-      providerKey: `k-${name}` as ProviderKey,
-      requestFingerprint: `sha256:p-${name}`,
+      providerKey: `rs-${name}` as ProviderKey,
+      requestFingerprint: `sha256:params-${name}`,
       prevHash: null,
     });
     await ledger.setState(
@@ -53,26 +40,19 @@ beforeAll(async () => {
   };
   await succeed('old-done', now - 40 * DAY);
   await succeed('recent-done', now - 2 * 3_600_000);
-  const h = await ledger.claim(claim('old-handed', now - 40 * DAY));
+  const h = await ledger.claim(claimOf('old-handed', { now: now - 40 * DAY }));
   if (h.kind !== 'claimed') throw new Error(h.kind);
   await ledger.handOff(
     { businessOperationId: h.record.businessOperationId, fence: 1 },
-    {
-      businessOperationId: h.record.businessOperationId,
-      provider: 'sandbox',
-      operation: 'sandbox.records.create',
-      intentFingerprint: 'sha256:i-old-handed',
-      providerKey: 'k-old-handed' as ProviderKey,
-      reason: 'unknown-no-safe-resend',
+    packetOf('old-handed', {
       explanation: 'test',
-      attempts: [],
       lastKnown: { outcome: 'unknown' },
       safeNextActions: [],
       createdAt: new Date(now - 40 * DAY).toISOString(),
-    },
+    }),
     now - 40 * DAY,
   );
-  await ledger.claim(claim('old-open', now - 40 * DAY)); // claimed 40 days ago, lease long expired: open, never pruned
+  await ledger.claim(claimOf('old-open', { now: now - 40 * DAY })); // claimed 40 days ago, lease long expired: open, never pruned
   await ledger.close();
 }, 60_000);
 

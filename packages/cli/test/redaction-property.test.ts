@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { AdapterV1, DrillFault } from '@retrysafe/contract';
 import { createRunner, exportReceiptsJsonl, jsonlHandoffSink, type LogEntry } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
-import { createDrillClock, startFaultProxy } from '@retrysafe/testkit';
+import { createDrillClock, startFaultProxy, wrapAdapter } from '@retrysafe/testkit';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { handoffsText, ledgerHandoffs } from '../src/commands/ledger/handoffs/index.js';
@@ -111,19 +111,14 @@ function taint(body: unknown, text: string): unknown {
 }
 
 function throwing(inner: AdapterV1, text: string): AdapterV1 {
-  return {
-    specificationVersion: inner.specificationVersion,
-    provider: inner.provider,
-    operations: inner.operations,
-    deriveProviderKey: (operation, id) => inner.deriveProviderKey(operation, id),
+  return wrapAdapter(inner, {
     doExecute: async () => {
       throw new Error(`socket closed while sending for ${text}`);
     },
     doLookup: async () => {
       throw new Error(`lookup failed: upstream said ${text}`);
     },
-    close: () => inner.close?.() ?? Promise.resolve(),
-  };
+  });
 }
 
 const entries = await loadAdapters();

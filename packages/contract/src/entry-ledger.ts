@@ -12,6 +12,7 @@ export {
   isPrunable,
   isTerminal,
   leaseLive,
+  parseStored,
   releaseTransition,
   renewTransition,
   resolveTransition,

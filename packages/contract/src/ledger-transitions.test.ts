@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { LedgerError } from './errors.js';
 import type { ClaimInput, OperationRecord, StatePatch } from './ledger.js';
-import { claimTransition, setStateTransition } from './ledger-transitions.js';
+import { claimTransition, parseStored, setStateTransition } from './ledger-transitions.js';
 
 // A claim of a new operation; the tests override what they look at.
 function claimInput(overrides: Partial<ClaimInput> = {}): ClaimInput {
@@ -114,5 +115,25 @@ describe('setStateTransition', () => {
           expect(next).toStrictEqual(want);
           expect(Object.keys(next)).toEqual(Object.keys(want));
         }
+  });
+});
+
+describe('parseStored', () => {
+  it('returns the parsed value', () => {
+    expect(parseStored<{ a: number }>('{"a":1}', 'a record', 'Test ledger')).toEqual({ a: 1 });
+  });
+
+  it('turns cut or corrupt JSON into a LedgerError naming the ledger and the value', () => {
+    let caught: unknown;
+    try {
+      parseStored('{"a":', 'the receipts of x:1', 'Test ledger at /db');
+    } catch (e) {
+      caught = e;
+    }
+    expect(LedgerError.isInstance(caught)).toBe(true);
+    expect((caught as Error).message).toMatch(
+      /^Test ledger at \/db: the receipts of x:1 is not valid JSON \(cut or corrupt\): /,
+    );
+    expect((caught as Error).cause).toBeInstanceOf(SyntaxError);
   });
 });

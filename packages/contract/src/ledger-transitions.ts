@@ -15,6 +15,17 @@ import type { Receipt } from './receipt.js';
 // The ledger's state machine as pure functions on records, so every ledger applies the same rules
 // inside its own atomic section: read the record, call the rule, write what it returns.
 
+/** Parses stored JSON text; a cut or corrupt value becomes a LedgerError naming the ledger (`where`) and the value. */
+export function parseStored<T>(text: string, what: string, where: string): T {
+  try {
+    return JSON.parse(text) as T;
+  } catch (cause) {
+    throw new LedgerError(`${where}: ${what} is not valid JSON (cut or corrupt): ${(cause as Error).message}`, {
+      cause,
+    });
+  }
+}
+
 export function isTerminal(record: OperationRecord): boolean {
   return TERMINAL_STATES.includes(record.state);
 }

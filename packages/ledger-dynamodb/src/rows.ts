@@ -1,6 +1,6 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
-import { isTerminal, PRUNABLE_STATES } from '@retrysafe/contract/ledger';
+import { isTerminal, PRUNABLE_STATES, parseStored } from '@retrysafe/contract/ledger';
 import { TTL_ATTRIBUTE } from './schema.js';
 
 export type Item = Record<string, AttributeValue>;
@@ -70,23 +70,12 @@ export function toItem(st: Stored, retentionMs: number | null): Item {
   return item;
 }
 
-function parse<T>(text: string, what: string, table: string): T {
-  try {
-    return JSON.parse(text) as T;
-  } catch (cause) {
-    throw new LedgerError(
-      `DynamoDB ledger table ${table}: ${what} is not valid JSON (cut or corrupt): ${(cause as Error).message}`,
-      { cause },
-    );
-  }
-}
-
 export function fromItem(item: Item, table: string): Stored {
   const recordText = item.record?.S;
   if (recordText === undefined)
     throw new LedgerError(`DynamoDB ledger table ${table}: item ${item.id?.S} has no record`);
   return {
-    record: parse<OperationRecord>(recordText, 'a stored record', table),
+    record: parseStored<OperationRecord>(recordText, 'a stored record', `DynamoDB ledger table ${table}`),
     recordText,
     receipts: item.receipts?.S ?? null,
     lastSeq: Number(item.lastSeq?.N ?? 0),
@@ -95,7 +84,13 @@ export function fromItem(item: Item, table: string): Stored {
 }
 
 export const toReceipts = (st: Stored, table: string): Receipt[] =>
-  st.receipts === null ? [] : parse<Receipt[]>(st.receipts, `the receipts of ${st.record.businessOperationId}`, table);
+  st.receipts === null
+    ? []
+    : parseStored<Receipt[]>(
+        st.receipts,
+        `the receipts of ${st.record.businessOperationId}`,
+        `DynamoDB ledger table ${table}`,
+      );
 
 /** Past its TTL: DynamoDB deletes it some time later; reads treat it as gone already. */
 export const expired = (item: Item, nowMs: number) =>

@@ -2,14 +2,8 @@
 // size limit, leases and fences across ledger instances (each starts its writes from what it last
 // wrote), a write whose answer is lost, TTL retention and the sparse index of open operations.
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
-import {
-  type BusinessOperationId,
-  type ClaimInput,
-  type HandoffPacket,
-  LeaseLostError,
-  LedgerError,
-  type ProviderKey,
-} from '@retrysafe/contract';
+import { type BusinessOperationId, LeaseLostError, LedgerError } from '@retrysafe/contract';
+import { claimOf, packetOf } from '@retrysafe/testkit/ledger';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDynamoDbLedger, ensureTable } from '../src/index.js';
 import { startDynalite } from './dynalite.js';
@@ -20,35 +14,6 @@ afterAll(() => db.close());
 const T0 = Date.UTC(2026, 0, 1);
 let n = 0;
 const newId = (what: string) => `${what}-${++n}` as BusinessOperationId;
-
-function input(over: Partial<ClaimInput> & { businessOperationId: BusinessOperationId }): ClaimInput {
-  return {
-    provider: 'sandbox',
-    operation: 'sandbox.records.create',
-    intentFingerprint: 'sha256:intent',
-    paramsFingerprint: 'sha256:params',
-    params: { ref: over.businessOperationId },
-    providerKey: `rs-${over.businessOperationId}` as ProviderKey,
-    owner: 'w1',
-    leaseMs: 1_000,
-    now: T0,
-    ...over,
-  };
-}
-
-const packet = (id: BusinessOperationId): HandoffPacket => ({
-  businessOperationId: id,
-  provider: 'sandbox',
-  operation: 'sandbox.records.create',
-  intentFingerprint: 'sha256:intent',
-  providerKey: null,
-  reason: 'unknown-no-safe-resend',
-  explanation: 'test',
-  attempts: [],
-  lastKnown: { outcome: 'unknown' },
-  safeNextActions: [{ action: 'abandon', safe: true, why: 'test' }],
-  createdAt: new Date(T0).toISOString(),
-});
 
 /** `count` ledgers on one table, each with its own client (as separate processes would be). */
 async function ledgers(count: number, options: { retentionMs?: number } = {}) {
@@ -74,7 +39,7 @@ describe('the DynamoDB ledger', () => {
     expect(await ensureTable(client, table)).toEqual({ created: true, ttl: 'unsupported' });
     expect(await ensureTable(client, table)).toEqual({ created: false, ttl: 'unsupported' });
     const ledger = createDynamoDbLedger({ table, client });
-    expect((await ledger.claim(input({ businessOperationId: newId('ensure') }))).kind).toBe('claimed');
+    expect((await ledger.claim(claimOf(newId('ensure')))).kind).toBe('claimed');
     await ledger.close();
     client.destroy();
   });
@@ -82,13 +47,11 @@ describe('the DynamoDB ledger', () => {
   it('16 racing claims of a new operation from 16 clients: one wins; 16 racing takeovers after expiry: one wins, fence 2', async () => {
     const l = await ledgers(16);
     const id = newId('race');
-    const first = await Promise.all(
-      l.all.map((ledger, w) => ledger.claim(input({ businessOperationId: id, owner: `w${w}` }))),
-    );
+    const first = await Promise.all(l.all.map((ledger, w) => ledger.claim(claimOf(id, { owner: `w${w}` }))));
     expect(first.filter((r) => r.kind === 'claimed')).toHaveLength(1);
     expect(first.filter((r) => r.kind === 'busy')).toHaveLength(15);
     const second = await Promise.all(
-      l.all.map((ledger, w) => ledger.claim(input({ businessOperationId: id, owner: `x${w}`, now: T0 + 5_000 }))),
+      l.all.map((ledger, w) => ledger.claim(claimOf(id, { owner: `x${w}`, now: T0 + 5_000 }))),
     );
     const winners = second.filter((r) => r.kind === 'claimed');
     expect(winners).toHaveLength(1);
@@ -101,9 +64,9 @@ describe('the DynamoDB ledger', () => {
     const l = await ledgers(2);
     const [a, b] = l.all as [typeof l.first, typeof l.first];
     const id = newId('fence');
-    const mine = await a.claim(input({ businessOperationId: id, dispatch: true }));
+    const mine = await a.claim(claimOf(id, { dispatch: true }));
     if (mine.kind !== 'claimed') throw new Error(mine.kind);
-    const taken = await b.claim(input({ businessOperationId: id, owner: 'w2', now: T0 + 1_000 }));
+    const taken = await b.claim(claimOf(id, { owner: 'w2', now: T0 + 1_000 }));
     expect(taken).toMatchObject({ kind: 'claimed', takenOver: true, record: { fence: 2, state: 'dispatched' } });
     const stale = { businessOperationId: id, fence: 1 };
     await expect(a.setState(stale, { state: 'succeeded', now: T0 + 1_001 })).rejects.toSatisfy(
@@ -121,7 +84,7 @@ describe('the DynamoDB ledger', () => {
   it('two writes of the same holder racing (a lease renewal and the final state) never lose the final state', async () => {
     const l = await ledgers(2);
     const id = newId('same-holder');
-    const c = await l.first.claim(input({ businessOperationId: id, dispatch: true }));
+    const c = await l.first.claim(claimOf(id, { dispatch: true }));
     if (c.kind !== 'claimed') throw new Error(c.kind);
     const ref = { businessOperationId: id, fence: 1 };
     // The second instance stands for a stale view of the same holder: it read the item before the final state.
@@ -138,9 +101,7 @@ describe('the DynamoDB ledger', () => {
     const l = await ledgers(1);
     const id = newId('large');
     const huge = { ref: id, blob: 'x'.repeat(300 * 1024) };
-    const err = await l.first
-      .claim(input({ businessOperationId: id, params: huge, dispatch: true }))
-      .catch((e: unknown) => e);
+    const err = await l.first.claim(claimOf(id, { params: huge, dispatch: true })).catch((e: unknown) => e);
     expect(LedgerError.isInstance(err)).toBe(true);
     expect((err as LedgerError).providerMayHaveBeenCalled).toBe(false);
     expect((err as Error).message).toMatch(/bytes, more than the \d+ this DynamoDB ledger writes/);
@@ -152,9 +113,7 @@ describe('the DynamoDB ledger', () => {
   it('refuses a later write that would outgrow the item, writing nothing of it (never a half-written item)', async () => {
     const l = await ledgers(1);
     const id = newId('large-result');
-    const c = await l.first.claim(
-      input({ businessOperationId: id, params: { ref: id, blob: 'y'.repeat(200 * 1024) }, dispatch: true }),
-    );
+    const c = await l.first.claim(claimOf(id, { params: { ref: id, blob: 'y'.repeat(200 * 1024) }, dispatch: true }));
     expect(c.kind).toBe('claimed');
     const ref = { businessOperationId: id, fence: 1 };
     const before = await rawItem(l.table, id);
@@ -184,7 +143,7 @@ describe('the DynamoDB ledger', () => {
     );
     const ledger = createDynamoDbLedger({ table, client });
     const id = newId('lost');
-    const r = await ledger.claim(input({ businessOperationId: id, dispatch: true }));
+    const r = await ledger.claim(claimOf(id, { dispatch: true }));
     expect(r).toMatchObject({ kind: 'claimed', takenOver: false, record: { fence: 1, state: 'dispatched' } });
     expect(drop).toBe(0);
     await ledger.close();
@@ -196,11 +155,11 @@ describe('the DynamoDB ledger', () => {
     const open = newId('open');
     const done = newId('done');
     const handed = newId('handed');
-    await l.first.claim(input({ businessOperationId: open, dispatch: true }));
-    await l.first.claim(input({ businessOperationId: done, dispatch: true }));
+    await l.first.claim(claimOf(open, { dispatch: true }));
+    await l.first.claim(claimOf(done, { dispatch: true }));
     await l.first.setState({ businessOperationId: done, fence: 1 }, { state: 'succeeded', now: T0 + 1 });
-    await l.first.claim(input({ businessOperationId: handed, dispatch: true }));
-    await l.first.handOff({ businessOperationId: handed, fence: 1 }, packet(handed), T0 + 2);
+    await l.first.claim(claimOf(handed, { dispatch: true }));
+    await l.first.handOff({ businessOperationId: handed, fence: 1 }, packetOf(handed), T0 + 2);
     expect((await rawItem(l.table, open))?.openState).toEqual({ S: 'dispatched' });
     expect((await rawItem(l.table, handed))?.openState).toEqual({ S: 'handed-off' });
     expect((await rawItem(l.table, done))?.openState).toBeUndefined();
@@ -219,11 +178,11 @@ describe('the DynamoDB ledger', () => {
       [old, now - 120_000],
       [fresh, now],
     ] as const) {
-      await l.first.claim(input({ businessOperationId: id, dispatch: true, now: at }));
+      await l.first.claim(claimOf(id, { dispatch: true, now: at }));
       await l.first.setState({ businessOperationId: id, fence: 1 }, { state: 'succeeded', now: at + 1 });
     }
-    await l.first.claim(input({ businessOperationId: handed, dispatch: true, now: now - 120_000 }));
-    await l.first.handOff({ businessOperationId: handed, fence: 1 }, packet(handed), now - 119_000);
+    await l.first.claim(claimOf(handed, { dispatch: true, now: now - 120_000 }));
+    await l.first.handOff({ businessOperationId: handed, fence: 1 }, packetOf(handed), now - 119_000);
     expect((await rawItem(l.table, fresh))?.expiresAt).toEqual({ N: String(Math.ceil((now + 1 + 60_000) / 1000)) });
     expect((await rawItem(l.table, handed))?.expiresAt).toBeUndefined();
     expect(await l.first.get(old)).toBeNull();
@@ -231,7 +190,7 @@ describe('the DynamoDB ledger', () => {
     expect(await l.first.get(fresh)).toMatchObject({ state: 'succeeded' });
     expect((await l.first.list()).map((r) => r.businessOperationId).sort()).toEqual([fresh, handed].sort());
     // An expired id is forgotten: a claim starts it afresh, over the item DynamoDB has not deleted yet.
-    expect(await l.first.claim(input({ businessOperationId: old, now }))).toMatchObject({
+    expect(await l.first.claim(claimOf(old, { now }))).toMatchObject({
       kind: 'claimed',
       takenOver: false,
       record: { fence: 1 },

@@ -1,12 +1,12 @@
-import {
-  type BusinessOperationId,
-  type HandoffPacket,
-  LedgerError,
-  type OperationRecord,
-  type OperationState,
-  type ProviderKey,
-  type Receipt,
+import type {
+  BusinessOperationId,
+  HandoffPacket,
+  OperationRecord,
+  OperationState,
+  ProviderKey,
+  Receipt,
 } from '@retrysafe/contract';
+import { parseStored } from '@retrysafe/contract/ledger';
 
 /** Every column but `receipts`, which only `receipts()` and an exporting prune read. */
 export const RECORD_COLUMNS = `business_operation_id, provider, operation, intent_fingerprint, params_fingerprint,
@@ -72,14 +72,7 @@ export function toRecord(row: OperationRow): OperationRecord {
 
 /** The receipts of a row, in seq order (NULL: none yet). */
 export function toReceipts(text: string | null, id: string): Receipt[] {
-  if (text === null) return [];
-  try {
-    return JSON.parse(text) as Receipt[];
-  } catch (err) {
-    throw new LedgerError(`the receipts of ${id} in PostgreSQL are not readable JSON: ${(err as Error).message}`, {
-      cause: err,
-    });
-  }
+  return text === null ? [] : parseStored<Receipt[]>(text, `the receipts of ${id}`, 'PostgreSQL ledger');
 }
 
 /** JSON text for a json column (pg would send an array as a PostgreSQL array); undefined: SQL NULL. */

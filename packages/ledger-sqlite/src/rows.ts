@@ -1,6 +1,6 @@
 import type { StatementSync } from 'node:sqlite';
 import { type Fenced, LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
-import { chainedTransition, checkFence, checkReceipt, isTerminal } from '@retrysafe/contract/ledger';
+import { chainedTransition, checkFence, checkReceipt, isTerminal, parseStored } from '@retrysafe/contract/ledger';
 import { prepareStatements } from './statements.js';
 import type { Connection } from './tx.js';
 
@@ -18,24 +18,13 @@ interface Loaded extends StoredText {
 /** A runner has a few operations in flight. */
 const KNOWN_MAX = 256;
 
-function parse<T>(text: string, what: string, path: string): T {
-  try {
-    return JSON.parse(text) as T;
-  } catch (cause) {
-    throw new LedgerError(
-      `SQLite ledger at ${path}: ${what} is not valid JSON (cut or corrupt): ${(cause as Error).message}`,
-      { cause },
-    );
-  }
-}
-
 export const toRecord = (text: string, path: string): OperationRecord =>
-  parse<OperationRecord>(text, 'a stored record', path);
+  parseStored<OperationRecord>(text, 'a stored record', `SQLite ledger at ${path}`);
 
 export function toReceipts(stored: StoredText, path: string): Receipt[] {
   if (stored.receipts === null) return [];
   const of = `the receipts of ${toRecord(stored.record, path).businessOperationId}`;
-  return parse<Receipt[]>(stored.receipts, of, path);
+  return parseStored<Receipt[]>(stored.receipts, of, `SQLite ledger at ${path}`);
 }
 
 /** The stored receipts are not parsed to append one. */

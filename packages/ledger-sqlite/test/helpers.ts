@@ -1,22 +1,9 @@
-import { asBusinessOperationId, type ClaimInput, type ProviderKey, type Receipt } from '@retrysafe/contract';
+import type { ClaimInput, Receipt } from '@retrysafe/contract';
+import { claimOf } from '@retrysafe/testkit/ledger';
 
 /** A claim that dispatches at once, its fingerprints and key derived from `id`. */
-export function claimInput(id: string, over: Partial<ClaimInput> = {}): ClaimInput {
-  return {
-    businessOperationId: asBusinessOperationId(id),
-    provider: 'sandbox',
-    operation: 'records.create',
-    intentFingerprint: `sha256:intent-${id}`,
-    paramsFingerprint: `sha256:params-${id}`,
-    params: { ref: id },
-    providerKey: `key-${id}` as ProviderKey,
-    owner: 'worker-1',
-    leaseMs: 10_000,
-    now: 1_000,
-    dispatch: true,
-    ...over,
-  };
-}
+export const claimInput = (id: string, over: Partial<ClaimInput> = {}): ClaimInput =>
+  claimOf(id, { operation: 'records.create', leaseMs: 10_000, now: 1_000, dispatch: true, ...over });
 
 /** A receipt of `id` at `seq`; its hash is made up (the ledger stores a chain, it does not check one). */
 export const receiptOf = (id: string, seq: number, prevHash: string | null = null, reason = 'r'): Receipt =>

@@ -7,6 +7,7 @@ import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock, type DrillClock, seededRandom } from './drill-clock.js';
 import type { ConformanceOptions, DrillSandbox, ScenarioResult } from './drill-types.js';
 import { type FaultProxy, type FaultScript, startFaultProxy } from './fault-proxy.js';
+import { wrapAdapter } from './wrap-adapter.js';
 
 /** The client timeout handed to createAdapter by default: generous, so lookups on a loaded machine still answer. */
 export const DEFAULT_DRILL_TIMEOUT_MS = 1500;
@@ -33,11 +34,7 @@ function instrument(inner: AdapterV1, proxy: FaultProxy, clock: { now(): number 
     else if (t.activeLookup > 0) proxy.label = 'lookup';
     else proxy.label = undefined;
   };
-  const wrapped: AdapterV1 = {
-    specificationVersion: inner.specificationVersion,
-    provider: inner.provider,
-    operations: inner.operations,
-    deriveProviderKey: (op, id) => inner.deriveProviderKey(op, id),
+  return wrapAdapter(inner, {
     async doExecute(op, params, ctx) {
       t.executeCalls += 1;
       t.activeExecute += 1;
@@ -73,9 +70,7 @@ function instrument(inner: AdapterV1, proxy: FaultProxy, clock: { now(): number 
         relabel();
       }
     },
-  };
-  if (inner.close) wrapped.close = () => inner.close!();
-  return wrapped;
+  });
 }
 
 export interface Harness {

@@ -12,3 +12,4 @@ export type * from './drill-types.js';
 export { SCENARIOS } from './drill-types.js';
 export type * from './fault-proxy.js';
 export { startFaultProxy } from './fault-proxy.js';
+export { wrapAdapter } from './wrap-adapter.js';

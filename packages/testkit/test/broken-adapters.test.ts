@@ -7,25 +7,22 @@ import { join } from 'node:path';
 import type { AdapterV1, ProviderKey } from '@retrysafe/contract';
 import { describe, expect, it } from 'vitest';
 import { type ConformanceOptions, runDrill } from '../src/conformance.js';
+import { wrapAdapter } from '../src/wrap-adapter.js';
 import { replaying, sandboxDrill } from './fixtures/sandbox-drill.js';
 import { tempDir } from './fixtures/temp-dir.js';
 
 /** Broken: ignores the runner's provider key and sends a new one on every attempt. */
 function newKeyEveryAttempt(inner: AdapterV1): AdapterV1 {
-  return {
-    ...inner,
-    deriveProviderKey: (op, id) => inner.deriveProviderKey(op, id),
+  return wrapAdapter(inner, {
     doExecute: (op, params, ctx) =>
       inner.doExecute(op, params, { ...ctx, providerKey: `rs-${randomUUID()}` as ProviderKey }),
     doLookup: (op, ctx) => inner.doLookup(op, { ...ctx, providerKey: `rs-${randomUUID()}` as ProviderKey }),
-  };
+  });
 }
 
 /** Broken: retries on its own (a second retrying layer under the runner), up to 3 tries per attempt. */
 function retriesInternally(inner: AdapterV1): AdapterV1 {
-  return {
-    ...inner,
-    deriveProviderKey: (op, id) => inner.deriveProviderKey(op, id),
+  return wrapAdapter(inner, {
     async doExecute(op, params, ctx) {
       let outcome = await inner.doExecute(op, params, ctx);
       for (let i = 1; i < 3 && (outcome.kind === 'unknown' || outcome.kind === 'not-applied'); i += 1)
@@ -33,7 +30,7 @@ function retriesInternally(inner: AdapterV1): AdapterV1 {
       return outcome;
     },
     doLookup: (op, ctx) => inner.doLookup(op, ctx),
-  };
+  });
 }
 
 function broken(name: string, wrap: (a: AdapterV1) => AdapterV1, outDir: string): ConformanceOptions {

@@ -10,7 +10,18 @@ import {
   type StatePatch,
 } from '@retrysafe/contract';
 import { expect, it } from 'vitest';
-import { claimed, claimInput, id, packet, receipt, refused, type Suite, T0, type TypedError } from './fixtures.js';
+import {
+  claimed,
+  claimInput,
+  expectClaimed,
+  id,
+  packet,
+  receipt,
+  refused,
+  type Suite,
+  T0,
+  type TypedError,
+} from './fixtures.js';
 
 async function declaresCombinedWrites(l: Ledger): Promise<void> {
   expect(l.capabilities).toMatchObject({ claimDispatch: true, receiptWithState: true });
@@ -18,9 +29,7 @@ async function declaresCombinedWrites(l: Ledger): Promise<void> {
 
 async function claimWithDispatch(l: Ledger): Promise<void> {
   const r = await l.claim(claimInput('born-dispatched', { dispatch: true, now: T0 + 7 }));
-  expect(r.kind).toBe('claimed');
-  if (r.kind !== 'claimed') return;
-  expect(r.takenOver).toBe(false);
+  expectClaimed(r, false);
   const want = {
     state: 'dispatched',
     fence: 1,
@@ -62,9 +71,7 @@ async function claimWithDispatchChangesNothingElse(l: Ledger): Promise<void> {
   });
   // An expired claim taken over with dispatch: the state stays as it was (the taker decides from it).
   const taken = await l.claim(claimInput('dispatch-existing', { owner: 'w2', dispatch: true, now: T0 + 5000 }));
-  expect(taken.kind).toBe('claimed');
-  if (taken.kind !== 'claimed') return;
-  expect(taken.takenOver).toBe(true);
+  expectClaimed(taken, true);
   expect(taken.record).toMatchObject({
     state: 'claimed',
     fence: 2,
@@ -176,8 +183,7 @@ async function supersede(l: Ledger): Promise<void> {
   const s = await l.claim(
     claimInput('supersede', { ...next, owner: 'w2', now: T0 + 3, supersede: { fence: ref.fence, revision: 2 } }),
   );
-  expect(s.kind).toBe('claimed');
-  if (s.kind !== 'claimed') return;
+  expectClaimed(s);
   expect(s.record).toMatchObject({
     state: 'claimed',
     fence: ref.fence + 1,

@@ -2,6 +2,7 @@
 import {
   asBusinessOperationId,
   type ClaimInput,
+  type ClaimResult,
   type HandoffPacket,
   type Ledger,
   type ProviderKey,
@@ -13,15 +14,16 @@ import { expect } from 'vitest';
 export const T0 = Date.UTC(2026, 0, 1);
 export const id = (s: string) => asBusinessOperationId(`suite-${s}`);
 
-export function claimInput(name: string, over: Partial<ClaimInput> = {}): ClaimInput {
+/** A claim of `businessOperationId`, its fingerprints, params and provider key derived from it. */
+export function claimOf(businessOperationId: string, over: Partial<ClaimInput> = {}): ClaimInput {
   return {
-    businessOperationId: id(name),
+    businessOperationId: asBusinessOperationId(businessOperationId),
     provider: 'sandbox',
     operation: 'sandbox.records.create',
-    intentFingerprint: 'sha256:intent-a',
-    paramsFingerprint: 'sha256:params-a',
-    params: { ref: name, nested: { n: 1 } },
-    providerKey: `rs-${name}` as ProviderKey,
+    intentFingerprint: `sha256:intent-${businessOperationId}`,
+    paramsFingerprint: `sha256:params-${businessOperationId}`,
+    params: { ref: businessOperationId },
+    providerKey: `rs-${businessOperationId}` as ProviderKey,
     owner: 'worker-1',
     leaseMs: 1000,
     now: T0,
@@ -29,21 +31,37 @@ export function claimInput(name: string, over: Partial<ClaimInput> = {}): ClaimI
   };
 }
 
-export function packet(name: string): HandoffPacket {
-  return {
-    businessOperationId: id(name),
-    provider: 'sandbox',
-    operation: 'sandbox.records.create',
+/** The suite's claims: one intent and params for every name, so only the id tells two apart. */
+export const claimInput = (name: string, over: Partial<ClaimInput> = {}): ClaimInput =>
+  claimOf(id(name), {
     intentFingerprint: 'sha256:intent-a',
+    paramsFingerprint: 'sha256:params-a',
+    params: { ref: name, nested: { n: 1 } },
     providerKey: `rs-${name}` as ProviderKey,
+    ...over,
+  });
+
+/** A handoff packet of the claim `claimOf(businessOperationId)` made, whose safe next action is to abandon it. */
+export function packetOf(businessOperationId: string, over: Partial<HandoffPacket> = {}): HandoffPacket {
+  const { provider, operation, intentFingerprint, providerKey } = claimOf(businessOperationId);
+  return {
+    businessOperationId: asBusinessOperationId(businessOperationId),
+    provider,
+    operation,
+    intentFingerprint,
+    providerKey,
     reason: 'unknown-no-safe-resend',
     explanation: 'suite',
     attempts: [],
     lastKnown: { outcome: 'unknown', status: 504 },
     safeNextActions: [{ action: 'abandon', safe: true, why: 'suite' }],
     createdAt: new Date(T0).toISOString(),
+    ...over,
   };
 }
+
+export const packet = (name: string): HandoffPacket =>
+  packetOf(id(name), { intentFingerprint: 'sha256:intent-a', providerKey: `rs-${name}` as ProviderKey });
 
 export function receipt(name: string, seq: number, prevHash: string | null): Receipt {
   return sealReceipt({
@@ -68,6 +86,16 @@ export async function claimed(ledger: Ledger, name: string, over: Partial<ClaimI
   const r = await ledger.claim(claimInput(name, over));
   if (r.kind !== 'claimed') throw new Error(`expected claimed, got ${r.kind}`);
   return { ref: { businessOperationId: r.record.businessOperationId, fence: r.record.fence }, record: r.record };
+}
+
+/** Asserts the claim was granted and, when given, whether it took an expired lease over. */
+export function expectClaimed(
+  r: ClaimResult,
+  takenOver?: boolean,
+): asserts r is Extract<ClaimResult, { kind: 'claimed' }> {
+  expect(r.kind).toBe('claimed');
+  if (r.kind !== 'claimed') throw new Error(`expected claimed, got ${r.kind}`);
+  if (takenOver !== undefined) expect(r.takenOver).toBe(takenOver);
 }
 
 /** The ledger under test, fresh for each test. */

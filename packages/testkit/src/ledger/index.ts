@@ -3,7 +3,10 @@ import { verifyReceiptChain } from '@retrysafe/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claimTableCases } from './claim-table.js';
 import { combinedWriteCases } from './combined-write-cases.js';
-import { claimed, claimInput, id, packet, receipt, refused, type Suite, T0 } from './fixtures.js';
+import { claimed, claimInput, expectClaimed, id, packet, receipt, refused, type Suite, T0 } from './fixtures.js';
+
+/** Claim inputs and handoff packets for a ledger's own tests, of the suite's shape. */
+export { claimOf, packetOf } from './fixtures.js';
 
 /** The ledger conformance suite (vitest): every Ledger implementation runs it, unchanged. */
 export interface LedgerSuiteOptions {
@@ -17,9 +20,7 @@ export interface LedgerSuiteOptions {
 function claimCases(ctx: Suite): void {
   it('creates a new operation as claimed, fence 1, with the lease and the params kept', async () => {
     const r = await ctx.ledger.claim(claimInput('new'));
-    expect(r.kind).toBe('claimed');
-    if (r.kind !== 'claimed') return;
-    expect(r.takenOver).toBe(false);
+    expectClaimed(r, false);
     expect(r.record).toMatchObject({
       state: 'claimed',
       fence: 1,
@@ -61,9 +62,7 @@ function claimCases(ctx: Suite): void {
     const first = await claimed(ctx.ledger, 'takeover');
     await ctx.ledger.markDispatched(first.ref, T0 + 10);
     const second = await ctx.ledger.claim(claimInput('takeover', { owner: 'worker-2', now: T0 + 1000 }));
-    expect(second.kind).toBe('claimed');
-    if (second.kind !== 'claimed') return;
-    expect(second.takenOver).toBe(true);
+    expectClaimed(second, true);
     expect(second.record).toMatchObject({ fence: 2, state: 'dispatched', leaseOwner: 'worker-2', attemptCount: 1 });
     await refused(ctx.ledger.markDispatched(first.ref, T0 + 1001), LeaseLostError);
     await refused(ctx.ledger.setState(first.ref, { state: 'succeeded', now: T0 + 1001 }), LeaseLostError);
@@ -140,8 +139,7 @@ function writeCases(ctx: Suite): void {
     expect(h.handoff?.reason).toBe('unknown-no-safe-resend');
     expect((await ctx.ledger.claim(claimInput('handoff', { now: T0 + 3 }))).kind).toBe('terminal');
     const resumed = await ctx.ledger.claim(claimInput('handoff', { now: T0 + 3, resume: true }));
-    expect(resumed.kind).toBe('claimed');
-    if (resumed.kind !== 'claimed') return;
+    expectClaimed(resumed);
     expect(resumed.record).toMatchObject({ state: 'claimed', fence: 2, attemptCount: 1 });
     expect(resumed.record.resolution?.action).toBe('resume');
   });
