@@ -22,27 +22,19 @@ import {
   SubscribeRequestSchema,
   UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import { type AdapterV1, type Ledger, validateCard } from '@retrysafe/contract';
+import { type AdapterV1, validateCard } from '@retrysafe/contract';
 import { agentIdempotentHint } from '@retrysafe/contract/rules';
-import type { Runner } from '@retrysafe/core';
 import { type AgentToolDefinition, callAgentTool } from '@retrysafe/core/agent';
-import { type Coalescer, createCoalescer, requestedWait } from '../coalesce.js';
-import { answerLookupTool, lookupTools } from '../server.js';
+import { createCoalescer } from '../coalesce.js';
+import { answerLookupTool, lookupTools, type ServingOptions, unknownTool } from '../server.js';
 import type { UpstreamTool } from './fence-adapter.js';
-import { fencedOutputSchema, fencedReply, outputChecker } from './fence-output.js';
+import { fencedOutputSchema, fencedReply } from './fence-output.js';
 import { type ResultSchema, type Upstream, UpstreamUnavailableError } from './upstream.js';
 
-export interface FenceServerOptions {
-  readonly runner: Runner;
-  readonly ledger: Ledger;
+export interface FenceServerOptions extends ServingOptions {
   /** The fenced tools as one adapter (createFenceAdapter). */
   readonly adapter: AdapterV1;
   readonly upstream: Upstream;
-  readonly name?: string;
-  /** Shared by every server of one fence (HTTP builds one per request), so duplicates in flight find each other. */
-  readonly coalescer?: Coalescer;
-  /** How long a duplicate of a call in flight waits for the first one, ms, unless the call's `_meta` sets it (default 30 000). */
-  readonly waitMs?: number;
 }
 
 export const UNFENCED_NOTE = '[not fenced by retrysafe: a re-issued call may repeat its effect]';
@@ -134,11 +126,7 @@ export function createFenceServer(options: FenceServerOptions): Server {
   const { adapter, upstream, runner, ledger } = options;
   const fenced = new Set(Object.keys(adapter.operations));
   const capabilities = { ...passedCapabilities(upstream.capabilities), tools: { listChanged: true } };
-  const server = new Server(
-    { name: options.name ?? `retrysafe-fence(${adapter.provider})`, version: '0.1.0' },
-    { capabilities },
-  );
-  const check = outputChecker();
+  const server = new Server({ name: `retrysafe-fence(${adapter.provider})`, version: '0.1.0' }, { capabilities });
   const coalescer = options.coalescer ?? createCoalescer(ledger);
   const listed = (name: string) => upstream.tools.find((t) => t.name === name);
 
@@ -154,26 +142,23 @@ export function createFenceServer(options: FenceServerOptions): Server {
   }));
 
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
-    const { name, arguments: args } = req.params;
+    const { name, arguments: args = {}, _meta } = req.params;
     const lookup = await answerLookupTool(ledger, name, args);
     if (lookup) return lookup;
     const tool = listed(name);
-    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    if (!tool) throw unknownTool(name);
     // A call that cannot be sent is refused before anything is claimed: it is never handed off.
     await upstream.ready().catch((e: unknown) => Promise.reject(unavailable(e)));
     if (fenced.has(name)) {
       const key = keyArgument(adapter, name);
-      const params = key ? withoutPath(args ?? {}, key) : (args ?? {});
-      const schema = tool.outputSchema as Record<string, unknown> | undefined;
+      const params = key ? withoutPath(args, key) : args;
       const definition = { adapter, operation: name } as unknown as AgentToolDefinition;
-      const result = await coalescer.call(name, params, requestedWait(req.params._meta, options.waitMs ?? 30_000), () =>
-        callAgentTool(runner, definition, params),
-      );
-      return fencedReply(result, schema ? (v) => v !== undefined && check(schema, v) : () => true);
+      const result = await coalescer.call(name, params, _meta, () => callAgentTool(runner, definition, params));
+      return fencedReply(result, tool.outputSchema as Record<string, unknown> | undefined);
     }
     // Pass-through: unchanged, with the caller's cancellation.
     return (await upstream
-      .callTool({ name, ...(args ? { arguments: args } : {}) }, undefined, { signal: extra.signal })
+      .callTool({ name, ...(req.params.arguments ? { arguments: args } : {}) }, undefined, { signal: extra.signal })
       .catch((e: unknown) => Promise.reject(unavailable(e)))) as Record<string, unknown>;
   });
 
