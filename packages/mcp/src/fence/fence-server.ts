@@ -20,6 +20,7 @@ import {
   type ServerCapabilities,
   SetLevelRequestSchema,
   SubscribeRequestSchema,
+  type Tool,
   UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { type AdapterV1, validateCard } from '@retrysafe/contract';
@@ -27,7 +28,6 @@ import { agentIdempotentHint } from '@retrysafe/contract/rules';
 import { type AgentToolDefinition, callAgentTool } from '@retrysafe/core/agent';
 import { createCoalescer } from '../coalesce.js';
 import { answerLookupTool, lookupTools, type ServingOptions, unknownTool } from '../server.js';
-import type { UpstreamTool } from './fence-adapter.js';
 import { fencedOutputSchema, fencedReply } from './fence-output.js';
 import { type ResultSchema, type Upstream, UpstreamUnavailableError } from './upstream.js';
 
@@ -70,15 +70,15 @@ function withoutPath(value: Record<string, unknown>, path: string): Record<strin
 }
 
 /** A fenced tool as the fence lists it: the fence's description and hints, the key argument hidden, the output schema widened to the fence's answer. */
-function fencedListing(adapter: AdapterV1, t: UpstreamTool) {
+function fencedListing(adapter: AdapterV1, t: Tool) {
   const card = adapter.operations[t.name]!.card;
   const key = keyArgument(adapter, t.name);
   const input = key && !key.includes('.') ? hideProperty(t.inputSchema, key) : t.inputSchema;
   // Through the fence a re-issued call with the same intent is the same operation: that is the hint's meaning
   // for the caller. Whether the upstream itself folds re-sends is the card's business (shown in _meta).
-  const annotations = { ...((t.annotations as object | undefined) ?? {}), idempotentHint: true };
+  const annotations = { ...t.annotations, idempotentHint: true };
   const meta = {
-    ...((t._meta as object | undefined) ?? {}),
+    ...t._meta,
     retrysafe: {
       fenced: true,
       operation: card.operation,
@@ -87,7 +87,7 @@ function fencedListing(adapter: AdapterV1, t: UpstreamTool) {
       undeclared: validateCard(card).unknowns,
     },
   };
-  const output = t.outputSchema ? { outputSchema: fencedOutputSchema(t.outputSchema as Record<string, unknown>) } : {};
+  const output = t.outputSchema ? { outputSchema: fencedOutputSchema(t.outputSchema) } : {};
   return {
     ...t,
     description: fencedDescription(adapter, t.name, t.description),
@@ -98,13 +98,9 @@ function fencedListing(adapter: AdapterV1, t: UpstreamTool) {
   };
 }
 
-function hideProperty(schema: UpstreamTool['inputSchema'], name: string): UpstreamTool['inputSchema'] {
-  const properties = { ...((schema.properties as Record<string, unknown> | undefined) ?? {}) };
-  delete properties[name];
-  const required = Array.isArray(schema.required)
-    ? { required: (schema.required as string[]).filter((r) => r !== name) }
-    : {};
-  return { ...schema, properties, ...required };
+function hideProperty(schema: Tool['inputSchema'], name: string): Tool['inputSchema'] {
+  const { [name]: _, ...properties } = schema.properties ?? {};
+  return { ...schema, properties, ...(schema.required ? { required: schema.required.filter((r) => r !== name) } : {}) };
 }
 
 const unavailable = (e: unknown) =>

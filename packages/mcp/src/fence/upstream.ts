@@ -7,8 +7,9 @@ import {
   type Notification,
   type Request,
   type ServerCapabilities,
+  type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { UpstreamClient, UpstreamTool } from './fence-adapter.js';
+import type { UpstreamClient } from './fence-adapter.js';
 
 /** A command to spawn (stdio, with `env` applied to the fence's environment) or a streamable HTTP URL. */
 export type UpstreamTarget =
@@ -30,7 +31,7 @@ export type ResultSchema = Parameters<Client['request']>[1];
 
 export interface Upstream extends UpstreamClient {
   /** The upstream's tools as last listed (re-listed when it says its list changed, and after a restart). */
-  readonly tools: readonly UpstreamTool[];
+  readonly tools: readonly Tool[];
   readonly capabilities: ServerCapabilities;
   /** Any other request, forwarded as is (resources, prompts, completions, logging). */
   request(request: Request, schema: ResultSchema, options?: { signal?: AbortSignal }): Promise<Record<string, unknown>>;
@@ -57,12 +58,12 @@ const upstreamEnv = (changes: Readonly<Record<string, string | null>> = {}) =>
     Object.entries({ ...process.env, ...changes }).filter((e): e is [string, string] => typeof e[1] === 'string'),
   );
 
-async function listAllTools(client: Client): Promise<UpstreamTool[]> {
-  const tools: UpstreamTool[] = [];
+async function listAllTools(client: Client): Promise<Tool[]> {
+  const tools: Tool[] = [];
   let cursor: string | undefined;
   do {
     const page = await client.listTools(cursor ? { cursor } : undefined);
-    tools.push(...(page.tools as unknown as UpstreamTool[]));
+    tools.push(...page.tools);
     cursor = page.nextCursor;
   } while (cursor);
   return tools;
@@ -76,7 +77,7 @@ export async function connectUpstream(
   const restart = options.restart ?? DEFAULT_RESTART;
   const listeners = new Set<(n: Notification) => void>();
   let client: Client | undefined;
-  let tools: UpstreamTool[] = [];
+  let tools: Tool[] = [];
   let capabilities: ServerCapabilities = {};
   let closing = false;
   let starting: Promise<void> | undefined;
