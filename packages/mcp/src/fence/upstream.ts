@@ -20,12 +20,6 @@ export type UpstreamTarget =
     }
   | { readonly url: string };
 
-/** Restarts of a dead upstream: tries, and the first delay (doubled each try). */
-export interface RestartPolicy {
-  readonly tries: number;
-  readonly baseMs: number;
-}
-
 /** The result schema of a request, as the SDK client takes it. */
 export type ResultSchema = Parameters<Client['request']>[1];
 
@@ -50,7 +44,8 @@ export class UpstreamUnavailableError extends Error {
   readonly sent = 'never';
 }
 
-const DEFAULT_RESTART: RestartPolicy = { tries: 5, baseMs: 100 };
+/** Restarts of a dead upstream: tries, and the first delay (doubled each try). */
+const RESTART = { tries: 5, baseMs: 100 };
 
 /** The fence's own environment with the fence file's changes applied (`null` removes a variable). */
 const upstreamEnv = (changes: Readonly<Record<string, string | null>> = {}) =>
@@ -70,11 +65,7 @@ async function listAllTools(client: Client): Promise<Tool[]> {
 }
 
 // A dead stdio upstream is restarted (bounded, with backoff); a call that cannot be sent fails UpstreamUnavailableError.
-export async function connectUpstream(
-  target: UpstreamTarget,
-  options: { name?: string; restart?: RestartPolicy } = {},
-): Promise<Upstream> {
-  const restart = options.restart ?? DEFAULT_RESTART;
+export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-fence'): Promise<Upstream> {
   const listeners = new Set<(n: Notification) => void>();
   let client: Client | undefined;
   let tools: Tool[] = [];
@@ -86,7 +77,7 @@ export async function connectUpstream(
     for (const l of listeners) l(n);
   };
   const start = async (): Promise<void> => {
-    const c = new Client({ name: options.name ?? 'retrysafe-fence', version: '0.1.0' });
+    const c = new Client({ name, version: '0.1.0' });
     const transport =
       'url' in target
         ? new StreamableHTTPClientTransport(new URL(target.url))
@@ -112,8 +103,8 @@ export async function connectUpstream(
   };
   const startWithBackoff = async (): Promise<void> => {
     let last: unknown;
-    for (let i = 0; i < restart.tries; i++) {
-      if (i > 0) await sleep(restart.baseMs * 2 ** (i - 1));
+    for (let i = 0; i < RESTART.tries; i++) {
+      if (i > 0) await sleep(RESTART.baseMs * 2 ** (i - 1));
       try {
         return await start();
       } catch (e) {
@@ -121,7 +112,7 @@ export async function connectUpstream(
       }
     }
     throw new UpstreamUnavailableError(
-      `the upstream MCP server could not be (re)started after ${restart.tries} tries: ${(last as Error)?.message ?? last}`,
+      `the upstream MCP server could not be (re)started after ${RESTART.tries} tries: ${(last as Error)?.message ?? last}`,
     );
   };
   const ready = async (): Promise<void> => {
