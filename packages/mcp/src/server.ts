@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -184,13 +185,8 @@ export async function serveHttp(
     await transport.handleRequest(req, res);
   });
   // A port in use is an error of this call, not an unhandled 'error' event that kills the process.
-  await new Promise<void>((resolve, reject) => {
-    http.once('error', reject);
-    http.listen(opts.port ?? 0, host, () => {
-      http.off('error', reject);
-      resolve();
-    });
-  });
+  http.listen(opts.port ?? 0, host);
+  await once(http, 'listening');
   const { port } = http.address() as AddressInfo;
   guard = createHttpGuard(port, opts);
   return {

@@ -16,16 +16,7 @@ import {
 import { classifyTransportFailure } from '@retrysafe/contract/provider';
 import { fenceCard, KEY_CHARSET } from './fence-card.js';
 import type { FenceConfig, FenceToolConfig } from './fence-config.js';
-import { UpstreamUnavailableError } from './upstream.js';
-
-/** What the fence needs of an MCP client to the upstream server (the SDK's `Client` has this shape). */
-export interface UpstreamClient {
-  callTool(
-    params: { name: string; arguments?: Record<string, unknown> },
-    resultSchema?: undefined,
-    options?: { timeout?: number; signal?: AbortSignal },
-  ): Promise<unknown>;
-}
+import { type UpstreamClient, UpstreamUnavailableError } from './upstream.js';
 
 interface ToolAnswer {
   readonly isError?: boolean;

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { canonicalJson, sha256Hex } from '@retrysafe/contract';
-import { answerValue, readPath, type UpstreamClient } from './fence-adapter.js';
+import { answerValue, readPath } from './fence-adapter.js';
+import type { UpstreamClient } from './upstream.js';
 
 export interface ProbeOptions {
   readonly client: UpstreamClient;

@@ -9,7 +9,6 @@ import {
   type ServerCapabilities,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { UpstreamClient } from './fence-adapter.js';
 
 /** A command to spawn (stdio, with `env` applied to the fence's environment) or a streamable HTTP URL. */
 export type UpstreamTarget =
@@ -23,7 +22,13 @@ export type UpstreamTarget =
 /** The result schema of a request, as the SDK client takes it. */
 export type ResultSchema = Parameters<Client['request']>[1];
 
-export interface Upstream extends UpstreamClient {
+export interface Upstream {
+  /** No client-side output validation: an applied call must never turn into an error on its way back. */
+  callTool(
+    params: { name: string; arguments?: Record<string, unknown> },
+    resultSchema?: undefined,
+    options?: { timeout?: number; signal?: AbortSignal },
+  ): Promise<unknown>;
   /** The upstream's tools as last listed (re-listed when it says its list changed, and after a restart). */
   readonly tools: readonly Tool[];
   readonly capabilities: ServerCapabilities;
@@ -35,6 +40,9 @@ export interface Upstream extends UpstreamClient {
   onNotification(listener: (n: Notification) => void): () => void;
   close(): Promise<void>;
 }
+
+/** What the fence adapter and the probe need of an upstream (the SDK's `Client` has this shape too). */
+export type UpstreamClient = Pick<Upstream, 'callTool'>;
 
 /** The upstream is not connected and could not be restarted: nothing was sent. */
 export class UpstreamUnavailableError extends Error {
@@ -139,7 +147,6 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
       return capabilities;
     },
     ready,
-    // No client-side output validation here: an applied call must never turn into an error on its way back.
     async callTool(params, _schema, opts) {
       const c = await connected();
       return c.request({ method: 'tools/call', params }, CallToolResultSchema, opts);
