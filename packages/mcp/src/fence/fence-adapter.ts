@@ -35,21 +35,11 @@ export function readPath(value: unknown, path: string): unknown {
 }
 
 function setPath(target: Record<string, unknown>, path: string, value: unknown): Record<string, unknown> {
-  const parts = path.split('.');
-  const out: Record<string, unknown> = { ...target };
-  let cur = out;
-  for (const [i, part] of parts.entries()) {
-    if (i === parts.length - 1) cur[part] = value;
-    else {
-      const next = cur[part];
-      cur[part] =
-        next !== null && typeof next === 'object' && !Array.isArray(next)
-          ? { ...(next as Record<string, unknown>) }
-          : {};
-      cur = cur[part] as Record<string, unknown>;
-    }
-  }
-  return out;
+  const [head = '', ...rest] = path.split('.');
+  if (rest.length === 0) return { ...target, [head]: value };
+  const inner = target[head];
+  const next = inner !== null && typeof inner === 'object' && !Array.isArray(inner) ? inner : {};
+  return { ...target, [head]: setPath(next as Record<string, unknown>, rest.join('.'), value) };
 }
 
 /** `{{path}}` strings are replaced by that argument of the call (whole-string templates keep the value's type). */

@@ -17,6 +17,7 @@ import {
   McpError,
   ReadResourceRequestSchema,
   ReadResourceResultSchema,
+  type Request,
   type ServerCapabilities,
   SetLevelRequestSchema,
   SubscribeRequestSchema,
@@ -103,10 +104,11 @@ function hideProperty(schema: Tool['inputSchema'], name: string): Tool['inputSch
   return { ...schema, properties, ...(schema.required ? { required: schema.required.filter((r) => r !== name) } : {}) };
 }
 
-const unavailable = (e: unknown) =>
-  e instanceof UpstreamUnavailableError
+const unavailable = (e: unknown): never => {
+  throw e instanceof UpstreamUnavailableError
     ? new McpError(ErrorCode.InternalError, `${e.message}; nothing was sent: call again later`)
     : e;
+};
 
 /** What the fence forwards besides tools: the upstream's own capabilities for them. */
 const passedCapabilities = (upstream: ServerCapabilities): ServerCapabilities =>
@@ -144,7 +146,7 @@ export function createFenceServer(options: FenceServerOptions): Server {
     const tool = listed(name);
     if (!tool) throw unknownTool(name);
     // A call that cannot be sent is refused before anything is claimed: it is never handed off.
-    await upstream.ready().catch((e: unknown) => Promise.reject(unavailable(e)));
+    await upstream.ready().catch(unavailable);
     if (fenced.has(name)) {
       const key = keyArgument(adapter, name);
       const params = key ? withoutPath(args, key) : args;
@@ -155,7 +157,7 @@ export function createFenceServer(options: FenceServerOptions): Server {
     // Pass-through: unchanged, with the caller's cancellation.
     return (await upstream
       .callTool({ name, ...(req.params.arguments ? { arguments: args } : {}) }, undefined, { signal: extra.signal })
-      .catch((e: unknown) => Promise.reject(unavailable(e)))) as Record<string, unknown>;
+      .catch(unavailable)) as Record<string, unknown>;
   });
 
   forwardRequests(server, upstream, capabilities);
@@ -170,18 +172,8 @@ export function createFenceServer(options: FenceServerOptions): Server {
 
 /** Registers a forwarding handler for each request kind the upstream's capabilities offer. */
 function forwardRequests(server: Server, upstream: Upstream, caps: ServerCapabilities): void {
-  const forward =
-    (schema: ResultSchema) => async (req: { method: string; params?: unknown }, extra: { signal: AbortSignal }) =>
-      upstream
-        .request(
-          {
-            method: req.method,
-            ...(req.params !== undefined ? { params: req.params as Record<string, unknown> } : {}),
-          },
-          schema,
-          { signal: extra.signal },
-        )
-        .catch((e: unknown) => Promise.reject(unavailable(e)));
+  const forward = (schema: ResultSchema) => (req: Request, extra: { signal: AbortSignal }) =>
+    upstream.request(req, schema, { signal: extra.signal }).catch(unavailable);
   if (caps.resources) {
     server.setRequestHandler(ListResourcesRequestSchema, forward(ListResourcesResultSchema));
     server.setRequestHandler(ListResourceTemplatesRequestSchema, forward(ListResourceTemplatesResultSchema));
