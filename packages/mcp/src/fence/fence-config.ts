@@ -150,8 +150,8 @@ const FENCE_SCHEMA: SchemaNode = closed(
 /** Checks a parsed fence file strictly (unknown keys are errors) and fills its defaults. */
 export function parseFenceConfig(raw: unknown, baseDir = process.cwd()): FenceConfig {
   const problems = checkSchema(raw, FENCE_SCHEMA, FENCE_SCHEMA);
+  const c = raw as Omit<FenceConfig, 'baseDir' | 'timeoutMs'> & { timeoutMs?: number };
   if (problems.length === 0) {
-    const c = raw as Omit<FenceConfig, 'baseDir' | 'timeoutMs'> & { timeoutMs?: number };
     for (const k of Object.keys(c.env ?? {}))
       if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) problems.push(`env: "${k}" is not a variable name`);
     for (const [name, t] of Object.entries(c.tools)) {
@@ -169,19 +169,17 @@ export function parseFenceConfig(raw: unknown, baseDir = process.cwd()): FenceCo
           `tools.${name}.intent cannot name the key argument ${a}: the fence sets it, the caller's value is dropped`,
         );
     }
-    if (problems.length === 0) {
-      const tools = Object.fromEntries(
-        Object.entries(c.tools).map(([name, t]) => [
-          name,
-          t.lookup && [0, '0'].includes(t.lookup.consistencyDelay as string)
-            ? { ...t, lookup: { ...t.lookup, consistencyDelay: null } }
-            : t,
-        ]),
-      );
-      return Object.freeze({ ...c, timeoutMs: c.timeoutMs ?? 10_000, tools, baseDir });
-    }
   }
-  throw new FenceConfigError(problems.join('; '));
+  if (problems.length > 0) throw new FenceConfigError(problems.join('; '));
+  const tools = Object.fromEntries(
+    Object.entries(c.tools).map(([name, t]) => [
+      name,
+      t.lookup && [0, '0'].includes(t.lookup.consistencyDelay as string)
+        ? { ...t, lookup: { ...t.lookup, consistencyDelay: null } }
+        : t,
+    ]),
+  );
+  return Object.freeze({ ...c, timeoutMs: c.timeoutMs ?? 10_000, tools, baseDir });
 }
 
 /** Reads a fence file (JSON, else YAML), within the config package's file limits. */

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
   CallToolResultSchema,
   type Notification,
@@ -26,14 +27,14 @@ export interface Upstream {
   /** No client-side output validation: an applied call must never turn into an error on its way back. */
   callTool(
     params: { name: string; arguments?: Record<string, unknown> },
-    resultSchema?: undefined,
-    options?: { timeout?: number; signal?: AbortSignal },
+    _?: undefined,
+    o?: RequestOptions,
   ): Promise<unknown>;
   /** The upstream's tools as last listed (re-listed when it says its list changed, and after a restart). */
   readonly tools: readonly Tool[];
   readonly capabilities: ServerCapabilities;
   /** Any other request, forwarded as is (resources, prompts, completions, logging). */
-  request(request: Request, schema: ResultSchema, options?: { signal?: AbortSignal }): Promise<Record<string, unknown>>;
+  request(request: Request, schema: ResultSchema, options?: RequestOptions): Promise<Record<string, unknown>>;
   /** Resolves once the upstream is connected, restarting it if it died; throws UpstreamUnavailableError if it cannot. */
   ready(): Promise<void>;
   /** Every notification the upstream sends (after the fence has acted on a tool list change). */
@@ -131,11 +132,11 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
     });
     return starting;
   };
-  // The client to send on now: absent means the request would never leave, so it is refused as not sent.
-  const connected = async (): Promise<Client> => {
+  // Without a connected client the request would never leave, so it is refused as not sent.
+  const request: Upstream['request'] = async (req, schema, opts) => {
     await ready();
     if (!client?.transport) throw new UpstreamUnavailableError('the upstream MCP server is not connected');
-    return client;
+    return (await client.request(req, schema, opts)) as Record<string, unknown>;
   };
 
   await start();
@@ -147,14 +148,8 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
       return capabilities;
     },
     ready,
-    async callTool(params, _schema, opts) {
-      const c = await connected();
-      return c.request({ method: 'tools/call', params }, CallToolResultSchema, opts);
-    },
-    async request(request, schema, opts) {
-      const c = await connected();
-      return (await c.request(request, schema, opts)) as Record<string, unknown>;
-    },
+    request,
+    callTool: (params, _schema, opts) => request({ method: 'tools/call', params }, CallToolResultSchema, opts),
     onNotification(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
