@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -30,8 +30,9 @@ export interface McpServerOptions extends ServingOptions {
   readonly operations?: readonly string[];
 }
 
-export const STATUS_TOOL = 'retrysafe_status';
-export const HANDOFFS_TOOL = 'retrysafe_handoffs';
+const STATUS_TOOL = 'retrysafe_status';
+const HANDOFFS_TOOL = 'retrysafe_handoffs';
+const READ_ONLY = { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false };
 
 /** The status and handoff tools both servers list; `from` says where a business-operation id comes from. */
 export const lookupTools = (from: string, what: string) => [
@@ -44,14 +45,14 @@ export const lookupTools = (from: string, what: string) => [
       properties: { businessOperationId: { type: 'string' } },
       required: ['businessOperationId'],
     },
-    annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false },
+    annotations: READ_ONLY,
   },
   {
     name: HANDOFFS_TOOL,
     title: 'retrysafe: pending handoffs',
     description: `Lists ${what} waiting for a person, with why they stopped and which next actions are safe.`,
     inputSchema: { type: 'object' as const, properties: {} },
-    annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false },
+    annotations: READ_ONLY,
   },
 ];
 
@@ -154,7 +155,7 @@ export interface ServeHttpOptions extends HttpGuardOptions {
 export async function serveHttp(
   makeServer: () => Server,
   opts: ServeHttpOptions = {},
-): Promise<{ url: string; token: string; close(): Promise<void>; http: HttpServer }> {
+): Promise<{ url: string; token: string; close(): Promise<void> }> {
   const host = opts.host ?? '127.0.0.1';
   if (!['127.0.0.1', '::1', 'localhost'].includes(host))
     throw new Error(`refusing to listen on ${host}: the MCP HTTP transport binds to loopback only`);
@@ -192,7 +193,6 @@ export async function serveHttp(
   return {
     url: `http://${host === '::1' ? '[::1]' : host}:${port}/mcp`,
     token: guard.token,
-    http,
     close: () => new Promise((resolve) => http.close(() => resolve())),
   };
 }

@@ -6,7 +6,7 @@ import { answerValue } from './fence-adapter.js';
 type Schema = { readonly [k: string]: unknown };
 
 /** The fence's own answer (a lookup's item, or a call that did not end `done`): `retrysafe` status, `result` value. */
-export const FENCE_ANSWER_SCHEMA = {
+const FENCE_ANSWER_SCHEMA = {
   type: 'object',
   properties: {
     retrysafe: {

@@ -3,7 +3,7 @@ import { canonicalJson, sha256Hex } from '@retrysafe/contract';
 import { answerValue, readPath } from './fence-adapter.js';
 import type { UpstreamClient } from './upstream.js';
 
-export interface ProbeOptions {
+interface ProbeOptions {
   readonly client: UpstreamClient;
   /** The writing tool and its sample arguments (in a sandbox the user provides). */
   readonly tool: string;

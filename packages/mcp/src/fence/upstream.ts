@@ -49,8 +49,6 @@ export type UpstreamClient = Pick<Upstream, 'callTool'>;
 export class UpstreamUnavailableError extends Error {
   override readonly name = 'UpstreamUnavailableError';
   readonly code = 'RETRYSAFE_UPSTREAM_UNAVAILABLE';
-  /** Read by classifyTransportFailure's callers: the request never left the fence. */
-  readonly sent = 'never';
 }
 
 /** Restarts of a dead upstream: tries, and the first delay (doubled each try). */
