@@ -3,22 +3,11 @@ import { asBusinessOperationId, canonicalJson, type Ledger } from '@retrysafe/co
 import { TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import type { AgentToolResult } from '@retrysafe/core/agent';
 
-/** The `_meta` key of a tools/call request with which the caller sets how long a duplicate may wait, ms. */
-export const WAIT_META_KEY = 'retrysafe/waitMs';
 const MAX_WAIT_MS = 600_000;
 
-/** The caller's wait from the request's `_meta`, else `fallback`; a bad value is ignored. */
-export function requestedWait(meta: unknown, fallback: number): number {
-  const v = (meta as Record<string, unknown> | undefined)?.[WAIT_META_KEY];
-  return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? Math.min(v, MAX_WAIT_MS) : fallback;
-}
-
-export interface Coalescer {
-  /** One run per identical call in flight; a duplicate waits up to `waitMs`, and `in-progress` is followed in the ledger. */
-  call(tool: string, args: unknown, waitMs: number, run: () => Promise<AgentToolResult>): Promise<AgentToolResult>;
-}
-
-export function createCoalescer(ledger: Ledger): Coalescer {
+/** One run per identical call in flight; a duplicate waits for the first up to the caller's `_meta["retrysafe/waitMs"]`
+ * (else `defaultWaitMs`), and an `in-progress` answer is followed in the ledger for as long. */
+export function createCoalescer(ledger: Ledger, defaultWaitMs = 30_000) {
   const inflight = new Map<string, Promise<AgentToolResult>>();
 
   const untilEnded = async (
@@ -37,7 +26,9 @@ export function createCoalescer(ledger: Ledger): Coalescer {
   };
 
   return {
-    async call(tool, args, waitMs, run) {
+    async call(tool: string, args: unknown, meta: unknown, run: () => Promise<AgentToolResult>) {
+      const v = (meta as Record<string, unknown> | undefined)?.['retrysafe/waitMs'];
+      const waitMs = typeof v === 'number' && Number.isInteger(v) && v >= 0 ? Math.min(v, MAX_WAIT_MS) : defaultWaitMs;
       const deadline = Date.now() + waitMs;
       const key = `${tool}\n${canonicalJson(args)}`;
       const first = inflight.get(key);
@@ -58,3 +49,5 @@ export function createCoalescer(ledger: Ledger): Coalescer {
     },
   };
 }
+
+export type Coalescer = ReturnType<typeof createCoalescer>;

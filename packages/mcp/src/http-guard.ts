@@ -1,68 +1,47 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 
-// Checked before a server is built for the request: Host (loopback with the bound port, against DNS rebinding), Origin
-// (absent, or listed), then the bearer token.
 export interface HttpGuardOptions {
-  /** Extra `Host` header values to accept (`name:port`, or a bare name for any port). Loopback names with the bound port are always accepted. */
+  /** Extra `Host` values to accept (`name:port`, or a bare name for any port); loopback with the bound port always is. */
   readonly allowedHosts?: readonly string[];
-  /** Extra `Origin` values to accept (`scheme://name[:port]`). Loopback origins with the bound port are always accepted. */
+  /** Extra `Origin` values to accept; loopback origins with the bound port always are. */
   readonly allowedOrigins?: readonly string[];
-  /** The bearer token clients must send. Default: a random token generated at start (read it from the returned `token`). */
+  /** The bearer token clients must send; default a random one (read it from the returned `token`). */
   readonly token?: string;
 }
 
-export type GuardVerdict =
-  | { readonly ok: true }
-  | { readonly ok: false; readonly status: 401 | 403; readonly reason: string };
-
-export interface HttpGuard {
-  readonly token: string;
-  check(req: IncomingMessage): GuardVerdict;
-}
-
 const LOOPBACK_NAMES = ['127.0.0.1', 'localhost', '[::1]'];
-const MIN_TOKEN_LENGTH = 16;
-
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 
-export function createHttpGuard(port: number, options: HttpGuardOptions = {}): HttpGuard {
-  const token = options.token ?? randomBytes(32).toString('base64url');
-  if (typeof token !== 'string' || token.length < MIN_TOKEN_LENGTH || /\s/.test(token)) {
-    throw new TypeError(`MCP HTTP token: expected at least ${MIN_TOKEN_LENGTH} characters without spaces`);
-  }
-  const hostsWithPort = new Set(LOOPBACK_NAMES.map((n) => `${n}:${port}`));
-  const anyPortHosts = new Set<string>();
-  for (const h of options.allowedHosts ?? []) {
-    const v = h.trim().toLowerCase();
-    if (!v) continue;
-    if (/:\d+$/.test(v)) hostsWithPort.add(v);
-    else anyPortHosts.add(v);
-  }
-  const origins = new Set(LOOPBACK_NAMES.map((n) => `http://${n}:${port}`));
-  for (const o of options.allowedOrigins ?? []) if (o.trim()) origins.add(o.trim().toLowerCase().replace(/\/+$/, ''));
+export function checkToken(token: string): string {
+  if (token.length < 16 || /\s/.test(token))
+    throw new TypeError('MCP HTTP token: expected at least 16 characters without spaces');
+  return token;
+}
 
-  const hostOk = (raw: string | undefined): boolean => {
-    if (!raw) return false;
-    const v = raw.trim().toLowerCase();
-    if (hostsWithPort.has(v)) return true;
-    const name = v.replace(/:\d+$/, '');
-    return anyPortHosts.has(name);
+// Host (loopback with the bound port, against DNS rebinding), Origin (absent, or listed), then the bearer token:
+// the refusal's status and reason, or undefined when the request may go on.
+export function createHttpGuard(port: number, options: HttpGuardOptions) {
+  const token = checkToken(options.token ?? randomBytes(32).toString('base64url'));
+  const norm = (v: string) => v.trim().toLowerCase();
+  const hosts = new Set([
+    ...LOOPBACK_NAMES.map((n) => `${n}:${port}`),
+    ...(options.allowedHosts ?? []).map(norm).filter(Boolean),
+  ]);
+  const origins = new Set([
+    ...LOOPBACK_NAMES.map((n) => `http://${n}:${port}`),
+    ...(options.allowedOrigins ?? []).map((o) => norm(o).replace(/\/+$/, '')).filter(Boolean),
+  ]);
+  const hostOk = (raw = '') => hosts.has(norm(raw)) || hosts.has(norm(raw).replace(/:\d+$/, ''));
+  const check = (req: IncomingMessage): { status: 401 | 403; reason: string } | undefined => {
+    if (!hostOk(req.headers.host)) return { status: 403, reason: 'host not allowed' };
+    const origin = req.headers.origin;
+    if (origin !== undefined && !origins.has(norm(origin))) return { status: 403, reason: 'origin not allowed' };
+    const m = /^Bearer[ ]+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+    // Both sides hashed to 32 bytes, so the comparison's time leaks neither where they differ nor the length.
+    if (!m || !timingSafeEqual(digest(m[1]!), digest(token)))
+      return { status: 401, reason: 'missing or wrong bearer token' };
+    return undefined;
   };
-
-  return {
-    token,
-    check(req) {
-      if (!hostOk(req.headers.host)) return { ok: false, status: 403, reason: 'host not allowed' };
-      const origin = req.headers.origin;
-      if (origin !== undefined && !origins.has(origin.trim().toLowerCase()))
-        return { ok: false, status: 403, reason: 'origin not allowed' };
-      const auth = req.headers.authorization;
-      const m = typeof auth === 'string' ? /^Bearer[ ]+(\S+)\s*$/i.exec(auth) : null;
-      // Both sides hashed to 32 bytes, so the comparison's time leaks neither where they differ nor the length.
-      if (!m || !timingSafeEqual(digest(m[1]!), digest(token)))
-        return { ok: false, status: 401, reason: 'missing or wrong bearer token' };
-      return { ok: true };
-    },
-  };
+  return { token, check };
 }

@@ -1,20 +1,7 @@
-export type { AgentToolDefinition, AgentToolResult, HandoffSummary } from '@retrysafe/core/agent';
-export {
-  agentTools,
-  callAgentTool,
-  operationStatus,
-  pendingHandoffs,
-  summarizeHandoff,
-  toAgentResult,
-} from '@retrysafe/core/agent';
-export { UsageError } from './cli-options.js';
 export { createCoalescer } from './coalesce.js';
+export { createFenceAdapter } from './fence/fence-adapter.js';
 export { runProbe } from './fence/fence-cli.js';
-export * from './fence/index.js';
-export {
-  createRetrysafeMcpServer,
-  type McpServerOptions,
-  type ServeHttpOptions,
-  serveHttp,
-  serveStdio,
-} from './server.js';
+export { FenceConfigError, parseFenceConfig } from './fence/fence-config.js';
+export { createFenceServer, UNFENCED_NOTE } from './fence/fence-server.js';
+export type { ProbeReceipt } from './fence/probe.js';
+export { createRetrysafeMcpServer, type McpServerOptions, serveHttp, serveStdio } from './server.js';

@@ -27,8 +27,7 @@ export async function servingParts(
     ...(c.redact ? { redact: { fields: [...(c.redact.fields ?? [])] } } : {}),
     ...(env.RETRYSAFE_RECEIPT_KEYS ? { receiptKey: parseReceiptKeys(env.RETRYSAFE_RECEIPT_KEYS).current } : {}),
   });
-  const waitMs = c.policy?.waitForOtherMs;
-  return { ledger, runner, coalescer: createCoalescer(ledger), ...(waitMs !== undefined ? { waitMs } : {}) };
+  return { ledger, runner, coalescer: createCoalescer(ledger, c.policy?.waitForOtherMs) };
 }
 
 /** Serves on stdio, or with `--http` on loopback behind the Host/Origin allow-lists and a bearer token. */

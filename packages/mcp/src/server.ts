@@ -1,4 +1,5 @@
-import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import { once } from 'node:events';
+import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -13,25 +14,25 @@ import {
   operationStatus,
   pendingHandoffs,
 } from '@retrysafe/core/agent';
-import { type Coalescer, createCoalescer, requestedWait } from './coalesce.js';
-import { createHttpGuard, type HttpGuard, type HttpGuardOptions } from './http-guard.js';
+import { type Coalescer, createCoalescer } from './coalesce.js';
+import { checkToken, createHttpGuard, type HttpGuardOptions } from './http-guard.js';
 
-export interface McpServerOptions {
+/** What both servers take; one coalescer serves every server of a process (HTTP builds one per request). */
+export interface ServingOptions {
   readonly runner: Runner;
   readonly ledger: Ledger;
+  readonly coalescer?: Coalescer;
+}
+
+export interface McpServerOptions extends ServingOptions {
   readonly adapters: readonly AdapterV1[];
   /** Operations to expose, by tool name (`stripe_paymentIntents_create`) or as the config names them (`<provider>.<operation>`); default all. */
   readonly operations?: readonly string[];
-  readonly name?: string;
-  readonly version?: string;
-  /** Shared by every server of one process (HTTP builds one per request), so duplicates in flight find each other. */
-  readonly coalescer?: Coalescer;
-  /** How long a duplicate of a call in flight waits for the first one, ms, unless the call's `_meta` sets it (default 30 000). */
-  readonly waitMs?: number;
 }
 
-export const STATUS_TOOL = 'retrysafe_status';
-export const HANDOFFS_TOOL = 'retrysafe_handoffs';
+const STATUS_TOOL = 'retrysafe_status';
+const HANDOFFS_TOOL = 'retrysafe_handoffs';
+const READ_ONLY = { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false };
 
 /** The status and handoff tools both servers list; `from` says where a business-operation id comes from. */
 export const lookupTools = (from: string, what: string) => [
@@ -44,14 +45,14 @@ export const lookupTools = (from: string, what: string) => [
       properties: { businessOperationId: { type: 'string' } },
       required: ['businessOperationId'],
     },
-    annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false },
+    annotations: READ_ONLY,
   },
   {
     name: HANDOFFS_TOOL,
     title: 'retrysafe: pending handoffs',
     description: `Lists ${what} waiting for a person, with why they stopped and which next actions are safe.`,
     inputSchema: { type: 'object' as const, properties: {} },
-    annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false },
+    annotations: READ_ONLY,
   },
 ];
 
@@ -105,11 +106,7 @@ export function reply(structured: Record<string, unknown>, isError = false) {
 export function createRetrysafeMcpServer(options: McpServerOptions): Server {
   const tools = agentTools(options.adapters, options.operations);
   const byName = new Map<string, AgentToolDefinition>(tools.map((t) => [t.name, t]));
-  const coalescer = options.coalescer ?? createCoalescer(options.ledger);
-  const server = new Server(
-    { name: options.name ?? 'retrysafe', version: options.version ?? '0.1.0' },
-    { capabilities: { tools: {} } },
-  );
+  const server = new Server({ name: 'retrysafe', version: '0.1.0' }, { capabilities: { tools: {} } });
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: [
@@ -126,17 +123,14 @@ export function createRetrysafeMcpServer(options: McpServerOptions): Server {
     ],
   }));
 
+  const coalescer = options.coalescer ?? createCoalescer(options.ledger);
   server.setRequestHandler(CallToolRequestSchema, async (req) => {
-    const { name, arguments: args } = req.params;
+    const { name, arguments: args = {}, _meta } = req.params;
     const lookup = await answerLookupTool(options.ledger, name, args);
     if (lookup) return lookup;
     const tool = byName.get(name);
-    // The spec's answer to an unknown tool is a protocol error, not a tool result.
-    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
-    const params = args ?? {};
-    const result = await coalescer.call(name, params, requestedWait(req.params._meta, options.waitMs ?? 30_000), () =>
-      callAgentTool(options.runner, tool, params),
-    );
+    if (!tool) throw unknownTool(name);
+    const result = await coalescer.call(name, args, _meta, () => callAgentTool(options.runner, tool, args));
     return reply(
       result as unknown as Record<string, unknown>,
       result.status === 'conflict' || result.status === 'invalid-input',
@@ -144,6 +138,9 @@ export function createRetrysafeMcpServer(options: McpServerOptions): Server {
   });
   return server;
 }
+
+// The spec's answer to an unknown tool is a protocol error, not a tool result.
+export const unknownTool = (name: string) => new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
 
 export async function serveStdio(server: Server): Promise<void> {
   await server.connect(new StdioServerTransport());
@@ -158,20 +155,20 @@ export interface ServeHttpOptions extends HttpGuardOptions {
 export async function serveHttp(
   makeServer: () => Server,
   opts: ServeHttpOptions = {},
-): Promise<{ url: string; token: string; close(): Promise<void>; http: HttpServer }> {
+): Promise<{ url: string; token: string; close(): Promise<void> }> {
   const host = opts.host ?? '127.0.0.1';
   if (!['127.0.0.1', '::1', 'localhost'].includes(host))
     throw new Error(`refusing to listen on ${host}: the MCP HTTP transport binds to loopback only`);
-  if (opts.token !== undefined) createHttpGuard(0, { token: opts.token }); // a bad token fails before listening
-  let guard: HttpGuard | undefined;
+  if (opts.token !== undefined) checkToken(opts.token); // a bad token fails before listening
+  let guard: ReturnType<typeof createHttpGuard> | undefined;
   const http = createHttpServer(async (req, res) => {
-    const verdict = guard ? guard.check(req) : ({ ok: false, status: 403, reason: 'not ready' } as const);
-    if (!verdict.ok) {
-      res.writeHead(verdict.status, {
+    const refusal = guard ? guard.check(req) : ({ status: 403, reason: 'not ready' } as const);
+    if (refusal) {
+      res.writeHead(refusal.status, {
         'content-type': 'application/json',
-        ...(verdict.status === 401 ? { 'www-authenticate': 'Bearer realm="retrysafe-mcp"' } : {}),
+        ...(refusal.status === 401 ? { 'www-authenticate': 'Bearer realm="retrysafe-mcp"' } : {}),
       });
-      res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: verdict.reason }, id: null }));
+      res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: refusal.reason }, id: null }));
       req.resume();
       return;
     }
@@ -189,19 +186,13 @@ export async function serveHttp(
     await transport.handleRequest(req, res);
   });
   // A port in use is an error of this call, not an unhandled 'error' event that kills the process.
-  await new Promise<void>((resolve, reject) => {
-    http.once('error', reject);
-    http.listen(opts.port ?? 0, host, () => {
-      http.off('error', reject);
-      resolve();
-    });
-  });
+  http.listen(opts.port ?? 0, host);
+  await once(http, 'listening');
   const { port } = http.address() as AddressInfo;
   guard = createHttpGuard(port, opts);
   return {
     url: `http://${host === '::1' ? '[::1]' : host}:${port}/mcp`,
     token: guard.token,
-    http,
     close: () => new Promise((resolve) => http.close(() => resolve())),
   };
 }

@@ -1,49 +1,28 @@
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
   type AdapterV1,
   type BusinessOperationId,
-  defineCard,
   deriveProviderKey,
   type ExecuteContext,
-  fact,
   type LookupContext,
   type LookupResult,
   type OperationSpec,
   type Outcome,
   type ProviderKey,
-  type ProviderKeyRule,
-  type RetrySafetyCard,
   SPECIFICATION_VERSION,
   UnknownOperationError,
   UnsupportedCapabilityError,
 } from '@retrysafe/contract';
 import { classifyTransportFailure } from '@retrysafe/contract/provider';
+import { fenceCard, KEY_CHARSET } from './fence-card.js';
 import type { FenceConfig, FenceToolConfig } from './fence-config.js';
-import { UpstreamUnavailableError } from './upstream.js';
-
-/** What the fence needs of an MCP client to the upstream server (the SDK's `Client` has this shape). */
-export interface UpstreamClient {
-  callTool(
-    params: { name: string; arguments?: Record<string, unknown> },
-    resultSchema?: undefined,
-    options?: { timeout?: number; signal?: AbortSignal },
-  ): Promise<unknown>;
-}
-
-/** An upstream tool as the upstream lists it. */
-export interface UpstreamTool {
-  readonly name: string;
-  readonly description?: string;
-  readonly inputSchema: { readonly type: 'object'; readonly [k: string]: unknown };
-  readonly [k: string]: unknown;
-}
+import { type UpstreamClient, UpstreamUnavailableError } from './upstream.js';
 
 interface ToolAnswer {
   readonly isError?: boolean;
   readonly content?: readonly { readonly type: string; readonly text?: string }[];
   readonly structuredContent?: unknown;
 }
-
-const KEY_CHARSET = 'A-Za-z0-9_-';
 
 export function readPath(value: unknown, path: string): unknown {
   if (path === '') return value;
@@ -56,21 +35,11 @@ export function readPath(value: unknown, path: string): unknown {
 }
 
 function setPath(target: Record<string, unknown>, path: string, value: unknown): Record<string, unknown> {
-  const parts = path.split('.');
-  const out: Record<string, unknown> = { ...target };
-  let cur = out;
-  for (const [i, part] of parts.entries()) {
-    if (i === parts.length - 1) cur[part] = value;
-    else {
-      const next = cur[part];
-      cur[part] =
-        next !== null && typeof next === 'object' && !Array.isArray(next)
-          ? { ...(next as Record<string, unknown>) }
-          : {};
-      cur = cur[part] as Record<string, unknown>;
-    }
-  }
-  return out;
+  const [head = '', ...rest] = path.split('.');
+  if (rest.length === 0) return { ...target, [head]: value };
+  const inner = target[head];
+  const next = inner !== null && typeof inner === 'object' && !Array.isArray(inner) ? inner : {};
+  return { ...target, [head]: setPath(next as Record<string, unknown>, rest.join('.'), value) };
 }
 
 /** `{{path}}` strings are replaced by that argument of the call (whole-string templates keep the value's type). */
@@ -109,157 +78,8 @@ const errorText = (a: ToolAnswer) =>
       .trim() || 'the tool answered an error',
   );
 
-/** The card of one fenced tool, from what the fence file declares; the rest is `unknown` with its reason. */
-export function fenceCard(
-  config: Pick<FenceConfig, 'name' | 'policy'>,
-  toolName: string,
-  t: FenceToolConfig,
-): RetrySafetyCard {
-  const declared = (what: string) => `fence file: tools.${toolName}.${what}${t.source ? ` (${t.source})` : ''}`;
-  const notDeclared = (what: string) => `not declared in the fence file (tools.${toolName}.${what})`;
-  const unverified: { field: string; condition: string; source: string }[] = [];
-  const maybe = <T>(field: string, value: T | undefined, what: string, source?: string) => {
-    if (value === undefined) {
-      unverified.push({
-        field,
-        condition: `${what} is not declared for this upstream tool`,
-        source: notDeclared(what),
-      });
-      return fact<T>('unknown', notDeclared(what));
-    }
-    return fact<T>(value, source ?? declared(what));
-  };
-  const k = t.key;
-  const keySource = k?.source ?? t.source;
-  const l = t.lookup;
-  const limits = config.policy ?? {};
-  return defineCard({
-    cardVersion: 1,
-    provider: config.name,
-    operation: `${config.name}.${toolName}`,
-    sideEffect: {
-      kind: fact(t.kind, declared('kind')),
-      idempotentByNature: fact(
-        t.idempotentByNature ?? false,
-        t.idempotentByNature === undefined
-          ? `default: a fenced ${t.kind} tool is not idempotent by nature`
-          : declared('idempotentByNature'),
-      ),
-    },
-    businessOperationId: {
-      rule: `derived from intent fields ${t.intent.join(', ')} of the tool's arguments`,
-      intentFields: [...t.intent],
-    },
-    ids: {
-      run: 'receipts only',
-      attempt: 'receipts only',
-      request: fact('the MCP JSON-RPC request id (not kept)', 'MCP specification: JSON-RPC request ids'),
-    },
-    providerKey: k
-      ? {
-          travels: fact('body', declared('key.argument')),
-          name: fact(k.argument, declared('key.argument')),
-          maxLength: fact(k.maxLength ?? 64, k.maxLength ? declared('key.maxLength') : 'fence default: 64 characters'),
-          charset: fact(KEY_CHARSET, 'fence: keys are letters, digits, _ and -'),
-          scope: fact('one upstream server', declared('key')),
-        }
-      : {
-          travels: fact('none', `fence file: tools.${toolName} declares no key argument`),
-          name: fact(null, 'no key travels'),
-          maxLength: fact(null, 'no key travels'),
-          charset: fact(null, 'no key travels'),
-          scope: fact('n/a: no key travels', 'no key travels'),
-        },
-    keyReuse: fact(
-      k ? 'same call while the upstream keeps the key' : 'never: no key travels',
-      k ? declared('key') : 'no key travels',
-    ),
-    parameterMatching: k
-      ? maybe('parameterMatching', k.parameterMatching, 'key.parameterMatching', keySource)
-      : fact('none', 'no key travels'),
-    storedResult: {
-      semantics: k
-        ? maybe('storedResult.semantics', k.semantics, 'key.semantics', keySource)
-        : fact('none', 'no key travels: the upstream cannot fold a re-sent call'),
-      includesErrors: fact(false, 'fence: an upstream tool error is never assumed to be stored'),
-    },
-    lookup: {
-      method: fact(
-        l ? 'search' : 'none',
-        l ? declared('lookup.tool') : `fence file: tools.${toolName} declares no lookup`,
-      ),
-      consistencyDelay: l
-        ? maybe(
-            'lookup.consistencyDelay',
-            l.consistencyDelay as `${number}s` | null | undefined,
-            'lookup.consistencyDelay',
-            l.source ?? t.source,
-          )
-        : fact(null, 'no lookup'),
-      // How long the upstream may still apply a call after the fence gave up on it: unknown unless declared.
-      ...(l
-        ? {
-            lateApplyBound: maybe(
-              'lookup.lateApplyBound',
-              l.lateApplyBound as `${number}s` | undefined,
-              'lookup.lateApplyBound',
-              l.source ?? t.source,
-            ),
-          }
-        : {}),
-    },
-    retention: {
-      minimum: k
-        ? maybe('retention.minimum', k.retention as `${number}h` | undefined, 'key.retention', keySource)
-        : fact(null, 'no key travels: nothing is stored'),
-    },
-    concurrency: k
-      ? maybe('concurrency', k.concurrency, 'key.concurrency', keySource)
-      : fact('duplicates', 'no key travels: concurrent calls each run the tool'),
-    retryableErrors: fact(
-      ['a transport that never connected (not-applied)', 'a timeout or a closed connection (unknown: look up first)'],
-      'fence: packages/mcp/src/fence/fence-adapter.ts (classify)',
-    ),
-    nonRetryableErrors: fact(
-      [
-        'invalid params (-32602)',
-        'unknown tool (-32601)',
-        ...(t.toolErrors === 'rejected' ? ['a tool error result'] : []),
-        ...(t.rejectWhen ?? []).map((r) => `a tool error matching /${r}/`),
-      ],
-      'fence: packages/mcp/src/fence/fence-adapter.ts (classify)',
-    ),
-    backoff: {
-      strategy: 'exponential-full-jitter',
-      base: `${limits.baseMs ?? 200}ms`,
-      cap: `${limits.capMs ?? 5000}ms`,
-      retryAfterCap: '60s',
-    },
-    limits: {
-      maxAttempts: limits.maxAttempts ?? 3,
-      maxElapsed: `${limits.maxElapsedMs ?? 60_000}ms`,
-      lookupWindow: `${limits.lookupWindowMs ?? 30_000}ms`,
-    },
-    retryLayer: {
-      layer: 'runner',
-      sdkRetries: 'disabled',
-      how: 'the MCP client sends each tools/call once; the fence is the only layer that re-sends',
-    },
-    reconciler: l
-      ? `the runner, through the upstream tool ${l.tool}`
-      : 'the runner by same-key re-send when the card allows, else a person',
-    handoff: {
-      condition: 'rejected, budget exhausted, or unknown with no safe re-send',
-      destination: "the fence's handoff sink and the ledger",
-    },
-    duplicateTest: 'retrysafe probe against the upstream, unwrapped and wrapped',
-    receipts: 'the fence ledger; JSONL export',
-    unverified,
-  } as RetrySafetyCard);
-}
-
 /** One Outcome per tool answer: a tool error is rejected or unknown as the fence file says; never throws. */
-export function classifyToolAnswer(t: FenceToolConfig, answer: unknown): Outcome {
+function classifyToolAnswer(t: FenceToolConfig, answer: unknown): Outcome {
   const a = (answer ?? {}) as ToolAnswer;
   if (a.isError) {
     const text = errorText(a);
@@ -267,14 +87,19 @@ export function classifyToolAnswer(t: FenceToolConfig, answer: unknown): Outcome
       return { kind: 'rejected', reason: 'validation', message: `tool error: ${text}` };
     return { kind: 'unknown', cause: 'server-error', message: `tool error (may have applied): ${text}` };
   }
-  const value = answerValue(a);
+  const result = {
+    content: a.content ?? [],
+    ...(a.structuredContent !== undefined ? { structuredContent: a.structuredContent } : {}),
+  };
+  return succeeded(t, result, answerValue(a));
+}
+
+/** A succeeded outcome; its provider reference is read from `value` at the tool's `resultRef`. */
+function succeeded(t: FenceToolConfig, result: unknown, value: unknown): Extract<Outcome, { kind: 'succeeded' }> {
   const ref = t.resultRef ? readPath(value, t.resultRef) : undefined;
   return {
     kind: 'succeeded',
-    result: {
-      content: a.content ?? [],
-      ...(a.structuredContent !== undefined ? { structuredContent: a.structuredContent } : {}),
-    },
+    result,
     ...(typeof ref === 'string' || typeof ref === 'number' ? { providerRef: String(ref) } : {}),
   };
 }
@@ -297,7 +122,7 @@ const MCP_ERRORS: Readonly<Record<number, (message: string) => Outcome>> = {
   }),
 };
 
-export function classifyToolError(error: unknown): Outcome {
+function classifyToolError(error: unknown): Outcome {
   const code = (error as { code?: unknown } | null)?.code;
   const message = clip(error instanceof Error ? error.message : String(error));
   // Refused before sending: the upstream is down and could not be restarted, or the client had no connection.
@@ -316,7 +141,7 @@ export interface FenceAdapterOptions {
   readonly config: FenceConfig;
   readonly client: UpstreamClient;
   /** The upstream's tool list (for descriptions and input schemas); every fenced tool must be in it. */
-  readonly tools: readonly UpstreamTool[];
+  readonly tools: readonly Tool[];
 }
 
 /** The fenced upstream tools as one retrysafe adapter: the runner decides from their cards, like any provider. */
@@ -342,11 +167,8 @@ export function createFenceAdapter(options: FenceAdapterOptions): AdapterV1 {
     if (!t) throw new UnknownOperationError(config.name, operation, Object.keys(config.tools));
     return t;
   };
-  const rule = (t: FenceToolConfig): ProviderKeyRule => ({
-    maxLength: t.key?.maxLength ?? 64,
-    charset: KEY_CHARSET,
-    prefix: 'rs-',
-  });
+  const send = (name: string, args: Record<string, unknown>, signal: AbortSignal | undefined) =>
+    client.callTool({ name, arguments: args }, undefined, { timeout: config.timeoutMs, ...(signal ? { signal } : {}) });
 
   return Object.freeze({
     specificationVersion: SPECIFICATION_VERSION,
@@ -354,18 +176,16 @@ export function createFenceAdapter(options: FenceAdapterOptions): AdapterV1 {
     operations: Object.freeze(operations),
     deriveProviderKey(operation: string, id: BusinessOperationId): ProviderKey | null {
       const t = tool(operation);
-      return t.key ? deriveProviderKey(id, rule(t)) : null;
+      return t.key
+        ? deriveProviderKey(id, { maxLength: t.key.maxLength ?? 64, charset: KEY_CHARSET, prefix: 'rs-' })
+        : null;
     },
     async doExecute(operation: string, params: unknown, ctx: ExecuteContext): Promise<Outcome> {
       const t = tool(operation);
       let args = (params ?? {}) as Record<string, unknown>;
       if (t.key && ctx.providerKey) args = setPath(args, t.key.argument, ctx.providerKey);
       try {
-        const answer = await client.callTool({ name: operation, arguments: args }, undefined, {
-          timeout: config.timeoutMs,
-          ...(ctx.signal ? { signal: ctx.signal } : {}),
-        });
-        return classifyToolAnswer(t, answer);
+        return classifyToolAnswer(t, await send(operation, args, ctx.signal));
       } catch (error) {
         return classifyToolError(error);
       }
@@ -376,10 +196,10 @@ export function createFenceAdapter(options: FenceAdapterOptions): AdapterV1 {
       if (!l) throw new UnsupportedCapabilityError(config.name, 'lookup', `tools.${operation} declares no lookup`);
       let answer: ToolAnswer;
       try {
-        answer = (await client.callTool(
-          { name: l.tool, arguments: (fill(l.arguments ?? {}, ctx.params) ?? {}) as Record<string, unknown> },
-          undefined,
-          { timeout: config.timeoutMs, ...(ctx.signal ? { signal: ctx.signal } : {}) },
+        answer = (await send(
+          l.tool,
+          fill(l.arguments ?? {}, ctx.params) as Record<string, unknown>,
+          ctx.signal,
         )) as ToolAnswer;
       } catch (error) {
         return {
@@ -399,15 +219,8 @@ export function createFenceAdapter(options: FenceAdapterOptions): AdapterV1 {
       );
       if (match === undefined)
         return { kind: 'not-found', reason: `no item of ${l.tool} matches ${Object.keys(l.match).join(', ')}` };
-      const ref = t.resultRef ? readPath(match, t.resultRef) : undefined;
-      return {
-        kind: 'found',
-        outcome: {
-          kind: 'succeeded',
-          result: { content: [{ type: 'text', text: JSON.stringify(match) }], structuredContent: match },
-          ...(typeof ref === 'string' || typeof ref === 'number' ? { providerRef: String(ref) } : {}),
-        },
-      };
+      const result = { content: [{ type: 'text', text: JSON.stringify(match) }], structuredContent: match };
+      return { kind: 'found', outcome: succeeded(t, result, match) };
     },
   });
 }

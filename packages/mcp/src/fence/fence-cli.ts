@@ -53,23 +53,19 @@ export async function runProbe(argv: readonly string[], out = toStdout): Promise
   const countPath = text(p, '--count-path');
   if (tool === undefined || countTool === undefined || countPath === undefined)
     throw new UsageError('probe needs --tool, --count-tool and --count-path');
-  const upstream = await connectUpstream(target(p), { name: 'retrysafe-probe' });
+  const upstream = await connectUpstream(target(p), 'retrysafe-probe');
   try {
-    const optional = {
-      countArgs: json(p, '--count-args'),
-      match: json(p, '--match'),
-      concurrent: num(p, '--concurrent'),
-      timeoutMs: num(p, '--timeout-ms'),
-      settleMs: num(p, '--settle-ms'),
-    };
-    const defined = Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== undefined));
     const receipt = await probeTool({
       client: upstream,
       tool,
       args: json(p, '--args') ?? {},
       countTool,
+      countArgs: json(p, '--count-args'),
       countPath,
-      ...defined,
+      match: json(p, '--match'),
+      concurrent: num(p, '--concurrent'),
+      timeoutMs: num(p, '--timeout-ms'),
+      settleMs: num(p, '--settle-ms'),
     });
     const file = text(p, '--receipt');
     if (file !== undefined) writeFileSync(file, JSON.stringify(receipt, null, 2) + '\n');
@@ -82,5 +78,3 @@ export async function runProbe(argv: readonly string[], out = toStdout): Promise
     await upstream.close();
   }
 }
-
-export { UsageError };

@@ -8,16 +8,30 @@ import {
   type SchemaNode,
 } from '@retrysafe/config';
 
+const KINDS = ['create', 'send', 'set', 'upsert', 'delete', 'charge', 'async-job'] as const;
+const SEMANTICS = ['replays', 'rejects-duplicate', 'none'] as const;
+const CONCURRENCY = ['rejects-in-progress', 'waits-then-replays', 'duplicates'] as const;
+const MATCHING = ['mismatch-error', 'replay-anyway', 'none'] as const;
+const POLICY = [
+  'maxAttempts',
+  'maxElapsedMs',
+  'baseMs',
+  'capMs',
+  'lookupWindowMs',
+  'leaseMs',
+  'waitForOtherMs',
+] as const;
+
 /** The fence file: which upstream tools run through the runner, and what is known of each (the rest is `unknown`). */
 export interface FenceConfig {
-  /** Provider name for cards and business-operation ids (an identifier, e.g. `orders`). */
+  /** Provider name for cards and business-operation ids. */
   readonly name: string;
-  /** SQLite path (relative to the file) or postgres:// URL. Several proxies share state through PostgreSQL. */
+  /** SQLite path (relative to the file) or postgres:// URL; several fences share state through PostgreSQL. */
   readonly ledger: string;
   readonly handoffs?: string;
-  /** Timeout of one upstream tool call, ms (default 10 000). A timeout is an unknown outcome, never a failure. */
+  /** Timeout of one upstream tool call, ms; a timeout is an unknown outcome, never a failure. */
   readonly timeoutMs: number;
-  readonly policy?: FencePolicy;
+  readonly policy?: Partial<Record<(typeof POLICY)[number], number>>;
   readonly tools: Readonly<Record<string, FenceToolConfig>>;
   /** Changes to the fence's environment for a stdio upstream: a string sets a variable, `null` removes it. */
   readonly env?: Readonly<Record<string, string | null>>;
@@ -25,63 +39,37 @@ export interface FenceConfig {
   readonly baseDir: string;
 }
 
-export interface FencePolicy {
-  readonly maxAttempts?: number;
-  readonly maxElapsedMs?: number;
-  readonly baseMs?: number;
-  readonly capMs?: number;
-  readonly lookupWindowMs?: number;
-  readonly leaseMs?: number;
-  readonly waitForOtherMs?: number;
-}
-
-export type FenceSideEffect = 'create' | 'send' | 'set' | 'upsert' | 'delete' | 'charge' | 'async-job';
-
 export interface FenceToolConfig {
-  readonly kind: FenceSideEffect;
-  /** True when calling the tool twice has the effect of calling it once (a set-value update). Default false. */
+  readonly kind: (typeof KINDS)[number];
   readonly idempotentByNature?: boolean;
-  /** Argument paths that name the business intent; the business-operation id is derived from them. */
+  /** Argument paths that name the business intent. */
   readonly intent: readonly string[];
-  /** Where a provider key goes, if the upstream tool accepts one. */
-  readonly key?: FenceKeyConfig;
-  /** How to reconcile: an upstream read/list tool and how to match its answer. */
-  readonly lookup?: FenceLookupConfig;
-  /** How an `isError` tool result is read: `rejected` (nothing was applied) or `unknown` (default). */
+  readonly key?: {
+    readonly argument: string;
+    readonly maxLength?: number;
+    readonly semantics?: (typeof SEMANTICS)[number];
+    readonly retention?: string;
+    readonly concurrency?: (typeof CONCURRENCY)[number];
+    readonly parameterMatching?: (typeof MATCHING)[number];
+    readonly source?: string;
+  };
+  /** Reconciliation: an upstream read tool, the path to its items, and item path → argument path to match. */
+  readonly lookup?: {
+    readonly tool: string;
+    /** A string `{{path}}` is replaced by that argument of the fenced call. */
+    readonly arguments?: Readonly<Record<string, unknown>>;
+    readonly items: string;
+    readonly match: Readonly<Record<string, string>>;
+    readonly consistencyDelay?: string | null;
+    readonly lateApplyBound?: string;
+    readonly source?: string;
+  };
+  /** How an `isError` result is read (default `unknown`); a text matching `rejectWhen` is always `rejected`. */
   readonly toolErrors?: 'rejected' | 'unknown';
-  /** Regular expressions: an `isError` text that matches one is `rejected` whatever `toolErrors` says. */
   readonly rejectWhen?: readonly string[];
-  /** Path in the tool's result of the id of what it created (e.g. `id`). */
+  /** Path in the tool's result of the id of what it created. */
   readonly resultRef?: string;
-  /** Where the facts above come from (the upstream's docs, its source, a probe run). */
-  readonly source?: string;
-}
-
-export interface FenceKeyConfig {
-  readonly argument: string;
-  readonly maxLength?: number;
-  /** What the upstream does with a repeated key: `replays` its first answer, `rejects-duplicate`, or `none`. */
-  readonly semantics?: 'replays' | 'rejects-duplicate' | 'none';
-  /** How long the upstream keeps a key (e.g. `24h`); unknown if not given. */
-  readonly retention?: string;
-  readonly concurrency?: 'rejects-in-progress' | 'waits-then-replays' | 'duplicates';
-  readonly parameterMatching?: 'mismatch-error' | 'replay-anyway' | 'none';
-  readonly source?: string;
-}
-
-export interface FenceLookupConfig {
-  /** The upstream read/list tool. */
-  readonly tool: string;
-  /** Its arguments; a string `{{path}}` is replaced by that argument of the fenced call. */
-  readonly arguments?: Readonly<Record<string, unknown>>;
-  /** Path to the array of items in the read tool's answer (structuredContent, else its JSON text); '' = the answer itself. */
-  readonly items: string;
-  /** Item path → argument path: an item matches when every listed value equals the call's. */
-  readonly match: Readonly<Record<string, string>>;
-  /** Worst-case delay before a created item is listed: `0`/null = immediately; unknown if not given (absence then proves nothing). */
-  readonly consistencyDelay?: string | null;
-  /** How long after the fence gave up the upstream may still apply a call; unknown: "not found" proves nothing. */
-  readonly lateApplyBound?: string;
+  /** Where the facts come from (the upstream's docs, its source, a probe run). */
   readonly source?: string;
 }
 
@@ -113,30 +101,23 @@ const FENCE_SCHEMA: SchemaNode = closed(
     ledger: str,
     handoffs: str,
     timeoutMs: posInt,
-    policy: closed(
-      Object.fromEntries(
-        ['maxAttempts', 'maxElapsedMs', 'baseMs', 'capMs', 'lookupWindowMs', 'leaseMs', 'waitForOtherMs'].map((k) => [
-          k,
-          posInt,
-        ]),
-      ),
-    ),
+    policy: closed(Object.fromEntries(POLICY.map((k) => [k, posInt]))),
     tools: {
       type: 'object',
       minProperties: 1,
       additionalProperties: closed(
         {
-          kind: { enum: ['create', 'send', 'set', 'upsert', 'delete', 'charge', 'async-job'] },
+          kind: { enum: [...KINDS] },
           idempotentByNature: { type: 'boolean' },
           intent: { ...strings, minItems: 1, description: 'argument paths that name the business intent' },
           key: closed(
             {
               argument: str,
               maxLength: posInt,
-              semantics: { enum: ['replays', 'rejects-duplicate', 'none'] },
+              semantics: { enum: [...SEMANTICS] },
               retention: duration('24h, 30m or 90s'),
-              concurrency: { enum: ['rejects-in-progress', 'waits-then-replays', 'duplicates'] },
-              parameterMatching: { enum: ['mismatch-error', 'replay-anyway', 'none'] },
+              concurrency: { enum: [...CONCURRENCY] },
+              parameterMatching: { enum: [...MATCHING] },
               source: str,
             },
             ['argument'],
@@ -169,8 +150,8 @@ const FENCE_SCHEMA: SchemaNode = closed(
 /** Checks a parsed fence file strictly (unknown keys are errors) and fills its defaults. */
 export function parseFenceConfig(raw: unknown, baseDir = process.cwd()): FenceConfig {
   const problems = checkSchema(raw, FENCE_SCHEMA, FENCE_SCHEMA);
+  const c = raw as Omit<FenceConfig, 'baseDir' | 'timeoutMs'> & { timeoutMs?: number };
   if (problems.length === 0) {
-    const c = raw as Omit<FenceConfig, 'baseDir' | 'timeoutMs'> & { timeoutMs?: number };
     for (const k of Object.keys(c.env ?? {}))
       if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) problems.push(`env: "${k}" is not a variable name`);
     for (const [name, t] of Object.entries(c.tools)) {
@@ -188,19 +169,17 @@ export function parseFenceConfig(raw: unknown, baseDir = process.cwd()): FenceCo
           `tools.${name}.intent cannot name the key argument ${a}: the fence sets it, the caller's value is dropped`,
         );
     }
-    if (problems.length === 0) {
-      const tools = Object.fromEntries(
-        Object.entries(c.tools).map(([name, t]) => [
-          name,
-          t.lookup && [0, '0'].includes(t.lookup.consistencyDelay as string)
-            ? { ...t, lookup: { ...t.lookup, consistencyDelay: null } }
-            : t,
-        ]),
-      );
-      return Object.freeze({ ...c, timeoutMs: c.timeoutMs ?? 10_000, tools, baseDir });
-    }
   }
-  throw new FenceConfigError(problems.join('; '));
+  if (problems.length > 0) throw new FenceConfigError(problems.join('; '));
+  const tools = Object.fromEntries(
+    Object.entries(c.tools).map(([name, t]) => [
+      name,
+      t.lookup && [0, '0'].includes(t.lookup.consistencyDelay as string)
+        ? { ...t, lookup: { ...t.lookup, consistencyDelay: null } }
+        : t,
+    ]),
+  );
+  return Object.freeze({ ...c, timeoutMs: c.timeoutMs ?? 10_000, tools, baseDir });
 }
 
 /** Reads a fence file (JSON, else YAML), within the config package's file limits. */

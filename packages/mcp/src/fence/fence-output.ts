@@ -1,12 +1,12 @@
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { AgentToolResult } from '@retrysafe/core/agent';
-import { ANSWER_PROPERTIES } from '../server.js';
+import { ANSWER_PROPERTIES, reply } from '../server.js';
 import { answerValue } from './fence-adapter.js';
 
 type Schema = { readonly [k: string]: unknown };
 
 /** The fence's own answer (a lookup's item, or a call that did not end `done`): `retrysafe` status, `result` value. */
-export const FENCE_ANSWER_SCHEMA = {
+const FENCE_ANSWER_SCHEMA = {
   type: 'object',
   properties: {
     retrysafe: {
@@ -31,24 +31,12 @@ export function fencedOutputSchema(upstream: Schema): Schema {
   };
 }
 
-/** Checks a value against an upstream outputSchema with the validator the official SDK client uses; compiled once per schema. */
-export function outputChecker(): (schema: Schema, value: unknown) => boolean {
-  const validator = new AjvJsonSchemaValidator();
-  const compiled = new WeakMap<Schema, (v: unknown) => boolean>();
-  return (schema, value) => {
-    let check = compiled.get(schema);
-    if (!check) {
-      const v = validator.getValidator(schema as never);
-      check = (x) => v(x).valid;
-      compiled.set(schema, check);
-    }
-    return check(value);
-  };
-}
+// The validator the official SDK client uses; Ajv caches what it compiled by schema object.
+const validator = new AjvJsonSchemaValidator();
 
-// `done` with an answer that `fits`: that answer unchanged; other `done`: the fence's answer with the value under
-// `result`; any other status: the fence's answer as an error result.
-export function fencedReply(r: AgentToolResult, fits: (value: unknown) => boolean) {
+// `done` whose answer fits the upstream's outputSchema (if any): that answer unchanged; other `done`: the fence's
+// answer with the value under `result`; any other status: the fence's answer as an error result.
+export function fencedReply(r: AgentToolResult, schema: Schema | undefined) {
   const retrysafe = {
     status: r.status,
     businessOperationId: r.businessOperationId,
@@ -63,20 +51,12 @@ export function fencedReply(r: AgentToolResult, fits: (value: unknown) => boolea
       _meta,
     };
   const stored = (r.result ?? {}) as { content?: { type: string; text?: string }[]; structuredContent?: unknown };
-  const content = stored.content ?? [];
-  if (fits(stored.structuredContent))
-    return {
-      content,
-      ...(stored.structuredContent !== undefined ? { structuredContent: stored.structuredContent } : {}),
-      _meta,
-    };
+  const value = stored.structuredContent;
+  if (!schema || (value !== undefined && validator.getValidator(schema as never)(value).valid))
+    return { content: stored.content ?? [], ...(value !== undefined ? { structuredContent: value } : {}), _meta };
   const answer = {
     retrysafe: { ...retrysafe, providerRef: r.providerRef, message: r.message },
     result: answerValue(stored),
   };
-  return {
-    content: [{ type: 'text' as const, text: JSON.stringify(answer, null, 2) }],
-    structuredContent: answer,
-    _meta,
-  };
+  return { ...reply(answer), _meta };
 }

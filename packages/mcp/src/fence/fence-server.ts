@@ -17,32 +17,25 @@ import {
   McpError,
   ReadResourceRequestSchema,
   ReadResourceResultSchema,
+  type Request,
   type ServerCapabilities,
   SetLevelRequestSchema,
   SubscribeRequestSchema,
+  type Tool,
   UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import { type AdapterV1, type Ledger, validateCard } from '@retrysafe/contract';
+import { type AdapterV1, validateCard } from '@retrysafe/contract';
 import { agentIdempotentHint } from '@retrysafe/contract/rules';
-import type { Runner } from '@retrysafe/core';
 import { type AgentToolDefinition, callAgentTool } from '@retrysafe/core/agent';
-import { type Coalescer, createCoalescer, requestedWait } from '../coalesce.js';
-import { answerLookupTool, lookupTools } from '../server.js';
-import type { UpstreamTool } from './fence-adapter.js';
-import { fencedOutputSchema, fencedReply, outputChecker } from './fence-output.js';
+import { createCoalescer } from '../coalesce.js';
+import { answerLookupTool, lookupTools, type ServingOptions, unknownTool } from '../server.js';
+import { fencedOutputSchema, fencedReply } from './fence-output.js';
 import { type ResultSchema, type Upstream, UpstreamUnavailableError } from './upstream.js';
 
-export interface FenceServerOptions {
-  readonly runner: Runner;
-  readonly ledger: Ledger;
+export interface FenceServerOptions extends ServingOptions {
   /** The fenced tools as one adapter (createFenceAdapter). */
   readonly adapter: AdapterV1;
   readonly upstream: Upstream;
-  readonly name?: string;
-  /** Shared by every server of one fence (HTTP builds one per request), so duplicates in flight find each other. */
-  readonly coalescer?: Coalescer;
-  /** How long a duplicate of a call in flight waits for the first one, ms, unless the call's `_meta` sets it (default 30 000). */
-  readonly waitMs?: number;
 }
 
 export const UNFENCED_NOTE = '[not fenced by retrysafe: a re-issued call may repeat its effect]';
@@ -78,15 +71,15 @@ function withoutPath(value: Record<string, unknown>, path: string): Record<strin
 }
 
 /** A fenced tool as the fence lists it: the fence's description and hints, the key argument hidden, the output schema widened to the fence's answer. */
-function fencedListing(adapter: AdapterV1, t: UpstreamTool) {
+function fencedListing(adapter: AdapterV1, t: Tool) {
   const card = adapter.operations[t.name]!.card;
   const key = keyArgument(adapter, t.name);
   const input = key && !key.includes('.') ? hideProperty(t.inputSchema, key) : t.inputSchema;
   // Through the fence a re-issued call with the same intent is the same operation: that is the hint's meaning
   // for the caller. Whether the upstream itself folds re-sends is the card's business (shown in _meta).
-  const annotations = { ...((t.annotations as object | undefined) ?? {}), idempotentHint: true };
+  const annotations = { ...t.annotations, idempotentHint: true };
   const meta = {
-    ...((t._meta as object | undefined) ?? {}),
+    ...t._meta,
     retrysafe: {
       fenced: true,
       operation: card.operation,
@@ -95,7 +88,7 @@ function fencedListing(adapter: AdapterV1, t: UpstreamTool) {
       undeclared: validateCard(card).unknowns,
     },
   };
-  const output = t.outputSchema ? { outputSchema: fencedOutputSchema(t.outputSchema as Record<string, unknown>) } : {};
+  const output = t.outputSchema ? { outputSchema: fencedOutputSchema(t.outputSchema) } : {};
   return {
     ...t,
     description: fencedDescription(adapter, t.name, t.description),
@@ -106,19 +99,16 @@ function fencedListing(adapter: AdapterV1, t: UpstreamTool) {
   };
 }
 
-function hideProperty(schema: UpstreamTool['inputSchema'], name: string): UpstreamTool['inputSchema'] {
-  const properties = { ...((schema.properties as Record<string, unknown> | undefined) ?? {}) };
-  delete properties[name];
-  const required = Array.isArray(schema.required)
-    ? { required: (schema.required as string[]).filter((r) => r !== name) }
-    : {};
-  return { ...schema, properties, ...required };
+function hideProperty(schema: Tool['inputSchema'], name: string): Tool['inputSchema'] {
+  const { [name]: _, ...properties } = schema.properties ?? {};
+  return { ...schema, properties, ...(schema.required ? { required: schema.required.filter((r) => r !== name) } : {}) };
 }
 
-const unavailable = (e: unknown) =>
-  e instanceof UpstreamUnavailableError
+const unavailable = (e: unknown): never => {
+  throw e instanceof UpstreamUnavailableError
     ? new McpError(ErrorCode.InternalError, `${e.message}; nothing was sent: call again later`)
     : e;
+};
 
 /** What the fence forwards besides tools: the upstream's own capabilities for them. */
 const passedCapabilities = (upstream: ServerCapabilities): ServerCapabilities =>
@@ -134,11 +124,7 @@ export function createFenceServer(options: FenceServerOptions): Server {
   const { adapter, upstream, runner, ledger } = options;
   const fenced = new Set(Object.keys(adapter.operations));
   const capabilities = { ...passedCapabilities(upstream.capabilities), tools: { listChanged: true } };
-  const server = new Server(
-    { name: options.name ?? `retrysafe-fence(${adapter.provider})`, version: '0.1.0' },
-    { capabilities },
-  );
-  const check = outputChecker();
+  const server = new Server({ name: `retrysafe-fence(${adapter.provider})`, version: '0.1.0' }, { capabilities });
   const coalescer = options.coalescer ?? createCoalescer(ledger);
   const listed = (name: string) => upstream.tools.find((t) => t.name === name);
 
@@ -154,27 +140,24 @@ export function createFenceServer(options: FenceServerOptions): Server {
   }));
 
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
-    const { name, arguments: args } = req.params;
+    const { name, arguments: args = {}, _meta } = req.params;
     const lookup = await answerLookupTool(ledger, name, args);
     if (lookup) return lookup;
     const tool = listed(name);
-    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    if (!tool) throw unknownTool(name);
     // A call that cannot be sent is refused before anything is claimed: it is never handed off.
-    await upstream.ready().catch((e: unknown) => Promise.reject(unavailable(e)));
+    await upstream.ready().catch(unavailable);
     if (fenced.has(name)) {
       const key = keyArgument(adapter, name);
-      const params = key ? withoutPath(args ?? {}, key) : (args ?? {});
-      const schema = tool.outputSchema as Record<string, unknown> | undefined;
+      const params = key ? withoutPath(args, key) : args;
       const definition = { adapter, operation: name } as unknown as AgentToolDefinition;
-      const result = await coalescer.call(name, params, requestedWait(req.params._meta, options.waitMs ?? 30_000), () =>
-        callAgentTool(runner, definition, params),
-      );
-      return fencedReply(result, schema ? (v) => v !== undefined && check(schema, v) : () => true);
+      const result = await coalescer.call(name, params, _meta, () => callAgentTool(runner, definition, params));
+      return fencedReply(result, tool.outputSchema as Record<string, unknown> | undefined);
     }
     // Pass-through: unchanged, with the caller's cancellation.
     return (await upstream
-      .callTool({ name, ...(args ? { arguments: args } : {}) }, undefined, { signal: extra.signal })
-      .catch((e: unknown) => Promise.reject(unavailable(e)))) as Record<string, unknown>;
+      .callTool({ name, ...(req.params.arguments ? { arguments: args } : {}) }, undefined, { signal: extra.signal })
+      .catch(unavailable)) as Record<string, unknown>;
   });
 
   forwardRequests(server, upstream, capabilities);
@@ -189,18 +172,8 @@ export function createFenceServer(options: FenceServerOptions): Server {
 
 /** Registers a forwarding handler for each request kind the upstream's capabilities offer. */
 function forwardRequests(server: Server, upstream: Upstream, caps: ServerCapabilities): void {
-  const forward =
-    (schema: ResultSchema) => async (req: { method: string; params?: unknown }, extra: { signal: AbortSignal }) =>
-      upstream
-        .request(
-          {
-            method: req.method,
-            ...(req.params !== undefined ? { params: req.params as Record<string, unknown> } : {}),
-          },
-          schema,
-          { signal: extra.signal },
-        )
-        .catch((e: unknown) => Promise.reject(unavailable(e)));
+  const forward = (schema: ResultSchema) => (req: Request, extra: { signal: AbortSignal }) =>
+    upstream.request(req, schema, { signal: extra.signal }).catch(unavailable);
   if (caps.resources) {
     server.setRequestHandler(ListResourcesRequestSchema, forward(ListResourcesResultSchema));
     server.setRequestHandler(ListResourceTemplatesRequestSchema, forward(ListResourceTemplatesResultSchema));

@@ -2,13 +2,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
   CallToolResultSchema,
   type Notification,
   type Request,
   type ServerCapabilities,
+  type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { UpstreamClient, UpstreamTool } from './fence-adapter.js';
 
 /** A command to spawn (stdio, with `env` applied to the fence's environment) or a streamable HTTP URL. */
 export type UpstreamTarget =
@@ -19,21 +20,21 @@ export type UpstreamTarget =
     }
   | { readonly url: string };
 
-/** Restarts of a dead upstream: tries, and the first delay (doubled each try). */
-export interface RestartPolicy {
-  readonly tries: number;
-  readonly baseMs: number;
-}
-
 /** The result schema of a request, as the SDK client takes it. */
 export type ResultSchema = Parameters<Client['request']>[1];
 
-export interface Upstream extends UpstreamClient {
+export interface Upstream {
+  /** No client-side output validation: an applied call must never turn into an error on its way back. */
+  callTool(
+    params: { name: string; arguments?: Record<string, unknown> },
+    _?: undefined,
+    o?: RequestOptions,
+  ): Promise<unknown>;
   /** The upstream's tools as last listed (re-listed when it says its list changed, and after a restart). */
-  readonly tools: readonly UpstreamTool[];
+  readonly tools: readonly Tool[];
   readonly capabilities: ServerCapabilities;
   /** Any other request, forwarded as is (resources, prompts, completions, logging). */
-  request(request: Request, schema: ResultSchema, options?: { signal?: AbortSignal }): Promise<Record<string, unknown>>;
+  request(request: Request, schema: ResultSchema, options?: RequestOptions): Promise<Record<string, unknown>>;
   /** Resolves once the upstream is connected, restarting it if it died; throws UpstreamUnavailableError if it cannot. */
   ready(): Promise<void>;
   /** Every notification the upstream sends (after the fence has acted on a tool list change). */
@@ -41,15 +42,17 @@ export interface Upstream extends UpstreamClient {
   close(): Promise<void>;
 }
 
+/** What the fence adapter and the probe need of an upstream (the SDK's `Client` has this shape too). */
+export type UpstreamClient = Pick<Upstream, 'callTool'>;
+
 /** The upstream is not connected and could not be restarted: nothing was sent. */
 export class UpstreamUnavailableError extends Error {
   override readonly name = 'UpstreamUnavailableError';
   readonly code = 'RETRYSAFE_UPSTREAM_UNAVAILABLE';
-  /** Read by classifyTransportFailure's callers: the request never left the fence. */
-  readonly sent = 'never';
 }
 
-const DEFAULT_RESTART: RestartPolicy = { tries: 5, baseMs: 100 };
+/** Restarts of a dead upstream: tries, and the first delay (doubled each try). */
+const RESTART = { tries: 5, baseMs: 100 };
 
 /** The fence's own environment with the fence file's changes applied (`null` removes a variable). */
 const upstreamEnv = (changes: Readonly<Record<string, string | null>> = {}) =>
@@ -57,26 +60,22 @@ const upstreamEnv = (changes: Readonly<Record<string, string | null>> = {}) =>
     Object.entries({ ...process.env, ...changes }).filter((e): e is [string, string] => typeof e[1] === 'string'),
   );
 
-async function listAllTools(client: Client): Promise<UpstreamTool[]> {
-  const tools: UpstreamTool[] = [];
+async function listAllTools(client: Client): Promise<Tool[]> {
+  const tools: Tool[] = [];
   let cursor: string | undefined;
   do {
     const page = await client.listTools(cursor ? { cursor } : undefined);
-    tools.push(...(page.tools as unknown as UpstreamTool[]));
+    tools.push(...page.tools);
     cursor = page.nextCursor;
   } while (cursor);
   return tools;
 }
 
 // A dead stdio upstream is restarted (bounded, with backoff); a call that cannot be sent fails UpstreamUnavailableError.
-export async function connectUpstream(
-  target: UpstreamTarget,
-  options: { name?: string; restart?: RestartPolicy } = {},
-): Promise<Upstream> {
-  const restart = options.restart ?? DEFAULT_RESTART;
+export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-fence'): Promise<Upstream> {
   const listeners = new Set<(n: Notification) => void>();
   let client: Client | undefined;
-  let tools: UpstreamTool[] = [];
+  let tools: Tool[] = [];
   let capabilities: ServerCapabilities = {};
   let closing = false;
   let starting: Promise<void> | undefined;
@@ -85,7 +84,7 @@ export async function connectUpstream(
     for (const l of listeners) l(n);
   };
   const start = async (): Promise<void> => {
-    const c = new Client({ name: options.name ?? 'retrysafe-fence', version: '0.1.0' });
+    const c = new Client({ name, version: '0.1.0' });
     const transport =
       'url' in target
         ? new StreamableHTTPClientTransport(new URL(target.url))
@@ -111,8 +110,8 @@ export async function connectUpstream(
   };
   const startWithBackoff = async (): Promise<void> => {
     let last: unknown;
-    for (let i = 0; i < restart.tries; i++) {
-      if (i > 0) await sleep(restart.baseMs * 2 ** (i - 1));
+    for (let i = 0; i < RESTART.tries; i++) {
+      if (i > 0) await sleep(RESTART.baseMs * 2 ** (i - 1));
       try {
         return await start();
       } catch (e) {
@@ -120,7 +119,7 @@ export async function connectUpstream(
       }
     }
     throw new UpstreamUnavailableError(
-      `the upstream MCP server could not be (re)started after ${restart.tries} tries: ${(last as Error)?.message ?? last}`,
+      `the upstream MCP server could not be (re)started after ${RESTART.tries} tries: ${(last as Error)?.message ?? last}`,
     );
   };
   const ready = async (): Promise<void> => {
@@ -131,11 +130,11 @@ export async function connectUpstream(
     });
     return starting;
   };
-  // The client to send on now: absent means the request would never leave, so it is refused as not sent.
-  const connected = async (): Promise<Client> => {
+  // Without a connected client the request would never leave, so it is refused as not sent.
+  const request: Upstream['request'] = async (req, schema, opts) => {
     await ready();
     if (!client?.transport) throw new UpstreamUnavailableError('the upstream MCP server is not connected');
-    return client;
+    return (await client.request(req, schema, opts)) as Record<string, unknown>;
   };
 
   await start();
@@ -147,15 +146,8 @@ export async function connectUpstream(
       return capabilities;
     },
     ready,
-    // No client-side output validation here: an applied call must never turn into an error on its way back.
-    async callTool(params, _schema, opts) {
-      const c = await connected();
-      return c.request({ method: 'tools/call', params }, CallToolResultSchema, opts);
-    },
-    async request(request, schema, opts) {
-      const c = await connected();
-      return (await c.request(request, schema, opts)) as Record<string, unknown>;
-    },
+    request,
+    callTool: (params, _schema, opts) => request({ method: 'tools/call', params }, CallToolResultSchema, opts),
     onNotification(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
