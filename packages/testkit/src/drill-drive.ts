@@ -1,10 +1,10 @@
 /** How each drill scenario drives the runner against the harness, and what it saw while doing so. */
-import { ConflictError, type Receipt, type RetrySafetyCard } from '@retrysafe/contract';
+import { ConflictError, type DrillOperation, type Receipt, type RetrySafetyCard } from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
 import type { createRunner } from '@retrysafe/core';
 import { realClock } from './drill-clock.js';
 import type { Harness } from './drill-harness.js';
-import type { DrillOperation, DrillOutcome, ScenarioId } from './drill-types.js';
+import type { DrillOutcome, ScenarioId } from './drill-types.js';
 
 /** What a scenario's run left to check: filled in while it runs. */
 export interface Drive {

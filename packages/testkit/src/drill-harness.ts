@@ -1,11 +1,11 @@
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AdapterV1, HandoffPacket, Ledger, Outcome } from '@retrysafe/contract';
+import type { AdapterV1, DrillSandbox, HandoffPacket, Ledger, Outcome } from '@retrysafe/contract';
 import { callbackHandoffSink, createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock, type DrillClock, seededRandom } from './drill-clock.js';
-import type { ConformanceOptions, DrillSandbox, ScenarioResult } from './drill-types.js';
+import type { ConformanceOptions, ScenarioResult } from './drill-types.js';
 import { type FaultProxy, type FaultScript, startFaultProxy } from './fault-proxy.js';
 
 /** The client timeout handed to createAdapter by default: generous, so lookups on a loaded machine still answer. */

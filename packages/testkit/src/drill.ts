@@ -1,6 +1,6 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AdapterConfigurationError, type RetrySafetyCard } from '@retrysafe/contract';
+import { AdapterConfigurationError, type DrillOperation, type RetrySafetyCard } from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
 import { criteriaFor, readCard, skipReason } from './criteria.js';
 import { type Drive, driveScenario } from './drill-drive.js';
@@ -13,7 +13,6 @@ import {
 } from './drill-harness.js';
 import type {
   CountCriterion,
-  DrillOperation,
   DrillOptions,
   DrillReport,
   DrillSummary,
