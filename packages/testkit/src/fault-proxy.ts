@@ -87,7 +87,6 @@ export interface FaultProxy {
 }
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
-const EMPTY_SHA = 'sha256:' + createHash('sha256').update('').digest('hex');
 
 const SIMPLE_FAULTS: readonly unknown[] = ['pass', 'drop-response', 'reset-before', 'truncate-response'];
 type FaultField = 'kind' | 'ms' | 'afterMs' | 'status' | 'retryAfterS';
@@ -166,7 +165,7 @@ function requestEntry(
     method: info.method,
     path: info.path,
     headers: recorded,
-    bodyHash: body.length === 0 ? EMPTY_SHA : 'sha256:' + createHash('sha256').update(body).digest('hex'),
+    bodyHash: 'sha256:' + createHash('sha256').update(body).digest('hex'),
     bodyBytes: body.length,
     fault,
     forwarded:
@@ -260,25 +259,20 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   validateScript(script);
   const recordHeaders = new Set(['idempotency-key', ...(options.recordHeaders ?? []).map((h) => h.toLowerCase())]);
   const log = createRequestLog();
-  const { requests, record, update } = log;
   const scriptErrors: string[] = [];
   const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
   const upstreamAgent = new Agent({ keepAlive: true });
   const upstreamOf = { target, basePath, agent: upstreamAgent };
-  const forward = (req: IncomingMessage, body: Buffer) => forwardTo(upstreamOf, req, body);
   let counter = 0;
   let closed = false;
   const clock = options.clock ?? { now: () => Date.now() };
   const late = createLateQueue(clock);
-  const applyDue = late.applyDue;
 
   const proxy: FaultProxy = {
     url: '',
     port: 0,
-    get requests() {
-      return requests;
-    },
+    requests: log.requests,
     scriptErrors,
     setFaults(next) {
       validateScript(next);
@@ -292,10 +286,8 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       counter = 0;
     },
     label: undefined,
-    waitForRequests(count) {
-      return log.waitFor(count);
-    },
-    flushLate: () => applyDue(true),
+    waitForRequests: log.waitFor,
+    flushLate: () => late.applyDue(true),
     get heldLate() {
       return late.held.length;
     },
@@ -315,7 +307,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks);
     // A late commit that is due lands before this request reaches the provider.
-    await applyDue(false).catch(() => undefined);
+    await late.applyDue(false).catch(() => undefined);
     counter += 1;
     const n = counter;
     const gen = log.generation();
@@ -330,13 +322,13 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       res.end(`fault proxy: ${(err as Error).message}`);
       return;
     }
-    const index = requests.length;
-    record(requestEntry(n, info, recordHeaders, body, fault, proxy.label));
-    const note = (patch: Partial<ProxyRequest>) => update(index, gen, patch);
+    const index = log.requests.length;
+    log.record(requestEntry(n, info, recordHeaders, body, fault, proxy.label));
+    const note = (patch: Partial<ProxyRequest>) => log.update(index, gen, patch);
     /** Forwards the request and notes the upstream's status; the error when the upstream failed. */
     const send = async (patch: Partial<ProxyRequest> = {}): Promise<Upstream | Error> => {
       try {
-        const up = await forward(req, body);
+        const up = await forwardTo(upstreamOf, req, body);
         note({ ...patch, upstreamStatus: up.status });
         return up;
       } catch (err) {
