@@ -16,16 +16,8 @@ type Runner = ReturnType<typeof createRunner>;
 /** Stops the job at `point` when that is its point: tells the parent, then never returns. */
 type StopIf = (businessOperationId: string, point: CrashPoint) => Promise<void>;
 
-function send(msg: CrashWorkerMessage): Promise<void> {
-  return new Promise((resolve) => {
-    if (!process.send) {
-      process.stdout.write(JSON.stringify(msg) + '\n');
-      resolve();
-      return;
-    }
-    process.send(msg, () => resolve());
-  });
-}
+// runCrashDrill always forks this with an IPC channel.
+const send = (msg: CrashWorkerMessage) => new Promise<void>((resolve) => process.send!(msg, () => resolve()));
 
 function readConfig(): CrashWorkerConfig {
   const raw = process.env['RETRYSAFE_CRASH_WORKER'];
