@@ -69,7 +69,7 @@ export interface ExploreReport {
 function worldSteps(ctx: Ctx, w: World): Succ[] {
   const out: Succ[] = [];
   w.ws.forEach((me, i) => {
-    const active = me.pc !== 'idle' && me.pc !== 'done' && me.pc !== 'crashed';
+    const active = me.pc !== 'idle' && me.pc !== 'done';
     if (active && !me.paused && w.crashes < ctx.maxCrashes) {
       // The process dies; a restarted process runs recover() with the same clock.
       out.push({
@@ -136,7 +136,7 @@ function tick(ctx: Ctx, w: World): Succ | null {
   // Live, unpaused workers that hold the lease keep it alive (the runner's heartbeat and sliced waits).
   let rec = w.rec;
   for (const me of w.ws) {
-    const live = !me.paused && me.op !== null && me.pc !== 'done' && me.pc !== 'crashed' && me.pc !== 'idle';
+    const live = !me.paused && me.op !== null && me.pc !== 'done' && me.pc !== 'idle';
     if (live && rec !== null && rec.fence === me.op!.fence && rec.leaseOwner === me.name && !T.isTerminal(rec))
       rec = T.renewTransition(rec, { businessOperationId: ID, fence: me.op!.fence }, ctx.policy.leaseMs, t);
   }
@@ -204,7 +204,7 @@ interface Graph {
 function contextFor(options: ExploreOptions): Ctx {
   const card = options.card;
   const policy = resolvePolicy(card, options.policy);
-  const marginMs = (policy as { clockSkewMarginMs?: number }).clockSkewMarginMs ?? 0;
+  const marginMs = policy.clockSkewMarginMs;
   // Unknown facts get pessimistic stand-ins: a late apply up to the margin, a delay of two lookup windows.
   const pm = providerFromCard(card, {
     unknownLateApplyMs: Math.max(marginMs, 1000),
@@ -242,7 +242,6 @@ function rootsFor(ctx: Ctx, options: ExploreOptions): World[] {
     pc: 'idle',
     paused: false,
     op: null,
-    ended: null,
   });
   const prov: ProviderState = { effects: 0, commits: [], key: null, pending: [], calls: 0 };
   return (two ? [...new Set([skew, -skew])] : [0]).map((o) => ({
@@ -311,7 +310,7 @@ function successors(ctx: Ctx, g: Graph, w: World): Succ[] | null {
   for (let i = 0; i < w.ws.length; i++) succ.push(...workerSteps(ctx, w, i));
   succ.push(...worldSteps(ctx, w));
   const terminal = w.rec !== null && T.isTerminal(w.rec);
-  const busy = w.ws.some((x) => x.pc !== 'idle' && x.pc !== 'done' && x.pc !== 'crashed');
+  const busy = w.ws.some((x) => x.pc !== 'idle' && x.pc !== 'done');
   if (terminal && !busy && w.prov.pending.length === 0) {
     const end = w.rec!.state === 'handed-off' ? `handed-off:${w.rec!.handoff?.reason ?? '?'}` : w.rec!.state;
     g.endings[end] = (g.endings[end] ?? 0) + 1;

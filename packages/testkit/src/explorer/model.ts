@@ -87,8 +87,7 @@ export type Pc =
   | 'calling'
   /** An answer (or a lookup result) arrived and is about to be decided on. */
   | 'observing'
-  | 'done'
-  | 'crashed';
+  | 'done';
 
 export interface OpState {
   readonly fence: number;
@@ -120,7 +119,6 @@ export interface WorkerState {
   /** Paused (GC, suspended VM): no heartbeat, no step, until it resumes. */
   readonly paused: boolean;
   readonly op: OpState | null;
-  readonly ended: string | null;
 }
 
 export interface World {
@@ -147,14 +145,14 @@ export function providerFromCard(
   const ret = card.retention.minimum.value;
   const retentionMs = ret === 'unknown' || ret === null ? (folds && ret === 'unknown' ? 0 : null) : durationMs(ret);
   const delay = card.lookup.consistencyDelay.value;
-  const late = (card.lookup as { lateApplyBound?: { value: unknown } }).lateApplyBound?.value;
+  const late = card.lookup.lateApplyBound?.value;
   const m = card.lookup.method.value;
   return {
     folds: folds && retentionMs !== null,
     idempotent: card.sideEffect.idempotentByNature.value === true,
     retentionMs,
     consistencyDelayMs: delay === 'unknown' ? stand.unknownDelayMs : delay === null ? 0 : durationMs(delay),
-    lateApplyMs: typeof late === 'string' && late !== 'unknown' ? durationMs(late as never) : stand.unknownLateApplyMs,
+    lateApplyMs: typeof late === 'string' && late !== 'unknown' ? durationMs(late) : stand.unknownLateApplyMs,
     async: card.sideEffect.kind.value === 'async-job',
     storesErrors: card.storedResult.includesErrors.value === true && folds,
     lookup: m === 'none' || m === 'unknown' ? 'none' : m === 'resend-same-key' ? 'resend-same-key' : 'read',
