@@ -10,6 +10,7 @@ import type { AdapterV1, Ledger } from '@retrysafe/contract';
 import { createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import type { CrashPoint, CrashWorkerConfig, CrashWorkerMessage } from './crash-types.js';
+import { wrapAdapter } from './drill-harness.js';
 
 type Recovered = Extract<CrashWorkerMessage, { type: 'recovered' }>;
 type Runner = ReturnType<typeof createRunner>;
@@ -75,11 +76,7 @@ function hookLedger(ledger: Ledger, stopIf: StopIf): Ledger {
 
 /** The adapter, stopping a job once the provider answered (it committed unless it refused). */
 function hookAdapter(adapter: AdapterV1, stopIf: StopIf): AdapterV1 {
-  return {
-    specificationVersion: adapter.specificationVersion,
-    provider: adapter.provider,
-    operations: adapter.operations,
-    deriveProviderKey: (op, id) => adapter.deriveProviderKey(op, id),
+  return wrapAdapter(adapter, {
     async doExecute(op, params, ctx) {
       const outcome = await adapter.doExecute(op, params, ctx);
       if (outcome.kind !== 'rejected' && outcome.kind !== 'not-applied')
@@ -87,7 +84,7 @@ function hookAdapter(adapter: AdapterV1, stopIf: StopIf): AdapterV1 {
       return outcome;
     },
     doLookup: (op, ctx) => adapter.doLookup(op, ctx),
-  };
+  });
 }
 
 async function loadAdapter(cfg: CrashWorkerConfig): Promise<AdapterV1> {

@@ -25,6 +25,17 @@ export interface Tracker {
   died: boolean;
 }
 
+/** The adapter with its two calls replaced and the rest forwarded: for wrappers that watch or stop calls. */
+export function wrapAdapter(inner: AdapterV1, calls: Pick<AdapterV1, 'doExecute' | 'doLookup'>): AdapterV1 {
+  return {
+    specificationVersion: inner.specificationVersion,
+    provider: inner.provider,
+    operations: inner.operations,
+    deriveProviderKey: (op, id) => inner.deriveProviderKey(op, id),
+    ...calls,
+  };
+}
+
 function instrument(inner: AdapterV1, proxy: FaultProxy, clock: { now(): number }, t: Tracker): AdapterV1 {
   const relabel = () => {
     if (t.activeExecute > 0 && t.activeLookup > 0) proxy.label = 'ambiguous';
@@ -33,11 +44,7 @@ function instrument(inner: AdapterV1, proxy: FaultProxy, clock: { now(): number 
     else if (t.activeLookup > 0) proxy.label = 'lookup';
     else proxy.label = undefined;
   };
-  const wrapped: AdapterV1 = {
-    specificationVersion: inner.specificationVersion,
-    provider: inner.provider,
-    operations: inner.operations,
-    deriveProviderKey: (op, id) => inner.deriveProviderKey(op, id),
+  const wrapped = wrapAdapter(inner, {
     async doExecute(op, params, ctx) {
       t.executeCalls += 1;
       t.activeExecute += 1;
@@ -73,7 +80,7 @@ function instrument(inner: AdapterV1, proxy: FaultProxy, clock: { now(): number 
         relabel();
       }
     },
-  };
+  });
   if (inner.close) wrapped.close = () => inner.close!();
   return wrapped;
 }
