@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { DrillSandbox } from '@retrysafe/contract';
 import { CRASH_POINTS, type CrashPoint, type CrashWorkerConfig, type CrashWorkerMessage } from './crash-types.js';
 import { seededRandom } from './drill-clock.js';
 import type { DrillPolicy } from './drill-types.js';
@@ -11,16 +12,12 @@ import { startFaultProxy } from './fault-proxy.js';
 export type { CrashPoint } from './crash-types.js';
 export { CRASH_POINTS } from './crash-types.js';
 
-export interface CrashDrillSandbox {
-  readonly url: string;
-  /** Records the provider holds for the operation. */
-  count(operation: string): number | Promise<number>;
+export interface CrashDrillSandbox extends Omit<DrillSandbox, 'expireKeys'> {
   /**
    * Records the provider holds for one run's business operation, by params or by key: names each duplicate
    * and loss. Count by params when you can: a duplicate made under another key is invisible to a per-key count.
    */
   countFor?(run: { readonly providerKey: string | null; readonly params: unknown }): number | Promise<number>;
-  close(): void | Promise<void>;
 }
 
 export interface CrashDrillOptions {
@@ -70,12 +67,7 @@ export interface CrashRunResult {
   readonly lost: boolean;
 }
 
-type PointCounts = {
-  readonly runs: number;
-  readonly killed: number;
-  readonly duplicates: number;
-  readonly lost: number;
-};
+type PointCounts = Readonly<Record<'runs' | 'killed' | 'duplicates' | 'lost', number>>;
 
 export interface CrashDrillReport {
   readonly ok: boolean;

@@ -163,11 +163,9 @@ async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise
   const runnerB = h.makeRunner(h.makeLedger(), h.clock, 'drill-worker-B');
   try {
     const reports = await runnerB.recover({ adapters: [h.adapter] });
-    d.notes.push(
-      `recover(): ${JSON.stringify(reports.map((r: { from: string; to: string; action: string }) => ({ from: r.from, to: r.to, action: r.action })))}`,
-    );
+    d.notes.push(`recover(): ${JSON.stringify(reports.map(({ from, to, action }) => ({ from, to, action })))}`);
     if (reports.length === 0) d.outcomes.push('error'), d.errors.push('recover() found nothing to recover');
-    for (const r of reports as { to: string }[]) d.outcomes.push(RECOVERED_TO[r.to] ?? 'error');
+    for (const r of reports) d.outcomes.push(RECOVERED_TO[r.to] ?? 'error');
   } catch (err) {
     d.errors.push(`recover() threw ${(err as Error).name}: ${(err as Error).message}`);
     d.outcomes.push('error');

@@ -378,14 +378,7 @@ export function writeSummary(ctx: DrillContext): DrillSummary {
     passed: count('passed'),
     failed: count('failed'),
     skipped: count('skipped'),
-    skips: results
-      .filter((r) => r.skip)
-      .map((r) => ({
-        operation: r.operation,
-        scenario: r.scenario,
-        cardField: r.skip!.cardField,
-        reason: r.skip!.reason,
-      })),
+    skips: results.flatMap((r) => (r.skip ? [{ operation: r.operation, scenario: r.scenario, ...r.skip }] : [])),
     failures: results
       .filter((r) => r.status === 'failed')
       .map((r) => ({ operation: r.operation, scenario: r.scenario, failures: r.failures })),
