@@ -181,7 +181,7 @@ function requestEntry(
 /** The requests the proxy saw, in arrival order; a clear starts a new generation, so late updates to the old ones are dropped. */
 function createRequestLog() {
   const requests: ProxyRequest[] = [];
-  const waiters: { count: number; resolve: () => void }[] = [];
+  const waiters = new Set<{ count: number; resolve: () => void }>();
   let generation = 0;
   return {
     requests,
@@ -192,12 +192,10 @@ function createRequestLog() {
     },
     record(entry: ProxyRequest): void {
       requests.push(entry);
-      for (let i = waiters.length - 1; i >= 0; i -= 1) {
-        const w = waiters[i]!;
-        if (requests.length >= w.count) {
-          waiters.splice(i, 1);
-          w.resolve();
-        }
+      for (const w of waiters) {
+        if (requests.length < w.count) continue;
+        waiters.delete(w);
+        w.resolve();
       }
     },
     update(index: number, gen: number, patch: Partial<ProxyRequest>): void {
@@ -207,7 +205,7 @@ function createRequestLog() {
     },
     waitFor(count: number): Promise<void> {
       if (requests.length >= count) return Promise.resolve();
-      return new Promise((resolve) => waiters.push({ count, resolve }));
+      return new Promise((resolve) => waiters.add({ count, resolve }));
     },
   };
 }
@@ -235,15 +233,16 @@ function createLateQueue(clock: { now(): number }) {
     apply: () => Promise<void>,
   ): Promise<void> {
     const arrivedAt = clock.now();
-    let stop: () => void = () => undefined;
-    let queuedDone: () => void = () => undefined;
-    const entry = { stop: () => stop(), queued: new Promise<void>((r) => (queuedDone = r)) };
+    let stop = () => {};
+    const queued = holdUntilClientGivesUp(req, 30_000, timers, (end) => (stop = end)).then((gaveUp) => {
+      onGaveUp(gaveUp);
+      resetSocket(req.socket);
+      holding.delete(entry);
+      held.push({ dueAt: arrivedAt + afterMs, apply });
+    });
+    const entry = { stop: () => stop(), queued };
     holding.add(entry);
-    onGaveUp(await holdUntilClientGivesUp(req, 30_000, timers, (end) => (stop = end)));
-    resetSocket(req.socket);
-    holding.delete(entry);
-    queuedDone();
-    held.push({ dueAt: arrivedAt + afterMs, apply });
+    await queued;
   }
   return { held, applyDue, hold };
 }
