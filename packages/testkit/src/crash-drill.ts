@@ -142,12 +142,7 @@ async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Prom
   await Promise.all(workers);
 }
 
-type PlannedRun = {
-  readonly index: number;
-  readonly point: CrashPoint;
-  readonly params: unknown;
-  readonly businessOperationId: string;
-};
+type PlannedRun = CrashWorkerConfig['jobs'][number] & { readonly point: CrashPoint };
 type RunEnd = { killed: boolean; exit: string; businessOperationId: string | null };
 type Recovered = Extract<CrashWorkerMessage, { type: 'recovered' }>;
 type WorkerBase = Omit<CrashWorkerConfig, 'mode' | 'jobs'>;

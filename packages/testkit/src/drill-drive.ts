@@ -14,8 +14,8 @@ export interface Drive {
   readonly notes: string[];
   runnerReceipts: Receipt[];
   waitedMs?: number;
-  executeCallsBeforeRecovery: number;
-  requestsBeforeRecovery: number;
+  executeCallsBeforeRecovery?: number;
+  requestsBeforeRecovery?: number;
 }
 
 export interface DriveInput {
@@ -144,7 +144,8 @@ async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise
   for (let waited = 0; !h.tracker.died && waited < 20_000; waited += 5) await new Promise((r) => setTimeout(r, 5));
   if (!h.tracker.died) throw new Error('worker A never reached the provider');
   h.tracker.dieAfterExecute = false;
-  d.executeCallsBeforeRecovery = h.tracker.executeCalls;
+  const callsBefore = h.tracker.executeCalls;
+  d.executeCallsBeforeRecovery = callsBefore;
   d.requestsBeforeRecovery = h.proxy.requests.length;
   if (scenario === 'key-past-retention') {
     const retention = card.retention.minimum.value;
@@ -173,10 +174,10 @@ async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise
   if (
     scenario === 'key-past-retention' &&
     card.sideEffect.idempotentByNature.value !== true &&
-    h.tracker.executeCalls > d.executeCallsBeforeRecovery
+    h.tracker.executeCalls > callsBefore
   ) {
     d.failures.push(
-      `${label}: recovery resent the request ${h.tracker.executeCalls - d.executeCallsBeforeRecovery} time(s) on a key past retention.minimum; expected lookup or handoff only`,
+      `${label}: recovery resent the request ${h.tracker.executeCalls - callsBefore} time(s) on a key past retention.minimum; expected lookup or handoff only`,
     );
   }
 }

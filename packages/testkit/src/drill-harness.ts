@@ -96,7 +96,7 @@ export interface Harness {
   makeLedger(): Ledger;
   makeRunner(
     ledger: Ledger,
-    clock?: { now(): number; sleep(ms: number): Promise<void> },
+    clock?: Pick<DrillClock, 'now' | 'sleep'>,
     owner?: string,
   ): ReturnType<typeof createRunner>;
   close(): Promise<void>;

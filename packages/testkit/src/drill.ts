@@ -46,7 +46,7 @@ const LATE_COMMIT_TIMEOUT_MS = 400;
 const DEFAULT_RATE_LIMITED: Fault = { kind: 'status', status: 429, retryAfterS: 2 };
 const CONCURRENCY = 16;
 
-type Phase = 'execute' | 'lookup' | 'other';
+type Phase = ScenarioResult['proxyRequests'][number]['phase'];
 
 function phaseOf(r: ProxyRequest): Phase {
   if (r.label?.startsWith('execute')) return 'execute';
@@ -72,7 +72,7 @@ function safeName(s: string): string {
  * `lookup.lateApplyBound` (as late as the card allows), else 10 minutes (a card that cannot say must not
  * let a "not found" prove absence at all).
  */
-export function lateApplyMs(card: RetrySafetyCard): number {
+function lateApplyMs(card: RetrySafetyCard): number {
   const value = card.lookup.lateApplyBound?.value;
   if (value === null) return 0;
   if (typeof value === 'string' && value !== 'unknown') {
@@ -183,15 +183,7 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
     return finish({ status: 'failed', criteria, failures, ...NOTHING_RAN, notes });
   }
   const failures: string[] = [];
-  const d: Drive = {
-    outcomes: [],
-    errors: [],
-    failures,
-    notes,
-    runnerReceipts: [],
-    executeCallsBeforeRecovery: 0,
-    requestsBeforeRecovery: 0,
-  };
+  const d: Drive = { outcomes: [], errors: [], failures, notes, runnerReceipts: [] };
   const input = {
     scenario,
     operation,
