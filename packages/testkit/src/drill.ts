@@ -101,6 +101,8 @@ interface Plan {
   readonly params: unknown;
   readonly script: FaultScript;
   readonly timeoutMs: number;
+  /** Which params of the operation (and so which business operation) the scenario runs. */
+  readonly index: number;
 }
 
 /** The plan, or the result of a scenario that cannot run (failed, or skipped by the card). */
@@ -143,7 +145,7 @@ async function planScenario(ctx: DrillContext, operation: string, scenario: Scen
   };
   const script = faultScriptFor(scenario, op, card, { timeoutMs, rateLimited, needFault });
   if (missing.length > 0) return failed(missing, criteria);
-  return { op, card, criteria, params, script, timeoutMs, index: i } satisfies Plan & { index: number };
+  return { op, card, criteria, params, script, timeoutMs, index: i } satisfies Plan;
 }
 
 const NOTHING_RAN = { runnerReceipts: [], handoffPackets: [], proxyRequests: [] } as const;

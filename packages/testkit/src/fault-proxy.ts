@@ -132,12 +132,8 @@ function pick(script: FaultScript, n: number, info: FaultRequestInfo): Fault {
 }
 
 function assertLoopbackTarget(target: string): URL {
-  let url: URL;
-  try {
-    url = new URL(target);
-  } catch {
-    throw new TypeError(`target is not a URL: ${JSON.stringify(target)}`);
-  }
+  const url = URL.parse(target);
+  if (!url) throw new TypeError(`target is not a URL: ${JSON.stringify(target)}`);
   if (url.protocol !== 'http:') throw new TypeError(`target must be plain http on loopback, got ${url.protocol}`);
   if (!LOOPBACK.has(url.hostname))
     throw new TypeError(
@@ -168,11 +164,13 @@ function requestEntry(
     bodyHash: 'sha256:' + createHash('sha256').update(body).digest('hex'),
     bodyBytes: body.length,
     fault,
+    // A late commit is forwarded later, when it lands.
     forwarded:
-      fault !== 'reset-before' &&
-      (typeof fault === 'string' ||
-        (fault.kind !== 'status' && fault.kind !== 'late-commit') ||
-        (fault.kind === 'status' && fault.forward === true)),
+      typeof fault === 'string'
+        ? fault !== 'reset-before'
+        : fault.kind === 'status'
+          ? fault.forward === true
+          : fault.kind !== 'late-commit',
     at: Date.now(),
     ...(label !== undefined ? { label } : {}),
   };
