@@ -305,11 +305,9 @@ function byPoint(results: readonly CrashRunResult[]): CrashDrillReport['byPoint'
 }
 
 /**
- * The crash drill: each run executes the operation in a child process, which is SIGKILLed at a
- * seeded, named point (after claim, after dispatched, after the provider committed, after the result
- * is recorded). After each batch, a fresh process recovers the ledger and re-runs every job as its
- * caller would. Reports duplicates (more than one provider record for one business operation) and
- * losses (no record, or not done after recovery).
+ * The crash drill: each run executes the operation in a child process SIGKILLed at a seeded point (CRASH_POINTS);
+ * after each batch a fresh process recovers the ledger and re-runs every job as its caller would. Reports
+ * duplicates (more than one provider record for one business operation) and losses (none, or not done).
  */
 export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDrillReport> {
   const seed = options.seed ?? 1;

@@ -1,10 +1,5 @@
-/**
- * The crash drill's child process (run by `runCrashDrill` as `node dist/crash-worker.js`).
- * mode `run`: runs its jobs concurrently; each stops dead at its own named point and tells the parent,
- * which SIGKILLs the process once every job has stopped.
- * mode `recover`: runs `runner.recover()` on the same SQLite ledger, then re-runs every job as its caller
- * would (same business-operation id and params) and reports where each ended.
- */
+// The crash drill's child process. `run`: each job stops dead at its point and tells the parent, which SIGKILLs it.
+// `recover`: recover() on the same ledger, then every job again as its caller would, reporting where each ended.
 import { pathToFileURL } from 'node:url';
 import type { AdapterV1, Ledger } from '@retrysafe/contract';
 import { createRunner } from '@retrysafe/core';

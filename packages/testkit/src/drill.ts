@@ -67,11 +67,7 @@ function safeName(s: string): string {
   return s.replace(/[^A-Za-z0-9._-]+/g, '_');
 }
 
-/**
- * How long after a request arrives the late-commit fault lets the provider apply it: the card's
- * `lookup.lateApplyBound` (as late as the card allows), else 10 minutes (a card that cannot say must not
- * let a "not found" prove absence at all).
- */
+/** When the late-commit fault applies a request: as late as `lookup.lateApplyBound` allows, else after 10 minutes. */
 function lateApplyMs(card: RetrySafetyCard): number {
   const value = card.lookup.lateApplyBound?.value;
   if (value === null) return 0;

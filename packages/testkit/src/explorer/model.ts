@@ -3,11 +3,8 @@ import { durationMs } from '@retrysafe/contract/rules';
 import type { Decision } from '@retrysafe/core';
 import type { decide as realDecide } from '@retrysafe/core/internal';
 
-/**
- * The bounded world the explorer enumerates. Everything here is abstract (the provider, the network, the
- * clocks, the runner's loop) except two things that are the real code: `decide()` and the ledger's
- * transition rules (`ledgerTransitions` of @retrysafe/core), which every store applies.
- */
+// The bounded world the explorer enumerates: provider, network, clocks and the runner's loop are models;
+// `decide()` and the ledger's transition rules (@retrysafe/contract/ledger) are the real code.
 
 export type DecideFn = typeof realDecide;
 
