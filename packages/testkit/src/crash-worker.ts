@@ -21,15 +21,13 @@ function readConfig(): CrashWorkerConfig {
   return JSON.parse(raw) as CrashWorkerConfig;
 }
 
-// Keeps the event loop alive while jobs are stopped: an idle process would exit 0 before the kill lands.
-let keepAlive: NodeJS.Timeout | undefined;
-
 function stopperFor(cfg: CrashWorkerConfig): StopIf {
   const jobs = new Map(cfg.jobs.map((j) => [j.businessOperationId, j]));
   return async (id, point) => {
     const job = jobs.get(id);
     if (cfg.mode !== 'run' || job?.point !== point) return;
-    keepAlive ??= setInterval(() => {}, 1 << 30);
+    // Keeps the event loop alive while the job is stopped: an idle process would exit 0 before the kill lands.
+    setInterval(() => {}, 1 << 30);
     await send({ type: 'at', index: job.index, point, businessOperationId: id });
     await new Promise<never>(() => {});
   };
