@@ -14,10 +14,9 @@ import {
 } from '@retrysafe/contract';
 import { afterAll, describe, expect, it } from 'vitest';
 import { disposeDrillContext, runScenario, SCENARIO_TITLES, writeSummary } from './drill.js';
-import { createDrillClock } from './drill-clock.js';
-import { createDrillContext, type DrillContext } from './drill-harness.js';
+import { createDrillContext, DEFAULT_DRILL_TIMEOUT_MS, type DrillContext, startHarness } from './drill-harness.js';
 import { type ConformanceOptions, SCENARIOS } from './drill-types.js';
-import { type FaultProxy, type FaultScript, startFaultProxy } from './fault-proxy.js';
+import type { FaultProxy, FaultScript } from './fault-proxy.js';
 
 // runDrill here too, for tests that drill outside runConformance; the rest of the drill is on the root entry.
 export { runDrill } from './drill.js';
@@ -42,7 +41,7 @@ export function runConformance(options: ConformanceOptions): void {
         console.log(`${options.name} conformance: receipts and summary.json in ${ctx.outDir}`);
     });
 
-    describe('frame rules', () => frameCases(options));
+    describe('frame rules', () => frameCases(options, context));
 
     for (const operation of Object.keys(options.operations ?? {})) {
       describe(operation, () => {
@@ -69,30 +68,18 @@ export function runConformance(options: ConformanceOptions): void {
   });
 }
 
-/** Adapter, sandbox and fault proxy for one frame case, real loopback HTTP all the way. */
+/** The drill's harness (adapter, sandbox and fault proxy) for one frame case, real loopback HTTP all the way. */
 async function withHarness<T>(
-  options: ConformanceOptions,
+  ctx: DrillContext,
   faults: FaultScript,
   timeoutMs: number,
   fn: (adapter: AdapterV1, proxy: FaultProxy) => Promise<T>,
 ): Promise<T> {
-  const sandbox = await options.startSandbox({ clock: createDrillClock() });
-  const proxy = await startFaultProxy({
-    target: sandbox.url,
-    faults,
-    ...(options.recordHeaders ? { recordHeaders: options.recordHeaders } : {}),
-  }).catch(async (e: unknown) => {
-    await sandbox.close();
-    throw e;
-  });
-  let adapter: AdapterV1 | undefined;
+  const h = await startHarness(ctx, faults, timeoutMs);
   try {
-    adapter = await options.createAdapter({ baseUrl: proxy.url, timeoutMs });
-    return await fn(adapter, proxy);
+    return await fn(h.adapter, h.proxy);
   } finally {
-    await adapter?.close?.().catch(() => {});
-    await proxy.close();
-    await sandbox.close();
+    await h.close();
   }
 }
 
@@ -141,12 +128,12 @@ const frameId = (operation: string): BusinessOperationId =>
  * The rules `defineAdapter` (in the contract) owns, asserted on the real adapter over its real SDK:
  * every adapter runs these through the one suite instead of restating them in its own tests.
  */
-function frameCases(options: ConformanceOptions): void {
-  const timeoutMs = options.timeoutMs ?? 1500;
+function frameCases(options: ConformanceOptions, context: () => DrillContext): void {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_DRILL_TIMEOUT_MS;
   const operations = Object.entries(options.operations ?? {});
 
   it('an unknown operation name is a typed error from every method (no provider prefix either), and nothing is sent', async () => {
-    await withHarness(options, [], timeoutMs, async (adapter, proxy) => {
+    await withHarness(context(), [], timeoutMs, async (adapter, proxy) => {
       const [name, drill] = operations[0]!;
       const id = frameId(name);
       const isUnknown = (e: unknown) => UnknownOperationError.isInstance(e);
@@ -165,7 +152,7 @@ function frameCases(options: ConformanceOptions): void {
 
   for (const [name, drill] of operations) {
     it(`${name}: params the schema refuses are rejected (validation), never thrown, with no request sent`, async () => {
-      await withHarness(options, [], timeoutMs, async (adapter, proxy) => {
+      await withHarness(context(), [], timeoutMs, async (adapter, proxy) => {
         const spec = adapter.operations[name]!;
         const required = Array.isArray(spec.paramsSchema.required) ? (spec.paramsSchema.required as string[]) : [];
         const valid = drill.params(900) as Record<string, unknown>;
@@ -184,7 +171,7 @@ function frameCases(options: ConformanceOptions): void {
     });
 
     it(`${name}: a recorded key is checked by its shape, not by equality with a re-derivation`, async () => {
-      await withHarness(options, [], timeoutMs, async (adapter, proxy) => {
+      await withHarness(context(), [], timeoutMs, async (adapter, proxy) => {
         const id = frameId(name);
         const derived = adapter.deriveProviderKey(name, id);
         if (derived === null) {
@@ -218,7 +205,7 @@ function frameCases(options: ConformanceOptions): void {
 
     it(`${name}: an abort acts mid-call (unknown, well before the client timeout), and an earlier abort sends nothing`, async () => {
       const clientTimeoutMs = 20_000;
-      await withHarness(options, [{ kind: 'delay', ms: 15_000 }], clientTimeoutMs, async (adapter, proxy) => {
+      await withHarness(context(), [{ kind: 'delay', ms: 15_000 }], clientTimeoutMs, async (adapter, proxy) => {
         const before = await adapter.doExecute(
           name,
           drill.params(903),

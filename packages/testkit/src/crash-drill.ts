@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { DrillSandbox } from '@retrysafe/contract';
 import { CRASH_POINTS, type CrashPoint, type CrashWorkerConfig, type CrashWorkerMessage } from './crash-types.js';
 import { seededRandom } from './drill-clock.js';
 import type { DrillPolicy } from './drill-types.js';
@@ -11,16 +12,12 @@ import { startFaultProxy } from './fault-proxy.js';
 export type { CrashPoint } from './crash-types.js';
 export { CRASH_POINTS } from './crash-types.js';
 
-export interface CrashDrillSandbox {
-  readonly url: string;
-  /** Records the provider holds for the operation. */
-  count(operation: string): number | Promise<number>;
+export interface CrashDrillSandbox extends Omit<DrillSandbox, 'expireKeys'> {
   /**
    * Records the provider holds for one run's business operation, by params or by key: names each duplicate
    * and loss. Count by params when you can: a duplicate made under another key is invisible to a per-key count.
    */
   countFor?(run: { readonly providerKey: string | null; readonly params: unknown }): number | Promise<number>;
-  close(): void | Promise<void>;
 }
 
 export interface CrashDrillOptions {
@@ -70,12 +67,7 @@ export interface CrashRunResult {
   readonly lost: boolean;
 }
 
-type PointCounts = {
-  readonly runs: number;
-  readonly killed: number;
-  readonly duplicates: number;
-  readonly lost: number;
-};
+type PointCounts = Readonly<Record<'runs' | 'killed' | 'duplicates' | 'lost', number>>;
 
 export interface CrashDrillReport {
   readonly ok: boolean;
@@ -150,12 +142,7 @@ async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Prom
   await Promise.all(workers);
 }
 
-type PlannedRun = {
-  readonly index: number;
-  readonly point: CrashPoint;
-  readonly params: unknown;
-  readonly businessOperationId: string;
-};
+type PlannedRun = CrashWorkerConfig['jobs'][number] & { readonly point: CrashPoint };
 type RunEnd = { killed: boolean; exit: string; businessOperationId: string | null };
 type Recovered = Extract<CrashWorkerMessage, { type: 'recovered' }>;
 type WorkerBase = Omit<CrashWorkerConfig, 'mode' | 'jobs'>;
@@ -318,11 +305,9 @@ function byPoint(results: readonly CrashRunResult[]): CrashDrillReport['byPoint'
 }
 
 /**
- * The crash drill: each run executes the operation in a child process, which is SIGKILLed at a
- * seeded, named point (after claim, after dispatched, after the provider committed, after the result
- * is recorded). After each batch, a fresh process recovers the ledger and re-runs every job as its
- * caller would. Reports duplicates (more than one provider record for one business operation) and
- * losses (no record, or not done after recovery).
+ * The crash drill: each run executes the operation in a child process SIGKILLed at a seeded point (CRASH_POINTS);
+ * after each batch a fresh process recovers the ledger and re-runs every job as its caller would. Reports
+ * duplicates (more than one provider record for one business operation) and losses (none, or not done).
  */
 export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDrillReport> {
   const seed = options.seed ?? 1;

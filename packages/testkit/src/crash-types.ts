@@ -1,3 +1,4 @@
+import type { RecoverReport } from '@retrysafe/core';
 import type { DrillPolicy } from './drill-types.js';
 
 /** Where the crash drill kills the worker (SIGKILL). */
@@ -37,12 +38,7 @@ export type CrashWorkerMessage =
   | { readonly type: 'finished'; readonly index: number; readonly status: string; readonly businessOperationId: string }
   | {
       readonly type: 'recovered';
-      readonly reports: readonly {
-        readonly businessOperationId: string;
-        readonly from: string;
-        readonly to: string;
-        readonly action: string;
-      }[];
+      readonly reports: readonly Pick<RecoverReport, 'businessOperationId' | 'from' | 'to' | 'action'>[];
       readonly results: readonly {
         readonly index: number;
         readonly businessOperationId: string;

@@ -1,10 +1,5 @@
-/**
- * The crash drill's child process (run by `runCrashDrill` as `node dist/crash-worker.js`).
- * mode `run`: runs its jobs concurrently; each stops dead at its own named point and tells the parent,
- * which SIGKILLs the process once every job has stopped.
- * mode `recover`: runs `runner.recover()` on the same SQLite ledger, then re-runs every job as its caller
- * would (same business-operation id and params) and reports where each ended.
- */
+// The crash drill's child process. `run`: each job stops dead at its point and tells the parent, which SIGKILLs it.
+// `recover`: recover() on the same ledger, then every job again as its caller would, reporting where each ended.
 import { pathToFileURL } from 'node:url';
 import type { AdapterV1, Ledger } from '@retrysafe/contract';
 import { createRunner } from '@retrysafe/core';
@@ -17,16 +12,8 @@ type Runner = ReturnType<typeof createRunner>;
 /** Stops the job at `point` when that is its point: tells the parent, then never returns. */
 type StopIf = (businessOperationId: string, point: CrashPoint) => Promise<void>;
 
-function send(msg: CrashWorkerMessage): Promise<void> {
-  return new Promise((resolve) => {
-    if (!process.send) {
-      process.stdout.write(JSON.stringify(msg) + '\n');
-      resolve();
-      return;
-    }
-    process.send(msg, () => resolve());
-  });
-}
+// runCrashDrill always forks this with an IPC channel.
+const send = (msg: CrashWorkerMessage) => new Promise<void>((resolve) => process.send!(msg, () => resolve()));
 
 function readConfig(): CrashWorkerConfig {
   const raw = process.env['RETRYSAFE_CRASH_WORKER'];
@@ -34,15 +21,13 @@ function readConfig(): CrashWorkerConfig {
   return JSON.parse(raw) as CrashWorkerConfig;
 }
 
-// Keeps the event loop alive while jobs are stopped: an idle process would exit 0 before the kill lands.
-let keepAlive: NodeJS.Timeout | undefined;
-
 function stopperFor(cfg: CrashWorkerConfig): StopIf {
   const jobs = new Map(cfg.jobs.map((j) => [j.businessOperationId, j]));
   return async (id, point) => {
     const job = jobs.get(id);
     if (cfg.mode !== 'run' || job?.point !== point) return;
-    keepAlive ??= setInterval(() => {}, 1 << 30);
+    // Keeps the event loop alive while the job is stopped: an idle process would exit 0 before the kill lands.
+    setInterval(() => {}, 1 << 30);
     await send({ type: 'at', index: job.index, point, businessOperationId: id });
     await new Promise<never>(() => {});
   };

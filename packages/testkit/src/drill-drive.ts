@@ -1,10 +1,10 @@
 /** How each drill scenario drives the runner against the harness, and what it saw while doing so. */
-import { ConflictError, type Receipt, type RetrySafetyCard } from '@retrysafe/contract';
+import { ConflictError, type DrillOperation, type Receipt, type RetrySafetyCard } from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
 import type { createRunner } from '@retrysafe/core';
 import { realClock } from './drill-clock.js';
 import type { Harness } from './drill-harness.js';
-import type { DrillOperation, DrillOutcome, ScenarioId } from './drill-types.js';
+import type { DrillOutcome, ScenarioId } from './drill-types.js';
 
 /** What a scenario's run left to check: filled in while it runs. */
 export interface Drive {
@@ -14,8 +14,8 @@ export interface Drive {
   readonly notes: string[];
   runnerReceipts: Receipt[];
   waitedMs?: number;
-  executeCallsBeforeRecovery: number;
-  requestsBeforeRecovery: number;
+  executeCallsBeforeRecovery?: number;
+  requestsBeforeRecovery?: number;
 }
 
 export interface DriveInput {
@@ -144,7 +144,8 @@ async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise
   for (let waited = 0; !h.tracker.died && waited < 20_000; waited += 5) await new Promise((r) => setTimeout(r, 5));
   if (!h.tracker.died) throw new Error('worker A never reached the provider');
   h.tracker.dieAfterExecute = false;
-  d.executeCallsBeforeRecovery = h.tracker.executeCalls;
+  const callsBefore = h.tracker.executeCalls;
+  d.executeCallsBeforeRecovery = callsBefore;
   d.requestsBeforeRecovery = h.proxy.requests.length;
   if (scenario === 'key-past-retention') {
     const retention = card.retention.minimum.value;
@@ -163,11 +164,9 @@ async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise
   const runnerB = h.makeRunner(h.makeLedger(), h.clock, 'drill-worker-B');
   try {
     const reports = await runnerB.recover({ adapters: [h.adapter] });
-    d.notes.push(
-      `recover(): ${JSON.stringify(reports.map((r: { from: string; to: string; action: string }) => ({ from: r.from, to: r.to, action: r.action })))}`,
-    );
+    d.notes.push(`recover(): ${JSON.stringify(reports.map(({ from, to, action }) => ({ from, to, action })))}`);
     if (reports.length === 0) d.outcomes.push('error'), d.errors.push('recover() found nothing to recover');
-    for (const r of reports as { to: string }[]) d.outcomes.push(RECOVERED_TO[r.to] ?? 'error');
+    for (const r of reports) d.outcomes.push(RECOVERED_TO[r.to] ?? 'error');
   } catch (err) {
     d.errors.push(`recover() threw ${(err as Error).name}: ${(err as Error).message}`);
     d.outcomes.push('error');
@@ -175,10 +174,10 @@ async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise
   if (
     scenario === 'key-past-retention' &&
     card.sideEffect.idempotentByNature.value !== true &&
-    h.tracker.executeCalls > d.executeCallsBeforeRecovery
+    h.tracker.executeCalls > callsBefore
   ) {
     d.failures.push(
-      `${label}: recovery resent the request ${h.tracker.executeCalls - d.executeCallsBeforeRecovery} time(s) on a key past retention.minimum; expected lookup or handoff only`,
+      `${label}: recovery resent the request ${h.tracker.executeCalls - callsBefore} time(s) on a key past retention.minimum; expected lookup or handoff only`,
     );
   }
 }

@@ -1,11 +1,11 @@
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AdapterV1, HandoffPacket, Ledger, Outcome } from '@retrysafe/contract';
+import type { AdapterV1, DrillSandbox, HandoffPacket, Ledger, Outcome } from '@retrysafe/contract';
 import { callbackHandoffSink, createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import { createDrillClock, type DrillClock, seededRandom } from './drill-clock.js';
-import type { ConformanceOptions, DrillSandbox, ScenarioResult } from './drill-types.js';
+import type { ConformanceOptions, ScenarioResult } from './drill-types.js';
 import { type FaultProxy, type FaultScript, startFaultProxy } from './fault-proxy.js';
 import { wrapAdapter } from './wrap-adapter.js';
 
@@ -84,7 +84,7 @@ export interface Harness {
   makeLedger(): Ledger;
   makeRunner(
     ledger: Ledger,
-    clock?: { now(): number; sleep(ms: number): Promise<void> },
+    clock?: Pick<DrillClock, 'now' | 'sleep'>,
     owner?: string,
   ): ReturnType<typeof createRunner>;
   close(): Promise<void>;

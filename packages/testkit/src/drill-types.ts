@@ -1,28 +1,9 @@
-import type {
-  DrillOperation as ContractDrillOperation,
-  DrillSandbox as ContractDrillSandbox,
-  DrillSetup,
-  HandoffPacket,
-  Receipt,
-} from '@retrysafe/contract';
+import type { DrillSetup, HandoffPacket, Receipt } from '@retrysafe/contract';
+import type { PolicyOverrides } from '@retrysafe/core';
 import type { ProxyRequest } from './fault-proxy.js';
 
-// The contract's drill types under the testkit's names.
-export type DrillSandbox = ContractDrillSandbox;
-export type OperationFaults = ContractDrillOperation['faults'];
-export type DrillOperation = ContractDrillOperation;
-
-/** Runner policy overrides; unset fields come from the operation's card (see @retrysafe/core). */
-export interface DrillPolicy {
-  readonly maxAttempts?: number;
-  readonly maxElapsedMs?: number;
-  readonly baseMs?: number;
-  readonly capMs?: number;
-  readonly retryAfterCapMs?: number;
-  readonly lookupWindowMs?: number;
-  readonly leaseMs?: number;
-  readonly waitForOtherMs?: number;
-}
+/** Runner policy overrides; unset fields come from the operation's card. */
+export type DrillPolicy = PolicyOverrides;
 
 /** A drill setup (the contract's `DrillSetup`, from an adapter's `./sandbox`) plus how this run should go. */
 export interface ConformanceOptions extends DrillSetup {
@@ -131,23 +112,9 @@ export interface DrillSummary {
   readonly passed: number;
   readonly failed: number;
   readonly skipped: number;
-  readonly skips: readonly {
-    readonly operation: string;
-    readonly scenario: ScenarioId;
-    readonly cardField: string;
-    readonly reason: string;
-  }[];
-  readonly failures: readonly {
-    readonly operation: string;
-    readonly scenario: ScenarioId;
-    readonly failures: readonly string[];
-  }[];
-  readonly results: readonly {
-    readonly operation: string;
-    readonly scenario: ScenarioId;
-    readonly status: ScenarioResult['status'];
-    readonly receiptFile: string;
-  }[];
+  readonly skips: readonly (Pick<ScenarioResult, 'operation' | 'scenario'> & ScenarioSkip)[];
+  readonly failures: readonly Pick<ScenarioResult, 'operation' | 'scenario' | 'failures'>[];
+  readonly results: readonly Pick<ScenarioResult, 'operation' | 'scenario' | 'status' | 'receiptFile'>[];
 }
 
 export interface DrillReport {

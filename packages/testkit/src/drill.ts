@@ -1,6 +1,6 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AdapterConfigurationError, type RetrySafetyCard } from '@retrysafe/contract';
+import { AdapterConfigurationError, type DrillOperation, type RetrySafetyCard } from '@retrysafe/contract';
 import { durationMs } from '@retrysafe/contract/rules';
 import { criteriaFor, readCard, skipReason } from './criteria.js';
 import { type Drive, driveScenario } from './drill-drive.js';
@@ -13,7 +13,6 @@ import {
 } from './drill-harness.js';
 import type {
   CountCriterion,
-  DrillOperation,
   DrillOptions,
   DrillReport,
   DrillSummary,
@@ -47,7 +46,7 @@ const LATE_COMMIT_TIMEOUT_MS = 400;
 const DEFAULT_RATE_LIMITED: Fault = { kind: 'status', status: 429, retryAfterS: 2 };
 const CONCURRENCY = 16;
 
-type Phase = 'execute' | 'lookup' | 'other';
+type Phase = ScenarioResult['proxyRequests'][number]['phase'];
 
 function phaseOf(r: ProxyRequest): Phase {
   if (r.label?.startsWith('execute')) return 'execute';
@@ -68,12 +67,8 @@ function safeName(s: string): string {
   return s.replace(/[^A-Za-z0-9._-]+/g, '_');
 }
 
-/**
- * How long after a request arrives the late-commit fault lets the provider apply it: the card's
- * `lookup.lateApplyBound` (as late as the card allows), else 10 minutes (a card that cannot say must not
- * let a "not found" prove absence at all).
- */
-export function lateApplyMs(card: RetrySafetyCard): number {
+/** When the late-commit fault applies a request: as late as `lookup.lateApplyBound` allows, else after 10 minutes. */
+function lateApplyMs(card: RetrySafetyCard): number {
   const value = card.lookup.lateApplyBound?.value;
   if (value === null) return 0;
   if (typeof value === 'string' && value !== 'unknown') {
@@ -102,6 +97,8 @@ interface Plan {
   readonly params: unknown;
   readonly script: FaultScript;
   readonly timeoutMs: number;
+  /** Which params of the operation (and so which business operation) the scenario runs. */
+  readonly index: number;
 }
 
 /** The plan, or the result of a scenario that cannot run (failed, or skipped by the card). */
@@ -144,7 +141,7 @@ async function planScenario(ctx: DrillContext, operation: string, scenario: Scen
   };
   const script = faultScriptFor(scenario, op, card, { timeoutMs, rateLimited, needFault });
   if (missing.length > 0) return failed(missing, criteria);
-  return { op, card, criteria, params, script, timeoutMs, index: i } satisfies Plan & { index: number };
+  return { op, card, criteria, params, script, timeoutMs, index: i } satisfies Plan;
 }
 
 const NOTHING_RAN = { runnerReceipts: [], handoffPackets: [], proxyRequests: [] } as const;
@@ -184,15 +181,7 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
     return finish({ status: 'failed', criteria, failures, ...NOTHING_RAN, notes });
   }
   const failures: string[] = [];
-  const d: Drive = {
-    outcomes: [],
-    errors: [],
-    failures,
-    notes,
-    runnerReceipts: [],
-    executeCallsBeforeRecovery: 0,
-    requestsBeforeRecovery: 0,
-  };
+  const d: Drive = { outcomes: [], errors: [], failures, notes, runnerReceipts: [] };
   const input = {
     scenario,
     operation,
@@ -379,14 +368,7 @@ export function writeSummary(ctx: DrillContext): DrillSummary {
     passed: count('passed'),
     failed: count('failed'),
     skipped: count('skipped'),
-    skips: results
-      .filter((r) => r.skip)
-      .map((r) => ({
-        operation: r.operation,
-        scenario: r.scenario,
-        cardField: r.skip!.cardField,
-        reason: r.skip!.reason,
-      })),
+    skips: results.flatMap((r) => (r.skip ? [{ operation: r.operation, scenario: r.scenario, ...r.skip }] : [])),
     failures: results
       .filter((r) => r.status === 'failed')
       .map((r) => ({ operation: r.operation, scenario: r.scenario, failures: r.failures })),

@@ -33,12 +33,9 @@ function endToEnd(from: IncomingHttpHeaders, also?: string): Record<string, stri
   return headers;
 }
 
-/** Resets the client's TCP connection (RST where the platform allows it). */
+/** Resets the client's TCP connection (RST). */
 export function resetSocket(socket: Socket): void {
-  if (socket.destroyed) return;
-  const s = socket as Socket & { resetAndDestroy?: () => void };
-  if (typeof s.resetAndDestroy === 'function') s.resetAndDestroy();
-  else socket.destroy();
+  if (!socket.destroyed) socket.resetAndDestroy();
 }
 
 export type Upstream = { status: number; headers: IncomingHttpHeaders; body: Buffer };
@@ -118,21 +115,15 @@ export function holdUntilClientGivesUp(
 ): Promise<boolean> {
   return new Promise<boolean>((resolve) => {
     if (req.socket.destroyed) return resolve(true);
-    const t = setTimeout(() => {
+    const end = (gaveUp: boolean) => {
+      clearTimeout(t);
       timers.delete(t);
-      resolve(false);
-    }, ms);
+      resolve(gaveUp);
+    };
+    const t = setTimeout(() => end(false), ms);
     timers.add(t);
-    onStop?.(() => {
-      clearTimeout(t);
-      timers.delete(t);
-      resolve(req.socket.destroyed);
-    });
-    req.socket.once('close', () => {
-      clearTimeout(t);
-      timers.delete(t);
-      resolve(true);
-    });
+    onStop?.(() => end(req.socket.destroyed));
+    req.socket.once('close', () => end(true));
   });
 }
 

@@ -87,7 +87,6 @@ export interface FaultProxy {
 }
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
-const EMPTY_SHA = 'sha256:' + createHash('sha256').update('').digest('hex');
 
 const SIMPLE_FAULTS: readonly unknown[] = ['pass', 'drop-response', 'reset-before', 'truncate-response'];
 type FaultField = 'kind' | 'ms' | 'afterMs' | 'status' | 'retryAfterS';
@@ -133,12 +132,8 @@ function pick(script: FaultScript, n: number, info: FaultRequestInfo): Fault {
 }
 
 function assertLoopbackTarget(target: string): URL {
-  let url: URL;
-  try {
-    url = new URL(target);
-  } catch {
-    throw new TypeError(`target is not a URL: ${JSON.stringify(target)}`);
-  }
+  const url = URL.parse(target);
+  if (!url) throw new TypeError(`target is not a URL: ${JSON.stringify(target)}`);
   if (url.protocol !== 'http:') throw new TypeError(`target must be plain http on loopback, got ${url.protocol}`);
   if (!LOOPBACK.has(url.hostname))
     throw new TypeError(
@@ -166,14 +161,16 @@ function requestEntry(
     method: info.method,
     path: info.path,
     headers: recorded,
-    bodyHash: body.length === 0 ? EMPTY_SHA : 'sha256:' + createHash('sha256').update(body).digest('hex'),
+    bodyHash: 'sha256:' + createHash('sha256').update(body).digest('hex'),
     bodyBytes: body.length,
     fault,
+    // A late commit is forwarded later, when it lands.
     forwarded:
-      fault !== 'reset-before' &&
-      (typeof fault === 'string' ||
-        (fault.kind !== 'status' && fault.kind !== 'late-commit') ||
-        (fault.kind === 'status' && fault.forward === true)),
+      typeof fault === 'string'
+        ? fault !== 'reset-before'
+        : fault.kind === 'status'
+          ? fault.forward === true
+          : fault.kind !== 'late-commit',
     at: Date.now(),
     ...(label !== undefined ? { label } : {}),
   };
@@ -182,7 +179,7 @@ function requestEntry(
 /** The requests the proxy saw, in arrival order; a clear starts a new generation, so late updates to the old ones are dropped. */
 function createRequestLog() {
   const requests: ProxyRequest[] = [];
-  const waiters: { count: number; resolve: () => void }[] = [];
+  const waiters = new Set<{ count: number; resolve: () => void }>();
   let generation = 0;
   return {
     requests,
@@ -193,12 +190,10 @@ function createRequestLog() {
     },
     record(entry: ProxyRequest): void {
       requests.push(entry);
-      for (let i = waiters.length - 1; i >= 0; i -= 1) {
-        const w = waiters[i]!;
-        if (requests.length >= w.count) {
-          waiters.splice(i, 1);
-          w.resolve();
-        }
+      for (const w of waiters) {
+        if (requests.length < w.count) continue;
+        waiters.delete(w);
+        w.resolve();
       }
     },
     update(index: number, gen: number, patch: Partial<ProxyRequest>): void {
@@ -208,7 +203,7 @@ function createRequestLog() {
     },
     waitFor(count: number): Promise<void> {
       if (requests.length >= count) return Promise.resolve();
-      return new Promise((resolve) => waiters.push({ count, resolve }));
+      return new Promise((resolve) => waiters.add({ count, resolve }));
     },
   };
 }
@@ -236,15 +231,16 @@ function createLateQueue(clock: { now(): number }) {
     apply: () => Promise<void>,
   ): Promise<void> {
     const arrivedAt = clock.now();
-    let stop: () => void = () => undefined;
-    let queuedDone: () => void = () => undefined;
-    const entry = { stop: () => stop(), queued: new Promise<void>((r) => (queuedDone = r)) };
+    let stop = () => {};
+    const queued = holdUntilClientGivesUp(req, 30_000, timers, (end) => (stop = end)).then((gaveUp) => {
+      onGaveUp(gaveUp);
+      resetSocket(req.socket);
+      holding.delete(entry);
+      held.push({ dueAt: arrivedAt + afterMs, apply });
+    });
+    const entry = { stop: () => stop(), queued };
     holding.add(entry);
-    onGaveUp(await holdUntilClientGivesUp(req, 30_000, timers, (end) => (stop = end)));
-    resetSocket(req.socket);
-    holding.delete(entry);
-    queuedDone();
-    held.push({ dueAt: arrivedAt + afterMs, apply });
+    await queued;
   }
   return { held, applyDue, hold };
 }
@@ -260,25 +256,20 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   validateScript(script);
   const recordHeaders = new Set(['idempotency-key', ...(options.recordHeaders ?? []).map((h) => h.toLowerCase())]);
   const log = createRequestLog();
-  const { requests, record, update } = log;
   const scriptErrors: string[] = [];
   const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
   const upstreamAgent = new Agent({ keepAlive: true });
   const upstreamOf = { target, basePath, agent: upstreamAgent };
-  const forward = (req: IncomingMessage, body: Buffer) => forwardTo(upstreamOf, req, body);
   let counter = 0;
   let closed = false;
   const clock = options.clock ?? { now: () => Date.now() };
   const late = createLateQueue(clock);
-  const applyDue = late.applyDue;
 
   const proxy: FaultProxy = {
     url: '',
     port: 0,
-    get requests() {
-      return requests;
-    },
+    requests: log.requests,
     scriptErrors,
     setFaults(next) {
       validateScript(next);
@@ -292,10 +283,8 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       counter = 0;
     },
     label: undefined,
-    waitForRequests(count) {
-      return log.waitFor(count);
-    },
-    flushLate: () => applyDue(true),
+    waitForRequests: log.waitFor,
+    flushLate: () => late.applyDue(true),
     get heldLate() {
       return late.held.length;
     },
@@ -315,7 +304,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks);
     // A late commit that is due lands before this request reaches the provider.
-    await applyDue(false).catch(() => undefined);
+    await late.applyDue(false).catch(() => undefined);
     counter += 1;
     const n = counter;
     const gen = log.generation();
@@ -330,13 +319,13 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       res.end(`fault proxy: ${(err as Error).message}`);
       return;
     }
-    const index = requests.length;
-    record(requestEntry(n, info, recordHeaders, body, fault, proxy.label));
-    const note = (patch: Partial<ProxyRequest>) => update(index, gen, patch);
+    const index = log.requests.length;
+    log.record(requestEntry(n, info, recordHeaders, body, fault, proxy.label));
+    const note = (patch: Partial<ProxyRequest>) => log.update(index, gen, patch);
     /** Forwards the request and notes the upstream's status; the error when the upstream failed. */
     const send = async (patch: Partial<ProxyRequest> = {}): Promise<Upstream | Error> => {
       try {
-        const up = await forward(req, body);
+        const up = await forwardTo(upstreamOf, req, body);
         note({ ...patch, upstreamStatus: up.status });
         return up;
       } catch (err) {

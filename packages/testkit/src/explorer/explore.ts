@@ -69,7 +69,7 @@ export interface ExploreReport {
 function worldSteps(ctx: Ctx, w: World): Succ[] {
   const out: Succ[] = [];
   w.ws.forEach((me, i) => {
-    const active = me.pc !== 'idle' && me.pc !== 'done' && me.pc !== 'crashed';
+    const active = me.pc !== 'idle' && me.pc !== 'done';
     if (active && !me.paused && w.crashes < ctx.maxCrashes) {
       // The process dies; a restarted process runs recover() with the same clock.
       out.push({
@@ -136,7 +136,7 @@ function tick(ctx: Ctx, w: World): Succ | null {
   // Live, unpaused workers that hold the lease keep it alive (the runner's heartbeat and sliced waits).
   let rec = w.rec;
   for (const me of w.ws) {
-    const live = !me.paused && me.op !== null && me.pc !== 'done' && me.pc !== 'crashed' && me.pc !== 'idle';
+    const live = !me.paused && me.op !== null && me.pc !== 'done' && me.pc !== 'idle';
     if (live && rec !== null && rec.fence === me.op!.fence && rec.leaseOwner === me.name && !T.isTerminal(rec))
       rec = T.renewTransition(rec, { businessOperationId: ID, fence: me.op!.fence }, ctx.policy.leaseMs, t);
   }
@@ -191,11 +191,8 @@ type Found = { invariant: Violation['invariant']; message: string };
 
 /** The states seen so far, each with the step that reached it first (a BFS tree). */
 interface Graph {
-  readonly seen: Map<string, number>;
-  readonly worlds: World[];
-  readonly parent: number[];
-  readonly label: string[];
-  readonly depthOf: number[];
+  readonly seen: Set<string>;
+  readonly nodes: { readonly w: World; readonly parent: number; readonly label: string; readonly depth: number }[];
   readonly endings: Record<string, number>;
   depth: number;
   truncated: boolean;
@@ -204,7 +201,7 @@ interface Graph {
 function contextFor(options: ExploreOptions): Ctx {
   const card = options.card;
   const policy = resolvePolicy(card, options.policy);
-  const marginMs = (policy as { clockSkewMarginMs?: number }).clockSkewMarginMs ?? 0;
+  const marginMs = policy.clockSkewMarginMs;
   // Unknown facts get pessimistic stand-ins: a late apply up to the margin, a delay of two lookup windows.
   const pm = providerFromCard(card, {
     unknownLateApplyMs: Math.max(marginMs, 1000),
@@ -242,7 +239,6 @@ function rootsFor(ctx: Ctx, options: ExploreOptions): World[] {
     pc: 'idle',
     paused: false,
     op: null,
-    ended: null,
   });
   const prov: ProviderState = { effects: 0, commits: [], key: null, pending: [], calls: 0 };
   return (two ? [...new Set([skew, -skew])] : [0]).map((o) => ({
@@ -259,13 +255,9 @@ function rootsFor(ctx: Ctx, options: ExploreOptions): World[] {
 function push(g: Graph, w: World, from: number, text: string): number | null {
   const k = key(w);
   if (g.seen.has(k)) return null;
-  const idx = g.worlds.length;
-  g.seen.set(k, idx);
-  g.worlds.push(w);
-  g.parent.push(from);
-  g.label.push(text);
-  g.depthOf.push(from < 0 ? 0 : g.depthOf[from]! + 1);
-  return idx;
+  g.seen.add(k);
+  g.nodes.push({ w, parent: from, label: text, depth: from < 0 ? 0 : g.nodes[from]!.depth + 1 });
+  return g.nodes.length - 1;
 }
 
 function report(card: RetrySafetyCard, g: Graph, violation: Violation | null): ExploreReport {
@@ -275,21 +267,21 @@ function report(card: RetrySafetyCard, g: Graph, violation: Violation | null): E
   const found = violation ? `VIOLATION ${violation.invariant}` : 'no violation';
   return {
     operation: card.operation,
-    states: g.worlds.length,
+    states: g.nodes.length,
     depth: g.depth,
     truncated: g.truncated,
     violation,
     endings: g.endings,
     handsOff: Object.keys(g.endings).some((k) => k.startsWith('handed-off')),
-    summary: `${card.operation}: ${g.worlds.length} states, depth ${g.depth}${g.truncated ? ' (truncated)' : ''}; ${found}; endings: ${ends || 'none'}`,
+    summary: `${card.operation}: ${g.nodes.length} states, depth ${g.depth}${g.truncated ? ' (truncated)' : ''}; ${found}; endings: ${ends || 'none'}`,
   };
 }
 
 /** The report of a violation, with the path that reached it as a trace and as a story. */
 function fail(card: RetrySafetyCard, g: Graph, idx: number, v: Found): ExploreReport {
   const trace: TraceStep[] = [];
-  for (let k = idx; g.parent[k]! >= 0; k = g.parent[k]!)
-    trace.unshift({ t: g.worlds[g.parent[k]!]!.t, text: g.label[k]! });
+  for (let n = g.nodes[idx]!; n.parent >= 0; n = g.nodes[n.parent]!)
+    trace.unshift({ t: g.nodes[n.parent]!.w.t, text: n.label });
   // Consecutive "time passes" steps read as one.
   const shown: TraceStep[] = [];
   for (const s of trace) {
@@ -311,7 +303,7 @@ function successors(ctx: Ctx, g: Graph, w: World): Succ[] | null {
   for (let i = 0; i < w.ws.length; i++) succ.push(...workerSteps(ctx, w, i));
   succ.push(...worldSteps(ctx, w));
   const terminal = w.rec !== null && T.isTerminal(w.rec);
-  const busy = w.ws.some((x) => x.pc !== 'idle' && x.pc !== 'done' && x.pc !== 'crashed');
+  const busy = w.ws.some((x) => x.pc !== 'idle' && x.pc !== 'done');
   if (terminal && !busy && w.prov.pending.length === 0) {
     const end = w.rec!.state === 'handed-off' ? `handed-off:${w.rec!.handoff?.reason ?? '?'}` : w.rec!.state;
     g.endings[end] = (g.endings[end] ?? 0) + 1;
@@ -337,24 +329,15 @@ export function explore(options: ExploreOptions): ExploreReport {
   const ctx = contextFor(options);
   const card = options.card;
   const maxStates = options.maxStates ?? 300_000;
-  const g: Graph = {
-    seen: new Map(),
-    worlds: [],
-    parent: [],
-    label: [],
-    depthOf: [],
-    endings: {},
-    depth: 0,
-    truncated: false,
-  };
+  const g: Graph = { seen: new Set(), nodes: [], endings: {}, depth: 0, truncated: false };
   for (const r of rootsFor(ctx, options)) push(g, r, -1, 'start');
-  for (let q = 0; q < g.worlds.length; q++) {
-    if (g.worlds.length >= maxStates) {
+  for (let q = 0; q < g.nodes.length; q++) {
+    if (g.nodes.length >= maxStates) {
       g.truncated = true;
       break;
     }
-    const w = g.worlds[q]!;
-    g.depth = Math.max(g.depth, g.depthOf[q]!);
+    const { w, depth } = g.nodes[q]!;
+    g.depth = Math.max(g.depth, depth);
     const v = violations(ctx, w);
     if (v) return fail(card, g, q, v);
     const succ = successors(ctx, g, w);

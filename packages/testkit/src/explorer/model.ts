@@ -3,11 +3,8 @@ import { durationMs } from '@retrysafe/contract/rules';
 import type { Decision } from '@retrysafe/core';
 import type { decide as realDecide } from '@retrysafe/core/internal';
 
-/**
- * The bounded world the explorer enumerates. Everything here is abstract (the provider, the network, the
- * clocks, the runner's loop) except two things that are the real code: `decide()` and the ledger's
- * transition rules (`ledgerTransitions` of @retrysafe/core), which every store applies.
- */
+// The bounded world the explorer enumerates: provider, network, clocks and the runner's loop are models;
+// `decide()` and the ledger's transition rules (@retrysafe/contract/ledger) are the real code.
 
 export type DecideFn = typeof realDecide;
 
@@ -87,8 +84,7 @@ export type Pc =
   | 'calling'
   /** An answer (or a lookup result) arrived and is about to be decided on. */
   | 'observing'
-  | 'done'
-  | 'crashed';
+  | 'done';
 
 export interface OpState {
   readonly fence: number;
@@ -120,7 +116,6 @@ export interface WorkerState {
   /** Paused (GC, suspended VM): no heartbeat, no step, until it resumes. */
   readonly paused: boolean;
   readonly op: OpState | null;
-  readonly ended: string | null;
 }
 
 export interface World {
@@ -147,14 +142,14 @@ export function providerFromCard(
   const ret = card.retention.minimum.value;
   const retentionMs = ret === 'unknown' || ret === null ? (folds && ret === 'unknown' ? 0 : null) : durationMs(ret);
   const delay = card.lookup.consistencyDelay.value;
-  const late = (card.lookup as { lateApplyBound?: { value: unknown } }).lateApplyBound?.value;
+  const late = card.lookup.lateApplyBound?.value;
   const m = card.lookup.method.value;
   return {
     folds: folds && retentionMs !== null,
     idempotent: card.sideEffect.idempotentByNature.value === true,
     retentionMs,
     consistencyDelayMs: delay === 'unknown' ? stand.unknownDelayMs : delay === null ? 0 : durationMs(delay),
-    lateApplyMs: typeof late === 'string' && late !== 'unknown' ? durationMs(late as never) : stand.unknownLateApplyMs,
+    lateApplyMs: typeof late === 'string' && late !== 'unknown' ? durationMs(late) : stand.unknownLateApplyMs,
     async: card.sideEffect.kind.value === 'async-job',
     storesErrors: card.storedResult.includesErrors.value === true && folds,
     lookup: m === 'none' || m === 'unknown' ? 'none' : m === 'resend-same-key' ? 'resend-same-key' : 'read',

@@ -108,12 +108,6 @@ function reliesOnKey(obs: Outcome | LookupResult | null): boolean {
   return inner.kind === 'unknown' || inner.kind === 'in-progress' || obs.kind === 'cannot-tell';
 }
 
-function safety(ctx: Ctx, first: number | null, at: number) {
-  return (
-    resendSafety as (c: RetrySafetyCard, f: number | null, n: number, m?: number) => ReturnType<typeof resendSafety>
-  )(ctx.card, first, at, ctx.marginMs);
-}
-
 function packet(reason: string, rec: OperationRecord): HandoffPacket {
   return { reason, lastKnown: { outcome: rec.lastOutcome }, safeNextActions: [] } as unknown as HandoffPacket;
 }
@@ -162,20 +156,19 @@ function decided(w: World, i: number): Succ {
               now: n,
             } as StatePatch);
       return {
-        w: setW({ ...w, rec: done }, i, { pc: 'done', ended: 'succeeded' }),
+        w: setW({ ...w, rec: done }, i, { pc: 'done' }),
         text: `${tag}: ledger ← succeeded`,
       };
     }
     const reason = op.recovering && d.reason === 'unknown-no-safe-resend' ? 'crash-recovery-inconclusive' : d.reason;
     if (rec.state === 'handed-off' || rec.state === 'succeeded')
-      return { w: setW(w, i, { pc: 'done', ended: rec.state }), text: `${tag}: already ${rec.state}` };
+      return { w: setW(w, i, { pc: 'done' }), text: `${tag}: already ${rec.state}` };
     if (reason === 'rejected' && rec.state !== 'rejected') {
       const next = T.setStateTransition(rec, { state: 'rejected', now: n } as StatePatch);
-      return { w: setW({ ...w, rec: next }, i, { pc: 'done', ended: 'rejected' }), text: `${tag}: ledger ← rejected` };
+      return { w: setW({ ...w, rec: next }, i, { pc: 'done' }), text: `${tag}: ledger ← rejected` };
     }
     const next = T.handOffTransition(rec, packet(reason, rec), n);
-    const ended = `handed-off:${reason}`;
-    return { w: setW({ ...w, rec: next }, i, { pc: 'done', ended }), text: `${tag}: ledger ← handed-off (${reason})` };
+    return { w: setW({ ...w, rec: next }, i, { pc: 'done' }), text: `${tag}: ledger ← handed-off (${reason})` };
   }
   // send / lookup: the runner counts the poll, then waits (renewing its lease).
   const polling = d.action === 'lookup' || isInProgress(op.obs);
@@ -196,7 +189,7 @@ function waiting(ctx: Ctx, w: World, i: number): Succ[] {
   if (
     d.action === 'send' &&
     (reliesOnKey(op.obs) || op.maybeApplied) &&
-    !safety(ctx, w.rec.firstDispatchedAt, n).safe
+    !resendSafety(ctx.card, w.rec.firstDispatchedAt, n, ctx.marginMs).safe
   ) {
     const again = ctx.decide(ctx.card, stateOf(w, i), op.obs, { policy: ctx.policy, random });
     const text = `${tag}: the wait outlasted the key's retention; decides again → ${describeDecision(again)}`;
@@ -239,10 +232,8 @@ function refused(w: World, i: number): Succ {
   return { w: lostLease(w, i), text };
 }
 
-/** A refused fenced write or a run-out lease: the runner waits for the holder, and takes the operation over once its lease lapses (waitForOther → claim). */
-function lostLease(w: World, i: number): World {
-  return setW(w, i, { pc: 'idle', role: 'recover', op: null });
-}
+/** A refused fenced write or a run-out lease: the runner waits for the holder, then takes over (waitForOther → claim). */
+const lostLease = (w: World, i: number) => setW(w, i, { pc: 'idle', role: 'recover', op: null });
 
 function claim(ctx: Ctx, w: World, i: number, dispatch: boolean, text: string): Succ {
   const me = w.ws[i]!;
@@ -261,8 +252,7 @@ function claim(ctx: Ctx, w: World, i: number, dispatch: boolean, text: string): 
   };
   const before = w.rec;
   const { result, write } = T.claimTransition(before, input);
-  if (result.kind !== 'claimed')
-    return { w: setW(w, i, { pc: 'done', ended: result.kind }), text: `${text}: ${result.kind}` };
+  if (result.kind !== 'claimed') return { w: setW(w, i, { pc: 'done' }), text: `${text}: ${result.kind}` };
   const rec = write!;
   const dispatchWritten = dispatch && !result.takenOver && rec.state === 'dispatched';
   const n = now(w, i);

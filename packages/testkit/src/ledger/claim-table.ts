@@ -1,45 +1,36 @@
-// The claim decision table of the ledger suite.
-
 import { type ClaimInput, type ClaimResult, type Fenced, LedgerError, type ProviderKey } from '@retrysafe/contract';
 import { claimTransition } from '@retrysafe/contract/ledger';
 import { expect, it } from 'vitest';
 import { claimed, claimInput, id, packet, refused, type Suite, T0 } from './fixtures.js';
 
-/** The claim decision table. */
+/**
+ * The claim decision table: every ledger must answer each (existing record, claim input) exactly as the contract's
+ * claimTransition does on the record it stores, and store what the rule writes. A ledger that restates the rule
+ * (say, in SQL) and drifts fails here, on the case where it drifts.
+ */
 export function claimTableCases(ctx: Suite): void {
-  // The claim decision table: every ledger must answer each (existing record, claim input) exactly as
-  // the contract's claimTransition does on the record it stores, and store what the rule writes. A
-  // ledger that restates the rule (say, in SQL) and drifts fails here, on the case where it drifts.
   type Existing = (name: string) => Promise<Fenced | null>;
-  const settled =
-    (state: 'succeeded' | 'rejected'): Existing =>
+  /** A claimed operation, then `then` on it. */
+  const claimedThen =
+    (then: (ref: Fenced, name: string) => Promise<unknown> = async () => {}): Existing =>
     async (name) => {
       const { ref } = await claimed(ctx.ledger, name);
-      await ctx.ledger.markDispatched(ref, T0 + 1);
-      await ctx.ledger.setState(ref, {
-        state,
-        lastOutcome: state === 'rejected' ? 'rejected' : 'succeeded',
-        now: T0 + 2,
-      });
+      await then(ref, name);
       return ref;
     };
-  const handedOff: Existing = async (name) => {
-    const { ref } = await claimed(ctx.ledger, name);
-    await ctx.ledger.markDispatched(ref, T0 + 1);
+  const dispatch = (ref: Fenced) => ctx.ledger.markDispatched(ref, T0 + 1);
+  const live = claimedThen();
+  const released = claimedThen((ref) => ctx.ledger.release(ref));
+  const dispatched = claimedThen(dispatch);
+  const settled = (state: 'succeeded' | 'rejected') =>
+    claimedThen(async (ref) => {
+      await dispatch(ref);
+      await ctx.ledger.setState(ref, { state, lastOutcome: state, now: T0 + 2 });
+    });
+  const handedOff = claimedThen(async (ref, name) => {
+    await dispatch(ref);
     await ctx.ledger.handOff(ref, packet(name), T0 + 2);
-    return ref;
-  };
-  const live: Existing = async (name) => (await claimed(ctx.ledger, name)).ref;
-  const released: Existing = async (name) => {
-    const { ref } = await claimed(ctx.ledger, name);
-    await ctx.ledger.release(ref);
-    return ref;
-  };
-  const dispatched: Existing = async (name) => {
-    const { ref } = await claimed(ctx.ledger, name);
-    await ctx.ledger.markDispatched(ref, T0 + 1);
-    return ref;
-  };
+  });
   const revised = {
     params: { fixed: true },
     paramsFingerprint: 'sha256:params-b',
