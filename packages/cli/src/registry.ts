@@ -7,15 +7,6 @@ import type { HttpOperationDeclaration } from '@retrysafe/http';
 import type { ConformanceOptions } from '@retrysafe/testkit';
 import { UsageError } from './errors.js';
 
-/** Which adapters a command reads: built-in ones by name, files of your own exporting `drills`, a config's http ones. */
-export interface AdapterSelection {
-  readonly adapter?: string[];
-  /** With no --adapter, only these. */
-  readonly module?: string[];
-  /** The `type: http` adapters of this retrysafe config; with no --adapter, only them. */
-  readonly config?: string;
-}
-
 /** One adapter package as the CLI sees it: its drill setups (one per provider/sandbox) and its cards. */
 export interface AdapterEntry {
   readonly name: string;

@@ -3,15 +3,10 @@ import { join, resolve } from 'node:path';
 import { type RetrySafetyCard, validateCard } from '@retrysafe/contract';
 import { renderCard } from '@retrysafe/contract/render';
 import { UsageError } from '../../errors.js';
-import { type AdapterSelection, cardsOf, loadAdapters, type NamedCard } from '../../registry.js';
+import { cardsOf, loadAdapters, type NamedCard } from '../../registry.js';
+import type { CardsFlags } from './command.js';
 
-export interface CardsCommandOptions extends AdapterSelection {
-  readonly format?: string;
-  readonly check?: boolean;
-  readonly write?: boolean;
-  readonly dir?: string;
-  readonly json?: boolean;
-}
+export type CardsCommandOptions = Partial<CardsFlags>;
 
 export interface CardsCheckProblem {
   /** The file in docs/cards (or the adapter) the problem is about. */

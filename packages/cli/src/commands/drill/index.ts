@@ -13,18 +13,13 @@ import {
 } from '@retrysafe/testkit';
 import { InterruptedError, UsageError } from '../../errors.js';
 import { createProgress, humanMs, paint, useColor } from '../../output.js';
-import { type AdapterEntry, type AdapterSelection, loadAdapters } from '../../registry.js';
+import { type AdapterEntry, loadAdapters } from '../../registry.js';
 import { renderHtmlReport } from '../../report/html.js';
+import type { DrillFlags } from './command.js';
 import { drillJunit, statusMark } from './text.js';
 
-export interface DrillCommandOptions extends AdapterSelection {
-  readonly scenario?: string[];
-  readonly operation?: string[];
-  readonly seed?: number;
-  readonly out?: string;
-  /** Stops the drill before its next scenario; its temporary ledgers are removed and it throws InterruptedError. */
-  readonly signal?: AbortSignal;
-}
+/** `signal` stops the drill before its next scenario; its temporary ledgers are removed and it throws InterruptedError. */
+export type DrillCommandOptions = Partial<DrillFlags> & { readonly signal?: AbortSignal };
 
 /** What the drill expected, computed from the card before the run. */
 export type DrillExpected = Pick<PassCriteria, 'providerRecords' | 'attemptsAtProxy' | 'outcome' | 'handoff'>;

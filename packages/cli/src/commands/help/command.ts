@@ -2,11 +2,11 @@ import { defineCommand, EXIT } from '../../command.js';
 import { UsageError } from '../../errors.js';
 import { TOPICS, topicText } from './index.js';
 
-export const help = defineCommand<Record<string, never>, [string[]]>({
+export const help = defineCommand({
   name: 'help',
   description: `help for a command (retrysafe help ledger resolve), or a topic: ${Object.keys(TOPICS).join(', ')}`,
   arguments: [['[command...]', 'a command, or a topic']],
-  async run({ io, help: showHelp }, _o, [words]) {
+  async run({ io, help: showHelp }, _o, [words]: [string[]]) {
     if (words.length === 1 && TOPICS[words[0]!]) {
       io.out(topicText(words[0]!));
       return EXIT.ok;

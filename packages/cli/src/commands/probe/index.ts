@@ -3,21 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EXIT, kebab } from '../../command.js';
 import { UsageError } from '../../errors.js';
-
-export interface ProbeOptions {
-  readonly url?: string;
-  readonly tool: string;
-  readonly args: string;
-  readonly countTool: string;
-  readonly countArgs?: string;
-  readonly countPath: string;
-  readonly match?: string;
-  readonly concurrent: number;
-  readonly timeoutMs: number;
-  readonly settleMs: number;
-  readonly receipt?: string;
-  readonly json?: boolean;
-}
+import type { ProbeOptions } from './command.js';
 
 /** The MCP probe's exit codes (0 at most once, 1 duplicates, 3 no effect seen) as the CLI's. */
 const VERDICTS: Readonly<Record<number, number>> = { 0: EXIT.ok, 1: EXIT.failed, 3: EXIT.noEffect };

@@ -1,14 +1,7 @@
 import { defineCommand, EXIT } from '../../../command.js';
 import { cardsInit } from './index.js';
 
-interface Flags {
-  readonly from?: string;
-  readonly out?: string;
-  readonly interactive?: boolean;
-  readonly json?: boolean;
-}
-
-export const cardsInitCommand = defineCommand<Flags>({
+export const cardsInitCommand = defineCommand({
   name: 'cards init',
   description:
     'fill a new retry safety card field by field (asks, or --from a partial JSON/YAML card); what it cannot fill stays unknown, and it shows what the runner will refuse because of that',

@@ -1,8 +1,8 @@
 import { defineCommand, EXIT } from '../../../command.js';
-import { type LedgerTarget, STATES, TARGET_OPTIONS, withLedger } from '../target.js';
+import { STATES, TARGET_OPTIONS, withLedger } from '../target.js';
 import { exportChains } from './index.js';
 
-export const ledgerExportCommand = defineCommand<LedgerTarget & { out?: string; state?: string[] }>({
+export const ledgerExportCommand = defineCommand({
   name: 'ledger export',
   description:
     'receipts as JSON Lines, with one chain-head line per operation so the export verifies offline (ledger verify --file)',

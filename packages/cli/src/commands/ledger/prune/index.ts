@@ -4,21 +4,14 @@ import { PRUNABLE_STATES } from '@retrysafe/contract/ledger';
 import { type PruneLedgerReport, pruneLedger, RunnerConfigurationError } from '@retrysafe/core';
 import { UsageError } from '../../../errors.js';
 import { cardsOf, loadAdapters } from '../../../registry.js';
-import { type LedgerTarget, withLedger } from '../target.js';
+import { withLedger } from '../target.js';
+import type { PruneCommandOptions } from './command.js';
 
 /** What `ledger prune` says about the provider keys' retention, in its help and its refusal. */
 export const PRUNE_RETENTION_NOTE =
   "A closed operation must stay in the ledger at least as long as the provider keeps its idempotency key (the card's retention.minimum) plus the clock-skew margin: " +
   "prune refuses a younger --older-than than the longest such retention among the cards it knows (the built-in adapters', and --config's), unless --force. " +
   'After a record is pruned a repeat of the same business operation is a new one. See docs/retention.md.';
-
-export interface PruneCommandOptions extends LedgerTarget {
-  readonly olderThan: string;
-  readonly export?: string;
-  readonly dryRun?: boolean;
-  readonly force?: boolean;
-  readonly state?: string[];
-}
 
 /** The cards the CLI knows: every built-in adapter's, and the `type: http` operations of --config. */
 async function knownCards(config?: string): Promise<RetrySafetyCard[]> {

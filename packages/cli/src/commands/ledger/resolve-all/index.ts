@@ -4,22 +4,8 @@ import type { ResolveResult } from '@retrysafe/core';
 import { UsageError } from '../../../errors.js';
 import { paint } from '../../../output.js';
 import { ledgerResolve, resolveText } from '../resolve/index.js';
-import { type LedgerTarget, withLedger } from '../target.js';
-
-export interface ResolveAllOptions extends LedgerTarget {
-  /** Only operations of these operation names (e.g. sandbox.records.create). */
-  readonly operation?: string[];
-  /** Only these handoff reasons (e.g. rejected, lookup-window-exhausted). */
-  readonly reason?: string[];
-  /** Only these business-operation ids. */
-  readonly id?: string[];
-  readonly resume?: boolean;
-  readonly abandon?: boolean;
-  readonly force?: boolean;
-  readonly by?: string;
-  /** Say what would be done, send and write nothing. */
-  readonly dryRun?: boolean;
-}
+import { withLedger } from '../target.js';
+import type { ResolveAllOptions } from './command.js';
 
 export interface ResolveAllRow {
   readonly businessOperationId: string;

@@ -13,18 +13,8 @@ import { readDataFile } from '../../../files.js';
 import { paint } from '../../../output.js';
 import { receiptKeysFromEnv, withParamsKeys } from '../chain.js';
 import { packetText } from '../packet-text.js';
-import { type LedgerTarget, withLedger } from '../target.js';
-
-export interface ResolveOptions extends LedgerTarget {
-  readonly resume?: boolean;
-  readonly markDone?: string;
-  readonly abandon?: boolean;
-  /** A JSON file with corrected params: a new revision of an operation none of whose attempts was applied. */
-  readonly resendWith?: string;
-  readonly by?: string;
-  /** Resume even though the packet marks resume as not safe (you checked at the provider). */
-  readonly force?: boolean;
-}
+import { withLedger } from '../target.js';
+import type { ResolveOptions } from './command.js';
 
 /** `--resume` re-sends with the SAME key through the config's adapter; `--mark-done` records a verified ref; `--abandon`. */
 export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<ResolveResult> {
