@@ -11,7 +11,7 @@ import {
   type ScenarioResult,
   writeSummary,
 } from '@retrysafe/testkit';
-import { InterruptedError, UsageError } from '../../errors.js';
+import { InterruptedError, pickKnown, UsageError } from '../../errors.js';
 import { createProgress, humanMs, paint, useColor } from '../../output.js';
 import { type AdapterEntry, loadAdapters } from '../../registry.js';
 import { renderHtmlReport } from '../../report/html.js';
@@ -84,16 +84,6 @@ export interface DrillProgressSink {
   readonly tty: boolean;
 }
 
-function parseScenarios(wanted: readonly string[] | undefined): ScenarioId[] {
-  if (!wanted?.length) return [...SCENARIOS];
-  const unknown = wanted.filter((s) => !(SCENARIOS as readonly string[]).includes(s));
-  if (unknown.length)
-    throw new UsageError(
-      `unknown scenario ${unknown.map((s) => `'${s}'`).join(', ')} (known: ${SCENARIOS.join(', ')})`,
-    );
-  return SCENARIOS.filter((s) => wanted.includes(s));
-}
-
 function operationsOf(
   entry: AdapterEntry,
   wanted: readonly string[] | undefined,
@@ -151,7 +141,7 @@ export async function drillCommand(
   opts: DrillCommandOptions,
   progressSink: DrillProgressSink | null,
 ): Promise<DrillCommandReport> {
-  const scenarios = parseScenarios(opts.scenario);
+  const scenarios = opts.scenario?.length ? pickKnown('scenario', SCENARIOS, opts.scenario) : [...SCENARIOS];
   const seed = opts.seed ?? 1;
   if (!Number.isSafeInteger(seed) || seed < 0)
     throw new UsageError(`--seed must be a non-negative integer, got ${String(opts.seed)}`);

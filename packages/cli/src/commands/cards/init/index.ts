@@ -15,6 +15,7 @@ import { stringify as toYaml } from 'yaml';
 import { UsageError } from '../../../errors.js';
 import { readDataFile } from '../../../files.js';
 import { refusals } from '../refusals.js';
+import type { CardsInitFlags } from './command.js';
 
 /** One field of the card as `cards init` fills it. */
 interface Leaf {
@@ -145,17 +146,10 @@ function hint(leaf: Leaf): string {
   return isDuration(main) ? `duration, e.g. 30s, 24h${none}` : `text${none}`;
 }
 
-export interface CardsInitOptions {
-  /** A partial card (JSON or YAML): what it has is kept, what it lacks stays unknown or takes a default. */
-  readonly from?: string;
-  /** Where to write the card (`.yaml`/`.yml` → YAML, else JSON). Default: print it. */
-  readonly out?: string;
+/** Without --from it asks field by field; `input` gives the answers (default stdin), `prompt` takes the questions (default stderr). */
+export interface CardsInitOptions extends CardsInitFlags {
   readonly format?: 'yaml' | 'json';
-  /** Ask field by field (default when there is no --from). */
-  readonly interactive?: boolean;
-  /** Answers for the interactive mode, one per line (default: stdin). */
   readonly input?: NodeJS.ReadableStream;
-  /** Where prompts go (default: stderr). */
   readonly prompt?: (text: string) => void;
 }
 

@@ -1,3 +1,4 @@
+import type { OperationState } from '@retrysafe/contract';
 import { defineCommand, EXIT } from '../../../command.js';
 import { STATES, TARGET_OPTIONS, withLedger } from '../target.js';
 import { exportChains } from './index.js';
@@ -14,7 +15,7 @@ export const ledgerExportCommand = defineCommand({
   async run({ io }, o) {
     const r = await withLedger(
       o,
-      (l) => exportChains(l, { ...(o.out ? { out: o.out } : {}), ...(o.state ? { states: o.state as never } : {}) }),
+      (l) => exportChains(l, { out: o.out, states: o.state as OperationState[] | undefined }),
       { readOnly: true },
     );
     if (o.out) io.err(`wrote ${r.operations} operation${r.operations === 1 ? '' : 's'} to ${o.out}`);
