@@ -95,6 +95,9 @@ export function createProgress(
   };
 }
 
+/** `1 chain`, `2 chains`. */
+export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
 /** Milliseconds as a short human duration: `850 ms`, `12.4 s`, `3 min 05 s`. */
 export function humanMs(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)} ms`;

@@ -1,5 +1,6 @@
 import type { OperationState } from '@retrysafe/contract';
 import { defineCommand, EXIT } from '../../../command.js';
+import { plural } from '../../../output.js';
 import { STATES, TARGET_OPTIONS, withLedger } from '../target.js';
 import { exportChains } from './index.js';
 
@@ -18,7 +19,7 @@ export const ledgerExportCommand = defineCommand({
       (l) => exportChains(l, { out: o.out, states: o.state as OperationState[] | undefined }),
       { readOnly: true },
     );
-    if (o.out) io.err(`wrote ${r.operations} operation${r.operations === 1 ? '' : 's'} to ${o.out}`);
+    if (o.out) io.err(`wrote ${plural(r.operations, 'operation')} to ${o.out}`);
     else if (r.text) io.out(r.text.trimEnd());
     return EXIT.ok;
   },

@@ -3,6 +3,7 @@ import type { Duration, OperationState, RetrySafetyCard } from '@retrysafe/contr
 import { PRUNABLE_STATES } from '@retrysafe/contract/ledger';
 import { type PruneLedgerReport, pruneLedger, RunnerConfigurationError } from '@retrysafe/core';
 import { UsageError } from '../../../errors.js';
+import { plural } from '../../../output.js';
 import { cardsOf, loadAdapters } from '../../../registry.js';
 import { withLedger } from '../target.js';
 import type { PruneCommandOptions } from './command.js';
@@ -53,11 +54,11 @@ export async function ledgerPrune(opts: PruneCommandOptions): Promise<PruneLedge
 
 export function pruneText(r: PruneLedgerReport, exportPath?: string): string {
   const parts = Object.entries(r.byState).map(([s, n]) => `${n} ${s}`);
-  const what = `${r.pruned} operation${r.pruned === 1 ? '' : 's'}${parts.length ? ` (${parts.join(', ')})` : ''} last changed before ${new Date(r.before).toISOString()}`;
+  const what = `${plural(r.pruned, 'operation')}${parts.length ? ` (${parts.join(', ')})` : ''} last changed before ${new Date(r.before).toISOString()}`;
   const lines = [r.dryRun ? `would prune ${what}; nothing deleted (--dry-run)` : `pruned ${what}`];
   if (!r.dryRun && exportPath)
     lines.push(
-      `receipts of ${r.exported} operation${r.exported === 1 ? '' : 's'} written to ${exportPath} first (verify offline: retrysafe ledger verify --file ${exportPath})`,
+      `receipts of ${plural(r.exported, 'operation')} written to ${exportPath} first (verify offline: retrysafe ledger verify --file ${exportPath})`,
     );
   if (r.floor.card)
     lines.push(

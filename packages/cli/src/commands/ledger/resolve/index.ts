@@ -10,7 +10,7 @@ import {
 } from '@retrysafe/core';
 import { RefusedError, UsageError } from '../../../errors.js';
 import { readDataFile } from '../../../files.js';
-import { paint } from '../../../output.js';
+import { paint, plural } from '../../../output.js';
 import { receiptKeysFromEnv, withParamsKeys } from '../chain.js';
 import { packetText } from '../packet-text.js';
 import { withLedger } from '../target.js';
@@ -121,7 +121,7 @@ export function resolveText(r: ResolveResult, color = false): string {
     case 'resolved':
       return `${paint('green', '✓', color)} ${r.businessOperationId}: ${r.state}${r.providerRef ? ` (provider ref ${r.providerRef})` : ''}`;
     case 'done':
-      return `${paint('green', '✓', color)} ${r.businessOperationId}: resumed and done${r.adopted ? ' (the provider already had it: result adopted, nothing created twice)' : ''}; provider ref ${r.providerRef ?? '—'} after ${r.attempts} attempt${r.attempts === 1 ? '' : 's'} in all`;
+      return `${paint('green', '✓', color)} ${r.businessOperationId}: resumed and done${r.adopted ? ' (the provider already had it: result adopted, nothing created twice)' : ''}; provider ref ${r.providerRef ?? '—'} after ${plural(r.attempts, 'attempt')} in all`;
     case 'in-progress':
       return `${paint('yellow', '…', color)} ${r.businessOperationId}: another worker holds it${r.statusRef ? ` (status ${r.statusRef})` : ''}; try again in ${Math.ceil(r.retryAfterMs / 1000)} s`;
     case 'handed-off':

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { verifyReceiptsJsonl } from '@retrysafe/core';
 import { UsageError } from '../../../errors.js';
-import { paint } from '../../../output.js';
+import { paint, plural } from '../../../output.js';
 import { receiptKeysFromEnv, rowOf, type VerifyOptions, type VerifyRow } from '../chain.js';
 
 /** Verifies an export written by `ledger export` (receipts plus head lines), without the ledger. */
@@ -28,14 +28,14 @@ export function verifyText(rows: readonly VerifyRow[], color = false): string {
   const bad = rows.filter((r) => !r.ok);
   const lines = rows.map((r) =>
     r.ok
-      ? `${paint('green', '✓', color)} ${r.businessOperationId}  ${r.receipts} receipt${r.receipts === 1 ? '' : 's'}${r.warnings ? paint('dim', `  (${r.warnings.join('; ')})`, color) : ''}`
+      ? `${paint('green', '✓', color)} ${r.businessOperationId}  ${plural(r.receipts, 'receipt')}${r.warnings ? paint('dim', `  (${r.warnings.join('; ')})`, color) : ''}`
       : `${paint('red', '✗', color)} ${r.businessOperationId}  broken at receipt #${(r.index ?? 0) + 1}: ${r.reason}`,
   );
   lines.push(
     '',
     bad.length
-      ? `${bad.length} of ${rows.length} chain${rows.length === 1 ? '' : 's'} broken: the ledger was edited outside retrysafe (see docs/security.md)`
-      : `${rows.length} chain${rows.length === 1 ? '' : 's'} intact`,
+      ? `${bad.length} of ${plural(rows.length, 'chain')} broken: the ledger was edited outside retrysafe (see docs/security.md)`
+      : `${plural(rows.length, 'chain')} intact`,
   );
   return lines.join('\n');
 }
