@@ -2,9 +2,29 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join, resolve } from 'node:path';
 import { type RetrySafetyCard, validateCard } from '@retrysafe/contract';
 import { renderCard } from '@retrysafe/contract/render';
+import type { Options, Parsed } from '../../command.js';
 import { UsageError } from '../../errors.js';
 import { cardsOf, loadAdapters, type NamedCard } from '../../registry.js';
-import type { CardsFlags } from './command.js';
+
+export const CARDS_OPTIONS = {
+  adapter: { argument: '<name>', parse: 'list', description: 'only this adapter' },
+  module: {
+    argument: '<file>',
+    parse: 'list',
+    description: 'cards of the `drills` exported by this file of your own; without --adapter, only it',
+  },
+  config: {
+    argument: '<file>',
+    description: 'cards of the `type: http` operations this retrysafe config declares; without --adapter, only them',
+  },
+  format: { argument: '<fmt>', choices: ['md', 'json'], description: 'md or json' },
+  check: { description: 'fail (exit 1) when docs/cards is out of date or a card is invalid' },
+  write: { description: 'regenerate docs/cards from the card objects' },
+  dir: { argument: '<dir>', default: 'docs/cards', description: 'the cards folder' },
+  json: { description: 'same as --format json; with --check/--write, the result as JSON' },
+} as const satisfies Options;
+
+export type CardsFlags = Parsed<typeof CARDS_OPTIONS>;
 
 export type CardsCommandOptions = Partial<CardsFlags>;
 

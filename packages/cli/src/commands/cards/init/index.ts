@@ -12,10 +12,19 @@ import {
 import { cardFieldLabel } from '@retrysafe/contract/render';
 import { DEFAULT_CLOCK_SKEW_MARGIN } from '@retrysafe/contract/rules';
 import { stringify as toYaml } from 'yaml';
+import type { Options, Parsed } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { readDataFile } from '../../../files.js';
 import { refusals } from '../refusals.js';
-import type { CardsInitFlags } from './command.js';
+
+export const CARDS_INIT_OPTIONS = {
+  from: { argument: '<file>', description: 'a partial card (JSON or YAML) to start from; no questions asked' },
+  out: { argument: '<file>', description: 'write the card here (.yaml/.yml: YAML, else JSON); default: print it' },
+  interactive: { description: 'ask for the fields --from leaves out' },
+  json: { description: 'print { card, unknowns, defaulted, refusals } as JSON' },
+} as const satisfies Options;
+
+export type CardsInitFlags = Parsed<typeof CARDS_INIT_OPTIONS>;
 
 /** One field of the card as `cards init` fills it. */
 interface Leaf {

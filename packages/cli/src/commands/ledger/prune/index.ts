@@ -2,11 +2,36 @@ import { existsSync } from 'node:fs';
 import type { Duration, OperationState, RetrySafetyCard } from '@retrysafe/contract';
 import { PRUNABLE_STATES } from '@retrysafe/contract/ledger';
 import { type PruneLedgerReport, pruneLedger, RunnerConfigurationError } from '@retrysafe/core';
+import type { Options, Parsed } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { plural } from '../../../output.js';
 import { cardsOf, loadAdapters } from '../../../registry.js';
-import { withLedger } from '../target.js';
-import type { PruneCommandOptions } from './command.js';
+import { TARGET_OPTIONS, withLedger } from '../target.js';
+
+export const PRUNE_OPTIONS = {
+  ...TARGET_OPTIONS,
+  olderThan: {
+    argument: '<duration>',
+    required: true,
+    description: 'last changed at least this long ago, e.g. 30d, 72h',
+  },
+  export: {
+    argument: '<file>',
+    description:
+      "write the pruned operations' receipts (with chain heads, as `ledger export`) to this new file before deleting them",
+  },
+  dryRun: { description: 'count what would be pruned; delete and write nothing' },
+  force: {
+    description: 'prune below the key retention floor of the cards (you know no repeat of these operations can come)',
+  },
+  state: {
+    argument: '<state>',
+    parse: 'list',
+    description: 'only these closed states (succeeded, rejected, abandoned)',
+  },
+} as const satisfies Options;
+
+export type PruneCommandOptions = Parsed<typeof PRUNE_OPTIONS>;
 
 /** What `ledger prune` says about the provider keys' retention, in its help and its refusal. */
 export const PRUNE_RETENTION_NOTE =

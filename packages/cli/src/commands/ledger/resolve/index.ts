@@ -8,13 +8,34 @@ import {
   type Resolution,
   type ResolveResult,
 } from '@retrysafe/core';
+import type { Options, Parsed } from '../../../command.js';
 import { RefusedError, UsageError } from '../../../errors.js';
 import { readDataFile } from '../../../files.js';
 import { paint, plural } from '../../../output.js';
 import { receiptKeysFromEnv, withParamsKeys } from '../chain.js';
 import { packetText } from '../packet-text.js';
-import { withLedger } from '../target.js';
-import type { ResolveOptions } from './command.js';
+import { TARGET_OPTIONS, withLedger } from '../target.js';
+
+export const RESOLVE_OPTIONS = {
+  ...TARGET_OPTIONS,
+  resume: { description: 're-send with the SAME provider key through the adapter named in --config' },
+  markDone: {
+    argument: '<providerRef>',
+    description: 'you verified the effect at the provider: record its reference',
+  },
+  abandon: { description: 'give the operation up (nothing more is sent)' },
+  resendWith: {
+    argument: '<params.json>',
+    description:
+      'send corrected params (same intent) as a new revision; only when every attempt is known not applied (needs --config)',
+  },
+  force: {
+    description: 'with --resume: resume even though the packet marks it not safe (you checked at the provider)',
+  },
+  by: { argument: '<name>', description: 'who resolved it, for the receipt (default $USER)' },
+} as const satisfies Options;
+
+export type ResolveOptions = Parsed<typeof RESOLVE_OPTIONS>;
 
 /** `--resume` re-sends with the SAME key through the config's adapter; `--mark-done` records a verified ref; `--abandon`. */
 export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<ResolveResult> {
