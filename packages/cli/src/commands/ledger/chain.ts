@@ -50,6 +50,12 @@ export interface VerifyOptions {
   readonly env?: NodeJS.ProcessEnv;
 }
 
+/** What a chain check takes: the keyring of the environment, and whether unkeyed receipts pass. */
+export const checkOptions = (options: VerifyOptions) => ({
+  keys: receiptKeysFromEnv(options.env).keyring,
+  allowUnkeyed: options.allowUnkeyed,
+});
+
 export const rowOf = (
   id: string,
   state: OperationState | undefined,
@@ -69,8 +75,7 @@ export async function verifyChains(
   ids: readonly string[] | 'all',
   options: VerifyOptions = {},
 ): Promise<VerifyRow[]> {
-  const { keyring } = receiptKeysFromEnv(options.env);
-  const opts = { ...(keyring ? { keys: keyring } : {}), ...(options.allowUnkeyed ? { allowUnkeyed: true } : {}) };
+  const opts = checkOptions(options);
   const out: VerifyRow[] = [];
   const list =
     ids === 'all' ? (await ledger.list()).map((r) => r.businessOperationId) : ids.map((i) => asBusinessOperationId(i));

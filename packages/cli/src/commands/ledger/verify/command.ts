@@ -22,7 +22,7 @@ export const ledgerVerifyCommand = defineCommand({
   async run({ io, json, color }, o, [id]: [string?]) {
     if ([id !== undefined, o.all === true, o.file !== undefined].filter(Boolean).length !== 1)
       throw new UsageError('choose one of <id>, --all, --file <export.jsonl>');
-    const keys = { ...(o.allowUnkeyed ? { allowUnkeyed: true } : {}) };
+    const keys = { allowUnkeyed: o.allowUnkeyed };
     const rows = o.file
       ? verifyExportFile(o.file, keys)
       : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], keys), { readOnly: true });

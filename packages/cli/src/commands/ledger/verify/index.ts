@@ -2,11 +2,11 @@ import { readFileSync } from 'node:fs';
 import { verifyReceiptsJsonl } from '@retrysafe/core';
 import { UsageError } from '../../../errors.js';
 import { paint, plural } from '../../../output.js';
-import { receiptKeysFromEnv, rowOf, type VerifyOptions, type VerifyRow } from '../chain.js';
+import { checkOptions, rowOf, type VerifyOptions, type VerifyRow } from '../chain.js';
 
 /** Verifies an export written by `ledger export` (receipts plus head lines), without the ledger. */
 export function verifyExportFile(file: string, options: VerifyOptions = {}): VerifyRow[] {
-  const { keyring } = receiptKeysFromEnv(options.env);
+  const check = checkOptions(options);
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -14,10 +14,7 @@ export function verifyExportFile(file: string, options: VerifyOptions = {}): Ver
     throw new UsageError(`cannot read ${file}: ${(e as Error).message}`);
   }
   try {
-    return verifyReceiptsJsonl(text, {
-      ...(keyring ? { keys: keyring } : {}),
-      ...(options.allowUnkeyed ? { allowUnkeyed: true } : {}),
-    }).map((x) => rowOf(x.businessOperationId, undefined, x.receipts, x.check));
+    return verifyReceiptsJsonl(text, check).map((x) => rowOf(x.businessOperationId, undefined, x.receipts, x.check));
   } catch (e) {
     throw new UsageError(`${file}: ${(e as Error).message}`);
   }
