@@ -38,8 +38,25 @@ export interface OptionConfig {
 
 export type Options = Readonly<Record<string, OptionConfig>>;
 
+/** The value commander gives an option: a list, an integer, one of its choices, a string, or a flag's true. */
+type ValueOf<C> = C extends { parse: 'list' }
+  ? string[]
+  : C extends { parse: 'integer' }
+    ? number
+    : C extends { choices: readonly (infer T)[] }
+      ? T
+      : C extends { argument: string }
+        ? string
+        : boolean;
+type Always<C> = C extends { required: true } | { default: unknown } ? true : false;
+
+/** The options object `run` gets, derived from the options' data: a required option or one with a default is always there. */
+export type Parsed<O extends Options> = {
+  readonly [K in keyof O as Always<O[K]> extends true ? K : never]: ValueOf<O[K]>;
+} & { readonly [K in keyof O as Always<O[K]> extends true ? never : K]?: ValueOf<O[K]> };
+
 /** One command: its words, its arguments and options as data, and the plain function that runs it. */
-export interface CommandConfig<O = never> {
+export interface CommandConfig {
   /** `drill`, `ledger ls`: a command is placed under the one its earlier words name. */
   readonly name: string;
   readonly description: string;
@@ -48,12 +65,15 @@ export interface CommandConfig<O = never> {
   readonly options?: Options;
   readonly helpAfter?: string;
   /** Absent for a group (`ledger`), which only holds commands. Returns the exit code. */
-  readonly run?: (ctx: Context, options: O, args: readonly never[]) => Promise<number>;
+  readonly run?: (ctx: Context, options: never, args: readonly never[]) => Promise<number>;
 }
 
-/** Types a command's options and positional arguments at its definition. */
-export function defineCommand<O, A extends readonly unknown[] = []>(
-  c: Omit<CommandConfig, 'run'> & { readonly run?: (ctx: Context, options: O, args: A) => Promise<number> },
+/** Types `run`'s options from the options' data, and its positional arguments from `A`. */
+export function defineCommand<const O extends Options = Record<never, OptionConfig>, A extends readonly unknown[] = []>(
+  c: Omit<CommandConfig, 'run' | 'options'> & {
+    readonly options?: O;
+    readonly run?: (ctx: Context, options: Parsed<O>, args: A) => Promise<number>;
+  },
 ): CommandConfig {
   return c as CommandConfig;
 }

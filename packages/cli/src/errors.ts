@@ -8,6 +8,14 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
+/** The `wanted` names in `known`'s order, or a usage error naming the unknown ones. */
+export function pickKnown<T extends string>(kind: string, known: readonly T[], wanted: readonly string[]): T[] {
+  const unknown = wanted.filter((w) => !(known as readonly string[]).includes(w));
+  if (unknown.length)
+    throw new UsageError(`unknown ${kind} ${unknown.map((n) => `'${n}'`).join(', ')} (known: ${known.join(', ')})`);
+  return known.filter((k) => wanted.includes(k));
+}
+
 /** A person asked for something the handoff packet marks as not safe, without --force. Exit 1, nothing sent. */
 export class RefusedError extends Error {
   override name = 'RefusedError';

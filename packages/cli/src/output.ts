@@ -18,18 +18,11 @@ const ANSI = /\u001b\[[0-9;]*[A-Za-z]/g;
 /** Printed width of a string (escape codes do not count). */
 export const visibleLength = (s: string): number => s.replace(ANSI, '').length;
 
-export interface TableOptions {
-  /** Columns (by index) whose cells are right-aligned, e.g. counts. */
-  readonly right?: readonly number[];
-  /** Row indexes before which a blank separator line is drawn (e.g. where the adapter changes). */
-  readonly breaks?: readonly number[];
-}
-
-/** A plain-text table with padded columns and a rule under the header. */
+/** A plain-text table with padded columns and a rule under the header; `right` columns are right-aligned, a blank line goes before each row in `breaks`. */
 export function table(
   headers: readonly string[],
   rows: readonly (readonly string[])[],
-  options: TableOptions = {},
+  options: { readonly right?: readonly number[]; readonly breaks?: readonly number[] } = {},
 ): string {
   const widths = headers.map((h, i) => Math.max(visibleLength(h), ...rows.map((r) => visibleLength(r[i] ?? ''))));
   const right = new Set(options.right ?? []);
@@ -50,24 +43,13 @@ export function table(
   return [line(headers), line(widths.map((w) => '─'.repeat(w))), ...body].join('\n');
 }
 
-export interface Progress {
-  /** A unit of work starts: on a TTY the status line shows it. */
-  start(label: string): void;
-  /** A unit of work finished: counts it; `line` is printed permanently when given (always on a non-TTY). */
-  done(line: string, important?: boolean): void;
-  /** A permanent message (e.g. a drill's summary), above the status line. */
-  note(line: string): void;
-  /** Clears the status line. */
-  end(): void;
-}
-
-/** Progress: on a TTY one status line redrawn in place, notes above it; elsewhere one plain line per finished unit. */
+/** Progress: on a TTY one status line redrawn in place, notes and important lines above it; elsewhere one line per finished unit. */
 export function createProgress(
   total: number,
   write: (text: string) => void,
   tty: boolean,
   color = tty && useColor({ isTTY: tty }),
-): Progress {
+) {
   let finished = 0;
   let current = '';
   const width = String(total).length;
@@ -89,11 +71,11 @@ export function createProgress(
     write(`\r\u001b[2K${paint('cyan', text, color)}`);
   };
   return {
-    start(label) {
+    start(label: string) {
       current = label;
       draw();
     },
-    done(line, important = false) {
+    done(line: string, important = false) {
       finished += 1;
       if (!tty) write(`${counter()} ${line}\n`);
       else if (important) {
@@ -102,7 +84,7 @@ export function createProgress(
       }
       draw();
     },
-    note(line) {
+    note(line: string) {
       clear();
       write(`${line}\n`);
       draw();
@@ -112,6 +94,9 @@ export function createProgress(
     },
   };
 }
+
+/** `1 chain`, `2 chains`. */
+export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 /** Milliseconds as a short human duration: `850 ms`, `12.4 s`, `3 min 05 s`. */
 export function humanMs(ms: number): string {

@@ -5,16 +5,7 @@ import type { HttpAdapterConfig } from '@retrysafe/config';
 import type { AdapterV1, RetrySafetyCard } from '@retrysafe/contract';
 import type { HttpOperationDeclaration } from '@retrysafe/http';
 import type { ConformanceOptions } from '@retrysafe/testkit';
-import { UsageError } from './errors.js';
-
-/** Which adapters a command reads: built-in ones by name, files of your own exporting `drills`, a config's http ones. */
-export interface AdapterSelection {
-  readonly adapter?: string[];
-  /** With no --adapter, only these. */
-  readonly module?: string[];
-  /** The `type: http` adapters of this retrysafe config; with no --adapter, only them. */
-  readonly config?: string;
-}
+import { pickKnown, UsageError } from './errors.js';
 
 /** One adapter package as the CLI sees it: its drill setups (one per provider/sandbox) and its cards. */
 export interface AdapterEntry {
@@ -59,7 +50,11 @@ export async function loadAdapters(
   modules: readonly string[] = [],
   config?: string,
 ): Promise<AdapterEntry[]> {
-  const chosen = (modules.length || config) && !names?.length ? [] : selectNames(names);
+  const chosen = names?.length
+    ? pickKnown('adapter', ADAPTER_NAMES, names)
+    : modules.length || config
+      ? []
+      : ADAPTER_NAMES;
   const builtIn = await Promise.all(
     ADAPTER_NAMES.filter((n) => chosen.includes(n)).map(async (n) =>
       entryFrom(n, packageOf(n), await import(packageOf(n))),
@@ -157,14 +152,4 @@ export async function cardsOf(entry: AdapterEntry): Promise<NamedCard[]> {
     if (!out.some((c) => c.name === name)) out.push({ name, adapter: entry.name, card });
   }
   return out;
-}
-
-function selectNames(names: readonly string[] | undefined): readonly string[] {
-  if (!names || names.length === 0) return ADAPTER_NAMES;
-  const unknown = names.filter((n) => !ADAPTER_NAMES.includes(n));
-  if (unknown.length)
-    throw new UsageError(
-      `unknown adapter ${unknown.map((n) => `'${n}'`).join(', ')} (known: ${ADAPTER_NAMES.join(', ')})`,
-    );
-  return names;
 }

@@ -1,28 +1,12 @@
 import { defineCommand, EXIT } from '../../command.js';
 import { paint } from '../../output.js';
-import { type CardsCommandOptions, cardsCommand } from './index.js';
+import { CARDS_OPTIONS, cardsCommand } from './index.js';
 
-export const cards = defineCommand<CardsCommandOptions>({
+export const cards = defineCommand({
   name: 'cards',
   description:
     'print retry safety cards; --write regenerates docs/cards, --check fails on drift or on unknowns not listed as unverified',
-  options: {
-    adapter: { argument: '<name>', parse: 'list', description: 'only this adapter' },
-    module: {
-      argument: '<file>',
-      parse: 'list',
-      description: 'cards of the `drills` exported by this file of your own; without --adapter, only it',
-    },
-    config: {
-      argument: '<file>',
-      description: 'cards of the `type: http` operations this retrysafe config declares; without --adapter, only them',
-    },
-    format: { argument: '<fmt>', choices: ['md', 'json'], description: 'md or json' },
-    check: { description: 'fail (exit 1) when docs/cards is out of date or a card is invalid' },
-    write: { description: 'regenerate docs/cards from the card objects' },
-    dir: { argument: '<dir>', default: 'docs/cards', description: 'the cards folder' },
-    json: { description: 'same as --format json; with --check/--write, the result as JSON' },
-  },
+  options: CARDS_OPTIONS,
   async run({ io, json, color, errColor }, o) {
     const r = await cardsCommand(o);
     const problems = () => {

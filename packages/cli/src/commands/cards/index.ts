@@ -2,16 +2,31 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join, resolve } from 'node:path';
 import { type RetrySafetyCard, validateCard } from '@retrysafe/contract';
 import { renderCard } from '@retrysafe/contract/render';
+import type { Options, Parsed } from '../../command.js';
 import { UsageError } from '../../errors.js';
-import { type AdapterSelection, cardsOf, loadAdapters, type NamedCard } from '../../registry.js';
+import { cardsOf, loadAdapters, type NamedCard } from '../../registry.js';
 
-export interface CardsCommandOptions extends AdapterSelection {
-  readonly format?: string;
-  readonly check?: boolean;
-  readonly write?: boolean;
-  readonly dir?: string;
-  readonly json?: boolean;
-}
+export const CARDS_OPTIONS = {
+  adapter: { argument: '<name>', parse: 'list', description: 'only this adapter' },
+  module: {
+    argument: '<file>',
+    parse: 'list',
+    description: 'cards of the `drills` exported by this file of your own; without --adapter, only it',
+  },
+  config: {
+    argument: '<file>',
+    description: 'cards of the `type: http` operations this retrysafe config declares; without --adapter, only them',
+  },
+  format: { argument: '<fmt>', choices: ['md', 'json'], description: 'md or json' },
+  check: { description: 'fail (exit 1) when docs/cards is out of date or a card is invalid' },
+  write: { description: 'regenerate docs/cards from the card objects' },
+  dir: { argument: '<dir>', default: 'docs/cards', description: 'the cards folder' },
+  json: { description: 'same as --format json; with --check/--write, the result as JSON' },
+} as const satisfies Options;
+
+export type CardsFlags = Parsed<typeof CARDS_OPTIONS>;
+
+export type CardsCommandOptions = Partial<CardsFlags>;
 
 export interface CardsCheckProblem {
   /** The file in docs/cards (or the adapter) the problem is about. */
@@ -73,7 +88,6 @@ function indexPage(cards: readonly NamedCard[]): string {
 /** `retrysafe cards`: print cards; `--write` regenerates docs/cards; `--check` fails on drift, invalid cards or unlisted unknowns. */
 export async function cardsCommand(opts: CardsCommandOptions): Promise<CardsCommandResult> {
   const format = opts.format ?? (opts.json ? 'json' : 'md');
-  if (format !== 'md' && format !== 'json') throw new UsageError(`--format must be md or json, got '${format}'`);
   if (opts.check && opts.write) throw new UsageError('choose one of --check and --write');
   const entries = await loadAdapters(opts.adapter, opts.module, opts.config);
   const problems: CardsCheckProblem[] = [];

@@ -1,7 +1,7 @@
 import { defineCommand, EXIT } from '../../command.js';
 import { demoCommand, demoSummary } from './index.js';
 
-export const demo = defineCommand<{ db?: string; json?: boolean }>({
+export const demo = defineCommand({
   name: 'demo',
   description:
     'a scripted agent flow (mail, CRM update, ticket, invoice, a bad charge) against the sandboxes with faults, on SQLite',

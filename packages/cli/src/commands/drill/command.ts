@@ -1,51 +1,11 @@
 import { defineCommand, EXIT } from '../../command.js';
-import { type DrillCommandOptions, drillCommand } from './index.js';
+import { DRILL_OPTIONS, drillCommand } from './index.js';
 import { drillJunit, drillText } from './text.js';
 
-interface Flags extends DrillCommandOptions {
-  readonly details?: boolean;
-  readonly reporter?: 'text' | 'junit';
-  readonly json?: boolean;
-}
-
-export const drill = defineCommand<Flags>({
+export const drill = defineCommand({
   name: 'drill',
   description: 'run the duplicate-execution drill against the loopback sandboxes (never live systems)',
-  options: {
-    adapter: { argument: '<name>', parse: 'list', description: 'only this adapter' },
-    module: {
-      argument: '<file>',
-      parse: 'list',
-      description:
-        'also drill the `drills` exported by this file of your own (a new adapter); without --adapter, only it',
-    },
-    scenario: { argument: '<id>', parse: 'list', description: 'only this scenario' },
-    operation: {
-      argument: '<name>',
-      parse: 'list',
-      description: 'only this operation, e.g. customers.create',
-    },
-    seed: { argument: '<n>', parse: 'integer', default: 1, description: 'seed of the runner jitter' },
-    config: {
-      argument: '<file>',
-      description:
-        'drill the `type: http` adapters of this retrysafe config against their pattern sandboxes; without --adapter, only them',
-    },
-    out: {
-      argument: '<dir>',
-      default: '.drill',
-      description: 'where receipts, drill.json, junit.xml and report.html go',
-    },
-    details: {
-      description: 'print every scenario × operation (default: a summary, and the failing rows when something fails)',
-    },
-    reporter: {
-      argument: '<name>',
-      choices: ['text', 'junit'],
-      description: 'text (default) or junit (JUnit XML on stdout; always written to <out>/junit.xml)',
-    },
-    json: { description: 'print the report as JSON (progress still goes to stderr on a terminal)' },
-  },
+  options: DRILL_OPTIONS,
   async run({ io, json, color, errTTY }, o) {
     const machine = o.json || o.reporter === 'junit';
     const sink =

@@ -11,20 +11,53 @@ import {
   type ScenarioResult,
   writeSummary,
 } from '@retrysafe/testkit';
-import { InterruptedError, UsageError } from '../../errors.js';
+import type { Options, Parsed } from '../../command.js';
+import { InterruptedError, pickKnown, UsageError } from '../../errors.js';
 import { createProgress, humanMs, paint, useColor } from '../../output.js';
-import { type AdapterEntry, type AdapterSelection, loadAdapters } from '../../registry.js';
+import { type AdapterEntry, loadAdapters } from '../../registry.js';
 import { renderHtmlReport } from '../../report/html.js';
 import { drillJunit, statusMark } from './text.js';
 
-export interface DrillCommandOptions extends AdapterSelection {
-  readonly scenario?: string[];
-  readonly operation?: string[];
-  readonly seed?: number;
-  readonly out?: string;
-  /** Stops the drill before its next scenario; its temporary ledgers are removed and it throws InterruptedError. */
-  readonly signal?: AbortSignal;
-}
+export const DRILL_OPTIONS = {
+  adapter: { argument: '<name>', parse: 'list', description: 'only this adapter' },
+  module: {
+    argument: '<file>',
+    parse: 'list',
+    description:
+      'also drill the `drills` exported by this file of your own (a new adapter); without --adapter, only it',
+  },
+  scenario: { argument: '<id>', parse: 'list', description: 'only this scenario' },
+  operation: {
+    argument: '<name>',
+    parse: 'list',
+    description: 'only this operation, e.g. customers.create',
+  },
+  seed: { argument: '<n>', parse: 'integer', default: 1, description: 'seed of the runner jitter' },
+  config: {
+    argument: '<file>',
+    description:
+      'drill the `type: http` adapters of this retrysafe config against their pattern sandboxes; without --adapter, only them',
+  },
+  out: {
+    argument: '<dir>',
+    default: '.drill',
+    description: 'where receipts, drill.json, junit.xml and report.html go',
+  },
+  details: {
+    description: 'print every scenario × operation (default: a summary, and the failing rows when something fails)',
+  },
+  reporter: {
+    argument: '<name>',
+    choices: ['text', 'junit'],
+    description: 'text (default) or junit (JUnit XML on stdout; always written to <out>/junit.xml)',
+  },
+  json: { description: 'print the report as JSON (progress still goes to stderr on a terminal)' },
+} as const satisfies Options;
+
+export type DrillFlags = Parsed<typeof DRILL_OPTIONS>;
+
+/** `signal` stops the drill before its next scenario; its temporary ledgers are removed and it throws InterruptedError. */
+export type DrillCommandOptions = Partial<DrillFlags> & { readonly signal?: AbortSignal };
 
 /** What the drill expected, computed from the card before the run. */
 export type DrillExpected = Pick<PassCriteria, 'providerRecords' | 'attemptsAtProxy' | 'outcome' | 'handoff'>;
@@ -89,16 +122,6 @@ export interface DrillProgressSink {
   readonly tty: boolean;
 }
 
-function parseScenarios(wanted: readonly string[] | undefined): ScenarioId[] {
-  if (!wanted?.length) return [...SCENARIOS];
-  const unknown = wanted.filter((s) => !(SCENARIOS as readonly string[]).includes(s));
-  if (unknown.length)
-    throw new UsageError(
-      `unknown scenario ${unknown.map((s) => `'${s}'`).join(', ')} (known: ${SCENARIOS.join(', ')})`,
-    );
-  return SCENARIOS.filter((s) => wanted.includes(s));
-}
-
 function operationsOf(
   entry: AdapterEntry,
   wanted: readonly string[] | undefined,
@@ -156,7 +179,7 @@ export async function drillCommand(
   opts: DrillCommandOptions,
   progressSink: DrillProgressSink | null,
 ): Promise<DrillCommandReport> {
-  const scenarios = parseScenarios(opts.scenario);
+  const scenarios = opts.scenario?.length ? pickKnown('scenario', SCENARIOS, opts.scenario) : [...SCENARIOS];
   const seed = opts.seed ?? 1;
   if (!Number.isSafeInteger(seed) || seed < 0)
     throw new UsageError(`--seed must be a non-negative integer, got ${String(opts.seed)}`);

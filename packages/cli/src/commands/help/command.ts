@@ -1,14 +1,18 @@
+import { readFileSync } from 'node:fs';
 import { defineCommand, EXIT } from '../../command.js';
 import { UsageError } from '../../errors.js';
-import { TOPICS, topicText } from './index.js';
 
-export const help = defineCommand<Record<string, never>, [string[]]>({
+/** Documents shipped in the package (copied there from docs/ at build) that `retrysafe help <topic>` prints. */
+const TOPICS: Readonly<Record<string, string>> = { runbook: 'runbook.md' };
+
+export const help = defineCommand({
   name: 'help',
   description: `help for a command (retrysafe help ledger resolve), or a topic: ${Object.keys(TOPICS).join(', ')}`,
   arguments: [['[command...]', 'a command, or a topic']],
-  async run({ io, help: showHelp }, _o, [words]) {
-    if (words.length === 1 && TOPICS[words[0]!]) {
-      io.out(topicText(words[0]!));
+  async run({ io, help: showHelp }, _o, [words]: [string[]]) {
+    const topic = words.length === 1 ? TOPICS[words[0]!] : undefined;
+    if (topic) {
+      io.out(readFileSync(new URL(`../../${topic}`, import.meta.url), 'utf8'));
       return EXIT.ok;
     }
     if (!showHelp(words))

@@ -1,21 +1,9 @@
 import { asBusinessOperationId, type Ledger, type OperationState } from '@retrysafe/contract';
-import {
-  type ChainCheck,
-  encryptParams,
-  parseReceiptKeys,
-  type ReceiptKey,
-  type ReceiptKeyring,
-  verifyOperation,
-} from '@retrysafe/core';
+import { type ChainCheck, encryptParams, parseReceiptKeys, verifyOperation } from '@retrysafe/core';
 import { UsageError } from '../../errors.js';
 
 /** `id:secret[,oldId:oldSecret…]`: the first key seals new receipts, every key verifies. */
 export const RECEIPT_KEYS_ENV = 'RETRYSAFE_RECEIPT_KEYS';
-
-export interface ReceiptKeys {
-  readonly current?: ReceiptKey;
-  readonly keyring?: ReceiptKeyring;
-}
 
 /** Keys from an environment variable, if set (a malformed value is a usage error that never shows the secret). */
 function keysFromEnv(name: string, env: NodeJS.ProcessEnv) {
@@ -28,8 +16,9 @@ function keysFromEnv(name: string, env: NodeJS.ProcessEnv) {
   }
 }
 
-export const receiptKeysFromEnv = (env: NodeJS.ProcessEnv = process.env): ReceiptKeys =>
-  keysFromEnv(RECEIPT_KEYS_ENV, env) ?? {};
+export const receiptKeysFromEnv = (
+  env: NodeJS.ProcessEnv = process.env,
+): Partial<ReturnType<typeof parseReceiptKeys>> => keysFromEnv(RECEIPT_KEYS_ENV, env) ?? {};
 
 /** RETRYSAFE_PARAMS_KEYS (`id:secret[,oldId:oldSecret…]`): the ledger's params are encrypted at rest with the first key. */
 export const PARAMS_KEYS_ENV = 'RETRYSAFE_PARAMS_KEYS';
@@ -61,6 +50,12 @@ export interface VerifyOptions {
   readonly env?: NodeJS.ProcessEnv;
 }
 
+/** What a chain check takes: the keyring of the environment, and whether unkeyed receipts pass. */
+export const checkOptions = (options: VerifyOptions) => ({
+  keys: receiptKeysFromEnv(options.env).keyring,
+  allowUnkeyed: options.allowUnkeyed,
+});
+
 export const rowOf = (
   id: string,
   state: OperationState | undefined,
@@ -80,8 +75,7 @@ export async function verifyChains(
   ids: readonly string[] | 'all',
   options: VerifyOptions = {},
 ): Promise<VerifyRow[]> {
-  const { keyring } = receiptKeysFromEnv(options.env);
-  const opts = { ...(keyring ? { keys: keyring } : {}), ...(options.allowUnkeyed ? { allowUnkeyed: true } : {}) };
+  const opts = checkOptions(options);
   const out: VerifyRow[] = [];
   const list =
     ids === 'all' ? (await ledger.list()).map((r) => r.businessOperationId) : ids.map((i) => asBusinessOperationId(i));

@@ -5,16 +5,8 @@ import { loadConfigFile, openLedger, type RetrysafeConfig } from '@retrysafe/con
 import { type Ledger, LedgerError, type OperationRecord, type OperationState } from '@retrysafe/contract';
 import { RECOVERABLE_STATES, TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
-import type { Options } from '../../command.js';
+import type { Options, Parsed } from '../../command.js';
 import { UsageError } from '../../errors.js';
-
-export interface LedgerTarget {
-  /** SQLite file or postgres:// URL; default: the config's ledger, else ./retrysafe.db */
-  readonly db?: string;
-  /** PostgreSQL schema (default public). */
-  readonly schema?: string;
-  readonly config?: string;
-}
 
 /** Every state, the open ones first. */
 export const STATES: readonly OperationState[] = [...RECOVERABLE_STATES, ...TERMINAL_STATES];
@@ -124,3 +116,5 @@ export const TARGET_OPTIONS = {
   config: { argument: '<file>', description: 'retrysafe config (JSON or YAML)' },
   json: { description: 'JSON output' },
 } as const satisfies Options;
+
+export type LedgerTarget = Parsed<typeof TARGET_OPTIONS>;

@@ -1,42 +1,14 @@
 import { defineCommand } from '../../command.js';
-import { type ProbeOptions, probeCommand, probeJson } from './index.js';
+import { PROBE_OPTIONS, probeCommand, probeJson } from './index.js';
 
-export const probe = defineCommand<ProbeOptions, [string[]]>({
+export const probe = defineCommand({
   name: 'probe',
   description:
     'count duplicate effects of an MCP tool: identical calls at once and after a timeout, counted through a read tool (in a sandbox you provide)',
   arguments: [['[server...]', 'after --: the MCP server command to spawn (stdio)']],
-  options: {
-    url: {
-      argument: '<url>',
-      description: 'a streamable HTTP MCP server instead of a command (https, or http on loopback)',
-    },
-    tool: { argument: '<name>', required: true, description: 'the writing tool to probe' },
-    args: { argument: '<json>', default: '{}', description: 'its sample arguments (a JSON object)' },
-    countTool: { argument: '<name>', required: true, description: 'a read tool that lists the effects' },
-    countArgs: { argument: '<json>', description: 'its arguments (a JSON object)' },
-    countPath: { argument: '<path>', required: true, description: "path to the list in the read tool's answer" },
-    match: {
-      argument: '<json>',
-      description: 'count only items with these values (a JSON object of item path → value)',
-    },
-    concurrent: { argument: '<n>', parse: 'integer', default: 3, description: 'identical calls fired at once' },
-    timeoutMs: {
-      argument: '<n>',
-      parse: 'integer',
-      default: 200,
-      description: 'client timeout of the call that is abandoned and re-issued',
-    },
-    settleMs: {
-      argument: '<n>',
-      parse: 'integer',
-      default: 1500,
-      description: 'wait for late effects before counting',
-    },
-    receipt: { argument: '<file>', description: 'write the probe receipt (JSON) here' },
-    json: { description: 'print the probe receipt as JSON' },
-  },
+  options: PROBE_OPTIONS,
   helpAfter:
     '\nExit codes: 0 at most once · 1 duplicates · 3 no effect seen (does the read tool list what the tool creates?) · 2 bad usage.',
-  run: ({ io, json }, o, [server]) => (o.json ? probeJson(o, server, json) : probeCommand(o, server, (l) => io.out(l))),
+  run: ({ io, json }, o, [server]: [string[]]) =>
+    o.json ? probeJson(o, server, json) : probeCommand(o, server, (l) => io.out(l)),
 });

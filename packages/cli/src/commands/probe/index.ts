@@ -1,23 +1,42 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Options, Parsed } from '../../command.js';
 import { EXIT, kebab } from '../../command.js';
 import { UsageError } from '../../errors.js';
 
-export interface ProbeOptions {
-  readonly url?: string;
-  readonly tool: string;
-  readonly args: string;
-  readonly countTool: string;
-  readonly countArgs?: string;
-  readonly countPath: string;
-  readonly match?: string;
-  readonly concurrent: number;
-  readonly timeoutMs: number;
-  readonly settleMs: number;
-  readonly receipt?: string;
-  readonly json?: boolean;
-}
+export const PROBE_OPTIONS = {
+  url: {
+    argument: '<url>',
+    description: 'a streamable HTTP MCP server instead of a command (https, or http on loopback)',
+  },
+  tool: { argument: '<name>', required: true, description: 'the writing tool to probe' },
+  args: { argument: '<json>', default: '{}', description: 'its sample arguments (a JSON object)' },
+  countTool: { argument: '<name>', required: true, description: 'a read tool that lists the effects' },
+  countArgs: { argument: '<json>', description: 'its arguments (a JSON object)' },
+  countPath: { argument: '<path>', required: true, description: "path to the list in the read tool's answer" },
+  match: {
+    argument: '<json>',
+    description: 'count only items with these values (a JSON object of item path → value)',
+  },
+  concurrent: { argument: '<n>', parse: 'integer', default: 3, description: 'identical calls fired at once' },
+  timeoutMs: {
+    argument: '<n>',
+    parse: 'integer',
+    default: 200,
+    description: 'client timeout of the call that is abandoned and re-issued',
+  },
+  settleMs: {
+    argument: '<n>',
+    parse: 'integer',
+    default: 1500,
+    description: 'wait for late effects before counting',
+  },
+  receipt: { argument: '<file>', description: 'write the probe receipt (JSON) here' },
+  json: { description: 'print the probe receipt as JSON' },
+} as const satisfies Options;
+
+export type ProbeOptions = Parsed<typeof PROBE_OPTIONS>;
 
 /** The MCP probe's exit codes (0 at most once, 1 duplicates, 3 no effect seen) as the CLI's. */
 const VERDICTS: Readonly<Record<number, number>> = { 0: EXIT.ok, 1: EXIT.failed, 3: EXIT.noEffect };

@@ -1,29 +1,13 @@
 import { defineCommand, EXIT } from '../../../command.js';
-import { cardsInit } from './index.js';
+import { CARDS_INIT_OPTIONS, cardsInit } from './index.js';
 
-interface Flags {
-  readonly from?: string;
-  readonly out?: string;
-  readonly interactive?: boolean;
-  readonly json?: boolean;
-}
-
-export const cardsInitCommand = defineCommand<Flags>({
+export const cardsInitCommand = defineCommand({
   name: 'cards init',
   description:
     'fill a new retry safety card field by field (asks, or --from a partial JSON/YAML card); what it cannot fill stays unknown, and it shows what the runner will refuse because of that',
-  options: {
-    from: { argument: '<file>', description: 'a partial card (JSON or YAML) to start from; no questions asked' },
-    out: { argument: '<file>', description: 'write the card here (.yaml/.yml: YAML, else JSON); default: print it' },
-    interactive: { description: 'ask for the fields --from leaves out' },
-    json: { description: 'print { card, unknowns, defaulted, refusals } as JSON' },
-  },
+  options: CARDS_INIT_OPTIONS,
   async run({ io, json }, o) {
-    const r = await cardsInit({
-      ...(o.from !== undefined ? { from: o.from } : {}),
-      ...(o.out !== undefined ? { out: o.out } : {}),
-      ...(o.interactive ? { interactive: true } : {}),
-    });
+    const r = await cardsInit(o);
     if (o.json) {
       json({
         ok: true,

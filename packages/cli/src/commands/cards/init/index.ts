@@ -12,9 +12,19 @@ import {
 import { cardFieldLabel } from '@retrysafe/contract/render';
 import { DEFAULT_CLOCK_SKEW_MARGIN } from '@retrysafe/contract/rules';
 import { stringify as toYaml } from 'yaml';
+import type { Options, Parsed } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { readDataFile } from '../../../files.js';
 import { refusals } from '../refusals.js';
+
+export const CARDS_INIT_OPTIONS = {
+  from: { argument: '<file>', description: 'a partial card (JSON or YAML) to start from; no questions asked' },
+  out: { argument: '<file>', description: 'write the card here (.yaml/.yml: YAML, else JSON); default: print it' },
+  interactive: { description: 'ask for the fields --from leaves out' },
+  json: { description: 'print { card, unknowns, defaulted, refusals } as JSON' },
+} as const satisfies Options;
+
+export type CardsInitFlags = Parsed<typeof CARDS_INIT_OPTIONS>;
 
 /** One field of the card as `cards init` fills it. */
 interface Leaf {
@@ -145,17 +155,10 @@ function hint(leaf: Leaf): string {
   return isDuration(main) ? `duration, e.g. 30s, 24h${none}` : `text${none}`;
 }
 
-export interface CardsInitOptions {
-  /** A partial card (JSON or YAML): what it has is kept, what it lacks stays unknown or takes a default. */
-  readonly from?: string;
-  /** Where to write the card (`.yaml`/`.yml` → YAML, else JSON). Default: print it. */
-  readonly out?: string;
+/** Without --from it asks field by field; `input` gives the answers (default stdin), `prompt` takes the questions (default stderr). */
+export interface CardsInitOptions extends CardsInitFlags {
   readonly format?: 'yaml' | 'json';
-  /** Ask field by field (default when there is no --from). */
-  readonly interactive?: boolean;
-  /** Answers for the interactive mode, one per line (default: stdin). */
   readonly input?: NodeJS.ReadableStream;
-  /** Where prompts go (default: stderr). */
   readonly prompt?: (text: string) => void;
 }
 

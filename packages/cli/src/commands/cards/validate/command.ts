@@ -1,13 +1,13 @@
 import { defineCommand, EXIT } from '../../../command.js';
 import { validateCardFiles } from './index.js';
 
-export const cardsValidate = defineCommand<{ json?: boolean }, [string[]]>({
+export const cardsValidate = defineCommand({
   name: 'cards validate',
   description:
     'read retry safety card files (JSON or YAML) as the runner would: every problem with its field, the unknowns, and what the runner will refuse',
   arguments: [['<file...>', 'card files']],
   options: { json: { description: 'print the results as JSON' } },
-  async run({ io, json }, o, [files]) {
+  async run({ io, json }, o, [files]: [string[]]) {
     const results = validateCardFiles(files);
     if (o.json) json({ ok: results.every((r) => r.ok), results });
     else {

@@ -1,8 +1,10 @@
+import type { OperationState } from '@retrysafe/contract';
 import { defineCommand, EXIT } from '../../../command.js';
-import { type LedgerTarget, STATES, TARGET_OPTIONS, withLedger } from '../target.js';
+import { plural } from '../../../output.js';
+import { STATES, TARGET_OPTIONS, withLedger } from '../target.js';
 import { exportChains } from './index.js';
 
-export const ledgerExportCommand = defineCommand<LedgerTarget & { out?: string; state?: string[] }>({
+export const ledgerExportCommand = defineCommand({
   name: 'ledger export',
   description:
     'receipts as JSON Lines, with one chain-head line per operation so the export verifies offline (ledger verify --file)',
@@ -14,10 +16,10 @@ export const ledgerExportCommand = defineCommand<LedgerTarget & { out?: string; 
   async run({ io }, o) {
     const r = await withLedger(
       o,
-      (l) => exportChains(l, { ...(o.out ? { out: o.out } : {}), ...(o.state ? { states: o.state as never } : {}) }),
+      (l) => exportChains(l, { out: o.out, states: o.state as OperationState[] | undefined }),
       { readOnly: true },
     );
-    if (o.out) io.err(`wrote ${r.operations} operation${r.operations === 1 ? '' : 's'} to ${o.out}`);
+    if (o.out) io.err(`wrote ${plural(r.operations, 'operation')} to ${o.out}`);
     else if (r.text) io.out(r.text.trimEnd());
     return EXIT.ok;
   },

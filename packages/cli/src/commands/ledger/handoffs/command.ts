@@ -1,8 +1,8 @@
 import { defineCommand, EXIT } from '../../../command.js';
-import { type LedgerTarget, TARGET_OPTIONS } from '../target.js';
+import { TARGET_OPTIONS } from '../target.js';
 import { handoffsText, ledgerHandoffs } from './index.js';
 
-export const ledgerHandoffsCommand = defineCommand<LedgerTarget & { json?: boolean }>({
+export const ledgerHandoffsCommand = defineCommand({
   name: 'ledger handoffs',
   description: 'operations waiting for a person, with their safe next actions',
   options: TARGET_OPTIONS,

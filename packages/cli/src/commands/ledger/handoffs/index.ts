@@ -1,5 +1,5 @@
 import type { HandoffPacket } from '@retrysafe/contract';
-import { paint } from '../../../output.js';
+import { paint, plural } from '../../../output.js';
 import { verifyChains } from '../chain.js';
 import { type LedgerTarget, type OperationSummary, summarize, withLedger } from '../target.js';
 
@@ -51,7 +51,7 @@ export function handoffsText(rows: readonly HandoffRow[], color = false): string
   if (rows.length === 0) return 'No handoffs: nothing is waiting for a person.';
   const blocks = rows.map((r) =>
     [
-      `${paint('bold', r.businessOperationId, color)}  ${r.operation}  ${paint('yellow', r.handoffReason ?? '?', color)}  (${r.attempts} attempt${r.attempts === 1 ? '' : 's'}, ${r.updatedAt})`,
+      `${paint('bold', r.businessOperationId, color)}  ${r.operation}  ${paint('yellow', r.handoffReason ?? '?', color)}  (${plural(r.attempts, 'attempt')}, ${r.updatedAt})`,
       `  ${r.explanation}`,
       ...(r.chainBroken
         ? [
@@ -67,5 +67,5 @@ export function handoffsText(rows: readonly HandoffRow[], color = false): string
       }`,
     ].join('\n'),
   );
-  return `${rows.length} operation${rows.length === 1 ? '' : 's'} waiting for a person (the runbook: retrysafe help runbook):\n\n${blocks.join('\n\n')}\n\nInspect one with: retrysafe ledger show <id>`;
+  return `${plural(rows.length, 'operation')} waiting for a person (the runbook: retrysafe help runbook):\n\n${blocks.join('\n\n')}\n\nInspect one with: retrysafe ledger show <id>`;
 }

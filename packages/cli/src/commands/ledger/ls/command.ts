@@ -1,8 +1,8 @@
 import { defineCommand, EXIT } from '../../../command.js';
-import { type LedgerTarget, STATES, TARGET_OPTIONS } from '../target.js';
+import { STATES, TARGET_OPTIONS } from '../target.js';
 import { ledgerLs, lsTable } from './index.js';
 
-export const ledgerLsCommand = defineCommand<LedgerTarget & { state?: string[]; limit?: number; json?: boolean }>({
+export const ledgerLsCommand = defineCommand({
   name: 'ledger ls',
   description: 'list operations, newest first',
   options: {

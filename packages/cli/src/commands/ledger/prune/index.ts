@@ -2,23 +2,42 @@ import { existsSync } from 'node:fs';
 import type { Duration, OperationState, RetrySafetyCard } from '@retrysafe/contract';
 import { PRUNABLE_STATES } from '@retrysafe/contract/ledger';
 import { type PruneLedgerReport, pruneLedger, RunnerConfigurationError } from '@retrysafe/core';
+import type { Options, Parsed } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
+import { plural } from '../../../output.js';
 import { cardsOf, loadAdapters } from '../../../registry.js';
-import { type LedgerTarget, withLedger } from '../target.js';
+import { TARGET_OPTIONS, withLedger } from '../target.js';
+
+export const PRUNE_OPTIONS = {
+  ...TARGET_OPTIONS,
+  olderThan: {
+    argument: '<duration>',
+    required: true,
+    description: 'last changed at least this long ago, e.g. 30d, 72h',
+  },
+  export: {
+    argument: '<file>',
+    description:
+      "write the pruned operations' receipts (with chain heads, as `ledger export`) to this new file before deleting them",
+  },
+  dryRun: { description: 'count what would be pruned; delete and write nothing' },
+  force: {
+    description: 'prune below the key retention floor of the cards (you know no repeat of these operations can come)',
+  },
+  state: {
+    argument: '<state>',
+    parse: 'list',
+    description: 'only these closed states (succeeded, rejected, abandoned)',
+  },
+} as const satisfies Options;
+
+export type PruneCommandOptions = Parsed<typeof PRUNE_OPTIONS>;
 
 /** What `ledger prune` says about the provider keys' retention, in its help and its refusal. */
 export const PRUNE_RETENTION_NOTE =
   "A closed operation must stay in the ledger at least as long as the provider keeps its idempotency key (the card's retention.minimum) plus the clock-skew margin: " +
   "prune refuses a younger --older-than than the longest such retention among the cards it knows (the built-in adapters', and --config's), unless --force. " +
   'After a record is pruned a repeat of the same business operation is a new one. See docs/retention.md.';
-
-export interface PruneCommandOptions extends LedgerTarget {
-  readonly olderThan: string;
-  readonly export?: string;
-  readonly dryRun?: boolean;
-  readonly force?: boolean;
-  readonly state?: string[];
-}
 
 /** The cards the CLI knows: every built-in adapter's, and the `type: http` operations of --config. */
 async function knownCards(config?: string): Promise<RetrySafetyCard[]> {
@@ -60,11 +79,11 @@ export async function ledgerPrune(opts: PruneCommandOptions): Promise<PruneLedge
 
 export function pruneText(r: PruneLedgerReport, exportPath?: string): string {
   const parts = Object.entries(r.byState).map(([s, n]) => `${n} ${s}`);
-  const what = `${r.pruned} operation${r.pruned === 1 ? '' : 's'}${parts.length ? ` (${parts.join(', ')})` : ''} last changed before ${new Date(r.before).toISOString()}`;
+  const what = `${plural(r.pruned, 'operation')}${parts.length ? ` (${parts.join(', ')})` : ''} last changed before ${new Date(r.before).toISOString()}`;
   const lines = [r.dryRun ? `would prune ${what}; nothing deleted (--dry-run)` : `pruned ${what}`];
   if (!r.dryRun && exportPath)
     lines.push(
-      `receipts of ${r.exported} operation${r.exported === 1 ? '' : 's'} written to ${exportPath} first (verify offline: retrysafe ledger verify --file ${exportPath})`,
+      `receipts of ${plural(r.exported, 'operation')} written to ${exportPath} first (verify offline: retrysafe ledger verify --file ${exportPath})`,
     );
   if (r.floor.card)
     lines.push(

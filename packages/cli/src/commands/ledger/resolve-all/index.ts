@@ -1,25 +1,37 @@
 import { loadConfigFile } from '@retrysafe/config';
 import { asBusinessOperationId } from '@retrysafe/contract';
 import type { ResolveResult } from '@retrysafe/core';
+import type { Options, Parsed } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { paint } from '../../../output.js';
 import { ledgerResolve, resolveText } from '../resolve/index.js';
-import { type LedgerTarget, withLedger } from '../target.js';
+import { TARGET_OPTIONS, withLedger } from '../target.js';
 
-export interface ResolveAllOptions extends LedgerTarget {
-  /** Only operations of these operation names (e.g. sandbox.records.create). */
-  readonly operation?: string[];
-  /** Only these handoff reasons (e.g. rejected, lookup-window-exhausted). */
-  readonly reason?: string[];
-  /** Only these business-operation ids. */
-  readonly id?: string[];
-  readonly resume?: boolean;
-  readonly abandon?: boolean;
-  readonly force?: boolean;
-  readonly by?: string;
-  /** Say what would be done, send and write nothing. */
-  readonly dryRun?: boolean;
-}
+export const RESOLVE_ALL_OPTIONS = {
+  ...TARGET_OPTIONS,
+  operation: {
+    argument: '<name>',
+    parse: 'list',
+    description: 'only this operation, e.g. stripe.invoices.create',
+  },
+  reason: {
+    argument: '<reason>',
+    parse: 'list',
+    description: 'only this handoff reason, e.g. rejected',
+  },
+  id: {
+    argument: '<id>',
+    parse: 'list',
+    description: 'only these business-operation ids',
+  },
+  resume: { description: 're-send each with the SAME provider key through the adapters named in --config' },
+  abandon: { description: 'give each up (nothing more is sent)' },
+  force: { description: 'also where the packet marks the action not safe (you checked at the provider)' },
+  dryRun: { description: 'list what would be done; send and write nothing' },
+  by: { argument: '<name>', description: 'who resolved them, for the receipts (default $USER)' },
+} as const satisfies Options;
+
+export type ResolveAllOptions = Parsed<typeof RESOLVE_ALL_OPTIONS>;
 
 export interface ResolveAllRow {
   readonly businessOperationId: string;

@@ -8,23 +8,34 @@ import {
   type Resolution,
   type ResolveResult,
 } from '@retrysafe/core';
+import type { Options, Parsed } from '../../../command.js';
 import { RefusedError, UsageError } from '../../../errors.js';
 import { readDataFile } from '../../../files.js';
-import { paint } from '../../../output.js';
+import { paint, plural } from '../../../output.js';
 import { receiptKeysFromEnv, withParamsKeys } from '../chain.js';
 import { packetText } from '../packet-text.js';
-import { type LedgerTarget, withLedger } from '../target.js';
+import { TARGET_OPTIONS, withLedger } from '../target.js';
 
-export interface ResolveOptions extends LedgerTarget {
-  readonly resume?: boolean;
-  readonly markDone?: string;
-  readonly abandon?: boolean;
-  /** A JSON file with corrected params: a new revision of an operation none of whose attempts was applied. */
-  readonly resendWith?: string;
-  readonly by?: string;
-  /** Resume even though the packet marks resume as not safe (you checked at the provider). */
-  readonly force?: boolean;
-}
+export const RESOLVE_OPTIONS = {
+  ...TARGET_OPTIONS,
+  resume: { description: 're-send with the SAME provider key through the adapter named in --config' },
+  markDone: {
+    argument: '<providerRef>',
+    description: 'you verified the effect at the provider: record its reference',
+  },
+  abandon: { description: 'give the operation up (nothing more is sent)' },
+  resendWith: {
+    argument: '<params.json>',
+    description:
+      'send corrected params (same intent) as a new revision; only when every attempt is known not applied (needs --config)',
+  },
+  force: {
+    description: 'with --resume: resume even though the packet marks it not safe (you checked at the provider)',
+  },
+  by: { argument: '<name>', description: 'who resolved it, for the receipt (default $USER)' },
+} as const satisfies Options;
+
+export type ResolveOptions = Parsed<typeof RESOLVE_OPTIONS>;
 
 /** `--resume` re-sends with the SAME key through the config's adapter; `--mark-done` records a verified ref; `--abandon`. */
 export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<ResolveResult> {
@@ -131,7 +142,7 @@ export function resolveText(r: ResolveResult, color = false): string {
     case 'resolved':
       return `${paint('green', '✓', color)} ${r.businessOperationId}: ${r.state}${r.providerRef ? ` (provider ref ${r.providerRef})` : ''}`;
     case 'done':
-      return `${paint('green', '✓', color)} ${r.businessOperationId}: resumed and done${r.adopted ? ' (the provider already had it: result adopted, nothing created twice)' : ''}; provider ref ${r.providerRef ?? '—'} after ${r.attempts} attempt${r.attempts === 1 ? '' : 's'} in all`;
+      return `${paint('green', '✓', color)} ${r.businessOperationId}: resumed and done${r.adopted ? ' (the provider already had it: result adopted, nothing created twice)' : ''}; provider ref ${r.providerRef ?? '—'} after ${plural(r.attempts, 'attempt')} in all`;
     case 'in-progress':
       return `${paint('yellow', '…', color)} ${r.businessOperationId}: another worker holds it${r.statusRef ? ` (status ${r.statusRef})` : ''}; try again in ${Math.ceil(r.retryAfterMs / 1000)} s`;
     case 'handed-off':

@@ -1,8 +1,8 @@
 import { defineCommand, EXIT } from '../../../command.js';
-import { type LedgerTarget, TARGET_OPTIONS } from '../target.js';
+import { TARGET_OPTIONS } from '../target.js';
 import { ledgerShow, showText } from './index.js';
 
-export const ledgerShowCommand = defineCommand<LedgerTarget & { showBy?: boolean; json?: boolean }, [string]>({
+export const ledgerShowCommand = defineCommand({
   name: 'ledger show',
   description: 'one operation: state, handoff packet, receipts',
   arguments: [['<id>', 'business-operation id']],
@@ -10,7 +10,7 @@ export const ledgerShowCommand = defineCommand<LedgerTarget & { showBy?: boolean
     ...TARGET_OPTIONS,
     showBy: { description: 'show who resolved it as stored (default: a pseudonym)' },
   },
-  async run({ io, json, color }, o, [id]) {
+  async run({ io, json, color }, o, [id]: [string]) {
     const r = await ledgerShow(o, id);
     if (!r) {
       if (o.json)

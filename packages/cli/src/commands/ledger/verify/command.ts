@@ -1,17 +1,10 @@
 import { defineCommand, EXIT } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
 import { RECEIPT_KEYS_ENV, verifyChains } from '../chain.js';
-import { type LedgerTarget, TARGET_OPTIONS, withLedger } from '../target.js';
+import { TARGET_OPTIONS, withLedger } from '../target.js';
 import { verifyExportFile, verifyText } from './index.js';
 
-interface Flags extends LedgerTarget {
-  readonly all?: boolean;
-  readonly file?: string;
-  readonly allowUnkeyed?: boolean;
-  readonly json?: boolean;
-}
-
-export const ledgerVerifyCommand = defineCommand<Flags, [string | undefined]>({
+export const ledgerVerifyCommand = defineCommand({
   name: 'ledger verify',
   description: `check receipt chains against the rows' anchors (and HMAC keys from ${RECEIPT_KEYS_ENV}); exit 1 on a break`,
   arguments: [['[id]', 'business-operation id']],
@@ -26,10 +19,10 @@ export const ledgerVerifyCommand = defineCommand<Flags, [string | undefined]>({
       description: `with ${RECEIPT_KEYS_ENV} set: accept receipts written before the key (someone could re-seal as unkeyed; do not leave this on)`,
     },
   },
-  async run({ io, json, color }, o, [id]) {
+  async run({ io, json, color }, o, [id]: [string?]) {
     if ([id !== undefined, o.all === true, o.file !== undefined].filter(Boolean).length !== 1)
       throw new UsageError('choose one of <id>, --all, --file <export.jsonl>');
-    const keys = { ...(o.allowUnkeyed ? { allowUnkeyed: true } : {}) };
+    const keys = { allowUnkeyed: o.allowUnkeyed };
     const rows = o.file
       ? verifyExportFile(o.file, keys)
       : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], keys), { readOnly: true });

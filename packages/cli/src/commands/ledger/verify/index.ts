@@ -1,12 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { verifyReceiptsJsonl } from '@retrysafe/core';
 import { UsageError } from '../../../errors.js';
-import { paint } from '../../../output.js';
-import { receiptKeysFromEnv, rowOf, type VerifyOptions, type VerifyRow } from '../chain.js';
+import { paint, plural } from '../../../output.js';
+import { checkOptions, rowOf, type VerifyOptions, type VerifyRow } from '../chain.js';
 
 /** Verifies an export written by `ledger export` (receipts plus head lines), without the ledger. */
 export function verifyExportFile(file: string, options: VerifyOptions = {}): VerifyRow[] {
-  const { keyring } = receiptKeysFromEnv(options.env);
+  const check = checkOptions(options);
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -14,10 +14,7 @@ export function verifyExportFile(file: string, options: VerifyOptions = {}): Ver
     throw new UsageError(`cannot read ${file}: ${(e as Error).message}`);
   }
   try {
-    return verifyReceiptsJsonl(text, {
-      ...(keyring ? { keys: keyring } : {}),
-      ...(options.allowUnkeyed ? { allowUnkeyed: true } : {}),
-    }).map((x) => rowOf(x.businessOperationId, undefined, x.receipts, x.check));
+    return verifyReceiptsJsonl(text, check).map((x) => rowOf(x.businessOperationId, undefined, x.receipts, x.check));
   } catch (e) {
     throw new UsageError(`${file}: ${(e as Error).message}`);
   }
@@ -28,14 +25,14 @@ export function verifyText(rows: readonly VerifyRow[], color = false): string {
   const bad = rows.filter((r) => !r.ok);
   const lines = rows.map((r) =>
     r.ok
-      ? `${paint('green', '✓', color)} ${r.businessOperationId}  ${r.receipts} receipt${r.receipts === 1 ? '' : 's'}${r.warnings ? paint('dim', `  (${r.warnings.join('; ')})`, color) : ''}`
+      ? `${paint('green', '✓', color)} ${r.businessOperationId}  ${plural(r.receipts, 'receipt')}${r.warnings ? paint('dim', `  (${r.warnings.join('; ')})`, color) : ''}`
       : `${paint('red', '✗', color)} ${r.businessOperationId}  broken at receipt #${(r.index ?? 0) + 1}: ${r.reason}`,
   );
   lines.push(
     '',
     bad.length
-      ? `${bad.length} of ${rows.length} chain${rows.length === 1 ? '' : 's'} broken: the ledger was edited outside retrysafe (see docs/security.md)`
-      : `${rows.length} chain${rows.length === 1 ? '' : 's'} intact`,
+      ? `${bad.length} of ${plural(rows.length, 'chain')} broken: the ledger was edited outside retrysafe (see docs/security.md)`
+      : `${plural(rows.length, 'chain')} intact`,
   );
   return lines.join('\n');
 }
