@@ -46,12 +46,27 @@ function partsMatch(parts: readonly string[], singles: ReadonlySet<string>, pair
   return pairs.has(parts.join(''));
 }
 
+// The same key names come back on every operation (one params shape per endpoint): each verdict is
+// worked out once. Bounded, so params with endless distinct keys cannot grow it.
+const verdicts = new Map<string, { secret: boolean; pii: boolean }>();
+
+function verdict(key: string): { secret: boolean; pii: boolean } {
+  let v = verdicts.get(key);
+  if (v === undefined) {
+    const parts = keyParts(key);
+    v = { secret: partsMatch(parts, SECRET_PARTS, SECRET_PAIRS), pii: partsMatch(parts, PII_PARTS, PII_PAIRS) };
+    if (verdicts.size >= 4096) verdicts.clear();
+    verdicts.set(key, v);
+  }
+  return v;
+}
+
 /** Whether a key names a secret whatever the caller declares (matched by parts, any case or separator). */
 export function isSecretKey(key: string): boolean {
-  return partsMatch(keyParts(key), SECRET_PARTS, SECRET_PAIRS);
+  return verdict(key).secret;
 }
 
 /** Whether a key names personal data (the PII key rules; off with `pii: false`). */
 export function isPiiKey(key: string): boolean {
-  return partsMatch(keyParts(key), PII_PARTS, PII_PAIRS);
+  return verdict(key).pii;
 }

@@ -216,7 +216,10 @@ function put(target: Record<string, unknown>, key: string, value: unknown): void
 }
 
 export interface Redactor {
-  /** A deep copy of `value` with sensitive fields and secret-looking strings replaced by `[redacted]`. Own `__proto__` keys stay data. */
+  /**
+   * `value` with sensitive fields and secret-looking strings replaced by `[redacted]`: a copy where anything
+   * changes, `value` itself where nothing does (read it, do not change it). Own `__proto__` keys stay data.
+   */
   params(value: unknown): unknown;
   /** `text` with secret-looking strings, caller patterns and any known sensitive value blanked. */
   text(text: string): string;
@@ -255,6 +258,7 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
       for (const p of patterns) out = out.replace(((p.lastIndex = 0), p), REDACTED);
       return out;
     };
+    // Returns `v` itself when nothing in it changes, so the common case (nothing to redact) copies nothing.
     const walk = (v: unknown, path: string[], seen: Set<object>): unknown => {
       if (isSensitive(path) && path.length > 0) return v === undefined ? undefined : REDACTED;
       if (typeof v === 'string') return text(v);
@@ -263,10 +267,15 @@ export function createRedactor(options: RedactOptions = {}, sensitiveFields: rea
       if (seen.has(v)) return '[cycle]';
       seen.add(v);
       try {
-        if (Array.isArray(v)) return v.map((x) => walk(x, path, seen));
+        if (Array.isArray(v)) {
+          const items = v.map((x) => walk(x, path, seen));
+          return items.every((x, i) => x === v[i]) ? v : items;
+        }
         if (v instanceof Date) return v.toISOString();
+        const entries = Object.entries(v).map(([k, x]) => [k, text(k), walk(x, [...path, k], seen)] as const);
+        if (entries.every(([k, key, x]) => key === k && x === (v as Record<string, unknown>)[k])) return v;
         const out: Record<string, unknown> = {};
-        for (const [k, x] of Object.entries(v)) put(out, text(k), walk(x, [...path, k], seen));
+        for (const [, key, x] of entries) put(out, key, x);
         return out;
       } finally {
         seen.delete(v);

@@ -34,7 +34,8 @@ export function checkedPayload(params: unknown, intent: unknown, makeRedactor: (
   let redactedJson: string;
   try {
     redactor = makeRedactor();
-    redactedJson = canonicalJson(redactor.params(params));
+    const redacted = redactor.params(params);
+    redactedJson = redacted === params ? json : canonicalJson(redacted);
   } catch (err) {
     if (RetrysafeError.isInstance(err) && !InvalidIntentError.isInstance(err)) throw err;
     throw new InvalidIntentError(
