@@ -17,6 +17,7 @@ export {
   currentRevisionNumber,
   everyAttemptNotApplied,
   needsFreshKey,
+  nextRevision,
   revisionKeySource,
   SUPERSEDE_ACTION,
   supersedeCheck,

@@ -24,7 +24,7 @@ import { callerAttemptIds, checkAdapter, derivedProviderKey } from './adapter.js
 import { type Comparison, comparisonFor, identityOf } from './identity.js';
 import { assertParams } from './params-schema.js';
 import { type CheckedPayload, checkedPayload } from './payload.js';
-import { resolvePolicy } from './policy.js';
+import { cachedPolicy } from './policy.js';
 
 export interface Operation {
   readonly adapter: AdapterV1;
@@ -118,7 +118,7 @@ function assemble(
   rest: Omit<Operation, 'adapter' | 'opName' | 'card' | 'policy' | 'redactor' | 'requestFingerprint' | 'scope'>,
 ): Operation {
   const { redactor, requestFingerprint } = payload;
-  const policy = resolvePolicy(spec.card, ctx.options.policy);
+  const policy = cachedPolicy(spec.card, ctx.options.policy);
   return { adapter, opName, card: spec.card, policy, redactor, requestFingerprint, scope: undefined, ...rest };
 }
 

@@ -1,7 +1,6 @@
 /** The policy for one operation: the card's backoff and limits overridden field by field, refused when they cannot work. */
 import type { RetrySafetyCard } from '@retrysafe/contract';
 import { cardMargin, durationMs, lookupAvailable, lookupSettleMs } from '@retrysafe/contract/rules';
-import { defined } from '../defined.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import type { PolicyOverrides, RetryPolicy } from '../retry-policy.js';
 
@@ -22,16 +21,39 @@ export function resolvePolicy(card: RetrySafetyCard, overrides: PolicyOverrides 
     leaseMs: DEFAULT_LEASE_MS,
     waitForOtherMs: 30_000,
     clockSkewMarginMs: cardMargin(card),
-    ...defined(overrides),
+    ...stripUndefined(overrides),
   };
   validatePolicy(p);
   checkAgainstCard(card, p);
   return p;
 }
 
+const NO_OVERRIDES: PolicyOverrides = Object.freeze({});
+const resolved = new WeakMap<RetrySafetyCard, WeakMap<PolicyOverrides, RetryPolicy>>();
+
 /**
- * A lookup window shorter than the card's consistency delay + late-apply bound can never see a "not
- * found" that proves absence (every lost answer would end in a handoff): refused before the claim.
+ * resolvePolicy, once per card object and overrides object (a runner's policy is fixed when it is
+ * created; cards do not change): the same frozen policy for every operation of that card. A policy
+ * that is refused is refused every time (nothing is cached then).
+ */
+export function cachedPolicy(card: RetrySafetyCard, overrides: PolicyOverrides | undefined): RetryPolicy {
+  const key = overrides ?? NO_OVERRIDES;
+  let byOverrides = resolved.get(card);
+  let p = byOverrides?.get(key);
+  if (p === undefined) {
+    p = Object.freeze(resolvePolicy(card, overrides));
+    if (byOverrides === undefined) resolved.set(card, (byOverrides = new WeakMap()));
+    byOverrides.set(key, p);
+  }
+  return p;
+}
+
+/**
+ * A policy and a card that cannot work together are refused before anything is claimed or sent (issue 15
+ * item 8): when the card bounds both the lookup's consistency delay and its late-apply window, a lookup
+ * window shorter than their sum can never see a "not found" that proves absence, so every lost answer
+ * would end in a handoff after wasted lookups. (Unknown bounds never prove absence at all; that is the
+ * card's statement, not a policy mistake.)
  */
 function checkAgainstCard(card: RetrySafetyCard, p: RetryPolicy): void {
   if (!lookupAvailable(card)) return;
@@ -42,6 +64,10 @@ function checkAgainstCard(card: RetrySafetyCard, p: RetryPolicy): void {
       'policy.lookupWindowMs',
       `${p.lookupWindowMs} ms is shorter than ${card.operation}'s lookup.consistencyDelay (${String(card.lookup.consistencyDelay.value)}) + lookup.lateApplyBound (${String(card.lookup.lateApplyBound?.value)}) = ${needed} ms: a lookup could never prove the effect absent; give a lookup window of at least ${needed} ms`,
     );
+}
+
+function stripUndefined(o: PolicyOverrides): PolicyOverrides {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as PolicyOverrides;
 }
 
 export function validatePolicy(p: RetryPolicy): void {

@@ -48,13 +48,16 @@ export function everyAttemptNotApplied(receipts: readonly Receipt[]): { ok: true
         ok: false,
         why: `attempt ${r.attemptId} ended ${r.outcome ?? 'without an outcome'}: it may have been applied`,
       };
-    // A rejection that left something at the provider: a corrected request would make a second one.
+    // A `conflict` rejection (same key, other params: Stripe idempotency_error, IETF 422) says the key is
+    // already stored with something else — an effect may exist under it. A rejection of unknown reason
+    // (a receipt written before reasons were kept) proves nothing either.
+    // A rejection that still created something (a declined create+confirm leaves its PaymentIntent): a
+    // corrected request under a new key would make a second one. Finish or cancel it at the provider.
     if (r.created !== undefined)
       return {
         ok: false,
         why: `attempt ${r.attemptId} was rejected but left ${r.created} at the provider: a corrected request would make a second one (finish or cancel ${r.created} there, then mark-done or abandon)`,
       };
-    // A `conflict` rejection says the key already holds something else; an unrecorded reason proves nothing.
     if (r.outcome === 'rejected' && (r.rejectReason === undefined || r.rejectReason === 'conflict'))
       return {
         ok: false,
@@ -64,6 +67,11 @@ export function everyAttemptNotApplied(receipts: readonly Receipt[]): { ok: true
   if (!mine.some((r) => r.kind === 'dispatch' || r.kind === 'resend'))
     return { ok: false, why: 'no attempt of it is on record' };
   return { ok: true };
+}
+
+/** The number of the next revision (the first request is revision 1). */
+export function nextRevision(receipts: readonly Receipt[]): number {
+  return 1 + currentRevisionNumber(receipts);
 }
 
 /** The revision the receipts end in (1 until a first supersede). */

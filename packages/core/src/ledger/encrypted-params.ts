@@ -3,9 +3,11 @@ import { type ClaimResult, type Ledger, LedgerError, type OperationRecord } from
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 
 /**
- * Stored params encrypted at rest (AES-256-GCM under your key): the ledger keeps params so a resume or
- * recovery can re-send them; wrapped, only a process holding the key can read them. The rest of the row
- * is stored as before. Wrap any ledger: `encryptParams(createSqliteLedger(…), { key })`.
+ * Encryption of stored params at rest, as an option (issue 18). The ledger keeps each operation's
+ * params because a resume or a crash recovery must re-send the same request; wrapped with this, the
+ * store holds them as AES-256-GCM ciphertext under a key you supply, and only a process holding the
+ * key can read (or re-send) them. Everything else in the row — fingerprints, state, receipts, the
+ * provider's result — is stored as before. Wrap any ledger: `encryptParams(createSqliteLedger(…), { key })`.
  */
 export interface ParamsKey {
   /** Names the key in each stored envelope, so old rows stay readable after a rotation. */
@@ -90,13 +92,14 @@ export function encryptParams(inner: Ledger, options: EncryptParamsOptions): Led
   const openClaim = (r: ClaimResult): ClaimResult => ({ ...r, record: open(r.record) }) as ClaimResult;
 
   return {
-    capabilities: inner.capabilities,
+    ...(inner.capabilities ? { capabilities: inner.capabilities } : {}),
     claim: async (input) =>
       openClaim(await inner.claim({ ...input, params: seal(input.params, input.businessOperationId) })),
     renewLease: (ref, leaseMs, now) => inner.renewLease(ref, leaseMs, now),
     markDispatched: async (ref, now) => open(await inner.markDispatched(ref, now)),
     setState: async (ref, patch) => open(await inner.setState(ref, patch)),
-    handOff: async (ref, packet, now, receipt) => open(await inner.handOff(ref, packet, now, receipt)),
+    handOff: async (ref, packet, now, receipt) =>
+      open(await (receipt === undefined ? inner.handOff(ref, packet, now) : inner.handOff(ref, packet, now, receipt))),
     appendReceipt: (ref, receipt) => inner.appendReceipt(ref, receipt),
     release: (ref) => inner.release(ref),
     resolve: async (id, resolution, now) => open(await inner.resolve(id, resolution, now)),

@@ -10,14 +10,17 @@ import {
   type RetrySafetyCard,
 } from '@retrysafe/contract';
 import { cardMargin, durationMs, formatDuration } from '@retrysafe/contract/rules';
-import { defined } from '../defined.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import { exportReceiptsJsonl } from '../receipts.js';
 
 /**
- * How long a closed operation must stay in the ledger at least: the longest key retention of the cards
- * plus that card's clock-skew margin. While the provider holds a key, the record is what lets a repeat
- * adopt the first run's effect. `card` names the card that sets the floor (null: no card stores keys).
+ * How long a closed operation must stay in the ledger at least, by the cards: the longest time a
+ * provider keeps a key and its stored result (`retention.minimum`) plus that card's clock-skew
+ * margin. While a key is live at the provider, the ledger record is what ties a repeat of the same
+ * business operation to the effect the first run had (its result, its provider reference, its
+ * receipts); a record pruned earlier turns a repeat into a fresh claim whose send relies on the
+ * provider alone, and a record pruned while a late duplicate can still arrive loses the adopt path.
+ * `card` names the card that sets the floor (null: no card stores keys).
  */
 export function retentionFloor(cards: readonly RetrySafetyCard[]): {
   readonly ms: number;
@@ -44,7 +47,10 @@ export interface PruneLedgerOptions {
   readonly states?: readonly OperationState[];
   /** Count, delete nothing, write nothing. */
   readonly dryRun?: boolean;
-  /** Append each pruned operation's receipts and chain head here before deleting it (`ledger export` format). */
+  /**
+   * Append each pruned operation's receipts and chain head to this JSON Lines file BEFORE it is
+   * deleted, in the format of `ledger export` (so `ledger verify --file` checks it offline).
+   */
   readonly exportPath?: string;
   /** Epoch ms the age is counted from (default Date.now()). */
   readonly now?: number;
@@ -98,7 +104,12 @@ export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions): 
         exported++;
       }
     : undefined;
-  const { states, dryRun, batchSize } = options;
-  const report = await ledger.prune(defined({ before, states, dryRun: dryRun || undefined, onPrune, batchSize }));
+  const report = await ledger.prune({
+    before,
+    ...(options.states ? { states: options.states } : {}),
+    ...(options.dryRun ? { dryRun: true } : {}),
+    ...(onPrune ? { onPrune } : {}),
+    ...(options.batchSize !== undefined ? { batchSize: options.batchSize } : {}),
+  });
   return { ...report, before, olderThanMs, floor: { ...floor, forced: olderThanMs < floor.ms }, exported };
 }

@@ -14,9 +14,9 @@ import {
 } from '@retrysafe/contract';
 import { leaseLive, TERMINAL_STATES } from '@retrysafe/contract/ledger';
 import {
-  currentRevisionNumber,
   derivedProviderKey,
   needsFreshKey,
+  nextRevision,
   type Operation,
   paramsConflict,
   revisionKeySource,
@@ -154,7 +154,7 @@ export async function supersede(
   by: string,
 ): Promise<RunResult> {
   const { clock, ledger, log } = ctx;
-  const revision = currentRevisionNumber(receipts) + 1;
+  const revision = nextRevision(receipts);
   const freshKey = needsFreshKey(op.card);
   const providerKey = freshKey
     ? derivedProviderKey(op.adapter, op.opName, op.card, revisionKeySource(record.businessOperationId, revision))
