@@ -48,9 +48,10 @@ export interface Operation {
   readonly scope: RunScope | undefined;
 }
 
-/** What intake needs of the runner: its redaction and policy options. */
+/** What intake needs of the runner: its options and its cache of redactors per operation spec. */
 export interface IntakeContext {
   readonly options: { readonly redact?: RedactOptions | undefined; readonly policy?: PolicyOverrides | undefined };
+  readonly redactors: WeakMap<OperationSpec, Redactor>;
 }
 
 /**
@@ -81,7 +82,11 @@ function payloadOf(
   valuesFrom: readonly unknown[],
 ): CheckedPayload {
   return checkedPayload(params, intent, () => {
-    let redactor = createRedactor(ctx.options.redact ?? {}, spec.sensitiveFields ?? []);
+    let redactor = ctx.redactors.get(spec);
+    if (redactor === undefined) {
+      redactor = createRedactor(ctx.options.redact ?? {}, spec.sensitiveFields ?? []);
+      ctx.redactors.set(spec, redactor);
+    }
     for (const v of valuesFrom) redactor = redactor.withValuesFrom(v);
     return redactor;
   });

@@ -1,7 +1,7 @@
 /** What every part of the runner shares: the worker's ledger, clock and identity, its options, and its one log function. */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { HandoffSink, Ledger } from '@retrysafe/contract';
+import type { HandoffSink, Ledger, OperationSpec } from '@retrysafe/contract';
 import { type Clock, systemClock } from '../clock.js';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 import type { Operation } from '../intake/index.js';
@@ -42,6 +42,8 @@ export interface RunnerContext {
   readonly claimDispatches: boolean;
   readonly receiptWithState: boolean;
   readonly baseRedactor: Redactor;
+  /** Each operation spec's redactor before values (intake builds it once). */
+  readonly redactors: WeakMap<OperationSpec, Redactor>;
   readonly tele: Telemetry;
   readonly log: Log;
   /** The leases of this worker's calls in flight, kept by one timer. */
@@ -101,6 +103,7 @@ export function createContext(options: RunnerOptions): RunnerContext {
     claimDispatches: ledger.capabilities?.claimDispatch === true,
     receiptWithState: ledger.capabilities?.receiptWithState === true,
     baseRedactor,
+    redactors: new WeakMap(),
     tele,
     log,
   };
