@@ -71,10 +71,11 @@ export interface Telemetry {
   ): void;
 }
 
-/** The operation's attributes plus `more`, without the undefined ones. */
+/** The operation's attributes plus `more`, without the undefined ones (it runs for every event). */
 function attrs(operation: string, more: Record<string, string | number | boolean | undefined> = {}): Attributes {
-  const defined = Object.entries(more).filter(([, v]) => v !== undefined) as [string, string | number | boolean][];
-  return { 'retrysafe.operation': operation, ...Object.fromEntries(defined) };
+  const out: Attributes = { 'retrysafe.operation': operation };
+  for (const k in more) if (more[k] !== undefined) out[k] = more[k];
+  return out;
 }
 
 export function createTelemetry(options: TelemetryOptions | undefined, now: () => number): Telemetry {

@@ -228,3 +228,24 @@ describe('redaction: a secret and PII in params never reach receipts, packets, e
     expect(({} as { polluted?: unknown }).polluted).toBeUndefined();
   });
 });
+
+describe('redactor.params: a copy only where something is redacted', () => {
+  it('hands back the value itself when nothing in it is sensitive, and never changes what it was given', () => {
+    const redactor = createRedactor({ fields: ['customer.email'] });
+    const clean = { ref: 'PO-1', lines: [{ sku: 'A', qty: 2 }], at: 'tomorrow' };
+    expect(redactor.params(clean)).toBe(clean);
+
+    const dirty = { ref: 'PO-2', customer: { email: PII, name: 'Ann' }, lines: [{ sku: 'A' }], token: SECRET };
+    const before = structuredClone(dirty);
+    const out = redactor.params(dirty) as typeof dirty;
+    expect(out).not.toBe(dirty);
+    expect(out).toEqual({
+      ref: 'PO-2',
+      customer: { email: REDACTED, name: 'Ann' },
+      lines: [{ sku: 'A' }],
+      token: REDACTED,
+    });
+    expect(out.lines).toBe(dirty.lines); // untouched parts are shared, not copied
+    expect(dirty).toEqual(before);
+  });
+});
