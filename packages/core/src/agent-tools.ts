@@ -3,65 +3,30 @@ import { createHash } from 'node:crypto';
 import {
   type AdapterV1,
   asBusinessOperationId,
+  fingerprint,
   type HandoffPacket,
-  type JsonSchema,
   type Ledger,
   type OperationSpec,
   type RetrySafetyCard,
   validateCard,
 } from '@retrysafe/contract';
-import { agentIdempotentHint, describeNormalization } from '@retrysafe/contract/rules';
-import { preClaimRefusal, type RefusalAnswer, refusalAnswer } from './agent-refusal.js';
-import { type CardToolMeta, cardToolMeta } from './card-meta.js';
+import { agentIdempotentHint, describeNormalization, lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
+import { type RefusalAnswer, refusalAnswer } from './agent-refusal.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { identityOf } from './intake/index.js';
 import type { Runner, RunResult } from './runner/types.js';
 
-/** What an agent sees of one operation: tool name, description, input schema and hints from the card. */
-export interface AgentToolDefinition {
-  /** Safe for every model API and MCP: `^[a-zA-Z0-9_-]{1,64}$` (see safeToolName). */
-  readonly name: string;
-  /** `<provider>.<operation>`, as the card names it without the provider prefix. */
-  readonly qualifiedName: string;
-  readonly adapter: AdapterV1;
-  readonly operation: string;
-  readonly title: string;
-  readonly description: string;
-  readonly inputSchema: JsonSchema;
-  readonly annotations: {
-    readonly title: string;
-    readonly readOnlyHint: false;
-    readonly destructiveHint: boolean;
-    readonly idempotentHint: boolean;
-    readonly openWorldHint: true;
-  };
-  /** The card's digest and the facts that matter to a caller, under `retrysafe/card` (MCP tool `_meta`). */
-  readonly _meta: { readonly 'retrysafe/card': CardToolMeta };
-}
+type Message = { readonly message: string };
 
-/** The structured answer of a tool call. */
+/** The structured answer of a tool call: the runner's result without its receipts, and a message for the model. */
 export type AgentToolResult =
-  | {
-      readonly status: 'done';
-      readonly businessOperationId: string;
-      readonly providerRef: string | null;
-      readonly adopted: boolean;
-      readonly attempts: number;
-      readonly result: unknown;
-      readonly message: string;
-    }
-  | {
-      readonly status: 'in-progress';
-      readonly businessOperationId: string;
-      readonly retryAfterMs: number;
-      readonly message: string;
-    }
-  | {
+  | (Omit<Extract<RunResult, { status: 'done' }>, 'receipts'> & Message)
+  | (Pick<Extract<RunResult, { status: 'in-progress' }>, 'status' | 'businessOperationId' | 'retryAfterMs'> & Message)
+  | ({
       readonly status: 'needs-human';
       readonly businessOperationId: string;
       readonly handoff: HandoffSummary;
-      readonly message: string;
-    }
+    } & Message)
   /** Refused before anything was claimed or sent (agent-refusal.ts). */
   | RefusalAnswer;
 
@@ -69,7 +34,8 @@ export type HandoffSummary = Pick<HandoffPacket, 'reason' | 'explanation' | 'las
   readonly attempts: number;
 };
 
-const DESTRUCTIVE = new Set(['send', 'charge', 'delete', 'create', 'async-job', 'set', 'upsert']);
+/** Side-effect kinds an agent host should treat as destructive (an unknown kind is one too). */
+const DESTRUCTIVE = new Set(['send', 'charge', 'delete', 'create', 'async-job', 'set', 'upsert', 'unknown']);
 
 /** Function/tool names every big model API and MCP client accepts. */
 export const SAFE_TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -101,49 +67,75 @@ function normalisationText(card: RetrySafetyCard): string {
   return parts.join(' ');
 }
 
-/** Tool definitions for the given operations of the given adapters (default: all of them). */
+/** The card facts a host or a calling agent may want without reading the card whole (MCP tool `_meta`). */
+function cardFacts(card: RetrySafetyCard) {
+  return {
+    /** `sha256:` + hex of the card's canonical JSON: which card (and version of it) the tool runs under. */
+    digest: fingerprint(card),
+    cardVersion: card.cardVersion,
+    operation: card.operation,
+    sideEffect: String(card.sideEffect.kind.value),
+    idempotentByNature: card.sideEffect.idempotentByNature.value,
+    /** The intent fields: calls that agree on them are one business operation. */
+    intentFields: card.businessOperationId.intentFields,
+    /** After an unknown outcome the runner may re-send with the same key (inside `keyRetention`). */
+    sameKeyResend: resendSafety(card, null, 0).safe,
+    keyRetention: card.retention.minimum.value,
+    /** The runner can look up what the provider stored after an unknown outcome. */
+    lookup: lookupAvailable(card),
+    lookupDelay: card.lookup.consistencyDelay.value,
+    /** Facts the card does not know: the runner will not rely on them. */
+    unknowns: validateCard(card).unknowns,
+  } as const;
+}
+
+/** What an agent sees of one operation: tool name, description, input schema and hints from the card. */
+function toolOf(adapter: AdapterV1, operation: string, spec: OperationSpec) {
+  const card = spec.card;
+  const facts = cardFacts(card);
+  const description = [
+    spec.description,
+    `Retry-safe: the business-operation id is derived from the intent fields (${spec.intentFields.join(', ')}), not from this call's id. If you got no answer, or an error that is not a conflict, call again with the same arguments: the retry maps to the same operation and returns its result instead of doing it twice.`,
+    'Changing an intent field makes it a different operation; changing other arguments of an operation already started is refused as a conflict (the answer names the differing paths). After a rejection that nothing applied (needs-human with field errors), calling again with corrected arguments and the same intent sends the corrected request.',
+    normalisationText(card),
+    'Every answer carries the businessOperationId; after a timeout of your own, calling again with the same arguments is the way back to it.',
+    'Answers: status "done" (with the provider reference; adopted=true if it had already happened), "in-progress" (check back later with retrysafe_status), "needs-human" (a person must decide; do not retry as is), "conflict", "invalid-input" (with field errors; nothing was sent).',
+    facts.unknowns.length
+      ? `Provider facts not verified: ${facts.unknowns.join(', ')} — retrysafe will not resend where they matter.`
+      : '',
+  ];
+  const title = `${adapter.provider}: ${operation}`;
+  return {
+    /** Safe for every model API and MCP: `^[a-zA-Z0-9_-]{1,64}$` (see safeToolName). */
+    name: safeToolName(adapter.provider, operation),
+    adapter,
+    operation,
+    title,
+    description: description.filter(Boolean).join('\n'),
+    inputSchema: spec.paramsSchema,
+    annotations: {
+      title,
+      readOnlyHint: false,
+      destructiveHint: DESTRUCTIVE.has(String(card.sideEffect.kind.value)),
+      idempotentHint: agentIdempotentHint(card),
+      openWorldHint: true,
+    },
+    _meta: { 'retrysafe/card': facts },
+  } as const;
+}
+
+export type AgentToolDefinition = ReturnType<typeof toolOf>;
+
+/** Tool definitions for the given operations of the given adapters (default: all of them), by tool name or `<provider>.<operation>`. */
 export function agentTools(adapters: readonly AdapterV1[], only?: readonly string[]): AgentToolDefinition[] {
   const tools: AgentToolDefinition[] = [];
   for (const adapter of adapters) {
     for (const [name, spec] of Object.entries(adapter.operations) as [string, OperationSpec][]) {
-      const qualified = `${adapter.provider}.${name}`;
       const full = safeToolName(adapter.provider, name);
-      if (only && !only.includes(full) && !only.includes(qualified)) continue;
+      if (only && !only.includes(full) && !only.includes(`${adapter.provider}.${name}`)) continue;
       if (tools.some((t) => t.name === full))
         throw new RunnerConfigurationError('agentTools', `two operations map to the tool name ${full}`);
-      const card = spec.card;
-      const unknowns = validateCard(card).unknowns;
-      const description = [
-        spec.description,
-        `Retry-safe: the business-operation id is derived from the intent fields (${spec.intentFields.join(', ')}), not from this call's id. If you got no answer, or an error that is not a conflict, call again with the same arguments: the retry maps to the same operation and returns its result instead of doing it twice.`,
-        'Changing an intent field makes it a different operation; changing other arguments of an operation already started is refused as a conflict (the answer names the differing paths). After a rejection that nothing applied (needs-human with field errors), calling again with corrected arguments and the same intent sends the corrected request.',
-        normalisationText(card),
-        'Every answer carries the businessOperationId; after a timeout of your own, calling again with the same arguments is the way back to it.',
-        'Answers: status "done" (with the provider reference; adopted=true if it had already happened), "in-progress" (check back later with retrysafe_status), "needs-human" (a person must decide; do not retry as is), "conflict", "invalid-input" (with field errors; nothing was sent).',
-        unknowns.length
-          ? `Provider facts not verified: ${unknowns.join(', ')} — retrysafe will not resend where they matter.`
-          : '',
-      ]
-        .filter(Boolean)
-        .join('\n');
-      tools.push({
-        name: full,
-        qualifiedName: qualified,
-        adapter,
-        operation: name,
-        title: `${adapter.provider}: ${name}`,
-        description,
-        inputSchema: spec.paramsSchema,
-        _meta: cardToolMeta(card),
-        annotations: {
-          title: `${adapter.provider}: ${name}`,
-          readOnlyHint: false,
-          destructiveHint:
-            DESTRUCTIVE.has(String(card.sideEffect.kind.value)) || card.sideEffect.kind.value === 'unknown',
-          idempotentHint: agentIdempotentHint(card),
-          openWorldHint: true,
-        },
-      });
+      tools.push(toolOf(adapter, name, spec));
     }
   }
   return tools;
@@ -156,16 +148,13 @@ export function summarizeHandoff(p: HandoffPacket): HandoffSummary {
 
 export function toAgentResult(r: RunResult): AgentToolResult {
   switch (r.status) {
-    case 'done':
-      return {
-        status: 'done',
-        businessOperationId: r.businessOperationId,
-        providerRef: r.providerRef,
-        adopted: r.adopted,
-        attempts: r.attempts,
-        result: r.result,
-        message: r.adopted ? 'Already done earlier: this is the existing result, nothing was done twice.' : 'Done.',
-      };
+    case 'done': {
+      const { receipts: _receipts, ...done } = r;
+      const message = r.adopted
+        ? 'Already done earlier: this is the existing result, nothing was done twice.'
+        : 'Done.';
+      return { ...done, message };
+    }
     case 'in-progress':
       return {
         status: 'in-progress',
@@ -189,15 +178,6 @@ export function toAgentResult(r: RunResult): AgentToolResult {
   }
 }
 
-/** The id these arguments name, or null when their intent fields cannot give one. */
-function idOf(spec: OperationSpec, args: unknown): string | null {
-  try {
-    return identityOf(spec, { params: args }).id;
-  } catch {
-    return null;
-  }
-}
-
 /** Runs one tool call and maps every answer, a refusal before the claim included (refusalAnswer), to a structured result. */
 export async function callAgentTool(
   runner: Runner,
@@ -209,13 +189,15 @@ export async function callAgentTool(
   try {
     return toAgentResult(await runner.run(tool.adapter, tool.operation, { params, runId: call.runId }));
   } catch (e) {
-    const refusal = preClaimRefusal(e);
-    if (refusal === null) throw e;
-    const spec = tool.adapter.operations[tool.operation]!;
-    return refusalAnswer(
-      refusal,
-      refusal.kind === 'invalid-intent' || refusal.kind === 'conflict' ? null : idOf(spec, params),
-    );
+    const answer = refusalAnswer(e, () => {
+      try {
+        return identityOf(tool.adapter.operations[tool.operation]!, { params }).id;
+      } catch {
+        return null; // the intent fields cannot give an id either
+      }
+    });
+    if (answer === null) throw e;
+    return answer;
   }
 }
 

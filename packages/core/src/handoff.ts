@@ -31,81 +31,63 @@ function attemptOf(r: Receipt): HandoffAttempt {
   return defined({ attemptId, runId, kind, at, outcome, status, code, providerRef, requestId, created });
 }
 
-/** The safe next actions a person can take, each marked safe or not with the reason. */
-export function safeNextActions(
-  reason: HandoffReason,
-  record: OperationRecord,
-  resendSafe: boolean,
-  correctable = false,
-  resumeNote?: string,
-): SafeAction[] {
-  // `claimed` after dispatches is written only when every attempt so far is known not to have applied.
-  const neverApplied = record.firstDispatchedAt === null || record.state === 'claimed';
+/** Whether resuming is safe, and why; `created`: an object a rejected attempt left at the provider. */
+function resumeAction(input: PacketInput, created: string | undefined): SafeAction {
   const resume = (safe: boolean, why: string): SafeAction => ({ action: 'resume', safe, why });
-  let resumeAction: SafeAction;
-  if (reason === 'rejected')
-    resumeAction = resume(
+  if (created !== undefined)
+    return resume(
+      false,
+      `the rejected attempt left ${created} at the provider: a new request (corrected or not) would make a second one — continue on ${created} there`,
+    );
+  if (input.reason === 'rejected')
+    return resume(
       false,
       'the provider rejected this request; sending it again as is will be rejected again — fix the cause (or start a new operation) first',
     );
-  else if (resumeNote !== undefined) resumeAction = resume(false, resumeNote);
-  else if (resendSafe)
-    resumeAction = resume(
+  if (input.resumeNote !== undefined) return resume(false, input.resumeNote);
+  if (input.resendSafe)
+    return resume(
       true,
       'a re-send with the same provider key cannot create a second effect (the provider folds it into the first)',
     );
-  else if (neverApplied) resumeAction = resume(true, 'the last thing known is that the effect was not applied');
-  else
-    resumeAction = resume(
-      false,
-      'the effect may already exist and the provider does not fold re-sends together: check the provider before resuming, or it may happen twice',
-    );
-  return [
-    resumeAction,
-    ...(correctable
-      ? [
-          {
-            action: 'resend-with' as const,
-            safe: true,
-            why: 'every attempt was rejected or not applied: corrected params under the same intent are sent as a new revision (--resend-with <params.json>, or the caller calls again with them)',
-          },
-        ]
-      : []),
+  // `claimed` after dispatches is written only when every attempt so far is known not to have applied.
+  if (input.record.firstDispatchedAt === null || input.record.state === 'claimed')
+    return resume(true, 'the last thing known is that the effect was not applied');
+  return resume(
+    false,
+    'the effect may already exist and the provider does not fold re-sends together: check the provider before resuming, or it may happen twice',
+  );
+}
+
+/** The actions a person can take, each marked safe or not with the reason. */
+function nextActions(input: PacketInput, created: string | undefined): SafeAction[] {
+  const actions = [resumeAction(input, created)];
+  if ((input.reason === 'rejected' || input.reason === 'retry-exhausted') && everyAttemptNotApplied(input.receipts).ok)
+    actions.push({
+      action: 'resend-with',
+      safe: true,
+      why: 'every attempt was rejected or not applied: corrected params under the same intent are sent as a new revision (--resend-with <params.json>, or the caller calls again with them)',
+    });
+  actions.push(
     {
       action: 'mark-done',
       safe: true,
-      why: 'once you have confirmed at the provider that the effect exists; record its reference',
+      why:
+        created === undefined
+          ? 'once you have confirmed at the provider that the effect exists; record its reference'
+          : `once ${created} is finished at the provider (or another reference you confirmed there); record it`,
     },
     { action: 'abandon', safe: true, why: 'retrysafe stops; nothing at the provider is undone' },
-  ];
-}
-
-/** When a rejected attempt left an object at the provider, the actions say to continue on it there: any new request makes a second one. */
-function leftBehind(actions: SafeAction[], created: string | undefined): SafeAction[] {
-  if (created === undefined) return actions;
-  return actions.map((a) => {
-    if (a.action === 'resume')
-      return {
-        ...a,
-        safe: false,
-        why: `the rejected attempt left ${created} at the provider: a new request (corrected or not) would make a second one — continue on ${created} there`,
-      };
-    if (a.action === 'mark-done')
-      return {
-        ...a,
-        why: `once ${created} is finished at the provider (or another reference you confirmed there); record it`,
-      };
-    return a;
-  });
+  );
+  return actions;
 }
 
 /** A handoff packet (docs/concepts.md, "Handoff and receipts"): built from receipts only, so no params, secrets or PII. */
 export function buildPacket(input: PacketInput): HandoffPacket {
   const { record, receipts } = input;
   const last = receipts.at(-1);
-  const lastRef =
-    [...receipts].reverse().find((r) => r.providerRef !== undefined)?.providerRef ?? record.providerRef ?? undefined;
-  const created = [...receipts].reverse().find((r) => r.created !== undefined)?.created;
+  const lastRef = receipts.findLast((r) => r.providerRef !== undefined)?.providerRef ?? record.providerRef ?? undefined;
+  const created = receipts.findLast((r) => r.created !== undefined)?.created;
   return {
     businessOperationId: record.businessOperationId,
     provider: record.provider,
@@ -124,31 +106,19 @@ export function buildPacket(input: PacketInput): HandoffPacket {
       fields: last?.fields,
       created,
     }),
-    safeNextActions: leftBehind(
-      safeNextActions(
-        input.reason,
-        record,
-        input.resendSafe,
-        (input.reason === 'rejected' || input.reason === 'retry-exhausted') && everyAttemptNotApplied(receipts).ok,
-        input.resumeNote,
-      ),
-      created,
-    ),
+    safeNextActions: nextActions(input, created),
     createdAt: new Date(input.now).toISOString(),
   };
 }
 
 /** Hands packets to your function (e.g. open a ticket, page someone). */
 export function callbackHandoffSink(callback: (packet: HandoffPacket) => void | Promise<void>): HandoffSink {
-  if (typeof callback !== 'function')
-    throw new RunnerConfigurationError('handoff', 'callbackHandoffSink needs a function');
   return { send: (packet) => callback(packet) };
 }
 
 /** Appends each packet as one JSON line to `path` (directories created). */
 export function jsonlHandoffSink(path: string): HandoffSink {
-  if (typeof path !== 'string' || path.length === 0)
-    throw new RunnerConfigurationError('handoff', 'jsonlHandoffSink needs a file path');
+  if (!path) throw new RunnerConfigurationError('handoff', 'jsonlHandoffSink needs a file path');
   return {
     async send(packet) {
       await mkdir(dirname(path), { recursive: true });

@@ -3,7 +3,6 @@
  * the testkit's explorer) and for tests. Not a user API: it changes with the runner.
  */
 export { decide, MAYBE_APPLIED_STATES, type Observation, observationPatch } from './decide.js';
-export { safeNextActions } from './handoff.js';
 export { assertParams, identityOf, paramsErrors, resolvePolicy } from './intake/index.js';
 export { receiptHash, sealReceipt } from './receipts.js';
 export { createRedactor, detectSensitive, personRef, type Redactor } from './redact.js';
