@@ -55,21 +55,7 @@ export interface RunScope {
   attempt: Span | null;
 }
 
-export interface Telemetry {
-  /** Runs one `runner.run()` inside its span (`fn` gets the scope to pass to `event`); counts the operation by how it ended. */
-  run<T extends { readonly status: string; readonly adopted?: boolean }>(
-    info: { readonly operation: string; readonly provider: string; readonly businessOperationId: string },
-    fn: (scope: RunScope) => Promise<T>,
-  ): Promise<T>;
-  /** One runner event (the same entry the logger gets). */
-  event(
-    event: string,
-    level: 'info' | 'warn',
-    fields: EventFields | undefined,
-    operation: string | undefined,
-    scope?: RunScope,
-  ): void;
-}
+export type Telemetry = ReturnType<typeof createTelemetry>;
 
 /** The operation's attributes plus `more`, without the undefined ones (it runs for every event). */
 function attrs(operation: string, more: Record<string, string | number | boolean | undefined> = {}): Attributes {
@@ -78,7 +64,7 @@ function attrs(operation: string, more: Record<string, string | number | boolean
   return out;
 }
 
-export function createTelemetry(options: TelemetryOptions | undefined, now: () => number): Telemetry {
+export function createTelemetry(options: TelemetryOptions | undefined, now: () => number) {
   const api = require('@opentelemetry/api') as OtelApi;
   const tracer = (options?.tracerProvider ?? api.trace.getTracerProvider()).getTracer(TELEMETRY.scope);
   const meter = (options?.meterProvider ?? api.metrics.getMeterProvider()).getMeter(TELEMETRY.scope);
@@ -96,7 +82,11 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
   });
 
   return {
-    async run(info, fn) {
+    /** Runs one `runner.run()` inside its span (`fn` gets the scope to pass to `event`); counts the operation by how it ended. */
+    async run<T extends { readonly status: string; readonly adopted?: boolean }>(
+      info: { readonly operation: string; readonly provider: string; readonly businessOperationId: string },
+      fn: (scope: RunScope) => Promise<T>,
+    ): Promise<T> {
       const span = tracer.startSpan(TELEMETRY.runSpan, {
         kind: api.SpanKind.INTERNAL,
         startTime: now(),
@@ -126,7 +116,14 @@ export function createTelemetry(options: TelemetryOptions | undefined, now: () =
       }
     },
 
-    event(event, level, fields, operation, s) {
+    /** One runner event (the same entry the logger gets). */
+    event(
+      event: string,
+      level: 'info' | 'warn',
+      fields: EventFields | undefined,
+      operation: string | undefined,
+      s?: RunScope,
+    ): void {
       const op = operation ?? s?.operation ?? '';
       const f = fields ?? {};
       switch (event) {

@@ -22,7 +22,5 @@ export class AdapterContractError extends RetrysafeError {
   }
   static override isInstance = markerGuard<AdapterContractError>(marker);
   /** `instanceof` by the marker too: the bundled root and the subpath entries each hold a copy of this class. */
-  static [Symbol.hasInstance](value: unknown): boolean {
-    return AdapterContractError.isInstance(value);
-  }
+  static [Symbol.hasInstance] = AdapterContractError.isInstance;
 }

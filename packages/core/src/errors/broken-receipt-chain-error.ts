@@ -24,7 +24,5 @@ export class BrokenReceiptChainError extends RetrysafeError {
   }
   static override isInstance = markerGuard<BrokenReceiptChainError>(marker);
   /** `instanceof` by the marker too: the bundled root and the subpath entries each hold a copy of this class. */
-  static [Symbol.hasInstance](value: unknown): boolean {
-    return BrokenReceiptChainError.isInstance(value);
-  }
+  static [Symbol.hasInstance] = BrokenReceiptChainError.isInstance;
 }

@@ -13,7 +13,5 @@ export class RunnerConfigurationError extends RetrysafeError {
   }
   static override isInstance = markerGuard<RunnerConfigurationError>(marker);
   /** `instanceof` by the marker too: the bundled root and the ./agent and ./internal entries each hold a copy of this class. */
-  static [Symbol.hasInstance](value: unknown): boolean {
-    return RunnerConfigurationError.isInstance(value);
-  }
+  static [Symbol.hasInstance] = RunnerConfigurationError.isInstance;
 }

@@ -3,11 +3,9 @@ import { type ClaimResult, type Ledger, LedgerError, type OperationRecord } from
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
 
 /**
- * Encryption of stored params at rest, as an option (issue 18). The ledger keeps each operation's
- * params because a resume or a crash recovery must re-send the same request; wrapped with this, the
- * store holds them as AES-256-GCM ciphertext under a key you supply, and only a process holding the
- * key can read (or re-send) them. Everything else in the row — fingerprints, state, receipts, the
- * provider's result — is stored as before. Wrap any ledger: `encryptParams(createSqliteLedger(…), { key })`.
+ * Params at rest as AES-256-GCM ciphertext under a key you supply: the ledger keeps them so a resume or a
+ * recovery can re-send the same request, and only a process holding the key can read (or re-send) them.
+ * Wrap any ledger: `encryptParams(createSqliteLedger(…), { key })`.
  */
 export interface ParamsKey {
   /** Names the key in each stored envelope, so old rows stay readable after a rotation. */
@@ -36,22 +34,17 @@ const isEnvelope = (v: unknown): v is Envelope =>
   typeof v === 'object' && v !== null && (v as Envelope).$retrysafeEncrypted === 'aes-256-gcm/v1';
 
 function derive(key: ParamsKey): Buffer {
-  if (!key || typeof key.id !== 'string' || !KEY_ID.test(key.id))
+  if (!KEY_ID.test(key.id))
     throw new RunnerConfigurationError('encryptParams.key.id', '1-64 characters of A-Z a-z 0-9 _ . -');
-  const secret =
-    typeof key.secret === 'string'
-      ? Buffer.from(key.secret, 'utf8')
-      : key.secret instanceof Uint8Array
-        ? Buffer.from(key.secret)
-        : null;
-  if (!secret || secret.length < 16)
+  const secret = typeof key.secret === 'string' ? Buffer.from(key.secret, 'utf8') : Buffer.from(key.secret);
+  if (secret.length < 16)
     throw new RunnerConfigurationError('encryptParams.key.secret', 'at least 16 bytes (the value is not shown)');
   return Buffer.from(hkdfSync('sha256', secret, Buffer.from('retrysafe'), Buffer.from(`params-at-rest:${key.id}`), 32));
 }
 
 /** A ledger that stores params encrypted and hands them back decrypted. */
 export function encryptParams(inner: Ledger, options: EncryptParamsOptions): Ledger {
-  const current = { id: options.key?.id, bytes: derive(options.key) };
+  const current = { id: options.key.id, bytes: derive(options.key) };
   const ring = new Map<string, Buffer>([[current.id, current.bytes]]);
   for (const k of options.previous ?? []) ring.set(k.id, derive(k));
 
@@ -98,8 +91,7 @@ export function encryptParams(inner: Ledger, options: EncryptParamsOptions): Led
     renewLease: (ref, leaseMs, now) => inner.renewLease(ref, leaseMs, now),
     markDispatched: async (ref, now) => open(await inner.markDispatched(ref, now)),
     setState: async (ref, patch) => open(await inner.setState(ref, patch)),
-    handOff: async (ref, packet, now, receipt) =>
-      open(await (receipt === undefined ? inner.handOff(ref, packet, now) : inner.handOff(ref, packet, now, receipt))),
+    handOff: async (ref, packet, now, receipt) => open(await inner.handOff(ref, packet, now, receipt)),
     appendReceipt: (ref, receipt) => inner.appendReceipt(ref, receipt),
     release: (ref) => inner.release(ref),
     resolve: async (id, resolution, now) => open(await inner.resolve(id, resolution, now)),

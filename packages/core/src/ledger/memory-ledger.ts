@@ -1,18 +1,4 @@
-import type {
-  BusinessOperationId,
-  ClaimInput,
-  ClaimResult,
-  Fenced,
-  HandoffPacket,
-  Ledger,
-  ListFilter,
-  OperationRecord,
-  OperationState,
-  PruneOptions,
-  PruneReport,
-  Receipt,
-  StatePatch,
-} from '@retrysafe/contract';
+import type { Fenced, Ledger, OperationRecord, OperationState, Receipt } from '@retrysafe/contract';
 import {
   chainedTransition,
   checkFence,
@@ -46,21 +32,20 @@ export function createMemoryLedger(): Ledger {
     records.set(r.businessOperationId, clone(r));
     return r;
   };
-  /** Checks the receipt against the operation's receipts; returns the commit step (so a refused state writes neither). */
-  const receiptStep = (ref: Fenced, receipt: Receipt | undefined): (() => void) => {
-    if (receipt === undefined) return () => undefined;
-    const list = receipts.get(ref.businessOperationId);
-    checkReceipt(ref, receipt, list?.at(-1)?.seq ?? 0);
-    const copy = clone(receipt);
-    return () => {
-      if (list !== undefined) list.push(copy);
-      else receipts.set(ref.businessOperationId, [copy]);
-    };
+  /** Appends a copy of the receipt after checking it is the operation's next; the record then carries the chain's head. */
+  const chain = (ref: Fenced, next: OperationRecord, receipt: Receipt | undefined) => {
+    if (receipt !== undefined) {
+      const list = receipts.get(ref.businessOperationId);
+      checkReceipt(ref, receipt, list?.at(-1)?.seq ?? 0);
+      if (list !== undefined) list.push(clone(receipt));
+      else receipts.set(ref.businessOperationId, [clone(receipt)]);
+    }
+    return put(chainedTransition(next, receipt));
   };
 
   return {
     capabilities: { claimDispatch: true, receiptWithState: true },
-    async claim(input: ClaimInput): Promise<ClaimResult> {
+    async claim(input) {
       open();
       const { result, write } = claimTransition(records.get(input.businessOperationId) ?? null, clone(input));
       if (write === null) return clone(result); // it holds the stored record
@@ -76,24 +61,18 @@ export function createMemoryLedger(): Ledger {
       open();
       return put(dispatchedTransition(fenced(ref), now));
     },
-    async setState(ref, patch: StatePatch) {
+    async setState(ref, patch) {
       open();
-      const { receipt: _receipt, durability: _durability, ...fields } = patch;
-      const next = setStateTransition(fenced(ref), clone(fields));
-      receiptStep(ref, patch.receipt)();
-      return put(chainedTransition(next, patch.receipt));
+      const { receipt, durability: _durability, ...fields } = patch;
+      return chain(ref, setStateTransition(fenced(ref), clone(fields)), receipt);
     },
-    async handOff(ref, packet: HandoffPacket, now, receipt?: Receipt) {
+    async handOff(ref, packet, now, receipt) {
       open();
-      const next = handOffTransition(fenced(ref), clone(packet), now);
-      receiptStep(ref, receipt)();
-      return put(chainedTransition(next, receipt));
+      return chain(ref, handOffTransition(fenced(ref), clone(packet), now), receipt);
     },
     async appendReceipt(ref, receipt) {
       open();
-      const current = fenced(ref);
-      receiptStep(ref, receipt)();
-      put(chainedTransition(current, receipt));
+      chain(ref, fenced(ref), receipt);
     },
     async release(ref) {
       open();
@@ -103,12 +82,12 @@ export function createMemoryLedger(): Ledger {
       open();
       return put(resolveTransition(records.get(id) ?? null, id, resolution, now));
     },
-    async get(id: BusinessOperationId) {
+    async get(id) {
       open();
       const r = records.get(id);
       return r ? clone(r) : null;
     },
-    async list(filter: ListFilter = {}) {
+    async list(filter = {}) {
       open();
       let out = [...records.values()];
       if (filter.states) out = out.filter((r) => filter.states!.includes(r.state));
@@ -129,7 +108,7 @@ export function createMemoryLedger(): Ledger {
         .sort((a, b) => a.updatedAt - b.updatedAt);
       return clone(limit !== undefined ? out.slice(0, limit) : out);
     },
-    async prune(options: PruneOptions): Promise<PruneReport> {
+    async prune(options) {
       open();
       const states = checkPruneOptions(options);
       const byState: Partial<Record<OperationState, number>> = {};

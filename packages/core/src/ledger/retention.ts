@@ -14,13 +14,10 @@ import { RunnerConfigurationError } from '../errors/runner-configuration-error.j
 import { exportReceiptsJsonl } from '../receipts.js';
 
 /**
- * How long a closed operation must stay in the ledger at least, by the cards: the longest time a
- * provider keeps a key and its stored result (`retention.minimum`) plus that card's clock-skew
- * margin. While a key is live at the provider, the ledger record is what ties a repeat of the same
- * business operation to the effect the first run had (its result, its provider reference, its
- * receipts); a record pruned earlier turns a repeat into a fresh claim whose send relies on the
- * provider alone, and a record pruned while a late duplicate can still arrive loses the adopt path.
- * `card` names the card that sets the floor (null: no card stores keys).
+ * How long a closed operation must stay in the ledger at least: the longest key retention of the cards
+ * (`retention.minimum`) plus that card's clock-skew margin. While the provider holds a key, the record is
+ * what ties a repeat to the first run's effect; pruned earlier, a repeat is a fresh claim and loses the
+ * adopt path. `card` names the card that sets the floor (null: no card stores keys).
  */
 export function retentionFloor(cards: readonly RetrySafetyCard[]): {
   readonly ms: number;
@@ -104,12 +101,7 @@ export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions): 
         exported++;
       }
     : undefined;
-  const report = await ledger.prune({
-    before,
-    ...(options.states ? { states: options.states } : {}),
-    ...(options.dryRun ? { dryRun: true } : {}),
-    ...(onPrune ? { onPrune } : {}),
-    ...(options.batchSize !== undefined ? { batchSize: options.batchSize } : {}),
-  });
+  const { states, dryRun, batchSize } = options;
+  const report = await ledger.prune({ before, states, dryRun, onPrune, batchSize });
   return { ...report, before, olderThanMs, floor: { ...floor, forced: olderThanMs < floor.ms }, exported };
 }
