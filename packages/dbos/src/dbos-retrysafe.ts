@@ -94,41 +94,7 @@ export interface DbosMessageSender {
 /** A person's decision, as sent to the waiting workflow. */
 export type DbosResolutionMessage = Resolution & { readonly by?: string };
 
-export interface DbosRetrysafe {
-  readonly runner: Runner;
-  readonly ledger: PostgresLedger;
-  /** Spread into `DBOS.setConfig`: DBOS's system database on the same PostgreSQL as the ledger. */
-  dbosConfig(): { readonly systemDatabaseUrl: string } | { readonly systemDatabasePool: pg.Pool };
-  /**
-   * Inside a DBOS workflow: performs the operation as one DBOS step (retries off), or inside the current
-   * step when called from one. Never throws for a handoff: it returns `status: 'handed-off'`.
-   */
-  run(
-    adapter: AdapterV1,
-    operation: string,
-    input: DbosRunInput,
-    options?: DbosStepOptions,
-  ): Promise<DbosOperationOutcome>;
-  /** `run` bound to one operation, for use as a workflow's step function. */
-  step(
-    adapter: AdapterV1,
-    operation: string,
-    options?: DbosStepOptions,
-  ): (input: DbosRunInput) => Promise<DbosOperationOutcome>;
-  /**
-   * Inside the workflow that got a `handed-off` outcome: publishes the handoff as a DBOS event
-   * (`handoffEventKey`), then waits durably (`DBOS.recv`) for a person's decision sent with
-   * `sendResolution`, or for a resolution made in the ledger directly. Other outcomes come back unchanged.
-   */
-  awaitResolution(
-    adapter: AdapterV1,
-    outcome: DbosOperationOutcome,
-    options?: AwaitResolutionOptions,
-  ): Promise<DbosOperationOutcome>;
-  close(): Promise<void>;
-}
-
-const RUN_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const RUN_ID = /^[A-Za-z0-9._:-]{1,96}$/;
 const hash = (s: string) => createHash('sha256').update(s).digest('hex');
 
 /** The DBOS message topic a workflow waits on for the resolution of one handed-off operation. */
@@ -160,7 +126,7 @@ export async function sendResolution(
  * UUIDs always are), else `dbos-wf-` and a hash of it.
  */
 export function runIdForWorkflow(workflowId: string): string {
-  return RUN_ID.test(workflowId) && workflowId.length <= 96 ? workflowId : `dbos-wf-${hash(workflowId).slice(0, 40)}`;
+  return RUN_ID.test(workflowId) ? workflowId : `dbos-wf-${hash(workflowId).slice(0, 40)}`;
 }
 
 /**
@@ -168,7 +134,7 @@ export function runIdForWorkflow(workflowId: string): string {
  * id names the DBOS step; the tag is new each time DBOS executes the step (a step re-executed after a
  * crash keeps its step id), so no two provider calls ever share an attempt id.
  */
-export function attemptIdsForStep(runId: string, stepId: number): () => string {
+function attemptIdsForStep(runId: string, stepId: number): () => string {
   const tag = randomBytes(4).toString('hex');
   let n = 0;
   return () => `${runId}:s${stepId}.${tag}.${++n}`;
@@ -193,13 +159,11 @@ function refuseEngineRetries(options: object | undefined): void {
 }
 
 function isResolution(r: unknown): r is DbosResolutionMessage {
-  if (typeof r !== 'object' || r === null) return false;
-  const a = (r as { action?: unknown }).action;
-  if (a === 'resume' || a === 'abandon') return true;
+  const { action, providerRef } = (r ?? {}) as { action?: unknown; providerRef?: unknown };
   return (
-    a === 'mark-done' &&
-    typeof (r as { providerRef?: unknown }).providerRef === 'string' &&
-    (r as { providerRef: string }).providerRef.length > 0
+    action === 'resume' ||
+    action === 'abandon' ||
+    (action === 'mark-done' && typeof providerRef === 'string' && providerRef !== '')
   );
 }
 
@@ -301,7 +265,7 @@ async function resolveStep(
   runId: string,
   attemptIds: () => string,
 ): Promise<DbosOperationOutcome | null> {
-  if (message !== null && isResolution(message)) {
+  if (isResolution(message)) {
     const by = typeof message.by === 'string' ? message.by : undefined;
     try {
       return fromRunResult(await runner.resolve(id, message, { adapters: [adapter], runId, attemptIds, by }));
@@ -358,8 +322,8 @@ async function awaitResolution(
  * checkpoints the step's output, so after a crash DBOS executes the step again and the runner decides
  * from the ledger (adopt, look up / re-send with the same key, or hand off) — never a blind second send.
  */
-export function createDbosRetrysafe(options: DbosRetrysafeOptions): DbosRetrysafe {
-  if (!options || (!options.databaseUrl && !options.pool))
+export function createDbosRetrysafe(options: DbosRetrysafeOptions) {
+  if (!options.databaseUrl && !options.pool)
     throw new TypeError(
       'createDbosRetrysafe needs { databaseUrl } (or { pool }): one PostgreSQL for DBOS and the ledger',
     );
@@ -371,13 +335,28 @@ export function createDbosRetrysafe(options: DbosRetrysafeOptions): DbosRetrysaf
   const parts: Parts = { ledger, runner: createRunner({ ...runnerOptions, ledger }) };
   return {
     ...parts,
+    /** Spread into `DBOS.setConfig`: DBOS's system database on the same PostgreSQL as the ledger. */
     dbosConfig: () => (pool ? { systemDatabasePool: pool } : { systemDatabaseUrl: databaseUrl! }),
-    run: (adapter, operation, input, stepOptions) => runOperation(parts, adapter, operation, input, stepOptions),
-    step: (adapter, operation, stepOptions) => {
+    /**
+     * Inside a DBOS workflow: performs the operation as one DBOS step (retries off), or inside the current
+     * step when called from one. Never throws for a handoff: it returns `status: 'handed-off'`.
+     */
+    run: (adapter: AdapterV1, operation: string, input: DbosRunInput, stepOptions?: DbosStepOptions) =>
+      runOperation(parts, adapter, operation, input, stepOptions),
+    /** `run` bound to one operation, for use as a workflow's step function. */
+    step: (adapter: AdapterV1, operation: string, stepOptions?: DbosStepOptions) => {
       refuseEngineRetries(stepOptions);
-      return (input) => runOperation(parts, adapter, operation, input, stepOptions);
+      return (input: DbosRunInput) => runOperation(parts, adapter, operation, input, stepOptions);
     },
-    awaitResolution: (adapter, outcome, waitOptions) => awaitResolution(parts, adapter, outcome, waitOptions),
+    /**
+     * Inside the workflow that got a `handed-off` outcome: publishes the handoff as a DBOS event
+     * (`handoffEventKey`), then waits durably (`DBOS.recv`) for a person's decision sent with
+     * `sendResolution`, or for a resolution made in the ledger directly. Other outcomes come back unchanged.
+     */
+    awaitResolution: (adapter: AdapterV1, outcome: DbosOperationOutcome, waitOptions?: AwaitResolutionOptions) =>
+      awaitResolution(parts, adapter, outcome, waitOptions),
     close: () => ledger.close(),
   };
 }
+
+export type DbosRetrysafe = ReturnType<typeof createDbosRetrysafe>;

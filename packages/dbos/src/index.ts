@@ -9,7 +9,6 @@ export type {
   DbosStepOptions,
 } from './dbos-retrysafe.js';
 export {
-  attemptIdsForStep,
   createDbosRetrysafe,
   handoffEventKey,
   resolutionTopic,
