@@ -37,16 +37,12 @@ export function retrysafeTools(options: RetrysafeToolsOptions): Record<string, T
   const out: Record<string, Tool<unknown, AgentToolResult>> = {};
   for (const def of agentTools(options.adapters, options.operations)) {
     // The definition's name is already one every model API accepts (safeToolName in @retrysafe/core/agent).
-    const toolName = def.name;
-    out[toolName] = tool<unknown, AgentToolResult>({
+    out[def.name] = tool<unknown, AgentToolResult>({
       description: def.description,
       inputSchema: jsonSchema<unknown>(def.inputSchema as Parameters<typeof jsonSchema>[0]),
       execute: async (args, ctx) => {
-        const runId = options.runId?.({
-          toolName,
-          toolCallId: (ctx as { toolCallId?: string } | undefined)?.toolCallId,
-        });
-        return callAgentTool(options.runner, def, args, runId !== undefined ? { runId } : {});
+        const toolCallId = (ctx as { toolCallId?: string } | undefined)?.toolCallId;
+        return callAgentTool(options.runner, def, args, { runId: options.runId?.({ toolName: def.name, toolCallId }) });
       },
     });
   }

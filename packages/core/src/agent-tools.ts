@@ -56,15 +56,14 @@ export function safeToolName(provider: string, operation: string): string {
 function normalisationText(card: RetrySafetyCard): string {
   const intent = card.businessOperationId.normalize;
   const params = card.paramComparison;
-  const parts = [
+  return [
     intent?.length
       ? `Intent fields are compared after normalisation (${describeNormalization(intent)}): re-formatting them this way is the same operation.`
       : 'Intent fields are compared exactly as written.',
     params?.length
       ? `Other arguments: ${describeNormalization(params)}; all others exactly.`
       : 'Other arguments are compared exactly.',
-  ];
-  return parts.join(' ');
+  ].join(' ');
 }
 
 /** The card facts a host or a calling agent may want without reading the card whole (MCP tool `_meta`). */

@@ -10,28 +10,25 @@ export const systemClock: Clock = {
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms))),
 };
 
-export interface VirtualClock extends Clock {
-  /** Moves time forward without sleeping. */
-  advance(ms: number): void;
-  /** Every sleep requested, in order (what the runner waited; for assertions on waits, not on speed). */
-  readonly sleeps: readonly number[];
-}
-
 /** A clock whose `sleep` advances `now` at once: backoffs of minutes take no real time. */
-export function createVirtualClock(start = Date.UTC(2026, 0, 1)): VirtualClock {
+export function createVirtualClock(start = Date.UTC(2026, 0, 1)) {
   let t = start;
   const sleeps: number[] = [];
   return {
     now: () => t,
-    sleep: async (ms) => {
+    sleep: async (ms: number) => {
       const d = Math.max(0, ms);
       sleeps.push(d);
       t += d;
       await Promise.resolve();
     },
-    advance: (ms) => {
+    /** Moves time forward without sleeping. */
+    advance: (ms: number) => {
       t += Math.max(0, ms);
     },
-    sleeps,
+    /** Every sleep requested, in order (what the runner waited; for assertions on waits, not on speed). */
+    sleeps: sleeps as readonly number[],
   };
 }
+
+export type VirtualClock = ReturnType<typeof createVirtualClock>;
