@@ -4,26 +4,26 @@ import {
   type AdapterV1,
   type BusinessOperationId,
   type HandoffPacket,
-  type HandoffSink,
   InvalidStateError,
   type OperationRecord,
   UnsafeResumeError,
 } from '@retrysafe/contract';
 import {
   createRunner,
-  type LogEntry,
-  type PolicyOverrides,
-  type RedactOptions,
   type Resolution,
   type ResolveResult,
+  type RunInput,
   type Runner,
+  type RunnerOptions,
   type RunResult,
 } from '@retrysafe/core';
 import { createPostgresLedger, type PostgresLedger } from '@retrysafe/ledger-postgres';
 import type pg from 'pg';
 import { DbosStepConfigurationError } from './errors/dbos-step-configuration-error.js';
 
-export interface DbosRetrysafeOptions {
+/** The runner's options besides its ledger (unset policy fields come from each operation's card), and where the ledger lives. */
+export interface DbosRetrysafeOptions
+  extends Pick<RunnerOptions, 'policy' | 'redact' | 'handoff' | 'logger' | 'owner'> {
   /**
    * The one PostgreSQL both sides use: DBOS's system database (`systemDatabaseUrl`) and the retrysafe
    * ledger (schema `ledgerSchema`). Either this or `pool`.
@@ -35,14 +35,6 @@ export interface DbosRetrysafeOptions {
   readonly ledgerSchema?: string;
   /** Pool size of the ledger's own pool (default 10; not used with `pool`). */
   readonly ledgerPoolSize?: number;
-  /** Runner policy overrides (unset fields come from each operation's card). */
-  readonly policy?: PolicyOverrides;
-  readonly redact?: RedactOptions;
-  /** Where handoff packets go besides the ledger and the workflow's DBOS event. */
-  readonly handoff?: HandoffSink;
-  readonly logger?: (entry: LogEntry) => void;
-  /** Worker identity on the ledger's leases (default host:pid:random). */
-  readonly owner?: string;
 }
 
 /**
@@ -62,12 +54,8 @@ export type DbosOperationOutcome =
   /** A person resolved a handed-off operation without a new send: marked done with a provider reference, or abandoned. */
   | Extract<ResolveResult, { status: 'resolved' }>;
 
-export interface DbosRunInput {
-  readonly params: unknown;
-  /** Caller-chosen business-operation id; default derived from the operation's intent fields (never from a DBOS id). */
-  readonly businessOperationId?: string;
-  readonly intent?: Record<string, unknown>;
-}
+/** What to run: the runner's input without its ids (the DBOS workflow and step give those); the business id is never a DBOS id. */
+export type DbosRunInput = Pick<RunInput, 'params' | 'businessOperationId' | 'intent'>;
 
 export interface DbosStepOptions {
   /** DBOS step name (default `retrysafe:<card operation>`). */
