@@ -95,7 +95,7 @@ export function createMemoryLedger(): Ledger {
       if (filter.operation) out = out.filter((r) => r.operation === filter.operation);
       out.sort((a, b) => a.createdAt - b.createdAt || a.businessOperationId.localeCompare(b.businessOperationId));
       if (filter.newestFirst) out.reverse();
-      return clone(filter.limit !== undefined ? out.slice(0, filter.limit) : out);
+      return clone(out.slice(0, filter.limit));
     },
     async receipts(id) {
       open();
@@ -106,7 +106,7 @@ export function createMemoryLedger(): Ledger {
       const out = [...records.values()]
         .filter((r) => RECOVERABLE_STATES.includes(r.state) && !leaseLive(r, now))
         .sort((a, b) => a.updatedAt - b.updatedAt);
-      return clone(limit !== undefined ? out.slice(0, limit) : out);
+      return clone(out.slice(0, limit));
     },
     async prune(options) {
       open();

@@ -4,7 +4,7 @@ import {
   type Ledger,
   LedgerError,
   type OperationRecord,
-  type OperationState,
+  type PruneOptions,
   type PruneReport,
   type Receipt,
   type RetrySafetyCard,
@@ -33,17 +33,14 @@ export function retentionFloor(cards: readonly RetrySafetyCard[]): {
   return floor;
 }
 
-export interface PruneLedgerOptions {
+/** `states`, `dryRun` and `batchSize` go to the ledger's prune as they are. */
+export interface PruneLedgerOptions extends Pick<PruneOptions, 'states' | 'dryRun' | 'batchSize'> {
   /** Closed operations whose last change is at least this old (a Duration like `30d`, or ms). */
   readonly olderThan: Duration | number;
   /** The cards whose key retention sets the floor (retentionFloor); without cards there is no floor. */
   readonly cards?: readonly RetrySafetyCard[];
   /** Prune below the floor the cards set (you know no repeat of these operations can come). */
   readonly force?: boolean;
-  /** Default: every prunable state (succeeded, rejected, abandoned). Never open or handed-off operations. */
-  readonly states?: readonly OperationState[];
-  /** Count, delete nothing, write nothing. */
-  readonly dryRun?: boolean;
   /**
    * Append each pruned operation's receipts and chain head to this JSON Lines file BEFORE it is
    * deleted, in the format of `ledger export` (so `ledger verify --file` checks it offline).
@@ -51,7 +48,6 @@ export interface PruneLedgerOptions {
   readonly exportPath?: string;
   /** Epoch ms the age is counted from (default Date.now()). */
   readonly now?: number;
-  readonly batchSize?: number;
 }
 
 export interface PruneLedgerReport extends PruneReport {
