@@ -1,17 +1,26 @@
-/** Agent tool definitions and structured answers, shared by @retrysafe/mcp and @retrysafe/ai-sdk. */
+/**
+ * Agent tool definitions and structured answers, shared by @retrysafe/mcp and @retrysafe/ai-sdk. A refusal
+ * before the claim (nothing claimed, nothing sent) is an answer too, mapped in one place (refusalAnswer).
+ */
 import { createHash } from 'node:crypto';
 import {
   type AdapterV1,
   asBusinessOperationId,
+  ConflictError,
+  type FieldError,
   fingerprint,
   type HandoffPacket,
+  InvalidIdError,
+  InvalidIntentError,
+  InvalidParamsError,
   type Ledger,
   type OperationSpec,
+  PayloadLimitError,
   type RetrySafetyCard,
   validateCard,
 } from '@retrysafe/contract';
 import { agentIdempotentHint, describeNormalization, lookupAvailable, resendSafety } from '@retrysafe/contract/rules';
-import { type RefusalAnswer, refusalAnswer } from './agent-refusal.js';
+import { AdapterContractError } from './errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { identityOf } from './intake/index.js';
 import type { Runner, RunResult } from './runner/types.js';
@@ -27,12 +36,64 @@ export type AgentToolResult =
       readonly businessOperationId: string;
       readonly handoff: HandoffSummary;
     } & Message)
-  /** Refused before anything was claimed or sent (agent-refusal.ts). */
+  /** Refused before anything was claimed or sent (refusalAnswer). */
   | RefusalAnswer;
 
 export type HandoffSummary = Pick<HandoffPacket, 'reason' | 'explanation' | 'lastKnown' | 'safeNextActions'> & {
   readonly attempts: number;
 };
+
+export type RefusalAnswer =
+  | {
+      readonly status: 'conflict';
+      readonly businessOperationId: string;
+      readonly field: string;
+      readonly paths: readonly string[];
+      readonly message: string;
+    }
+  /** `businessOperationId`: the id these arguments would have (null when the intent fields themselves cannot give one). */
+  | {
+      readonly status: 'invalid-input';
+      readonly businessOperationId: string | null;
+      readonly fields: readonly FieldError[];
+      readonly message: string;
+    };
+
+/**
+ * The answer to `err` when it is a refusal an agent's arguments can meet before the claim, else null
+ * (then it is not the agent's to answer). `idOf` gives the id the arguments would have, if known.
+ */
+export function refusalAnswer(err: unknown, idOf: () => string | null): RefusalAnswer | null {
+  if (ConflictError.isInstance(err))
+    return {
+      status: 'conflict',
+      businessOperationId: err.businessOperationId,
+      field: err.field,
+      paths: err.paths,
+      message: `${err.message}. If you meant a different operation, change an intent field; otherwise call again with the original arguments.`,
+    };
+  const invalid = (fields: readonly FieldError[], message: string, id = idOf()): RefusalAnswer => ({
+    status: 'invalid-input',
+    businessOperationId: id,
+    fields,
+    message,
+  });
+  if (PayloadLimitError.isInstance(err)) {
+    const what = err.limit === 'depth' ? `nests deeper than ${err.max} levels` : `is larger than ${err.max} bytes`;
+    return invalid([{ path: `(${err.part})`, message: what }], `${err.message}. Send smaller, flatter arguments.`);
+  }
+  if (InvalidParamsError.isInstance(err))
+    return invalid(err.fields, `${err.message}. Correct the named fields and call again.`);
+  if (InvalidIntentError.isInstance(err))
+    return invalid([{ path: err.path || '(root)', message: 'cannot be part of an intent' }], err.message, null);
+  if (InvalidIdError.isInstance(err)) return invalid([], err.message);
+  if (AdapterContractError.isInstance(err))
+    return invalid(
+      [],
+      `${err.message}. The tool cannot take these arguments as it is set up; a person must fix the adapter.`,
+    );
+  return null;
+}
 
 /** Side-effect kinds an agent host should treat as destructive (an unknown kind is one too). */
 const DESTRUCTIVE = new Set(['send', 'charge', 'delete', 'create', 'async-job', 'set', 'upsert', 'unknown']);

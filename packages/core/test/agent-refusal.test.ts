@@ -1,7 +1,6 @@
-// Issue 40 item 4: every typed refusal before the claim reaches an agent as a structured answer
-// (invalid-input, or conflict), through the one mapping (src/agent-refusal.ts) that callAgentTool —
-// and so MCP, its fence and the AI SDK — uses. Before, a PayloadLimitError escaped the tool call.
-
+// Every typed refusal before the claim reaches an agent as a structured answer (invalid-input, or
+// conflict), through the one mapping (refusalAnswer in src/agent-tools.ts) that callAgentTool — and so
+// MCP, its fence and the AI SDK — uses.
 import {
   ConflictError,
   InvalidIdError,
