@@ -168,6 +168,8 @@ function toolOf(adapter: AdapterV1, operation: string, spec: OperationSpec) {
   return {
     /** Safe for every model API and MCP: `^[a-zA-Z0-9_-]{1,64}$` (see safeToolName). */
     name: safeToolName(adapter.provider, operation),
+    /** `<provider>.<operation>`, as the card names it without the provider prefix. */
+    qualifiedName: `${adapter.provider}.${operation}`,
     adapter,
     operation,
     title,
