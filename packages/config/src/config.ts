@@ -154,7 +154,7 @@ const SANDBOX_DEFAULTS = {
 /** Options for a first-party factory: the config's own keys (the schema allows only the factory's), the secret read from its variable. */
 async function createBuiltIn(name: string, c: object, path: string, environment: NodeJS.ProcessEnv) {
   const { pkg, factory, secretEnv, secret } = BUILT_IN[name]!;
-  const mod = await importOptional<Record<string, (options: unknown) => AdapterV1>>(pkg, path, () => import(pkg));
+  const mod = await importOptional<Record<string, (options: unknown) => AdapterV1>>(pkg, path);
   if (!secretEnv || !secret) return mod[factory]!({ ...SANDBOX_DEFAULTS, ...c });
   const { [secretEnv]: variable, ...options } = c as Record<string, unknown>;
   return mod[factory]!({ ...options, [secret]: env(variable as string, path, environment) });
@@ -283,7 +283,6 @@ async function createDeclaredHttpAdapter(
   const { createHttpAdapterFromDeclaration } = await importOptional<typeof import('@retrysafe/http')>(
     '@retrysafe/http',
     `adapters.${name}`,
-    () => import('@retrysafe/http'),
   );
   try {
     return createHttpAdapterFromDeclaration(declaration as unknown as HttpAdapterDeclaration);
@@ -294,9 +293,9 @@ async function createDeclaredHttpAdapter(
 }
 
 /** Imports an optional peer package, or says which one to install. */
-async function importOptional<T>(pkg: string, where: string, load: () => Promise<unknown>): Promise<T> {
+async function importOptional<T>(pkg: string, where: string): Promise<T> {
   try {
-    return (await load()) as T;
+    return (await import(pkg)) as T;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && String((e as Error).message).includes(pkg))
       throw new ConfigError(where, `needs ${pkg}: install it next to @retrysafe/config`);
@@ -315,7 +314,6 @@ export async function openLedger(location: LedgerLocation, baseDir = process.cwd
     const { createDynamoDbLedger } = await importOptional<typeof import('@retrysafe/ledger-dynamodb')>(
       '@retrysafe/ledger-dynamodb',
       'ledger',
-      () => import('@retrysafe/ledger-dynamodb'),
     );
     const { table, region, endpoint } = location.dynamodb;
     return createDynamoDbLedger({ table, ...(region ? { region } : {}), ...(endpoint ? { endpoint } : {}) });
@@ -326,7 +324,6 @@ export async function openLedger(location: LedgerLocation, baseDir = process.cwd
     const { createPostgresLedger } = await importOptional<typeof import('@retrysafe/ledger-postgres')>(
       '@retrysafe/ledger-postgres',
       'ledger',
-      () => import('@retrysafe/ledger-postgres'),
     );
     return createPostgresLedger({ connectionString: location });
   }

@@ -206,18 +206,6 @@ export class LedgerError extends RetrysafeError {
   }
 }
 
-/** Another worker holds the live claim on this business operation; it was not dispatched a second time. */
-export const OperationInProgressError = errorClass(
-  'OperationInProgressError',
-  'RETRYSAFE_IN_PROGRESS',
-  (businessOperationId: string, leaseExpiresAt: number | null) => ({
-    businessOperationId,
-    leaseExpiresAt,
-    message: `business operation ${businessOperationId} is being performed by another worker${leaseExpiresAt ? ` (lease until ${new Date(leaseExpiresAt).toISOString()})` : ''}; not dispatched again`,
-  }),
-);
-export type OperationInProgressError = InstanceType<typeof OperationInProgressError>;
-
 /** Params or intent larger or deeper than every ledger stores (`PAYLOAD_LIMITS`); raised before the claim. */
 export const PayloadLimitError = errorClass(
   'PayloadLimitError',
