@@ -1,3 +1,4 @@
+import type { JsonSchema } from './adapter.js';
 import { type RetrySafetyCard, UNKNOWN } from './card.js';
 import { CardValidationError } from './errors.js';
 import { MERGING_STEPS, NORMALIZATION_STEPS } from './normalize.js';
@@ -8,25 +9,7 @@ export interface CardProblem {
   readonly message: string;
 }
 
-/** The JSON Schema keywords the card schema uses (and `check` reads). */
-interface Schema {
-  readonly type?: string;
-  readonly description?: string;
-  readonly const?: unknown;
-  readonly enum?: readonly unknown[];
-  readonly anyOf?: readonly Schema[];
-  readonly pattern?: string;
-  readonly minLength?: number;
-  readonly minimum?: number;
-  readonly minItems?: number;
-  readonly items?: Schema;
-  readonly contains?: Schema;
-  readonly additionalProperties?: boolean;
-  readonly required?: readonly string[];
-  readonly properties?: Readonly<Record<string, Schema>>;
-  readonly if?: Schema;
-  readonly then?: Schema;
-}
+type Schema = JsonSchema;
 
 const text = { type: 'string', minLength: 1 };
 const str = { type: 'string', pattern: '\\S' };
@@ -200,47 +183,52 @@ function problemsOf(schema: Schema, v: unknown, path: string): CardProblem[] {
   return out.problems;
 }
 
+const schemas = (list: unknown) => (Array.isArray(list) ? (list as Schema[]) : []);
+
 /** Checks `v` against the keywords the card schema uses; every problem is reported with its path. */
 function check(s: Schema, v: unknown, path: string, out: Out): void {
   const push = (message: string, at = path || '(card)') => void out.problems.push({ path: at, message });
-  if (s.anyOf) {
-    if (v === UNKNOWN && s.anyOf.some((b) => b.const === UNKNOWN))
+  const anyOf = schemas(s.anyOf);
+  if (anyOf.length > 0) {
+    if (v === UNKNOWN && anyOf.some((b) => b.const === UNKNOWN))
       return void out.unknowns.push(path.replace(/\.value$/, ''));
-    if (s.anyOf.some((b) => problemsOf(b, v, path).length === 0)) return;
+    if (anyOf.some((b) => problemsOf(b, v, path).length === 0)) return;
     // Reported against the alternative that is neither a constant nor null, at this path.
-    const main = s.anyOf.find((b) => b.const === undefined && b.type !== 'null') ?? {};
+    const main = anyOf.find((b) => b.const === undefined && b.type !== 'null') ?? {};
     for (const p of problemsOf(main, v, path))
       push(p.path === path ? p.message : `${p.path.slice(path.length).replace(/^\./, '')}: ${p.message}`);
     return;
   }
-  const type = TYPES[s.type ?? ''];
+  const type = TYPES[String(s.type)];
   if (type && !type[0](v)) return void push(`expected ${type[1]}`);
   if ('const' in s && v !== s.const) push(`expected one of ${show([s.const])}`);
-  if (s.enum && !s.enum.includes(v)) push(`expected one of ${show(s.enum)}`);
-  if (typeof v === 'string' && v.length < (s.minLength ?? 0)) push('expected a non-empty string');
-  if (typeof v === 'string' && s.pattern && !new RegExp(s.pattern).test(v))
+  if (Array.isArray(s.enum) && !s.enum.includes(v)) push(`expected one of ${show(s.enum)}`);
+  if (typeof v === 'string' && v.length < Number(s.minLength ?? 0)) push('expected a non-empty string');
+  if (typeof v === 'string' && typeof s.pattern === 'string' && !new RegExp(s.pattern).test(v))
     push(`expected ${s.description ?? PATTERNS[s.pattern] ?? `a string matching ${s.pattern}`}`);
-  if (typeof v === 'number' && s.minimum !== undefined && v < s.minimum) push(`expected a number ≥ ${s.minimum}`);
+  if (typeof v === 'number' && typeof s.minimum === 'number' && v < s.minimum) push(`expected a number ≥ ${s.minimum}`);
   if (Array.isArray(v)) {
-    if (v.length < (s.minItems ?? 0)) push(`expected at least ${s.minItems} item(s)`);
-    if (s.contains && !v.some((x) => problemsOf(s.contains!, x, path).length === 0)) push('expected a listed item');
-    if (s.items) for (const [i, x] of v.entries()) check(s.items, x, `${path}[${i}]`, out);
+    if (v.length < Number(s.minItems ?? 0)) push(`expected at least ${s.minItems} item(s)`);
+    if (s.contains && !v.some((x) => problemsOf(s.contains as Schema, x, path).length === 0))
+      push('expected a listed item');
+    if (s.items)
+      v.forEach((x, i) => {
+        check(s.items as Schema, x, `${path}[${i}]`, out);
+      });
   }
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return;
   const o = v as Record<string, unknown>;
+  const properties = (s.properties ?? {}) as Readonly<Record<string, Schema>>;
   // `then` only adds required fields here (a merging step requires its evidence), its properties are the object's.
-  const required = [
-    ...(s.required ?? []),
-    ...(s.if && problemsOf(s.if, v, path).length === 0 ? (s.then?.required ?? []) : []),
-  ];
-  for (const [key, sub] of Object.entries(s.properties ?? {})) {
+  const then = s.if && problemsOf(s.if as Schema, v, path).length === 0 ? (s.then as Schema).required : [];
+  const required = [...((s.required ?? []) as string[]), ...((then ?? []) as string[])];
+  for (const [key, sub] of Object.entries(properties)) {
     if (o[key] !== undefined) check(sub, o[key], join(path, key), out);
     else if (required.includes(key))
       push(`missing (${sub.type === 'string' ? (sub.description ?? MISSING) : MISSING})`, join(path, key));
   }
   if (s.additionalProperties === false)
-    for (const key of Object.keys(o))
-      if (!Object.hasOwn(s.properties ?? {}, key)) push('unexpected field', join(path, key));
+    for (const key of Object.keys(o)) if (!Object.hasOwn(properties, key)) push('unexpected field', join(path, key));
 }
 
 export interface CardValidation {
@@ -330,7 +318,7 @@ export function cardJsonSchema(): Readonly<Record<string, unknown>> {
     ...CARD,
     properties: {
       $schema: { type: 'string', description: 'the schema this card follows (for editors); ignored by the loader' },
-      ...CARD.properties,
+      ...(CARD.properties as JsonSchema),
     },
   });
 }
