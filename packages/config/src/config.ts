@@ -1,8 +1,8 @@
 import { existsSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { type AdapterV1, type Ledger, RetrysafeError } from '@retrysafe/contract';
-import { markerGuard } from '@retrysafe/contract/provider';
+import type { AdapterV1, Ledger } from '@retrysafe/contract';
+import { errorClass } from '@retrysafe/contract/provider';
 import type { HttpAdapterDeclaration } from '@retrysafe/http';
 import type {
   HttpAdapterConfig,
@@ -16,19 +16,12 @@ import { DataSyntaxError, FileLimitError, readDataFile } from './read-file.js';
 import { suggest } from './schema-check.js';
 import { checkConfig, DEFAULT_LEDGER, ledgerKind } from './validate.js';
 
-const marker = Symbol.for('retrysafe.error.ConfigError');
-
 /** The config file is missing, malformed, names an unknown adapter, or carries a credential inline. */
-export class ConfigError extends RetrysafeError {
-  readonly [marker] = true;
-  constructor(
-    readonly path: string,
-    message: string,
-  ) {
-    super('RETRYSAFE_CONFIG', `${path ? path + ': ' : ''}${message}`);
-  }
-  static override isInstance = markerGuard<ConfigError>(marker);
-}
+export const ConfigError = errorClass('ConfigError', 'RETRYSAFE_CONFIG', (path: string, message: string) => ({
+  path,
+  message: `${path ? path + ': ' : ''}${message}`,
+}));
+export type ConfigError = InstanceType<typeof ConfigError>;
 
 /** Parses and checks a config object against the published schema; every problem is reported at once. */
 export function parseConfig(raw: unknown, baseDir = process.cwd(), source = 'config'): RetrysafeConfig {

@@ -1,13 +1,10 @@
 import type { JsonSchema } from './adapter.js';
 import { type RetrySafetyCard, UNKNOWN } from './card.js';
-import { CardValidationError } from './errors.js';
+import { CardValidationError, type FieldError } from './errors.js';
 import { MERGING_STEPS, NORMALIZATION_STEPS } from './normalize.js';
 
-export interface CardProblem {
-  /** Dotted path of the field, e.g. `lookup.consistencyDelay.value`. */
-  readonly path: string;
-  readonly message: string;
-}
+/** One problem of a card: the field's dotted path (e.g. `lookup.consistencyDelay.value`) and what is wrong. */
+export type CardProblem = FieldError;
 
 type Schema = JsonSchema;
 

@@ -1,5 +1,3 @@
-import type { CardProblem } from './card-validate.js';
-
 const baseMarker = Symbol.for('retrysafe.error');
 
 /** Base class of every retrysafe error; `isInstance` checks a `Symbol.for` marker, so it works across duplicate installs. */
@@ -33,7 +31,7 @@ export function markerGuard<T>(symbol: symbol) {
 type ErrorFields<F> = RetrysafeError & Readonly<Omit<F, 'message'>>;
 
 /** A class of the `build` fields' shape, marked `Symbol.for('retrysafe.error.<name>')` and named `name`. */
-function errorClass<A extends unknown[], F extends { message: string }>(
+export function errorClass<A extends unknown[], F extends { message: string }>(
   name: string,
   code: string,
   build: (...args: A) => F,
@@ -62,7 +60,7 @@ export type AdapterConfigurationError = InstanceType<typeof AdapterConfiguration
 export const CardValidationError = errorClass(
   'CardValidationError',
   'RETRYSAFE_INVALID_CARD',
-  (operation: string, problems: readonly CardProblem[]) => ({
+  (operation: string, problems: readonly FieldError[]) => ({
     problems,
     message: `invalid retry safety card for ${operation}: ${problems.length} problem(s): ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`,
   }),
@@ -126,7 +124,7 @@ export const InvalidIntentError = errorClass(
 );
 export type InvalidIntentError = InstanceType<typeof InvalidIntentError>;
 
-/** One field that failed the operation's params schema: its dot path (`(root)` for the object itself) and why, without its value. */
+/** One field that failed a check (an operation's params, a card): its dot path (`(root)` for the object itself) and why, without its value. */
 export interface FieldError {
   readonly path: string;
   readonly message: string;
