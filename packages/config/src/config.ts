@@ -111,25 +111,18 @@ function env(name: string, path: string, environment: NodeJS.ProcessEnv): string
   return v;
 }
 
-/** The first-party adapters by config key: package, factory, and which config key names the secret's variable for which option. */
-const BUILT_IN: Record<string, { pkg: string; factory: string; secretEnv?: string; secret?: string }> = {
-  stripe: { pkg: '@retrysafe/stripe', factory: 'createStripeAdapter', secretEnv: 'apiKeyEnv', secret: 'apiKey' },
-  msgraph: {
-    pkg: '@retrysafe/msgraph',
-    factory: 'createMsGraphAdapter',
-    secretEnv: 'accessTokenEnv',
-    secret: 'accessToken',
-  },
-  hubspot: {
-    pkg: '@retrysafe/hubspot',
-    factory: 'createHubSpotAdapter',
-    secretEnv: 'accessTokenEnv',
-    secret: 'accessToken',
-  },
-  resend: { pkg: '@retrysafe/resend', factory: 'createResendAdapter', secretEnv: 'apiKeyEnv', secret: 'apiKey' },
-  slack: { pkg: '@retrysafe/slack', factory: 'createSlackAdapter', secretEnv: 'tokenEnv', secret: 'token' },
-  github: { pkg: '@retrysafe/github', factory: 'createGitHubAdapter', secretEnv: 'tokenEnv', secret: 'auth' },
-  sandbox: { pkg: '@retrysafe/sandbox', factory: 'createSandboxAdapter' },
+/**
+ * First-party adapters by config key, each in package `@retrysafe/<key>`: its factory, and `secretEnv`, the config
+ * key naming the environment variable that holds option `secret`.
+ */
+const BUILT_IN: Record<string, { factory: string; secretEnv?: string; secret?: string }> = {
+  stripe: { factory: 'createStripeAdapter', secretEnv: 'apiKeyEnv', secret: 'apiKey' },
+  msgraph: { factory: 'createMsGraphAdapter', secretEnv: 'accessTokenEnv', secret: 'accessToken' },
+  hubspot: { factory: 'createHubSpotAdapter', secretEnv: 'accessTokenEnv', secret: 'accessToken' },
+  resend: { factory: 'createResendAdapter', secretEnv: 'apiKeyEnv', secret: 'apiKey' },
+  slack: { factory: 'createSlackAdapter', secretEnv: 'tokenEnv', secret: 'token' },
+  github: { factory: 'createGitHubAdapter', secretEnv: 'tokenEnv', secret: 'auth' },
+  sandbox: { factory: 'createSandboxAdapter' },
 };
 
 /** The sandbox's behaviour when the config describes none. */
@@ -146,8 +139,8 @@ const SANDBOX_DEFAULTS = {
 
 /** Options for a first-party factory: the config's own keys (the schema allows only the factory's), the secret read from its variable. */
 async function createBuiltIn(name: string, c: object, path: string, environment: NodeJS.ProcessEnv) {
-  const { pkg, factory, secretEnv, secret } = BUILT_IN[name]!;
-  const mod = await importOptional<Record<string, (options: unknown) => AdapterV1>>(pkg, path);
+  const { factory, secretEnv, secret } = BUILT_IN[name]!;
+  const mod = await importOptional<Record<string, (options: unknown) => AdapterV1>>(`@retrysafe/${name}`, path);
   if (!secretEnv || !secret) return mod[factory]!({ ...SANDBOX_DEFAULTS, ...c });
   const { [secretEnv]: variable, ...options } = c as Record<string, unknown>;
   return mod[factory]!({ ...options, [secret]: env(variable as string, path, environment) });
