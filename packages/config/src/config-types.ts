@@ -1,37 +1,10 @@
 // The shapes of a parsed config file: adapters by kind, the ledger's location, the whole config.
 import type { PolicyOverrides } from '@retrysafe/core';
 
-export interface StripeConfig {
-  readonly baseUrl?: string;
-  readonly apiKeyEnv: string;
-  readonly timeoutMs?: number;
-}
-export interface MsGraphConfig {
-  readonly baseUrl?: string;
-  readonly accessTokenEnv: string;
-  readonly timeoutMs?: number;
-}
-export interface GitHubConfig {
-  readonly baseUrl?: string;
-  readonly tokenEnv: string;
-  readonly timeoutMs?: number;
-}
-export interface SlackConfig {
-  readonly baseUrl?: string;
-  readonly tokenEnv: string;
-  readonly timeoutMs?: number;
-}
-export interface HubSpotConfig {
-  readonly baseUrl?: string;
-  readonly accessTokenEnv: string;
-  readonly timeoutMs?: number;
-  readonly searchSettleMs?: number | null;
-}
-export interface ResendConfig {
-  readonly baseUrl?: string;
-  readonly apiKeyEnv: string;
-  readonly timeoutMs?: number;
-}
+/** A first-party adapter's options: `K` names the environment variable holding its credential. */
+type VendorConfig<K extends string> = { readonly baseUrl?: string; readonly timeoutMs?: number } & {
+  readonly [key in K]: string;
+};
 export interface SandboxConfig {
   readonly baseUrl: string;
   readonly timeoutMs?: number;
@@ -126,12 +99,9 @@ export interface HttpDeclarationData {
   >;
 }
 export type AdapterConfig =
-  | StripeConfig
-  | MsGraphConfig
-  | HubSpotConfig
-  | ResendConfig
-  | GitHubConfig
-  | SlackConfig
+  | VendorConfig<'apiKeyEnv'>
+  | VendorConfig<'accessTokenEnv'>
+  | VendorConfig<'tokenEnv'>
   | SandboxConfig
   | ModuleAdapterConfig
   | HttpAdapterConfig;
@@ -154,12 +124,12 @@ export interface RetrysafeConfig {
   readonly policy?: PolicyOverrides;
   readonly redact?: { readonly fields?: readonly string[] };
   readonly adapters: {
-    readonly stripe?: StripeConfig;
-    readonly msgraph?: MsGraphConfig;
-    readonly hubspot?: HubSpotConfig;
-    readonly resend?: ResendConfig;
-    readonly github?: GitHubConfig;
-    readonly slack?: SlackConfig;
+    readonly stripe?: VendorConfig<'apiKeyEnv'>;
+    readonly msgraph?: VendorConfig<'accessTokenEnv'>;
+    readonly hubspot?: VendorConfig<'accessTokenEnv'> & { readonly searchSettleMs?: number | null };
+    readonly resend?: VendorConfig<'apiKeyEnv'>;
+    readonly github?: VendorConfig<'tokenEnv'>;
+    readonly slack?: VendorConfig<'tokenEnv'>;
     readonly sandbox?: SandboxConfig;
     readonly [name: string]: AdapterConfig | undefined;
   };

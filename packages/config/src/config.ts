@@ -1,8 +1,8 @@
 import { existsSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { type AdapterV1, type Ledger, RetrysafeError } from '@retrysafe/contract';
-import { markerGuard } from '@retrysafe/contract/provider';
+import type { AdapterV1, Ledger } from '@retrysafe/contract';
+import { errorClass } from '@retrysafe/contract/provider';
 import type { HttpAdapterDeclaration } from '@retrysafe/http';
 import type {
   HttpAdapterConfig,
@@ -16,19 +16,12 @@ import { DataSyntaxError, FileLimitError, readDataFile } from './read-file.js';
 import { suggest } from './schema-check.js';
 import { checkConfig, DEFAULT_LEDGER, ledgerKind } from './validate.js';
 
-const marker = Symbol.for('retrysafe.error.ConfigError');
-
 /** The config file is missing, malformed, names an unknown adapter, or carries a credential inline. */
-export class ConfigError extends RetrysafeError {
-  readonly [marker] = true;
-  constructor(
-    readonly path: string,
-    message: string,
-  ) {
-    super('RETRYSAFE_CONFIG', `${path ? path + ': ' : ''}${message}`);
-  }
-  static override isInstance = markerGuard<ConfigError>(marker);
-}
+export const ConfigError = errorClass('ConfigError', 'RETRYSAFE_CONFIG', (path: string, message: string) => ({
+  path,
+  message: `${path ? path + ': ' : ''}${message}`,
+}));
+export type ConfigError = InstanceType<typeof ConfigError>;
 
 /** Parses and checks a config object against the published schema; every problem is reported at once. */
 export function parseConfig(raw: unknown, baseDir = process.cwd(), source = 'config'): RetrysafeConfig {
@@ -118,25 +111,18 @@ function env(name: string, path: string, environment: NodeJS.ProcessEnv): string
   return v;
 }
 
-/** The first-party adapters by config key: package, factory, and which config key names the secret's variable for which option. */
-const BUILT_IN: Record<string, { pkg: string; factory: string; secretEnv?: string; secret?: string }> = {
-  stripe: { pkg: '@retrysafe/stripe', factory: 'createStripeAdapter', secretEnv: 'apiKeyEnv', secret: 'apiKey' },
-  msgraph: {
-    pkg: '@retrysafe/msgraph',
-    factory: 'createMsGraphAdapter',
-    secretEnv: 'accessTokenEnv',
-    secret: 'accessToken',
-  },
-  hubspot: {
-    pkg: '@retrysafe/hubspot',
-    factory: 'createHubSpotAdapter',
-    secretEnv: 'accessTokenEnv',
-    secret: 'accessToken',
-  },
-  resend: { pkg: '@retrysafe/resend', factory: 'createResendAdapter', secretEnv: 'apiKeyEnv', secret: 'apiKey' },
-  slack: { pkg: '@retrysafe/slack', factory: 'createSlackAdapter', secretEnv: 'tokenEnv', secret: 'token' },
-  github: { pkg: '@retrysafe/github', factory: 'createGitHubAdapter', secretEnv: 'tokenEnv', secret: 'auth' },
-  sandbox: { pkg: '@retrysafe/sandbox', factory: 'createSandboxAdapter' },
+/**
+ * First-party adapters by config key, each in package `@retrysafe/<key>`: its factory, and `secretEnv`, the config
+ * key naming the environment variable that holds option `secret`.
+ */
+const BUILT_IN: Record<string, { factory: string; secretEnv?: string; secret?: string }> = {
+  stripe: { factory: 'createStripeAdapter', secretEnv: 'apiKeyEnv', secret: 'apiKey' },
+  msgraph: { factory: 'createMsGraphAdapter', secretEnv: 'accessTokenEnv', secret: 'accessToken' },
+  hubspot: { factory: 'createHubSpotAdapter', secretEnv: 'accessTokenEnv', secret: 'accessToken' },
+  resend: { factory: 'createResendAdapter', secretEnv: 'apiKeyEnv', secret: 'apiKey' },
+  slack: { factory: 'createSlackAdapter', secretEnv: 'tokenEnv', secret: 'token' },
+  github: { factory: 'createGitHubAdapter', secretEnv: 'tokenEnv', secret: 'auth' },
+  sandbox: { factory: 'createSandboxAdapter' },
 };
 
 /** The sandbox's behaviour when the config describes none. */
@@ -153,8 +139,8 @@ const SANDBOX_DEFAULTS = {
 
 /** Options for a first-party factory: the config's own keys (the schema allows only the factory's), the secret read from its variable. */
 async function createBuiltIn(name: string, c: object, path: string, environment: NodeJS.ProcessEnv) {
-  const { pkg, factory, secretEnv, secret } = BUILT_IN[name]!;
-  const mod = await importOptional<Record<string, (options: unknown) => AdapterV1>>(pkg, path, () => import(pkg));
+  const { factory, secretEnv, secret } = BUILT_IN[name]!;
+  const mod = await importOptional<Record<string, (options: unknown) => AdapterV1>>(`@retrysafe/${name}`, path);
   if (!secretEnv || !secret) return mod[factory]!({ ...SANDBOX_DEFAULTS, ...c });
   const { [secretEnv]: variable, ...options } = c as Record<string, unknown>;
   return mod[factory]!({ ...options, [secret]: env(variable as string, path, environment) });
@@ -283,7 +269,6 @@ async function createDeclaredHttpAdapter(
   const { createHttpAdapterFromDeclaration } = await importOptional<typeof import('@retrysafe/http')>(
     '@retrysafe/http',
     `adapters.${name}`,
-    () => import('@retrysafe/http'),
   );
   try {
     return createHttpAdapterFromDeclaration(declaration as unknown as HttpAdapterDeclaration);
@@ -294,9 +279,9 @@ async function createDeclaredHttpAdapter(
 }
 
 /** Imports an optional peer package, or says which one to install. */
-async function importOptional<T>(pkg: string, where: string, load: () => Promise<unknown>): Promise<T> {
+async function importOptional<T>(pkg: string, where: string): Promise<T> {
   try {
-    return (await load()) as T;
+    return (await import(pkg)) as T;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && String((e as Error).message).includes(pkg))
       throw new ConfigError(where, `needs ${pkg}: install it next to @retrysafe/config`);
@@ -315,7 +300,6 @@ export async function openLedger(location: LedgerLocation, baseDir = process.cwd
     const { createDynamoDbLedger } = await importOptional<typeof import('@retrysafe/ledger-dynamodb')>(
       '@retrysafe/ledger-dynamodb',
       'ledger',
-      () => import('@retrysafe/ledger-dynamodb'),
     );
     const { table, region, endpoint } = location.dynamodb;
     return createDynamoDbLedger({ table, ...(region ? { region } : {}), ...(endpoint ? { endpoint } : {}) });
@@ -326,7 +310,6 @@ export async function openLedger(location: LedgerLocation, baseDir = process.cwd
     const { createPostgresLedger } = await importOptional<typeof import('@retrysafe/ledger-postgres')>(
       '@retrysafe/ledger-postgres',
       'ledger',
-      () => import('@retrysafe/ledger-postgres'),
     );
     return createPostgresLedger({ connectionString: location });
   }

@@ -10,24 +10,7 @@ export {
   openLedger,
   parseConfig,
 } from './config.js';
-export type {
-  AdapterConfig,
-  DynamoDbLedgerConfig,
-  GitHubConfig,
-  HttpAdapterConfig,
-  HttpDeclarationData,
-  HttpOperationConfig,
-  HubSpotConfig,
-  LedgerLocation,
-  ModuleAdapterConfig,
-  MsGraphConfig,
-  ResendConfig,
-  RetrysafeConfig,
-  SandboxConfig,
-  SlackConfig,
-  StripeConfig,
-} from './config-types.js';
-export { findInlineCredentials, looksLikeEnvName } from './credentials.js';
+export type * from './config-types.js';
 export {
   DataSyntaxError,
   FILE_LIMITS,
@@ -38,5 +21,5 @@ export {
   readDataFile,
   readTextFile,
 } from './read-file.js';
-export { checkSchema, didYouMean, type SchemaNode } from './schema-check.js';
-export { configSchema, DEFAULT_LEDGER, ledgerKind } from './validate.js';
+export { checkSchema, type SchemaNode } from './schema-check.js';
+export { configSchema } from './validate.js';

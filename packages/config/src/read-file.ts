@@ -1,6 +1,5 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import { RetrysafeError } from '@retrysafe/contract';
-import { markerGuard } from '@retrysafe/contract/provider';
+import { errorClass } from '@retrysafe/contract/provider';
 import { parseDocument } from 'yaml';
 
 /**
@@ -19,21 +18,18 @@ export const FILE_LIMITS = {
 export type FileLimits = { readonly [K in keyof typeof FILE_LIMITS]: number };
 export type FileLimitName = keyof typeof FILE_LIMITS;
 
-const marker = Symbol.for('retrysafe.error.FileLimitError');
-
 /** A file is over one of the limits: nothing of it is used. `limit` names which, `max` its value. */
-export class FileLimitError extends RetrysafeError {
-  readonly [marker] = true;
-  constructor(
-    readonly path: string,
-    readonly limit: FileLimitName,
-    readonly max: number,
-    what: string,
-  ) {
-    super('RETRYSAFE_FILE_LIMIT', `${path}: ${what}, over the limit ${limit} = ${max}`);
-  }
-  static override isInstance = markerGuard<FileLimitError>(marker);
-}
+export const FileLimitError = errorClass(
+  'FileLimitError',
+  'RETRYSAFE_FILE_LIMIT',
+  (path: string, limit: FileLimitName, max: number, what: string) => ({
+    path,
+    limit,
+    max,
+    message: `${path}: ${what}, over the limit ${limit} = ${max}`,
+  }),
+);
+export type FileLimitError = InstanceType<typeof FileLimitError>;
 
 const CHUNK = 64 * 1024;
 

@@ -37,10 +37,7 @@ export interface FramedExecuteContext extends ExecuteContext {
   readonly signal: AbortSignal;
 }
 
-export interface FramedLookupContext extends LookupContext {
-  readonly providerKey: ProviderKey | null;
-  readonly signal: AbortSignal;
-}
+export type FramedLookupContext = LookupContext & Pick<FramedExecuteContext, 'providerKey' | 'signal'>;
 
 /** The provider-specific part of an adapter; `defineAdapter` adds the rest. */
 export interface AdapterDefinition<P extends string, O extends FrameOperation> {
@@ -59,12 +56,6 @@ export type FramedAdapter<P extends string> = AdapterV1 & {
   readonly provider: P;
   readonly operations: Readonly<Record<string, OperationSpec>>;
 };
-
-// Codes of the outcomes the frame answers itself (nothing was sent, or an abort cut the call short).
-const INVALID_PARAMS_CODE = 'retrysafe_invalid_params';
-const PROVIDER_KEY_SHAPE_CODE = 'retrysafe_provider_key_shape';
-const ABORTED_BEFORE_SEND_CODE = 'ABORTED_BEFORE_SEND';
-const ABORTED_CODE = 'ABORTED';
 
 /** Why `key` cannot be sent under `rule` (length and charset, what the provider accepts), or null when it can. */
 export function providerKeyShapeProblem(key: string, rule: ProviderKeyRule): string | null {
@@ -191,14 +182,14 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
         return {
           kind: 'rejected',
           reason: 'configuration',
-          code: PROVIDER_KEY_SHAPE_CODE,
+          code: 'retrysafe_provider_key_shape',
           message: `${op.name}: ${k.problem}; nothing was sent`,
         };
       const signal = ctx.signal ?? NEVER;
       if (signal.aborted)
         return {
           kind: 'not-applied',
-          code: ABORTED_BEFORE_SEND_CODE,
+          code: 'ABORTED_BEFORE_SEND',
           message: `${op.name}: aborted by the caller before sending; nothing was sent`,
         };
       try {
@@ -208,7 +199,7 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
           () => ({
             kind: 'unknown',
             cause: 'other',
-            code: ABORTED_CODE,
+            code: 'ABORTED',
             message: `${op.name}: aborted by the caller mid-call; the request may have reached ${provider}`,
           }),
         );
@@ -230,12 +221,12 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
         return {
           kind: 'cannot-tell',
           reason: `${op.name}: ${k.problem}; nothing was asked`,
-          code: PROVIDER_KEY_SHAPE_CODE,
+          code: 'retrysafe_provider_key_shape',
         };
       const signal = ctx.signal ?? NEVER;
       const aborted = (): LookupResult => ({
         kind: 'cannot-tell',
-        code: ABORTED_CODE,
+        code: 'ABORTED',
         reason: `${op.name}: lookup aborted by the caller`,
       });
       if (signal.aborted) return aborted();
@@ -253,7 +244,7 @@ function invalid(operation: string, fields: readonly FieldError[]): Outcome {
   return {
     kind: 'rejected',
     reason: 'validation',
-    code: INVALID_PARAMS_CODE,
+    code: 'retrysafe_invalid_params',
     message: `${operation}: ${fields.map((f) => `${f.path} ${f.message}`).join('; ')}; nothing was sent`,
     fields,
   };

@@ -1,14 +1,17 @@
 import { DEFAULT_CLOCK_SKEW_MARGIN, type RetrySafetyCard, UNKNOWN } from './card.js';
-import { describeNormalization } from './normalize.js';
+import { describeNormalization, type FieldNormalization, type ParamComparison } from './normalize.js';
 
-/** Human labels for card fields, in the order of the card type (`RetrySafetyCard` in card.ts). */
+/** Human labels for card fields, in the order of the card type (`RetrySafetyCard` in card.ts); optional sections too. */
 const LABELS: ReadonlyArray<readonly [path: string, label: string]> = [
   ['operation', 'Operation'],
   ['provider', 'Provider'],
   ['sideEffect.kind', 'Side-effect kind'],
   ['sideEffect.idempotentByNature', 'Idempotent by nature'],
+  ['sideEffect.rejectionMayCreate', 'A rejected call can leave an object'],
   ['businessOperationId.rule', 'Business-operation id rule'],
   ['businessOperationId.intentFields', 'Intent fields'],
+  ['businessOperationId.normalize', 'Intent normalisation'],
+  ['paramComparison', 'Param comparison (others exact)'],
   ['ids.run', 'Run id'],
   ['ids.attempt', 'Attempt id'],
   ['ids.request', 'Provider request id'],
@@ -21,6 +24,7 @@ const LABELS: ReadonlyArray<readonly [path: string, label: string]> = [
   ['parameterMatching', 'Parameter matching (same key, other params)'],
   ['storedResult.semantics', 'Stored result on re-send'],
   ['storedResult.includesErrors', 'Errors stored and replayed'],
+  ['storedResult.replayIndicator', 'Replay indicator'],
   ['lookup.method', 'Lookup of stored status/result'],
   ['lookup.consistencyDelay', 'Lookup consistency delay'],
   ['lookup.lateApplyBound', 'Late apply bound (provider may still apply after the client gave up)'],
@@ -89,56 +93,34 @@ function row(path: string, label: string, raw: unknown): CardRow {
   return { path, label, value, unknown: value === UNKNOWN, source: isFact ? (raw as { source: string }).source : null };
 }
 
+type Rules = readonly (FieldNormalization | ParamComparison)[];
+const rulesView = (rules: Rules) => ({ value: describeNormalization(rules), source: sources(rules) });
+
+/** How a row shows an optional section (absent: no row). */
+const VIEW: Readonly<Record<string, (declared: never) => unknown>> = {
+  'sideEffect.rejectionMayCreate': (f: unknown) => f,
+  'businessOperationId.normalize': rulesView,
+  paramComparison: rulesView,
+  'storedResult.replayIndicator': ({
+    value,
+    source,
+  }: NonNullable<RetrySafetyCard['storedResult']['replayIndicator']>) => ({
+    value: value === null ? 'none' : value === UNKNOWN ? UNKNOWN : `${value.header}: ${value.value}`,
+    source,
+  }),
+};
+
 /** The card as rows, one per field, in the order of the card type. */
 export function cardRows(card: RetrySafetyCard): CardRow[] {
-  const extra = optionalRows(card);
   return LABELS.flatMap(([path, label]) => {
     const declared = get(card, path);
-    const after = extra.filter(([at]) => at === path).map(([, r]) => r);
-    return [row(path, label, declared === undefined ? ABSENT[path] : declared), ...after];
+    if (declared === undefined) return path in VIEW ? [] : [row(path, label, ABSENT[path])];
+    return [row(path, label, path in VIEW ? VIEW[path]!(declared as never) : declared)];
   });
 }
 
-/** Optional sections, shown only when the card declares them, each with the row it follows. */
-function optionalRows(card: RetrySafetyCard): (readonly [after: string, row: CardRow])[] {
-  const out: (readonly [string, CardRow])[] = [];
-  const rc = card.sideEffect.rejectionMayCreate;
-  if (rc !== undefined)
-    out.push([
-      'sideEffect.idempotentByNature',
-      row('sideEffect.rejectionMayCreate', 'A rejected call can leave an object', rc),
-    ]);
-  const { normalize } = card.businessOperationId;
-  const intentFields = 'businessOperationId.intentFields';
-  if (normalize !== undefined)
-    out.push([
-      intentFields,
-      row('businessOperationId.normalize', 'Intent normalisation', {
-        value: describeNormalization(normalize),
-        source: sources(normalize),
-      }),
-    ]);
-  if (card.paramComparison !== undefined)
-    out.push([
-      intentFields,
-      row('paramComparison', 'Param comparison (others exact)', {
-        value: describeNormalization(card.paramComparison),
-        source: sources(card.paramComparison),
-      }),
-    ]);
-  const ri = card.storedResult.replayIndicator;
-  if (ri !== undefined) {
-    const value = ri.value === null ? 'none' : ri.value === UNKNOWN ? UNKNOWN : `${ri.value.header}: ${ri.value.value}`;
-    out.push([
-      'storedResult.includesErrors',
-      row('storedResult.replayIndicator', 'Replay indicator', { value, source: ri.source }),
-    ]);
-  }
-  return out;
-}
-
-function sources(rules: readonly { field: string; source: string; evidence?: string }[] | undefined): string | null {
-  if (!rules || rules.length === 0) return null;
+function sources(rules: Rules): string | null {
+  if (rules.length === 0) return null;
   return [...new Set(rules.flatMap((r) => (r.evidence ? [r.source, `evidence: ${r.evidence}`] : [r.source])))].join(
     '; ',
   );

@@ -35,18 +35,7 @@ export function lateApplyAllowanceMs(card: RetrySafetyCard, clockSkewMarginMs: n
   return late === 'unknown' ? clockSkewMarginMs : durationMs(late);
 }
 
-interface RetentionReading {
-  readonly passed: boolean;
-  readonly ageMs: number;
-  readonly lateMs: number;
-}
-
-function readRetention(
-  card: RetrySafetyCard,
-  firstDispatchedAt: number | null,
-  at: number,
-  clockSkewMarginMs: number,
-): RetentionReading {
+function readRetention(card: RetrySafetyCard, firstDispatchedAt: number | null, at: number, clockSkewMarginMs: number) {
   const retention = card.retention.minimum.value;
   const lateMs = lateApplyAllowanceMs(card, clockSkewMarginMs);
   if (retention === 'unknown' || retention === null) return { passed: true, ageMs: 0, lateMs };

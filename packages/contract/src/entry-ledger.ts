@@ -17,5 +17,4 @@ export {
   renewTransition,
   resolveTransition,
   setStateTransition,
-  validateClaimInput,
 } from './ledger-transitions.js';

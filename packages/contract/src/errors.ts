@@ -1,5 +1,3 @@
-import type { CardProblem } from './card-validate.js';
-
 const baseMarker = Symbol.for('retrysafe.error');
 
 /** Base class of every retrysafe error; `isInstance` checks a `Symbol.for` marker, so it works across duplicate installs. */
@@ -33,7 +31,7 @@ export function markerGuard<T>(symbol: symbol) {
 type ErrorFields<F> = RetrysafeError & Readonly<Omit<F, 'message'>>;
 
 /** A class of the `build` fields' shape, marked `Symbol.for('retrysafe.error.<name>')` and named `name`. */
-function errorClass<A extends unknown[], F extends { message: string }>(
+export function errorClass<A extends unknown[], F extends { message: string }>(
   name: string,
   code: string,
   build: (...args: A) => F,
@@ -62,7 +60,7 @@ export type AdapterConfigurationError = InstanceType<typeof AdapterConfiguration
 export const CardValidationError = errorClass(
   'CardValidationError',
   'RETRYSAFE_INVALID_CARD',
-  (operation: string, problems: readonly CardProblem[]) => ({
+  (operation: string, problems: readonly FieldError[]) => ({
     problems,
     message: `invalid retry safety card for ${operation}: ${problems.length} problem(s): ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`,
   }),
@@ -126,7 +124,7 @@ export const InvalidIntentError = errorClass(
 );
 export type InvalidIntentError = InstanceType<typeof InvalidIntentError>;
 
-/** One field that failed the operation's params schema: its dot path (`(root)` for the object itself) and why, without its value. */
+/** One field that failed a check (an operation's params, a card): its dot path (`(root)` for the object itself) and why, without its value. */
 export interface FieldError {
   readonly path: string;
   readonly message: string;
@@ -205,18 +203,6 @@ export class LedgerError extends RetrysafeError {
     return { ...super.toJSON(), providerMayHaveBeenCalled: this.providerMayHaveBeenCalled };
   }
 }
-
-/** Another worker holds the live claim on this business operation; it was not dispatched a second time. */
-export const OperationInProgressError = errorClass(
-  'OperationInProgressError',
-  'RETRYSAFE_IN_PROGRESS',
-  (businessOperationId: string, leaseExpiresAt: number | null) => ({
-    businessOperationId,
-    leaseExpiresAt,
-    message: `business operation ${businessOperationId} is being performed by another worker${leaseExpiresAt ? ` (lease until ${new Date(leaseExpiresAt).toISOString()})` : ''}; not dispatched again`,
-  }),
-);
-export type OperationInProgressError = InstanceType<typeof OperationInProgressError>;
 
 /** Params or intent larger or deeper than every ledger stores (`PAYLOAD_LIMITS`); raised before the claim. */
 export const PayloadLimitError = errorClass(

@@ -32,7 +32,6 @@ export {
   LeaseExpiredError,
   LeaseLostError,
   LedgerError,
-  OperationInProgressError,
   PayloadLimitError,
   RetryExhaustedError,
   RetrysafeError,

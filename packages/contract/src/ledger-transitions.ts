@@ -34,18 +34,6 @@ export function leaseLive(record: OperationRecord, now: number): boolean {
   return record.leaseOwner !== null && record.leaseExpiresAt !== null && record.leaseExpiresAt > now;
 }
 
-export function validateClaimInput(input: ClaimInput): void {
-  if (!Number.isFinite(input.leaseMs) || input.leaseMs <= 0)
-    throw new LedgerError(`claim: leaseMs must be > 0, got ${input.leaseMs}`);
-  if (!Number.isFinite(input.now)) throw new LedgerError('claim: now must be epoch ms');
-  if (typeof input.owner !== 'string' || input.owner.length === 0)
-    throw new LedgerError('claim: owner must be a non-empty string');
-}
-
-/**
- * What a claim does to the record that exists (or not); `write` is the record to store, if any. `leaseNow`
- * judges the lease (a ledger on the database clock passes its reading); every other timestamp is `input.now`.
- */
 /** A record before its first attempt. */
 const NO_ATTEMPTS = {
   firstDispatchedAt: null,
@@ -57,12 +45,20 @@ const NO_ATTEMPTS = {
   handoff: null,
 } as const;
 
+/**
+ * What a claim does to the record that exists (or not); `write` is the record to store, if any. `leaseNow`
+ * judges the lease (a ledger on the database clock passes its reading); every other timestamp is `input.now`.
+ */
 export function claimTransition(
   existing: OperationRecord | null,
   input: ClaimInput,
   leaseNow: number = input.now,
 ): { result: ClaimResult; write: OperationRecord | null } {
-  validateClaimInput(input);
+  if (!Number.isFinite(input.leaseMs) || input.leaseMs <= 0)
+    throw new LedgerError(`claim: leaseMs must be > 0, got ${input.leaseMs}`);
+  if (!Number.isFinite(input.now)) throw new LedgerError('claim: now must be epoch ms');
+  if (typeof input.owner !== 'string' || input.owner.length === 0)
+    throw new LedgerError('claim: owner must be a non-empty string');
   if (!Number.isFinite(leaseNow)) throw new LedgerError('claim: the lease clock must be epoch ms');
   const lease = { leaseOwner: input.owner, leaseExpiresAt: leaseNow + input.leaseMs, updatedAt: input.now };
   if (existing === null) {

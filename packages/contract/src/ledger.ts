@@ -8,26 +8,24 @@ import type { Receipt } from './receipt.js';
  * `abandoned` is set only by a person. `succeeded`, `rejected`, `handed-off`, `abandoned` are terminal
  * for the runner (a person may resume a handed-off operation).
  */
-export type OperationState =
-  | 'claimed'
-  | 'dispatched'
-  | 'unknown'
-  | 'in-progress'
-  | 'reconciling'
-  | 'succeeded'
-  | 'rejected'
-  | 'handed-off'
-  | 'abandoned';
-
-export const TERMINAL_STATES: readonly OperationState[] = ['succeeded', 'rejected', 'handed-off', 'abandoned'];
-/** States in which a crashed worker may have left an effect at the provider. */
-export const RECOVERABLE_STATES: readonly OperationState[] = [
+const OPERATION_STATES = [
   'claimed',
   'dispatched',
   'unknown',
   'in-progress',
   'reconciling',
-];
+  'succeeded',
+  'rejected',
+  'handed-off',
+  'abandoned',
+] as const;
+export type OperationState = (typeof OPERATION_STATES)[number];
+
+export const TERMINAL_STATES: readonly OperationState[] = ['succeeded', 'rejected', 'handed-off', 'abandoned'];
+/** States in which a crashed worker may have left an effect at the provider: every one not terminal. */
+export const RECOVERABLE_STATES: readonly OperationState[] = OPERATION_STATES.filter(
+  (state) => !TERMINAL_STATES.includes(state),
+);
 
 export interface OperationRecord {
   readonly businessOperationId: BusinessOperationId;

@@ -1,11 +1,11 @@
 import type { FieldError } from './errors.js';
 import type { AttemptId, BusinessOperationId, ProviderKey, RunId } from './ids.js';
-import type { OutcomeKind, RejectReason } from './outcome.js';
+import type { OutcomeKind, ProviderRefs, RejectReason } from './outcome.js';
 
 export type ReceiptKind = 'dispatch' | 'resend' | 'lookup' | 'poll' | 'resolve' | 'recover';
 
 /** One receipt per attempt, lookup or resolution: redacted (a request fingerprint, no bodies), hash-chained per operation. */
-export interface Receipt {
+export interface Receipt extends ProviderRefs {
   readonly businessOperationId: BusinessOperationId;
   readonly seq: number;
   readonly runId: RunId;
@@ -18,10 +18,6 @@ export interface Receipt {
   readonly outcome: OutcomeKind | 'found' | 'not-found' | 'cannot-tell' | null;
   readonly decision: { readonly action: string; readonly reason: string; readonly delayMs?: number };
   readonly providerKey: ProviderKey | null;
-  readonly status?: number;
-  readonly code?: string;
-  readonly providerRef?: string;
-  readonly requestId?: string;
   /** Redacted message from the provider or the network, if any. */
   readonly message?: string;
   /** Why the provider rejected the attempt (outcome `rejected`). `conflict` means the key is stored with other params: something was applied under it. */

@@ -2,7 +2,7 @@
 
 export { operationParamsErrors, providerKeyShapeProblem } from '../adapter-frame.js';
 export { schemaErrors } from '../adapter-params.js';
-export { markerGuard } from '../errors.js';
+export { errorClass, markerGuard } from '../errors.js';
 export { checkBaseUrl, isLoopbackHost } from './base-url.js';
 export { lookupFromOutcome } from './lookup.js';
 export { classifyTransportFailure, errorCodes, NEVER_SENT_CODES, type TransportFailure } from './network.js';
