@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import type { AdapterV1, HandoffPacket, Ledger } from '@retrysafe/contract';
+import type { AdapterV1, Ledger } from '@retrysafe/contract';
 import { callbackHandoffSink, createRunner, type RunResult } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import {
@@ -81,34 +81,7 @@ const STEPS: readonly Step[] = [
   },
 ];
 
-export interface DemoStepReport {
-  readonly title: string;
-  readonly why: string;
-  readonly operation: string;
-  readonly businessOperationId: string;
-  readonly providerKey: string | null;
-  readonly status: RunResult['status'];
-  readonly adopted: boolean | null;
-  readonly providerRef: string | null;
-  /** Records the sandbox holds for the operation afterwards (the business effect). */
-  readonly providerRecords: number;
-  readonly expectedRecords: number;
-  /** Requests that reached the sandbox, in all (dispatches, resends, lookups). */
-  readonly requestsAtProvider: number;
-  readonly agentCalls: number;
-  /** The agent's second call got the same business operation (and result) back, without a new effect. */
-  readonly sameResultOnRetry: boolean | null;
-  readonly requestsOnRetry: number | null;
-  readonly timeline: readonly string[];
-  readonly handoff: Pick<HandoffPacket, 'reason' | 'explanation' | 'safeNextActions'> | null;
-  readonly ok: boolean;
-}
-
-export interface DemoReport {
-  readonly ok: boolean;
-  readonly ledger: string;
-  readonly steps: readonly DemoStepReport[];
-}
+export type DemoReport = Awaited<ReturnType<typeof demoCommand>>;
 
 /** The same object with its keys in reverse order, recursively: what an agent's re-issued tool call may look like. */
 function reorderKeys(value: unknown): unknown {
@@ -172,7 +145,7 @@ interface StepRun {
 }
 
 /** One step: the real adapter → fault proxy → sandbox; every server it starts is closed again, whatever happens. */
-async function runStep({ step, drill, ledger, dbPath, index, log, color }: StepRun): Promise<DemoStepReport> {
+async function runStep({ step, drill, ledger, dbPath, index, log, color }: StepRun) {
   const op = drill.operations[step.operation]!;
   const clock = createDrillClock();
   const sandbox = await drill.startSandbox({ clock });
@@ -240,16 +213,18 @@ async function runStep({ step, drill, ledger, dbPath, index, log, color }: StepR
       status: first.status,
       adopted: first.status === 'done' ? first.adopted : null,
       providerRef: first.status === 'done' ? first.providerRef : null,
-      providerRecords: records,
+      providerRecords: records, // the business effect
       expectedRecords: step.expect.records,
-      requestsAtProvider: proxy.requests.length,
+      requestsAtProvider: proxy.requests.length, // dispatches, resends, lookups
       agentCalls: second ? 2 : 1,
-      sameResultOnRetry: same,
+      sameResultOnRetry: same, // the agent's second call got the same operation back, without a new effect
       requestsOnRetry,
       timeline,
-      handoff: packet
-        ? { reason: packet.reason, explanation: packet.explanation, safeNextActions: packet.safeNextActions }
-        : null,
+      handoff: packet && {
+        reason: packet.reason,
+        explanation: packet.explanation,
+        safeNextActions: packet.safeNextActions,
+      },
       ok,
     };
   } finally {
@@ -260,16 +235,12 @@ async function runStep({ step, drill, ledger, dbPath, index, log, color }: StepR
 }
 
 /** `retrysafe demo`: real adapters → fault proxy → sandboxes on a virtual clock, each step saying what happened and why. */
-export async function demoCommand(
-  opts: { db?: string },
-  log: (line: string) => void,
-  color = false,
-): Promise<DemoReport> {
+export async function demoCommand(opts: { db?: string }, log: (line: string) => void, color = false) {
   const dbPath = opts.db ? resolve(opts.db) : join(mkdtempSync(join(tmpdir(), 'retrysafe-demo-')), 'demo.db');
   const ledger = openLedger(dbPath);
   try {
     const entries = await loadAdapters([...new Set(STEPS.map((s) => s.adapter))]);
-    const steps: DemoStepReport[] = [];
+    const steps: Awaited<ReturnType<typeof runStep>>[] = [];
     log(
       paint('bold', 'retrysafe demo', color) +
         ` — an agent performs five state-changing operations while the network misbehaves.\nEverything runs on loopback sandboxes with the vendors' real SDKs; the ledger is SQLite (${dbPath}).`,
