@@ -8,6 +8,11 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
+/** A usage error with `message` unless exactly one of the choices is made (neither undefined nor false). */
+export function exactlyOne(choices: readonly unknown[], message: string): void {
+  if (choices.filter((c) => c !== undefined && c !== false).length !== 1) throw new UsageError(message);
+}
+
 /** The `wanted` names in `known`'s order, or a usage error naming the unknown ones. */
 export function pickKnown<T extends string>(kind: string, known: readonly T[], wanted: readonly string[]): T[] {
   const unknown = wanted.filter((w) => !(known as readonly string[]).includes(w));

@@ -24,26 +24,7 @@ export const CARDS_OPTIONS = {
   json: { description: 'same as --format json; with --check/--write, the result as JSON' },
 } as const satisfies Options;
 
-export type CardsFlags = Parsed<typeof CARDS_OPTIONS>;
-
-export type CardsCommandOptions = Partial<CardsFlags>;
-
-export interface CardsCheckProblem {
-  /** The file in docs/cards (or the adapter) the problem is about. */
-  readonly file: string;
-  readonly problem: string;
-}
-
-export interface CardsCommandResult {
-  readonly ok: boolean;
-  readonly cards: readonly NamedCard[];
-  /** The cards rendered (Markdown or JSON) for printing. */
-  readonly output: string;
-  readonly problems: readonly CardsCheckProblem[];
-  /** Files `--write` changed (unchanged files are not rewritten). */
-  readonly written: readonly string[];
-  readonly dir: string;
-}
+export type CardsCommandResult = Awaited<ReturnType<typeof cardsCommand>>;
 
 const fileFor = (c: NamedCard) => `${c.name}.md`;
 
@@ -86,11 +67,12 @@ function indexPage(cards: readonly NamedCard[]): string {
 }
 
 /** `retrysafe cards`: print cards; `--write` regenerates docs/cards; `--check` fails on drift, invalid cards or unlisted unknowns. */
-export async function cardsCommand(opts: CardsCommandOptions): Promise<CardsCommandResult> {
+export async function cardsCommand(opts: Partial<Parsed<typeof CARDS_OPTIONS>>) {
   const format = opts.format ?? (opts.json ? 'json' : 'md');
   if (opts.check && opts.write) throw new UsageError('choose one of --check and --write');
   const entries = await loadAdapters(opts.adapter, opts.module, opts.config);
-  const problems: CardsCheckProblem[] = [];
+  // each about a file in docs/cards, or an adapter
+  const problems: { file: string; problem: string }[] = [];
   const cards: NamedCard[] = [];
   for (const e of entries) {
     if (e.missing) problems.push({ file: e.name, problem: `no cards: ${e.missing}` });
@@ -155,5 +137,6 @@ export async function cardsCommand(opts: CardsCommandOptions): Promise<CardsComm
           2,
         ) + '\n'
       : cards.map((c) => renderCard(c.card, 'markdown')).join('\n');
+  // output: the cards rendered for printing; written: the files --write changed
   return { ok: problems.length === 0, cards, output, problems, written, dir };
 }

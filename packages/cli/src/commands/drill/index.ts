@@ -5,7 +5,6 @@ import {
   disposeDrillContext,
   runScenario,
   SCENARIOS,
-  type ScenarioId,
   type ScenarioResult,
   writeSummary,
 } from '@retrysafe/testkit';

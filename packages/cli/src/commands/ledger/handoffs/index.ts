@@ -1,17 +1,10 @@
-import type { HandoffPacket } from '@retrysafe/contract';
 import { paint, plural } from '../../../output.js';
 import { verifyChains } from '../chain.js';
-import { type LedgerTarget, type OperationSummary, summarize, withLedger } from '../target.js';
+import { type LedgerTarget, summarize, withLedger } from '../target.js';
 
-export interface HandoffRow extends OperationSummary {
-  readonly explanation: string;
-  readonly safeNextActions: HandoffPacket['safeNextActions'];
-  readonly lastKnown: HandoffPacket['lastKnown'] | null;
-  /** Set when the operation's receipt chain is broken (issue 18): do not act on it before finding out why. */
-  readonly chainBroken?: string;
-}
+type HandoffRow = Awaited<ReturnType<typeof ledgerHandoffs>>[number];
 
-export async function ledgerHandoffs(target: LedgerTarget): Promise<HandoffRow[]> {
+export async function ledgerHandoffs(target: LedgerTarget) {
   return withLedger(
     target,
     async (ledger) => {
@@ -32,6 +25,7 @@ export async function ledgerHandoffs(target: LedgerTarget): Promise<HandoffRow[]
           explanation: r.handoff?.explanation ?? '',
           safeNextActions: r.handoff?.safeNextActions ?? [],
           lastKnown: r.handoff?.lastKnown ?? null,
+          // a broken receipt chain: do not act on it before finding out why
           ...(chain && !chain.ok ? { chainBroken: chain.reason ?? 'broken' } : {}),
         };
       });

@@ -9,7 +9,7 @@ import {
   type ResolveResult,
 } from '@retrysafe/core';
 import type { Options, Parsed } from '../../../command.js';
-import { RefusedError, UsageError } from '../../../errors.js';
+import { exactlyOne, RefusedError, UsageError } from '../../../errors.js';
 import { readDataFile } from '../../../files.js';
 import { paint, plural } from '../../../output.js';
 import { receiptKeysFromEnv, withParamsKeys } from '../chain.js';
@@ -39,16 +39,10 @@ export type ResolveOptions = Parsed<typeof RESOLVE_OPTIONS>;
 
 /** `--resume` re-sends with the SAME key through the config's adapter; `--mark-done` records a verified ref; `--abandon`. */
 export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<ResolveResult> {
-  const chosen = [
-    opts.resume === true,
-    opts.markDone !== undefined,
-    opts.abandon === true,
-    opts.resendWith !== undefined,
-  ].filter(Boolean).length;
-  if (chosen !== 1)
-    throw new UsageError(
-      'choose exactly one of --resume, --mark-done <providerRef>, --abandon, --resend-with <params.json>',
-    );
+  exactlyOne(
+    [opts.resume, opts.markDone, opts.abandon, opts.resendWith],
+    'choose exactly one of --resume, --mark-done <providerRef>, --abandon, --resend-with <params.json>',
+  );
   if ((opts.resume || opts.resendWith !== undefined) && !opts.config)
     throw new UsageError(
       `${opts.resume ? '--resume re-sends' : '--resend-with sends'} through the adapter: pass --config <file> naming it (credentials come from environment variables)`,

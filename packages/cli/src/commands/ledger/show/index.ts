@@ -1,22 +1,9 @@
-import { asBusinessOperationId, type HandoffPacket, type OperationRecord, type Receipt } from '@retrysafe/contract';
+import { asBusinessOperationId, type OperationRecord } from '@retrysafe/contract';
 import { personRef } from '@retrysafe/core/internal';
 import { paint } from '../../../output.js';
-import { type VerifyRow, verifyChains } from '../chain.js';
+import { verifyChains } from '../chain.js';
 import { packetText } from '../packet-text.js';
-import { type LedgerTarget, type OperationSummary, summarize, withLedger } from '../target.js';
-
-export interface ShowResult {
-  readonly record: OperationSummary & {
-    readonly intentFingerprint: string;
-    readonly paramsFingerprint: string;
-    readonly firstDispatchedAt: string | null;
-    readonly handoff: HandoffPacket | null;
-    readonly resolution: OperationRecord['resolution'];
-  };
-  readonly receipts: readonly Receipt[];
-  /** The receipt chain checked against the row's anchor (issue 18): `ok: false` when it was edited outside retrysafe. */
-  readonly chain: VerifyRow;
-}
+import { type LedgerTarget, summarize, withLedger } from '../target.js';
 
 /** `resolve --by` is stored as given; shown as a pseudonym (`person#…`) unless the operator asks (`--show-by`). */
 function shownResolution(r: OperationRecord['resolution'], showBy: boolean): OperationRecord['resolution'] {
@@ -24,10 +11,9 @@ function shownResolution(r: OperationRecord['resolution'], showBy: boolean): Ope
   return { ...r, by: personRef(r.by) };
 }
 
-export async function ledgerShow(
-  target: LedgerTarget & { readonly showBy?: boolean },
-  id: string,
-): Promise<ShowResult | null> {
+type ShowResult = NonNullable<Awaited<ReturnType<typeof ledgerShow>>>;
+
+export async function ledgerShow(target: LedgerTarget & { readonly showBy?: boolean }, id: string) {
   const bid = asBusinessOperationId(id);
   return withLedger(
     target,
@@ -43,7 +29,7 @@ export async function ledgerShow(
           handoff: r.handoff,
           resolution: shownResolution(r.resolution, target.showBy === true),
         },
-        receipts: await ledger.receipts(bid),
+        receipts: await ledger.receipts(bid), // never the params
         // Unkeyed chains from before a key was set pass here (a keyed-then-unkeyed chain never does); `verify` is the strict check.
         chain: (await verifyChains(ledger, [bid], { allowUnkeyed: true }))[0]!,
       };

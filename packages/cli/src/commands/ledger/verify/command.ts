@@ -1,5 +1,5 @@
 import { defineCommand, EXIT } from '../../../command.js';
-import { UsageError } from '../../../errors.js';
+import { exactlyOne } from '../../../errors.js';
 import { RECEIPT_KEYS_ENV, verifyChains } from '../chain.js';
 import { TARGET_OPTIONS, withLedger } from '../target.js';
 import { verifyExportFile, verifyText } from './index.js';
@@ -20,8 +20,7 @@ export const ledgerVerifyCommand = defineCommand({
     },
   },
   async run({ io, json, color }, o, [id]: [string?]) {
-    if ([id !== undefined, o.all === true, o.file !== undefined].filter(Boolean).length !== 1)
-      throw new UsageError('choose one of <id>, --all, --file <export.jsonl>');
+    exactlyOne([id, o.all, o.file], 'choose one of <id>, --all, --file <export.jsonl>');
     const keys = { allowUnkeyed: o.allowUnkeyed };
     const rows = o.file
       ? verifyExportFile(o.file, keys)
