@@ -14,8 +14,9 @@ import {
   startFaultProxy,
 } from '@retrysafe/testkit';
 import { UsageError } from '../../errors.js';
-import { paint } from '../../output.js';
+import { paint, plural } from '../../output.js';
 import { loadAdapters } from '../../registry.js';
+import { receiptText } from '../ledger/packet-text.js';
 
 type DrillOperation = ConformanceOptions['operations'][string];
 
@@ -110,20 +111,11 @@ function openLedger(dbPath: string): Ledger {
   }
 }
 
-/** What the timeline shows for each receipt: time since the first, kind, outcome and the runner's reason. */
+/** The timeline: each receipt with its time since the first. */
 function timelineOf(result: RunResult): string[] {
   const receipts = result.status === 'in-progress' ? [] : result.receipts;
   const t0 = receipts.length ? Date.parse(receipts[0]!.startedAt) : 0;
-  return receipts.map((r) => {
-    const extra = [
-      r.status ? `HTTP ${r.status}` : '',
-      r.code ?? '',
-      r.decision.delayMs ? `wait ${r.decision.delayMs} ms` : '',
-    ]
-      .filter(Boolean)
-      .join(', ');
-    return `+${String(Date.parse(r.startedAt) - t0).padStart(5)} ms  ${r.kind.padEnd(8)} → ${(r.outcome ?? '—').padEnd(11)} ${r.decision.action}: ${r.decision.reason}${extra ? ` (${extra})` : ''}`;
-  });
+  return receipts.map((r) => `+${String(Date.parse(r.startedAt) - t0).padStart(5)} ms  ${receiptText(r)}`);
 }
 
 function verdictOf(first: RunResult): string {
@@ -190,7 +182,7 @@ async function runStep({ step, drill, ledger, dbPath, index, log, color }: StepR
     );
     if (second)
       log(
-        `   the agent called the tool again: ${same ? `same operation back (${second.status}${second.status === 'done' && second.adopted ? ', adopted' : ''}), ${requestsOnRetry} new request${requestsOnRetry === 1 ? '' : 's'} to the provider` : paint('red', 'a DIFFERENT result', color)}`,
+        `   the agent called the tool again: ${same ? `same operation back (${second.status}${second.status === 'done' && second.adopted ? ', adopted' : ''}), ${plural(requestsOnRetry ?? 0, 'new request')} to the provider` : paint('red', 'a DIFFERENT result', color)}`,
       );
     if (packet) {
       log(`   handoff: ${packet.explanation}`);

@@ -1,5 +1,16 @@
-import type { HandoffPacket } from '@retrysafe/contract';
+import type { HandoffPacket, Receipt } from '@retrysafe/contract';
 import { paint } from '../../output.js';
+
+/** A receipt in one line, as `ledger show` and the demo print it: kind → outcome, the decision, then its details. */
+export function receiptText(x: Receipt, dim: (text: string) => string = (t) => t): string {
+  const extra = [
+    x.status && `HTTP ${x.status}`,
+    x.code,
+    x.providerRef && `ref ${x.providerRef}`,
+    x.decision.delayMs && `wait ${x.decision.delayMs} ms`,
+  ].filter(Boolean);
+  return `${x.kind.padEnd(8)} → ${(x.outcome ?? '—').padEnd(11)} ${x.decision.action}: ${x.decision.reason}${extra.length ? dim(`  (${extra.join(' · ')})`) : ''}`;
+}
 
 export function packetText(p: HandoffPacket, color: boolean): string {
   const last = p.lastKnown;

@@ -2,7 +2,7 @@ import { asBusinessOperationId, type OperationRecord } from '@retrysafe/contract
 import { personRef } from '@retrysafe/core/internal';
 import { paint } from '../../../output.js';
 import { verifyChains } from '../chain.js';
-import { packetText } from '../packet-text.js';
+import { packetText, receiptText } from '../packet-text.js';
 import { type LedgerTarget, summarize, withLedger } from '../target.js';
 
 /** `resolve --by` is stored as given; shown as a pseudonym (`person#…`) unless the operator asks (`--show-by`). */
@@ -75,18 +75,7 @@ export function showText(r: ShowResult, color = false): string {
       ),
     );
   out.push('', `Receipts (${r.receipts.length}):`);
-  for (const x of r.receipts) {
-    const extra = [
-      x.status ? `HTTP ${x.status}` : '',
-      x.code ?? '',
-      x.providerRef ? `ref ${x.providerRef}` : '',
-      x.decision.delayMs ? `wait ${x.decision.delayMs} ms` : '',
-    ]
-      .filter(Boolean)
-      .join(' · ');
-    out.push(
-      `  #${String(x.seq).padEnd(3)} ${x.startedAt}  ${x.kind.padEnd(8)} → ${(x.outcome ?? '—').padEnd(11)} ${x.decision.action}: ${x.decision.reason}${extra ? paint('dim', `  (${extra})`, color) : ''}`,
-    );
-  }
+  for (const x of r.receipts)
+    out.push(`  #${String(x.seq).padEnd(3)} ${x.startedAt}  ${receiptText(x, (t) => paint('dim', t, color))}`);
   return out.join('\n');
 }
