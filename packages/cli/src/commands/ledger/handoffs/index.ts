@@ -14,7 +14,7 @@ export async function ledgerHandoffs(target: LedgerTarget) {
           await verifyChains(
             ledger,
             rows.map((r) => r.businessOperationId),
-            { allowUnkeyed: true },
+            true,
           )
         ).map((c) => [c.businessOperationId, c]),
       );

@@ -31,7 +31,7 @@ export async function ledgerShow(target: LedgerTarget & { readonly showBy?: bool
         },
         receipts: await ledger.receipts(bid), // never the params
         // Unkeyed chains from before a key was set pass here (a keyed-then-unkeyed chain never does); `verify` is the strict check.
-        chain: (await verifyChains(ledger, [bid], { allowUnkeyed: true }))[0]!,
+        chain: (await verifyChains(ledger, [bid], true))[0]!,
       };
     },
     { readOnly: true },

@@ -21,10 +21,9 @@ export const ledgerVerifyCommand = defineCommand({
   },
   async run({ io, json, color }, o, [id]: [string?]) {
     exactlyOne([id, o.all, o.file], 'choose one of <id>, --all, --file <export.jsonl>');
-    const keys = { allowUnkeyed: o.allowUnkeyed };
     const rows = o.file
-      ? verifyExportFile(o.file, keys)
-      : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], keys), { readOnly: true });
+      ? verifyExportFile(o.file, o.allowUnkeyed)
+      : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], o.allowUnkeyed), { readOnly: true });
     if (o.json) json({ ok: rows.every((r) => r.ok), operations: rows });
     else io.out(verifyText(rows, color));
     return rows.every((r) => r.ok) ? EXIT.ok : EXIT.failed;
