@@ -55,39 +55,26 @@ export async function loadAdapters(
     : modules.length || config
       ? []
       : ADAPTER_NAMES;
-  const builtIn = await Promise.all(
-    ADAPTER_NAMES.filter((n) => chosen.includes(n)).map(async (n) =>
-      entryFrom(n, packageOf(n), await import(packageOf(n))),
-    ),
-  );
+  const builtIn = await Promise.all(chosen.map(async (n) => entryFrom(n, packageOf(n), await import(packageOf(n)))));
   const own: AdapterEntry[] = [];
   for (const file of modules) {
     const path = resolve(file);
     if (!existsSync(path)) throw new UsageError(`--module ${file}: no such file`);
-    const mod = await importModule(file, path);
-    const drillNames = Array.isArray(mod.drills)
-      ? [...new Set(mod.drills.map((d) => (isDrill(d) ? d.name : '')).filter(Boolean))]
-      : [];
-    const name =
-      typeof mod.name === 'string' && mod.name
-        ? mod.name
-        : drillNames.length
-          ? drillNames.join('+')
-          : basename(path).replace(/\.[cm]?js$/, '');
-    const entry = entryFrom(name, file, mod);
+    let mod: Record<string, unknown>;
+    try {
+      mod = await import(pathToFileURL(path).href);
+    } catch (e) {
+      throw new UsageError(`--module ${file}: cannot import it: ${(e as Error).message.split('\n')[0]}`);
+    }
+    const entry = entryFrom(file, file, mod);
     if (entry.missing) throw new UsageError(`--module ${entry.missing}`);
-    own.push(entry);
+    // named by the module, else by its drills, else by its file
+    const drillNames = [...new Set(entry.drills.map((d) => d.name))].join('+');
+    const name =
+      typeof mod.name === 'string' && mod.name ? mod.name : drillNames || basename(path).replace(/\.[cm]?js$/, '');
+    own.push({ ...entry, name });
   }
   return [...builtIn, ...own, ...(config ? await configEntries(config) : [])];
-}
-
-/** A `--module` file, or a usage error saying why it cannot be imported (a folder, a syntax error). */
-async function importModule(file: string, path: string): Promise<Record<string, unknown>> {
-  try {
-    return (await import(pathToFileURL(path).href)) as Record<string, unknown>;
-  } catch (e) {
-    throw new UsageError(`--module ${file}: cannot import it: ${(e as Error).message.split('\n')[0]}`);
-  }
 }
 
 /** Drill setups for a config's `type: http` adapters, on their pattern sandboxes; `headersFromEnv` is never read. */

@@ -1,5 +1,5 @@
 import type { ScenarioResult } from '@retrysafe/testkit';
-import { showCount } from '../commands/drill/text.js';
+import { MARKS, showCount } from '../commands/drill/text.js';
 
 export interface HtmlReportInput {
   readonly generatedAt: string;
@@ -240,7 +240,7 @@ function resultRow(adapter: string, r: ScenarioResult): string {
     `<td class="num records">${cell(o?.providerRecords, c ? `=${c.providerRecords}` : undefined)}</td>` +
     `<td class="num attempts">${cell(o?.attemptsAtProxy, c ? showCount(c.attemptsAtProxy) : undefined)}</td>` +
     `<td>${o ? esc([...new Set(o.outcomes)].join(', ')) : r.skip ? `<span class="muted">card: ${esc(r.skip.cardField)}</span>` : '—'}</td>` +
-    `<td class="num">${o ? o.handoffs : '—'}</td><td class="status">${r.status === 'failed' ? 'FAIL' : r.status === 'passed' ? 'pass' : 'skip'}</td></tr>` +
+    `<td class="num">${o ? o.handoffs : '—'}</td><td class="status">${MARKS[r.status]}</td></tr>` +
     `<tr class="details"><td colspan="8"><details${r.status === 'failed' ? ' open' : ''}><summary>${esc(r.drill)} · ${esc(r.operation)} · ${esc(r.title)}</summary>${details(r)}</details></td></tr>`
   );
 }

@@ -33,10 +33,6 @@ const GENERATED =
 
 const v = (f: { value: unknown }) => (f.value === 'unknown' ? '⚠ unknown' : f.value === null ? '—' : String(f.value));
 
-function cardPage(c: NamedCard): string {
-  return `${GENERATED}\n\n${renderCard(c.card, 'markdown')}`;
-}
-
 function indexPage(cards: readonly NamedCard[]): string {
   const lines = [
     '# Retry safety cards',
@@ -80,28 +76,26 @@ export async function cardsCommand(opts: Partial<Parsed<typeof CARDS_OPTIONS>>) 
   }
   const dir = resolve(opts.dir ?? 'docs/cards');
   const written: string[] = [];
-
   const invalid = new Set<string>();
+  const expected = new Map<string, string>();
   for (const c of cards) {
     const check = validateCard(c.card);
     for (const p of check.problems) problems.push({ file: fileFor(c), problem: `${p.path}: ${p.message}` });
     if (!check.ok) invalid.add(fileFor(c));
+    expected.set(fileFor(c), `${GENERATED}\n\n${renderCard(c.card, 'markdown')}`);
   }
-
-  const expected = new Map<string, string>();
-  for (const c of cards) expected.set(fileFor(c), cardPage(c));
   // The index and the "no stale files" rule need every adapter: only when none was filtered out.
   const complete = !opts.adapter?.length && !opts.module?.length && !opts.config && entries.every((e) => !e.missing);
   if (complete) expected.set('README.md', indexPage(cards));
+  const current = (file: string) => (existsSync(join(dir, file)) ? readFileSync(join(dir, file), 'utf8') : null);
 
   if (opts.write) {
     mkdirSync(dir, { recursive: true });
     for (const [file, text] of expected) {
       if (invalid.has(file)) continue; // an invalid card is reported, never published
-      const path = join(dir, file);
-      if (!existsSync(path) || readFileSync(path, 'utf8') !== text) {
-        writeFileSync(path, text);
-        written.push(path);
+      if (current(file) !== text) {
+        writeFileSync(join(dir, file), text);
+        written.push(join(dir, file));
       }
     }
   }
@@ -110,10 +104,10 @@ export async function cardsCommand(opts: Partial<Parsed<typeof CARDS_OPTIONS>>) 
       problems.push({ file: dir, problem: 'the cards folder does not exist: run `retrysafe cards --write`' });
     else {
       for (const [file, text] of expected) {
-        const path = join(dir, file);
-        if (!existsSync(path))
+        const now = current(file);
+        if (now === null)
           problems.push({ file, problem: 'missing: run `retrysafe cards --write` and commit the result' });
-        else if (readFileSync(path, 'utf8') !== text)
+        else if (now !== text)
           problems.push({
             file,
             problem:
@@ -129,14 +123,11 @@ export async function cardsCommand(opts: Partial<Parsed<typeof CARDS_OPTIONS>>) 
             });
     }
   }
+  const objects = cards.map((c) => c.card);
   const output =
     format === 'json'
-      ? JSON.stringify(
-          cards.map((c) => c.card),
-          null,
-          2,
-        ) + '\n'
-      : cards.map((c) => renderCard(c.card, 'markdown')).join('\n');
+      ? `${JSON.stringify(objects, null, 2)}\n`
+      : objects.map((card) => renderCard(card, 'markdown')).join('\n');
   // output: the cards rendered for printing; written: the files --write changed
   return { ok: problems.length === 0, cards, output, problems, written, dir };
 }

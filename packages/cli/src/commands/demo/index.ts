@@ -254,21 +254,18 @@ export async function demoCommand(opts: { db?: string }, log: (line: string) => 
 }
 
 export function demoSummary(r: DemoReport, color = false): string {
-  const held = r.steps.filter((s) => s.ok).length;
-  const lines = [''];
-  lines.push(
+  const n = r.steps.length;
+  return [
+    '',
     r.ok
       ? paint(
           'green',
-          `All ${r.steps.length} steps held: every business action happened exactly once, or was handed to a person with nothing sent twice.`,
+          `All ${n} steps held: every business action happened exactly once, or was handed to a person with nothing sent twice.`,
           color,
         )
-      : paint('red', `${r.steps.length - held} of ${r.steps.length} steps did not hold: see above.`, color),
-  );
-  lines.push(
+      : paint('red', `${r.steps.filter((s) => !s.ok).length} of ${n} steps did not hold: see above.`, color),
     `Ledger: ${r.ledger}`,
     `  retrysafe ledger ls --db ${r.ledger}`,
     `  retrysafe ledger handoffs --db ${r.ledger}`,
-  );
-  return lines.join('\n');
+  ].join('\n');
 }

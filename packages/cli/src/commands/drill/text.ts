@@ -4,11 +4,9 @@ import type { DrillCommandReport, DrillRow } from './index.js';
 
 /** A scenario's status as the table and the progress lines show it. */
 export const statusMark = (status: DrillRow['status'], color: boolean) =>
-  status === 'passed'
-    ? paint('green', 'pass', color)
-    : status === 'failed'
-      ? paint('red', 'FAIL', color)
-      : paint('yellow', 'skip', color);
+  paint(MARK_COLORS[status], MARKS[status], color);
+export const MARKS = { passed: 'pass', failed: 'FAIL', skipped: 'skip' } as const;
+const MARK_COLORS = { passed: 'green', failed: 'red', skipped: 'yellow' } as const;
 
 /** `=1`, `≤4`, `2–4`, `≥1`: a count criterion in a table cell. */
 export function showCount(c: CountCriterion): string {
