@@ -54,20 +54,15 @@ export function createProgress(
   let current = '';
   const width = String(total).length;
   const counter = () => `[${String(finished).padStart(width)}/${total}]`;
-  const bar = () => {
-    const cells = (process.stderr.columns ?? 100) >= 120 ? 20 : 10;
-    const full = total === 0 ? cells : Math.round((finished / total) * cells);
-    return '█'.repeat(full) + '░'.repeat(cells - full);
-  };
-  const clear = () => {
-    if (tty) write('\r\u001b[2K');
-  };
+  const clear = () => tty && write('\r\u001b[2K');
   const draw = () => {
     if (!tty) return;
-    const pct = total === 0 ? 100 : Math.floor((finished / total) * 100);
-    const cols = (process.stderr.columns ?? 100) - 1;
-    let text = `${counter()} ${bar()} ${String(pct).padStart(3)}% ${current}`;
-    if (text.length > cols) text = text.slice(0, cols - 1) + '…';
+    const cols = process.stderr.columns ?? 100;
+    const share = total === 0 ? 1 : finished / total;
+    const cells = cols >= 120 ? 20 : 10;
+    const bar = '█'.repeat(Math.round(share * cells)).padEnd(cells, '░');
+    let text = `${counter()} ${bar} ${String(Math.floor(share * 100)).padStart(3)}% ${current}`;
+    if (text.length > cols - 1) text = `${text.slice(0, cols - 2)}…`;
     write(`\r\u001b[2K${paint('cyan', text, color)}`);
   };
   return {

@@ -52,13 +52,9 @@ function tieWireToReceipts(r: ScenarioResult) {
   const byReceipt = new Map<number, number[]>();
   for (const p of r.proxyRequests) {
     const k = callOf(p);
-    const rc = k
-      ? k <= offset
-        ? 'died'
-        : sends[k - offset - 1]
-      : p.label === 'lookup' && looks.length === 1
-        ? looks[0]
-        : undefined;
+    let rc: RunnerReceipt | 'died' | undefined;
+    if (k) rc = k <= offset ? 'died' : sends[k - offset - 1];
+    else if (p.label === 'lookup' && looks.length === 1) rc = looks[0];
     if (!rc) continue;
     byRequest.set(p.n, rc);
     if (rc !== 'died') byReceipt.set(rc.seq, [...(byReceipt.get(rc.seq) ?? []), p.n]);
