@@ -10,14 +10,9 @@ export { EXIT, type Io } from './command.js';
 const line = (t: string) => (t.endsWith('\n') ? t : t + '\n');
 const defaultIo: Io = { out: (t) => process.stdout.write(line(t)), err: (t) => process.stderr.write(line(t)) };
 
-function version(): string {
-  try {
-    return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
-      .version;
-  } catch {
-    return '0.0.0';
-  }
-}
+const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
 
 /** The command these words name, under `root`. */
 function find(root: Command, words: readonly string[]): Command | null {
@@ -33,7 +28,7 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
   const json = (value: unknown) => io.out(JSON.stringify(value, null, 2));
   const program = new Command('retrysafe')
     .description(DESCRIPTION)
-    .version(version(), '-V, --version')
+    .version(version, '-V, --version')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s), outputError: (s, write) => write(s) })
     .showHelpAfterError('(run with --help for usage)')

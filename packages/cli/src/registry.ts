@@ -7,15 +7,8 @@ import type { HttpOperationDeclaration } from '@retrysafe/http';
 import type { ConformanceOptions } from '@retrysafe/testkit';
 import { pickKnown, UsageError } from './errors.js';
 
-/** One adapter package as the CLI sees it: its drill setups (one per provider/sandbox) and its cards. */
-export interface AdapterEntry {
-  readonly name: string;
-  /** The package the drills come from, e.g. `@retrysafe/stripe/sandbox`. */
-  readonly from: string;
-  readonly drills: readonly ConformanceOptions[];
-  /** Why the package offers no drill setup (it does not export `drills` yet); null when it does. */
-  readonly missing: string | null;
-}
+/** One adapter package as the CLI sees it: its drill setups (one per provider/sandbox) and where they come from. */
+export type AdapterEntry = ReturnType<typeof entryFrom>;
 
 // Each adapter's ./sandbox subpath exports the drill setups its own conformance test runs; the CLI runs exactly those.
 export const ADAPTER_NAMES = ['sandbox', 'stripe', 'msgraph', 'hubspot', 'slack', 'http', 'resend', 'github'];
@@ -33,7 +26,8 @@ function isDrill(value: unknown): value is ConformanceOptions {
   );
 }
 
-function entryFrom(name: string, from: string, mod: Record<string, unknown>): AdapterEntry {
+/** `missing` says why the package offers no drill setup (it does not export `drills`); null when it does. */
+function entryFrom(name: string, from: string, mod: Record<string, unknown>) {
   const drills = mod.drills;
   const bad = Array.isArray(drills) ? drills.findIndex((d) => !isDrill(d)) : -1;
   const missing = !Array.isArray(drills)

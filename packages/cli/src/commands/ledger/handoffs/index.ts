@@ -9,24 +9,17 @@ export async function ledgerHandoffs(target: LedgerTarget) {
     target,
     async (ledger) => {
       const rows = await ledger.list({ states: ['handed-off'], limit: 1000 });
-      const chains = new Map(
-        (
-          await verifyChains(
-            ledger,
-            rows.map((r) => r.businessOperationId),
-            true,
-          )
-        ).map((c) => [c.businessOperationId, c]),
-      );
-      return rows.map((r) => {
-        const chain = chains.get(r.businessOperationId);
+      const ids = rows.map((r) => r.businessOperationId);
+      const chains = await verifyChains(ledger, ids, true); // one per id, in order
+      return rows.map((r, i) => {
+        const chain = chains[i]!;
         return {
           ...summarize(r),
           explanation: r.handoff?.explanation ?? '',
           safeNextActions: r.handoff?.safeNextActions ?? [],
           lastKnown: r.handoff?.lastKnown ?? null,
           // a broken receipt chain: do not act on it before finding out why
-          ...(chain && !chain.ok ? { chainBroken: chain.reason ?? 'broken' } : {}),
+          ...(!chain.ok ? { chainBroken: chain.reason ?? 'broken' } : {}),
         };
       });
     },

@@ -50,7 +50,6 @@ async function knownCards(config?: string): Promise<RetrySafetyCard[]> {
 
 /** `retrysafe ledger prune`: retention of closed operations (pruneLedger in @retrysafe/core). */
 export async function ledgerPrune(opts: PruneCommandOptions): Promise<PruneLedgerReport> {
-  if (!opts.olderThan) throw new UsageError('--older-than <duration> is required (e.g. 30d)');
   for (const s of opts.state ?? [])
     if (!PRUNABLE_STATES.includes(s as OperationState))
       throw new UsageError(`--state '${s}': only closed operations are pruned (${PRUNABLE_STATES.join(', ')})`);

@@ -1,15 +1,9 @@
-import { asBusinessOperationId, type OperationRecord } from '@retrysafe/contract';
+import { asBusinessOperationId } from '@retrysafe/contract';
 import { personRef } from '@retrysafe/core/internal';
 import { paint } from '../../../output.js';
 import { verifyChains } from '../chain.js';
 import { packetText, receiptText } from '../packet-text.js';
 import { type LedgerTarget, summarize, withLedger } from '../target.js';
-
-/** `resolve --by` is stored as given; shown as a pseudonym (`person#…`) unless the operator asks (`--show-by`). */
-function shownResolution(r: OperationRecord['resolution'], showBy: boolean): OperationRecord['resolution'] {
-  if (!r || r.by === undefined || showBy) return r;
-  return { ...r, by: personRef(r.by) };
-}
 
 type ShowResult = NonNullable<Awaited<ReturnType<typeof ledgerShow>>>;
 
@@ -27,7 +21,11 @@ export async function ledgerShow(target: LedgerTarget & { readonly showBy?: bool
           paramsFingerprint: r.paramsFingerprint,
           firstDispatchedAt: r.firstDispatchedAt === null ? null : new Date(r.firstDispatchedAt).toISOString(),
           handoff: r.handoff,
-          resolution: shownResolution(r.resolution, target.showBy === true),
+          // `resolve --by` is stored as given; shown as a pseudonym (`person#…`) unless the operator asks (`--show-by`)
+          resolution:
+            r.resolution?.by === undefined || target.showBy
+              ? r.resolution
+              : { ...r.resolution, by: personRef(r.resolution.by) },
         },
         receipts: await ledger.receipts(bid), // never the params
         // Unkeyed chains from before a key was set pass here (a keyed-then-unkeyed chain never does); `verify` is the strict check.
