@@ -47,18 +47,11 @@ const FS_WORDS: Readonly<Record<string, string>> = {
 
 /** A file-system error (ENOENT, EACCES, ENOTDIR…) as one line naming the path, or null for anything else. */
 export function fileSystemError(e: unknown): string | null {
-  const x = e as NodeJS.ErrnoException | null;
+  const x = e as Partial<NodeJS.ErrnoException> | null | undefined;
+  const code = String(x?.code);
   // a path is what makes it a file-system error (a refused connection has a syscall and a code, but no path)
-  if (
-    !x ||
-    typeof x !== 'object' ||
-    typeof x.code !== 'string' ||
-    !/^E[A-Z]+$/.test(x.code) ||
-    typeof x.syscall !== 'string' ||
-    typeof x.path !== 'string'
-  )
-    return null;
-  return `cannot ${x.syscall} ${x.path}: ${FS_WORDS[x.code] ?? x.code} (${x.code})`;
+  if (!/^E[A-Z]+$/.test(code) || typeof x?.syscall !== 'string' || typeof x.path !== 'string') return null;
+  return `cannot ${x.syscall} ${x.path}: ${FS_WORDS[code] ?? code} (${code})`;
 }
 
 const errorScrub = createRedactor();

@@ -35,11 +35,7 @@ export function table(
       .join('  ')
       .trimEnd();
   const breaks = new Set(options.breaks ?? []);
-  const body: string[] = [];
-  rows.forEach((r, i) => {
-    if (i > 0 && breaks.has(i)) body.push('');
-    body.push(line(r));
-  });
+  const body = rows.flatMap((r, i) => (i > 0 && breaks.has(i) ? ['', line(r)] : [line(r)]));
   return [line(headers), line(widths.map((w) => '─'.repeat(w))), ...body].join('\n');
 }
 

@@ -256,19 +256,13 @@ function matrix(results: HtmlReportInput['results']): string {
         .map((s) => {
           const r = byKey.get(`${op} ${s}`);
           if (!r) return '<td></td>';
-          const sym = r.status === 'passed' ? '✓' : r.status === 'failed' ? '✗' : '–';
+          const sym = { passed: '✓', failed: '✗', skipped: '–' }[r.status];
           return `<td class="cell ${r.status}"><a href="#${anchor(r)}" title="${esc(`${r.scenario}: ${r.status}`)}">${sym}</a></td>`;
         })
         .join('')}</tr>`;
     })
     .join('');
   return `<table id="matrix"><thead>${head}</thead><tbody>${body}</tbody></table>`;
-}
-
-function legend(): string {
-  return `<p class="legend">${Object.entries(OUTCOME_COLOR)
-    .map(([k, c]) => `<span><i style="background:${c}"></i>${esc(k)}</span>`)
-    .join('')}<span><i style="background:${NO_OUTCOME}"></i>no outcome (resolve, recover)</span></p>`;
 }
 
 const slug = (s: string) => s.replace(/[^A-Za-z0-9_-]+/g, '_');
@@ -363,7 +357,9 @@ ${problems.length ? `<ul class="problems" id="problems">${problems.map((p) => `<
 <h2>At a glance</h2>
 ${matrix(input.results)}
 <h2>Scenarios</h2>
-${legend()}
+<p class="legend">${Object.entries(OUTCOME_COLOR)
+    .map(([k, c]) => `<span><i style="background:${c}"></i>${esc(k)}</span>`)
+    .join('')}<span><i style="background:${NO_OUTCOME}"></i>no outcome (resolve, recover)</span></p>
 ${f.html}
 <table id="results"><thead><tr><th>drill</th><th>operation</th><th>scenario</th><th>records</th><th>attempts</th><th>outcome</th><th>handoffs</th><th>result</th></tr></thead>
 <tbody>

@@ -16,7 +16,7 @@ import {
 import { UsageError } from '../../errors.js';
 import { paint, plural } from '../../output.js';
 import { loadAdapters } from '../../registry.js';
-import { receiptText } from '../ledger/packet-text.js';
+import { actionNames, receiptText } from '../ledger/packet-text.js';
 
 type DrillOperation = ConformanceOptions['operations'][string];
 
@@ -126,18 +126,13 @@ function verdictOf(first: RunResult): string {
     : 'still in progress at the provider';
 }
 
-interface StepRun {
-  readonly step: Step;
-  readonly drill: ConformanceOptions;
-  readonly ledger: Ledger;
-  readonly dbPath: string;
-  readonly index: number;
-  readonly log: (line: string) => void;
-  readonly color: boolean;
-}
-
 /** One step: the real adapter → fault proxy → sandbox; every server it starts is closed again, whatever happens. */
-async function runStep({ step, drill, ledger, dbPath, index, log, color }: StepRun) {
+async function runStep(
+  step: Step,
+  drill: ConformanceOptions,
+  index: number,
+  { ledger, dbPath, log, color }: { ledger: Ledger; dbPath: string; log: (line: string) => void; color: boolean },
+) {
   const op = drill.operations[step.operation]!;
   const clock = createDrillClock();
   const sandbox = await drill.startSandbox({ clock });
@@ -187,12 +182,7 @@ async function runStep({ step, drill, ledger, dbPath, index, log, color }: StepR
     if (packet) {
       log(`   handoff: ${packet.explanation}`);
       log(
-        `   safe next actions: ${
-          packet.safeNextActions
-            .filter((a) => a.safe)
-            .map((a) => a.action)
-            .join(', ') || 'none known'
-        } — see \`retrysafe ledger handoffs --db ${dbPath}\``,
+        `   safe next actions: ${actionNames(packet.safeNextActions) || 'none known'} — see \`retrysafe ledger handoffs --db ${dbPath}\``,
       );
     }
     log(`   ${ok ? paint('green', '✓ held', color) : paint('red', '✗ did not hold', color)}`);
@@ -245,7 +235,7 @@ export async function demoCommand(opts: { db?: string }, log: (line: string) => 
           `demo: the ${step.adapter} adapter offers no drill setup for ${step.operation}${entry?.missing ? ` (${entry.missing})` : ''}`,
         );
       log(`\n${paint('bold', `${n + 1}. ${step.title}`, color)}\n   ${step.why}`);
-      steps.push(await runStep({ step, drill, ledger, dbPath, index: n, log, color }));
+      steps.push(await runStep(step, drill, n, { ledger, dbPath, log, color }));
     }
     return { ok: steps.every((s) => s.ok), ledger: dbPath, steps };
   } finally {

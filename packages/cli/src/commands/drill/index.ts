@@ -169,11 +169,12 @@ export async function drillCommand(opts: DrillCommandOptions, progressSink: Dril
   }
   progress?.end();
   const durationMs = Date.now() - started;
+  const count = (status: DrillRow['status']) => rows.filter((r) => r.status === status).length;
   const totals = {
     scenarios: rows.length,
-    passed: rows.filter((r) => r.status === 'passed').length,
-    failed: rows.filter((r) => r.status === 'failed').length,
-    skipped: rows.filter((r) => r.status === 'skipped').length,
+    passed: count('passed'),
+    failed: count('failed'),
+    skipped: count('skipped'),
   };
   const adapters = entries.map((e) => ({
     name: e.name,

@@ -12,6 +12,10 @@ export function receiptText(x: Receipt, dim: (text: string) => string = (t) => t
   return `${x.kind.padEnd(8)} → ${(x.outcome ?? '—').padEnd(11)} ${x.decision.action}: ${x.decision.reason}${extra.length ? dim(`  (${extra.join(' · ')})`) : ''}`;
 }
 
+/** The names of the next actions a packet marks safe (with `safe` false: not safe). */
+export const actionNames = (actions: HandoffPacket['safeNextActions'], safe = true) =>
+  actions.flatMap((a) => (a.safe === safe ? [a.action] : [])).join(', ');
+
 export function packetText(p: HandoffPacket, color: boolean): string {
   const last = p.lastKnown;
   return [

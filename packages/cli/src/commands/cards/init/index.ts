@@ -90,12 +90,10 @@ function defaults(card: Record<string, unknown>): Record<string, unknown> {
 }
 
 function get(obj: unknown, path: string): unknown {
-  return path
-    .split('.')
-    .reduce<unknown>(
-      (o, k) => (o !== null && typeof o === 'object' ? (o as Record<string, unknown>)[k] : undefined),
-      obj,
-    );
+  let o = obj;
+  for (const k of path.split('.'))
+    o = o !== null && typeof o === 'object' ? (o as Record<string, unknown>)[k] : undefined;
+  return o;
 }
 function set(obj: Record<string, unknown>, path: string, value: unknown): void {
   const keys = path.split('.');

@@ -1,5 +1,6 @@
 import { paint, plural } from '../../../output.js';
 import { verifyChains } from '../chain.js';
+import { actionNames } from '../packet-text.js';
 import { type LedgerTarget, summarize, withLedger } from '../target.js';
 
 type HandoffRow = Awaited<ReturnType<typeof ledgerHandoffs>>[number];
@@ -27,13 +28,6 @@ export async function ledgerHandoffs(target: LedgerTarget) {
   );
 }
 
-/** The packet's next actions marked safe (or not), by name. */
-const actions = (r: HandoffRow, safe: boolean) =>
-  r.safeNextActions
-    .filter((a) => a.safe === safe)
-    .map((a) => a.action)
-    .join(', ');
-
 export function handoffsText(rows: readonly HandoffRow[], color = false): string {
   if (rows.length === 0) return 'No handoffs: nothing is waiting for a person.';
   const blocks = rows.map((r) =>
@@ -49,8 +43,10 @@ export function handoffsText(rows: readonly HandoffRow[], color = false): string
             ),
           ]
         : []),
-      `  safe: ${actions(r, true) || 'none known — verify at the provider'}${
-        actions(r, false) ? paint('dim', `   not safe: ${actions(r, false)}`, color) : ''
+      `  safe: ${actionNames(r.safeNextActions) || 'none known — verify at the provider'}${
+        actionNames(r.safeNextActions, false)
+          ? paint('dim', `   not safe: ${actionNames(r.safeNextActions, false)}`, color)
+          : ''
       }`,
     ].join('\n'),
   );

@@ -72,7 +72,7 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
         const resolution: Resolution = opts.resume
           ? { action: 'resume', ...(opts.force ? { force: true } : {}) }
           : corrected !== undefined
-            ? { action: 'resend-with', params: corrected.params }
+            ? { action: 'resend-with', params: corrected }
             : opts.markDone !== undefined
               ? { action: 'mark-done', providerRef: opts.markDone.trim() }
               : { action: 'abandon' };
@@ -119,7 +119,7 @@ function sameParams(id: string, reason: HandoffReason | undefined): RefusedError
 }
 
 /** The corrected params of `--resend-with`: a JSON object in a file, within the file limits. */
-function readParams(file: string): { params: Record<string, unknown> } {
+function readParams(file: string): Record<string, unknown> {
   let params: unknown;
   try {
     params = readDataFile(file);
@@ -128,7 +128,7 @@ function readParams(file: string): { params: Record<string, unknown> } {
   }
   if (typeof params !== 'object' || params === null || Array.isArray(params))
     throw new UsageError(`--resend-with: ${file} must hold a JSON object of params`);
-  return { params: params as Record<string, unknown> };
+  return params as Record<string, unknown>;
 }
 
 export function resolveText(r: ResolveResult, color = false): string {
