@@ -115,8 +115,7 @@ export async function drillCommand(opts: DrillCommandOptions, progressSink: Dril
   if (!Number.isSafeInteger(seed) || seed < 0)
     throw new UsageError(`--seed must be a non-negative integer, got ${String(opts.seed)}`);
   const entries = await loadAdapters(opts.adapter, opts.module, opts.config);
-  const problems: string[] = [];
-  for (const e of entries) if (e.missing) problems.push(`${e.name}: ${e.missing}`);
+  const problems = entries.filter((e) => e.missing).map((e) => `${e.name}: ${e.missing}`);
   const drills = entries.flatMap((e) => e.drills);
   pickKnown('operation', [...new Set(drills.flatMap((d) => Object.keys(d.operations)))], opts.operation ?? []);
   const outDir = resolve(opts.out ?? '.drill');
@@ -129,7 +128,7 @@ export async function drillCommand(opts: DrillCommandOptions, progressSink: Dril
   const rows: DrillRow[] = [];
   const results: { adapter: string; result: ScenarioResult }[] = [];
   const started = Date.now();
-  for (const e of entries) if (e.missing) progress?.note(`${paint('red', '✗', color)} ${e.name}: ${e.missing}`);
+  for (const p of problems) progress?.note(`${paint('red', '✗', color)} ${p}`);
 
   for (const entry of entries) {
     for (const drill of entry.drills) {

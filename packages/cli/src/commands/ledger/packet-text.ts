@@ -16,6 +16,12 @@ export function receiptText(x: Receipt, dim: (text: string) => string = (t) => t
 export const actionNames = (actions: HandoffPacket['safeNextActions'], safe = true) =>
   actions.flatMap((a) => (a.safe === safe ? [a.action] : [])).join(', ');
 
+/** The flags of the resolutions that need a value; the others are `--<action>`. */
+const FLAGS: Readonly<Record<string, string>> = {
+  'mark-done': '--mark-done <providerRef>',
+  'resend-with': '--resend-with <params.json>',
+};
+
 export function packetText(p: HandoffPacket, color: boolean): string {
   const last = p.lastKnown;
   return [
@@ -31,13 +37,7 @@ export function packetText(p: HandoffPacket, color: boolean): string {
     `  resolve with: retrysafe ledger resolve ${p.businessOperationId} ${
       p.safeNextActions
         .filter((a) => a.safe)
-        .map((a) =>
-          a.action === 'mark-done'
-            ? '--mark-done <providerRef>'
-            : a.action === 'resend-with'
-              ? '--resend-with <params.json>'
-              : `--${a.action}`,
-        )
+        .map((a) => FLAGS[a.action] ?? `--${a.action}`)
         .join(' | ') || '(no action is known to be safe: verify at the provider first)'
     }`,
   ].join('\n');

@@ -11,8 +11,6 @@ import { UsageError } from '../../errors.js';
 /** Every state, the open ones first. */
 export const STATES: readonly OperationState[] = [...RECOVERABLE_STATES, ...TERMINAL_STATES];
 
-const isPostgres = (location: string) => /^postgres(ql)?:\/\//.test(location);
-
 export interface OpenOptions {
   /** The config already read, or null for none (default: read target.config). */
   readonly config?: RetrysafeConfig | null;
@@ -36,7 +34,7 @@ export async function openTarget(target: LedgerTarget, options: OpenOptions = {}
   const given = options.config;
   const config = given !== undefined ? given : target.config ? await loadConfigFile(target.config) : null;
   const location = target.db ?? config?.ledger ?? './retrysafe.db';
-  if (typeof location === 'string' && isPostgres(location)) {
+  if (typeof location === 'string' && /^postgres(ql)?:\/\//.test(location)) {
     const { createPostgresLedger } = await import('@retrysafe/ledger-postgres');
     return createPostgresLedger({ connectionString: location, ...(target.schema ? { schema: target.schema } : {}) });
   }

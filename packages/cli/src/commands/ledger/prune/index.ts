@@ -43,9 +43,7 @@ export const PRUNE_RETENTION_NOTE =
 async function knownCards(config?: string): Promise<RetrySafetyCard[]> {
   const entries = await loadAdapters();
   if (config) entries.push(...(await loadAdapters([], [], config).catch(() => [])));
-  const cards: RetrySafetyCard[] = [];
-  for (const e of entries) for (const c of await cardsOf(e)) cards.push(c.card);
-  return cards;
+  return (await Promise.all(entries.map(cardsOf))).flat().map((c) => c.card);
 }
 
 /** `retrysafe ledger prune`: retention of closed operations (pruneLedger in @retrysafe/core). */
