@@ -1,9 +1,8 @@
 /** Terminal output helpers: colour only on a TTY and never when NO_COLOR is set (https://no-color.org). */
 export function useColor(stream: { readonly isTTY?: boolean } = process.stdout): boolean {
-  if (process.env.NO_COLOR !== undefined && process.env.NO_COLOR !== '') return false;
-  if (process.env.FORCE_COLOR !== undefined && process.env.FORCE_COLOR !== '' && process.env.FORCE_COLOR !== '0')
-    return true;
-  return Boolean(stream.isTTY);
+  const { NO_COLOR, FORCE_COLOR } = process.env;
+  if (NO_COLOR) return false;
+  return (Boolean(FORCE_COLOR) && FORCE_COLOR !== '0') || Boolean(stream.isTTY);
 }
 
 const codes = { red: 31, green: 32, yellow: 33, cyan: 36, dim: 2, bold: 1 } as const;

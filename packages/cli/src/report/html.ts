@@ -137,9 +137,7 @@ function wire(r: ScenarioResult, { byRequest }: Tie): string {
     typeof f === 'string'
       ? f
       : [f.kind, 'status' in f && f.status, 'ms' in f && `${f.ms} ms`].filter(Boolean).join(' ');
-  const keys = new Set(
-    r.runnerReceipts.map((x) => x.providerKey).filter((k): k is NonNullable<typeof k> => k !== null),
-  );
+  const keys = new Set(r.runnerReceipts.flatMap((x) => x.providerKey ?? []));
   /** Where the provider key travelled: a recorded header, the query string, or (the proxy keeps headers only) the body. */
   const keyOf = (p: Wire): { where: string; text: string } => {
     const headers = Object.entries(p.headers);
