@@ -5,7 +5,6 @@ import { cardsValidate } from './commands/cards/validate/command.js';
 import { demo } from './commands/demo/command.js';
 import { drill } from './commands/drill/command.js';
 import { help } from './commands/help/command.js';
-import { ledger } from './commands/ledger/command.js';
 import { ledgerExportCommand } from './commands/ledger/export/command.js';
 import { ledgerHandoffsCommand } from './commands/ledger/handoffs/command.js';
 import { ledgerLsCommand } from './commands/ledger/ls/command.js';
@@ -22,7 +21,8 @@ export const COMMANDS: readonly CommandConfig[] = [
   cards,
   cardsInitCommand,
   cardsValidate,
-  ledger,
+  // a group: its commands are the folders in commands/ledger/
+  { name: 'ledger', description: 'inspect the ledger and resolve handoffs (SQLite file or postgres:// URL)' },
   ledgerLsCommand,
   ledgerShowCommand,
   ledgerVerifyCommand,

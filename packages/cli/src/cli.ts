@@ -10,21 +10,7 @@ export { EXIT, type Io } from './command.js';
 const line = (t: string) => (t.endsWith('\n') ? t : t + '\n');
 const defaultIo: Io = { out: (t) => process.stdout.write(line(t)), err: (t) => process.stderr.write(line(t)) };
 
-function version(): string {
-  try {
-    return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
-      .version;
-  } catch {
-    return '0.0.0';
-  }
-}
-
-/** The command these words name, under `root`. */
-function find(root: Command, words: readonly string[]): Command | null {
-  let cmd: Command | undefined = root;
-  for (const w of words) cmd = cmd?.commands.find((c) => c.name() === w);
-  return cmd ?? null;
-}
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
 /** Runs the CLI with `argv` (without node and script) and returns the exit code; never calls process.exit. */
 export async function main(argv: readonly string[], io: Io = defaultIo): Promise<number> {
@@ -33,7 +19,7 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
   const json = (value: unknown) => io.out(JSON.stringify(value, null, 2));
   const program = new Command('retrysafe')
     .description(DESCRIPTION)
-    .version(version(), '-V, --version')
+    .version(pkg.version, '-V, --version')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s), outputError: (s, write) => write(s) })
     .showHelpAfterError('(run with --help for usage)')
@@ -49,9 +35,10 @@ export async function main(argv: readonly string[], io: Io = defaultIo): Promise
     errTTY,
     json,
     help(words) {
-      const cmd = find(program, words);
+      let cmd: Command | undefined = program;
+      for (const w of words) cmd = cmd?.commands.find((c) => c.name() === w);
       cmd?.outputHelp();
-      return cmd !== null;
+      return cmd !== undefined;
     },
   };
   for (const c of COMMANDS) register(program, c, ctx, (n) => (code = n));

@@ -81,8 +81,8 @@ export function defineCommand<const O extends Options = Record<never, OptionConf
 const collect = (v: string, prev: string[] = []) => [
   ...prev,
   ...v
-    .split(',')
-    .map((s) => s.trim())
+    .trim()
+    .split(/\s*,\s*/)
     .filter(Boolean),
 ];
 

@@ -8,6 +8,11 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
+/** A usage error with `message` unless exactly one of the choices is made (neither undefined nor false). */
+export function exactlyOne(choices: readonly unknown[], message: string): void {
+  if (choices.filter((c) => c !== undefined && c !== false).length !== 1) throw new UsageError(message);
+}
+
 /** The `wanted` names in `known`'s order, or a usage error naming the unknown ones. */
 export function pickKnown<T extends string>(kind: string, known: readonly T[], wanted: readonly string[]): T[] {
   const unknown = wanted.filter((w) => !(known as readonly string[]).includes(w));
@@ -42,18 +47,11 @@ const FS_WORDS: Readonly<Record<string, string>> = {
 
 /** A file-system error (ENOENT, EACCES, ENOTDIR…) as one line naming the path, or null for anything else. */
 export function fileSystemError(e: unknown): string | null {
-  const x = e as NodeJS.ErrnoException | null;
+  const x = e as Partial<NodeJS.ErrnoException> | null | undefined;
+  const code = String(x?.code);
   // a path is what makes it a file-system error (a refused connection has a syscall and a code, but no path)
-  if (
-    !x ||
-    typeof x !== 'object' ||
-    typeof x.code !== 'string' ||
-    !/^E[A-Z]+$/.test(x.code) ||
-    typeof x.syscall !== 'string' ||
-    typeof x.path !== 'string'
-  )
-    return null;
-  return `cannot ${x.syscall} ${x.path}: ${FS_WORDS[x.code] ?? x.code} (${x.code})`;
+  if (!/^E[A-Z]+$/.test(code) || typeof x?.syscall !== 'string' || typeof x.path !== 'string') return null;
+  return `cannot ${x.syscall} ${x.path}: ${FS_WORDS[code] ?? code} (${code})`;
 }
 
 const errorScrub = createRedactor();

@@ -1,9 +1,8 @@
 /** Terminal output helpers: colour only on a TTY and never when NO_COLOR is set (https://no-color.org). */
 export function useColor(stream: { readonly isTTY?: boolean } = process.stdout): boolean {
-  if (process.env.NO_COLOR !== undefined && process.env.NO_COLOR !== '') return false;
-  if (process.env.FORCE_COLOR !== undefined && process.env.FORCE_COLOR !== '' && process.env.FORCE_COLOR !== '0')
-    return true;
-  return Boolean(stream.isTTY);
+  const { NO_COLOR, FORCE_COLOR } = process.env;
+  if (NO_COLOR) return false;
+  return (Boolean(FORCE_COLOR) && FORCE_COLOR !== '0') || Boolean(stream.isTTY);
 }
 
 const codes = { red: 31, green: 32, yellow: 33, cyan: 36, dim: 2, bold: 1 } as const;
@@ -35,11 +34,7 @@ export function table(
       .join('  ')
       .trimEnd();
   const breaks = new Set(options.breaks ?? []);
-  const body: string[] = [];
-  rows.forEach((r, i) => {
-    if (i > 0 && breaks.has(i)) body.push('');
-    body.push(line(r));
-  });
+  const body = rows.flatMap((r, i) => (i > 0 && breaks.has(i) ? ['', line(r)] : [line(r)]));
   return [line(headers), line(widths.map((w) => '─'.repeat(w))), ...body].join('\n');
 }
 
@@ -54,20 +49,15 @@ export function createProgress(
   let current = '';
   const width = String(total).length;
   const counter = () => `[${String(finished).padStart(width)}/${total}]`;
-  const bar = () => {
-    const cells = (process.stderr.columns ?? 100) >= 120 ? 20 : 10;
-    const full = total === 0 ? cells : Math.round((finished / total) * cells);
-    return '█'.repeat(full) + '░'.repeat(cells - full);
-  };
-  const clear = () => {
-    if (tty) write('\r\u001b[2K');
-  };
+  const clear = () => tty && write('\r\u001b[2K');
   const draw = () => {
     if (!tty) return;
-    const pct = total === 0 ? 100 : Math.floor((finished / total) * 100);
-    const cols = (process.stderr.columns ?? 100) - 1;
-    let text = `${counter()} ${bar()} ${String(pct).padStart(3)}% ${current}`;
-    if (text.length > cols) text = text.slice(0, cols - 1) + '…';
+    const cols = process.stderr.columns ?? 100;
+    const share = total === 0 ? 1 : finished / total;
+    const cells = cols >= 120 ? 20 : 10;
+    const bar = '█'.repeat(Math.round(share * cells)).padEnd(cells, '░');
+    let text = `${counter()} ${bar} ${String(Math.floor(share * 100)).padStart(3)}% ${current}`;
+    if (text.length > cols - 1) text = `${text.slice(0, cols - 2)}…`;
     write(`\r\u001b[2K${paint('cyan', text, color)}`);
   };
   return {

@@ -7,15 +7,8 @@ import type { HttpOperationDeclaration } from '@retrysafe/http';
 import type { ConformanceOptions } from '@retrysafe/testkit';
 import { pickKnown, UsageError } from './errors.js';
 
-/** One adapter package as the CLI sees it: its drill setups (one per provider/sandbox) and its cards. */
-export interface AdapterEntry {
-  readonly name: string;
-  /** The package the drills come from, e.g. `@retrysafe/stripe/sandbox`. */
-  readonly from: string;
-  readonly drills: readonly ConformanceOptions[];
-  /** Why the package offers no drill setup (it does not export `drills` yet); null when it does. */
-  readonly missing: string | null;
-}
+/** One adapter package as the CLI sees it: its drill setups (one per provider/sandbox) and where they come from. */
+export type AdapterEntry = ReturnType<typeof entryFrom>;
 
 // Each adapter's ./sandbox subpath exports the drill setups its own conformance test runs; the CLI runs exactly those.
 export const ADAPTER_NAMES = ['sandbox', 'stripe', 'msgraph', 'hubspot', 'slack', 'http', 'resend', 'github'];
@@ -33,7 +26,8 @@ function isDrill(value: unknown): value is ConformanceOptions {
   );
 }
 
-function entryFrom(name: string, from: string, mod: Record<string, unknown>): AdapterEntry {
+/** `missing` says why the package offers no drill setup (it does not export `drills`); null when it does. */
+function entryFrom(name: string, from: string, mod: Record<string, unknown>) {
   const drills = mod.drills;
   const bad = Array.isArray(drills) ? drills.findIndex((d) => !isDrill(d)) : -1;
   const missing = !Array.isArray(drills)
@@ -55,39 +49,26 @@ export async function loadAdapters(
     : modules.length || config
       ? []
       : ADAPTER_NAMES;
-  const builtIn = await Promise.all(
-    ADAPTER_NAMES.filter((n) => chosen.includes(n)).map(async (n) =>
-      entryFrom(n, packageOf(n), await import(packageOf(n))),
-    ),
-  );
+  const builtIn = await Promise.all(chosen.map(async (n) => entryFrom(n, packageOf(n), await import(packageOf(n)))));
   const own: AdapterEntry[] = [];
   for (const file of modules) {
     const path = resolve(file);
     if (!existsSync(path)) throw new UsageError(`--module ${file}: no such file`);
-    const mod = await importModule(file, path);
-    const drillNames = Array.isArray(mod.drills)
-      ? [...new Set(mod.drills.map((d) => (isDrill(d) ? d.name : '')).filter(Boolean))]
-      : [];
-    const name =
-      typeof mod.name === 'string' && mod.name
-        ? mod.name
-        : drillNames.length
-          ? drillNames.join('+')
-          : basename(path).replace(/\.[cm]?js$/, '');
-    const entry = entryFrom(name, file, mod);
+    let mod: Record<string, unknown>;
+    try {
+      mod = await import(pathToFileURL(path).href);
+    } catch (e) {
+      throw new UsageError(`--module ${file}: cannot import it: ${(e as Error).message.split('\n')[0]}`);
+    }
+    const entry = entryFrom(file, file, mod);
     if (entry.missing) throw new UsageError(`--module ${entry.missing}`);
-    own.push(entry);
+    // named by the module, else by its drills, else by its file
+    const drillNames = [...new Set(entry.drills.map((d) => d.name))].join('+');
+    const name =
+      typeof mod.name === 'string' && mod.name ? mod.name : drillNames || basename(path).replace(/\.[cm]?js$/, '');
+    own.push({ ...entry, name });
   }
   return [...builtIn, ...own, ...(config ? await configEntries(config) : [])];
-}
-
-/** A `--module` file, or a usage error saying why it cannot be imported (a folder, a syntax error). */
-async function importModule(file: string, path: string): Promise<Record<string, unknown>> {
-  try {
-    return (await import(pathToFileURL(path).href)) as Record<string, unknown>;
-  } catch (e) {
-    throw new UsageError(`--module ${file}: cannot import it: ${(e as Error).message.split('\n')[0]}`);
-  }
 }
 
 /** Drill setups for a config's `type: http` adapters, on their pattern sandboxes; `headersFromEnv` is never read. */

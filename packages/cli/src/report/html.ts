@@ -1,4 +1,5 @@
-import type { CountCriterion, ScenarioResult } from '@retrysafe/testkit';
+import type { ScenarioResult } from '@retrysafe/testkit';
+import { MARKS, showCount } from '../commands/drill/text.js';
 
 export interface HtmlReportInput {
   readonly generatedAt: string;
@@ -25,7 +26,6 @@ const OUTCOME_COLOR: Readonly<Record<string, string>> = {
 };
 const NO_OUTCOME = '#90a4ae';
 
-const count = (c: CountCriterion) => ('exact' in c ? `= ${c.exact}` : c.min ? `${c.min}–${c.max}` : `≤ ${c.max}`);
 const anchor = (r: ScenarioResult) => `r-${r.drill}-${r.operation}-${r.scenario}`.replace(/[^A-Za-z0-9_-]+/g, '_');
 
 function niceStep(span: number): number {
@@ -39,26 +39,21 @@ const ms = (t: number) => (t >= 10_000 ? `${(t / 1000).toFixed(t % 1000 ? 1 : 0)
 type Wire = ScenarioResult['proxyRequests'][number];
 type RunnerReceipt = ScenarioResult['runnerReceipts'][number];
 
+type Tie = ReturnType<typeof tieWireToReceipts>;
+
 // The k-th `execute#k` request is the k-th dispatch/resend receipt, counted from the end (a crashed worker left calls
 // but no receipts); a lookup request goes to the lookup/poll receipt when there is exactly one.
-export function tieWireToReceipts(r: Pick<ScenarioResult, 'proxyRequests' | 'runnerReceipts'>): {
-  byRequest: Map<number, RunnerReceipt | 'died'>;
-  byReceipt: Map<number, number[]>;
-} {
+function tieWireToReceipts(r: ScenarioResult) {
   const sends = r.runnerReceipts.filter((x) => x.kind === 'dispatch' || x.kind === 'resend');
   const looks = r.runnerReceipts.filter((x) => x.kind === 'lookup' || x.kind === 'poll');
-  const calls = r.proxyRequests
-    .map((p) => /^execute#(\d+)$/.exec(p.label ?? '')?.[1])
-    .filter(Boolean)
-    .map(Number);
-  const executeCalls = calls.length ? Math.max(...calls) : 0;
-  const offset = Math.max(0, executeCalls - sends.length);
+  const callOf = (p: Wire) => Number(/^execute#(\d+)$/.exec(p.label ?? '')?.[1] ?? 0);
+  const offset = Math.max(0, Math.max(0, ...r.proxyRequests.map(callOf)) - sends.length);
   const byRequest = new Map<number, RunnerReceipt | 'died'>();
   const byReceipt = new Map<number, number[]>();
   for (const p of r.proxyRequests) {
-    const k = /^execute#(\d+)$/.exec(p.label ?? '')?.[1];
+    const k = callOf(p);
     let rc: RunnerReceipt | 'died' | undefined;
-    if (k) rc = Number(k) <= offset ? 'died' : sends[Number(k) - offset - 1];
+    if (k) rc = k <= offset ? 'died' : sends[k - offset - 1];
     else if (p.label === 'lookup' && looks.length === 1) rc = looks[0];
     if (!rc) continue;
     byRequest.set(p.n, rc);
@@ -71,9 +66,8 @@ const laneId = (r: ScenarioResult, seq: number | 'died') => `${anchor(r)}-a${seq
 const wireId = (r: ScenarioResult, n: number) => `${anchor(r)}-w${n}`;
 
 /** One lane per receipt on the drill's virtual clock; the gap before a lane is the wait the runner chose. */
-function timeline(r: ScenarioResult): string {
+function timeline(r: ScenarioResult, { byRequest, byReceipt }: Tie): string {
   const receipts = r.runnerReceipts;
-  const { byRequest, byReceipt } = tieWireToReceipts(r);
   // Requests whose worker died before writing a receipt (the crash scenario): drawn as their own lanes, first.
   const died = r.proxyRequests.filter((p) => byRequest.get(p.n) === 'died');
   if (receipts.length === 0 && died.length === 0)
@@ -137,24 +131,13 @@ function timeline(r: ScenarioResult): string {
 }
 
 /** What reached the provider (through the fault proxy), in arrival order. */
-function wire(r: ScenarioResult): string {
+function wire(r: ScenarioResult, { byRequest }: Tie): string {
   if (r.proxyRequests.length === 0) return '<p class="muted">No request reached the fault proxy.</p>';
-  const fault = (f: unknown) =>
+  const fault = (f: Wire['fault']) =>
     typeof f === 'string'
       ? f
-      : typeof f === 'object' && f !== null
-        ? [
-            (f as { kind?: string }).kind,
-            (f as { status?: number }).status,
-            (f as { ms?: number }).ms ? `${(f as { ms: number }).ms} ms` : undefined,
-          ]
-            .filter(Boolean)
-            .join(' ')
-        : String(f);
-  const { byRequest } = tieWireToReceipts(r);
-  const keys = new Set(
-    r.runnerReceipts.map((x) => x.providerKey).filter((k): k is NonNullable<typeof k> => k !== null),
-  );
+      : [f.kind, 'status' in f && f.status, 'ms' in f && `${f.ms} ms`].filter(Boolean).join(' ');
+  const keys = new Set(r.runnerReceipts.flatMap((x) => x.providerKey ?? []));
   /** Where the provider key travelled: a recorded header, the query string, or (the proxy keeps headers only) the body. */
   const keyOf = (p: Wire): { where: string; text: string } => {
     const headers = Object.entries(p.headers);
@@ -192,32 +175,21 @@ function details(r: ScenarioResult): string {
   if (r.failures.length)
     parts.push(`<h4>Failures</h4><ul class="failures">${r.failures.map((f) => `<li>${esc(f)}</li>`).join('')}</ul>`);
   if (c) {
-    // The drill's own failure sentences say which criterion failed; the row they name is marked.
-    const failed = (re: RegExp) => r.failures.some((f) => re.test(f));
-    const row = (name: string, expected: string, observed: string, re: RegExp) => {
-      const bad = failed(re);
-      return `<tr class="${bad ? 'criterion-failed' : 'criterion-ok'}" data-criterion="${esc(name)}"><td>${bad ? '<b>✗</b> ' : '✓ '}${esc(name)}</td><td>${expected}</td><td>${observed}</td></tr>`;
-    };
-    // [criterion, expected, observed, the drill's failure sentence for it]
-    const rows: [string, string, string | undefined, RegExp][] = [
-      ['provider records', `= ${c.providerRecords}`, o && String(o.providerRecords), /: providerRecords expected/],
-      [
-        'attempts at the provider',
-        esc(count(c.attemptsAtProxy)),
-        o && String(o.attemptsAtProxy),
-        /: attemptsAtProxy expected/,
-      ],
-      ['outcome', esc(c.outcome.join(' or ')), o && esc([...new Set(o.outcomes)].join(', ')), /: outcome expected/],
+    // [criterion, expected, observed, the drill's failure sentence for it]: the row a failure sentence names is marked.
+    const rows: [string, unknown, unknown, RegExp][] = [
+      ['provider records', `=${c.providerRecords}`, o?.providerRecords, /: providerRecords expected/],
+      ['attempts at the provider', showCount(c.attemptsAtProxy), o?.attemptsAtProxy, /: attemptsAtProxy expected/],
+      ['outcome', c.outcome.join(' or '), o && [...new Set(o.outcomes)].join(', '), /: outcome expected/],
       [
         'handoff packet',
         c.handoff === 'with-outcome' ? 'exactly when handed off' : c.handoff ? 'yes' : 'no',
-        o && String(o.handoffs),
+        o?.handoffs,
         /: (no )?handoff expected/,
       ],
       [
         'requests per execute call',
         '≤ 1 (SDK retries off)',
-        o && String(o.maxRequestsInOneExecute),
+        o?.maxRequestsInOneExecute,
         /one retrying layer expected|did not time out/,
       ],
     ];
@@ -228,14 +200,19 @@ function details(r: ScenarioResult): string {
         `${o?.waitedMs ?? '—'} ms`,
         /Retry-After not honoured/,
       ]);
+    const row = ([name, expected, observed, re]: (typeof rows)[number]) => {
+      const bad = r.failures.some((f) => re.test(f));
+      return `<tr class="${bad ? 'criterion-failed' : 'criterion-ok'}" data-criterion="${esc(name)}"><td>${bad ? '<b>✗</b> ' : '✓ '}${esc(name)}</td><td>${esc(expected)}</td><td>${esc(observed ?? '—')}</td></tr>`;
+    };
     parts.push(
       '<h4>Pass criteria (from the card, written before the run) and what was observed</h4><table class="criteria"><thead><tr><th></th><th>expected</th><th>observed</th></tr></thead><tbody>' +
-        rows.map(([name, expected, observed, re]) => row(name, expected, observed ?? '—', re)).join('') +
+        rows.map(row).join('') +
         `</tbody></table><ul class="why">${c.why.map((w) => `<li>${esc(w)}</li>`).join('')}</ul>`,
     );
   }
-  parts.push(`<h4>Timeline of the runner's attempts</h4><div class="tl">${timeline(r)}</div>`);
-  parts.push(`<h4>On the wire</h4>${wire(r)}`);
+  const tie = tieWireToReceipts(r);
+  parts.push(`<h4>Timeline of the runner's attempts</h4><div class="tl">${timeline(r, tie)}</div>`);
+  parts.push(`<h4>On the wire</h4>${wire(r, tie)}`);
   for (const p of r.handoffPackets) {
     parts.push(
       `<h4>Handoff packet</h4><p><b>${esc(p.reason)}</b>: ${esc(p.explanation)}</p><ul>${p.safeNextActions.map((a) => `<li>${a.safe ? '✓' : '✗'} <b>${esc(a.action)}</b>: ${esc(a.why)}</li>`).join('')}</ul>`,
@@ -254,10 +231,10 @@ function resultRow(adapter: string, r: ScenarioResult): string {
   return (
     `<tr id="${anchor(r)}" class="result ${r.status}" data-adapter="${esc(adapter)}" data-drill="${esc(r.drill)}" data-operation="${esc(r.operation)}" data-scenario="${esc(r.scenario)}" data-status="${r.status}">` +
     `<td>${esc(r.drill)}</td><td><code>${esc(r.operation)}</code></td><td title="${esc(r.title)}">${esc(r.scenario)}</td>` +
-    `<td class="num records">${cell(o?.providerRecords, c ? `= ${c.providerRecords}` : undefined)}</td>` +
-    `<td class="num attempts">${cell(o?.attemptsAtProxy, c ? count(c.attemptsAtProxy) : undefined)}</td>` +
+    `<td class="num records">${cell(o?.providerRecords, c ? `=${c.providerRecords}` : undefined)}</td>` +
+    `<td class="num attempts">${cell(o?.attemptsAtProxy, c ? showCount(c.attemptsAtProxy) : undefined)}</td>` +
     `<td>${o ? esc([...new Set(o.outcomes)].join(', ')) : r.skip ? `<span class="muted">card: ${esc(r.skip.cardField)}</span>` : '—'}</td>` +
-    `<td class="num">${o ? o.handoffs : '—'}</td><td class="status">${r.status === 'failed' ? 'FAIL' : r.status === 'passed' ? 'pass' : 'skip'}</td></tr>` +
+    `<td class="num">${o ? o.handoffs : '—'}</td><td class="status">${MARKS[r.status]}</td></tr>` +
     `<tr class="details"><td colspan="8"><details${r.status === 'failed' ? ' open' : ''}><summary>${esc(r.drill)} · ${esc(r.operation)} · ${esc(r.title)}</summary>${details(r)}</details></td></tr>`
   );
 }
@@ -277,19 +254,13 @@ function matrix(results: HtmlReportInput['results']): string {
         .map((s) => {
           const r = byKey.get(`${op} ${s}`);
           if (!r) return '<td></td>';
-          const sym = r.status === 'passed' ? '✓' : r.status === 'failed' ? '✗' : '–';
+          const sym = { passed: '✓', failed: '✗', skipped: '–' }[r.status];
           return `<td class="cell ${r.status}"><a href="#${anchor(r)}" title="${esc(`${r.scenario}: ${r.status}`)}">${sym}</a></td>`;
         })
         .join('')}</tr>`;
     })
     .join('');
   return `<table id="matrix"><thead>${head}</thead><tbody>${body}</tbody></table>`;
-}
-
-function legend(): string {
-  return `<p class="legend">${Object.entries(OUTCOME_COLOR)
-    .map(([k, c]) => `<span><i style="background:${c}"></i>${esc(k)}</span>`)
-    .join('')}<span><i style="background:${NO_OUTCOME}"></i>no outcome (resolve, recover)</span></p>`;
 }
 
 const slug = (s: string) => s.replace(/[^A-Za-z0-9_-]+/g, '_');
@@ -384,7 +355,9 @@ ${problems.length ? `<ul class="problems" id="problems">${problems.map((p) => `<
 <h2>At a glance</h2>
 ${matrix(input.results)}
 <h2>Scenarios</h2>
-${legend()}
+<p class="legend">${Object.entries(OUTCOME_COLOR)
+    .map(([k, c]) => `<span><i style="background:${c}"></i>${esc(k)}</span>`)
+    .join('')}<span><i style="background:${NO_OUTCOME}"></i>no outcome (resolve, recover)</span></p>
 ${f.html}
 <table id="results"><thead><tr><th>drill</th><th>operation</th><th>scenario</th><th>records</th><th>attempts</th><th>outcome</th><th>handoffs</th><th>result</th></tr></thead>
 <tbody>

@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import type { AdapterV1, HandoffPacket, Ledger } from '@retrysafe/contract';
+import type { AdapterV1, Ledger } from '@retrysafe/contract';
 import { callbackHandoffSink, createRunner, type RunResult } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import {
@@ -14,8 +14,9 @@ import {
   startFaultProxy,
 } from '@retrysafe/testkit';
 import { UsageError } from '../../errors.js';
-import { paint } from '../../output.js';
+import { paint, plural } from '../../output.js';
 import { loadAdapters } from '../../registry.js';
+import { actionNames, receiptText } from '../ledger/packet-text.js';
 
 type DrillOperation = ConformanceOptions['operations'][string];
 
@@ -81,34 +82,7 @@ const STEPS: readonly Step[] = [
   },
 ];
 
-export interface DemoStepReport {
-  readonly title: string;
-  readonly why: string;
-  readonly operation: string;
-  readonly businessOperationId: string;
-  readonly providerKey: string | null;
-  readonly status: RunResult['status'];
-  readonly adopted: boolean | null;
-  readonly providerRef: string | null;
-  /** Records the sandbox holds for the operation afterwards (the business effect). */
-  readonly providerRecords: number;
-  readonly expectedRecords: number;
-  /** Requests that reached the sandbox, in all (dispatches, resends, lookups). */
-  readonly requestsAtProvider: number;
-  readonly agentCalls: number;
-  /** The agent's second call got the same business operation (and result) back, without a new effect. */
-  readonly sameResultOnRetry: boolean | null;
-  readonly requestsOnRetry: number | null;
-  readonly timeline: readonly string[];
-  readonly handoff: Pick<HandoffPacket, 'reason' | 'explanation' | 'safeNextActions'> | null;
-  readonly ok: boolean;
-}
-
-export interface DemoReport {
-  readonly ok: boolean;
-  readonly ledger: string;
-  readonly steps: readonly DemoStepReport[];
-}
+export type DemoReport = Awaited<ReturnType<typeof demoCommand>>;
 
 /** The same object with its keys in reverse order, recursively: what an agent's re-issued tool call may look like. */
 function reorderKeys(value: unknown): unknown {
@@ -137,20 +111,11 @@ function openLedger(dbPath: string): Ledger {
   }
 }
 
-/** What the timeline shows for each receipt: time since the first, kind, outcome and the runner's reason. */
+/** The timeline: each receipt with its time since the first. */
 function timelineOf(result: RunResult): string[] {
   const receipts = result.status === 'in-progress' ? [] : result.receipts;
   const t0 = receipts.length ? Date.parse(receipts[0]!.startedAt) : 0;
-  return receipts.map((r) => {
-    const extra = [
-      r.status ? `HTTP ${r.status}` : '',
-      r.code ?? '',
-      r.decision.delayMs ? `wait ${r.decision.delayMs} ms` : '',
-    ]
-      .filter(Boolean)
-      .join(', ');
-    return `+${String(Date.parse(r.startedAt) - t0).padStart(5)} ms  ${r.kind.padEnd(8)} → ${(r.outcome ?? '—').padEnd(11)} ${r.decision.action}: ${r.decision.reason}${extra ? ` (${extra})` : ''}`;
-  });
+  return receipts.map((r) => `+${String(Date.parse(r.startedAt) - t0).padStart(5)} ms  ${receiptText(r)}`);
 }
 
 function verdictOf(first: RunResult): string {
@@ -161,18 +126,13 @@ function verdictOf(first: RunResult): string {
     : 'still in progress at the provider';
 }
 
-interface StepRun {
-  readonly step: Step;
-  readonly drill: ConformanceOptions;
-  readonly ledger: Ledger;
-  readonly dbPath: string;
-  readonly index: number;
-  readonly log: (line: string) => void;
-  readonly color: boolean;
-}
-
 /** One step: the real adapter → fault proxy → sandbox; every server it starts is closed again, whatever happens. */
-async function runStep({ step, drill, ledger, dbPath, index, log, color }: StepRun): Promise<DemoStepReport> {
+async function runStep(
+  step: Step,
+  drill: ConformanceOptions,
+  index: number,
+  { ledger, dbPath, log, color }: { ledger: Ledger; dbPath: string; log: (line: string) => void; color: boolean },
+) {
   const op = drill.operations[step.operation]!;
   const clock = createDrillClock();
   const sandbox = await drill.startSandbox({ clock });
@@ -217,17 +177,12 @@ async function runStep({ step, drill, ledger, dbPath, index, log, color }: StepR
     );
     if (second)
       log(
-        `   the agent called the tool again: ${same ? `same operation back (${second.status}${second.status === 'done' && second.adopted ? ', adopted' : ''}), ${requestsOnRetry} new request${requestsOnRetry === 1 ? '' : 's'} to the provider` : paint('red', 'a DIFFERENT result', color)}`,
+        `   the agent called the tool again: ${same ? `same operation back (${second.status}${second.status === 'done' && second.adopted ? ', adopted' : ''}), ${plural(requestsOnRetry ?? 0, 'new request')} to the provider` : paint('red', 'a DIFFERENT result', color)}`,
       );
     if (packet) {
       log(`   handoff: ${packet.explanation}`);
       log(
-        `   safe next actions: ${
-          packet.safeNextActions
-            .filter((a) => a.safe)
-            .map((a) => a.action)
-            .join(', ') || 'none known'
-        } — see \`retrysafe ledger handoffs --db ${dbPath}\``,
+        `   safe next actions: ${actionNames(packet.safeNextActions) || 'none known'} — see \`retrysafe ledger handoffs --db ${dbPath}\``,
       );
     }
     log(`   ${ok ? paint('green', '✓ held', color) : paint('red', '✗ did not hold', color)}`);
@@ -240,16 +195,18 @@ async function runStep({ step, drill, ledger, dbPath, index, log, color }: StepR
       status: first.status,
       adopted: first.status === 'done' ? first.adopted : null,
       providerRef: first.status === 'done' ? first.providerRef : null,
-      providerRecords: records,
+      providerRecords: records, // the business effect
       expectedRecords: step.expect.records,
-      requestsAtProvider: proxy.requests.length,
+      requestsAtProvider: proxy.requests.length, // dispatches, resends, lookups
       agentCalls: second ? 2 : 1,
-      sameResultOnRetry: same,
+      sameResultOnRetry: same, // the agent's second call got the same operation back, without a new effect
       requestsOnRetry,
       timeline,
-      handoff: packet
-        ? { reason: packet.reason, explanation: packet.explanation, safeNextActions: packet.safeNextActions }
-        : null,
+      handoff: packet && {
+        reason: packet.reason,
+        explanation: packet.explanation,
+        safeNextActions: packet.safeNextActions,
+      },
       ok,
     };
   } finally {
@@ -260,16 +217,12 @@ async function runStep({ step, drill, ledger, dbPath, index, log, color }: StepR
 }
 
 /** `retrysafe demo`: real adapters → fault proxy → sandboxes on a virtual clock, each step saying what happened and why. */
-export async function demoCommand(
-  opts: { db?: string },
-  log: (line: string) => void,
-  color = false,
-): Promise<DemoReport> {
+export async function demoCommand(opts: { db?: string }, log: (line: string) => void, color = false) {
   const dbPath = opts.db ? resolve(opts.db) : join(mkdtempSync(join(tmpdir(), 'retrysafe-demo-')), 'demo.db');
   const ledger = openLedger(dbPath);
   try {
     const entries = await loadAdapters([...new Set(STEPS.map((s) => s.adapter))]);
-    const steps: DemoStepReport[] = [];
+    const steps: Awaited<ReturnType<typeof runStep>>[] = [];
     log(
       paint('bold', 'retrysafe demo', color) +
         ` — an agent performs five state-changing operations while the network misbehaves.\nEverything runs on loopback sandboxes with the vendors' real SDKs; the ledger is SQLite (${dbPath}).`,
@@ -282,7 +235,7 @@ export async function demoCommand(
           `demo: the ${step.adapter} adapter offers no drill setup for ${step.operation}${entry?.missing ? ` (${entry.missing})` : ''}`,
         );
       log(`\n${paint('bold', `${n + 1}. ${step.title}`, color)}\n   ${step.why}`);
-      steps.push(await runStep({ step, drill, ledger, dbPath, index: n, log, color }));
+      steps.push(await runStep(step, drill, n, { ledger, dbPath, log, color }));
     }
     return { ok: steps.every((s) => s.ok), ledger: dbPath, steps };
   } finally {
@@ -291,21 +244,18 @@ export async function demoCommand(
 }
 
 export function demoSummary(r: DemoReport, color = false): string {
-  const held = r.steps.filter((s) => s.ok).length;
-  const lines = [''];
-  lines.push(
+  const n = r.steps.length;
+  return [
+    '',
     r.ok
       ? paint(
           'green',
-          `All ${r.steps.length} steps held: every business action happened exactly once, or was handed to a person with nothing sent twice.`,
+          `All ${n} steps held: every business action happened exactly once, or was handed to a person with nothing sent twice.`,
           color,
         )
-      : paint('red', `${r.steps.length - held} of ${r.steps.length} steps did not hold: see above.`, color),
-  );
-  lines.push(
+      : paint('red', `${r.steps.filter((s) => !s.ok).length} of ${n} steps did not hold: see above.`, color),
     `Ledger: ${r.ledger}`,
     `  retrysafe ledger ls --db ${r.ledger}`,
     `  retrysafe ledger handoffs --db ${r.ledger}`,
-  );
-  return lines.join('\n');
+  ].join('\n');
 }

@@ -3,11 +3,8 @@ import { join, resolve } from 'node:path';
 import {
   createDrillContext,
   disposeDrillContext,
-  type ObservedValues,
-  type PassCriteria,
   runScenario,
   SCENARIOS,
-  type ScenarioId,
   type ScenarioResult,
   writeSummary,
 } from '@retrysafe/testkit';
@@ -54,86 +51,23 @@ export const DRILL_OPTIONS = {
   json: { description: 'print the report as JSON (progress still goes to stderr on a terminal)' },
 } as const satisfies Options;
 
-export type DrillFlags = Parsed<typeof DRILL_OPTIONS>;
-
 /** `signal` stops the drill before its next scenario; its temporary ledgers are removed and it throws InterruptedError. */
-export type DrillCommandOptions = Partial<DrillFlags> & { readonly signal?: AbortSignal };
-
-/** What the drill expected, computed from the card before the run. */
-export type DrillExpected = Pick<PassCriteria, 'providerRecords' | 'attemptsAtProxy' | 'outcome' | 'handoff'>;
-
-/** What the drill saw. */
-export type DrillObserved = Pick<
-  ObservedValues,
-  'providerRecords' | 'attemptsAtProxy' | 'lookupCalls' | 'outcomes' | 'handoffs' | 'handoffReasons'
-> & { readonly requestsAtProxy: number; readonly waitedMs: number | null };
+export type DrillCommandOptions = Partial<Parsed<typeof DRILL_OPTIONS>> & { readonly signal?: AbortSignal };
 
 /** One scenario × operation. The flat count fields repeat `observed` for easy reading (null when skipped). */
-export interface DrillRow {
-  readonly adapter: string;
-  readonly drill: string;
-  readonly operation: string;
-  readonly scenario: ScenarioId;
-  readonly title: string;
-  readonly status: ScenarioResult['status'];
-  readonly providerRecords: number | null;
-  readonly attemptsAtProxy: number | null;
-  readonly outcome: string | null;
-  readonly handoffs: number | null;
-  readonly expected: DrillExpected | null;
-  readonly observed: DrillObserved | null;
-  readonly skip: { readonly cardField: string; readonly reason: string } | null;
-  readonly failures: readonly string[];
-  readonly receiptFile: string;
-  /** Wall time of the scenario (the drill itself runs on a virtual clock). */
-  readonly durationMs: number;
-}
+export type DrillRow = ReturnType<typeof toRow>;
 
-export interface DrillAdapterSummary {
-  readonly name: string;
-  readonly from: string;
-  readonly drills: readonly string[];
-  readonly operations: readonly string[];
-  /** Set when the package offers no drill setup: the drill counts that as a failure. */
-  readonly missing: string | null;
-}
+export type DrillCommandReport = Awaited<ReturnType<typeof drillCommand>>;
 
-export interface DrillCommandReport {
-  readonly ok: boolean;
-  readonly outDir: string;
-  readonly html: string;
-  readonly seed: number;
-  readonly scenarios: readonly ScenarioId[];
-  readonly durationMs: number;
-  readonly totals: {
-    readonly scenarios: number;
-    readonly passed: number;
-    readonly failed: number;
-    readonly skipped: number;
-  };
-  readonly adapters: readonly DrillAdapterSummary[];
-  /** Problems outside any one scenario (an adapter without drill setups, an unknown --operation). */
-  readonly problems: readonly string[];
-  readonly rows: readonly DrillRow[];
-}
+/** Where progress goes (stderr), and whether it is a terminal to redraw on. */
+export type DrillProgressSink = { readonly write: (text: string) => void; readonly tty: boolean };
 
-export interface DrillProgressSink {
-  readonly write: (text: string) => void;
-  readonly tty: boolean;
-}
+/** The drill's operations, only the `wanted` ones when some are named. */
+const operationsOf = (drill: AdapterEntry['drills'][number], wanted: readonly string[] | undefined) =>
+  Object.keys(drill.operations).filter((op) => !wanted?.length || wanted.includes(op));
 
-function operationsOf(
-  entry: AdapterEntry,
-  wanted: readonly string[] | undefined,
-): { drill: AdapterEntry['drills'][number]; operation: string }[] {
-  const out: { drill: AdapterEntry['drills'][number]; operation: string }[] = [];
-  for (const drill of entry.drills)
-    for (const operation of Object.keys(drill.operations))
-      if (!wanted?.length || wanted.includes(operation)) out.push({ drill, operation });
-  return out;
-}
-
-function toRow(adapter: string, r: ScenarioResult, durationMs: number): DrillRow {
+/** `durationMs` is the scenario's wall time (the drill itself runs on a virtual clock). */
+function toRow(adapter: string, r: ScenarioResult, durationMs: number) {
   const o = r.observed;
   const c = r.criteria;
   return {
@@ -175,45 +109,35 @@ function toRow(adapter: string, r: ScenarioResult, durationMs: number): DrillRow
 }
 
 /** `retrysafe drill`: every selected adapter's drill, with receipts, drill.json, junit.xml and report.html in `--out`. */
-export async function drillCommand(
-  opts: DrillCommandOptions,
-  progressSink: DrillProgressSink | null,
-): Promise<DrillCommandReport> {
+export async function drillCommand(opts: DrillCommandOptions, progressSink: DrillProgressSink | null) {
   const scenarios = opts.scenario?.length ? pickKnown('scenario', SCENARIOS, opts.scenario) : [...SCENARIOS];
   const seed = opts.seed ?? 1;
   if (!Number.isSafeInteger(seed) || seed < 0)
     throw new UsageError(`--seed must be a non-negative integer, got ${String(opts.seed)}`);
   const entries = await loadAdapters(opts.adapter, opts.module, opts.config);
-  const problems: string[] = [];
-  for (const e of entries) if (e.missing) problems.push(`${e.name}: ${e.missing}`);
-  if (opts.operation?.length) {
-    const known = new Set(entries.flatMap((e) => operationsOf(e, undefined).map((x) => x.operation)));
-    const unknown = opts.operation.filter((op) => !known.has(op));
-    if (unknown.length)
-      throw new UsageError(
-        `unknown operation ${unknown.map((o) => `'${o}'`).join(', ')} for the selected adapters (known: ${[...known].join(', ')})`,
-      );
-  }
+  const problems = entries.filter((e) => e.missing).map((e) => `${e.name}: ${e.missing}`);
+  const drills = entries.flatMap((e) => e.drills);
+  pickKnown('operation', [...new Set(drills.flatMap((d) => Object.keys(d.operations)))], opts.operation ?? []);
   const outDir = resolve(opts.out ?? '.drill');
   mkdirSync(outDir, { recursive: true });
 
-  const planned = entries.reduce((n, e) => n + operationsOf(e, opts.operation).length * scenarios.length, 0);
+  const planned = drills.reduce((n, d) => n + operationsOf(d, opts.operation).length * scenarios.length, 0);
   const progress = progressSink ? createProgress(planned, progressSink.write, progressSink.tty) : null;
   // progress colour follows the same rule as stdout: a terminal, and never under NO_COLOR
   const color = (progressSink?.tty ?? false) && useColor({ isTTY: true });
   const rows: DrillRow[] = [];
   const results: { adapter: string; result: ScenarioResult }[] = [];
   const started = Date.now();
-  for (const e of entries) if (e.missing) progress?.note(`${paint('red', '✗', color)} ${e.name}: ${e.missing}`);
+  for (const p of problems) progress?.note(`${paint('red', '✗', color)} ${p}`);
 
   for (const entry of entries) {
     for (const drill of entry.drills) {
-      const ops = operationsOf({ ...entry, drills: [drill] }, opts.operation);
+      const ops = operationsOf(drill, opts.operation);
       if (ops.length === 0) continue;
       const ctx = createDrillContext({ ...drill, seed, outDir: join(outDir, drill.name) });
       const drillStarted = Date.now();
       try {
-        for (const { operation } of ops) {
+        for (const operation of ops) {
           for (const scenario of scenarios) {
             if (opts.signal?.aborted)
               throw new InterruptedError(
@@ -244,23 +168,24 @@ export async function drillCommand(
   }
   progress?.end();
   const durationMs = Date.now() - started;
+  const count = (status: DrillRow['status']) => rows.filter((r) => r.status === status).length;
   const totals = {
     scenarios: rows.length,
-    passed: rows.filter((r) => r.status === 'passed').length,
-    failed: rows.filter((r) => r.status === 'failed').length,
-    skipped: rows.filter((r) => r.status === 'skipped').length,
+    passed: count('passed'),
+    failed: count('failed'),
+    skipped: count('skipped'),
   };
-  const adapters: DrillAdapterSummary[] = entries.map((e) => ({
+  const adapters = entries.map((e) => ({
     name: e.name,
     from: e.from,
     drills: e.drills.map((d) => d.name),
-    operations: [...new Set(operationsOf(e, opts.operation).map((x) => x.operation))],
+    operations: [...new Set(e.drills.flatMap((d) => operationsOf(d, opts.operation)))],
     missing: e.missing,
   }));
   const html = join(outDir, 'report.html');
   const generatedAt = new Date().toISOString();
   writeFileSync(html, renderHtmlReport({ generatedAt, seed, durationMs, totals, problems, results }));
-  const report: DrillCommandReport = {
+  const report = {
     ok: totals.failed === 0 && problems.length === 0,
     outDir,
     html,
@@ -269,6 +194,7 @@ export async function drillCommand(
     durationMs,
     totals,
     adapters,
+    // problems outside any one scenario (an adapter without drill setups)
     problems,
     rows,
   };

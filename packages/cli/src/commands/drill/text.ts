@@ -4,11 +4,9 @@ import type { DrillCommandReport, DrillRow } from './index.js';
 
 /** A scenario's status as the table and the progress lines show it. */
 export const statusMark = (status: DrillRow['status'], color: boolean) =>
-  status === 'passed'
-    ? paint('green', 'pass', color)
-    : status === 'failed'
-      ? paint('red', 'FAIL', color)
-      : paint('yellow', 'skip', color);
+  paint(MARK_COLORS[status], MARKS[status], color);
+export const MARKS = { passed: 'pass', failed: 'FAIL', skipped: 'skip' } as const;
+const MARK_COLORS = { passed: 'green', failed: 'red', skipped: 'yellow' } as const;
 
 /** `=1`, `≤4`, `2–4`, `≥1`: a count criterion in a table cell. */
 export function showCount(c: CountCriterion): string {
@@ -60,29 +58,24 @@ function footer(report: DrillCommandReport, color: boolean): string {
 
 /** The full table: one line per scenario × operation, observed count next to what the card made the drill expect. */
 export function drillTable(report: DrillCommandReport, color = false, withFooter = true): string {
-  const breaks: number[] = [];
-  report.rows.forEach((r, i) => {
-    const prev = report.rows[i - 1];
-    if (prev && (prev.drill !== r.drill || prev.operation !== r.operation)) breaks.push(i);
-  });
+  // a blank line between operations
+  const group = (i: number) => `${report.rows[i]!.drill} ${report.rows[i]!.operation}`;
+  const breaks = report.rows.map((_, i) => i).filter((i) => i > 0 && group(i) !== group(i - 1));
   const body = table(
     ['adapter', 'operation', 'scenario', 'records', 'attempts', 'outcome', 'handoffs', 'result'],
     report.rows.map((r) => {
-      const e = r.expected;
-      const result = statusMark(r.status, color);
+      // observed, and beside it what the card made the drill expect
+      const vs = (observed: number | null, expected: string | null) =>
+        observed === null ? '—' : `${observed}${expected ? paint('dim', ` (${expected})`, color) : ''}`;
       return [
         r.drill,
         r.operation,
         r.scenario,
-        r.providerRecords === null
-          ? '—'
-          : `${r.providerRecords}${e ? paint('dim', ` (=${e.providerRecords})`, color) : ''}`,
-        r.attemptsAtProxy === null
-          ? '—'
-          : `${r.attemptsAtProxy}${e ? paint('dim', ` (${showCount(e.attemptsAtProxy)})`, color) : ''}`,
+        vs(r.providerRecords, r.expected && `=${r.expected.providerRecords}`),
+        vs(r.attemptsAtProxy, r.expected && showCount(r.expected.attemptsAtProxy)),
         r.outcome ?? (r.skip ? paint('dim', `card: ${r.skip.cardField}`, color) : '—'),
         r.handoffs === null ? '—' : String(r.handoffs),
-        result,
+        statusMark(r.status, color),
       ];
     }),
     { right: [3, 4, 6], breaks },
@@ -126,17 +119,12 @@ export function drillJunit(report: DrillCommandReport): string {
     for (const r of rows) {
       const open = `    <testcase classname="${xml(`${drill}.${r.operation}`)}" name="${xml(`${r.scenario}: ${r.title}`)}" time="${secs(r.durationMs)}"`;
       if (r.status === 'passed') out.push(`${open}/>`);
-      else if (r.status === 'skipped')
-        out.push(
-          `${open}>`,
-          `      <skipped message="${xml(r.skip ? `card ${r.skip.cardField}: ${r.skip.reason}` : 'skipped')}"/>`,
-          '    </testcase>',
-        );
       else
         out.push(
           `${open}>`,
-          `      <failure message="${xml(r.failures[0] ?? 'failed')}" type="drill">${xml(r.failures.join('\n'))}</failure>`,
-          `      <system-out>${xml(`receipts: ${r.receiptFile}`)}</system-out>`,
+          r.status === 'skipped'
+            ? `      <skipped message="${xml(r.skip ? `card ${r.skip.cardField}: ${r.skip.reason}` : 'skipped')}"/>`
+            : `      <failure message="${xml(r.failures[0] ?? 'failed')}" type="drill">${xml(r.failures.join('\n'))}</failure>\n      <system-out>${xml(`receipts: ${r.receiptFile}`)}</system-out>`,
           '    </testcase>',
         );
     }

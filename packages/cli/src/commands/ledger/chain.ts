@@ -6,8 +6,8 @@ import { UsageError } from '../../errors.js';
 export const RECEIPT_KEYS_ENV = 'RETRYSAFE_RECEIPT_KEYS';
 
 /** Keys from an environment variable, if set (a malformed value is a usage error that never shows the secret). */
-function keysFromEnv(name: string, env: NodeJS.ProcessEnv) {
-  const text = env[name];
+function keysFromEnv(name: string) {
+  const text = process.env[name];
   if (!text) return null;
   try {
     return parseReceiptKeys(text);
@@ -16,16 +16,12 @@ function keysFromEnv(name: string, env: NodeJS.ProcessEnv) {
   }
 }
 
-export const receiptKeysFromEnv = (
-  env: NodeJS.ProcessEnv = process.env,
-): Partial<ReturnType<typeof parseReceiptKeys>> => keysFromEnv(RECEIPT_KEYS_ENV, env) ?? {};
+export const receiptKeysFromEnv = (): Partial<ReturnType<typeof parseReceiptKeys>> =>
+  keysFromEnv(RECEIPT_KEYS_ENV) ?? {};
 
-/** RETRYSAFE_PARAMS_KEYS (`id:secret[,oldId:oldSecret…]`): the ledger's params are encrypted at rest with the first key. */
-export const PARAMS_KEYS_ENV = 'RETRYSAFE_PARAMS_KEYS';
-
-/** `ledger` with params encryption when RETRYSAFE_PARAMS_KEYS is set (resume must decrypt what it re-sends). */
-export function withParamsKeys(ledger: Ledger, env: NodeJS.ProcessEnv = process.env): Ledger {
-  const keys = keysFromEnv(PARAMS_KEYS_ENV, env);
+/** `ledger` with its params encrypted at rest with the first key of RETRYSAFE_PARAMS_KEYS (`id:secret[,…]`) when set. */
+export function withParamsKeys(ledger: Ledger): Ledger {
+  const keys = keysFromEnv('RETRYSAFE_PARAMS_KEYS');
   if (!keys) return ledger;
   const previous = Object.entries(keys.keyring)
     .filter(([id]) => id !== keys.current.id)
@@ -45,15 +41,10 @@ export interface VerifyRow {
   readonly warnings?: readonly string[];
 }
 
-export interface VerifyOptions {
-  readonly allowUnkeyed?: boolean;
-  readonly env?: NodeJS.ProcessEnv;
-}
-
 /** What a chain check takes: the keyring of the environment, and whether unkeyed receipts pass. */
-export const checkOptions = (options: VerifyOptions) => ({
-  keys: receiptKeysFromEnv(options.env).keyring,
-  allowUnkeyed: options.allowUnkeyed,
+export const checkOptions = (allowUnkeyed: boolean | undefined) => ({
+  keys: receiptKeysFromEnv().keyring,
+  allowUnkeyed,
 });
 
 export const rowOf = (
@@ -73,9 +64,9 @@ export const rowOf = (
 export async function verifyChains(
   ledger: Ledger,
   ids: readonly string[] | 'all',
-  options: VerifyOptions = {},
+  allowUnkeyed?: boolean,
 ): Promise<VerifyRow[]> {
-  const opts = checkOptions(options);
+  const opts = checkOptions(allowUnkeyed);
   const out: VerifyRow[] = [];
   const list =
     ids === 'all' ? (await ledger.list()).map((r) => r.businessOperationId) : ids.map((i) => asBusinessOperationId(i));

@@ -1,5 +1,26 @@
-import type { HandoffPacket } from '@retrysafe/contract';
+import type { HandoffPacket, Receipt } from '@retrysafe/contract';
 import { paint } from '../../output.js';
+
+/** A receipt in one line, as `ledger show` and the demo print it: kind → outcome, the decision, then its details. */
+export function receiptText(x: Receipt, dim: (text: string) => string = (t) => t): string {
+  const extra = [
+    x.status && `HTTP ${x.status}`,
+    x.code,
+    x.providerRef && `ref ${x.providerRef}`,
+    x.decision.delayMs && `wait ${x.decision.delayMs} ms`,
+  ].filter(Boolean);
+  return `${x.kind.padEnd(8)} → ${(x.outcome ?? '—').padEnd(11)} ${x.decision.action}: ${x.decision.reason}${extra.length ? dim(`  (${extra.join(' · ')})`) : ''}`;
+}
+
+/** The names of the next actions a packet marks safe (with `safe` false: not safe). */
+export const actionNames = (actions: HandoffPacket['safeNextActions'], safe = true) =>
+  actions.flatMap((a) => (a.safe === safe ? [a.action] : [])).join(', ');
+
+/** The flags of the resolutions that need a value; the others are `--<action>`. */
+const FLAGS: Readonly<Record<string, string>> = {
+  'mark-done': '--mark-done <providerRef>',
+  'resend-with': '--resend-with <params.json>',
+};
 
 export function packetText(p: HandoffPacket, color: boolean): string {
   const last = p.lastKnown;
@@ -16,13 +37,7 @@ export function packetText(p: HandoffPacket, color: boolean): string {
     `  resolve with: retrysafe ledger resolve ${p.businessOperationId} ${
       p.safeNextActions
         .filter((a) => a.safe)
-        .map((a) =>
-          a.action === 'mark-done'
-            ? '--mark-done <providerRef>'
-            : a.action === 'resend-with'
-              ? '--resend-with <params.json>'
-              : `--${a.action}`,
-        )
+        .map((a) => FLAGS[a.action] ?? `--${a.action}`)
         .join(' | ') || '(no action is known to be safe: verify at the provider first)'
     }`,
   ].join('\n');

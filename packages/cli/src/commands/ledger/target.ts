@@ -11,8 +11,6 @@ import { UsageError } from '../../errors.js';
 /** Every state, the open ones first. */
 export const STATES: readonly OperationState[] = [...RECOVERABLE_STATES, ...TERMINAL_STATES];
 
-const isPostgres = (location: string) => /^postgres(ql)?:\/\//.test(location);
-
 export interface OpenOptions {
   /** The config already read, or null for none (default: read target.config). */
   readonly config?: RetrysafeConfig | null;
@@ -36,16 +34,13 @@ export async function openTarget(target: LedgerTarget, options: OpenOptions = {}
   const given = options.config;
   const config = given !== undefined ? given : target.config ? await loadConfigFile(target.config) : null;
   const location = target.db ?? config?.ledger ?? './retrysafe.db';
-  // A DynamoDB table is named in a config file only: the config opens it.
-  if (typeof location !== 'string') {
-    if (target.schema) throw new UsageError('--schema applies to a postgres:// ledger only');
-    return openLedger(location);
-  }
-  if (isPostgres(location)) {
+  if (typeof location === 'string' && /^postgres(ql)?:\/\//.test(location)) {
     const { createPostgresLedger } = await import('@retrysafe/ledger-postgres');
     return createPostgresLedger({ connectionString: location, ...(target.schema ? { schema: target.schema } : {}) });
   }
   if (target.schema) throw new UsageError('--schema applies to a postgres:// ledger only');
+  // A DynamoDB table is named in a config file only: the config opens it.
+  if (typeof location !== 'string') return openLedger(location);
   const base = target.db ? process.cwd() : (config?.baseDir ?? process.cwd());
   const path = resolve(base, location);
   // Opening a SQLite path creates the file: a mistyped path would show "No operations" and leave an empty ledger behind.

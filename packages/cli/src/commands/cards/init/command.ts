@@ -9,14 +9,8 @@ export const cardsInitCommand = defineCommand({
   async run({ io, json }, o) {
     const r = await cardsInit(o);
     if (o.json) {
-      json({
-        ok: true,
-        card: r.card,
-        unknowns: r.unknowns,
-        defaulted: r.defaulted,
-        refusals: r.refusals,
-        written: r.written,
-      });
+      const { text: _text, ...result } = r; // the card is in `card`
+      json({ ok: true, ...result });
       return EXIT.ok;
     }
     if (!r.written) io.out(r.text);

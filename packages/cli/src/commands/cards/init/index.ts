@@ -90,12 +90,10 @@ function defaults(card: Record<string, unknown>): Record<string, unknown> {
 }
 
 function get(obj: unknown, path: string): unknown {
-  return path
-    .split('.')
-    .reduce<unknown>(
-      (o, k) => (o !== null && typeof o === 'object' ? (o as Record<string, unknown>)[k] : undefined),
-      obj,
-    );
+  let o = obj;
+  for (const k of path.split('.'))
+    o = o !== null && typeof o === 'object' ? (o as Record<string, unknown>)[k] : undefined;
+  return o;
 }
 function set(obj: Record<string, unknown>, path: string, value: unknown): void {
   const keys = path.split('.');
@@ -104,79 +102,46 @@ function set(obj: Record<string, unknown>, path: string, value: unknown): void {
   o[keys.at(-1)!] = value;
 }
 
-/** The leaf's schema without its `null` branch, and whether `null` is allowed. */
-function shapeOf(leaf: Leaf): { main: Schema; nullable: boolean } {
+/** How an answer to a leaf is read: the question's hint, what a wrong answer is told, and the value (undefined: wrong). */
+function answerRule(leaf: Leaf): { hint: string; expected: string; read: (t: string) => unknown } {
   const options = (leaf.schema.anyOf as Schema[] | undefined) ?? [leaf.schema];
-  return {
-    main: options.find((o) => o.type !== 'null') ?? leaf.schema,
-    nullable: options.some((o) => o.type === 'null'),
-  };
-}
-const isDuration = (main: Schema) => typeof main.pattern === 'string' && main.pattern.includes('ms|s|m|h|d');
-
-/** Reads one answer for a leaf's value: `null`/`none` for a nullable field, comma lists for arrays, yes/no for booleans. */
-function parseAnswer(leaf: Leaf, text: string): { ok: true; value: unknown } | { ok: false; message: string } {
-  const t = text.trim();
-  const { main, nullable } = shapeOf(leaf);
-  if (nullable && /^(null|none|—)$/i.test(t)) return { ok: true, value: null };
-  if (Array.isArray(main.enum))
-    return main.enum.includes(t) ? { ok: true, value: t } : { ok: false, message: `one of ${main.enum.join(', ')}` };
+  const main = options.find((o) => o.type !== 'null') ?? leaf.schema;
+  const none = options.some((o) => o.type === 'null') ? ' | none' : '';
+  const rule = (hint: string, expected: string, read: (t: string) => unknown) => ({
+    hint: hint + none,
+    expected,
+    read: (t: string) => (none && /^(null|none|—)$/i.test(t) ? null : read(t)),
+  });
+  const { enum: choices, pattern } = main as { enum?: string[]; pattern?: string };
+  if (choices)
+    return rule(choices.join(' | '), `one of ${choices.join(', ')}`, (t) => (choices.includes(t) ? t : undefined));
   if ('const' in main)
-    return t === String(main.const)
-      ? { ok: true, value: main.const }
-      : { ok: false, message: `only ${String(main.const)}` };
+    return rule('text', `only ${String(main.const)}`, (t) => (t === String(main.const) ? main.const : undefined));
   if (main.type === 'boolean')
-    return /^(y|yes|true)$/i.test(t)
-      ? { ok: true, value: true }
-      : /^(n|no|false)$/i.test(t)
-        ? { ok: true, value: false }
-        : { ok: false, message: 'yes or no' };
+    return rule('yes | no', 'yes or no', (t) =>
+      /^(y|yes|true)$/i.test(t) ? true : /^(n|no|false)$/i.test(t) ? false : undefined,
+    );
   if (main.type === 'integer')
-    return /^[1-9]\d*$/.test(t) ? { ok: true, value: Number(t) } : { ok: false, message: 'a positive whole number' };
+    return rule('number', 'a positive whole number', (t) => (/^[1-9]\d*$/.test(t) ? Number(t) : undefined));
   if (main.type === 'array') {
-    const list = t
-      .split(',')
-      .map((x) => x.trim())
-      .filter(Boolean);
-    return list.length ? { ok: true, value: list } : { ok: false, message: 'a comma-separated list' };
+    const list = (t: string) => t.split(/\s*,\s*/).filter(Boolean);
+    return rule('comma-separated', 'a comma-separated list', (t) => (list(t).length ? list(t) : undefined));
   }
-  if (typeof main.pattern === 'string' && !new RegExp(main.pattern).test(t))
-    return { ok: false, message: isDuration(main) ? 'a duration such as 500ms, 30s, 5m, 24h' : 'non-empty text' };
-  return { ok: true, value: t };
-}
-
-function hint(leaf: Leaf): string {
-  const { main, nullable } = shapeOf(leaf);
-  const none = nullable ? ' | none' : '';
-  if (Array.isArray(main.enum)) return `${main.enum.join(' | ')}${none}`;
-  if (main.type === 'boolean') return `yes | no${none}`;
-  if (main.type === 'integer') return `number${none}`;
-  if (main.type === 'array') return 'comma-separated';
-  return isDuration(main) ? `duration, e.g. 30s, 24h${none}` : `text${none}`;
+  if (pattern?.includes('ms|s|m|h|d'))
+    return rule('duration, e.g. 30s, 24h', 'a duration such as 500ms, 30s, 5m, 24h', (t) =>
+      new RegExp(pattern).test(t) ? t : undefined,
+    );
+  return rule('text', 'non-empty text', (t) => (!pattern || new RegExp(pattern).test(t) ? t : undefined));
 }
 
 /** Without --from it asks field by field; `input` gives the answers (default stdin), `prompt` takes the questions (default stderr). */
 export interface CardsInitOptions extends CardsInitFlags {
-  readonly format?: 'yaml' | 'json';
   readonly input?: NodeJS.ReadableStream;
   readonly prompt?: (text: string) => void;
 }
 
-export interface CardsInitResult {
-  readonly card: RetrySafetyCard;
-  /** Facts left unknown (each listed in unverified[]). */
-  readonly unknowns: readonly string[];
-  /** Plain fields that took retrysafe's default. */
-  readonly defaulted: readonly string[];
-  /** What the runner will refuse to do because of the unknowns. */
-  readonly refusals: readonly string[];
-  /** The card as written (YAML or JSON text). */
-  readonly text: string;
-  readonly written: string | null;
-}
-
 /** `retrysafe cards init`: a new card from `--from` or by asking; facts it cannot fill stay `unknown` and unverified. */
-export async function cardsInit(opts: CardsInitOptions): Promise<CardsInitResult> {
+export async function cardsInit(opts: CardsInitOptions) {
   const seed = opts.from === undefined ? {} : readDataFile(opts.from);
   if (typeof seed !== 'object' || seed === null || Array.isArray(seed))
     throw new UsageError(`--from ${opts.from}: expected an object (a partial card)`);
@@ -216,13 +181,9 @@ export async function cardsInit(opts: CardsInitOptions): Promise<CardsInitResult
       }
       const fallback = defaults(card)[leaf.path];
       if (ask) {
-        const value = await askLeaf(ask, leaf, label, fallback);
-        if (value.kind === 'fact') {
-          set(card, leaf.path, { value: value.value, source: value.source });
-          continue;
-        }
-        if (value.kind === 'value') {
-          set(card, leaf.path, value.value);
+        const answer = await askLeaf(ask, leaf, label, fallback);
+        if (answer) {
+          set(card, leaf.path, answer.value);
           continue;
         }
       }
@@ -267,15 +228,13 @@ export async function cardsInit(opts: CardsInitOptions): Promise<CardsInitResult
   if (all.length)
     throw new UsageError(`the card cannot be completed: ${all.map((p) => `${p.path}: ${p.message}`).join('; ')}`);
   const done = inSchemaOrder(card, cardJsonSchema() as Schema) as unknown as RetrySafetyCard;
-  const format =
-    opts.format ??
-    (opts.out && ['.yaml', '.yml'].includes(extname(opts.out).toLowerCase()) ? 'yaml' : opts.out ? 'json' : 'yaml');
+  const yaml = !opts.out || ['.yaml', '.yml'].includes(extname(opts.out).toLowerCase());
   const schemaPath = `./node_modules/@retrysafe/contract/schema/retry-safety-card.v${CARD_SCHEMA_VERSION}.schema.json`;
-  const text =
-    format === 'yaml'
-      ? `# yaml-language-server: $schema=${schemaPath}\n${toYaml(done, { lineWidth: 0 })}`
-      : `${JSON.stringify({ $schema: schemaPath, ...done }, null, 2)}\n`;
+  const text = yaml
+    ? `# yaml-language-server: $schema=${schemaPath}\n${toYaml(done, { lineWidth: 0 })}`
+    : `${JSON.stringify({ $schema: schemaPath, ...done }, null, 2)}\n`;
   if (opts.out) writeFileSync(opts.out, text);
+  // unknowns: each listed in unverified[]; defaulted: plain fields that took retrysafe's default; text: the card as written
   return { card: done, unknowns, defaulted, refusals: refusals(done), text, written: opts.out ?? null };
 }
 
@@ -288,20 +247,14 @@ function inSchemaOrder(value: unknown, schema: Schema): unknown {
   return Object.fromEntries(keys.map((k) => [k, props[k] ? inSchemaOrder(obj[k], props[k]) : obj[k]]));
 }
 
-type Answer = { kind: 'fact'; value: unknown; source: string } | { kind: 'value'; value: unknown } | { kind: 'skip' };
+type LineReader = ReturnType<typeof lineReader>;
 
-interface LineReader {
-  next(prompt: string): Promise<string | null>;
-  say(text: string): void;
-  close(): void;
-}
-
-function lineReader(input: NodeJS.ReadableStream, prompt: (t: string) => void): LineReader {
+function lineReader(input: NodeJS.ReadableStream, prompt: (t: string) => void) {
   const rl = createInterface({ input, terminal: false });
   const lines = rl[Symbol.asyncIterator]();
   let ended = false;
   return {
-    async next(text) {
+    async next(text: string): Promise<string | null> {
       if (ended) return null;
       prompt(text);
       const r = await lines.next();
@@ -318,21 +271,27 @@ function lineReader(input: NodeJS.ReadableStream, prompt: (t: string) => void): 
 }
 
 /** Asks for one field until the answer fits; an empty answer (or end of input) leaves a fact unknown and a plain field at its default. */
-async function askLeaf(ask: LineReader, leaf: Leaf, label: string, fallback: unknown): Promise<Answer> {
+async function askLeaf(
+  ask: LineReader,
+  leaf: Leaf,
+  label: string,
+  fallback: unknown,
+): Promise<{ value: unknown } | null> {
+  const rule = answerRule(leaf);
   for (;;) {
     const dflt = leaf.fact ? 'enter = unknown' : fallback !== undefined ? `enter = ${String(fallback)}` : 'required';
-    const answer = await ask.next(`${label} (${leaf.path}) [${hint(leaf)}; ${dflt}]: `);
-    if (answer === null || answer.trim() === '' || (leaf.fact && answer.trim() === UNKNOWN)) return { kind: 'skip' };
-    const parsed = parseAnswer(leaf, answer);
-    if (!parsed.ok) {
-      ask.say(`  expected ${parsed.message}\n`);
+    const answer = (await ask.next(`${label} (${leaf.path}) [${rule.hint}; ${dflt}]: `))?.trim();
+    if (!answer || (leaf.fact && answer === UNKNOWN)) return null;
+    const value = rule.read(answer);
+    if (value === undefined) {
+      ask.say(`  expected ${rule.expected}\n`);
       continue;
     }
-    if (!leaf.fact) return { kind: 'value', value: parsed.value };
+    if (!leaf.fact) return { value };
     for (;;) {
       const source = await ask.next('  source (a public URL or a file of your project): ');
-      if (source === null) return { kind: 'skip' };
-      if (source.trim()) return { kind: 'fact', value: parsed.value, source: source.trim() };
+      if (source === null) return null;
+      if (source.trim()) return { value: { value, source: source.trim() } };
     }
   }
 }

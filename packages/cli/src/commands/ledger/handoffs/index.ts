@@ -1,51 +1,32 @@
-import type { HandoffPacket } from '@retrysafe/contract';
 import { paint, plural } from '../../../output.js';
 import { verifyChains } from '../chain.js';
-import { type LedgerTarget, type OperationSummary, summarize, withLedger } from '../target.js';
+import { actionNames } from '../packet-text.js';
+import { type LedgerTarget, summarize, withLedger } from '../target.js';
 
-export interface HandoffRow extends OperationSummary {
-  readonly explanation: string;
-  readonly safeNextActions: HandoffPacket['safeNextActions'];
-  readonly lastKnown: HandoffPacket['lastKnown'] | null;
-  /** Set when the operation's receipt chain is broken (issue 18): do not act on it before finding out why. */
-  readonly chainBroken?: string;
-}
+type HandoffRow = Awaited<ReturnType<typeof ledgerHandoffs>>[number];
 
-export async function ledgerHandoffs(target: LedgerTarget): Promise<HandoffRow[]> {
+export async function ledgerHandoffs(target: LedgerTarget) {
   return withLedger(
     target,
     async (ledger) => {
       const rows = await ledger.list({ states: ['handed-off'], limit: 1000 });
-      const chains = new Map(
-        (
-          await verifyChains(
-            ledger,
-            rows.map((r) => r.businessOperationId),
-            { allowUnkeyed: true },
-          )
-        ).map((c) => [c.businessOperationId, c]),
-      );
-      return rows.map((r) => {
-        const chain = chains.get(r.businessOperationId);
+      const ids = rows.map((r) => r.businessOperationId);
+      const chains = await verifyChains(ledger, ids, true); // one per id, in order
+      return rows.map((r, i) => {
+        const chain = chains[i]!;
         return {
           ...summarize(r),
           explanation: r.handoff?.explanation ?? '',
           safeNextActions: r.handoff?.safeNextActions ?? [],
           lastKnown: r.handoff?.lastKnown ?? null,
-          ...(chain && !chain.ok ? { chainBroken: chain.reason ?? 'broken' } : {}),
+          // a broken receipt chain: do not act on it before finding out why
+          ...(!chain.ok ? { chainBroken: chain.reason ?? 'broken' } : {}),
         };
       });
     },
     { readOnly: true },
   );
 }
-
-/** The packet's next actions marked safe (or not), by name. */
-const actions = (r: HandoffRow, safe: boolean) =>
-  r.safeNextActions
-    .filter((a) => a.safe === safe)
-    .map((a) => a.action)
-    .join(', ');
 
 export function handoffsText(rows: readonly HandoffRow[], color = false): string {
   if (rows.length === 0) return 'No handoffs: nothing is waiting for a person.';
@@ -62,8 +43,10 @@ export function handoffsText(rows: readonly HandoffRow[], color = false): string
             ),
           ]
         : []),
-      `  safe: ${actions(r, true) || 'none known — verify at the provider'}${
-        actions(r, false) ? paint('dim', `   not safe: ${actions(r, false)}`, color) : ''
+      `  safe: ${actionNames(r.safeNextActions) || 'none known — verify at the provider'}${
+        actionNames(r.safeNextActions, false)
+          ? paint('dim', `   not safe: ${actionNames(r.safeNextActions, false)}`, color)
+          : ''
       }`,
     ].join('\n'),
   );

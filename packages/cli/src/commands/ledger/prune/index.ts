@@ -43,14 +43,11 @@ export const PRUNE_RETENTION_NOTE =
 async function knownCards(config?: string): Promise<RetrySafetyCard[]> {
   const entries = await loadAdapters();
   if (config) entries.push(...(await loadAdapters([], [], config).catch(() => [])));
-  const cards: RetrySafetyCard[] = [];
-  for (const e of entries) for (const c of await cardsOf(e)) cards.push(c.card);
-  return cards;
+  return (await Promise.all(entries.map(cardsOf))).flat().map((c) => c.card);
 }
 
 /** `retrysafe ledger prune`: retention of closed operations (pruneLedger in @retrysafe/core). */
 export async function ledgerPrune(opts: PruneCommandOptions): Promise<PruneLedgerReport> {
-  if (!opts.olderThan) throw new UsageError('--older-than <duration> is required (e.g. 30d)');
   for (const s of opts.state ?? [])
     if (!PRUNABLE_STATES.includes(s as OperationState))
       throw new UsageError(`--state '${s}': only closed operations are pruned (${PRUNABLE_STATES.join(', ')})`);

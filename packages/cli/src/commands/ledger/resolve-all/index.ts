@@ -1,9 +1,8 @@
 import { loadConfigFile } from '@retrysafe/config';
 import { asBusinessOperationId } from '@retrysafe/contract';
-import type { ResolveResult } from '@retrysafe/core';
 import type { Options, Parsed } from '../../../command.js';
-import { UsageError } from '../../../errors.js';
-import { paint } from '../../../output.js';
+import { exactlyOne, UsageError } from '../../../errors.js';
+import { paint, plural } from '../../../output.js';
 import { ledgerResolve, resolveText } from '../resolve/index.js';
 import { TARGET_OPTIONS, withLedger } from '../target.js';
 
@@ -33,32 +32,14 @@ export const RESOLVE_ALL_OPTIONS = {
 
 export type ResolveAllOptions = Parsed<typeof RESOLVE_ALL_OPTIONS>;
 
-export interface ResolveAllRow {
-  readonly businessOperationId: string;
-  readonly operation: string;
-  readonly handoffReason: string | null;
-  /** `would-resume` / `would-abandon` on a dry run; `refused` when the packet marks the action not safe (without --force). */
-  readonly plan: 'resume' | 'abandon' | 'refused';
-  readonly why: string;
-  /** The resolution's result; null on a dry run or when refused. */
-  readonly result: ResolveResult | null;
-}
-
-export interface ResolveAllReport {
-  readonly dryRun: boolean;
-  readonly action: 'resume' | 'abandon';
-  readonly matched: number;
-  readonly rows: readonly ResolveAllRow[];
-  readonly ok: boolean;
-}
+export type ResolveAllReport = Awaited<ReturnType<typeof ledgerResolveAll>>;
 
 /** Resolves every matching handoff with the single-resolve safety rule (unsafe only with --force); --dry-run writes nothing. */
-export async function ledgerResolveAll(opts: ResolveAllOptions): Promise<ResolveAllReport> {
-  const chosen = [opts.resume === true, opts.abandon === true].filter(Boolean).length;
-  if (chosen !== 1)
-    throw new UsageError(
-      'choose exactly one of --resume, --abandon (--mark-done needs one provider reference per operation: use ledger resolve <id>)',
-    );
+export async function ledgerResolveAll(opts: ResolveAllOptions) {
+  exactlyOne(
+    [opts.resume, opts.abandon],
+    'choose exactly one of --resume, --abandon (--mark-done needs one provider reference per operation: use ledger resolve <id>)',
+  );
   if (opts.resume && !opts.config && !opts.dryRun)
     throw new UsageError(
       '--resume re-sends through the adapters: pass --config <file> naming them (credentials come from environment variables)',
@@ -77,39 +58,22 @@ export async function ledgerResolveAll(opts: ResolveAllOptions): Promise<Resolve
       ),
     { config },
   );
-  const planned = matched.map((r) => {
+  const rows = [];
+  for (const r of matched) {
     const a = r.handoff?.safeNextActions.find((x) => x.action === action);
-    const refused = a !== undefined && !a.safe && !opts.force;
-    return {
-      record: r,
-      plan: (refused ? 'refused' : action) as ResolveAllRow['plan'],
+    // refused: the packet marks the action not safe (without --force); result: null on a dry run or when refused
+    const plan = a && !a.safe && !opts.force ? ('refused' as const) : action;
+    const resolve = { ...opts, resume: action === 'resume', abandon: action === 'abandon', force: true };
+    rows.push({
+      businessOperationId: r.businessOperationId,
+      operation: r.operation,
+      handoffReason: r.handoff?.reason ?? null,
+      plan,
       why: a
         ? `${a.safe ? 'safe' : opts.force ? 'not safe, forced' : 'not safe'}: ${a.why}`
         : 'the packet names no such action',
-    };
-  });
-  const rows: ResolveAllRow[] = [];
-  for (const p of planned) {
-    const base = {
-      businessOperationId: p.record.businessOperationId,
-      operation: p.record.operation,
-      handoffReason: p.record.handoff?.reason ?? null,
-      plan: p.plan,
-      why: p.why,
-    };
-    if (opts.dryRun || p.plan === 'refused') {
-      rows.push({ ...base, result: null });
-      continue;
-    }
-    const result = await ledgerResolve(
-      {
-        ...opts,
-        ...(action === 'resume' ? { resume: true, abandon: false } : { abandon: true, resume: false }),
-        force: true,
-      },
-      p.record.businessOperationId,
-    );
-    rows.push({ ...base, result });
+      result: opts.dryRun || plan === 'refused' ? null : await ledgerResolve(resolve, r.businessOperationId),
+    });
   }
   const ok = rows.every(
     (r) => r.plan !== 'refused' && (r.result === null || r.result.status === 'resolved' || r.result.status === 'done'),
@@ -119,17 +83,16 @@ export async function ledgerResolveAll(opts: ResolveAllOptions): Promise<Resolve
 
 export function resolveAllText(r: ResolveAllReport, color = false): string {
   if (r.matched === 0) return 'No handed-off operation matches: nothing to resolve.';
-  const verb = r.action === 'resume' ? 'resume' : 'abandon';
   const lines = r.rows.map((x) => {
     if (x.plan === 'refused')
       return `${paint('red', '✗', color)} ${x.businessOperationId}  refused: ${x.why} (check at the provider; --force if you are sure)`;
     if (r.dryRun)
-      return `${paint('cyan', '·', color)} ${x.businessOperationId}  would ${verb} (${x.handoffReason ?? '?'}; ${x.why})`;
+      return `${paint('cyan', '·', color)} ${x.businessOperationId}  would ${r.action} (${x.handoffReason ?? '?'}; ${x.why})`;
     return resolveText(x.result!, color);
   });
   const refused = r.rows.filter((x) => x.plan === 'refused').length;
   const head = r.dryRun
-    ? `Dry run: ${r.matched - refused} of ${r.matched} handed-off operation${r.matched === 1 ? '' : 's'} would be ${verb === 'resume' ? 'resumed' : 'abandoned'}${refused ? `, ${refused} refused` : ''}; nothing was sent or written.`
-    : `${r.matched} handed-off operation${r.matched === 1 ? '' : 's'} matched:`;
+    ? `Dry run: ${r.matched - refused} of ${plural(r.matched, 'handed-off operation')} would be ${r.action === 'resume' ? 'resumed' : 'abandoned'}${refused ? `, ${refused} refused` : ''}; nothing was sent or written.`
+    : `${plural(r.matched, 'handed-off operation')} matched:`;
   return [head, ...lines].join('\n');
 }

@@ -9,7 +9,7 @@ import {
   type ResolveResult,
 } from '@retrysafe/core';
 import type { Options, Parsed } from '../../../command.js';
-import { RefusedError, UsageError } from '../../../errors.js';
+import { exactlyOne, RefusedError, UsageError } from '../../../errors.js';
 import { readDataFile } from '../../../files.js';
 import { paint, plural } from '../../../output.js';
 import { receiptKeysFromEnv, withParamsKeys } from '../chain.js';
@@ -39,16 +39,10 @@ export type ResolveOptions = Parsed<typeof RESOLVE_OPTIONS>;
 
 /** `--resume` re-sends with the SAME key through the config's adapter; `--mark-done` records a verified ref; `--abandon`. */
 export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<ResolveResult> {
-  const chosen = [
-    opts.resume === true,
-    opts.markDone !== undefined,
-    opts.abandon === true,
-    opts.resendWith !== undefined,
-  ].filter(Boolean).length;
-  if (chosen !== 1)
-    throw new UsageError(
-      'choose exactly one of --resume, --mark-done <providerRef>, --abandon, --resend-with <params.json>',
-    );
+  exactlyOne(
+    [opts.resume, opts.markDone, opts.abandon, opts.resendWith],
+    'choose exactly one of --resume, --mark-done <providerRef>, --abandon, --resend-with <params.json>',
+  );
   if ((opts.resume || opts.resendWith !== undefined) && !opts.config)
     throw new UsageError(
       `${opts.resume ? '--resume re-sends' : '--resend-with sends'} through the adapter: pass --config <file> naming it (credentials come from environment variables)`,
@@ -78,7 +72,7 @@ export async function ledgerResolve(opts: ResolveOptions, id: string): Promise<R
         const resolution: Resolution = opts.resume
           ? { action: 'resume', ...(opts.force ? { force: true } : {}) }
           : corrected !== undefined
-            ? { action: 'resend-with', params: corrected.params }
+            ? { action: 'resend-with', params: corrected }
             : opts.markDone !== undefined
               ? { action: 'mark-done', providerRef: opts.markDone.trim() }
               : { action: 'abandon' };
@@ -125,7 +119,7 @@ function sameParams(id: string, reason: HandoffReason | undefined): RefusedError
 }
 
 /** The corrected params of `--resend-with`: a JSON object in a file, within the file limits. */
-function readParams(file: string): { params: Record<string, unknown> } {
+function readParams(file: string): Record<string, unknown> {
   let params: unknown;
   try {
     params = readDataFile(file);
@@ -134,7 +128,7 @@ function readParams(file: string): { params: Record<string, unknown> } {
   }
   if (typeof params !== 'object' || params === null || Array.isArray(params))
     throw new UsageError(`--resend-with: ${file} must hold a JSON object of params`);
-  return { params: params as Record<string, unknown> };
+  return params as Record<string, unknown>;
 }
 
 export function resolveText(r: ResolveResult, color = false): string {

@@ -1,33 +1,13 @@
-import { asBusinessOperationId, type HandoffPacket, type OperationRecord, type Receipt } from '@retrysafe/contract';
+import { asBusinessOperationId } from '@retrysafe/contract';
 import { personRef } from '@retrysafe/core/internal';
 import { paint } from '../../../output.js';
-import { type VerifyRow, verifyChains } from '../chain.js';
-import { packetText } from '../packet-text.js';
-import { type LedgerTarget, type OperationSummary, summarize, withLedger } from '../target.js';
+import { verifyChains } from '../chain.js';
+import { packetText, receiptText } from '../packet-text.js';
+import { type LedgerTarget, summarize, withLedger } from '../target.js';
 
-export interface ShowResult {
-  readonly record: OperationSummary & {
-    readonly intentFingerprint: string;
-    readonly paramsFingerprint: string;
-    readonly firstDispatchedAt: string | null;
-    readonly handoff: HandoffPacket | null;
-    readonly resolution: OperationRecord['resolution'];
-  };
-  readonly receipts: readonly Receipt[];
-  /** The receipt chain checked against the row's anchor (issue 18): `ok: false` when it was edited outside retrysafe. */
-  readonly chain: VerifyRow;
-}
+type ShowResult = NonNullable<Awaited<ReturnType<typeof ledgerShow>>>;
 
-/** `resolve --by` is stored as given; shown as a pseudonym (`person#…`) unless the operator asks (`--show-by`). */
-function shownResolution(r: OperationRecord['resolution'], showBy: boolean): OperationRecord['resolution'] {
-  if (!r || r.by === undefined || showBy) return r;
-  return { ...r, by: personRef(r.by) };
-}
-
-export async function ledgerShow(
-  target: LedgerTarget & { readonly showBy?: boolean },
-  id: string,
-): Promise<ShowResult | null> {
+export async function ledgerShow(target: LedgerTarget & { readonly showBy?: boolean }, id: string) {
   const bid = asBusinessOperationId(id);
   return withLedger(
     target,
@@ -41,11 +21,15 @@ export async function ledgerShow(
           paramsFingerprint: r.paramsFingerprint,
           firstDispatchedAt: r.firstDispatchedAt === null ? null : new Date(r.firstDispatchedAt).toISOString(),
           handoff: r.handoff,
-          resolution: shownResolution(r.resolution, target.showBy === true),
+          // `resolve --by` is stored as given; shown as a pseudonym (`person#…`) unless the operator asks (`--show-by`)
+          resolution:
+            r.resolution?.by === undefined || target.showBy
+              ? r.resolution
+              : { ...r.resolution, by: personRef(r.resolution.by) },
         },
-        receipts: await ledger.receipts(bid),
+        receipts: await ledger.receipts(bid), // never the params
         // Unkeyed chains from before a key was set pass here (a keyed-then-unkeyed chain never does); `verify` is the strict check.
-        chain: (await verifyChains(ledger, [bid], { allowUnkeyed: true }))[0]!,
+        chain: (await verifyChains(ledger, [bid], true))[0]!,
       };
     },
     { readOnly: true },
@@ -89,18 +73,7 @@ export function showText(r: ShowResult, color = false): string {
       ),
     );
   out.push('', `Receipts (${r.receipts.length}):`);
-  for (const x of r.receipts) {
-    const extra = [
-      x.status ? `HTTP ${x.status}` : '',
-      x.code ?? '',
-      x.providerRef ? `ref ${x.providerRef}` : '',
-      x.decision.delayMs ? `wait ${x.decision.delayMs} ms` : '',
-    ]
-      .filter(Boolean)
-      .join(' · ');
-    out.push(
-      `  #${String(x.seq).padEnd(3)} ${x.startedAt}  ${x.kind.padEnd(8)} → ${(x.outcome ?? '—').padEnd(11)} ${x.decision.action}: ${x.decision.reason}${extra ? paint('dim', `  (${extra})`, color) : ''}`,
-    );
-  }
+  for (const x of r.receipts)
+    out.push(`  #${String(x.seq).padEnd(3)} ${x.startedAt}  ${receiptText(x, (t) => paint('dim', t, color))}`);
   return out.join('\n');
 }

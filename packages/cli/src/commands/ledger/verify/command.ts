@@ -1,5 +1,5 @@
 import { defineCommand, EXIT } from '../../../command.js';
-import { UsageError } from '../../../errors.js';
+import { exactlyOne } from '../../../errors.js';
 import { RECEIPT_KEYS_ENV, verifyChains } from '../chain.js';
 import { TARGET_OPTIONS, withLedger } from '../target.js';
 import { verifyExportFile, verifyText } from './index.js';
@@ -20,12 +20,10 @@ export const ledgerVerifyCommand = defineCommand({
     },
   },
   async run({ io, json, color }, o, [id]: [string?]) {
-    if ([id !== undefined, o.all === true, o.file !== undefined].filter(Boolean).length !== 1)
-      throw new UsageError('choose one of <id>, --all, --file <export.jsonl>');
-    const keys = { allowUnkeyed: o.allowUnkeyed };
+    exactlyOne([id, o.all, o.file], 'choose one of <id>, --all, --file <export.jsonl>');
     const rows = o.file
-      ? verifyExportFile(o.file, keys)
-      : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], keys), { readOnly: true });
+      ? verifyExportFile(o.file, o.allowUnkeyed)
+      : await withLedger(o, (l) => verifyChains(l, o.all ? 'all' : [id!], o.allowUnkeyed), { readOnly: true });
     if (o.json) json({ ok: rows.every((r) => r.ok), operations: rows });
     else io.out(verifyText(rows, color));
     return rows.every((r) => r.ok) ? EXIT.ok : EXIT.failed;

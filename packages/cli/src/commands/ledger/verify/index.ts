@@ -2,11 +2,11 @@ import { readFileSync } from 'node:fs';
 import { verifyReceiptsJsonl } from '@retrysafe/core';
 import { UsageError } from '../../../errors.js';
 import { paint, plural } from '../../../output.js';
-import { checkOptions, rowOf, type VerifyOptions, type VerifyRow } from '../chain.js';
+import { checkOptions, rowOf, type VerifyRow } from '../chain.js';
 
 /** Verifies an export written by `ledger export` (receipts plus head lines), without the ledger. */
-export function verifyExportFile(file: string, options: VerifyOptions = {}): VerifyRow[] {
-  const check = checkOptions(options);
+export function verifyExportFile(file: string, allowUnkeyed?: boolean): VerifyRow[] {
+  const check = checkOptions(allowUnkeyed);
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
