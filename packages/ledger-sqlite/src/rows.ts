@@ -1,7 +1,6 @@
 import type { StatementSync } from 'node:sqlite';
-import { type Fenced, LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
+import type { Fenced, OperationRecord, Receipt } from '@retrysafe/contract';
 import { chainedTransition, checkFence, checkReceipt, isTerminal, parseStored } from '@retrysafe/contract/ledger';
-import { prepareStatements } from './statements.js';
 import type { Connection } from './tx.js';
 
 /** The record's JSON and its receipts' JSON array (null: none yet). */
@@ -52,13 +51,7 @@ const insertArgs = (r: OperationRecord, t: StoredText) => [...updateArgs(r, t), 
  * on it is one UPDATE guarded by that text (any other write since leaves nothing to update).
  */
 export function createRows(c: Connection) {
-  let st: ReturnType<typeof prepareStatements>;
-  try {
-    st = prepareStatements(c.db);
-  } catch (cause) {
-    c.close();
-    throw new LedgerError(`cannot open SQLite ledger at ${c.path}: ${(cause as Error).message}`, { cause });
-  }
+  const { st } = c;
   const cached = new Map<string, StatementSync>();
   /** Listings and retention vary their text: prepared once per text. */
   const prepared = (sql: string): StatementSync => cached.get(sql) ?? cached.set(sql, c.db.prepare(sql)).get(sql)!;

@@ -2,6 +2,7 @@ import type { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LedgerError, RetrysafeError } from '@retrysafe/contract';
 import { migrate, quietly } from './schema.js';
+import { prepareStatements } from './statements.js';
 
 /** The longest one SQLite call may block the event loop on a lock. */
 const SYNC_BUSY_MS = 20;
@@ -31,6 +32,7 @@ function loadSqlite(): typeof import('node:sqlite') {
 
 export interface Connection {
   readonly db: DatabaseSync;
+  readonly st: ReturnType<typeof prepareStatements>;
   readonly path: string;
   readonly busyMs: number;
   /** A deferrable write commits at NORMAL. */
@@ -50,6 +52,7 @@ export function openConnection(
   defers: boolean,
 ): Connection {
   let db: DatabaseSync | undefined;
+  let st: Connection['st'];
   try {
     const { DatabaseSync } = loadSqlite();
     db = new DatabaseSync(path);
@@ -68,6 +71,7 @@ export function openConnection(
     }
     // From now on longer waits are asynchronous (tx).
     db.exec(`PRAGMA busy_timeout = ${Math.min(busyMs, SYNC_BUSY_MS)}`);
+    st = prepareStatements(db);
   } catch (cause) {
     quietly(() => db?.close());
     if (RetrysafeError.isInstance(cause)) throw cause;
@@ -80,7 +84,7 @@ export function openConnection(
     open = false;
     quietly(() => opened.close());
   };
-  return { db: opened, path, busyMs, defers, isOpen: () => open, close };
+  return { db: opened, st, path, busyMs, defers, isOpen: () => open, close };
 }
 
 /** Another connection held the write lock: nothing written. */
