@@ -1,7 +1,7 @@
 import type { StatementSync } from 'node:sqlite';
 import type { Fenced, OperationRecord, Receipt } from '@retrysafe/contract';
 import { chainedTransition, checkFence, checkReceipt, isTerminal, parseStored } from '@retrysafe/contract/ledger';
-import type { Connection } from './tx.js';
+import { type Connection, tx } from './tx.js';
 
 /** The record's JSON and its receipts' JSON array (null: none yet). */
 export interface StoredText {
@@ -14,17 +14,16 @@ interface Loaded extends StoredText {
   readonly lastSeq: number;
 }
 
+type Next = (r: OperationRecord) => OperationRecord;
+
 /** A runner has a few operations in flight. */
 const KNOWN_MAX = 256;
 
 export const toRecord = (text: string, path: string): OperationRecord =>
   parseStored<OperationRecord>(text, 'a stored record', `SQLite ledger at ${path}`);
 
-export function toReceipts(stored: StoredText, path: string): Receipt[] {
-  if (stored.receipts === null) return [];
-  const of = `the receipts of ${toRecord(stored.record, path).businessOperationId}`;
-  return parseStored<Receipt[]>(stored.receipts, of, `SQLite ledger at ${path}`);
-}
+export const toReceipts = (receipts: string | null, id: string, path: string): Receipt[] =>
+  receipts === null ? [] : parseStored<Receipt[]>(receipts, `the receipts of ${id}`, `SQLite ledger at ${path}`);
 
 /** The stored receipts are not parsed to append one. */
 function appendReceipt(receipts: string | null, added: Receipt | undefined): string | null {
@@ -84,7 +83,7 @@ export function createRows(c: Connection) {
   };
 
   /** The record and the lone UPDATE computed on the known text; undefined when only the row can answer. */
-  const knownWrite = (ref: Fenced, next: (r: OperationRecord) => OperationRecord, receipt: Receipt | undefined) => {
+  const knownWrite = (ref: Fenced, next: Next, receipt: Receipt | undefined) => {
     const k = known.get(ref.businessOperationId);
     if (k === undefined) return undefined;
     try {
@@ -110,6 +109,21 @@ export function createRows(c: Connection) {
     }
   };
 
-  return { get, load, store, insertNew, knownWrite, prepared, forget: () => known.clear() };
+  /** The known row's lone UPDATE when it applies; else read, check the token and store in one transaction. */
+  const fenced = async (ref: Fenced, what: string, next: Next, receipt?: Receipt, deferred = false) => {
+    const fast = knownWrite(ref, next, receipt);
+    if (fast !== undefined && (await tx(c, what, fast.run, { deferred, alone: true }))) return fast.record;
+    const write = () => {
+      const row = load(ref.businessOperationId);
+      const current = checkFence(row?.current ?? null, ref);
+      const updated = next(current);
+      if (receipt === undefined) return updated === current ? current : store(updated, row);
+      checkReceipt(ref, receipt, row!.lastSeq);
+      return store(chainedTransition(updated, receipt), row, receipt);
+    };
+    return tx(c, what, write, { deferred });
+  };
+
+  return { get, load, store, insertNew, fenced, prepared, forget: () => known.clear() };
 }
 export type Rows = ReturnType<typeof createRows>;

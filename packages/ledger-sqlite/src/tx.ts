@@ -100,22 +100,10 @@ async function whileBusy<T>(c: Connection, once: (last: boolean) => T | typeof B
   }
 }
 
-/** Retrysafe errors pass through, library errors become LedgerError; BUSY when a busy lock may be waited for. */
-function failed(what: string, err: unknown, mayWait: boolean): typeof BUSY {
-  if (RetrysafeError.isInstance(err)) throw err;
-  if (!mayWait || !isBusy(err))
-    throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
-  return BUSY;
-}
-
-const checkOpen = (c: Connection, what: string) => {
-  if (!c.isOpen()) throw new LedgerError(`SQLite ledger ${what} failed: the ledger is closed`);
-};
-
 interface TxOptions {
   /** Commit at NORMAL when the connection defers. */
   readonly deferred?: boolean;
-  /** `fn` runs exactly one write statement, its own transaction. */
+  /** `fn` runs without BEGIN: one write statement (its own transaction), or reads. */
   readonly alone?: boolean;
 }
 
@@ -137,7 +125,7 @@ function attempt<T>(
   alone: boolean,
   last: boolean,
 ): T | typeof BUSY {
-  checkOpen(c, what);
+  if (!c.isOpen()) throw new LedgerError(`SQLite ledger ${what} failed: the ledger is closed`);
   let locked = false;
   try {
     // The safety level may not change inside a transaction.
@@ -153,8 +141,12 @@ function attempt<T>(
   } catch (err) {
     if (locked && c.isOpen()) quietly(() => c.db.exec('ROLLBACK'));
     if (relax && c.isOpen()) restoreSync(c, what, err);
-    // Busy before the lock was taken: nothing written, so it may wait and try again.
-    return failed(what, err, !locked && !last);
+    // Retrysafe errors pass through, library errors become LedgerError; busy before the lock was taken:
+    // nothing written, so it may wait and try again.
+    if (RetrysafeError.isInstance(err)) throw err;
+    if (locked || last || !isBusy(err))
+      throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
+    return BUSY;
   }
 }
 
@@ -173,14 +165,5 @@ function restoreSync(c: Connection, what: string, first: unknown): void {
   }
 }
 
-/** A lock (rare in WAL mode) is waited for in short asynchronous steps. */
-export function read<T>(c: Connection, what: string, fn: () => T): Promise<T> {
-  return whileBusy(c, (last) => {
-    checkOpen(c, what);
-    try {
-      return fn();
-    } catch (err) {
-      return failed(what, err, !last);
-    }
-  });
-}
+/** No transaction: a lock (rare in WAL mode) is waited for in short asynchronous steps. */
+export const read = <T>(c: Connection, what: string, fn: () => T): Promise<T> => tx(c, what, fn, { alone: true });
