@@ -102,7 +102,7 @@ export class Connections {
     return new Promise<void>((resolve) => {
       this.onEmpty = resolve;
       for (const conn of this.idle.splice(0)) this.drop(conn);
-      this.settle();
+      this.next();
     });
   }
 
@@ -128,10 +128,7 @@ export class Connections {
         return conn;
       },
       (err: unknown) => {
-        conn.gone = true;
-        this.count--;
-        void client.end().catch(() => undefined);
-        this.next();
+        this.drop(conn);
         throw err;
       },
     );
@@ -151,10 +148,6 @@ export class Connections {
   private next(): void {
     const waiter = !this.closed && this.count < this.options.max ? this.waiters.shift() : undefined;
     if (waiter !== undefined) this.openNew().then(waiter.resolve, waiter.reject);
-    this.settle();
-  }
-
-  private settle(): void {
     if (this.count > 0) return;
     if (this.timer !== null) {
       clearInterval(this.timer);
