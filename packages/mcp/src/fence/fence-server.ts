@@ -1,33 +1,17 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
-  CompleteRequestSchema,
-  CompleteResultSchema,
-  EmptyResultSchema,
   ErrorCode,
-  GetPromptRequestSchema,
-  GetPromptResultSchema,
-  ListPromptsRequestSchema,
-  ListPromptsResultSchema,
-  ListResourcesRequestSchema,
-  ListResourcesResultSchema,
-  ListResourceTemplatesRequestSchema,
-  ListResourceTemplatesResultSchema,
   McpError,
-  ReadResourceRequestSchema,
-  ReadResourceResultSchema,
-  type Request,
+  ResultSchema,
   type ServerCapabilities,
-  SetLevelRequestSchema,
-  SubscribeRequestSchema,
   type Tool,
-  UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { type AdapterV1, validateCard } from '@retrysafe/contract';
 import { agentIdempotentHint } from '@retrysafe/contract/rules';
 import type { AgentToolDefinition } from '@retrysafe/core/agent';
 import { runCoalesced, type ServingOptions, serveTools } from '../server.js';
 import { fencedOutputSchema, fencedReply } from './fence-output.js';
-import { type ResultSchema, type Upstream, UpstreamUnavailableError } from './upstream.js';
+import { type Upstream, UpstreamUnavailableError } from './upstream.js';
 
 export interface FenceServerOptions extends ServingOptions {
   /** The fenced tools as one adapter (createFenceAdapter). */
@@ -139,7 +123,11 @@ export function createFenceServer(options: FenceServerOptions): Server {
       .catch(unavailable)) as Record<string, unknown>;
   });
 
-  forwardRequests(server, upstream, capabilities);
+  // Every other request (resources, prompts, completions, logging) goes to the upstream as it is. The SDK answers
+  // logging/setLevel itself when logging is declared, but the upstream is the one that logs.
+  server.removeRequestHandler('logging/setLevel');
+  server.fallbackRequestHandler = async ({ method, params }, extra) =>
+    (await upstream.request({ method, params }, ResultSchema, { signal: extra.signal }).catch(unavailable)) as never;
   const unsubscribe = upstream.onNotification((n) => void server.notification(n).catch(() => undefined));
   const onclose = server.onclose;
   server.onclose = () => {
@@ -147,29 +135,4 @@ export function createFenceServer(options: FenceServerOptions): Server {
     onclose?.();
   };
   return server;
-}
-
-/** Registers a forwarding handler for each request kind the upstream's capabilities offer. */
-function forwardRequests(server: Server, upstream: Upstream, caps: ServerCapabilities): void {
-  const forward = (schema: ResultSchema) => (req: Request, extra: { signal: AbortSignal }) =>
-    upstream.request(req, schema, { signal: extra.signal }).catch(unavailable);
-  if (caps.resources) {
-    server.setRequestHandler(ListResourcesRequestSchema, forward(ListResourcesResultSchema));
-    server.setRequestHandler(ListResourceTemplatesRequestSchema, forward(ListResourceTemplatesResultSchema));
-    server.setRequestHandler(ReadResourceRequestSchema, forward(ReadResourceResultSchema));
-    if (caps.resources.subscribe) {
-      server.setRequestHandler(SubscribeRequestSchema, forward(EmptyResultSchema));
-      server.setRequestHandler(UnsubscribeRequestSchema, forward(EmptyResultSchema));
-    }
-  }
-  if (caps.prompts) {
-    server.setRequestHandler(ListPromptsRequestSchema, forward(ListPromptsResultSchema));
-    server.setRequestHandler(GetPromptRequestSchema, forward(GetPromptResultSchema));
-  }
-  if (caps.completions) server.setRequestHandler(CompleteRequestSchema, forward(CompleteResultSchema));
-  if (caps.logging) {
-    // The SDK answers logging/setLevel itself when logging is declared; the upstream is the one that logs.
-    server.removeRequestHandler('logging/setLevel');
-    server.setRequestHandler(SetLevelRequestSchema, forward(EmptyResultSchema));
-  }
 }
