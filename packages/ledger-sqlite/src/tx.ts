@@ -87,19 +87,6 @@ export function openConnection(
   return { db: opened, st, path, busyMs, defers, isOpen: () => open, close };
 }
 
-/** Another connection held the write lock: nothing written. */
-const BUSY: unique symbol = Symbol('busy');
-
-/** Runs `once` again while it answers BUSY, in short asynchronous steps up to busyMs (`last`: the final try). */
-async function whileBusy<T>(c: Connection, once: (last: boolean) => T | typeof BUSY): Promise<T> {
-  const deadline = Date.now() + c.busyMs;
-  for (let step = 1, waited = false; ; step = Math.min(step * 2, SYNC_BUSY_MS), waited = true) {
-    const out = once(waited && Date.now() >= deadline);
-    if (out !== BUSY) return out;
-    await sleep(Math.max(0, Math.min(step, deadline - Date.now())));
-  }
-}
-
 interface TxOptions {
   /** Commit at NORMAL when the connection defers. */
   readonly deferred?: boolean;
@@ -109,44 +96,37 @@ interface TxOptions {
 
 /**
  * `fn` in one transaction holding the write lock from its start, so two processes never both read "free".
- * A held lock is waited for in short asynchronous steps (lease heartbeats keep running); BEGIN, `fn` and
- * COMMIT run in one synchronous stretch. Any failure rolls back.
+ * A held lock is waited for in short asynchronous steps up to busyMs (lease heartbeats keep running);
+ * BEGIN, `fn` and COMMIT run in one synchronous stretch. Any failure rolls back.
  */
-export function tx<T>(c: Connection, what: string, fn: () => T, options: TxOptions = {}): Promise<T> {
+export async function tx<T>(c: Connection, what: string, fn: () => T, options: TxOptions = {}): Promise<T> {
   const relax = options.deferred === true && c.defers;
-  return whileBusy(c, (last) => attempt(c, what, fn, relax, options.alone === true, last));
-}
-
-function attempt<T>(
-  c: Connection,
-  what: string,
-  fn: () => T,
-  relax: boolean,
-  alone: boolean,
-  last: boolean,
-): T | typeof BUSY {
-  if (!c.isOpen()) throw new LedgerError(`SQLite ledger ${what} failed: the ledger is closed`);
-  let locked = false;
-  try {
-    // The safety level may not change inside a transaction.
-    if (relax) c.db.exec('PRAGMA synchronous = NORMAL');
-    if (!alone) {
-      c.db.exec('BEGIN IMMEDIATE');
-      locked = true;
+  const deadline = Date.now() + c.busyMs;
+  for (let step = 1, waited = false; ; step = Math.min(step * 2, SYNC_BUSY_MS), waited = true) {
+    const last = waited && Date.now() >= deadline;
+    if (!c.isOpen()) throw new LedgerError(`SQLite ledger ${what} failed: the ledger is closed`);
+    let locked = false;
+    try {
+      // The safety level may not change inside a transaction.
+      if (relax) c.db.exec('PRAGMA synchronous = NORMAL');
+      if (!options.alone) {
+        c.db.exec('BEGIN IMMEDIATE');
+        locked = true;
+      }
+      const out = fn();
+      if (!options.alone) c.db.exec('COMMIT');
+      if (relax) restoreSync(c, what, null);
+      return out;
+    } catch (err) {
+      if (locked && c.isOpen()) quietly(() => c.db.exec('ROLLBACK'));
+      if (relax && c.isOpen()) restoreSync(c, what, err);
+      // Retrysafe errors pass through, library errors become LedgerError; busy before the lock was taken:
+      // nothing written, so it may wait and try again.
+      if (RetrysafeError.isInstance(err)) throw err;
+      if (locked || last || !isBusy(err))
+        throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
     }
-    const out = fn();
-    if (!alone) c.db.exec('COMMIT');
-    if (relax) restoreSync(c, what, null);
-    return out;
-  } catch (err) {
-    if (locked && c.isOpen()) quietly(() => c.db.exec('ROLLBACK'));
-    if (relax && c.isOpen()) restoreSync(c, what, err);
-    // Retrysafe errors pass through, library errors become LedgerError; busy before the lock was taken:
-    // nothing written, so it may wait and try again.
-    if (RetrysafeError.isInstance(err)) throw err;
-    if (locked || last || !isBusy(err))
-      throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
-    return BUSY;
+    await sleep(Math.max(0, Math.min(step, deadline - Date.now())));
   }
 }
 
