@@ -41,6 +41,7 @@ const STATUS_TOOL = 'retrysafe_status';
 const HANDOFFS_TOOL = 'retrysafe_handoffs';
 const READ_ONLY = { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false };
 
+/** The status and handoff tools both servers list; `from` says where a business-operation id comes from. */
 const lookupTools = (from: string, what: string) => [
   {
     name: STATUS_TOOL,
@@ -62,6 +63,7 @@ const lookupTools = (from: string, what: string) => [
   },
 ];
 
+/** The answer of a status or handoff tool call; undefined for any other tool. */
 async function answerLookupTool(ledger: Ledger, name: string, args: unknown) {
   if (name === HANDOFFS_TOOL) return reply({ handoffs: await pendingHandoffs(ledger) });
   if (name !== STATUS_TOOL) return undefined;
