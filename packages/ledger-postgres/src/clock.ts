@@ -27,14 +27,10 @@ export function createSkewCheck(db: Db, st: Statements, maxSkew: number) {
   return async function checkSkew(now: number, claimOf: string): Promise<void> {
     const entry = Date.now();
     if (entry - probedAt >= PROBE_EVERY_MS || entry < probedAt) await probe();
-    skewWithin(now, entry, claimOf);
-  };
-
-  function skewWithin(now: number, entry: number, claimOf: string): void {
     const caller = now - entry; // the caller's clock may differ from this process's
     const lo = offset.lo + caller;
     const hi = offset.hi + caller;
     if (lo > maxSkew) throw new ClockSkewError(Math.round(lo), maxSkew, `claim of ${claimOf}`);
     if (hi < -maxSkew) throw new ClockSkewError(Math.round(hi), maxSkew, `claim of ${claimOf}`);
-  }
+  };
 }

@@ -17,17 +17,11 @@ export class Connections {
   private readonly timeoutTicks: number;
   private readonly idleTicks: number;
   private readonly period: number;
-  private ending: (() => void) | null = null;
-  private ended = false;
+  /** Set by `end()`: no connection is handed out or kept any more. */
+  private closed = false;
+  private onEmpty: (() => void) | null = null;
 
-  constructor(
-    private readonly options: {
-      readonly connectionString?: string;
-      readonly max: number;
-      readonly timeoutMs: number;
-      readonly idleMs: number;
-    },
-  ) {
+  constructor(private readonly options: ConnectionOptions) {
     this.period = Math.max(
       5,
       Math.min(1000, Math.floor(Math.min(options.timeoutMs || Infinity, options.idleMs || Infinity) / 8)),
@@ -52,7 +46,7 @@ export class Connections {
   }
 
   private acquire(): Promise<Conn> {
-    if (this.ended || this.ending !== null) return Promise.reject(new Error('the ledger closed its connections'));
+    if (this.closed) return Promise.reject(new Error('the ledger closed its connections'));
     const conn = this.idle.pop();
     if (conn !== undefined) return Promise.resolve(conn);
     if (this.count < this.options.max) return this.openNew();
@@ -87,7 +81,7 @@ export class Connections {
   /** With an error (or once closing) it is closed instead. */
   private release(conn: Conn, err?: unknown): void {
     if (conn.gone) return;
-    if (err || this.ending !== null || this.ended) {
+    if (err || this.closed) {
       this.drop(conn);
       return;
     }
@@ -102,12 +96,13 @@ export class Connections {
 
   /** Closes every connection: idle ones now, busy ones when they are given back (or time out). */
   end(): Promise<void> {
-    if (this.ended || this.ending !== null) return Promise.resolve();
+    if (this.closed) return Promise.resolve();
+    this.closed = true;
     for (const w of this.waiters.splice(0)) w.reject(new Error('the ledger closed its connections'));
     return new Promise<void>((resolve) => {
-      this.ending = resolve;
+      this.onEmpty = resolve;
       for (const conn of this.idle.splice(0)) this.drop(conn);
-      this.settle();
+      this.next();
     });
   }
 
@@ -133,10 +128,7 @@ export class Connections {
         return conn;
       },
       (err: unknown) => {
-        conn.gone = true;
-        this.count--;
-        void client.end().catch(() => undefined);
-        this.next();
+        this.drop(conn);
         throw err;
       },
     );
@@ -154,24 +146,15 @@ export class Connections {
 
   /** After a connection closed: a waiter gets a new one; once closing and none is left, done. */
   private next(): void {
-    const waiter =
-      this.ending === null && !this.ended && this.count < this.options.max ? this.waiters.shift() : undefined;
+    const waiter = !this.closed && this.count < this.options.max ? this.waiters.shift() : undefined;
     if (waiter !== undefined) this.openNew().then(waiter.resolve, waiter.reject);
-    this.settle();
-  }
-
-  private settle(): void {
     if (this.count > 0) return;
     if (this.timer !== null) {
       clearInterval(this.timer);
       this.timer = null;
     }
-    if (this.ending !== null) {
-      const done = this.ending;
-      this.ending = null;
-      this.ended = true;
-      done();
-    }
+    this.onEmpty?.();
+    this.onEmpty = null;
   }
 
   private arm(): void {
@@ -199,6 +182,13 @@ export class Connections {
     // The idle list is most recently used last: the oldest are first.
     while (this.idle.length > 0 && now - this.idle[0]!.since >= this.idleTicks) this.drop(this.idle.shift()!);
   }
+}
+
+export interface ConnectionOptions {
+  readonly connectionString?: string | undefined;
+  readonly max: number;
+  readonly timeoutMs: number;
+  readonly idleMs: number;
 }
 
 /** A name when it is prepared (once per connection). */

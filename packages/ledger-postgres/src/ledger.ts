@@ -37,10 +37,9 @@ import {
   RELEASE,
   RENEW,
   SET_STATE_FIELDS,
-  type Statements,
   setStateWrite,
 } from './statements.js';
-import { createDb, type Db } from './tx.js';
+import { createDb } from './tx.js';
 import { createWrites } from './writes.js';
 
 /** The options; the README's table says what each does and why its default is what it is. */
@@ -79,33 +78,10 @@ export interface PostgresLedger extends Ledger {
  * lets the runner call the provider.
  */
 export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLedger {
-  if (!options || (!options.connectionString && !options.pool)) {
-    throw new LedgerError('createPostgresLedger needs a connectionString or a pool');
-  }
-  const dbClock = oneOf(options.leaseClock, ['database', 'caller'], 'leaseClock') === 'database';
-  const defers = oneOf(options.deferrableWrites, ['defer', 'sync'], 'deferrableWrites') === 'defer';
-  const maxSkew = numberOption(options.maxClockSkewMs, 1000, 'maxClockSkewMs', 0);
-  const schema = options.schema ?? 'public';
-  const st = createStatements(`${quoteSchema(schema)}.retrysafe_operations`, dbClock);
-  const db = createDb({
-    connectionString: options.connectionString,
-    pool: options.pool ?? null,
-    schema,
-    migrate: options.migrate !== false,
-    poolSize: numberOption(options.poolSize, 10, 'poolSize', 1, true),
-    timeoutMs: numberOption(options.queryTimeoutMs, 15_000, 'queryTimeoutMs', 0),
-    idleMs: numberOption(options.idleTimeoutMs, 10_000, 'idleTimeoutMs', 0),
-  });
-  const c: Parts = {
-    db,
-    st,
-    dbClock,
-    writes: createWrites(db, st, defers),
-    checkSkew: createSkewCheck(db, st, maxSkew),
-  };
+  const c = parts(options);
   return {
-    schema,
-    ready: db.ready,
+    schema: c.schema,
+    ready: c.db.ready,
     capabilities: { claimDispatch: true, receiptWithState: true },
     claim: (input) => claim(c, input),
     renewLease: (ref, leaseMs, now) => renewLease(c, ref, leaseMs, now),
@@ -120,17 +96,31 @@ export function createPostgresLedger(options: PostgresLedgerOptions): PostgresLe
     receipts: (id) => receipts(c, id),
     recoverCandidates: (now, limit) => recoverCandidates(c, now, limit),
     prune: (opts) => prune(c, opts),
-    close: db.close,
+    close: c.db.close,
   };
 }
 
-interface Parts {
-  readonly db: Db;
-  readonly st: Statements;
-  readonly dbClock: boolean;
-  readonly writes: ReturnType<typeof createWrites>;
-  readonly checkSkew: ReturnType<typeof createSkewCheck>;
+/** The checked options and what the methods share. */
+function parts(options: PostgresLedgerOptions) {
+  if (!options || (!options.connectionString && !options.pool))
+    throw new LedgerError('createPostgresLedger needs a connectionString or a pool');
+  const dbClock = oneOf(options.leaseClock, ['database', 'caller'], 'leaseClock') === 'database';
+  const defers = oneOf(options.deferrableWrites, ['defer', 'sync'], 'deferrableWrites') === 'defer';
+  const maxSkew = numberOption(options.maxClockSkewMs, 1000, 'maxClockSkewMs', 0);
+  const schema = options.schema ?? 'public';
+  const st = createStatements(`${quoteSchema(schema)}.retrysafe_operations`, dbClock);
+  const db = createDb({
+    connectionString: options.connectionString,
+    pool: options.pool ?? null,
+    schema,
+    migrate: options.migrate !== false,
+    max: numberOption(options.poolSize, 10, 'poolSize', 1, true),
+    timeoutMs: numberOption(options.queryTimeoutMs, 15_000, 'queryTimeoutMs', 0),
+    idleMs: numberOption(options.idleTimeoutMs, 10_000, 'idleTimeoutMs', 0),
+  });
+  return { schema, db, st, dbClock, writes: createWrites(db, st, defers), checkSkew: createSkewCheck(db, st, maxSkew) };
 }
+type Parts = ReturnType<typeof parts>;
 
 /** A new operation is one INSERT (born `dispatched` with `dispatch`); its record is what was sent, not read back. */
 async function claim(c: Parts, input: ClaimInput): Promise<ClaimResult> {
@@ -191,13 +181,12 @@ async function renewLease(c: Parts, ref: Fenced, leaseMs: number, now: number): 
 
 async function markDispatched(c: Parts, ref: Fenced, now: number): Promise<OperationRecord> {
   checkNumber(now, 'now', 'markDispatched');
-  const record = await c.writes.fenced(ref, {
+  return (await c.writes.fenced(ref, {
     what: 'markDispatched',
     write: DISPATCHED,
     values: [now],
     rule: (r) => dispatchedTransition(r, now),
-  });
-  return record!;
+  }))!;
 }
 
 async function setState(c: Parts, ref: Fenced, patch: StatePatch): Promise<OperationRecord> {
@@ -205,7 +194,7 @@ async function setState(c: Parts, ref: Fenced, patch: StatePatch): Promise<Opera
   const result = patch.result === undefined ? undefined : jsonParam(patch.result);
   const fields = SET_STATE_FIELDS.map(([field]) => field).filter((f) => patch[f] !== undefined);
   const values = [patch.state, patch.now, ...fields.map((f) => (f === 'result' ? result : patch[f]))];
-  const record = await c.writes.fenced(ref, {
+  return (await c.writes.fenced(ref, {
     what: 'setState',
     write: setStateWrite(fields, TERMINAL_STATES.includes(patch.state)),
     values,
@@ -213,8 +202,7 @@ async function setState(c: Parts, ref: Fenced, patch: StatePatch): Promise<Opera
     json: result === undefined ? {} : { result },
     receipt: patch.receipt,
     deferred: patch.durability === 'deferrable',
-  });
-  return record!;
+  }))!;
 }
 
 async function handOff(
@@ -227,15 +215,14 @@ async function handOff(
   if (!packet || typeof packet !== 'object') throw new LedgerError('handOff: a handoff packet is required');
   checkNumber(now, 'now', 'handOff');
   const handoff = jsonParam(packet);
-  const record = await c.writes.fenced(ref, {
+  return (await c.writes.fenced(ref, {
     what: 'handOff',
     write: HAND_OFF,
     values: [handoff, now, packet.lastKnown?.outcome ?? null, packet.lastKnown?.providerRef ?? null],
     rule: (r) => handOffTransition(r, packet, now),
     json: { handoff },
     receipt,
-  });
-  return record!;
+  }))!;
 }
 
 async function appendReceipt(c: Parts, ref: Fenced, receipt: Receipt): Promise<void> {

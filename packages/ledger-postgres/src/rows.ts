@@ -83,12 +83,7 @@ export function jsonParam(value: unknown): string | null {
 export const parseJson = (text: string | null | undefined): unknown => (text == null ? null : JSON.parse(text));
 
 /** A record's json columns as the text they hold (null: SQL NULL or JSON null, both read back as null). */
-export interface JsonTexts {
-  readonly params: string | null;
-  readonly result: string | null;
-  readonly handoff: string | null;
-  readonly resolution: string | null;
-}
+export type JsonTexts = Readonly<Record<'params' | 'result' | 'handoff' | 'resolution', string | null>>;
 
 export const jsonTextsOf = (record: OperationRecord): JsonTexts => ({
   params: jsonParam(record.params),

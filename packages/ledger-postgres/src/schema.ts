@@ -1,5 +1,6 @@
 import { LedgerError } from '@retrysafe/contract';
 import type pg from 'pg';
+import { Connections } from './connections.js';
 
 /**
  * Each runs once per schema, in order, and is recorded in `retrysafe_schema_migrations`; `{{schema}}`
@@ -72,38 +73,42 @@ export interface MigrateReport {
   readonly current: number;
 }
 
-/** Brings `schema` up to date, under an advisory lock so many workers may run it at once; refuses a newer one. */
-export async function migrate(pool: pg.Pool | pg.Client, schema = 'public'): Promise<MigrateReport> {
+/** A connection: a pg.Client, a pg.PoolClient or one of the ledger's own. */
+interface Session {
+  query<R extends pg.QueryResultRow>(config: { text: string; values?: unknown[] }): Promise<pg.QueryResult<R>>;
+}
+
+/**
+ * Brings `schema` up to date, under an advisory lock so many workers may run it at once; refuses a newer one.
+ * On a pool (yours or the ledger's own connections) a connection that failed is closed rather than reused.
+ */
+export async function migrate(pool: pg.Pool | pg.Client | Connections, schema = 'public'): Promise<MigrateReport> {
   const quoted = quoteSchema(schema);
-  const isPool = typeof (pool as pg.Pool).connect === 'function' && 'totalCount' in pool;
-  const client = isPool ? await (pool as pg.Pool).connect() : (pool as pg.Client);
-  let broken: Error | undefined;
+  const pooled = 'totalCount' in pool || pool instanceof Connections;
+  const client: Session & { release?(err?: Error): void } = pooled ? await pool.connect() : pool;
+  let failed: Error | undefined;
   try {
-    await client.query('BEGIN');
+    await client.query({ text: 'BEGIN' });
     const report = await applyMigrations(client, schema, quoted);
-    await client.query('COMMIT');
+    await client.query({ text: 'COMMIT' });
     return report;
   } catch (err) {
-    await client.query('ROLLBACK').catch((e: Error) => {
-      broken = e;
-    });
+    failed = err as Error;
+    await client.query({ text: 'ROLLBACK' }).catch(() => undefined);
     if (LedgerError.isInstance(err)) throw err;
     throw new LedgerError(`migrating schema ${schema} failed: ${(err as Error).message}`, { cause: err });
   } finally {
-    if (isPool) (client as pg.PoolClient).release(broken);
+    if (pooled) client.release!(failed);
   }
 }
 
-async function applyMigrations(
-  client: pg.Pool | pg.Client | pg.PoolClient,
-  schema: string,
-  quoted: string,
-): Promise<MigrateReport> {
-  await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`retrysafe.migrate:${schema}`]);
-  await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoted}`);
-  await client.query(`CREATE TABLE IF NOT EXISTS ${quoted}.retrysafe_schema_migrations (
+async function applyMigrations(client: Session, schema: string, quoted: string): Promise<MigrateReport> {
+  const run = <R extends pg.QueryResultRow>(text: string, values?: unknown[]) => client.query<R>({ text, values });
+  await run('SELECT pg_advisory_xact_lock(hashtext($1))', [`retrysafe.migrate:${schema}`]);
+  await run(`CREATE SCHEMA IF NOT EXISTS ${quoted}`);
+  await run(`CREATE TABLE IF NOT EXISTS ${quoted}.retrysafe_schema_migrations (
     version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-  const { rows } = await client.query<{ version: number }>(
+  const { rows } = await run<{ version: number }>(
     `SELECT version FROM ${quoted}.retrysafe_schema_migrations ORDER BY version`,
   );
   const done = new Set(rows.map((r) => r.version));
@@ -117,11 +122,8 @@ async function applyMigrations(
   const applied: number[] = [];
   for (const m of MIGRATIONS) {
     if (done.has(m.version)) continue;
-    await client.query(m.sql.replaceAll('{{schema}}', quoted));
-    await client.query(`INSERT INTO ${quoted}.retrysafe_schema_migrations (version, name) VALUES ($1, $2)`, [
-      m.version,
-      m.name,
-    ]);
+    await run(m.sql.replaceAll('{{schema}}', quoted));
+    await run(`INSERT INTO ${quoted}.retrysafe_schema_migrations (version, name) VALUES ($1, $2)`, [m.version, m.name]);
     applied.push(m.version);
   }
   return { schema, applied, current: newest };

@@ -79,11 +79,7 @@ export function setStateWrite(fields: readonly string[], terminal: boolean): Fen
 }
 
 /** A fenced write returning the id only, the record and its xmin, or (guarded by the remembered xmin) the new xmin and lease. */
-interface FencedTexts {
-  readonly bare: Sql;
-  readonly full: Sql;
-  readonly known: Sql;
-}
+type FencedTexts = Readonly<Record<'bare' | 'full' | 'known', Sql>>;
 
 /** Every statement the ledger sends, for the quoted table `ops`. */
 export function createStatements(ops: string, dbClock: boolean) {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { LedgerError, RetrysafeError } from '@retrysafe/contract';
-import pg from 'pg';
-import { Connections, type Statement } from './connections.js';
+import type pg from 'pg';
+import { type ConnectionOptions, Connections, type Statement } from './connections.js';
 import { type MigrateReport, migrate } from './schema.js';
 import type { Sql } from './statements.js';
 
@@ -20,14 +20,10 @@ export interface Db {
   close(): Promise<void>;
 }
 
-export interface DbOptions {
-  readonly connectionString?: string | undefined;
+export interface DbOptions extends ConnectionOptions {
   readonly pool: pg.Pool | null;
   readonly schema: string;
   readonly migrate: boolean;
-  readonly poolSize: number;
-  readonly timeoutMs: number;
-  readonly idleMs: number;
 }
 
 /** What the ledger uses of a pool: yours, or its own Connections. */
@@ -38,15 +34,7 @@ interface Pool {
 
 /** Your pool, or connections of its own; every failure is a LedgerError; migrated before the first statement. */
 export function createDb(options: DbOptions): Db {
-  const own =
-    options.pool === null
-      ? new Connections({
-          connectionString: options.connectionString,
-          max: options.poolSize,
-          timeoutMs: options.timeoutMs,
-          idleMs: options.idleMs,
-        })
-      : null;
+  const own = options.pool === null ? new Connections(options) : null;
   const pool: Pool = options.pool ?? own!;
   // An idle client that breaks emits 'error' on the pool, which unhandled would end the process; the pool drops it.
   const onPoolError = () => undefined;
@@ -54,26 +42,13 @@ export function createDb(options: DbOptions): Db {
   let closed = false;
   let readyPromise: Promise<MigrateReport | null> | null = options.migrate ? null : Promise.resolve(null);
   const ready = (): Promise<MigrateReport | null> => {
-    readyPromise ??= migrateOnce().catch((err: unknown) => {
+    // On a connection of the pool, with the ledger's time limits.
+    readyPromise ??= migrate(own ?? options.pool!, options.schema).catch((err: unknown) => {
       readyPromise = null; // a database that was down may be back next time
       throw err;
     });
     return readyPromise;
   };
-
-  /** On your pool, or on a connection of its own with the ledger's time limit on each statement. */
-  async function migrateOnce(): Promise<MigrateReport> {
-    if (options.pool !== null) return migrate(options.pool, options.schema);
-    const { connectionString, timeoutMs } = options;
-    const client = new pg.Client({ connectionString, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
-    client.on('error', () => undefined); // the statement running on a broken connection fails with it
-    try {
-      await client.connect();
-      return await migrate(client, options.schema);
-    } finally {
-      await client.end().catch(() => undefined);
-    }
-  }
 
   // Statement names are per connection; the schema is part of the text, so it is part of the name.
   const names = new Map<string, string>();
@@ -99,7 +74,7 @@ export function createDb(options: DbOptions): Db {
         } catch (err) {
           // 0A000: prepared before a column it returns changed type, refused before it ran; the failure
           // closed that connection, so on another it is prepared anew.
-          if ((err as { code?: unknown }).code !== '0A000' || stale >= options.poolSize) throw err;
+          if ((err as { code?: unknown }).code !== '0A000' || stale >= options.max) throw err;
         }
       }
     } catch (err) {

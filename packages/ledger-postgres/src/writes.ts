@@ -28,15 +28,6 @@ interface Known {
 /** A runner's operations in flight, with room. */
 const KNOWN_MAX = 4096;
 
-/** Why a guarded write matched no row, by the rule: an error, `'no-op'`, or null (not the rule's doing). */
-function blocked(c: FencedCall, r: OperationRecord): Error | 'no-op' | null {
-  try {
-    return c.rule?.(r) === r ? 'no-op' : null;
-  } catch (err) {
-    return err as Error;
-  }
-}
-
 /**
  * Fenced writes: one UPDATE guarded by the token (READ COMMITTED re-checks the WHERE after a concurrent
  * takeover, so a stale token never lands), with its receipt in the same UPDATE. A remembered operation's
@@ -71,11 +62,11 @@ export function createWrites(db: Db, st: Statements, defers: boolean) {
     if (rows.length === 0) throw new LedgerError(`no operation ${ref.businessOperationId} in the ledger`);
     const current = toRecord(rows[0]!);
     if (current.fence !== ref.fence) throw new LeaseLostError(ref.businessOperationId, ref.fence);
-    const why = blocked(c, current);
-    if (why === 'no-op') return null;
-    if (why === null && c.receipt !== undefined) checkReceipt(ref, c.receipt, rows[0]!.receipt_count);
-    // null: the row now passes the guard, so it changed between the write and this read.
-    throw why ?? new LedgerError(`${c.what}: ${ref.businessOperationId} changed concurrently; write refused`);
+    // The rule says why (it throws), or that there is nothing to do; else the receipt's seq is why.
+    if (c.rule?.(current) === current) return null;
+    if (c.receipt !== undefined) checkReceipt(ref, c.receipt, rows[0]!.receipt_count);
+    // The row now passes the guard, so it changed between the write and this read.
+    throw new LedgerError(`${c.what}: ${ref.businessOperationId} changed concurrently; write refused`);
   }
 
   /** The write of a remembered operation; null when not remembered, refused by the rule, or the row changed. */

@@ -1,19 +1,13 @@
 import {
   type ClaimInput,
-  type Fenced,
   type Ledger,
   LedgerError,
-  type OperationRecord,
   type OperationState,
   type PruneOptions,
   type PruneReport,
-  type Receipt,
 } from '@retrysafe/contract';
 import {
-  chainedTransition,
-  checkFence,
   checkPruneOptions,
-  checkReceipt,
   claimTransition,
   dispatchedTransition,
   handOffTransition,
@@ -56,31 +50,6 @@ function checkOptions(options: SqliteLedgerOptions) {
   return { path: options.path, busyMs: Math.floor(busyTimeoutMs), sync: synchronous, defers } as const;
 }
 
-type Next = (r: OperationRecord) => OperationRecord;
-
-/** The known row's lone UPDATE when it applies; else read, check the token and store in one transaction. */
-async function fenced(
-  c: Connection,
-  rows: Rows,
-  ref: Fenced,
-  what: string,
-  next: Next,
-  receipt?: Receipt,
-  deferred = false,
-): Promise<OperationRecord> {
-  const fast = rows.knownWrite(ref, next, receipt);
-  if (fast !== undefined && (await tx(c, what, fast.run, { deferred, alone: true }))) return fast.record;
-  const write = () => {
-    const row = rows.load(ref.businessOperationId);
-    const current = checkFence(row?.current ?? null, ref);
-    const updated = next(current);
-    if (receipt === undefined) return updated === current ? current : rows.store(updated, row);
-    checkReceipt(ref, receipt, row!.lastSeq);
-    return rows.store(chainedTransition(updated, receipt), row, receipt);
-  };
-  return tx(c, what, write, { deferred });
-}
-
 /** A new operation's row; undefined when the input cannot be stored as one (the claim then reads first). */
 function newRow(input: ClaimInput) {
   try {
@@ -117,7 +86,8 @@ async function prune(c: Connection, rows: Rows, options: PruneOptions): Promise<
       continue;
     }
     if (options.onPrune)
-      for (const [i, r] of records.entries()) await options.onPrune(r, toReceipts(found[i]!, c.path));
+      for (const [i, r] of records.entries())
+        await options.onPrune(r, toReceipts(found[i]!.receipts, r.businessOperationId, c.path));
     await tx(c, 'prune', () => {
       for (const [i, r] of records.entries()) {
         if (Number(rows.prepared(sql.remove).run(found[i]!.id, options.before, ...states).changes) > 0) count(r.state);
@@ -136,8 +106,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
   const o = checkOptions(options);
   const c = openConnection(o.path, o.busyMs, o.sync, o.defers);
   const rows = createRows(c);
-  const write = (ref: Fenced, what: string, next: Next, receipt?: Receipt, deferred?: boolean) =>
-    fenced(c, rows, ref, what, next, receipt, deferred);
+  const write = rows.fenced;
   const records = (sql: string, args: Array<string | number>) =>
     (rows.prepared(sql).all(...args) as unknown as StoredText[]).map((row) => toRecord(row.record, o.path));
 
@@ -191,7 +160,7 @@ export function createSqliteLedger(options: SqliteLedgerOptions): Ledger {
     receipts: (id) =>
       read(c, 'receipts', () => {
         const row = rows.get(id);
-        return row ? toReceipts(row, o.path) : [];
+        return row ? toReceipts(row.receipts, id, o.path) : [];
       }),
     async recoverCandidates(now, limit) {
       const found = await read(c, 'recoverCandidates', () =>

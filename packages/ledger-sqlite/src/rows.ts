@@ -1,8 +1,7 @@
 import type { StatementSync } from 'node:sqlite';
-import { type Fenced, LedgerError, type OperationRecord, type Receipt } from '@retrysafe/contract';
+import type { Fenced, OperationRecord, Receipt } from '@retrysafe/contract';
 import { chainedTransition, checkFence, checkReceipt, isTerminal, parseStored } from '@retrysafe/contract/ledger';
-import { prepareStatements } from './statements.js';
-import type { Connection } from './tx.js';
+import { type Connection, tx } from './tx.js';
 
 /** The record's JSON and its receipts' JSON array (null: none yet). */
 export interface StoredText {
@@ -15,17 +14,16 @@ interface Loaded extends StoredText {
   readonly lastSeq: number;
 }
 
+type Next = (r: OperationRecord) => OperationRecord;
+
 /** A runner has a few operations in flight. */
 const KNOWN_MAX = 256;
 
 export const toRecord = (text: string, path: string): OperationRecord =>
   parseStored<OperationRecord>(text, 'a stored record', `SQLite ledger at ${path}`);
 
-export function toReceipts(stored: StoredText, path: string): Receipt[] {
-  if (stored.receipts === null) return [];
-  const of = `the receipts of ${toRecord(stored.record, path).businessOperationId}`;
-  return parseStored<Receipt[]>(stored.receipts, of, `SQLite ledger at ${path}`);
-}
+export const toReceipts = (receipts: string | null, id: string, path: string): Receipt[] =>
+  receipts === null ? [] : parseStored<Receipt[]>(receipts, `the receipts of ${id}`, `SQLite ledger at ${path}`);
 
 /** The stored receipts are not parsed to append one. */
 function appendReceipt(receipts: string | null, added: Receipt | undefined): string | null {
@@ -52,13 +50,7 @@ const insertArgs = (r: OperationRecord, t: StoredText) => [...updateArgs(r, t), 
  * on it is one UPDATE guarded by that text (any other write since leaves nothing to update).
  */
 export function createRows(c: Connection) {
-  let st: ReturnType<typeof prepareStatements>;
-  try {
-    st = prepareStatements(c.db);
-  } catch (cause) {
-    c.close();
-    throw new LedgerError(`cannot open SQLite ledger at ${c.path}: ${(cause as Error).message}`, { cause });
-  }
+  const { st } = c;
   const cached = new Map<string, StatementSync>();
   /** Listings and retention vary their text: prepared once per text. */
   const prepared = (sql: string): StatementSync => cached.get(sql) ?? cached.set(sql, c.db.prepare(sql)).get(sql)!;
@@ -91,7 +83,7 @@ export function createRows(c: Connection) {
   };
 
   /** The record and the lone UPDATE computed on the known text; undefined when only the row can answer. */
-  const knownWrite = (ref: Fenced, next: (r: OperationRecord) => OperationRecord, receipt: Receipt | undefined) => {
+  const knownWrite = (ref: Fenced, next: Next, receipt: Receipt | undefined) => {
     const k = known.get(ref.businessOperationId);
     if (k === undefined) return undefined;
     try {
@@ -117,6 +109,21 @@ export function createRows(c: Connection) {
     }
   };
 
-  return { get, load, store, insertNew, knownWrite, prepared, forget: () => known.clear() };
+  /** The known row's lone UPDATE when it applies; else read, check the token and store in one transaction. */
+  const fenced = async (ref: Fenced, what: string, next: Next, receipt?: Receipt, deferred = false) => {
+    const fast = knownWrite(ref, next, receipt);
+    if (fast !== undefined && (await tx(c, what, fast.run, { deferred, alone: true }))) return fast.record;
+    const write = () => {
+      const row = load(ref.businessOperationId);
+      const current = checkFence(row?.current ?? null, ref);
+      const updated = next(current);
+      if (receipt === undefined) return updated === current ? current : store(updated, row);
+      checkReceipt(ref, receipt, row!.lastSeq);
+      return store(chainedTransition(updated, receipt), row, receipt);
+    };
+    return tx(c, what, write, { deferred });
+  };
+
+  return { get, load, store, insertNew, fenced, prepared, forget: () => known.clear() };
 }
 export type Rows = ReturnType<typeof createRows>;

@@ -2,6 +2,7 @@ import type { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LedgerError, RetrysafeError } from '@retrysafe/contract';
 import { migrate, quietly } from './schema.js';
+import { prepareStatements } from './statements.js';
 
 /** The longest one SQLite call may block the event loop on a lock. */
 const SYNC_BUSY_MS = 20;
@@ -31,6 +32,7 @@ function loadSqlite(): typeof import('node:sqlite') {
 
 export interface Connection {
   readonly db: DatabaseSync;
+  readonly st: ReturnType<typeof prepareStatements>;
   readonly path: string;
   readonly busyMs: number;
   /** A deferrable write commits at NORMAL. */
@@ -50,6 +52,7 @@ export function openConnection(
   defers: boolean,
 ): Connection {
   let db: DatabaseSync | undefined;
+  let st: Connection['st'];
   try {
     const { DatabaseSync } = loadSqlite();
     db = new DatabaseSync(path);
@@ -68,6 +71,7 @@ export function openConnection(
     }
     // From now on longer waits are asynchronous (tx).
     db.exec(`PRAGMA busy_timeout = ${Math.min(busyMs, SYNC_BUSY_MS)}`);
+    st = prepareStatements(db);
   } catch (cause) {
     quietly(() => db?.close());
     if (RetrysafeError.isInstance(cause)) throw cause;
@@ -80,77 +84,49 @@ export function openConnection(
     open = false;
     quietly(() => opened.close());
   };
-  return { db: opened, path, busyMs, defers, isOpen: () => open, close };
+  return { db: opened, st, path, busyMs, defers, isOpen: () => open, close };
 }
-
-/** Another connection held the write lock: nothing written. */
-const BUSY: unique symbol = Symbol('busy');
-
-/** Runs `once` again while it answers BUSY, in short asynchronous steps up to busyMs (`last`: the final try). */
-async function whileBusy<T>(c: Connection, once: (last: boolean) => T | typeof BUSY): Promise<T> {
-  const deadline = Date.now() + c.busyMs;
-  for (let step = 1, waited = false; ; step = Math.min(step * 2, SYNC_BUSY_MS), waited = true) {
-    const out = once(waited && Date.now() >= deadline);
-    if (out !== BUSY) return out;
-    await sleep(Math.max(0, Math.min(step, deadline - Date.now())));
-  }
-}
-
-/** Retrysafe errors pass through, library errors become LedgerError; BUSY when a busy lock may be waited for. */
-function failed(what: string, err: unknown, mayWait: boolean): typeof BUSY {
-  if (RetrysafeError.isInstance(err)) throw err;
-  if (!mayWait || !isBusy(err))
-    throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
-  return BUSY;
-}
-
-const checkOpen = (c: Connection, what: string) => {
-  if (!c.isOpen()) throw new LedgerError(`SQLite ledger ${what} failed: the ledger is closed`);
-};
 
 interface TxOptions {
   /** Commit at NORMAL when the connection defers. */
   readonly deferred?: boolean;
-  /** `fn` runs exactly one write statement, its own transaction. */
+  /** `fn` runs without BEGIN: one write statement (its own transaction), or reads. */
   readonly alone?: boolean;
 }
 
 /**
  * `fn` in one transaction holding the write lock from its start, so two processes never both read "free".
- * A held lock is waited for in short asynchronous steps (lease heartbeats keep running); BEGIN, `fn` and
- * COMMIT run in one synchronous stretch. Any failure rolls back.
+ * A held lock is waited for in short asynchronous steps up to busyMs (lease heartbeats keep running);
+ * BEGIN, `fn` and COMMIT run in one synchronous stretch. Any failure rolls back.
  */
-export function tx<T>(c: Connection, what: string, fn: () => T, options: TxOptions = {}): Promise<T> {
+export async function tx<T>(c: Connection, what: string, fn: () => T, options: TxOptions = {}): Promise<T> {
   const relax = options.deferred === true && c.defers;
-  return whileBusy(c, (last) => attempt(c, what, fn, relax, options.alone === true, last));
-}
-
-function attempt<T>(
-  c: Connection,
-  what: string,
-  fn: () => T,
-  relax: boolean,
-  alone: boolean,
-  last: boolean,
-): T | typeof BUSY {
-  checkOpen(c, what);
-  let locked = false;
-  try {
-    // The safety level may not change inside a transaction.
-    if (relax) c.db.exec('PRAGMA synchronous = NORMAL');
-    if (!alone) {
-      c.db.exec('BEGIN IMMEDIATE');
-      locked = true;
+  const deadline = Date.now() + c.busyMs;
+  for (let step = 1, waited = false; ; step = Math.min(step * 2, SYNC_BUSY_MS), waited = true) {
+    const last = waited && Date.now() >= deadline;
+    if (!c.isOpen()) throw new LedgerError(`SQLite ledger ${what} failed: the ledger is closed`);
+    let locked = false;
+    try {
+      // The safety level may not change inside a transaction.
+      if (relax) c.db.exec('PRAGMA synchronous = NORMAL');
+      if (!options.alone) {
+        c.db.exec('BEGIN IMMEDIATE');
+        locked = true;
+      }
+      const out = fn();
+      if (!options.alone) c.db.exec('COMMIT');
+      if (relax) restoreSync(c, what, null);
+      return out;
+    } catch (err) {
+      if (locked && c.isOpen()) quietly(() => c.db.exec('ROLLBACK'));
+      if (relax && c.isOpen()) restoreSync(c, what, err);
+      // Retrysafe errors pass through, library errors become LedgerError; busy before the lock was taken:
+      // nothing written, so it may wait and try again.
+      if (RetrysafeError.isInstance(err)) throw err;
+      if (locked || last || !isBusy(err))
+        throw new LedgerError(`SQLite ledger ${what} failed: ${(err as Error).message}`, { cause: err });
     }
-    const out = fn();
-    if (!alone) c.db.exec('COMMIT');
-    if (relax) restoreSync(c, what, null);
-    return out;
-  } catch (err) {
-    if (locked && c.isOpen()) quietly(() => c.db.exec('ROLLBACK'));
-    if (relax && c.isOpen()) restoreSync(c, what, err);
-    // Busy before the lock was taken: nothing written, so it may wait and try again.
-    return failed(what, err, !locked && !last);
+    await sleep(Math.max(0, Math.min(step, deadline - Date.now())));
   }
 }
 
@@ -169,14 +145,5 @@ function restoreSync(c: Connection, what: string, first: unknown): void {
   }
 }
 
-/** A lock (rare in WAL mode) is waited for in short asynchronous steps. */
-export function read<T>(c: Connection, what: string, fn: () => T): Promise<T> {
-  return whileBusy(c, (last) => {
-    checkOpen(c, what);
-    try {
-      return fn();
-    } catch (err) {
-      return failed(what, err, !last);
-    }
-  });
-}
+/** No transaction: a lock (rare in WAL mode) is waited for in short asynchronous steps. */
+export const read = <T>(c: Connection, what: string, fn: () => T): Promise<T> => tx(c, what, fn, { alone: true });

@@ -4,7 +4,14 @@ import type { AddressInfo } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import {
+  type CallToolRequest,
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { AdapterV1, Ledger } from '@retrysafe/contract';
 import type { Runner } from '@retrysafe/core';
 import {
@@ -35,7 +42,7 @@ const HANDOFFS_TOOL = 'retrysafe_handoffs';
 const READ_ONLY = { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false };
 
 /** The status and handoff tools both servers list; `from` says where a business-operation id comes from. */
-export const lookupTools = (from: string, what: string) => [
+const lookupTools = (from: string, what: string) => [
   {
     name: STATUS_TOOL,
     title: 'retrysafe: operation status',
@@ -57,7 +64,7 @@ export const lookupTools = (from: string, what: string) => [
 ];
 
 /** The answer of a status or handoff tool call; undefined for any other tool. */
-export async function answerLookupTool(ledger: Ledger, name: string, args: unknown) {
+async function answerLookupTool(ledger: Ledger, name: string, args: unknown) {
   if (name === HANDOFFS_TOOL) return reply({ handoffs: await pendingHandoffs(ledger) });
   if (name !== STATUS_TOOL) return undefined;
   const id = (args as { businessOperationId?: unknown } | undefined)?.businessOperationId;
@@ -68,6 +75,35 @@ export async function answerLookupTool(ledger: Ledger, name: string, args: unkno
   } catch (e) {
     return reply({ status: 'invalid-input', message: (e as Error).message }, true);
   }
+}
+
+type ToolCall = (req: CallToolRequest, extra: { signal: AbortSignal }) => Promise<Record<string, unknown> | undefined>;
+
+/** Both servers: `listed` plus the status and handoff lookups; `call` answers the rest, undefined for a name it does not list. */
+export function serveTools(
+  server: Server,
+  ledger: Ledger,
+  lookups: [string, string],
+  listed: () => object[],
+  call: ToolCall,
+) {
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: [...listed(), ...lookupTools(...lookups)] as Tool[],
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+    const { name, arguments: args = {} } = req.params;
+    const answer = (await answerLookupTool(ledger, name, args)) ?? (await call(req, extra));
+    // The spec's answer to an unknown tool is a protocol error, not a tool result.
+    if (answer === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    return answer;
+  });
+}
+
+/** The runner's answer to a tool call; an identical call in flight answers with the first one's. */
+export function runCoalesced(options: ServingOptions) {
+  const coalescer = options.coalescer ?? createCoalescer(options.ledger);
+  return (tool: AgentToolDefinition, params: unknown, meta: unknown) =>
+    coalescer.call(tool.name, params, meta, () => callAgentTool(options.runner, tool, params));
 }
 
 /** What every retrysafe answer says, in this server's results and in the fence's own answers. */
@@ -105,42 +141,25 @@ export function reply(structured: Record<string, unknown>, isError = false) {
 /** An MCP server whose tools are retrysafe operations (plus status and handoff lookups). */
 export function createRetrysafeMcpServer(options: McpServerOptions): Server {
   const tools = agentTools(options.adapters, options.operations);
-  const byName = new Map<string, AgentToolDefinition>(tools.map((t) => [t.name, t]));
+  const listed = tools.map(({ adapter, operation, qualifiedName, ...t }) => ({ ...t, outputSchema: RESULT_SCHEMA }));
   const server = new Server({ name: 'retrysafe', version: '0.1.0' }, { capabilities: { tools: {} } });
-
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: [
-      ...tools.map((t) => ({
-        name: t.name,
-        title: t.title,
-        description: t.description,
-        inputSchema: t.inputSchema as { type: 'object' },
-        outputSchema: RESULT_SCHEMA as unknown as { type: 'object' },
-        annotations: t.annotations,
-        _meta: t._meta,
-      })),
-      ...lookupTools('as returned by an operation tool', 'operations'),
-    ],
-  }));
-
-  const coalescer = options.coalescer ?? createCoalescer(options.ledger);
-  server.setRequestHandler(CallToolRequestSchema, async (req) => {
-    const { name, arguments: args = {}, _meta } = req.params;
-    const lookup = await answerLookupTool(options.ledger, name, args);
-    if (lookup) return lookup;
-    const tool = byName.get(name);
-    if (!tool) throw unknownTool(name);
-    const result = await coalescer.call(name, args, _meta, () => callAgentTool(options.runner, tool, args));
-    return reply(
-      result as unknown as Record<string, unknown>,
-      result.status === 'conflict' || result.status === 'invalid-input',
-    );
-  });
+  const run = runCoalesced(options);
+  serveTools(
+    server,
+    options.ledger,
+    ['as returned by an operation tool', 'operations'],
+    () => listed,
+    async (req) => {
+      const { name, arguments: args = {}, _meta } = req.params;
+      const tool = tools.find((t) => t.name === name);
+      if (!tool) return undefined;
+      const result = await run(tool, args, _meta);
+      const refused = result.status === 'conflict' || result.status === 'invalid-input';
+      return reply(result as unknown as Record<string, unknown>, refused);
+    },
+  );
   return server;
 }
-
-// The spec's answer to an unknown tool is a protocol error, not a tool result.
-export const unknownTool = (name: string) => new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
 
 export async function serveStdio(server: Server): Promise<void> {
   await server.connect(new StdioServerTransport());

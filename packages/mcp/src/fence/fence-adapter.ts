@@ -85,7 +85,7 @@ function classifyToolAnswer(t: FenceToolConfig, answer: unknown): Outcome {
     const text = errorText(a);
     if ((t.rejectWhen ?? []).some((r) => new RegExp(r, 'i').test(text)) || t.toolErrors === 'rejected')
       return { kind: 'rejected', reason: 'validation', message: `tool error: ${text}` };
-    return { kind: 'unknown', cause: 'server-error', message: `tool error (may have applied): ${text}` };
+    return unknownOutcome('server-error', `tool error (may have applied): ${text}`);
   }
   const result = {
     content: a.content ?? [],
@@ -104,22 +104,20 @@ function succeeded(t: FenceToolConfig, result: unknown, value: unknown): Extract
   };
 }
 
+type Unknown = Extract<Outcome, { kind: 'unknown' }>;
+const unknownOutcome = (cause: Unknown['cause'], message: string, code?: string): Outcome => ({
+  kind: 'unknown',
+  cause,
+  message,
+  ...(code ? { code } : {}),
+});
+
 /** MCP JSON-RPC error codes: refused arguments or tool are rejections; a timeout or a closed connection is unknown. */
 const MCP_ERRORS: Readonly<Record<number, (message: string) => Outcome>> = {
   [-32602]: (message) => ({ kind: 'rejected', reason: 'validation', message, code: 'invalid-params' }),
   [-32601]: (message) => ({ kind: 'rejected', reason: 'configuration', message, code: 'method-not-found' }),
-  [-32001]: (m) => ({
-    kind: 'unknown',
-    cause: 'timeout',
-    message: `no answer within the timeout: ${m}`,
-    code: 'timeout',
-  }),
-  [-32000]: (m) => ({
-    kind: 'unknown',
-    cause: 'connection-reset',
-    message: `connection closed before the answer: ${m}`,
-    code: 'connection-closed',
-  }),
+  [-32001]: (m) => unknownOutcome('timeout', `no answer within the timeout: ${m}`, 'timeout'),
+  [-32000]: (m) => unknownOutcome('connection-reset', `connection closed before the answer: ${m}`, 'connection-closed'),
 };
 
 function classifyToolError(error: unknown): Outcome {
@@ -134,7 +132,7 @@ function classifyToolError(error: unknown): Outcome {
   if (typeof code === 'number' && MCP_ERRORS[code]) return MCP_ERRORS[code](message);
   const t = classifyTransportFailure(error);
   if (t.sent === 'never') return { kind: 'not-applied', message: `upstream not reached (${t.code})`, code: t.code };
-  return { kind: 'unknown', cause: t.cause, message, ...(t.code ? { code: t.code } : {}) };
+  return unknownOutcome(t.cause, message, t.code);
 }
 
 export interface FenceAdapterOptions {

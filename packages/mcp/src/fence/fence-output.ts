@@ -43,13 +43,7 @@ export function fencedReply(r: AgentToolResult, schema: Schema | undefined) {
     ...(r.status === 'done' ? { adopted: r.adopted } : {}),
   };
   const _meta = { retrysafe };
-  if (r.status !== 'done')
-    return {
-      content: [{ type: 'text' as const, text: JSON.stringify(r, null, 2) }],
-      structuredContent: { retrysafe: r },
-      isError: true,
-      _meta,
-    };
+  if (r.status !== 'done') return { ...reply({ retrysafe: r }), isError: true, _meta };
   const stored = (r.result ?? {}) as { content?: { type: string; text?: string }[]; structuredContent?: unknown };
   const value = stored.structuredContent;
   if (!schema || (value !== undefined && validator.getValidator(schema as never)(value).valid))

@@ -1,36 +1,17 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
-  CallToolRequestSchema,
-  CompleteRequestSchema,
-  CompleteResultSchema,
-  EmptyResultSchema,
   ErrorCode,
-  GetPromptRequestSchema,
-  GetPromptResultSchema,
-  ListPromptsRequestSchema,
-  ListPromptsResultSchema,
-  ListResourcesRequestSchema,
-  ListResourcesResultSchema,
-  ListResourceTemplatesRequestSchema,
-  ListResourceTemplatesResultSchema,
-  ListToolsRequestSchema,
   McpError,
-  ReadResourceRequestSchema,
-  ReadResourceResultSchema,
-  type Request,
+  ResultSchema,
   type ServerCapabilities,
-  SetLevelRequestSchema,
-  SubscribeRequestSchema,
   type Tool,
-  UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { type AdapterV1, validateCard } from '@retrysafe/contract';
 import { agentIdempotentHint } from '@retrysafe/contract/rules';
-import { type AgentToolDefinition, callAgentTool } from '@retrysafe/core/agent';
-import { createCoalescer } from '../coalesce.js';
-import { answerLookupTool, lookupTools, type ServingOptions, unknownTool } from '../server.js';
+import type { AgentToolDefinition } from '@retrysafe/core/agent';
+import { runCoalesced, type ServingOptions, serveTools } from '../server.js';
 import { fencedOutputSchema, fencedReply } from './fence-output.js';
-import { type ResultSchema, type Upstream, UpstreamUnavailableError } from './upstream.js';
+import { type Upstream, UpstreamUnavailableError } from './upstream.js';
 
 export interface FenceServerOptions extends ServingOptions {
   /** The fenced tools as one adapter (createFenceAdapter). */
@@ -39,21 +20,6 @@ export interface FenceServerOptions extends ServingOptions {
 }
 
 export const UNFENCED_NOTE = '[not fenced by retrysafe: a re-issued call may repeat its effect]';
-
-function fencedDescription(adapter: AdapterV1, name: string, upstreamDescription: string | undefined): string {
-  const spec = adapter.operations[name]!;
-  const unknowns = validateCard(spec.card).unknowns;
-  return [
-    upstreamDescription ?? '',
-    `[fenced by retrysafe] One business operation per intent (${spec.intentFields.join(', ')}): if you got no answer or an error that is not a conflict, call again with the same intent — the call maps to the same operation and returns its result instead of doing it twice.`,
-    'A changed non-intent argument of an operation already started is refused as a conflict. "in-progress": check back with retrysafe_status; "needs-human": a person decides, do not retry.',
-    unknowns.length
-      ? `Upstream facts not declared: ${unknowns.join(', ')} — retrysafe will not re-send where they matter.`
-      : '',
-  ]
-    .filter(Boolean)
-    .join('\n');
-}
 
 /** The argument that carries the fence's provider key: the fence sets it, so the model never does. */
 const keyArgument = (adapter: AdapterV1, name: string): string | null => {
@@ -73,29 +39,34 @@ function withoutPath(value: Record<string, unknown>, path: string): Record<strin
 /** A fenced tool as the fence lists it: the fence's description and hints, the key argument hidden, the output schema widened to the fence's answer. */
 function fencedListing(adapter: AdapterV1, t: Tool) {
   const card = adapter.operations[t.name]!.card;
+  const undeclared = validateCard(card).unknowns;
   const key = keyArgument(adapter, t.name);
-  const input = key && !key.includes('.') ? hideProperty(t.inputSchema, key) : t.inputSchema;
-  // Through the fence a re-issued call with the same intent is the same operation: that is the hint's meaning
-  // for the caller. Whether the upstream itself folds re-sends is the card's business (shown in _meta).
-  const annotations = { ...t.annotations, idempotentHint: true };
-  const meta = {
-    ...t._meta,
-    retrysafe: {
-      fenced: true,
-      operation: card.operation,
-      intentFields: card.businessOperationId.intentFields,
-      upstreamFoldsResends: agentIdempotentHint(card),
-      undeclared: validateCard(card).unknowns,
-    },
-  };
-  const output = t.outputSchema ? { outputSchema: fencedOutputSchema(t.outputSchema) } : {};
+  const description = [
+    t.description ?? '',
+    `[fenced by retrysafe] One business operation per intent (${card.businessOperationId.intentFields.join(', ')}): if you got no answer or an error that is not a conflict, call again with the same intent — the call maps to the same operation and returns its result instead of doing it twice.`,
+    'A changed non-intent argument of an operation already started is refused as a conflict. "in-progress": check back with retrysafe_status; "needs-human": a person decides, do not retry.',
+    undeclared.length
+      ? `Upstream facts not declared: ${undeclared.join(', ')} — retrysafe will not re-send where they matter.`
+      : '',
+  ];
   return {
     ...t,
-    description: fencedDescription(adapter, t.name, t.description),
-    inputSchema: input,
-    ...output,
-    annotations,
-    _meta: meta,
+    description: description.filter(Boolean).join('\n'),
+    inputSchema: key && !key.includes('.') ? hideProperty(t.inputSchema, key) : t.inputSchema,
+    ...(t.outputSchema ? { outputSchema: fencedOutputSchema(t.outputSchema) } : {}),
+    // Through the fence a re-issued call with the same intent is the same operation: that is the hint's meaning
+    // for the caller. Whether the upstream itself folds re-sends is the card's business (shown in _meta).
+    annotations: { ...t.annotations, idempotentHint: true },
+    _meta: {
+      ...t._meta,
+      retrysafe: {
+        fenced: true,
+        operation: card.operation,
+        intentFields: card.businessOperationId.intentFields,
+        upstreamFoldsResends: agentIdempotentHint(card),
+        undeclared,
+      },
+    },
   };
 }
 
@@ -121,37 +92,29 @@ const passedCapabilities = (upstream: ServerCapabilities): ServerCapabilities =>
 // The fence: fenced tools run through the runner with their cards, every other tool and request passes through as the
 // upstream offers it (and says so), and the upstream's notifications are forwarded.
 export function createFenceServer(options: FenceServerOptions): Server {
-  const { adapter, upstream, runner, ledger } = options;
+  const { adapter, upstream } = options;
   const fenced = new Set(Object.keys(adapter.operations));
   const capabilities = { ...passedCapabilities(upstream.capabilities), tools: { listChanged: true } };
   const server = new Server({ name: `retrysafe-fence(${adapter.provider})`, version: '0.1.0' }, { capabilities });
-  const coalescer = options.coalescer ?? createCoalescer(ledger);
-  const listed = (name: string) => upstream.tools.find((t) => t.name === name);
-
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: [
-      ...upstream.tools.map((t) =>
-        fenced.has(t.name)
-          ? fencedListing(adapter, t)
-          : { ...t, description: `${UNFENCED_NOTE} ${t.description ?? ''}`.trim() },
-      ),
-      ...lookupTools("from a fenced tool's _meta.retrysafe", 'fenced operations'),
-    ],
-  }));
-
-  server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+  const run = runCoalesced(options);
+  const listed = () =>
+    upstream.tools.map((t) =>
+      fenced.has(t.name)
+        ? fencedListing(adapter, t)
+        : { ...t, description: `${UNFENCED_NOTE} ${t.description ?? ''}`.trim() },
+    );
+  const lookups: [string, string] = ["from a fenced tool's _meta.retrysafe", 'fenced operations'];
+  serveTools(server, options.ledger, lookups, listed, async (req, extra) => {
     const { name, arguments: args = {}, _meta } = req.params;
-    const lookup = await answerLookupTool(ledger, name, args);
-    if (lookup) return lookup;
-    const tool = listed(name);
-    if (!tool) throw unknownTool(name);
+    const tool = upstream.tools.find((t) => t.name === name);
+    if (!tool) return undefined;
     // A call that cannot be sent is refused before anything is claimed: it is never handed off.
     await upstream.ready().catch(unavailable);
     if (fenced.has(name)) {
       const key = keyArgument(adapter, name);
       const params = key ? withoutPath(args, key) : args;
-      const definition = { adapter, operation: name } as unknown as AgentToolDefinition;
-      const result = await coalescer.call(name, params, _meta, () => callAgentTool(runner, definition, params));
+      const definition = { name, adapter, operation: name } as unknown as AgentToolDefinition;
+      const result = await run(definition, params, _meta);
       return fencedReply(result, tool.outputSchema as Record<string, unknown> | undefined);
     }
     // Pass-through: unchanged, with the caller's cancellation.
@@ -160,7 +123,11 @@ export function createFenceServer(options: FenceServerOptions): Server {
       .catch(unavailable)) as Record<string, unknown>;
   });
 
-  forwardRequests(server, upstream, capabilities);
+  // Every other request (resources, prompts, completions, logging) goes to the upstream as it is. The SDK answers
+  // logging/setLevel itself when logging is declared, but the upstream is the one that logs.
+  server.removeRequestHandler('logging/setLevel');
+  server.fallbackRequestHandler = async ({ method, params }, extra) =>
+    (await upstream.request({ method, params }, ResultSchema, { signal: extra.signal }).catch(unavailable)) as never;
   const unsubscribe = upstream.onNotification((n) => void server.notification(n).catch(() => undefined));
   const onclose = server.onclose;
   server.onclose = () => {
@@ -168,29 +135,4 @@ export function createFenceServer(options: FenceServerOptions): Server {
     onclose?.();
   };
   return server;
-}
-
-/** Registers a forwarding handler for each request kind the upstream's capabilities offer. */
-function forwardRequests(server: Server, upstream: Upstream, caps: ServerCapabilities): void {
-  const forward = (schema: ResultSchema) => (req: Request, extra: { signal: AbortSignal }) =>
-    upstream.request(req, schema, { signal: extra.signal }).catch(unavailable);
-  if (caps.resources) {
-    server.setRequestHandler(ListResourcesRequestSchema, forward(ListResourcesResultSchema));
-    server.setRequestHandler(ListResourceTemplatesRequestSchema, forward(ListResourceTemplatesResultSchema));
-    server.setRequestHandler(ReadResourceRequestSchema, forward(ReadResourceResultSchema));
-    if (caps.resources.subscribe) {
-      server.setRequestHandler(SubscribeRequestSchema, forward(EmptyResultSchema));
-      server.setRequestHandler(UnsubscribeRequestSchema, forward(EmptyResultSchema));
-    }
-  }
-  if (caps.prompts) {
-    server.setRequestHandler(ListPromptsRequestSchema, forward(ListPromptsResultSchema));
-    server.setRequestHandler(GetPromptRequestSchema, forward(GetPromptResultSchema));
-  }
-  if (caps.completions) server.setRequestHandler(CompleteRequestSchema, forward(CompleteResultSchema));
-  if (caps.logging) {
-    // The SDK answers logging/setLevel itself when logging is declared; the upstream is the one that logs.
-    server.removeRequestHandler('logging/setLevel');
-    server.setRequestHandler(SetLevelRequestSchema, forward(EmptyResultSchema));
-  }
 }

@@ -22,26 +22,12 @@ interface ProbeOptions {
 }
 
 type Answer = 'ok' | 'tool-error' | 'timeout' | 'error';
-
-export interface ProbeReceipt {
-  readonly probe: 'retrysafe.probe/v1';
-  readonly tool: string;
-  /** SHA-256 of the canonical sample arguments: the arguments themselves are not kept (they may hold PII). */
-  readonly argsDigest: string;
-  readonly startedAt: string;
-  readonly finishedAt: string;
-  readonly calls: readonly { readonly phase: 'concurrent' | 'timed-out' | 're-issued'; readonly answer: Answer }[];
-  readonly before: number;
-  readonly after: number;
-  readonly effects: number;
-  readonly verdict: 'at-most-once' | 'duplicates' | 'no-effect-seen';
-  readonly summary: string;
-}
+export type ProbeReceipt = Awaited<ReturnType<typeof probeTool>>;
 
 const CALL_TIMEOUT_MS = 30_000;
 
 /** Identical calls at once, then one abandoned on a client timeout and re-issued; the effects are counted by a read tool. */
-export async function probeTool(o: ProbeOptions): Promise<ProbeReceipt> {
+export async function probeTool(o: ProbeOptions) {
   const startedAt = new Date().toISOString();
   const count = async (): Promise<number> => {
     const args = { name: o.countTool, arguments: o.countArgs ?? {} };
@@ -64,28 +50,28 @@ export async function probeTool(o: ProbeOptions): Promise<ProbeReceipt> {
 
   const before = await count();
   const concurrent = await Promise.all(Array.from({ length: o.concurrent ?? 3 }, () => call(CALL_TIMEOUT_MS)));
-  const calls: ProbeReceipt['calls'] = [
+  const calls = [
     ...concurrent.map((answer) => ({ phase: 'concurrent' as const, answer })),
-    { phase: 'timed-out', answer: await call(o.timeoutMs ?? 200) },
-    { phase: 're-issued', answer: await call(CALL_TIMEOUT_MS) },
+    { phase: 'timed-out' as const, answer: await call(o.timeoutMs ?? 200) },
+    { phase: 're-issued' as const, answer: await call(CALL_TIMEOUT_MS) },
   ];
   await sleep(o.settleMs ?? 1500);
   const after = await count();
   const effects = after - before;
-  const verdict = effects > 1 ? 'duplicates' : effects === 1 ? 'at-most-once' : 'no-effect-seen';
+  const verdict: 'at-most-once' | 'duplicates' | 'no-effect-seen' =
+    effects > 1 ? 'duplicates' : effects === 1 ? 'at-most-once' : 'no-effect-seen';
   const summary = {
     duplicates: `DUPLICATES: ${effects} effects for one intent after ${calls.length} identical calls`,
     'at-most-once': `at most once: 1 effect for one intent after ${calls.length} identical calls`,
     'no-effect-seen': `no effect seen after ${calls.length} calls (does ${o.countTool} list what ${o.tool} creates?)`,
   }[verdict];
-  const argsDigest = sha256Hex(canonicalJson(o.args));
-  const finishedAt = new Date().toISOString();
   return {
-    probe: 'retrysafe.probe/v1',
+    probe: 'retrysafe.probe/v1' as const,
     tool: o.tool,
-    argsDigest,
+    // The arguments themselves are not kept: they may hold personal data.
+    argsDigest: sha256Hex(canonicalJson(o.args)),
     startedAt,
-    finishedAt,
+    finishedAt: new Date().toISOString(),
     calls,
     before,
     after,

@@ -23,24 +23,7 @@ export type UpstreamTarget =
 /** The result schema of a request, as the SDK client takes it. */
 export type ResultSchema = Parameters<Client['request']>[1];
 
-export interface Upstream {
-  /** No client-side output validation: an applied call must never turn into an error on its way back. */
-  callTool(
-    params: { name: string; arguments?: Record<string, unknown> },
-    _?: undefined,
-    o?: RequestOptions,
-  ): Promise<unknown>;
-  /** The upstream's tools as last listed (re-listed when it says its list changed, and after a restart). */
-  readonly tools: readonly Tool[];
-  readonly capabilities: ServerCapabilities;
-  /** Any other request, forwarded as is (resources, prompts, completions, logging). */
-  request(request: Request, schema: ResultSchema, options?: RequestOptions): Promise<Record<string, unknown>>;
-  /** Resolves once the upstream is connected, restarting it if it died; throws UpstreamUnavailableError if it cannot. */
-  ready(): Promise<void>;
-  /** Every notification the upstream sends (after the fence has acted on a tool list change). */
-  onNotification(listener: (n: Notification) => void): () => void;
-  close(): Promise<void>;
-}
+export type Upstream = Awaited<ReturnType<typeof connectUpstream>>;
 
 /** What the fence adapter and the probe need of an upstream (the SDK's `Client` has this shape too). */
 export type UpstreamClient = Pick<Upstream, 'callTool'>;
@@ -72,7 +55,7 @@ async function listAllTools(client: Client): Promise<Tool[]> {
 }
 
 // A dead stdio upstream is restarted (bounded, with backoff); a call that cannot be sent fails UpstreamUnavailableError.
-export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-fence'): Promise<Upstream> {
+export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-fence') {
   const listeners = new Set<(n: Notification) => void>();
   let client: Client | undefined;
   let tools: Tool[] = [];
@@ -80,9 +63,6 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
   let closing = false;
   let starting: Promise<void> | undefined;
 
-  const emit = (n: Notification) => {
-    for (const l of listeners) l(n);
-  };
   const start = async (): Promise<void> => {
     const c = new Client({ name, version: '0.1.0' });
     const transport =
@@ -96,7 +76,7 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
           });
     c.fallbackNotificationHandler = async (n) => {
       if (n.method === 'notifications/tools/list_changed') tools = await listAllTools(c).catch(() => tools);
-      emit(n);
+      for (const l of listeners) l(n);
     };
     c.onclose = () => {
       if (client !== c || closing) return;
@@ -130,8 +110,8 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
     });
     return starting;
   };
-  // Without a connected client the request would never leave, so it is refused as not sent.
-  const request: Upstream['request'] = async (req, schema, opts) => {
+  /** Any request, forwarded as is; without a connected client it would never leave, so it is refused as not sent. */
+  const request = async (req: Request, schema: ResultSchema, opts?: RequestOptions) => {
     await ready();
     if (!client?.transport) throw new UpstreamUnavailableError('the upstream MCP server is not connected');
     return (await client.request(req, schema, opts)) as Record<string, unknown>;
@@ -139,16 +119,21 @@ export async function connectUpstream(target: UpstreamTarget, name = 'retrysafe-
 
   await start();
   return {
-    get tools() {
+    /** The upstream's tools as last listed (re-listed when it says its list changed, and after a restart). */
+    get tools(): readonly Tool[] {
       return tools;
     },
     get capabilities() {
       return capabilities;
     },
+    /** Resolves once the upstream is connected, restarting it if it died; throws UpstreamUnavailableError if it cannot. */
     ready,
     request,
-    callTool: (params, _schema, opts) => request({ method: 'tools/call', params }, CallToolResultSchema, opts),
-    onNotification(listener) {
+    /** No client-side output validation: an applied call must never turn into an error on its way back. */
+    callTool: (params: { name: string; arguments?: Record<string, unknown> }, _?: undefined, opts?: RequestOptions) =>
+      request({ method: 'tools/call', params }, CallToolResultSchema, opts),
+    /** Every notification the upstream sends (after the fence has acted on a tool list change). */
+    onNotification(listener: (n: Notification) => void) {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
