@@ -16,7 +16,7 @@ type StopIf = (businessOperationId: string, point: CrashPoint) => Promise<void>;
 const send = (msg: CrashWorkerMessage) => new Promise<void>((resolve) => process.send!(msg, () => resolve()));
 
 function readConfig(): CrashWorkerConfig {
-  const raw = process.env['RETRYSAFE_CRASH_WORKER'];
+  const raw = process.env.RETRYSAFE_CRASH_WORKER;
   if (!raw) throw new Error('crash worker: RETRYSAFE_CRASH_WORKER is not set');
   return JSON.parse(raw) as CrashWorkerConfig;
 }

@@ -1,4 +1,4 @@
-import { type ClaimInput, InvalidStateError, LeaseLostError, type Ledger, LedgerError } from '@retrysafe/contract';
+import { InvalidStateError, LeaseLostError, type Ledger, LedgerError } from '@retrysafe/contract';
 import { verifyReceiptChain } from '@retrysafe/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claimTableCases } from './claim-table.js';
@@ -239,18 +239,12 @@ function chainAndPruneCases(ctx: Suite): void {
     const r1 = receipt('anchor', 1, null);
     await ctx.ledger.appendReceipt(ref, r1);
     expect((await ctx.ledger.get(id('anchor')))!.receiptChain).toEqual({ head: r1.hash, length: 1 });
+    // Every ledger declares receiptWithState (the combined-write cases assert it).
     const r2 = receipt('anchor', 2, r1.hash);
-    const s = await ctx.ledger.setState(ref, {
-      state: 'unknown',
-      now: T0 + 1,
-      ...(ctx.ledger.capabilities?.receiptWithState ? { receipt: r2 } : {}),
-    });
-    if (!ctx.ledger.capabilities?.receiptWithState) await ctx.ledger.appendReceipt(ref, r2);
-    else expect(s.receiptChain).toEqual({ head: r2.hash, length: 2 });
+    const s = await ctx.ledger.setState(ref, { state: 'unknown', now: T0 + 1, receipt: r2 });
+    expect(s.receiptChain).toEqual({ head: r2.hash, length: 2 });
     const r3 = receipt('anchor', 3, r2.hash);
-    await (ctx.ledger.capabilities?.receiptWithState
-      ? ctx.ledger.handOff(ref, packet('anchor'), T0 + 2, r3)
-      : ctx.ledger.appendReceipt(ref, r3).then(() => ctx.ledger.handOff(ref, packet('anchor'), T0 + 2)));
+    await ctx.ledger.handOff(ref, packet('anchor'), T0 + 2, r3);
     const row = (await ctx.ledger.get(id('anchor')))!;
     expect(row.receiptChain).toEqual({ head: r3.hash, length: 3 });
     // A refused receipt moves nothing.
@@ -274,10 +268,8 @@ function chainAndPruneCases(ctx: Suite): void {
   it('prune (retention, optional): deletes closed operations older than the cutoff with their receipts, never open or handed-off ones', async () => {
     if (typeof ctx.ledger.prune !== 'function') return; // optional: a ledger without retention keeps everything
     const done = async (name: string, state: 'succeeded' | 'rejected', at: number) => {
-      const { ref } = await claimed(ctx.ledger, name, { dispatch: true } as Partial<ClaimInput>);
-      const r1 = receipt(name, 1, null);
-      if (ctx.ledger.capabilities?.receiptWithState) await ctx.ledger.setState(ref, { state, now: at, receipt: r1 });
-      else await ctx.ledger.appendReceipt(ref, r1), await ctx.ledger.setState(ref, { state, now: at });
+      const { ref } = await claimed(ctx.ledger, name, { dispatch: true });
+      await ctx.ledger.setState(ref, { state, now: at, receipt: receipt(name, 1, null) });
     };
     await done('p-ok', 'succeeded', T0 + 10);
     await done('p-rej', 'rejected', T0 + 11);
