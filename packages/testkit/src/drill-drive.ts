@@ -14,9 +14,10 @@ export interface Drive {
   readonly notes: string[];
   runnerReceipts: Receipt[];
   waitedMs?: number;
-  executeCallsBeforeRecovery?: number;
-  requestsBeforeRecovery?: number;
 }
+
+/** Callers of the concurrent-duplicates scenario. */
+export const CONCURRENCY = 16;
 
 export interface DriveInput {
   readonly scenario: ScenarioId;
@@ -27,7 +28,6 @@ export interface DriveInput {
   readonly label: string;
   readonly businessOperationId: string;
   readonly leaseMs: number;
-  readonly concurrency: number;
 }
 
 type Runner = ReturnType<typeof createRunner>;
@@ -98,9 +98,9 @@ async function runOnce(
 }
 
 async function runConcurrent(h: Harness, input: DriveInput, d: Drive): Promise<void> {
-  const { operation, params, label, concurrency } = input;
+  const { operation, params, label } = input;
   const ledger = h.makeLedger();
-  const runners = Array.from({ length: concurrency }, (_, k) => h.makeRunner(ledger, realClock, `drill-worker-${k}`));
+  const runners = Array.from({ length: CONCURRENCY }, (_, k) => h.makeRunner(ledger, realClock, `drill-worker-${k}`));
   const results = await Promise.all(
     runners.map(async (runner) => {
       try {
@@ -119,7 +119,7 @@ async function runConcurrent(h: Harness, input: DriveInput, d: Drive): Promise<v
   );
   if (!d.outcomes.includes('done'))
     d.failures.push(
-      `${label}: none of the ${concurrency} concurrent runs finished (outcomes: ${d.outcomes.join(', ')})`,
+      `${label}: none of the ${CONCURRENCY} concurrent runs finished (outcomes: ${d.outcomes.join(', ')})`,
     );
   if (refs.size > 1)
     d.failures.push(
@@ -145,8 +145,7 @@ async function crashAndRecover(h: Harness, input: DriveInput, d: Drive): Promise
   if (!h.tracker.died) throw new Error('worker A never reached the provider');
   h.tracker.dieAfterExecute = false;
   const callsBefore = h.tracker.executeCalls;
-  d.executeCallsBeforeRecovery = callsBefore;
-  d.requestsBeforeRecovery = h.proxy.requests.length;
+  d.notes.push(`before recovery: ${callsBefore} doExecute call(s), ${h.proxy.requests.length} proxy request(s)`);
   if (scenario === 'key-past-retention') {
     const retention = card.retention.minimum.value;
     // unknown retention: a week, well past any retention providers publish

@@ -14,22 +14,25 @@ export interface ConformanceOptions extends DrillSetup {
   readonly seed?: number;
 }
 
-export const SCENARIOS = [
-  'lost-response',
-  'lost-response-timeout',
-  'lost-request',
-  'concurrent-duplicates',
-  'changed-intent',
-  'permanent-error',
-  'transient-beyond-limit',
-  'rate-limited',
-  'key-past-retention',
-  'in-progress',
-  'crash-after-dispatch',
-  'late-commit',
-  'rejection-left-object',
-] as const;
-export type ScenarioId = (typeof SCENARIOS)[number];
+/** Every scenario of the drill, in the order it runs, with its title. */
+export const SCENARIO_TITLES = {
+  'lost-response': 'lost response after commit (connection reset) ⇒ one record',
+  'lost-response-timeout': 'lost response after commit (client timeout) ⇒ one record',
+  'lost-request': 'lost request (reset before it arrived) ⇒ no blind resend',
+  'concurrent-duplicates': '16 concurrent duplicates ⇒ one record, one request',
+  'changed-intent': 'same id, changed intent ⇒ ConflictError, nothing sent',
+  'permanent-error': 'permanent error ⇒ exactly one attempt and a handoff',
+  'transient-beyond-limit': 'transient beyond the limit ⇒ exactly maxAttempts, then handoff',
+  'rate-limited': '429 + Retry-After ⇒ waited at least Retry-After',
+  'key-past-retention': 'key past retention ⇒ lookup or handoff, never a blind resend',
+  'in-progress': 'in progress at the provider ⇒ polled, one work item',
+  'crash-after-dispatch': 'crash after dispatch ⇒ recover() reconciles to one record',
+  'late-commit': 'late commit: the provider applies the request after the client timed out ⇒ one record',
+  'rejection-left-object':
+    'a rejection that left an object, then a corrected request ⇒ still one object, the packet names it',
+} as const;
+export type ScenarioId = keyof typeof SCENARIO_TITLES;
+export const SCENARIOS = Object.keys(SCENARIO_TITLES) as readonly ScenarioId[];
 
 export interface DrillOptions extends ConformanceOptions {
   /** Run only these scenarios (the CLI's `--scenario`); every scenario by default. */

@@ -31,7 +31,7 @@ export type FaultScript = readonly Fault[] | ((call: number, request: FaultReque
 
 /** One request as the proxy saw it. */
 export interface ProxyRequest {
-  /** 1-based call number at this proxy (since the last `reset()`). */
+  /** 1-based call number at this proxy. */
   readonly n: number;
   readonly method: string;
   /** Path and query. */
@@ -61,29 +61,6 @@ export interface FaultProxyOptions {
   readonly recordHeaders?: readonly string[];
   /** The clock `late-commit` measures `afterMs` on (the drill's virtual clock); default real time. */
   readonly clock?: { now(): number };
-}
-
-export interface FaultProxy {
-  /** `http://127.0.0.1:PORT` — point the SDK here. */
-  readonly url: string;
-  readonly port: number;
-  /** Every request seen since the last `reset()`, in arrival order. */
-  readonly requests: readonly ProxyRequest[];
-  /** Errors thrown by (or invalid faults returned from) a fault script; such calls were answered 500. */
-  readonly scriptErrors: readonly string[];
-  /** Replaces the fault script; call numbering continues. */
-  setFaults(next: FaultScript): void;
-  /** Clears the requests, restarts numbering at 1 and sets the script to all-`'pass'` (or `next`). */
-  reset(next?: FaultScript): void;
-  /** A label recorded on requests arriving from now on; `undefined` to clear. */
-  label: string | undefined;
-  /** Resolves once `count` requests have arrived (and been recorded). */
-  waitForRequests(count: number): Promise<void>;
-  /** Lets the provider apply every request a `late-commit` still holds (before counting records). */
-  flushLate(): Promise<void>;
-  /** Requests a `late-commit` holds right now (not yet applied). */
-  readonly heldLate: number;
-  close(): Promise<void>;
 }
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
@@ -176,38 +153,6 @@ function requestEntry(
   };
 }
 
-/** The requests the proxy saw, in arrival order; a clear starts a new generation, so late updates to the old ones are dropped. */
-function createRequestLog() {
-  const requests: ProxyRequest[] = [];
-  const waiters = new Set<{ count: number; resolve: () => void }>();
-  let generation = 0;
-  return {
-    requests,
-    generation: () => generation,
-    clear(): void {
-      requests.length = 0;
-      generation += 1;
-    },
-    record(entry: ProxyRequest): void {
-      requests.push(entry);
-      for (const w of waiters) {
-        if (requests.length < w.count) continue;
-        waiters.delete(w);
-        w.resolve();
-      }
-    },
-    update(index: number, gen: number, patch: Partial<ProxyRequest>): void {
-      if (gen !== generation) return;
-      const current = requests[index];
-      if (current) requests[index] = { ...current, ...patch };
-    },
-    waitFor(count: number): Promise<void> {
-      if (requests.length >= count) return Promise.resolve();
-      return new Promise((resolve) => waiters.add({ count, resolve }));
-    },
-  };
-}
-
 /** late-commit: requests held until their client gives up, then applied in arrival order once due (or on flush). */
 function createLateQueue(clock: { now(): number }) {
   const held: { readonly dueAt: number; readonly apply: () => Promise<void> }[] = [];
@@ -249,55 +194,21 @@ function createLateQueue(clock: { now(): number }) {
  * Starts a loopback HTTP proxy between an SDK and a sandbox server that injects faults per request
  * and records every request. Real TCP: the SDK sees real resets, timeouts and status codes.
  */
-export async function startFaultProxy(options: FaultProxyOptions): Promise<FaultProxy> {
+export async function startFaultProxy(options: FaultProxyOptions) {
   const target = assertLoopbackTarget(options.target);
   const basePath = target.pathname.replace(/\/$/, '');
   let script: FaultScript = options.faults ?? [];
   validateScript(script);
   const recordHeaders = new Set(['idempotency-key', ...(options.recordHeaders ?? []).map((h) => h.toLowerCase())]);
-  const log = createRequestLog();
+  const requests: ProxyRequest[] = [];
+  const waiters = new Set<{ count: number; resolve: () => void }>();
   const scriptErrors: string[] = [];
   const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
   const upstreamAgent = new Agent({ keepAlive: true });
   const upstreamOf = { target, basePath, agent: upstreamAgent };
-  let counter = 0;
   let closed = false;
-  const clock = options.clock ?? { now: () => Date.now() };
-  const late = createLateQueue(clock);
-
-  const proxy: FaultProxy = {
-    url: '',
-    port: 0,
-    requests: log.requests,
-    scriptErrors,
-    setFaults(next) {
-      validateScript(next);
-      script = next;
-    },
-    reset(next) {
-      if (next !== undefined) validateScript(next);
-      script = next ?? [];
-      log.clear();
-      scriptErrors.length = 0;
-      counter = 0;
-    },
-    label: undefined,
-    waitForRequests: log.waitFor,
-    flushLate: () => late.applyDue(true),
-    get heldLate() {
-      return late.held.length;
-    },
-    async close() {
-      if (closed) return;
-      closed = true;
-      for (const t of timers) clearTimeout(t);
-      timers.clear();
-      for (const s of sockets) s.destroy();
-      upstreamAgent.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  const late = createLateQueue(options.clock ?? { now: () => Date.now() });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
@@ -305,9 +216,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     const body = Buffer.concat(chunks);
     // A late commit that is due lands before this request reaches the provider.
     await late.applyDue(false).catch(() => undefined);
-    counter += 1;
-    const n = counter;
-    const gen = log.generation();
+    const n = ++calls;
     const info: FaultRequestInfo = { method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers };
     let fault: Fault;
     try {
@@ -319,9 +228,16 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       res.end(`fault proxy: ${(err as Error).message}`);
       return;
     }
-    const index = log.requests.length;
-    log.record(requestEntry(n, info, recordHeaders, body, fault, proxy.label));
-    const note = (patch: Partial<ProxyRequest>) => log.update(index, gen, patch);
+    const index = requests.length;
+    requests.push(requestEntry(n, info, recordHeaders, body, fault, proxy.label));
+    for (const w of waiters) {
+      if (requests.length < w.count) continue;
+      waiters.delete(w);
+      w.resolve();
+    }
+    const note = (patch: Partial<ProxyRequest>) => {
+      requests[index] = { ...requests[index]!, ...patch };
+    };
     /** Forwards the request and notes the upstream's status; the error when the upstream failed. */
     const send = async (patch: Partial<ProxyRequest> = {}): Promise<Upstream | Error> => {
       try {
@@ -367,12 +283,48 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     resetSocket(req.socket);
   }
 
+  let calls = 0;
   const server = await listen(sockets, (req, res) => {
     handle(req, res).catch(() => {
       if (!req.socket.destroyed) resetSocket(req.socket);
     });
   });
-  const port = (server.address() as AddressInfo).port;
-  Object.assign(proxy, { url: `http://127.0.0.1:${port}`, port });
+  const proxy = {
+    /** `http://127.0.0.1:PORT` — point the SDK here. */
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    /** Every request seen, in arrival order. */
+    requests: requests as readonly ProxyRequest[],
+    /** Errors thrown by (or invalid faults returned from) a fault script; such calls were answered 500. */
+    scriptErrors: scriptErrors as readonly string[],
+    /** Replaces the fault script; call numbering continues. */
+    setFaults(next: FaultScript): void {
+      validateScript(next);
+      script = next;
+    },
+    /** A label recorded on requests arriving from now on (the drill attributes requests to adapter calls with it). */
+    label: undefined as string | undefined,
+    /** Resolves once `count` requests have arrived (and been recorded). */
+    waitForRequests(count: number): Promise<void> {
+      if (requests.length >= count) return Promise.resolve();
+      return new Promise((resolve) => waiters.add({ count, resolve }));
+    },
+    /** Lets the provider apply every request a `late-commit` still holds (before counting records). */
+    flushLate: () => late.applyDue(true),
+    /** Requests a `late-commit` holds right now (not yet applied). */
+    get heldLate(): number {
+      return late.held.length;
+    },
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      for (const t of timers) clearTimeout(t);
+      timers.clear();
+      for (const s of sockets) s.destroy();
+      upstreamAgent.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
   return proxy;
 }
+
+export type FaultProxy = Awaited<ReturnType<typeof startFaultProxy>>;
