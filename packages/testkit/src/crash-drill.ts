@@ -131,31 +131,21 @@ function spawnWorker(
   return s;
 }
 
-async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const workers = Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, async () => {
-    while (next < items.length) {
-      const item = items[next++]!;
-      await fn(item);
-    }
-  });
-  await Promise.all(workers);
-}
-
 type PlannedRun = CrashWorkerConfig['jobs'][number] & { readonly point: CrashPoint };
 type RunEnd = { killed: boolean; exit: string; businessOperationId: string | null };
 type Recovered = Extract<CrashWorkerMessage, { type: 'recovered' }>;
 type WorkerBase = Omit<CrashWorkerConfig, 'mode' | 'jobs'>;
 
 /** What the batches add up to while the drill runs. */
-interface Tally {
-  readonly problems: string[];
-  readonly results: CrashRunResult[];
-  readonly recoverActions: Record<string, number>;
-  readonly timings: { workersMs: number; recoveryMs: number };
-  recoveries: number;
-  workersKilled: number;
-}
+const newTally = () => ({
+  problems: [] as string[],
+  results: [] as CrashRunResult[],
+  recoverActions: {} as Record<string, number>,
+  timings: { workersMs: 0, recoveryMs: 0 },
+  recoveries: 0,
+  workersKilled: 0,
+});
+type Tally = ReturnType<typeof newTally>;
 
 const jobsOf = (runs: readonly PlannedRun[], point: (r: PlannedRun) => CrashPoint | null) =>
   runs.map((r) => ({ index: r.index, params: r.params, businessOperationId: r.businessOperationId, point: point(r) }));
@@ -328,14 +318,7 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
   const work = mkdtempSync(join(tmpdir(), 'retrysafe-crash-'));
   const outFile = options.outFile ?? join(work, 'crash-report.json');
   let reportInWork = false;
-  const tally: Tally = {
-    problems: [],
-    results: [],
-    recoverActions: {},
-    timings: { workersMs: 0, recoveryMs: 0 },
-    recoveries: 0,
-    workersKilled: 0,
-  };
+  const tally = newTally();
   try {
     for (let b = 0; b < plan.length; b += batchSize) {
       const batch = plan.slice(b, b + batchSize);
@@ -355,9 +338,14 @@ export async function runCrashDrill(options: CrashDrillOptions): Promise<CrashDr
       const t0 = Date.now();
       const groups: PlannedRun[][] = [];
       for (let g = 0; g < batch.length; g += perProcess) groups.push(batch.slice(g, g + perProcess));
-      await pool(groups, 2, async (group) => {
+      // Two worker processes at a time.
+      const nextGroup = async (): Promise<void> => {
+        const group = groups.shift();
+        if (!group) return;
         if (await runGroupToItsPoints(base, group, runs, tally.problems)) tally.workersKilled += 1;
-      });
+        await nextGroup();
+      };
+      await Promise.all([nextGroup(), nextGroup()]);
       tally.timings.workersMs += Date.now() - t0;
       const recovered = await recoverBatch(base, batch, leaseMs, tally, b / batchSize);
       // The provider applies every request still held (late), before anything is counted.

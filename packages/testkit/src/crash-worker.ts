@@ -5,6 +5,7 @@ import type { AdapterV1, Ledger } from '@retrysafe/contract';
 import { createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
 import type { CrashPoint, CrashWorkerConfig, CrashWorkerMessage } from './crash-types.js';
+import { realClock } from './drill-clock.js';
 import { wrapAdapter } from './wrap-adapter.js';
 
 type Recovered = Extract<CrashWorkerMessage, { type: 'recovered' }>;
@@ -12,14 +13,8 @@ type Runner = ReturnType<typeof createRunner>;
 /** Stops the job at `point` when that is its point: tells the parent, then never returns. */
 type StopIf = (businessOperationId: string, point: CrashPoint) => Promise<void>;
 
-// runCrashDrill always forks this with an IPC channel.
+// runCrashDrill always forks this with an IPC channel and the config in RETRYSAFE_CRASH_WORKER.
 const send = (msg: CrashWorkerMessage) => new Promise<void>((resolve) => process.send!(msg, () => resolve()));
-
-function readConfig(): CrashWorkerConfig {
-  const raw = process.env.RETRYSAFE_CRASH_WORKER;
-  if (!raw) throw new Error('crash worker: RETRYSAFE_CRASH_WORKER is not set');
-  return JSON.parse(raw) as CrashWorkerConfig;
-}
 
 function stopperFor(cfg: CrashWorkerConfig): StopIf {
   const jobs = new Map(cfg.jobs.map((j) => [j.businessOperationId, j]));
@@ -127,14 +122,11 @@ async function recoverJobs(cfg: CrashWorkerConfig, runner: Runner, adapter: Adap
 }
 
 async function main(): Promise<void> {
-  const cfg = readConfig();
+  const cfg = JSON.parse(process.env.RETRYSAFE_CRASH_WORKER!) as CrashWorkerConfig;
   const stopIf = stopperFor(cfg);
   const adapter = await loadAdapter(cfg);
   const skew = cfg.clockSkewMs ?? 0;
-  const clock = {
-    now: () => Date.now() + skew,
-    sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms))),
-  };
+  const clock = { ...realClock, now: () => Date.now() + skew };
   const ledger = createSqliteLedger({ path: cfg.ledgerPath });
   const runner = createRunner({
     ledger: hookLedger(ledger, stopIf),

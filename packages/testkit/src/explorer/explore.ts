@@ -198,7 +198,7 @@ interface Graph {
   truncated: boolean;
 }
 
-function contextFor(options: ExploreOptions): Ctx {
+export function contextFor(options: ExploreOptions) {
   const card = options.card;
   const policy = resolvePolicy(card, options.policy);
   const marginMs = policy.clockSkewMarginMs;
